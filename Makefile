@@ -1,0 +1,43 @@
+# The two commands a newcomer runs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: all venv test lint unit demo bench clean debian-deps
+
+all: test
+
+# System packages some features need (only installed when missing, as root).
+DEBIAN_PACKAGES := openssh-client
+debian-deps:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "Please install:$$missing (as root: apt-get install$$missing)"; fi; \
+	fi
+
+$(STAMP): setup.py pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: venv
+	$(VENV)/bin/ruff check ganeti daemons scripts tools test
+
+unit: venv
+	$(VPY) -m pytest test
+
+test: venv debian-deps lint unit
+
+demo: venv debian-deps
+	$(VPY) tools/demo
+
+bench: venv
+	@for b in tools/bench/bench_*.py; do echo "== $$b"; $(VPY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info

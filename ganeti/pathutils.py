@@ -1,0 +1,209 @@
+"""Every filesystem path the code uses, derived from one root directory.
+
+The root comes from ``GANETI_ROOTDIR`` (default ``/``); that is how many
+virtual nodes share one machine.  Build a :class:`Paths` once (usually with
+:func:`get_paths`) and pass it down; never join absolute paths by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+from ganeti import constants
+
+__all__ = ["Paths", "get_paths", "job_file_name", "archived_job_file_name"]
+
+
+@dataclass(frozen=True)
+class Paths:
+    """All paths of one node, below ``root``."""
+
+    root: str = "/"
+
+    def _p(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    # directories
+    @property
+    def data_dir(self) -> str:
+        return self._p("var", "lib", "ganeti")
+
+    @property
+    def run_dir(self) -> str:
+        return self._p("var", "run", "ganeti")
+
+    @property
+    def socket_dir(self) -> str:
+        return os.path.join(self.run_dir, "socket")
+
+    @property
+    def log_dir(self) -> str:
+        return self._p("var", "log", "ganeti")
+
+    @property
+    def conf_dir(self) -> str:
+        return self._p("etc", "ganeti")
+
+    @property
+    def hooks_base_dir(self) -> str:
+        return os.path.join(self.conf_dir, "hooks")
+
+    @property
+    def file_storage_dir(self) -> str:
+        return self._p("srv", "ganeti", "file-storage")
+
+    @property
+    def shared_file_storage_dir(self) -> str:
+        return self._p("srv", "ganeti", "shared-file-storage")
+
+    @property
+    def os_search_path(self) -> list[str]:
+        return [self._p("srv", "ganeti", "os"),
+                self._p("usr", "local", "lib", "ganeti", "os"),
+                self._p("usr", "lib", "ganeti", "os"),
+                self._p("usr", "share", "ganeti", "os")]
+
+    @property
+    def iallocator_search_path(self) -> list[str]:
+        return [self._p("usr", "local", "lib", "ganeti", "iallocators"),
+                self._p("usr", "lib", "ganeti", "iallocators")]
+
+    @property
+    def file_storage_paths_file(self) -> str:
+        return os.path.join(self.conf_dir, "file-storage-paths")
+
+    @property
+    def queue_dir(self) -> str:
+        return os.path.join(self.data_dir, "queue")
+
+    @property
+    def queue_archive_dir(self) -> str:
+        return os.path.join(self.queue_dir, "archive")
+
+    @property
+    def rapi_users_dir(self) -> str:
+        return os.path.join(self.data_dir, "rapi")
+
+    @property
+    def hypervisor_state_dir(self) -> str:
+        return os.path.join(self.run_dir, "fake-hypervisor")
+
+    @property
+    def instance_disks_dir(self) -> str:
+        return os.path.join(self.run_dir, "instance-disks")
+
+    @property
+    def os_log_dir(self) -> str:
+        return os.path.join(self.log_dir, "os")
+
+    # files
+    @property
+    def config_file(self) -> str:
+        return os.path.join(self.data_dir, "config.data")
+
+    @property
+    def server_pem(self) -> str:
+        return os.path.join(self.data_dir, "server.pem")
+
+    @property
+    def client_pem(self) -> str:
+        return os.path.join(self.data_dir, "client.pem")
+
+    @property
+    def rapi_pem(self) -> str:
+        return os.path.join(self.data_dir, "rapi.pem")
+
+    @property
+    def rapi_users_file(self) -> str:
+        return os.path.join(self.rapi_users_dir, "users")
+
+    @property
+    def confd_hmac_key(self) -> str:
+        return os.path.join(self.data_dir, "hmac.key")
+
+    @property
+    def cluster_domain_secret(self) -> str:
+        return os.path.join(self.data_dir, "cluster-domain-secret")
+
+    @property
+    def known_hosts_file(self) -> str:
+        return os.path.join(self.data_dir, "known_hosts")
+
+    @property
+    def ssh_key_file(self) -> str:
+        return os.path.join(self.data_dir, "id_cluster")
+
+    @property
+    def master_socket(self) -> str:
+        return os.path.join(self.socket_dir, "ganeti-master")
+
+    @property
+    def queue_serial_file(self) -> str:
+        return os.path.join(self.queue_dir, "serial")
+
+    @property
+    def queue_version_file(self) -> str:
+        return os.path.join(self.queue_dir, "version")
+
+    @property
+    def queue_lock_file(self) -> str:
+        return os.path.join(self.queue_dir, "lock")
+
+    @property
+    def queue_drain_file(self) -> str:
+        return os.path.join(self.queue_dir, "drain")
+
+    @property
+    def watcher_pause_file(self) -> str:
+        return os.path.join(self.data_dir, "watcher.pause")
+
+    def ssconf_file(self, key: str) -> str:
+        """Path of ``ssconf_<key>``."""
+        return os.path.join(self.data_dir, f"ssconf_{key}")
+
+    def pid_file(self, daemon: str) -> str:
+        """Path of the pid file of ``daemon`` (e.g. ``ganeti-noded``)."""
+        return os.path.join(self.run_dir, f"{daemon}.pid")
+
+    def log_file(self, name: str) -> str:
+        """Path of the log file ``name`` (e.g. ``node-daemon.log``)."""
+        return os.path.join(self.log_dir, name)
+
+    def daemon_log_file(self, daemon: str) -> str:
+        """Path of the log file of ``daemon``."""
+        return self.log_file(constants.DAEMON_LOG_NAMES.get(daemon, f"{daemon}.log"))
+
+    def hooks_dir(self, hpath: str, phase: str) -> str:
+        """Directory of the ``phase`` ("pre"/"post") scripts of hook ``hpath``."""
+        return os.path.join(self.hooks_base_dir, f"{hpath}-{phase}.d")
+
+    def contains(self, path: str) -> bool:
+        """True when ``path`` (after resolving ``..``) lies below the root."""
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(path)
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def job_file_name(queue_dir: str, job_id: int) -> str:
+    """Path of an unarchived job file."""
+    return os.path.join(queue_dir, f"job-{job_id}")
+
+
+def archived_job_file_name(archive_dir: str, job_id: int) -> str:
+    """Path of an archived job file (``archive/<id // 10000>/job-<id>``)."""
+    return os.path.join(archive_dir, str(job_id // constants.JOB_QUEUE_ARCHIVE_DIRS),
+                        f"job-{job_id}")
+
+
+@functools.lru_cache(maxsize=16)
+def _paths_for(root: str) -> Paths:
+    return Paths(root=root)
+
+
+def get_paths(root: str | None = None) -> Paths:
+    """The paths for ``root``, or for ``$GANETI_ROOTDIR`` (default ``/``)."""
+    if root is None:
+        root = os.environ.get(constants.ENV_ROOTDIR) or "/"
+    return _paths_for(os.path.abspath(root))

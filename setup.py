@@ -1,0 +1,25 @@
+"""Install the ganeti package, its daemons and the gnt-* scripts."""
+
+import glob
+
+from setuptools import find_packages, setup
+
+setup(
+    name="ganeti",
+    version="0.1.0",
+    description="A cluster manager for virtual machines in the Ganeti 2.x tradition",
+    python_requires=">=3.11",
+    packages=find_packages(include=["ganeti", "ganeti.*"]),
+    scripts=sorted(glob.glob("daemons/ganeti-*") + glob.glob("scripts/gnt-*")),
+    install_requires=[
+        "pyOpenSSL>=23",
+        "cryptography>=41",
+        "simplejson>=3.19",
+        "paramiko>=3.4",
+        "python-daemon>=3.0",
+        "inotify-simple>=1.3",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-timeout>=2.2", "hypothesis>=6.100", "ruff>=0.5"],
+    },
+)
