@@ -1,0 +1,284 @@
+"""The hypervisor interface every implementation follows.
+
+A hypervisor plug-in runs on a node, inside the node daemon, and is only
+ever called by ``ganeti.backend``.  It never sees config objects: the backend
+turns an ``objects.Instance`` into an :class:`InstanceSpec` (plain values,
+already *filled* hvparams/beparams) and the disks it activated into a list
+of block device paths.  Everything a method returns is plain JSON data so
+it can travel back over node RPC unchanged.
+
+Writing a new hypervisor
+------------------------
+1. Subclass :class:`BaseHypervisor` in ``ganeti/hypervisor/<name>.py``.
+2. Fill :attr:`BaseHypervisor.PARAMETERS` with ``name -> ParamSpec``; the
+   default :meth:`check_parameter_syntax` (pure, runs on the master) checks
+   names and values against it.  Override :meth:`validate_parameters` for
+   checks that need the node (a kernel file exists, a bridge is up...).
+3. Implement every abstract method.  Keep state where the node can find it
+   again after a node-daemon restart (the fake keeps one JSON file per
+   instance; kvm would use pid files and the monitor socket): the daemon
+   forks per request, so nothing may live in memory between calls.
+4. Raise :class:`errors.HypervisorError` with a message that names the
+   instance for every refusal or failure; never let ``OSError`` escape.
+5. Register the class in ``HYPERVISORS`` in ``ganeti/hypervisor/__init__.py``.
+
+Migration is split into steps so that node RPC can carry the data between
+the two nodes; the master drives them in this order::
+
+    source: info = migration_info(name)
+    target: accept_instance(spec, info, target_address)
+    source: migrate_instance(name, target_node, target_address, live)
+    source: get_migration_status(name)   # polled until not "active"
+    target: finalize_migration_dst(spec, info, success)
+    source: finalize_migration_src(name, success, live)
+
+Each step depends only on local state plus its arguments.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ganeti import constants, errors, pathutils
+
+__all__ = [
+    "NicSpec", "InstanceSpec", "ParamSpec", "BaseHypervisor",
+    "HV_STATE_RUNNING", "HV_STATE_PAUSED", "HV_STATE_SHUTDOWN", "HV_STATE_CRASHED",
+    "HV_STATE_INCOMING", "HV_STATE_MIGRATING", "HV_STATES",
+    "MIGRATION_STATUS_ACTIVE", "MIGRATION_STATUS_COMPLETED",
+    "MIGRATION_STATUS_FAILED", "MIGRATION_STATUS_CANCELLED", "MIGRATION_STATUSES",
+    "CONS_MESSAGE", "CONS_SSH", "CONS_VNC", "CONS_SPICE",
+    "check_migration_mode", "check_bool",
+]
+
+# Runtime states reported in get_instance_info()["state"].  The backend maps
+# them to PROTOCOLS §2.7 statuses: "shutdown" (the guest powered itself off)
+# becomes USER_down when user shutdown is enabled, ERROR_down otherwise.
+HV_STATE_RUNNING = "running"
+HV_STATE_PAUSED = "paused"
+HV_STATE_SHUTDOWN = "shutdown"
+HV_STATE_CRASHED = "crashed"
+HV_STATE_INCOMING = "incoming"     # target side of a migration, not yet running
+HV_STATE_MIGRATING = "migrating"   # source side of a migration in progress
+HV_STATES = frozenset([HV_STATE_RUNNING, HV_STATE_PAUSED, HV_STATE_SHUTDOWN,
+                       HV_STATE_CRASHED, HV_STATE_INCOMING, HV_STATE_MIGRATING])
+
+MIGRATION_STATUS_ACTIVE = "active"
+MIGRATION_STATUS_COMPLETED = "completed"
+MIGRATION_STATUS_FAILED = "failed"
+MIGRATION_STATUS_CANCELLED = "cancelled"
+MIGRATION_STATUSES = frozenset([MIGRATION_STATUS_ACTIVE, MIGRATION_STATUS_COMPLETED,
+                                MIGRATION_STATUS_FAILED, MIGRATION_STATUS_CANCELLED])
+
+# Console kinds (get_console()["kind"]), as Ganeti names them.
+CONS_MESSAGE = "msg"
+CONS_SSH = "ssh"
+CONS_VNC = "vnc"
+CONS_SPICE = "spice"
+
+
+@dataclass(frozen=True)
+class NicSpec:
+    """One network interface of an instance, as the hypervisor needs it."""
+
+    mac: str
+    ip: str | None = None
+    mode: str = constants.NIC_MODE_BRIDGED
+    link: str = ""
+    uuid: str = ""
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """What a hypervisor needs to know about an instance (filled params).
+
+    ``memory`` is in MiB (the backend picks beparams maxmem), ``vcpus`` a
+    count.  ``hvparams``/``beparams`` are the effective (filled) dicts.
+    """
+
+    name: str
+    uuid: str = ""
+    memory: int = 128
+    vcpus: int = 1
+    hvparams: dict[str, Any] = field(default_factory=dict)
+    beparams: dict[str, Any] = field(default_factory=dict)
+    nics: tuple[NicSpec, ...] = ()
+    os: str = ""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One hypervisor parameter: a description and a value check.
+
+    ``check(value)`` returns an error text, or ``None`` when the value is
+    fine.  ``required`` parameters must be present in a filled dict.
+    """
+
+    doc: str
+    check: Callable[[Any], str | None]
+    required: bool = False
+
+
+def check_migration_mode(value: Any) -> str | None:
+    """ParamSpec check: one of ``live``/``non-live``."""
+    if value not in constants.HT_MIGRATION_MODES:
+        return f"must be one of {sorted(constants.HT_MIGRATION_MODES)}"
+    return None
+
+
+def check_bool(value: Any) -> str | None:
+    """ParamSpec check: a boolean."""
+    return None if isinstance(value, bool) else "must be a boolean"
+
+
+class BaseHypervisor(abc.ABC):
+    """Abstract hypervisor; one instance is built per call by the factory.
+
+    Construction must be cheap and side-effect free: the node daemon builds
+    a new object for each request (``get_hypervisor(name, paths)``).
+    """
+
+    #: hypervisor name as in constants.HYPER_TYPES
+    NAME: str = ""
+    #: parameter table, name -> ParamSpec (see check_parameter_syntax)
+    PARAMETERS: dict[str, ParamSpec] = {}
+
+    def __init__(self, paths: pathutils.Paths) -> None:
+        self.paths = paths
+
+    # --- parameters ---------------------------------------------------------
+
+    @classmethod
+    def check_parameter_syntax(cls, hvparams: dict[str, Any]) -> None:
+        """Check ``hvparams`` without touching the node (master side, pure).
+
+        Refuses unknown names, missing required ones and bad values with
+        :class:`errors.ParameterError` naming the parameter.
+        """
+        for name, value in hvparams.items():
+            spec = cls.PARAMETERS.get(name)
+            if spec is None:
+                raise errors.ParameterError(
+                    f"Unknown parameter '{name}' for hypervisor {cls.NAME}", errors.ECODE_INVAL)
+            problem = spec.check(value)
+            if problem:
+                raise errors.ParameterError(
+                    f"Invalid value {value!r} for hypervisor parameter '{name}': {problem}",
+                    errors.ECODE_INVAL)
+        for name, spec in cls.PARAMETERS.items():
+            if spec.required and name not in hvparams:
+                raise errors.ParameterError(
+                    f"Missing required hypervisor parameter '{name}'", errors.ECODE_INVAL)
+
+    def validate_parameters(self, hvparams: dict[str, Any]) -> None:
+        """Check ``hvparams`` on the node (files, devices...).
+
+        The default runs the syntax check and re-raises as
+        :class:`errors.HypervisorError`; override to add node checks.
+        """
+        try:
+            self.check_parameter_syntax(hvparams)
+        except errors.ParameterError as exc:
+            raise errors.HypervisorError(str(exc)) from exc
+
+    # --- lifecycle ----------------------------------------------------------
+
+    @abc.abstractmethod
+    def start_instance(self, spec: InstanceSpec, block_devices: Sequence[str],
+                       startup_paused: bool = False) -> None:
+        """Start ``spec`` with the given (already assembled) disk paths.
+
+        Raises :class:`errors.HypervisorError` if it is already running or
+        the node lacks resources.
+        """
+
+    @abc.abstractmethod
+    def stop_instance(self, name: str, force: bool = False,
+                      timeout: float | None = None) -> None:
+        """Stop an instance: soft shutdown for ``timeout`` s, then hard.
+
+        ``force`` skips the soft part.  Raises :class:`errors.HypervisorError`
+        if the instance is unknown or refuses to die.
+        """
+
+    @abc.abstractmethod
+    def reboot_instance(self, name: str) -> None:
+        """Reboot a running instance (soft reboot inside the guest)."""
+
+    # --- information --------------------------------------------------------
+
+    @abc.abstractmethod
+    def list_instances(self) -> list[str]:
+        """Names of all instances the hypervisor knows on this node (any state)."""
+
+    @abc.abstractmethod
+    def get_instance_info(self, name: str) -> dict[str, Any] | None:
+        """``{"name", "memory", "vcpus", "state", "time"}`` or None if unknown.
+
+        ``memory`` in MiB, ``state`` one of ``HV_STATES``, ``time`` the
+        seconds since start.
+        """
+
+    def get_all_instances_info(self) -> dict[str, dict[str, Any]]:
+        """``name -> get_instance_info(name)`` for every known instance."""
+        result: dict[str, dict[str, Any]] = {}
+        for name in self.list_instances():
+            info = self.get_instance_info(name)
+            if info is not None:
+                result[name] = info
+        return result
+
+    @abc.abstractmethod
+    def get_node_info(self) -> dict[str, Any]:
+        """Node resources: ``memory_total``, ``memory_free``, ``memory_dom0``
+        (MiB), ``cpu_total``, ``cpu_nodes``, ``cpu_sockets``, ``cpu_dom0``."""
+
+    @abc.abstractmethod
+    def verify(self) -> str | None:
+        """Check the hypervisor works on this node; an error text or None."""
+
+    @abc.abstractmethod
+    def get_console(self, spec: InstanceSpec, node_name: str) -> dict[str, Any]:
+        """How an operator reaches the console of ``spec`` on ``node_name``.
+
+        A dict with ``instance``, ``kind`` (``CONS_*``) and, depending on the
+        kind, ``message``, ``host``, ``port``, ``user``, ``command``.
+        """
+
+    # --- memory -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def balloon_instance_memory(self, name: str, mem: int) -> None:
+        """Change the memory (MiB) of a running instance."""
+
+    # --- migration (see module docstring for the order) ---------------------
+
+    @abc.abstractmethod
+    def migration_info(self, name: str) -> dict[str, Any]:
+        """Source: data the target needs to accept ``name`` (JSON-able)."""
+
+    @abc.abstractmethod
+    def accept_instance(self, spec: InstanceSpec, info: dict[str, Any], target: str) -> None:
+        """Target: prepare to receive ``spec`` (``info`` from migration_info)."""
+
+    @abc.abstractmethod
+    def migrate_instance(self, name: str, target_node: str, target_address: str,
+                         live: bool) -> None:
+        """Source: send the instance to the target; progress via get_migration_status."""
+
+    @abc.abstractmethod
+    def get_migration_status(self, name: str) -> dict[str, Any]:
+        """Source: ``{"status": MIGRATION_STATUS_*, "transferred_ram", "total_ram"}``."""
+
+    @abc.abstractmethod
+    def finalize_migration_dst(self, spec: InstanceSpec, info: dict[str, Any],
+                               success: bool) -> None:
+        """Target: make the instance run (success) or drop the incoming one."""
+
+    @abc.abstractmethod
+    def finalize_migration_src(self, name: str, success: bool, live: bool) -> None:
+        """Source: forget the instance (success) or resume it (failure)."""

@@ -1,0 +1,375 @@
+"""The fake hypervisor: real, persistent state, no virtual machines.
+
+A "running" instance is a JSON file ``<hypervisor_state_dir>/<name>.json``
+holding its name, memory, vcpus, state, start time, hvparams, disk paths
+and NICs.  The files survive node-daemon restarts (they live under the
+node's run dir, like a real hypervisor's pid files), so everything the
+master does (start, stop, reboot, migrate, list with live fields, memory
+accounting) can be exercised end to end on a virtual cluster.
+
+Node resources are simulated: total memory comes from ``node_memory`` or
+``$GANETI_FAKE_HV_MEMORY`` (MiB, default 32 GiB); starting an instance that
+does not fit is refused.  Mutations hold an ``flock`` on the state
+directory so concurrent requests (the node daemon forks per request)
+cannot overcommit memory.
+
+Tests can make a guest "power itself off" (:meth:`FakeHypervisor.simulate_user_shutdown`)
+or crash (:meth:`FakeHypervisor.simulate_crash`) to produce USER_down and
+ERROR_down statuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ganeti import constants, errors, pathutils, serializer
+from ganeti.hypervisor import base
+from ganeti.utils import io as uio
+
+__all__ = ["FakeHypervisor", "ENV_FAKE_MEMORY", "DEFAULT_NODE_MEMORY", "DEFAULT_DOM0_MEMORY"]
+
+logger = logging.getLogger(__name__)
+
+ENV_FAKE_MEMORY = "GANETI_FAKE_HV_MEMORY"
+DEFAULT_NODE_MEMORY = 32768
+DEFAULT_DOM0_MEMORY = 1024
+_SUFFIX = ".json"
+
+
+class FakeHypervisor(base.BaseHypervisor):
+    """A hypervisor whose guests are JSON state files."""
+
+    NAME = constants.HT_FAKE
+    PARAMETERS = {
+        "migration_mode": base.ParamSpec("Default migration mode (live or non-live)",
+                                         base.check_migration_mode),
+    }
+
+    def __init__(self, paths: pathutils.Paths, *, node_memory: int | None = None,
+                 dom0_memory: int = DEFAULT_DOM0_MEMORY, cpu_total: int | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(paths)
+        if node_memory is None:
+            raw = os.environ.get(ENV_FAKE_MEMORY, "")
+            try:
+                node_memory = int(raw) if raw else DEFAULT_NODE_MEMORY
+            except ValueError:
+                logger.warning("Ignoring bad %s=%r", ENV_FAKE_MEMORY, raw)
+                node_memory = DEFAULT_NODE_MEMORY
+        self.node_memory = node_memory
+        self.dom0_memory = dom0_memory
+        self.cpu_total = cpu_total or os.cpu_count() or 1
+        self.clock = clock
+        self.state_dir = paths.hypervisor_state_dir
+
+    # --- state files --------------------------------------------------------
+
+    def _state_file(self, name: str) -> str:
+        if not name or "/" in name or name.startswith(".") or "\0" in name:
+            raise errors.HypervisorError(f"Invalid instance name {name!r}")
+        return os.path.join(self.state_dir, name + _SUFFIX)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        os.makedirs(self.state_dir, mode=0o750, exist_ok=True)
+        fd = os.open(os.path.join(self.state_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _read(self, name: str) -> dict[str, Any] | None:
+        try:
+            data = uio.read_file(self._state_file(name))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise errors.HypervisorError(f"Cannot read state of instance {name}: {exc}") from exc
+        try:
+            state = serializer.loads(data)
+        except errors.SerializationError as exc:
+            raise errors.HypervisorError(f"Corrupt state file for instance {name}: {exc}") from exc
+        if not isinstance(state, dict):
+            raise errors.HypervisorError(f"Corrupt state file for instance {name}")
+        return state
+
+    def _must_read(self, name: str) -> dict[str, Any]:
+        state = self._read(name)
+        if state is None:
+            raise errors.HypervisorError(f"Instance {name} is not running")
+        return state
+
+    def _write(self, state: dict[str, Any]) -> None:
+        os.makedirs(self.state_dir, mode=0o750, exist_ok=True)
+        try:
+            uio.write_file_atomic(self._state_file(state["name"]),
+                                  serializer.dumps(state), mode=0o640, fsync=False)
+        except OSError as exc:
+            raise errors.HypervisorError(
+                f"Cannot write state of instance {state['name']}: {exc}") from exc
+
+    def _remove(self, name: str) -> None:
+        try:
+            uio.remove_file(self._state_file(name))
+        except OSError as exc:
+            raise errors.HypervisorError(f"Cannot remove state of instance {name}: {exc}") from exc
+
+    def _all_states(self) -> list[dict[str, Any]]:
+        try:
+            entries = sorted(os.listdir(self.state_dir))
+        except FileNotFoundError:
+            return []
+        states = []
+        for entry in entries:
+            if entry.endswith(_SUFFIX) and not entry.startswith("."):
+                state = self._read(entry[: -len(_SUFFIX)])
+                if state is not None:
+                    states.append(state)
+        return states
+
+    def _used_memory(self, exclude: str | None = None) -> int:
+        return sum(int(s.get("memory", 0)) for s in self._all_states()
+                   if s.get("name") != exclude)
+
+    def _free_memory(self, exclude: str | None = None) -> int:
+        return self.node_memory - self.dom0_memory - self._used_memory(exclude)
+
+    def _check_memory(self, name: str, memory: int, exclude: str | None = None) -> None:
+        free = self._free_memory(exclude)
+        if memory > free:
+            raise errors.HypervisorError(
+                f"Not enough memory to start instance {name}: needed {memory} MiB,"
+                f" available {free} MiB")
+
+    def _new_state(self, spec: base.InstanceSpec, block_devices: Sequence[str],
+                   state: str) -> dict[str, Any]:
+        return {
+            "name": spec.name, "uuid": spec.uuid, "memory": spec.memory,
+            "vcpus": spec.vcpus, "state": state, "start_time": self.clock(),
+            "hvparams": dict(spec.hvparams), "beparams": dict(spec.beparams),
+            "os": spec.os, "disks": list(block_devices),
+            "nics": [serializer.to_data(n) for n in spec.nics],
+            "migration": None,
+        }
+
+    # --- lifecycle ----------------------------------------------------------
+
+    def start_instance(self, spec: base.InstanceSpec, block_devices: Sequence[str],
+                       startup_paused: bool = False) -> None:
+        """Create the state file; refuses duplicates, missing disks, overcommit.
+
+        An instance left in the ``shutdown``/``crashed`` state (the guest
+        stopped by itself) is replaced, as a real hypervisor would clean up.
+        """
+        for path in block_devices:
+            if not os.path.exists(path):
+                raise errors.HypervisorError(
+                    f"Cannot start instance {spec.name}: disk {path} does not exist")
+        with self._locked():
+            old = self._read(spec.name)
+            if old is not None and old.get("state") not in (base.HV_STATE_SHUTDOWN,
+                                                            base.HV_STATE_CRASHED):
+                raise errors.HypervisorError(
+                    f"Instance {spec.name} is already running (state {old.get('state')})")
+            self._check_memory(spec.name, spec.memory, exclude=spec.name)
+            state = base.HV_STATE_PAUSED if startup_paused else base.HV_STATE_RUNNING
+            self._write(self._new_state(spec, block_devices, state))
+        logger.info("Started fake instance %s", spec.name)
+
+    def stop_instance(self, name: str, force: bool = False,
+                      timeout: float | None = None) -> None:
+        """Remove the state file (soft and hard stop are both immediate)."""
+        with self._locked():
+            state = self._must_read(name)
+            if state.get("state") == base.HV_STATE_INCOMING and not force:
+                raise errors.HypervisorError(
+                    f"Instance {name} is an incoming migration; use force to drop it")
+            self._remove(name)
+        logger.info("Stopped fake instance %s (force=%s)", name, force)
+
+    def reboot_instance(self, name: str) -> None:
+        """Restart the guest: state back to running, start time reset."""
+        with self._locked():
+            state = self._must_read(name)
+            if state.get("state") not in (base.HV_STATE_RUNNING, base.HV_STATE_PAUSED):
+                raise errors.HypervisorError(
+                    f"Cannot reboot instance {name} in state {state.get('state')}")
+            state["state"] = base.HV_STATE_RUNNING
+            state["start_time"] = self.clock()
+            state["reboots"] = int(state.get("reboots", 0)) + 1
+            self._write(state)
+
+    # --- information --------------------------------------------------------
+
+    def list_instances(self) -> list[str]:
+        """All instances with a state file, whatever their state."""
+        return [s["name"] for s in self._all_states()]
+
+    def _info(self, state: dict[str, Any]) -> dict[str, Any]:
+        return {"name": state["name"], "memory": int(state.get("memory", 0)),
+                "vcpus": int(state.get("vcpus", 1)), "state": state.get("state"),
+                "time": max(0.0, self.clock() - float(state.get("start_time", 0)))}
+
+    def get_instance_info(self, name: str) -> dict[str, Any] | None:
+        state = self._read(name)
+        return None if state is None else self._info(state)
+
+    def get_all_instances_info(self) -> dict[str, dict[str, Any]]:
+        return {s["name"]: self._info(s) for s in self._all_states()}
+
+    def get_instance_state(self, name: str) -> dict[str, Any] | None:
+        """The whole stored record of ``name`` (disks, NICs, hvparams...)."""
+        return self._read(name)
+
+    def get_node_info(self) -> dict[str, Any]:
+        return {
+            "memory_total": self.node_memory,
+            "memory_free": self._free_memory(),
+            "memory_dom0": self.dom0_memory,
+            "cpu_total": self.cpu_total,
+            "cpu_nodes": 1,
+            "cpu_sockets": 1,
+            "cpu_dom0": 1,
+            "hv_version": [0, 1],
+        }
+
+    def verify(self) -> str | None:
+        """An error text if the state directory cannot be used."""
+        try:
+            os.makedirs(self.state_dir, mode=0o750, exist_ok=True)
+        except OSError as exc:
+            return f"Cannot create fake hypervisor state dir {self.state_dir}: {exc}"
+        if not os.access(self.state_dir, os.W_OK | os.X_OK):
+            return f"Fake hypervisor state dir {self.state_dir} is not writable"
+        try:
+            self._all_states()
+        except errors.HypervisorError as exc:
+            return str(exc)
+        return None
+
+    def get_console(self, spec: base.InstanceSpec, node_name: str) -> dict[str, Any]:
+        return {"instance": spec.name, "kind": base.CONS_MESSAGE,
+                "message": (f"Console not available for fake hypervisor (instance {spec.name}"
+                            f" on node {node_name}, state file {self._state_file(spec.name)})"),
+                "host": node_name, "port": None, "user": None, "command": None}
+
+    # --- memory -------------------------------------------------------------
+
+    def balloon_instance_memory(self, name: str, mem: int) -> None:
+        """Set the memory of a running instance; growth must fit the node."""
+        if mem <= 0:
+            raise errors.HypervisorError(f"Invalid memory size {mem} for instance {name}")
+        with self._locked():
+            state = self._must_read(name)
+            if mem > int(state.get("memory", 0)):
+                self._check_memory(name, mem, exclude=name)
+            state["memory"] = mem
+            self._write(state)
+
+    # --- user-visible guest events (for tests and demos) --------------------
+
+    def simulate_user_shutdown(self, name: str) -> None:
+        """The guest powered itself off: state ``shutdown`` (USER_down)."""
+        self._set_state(name, base.HV_STATE_SHUTDOWN)
+
+    def simulate_crash(self, name: str) -> None:
+        """The guest crashed: state ``crashed`` (ERROR_down)."""
+        self._set_state(name, base.HV_STATE_CRASHED)
+
+    def _set_state(self, name: str, new: str) -> None:
+        with self._locked():
+            state = self._must_read(name)
+            state["state"] = new
+            self._write(state)
+
+    # --- migration ----------------------------------------------------------
+
+    def migration_info(self, name: str) -> dict[str, Any]:
+        """The whole state record, to be carried to the target by RPC."""
+        state = self._must_read(name)
+        if state.get("state") not in (base.HV_STATE_RUNNING, base.HV_STATE_PAUSED):
+            raise errors.HypervisorError(
+                f"Cannot migrate instance {name} in state {state.get('state')}")
+        return {"state": state}
+
+    def accept_instance(self, spec: base.InstanceSpec, info: dict[str, Any], target: str) -> None:
+        """Create a paused ``incoming`` record from the source's data."""
+        src = info.get("state") if isinstance(info, dict) else None
+        if not isinstance(src, dict) or src.get("name") != spec.name:
+            raise errors.HypervisorError(f"Invalid migration data for instance {spec.name}")
+        with self._locked():
+            if self._read(spec.name) is not None:
+                raise errors.HypervisorError(
+                    f"Instance {spec.name} already exists on the target node")
+            self._check_memory(spec.name, spec.memory)
+            new = dict(src)
+            new.update(state=base.HV_STATE_INCOMING, memory=spec.memory, vcpus=spec.vcpus,
+                       hvparams=dict(spec.hvparams), beparams=dict(spec.beparams),
+                       migration={"role": "target", "address": target})
+            self._write(new)
+
+    def migrate_instance(self, name: str, target_node: str, target_address: str,
+                         live: bool) -> None:
+        """Mark the instance as sent; the fake transfer completes at once."""
+        with self._locked():
+            state = self._must_read(name)
+            if state.get("state") not in (base.HV_STATE_RUNNING, base.HV_STATE_PAUSED):
+                raise errors.HypervisorError(
+                    f"Cannot migrate instance {name} in state {state.get('state')}")
+            mem = int(state.get("memory", 0))
+            state["migration"] = {
+                "role": "source", "target_node": target_node,
+                "target_address": target_address, "live": live,
+                "previous_state": state["state"],
+                "status": base.MIGRATION_STATUS_COMPLETED,
+                "transferred_ram": mem, "total_ram": mem, "started": self.clock(),
+            }
+            state["state"] = base.HV_STATE_MIGRATING
+            self._write(state)
+
+    def get_migration_status(self, name: str) -> dict[str, Any]:
+        state = self._must_read(name)
+        mig = state.get("migration") or {}
+        if mig.get("role") != "source":
+            return {"status": base.MIGRATION_STATUS_FAILED,
+                    "info": f"Instance {name} is not being migrated"}
+        return {"status": mig["status"], "transferred_ram": mig["transferred_ram"],
+                "total_ram": mig["total_ram"]}
+
+    def finalize_migration_dst(self, spec: base.InstanceSpec, info: dict[str, Any],
+                               success: bool) -> None:
+        """Success: the incoming record starts running; failure: it is dropped."""
+        with self._locked():
+            state = self._must_read(spec.name)
+            if state.get("state") != base.HV_STATE_INCOMING:
+                raise errors.HypervisorError(
+                    f"Instance {spec.name} is not an incoming migration here")
+            if not success:
+                self._remove(spec.name)
+                return
+            src = info.get("state") if isinstance(info, dict) else None
+            prev = (src or {}).get("state", base.HV_STATE_RUNNING)
+            state["state"] = prev if prev in (base.HV_STATE_RUNNING,
+                                              base.HV_STATE_PAUSED) else base.HV_STATE_RUNNING
+            state["migration"] = None
+            self._write(state)
+
+    def finalize_migration_src(self, name: str, success: bool, live: bool) -> None:
+        """Success: forget the instance; failure: resume it as it was."""
+        with self._locked():
+            state = self._must_read(name)
+            if success:
+                self._remove(name)
+                return
+            mig = state.get("migration") or {}
+            if state.get("state") == base.HV_STATE_MIGRATING:
+                state["state"] = mig.get("previous_state", base.HV_STATE_RUNNING)
+            state["migration"] = None
+            self._write(state)

@@ -1,0 +1,570 @@
+"""The OS definition API, node side (PROTOCOLS.md §2.13).
+
+An OS definition is a directory ``<search dir>/<name>`` holding
+``ganeti_api_version`` (lines of 10, 15, 20), the scripts ``create``,
+``import``, ``export``, ``rename`` (and ``verify`` for API 20),
+``variants.list`` (optional, API >= 15) and ``parameters.list`` (API 20,
+``name description`` lines).  The first directory of
+``paths.os_search_path`` that has ``<name>`` wins.
+
+This module finds and checks definitions (:func:`find_os`,
+:func:`diagnose_os`), builds the documented script environment from plain
+inputs (:func:`build_os_env`) and runs the scripts with a timeout
+(:func:`create_os`, :func:`rename_os`, :func:`export_os_disk`,
+:func:`import_os_disk`, :func:`verify_os_params`).  Each run writes its
+output to ``<paths.os_log_dir>/<kind>-<os>-<instance>-<timestamp>.log``;
+a failure raises :class:`errors.OpExecError` carrying the log's last lines.
+
+Inputs are small dataclasses (:class:`OSInstance`, :class:`OSDisk`,
+:class:`OSNic`); the backend converts config objects into them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ganeti import constants, errors, pathutils
+from ganeti.utils import process
+
+__all__ = [
+    "OSDefinition", "OSDiagnosis", "OSDisk", "OSNic", "OSInstance",
+    "split_os_name", "load_os", "find_os", "diagnose_os", "select_variant",
+    "build_os_core_env", "build_os_env", "run_os_script", "create_os", "rename_os",
+    "export_os_disk", "import_os_disk", "verify_os_params",
+    "API_VERSION_FILE", "VARIANTS_FILE", "PARAMETERS_FILE",
+    "SCRIPT_CREATE", "SCRIPT_IMPORT", "SCRIPT_EXPORT", "SCRIPT_RENAME", "SCRIPT_VERIFY",
+]
+
+logger = logging.getLogger(__name__)
+
+API_VERSION_FILE = "ganeti_api_version"
+VARIANTS_FILE = "variants.list"
+PARAMETERS_FILE = "parameters.list"
+SCRIPT_CREATE = "create"
+SCRIPT_IMPORT = "import"
+SCRIPT_EXPORT = "export"
+SCRIPT_RENAME = "rename"
+SCRIPT_VERIFY = "verify"
+_BASE_SCRIPTS = (SCRIPT_CREATE, SCRIPT_EXPORT, SCRIPT_IMPORT, SCRIPT_RENAME)
+
+DEFAULT_CREATE_TIMEOUT = 3600.0
+DEFAULT_RENAME_TIMEOUT = 300.0
+DEFAULT_EXPORT_TIMEOUT = 3600.0
+DEFAULT_VERIFY_TIMEOUT = 60.0
+LOG_TAIL_LINES = 20
+SCRIPT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_MAX_TEXT_FILE = 64 * 1024
+
+
+@dataclass(frozen=True)
+class OSDefinition:
+    """A valid OS definition found on this node."""
+
+    name: str
+    path: str
+    api_versions: tuple[int, ...]
+    variants: tuple[str, ...] = ()
+    parameters: tuple[tuple[str, str], ...] = ()
+    scripts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def api_version(self) -> int:
+        """The highest API version both the OS and we support."""
+        return max(set(self.api_versions) & constants.OS_API_VERSIONS)
+
+    @property
+    def parameter_names(self) -> list[str]:
+        return [name for name, _ in self.parameters]
+
+
+@dataclass(frozen=True)
+class OSDiagnosis:
+    """The result of checking one OS directory (valid or not, and why)."""
+
+    name: str
+    path: str
+    valid: bool
+    status: str = ""
+    api_versions: tuple[int, ...] = ()
+    variants: tuple[str, ...] = ()
+    parameters: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class OSDisk:
+    """One instance disk as the OS scripts see it (size in MiB)."""
+
+    path: str
+    size: int = 0
+    uri: str = ""
+    access: str = constants.DISK_RDWR
+    uuid: str = ""
+    name: str | None = None
+    backend_type: str = "block"
+
+
+@dataclass(frozen=True)
+class OSNic:
+    """One instance NIC as the OS scripts see it."""
+
+    mac: str
+    ip: str | None = None
+    mode: str = constants.NIC_MODE_BRIDGED
+    link: str = ""
+    uuid: str = ""
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class OSInstance:
+    """The instance an OS script works on (``os`` may be ``name+variant``)."""
+
+    name: str
+    os: str
+    hypervisor: str = constants.HT_FAKE
+    uuid: str = ""
+    hvparams: dict[str, Any] = field(default_factory=dict)
+    beparams: dict[str, Any] = field(default_factory=dict)
+    osparams: dict[str, Any] = field(default_factory=dict)
+    disks: tuple[OSDisk, ...] = ()
+    nics: tuple[OSNic, ...] = ()
+
+
+# --- finding and checking definitions ---------------------------------------
+
+def split_os_name(name: str) -> tuple[str, str | None]:
+    """``"debian+minimal"`` -> ``("debian", "minimal")``; no variant -> None."""
+    base, sep, variant = name.partition("+")
+    return base, (variant if sep else None)
+
+
+def _read_lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read(_MAX_TEXT_FILE)
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def load_os(name: str, os_dir: str) -> OSDefinition:
+    """Check the definition in ``os_dir``; raise :class:`errors.InvalidOS` if broken."""
+    if not os.path.isdir(os_dir):
+        raise errors.InvalidOS(f"OS {name}: {os_dir} is not a directory")
+    api_file = os.path.join(os_dir, API_VERSION_FILE)
+    try:
+        lines = _read_lines(api_file)
+    except FileNotFoundError:
+        raise errors.InvalidOS(f"OS {name}: missing API version file {api_file}") from None
+    except OSError as exc:
+        raise errors.InvalidOS(f"OS {name}: cannot read API version file: {exc}") from exc
+    try:
+        versions = tuple(int(line) for line in lines)
+    except ValueError:
+        raise errors.InvalidOS(f"OS {name}: API version file contains non-numbers: {lines!r}") from None
+    if not set(versions) & constants.OS_API_VERSIONS:
+        raise errors.InvalidOS(
+            f"OS {name}: API version mismatch (found {list(versions)},"
+            f" supported {sorted(constants.OS_API_VERSIONS)})")
+    api = max(set(versions) & constants.OS_API_VERSIONS)
+
+    wanted = list(_BASE_SCRIPTS) + ([SCRIPT_VERIFY] if api >= constants.OS_API_V20 else [])
+    scripts = {}
+    for script in wanted:
+        spath = os.path.join(os_dir, script)
+        try:
+            st = os.stat(spath)
+        except OSError:
+            raise errors.InvalidOS(f"OS {name}: script '{script}' is missing") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise errors.InvalidOS(f"OS {name}: script '{script}' is not a regular file")
+        if not st.st_mode & stat.S_IXUSR:
+            raise errors.InvalidOS(f"OS {name}: script '{script}' is not executable")
+        scripts[script] = spath
+
+    variants: tuple[str, ...] = ()
+    vfile = os.path.join(os_dir, VARIANTS_FILE)
+    if api >= constants.OS_API_V15 and os.path.exists(vfile):
+        try:
+            variants = tuple(_read_lines(vfile))
+        except OSError as exc:
+            raise errors.InvalidOS(f"OS {name}: cannot read {VARIANTS_FILE}: {exc}") from exc
+        if not variants:
+            raise errors.InvalidOS(f"OS {name}: {VARIANTS_FILE} is empty")
+
+    parameters: tuple[tuple[str, str], ...] = ()
+    if api >= constants.OS_API_V20:
+        pfile = os.path.join(os_dir, PARAMETERS_FILE)
+        try:
+            plines = _read_lines(pfile)
+        except FileNotFoundError:
+            raise errors.InvalidOS(f"OS {name}: missing {PARAMETERS_FILE}") from None
+        except OSError as exc:
+            raise errors.InvalidOS(f"OS {name}: cannot read {PARAMETERS_FILE}: {exc}") from exc
+        parsed = []
+        for line in plines:
+            pname, _, doc = line.partition(" ")
+            parsed.append((pname.strip(), doc.strip()))
+        parameters = tuple(parsed)
+
+    return OSDefinition(name=name, path=os_dir, api_versions=versions, variants=variants,
+                        parameters=parameters, scripts=scripts)
+
+
+def _search(paths: pathutils.Paths) -> list[tuple[str, str]]:
+    """``(name, dir)`` of every directory entry in the search path, in order."""
+    found = []
+    for base_dir in paths.os_search_path:
+        try:
+            names = sorted(os.listdir(base_dir))
+        except OSError:
+            continue
+        for name in names:
+            if os.path.isdir(os.path.join(base_dir, name)):
+                found.append((name, os.path.join(base_dir, name)))
+    return found
+
+
+def find_os(paths: pathutils.Paths, name: str) -> OSDefinition:
+    """The definition of ``name`` (a variant suffix is ignored).
+
+    Raises :class:`errors.InvalidOS` when it is not found or is broken.
+    """
+    base, _ = split_os_name(name)
+    if not base or "/" in base or base.startswith("."):
+        raise errors.InvalidOS(f"Invalid OS name {name!r}")
+    for base_dir in paths.os_search_path:
+        os_dir = os.path.join(base_dir, base)
+        if os.path.isdir(os_dir):
+            return load_os(base, os_dir)
+    raise errors.InvalidOS(
+        f"OS {base} not found in the search path ({', '.join(paths.os_search_path)})")
+
+
+def diagnose_os(paths: pathutils.Paths) -> list[OSDiagnosis]:
+    """Check every OS in the search path, in search order.
+
+    The same name may appear more than once; the first entry is the one in
+    effect.  Broken definitions are reported with ``valid=False`` and the
+    reason in ``status``.
+    """
+    result = []
+    for name, os_dir in _search(paths):
+        try:
+            osd = load_os(name, os_dir)
+        except errors.InvalidOS as exc:
+            result.append(OSDiagnosis(name=name, path=os_dir, valid=False, status=str(exc)))
+            continue
+        result.append(OSDiagnosis(name=name, path=os_dir, valid=True,
+                                  api_versions=osd.api_versions, variants=osd.variants,
+                                  parameters=osd.parameters))
+    return result
+
+
+def select_variant(os_def: OSDefinition, variant: str | None) -> str | None:
+    """The variant to use: the given one, or the first listed; None if none.
+
+    Raises :class:`errors.InvalidOS` for an unknown variant, or for a
+    variant given to an OS without ``variants.list``.
+    """
+    if not os_def.variants:
+        if variant:
+            raise errors.InvalidOS(f"OS {os_def.name} does not support variants"
+                                   f" (asked for '{variant}')")
+        return None
+    if variant is None:
+        return os_def.variants[0]
+    if variant not in os_def.variants:
+        raise errors.InvalidOS(f"Unsupported variant '{variant}' of OS {os_def.name}"
+                               f" (supported: {', '.join(os_def.variants)})")
+    return variant
+
+
+# --- environment ------------------------------------------------------------
+
+def _env_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def build_os_core_env(os_def: OSDefinition, os_name: str, osparams: dict[str, Any],
+                      debug_level: int = 0) -> dict[str, str]:
+    """The environment every script gets: API version, OS name/variant, OSP_*.
+
+    Raises :class:`errors.InvalidOS` for a bad variant.
+    """
+    _, variant = split_os_name(os_name)
+    api = os_def.api_version
+    env = {"OS_API_VERSION": str(api), "OS_NAME": os_def.name,
+           "DEBUG_LEVEL": str(debug_level), "PATH": SCRIPT_PATH}
+    if api >= constants.OS_API_V15:
+        chosen = select_variant(os_def, variant)
+        env["OS_VARIANT"] = chosen or ""
+    elif variant:
+        raise errors.InvalidOS(f"OS {os_def.name} (API {api}) does not support variants")
+    if api >= constants.OS_API_V20:
+        for pname, pvalue in osparams.items():
+            env[f"OSP_{pname.upper()}"] = _env_value(pvalue)
+    return env
+
+
+def build_os_env(os_def: OSDefinition, inst: OSInstance, *,
+                 debug_level: int = 0) -> dict[str, str]:
+    """The full documented environment for an instance script."""
+    env = build_os_core_env(os_def, inst.os, inst.osparams, debug_level)
+    env.update({"INSTANCE_NAME": inst.name, "INSTANCE_OS": inst.os,
+                "INSTANCE_UUID": inst.uuid, "HYPERVISOR": inst.hypervisor,
+                "DISK_COUNT": str(len(inst.disks)), "NIC_COUNT": str(len(inst.nics))})
+    disk_frontend = inst.hvparams.get("disk_type")
+    for idx, disk in enumerate(inst.disks):
+        pre = f"DISK_{idx}_"
+        env[pre + "PATH"] = disk.path
+        env[pre + "ACCESS"] = disk.access
+        env[pre + "SIZE"] = str(disk.size)
+        env[pre + "UUID"] = disk.uuid
+        env[pre + "BACKEND_TYPE"] = disk.backend_type
+        if disk.uri:
+            env[pre + "URI"] = disk.uri
+        if disk.name:
+            env[pre + "NAME"] = disk.name
+        if disk_frontend:
+            env[pre + "FRONTEND_TYPE"] = str(disk_frontend)
+    nic_frontend = inst.hvparams.get("nic_type")
+    for idx, nic in enumerate(inst.nics):
+        pre = f"NIC_{idx}_"
+        env[pre + "MAC"] = nic.mac
+        env[pre + "MODE"] = nic.mode
+        env[pre + "LINK"] = nic.link
+        env[pre + "UUID"] = nic.uuid
+        if nic.ip:
+            env[pre + "IP"] = nic.ip
+        if nic.name:
+            env[pre + "NAME"] = nic.name
+        if nic.mode == constants.NIC_MODE_BRIDGED:
+            env[pre + "BRIDGE"] = nic.link
+        if nic_frontend:
+            env[pre + "FRONTEND_TYPE"] = str(nic_frontend)
+    for key, value in inst.hvparams.items():
+        env[f"INSTANCE_HV_{key.upper()}"] = _env_value(value)
+    for key, value in inst.beparams.items():
+        env[f"INSTANCE_BE_{key.upper()}"] = _env_value(value)
+    return env
+
+
+# --- running scripts --------------------------------------------------------
+
+def _open_log(paths: pathutils.Paths, kind: str, os_name: str, instance: str,
+              clock: Callable[[], float]) -> tuple[str, int]:
+    os.makedirs(paths.os_log_dir, mode=0o750, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d_%H_%M_%S", time.localtime(clock()))
+    base = f"{kind}-{os_name}-{instance}-{stamp}"
+    for attempt in range(1000):
+        name = base + (f"-{attempt}" if attempt else "") + ".log"
+        path = os.path.join(paths.os_log_dir, name)
+        try:
+            return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+        except FileExistsError:
+            continue
+    raise errors.OpExecError(f"Cannot create a unique OS log file for {base}")
+
+
+def _log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            data = fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(cannot read log: {exc})"
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def _run_streaming(argv: list[str], env: dict[str, str], cwd: str, log_fd: int,
+                   stdin_path: str | None, stdout_path: str | None,
+                   timeout: float | None) -> tuple[int | None, int | None, bool]:
+    """Run with stdin/stdout bound to files (binary data), stderr to the log.
+
+    :func:`ganeti.utils.process.run_command` captures text, which would
+    corrupt disk images; this is its binary-safe sibling.
+    """
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    try:
+        stdout = open(stdout_path, "wb") if stdout_path else log_fd
+        try:
+            try:
+                proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout,
+                                        stderr=log_fd, start_new_session=True)
+            except OSError as exc:
+                raise errors.CommandError(f"Cannot run {argv[0]}: {exc}") from exc
+            timed_out = False
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait()
+        finally:
+            if stdout_path:
+                stdout.close()  # type: ignore[union-attr]
+    finally:
+        if stdin_path:
+            stdin.close()  # type: ignore[union-attr]
+    code = proc.returncode
+    if code is not None and code < 0:
+        return None, -code, timed_out
+    return code, None, timed_out
+
+
+def run_os_script(paths: pathutils.Paths, os_def: OSDefinition, script: str,
+                  env: dict[str, str], *, kind: str, instance_name: str,
+                  timeout: float | None, args: Sequence[str] = (),
+                  stdin_path: str | None = None, stdout_path: str | None = None,
+                  clock: Callable[[], float] = time.time) -> str:
+    """Run ``script`` of ``os_def`` with ``env``; return the log file path.
+
+    Output goes to a new log file under ``paths.os_log_dir``.  With
+    ``stdin_path``/``stdout_path`` the script's stdin/stdout are bound to
+    those files (binary safe, for import/export).  Raises
+    :class:`errors.InvalidOS` if the script is not part of the definition
+    and :class:`errors.OpExecError` (with the log tail) if it fails or
+    times out.
+    """
+    spath = os_def.scripts.get(script)
+    if spath is None:
+        raise errors.InvalidOS(f"OS {os_def.name} has no '{script}' script")
+    argv = [spath, *args]
+    log_path, log_fd = _open_log(paths, kind, os_def.name, instance_name, clock)
+    try:
+        header = (f"# {kind} of instance {instance_name} with OS {os_def.name}: {' '.join(argv)}\n"
+                  + "".join(f"# {k}={'<hidden>' if k.startswith('OSP_') else v}\n"
+                            for k, v in sorted(env.items())))
+        os.write(log_fd, header.encode("utf-8"))
+        try:
+            if stdin_path or stdout_path:
+                code, sig, timed_out = _run_streaming(argv, env, os_def.path, log_fd,
+                                                      stdin_path, stdout_path, timeout)
+            else:
+                res = process.run_command(argv, env=env, cwd=os_def.path, timeout=timeout,
+                                          reset_env=True)
+                os.write(log_fd, res.output.encode("utf-8"))
+                code, sig, timed_out = res.exit_code, res.signal, res.timed_out
+        except errors.CommandError as exc:
+            os.write(log_fd, f"{exc}\n".encode("utf-8"))
+            raise errors.OpExecError(f"OS {kind} script for instance {instance_name}"
+                                     f" could not be run: {exc} (log: {log_path})") from exc
+    finally:
+        os.close(log_fd)
+    if timed_out:
+        reason = f"timed out after {timeout} seconds"
+    elif sig is not None:
+        reason = f"killed by signal {sig}"
+    elif code:
+        reason = f"exit code {code}"
+    else:
+        logger.info("OS %s script of %s for %s succeeded (log %s)",
+                    script, os_def.name, instance_name, log_path)
+        return log_path
+    raise errors.OpExecError(
+        f"OS {kind} script of {os_def.name} for instance {instance_name} failed ({reason});"
+        f" last lines of {log_path}:\n{_log_tail(log_path)}")
+
+
+def create_os(paths: pathutils.Paths, inst: OSInstance, *, reinstall: bool = False,
+              debug_level: int = 0, timeout: float | None = DEFAULT_CREATE_TIMEOUT,
+              clock: Callable[[], float] = time.time) -> str:
+    """Run the OS ``create`` script for ``inst`` (log kind ``add``); return the log path."""
+    os_def = find_os(paths, inst.os)
+    env = build_os_env(os_def, inst, debug_level=debug_level)
+    if reinstall:
+        env["INSTANCE_REINSTALL"] = "1"
+    return run_os_script(paths, os_def, SCRIPT_CREATE, env, kind="add",
+                         instance_name=inst.name, timeout=timeout, clock=clock)
+
+
+def rename_os(paths: pathutils.Paths, inst: OSInstance, old_name: str, *,
+              debug_level: int = 0, timeout: float | None = DEFAULT_RENAME_TIMEOUT,
+              clock: Callable[[], float] = time.time) -> str:
+    """Run ``rename`` (``inst.name`` is the new name); return the log path."""
+    os_def = find_os(paths, inst.os)
+    env = build_os_env(os_def, inst, debug_level=debug_level)
+    env["OLD_INSTANCE_NAME"] = old_name
+    return run_os_script(paths, os_def, SCRIPT_RENAME, env, kind="rename",
+                         instance_name=inst.name, timeout=timeout, clock=clock)
+
+
+def _check_index(inst: OSInstance, index: int) -> OSDisk:
+    if not 0 <= index < len(inst.disks):
+        raise errors.OpExecError(f"Instance {inst.name} has no disk {index}")
+    return inst.disks[index]
+
+
+def export_os_disk(paths: pathutils.Paths, inst: OSInstance, index: int, dest_path: str, *,
+                   debug_level: int = 0, timeout: float | None = DEFAULT_EXPORT_TIMEOUT,
+                   clock: Callable[[], float] = time.time) -> str:
+    """Run ``export`` for disk ``index``; its stdout is written to ``dest_path``."""
+    disk = _check_index(inst, index)
+    os_def = find_os(paths, inst.os)
+    env = build_os_env(os_def, inst, debug_level=debug_level)
+    env.update({"EXPORT_INDEX": str(index), "EXPORT_DISK_PATH": disk.path,
+                "EXPORT_DEVICE": disk.path})
+    if disk.uri:
+        env["EXPORT_DISK_URI"] = disk.uri
+    return run_os_script(paths, os_def, SCRIPT_EXPORT, env, kind="export",
+                         instance_name=inst.name, timeout=timeout,
+                         stdout_path=dest_path, clock=clock)
+
+
+def import_os_disk(paths: pathutils.Paths, inst: OSInstance, index: int, src_path: str, *,
+                   debug_level: int = 0, timeout: float | None = DEFAULT_EXPORT_TIMEOUT,
+                   clock: Callable[[], float] = time.time) -> str:
+    """Run ``import`` for disk ``index`` with ``src_path`` on its stdin."""
+    disk = _check_index(inst, index)
+    os_def = find_os(paths, inst.os)
+    env = build_os_env(os_def, inst, debug_level=debug_level)
+    env.update({"IMPORT_INDEX": str(index), "IMPORT_DISK_PATH": disk.path,
+                "IMPORT_DEVICE": disk.path})
+    if disk.uri:
+        env["IMPORT_DISK_URI"] = disk.uri
+    return run_os_script(paths, os_def, SCRIPT_IMPORT, env, kind="import",
+                         instance_name=inst.name, timeout=timeout,
+                         stdin_path=src_path, clock=clock)
+
+
+def verify_os_params(paths: pathutils.Paths, os_name: str, osparams: dict[str, Any], *,
+                     timeout: float | None = DEFAULT_VERIFY_TIMEOUT,
+                     clock: Callable[[], float] = time.time) -> None:
+    """Check ``osparams`` for ``os_name`` (names, then ``verify parameters``).
+
+    Raises :class:`errors.InvalidOS` if the OS is missing/broken or has no
+    parameters (API < 20) while some are given, and
+    :class:`errors.ParameterError` for unknown names or values the OS's
+    ``verify`` script refuses (its output tail is in the message).
+    """
+    os_def = find_os(paths, os_name)
+    if os_def.api_version < constants.OS_API_V20:
+        if osparams:
+            raise errors.InvalidOS(f"OS {os_def.name} (API {os_def.api_version})"
+                                   " does not support OS parameters")
+        return
+    unknown = sorted(set(osparams) - set(os_def.parameter_names))
+    if unknown:
+        raise errors.ParameterError(
+            f"Unknown parameters for OS {os_def.name}: {', '.join(unknown)}", errors.ECODE_INVAL)
+    env = build_os_core_env(os_def, os_name, osparams)
+    try:
+        run_os_script(paths, os_def, SCRIPT_VERIFY, env, kind="verify",
+                      instance_name="params", timeout=timeout, args=["parameters"], clock=clock)
+    except errors.OpExecError as exc:
+        raise errors.ParameterError(
+            f"OS {os_def.name} refused the parameters: {exc}", errors.ECODE_INVAL) from exc

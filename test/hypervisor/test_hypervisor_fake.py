@@ -1,0 +1,220 @@
+"""Tests for ganeti.hypervisor (registry, base checks, the fake)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ganeti import constants, errors, hypervisor, pathutils, serializer
+from ganeti.hypervisor import base
+from ganeti.hypervisor.fake import ENV_FAKE_MEMORY, FakeHypervisor
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_hv(root, memory: int = 4096, clock=None) -> FakeHypervisor:
+    paths = pathutils.Paths(root=str(root))
+    return FakeHypervisor(paths, node_memory=memory, dom0_memory=512,
+                          cpu_total=4, clock=clock or Clock())
+
+
+def spec(name: str = "inst1.example.com", memory: int = 512, **kw) -> base.InstanceSpec:
+    return base.InstanceSpec(name=name, uuid=f"uuid-{name}", memory=memory, vcpus=2,
+                             hvparams={"migration_mode": "live"}, beparams={"maxmem": memory},
+                             nics=(base.NicSpec(mac="aa:00:00:11:22:33", link="br0"),), **kw)
+
+
+def test_registry_builds_fake(tmp_path):
+    hv = hypervisor.get_hypervisor(constants.HT_FAKE, pathutils.Paths(root=str(tmp_path)))
+    assert isinstance(hv, FakeHypervisor)
+
+
+def test_registry_refuses_unknown(tmp_path):
+    with pytest.raises(errors.HypervisorError, match="kvm"):
+        hypervisor.get_hypervisor(constants.HT_KVM, pathutils.Paths(root=str(tmp_path)))
+
+
+def test_check_parameter_syntax():
+    FakeHypervisor.check_parameter_syntax({"migration_mode": "non-live"})
+    with pytest.raises(errors.ParameterError, match="migration_mode"):
+        FakeHypervisor.check_parameter_syntax({"migration_mode": "fast"})
+    with pytest.raises(errors.ParameterError, match="kernel_path"):
+        FakeHypervisor.check_parameter_syntax({"kernel_path": "/boot/vmlinuz"})
+
+
+def test_validate_parameters_raises_hypervisor_error(tmp_path):
+    with pytest.raises(errors.HypervisorError, match="migration_mode"):
+        make_hv(tmp_path).validate_parameters({"migration_mode": 3})
+
+
+def test_start_info_stop(tmp_path):
+    clock = Clock()
+    hv = make_hv(tmp_path, clock=clock)
+    disk = tmp_path / "disk0"
+    disk.write_bytes(b"")
+    hv.start_instance(spec(), [str(disk)])
+    clock.now += 42
+    info = hv.get_instance_info("inst1.example.com")
+    assert info == {"name": "inst1.example.com", "memory": 512, "vcpus": 2,
+                    "state": base.HV_STATE_RUNNING, "time": 42}
+    record = hv.get_instance_state("inst1.example.com")
+    assert record["disks"] == [str(disk)]
+    assert record["nics"][0]["mac"] == "aa:00:00:11:22:33"
+    assert hv.list_instances() == ["inst1.example.com"]
+    hv.stop_instance("inst1.example.com", timeout=5)
+    assert hv.list_instances() == []
+    assert hv.get_instance_info("inst1.example.com") is None
+
+
+def test_state_survives_new_object(tmp_path):
+    make_hv(tmp_path).start_instance(spec(), [])
+    again = make_hv(tmp_path)  # a restarted node daemon
+    assert again.list_instances() == ["inst1.example.com"]
+    assert again.get_all_instances_info()["inst1.example.com"]["state"] == "running"
+    path = os.path.join(again.state_dir, "inst1.example.com.json")
+    assert serializer.loads(open(path).read())["hvparams"] == {"migration_mode": "live"}
+
+
+def test_start_refuses_duplicate(tmp_path):
+    hv = make_hv(tmp_path)
+    hv.start_instance(spec(), [])
+    with pytest.raises(errors.HypervisorError, match="already running"):
+        hv.start_instance(spec(), [])
+
+
+def test_start_refuses_missing_disk(tmp_path):
+    hv = make_hv(tmp_path)
+    with pytest.raises(errors.HypervisorError, match="does not exist"):
+        hv.start_instance(spec(), [str(tmp_path / "nope")])
+    assert hv.list_instances() == []
+
+
+def test_memory_refusal(tmp_path):
+    hv = make_hv(tmp_path, memory=2048)  # 1536 MiB usable after dom0
+    hv.start_instance(spec("a", memory=1024), [])
+    with pytest.raises(errors.HypervisorError, match="Not enough memory"):
+        hv.start_instance(spec("b", memory=1024), [])
+    assert hv.list_instances() == ["a"]
+    assert hv.get_node_info()["memory_free"] == 512
+    hv.start_instance(spec("b", memory=512), [])
+    assert hv.get_node_info()["memory_free"] == 0
+
+
+def test_node_memory_from_env(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FAKE_MEMORY, "3000")
+    hv = FakeHypervisor(pathutils.Paths(root=str(tmp_path)))
+    info = hv.get_node_info()
+    assert info["memory_total"] == 3000
+    assert set(info) >= {"memory_total", "memory_free", "memory_dom0", "cpu_total",
+                         "cpu_nodes", "cpu_sockets"}
+
+
+def test_stop_unknown_instance(tmp_path):
+    with pytest.raises(errors.HypervisorError, match="not running"):
+        make_hv(tmp_path).stop_instance("ghost")
+
+
+def test_reboot_resets_uptime(tmp_path):
+    clock = Clock()
+    hv = make_hv(tmp_path, clock=clock)
+    hv.start_instance(spec(), [])
+    clock.now += 100
+    hv.reboot_instance("inst1.example.com")
+    clock.now += 1
+    assert hv.get_instance_info("inst1.example.com")["time"] == 1
+
+
+def test_user_shutdown_and_restart(tmp_path):
+    hv = make_hv(tmp_path)
+    hv.start_instance(spec(), [])
+    hv.simulate_user_shutdown("inst1.example.com")
+    assert hv.get_instance_info("inst1.example.com")["state"] == base.HV_STATE_SHUTDOWN
+    with pytest.raises(errors.HypervisorError, match="Cannot reboot"):
+        hv.reboot_instance("inst1.example.com")
+    hv.start_instance(spec(), [])  # a stopped guest can be started again
+    assert hv.get_instance_info("inst1.example.com")["state"] == base.HV_STATE_RUNNING
+    hv.simulate_crash("inst1.example.com")
+    assert hv.get_instance_info("inst1.example.com")["state"] == base.HV_STATE_CRASHED
+
+
+def test_balloon(tmp_path):
+    hv = make_hv(tmp_path, memory=2048)
+    hv.start_instance(spec(memory=512), [])
+    hv.balloon_instance_memory("inst1.example.com", 1024)
+    assert hv.get_instance_info("inst1.example.com")["memory"] == 1024
+    with pytest.raises(errors.HypervisorError, match="Not enough memory"):
+        hv.balloon_instance_memory("inst1.example.com", 4096)
+
+
+def test_console_and_verify(tmp_path):
+    hv = make_hv(tmp_path)
+    cons = hv.get_console(spec(), "node1")
+    assert cons["kind"] == base.CONS_MESSAGE
+    assert cons["instance"] == "inst1.example.com"
+    assert hv.verify() is None
+
+
+def _migrate(src, dst, name, success=True):
+    info = src.migration_info(name)
+    info = serializer.loads(serializer.dumps(info))  # as RPC would carry it
+    dst.accept_instance(spec(name), info, "192.0.2.2")
+    assert dst.get_instance_info(name)["state"] == base.HV_STATE_INCOMING
+    src.migrate_instance(name, "node2", "192.0.2.2", True)
+    assert src.get_instance_info(name)["state"] == base.HV_STATE_MIGRATING
+    status = src.get_migration_status(name)
+    assert status["status"] == base.MIGRATION_STATUS_COMPLETED
+    assert status["transferred_ram"] == status["total_ram"] == 512
+    dst.finalize_migration_dst(spec(name), info, success)
+    src.finalize_migration_src(name, success, True)
+
+
+def test_migration_moves_state(tmp_path):
+    src, dst = make_hv(tmp_path / "node1"), make_hv(tmp_path / "node2")
+    src.start_instance(spec(), [])
+    _migrate(src, dst, "inst1.example.com")
+    assert src.list_instances() == []
+    assert dst.list_instances() == ["inst1.example.com"]
+    assert dst.get_instance_info("inst1.example.com")["state"] == base.HV_STATE_RUNNING
+    assert dst.get_instance_state("inst1.example.com")["migration"] is None
+
+
+def test_failed_migration_keeps_source(tmp_path):
+    src, dst = make_hv(tmp_path / "node1"), make_hv(tmp_path / "node2")
+    src.start_instance(spec(), [])
+    _migrate(src, dst, "inst1.example.com", success=False)
+    assert dst.list_instances() == []
+    assert src.get_instance_info("inst1.example.com")["state"] == base.HV_STATE_RUNNING
+
+
+def test_accept_refuses_without_memory(tmp_path):
+    src, dst = make_hv(tmp_path / "node1"), make_hv(tmp_path / "node2", memory=768)
+    src.start_instance(spec(), [])
+    with pytest.raises(errors.HypervisorError, match="Not enough memory"):
+        dst.accept_instance(spec(), src.migration_info("inst1.example.com"), "x")
+    assert dst.list_instances() == []
+
+
+def test_migration_info_refuses_stopped(tmp_path):
+    hv = make_hv(tmp_path)
+    hv.start_instance(spec(), [])
+    hv.simulate_user_shutdown("inst1.example.com")
+    with pytest.raises(errors.HypervisorError, match="Cannot migrate"):
+        hv.migration_info("inst1.example.com")
+
+
+@pytest.mark.parametrize("name", ["../evil", ".hidden", ""], ids=["dotdot", "dot", "empty"])
+def test_bad_instance_names(tmp_path, name):
+    with pytest.raises(errors.HypervisorError):
+        make_hv(tmp_path).start_instance(spec(name), [])
+
+
+def test_instance_spec_round_trips_through_serializer():
+    s = spec()
+    assert serializer.from_data(base.InstanceSpec, serializer.loads(serializer.dumps(s))) == s
