@@ -55,14 +55,32 @@ def loads(text: str | bytes) -> Any:
         raise errors.SerializationError(f"Invalid JSON: {exc}") from exc
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@functools.lru_cache(maxsize=None)
+def _dc_fields(cls: type) -> tuple[str, ...] | None:
+    """Public field names of a dataclass type, or None for other types."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls) if not f.name.startswith("_"))
+
+
 def to_data(obj: Any) -> Any:
     """Convert dataclasses (recursively, also inside lists/dicts) to plain data.
 
     Tuples and sets become lists; everything else is returned as is.
     """
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_data(getattr(obj, f.name))
-                for f in dataclasses.fields(obj) if not f.name.startswith("_")}
+    cls = type(obj)
+    if cls in _SCALARS:
+        return obj
+    if cls is dict:
+        return {k: (v if type(v) in _SCALARS else to_data(v)) for k, v in obj.items()}
+    if cls is list or cls is tuple or cls is set or cls is frozenset:
+        return [v if type(v) in _SCALARS else to_data(v) for v in obj]
+    names = _dc_fields(cls)
+    if names is not None:
+        return {n: to_data(getattr(obj, n)) for n in names}
     if isinstance(obj, dict):
         return {k: to_data(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):

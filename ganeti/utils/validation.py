@@ -23,7 +23,7 @@ def is_valid_hostname(name: object) -> bool:
     ``..``, control characters and labels over 63 characters.
     """
     return (isinstance(name, str) and 0 < len(name) <= MAX_HOSTNAME_LEN
-            and _HOSTNAME_RE.match(name) is not None)
+            and _HOSTNAME_RE.fullmatch(name) is not None)
 
 
 def check_hostname(name: object, what: str = "name") -> str:
@@ -38,7 +38,7 @@ def check_hostname(name: object, what: str = "name") -> str:
 
 def is_valid_script_name(name: object) -> bool:
     """True when ``name`` matches ``^[a-zA-Z0-9_-]+$`` (hooks, OS scripts)."""
-    return isinstance(name, str) and _SCRIPT_RE.match(name) is not None
+    return isinstance(name, str) and _SCRIPT_RE.fullmatch(name) is not None
 
 
 def check_script_name(name: object) -> str:
@@ -57,6 +57,6 @@ def check_tag(tag: object) -> str:
         raise errors.TagError("Tags cannot be empty")
     if len(tag) > constants.MAX_TAG_LEN:
         raise errors.TagError(f"Tag too long (>{constants.MAX_TAG_LEN} characters)")
-    if not _TAG_RE.match(tag):
+    if not _TAG_RE.fullmatch(tag):
         raise errors.TagError(f"Tag contains invalid characters: {tag!r}")
     return tag

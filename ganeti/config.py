@@ -1,0 +1,754 @@
+"""ConfigWriter: the authoritative cluster configuration (``config.data``).
+
+One :class:`ConfigWriter` per master daemon owns the :class:`ConfigData`
+tree.  It loads ``config.data`` at construction and refuses a missing or
+corrupt file with :class:`errors.ConfigurationError` (the file is never
+rewritten then).  Every mutator bumps the config's ``serial_no`` (and the
+changed object's ``serial_no``/``mtime``) and saves atomically; after each
+save ``on_change(data)`` is called with the exact bytes written.
+
+**Locking.**  One internal re-entrant lock protects the tree; every public
+method takes it.  ``on_change`` is called *with the lock held*, so the
+order in which callbacks see the data matches the serial order (keep the
+callback short, or hand the bytes to a queue).
+
+**Live objects.**  Getters return the stored objects themselves (no
+copies).  Change them only while holding the matching Ganeti lock, then
+call :meth:`ConfigWriter.update` with the same object.
+
+**Failures.**  A mutator changes the in-memory tree, then writes.  If the
+write fails (``OSError``, e.g. ENOSPC) the old file stays intact on disk,
+the exception propagates and memory is ahead of disk until the next
+successful save.  An exception from ``on_change`` also propagates; the
+file has been written by then.
+
+**Batches.**  ``with cfg.batch(): ...`` bumps the serial for every change
+but writes (and calls ``on_change``) once, at the end of the outermost
+batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import threading
+import time
+import uuid as uuidlib
+from typing import Any, Callable, Iterator
+
+from ganeti import constants, errors, serializer
+from ganeti.objects import (
+    Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup,
+    instance_all_nodes,
+)
+from ganeti.utils import io
+
+__all__ = ["ConfigWriter", "load_config_data"]
+
+logger = logging.getLogger(__name__)
+
+_CONFIG_MODE = 0o640
+_MAX_CONFIG_SIZE = 256 * 1024 * 1024
+
+
+def load_config_data(path: str) -> ConfigData:
+    """Read and decode ``config.data``; raises :class:`errors.ConfigurationError`."""
+    try:
+        raw = io.read_file(path, max_size=_MAX_CONFIG_SIZE)
+    except FileNotFoundError as exc:
+        raise errors.ConfigurationError(
+            f"Configuration file {path} does not exist; is the cluster initialised?") from exc
+    except OSError as exc:
+        raise errors.ConfigurationError(f"Cannot read configuration file {path}: {exc}") from exc
+    except errors.GanetiError as exc:
+        raise errors.ConfigurationError(f"Cannot read configuration file {path}: {exc}") from exc
+    try:
+        plain = serializer.loads(raw)
+        if not isinstance(plain, dict) or "cluster" not in plain or "version" not in plain:
+            raise errors.SerializationError("top level must be an object with 'version' and 'cluster'")
+        data = serializer.from_data(ConfigData, plain)
+        if not isinstance(data.cluster, Cluster):
+            raise errors.SerializationError("'cluster' is not an object")
+    except errors.SerializationError as exc:
+        raise errors.ConfigurationError(
+            f"Configuration file {path} is corrupt and was left untouched: {exc}") from exc
+    if data.version != constants.CONFIG_VERSION:
+        raise errors.ConfigurationError(
+            f"Configuration file {path} has version {data.version}, expected"
+            f" {constants.CONFIG_VERSION}; refusing to use it")
+    return data
+
+
+class ConfigWriter:
+    """Thread-safe owner of the cluster configuration; see the module docstring."""
+
+    def __init__(self, path: str, *, clock: Callable[[], float] = time.time,
+                 on_change: Callable[[bytes], None] | None = None,
+                 rng: random.Random | None = None) -> None:
+        self._path = path
+        self._clock = clock
+        self._on_change = on_change
+        self._rng = rng or random.Random()
+        self._lock = threading.RLock()
+        self._data = load_config_data(path)
+        self._batch_depth = 0
+        self._dirty = False
+        self._reserved_macs: set[str] = set()
+        self._reserved_uuids: set[str] = set()
+        # caches, rebuilt lazily; adds update them, other changes drop them
+        self._name_index: dict[str, dict[str, str]] | None = None
+        self._mac_cache: set[str] | None = None
+        self._sync_members()
+
+    # ------------------------------------------------------------------
+    # creation
+
+    @classmethod
+    def initialize(cls, path: str, data: ConfigData, *,
+                   clock: Callable[[], float] = time.time,
+                   on_change: Callable[[bytes], None] | None = None,
+                   rng: random.Random | None = None) -> ConfigWriter:
+        """Write a fresh ``config.data`` from ``data`` and open it.
+
+        Refuses (:class:`errors.ConfigurationError`) when ``path`` exists.
+        Zero ``ctime``/``mtime``/``serial_no`` fields are filled in.
+        """
+        now = clock()
+        if data.serial_no <= 0:
+            data.serial_no = 1
+        objs: list[Any] = [data, data.cluster, *data.nodes.values(), *data.nodegroups.values(),
+                           *data.instances.values(), *data.disks.values(), *data.networks.values()]
+        for obj in objs:
+            if not obj.ctime:
+                obj.ctime = now
+            if not obj.mtime:
+                obj.mtime = now
+            if obj is not data and obj.serial_no <= 0:
+                obj.serial_no = 1
+        _sync_members(data)
+        raw = _encode(data)
+        # write a complete temporary file, then hard-link it into place:
+        # link() fails if the target exists, so nothing is ever overwritten
+        tmp = f"{path}.init-{os.getpid()}"
+        try:
+            io.write_file_atomic(tmp, raw, mode=_CONFIG_MODE)
+            os.link(tmp, path)
+        except FileExistsError as exc:
+            raise errors.ConfigurationError(
+                f"Configuration file {path} already exists; refusing to overwrite it") from exc
+        except OSError as exc:
+            raise errors.ConfigurationError(f"Cannot create {path}: {exc}") from exc
+        finally:
+            io.remove_file(tmp)
+        io.fsync_dir(os.path.dirname(os.path.abspath(path)))
+        return cls(path, clock=clock, on_change=on_change, rng=rng)
+
+    # ------------------------------------------------------------------
+    # internals
+
+    def _save(self) -> None:
+        """Bump the serial and write (or defer to the end of the batch)."""
+        self._data.serial_no += 1
+        self._data.mtime = self._clock()
+        if self._batch_depth:
+            self._dirty = True
+            return
+        self._write()
+
+    def _write(self) -> None:
+        _sync_members(self._data)
+        raw = _encode(self._data)
+        io.write_file_atomic(self._path, raw, mode=_CONFIG_MODE)
+        self._dirty = False
+        if self._on_change is not None:
+            self._on_change(raw)
+
+    def _sync_members(self) -> None:
+        _sync_members(self._data)
+
+    def _touch(self, obj: Any, *, new: bool = False) -> None:
+        now = self._clock()
+        if new:
+            obj.ctime = obj.ctime or now
+            obj.serial_no = max(obj.serial_no, 0)
+        obj.serial_no += 1
+        obj.mtime = now
+
+    def _invalidate(self) -> None:
+        self._name_index = None
+        self._mac_cache = None
+
+    def _index_add(self, kind: str, name: str, uuid: str) -> None:
+        if self._name_index is not None:
+            self._name_index[kind][name] = uuid
+
+    def _names(self) -> dict[str, dict[str, str]]:
+        if self._name_index is None:
+            d = self._data
+            self._name_index = {
+                "node": {n.name: u for u, n in d.nodes.items()},
+                "instance": {i.name: u for u, i in d.instances.items()},
+                "nodegroup": {g.name: u for u, g in d.nodegroups.items()},
+                "network": {n.name: u for u, n in d.networks.items()},
+            }
+        return self._name_index
+
+    def _check_name_free(self, name: str, kind: str, own_uuid: str = "") -> None:
+        if not name:
+            raise errors.ConfigurationError(f"A {kind} needs a name")
+        for other_kind, index in self._names().items():
+            if other_kind == "network" and kind != "network":
+                continue
+            if other_kind != "network" and kind == "network":
+                continue
+            owner = index.get(name)
+            if owner is not None and owner != own_uuid:
+                raise errors.ConfigurationError(
+                    f"Name '{name}' is already used by {other_kind} {owner}; names of"
+                    " nodes, instances and node groups must be unique")
+
+    def _uuid_in_use(self, uuid: str, *, check_nics: bool) -> bool:
+        d = self._data
+        if (uuid == d.cluster.uuid or uuid in d.nodes or uuid in d.instances
+                or uuid in d.disks or uuid in d.nodegroups or uuid in d.networks
+                or uuid in self._reserved_uuids):
+            return True
+        return check_nics and any(nic.uuid == uuid for inst in d.instances.values()
+                                  for nic in inst.nics)
+
+    def _new_uuid(self, obj: Any) -> None:
+        if not obj.uuid:
+            obj.uuid = self._generate_uuid()
+        elif self._uuid_in_use(obj.uuid, check_nics=True):
+            raise errors.ConfigurationError(f"UUID {obj.uuid} is already in use")
+
+    def _generate_uuid(self) -> str:
+        # 122 random bits: checking NIC UUIDs (an O(n) scan) is not worth it;
+        # every UUID we hand out is remembered in _reserved_uuids
+        for _ in range(100):
+            new = str(uuidlib.UUID(int=self._rng.getrandbits(128), version=4))
+            if not self._uuid_in_use(new, check_nics=False):
+                self._reserved_uuids.add(new)
+                return new
+        raise errors.ConfigurationError("Cannot generate a unique UUID")
+
+    def _all_macs(self) -> set[str]:
+        if self._mac_cache is None:
+            self._mac_cache = {nic.mac.lower() for inst in self._data.instances.values()
+                               for nic in inst.nics if nic.mac}
+        return self._mac_cache
+
+    # ------------------------------------------------------------------
+    # generators
+
+    def generate_uuid(self) -> str:
+        """A new UUID, unique among the config's objects and earlier results."""
+        with self._lock:
+            return self._generate_uuid()
+
+    def generate_mac(self, prefix: str | None = None) -> str:
+        """A new MAC ``prefix:xx:xx:xx``, unique in the config and this session.
+
+        ``prefix`` defaults to the cluster's ``mac_prefix``.  Raises
+        :class:`errors.ConfigurationError` when no free MAC is found.
+        """
+        with self._lock:
+            prefix = (prefix or self._data.cluster.mac_prefix).lower()
+            used = self._all_macs()
+            for _ in range(1000):
+                tail = self._rng.getrandbits(24)
+                mac = f"{prefix}:{tail >> 16:02x}:{(tail >> 8) & 0xff:02x}:{tail & 0xff:02x}"
+                if mac not in used and mac not in self._reserved_macs:
+                    self._reserved_macs.add(mac)
+                    return mac
+            raise errors.ConfigurationError(f"No free MAC address with prefix {prefix}")
+
+    # ------------------------------------------------------------------
+    # whole-config access
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group changes: one write and one ``on_change`` at the end.
+
+        Holds the config lock for the whole block.  If the block raises, the
+        changes made so far are still written (they are already applied in
+        memory).
+        """
+        with self._lock:
+            self._batch_depth += 1
+            try:
+                yield
+            finally:
+                self._batch_depth -= 1
+                if self._batch_depth == 0 and self._dirty:
+                    self._write()
+
+    def dump(self) -> bytes:
+        """The config serialised exactly as it is (or will be) saved."""
+        with self._lock:
+            _sync_members(self._data)
+            return _encode(self._data)
+
+    def get_config_data(self) -> ConfigData:
+        """The live root object (careful: changes must go through mutators)."""
+        with self._lock:
+            return self._data
+
+    def get_serial_no(self) -> int:
+        """The config's serial number."""
+        with self._lock:
+            return self._data.serial_no
+
+    def get_cluster_info(self) -> Cluster:
+        """The live Cluster object."""
+        with self._lock:
+            return self._data.cluster
+
+    # ------------------------------------------------------------------
+    # nodes
+
+    def get_node_info(self, uuid: str) -> Node | None:
+        """The node with ``uuid``, or None."""
+        with self._lock:
+            return self._data.nodes.get(uuid)
+
+    def get_node_info_by_name(self, name: str) -> Node | None:
+        """The node called ``name``, or None."""
+        with self._lock:
+            uuid = self._names()["node"].get(name)
+            return None if uuid is None else self._data.nodes[uuid]
+
+    def get_all_nodes_info(self) -> dict[str, Node]:
+        """All nodes, by UUID (a new dict of the live objects)."""
+        with self._lock:
+            return dict(self._data.nodes)
+
+    def get_node_list(self) -> list[str]:
+        """UUIDs of all nodes, sorted by node name."""
+        with self._lock:
+            return [n.uuid for n in sorted(self._data.nodes.values(), key=lambda n: n.name)]
+
+    def get_node_names(self) -> list[str]:
+        """Names of all nodes, sorted."""
+        with self._lock:
+            return sorted(n.name for n in self._data.nodes.values())
+
+    def get_online_node_list(self) -> list[str]:
+        """UUIDs of the nodes that are not offline, sorted by name."""
+        with self._lock:
+            return [n.uuid for n in sorted(self._data.nodes.values(), key=lambda n: n.name)
+                    if not n.offline]
+
+    def get_master_node(self) -> str:
+        """UUID of the master node."""
+        with self._lock:
+            return self._data.cluster.master_node
+
+    def get_master_node_name(self) -> str:
+        """Name of the master node ('' if unknown)."""
+        with self._lock:
+            node = self._data.nodes.get(self._data.cluster.master_node)
+            return node.name if node else ""
+
+    def get_master_candidates(self) -> list[Node]:
+        """The master candidate nodes, sorted by name."""
+        with self._lock:
+            return sorted((n for n in self._data.nodes.values() if n.master_candidate),
+                          key=lambda n: n.name)
+
+    def node_instances(self, node_uuid: str) -> tuple[list[str], list[str]]:
+        """``(primary, secondary)`` instance UUIDs of a node."""
+        with self._lock:
+            primary, secondary = [], []
+            for inst in self._data.instances.values():
+                if inst.primary_node == node_uuid:
+                    primary.append(inst.uuid)
+                elif node_uuid in self._instance_nodes(inst):
+                    secondary.append(inst.uuid)
+            return primary, secondary
+
+    def add_node(self, node: Node) -> None:
+        """Add ``node`` (uuid generated if empty; group defaults to the default group).
+
+        Raises :class:`errors.ConfigurationError` on a name or UUID clash or
+        an unknown group.
+        """
+        with self._lock:
+            self._check_name_free(node.name, "node")
+            if not node.group:
+                node.group = self.get_default_nodegroup()
+            if node.group not in self._data.nodegroups:
+                raise errors.ConfigurationError(
+                    f"Node {node.name}: unknown node group {node.group}")
+            self._new_uuid(node)
+            self._touch(node, new=True)
+            self._data.nodes[node.uuid] = node
+            self._index_add("node", node.name, node.uuid)
+            self._save()
+
+    def remove_node(self, uuid: str) -> None:
+        """Remove a node; raises :class:`errors.ConfigurationError` if unknown."""
+        with self._lock:
+            if uuid not in self._data.nodes:
+                raise errors.ConfigurationError(f"Unknown node {uuid}")
+            del self._data.nodes[uuid]
+            self._invalidate()
+            self._save()
+
+    # ------------------------------------------------------------------
+    # node groups
+
+    def get_nodegroup(self, uuid: str) -> NodeGroup | None:
+        """The node group with ``uuid``, or None."""
+        with self._lock:
+            return self._data.nodegroups.get(uuid)
+
+    def get_nodegroup_by_name(self, name: str) -> NodeGroup | None:
+        """The node group called ``name``, or None."""
+        with self._lock:
+            uuid = self._names()["nodegroup"].get(name)
+            return None if uuid is None else self._data.nodegroups[uuid]
+
+    def get_all_nodegroups_info(self) -> dict[str, NodeGroup]:
+        """All node groups, by UUID."""
+        with self._lock:
+            return dict(self._data.nodegroups)
+
+    def get_default_nodegroup(self) -> str:
+        """UUID of the default group: the first one by creation time.
+
+        Raises :class:`errors.ConfigurationError` if there is no group.
+        """
+        with self._lock:
+            if not self._data.nodegroups:
+                raise errors.ConfigurationError("The configuration has no node group")
+            return min(self._data.nodegroups.values(), key=lambda g: (g.ctime, g.name)).uuid
+
+    def add_nodegroup(self, group: NodeGroup) -> None:
+        """Add a node group; raises :class:`errors.ConfigurationError` on clashes."""
+        with self._lock:
+            self._check_name_free(group.name, "node group")
+            self._new_uuid(group)
+            group.members = []
+            self._touch(group, new=True)
+            self._data.nodegroups[group.uuid] = group
+            self._index_add("nodegroup", group.name, group.uuid)
+            self._save()
+
+    def remove_nodegroup(self, uuid: str) -> None:
+        """Remove an empty node group.
+
+        Raises :class:`errors.ConfigurationError` if unknown or still in use.
+        """
+        with self._lock:
+            group = self._data.nodegroups.get(uuid)
+            if group is None:
+                raise errors.ConfigurationError(f"Unknown node group {uuid}")
+            members = [n.name for n in self._data.nodes.values() if n.group == uuid]
+            if members:
+                raise errors.ConfigurationError(
+                    f"Node group {group.name} still has nodes: {', '.join(sorted(members))}")
+            del self._data.nodegroups[uuid]
+            self._invalidate()
+            self._save()
+
+    # ------------------------------------------------------------------
+    # instances and disks
+
+    def get_instance_info(self, uuid: str) -> Instance | None:
+        """The instance with ``uuid``, or None."""
+        with self._lock:
+            return self._data.instances.get(uuid)
+
+    def get_instance_info_by_name(self, name: str) -> Instance | None:
+        """The instance called ``name``, or None."""
+        with self._lock:
+            uuid = self._names()["instance"].get(name)
+            return None if uuid is None else self._data.instances[uuid]
+
+    def get_all_instances_info(self) -> dict[str, Instance]:
+        """All instances, by UUID."""
+        with self._lock:
+            return dict(self._data.instances)
+
+    def get_instance_names(self) -> list[str]:
+        """Names of all instances, sorted."""
+        with self._lock:
+            return sorted(i.name for i in self._data.instances.values())
+
+    def get_instance_disks(self, inst_uuid: str) -> list[Disk]:
+        """The Disk objects of an instance, in order.
+
+        Raises :class:`errors.ConfigurationError` for an unknown instance.
+        """
+        with self._lock:
+            inst = self._get_instance(inst_uuid)
+            return [self._data.disks[d] for d in inst.disks if d in self._data.disks]
+
+    def get_instance_nodes(self, inst_uuid: str) -> list[str]:
+        """UUIDs of all nodes of an instance, the primary first."""
+        with self._lock:
+            return self._instance_nodes(self._get_instance(inst_uuid))
+
+    def get_instance_secondary_nodes(self, inst_uuid: str) -> list[str]:
+        """UUIDs of the non-primary nodes of an instance."""
+        with self._lock:
+            inst = self._get_instance(inst_uuid)
+            return [n for n in self._instance_nodes(inst) if n != inst.primary_node]
+
+    def get_disk_info(self, uuid: str) -> Disk | None:
+        """The disk with ``uuid``, or None."""
+        with self._lock:
+            return self._data.disks.get(uuid)
+
+    def _get_instance(self, uuid: str) -> Instance:
+        inst = self._data.instances.get(uuid)
+        if inst is None:
+            raise errors.ConfigurationError(f"Unknown instance {uuid}")
+        return inst
+
+    def _instance_nodes(self, inst: Instance) -> list[str]:
+        disks = [self._data.disks[d] for d in inst.disks if d in self._data.disks]
+        return instance_all_nodes(inst, disks)
+
+    def _check_disk(self, disk: Disk) -> None:
+        self._new_uuid(disk)
+        for node in disk.nodes:
+            if node not in self._data.nodes:
+                raise errors.ConfigurationError(f"Disk {disk.uuid}: unknown node {node}")
+
+    def add_instance(self, instance: Instance, disks: list[Disk]) -> None:
+        """Add an instance together with its disks.
+
+        ``instance.disks`` is set to the UUIDs of ``disks``.  NIC UUIDs are
+        generated when empty.  Raises :class:`errors.ConfigurationError` on
+        a name/UUID/MAC clash or an unknown primary node.
+        """
+        with self._lock:
+            self._check_name_free(instance.name, "instance")
+            if instance.primary_node not in self._data.nodes:
+                raise errors.ConfigurationError(
+                    f"Instance {instance.name}: unknown primary node {instance.primary_node}")
+            macs = self._all_macs()
+            new_macs: set[str] = set()
+            for nic in instance.nics:
+                mac = nic.mac.lower()
+                if mac and (mac in macs or mac in new_macs):
+                    raise errors.ConfigurationError(
+                        f"Instance {instance.name}: MAC {nic.mac} is already in use")
+                if mac:
+                    new_macs.add(mac)
+            self._new_uuid(instance)
+            for nic in instance.nics:
+                if not nic.uuid:
+                    nic.uuid = self._generate_uuid()
+            for disk in disks:
+                self._check_disk(disk)
+            for disk in disks:
+                self._touch(disk, new=True)
+                self._data.disks[disk.uuid] = disk
+            instance.disks = [d.uuid for d in disks]
+            self._touch(instance, new=True)
+            self._data.instances[instance.uuid] = instance
+            macs.update(new_macs)
+            self._index_add("instance", instance.name, instance.uuid)
+            self._save()
+
+    def remove_instance(self, uuid: str) -> None:
+        """Remove an instance and its disks."""
+        with self._lock:
+            inst = self._get_instance(uuid)
+            for disk in inst.disks:
+                self._data.disks.pop(disk, None)
+            del self._data.instances[uuid]
+            self._invalidate()
+            self._save()
+
+    def rename_instance(self, uuid: str, new_name: str) -> None:
+        """Rename an instance; raises :class:`errors.ConfigurationError` on a clash."""
+        with self._lock:
+            inst = self._get_instance(uuid)
+            self._check_name_free(new_name, "instance", own_uuid=uuid)
+            inst.name = new_name
+            self._invalidate()
+            self._touch(inst)
+            self._save()
+
+    def add_instance_disk(self, inst_uuid: str, disk: Disk, idx: int | None = None) -> None:
+        """Attach a new disk to an instance at ``idx`` (default: at the end)."""
+        with self._lock:
+            inst = self._get_instance(inst_uuid)
+            self._check_disk(disk)
+            self._touch(disk, new=True)
+            self._data.disks[disk.uuid] = disk
+            if idx is None:
+                inst.disks.append(disk.uuid)
+            else:
+                inst.disks.insert(idx, disk.uuid)
+            self._touch(inst)
+            self._save()
+
+    def remove_instance_disk(self, inst_uuid: str, disk_uuid: str) -> None:
+        """Detach and forget a disk of an instance."""
+        with self._lock:
+            inst = self._get_instance(inst_uuid)
+            if disk_uuid not in inst.disks:
+                raise errors.ConfigurationError(
+                    f"Disk {disk_uuid} does not belong to instance {inst.name}")
+            inst.disks.remove(disk_uuid)
+            self._data.disks.pop(disk_uuid, None)
+            self._touch(inst)
+            self._save()
+
+    def set_instance_admin_state(self, uuid: str, state: str,
+                                 source: str = constants.ADMIN_SOURCE) -> None:
+        """Set the administrative state (``up``/``down``/``offline``) of an instance."""
+        if state not in constants.ADMINST_ALL:
+            raise errors.ConfigurationError(f"Invalid admin state {state!r}")
+        with self._lock:
+            inst = self._get_instance(uuid)
+            if inst.admin_state == state and inst.admin_state_source == source:
+                return
+            inst.admin_state = state
+            inst.admin_state_source = source
+            self._touch(inst)
+            self._save()
+
+    def set_instance_disks_active(self, uuid: str, active: bool) -> None:
+        """Record whether the instance's disks are assembled."""
+        with self._lock:
+            inst = self._get_instance(uuid)
+            if inst.disks_active == active:
+                return
+            inst.disks_active = active
+            self._touch(inst)
+            self._save()
+
+    # ------------------------------------------------------------------
+    # generic update
+
+    def update(self, obj: Cluster | Node | NodeGroup | Instance | Disk | Network) -> None:
+        """Save changes made to a live object returned by a getter.
+
+        Raises :class:`errors.ConfigurationError` if ``obj`` is not the
+        stored object (e.g. a copy) or its new name clashes.
+        """
+        with self._lock:
+            d = self._data
+            stores: dict[type, tuple[dict[str, Any], str]] = {
+                Node: (d.nodes, "node"), NodeGroup: (d.nodegroups, "node group"),
+                Instance: (d.instances, "instance"), Disk: (d.disks, "disk"),
+                Network: (d.networks, "network"),
+            }
+            if isinstance(obj, Cluster):
+                if obj is not d.cluster:
+                    raise errors.ConfigurationError("update() got a Cluster that is not the stored one")
+            elif type(obj) in stores:
+                store, kind = stores[type(obj)]
+                if store.get(obj.uuid) is not obj:
+                    raise errors.ConfigurationError(
+                        f"update() got a {kind} ({obj.uuid}) that is not in the configuration")
+                if not isinstance(obj, Disk):
+                    self._invalidate()
+                    self._check_name_free(obj.name, kind, own_uuid=obj.uuid)
+                if isinstance(obj, Node) and obj.group not in d.nodegroups:
+                    raise errors.ConfigurationError(
+                        f"Node {obj.name}: unknown node group {obj.group}")
+            else:
+                raise errors.ConfigurationError(
+                    f"update() cannot store a {type(obj).__name__}")
+            self._touch(obj)
+            self._save()
+
+    # ------------------------------------------------------------------
+    # verification
+
+    def verify_config(self) -> list[str]:
+        """Check the configuration's consistency; returns readable problems."""
+        with self._lock:
+            return _verify(self._data)
+
+
+def _encode(data: ConfigData) -> bytes:
+    return serializer.dumps_bytes(data)
+
+
+def _sync_members(data: ConfigData) -> None:
+    members: dict[str, list[str]] = {g: [] for g in data.nodegroups}
+    for node in sorted(data.nodes.values(), key=lambda n: n.name):
+        if node.group in members:
+            members[node.group].append(node.uuid)
+    for uuid, group in data.nodegroups.items():
+        group.members = members[uuid]
+
+
+def _verify(d: ConfigData) -> list[str]:
+    problems: list[str] = []
+
+    def dup(kind: str, values: list[tuple[str, str]]) -> None:
+        seen: dict[str, str] = {}
+        for owner, value in values:
+            if value in seen:
+                problems.append(f"Duplicate {kind} '{value}' used by {seen[value]} and {owner}")
+            else:
+                seen[value] = owner
+
+    for key, store in (("node", d.nodes), ("node group", d.nodegroups),
+                       ("instance", d.instances), ("disk", d.disks), ("network", d.networks)):
+        for uuid, obj in store.items():
+            if obj.uuid != uuid:
+                problems.append(f"The {key} stored under {uuid} has UUID {obj.uuid!r}")
+    cluster = d.cluster
+    master = d.nodes.get(cluster.master_node)
+    if master is None:
+        problems.append(f"The master node {cluster.master_node!r} is not in the configuration")
+    elif not master.master_candidate:
+        problems.append(f"The master node {master.name} is not a master candidate")
+    for node in d.nodes.values():
+        if node.group not in d.nodegroups:
+            problems.append(f"Node {node.name} is in an unknown node group {node.group!r}")
+    disk_owner: dict[str, str] = {}
+    for inst in d.instances.values():
+        if inst.primary_node not in d.nodes:
+            problems.append(f"Instance {inst.name} has an unknown primary node {inst.primary_node!r}")
+        if inst.hypervisor not in cluster.enabled_hypervisors:
+            problems.append(f"Instance {inst.name} uses hypervisor {inst.hypervisor},"
+                            " which is not enabled")
+        for disk_uuid in inst.disks:
+            if disk_uuid not in d.disks:
+                problems.append(f"Instance {inst.name} refers to an unknown disk {disk_uuid!r}")
+            elif disk_uuid in disk_owner:
+                problems.append(f"Disk {disk_uuid} is used by both instance"
+                                f" {disk_owner[disk_uuid]} and instance {inst.name}")
+            else:
+                disk_owner[disk_uuid] = inst.name
+        for nic in inst.nics:
+            if nic.network and nic.network not in d.networks:
+                problems.append(f"Instance {inst.name} has a NIC on an unknown network {nic.network!r}")
+    for uuid, disk in d.disks.items():
+        if uuid not in disk_owner:
+            problems.append(f"Disk {uuid} does not belong to any instance")
+        for node in disk.nodes:
+            if node not in d.nodes:
+                problems.append(f"Disk {uuid} refers to an unknown node {node!r}")
+    names = ([(f"node {u}", n.name) for u, n in d.nodes.items()]
+             + [(f"instance {u}", i.name) for u, i in d.instances.items()]
+             + [(f"node group {u}", g.name) for u, g in d.nodegroups.items()])
+    dup("name", names)
+    dup("MAC address", [(f"instance {i.name}", nic.mac.lower())
+                        for i in d.instances.values() for nic in i.nics if nic.mac])
+    ips: list[tuple[str, str]] = []
+    for node in d.nodes.values():
+        ips.append((f"node {node.name}", node.primary_ip))
+        if node.secondary_ip and node.secondary_ip != node.primary_ip:
+            ips.append((f"node {node.name}", node.secondary_ip))
+    for inst in d.instances.values():
+        ips.extend((f"instance {inst.name}", f"{nic.network or ''}/{nic.ip}" if nic.network else nic.ip)
+                   for nic in inst.nics if nic.ip)
+    dup("IP address", [(o, ip) for o, ip in ips if ip])
+    candidates = sum(1 for n in d.nodes.values() if n.master_candidate)
+    if d.nodes and candidates == 0:
+        problems.append("There are no master candidates")
+    return problems

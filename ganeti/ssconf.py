@@ -1,0 +1,254 @@
+"""The ``ssconf_*`` files: a few config values every node can read cheaply.
+
+The master computes the values from the config
+(:func:`compute_ssconf_values`) and every node stores them as
+``<data_dir>/ssconf_<key>`` (:func:`write_ssconf_files`).  Values are plain
+text: one value, or one entry per line (``name``, ``name ip`` or
+``name=value``), without a trailing newline, as Ganeti writes them.
+:class:`SimpleStore` reads them back with typed getters.
+
+Files are written atomically with mode 0644 (Ganeti uses 0444; the
+difference does not matter for us as every writer replaces the file by
+rename, and 0644 lets tests and operators edit them).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from ganeti import constants, errors, parameters
+from ganeti.objects import ConfigData
+from ganeti.pathutils import Paths
+from ganeti.utils import io
+
+__all__ = ["SSCONF_KEYS", "compute_ssconf_values", "write_ssconf_files",
+           "SimpleStore"]
+
+logger = logging.getLogger(__name__)
+
+_SSCONF_MODE = 0o644
+_MAX_SIZE = 4 * 1024 * 1024
+_KEY_RE = re.compile(r"^[a-z0-9_.+-]+$")
+
+SSCONF_KEYS = (
+    "cluster_name", "cluster_tags", "enabled_user_shutdown", "file_storage_dir",
+    "shared_file_storage_dir", "gluster_storage_dir", "hypervisor_list",
+    "instance_list", "maintain_node_health", "master_candidates",
+    "master_candidates_certs", "master_candidates_ips", "master_ip",
+    "master_netdev", "master_netmask", "master_node", "node_list",
+    "node_primary_ips", "node_secondary_ips", "node_vm_capable", "nodegroups",
+    "networks", "offline_nodes", "online_nodes", "primary_ip_family",
+    "release_version", "ssh_ports", "uid_pool",
+)
+
+
+def _lines(items: list[str]) -> str:
+    return "\n".join(items)
+
+
+def _format_uid_pool(pool: list[list[int]]) -> str:
+    parts = []
+    for entry in pool:
+        lo, hi = (entry[0], entry[-1]) if entry else (0, 0)
+        parts.append(str(lo) if lo == hi else f"{lo}-{hi}")
+    return _lines(parts)
+
+
+def compute_ssconf_values(config_data: ConfigData) -> dict[str, str]:
+    """All ssconf values of ``config_data`` (``key -> text``).
+
+    Includes ``hvparams_<hv>`` (the cluster-level filled parameters, as
+    ``key=value`` lines) for every hypervisor we know parameters of and
+    every enabled one.
+    """
+    d = config_data
+    cluster = d.cluster
+    nodes = sorted(d.nodes.values(), key=lambda n: n.name)
+    groups = {u: g for u, g in d.nodegroups.items()}
+    master = d.nodes.get(cluster.master_node)
+    candidates = [n for n in nodes if n.master_candidate]
+    values = {
+        "cluster_name": cluster.cluster_name,
+        "cluster_tags": _lines(sorted(cluster.tags)),
+        "enabled_user_shutdown": str(cluster.enabled_user_shutdown),
+        "file_storage_dir": cluster.file_storage_dir,
+        "shared_file_storage_dir": cluster.shared_file_storage_dir,
+        "gluster_storage_dir": cluster.gluster_storage_dir,
+        "hypervisor_list": _lines(cluster.enabled_hypervisors),
+        "instance_list": _lines(sorted(i.name for i in d.instances.values())),
+        "maintain_node_health": str(cluster.maintain_node_health),
+        "master_candidates": _lines([n.name for n in candidates]),
+        "master_candidates_certs": _lines(
+            [f"{u}={c}" for u, c in sorted(cluster.candidate_certs.items())]),
+        "master_candidates_ips": _lines([n.primary_ip for n in candidates]),
+        "master_ip": cluster.master_ip,
+        "master_netdev": cluster.master_netdev,
+        "master_netmask": str(cluster.master_netmask),
+        "master_node": master.name if master else "",
+        "node_list": _lines([n.name for n in nodes]),
+        "node_primary_ips": _lines([f"{n.name} {n.primary_ip}" for n in nodes]),
+        "node_secondary_ips": _lines([f"{n.name} {n.secondary_ip or n.primary_ip}" for n in nodes]),
+        "node_vm_capable": _lines([f"{n.name}={n.vm_capable}" for n in nodes]),
+        "nodegroups": _lines([f"{u} {g.name}" for u, g in sorted(groups.items(),
+                                                                  key=lambda x: x[1].name)]),
+        "networks": _lines([f"{u} {n.name}" for u, n in sorted(d.networks.items(),
+                                                                key=lambda x: x[1].name)]),
+        "offline_nodes": _lines([n.name for n in nodes if n.offline]),
+        "online_nodes": _lines([n.name for n in nodes if not n.offline]),
+        "primary_ip_family": str(cluster.primary_ip_family),
+        "release_version": constants.RELEASE_VERSION,
+        "ssh_ports": _lines([
+            f"{n.name}={parameters.fill_ndparams(cluster, groups.get(n.group), n)['ssh_port']}"
+            for n in nodes]),
+        "uid_pool": _format_uid_pool(cluster.uid_pool),
+    }
+    hvs = set(parameters.HV_PARAMETERS) | set(cluster.enabled_hypervisors)
+    for hv in sorted(hvs):
+        filled = parameters.fill_hvparams(cluster, hv)
+        values[f"hvparams_{hv}"] = _lines([f"{k}={v}" for k, v in sorted(filled.items())])
+    return values
+
+
+def write_ssconf_files(paths: Paths, values: dict[str, str]) -> None:
+    """Write every ``ssconf_<key>`` atomically and remove stale ones.
+
+    Raises :class:`errors.ProgrammerError` for a key that cannot be a file
+    name and :class:`OSError` when writing fails.
+    """
+    for key in values:
+        if not _KEY_RE.match(key):
+            raise errors.ProgrammerError(f"Invalid ssconf key {key!r}")
+    os.makedirs(paths.data_dir, exist_ok=True)
+    for key, value in values.items():
+        target = paths.ssconf_file(key)
+        try:
+            if io.read_file(target, max_size=_MAX_SIZE) == value.encode("utf-8"):
+                continue
+        except (OSError, errors.GanetiError):
+            pass
+        io.write_file_atomic(target, value, mode=_SSCONF_MODE)
+    for name in os.listdir(paths.data_dir):
+        if name.startswith("ssconf_") and name[len("ssconf_"):] not in values:
+            logger.debug("Removing stale ssconf file %s", name)
+            io.remove_file(os.path.join(paths.data_dir, name))
+
+
+class SimpleStore:
+    """Reads the ``ssconf_*`` files of one node.
+
+    Every getter raises :class:`errors.ConfigurationError` when its file is
+    missing or unreadable.
+    """
+
+    def __init__(self, paths: Paths) -> None:
+        self._paths = paths
+
+    def read(self, key: str) -> str:
+        """The raw text of ``ssconf_<key>`` (surrounding whitespace removed)."""
+        path = self._paths.ssconf_file(key)
+        try:
+            return io.read_file(path, max_size=_MAX_SIZE).decode("utf-8").strip()
+        except FileNotFoundError as exc:
+            raise errors.ConfigurationError(
+                f"ssconf file {path} is missing; is this node part of a cluster?") from exc
+        except (OSError, UnicodeDecodeError, errors.GanetiError) as exc:
+            raise errors.ConfigurationError(f"Cannot read ssconf file {path}: {exc}") from exc
+
+    def read_lines(self, key: str) -> list[str]:
+        """The non-empty lines of ``ssconf_<key>``."""
+        return [line.strip() for line in self.read(key).splitlines() if line.strip()]
+
+    def _pairs(self, key: str, sep: str) -> dict[str, str]:
+        result = {}
+        for line in self.read_lines(key):
+            name, _, value = line.partition(sep)
+            result[name.strip()] = value.strip()
+        return result
+
+    @staticmethod
+    def _bool(text: str) -> bool:
+        return text.strip().lower() == "true"
+
+    def get_cluster_name(self) -> str:
+        return self.read("cluster_name")
+
+    def get_master_node(self) -> str:
+        return self.read("master_node")
+
+    def get_master_ip(self) -> str:
+        return self.read("master_ip")
+
+    def get_master_netdev(self) -> str:
+        return self.read("master_netdev")
+
+    def get_master_netmask(self) -> int:
+        return int(self.read("master_netmask") or 32)
+
+    def get_node_list(self) -> list[str]:
+        return self.read_lines("node_list")
+
+    def get_online_nodes(self) -> list[str]:
+        return self.read_lines("online_nodes")
+
+    def get_offline_nodes(self) -> list[str]:
+        return self.read_lines("offline_nodes")
+
+    def get_master_candidates(self) -> list[str]:
+        return self.read_lines("master_candidates")
+
+    def get_master_candidates_ips(self) -> list[str]:
+        return self.read_lines("master_candidates_ips")
+
+    def get_node_primary_ips(self) -> dict[str, str]:
+        """``{node name: primary ip}``."""
+        return self._pairs("node_primary_ips", " ")
+
+    def get_node_secondary_ips(self) -> dict[str, str]:
+        """``{node name: secondary ip}``."""
+        return self._pairs("node_secondary_ips", " ")
+
+    def get_node_vm_capable(self) -> dict[str, bool]:
+        return {k: self._bool(v) for k, v in self._pairs("node_vm_capable", "=").items()}
+
+    def get_ssh_ports(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self._pairs("ssh_ports", "=").items()}
+
+    def get_nodegroups(self) -> dict[str, str]:
+        """``{group uuid: group name}``."""
+        return self._pairs("nodegroups", " ")
+
+    def get_instance_list(self) -> list[str]:
+        return self.read_lines("instance_list")
+
+    def get_hypervisor_list(self) -> list[str]:
+        return self.read_lines("hypervisor_list")
+
+    def get_hvparams(self, hypervisor: str) -> dict[str, str]:
+        """Cluster-level hv parameters of ``hypervisor`` (values as text)."""
+        return self._pairs(f"hvparams_{hypervisor}", "=")
+
+    def get_file_storage_dir(self) -> str:
+        return self.read("file_storage_dir")
+
+    def get_shared_file_storage_dir(self) -> str:
+        return self.read("shared_file_storage_dir")
+
+    def get_release_version(self) -> str:
+        return self.read("release_version")
+
+    def get_cluster_tags(self) -> list[str]:
+        return self.read_lines("cluster_tags")
+
+    def get_primary_ip_family(self) -> int:
+        return int(self.read("primary_ip_family") or 2)
+
+    def get_maintain_node_health(self) -> bool:
+        return self._bool(self.read("maintain_node_health"))
+
+    def get_enabled_user_shutdown(self) -> bool:
+        return self._bool(self.read("enabled_user_shutdown"))
+
+    def get_uid_pool(self) -> list[str]:
+        return self.read_lines("uid_pool")

@@ -1,0 +1,207 @@
+"""Tests for ganeti.server.daemon and ganeti.server.logsetup (real processes)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ganeti import errors
+from ganeti.pathutils import Paths
+from ganeti.server import daemon, logsetup
+
+NAME = "ganeti-testd"
+
+SCRIPT = textwrap.dedent("""
+    import logging, os, sys
+    from ganeti.server import daemon
+
+    MODE = sys.argv[1]
+    log = logging.getLogger("testd")
+
+    def add_options(parser):
+        parser.add_argument("--marker", default="")
+
+    def prepare(rt):
+        if MODE == "fail":
+            raise RuntimeError("cannot bind port 4242")
+        rt.add_reopen_callback(lambda: log.info("reopened"))
+        rt.add_stop_callback(lambda: open(rt.options.marker, "w").write("stopped"))
+        return "state"
+
+    def exec_fn(rt, state):
+        assert state == "state"
+        log.info("serving")
+        rt.stop_event.wait(120)   # bounded: a stuck test daemon dies by itself
+
+    sys.exit(daemon.run_daemon("ganeti-testd", add_options=add_options,
+                               prepare_fn=prepare, exec_fn=exec_fn,
+                               argv=sys.argv[2:]))
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:   # a zombie nobody reaped yet counts as dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_for(cond, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def env(tmp_path):
+    script = tmp_path / "testd.py"
+    script.write_text(SCRIPT)
+    root = tmp_path / "root"
+    root.mkdir()
+    environ = dict(os.environ, GANETI_ROOTDIR=str(root))
+    started: list[int] = []
+    yield script, Paths(root=str(root)), environ, started
+    for pid in started:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _start(script, environ, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(script), *args], env=environ,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_daemon_start_refuses_second_copy_and_stops_on_sigterm(env, tmp_path) -> None:
+    script, paths, environ, started = env
+    marker = str(tmp_path / "marker")
+    first = _start(script, environ, "ok", "--marker", marker)
+    assert first.returncode == 0, first.stderr
+    pid = int(open(paths.pid_file(NAME)).read())
+    started.append(pid)
+    assert pid != os.getpid() and _alive(pid)
+    log_file = paths.daemon_log_file(NAME)
+    assert _wait_for(lambda: os.path.exists(log_file) and "serving" in open(log_file).read())
+
+    second = _start(script, environ, "ok", "--marker", marker)
+    assert second.returncode == 1
+    assert "already running" in second.stderr and str(pid) in second.stderr
+    assert int(open(paths.pid_file(NAME)).read()) == pid   # untouched
+
+    # SIGHUP reopens the log after rotation
+    os.rename(log_file, log_file + ".1")
+    os.kill(pid, signal.SIGHUP)
+    assert _wait_for(lambda: os.path.exists(log_file) and "reopened" in open(log_file).read())
+
+    os.kill(pid, signal.SIGTERM)
+    assert _wait_for(lambda: not _alive(pid)), "daemon ignored SIGTERM"
+    assert not os.path.exists(paths.pid_file(NAME))
+    assert open(marker).read() == "stopped"
+    assert "stopped" in open(log_file).read()
+
+    # and it can be started again
+    third = _start(script, environ, "ok", "--marker", marker)
+    assert third.returncode == 0, third.stderr
+    pid3 = int(open(paths.pid_file(NAME)).read())
+    started.append(pid3)
+    os.kill(pid3, signal.SIGTERM)
+    assert _wait_for(lambda: not _alive(pid3))
+
+
+def test_startup_failure_is_reported_by_the_starting_process(env) -> None:
+    script, paths, environ, _ = env
+    result = _start(script, environ, "fail")
+    assert result.returncode == 1
+    assert "cannot bind port 4242" in result.stderr
+    assert not os.path.exists(paths.pid_file(NAME))
+
+
+def test_foreground_mode(env, tmp_path) -> None:
+    script, paths, environ, started = env
+    marker = str(tmp_path / "marker")
+    proc = subprocess.Popen([sys.executable, str(script), "ok", "-f", "-d", "--marker", marker],
+                            env=environ, stderr=subprocess.PIPE, text=True)
+    started.append(proc.pid)
+    try:
+        assert _wait_for(lambda: os.path.exists(paths.pid_file(NAME))
+                         and open(paths.pid_file(NAME)).read().strip() == str(proc.pid))
+        assert _wait_for(lambda: "serving" in open(paths.daemon_log_file(NAME)).read())
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0
+    assert "serving" in err
+    assert not os.path.exists(paths.pid_file(NAME))
+
+
+def test_pid_file_lock_in_process(tmp_path) -> None:
+    path = str(tmp_path / "x.pid")
+    first = daemon.PidFile(path)
+    first.acquire()
+    first.write_pid(4242)
+    second = daemon.PidFile(path)
+    with pytest.raises(errors.LockError, match="4242"):
+        second.acquire()
+    first.release()
+    assert not os.path.exists(path)
+    second.acquire()
+    second.release()
+
+
+def test_common_options() -> None:
+    parser = daemon.build_parser("x", add_options=lambda p: p.add_argument("--port", type=int))
+    opts = parser.parse_args(["-f", "--debug", "--port", "5"])
+    assert opts.foreground and opts.debug and opts.port == 5
+    assert not parser.parse_args([]).foreground
+
+
+def test_log_reopen(tmp_path) -> None:
+    logfile = str(tmp_path / "log" / "node-daemon.log")
+    logger = logging.getLogger("test.logsetup.reopen")
+    logger.propagate = False
+    handle = logsetup.setup_logging(logfile, program="ganeti-noded", logger=logger)
+    try:
+        logger.info("first")
+        os.rename(logfile, logfile + ".1")
+        handle.reopen()
+        logger.info("second")
+        logger.debug("hidden")
+    finally:
+        handle.close()
+    assert "first" in open(logfile + ".1").read()
+    text = open(logfile).read()
+    assert "second" in text and "ganeti-noded" in text and "hidden" not in text
+
+
+def test_access_log_common_log_format(tmp_path) -> None:
+    line = logsetup.format_access_line("127.0.0.1", "jack", 'GET /2/info HTTP/1.1', 200, 2326,
+                                       when=971186136.0)
+    assert line == '127.0.0.1 - jack [10/Oct/2000:13:55:36 +0000] "GET /2/info HTTP/1.1" 200 2326'
+    assert logsetup.format_access_line("::1", None, 'GET /"x HTTP/1.0', 404, None, 0.0) == \
+        '::1 - - [01/Jan/1970:00:00:00 +0000] "GET /\\"x HTTP/1.0" 404 -'
+    path = str(tmp_path / "rapi-access.log")
+    access = logsetup.AccessLog(path, clock=lambda: 971186136.0)
+    access.log("10.0.0.1", "bob", "PUT /2/instances/x/startup HTTP/1.1", 200, 5)
+    os.rename(path, path + ".1")
+    access.reopen()
+    access.log("10.0.0.1", None, "GET /version HTTP/1.1", 200, 1)
+    access.close()
+    assert open(path + ".1").read().count("\n") == 1
+    assert open(path).read() == '10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /version HTTP/1.1" 200 1\n'

@@ -1,0 +1,319 @@
+"""Tests for ganeti.config.ConfigWriter."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+
+import pytest
+
+from ganeti import constants, errors, serializer
+from ganeti.config import ConfigWriter
+from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 1
+        return self.now
+
+
+def _initial() -> ConfigData:
+    cluster = Cluster(cluster_name="cluster.example.com", uuid="cluster-uuid",
+                      master_node="n1", master_ip="127.0.0.254", master_netdev="lo",
+                      enabled_hypervisors=[constants.HT_FAKE])
+    group = NodeGroup(name="default", uuid="g1")
+    n1 = Node(name="node1.example.com", uuid="n1", primary_ip="127.0.1.1", group="g1",
+              master_candidate=True)
+    return ConfigData(cluster=cluster, nodes={"n1": n1}, nodegroups={"g1": group})
+
+
+@pytest.fixture
+def path(tmp_path) -> str:
+    return str(tmp_path / "config.data")
+
+
+@pytest.fixture
+def cfg(path) -> ConfigWriter:
+    return ConfigWriter.initialize(path, _initial(), clock=Clock(), rng=random.Random(1))
+
+
+def _add_node(cfg: ConfigWriter, name: str, ip: str, **kw) -> Node:
+    node = Node(name=name, primary_ip=ip, **kw)
+    cfg.add_node(node)
+    return node
+
+
+def _add_instance(cfg: ConfigWriter, name: str, nodes: list[str], mac: str | None = None) -> Instance:
+    inst = Instance(name=name, primary_node=nodes[0], os="debootstrap",
+                    disk_template=constants.DT_DRBD8 if len(nodes) > 1 else constants.DT_PLAIN,
+                    nics=[NIC(mac=mac or cfg.generate_mac())])
+    disk = Disk(dev_type=inst.disk_template, size=1024, nodes=list(nodes), iv_name="disk/0")
+    cfg.add_instance(inst, [disk])
+    return inst
+
+
+def test_initialize_refuses_to_overwrite(path, cfg) -> None:
+    before = open(path, "rb").read()
+    with pytest.raises(errors.ConfigurationError, match="already exists"):
+        ConfigWriter.initialize(path, _initial())
+    assert open(path, "rb").read() == before
+    assert os.listdir(os.path.dirname(path)) == ["config.data"]
+
+
+def test_round_trip_and_exact_dump(path, cfg) -> None:
+    n2 = _add_node(cfg, "node2.example.com", "127.0.1.2")
+    inst = _add_instance(cfg, "inst1.example.com", ["n1", n2.uuid])
+    on_disk = open(path, "rb").read()
+    assert cfg.dump() == on_disk
+    again = ConfigWriter(path)
+    assert again.get_config_data() == cfg.get_config_data()
+    assert again.get_instance_info_by_name("inst1.example.com").uuid == inst.uuid
+    assert [d.size for d in again.get_instance_disks(inst.uuid)] == [1024]
+    assert again.get_instance_nodes(inst.uuid) == ["n1", n2.uuid]
+    assert again.get_nodegroup("g1").members == sorted(["n1", n2.uuid],
+                                                      key=lambda u: again.get_node_info(u).name)
+
+
+def test_every_change_bumps_serial_and_calls_on_change(path) -> None:
+    seen: list[bytes] = []
+    cfg = ConfigWriter.initialize(path, _initial(), clock=Clock(), on_change=seen.append)
+    serials = [cfg.get_serial_no()]
+
+    def step() -> None:
+        serials.append(cfg.get_serial_no())
+        assert serializer.loads(seen[-1])["serial_no"] == serials[-1]
+        assert serializer.loads(open(path, "rb").read())["serial_no"] == serials[-1]
+
+    n2 = _add_node(cfg, "node2.example.com", "127.0.1.2")
+    step()
+    inst = _add_instance(cfg, "inst1.example.com", ["n1", n2.uuid])
+    step()
+    cfg.rename_instance(inst.uuid, "inst2.example.com")
+    step()
+    cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
+    step()
+    old_serial = inst.serial_no
+    cfg.add_instance_disk(inst.uuid, Disk(dev_type=constants.DT_DRBD8, size=5, nodes=["n1", n2.uuid]))
+    step()
+    assert inst.serial_no == old_serial + 1
+    cfg.remove_instance_disk(inst.uuid, inst.disks[-1])
+    step()
+    node = cfg.get_node_info(n2.uuid)
+    node.offline = True
+    cfg.update(node)
+    step()
+    cluster = cfg.get_cluster_info()
+    cluster.candidate_pool_size = 3
+    cfg.update(cluster)
+    step()
+    grp = NodeGroup(name="group2")
+    cfg.add_nodegroup(grp)
+    step()
+    cfg.remove_nodegroup(grp.uuid)
+    step()
+    cfg.remove_instance(inst.uuid)
+    step()
+    cfg.remove_node(n2.uuid)
+    step()
+    assert serials == list(range(serials[0], serials[0] + len(serials)))
+    assert len(seen) == len(serials) - 1
+    assert cfg.get_config_data().disks == {}
+
+
+def test_object_serial_and_mtime_updated(cfg) -> None:
+    node = cfg.get_node_info("n1")
+    serial, mtime = node.serial_no, node.mtime
+    node.drained = True
+    cfg.update(node)
+    assert node.serial_no == serial + 1 and node.mtime > mtime
+
+
+def test_missing_config_is_refused(tmp_path) -> None:
+    with pytest.raises(errors.ConfigurationError, match="does not exist"):
+        ConfigWriter(str(tmp_path / "nope"))
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[1, 2]", b'{"version": 3000000}',
+                                     b'{"version": 3000000, "cluster": [], "nodes": {}}',
+                                     b'{"version": 1, "cluster": {}}', b"\xff\xfe"],
+                         ids=["empty", "garbage", "list", "nocluster", "badcluster", "version",
+                              "binary"])
+def test_corrupt_config_refused_and_left_untouched(path, content) -> None:
+    with open(path, "wb") as fh:
+        fh.write(content)
+    st = os.stat(path)
+    with pytest.raises(errors.ConfigurationError) as info:
+        ConfigWriter(path)
+    assert path in str(info.value)
+    assert open(path, "rb").read() == content
+    assert os.stat(path).st_mtime_ns == st.st_mtime_ns
+    assert os.listdir(os.path.dirname(path)) == ["config.data"]
+
+
+def test_names_are_unique_across_nodes_instances_groups(cfg) -> None:
+    with pytest.raises(errors.ConfigurationError, match="node1.example.com"):
+        _add_node(cfg, "node1.example.com", "127.0.1.9")
+    with pytest.raises(errors.ConfigurationError, match="already used"):
+        _add_instance(cfg, "node1.example.com", ["n1"])
+    with pytest.raises(errors.ConfigurationError, match="already used"):
+        cfg.add_nodegroup(NodeGroup(name="node1.example.com"))
+    inst = _add_instance(cfg, "inst1.example.com", ["n1"])
+    with pytest.raises(errors.ConfigurationError):
+        cfg.rename_instance(inst.uuid, "default")
+    node = cfg.get_node_info("n1")
+    node.name = "inst1.example.com"
+    with pytest.raises(errors.ConfigurationError):
+        cfg.update(node)
+    node.name = "node1.example.com"
+
+
+def test_duplicate_mac_and_unknown_references_refused(cfg) -> None:
+    _add_instance(cfg, "inst1.example.com", ["n1"], mac="aa:00:00:00:00:01")
+    with pytest.raises(errors.ConfigurationError, match="MAC"):
+        _add_instance(cfg, "inst2.example.com", ["n1"], mac="AA:00:00:00:00:01")
+    with pytest.raises(errors.ConfigurationError, match="primary node"):
+        cfg.add_instance(Instance(name="inst3.example.com", primary_node="nope"), [])
+    with pytest.raises(errors.ConfigurationError, match="unknown node"):
+        cfg.add_instance(Instance(name="inst4.example.com", primary_node="n1"),
+                         [Disk(nodes=["n1", "ghost"])])
+    with pytest.raises(errors.ConfigurationError, match="node group"):
+        _add_node(cfg, "node9.example.com", "127.0.1.9", group="nogroup")
+    assert cfg.get_instance_names() == ["inst1.example.com"]
+
+
+def test_update_refuses_copies_and_unknown_objects(cfg) -> None:
+    import copy
+    node_copy = copy.deepcopy(cfg.get_node_info("n1"))
+    with pytest.raises(errors.ConfigurationError, match="not in the configuration"):
+        cfg.update(node_copy)
+    with pytest.raises(errors.ConfigurationError):
+        cfg.update(Cluster())
+    with pytest.raises(errors.ConfigurationError):
+        cfg.update(Instance(name="x"))
+    with pytest.raises(errors.ConfigurationError):
+        cfg.update("node1")  # type: ignore[arg-type]
+
+
+def test_remove_nodegroup_with_members_refused(cfg) -> None:
+    with pytest.raises(errors.ConfigurationError, match="still has nodes"):
+        cfg.remove_nodegroup("g1")
+    with pytest.raises(errors.ConfigurationError):
+        cfg.remove_nodegroup("unknown")
+
+
+def test_getters(cfg) -> None:
+    n2 = _add_node(cfg, "node2.example.com", "127.0.1.2", offline=True)
+    n3 = _add_node(cfg, "node3.example.com", "127.0.1.3", master_candidate=True)
+    inst = _add_instance(cfg, "inst1.example.com", [n3.uuid, "n1"])
+    assert cfg.get_node_names() == ["node1.example.com", "node2.example.com", "node3.example.com"]
+    assert cfg.get_node_list() == ["n1", n2.uuid, n3.uuid]
+    assert cfg.get_online_node_list() == ["n1", n3.uuid]
+    assert cfg.get_master_node() == "n1"
+    assert cfg.get_master_node_name() == "node1.example.com"
+    assert [n.name for n in cfg.get_master_candidates()] == ["node1.example.com", "node3.example.com"]
+    assert cfg.get_node_info_by_name("node2.example.com") is n2
+    assert cfg.get_node_info_by_name("nope") is None
+    assert cfg.get_instance_info(inst.uuid) is inst
+    assert cfg.get_nodegroup_by_name("default").uuid == "g1"
+    assert cfg.get_default_nodegroup() == "g1"
+    assert set(cfg.get_all_nodegroups_info()) == {"g1"}
+    assert set(cfg.get_all_instances_info()) == {inst.uuid}
+    assert cfg.node_instances(n3.uuid) == ([inst.uuid], [])
+    assert cfg.node_instances("n1") == ([], [inst.uuid])
+    assert cfg.get_instance_secondary_nodes(inst.uuid) == ["n1"]
+    with pytest.raises(errors.ConfigurationError):
+        cfg.get_instance_disks("nope")
+
+
+def test_generated_uuids_and_macs_are_unique(cfg) -> None:
+    uuids = {cfg.generate_uuid() for _ in range(500)}
+    assert len(uuids) == 500 and "n1" not in uuids
+    macs = {cfg.generate_mac() for _ in range(500)}
+    assert len(macs) == 500
+    assert all(m.startswith(constants.DEFAULT_MAC_PREFIX + ":") and len(m) == 17 for m in macs)
+    assert cfg.generate_mac("52:54:00").startswith("52:54:00:")
+
+
+def test_generate_mac_avoids_config_macs(path) -> None:
+    # same seed -> the first MAC generated would be the taken one
+    first = ConfigWriter.initialize(path, _initial(), rng=random.Random(7)).generate_mac()
+    cfg = ConfigWriter(path, rng=random.Random(7))
+    _add_instance(cfg, "inst1.example.com", ["n1"], mac=first)
+    cfg2 = ConfigWriter(path, rng=random.Random(7))
+    assert cfg2.generate_mac() != first
+
+
+def test_batch_writes_once(path) -> None:
+    seen: list[bytes] = []
+    cfg = ConfigWriter.initialize(path, _initial(), on_change=seen.append)
+    start = cfg.get_serial_no()
+    with cfg.batch():
+        for i in range(20):
+            _add_node(cfg, f"node{i + 10}.example.com", f"127.0.2.{i}")
+        assert seen == []
+    assert len(seen) == 1
+    assert cfg.get_serial_no() == start + 20
+    assert ConfigWriter(path).get_serial_no() == start + 20
+
+
+def test_concurrent_changes_are_serialised(path) -> None:
+    seen: list[int] = []
+    cfg = ConfigWriter.initialize(path, _initial(),
+                                  on_change=lambda b: seen.append(serializer.loads(b)["serial_no"]))
+    start = cfg.get_serial_no()
+    errs: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            for i in range(10):
+                _add_node(cfg, f"n{k}-{i}.example.com", f"127.{k}.0.{i}")
+        except BaseException as exc:   # pragma: no cover - reported below
+            errs.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads) and not errs
+    assert seen == list(range(start + 1, start + 41))
+    assert len(ConfigWriter(path).get_node_list()) == 41
+
+
+def test_verify_config_clean(cfg) -> None:
+    _add_instance(cfg, "inst1.example.com", ["n1"])
+    assert cfg.verify_config() == []
+
+
+def test_verify_config_finds_planted_problems(cfg) -> None:
+    n2 = _add_node(cfg, "node2.example.com", "127.0.1.2")
+    inst = _add_instance(cfg, "inst1.example.com", ["n1", n2.uuid], mac="aa:00:00:00:00:01")
+    other = _add_instance(cfg, "inst2.example.com", ["n1"])
+    data = cfg.get_config_data()
+    # plant problems behind the writer's back
+    inst.disks.append("ghost-disk")
+    data.disks[inst.disks[0]].nodes.append("ghost-node")
+    other.nics[0].mac = "aa:00:00:00:00:01"
+    n2.group = "ghost-group"
+    n2.primary_ip = "127.0.1.1"
+    other.primary_node = "gone"
+    data.nodes["n1"].master_candidate = False
+    data.disks["orphan"] = Disk(uuid="orphan")
+    problems = cfg.verify_config()
+    text = "\n".join(problems)
+    assert "unknown disk 'ghost-disk'" in text
+    assert "unknown node 'ghost-node'" in text
+    assert "Duplicate MAC address 'aa:00:00:00:00:01'" in text
+    assert "unknown node group 'ghost-group'" in text
+    assert "Duplicate IP address '127.0.1.1'" in text
+    assert "unknown primary node 'gone'" in text
+    assert "not a master candidate" in text
+    assert "Disk orphan does not belong to any instance" in text
+    data.nodes[n2.uuid].name = "inst1.example.com"
+    assert any("Duplicate name 'inst1.example.com'" in p for p in cfg.verify_config())
+    assert all(p[0].isupper() for p in problems)
