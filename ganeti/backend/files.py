@@ -1,0 +1,91 @@
+"""Cluster files pushed by the master: upload_file and write_ssconf_files.
+
+Only an allow-list of files can be written (:func:`allowed_upload_files`);
+everything else is refused, so a compromised or buggy master cannot make a
+node daemon write arbitrary paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from ganeti import errors, ssconf
+from ganeti.backend.context import NodeContext
+from ganeti.pathutils import Paths
+from ganeti.utils import io as uio
+
+__all__ = ["upload_file", "write_ssconf_files", "allowed_upload_files",
+           "SSCONF_KEY_RE", "MAX_UPLOAD_SIZE"]
+
+logger = logging.getLogger(__name__)
+
+SSCONF_KEY_RE = re.compile(r"^[a-z0-9_-]+$")
+MAX_UPLOAD_SIZE = 64 * 1024 * 1024
+
+
+def allowed_upload_files() -> frozenset[str]:
+    """Canonical paths ``upload_file`` may write (ssconf files are also allowed)."""
+    canon = Paths(root="/")
+    return frozenset([
+        canon.config_file, canon.server_pem, canon.client_pem, canon.rapi_pem,
+        canon.known_hosts_file, canon.rapi_users_file, canon.confd_hmac_key,
+        canon.cluster_domain_secret, canon.file_storage_paths_file,
+    ])
+
+
+def _is_ssconf_name(canonical: str) -> bool:
+    canon = Paths(root="/")
+    dirname, base = os.path.split(canonical)
+    return (dirname == canon.data_dir and base.startswith("ssconf_")
+            and SSCONF_KEY_RE.match(base[len("ssconf_"):]) is not None)
+
+
+def upload_file(ctx: NodeContext, file_name: str, content: str, mode: int,
+                uid: int | None, gid: int | None, mtime: float | None) -> None:
+    """Write the allow-listed cluster file ``file_name`` (canonical path).
+
+    The file is replaced atomically with ``content`` (UTF-8 text) and gets
+    ``mode``, owner ``uid``/``gid`` when given (None keeps the daemon's)
+    and modification time ``mtime`` when given.  Raises
+    :class:`errors.OpExecError` for a file outside the allow-list, a bad
+    mode or an I/O error.
+    """
+    canonical = os.path.normpath("/" + file_name.lstrip("/"))
+    if file_name != canonical or (canonical not in allowed_upload_files()
+                                  and not _is_ssconf_name(canonical)):
+        raise errors.OpExecError(f"Refusing to upload {file_name!r}: not an allowed cluster file")
+    if not 0 <= mode <= 0o7777:
+        raise errors.OpExecError(f"Invalid file mode {mode!r} for {file_name}")
+    data = content.encode("utf-8")
+    if len(data) > MAX_UPLOAD_SIZE:
+        raise errors.OpExecError(f"Refusing to upload {file_name}: larger than {MAX_UPLOAD_SIZE} bytes")
+    path = ctx.local_path(canonical)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        uio.write_file_atomic(path, data, mode=mode, uid=uid, gid=gid)
+        if mtime is not None:
+            os.utime(path, (mtime, mtime))
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot write {file_name}: {exc}") from exc
+    logger.info("Uploaded %s (%d bytes, mode %o)", file_name, len(data), mode)
+
+
+def write_ssconf_files(ctx: NodeContext, values: dict) -> None:
+    """Write ``ssconf_<key>`` for every ``{key: text}`` and remove stale ones.
+
+    Keys must match ``^[a-z0-9_-]+$`` and values be strings; nothing is
+    written if any is invalid.  The files are written by
+    :func:`ganeti.ssconf.write_ssconf_files` (unchanged files are left
+    alone).  Raises :class:`errors.OpExecError`.
+    """
+    for key, value in values.items():
+        if not isinstance(key, str) or not SSCONF_KEY_RE.match(key):
+            raise errors.OpExecError(f"Invalid ssconf key {key!r}")
+        if not isinstance(value, str):
+            raise errors.OpExecError(f"ssconf value for {key!r} must be a string")
+    try:
+        ssconf.write_ssconf_files(ctx.paths, values)
+    except (OSError, errors.GanetiError) as exc:
+        raise errors.OpExecError(f"Cannot write ssconf files: {exc}") from exc

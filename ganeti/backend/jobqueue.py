@@ -1,0 +1,106 @@
+"""Job queue replication on master candidates: only inside the queue directory.
+
+File names arrive either canonical (``/var/lib/ganeti/queue/job-7``) or
+relative to the queue directory (``job-7``, ``archive/0/job-7``).  Anything
+resolving outside this node's queue directory (``..``, absolute paths
+elsewhere, symbolic links leading out) is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+from ganeti import errors
+from ganeti.backend.context import NodeContext
+from ganeti.utils import io as uio
+
+__all__ = ["jobqueue_update", "jobqueue_rename", "jobqueue_purge",
+           "jobqueue_set_drain_flag", "queue_file_path"]
+
+logger = logging.getLogger(__name__)
+
+_JOB_FILE_MODE = 0o640
+# Files that stay when the queue is purged.
+_KEEP_ON_PURGE = ("lock",)
+
+
+def queue_file_path(ctx: NodeContext, file_name: str) -> str:
+    """This node's path for a queue file name, refusing names escaping the queue.
+
+    Raises :class:`errors.OpExecError`.
+    """
+    if not file_name or "\x00" in file_name:
+        raise errors.OpExecError(f"Invalid queue file name {file_name!r}")
+    queue_dir = ctx.paths.queue_dir
+    if file_name.startswith("/"):
+        candidate = ctx.local_path(file_name)
+    else:
+        candidate = os.path.join(queue_dir, file_name)
+    if not os.path.isdir(queue_dir):
+        os.makedirs(queue_dir, mode=0o750, exist_ok=True)
+    return ctx.inside(queue_dir, candidate, "queue file")
+
+
+def jobqueue_update(ctx: NodeContext, file_name: str, content: str) -> None:
+    """Write ``content`` to a queue file atomically (creating archive subdirs)."""
+    path = queue_file_path(ctx, file_name)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+        # the parent may itself be a link: check again after creating it
+        ctx.inside(ctx.paths.queue_dir, path, "queue file")
+        uio.write_file_atomic(path, content, mode=_JOB_FILE_MODE)
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot write queue file {file_name}: {exc}") from exc
+
+
+def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
+    """Rename ``[[old, new], ...]`` inside the queue directory, in order.
+
+    All names are checked before anything is renamed.
+    """
+    pairs = []
+    for entry in rename:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2 \
+                or not all(isinstance(x, str) for x in entry):
+            raise errors.OpExecError(f"Invalid rename entry {entry!r}: expected [old, new]")
+        pairs.append((queue_file_path(ctx, entry[0]), queue_file_path(ctx, entry[1])))
+    for old, new in pairs:
+        try:
+            os.makedirs(os.path.dirname(new), mode=0o750, exist_ok=True)
+            os.replace(old, new)
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot rename {old} to {new}: {exc}") from exc
+
+
+def jobqueue_purge(ctx: NodeContext) -> None:
+    """Remove every file and directory in the queue except the lock file."""
+    queue_dir = ctx.paths.queue_dir
+    if not os.path.isdir(queue_dir):
+        return
+    for name in os.listdir(queue_dir):
+        if name in _KEEP_ON_PURGE:
+            continue
+        path = os.path.join(queue_dir, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot remove {path}: {exc}") from exc
+    logger.info("Purged job queue %s", queue_dir)
+
+
+def jobqueue_set_drain_flag(ctx: NodeContext, drain_flag: bool) -> None:
+    """Create (True) or remove (False) the queue's drain file."""
+    path = ctx.paths.queue_drain_file
+    try:
+        if drain_flag:
+            os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+            uio.write_file_atomic(path, b"", mode=0o644)
+        else:
+            uio.remove_file(path)
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot change the drain flag: {exc}") from exc

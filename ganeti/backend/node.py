@@ -1,0 +1,258 @@
+"""Node-wide procedures: version, node_info, node_verify, master name, leaving."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import glob
+import hashlib
+import logging
+import os
+import socket
+from typing import Any
+
+from ganeti import constants, errors, serializer
+from ganeti.backend.context import NodeContext
+from ganeti.utils import io as uio
+
+__all__ = ["version", "node_info", "node_verify", "master_node_name",
+           "node_leave_cluster", "FAKE_NODE_INFO_FILE", "VERIFY_CHECKS"]
+
+logger = logging.getLogger(__name__)
+
+# Optional JSON dict below the node's conf dir overriding the host figures of
+# node_info (virtual clusters give each node its own memory/cpu/disk sizes).
+FAKE_NODE_INFO_FILE = "fake-node-info.json"
+VERIFY_CHECKS = ("version", "filelist", "nodelist", "hooks", "time", "hostname",
+                 "cluster_name")
+_NODELIST_CONNECT_TIMEOUT = 2.0
+
+
+def version(ctx: NodeContext) -> int:
+    """The RPC protocol version of this node."""
+    return constants.PROTOCOL_VERSION
+
+
+def _meminfo() -> dict[str, int]:
+    values: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    values[key] = int(parts[0]) // 1024  # kB -> MiB
+    except OSError:
+        pass
+    return values
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def _host_figures(ctx: NodeContext) -> dict[str, Any]:
+    mem = _meminfo()
+    total = mem.get("MemTotal", 0)
+    free = mem.get("MemAvailable", mem.get("MemFree", 0))
+    figures: dict[str, Any] = {
+        "memory_total": total, "memory_free": free,
+        "memory_dom0": total - free, "cpu_total": os.cpu_count() or 1,
+        "cpu_nodes": 1, "cpu_sockets": 1, "cpu_dom0": 0,
+    }
+    override = os.path.join(ctx.paths.conf_dir, FAKE_NODE_INFO_FILE)
+    if os.path.exists(override):
+        try:
+            data = serializer.loads(uio.read_file(override))
+        except (OSError, errors.GanetiError) as exc:
+            raise errors.OpExecError(f"Cannot read {override}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise errors.OpExecError(f"{override} must hold a JSON object")
+        figures.update(data)
+    return figures
+
+
+def _storage_info(ctx: NodeContext, unit: Any, figures: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(unit, (list, tuple)) or len(unit) < 2:
+        raise errors.OpExecError(f"Invalid storage unit {unit!r}: expected [type, key, params]")
+    stype, key = unit[0], unit[1]
+    result: dict[str, Any] = {"type": stype, "name": key}
+    if stype in (constants.DT_FILE, constants.DT_SHARED_FILE, "file", "sharedfile"):
+        if f"storage_{key}" in figures:
+            result.update(figures[f"storage_{key}"])
+            return result
+        path = ctx.local_path(str(key))
+        try:
+            st = os.statvfs(path)
+        except OSError as exc:
+            result["error"] = f"Cannot stat {key}: {exc.strerror}"
+            return result
+        result["storage_size"] = st.f_blocks * st.f_frsize // (1024 * 1024)
+        result["storage_free"] = st.f_bavail * st.f_frsize // (1024 * 1024)
+    elif stype == constants.DT_DISKLESS:
+        result.update({"storage_size": 0, "storage_free": 0})
+    else:
+        result["error"] = f"Storage type {stype!r} is not reported yet"
+    return result
+
+
+def node_info(ctx: NodeContext, storage_units: list, hv_specs: list) -> dict[str, Any]:
+    """Memory, CPU and storage of this node.
+
+    ``storage_units`` is ``[[type, key, params], ...]`` (file storage keys
+    are canonical paths); ``hv_specs`` is ``[[hypervisor, hvparams], ...]``.
+    Host figures come from ``/proc``, overridden by the JSON file
+    ``etc/ganeti/fake-node-info.json`` of the node root when present.
+    """
+    figures = _host_figures(ctx)
+    hv = []
+    for spec in hv_specs:
+        name = spec[0] if isinstance(spec, (list, tuple)) and spec else spec
+        entry = {k: figures[k] for k in ("memory_total", "memory_free", "memory_dom0",
+                                         "cpu_total", "cpu_nodes", "cpu_sockets",
+                                         "cpu_dom0")}
+        entry["name"] = name
+        hv.append(entry)
+    return {
+        "name": ctx.hostname,
+        "bootid": figures.get("bootid") or _boot_id(),
+        "storage": [_storage_info(ctx, unit, figures) for unit in storage_units],
+        "hv": hv,
+        **{k: v for k, v in figures.items() if not k.startswith("storage_")},
+    }
+
+
+def _file_checksum(path: str) -> str | None:
+    digest = hashlib.sha1()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1024 * 1024), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _check_reachable(address: str, port: int) -> str | None:
+    try:
+        with socket.create_connection((address, port), timeout=_NODELIST_CONNECT_TIMEOUT):
+            return None
+    except OSError as exc:
+        return f"TCP connection to {address}:{port} failed: {exc.strerror or exc}"
+
+
+def _nodelist(ctx: NodeContext, nodes: Any) -> dict[str, str]:
+    if not isinstance(nodes, (list, tuple)):
+        raise errors.OpExecError("nodelist check needs a list of [name, address(, port)]")
+    targets = []
+    for entry in nodes:
+        if not isinstance(entry, (list, tuple)) or len(entry) not in (2, 3):
+            raise errors.OpExecError(f"Invalid nodelist entry {entry!r}")
+        port = int(entry[2]) if len(entry) == 3 else ctx.noded_port
+        targets.append((str(entry[0]), str(entry[1]), port))
+    failures: dict[str, str] = {}
+    if not targets:
+        return failures
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(targets))) as pool:
+        futures = {name: pool.submit(_check_reachable, addr, port)
+                   for name, addr, port in targets}
+        for name, fut in futures.items():
+            err = fut.result()
+            if err:
+                failures[name] = err
+    return failures
+
+
+def _ssconf_value(ctx: NodeContext, key: str) -> str | None:
+    try:
+        return uio.read_file(ctx.paths.ssconf_file(key), max_size=1024 * 1024).decode().strip()
+    except OSError:
+        return None
+
+
+def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, Any]:
+    """Run the requested checks; return ``{check: result}``.
+
+    Checks (argument -> result):
+
+    * ``version`` (ignored) -> ``[protocol_version, release_version]``
+    * ``filelist`` ([canonical paths]) -> ``{path: sha1 hex or None if missing}``
+    * ``nodelist`` ([[name, address(, port)]]) -> ``{name: error}`` for the
+      nodes whose node daemon port cannot be reached over TCP (empty = all fine)
+    * ``hooks`` (ignored) -> whether the hooks directory exists
+    * ``time`` (ignored) -> this node's clock (seconds since the epoch)
+    * ``hostname`` (ignored) -> this node's own name
+    * ``cluster_name`` (ignored) -> the cluster name of this node's ssconf
+      (the master compares it with ``cluster_name``)
+
+    Unknown check names are listed under ``"unsupported"``.
+    """
+    result: dict[str, Any] = {}
+    unsupported = []
+    for check, arg in checks.items():
+        if check == "version":
+            result[check] = [constants.PROTOCOL_VERSION, constants.RELEASE_VERSION]
+        elif check == "filelist":
+            if not isinstance(arg, (list, tuple)):
+                raise errors.OpExecError("filelist check needs a list of file names")
+            result[check] = {str(name): _file_checksum(ctx.local_path(str(name)))
+                             for name in arg}
+        elif check == "nodelist":
+            result[check] = _nodelist(ctx, arg)
+        elif check == "hooks":
+            result[check] = os.path.isdir(ctx.paths.hooks_base_dir)
+        elif check == "time":
+            result[check] = ctx.clock()
+        elif check == "hostname":
+            result[check] = ctx.hostname
+        elif check == "cluster_name":
+            result[check] = _ssconf_value(ctx, "cluster_name")
+        else:
+            unsupported.append(check)
+    if unsupported:
+        result["unsupported"] = sorted(unsupported)
+    return result
+
+
+def master_node_name(ctx: NodeContext) -> str:
+    """The master node named by this node's ``ssconf_master_node``."""
+    value = _ssconf_value(ctx, "master_node")
+    if not value:
+        raise errors.OpExecError(
+            f"Cannot read the master node name from {ctx.paths.ssconf_file('master_node')}")
+    return value
+
+
+def _cluster_files(ctx: NodeContext) -> list[str]:
+    paths = ctx.paths
+    files = [paths.config_file, paths.server_pem, paths.client_pem, paths.rapi_pem,
+             paths.confd_hmac_key, paths.cluster_domain_secret, paths.known_hosts_file,
+             paths.rapi_users_file, paths.queue_drain_file]
+    files.extend(glob.glob(paths.ssconf_file("*")))
+    return files
+
+
+def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
+    """Remove the cluster's files from this node and stop the node daemon.
+
+    Removes config.data, the ssconf files, the certificates and keys, and
+    the job queue files; the daemon stops once this answer has been sent.
+    ``modify_ssh_setup`` is accepted for compatibility; SSH keys are not
+    managed by the node daemon (yet), so it only gets logged.
+    """
+    if modify_ssh_setup:
+        logger.info("node_leave_cluster: SSH setup changes are not implemented; skipped")
+    for path in _cluster_files(ctx):
+        try:
+            if uio.remove_file(path):
+                logger.info("Removed %s", path)
+        except OSError as exc:
+            logger.warning("Cannot remove %s: %s", path, exc)
+    queue = ctx.paths.queue_dir
+    if os.path.isdir(queue):
+        from ganeti.backend import jobqueue
+        jobqueue.jobqueue_purge(ctx)
+    ctx.after_response.append(ctx.stop_daemon)

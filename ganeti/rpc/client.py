@@ -1,0 +1,287 @@
+"""Master side of node RPC: parallel fan-out with per-node results.
+
+::
+
+    runner = RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem))
+    results = runner.call_version(["node1", "node2"])
+    for name, res in results.items():
+        res.raise_on_failure(f"Cannot get the version of {name}")
+        print(res.payload)
+
+* The **resolver** maps node names to ``(name, address, port, offline)``.
+  :class:`ConfigResolver` reads a ConfigWriter-like object,
+  :class:`StaticResolver` takes a dict (tests, cluster init, node add).
+* The **transport** is one method, ``post(address, port, procedure, body,
+  timeout) -> bytes`` (see :mod:`ganeti.rpc.transport`).
+* Offline nodes are skipped without network traffic.  Every other node
+  gets its own thread; the call returns when all answered or the call's
+  timeout passed, whichever is first: a dead or hung node costs at most
+  the timeout and never hides the other nodes' results.
+* ``call_<procedure>(node_names, *args, **kwargs)`` methods are generated
+  from :data:`ganeti.rpc.defs.CALLS`, with the rows' argument names.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from ganeti import constants, errors, serializer
+from ganeti.rpc import defs
+
+__all__ = ["RpcResult", "RpcRunner", "Resolver", "StaticResolver", "ConfigResolver",
+           "default_noded_port", "encode_args", "decode_response", "OFFLINE_MSG"]
+
+logger = logging.getLogger(__name__)
+
+OFFLINE_MSG = "Node is marked offline"
+NodeAddress = tuple[str, str, int, bool]
+Resolver = Callable[[Sequence[str]], list[NodeAddress]]
+
+
+def default_noded_port(environ: dict[str, str] | None = None) -> int:
+    """``$GANETI_NODED_PORT`` or :data:`constants.DEFAULT_NODED_PORT`."""
+    env = os.environ if environ is None else environ
+    value = env.get(constants.ENV_NODED_PORT)
+    if value:
+        try:
+            return int(value)
+        except ValueError:
+            raise errors.ProgrammerError(f"Invalid {constants.ENV_NODED_PORT}={value!r}") from None
+    return constants.DEFAULT_NODED_PORT
+
+
+@dataclass
+class RpcResult:
+    """The outcome of one procedure on one node.
+
+    ``fail_msg`` is None on success; otherwise it says why (for transport
+    failures it names the node and its address).
+    """
+
+    node: str
+    payload: Any = None
+    fail_msg: str | None = None
+    offline: bool = False
+    call: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.fail_msg is not None
+
+    def raise_on_failure(self, prefix: str | None = None) -> None:
+        """Raise :class:`errors.OpExecError` ``"<prefix>: <fail_msg>"`` if failed."""
+        if self.fail_msg is None:
+            return
+        msg = f"{prefix}: {self.fail_msg}" if prefix else self.fail_msg
+        raise errors.OpExecError(msg)
+
+    # Ganeti-compatible spelling
+    Raise = raise_on_failure
+
+
+class StaticResolver:
+    """Resolve from a fixed table ``{name: (address, port, offline)}``.
+
+    ``address`` alone (a str) is also accepted; the port then defaults to
+    ``default_port``.  Unknown names resolve to themselves (as host names).
+    """
+
+    def __init__(self, table: dict[str, Any] | None = None, *,
+                 default_port: int | None = None) -> None:
+        self.default_port = default_port if default_port is not None else default_noded_port()
+        self.table: dict[str, NodeAddress] = {}
+        for name, value in (table or {}).items():
+            if isinstance(value, str):
+                value = (value, self.default_port, False)
+            address, port, offline = (tuple(value) + (self.default_port, False))[:3]
+            self.table[name] = (name, address, int(port), bool(offline))
+
+    def __call__(self, names: Sequence[str]) -> list[NodeAddress]:
+        return [self.table.get(name, (name, name, self.default_port, False)) for name in names]
+
+
+class ConfigResolver:
+    """Resolve node names (or UUIDs) through a ConfigWriter-like object.
+
+    Uses ``cfg.get_all_nodes_info()`` (``{uuid: Node}`` with ``name``,
+    ``primary_ip`` and ``offline``).  Names not in the configuration
+    resolve to themselves (needed while adding a node).
+    """
+
+    def __init__(self, cfg: Any, *, port: int | None = None) -> None:
+        self.cfg = cfg
+        self.port = port if port is not None else default_noded_port()
+
+    def __call__(self, names: Sequence[str]) -> list[NodeAddress]:
+        by_key: dict[str, Any] = {}
+        for uuid, node in self.cfg.get_all_nodes_info().items():
+            by_key[node.name] = node
+            by_key[uuid] = node
+        out = []
+        for name in names:
+            node = by_key.get(name)
+            if node is None:
+                out.append((name, name, self.port, False))
+            else:
+                out.append((name, node.primary_ip, self.port, bool(node.offline)))
+        return out
+
+
+def encode_args(call: defs.RpcCall, args: Sequence[Any]) -> bytes:
+    """The JSON request body for ``args`` (dataclasses become plain data)."""
+    if len(args) != len(call.args):
+        raise errors.ProgrammerError(
+            f"{call.name} takes {len(call.args)} argument(s) ({', '.join(call.arg_names)}),"
+            f" got {len(args)}")
+    return serializer.dumps_bytes(list(args))
+
+
+def decode_response(body: bytes) -> tuple[bool, Any]:
+    """Decode a ``[success, payload]`` reply; raises :class:`errors.RpcTransportError`."""
+    try:
+        data = serializer.loads(body)
+    except errors.SerializationError as exc:
+        raise errors.RpcTransportError(f"invalid reply: {exc}") from exc
+    if (not isinstance(data, list) or len(data) != 2 or not isinstance(data[0], bool)):
+        raise errors.RpcTransportError(f"invalid reply (not [success, payload]): {str(data)[:200]}")
+    return data[0], data[1]
+
+
+class RpcRunner:
+    """Calls node procedures on many nodes in parallel.
+
+    ``timeouts`` overrides the seconds of timeout classes (see
+    ``rpc.defs.TIMEOUTS``), e.g. ``{"urgent": 0.5}`` in tests.  Thread-safe:
+    one runner serves all jobs of the master.
+    """
+
+    def __init__(self, resolver: Resolver, transport: Any = None, *,
+                 timeouts: dict[str, float] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if transport is None:
+            from ganeti import pathutils
+            from ganeti.rpc.transport import HttpsTransport
+            transport = HttpsTransport(pathutils.get_paths().server_pem)
+        self.resolver = resolver
+        self.transport = transport
+        self.timeouts = {**defs.TIMEOUTS, **(timeouts or {})}
+        self.clock = clock
+
+    def timeout_for(self, procedure: str) -> float:
+        """Seconds a call of ``procedure`` may take."""
+        return self.timeouts[defs.CALLS[procedure].timeout]
+
+    def call(self, procedure: str, node_names: Iterable[str], args: Sequence[Any] = (), *,
+             timeout: float | None = None) -> dict[str, RpcResult]:
+        """Run ``procedure(*args)`` on every node; ``{node_name: RpcResult}``."""
+        names = list(dict.fromkeys(node_names))
+        return self.call_map(procedure, {name: args for name in names}, timeout=timeout)
+
+    def call_map(self, procedure: str, node_args: dict[str, Sequence[Any]], *,
+                 timeout: float | None = None) -> dict[str, RpcResult]:
+        """Like :meth:`call` with per-node arguments ``{node_name: args}``."""
+        call = defs.CALLS.get(procedure)
+        if call is None:
+            raise errors.ProgrammerError(f"Unknown RPC procedure {procedure!r}")
+        tmo = self.timeout_for(procedure) if timeout is None else timeout
+        bodies: dict[int, bytes] = {}
+        encoded: dict[str, bytes] = {}
+        for name, args in node_args.items():
+            key = id(args)
+            if key not in bodies:
+                bodies[key] = encode_args(call, args)
+            encoded[name] = bodies[key]
+        results: dict[str, RpcResult] = {}
+        todo: list[NodeAddress] = []
+        for entry in self.resolver(list(node_args)):
+            name, _, _, offline = entry
+            if offline:
+                results[name] = RpcResult(name, None, OFFLINE_MSG, True, procedure)
+            else:
+                todo.append(entry)
+        if len(todo) == 1:
+            entry = todo[0]
+            results[entry[0]] = self._one(procedure, entry, encoded[entry[0]], tmo)
+        elif todo:
+            results.update(self._fan_out(procedure, todo, encoded, tmo))
+        return {name: results[name] for name in node_args}
+
+    def _one(self, procedure: str, entry: NodeAddress, body: bytes, tmo: float) -> RpcResult:
+        name, address, port, _ = entry
+        try:
+            raw = self.transport.post(address, port, procedure, body, tmo)
+            success, payload = decode_response(raw)
+        except errors.RpcTransportError as exc:
+            return RpcResult(name, None, f"Error contacting node {name} ({address}:{port}): {exc}",
+                             False, procedure)
+        except errors.RpcError as exc:
+            return RpcResult(name, None, f"Node {name}: {exc}", False, procedure)
+        except Exception as exc:  # a broken transport must not kill the fan-out
+            logger.exception("RPC %s to %s failed unexpectedly", procedure, name)
+            return RpcResult(name, None, f"Error contacting node {name}: {exc}", False, procedure)
+        if not success:
+            msg = payload if isinstance(payload, str) else serializer.dumps(payload)
+            return RpcResult(name, None, msg or "Unknown remote failure", False, procedure)
+        return RpcResult(name, payload, None, False, procedure)
+
+    def _fan_out(self, procedure: str, todo: list[NodeAddress], encoded: dict[str, bytes],
+                 tmo: float) -> dict[str, RpcResult]:
+        results: dict[str, RpcResult] = {}
+        lock = threading.Lock()
+        done = threading.Condition(lock)
+
+        def worker(entry: NodeAddress) -> None:
+            res = self._one(procedure, entry, encoded[entry[0]], tmo)
+            with done:
+                results.setdefault(entry[0], res)
+                done.notify_all()
+
+        for entry in todo:
+            threading.Thread(target=worker, args=(entry,), daemon=True,
+                             name=f"rpc-{procedure}-{entry[0]}").start()
+        # grace for the workers' own (socket) timeout to fire first
+        deadline = self.clock() + tmo + min(1.0, tmo * 0.1)
+        with done:
+            while len(results) < len(todo):
+                remaining = deadline - self.clock()
+                if remaining <= 0:
+                    break
+                done.wait(remaining)
+            for name, address, port, _ in todo:
+                if name not in results:
+                    results[name] = RpcResult(
+                        name, None,
+                        f"Error contacting node {name} ({address}:{port}): timed out after {tmo:g}s",
+                        False, procedure)
+        return results
+
+
+def _make_stub(call: defs.RpcCall) -> Callable[..., dict[str, RpcResult]]:
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("node_names", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+               for name in call.arg_names]
+    signature = inspect.Signature(params)
+
+    def stub(*args: Any, **kwargs: Any) -> dict[str, RpcResult]:
+        bound = signature.bind(*args, **kwargs)
+        self = bound.arguments["self"]
+        values = [bound.arguments[name] for name in call.arg_names]
+        return self.call(call.name, bound.arguments["node_names"], values)
+
+    stub.__name__ = f"call_{call.name}"
+    stub.__qualname__ = f"RpcRunner.call_{call.name}"
+    stub.__doc__ = f"{call.doc}\n\nTimeout class: {call.timeout}."
+    stub.__signature__ = signature  # type: ignore[attr-defined]
+    return stub
+
+
+for _call in defs.CALLS.values():
+    setattr(RpcRunner, f"call_{_call.name}", _make_stub(_call))
+del _call

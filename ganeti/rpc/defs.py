@@ -1,0 +1,213 @@
+"""The node RPC procedures, one declarative row each.
+
+Both sides are generated from :data:`CALLS`: the master's
+``RpcRunner.call_<name>`` stubs (``rpc/client.py``) and the node daemon's
+dispatch (``server/noded.py`` -> ``backend.get_function(name)``).  Only
+procedures listed here are reachable on a node.
+
+Adding a procedure is a two-line change plus the body:
+
+1. a row here: ``_row("node_powercycle", [("hypervisor", str)], FAST, "doc")``;
+2. a function ``node_powercycle(ctx, hypervisor)`` in one of the
+   ``backend`` domain modules (listed in ``backend.DOMAIN_MODULES``).
+
+``test/rpc/test_defs.py`` checks that every row has a backend function
+whose parameters (after ``ctx``) are exactly the row's argument names.
+
+Timeout policy
+--------------
+Each row names a timeout *class*; the master waits at most that long for a
+node's answer (connect, TLS, request and reply together):
+
+========  =========  ===================================================
+class     seconds    use for
+========  =========  ===================================================
+urgent    60         must answer at once (version, master_node_name)
+fast      300        small local reads/writes (file upload, queue update)
+normal    900        work that may touch disks or run scripts (hooks)
+slow      3600       long local work (node verify on a big node)
+4hrs      14400      e.g. disk wipes, exports
+1day      86400      e.g. very long imports
+========  =========  ===================================================
+
+The numbers in :data:`TIMEOUTS` are defaults; ``RpcRunner(timeouts=...)``
+overrides them per class (tests shorten them to fractions of a second).
+
+Argument types
+--------------
+Arguments are positional on the wire (a JSON list) and named here.  A type
+is one of ``str, int, float, bool, list, dict``, a tuple of them, ``None``
+(JSON null) inside such a tuple, or :data:`ANY`.  ``int`` refuses booleans,
+``float`` accepts integers.  :func:`check_args` validates a decoded
+argument list against a row; both sides use it.
+
+Paths on the wire
+-----------------
+Node roots differ (a virtual cluster runs many nodes on one machine), so
+file names travel in *canonical* form: the path as it would be with root
+``/`` (``/var/lib/ganeti/config.data``).  :func:`to_canonical` and
+:func:`from_canonical` convert; they are pure string functions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "URGENT", "FAST", "NORMAL", "SLOW", "TMO_4HRS", "TMO_1DAY", "TIMEOUTS",
+    "ANY", "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
+]
+
+URGENT = "urgent"
+FAST = "fast"
+NORMAL = "normal"
+SLOW = "slow"
+TMO_4HRS = "4hrs"
+TMO_1DAY = "1day"
+TIMEOUTS: dict[str, float] = {
+    URGENT: 60.0, FAST: 300.0, NORMAL: 900.0, SLOW: 3600.0,
+    TMO_4HRS: 4 * 3600.0, TMO_1DAY: 86400.0,
+}
+
+
+class _Any:
+    """Marker type: any JSON value is accepted."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY = _Any()
+ArgType = Any  # a type, a tuple of types/None, or ANY
+
+
+@dataclass(frozen=True)
+class RpcCall:
+    """One node procedure: its name, named typed arguments, timeout class, doc."""
+
+    name: str
+    args: tuple[tuple[str, ArgType], ...]
+    timeout: str
+    doc: str
+
+    @property
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(a[0] for a in self.args)
+
+
+def _row(name: str, args: list[tuple[str, ArgType]], timeout: str, doc: str) -> RpcCall:
+    if timeout not in TIMEOUTS:
+        raise ValueError(f"Unknown timeout class {timeout!r} for {name}")
+    return RpcCall(name, tuple(args), timeout, doc)
+
+
+_OPT_INT = (int, None)
+_OPT_FLOAT = (float, None)
+
+_ROWS = [
+    # --- node ---
+    _row("version", [], URGENT,
+         "Protocol version of the node (constants.PROTOCOL_VERSION)."),
+    _row("node_info", [("storage_units", list), ("hv_specs", list)], URGENT,
+         "Memory, CPU and storage of the node: {name, bootid, memory_*, cpu_*,"
+         " storage: [...], hv: [...]}."),
+    _row("node_verify", [("checks", dict), ("cluster_name", str)], NORMAL,
+         "Run the checks the master asks for ({check: argument}) and return"
+         " {check: result}; see backend.node.node_verify for the check names."),
+    _row("master_node_name", [], URGENT,
+         "The master node name as this node's ssconf says."),
+    _row("node_leave_cluster", [("modify_ssh_setup", bool)], NORMAL,
+         "Remove the cluster files from the node and stop its node daemon"
+         " after answering."),
+    # --- files ---
+    _row("upload_file", [("file_name", str), ("content", str), ("mode", int),
+                         ("uid", _OPT_INT), ("gid", _OPT_INT), ("mtime", _OPT_FLOAT)], FAST,
+         "Write one allow-listed cluster file (canonical path) atomically."),
+    _row("write_ssconf_files", [("values", dict)], FAST,
+         "Write ssconf_<key> files ({key: text}) and remove stale ones."),
+    # --- job queue ---
+    _row("jobqueue_update", [("file_name", str), ("content", str)], FAST,
+         "Write a file inside the node's job queue directory."),
+    _row("jobqueue_rename", [("rename", list)], FAST,
+         "Rename [[old, new], ...] inside the node's job queue directory."),
+    _row("jobqueue_purge", [], NORMAL,
+         "Remove every job file (and the archive) from the node's queue."),
+    _row("jobqueue_set_drain_flag", [("drain_flag", bool)], FAST,
+         "Set or clear the queue drain flag on the node."),
+    # --- hooks ---
+    _row("hooks_runner", [("hpath", str), ("phase", str), ("env", dict)], NORMAL,
+         "Run hooks/<hpath>-<phase>.d scripts in order; return"
+         " [[script, HKR_*, output], ...]."),
+    # --- test ---
+    _row("test_delay", [("duration", float)], NORMAL,
+         "Sleep for duration seconds (tests and opcode OpTestDelay)."),
+]
+
+CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}
+
+
+def _type_name(tp: ArgType) -> str:
+    if tp is ANY:
+        return "any"
+    if tp is None:
+        return "null"
+    if isinstance(tp, tuple):
+        return " or ".join(_type_name(t) for t in tp)
+    return tp.__name__
+
+
+def _matches(value: Any, tp: ArgType) -> bool:
+    if tp is ANY:
+        return True
+    if isinstance(tp, tuple):
+        return any(_matches(value, t) for t in tp)
+    if tp is None:
+        return value is None
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is list:
+        return isinstance(value, (list, tuple))
+    return isinstance(value, tp)
+
+
+def check_args(call: RpcCall, args: Any) -> str | None:
+    """Why ``args`` does not fit ``call`` (a readable message), or None if it does."""
+    if not isinstance(args, (list, tuple)):
+        return f"{call.name}: arguments must be a JSON list, not {type(args).__name__}"
+    if len(args) != len(call.args):
+        return (f"{call.name}: expected {len(call.args)} argument(s)"
+                f" ({', '.join(call.arg_names) or 'none'}), got {len(args)}")
+    for (name, tp), value in zip(call.args, args):
+        if not _matches(value, tp):
+            return (f"{call.name}: argument {name!r} must be {_type_name(tp)},"
+                    f" not {type(value).__name__}")
+    return None
+
+
+def to_canonical(root: str, path: str) -> str:
+    """The canonical (root ``/``) form of ``path`` lying below ``root``.
+
+    ``to_canonical("/tmp/n1", "/tmp/n1/var/lib/ganeti/x")`` ->
+    ``"/var/lib/ganeti/x"``.  Raises ``ValueError`` when ``path`` is not
+    below ``root``.
+    """
+    root = os.path.normpath(os.path.abspath(root))
+    path = os.path.normpath(os.path.abspath(path))
+    if root == os.sep:
+        return path
+    if path != root and not path.startswith(root + os.sep):
+        raise ValueError(f"{path} is not below {root}")
+    return os.sep + os.path.relpath(path, root) if path != root else os.sep
+
+
+def from_canonical(root: str, canonical: str) -> str:
+    """The path of canonical ``canonical`` on a node whose root is ``root``.
+
+    The result is normalised; ``..`` cannot climb above ``root``.
+    """
+    rel = os.path.normpath(os.sep + canonical).lstrip(os.sep)
+    return os.path.join(os.path.abspath(root), rel) if rel not in ("", ".") else os.path.abspath(root)

@@ -1,0 +1,456 @@
+"""ganeti-noded: the node daemon, answering node RPC over HTTPS.
+
+Wire protocol (PROTOCOLS.md 2.10 / 2.19): ``POST /<procedure>`` with a JSON
+list of positional arguments; the reply is ``[true, payload]`` or
+``[false, "message"]`` with ``Server: Ganeti <version>`` and
+``Connection: close`` (one request per connection).
+
+Status codes:
+
+* ``200`` with ``[true, payload]``: the procedure ran;
+* ``200`` with ``[false, msg]``: the procedure ran and failed (any
+  :class:`errors.GanetiError` gives its message; other exceptions give
+  ``"Error while executing backend function: ..."`` and are logged);
+* ``400`` with ``[false, msg]``: the body is not JSON, not a list, or the
+  arguments do not match the procedure's row (count or types);
+* ``404`` with ``[false, msg]``: no such procedure in ``rpc.defs.CALLS``;
+* ``405`` (``Allow: POST``) for any other method; ``413`` for a body over
+  :data:`MAX_REQUEST_SIZE`; ``503`` when the daemon is busy (see below).
+
+Processes: the parent only accepts TCP connections; each connection is
+handled by a forked child that does the TLS handshake (TLS >= 1.2, the
+client must present the cluster certificate, otherwise the handshake fails
+and no HTTP reply is sent), reads the request, runs the backend function
+and exits.  At most ``max_children`` children run at once; an excess
+connection waits up to ``busy_wait`` seconds for a slot, then gets a short
+lived child that answers ``503 [false, "Node daemon busy ..."]`` (those
+are capped too; beyond that the connection is closed).  Children are
+reaped without blocking whenever SIGCHLD arrives (the signal wakes the
+accept loop through a wakeup pipe), so the parent never waits for a child.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import gc
+import http.server
+import logging
+import os
+import selectors
+import signal
+import socket
+import socketserver
+import ssl
+import threading
+import time
+from typing import Any
+
+from ganeti import backend, constants, errors, serializer
+from ganeti.backend.context import NodeContext
+from ganeti.pathutils import Paths
+from ganeti.rpc import defs
+from ganeti.utils import net
+
+__all__ = ["NodedServer", "NodedRequestHandler", "make_server_context", "main",
+           "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS"]
+
+logger = logging.getLogger(__name__)
+
+MAX_REQUEST_SIZE = 128 * 1024 * 1024
+DEFAULT_MAX_CHILDREN = 64
+DEFAULT_BUSY_WAIT = 0.5
+DEFAULT_REQUEST_TIMEOUT = 60.0
+DEFAULT_BIND_ADDRESS = "0.0.0.0"
+
+
+def make_server_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLContext:
+    """TLS >= 1.2 server context: present ``cert_file``, require a client cert signed by ``ca_file``.
+
+    ``ca_file`` defaults to ``cert_file`` (the shared cluster certificate).
+    Raises :class:`errors.CertificateError`.
+    """
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    try:
+        ctx.load_cert_chain(cert_file)
+        ctx.load_verify_locations(cafile=ca_file or cert_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.CertificateError(f"Cannot load the cluster certificate {cert_file}: {exc}") from exc
+    return ctx
+
+
+class NodedRequestHandler(http.server.BaseHTTPRequestHandler):
+    """One node RPC request, in a forked child, on a TLS socket."""
+
+    protocol_version = "HTTP/1.1"
+    server: NodedServer
+
+    def setup(self) -> None:
+        self.timeout = self.server.request_timeout
+        self.node_ctx: NodeContext | None = None
+        super().setup()
+
+    def version_string(self) -> str:
+        return f"Ganeti {constants.RELEASE_VERSION}"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (base signature)
+        logger.debug("%s %s", self.client_address[0], format % args)
+
+    def send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+        """Send ``data`` as the JSON body of a ``status`` reply and close."""
+        body = serializer.dumps_bytes(data)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.close_connection = True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors found by the HTTP parser, as JSON like every other reply."""
+        self.close_connection = True
+        try:
+            short = message or self.responses.get(code, ("Error",))[0]
+            self.send_json(code, [False, short])
+        except OSError:
+            pass
+
+    def _method_not_allowed(self) -> None:
+        self.send_json(405, [False, f"Method {self.command} not allowed; use POST"],
+                       {"Allow": "POST"})
+
+    do_GET = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _method_not_allowed
+
+    def do_POST(self) -> None:
+        if self.server.busy_reply:
+            self.send_json(503, [False, "Node daemon busy: too many requests in progress,"
+                                 " try again later"])
+            return
+        procedure = self.path.split("?", 1)[0].lstrip("/")
+        call = defs.CALLS.get(procedure)
+        if call is None:
+            self.send_json(404, [False, f"Unknown procedure {procedure!r}"])
+            return
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            self.send_json(400, [False, "Invalid Content-Length"])
+            return
+        if length < 0 or length > MAX_REQUEST_SIZE:
+            self.send_json(413, [False, f"Request body too large (max {MAX_REQUEST_SIZE} bytes)"])
+            return
+        body = self.rfile.read(length)
+        if len(body) != length:
+            self.send_json(400, [False, "Request body shorter than Content-Length"])
+            return
+        try:
+            args = serializer.loads(body) if body else None
+        except errors.SerializationError as exc:
+            self.send_json(400, [False, f"{procedure}: malformed request body: {exc}"])
+            return
+        problem = defs.check_args(call, args)
+        if problem:
+            self.send_json(400, [False, problem])
+            return
+        self.send_json(200, self.run_procedure(call, args))
+
+    def run_procedure(self, call: defs.RpcCall, args: list[Any]) -> list[Any]:
+        """Run the backend function of ``call``; the ``[success, payload]`` envelope."""
+        server = self.server
+        ctx = NodeContext(paths=server.paths, hostname=server.hostname,
+                          noded_port=server.server_address[1], stop_daemon=server.stop_parent)
+        self.node_ctx = ctx
+        start = time.monotonic()
+        try:
+            payload = backend.get_function(call.name)(ctx, *args)
+            reply: list[Any] = [True, payload]
+            serializer.dumps(reply)   # fail here, not half way through the reply
+        except errors.GanetiError as exc:
+            logger.info("RPC %s failed: %s", call.name, exc)
+            reply = [False, str(exc)]
+        except Exception as exc:
+            logger.exception("RPC %s crashed", call.name)
+            reply = [False, f"Error while executing backend function: {type(exc).__name__}: {exc}"]
+        logger.debug("RPC %s from %s done in %.3fs", call.name, self.client_address[0],
+                     time.monotonic() - start)
+        return reply
+
+
+class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
+    """The accepting parent; see the module docstring for the process model."""
+
+    allow_reuse_address = True
+    request_queue_size = 256
+    block_on_close = False
+
+    def __init__(self, address: str, port: int, ssl_context: ssl.SSLContext, paths: Paths,
+                 hostname: str, *, max_children: int = DEFAULT_MAX_CHILDREN,
+                 busy_wait: float = DEFAULT_BUSY_WAIT,
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        super().__init__((address, port), NodedRequestHandler)
+        self.ssl_context = ssl_context
+        self.paths = paths
+        self.hostname = hostname
+        self.max_children = max_children
+        self.max_busy_children = max(1, max_children // 4)
+        self.busy_wait = busy_wait
+        self.request_timeout = request_timeout
+        self.active_children: set[int] = set()
+        self.busy_children: set[int] = set()
+        self.busy_reply = False
+        self.parent_pid = os.getpid()
+        self._wakeup: tuple[int, int] | None = None
+
+    # --- parent side ---
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, addr = super().get_request()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, addr
+
+    def collect_children(self, *, blocking: bool = False) -> None:
+        """Reap every finished child; never waits (``blocking`` is ignored)."""
+        for children in (self.active_children, self.busy_children):
+            for pid in list(children):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    children.discard(pid)
+
+    def children_count(self) -> int:
+        """Children currently running (busy responders included)."""
+        return len(self.active_children) + len(self.busy_children)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Fork a child for ``request``; enforce the concurrency cap."""
+        self.collect_children()
+        busy = False
+        if len(self.active_children) >= self.max_children:
+            deadline = time.monotonic() + self.busy_wait
+            while len(self.active_children) >= self.max_children and time.monotonic() < deadline:
+                time.sleep(0.005)
+                self.collect_children()
+            busy = len(self.active_children) >= self.max_children
+            if busy and len(self.busy_children) >= self.max_busy_children:
+                logger.warning("Too many requests; dropping connection from %s", client_address[0])
+                self.shutdown_request(request)
+                return
+            if busy:
+                logger.warning("Node daemon busy (%d children); refusing %s",
+                               len(self.active_children), client_address[0])
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            logger.error("Cannot fork for a request from %s: %s", client_address[0], exc)
+            self.shutdown_request(request)
+            return
+        if pid:
+            (self.busy_children if busy else self.active_children).add(pid)
+            self.close_request(request)
+            return
+        self._run_child(request, client_address, busy)
+
+    def serve(self, stop_event: threading.Event) -> None:
+        """Accept connections until ``stop_event`` is set (main thread only)."""
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        os.set_blocking(wfd, False)
+        self._wakeup = (rfd, wfd)
+        old_wakeup = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+        old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.socket.setblocking(False)
+        sel = selectors.DefaultSelector()
+        sel.register(self.socket, selectors.EVENT_READ, "accept")
+        sel.register(rfd, selectors.EVENT_READ, "wakeup")
+        logger.info("Listening on %s:%d", *self.server_address[:2])
+        # Keep the objects created so far out of the collector: a child then
+        # neither collects nor touches (and so copies) the parent's pages.
+        gc.collect()
+        gc.freeze()
+        try:
+            while not stop_event.is_set():
+                for key, _ in sel.select(timeout=1.0):
+                    if key.data == "wakeup":
+                        self._drain(rfd)
+                    else:
+                        self._accept_all()
+                self.collect_children()
+        finally:
+            sel.close()
+            signal.signal(signal.SIGCHLD, old_chld)
+            signal.set_wakeup_fd(old_wakeup)
+            os.close(rfd)
+            os.close(wfd)
+            self._wakeup = None
+
+    @staticmethod
+    def _drain(fd: int) -> None:
+        try:
+            while os.read(fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _accept_all(self) -> None:
+        for _ in range(256):
+            try:
+                request, client_address = self.get_request()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    logger.error("accept failed: %s", exc)
+                    return
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
+                    continue
+                raise
+            request.setblocking(True)
+            try:
+                self.process_request(request, client_address)
+            except Exception:
+                logger.exception("Cannot handle a connection from %s", client_address[0])
+                self.shutdown_request(request)
+
+    def warm_up(self) -> None:
+        """Answer one ``version`` request in-process over a socketpair.
+
+        Loads what the first request would otherwise load in *every* child
+        (OpenSSL algorithm caches, the HTTP header parser modules, the
+        backend), so that forked children start warm.  Failures are logged.
+        """
+        ours, theirs = socket.socketpair()
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        reply: list[bytes] = []
+
+        def client() -> None:
+            try:
+                ctx.load_cert_chain(self.paths.server_pem)
+                ctx.load_verify_locations(cafile=self.paths.server_pem)
+                with ctx.wrap_socket(theirs) as tls:
+                    tls.sendall(b"POST /version HTTP/1.1\r\nHost: localhost\r\n"
+                                b"Content-Length: 2\r\n\r\n[]")
+                    while chunk := tls.recv(65536):
+                        reply.append(chunk)
+            except (OSError, ssl.SSLError) as exc:
+                logger.warning("Warm-up client failed: %s", exc)
+
+        thread = threading.Thread(target=client, name="noded-warm-up", daemon=True)
+        thread.start()
+        try:
+            ours.settimeout(10)
+            self.finish_request(ours, ("127.0.0.1", 0))
+        except Exception:
+            logger.exception("Warm-up request failed")
+        finally:
+            try:
+                ours.close()
+            finally:
+                thread.join(10)
+                theirs.close()
+        if not b"".join(reply).startswith(b"HTTP/1.1 200"):
+            logger.warning("Warm-up request got no proper reply")
+
+    def stop_parent(self) -> None:
+        """Ask the accepting parent to stop (used from a child)."""
+        os.kill(self.parent_pid, signal.SIGTERM)
+
+    # --- child side ---
+    def _run_child(self, request: socket.socket, client_address: Any, busy: bool) -> None:
+        status = 1
+        try:
+            gc.disable()   # short-lived: exits before garbage matters
+            signal.set_wakeup_fd(-1)
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+                signal.signal(signum, signal.SIG_DFL)
+            if self._wakeup is not None:
+                for fd in self._wakeup:
+                    os.close(fd)
+            self.socket.close()
+            self.busy_reply = busy
+            self.active_children = set()
+            self.busy_children = set()
+            self.finish_request(request, client_address)
+            status = 0
+        except BaseException:
+            logger.exception("Request from %s failed", client_address[0])
+        finally:
+            try:
+                self.shutdown_request(request)
+            finally:
+                logging.shutdown()
+                os._exit(status)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """TLS handshake, then the HTTP request, then the after-response callbacks."""
+        if request.gettimeout() is None:
+            request.settimeout(self.request_timeout)
+        try:
+            tls = self.ssl_context.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError) as exc:
+            logger.info("TLS handshake with %s failed: %s", client_address[0], exc)
+            return
+        handler = NodedRequestHandler(tls, client_address, self)
+        try:
+            tls.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        ctx = handler.node_ctx
+        for callback in (ctx.after_response if ctx else []):
+            try:
+                callback()
+            except Exception:
+                logger.exception("After-response callback failed")
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    from ganeti.rpc.client import default_noded_port
+    parser.add_argument("-b", "--bind", default=DEFAULT_BIND_ADDRESS,
+                        help=f"address to listen on (default {DEFAULT_BIND_ADDRESS})")
+    parser.add_argument("-p", "--port", type=int, default=default_noded_port(),
+                        help=f"TCP port (default ${constants.ENV_NODED_PORT} or"
+                             f" {constants.DEFAULT_NODED_PORT})")
+    parser.add_argument("--max-children", type=int, default=DEFAULT_MAX_CHILDREN,
+                        help="maximum number of requests handled at once")
+
+
+def _check(options: argparse.Namespace, paths: Paths) -> None:
+    if not os.path.exists(paths.server_pem):
+        raise errors.CertificateError(
+            f"Cluster certificate {paths.server_pem} is missing; is this node part of a cluster?")
+    make_server_context(paths.server_pem)
+    if not 1 <= options.port <= 65535:
+        raise errors.ParameterError(f"Invalid port {options.port}")
+
+
+def _prepare(runtime: Any) -> NodedServer:
+    options = runtime.options
+    backend.all_functions()   # import the backend once, before forking
+    server = NodedServer(options.bind, options.port, make_server_context(runtime.paths.server_pem),
+                         runtime.paths, net.hostname(), max_children=options.max_children)
+    server.warm_up()
+    return server
+
+
+def _serve(runtime: Any, server: NodedServer) -> None:
+    try:
+        server.serve(runtime.stop_event)
+    finally:
+        server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``daemons/ganeti-noded``."""
+    from ganeti.server import daemon
+    return daemon.run_daemon(constants.NODED, add_options=_add_options, check_fn=_check,
+                             prepare_fn=_prepare, exec_fn=_serve, argv=argv,
+                             description="Ganeti node daemon (node RPC over HTTPS)")

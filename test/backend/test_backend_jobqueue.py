@@ -1,0 +1,68 @@
+"""Tests for ganeti.backend.jobqueue."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ganeti import errors
+from ganeti.backend import jobqueue
+
+
+def test_update_canonical_and_relative(ctx) -> None:
+    jobqueue.jobqueue_update(ctx, "/var/lib/ganeti/queue/job-1", "one")
+    jobqueue.jobqueue_update(ctx, "archive/0/job-2", "two")
+    q = ctx.paths.queue_dir
+    assert open(os.path.join(q, "job-1")).read() == "one"
+    assert open(os.path.join(q, "archive", "0", "job-2")).read() == "two"
+
+
+@pytest.mark.parametrize("name", [
+    "../config.data", "/var/lib/ganeti/config.data", "/var/lib/ganeti/queue/../config.data",
+    "/var/lib/ganeti/queue", "", "archive/../../x",
+], ids=["dotdot", "other-abs", "abs-dotdot", "queue-dir-itself", "empty", "nested-dotdot"])
+def test_update_refuses_escaping_names(ctx, name: str) -> None:
+    with pytest.raises(errors.OpExecError):
+        jobqueue.jobqueue_update(ctx, name, "evil")
+    assert not os.path.exists(ctx.paths.config_file)
+
+
+def test_update_refuses_symlink_out(ctx, tmp_path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, os.path.join(ctx.paths.queue_dir, "link"))
+    with pytest.raises(errors.OpExecError):
+        jobqueue.jobqueue_update(ctx, "link/job-1", "evil")
+    assert list(outside.iterdir()) == []
+
+
+def test_rename(ctx) -> None:
+    jobqueue.jobqueue_update(ctx, "job-5", "five")
+    jobqueue.jobqueue_rename(ctx, [["job-5", "archive/0/job-5"]])
+    q = ctx.paths.queue_dir
+    assert not os.path.exists(os.path.join(q, "job-5"))
+    assert open(os.path.join(q, "archive", "0", "job-5")).read() == "five"
+
+
+def test_rename_checks_all_before_renaming(ctx) -> None:
+    jobqueue.jobqueue_update(ctx, "job-5", "five")
+    with pytest.raises(errors.OpExecError):
+        jobqueue.jobqueue_rename(ctx, [["job-5", "job-6"], ["job-6", "../../escape"]])
+    assert os.path.exists(os.path.join(ctx.paths.queue_dir, "job-5"))
+
+
+def test_purge_keeps_lock(ctx) -> None:
+    jobqueue.jobqueue_update(ctx, "job-1", "x")
+    jobqueue.jobqueue_update(ctx, "archive/0/job-2", "x")
+    open(ctx.paths.queue_lock_file, "w").close()
+    jobqueue.jobqueue_purge(ctx)
+    assert os.listdir(ctx.paths.queue_dir) == ["lock"]
+
+
+def test_drain_flag(ctx) -> None:
+    jobqueue.jobqueue_set_drain_flag(ctx, True)
+    assert os.path.exists(ctx.paths.queue_drain_file)
+    jobqueue.jobqueue_set_drain_flag(ctx, False)
+    assert not os.path.exists(ctx.paths.queue_drain_file)
+    jobqueue.jobqueue_set_drain_flag(ctx, False)   # idempotent

@@ -1,0 +1,105 @@
+"""Tests for ganeti.backend.node."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+
+import pytest
+
+from ganeti import constants, errors
+from ganeti.backend import node
+
+
+def test_version(ctx) -> None:
+    assert node.version(ctx) == constants.PROTOCOL_VERSION
+
+
+def test_node_info_host_figures(ctx) -> None:
+    info = node.node_info(ctx, [], [["fake", {}]])
+    assert info["name"] == "node1.example.com"
+    assert info["memory_total"] > 0 and info["cpu_total"] >= 1
+    assert info["hv"][0]["name"] == "fake" and info["hv"][0]["memory_total"] == info["memory_total"]
+
+
+def test_node_info_fake_override_and_file_storage(ctx) -> None:
+    with open(os.path.join(ctx.paths.conf_dir, node.FAKE_NODE_INFO_FILE), "w") as fh:
+        json.dump({"memory_total": 4096, "memory_free": 1000, "cpu_total": 8}, fh)
+    os.makedirs(ctx.local_path("/srv/ganeti/file-storage"))
+    info = node.node_info(ctx, [["file", "/srv/ganeti/file-storage", {}], ["lvm-vg", "xenvg", {}]],
+                          [["fake", {}]])
+    assert info["memory_total"] == 4096 and info["hv"][0]["cpu_total"] == 8
+    assert info["storage"][0]["storage_size"] > 0
+    assert "error" in info["storage"][1]
+
+
+def test_node_info_bad_override(ctx) -> None:
+    with open(os.path.join(ctx.paths.conf_dir, node.FAKE_NODE_INFO_FILE), "w") as fh:
+        fh.write("[1, 2]")
+    with pytest.raises(errors.OpExecError):
+        node.node_info(ctx, [], [])
+
+
+def test_node_verify_checks(ctx) -> None:
+    with open(ctx.paths.config_file, "wb") as fh:
+        fh.write(b"config")
+    with open(ctx.paths.ssconf_file("cluster_name"), "w") as fh:
+        fh.write("cluster.example.com\n")
+    os.makedirs(ctx.paths.hooks_base_dir)
+    res = node.node_verify(ctx, {
+        "version": None, "time": None, "hooks": None, "hostname": None, "cluster_name": None,
+        "filelist": ["/var/lib/ganeti/config.data", "/var/lib/ganeti/missing"],
+        "bogus": 1}, "cluster.example.com")
+    assert res["version"] == [constants.PROTOCOL_VERSION, constants.RELEASE_VERSION]
+    assert res["time"] == 1234.5 and res["hooks"] is True
+    assert res["hostname"] == "node1.example.com"
+    assert res["cluster_name"] == "cluster.example.com"
+    assert res["filelist"] == {"/var/lib/ganeti/config.data": hashlib.sha1(b"config").hexdigest(),
+                               "/var/lib/ganeti/missing": None}
+    assert res["unsupported"] == ["bogus"]
+
+
+def test_node_verify_nodelist(ctx) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    dead_port = closed.getsockname()[1]
+    closed.close()
+    try:
+        res = node.node_verify(ctx, {"nodelist": [["up", "127.0.0.1", port],
+                                                  ["down", "127.0.0.1", dead_port]]}, "c")
+    finally:
+        listener.close()
+    assert list(res["nodelist"]) == ["down"]
+    assert "refused" in res["nodelist"]["down"].lower()
+
+
+def test_master_node_name(ctx) -> None:
+    with pytest.raises(errors.OpExecError, match="master node"):
+        node.master_node_name(ctx)
+    with open(ctx.paths.ssconf_file("master_node"), "w") as fh:
+        fh.write("node1.example.com\n")
+    assert node.master_node_name(ctx) == "node1.example.com"
+
+
+def test_node_leave_cluster(ctx) -> None:
+    stopped = []
+    ctx.stop_daemon = lambda: stopped.append(True)
+    for path in (ctx.paths.config_file, ctx.paths.server_pem, ctx.paths.ssconf_file("x"),
+                 os.path.join(ctx.paths.queue_dir, "job-1")):
+        with open(path, "w") as fh:
+            fh.write("x")
+    node.node_leave_cluster(ctx, False)
+    assert not os.path.exists(ctx.paths.config_file)
+    assert not os.path.exists(ctx.paths.server_pem)
+    assert not os.path.exists(ctx.paths.ssconf_file("x"))
+    assert os.listdir(ctx.paths.queue_dir) == []
+    assert stopped == []                       # only after the answer was sent
+    for callback in ctx.after_response:
+        callback()
+    assert stopped == [True]

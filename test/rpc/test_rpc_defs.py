@@ -1,0 +1,80 @@
+"""Tests for ganeti.rpc.defs, including the rows <-> backend table test."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from ganeti import backend
+from ganeti.rpc import defs
+
+
+@pytest.mark.parametrize("name", sorted(defs.CALLS))
+def test_every_row_has_backend_function_with_same_params(name: str) -> None:
+    call = defs.CALLS[name]
+    fn = backend.get_function(name)
+    params = list(inspect.signature(fn).parameters)
+    assert params[0] == "ctx", f"{name}: first parameter must be ctx"
+    assert tuple(params[1:]) == call.arg_names, f"{name}: {params[1:]} != {call.arg_names}"
+    assert call.timeout in defs.TIMEOUTS
+    assert call.doc
+
+
+def test_every_backend_procedure_is_declared() -> None:
+    assert set(backend.all_functions()) == set(defs.CALLS)
+
+
+def test_timeout_policy_order() -> None:
+    t = defs.TIMEOUTS
+    assert t["urgent"] < t["fast"] < t["normal"] < t["slow"] < t["4hrs"] < t["1day"]
+
+
+def test_unknown_timeout_class_rejected() -> None:
+    with pytest.raises(ValueError):
+        defs._row("x", [], "sometimes", "doc")
+
+
+@pytest.mark.parametrize("args, ok", [
+    (["/var/lib/ganeti/config.data", "x", 0o644, None, None, None], True),
+    (["/f", "x", 0o644, 0, 0, 12], True),          # int accepted for float
+    (["/f", "x", True, None, None, None], False),  # bool is not an int
+    (["/f", "x", "644", None, None, None], False),
+    (["/f", "x", 0o644, None, None], False),       # too few
+    ({"file_name": "/f"}, False),                  # not a list
+    (None, False),
+], ids=["ok", "int-for-float", "bool-not-int", "str-not-int", "count", "dict", "none"])
+def test_check_args(args, ok: bool) -> None:
+    problem = defs.check_args(defs.CALLS["upload_file"], args)
+    assert (problem is None) == ok
+    if not ok:
+        assert "upload_file" in problem
+
+
+def test_check_args_names_the_argument() -> None:
+    problem = defs.check_args(defs.CALLS["test_delay"], ["soon"])
+    assert "'duration'" in problem and "float" in problem
+
+
+@pytest.mark.parametrize("root, path, canonical", [
+    ("/", "/var/lib/ganeti/x", "/var/lib/ganeti/x"),
+    ("/tmp/n1", "/tmp/n1/var/lib/ganeti/x", "/var/lib/ganeti/x"),
+    ("/tmp/n1/", "/tmp/n1", "/"),
+])
+def test_to_canonical(root: str, path: str, canonical: str) -> None:
+    assert defs.to_canonical(root, path) == canonical
+
+
+def test_to_canonical_outside_root() -> None:
+    with pytest.raises(ValueError):
+        defs.to_canonical("/tmp/n1", "/tmp/n10/x")
+
+
+@pytest.mark.parametrize("canonical, expected", [
+    ("/var/lib/ganeti/x", "/tmp/n1/var/lib/ganeti/x"),
+    ("//var/x", "/tmp/n1/var/x"),
+    ("/../../etc/passwd", "/tmp/n1/etc/passwd"),
+    ("/", "/tmp/n1"),
+])
+def test_from_canonical_stays_below_root(canonical: str, expected: str) -> None:
+    assert defs.from_canonical("/tmp/n1", canonical) == expected
