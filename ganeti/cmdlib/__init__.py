@@ -1,0 +1,29 @@
+"""Logical units: one class per opcode (``OpFooBar`` -> ``LUFooBar``).
+
+:data:`LU_REGISTRY` maps an ``OP_ID`` to its LU class; it is built from the
+``LU*`` classes of the modules in ``_MODULES`` (add a domain module there).
+See :mod:`ganeti.cmdlib.base` for how to write an LU.
+"""
+
+from __future__ import annotations
+
+from ganeti.cmdlib import cluster, query, test
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
+from ganeti.opcodes.base import op_id_from_class_name
+
+__all__ = ["LU_REGISTRY", "LogicalUnit", "NoHooksLU"]
+
+_MODULES = (test, cluster, query)
+
+
+def _build_registry() -> dict[str, type[LogicalUnit]]:
+    registry: dict[str, type[LogicalUnit]] = {}
+    for mod in _MODULES:
+        for name in mod.__all__:
+            cls = getattr(mod, name)
+            if isinstance(cls, type) and issubclass(cls, LogicalUnit) and name.startswith("LU"):
+                registry[op_id_from_class_name("Op" + name[2:])] = cls
+    return registry
+
+
+LU_REGISTRY: dict[str, type[LogicalUnit]] = _build_registry()

@@ -1,0 +1,160 @@
+"""Base classes of the logical units (LUs): how to write one.
+
+An LU implements one opcode (``OpFooBar`` -> ``LUFooBar``).  The processor
+(:mod:`ganeti.mcpu`) creates it with ``(processor, op, context)`` and calls
+its phases in this order:
+
+``CheckArguments()``
+    Called from the constructor.  Check the opcode's parameters against
+    each other, without looking at the cluster (no config, no RPC, no
+    locks yet).  Raise :class:`errors.OpPrereqError` with ``ECODE_INVAL``.
+
+``ExpandNames()``
+    Turn user-given names into full names/UUIDs (through ``self.cfg``) and
+    declare the locks needed, in ``self.needed_locks``: a dict from lock
+    level to a list of names, or :data:`locking.ALL_SET` for the whole
+    level.  Levels absent from the dict are not locked.  Examples::
+
+        # nothing but the BGL (shared unless REQ_BGL):
+        self.needed_locks = {}
+        # one instance exclusively, its nodes computed later:
+        self.needed_locks = {locking.LEVEL_INSTANCE: [name],
+                             locking.LEVEL_NODE: []}
+        # every node, shared:
+        self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks = {locking.LEVEL_NODE: 1}
+
+    ``self.share_locks`` maps a level to 1 (shared) or 0 (exclusive,
+    the default).  The cluster level (the BGL) is handled by the processor:
+    exclusive when ``REQ_BGL`` is true, else shared.  ExpandNames may run
+    several times (each lock attempt gets a fresh LU), so it must not
+    change anything.
+
+``DeclareLocks(level)``
+    Called just before each level is acquired, with the earlier levels
+    held: fill in locks that depend on them (e.g. the nodes of the locked
+    instance).  Default: nothing.
+
+``CheckPrereq()``
+    With all locks held, check that the operation can run (objects exist,
+    states are right, resources suffice).  Change nothing; raise
+    :class:`errors.OpPrereqError` with a fitting ``ECODE_*``.
+
+``BuildHooksEnv()`` / ``BuildHooksNodes()`` (only with ``HPATH``)
+    The hook environment (keys without the ``GANETI_`` prefix) and the
+    ``(pre_nodes, post_nodes)`` lists of node names the hooks run on.
+
+``Exec(feedback_fn)``
+    Do the work, through ``self.cfg`` and ``self.rpc``; report progress
+    with ``feedback_fn(msg)`` or ``self.LogInfo``; return a JSON-able
+    result.  Raise :class:`errors.OpExecError` on failure.
+
+Use :class:`NoHooksLU` for operations without hooks; it needs no
+``BuildHooks*`` methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import constants, errors, opcodes
+
+__all__ = ["LogicalUnit", "NoHooksLU"]
+
+
+class LogicalUnit:
+    """Base of every LU; see the module docstring for the phases.
+
+    Attributes for subclasses: ``op`` (the opcode), ``cfg``, ``rpc``,
+    ``glm``, ``context``, ``needed_locks``, ``share_locks``,
+    ``dry_run_result`` (returned instead of executing when ``op.dry_run``).
+    """
+
+    HPATH: str | None = None
+    HTYPE: str | None = None
+    REQ_BGL: bool = True
+
+    def __init__(self, processor: Any, op: opcodes.OpCode, context: Any) -> None:
+        self.proc = processor
+        self.op = op
+        self.context = context
+        self.cfg = context.cfg
+        self.rpc = context.rpc
+        self.glm = context.glm
+        self.needed_locks: dict[int, Any] = {}
+        self.share_locks: dict[int, int] = {}
+        self.dry_run_result: Any = None
+        self.CheckArguments()
+
+    # phases ----------------------------------------------------------------
+    def CheckArguments(self) -> None:
+        """Check the opcode's own arguments (no cluster access)."""
+
+    def ExpandNames(self) -> None:
+        """Expand names and fill ``needed_locks``; see the module docstring."""
+        raise NotImplementedError
+
+    def DeclareLocks(self, level: int) -> None:
+        """Add locks of ``level`` that depend on those already held."""
+
+    def CheckPrereq(self) -> None:
+        """Check the cluster state with the locks held; change nothing."""
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        """The hooks environment (without the ``GANETI_`` prefix)."""
+        raise NotImplementedError
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        """``(pre_nodes, post_nodes)``: node names the hooks run on."""
+        raise NotImplementedError
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        """Do the work; return a JSON-able result."""
+        raise NotImplementedError
+
+    # helpers -----------------------------------------------------------------
+    def owned_locks(self, level: int) -> set[str]:
+        """Names the running job holds at ``level`` (empty without a lock manager)."""
+        if self.glm is None:
+            return set()
+        return self.glm.list_owned(level)
+
+    def LogInfo(self, message: str) -> None:
+        """Send an informational message to the job log."""
+        self.proc.log(constants.ELOG_MESSAGE, message)
+
+    def LogWarning(self, message: str) -> None:
+        """Send a warning to the job log."""
+        self.proc.log(constants.ELOG_MESSAGE, f"WARNING: {message}")
+
+    def LogStep(self, current: int, total: int, message: str) -> None:
+        """Send a ``STEP n/m`` progress message."""
+        self.proc.log(constants.ELOG_MESSAGE, f"STEP {current}/{total} {message}")
+
+    def check_node_names(self, names: list[str]) -> list[str]:
+        """Check that every node name exists; returns them in order.
+
+        Raises :class:`errors.OpPrereqError` with ``ECODE_NOENT``.
+        """
+        if self.cfg is None:
+            raise errors.OpPrereqError("No configuration available", errors.ECODE_ENVIRON)
+        result = []
+        for name in names:
+            node = self.cfg.get_node_info_by_name(name)
+            if node is None:
+                raise errors.OpPrereqError(f"Node '{name}' is unknown", errors.ECODE_NOENT)
+            result.append(node.name)
+        return result
+
+
+class NoHooksLU(LogicalUnit):
+    """An LU without hooks (``HPATH`` is None)."""
+
+    HPATH = None
+    HTYPE = None
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        raise errors.ProgrammerError("BuildHooksEnv called for a NoHooksLU")
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        raise errors.ProgrammerError("BuildHooksNodes called for a NoHooksLU")

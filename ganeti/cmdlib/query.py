@@ -1,0 +1,158 @@
+"""Query resources (query2) and the OP_QUERY/OP_QUERY_FIELDS logical units.
+
+A :class:`QueryResource` ties a field table (:mod:`ganeti.query`) to a
+``collect(context, qfilter, needs) -> (items, ctx)`` function.
+:data:`RESOURCES` lists the resources known so far (``job``, ``lock``);
+domain modules add theirs with one row each (instance, node, group, os,
+cluster...), e.g. ``RESOURCES[constants.QR_NODE] = QueryResource(...)`` in
+:func:`build_resources`.
+
+:func:`run_query` and :func:`run_query_fields` answer LUXI ``Query`` and
+``QueryFields`` (and the opcodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti import constants, errors, query
+from ganeti.cmdlib.base import NoHooksLU
+
+__all__ = ["QueryResource", "RESOURCES", "run_query", "run_query_fields",
+           "LUQuery", "LUQueryFields", "JOB_FIELDS", "LOCK_FIELDS"]
+
+Collect = Callable[[Any, Any, set[str]], tuple[list[Any], Any]]
+
+
+@dataclass(frozen=True)
+class QueryResource:
+    """One queryable resource: its fields and how to collect its items."""
+
+    name: str
+    table: query.FieldTable
+    collect: Collect
+    namefield: str | None = "name"
+
+
+def _job_field(name: str, title: str, kind: str, doc: str) -> query.FieldDef:
+    return query.FieldDef(name, title, kind, doc, lambda ctx, job: job.get_field(name))
+
+
+JOB_FIELDS = query.make_table([
+    _job_field("id", "ID", constants.QFT_NUMBER, "Job ID"),
+    _job_field("status", "Status", constants.QFT_TEXT, "Job status"),
+    _job_field("priority", "Prio", constants.QFT_NUMBER, "Current job priority"),
+    _job_field("ops", "OpCodes", constants.QFT_OTHER, "List of all opcodes"),
+    _job_field("opresult", "OpCode_result", constants.QFT_OTHER, "List of opcode results"),
+    _job_field("opstatus", "OpCode_status", constants.QFT_OTHER, "List of opcode statuses"),
+    _job_field("oplog", "OpCode_log", constants.QFT_OTHER, "List of opcode logs"),
+    _job_field("opstart", "OpCode_start", constants.QFT_OTHER, "Opcode start timestamps"),
+    _job_field("opexec", "OpCode_exec", constants.QFT_OTHER, "Opcode execution start timestamps"),
+    _job_field("opend", "OpCode_end", constants.QFT_OTHER, "Opcode end timestamps"),
+    _job_field("oppriority", "OpCode_prio", constants.QFT_OTHER, "Opcode priorities"),
+    _job_field("summary", "Summary", constants.QFT_OTHER, "Summary of the opcodes"),
+    _job_field("received_ts", "Received", constants.QFT_OTHER, "Timestamp of job submission"),
+    _job_field("start_ts", "Start", constants.QFT_OTHER, "Timestamp of job start"),
+    _job_field("end_ts", "End", constants.QFT_OTHER, "Timestamp of job end"),
+    _job_field("archived", "Archived", constants.QFT_BOOL, "Whether the job is archived"),
+])
+
+
+def _collect_jobs(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+    ids = None
+    names = query.requested_names(qfilter, "id") if qfilter is not None else None
+    if names:
+        try:
+            ids = sorted({int(n) for n in names})
+        except (TypeError, ValueError):
+            ids = None
+    jobs = context.jqueue.get_jobs(ids)
+    return [j for j in jobs if j is not None], None
+
+
+def _lock_getter(key: str) -> Any:
+    return lambda ctx, item: item.get(key)
+
+
+LOCK_FIELDS = query.make_table([
+    query.FieldDef("name", "Name", constants.QFT_TEXT, "Lock name", _lock_getter("name")),
+    query.FieldDef("mode", "Mode", constants.QFT_OTHER, "Mode in which the lock is currently acquired"
+                   " (exclusive or shared)", _lock_getter("mode")),
+    query.FieldDef("owner", "Owner", constants.QFT_OTHER, "Current lock owner(s)",
+                   _lock_getter("owner")),
+    query.FieldDef("pending", "Pending", constants.QFT_OTHER, "Jobs waiting for the lock",
+                   _lock_getter("pending")),
+])
+
+
+def _collect_locks(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+    monitor = context.lock_monitor
+    return (list(monitor.query()) if monitor is not None else []), None
+
+
+def build_resources() -> dict[str, QueryResource]:
+    """The resource table; add one row per new resource here."""
+    return {
+        constants.QR_JOB: QueryResource(constants.QR_JOB, JOB_FIELDS, _collect_jobs, "id"),
+        constants.QR_LOCK: QueryResource(constants.QR_LOCK, LOCK_FIELDS, _collect_locks, "name"),
+    }
+
+
+RESOURCES: dict[str, QueryResource] = build_resources()
+
+
+def _resource(what: Any) -> QueryResource:
+    res = RESOURCES.get(what) if isinstance(what, str) else None
+    if res is None:
+        raise errors.OpPrereqError(f"Resource type '{what}' is not queryable (yet)",
+                                   errors.ECODE_INVAL)
+    return res
+
+
+def run_query(context: Any, what: Any, fields: Any, qfilter: Any) -> dict[str, Any]:
+    """Answer ``Query(what, fields, qfilter)``.
+
+    Raises :class:`errors.OpPrereqError` for unknown resources,
+    :class:`errors.ParameterError` for bad field lists and
+    :class:`errors.QueryFilterParseError` for bad filters.
+    """
+    res = _resource(what)
+    needs = query.required_data(res.table, fields, qfilter)
+    items, ctx = res.collect(context, qfilter, needs)
+    return query.query(res.table, items, ctx, fields, qfilter, namefield=res.namefield)
+
+
+def run_query_fields(what: Any, fields: Any) -> dict[str, Any]:
+    """Answer ``QueryFields(what, fields)`` (``fields`` None: all)."""
+    res = _resource(what)
+    if fields is not None and (not isinstance(fields, list)
+                               or not all(isinstance(f, str) for f in fields)):
+        raise errors.ParameterError("Field names must be a list of strings", errors.ECODE_INVAL)
+    return query.query_fields(res.table, fields)
+
+
+class LUQuery(NoHooksLU):
+    """Query a resource through the job queue (OP_QUERY)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+        _resource(self.op.what)
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        return run_query(self.context, self.op.what, self.op.fields, self.op.qfilter)
+
+
+class LUQueryFields(NoHooksLU):
+    """Describe a resource's fields (OP_QUERY_FIELDS)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        return run_query_fields(self.op.what, self.op.fields)

@@ -1,0 +1,84 @@
+"""Logical units for testing: delays (and the job-queue test opcode)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ganeti import constants, errors, locking
+from ganeti.cmdlib.base import NoHooksLU
+
+__all__ = ["LUTestDelay", "LUTestJqueue"]
+
+
+class LUTestDelay(NoHooksLU):
+    """Sleep on the master and/or on nodes (through ``test_delay`` RPC).
+
+    Without ``no_locks`` the node locks of ``on_nodes`` are held
+    (exclusively, as upstream), so delays on the same node serialise.
+    """
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        if self.op.on_node_uuids and self.op.on_nodes:
+            raise errors.OpPrereqError("Give either on_nodes or on_node_uuids, not both",
+                                       errors.ECODE_INVAL)
+
+    def ExpandNames(self) -> None:
+        self.node_uuids: list[str] = list(self.op.on_node_uuids or [])
+        self.node_names: list[str] = []
+        if self.op.on_nodes:
+            for name in self.op.on_nodes:
+                node = self.cfg.get_node_info_by_name(name) if self.cfg is not None else None
+                if node is None:
+                    raise errors.OpPrereqError(f"Node '{name}' is unknown", errors.ECODE_NOENT)
+                self.node_uuids.append(node.uuid)
+                self.node_names.append(node.name)
+        elif self.node_uuids:
+            for uuid in self.node_uuids:
+                node = self.cfg.get_node_info(uuid) if self.cfg is not None else None
+                if node is None:
+                    raise errors.OpPrereqError(f"Node UUID '{uuid}' is unknown", errors.ECODE_NOENT)
+                self.node_names.append(node.name)
+        self.needed_locks = {}
+        if not self.op.no_locks and self.node_uuids:
+            self.needed_locks[locking.LEVEL_NODE] = list(self.node_uuids)
+
+    def _delay(self) -> None:
+        if self.op.on_master and self.op.duration > 0:
+            time.sleep(self.op.duration)
+        if self.node_names:
+            if self.rpc is None:
+                raise errors.OpExecError("Node RPC is not available on this master")
+            results = self.rpc.call_test_delay(self.node_names, self.op.duration)
+            for node in self.node_names:
+                res = results.get(node)
+                if res is None:
+                    raise errors.OpExecError(f"No answer from node {node}")
+                res.raise_on_failure(f"Failure waiting on node {node}")
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        if self.op.repeat == 0:
+            self._delay()
+        else:
+            for i in range(self.op.repeat):
+                self.LogInfo(f"Test delay iteration {i + 1}/{self.op.repeat}")
+                self._delay()
+        return None
+
+
+class LUTestJqueue(NoHooksLU):
+    """Log the given messages, then fail if asked to (tests the queue)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        for msg in self.op.log_messages:
+            self.proc.log(constants.ELOG_JQUEUE_TEST, msg)
+        if self.op.fail:
+            raise errors.OpExecError("Opcode failure was requested")
+        return True

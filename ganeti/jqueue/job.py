@@ -1,0 +1,239 @@
+"""The job model: opcodes in a job, status calculation, on-disk format.
+
+Pure logic, no threads and no files: :class:`QueuedJob` and
+:class:`QueuedOpCode` hold the state; :func:`calc_status` derives a job's
+status from its opcodes (PROTOCOLS 2.2); :func:`job_to_disk` and
+:func:`job_from_disk` give the exact ``queue/job-<id>`` JSON (2.3);
+:func:`get_job_field` answers the ``job`` query fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ganeti import constants, errors, opcodes
+
+__all__ = ["QueuedOpCode", "QueuedJob", "calc_status", "split_time",
+           "job_to_disk", "job_from_disk", "get_job_field", "JOB_FIELDS"]
+
+Timestamp = list  # [seconds, microseconds]
+
+
+def split_time(value: float) -> list[int]:
+    """``1.5`` -> ``[1, 500000]``."""
+    sec = int(value)
+    usec = int(round((value - sec) * 1000000))
+    if usec >= 1000000:
+        sec, usec = sec + 1, usec - 1000000
+    return [sec, usec]
+
+
+@dataclass
+class QueuedOpCode:
+    """One opcode inside a job, with its status, result and log."""
+
+    input: dict[str, Any]
+    op: opcodes.OpCode | None = None
+    status: str = constants.OP_STATUS_QUEUED
+    result: Any = None
+    log: list[list[Any]] = field(default_factory=list)
+    priority: int = constants.OP_PRIO_DEFAULT
+    start_timestamp: list[int] | None = None
+    exec_timestamp: list[int] | None = None
+    end_timestamp: list[int] | None = None
+
+    @classmethod
+    def from_opcode(cls, op: opcodes.OpCode) -> QueuedOpCode:
+        return cls(input=opcodes.to_dict(op), op=op, priority=op.priority)
+
+    def get_op(self) -> opcodes.OpCode:
+        """The opcode object (rebuilt from ``input`` when loaded from disk)."""
+        if self.op is None:
+            self.op = opcodes.from_dict(self.input)
+        return self.op
+
+    def summary(self) -> str:
+        try:
+            return self.get_op().summary()
+        except errors.GanetiError:
+            op_id = str(self.input.get("OP_ID", "OP_UNKNOWN"))
+            return op_id[3:] if op_id.startswith("OP_") else op_id
+
+
+@dataclass
+class QueuedJob:
+    """A job: an id and its opcodes, plus bookkeeping the queue needs.
+
+    ``log_serial`` is the serial of the last log entry (per job);
+    ``cancel_requested`` marks a job whose cancel must be acted on by the
+    worker running it.
+    """
+
+    id: int
+    ops: list[QueuedOpCode]
+    received_timestamp: list[int] | None = None
+    start_timestamp: list[int] | None = None
+    end_timestamp: list[int] | None = None
+    log_serial: int = 0
+    archived: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def status(self) -> str:
+        return calc_status([op.status for op in self.ops])
+
+    def priority(self) -> int:
+        """The lowest priority number among unfinished opcodes."""
+        prios = [op.priority for op in self.ops if op.status not in constants.OPS_FINALIZED]
+        if not prios:
+            return self.ops[-1].priority if self.ops else constants.OP_PRIO_DEFAULT
+        return min(prios)
+
+    def is_finalized(self) -> bool:
+        return self.status() in constants.JOBS_FINALIZED
+
+    def add_log(self, timestamp: float, log_type: str, message: Any, op_index: int) -> list[Any]:
+        """Append a log entry to opcode ``op_index``; returns the entry."""
+        self.log_serial += 1
+        entry = [self.log_serial, split_time(timestamp), log_type, message]
+        self.ops[op_index].log.append(entry)
+        return entry
+
+    def get_field(self, name: str) -> Any:
+        """The value of query field ``name`` (see :func:`get_job_field`)."""
+        return get_job_field(self, name)
+
+    def log_entries_since(self, serial: int) -> list[list[Any]]:
+        return [e for op in self.ops for e in op.log if e[0] > serial]
+
+    def finalize_ops(self, start: int, status: str, result: Any, now: float) -> None:
+        """Mark the unfinished opcodes ``start..`` with ``status``/``result``
+        and end the job."""
+        ts = split_time(now)
+        for op in self.ops[start:]:
+            if op.status in constants.OPS_FINALIZED:
+                continue
+            op.status = status
+            op.result = result
+            if op.end_timestamp is None:
+                op.end_timestamp = ts
+        self.end_timestamp = ts
+
+
+def calc_status(statuses: list[str]) -> str:
+    """A job's status from its opcodes' statuses (upstream ``CalcStatus``)."""
+    status = constants.JOB_STATUS_QUEUED
+    all_success = True
+    for st in statuses:
+        if st == constants.OP_STATUS_SUCCESS:
+            continue
+        all_success = False
+        if st == constants.OP_STATUS_QUEUED:
+            continue
+        if st in (constants.OP_STATUS_WAITING, constants.OP_STATUS_RUNNING):
+            status = st
+            continue
+        if st in (constants.OP_STATUS_CANCELING, constants.OP_STATUS_ERROR,
+                  constants.OP_STATUS_CANCELED):
+            status = st
+            break
+    if all_success and statuses:
+        return constants.JOB_STATUS_SUCCESS
+    return status
+
+
+_OP_DISK_KEYS = ("input", "status", "result", "log", "priority",
+                 "start_timestamp", "exec_timestamp", "end_timestamp")
+
+
+def job_to_disk(job: QueuedJob) -> dict[str, Any]:
+    """The on-disk dict of a job (PROTOCOLS 2.3)."""
+    data: dict[str, Any] = {
+        "id": job.id,
+        "ops": [{k: getattr(op, k) for k in _OP_DISK_KEYS} for op in job.ops],
+        "received_timestamp": job.received_timestamp,
+        "start_timestamp": job.start_timestamp,
+        "end_timestamp": job.end_timestamp,
+    }
+    data.update(job.extra)
+    return data
+
+
+def job_from_disk(data: Any) -> QueuedJob:
+    """Rebuild a job from its on-disk dict.
+
+    Raises :class:`errors.JobFileCorrupted` when the shape is wrong.  The
+    opcode objects are rebuilt lazily (:meth:`QueuedOpCode.get_op`).
+    """
+    try:
+        if not isinstance(data, dict) or not isinstance(data["id"], int) \
+                or not isinstance(data["ops"], list) or not data["ops"]:
+            raise ValueError("missing id or ops")
+        ops = []
+        for op in data["ops"]:
+            if not isinstance(op, dict) or not isinstance(op.get("input"), dict):
+                raise ValueError("bad opcode entry")
+            if op.get("status") not in constants.JOB_STATUS_ALL:
+                raise ValueError(f"bad opcode status {op.get('status')!r}")
+            ops.append(QueuedOpCode(
+                input=op["input"], status=op["status"], result=op.get("result"),
+                log=list(op.get("log") or []),
+                priority=int(op.get("priority", constants.OP_PRIO_DEFAULT)),
+                start_timestamp=op.get("start_timestamp"),
+                exec_timestamp=op.get("exec_timestamp"),
+                end_timestamp=op.get("end_timestamp")))
+        job = QueuedJob(id=data["id"], ops=ops,
+                        received_timestamp=data.get("received_timestamp"),
+                        start_timestamp=data.get("start_timestamp"),
+                        end_timestamp=data.get("end_timestamp"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise errors.JobFileCorrupted(f"Invalid job data: {exc}") from exc
+    job.extra = {k: data[k] for k in ("livelock", "process_id") if k in data}
+    serials = [e[0] for op in ops for e in op.log
+               if isinstance(e, list) and e and isinstance(e[0], int)]
+    job.log_serial = max(serials, default=0)
+    return job
+
+
+def _per_op(attr: str) -> Any:
+    return lambda job: [getattr(op, attr) for op in job.ops]
+
+
+_GETTERS: dict[str, Any] = {
+    "id": lambda job: job.id,
+    "status": lambda job: job.status(),
+    "priority": lambda job: job.priority(),
+    "ops": lambda job: [op.input for op in job.ops],
+    "opresult": _per_op("result"),
+    "opstatus": _per_op("status"),
+    "oplog": _per_op("log"),
+    "opstart": _per_op("start_timestamp"),
+    "opexec": _per_op("exec_timestamp"),
+    "opend": _per_op("end_timestamp"),
+    "oppriority": _per_op("priority"),
+    "summary": lambda job: [op.summary() for op in job.ops],
+    "received_ts": lambda job: job.received_timestamp,
+    "start_ts": lambda job: job.start_timestamp,
+    "end_ts": lambda job: job.end_timestamp,
+    "archived": lambda job: job.archived,
+}
+
+JOB_FIELDS: tuple[str, ...] = tuple(_GETTERS)
+
+
+def get_job_field(job: QueuedJob, name: str) -> Any:
+    """The value of query field ``name`` for ``job``.
+
+    Raises :class:`errors.ParameterError` for unknown fields.
+    """
+    getter = _GETTERS.get(name)
+    if getter is None:
+        raise errors.ParameterError(f"Unknown job field '{name}'", errors.ECODE_INVAL)
+    return getter(job)
+
+
+def copy_job(job: QueuedJob) -> QueuedJob:
+    """A shallow copy safe to read while the original changes (logs copied)."""
+    ops = [dataclasses.replace(op, log=list(op.log)) for op in job.ops]
+    return dataclasses.replace(job, ops=ops, extra=dict(job.extra))

@@ -1,0 +1,773 @@
+"""The job queue: submission, scheduling, worker threads, waiting, archive.
+
+One :class:`JobQueue` per master.  All job state lives under one lock;
+``_changed`` (a condition on that lock) is notified on every change and
+wakes :meth:`JobQueue.wait_for_job_change`; ``_work`` wakes idle workers.
+
+Durability: every state change is written through
+:class:`~ganeti.jqueue.storage.JobStorage` (group commit) before the caller
+goes on; log messages are written lazily.  A submitted job id is returned
+only after its file (and the serial) are durable.
+
+Finished jobs are kept as small stubs (status, end time) and read back
+from disk on demand, with a small cache, so a queue with many finished
+jobs loads fast and stays small.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, errors, opcodes, serializer
+from ganeti.jqueue import deps as jdeps
+from ganeti.jqueue.job import (QueuedJob, QueuedOpCode, calc_status, copy_job, get_job_field,
+                               job_from_disk, job_to_disk, split_time)
+from ganeti.jqueue.storage import JobStorage
+
+__all__ = ["JobQueue", "ProcessorFactory"]
+
+logger = logging.getLogger(__name__)
+
+# A processor has execute_opcode(op, callbacks) -> result (see ganeti.mcpu).
+ProcessorFactory = Callable[[], Any]
+
+MSG_MASTER_STOPPED = "Master daemon stopped while the job was running"
+MSG_PREV_FAILED = "Previous opcode failed"
+MSG_CANCELED = "Job canceled by request"
+_CACHE_SIZE = 512
+_FAST_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
+class _Stub:
+    __slots__ = ("status", "end")
+
+    def __init__(self, status: str, end: float | None) -> None:
+        self.status = status
+        self.end = end
+
+
+class _OpCallbacks:
+    """What the processor may do while running one opcode of a job."""
+
+    def __init__(self, queue: JobQueue, job: QueuedJob, index: int) -> None:
+        self._queue = queue
+        self._job = job
+        self._index = index
+
+    def notify_start(self) -> None:
+        """Locks are held: the opcode is now running (cancel impossible)."""
+        self._queue._op_started(self._job, self._index)
+
+    def feedback(self, *args: Any) -> None:
+        """Add a log message: ``feedback(msg)`` or ``feedback(type, msg)``."""
+        if len(args) == 1:
+            log_type, msg = constants.ELOG_MESSAGE, args[0]
+        else:
+            log_type, msg = args[0], args[1]
+        self._queue._add_log(self._job, self._index, log_type, msg)
+
+    def check_cancel(self) -> bool:
+        """True when the job was asked to cancel (before it started running)."""
+        with self._queue._lock:
+            return self._job.ops[self._index].status == constants.OP_STATUS_CANCELING
+
+    def current_priority(self) -> int:
+        return self._job.ops[self._index].priority
+
+    def set_priority(self, priority: int) -> None:
+        """Raise the opcode's priority (the processor escalates after lock timeouts)."""
+        with self._queue._lock:
+            self._job.ops[self._index].priority = max(constants.OP_PRIO_HIGHEST, priority)
+            self._queue._changed.notify_all()
+
+    def submit_many_jobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
+        return self._queue.submit_many_jobs(jobs)
+
+
+class JobQueue:
+    """Jobs, their scheduling by priority and dependencies, and the workers.
+
+    ``processor_factory()`` gives an object with ``execute_opcode(op,
+    callbacks)``; ``clock`` is wall time (job timestamps).
+    """
+
+    def __init__(self, storage: JobStorage, processor_factory: ProcessorFactory, *,
+                 workers: int = constants.DEFAULT_JOB_WORKERS,
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.storage = storage
+        self._factory = processor_factory
+        self._nworkers = workers
+        self._clock = clock
+        self._mono = monotonic
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._work = threading.Condition(self._lock)
+        self._jobs: dict[int, QueuedJob] = {}        # unfinished (and finishing) jobs
+        self._stubs: dict[int, _Stub] = {}           # finalized, unarchived
+        self._cache: collections.OrderedDict[int, QueuedJob] = collections.OrderedDict()
+        self._heap: list[tuple[int, int]] = []
+        self._queued: set[int] = set()               # ids in the heap, not taken yet
+        self._owned: set[int] = set()                # ids a worker is running
+        self._repush: set[int] = set()               # woken while still owned
+        self.deps = jdeps.DependencyManager()
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+        self.corrupt_ids: list[int] = []
+
+    # lifecycle -------------------------------------------------------------
+    def load(self) -> None:
+        """Load the unarchived jobs from disk (before :meth:`start`).
+
+        Running jobs become ``error`` (the master stopped under them),
+        waiting ones are queued again, canceling ones canceled; corrupt files
+        are logged and left alone.
+        """
+        rewrite: list[QueuedJob] = []
+        now = self._clock()
+        for job_id in self.storage.list_job_ids():
+            self.storage.note_existing_id(job_id)
+            raw = self.storage.read_job(job_id)
+            if raw is None:
+                continue
+            try:
+                data = serializer.loads(raw)
+                statuses = [op["status"] for op in data["ops"]]
+                status = calc_status(statuses)
+                if status in constants.JOBS_FINALIZED:
+                    end = data.get("end_timestamp")
+                    self._stubs[job_id] = _Stub(status, end[0] if end else None)
+                    continue
+                job = job_from_disk(data)
+                if job.id != job_id:
+                    raise errors.JobFileCorrupted(f"file job-{job_id} holds job {job.id}")
+            except (errors.GanetiError, KeyError, TypeError, IndexError) as exc:
+                logger.error("Skipping corrupt job file job-%s: %s", job_id, exc)
+                self.corrupt_ids.append(job_id)
+                continue
+            if self._recover(job, now):
+                rewrite.append(job)
+            if job.is_finalized():
+                self._stubs[job_id] = _Stub(job.status(), now)
+            else:
+                self._jobs[job_id] = job
+        if rewrite:
+            self.storage.write_jobs([(j.id, self._encode(j)) for j in rewrite])
+        with self._lock:
+            for job in self._jobs.values():
+                self._push(job)
+        logger.info("Loaded %d unfinished and %d finished jobs (%d corrupt)",
+                    len(self._jobs), len(self._stubs), len(self.corrupt_ids))
+
+    def _recover(self, job: QueuedJob, now: float) -> bool:
+        changed = False
+        for idx, op in enumerate(job.ops):
+            if op.status == constants.OP_STATUS_RUNNING:
+                err = errors.encode_exception(errors.OpExecError(MSG_MASTER_STOPPED))
+                job.finalize_ops(idx, constants.OP_STATUS_ERROR, err, now)
+                return True
+            if op.status == constants.OP_STATUS_CANCELING:
+                job.finalize_ops(idx, constants.OP_STATUS_CANCELED, MSG_CANCELED, now)
+                return True
+            if op.status == constants.OP_STATUS_WAITING:
+                op.status = constants.OP_STATUS_QUEUED
+                changed = True
+        return changed
+
+    def start(self) -> None:
+        """Start the worker threads."""
+        for i in range(self._nworkers):
+            t = threading.Thread(target=self._worker, name=f"jq-worker-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def shutdown(self, timeout: float = 30.0) -> bool:
+        """Stop taking work; wait up to ``timeout`` for running opcodes.
+
+        Jobs not finished stay on disk as they are and resume on the next
+        start.  Returns True when all workers stopped in time.
+        """
+        with self._lock:
+            self._stopping = True
+            self._work.notify_all()
+            self._changed.notify_all()
+        deadline = self._mono() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - self._mono()))
+        ok = not any(t.is_alive() for t in self._threads)
+        self.storage.close()
+        return ok
+
+    # submission --------------------------------------------------------------
+    def submit_job(self, ops: Any, *, ignore_drain: bool = False) -> int:
+        """Validate and store one job; returns its id once durable.
+
+        Raises :class:`errors.JobQueueDrainError` when drained,
+        :class:`errors.OpCodeError`/:class:`errors.ParameterError` for invalid
+        opcodes (no job is created), :class:`errors.JobQueueFull` when full.
+        """
+        self._check_accepting(ignore_drain, 1)
+        job_ops = self._validate_ops(ops, relative_ok=False)
+        job_id = self.storage.allocate_ids(1)[0]
+        job = self._build_job(job_id, job_ops)
+        self._store_new([job])
+        return job_id
+
+    def submit_many_jobs(self, jobs: Any, *, ignore_drain: bool = False) -> list[list[Any]]:
+        """Submit several jobs; per job ``[True, id]`` or ``[False, message]``.
+
+        Relative (negative) dependency ids refer to earlier jobs of the same
+        call; a job whose relative dependency failed to submit fails too.
+        """
+        if not isinstance(jobs, list):
+            raise errors.ParameterError("SubmitManyJobs expects a list of jobs", errors.ECODE_INVAL)
+        self._check_accepting(ignore_drain, len(jobs))
+        results: list[list[Any]] = []
+        validated: list[list[opcodes.OpCode] | None] = []
+        for ops in jobs:
+            try:
+                validated.append(self._validate_ops(ops, relative_ok=True))
+            except errors.GanetiError as exc:
+                validated.append(None)
+                results.append([False, str(exc)])
+                continue
+            results.append([True, None])
+        ids = self.storage.allocate_ids(sum(1 for v in validated if v is not None))
+        ids.reverse()
+        assigned: list[int | None] = []
+        new_jobs: list[QueuedJob] = []
+        for idx, job_ops in enumerate(validated):
+            if job_ops is None:
+                assigned.append(None)
+                continue
+            job_id = ids.pop()
+            try:
+                for op in job_ops:
+                    op.depends = self._resolve_relative(op.depends, idx, assigned)
+            except errors.GanetiError as exc:
+                assigned.append(None)
+                results[idx] = [False, str(exc)]
+                continue
+            assigned.append(job_id)
+            new_jobs.append(self._build_job(job_id, job_ops))
+            results[idx] = [True, job_id]
+        if new_jobs:
+            self._store_new(new_jobs)
+        return results
+
+    @staticmethod
+    def _resolve_relative(depends: list[Any] | None, idx: int,
+                          assigned: list[int | None]) -> list[Any] | None:
+        if not depends:
+            return depends
+        resolved = []
+        for dep_id, wanted in depends:
+            if dep_id < 0:
+                target = idx + dep_id
+                if target < 0 or assigned[target] is None:
+                    raise errors.ParameterError(
+                        f"Job dependency {dep_id} cannot be resolved (no such job submitted"
+                        " in this call)", errors.ECODE_INVAL)
+                dep_id = assigned[target]
+            resolved.append([dep_id, wanted])
+        return resolved
+
+    def _check_accepting(self, ignore_drain: bool, count: int) -> None:
+        if not ignore_drain and self.storage.is_drained():
+            raise errors.JobQueueDrainError("Job queue is drained, refusing job", errors.ECODE_STATE)
+        with self._lock:
+            if self._stopping:
+                raise errors.JobQueueError("Master daemon is shutting down, refusing job")
+            if len(self._jobs) + count > constants.JOB_QUEUE_SIZE_HARD_LIMIT:
+                raise errors.JobQueueFull(
+                    f"Job queue is full ({len(self._jobs)} unfinished jobs), refusing job")
+
+    @staticmethod
+    def _validate_ops(ops: Any, relative_ok: bool) -> list[opcodes.OpCode]:
+        if not isinstance(ops, list) or not ops:
+            raise errors.OpCodeError("A job needs a non-empty list of opcodes", errors.ECODE_INVAL)
+        result = []
+        for idx, data in enumerate(ops):
+            try:
+                op = opcodes.from_dict(data)
+            except errors.OpPrereqError as exc:
+                raise type(exc)(f"Opcode {idx}: {exc}", exc.ecode) from exc
+            if not relative_ok and any(d[0] < 0 for d in op.depends or []):
+                raise errors.ParameterError(
+                    f"Opcode {idx}: relative job dependencies are only valid in SubmitManyJobs",
+                    errors.ECODE_INVAL)
+            result.append(op)
+        return result
+
+    def _build_job(self, job_id: int, ops: list[opcodes.OpCode]) -> QueuedJob:
+        now = self._clock()
+        ts_ns = int(now * 1e9)
+        qops = []
+        for idx, op in enumerate(ops):
+            op.reason = list(op.reason) + [[f"gnt:opcode:{op.OP_ID[3:].lower()}",
+                                            f"job={job_id};index={idx}", ts_ns]]
+            qops.append(QueuedOpCode.from_opcode(op))
+        return QueuedJob(id=job_id, ops=qops, received_timestamp=split_time(now))
+
+    def _store_new(self, jobs: list[QueuedJob]) -> None:
+        self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True)
+        with self._lock:
+            for job in jobs:
+                self._jobs[job.id] = job
+                self._push(job)
+            self._changed.notify_all()
+
+    # scheduling --------------------------------------------------------------
+    def _push(self, job: QueuedJob) -> None:
+        """Make ``job`` runnable (lock held)."""
+        if job.id in self._owned:
+            self._repush.add(job.id)
+            return
+        self._queued.add(job.id)
+        heapq.heappush(self._heap, (job.priority(), job.id))
+        self._work.notify()
+
+    def _worker(self) -> None:
+        while True:
+            with self._lock:
+                job = None
+                while job is None:
+                    if self._stopping:
+                        return
+                    while self._heap:
+                        prio, job_id = heapq.heappop(self._heap)
+                        cand = self._jobs.get(job_id)
+                        if cand is None or job_id not in self._queued or prio != cand.priority():
+                            continue
+                        self._queued.discard(job_id)
+                        self._owned.add(job_id)
+                        job = cand
+                        break
+                    if job is None:
+                        self._work.wait()
+            try:
+                self._run_job(job)
+            except Exception:  # a worker must survive anything
+                logger.exception("Unexpected error while running job %s", job.id)
+            finally:
+                with self._lock:
+                    self._owned.discard(job.id)
+                    if job.id in self._repush:
+                        self._repush.discard(job.id)
+                        if job.id in self._jobs:
+                            self._push(job)
+
+    def _encode(self, job: QueuedJob) -> bytes:
+        # job data is plain JSON data already: skip the dataclass walk of
+        # serializer.dumps (this runs several times per job)
+        return _FAST_JSON.encode(job_to_disk(job)).encode("utf-8")
+
+    def _save(self, job: QueuedJob, wait: bool = True) -> None:
+        """Write ``job`` (lock NOT held); wakes waiters afterwards."""
+        with self._lock:
+            data = self._encode(job)
+        try:
+            self.storage.write_jobs([(job.id, data)], wait=wait)
+        finally:
+            with self._lock:
+                self._changed.notify_all()
+
+    def _run_job(self, job: QueuedJob) -> None:
+        """Run the job's opcodes in order until it ends or must wait."""
+        with self._lock:
+            if job.start_timestamp is None:
+                job.start_timestamp = split_time(self._clock())
+        for idx, qop in enumerate(job.ops):
+            if qop.status == constants.OP_STATUS_SUCCESS:
+                continue
+            with self._lock:
+                if self._stopping:
+                    return
+                canceling = qop.status == constants.OP_STATUS_CANCELING
+            if canceling:
+                self._finalize(job, lambda j, i=idx: self._cancel_from(j, i))
+                return
+            outcome = self._check_dependencies(job, idx)
+            if outcome is None:
+                return              # waiting; woken when the dependency ends
+            if outcome is not True:
+                self._finalize(job, outcome)
+                return
+            with self._lock:
+                qop.status = constants.OP_STATUS_WAITING
+                if qop.start_timestamp is None:
+                    qop.start_timestamp = split_time(self._clock())
+            # not awaited: after a crash "waiting" and "queued" both mean "run again"
+            self._save(job, wait=False)
+            if not self._execute(job, idx):
+                return
+
+    def _check_dependencies(self, job: QueuedJob, idx: int) -> Any:
+        """Evaluate the opcode's dependencies.
+
+        Returns True to go on, None when the job must wait, or a function
+        finalizing the job (canceled or failed).
+        """
+        qop = job.ops[idx]
+        for dep_id, wanted in qop.input.get("depends") or []:
+            with self._lock:
+                status = self._status_of(dep_id)
+                result, msg = jdeps.evaluate(job.id, dep_id, wanted, status)
+                if result == jdeps.DEP_WAIT:
+                    # registered under the lock: a finishing dependency cannot slip by
+                    self.deps.add_waiter(dep_id, job.id, wanted)
+                    changed = qop.status != constants.OP_STATUS_WAITING
+                    qop.status = constants.OP_STATUS_WAITING
+            if result == jdeps.DEP_WAIT:
+                logger.debug("Job %s: %s", job.id, msg)
+                if changed:
+                    self._save(job)
+                return None
+            if result == jdeps.DEP_CONTINUE:
+                continue
+            if result == jdeps.DEP_CANCEL:
+                return lambda j, m=msg: self._cancel_from(j, idx, m)
+            return lambda j, m=msg: self._fail_from(j, idx, errors.OpExecError(m))
+        return True
+
+    def _cancel_from(self, job: QueuedJob, idx: int, msg: str = MSG_CANCELED) -> None:
+        job.finalize_ops(idx, constants.OP_STATUS_CANCELED, msg, self._clock())
+
+    def _fail_from(self, job: QueuedJob, idx: int, exc: BaseException) -> None:
+        now = self._clock()
+        job.finalize_ops(idx + 1, constants.OP_STATUS_ERROR,
+                         errors.encode_exception(errors.OpExecError(MSG_PREV_FAILED)), now)
+        failed = job.ops[idx]
+        failed.status = constants.OP_STATUS_ERROR
+        failed.result = errors.encode_exception(exc)
+        failed.end_timestamp = split_time(now)
+
+    def _finalize(self, job: QueuedJob, change: Callable[[QueuedJob], None]) -> None:
+        """Make the job final: ``change`` is applied to a copy, written
+        durably, and only then shown (so nobody sees an undurable end)."""
+        with self._lock:
+            final = copy_job(job)
+            change(final)
+            data = self._encode(final)
+        try:
+            self.storage.write_jobs([(job.id, data)])
+        except errors.JobQueueError:
+            logger.exception("Cannot write the final state of job %s", job.id)
+        with self._lock:
+            job.ops = final.ops
+            job.end_timestamp = final.end_timestamp
+            self._retire(job)
+
+    def _execute(self, job: QueuedJob, idx: int) -> bool:
+        """Run opcode ``idx``; True when the job goes on with the next one."""
+        qop = job.ops[idx]
+        cbs = _OpCallbacks(self, job, idx)
+        thread = threading.current_thread()
+        old_name, thread.name = thread.name, f"job/{job.id}"
+        try:
+            op = qop.get_op()
+            result = self._factory().execute_opcode(op, cbs)
+        except Exception as exc:
+            with self._lock:
+                canceled = qop.status == constants.OP_STATUS_CANCELING
+            if canceled:
+                self._finalize(job, lambda j: self._cancel_from(j, idx))
+                return False
+            if isinstance(exc, errors.GanetiError):
+                logger.info("Job %s opcode %s failed: %s", job.id, idx, exc)
+            else:
+                logger.exception("Job %s opcode %s failed unexpectedly", job.id, idx)
+            self._finalize(job, lambda j, e=exc: self._fail_from(j, idx, e))
+            return False
+        finally:
+            thread.name = old_name
+        result = _jsonable(result)
+        last = idx == len(job.ops) - 1
+
+        def succeed(j: QueuedJob) -> None:
+            op = j.ops[idx]
+            op.status = constants.OP_STATUS_SUCCESS
+            op.result = result
+            op.end_timestamp = split_time(self._clock())
+            if op.exec_timestamp is None:
+                op.exec_timestamp = op.start_timestamp
+            if last:
+                j.end_timestamp = op.end_timestamp
+
+        if last:
+            self._finalize(job, succeed)
+            return False
+        with self._lock:
+            succeed(job)
+        self._save(job)
+        return True
+
+    def _op_started(self, job: QueuedJob, idx: int) -> None:
+        with self._lock:
+            qop = job.ops[idx]
+            if qop.status == constants.OP_STATUS_CANCELING:
+                raise errors.OpExecError(MSG_CANCELED)
+            qop.status = constants.OP_STATUS_RUNNING
+            qop.exec_timestamp = split_time(self._clock())
+        self._save(job)
+
+    def _add_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
+        with self._lock:
+            job.add_log(self._clock(), log_type, _jsonable(msg), idx)
+            self._changed.notify_all()
+        self._save(job, wait=False)
+
+    def _retire(self, job: QueuedJob) -> None:
+        """(lock held) the job is final and durable."""
+        self._jobs.pop(job.id, None)
+        self._queued.discard(job.id)
+        end = job.end_timestamp[0] if job.end_timestamp else self._clock()
+        self._stubs[job.id] = _Stub(job.status(), end)
+        self._cache_put(job)
+        self.deps.remove_job(job.id)
+        for waiter in self.deps.job_finished(job.id):
+            wjob = self._jobs.get(waiter)
+            if wjob is not None:
+                self._push(wjob)
+        self._changed.notify_all()
+
+    # lookups -----------------------------------------------------------------
+    def _cache_put(self, job: QueuedJob) -> None:
+        self._cache[job.id] = job
+        self._cache.move_to_end(job.id)
+        while len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    def _status_of(self, job_id: int) -> str | None:
+        """(lock held) status of any job, looking into the archive too."""
+        job = self._jobs.get(job_id)
+        if job is not None:
+            return job.status()
+        stub = self._stubs.get(job_id)
+        if stub is not None:
+            return stub.status
+        job = self._load_finished(job_id, archived=True)
+        return job.status() if job is not None else None
+
+    def _load_finished(self, job_id: int, archived: bool) -> QueuedJob | None:
+        """(lock held) a finalized job from cache or disk (archive too if asked)."""
+        job = self._cache.get(job_id)
+        if job is not None:
+            return job
+        raw = self.storage.read_job(job_id) if job_id in self._stubs else None
+        is_archived = False
+        if raw is None and archived:
+            raw = self.storage.read_archived_job(job_id)
+            is_archived = raw is not None
+        if raw is None:
+            return None
+        try:
+            job = job_from_disk(serializer.loads(raw))
+        except errors.GanetiError as exc:
+            logger.error("Cannot read job %s: %s", job_id, exc)
+            return None
+        job.archived = is_archived
+        if not is_archived:
+            self._cache_put(job)
+        return job
+
+    def _get_job(self, job_id: Any, archived: bool = True) -> QueuedJob | None:
+        """(lock held)"""
+        if not isinstance(job_id, int) or isinstance(job_id, bool):
+            try:
+                job_id = int(job_id)
+            except (TypeError, ValueError):
+                return None
+        job = self._jobs.get(job_id)
+        if job is not None:
+            return job
+        return self._load_finished(job_id, archived)
+
+    def job_ids(self) -> list[int]:
+        """Ids of all unarchived jobs, sorted."""
+        with self._lock:
+            return sorted(set(self._jobs) | set(self._stubs))
+
+    def get_jobs(self, job_ids: list[int] | None) -> list[QueuedJob | None]:
+        """Snapshots of jobs (None for unknown ids); all unarchived when None."""
+        with self._lock:
+            ids = sorted(set(self._jobs) | set(self._stubs)) if job_ids is None else job_ids
+            found = [self._get_job(i) for i in ids]
+            return [copy_job(j) if j is not None else None for j in found]
+
+    def query_jobs(self, job_ids: list[Any] | None, fields: list[str]) -> list[list[Any] | None]:
+        """LUXI QueryJobs: one row of field values per id (None when unknown)."""
+        _check_fields(fields)
+        with self._lock:
+            ids = sorted(set(self._jobs) | set(self._stubs)) if job_ids is None else job_ids
+            rows: list[list[Any] | None] = []
+            for job_id in ids:
+                job = self._get_job(job_id)
+                rows.append(None if job is None else [get_job_field(job, f) for f in fields])
+            return rows
+
+    def wait_for_job_change(self, job_id: Any, fields: list[str], prev_job_info: Any,
+                            prev_log_serial: Any, timeout: float) -> Any:
+        """Block until the job's fields or log change, or ``timeout`` passes.
+
+        Returns ``"nochange"`` on timeout (capped at LUXI_WFJC_TIMEOUT),
+        else ``[field values, new log entries]``; a finalized job answers at
+        once.  Raises :class:`errors.JobLost` for unknown jobs.
+        """
+        _check_fields(fields)
+        try:
+            timeout = min(float(timeout), float(constants.LUXI_WFJC_TIMEOUT))
+        except (TypeError, ValueError) as exc:
+            raise errors.ParameterError("WaitForJobChange: timeout must be a number",
+                                        errors.ECODE_INVAL) from exc
+        serial = prev_log_serial if isinstance(prev_log_serial, int) else -1
+        deadline = self._mono() + max(0.0, timeout)
+        with self._lock:
+            while True:
+                job = self._get_job(job_id)
+                if job is None:
+                    raise errors.JobLost(f"Job {job_id} not found")
+                info = [get_job_field(job, f) for f in fields]
+                logs = job.log_entries_since(serial)
+                if info != prev_job_info or logs or job.is_finalized():
+                    return [serializer.loads(serializer.dumps(info)), [list(e) for e in logs]]
+                remaining = deadline - self._mono()
+                if remaining <= 0 or self._stopping:
+                    return "nochange"
+                self._changed.wait(remaining)
+
+    # control -----------------------------------------------------------------
+    def cancel_job(self, job_id: Any) -> list[Any]:
+        """Cancel a queued or waiting job; returns ``[success, message]``."""
+        with self._lock:
+            job = self._get_job(job_id, archived=False)
+            if job is None:
+                return [False, f"Job {job_id} not found"]
+            status = job.status()
+            if status in constants.JOBS_FINALIZED:
+                return [False, f"Job {job.id} is already finished ({status})"]
+            if status in (constants.JOB_STATUS_RUNNING, constants.JOB_STATUS_CANCELING):
+                return [False, f"Job {job.id} is {status}, it can no longer be canceled"]
+            owned = job.id in self._owned
+            if not owned:
+                final = copy_job(job)
+                final.finalize_ops(0, constants.OP_STATUS_CANCELED, MSG_CANCELED, self._clock())
+                self.deps.remove_job(job.id)
+                self._queued.discard(job.id)
+            else:
+                for op in job.ops:
+                    if op.status not in constants.OPS_FINALIZED:
+                        op.status = constants.OP_STATUS_CANCELING
+                final = job
+            data = self._encode(final)
+        self.storage.write_jobs([(job.id, data)])
+        with self._lock:
+            if not owned:
+                job.ops = final.ops
+                job.end_timestamp = final.end_timestamp
+                self._retire(job)
+                return [True, f"Job {job.id} canceled"]
+            self._changed.notify_all()
+            return [True, f"Job {job.id} will be canceled"]
+
+    def change_job_priority(self, job_id: Any, priority: Any) -> list[Any]:
+        """Change the priority of a job's unfinished opcodes; ``[success, message]``."""
+        if (not isinstance(priority, int) or isinstance(priority, bool)
+                or not constants.OP_PRIO_HIGHEST <= priority <= constants.OP_PRIO_LOWEST):
+            raise errors.ParameterError(
+                f"Priority must be an integer in [{constants.OP_PRIO_HIGHEST},"
+                f" {constants.OP_PRIO_LOWEST}], got {priority!r}", errors.ECODE_INVAL)
+        with self._lock:
+            job = self._get_job(job_id, archived=False)
+            if job is None:
+                return [False, f"Job {job_id} not found"]
+            if job.is_finalized():
+                return [False, f"Job {job.id} is finished"]
+            for op in job.ops:
+                if op.status not in constants.OPS_FINALIZED:
+                    op.priority = priority
+            if job.id in self._queued:
+                heapq.heappush(self._heap, (job.priority(), job.id))
+            data = self._encode(job)
+        self.storage.write_jobs([(job.id, data)])
+        with self._lock:
+            self._changed.notify_all()
+        return [True, f"Priority of job {job.id} changed to {priority}"]
+
+    def archive_job(self, job_id: Any) -> bool:
+        """Archive one finished job; False when unknown or unfinished."""
+        with self._lock:
+            job = self._get_job(job_id, archived=False)
+            if job is None or not job.is_finalized() or job.id not in self._stubs:
+                return False
+            return self._archive_locked([job.id]) == 1
+
+    def _archive_locked(self, ids: list[int]) -> int:
+        moved = self.storage.archive_jobs(ids)
+        for job_id in moved:
+            self._stubs.pop(job_id, None)
+            self._cache.pop(job_id, None)
+        if moved:
+            self._changed.notify_all()
+        return len(moved)
+
+    def auto_archive_jobs(self, age: Any, timeout: Any) -> list[int]:
+        """Archive finished jobs older than ``age`` seconds (-1: all).
+
+        Stops after ``timeout`` seconds; returns ``[archived, left]`` where
+        ``left`` counts the finished jobs not examined.
+        """
+        if not isinstance(age, (int, float)) or not isinstance(timeout, (int, float)):
+            raise errors.ParameterError("AutoArchiveJobs expects [age, timeout] numbers",
+                                        errors.ECODE_INVAL)
+        deadline = self._mono() + timeout
+        now = self._clock()
+        archived = 0
+        with self._lock:
+            ids = sorted(self._stubs)
+        left = len(ids)
+        for start in range(0, len(ids), 200):
+            if self._mono() > deadline:
+                break
+            chunk = ids[start:start + 200]
+            with self._lock:
+                todo = [i for i in chunk if i in self._stubs and
+                        (age < 0 or (self._stubs[i].end or 0) <= now - age)]
+                archived += self._archive_locked(todo)
+            left -= len(chunk)
+        return [archived, left]
+
+    # queue flags ---------------------------------------------------------------
+    def set_drain_flag(self, flag: bool) -> None:
+        self.storage.set_drained(bool(flag))
+
+    def is_drained(self) -> bool:
+        return self.storage.is_drained()
+
+    def get_lock_info(self) -> list[dict[str, Any]]:
+        """Lock-monitor provider: dependency waits as pseudo-locks."""
+        return self.deps.get_lock_info()
+
+
+def _check_fields(fields: Any) -> None:
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise errors.ParameterError("Job fields must be a list of strings", errors.ECODE_INVAL)
+    from ganeti.jqueue.job import JOB_FIELDS
+    unknown = [f for f in fields if f not in JOB_FIELDS]
+    if unknown:
+        raise errors.ParameterError(f"Unknown job field(s): {', '.join(unknown)}", errors.ECODE_INVAL)
+
+
+def _jsonable(value: Any) -> Any:
+    """Make an opcode result plain JSON data (dataclasses, tuples, sets...)."""
+    try:
+        return serializer.loads(serializer.dumps(value))
+    except (TypeError, ValueError, errors.GanetiError):
+        return str(value)

@@ -1,0 +1,346 @@
+"""Durable job queue files: job files, serial, version, drain flag, archive.
+
+Writes go through a *group commit* writer thread: callers hand over
+``{path: bytes}`` and (usually) wait; the writer takes everything pending,
+writes temporary files, makes them durable (one ``fsync`` each, or one
+``syncfs`` of the filesystem), renames them into place and fsyncs each
+touched directory once.  Many concurrent writers thus share one commit.
+
+The queue ``serial`` (last job id handed out) is written in the same
+commit as the job files using it, so an acknowledged job id is never
+reused, even after a crash; on load the serial is also raised to the
+highest job id found on disk.
+
+Replication (to master candidates) is a pair of callbacks called after a
+file is durable: ``replicate(file_name, content)`` and
+``replicate_rename(old, new)``; the defaults do nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+
+from ganeti import constants, errors
+from ganeti.pathutils import Paths, archived_job_file_name, job_file_name
+
+__all__ = ["JobStorage", "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
+
+logger = logging.getLogger(__name__)
+
+SYNC_FSYNC = "fsync"
+SYNC_SYNCFS = "syncfs"
+SYNC_NONE = "none"
+
+ReplicateFn = Callable[[str, bytes], None]
+ReplicateRenameFn = Callable[[str, str], None]
+
+
+class _Ticket:
+    __slots__ = ("event", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.error: BaseException | None = None
+
+
+class _GroupWriter:
+    """A thread committing batches of atomic file replacements."""
+
+    def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes]], None],
+                 serial_data: Callable[[], tuple[str, bytes]]) -> None:
+        self._sync_mode = sync_mode
+        self._after_commit = after_commit
+        self._serial_data = serial_data
+        self._cond = threading.Condition()
+        self._pending: dict[str, bytes] = {}
+        self._serial_dirty = False
+        self._tickets: list[_Ticket] = []
+        self._stop = False
+        self._seq = 0
+        self._syncfs = None
+        if sync_mode == SYNC_SYNCFS:
+            libc = ctypes.CDLL(None, use_errno=True)
+            self._syncfs = libc.syncfs
+        self._thread = threading.Thread(target=self._run, name="jqueue-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, files: dict[str, bytes], serial: bool = False) -> _Ticket:
+        ticket = _Ticket()
+        with self._cond:
+            if self._stop:
+                raise errors.JobQueueError("Job queue writer is stopped")
+            self._pending.update(files)
+            self._serial_dirty = self._serial_dirty or serial
+            self._tickets.append(ticket)
+            self._cond.notify()
+        return ticket
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._serial_dirty and not self._stop:
+                    self._cond.wait()
+                if self._stop and not self._pending and not self._serial_dirty:
+                    for t in self._tickets:
+                        t.event.set()
+                    return
+                batch, self._pending = self._pending, {}
+                tickets, self._tickets = self._tickets, []
+                if self._serial_dirty:
+                    path, data = self._serial_data()
+                    batch = {path: data, **batch}
+                    self._serial_dirty = False
+            error: BaseException | None = None
+            try:
+                self._commit(batch)
+            except OSError as exc:
+                logger.error("Cannot write job queue files: %s", exc)
+                error = exc
+            for t in tickets:
+                t.error = error
+                t.event.set()
+            if error is None:
+                try:
+                    self._after_commit(batch)
+                except Exception:  # replication must never stop the writer
+                    logger.exception("Job queue replication callback failed")
+
+    def _commit(self, batch: dict[str, bytes]) -> None:
+        self._seq += 1
+        temps: list[tuple[str, str]] = []
+        dirs: set[str] = set()
+        try:
+            for path, data in batch.items():
+                dirname, base = os.path.split(path)
+                tmp = os.path.join(dirname, f".{base}.tmp{self._seq}")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    if self._sync_mode == SYNC_FSYNC:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+                temps.append((tmp, path))
+                dirs.add(dirname)
+            if self._sync_mode == SYNC_SYNCFS and temps:
+                fd = os.open(next(iter(dirs)), os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    if self._syncfs(fd) != 0:
+                        err = ctypes.get_errno()
+                        raise OSError(err, os.strerror(err))
+                finally:
+                    os.close(fd)
+            for tmp, path in temps:
+                os.replace(tmp, path)
+            temps = []
+            if self._sync_mode != SYNC_NONE:
+                for d in dirs:
+                    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+        finally:
+            for tmp, _ in temps:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+
+class JobStorage:
+    """The files of one job queue directory.
+
+    Thread-safe.  :meth:`open` must be called first (creates the
+    directories, checks the version, reads the serial); :meth:`close`
+    flushes and stops the writer.
+    """
+
+    def __init__(self, paths: Paths, *, sync_mode: str = SYNC_FSYNC,
+                 replicate: ReplicateFn | None = None,
+                 replicate_rename: ReplicateRenameFn | None = None) -> None:
+        self.paths = paths
+        self.queue_dir = paths.queue_dir
+        self.archive_dir = paths.queue_archive_dir
+        self._sync_mode = sync_mode
+        self._replicate = replicate
+        self._replicate_rename = replicate_rename
+        self._lock = threading.Lock()
+        self._last_id = 0
+        self._writer: _GroupWriter | None = None
+
+    # setup -----------------------------------------------------------------
+    def open(self) -> None:
+        """Create the queue layout if needed and start the writer.
+
+        Raises :class:`errors.JobQueueError` for an unknown queue version.
+        """
+        os.makedirs(self.archive_dir, mode=0o750, exist_ok=True)
+        version_file = self.paths.queue_version_file
+        try:
+            with open(version_file, "rb") as fh:
+                text = fh.read().decode("ascii", "replace").strip()
+            if text and int(text) != constants.JOB_QUEUE_VERSION:
+                raise errors.JobQueueError(f"Unsupported job queue version {text}")
+        except FileNotFoundError:
+            from ganeti.utils.io import write_file_atomic
+            write_file_atomic(version_file, f"{constants.JOB_QUEUE_VERSION}\n")
+        except ValueError as exc:
+            raise errors.JobQueueError(f"Invalid job queue version file: {exc}") from exc
+        serial = 0
+        try:
+            with open(self.paths.queue_serial_file, "rb") as fh:
+                serial = int(fh.read().strip() or b"0")
+        except FileNotFoundError:
+            pass
+        except ValueError:
+            logger.error("Invalid queue serial file, recovering from the job files")
+        self._last_id = serial
+        self._writer = _GroupWriter(self._sync_mode, self._after_commit, self._serial_data)
+
+    def close(self) -> None:
+        """Flush pending writes and stop the writer thread."""
+        if self._writer is not None:
+            self._writer.stop()
+            self._writer = None
+
+    def note_existing_id(self, job_id: int) -> None:
+        """Raise the serial to at least ``job_id`` (found on disk at load)."""
+        with self._lock:
+            self._last_id = max(self._last_id, job_id)
+
+    @property
+    def last_id(self) -> int:
+        return self._last_id
+
+    # ids and writes ----------------------------------------------------------
+    def allocate_ids(self, count: int) -> list[int]:
+        """Reserve ``count`` new job ids (durable with the next commit)."""
+        with self._lock:
+            first = self._last_id + 1
+            self._last_id += count
+            return list(range(first, first + count))
+
+    def _serial_data(self) -> tuple[str, bytes]:
+        with self._lock:
+            return self.paths.queue_serial_file, f"{self._last_id}\n".encode("ascii")
+
+    def job_path(self, job_id: int) -> str:
+        return job_file_name(self.queue_dir, job_id)
+
+    def archived_path(self, job_id: int) -> str:
+        return archived_job_file_name(self.archive_dir, job_id)
+
+    def write_jobs(self, items: Iterable[tuple[int, bytes]], *, wait: bool = True,
+                   serial: bool = False) -> None:
+        """Write job files durably (and the serial when ``serial``).
+
+        With ``wait`` the call returns once the data is durable; it raises
+        :class:`errors.JobQueueError` if the commit failed.  Without it the
+        write is only scheduled (used for batched log messages).
+        """
+        writer = self._writer
+        if writer is None:
+            raise errors.JobQueueError("Job queue storage is not open")
+        ticket = writer.submit({self.job_path(jid): data for jid, data in items}, serial=serial)
+        if wait:
+            ticket.event.wait()
+            if ticket.error is not None:
+                raise errors.JobQueueError(f"Cannot write job file: {ticket.error}") from ticket.error
+
+    def _after_commit(self, batch: dict[str, bytes]) -> None:
+        if self._replicate is None:
+            return
+        for path, data in batch.items():
+            self._replicate(path, data)
+
+    # reads -----------------------------------------------------------------
+    def list_job_ids(self) -> list[int]:
+        """Ids of the unarchived job files, sorted."""
+        ids = []
+        for name in os.listdir(self.queue_dir):
+            if name.startswith("job-"):
+                try:
+                    ids.append(int(name[4:]))
+                except ValueError:
+                    continue
+        return sorted(ids)
+
+    def read_job(self, job_id: int) -> bytes | None:
+        """Content of an unarchived job file, or None."""
+        return _read(self.job_path(job_id))
+
+    def read_archived_job(self, job_id: int) -> bytes | None:
+        """Content of an archived job file, or None."""
+        return _read(self.archived_path(job_id))
+
+    # archive -----------------------------------------------------------------
+    def archive_jobs(self, job_ids: Iterable[int]) -> list[int]:
+        """Move job files into ``archive/<id // 10000>/``; returns the moved ids."""
+        moved = []
+        dirs: set[str] = set()
+        for job_id in job_ids:
+            old, new = self.job_path(job_id), self.archived_path(job_id)
+            try:
+                os.makedirs(os.path.dirname(new), mode=0o750, exist_ok=True)
+                os.replace(old, new)
+            except OSError as exc:
+                logger.error("Cannot archive job %s: %s", job_id, exc)
+                continue
+            moved.append(job_id)
+            dirs.update((os.path.dirname(old), os.path.dirname(new)))
+            if self._replicate_rename is not None:
+                try:
+                    self._replicate_rename(old, new)
+                except Exception:
+                    logger.exception("Replicating the archive of job %s failed", job_id)
+        if self._sync_mode != SYNC_NONE:
+            for d in dirs:
+                _fsync_dir(d)
+        return moved
+
+    # drain flag --------------------------------------------------------------
+    def is_drained(self) -> bool:
+        return os.path.exists(self.paths.queue_drain_file)
+
+    def set_drained(self, flag: bool) -> None:
+        path = self.paths.queue_drain_file
+        if flag:
+            with open(path, "wb"):
+                pass
+        else:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        _fsync_dir(self.queue_dir)
+        if self._replicate is not None and flag:
+            self._replicate(path, b"")
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

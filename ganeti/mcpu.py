@@ -1,0 +1,199 @@
+"""The processor: runs one opcode through its logical unit.
+
+:meth:`Processor.execute_opcode` finds the LU class (``OpFooBar`` ->
+``LUFooBar`` in :data:`ganeti.cmdlib.LU_REGISTRY`) and drives its phases:
+
+1. ``CheckArguments()`` (in the LU constructor) and ``ExpandNames()``;
+2. for each lock level in order (cluster/BGL, instance, nodegroup, node,
+   node-res): ``DeclareLocks(level)`` and acquisition through the lock
+   manager with a timeout;
+3. ``callbacks.notify_start()`` (the opcode is now *running*);
+4. ``CheckPrereq()``, pre hooks, ``Exec(feedback_fn)``, post hooks;
+5. release of every lock.
+
+**Lock timeouts and priority.**  An attempt that times out at any level
+releases everything and starts over with a longer timeout
+(:func:`lock_timeouts`).  When the timeouts are exhausted, the opcode's
+priority is raised by one (``callbacks.set_priority``) and the sequence
+restarts; at the highest priority the acquire blocks.  Lock waiters are
+served by priority, so a starving job eventually wins.  Between attempts
+``callbacks.check_cancel()`` lets a canceled job stop.
+
+**Callbacks** (from the job queue; :class:`NullCallbacks` for tests):
+``notify_start()``, ``feedback(msg)`` / ``feedback(type, msg)``,
+``check_cancel() -> bool``, ``current_priority() -> int``,
+``set_priority(prio)``, ``submit_many_jobs(jobs)``.
+
+**Hooks.**  When ``context.hooks_runner`` is set and the LU has an
+``HPATH``, ``hooks_runner.run_hooks(lu, phase, feedback_fn)`` is called
+with ``constants.HOOKS_PHASE_PRE`` before ``Exec`` (raising
+:class:`errors.HooksAbort` stops the opcode) and ``HOOKS_PHASE_POST`` after
+(failures are only logged).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, errors, locking, opcodes
+from ganeti.cmdlib import LU_REGISTRY
+from ganeti.cmdlib.base import LogicalUnit
+
+__all__ = ["Processor", "NullCallbacks", "lock_timeouts"]
+
+logger = logging.getLogger(__name__)
+
+
+def lock_timeouts(first: float = 0.1, factor: float = 1.6, maximum: float = 10.0,
+                  total: float = 60.0) -> list[float]:
+    """The growing per-attempt lock timeouts of one priority round."""
+    result, t, acc = [], first, 0.0
+    while acc < total:
+        result.append(t)
+        acc += t
+        t = min(maximum, t * factor)
+    return result
+
+
+class NullCallbacks:
+    """Callbacks that do nothing (opcodes run outside the job queue)."""
+
+    def __init__(self, priority: int = constants.OP_PRIO_DEFAULT,
+                 feedback_fn: Callable[..., None] | None = None) -> None:
+        self.priority = priority
+        self.messages: list[tuple[str, Any]] = []
+        self._feedback_fn = feedback_fn
+
+    def notify_start(self) -> None:
+        pass
+
+    def feedback(self, *args: Any) -> None:
+        entry = (constants.ELOG_MESSAGE, args[0]) if len(args) == 1 else (args[0], args[1])
+        self.messages.append(entry)
+        if self._feedback_fn is not None:
+            self._feedback_fn(*args)
+
+    def check_cancel(self) -> bool:
+        return False
+
+    def current_priority(self) -> int:
+        return self.priority
+
+    def set_priority(self, priority: int) -> None:
+        self.priority = priority
+
+    def submit_many_jobs(self, jobs: list[Any]) -> list[Any]:
+        raise errors.ProgrammerError("Cannot submit jobs outside the job queue")
+
+
+class _LockTimeout(Exception):
+    """Internal: one lock acquisition attempt timed out (never escapes)."""
+
+
+class Processor:
+    """Runs opcodes; one instance per job execution (cheap to create)."""
+
+    def __init__(self, context: Any, *, timeouts: list[float] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.context = context
+        self._timeouts = timeouts if timeouts is not None else lock_timeouts()
+        self._clock = clock
+        self._cbs: Any = NullCallbacks()
+
+    # feedback ----------------------------------------------------------------
+    def log(self, *args: Any) -> None:
+        """Send a message to the job's log (``log(msg)`` or ``log(type, msg)``)."""
+        logger.info("Job feedback: %s", args[-1])
+        self._cbs.feedback(*args)
+
+    def submit_many_jobs(self, jobs: list[Any]) -> list[Any]:
+        """Submit jobs from within an LU (e.g. multi-relocation results)."""
+        return self._cbs.submit_many_jobs(jobs)
+
+    # main entry ----------------------------------------------------------------
+    def execute_opcode(self, op: opcodes.OpCode, cbs: Any = None) -> Any:
+        """Run ``op``; returns the LU's result, raises its errors.
+
+        Errors: :class:`errors.OpPrereqError` (nothing changed),
+        :class:`errors.OpExecError`, :class:`errors.HooksAbort`, or a
+        :class:`errors.OpExecError` "canceled" when the job was canceled
+        while waiting for locks.
+        """
+        self._cbs = cbs if cbs is not None else NullCallbacks(op.priority)
+        lu_class = LU_REGISTRY.get(op.OP_ID)
+        if lu_class is None:
+            raise errors.OpCodeError(f"Opcode {op.OP_ID} has no logical unit", errors.ECODE_INVAL)
+        glm = self.context.glm
+        if glm is None:
+            lu = lu_class(self, op, self.context)
+            lu.ExpandNames()
+            self._cbs.notify_start()
+            return self._exec_lu(lu)
+        priority = self._cbs.current_priority()
+        while True:
+            for timeout in self._timeouts + [None]:
+                if timeout is None and priority > constants.OP_PRIO_HIGHEST:
+                    break
+                if self._cbs.check_cancel():
+                    raise errors.OpExecError("Job canceled while waiting for locks")
+                lu = lu_class(self, op, self.context)
+                lu.ExpandNames()
+                try:
+                    self._acquire_locks(lu, timeout, priority)
+                except _LockTimeout:
+                    self._release_all()
+                    logger.debug("%s: lock timeout %.2fs at priority %s", op.OP_ID, timeout, priority)
+                    continue
+                except BaseException:
+                    self._release_all()
+                    raise
+                try:
+                    self._cbs.notify_start()
+                    return self._exec_lu(lu)
+                finally:
+                    self._release_all()
+            priority = max(constants.OP_PRIO_HIGHEST, priority - 1)
+            self._cbs.set_priority(priority)
+
+    def _acquire_locks(self, lu: LogicalUnit, timeout: float | None, priority: int) -> None:
+        glm = self.context.glm
+        for level in locking.LEVELS:
+            if level == locking.LEVEL_CLUSTER:
+                names: Any = [locking.BGL]
+                shared = not lu.REQ_BGL
+            else:
+                lu.DeclareLocks(level)
+                if level not in lu.needed_locks:
+                    continue
+                names = lu.needed_locks[level]
+                if names is not locking.ALL_SET and not names:
+                    continue
+                shared = bool(lu.share_locks.get(level, 0))
+            got = glm.acquire(level, names, shared=shared, timeout=timeout, priority=priority)
+            if got is None:
+                raise _LockTimeout()
+
+    def _release_all(self) -> None:
+        glm = self.context.glm
+        for level in reversed(locking.LEVELS):
+            if glm.is_owned(level):
+                glm.release(level)
+
+    def _exec_lu(self, lu: LogicalUnit) -> Any:
+        lu.CheckPrereq()
+        if lu.op.dry_run:
+            return lu.dry_run_result
+        hooks = self.context.hooks_runner if lu.HPATH else None
+        if hooks is not None:
+            hooks.run_hooks(lu, constants.HOOKS_PHASE_PRE, self.log)
+        result = lu.Exec(self.log)
+        if hooks is not None:
+            try:
+                hooks.run_hooks(lu, constants.HOOKS_PHASE_POST, self.log)
+            except errors.GanetiError as exc:
+                logger.warning("Post hooks of %s failed: %s", lu.op.OP_ID, exc)
+                self.log(f"Post hooks failed: {exc}")
+        return result

@@ -1,0 +1,266 @@
+"""The opcode base class: a typed dataclass plus Ganeti's JSON envelope.
+
+Every operation is a ``@dataclass(kw_only=True)`` subclass of
+:class:`OpCode`.  Its ``OP_ID`` is derived from the class name
+(``OpTestDelay`` -> ``OP_TEST_DELAY``); ``OP_DSC_FIELD`` names the field
+shown in job summaries (``TEST_DELAY(0.0)``).
+
+Fields are validated from their annotations in one place
+(:func:`check_value`); extra constraints go into the field metadata with
+:func:`param`::
+
+    @dataclass(kw_only=True)
+    class OpNodePowercycle(OpCode):
+        \"\"\"Power-cycle a node.\"\"\"
+        OP_DSC_FIELD = "node_name"
+        node_name: str
+        force: bool = False
+        timeout: int = param(30, min=1, doc="seconds to wait")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ganeti import constants, errors
+
+__all__ = ["OpCode", "param", "check_value", "op_id_from_class_name",
+           "validate_depends", "validate_reason"]
+
+_FINAL = sorted(constants.JOBS_FINALIZED)
+
+
+def op_id_from_class_name(name: str) -> str:
+    """``OpTestDelay`` -> ``OP_TEST_DELAY``."""
+    if not name.startswith("Op"):
+        raise errors.ProgrammerError(f"Opcode class name {name!r} must start with 'Op'")
+    return "OP_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name[2:]).upper()
+
+
+def param(default: Any = dataclasses.MISSING, *, doc: str = "",
+          min: float | None = None, max: float | None = None,
+          choices: typing.Iterable[Any] | None = None) -> Any:
+    """A dataclass field with validation metadata.
+
+    ``min``/``max`` bound numbers (and list lengths are not checked);
+    ``choices`` restricts the value to a set.  A list/dict default is copied
+    per instance.
+    """
+    meta = {"doc": doc, "min": min, "max": max,
+            "choices": frozenset(choices) if choices is not None else None}
+    if isinstance(default, (list, dict)):
+        proto = default
+        return field(default_factory=lambda: type(proto)(proto), metadata=meta)
+    if default is dataclasses.MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def check_value(tp: Any, value: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; returns it (ints become
+    floats where a float is expected).
+
+    Raises :class:`errors.ParameterError` naming ``where``.
+    """
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        last: errors.ParameterError | None = None
+        for arm in args:
+            if arm is type(None):
+                continue
+            try:
+                return check_value(arm, value, where)
+            except errors.ParameterError as exc:
+                last = exc
+        raise last or errors.ParameterError(f"Parameter '{where}': invalid value {value!r}",
+                                            errors.ECODE_INVAL)
+    if origin is typing.Literal:
+        if value not in args:
+            raise errors.ParameterError(
+                f"Parameter '{where}' must be one of {list(args)}, got {value!r}", errors.ECODE_INVAL)
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise errors.ParameterError(
+                f"Parameter '{where}' must be a list, got {type(value).__name__}", errors.ECODE_INVAL)
+        inner = args[0] if args else Any
+        return [check_value(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise errors.ParameterError(
+                f"Parameter '{where}' must be a dict, got {type(value).__name__}", errors.ECODE_INVAL)
+        kt, vt = args if len(args) == 2 else (Any, Any)
+        return {check_value(kt, k, f"{where} key"): check_value(vt, v, f"{where}.{k}")
+                for k, v in value.items()}
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is type(None):
+        if value is None:
+            return None
+    elif isinstance(tp, type) and isinstance(value, tp):
+        return value
+    raise errors.ParameterError(
+        f"Parameter '{where}' must be of type {_type_name(tp)}, got {type(value).__name__} ({value!r})",
+        errors.ECODE_INVAL)
+
+
+def validate_depends(value: Any) -> list[list[Any]] | None:
+    """Check the ``depends`` envelope field: ``[[job_id, [status...]], ...]``.
+
+    Job ids are ints (negative = relative, only valid at submission);
+    statuses must be finalized statuses.  Raises :class:`errors.ParameterError`.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise errors.ParameterError("Parameter 'depends' must be a list or null", errors.ECODE_INVAL)
+    result = []
+    for i, dep in enumerate(value):
+        if (not isinstance(dep, (list, tuple)) or len(dep) != 2
+                or not isinstance(dep[0], int) or isinstance(dep[0], bool) or dep[0] == 0
+                or not isinstance(dep[1], (list, tuple))):
+            raise errors.ParameterError(
+                f"Parameter 'depends[{i}]' must be [job_id (non-zero int), [status, ...]], got {dep!r}",
+                errors.ECODE_INVAL)
+        bad = [s for s in dep[1] if s not in constants.JOBS_FINALIZED]
+        if bad:
+            raise errors.ParameterError(
+                f"Parameter 'depends[{i}]': invalid statuses {bad!r}, allowed are {_FINAL}",
+                errors.ECODE_INVAL)
+        result.append([dep[0], list(dep[1])])
+    return result
+
+
+def validate_reason(value: Any) -> list[list[Any]]:
+    """Check the ``reason`` trail: ``[[source, reason, timestamp_ns], ...]``."""
+    if not isinstance(value, list):
+        raise errors.ParameterError("Parameter 'reason' must be a list", errors.ECODE_INVAL)
+    for i, entry in enumerate(value):
+        if (not isinstance(entry, (list, tuple)) or len(entry) != 3
+                or not isinstance(entry[0], str) or not isinstance(entry[1], str)
+                or not isinstance(entry[2], int) or isinstance(entry[2], bool)):
+            raise errors.ParameterError(
+                f"Parameter 'reason[{i}]' must be [source, reason, timestamp_ns], got {entry!r}",
+                errors.ECODE_INVAL)
+    return [list(e) for e in value]
+
+
+@dataclass(kw_only=True)
+class OpCode:
+    """Base of all opcodes; holds the envelope common to every operation.
+
+    Subclasses declare their parameters as annotated dataclass fields and
+    set ``OP_DSC_FIELD`` to the field describing the target.
+    """
+
+    OP_ID: ClassVar[str] = "OP_CODE"
+    OP_DSC_FIELD: ClassVar[str | None] = None
+
+    dry_run: bool | None = None
+    debug_level: int | None = param(None, min=0)
+    priority: int = param(constants.OP_PRIO_DEFAULT, min=constants.OP_PRIO_HIGHEST,
+                          max=constants.OP_PRIO_LOWEST)
+    depends: list[Any] | None = None
+    comment: str | None = None
+    reason: list[Any] = param([])
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.OP_ID = op_id_from_class_name(cls.__name__)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def summary(self) -> str:
+        """Short text for job listings: ``TEST_DELAY(0.0)``."""
+        text = self.OP_ID[3:] if self.OP_ID.startswith("OP_") else self.OP_ID
+        if self.OP_DSC_FIELD:
+            value = getattr(self, self.OP_DSC_FIELD, None)
+            if isinstance(value, (list, tuple)):
+                value = ",".join(str(v) for v in value)
+            if value is not None:
+                text = f"{text}({value})"
+        return text
+
+    def validate(self) -> None:
+        """Check (and normalise) every field: types, ranges, envelope shapes.
+
+        Called on construction, so an opcode object is always valid.
+
+        Raises :class:`errors.ParameterError` naming the offending field.
+        """
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            setattr(self, f.name, _check_field(f, hints[f.name], value))
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_field(f: dataclasses.Field, tp: Any, value: Any) -> Any:
+    if f.name == "depends":
+        return validate_depends(value)
+    if f.name == "reason":
+        return validate_reason(value)
+    value = check_value(tp, value, f.name)
+    meta = f.metadata
+    if value is None:
+        return value
+    lo, hi, choices = meta.get("min"), meta.get("max"), meta.get("choices")
+    if lo is not None and isinstance(value, (int, float)) and value < lo:
+        raise errors.ParameterError(f"Parameter '{f.name}' must be >= {lo}, got {value!r}",
+                                    errors.ECODE_INVAL)
+    if hi is not None and isinstance(value, (int, float)) and value > hi:
+        raise errors.ParameterError(f"Parameter '{f.name}' must be <= {hi}, got {value!r}",
+                                    errors.ECODE_INVAL)
+    if choices is not None:
+        items = value if isinstance(value, list) else [value]
+        bad = [v for v in items if v not in choices]
+        if bad:
+            raise errors.ParameterError(
+                f"Parameter '{f.name}' has invalid value(s) {bad!r}, allowed: {sorted(choices)}",
+                errors.ECODE_INVAL)
+    return value
+
+
+def build(cls: type[OpCode], data: dict[str, Any]) -> OpCode:
+    """Build and validate ``cls`` from a dict without ``OP_ID``.
+
+    Unknown keys and missing required fields raise
+    :class:`errors.ParameterError` naming the field.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise errors.ParameterError(
+            f"{cls.OP_ID}: unknown parameter(s) {', '.join(repr(u) for u in unknown)}",
+            errors.ECODE_INVAL)
+    for name, f in fields.items():
+        if name in data:
+            continue
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise errors.ParameterError(f"{cls.OP_ID}: required parameter '{name}' is missing",
+                                        errors.ECODE_INVAL)
+    return cls(**data)  # __post_init__ validates every field

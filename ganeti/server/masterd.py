@@ -1,0 +1,376 @@
+"""The master daemon: LUXI server, job queue workers and the master context.
+
+Threads: the main thread runs the accept loop (``socketserver``), each
+client connection gets a short-lived thread, and the job queue keeps a
+pool of long-lived worker threads.
+
+Limits that keep the daemon alive: frames larger than ``--max-message``
+get an error response and the connection is closed; at most
+``--max-clients`` connections are served at once (others get an error and
+are closed); an idle connection is closed after ``--client-timeout``
+seconds.  Malformed requests, unknown methods and bad arguments get
+``success: false`` with an encoded error; the daemon never dies of bad
+input.
+
+SIGTERM: stop accepting, let running opcodes finish (bounded by
+``--shutdown-timeout``), exit 0.  Unfinished jobs resume at the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import config, constants, errors, locking, luxi
+from ganeti.cmdlib import query as cmdlib_query
+from ganeti.cmdlib.cluster import cluster_info
+from ganeti.context import MasterContext
+from ganeti.jqueue import JobQueue, JobStorage
+from ganeti.jqueue import storage as jstorage
+from ganeti.mcpu import Processor
+from ganeti.pathutils import Paths
+from ganeti.server.daemon import DaemonRuntime, run_daemon
+
+__all__ = ["main", "LuxiDispatcher", "MasterServer", "build_context"]
+
+logger = logging.getLogger(__name__)
+
+_RECV_SIZE = 65536
+
+
+class LuxiDispatcher:
+    """Maps LUXI method names to handlers; ``handle(frame) -> response bytes``."""
+
+    def __init__(self, context: MasterContext, clock: Callable[[], float] = time.time) -> None:
+        self.context = context
+        self._clock = clock
+        jq = context.jqueue
+        # name -> (min args, max args, handler)
+        self._methods: dict[str, tuple[int, int, Callable[..., Any]]] = {
+            "SubmitJob": (1, 1, lambda ops: jq.submit_job(ops)),
+            "SubmitJobToDrainedQueue": (1, 1, lambda ops: jq.submit_job(ops, ignore_drain=True)),
+            "SubmitManyJobs": (1, 1, lambda jobs: jq.submit_many_jobs(jobs)),
+            "WaitForJobChange": (5, 5, jq.wait_for_job_change),
+            "CancelJob": (1, 2, self._cancel_job),
+            "ArchiveJob": (1, 1, jq.archive_job),
+            "AutoArchiveJobs": (2, 2, jq.auto_archive_jobs),
+            "ChangeJobPriority": (2, 2, jq.change_job_priority),
+            "QueryJobs": (2, 2, self._query_jobs),
+            "Query": (3, 3, lambda what, fields, qfilter:
+                      cmdlib_query.run_query(context, what, fields, qfilter)),
+            "QueryFields": (2, 2, cmdlib_query.run_query_fields),
+            "QueryConfigValues": (1, 1, self._query_config_values),
+            "QueryClusterInfo": (0, 0, lambda: cluster_info(context.cfg)),
+            "QueryTags": (2, 2, self._query_tags),
+            "SetDrainFlag": (1, 1, self._set_drain_flag),
+            "SetWatcherPause": (1, 1, self._set_watcher_pause),
+        }
+
+    def handle(self, frame: bytes) -> bytes:
+        """Answer one request frame; never raises for bad input."""
+        try:
+            req = luxi.parse_request(frame)
+        except errors.GanetiError as exc:
+            return luxi.encode_response(False, exc)
+        entry = self._methods.get(req.method)
+        if entry is None:
+            return luxi.encode_response(False, errors.ProtocolError(
+                f"Unknown or unsupported LUXI method '{req.method}'"))
+        lo, hi, fn = entry
+        if not lo <= len(req.args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            return luxi.encode_response(False, errors.ParameterError(
+                f"{req.method} takes {want} argument(s), got {len(req.args)}", errors.ECODE_INVAL))
+        try:
+            result = fn(*req.args)
+        except errors.GanetiError as exc:
+            logger.debug("LUXI %s failed: %s", req.method, exc)
+            return luxi.encode_response(False, exc)
+        except Exception as exc:  # bad input must never kill the daemon
+            logger.exception("LUXI %s failed unexpectedly", req.method)
+            return luxi.encode_response(False, errors.GanetiError(
+                f"Internal error in {req.method}: {type(exc).__name__}: {exc}"))
+        try:
+            return luxi.encode_response(True, result)
+        except (TypeError, ValueError, errors.GanetiError) as exc:
+            logger.exception("Cannot encode the result of %s", req.method)
+            return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
+
+    # handlers ------------------------------------------------------------------
+    def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
+        return self.context.jqueue.cancel_job(job_id)
+
+    def _query_jobs(self, job_ids: Any, fields: Any) -> Any:
+        if job_ids is not None and not isinstance(job_ids, list):
+            raise errors.ParameterError("QueryJobs: job ids must be a list or null",
+                                        errors.ECODE_INVAL)
+        return self.context.jqueue.query_jobs(job_ids, fields)
+
+    def _watcher_pause(self) -> float | None:
+        try:
+            with open(self.context.paths.watcher_pause_file, "rb") as fh:
+                until = float(fh.read().strip() or b"0")
+        except (FileNotFoundError, ValueError):
+            return None
+        return until if until > self._clock() else None
+
+    def _set_watcher_pause(self, until: Any) -> Any:
+        path = self.context.paths.watcher_pause_file
+        if until is None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            return None
+        if not isinstance(until, (int, float)) or isinstance(until, bool):
+            raise errors.ParameterError("SetWatcherPause: expected a timestamp or null",
+                                        errors.ECODE_INVAL)
+        from ganeti.utils.io import write_file_atomic
+        write_file_atomic(path, f"{until}\n")
+        return until
+
+    def _set_drain_flag(self, flag: Any) -> bool:
+        if not isinstance(flag, bool):
+            raise errors.ParameterError("SetDrainFlag: expected a boolean", errors.ECODE_INVAL)
+        self.context.jqueue.set_drain_flag(flag)
+        return True
+
+    def _query_config_values(self, fields: Any) -> list[Any]:
+        if not isinstance(fields, list):
+            raise errors.ParameterError("QueryConfigValues: fields must be a list",
+                                        errors.ECODE_INVAL)
+        cfg = self.context.cfg
+        cluster = cfg.get_cluster_info()
+        getters: dict[str, Callable[[], Any]] = {
+            "cluster_name": lambda: cluster.cluster_name,
+            "master_node": lambda: cfg.get_master_node_name(),
+            "drain_flag": lambda: self.context.jqueue.is_drained(),
+            "watcher_pause": self._watcher_pause,
+            "volume_group_name": lambda: cluster.volume_group_name,
+            "enabled_hypervisors": lambda: list(cluster.enabled_hypervisors),
+            "default_hypervisor": lambda: cluster.primary_hypervisor,
+            "cluster_tags": lambda: sorted(cluster.tags),
+            "uuid": lambda: cluster.uuid,
+            "software_version": lambda: constants.RELEASE_VERSION,
+        }
+        result = []
+        for name in fields:
+            getter = getters.get(name) if isinstance(name, str) else None
+            if getter is None:
+                raise errors.ParameterError(f"Unknown config value '{name}'", errors.ECODE_INVAL)
+            result.append(getter())
+        return result
+
+    def _query_tags(self, kind: Any, name: Any) -> list[str]:
+        cfg = self.context.cfg
+        if kind == constants.TAG_CLUSTER:
+            obj: Any = cfg.get_cluster_info()
+        elif kind == constants.TAG_NODE:
+            obj = cfg.get_node_info_by_name(name)
+        elif kind == constants.TAG_INSTANCE:
+            obj = cfg.get_instance_info_by_name(name)
+        elif kind == constants.TAG_NODEGROUP:
+            obj = cfg.get_nodegroup_by_name(name)
+        elif kind == constants.TAG_NETWORK:
+            data = cfg.get_config_data()
+            obj = next((n for n in data.networks.values() if n.name == name), None)
+        else:
+            raise errors.ParameterError(f"Invalid tag kind '{kind}'", errors.ECODE_INVAL)
+        if obj is None:
+            raise errors.OpPrereqError(f"{kind} '{name}' not found", errors.ECODE_NOENT)
+        return sorted(obj.tags)
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: MasterServer
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        srv = self.server
+        if not srv.enter_client():
+            _send(sock, luxi.encode_response(False, errors.LuxiError(
+                "Too many concurrent LUXI connections, try again later")))
+            return
+        try:
+            sock.settimeout(srv.client_timeout)
+            buf = luxi.FrameBuffer(srv.max_message)
+            while not srv.stopping:
+                try:
+                    data = sock.recv(_RECV_SIZE)
+                except (TimeoutError, OSError):
+                    return
+                if not data:
+                    return
+                try:
+                    frames = buf.feed(data)
+                except errors.ProtocolError as exc:
+                    _send(sock, luxi.encode_response(False, exc))
+                    return
+                for frame in frames:
+                    if not _send(sock, srv.dispatcher.handle(frame)):
+                        return
+        finally:
+            srv.leave_client()
+
+
+def _send(sock: socket.socket, data: bytes) -> bool:
+    try:
+        sock.sendall(data)
+        return True
+    except OSError:
+        return False
+
+
+class MasterServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """The LUXI socket server (one thread per connection)."""
+
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128
+
+    def __init__(self, path: str, dispatcher: LuxiDispatcher, *, max_clients: int = 64,
+                 client_timeout: float = 300.0,
+                 max_message: int = constants.LUXI_MAX_MESSAGE) -> None:
+        self.dispatcher = dispatcher
+        self.max_clients = max_clients
+        self.client_timeout = client_timeout
+        self.max_message = max_message
+        self.stopping = False
+        self._clients = 0
+        self._clients_lock = threading.Lock()
+        os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+        if os.path.exists(path):
+            os.unlink(path)
+        old = os.umask(0o117)
+        try:
+            super().__init__(path, _Handler)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o660)
+
+    def enter_client(self) -> bool:
+        with self._clients_lock:
+            if self._clients >= self.max_clients:
+                return False
+            self._clients += 1
+            return True
+
+    def leave_client(self) -> None:
+        with self._clients_lock:
+            self._clients -= 1
+
+
+def _build_rpc(cfg: Any, paths: Paths) -> Any:
+    """The node RPC runner, or None when node RPC cannot be set up yet."""
+    try:
+        from ganeti.rpc.client import ConfigResolver, RpcRunner
+        from ganeti.rpc.transport import HttpsTransport
+        return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem))
+    except Exception as exc:  # missing certificate on a test cluster, ...
+        logger.warning("Node RPC not available: %s", exc)
+        return None
+
+
+def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
+                  sync_mode: str = jstorage.SYNC_SYNCFS, with_rpc: bool = True) -> MasterContext:
+    """Open the config, build the lock manager, RPC runner and job queue.
+
+    The queue is loaded but its workers are not started.
+    """
+    cfg = config.ConfigWriter(paths.config_file)
+    monitor = locking.LockMonitor()
+    data = cfg.get_config_data()
+    glm = locking.GanetiLockManager(
+        nodes=list(data.nodes), nodegroups=list(data.nodegroups),
+        instances=[inst.name for inst in data.instances.values()], monitor=monitor)
+    context = MasterContext(paths=paths, cfg=cfg, glm=glm, lock_monitor=monitor,
+                            rpc=_build_rpc(cfg, paths) if with_rpc else None)
+    storage = JobStorage(paths, sync_mode=sync_mode)
+    storage.open()
+    jq = JobQueue(storage, lambda: Processor(context), workers=workers)
+    context.jqueue = jq
+    monitor.register(jq, weak=False)
+    jq.load()
+    return context
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=constants.DEFAULT_JOB_WORKERS,
+                        help="number of job worker threads")
+    parser.add_argument("--max-clients", type=int, default=64,
+                        help="maximum number of concurrent LUXI connections")
+    parser.add_argument("--client-timeout", type=float, default=300.0,
+                        help="seconds before an idle LUXI connection is closed")
+    parser.add_argument("--max-message", type=int, default=constants.LUXI_MAX_MESSAGE,
+                        help="maximum LUXI message size in bytes")
+    parser.add_argument("--shutdown-timeout", type=float, default=60.0,
+                        help="seconds to wait for running opcodes at shutdown")
+    parser.add_argument("--sync-mode", choices=[jstorage.SYNC_SYNCFS, jstorage.SYNC_FSYNC,
+                                                jstorage.SYNC_NONE],
+                        default=jstorage.SYNC_SYNCFS,
+                        help="how job files are made durable (none: tests only)")
+    parser.add_argument("--no-rpc", action="store_true", help="do not set up node RPC")
+
+
+def _check(options: argparse.Namespace, paths: Paths) -> None:
+    if not os.path.exists(paths.config_file):
+        raise errors.ConfigurationError(
+            f"No cluster configuration at {paths.config_file}; is the cluster initialised?")
+    if options.workers < 1:
+        raise errors.ParameterError("--workers must be at least 1", errors.ECODE_INVAL)
+
+
+class _State:
+    def __init__(self, context: MasterContext, server: MasterServer) -> None:
+        self.context = context
+        self.server = server
+
+
+def _prepare(runtime: DaemonRuntime) -> _State:
+    opts = runtime.options
+    started = time.monotonic()
+    context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
+                            with_rpc=not opts.no_rpc)
+    dispatcher = LuxiDispatcher(context)
+    server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
+                          client_timeout=opts.client_timeout, max_message=opts.max_message)
+    context.jqueue.start()
+
+    def _stop() -> None:
+        server.stopping = True
+        server.shutdown()
+
+    runtime.add_stop_callback(_stop)
+    logger.info("Master daemon ready in %.3fs", time.monotonic() - started)
+    return _State(context, server)
+
+
+def _serve(runtime: DaemonRuntime, state: _State) -> None:
+    try:
+        state.server.serve_forever(poll_interval=0.5)
+    finally:
+        state.server.stopping = True
+        state.server.server_close()
+        try:
+            os.unlink(runtime.paths.master_socket)
+        except OSError:
+            pass
+        ok = state.context.jqueue.shutdown(timeout=runtime.options.shutdown_timeout)
+        if not ok:
+            logger.warning("Some jobs were still running at shutdown")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``ganeti-masterd``."""
+    return run_daemon(constants.MASTERD, add_options=_add_options, check_fn=_check,
+                      prepare_fn=_prepare, exec_fn=_serve, argv=argv,
+                      description="Ganeti master daemon (LUXI and job queue)")
+
+

@@ -1,0 +1,65 @@
+"""LUTestDelay against a fake config and a fake RPC runner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ganeti import errors, opcodes
+from ganeti.context import MasterContext
+from ganeti.mcpu import NullCallbacks, Processor
+from ganeti.pathutils import Paths
+from test.test_mcpu import FakeConfig
+
+
+class FakeResult:
+    def __init__(self, fail_msg: str | None = None) -> None:
+        self.fail_msg = fail_msg
+
+    def raise_on_failure(self, prefix: str | None = None) -> None:
+        if self.fail_msg:
+            raise errors.OpExecError(f"{prefix}: {self.fail_msg}")
+
+
+class FakeRpc:
+    def __init__(self, fail: str | None = None) -> None:
+        self.calls: list[tuple[list[str], float]] = []
+        self.fail = fail
+
+    def call_test_delay(self, nodes: list[str], duration: float) -> dict[str, Any]:
+        self.calls.append((list(nodes), duration))
+        return {n: FakeResult(self.fail) for n in nodes}
+
+
+def run(op: opcodes.OpCode, rpc: Any) -> Any:
+    ctx = MasterContext(paths=Paths(root="/x"), cfg=FakeConfig(), rpc=rpc)
+    return Processor(ctx).execute_opcode(op, NullCallbacks())
+
+
+def test_delay_on_nodes_calls_rpc_by_name() -> None:
+    rpc = FakeRpc()
+    run(opcodes.OpTestDelay(duration=0.5, on_master=False, on_nodes=["node2", "node1"],
+                            repeat=2), rpc)
+    assert rpc.calls == [(["node2", "node1"], 0.5)] * 2
+
+
+def test_delay_on_node_uuids() -> None:
+    rpc = FakeRpc()
+    run(opcodes.OpTestDelay(duration=0, on_master=False, on_node_uuids=["u2"]), rpc)
+    assert rpc.calls == [(["node2"], 0.0)]
+
+
+def test_node_failure_is_exec_error() -> None:
+    with pytest.raises(errors.OpExecError, match="boom"):
+        run(opcodes.OpTestDelay(duration=0, on_master=False, on_nodes=["node1"]), FakeRpc("boom"))
+
+
+def test_both_node_forms_refused() -> None:
+    with pytest.raises(errors.OpPrereqError):
+        run(opcodes.OpTestDelay(duration=0, on_nodes=["node1"], on_node_uuids=["u1"]), FakeRpc())
+
+
+def test_jqueue_opcode_fails_on_request() -> None:
+    with pytest.raises(errors.OpExecError):
+        run(opcodes.OpTestJqueue(fail=True), None)

@@ -1,0 +1,72 @@
+"""Job model: status calculation, disk format, fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from ganeti import constants, errors, opcodes, serializer
+from ganeti.jqueue.job import (QueuedJob, QueuedOpCode, calc_status, get_job_field, job_from_disk,
+                               job_to_disk, split_time)
+
+Q, W, R, S, E, C, CI = ("queued", "waiting", "running", "success", "error", "canceled",
+                        "canceling")
+
+
+@pytest.mark.parametrize("statuses,expected", [
+    ([Q], Q), ([S], S), ([S, S], S), ([S, Q], Q), ([W, Q], W), ([S, R, Q], R),
+    ([E, Q], E), ([S, E, E], E), ([C, C], C), ([CI, Q], CI), ([S, W], W),
+    ([R, E], E), ([Q, E], E),
+], ids=lambda v: ",".join(v) if isinstance(v, list) else v)
+def test_calc_status(statuses: list[str], expected: str) -> None:
+    assert calc_status(statuses) == expected
+
+
+def test_split_time() -> None:
+    assert split_time(1.5) == [1, 500000]
+    assert split_time(2.0) == [2, 0]
+    assert split_time(1.9999999) == [2, 0]
+
+
+def _job() -> QueuedJob:
+    ops = [QueuedOpCode.from_opcode(opcodes.OpTestDelay(duration=1, priority=5)),
+           QueuedOpCode.from_opcode(opcodes.OpClusterQuery(priority=-3))]
+    return QueuedJob(id=7, ops=ops, received_timestamp=[1, 2])
+
+
+def test_disk_format_has_exact_keys_and_roundtrips() -> None:
+    job = _job()
+    job.add_log(10.25, constants.ELOG_MESSAGE, "hello", 0)
+    data = serializer.loads(serializer.dumps(job_to_disk(job)))
+    assert set(data) == {"id", "ops", "received_timestamp", "start_timestamp", "end_timestamp"}
+    assert set(data["ops"][0]) == {"input", "status", "result", "log", "priority",
+                                   "start_timestamp", "exec_timestamp", "end_timestamp"}
+    assert data["ops"][0]["log"] == [[1, [10, 250000], "message", "hello"]]
+    again = job_from_disk(data)
+    assert again.log_serial == 1
+    assert job_to_disk(again) == data
+    assert again.ops[0].get_op() == job.ops[0].op
+
+
+@pytest.mark.parametrize("data", [[], {"id": 1}, {"id": "x", "ops": []}, {"id": 1, "ops": []},
+                                  {"id": 1, "ops": [{"input": {}, "status": "bogus"}]}])
+def test_corrupt_disk_data(data: object) -> None:
+    with pytest.raises(errors.JobFileCorrupted):
+        job_from_disk(data)
+
+
+def test_priority_is_lowest_of_unfinished_ops() -> None:
+    job = _job()
+    assert job.priority() == -3
+    job.ops[1].status = constants.OP_STATUS_SUCCESS
+    assert job.priority() == 5
+
+
+def test_fields() -> None:
+    job = _job()
+    assert get_job_field(job, "summary") == ["TEST_DELAY(1.0)", "CLUSTER_QUERY"]
+    assert get_job_field(job, "opstatus") == [Q, Q]
+    assert get_job_field(job, "oppriority") == [5, -3]
+    assert get_job_field(job, "received_ts") == [1, 2]
+    assert get_job_field(job, "archived") is False
+    with pytest.raises(errors.ParameterError):
+        get_job_field(job, "nope")

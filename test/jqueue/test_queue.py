@@ -1,0 +1,268 @@
+"""JobQueue behaviour with a scripted processor (no masterd)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from ganeti import constants, errors, serializer
+from ganeti.jqueue import JobQueue, JobStorage
+from ganeti.jqueue import storage as st
+from ganeti.pathutils import Paths
+
+TIMEOUT = 10.0
+
+
+def delay(duration: float = 0, **kw: Any) -> dict[str, Any]:
+    return {"OP_ID": "OP_TEST_DELAY", "duration": duration, **kw}
+
+
+def jq_op(fail: bool = False, msgs: list[str] | None = None, **kw: Any) -> dict[str, Any]:
+    return {"OP_ID": "OP_TEST_JQUEUE", "fail": fail, "log_messages": msgs or [], **kw}
+
+
+class FakeProcessor:
+    """Runs TEST_DELAY (sleep, or wait on a gate) and TEST_JQUEUE opcodes."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+
+    def execute_opcode(self, op: Any, cbs: Any) -> Any:
+        self.env.order.append(op)
+        if self.env.gate is not None and op.OP_ID == "OP_TEST_DELAY" and op.comment == "gate":
+            while not self.env.gate.wait(0.01):
+                if cbs.check_cancel():
+                    raise errors.OpExecError("canceled")
+        cbs.notify_start()
+        if op.OP_ID == "OP_TEST_JQUEUE":
+            for m in op.log_messages:
+                cbs.feedback(m)
+            if op.fail:
+                raise errors.OpExecError("requested failure")
+            return True
+        time.sleep(op.duration)
+        return {"slept": op.duration}
+
+
+class Env:
+    def __init__(self, tmp_path: Any, workers: int = 4) -> None:
+        self.paths = Paths(root=str(tmp_path))
+        self.gate: threading.Event | None = None
+        self.order: list[Any] = []
+        self.workers = workers
+        self.queue = self._make()
+
+    def _make(self) -> JobQueue:
+        storage = JobStorage(self.paths, sync_mode=st.SYNC_NONE)
+        storage.open()
+        q = JobQueue(storage, lambda: FakeProcessor(self), workers=self.workers)
+        q.load()
+        return q
+
+    def restart(self) -> JobQueue:
+        self.queue.shutdown(5)
+        self.queue = self._make()
+        return self.queue
+
+    def wait_final(self, job_id: int) -> str:
+        deadline = time.monotonic() + TIMEOUT
+        prev = None
+        while time.monotonic() < deadline:
+            res = self.queue.wait_for_job_change(job_id, ["status"], prev, -1, 1.0)
+            if res != "nochange":
+                prev = res[0]
+                if prev[0] in constants.JOBS_FINALIZED:
+                    return prev[0]
+        raise AssertionError(f"job {job_id} did not finish")
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = Env(tmp_path)
+    yield e
+    if e.gate is not None:
+        e.gate.set()
+    e.queue.shutdown(5)
+
+
+def test_submit_runs_and_records_result(env: Env) -> None:
+    env.queue.start()
+    job_id = env.queue.submit_job([delay(0), jq_op(msgs=["hello"])])
+    assert env.wait_final(job_id) == "success"
+    row = env.queue.query_jobs([job_id, 999], ["id", "status", "opresult", "oplog", "opstatus"])
+    assert row[1] is None
+    assert row[0][:3] == [job_id, "success", [{"slept": 0.0}, True]]
+    assert row[0][3][1][0][2:] == ["message", "hello"]
+    data = serializer.loads(open(os.path.join(env.paths.queue_dir, f"job-{job_id}")).read())
+    assert [op["status"] for op in data["ops"]] == ["success", "success"]
+
+
+def test_invalid_job_is_not_created(env: Env) -> None:
+    with pytest.raises(errors.OpPrereqError):
+        env.queue.submit_job([delay(0), {"OP_ID": "OP_TEST_DELAY", "duration": "x"}])
+    with pytest.raises(errors.OpCodeError):
+        env.queue.submit_job([])
+    assert env.queue.job_ids() == []
+    assert env.paths and env.queue.storage.list_job_ids() == []
+
+
+def test_failure_marks_rest_of_job(env: Env) -> None:
+    env.queue.start()
+    job_id = env.queue.submit_job([jq_op(fail=True), delay(0)])
+    assert env.wait_final(job_id) == "error"
+    res = env.queue.query_jobs([job_id], ["opstatus", "opresult"])[0]
+    assert res[0] == ["error", "error"]
+    assert res[1][0] == ["OpExecError", ["requested failure"]]
+    assert "Previous opcode failed" in res[1][1][1][0]
+
+
+def test_relative_dependencies_and_failure_propagation(env: Env) -> None:
+    env.queue.start()
+    results = env.queue.submit_many_jobs([
+        [jq_op(fail=True)],
+        [delay(0, depends=[[-1, ["success"]]])],
+        [delay(0, depends=[[-2, ["error"]]])],
+        [delay(0, depends=[[-5, []]])],
+        [{"OP_ID": "OP_BOGUS"}],
+        [delay(0, depends=[[-1, []]])],
+    ])
+    assert [r[0] for r in results] == [True, True, True, False, False, False]
+    a, b, c = (r[1] for r in results[:3])
+    assert env.wait_final(b) == "error"
+    assert env.wait_final(c) == "success"
+    msg = env.queue.query_jobs([b], ["opresult"])[0][0][0][1][0]
+    assert "status 'error'" in msg and "wanted 'success'" in msg
+    ops = env.queue.query_jobs([b], ["ops"])[0][0]
+    assert ops[0]["depends"] == [[a, ["success"]]]
+
+
+def test_waiting_job_wakes_when_dependency_finishes(env: Env) -> None:
+    env.gate = threading.Event()
+    env.queue.start()
+    first = env.queue.submit_job([delay(0, comment="gate")])
+    second = env.queue.submit_job([delay(0, depends=[[first, ["success"]]])])
+    deadline = time.monotonic() + TIMEOUT
+    while env.queue.query_jobs([second], ["status"])[0][0] != "waiting":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    info = env.queue.get_lock_info()
+    assert info == [{"name": f"job/{first}", "mode": None, "owner": [],
+                     "pending": [["success", [f"job/{second}"]]]}]
+    env.gate.set()
+    assert env.wait_final(second) == "success"
+    assert env.queue.get_lock_info() == []
+
+
+def test_cancel_queued_and_dependency_cancel(env: Env) -> None:
+    env.gate = threading.Event()
+    env.queue.start()
+    first = env.queue.submit_job([delay(0, comment="gate")])
+    res = env.queue.submit_many_jobs([[delay(0, depends=[[first, []]])],
+                                      [delay(0, depends=[[-1, ["success"]]])]])
+    waiter, chained = res[0][1], res[1][1]
+    deadline = time.monotonic() + TIMEOUT
+    while env.queue.query_jobs([waiter], ["status"])[0][0] != "waiting":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    ok, msg = env.queue.cancel_job(waiter)
+    assert ok, msg
+    assert env.wait_final(waiter) == "canceled"
+    assert env.wait_final(chained) == "canceled"
+    ok, _ = env.queue.cancel_job(waiter)
+    assert not ok
+    ok, msg = env.queue.cancel_job(first)   # owned, waiting at the gate: cancel is noted
+    assert ok and "will be canceled" in msg
+    assert env.wait_final(first) == "canceled"
+
+
+def test_priority_order_with_one_worker(tmp_path) -> None:
+    env = Env(tmp_path, workers=1)
+    env.gate = threading.Event()
+    try:
+        env.queue.start()
+        blocker = env.queue.submit_job([delay(0, comment="gate")])
+        low = env.queue.submit_job([delay(0, priority=10, comment="low")])
+        normal = env.queue.submit_job([delay(0, comment="normal")])
+        high = env.queue.submit_job([delay(0, priority=-10, comment="high")])
+        assert env.queue.change_job_priority(low, -20)[0]
+        env.gate.set()
+        for j in (blocker, low, normal, high):
+            env.wait_final(j)
+        assert [op.comment for op in env.order[1:]] == ["low", "high", "normal"]
+        assert env.queue.query_jobs([low], ["priority"])[0][0] == -20
+    finally:
+        env.gate.set()
+        env.queue.shutdown(5)
+
+
+def test_wait_for_job_change_times_out_and_wakes(env: Env) -> None:
+    job_id = env.queue.submit_job([delay(0)])
+    t0 = time.monotonic()
+    assert env.queue.wait_for_job_change(job_id, ["status"], ["queued"], -1, 0.2) == "nochange"
+    assert time.monotonic() - t0 >= 0.15
+    result: list[Any] = []
+    t = threading.Thread(target=lambda: result.append(
+        env.queue.wait_for_job_change(job_id, ["status"], ["queued"], -1, 30)))
+    t.start()
+    time.sleep(0.1)
+    env.queue.start()
+    t.join(TIMEOUT)
+    assert result and result[0] != "nochange"
+    with pytest.raises(errors.JobLost):
+        env.queue.wait_for_job_change(12345, ["status"], None, -1, 0)
+
+
+def test_drain_flag(env: Env) -> None:
+    env.queue.set_drain_flag(True)
+    with pytest.raises(errors.JobQueueDrainError):
+        env.queue.submit_job([delay(0)])
+    with pytest.raises(errors.JobQueueDrainError):
+        env.queue.submit_many_jobs([[delay(0)]])
+    assert env.queue.submit_job([delay(0)], ignore_drain=True) == 1
+
+
+def test_archive_and_autoarchive(env: Env) -> None:
+    env.queue.start()
+    ids = [env.queue.submit_job([delay(0)]) for _ in range(3)]
+    for j in ids:
+        env.wait_final(j)
+    assert env.queue.archive_job(ids[0]) is True
+    assert env.queue.archive_job(ids[0]) is False
+    assert env.queue.query_jobs([ids[0]], ["id", "archived"])[0] == [ids[0], True]
+    assert ids[0] not in env.queue.job_ids()
+    assert env.queue.auto_archive_jobs(3600, 10) == [0, 0]
+    assert env.queue.auto_archive_jobs(-1, 10) == [2, 0]
+    assert env.queue.job_ids() == []
+
+
+def test_restart_recovers_jobs(env: Env, tmp_path) -> None:
+    # hand-made job files: one running, one waiting, one corrupt
+    job_ids = env.queue.storage.allocate_ids(3)
+    env.queue.submit_job([delay(0)])  # job 4, queued (workers not started)
+    qd = env.paths.queue_dir
+
+    def write(job_id: int, statuses: list[str]) -> None:
+        ops = [{"input": delay(0), "status": s, "result": None, "log": [], "priority": 0,
+                "start_timestamp": None, "exec_timestamp": None, "end_timestamp": None}
+               for s in statuses]
+        data = {"id": job_id, "ops": ops, "received_timestamp": [1, 0],
+                "start_timestamp": None, "end_timestamp": None}
+        open(os.path.join(qd, f"job-{job_id}"), "w").write(serializer.dumps(data))
+
+    write(job_ids[0], ["success", "running", "queued"])
+    write(job_ids[1], ["waiting"])
+    open(os.path.join(qd, f"job-{job_ids[2]}"), "w").write("{corrupt")
+    q = env.restart()
+    assert q.corrupt_ids == [job_ids[2]]
+    assert open(os.path.join(qd, f"job-{job_ids[2]}")).read() == "{corrupt"
+    row = q.query_jobs([job_ids[0]], ["status", "opstatus", "opresult"])[0]
+    assert row[0] == "error" and row[1] == ["success", "error", "error"]
+    assert "stopped while the job was running" in row[2][1][1][0]
+    q.start()
+    assert env.wait_final(job_ids[1]) == "success"
+    assert env.wait_final(4) == "success"
+    assert q.submit_job([delay(0)]) == 5

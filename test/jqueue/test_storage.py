@@ -1,0 +1,93 @@
+"""Queue files: group commit, serial, archive, drain flag, replication."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from ganeti.jqueue import storage as st
+from ganeti.pathutils import Paths
+
+
+@pytest.fixture(params=[st.SYNC_FSYNC, st.SYNC_SYNCFS])
+def storage(tmp_path, request):
+    replicated: list[tuple[str, bytes]] = []
+    renamed: list[tuple[str, str]] = []
+    s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=request.param,
+                      replicate=lambda f, c: replicated.append((f, c)),
+                      replicate_rename=lambda a, b: renamed.append((a, b)))
+    s.open()
+    s.replicated, s.renamed = replicated, renamed
+    yield s
+    s.close()
+
+
+def test_layout_and_serial(storage: st.JobStorage) -> None:
+    ids = storage.allocate_ids(3)
+    assert ids == [1, 2, 3]
+    storage.write_jobs([(i, b"{}") for i in ids], serial=True)
+    assert open(storage.paths.queue_serial_file).read().strip() == "3"
+    assert open(storage.paths.queue_version_file).read().strip() == "1"
+    assert storage.list_job_ids() == [1, 2, 3]
+    assert storage.read_job(2) == b"{}"
+    assert not [n for n in os.listdir(storage.queue_dir) if ".tmp" in n]
+
+
+def test_serial_survives_reopen(tmp_path) -> None:
+    paths = Paths(root=str(tmp_path))
+    s = st.JobStorage(paths)
+    s.open()
+    ids = s.allocate_ids(5)
+    s.write_jobs([(ids[0], b"x")], serial=True)
+    s.close()
+    s2 = st.JobStorage(paths)
+    s2.open()
+    assert s2.allocate_ids(1) == [6]
+    s2.close()
+
+
+def test_concurrent_writers_share_commits(storage: st.JobStorage) -> None:
+    ids = storage.allocate_ids(20)
+
+    def writer(job_id: int) -> None:
+        for k in range(5):
+            storage.write_jobs([(job_id, f"{job_id}-{k}".encode())])
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for i in ids:
+        assert storage.read_job(i) == f"{i}-4".encode()
+    assert any(f.endswith("job-1") for f, _ in storage.replicated)
+
+
+def test_archive(storage: st.JobStorage) -> None:
+    storage.write_jobs([(12345, b"a")])
+    assert storage.archive_jobs([12345, 999]) == [12345]
+    assert storage.read_job(12345) is None
+    assert storage.read_archived_job(12345) == b"a"
+    assert os.path.exists(os.path.join(storage.archive_dir, "1", "job-12345"))
+    assert storage.renamed and storage.renamed[0][1].endswith("archive/1/job-12345")
+
+
+def test_drain_flag(storage: st.JobStorage) -> None:
+    assert not storage.is_drained()
+    storage.set_drained(True)
+    assert storage.is_drained()
+    storage.set_drained(False)
+    assert not storage.is_drained()
+
+
+def test_failed_commit_raises(storage: st.JobStorage, tmp_path) -> None:
+    os.chmod(storage.queue_dir, 0o500)
+    try:
+        if os.access(storage.queue_dir, os.W_OK):
+            pytest.skip("running as root: permissions are not enforced")
+        with pytest.raises(Exception):
+            storage.write_jobs([(1, b"x")])
+    finally:
+        os.chmod(storage.queue_dir, 0o750)
