@@ -1,0 +1,466 @@
+"""SSH to cluster nodes: the cluster key, known hosts, and a paramiko client.
+
+Only a few operations use SSH instead of node RPC (ARCHITECTURE.md): adding
+a node (before it has the cluster certificate), ``gnt-cluster command`` and
+``copyfile``.  They all go through :class:`SshRunner`.
+
+Keys
+    The cluster has one SSH key pair, ``data_dir/id_cluster`` (private, 0600)
+    and ``id_cluster.pub`` (one OpenSSH ``authorized_keys`` line).  It is an
+    Ed25519 key, generated with ``cryptography`` because paramiko cannot
+    generate Ed25519 keys itself; paramiko reads the OpenSSH private format.
+
+Host keys
+    Trust on first use, recorded in the cluster ``known_hosts`` file
+    (OpenSSH format, ``host`` or ``[host]:port`` then type and key).  The
+    first connection to a host appends its key; a later connection that
+    offers a different key is refused with :class:`errors.CommandError`
+    naming the host, both fingerprints and the file to edit.  Without a
+    known_hosts path the keys are remembered only for the runner's life.
+
+Commands
+    ``run`` sends one ``exec`` request (the remote side runs it with its
+    shell), feeds ``input_data`` to stdin, and returns a
+    :class:`~ganeti.utils.process.RunResult`.  ``put_file`` uses plain exec
+    too (``cat`` into a temporary file, ``chmod``, ``mv``), so any server with
+    a POSIX shell works and no SFTP subsystem is needed.
+
+paramiko is imported inside the functions that use it: importing it costs
+about 0.2 s, which CLIs that never SSH must not pay.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import concurrent.futures
+import fcntl
+import logging
+import os
+import select
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING
+
+from ganeti import errors
+from ganeti.utils import io as uio
+from ganeti.utils.process import RunResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    import paramiko
+
+__all__ = [
+    "KEY_TYPES", "generate_cluster_key", "load_key", "load_public_key",
+    "parse_public_key_line", "read_authorized_keys", "key_fingerprint",
+    "KnownHosts", "SshRunner", "known_hosts_name",
+]
+
+log = logging.getLogger(__name__)
+
+KEY_TYPES = frozenset([
+    "ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+])
+
+_POLL_INTERVAL = 0.05
+_READ_CHUNK = 65536
+
+
+# --- keys -----------------------------------------------------------------
+
+def generate_cluster_key(path: str, *, comment: str = "ganeti-cluster") -> str:
+    """Write a new Ed25519 key pair: ``path`` (0600) and ``path.pub``.
+
+    The private key is in OpenSSH format (unencrypted), the public file holds
+    one ``ssh-ed25519 <base64> <comment>`` line.  Existing files are replaced
+    atomically.  Returns the public key line (without newline).
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                           serialization.PublicFormat.OpenSSH)
+    line = public.decode("ascii") + (f" {comment}" if comment else "")
+    uio.write_file_atomic(path, private, mode=0o600)
+    uio.write_file_atomic(path + ".pub", line + "\n", mode=0o644)
+    return line
+
+
+def load_key(path: str) -> paramiko.PKey:
+    """Load a private key file (OpenSSH or PEM format, any supported type).
+
+    Raises :class:`errors.CommandError` if the file is missing or unreadable.
+    """
+    import paramiko
+
+    try:
+        return paramiko.PKey.from_path(path)
+    except (OSError, paramiko.SSHException, ValueError) as exc:
+        raise errors.CommandError(f"Cannot load SSH key {path}: {exc}") from exc
+
+
+def parse_public_key_line(line: str) -> tuple[str, bytes] | None:
+    """Parse one ``authorized_keys``/``.pub`` line into ``(type, blob)``.
+
+    Leading options (``from="..."`` etc.) are skipped, not interpreted.
+    Returns None for blank, comment and unparsable lines.
+    """
+    line = line.strip()
+    if not line or line.startswith("#"):
+        return None
+    fields = line.split()
+    for idx, field in enumerate(fields[:-1]):
+        if field in KEY_TYPES:
+            try:
+                blob = base64.b64decode(fields[idx + 1], validate=True)
+            except (binascii.Error, ValueError):
+                return None
+            return field, blob
+    return None
+
+
+def load_public_key(path: str) -> tuple[str, bytes]:
+    """Read a ``.pub`` file and return ``(type, blob)``.
+
+    Raises :class:`errors.CommandError` if it holds no valid key.
+    """
+    try:
+        text = uio.read_file(path).decode("utf-8", "replace")
+    except OSError as exc:
+        raise errors.CommandError(f"Cannot read public key {path}: {exc}") from exc
+    for line in text.splitlines():
+        parsed = parse_public_key_line(line)
+        if parsed:
+            return parsed
+    raise errors.CommandError(f"No public key found in {path}")
+
+
+def read_authorized_keys(path: str) -> set[bytes]:
+    """Return the key blobs listed in an ``authorized_keys`` file.
+
+    A missing file means no key is authorized (empty set).
+    """
+    try:
+        text = uio.read_file(path).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return set()
+    found = set()
+    for line in text.splitlines():
+        parsed = parse_public_key_line(line)
+        if parsed:
+            found.add(parsed[1])
+    return found
+
+
+def key_fingerprint(blob: bytes) -> str:
+    """OpenSSH-style ``SHA256:...`` fingerprint of a public key blob."""
+    import hashlib
+
+    digest = hashlib.sha256(blob).digest()
+    return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
+
+
+# --- known hosts ------------------------------------------------------------
+
+def known_hosts_name(host: str, port: int) -> str:
+    """The host token of a known_hosts line: ``host`` or ``[host]:port``."""
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+class KnownHosts:
+    """Trust-on-first-use host key store, optionally backed by a file.
+
+    ``check(host, port, key_type, blob)`` accepts a known key, records an
+    unknown host, and raises :class:`errors.CommandError` for a host whose
+    recorded keys do not include the offered one.  Safe for threads of one
+    process; the file is also ``flock``-ed while it is read and appended.
+    """
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._memory: dict[str, list[tuple[str, bytes]]] = {}
+
+    @staticmethod
+    def _parse(text: str) -> dict[str, list[tuple[str, bytes]]]:
+        table: dict[str, list[tuple[str, bytes]]] = {}
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "|", "@")):
+                continue
+            fields = line.split()
+            if len(fields) < 3 or fields[1] not in KEY_TYPES:
+                continue
+            try:
+                blob = base64.b64decode(fields[2], validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            for name in fields[0].split(","):
+                table.setdefault(name, []).append((fields[1], blob))
+        return table
+
+    def check(self, host: str, port: int, key_type: str, blob: bytes) -> bool:
+        """Verify a server's host key; returns True if it was newly recorded."""
+        name = known_hosts_name(host, port)
+        with self._lock:
+            if self.path is None:
+                return self._check_in(self._memory, name, key_type, blob, None)
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            with os.fdopen(fd, "r+", encoding="utf-8") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                handle.seek(0)
+                table = self._parse(handle.read())
+                return self._check_in(table, name, key_type, blob, handle)
+
+    def _check_in(self, table: dict[str, list[tuple[str, bytes]]], name: str,
+                  key_type: str, blob: bytes, handle: IO[str] | None) -> bool:
+        known = table.get(name)
+        if known:
+            if any(b == blob for _, b in known):
+                return False
+            old = ", ".join(f"{t} {key_fingerprint(b)}" for t, b in known)
+            where = f"; remove the line for {name} from {self.path}" if self.path else ""
+            raise errors.CommandError(
+                f"Host key of {name} has changed: it offered {key_type} "
+                f"{key_fingerprint(blob)} but {old} is recorded; refusing to "
+                f"connect (possible man-in-the-middle){where}")
+        if handle is not None:
+            line = f"{name} {key_type} {base64.b64encode(blob).decode('ascii')}\n"
+            handle.write(line)
+            handle.flush()
+        table.setdefault(name, []).append((key_type, blob))
+        log.info("Recorded new host key for %s (%s %s)", name, key_type,
+                 key_fingerprint(blob))
+        return True
+
+
+# --- client -----------------------------------------------------------------
+
+def _command_text(command: str | Sequence[str]) -> str:
+    if isinstance(command, str):
+        return command
+    return shlex.join(list(command))
+
+
+class SshRunner:
+    """Runs commands and copies files on nodes over SSH with the cluster key.
+
+    One TCP connection per call; calls are independent and thread-safe.
+    Connection, host key and authentication failures raise
+    :class:`errors.CommandError` naming ``host:port``; a command that runs
+    and fails is a normal :class:`RunResult` with its exit code.
+    """
+
+    def __init__(self, key_path: str, *, known_hosts_path: str | None = None,
+                 port: int = 22, user: str = "root", connect_timeout: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.key_path = key_path
+        self.port = port
+        self.user = user
+        self.connect_timeout = connect_timeout
+        self.known_hosts = KnownHosts(known_hosts_path)
+        self._clock = clock
+        self._key: paramiko.PKey | None = None
+        self._key_lock = threading.Lock()
+
+    def _get_key(self) -> paramiko.PKey:
+        with self._key_lock:
+            if self._key is None:
+                self._key = load_key(self.key_path)
+            return self._key
+
+    def _connect(self, host: str, port: int) -> paramiko.Transport:
+        """Open an authenticated transport to ``host:port``."""
+        import paramiko
+
+        key = self._get_key()
+        where = f"{host}:{port}"
+        try:
+            sock = socket.create_connection((host, port), timeout=self.connect_timeout)
+        except OSError as exc:
+            raise errors.CommandError(f"SSH to {where} failed: cannot connect: {exc}") from exc
+        # many small packets (exec, EOF, exit-status): no Nagle/delayed-ACK stalls
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        transport = paramiko.Transport(sock)
+        transport.banner_timeout = self.connect_timeout
+        transport.handshake_timeout = self.connect_timeout
+        transport.auth_timeout = self.connect_timeout
+        try:
+            try:
+                transport.start_client(timeout=self.connect_timeout)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise errors.CommandError(
+                    f"SSH to {where} failed: handshake error: {exc}") from exc
+            server_key = transport.get_remote_server_key()
+            self.known_hosts.check(host, port, server_key.get_name(), server_key.asbytes())
+            try:
+                transport.auth_publickey(self.user, key)
+            except paramiko.AuthenticationException as exc:
+                raise errors.CommandError(
+                    f"SSH to {where} failed: the server refused the key "
+                    f"{self.key_path} for user {self.user}") from exc
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise errors.CommandError(
+                    f"SSH to {where} failed: authentication error: {exc}") from exc
+            if not transport.is_authenticated():
+                raise errors.CommandError(f"SSH to {where} failed: not authenticated")
+        except BaseException:
+            transport.close()
+            raise
+        return transport
+
+    def run(self, host: str, command: str | Sequence[str], *, port: int | None = None,
+            timeout: float | None = 60.0, input_data: bytes | str | None = None) -> RunResult:
+        """Run ``command`` on ``host`` and wait at most ``timeout`` seconds.
+
+        A list command is quoted with :func:`shlex.join`; a string is passed
+        to the remote shell as is.  On timeout the channel is closed (the
+        server kills the command) and ``timed_out`` is set.
+        """
+        import paramiko
+
+        port = self.port if port is None else port
+        text = _command_text(command)
+        argv = (f"ssh://{self.user}@{host}:{port}", text)
+        if isinstance(input_data, str):
+            input_data = input_data.encode("utf-8")
+        where = f"{host}:{port}"
+        transport = self._connect(host, port)
+        try:
+            try:
+                chan = transport.open_session(timeout=self.connect_timeout)
+                chan.exec_command(text)
+                # bounded: a command that never reads its stdin cannot hang us
+                chan.settimeout(timeout)
+                if input_data:
+                    chan.sendall(input_data)
+                chan.shutdown_write()
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise errors.CommandError(
+                    f"SSH to {where}: cannot start command or send its input: {exc}") from exc
+            out, err, timed_out = self._collect(chan, timeout)
+            code: int | None = None
+            if not timed_out:
+                # let the server's EOF/close arrive, so that closing our end
+                # does not reset a connection with unread data
+                self._wait_closed(chan, 1.0)
+                code = chan.exit_status if chan.exit_status_ready() else -1
+                if code < 0:
+                    raise errors.CommandError(
+                        f"SSH to {where}: connection lost before {text!r} finished")
+            return RunResult(argv, code, None, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"), timed_out)
+        finally:
+            transport.close()
+
+    def _wait_closed(self, chan: paramiko.Channel, seconds: float) -> None:
+        deadline = self._clock() + seconds
+        transport = chan.get_transport()
+        while not chan.closed and transport is not None and transport.is_active():
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return
+            select.select([chan.fileno()], [], [], min(remaining, _POLL_INTERVAL))
+
+    def _collect(self, chan: paramiko.Channel,
+                 timeout: float | None) -> tuple[bytes, bytes, bool]:
+        """Read stdout/stderr until exit status (or close) or the deadline."""
+        deadline = None if timeout is None else self._clock() + timeout
+        out: list[bytes] = []
+        err: list[bytes] = []
+        fileno = chan.fileno()
+        while True:
+            progressed = False
+            while chan.recv_ready():
+                out.append(chan.recv(_READ_CHUNK))
+                progressed = True
+            while chan.recv_stderr_ready():
+                err.append(chan.recv_stderr(_READ_CHUNK))
+                progressed = True
+            if progressed:
+                continue
+            transport = chan.get_transport()
+            if chan.exit_status_ready() or transport is None or not transport.is_active():
+                # exit-status (or close) arrives after all data: buffers are complete
+                while chan.recv_ready():
+                    out.append(chan.recv(_READ_CHUNK))
+                while chan.recv_stderr_ready():
+                    err.append(chan.recv_stderr(_READ_CHUNK))
+                return b"".join(out), b"".join(err), False
+            wait = _POLL_INTERVAL
+            if deadline is not None:
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    chan.close()
+                    return b"".join(out), b"".join(err), True
+                wait = min(wait, remaining)
+            select.select([fileno], [], [], wait)
+
+    def put_file(self, host: str, local_path: str, remote_path: str, *, mode: int = 0o644,
+                 port: int | None = None, timeout: float | None = 60.0) -> None:
+        """Copy ``local_path`` to ``remote_path`` on ``host`` with ``mode``.
+
+        The remote file is written next to its target and renamed into place,
+        so readers never see half a file; missing parent directories are
+        created.  Raises :class:`errors.CommandError` on any failure.
+        """
+        try:
+            with open(local_path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise errors.CommandError(f"Cannot read {local_path}: {exc}") from exc
+        self.put_data(host, data, remote_path, mode=mode, port=port, timeout=timeout)
+
+    def put_data(self, host: str, data: bytes, remote_path: str, *, mode: int = 0o644,
+                 port: int | None = None, timeout: float | None = 60.0) -> None:
+        """Write ``data`` to ``remote_path`` on ``host``; see :meth:`put_file`."""
+        qpath = shlex.quote(remote_path)
+        qtmp = shlex.quote(remote_path + ".ssh-tmp")
+        qdir = shlex.quote(os.path.dirname(remote_path) or ".")
+        script = (f"umask 077 && mkdir -p {qdir} && cat > {qtmp} && "
+                  f"chmod {mode:o} {qtmp} && mv -f {qtmp} {qpath} || "
+                  f"{{ rc=$?; rm -f {qtmp}; exit $rc; }}")
+        result = self.run(host, script, port=port, timeout=timeout, input_data=data)
+        if result.failed:
+            port = self.port if port is None else port
+            raise errors.CommandError(
+                f"Copying to {host}:{port}:{remote_path} failed: "
+                f"{result.fail_reason or 'error'}: {result.stderr.strip()}")
+
+    def run_many(self, hosts: Iterable[str], command: str | Sequence[str], *,
+                 ports: Mapping[str, int] | None = None, timeout: float | None = 60.0,
+                 input_data: bytes | str | None = None,
+                 max_workers: int = 16) -> dict[str, RunResult | errors.CommandError]:
+        """Run ``command`` on every host in parallel threads.
+
+        Returns ``{host: RunResult}``, or the :class:`errors.CommandError`
+        instance for hosts that could not be reached or authenticated.
+        ``ports`` overrides the port per host.
+        """
+        hosts = list(dict.fromkeys(hosts))
+        results: dict[str, RunResult | errors.CommandError] = {}
+        if not hosts:
+            return results
+        ports = ports or {}
+
+        def one(host: str) -> RunResult | errors.CommandError:
+            try:
+                return self.run(host, command, port=ports.get(host), timeout=timeout,
+                                input_data=input_data)
+            except errors.CommandError as exc:
+                return exc
+
+        workers = max(1, min(max_workers, len(hosts)))
+        with concurrent.futures.ThreadPoolExecutor(workers, "ssh-run") as pool:
+            futures = {host: pool.submit(one, host) for host in hosts}
+            for host, future in futures.items():
+                results[host] = future.result()
+        return results

@@ -1,0 +1,318 @@
+"""ganeti.tools.sshserver: in-process and as a separate process."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import paramiko
+import pytest
+
+from ganeti import errors, ssh
+from ganeti.tools.sshserver import SshServer, read_env_file
+
+pytestmark = pytest.mark.timeout(60)
+
+HOST = "127.0.0.1"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def keys(tmp_path: pathlib.Path) -> dict[str, str]:
+    key = str(tmp_path / "id_cluster")
+    line = ssh.generate_cluster_key(key)
+    auth = tmp_path / "authorized_keys"
+    auth.write_text(f"# cluster key\n{line}\n")
+    return {"key": key, "auth": str(auth), "hostkey": str(tmp_path / "hostkey"),
+            "known_hosts": str(tmp_path / "known_hosts")}
+
+
+@pytest.fixture
+def servers() -> Iterator[list[SshServer]]:
+    started: list[SshServer] = []
+    try:
+        yield started
+    finally:
+        for srv in started:
+            srv.stop()
+
+
+def _start(servers: list[SshServer], keys: dict[str, str], **kwargs: object) -> SshServer:
+    env = {"PATH": os.environ["PATH"], "MARK": "in-process"}
+    srv = SshServer(HOST, 0, keys["hostkey"], keys["auth"], env, **kwargs)  # type: ignore[arg-type]
+    srv.start()
+    servers.append(srv)
+    return srv
+
+
+def _runner(keys: dict[str, str], port: int, key: str | None = None) -> ssh.SshRunner:
+    return ssh.SshRunner(key or keys["key"], known_hosts_path=keys["known_hosts"],
+                         port=port, connect_timeout=5)
+
+
+def _wait_gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+# --- env file -------------------------------------------------------------------
+
+def test_read_env_file(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "env"
+    path.write_text("# comment\n\nGANETI_ROOTDIR=/tmp/x y\nPATH=/a:/b\nEMPTY=\nEQ=a=b\n")
+    assert read_env_file(str(path)) == {"GANETI_ROOTDIR": "/tmp/x y", "PATH": "/a:/b",
+                                        "EMPTY": "", "EQ": "a=b"}
+
+
+@pytest.mark.parametrize("text", ["novalue\n", "BAD-NAME=1\n", "1X=2\n"],
+                         ids=["no-equals", "dash", "leading-digit"])
+def test_read_env_file_rejects_bad_lines(tmp_path: pathlib.Path, text: str) -> None:
+    path = tmp_path / "env"
+    path.write_text(text)
+    with pytest.raises(errors.CommandError, match=":1:"):
+        read_env_file(str(path))
+
+
+def test_read_env_file_missing(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(errors.CommandError, match="missing"):
+        read_env_file(str(tmp_path / "missing"))
+
+
+# --- in-process server ---------------------------------------------------------
+
+def test_host_key_created_if_missing(servers: list[SshServer], keys: dict[str, str]) -> None:
+    assert not os.path.exists(keys["hostkey"])
+    _start(servers, keys)
+    assert os.stat(keys["hostkey"]).st_mode & 0o777 == 0o600
+    assert ssh.load_key(keys["hostkey"]).get_name() == "ssh-ed25519"
+
+
+def test_env_is_exactly_the_configured_one(servers: list[SshServer],
+                                          keys: dict[str, str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEAKED_FROM_SERVER", "1")
+    srv = _start(servers, keys)
+    result = _runner(keys, srv.port).run(HOST, 'echo "$MARK/${LEAKED_FROM_SERVER:-unset}"')
+    assert result.stdout == "in-process/unset\n"
+
+
+def test_authorized_keys_reread_on_each_login(servers: list[SshServer], tmp_path: pathlib.Path,
+                                              keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    other = str(tmp_path / "other")
+    line = ssh.generate_cluster_key(other)
+    with pytest.raises(errors.CommandError, match="refused the key"):
+        _runner(keys, srv.port, key=other).run(HOST, "true")
+    with open(keys["auth"], "a") as handle:
+        handle.write(f'no-pty,from="127.0.0.1" {line}\n')
+    assert _runner(keys, srv.port, key=other).run(HOST, "echo ok").stdout == "ok\n"
+
+
+def test_password_auth_not_offered(servers: list[SshServer], keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    transport = paramiko.Transport((HOST, srv.port))
+    try:
+        transport.start_client(timeout=5)
+        with pytest.raises(paramiko.BadAuthenticationType) as info:
+            transport.auth_password("root", "secret")
+        assert info.value.allowed_types == ["publickey"]
+    finally:
+        transport.close()
+
+
+def test_shell_request_refused(servers: list[SshServer], keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    transport = paramiko.Transport((HOST, srv.port))
+    try:
+        transport.start_client(timeout=5)
+        transport.auth_publickey("root", ssh.load_key(keys["key"]))
+        chan = transport.open_session(timeout=5)
+        with pytest.raises(paramiko.SSHException):
+            chan.invoke_shell()
+    finally:
+        transport.close()
+
+
+def test_killed_command_reports_128_plus_signal(servers: list[SshServer],
+                                                keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    result = _runner(keys, srv.port).run(HOST, "kill -9 $$")
+    assert result.exit_code == 128 + signal.SIGKILL
+
+
+def test_missing_shell_reports_127(servers: list[SshServer], keys: dict[str, str]) -> None:
+    srv = _start(servers, keys, shell="/nonexistent/sh")
+    result = _runner(keys, srv.port).run(HOST, "true")
+    assert result.exit_code == 127 and "/nonexistent/sh" in result.stderr
+
+
+def test_background_child_holding_output_does_not_hang(servers: list[SshServer],
+                                                       keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    # the background sleep keeps stdout open; the exit status must still come
+    result = _runner(keys, srv.port).run(HOST, "sleep 20 & echo $!; exit 4", timeout=15)
+    try:
+        assert result.exit_code == 4 and result.stdout.strip().isdigit()
+    finally:
+        if result.stdout.strip().isdigit():
+            os.kill(int(result.stdout), signal.SIGKILL)
+
+
+def test_client_disconnect_kills_command(servers: list[SshServer], keys: dict[str, str],
+                                         tmp_path: pathlib.Path) -> None:
+    srv = _start(servers, keys)
+    pidfile = tmp_path / "pid"
+    transport = paramiko.Transport((HOST, srv.port))
+    transport.start_client(timeout=5)
+    transport.auth_publickey("root", ssh.load_key(keys["key"]))
+    chan = transport.open_session(timeout=5)
+    chan.exec_command(f"echo $$ > {pidfile}; exec sleep 30")
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    transport.close()
+    assert _wait_gone(pid)
+
+
+def test_command_timeout_kills_command(servers: list[SshServer], keys: dict[str, str]) -> None:
+    srv = _start(servers, keys, command_timeout=0.5)
+    result = _runner(keys, srv.port).run(HOST, "exec sleep 30", timeout=20)
+    assert result.exit_code == 128 + signal.SIGKILL
+
+
+def test_stop_kills_running_commands(servers: list[SshServer], keys: dict[str, str],
+                                     tmp_path: pathlib.Path) -> None:
+    srv = _start(servers, keys)
+    pidfile = tmp_path / "pid"
+    runner = _runner(keys, srv.port)
+    import threading
+    outcome: list[object] = []
+
+    def bg() -> None:
+        try:
+            outcome.append(runner.run(HOST, f"echo $$ > {pidfile}; exec sleep 30", timeout=20))
+        except errors.CommandError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=bg, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    srv.stop()
+    assert _wait_gone(pid)
+    thread.join(10)
+    assert not thread.is_alive() and outcome
+
+
+def test_unauthenticated_connection_dropped(servers: list[SshServer],
+                                            keys: dict[str, str]) -> None:
+    import socket
+    srv = _start(servers, keys, auth_timeout=0.5)
+    sock = socket.create_connection((HOST, srv.port), timeout=10)
+    try:
+        data = b""
+        # read the banner, then nothing: the server must hang up by itself
+        while True:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        assert data.startswith(b"SSH-2.0-")
+    finally:
+        sock.close()
+
+
+def test_listen_failure_is_command_error(keys: dict[str, str]) -> None:
+    srv = SshServer("192.0.2.123", 0, keys["hostkey"], keys["auth"], {})
+    with pytest.raises(errors.CommandError, match="192.0.2.123"):
+        srv.start()
+
+
+# --- separate process --------------------------------------------------------------
+
+def _server_argv(keys: dict[str, str], tmp_path: pathlib.Path, *extra: str) -> list[str]:
+    env_file = tmp_path / "env"
+    env_file.write_text(f"PATH={os.environ['PATH']}\nGANETI_HOSTNAME=node2\n"
+                        f"GANETI_ROOTDIR={tmp_path / 'node2'}\n")
+    return [sys.executable, "-m", "ganeti.tools.sshserver", "--bind", HOST,
+            "--host-key", keys["hostkey"], "--authorized-keys", keys["auth"],
+            "--env-file", str(env_file), "--pidfile", str(tmp_path / "sshd.pid"), *extra]
+
+
+def _child_env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def test_subprocess_server(keys: dict[str, str], tmp_path: pathlib.Path) -> None:
+    proc = subprocess.Popen(_server_argv(keys, tmp_path, "--port", "0"), env=_child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready, "server did not report readiness"
+        line = proc.stdout.readline().decode()  # type: ignore[union-attr]
+        assert line.startswith(f"LISTENING {HOST} ")
+        port = int(line.split()[2])
+        assert int((tmp_path / "sshd.pid").read_text()) == proc.pid
+        result = _runner(keys, port).run(HOST, 'echo "$GANETI_HOSTNAME $GANETI_ROOTDIR"; cat',
+                                         input_data="in\n")
+        assert result.stdout == f"node2 {tmp_path / 'node2'}\nin\n"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert not (tmp_path / "sshd.pid").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_subprocess_bad_env_file_fails(keys: dict[str, str], tmp_path: pathlib.Path) -> None:
+    argv = _server_argv(keys, tmp_path, "--port", "0")
+    (tmp_path / "env").write_text("not an assignment\n")
+    proc = subprocess.run(argv, env=_child_env(), capture_output=True, timeout=30)
+    assert proc.returncode == 1 and b"expected KEY=VALUE" in proc.stderr
+
+
+def test_subprocess_daemonize(keys: dict[str, str], tmp_path: pathlib.Path) -> None:
+    import socket
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port = probe.getsockname()[1]
+    pidfile = tmp_path / "sshd.pid"
+    proc = subprocess.run(_server_argv(keys, tmp_path, "--port", str(port), "--daemonize"),
+                          env=_child_env(), capture_output=True, timeout=30)
+    pid = int(pidfile.read_text()) if pidfile.exists() else None
+    try:
+        assert proc.returncode == 0, proc.stderr
+        assert pid is not None and pid != os.getpid()
+        assert _runner(keys, port).run(HOST, "echo $GANETI_HOSTNAME").stdout == "node2\n"
+        os.kill(pid, signal.SIGTERM)
+        assert _wait_gone(pid, 15)
+    finally:
+        if pid is not None and not _wait_gone(pid, 0):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_subprocess_daemonize_reports_bind_failure(keys: dict[str, str],
+                                                   tmp_path: pathlib.Path) -> None:
+    argv = _server_argv(keys, tmp_path, "--port", "0", "--daemonize")
+    argv[argv.index("--bind") + 1] = "192.0.2.123"
+    proc = subprocess.run(argv, env=_child_env(), capture_output=True, timeout=30)
+    assert proc.returncode == 1 and b"192.0.2.123" in proc.stderr
