@@ -10,14 +10,14 @@ Request ``{"method", "args", "version"?}``; response ``{"success",
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from ganeti import constants, errors, serializer
+from ganeti import constants, errors
 
 __all__ = ["ETX", "KNOWN_METHODS", "FrameBuffer", "encode_message",
            "encode_request", "encode_response", "parse_request",
-           "parse_response", "Request"]
+           "parse_response", "Request", "Client", "JOB_NOTCHANGED",
+           "IDEMPOTENT_METHODS", "default_master_socket"]
 
 ETX = b"\x03"
 
@@ -32,13 +32,32 @@ KNOWN_METHODS = frozenset([
 ])
 
 
-@dataclass(frozen=True)
 class Request:
-    """A decoded LUXI request."""
+    """A decoded LUXI request (immutable; a plain class to keep imports lean)."""
 
+    __slots__ = ("method", "args", "version")
     method: str
     args: list[Any]
-    version: int | None = None
+    version: int | None
+
+    def __init__(self, method: str, args: list[Any], version: int | None = None) -> None:
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "version", version)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Request is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return (self.method, self.args, self.version) == (other.method, other.args, other.version)
+
+    def __hash__(self) -> int:
+        return hash((self.method, self.version))
+
+    def __repr__(self) -> str:
+        return f"Request(method={self.method!r}, args={self.args!r}, version={self.version!r})"
 
 
 class FrameBuffer:
@@ -79,6 +98,7 @@ class FrameBuffer:
 
 def encode_message(obj: Any) -> bytes:
     """JSON-encode ``obj`` and append ETX."""
+    from ganeti import serializer  # lazy: the CLI start-up path avoids it
     data = serializer.dumps_bytes(obj)
     if ETX in data:  # JSON escapes control characters; this is a bug if hit
         raise errors.ProgrammerError("ETX inside an encoded LUXI message")
@@ -102,6 +122,7 @@ def encode_response(success: bool, result: Any) -> bytes:
 
 def parse_request(frame: bytes) -> Request:
     """Decode and check one request frame; raises :class:`errors.ProtocolError`."""
+    from ganeti import serializer
     try:
         msg = serializer.loads(frame)
     except errors.SerializationError as exc:
@@ -128,10 +149,53 @@ def parse_response(frame: bytes) -> Any:
     A failed call raises the decoded exception (or :class:`errors.LuxiError`
     carrying the text when the result is not an encoded error).
     """
+    from ganeti import serializer
     try:
         msg = serializer.loads(frame)
     except errors.SerializationError as exc:
         raise errors.ProtocolError(f"Invalid LUXI response: {exc}") from exc
+    return _response_result(msg)
+
+
+# --- client -----------------------------------------------------------------
+
+JOB_NOTCHANGED = "nochange"
+
+# Methods that may be re-sent after the connection broke mid-call: they
+# either only read or have the same effect when repeated.  Submissions are
+# never re-sent (the first attempt may have created the job).
+IDEMPOTENT_METHODS = KNOWN_METHODS - frozenset([
+    "SubmitJob", "SubmitJobToDrainedQueue", "SubmitManyJobs", "PickupJob",
+    "ReplaceFilter",
+])
+
+_RECV_SIZE = 65536
+
+
+def _encode_request_fast(method: str, args: list[Any], version: int | None) -> bytes:
+    # The CLI start-up path: stdlib json (C accelerated, cheap to import);
+    # anything json cannot handle (dataclasses) goes through the serializer.
+    import json
+    msg: dict[str, Any] = {"method": method, "args": args}
+    if version is not None:
+        msg["version"] = version
+    try:
+        data = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+    except (TypeError, ValueError):
+        return encode_request(method, args, version)
+    return data + ETX
+
+
+def _decode_response_fast(frame: bytes) -> Any:
+    import json
+    try:
+        msg = json.loads(frame)
+    except (ValueError, RecursionError) as exc:
+        raise errors.ProtocolError(f"Invalid LUXI response: {exc}") from exc
+    return _response_result(msg)
+
+
+def _response_result(msg: Any) -> Any:
     if not isinstance(msg, dict) or "success" not in msg or "result" not in msg:
         raise errors.ProtocolError("Invalid LUXI response: missing success/result")
     if msg["success"]:
@@ -139,3 +203,305 @@ def parse_response(frame: bytes) -> Any:
     result = msg["result"]
     errors.maybe_raise(result)
     raise errors.LuxiError(str(result))
+
+
+def _socket_module() -> Any:
+    # The C module behind ``socket``: the Python wrapper's import (enum
+    # conversions, selectors) is a noticeable part of a CLI command's
+    # start-up, and the client needs nothing from it.
+    try:
+        import _socket
+        return _socket
+    except ImportError:  # pragma: no cover (non-CPython)
+        import socket
+        return socket
+
+
+def default_master_socket() -> str:
+    """The master socket below ``$GANETI_ROOTDIR``.
+
+    The same path as ``pathutils.get_paths().master_socket`` (a test checks
+    that), computed without importing :mod:`ganeti.pathutils` and its
+    dataclasses: every CLI command pays for its imports at start-up.
+    """
+    import os
+    root = os.path.abspath(os.environ.get(constants.ENV_ROOTDIR) or "/")
+    return os.path.join(root, "var", "run", "ganeti", "socket", "ganeti-master")
+
+
+def _ops_to_data(ops: Any) -> list[Any]:
+    """Opcode objects or dicts -> a list of opcode dicts."""
+    if not isinstance(ops, (list, tuple)):
+        raise errors.ProgrammerError(f"Expected a list of opcodes, got {type(ops).__name__}")
+    result: list[Any] = []
+    for op in ops:
+        if isinstance(op, dict):
+            result.append(op)
+        else:
+            from ganeti import opcodes  # lazy: keeps CLI start-up lean
+            result.append(opcodes.to_dict(op))
+    return result
+
+
+class Client:
+    """A LUXI client: one method per LUXI method, with Ganeti's names.
+
+    One connection is opened on the first call and reused for every later
+    call.  A missing socket or a refused connection raises
+    :class:`errors.NoMasterError`; no answer within ``rw_timeout`` raises
+    :class:`errors.LuxiTimeoutError` (the connection is then dropped); a
+    failed call raises the error the master sent back (decoded).  When the
+    connection breaks, calls in :data:`IDEMPOTENT_METHODS` are re-sent once
+    on a fresh connection; submissions are not.
+
+    Every method goes through :meth:`call`, so a fake client only needs to
+    replace that one method.  Not thread-safe: use one client per thread.
+    """
+
+    def __init__(self, address: str | None = None, *,
+                 connect_timeout: float = constants.LUXI_DEF_CTMO,
+                 rw_timeout: float = constants.LUXI_DEF_RWTO,
+                 version: int | None = None) -> None:
+        if address is None:
+            address = default_master_socket()
+        self.address = address
+        self.connect_timeout = connect_timeout
+        self.rw_timeout = rw_timeout
+        self.version = version
+        self._sock: Any = None
+        self._buffer: FrameBuffer | None = None
+        self._frames: list[bytes] = []
+        self._calls_on_conn = 0
+
+    # --- connection -----------------------------------------------------
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (the next call opens a new one)."""
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+        self._sock = None
+        self._buffer = None
+        self._frames = []
+        self._calls_on_conn = 0
+
+    def _connect(self) -> None:
+        sock = _socket_module().socket(_socket_module().AF_UNIX, _socket_module().SOCK_STREAM)
+        sock.settimeout(self.connect_timeout)
+        try:
+            sock.connect(self.address)
+        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
+            sock.close()
+            raise errors.NoMasterError(
+                "Cannot communicate with the master daemon. Is it running and listening"
+                f" on {self.address}? ({exc.strerror or exc})") from exc
+        except TimeoutError as exc:
+            sock.close()
+            raise errors.LuxiTimeoutError(
+                f"Timeout while connecting to the master daemon at {self.address}") from exc
+        except OSError as exc:
+            sock.close()
+            raise errors.NoMasterError(
+                f"Cannot communicate with the master daemon at {self.address}: {exc}") from exc
+        self._sock = sock
+        self._buffer = FrameBuffer()
+        self._frames = []
+        self._calls_on_conn = 0
+
+    def _peer_closed(self) -> bool:
+        """True when the (reused) connection was closed by the master."""
+        sock = self._sock
+        try:
+            sock.setblocking(False)
+            try:
+                data = sock.recv(1, _socket_module().MSG_PEEK)
+            finally:
+                sock.settimeout(self.rw_timeout)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        return data == b""
+
+    def _exchange(self, data: bytes, read_timeout: float) -> bytes:
+        sock = self._sock
+        sock.settimeout(self.rw_timeout)
+        sock.sendall(data)
+        sock.settimeout(read_timeout)
+        while not self._frames:
+            chunk = sock.recv(_RECV_SIZE)
+            if not chunk:
+                raise errors.ConnectionClosedError(
+                    "The master daemon closed the connection without answering")
+            self._frames.extend(self._buffer.feed(chunk))
+        return self._frames.pop(0)
+
+    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+        """Send one request and return its result (or raise its error).
+
+        ``timeout`` overrides the read timeout for this call only.
+        """
+        data = _encode_request_fast(method, list(args), self.version)
+        read_timeout = self.rw_timeout if timeout is None else timeout
+        retry = method in IDEMPOTENT_METHODS
+        for attempt in (0, 1):
+            if self._sock is not None and self._calls_on_conn and self._peer_closed():
+                self.close()  # stale connection: nothing was sent on it yet
+            if self._sock is None:
+                self._connect()
+            try:
+                frame = self._exchange(data, read_timeout)
+            except TimeoutError as exc:
+                self.close()
+                raise errors.LuxiTimeoutError(
+                    f"No answer from the master daemon to {method} within"
+                    f" {read_timeout} seconds") from exc
+            except (errors.ConnectionClosedError, BrokenPipeError,
+                    ConnectionResetError) as exc:
+                self.close()
+                if retry and attempt == 0:
+                    import logging
+                    logging.getLogger(__name__).debug(
+                        "LUXI connection broke during %s, retrying once", method)
+                    continue
+                if isinstance(exc, errors.ConnectionClosedError):
+                    raise
+                raise errors.ConnectionClosedError(
+                    f"Connection to the master daemon broke during {method}: {exc}") from exc
+            except errors.ProtocolError:
+                self.close()
+                raise
+            self._calls_on_conn += 1
+            return _decode_response_fast(frame)
+        raise errors.ProgrammerError("unreachable")  # pragma: no cover
+
+    # --- jobs -----------------------------------------------------------
+    def SubmitJob(self, ops: list[Any]) -> int:
+        """Submit one job (a list of opcodes); returns its id."""
+        return self.call("SubmitJob", [_ops_to_data(ops)])
+
+    def SubmitJobToDrainedQueue(self, ops: list[Any]) -> int:
+        """Like :meth:`SubmitJob`, ignoring the drain flag."""
+        return self.call("SubmitJobToDrainedQueue", [_ops_to_data(ops)])
+
+    def SubmitManyJobs(self, jobs: list[list[Any]]) -> list[list[Any]]:
+        """Submit several jobs; returns ``[success, job_id_or_error]`` per job."""
+        return self.call("SubmitManyJobs", [[_ops_to_data(ops) for ops in jobs]])
+
+    def WaitForJobChangeOnce(self, job_id: int, fields: list[str], prev_job_info: Any,
+                             prev_log_serial: int,
+                             timeout: float = constants.LUXI_WFJC_TIMEOUT) -> Any:
+        """One ``WaitForJobChange`` call: ``"nochange"`` or ``[job_info, log_entries]``.
+
+        Returns None for an unknown job.
+        """
+        read_timeout = max(self.rw_timeout, timeout + 10)
+        return self.call("WaitForJobChange",
+                         [job_id, fields, prev_job_info, prev_log_serial, timeout],
+                         timeout=read_timeout)
+
+    def WaitForJobChange(self, job_id: int, fields: list[str], prev_job_info: Any,
+                         prev_log_serial: int, *, max_wait: float | None = None,
+                         clock: Any = None) -> Any:
+        """Wait until the job changes, retrying on the server's ``"nochange"``.
+
+        With ``max_wait`` (seconds), give up after that long and return
+        ``"nochange"``; without it, wait as long as the job takes.
+        """
+        if clock is None:
+            import time
+            clock = time.monotonic
+        deadline = None if max_wait is None else clock() + max_wait
+        while True:
+            timeout: float = constants.LUXI_WFJC_TIMEOUT
+            if deadline is not None:
+                left = deadline - clock()
+                if left <= 0:
+                    return JOB_NOTCHANGED
+                timeout = min(timeout, left)
+            result = self.WaitForJobChangeOnce(job_id, fields, prev_job_info,
+                                               prev_log_serial, timeout)
+            if result != JOB_NOTCHANGED:
+                return result
+
+    def CancelJob(self, job_id: int, kill: bool = False) -> list[Any]:
+        """Cancel a queued/waiting job; returns ``[success, message]``."""
+        return self.call("CancelJob", [job_id, kill])
+
+    def ArchiveJob(self, job_id: int) -> bool:
+        """Archive a finished job; returns whether it was archived."""
+        return self.call("ArchiveJob", [job_id])
+
+    def AutoArchiveJobs(self, age: float, timeout: float) -> list[int]:
+        """Archive jobs older than ``age`` seconds (-1: all); ``[archived, left]``."""
+        return self.call("AutoArchiveJobs", [age, timeout],
+                         timeout=max(self.rw_timeout, timeout + 10))
+
+    def ChangeJobPriority(self, job_id: int, priority: int) -> list[Any]:
+        """Change a job's priority; returns ``[success, message]``."""
+        return self.call("ChangeJobPriority", [job_id, priority])
+
+    def PickupJob(self, job_id: int) -> Any:
+        """Ask the master to adopt a job written to the queue by another process."""
+        return self.call("PickupJob", [job_id])
+
+    # --- queries --------------------------------------------------------
+    def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+        """Query2: ``{"fields": [fielddefs], "data": [[[status, value], ...], ...]}``."""
+        return self.call("Query", [what, fields, qfilter])
+
+    def QueryFields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
+        """Field definitions of a resource: ``{"fields": [fielddefs]}``."""
+        return self.call("QueryFields", [what, fields])
+
+    def QueryJobs(self, job_ids: list[int] | None, fields: list[str]) -> list[Any]:
+        """Rows of job fields; None in place of an unknown job."""
+        return self.call("QueryJobs", [job_ids, fields])
+
+    def QueryInstances(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+        """Old-style instance query (rows)."""
+        return self.call("QueryInstances", [names, fields, use_locking])
+
+    def QueryNodes(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+        """Old-style node query (rows)."""
+        return self.call("QueryNodes", [names, fields, use_locking])
+
+    def QueryGroups(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+        """Old-style node group query (rows)."""
+        return self.call("QueryGroups", [names, fields, use_locking])
+
+    def QueryNetworks(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+        """Old-style network query (rows)."""
+        return self.call("QueryNetworks", [names, fields, use_locking])
+
+    def QueryExports(self, nodes: list[str], use_locking: bool) -> dict[str, Any]:
+        """Exports per node."""
+        return self.call("QueryExports", [nodes, use_locking])
+
+    def QueryConfigValues(self, fields: list[str]) -> list[Any]:
+        """Cluster configuration values (cluster_name, drain_flag, ...)."""
+        return self.call("QueryConfigValues", [fields])
+
+    def QueryClusterInfo(self) -> dict[str, Any]:
+        """The cluster information dict."""
+        return self.call("QueryClusterInfo", [])
+
+    def QueryTags(self, kind: str, name: str) -> list[str]:
+        """Tags of one object (kind: cluster, node, instance, nodegroup, network)."""
+        return self.call("QueryTags", [kind, name])
+
+    # --- queue / watcher flags ------------------------------------------
+    def SetDrainFlag(self, flag: bool) -> Any:
+        """Set or clear the job queue drain flag."""
+        return self.call("SetDrainFlag", [flag])
+
+    def SetWatcherPause(self, until: float | None) -> Any:
+        """Pause the watcher until a timestamp (None: resume)."""
+        return self.call("SetWatcherPause", [until])

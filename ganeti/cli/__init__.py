@@ -1,0 +1,53 @@
+"""The shared machinery of the ``gnt-*`` command line tools.
+
+* :mod:`ganeti.cli.options`: ``*_OPT`` option objects, positional argument
+  specs (``ArgJobId``...), ``-o`` field selection, priorities;
+* :mod:`ganeti.cli.main`: :func:`generic_main` (a commands table -> a tool),
+  Ganeti's error texts and the exit codes (0 ok, 1 failure, 2 usage, 130
+  interrupted);
+* :mod:`ganeti.cli.jobs`: submitting opcodes, ``--submit``, following a
+  job and printing its log;
+* :mod:`ganeti.cli.output`: printing, timestamps, query tables and filters.
+
+Start-up time matters (one process per command), so these modules import
+only the foundation at load time; LUXI, opcodes and the query package are
+imported when first used.
+"""
+
+from __future__ import annotations
+
+from ganeti.cli.jobs import (JOBS_UNFINISHED, format_job_error, format_log_message, get_client,
+                             job_result, load_opcode_file, op_to_dict, poll_job, send_job,
+                             set_generic_opcode_opts, submit_opcode_and_wait,
+                             submit_opcode_files, submit_opcodes_and_wait, submit_or_send)
+from ganeti.cli.main import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_SUCCESS, EXIT_USAGE, Command,
+                             format_error, generic_main, usage_error)
+from ganeti.cli.options import (ARGS_MANY_JOBS, ARGS_NONE, ARGS_ONE_JOB, COMMON_OPTS, DEBUG_OPT,
+                                DRY_RUN_OPT, FIELDS_OPT, FILTER_OPT, FORCE_OPT, NOHDR_OPT,
+                                PRINT_JOBID_OPT, PRIORITY_NAMES, PRIORITY_OPT, REASON_OPT,
+                                SEP_OPT, SUBMIT_OPT, TIMEOUT_OPT, UNITS_OPT, VERBOSE_OPT, Arg,
+                                ArgFile, ArgJobId, ArgNode, ArgUnknown, Option, check_arguments,
+                                parse_fields, parse_priority, parse_timespec)
+from ganeti.cli.output import (build_query_filter, format_query_table, format_timestamp,
+                               generic_query_list, merge_time, to_stderr, to_stdout)
+
+__all__ = [
+    # options
+    "Option", "Arg", "ArgJobId", "ArgNode", "ArgFile", "ArgUnknown", "ARGS_NONE",
+    "ARGS_MANY_JOBS", "ARGS_ONE_JOB", "COMMON_OPTS", "check_arguments", "parse_fields",
+    "parse_priority", "parse_timespec", "PRIORITY_NAMES",
+    "SUBMIT_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT", "NOHDR_OPT", "SEP_OPT", "FIELDS_OPT",
+    "UNITS_OPT", "FILTER_OPT", "VERBOSE_OPT", "DEBUG_OPT", "FORCE_OPT", "DRY_RUN_OPT",
+    "REASON_OPT", "TIMEOUT_OPT",
+    # main
+    "generic_main", "format_error", "usage_error", "Command", "EXIT_SUCCESS", "EXIT_FAILURE",
+    "EXIT_USAGE", "EXIT_INTERRUPTED",
+    # jobs
+    "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
+    "format_log_message", "job_result", "submit_opcodes_and_wait", "submit_opcode_and_wait",
+    "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file", "submit_opcode_files",
+    "format_job_error",
+    # output
+    "to_stdout", "to_stderr", "format_query_table", "format_timestamp", "merge_time",
+    "build_query_filter", "generic_query_list",
+]

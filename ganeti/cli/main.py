@@ -1,0 +1,194 @@
+"""The commands-table driven ``main`` of every ``gnt-*`` tool, and error texts.
+
+A tool is a dict ``verb -> (func, args_spec, options, usage, description)``;
+``func(opts, args) -> int``.  :func:`generic_main` parses the verb's
+options with argparse, checks the positional arguments, runs the verb and
+turns errors into Ganeti's messages.
+
+Exit codes (the same for every tool):
+
+* ``0`` (:data:`EXIT_SUCCESS`): the command (and its job) succeeded;
+* ``1`` (:data:`EXIT_FAILURE`): the command or its job failed, or the
+  master could not be reached;
+* ``2`` (:data:`EXIT_USAGE`): bad usage: unknown verb, bad option, wrong
+  number of arguments;
+* ``130`` (:data:`EXIT_INTERRUPTED`): interrupted with Ctrl-C (a submitted
+  job keeps running).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, errors
+from ganeti.cli.options import COMMON_OPTS, Arg, Option, check_arguments
+from ganeti.cli.output import to_stderr, to_stdout
+
+__all__ = ["generic_main", "format_error", "Command", "EXIT_SUCCESS", "EXIT_FAILURE",
+           "EXIT_USAGE", "EXIT_INTERRUPTED", "usage_error"]
+
+EXIT_SUCCESS = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+Command = tuple[Callable[[Any, list[str]], int], list[Arg], list[Option], str, str]
+
+
+def usage_error(command: str, msg: str) -> int:
+    """Print a usage error for ``command`` (``"gnt-job info"``); returns :data:`EXIT_USAGE`."""
+    to_stderr(f"{command}: error: {msg}")
+    return EXIT_USAGE
+
+
+def format_error(err: BaseException) -> tuple[int, str]:
+    """Ganeti's text for an error, with the exit code to use."""
+    if isinstance(err, errors.OpPrereqError):
+        return EXIT_FAILURE, ("Failure: prerequisites not met for this operation:\n"
+                              f"error type: {err.ecode}, error details:\n{err}")
+    if isinstance(err, errors.OpExecError):
+        return EXIT_FAILURE, f"Failure: command execution error:\n{err}"
+    if isinstance(err, errors.HooksAbort):
+        return EXIT_FAILURE, f"Failure: hooks execution failed:\n{err}"
+    if isinstance(err, errors.HooksFailure):
+        return EXIT_FAILURE, f"Failure: hooks general failure: {err}"
+    if isinstance(err, errors.ResolverError):
+        return EXIT_FAILURE, f"Failure: can't resolve hostname {err}"
+    if isinstance(err, errors.JobQueueDrainError):
+        return EXIT_FAILURE, ("Failure: the job queue is marked for drain and doesn't accept"
+                              " new requests")
+    if isinstance(err, errors.JobQueueFull):
+        return EXIT_FAILURE, ("Failure: the job queue is full and doesn't accept new job"
+                              " submissions until old jobs are archived")
+    if isinstance(err, errors.JobLost):
+        return EXIT_FAILURE, f"Error checking job status: {err}"
+    if isinstance(err, errors.NoMasterError):
+        return EXIT_FAILURE, str(err)
+    if isinstance(err, errors.LuxiTimeoutError):
+        return EXIT_FAILURE, ("Timeout while talking to the master daemon. Jobs might have been"
+                              " submitted and will continue to run even if the call timed"
+                              f" out. Useful commands in this situation are \"gnt-job list\","
+                              f" \"gnt-job cancel\" and \"gnt-job watch\". Error:\n{err}")
+    if isinstance(err, errors.QueryFilterParseError):
+        return EXIT_FAILURE, f"Failure: invalid filter:\n{err}"
+    if isinstance(err, errors.ParameterError):
+        return EXIT_FAILURE, f"Failure: invalid parameter: {err}"
+    if isinstance(err, errors.LuxiError):
+        return EXIT_FAILURE, f"Error in the communication with the master daemon: {err}"
+    if isinstance(err, errors.GanetiError):
+        return EXIT_FAILURE, f"Unhandled Ganeti error: {err}"
+    return EXIT_FAILURE, f"Unhandled exception: {type(err).__name__}: {err}"
+
+
+def _tool_usage(prog: str, commands: dict[str, Command], aliases: dict[str, str]) -> str:
+    lines = [f"Usage: {prog} {{command}} [options...] [argument...]",
+             f"{prog} <command> --help to see details, or man {prog}", "", "Commands:"]
+    width = max((len(v) for v in commands), default=0)
+    for verb in sorted(commands):
+        lines.append(f"  {verb.ljust(width)}  {commands[verb][4].splitlines()[0] if commands[verb][4] else ''}")
+    if aliases:
+        lines.append("")
+        lines.append("Aliases: " + ", ".join(f"{a} = {t}" for a, t in sorted(aliases.items())))
+    return "\n".join(lines)
+
+
+def _terminal_width() -> int:
+    try:
+        return max(40, min(os.get_terminal_size(sys.stderr.fileno()).columns, 120))
+    except (OSError, ValueError):
+        return 80
+
+
+def _build_parser(prog: str, verb: str, command: Command) -> Any:
+    import argparse
+
+    def formatter(prog: str) -> argparse.HelpFormatter:
+        # argparse's default asks shutil for the terminal size: an import
+        # every command would pay for, help or not.
+        return argparse.HelpFormatter(prog, width=_terminal_width())
+
+    _func, args_spec, options, usage, description = command
+    usage_args = " ".join(a.usage() for a in args_spec)
+    parser = argparse.ArgumentParser(prog=f"{prog} {verb}",
+                     usage=f"{prog} {verb} {usage or '[options] ' + usage_args}".rstrip(),
+                     description=description, add_help=True, formatter_class=formatter)
+    seen: set[str] = set()
+    for opt in list(options) + COMMON_OPTS:
+        if opt.dest in seen:
+            continue
+        seen.add(opt.dest)
+        opt.add_to(parser)
+    parser.add_argument("args", nargs="*", metavar=usage_args or "args",
+                        help=argparse.SUPPRESS)
+    return parser
+
+
+def _setup_logging(debug: int) -> None:
+    import logging
+    logging.basicConfig(level=logging.DEBUG if debug > 1 else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        stream=sys.stderr)
+
+
+def generic_main(commands: dict[str, Command], argv: list[str] | None = None,
+                 prog: str | None = None, *, aliases: dict[str, str] | None = None,
+                 client_factory: Callable[[], Any] | None = None) -> int:
+    """Run one ``gnt-*`` command line; returns the exit code (see module doc).
+
+    ``argv`` excludes the program name (default ``sys.argv[1:]``).
+    ``client_factory`` replaces the LUXI client (tests).
+    """
+    if argv is None:
+        argv = sys.argv[1:]
+    if prog is None:
+        prog = os.path.basename(sys.argv[0]) or "gnt"
+    aliases = aliases or {}
+    if not argv:
+        to_stderr(_tool_usage(prog, commands, aliases))
+        return EXIT_USAGE
+    first = argv[0]
+    if first in ("-h", "--help", "help"):
+        to_stdout(_tool_usage(prog, commands, aliases))
+        return EXIT_SUCCESS
+    if first == "--version":
+        to_stdout(f"{prog} (ganeti) {constants.RELEASE_VERSION}")
+        return EXIT_SUCCESS
+    verb = aliases.get(first, first)
+    if verb not in commands:
+        to_stderr(f"Error: unknown command '{first}' for {prog}")
+        to_stderr(_tool_usage(prog, commands, aliases))
+        return EXIT_USAGE
+    command = commands[verb]
+    parser = _build_parser(prog, verb, command)
+    try:
+        opts = parser.parse_intermixed_args(argv[1:])
+    except SystemExit as exc:  # argparse: 0 after --help, 2 after a usage error
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args: list[str] = opts.args
+    problem = check_arguments(command[1], args)
+    if problem:
+        to_stderr(parser.format_usage().rstrip())
+        to_stderr(f"{prog} {verb}: error: {problem}")
+        return EXIT_USAGE
+    opts.command = f"{prog} {verb}"
+    opts.client_factory = client_factory
+    debug = getattr(opts, "debug", 0)
+    if debug:
+        _setup_logging(debug)
+    try:
+        result = command[0](opts, args)
+    except KeyboardInterrupt:
+        to_stderr("Aborted. Note that if the operation created any jobs, they might"
+                  " have been submitted and will continue to run in the background.")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # every error becomes a message and an exit code
+        code, msg = format_error(exc)
+        if debug or not isinstance(exc, errors.GanetiError):
+            import traceback
+            traceback.print_exc()
+        to_stderr(msg)
+        return code
+    return EXIT_SUCCESS if result is None else int(result)

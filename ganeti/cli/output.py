@@ -1,0 +1,90 @@
+"""Output: printing, timestamps and the generic ``list`` verb helper.
+
+Tables come from :func:`ganeti.query.format_table` (Ganeti's layout: a
+header line of field titles unless ``--no-headers``, aligned columns or
+``--separator``); :mod:`ganeti.query` is imported lazily so that verbs that
+print no table start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from ganeti import constants
+
+__all__ = [
+    "to_stdout", "to_stderr", "format_query_table", "format_timestamp", "merge_time",
+    "build_query_filter", "generic_query_list",
+]
+
+
+def to_stdout(text: str = "") -> None:
+    """Print one line on stdout (flushed: progress must show at once)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def to_stderr(text: str = "") -> None:
+    """Print one line on stderr."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def merge_time(ts: Any) -> float | None:
+    """``[sec, usec]`` (or a number) -> float seconds; None stays None."""
+    if ts is None:
+        return None
+    if isinstance(ts, (list, tuple)) and len(ts) == 2:
+        return ts[0] + ts[1] / 1e6
+    return float(ts)
+
+
+def format_timestamp(ts: Any) -> str:
+    """A timestamp as ``YYYY-MM-DD HH:MM:SS.uuuuuu`` (local time), or ``-``."""
+    value = merge_time(ts)
+    if value is None:
+        return "-"
+    usec = int(round((value - int(value)) * 1e6))
+    if usec >= 1000000:
+        value, usec = int(value) + 1, 0
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(int(value))) + f".{usec:06d}"
+
+
+def build_query_filter(args: list[str], force_filter: bool, *, namefield: str = "name",
+                       isnumeric: bool = False) -> Any:
+    """Turn list arguments into a query filter (None for no filter).
+
+    With ``force_filter`` (``-F``), or a single argument that looks like an
+    expression, the argument is parsed as filter text; otherwise the
+    arguments are names (ids when ``isnumeric``) ORed together.
+    """
+    from ganeti import query  # lazy: only list verbs need it
+    return query.make_filter(list(args), force_filter=force_filter, namefield=namefield,
+                             isnumeric=isnumeric)
+
+
+def format_query_table(result: dict[str, Any], *, headers: bool = True,
+                       separator: str | None = None, units: str | None = None) -> list[str]:
+    """Format a Query result (``fields`` + ``data``) as Ganeti-style table lines."""
+    from ganeti import query
+    return query.format_table(result["fields"], result["data"], headers=headers,
+                              separator=separator, units=units)
+
+
+def generic_query_list(cl: Any, resource: str, fields: list[str], qfilter: Any, *,
+                       headers: bool = True, separator: str | None = None,
+                       units: str | None = None) -> int:
+    """Run ``Query`` and print the table; returns the exit code.
+
+    Unknown fields print a warning on stderr and give exit code 1.
+    """
+    result = cl.Query(resource, fields, qfilter)
+    for line in format_query_table(result, headers=headers, separator=separator, units=units):
+        to_stdout(line)
+    unknown = [f["name"] for f in result["fields"] if f.get("kind") == constants.QFT_UNKNOWN]
+    if unknown:
+        to_stderr(f"Warning: unknown field(s): {', '.join(unknown)}")
+        return 1
+    return 0

@@ -1,0 +1,121 @@
+"""``gnt-debug``: debugging commands (delay jobs, raw opcode files, locks)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ganeti import cli
+
+__all__ = ["main", "commands", "delay", "submit_job", "show_locks", "LOCK_DEFAULT_FIELDS"]
+
+LOCK_DEFAULT_FIELDS = ["name", "mode", "owner", "pending"]
+
+
+def delay(opts: Any, args: list[str]) -> int:
+    """Run OP_TEST_DELAY: sleep DURATION seconds on the master and/or nodes."""
+    try:
+        duration = float(args[0])
+    except ValueError:
+        return cli.usage_error(opts.command, f"invalid duration '{args[0]}' (seconds expected)")
+    op = {
+        "OP_ID": "OP_TEST_DELAY",
+        "duration": duration,
+        "on_master": opts.on_master,
+        "on_nodes": list(opts.on_nodes),
+        "repeat": opts.repeat,
+        "interruptible": opts.interruptible,
+        "no_locks": opts.no_locks,
+    }
+    cli.submit_or_send(op, opts)
+    return cli.EXIT_SUCCESS
+
+
+def submit_job(opts: Any, args: list[str]) -> int:
+    """Submit opcodes from JSON files (one job per file) and wait for them."""
+    return cli.submit_opcode_files(opts, args)
+
+
+def _format_pending(value: Any) -> str:
+    if not value:
+        return "-"
+    return " ".join(f"{mode}:{','.join(str(o) for o in owners)}" for mode, owners in value)
+
+
+def show_locks(opts: Any, args: list[str]) -> int:
+    """Show the locks in the master daemon (name, mode, owner, pending)."""
+    fields = cli.parse_fields(opts.output, LOCK_DEFAULT_FIELDS)
+    cl = cli.get_client(opts)
+    # Lock names contain "/", so they are never taken as filter text.
+    qfilter = ["|"] + [["==", "name", name] for name in args] if args else None
+    rounds = 0
+    while True:
+        result = cl.Query("lock", fields, qfilter)
+        names = [f["name"] for f in result["fields"]]
+        if "pending" in names:
+            idx = names.index("pending")
+            for row in result["data"]:
+                status, value = row[idx]
+                if status == 0:
+                    row[idx] = [status, _format_pending(value)]
+        for line in cli.format_query_table(result, headers=not opts.no_headers,
+                                           separator=opts.separator):
+            cli.to_stdout(line)
+        rounds += 1
+        if opts.interval is None or (opts.count is not None and rounds >= opts.count):
+            return cli.EXIT_SUCCESS
+        cli.to_stdout()
+        time.sleep(opts.interval)
+
+
+_NODE_OPT = cli.Option("-n", "--node", dest="on_nodes", action="append", default=[],
+                       metavar="NODE", help="Also sleep on this node (repeatable)")
+_NO_MASTER_OPT = cli.Option("--no-master", dest="on_master", action="store_false",
+                            default=True, help="Do not sleep on the master")
+_REPEAT_OPT = cli.Option("-r", "--repeat", dest="repeat", type=int, default=0, metavar="N",
+                         help="Repeat the delay N times")
+_INTERRUPTIBLE_OPT = cli.Option("-i", "--interruptible", dest="interruptible",
+                                action="store_true", default=False,
+                                help="Allow the delay to be interrupted (cancel/kill)")
+_NO_LOCKS_OPT = cli.Option("--no-locks", dest="no_locks", action="store_true", default=False,
+                           help="Do not take the node locks while sleeping")
+_OP_REPEAT_OPT = cli.Option("--op-repeat", dest="op_repeat", type=int, default=1, metavar="N",
+                            help="Repeat each opcode N times inside its job")
+_JOB_REPEAT_OPT = cli.Option("--job-repeat", dest="job_repeat", type=int, default=1,
+                             metavar="N", help="Submit each file's job N times")
+_EACH_OPT = cli.Option("--each", dest="each", action="store_true", default=False,
+                       help="Submit each job with its own SubmitJob call"
+                            " (default: one SubmitManyJobs call)")
+_TIMING_OPT = cli.Option("--timing-stats", dest="timing_stats", action="store_true",
+                         default=False, help="Print timing statistics")
+_INTERVAL_OPT = cli.Option("--interval", dest="interval", type=float, default=None,
+                           metavar="SECONDS", help="Repeat the output every SECONDS")
+_COUNT_OPT = cli.Option("--count", dest="count", type=int, default=None, metavar="N",
+                        help="With --interval: stop after N rounds")
+
+commands: dict[str, cli.Command] = {
+    "delay": (delay, [cli.ArgUnknown(min=1, max=1, name="DURATION")],
+              [cli.SUBMIT_OPT, cli.PRINT_JOBID_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT,
+               _NODE_OPT, _NO_MASTER_OPT, _REPEAT_OPT, _INTERRUPTIBLE_OPT, _NO_LOCKS_OPT],
+              "[options] DURATION",
+              "Run a delay opcode (OP_TEST_DELAY) for DURATION seconds"),
+    "submit-job": (submit_job, [cli.ArgFile(min=1)],
+                   [cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.VERBOSE_OPT, _OP_REPEAT_OPT,
+                    _JOB_REPEAT_OPT, _EACH_OPT, _TIMING_OPT],
+                   "[options] FILE...",
+                   "Submit the opcodes in JSON files (a list of opcode objects each)"
+                   " as jobs and wait for them"),
+    "locks": (show_locks, [cli.ArgUnknown(name="LOCK")],
+              [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, _INTERVAL_OPT, _COUNT_OPT],
+              "[options] [LOCK...]",
+              "Show the master daemon's locks with their owners and waiters"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``gnt-debug``."""
+    return cli.generic_main(commands, argv, prog="gnt-debug")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
