@@ -75,6 +75,22 @@ def _host_figures(ctx: NodeContext) -> dict[str, Any]:
     return figures
 
 
+def _storage_path(ctx: NodeContext, stype: str, key: str) -> str:
+    """The directory to measure for a file storage unit (canonical ``key``).
+
+    A ``sharedfile`` directory outside the node root (the virtual cluster's
+    one shared directory) is used as written; a directory not created yet
+    is measured through its nearest existing parent.
+    """
+    path = ctx.local_path(key)
+    if (stype in (constants.DT_SHARED_FILE, "sharedfile") and os.path.isabs(key)
+            and not ctx.paths.contains(key) and os.path.exists(key)):
+        path = key
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
 def _storage_info(ctx: NodeContext, unit: Any, figures: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(unit, (list, tuple)) or len(unit) < 2:
         raise errors.OpExecError(f"Invalid storage unit {unit!r}: expected [type, key, params]")
@@ -84,7 +100,7 @@ def _storage_info(ctx: NodeContext, unit: Any, figures: dict[str, Any]) -> dict[
         if f"storage_{key}" in figures:
             result.update(figures[f"storage_{key}"])
             return result
-        path = ctx.local_path(str(key))
+        path = _storage_path(ctx, stype, str(key))
         try:
             st = os.statvfs(path)
         except OSError as exc:
@@ -106,16 +122,36 @@ def node_info(ctx: NodeContext, storage_units: list, hv_specs: list) -> dict[str
     are canonical paths); ``hv_specs`` is ``[[hypervisor, hvparams], ...]``.
     Host figures come from ``/proc``, overridden by the JSON file
     ``etc/ganeti/fake-node-info.json`` of the node root when present.
+    Each ``hv`` entry is the hypervisor's own view (for the fake: the
+    simulated node memory sized by that file's ``memory_total``, minus
+    ``memory_dom0`` and the running instances) plus ``instance_count``;
+    the top-level memory/cpu figures follow the first hypervisor.  File
+    storage units report ``storage_size``/``storage_free`` (MiB) of the
+    file system holding the directory.
     """
+    from ganeti.backend import instance as _instance   # instance imports nothing of node
     figures = _host_figures(ctx)
     hv = []
     for spec in hv_specs:
         name = spec[0] if isinstance(spec, (list, tuple)) and spec else spec
-        entry = {k: figures[k] for k in ("memory_total", "memory_free", "memory_dom0",
-                                         "cpu_total", "cpu_nodes", "cpu_sockets",
-                                         "cpu_dom0")}
+        try:
+            hyper = _instance.hypervisor_for(ctx, str(name))
+        except errors.HypervisorError:
+            hyper = None
+        if hyper is None:
+            entry = {k: figures[k] for k in ("memory_total", "memory_free", "memory_dom0",
+                                             "cpu_total", "cpu_nodes", "cpu_sockets",
+                                             "cpu_dom0")}
+            entry["error"] = f"Hypervisor {name!r} is not available on this node"
+        else:
+            entry = dict(hyper.get_node_info())
+            entry["instance_count"] = len(hyper.list_instances())
         entry["name"] = name
         hv.append(entry)
+    if hv and "error" not in hv[0]:
+        # the node's own figures are the (first) hypervisor's view
+        figures.update({k: hv[0][k] for k in ("memory_total", "memory_free", "memory_dom0",
+                                              "cpu_total", "instance_count") if k in hv[0]})
     return {
         "name": ctx.hostname,
         "bootid": figures.get("bootid") or _boot_id(),

@@ -13,6 +13,8 @@ from typing import Any
 
 from ganeti import errors
 from ganeti.opcodes import cluster, query, test
+from ganeti.opcodes import instance, os, tags
+from ganeti.opcodes import group, node
 from ganeti.opcodes.base import OpCode, build, param
 from ganeti.opcodes.cluster import OpClusterQuery
 from ganeti.opcodes.query import OpQuery, OpQueryFields
@@ -22,6 +24,8 @@ __all__ = ["OP_REGISTRY", "OpCode", "param", "from_dict", "to_dict",
            "OpTestDelay", "OpTestJqueue", "OpClusterQuery", "OpQuery", "OpQueryFields"]
 
 _MODULES = (test, cluster, query)
+_MODULES += (instance, tags, os)
+_MODULES += (node, group)
 
 OP_REGISTRY: dict[str, type[OpCode]] = {
     cls.OP_ID: cls for mod in _MODULES for cls in mod.ALL_OPCODES

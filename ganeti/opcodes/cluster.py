@@ -1,12 +1,20 @@
-"""Cluster-level opcodes."""
+"""Cluster-level opcodes: query, post-init, destroy, modify, redist, verify, crypto."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from ganeti.opcodes.base import OpCode
+from ganeti import constants
+from ganeti.opcodes.base import OpCode, param
 
-__all__ = ["OpClusterQuery", "ALL_OPCODES"]
+__all__ = ["OpClusterQuery", "OpClusterPostInit", "OpClusterDestroy", "OpClusterSetParams",
+           "OpClusterRedistConf", "OpClusterVerify", "OpClusterVerifyConfig",
+           "OpClusterVerifyGroup", "OpClusterRenewCrypto", "VERIFY_OPTIONAL_CHECKS",
+           "ALL_OPCODES"]
+
+#: Checks ``skip_checks`` may name (as Ganeti: nplusone memory, disk lists).
+VERIFY_OPTIONAL_CHECKS = ("nplusone_mem", "nplusone", "disk", "clock")
 
 
 @dataclass(kw_only=True)
@@ -14,4 +22,114 @@ class OpClusterQuery(OpCode):
     """Return the cluster information dict (same as LUXI QueryClusterInfo)."""
 
 
-ALL_OPCODES = (OpClusterQuery,)
+@dataclass(kw_only=True)
+class OpClusterPostInit(OpCode):
+    """Run the cluster-init post hooks (submitted right after ``gnt-cluster init``)."""
+
+
+@dataclass(kw_only=True)
+class OpClusterDestroy(OpCode):
+    """Destroy the cluster: only possible with the master as the last node."""
+
+
+@dataclass(kw_only=True)
+class OpClusterSetParams(OpCode):
+    """Change cluster parameters; only the given (non-null) fields change.
+
+    Dict parameters are change sets: the value ``"default"`` removes a key.
+    """
+
+    enabled_hypervisors: list[str] | None = param(None, choices=constants.HYPER_TYPES)
+    hvparams: dict[str, dict[str, Any]] | None = None
+    beparams: dict[str, Any] | None = None
+    nicparams: dict[str, Any] | None = None
+    ndparams: dict[str, Any] | None = None
+    diskparams: dict[str, dict[str, Any]] | None = None
+    os_hvp: dict[str, dict[str, dict[str, Any]]] | None = None
+    osparams: dict[str, dict[str, Any]] | None = None
+    candidate_pool_size: int | None = param(None, min=1)
+    enabled_disk_templates: list[str] | None = param(None, choices=constants.DISK_TEMPLATES)
+    max_running_jobs: int | None = param(None, min=1)
+    max_tracked_jobs: int | None = param(None, min=1)
+    default_iallocator: str | None = None
+    file_storage_dir: str | None = None
+    shared_file_storage_dir: str | None = None
+    maintain_node_health: bool | None = None
+    prealloc_wipe_disks: bool | None = None
+    modify_etc_hosts: bool | None = None
+    mac_prefix: str | None = None
+    master_netdev: str | None = None
+    uid_pool: list[Any] | None = None
+    add_uids: list[Any] | None = None
+    remove_uids: list[Any] | None = None
+    ipolicy: dict[str, Any] | None = None
+    hidden_os: list[Any] | None = None
+    blacklisted_os: list[Any] | None = None
+    force: bool = False
+
+
+@dataclass(kw_only=True)
+class OpClusterRedistConf(OpCode):
+    """Push the configuration, ssconf and cluster files to all nodes."""
+
+
+@dataclass(kw_only=True)
+class OpClusterVerify(OpCode):
+    """Submit one VERIFY_CONFIG job and one VERIFY_GROUP job per node group.
+
+    Result: ``{"jobs": [[true, job_id], ...]}``.
+    """
+
+    group_name: str | None = None
+    error_codes: bool = False
+    debug_simulate_errors: bool = False
+    skip_checks: list[str] = param([], choices=VERIFY_OPTIONAL_CHECKS)
+    ignore_errors: list[str] = param([])
+    verbose: bool = False
+    verify_clutter: bool = False
+
+
+@dataclass(kw_only=True)
+class OpClusterVerifyConfig(OpCode):
+    """Verify the configuration and the cluster-wide state; result True if clean."""
+
+    error_codes: bool = False
+    debug_simulate_errors: bool = False
+    ignore_errors: list[str] = param([])
+    verbose: bool = False
+
+
+@dataclass(kw_only=True)
+class OpClusterVerifyGroup(OpCode):
+    """Verify the nodes of one group; result True if no error was found."""
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+    error_codes: bool = False
+    debug_simulate_errors: bool = False
+    skip_checks: list[str] = param([], choices=VERIFY_OPTIONAL_CHECKS)
+    ignore_errors: list[str] = param([])
+    verbose: bool = False
+    verify_clutter: bool = False
+
+
+@dataclass(kw_only=True)
+class OpClusterRenewCrypto(OpCode):
+    """Renew the cluster certificate and push it to every online node.
+
+    The node daemons keep using the certificate they loaded at start until
+    they are restarted (the CLI restarts them).
+    """
+
+    node_certificates: bool = False
+    renew_ssh_keys: bool = False
+    ssh_key_type: str | None = None
+    ssh_key_bits: int | None = None
+    verbose: bool = False
+    debug: bool = False
+
+
+ALL_OPCODES = (OpClusterQuery, OpClusterPostInit, OpClusterDestroy, OpClusterSetParams,
+               OpClusterRedistConf, OpClusterVerify, OpClusterVerifyConfig,
+               OpClusterVerifyGroup, OpClusterRenewCrypto)

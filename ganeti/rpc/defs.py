@@ -143,6 +143,91 @@ _ROWS = [
     # --- test ---
     _row("test_delay", [("duration", float)], NORMAL,
          "Sleep for duration seconds (tests and opcode OpTestDelay)."),
+    # --- instances (see doc/design/node-rpc-instances.md) ---
+    # "instance" = to_data(Instance) with filled hvparams/beparams/osparams and
+    # filled NIC nicparams, optionally "disks_info": [to_data(Disk), ...];
+    # "disk" = to_data(Disk).  Runtime info: {memory, vcpus, state 0|1, time, hv_state}.
+    _row("instance_start", [("instance", dict), ("disks", list), ("startup_paused", bool)],
+         NORMAL, "Assemble the disks ([disk dict] in instance order) and start the"
+         " instance; refuses a running instance. -> None"),
+    _row("instance_shutdown", [("instance", dict), ("timeout", float)], NORMAL,
+         "Stop the instance: soft for timeout seconds, then hard; not running is fine."
+         " -> None"),
+    _row("instance_reboot", [("instance", dict), ("reboot_type", str),
+                             ("shutdown_timeout", float)], NORMAL,
+         "Reboot soft|hard|full (full: stop, re-assemble instance['disks_info'], start)."
+         " -> None"),
+    _row("instance_info", [("instance_name", str), ("hypervisor", str), ("hvparams", dict)],
+         URGENT, "Runtime info {memory, vcpus, state, time, hv_state} or None if unknown."),
+    _row("all_instances_info", [("hypervisor_list", list), ("all_hvparams", dict)], URGENT,
+         "{name: {memory, vcpus, state 0 running|1 shutdown, time, hv_state}} of every"
+         " instance of the listed hypervisors."),
+    _row("instance_list", [("hypervisor_list", list), ("all_hvparams", dict)], URGENT,
+         "Sorted names of the instances the listed hypervisors know on the node."),
+    _row("instance_console_info", [("instance", dict)], URGENT,
+         "Console description {instance, kind, message, host, port, user, command}."),
+    _row("instance_migratable", [("instance", dict)], FAST,
+         "Raise unless the instance runs here and its disks_info disks exist. -> None"),
+    _row("migration_info", [("instance", dict)], FAST,
+         "Source: migration data (opaque dict) to pass to accept_instance and"
+         " instance_finalize_migration_dst on the target."),
+    _row("accept_instance", [("instance", dict), ("info", dict), ("target", str)], NORMAL,
+         "Target: prepare to receive the instance (info from migration_info, target ="
+         " this node's address). -> None"),
+    _row("instance_migrate", [("instance", dict), ("target_node", str),
+                              ("target_address", str), ("live", bool)], SLOW,
+         "Source: send the instance to the target node. -> None"),
+    _row("instance_finalize_migration_dst", [("instance", dict), ("info", dict),
+                                             ("success", bool)], NORMAL,
+         "Target: run the received instance (success) or drop it. -> None"),
+    _row("instance_finalize_migration_src", [("instance", dict), ("success", bool),
+                                             ("live", bool)], NORMAL,
+         "Source: forget the instance (success) or resume it. -> None"),
+    _row("instance_get_migration_status", [("instance", dict)], FAST,
+         "Source: {status active|completed|failed|cancelled, transferred_ram, total_ram}."),
+    _row("instance_balloon_memory", [("instance", dict), ("memory", int)], FAST,
+         "Set the memory (MiB) of the running instance. -> None"),
+    _row("hypervisor_validate_params", [("hvname", str), ("hvparams", dict)], FAST,
+         "Validate filled hvparams on the node; raise if bad. -> None"),
+    # --- block devices ---
+    _row("blockdev_create", [("disk", dict), ("size", int), ("owner_instance_name", str),
+                             ("on_primary", bool), ("info", str), ("excl_stor", bool)], NORMAL,
+         "Create the volume (size MiB). -> {path (canonical), logical_id, size}"),
+    _row("blockdev_remove", [("disk", dict)], NORMAL,
+         "Remove the volume; a missing one is fine. -> None"),
+    _row("blockdev_assemble", [("disk", dict), ("instance_name", str), ("as_primary", bool),
+                               ("idx", int)], NORMAL,
+         "Activate the volume as disk idx of the instance. -> {path, link, uri}"),
+    _row("blockdev_shutdown", [("disk", dict)], NORMAL,
+         "Deactivate the volume (data stays). -> None"),
+    _row("blockdev_grow", [("disk", dict), ("amount", int), ("dryrun", bool),
+                           ("backingstore", bool), ("excl_stor", bool)], NORMAL,
+         "Grow the volume by amount MiB (dryrun: only check). -> new size MiB"),
+    _row("blockdev_rename", [("devlist", list)], NORMAL,
+         "Rename volumes [[disk, new_logical_id], ...]. -> [new_logical_id, ...]"),
+    _row("blockdev_getdimensions", [("disks", list)], FAST,
+         "[[size_bytes, spindles] or None (missing), ...] per disk dict."),
+    _row("blockdev_find", [("disk", dict)], FAST,
+         "{dev_path, size, major, minor, sync_percent, estimated_time, is_degraded,"
+         " ldisk_status} or None when the volume does not exist."),
+    _row("blockdev_read_chunk", [("disk", dict), ("offset", int), ("length", int)], NORMAL,
+         "Read <= 16 MiB at offset. -> {data base64 ('' if zero), length, zero, size, eof}"),
+    _row("blockdev_write_chunk", [("disk", dict), ("offset", int), ("data", str)], NORMAL,
+         "Write base64 data at offset (not past the end). -> bytes written"),
+    _row("blockdev_checksum", [("disk", dict)], SLOW,
+         "{sha1, size} of the whole volume (to verify a copy)."),
+    # --- OS definitions ---
+    _row("os_diagnose", [], FAST,
+         "[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...]"
+         " in search order."),
+    _row("os_validate", [("required", bool), ("osname", str), ("checks", list),
+                         ("osparams", dict)], NORMAL,
+         "Check the OS (and with checks ['parameters'] its params). -> True, or False"
+         " when absent and not required"),
+    _row("instance_os_add", [("instance", dict), ("reinstall", bool), ("debug", int)], SLOW,
+         "Assemble instance['disks_info'] and run the OS create script. -> log path"),
+    _row("instance_run_rename", [("instance", dict), ("old_name", str), ("debug", int)], SLOW,
+         "Run the OS rename script (instance['name'] is the new name). -> log path"),
 ]
 
 CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}
