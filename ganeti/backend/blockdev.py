@@ -1,0 +1,350 @@
+"""Block device procedures: create, remove, assemble, grow, rename, query, copy.
+
+A *disk dict* is ``serializer.to_data(objects.Disk)``: the storage type is
+``dev_type`` (``diskless``, ``file``, ``sharedfile``), the volume is named
+by ``logical_id`` (``[driver, path]`` for file based templates, built by the
+master with ``storage.filestorage.file_logical_id``) and ``size`` is MiB.
+
+File based disks must lie in an allowed directory of the node (see
+:mod:`ganeti.storage.filestorage`).  The storage directory used for each
+template is the cluster's, as this node's ssconf says
+(``ssconf_file_storage_dir`` / ``ssconf_shared_file_storage_dir``), or the
+node's default when ssconf has none.  ``file`` directories are taken below
+the node root in a virtual cluster; a ``sharedfile`` directory is used as
+written, so every node sees the same files.
+
+Paths in results travel in canonical form (root ``/``) when they lie below
+the node root, and as written otherwise (a shared directory).
+
+Data transfer between nodes (``gnt-instance move``): the master pipes the
+data, reading :func:`blockdev_read_chunk` on the source and writing
+:func:`blockdev_write_chunk` on the target, then compares
+:func:`blockdev_checksum` on both.  All-zero chunks are reported as
+``zero`` without data, so sparse disks cost little.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import os
+from typing import Any
+
+from ganeti import constants, errors, objects, serializer, storage
+from ganeti.backend.context import NodeContext
+from ganeti.storage.base import MIB, DiskSpec
+
+__all__ = [
+    "blockdev_create", "blockdev_remove", "blockdev_assemble", "blockdev_shutdown",
+    "blockdev_grow", "blockdev_rename", "blockdev_getdimensions", "blockdev_find",
+    "blockdev_read_chunk", "blockdev_write_chunk", "blockdev_checksum",
+    "parse_disk", "storage_for", "wire_path", "assemble_disk", "MAX_CHUNK_SIZE",
+]
+
+logger = logging.getLogger(__name__)
+
+#: largest chunk blockdev_read_chunk/blockdev_write_chunk accept (bytes)
+MAX_CHUNK_SIZE = 16 * MIB
+_SSCONF_STORAGE_KEYS = {
+    constants.DT_FILE: "file_storage_dir",
+    constants.DT_SHARED_FILE: "shared_file_storage_dir",
+}
+
+
+# --- helpers shared with backend.instance and backend.os ---------------------
+
+def parse_disk(data: Any, instance_name: str = "", index: int = 0) -> tuple[str, DiskSpec]:
+    """``(template, DiskSpec)`` of a disk dict; raises :class:`errors.StorageError`."""
+    if not isinstance(data, dict):
+        raise errors.StorageError(f"Invalid disk description {data!r}: expected a disk object")
+    try:
+        disk = serializer.from_data(objects.Disk, data)
+    except errors.SerializationError as exc:
+        raise errors.StorageError(f"Invalid disk description: {exc}") from exc
+    if "dev_type" not in data:
+        raise errors.StorageError(f"Disk {disk.uuid or '?'} has no dev_type")
+    if not isinstance(disk.size, int) or isinstance(disk.size, bool):
+        raise errors.StorageError(f"Disk {disk.uuid}: invalid size {disk.size!r}")
+    spec = DiskSpec(uuid=disk.uuid, size=disk.size, logical_id=tuple(disk.logical_id),
+                    instance_name=instance_name, index=index, name=disk.name, mode=disk.mode)
+    return disk.dev_type, spec
+
+
+def _ssconf_value(ctx: NodeContext, key: str) -> str | None:
+    try:
+        with open(ctx.paths.ssconf_file(key), encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def storage_for(ctx: NodeContext, template: str) -> storage.BaseStorage:
+    """The storage plug-in of ``template`` on this node (see module docstring)."""
+    key = _SSCONF_STORAGE_KEYS.get(template)
+    storage_dir = _ssconf_value(ctx, key) if key else None
+    return storage.get_storage(template, ctx.paths, storage_dir=storage_dir)
+
+
+def wire_path(ctx: NodeContext, path: str) -> str:
+    """``path`` in canonical form if it is below the node root, else as is."""
+    if not path:
+        return path
+    try:
+        return ctx.canonical(path)
+    except ValueError:
+        return path
+
+
+def _link_name(ctx: NodeContext, instance_name: str, idx: int) -> str:
+    return os.path.join(ctx.paths.instance_disks_dir, f"{instance_name}:{idx}")
+
+
+def _make_link(ctx: NodeContext, instance_name: str, idx: int, target: str) -> str | None:
+    """Symlink ``instance-disks/<instance>:<idx>`` -> ``target`` (Ganeti's disk links)."""
+    if not instance_name or not target:
+        return None
+    link = _link_name(ctx, instance_name, idx)
+    try:
+        os.makedirs(ctx.paths.instance_disks_dir, mode=0o750, exist_ok=True)
+        if os.path.islink(link) or os.path.exists(link):
+            os.unlink(link)
+        os.symlink(target, link)
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot create disk link {link}: {exc}") from exc
+    return link
+
+
+def _remove_links_to(ctx: NodeContext, target: str) -> None:
+    try:
+        entries = os.listdir(ctx.paths.instance_disks_dir)
+    except OSError:
+        return
+    for entry in entries:
+        link = os.path.join(ctx.paths.instance_disks_dir, entry)
+        try:
+            if os.path.islink(link) and os.readlink(link) == target:
+                os.unlink(link)
+        except OSError as exc:
+            logger.warning("Cannot remove disk link %s: %s", link, exc)
+
+
+def assemble_disk(ctx: NodeContext, data: Any, instance_name: str, idx: int) -> tuple[str, str]:
+    """Assemble one disk dict; ``(template, local path)`` (``""`` for diskless)."""
+    template, spec = parse_disk(data, instance_name, idx)
+    path = storage_for(ctx, template).assemble(spec)
+    if path:
+        _make_link(ctx, instance_name, idx, path)
+    return template, path
+
+
+# --- procedures --------------------------------------------------------------
+
+def blockdev_create(ctx: NodeContext, disk: dict, size: int, owner_instance_name: str,
+                    on_primary: bool, info: str, excl_stor: bool) -> dict[str, Any]:
+    """Create the volume of ``disk`` with ``size`` MiB.
+
+    Returns ``{"path": wire path ("" for diskless), "logical_id": [...],
+    "size": MiB}``.  Refuses an existing volume, sizes < 1 and
+    ``excl_stor`` (exclusive storage is an LVM feature).  ``on_primary``
+    and ``info`` (volume tags on LVM) do not matter for file storage.
+    """
+    if excl_stor:
+        raise errors.StorageError("Exclusive storage is not supported by"
+                                  f" disk template {disk.get('dev_type')!r}")
+    template, spec = parse_disk(disk, owner_instance_name)
+    spec = DiskSpec(uuid=spec.uuid, size=size, logical_id=spec.logical_id,
+                    instance_name=owner_instance_name, name=spec.name, mode=spec.mode)
+    path = storage_for(ctx, template).create(spec)
+    logger.info("Created disk %s of %s (%s, %d MiB, on_primary=%s, info=%r)",
+                spec.uuid, owner_instance_name, template, size, on_primary, info)
+    return {"path": wire_path(ctx, path), "logical_id": list(spec.logical_id), "size": size}
+
+
+def blockdev_remove(ctx: NodeContext, disk: dict) -> None:
+    """Remove the volume of ``disk``; a missing volume is not an error."""
+    template, spec = parse_disk(disk)
+    store = storage_for(ctx, template)
+    if template != constants.DT_DISKLESS:
+        try:
+            _remove_links_to(ctx, store.get_path(spec))
+        except errors.StorageError:
+            pass
+    store.remove(spec)
+
+
+def blockdev_assemble(ctx: NodeContext, disk: dict, instance_name: str, as_primary: bool,
+                      idx: int) -> dict[str, Any]:
+    """Make ``disk`` usable as disk ``idx`` of ``instance_name``.
+
+    Returns ``{"path": wire path, "link": wire path of the
+    instance-disks/<instance>:<idx> symlink or None, "uri": None}``.
+    Raises if the volume does not exist.
+    """
+    _, path = assemble_disk(ctx, disk, instance_name, idx)
+    link = _link_name(ctx, instance_name, idx) if path and instance_name else None
+    logger.info("Assembled disk %d of %s (primary=%s): %s", idx, instance_name, as_primary, path)
+    return {"path": wire_path(ctx, path), "link": wire_path(ctx, link) if link else None,
+            "uri": None}
+
+
+def blockdev_shutdown(ctx: NodeContext, disk: dict) -> None:
+    """Undo assemble: drop the instance-disks links to the volume (data stays)."""
+    template, spec = parse_disk(disk)
+    store = storage_for(ctx, template)
+    store.shutdown(spec)
+    if template != constants.DT_DISKLESS:
+        _remove_links_to(ctx, store.get_path(spec))
+
+
+def blockdev_grow(ctx: NodeContext, disk: dict, amount: int, dryrun: bool,
+                  backingstore: bool, excl_stor: bool) -> int:
+    """Grow ``disk`` by ``amount`` MiB; return the new size in MiB.
+
+    With ``dryrun`` nothing changes (the volume must exist; the size it
+    would have is returned).  ``backingstore`` (grow the data volume, not
+    the mirror) makes no difference for file storage.
+    """
+    if excl_stor:
+        raise errors.StorageError("Exclusive storage is not supported for this disk template")
+    if not isinstance(amount, int) or amount < 0:
+        raise errors.StorageError(f"Invalid grow amount {amount!r} MiB")
+    template, spec = parse_disk(disk)
+    store = storage_for(ctx, template)
+    if dryrun:
+        return store.get_size(spec) + amount if template != constants.DT_DISKLESS else 0
+    return store.grow(spec, amount)
+
+
+def blockdev_rename(ctx: NodeContext, devlist: list) -> list[list[Any]]:
+    """Rename volumes: ``[[disk, new_logical_id], ...]``; return the new ids.
+
+    Stops at the first failure (earlier renames stay done; the error says
+    which disk failed).
+    """
+    result = []
+    for entry in devlist:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise errors.StorageError(f"Invalid rename entry {entry!r}: expected [disk, new_id]")
+        template, spec = parse_disk(entry[0])
+        if not isinstance(entry[1], (list, tuple)):
+            raise errors.StorageError(f"Invalid new logical id {entry[1]!r} for disk {spec.uuid}")
+        result.append(list(storage_for(ctx, template).rename(spec, tuple(entry[1]))))
+    return result
+
+
+def _dimensions(ctx: NodeContext, data: Any) -> list[Any] | None:
+    template, spec = parse_disk(data)
+    if template == constants.DT_DISKLESS:
+        return [0, None]
+    store = storage_for(ctx, template)
+    try:
+        path = store.get_path(spec)
+        return [os.stat(path).st_size, None]
+    except (errors.StorageError, OSError):
+        return None
+
+
+def blockdev_getdimensions(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
+    """``[[size_bytes, spindles], ...]`` per disk; None for a missing volume.
+
+    Spindles are None for file storage.
+    """
+    return [_dimensions(ctx, d) for d in disks]
+
+
+def blockdev_find(ctx: NodeContext, disk: dict) -> dict[str, Any] | None:
+    """Status of ``disk`` on this node, or None if its volume does not exist.
+
+    ``{"dev_path": wire path, "size": MiB, "major": None, "minor": None,
+    "sync_percent": None, "estimated_time": None, "is_degraded": False,
+    "ldisk_status": "ok"}`` (Ganeti's BlockDevStatus fields).
+    """
+    template, spec = parse_disk(disk)
+    store = storage_for(ctx, template)
+    if not store.exists(spec):
+        return None
+    return {"dev_path": wire_path(ctx, store.get_path(spec)), "size": store.get_size(spec),
+            "major": None, "minor": None, "sync_percent": None, "estimated_time": None,
+            "is_degraded": False, "ldisk_status": "ok"}
+
+
+def _file_path(ctx: NodeContext, disk: dict) -> str:
+    template, spec = parse_disk(disk)
+    if template == constants.DT_DISKLESS:
+        raise errors.StorageError("Diskless disks hold no data to transfer")
+    store = storage_for(ctx, template)
+    path = store.get_path(spec)
+    if not os.path.isfile(path):
+        raise errors.StorageError(f"Disk {spec.uuid} ({path}) does not exist")
+    return path
+
+
+def _check_range(offset: int, length: int) -> None:
+    if offset < 0:
+        raise errors.StorageError(f"Invalid offset {offset}")
+    if not 0 <= length <= MAX_CHUNK_SIZE:
+        raise errors.StorageError(f"Invalid chunk length {length}: must be 0..{MAX_CHUNK_SIZE}")
+
+
+def blockdev_read_chunk(ctx: NodeContext, disk: dict, offset: int, length: int) -> dict[str, Any]:
+    """Read up to ``length`` bytes (max :data:`MAX_CHUNK_SIZE`) at ``offset``.
+
+    Returns ``{"data": base64 text, "length": bytes read, "zero": bool,
+    "size": volume size in bytes, "eof": bool}``.  When the chunk is all
+    zeros ``zero`` is true and ``data`` is empty (``length`` still counts
+    the bytes).  ``eof`` is true when ``offset + length`` reached the end.
+    """
+    _check_range(offset, length)
+    path = _file_path(ctx, disk)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(offset)
+            chunk = fh.read(length)
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot read disk file {path}: {exc}") from exc
+    zero = chunk == bytes(len(chunk))
+    return {"data": "" if zero else base64.b64encode(chunk).decode("ascii"),
+            "length": len(chunk), "zero": zero, "size": size,
+            "eof": offset + len(chunk) >= size}
+
+
+def blockdev_write_chunk(ctx: NodeContext, disk: dict, offset: int, data: str) -> int:
+    """Write base64 ``data`` at ``offset`` of the volume; return bytes written.
+
+    Refuses to write past the end of the volume (grow it first).
+    """
+    try:
+        chunk = base64.b64decode(data.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise errors.StorageError(f"Invalid base64 data: {exc}") from exc
+    _check_range(offset, len(chunk))
+    path = _file_path(ctx, disk)
+    try:
+        with open(path, "r+b") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if offset + len(chunk) > size:
+                raise errors.StorageError(
+                    f"Write of {len(chunk)} bytes at offset {offset} exceeds the size of"
+                    f" disk {path} ({size} bytes)")
+            fh.seek(offset)
+            fh.write(chunk)
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot write disk file {path}: {exc}") from exc
+    return len(chunk)
+
+
+def blockdev_checksum(ctx: NodeContext, disk: dict) -> dict[str, Any]:
+    """``{"sha1": hex digest of the whole volume, "size": bytes}``."""
+    path = _file_path(ctx, disk)
+    digest = hashlib.sha1()
+    size = 0
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(MIB), b""):
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot read disk file {path}: {exc}") from exc
+    return {"sha1": digest.hexdigest(), "size": size}

@@ -1,0 +1,166 @@
+"""Tests for ganeti.backend.blockdev (file/sharedfile/diskless disks)."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+
+from ganeti import errors, serializer
+from ganeti.backend import blockdev
+from ganeti.objects import Disk
+from ganeti.storage.filestorage import file_logical_id
+
+MIB = 1024 * 1024
+
+
+def _disk(ctx, uuid="d1", size=4, template="file", inst="inst1.example.com", idx=0) -> dict:
+    base = "/srv/ganeti/file-storage" if template == "file" else "/srv/ganeti/shared-file-storage"
+    lid = list(file_logical_id(base, inst, uuid, idx)) if template != "diskless" else []
+    return serializer.to_data(Disk(uuid=uuid, dev_type=template, size=size, logical_id=lid))
+
+
+def _create(ctx, disk, size=None) -> dict:
+    return blockdev.blockdev_create(ctx, disk, size or disk["size"], "inst1.example.com",
+                                    True, "", False)
+
+
+def test_create_returns_canonical_path_and_makes_sparse_file(ctx) -> None:
+    disk = _disk(ctx)
+    res = _create(ctx, disk)
+    assert res["path"] == "/srv/ganeti/file-storage/inst1.example.com/d1.file.disk0"
+    assert res["logical_id"] == disk["logical_id"] and res["size"] == 4
+    local = ctx.local_path(res["path"])
+    assert os.path.getsize(local) == 4 * MIB
+
+
+def test_create_refuses_existing_and_exclusive_storage(ctx) -> None:
+    disk = _disk(ctx)
+    _create(ctx, disk)
+    with pytest.raises(errors.StorageError, match="already exists"):
+        _create(ctx, disk)
+    with pytest.raises(errors.StorageError, match="Exclusive storage"):
+        blockdev.blockdev_create(ctx, _disk(ctx, "d2"), 1, "i", True, "", True)
+
+
+def test_create_refuses_path_outside_allowed_dirs(ctx) -> None:
+    disk = _disk(ctx)
+    disk["logical_id"] = ["loop", "/etc/evil"]
+    with pytest.raises(errors.StorageError, match="outside the allowed"):
+        _create(ctx, disk)
+
+
+def test_bad_disk_dict_is_a_storage_error(ctx) -> None:
+    with pytest.raises(errors.StorageError, match="dev_type"):
+        blockdev.blockdev_remove(ctx, {"uuid": "x"})
+    with pytest.raises(errors.StorageError):
+        blockdev.blockdev_remove(ctx, "nope")
+
+
+def test_assemble_links_and_shutdown_unlinks(ctx) -> None:
+    disk = _disk(ctx)
+    created = _create(ctx, disk)
+    res = blockdev.blockdev_assemble(ctx, disk, "inst1.example.com", True, 0)
+    assert res["path"] == created["path"]
+    assert res["link"] == "/var/run/ganeti/instance-disks/inst1.example.com:0"
+    link = ctx.local_path(res["link"])
+    assert os.path.realpath(link) == ctx.local_path(created["path"])
+    blockdev.blockdev_shutdown(ctx, disk)
+    assert not os.path.lexists(link)
+    assert os.path.exists(ctx.local_path(created["path"]))
+
+
+def test_assemble_missing_disk_fails(ctx) -> None:
+    with pytest.raises(errors.StorageError, match="does not exist"):
+        blockdev.blockdev_assemble(ctx, _disk(ctx), "inst1.example.com", True, 0)
+
+
+def test_remove_is_idempotent(ctx) -> None:
+    disk = _disk(ctx)
+    path = ctx.local_path(_create(ctx, disk)["path"])
+    blockdev.blockdev_remove(ctx, disk)
+    assert not os.path.exists(path)
+    blockdev.blockdev_remove(ctx, disk)
+
+
+def test_grow_and_dryrun(ctx) -> None:
+    disk = _disk(ctx)
+    path = ctx.local_path(_create(ctx, disk)["path"])
+    assert blockdev.blockdev_grow(ctx, disk, 2, True, False, False) == 6
+    assert os.path.getsize(path) == 4 * MIB
+    assert blockdev.blockdev_grow(ctx, disk, 2, False, False, False) == 6
+    assert os.path.getsize(path) == 6 * MIB
+    with pytest.raises(errors.StorageError):
+        blockdev.blockdev_grow(ctx, disk, -1, False, False, False)
+
+
+def test_rename_moves_file(ctx) -> None:
+    disk = _disk(ctx)
+    old = ctx.local_path(_create(ctx, disk)["path"])
+    new_id = list(file_logical_id("/srv/ganeti/file-storage", "new.example.com", "d1", 0))
+    assert blockdev.blockdev_rename(ctx, [[disk, new_id]]) == [new_id]
+    assert not os.path.exists(old)
+    assert os.path.exists(ctx.local_path(new_id[1]))
+
+
+def test_getdimensions_and_find(ctx) -> None:
+    disk, missing = _disk(ctx), _disk(ctx, "d9")
+    _create(ctx, disk)
+    dims = blockdev.blockdev_getdimensions(ctx, [disk, missing, _disk(ctx, template="diskless")])
+    assert dims == [[4 * MIB, None], None, [0, None]]
+    found = blockdev.blockdev_find(ctx, disk)
+    assert found["size"] == 4 and found["is_degraded"] is False
+    assert found["dev_path"].endswith("d1.file.disk0")
+    assert blockdev.blockdev_find(ctx, missing) is None
+
+
+def test_read_write_chunks_round_trip(ctx) -> None:
+    src, dst = _disk(ctx, "s"), _disk(ctx, "t")
+    _create(ctx, src)
+    _create(ctx, dst)
+    payload = os.urandom(1000)
+    with open(ctx.local_path(src["logical_id"][1]), "r+b") as fh:
+        fh.seek(MIB + 5)
+        fh.write(payload)
+    first = blockdev.blockdev_read_chunk(ctx, src, 0, MIB)
+    assert first["zero"] and first["data"] == "" and first["length"] == MIB
+    assert first["size"] == 4 * MIB and not first["eof"]
+    second = blockdev.blockdev_read_chunk(ctx, src, MIB, MIB)
+    assert not second["zero"]
+    assert blockdev.blockdev_write_chunk(ctx, dst, MIB, second["data"]) == MIB
+    last = blockdev.blockdev_read_chunk(ctx, src, 3 * MIB, 2 * MIB)
+    assert last["eof"] and last["length"] == MIB
+    assert (blockdev.blockdev_checksum(ctx, src) == blockdev.blockdev_checksum(ctx, dst))
+
+
+def test_write_chunk_refuses_past_end_and_bad_data(ctx) -> None:
+    disk = _disk(ctx, size=1)
+    _create(ctx, disk)
+    data = base64.b64encode(b"x" * 10).decode()
+    with pytest.raises(errors.StorageError, match="exceeds"):
+        blockdev.blockdev_write_chunk(ctx, disk, MIB - 5, data)
+    with pytest.raises(errors.StorageError, match="base64"):
+        blockdev.blockdev_write_chunk(ctx, disk, 0, "***")
+    with pytest.raises(errors.StorageError, match="length"):
+        blockdev.blockdev_read_chunk(ctx, disk, 0, blockdev.MAX_CHUNK_SIZE + 1)
+
+
+def test_sharedfile_uses_ssconf_dir_as_written(ctx, tmp_path) -> None:
+    shared = tmp_path / "shared"
+    with open(ctx.paths.ssconf_file("shared_file_storage_dir"), "w") as fh:
+        fh.write(str(shared) + "\n")
+    disk = serializer.to_data(Disk(uuid="s1", dev_type="sharedfile", size=1, logical_id=list(
+        file_logical_id(str(shared), "i1", "s1", 0))))
+    res = blockdev.blockdev_create(ctx, disk, 1, "i1", True, "", False)
+    assert res["path"] == str(shared / "i1" / "s1.file.disk0")
+    assert os.path.getsize(res["path"]) == MIB
+
+
+def test_diskless_is_a_noop(ctx) -> None:
+    disk = _disk(ctx, template="diskless")
+    assert blockdev.blockdev_create(ctx, disk, 1, "i", True, "", False)["path"] == ""
+    assert blockdev.blockdev_assemble(ctx, disk, "i", True, 0) == {"path": "", "link": None,
+                                                                  "uri": None}
+    with pytest.raises(errors.StorageError, match="no data"):
+        blockdev.blockdev_read_chunk(ctx, disk, 0, 1)
