@@ -1,0 +1,576 @@
+"""``gnt-instance``: add, remove, list, start/stop, migrate, modify... instances.
+
+Opcodes are built as JSON dicts (the master validates them), which keeps
+the start-up of this frequently used tool light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import cli, constants, errors
+
+__all__ = ["main", "commands", "LIST_DEFAULT_FIELDS", "parse_kv", "parse_indexed",
+           "parse_mods", "parse_hv"]
+
+LIST_DEFAULT_FIELDS = ["name", "hypervisor", "os", "pnode", "status", "oper_ram"]
+
+
+def _op(op_id: str, **params: Any) -> dict[str, Any]:
+    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not None}}
+
+
+# --- argument parsing ------------------------------------------------------------
+
+def parse_kv(text: str | None, what: str = "parameter") -> dict[str, Any]:
+    """``a=1,b=x,no_c`` -> ``{"a": "1", "b": "x", "c": False}``."""
+    result: dict[str, Any] = {}
+    if not text:
+        return result
+    for part in text.split(","):
+        if not part:
+            continue
+        if "=" in part:
+            key, value = part.split("=", 1)
+            result[key.strip()] = value
+        elif part.startswith("no_"):
+            result[part[3:]] = False
+        elif part.startswith("-"):
+            result[part[1:]] = "default"
+        else:
+            result[part] = True
+    return result
+
+
+def _size(value: Any, what: str) -> int:
+    from ganeti.utils import units
+    try:
+        return units.parse_unit(value)
+    except (errors.GanetiError, ValueError) as exc:
+        raise errors.OpPrereqError(f"Invalid {what} {value!r}: {exc}", errors.ECODE_INVAL) from None
+
+
+def parse_indexed(values: list[str] | None, what: str) -> list[dict[str, Any]]:
+    """``["0:size=1G,mode=rw", "1:size=512"]`` -> list of dicts in index order."""
+    items: dict[int, dict[str, Any]] = {}
+    for value in values or []:
+        idx_text, _, rest = value.partition(":")
+        try:
+            idx = int(idx_text)
+        except ValueError:
+            raise errors.OpPrereqError(f"Invalid {what} index in {value!r}",
+                                       errors.ECODE_INVAL) from None
+        if idx in items:
+            raise errors.OpPrereqError(f"Duplicate {what} index {idx}", errors.ECODE_INVAL)
+        items[idx] = parse_kv(rest, what)
+    if items and sorted(items) != list(range(len(items))):
+        raise errors.OpPrereqError(f"{what} indices must be 0..N-1 without gaps",
+                                   errors.ECODE_INVAL)
+    return [items[i] for i in sorted(items)]
+
+
+def _disk_spec(params: dict[str, Any]) -> dict[str, Any]:
+    spec = dict(params)
+    if "size" in spec:
+        spec["size"] = _size(spec["size"], "disk size")
+    return spec
+
+
+def parse_mods(values: list[str] | None, what: str) -> list[list[Any]]:
+    """``add:size=1G`` / ``remove`` / ``N:mode=ro`` -> ``[[op, index, params]]``."""
+    result: list[list[Any]] = []
+    for value in values or []:
+        head, _, rest = value.partition(":")
+        params = parse_kv(rest, what)
+        if what == "disk":
+            params = _disk_spec(params)
+        if head in ("add", "remove"):
+            result.append([head, -1, params])
+        else:
+            try:
+                idx = int(head)
+            except ValueError:
+                raise errors.OpPrereqError(f"Invalid {what} modification {value!r}",
+                                           errors.ECODE_INVAL) from None
+            if "add" in params or "remove" in params:
+                op = "add" if "add" in params else "remove"
+                params.pop(op)
+                result.append([op, idx, params])
+            else:
+                result.append(["modify", idx, params])
+    return result
+
+
+def parse_hv(text: str | None) -> tuple[str | None, dict[str, Any]]:
+    """``-H fake:migration_mode=live`` -> ``("fake", {...})``; ``-H k=v`` -> (None, ...)."""
+    if not text:
+        return None, {}
+    if ":" in text.split(",", 1)[0] and "=" not in text.split(":", 1)[0]:
+        hv, _, rest = text.partition(":")
+        return hv, parse_kv(rest)
+    if "=" not in text and "," not in text:
+        return text, {}
+    return None, parse_kv(text)
+
+
+def _os_opt(value: str | None) -> str | None:
+    return value
+
+
+# --- options --------------------------------------------------------------------
+
+O = cli.Option
+TEMPLATE_OPT = O("-t", "--disk-template", dest="disk_template", default=None)
+DISK_OPT = O("--disk", dest="disks", action="append", default=None, metavar="N:size=..,mode=..")
+SIZE_OPT = O("-s", "--os-size", dest="sd_size", default=None, metavar="SIZE")
+NET_OPT = O("--net", dest="nics", action="append", default=None, metavar="N:mac=..,ip=..")
+NO_NICS_OPT = O("--no-nics", dest="no_nics", action="store_true", default=False)
+BE_OPT = O("-B", "--backend-parameters", dest="beparams", default=None)
+HV_OPT = O("-H", "--hypervisor-parameters", dest="hvparams", default=None)
+OS_OPT = O("-o", "--os-type", dest="os", default=None)
+OSP_OPT = O("-O", "--os-parameters", dest="osparams", default=None)
+PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]")
+NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True)
+NOINSTALL_OPT = O("--no-install", dest="no_install", action="store_true", default=False)
+NONAMECHECK_OPT = O("--no-name-check", dest="name_check", action="store_false", default=True)
+NOIPCHECK_OPT = O("--no-ip-check", dest="ip_check", action="store_false", default=True)
+TAGS_OPT = O("--tags", dest="tags", default=None, metavar="TAG,TAG")
+FSDIR_OPT = O("--file-storage-dir", dest="file_storage_dir", default=None)
+FDRIVER_OPT = O("--file-driver", dest="file_driver", default=None)
+IGNORE_FAIL_OPT = O("--ignore-failures", dest="ignore_failures", action="store_true",
+                    default=False)
+SHUTDOWN_TIMEOUT_OPT = O("--shutdown-timeout", dest="shutdown_timeout", type=int, default=120)
+STOP_TIMEOUT_OPT = O("--timeout", dest="timeout", type=int, default=120)
+NOREMEMBER_OPT = O("--no-remember", dest="no_remember", action="store_true", default=False)
+ALL_OPT = O("--all", dest="multi_all", action="store_true", default=False)
+NODE_SEL_OPT = O("--node", dest="multi_node", action="store_true", default=False)
+PRIMARY_SEL_OPT = O("--primary", dest="multi_primary", action="store_true", default=False)
+TAGS_SEL_OPT = O("--tags", dest="multi_tags", action="store_true", default=False)
+FORCE_MULTI_OPT = O("--force-multiple", dest="force_multiple", action="store_true",
+                    default=False)
+PAUSED_OPT = O("--paused", dest="startup_paused", action="store_true", default=False)
+REBOOT_TYPE_OPT = O("--type", dest="reboot_type", default=constants.REBOOT_HARD,
+                    choices=sorted(constants.REBOOT_TYPES))
+NONLIVE_OPT = O("--non-live", dest="live", action="store_false", default=True)
+MIGRATION_MODE_OPT = O("--migration-mode", dest="migration_mode", default=None,
+                       choices=sorted(constants.HT_MIGRATION_MODES))
+CLEANUP_OPT = O("--cleanup", dest="cleanup", action="store_true", default=False)
+TARGET_OPT = O("-n", "--target-node", dest="target_node", default=None)
+IGNORE_CONSIST_OPT = O("--ignore-consistency", dest="ignore_consistency", action="store_true",
+                       default=False)
+OFFLINE_OPT = O("--offline", dest="offline", action="store_const", const=True, default=None)
+ONLINE_OPT = O("--online", dest="offline", action="store_const", const=False)
+ABSOLUTE_OPT = O("--absolute", dest="absolute", action="store_true", default=False)
+STATIC_OPT = O("-s", "--static", dest="static", action="store_true", default=False)
+ALL_INFO_OPT = O("--all", dest="show_all", action="store_true", default=False)
+SHOWCMD_OPT = O("--show-cmd", dest="show_command", action="store_true", default=False)
+NEW_NAME_ARGS = [cli.ArgUnknown(min=1, max=1, name="INSTANCE"),
+                 cli.ArgUnknown(min=1, max=1, name="NEW_NAME")]
+ONE_INSTANCE = [cli.ArgUnknown(min=1, max=1, name="INSTANCE")]
+MANY_INSTANCES = [cli.ArgUnknown(min=0, name="INSTANCE")]
+LIST_OPTS = [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.UNITS_OPT, cli.FILTER_OPT,
+             cli.VERBOSE_OPT]
+SELECT_OPTS = [ALL_OPT, NODE_SEL_OPT, PRIMARY_SEL_OPT, TAGS_SEL_OPT, FORCE_MULTI_OPT,
+               cli.SUBMIT_OPT]
+
+
+# --- verbs --------------------------------------------------------------------------
+
+def add_instance(opts: Any, args: list[str]) -> int:
+    """Create an instance."""
+    name = args[0]
+    template = opts.disk_template
+    if template is None:
+        return cli.usage_error(opts.command, "The disk template (-t) is required")
+    if opts.disks and opts.sd_size:
+        return cli.usage_error(opts.command, "Give either --disk or -s, not both")
+    disks = [_disk_spec(d) for d in parse_indexed(opts.disks, "disk")]
+    if opts.sd_size:
+        disks = [{"size": _size(opts.sd_size, "disk size")}]
+    if template != constants.DT_DISKLESS and not disks:
+        return cli.usage_error(opts.command, "No disks given (--disk or -s)")
+    nics = [] if opts.no_nics else (parse_indexed(opts.nics, "NIC") or [{}])
+    hv, hvparams = parse_hv(opts.hvparams)
+    pnode = opts.node
+    snode = None
+    if pnode and ":" in pnode:
+        pnode, snode = pnode.split(":", 1)
+    op = _op("OP_INSTANCE_CREATE", instance_name=name, mode=constants.INSTANCE_CREATE,
+             os_type=opts.os, osparams=parse_kv(opts.osparams), disk_template=template,
+             disks=disks, nics=nics, beparams=parse_kv(opts.beparams), hvparams=hvparams,
+             hypervisor=hv, pnode=pnode, snode=snode, start=opts.start,
+             no_install=opts.no_install, name_check=opts.name_check, ip_check=opts.ip_check,
+             tags=[t for t in (opts.tags or "").split(",") if t],
+             file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver)
+    cli.submit_or_send(op, opts)
+    return 0
+
+
+def _confirm(opts: Any, text: str) -> bool:
+    if getattr(opts, "force", False):
+        return True
+    import sys
+    if not sys.stdin.isatty():
+        cli.to_stderr(f"{text} Use --force to confirm.")
+        return False
+    answer = input(f"{text} y/[n]? ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def remove_instance(opts: Any, args: list[str]) -> int:
+    """Remove an instance (asks for confirmation without --force)."""
+    name = args[0]
+    if not _confirm(opts, f"This will remove the volumes of the instance {name} (including"
+                          " mirrors), thus removing all the data of the instance."):
+        return 1
+    cli.submit_or_send(_op("OP_INSTANCE_REMOVE", instance_name=name,
+                           ignore_failures=opts.ignore_failures,
+                           shutdown_timeout=opts.shutdown_timeout), opts)
+    return 0
+
+
+def list_instances(opts: Any, args: list[str]) -> int:
+    """List instances (default fields, or -o)."""
+    fields = cli.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
+    qfilter = cli.build_query_filter(args, opts.force_filter)
+    return cli.generic_query_list(cli.get_client(opts), constants.QR_INSTANCE, fields, qfilter,
+                                  headers=not opts.no_headers, separator=opts.separator,
+                                  units=opts.units)
+
+
+def list_fields(opts: Any, args: list[str]) -> int:
+    """List the fields of the instance resource."""
+    result = cli.get_client(opts).QueryFields(constants.QR_INSTANCE, args or None)
+    rows = [[f["name"], f["title"], f["doc"]] for f in result["fields"]]
+    if not opts.no_headers:
+        rows.insert(0, ["Name", "Title", "Description"])
+    sep = opts.separator
+    widths = [max(len(r[i]) for r in rows) for i in range(3)] if rows else [0, 0, 0]
+    for row in rows:
+        if sep is not None:
+            cli.to_stdout(sep.join(row))
+        else:
+            cli.to_stdout(" ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip())
+    return 0
+
+
+def _select(opts: Any, args: list[str]) -> list[str]:
+    """Instance names for the selection modes of startup/shutdown/reboot."""
+    cl = cli.get_client(opts)
+    if opts.multi_all:
+        if args:
+            raise errors.OpPrereqError("--all takes no arguments", errors.ECODE_INVAL)
+        qfilter = None
+    elif opts.multi_node or opts.multi_primary:
+        if not args:
+            raise errors.OpPrereqError("No node names given", errors.ECODE_INVAL)
+        fl: list[Any] = ["|"]
+        for node in args:
+            fl.append(["==", "pnode", node])
+            if opts.multi_node:
+                fl.append(["=[]", "snodes", node])
+        qfilter = fl
+    elif opts.multi_tags:
+        if not args:
+            raise errors.OpPrereqError("No tags given", errors.ECODE_INVAL)
+        qfilter = ["|"] + [["=[]", "tags", t] for t in args]
+    else:
+        if not args:
+            raise errors.OpPrereqError("No instance names given", errors.ECODE_INVAL)
+        return list(args)
+    result = cl.Query(constants.QR_INSTANCE, ["name"], qfilter)
+    names = [row[0][1] for row in result["data"]]
+    if len(names) > 1 and not opts.force_multiple and not _confirm(
+            opts, f"The operation will affect {len(names)} instances: {', '.join(names)}."):
+        raise errors.OpPrereqError("Operation aborted by the user", errors.ECODE_INVAL)
+    return names
+
+
+def _run_many(opts: Any, ops: list[dict[str, Any]]) -> int:
+    if not ops:
+        cli.to_stderr("No instances selected")
+        return 0
+    if len(ops) == 1:
+        cli.submit_or_send(ops[0], opts)
+        return 0
+    cl = cli.get_client(opts)
+    data = [[cli.op_to_dict(op)] for op in ops]
+    for job in data:
+        cli.set_generic_opcode_opts(job, opts, command=opts.command)
+    submitted = cl.SubmitManyJobs(data)
+    failed = 0
+    ids = []
+    for (ok, value), op in zip(submitted, ops):
+        if not ok:
+            cli.to_stderr(f"Submitting the job for {op['instance_name']} failed: {value}")
+            failed += 1
+        else:
+            ids.append((value, op["instance_name"]))
+    if opts.submit_only:
+        for job_id, _ in ids:
+            cli.to_stderr(f"JobID: {job_id}")
+        return 1 if failed else 0
+    for job_id, name in ids:
+        try:
+            cli.poll_job(job_id, cl)
+        except errors.GanetiError as exc:
+            cli.to_stderr(f"{name}: {cli.format_job_error(exc)}")
+            failed += 1
+    return 1 if failed else 0
+
+
+def startup(opts: Any, args: list[str]) -> int:
+    """Start instances."""
+    names = _select(opts, args)
+    return _run_many(opts, [_op("OP_INSTANCE_STARTUP", instance_name=n, force=opts.force,
+                                no_remember=opts.no_remember,
+                                startup_paused=opts.startup_paused,
+                                beparams=parse_kv(opts.beparams),
+                                hvparams=parse_hv(opts.hvparams)[1]) for n in names])
+
+
+def shutdown(opts: Any, args: list[str]) -> int:
+    """Stop instances."""
+    names = _select(opts, args)
+    return _run_many(opts, [_op("OP_INSTANCE_SHUTDOWN", instance_name=n, timeout=opts.timeout,
+                                no_remember=opts.no_remember) for n in names])
+
+
+def reboot(opts: Any, args: list[str]) -> int:
+    """Reboot instances."""
+    names = _select(opts, args)
+    return _run_many(opts, [_op("OP_INSTANCE_REBOOT", instance_name=n,
+                                reboot_type=opts.reboot_type,
+                                shutdown_timeout=opts.shutdown_timeout) for n in names])
+
+
+def failover(opts: Any, args: list[str]) -> int:
+    """Fail an instance over to another node."""
+    if not _confirm(opts, f"Failover will happen to image {args[0]}. This requires a shutdown"
+                          " of the instance. Continue?"):
+        return 1
+    cli.submit_or_send(_op("OP_INSTANCE_FAILOVER", instance_name=args[0],
+                           target_node=opts.target_node,
+                           ignore_consistency=opts.ignore_consistency,
+                           shutdown_timeout=opts.shutdown_timeout), opts)
+    return 0
+
+
+def migrate(opts: Any, args: list[str]) -> int:
+    """Migrate an instance (live unless --non-live)."""
+    mode = opts.migration_mode or (None if opts.live else constants.HT_MIGRATION_NONLIVE)
+    cli.submit_or_send(_op("OP_INSTANCE_MIGRATE", instance_name=args[0], mode=mode,
+                           target_node=opts.target_node, cleanup=opts.cleanup), opts)
+    return 0
+
+
+def move(opts: Any, args: list[str]) -> int:
+    """Move an instance by copying its disks."""
+    if not opts.target_node:
+        return cli.usage_error(opts.command, "The target node (-n) is required")
+    cli.submit_or_send(_op("OP_INSTANCE_MOVE", instance_name=args[0],
+                           target_node=opts.target_node,
+                           shutdown_timeout=opts.shutdown_timeout), opts)
+    return 0
+
+
+def rename(opts: Any, args: list[str]) -> int:
+    """Rename an instance."""
+    result = cli.submit_or_send(_op("OP_INSTANCE_RENAME", instance_name=args[0],
+                                    new_name=args[1], name_check=opts.name_check,
+                                    ip_check=opts.ip_check), opts)
+    if result:
+        cli.to_stdout(f"Instance '{args[0]}' renamed to '{result}'")
+    return 0
+
+
+def modify(opts: Any, args: list[str]) -> int:
+    """Change parameters, NICs and disks of an instance."""
+    _, hvparams = parse_hv(opts.hvparams)
+    op = _op("OP_INSTANCE_SET_PARAMS", instance_name=args[0],
+             beparams=parse_kv(opts.beparams), hvparams=hvparams,
+             osparams=parse_kv(opts.osparams) if opts.osparams else None,
+             os_name=opts.os, offline=opts.offline,
+             disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"))
+    result = cli.submit_or_send(op, opts)
+    if result:
+        cli.to_stdout(f"Modified instance {args[0]}")
+        for param, value in result:
+            cli.to_stdout(f" - {param} -> {value}")
+    return 0
+
+
+def reinstall(opts: Any, args: list[str]) -> int:
+    """Reinstall the OS of a stopped instance."""
+    if not _confirm(opts, f"This will reinstall the instance {args[0]} and remove all"
+                          " data. Continue?"):
+        return 1
+    cli.submit_or_send(_op("OP_INSTANCE_REINSTALL", instance_name=args[0], os_type=opts.os,
+                           osparams=parse_kv(opts.osparams) if opts.osparams else None), opts)
+    return 0
+
+
+def grow_disk(opts: Any, args: list[str]) -> int:
+    """Grow a disk: INSTANCE DISK AMOUNT."""
+    try:
+        disk = int(args[1])
+    except ValueError:
+        return cli.usage_error(opts.command, f"Invalid disk index {args[1]!r}")
+    cli.submit_or_send(_op("OP_INSTANCE_GROW_DISK", instance_name=args[0], disk=disk,
+                           amount=_size(args[2], "amount"), absolute=opts.absolute), opts)
+    return 0
+
+
+def activate_disks(opts: Any, args: list[str]) -> int:
+    """Assemble the disks of an instance and print where they are."""
+    result = cli.submit_or_send(_op("OP_INSTANCE_ACTIVATE_DISKS", instance_name=args[0]), opts)
+    for node, iv_name, path in result or []:
+        cli.to_stdout(f"{node}:{iv_name}:{path}")
+    return 0
+
+
+def deactivate_disks(opts: Any, args: list[str]) -> int:
+    """Shut down the disks of an instance."""
+    cli.submit_or_send(_op("OP_INSTANCE_DEACTIVATE_DISKS", instance_name=args[0],
+                           force=opts.force), opts)
+    return 0
+
+
+def console(opts: Any, args: list[str]) -> int:
+    """Print how to reach the console of a running instance."""
+    result = cli.submit_opcode_and_wait(_op("OP_INSTANCE_CONSOLE", instance_name=args[0]), opts)
+    if not isinstance(result, dict):
+        cli.to_stdout(str(result))
+        return 0
+    command = result.get("command")
+    if opts.show_command and command:
+        cli.to_stdout(" ".join(command) if isinstance(command, list) else str(command))
+    else:
+        cli.to_stdout(result.get("message") or f"Console of {args[0]}: {result}")
+    return 0
+
+
+def _fmt_params(title: str, actual: dict[str, Any], custom: dict[str, Any]) -> list[str]:
+    lines = [f"  {title}:"]
+    for key in sorted(actual):
+        mark = "" if key in custom else "default ("
+        end = "" if key in custom else ")"
+        lines.append(f"    {key}: {mark}{actual[key]}{end}")
+    return lines
+
+
+def show_info(opts: Any, args: list[str]) -> int:
+    """Show static and runtime information of instances."""
+    if not args and not opts.show_all:
+        return cli.usage_error(opts.command, "Give instance names or --all")
+    result = cli.submit_opcode_and_wait(_op("OP_INSTANCE_QUERY_DATA", instances=list(args),
+                                            static=opts.static), opts)
+    out = cli.to_stdout
+    for name in sorted(result):
+        d = result[name]
+        out(f"Instance name: {d['name']}")
+        out(f"UUID: {d['uuid']}")
+        out(f"Serial number: {d['serial_no']}")
+        out(f"Creation time: {cli.format_timestamp(d['ctime'])}")
+        out(f"Modification time: {cli.format_timestamp(d['mtime'])}")
+        out(f"State: configured to be {d['config_state']}"
+            + ("" if opts.static else f", actual state is {d['run_state'] or 'unknown'}"
+               f" ({d['status']})"))
+        out("  Nodes:")
+        out(f"    - primary: {d['pnode']}")
+        out(f"    - secondaries: {', '.join(d['snodes'])}")
+        out(f"  Operating system: {d['os']}")
+        out(f"  Hypervisor: {d['hypervisor']}")
+        out(f"  Disk template: {d['disk_template']}")
+        if not opts.static and d.get("oper_ram") is not None:
+            out(f"  Runtime memory: {d['oper_ram']} MiB, vcpus: {d['oper_vcpus']}")
+        for line in _fmt_params("Hypervisor parameters", d["hv_actual"], d["hv_instance"]):
+            out(line)
+        for line in _fmt_params("Back-end parameters", d["be_actual"], d["be_instance"]):
+            out(line)
+        for line in _fmt_params("OS parameters", d["os_actual"], d["os_instance"]):
+            out(line)
+        out("  NICs:")
+        for idx, nic in enumerate(d["nics"]):
+            out(f"    - nic/{idx}: MAC: {nic['mac']}, IP: {nic['ip']}, mode: {nic['mode']},"
+                f" link: {nic['link']}")
+        out("  Disk template: " + d["disk_template"])
+        out("  Disks:")
+        for disk in d["disks"]:
+            out(f"    - {disk['iv_name']}: {disk['dev_type']}, size {disk['size']}M,"
+                f" mode {disk['mode']}" + (f", on {disk['logical_id'][1]}"
+                                           if len(disk["logical_id"]) > 1 else ""))
+        out(f"  Tags: {', '.join(d['tags'])}")
+    return 0
+
+
+def _tag_rows() -> dict[str, cli.Command]:
+    from ganeti.client import tags_common
+    return {"add-tags": tags_common.add_tags(constants.TAG_INSTANCE),
+            "list-tags": tags_common.list_tags(constants.TAG_INSTANCE),
+            "remove-tags": tags_common.remove_tags(constants.TAG_INSTANCE)}
+
+
+ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_OPT, OS_OPT,
+            OSP_OPT, PNODE_OPT, NOSTART_OPT, NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT,
+            TAGS_OPT, FSDIR_OPT, FDRIVER_OPT, cli.SUBMIT_OPT]
+
+commands: dict[str, cli.Command] = {
+    "add": (add_instance, ONE_INSTANCE, ADD_OPTS, "-t TEMPLATE [options] INSTANCE",
+            "Create an instance"),
+    "remove": (remove_instance, ONE_INSTANCE, [cli.FORCE_OPT, IGNORE_FAIL_OPT,
+                                               SHUTDOWN_TIMEOUT_OPT, cli.SUBMIT_OPT],
+               "[-f] INSTANCE", "Remove an instance"),
+    "list": (list_instances, MANY_INSTANCES, LIST_OPTS, "[options] [INSTANCE...]",
+             "List instances"),
+    "list-fields": (list_fields, [cli.ArgUnknown(name="FIELD")], [cli.NOHDR_OPT, cli.SEP_OPT],
+                    "[FIELD...]", "List the fields available for the list command"),
+    "info": (show_info, MANY_INSTANCES, [STATIC_OPT, ALL_INFO_OPT], "[-s] INSTANCE...",
+             "Show information on instances"),
+    "startup": (startup, MANY_INSTANCES, SELECT_OPTS + [cli.FORCE_OPT, NOREMEMBER_OPT,
+                                                        PAUSED_OPT, BE_OPT, HV_OPT],
+                "[options] INSTANCE...", "Start instances"),
+    "shutdown": (shutdown, MANY_INSTANCES, SELECT_OPTS + [STOP_TIMEOUT_OPT, NOREMEMBER_OPT,
+                                                          cli.FORCE_OPT],
+                 "[options] INSTANCE...", "Stop instances"),
+    "reboot": (reboot, MANY_INSTANCES, SELECT_OPTS + [REBOOT_TYPE_OPT, SHUTDOWN_TIMEOUT_OPT,
+                                                      cli.FORCE_OPT],
+               "[--type soft|hard|full] INSTANCE...", "Reboot instances"),
+    "failover": (failover, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, IGNORE_CONSIST_OPT,
+                                          SHUTDOWN_TIMEOUT_OPT, cli.SUBMIT_OPT],
+                 "[-f] [-n NODE] INSTANCE", "Fail an instance over to another node"),
+    "migrate": (migrate, ONE_INSTANCE, [cli.FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT,
+                                        CLEANUP_OPT, TARGET_OPT, cli.SUBMIT_OPT],
+                "[--non-live] [--cleanup] [-n NODE] INSTANCE", "Migrate an instance"),
+    "move": (move, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, SHUTDOWN_TIMEOUT_OPT,
+                                  cli.SUBMIT_OPT],
+             "-n NODE INSTANCE", "Move an instance by copying its disks"),
+    "rename": (rename, NEW_NAME_ARGS, [NONAMECHECK_OPT, NOIPCHECK_OPT, cli.SUBMIT_OPT],
+               "INSTANCE NEW_NAME", "Rename an instance"),
+    "modify": (modify, ONE_INSTANCE, [BE_OPT, HV_OPT, OSP_OPT, OS_OPT, DISK_OPT, NET_OPT,
+                                      OFFLINE_OPT, ONLINE_OPT, cli.SUBMIT_OPT],
+               "[options] INSTANCE", "Change instance parameters, disks and NICs"),
+    "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, cli.SUBMIT_OPT],
+                  "[-f] [-o OS] INSTANCE", "Reinstall the OS of an instance"),
+    "grow-disk": (grow_disk, [cli.ArgUnknown(min=3, max=3, name="INSTANCE DISK AMOUNT")],
+                  [ABSOLUTE_OPT, cli.SUBMIT_OPT], "[--absolute] INSTANCE DISK AMOUNT",
+                  "Grow a disk of an instance"),
+    "activate-disks": (activate_disks, ONE_INSTANCE, [cli.SUBMIT_OPT], "INSTANCE",
+                       "Activate the disks of an instance"),
+    "deactivate-disks": (deactivate_disks, ONE_INSTANCE, [cli.FORCE_OPT, cli.SUBMIT_OPT],
+                         "[-f] INSTANCE", "Deactivate the disks of an instance"),
+    "console": (console, ONE_INSTANCE, [SHOWCMD_OPT], "[--show-cmd] INSTANCE",
+                "Show how to reach the console of an instance"),
+    **_tag_rows(),
+}
+
+aliases = {"start": "startup", "stop": "shutdown", "show": "info"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``gnt-instance``."""
+    return cli.generic_main(commands, argv, prog="gnt-instance", aliases=aliases)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

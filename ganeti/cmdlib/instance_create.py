@@ -1,0 +1,301 @@
+"""OP_INSTANCE_CREATE: add an instance (disks, config entry, OS install, start).
+
+Checks everything before changing anything: the name, the nodes, the
+template, the parameters (typed tables), the MACs and the OS (through
+``os_validate`` on the primary node).  In Exec, whatever was created is
+removed again if a later step fails (disk creation, OS install); a start
+failure leaves the installed instance stopped (as upstream) and fails the job.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+from typing import Any
+
+from ganeti import constants, errors, locking, parameters
+from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
+                                    file_logical_id, instance_hook_env, instance_rpc_dict,
+                                    remove_instance_lock, rpc_one, storage_dir_for)
+from ganeti.objects import NIC, Disk, Instance
+from ganeti.utils import validation
+
+__all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "build_nics"]
+
+SUPPORTED_TEMPLATES = frozenset([constants.DT_DISKLESS, constants.DT_FILE,
+                                 constants.DT_SHARED_FILE])
+_MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
+_MAC_AUTO = ("auto", "generate", None, "")
+
+
+def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Validate disk dicts ``{size, mode, name}``; return normalised copies."""
+    if template == constants.DT_DISKLESS:
+        if disks:
+            raise errors.OpPrereqError("Diskless instances cannot have disks",
+                                       errors.ECODE_INVAL)
+        return []
+    if not disks:
+        raise errors.OpPrereqError(f"Disk template {template} needs at least one disk",
+                                   errors.ECODE_INVAL)
+    result = []
+    for idx, spec in enumerate(disks):
+        if not isinstance(spec, dict):
+            raise errors.OpPrereqError(f"Disk {idx}: expected a dict", errors.ECODE_INVAL)
+        unknown = set(spec) - {"size", "mode", "name", "vg", "spindles", "provider"}
+        if unknown:
+            raise errors.OpPrereqError(f"Disk {idx}: unknown parameter(s) {sorted(unknown)}",
+                                       errors.ECODE_INVAL)
+        size = spec.get("size")
+        if isinstance(size, str):
+            try:
+                size = parameters.check_params("be", {"maxmem": size})["maxmem"]
+            except errors.ParameterError:
+                raise errors.OpPrereqError(f"Disk {idx}: invalid size {spec.get('size')!r}",
+                                           errors.ECODE_INVAL) from None
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise errors.OpPrereqError(f"Disk {idx}: invalid size {spec.get('size')!r}"
+                                       " (must be a positive number of MiB)", errors.ECODE_INVAL)
+        mode = spec.get("mode") or constants.DISK_RDWR
+        if mode not in (constants.DISK_RDWR, constants.DISK_RDONLY):
+            raise errors.OpPrereqError(f"Disk {idx}: invalid mode {mode!r}", errors.ECODE_INVAL)
+        result.append({"size": size, "mode": mode, "name": spec.get("name")})
+    return result
+
+
+def build_nics(cfg: Any, specs: list[dict[str, Any]], *, generate: bool = True) -> list[NIC]:
+    """NIC objects from dicts ``{mac, ip, mode, link, name, network}``."""
+    nics = []
+    for idx, spec in enumerate(specs):
+        if not isinstance(spec, dict):
+            raise errors.OpPrereqError(f"NIC {idx}: expected a dict", errors.ECODE_INVAL)
+        unknown = set(spec) - {"mac", "ip", "mode", "link", "name", "network", "vlan", "bridge"}
+        if unknown:
+            raise errors.OpPrereqError(f"NIC {idx}: unknown parameter(s) {sorted(unknown)}",
+                                       errors.ECODE_INVAL)
+        nicparams = {k: spec[k] for k in ("mode", "link", "vlan") if spec.get(k) is not None}
+        if spec.get("bridge"):
+            nicparams["link"] = spec["bridge"]
+        nicparams = parameters.check_params("nic", nicparams)
+        mac = spec.get("mac")
+        if mac in _MAC_AUTO:
+            mac = cfg.generate_mac() if generate else ""
+        else:
+            mac = str(mac).lower()
+            if not _MAC_RE.match(mac):
+                raise errors.OpPrereqError(f"NIC {idx}: invalid MAC address {spec['mac']!r}",
+                                           errors.ECODE_INVAL)
+        ip = spec.get("ip")
+        if ip in ("", "none", None):
+            ip = None
+        elif not isinstance(ip, str) or not re.match(r"^[0-9a-fA-F:.]+$", ip):
+            raise errors.OpPrereqError(f"NIC {idx}: invalid IP address {ip!r}",
+                                       errors.ECODE_INVAL)
+        nics.append(NIC(mac=mac, ip=ip, name=spec.get("name"), network=spec.get("network"),
+                        nicparams=nicparams))
+    return nics
+
+
+def _macs_in_use(cfg: Any) -> set[str]:
+    return {nic.mac.lower() for inst in cfg.get_all_instances_info().values()
+            for nic in inst.nics if nic.mac}
+
+
+class LUInstanceCreate(LogicalUnit):
+    """Create an instance; returns the list of its node names."""
+
+    HPATH = "instance-add"
+    HTYPE = constants.HTYPE_INSTANCE
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        op = self.op
+        if op.mode != constants.INSTANCE_CREATE:
+            raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
+                                       " (only 'create')", errors.ECODE_INVAL)
+        try:
+            validation.check_hostname(op.instance_name)
+        except errors.GanetiError as exc:
+            raise errors.OpPrereqError(f"Invalid instance name '{op.instance_name}': {exc}",
+                                       errors.ECODE_INVAL) from None
+        if op.disk_template not in SUPPORTED_TEMPLATES:
+            raise errors.OpPrereqError(
+                f"Disk template '{op.disk_template}' is not supported (supported:"
+                f" {', '.join(sorted(SUPPORTED_TEMPLATES))})", errors.ECODE_INVAL)
+        self.disk_specs = check_disk_specs(op.disk_template, op.disks)
+        if not op.no_install and not op.os_type:
+            raise errors.OpPrereqError("No OS given (use os_type, or no_install)",
+                                       errors.ECODE_INVAL)
+        if op.pnode is None:
+            raise errors.OpPrereqError("No primary node given (iallocators are not supported)",
+                                       errors.ECODE_INVAL)
+        if op.snode is not None:
+            raise errors.OpPrereqError(f"Disk template {op.disk_template} takes no secondary"
+                                       " node", errors.ECODE_INVAL)
+        if op.file_driver and op.file_driver not in ("loop", "blktap", "blktap2"):
+            raise errors.OpPrereqError(f"Invalid file driver '{op.file_driver}'",
+                                       errors.ECODE_INVAL)
+        for tag in op.tags:
+            validation.check_tag(tag)
+
+    def ExpandNames(self) -> None:
+        if self.cfg.get_instance_info_by_name(self.op.instance_name) is not None:
+            raise errors.OpPrereqError(f"Instance '{self.op.instance_name}' is already in the"
+                                       " cluster", errors.ECODE_EXISTS)
+        self.pnode = expand_node(self.cfg, self.op.pnode)
+        self.op.pnode = self.pnode.name
+        add_instance_lock(self, self.op.instance_name)
+        self.needed_locks = {locking.LEVEL_INSTANCE: [self.op.instance_name],
+                             locking.LEVEL_NODE: [self.pnode.uuid],
+                             locking.LEVEL_NODE_RES: [self.pnode.uuid]}
+        self.share_locks = {locking.LEVEL_NODE: 1, locking.LEVEL_NODE_RES: 1}
+
+    def CheckPrereq(self) -> None:
+        try:
+            self._check_prereq()
+        except BaseException:
+            remove_instance_lock(self, self.op.instance_name)
+            raise
+
+    def _check_prereq(self) -> None:
+        op, cfg = self.op, self.cfg
+        cluster = cfg.get_cluster_info()
+        if cfg.get_instance_info_by_name(op.instance_name) is not None:
+            raise errors.OpPrereqError(f"Instance '{op.instance_name}' is already in the"
+                                       " cluster", errors.ECODE_EXISTS)
+        if cfg.get_node_info_by_name(op.instance_name) is not None:
+            raise errors.OpPrereqError(f"Name '{op.instance_name}' is used by a node",
+                                       errors.ECODE_EXISTS)
+        pnode = cfg.get_node_info(self.pnode.uuid)
+        if pnode is None:
+            raise errors.OpPrereqError(f"Node '{op.pnode}' not known", errors.ECODE_NOENT)
+        check_node_online(pnode)
+        if pnode.drained:
+            raise errors.OpPrereqError(f"Can't use drained node {pnode.name}", errors.ECODE_STATE)
+        if not pnode.vm_capable:
+            raise errors.OpPrereqError(f"Node {pnode.name} is not vm_capable", errors.ECODE_STATE)
+        if op.disk_template not in cluster.enabled_disk_templates:
+            raise errors.OpPrereqError(
+                f"Disk template '{op.disk_template}' is not enabled in the cluster (enabled:"
+                f" {', '.join(cluster.enabled_disk_templates)})", errors.ECODE_STATE)
+        hv = op.hypervisor or cluster.primary_hypervisor
+        if hv not in cluster.enabled_hypervisors:
+            raise errors.OpPrereqError(f"Hypervisor '{hv}' is not enabled in the cluster",
+                                       errors.ECODE_STATE)
+        self.hv = hv
+        try:
+            self.beparams = parameters.check_params("be", op.beparams)
+            self.hvparams = parameters.check_params("hv", op.hvparams, hv)
+            self.osparams = parameters.check_params("os", op.osparams)
+        except errors.ParameterError as exc:
+            raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
+        self.nics = build_nics(cfg, op.nics)
+        used = _macs_in_use(cfg)
+        seen: set[str] = set()
+        for nic in self.nics:
+            if nic.mac in used or nic.mac in seen:
+                raise errors.OpPrereqError(f"MAC address {nic.mac} already in use",
+                                           errors.ECODE_NOTUNIQUE)
+            seen.add(nic.mac)
+        inst = Instance(name=op.instance_name, primary_node=pnode.uuid, os=op.os_type or "",
+                        hypervisor=hv, disk_template=op.disk_template, nics=self.nics,
+                        hvparams=self.hvparams, beparams=self.beparams, osparams=self.osparams,
+                        osparams_private=dict(op.osparams_private), tags=list(op.tags),
+                        admin_state=constants.ADMINST_DOWN)
+        self.new_disks: list[Disk] = []
+        storage_dir = None
+        if op.disk_template in constants.DTS_FILEBASED:
+            storage_dir = storage_dir_for(cluster, op.disk_template, op.file_storage_dir)
+        for idx, spec in enumerate(self.disk_specs):
+            uuid = str(uuidlib.uuid4())
+            logical_id: list[Any] = []
+            if storage_dir is not None:
+                logical_id = file_logical_id(storage_dir, op.instance_name, uuid, idx,
+                                             op.file_driver or "loop")
+            self.new_disks.append(Disk(uuid=uuid, dev_type=op.disk_template, size=spec["size"],
+                                       mode=spec["mode"], name=spec["name"],
+                                       logical_id=logical_id, iv_name=f"disk/{idx}",
+                                       nodes=[pnode.uuid]))
+        self.new_inst = inst
+        if op.os_type and self.rpc is not None:
+            full = parameters.fill_osparams(cluster, op.os_type, self.osparams)
+            res = self.rpc.call_os_validate([pnode.name], True, op.os_type, ["parameters"],
+                                            {**full, **op.osparams_private}).get(pnode.name)
+            if res is None or res.failed:
+                msg = res.fail_msg if res is not None else "no answer"
+                raise errors.OpPrereqError(f"OS '{op.os_type}' not usable on node {pnode.name}:"
+                                           f" {msg}", errors.ECODE_INVAL)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return instance_hook_env(self.cfg, self.new_inst, self.new_disks,
+                                 {"INSTANCE_ADD_MODE": self.op.mode})
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.get_master_node_name()
+        nodes = [n for n in (master, self.pnode.name) if n]
+        return list(dict.fromkeys(nodes)), list(dict.fromkeys(nodes))
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        try:
+            return self._exec(feedback_fn)
+        except BaseException:
+            if self.cfg.get_instance_info_by_name(self.op.instance_name) is None:
+                remove_instance_lock(self, self.op.instance_name)
+            raise
+
+    def _remove_disks(self, disks: list[Disk]) -> None:
+        for disk in disks:
+            if disk.dev_type == constants.DT_DISKLESS or self.rpc is None:
+                continue
+            res = self.rpc.call_blockdev_remove([self.pnode.name],
+                                                instance_rpc_disk(disk)).get(self.pnode.name)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not remove disk {disk.iv_name} on {self.pnode.name}:"
+                                f" {res.fail_msg if res else 'no answer'}")
+
+    def _exec(self, feedback_fn: Any) -> Any:
+        op, cfg = self.op, self.cfg
+        inst, pname = self.new_inst, self.pnode.name
+        created: list[Disk] = []
+        try:
+            for disk in self.new_disks:
+                if disk.dev_type == constants.DT_DISKLESS:
+                    continue
+                feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {pname}")
+                rpc_one(self, "blockdev_create", pname, instance_rpc_disk(disk), disk.size,
+                        inst.name, True, f"originstname+{inst.name}", False,
+                        prefix=f"Can't create disk {disk.iv_name} on node {pname}")
+                created.append(disk)
+        except errors.GanetiError:
+            self._remove_disks(created)
+            raise
+        cfg.add_instance(inst, self.new_disks)
+        if not op.no_install and op.os_type:
+            feedback_fn(f"* running the instance OS create scripts on {pname}")
+            try:
+                rpc_one(self, "instance_os_add", pname, instance_rpc_dict(cfg, inst), False,
+                        op.debug_level or 0, prefix=f"Could not add OS to instance {inst.name}"
+                        f" on node {pname}")
+            except errors.GanetiError:
+                self.LogWarning("OS installation failed; removing the instance again")
+                self._remove_disks(created)
+                cfg.remove_instance(inst.uuid)
+                raise
+        if op.start:
+            cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
+            feedback_fn(f"* starting instance {inst.name} on {pname}")
+            try:
+                rpc_one(self, "instance_start", pname, instance_rpc_dict(cfg, inst),
+                        instance_rpc_dict(cfg, inst)["disks_info"], False,
+                        prefix=f"Could not start instance {inst.name}")
+            except errors.GanetiError:
+                cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_DOWN)
+                raise
+        return [pname]
+
+
+def instance_rpc_disk(disk: Disk) -> dict[str, Any]:
+    """One disk as the node procedures take it."""
+    from ganeti import serializer
+    return serializer.to_data(disk)

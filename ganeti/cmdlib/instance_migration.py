@@ -1,0 +1,334 @@
+"""Moving instances between nodes: migrate (live/non-live), failover, move.
+
+* **migrate**: ``migration_info`` on the source, disks assembled and
+  ``accept_instance`` on the target, ``instance_migrate`` on the source,
+  polling ``instance_get_migration_status``, then ``finalize_migration_dst``
+  and ``finalize_migration_src``; the config's primary node changes only
+  after success.  ``cleanup`` reconciles the config with where the
+  instance actually runs after an interrupted migration.
+* **failover**: stop on the source, start on the target.
+* **move**: copy every disk's data to the target node (chunked
+  ``blockdev_read_chunk``/``blockdev_write_chunk``, checksums compared),
+  then switch the config over and remove the source volumes.
+
+Migrate and failover need disks every node can reach (``diskless``,
+``sharedfile``); ``file`` instances move with ``move``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ganeti import constants, errors
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
+                                    expand_node, rpc_one)
+
+__all__ = ["LUInstanceMigrate", "LUInstanceFailover", "LUInstanceMove", "MIGRATION_POLL",
+           "COPY_CHUNK"]
+
+MIGRATION_POLL = 0.2
+MIGRATION_MAX_WAIT = 600.0
+COPY_CHUNK = 4 * 1024 * 1024
+_SHARED = frozenset([constants.DT_DISKLESS, constants.DT_SHARED_FILE])
+
+
+class _TargetLU(InstanceLU):
+    """An instance LU with a target node (given, or the first other usable node)."""
+
+    NEED_SHARED_STORAGE = True
+
+    def ExpandExtra(self) -> None:
+        inst = self.cfg.get_instance_info_by_name(self.op.instance_name)
+        if self.op.target_node:
+            target = expand_node(self.cfg, self.op.target_node)
+        else:
+            candidates = [n for n in sorted(self.cfg.get_all_nodes_info().values(),
+                                            key=lambda n: n.name)
+                          if n.uuid != inst.primary_node and not n.offline and n.vm_capable
+                          and not n.drained]
+            if not candidates:
+                raise errors.OpPrereqError(f"No target node available for {inst.name}",
+                                           errors.ECODE_NORES)
+            target = candidates[0]
+        self.target_uuid = target.uuid
+        self.extra_node_uuids = [target.uuid]
+
+    def CheckInstance(self) -> None:
+        inst = self.instance
+        self.target = self.cfg.get_node_info(self.target_uuid)
+        if self.target is None:
+            raise errors.OpPrereqError("The target node disappeared", errors.ECODE_NOENT)
+        if self.target.uuid == inst.primary_node:
+            raise errors.OpPrereqError(f"Instance {inst.name} is already on node"
+                                       f" {self.target.name}", errors.ECODE_INVAL)
+        check_node_online(self.target, " as target node")
+        if not self.target.vm_capable:
+            raise errors.OpPrereqError(f"Node {self.target.name} is not vm_capable",
+                                       errors.ECODE_STATE)
+        if self.NEED_SHARED_STORAGE and inst.disk_template not in _SHARED:
+            raise errors.OpPrereqError(
+                f"Instance {inst.name} has disk template {inst.disk_template}, whose disks"
+                " only exist on the primary node; use 'move' instead", errors.ECODE_STATE)
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"OLD_PRIMARY": self.pnode.name, "NEW_PRIMARY": self.target.name,
+                "TARGET_NODE": self.target.name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes, _ = super().BuildHooksNodes()
+        if self.target.name not in nodes:
+            nodes.append(self.target.name)
+        return nodes, nodes
+
+    def _switch_primary(self) -> None:
+        inst = self.instance
+        with self.cfg.batch():
+            for disk in self.disks:
+                disk.nodes = [self.target.uuid] + [n for n in disk.nodes[1:]
+                                                   if n != self.target.uuid]
+                self.cfg.update(disk)
+            inst.primary_node = self.target.uuid
+            self.cfg.update(inst)
+
+    def _running_on(self, node_name: str) -> dict[str, Any] | None:
+        inst = self.instance
+        return rpc_one(self, "instance_info", node_name, inst.name, inst.hypervisor, {})
+
+    def _assemble_on_target(self) -> None:
+        for idx, disk in enumerate(self.disks):
+            if disk.dev_type == constants.DT_DISKLESS:
+                continue
+            rpc_one(self, "blockdev_assemble", self.target.name, disk_rpc_dicts([disk])[0],
+                    self.instance.name, True, idx,
+                    prefix=f"Could not assemble disk {idx} on {self.target.name}")
+
+    def _shutdown_disks(self, node_name: str) -> None:
+        for disk in self.disks:
+            if disk.dev_type == constants.DT_DISKLESS or self.rpc is None:
+                continue
+            res = self.rpc.call_blockdev_shutdown([node_name],
+                                                  disk_rpc_dicts([disk])[0]).get(node_name)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not shut down disk {disk.iv_name} on {node_name}")
+
+
+class LUInstanceMigrate(_TargetLU):
+    """Migrate a running instance to another node (live unless mode non-live)."""
+
+    HPATH = "instance-migrate"
+
+    def CheckArguments(self) -> None:
+        if self.op.mode is not None and self.op.live is not None:
+            raise errors.OpPrereqError("Give either mode or live, not both", errors.ECODE_INVAL)
+
+    def CheckInstance(self) -> None:
+        if self.op.cleanup:
+            # the target is wherever it might be running; the usual checks
+            # would refuse a half-done state
+            self.target = self.cfg.get_node_info(self.target_uuid)
+            return
+        super().CheckInstance()
+        check_node_online(self.pnode, " as primary node")
+
+    def _live(self) -> bool:
+        if self.op.live is not None:
+            return self.op.live
+        if self.op.mode is not None:
+            return self.op.mode == constants.HT_MIGRATION_LIVE
+        from ganeti import parameters
+        hvp = parameters.fill_instance_hvparams(self.cfg.get_cluster_info(), self.instance)
+        return hvp.get("migration_mode", constants.HT_MIGRATION_LIVE) == \
+            constants.HT_MIGRATION_LIVE
+
+    def HookExtra(self) -> dict[str, Any]:
+        extra = super().HookExtra()
+        extra.update({"MIGRATE_LIVE": self._live(), "MIGRATE_CLEANUP": self.op.cleanup})
+        return extra
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        if self.op.cleanup:
+            return self._cleanup(feedback_fn)
+        inst = self.instance
+        src, dst = self.pnode, self.target
+        live = self._live()
+        running = self._running_on(src.name)
+        if running is None or running.get("state") != 0:
+            if inst.admin_state == constants.ADMINST_UP:
+                raise errors.OpExecError(f"Instance {inst.name} is not running on {src.name};"
+                                         " cannot migrate it (use failover)")
+            feedback_fn(f"Instance {inst.name} is not running; only changing its primary node")
+            self._switch_primary()
+            return None
+        data = self.rpc_instance()
+        feedback_fn(f"* checking and preparing the migration {src.name} -> {dst.name}")
+        info = rpc_one(self, "migration_info", src.name, data,
+                       prefix=f"Could not get migration information from {src.name}")
+        self._assemble_on_target()
+        rpc_one(self, "accept_instance", dst.name, data, info, dst.primary_ip,
+                prefix=f"Target node {dst.name} refused the instance")
+        feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
+        success = False
+        try:
+            rpc_one(self, "instance_migrate", src.name, data, dst.name, dst.primary_ip, live,
+                    prefix=f"Could not migrate instance {inst.name}")
+            deadline = time.monotonic() + MIGRATION_MAX_WAIT
+            while True:
+                status = rpc_one(self, "instance_get_migration_status", src.name, data)
+                state = (status or {}).get("status")
+                if state == "completed":
+                    success = True
+                    break
+                if state in ("failed", "cancelled"):
+                    raise errors.OpExecError(f"Migration of {inst.name} {state}:"
+                                             f" {(status or {}).get('info', '')}")
+                if time.monotonic() > deadline:
+                    raise errors.OpExecError(f"Migration of {inst.name} did not finish in time")
+                time.sleep(MIGRATION_POLL)
+        finally:
+            self._finalize(data, info, success, live)
+        self._switch_primary()
+        self._shutdown_disks(src.name)
+        feedback_fn(f"* done: {inst.name} now runs on {dst.name}")
+        return None
+
+    def _finalize(self, data: dict[str, Any], info: Any, success: bool, live: bool) -> None:
+        src, dst = self.pnode, self.target
+        for node, proc, args in ((dst.name, "instance_finalize_migration_dst",
+                                  (data, info, success)),
+                                 (src.name, "instance_finalize_migration_src",
+                                  (data, success, live))):
+            res = getattr(self.rpc, f"call_{proc}")([node], *args).get(node)
+            if res is None or res.failed:
+                msg = f"{proc} on {node} failed: {res.fail_msg if res else 'no answer'}"
+                if success:
+                    raise errors.OpExecError(msg)
+                self.LogWarning(msg)
+
+    def _cleanup(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        hvs = [inst.hypervisor]
+        where = []
+        for node in (self.pnode, self.target):
+            if node is None or node.offline:
+                continue
+            names = rpc_one(self, "instance_list", node.name, hvs, {inst.hypervisor: {}})
+            if inst.name in names:
+                where.append(node)
+        if len(where) > 1:
+            raise errors.OpExecError(f"Instance {inst.name} runs on both {where[0].name} and"
+                                     f" {where[1].name}; stop one of them by hand")
+        if where and where[0].uuid == self.target_uuid:
+            feedback_fn(f"Instance {inst.name} runs on {self.target.name}: updating the config")
+            self._switch_primary()
+        else:
+            feedback_fn(f"Instance {inst.name} is where the config says ({self.pnode.name});"
+                        " nothing to clean up")
+        return None
+
+
+class LUInstanceFailover(_TargetLU):
+    """Stop the instance on its primary node and start it on the target."""
+
+    HPATH = "instance-failover"
+
+    def HookExtra(self) -> dict[str, Any]:
+        extra = super().HookExtra()
+        extra["SHUTDOWN_TIMEOUT"] = self.op.shutdown_timeout
+        extra["IGNORE_CONSISTENCY"] = self.op.ignore_consistency
+        return extra
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        src, dst = self.pnode, self.target
+        if not src.offline:
+            feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
+            res = self.rpc.call_instance_shutdown([src.name], self.rpc_instance(),
+                                                  self.op.shutdown_timeout).get(src.name)
+            if res is None or res.failed:
+                msg = f"Could not shutdown {inst.name} on {src.name}:" \
+                      f" {res.fail_msg if res else 'no answer'}"
+                if not self.op.ignore_consistency:
+                    raise errors.OpExecError(msg + " (use ignore_consistency to continue)")
+                self.LogWarning(msg)
+            self._shutdown_disks(src.name)
+        self._switch_primary()
+        self.pnode = dst
+        if inst.admin_state == constants.ADMINST_UP:
+            feedback_fn(f"* starting instance {inst.name} on {dst.name}")
+            data = self.rpc_instance()
+            rpc_one(self, "instance_start", dst.name, data, data["disks_info"], False,
+                    prefix=f"Could not start instance {inst.name} on {dst.name}")
+        return None
+
+
+class LUInstanceMove(_TargetLU):
+    """Copy the disks to the target node, then run the instance there."""
+
+    HPATH = "instance-move"
+    NEED_SHARED_STORAGE = False
+
+    def CheckInstance(self) -> None:
+        super().CheckInstance()
+        check_node_online(self.pnode, " as primary node")
+        if self.instance.disk_template not in (constants.DT_FILE, constants.DT_DISKLESS,
+                                               constants.DT_SHARED_FILE):
+            raise errors.OpPrereqError(f"Disk template {self.instance.disk_template} cannot"
+                                       " be moved", errors.ECODE_STATE)
+
+    def _copy_disk(self, disk_data: dict[str, Any], size_mib: int) -> None:
+        src, dst = self.pnode.name, self.target.name
+        total = size_mib * 1024 * 1024
+        offset = 0
+        while offset < total:
+            chunk = rpc_one(self, "blockdev_read_chunk", src, disk_data, offset,
+                            min(COPY_CHUNK, total - offset))
+            if not chunk["zero"] and chunk["length"]:
+                rpc_one(self, "blockdev_write_chunk", dst, disk_data, offset, chunk["data"])
+            if not chunk["length"]:
+                break
+            offset += chunk["length"]
+            if chunk.get("eof"):
+                break
+        a = rpc_one(self, "blockdev_checksum", src, disk_data)
+        b = rpc_one(self, "blockdev_checksum", dst, disk_data)
+        if a != b:
+            raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        src, dst = self.pnode, self.target
+        feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
+        rpc_one(self, "instance_shutdown", src.name, self.rpc_instance(),
+                self.op.shutdown_timeout, prefix=f"Could not shutdown {inst.name}")
+        self._shutdown_disks(src.name)
+        created = []
+        copy = self.instance.disk_template == constants.DT_FILE
+        try:
+            for idx, disk in enumerate(self.disks):
+                if not copy:
+                    continue
+                data = disk_rpc_dicts([disk])[0]
+                feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {dst.name}")
+                rpc_one(self, "blockdev_create", dst.name, data, disk.size, inst.name, True,
+                        f"originstname+{inst.name}", False,
+                        prefix=f"Could not create disk {idx} on {dst.name}")
+                created.append(data)
+                self._copy_disk(data, disk.size)
+        except errors.GanetiError:
+            for data in created:
+                self.rpc.call_blockdev_remove([dst.name], data)
+            raise
+        self._switch_primary()
+        if copy:
+            for data in (disk_rpc_dicts(self.disks)):
+                res = self.rpc.call_blockdev_remove([src.name], data).get(src.name)
+                if res is None or res.failed:
+                    self.LogWarning(f"Could not remove the old disk on {src.name}")
+        self.pnode = dst
+        if inst.admin_state == constants.ADMINST_UP:
+            feedback_fn(f"* starting instance {inst.name} on {dst.name}")
+            data = self.rpc_instance()
+            rpc_one(self, "instance_start", dst.name, data, data["disks_info"], False,
+                    prefix=f"Could not start instance {inst.name} on {dst.name}")
+        return None

@@ -1,0 +1,318 @@
+"""Instance lifecycle LUs: remove, startup, shutdown, reboot, reinstall, rename, console.
+
+All lock the instance exclusively and its nodes shared (see
+:class:`ganeti.cmdlib.instance.InstanceLU`), so operations on different
+instances run in parallel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import constants, errors, locking, parameters
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
+                                    disk_rpc_dicts, file_logical_id, remove_instance_lock,
+                                    rpc_one)
+from ganeti.utils import validation
+
+__all__ = ["LUInstanceRemove", "LUInstanceStartup", "LUInstanceShutdown", "LUInstanceReboot",
+           "LUInstanceReinstall", "LUInstanceRename", "LUInstanceConsole",
+           "shutdown_instance", "remove_disks", "check_os"]
+
+
+def shutdown_instance(lu: InstanceLU, timeout: int, *, ignore_failures: bool = False) -> None:
+    """Stop the instance on its primary node (instance_shutdown RPC)."""
+    pnode = lu.pnode
+    if pnode.offline:
+        lu.LogWarning(f"Primary node {pnode.name} is offline; not stopping the instance")
+        return
+    try:
+        rpc_one(lu, "instance_shutdown", pnode.name, lu.rpc_instance(), timeout,
+                prefix=f"Could not shutdown instance {lu.instance.name} on node {pnode.name}")
+    except errors.OpExecError as exc:
+        if not ignore_failures:
+            raise
+        lu.LogWarning(str(exc))
+
+
+def remove_disks(lu: InstanceLU, *, ignore_failures: bool = False) -> None:
+    """Remove every disk volume of the instance on its nodes."""
+    for disk in lu.disks:
+        if disk.dev_type == constants.DT_DISKLESS:
+            continue
+        for uuid in disk.nodes:
+            node = lu.cfg.get_node_info(uuid)
+            if node is None or node.offline:
+                continue
+            try:
+                rpc_one(lu, "blockdev_remove", node.name, disk_rpc_dicts([disk])[0],
+                        prefix=f"Could not remove disk {disk.iv_name} on node {node.name}")
+            except errors.OpExecError as exc:
+                if not ignore_failures:
+                    raise
+                lu.LogWarning(str(exc))
+
+
+def check_os(lu: InstanceLU, node_name: str, os_name: str, osparams: dict[str, Any]) -> None:
+    """Check through ``os_validate`` that the OS exists (and takes the params)."""
+    if lu.rpc is None:
+        return
+    res = lu.rpc.call_os_validate([node_name], True, os_name, ["parameters"],
+                                  osparams).get(node_name)
+    if res is None or res.failed:
+        raise errors.OpPrereqError(f"OS '{os_name}' not usable on node {node_name}:"
+                                   f" {res.fail_msg if res else 'no answer'}",
+                                   errors.ECODE_INVAL)
+
+
+class LUInstanceRemove(InstanceLU):
+    """Stop the instance, remove its disks and its configuration."""
+
+    HPATH = "instance-remove"
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"SHUTDOWN_TIMEOUT": self.op.shutdown_timeout}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes, _ = super().BuildHooksNodes()
+        master = self.cfg.get_master_node_name()
+        return nodes, [master] if master else []
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        feedback_fn(f"Shutting down instance {inst.name} on node {self.pnode.name}")
+        shutdown_instance(self, self.op.shutdown_timeout, ignore_failures=self.op.ignore_failures)
+        feedback_fn(f"Removing the disks of instance {inst.name}")
+        remove_disks(self, ignore_failures=self.op.ignore_failures)
+        self.cfg.remove_instance(inst.uuid)
+        remove_instance_lock(self, inst.name)
+        return None
+
+
+class LUInstanceStartup(InstanceLU):
+    """Start the instance on its primary node."""
+
+    HPATH = "instance-start"
+
+    def CheckInstance(self) -> None:
+        inst = self.instance
+        if inst.admin_state == constants.ADMINST_OFFLINE:
+            raise errors.OpPrereqError(f"Instance {inst.name} is marked offline",
+                                       errors.ECODE_STATE)
+        check_node_online(self.pnode, " as primary node")
+        cluster = self.cfg.get_cluster_info()
+        try:
+            self.be_override = parameters.check_params("be", self.op.beparams)
+            self.hv_override = parameters.check_params("hv", self.op.hvparams, inst.hypervisor)
+        except errors.ParameterError as exc:
+            raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
+        del cluster
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"FORCE": self.op.force}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        if not self.op.no_remember:
+            self.cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
+        data = self.rpc_instance(beparams=self.be_override, hvparams=self.hv_override)
+        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor,
+                       data["hvparams"])
+        if live is not None and live.get("state") == 0:
+            feedback_fn(f"Instance {inst.name} is already running")
+            return None
+        if live is not None:   # shut down inside: clean up before starting again
+            rpc_one(self, "instance_shutdown", self.pnode.name, data, 0)
+        rpc_one(self, "instance_start", self.pnode.name, data, data["disks_info"],
+                self.op.startup_paused, prefix=f"Could not start instance {inst.name}")
+        if self.instance.disks and not self.instance.disks_active:
+            self.cfg.set_instance_disks_active(inst.uuid, True)
+        return None
+
+
+class LUInstanceShutdown(InstanceLU):
+    """Stop the instance (soft for ``timeout`` seconds, then hard)."""
+
+    HPATH = "instance-stop"
+
+    def CheckInstance(self) -> None:
+        if self.instance.admin_state == constants.ADMINST_OFFLINE and not self.op.force:
+            raise errors.OpPrereqError(f"Instance {self.instance.name} is marked offline",
+                                       errors.ECODE_STATE)
+        if not self.op.ignore_offline_nodes:
+            check_node_online(self.pnode, " as primary node")
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"TIMEOUT": self.op.timeout}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        if not self.op.no_remember:
+            source = self.op.admin_state_source or constants.ADMIN_SOURCE
+            self.cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_DOWN, source)
+        if self.pnode.offline:
+            feedback_fn(f"Primary node {self.pnode.name} is offline; only the state changed")
+            return None
+        rpc_one(self, "instance_shutdown", self.pnode.name, self.rpc_instance(), self.op.timeout,
+                prefix=f"Could not shutdown instance {inst.name}")
+        return None
+
+
+class LUInstanceReboot(InstanceLU):
+    """Reboot the instance: soft, hard (stop + start) or full (with disks)."""
+
+    HPATH = "instance-reboot"
+
+    def CheckInstance(self) -> None:
+        check_node_online(self.pnode, " as primary node")
+        if self.instance.admin_state != constants.ADMINST_UP:
+            raise errors.OpPrereqError(f"Instance {self.instance.name} is not marked to be up"
+                                       " (start it first)", errors.ECODE_STATE)
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"REBOOT_TYPE": self.op.reboot_type, "SHUTDOWN_TIMEOUT": self.op.shutdown_timeout}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        data = self.rpc_instance()
+        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor,
+                       data["hvparams"])
+        running = live is not None and live.get("state") == 0
+        if not running or self.op.reboot_type == constants.REBOOT_FULL:
+            if running:
+                rpc_one(self, "instance_shutdown", self.pnode.name, data,
+                        self.op.shutdown_timeout, prefix=f"Could not shutdown {inst.name}")
+            elif live is not None:
+                rpc_one(self, "instance_shutdown", self.pnode.name, data, 0)
+            rpc_one(self, "instance_start", self.pnode.name, data, data["disks_info"], False,
+                    prefix=f"Could not start instance {inst.name} for the full reboot")
+        else:
+            rpc_one(self, "instance_reboot", self.pnode.name, data, self.op.reboot_type,
+                    self.op.shutdown_timeout, prefix=f"Could not reboot instance {inst.name}")
+        return None
+
+
+def _check_stopped(lu: InstanceLU, what: str) -> None:
+    inst = lu.instance
+    if inst.admin_state == constants.ADMINST_UP:
+        raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it before"
+                                   f" {what}", errors.ECODE_STATE)
+    if lu.rpc is not None and not lu.pnode.offline:
+        live = rpc_one(lu, "instance_info", lu.pnode.name, inst.name, inst.hypervisor, {})
+        if live is not None and live.get("state") == 0:
+            raise errors.OpPrereqError(f"Instance {inst.name} is running on {lu.pnode.name};"
+                                       f" stop it before {what}", errors.ECODE_STATE)
+
+
+class LUInstanceReinstall(InstanceLU):
+    """Reinstall the OS (optionally another one) of a stopped instance."""
+
+    HPATH = "instance-reinstall"
+
+    def CheckInstance(self) -> None:
+        inst = self.instance
+        check_node_online(self.pnode, " as primary node")
+        _check_stopped(self, "reinstalling")
+        self.new_os = self.op.os_type or inst.os
+        if not self.new_os:
+            raise errors.OpPrereqError(f"Instance {inst.name} has no OS; give one",
+                                       errors.ECODE_INVAL)
+        try:
+            self.new_osparams = parameters.check_params("os", self.op.osparams) \
+                if self.op.osparams is not None else dict(inst.osparams)
+        except errors.ParameterError as exc:
+            raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
+        cluster = self.cfg.get_cluster_info()
+        check_os(self, self.pnode.name, self.new_os,
+                 parameters.fill_osparams(cluster, self.new_os, self.new_osparams))
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        if self.new_os != inst.os or self.new_osparams != inst.osparams:
+            inst.os = self.new_os
+            inst.osparams = self.new_osparams
+            self.cfg.update(inst)
+        feedback_fn(f"Running the instance OS create scripts on {self.pnode.name}")
+        rpc_one(self, "instance_os_add", self.pnode.name, self.rpc_instance(), True,
+                self.op.debug_level or 0,
+                prefix=f"Could not install OS for instance {inst.name} on {self.pnode.name}")
+        return None
+
+
+class LUInstanceRename(InstanceLU):
+    """Rename a stopped instance (config, disk files, OS rename script)."""
+
+    HPATH = "instance-rename"
+
+    def ExpandExtra(self) -> None:
+        validation.check_hostname(self.op.new_name, "instance name")
+        if self.cfg.get_instance_info_by_name(self.op.new_name) is not None \
+                or self.cfg.get_node_info_by_name(self.op.new_name) is not None:
+            raise errors.OpPrereqError(f"Name '{self.op.new_name}' is already in use",
+                                       errors.ECODE_EXISTS)
+
+    def CheckInstance(self) -> None:
+        check_node_online(self.pnode, " as primary node")
+        if self.op.new_name == self.instance.name:
+            raise errors.OpPrereqError("The new name is the current name", errors.ECODE_INVAL)
+        if self.cfg.get_instance_info_by_name(self.op.new_name) is not None:
+            raise errors.OpPrereqError(f"Instance '{self.op.new_name}' is already in the"
+                                       " cluster", errors.ECODE_EXISTS)
+        _check_stopped(self, "renaming")
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"INSTANCE_NEW_NAME": self.op.new_name}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        old_name = inst.name
+        new_name = self.op.new_name
+        if self.glm is not None:
+            try:
+                self.glm.add(locking.LEVEL_INSTANCE, new_name, acquired=True)
+            except errors.LockError as exc:
+                raise errors.OpExecError(f"Cannot lock new name {new_name}: {exc}") from exc
+        renames = []
+        for idx, disk in enumerate(self.disks):
+            if disk.dev_type in constants.DTS_FILEBASED and disk.logical_id:
+                driver, path = disk.logical_id[0], disk.logical_id[1]
+                storage_dir = path.rsplit("/", 2)[0]
+                renames.append((disk, file_logical_id(storage_dir, new_name, disk.uuid, idx,
+                                                      driver)))
+        if renames:
+            devlist = [[disk_rpc_dicts([d])[0], new_id] for d, new_id in renames]
+            rpc_one(self, "blockdev_rename", self.pnode.name, devlist,
+                    prefix=f"Could not rename the disks of {old_name}")
+        with self.cfg.batch():
+            for disk, new_id in renames:
+                disk.logical_id = new_id
+                self.cfg.update(disk)
+            self.cfg.rename_instance(inst.uuid, new_name)
+        remove_instance_lock(self, old_name)
+        self.op.instance_name = new_name
+        if inst.os and self.rpc is not None:
+            res = self.rpc.call_instance_run_rename([self.pnode.name], self.rpc_instance(),
+                                                    old_name, self.op.debug_level or 0)
+            r = res.get(self.pnode.name)
+            if r is None or r.failed:
+                self.LogWarning(f"Could not run the OS rename script for {new_name}:"
+                                f" {r.fail_msg if r else 'no answer'}")
+        return new_name
+
+
+class LUInstanceConsole(InstanceLU):
+    """Describe how to reach the console of a running instance."""
+
+    LOCK_NODES = False
+
+    def CheckInstance(self) -> None:
+        check_node_online(self.pnode, " as primary node")
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        inst = self.instance
+        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor, {})
+        if live is None or live.get("state") != 0:
+            raise errors.OpExecError(f"Instance {inst.name} is not running")
+        return rpc_one(self, "instance_console_info", self.pnode.name, self.rpc_instance(),
+                       prefix=f"Could not get the console of {inst.name}")
+

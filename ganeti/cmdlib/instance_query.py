@@ -1,0 +1,362 @@
+"""The ``instance`` query resource and OP_INSTANCE_QUERY_DATA.
+
+Listing is config-only unless a *live* field (``status``, ``oper_state``,
+``oper_ram``, ``oper_vcpus``) is requested or filtered on; then one
+``all_instances_info`` call goes to every online node (in parallel), never
+one per instance.  Instances on offline nodes get status 4 (offline)
+cells without any RPC; a node that does not answer gives status 3 cells
+and the status ``ERROR_nodedown``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import constants, errors, locking, parameters, query
+from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.instance import hv_list_and_params, runtime_status
+
+__all__ = ["INSTANCE_FIELDS", "collect_instances", "InstanceQueryContext",
+           "LUInstanceQueryData", "instance_query_data"]
+
+LIVE = frozenset(["live"])
+_MAX_DISKS = 16
+_MAX_NICS = 8
+
+
+class InstanceQueryContext:
+    """What the getters read: config snapshots, live data and caches."""
+
+    def __init__(self, cfg: Any, live: dict[str, Any] | None, failed: set[str]) -> None:
+        data = cfg.get_config_data()
+        self.cluster = data.cluster
+        self.nodes = data.nodes
+        self.disks = data.disks
+        self.live = live              # node uuid -> {name: info}, None: not collected
+        self.failed = failed          # node uuids that did not answer
+        self._be: dict[str, dict[str, Any]] = {}
+        self._hv: dict[str, dict[str, Any]] = {}
+        self._where: dict[str, str] | None = None
+
+    def be(self, inst: Any) -> dict[str, Any]:
+        res = self._be.get(inst.uuid)
+        if res is None:
+            res = self._be[inst.uuid] = parameters.fill_instance_beparams(self.cluster, inst)
+        return res
+
+    def hv(self, inst: Any) -> dict[str, Any]:
+        res = self._hv.get(inst.uuid)
+        if res is None:
+            res = self._hv[inst.uuid] = parameters.fill_instance_hvparams(self.cluster, inst)
+        return res
+
+    def inst_disks(self, inst: Any) -> list[Any]:
+        return [self.disks[d] for d in inst.disks if d in self.disks]
+
+    def node_name(self, uuid: str) -> str:
+        node = self.nodes.get(uuid)
+        return node.name if node is not None else uuid
+
+    def live_entry(self, inst: Any) -> Any:
+        """The primary's info for ``inst``, or a Sentinel, or None (not running)."""
+        if self.live is None:
+            return query.NODATA
+        pnode = self.nodes.get(inst.primary_node)
+        if pnode is not None and pnode.offline:
+            return query.OFFLINE
+        if inst.primary_node in self.failed:
+            return query.UNAVAIL
+        return self.live.get(inst.primary_node, {}).get(inst.name)
+
+    def elsewhere(self, inst: Any) -> bool:
+        if self._where is None:
+            self._where = {}
+            for node_uuid, entries in (self.live or {}).items():
+                for name in entries:
+                    self._where.setdefault(name, node_uuid)
+        where = self._where.get(inst.name)
+        return where is not None and where != inst.primary_node
+
+
+def _status(ctx: InstanceQueryContext, inst: Any) -> Any:
+    if ctx.live is None:
+        return query.NODATA
+    pnode = ctx.nodes.get(inst.primary_node)
+    entry = ctx.live.get(inst.primary_node, {}).get(inst.name)
+    running_elsewhere = entry is None and ctx.elsewhere(inst)
+    return runtime_status(inst, pnode, entry, inst.primary_node in ctx.failed, running_elsewhere)
+
+
+def _live_value(key: str) -> Any:
+    def getter(ctx: InstanceQueryContext, inst: Any) -> Any:
+        entry = ctx.live_entry(inst)
+        if isinstance(entry, query.fields.Sentinel):
+            return entry
+        if entry is None or entry.get("state") != 0:
+            return query.UNAVAIL
+        return entry.get(key)
+    return getter
+
+
+def _oper_state(ctx: InstanceQueryContext, inst: Any) -> Any:
+    entry = ctx.live_entry(inst)
+    if isinstance(entry, query.fields.Sentinel):
+        return entry
+    return entry is not None and entry.get("state") == 0
+
+
+def _snodes(ctx: InstanceQueryContext, inst: Any) -> list[str]:
+    result: list[str] = []
+    for disk in ctx.inst_disks(inst):
+        for n in disk.nodes:
+            if n != inst.primary_node:
+                name = ctx.node_name(n)
+                if name not in result:
+                    result.append(name)
+    return result
+
+
+def _nicp(ctx: InstanceQueryContext, nic: Any) -> dict[str, Any]:
+    return parameters.fill_nicparams(ctx.cluster, nic.nicparams)
+
+
+def _f(name: str, title: str, kind: str, doc: str, getter: Any,
+       needs: frozenset[str] = frozenset()) -> query.FieldDef:
+    return query.FieldDef(name, title, kind, doc, getter, needs)
+
+
+def _indexed(name: str, title: str, kind: str, doc: str, count: int, listget: Any) -> list[Any]:
+    result = []
+    for i in range(count):
+        def getter(ctx: Any, inst: Any, i: int = i) -> Any:
+            values = listget(ctx, inst)
+            return values[i] if i < len(values) else query.UNAVAIL
+        result.append(_f(f"{name}/{i}", f"{title}/{i}", kind, f"{doc} of item {i}", getter))
+    return result
+
+
+def _param_fields() -> list[query.FieldDef]:
+    result = []
+    for key in sorted(parameters.BE_PARAMETERS):
+        result.append(_f(f"be/{key}", key, constants.QFT_OTHER,
+                         f"The effective backend parameter '{key}'",
+                         lambda ctx, inst, key=key: ctx.be(inst).get(key, query.UNAVAIL)))
+    hv_keys = sorted({k for table in parameters.HV_PARAMETERS.values() for k in table})
+    for key in hv_keys:
+        result.append(_f(f"hv/{key}", key, constants.QFT_OTHER,
+                         f"The effective hypervisor parameter '{key}'",
+                         lambda ctx, inst, key=key: ctx.hv(inst).get(key, query.UNAVAIL)))
+    return result
+
+
+def _disk_sizes(ctx: Any, inst: Any) -> list[int]:
+    return [d.size for d in ctx.inst_disks(inst)]
+
+
+def _nic_attr(attr: str) -> Any:
+    return lambda ctx, inst: [getattr(n, attr) for n in inst.nics]
+
+
+def _nic_param(key: str) -> Any:
+    return lambda ctx, inst: [_nicp(ctx, n).get(key) for n in inst.nics]
+
+
+_TEXT, _NUM, _UNIT, _OTHER, _BOOL = (constants.QFT_TEXT, constants.QFT_NUMBER,
+                                     constants.QFT_UNIT, constants.QFT_OTHER, constants.QFT_BOOL)
+
+INSTANCE_FIELDS = query.make_table([
+    query.simple_field("name", "Instance", _TEXT, "Instance name", "name"),
+    query.uuid_field("Instance"),
+    query.simple_field("os", "OS", _TEXT, "Operating system", "os"),
+    _f("pnode", "Primary_node", _TEXT, "Primary node",
+       lambda ctx, inst: ctx.node_name(inst.primary_node)),
+    _f("pnode.group", "PrimaryNodeGroup", _TEXT, "Primary node's group",
+       lambda ctx, inst: ctx.nodes[inst.primary_node].group
+       if inst.primary_node in ctx.nodes else query.UNAVAIL),
+    _f("snodes", "Secondary_Nodes", _OTHER, "Secondary nodes", _snodes),
+    query.simple_field("admin_state", "InstanceState", _TEXT,
+                       "Desired state of the instance", "admin_state"),
+    query.simple_field("admin_state_source", "InstanceStateSource", _TEXT,
+                       "Who last set the desired state", "admin_state_source"),
+    _f("admin_up", "Autostart", _BOOL, "Whether the instance should run",
+       lambda ctx, inst: inst.admin_state == constants.ADMINST_UP),
+    query.simple_field("disks_active", "DisksActive", _BOOL,
+                       "Whether the disks are assembled", "disks_active"),
+    _f("status", "Status", _TEXT, "Instance status (running, ADMIN_down, ERROR_...)",
+       _status, LIVE),
+    _f("oper_state", "Running", _BOOL, "Whether the instance actually runs", _oper_state, LIVE),
+    _f("oper_ram", "Memory", _UNIT, "Actual memory usage", _live_value("memory"), LIVE),
+    _f("oper_vcpus", "VCPUs", _NUM, "Actual number of VCPUs", _live_value("vcpus"), LIVE),
+    query.simple_field("disk_template", "Disk_template", _TEXT, "Disk template",
+                       "disk_template"),
+    query.simple_field("hypervisor", "Hypervisor", _TEXT, "Hypervisor", "hypervisor"),
+    query.simple_field("network_port", "Network_port", _OTHER,
+                       "Network port of the console", "network_port"),
+    _f("disk.count", "Disks", _NUM, "Number of disks", lambda ctx, inst: len(inst.disks)),
+    _f("disk.sizes", "Disk_sizes", _OTHER, "Disk sizes (MiB)", _disk_sizes),
+    _f("disk.modes", "Disk_modes", _OTHER, "Disk modes",
+       lambda ctx, inst: [d.mode for d in ctx.inst_disks(inst)]),
+    _f("disk.names", "Disk_names", _OTHER, "Disk names",
+       lambda ctx, inst: [d.name for d in ctx.inst_disks(inst)]),
+    _f("disk.uuids", "Disk_UUIDs", _OTHER, "Disk UUIDs", lambda ctx, inst: list(inst.disks)),
+    _f("disk.spindles", "Disk_spindles", _OTHER, "Disk spindles",
+       lambda ctx, inst: [d.spindles for d in ctx.inst_disks(inst)]),
+    _f("disk_usage", "DiskUsage", _UNIT, "Total disk space used (MiB)",
+       lambda ctx, inst: sum(_disk_sizes(ctx, inst))),
+    *_indexed("disk.size", "Disk", _UNIT, "Disk size", _MAX_DISKS, _disk_sizes),
+    *_indexed("disk.mode", "DiskMode", _TEXT, "Disk mode", _MAX_DISKS,
+              lambda ctx, inst: [d.mode for d in ctx.inst_disks(inst)]),
+    _f("nic.count", "NICs", _NUM, "Number of NICs", lambda ctx, inst: len(inst.nics)),
+    _f("nic.macs", "NIC_MACs", _OTHER, "NIC MAC addresses", _nic_attr("mac")),
+    _f("nic.ips", "NIC_IPs", _OTHER, "NIC IP addresses", _nic_attr("ip")),
+    _f("nic.names", "NIC_Names", _OTHER, "NIC names", _nic_attr("name")),
+    _f("nic.uuids", "NIC_UUIDs", _OTHER, "NIC UUIDs", _nic_attr("uuid")),
+    _f("nic.networks", "NIC_networks", _OTHER, "NIC networks", _nic_attr("network")),
+    _f("nic.modes", "NIC_modes", _OTHER, "NIC modes", _nic_param("mode")),
+    _f("nic.links", "NIC_links", _OTHER, "NIC links", _nic_param("link")),
+    _f("nic.bridges", "NIC_bridges", _OTHER, "NIC bridges (bridged mode)",
+       lambda ctx, inst: [p.get("link") if p.get("mode") == constants.NIC_MODE_BRIDGED else None
+                          for p in (_nicp(ctx, n) for n in inst.nics)]),
+    *_indexed("nic.mac", "NicMAC", _TEXT, "NIC MAC address", _MAX_NICS, _nic_attr("mac")),
+    *_indexed("nic.ip", "NicIP", _TEXT, "NIC IP address", _MAX_NICS, _nic_attr("ip")),
+    *_indexed("nic.mode", "NicMode", _TEXT, "NIC mode", _MAX_NICS, _nic_param("mode")),
+    *_indexed("nic.link", "NicLink", _TEXT, "NIC link", _MAX_NICS, _nic_param("link")),
+    _f("beparams", "BackendParameters", _OTHER, "Effective backend parameters",
+       lambda ctx, inst: ctx.be(inst)),
+    _f("hvparams", "HypervisorParameters", _OTHER, "Effective hypervisor parameters",
+       lambda ctx, inst: ctx.hv(inst)),
+    _f("osparams", "OSParameters", _OTHER, "Effective OS parameters",
+       lambda ctx, inst: parameters.fill_osparams(ctx.cluster, inst.os, inst.osparams)),
+    query.simple_field("custom_beparams", "CustomBackendParameters", _OTHER,
+                       "Custom backend parameters", "beparams"),
+    query.simple_field("custom_hvparams", "CustomHypervisorParameters", _OTHER,
+                       "Custom hypervisor parameters", "hvparams"),
+    query.simple_field("custom_osparams", "CustomOSParameters", _OTHER,
+                       "Custom OS parameters", "osparams"),
+    _f("custom_nicparams", "CustomNicParameters", _OTHER, "Custom NIC parameters",
+       lambda ctx, inst: [dict(n.nicparams) for n in inst.nics]),
+    *_param_fields(),
+    _f("console", "Console", _OTHER, "How to reach the console",
+       lambda ctx, inst: {"instance": inst.name, "node": ctx.node_name(inst.primary_node),
+                          "command": f"gnt-instance console {inst.name}"}),
+    query.tags_field(),
+    query.serial_no_field("Instance"),
+    *query.timestamp_fields("Instance"),
+])
+
+
+def _collect_live(context: Any) -> tuple[dict[str, Any], set[str]]:
+    cfg = context.cfg
+    live: dict[str, Any] = {}
+    failed: set[str] = set()
+    nodes = [n for n in cfg.get_all_nodes_info().values() if not n.offline and n.vm_capable]
+    if not nodes:
+        return live, failed
+    if context.rpc is None:
+        return live, {n.uuid for n in nodes}
+    hvs, hvparams = hv_list_and_params(cfg)
+    results = context.rpc.call_all_instances_info([n.name for n in nodes], hvs, hvparams)
+    for node in nodes:
+        res = results.get(node.name)
+        if res is None or res.failed or not isinstance(res.payload, dict):
+            failed.add(node.uuid)
+        else:
+            live[node.uuid] = res.payload
+    return live, failed
+
+
+def collect_instances(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+    """Items and context of the ``instance`` resource (see module docstring)."""
+    cfg = context.cfg
+    instances = cfg.get_all_instances_info()
+    names = query.requested_names(qfilter, "name")
+    if names:
+        by_name = {i.name: i for i in instances.values()}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise errors.OpPrereqError(f"Instance(s) {', '.join(map(str, missing))} not known",
+                                       errors.ECODE_NOENT)
+        items = [by_name[n] for n in names]
+    else:
+        items = list(instances.values())
+    live, failed = (_collect_live(context) if "live" in needs else (None, set()))
+    return items, InstanceQueryContext(cfg, live, failed)
+
+
+def _plain(value: Any) -> Any:
+    return None if isinstance(value, query.fields.Sentinel) else value
+
+
+def instance_query_data(lu: Any, names: list[str], static: bool) -> dict[str, Any]:
+    """The OP_INSTANCE_QUERY_DATA result: ``{name: details}``."""
+    cfg = lu.cfg
+    cluster = cfg.get_cluster_info()
+    if names:
+        insts = []
+        for name in names:
+            inst = cfg.get_instance_info_by_name(name)
+            if inst is None:
+                raise errors.OpPrereqError(f"Instance '{name}' not known", errors.ECODE_NOENT)
+            insts.append(inst)
+    else:
+        insts = list(cfg.get_all_instances_info().values())
+    live, failed = (None, set()) if static else _collect_live(lu.context)
+    ctx = InstanceQueryContext(cfg, live, failed)
+    result = {}
+    for inst in insts:
+        pnode = ctx.nodes.get(inst.primary_node)
+        entry = None if static else ctx.live_entry(inst)
+        if isinstance(entry, query.fields.Sentinel):
+            run_state = None
+        else:
+            run_state = "up" if entry is not None and entry.get("state") == 0 else "down"
+        disks = []
+        for idx, disk in enumerate(ctx.inst_disks(inst)):
+            disks.append({"iv_name": disk.iv_name or f"disk/{idx}", "size": disk.size,
+                          "mode": disk.mode, "name": disk.name, "uuid": disk.uuid,
+                          "dev_type": disk.dev_type, "logical_id": list(disk.logical_id),
+                          "nodes": [ctx.node_name(n) for n in disk.nodes]})
+        nics = []
+        for nic in inst.nics:
+            p = _nicp(ctx, nic)
+            nics.append({"name": nic.name, "uuid": nic.uuid, "mac": nic.mac, "ip": nic.ip,
+                         "mode": p.get("mode"), "link": p.get("link"), "vlan": p.get("vlan"),
+                         "network": nic.network})
+        result[inst.name] = {
+            "name": inst.name, "uuid": inst.uuid, "config_state": inst.admin_state,
+            "admin_state_source": inst.admin_state_source, "run_state": run_state,
+            "status": _plain(_status(ctx, inst)) if not static else None,
+            "pnode": pnode.name if pnode else inst.primary_node, "snodes": _snodes(ctx, inst),
+            "os": inst.os, "hypervisor": inst.hypervisor, "disk_template": inst.disk_template,
+            "network_port": inst.network_port,
+            "hv_instance": dict(inst.hvparams), "hv_actual": ctx.hv(inst),
+            "be_instance": dict(inst.beparams), "be_actual": ctx.be(inst),
+            "os_instance": dict(inst.osparams),
+            "os_actual": parameters.fill_osparams(cluster, inst.os, inst.osparams),
+            "oper_ram": entry.get("memory") if isinstance(entry, dict) else None,
+            "oper_vcpus": entry.get("vcpus") if isinstance(entry, dict) else None,
+            "disks": disks, "nics": nics, "disks_active": inst.disks_active,
+            "tags": sorted(inst.tags), "ctime": inst.ctime, "mtime": inst.mtime,
+            "serial_no": inst.serial_no,
+        }
+    return result
+
+
+class LUInstanceQueryData(NoHooksLU):
+    """Detailed information on instances (``gnt-instance info``)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        for name in self.op.instances:
+            if self.cfg.get_instance_info_by_name(name) is None:
+                raise errors.OpPrereqError(f"Instance '{name}' not known", errors.ECODE_NOENT)
+        self.needed_locks = {}
+        if self.op.use_locking:
+            self.needed_locks[locking.LEVEL_INSTANCE] = list(self.op.instances) or \
+                locking.ALL_SET
+            self.share_locks = {locking.LEVEL_INSTANCE: 1}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        return instance_query_data(self, list(self.op.instances), self.op.static)
+

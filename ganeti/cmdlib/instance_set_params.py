@@ -1,0 +1,323 @@
+"""Changing instances: parameters/NICs/disks, grow-disk, activate/deactivate disks.
+
+``OP_INSTANCE_SET_PARAMS`` takes NIC/disk changes as ``[[op, index,
+params], ...]`` (op ``add``/``modify``/``remove``, index -1 = the end) or
+the legacy two-element form ``[op, params]`` / ``[index, params]``.
+Every change is checked in CheckPrereq before any is applied.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+from ganeti import constants, errors, parameters
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
+                                    file_logical_id, rpc_one, storage_dir_for)
+from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
+from ganeti.cmdlib.instance_operation import check_os
+from ganeti.objects import Disk
+from ganeti.opcodes.instance import DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS
+
+__all__ = ["LUInstanceSetParams", "LUInstanceGrowDisk", "LUInstanceActivateDisks",
+           "LUInstanceDeactivateDisks", "normalise_mods"]
+
+
+def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int, dict[str, Any]]]:
+    """``[[op, idx, params]]`` from the accepted forms; raises OpPrereqError."""
+    result = []
+    for entry in mods:
+        if not isinstance(entry, (list, tuple)) or len(entry) not in (2, 3):
+            raise errors.OpPrereqError(f"Invalid {what} modification {entry!r}",
+                                       errors.ECODE_INVAL)
+        if len(entry) == 2:
+            first, params = entry
+            if first in DDMS:
+                op, idx = first, -1
+            else:
+                op, idx = DDM_MODIFY, first
+        else:
+            op, idx, params = entry
+        if op not in DDMS:
+            raise errors.OpPrereqError(f"Invalid {what} operation {op!r}", errors.ECODE_INVAL)
+        try:
+            idx = int(idx)
+        except (TypeError, ValueError):
+            raise errors.OpPrereqError(f"Invalid {what} index {idx!r}",
+                                       errors.ECODE_INVAL) from None
+        if not isinstance(params, dict):
+            raise errors.OpPrereqError(f"Invalid {what} parameters {params!r}",
+                                       errors.ECODE_INVAL)
+        result.append((op, idx, dict(params)))
+    return result
+
+
+def _index(idx: int, count: int, what: str, *, adding: bool = False) -> int:
+    limit = count + 1 if adding else count
+    real = (limit - 1 if idx == -1 else idx)
+    if not 0 <= real < limit:
+        raise errors.OpPrereqError(f"Invalid {what} index {idx} (the instance has {count})",
+                                   errors.ECODE_INVAL)
+    return real
+
+
+class LUInstanceSetParams(InstanceLU):
+    """Modify an instance; returns ``[[param, new value], ...]``."""
+
+    HPATH = "instance-modify"
+
+    def CheckArguments(self) -> None:
+        op = self.op
+        self.nic_mods = normalise_mods(op.nics, "NIC")
+        self.disk_mods = normalise_mods(op.disks, "disk")
+        if not (self.nic_mods or self.disk_mods or op.beparams or op.hvparams
+                or op.osparams is not None or op.os_name or op.offline is not None
+                or op.osparams_private is not None or op.runtime_mem is not None):
+            raise errors.OpPrereqError("No changes submitted", errors.ECODE_INVAL)
+
+    def CheckInstance(self) -> None:
+        op, inst, cfg = self.op, self.instance, self.cfg
+        try:
+            self.be_new = parameters.update_params(
+                inst.beparams, parameters.check_params("be", op.beparams, allow_default=True))
+            self.hv_new = parameters.update_params(
+                inst.hvparams, parameters.check_params("hv", op.hvparams, inst.hypervisor,
+                                                       allow_default=True))
+            self.os_new = parameters.update_params(
+                inst.osparams, parameters.check_params("os", op.osparams, allow_default=True)) \
+                if op.osparams is not None else None
+        except errors.ParameterError as exc:
+            raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
+        be = parameters.fill_beparams(cfg.get_cluster_info(), self.be_new)
+        if be["minmem"] > be["maxmem"]:
+            raise errors.OpPrereqError(f"minmem ({be['minmem']}) is larger than maxmem"
+                                       f" ({be['maxmem']})", errors.ECODE_INVAL)
+        if op.os_name:
+            check_node_online(self.pnode, " as primary node")
+            check_os(self, self.pnode.name, op.os_name,
+                     parameters.fill_osparams(cfg.get_cluster_info(), op.os_name,
+                                              self.os_new if self.os_new is not None
+                                              else inst.osparams))
+        if op.offline is True and inst.admin_state == constants.ADMINST_UP:
+            raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
+                                       " before marking it offline", errors.ECODE_STATE)
+        # NICs: simulate on a copy
+        count = len(inst.nics)
+        self.nic_plan = []
+        for nop, idx, params in self.nic_mods:
+            if nop == DDM_ADD:
+                nic = build_nics(cfg, [params])[0]
+                self.nic_plan.append((nop, _index(idx, count, "NIC", adding=True), nic))
+                count += 1
+            elif nop == DDM_REMOVE:
+                self.nic_plan.append((nop, _index(idx, count, "NIC"), None))
+                count -= 1
+            else:
+                real = _index(idx, count, "NIC")
+                spec = dict(params)
+                build_nics(cfg, [{**spec, "mac": spec.get("mac") or "auto"}], generate=False)
+                self.nic_plan.append((nop, real, spec))
+        count = len(self.disks)
+        self.disk_plan = []
+        for dop, idx, params in self.disk_mods:
+            if dop == DDM_ADD:
+                if inst.disk_template == constants.DT_DISKLESS:
+                    raise errors.OpPrereqError("Cannot add disks to a diskless instance",
+                                               errors.ECODE_INVAL)
+                check_node_online(self.pnode, " as primary node")
+                spec = check_disk_specs(inst.disk_template, [params])[0]
+                self.disk_plan.append((dop, _index(idx, count, "disk", adding=True), spec))
+                count += 1
+            elif dop == DDM_REMOVE:
+                if inst.admin_state == constants.ADMINST_UP:
+                    raise errors.OpPrereqError("Stop the instance before removing disks",
+                                               errors.ECODE_STATE)
+                if count <= 1:
+                    raise errors.OpPrereqError("Cannot remove the last disk of an instance",
+                                               errors.ECODE_INVAL)
+                self.disk_plan.append((dop, _index(idx, count, "disk"), None))
+                count -= 1
+            else:
+                unknown = set(params) - {"mode", "name"}
+                if unknown:
+                    raise errors.OpPrereqError(f"Cannot modify disk parameter(s)"
+                                               f" {sorted(unknown)} (use grow-disk for size)",
+                                               errors.ECODE_INVAL)
+                if params.get("mode") not in (None, constants.DISK_RDWR, constants.DISK_RDONLY):
+                    raise errors.OpPrereqError(f"Invalid disk mode {params['mode']!r}",
+                                               errors.ECODE_INVAL)
+                self.disk_plan.append((dop, _index(idx, count, "disk"), params))
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        op, inst, cfg = self.op, self.instance, self.cfg
+        changes: list[list[Any]] = []
+        for key in sorted(set(op.beparams)):
+            changes.append([f"be/{key}", self.be_new.get(key, "default")])
+        for key in sorted(set(op.hvparams)):
+            changes.append([f"hv/{key}", self.hv_new.get(key, "default")])
+        inst.beparams = self.be_new
+        inst.hvparams = self.hv_new
+        if self.os_new is not None:
+            inst.osparams = self.os_new
+            changes.extend([f"os/{k}", v] for k, v in sorted((op.osparams or {}).items()))
+        if op.os_name:
+            inst.os = op.os_name
+            changes.append(["os_name", op.os_name])
+        for nop, idx, data in self.nic_plan:
+            if nop == DDM_ADD:
+                inst.nics.insert(idx, data)
+                changes.append([f"nic.{idx}", f"add:mac={data.mac},ip={data.ip}"])
+            elif nop == DDM_REMOVE:
+                inst.nics.pop(idx)
+                changes.append([f"nic.{idx}", "remove"])
+            else:
+                nic = inst.nics[idx]
+                for key in ("mode", "link", "vlan"):
+                    if key in data:
+                        nic.nicparams = parameters.update_params(nic.nicparams, {key: data[key]})
+                        changes.append([f"nic.{key}/{idx}", data[key]])
+                if data.get("mac"):
+                    nic.mac = str(data["mac"]).lower()
+                    changes.append([f"nic.mac/{idx}", nic.mac])
+                if "ip" in data:
+                    nic.ip = data["ip"] or None
+                    changes.append([f"nic.ip/{idx}", nic.ip])
+                if "name" in data:
+                    nic.name = data["name"]
+        cfg.update(inst)
+        for dop, idx, data in self.disk_plan:
+            if dop == DDM_ADD:
+                self._add_disk(idx, data, feedback_fn)
+                changes.append([f"disk/{idx}", f"add:size={data['size']},mode={data['mode']}"])
+            elif dop == DDM_REMOVE:
+                disk = cfg.get_instance_disks(inst.uuid)[idx]
+                if disk.dev_type != constants.DT_DISKLESS:
+                    res = self.rpc.call_blockdev_remove([self.pnode.name],
+                                                        disk_rpc_dicts([disk])[0])
+                    r = res.get(self.pnode.name)
+                    if r is None or r.failed:
+                        self.LogWarning(f"Could not remove disk {idx} on {self.pnode.name}")
+                cfg.remove_instance_disk(inst.uuid, disk.uuid)
+                changes.append([f"disk/{idx}", "remove"])
+            else:
+                disk = cfg.get_instance_disks(inst.uuid)[idx]
+                if data.get("mode"):
+                    disk.mode = data["mode"]
+                    changes.append([f"disk.mode/{idx}", disk.mode])
+                if "name" in data:
+                    disk.name = data["name"]
+                    changes.append([f"disk.name/{idx}", disk.name])
+                cfg.update(disk)
+        if op.offline is not None:
+            state = constants.ADMINST_OFFLINE if op.offline else constants.ADMINST_DOWN
+            cfg.set_instance_admin_state(inst.uuid, state)
+            changes.append(["admin_state", state])
+        return changes
+
+    def _add_disk(self, idx: int, spec: dict[str, Any], feedback_fn: Any) -> None:
+        inst, cfg = self.instance, self.cfg
+        uuid = str(uuidlib.uuid4())
+        logical_id: list[Any] = []
+        if inst.disk_template in constants.DTS_FILEBASED:
+            existing = cfg.get_instance_disks(inst.uuid)
+            if existing and existing[0].logical_id:
+                sdir = existing[0].logical_id[1].rsplit("/", 2)[0]
+                driver = existing[0].logical_id[0]
+            else:
+                sdir = storage_dir_for(cfg.get_cluster_info(), inst.disk_template)
+                driver = "loop"
+            logical_id = file_logical_id(sdir, inst.name, uuid, idx, driver)
+        disk = Disk(uuid=uuid, dev_type=inst.disk_template, size=spec["size"], mode=spec["mode"],
+                    name=spec["name"], logical_id=logical_id, iv_name=f"disk/{idx}",
+                    nodes=[inst.primary_node])
+        feedback_fn(f"* creating disk {idx} ({spec['size']} MiB) on {self.pnode.name}")
+        rpc_one(self, "blockdev_create", self.pnode.name, disk_rpc_dicts([disk])[0], disk.size,
+                inst.name, True, f"originstname+{inst.name}", False,
+                prefix=f"Could not create disk {idx}")
+        cfg.add_instance_disk(inst.uuid, disk, idx)
+
+
+class LUInstanceGrowDisk(InstanceLU):
+    """Grow one disk of an instance."""
+
+    HPATH = "disk-grow"
+
+    def CheckInstance(self) -> None:
+        op = self.op
+        check_node_online(self.pnode, " as primary node")
+        if op.disk >= len(self.disks):
+            raise errors.OpPrereqError(f"Instance {self.instance.name} has no disk {op.disk}",
+                                       errors.ECODE_INVAL)
+        disk = self.disks[op.disk]
+        if disk.dev_type == constants.DT_DISKLESS:
+            raise errors.OpPrereqError("Diskless disks cannot grow", errors.ECODE_INVAL)
+        self.delta = op.amount - disk.size if op.absolute else op.amount
+        if self.delta < 0:
+            raise errors.OpPrereqError(f"Cannot shrink disk {op.disk} from {disk.size} MiB to"
+                                       f" {op.amount} MiB", errors.ECODE_INVAL)
+        if self.delta == 0 and not op.absolute:
+            raise errors.OpPrereqError("Growing by 0 MiB does nothing", errors.ECODE_INVAL)
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"DISK": self.op.disk, "AMOUNT": self.delta, "ABSOLUTE": self.op.absolute}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        disk = self.disks[self.op.disk]
+        if self.delta == 0:
+            return None
+        data = disk_rpc_dicts([disk])[0]
+        rpc_one(self, "blockdev_grow", self.pnode.name, data, self.delta, True, False, False,
+                prefix=f"Cannot grow disk {self.op.disk}")
+        new_size = rpc_one(self, "blockdev_grow", self.pnode.name, data, self.delta, False,
+                           False, False, prefix=f"Growing disk {self.op.disk} failed")
+        disk.size = new_size if isinstance(new_size, int) and new_size > 0 \
+            else disk.size + self.delta
+        self.cfg.update(disk)
+        feedback_fn(f"Disk {self.op.disk} of {self.instance.name} is now {disk.size} MiB")
+        return None
+
+
+class LUInstanceActivateDisks(InstanceLU):
+    """Assemble the disks; returns ``[[node, iv_name, path], ...]``."""
+
+    def CheckInstance(self) -> None:
+        check_node_online(self.pnode, " as primary node")
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        result = []
+        for idx, disk in enumerate(self.disks):
+            if disk.dev_type == constants.DT_DISKLESS:
+                continue
+            out = rpc_one(self, "blockdev_assemble", self.pnode.name, disk_rpc_dicts([disk])[0],
+                          self.instance.name, True, idx,
+                          prefix=f"Cannot activate disk {idx} of {self.instance.name}")
+            result.append([self.pnode.name, disk.iv_name or f"disk/{idx}",
+                           (out or {}).get("link") or (out or {}).get("path")])
+        self.cfg.set_instance_disks_active(self.instance.uuid, True)
+        return result
+
+
+class LUInstanceDeactivateDisks(InstanceLU):
+    """Shut down the disks of a stopped instance."""
+
+    def CheckInstance(self) -> None:
+        inst = self.instance
+        if not self.op.force and not self.pnode.offline and self.rpc is not None:
+            live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor, {})
+            if live is not None and live.get("state") == 0:
+                raise errors.OpPrereqError(f"Instance {inst.name} is running; stop it first",
+                                           errors.ECODE_STATE)
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        for disk in self.disks:
+            if disk.dev_type == constants.DT_DISKLESS or self.pnode.offline:
+                continue
+            res = self.rpc.call_blockdev_shutdown([self.pnode.name],
+                                                  disk_rpc_dicts([disk])[0]).get(self.pnode.name)
+            if res is None or res.failed:
+                msg = f"Could not shut down disk {disk.iv_name}"
+                if not self.op.force:
+                    raise errors.OpExecError(msg)
+                self.LogWarning(msg)
+        self.cfg.set_instance_disks_active(self.instance.uuid, False)
+        return None

@@ -1,0 +1,239 @@
+"""Instance opcodes (PROTOCOLS.md 2.6): lifecycle, migration, disks, queries.
+
+Parameter names are Ganeti's.  Disks are ``[{"size": MiB, "mode": "rw",
+"name": ...}]``, NICs ``[{"mac", "ip", "mode", "link", "name",
+"network"}]``; modifications (:class:`OpInstanceSetParams`) take
+``[[op, index, params], ...]`` with ``op`` ``add``/``modify``/``remove``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti import constants
+from ganeti.opcodes.base import OpCode, param
+
+__all__ = [
+    "OpInstanceCreate", "OpInstanceRemove", "OpInstanceStartup", "OpInstanceShutdown",
+    "OpInstanceReboot", "OpInstanceReinstall", "OpInstanceRename", "OpInstanceSetParams",
+    "OpInstanceMigrate", "OpInstanceFailover", "OpInstanceMove", "OpInstanceGrowDisk",
+    "OpInstanceActivateDisks", "OpInstanceDeactivateDisks", "OpInstanceConsole",
+    "OpInstanceQueryData", "ALL_OPCODES", "DDM_ADD", "DDM_MODIFY", "DDM_REMOVE", "DDMS",
+]
+
+DDM_ADD = "add"
+DDM_MODIFY = "modify"
+DDM_REMOVE = "remove"
+DDMS = frozenset([DDM_ADD, DDM_MODIFY, DDM_REMOVE])
+
+_CREATE_MODES = [constants.INSTANCE_CREATE, constants.INSTANCE_IMPORT,
+                 constants.INSTANCE_REMOTE_IMPORT]
+_SHUTDOWN_TIMEOUT = 120
+
+
+@dataclass(kw_only=True)
+class OpInstanceBase(OpCode):
+    """Common base: an operation on one instance, named by ``instance_name``."""
+
+    OP_DSC_FIELD = "instance_name"
+
+    instance_name: str
+
+
+@dataclass(kw_only=True)
+class OpInstanceCreate(OpInstanceBase):
+    """Create an instance: allocate disks, install the OS, start it."""
+
+    mode: str = param(constants.INSTANCE_CREATE, choices=_CREATE_MODES)
+    os_type: str | None = None
+    osparams: dict[str, Any] = param({})
+    osparams_private: dict[str, Any] = param({})
+    force_variant: bool = False
+    disk_template: str = param(choices=sorted(constants.DISK_TEMPLATES))
+    disks: list[dict[str, Any]] = param([])
+    nics: list[dict[str, Any]] = param([])
+    beparams: dict[str, Any] = param({})
+    hvparams: dict[str, Any] = param({})
+    hypervisor: str | None = None
+    pnode: str | None = None
+    snode: str | None = None
+    iallocator: str | None = None
+    group_name: str | None = None
+    start: bool = True
+    no_install: bool = False
+    wait_for_sync: bool = True
+    name_check: bool = True
+    ip_check: bool = True
+    conflicts_check: bool = True
+    tags: list[str] = param([])
+    file_storage_dir: str | None = None
+    file_driver: str | None = None
+    ignore_ipolicy: bool = False
+    opportunistic_locking: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceRemove(OpInstanceBase):
+    """Remove an instance: stop it, remove its disks and its config entry."""
+
+    shutdown_timeout: int = param(_SHUTDOWN_TIMEOUT, min=0)
+    ignore_failures: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceStartup(OpInstanceBase):
+    """Start an instance (and remember it should run, unless no_remember)."""
+
+    force: bool = False
+    ignore_offline_nodes: bool = False
+    hvparams: dict[str, Any] = param({})
+    beparams: dict[str, Any] = param({})
+    no_remember: bool = False
+    startup_paused: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceShutdown(OpInstanceBase):
+    """Stop an instance (soft for ``timeout`` seconds, then hard)."""
+
+    timeout: int = param(_SHUTDOWN_TIMEOUT, min=0)
+    force: bool = False
+    ignore_offline_nodes: bool = False
+    no_remember: bool = False
+    admin_state_source: str | None = param(None, choices=[constants.ADMIN_SOURCE,
+                                                          constants.USER_SOURCE])
+
+
+@dataclass(kw_only=True)
+class OpInstanceReboot(OpInstanceBase):
+    """Reboot a running instance (soft, hard or full)."""
+
+    reboot_type: str = param(constants.REBOOT_HARD, choices=sorted(constants.REBOOT_TYPES))
+    ignore_secondaries: bool = False
+    shutdown_timeout: int = param(_SHUTDOWN_TIMEOUT, min=0)
+
+
+@dataclass(kw_only=True)
+class OpInstanceReinstall(OpInstanceBase):
+    """Reinstall the OS of a stopped instance (optionally a new OS)."""
+
+    os_type: str | None = None
+    force_variant: bool = False
+    osparams: dict[str, Any] | None = None
+    osparams_private: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class OpInstanceRename(OpInstanceBase):
+    """Rename a stopped instance; returns the new name."""
+
+    new_name: str
+    name_check: bool = True
+    ip_check: bool = True
+
+
+@dataclass(kw_only=True)
+class OpInstanceSetParams(OpInstanceBase):
+    """Change an instance's parameters, NICs and disks; returns the changes."""
+
+    nics: list[Any] = param([])
+    disks: list[Any] = param([])
+    beparams: dict[str, Any] = param({})
+    hvparams: dict[str, Any] = param({})
+    osparams: dict[str, Any] | None = None
+    osparams_private: dict[str, Any] | None = None
+    os_name: str | None = None
+    force_variant: bool = False
+    offline: bool | None = None
+    runtime_mem: int | None = param(None, min=1)
+    force: bool = False
+    wait_for_sync: bool = True
+    hotplug: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceMigrate(OpInstanceBase):
+    """Live (or non-live) migrate an instance to another node."""
+
+    mode: str | None = param(None, choices=sorted(constants.HT_MIGRATION_MODES))
+    live: bool | None = None
+    target_node: str | None = None
+    iallocator: str | None = None
+    cleanup: bool = False
+    allow_failover: bool = False
+    allow_runtime_changes: bool = True
+    ignore_ipolicy: bool = False
+    ignore_hvversions: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceFailover(OpInstanceBase):
+    """Fail an instance over: stop it, start it on another node."""
+
+    ignore_consistency: bool = False
+    shutdown_timeout: int = param(_SHUTDOWN_TIMEOUT, min=0)
+    target_node: str | None = None
+    iallocator: str | None = None
+    cleanup: bool = False
+    ignore_ipolicy: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceMove(OpInstanceBase):
+    """Move an instance by copying its disks to ``target_node``."""
+
+    target_node: str
+    shutdown_timeout: int = param(_SHUTDOWN_TIMEOUT, min=0)
+    compress: str = "none"
+    ignore_consistency: bool = False
+    ignore_ipolicy: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceGrowDisk(OpInstanceBase):
+    """Grow one disk by ``amount`` MiB (or to ``amount`` with ``absolute``)."""
+
+    disk: int = param(min=0)
+    amount: int = param(min=0)
+    absolute: bool = False
+    wait_for_sync: bool = True
+    ignore_ipolicy: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceActivateDisks(OpInstanceBase):
+    """Assemble the disks of an instance; returns [(node, iv_name, path)]."""
+
+    ignore_size: bool = False
+    wait_for_sync: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceDeactivateDisks(OpInstanceBase):
+    """Shut down the disks of a stopped instance."""
+
+    force: bool = False
+
+
+@dataclass(kw_only=True)
+class OpInstanceConsole(OpInstanceBase):
+    """How to reach the console of a running instance (a console dict)."""
+
+
+@dataclass(kw_only=True)
+class OpInstanceQueryData(OpCode):
+    """Detailed data of instances (``gnt-instance info``), by name."""
+
+    OP_DSC_FIELD = "instances"
+
+    instances: list[str] = param([])
+    static: bool = False
+    use_locking: bool = False
+
+
+ALL_OPCODES = (OpInstanceCreate, OpInstanceRemove, OpInstanceStartup, OpInstanceShutdown,
+               OpInstanceReboot, OpInstanceReinstall, OpInstanceRename, OpInstanceSetParams,
+               OpInstanceMigrate, OpInstanceFailover, OpInstanceMove, OpInstanceGrowDisk,
+               OpInstanceActivateDisks, OpInstanceDeactivateDisks, OpInstanceConsole,
+               OpInstanceQueryData)

@@ -1,0 +1,87 @@
+"""gnt-instance argument parsing and verbs against a fake LUXI client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ganeti import errors
+from ganeti.client import gnt_instance, gnt_os
+
+
+class FakeClient:
+    def __init__(self, query_result: Any = None) -> None:
+        self.jobs: list[list[dict[str, Any]]] = []
+        self.query_result = query_result
+
+    def SubmitJob(self, ops: list[dict[str, Any]]) -> int:
+        self.jobs.append(ops)
+        return len(self.jobs)
+
+    def Query(self, what: str, fields: list[str], qfilter: Any) -> Any:
+        self.last_query = (what, fields, qfilter)
+        return self.query_result
+
+
+def test_parse_helpers() -> None:
+    assert gnt_instance.parse_kv("a=1,no_b,-c") == {"a": "1", "b": False, "c": "default"}
+    assert gnt_instance.parse_indexed(["1:size=2", "0:size=1"], "disk") == \
+        [{"size": "1"}, {"size": "2"}]
+    with pytest.raises(errors.OpPrereqError):
+        gnt_instance.parse_indexed(["1:size=2"], "disk")
+    assert gnt_instance.parse_mods(["add:size=1G", "0:mode=ro", "remove"], "disk") == \
+        [["add", -1, {"size": 1024}], ["modify", 0, {"mode": "ro"}], ["remove", -1, {}]]
+    assert gnt_instance.parse_hv("fake:migration_mode=non-live") == \
+        ("fake", {"migration_mode": "non-live"})
+
+
+def test_add_submits_create_opcode(capsys: Any) -> None:
+    cl = FakeClient()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands,
+                              ["add", "-t", "file", "--disk", "0:size=1G,mode=rw", "-o",
+                               "tinyos", "-n", "node1", "-B", "maxmem=256M", "--no-start",
+                               "--submit", "inst1"], prog="gnt-instance",
+                              client_factory=lambda: cl)
+    assert rc == 0
+    op = cl.jobs[0][0]
+    assert op["OP_ID"] == "OP_INSTANCE_CREATE" and op["instance_name"] == "inst1"
+    assert op["disks"] == [{"size": 1024, "mode": "rw"}] and op["start"] is False
+    assert op["beparams"] == {"maxmem": "256M"} and op["pnode"] == "node1"
+    assert "JobID: 1" in capsys.readouterr().err
+
+
+def test_add_requires_template() -> None:
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands, ["add", "inst1"], prog="gnt-instance",
+                              client_factory=FakeClient)
+    assert rc == 2
+
+
+def test_list_default_fields(capsys: Any) -> None:
+    from ganeti.cli import main as climain
+    fields = [{"name": n, "title": t, "kind": k, "doc": "d"} for n, t, k in [
+        ("name", "Instance", "text"), ("hypervisor", "Hypervisor", "text"),
+        ("os", "OS", "text"), ("pnode", "Primary_node", "text"),
+        ("status", "Status", "text"), ("oper_ram", "Memory", "unit")]]
+    data = [[[0, "i1"], [0, "fake"], [0, "tinyos"], [0, "node1"], [0, "ADMIN_down"], [3, None]]]
+    cl = FakeClient({"fields": fields, "data": data})
+    rc = climain.generic_main(gnt_instance.commands, ["list"], prog="gnt-instance",
+                              client_factory=lambda: cl)
+    assert rc == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["Instance", "Hypervisor", "OS", "Primary_node", "Status", "Memory"]
+    assert out[1].split() == ["i1", "fake", "tinyos", "node1", "ADMIN_down", "-"]
+    assert cl.last_query[1] == gnt_instance.LIST_DEFAULT_FIELDS
+
+
+def test_gnt_os_diagnose_reports_missing(capsys: Any) -> None:
+    from ganeti.cli import main as climain
+    row = [[0, "x"], [0, False], [0, []], [0, []], [0, [20]],
+           [0, {"node1": [["/p", True, "", [], [], [20]]], "node2": []}], [0, False], [0, False]]
+    cl = FakeClient({"fields": [], "data": [row]})
+    rc = climain.generic_main(gnt_os.commands, ["diagnose"], prog="gnt-os",
+                              client_factory=lambda: cl)
+    assert rc == 1
+    assert "node2, status: missing" in capsys.readouterr().out

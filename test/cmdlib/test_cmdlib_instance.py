@@ -1,0 +1,468 @@
+"""Instance LUs against a real ConfigWriter (tmp files) and a fake node RPC."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from ganeti import constants, errors, locking, objects, opcodes
+from ganeti.cmdlib import query as cquery
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
+from ganeti.mcpu import Processor
+from ganeti.pathutils import Paths
+from ganeti.rpc.client import RpcResult
+
+NODES = ["node1", "node2", "node3"]
+
+
+class FakeNodes:
+    """A tiny simulation of the node side: running instances, disks, OSes."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in NODES}
+        self.disks: dict[str, set[str]] = {n: set() for n in NODES}
+        self.oses = {"tinyos"}
+        self.fail: dict[str, str] = {}       # proc -> message
+        self.calls: list[tuple[str, str]] = []
+        self.delay: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("call_"):
+            raise AttributeError(name)
+        proc = name[5:]
+
+        def call(nodes: list[str], *args: Any) -> dict[str, RpcResult]:
+            out = {}
+            for node in nodes:
+                with self.lock:
+                    self.calls.append((proc, node))
+                if proc in self.delay:
+                    time.sleep(self.delay[proc])
+                if proc in self.fail:
+                    out[node] = RpcResult(node, None, self.fail[proc])
+                    continue
+                try:
+                    out[node] = RpcResult(node, getattr(self, "do_" + proc)(node, *args))
+                except errors.GanetiError as exc:
+                    out[node] = RpcResult(node, None, str(exc))
+            return out
+        return call
+
+    def do_os_validate(self, node: str, required: bool, osname: str, checks: list,
+                       params: dict) -> bool:
+        if osname.split("+")[0] not in self.oses:
+            raise errors.InvalidOS(f"OS {osname} not found")
+        return True
+
+    def do_blockdev_create(self, node: str, disk: dict, size: int, *rest: Any) -> dict:
+        self.disks[node].add(disk["uuid"])
+        return {"path": "/x", "logical_id": disk["logical_id"], "size": size}
+
+    def do_blockdev_remove(self, node: str, disk: dict) -> None:
+        self.disks[node].discard(disk["uuid"])
+
+    def do_blockdev_assemble(self, node: str, disk: dict, *rest: Any) -> dict:
+        return {"path": "/p", "link": "/l", "uri": None}
+
+    def do_blockdev_shutdown(self, node: str, disk: dict) -> None:
+        return None
+
+    def do_blockdev_grow(self, node: str, disk: dict, amount: int, dryrun: bool, *r: Any) -> int:
+        return disk["size"] + amount
+
+    def do_blockdev_rename(self, node: str, devlist: list) -> list:
+        return [new for _, new in devlist]
+
+    def do_instance_os_add(self, node: str, inst: dict, reinstall: bool, debug: int) -> str:
+        return "/log"
+
+    def do_instance_run_rename(self, node: str, inst: dict, old: str, debug: int) -> str:
+        return "/log"
+
+    def do_instance_start(self, node: str, inst: dict, disks: list, paused: bool) -> None:
+        assert isinstance(inst["beparams"]["maxmem"], int)   # filled params
+        self.running[node][inst["name"]] = {"memory": inst["beparams"]["maxmem"],
+                                            "vcpus": inst["beparams"]["vcpus"], "state": 0,
+                                            "time": 1, "hv_state": "running"}
+
+    def do_instance_shutdown(self, node: str, inst: dict, timeout: int) -> None:
+        self.running[node].pop(inst["name"], None)
+
+    def do_instance_reboot(self, node: str, inst: dict, rtype: str, timeout: int) -> None:
+        if inst["name"] not in self.running[node]:
+            raise errors.HypervisorError("not running")
+
+    def do_instance_info(self, node: str, name: str, hv: str, hvp: dict) -> Any:
+        return self.running[node].get(name)
+
+    def do_all_instances_info(self, node: str, hvs: list, hvp: dict) -> dict:
+        return dict(self.running[node])
+
+    def do_instance_list(self, node: str, hvs: list, hvp: dict) -> list:
+        return sorted(self.running[node])
+
+    def do_instance_console_info(self, node: str, inst: dict) -> dict:
+        return {"instance": inst["name"], "kind": "msg", "message": "fake console",
+                "command": None}
+
+    def do_migration_info(self, node: str, inst: dict) -> dict:
+        return {"src": node}
+
+    def do_accept_instance(self, node: str, inst: dict, info: dict, target: str) -> None:
+        return None
+
+    def do_instance_migrate(self, node: str, inst: dict, tnode: str, taddr: str,
+                            live: bool) -> None:
+        self.running[tnode][inst["name"]] = self.running[node].pop(inst["name"])
+
+    def do_instance_get_migration_status(self, node: str, inst: dict) -> dict:
+        return {"status": "completed"}
+
+    def do_instance_finalize_migration_dst(self, node: str, *a: Any) -> None:
+        return None
+
+    def do_instance_finalize_migration_src(self, node: str, *a: Any) -> None:
+        return None
+
+    def do_blockdev_read_chunk(self, node: str, disk: dict, offset: int, length: int) -> dict:
+        return {"data": "", "length": length, "zero": True, "size": disk["size"] << 20,
+                "eof": offset + length >= disk["size"] << 20}
+
+    def do_blockdev_write_chunk(self, node: str, disk: dict, offset: int, data: str) -> int:
+        return 0
+
+    def do_blockdev_checksum(self, node: str, disk: dict) -> dict:
+        return {"sha1": "x", "size": disk["size"] << 20}
+
+    def do_os_diagnose(self, node: str) -> list:
+        rows = [["tinyos", "/srv/ganeti/os/tinyos", True, "", ["default"], [["size", "d"]],
+                 [20], True]]
+        if node == "node3":
+            rows.append(["onlyhere", "/srv/ganeti/os/onlyhere", True, "", [], [], [20], True])
+        return rows
+
+
+@pytest.fixture
+def env(tmp_path: Any) -> Any:
+    data = objects.ConfigData()
+    data.cluster = objects.Cluster(cluster_name="cluster.example.com", uuid="c-uuid",
+                                   enabled_disk_templates=["diskless", "file", "sharedfile"],
+                                   file_storage_dir="/srv/ganeti/file-storage")
+    group = objects.NodeGroup(name="default", uuid="g-uuid")
+    data.nodegroups[group.uuid] = group
+    for i, name in enumerate(NODES):
+        node = objects.Node(name=name, uuid=f"uuid-{name}", primary_ip=f"10.0.0.{i + 1}",
+                            group="g-uuid", master_candidate=True)
+        data.nodes[node.uuid] = node
+    data.cluster.master_node = "uuid-node1"
+    path = str(tmp_path / "config.data")
+    cfg = ConfigWriter.initialize(path, data)
+    glm = locking.GanetiLockManager(nodes=list(data.nodes), nodegroups=list(data.nodegroups),
+                                    instances=[])
+    fake = FakeNodes()
+    ctx = MasterContext(paths=Paths(root=str(tmp_path)), cfg=cfg, glm=glm, rpc=fake)
+
+    class Env:
+        pass
+    e = Env()
+    e.cfg, e.ctx, e.rpc, e.path, e.glm = cfg, ctx, fake, path, glm
+
+    def run(op_id: str, **params: Any) -> Any:
+        op = opcodes.from_dict({"OP_ID": op_id, **params})
+        return Processor(ctx).execute_opcode(op)
+    e.run = run
+
+    def raw() -> bytes:
+        with open(path, "rb") as fh:
+            return fh.read()
+    e.raw = raw
+    return e
+
+
+def _create(env: Any, name: str = "inst1", template: str = "file", **kw: Any) -> Any:
+    params = {"instance_name": name, "disk_template": template, "os_type": "tinyos",
+              "pnode": "node1", "nics": [{}],
+              "disks": [] if template == "diskless" else [{"size": 128}]}
+    params.update(kw)
+    return env.run("OP_INSTANCE_CREATE", **params)
+
+
+def _query(env: Any, fields: list[str], qfilter: Any = None) -> list[list[Any]]:
+    res = cquery.run_query(env.ctx, "instance", fields, qfilter)
+    return [[c[1] for c in row] for row in res["data"]]
+
+
+def test_create_file_instance_runs(env: Any) -> None:
+    assert _create(env) == ["node1"]
+    inst = env.cfg.get_instance_info_by_name("inst1")
+    assert inst.admin_state == constants.ADMINST_UP
+    disks = env.cfg.get_instance_disks(inst.uuid)
+    assert disks[0].logical_id == ["loop", f"/srv/ganeti/file-storage/inst1/"
+                                           f"{disks[0].uuid}.file.disk0"]
+    assert disks[0].uuid in env.rpc.disks["node1"]
+    assert "inst1" in env.rpc.running["node1"]
+    assert _query(env, ["name", "status", "oper_ram", "disk.sizes", "pnode"]) == \
+        [["inst1", "running", 128, [128], "node1"]]
+    assert env.glm.names(locking.LEVEL_INSTANCE) == {"inst1"}
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"os_type": "nosuchos"}, "nosuchos"),
+    ({"disks": [{"size": 0}]}, "size"),
+    ({"beparams": {"maxmem": "lots"}}, "maxmem"),
+    ({"beparams": {"bogus": 1}}, "bogus"),
+    ({"pnode": "nonode"}, "nonode"),
+    ({"disk_template": "plain"}, "plain"),
+], ids=["unknown-os", "disk-size-0", "bad-param", "unknown-param", "unknown-node",
+        "template"])
+def test_create_bad_input_changes_nothing(env: Any, params: dict, match: str) -> None:
+    before = env.raw()
+    with pytest.raises((errors.OpPrereqError, errors.ParameterError), match=match):
+        _create(env, **params)
+    assert env.raw() == before
+    assert not env.rpc.disks["node1"]
+    assert env.glm.names(locking.LEVEL_INSTANCE) == set()
+
+
+def test_create_name_clash_and_offline_node(env: Any) -> None:
+    _create(env, template="diskless", start=False)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="already"):
+        _create(env, template="diskless")
+    node = env.cfg.get_node_info_by_name("node2")
+    node.offline = True
+    env.cfg.update(node)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="offline"):
+        _create(env, name="inst2", pnode="node2", template="diskless")
+    assert env.raw() == before
+
+
+def test_failed_os_install_cleans_up(env: Any) -> None:
+    env.rpc.fail["instance_os_add"] = "create script failed: boom"
+    before = env.raw()
+    with pytest.raises(errors.OpExecError, match="boom"):
+        _create(env)
+    assert env.cfg.get_instance_info_by_name("inst1") is None
+    assert not env.rpc.disks["node1"]
+    assert not env.cfg.get_config_data().disks
+    assert len(env.raw()) == len(before) or env.cfg.verify_config() == []
+    assert env.glm.names(locking.LEVEL_INSTANCE) == set()
+
+
+def test_shutdown_startup_reboot_status(env: Any) -> None:
+    _create(env, template="diskless")
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    assert _query(env, ["status", "oper_ram", "admin_state"]) == [["ADMIN_down", None, "down"]]
+    env.run("OP_INSTANCE_STARTUP", instance_name="inst1")
+    assert _query(env, ["status"]) == [["running"]]
+    env.run("OP_INSTANCE_REBOOT", instance_name="inst1", reboot_type="soft")
+    env.rpc.running["node1"].clear()
+    assert _query(env, ["status"]) == [["ERROR_down"]]
+    env.run("OP_INSTANCE_REBOOT", instance_name="inst1", reboot_type="full")
+    assert _query(env, ["status"]) == [["running"]]
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1", no_remember=True)
+    assert _query(env, ["status"]) == [["ERROR_down"]]
+
+
+def test_status_values_for_node_states(env: Any) -> None:
+    _create(env, template="diskless")
+    env.rpc.running["node2"]["inst1"] = env.rpc.running["node1"].pop("inst1")
+    assert _query(env, ["status"]) == [["ERROR_wrongnode"]]
+    env.rpc.fail["all_instances_info"] = "connection refused"
+    res = cquery.run_query(env.ctx, "instance", ["status", "oper_ram"], None)
+    assert res["data"][0][0] == [0, "ERROR_nodedown"]
+    assert res["data"][0][1][0] == constants.RS_UNAVAIL
+    del env.rpc.fail["all_instances_info"]
+    node = env.cfg.get_node_info_by_name("node1")
+    node.offline = True
+    env.cfg.update(node)
+    env.rpc.calls.clear()
+    res = cquery.run_query(env.ctx, "instance", ["status", "oper_ram"], None)
+    assert res["data"][0][0] == [0, "ERROR_nodeoffline"]
+    assert res["data"][0][1][0] == constants.RS_OFFLINE
+    assert ("all_instances_info", "node1") not in env.rpc.calls
+
+
+def test_list_without_live_fields_makes_no_rpc(env: Any) -> None:
+    for i in range(5):
+        _create(env, name=f"i{i}", template="diskless", start=False, no_install=True)
+    env.rpc.calls.clear()
+    rows = _query(env, ["name", "os", "be/maxmem", "hv/migration_mode", "nic.count"])
+    assert [r[0] for r in rows] == [f"i{i}" for i in range(5)]
+    assert rows[0][2:] == [128, "live", 1]
+    assert env.rpc.calls == []
+    _query(env, ["name", "status"])
+    assert sorted(env.rpc.calls) == [("all_instances_info", n) for n in NODES]
+    with pytest.raises(errors.OpPrereqError) as info:
+        _query(env, ["name"], ["|", ["==", "name", "nope"]])
+    assert info.value.ecode == errors.ECODE_NOENT
+
+
+def test_remove(env: Any) -> None:
+    _create(env)
+    env.run("OP_INSTANCE_REMOVE", instance_name="inst1")
+    assert env.cfg.get_instance_info_by_name("inst1") is None
+    assert not env.rpc.disks["node1"] and not env.rpc.running["node1"]
+    assert env.glm.names(locking.LEVEL_INSTANCE) == set()
+    with pytest.raises(errors.OpPrereqError, match="not known"):
+        env.run("OP_INSTANCE_REMOVE", instance_name="inst1")
+
+
+def test_rename_requires_stopped_and_moves_disks(env: Any) -> None:
+    _create(env)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="stop it"):
+        env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst9")
+    assert env.raw() == before
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    assert env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst9") == "inst9"
+    inst = env.cfg.get_instance_info_by_name("inst9")
+    disk = env.cfg.get_instance_disks(inst.uuid)[0]
+    assert "/inst9/" in disk.logical_id[1]
+    assert env.glm.names(locking.LEVEL_INSTANCE) == {"inst9"}
+
+
+def test_reinstall_and_unknown_os(env: Any) -> None:
+    _create(env, start=False)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="other"):
+        env.run("OP_INSTANCE_REINSTALL", instance_name="inst1", os_type="other")
+    assert env.raw() == before
+    env.rpc.oses.add("other")
+    env.run("OP_INSTANCE_REINSTALL", instance_name="inst1", os_type="other")
+    assert env.cfg.get_instance_info_by_name("inst1").os == "other"
+
+
+def test_set_params(env: Any) -> None:
+    _create(env, start=False)
+    changes = env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                      beparams={"maxmem": "256M", "minmem": 256},
+                      nics=[["add", -1, {"mode": "routed", "link": "100"}]],
+                      disks=[["add", -1, {"size": 64}], ["modify", 0, {"mode": "ro"}]])
+    assert ["be/maxmem", 256] in changes
+    rows = _query(env, ["be/maxmem", "nic.count", "nic.modes", "disk.sizes", "disk.modes"])
+    assert rows == [[256, 2, ["bridged", "routed"], [128, 64], ["ro", "rw"]]]
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", disks=[["remove", 1, {}]],
+            nics=[["remove", -1, {}]], offline=True)
+    assert _query(env, ["disk.count", "nic.count", "admin_state", "status"]) == \
+        [[1, 1, "offline", "ADMIN_offline"]]
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", beparams={"vcpus": 0})
+    with pytest.raises(errors.OpPrereqError):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", disks=[["remove", 0, {}]])
+    assert env.raw() == before
+
+
+def test_grow_disk(env: Any) -> None:
+    _create(env, start=False)
+    env.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)
+    env.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=512, absolute=True)
+    assert _query(env, ["disk.size/0"]) == [[512]]
+    with pytest.raises(errors.OpPrereqError, match="shrink"):
+        env.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=1,
+                absolute=True)
+
+
+def test_migrate_failover_move(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2")
+    assert _query(env, ["pnode", "status"]) == [["node2", "running"]]
+    env.run("OP_INSTANCE_FAILOVER", instance_name="shared", target_node="node3")
+    assert _query(env, ["pnode", "status"]) == [["node3", "running"]]
+    _create(env, name="local", template="file")
+    with pytest.raises(errors.OpPrereqError, match="move"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2")
+    env.run("OP_INSTANCE_MOVE", instance_name="local", target_node="node2")
+    inst = env.cfg.get_instance_info_by_name("local")
+    disk = env.cfg.get_instance_disks(inst.uuid)[0]
+    assert disk.nodes == ["uuid-node2"] and disk.uuid in env.rpc.disks["node2"]
+    assert disk.uuid not in env.rpc.disks["node1"]
+    assert "local" in env.rpc.running["node2"]
+
+
+def test_activate_deactivate_console_querydata(env: Any) -> None:
+    _create(env)
+    assert env.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1") == \
+        [["node1", "disk/0", "/l"]]
+    assert env.run("OP_INSTANCE_CONSOLE", instance_name="inst1")["message"] == "fake console"
+    with pytest.raises(errors.OpPrereqError, match="running"):
+        env.run("OP_INSTANCE_DEACTIVATE_DISKS", instance_name="inst1")
+    data = env.run("OP_INSTANCE_QUERY_DATA", instances=["inst1"])
+    assert data["inst1"]["run_state"] == "up" and data["inst1"]["be_actual"]["maxmem"] == 128
+
+
+def test_tags(env: Any) -> None:
+    _create(env, template="diskless", start=False)
+    env.run("OP_TAGS_SET", kind="instance", name="inst1", tags=["web", "prod"])
+    env.run("OP_TAGS_SET", kind="cluster", tags=["prodcluster"])
+    env.run("OP_TAGS_SET", kind="node", name="node2", tags=["rack1"])
+    assert env.run("OP_TAGS_GET", kind="instance", name="inst1") == ["prod", "web"]
+    assert env.run("OP_TAGS_SEARCH", pattern="^prod") == \
+        [["/cluster", "prodcluster"], ["/instances/inst1", "prod"]]
+    env.run("OP_TAGS_DEL", kind="instance", name="inst1", tags=["web"])
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="not found"):
+        env.run("OP_TAGS_DEL", kind="instance", name="inst1", tags=["web"])
+    with pytest.raises(errors.OpPrereqError):
+        env.run("OP_TAGS_SET", kind="instance", name="inst1", tags=["bad tag!"])
+    assert env.raw() == before
+    assert _query(env, ["tags"]) == [[["prod"]]]
+
+
+def test_os_resource_reports_differences(env: Any) -> None:
+    res = cquery.run_query(env.ctx, "os", ["name", "valid", "variants", "node_status"], None)
+    rows = {r[0][1]: [c[1] for c in r] for r in res["data"]}
+    assert rows["tinyos"][1] is True and rows["tinyos"][2] == ["default"]
+    assert rows["onlyhere"][1] is False
+    assert rows["onlyhere"][3]["node1"] == []
+
+
+def test_hooks_env(env: Any) -> None:
+    seen: list[tuple[str, dict]] = []
+
+    class Hooks:
+        def run_hooks(self, lu: Any, phase: str, feedback_fn: Any) -> None:
+            if phase == constants.HOOKS_PHASE_PRE:
+                seen.append((lu.HPATH, lu.BuildHooksEnv()))
+                lu.BuildHooksNodes()
+    env.ctx.hooks_runner = Hooks()
+    _create(env, beparams={"vcpus": 2})
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    hpath, hook_env = seen[0]
+    assert hpath == "instance-add"
+    assert hook_env["INSTANCE_NAME"] == "inst1" and hook_env["INSTANCE_PRIMARY"] == "node1"
+    assert hook_env["INSTANCE_VCPUS"] == 2 and hook_env["INSTANCE_DISK_COUNT"] == 1
+    assert hook_env["INSTANCE_DISK0_SIZE"] == 128 and hook_env["INSTANCE_NIC_COUNT"] == 1
+    assert hook_env["INSTANCE_BE_maxmem"] == 128 and "INSTANCE_HV_migration_mode" in hook_env
+    assert seen[1][0] == "instance-stop"
+
+
+@pytest.mark.timeout(30)
+def test_operations_on_different_instances_run_in_parallel(env: Any) -> None:
+    _create(env, name="a", template="diskless")
+    _create(env, name="b", template="diskless")
+    env.rpc.delay["instance_reboot"] = 0.5
+    errs: list[BaseException] = []
+
+    def reboot(name: str) -> None:
+        try:
+            env.run("OP_INSTANCE_REBOOT", instance_name=name, reboot_type="soft")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errs.append(exc)
+    start = time.monotonic()
+    threads = [threading.Thread(target=reboot, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    elapsed = time.monotonic() - start
+    assert not errs
+    # serialised they would take >= 1.0 s; overlapping ~0.5 s
+    assert elapsed < 0.95
