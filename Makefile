@@ -21,11 +21,13 @@ $(STAMP): setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e '.[test]' --config-settings editable_mode=compat
+	$(VPY) -m compileall -q ganeti >/dev/null
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 lint: venv
+	@$(VPY) -m compileall -q ganeti >/dev/null
 	$(VENV)/bin/ruff check ganeti daemons scripts tools test
 
 unit: venv
