@@ -1,14 +1,26 @@
-"""Cluster-level logical units (more come with cluster initialisation)."""
+"""Cluster-level logical units and the ``cluster`` query resource.
+
+Verification lives in :mod:`ganeti.cmdlib.verify`; shared helpers (candidate
+pool, file distribution, hooks) in :mod:`ganeti.cmdlib.common`.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
 import platform
+import re
 from typing import Any
 
-from ganeti import constants, serializer
-from ganeti.cmdlib.base import NoHooksLU
+from ganeti import constants, crypto, errors, locking, parameters, query, serializer
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
+from ganeti.cmdlib.common import adjust_candidate_pool, cluster_hooks_nodes, redistribute
 
-__all__ = ["LUClusterQuery", "cluster_info"]
+__all__ = ["LUClusterQuery", "LUClusterPostInit", "LUClusterDestroy", "LUClusterSetParams",
+           "LUClusterRedistConf", "LUClusterRenewCrypto", "cluster_info", "CLUSTER_FIELDS",
+           "collect_cluster"]
+
+logger = logging.getLogger(__name__)
 
 
 def cluster_info(cfg: Any) -> dict[str, Any]:
@@ -79,3 +91,353 @@ class LUClusterQuery(NoHooksLU):
 
     def Exec(self, feedback_fn: Any) -> Any:
         return cluster_info(self.cfg)
+
+
+class LUClusterPostInit(LogicalUnit):
+    """Run the cluster-init post hooks (the CLI submits it after init)."""
+
+    HPATH = "cluster-init"
+    HTYPE = constants.HTYPE_CLUSTER
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.cfg.get_cluster_info().cluster_name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return [], cluster_hooks_nodes(self.cfg)[1]
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        return True
+
+
+class LUClusterDestroy(LogicalUnit):
+    """Check that the cluster can be destroyed; returns the master node's name.
+
+    The caller (``gnt-cluster destroy``) then stops the daemons and removes
+    the files; the configuration is left untouched here.
+    """
+
+    HPATH = "cluster-destroy"
+    HTYPE = constants.HTYPE_CLUSTER
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def CheckPrereq(self) -> None:
+        cfg = self.cfg
+        master = cfg.get_master_node()
+        others = sorted(n.name for n in cfg.get_all_nodes_info().values() if n.uuid != master)
+        if others:
+            raise errors.OpPrereqError(f"There are still {len(others)} node(s) in this cluster"
+                                       f" ({', '.join(others)})", errors.ECODE_INVAL)
+        instances = cfg.get_instance_names()
+        if instances:
+            raise errors.OpPrereqError(f"There are still {len(instances)} instance(s) in this"
+                                       " cluster", errors.ECODE_INVAL)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.cfg.get_cluster_info().cluster_name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return [], []
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        return self.cfg.get_master_node_name()
+
+
+_MAC_PREFIX_RE = re.compile(r"^[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}$")
+
+
+def _check_uid_pool(value: Any, where: str) -> list[list[int]]:
+    result = []
+    for entry in value or []:
+        if isinstance(entry, int) and not isinstance(entry, bool):
+            lo = hi = entry
+        elif (isinstance(entry, (list, tuple)) and len(entry) == 2
+              and all(isinstance(v, int) and not isinstance(v, bool) for v in entry)):
+            lo, hi = entry
+        else:
+            raise errors.ParameterError(f"Invalid {where} entry {entry!r}: expected a user id"
+                                        " or [low, high]", errors.ECODE_INVAL)
+        if lo < 0 or hi < lo:
+            raise errors.ParameterError(f"Invalid {where} range {entry!r}", errors.ECODE_INVAL)
+        result.append([lo, hi])
+    return result
+
+
+def _apply_os_list(current: list[str], mods: list[Any], where: str) -> list[str]:
+    result = list(current)
+    for mod in mods:
+        if (not isinstance(mod, (list, tuple)) or len(mod) != 2
+                or mod[0] not in ("add", "remove") or not isinstance(mod[1], str)):
+            raise errors.ParameterError(f"Invalid {where} modification {mod!r}: expected"
+                                        " [\"add\"|\"remove\", os_name]", errors.ECODE_INVAL)
+        if mod[0] == "add" and mod[1] not in result:
+            result.append(mod[1])
+        elif mod[0] == "remove" and mod[1] in result:
+            result.remove(mod[1])
+    return result
+
+
+class LUClusterSetParams(LogicalUnit):
+    """Change cluster parameters; everything is checked before anything changes."""
+
+    HPATH = "cluster-modify"
+    HTYPE = constants.HTYPE_CLUSTER
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks = {locking.LEVEL_NODE: 1}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.cfg.get_cluster_info().cluster_name,
+                "NEW_VG_NAME": ""}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return cluster_hooks_nodes(self.cfg)
+
+    def CheckPrereq(self) -> None:  # noqa: C901 - one check per parameter
+        op, cfg = self.op, self.cfg
+        cluster = cfg.get_cluster_info()
+        new: dict[str, Any] = {}
+        instances = list(cfg.get_all_instances_info().values())
+        if op.enabled_hypervisors is not None:
+            hvs = list(dict.fromkeys(op.enabled_hypervisors))
+            if not hvs:
+                raise errors.OpPrereqError("At least one hypervisor must be enabled",
+                                           errors.ECODE_INVAL)
+            used = sorted({i.hypervisor for i in instances} - set(hvs))
+            if used:
+                raise errors.OpPrereqError(f"Hypervisor(s) {', '.join(used)} still used by"
+                                           " instances; cannot disable them", errors.ECODE_STATE)
+            new["enabled_hypervisors"] = hvs
+        if op.enabled_disk_templates is not None:
+            dts = list(dict.fromkeys(op.enabled_disk_templates))
+            if not dts:
+                raise errors.OpPrereqError("At least one disk template must be enabled",
+                                           errors.ECODE_INVAL)
+            used = sorted({i.disk_template for i in instances} - set(dts))
+            if used:
+                raise errors.OpPrereqError(f"Disk template(s) {', '.join(used)} still used by"
+                                           " instances; cannot disable them", errors.ECODE_STATE)
+            new["enabled_disk_templates"] = dts
+        if op.hvparams is not None:
+            hvparams = {hv: dict(v) for hv, v in cluster.hvparams.items()}
+            for hv, values in op.hvparams.items():
+                checked = parameters.check_params("hv", values, hv, allow_default=True)
+                hvparams[hv] = parameters.update_params(hvparams.get(hv), checked)
+            new["hvparams"] = hvparams
+        if op.os_hvp is not None:
+            os_hvp = {o: {hv: dict(p) for hv, p in v.items()} for o, v in cluster.os_hvp.items()}
+            for os_name, per_hv in op.os_hvp.items():
+                entry = os_hvp.setdefault(os_name, {})
+                for hv, values in per_hv.items():
+                    checked = parameters.check_params("hv", values, hv, allow_default=True)
+                    entry[hv] = parameters.update_params(entry.get(hv), checked)
+                    if not entry[hv]:
+                        del entry[hv]
+                if not entry:
+                    del os_hvp[os_name]
+            new["os_hvp"] = os_hvp
+        for name, ns in (("beparams", "be"), ("nicparams", "nic")):
+            values = getattr(op, name)
+            if values is not None:
+                checked = parameters.check_params(ns, values, allow_default=True)
+                current = getattr(cluster, name)
+                new[name] = {**current, "default": parameters.update_params(
+                    current.get("default"), checked)}
+        if op.ndparams is not None:
+            checked = parameters.check_params("nd", op.ndparams, allow_default=True)
+            new["ndparams"] = parameters.update_params(cluster.ndparams, checked)
+        if op.diskparams is not None:
+            diskparams = {t: dict(v) for t, v in cluster.diskparams.items()}
+            for template, values in op.diskparams.items():
+                checked = parameters.check_params("disk", values, template=template,
+                                                  allow_default=True)
+                diskparams[template] = parameters.update_params(diskparams.get(template),
+                                                                checked)
+            new["diskparams"] = diskparams
+        if op.osparams is not None:
+            osparams = {o: dict(v) for o, v in cluster.osparams.items()}
+            for os_name, values in op.osparams.items():
+                checked = parameters.check_params("os", values, allow_default=True)
+                osparams[os_name] = parameters.update_params(osparams.get(os_name), checked)
+                if not osparams[os_name]:
+                    del osparams[os_name]
+            new["osparams"] = osparams
+        for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
+                     "default_iallocator", "maintain_node_health", "prealloc_wipe_disks",
+                     "modify_etc_hosts", "master_netdev"):
+            value = getattr(op, name)
+            if value is not None:
+                new[name] = value
+        for name in ("file_storage_dir", "shared_file_storage_dir"):
+            value = getattr(op, name)
+            if value is not None:
+                if value and not os.path.isabs(value):
+                    raise errors.ParameterError(f"Parameter '{name}' must be an absolute"
+                                                f" path, got {value!r}", errors.ECODE_INVAL)
+                new[name] = os.path.normpath(value) if value else value
+        if op.mac_prefix is not None:
+            prefix = op.mac_prefix.lower()
+            if not _MAC_PREFIX_RE.match(prefix):
+                raise errors.ParameterError(f"Invalid MAC prefix '{op.mac_prefix}' (expected"
+                                            " xx:xx:xx)", errors.ECODE_INVAL)
+            new["mac_prefix"] = prefix
+        uid_pool = None
+        if op.uid_pool is not None:
+            uid_pool = _check_uid_pool(op.uid_pool, "uid_pool")
+        if op.add_uids is not None or op.remove_uids is not None:
+            base = uid_pool if uid_pool is not None else [list(e) for e in cluster.uid_pool]
+            add = _check_uid_pool(op.add_uids, "add_uids")
+            remove = _check_uid_pool(op.remove_uids, "remove_uids")
+            uid_pool = [e for e in base if e not in remove] + [e for e in add if e not in base]
+        if uid_pool is not None:
+            new["uid_pool"] = uid_pool
+        if op.ipolicy is not None:
+            new["ipolicy"] = parameters.update_params(cluster.ipolicy, op.ipolicy)
+        if op.hidden_os is not None:
+            new["hidden_os"] = _apply_os_list(cluster.hidden_os, op.hidden_os, "hidden_os")
+        if op.blacklisted_os is not None:
+            new["blacklisted_os"] = _apply_os_list(cluster.blacklisted_os, op.blacklisted_os,
+                                                   "blacklisted_os")
+        self.new_values = new
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        cluster = self.cfg.get_cluster_info()
+        if not self.new_values:
+            feedback_fn("Cluster parameters unchanged")
+            return None
+        for name, value in self.new_values.items():
+            setattr(cluster, name, value)
+        self.cfg.update(cluster)
+        if "candidate_pool_size" in self.new_values:
+            adjust_candidate_pool(self.cfg, (), feedback_fn)
+        return None
+
+
+class LUClusterRedistConf(NoHooksLU):
+    """Push config, ssconf and cluster files to every node (bumps the config serial)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks = {locking.LEVEL_NODE: 1}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        self.cfg.update(self.cfg.get_cluster_info())
+        failed = redistribute(self.context, feedback_fn)
+        if failed:
+            self.LogWarning(f"Redistribution failed on: {', '.join(failed)}")
+        return None
+
+
+class LUClusterRenewCrypto(NoHooksLU):
+    """Create a new cluster certificate and push it to every online node.
+
+    Node daemons and the master daemon load the certificate when they
+    start: they keep using the old one until restarted (``gnt-cluster
+    renew-crypto`` restarts them).  The master's own file is replaced last,
+    after the nodes accepted the new one.
+    """
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks = {locking.LEVEL_NODE: 1}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        paths = self.context.paths
+        cfg = self.cfg
+        if self.op.renew_ssh_keys:
+            self.LogWarning("Renewing SSH keys is not supported; skipped")
+        key_pem, cert_pem = crypto.generate_self_signed_cert(cfg.get_cluster_info().cluster_name)
+        tmp = paths.server_pem + ".new"
+        crypto.write_pem_pair(tmp, key_pem, cert_pem)
+        try:
+            master = cfg.get_master_node()
+            others = sorted(n.name for n in cfg.get_all_nodes_info().values()
+                            if n.uuid != master and not n.offline)
+            if self.rpc is not None and others:
+                with open(tmp, encoding="utf-8") as fh:
+                    content = fh.read()
+                canonical = "/" + os.path.relpath(paths.server_pem, paths.root)
+                res = self.rpc.call_upload_file(others, canonical, content, 0o600, None, None,
+                                                None)
+                failed = sorted(n for n, r in res.items() if r.fail_msg)
+                for name in failed:
+                    self.LogWarning(f"Cannot update the certificate on {name}:"
+                                    f" {res[name].fail_msg}")
+            for target in (paths.client_pem,):
+                if os.path.exists(target):
+                    crypto.write_pem_pair(target, key_pem, cert_pem)
+            os.replace(tmp, paths.server_pem)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        fingerprint = crypto.cert_fingerprint(cert_pem)
+        feedback_fn(f"New cluster certificate {fingerprint} distributed; restart the"
+                    " node daemons and the master daemon to use it")
+        return fingerprint
+
+
+# --- query resource --------------------------------------------------------------
+
+def _info_field(name: str, title: str, kind: str, doc: str, key: str | None = None) -> Any:
+    src = key or name
+    return query.FieldDef(name, title, kind, doc, lambda ctx, item: item.get(src, query.NODATA))
+
+
+CLUSTER_FIELDS = query.make_table([
+    _info_field("name", "Name", constants.QFT_TEXT, "Cluster name"),
+    _info_field("master_node", "Master", constants.QFT_TEXT, "Master node name", "master"),
+    _info_field("uuid", "UUID", constants.QFT_TEXT, "Cluster UUID"),
+    _info_field("tags", "Tags", constants.QFT_OTHER, "Tags"),
+    _info_field("ctime", "CTime", constants.QFT_TIMESTAMP, "Creation timestamp"),
+    _info_field("mtime", "MTime", constants.QFT_TIMESTAMP, "Modification timestamp"),
+    _info_field("serial_no", "SerialNo", constants.QFT_NUMBER, "Configuration serial number"),
+    _info_field("architecture", "Architecture", constants.QFT_OTHER,
+                "Architecture of the master daemon"),
+    _info_field("drain_flag", "QueueDrained", constants.QFT_BOOL,
+                "Whether the job queue is drained"),
+    _info_field("software_version", "SoftwareVersion", constants.QFT_TEXT, "Software version"),
+    _info_field("protocol_version", "ProtocolVersion", constants.QFT_NUMBER,
+                "RPC protocol version"),
+    _info_field("config_version", "ConfigVersion", constants.QFT_NUMBER,
+                "Configuration format version"),
+    _info_field("os_api_version", "OsApiVersion", constants.QFT_NUMBER, "OS API version"),
+    _info_field("export_version", "ExportVersion", constants.QFT_NUMBER, "Export version"),
+    _info_field("default_hypervisor", "DefaultHypervisor", constants.QFT_TEXT,
+                "Default hypervisor"),
+    _info_field("enabled_hypervisors", "EnabledHypervisors", constants.QFT_OTHER,
+                "Enabled hypervisors"),
+    _info_field("enabled_disk_templates", "EnabledDiskTemplates", constants.QFT_OTHER,
+                "Enabled disk templates"),
+    _info_field("candidate_pool_size", "CandidatePoolSize", constants.QFT_NUMBER,
+                "Master candidate pool size"),
+    _info_field("master_netdev", "MasterNetdev", constants.QFT_TEXT, "Master network device"),
+    _info_field("master_ip", "MasterIP", constants.QFT_TEXT, "Master IP address"),
+    _info_field("file_storage_dir", "FileStorageDir", constants.QFT_TEXT,
+                "File storage directory"),
+    _info_field("maintain_node_health", "MaintainNodeHealth", constants.QFT_BOOL,
+                "Whether node health is maintained"),
+    _info_field("volume_group_name", "VgName", constants.QFT_TEXT, "LVM volume group"),
+    _info_field("max_running_jobs", "MaxRunningJobs", constants.QFT_NUMBER,
+                "Maximum number of running jobs"),
+    _info_field("max_tracked_jobs", "MaxTrackedJobs", constants.QFT_NUMBER,
+                "Maximum number of tracked jobs"),
+])
+
+
+def collect_cluster(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+    """The ``cluster`` resource: one item, the cluster info dict plus a few extras."""
+    cfg = context.cfg
+    info = cluster_info(cfg)
+    cluster = cfg.get_cluster_info()
+    info["serial_no"] = cfg.get_serial_no()
+    info["master_ip"] = cluster.master_ip
+    jq = context.jqueue
+    info["drain_flag"] = bool(jq.is_drained()) if jq is not None else False
+    return [info], None

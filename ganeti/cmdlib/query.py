@@ -92,11 +92,38 @@ def _collect_locks(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[An
     return (list(monitor.query()) if monitor is not None else []), None
 
 
+def _node_group_cluster_resources() -> dict[str, QueryResource]:
+    """Rows for ``node``, ``group`` and ``cluster`` (fields live in their LU modules)."""
+    from ganeti.cmdlib import cluster, group, node
+    return {
+        constants.QR_NODE: QueryResource(constants.QR_NODE, node.NODE_FIELDS,
+                                         node.collect_nodes, "name"),
+        constants.QR_GROUP: QueryResource(constants.QR_GROUP, group.GROUP_FIELDS,
+                                          group.collect_groups, "name"),
+        constants.QR_CLUSTER: QueryResource(constants.QR_CLUSTER, cluster.CLUSTER_FIELDS,
+                                            cluster.collect_cluster, None),
+    }
+
+
+def _instance_resource() -> QueryResource:
+    from ganeti.cmdlib import instance_query
+    return QueryResource(constants.QR_INSTANCE, instance_query.INSTANCE_FIELDS,
+                         instance_query.collect_instances)
+
+
+def _os_resource() -> QueryResource:
+    from ganeti.cmdlib import os as cmdlib_os
+    return QueryResource(constants.QR_OS, cmdlib_os.OS_FIELDS, cmdlib_os.collect_os)
+
+
 def build_resources() -> dict[str, QueryResource]:
     """The resource table; add one row per new resource here."""
     return {
         constants.QR_JOB: QueryResource(constants.QR_JOB, JOB_FIELDS, _collect_jobs, "id"),
         constants.QR_LOCK: QueryResource(constants.QR_LOCK, LOCK_FIELDS, _collect_locks, "name"),
+        constants.QR_INSTANCE: _instance_resource(),
+        constants.QR_OS: _os_resource(),
+        **_node_group_cluster_resources(),
     }
 
 

@@ -28,9 +28,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ganeti import config, constants, errors, locking, luxi
+from ganeti import config, constants, errors, locking, luxi, query
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
+from ganeti.cmdlib.common import HooksRunner, Replicator
 from ganeti.context import MasterContext
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
@@ -66,6 +67,10 @@ class LuxiDispatcher:
             "Query": (3, 3, lambda what, fields, qfilter:
                       cmdlib_query.run_query(context, what, fields, qfilter)),
             "QueryFields": (2, 2, cmdlib_query.run_query_fields),
+            "QueryNodes": (2, 3, lambda names, fields, use_locking=False:
+                           self._query_old_style(constants.QR_NODE, names, fields)),
+            "QueryGroups": (2, 3, lambda names, fields, use_locking=False:
+                            self._query_old_style(constants.QR_GROUP, names, fields)),
             "QueryConfigValues": (1, 1, self._query_config_values),
             "QueryClusterInfo": (0, 0, lambda: cluster_info(context.cfg)),
             "QueryTags": (2, 2, self._query_tags),
@@ -104,6 +109,14 @@ class LuxiDispatcher:
             return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
 
     # handlers ------------------------------------------------------------------
+    def _query_old_style(self, what: str, names: Any, fields: Any) -> list[list[Any]]:
+        if names is not None and not isinstance(names, list):
+            raise errors.ParameterError(f"Query{what.capitalize()}s: names must be a list",
+                                        errors.ECODE_INVAL)
+        result = cmdlib_query.run_query(self.context, what, fields,
+                                        query.make_simple_filter("name", names))
+        return query.old_style_rows(result)
+
     def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
         return self.context.jqueue.cancel_job(job_id)
 
@@ -267,32 +280,50 @@ class MasterServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             self._clients -= 1
 
 
-def _build_rpc(cfg: Any, paths: Paths) -> Any:
+def _build_rpc(cfg: Any, paths: Paths, timeout_scale: float = 1.0) -> Any:
     """The node RPC runner, or None when node RPC cannot be set up yet."""
     try:
+        from ganeti.rpc import defs as rpc_defs
         from ganeti.rpc.client import ConfigResolver, RpcRunner
         from ganeti.rpc.transport import HttpsTransport
-        return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem))
+        timeouts = ({k: v * timeout_scale for k, v in rpc_defs.TIMEOUTS.items()}
+                    if timeout_scale != 1.0 else None)
+        return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem),
+                         timeouts=timeouts)
     except Exception as exc:  # missing certificate on a test cluster, ...
         logger.warning("Node RPC not available: %s", exc)
         return None
 
 
 def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
-                  sync_mode: str = jstorage.SYNC_SYNCFS, with_rpc: bool = True) -> MasterContext:
+                  sync_mode: str = jstorage.SYNC_SYNCFS, with_rpc: bool = True,
+                  rpc_timeout_scale: float = 1.0) -> MasterContext:
     """Open the config, build the lock manager, RPC runner and job queue.
 
     The queue is loaded but its workers are not started.
     """
-    cfg = config.ConfigWriter(paths.config_file)
+    change_hooks: list[Callable[[bytes], None]] = []
+
+    def _on_change(data: bytes) -> None:
+        for hook in change_hooks:
+            hook(data)
+
+    cfg = config.ConfigWriter(paths.config_file, on_change=_on_change)
     monitor = locking.LockMonitor()
     data = cfg.get_config_data()
     glm = locking.GanetiLockManager(
         nodes=list(data.nodes), nodegroups=list(data.nodegroups),
         instances=[inst.name for inst in data.instances.values()], monitor=monitor)
-    context = MasterContext(paths=paths, cfg=cfg, glm=glm, lock_monitor=monitor,
-                            rpc=_build_rpc(cfg, paths) if with_rpc else None)
-    storage = JobStorage(paths, sync_mode=sync_mode)
+    rpc = _build_rpc(cfg, paths, rpc_timeout_scale) if with_rpc else None
+    # replication (seed 004): config to candidates, ssconf to every node,
+    # job files to candidates; see cmdlib.common.Replicator
+    replicator = Replicator(paths, rpc)
+    replicator.refresh_targets(cfg)
+    change_hooks.append(lambda raw: replicator.on_config_change(cfg, raw))
+    context = MasterContext(paths=paths, cfg=cfg, glm=glm, lock_monitor=monitor, rpc=rpc,
+                            hooks_runner=HooksRunner(cfg, rpc) if rpc is not None else None)
+    storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
+                         replicate_rename=replicator.replicate_rename)
     storage.open()
     jq = JobQueue(storage, lambda: Processor(context), workers=workers)
     context.jqueue = jq
@@ -317,6 +348,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         default=jstorage.SYNC_SYNCFS,
                         help="how job files are made durable (none: tests only)")
     parser.add_argument("--no-rpc", action="store_true", help="do not set up node RPC")
+    parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
+                        help="multiply all node RPC timeouts by this (tests: e.g. 0.05)")
 
 
 def _check(options: argparse.Namespace, paths: Paths) -> None:
@@ -337,7 +370,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     opts = runtime.options
     started = time.monotonic()
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
-                            with_rpc=not opts.no_rpc)
+                            with_rpc=not opts.no_rpc,
+                            rpc_timeout_scale=opts.rpc_timeout_scale)
     dispatcher = LuxiDispatcher(context)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout, max_message=opts.max_message)

@@ -1,0 +1,556 @@
+"""Node logical units (add, remove, modify, power-cycle) and the ``node`` query resource.
+
+Node add expects the new node's daemon to be running already with the
+cluster certificate (``gnt-node add`` sets it up over SSH); the LU checks
+its protocol version over RPC, adds it to the configuration and the lock
+manager, decides its master candidate role from the pool size and pushes
+the cluster files, ssconf and (for a candidate) the job queue to it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import socket
+from typing import Any
+
+from ganeti import constants, errors, locking, parameters, query
+from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, decide_self_promotion,
+                                  expand_group, expand_node, is_eligible, node_role,
+                                  redistribute, report_failures)
+from ganeti.objects import Node
+from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
+from ganeti.rpc.defs import to_canonical
+from ganeti.utils import validation
+
+__all__ = ["LUNodeAdd", "LUNodeRemove", "LUNodeSetParams", "LUNodePowercycle",
+           "NODE_FIELDS", "collect_nodes", "rpc_for_address", "sync_queue_to"]
+
+logger = logging.getLogger(__name__)
+
+
+def _check_ip(value: str, what: str) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise errors.OpPrereqError(f"Invalid {what} '{value}'", errors.ECODE_INVAL) from None
+
+
+def rpc_for_address(rpc: Any, name: str, address: str) -> Any:
+    """An RPC runner reaching ``name`` at ``address`` (a node not (yet) usable via config).
+
+    A runner offering ``for_addresses({name: address})`` (the test fake) is
+    asked for it; otherwise a runner sharing the transport and timeouts is built.
+    """
+    maker = getattr(rpc, "for_addresses", None)
+    if maker is not None:
+        return maker({name: address})
+    port = getattr(rpc.resolver, "port", None) or default_noded_port()
+    return RpcRunner(StaticResolver({name: (address, port, False)}), rpc.transport,
+                     timeouts=rpc.timeouts)
+
+
+def _check_version(rpc: Any, name: str, address: str) -> None:
+    res = rpc_for_address(rpc, name, address).call_version([name])[name]
+    if res.fail_msg:
+        raise errors.OpPrereqError(f"Cannot contact the node daemon of {name}: {res.fail_msg}",
+                                   errors.ECODE_ENVIRON)
+    if res.payload != constants.PROTOCOL_VERSION:
+        raise errors.OpPrereqError(
+            f"Node {name} speaks protocol version {res.payload}, this master"
+            f" {constants.PROTOCOL_VERSION}", errors.ECODE_ENVIRON)
+
+
+def sync_queue_to(context: Any, node_name: str) -> None:
+    """Copy the master's unarchived job files (and serial/version) to a new candidate."""
+    if context.rpc is None:
+        return
+    paths = context.paths
+    try:
+        names = sorted(os.listdir(paths.queue_dir))
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith("job-") or name in ("serial", "version")):
+            continue
+        path = os.path.join(paths.queue_dir, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                content = fh.read()
+        except OSError:
+            continue
+        res = context.rpc.call_jobqueue_update([node_name], to_canonical(paths.root, path),
+                                               content)
+        if report_failures(f"Job queue copy of {name}", res):
+            return
+
+
+def _node_env(node: Node) -> dict[str, Any]:
+    return {"OP_TARGET": node.name, "NODE_NAME": node.name, "NODE_PIP": node.primary_ip,
+            "NODE_SIP": node.secondary_ip, "MASTER_CAPABLE": str(node.master_capable),
+            "VM_CAPABLE": str(node.vm_capable)}
+
+
+class LUNodeAdd(LogicalUnit):
+    """Add (or re-add) a node; runs with the BGL held exclusively."""
+
+    HPATH = "node-add"
+    HTYPE = constants.HTYPE_NODE
+
+    def CheckArguments(self) -> None:
+        self.node_name = validation.check_hostname(self.op.node_name, "node name")
+        self.primary_ip = self.op.primary_ip
+        if self.primary_ip is not None:
+            self.primary_ip = _check_ip(self.primary_ip, "primary IP")
+        self.secondary_ip = self.op.secondary_ip
+        if self.secondary_ip is not None:
+            self.secondary_ip = _check_ip(self.secondary_ip, "secondary IP")
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def CheckPrereq(self) -> None:
+        cfg = self.cfg
+        existing = cfg.get_node_info_by_name(self.node_name)
+        if self.op.readd and existing is None:
+            raise errors.OpPrereqError(f"Node {self.node_name} is not in the configuration",
+                                       errors.ECODE_NOENT)
+        if not self.op.readd and existing is not None:
+            raise errors.OpPrereqError(f"Node {self.node_name} is already in the configuration",
+                                       errors.ECODE_EXISTS)
+        if existing is not None and existing.uuid == cfg.get_master_node():
+            raise errors.OpPrereqError("Cannot re-add the master node", errors.ECODE_INVAL)
+        if self.primary_ip is None:
+            if existing is not None:
+                self.primary_ip = existing.primary_ip
+            else:
+                try:
+                    self.primary_ip = socket.gethostbyname(self.node_name)
+                except OSError as exc:
+                    raise errors.OpPrereqError(
+                        f"Cannot resolve node name {self.node_name}: {exc}",
+                        errors.ECODE_RESOLVER) from exc
+        if self.secondary_ip is None:
+            self.secondary_ip = existing.secondary_ip if existing else self.primary_ip
+        for other in cfg.get_all_nodes_info().values():
+            if existing is not None and other.uuid == existing.uuid:
+                continue
+            if self.primary_ip in (other.primary_ip, other.secondary_ip):
+                raise errors.OpPrereqError(
+                    f"IP address {self.primary_ip} is already used by node {other.name}",
+                    errors.ECODE_NOTUNIQUE)
+        self.group = expand_group(cfg, self.op.group) if self.op.group else (
+            cfg.get_nodegroup(existing.group) if existing else expand_group(cfg, None))
+        self.ndparams = parameters.check_params("nd", self.op.ndparams)
+        self.existing = existing
+        if self.rpc is None:
+            raise errors.OpPrereqError("Node RPC is not available on this master",
+                                       errors.ECODE_ENVIRON)
+        _check_version(self.rpc, self.node_name, self.primary_ip)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.node_name, "NODE_NAME": self.node_name,
+                "NODE_PIP": self.primary_ip, "NODE_SIP": self.secondary_ip,
+                "MASTER_CAPABLE": str(self.op.master_capable is not False),
+                "VM_CAPABLE": str(self.op.vm_capable is not False)}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.get_master_node_name()
+        return [master], [master, self.node_name]
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        cfg = self.cfg
+        if self.existing is not None:
+            node = self.existing
+            node.offline = False
+            node.drained = False
+            node.primary_ip = self.primary_ip
+            node.secondary_ip = self.secondary_ip
+            node.group = self.group.uuid
+            if self.op.master_capable is not None:
+                node.master_capable = self.op.master_capable
+            if self.op.vm_capable is not None:
+                node.vm_capable = self.op.vm_capable
+            if self.op.ndparams is not None:
+                node.ndparams = self.ndparams
+            node.master_candidate = (is_eligible(node)
+                                     and decide_self_promotion(cfg, [node.uuid]))
+            cfg.update(node)
+            feedback_fn(f"Readded node {node.name}")
+        else:
+            node = Node(name=self.node_name, primary_ip=self.primary_ip,
+                        secondary_ip=self.secondary_ip, group=self.group.uuid,
+                        master_capable=self.op.master_capable is not False,
+                        vm_capable=self.op.vm_capable is not False,
+                        ndparams=self.ndparams)
+            node.master_candidate = node.master_capable and decide_self_promotion(cfg)
+            cfg.add_node(node)
+            if self.glm is not None:
+                for level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+                    self.glm.add(level, [node.uuid])
+        if node.master_candidate:
+            feedback_fn(f"Node {node.name} is a master candidate")
+        failed = redistribute(self.context, feedback_fn, [node.uuid])
+        if failed:
+            self.LogWarning(f"Distributing files to {node.name} failed; run"
+                            " 'gnt-cluster redist-conf' once it is reachable")
+        if node.master_candidate:
+            sync_queue_to(self.context, node.name)
+        return None
+
+
+class LUNodeRemove(LogicalUnit):
+    """Remove a node: not the master, not a node with instances."""
+
+    HPATH = "node-remove"
+    HTYPE = constants.HTYPE_NODE
+
+    def ExpandNames(self) -> None:
+        self.node = expand_node(self.cfg, self.op.node_name, self.op.node_uuid)
+        self.needed_locks = {locking.LEVEL_NODE: [self.node.uuid],
+                             locking.LEVEL_NODE_RES: [self.node.uuid]}
+
+    def CheckPrereq(self) -> None:
+        node = self.node
+        if node.uuid == self.cfg.get_master_node():
+            raise errors.OpPrereqError("Node is the master node, failover to another node is"
+                                       " required", errors.ECODE_INVAL)
+        primary, secondary = self.cfg.node_instances(node.uuid)
+        for inst_uuid in primary + secondary:
+            inst = self.cfg.get_instance_info(inst_uuid)
+            raise errors.OpPrereqError(
+                f"Instance {inst.name if inst else inst_uuid} is still running on the node,"
+                " please remove it first", errors.ECODE_INVAL)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.node.name, "NODE_NAME": self.node.name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        others = [n.name for n in self.cfg.get_all_nodes_info().values()
+                  if n.uuid != self.node.uuid and not n.offline]
+        master = self.cfg.get_master_node_name()
+        return [master], sorted(others)
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        node = self.node
+        if self.rpc is not None and not node.offline:
+            res = self.rpc.call_node_leave_cluster([node.name], False)[node.name]
+            if res.fail_msg:
+                self.LogWarning(f"Errors encountered on the remote node while leaving"
+                                f" the cluster: {res.fail_msg}")
+        self.cfg.remove_node(node.uuid)
+        if self.glm is not None:
+            for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE):
+                self.glm.remove(level, [node.uuid])
+        adjust_candidate_pool(self.cfg, (), feedback_fn)
+        return None
+
+
+class LUNodeSetParams(LogicalUnit):
+    """Change a node's role flags and parameters, keeping the candidate pool full."""
+
+    HPATH = "node-modify"
+    HTYPE = constants.HTYPE_NODE
+    _FLAGS = ("master_candidate", "offline", "drained")
+
+    def CheckArguments(self) -> None:
+        op = self.op
+        changes = [op.master_candidate, op.offline, op.drained, op.master_capable,
+                   op.vm_capable, op.secondary_ip, op.ndparams, op.powered]
+        if all(c is None for c in changes):
+            raise errors.OpPrereqError("Please pass at least one modification",
+                                       errors.ECODE_INVAL)
+        if sum(1 for f in self._FLAGS if getattr(op, f) is True) > 1:
+            raise errors.OpPrereqError("Can't set the node into more than one state at the"
+                                       " same time", errors.ECODE_INVAL)
+        self.might_demote = (op.master_candidate is False or op.offline is True
+                             or op.drained is True or op.master_capable is False)
+
+    def ExpandNames(self) -> None:
+        self.node = expand_node(self.cfg, self.op.node_name, self.op.node_uuid)
+        if self.might_demote and self.op.auto_promote:
+            self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        else:
+            self.needed_locks = {locking.LEVEL_NODE: [self.node.uuid]}
+
+    def CheckPrereq(self) -> None:
+        op, node, cfg = self.op, self.node, self.cfg
+        is_master = node.uuid == cfg.get_master_node()
+        if is_master and (self.might_demote or op.offline or op.drained):
+            raise errors.OpPrereqError("The master role can be changed only via master"
+                                       " failover", errors.ECODE_INVAL)
+        new = {"offline": node.offline if op.offline is None else op.offline,
+               "drained": node.drained if op.drained is None else op.drained,
+               "master_capable": (node.master_capable if op.master_capable is None
+                                  else op.master_capable)}
+        eligible_after = new["master_capable"] and not new["offline"] and not new["drained"]
+        if op.master_candidate and not eligible_after:
+            why = ("offline" if new["offline"] else "drained" if new["drained"]
+                   else "not master capable")
+            raise errors.OpPrereqError(f"Node {node.name} is {why}, it cannot be a master"
+                                       " candidate", errors.ECODE_STATE)
+        new_mc = node.master_candidate
+        if op.master_candidate is not None:
+            new_mc = op.master_candidate
+        elif not eligible_after:
+            new_mc = False
+        elif not is_eligible(node) and eligible_after and not node.master_candidate:
+            # becoming eligible again: take a free place in the pool
+            new_mc = decide_self_promotion(cfg, [node.uuid])
+        self.demoting = node.master_candidate and not new_mc
+        if self.demoting:
+            remaining, should, _ = candidate_stats(cfg, [node.uuid])
+            if remaining < should and not op.auto_promote:
+                raise errors.OpPrereqError(
+                    f"Not enough master candidates (desired {should}, new value will be"
+                    f" {remaining}), please use --auto-promote or make another node a"
+                    " candidate first", errors.ECODE_STATE)
+        if op.offline is False and node.offline and self.rpc is not None:
+            _check_version(self.rpc, node.name, node.primary_ip)
+        self.new_mc = new_mc
+        self.new_flags = new
+        self.ndparams = (parameters.check_params("nd", op.ndparams, allow_default=True)
+                         if op.ndparams is not None else None)
+        if op.secondary_ip is not None:
+            self.secondary_ip = _check_ip(op.secondary_ip, "secondary IP")
+        if op.vm_capable is False and not op.force:
+            primary, secondary = cfg.node_instances(node.uuid)
+            if primary or secondary:
+                raise errors.OpPrereqError(f"Node {node.name} has instances, it cannot be"
+                                           " made non-vm-capable", errors.ECODE_STATE)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        op = self.op
+        return {"OP_TARGET": self.node.name, "NODE_NAME": self.node.name,
+                "MASTER_CANDIDATE": str(op.master_candidate), "OFFLINE": str(op.offline),
+                "DRAINED": str(op.drained), "MASTER_CAPABLE": str(op.master_capable),
+                "VM_CAPABLE": str(op.vm_capable)}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes = [self.cfg.get_master_node_name(), self.node.name]
+        return nodes, nodes
+
+    def Exec(self, feedback_fn: Any) -> list[list[Any]]:
+        op, node = self.op, self.node
+        result: list[list[Any]] = []
+        was_mc = node.master_candidate
+        came_online = node.offline and op.offline is False
+        for key in ("offline", "drained", "master_capable"):
+            value = self.new_flags[key]
+            if value != getattr(node, key):
+                setattr(node, key, value)
+                result.append([key, str(value)])
+        if op.vm_capable is not None and op.vm_capable != node.vm_capable:
+            node.vm_capable = op.vm_capable
+            result.append(["vm_capable", str(op.vm_capable)])
+        if op.powered is not None and op.powered != node.powered:
+            node.powered = op.powered
+            result.append(["powered", str(op.powered)])
+        if op.secondary_ip is not None:
+            node.secondary_ip = self.secondary_ip
+            result.append(["secondary_ip", self.secondary_ip])
+        if self.ndparams is not None:
+            node.ndparams = parameters.update_params(node.ndparams, self.ndparams)
+            result.append(["ndparams", dict(node.ndparams)])
+        if self.new_mc != was_mc:
+            node.master_candidate = self.new_mc
+            if op.master_candidate is not None:
+                result.append(["master_candidate", str(self.new_mc)])
+            elif self.new_mc:
+                result.append(["master_candidate", "auto-promotion"])
+            else:
+                reason = ("offline" if node.offline else "drain" if node.drained
+                          else "master_capable")
+                result.append(["master_candidate", f"auto-demotion due to {reason}"])
+        self.cfg.update(node)
+        if self.demoting and op.auto_promote:
+            adjust_candidate_pool(self.cfg, [node.uuid], feedback_fn)
+        if self.new_mc and not was_mc:
+            redistribute(self.context, feedback_fn, [node.uuid])
+            sync_queue_to(self.context, node.name)
+        elif came_online:
+            redistribute(self.context, feedback_fn, [node.uuid])
+        return result
+
+
+class LUNodePowercycle(LogicalUnit):
+    """Power-cycle a node: not supported by the node daemons of this version."""
+
+    HPATH = None
+    HTYPE = None
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.node = expand_node(self.cfg, self.op.node_name, self.op.node_uuid)
+        self.needed_locks = {}
+
+    def CheckPrereq(self) -> None:
+        if self.node.uuid == self.cfg.get_master_node() and not self.op.force:
+            raise errors.OpPrereqError("The node is the master and the force parameter was"
+                                       " not set", errors.ECODE_INVAL)
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        raise errors.OpExecError("Power-cycling nodes is not supported by this version")
+
+
+# --- query resource ------------------------------------------------------------------
+
+class NodeQueryData:
+    """What the node field getters read: config snapshot plus optional live data."""
+
+    def __init__(self, cfg: Any, live: dict[str, Any] | None) -> None:
+        data = cfg.get_config_data()
+        self.master_uuid = data.cluster.master_node
+        self.groups = data.nodegroups
+        self.live = live
+        self.pinst: dict[str, list[str]] = {u: [] for u in data.nodes}
+        self.sinst: dict[str, list[str]] = {u: [] for u in data.nodes}
+        for inst in data.instances.values():
+            self.pinst.setdefault(inst.primary_node, []).append(inst.name)
+            for disk_uuid in inst.disks:
+                disk = data.disks.get(disk_uuid)
+                for nuuid in (disk.nodes if disk else []):
+                    if nuuid != inst.primary_node and inst.name not in self.sinst.setdefault(
+                            nuuid, []):
+                        self.sinst[nuuid].append(inst.name)
+
+
+def _live(key: str, sub: str | None = None) -> Any:
+    def getter(ctx: NodeQueryData, node: Node) -> Any:
+        if node.offline:
+            return query.OFFLINE
+        if ctx.live is None:
+            return query.NODATA
+        info = ctx.live.get(node.uuid)
+        if info is None:
+            return query.UNAVAIL
+        if sub is not None:
+            storage = [s for s in info.get("storage", []) if "storage_size" in s]
+            if not storage:
+                return query.UNAVAIL
+            return storage[0].get(sub, query.UNAVAIL)
+        return info.get(key, query.UNAVAIL)
+    return getter
+
+
+_LIVE = frozenset(["live"])
+
+
+def _group_name(ctx: NodeQueryData, node: Node) -> Any:
+    group = ctx.groups.get(node.group)
+    return group.name if group else query.UNAVAIL
+
+
+NODE_FIELDS = query.make_table([
+    query.simple_field("name", "Node", constants.QFT_TEXT, "Node name", "name"),
+    query.simple_field("pip", "PrimaryIP", constants.QFT_TEXT, "Primary IP address",
+                       "primary_ip"),
+    query.simple_field("sip", "SecondaryIP", constants.QFT_TEXT, "Secondary IP address",
+                       "secondary_ip"),
+    query.simple_field("master_candidate", "MasterC", constants.QFT_BOOL,
+                       "Whether node is a master candidate", "master_candidate"),
+    query.simple_field("master_capable", "MasterCapable", constants.QFT_BOOL,
+                       "Whether node can become a master candidate", "master_capable"),
+    query.simple_field("vm_capable", "VMCapable", constants.QFT_BOOL,
+                       "Whether node can host instances", "vm_capable"),
+    query.simple_field("drained", "Drained", constants.QFT_BOOL,
+                       "Whether node is drained", "drained"),
+    query.simple_field("offline", "Offline", constants.QFT_BOOL,
+                       "Whether node is marked offline", "offline"),
+    query.simple_field("powered", "Powered", constants.QFT_BOOL,
+                       "Whether node is thought to be powered on", "powered"),
+    query.FieldDef("master", "IsMaster", constants.QFT_BOOL, "Whether node is master",
+                   lambda ctx, n: n.uuid == ctx.master_uuid),
+    query.FieldDef("role", "Role", constants.QFT_TEXT,
+                   "Node role; \"M\" for master, \"C\" for master candidate, \"R\" for"
+                   " regular, \"D\" for drained, \"O\" for offline",
+                   lambda ctx, n: node_role(n, ctx.master_uuid)),
+    query.FieldDef("group", "Group", constants.QFT_TEXT, "Node group", _group_name),
+    query.simple_field("group.uuid", "GroupUUID", constants.QFT_TEXT, "UUID of node group",
+                       "group"),
+    query.FieldDef("ndparams", "NodeParameters", constants.QFT_OTHER,
+                   "Custom node parameters", lambda ctx, n: dict(n.ndparams)),
+    query.FieldDef("pinst_cnt", "Pinst", constants.QFT_NUMBER,
+                   "Number of instances with this node as primary",
+                   lambda ctx, n: len(ctx.pinst.get(n.uuid, []))),
+    query.FieldDef("sinst_cnt", "Sinst", constants.QFT_NUMBER,
+                   "Number of instances with this node as secondary",
+                   lambda ctx, n: len(ctx.sinst.get(n.uuid, []))),
+    query.FieldDef("pinst_list", "PriInstances", constants.QFT_OTHER,
+                   "List of instances with this node as primary",
+                   lambda ctx, n: sorted(ctx.pinst.get(n.uuid, []))),
+    query.FieldDef("sinst_list", "SecInstances", constants.QFT_OTHER,
+                   "List of instances with this node as secondary",
+                   lambda ctx, n: sorted(ctx.sinst.get(n.uuid, []))),
+    query.FieldDef("mtotal", "MTotal", constants.QFT_UNIT, "Total amount of memory of"
+                   " physical machine", _live("memory_total"), _LIVE),
+    query.FieldDef("mnode", "MNode", constants.QFT_UNIT, "Amount of memory used by node"
+                   " (dom0 for Xen)", _live("memory_dom0"), _LIVE),
+    query.FieldDef("mfree", "MFree", constants.QFT_UNIT, "Memory available for instance"
+                   " allocations", _live("memory_free"), _LIVE),
+    query.FieldDef("dtotal", "DTotal", constants.QFT_UNIT, "Total disk space in volume group",
+                   _live("", "storage_size"), _LIVE),
+    query.FieldDef("dfree", "DFree", constants.QFT_UNIT, "Available disk space in volume"
+                   " group", _live("", "storage_free"), _LIVE),
+    query.FieldDef("ctotal", "CTotal", constants.QFT_NUMBER, "Number of logical processors",
+                   _live("cpu_total"), _LIVE),
+    query.FieldDef("cnodes", "CNodes", constants.QFT_NUMBER, "Number of NUMA domains on node",
+                   _live("cpu_nodes"), _LIVE),
+    query.FieldDef("csockets", "CSockets", constants.QFT_NUMBER, "Number of physical CPU"
+                   " sockets", _live("cpu_sockets"), _LIVE),
+    query.FieldDef("cnos", "CNOs", constants.QFT_NUMBER, "Number of logical processors used"
+                   " by the node OS", _live("cpu_dom0"), _LIVE),
+    query.FieldDef("bootid", "BootID", constants.QFT_TEXT, "Random UUID renewed for each"
+                   " system reboot", _live("bootid"), _LIVE),
+    query.tags_field(), query.uuid_field("Node"), query.serial_no_field("Node"),
+    *query.timestamp_fields("Node"),
+])
+
+
+def _storage_units(cluster: Any) -> list[list[Any]]:
+    if constants.DT_FILE in cluster.enabled_disk_templates and cluster.file_storage_dir:
+        return [[constants.DT_FILE, cluster.file_storage_dir, {}]]
+    if (constants.DT_SHARED_FILE in cluster.enabled_disk_templates
+            and cluster.shared_file_storage_dir):
+        return [[constants.DT_SHARED_FILE, cluster.shared_file_storage_dir, {}]]
+    return []
+
+
+def collect_live(context: Any, nodes: list[Node]) -> dict[str, Any]:
+    """``{node uuid: node_info payload}`` for the online nodes that answered."""
+    online = [n for n in nodes if not n.offline]
+    if context.rpc is None or not online:
+        return {}
+    cluster = context.cfg.get_cluster_info()
+    hv = cluster.primary_hypervisor
+    results = context.rpc.call_node_info([n.name for n in online], _storage_units(cluster),
+                                         [[hv, dict(cluster.hvparams.get(hv, {}))]])
+    live: dict[str, Any] = {}
+    for node in online:
+        res = results.get(node.name)
+        if res is not None and not res.fail_msg and isinstance(res.payload, dict):
+            live[node.uuid] = res.payload
+        elif res is not None:
+            logger.warning("node_info on %s failed: %s", node.name, res.fail_msg)
+    return live
+
+
+def collect_nodes(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+    """The ``node`` resource's collect function (query2).
+
+    Explicitly named nodes that do not exist raise OpPrereqError ECODE_NOENT.
+    """
+    cfg = context.cfg
+    nodes = list(cfg.get_all_nodes_info().values())
+    names = query.requested_names(qfilter, "name")
+    if names:
+        by_name = {n.name: n for n in nodes}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise errors.OpPrereqError(f"Node(s) {', '.join(map(str, missing))} unknown",
+                                       errors.ECODE_NOENT)
+        nodes = [by_name[n] for n in names]
+    live = collect_live(context, nodes) if "live" in needs else None
+    return nodes, NodeQueryData(cfg, live)

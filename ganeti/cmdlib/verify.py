@@ -1,0 +1,301 @@
+"""Cluster verification: OP_CLUSTER_VERIFY, _VERIFY_CONFIG and _VERIFY_GROUP.
+
+``OP_CLUSTER_VERIFY`` only submits jobs: one VERIFY_CONFIG job and one
+VERIFY_GROUP job per node group (result ``{"jobs": [[true, id], ...]}``).
+The two workers report every problem as a feedback line in Ganeti's
+format (PROTOCOLS.md 2.7) and return False when an error (not a warning)
+was found:
+
+* with ``error_codes``: ``ERROR:ENODEVERSION:node:node2:<message>``
+* without: ``ERROR: node node2: <message>``
+
+(each line is sent as ``"  - " + line``, like Ganeti).  Codes listed in
+``ignore_errors`` are reported as warnings.  ``debug_simulate_errors``
+turns every check into a failure (to test the reporting path).
+
+The group check asks every online node of the group (``node_verify``
+RPC) for its versions, clock, host and cluster name, TCP reachability of
+the group's other nodes and the checksums of the cluster files, and
+compares those with the master's own files: ``config.data`` on master
+candidates, ``server.pem`` and the ssconf files everywhere.  The
+``cluster-verify`` post hooks run on the group's nodes and their failures
+are folded into the result (``ENODEHOOKS``).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, crypto, locking, opcodes
+from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.common import expand_group
+from ganeti.rpc.defs import to_canonical
+
+__all__ = ["LUClusterVerify", "LUClusterVerifyConfig", "LUClusterVerifyGroup", "Reporter",
+           "format_verify_line", "NODE_MAX_CLOCK_SKEW"]
+
+#: Clock differences (seconds) between master and node tolerated by verify.
+NODE_MAX_CLOCK_SKEW = 150.0
+
+ETYPE_ERROR = "ERROR"
+ETYPE_WARNING = "WARNING"
+OT_CLUSTER = "cluster"
+OT_NODE = "node"
+OT_GROUP = "group"
+
+
+def format_verify_line(etype: str, code: str, otype: str, name: str, msg: str,
+                       error_codes: bool) -> str:
+    """One verify result line (without the ``"  - "`` feedback prefix)."""
+    if error_codes:
+        return f"{etype}:{code}:{otype}:{name}:{msg}"
+    return f"{etype}: {otype} {name}: {msg}" if name else f"{etype}: {otype}: {msg}"
+
+
+class Reporter:
+    """Collects verify findings and sends them as feedback lines."""
+
+    def __init__(self, op: Any, feedback_fn: Callable[[str], None]) -> None:
+        self.error_codes = bool(getattr(op, "error_codes", False))
+        self.ignore = set(getattr(op, "ignore_errors", []) or [])
+        self.simulate = bool(getattr(op, "debug_simulate_errors", False))
+        self.feedback_fn = feedback_fn
+        self.bad = False
+        self.lines: list[str] = []
+
+    def report(self, code: str, otype: str, name: str, msg: str, *,
+               warning: bool = False) -> None:
+        """Report one finding (an error unless ``warning`` or its code is ignored)."""
+        etype = ETYPE_WARNING if warning or code in self.ignore else ETYPE_ERROR
+        if etype == ETYPE_ERROR:
+            self.bad = True
+        line = format_verify_line(etype, code, otype, name, msg, self.error_codes)
+        self.lines.append(line)
+        self.feedback_fn(f"  - {line}")
+
+    def error_if(self, cond: Any, code: str, otype: str, name: str, msg: str, *,
+                 warning: bool = False) -> bool:
+        """Report when ``cond`` is true (or errors are simulated); returns whether reported."""
+        if cond or self.simulate:
+            self.report(code, otype, name, msg, warning=warning)
+            return True
+        return False
+
+
+class LUClusterVerify(NoHooksLU):
+    """Submit the config job and one job per node group (or the given group)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        op = self.op
+        jobs: list[list[dict[str, Any]]] = []
+        common = {"error_codes": op.error_codes, "debug_simulate_errors": op.debug_simulate_errors,
+                  "ignore_errors": list(op.ignore_errors), "verbose": op.verbose}
+        if op.group_name is None:
+            groups = sorted(g.name for g in self.cfg.get_all_nodegroups_info().values())
+            jobs.append([opcodes.to_dict(opcodes.OP_REGISTRY["OP_CLUSTER_VERIFY_CONFIG"](
+                **common))])
+        else:
+            groups = [expand_group(self.cfg, op.group_name).name]
+        for name in groups:
+            vop = opcodes.OP_REGISTRY["OP_CLUSTER_VERIFY_GROUP"](
+                group_name=name, skip_checks=list(op.skip_checks),
+                verify_clutter=op.verify_clutter, **common)
+            jobs.append([opcodes.to_dict(vop)])
+        return {"jobs": self.proc.submit_many_jobs(jobs)}
+
+
+class LUClusterVerifyConfig(NoHooksLU):
+    """Verify the configuration itself and the master's certificate."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Any) -> bool:
+        rep = Reporter(self.op, feedback_fn)
+        feedback_fn("* Verifying cluster config")
+        problems = self.cfg.verify_config()
+        for msg in problems:
+            rep.report("ECLUSTERCFG", OT_CLUSTER, "", msg)
+        if not problems:
+            rep.error_if(False, "ECLUSTERCFG", OT_CLUSTER, "", "simulated configuration error")
+        feedback_fn("* Verifying cluster certificate files")
+        paths = self.context.paths
+        for msg in crypto.verify_cert(paths.server_pem):
+            expiring = "expires in" in msg
+            rep.report("ECLUSTERCERT", OT_CLUSTER, "", msg, warning=expiring)
+        feedback_fn("* Verifying hypervisor parameters")
+        cluster = self.cfg.get_cluster_info()
+        for hv in cluster.hvparams:
+            rep.error_if(hv not in constants.HYPER_TYPES, "ECLUSTERCFG", OT_CLUSTER, "",
+                         f"unknown hypervisor '{hv}' in the cluster hypervisor parameters")
+        return not rep.bad
+
+
+def _sha1(path: str) -> str | None:
+    digest = hashlib.sha1()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1024 * 1024), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+class LUClusterVerifyGroup(NoHooksLU):
+    """Verify the nodes of one node group against each other and the master."""
+
+    REQ_BGL = False
+    VERIFY_HPATH = "cluster-verify"
+
+    def ExpandNames(self) -> None:
+        self.group = expand_group(self.cfg, self.op.group_name)
+        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group.uuid],
+                             locking.LEVEL_NODE: []}
+        self.share_locks = {locking.LEVEL_NODEGROUP: 1, locking.LEVEL_NODE: 1}
+
+    def DeclareLocks(self, level: int) -> None:
+        if level == locking.LEVEL_NODE:
+            self.needed_locks[locking.LEVEL_NODE] = sorted(
+                n.uuid for n in self.cfg.get_all_nodes_info().values()
+                if n.group == self.group.uuid)
+
+    # -- helpers ---------------------------------------------------------------
+    def _file_lists(self) -> tuple[list[str], list[str]]:
+        """``(files for every node, files only for candidates)`` as local paths."""
+        paths = self.context.paths
+        everywhere = [p for p in [paths.server_pem] if os.path.exists(p)]
+        everywhere += sorted(glob.glob(paths.ssconf_file("*")))
+        return everywhere, [paths.config_file]
+
+    def _check_files(self, rep: Reporter, nodes: list[Any], answers: dict[str, Any],
+                     master_sums: dict[str, str | None], cand_files: list[str]) -> None:
+        paths = self.context.paths
+        for path, master_sum in sorted(master_sums.items()):
+            canonical = to_canonical(paths.root, path)
+            only_mc = path in cand_files
+            missing, differ = [], []
+            for node in nodes:
+                if only_mc and not node.master_candidate:
+                    continue
+                data = answers.get(node.name)
+                if data is None:
+                    continue
+                node_sum = (data.get("filelist") or {}).get(canonical)
+                if node_sum is None:
+                    missing.append(node.name)
+                elif master_sum is not None and node_sum != master_sum:
+                    differ.append(node.name)
+            rep.error_if(missing, "ECLUSTERFILECHECK", OT_CLUSTER, "",
+                         f"File {canonical} is missing from node(s) {', '.join(missing)}")
+            rep.error_if(differ, "ECLUSTERFILECHECK", OT_CLUSTER, "",
+                         f"File {canonical} differs from the master's copy on node(s)"
+                         f" {', '.join(differ)}")
+
+    def _run_hooks(self, rep: Reporter, nodes: list[Any], feedback_fn: Any) -> None:
+        runner = getattr(self.context, "hooks_runner", None)
+        if runner is None or not hasattr(runner, "run_path"):
+            return
+        cluster = self.cfg.get_cluster_info()
+        env: dict[str, Any] = {"CLUSTER_TAGS": " ".join(sorted(cluster.tags))}
+        for node in nodes:
+            env[f"NODE_TAGS_{node.name}"] = " ".join(sorted(node.tags))
+        names = [n.name for n in nodes if not n.offline]
+        results = runner.run_path(self, self.VERIFY_HPATH, constants.HTYPE_CLUSTER,
+                                  constants.HOOKS_PHASE_POST, env, names)
+        for node_name, entries in sorted(results.items()):
+            for script, status, output in entries:
+                if status == constants.HKR_FAIL:
+                    text = output.strip().replace("\n", "\n      ")
+                    rep.report("ENODEHOOKS", OT_NODE, node_name,
+                               f"Script {script} failed, output: {text}")
+
+    # -- main ------------------------------------------------------------------
+    def Exec(self, feedback_fn: Any) -> bool:  # noqa: C901 - a list of checks
+        rep = Reporter(self.op, feedback_fn)
+        cfg, rpc = self.cfg, self.rpc
+        cluster = cfg.get_cluster_info()
+        nodes = sorted((n for n in cfg.get_all_nodes_info().values()
+                        if n.group == self.group.uuid), key=lambda n: n.name)
+        online = [n for n in nodes if not n.offline]
+        for node in nodes:
+            if node.offline:
+                feedback_fn(f"* Skipping offline node {node.name}")
+        if rpc is None:
+            rep.report("ENODERPC", OT_GROUP, self.group.name,
+                       "node RPC is not available on this master", warning=True)
+            return not rep.bad
+        everywhere, cand_files = self._file_lists()
+        paths = self.context.paths
+        node_port = getattr(getattr(rpc, "resolver", None), "port", None)
+        nodelist = [[n.name, n.primary_ip] + ([node_port] if node_port else [])
+                    for n in online]
+        files = [to_canonical(paths.root, p) for p in everywhere + cand_files]
+        checks = {"version": None, "filelist": files, "nodelist": nodelist, "hooks": None,
+                  "time": None, "hostname": None, "cluster_name": None}
+        feedback_fn(f"* Gathering data ({len(online)} nodes)")
+        before = {p: _sha1(p) for p in everywhere + cand_files}
+        start = time.time()
+        results = rpc.call_node_verify([n.name for n in online], checks,
+                                       cluster.cluster_name) if online else {}
+        end = time.time()
+        after = {p: _sha1(p) for p in everywhere + cand_files}
+        # a file that changed on the master meanwhile (a concurrent job) is not compared
+        master_sums = {p: s for p, s in after.items() if before.get(p) == s}
+        feedback_fn("* Verifying node status")
+        answers: dict[str, dict[str, Any]] = {}
+        for node in online:
+            res = results.get(node.name)
+            msg = "no answer" if res is None else res.fail_msg
+            if rep.error_if(msg, "ENODERPC", OT_NODE, node.name,
+                            f"while contacting node: {msg}"):
+                continue
+            data = res.payload if isinstance(res.payload, dict) else {}
+            answers[node.name] = data
+            version = data.get("version")
+            if rep.error_if(not isinstance(version, list) or len(version) != 2, "ENODEVERSION",
+                            OT_NODE, node.name, "connection to node returned invalid data"):
+                continue
+            rep.error_if(version[0] != constants.PROTOCOL_VERSION, "ENODEVERSION", OT_NODE,
+                         node.name, f"incompatible protocol versions: master"
+                         f" {constants.PROTOCOL_VERSION}, node {version[0]}")
+            rep.error_if(version[1] != constants.RELEASE_VERSION, "ENODEVERSION", OT_NODE,
+                         node.name, f"software version mismatch: master"
+                         f" {constants.RELEASE_VERSION}, node {version[1]}", warning=True)
+            ntime = data.get("time")
+            if isinstance(ntime, (int, float)):
+                skew = 0.0
+                if ntime < start - NODE_MAX_CLOCK_SKEW:
+                    skew = start - ntime
+                elif ntime > end + NODE_MAX_CLOCK_SKEW:
+                    skew = ntime - end
+                rep.error_if(skew, "ENODETIME", OT_NODE, node.name,
+                             f"Node time diverges by at least {skew:.1f}s from master node"
+                             " time")
+            else:
+                rep.report("ENODETIME", OT_NODE, node.name, "Node returned invalid time")
+            hostname = data.get("hostname")
+            rep.error_if(hostname and hostname != node.name, "ENODESETUP", OT_NODE, node.name,
+                         f"node reports its name as {hostname}")
+            cname = data.get("cluster_name")
+            rep.error_if(cname != cluster.cluster_name, "ENODESETUP", OT_NODE, node.name,
+                         f"node belongs to cluster {cname!r}, not {cluster.cluster_name!r}")
+            for other, err in sorted((data.get("nodelist") or {}).items()):
+                rep.report("ENODENET", OT_NODE, node.name,
+                           f"tcp communication with node '{other}': {err}")
+        feedback_fn("* Verifying configuration file consistency")
+        self._check_files(rep, online, answers, master_sums, cand_files)
+        self._run_hooks(rep, online, feedback_fn)
+        return not rep.bad

@@ -1,0 +1,59 @@
+"""Node group opcodes: add, remove, rename, assign nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti import constants
+from ganeti.opcodes.base import OpCode, param
+
+__all__ = ["OpGroupAdd", "OpGroupRemove", "OpGroupRename", "OpGroupAssignNodes", "ALL_OPCODES"]
+
+
+@dataclass(kw_only=True)
+class OpGroupAdd(OpCode):
+    """Add a node group."""
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+    alloc_policy: str | None = param(None, choices=constants.VALID_ALLOC_POLICIES)
+    ndparams: dict[str, Any] | None = None
+    diskparams: dict[str, dict[str, Any]] | None = None
+    ipolicy: dict[str, Any] | None = None
+    hv_state: dict[str, Any] | None = None
+    disk_state: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class OpGroupRemove(OpCode):
+    """Remove an empty node group."""
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+
+
+@dataclass(kw_only=True)
+class OpGroupRename(OpCode):
+    """Rename a node group."""
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+    new_name: str
+
+
+@dataclass(kw_only=True)
+class OpGroupAssignNodes(OpCode):
+    """Move nodes into a node group."""
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+    nodes: list[str]
+    force: bool = False
+
+
+ALL_OPCODES = (OpGroupAdd, OpGroupRemove, OpGroupRename, OpGroupAssignNodes)

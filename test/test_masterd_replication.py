@@ -1,0 +1,169 @@
+"""Replication of config, ssconf and job files (seed 004) as wired by the master daemon."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fakes import FakeRpc, make_config  # noqa: E402
+from fakes.fakeconfig import node_name  # noqa: E402
+
+from ganeti import opcodes, ssconf  # noqa: E402
+from ganeti.cmdlib.common import HooksRunner, Replicator  # noqa: E402
+from ganeti.jqueue import storage as jstorage  # noqa: E402
+from ganeti.pathutils import Paths  # noqa: E402
+from ganeti.server import masterd  # noqa: E402
+
+
+def _replicating_config(tmp_path, **kw):
+    cfg = make_config(tmp_path, **kw)
+    paths = Paths(root=str(tmp_path / "root"))
+    rpc = FakeRpc(cfg)
+    rep = Replicator(paths, rpc)
+    rep.refresh_targets(cfg)
+    cfg._on_change = lambda data: rep.on_config_change(cfg, data)  # as masterd wires it
+    return cfg, rpc, rep, paths
+
+
+def test_config_goes_to_candidates_and_ssconf_to_all_nodes(tmp_path) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=5, candidates=3, offline=(5,))
+    node = cfg.get_node_info_by_name(node_name(4))
+    node.tags.append("x")
+    cfg.update(node)
+    (nodes, args), = rpc.calls_to("upload_file")
+    assert nodes == [node_name(2), node_name(3)]          # candidates, not the master
+    assert args[0] == "/var/lib/ganeti/config.data"
+    with open(paths.config_file, encoding="utf-8") as fh:
+        assert args[1] == fh.read()                       # exactly the bytes written
+    (nodes, args), = rpc.calls_to("write_ssconf_files")
+    assert nodes == [node_name(2), node_name(3), node_name(4)]   # every online node
+    assert ("write_ssconf_files", node_name(5)) not in rpc.offline_skipped
+    assert ssconf.SimpleStore(paths).get_master_node() == node_name(1)   # local too
+
+
+def test_unchanged_ssconf_is_not_resent(tmp_path) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3)
+    node = cfg.get_node_info_by_name(node_name(2))
+    node.tags.append("a")
+    cfg.update(node)
+    node.tags.append("b")
+    cfg.update(node)
+    assert len(rpc.calls_to("upload_file")) == 2
+    assert len(rpc.calls_to("write_ssconf_files")) == 1
+
+
+def test_single_node_cluster_makes_no_rpc(tmp_path) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=1)
+    cfg.update(cfg.get_cluster_info())
+    assert rpc.calls == []
+
+
+def test_job_files_go_to_candidates_only(tmp_path) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=4, candidates=2)
+    os.makedirs(paths.queue_dir, exist_ok=True)
+    storage = jstorage.JobStorage(paths, sync_mode=jstorage.SYNC_NONE,
+                                  replicate=rep.replicate_job_file,
+                                  replicate_rename=rep.replicate_rename)
+    storage.open()
+    try:
+        storage.write_jobs([(7, b'{"id": 7}')])
+        storage.close()
+    finally:
+        storage.close()
+    updates = rpc.calls_to("jobqueue_update")
+    assert updates and all(nodes == [node_name(2)] for nodes, _ in updates)
+    assert ["/var/lib/ganeti/queue/job-7", '{"id": 7}'] in [args for _, args in updates]
+
+
+def test_more_than_half_failing_is_logged_as_error(tmp_path, caplog) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=4)
+    rpc.set_failure("jobqueue_update", node_name(2), "down")
+    with caplog.at_level(logging.WARNING):
+        rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"{}")
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    caplog.clear()
+    rpc.set_failure("jobqueue_update", node_name(3), "down")
+    with caplog.at_level(logging.WARNING):
+        rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"{}")
+    assert [r.levelno for r in caplog.records] == [logging.ERROR, logging.ERROR]
+
+
+def test_build_context_wires_replication_and_hooks(tmp_path, monkeypatch) -> None:
+    make_config(tmp_path, nodes=3)
+    paths = Paths(root=str(tmp_path / "root"))
+    os.makedirs(paths.queue_dir, exist_ok=True)
+    fake: list[FakeRpc] = []
+
+    def build_rpc(cfg, paths, *args):
+        fake.append(FakeRpc(cfg))
+        return fake[0]
+
+    monkeypatch.setattr(masterd, "_build_rpc", build_rpc)
+    ctx = masterd.build_context(paths, workers=1, sync_mode=jstorage.SYNC_NONE)
+    try:
+        assert isinstance(ctx.hooks_runner, HooksRunner)
+        ctx.cfg.update(ctx.cfg.get_cluster_info())
+        assert fake[0].nodes_called("upload_file") == {node_name(2), node_name(3)}
+        ctx.jqueue.start()
+        job_id = ctx.jqueue.submit_job([opcodes.to_dict(opcodes.OpTestDelay(duration=0))])
+        ctx.jqueue.wait_for_job_change(job_id, ["status"], None, None, 5.0)
+    finally:
+        ctx.jqueue.shutdown(timeout=10)
+    assert fake[0].nodes_called("jobqueue_update") == {node_name(2), node_name(3)}
+    assert dispatcher_rows(ctx)[0][0] == node_name(1)
+
+
+def dispatcher_rows(ctx):
+    """Old-style QueryNodes through the LUXI dispatcher."""
+    from ganeti import luxi
+    disp = masterd.LuxiDispatcher(ctx)
+    frame = luxi.encode_request("QueryNodes", [[], ["name", "role"], False])
+    reply = disp.handle(frame.rstrip(b"\x03"))
+    resp = luxi.parse_response(reply.rstrip(b"\x03"))
+    return resp
+
+
+def test_real_node_daemons_replication_verify_and_node_ops(tmp_path, monkeypatch) -> None:
+    """build_context with real RPC against 3 real node daemons (no --no-rpc)."""
+    import noded_harness
+
+    from fakes.fakeconfig import run_opcode
+
+    from ganeti import constants
+    from ganeti.opcodes import cluster as ocluster
+    from ganeti.opcodes import node as onode
+
+    with noded_harness.NodedCluster(tmp_path / "vc", 3) as vc:
+        monkeypatch.setenv(constants.ENV_NODED_PORT, str(vc.port))
+        root = vc.node(node_name(1)).paths.root
+        make_config(tmp_path, nodes=3, candidates=2, root=root)
+        paths = Paths(root=root)
+        ctx = masterd.build_context(paths, workers=1, sync_mode=jstorage.SYNC_NONE)
+        try:
+            assert ctx.rpc is not None and ctx.hooks_runner is not None
+            run_opcode(ctx, ocluster.OpClusterRedistConf())
+            master_cfg = Path(paths.config_file).read_bytes()
+            cand = Paths(root=vc.node(node_name(2)).paths.root)
+            assert Path(cand.config_file).read_bytes() == master_cfg
+            regular = Paths(root=vc.node(node_name(3)).paths.root)
+            assert not os.path.exists(regular.config_file)
+            assert ssconf.SimpleStore(regular).get_master_node() == node_name(1)
+            result, msgs, _ = run_opcode(ctx, ocluster.OpClusterVerifyGroup(
+                group_name="default", error_codes=True))
+            assert result is True, msgs
+            # promote node3: it gets the config; then tamper with it and verify again
+            run_opcode(ctx, onode.OpNodeSetParams(node_name=node_name(3), master_candidate=True))
+            assert Path(regular.config_file).read_bytes() == Path(paths.config_file).read_bytes()
+            Path(regular.config_file).write_text("{}")
+            result, msgs, _ = run_opcode(ctx, ocluster.OpClusterVerifyGroup(
+                group_name="default", error_codes=True))
+            assert result is False
+            assert any("ECLUSTERFILECHECK" in m and node_name(3) in m for m in msgs), msgs
+            res = ctx.rpc.call_version([node_name(2)])[node_name(2)]
+            assert res.payload == constants.PROTOCOL_VERSION
+        finally:
+            ctx.jqueue.shutdown(timeout=10)
