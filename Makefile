@@ -9,9 +9,9 @@ STAMP := $(VENV)/.installed
 all: test
 
 # System packages some features need (only installed when missing, as root).
-DEBIAN_PACKAGES := openssh-client
+DEBIAN_PACKAGES :=
 debian-deps:
-	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else echo "Please install:$$missing (as root: apt-get install$$missing)"; fi; \
