@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from ganeti import errors
 from ganeti.jqueue import storage as st
 from ganeti.pathutils import Paths
 
@@ -82,12 +83,23 @@ def test_drain_flag(storage: st.JobStorage) -> None:
     assert not storage.is_drained()
 
 
-def test_failed_commit_raises(storage: st.JobStorage, tmp_path) -> None:
-    os.chmod(storage.queue_dir, 0o500)
+def test_failed_commit_raises(storage: st.JobStorage, monkeypatch) -> None:
+    # A full disk while writing: the commit fails, the old file stays intact
+    # and no temporary file is left behind.
+    import errno
+    storage.write_jobs([(1, b"old")])
+    path = os.path.join(storage.queue_dir, "job-1")
+    real_write = os.write
+
+    def full_disk(fd: int, data) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(st.os, "write", full_disk)
     try:
-        if os.access(storage.queue_dir, os.W_OK):
-            pytest.skip("running as root: permissions are not enforced")
-        with pytest.raises(Exception):
-            storage.write_jobs([(1, b"x")])
+        with pytest.raises(errors.JobQueueError, match="No space left"):
+            storage.write_jobs([(1, b"new")])
     finally:
-        os.chmod(storage.queue_dir, 0o750)
+        monkeypatch.setattr(st.os, "write", real_write)
+    with open(path, "rb") as fh:
+        assert fh.read() == b"old"
+    assert not [n for n in os.listdir(storage.queue_dir) if ".tmp" in n]
