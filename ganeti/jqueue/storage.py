@@ -124,6 +124,7 @@ class _GroupWriter:
                 dirname, base = os.path.split(path)
                 tmp = os.path.join(dirname, f".{base}.tmp{self._seq}")
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+                temps.append((tmp, path))
                 try:
                     view = memoryview(data)
                     while view:
@@ -132,7 +133,6 @@ class _GroupWriter:
                         os.fsync(fd)
                 finally:
                     os.close(fd)
-                temps.append((tmp, path))
                 dirs.add(dirname)
             if self._sync_mode == SYNC_SYNCFS and temps:
                 fd = os.open(next(iter(dirs)), os.O_RDONLY | os.O_DIRECTORY)
