@@ -1,0 +1,504 @@
+"""Cluster bootstrap: ``gnt-cluster init``, node setup for ``gnt-node add``, destroy.
+
+Master side (run by ``gnt-cluster init`` on the future master node):
+
+* :func:`init_cluster` validates the names, creates the node's directories,
+  the cluster certificate (``server.pem``, also used as ``client.pem``), the
+  RAPI certificate, the HMAC key and cluster domain secret, the cluster SSH
+  key (kept when one already exists, so that a pre-seeded key works), the
+  initial :class:`~ganeti.objects.ConfigData` and the ssconf files;
+* :func:`start_noded` / :func:`start_masterd` start the daemons (they
+  daemonize themselves) and :func:`wait_for_noded` / :func:`wait_for_masterd`
+  wait until they answer.
+
+Node side (``gnt-node add``): :func:`setup_node_ssh` connects to the new
+node with the cluster SSH key and runs ``python3 -m ganeti.bootstrap join``
+there, feeding a JSON payload (certificate, SSH key, noded address and
+port) on stdin.  The remote side (:func:`prepare_node_join`) writes the
+files below *its own* ``$GANETI_ROOTDIR`` and (re)starts its node daemon,
+so the same command works on a real node and on a virtual node whose SSH
+server runs commands with that node's environment.
+
+Name resolution: :func:`resolve_host` first consults the hosts file named
+by ``$GANETI_HOSTS_FILE`` (``/etc/hosts`` format: ``IP NAME [ALIAS...]``),
+then the system resolver.  Virtual clusters use that file instead of
+``/etc/hosts``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid as uuidlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ganeti import config as gconfig
+from ganeti import constants, crypto, errors, objects, parameters, ssconf, ssh
+from ganeti.pathutils import Paths, get_paths
+from ganeti.utils import io as uio
+from ganeti.utils import validation
+
+__all__ = [
+    "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "DAEMONS_DIR", "resolve_host",
+    "authorized_keys_file", "make_node_dirs", "init_cluster", "noded_argv",
+    "start_noded", "start_masterd", "wait_for_noded", "wait_for_masterd",
+    "stop_daemon", "daemon_pid", "join_payload", "prepare_node_join", "setup_node_ssh",
+    "restart_noded_ssh", "remove_cluster_files", "node_tool_main",
+]
+
+logger = logging.getLogger(__name__)
+
+#: environment variable naming an ``/etc/hosts``-style file consulted first
+ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
+DEFAULT_DISK_TEMPLATES = (constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE)
+#: where ``ganeti-noded``/``ganeti-masterd`` live (next to the package)
+DAEMONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "daemons")
+_REMOTE_PYTHON = "python3"
+
+
+# --- names ------------------------------------------------------------------
+
+def _hosts_lookup(path: str, name: str) -> str | None:
+    try:
+        text = uio.read_file(path).decode("utf-8", "replace")
+    except OSError as exc:
+        raise errors.ResolverError(f"{name}: cannot read hosts file {path}: {exc}") from exc
+    name = name.lower()
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 2 and name in (f.lower() for f in fields[1:]):
+            return fields[0]
+    return None
+
+
+def resolve_host(name: str, *, env: Mapping[str, str] | None = None) -> str:
+    """The IPv4 address of ``name``: ``$GANETI_HOSTS_FILE`` first, then DNS.
+
+    Raises :class:`errors.ResolverError` when neither knows the name.
+    """
+    env = os.environ if env is None else env
+    hosts = env.get(ENV_HOSTS_FILE)
+    if hosts:
+        found = _hosts_lookup(hosts, name)
+        if found:
+            return found
+    try:
+        infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise errors.ResolverError(f"{name}: {exc}") from exc
+    if not infos:
+        raise errors.ResolverError(f"{name}: no IPv4 address")
+    return str(infos[0][4][0])
+
+
+# --- local files ----------------------------------------------------------------
+
+def authorized_keys_file(paths: Paths) -> str:
+    """The SSH ``authorized_keys`` file of the node (``<root>/root/.ssh/authorized_keys``)."""
+    return os.path.join(paths.root, "root", ".ssh", "authorized_keys")
+
+
+def make_node_dirs(paths: Paths) -> None:
+    """Create the directories a node needs below its root."""
+    for directory in (paths.data_dir, paths.run_dir, paths.socket_dir, paths.log_dir,
+                      paths.conf_dir, paths.queue_dir, paths.queue_archive_dir,
+                      paths.hooks_base_dir, paths.file_storage_dir,
+                      paths.shared_file_storage_dir, paths.os_search_path[0],
+                      os.path.dirname(authorized_keys_file(paths))):
+        os.makedirs(directory, exist_ok=True)
+
+
+def _add_authorized_key(paths: Paths, line: str) -> None:
+    path = authorized_keys_file(paths)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    parsed = ssh.parse_public_key_line(line)
+    if parsed is None:
+        raise errors.CommandError(f"Invalid SSH public key line: {line!r}")
+    if parsed[1] in ssh.read_authorized_keys(path):
+        return
+    try:
+        old = uio.read_file(path).decode("utf-8", "replace")
+    except FileNotFoundError:
+        old = ""
+    if old and not old.endswith("\n"):
+        old += "\n"
+    uio.write_file_atomic(path, old + line.strip() + "\n", mode=0o600)
+
+
+def _ensure_ssh_key(paths: Paths, cluster_name: str) -> str:
+    """Keep an existing cluster key (pre-seeded) or make one; returns the pub line."""
+    key = paths.ssh_key_file
+    if os.path.exists(key) and os.path.exists(key + ".pub"):
+        return uio.read_file(key + ".pub").decode("ascii").strip()
+    return ssh.generate_cluster_key(key, comment=f"ganeti@{cluster_name}")
+
+
+def _default_params(hypervisors: Sequence[str], templates: Sequence[str],
+                    hvparams: Mapping[str, Mapping[str, Any]] | None,
+                    beparams: Mapping[str, Any] | None, nicparams: Mapping[str, Any] | None,
+                    ndparams: Mapping[str, Any] | None) -> dict[str, Any]:
+    hv_all: dict[str, dict[str, Any]] = {}
+    for hv in hypervisors:
+        hv_all[hv] = {**parameters.defaults("hv", hv),
+                      **parameters.check_params("hv", (hvparams or {}).get(hv), hv)}
+    for hv in hvparams or {}:
+        if hv not in hypervisors:
+            raise errors.OpPrereqError(f"Hypervisor parameters given for '{hv}', which is"
+                                       " not enabled", errors.ECODE_INVAL)
+    disk = {t: parameters.defaults("disk", t) for t in constants.DISK_TEMPLATES
+            if parameters.param_table("disk", t) is not None}
+    return {
+        "hvparams": hv_all,
+        "beparams": {objects.PP_DEFAULT: {**parameters.defaults("be"),
+                                          **parameters.check_params("be", beparams)}},
+        "nicparams": {objects.PP_DEFAULT: {**parameters.defaults("nic"),
+                                           **parameters.check_params("nic", nicparams)}},
+        "ndparams": {**parameters.defaults("nd"), **parameters.check_params("nd", ndparams)},
+        "diskparams": disk,
+    }
+
+
+def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip: str,
+                 secondary_ip: str | None = None, cluster_ip: str | None = None,
+                 enabled_hypervisors: Sequence[str] = (constants.HT_FAKE,),
+                 enabled_disk_templates: Sequence[str] = DEFAULT_DISK_TEMPLATES,
+                 master_netdev: str = "", file_storage_dir: str | None = None,
+                 shared_file_storage_dir: str | None = None,
+                 candidate_pool_size: int = constants.DEFAULT_CANDIDATE_POOL_SIZE,
+                 hvparams: Mapping[str, Mapping[str, Any]] | None = None,
+                 beparams: Mapping[str, Any] | None = None,
+                 nicparams: Mapping[str, Any] | None = None,
+                 ndparams: Mapping[str, Any] | None = None,
+                 clock: Callable[[], float] = time.time) -> objects.ConfigData:
+    """Create the master node's files and the initial configuration.
+
+    Does not start daemons.  Raises :class:`errors.OpPrereqError` for bad
+    arguments and :class:`errors.ConfigurationError` when a cluster
+    configuration already exists.
+    """
+    cluster_name = validation.check_hostname(cluster_name, "cluster name")
+    master_name = validation.check_hostname(master_name, "master node name")
+    if os.path.exists(paths.config_file):
+        raise errors.ConfigurationError(
+            f"Cluster is already initialised ({paths.config_file} exists)")
+    hvs = list(dict.fromkeys(enabled_hypervisors))
+    templates = list(dict.fromkeys(enabled_disk_templates))
+    if not hvs:
+        raise errors.OpPrereqError("At least one hypervisor must be enabled", errors.ECODE_INVAL)
+    bad = [h for h in hvs if h not in constants.HYPER_TYPES]
+    if bad:
+        raise errors.OpPrereqError(f"Unknown hypervisor(s): {', '.join(bad)}",
+                                   errors.ECODE_INVAL)
+    if not templates:
+        raise errors.OpPrereqError("At least one disk template must be enabled",
+                                   errors.ECODE_INVAL)
+    bad = [t for t in templates if t not in constants.DISK_TEMPLATES]
+    if bad:
+        raise errors.OpPrereqError(f"Unknown disk template(s): {', '.join(bad)}",
+                                   errors.ECODE_INVAL)
+    if candidate_pool_size < 1:
+        raise errors.OpPrereqError("The candidate pool size must be at least 1",
+                                   errors.ECODE_INVAL)
+    params = _default_params(hvs, templates, hvparams, beparams, nicparams, ndparams)
+
+    make_node_dirs(paths)
+    key_pem, cert_pem = crypto.generate_self_signed_cert(cluster_name)
+    crypto.write_pem_pair(paths.server_pem, key_pem, cert_pem)
+    crypto.write_pem_pair(paths.client_pem, key_pem, cert_pem)
+    rkey, rcert = crypto.generate_self_signed_cert(cluster_name)
+    crypto.write_pem_pair(paths.rapi_pem, rkey, rcert)
+    uio.write_file_atomic(paths.confd_hmac_key, secrets.token_hex(32) + "\n", mode=0o400)
+    uio.write_file_atomic(paths.cluster_domain_secret, secrets.token_hex(32) + "\n",
+                          mode=0o400)
+    _add_authorized_key(paths, _ensure_ssh_key(paths, cluster_name))
+
+    now = clock()
+    node_uuid, group_uuid = str(uuidlib.uuid4()), str(uuidlib.uuid4())
+    node = objects.Node(name=master_name, uuid=node_uuid, primary_ip=master_ip,
+                        secondary_ip=secondary_ip or master_ip, group=group_uuid,
+                        master_candidate=True, ctime=now, mtime=now)
+    group = objects.NodeGroup(name="default", uuid=group_uuid, members=[node_uuid],
+                              ctime=now, mtime=now)
+    cluster = objects.Cluster(
+        cluster_name=cluster_name, uuid=str(uuidlib.uuid4()), master_node=node_uuid,
+        master_ip=cluster_ip or master_ip, master_netdev=master_netdev,
+        file_storage_dir=file_storage_dir or paths.file_storage_dir,
+        shared_file_storage_dir=shared_file_storage_dir or paths.shared_file_storage_dir,
+        enabled_hypervisors=hvs, enabled_disk_templates=templates,
+        candidate_pool_size=candidate_pool_size, ctime=now, mtime=now, **params)
+    data = objects.ConfigData(cluster=cluster, nodes={node_uuid: node},
+                              nodegroups={group_uuid: group}, ctime=now, mtime=now)
+    gconfig.ConfigWriter.initialize(paths.config_file, data, clock=clock)
+    ssconf.write_ssconf_files(paths, ssconf.compute_ssconf_values(data))
+    logger.info("Initialised cluster %s with master %s (%s)", cluster_name, master_name,
+                master_ip)
+    return data
+
+
+# --- daemons ----------------------------------------------------------------------
+
+def _daemon_env(paths: Paths, env: Mapping[str, str] | None) -> dict[str, str]:
+    out = dict(os.environ if env is None else env)
+    out[constants.ENV_ROOTDIR] = paths.root
+    return out
+
+
+def noded_argv(bind: str, port: int, *, python: str | None = None) -> list[str]:
+    """The command line that starts (and daemonizes) a node daemon."""
+    return [python or sys.executable, os.path.join(DAEMONS_DIR, constants.NODED),
+            "-b", bind, "-p", str(port)]
+
+
+def _run_starter(argv: list[str], env: dict[str, str], what: str, timeout: float) -> None:
+    try:
+        res = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                             timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise errors.OpExecError(f"Starting {what} took more than {timeout}s") from exc
+    if res.returncode != 0:
+        text = (res.stderr or res.stdout).decode("utf-8", "replace").strip()
+        raise errors.OpExecError(f"Cannot start {what} (exit {res.returncode}): {text}")
+
+
+def start_noded(paths: Paths, bind: str, port: int, *, env: Mapping[str, str] | None = None,
+                timeout: float = 30.0) -> None:
+    """Start ``ganeti-noded`` for ``paths`` on ``bind:port`` and wait until it answers."""
+    _run_starter(noded_argv(bind, port), _daemon_env(paths, env), "the node daemon", timeout)
+    wait_for_noded(bind, port, paths.server_pem, timeout=timeout)
+
+
+def start_masterd(paths: Paths, *, env: Mapping[str, str] | None = None,
+                  extra_args: Sequence[str] = (), timeout: float = 30.0) -> None:
+    """Start ``ganeti-masterd`` for ``paths`` and wait until LUXI answers."""
+    argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.MASTERD), *extra_args]
+    _run_starter(argv, _daemon_env(paths, env), "the master daemon", timeout)
+    wait_for_masterd(paths, timeout=timeout)
+
+
+def wait_for_noded(address: str, port: int, cert_file: str, *, timeout: float = 30.0,
+                   clock: Callable[[], float] = time.monotonic) -> None:
+    """Wait until the node daemon at ``address:port`` answers ``version``."""
+    from ganeti.rpc.transport import HttpsTransport
+    transport = HttpsTransport(cert_file)
+    deadline = clock() + timeout
+    last: Exception | None = None
+    while clock() < deadline:
+        try:
+            transport.post(address, port, "version", b"[]", 2.0)
+            return
+        except errors.GanetiError as exc:
+            last = exc
+            time.sleep(0.05)
+    raise errors.OpExecError(f"Node daemon at {address}:{port} not answering after"
+                             f" {timeout}s: {last}")
+
+
+def wait_for_masterd(paths: Paths, *, timeout: float = 30.0,
+                     clock: Callable[[], float] = time.monotonic) -> None:
+    """Wait until the master daemon of ``paths`` answers a LUXI query."""
+    from ganeti import luxi
+    deadline = clock() + timeout
+    last: Exception | None = None
+    while clock() < deadline:
+        try:
+            luxi.Client(paths.master_socket, connect_timeout=2.0,
+                        rw_timeout=5.0).QueryConfigValues(["cluster_name"])
+            return
+        except errors.GanetiError as exc:
+            last = exc
+            time.sleep(0.05)
+    raise errors.OpExecError(f"Master daemon not answering after {timeout}s: {last}")
+
+
+def daemon_pid(paths: Paths, daemon: str) -> int | None:
+    """The pid of a running ``daemon`` (from its pid file), or None."""
+    try:
+        pid = int(uio.read_file(paths.pid_file(daemon)).decode().strip() or "0")
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    return pid
+
+
+def stop_daemon(paths: Paths, daemon: str, *, timeout: float = 15.0,
+                clock: Callable[[], float] = time.monotonic) -> bool:
+    """SIGTERM a running ``daemon`` and wait (SIGKILL after ``timeout``).
+
+    Returns True if a process was stopped, False if none was running.
+    """
+    pid = daemon_pid(paths, daemon)
+    if pid is None:
+        return False
+    _signal_and_wait(pid, timeout, clock)
+    return True
+
+
+def _signal_and_wait(pid: int, timeout: float, clock: Callable[[], float]) -> None:
+    try:
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = clock() + timeout
+    while clock() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = clock() + 5.0
+    while clock() < deadline and _alive(pid):
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is as good as dead
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().split(b") ", 1)[1][:1] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def remove_cluster_files(paths: Paths) -> None:
+    """Remove the cluster files of a node (config, ssconf, keys, queue)."""
+    import glob
+    import shutil
+    files = [paths.config_file, paths.server_pem, paths.client_pem, paths.rapi_pem,
+             paths.confd_hmac_key, paths.cluster_domain_secret, paths.known_hosts_file,
+             paths.watcher_pause_file, paths.ssh_key_file, paths.ssh_key_file + ".pub"]
+    files.extend(glob.glob(paths.ssconf_file("*")))
+    for path in files:
+        uio.remove_file(path)
+    shutil.rmtree(paths.queue_dir, ignore_errors=True)
+
+
+# --- node join -------------------------------------------------------------------
+
+def join_payload(paths: Paths, *, bind: str, port: int) -> dict[str, Any]:
+    """The data a new node needs, read from the master's files."""
+    def text(path: str) -> str:
+        try:
+            return uio.read_file(path).decode("utf-8")
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot read {path}: {exc}") from exc
+    return {
+        "server_pem": text(paths.server_pem),
+        "ssh_key": text(paths.ssh_key_file),
+        "ssh_pub": text(paths.ssh_key_file + ".pub"),
+        "bind": bind,
+        "port": port,
+    }
+
+
+def prepare_node_join(paths: Paths, payload: Mapping[str, Any], *,
+                      env: Mapping[str, str] | None = None) -> None:
+    """Node side of a join: write the cluster files and (re)start the node daemon."""
+    for key in ("server_pem", "bind", "port"):
+        if key not in payload:
+            raise errors.ParameterError(f"Join data lacks '{key}'", errors.ECODE_INVAL)
+    make_node_dirs(paths)
+    pem = str(payload["server_pem"]).encode("utf-8")
+    uio.write_file_atomic(paths.server_pem, pem, mode=0o600)
+    uio.write_file_atomic(paths.client_pem, pem, mode=0o600)
+    if payload.get("ssh_key") and payload.get("ssh_pub"):
+        uio.write_file_atomic(paths.ssh_key_file, str(payload["ssh_key"]), mode=0o600)
+        uio.write_file_atomic(paths.ssh_key_file + ".pub", str(payload["ssh_pub"]), mode=0o644)
+        _add_authorized_key(paths, str(payload["ssh_pub"]).strip())
+    stop_daemon(paths, constants.NODED)
+    start_noded(paths, str(payload["bind"]), int(payload["port"]), env=env)
+
+
+def _ssh_runner(paths: Paths, port: int) -> ssh.SshRunner:
+    return ssh.SshRunner(paths.ssh_key_file, known_hosts_path=paths.known_hosts_file,
+                         port=port)
+
+
+def setup_node_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: int,
+                   timeout: float = 60.0, runner: ssh.SshRunner | None = None) -> None:
+    """Prepare a new node over SSH and wait until its node daemon answers us.
+
+    ``paths`` are the master's.  Raises :class:`errors.OpExecError` when
+    SSH or the remote setup fails.
+    """
+    runner = runner or _ssh_runner(paths, ssh_port)
+    payload = json.dumps(join_payload(paths, bind=node_ip, port=noded_port))
+    try:
+        res = runner.run(node_ip, f"{_REMOTE_PYTHON} -m ganeti.bootstrap join",
+                         port=ssh_port, timeout=timeout, input_data=payload)
+    except errors.CommandError as exc:
+        raise errors.OpExecError(f"Node setup over SSH failed: {exc}") from exc
+    if res.failed:
+        raise errors.OpExecError(
+            f"Node setup on {node_ip} failed (exit {res.exit_code}): "
+            f"{(res.stderr or res.stdout).strip()}")
+    wait_for_noded(node_ip, noded_port, paths.server_pem, timeout=timeout)
+
+
+def restart_noded_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: int,
+                      timeout: float = 60.0) -> None:
+    """Restart the node daemon of a node over SSH (e.g. after a new certificate)."""
+    setup = {"bind": node_ip, "port": noded_port}
+    res = _ssh_runner(paths, ssh_port).run(
+        node_ip, f"{_REMOTE_PYTHON} -m ganeti.bootstrap restart-noded", port=ssh_port,
+        timeout=timeout, input_data=json.dumps(setup))
+    if res.failed:
+        raise errors.OpExecError(f"Restarting the node daemon on {node_ip} failed:"
+                                 f" {(res.stderr or res.stdout).strip()}")
+
+
+def node_tool_main(argv: Sequence[str] | None = None) -> int:
+    """``python3 -m ganeti.bootstrap join|restart-noded|stop-noded`` (JSON on stdin)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1 or argv[0] not in ("join", "restart-noded", "stop-noded"):
+        sys.stderr.write("usage: python3 -m ganeti.bootstrap join|restart-noded|stop-noded\n")
+        return 2
+    paths = get_paths()
+    try:
+        if argv[0] == "stop-noded":
+            stop_daemon(paths, constants.NODED)
+            return 0
+        try:
+            payload = json.loads(sys.stdin.read() or "{}")
+        except ValueError as exc:
+            raise errors.ParameterError(f"Invalid JSON on stdin: {exc}") from exc
+        if argv[0] == "join":
+            prepare_node_join(paths, payload)
+        else:
+            stop_daemon(paths, constants.NODED)
+            start_noded(paths, str(payload["bind"]), int(payload["port"]))
+    except (errors.GanetiError, OSError, KeyError) as exc:
+        sys.stderr.write(f"{argv[0]} failed: {exc}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(node_tool_main())

@@ -1,0 +1,603 @@
+"""``gnt-cluster``: initialise, inspect, modify, verify and destroy the cluster.
+
+``init`` runs on the future master node without any daemon (it creates the
+files and starts them); every other verb talks to the master daemon over
+LUXI, except ``command``/``copyfile`` which use SSH to the nodes directly.
+
+Path mapping of ``copyfile`` on a virtual cluster: when this node's
+``$GANETI_ROOTDIR`` is not ``/`` and the file lies below it, the file goes
+to the same path *relative to each node's root* (``$GANETI_ROOTDIR`` of the
+remote node, expanded by the remote shell); other paths are copied as is.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from typing import Any
+
+from ganeti import cli, constants, errors
+from ganeti.client import tags_common
+
+__all__ = ["main", "commands", "init_cluster", "destroy_cluster", "show_cluster_info",
+           "show_master", "show_version", "modify_cluster", "redist_conf", "verify_cluster",
+           "queue_ops", "watcher_ops", "run_command", "copy_file", "renew_crypto",
+           "parse_keyval", "parse_hvparams", "node_ssh_targets", "format_command_output"]
+
+_SEPARATOR = "-" * 48
+
+
+# --- option parsing helpers ------------------------------------------------------
+
+def parse_keyval(text: str | None, what: str = "parameters") -> dict[str, str] | None:
+    """``"a=1,b=2"`` -> ``{"a": "1", "b": "2"}``; ``no_a`` -> ``a=False``, ``-a`` -> default."""
+    if text is None:
+        return None
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            if key.startswith("no_"):
+                key, value = key[3:], "False"
+            elif key.startswith("-"):
+                key, value = key[1:], "default"
+            else:
+                value = "True"
+        if not key:
+            raise errors.ParameterError(f"Invalid {what} item '{item}'", errors.ECODE_INVAL)
+        out[key] = value
+    return out
+
+
+def parse_hvparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
+    """``-H fake:a=1,b=2`` (repeatable) -> ``{"fake": {"a": "1", "b": "2"}}``."""
+    if not values:
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for text in values:
+        hv, sep, rest = text.partition(":")
+        if not hv:
+            raise errors.ParameterError(f"Invalid hypervisor parameters '{text}'"
+                                        " (expected HV:key=value,...)", errors.ECODE_INVAL)
+        out.setdefault(hv, {}).update(parse_keyval(rest if sep else "", "hypervisor") or {})
+    return out
+
+
+def _csv(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _submit(op: dict[str, Any], opts: Any, **kwargs: Any) -> Any:
+    return cli.submit_or_send(op, opts, **kwargs)
+
+
+# --- init / destroy ------------------------------------------------------------------
+
+def init_cluster(opts: Any, args: list[str]) -> int:
+    """Initialise a new cluster with this node as its master."""
+    from ganeti import bootstrap, luxi, pathutils
+    from ganeti.utils import net
+
+    paths = pathutils.get_paths()
+    cluster_name = args[0]
+    master_name = net.hostname()
+    master_ip = opts.primary_ip or bootstrap.resolve_host(master_name)
+    try:
+        cluster_ip = bootstrap.resolve_host(cluster_name)
+    except errors.ResolverError:
+        cluster_ip = master_ip
+    ndparams = parse_keyval(opts.ndparams, "node parameters") or {}
+    noded_port = int(os.environ.get(constants.ENV_NODED_PORT) or constants.DEFAULT_NODED_PORT)
+    bootstrap.init_cluster(
+        paths, cluster_name, master_name=master_name, master_ip=master_ip,
+        secondary_ip=opts.secondary_ip, cluster_ip=cluster_ip,
+        enabled_hypervisors=_csv(opts.enabled_hypervisors) or [constants.HT_FAKE],
+        enabled_disk_templates=(_csv(opts.enabled_disk_templates)
+                                or list(bootstrap.DEFAULT_DISK_TEMPLATES)),
+        master_netdev=opts.master_netdev or "", file_storage_dir=opts.file_storage_dir,
+        shared_file_storage_dir=opts.shared_file_storage_dir,
+        candidate_pool_size=(opts.candidate_pool_size
+                             or constants.DEFAULT_CANDIDATE_POOL_SIZE),
+        hvparams=parse_hvparams(opts.hvparams), beparams=parse_keyval(opts.beparams),
+        nicparams=parse_keyval(opts.nicparams), ndparams=ndparams)
+    bootstrap.start_noded(paths, master_ip, noded_port)
+    bootstrap.start_masterd(paths, extra_args=shlex.split(os.environ.get("GANETI_MASTERD_ARGS", "")))
+    cl = luxi.Client(paths.master_socket)
+    cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_POST_INIT"}, opts, cl, feedback_fn=None)
+    return cli.EXIT_SUCCESS
+
+
+def destroy_cluster(opts: Any, args: list[str]) -> int:
+    """Destroy the cluster (only the master may be left); needs --yes-do-it."""
+    if not opts.yes_do_it:
+        cli.to_stderr("Destroying a cluster is irreversible. If you really want to destroy"
+                      " this cluster, supply the --yes-do-it option.")
+        return cli.EXIT_FAILURE
+    from ganeti import bootstrap, pathutils
+    paths = pathutils.get_paths()
+    cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_DESTROY"}, opts)
+    bootstrap.stop_daemon(paths, constants.MASTERD)
+    bootstrap.stop_daemon(paths, constants.NODED)
+    bootstrap.remove_cluster_files(paths)
+    return cli.EXIT_SUCCESS
+
+
+# --- information ------------------------------------------------------------------------
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) if value else "(none)"
+    if value is None or value == "":
+        return "(none)" if value is None else ""
+    return str(value)
+
+
+def _print_dict(data: Any, indent: int, out: list[str]) -> None:
+    pad = "  " * indent
+    if not isinstance(data, dict):
+        out.append(f"{pad}{_fmt_value(data)}")
+        return
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, dict):
+            out.append(f"{pad}{key}:")
+            _print_dict(value, indent + 1, out)
+        else:
+            out.append(f"{pad}{key}: {_fmt_value(value)}")
+
+
+def format_cluster_info(info: dict[str, Any]) -> list[str]:
+    """Ganeti-like ``gnt-cluster info`` lines for a QueryClusterInfo dict."""
+    arch = info.get("architecture") or ["?", "?"]
+    out = [
+        f"Cluster name: {info.get('name')}",
+        f"Cluster UUID: {info.get('uuid')}",
+        f"Creation time: {cli.format_timestamp(info.get('ctime'))}",
+        f"Modification time: {cli.format_timestamp(info.get('mtime'))}",
+        f"Master node: {info.get('master')}",
+        f"Architecture (this node): {arch[0]} ({arch[1]})",
+        f"Tags: {_fmt_value(info.get('tags') or [])}",
+        f"Default hypervisor: {info.get('default_hypervisor')}",
+        f"Enabled hypervisors: {_fmt_value(info.get('enabled_hypervisors'))}",
+        "Hypervisor parameters:",
+    ]
+    _print_dict(info.get("hvparams") or {}, 1, out)
+    out.append("OS-specific hypervisor parameters:")
+    _print_dict(info.get("os_hvp") or {}, 1, out)
+    out.append("OS parameters:")
+    _print_dict(info.get("osparams") or {}, 1, out)
+    out.append(f"Hidden OSes: {_fmt_value(info.get('hidden_os') or [])}")
+    out.append(f"Blacklisted OSes: {_fmt_value(info.get('blacklisted_os') or [])}")
+    out.append("Cluster parameters:")
+    for label, key in (("candidate pool size", "candidate_pool_size"),
+                       ("maximal number of jobs running simultaneously", "max_running_jobs"),
+                       ("maximal number of jobs simultaneously tracked by the scheduler",
+                        "max_tracked_jobs"),
+                       ("master netdev", "master_netdev"),
+                       ("master netmask", "master_netmask"),
+                       ("use external master IP address setup script",
+                        "use_external_mip_script"),
+                       ("lvm volume group", "volume_group_name"),
+                       ("file storage path", "file_storage_dir"),
+                       ("shared file storage path", "shared_file_storage_dir"),
+                       ("maintenance of node health", "maintain_node_health"),
+                       ("uid pool", "uid_pool"),
+                       ("default instance allocator", "default_iallocator"),
+                       ("primary ip version", "primary_ip_version"),
+                       ("preallocation wipe disks", "prealloc_wipe_disks"),
+                       ("OS search path", "os_search_path"),
+                       ("enabled disk templates", "enabled_disk_templates"),
+                       ("enabled user shutdown", "enabled_user_shutdown"),
+                       ("compression tools", "compression_tools")):
+        if key in info:
+            out.append(f"  {label}: {_fmt_value(info[key])}")
+    out.append("Default node parameters:")
+    _print_dict(info.get("ndparams") or {}, 1, out)
+    out.append("Default instance parameters:")
+    _print_dict(info.get("beparams") or {}, 1, out)
+    out.append("Default nic parameters:")
+    _print_dict(info.get("nicparams") or {}, 1, out)
+    out.append("Default disk parameters:")
+    _print_dict(info.get("diskparams") or {}, 1, out)
+    out.append("Instance policy - limits for instances:")
+    _print_dict(info.get("ipolicy") or {}, 1, out)
+    return out
+
+
+def show_cluster_info(opts: Any, args: list[str]) -> int:
+    """Show the cluster's name, master, parameters and defaults."""
+    info = cli.get_client(opts).QueryClusterInfo()
+    for line in format_cluster_info(info):
+        cli.to_stdout(line)
+    return cli.EXIT_SUCCESS
+
+
+def show_master(opts: Any, args: list[str]) -> int:
+    """Print the name of the master node."""
+    cli.to_stdout(str(cli.get_client(opts).QueryConfigValues(["master_node"])[0]))
+    return cli.EXIT_SUCCESS
+
+
+def show_version(opts: Any, args: list[str]) -> int:
+    """Print the software, protocol, config and OS API versions of the master."""
+    info = cli.get_client(opts).QueryClusterInfo()
+    cli.to_stdout(f"Software version: {info.get('software_version')}")
+    cli.to_stdout(f"Internode protocol: {info.get('protocol_version')}")
+    cli.to_stdout(f"Configuration format: {info.get('config_version')}")
+    cli.to_stdout(f"OS api version: {info.get('os_api_version')}")
+    cli.to_stdout(f"Export interface: {info.get('export_version')}")
+    cli.to_stdout(f"VCS version: {info.get('vcs_version') or '(unknown)'}")
+    return cli.EXIT_SUCCESS
+
+
+# --- modification ---------------------------------------------------------------------------
+
+def _bool_arg(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.lower() in ("yes", "true", "1", "on")
+
+
+def modify_cluster(opts: Any, args: list[str]) -> int:
+    """Change cluster parameters (only the given ones)."""
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_SET_PARAMS"}
+    values = {
+        "enabled_hypervisors": _csv(opts.enabled_hypervisors),
+        "enabled_disk_templates": _csv(opts.enabled_disk_templates),
+        "hvparams": parse_hvparams(opts.hvparams),
+        "beparams": parse_keyval(opts.beparams),
+        "nicparams": parse_keyval(opts.nicparams),
+        "ndparams": parse_keyval(opts.ndparams, "node parameters"),
+        "candidate_pool_size": opts.candidate_pool_size,
+        "file_storage_dir": opts.file_storage_dir,
+        "shared_file_storage_dir": opts.shared_file_storage_dir,
+        "master_netdev": opts.master_netdev,
+        "maintain_node_health": _bool_arg(opts.maintain_node_health),
+        "max_running_jobs": opts.max_running_jobs,
+        "default_iallocator": opts.default_iallocator,
+    }
+    op.update({k: v for k, v in values.items() if v is not None})
+    if len(op) == 1:
+        cli.to_stderr("Please give at least one of the parameters.")
+        return cli.EXIT_FAILURE
+    if opts.force:
+        op["force"] = True
+    _submit(op, opts)
+    return cli.EXIT_SUCCESS
+
+
+def redist_conf(opts: Any, args: list[str]) -> int:
+    """Push the configuration and cluster files to all nodes again."""
+    _submit({"OP_ID": "OP_CLUSTER_REDIST_CONF"}, opts)
+    return cli.EXIT_SUCCESS
+
+
+def verify_cluster(opts: Any, args: list[str]) -> int:
+    """Verify the cluster; exit 1 when errors were found."""
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_VERIFY", "error_codes": opts.error_codes,
+                          "verbose": bool(opts.verbose),
+                          "skip_checks": _csv(opts.skip_checks) or [],
+                          "ignore_errors": _csv(opts.ignore_errors) or []}
+    if opts.group_name:
+        op["group_name"] = opts.group_name
+    cl = cli.get_client(opts)
+    result = cli.submit_opcode_and_wait(op, opts, cl)
+    jobs = (result or {}).get("jobs", []) if isinstance(result, dict) else []
+    bad = 0
+    for entry in jobs:
+        ok, job_id = entry[0], entry[1]
+        if not ok:
+            cli.to_stderr(f"Submitting a verify job failed: {job_id}")
+            bad += 1
+            continue
+        try:
+            results = cli.poll_job(int(job_id), cl)
+        except errors.GanetiError as exc:
+            cli.to_stderr(f"Verify job {job_id} failed: {cli.format_job_error(exc)}")
+            bad += 1
+            continue
+        if not all(bool(r) for r in results):
+            bad += 1
+    return cli.EXIT_FAILURE if bad else cli.EXIT_SUCCESS
+
+
+# --- queue and watcher ---------------------------------------------------------------------------
+
+def queue_ops(opts: Any, args: list[str]) -> int:
+    """``queue drain|undrain|info``: set, clear or show the queue drain flag."""
+    command = args[0]
+    cl = cli.get_client(opts)
+    if command == "drain":
+        cl.SetDrainFlag(True)
+    elif command == "undrain":
+        cl.SetDrainFlag(False)
+    elif command == "info":
+        drained = cl.QueryConfigValues(["drain_flag"])[0]
+        cli.to_stdout(f"The drain flag is {'set' if drained else 'unset'}")
+    else:
+        return cli.usage_error(opts.command, f"unknown queue command '{command}'"
+                               " (use drain, undrain or info)")
+    return cli.EXIT_SUCCESS
+
+
+def _show_watcher_pause(until: Any) -> None:
+    if until is None or until < time.time():
+        cli.to_stdout("The watcher is not paused.")
+    else:
+        cli.to_stdout(f"The watcher is paused until {time.ctime(until)}.")
+
+
+def watcher_ops(opts: Any, args: list[str]) -> int:
+    """``watcher pause DURATION|continue|info``."""
+    command = args[0]
+    cl = cli.get_client(opts)
+    if command == "pause":
+        if len(args) != 2:
+            return cli.usage_error(opts.command, "watcher pause needs a DURATION (e.g. 1h)")
+        until = time.time() + cli.parse_timespec(args[1])
+        _show_watcher_pause(cl.SetWatcherPause(until))
+    elif command == "continue":
+        cl.SetWatcherPause(None)
+        cli.to_stdout("The watcher is no longer paused.")
+    elif command == "info":
+        _show_watcher_pause(cl.QueryConfigValues(["watcher_pause"])[0])
+    else:
+        return cli.usage_error(opts.command, f"unknown watcher command '{command}'"
+                               " (use pause, continue or info)")
+    return cli.EXIT_SUCCESS
+
+
+# --- SSH: command and copyfile ---------------------------------------------------------------------
+
+def node_ssh_targets(paths: Any, names: list[str] | None = None) -> list[tuple[str, str, int]]:
+    """``(name, address, ssh_port)`` of the cluster's nodes (or ``names``) from ssconf."""
+    from ganeti import ssconf
+    store = ssconf.SimpleStore(paths)
+    ips = store.get_node_primary_ips()
+    try:
+        ports = store.get_ssh_ports()
+    except errors.GanetiError:
+        ports = {}
+    nodes = store.get_node_list()
+    if names:
+        unknown = [n for n in names if n not in ips]
+        if unknown:
+            raise errors.OpPrereqError(f"Unknown node(s): {', '.join(unknown)}",
+                                       errors.ECODE_NOENT)
+        nodes = list(dict.fromkeys(names))
+    return [(n, ips[n], int(ports.get(n, 22))) for n in nodes]
+
+
+def format_command_output(name: str, output: str, code: int | str) -> list[str]:
+    """Ganeti's per-node block of ``gnt-cluster command``."""
+    lines = [_SEPARATOR, f"node: {name}"]
+    if output:
+        lines.append(output.rstrip("\n"))
+    lines.append(f"return code = {code}")
+    return lines
+
+
+def _ssh_runner(paths: Any) -> Any:
+    from ganeti import ssh
+    return ssh.SshRunner(paths.ssh_key_file, known_hosts_path=paths.known_hosts_file)
+
+
+def run_command(opts: Any, args: list[str]) -> int:
+    """Run a shell command on all nodes (or the -n ones) over SSH and show the output."""
+    from ganeti import pathutils
+    paths = pathutils.get_paths()
+    targets = node_ssh_targets(paths, opts.nodes)
+    runner = _ssh_runner(paths)
+    command = " ".join(args)
+    by_addr = {addr: name for name, addr, _ in targets}
+    results = runner.run_many([a for _, a, _ in targets], command,
+                              ports={a: p for _, a, p in targets}, timeout=opts.timeout)
+    failed = False
+    for name, addr, _port in targets:
+        res = results[addr]
+        if isinstance(res, errors.GanetiError):
+            lines = format_command_output(by_addr[addr], str(res), "?")
+            failed = True
+        else:
+            text = res.stdout + res.stderr
+            code = res.exit_code if res.exit_code is not None else f"signal {res.signal}"
+            failed = failed or res.failed
+            lines = format_command_output(name, text, code)
+        for line in lines:
+            cli.to_stdout(line)
+    return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
+
+
+def _remote_path_expr(paths: Any, path: str) -> str:
+    """Shell expression of ``path`` on a node (see the module doc for the mapping)."""
+    if os.path.abspath(paths.root) != "/" and paths.contains(path):
+        rel = os.path.relpath(os.path.realpath(path), os.path.realpath(paths.root))
+        return '"${GANETI_ROOTDIR:-}"' + shlex.quote("/" + rel)
+    return shlex.quote(path)
+
+
+def copy_file(opts: Any, args: list[str]) -> int:
+    """Copy a file to the same place on all other nodes (or the -n ones) over SSH."""
+    from ganeti import pathutils
+    from ganeti.utils import net
+    paths = pathutils.get_paths()
+    path = os.path.abspath(args[0])
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError as exc:
+        raise errors.OpPrereqError(f"Cannot read {path}: {exc}", errors.ECODE_NOENT) from exc
+    me = net.hostname()
+    targets = [t for t in node_ssh_targets(paths, opts.nodes) if t[0] != me]
+    dst = _remote_path_expr(paths, path)
+    script = (f'dst={dst}; mkdir -p "$(dirname "$dst")" && cat > "$dst.gnt-tmp" && '
+              f'chmod {mode:o} "$dst.gnt-tmp" && mv -f "$dst.gnt-tmp" "$dst"')
+    runner = _ssh_runner(paths)
+    results = runner.run_many([a for _, a, _ in targets], script,
+                              ports={a: p for _, a, p in targets}, input_data=data)
+    failed = False
+    for name, addr, _port in targets:
+        res = results[addr]
+        if isinstance(res, errors.GanetiError) or res.failed:
+            detail = res if isinstance(res, errors.GanetiError) else (
+                res.stderr.strip() or res.fail_reason)
+            cli.to_stderr(f"Copy of file {path} to node {name} failed: {detail}")
+            failed = True
+    return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
+
+
+# --- crypto ------------------------------------------------------------------------------------
+
+def renew_crypto(opts: Any, args: list[str]) -> int:
+    """Renew the cluster certificate and restart the node and master daemons."""
+    if not opts.new_cluster_cert:
+        cli.to_stderr("Nothing to do: give --new-cluster-certificate")
+        return cli.EXIT_FAILURE
+    if not opts.force:
+        cli.to_stderr("Renewing the cluster certificate restarts all node daemons and the"
+                      " master daemon; use --force to confirm.")
+        return cli.EXIT_FAILURE
+    from ganeti import bootstrap, pathutils
+    from ganeti.utils import net
+    paths = pathutils.get_paths()
+    cl = cli.get_client(opts)
+    cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_RENEW_CRYPTO"}, opts, cl)
+    port = int(os.environ.get(constants.ENV_NODED_PORT) or constants.DEFAULT_NODED_PORT)
+    me = net.hostname()
+    failed = False
+    for name, addr, ssh_port in node_ssh_targets(paths):
+        try:
+            if name == me:
+                bootstrap.stop_daemon(paths, constants.NODED)
+                bootstrap.start_noded(paths, addr, port)
+            else:
+                bootstrap.restart_noded_ssh(paths, addr, ssh_port=ssh_port, noded_port=port)
+        except errors.GanetiError as exc:
+            cli.to_stderr(f"Restarting the node daemon on {name} failed: {exc}")
+            failed = True
+    bootstrap.stop_daemon(paths, constants.MASTERD)
+    bootstrap.start_masterd(paths, extra_args=shlex.split(os.environ.get("GANETI_MASTERD_ARGS", "")))
+    cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")
+    return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
+
+
+# --- the commands table ---------------------------------------------------------------------------
+
+_O = cli.Option
+HV_LIST_OPT = _O("--enabled-hypervisors", dest="enabled_hypervisors", default=None,
+                 metavar="HV[,HV...]", help="Comma-separated list of enabled hypervisors"
+                 " (the first is the default; init default: fake)")
+DT_LIST_OPT = _O("--enabled-disk-templates", dest="enabled_disk_templates", default=None,
+                 metavar="TEMPLATE[,...]", help="Comma-separated list of enabled disk"
+                 " templates (init default: diskless,file,sharedfile)")
+NETDEV_OPT = _O("--master-netdev", dest="master_netdev", default=None, metavar="DEV",
+                help="Network device for the master IP address")
+FSDIR_OPT = _O("--file-storage-dir", dest="file_storage_dir", default=None, metavar="DIR",
+               help="Directory for file-based instance disks")
+SFSDIR_OPT = _O("--shared-file-storage-dir", dest="shared_file_storage_dir", default=None,
+                metavar="DIR", help="Directory for shared-file instance disks")
+POOL_OPT = _O("-C", "--candidate-pool-size", dest="candidate_pool_size", type=int,
+              default=None, metavar="N", help="Number of master candidates to maintain")
+HVP_OPT = _O("-H", "--hypervisor-parameters", dest="hvparams", action="append", default=[],
+             metavar="HV:key=val,...", help="Hypervisor parameters (repeatable)")
+BEP_OPT = _O("-B", "--backend-parameters", dest="beparams", default=None,
+             metavar="key=val,...", help="Default instance (backend) parameters")
+NICP_OPT = _O("-N", "--nic-parameters", dest="nicparams", default=None, metavar="key=val,...",
+              help="Default NIC parameters")
+NDP_OPT = _O("--node-parameters", dest="ndparams", default=None, metavar="key=val,...",
+             help="Default node parameters (e.g. ssh_port=2222)")
+PIP_OPT = _O("--primary-ip", dest="primary_ip", default=None, metavar="IP",
+             help="Primary IP of this (master) node (default: resolve its name through"
+                  " $GANETI_HOSTS_FILE or DNS)")
+SIP_OPT = _O("-s", "--secondary-ip", dest="secondary_ip", default=None, metavar="IP",
+             help="Secondary IP of this node (default: the primary IP)")
+NOSSH_OPT = _O("--no-ssh-init", dest="no_ssh_init", action="store_true", default=False,
+               help="Accepted for compatibility: the SSH setup only creates the cluster key")
+MNH_OPT = _O("--maintain-node-health", dest="maintain_node_health", default=None,
+             choices=["yes", "no"], help="Enable or disable node health maintenance")
+MAXJOBS_OPT = _O("--max-running-jobs", dest="max_running_jobs", type=int, default=None,
+                 metavar="N", help="Maximum number of jobs running at once")
+IALLOC_OPT = _O("-I", "--default-iallocator", dest="default_iallocator", default=None,
+                metavar="NAME", help="Default instance allocator")
+YES_OPT = _O("--yes-do-it", dest="yes_do_it", action="store_true", default=False,
+             help="Really destroy the cluster")
+ECODES_OPT = _O("--error-codes", dest="error_codes", action="store_true", default=False,
+                help="Print machine-parsable error codes")
+SKIP_OPT = _O("--skip-checks", dest="skip_checks", default=None, metavar="CHECK[,...]",
+              help="Optional checks to skip (nplusone_mem, disk, clock...)")
+IGNERR_OPT = _O("-I", "--ignore-errors", dest="ignore_errors", default=None,
+                metavar="CODE[,...]", help="Error codes to report as warnings")
+GROUP_OPT = _O("-g", "--node-group", dest="group_name", default=None, metavar="GROUP",
+               help="Verify only this node group")
+NODES_OPT = _O("-n", "--node", dest="nodes", action="append", default=[], metavar="NODE",
+               help="Only this node (repeatable; default: all nodes)")
+CMD_TIMEOUT_OPT = _O("--timeout", dest="timeout", type=float, default=60.0, metavar="SECONDS",
+                     help="Per-node command timeout (default 60)")
+NEWCERT_OPT = _O("--new-cluster-certificate", dest="new_cluster_cert", action="store_true",
+                 default=False, help="Generate a new cluster (node daemon) certificate")
+
+_INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, FSDIR_OPT, SFSDIR_OPT, POOL_OPT, HVP_OPT,
+              BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT, NOSSH_OPT]
+_MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, FSDIR_OPT, SFSDIR_OPT, POOL_OPT,
+                HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, MAXJOBS_OPT, IALLOC_OPT,
+                cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
+
+commands: dict[str, cli.Command] = {
+    "init": (init_cluster, [cli.ArgUnknown(min=1, max=1, name="CLUSTER_NAME")], _INIT_OPTS,
+             "[options] CLUSTER_NAME",
+             "Initialise a new cluster with this node as the master: creates the"
+             " certificates, keys, configuration and ssconf files and starts the"
+             " node and master daemons"),
+    "destroy": (destroy_cluster, cli.ARGS_NONE, [YES_OPT], "--yes-do-it",
+                "Destroy the cluster (all other nodes must have been removed)"),
+    "info": (show_cluster_info, cli.ARGS_NONE, [], "",
+             "Show the cluster configuration: name, master, parameters and defaults"),
+    "getmaster": (show_master, cli.ARGS_NONE, [], "", "Print the name of the master node"),
+    "version": (show_version, cli.ARGS_NONE, [], "", "Show the software and protocol versions"),
+    "modify": (modify_cluster, cli.ARGS_NONE, _MODIFY_OPTS, "[options]",
+               "Change cluster parameters (hypervisors, defaults, candidate pool size...)"),
+    "redist-conf": (redist_conf, cli.ARGS_NONE, [cli.SUBMIT_OPT, cli.PRIORITY_OPT], "[options]",
+                    "Push the configuration and cluster files to all nodes"),
+    "verify": (verify_cluster, cli.ARGS_NONE,
+               [cli.VERBOSE_OPT, ECODES_OPT, SKIP_OPT, IGNERR_OPT, GROUP_OPT, cli.PRIORITY_OPT],
+               "[options]",
+               "Verify the cluster (config, node reachability, versions, files, clock);"
+               " prints ERROR/WARNING lines and exits 1 when errors were found"),
+    "queue": (queue_ops, [cli.ArgUnknown(min=1, max=1, name="drain|undrain|info")], [],
+              "drain|undrain|info", "Set, clear or show the job queue drain flag"),
+    "watcher": (watcher_ops, [cli.ArgUnknown(min=1, max=2, name="pause DURATION|continue|info")],
+                [], "pause DURATION|continue|info",
+                "Pause the watcher for DURATION (e.g. 30m, 1h), resume it or show its state"),
+    "command": (run_command, [cli.ArgUnknown(min=1, name="COMMAND")], [NODES_OPT,
+                CMD_TIMEOUT_OPT], "[-n NODE...] COMMAND...",
+                "Run a shell command on all nodes (or the given ones) over SSH"),
+    "copyfile": (copy_file, [cli.ArgFile(min=1, max=1)], [NODES_OPT], "[-n NODE...] FILE",
+                 "Copy a file to the same path on all other nodes (or the given ones)"),
+    "renew-crypto": (renew_crypto, cli.ARGS_NONE, [NEWCERT_OPT, cli.FORCE_OPT], "[options]",
+                     "Renew the cluster certificate and restart the daemons"),
+}
+
+
+commands.update({
+    "add-tags": tags_common.add_tags(constants.TAG_CLUSTER),
+    "list-tags": tags_common.list_tags(constants.TAG_CLUSTER),
+    "remove-tags": tags_common.remove_tags(constants.TAG_CLUSTER),
+    "search-tags": tags_common.search_tags(),
+})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``gnt-cluster``."""
+    return cli.generic_main(commands, argv, prog="gnt-cluster")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,239 @@
+"""``gnt-node``: add, remove, list, inspect and modify cluster nodes.
+
+``add`` first prepares the new node over SSH (cluster certificate and key,
+node daemon started; see :func:`ganeti.bootstrap.setup_node_ssh`) and then
+submits ``OP_NODE_ADD``; everything else is opcodes and queries over LUXI.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ganeti import cli, constants, errors
+from ganeti.client import tags_common
+
+__all__ = ["main", "commands", "add_node", "remove_node", "list_nodes", "list_fields",
+           "show_node_info", "modify_node", "LIST_DEFAULT_FIELDS", "INFO_FIELDS"]
+
+LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
+                       "pinst_cnt", "sinst_cnt"]
+INFO_FIELDS = ["name", "pip", "sip", "master_candidate", "drained", "offline",
+               "master_capable", "vm_capable", "group", "pinst_list", "sinst_list",
+               "ndparams"]
+
+
+def _yes_no(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.lower() in ("yes", "true", "1", "on")
+
+
+def add_node(opts: Any, args: list[str]) -> int:
+    """Add a node: SSH setup of the node daemon, then OP_NODE_ADD."""
+    from ganeti import bootstrap, pathutils
+    from ganeti.client.gnt_cluster import parse_keyval
+    from ganeti.utils import validation
+
+    name = validation.check_hostname(args[0], "node name")
+    paths = pathutils.get_paths()
+    cl = cli.get_client(opts)
+    primary_ip = opts.primary_ip or bootstrap.resolve_host(name)
+    ndparams = parse_keyval(opts.ndparams, "node parameters")
+    if not opts.no_node_setup:
+        cluster_nd = cl.QueryClusterInfo().get("ndparams") or {}
+        ssh_port = int((ndparams or {}).get("ssh_port") or cluster_nd.get("ssh_port") or 22)
+        noded_port = int(os.environ.get(constants.ENV_NODED_PORT)
+                         or constants.DEFAULT_NODED_PORT)
+        cli.to_stdout(f"-- Setting up node {name} ({primary_ip}) over SSH")
+        bootstrap.setup_node_ssh(paths, primary_ip, ssh_port=ssh_port, noded_port=noded_port)
+    op: dict[str, Any] = {"OP_ID": "OP_NODE_ADD", "node_name": name, "primary_ip": primary_ip,
+                          "readd": bool(opts.readd)}
+    if opts.secondary_ip:
+        op["secondary_ip"] = opts.secondary_ip
+    if opts.nodegroup:
+        op["group"] = opts.nodegroup
+    for key in ("master_capable", "vm_capable"):
+        value = _yes_no(getattr(opts, key))
+        if value is not None:
+            op[key] = value
+    if ndparams:
+        op["ndparams"] = ndparams
+    cli.submit_or_send(op, opts, cl)
+    return cli.EXIT_SUCCESS
+
+
+def remove_node(opts: Any, args: list[str]) -> int:
+    """Remove a node from the cluster (its node daemon stops and forgets the cluster)."""
+    cli.submit_or_send({"OP_ID": "OP_NODE_REMOVE", "node_name": args[0]}, opts)
+    return cli.EXIT_SUCCESS
+
+
+def list_nodes(opts: Any, args: list[str]) -> int:
+    """List nodes with the default fields or those given with -o."""
+    fields = cli.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
+    qfilter = cli.build_query_filter(args, opts.force_filter)
+    return cli.generic_query_list(cli.get_client(opts), constants.QR_NODE, fields, qfilter,
+                                  headers=not opts.no_headers, separator=opts.separator,
+                                  units=opts.units)
+
+
+def list_fields(opts: Any, args: list[str]) -> int:
+    """List the fields available for ``list -o`` (name, type, title, description)."""
+    result = cli.get_client(opts).QueryFields(constants.QR_NODE, args or None)
+    rows = [[f.get("name", ""), f.get("kind", ""), f.get("title", ""), f.get("doc", "")]
+            for f in result.get("fields", [])]
+    header = ["Name", "Type", "Title", "Description"]
+    if opts.separator is not None:
+        lines = ([] if opts.no_headers else [opts.separator.join(header)])
+        lines += [opts.separator.join(r) for r in rows]
+    else:
+        table = rows if opts.no_headers else [header] + rows
+        widths = [max((len(r[i]) for r in table), default=0) for i in range(3)]
+        lines = [" ".join(r[i].ljust(widths[i]) for i in range(3)) + " " + r[3]
+                 for r in table]
+    for line in lines:
+        cli.to_stdout(line.rstrip())
+    return cli.EXIT_SUCCESS
+
+
+def _value(row: list[Any], idx: int) -> Any:
+    status, value = row[idx]
+    return value if status == constants.RS_NORMAL else None
+
+
+def show_node_info(opts: Any, args: list[str]) -> int:
+    """Show details of the given nodes (all nodes without arguments)."""
+    cl = cli.get_client(opts)
+    qfilter = cli.build_query_filter(args, False) if args else None
+    result = cl.Query(constants.QR_NODE, INFO_FIELDS, qfilter)
+    rows = result.get("data", [])
+    if args and len(rows) < len(set(args)):
+        found = {_value(r, 0) for r in rows}
+        missing = [a for a in args if a not in found]
+        raise errors.OpPrereqError(f"Node(s) not found: {', '.join(missing)}",
+                                   errors.ECODE_NOENT)
+    idx = {name: i for i, name in enumerate(INFO_FIELDS)}
+    for row in rows:
+        def get(field: str) -> Any:
+            return _value(row, idx[field])
+        cli.to_stdout(f"Node name: {get('name')}")
+        cli.to_stdout(f"  primary ip: {get('pip')}")
+        cli.to_stdout(f"  secondary ip: {get('sip')}")
+        for label, field in (("master candidate", "master_candidate"),
+                             ("drained", "drained"), ("offline", "offline"),
+                             ("master_capable", "master_capable"),
+                             ("vm_capable", "vm_capable"), ("group", "group")):
+            cli.to_stdout(f"  {label}: {get(field)}")
+        for label, field in (("primary for instances", "pinst_list"),
+                             ("secondary for instances", "sinst_list")):
+            insts = get(field) or []
+            cli.to_stdout(f"  {label}:" + ("" if insts else " (none)"))
+            for inst in insts:
+                cli.to_stdout(f"    - {inst}")
+        ndp = get("ndparams")
+        if isinstance(ndp, dict):
+            cli.to_stdout("  node parameters:")
+            for key in sorted(ndp):
+                cli.to_stdout(f"    {key}: {ndp[key]}")
+    return cli.EXIT_SUCCESS
+
+
+def modify_node(opts: Any, args: list[str]) -> int:
+    """Change a node's roles and parameters (candidate, drained, offline...)."""
+    from ganeti.client.gnt_cluster import parse_keyval
+    op: dict[str, Any] = {"OP_ID": "OP_NODE_SET_PARAMS", "node_name": args[0]}
+    for key in ("master_candidate", "drained", "offline", "master_capable", "vm_capable"):
+        value = _yes_no(getattr(opts, key))
+        if value is not None:
+            op[key] = value
+    ndparams = parse_keyval(opts.ndparams, "node parameters")
+    if ndparams:
+        op["ndparams"] = ndparams
+    if len(op) == 2:
+        cli.to_stderr("Please give at least one of the parameters.")
+        return cli.EXIT_FAILURE
+    if opts.auto_promote:
+        op["auto_promote"] = True
+    if opts.force:
+        op["force"] = True
+    result = cli.submit_or_send(op, opts)
+    if result:
+        cli.to_stdout(f"Modified node {args[0]}")
+        for change in result if isinstance(result, list) else []:
+            if isinstance(change, (list, tuple)) and len(change) == 2:
+                cli.to_stdout(f" - {change[0]} -> {change[1]}")
+    return cli.EXIT_SUCCESS
+
+
+_O = cli.Option
+_YN = ["yes", "no"]
+SIP_OPT = _O("-s", "--secondary-ip", dest="secondary_ip", default=None, metavar="IP",
+             help="Secondary IP of the node (default: the primary IP)")
+PIP_OPT = _O("--primary-ip", dest="primary_ip", default=None, metavar="IP",
+             help="Primary IP of the node (default: resolve the name through"
+                  " $GANETI_HOSTS_FILE or DNS)")
+READD_OPT = _O("--readd", dest="readd", action="store_true", default=False,
+               help="Re-add a node that is still in the configuration")
+GROUP_OPT = _O("-g", "--node-group", dest="nodegroup", default=None, metavar="GROUP",
+               help="Node group to put the node in")
+MC_OPT = _O("--master-capable", dest="master_capable", default=None, choices=_YN,
+            help="Whether the node may become master (candidate)")
+VMC_OPT = _O("--vm-capable", dest="vm_capable", default=None, choices=_YN,
+             help="Whether the node may run instances")
+NDP_OPT = _O("--node-parameters", dest="ndparams", default=None, metavar="key=val,...",
+             help="Node parameters (e.g. ssh_port=2222)")
+NOSETUP_OPT = _O("--no-node-setup", dest="no_node_setup", action="store_true", default=False,
+                 help="Do not prepare the node over SSH (its node daemon already runs with"
+                      " the cluster certificate)")
+CAND_OPT = _O("-C", "--master-candidate", dest="master_candidate", default=None, choices=_YN,
+              help="Make the node a master candidate (yes) or demote it (no)")
+DRAIN_OPT = _O("-D", "--drained", dest="drained", default=None, choices=_YN,
+               help="Mark the node drained (no new instances) or undrain it")
+OFFLINE_OPT = _O("-O", "--offline", dest="offline", default=None, choices=_YN,
+                 help="Mark the node offline (skipped by RPC) or online")
+AUTOPROMOTE_OPT = _O("--auto-promote", dest="auto_promote", action="store_true",
+                     default=False, help="Promote other nodes if this change demotes"
+                                         " a master candidate")
+
+_JOB_OPTS = [cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
+commands: dict[str, cli.Command] = {
+    "add": (add_node, [cli.ArgNode(min=1, max=1)],
+            [SIP_OPT, PIP_OPT, READD_OPT, GROUP_OPT, MC_OPT, VMC_OPT, NDP_OPT, NOSETUP_OPT,
+             *_JOB_OPTS], "[options] NODE",
+            "Add a node: set it up over SSH (certificate, key, node daemon), then add it"
+            " to the configuration"),
+    "remove": (remove_node, [cli.ArgNode(min=1, max=1)], _JOB_OPTS, "[options] NODE",
+               "Remove a node from the cluster"),
+    "list": (list_nodes, [cli.ArgNode()],
+             [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.UNITS_OPT, cli.FILTER_OPT],
+             "[options] [NODE...]",
+             "List nodes (default fields: name, dtotal, dfree, mtotal, mnode, mfree,"
+             " pinst_cnt, sinst_cnt; roles with -o name,role: M master, C candidate,"
+             " R regular, D drained, O offline)"),
+    "list-fields": (list_fields, [cli.ArgUnknown(name="FIELD")], [cli.NOHDR_OPT, cli.SEP_OPT],
+                    "[FIELD...]", "List the fields available for 'list -o'"),
+    "info": (show_node_info, [cli.ArgNode()], [], "[NODE...]",
+             "Show details of nodes (IPs, roles, instances, parameters)"),
+    "modify": (modify_node, [cli.ArgNode(min=1, max=1)],
+               [CAND_OPT, DRAIN_OPT, OFFLINE_OPT, MC_OPT, VMC_OPT, NDP_OPT, AUTOPROMOTE_OPT,
+                cli.FORCE_OPT, *_JOB_OPTS], "[options] NODE",
+               "Change a node's roles (-C/-D/-O, --master-capable, --vm-capable) and"
+               " parameters"),
+}
+
+
+commands.update({
+    "add-tags": tags_common.add_tags(constants.TAG_NODE),
+    "list-tags": tags_common.list_tags(constants.TAG_NODE),
+    "remove-tags": tags_common.remove_tags(constants.TAG_NODE),
+})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``gnt-node``."""
+    return cli.generic_main(commands, argv, prog="gnt-node")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

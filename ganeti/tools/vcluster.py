@@ -1,0 +1,487 @@
+"""A virtual cluster: N nodes of real daemons on one machine, no root needed.
+
+``tools/vcluster create DIR --nodes N`` lays out (see doc/vcluster.md)::
+
+    DIR/vcluster.json     the cluster's data: nodes, ports, master, cluster name
+    DIR/hosts             name resolution (``IP NAME``), used via $GANETI_HOSTS_FILE
+    DIR/node1 .. nodeN    one root per node ($GANETI_ROOTDIR)
+    DIR/nodeK/env         the node's environment (KEY=VALUE lines)
+
+Node ``k`` is named ``node<k>.vcluster`` with the address ``<base-ip>.<k>``
+(default 127.0.1.k); the cluster is ``cluster.vcluster`` (resolving to the
+master's address).  Every node runs a node daemon on the cluster's noded
+port (one free port picked per cluster, the same on every address) and,
+unless ``--no-ssh``, a paramiko SSH server (:mod:`ganeti.tools.sshserver`)
+on the cluster's SSH port; the cluster's ``ndparams`` ``ssh_port`` is set to
+it.  The SSH servers run commands with the node's environment, so a remote
+``gnt-*`` or ``python3 -m ganeti.bootstrap`` acts on that node's root.
+
+Bootstrapping: the cluster SSH key is generated into node1 before
+``gnt-cluster init`` (which keeps an existing key) and authorised on every
+node, standing in for the root password a real ``gnt-node add`` would need.
+Then ``gnt-cluster init`` runs with node1's environment and ``gnt-node add``
+for the other nodes.  Without SSH (``--no-ssh``, used by benchmarks) the
+nodes are prepared locally and added with ``gnt-node add --no-node-setup``
+semantics (in-process, one LUXI connection).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from ganeti import bootstrap, constants, errors, ssh
+from ganeti.pathutils import Paths
+
+__all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
+           "start", "stop", "destroy", "run_gnt", "pick_free_port", "main"]
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA_FILE = "vcluster.json"
+HOSTS_FILE = "hosts"
+SSHD_NAME = "vcluster-sshd"
+CLUSTER_NAME = "cluster.vcluster"
+_TINYOS = os.path.join(REPO_ROOT, "tools", "os", "tinyos")
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class VNode:
+    """One virtual node."""
+
+    name: str
+    ip: str
+    root: str
+
+
+@dataclass
+class VCluster:
+    """A virtual cluster as recorded in ``DIR/vcluster.json``."""
+
+    directory: str
+    cluster_name: str
+    noded_port: int
+    ssh_port: int | None
+    master: str
+    hypervisor: str = constants.HT_FAKE
+    masterd_args: list[str] = field(default_factory=list)
+    nodes: list[VNode] = field(default_factory=list)
+
+    def node(self, name: str) -> VNode:
+        """The node called ``name`` (also accepts ``node3`` for ``node3.vcluster``)."""
+        for node in self.nodes:
+            if name in (node.name, node.name.split(".")[0]):
+                return node
+        raise errors.ParameterError(f"No node '{name}' in the virtual cluster"
+                                    f" {self.directory}", errors.ECODE_NOENT)
+
+    def paths(self, node: VNode | str) -> Paths:
+        """The :class:`Paths` of a node."""
+        vnode = self.node(node) if isinstance(node, str) else node
+        return Paths(root=vnode.root)
+
+    @property
+    def master_node(self) -> VNode:
+        return self.node(self.master)
+
+    def save(self) -> None:
+        data = asdict(self)
+        data.pop("directory")
+        with open(os.path.join(self.directory, DATA_FILE + ".tmp"), "w") as fh:
+            json.dump(data, fh, indent=1)
+        os.replace(os.path.join(self.directory, DATA_FILE + ".tmp"),
+                   os.path.join(self.directory, DATA_FILE))
+
+
+def load(directory: str) -> VCluster:
+    """Read ``DIR/vcluster.json``; raises :class:`errors.ConfigurationError`."""
+    directory = os.path.abspath(directory)
+    try:
+        with open(os.path.join(directory, DATA_FILE)) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise errors.ConfigurationError(f"{directory} is not a virtual cluster: {exc}") from exc
+    nodes = [VNode(**n) for n in data.pop("nodes")]
+    return VCluster(directory=directory, nodes=nodes, **data)
+
+
+def pick_free_port(addresses: Sequence[str], *, attempts: int = 100,
+                   rng: random.Random | None = None) -> int:
+    """A random TCP port free on every address."""
+    rng = rng or random.Random()
+    for _ in range(attempts):
+        port = rng.randint(20000, 60000)
+        socks: list[socket.socket] = []
+        try:
+            for address in addresses:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(sock)
+                sock.bind((address, port))
+            return port
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise errors.GanetiError(f"No free TCP port found on {', '.join(addresses)}")
+
+
+def node_env(vc: VCluster, node: VNode) -> dict[str, str]:
+    """The environment variables that make tools act as ``node``."""
+    bindir = os.path.dirname(sys.executable)
+    env = {
+        constants.ENV_ROOTDIR: node.root,
+        constants.ENV_HOSTNAME: node.name,
+        constants.ENV_NODED_PORT: str(vc.noded_port),
+        bootstrap.ENV_HOSTS_FILE: os.path.join(vc.directory, HOSTS_FILE),
+        "PATH": os.pathsep.join([os.path.join(REPO_ROOT, "scripts"), bindir,
+                                 "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PYTHONPATH": REPO_ROOT,
+    }
+    if vc.masterd_args:
+        env["GANETI_MASTERD_ARGS"] = shlex.join(vc.masterd_args)
+    return env
+
+
+def env_lines(vc: VCluster, node: str | None = None) -> list[str]:
+    """``export`` lines that make ``gnt-*`` act on ``node`` (default: the master)."""
+    vnode = vc.node(node) if node else vc.master_node
+    return [f"export {k}={shlex.quote(v)}" for k, v in node_env(vc, vnode).items()]
+
+
+def _full_env(vc: VCluster, node: VNode) -> dict[str, str]:
+    return {**os.environ, **node_env(vc, node)}
+
+
+def run_gnt(vc: VCluster, argv: Sequence[str], *, node: str | None = None,
+            timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``gnt-<tool> ...`` (``argv[0]`` like ``gnt-node``) as ``node`` (default master)."""
+    vnode = vc.node(node) if node else vc.master_node
+    script = os.path.join(REPO_ROOT, "scripts", argv[0])
+    res = subprocess.run([sys.executable, script, *argv[1:]], env=_full_env(vc, vnode),
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=timeout, check=False)
+    if check and res.returncode != 0:
+        raise errors.CommandError(f"{' '.join(argv)} failed (exit {res.returncode}):\n"
+                                  f"{res.stdout}{res.stderr}")
+    return res
+
+
+# --- per-node pieces -------------------------------------------------------------------
+
+def _install_tinyos(paths: Paths) -> None:
+    dest = os.path.join(paths.os_search_path[0], "tinyos")
+    if os.path.isdir(_TINYOS) and not os.path.exists(dest):
+        shutil.copytree(_TINYOS, dest)
+        for name in ("create", "export", "import", "rename", "verify"):
+            path = os.path.join(dest, name)
+            if os.path.exists(path):
+                os.chmod(path, 0o755)
+
+
+def _write_env_file(vc: VCluster, node: VNode) -> str:
+    path = os.path.join(node.root, "env")
+    with open(path, "w") as fh:
+        for key, value in node_env(vc, node).items():
+            fh.write(f"{key}={value}\n")
+    return path
+
+
+def _sshd_argv(vc: VCluster, node: VNode) -> list[str]:
+    paths = Paths(root=node.root)
+    return [sys.executable, "-m", "ganeti.tools.sshserver", "--bind", node.ip,
+            "--port", str(vc.ssh_port),
+            "--host-key", os.path.join(node.root, "etc", "ssh", "ssh_host_ed25519_key"),
+            "--authorized-keys", bootstrap.authorized_keys_file(paths),
+            "--env-file", os.path.join(node.root, "env"),
+            "--pidfile", paths.pid_file(SSHD_NAME),
+            "--log-file", paths.log_file("sshd.log"), "--daemonize"]
+
+
+def _start_sshds(vc: VCluster, nodes: Sequence[VNode], timeout: float = 30.0) -> None:
+    procs = []
+    for node in nodes:
+        if bootstrap.daemon_pid(Paths(root=node.root), SSHD_NAME) is not None:
+            continue
+        procs.append((node, subprocess.Popen(
+            _sshd_argv(vc, node), env={**os.environ, "PYTHONPATH": REPO_ROOT},
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+    for node, proc in procs:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            raise errors.GanetiError(f"SSH server of {node.name} did not start") from exc
+        if proc.returncode != 0:
+            raise errors.GanetiError(f"SSH server of {node.name} failed to start:"
+                                     f" {(err or out).decode(errors='replace')}")
+
+
+# --- create / start / stop / destroy -------------------------------------------------------
+
+def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAKE,
+           base_ip: str = "127.0.1", noded_port: int | None = None,
+           ssh_port: int | None = None, use_ssh: bool = True, offline_add: bool = False,
+           masterd_args: Sequence[str] = (), log: Log | None = None) -> VCluster:
+    """Create and start a virtual cluster of ``nodes`` nodes in ``directory``.
+
+    ``offline_add`` (benchmarks only, implies no SSH) writes the extra nodes
+    straight into the configuration while the master daemon is stopped, as
+    regular nodes, instead of one ``OP_NODE_ADD`` job per node.
+    """
+    use_ssh = use_ssh and not offline_add
+    log = log or (lambda msg: None)
+    directory = os.path.abspath(directory)
+    if not 1 <= nodes <= 250:
+        raise errors.ParameterError(f"Invalid number of nodes {nodes} (1..250)",
+                                    errors.ECODE_INVAL)
+    if os.path.exists(os.path.join(directory, DATA_FILE)):
+        raise errors.ConfigurationError(f"{directory} already holds a virtual cluster;"
+                                        " destroy it first")
+    os.makedirs(directory, exist_ok=True)
+    vnodes = [VNode(name=f"node{k}.vcluster", ip=f"{base_ip}.{k}",
+                    root=os.path.join(directory, f"node{k}")) for k in range(1, nodes + 1)]
+    addresses = [n.ip for n in vnodes]
+    noded_port = noded_port or pick_free_port(addresses)
+    if use_ssh:
+        ssh_port = ssh_port or pick_free_port(addresses)
+        while ssh_port == noded_port:
+            ssh_port = pick_free_port(addresses)
+    vc = VCluster(directory=directory, cluster_name=CLUSTER_NAME, noded_port=noded_port,
+                  ssh_port=ssh_port if use_ssh else None, master=vnodes[0].name,
+                  hypervisor=hypervisor, masterd_args=list(masterd_args), nodes=vnodes)
+    vc.save()
+    with open(os.path.join(directory, HOSTS_FILE), "w") as fh:
+        fh.write(f"{vnodes[0].ip} {CLUSTER_NAME}\n")
+        for node in vnodes:
+            fh.write(f"{node.ip} {node.name} {node.name.split('.')[0]}\n")
+    master_paths = vc.paths(vnodes[0])
+    for node in vnodes:
+        paths = Paths(root=node.root)
+        bootstrap.make_node_dirs(paths)
+        _install_tinyos(paths)
+        _write_env_file(vc, node)
+    pub = ssh.generate_cluster_key(master_paths.ssh_key_file, comment="ganeti@vcluster")
+    for node in vnodes:
+        bootstrap._add_authorized_key(Paths(root=node.root), pub)
+    if use_ssh:
+        log(f"Starting {nodes} SSH servers on port {ssh_port}")
+        _start_sshds(vc, vnodes)
+    log(f"Initialising {CLUSTER_NAME} on {vnodes[0].name} (noded port {noded_port})")
+    init = ["gnt-cluster", "init", "--enabled-hypervisors", hypervisor]
+    if use_ssh:
+        init += ["--node-parameters", f"ssh_port={ssh_port}"]
+    run_gnt(vc, init + [CLUSTER_NAME])
+    if use_ssh:
+        for node in vnodes[1:]:
+            log(f"Adding {node.name}")
+            run_gnt(vc, ["gnt-node", "add", node.name])
+    elif len(vnodes) > 1:
+        log(f"Adding {len(vnodes) - 1} nodes without SSH")
+        _add_nodes_locally(vc, vnodes[1:], offline=offline_add)
+    return vc
+
+
+def _add_nodes_locally(vc: VCluster, nodes: Sequence[VNode], *, offline: bool = False) -> None:
+    """Prepare nodes without SSH (in parallel), then submit OP_NODE_ADD for each.
+
+    The same as ``gnt-node add --no-node-setup`` after a local join; used by
+    ``--no-ssh`` clusters (benchmarks).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ganeti import cli, luxi
+    master = vc.paths(vc.master_node)
+
+    def join(node: VNode) -> None:
+        payload = bootstrap.join_payload(master, bind=node.ip, port=vc.noded_port)
+        bootstrap.prepare_node_join(Paths(root=node.root), payload, env=_full_env(vc, node))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(join, nodes))
+    if offline:
+        _add_nodes_to_config(vc, nodes)
+        return
+    cl = luxi.Client(master.master_socket)
+    for node in nodes:
+        cli.submit_opcode_and_wait({"OP_ID": "OP_NODE_ADD", "node_name": node.name,
+                                    "primary_ip": node.ip, "readd": False}, None, cl,
+                                   feedback_fn=None)
+
+
+def _add_nodes_to_config(vc: VCluster, nodes: Sequence[VNode]) -> None:
+    """Write ``nodes`` into the master's config with the master daemon stopped."""
+    from ganeti import config, objects, ssconf
+    master_node = vc.master_node
+    master = vc.paths(master_node)
+    env = _full_env(vc, master_node)
+    bootstrap.stop_daemon(master, constants.MASTERD)
+    cfg = config.ConfigWriter(master.config_file)
+    with cfg.batch():
+        for node in nodes:
+            cfg.add_node(objects.Node(name=node.name, primary_ip=node.ip,
+                                      secondary_ip=node.ip, master_candidate=False))
+    values = ssconf.compute_ssconf_values(cfg.get_config_data())
+    for node in [master_node, *nodes]:
+        ssconf.write_ssconf_files(Paths(root=node.root), values)
+    bootstrap.start_masterd(master, env=env, extra_args=vc.masterd_args)
+
+
+def _is_master(vc: VCluster, node: VNode) -> bool:
+    from ganeti import ssconf
+    try:
+        return ssconf.SimpleStore(Paths(root=node.root)).get_master_node() == node.name
+    except errors.GanetiError:
+        return node.name == vc.master
+
+
+def start(vc: VCluster, node: str | None = None) -> None:
+    """Start the SSH server, node daemon (and master daemon on the master) of nodes."""
+    targets = [vc.node(node)] if node else vc.nodes
+    if vc.ssh_port:
+        _start_sshds(vc, targets)
+    for vnode in targets:
+        paths = Paths(root=vnode.root)
+        env = _full_env(vc, vnode)
+        if bootstrap.daemon_pid(paths, constants.NODED) is None and \
+                os.path.exists(paths.server_pem):
+            bootstrap.start_noded(paths, vnode.ip, vc.noded_port, env=env)
+        if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.MASTERD) is None:
+            bootstrap.start_masterd(paths, env=env, extra_args=vc.masterd_args)
+
+
+def stop(vc: VCluster, node: str | None = None) -> None:
+    """Stop the master daemon, node daemon and SSH server of nodes (all by default)."""
+    targets = [vc.node(node)] if node else vc.nodes
+    for vnode in targets:
+        paths = Paths(root=vnode.root)
+        for daemon in (constants.MASTERD, constants.NODED, SSHD_NAME):
+            bootstrap.stop_daemon(paths, daemon, timeout=10.0)
+
+
+def _stragglers(directory: str) -> list[int]:
+    """Pids of our processes whose GANETI_ROOTDIR lies below ``directory``."""
+    found = []
+    prefix = f"{constants.ENV_ROOTDIR}={directory.rstrip('/')}/".encode()
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if any(item.startswith(prefix) for item in env):
+            found.append(int(entry))
+    return found
+
+
+def destroy(directory: str, *, log: Log | None = None) -> None:
+    """Stop everything of the virtual cluster in ``directory`` and remove it."""
+    log = log or (lambda msg: None)
+    directory = os.path.abspath(directory)
+    try:
+        vc = load(directory)
+        stop(vc)
+    except errors.ConfigurationError as exc:
+        log(f"Warning: {exc}")
+    for pid in _stragglers(directory):
+        log(f"Killing leftover process {pid}")
+        try:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5.0
+    while _stragglers(directory) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+# --- command line --------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``tools/vcluster create|env|start|stop|destroy|list DIR ...``."""
+    parser = argparse.ArgumentParser(
+        prog="vcluster", description="Run a virtual Ganeti cluster of real daemons on"
+        " this machine (see doc/vcluster.md)")
+    sub = parser.add_subparsers(dest="action", required=True)
+    p = sub.add_parser("create", help="create and start a virtual cluster in DIR")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--nodes", type=int, default=3, help="number of nodes (default 3)")
+    p.add_argument("--hypervisor", default=constants.HT_FAKE, help="hypervisor (default fake)")
+    p.add_argument("--base-ip", default="127.0.1", help="node k gets BASE_IP.k")
+    p.add_argument("--port", type=int, default=None,
+                   help="node daemon port (default: a free one)")
+    p.add_argument("--ssh-port", type=int, default=None,
+                   help="SSH server port (default: a free one)")
+    p.add_argument("--no-ssh", action="store_true",
+                   help="no SSH servers; nodes are prepared locally")
+    p.add_argument("--offline-add", action="store_true",
+                   help="benchmarks: write the extra nodes into the config directly"
+                        " (implies --no-ssh)")
+    p.add_argument("--masterd-arg", action="append", default=[], metavar="ARG",
+                   help="extra ganeti-masterd argument (repeatable)")
+    p = sub.add_parser("env", help="print export lines to act as the master (or NODE)")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("node", nargs="?")
+    for name, text in (("start", "start the daemons of all nodes or NODE"),
+                       ("stop", "stop the daemons of all nodes or NODE")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("directory", metavar="DIR")
+        p.add_argument("node", nargs="?")
+    p = sub.add_parser("destroy", help="stop everything and remove DIR")
+    p.add_argument("directory", metavar="DIR")
+    p = sub.add_parser("list", help="list the nodes of the virtual cluster")
+    p.add_argument("directory", metavar="DIR")
+    opts = parser.parse_args(argv)
+
+    def log(msg: str) -> None:
+        sys.stderr.write(msg + "\n")
+
+    try:
+        if opts.action == "create":
+            started = time.monotonic()
+            vc = create(opts.directory, opts.nodes, hypervisor=opts.hypervisor,
+                        base_ip=opts.base_ip, noded_port=opts.port, ssh_port=opts.ssh_port,
+                        use_ssh=not opts.no_ssh, offline_add=opts.offline_add,
+                        masterd_args=opts.masterd_arg, log=log)
+            log(f"Virtual cluster with {len(vc.nodes)} nodes ready in"
+                f" {time.monotonic() - started:.1f}s; use it with:")
+            log(f"  eval $({sys.argv[0] if argv is None else 'tools/vcluster'} env"
+                f" {vc.directory})")
+        elif opts.action == "destroy":
+            destroy(opts.directory, log=log)
+        else:
+            vc = load(opts.directory)
+            if opts.action == "env":
+                print("\n".join(env_lines(vc, opts.node)))
+            elif opts.action == "start":
+                start(vc, opts.node)
+            elif opts.action == "stop":
+                stop(vc, opts.node)
+            elif opts.action == "list":
+                for node in vc.nodes:
+                    role = "master" if node.name == vc.master else ""
+                    print(f"{node.name}\t{node.ip}\t{node.root}\t{role}".rstrip())
+    except (errors.GanetiError, OSError) as exc:
+        log(f"vcluster {opts.action}: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""gnt-cluster on a real 3-node virtual cluster (one cluster shared by the module).
+
+The tests run in file order; the ones that break nodes come last and put
+the cluster back together.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import time
+
+import pytest
+from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
+
+from ganeti import bootstrap, constants
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vcl"), nodes=3,
+                        masterd_args=SHORT_RPC_TIMEOUTS) as cluster:
+        yield cluster
+
+
+def _files_equal(vc, rel_path: str, nodes: list[str], *, wait: float = 5.0) -> bool:
+    deadline = time.monotonic() + wait
+    while True:
+        contents = set()
+        for node in nodes:
+            try:
+                with open(os.path.join(vc.paths(node).root, rel_path), "rb") as fh:
+                    contents.add(fh.read())
+            except FileNotFoundError:
+                contents.add(None)
+        if len(contents) == 1 and None not in contents:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
+def test_info_getmaster_version(vc):
+    out = vc.ok("gnt-cluster", "info")
+    assert "Cluster name: cluster.vcluster" in out
+    assert "Master node: node1.vcluster" in out
+    assert "Enabled hypervisors: fake" in out
+    assert vc.ok("gnt-cluster", "getmaster").strip() == "node1.vcluster"
+    assert f"Software version: {constants.RELEASE_VERSION}" in vc.ok("gnt-cluster", "version")
+
+
+def test_all_nodes_are_in_the_cluster(vc):
+    roles = vc.roles()
+    assert roles == {"node1.vcluster": "M", "node2.vcluster": "C", "node3.vcluster": "C"}
+
+
+def test_verify_clean_cluster(vc):
+    res = vc.run("gnt-cluster", "verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ERROR" not in res.stdout
+
+
+def test_config_and_job_files_identical_on_candidates(vc):
+    vc.ok("gnt-cluster", "modify", "-B", "maxmem=512")
+    assert "maxmem: 512" in vc.ok("gnt-cluster", "info")
+    rel_config = os.path.relpath(vc.paths("node1").config_file, vc.paths("node1").root)
+    assert _files_equal(vc, rel_config, vc.names)
+    queue = vc.paths("node1").queue_dir
+    jobs = sorted((int(n[4:]) for n in os.listdir(queue) if n.startswith("job-")))
+    assert jobs
+    rel_job = os.path.relpath(os.path.join(queue, f"job-{jobs[-1]}"), vc.paths("node1").root)
+    assert _files_equal(vc, rel_job, vc.names)
+
+
+def test_queue_drain_and_watcher_pause(vc):
+    vc.ok("gnt-cluster", "queue", "drain")
+    assert "is set" in vc.ok("gnt-cluster", "queue", "info")
+    res = vc.run("gnt-cluster", "redist-conf")
+    assert res.returncode == 1 and "drain" in res.stderr
+    vc.ok("gnt-cluster", "queue", "undrain")
+    assert "is unset" in vc.ok("gnt-cluster", "queue", "info")
+    vc.ok("gnt-cluster", "watcher", "pause", "1h")
+    assert "paused until" in vc.ok("gnt-cluster", "watcher", "info")
+    vc.ok("gnt-cluster", "watcher", "continue")
+    assert "not paused" in vc.ok("gnt-cluster", "watcher", "info")
+
+
+def test_command_over_ssh(vc):
+    out = vc.ok("gnt-cluster", "command", "echo", "$GANETI_HOSTNAME")
+    blocks = out.split("-" * 48 + "\n")[1:]
+    assert len(blocks) == 3
+    for block, name in zip(blocks, vc.names):
+        assert block == f"node: {name}\n{name}\nreturn code = 0\n"
+    res = vc.run("gnt-cluster", "command", "-n", "node2.vcluster", "exit 3")
+    assert res.returncode == 1
+    assert "node: node2.vcluster\nreturn code = 3" in res.stdout
+
+
+def test_copyfile_maps_paths_below_the_node_root(vc):
+    src = os.path.join(vc.paths("node1").conf_dir, "copied.txt")
+    with open(src, "w") as fh:
+        fh.write("payload\n")
+    vc.ok("gnt-cluster", "copyfile", src)
+    for node in ("node2", "node3"):
+        with open(os.path.join(vc.paths(node).conf_dir, "copied.txt")) as fh:
+            assert fh.read() == "payload\n"
+
+
+def test_renew_crypto_restarts_daemons_with_the_new_certificate(vc):
+    def certs() -> set[bytes]:
+        out = set()
+        for name in vc.names:
+            with open(vc.paths(name).server_pem, "rb") as fh:
+                out.add(fh.read())
+        return out
+
+    before = certs()
+    assert len(before) == 1
+    assert vc.run("gnt-cluster", "renew-crypto", "--new-cluster-certificate").returncode == 1
+    vc.ok("gnt-cluster", "renew-crypto", "--new-cluster-certificate", "--force")
+    after = certs()
+    assert len(after) == 1 and after != before
+    res = vc.run("gnt-cluster", "verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_cluster_tags(vc):
+    vc.ok("gnt-cluster", "add-tags", "demo:tag")
+    assert "demo:tag" in vc.ok("gnt-cluster", "list-tags").split()
+    vc.ok("gnt-cluster", "remove-tags", "demo:tag")
+    assert "demo:tag" not in vc.ok("gnt-cluster", "list-tags").split()
+
+
+def test_noded_refuses_client_without_certificate(vc):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    node = vc.cluster.node("node2")
+    with socket.create_connection((node.ip, vc.cluster.noded_port), timeout=5) as sock:
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            with ctx.wrap_socket(sock) as tls:
+                tls.sendall(b"POST /version HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]")
+                if not tls.recv(100):
+                    raise ConnectionError("closed without a reply")
+
+
+def test_verify_detects_tampered_file_and_redist_fixes_it(vc):
+    path = vc.paths("node2").ssconf_file("cluster_name")
+    with open(path, "w") as fh:
+        fh.write("tampered.example\n")
+    res = vc.run("gnt-cluster", "verify")
+    assert res.returncode == 1
+    assert "ERROR" in res.stdout and "node2.vcluster" in res.stdout
+    vc.ok("gnt-cluster", "redist-conf")
+    with open(path) as fh:
+        assert fh.read().strip() == "cluster.vcluster"
+    res = vc.run("gnt-cluster", "verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_verify_detects_stopped_node_daemon(vc):
+    paths = vc.paths("node3")
+    assert bootstrap.stop_daemon(paths, constants.NODED)
+    try:
+        res = vc.run("gnt-cluster", "verify")
+        assert res.returncode == 1
+        errors_ = [line for line in res.stdout.splitlines() if "ERROR" in line]
+        assert any("node3.vcluster" in line for line in errors_), res.stdout
+    finally:
+        node = vc.cluster.node("node3")
+        bootstrap.start_noded(paths, node.ip, vc.cluster.noded_port, env=vc.env("node3"))
+
+
+def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
+    killed = bootstrap.daemon_pid(vc.paths("node2"), constants.NODED)
+    stopped = bootstrap.daemon_pid(vc.paths("node3"), constants.NODED)
+    assert killed and stopped
+    os.kill(killed, signal.SIGKILL)
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        res = vc.run("gnt-node", "list", "--no-headers", "-o", "name,mfree", timeout=60)
+        elapsed = time.monotonic() - started
+        rows = dict(line.split() for line in res.stdout.splitlines())
+        # no data for the unreachable nodes ("?" no data, "-" unavailable)
+        assert rows["node2.vcluster"] in ("?", "-") and rows["node3.vcluster"] in ("?", "-")
+        assert rows["node1.vcluster"] not in ("?", "-")
+        # the master's RPC timeouts are scaled to 0.05 (3 s for "urgent")
+        assert elapsed < 30, elapsed
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+        bootstrap.stop_daemon(vc.paths("node3"), constants.NODED)
+        for name in ("node2", "node3"):
+            node = vc.cluster.node(name)
+            bootstrap.start_noded(vc.paths(name), node.ip, vc.cluster.noded_port,
+                                  env=vc.env(name))
+    assert vc.run("gnt-cluster", "verify").returncode == 0

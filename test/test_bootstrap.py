@@ -1,0 +1,143 @@
+"""Cluster bootstrap: name resolution, init files and config, node join, CLI helpers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from ganeti import bootstrap, config, constants, crypto, errors, ssconf, ssh
+from ganeti.client import gnt_cluster
+from ganeti.pathutils import Paths
+from ganeti.tools import vcluster
+
+
+def test_resolve_host_prefers_hosts_file(tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# comment\n127.0.1.7 node7.vcluster node7\n127.0.1.8 other\n")
+    env = {bootstrap.ENV_HOSTS_FILE: str(hosts)}
+    assert bootstrap.resolve_host("node7.vcluster", env=env) == "127.0.1.7"
+    assert bootstrap.resolve_host("NODE7", env=env) == "127.0.1.7"
+    assert bootstrap.resolve_host("localhost", env=env) == "127.0.0.1"  # falls back to DNS
+    with pytest.raises(errors.ResolverError):
+        bootstrap.resolve_host("no-such-host.invalid", env=env)
+
+
+def test_init_cluster_creates_files_and_config(tmp_path):
+    paths = Paths(root=str(tmp_path / "n1"))
+    data = bootstrap.init_cluster(paths, "clu.example", master_name="node1.example",
+                                  master_ip="127.0.1.1", candidate_pool_size=3,
+                                  beparams={"maxmem": "256"},
+                                  ndparams={"ssh_port": "2222"}, clock=lambda: 1000.0)
+    for path in (paths.server_pem, paths.client_pem, paths.rapi_pem, paths.confd_hmac_key,
+                 paths.cluster_domain_secret, paths.ssh_key_file, paths.config_file):
+        assert os.path.exists(path), path
+    assert crypto.load_cert(paths.server_pem) != crypto.load_cert(paths.rapi_pem)
+    cfg = config.ConfigWriter(paths.config_file)
+    assert cfg.verify_config() == []
+    assert data.cluster.cluster_name == "clu.example"
+    cluster = cfg.get_cluster_info()
+    assert cluster.cluster_name == "clu.example"
+    assert cluster.candidate_pool_size == 3
+    assert cluster.enabled_hypervisors == [constants.HT_FAKE]
+    assert cluster.enabled_disk_templates == list(bootstrap.DEFAULT_DISK_TEMPLATES)
+    assert cluster.beparams["default"]["maxmem"] == 256
+    assert cluster.ndparams["ssh_port"] == 2222
+    master = cfg.get_node_info_by_name("node1.example")
+    assert master.master_candidate and master.primary_ip == "127.0.1.1"
+    assert cluster.master_node == master.uuid
+    store = ssconf.SimpleStore(paths)
+    assert store.get_master_node() == "node1.example"
+    assert store.get_cluster_name() == "clu.example"
+    # the cluster key is authorised on the master itself
+    blob = ssh.load_public_key(paths.ssh_key_file + ".pub")[1]
+    assert blob in ssh.read_authorized_keys(bootstrap.authorized_keys_file(paths))
+    with pytest.raises(errors.ConfigurationError):
+        bootstrap.init_cluster(paths, "clu.example", master_name="node1.example",
+                               master_ip="127.0.1.1")
+
+
+def test_init_keeps_preseeded_ssh_key(tmp_path):
+    paths = Paths(root=str(tmp_path / "n1"))
+    os.makedirs(paths.data_dir)
+    line = ssh.generate_cluster_key(paths.ssh_key_file)
+    bootstrap.init_cluster(paths, "clu.example", master_name="n1.example",
+                           master_ip="127.0.1.1")
+    assert open(paths.ssh_key_file + ".pub").read().strip() == line
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"enabled_hypervisors": ["nosuchhv"]},
+    {"enabled_hypervisors": []},
+    {"enabled_disk_templates": ["bogus"]},
+    {"candidate_pool_size": 0},
+    {"hvparams": {"kvm": {"x": "1"}}},
+    {"beparams": {"nosuchparam": "1"}},
+])
+def test_init_cluster_refuses_bad_arguments(tmp_path, kwargs):
+    paths = Paths(root=str(tmp_path / "n1"))
+    with pytest.raises(errors.GanetiError):
+        bootstrap.init_cluster(paths, "clu.example", master_name="n1.example",
+                               master_ip="127.0.1.1", **kwargs)
+    assert not os.path.exists(paths.config_file)
+
+
+def test_init_cluster_refuses_bad_names(tmp_path):
+    paths = Paths(root=str(tmp_path / "n1"))
+    with pytest.raises(errors.OpPrereqError):
+        bootstrap.init_cluster(paths, "bad name!", master_name="n1", master_ip="127.0.1.1")
+
+
+@pytest.mark.timeout(60)
+def test_prepare_node_join_starts_noded(tmp_path):
+    master = Paths(root=str(tmp_path / "m"))
+    bootstrap.init_cluster(master, "clu.example", master_name="m.example",
+                           master_ip="127.0.1.1")
+    node = Paths(root=str(tmp_path / "n2"))
+    port = vcluster.pick_free_port(["127.0.1.2"])
+    payload = bootstrap.join_payload(master, bind="127.0.1.2", port=port)
+    try:
+        bootstrap.prepare_node_join(node, payload)
+        assert open(node.server_pem).read() == open(master.server_pem).read()
+        assert bootstrap.daemon_pid(node, constants.NODED) is not None
+        # the master's certificate is accepted by the new node daemon
+        bootstrap.wait_for_noded("127.0.1.2", port, master.server_pem, timeout=5)
+        blob = ssh.load_public_key(master.ssh_key_file + ".pub")[1]
+        assert blob in ssh.read_authorized_keys(bootstrap.authorized_keys_file(node))
+    finally:
+        bootstrap.stop_daemon(node, constants.NODED)
+    assert bootstrap.daemon_pid(node, constants.NODED) is None
+
+
+def test_node_tool_main_usage_and_bad_input(tmp_path):
+    env = {**os.environ, constants.ENV_ROOTDIR: str(tmp_path)}
+    res = subprocess.run([vcluster.sys.executable, "-m", "ganeti.bootstrap", "bogus"],
+                         env=env, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2
+    res = subprocess.run([vcluster.sys.executable, "-m", "ganeti.bootstrap", "join"],
+                         env=env, input="not json", capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1 and "Invalid JSON" in res.stderr
+
+
+def test_parse_keyval_and_hvparams():
+    assert gnt_cluster.parse_keyval("a=1,b=x,no_c,-d,e") == {
+        "a": "1", "b": "x", "c": "False", "d": "default", "e": "True"}
+    assert gnt_cluster.parse_keyval(None) is None
+    assert gnt_cluster.parse_hvparams(["fake:a=1", "fake:b=2", "kvm:"]) == {
+        "fake": {"a": "1", "b": "2"}, "kvm": {}}
+    with pytest.raises(errors.ParameterError):
+        gnt_cluster.parse_hvparams([":a=1"])
+
+
+def test_command_output_format():
+    assert gnt_cluster.format_command_output("n1", "hello\n", 0) == [
+        "-" * 48, "node: n1", "hello", "return code = 0"]
+
+
+def test_copyfile_path_mapping(tmp_path):
+    paths = Paths(root=str(tmp_path))
+    inside = os.path.join(str(tmp_path), "etc", "x")
+    assert gnt_cluster._remote_path_expr(paths, inside) == '"${GANETI_ROOTDIR:-}"/etc/x'
+    assert gnt_cluster._remote_path_expr(paths, "/opt/y z") == "'/opt/y z'"
+    assert gnt_cluster._remote_path_expr(Paths(root="/"), "/etc/x") == "/etc/x"
