@@ -231,7 +231,9 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     cluster = objects.Cluster(
         cluster_name=cluster_name, uuid=str(uuidlib.uuid4()), master_node=node_uuid,
         master_ip=cluster_ip or master_ip, master_netdev=master_netdev,
-        file_storage_dir=file_storage_dir or paths.file_storage_dir,
+        # node-local: stored as seen from a root of "/" so that every node
+        # (each with its own root in a virtual cluster) maps it below its root
+        file_storage_dir=file_storage_dir or Paths("/").file_storage_dir,
         shared_file_storage_dir=shared_file_storage_dir or paths.shared_file_storage_dir,
         enabled_hypervisors=hvs, enabled_disk_templates=templates,
         candidate_pool_size=candidate_pool_size, ctime=now, mtime=now, **params)

@@ -44,6 +44,9 @@ def test_init_cluster_creates_files_and_config(tmp_path):
     assert cluster.enabled_disk_templates == list(bootstrap.DEFAULT_DISK_TEMPLATES)
     assert cluster.beparams["default"]["maxmem"] == 256
     assert cluster.ndparams["ssh_port"] == 2222
+    # the node-local file storage dir is stored without the master's root, so
+    # that every node of a virtual cluster maps it below its own root
+    assert cluster.file_storage_dir == "/srv/ganeti/file-storage"
     master = cfg.get_node_info_by_name("node1.example")
     assert master.master_candidate and master.primary_ip == "127.0.1.1"
     assert cluster.master_node == master.uuid
