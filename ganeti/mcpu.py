@@ -34,6 +34,7 @@ with ``constants.HOOKS_PHASE_PRE`` before ``Exec`` (raising
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -66,6 +67,7 @@ class NullCallbacks:
         self.priority = priority
         self.messages: list[tuple[str, Any]] = []
         self._feedback_fn = feedback_fn
+        self.interrupted = threading.Event()
 
     def notify_start(self) -> None:
         pass
@@ -78,6 +80,10 @@ class NullCallbacks:
 
     def check_cancel(self) -> bool:
         return False
+
+    def wait_interrupt(self, timeout: float) -> bool:
+        """Sleep up to ``timeout``; True early if :attr:`interrupted` is set."""
+        return self.interrupted.wait(max(0.0, timeout))
 
     def current_priority(self) -> int:
         return self.priority
@@ -108,6 +114,18 @@ class Processor:
         """Send a message to the job's log (``log(msg)`` or ``log(type, msg)``)."""
         logger.info("Job feedback: %s", args[-1])
         self._cbs.feedback(*args)
+
+    def wait_interrupt(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds, for interruptible opcodes.
+
+        Returns True as soon as the running opcode is interrupted (the job
+        is killed: ``CancelJob`` with ``kill``), False after the full sleep.
+        """
+        wait = getattr(self._cbs, "wait_interrupt", None)
+        if wait is None:        # callbacks without interruption support
+            time.sleep(max(0.0, timeout))
+            return False
+        return bool(wait(timeout))
 
     def submit_many_jobs(self, jobs: list[Any]) -> list[Any]:
         """Submit jobs from within an LU (e.g. multi-relocation results)."""

@@ -16,6 +16,12 @@ class LUTestDelay(NoHooksLU):
 
     Without ``no_locks`` the node locks of ``on_nodes`` are held
     (exclusively, as upstream), so delays on the same node serialise.
+
+    With ``interruptible`` the master-side sleep ends at once when the job
+    is killed (``CancelJob`` with ``kill``, ``gnt-job cancel --kill``) and
+    the opcode fails with "Delay interrupted" (the job ends ``canceled``);
+    the check is also made between ``repeat`` iterations.  Node-side delays
+    run in the node daemons and are not interrupted.
     """
 
     REQ_BGL = False
@@ -47,7 +53,11 @@ class LUTestDelay(NoHooksLU):
 
     def _delay(self) -> None:
         if self.op.on_master and self.op.duration > 0:
-            time.sleep(self.op.duration)
+            if self.op.interruptible:
+                if self.proc.wait_interrupt(self.op.duration):
+                    raise errors.OpExecError("Delay interrupted: the job was killed")
+            else:
+                time.sleep(self.op.duration)
         if self.node_names:
             if self.rpc is None:
                 raise errors.OpExecError("Node RPC is not available on this master")
@@ -63,6 +73,8 @@ class LUTestDelay(NoHooksLU):
             self._delay()
         else:
             for i in range(self.op.repeat):
+                if self.op.interruptible and self.proc.wait_interrupt(0):
+                    raise errors.OpExecError("Delay interrupted: the job was killed")
                 self.LogInfo(f"Test delay iteration {i + 1}/{self.op.repeat}")
                 self._delay()
         return None

@@ -60,6 +60,7 @@ class _OpCallbacks:
         self._queue = queue
         self._job = job
         self._index = index
+        self.interrupted = threading.Event()
 
     def notify_start(self) -> None:
         """Locks are held: the opcode is now running (cancel impossible)."""
@@ -77,6 +78,11 @@ class _OpCallbacks:
         """True when the job was asked to cancel (before it started running)."""
         with self._queue._lock:
             return self._job.ops[self._index].status == constants.OP_STATUS_CANCELING
+
+    def wait_interrupt(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds; True at once when the running
+        opcode is interrupted (``CancelJob`` with ``kill``)."""
+        return self.interrupted.wait(max(0.0, timeout))
 
     def current_priority(self) -> int:
         return self._job.ops[self._index].priority
@@ -117,6 +123,7 @@ class JobQueue:
         self._queued: set[int] = set()               # ids in the heap, not taken yet
         self._owned: set[int] = set()                # ids a worker is running
         self._repush: set[int] = set()               # woken while still owned
+        self._running: dict[int, _OpCallbacks] = {}  # job id -> its running opcode
         self.deps = jdeps.DependencyManager()
         self._threads: list[threading.Thread] = []
         self._stopping = False
@@ -471,6 +478,8 @@ class JobQueue:
         cbs = _OpCallbacks(self, job, idx)
         thread = threading.current_thread()
         old_name, thread.name = thread.name, f"job/{job.id}"
+        with self._lock:
+            self._running[job.id] = cbs
         try:
             op = qop.get_op()
             result = self._factory().execute_opcode(op, cbs)
@@ -487,6 +496,8 @@ class JobQueue:
             self._finalize(job, lambda j, e=exc: self._fail_from(j, idx, e))
             return False
         finally:
+            with self._lock:
+                self._running.pop(job.id, None)
             thread.name = old_name
         result = _jsonable(result)
         last = idx == len(job.ops) - 1
@@ -644,8 +655,17 @@ class JobQueue:
                 self._changed.wait(remaining)
 
     # control -----------------------------------------------------------------
-    def cancel_job(self, job_id: Any) -> list[Any]:
-        """Cancel a queued or waiting job; returns ``[success, message]``."""
+    def cancel_job(self, job_id: Any, kill: bool = False) -> list[Any]:
+        """Cancel a queued or waiting job; returns ``[success, message]``.
+
+        A running job is only canceled with ``kill``: its unfinished opcodes
+        are marked ``canceling`` and the running opcode is *interrupted*.
+        Only interruptible opcodes react (``OP_TEST_DELAY`` with
+        ``interruptible`` stops its master-side sleep at once, see
+        :meth:`ganeti.mcpu.Processor.wait_interrupt`); any other opcode runs
+        to its end and the job is canceled after it.  The job then ends
+        ``canceled`` (unless the running opcode failed on its own first).
+        """
         with self._lock:
             job = self._get_job(job_id, archived=False)
             if job is None:
@@ -653,8 +673,10 @@ class JobQueue:
             status = job.status()
             if status in constants.JOBS_FINALIZED:
                 return [False, f"Job {job.id} is already finished ({status})"]
-            if status in (constants.JOB_STATUS_RUNNING, constants.JOB_STATUS_CANCELING):
-                return [False, f"Job {job.id} is {status}, it can no longer be canceled"]
+            running = status in (constants.JOB_STATUS_RUNNING, constants.JOB_STATUS_CANCELING)
+            if running and not kill:
+                return [False, f"Job {job.id} is {status}, it can no longer be canceled"
+                               " (kill interrupts it)"]
             owned = job.id in self._owned
             if not owned:
                 final = copy_job(job)
@@ -665,6 +687,9 @@ class JobQueue:
                 for op in job.ops:
                     if op.status not in constants.OPS_FINALIZED:
                         op.status = constants.OP_STATUS_CANCELING
+                cbs = self._running.get(job.id)
+                if running and cbs is not None:
+                    cbs.interrupted.set()
                 final = job
             data = self._encode(final)
         self.storage.write_jobs([(job.id, data)])
@@ -675,6 +700,8 @@ class JobQueue:
                 self._retire(job)
                 return [True, f"Job {job.id} canceled"]
             self._changed.notify_all()
+            if running:
+                return [True, f"Job {job.id} is running, it was asked to stop"]
             return [True, f"Job {job.id} will be canceled"]
 
     def change_job_priority(self, job_id: Any, priority: Any) -> list[Any]:

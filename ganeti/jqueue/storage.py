@@ -207,8 +207,22 @@ class JobStorage:
             pass
         except ValueError:
             logger.error("Invalid queue serial file, recovering from the job files")
-        self._last_id = serial
+        # a lost or damaged serial file must not let archived ids come back
+        self._last_id = max(serial, self._max_archived_id())
         self._writer = _GroupWriter(self._sync_mode, self._after_commit, self._serial_data)
+
+    def _max_archived_id(self) -> int:
+        """Highest job id in the archive (only its highest bucket is read)."""
+        buckets = []
+        for name in os.listdir(self.archive_dir):
+            if name.isdigit():
+                buckets.append(int(name))
+        for bucket in sorted(buckets, reverse=True):
+            ids = [int(n[4:]) for n in os.listdir(os.path.join(self.archive_dir, str(bucket)))
+                   if n.startswith("job-") and n[4:].isdigit()]
+            if ids:
+                return max(ids)
+        return 0
 
     def close(self) -> None:
         """Flush pending writes and stop the writer thread."""

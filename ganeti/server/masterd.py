@@ -118,7 +118,7 @@ class LuxiDispatcher:
         return query.old_style_rows(result)
 
     def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
-        return self.context.jqueue.cancel_job(job_id)
+        return self.context.jqueue.cancel_job(job_id, kill=bool(kill))
 
     def _query_jobs(self, job_ids: Any, fields: Any) -> Any:
         if job_ids is not None and not isinstance(job_ids, list):

@@ -63,3 +63,51 @@ def test_both_node_forms_refused() -> None:
 def test_jqueue_opcode_fails_on_request() -> None:
     with pytest.raises(errors.OpExecError):
         run(opcodes.OpTestJqueue(fail=True), None)
+
+
+def _run_in_thread(op: opcodes.OpCode, cbs: NullCallbacks) -> tuple[Any, dict[str, Any]]:
+    import threading
+    outcome: dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            outcome["result"] = run_with(op, cbs)
+        except Exception as exc:  # recorded for the assertions
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def run_with(op: opcodes.OpCode, cbs: NullCallbacks) -> Any:
+    ctx = MasterContext(paths=Paths(root="/x"), cfg=FakeConfig(), rpc=FakeRpc())
+    return Processor(ctx).execute_opcode(op, cbs)
+
+
+def test_interruptible_delay_stops_when_interrupted() -> None:
+    cbs = NullCallbacks()
+    thread, outcome = _run_in_thread(
+        opcodes.OpTestDelay(duration=600, on_master=True, interruptible=True), cbs)
+    thread.join(0.2)
+    assert thread.is_alive()          # really sleeping
+    cbs.interrupted.set()
+    thread.join(30)                   # far below the 600 s delay
+    assert not thread.is_alive(), "interruptible delay ignored the interruption"
+    assert isinstance(outcome.get("error"), errors.OpExecError)
+    assert "interrupted" in str(outcome["error"])
+
+
+def test_interruptible_repeat_checks_between_iterations() -> None:
+    cbs = NullCallbacks()
+    cbs.interrupted.set()
+    with pytest.raises(errors.OpExecError, match="interrupted"):
+        run_with(opcodes.OpTestDelay(duration=0, repeat=3, interruptible=True), cbs)
+    assert cbs.messages == []         # no iteration started
+
+
+def test_plain_delay_ignores_interruption() -> None:
+    cbs = NullCallbacks()
+    cbs.interrupted.set()
+    assert run_with(opcodes.OpTestDelay(duration=0.05, on_master=True, repeat=2), cbs) is None
+    assert len(cbs.messages) == 2

@@ -103,3 +103,60 @@ def test_failed_commit_raises(storage: st.JobStorage, monkeypatch) -> None:
     with open(path, "rb") as fh:
         assert fh.read() == b"old"
     assert not [n for n in os.listdir(storage.queue_dir) if ".tmp" in n]
+
+
+def test_crash_after_serial_before_job_file_never_reuses_the_id(tmp_path, monkeypatch) -> None:
+    # The process "dies" after the serial reached the disk but before the
+    # job file was renamed into place (so the id was never acknowledged):
+    # after a restart that id is still not handed out again.
+    paths = Paths(root=str(tmp_path))
+    s = st.JobStorage(paths)
+    s.open()
+    first = s.allocate_ids(1)[0]
+    s.write_jobs([(first, b"{}")], serial=True)          # acknowledged
+    doomed = s.allocate_ids(1)[0]
+    real_replace = os.replace
+
+    def crash_on_job_file(src: str, dst: str) -> None:
+        if os.path.basename(dst).startswith("job-"):
+            raise OSError(5, "simulated crash")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(st.os, "replace", crash_on_job_file)
+    with pytest.raises(errors.JobQueueError):
+        s.write_jobs([(doomed, b"{}")], serial=True)
+    monkeypatch.setattr(st.os, "replace", real_replace)
+    assert open(paths.queue_serial_file).read().strip() == str(doomed)
+    assert s.read_job(doomed) is None
+    s.close()
+    again = st.JobStorage(paths)
+    again.open()
+    try:
+        assert again.allocate_ids(1) == [doomed + 1]
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("serial_content", [None, b"garbage\n", b"0\n"])
+def test_archived_ids_never_come_back(tmp_path, serial_content: bytes | None) -> None:
+    # Every job was archived and the serial file is lost, damaged or stale:
+    # ids still continue after the highest archived one.
+    paths = Paths(root=str(tmp_path))
+    s = st.JobStorage(paths)
+    s.open()
+    ids = s.allocate_ids(3)
+    s.write_jobs([(i, b"{}") for i in ids], serial=True)
+    s.write_jobs([(20005, b"{}")])                      # a later bucket
+    assert s.archive_jobs(ids + [20005]) == ids + [20005]
+    s.close()
+    if serial_content is None:
+        os.unlink(paths.queue_serial_file)
+    else:
+        with open(paths.queue_serial_file, "wb") as fh:
+            fh.write(serial_content)
+    again = st.JobStorage(paths)
+    again.open()
+    try:
+        assert again.allocate_ids(1) == [20006]
+    finally:
+        again.close()

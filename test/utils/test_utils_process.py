@@ -23,10 +23,9 @@ def test_success_and_input() -> None:
     assert not result.failed and result.stdout == "hello"
 
 
+@pytest.mark.timeout(20)   # hangs ~30 s (and fails) if the group is not killed
 def test_timeout_kills_the_whole_process_group() -> None:
-    start = time.monotonic()
     result = process.run_command(["sh", "-c", "sleep 30 & echo $!; wait"], timeout=0.5)
-    assert time.monotonic() - start < 20
     assert result.timed_out and result.failed
     child = int(result.stdout.split()[0])
     deadline = time.monotonic() + 10

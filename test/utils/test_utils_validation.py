@@ -7,8 +7,7 @@ import pytest
 from ganeti import errors
 from ganeti.utils import validation
 
-# Known bug (reported to the lead): validation.py anchors with "$", which also
-# matches before a trailing newline; the fix is re.fullmatch or "\\Z".
+# "node1\n": a trailing newline must not slip past the anchors.
 
 BAD_NAMES = ["node1\n", "../x", "a/b", "", "x" * 254, "a" * 64 + ".example.com", "bad\nname",
              "tab\there", "nul\x00", ".", "..", "-lead.example.com", "trail-.example.com",
