@@ -12,7 +12,6 @@ setup(
     packages=find_packages(include=["ganeti", "ganeti.*"]),
     scripts=sorted(glob.glob("daemons/ganeti-*") + glob.glob("scripts/gnt-*")),
     install_requires=[
-        "pyOpenSSL>=23",
         "cryptography>=41",
         "simplejson>=3.19",
         "paramiko>=3.4",
