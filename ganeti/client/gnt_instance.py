@@ -159,7 +159,8 @@ TARGET_OPT = O("-n", "--target-node", dest="target_node", default=None)
 IGNORE_CONSIST_OPT = O("--ignore-consistency", dest="ignore_consistency", action="store_true",
                        default=False)
 OFFLINE_OPT = O("--offline", dest="offline", action="store_const", const=True, default=None)
-ONLINE_OPT = O("--online", dest="offline", action="store_const", const=False)
+# a separate dest: the option parser keeps only the first option of each dest
+ONLINE_OPT = O("--online", dest="online", action="store_true", default=False)
 ABSOLUTE_OPT = O("--absolute", dest="absolute", action="store_true", default=False)
 STATIC_OPT = O("-s", "--static", dest="static", action="store_true", default=False)
 ALL_INFO_OPT = O("--all", dest="show_all", action="store_true", default=False)
@@ -390,7 +391,8 @@ def modify(opts: Any, args: list[str]) -> int:
     op = _op("OP_INSTANCE_SET_PARAMS", instance_name=args[0],
              beparams=parse_kv(opts.beparams), hvparams=hvparams,
              osparams=parse_kv(opts.osparams) if opts.osparams else None,
-             os_name=opts.os, offline=opts.offline,
+             os_name=opts.os,
+             offline=True if opts.offline else (False if opts.online else None),
              disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"))
     result = cli.submit_or_send(op, opts)
     if result:

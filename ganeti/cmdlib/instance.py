@@ -57,12 +57,25 @@ def check_node_online(node: Node, what: str = "") -> None:
                                    errors.ECODE_STATE)
 
 
-def storage_dir_for(cluster: Any, template: str, subdir: str | None = None) -> str:
-    """The (canonical) storage directory of a file based template."""
+def storage_dir_for(cluster: Any, template: str, subdir: str | None = None,
+                    master_root: str | None = None) -> str:
+    """The (canonical) storage directory of a file based template.
+
+    A node-local ``file`` directory recorded below the master's own root
+    (virtual clusters: ``<root>/srv/ganeti/file-storage``) is made canonical
+    (``/srv/ganeti/file-storage``) so that every node takes it below its own
+    root.  ``sharedfile`` directories are kept as written: one directory
+    seen by every node.
+    """
     if template == constants.DT_SHARED_FILE:
         base = cluster.shared_file_storage_dir or _CANONICAL.shared_file_storage_dir
     else:
         base = cluster.file_storage_dir or _CANONICAL.file_storage_dir
+        if master_root and os.path.realpath(master_root) != os.sep:
+            root = os.path.normpath(master_root)
+            norm = os.path.normpath(base)
+            if norm.startswith(root.rstrip(os.sep) + os.sep):
+                base = os.sep + os.path.relpath(norm, root)
     if subdir:
         sub = os.path.normpath(subdir).lstrip(os.sep)
         if sub.startswith(".."):

@@ -206,7 +206,9 @@ class LUInstanceCreate(LogicalUnit):
         self.new_disks: list[Disk] = []
         storage_dir = None
         if op.disk_template in constants.DTS_FILEBASED:
-            storage_dir = storage_dir_for(cluster, op.disk_template, op.file_storage_dir)
+            paths = getattr(self.context, "paths", None)
+            storage_dir = storage_dir_for(cluster, op.disk_template, op.file_storage_dir,
+                                          paths.root if paths is not None else None)
         for idx, spec in enumerate(self.disk_specs):
             uuid = str(uuidlib.uuid4())
             logical_id: list[Any] = []

@@ -224,7 +224,9 @@ class LUInstanceSetParams(InstanceLU):
                 sdir = existing[0].logical_id[1].rsplit("/", 2)[0]
                 driver = existing[0].logical_id[0]
             else:
-                sdir = storage_dir_for(cfg.get_cluster_info(), inst.disk_template)
+                paths = getattr(self.context, "paths", None)
+                sdir = storage_dir_for(cfg.get_cluster_info(), inst.disk_template, None,
+                                       paths.root if paths is not None else None)
                 driver = "loop"
             logical_id = file_logical_id(sdir, inst.name, uuid, idx, driver)
         disk = Disk(uuid=uuid, dev_type=inst.disk_template, size=spec["size"], mode=spec["mode"],

@@ -448,7 +448,22 @@ def test_hooks_env(env: Any) -> None:
 def test_operations_on_different_instances_run_in_parallel(env: Any) -> None:
     _create(env, name="a", template="diskless")
     _create(env, name="b", template="diskless")
-    env.rpc.delay["instance_reboot"] = 0.5
+    intervals: dict[str, list[float]] = {}
+    both_inside = threading.Barrier(2, timeout=10)
+    real_reboot = env.rpc.do_instance_reboot
+
+    def slow_reboot(node: str, inst: dict, rtype: str, timeout: int) -> None:
+        # record the [start, end] interval of each reboot; each one waits
+        # (bounded) until the other has entered too: serialised LUs would
+        # break the barrier instead of overlapping
+        intervals[inst["name"]] = [time.monotonic()]
+        try:
+            both_inside.wait()
+        except threading.BrokenBarrierError:
+            pass
+        real_reboot(node, inst, rtype, timeout)
+        intervals[inst["name"]].append(time.monotonic())
+    env.rpc.do_instance_reboot = slow_reboot
     errs: list[BaseException] = []
 
     def reboot(name: str) -> None:
@@ -456,13 +471,35 @@ def test_operations_on_different_instances_run_in_parallel(env: Any) -> None:
             env.run("OP_INSTANCE_REBOOT", instance_name=name, reboot_type="soft")
         except BaseException as exc:  # noqa: BLE001 - reported below
             errs.append(exc)
-    start = time.monotonic()
     threads = [threading.Thread(target=reboot, args=(n,)) for n in ("a", "b")]
     for t in threads:
         t.start()
     for t in threads:
         t.join(20)
-    elapsed = time.monotonic() - start
     assert not errs
-    # serialised they would take >= 1.0 s; overlapping ~0.5 s
-    assert elapsed < 0.95
+    assert not both_inside.broken, "the two reboots never ran at the same time"
+    (a_start, a_end), (b_start, b_end) = intervals["a"], intervals["b"]
+    # the running intervals overlap: each started before the other ended
+    assert a_start < b_end and b_start < a_end
+
+
+def test_storage_dir_for_makes_master_rooted_file_dir_canonical() -> None:
+    from types import SimpleNamespace
+
+    from ganeti.cmdlib.instance import storage_dir_for
+    cluster = SimpleNamespace(file_storage_dir="/vc/node1/srv/ganeti/file-storage",
+                              shared_file_storage_dir="/vc/node1/srv/ganeti/shared-file-storage")
+    assert storage_dir_for(cluster, constants.DT_FILE, None, "/vc/node1") == \
+        "/srv/ganeti/file-storage"
+    # a directory outside the master's root, or a real root, is kept as written
+    assert storage_dir_for(cluster, constants.DT_FILE, None, "/vc/node2") == \
+        "/vc/node1/srv/ganeti/file-storage"
+    assert storage_dir_for(cluster, constants.DT_FILE, None, "/") == \
+        "/vc/node1/srv/ganeti/file-storage"
+    # sharedfile: one directory seen by all nodes, never re-rooted
+    assert storage_dir_for(cluster, constants.DT_SHARED_FILE, None, "/vc/node1") == \
+        "/vc/node1/srv/ganeti/shared-file-storage"
+    assert storage_dir_for(cluster, constants.DT_FILE, "sub", "/vc/node1") == \
+        "/srv/ganeti/file-storage/sub"
+    with pytest.raises(errors.OpPrereqError):
+        storage_dir_for(cluster, constants.DT_FILE, "../../etc", "/vc/node1")

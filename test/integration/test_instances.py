@@ -1,0 +1,345 @@
+"""gnt-instance / gnt-os on a real 3-node virtual cluster: the lifecycle.
+
+One cluster is shared by the module; tests run in file order and build on
+each other (instances created early are used later).  Every state change
+is checked through queries (``gnt-instance list -o ...``) and, where the
+node side matters, through the files under the node roots.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from instance_helpers import (disk_files, fail_unchanged, fake_hv, field, read_marker, rows,
+                              status_of, use_canonical_file_storage_dir)
+from vcluster_harness import VirtualCluster
+
+pytestmark = pytest.mark.timeout(240)
+
+N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
+FILE1 = "file1.example.com"
+SHARED1 = "shared1.example.com"
+DLESS1 = "dless1.example.com"
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vci"), nodes=3) as cluster:
+        use_canonical_file_storage_dir(cluster)
+        yield cluster
+
+
+def _hv_state_file(vc, node: str, name: str) -> str:
+    return os.path.join(vc.paths(node).hypervisor_state_dir, name + ".json")
+
+
+# --- add --------------------------------------------------------------------------
+
+def test_add_file_instance_runs_tinyos_create(vc):
+    vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=16M", "-o", "tinyos",
+          "-n", N1, "-B", "maxmem=256,minmem=192,vcpus=2", "-O", "hostname_prefix=web-",
+          "--net", "0:mac=aa:00:00:00:01:01,ip=192.0.2.10,link=br7", FILE1)
+    (row,) = rows(vc, "name,status,pnode,os,disk_template,be/maxmem,be/minmem,be/vcpus,"
+                  "nic.macs,nic.ips,nic.links,disk.sizes", FILE1)
+    assert row == [FILE1, "running", N1, "tinyos", "file", "256", "192", "2",
+                   "aa:00:00:00:01:01", "192.0.2.10", "br7", "16"]
+    (disk,) = disk_files(vc, N1, FILE1)
+    assert os.path.getsize(disk) == 16 << 20
+    marker = read_marker(disk)
+    assert f"name={FILE1}" in marker and f"hostname=web-{FILE1}" in marker
+    with open(disk, "rb") as fh:
+        assert fh.read(11) == b"TINYOS-BOOT"
+    assert os.path.exists(_hv_state_file(vc, N1, FILE1))
+    # no copy of the disk below another node's root
+    assert disk_files(vc, N2, FILE1) == [] and disk_files(vc, N3, FILE1) == []
+
+
+def test_add_sharedfile_with_variant_and_hvparams(vc):
+    vc.ok("gnt-instance", "add", "-t", "sharedfile", "--disk", "0:size=8M",
+          "-o", "tinyos+minimal", "-n", N2, "-H", "fake:migration_mode=non-live", SHARED1)
+    (row,) = rows(vc, "status,pnode,os,hv/migration_mode,disk_template", SHARED1)
+    assert row == ["running", N2, "tinyos+minimal", "non-live", "sharedfile"]
+    assert os.path.exists(_hv_state_file(vc, N2, SHARED1))
+    info = vc.ok("gnt-instance", "info", SHARED1)
+    (path,) = [line.split(" on ", 1)[1].strip() for line in info.splitlines()
+               if "disk/0:" in line]
+    assert os.path.getsize(path) == 8 << 20
+    assert "variant=minimal" in read_marker(path)
+
+
+def test_add_diskless_no_start(vc):
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start", "-n", N3,
+          DLESS1)
+    assert rows(vc, "status,pnode,disk_template,disk.count", DLESS1) == \
+        [["ADMIN_down", N3, "diskless", "0"]]
+    assert not os.path.exists(_hv_state_file(vc, N3, DLESS1))
+
+
+# --- queries ----------------------------------------------------------------------
+
+def test_list_default_columns_and_filter(vc):
+    out = vc.ok("gnt-instance", "list")
+    header, *lines = out.splitlines()
+    assert header.split() == ["Instance", "Hypervisor", "OS", "Primary_node", "Status", "Memory"]
+    assert sorted(line.split()[0] for line in lines) == sorted([FILE1, SHARED1, DLESS1])
+    assert rows(vc, "name", filt=f'pnode == "{N2}"') == [[SHARED1]]
+    assert rows(vc, "name", filt='admin_state == "down"') == [[DLESS1]]
+    assert [r[0] for r in rows(vc, "name", filt='disk_template == "file" or disk_template == "sharedfile"')] \
+        == sorted([FILE1, SHARED1])
+
+
+def test_list_unknown_instance_and_field(vc):
+    res = vc.run("gnt-instance", "list", "nosuch.example.com")
+    assert res.returncode != 0 and "nosuch.example.com" in res.stdout + res.stderr
+    res = vc.run("gnt-instance", "list", "-o", "name,nosuchfield")
+    assert res.returncode != 0 and "unknown field(s): nosuchfield" in res.stderr
+
+
+def test_list_fields_and_info(vc):
+    out = vc.ok("gnt-instance", "list-fields", "--no-headers", "--separator=|")
+    names = {line.split("|")[0] for line in out.splitlines()}
+    assert {"name", "status", "pnode", "oper_ram", "disk.sizes", "be/maxmem"} <= names
+    info = vc.ok("gnt-instance", "info", FILE1)
+    assert f"Instance name: {FILE1}" in info and f"primary: {N1}" in info
+    assert "actual state is up" in info and "maxmem: 256" in info
+    assert "MAC: aa:00:00:00:01:01" in info and "disk/0: file, size 16M" in info
+
+
+def test_gnt_os_list_diagnose_info(vc):
+    assert set(vc.ok("gnt-os", "list", "--no-headers").split()) >= \
+        {"tinyos+default", "tinyos+minimal"}
+    diag = vc.ok("gnt-os", "diagnose")
+    assert "tinyos" in diag and diag.count("status: valid") >= 3
+    info = vc.ok("gnt-os", "info")
+    assert "tinyos" in info and "hostname_prefix" in info
+
+
+# --- start / stop / reboot ----------------------------------------------------------
+
+def test_shutdown_and_startup(vc):
+    vc.ok("gnt-instance", "shutdown", FILE1)
+    assert rows(vc, "status,admin_state", FILE1) == [["ADMIN_down", "down"]]
+    assert not os.path.exists(_hv_state_file(vc, N1, FILE1))
+    vc.ok("gnt-instance", "startup", FILE1)
+    assert rows(vc, "status,admin_state", FILE1) == [["running", "up"]]
+    assert os.path.exists(_hv_state_file(vc, N1, FILE1))
+
+
+def test_startup_no_remember_keeps_admin_state(vc):
+    vc.ok("gnt-instance", "startup", "--no-remember", DLESS1)
+    assert rows(vc, "status,admin_state", DLESS1) == [["ERROR_up", "down"]]
+    vc.ok("gnt-instance", "shutdown", "--no-remember", DLESS1)
+    assert rows(vc, "status,admin_state", DLESS1) == [["ADMIN_down", "down"]]
+    vc.ok("gnt-instance", "shutdown", "--no-remember", FILE1)
+    assert rows(vc, "status,admin_state", FILE1) == [["ERROR_down", "up"]]
+    vc.ok("gnt-instance", "startup", FILE1)
+    assert status_of(vc, FILE1) == "running"
+
+
+def test_startup_shutdown_all_and_by_node(vc):
+    vc.ok("gnt-instance", "shutdown", "--all", "--force")
+    assert {r[0] for r in rows(vc, "status")} == {"ADMIN_down"}
+    vc.ok("gnt-instance", "startup", "--node", "--force", N2)
+    assert rows(vc, "name,status", filt='status == "running"') == [[SHARED1, "running"]]
+    vc.ok("gnt-instance", "startup", "--primary", "--force", N1, N3)
+    assert {r[0] for r in rows(vc, "status")} == {"running"}
+    assert os.path.exists(_hv_state_file(vc, N3, DLESS1))
+
+
+@pytest.mark.parametrize("rtype", ["soft", "hard", "full"])
+def test_reboot_types(vc, rtype):
+    before = fake_hv(vc, N1).get_instance_state(FILE1)
+    assert before is not None
+    vc.ok("gnt-instance", "reboot", "--type", rtype, FILE1)
+    after = fake_hv(vc, N1).get_instance_state(FILE1)
+    assert after is not None and status_of(vc, FILE1) == "running"
+    assert after["start_time"] >= before["start_time"]
+    assert after["start_time"] != before["start_time"]
+
+
+# --- failover / migrate / move ------------------------------------------------------
+
+def test_migrate_sharedfile_moves_state_between_roots(vc):
+    vc.ok("gnt-instance", "migrate", "-f", "-n", N3, SHARED1)
+    assert rows(vc, "status,pnode", SHARED1) == [["running", N3]]
+    assert os.path.exists(_hv_state_file(vc, N3, SHARED1))
+    assert not os.path.exists(_hv_state_file(vc, N2, SHARED1))
+
+
+def test_failover_sharedfile(vc):
+    vc.ok("gnt-instance", "failover", "-f", "-n", N2, SHARED1)
+    assert rows(vc, "status,pnode", SHARED1) == [["running", N2]]
+    assert os.path.exists(_hv_state_file(vc, N2, SHARED1))
+    assert not os.path.exists(_hv_state_file(vc, N3, SHARED1))
+
+
+def test_move_file_instance_copies_disk(vc):
+    (old_disk,) = disk_files(vc, N1, FILE1)
+    with open(old_disk, "rb") as fh:
+        data = fh.read()
+    vc.ok("gnt-instance", "move", "-f", "-n", N2, FILE1)
+    assert rows(vc, "status,pnode", FILE1) == [["running", N2]]
+    (new_disk,) = disk_files(vc, N2, FILE1)
+    with open(new_disk, "rb") as fh:
+        assert fh.read() == data
+    assert disk_files(vc, N1, FILE1) == [] and not os.path.exists(old_disk)
+    assert os.path.exists(_hv_state_file(vc, N2, FILE1))
+    assert not os.path.exists(_hv_state_file(vc, N1, FILE1))
+
+
+def test_migrate_file_instance_refused(vc):
+    fail_unchanged(vc, "gnt-instance", "migrate", "-f", "-n", N3, FILE1)
+
+
+# --- modify / grow / disks ------------------------------------------------------------
+
+def test_modify_beparams_disk_and_nic(vc):
+    vc.ok("gnt-instance", "modify", "-B", "maxmem=512,minmem=512", FILE1)
+    assert rows(vc, "be/maxmem,be/minmem", FILE1) == [["512", "512"]]
+    vc.ok("gnt-instance", "modify", "--net", "add:mac=aa:00:00:00:02:02,link=br9", FILE1)
+    assert rows(vc, "nic.count,nic.macs", FILE1) == \
+        [["2", "aa:00:00:00:01:01,aa:00:00:00:02:02"]]
+    vc.ok("gnt-instance", "shutdown", FILE1)
+    vc.ok("gnt-instance", "modify", "--disk", "add:size=4M", FILE1)
+    assert rows(vc, "disk.count,disk.sizes", FILE1) == [["2", "16,4"]]
+    disks = disk_files(vc, N2, FILE1)
+    assert len(disks) == 2 and sorted(os.path.getsize(d) for d in disks) == [4 << 20, 16 << 20]
+    vc.ok("gnt-instance", "modify", "--disk", "remove", FILE1)
+    assert rows(vc, "disk.count,disk.sizes", FILE1) == [["1", "16"]]
+    (disk,) = disk_files(vc, N2, FILE1)
+    assert os.path.getsize(disk) == 16 << 20
+
+
+def test_grow_disk(vc):
+    vc.ok("gnt-instance", "grow-disk", FILE1, "0", "8M")
+    assert field(vc, FILE1, "disk.sizes") == "24"
+    (disk,) = disk_files(vc, N2, FILE1)
+    assert os.path.getsize(disk) == 24 << 20
+
+
+def test_activate_and_deactivate_disks(vc):
+    out = vc.ok("gnt-instance", "activate-disks", FILE1)
+    (disk,) = disk_files(vc, N2, FILE1)
+    # "node:disk/0:<canonical path of the disk link>"
+    node, iv_name, link = out.strip().split(":", 2)
+    assert (node, iv_name) == (N2, "disk/0")
+    assert os.path.realpath(os.path.join(vc.paths(N2).root, link.lstrip("/"))) == disk
+    vc.ok("gnt-instance", "deactivate-disks", FILE1)
+    assert os.path.exists(disk)
+
+
+def test_reinstall_with_other_variant(vc):
+    vc.ok("gnt-instance", "reinstall", "-f", "-o", "tinyos+minimal", FILE1)
+    assert field(vc, FILE1, "os") == "tinyos+minimal"
+    (disk,) = disk_files(vc, N2, FILE1)
+    assert "variant=minimal" in read_marker(disk)
+
+
+def test_rename_moves_disk_directory(vc):
+    new = "file2.example.com"
+    vc.ok("gnt-instance", "rename", "--no-name-check", "--no-ip-check", FILE1, new)
+    assert rows(vc, "name,pnode", new) == [[new, N2]]
+    assert disk_files(vc, N2, FILE1) == []
+    (disk,) = disk_files(vc, N2, new)
+    assert os.path.getsize(disk) == 24 << 20
+    vc.ok("gnt-instance", "rename", "--no-name-check", "--no-ip-check", new, FILE1)
+    assert len(disk_files(vc, N2, FILE1)) == 1
+
+
+def test_offline_and_online(vc):
+    vc.ok("gnt-instance", "modify", "--offline", FILE1)
+    assert rows(vc, "status,admin_state", FILE1) == [["ADMIN_offline", "offline"]]
+    fail_unchanged(vc, "gnt-instance", "startup", FILE1, expect="offline")
+    vc.ok("gnt-instance", "modify", "--online", FILE1)
+    assert status_of(vc, FILE1) == "ADMIN_down"
+    vc.ok("gnt-instance", "startup", FILE1)
+    assert status_of(vc, FILE1) == "running"
+
+
+def test_console(vc):
+    out = vc.ok("gnt-instance", "console", FILE1)
+    assert FILE1 in out or N2 in out
+
+
+# --- tags -------------------------------------------------------------------------------
+
+def test_tags_instance_node_cluster_and_search(vc):
+    vc.ok("gnt-instance", "add-tags", FILE1, "web", "prod")
+    vc.ok("gnt-node", "add-tags", N3, "rack:b2")
+    vc.ok("gnt-cluster", "add-tags", "owner:ops")
+    assert set(vc.ok("gnt-instance", "list-tags", FILE1).split()) == {"web", "prod"}
+    assert vc.ok("gnt-node", "list-tags", N3).split() == ["rack:b2"]
+    assert vc.ok("gnt-cluster", "list-tags").split() == ["owner:ops"]
+    assert set(field(vc, FILE1, "tags").split(",")) == {"web", "prod"}
+    found = vc.ok("gnt-cluster", "search-tags", "^(prod|rack)")
+    assert f"/instances/{FILE1} prod" in found and f"/nodes/{N3} rack:b2" in found
+    vc.ok("gnt-instance", "remove-tags", FILE1, "prod")
+    assert vc.ok("gnt-instance", "list-tags", FILE1).split() == ["web"]
+    vc.ok("gnt-node", "remove-tags", N3, "rack:b2")
+    vc.ok("gnt-cluster", "remove-tags", "owner:ops")
+    assert vc.ok("gnt-cluster", "list-tags").strip() == ""
+
+
+# --- bad input: clear error, nothing changed -----------------------------------------------
+
+BAD_INPUT = [
+    (["add", "-t", "file", "--disk", "0:size=8M", "-o", "nosuchos", "-n", N1, "bad1.example.com"],
+     "nosuchos"),
+    (["add", "-t", "file", "--disk", "0:size=0", "-o", "tinyos", "-n", N1, "bad2.example.com"],
+     "size"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-B", "maxmem=lots", "-n", N1,
+      "bad3.example.com"], "maxmem"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-B", "nosuchparam=1", "-n", N1,
+      "bad4.example.com"], "nosuchparam"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-n", N1, DLESS1], "exists"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-n", "nosuchnode", "bad5.example.com"],
+     "nosuchnode"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-O", "fill=bogus", "-n", N1,
+      "bad6.example.com"], "fill"),
+    (["startup", "nosuch.example.com"], "nosuch.example.com"),
+    (["modify", "-B", "vcpus=-3", DLESS1], "vcpus"),
+    (["grow-disk", FILE1, "0", "0"], ""),
+    (["rename", "--no-name-check", "--no-ip-check", FILE1, DLESS1], "exists"),
+    (["reinstall", "-f", "-o", "tinyos", FILE1], "stop it"),
+    (["migrate", "-f", "nosuch.example.com"], "nosuch.example.com"),
+    (["move", "-f", "-n", N2, FILE1], ""),
+]
+
+
+@pytest.mark.parametrize("argv,expect", BAD_INPUT, ids=[" ".join(a[:2]) + f"-{i}"
+                                                         for i, (a, _e) in enumerate(BAD_INPUT)])
+def test_bad_input_changes_nothing(vc, argv, expect):
+    fail_unchanged(vc, "gnt-instance", *argv, expect=expect)
+
+
+def test_reinstall_unknown_os_refused(vc):
+    vc.ok("gnt-instance", "shutdown", DLESS1)
+    fail_unchanged(vc, "gnt-instance", "reinstall", "-f", "-o", "nosuchos", DLESS1,
+                   expect="nosuchos")
+    vc.ok("gnt-instance", "startup", DLESS1)
+    assert status_of(vc, DLESS1) == "running"
+
+
+def test_offline_node_refused(vc):
+    vc.ok("gnt-node", "modify", "--offline", "yes", N3)
+    try:
+        assert status_of(vc, DLESS1) == "ERROR_nodeoffline"
+        fail_unchanged(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos",
+                       "-n", N3, "bad7.example.com", expect="offline")
+        fail_unchanged(vc, "gnt-instance", "migrate", "-f", "-n", N3, SHARED1,
+                       expect="offline")
+    finally:
+        vc.ok("gnt-node", "modify", "--offline", "no", N3)
+    assert status_of(vc, DLESS1) == "running"
+
+
+# --- remove --------------------------------------------------------------------------------
+
+def test_remove_deletes_disks_and_state(vc):
+    vc.ok("gnt-instance", "remove", "-f", FILE1)
+    assert FILE1 not in {r[0] for r in rows(vc, "name")}
+    assert disk_files(vc, N2, FILE1) == []
+    assert not os.path.exists(_hv_state_file(vc, N2, FILE1))
+    res = vc.run("gnt-instance", "info", FILE1)
+    assert res.returncode != 0 and "not known" in res.stdout + res.stderr
