@@ -184,6 +184,13 @@ def generic_main(commands: dict[str, Command], argv: list[str] | None = None,
         to_stderr("Aborted. Note that if the operation created any jobs, they might"
                   " have been submitted and will continue to run in the background.")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (e.g. "| head"): stop quietly, like other tools
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_SUCCESS
     except Exception as exc:  # every error becomes a message and an exit code
         code, msg = format_error(exc)
         if debug or not isinstance(exc, errors.GanetiError):
