@@ -33,6 +33,7 @@ from typing import Any
 
 from ganeti import constants, errors, pathutils
 from ganeti.utils import process
+from ganeti.hypervisor.base import NicSpec
 
 __all__ = [
     "OSDefinition", "OSDiagnosis", "OSDisk", "OSNic", "OSInstance",
@@ -111,16 +112,9 @@ class OSDisk:
     backend_type: str = "block"
 
 
-@dataclass(frozen=True)
-class OSNic:
-    """One instance NIC as the OS scripts see it."""
-
-    mac: str
-    ip: str | None = None
-    mode: str = constants.NIC_MODE_BRIDGED
-    link: str = ""
-    uuid: str = ""
-    name: str | None = None
+#: One instance NIC as the OS scripts see it: the same value as the
+#: hypervisor's view of a NIC.
+OSNic = NicSpec
 
 
 @dataclass(frozen=True)

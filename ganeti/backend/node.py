@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import glob
-import hashlib
 import logging
 import os
 import socket
@@ -161,15 +160,7 @@ def node_info(ctx: NodeContext, storage_units: list, hv_specs: list) -> dict[str
     }
 
 
-def _file_checksum(path: str) -> str | None:
-    digest = hashlib.sha1()
-    try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1024 * 1024), b""):
-                digest.update(chunk)
-    except OSError:
-        return None
-    return digest.hexdigest()
+_file_checksum = uio.file_checksum
 
 
 def _check_reachable(address: str, port: int) -> str | None:

@@ -25,7 +25,6 @@ are folded into the result (``ENODEHOOKS``).
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from ganeti import constants, crypto, locking, opcodes
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
 from ganeti.rpc.defs import to_canonical
+from ganeti.utils import io as uio
 
 __all__ = ["LUClusterVerify", "LUClusterVerifyConfig", "LUClusterVerifyGroup", "Reporter",
            "format_verify_line", "NODE_MAX_CLOCK_SKEW"]
@@ -143,15 +143,7 @@ class LUClusterVerifyConfig(NoHooksLU):
         return not rep.bad
 
 
-def _sha1(path: str) -> str | None:
-    digest = hashlib.sha1()
-    try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1024 * 1024), b""):
-                digest.update(chunk)
-    except OSError:
-        return None
-    return digest.hexdigest()
+_sha1 = uio.file_checksum
 
 
 class LUClusterVerifyGroup(NoHooksLU):

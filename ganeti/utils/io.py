@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import tempfile
 
 from ganeti import errors
 
 __all__ = ["write_file_atomic", "read_file", "remove_file", "ensure_dirs",
-           "fsync_dir", "DEFAULT_MAX_READ"]
+           "fsync_dir", "file_checksum", "DEFAULT_MAX_READ"]
 
 DEFAULT_MAX_READ = 64 * 1024 * 1024
 
@@ -91,3 +92,18 @@ def ensure_dirs(dirs: list[tuple[str, int]]) -> None:
     for path, mode in dirs:
         os.makedirs(path, mode=mode, exist_ok=True)
         os.chmod(path, mode)
+
+
+def file_checksum(path: str) -> str | None:
+    """SHA-1 hex digest of a file's content, or None when it cannot be read.
+
+    Used to compare cluster files across nodes (verify, node_verify).
+    """
+    digest = hashlib.sha1()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1024 * 1024), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
