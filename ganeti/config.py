@@ -8,9 +8,16 @@ changed object's ``serial_no``/``mtime``) and saves atomically; after each
 save ``on_change(data)`` is called with the exact bytes written.
 
 **Locking.**  One internal re-entrant lock protects the tree; every public
-method takes it.  ``on_change`` is called *with the lock held*, so the
-order in which callbacks see the data matches the serial order (keep the
-callback short, or hand the bytes to a queue).
+method takes it.  ``on_change`` is called *with the lock held*, right
+after the local write, so the order in which callbacks see the data
+matches the serial order and the callback may read the config (e.g.
+``get_serial_no()``, the node list) consistently with the bytes.  It must
+return quickly: every config reader and writer waits for it.  The master
+daemon's callback (``cmdlib.common.Replicator.on_config_change``) only
+queues the bytes; replication to the candidates happens outside the lock,
+and the job processor waits for it (``wait_replicated``) before reporting
+success.  :meth:`ConfigWriter.last_saved_serial` tells a thread which
+serial its own last save produced, without taking the lock.
 
 **Live objects.**  Getters return the stored objects themselves (no
 copies).  Change them only while holding the matching Ganeti lock, then
@@ -92,6 +99,7 @@ class ConfigWriter:
         self._on_change = on_change
         self._rng = rng or random.Random()
         self._lock = threading.RLock()
+        self._saved_by_thread = threading.local()
         self._data = load_config_data(path)
         self._batch_depth = 0
         self._dirty = False
@@ -162,8 +170,17 @@ class ConfigWriter:
         raw = _encode(self._data)
         io.write_file_atomic(self._path, raw, mode=_CONFIG_MODE)
         self._dirty = False
+        self._saved_by_thread.serial = self._data.serial_no
         if self._on_change is not None:
             self._on_change(raw)
+
+    def last_saved_serial(self) -> int:
+        """The serial of the newest save made by the *calling thread* (0: none).
+
+        Lock-free; the job processor compares it before and after ``Exec``
+        to learn whether (and which serial) an opcode wrote.
+        """
+        return getattr(self._saved_by_thread, "serial", 0)
 
     def _sync_members(self) -> None:
         _sync_members(self._data)

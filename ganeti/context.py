@@ -26,6 +26,8 @@ class MasterContext:
     * ``lock_monitor``: the :class:`ganeti.locking.LockMonitor`.
     * ``hooks_runner``: object with ``run_hooks(lu, phase, feedback_fn)``,
       or None (hooks are skipped).
+    * ``replicator``: object with ``wait_replicated(serial) -> bool``
+      (:class:`ganeti.cmdlib.common.Replicator`), or None (nothing to wait for).
     * ``paths``: the node's :class:`ganeti.pathutils.Paths`.
     """
 
@@ -36,3 +38,4 @@ class MasterContext:
     jqueue: Any = None
     lock_monitor: Any = None
     hooks_runner: Any = None
+    replicator: Any = None

@@ -15,6 +15,15 @@ scripts' output; a node that cannot be reached (or is offline) does **not**
 count as a deny, it is only logged; post hook failures are logged.  The
 post environment is the pre environment plus the LU's environment as
 computed after ``Exec``, prefixed ``GANETI_POST_``.
+
+**Skipping nodes without scripts.**  An optional ``node_filter(nodes,
+hpath, phase) -> nodes`` narrows the nodes actually contacted: the master
+passes one that leaves out nodes known to have no entry in
+``hooks/<hpath>-<phase>.d`` (see ``cmdlib.common.HookDirsCache``), so an
+operation on a cluster without hook scripts makes no hooks RPC at all.
+Running the hooks runner on such a node would return ``[]`` anyway; the
+environment is still built (the pre environment is kept for the post
+phase) so the result is identical.
 """
 
 from __future__ import annotations
@@ -25,12 +34,14 @@ from typing import Any, Callable, Sequence
 from ganeti import constants, errors
 from ganeti.pathutils import Paths
 
-__all__ = ["HooksMaster", "HooksCall", "build_env", "format_env_value"]
+__all__ = ["HooksMaster", "HooksCall", "NodeFilter", "build_env", "format_env_value"]
 
 logger = logging.getLogger(__name__)
 
 # call_hooks_runner(node_names, hpath, phase, env) -> {node: RpcResult}
 HooksCall = Callable[[Sequence[str], str, str, dict], dict[str, Any]]
+# node_filter(node_names, hpath, phase) -> the nodes that may have scripts
+NodeFilter = Callable[[list[str], str, str], list[str]]
 
 
 def format_env_value(value: Any) -> str:
@@ -83,8 +94,10 @@ class HooksMaster:
                  pre_nodes: Sequence[str], post_nodes: Sequence[str],
                  post_nodes_fn: Callable[[list[str]], list[str]] | None = None,
                  target: str | None = None, data_dir: str | None = None,
-                 log_fn: Callable[[str], None] | None = None) -> None:
+                 log_fn: Callable[[str], None] | None = None,
+                 node_filter: NodeFilter | None = None) -> None:
         self.hooks_call = hooks_call
+        self.node_filter = node_filter
         self.hpath = hpath
         self.opcode = opcode
         self.htype = htype
@@ -136,6 +149,8 @@ class HooksMaster:
              ) -> dict[str, list[tuple[str, int, str]]]:
         """Run one phase; ``{node: [(script, status, output)]}`` of reachable nodes."""
         assert self.hpath is not None
+        if nodes and self.node_filter is not None:
+            nodes = list(self.node_filter(list(nodes), self.hpath, phase))
         if not nodes:
             return {}
         results = self.hooks_call(nodes, self.hpath, phase, env)

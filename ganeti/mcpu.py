@@ -8,7 +8,8 @@
    node-res): ``DeclareLocks(level)`` and acquisition through the lock
    manager with a timeout;
 3. ``callbacks.notify_start()`` (the opcode is now *running*);
-4. ``CheckPrereq()``, pre hooks, ``Exec(feedback_fn)``, post hooks;
+4. ``CheckPrereq()``, pre hooks, ``Exec(feedback_fn)``, waiting for the
+   config replication, post hooks;
 5. release of every lock.
 
 **Lock timeouts and priority.**  An attempt that times out at any level
@@ -29,6 +30,18 @@ served by priority, so a starving job eventually wins.  Between attempts
 with ``constants.HOOKS_PHASE_PRE`` before ``Exec`` (raising
 :class:`errors.HooksAbort` stops the opcode) and ``HOOKS_PHASE_POST`` after
 (failures are only logged).
+
+**Config replication.**  When ``context.replicator`` is set (the master
+daemon's :class:`ganeti.cmdlib.common.Replicator`), an opcode whose
+``Exec`` changed the configuration (``cfg.last_saved_serial()``, the serial
+of the calling thread's newest save, grew) waits, after
+``Exec`` and before the post hooks and before reporting success, for
+``replicator.wait_replicated(serial)``: the master candidates have then
+been sent that serial or a newer one.  The wait is bounded by the
+replicator's timeout; when it runs out an error is logged and a warning
+goes to the job log, but the opcode still succeeds (its change is saved
+on the master, and candidates that missed it get the next push), as for
+per-node replication failures (seed 004).
 """
 
 from __future__ import annotations
@@ -200,7 +213,28 @@ class Processor:
             if glm.is_owned(level):
                 glm.release(level)
 
+    def _config_serial(self) -> int | None:
+        cfg = self.context.cfg
+        if cfg is None or getattr(self.context, "replicator", None) is None:
+            return None
+        own = getattr(cfg, "last_saved_serial", None)
+        return own() if own is not None else cfg.get_serial_no()
+
+    def _wait_replicated(self, lu: LogicalUnit, serial_before: int | None) -> None:
+        """Block until the config serial ``Exec`` produced reached the candidates."""
+        if serial_before is None:
+            return
+        serial = self._config_serial()
+        if serial is None or serial <= serial_before:
+            return
+        if not self.context.replicator.wait_replicated(serial):
+            logger.error("%s: configuration serial %s was not replicated to the master"
+                         " candidates in time", lu.op.OP_ID, serial)
+            self.log(f"Warning: configuration serial {serial} could not be confirmed on"
+                     " the master candidates in time")
+
     def _exec_lu(self, lu: LogicalUnit) -> Any:
+        serial_before = self._config_serial()
         lu.CheckPrereq()
         if lu.op.dry_run:
             return lu.dry_run_result
@@ -208,6 +242,7 @@ class Processor:
         if hooks is not None:
             hooks.run_hooks(lu, constants.HOOKS_PHASE_PRE, self.log)
         result = lu.Exec(self.log)
+        self._wait_replicated(lu, serial_before)
         if hooks is not None:
             try:
                 hooks.run_hooks(lu, constants.HOOKS_PHASE_POST, self.log)

@@ -317,3 +317,44 @@ def test_verify_config_finds_planted_problems(cfg) -> None:
     data.nodes[n2.uuid].name = "inst1.example.com"
     assert any("Duplicate name 'inst1.example.com'" in p for p in cfg.verify_config())
     assert all(p[0].isupper() for p in problems)
+
+
+def test_on_change_runs_under_the_lock_with_matching_serial(path) -> None:
+    """The on_change contract the replicator relies on: same serial as the bytes."""
+    seen: list[tuple[int, int]] = []
+    holder: list[ConfigWriter] = []
+
+    def on_change(raw: bytes) -> None:
+        cfg = holder[0]
+        seen.append((serializer.loads(raw)["serial_no"], cfg.get_serial_no()))
+
+    cfg = ConfigWriter.initialize(path, _initial(), on_change=on_change)
+    holder.append(cfg)
+    threads = [threading.Thread(target=lambda i=i: _add_node(cfg, f"n{i}.example.com",
+                                                            f"192.0.2.{i + 10}"))
+               for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(seen) == 8 and all(a == b for a, b in seen)
+    assert [a for a, _ in seen] == sorted(a for a, _ in seen)
+
+
+def test_last_saved_serial_is_per_thread(cfg) -> None:
+    assert cfg.last_saved_serial() == 0
+    _add_node(cfg, "a.example.com", "192.0.2.50")
+    mine = cfg.last_saved_serial()
+    assert mine == cfg.get_serial_no()
+    other: list[int] = []
+
+    def work() -> None:
+        other.append(cfg.last_saved_serial())
+        _add_node(cfg, "b.example.com", "192.0.2.51")
+        other.append(cfg.last_saved_serial())
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(10)
+    assert other == [0, mine + 1]
+    assert cfg.last_saved_serial() == mine          # the other thread's save is not ours

@@ -34,6 +34,7 @@ def test_config_goes_to_candidates_and_ssconf_to_all_nodes(tmp_path) -> None:
     node = cfg.get_node_info_by_name(node_name(4))
     node.tags.append("x")
     cfg.update(node)
+    assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
     (nodes, args), = rpc.calls_to("upload_file")
     assert nodes == [node_name(2), node_name(3)]          # candidates, not the master
     assert args[0] == "/var/lib/ganeti/config.data"
@@ -50,8 +51,10 @@ def test_unchanged_ssconf_is_not_resent(tmp_path) -> None:
     node = cfg.get_node_info_by_name(node_name(2))
     node.tags.append("a")
     cfg.update(node)
+    assert rep.flush(timeout=10)
     node.tags.append("b")
     cfg.update(node)
+    assert rep.flush(timeout=10)
     assert len(rpc.calls_to("upload_file")) == 2
     assert len(rpc.calls_to("write_ssconf_files")) == 1
 
@@ -59,6 +62,7 @@ def test_unchanged_ssconf_is_not_resent(tmp_path) -> None:
 def test_single_node_cluster_makes_no_rpc(tmp_path) -> None:
     cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=1)
     cfg.update(cfg.get_cluster_info())
+    assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
     assert rpc.calls == []
 
 
@@ -67,28 +71,37 @@ def test_job_files_go_to_candidates_only(tmp_path) -> None:
     os.makedirs(paths.queue_dir, exist_ok=True)
     storage = jstorage.JobStorage(paths, sync_mode=jstorage.SYNC_NONE,
                                   replicate=rep.replicate_job_file,
-                                  replicate_rename=rep.replicate_rename)
+                                  replicate_rename=rep.replicate_rename,
+                                  replicate_batch=rep.replicate_job_files)
     storage.open()
     try:
-        storage.write_jobs([(7, b'{"id": 7}')])
+        (job_id,) = storage.allocate_ids(1)
+        storage.write_jobs([(job_id, b'{"id": 1}')], serial=True)
         storage.close()
     finally:
         storage.close()
-    updates = rpc.calls_to("jobqueue_update")
+    assert rep.flush(timeout=10)
+    updates = rpc.calls_to("jobqueue_update_many")
     assert updates and all(nodes == [node_name(2)] for nodes, _ in updates)
-    assert ["/var/lib/ganeti/queue/job-7", '{"id": 7}'] in [args for _, args in updates]
+    sent = [entry for _, (files,) in updates for entry in files]
+    assert ["/var/lib/ganeti/queue/job-1", '{"id": 1}'] in sent
+    assert ["/var/lib/ganeti/queue/serial", "1\n"] in sent      # same commit, same RPC
+    assert rpc.calls_to("jobqueue_update") == []
 
 
 def test_more_than_half_failing_is_logged_as_error(tmp_path, caplog) -> None:
     cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=4)
     rpc.set_failure("jobqueue_update", node_name(2), "down")
+    rpc.set_failure("jobqueue_update_many", node_name(2), "down")
     with caplog.at_level(logging.WARNING):
         rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"{}")
+        assert rep.flush(timeout=10)
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
     caplog.clear()
-    rpc.set_failure("jobqueue_update", node_name(3), "down")
+    rpc.set_failure("jobqueue_update_many", node_name(3), "down")
     with caplog.at_level(logging.WARNING):
         rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"{}")
+        assert rep.flush(timeout=10)
     assert [r.levelno for r in caplog.records] == [logging.ERROR, logging.ERROR]
 
 
@@ -107,13 +120,15 @@ def test_build_context_wires_replication_and_hooks(tmp_path, monkeypatch) -> Non
     try:
         assert isinstance(ctx.hooks_runner, HooksRunner)
         ctx.cfg.update(ctx.cfg.get_cluster_info())
+        assert ctx.replicator.wait_replicated(ctx.cfg.get_serial_no(), timeout=10)
         assert fake[0].nodes_called("upload_file") == {node_name(2), node_name(3)}
         ctx.jqueue.start()
         job_id = ctx.jqueue.submit_job([opcodes.to_dict(opcodes.OpTestDelay(duration=0))])
         ctx.jqueue.wait_for_job_change(job_id, ["status"], None, None, 5.0)
     finally:
         ctx.jqueue.shutdown(timeout=10)
-    assert fake[0].nodes_called("jobqueue_update") == {node_name(2), node_name(3)}
+        assert ctx.replicator.stop(timeout=10)
+    assert fake[0].nodes_called("jobqueue_update_many") == {node_name(2), node_name(3)}
     assert dispatcher_rows(ctx)[0][0] == node_name(1)
 
 
@@ -167,3 +182,4 @@ def test_real_node_daemons_replication_verify_and_node_ops(tmp_path, monkeypatch
             assert res.payload == constants.PROTOCOL_VERSION
         finally:
             ctx.jqueue.shutdown(timeout=10)
+            ctx.replicator.stop(timeout=10)

@@ -1,4 +1,8 @@
-"""The hooks runner: run the scripts of one hooks directory on this node."""
+"""The hooks runner: run the scripts of one hooks directory on this node.
+
+:func:`hooks_list` lets the master skip the hooks RPC for nodes without
+scripts (``cmdlib.common.HookDirsCache``).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from ganeti.backend.context import NodeContext
 from ganeti.utils import process
 from ganeti.utils.validation import is_valid_script_name
 
-__all__ = ["hooks_runner", "HOOKS_BASE_PATH", "MAX_HOOK_OUTPUT"]
+__all__ = ["hooks_runner", "hooks_list", "HOOKS_BASE_PATH", "MAX_HOOK_OUTPUT"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,3 +84,32 @@ def hooks_runner(ctx: NodeContext, hpath: str, phase: str, env: dict) -> list[li
             status = constants.HKR_SUCCESS
         results.append([name, status, output])
     return results
+
+
+def hooks_list(ctx: NodeContext) -> list[str]:
+    """Sorted names of the non-empty ``*.d`` directories under the hooks directory.
+
+    A directory counts when it has any entry at all (even one the runner
+    would skip), so the master skips a node only when running its hooks
+    would report nothing.  A missing hooks directory gives ``[]``.
+    """
+    base = ctx.paths.hooks_base_dir
+    try:
+        names = os.listdir(base)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot list {base}: {exc}") from exc
+    found = []
+    for name in names:
+        if not name.endswith(".d"):
+            continue
+        try:
+            with os.scandir(os.path.join(base, name)) as it:
+                if any(True for _ in it):
+                    found.append(name)
+        except NotADirectoryError:
+            continue
+        except OSError:
+            found.append(name)     # unreadable: let the hooks runner report it
+    return sorted(found)

@@ -36,7 +36,7 @@ __all__ = [
     "instance_finalize_migration_dst", "instance_finalize_migration_src",
     "instance_get_migration_status", "instance_balloon_memory", "hypervisor_validate_params",
     "hypervisor_for", "parse_instance", "instance_spec", "instance_disks_info",
-    "HV_STATE_CODE_RUNNING", "HV_STATE_CODE_SHUTDOWN", "REBOOT_TYPES",
+    "HV_STATE_CODE_RUNNING", "HV_STATE_CODE_SHUTDOWN", "REBOOT_TYPES", "ALREADY_RUNNING",
 ]
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,9 @@ REBOOT_SOFT = "soft"
 REBOOT_HARD = "hard"
 REBOOT_FULL = "full"
 REBOOT_TYPES = frozenset([REBOOT_SOFT, REBOOT_HARD, REBOOT_FULL])
+#: Part of instance_start's refusal of a running instance; the master's
+#: ``LUInstanceStartup`` matches it (keep both in sync; a test checks).
+ALREADY_RUNNING = "is already running"
 _FAKE_NODE_INFO_FILE = "fake-node-info.json"   # same file as backend.node reads
 
 
@@ -153,13 +156,21 @@ def instance_start(ctx: NodeContext, instance: dict, disks: list,
                    startup_paused: bool) -> None:
     """Assemble ``disks`` and start the instance on its hypervisor.
 
-    Refuses an instance that is already running, missing disks and
-    starts that do not fit in the node's free memory.
+    Refuses an instance that is already running (the message contains
+    :data:`ALREADY_RUNNING`, which the master's startup LU relies on to
+    treat the start as done, without asking ``instance_info`` first),
+    missing disks and starts that do not fit in the node's free memory.
+    An instance that stopped by itself (``shutdown``/``crashed``) is
+    cleaned up (stopped with timeout 0) and started again.
     """
     inst = parse_instance(instance)
     hv = hypervisor_for(ctx, inst.hypervisor)
-    if _is_running(hv, inst.name):
-        raise errors.HypervisorError(f"Instance {inst.name} is already running on {ctx.hostname}")
+    info = hv.get_instance_info(inst.name)
+    if info is not None:
+        if info.get("state") not in _SHUTDOWN_STATES:
+            raise errors.HypervisorError(
+                f"Instance {inst.name} {ALREADY_RUNNING} on {ctx.hostname}")
+        hv.stop_instance(inst.name, force=False, timeout=0.0)
     paths = _assemble_all(ctx, disks, inst.name)
     hv.start_instance(instance_spec(inst), paths, startup_paused)
 

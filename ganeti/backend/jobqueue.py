@@ -16,7 +16,7 @@ from ganeti import errors
 from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
 
-__all__ = ["jobqueue_update", "jobqueue_rename", "jobqueue_purge",
+__all__ = ["jobqueue_update", "jobqueue_update_many", "jobqueue_rename", "jobqueue_purge",
            "jobqueue_set_drain_flag", "queue_file_path"]
 
 logger = logging.getLogger(__name__)
@@ -53,6 +53,32 @@ def jobqueue_update(ctx: NodeContext, file_name: str, content: str) -> None:
         uio.write_file_atomic(path, content, mode=_JOB_FILE_MODE)
     except OSError as exc:
         raise errors.OpExecError(f"Cannot write queue file {file_name}: {exc}") from exc
+
+
+def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
+    """Write ``[[file_name, content], ...]`` like :func:`jobqueue_update`, in order.
+
+    The master replicates a whole committed batch with one call.  Every
+    entry is checked (shape and location inside the queue directory) before
+    anything is written, so a bad name writes nothing.  Each file is
+    replaced atomically; a write error stops at that file.
+    """
+    if not isinstance(files, list):
+        raise errors.OpExecError("files must be a list of [file_name, content]")
+    checked: list[tuple[str, str, str]] = []
+    for entry in files:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2 \
+                or not isinstance(entry[0], str) or not isinstance(entry[1], str):
+            raise errors.OpExecError(f"Invalid queue file entry {entry!r}:"
+                                     " expected [file_name, content]")
+        checked.append((entry[0], queue_file_path(ctx, entry[0]), entry[1]))
+    for file_name, path, content in checked:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+            ctx.inside(ctx.paths.queue_dir, path, "queue file")
+            uio.write_file_atomic(path, content, mode=_JOB_FILE_MODE)
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot write queue file {file_name}: {exc}") from exc
 
 
 def jobqueue_rename(ctx: NodeContext, rename: list) -> None:

@@ -12,9 +12,13 @@
   master daemon as the ConfigWriter's ``on_change`` and the JobStorage's
   ``replicate``/``replicate_rename``.  Config and job files go to the
   online master candidates other than the master; ssconf goes to every
-  online node (and is written locally).  When more than half of the
-  targets fail, an error is logged, otherwise a warning.
-* Hooks: :class:`HooksRunner` is ``context.hooks_runner``.
+  online node (and is written locally).  The network work runs in the
+  replicator's own threads, coalesced (doc/design/replication.md); jobs
+  wait for :meth:`Replicator.wait_replicated` before reporting success.
+  When more than half of the targets fail, an error is logged, otherwise
+  a warning.
+* Hooks: :class:`HooksRunner` is ``context.hooks_runner``; it skips nodes
+  without scripts for the phase (:class:`HookDirsCache`).
 
 Nodes are addressed by *name* in RPC calls (the resolver maps names to
 addresses and skips offline nodes).
@@ -25,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -37,14 +42,15 @@ from ganeti.rpc.defs import to_canonical
 __all__ = ["expand_node", "expand_group", "is_eligible", "candidate_stats",
            "adjust_candidate_pool", "decide_self_promotion", "node_role",
            "files_for_all_nodes", "upload_files", "redistribute", "Replicator",
-           "HooksRunner", "report_failures", "cluster_hooks_nodes"]
+           "HooksRunner", "HookDirsCache", "report_failures", "cluster_hooks_nodes"]
 
 logger = logging.getLogger(__name__)
 
 FeedbackFn = Callable[[str], None]
 
-#: Seconds a replication fan-out may take: it runs under the config lock, so a
-#: hung candidate must not stall every config change for a full RPC timeout.
+#: Seconds a replication fan-out may take: jobs wait for config replication
+#: before reporting success, so a hung candidate must not stall them for a
+#: full RPC timeout.
 REPLICATION_TIMEOUT = 15.0
 
 
@@ -236,14 +242,50 @@ def redistribute(context: Any, feedback_fn: FeedbackFn | None = None,
 
 # --- replication --------------------------------------------------------------------
 
+class _ConfigPush:
+    """One config state to replicate (the newest wins)."""
+
+    __slots__ = ("serial", "data", "candidates", "nodes", "ssconf")
+
+    def __init__(self, serial: int, data: bytes, candidates: list[str], nodes: list[str],
+                 ssconf_values: dict[str, str]) -> None:
+        self.serial = serial
+        self.data = data
+        self.candidates = candidates
+        self.nodes = nodes
+        self.ssconf = ssconf_values
+
+
 class Replicator:
     """Keeps master candidates (config, queue) and nodes (ssconf) up to date.
 
-    ``on_config_change(data)`` is the ConfigWriter ``on_change`` callback;
-    ``replicate_job_file(path, data)`` and ``replicate_rename(old, new)`` are
-    the JobStorage callbacks.  The target lists are recomputed from the
-    config on every config change (so job replication never takes the
-    config lock).  Without RPC only the local ssconf files are written.
+    Design (doc/design/replication.md): nothing slow runs under the config
+    lock or in the job queue's writer thread.  Two background threads
+    (started on first use) do the network work and *coalesce*:
+
+    * **config** (``on_config_change(cfg, data)``, the ConfigWriter's
+      ``on_change``, called with the config lock held): records the newest
+      ``(serial, bytes, targets, ssconf values)`` and returns.  The config
+      thread sends only the newest pending state: ``upload_file`` of
+      ``config.data`` to the online candidates and, when the ssconf values
+      changed, the local ssconf files plus ``write_ssconf_files`` to every
+      online node, the two fan-outs in parallel.  Then it marks that serial
+      replicated.  :meth:`wait_replicated` blocks until a serial (or a newer
+      one) has been pushed: the processor calls it after ``Exec`` so a job
+      never reports success before its config change reached the candidates.
+    * **jobs** (``replicate_job_files(batch)`` after each group commit,
+      ``replicate_rename(old, new)`` on archiving): an ordered list of
+      operations; consecutive updates merge into one ``{file: content}``
+      (latest content per file wins), renames keep their place relative to
+      updates.  Each update segment is one ``jobqueue_update_many`` RPC per
+      candidate (all candidates in parallel), each rename segment one
+      ``jobqueue_rename``.
+
+    Failures are logged by :func:`report_failures` (more than half of the
+    targets failing is an error, seed 004); a later push sends the full
+    newest data again, so a candidate that missed one catches up.  Without
+    RPC only the local ssconf files are written.  :meth:`flush` waits for
+    everything queued so far; :meth:`stop` flushes and ends the threads.
     """
 
     def __init__(self, paths: Paths, rpc: Any, *, timeout: float = REPLICATION_TIMEOUT) -> None:
@@ -254,7 +296,22 @@ class Replicator:
         self._candidates: list[str] = []
         self._nodes: list[str] = []
         self._last_ssconf: dict[str, str] | None = None
+        self._cond = threading.Condition()
+        self._stopped = False
+        # config state (under _cond)
+        self._cfg_pending: _ConfigPush | None = None
+        self._cfg_queued_serial = 0
+        self._cfg_done_serial = 0
+        self._cfg_busy = False
+        self._cfg_thread: threading.Thread | None = None
+        # job files (under _cond): [["update", {path: bytes}] | ["rename", [(old, new)]]]
+        self._job_ops: list[list[Any]] = []
+        self._job_queued = 0
+        self._job_done = 0
+        self._job_busy = False
+        self._job_thread: threading.Thread | None = None
 
+    # targets ---------------------------------------------------------------------
     def refresh_targets(self, cfg: Any) -> None:
         """Recompute the candidate and node lists from ``cfg``."""
         data = cfg.get_config_data()
@@ -269,49 +326,208 @@ class Replicator:
         with self._lock:
             return list(self._candidates), list(self._nodes)
 
+    # threads -----------------------------------------------------------------------
+    def _ensure_thread(self, attr: str, target: Callable[[], None], name: str) -> None:
+        # called with _cond held; after stop() the caller's thread does the work
+        if self._stopped:
+            return
+        thread = getattr(self, attr)
+        if thread is None or not thread.is_alive():
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            setattr(self, attr, thread)
+            thread.start()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued so far was sent; False on timeout."""
+        with self._cond:
+            cfg_target, job_target = self._cfg_queued_serial, self._job_queued
+            return self._cond.wait_for(
+                lambda: self._cfg_done_serial >= cfg_target and self._job_done >= job_target,
+                timeout)
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Flush (up to ``timeout``), then end the threads; True if all was sent."""
+        done = self.flush(timeout)
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        for thread in (self._cfg_thread, self._job_thread):
+            if thread is not None:
+                thread.join(timeout=5)
+        return done
+
+    # config ------------------------------------------------------------------------
     def on_config_change(self, cfg: Any, data: bytes) -> None:
-        """Replicate ``config.data`` bytes to candidates; ssconf to every node."""
+        """ConfigWriter ``on_change``: queue ``data`` (bytes of the newest serial).
+
+        Called with the config lock held, so the serial, targets and ssconf
+        values read here belong to exactly these bytes.  Returns at once.
+        """
+        serial = cfg.get_serial_no()
         self.refresh_targets(cfg)
         values = ssconf.compute_ssconf_values(cfg.get_config_data())
+        candidates, nodes = self.targets()
+        push = _ConfigPush(serial, data, candidates, nodes, values)
+        with self._cond:
+            self._cfg_pending = push
+            self._cfg_queued_serial = max(self._cfg_queued_serial, serial)
+            self._ensure_thread("_cfg_thread", self._config_loop, "replicator-config")
+            self._cond.notify_all()
+            inline = self._stopped
+        if inline:
+            self._config_loop(once=True)
+
+    def replicated_serial(self) -> int:
+        """The newest config serial whose replication has been attempted."""
+        with self._cond:
+            return self._cfg_done_serial
+
+    def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
+        """Wait until config ``serial`` (or newer) was pushed to the candidates.
+
+        Returns False when ``timeout`` (default: twice the RPC timeout plus
+        five seconds, as one push may be in flight before ours) runs out or
+        the serial was never queued (a failed local write).  Per-node
+        failures of the push do not make it False: they are logged.
+        """
+        if timeout is None:
+            timeout = 2 * self.timeout + 5.0
+        with self._cond:
+            if serial > self._cfg_queued_serial:
+                return False    # never handed to us (failed local write, not wired)
+            return self._cond.wait_for(lambda: self._cfg_done_serial >= serial, timeout)
+
+    def _config_loop(self, once: bool = False) -> None:
+        while True:
+            with self._cond:
+                if once:
+                    self._cond.wait_for(lambda: not self._cfg_busy)
+                else:
+                    self._cond.wait_for(lambda: self._cfg_pending is not None or self._stopped)
+                push = self._cfg_pending
+                if push is None:
+                    return
+                self._cfg_pending = None
+                self._cfg_busy = True
+            try:
+                self._push_config(push)
+            except Exception:  # the thread must survive anything
+                logger.exception("Configuration replication of serial %s failed", push.serial)
+            with self._cond:
+                self._cfg_busy = False
+                self._cfg_done_serial = max(self._cfg_done_serial, push.serial)
+                self._cond.notify_all()
+            if once:
+                return
+
+    def _push_config(self, push: _ConfigPush) -> None:
+        values = push.ssconf
         ssconf_changed = values != self._last_ssconf
         if ssconf_changed:
             ssconf.write_ssconf_files(self.paths, values)
-        candidates, nodes = self.targets()
         if self.rpc is None:
             self._last_ssconf = values
             return
-        if candidates:
+        ssconf_failed: list[str] = []
+        worker: threading.Thread | None = None
+        if push.nodes and ssconf_changed:
+            def _ssconf() -> None:
+                res = self.rpc.call("write_ssconf_files", push.nodes, [values],
+                                    timeout=self.timeout)
+                ssconf_failed.extend(report_failures("ssconf update", res))
+            worker = threading.Thread(target=_ssconf, name="replicator-ssconf", daemon=True)
+            worker.start()
+        if push.candidates:
             canonical = to_canonical(self.paths.root, self.paths.config_file)
-            res = self.rpc.call("upload_file", candidates,
-                                [canonical, data.decode("utf-8"), 0o640, None, None, None],
+            res = self.rpc.call("upload_file", push.candidates,
+                                [canonical, push.data.decode("utf-8"), 0o640, None, None, None],
                                 timeout=self.timeout)
             report_failures("Configuration replication", res)
-        if nodes and ssconf_changed:
-            res = self.rpc.call("write_ssconf_files", nodes, [values], timeout=self.timeout)
-            failed = report_failures("ssconf update", res)
-            if not failed:
-                self._last_ssconf = values
+        if worker is not None:
+            worker.join(self.timeout + 5.0)
+            if worker.is_alive():
+                ssconf_failed.append("(timeout)")
+        # a failed node gets the values again with the next change
+        self._last_ssconf = None if ssconf_failed else values
+
+    # job files -----------------------------------------------------------------------
+    def replicate_job_files(self, batch: dict[str, bytes]) -> None:
+        """Queue the files of one committed batch ``{path: content}``; returns at once."""
+        if not batch:
+            return
+        with self._cond:
+            if self._job_ops and self._job_ops[-1][0] == "update":
+                self._job_ops[-1][1].update(batch)
             else:
-                self._last_ssconf = None
-        elif ssconf_changed:
-            self._last_ssconf = values
+                self._job_ops.append(["update", dict(batch)])
+            self._job_queued += 1
+            self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
+            self._cond.notify_all()
+            inline = self._stopped
+        if inline:
+            self._job_loop(once=True)
 
     def replicate_job_file(self, path: str, data: bytes) -> None:
-        """Send one job queue file to the candidates."""
-        candidates, _ = self.targets()
-        if self.rpc is None or not candidates:
-            return
-        canonical = to_canonical(self.paths.root, path)
-        res = self.rpc.call("jobqueue_update", candidates, [canonical, data.decode("utf-8")],
-                            timeout=self.timeout)
-        report_failures(f"Job queue replication of {os.path.basename(path)}", res)
+        """Queue one job queue file (see :meth:`replicate_job_files`)."""
+        self.replicate_job_files({path: data})
 
     def replicate_rename(self, old: str, new: str) -> None:
-        """Rename a job queue file on the candidates (archiving)."""
+        """Queue the rename of a job queue file (archiving), ordered after earlier updates."""
+        with self._cond:
+            if self._job_ops and self._job_ops[-1][0] == "rename":
+                self._job_ops[-1][1].append((old, new))
+            else:
+                self._job_ops.append(["rename", [(old, new)]])
+            self._job_queued += 1
+            self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
+            self._cond.notify_all()
+            inline = self._stopped
+        if inline:
+            self._job_loop(once=True)
+
+    def _job_loop(self, once: bool = False) -> None:
+        while True:
+            with self._cond:
+                if once:
+                    self._cond.wait_for(lambda: not self._job_busy)
+                else:
+                    self._cond.wait_for(lambda: bool(self._job_ops) or self._stopped)
+                if not self._job_ops:
+                    return
+                self._job_busy = True
+                ops, self._job_ops = self._job_ops, []
+                upto = self._job_queued
+            for kind, payload in ops:
+                try:
+                    if kind == "update":
+                        self._send_updates(payload)
+                    else:
+                        self._send_renames(payload)
+                except Exception:
+                    logger.exception("Job queue replication failed")
+            with self._cond:
+                self._job_busy = False
+                self._job_done = max(self._job_done, upto)
+                self._cond.notify_all()
+            if once:
+                return
+
+    def _send_updates(self, files: dict[str, bytes]) -> None:
         candidates, _ = self.targets()
         if self.rpc is None or not candidates:
             return
-        rename = [[to_canonical(self.paths.root, old), to_canonical(self.paths.root, new)]]
+        items = [[to_canonical(self.paths.root, path), data.decode("utf-8")]
+                 for path, data in files.items()]
+        res = self.rpc.call("jobqueue_update_many", candidates, [items], timeout=self.timeout)
+        names = ", ".join(sorted(os.path.basename(p) for p in files))
+        report_failures(f"Job queue replication of {names}", res)
+
+    def _send_renames(self, pairs: list[tuple[str, str]]) -> None:
+        candidates, _ = self.targets()
+        if self.rpc is None or not candidates:
+            return
+        rename = [[to_canonical(self.paths.root, old), to_canonical(self.paths.root, new)]
+                  for old, new in pairs]
         res = self.rpc.call("jobqueue_rename", candidates, [rename], timeout=self.timeout)
         report_failures("Job queue rename replication", res)
 
@@ -324,6 +540,134 @@ def cluster_hooks_nodes(cfg: Any) -> tuple[list[str], list[str]]:
     return ([master], [master]) if master else ([], [])
 
 
+#: Seconds a ``hooks_list`` fan-out may take.
+HOOKS_LIST_TIMEOUT = 10.0
+
+
+class HookDirsCache:
+    """Which ``hooks/<hpath>-<phase>.d`` directories have entries, per node.
+
+    :meth:`nodes_to_run` is (through :class:`HooksRunner`) the HooksMaster
+    ``node_filter``: it keeps the nodes that *may* have scripts for a path
+    and phase and drops the others, so operations on a cluster without hook
+    scripts make no ``hooks_runner`` RPC.
+
+    **Exactness.**  Each call gives ``since``, the time the operation's
+    hooks began (its pre phase; the post phase reuses that time).  A node's
+    answer is used only if its ``hooks_list`` call *started* at or after
+    ``since``, so a script present on a node when the operation's hooks
+    began is always seen, as when the hooks runner itself was asked.
+    Answers are shared (group commit): one ``hooks_list`` fan-out is in
+    flight at a time, for the union of the nodes its waiters need, and it
+    serves every operation whose hooks began before it started.  Many
+    concurrent operations thus share one fan-out instead of making two
+    each.
+
+    * The master node (``local_node()``) is checked on the local
+      filesystem (exact, no RPC).
+    * A node whose answer failed (unreachable, offline) counts as having
+      scripts everywhere: the normal hooks RPC is made and reports the
+      problem as before.
+
+    A directory holding only skipped entries (bad names, not executable)
+    still counts as non-empty, so the hooks runner's report stays the same.
+    """
+
+    def __init__(self, rpc: Any, *, local_node: Callable[[], str] | None = None,
+                 local_paths: Paths | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rpc = rpc
+        self.local_node = local_node
+        self.local_paths = local_paths
+        self.clock = clock
+        self._cond = threading.Condition()
+        self._refreshing = False
+        self._wanted: set[str] = set()
+        # node -> (start time of the answering call, non-empty dir names or None = unknown)
+        self._entries: dict[str, tuple[float, frozenset[str] | None]] = {}
+
+    def invalidate(self, node: str | None = None) -> None:
+        """Forget the answer of ``node`` (every node when None)."""
+        with self._cond:
+            if node is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(node, None)
+
+    def _missing(self, nodes: list[str], since: float) -> list[str]:
+        # with _cond held
+        return [n for n in nodes
+                if (e := self._entries.get(n)) is None or e[0] < since]
+
+    def _ensure(self, nodes: list[str], since: float) -> None:
+        """Make sure every node in ``nodes`` has an answer started at or after ``since``."""
+        with self._cond:
+            while True:
+                missing = self._missing(nodes, since)
+                if not missing:
+                    return
+                self._wanted.update(missing)
+                if not self._refreshing:
+                    break
+                self._cond.wait(HOOKS_LIST_TIMEOUT + 5.0)
+            self._refreshing = True
+            todo = sorted(self._wanted)
+            self._wanted.clear()
+            started = self.clock()
+        results: dict[str, Any] = {}
+        try:
+            results = self.rpc.call("hooks_list", todo, [], timeout=HOOKS_LIST_TIMEOUT)
+        except Exception as exc:  # never let the shortcut break an operation
+            logger.warning("Cannot list hook directories: %s", exc)
+        finally:
+            with self._cond:
+                for node in todo:
+                    res = results.get(node)
+                    dirs: frozenset[str] | None = None
+                    if res is not None and not res.fail_msg and isinstance(res.payload, list):
+                        dirs = frozenset(str(d) for d in res.payload)
+                    self._entries[node] = (started, dirs)
+                self._refreshing = False
+                self._cond.notify_all()
+
+    def _local_has(self, dirname: str) -> bool:
+        assert self.local_paths is not None
+        try:
+            with os.scandir(os.path.join(self.local_paths.hooks_base_dir, dirname)) as it:
+                return any(True for _ in it)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True   # let the hooks runner report it
+
+    def nodes_to_run(self, nodes: list[str], hpath: str, phase: str,
+                     since: float | None = None) -> list[str]:
+        """The subset of ``nodes`` that may have scripts in ``<hpath>-<phase>.d``.
+
+        ``since`` (default: now) is when the operation's hooks began.
+        """
+        if since is None:
+            since = self.clock()
+        dirname = f"{hpath}-{phase}.d"
+        local = self.local_node() if self.local_node is not None and \
+            self.local_paths is not None else None
+        remote = [n for n in dict.fromkeys(nodes) if n != local]
+        if remote:
+            self._ensure(remote, since)
+        with self._cond:
+            entries = {n: self._entries.get(n) for n in remote}
+        keep = []
+        for node in nodes:
+            if node == local:
+                if self._local_has(dirname):
+                    keep.append(node)
+                continue
+            entry = entries.get(node)
+            if entry is None or entry[1] is None or dirname in entry[1]:
+                keep.append(node)
+        return keep
+
+
 class HooksRunner:
     """``context.hooks_runner``: runs an LU's hooks through the ``hooks_runner`` RPC.
 
@@ -332,18 +676,34 @@ class HooksRunner:
     the post phase after it (failures are logged).  The HooksMaster of the
     pre phase is kept on the LU so the post phase sees the same
     environment plus the ``GANETI_POST_*`` values.
+
+    Nodes without scripts for the phase are not contacted
+    (:class:`HookDirsCache`; ``paths`` enables the local check on the
+    master).  The time of the pre phase is the ``since`` of both phases: a
+    script present when the operation's hooks began runs.
     """
 
-    def __init__(self, cfg: Any, rpc: Any) -> None:
+    def __init__(self, cfg: Any, rpc: Any, *, paths: Paths | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.cfg = cfg
         self.rpc = rpc
+        self.clock = clock
+        self.dirs_cache = HookDirsCache(rpc, local_node=cfg.get_master_node_name,
+                                        local_paths=paths, clock=clock)
 
     def _master(self, lu: Any, feedback_fn: FeedbackFn | None) -> HooksMaster:
         hm = getattr(lu, "_hooks_master", None)
         if hm is None:
             cluster = self.cfg.get_cluster_info()
+            since = self.clock()
+            cache = self.dirs_cache
+
+            def node_filter(nodes: list[str], hpath: str, phase: str) -> list[str]:
+                return cache.nodes_to_run(nodes, hpath, phase, since=since)
+
             hm = HooksMaster.from_lu(lu, self.rpc.call_hooks_runner, cluster.cluster_name,
-                                     self.cfg.get_master_node_name(), log_fn=feedback_fn)
+                                     self.cfg.get_master_node_name(), log_fn=feedback_fn,
+                                     node_filter=node_filter)
             lu._hooks_master = hm
         return hm
 

@@ -15,6 +15,11 @@ from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     rpc_one)
 from ganeti.utils import validation
 
+#: Marker of instance_start's refusal of a running instance (the node
+#: side's ``backend.instance.ALREADY_RUNNING``; the master may not import
+#: the backend, a test keeps the two equal).
+ALREADY_RUNNING = "is already running"
+
 __all__ = ["LUInstanceRemove", "LUInstanceStartup", "LUInstanceShutdown", "LUInstanceReboot",
            "LUInstanceReinstall", "LUInstanceRename", "LUInstanceConsole",
            "shutdown_instance", "remove_disks", "check_os"]
@@ -116,15 +121,19 @@ class LUInstanceStartup(InstanceLU):
         if not self.op.no_remember:
             self.cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
         data = self.rpc_instance(beparams=self.be_override, hvparams=self.hv_override)
-        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor,
-                       data["hvparams"])
-        if live is not None and live.get("state") == 0:
+        # one RPC: the node refuses a running instance (message with
+        # ALREADY_RUNNING) and cleans up one that shut down by itself
+        if self.rpc is None:
+            raise errors.OpExecError("Node RPC is not available on this master")
+        res = self.rpc.call_instance_start([self.pnode.name], data, data["disks_info"],
+                                           self.op.startup_paused).get(self.pnode.name)
+        if res is None:
+            raise errors.OpExecError(f"Could not start instance {inst.name}: no answer"
+                                     f" from node {self.pnode.name}")
+        if res.fail_msg and not res.offline and ALREADY_RUNNING in res.fail_msg:
             feedback_fn(f"Instance {inst.name} is already running")
             return None
-        if live is not None:   # shut down inside: clean up before starting again
-            rpc_one(self, "instance_shutdown", self.pnode.name, data, 0)
-        rpc_one(self, "instance_start", self.pnode.name, data, data["disks_info"],
-                self.op.startup_paused, prefix=f"Could not start instance {inst.name}")
+        res.raise_on_failure(f"Could not start instance {inst.name}")
         if self.instance.disks and not self.instance.disks_active:
             self.cfg.set_instance_disks_active(inst.uuid, True)
         return None

@@ -11,9 +11,14 @@ commit as the job files using it, so an acknowledged job id is never
 reused, even after a crash; on load the serial is also raised to the
 highest job id found on disk.
 
-Replication (to master candidates) is a pair of callbacks called after a
-file is durable: ``replicate(file_name, content)`` and
-``replicate_rename(old, new)``; the defaults do nothing.
+Replication (to master candidates) uses callbacks called after a file is
+durable: ``replicate_batch({file_name: content})`` once per committed
+batch (when given; otherwise ``replicate(file_name, content)`` per file),
+``replicate(file_name, content)`` for the drain flag and
+``replicate_rename(old, new)`` on archiving; the defaults do nothing.  The
+callbacks run in the writer thread, so they must return quickly (the
+master's replicator only queues the work, see
+``cmdlib.common.Replicator``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ SYNC_NONE = "none"
 
 ReplicateFn = Callable[[str, bytes], None]
 ReplicateRenameFn = Callable[[str, str], None]
+ReplicateBatchFn = Callable[[dict[str, bytes]], None]
 
 
 class _Ticket:
@@ -170,13 +176,15 @@ class JobStorage:
 
     def __init__(self, paths: Paths, *, sync_mode: str = SYNC_FSYNC,
                  replicate: ReplicateFn | None = None,
-                 replicate_rename: ReplicateRenameFn | None = None) -> None:
+                 replicate_rename: ReplicateRenameFn | None = None,
+                 replicate_batch: ReplicateBatchFn | None = None) -> None:
         self.paths = paths
         self.queue_dir = paths.queue_dir
         self.archive_dir = paths.queue_archive_dir
         self._sync_mode = sync_mode
         self._replicate = replicate
         self._replicate_rename = replicate_rename
+        self._replicate_batch = replicate_batch
         self._lock = threading.Lock()
         self._last_id = 0
         self._writer: _GroupWriter | None = None
@@ -275,6 +283,9 @@ class JobStorage:
                 raise errors.JobQueueError(f"Cannot write job file: {ticket.error}") from ticket.error
 
     def _after_commit(self, batch: dict[str, bytes]) -> None:
+        if self._replicate_batch is not None:
+            self._replicate_batch(batch)
+            return
         if self._replicate is None:
             return
         for path, data in batch.items():

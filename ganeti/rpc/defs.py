@@ -228,6 +228,13 @@ _ROWS = [
          "Assemble instance['disks_info'] and run the OS create script. -> log path"),
     _row("instance_run_rename", [("instance", dict), ("old_name", str), ("debug", int)], SLOW,
          "Run the OS rename script (instance['name'] is the new name). -> log path"),
+    # --- master-side throughput (doc/design/replication.md) ---
+    _row("jobqueue_update_many", [("files", list)], FAST,
+         "Write [[file_name, content], ...] inside the node's job queue directory"
+         " (all names checked first; each file atomically, in order)."),
+    _row("hooks_list", [], URGENT,
+         "Names of the non-empty <hpath>-<phase>.d directories under the node's"
+         " hooks directory (sorted)."),
 ]
 
 CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}

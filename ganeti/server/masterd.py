@@ -321,9 +321,13 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     replicator.refresh_targets(cfg)
     change_hooks.append(lambda raw: replicator.on_config_change(cfg, raw))
     context = MasterContext(paths=paths, cfg=cfg, glm=glm, lock_monitor=monitor, rpc=rpc,
-                            hooks_runner=HooksRunner(cfg, rpc) if rpc is not None else None)
+                            hooks_runner=(HooksRunner(cfg, rpc, paths=paths)
+                                          if rpc is not None else None))
+    # the processor waits for replicator.wait_replicated (see mcpu)
+    context.replicator = replicator
     storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
-                         replicate_rename=replicator.replicate_rename)
+                         replicate_rename=replicator.replicate_rename,
+                         replicate_batch=replicator.replicate_job_files)
     storage.open()
     jq = JobQueue(storage, lambda: Processor(context), workers=workers)
     context.jqueue = jq
@@ -399,6 +403,9 @@ def _serve(runtime: DaemonRuntime, state: _State) -> None:
         ok = state.context.jqueue.shutdown(timeout=runtime.options.shutdown_timeout)
         if not ok:
             logger.warning("Some jobs were still running at shutdown")
+        replicator = state.context.replicator
+        if replicator is not None and not replicator.stop(timeout=30.0):
+            logger.warning("Replication to the master candidates did not finish at shutdown")
 
 
 def main(argv: list[str] | None = None) -> int:

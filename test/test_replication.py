@@ -1,0 +1,210 @@
+"""Coalescing replication (cmdlib.common.Replicator) and the processor's wait for it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fakes import FakeRpc, make_config  # noqa: E402
+from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
+
+from ganeti import opcodes  # noqa: E402
+from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
+from ganeti.cmdlib.common import Replicator  # noqa: E402
+from ganeti.mcpu import NullCallbacks, Processor  # noqa: E402
+from ganeti.pathutils import Paths  # noqa: E402
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Gate:
+    """An RPC handler that blocks its first call until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+
+    def __call__(self, node: str, args: list[Any]) -> Any:
+        self.calls += 1
+        self.entered.set()
+        assert self.release.wait(20), "gate never released"
+        return None
+
+
+def _setup(tmp_path, **kw):
+    cfg = make_config(tmp_path, **kw)
+    paths = Paths(root=str(tmp_path / "root"))
+    rpc = FakeRpc(cfg)
+    rep = Replicator(paths, rpc, timeout=5.0)
+    rep.refresh_targets(cfg)
+    cfg._on_change = lambda data: rep.on_config_change(cfg, data)  # as masterd wires it
+    return cfg, rpc, rep, paths
+
+
+def _tag(cfg, tag: str) -> int:
+    node = cfg.get_node_info_by_name(node_name(2))
+    node.tags.append(tag)
+    cfg.update(node)
+    return cfg.get_serial_no()
+
+
+def test_config_pushes_coalesce_to_the_newest_serial(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    gate = Gate()
+    rpc.set_handler("upload_file", gate)
+    try:
+        first = _tag(cfg, "a")
+        assert gate.entered.wait(10)                 # push of `first` in flight
+        serials = [_tag(cfg, t) for t in ("b", "c", "d")]
+        assert rep.replicated_serial() < first
+        # not yet: the newest serial waits behind the blocked push
+        assert rep.wait_replicated(serials[-1], timeout=0.2) is False
+    finally:
+        gate.release.set()
+    assert rep.wait_replicated(serials[-1], timeout=10)
+    assert rep.replicated_serial() >= serials[-1]
+    uploads = rpc.calls_to("upload_file")
+    # one push for `first`, then ONE for b, c and d together, with the newest bytes
+    assert len(uploads) == 2
+    with open(paths.config_file, encoding="utf-8") as fh:
+        assert uploads[-1][1][1] == fh.read()
+    assert '"d"' in uploads[-1][1][1]
+    assert rep.stop(timeout=10)
+
+
+def test_wait_replicated_of_older_serial_returns_at_once_after_newer_push(tmp_path) -> None:
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=2)
+    old = _tag(cfg, "a")
+    new = _tag(cfg, "b")
+    assert rep.wait_replicated(new, timeout=10)
+    assert rep.wait_replicated(old, timeout=0)
+    # a serial never handed to the replicator (failed local write) does not hang
+    assert rep.wait_replicated(new + 5, timeout=5) is False
+    rep.stop(timeout=5)
+
+
+def test_failing_candidates_are_logged_and_do_not_block_waiters(tmp_path, caplog) -> None:
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=4)
+    rpc.set_failure("upload_file", node_name(2), "down")
+    rpc.set_failure("upload_file", node_name(3), "down")
+    with caplog.at_level(logging.WARNING):
+        serial = _tag(cfg, "a")
+        assert rep.wait_replicated(serial, timeout=10)
+    errors_logged = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors_logged) == 2                   # 2 of 3 candidates: more than half
+    rep.stop(timeout=5)
+
+
+def test_job_updates_coalesce_and_renames_keep_their_place(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    q = paths.queue_dir
+    gate = Gate()
+    rpc.set_handler("jobqueue_update_many", gate)
+    try:
+        rep.replicate_job_files({os.path.join(q, "job-1"): b"1a"})
+        assert gate.entered.wait(10)
+        rep.replicate_job_files({os.path.join(q, "job-1"): b"1b",
+                                 os.path.join(q, "job-2"): b"2a"})
+        rep.replicate_job_file(os.path.join(q, "job-1"), b"1c")
+        rep.replicate_rename(os.path.join(q, "job-1"), os.path.join(q, "archive/0/job-1"))
+        rep.replicate_job_file(os.path.join(q, "job-2"), b"2b")
+        rep.replicate_job_file(os.path.join(q, "job-2"), b"2c")
+    finally:
+        gate.release.set()
+    assert rep.flush(timeout=10)
+    sent = [(proc, args) for proc, nodes, args in rpc.calls
+            if proc.startswith("jobqueue_")]
+    assert all(nodes == [node_name(2), node_name(3)] for _, nodes, _ in rpc.calls)
+    assert sent == [
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1c"],
+                                   ["/var/lib/ganeti/queue/job-2", "2a"]]]),
+        ("jobqueue_rename", [[["/var/lib/ganeti/queue/job-1",
+                               "/var/lib/ganeti/queue/archive/0/job-1"]]]),
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-2", "2c"]]]),
+    ]
+    rep.stop(timeout=5)
+
+
+def test_work_after_stop_is_done_inline(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=2)
+    assert rep.stop(timeout=5)
+    rep.replicate_job_file(os.path.join(paths.queue_dir, "job-9"), b"x")
+    assert rpc.calls_to("jobqueue_update_many")       # sent before returning
+    serial = _tag(cfg, "z")
+    assert rep.replicated_serial() == serial
+
+
+def test_processor_waits_for_replication_before_success(tmp_path, monkeypatch) -> None:
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=3)
+    ctx = make_cluster_context(tmp_path, cfg, rpc)
+    ctx.replicator = rep
+    gate = Gate()
+    rpc.set_handler("upload_file", gate)
+    produced: list[int] = []
+
+    def exec_changing_config(self: Any, feedback_fn: Any) -> Any:
+        produced.append(_tag(self.cfg, "from-exec"))
+        return "done"
+
+    monkeypatch.setattr(cmdlib_test.LUTestDelay, "Exec", exec_changing_config)
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(
+        Processor(ctx, timeouts=[1.0]).execute_opcode(opcodes.OpTestDelay(duration=0),
+                                                      NullCallbacks())))
+    worker.start()
+    try:
+        assert gate.entered.wait(10)
+        worker.join(0.3)
+        assert worker.is_alive() and result == []     # not reported while unreplicated
+    finally:
+        gate.release.set()
+    worker.join(10)
+    assert result == ["done"]
+    assert rep.replicated_serial() >= produced[0]
+    rep.stop(timeout=5)
+
+
+def test_processor_does_not_wait_for_read_only_opcodes(tmp_path) -> None:
+    cfg = make_config(tmp_path, nodes=2)
+
+    class Spy:
+        calls: list[int] = []
+
+        def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
+            self.calls.append(serial)
+            return False
+
+    ctx = make_cluster_context(tmp_path, cfg, FakeRpc(cfg))
+    ctx.replicator = Spy()
+    cbs = NullCallbacks()
+    Processor(ctx, timeouts=[1.0]).execute_opcode(opcodes.OpTestDelay(duration=0), cbs)
+    assert Spy.calls == []
+
+
+def test_processor_warns_when_replication_times_out(tmp_path, monkeypatch, caplog) -> None:
+    cfg = make_config(tmp_path, nodes=2)
+
+    class Late:
+        def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
+            return False
+
+    ctx = make_cluster_context(tmp_path, cfg, FakeRpc(cfg))
+    ctx.replicator = Late()
+    monkeypatch.setattr(cmdlib_test.LUTestDelay, "Exec",
+                        lambda self, fb: _tag(self.cfg, "x") and None)
+    cbs = NullCallbacks()
+    with caplog.at_level(logging.ERROR):
+        assert Processor(ctx, timeouts=[1.0]).execute_opcode(
+            opcodes.OpTestDelay(duration=0), cbs) is None
+    assert any("not replicated" in r.getMessage() for r in caplog.records)
+    assert any("could not be confirmed" in str(m) for _, m in cbs.messages)
