@@ -120,51 +120,94 @@ def _os_opt(value: str | None) -> str | None:
 # --- options --------------------------------------------------------------------
 
 O = cli.Option
-TEMPLATE_OPT = O("-t", "--disk-template", dest="disk_template", default=None)
-DISK_OPT = O("--disk", dest="disks", action="append", default=None, metavar="N:size=..,mode=..")
-SIZE_OPT = O("-s", "--os-size", dest="sd_size", default=None, metavar="SIZE")
-NET_OPT = O("--net", dest="nics", action="append", default=None, metavar="N:mac=..,ip=..")
-NO_NICS_OPT = O("--no-nics", dest="no_nics", action="store_true", default=False)
-BE_OPT = O("-B", "--backend-parameters", dest="beparams", default=None)
-HV_OPT = O("-H", "--hypervisor-parameters", dest="hvparams", default=None)
-OS_OPT = O("-o", "--os-type", dest="os", default=None)
-OSP_OPT = O("-O", "--os-parameters", dest="osparams", default=None)
-PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]")
-NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True)
-NOINSTALL_OPT = O("--no-install", dest="no_install", action="store_true", default=False)
-NONAMECHECK_OPT = O("--no-name-check", dest="name_check", action="store_false", default=True)
-NOIPCHECK_OPT = O("--no-ip-check", dest="ip_check", action="store_false", default=True)
-TAGS_OPT = O("--tags", dest="tags", default=None, metavar="TAG,TAG")
-FSDIR_OPT = O("--file-storage-dir", dest="file_storage_dir", default=None)
-FDRIVER_OPT = O("--file-driver", dest="file_driver", default=None)
+TEMPLATE_OPT = O("-t", "--disk-template", dest="disk_template", default=None,
+                 help="Disk template: diskless, file or sharedfile")
+DISK_OPT = O("--disk", dest="disks", action="append", default=None, metavar="N:size=..,mode=..",
+             help="Disk N (repeatable, indices 0..N-1), e.g. 0:size=10G,mode=rw")
+SIZE_OPT = O("-s", "--os-size", dest="sd_size", default=None, metavar="SIZE",
+             help="Size of a single disk (shortcut for --disk 0:size=SIZE)")
+NET_OPT = O("--net", dest="nics", action="append", default=None, metavar="N:mac=..,ip=..",
+            help="NIC N (repeatable), e.g. 0:mac=aa:00:00:00:00:01,ip=192.0.2.1,link=br0; with "
+                 "modify: add:..., remove, N:remove or N:link=...")
+NO_NICS_OPT = O("--no-nics", dest="no_nics", action="store_true", default=False,
+                help="Create the instance without any NIC")
+BE_OPT = O("-B", "--backend-parameters", dest="beparams", default=None,
+           help="Back-end parameters, e.g. maxmem=512,minmem=256,vcpus=2 ('default' resets)")
+HV_OPT = O("-H", "--hypervisor-parameters", dest="hvparams", default=None,
+           help="Hypervisor and/or its parameters: HV:key=val,... or key=val,...")
+OS_OPT = O("-o", "--os-type", dest="os", default=None,
+           help="Operating system definition, OS[+VARIANT] (see gnt-os list)")
+OSP_OPT = O("-O", "--os-parameters", dest="osparams", default=None,
+            help="OS parameters, key=val,... (see gnt-os info)")
+PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]",
+              help="Primary node (and secondary node, for mirrored templates)")
+NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True,
+                help="Do not start the instance after creating it")
+NOINSTALL_OPT = O("--no-install", dest="no_install", action="store_true", default=False,
+                  help="Do not run the OS create scripts (the disks stay blank)")
+NONAMECHECK_OPT = O("--no-name-check", dest="name_check", action="store_false", default=True,
+                    help="Do not check that the instance name resolves")
+NOIPCHECK_OPT = O("--no-ip-check", dest="ip_check", action="store_false", default=True,
+                  help="Do not check that the instance IP is unused")
+TAGS_OPT = O("--tags", dest="tags", default=None, metavar="TAG,TAG",
+             help="Tags to put on the new instance, comma separated")
+FSDIR_OPT = O("--file-storage-dir", dest="file_storage_dir", default=None,
+              help="Directory of the disk files, relative to the cluster file storage dir")
+FDRIVER_OPT = O("--file-driver", dest="file_driver", default=None,
+                help="Driver for file-based disks (loop)")
 IGNORE_FAIL_OPT = O("--ignore-failures", dest="ignore_failures", action="store_true",
-                    default=False)
-SHUTDOWN_TIMEOUT_OPT = O("--shutdown-timeout", dest="shutdown_timeout", type=int, default=120)
-STOP_TIMEOUT_OPT = O("--timeout", dest="timeout", type=int, default=120)
-NOREMEMBER_OPT = O("--no-remember", dest="no_remember", action="store_true", default=False)
-ALL_OPT = O("--all", dest="multi_all", action="store_true", default=False)
-NODE_SEL_OPT = O("--node", dest="multi_node", action="store_true", default=False)
-PRIMARY_SEL_OPT = O("--primary", dest="multi_primary", action="store_true", default=False)
-TAGS_SEL_OPT = O("--tags", dest="multi_tags", action="store_true", default=False)
+                    default=False,
+                    help="Remove the instance from the configuration even if removing its "
+                         "disks fails")
+SHUTDOWN_TIMEOUT_OPT = O("--shutdown-timeout", dest="shutdown_timeout", type=int, default=120,
+                         help="Seconds to wait for a clean shutdown before forcing it")
+STOP_TIMEOUT_OPT = O("--timeout", dest="timeout", type=int, default=120,
+                     help="Seconds to wait for a clean shutdown before forcing it")
+NOREMEMBER_OPT = O("--no-remember", dest="no_remember", action="store_true", default=False,
+                   help="Do not record the change of state in the configuration (the instance "
+                        "then shows as ERROR_up/ERROR_down)")
+ALL_OPT = O("--all", dest="multi_all", action="store_true", default=False,
+            help="Act on all instances (no arguments)")
+NODE_SEL_OPT = O("--node", dest="multi_node", action="store_true", default=False,
+                 help="Arguments are nodes: act on their primary and secondary instances")
+PRIMARY_SEL_OPT = O("--primary", dest="multi_primary", action="store_true", default=False,
+                    help="Arguments are nodes: act on their primary instances")
+TAGS_SEL_OPT = O("--tags", dest="multi_tags", action="store_true", default=False,
+                 help="Arguments are tags: act on the instances having any of them")
 FORCE_MULTI_OPT = O("--force-multiple", dest="force_multiple", action="store_true",
-                    default=False)
-PAUSED_OPT = O("--paused", dest="startup_paused", action="store_true", default=False)
+                    default=False,
+                    help="Do not ask for confirmation when acting on more than one instance")
+PAUSED_OPT = O("--paused", dest="startup_paused", action="store_true", default=False,
+               help="Start the instance paused")
 REBOOT_TYPE_OPT = O("--type", dest="reboot_type", default=constants.REBOOT_HARD,
-                    choices=sorted(constants.REBOOT_TYPES))
-NONLIVE_OPT = O("--non-live", dest="live", action="store_false", default=True)
+                    choices=sorted(constants.REBOOT_TYPES),
+                    help="soft (inside the guest), hard (stop and start, default) or full "
+                         "(also re-activate the disks)")
+NONLIVE_OPT = O("--non-live", dest="live", action="store_false", default=True,
+                help="Migrate without keeping the instance running (pause, copy, resume)")
 MIGRATION_MODE_OPT = O("--migration-mode", dest="migration_mode", default=None,
-                       choices=sorted(constants.HT_MIGRATION_MODES))
-CLEANUP_OPT = O("--cleanup", dest="cleanup", action="store_true", default=False)
-TARGET_OPT = O("-n", "--target-node", dest="target_node", default=None)
+                       choices=sorted(constants.HT_MIGRATION_MODES),
+                       help="Migration mode, overriding the hypervisor's migration_mode")
+CLEANUP_OPT = O("--cleanup", dest="cleanup", action="store_true", default=False,
+                help="Recover from a failed migration (find where the instance runs)")
+TARGET_OPT = O("-n", "--target-node", dest="target_node", default=None,
+               help="Target node")
 IGNORE_CONSIST_OPT = O("--ignore-consistency", dest="ignore_consistency", action="store_true",
-                       default=False)
-OFFLINE_OPT = O("--offline", dest="offline", action="store_const", const=True, default=None)
+                       default=False,
+                       help="Fail over even if the disks are not consistent")
+OFFLINE_OPT = O("--offline", dest="offline", action="store_const", const=True, default=None,
+                help="Mark the (stopped) instance offline")
 # a separate dest: the option parser keeps only the first option of each dest
-ONLINE_OPT = O("--online", dest="online", action="store_true", default=False)
-ABSOLUTE_OPT = O("--absolute", dest="absolute", action="store_true", default=False)
-STATIC_OPT = O("-s", "--static", dest="static", action="store_true", default=False)
-ALL_INFO_OPT = O("--all", dest="show_all", action="store_true", default=False)
-SHOWCMD_OPT = O("--show-cmd", dest="show_command", action="store_true", default=False)
+ONLINE_OPT = O("--online", dest="online", action="store_true", default=False,
+               help="Mark an offline instance online again (stopped)")
+ABSOLUTE_OPT = O("--absolute", dest="absolute", action="store_true", default=False,
+                 help="AMOUNT is the new size, not the increase")
+STATIC_OPT = O("-s", "--static", dest="static", action="store_true", default=False,
+               help="Only static information from the configuration (no node queries)")
+ALL_INFO_OPT = O("--all", dest="show_all", action="store_true", default=False,
+                 help="Show all instances")
+SHOWCMD_OPT = O("--show-cmd", dest="show_command", action="store_true", default=False,
+                help="Print only the command to reach the console")
 NEW_NAME_ARGS = [cli.ArgUnknown(min=1, max=1, name="INSTANCE"),
                  cli.ArgUnknown(min=1, max=1, name="NEW_NAME")]
 ONE_INSTANCE = [cli.ArgUnknown(min=1, max=1, name="INSTANCE")]
@@ -207,12 +250,12 @@ def add_instance(opts: Any, args: list[str]) -> int:
     return 0
 
 
-def _confirm(opts: Any, text: str) -> bool:
+def _confirm(opts: Any, text: str, flag: str = "--force") -> bool:
     if getattr(opts, "force", False):
         return True
     import sys
     if not sys.stdin.isatty():
-        cli.to_stderr(f"{text} Use --force to confirm.")
+        cli.to_stderr(f"{text} Use {flag} to confirm.")
         return False
     answer = input(f"{text} y/[n]? ")
     return answer.strip().lower() in ("y", "yes")
@@ -255,8 +298,12 @@ def list_fields(opts: Any, args: list[str]) -> int:
     return 0
 
 
-def _select(opts: Any, args: list[str]) -> list[str]:
-    """Instance names for the selection modes of startup/shutdown/reboot."""
+def _select(opts: Any, args: list[str]) -> list[str] | None:
+    """Instance names for the selection modes of startup/shutdown/reboot.
+
+    None when the operator did not confirm an operation on several instances
+    (``--force-multiple`` confirms without asking).
+    """
     cl = cli.get_client(opts)
     if opts.multi_all:
         if args:
@@ -282,12 +329,16 @@ def _select(opts: Any, args: list[str]) -> list[str]:
     result = cl.Query(constants.QR_INSTANCE, ["name"], qfilter)
     names = [row[0][1] for row in result["data"]]
     if len(names) > 1 and not opts.force_multiple and not _confirm(
-            opts, f"The operation will affect {len(names)} instances: {', '.join(names)}."):
-        raise errors.OpPrereqError("Operation aborted by the user", errors.ECODE_INVAL)
+            opts, f"The operation will affect {len(names)} instances: {', '.join(names)}.",
+            flag="--force-multiple"):
+        cli.to_stderr("Aborted: nothing was changed.")
+        return None
     return names
 
 
-def _run_many(opts: Any, ops: list[dict[str, Any]]) -> int:
+def _run_many(opts: Any, ops: list[dict[str, Any]] | None) -> int:
+    if ops is None:  # not confirmed
+        return 1
     if not ops:
         cli.to_stderr("No instances selected")
         return 0
@@ -327,14 +378,16 @@ def startup(opts: Any, args: list[str]) -> int:
                                 no_remember=opts.no_remember,
                                 startup_paused=opts.startup_paused,
                                 beparams=parse_kv(opts.beparams),
-                                hvparams=parse_hv(opts.hvparams)[1]) for n in names])
+                                hvparams=parse_hv(opts.hvparams)[1]) for n in names]
+                     if names is not None else None)
 
 
 def shutdown(opts: Any, args: list[str]) -> int:
     """Stop instances."""
     names = _select(opts, args)
     return _run_many(opts, [_op("OP_INSTANCE_SHUTDOWN", instance_name=n, timeout=opts.timeout,
-                                no_remember=opts.no_remember) for n in names])
+                                no_remember=opts.no_remember) for n in names]
+                     if names is not None else None)
 
 
 def reboot(opts: Any, args: list[str]) -> int:
@@ -342,7 +395,8 @@ def reboot(opts: Any, args: list[str]) -> int:
     names = _select(opts, args)
     return _run_many(opts, [_op("OP_INSTANCE_REBOOT", instance_name=n,
                                 reboot_type=opts.reboot_type,
-                                shutdown_timeout=opts.shutdown_timeout) for n in names])
+                                shutdown_timeout=opts.shutdown_timeout) for n in names]
+                     if names is not None else None)
 
 
 def failover(opts: Any, args: list[str]) -> int:
@@ -496,7 +550,6 @@ def show_info(opts: Any, args: list[str]) -> int:
         for idx, nic in enumerate(d["nics"]):
             out(f"    - nic/{idx}: MAC: {nic['mac']}, IP: {nic['ip']}, mode: {nic['mode']},"
                 f" link: {nic['link']}")
-        out("  Disk template: " + d["disk_template"])
         out("  Disks:")
         for disk in d["disks"]:
             out(f"    - {disk['iv_name']}: {disk['dev_type']}, size {disk['size']}M,"

@@ -403,6 +403,7 @@ class NodeQueryData:
     def __init__(self, cfg: Any, live: dict[str, Any] | None) -> None:
         data = cfg.get_config_data()
         self.master_uuid = data.cluster.master_node
+        self.cluster = data.cluster
         self.groups = data.nodegroups
         self.live = live
         self.pinst: dict[str, list[str]] = {u: [] for u in data.nodes}
@@ -471,7 +472,12 @@ NODE_FIELDS = query.make_table([
     query.simple_field("group.uuid", "GroupUUID", constants.QFT_TEXT, "UUID of node group",
                        "group"),
     query.FieldDef("ndparams", "NodeParameters", constants.QFT_OTHER,
-                   "Custom node parameters", lambda ctx, n: dict(n.ndparams)),
+                   "Merged node parameters (cluster, group and node)",
+                   lambda ctx, n: parameters.fill_ndparams(ctx.cluster, ctx.groups.get(n.group),
+                                                           n)),
+    query.FieldDef("custom_ndparams", "CustomNodeParameters", constants.QFT_OTHER,
+                   "Custom node parameters (set on the node itself)",
+                   lambda ctx, n: dict(n.ndparams)),
     query.FieldDef("pinst_cnt", "Pinst", constants.QFT_NUMBER,
                    "Number of instances with this node as primary",
                    lambda ctx, n: len(ctx.pinst.get(n.uuid, []))),

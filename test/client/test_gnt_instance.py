@@ -19,6 +19,13 @@ class FakeClient:
         self.jobs.append(ops)
         return len(self.jobs)
 
+    def SubmitManyJobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
+        result = []
+        for ops in jobs:
+            self.jobs.append(ops)
+            result.append([True, len(self.jobs)])
+        return result
+
     def Query(self, what: str, fields: list[str], qfilter: Any) -> Any:
         self.last_query = (what, fields, qfilter)
         return self.query_result
@@ -85,3 +92,27 @@ def test_gnt_os_diagnose_reports_missing(capsys: Any) -> None:
                               client_factory=lambda: cl)
     assert rc == 1
     assert "node2, status: missing" in capsys.readouterr().out
+
+
+def test_shutdown_by_tags_needs_force_multiple(capsys: Any) -> None:
+    from ganeti.cli import main as climain
+    cl = FakeClient({"fields": [], "data": [[[0, "i1"]], [[0, "i2"]]]})
+    rc = climain.generic_main(gnt_instance.commands, ["shutdown", "--tags", "web", "db"],
+                              prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 1 and cl.jobs == []
+    assert "--force-multiple" in capsys.readouterr().err
+    assert cl.last_query == ("instance", ["name"],
+                             ["|", ["=[]", "tags", "web"], ["=[]", "tags", "db"]])
+    rc = climain.generic_main(gnt_instance.commands,
+                              ["shutdown", "--tags", "--force-multiple", "--submit",
+                               "--timeout", "5", "web"],
+                              prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0
+    assert [(ops[0]["OP_ID"], ops[0]["instance_name"], ops[0]["timeout"]) for ops in cl.jobs] \
+        == [("OP_INSTANCE_SHUTDOWN", "i1", 5), ("OP_INSTANCE_SHUTDOWN", "i2", 5)]
+
+
+def test_every_option_has_help() -> None:
+    for name, row in gnt_instance.commands.items():
+        for opt in row[2]:
+            assert opt.kwargs.get("help"), f"gnt-instance {name}: {opt!r} has no help text"

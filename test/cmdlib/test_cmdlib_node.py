@@ -197,3 +197,17 @@ def test_pre_hook_failure_aborts_node_modify(tmp_path) -> None:
         run_opcode(ctx, onode.OpNodeSetParams(node_name=node_name(3), drained=True))
     assert _file_bytes(cfg) == before
     assert {args[0] for _, args in rpc.calls_to("hooks_runner")} == {"node-modify"}
+
+
+def test_node_query_ndparams_are_effective_and_custom_separate(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, nodes=2)
+    node2 = cfg.get_node_info_by_name(node_name(2))
+    node2.ndparams = {"ssh_port": 2222}
+    cfg.update(node2)
+    res = cq.run_query(ctx, "node", ["name", "ndparams", "custom_ndparams"], None)
+    rows = {row[0][1]: row for row in res["data"]}
+    merged1, merged2 = rows[node_name(1)][1][1], rows[node_name(2)][1][1]
+    assert merged2["ssh_port"] == 2222 and merged1["ssh_port"] != 2222
+    assert set(merged1) == set(merged2) and "spindle_count" in merged1
+    assert rows[node_name(2)][2] == [constants.RS_NORMAL, {"ssh_port": 2222}]
+    assert rows[node_name(1)][2] == [constants.RS_NORMAL, {}]

@@ -17,7 +17,7 @@ from ganeti.hypervisor.fake import FakeHypervisor
 
 __all__ = ["rows", "status_of", "field", "config_bytes", "node_files", "snapshot",
            "fail_unchanged", "fake_hv", "disk_files", "read_marker", "install_os",
-           "start_behind_masters_back", "use_canonical_file_storage_dir"]
+           "start_behind_masters_back"]
 
 SEP = "|"
 
@@ -144,14 +144,3 @@ def install_os(vc: Any, name: str, scripts: dict[str, str], *, nodes: list[str] 
 def start_behind_masters_back(vc: Any, node: str, name: str, memory: int = 128) -> None:
     """Start ``name`` on ``node``'s fake hypervisor without telling the master."""
     fake_hv(vc, node).start_instance(hvbase.InstanceSpec(name=name, memory=memory), [])
-
-
-def use_canonical_file_storage_dir(vc: Any) -> None:
-    """Record the node-local file storage dir in canonical form.
-
-    Workaround: ``gnt-cluster init`` on a virtual node records the master's
-    rooted path (``<node1 root>/srv/ganeti/file-storage``), which the other
-    nodes then take below their own roots twice.  The canonical path is
-    taken below each node's root, as intended for node-local storage.
-    """
-    vc.ok("gnt-cluster", "modify", "--file-storage-dir", "/srv/ganeti/file-storage")

@@ -135,6 +135,64 @@ def test_cluster_tags(vc):
     assert "demo:tag" not in vc.ok("gnt-cluster", "list-tags").split()
 
 
+def test_node_list_units(vc):
+    def mtotal(units: str) -> dict[str, str]:
+        out = vc.ok("gnt-node", "list", "--no-headers", "--units", units, "-o", "name,mtotal")
+        return dict(line.split() for line in out.splitlines())
+
+    in_mib, in_gib = mtotal("m"), mtotal("g")
+    assert set(in_mib) == set(vc.names)
+    for name in vc.names:
+        assert in_mib[name].isdigit()
+        assert abs(float(in_gib[name]) * 1024 - int(in_mib[name])) <= 0.05 * 1024
+    assert vc.run("gnt-node", "list", "--units", "x").returncode != 0
+
+
+def _hook(vc, node: str, hpath: str, phase: str, body: str) -> str:
+    hook_dir = vc.paths(node).hooks_dir(hpath, phase)
+    os.makedirs(hook_dir, exist_ok=True)
+    script = os.path.join(hook_dir, "10-test")
+    with open(script, "w") as fh:
+        fh.write("#!/bin/sh\n" + body)
+    os.chmod(script, 0o755)
+    return script
+
+
+def test_failing_pre_hook_aborts_node_modify_with_its_output(vc):
+    script = _hook(vc, "node2", "node-modify", "pre",
+                   'echo "policy: $GANETI_NODE_NAME stays as it is ($GANETI_OP_CODE)"\nexit 1\n')
+    try:
+        res = vc.run("gnt-node", "modify", "-D", "yes", "node2.vcluster")
+        assert res.returncode == 1
+        assert "policy: node2.vcluster stays as it is (OP_NODE_SET_PARAMS)" in res.stderr
+        assert vc.roles()["node2.vcluster"] == "C"
+    finally:
+        os.unlink(script)
+    vc.ok("gnt-node", "modify", "-D", "yes", "node2.vcluster")
+    assert vc.roles()["node2.vcluster"] == "D"
+    vc.ok("gnt-node", "modify", "-D", "no", "node2.vcluster")
+    assert vc.roles()["node2.vcluster"] == "C"
+
+
+def test_post_hooks_of_cluster_modify_get_the_environment(vc, tmp_path):
+    target = tmp_path / "env"
+    script = _hook(vc, "node1", "cluster-modify", "post", f"env > '{target}'\nexit 1\n")
+    try:
+        # a failing post hook is only logged: the operation succeeds
+        vc.ok("gnt-cluster", "modify", "-B", "maxmem=256")
+    finally:
+        os.unlink(script)
+    with open(target) as fh:
+        env = dict(line.split("=", 1) for line in fh.read().splitlines() if "=" in line)
+    assert env["GANETI_HOOKS_PHASE"] == "post"
+    assert env["GANETI_HOOKS_PATH"] == "cluster-modify"
+    assert env["GANETI_OP_CODE"] == "OP_CLUSTER_SET_PARAMS"
+    assert env["GANETI_OBJECT_TYPE"] == "CLUSTER"
+    assert env["GANETI_CLUSTER"] == "cluster.vcluster"
+    assert env["GANETI_MASTER"] == "node1.vcluster"
+    assert "maxmem: 256" in vc.ok("gnt-cluster", "info")
+
+
 def test_noded_refuses_client_without_certificate(vc):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
@@ -152,12 +210,21 @@ def test_verify_detects_tampered_file_and_redist_fixes_it(vc):
     path = vc.paths("node2").ssconf_file("cluster_name")
     with open(path, "w") as fh:
         fh.write("tampered.example\n")
+    config3 = vc.paths("node3").config_file
+    with open(config3, "ab") as fh:
+        fh.write(b" ")
     res = vc.run("gnt-cluster", "verify")
     assert res.returncode == 1
-    assert "ERROR" in res.stdout and "node2.vcluster" in res.stdout
+    errors_ = [line for line in res.stdout.splitlines() if "ERROR:" in line]
+    assert any("node2.vcluster" in line and "ssconf_cluster_name" in line
+               for line in errors_), res.stdout
+    assert any("node3.vcluster" in line and "config.data" in line for line in errors_), \
+        res.stdout
     vc.ok("gnt-cluster", "redist-conf")
     with open(path) as fh:
         assert fh.read().strip() == "cluster.vcluster"
+    rel_config = os.path.relpath(config3, vc.paths("node3").root)
+    assert _files_equal(vc, rel_config, vc.names)
     res = vc.run("gnt-cluster", "verify")
     assert res.returncode == 0, res.stdout + res.stderr
 

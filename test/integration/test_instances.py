@@ -12,7 +12,7 @@ import os
 
 import pytest
 from instance_helpers import (disk_files, fail_unchanged, fake_hv, field, read_marker, rows,
-                              status_of, use_canonical_file_storage_dir)
+                              status_of)
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -26,12 +26,16 @@ DLESS1 = "dless1.example.com"
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vci"), nodes=3) as cluster:
-        use_canonical_file_storage_dir(cluster)
         yield cluster
 
 
 def _hv_state_file(vc, node: str, name: str) -> str:
     return os.path.join(vc.paths(node).hypervisor_state_dir, name + ".json")
+
+
+def test_file_storage_dir_is_node_local(vc):
+    # recorded in canonical form by init, taken below each node's root
+    assert "file storage path: /srv/ganeti/file-storage\n" in vc.ok("gnt-cluster", "info")
 
 
 # --- add --------------------------------------------------------------------------
@@ -92,6 +96,12 @@ def test_list_default_columns_and_filter(vc):
 def test_list_unknown_instance_and_field(vc):
     res = vc.run("gnt-instance", "list", "nosuch.example.com")
     assert res.returncode != 0 and "nosuch.example.com" in res.stdout + res.stderr
+    assert "unknown_entity" in res.stderr
+    for argv in (("gnt-node", "list", "nosuch.vcluster"), ("gnt-node", "info", "nosuch.vcluster"),
+                 ("gnt-instance", "info", "nosuch.example.com"),
+                 ("gnt-os", "info", "nosuchos")):
+        res = vc.run(*argv)
+        assert res.returncode != 0 and "unknown_entity" in res.stderr, (argv, res.stderr)
     res = vc.run("gnt-instance", "list", "-o", "name,nosuchfield")
     assert res.returncode != 0 and "unknown field(s): nosuchfield" in res.stderr
 
@@ -259,7 +269,9 @@ def test_offline_and_online(vc):
 
 def test_console(vc):
     out = vc.ok("gnt-instance", "console", FILE1)
-    assert FILE1 in out or N2 in out
+    # the fake hypervisor has no console: the message says where the instance runs
+    assert FILE1 in out and N2 in out and "fake" in out
+    fail_unchanged(vc, "gnt-instance", "console", DLESS1 + ".nosuch", expect="not known")
 
 
 # --- tags -------------------------------------------------------------------------------

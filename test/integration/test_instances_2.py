@@ -13,7 +13,7 @@ import re
 
 import pytest
 from instance_helpers import (config_bytes, disk_files, fake_hv, install_os, rows, status_of,
-                              start_behind_masters_back, use_canonical_file_storage_dir)
+                              start_behind_masters_back)
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 from ganeti import bootstrap, constants, luxi
@@ -43,7 +43,6 @@ exit 0
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcj"), nodes=3,
                         masterd_args=SHORT_RPC_TIMEOUTS) as cluster:
-        use_canonical_file_storage_dir(cluster)
         install_os(cluster, "brokenos", {"create": _BROKEN_CREATE})
         install_os(cluster, "slowos", {"create": _SLOW_CREATE})
         install_os(cluster, "partialos", {}, nodes=[N1, N2])
@@ -207,3 +206,49 @@ def test_post_hooks_get_the_instance_environment(vc, tmp_path):
     assert env["GANETI_INSTANCE_NAME"] == "hooked.example.com"
     assert env["GANETI_INSTANCE_VCPUS"] == "2"
     assert env["GANETI_INSTANCE_NIC_COUNT"] == "1"
+
+
+def test_startup_shutdown_by_tags_and_force_multiple(vc):
+    vc.ok("gnt-instance", "add-tags", RUN1, "batch")
+    vc.ok("gnt-instance", "add-tags", RUN3, "batch")
+    before = config_bytes(vc)
+    # more than one instance selected: refused without --force-multiple, nothing changed
+    res = vc.run("gnt-instance", "shutdown", "--tags", "batch")
+    assert res.returncode == 1 and "--force-multiple" in res.stderr, res.stderr
+    assert config_bytes(vc) == before
+    assert rows(vc, "name,status", RUN1, RUN3) == [[RUN1, "running"], [RUN3, "running"]]
+    vc.ok("gnt-instance", "shutdown", "--tags", "--force-multiple", "--timeout", "0", "batch")
+    assert rows(vc, "name,status") == [[DOWN2, "ADMIN_down"], ["hooked.example.com", "running"],
+                                       [RUN1, "ADMIN_down"], [RUN3, "ADMIN_down"],
+                                       ["slow1.example.com", "ADMIN_down"],
+                                       ["slow2.example.com", "ADMIN_down"]]
+    assert fake_hv(vc, N1).get_instance_state(RUN1) is None
+    vc.ok("gnt-instance", "startup", "--tags", "--force-multiple", "batch")
+    assert rows(vc, "name,status", RUN1, RUN3) == [[RUN1, "running"], [RUN3, "running"]]
+    assert fake_hv(vc, N3).get_instance_state(RUN3) is not None
+    assert status_of(vc, DOWN2) == "ADMIN_down"
+
+
+def test_add_with_os_size_and_no_install(vc):
+    name = "blank.example.com"
+    vc.ok("gnt-instance", "add", "-t", "file", "-s", "4M", "-o", "tinyos", "--no-install",
+          "--no-start", "-n", N2, name)
+    assert rows(vc, "status,disk.count,disk.sizes", name) == [["ADMIN_down", "1", "4"]]
+    (disk,) = disk_files(vc, N2, name)
+    assert os.path.getsize(disk) == 4 << 20
+    with open(disk, "rb") as fh:
+        assert fh.read(11) == b"\0" * 11      # the OS create script did not run
+    vc.ok("gnt-instance", "remove", "-f", name)
+
+
+def test_migrate_non_live_and_cleanup(vc):
+    name = "mig.example.com"
+    _add(vc, name, N1, "--disk", "0:size=4M", template="sharedfile")
+    vc.ok("gnt-instance", "migrate", "-f", "--non-live", "-n", N2, name)
+    assert rows(vc, "status,pnode", name) == [["running", N2]]
+    assert fake_hv(vc, N2).get_instance_state(name) is not None
+    assert fake_hv(vc, N1).get_instance_state(name) is None
+    out = vc.ok("gnt-instance", "migrate", "-f", "--cleanup", name)
+    assert "nothing to clean up" in out
+    assert rows(vc, "status,pnode", name) == [["running", N2]]
+    vc.ok("gnt-instance", "remove", "-f", name)
