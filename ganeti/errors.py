@@ -45,7 +45,9 @@ already know (``wrong_input``, ``unknown_entity`` ...).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ECODE_RESOLVER", "ECODE_NORES", "ECODE_TEMP_NORES", "ECODE_INVAL",

@@ -10,9 +10,11 @@ Request ``{"method", "args", "version"?}``; response ``{"success",
 
 from __future__ import annotations
 
-from typing import Any
-
 from ganeti import constants, errors
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ETX", "KNOWN_METHODS", "FrameBuffer", "encode_message",
            "encode_request", "encode_response", "parse_request",

@@ -14,11 +14,14 @@ that commands which build dicts start fast.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 
 from ganeti import constants, errors
 from ganeti.cli.output import merge_time, to_stderr, to_stdout
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
 
 __all__ = [
     "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
@@ -32,7 +35,8 @@ JOBS_UNFINISHED = frozenset([
     constants.JOB_STATUS_CANCELING, constants.JOB_STATUS_RUNNING,
 ])
 
-FeedbackFn = Callable[[Any], None]
+if TYPE_CHECKING:
+    FeedbackFn: TypeAlias = Callable[[Any], None]
 
 
 def get_client(opts: Any = None) -> Any:

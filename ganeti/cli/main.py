@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
 
 from ganeti import constants, errors
 from ganeti.cli.options import COMMON_OPTS, Arg, Option, check_arguments
 from ganeti.cli.output import to_stderr, to_stdout
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
 
 __all__ = ["generic_main", "format_error", "Command", "EXIT_SUCCESS", "EXIT_FAILURE",
            "EXIT_USAGE", "EXIT_INTERRUPTED", "usage_error"]
@@ -35,7 +38,11 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-Command = tuple[Callable[[Any, list[str]], int], list[Arg], list[Option], str, str]
+if TYPE_CHECKING:
+    Command: TypeAlias = tuple[Callable[[Any, list[str]], int], list[Arg], list[Option], str,
+                               str]
+else:  # the name exists at run time too (``cli.Command``), without typing
+    Command = tuple
 
 
 def usage_error(command: str, msg: str) -> int:

@@ -8,9 +8,11 @@ checked by :func:`check_arguments`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ganeti import constants, errors
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Option", "Arg", "ArgJobId", "ArgNode", "ArgFile", "ArgUnknown",

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
 
 from ganeti import constants
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "to_stdout", "to_stderr", "format_query_table", "format_timestamp", "merge_time",
@@ -60,6 +63,8 @@ def build_query_filter(args: list[str], force_filter: bool, *, namefield: str = 
     expression, the argument is parsed as filter text; otherwise the
     arguments are names (ids when ``isnumeric``) ORed together.
     """
+    if not args and not force_filter:
+        return None  # no filter: spares a list command the import of the filter code
     from ganeti import query  # lazy: only list verbs need it
     return query.make_filter(list(args), force_filter=force_filter, namefield=namefield,
                              isnumeric=isnumeric)

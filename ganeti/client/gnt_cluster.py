@@ -13,12 +13,14 @@ remote node, expanded by the remote shell); other paths are copied as is.
 from __future__ import annotations
 
 import os
-import shlex
 import time
-from typing import Any
 
 from ganeti import cli, constants, errors
 from ganeti.client import tags_common
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "commands", "init_cluster", "destroy_cluster", "show_cluster_info",
            "show_master", "show_version", "modify_cluster", "redist_conf", "verify_cluster",
@@ -50,6 +52,16 @@ def parse_keyval(text: str | None, what: str = "parameters") -> dict[str, str] |
             raise errors.ParameterError(f"Invalid {what} item '{item}'", errors.ECODE_INVAL)
         out[key] = value
     return out
+
+
+def _shell_quote(text: str) -> str:
+    import shlex  # lazy: only command/copyfile need it (CLI start-up)
+    return shlex.quote(text)
+
+
+def _masterd_args() -> list[str]:
+    import shlex
+    return shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
 
 
 def parse_hvparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
@@ -106,7 +118,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         hvparams=parse_hvparams(opts.hvparams), beparams=parse_keyval(opts.beparams),
         nicparams=parse_keyval(opts.nicparams), ndparams=ndparams)
     bootstrap.start_noded(paths, master_ip, noded_port)
-    bootstrap.start_masterd(paths, extra_args=shlex.split(os.environ.get("GANETI_MASTERD_ARGS", "")))
+    bootstrap.start_masterd(paths, extra_args=_masterd_args())
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_POST_INIT"}, opts, cl, feedback_fn=None)
     return cli.EXIT_SUCCESS
@@ -419,8 +431,8 @@ def _remote_path_expr(paths: Any, path: str) -> str:
     """Shell expression of ``path`` on a node (see the module doc for the mapping)."""
     if os.path.abspath(paths.root) != "/" and paths.contains(path):
         rel = os.path.relpath(os.path.realpath(path), os.path.realpath(paths.root))
-        return '"${GANETI_ROOTDIR:-}"' + shlex.quote("/" + rel)
-    return shlex.quote(path)
+        return '"${GANETI_ROOTDIR:-}"' + _shell_quote("/" + rel)
+    return _shell_quote(path)
 
 
 def copy_file(opts: Any, args: list[str]) -> int:
@@ -484,7 +496,7 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
             cli.to_stderr(f"Restarting the node daemon on {name} failed: {exc}")
             failed = True
     bootstrap.stop_daemon(paths, constants.MASTERD)
-    bootstrap.start_masterd(paths, extra_args=shlex.split(os.environ.get("GANETI_MASTERD_ARGS", "")))
+    bootstrap.start_masterd(paths, extra_args=_masterd_args())
     cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")
     return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ganeti import cli
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "commands", "delay", "submit_job", "show_locks", "LOCK_DEFAULT_FIELDS"]
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ganeti import cli, constants
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "commands", "list_jobs", "show_job_info", "watch_job", "wait_job",
            "cancel_jobs", "archive_jobs", "auto_archive_jobs", "change_priority",

@@ -8,10 +8,13 @@ submits ``OP_NODE_ADD``; everything else is opcodes and queries over LUXI.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ganeti import cli, constants, errors
 from ganeti.client import tags_common
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "commands", "add_node", "remove_node", "list_nodes", "list_fields",
            "show_node_info", "modify_node", "LIST_DEFAULT_FIELDS", "INFO_FIELDS"]

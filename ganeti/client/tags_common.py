@@ -6,9 +6,11 @@ Each factory returns a ``commands`` table row for one tag kind
 
 from __future__ import annotations
 
-from typing import Any
-
 from ganeti import cli, constants
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["add_tags", "list_tags", "remove_tags", "search_tags", "FROM_FILE_OPT"]
 

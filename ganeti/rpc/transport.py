@@ -22,7 +22,6 @@ Every socket gets ``TCP_NODELAY``: without it a request costs ~46 ms
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import ssl
@@ -63,17 +62,39 @@ def make_client_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLCo
     return ctx
 
 
-class _Connection(http.client.HTTPSConnection):
-    """HTTPSConnection with TCP_NODELAY set before the TLS handshake."""
+_RECV_SIZE = 256 * 1024
+_MAX_HEAD = 64 * 1024
 
-    def connect(self) -> None:
-        sock = socket.create_connection((self.host, self.port), self.timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
-        except BaseException:
-            sock.close()
-            raise
+
+def _set_remaining(sock: ssl.SSLSocket, deadline: float) -> None:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("deadline passed")
+    sock.settimeout(remaining)
+
+
+def _parse_head(head: bytes) -> tuple[int, str, int]:
+    """``(status, reason, content_length)`` of a reply's status line and headers."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(None, 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+        raise errors.RpcTransportError(f"malformed reply: bad status line {lines[0][:100]!r}")
+    length = -1
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise errors.RpcTransportError(f"malformed reply: bad header line {line[:100]!r}")
+        name = name.strip().lower()
+        if name == "content-length":
+            value = value.strip()
+            if not value.isdigit():
+                raise errors.RpcTransportError(f"malformed reply: bad Content-Length {value[:40]!r}")
+            length = int(value)
+        elif name == "transfer-encoding":
+            raise errors.RpcTransportError("malformed reply: chunked replies are not supported")
+    if length < 0:
+        raise errors.RpcTransportError("malformed reply: no Content-Length")
+    return int(parts[1]), parts[2] if len(parts) > 2 else "", length
 
 
 def _reason(exc: BaseException) -> str:
@@ -85,8 +106,6 @@ def _reason(exc: BaseException) -> str:
         return "connection refused"
     if isinstance(exc, ConnectionResetError):
         return "connection reset by peer (TLS refused?)"
-    if isinstance(exc, http.client.RemoteDisconnected):
-        return "connection closed without a reply"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return f"{type(exc).__name__}: {exc}"
@@ -121,27 +140,60 @@ class HttpsTransport:
         ``timeout`` bounds every socket operation and the whole exchange.
         """
         deadline = time.monotonic() + timeout
-        conn = _Connection(address, port, timeout=timeout, context=self.context)
+        request = (f"POST /{procedure} HTTP/1.1\r\nHost: {address}:{port}\r\n"
+                   f"Content-Type: application/json\r\nUser-Agent: {USER_AGENT}\r\n"
+                   f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+                   ).encode("ascii") + body
         try:
-            conn.request("POST", f"/{procedure}", body=body, headers={
-                "Content-Type": "application/json", "User-Agent": USER_AGENT,
-                "Connection": "close"})
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise socket.timeout("deadline passed")
-            if conn.sock is not None:
-                conn.sock.settimeout(remaining)
-            resp = conn.getresponse()
-            data = resp.read(MAX_RESPONSE_SIZE + 1)
-        except (OSError, http.client.HTTPException) as exc:
+            status, reason, data = self._exchange(address, port, request, timeout, deadline)
+        except OSError as exc:
             raise errors.RpcTransportError(_reason(exc)) from exc
-        finally:
-            conn.close()
-        if len(data) > MAX_RESPONSE_SIZE:
-            raise errors.RpcTransportError(f"reply larger than {MAX_RESPONSE_SIZE} bytes")
-        if resp.status != 200:
-            raise errors.RemoteError(f"HTTP {resp.status} {resp.reason}: {_error_text(data)}")
+        if status != 200:
+            raise errors.RemoteError(f"HTTP {status} {reason}: {_error_text(data)}")
         return data
+
+    def _exchange(self, address: str, port: int, request: bytes, timeout: float,
+                  deadline: float) -> tuple[int, str, bytes]:
+        # A small HTTP/1.1 client for noded's replies (one request per
+        # connection, always a Content-Length): http.client's header parser
+        # (email.feedparser) costs more CPU than the TLS handshake, and a
+        # fan-out to many nodes is bound by the master's CPU.
+        sock = socket.create_connection((address, port), timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tls = self.context.wrap_socket(sock, server_hostname=address)
+        except BaseException:
+            sock.close()
+            raise
+        with tls:
+            _set_remaining(tls, deadline)
+            tls.sendall(request)
+            buf = bytearray()
+            head_end = -1
+            length = -1
+            while True:
+                _set_remaining(tls, deadline)
+                chunk = tls.recv(_RECV_SIZE)
+                if not chunk:
+                    break
+                buf += chunk
+                if head_end < 0:
+                    head_end = buf.find(b"\r\n\r\n")
+                    if head_end < 0:
+                        if len(buf) > _MAX_HEAD:
+                            raise errors.RpcTransportError("malformed reply: reply headers too long")
+                        continue
+                    status, reason, length = _parse_head(bytes(buf[:head_end]))
+                if len(buf) - head_end - 4 > MAX_RESPONSE_SIZE:
+                    raise errors.RpcTransportError(f"reply larger than {MAX_RESPONSE_SIZE} bytes")
+                if len(buf) - head_end - 4 >= length:
+                    break
+        if head_end < 0:
+            raise errors.RpcTransportError("connection closed without a reply")
+        data = bytes(buf[head_end + 4:])
+        if len(data) < length:
+            raise errors.RpcTransportError(f"connection closed after {len(data)} of {length} reply bytes")
+        return status, reason, data[:length]
 
 
 class FunctionTransport:

@@ -1,0 +1,93 @@
+"""HttpsTransport's small HTTP client: replies parsed, truncated or malformed ones refused."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from ganeti import errors
+from ganeti.rpc import transport
+from ganeti.server.noded import make_server_context
+
+
+def test_parse_head() -> None:
+    assert transport._parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n"
+                                 b"Connection: close") == (200, "OK", 15)
+    assert transport._parse_head(b"HTTP/1.0 404 Not Found\r\ncontent-length:3") == \
+        (404, "Not Found", 3)
+    for bad in (b"SPDY 200 OK\r\nContent-Length: 1", b"HTTP/1.1 abc OK\r\nContent-Length: 1",
+                b"HTTP/1.1 200 OK\r\nno colon here", b"HTTP/1.1 200 OK",
+                b"HTTP/1.1 200 OK\r\nContent-Length: -1",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked"):
+        with pytest.raises(errors.RpcTransportError, match="malformed reply"):
+            transport._parse_head(bad)
+
+
+@pytest.fixture(scope="module")
+def cert_file(tmp_path_factory) -> str:
+    from noded_harness import make_cluster_cert
+    return make_cluster_cert(tmp_path_factory.mktemp("cert"))
+
+
+def _serve_once(cert_file: str, reply: bytes) -> tuple[int, threading.Thread]:
+    """A one-connection TLS server sending ``reply`` after reading the request."""
+    ctx = make_server_context(cert_file)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(10)
+
+    def serve() -> None:
+        try:
+            conn, _ = listener.accept()
+            with ctx.wrap_socket(conn, server_side=True) as tls:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = tls.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                tls.sendall(reply)
+        except (OSError, ValueError):
+            pass
+        finally:
+            listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], thread
+
+
+@pytest.mark.parametrize("reply,expected", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n[true, 3000000]", b"[true, 3000000]"),
+    # bytes after Content-Length are ignored
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n[1]\nxyz", b"[1]\n"),
+])
+def test_post_reads_body(cert_file: str, reply: bytes, expected: bytes) -> None:
+    port, thread = _serve_once(cert_file, reply)
+    got = transport.HttpsTransport(cert_file).post("127.0.0.1", port, "version", b"[]", 10)
+    thread.join(10)
+    assert got == expected
+
+
+@pytest.mark.parametrize("reply,match", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n[true, 1]", "closed after 9 of 50"),
+    (b"HTTP/1.1 200 OK\r\n\r\n[true, 1]", "no Content-Length"),
+    (b"", "closed without a reply"),
+    (b"HTTP/1.1 200 OK\r\nContent-Le", "closed without a reply"),
+])
+def test_post_refuses_bad_replies(cert_file: str, reply: bytes, match: str) -> None:
+    port, thread = _serve_once(cert_file, reply)
+    with pytest.raises(errors.RpcTransportError, match=match):
+        transport.HttpsTransport(cert_file).post("127.0.0.1", port, "version", b"[]", 10)
+    thread.join(10)
+
+
+def test_post_error_status_is_remote_error(cert_file: str) -> None:
+    port, thread = _serve_once(cert_file, b"HTTP/1.1 404 Not Found\r\nContent-Length: 30\r\n"
+                                          b"\r\n[false, \"Unknown procedure x\"]")
+    with pytest.raises(errors.RemoteError, match="HTTP 404 Not Found: Unknown procedure x"):
+        transport.HttpsTransport(cert_file).post("127.0.0.1", port, "x", b"[]", 10)
+    thread.join(10)
