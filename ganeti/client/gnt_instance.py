@@ -77,7 +77,11 @@ def _disk_spec(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_mods(values: list[str] | None, what: str) -> list[list[Any]]:
-    """``add:size=1G`` / ``remove`` / ``N:mode=ro`` -> ``[[op, index, params]]``."""
+    """``add:size=1G`` / ``remove`` / ``N:mode=ro`` -> ``[[op, index, params]]``.
+
+    An index may carry the operation as a flag: ``N:add,...``, ``N:remove``,
+    ``N:modify,...`` (the default for an index).
+    """
     result: list[list[Any]] = []
     for value in values or []:
         head, _, rest = value.partition(":")
@@ -92,12 +96,14 @@ def parse_mods(values: list[str] | None, what: str) -> list[list[Any]]:
             except ValueError:
                 raise errors.OpPrereqError(f"Invalid {what} modification {value!r}",
                                            errors.ECODE_INVAL) from None
-            if "add" in params or "remove" in params:
-                op = "add" if "add" in params else "remove"
-                params.pop(op)
-                result.append([op, idx, params])
-            else:
-                result.append(["modify", idx, params])
+            ops = [op for op in ("add", "remove", "modify") if params.get(op) is True]
+            if len(ops) > 1:
+                raise errors.OpPrereqError(f"Invalid {what} modification {value!r}: more"
+                                           f" than one of {', '.join(ops)}",
+                                           errors.ECODE_INVAL)
+            op = ops[0] if ops else "modify"
+            params.pop(op, None)
+            result.append([op, idx, params])
     return result
 
 

@@ -114,6 +114,10 @@ class LUInstanceCreate(LogicalUnit):
         if op.mode != constants.INSTANCE_CREATE:
             raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
                                        " (only 'create')", errors.ECODE_INVAL)
+        if op.ip_check and not op.name_check:
+            # the IP address to check comes from resolving the name
+            raise errors.OpPrereqError("Cannot do an IP address check without a name check"
+                                       " (use --no-ip-check too)", errors.ECODE_INVAL)
         try:
             validation.check_hostname(op.instance_name)
         except errors.GanetiError as exc:

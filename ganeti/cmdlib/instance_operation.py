@@ -254,6 +254,9 @@ class LUInstanceRename(InstanceLU):
     HPATH = "instance-rename"
 
     def ExpandExtra(self) -> None:
+        if self.op.ip_check and not self.op.name_check:
+            raise errors.OpPrereqError("Cannot do an IP address check without a name check"
+                                       " (use --no-ip-check too)", errors.ECODE_INVAL)
         validation.check_hostname(self.op.new_name, "instance name")
         if self.cfg.get_instance_info_by_name(self.op.new_name) is not None \
                 or self.cfg.get_node_info_by_name(self.op.new_name) is not None:

@@ -16,7 +16,7 @@ from ganeti import constants, errors, locking, parameters, query
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.instance import hv_list_and_params, runtime_status
 
-__all__ = ["INSTANCE_FIELDS", "collect_instances", "InstanceQueryContext",
+__all__ = ["INSTANCE_FIELDS", "collect_instances", "param_title", "InstanceQueryContext",
            "LUInstanceQueryData", "instance_query_data"]
 
 LIVE = frozenset(["live"])
@@ -135,15 +135,24 @@ def _indexed(name: str, title: str, kind: str, doc: str, count: int, listget: An
     return result
 
 
+def param_title(kind: str, key: str) -> str:
+    """The column title of the ``be/KEY``/``hv/KEY`` field: ``BE_KEY``/``HV_KEY``.
+
+    The prefix keeps backend and hypervisor columns apart (and apart from
+    the other instance fields) in ``gnt-instance list`` headers.
+    """
+    return f"{kind.upper()}_{key}"
+
+
 def _param_fields() -> list[query.FieldDef]:
     result = []
     for key in sorted(parameters.BE_PARAMETERS):
-        result.append(_f(f"be/{key}", key, constants.QFT_OTHER,
+        result.append(_f(f"be/{key}", param_title("be", key), constants.QFT_OTHER,
                          f"The effective backend parameter '{key}'",
                          lambda ctx, inst, key=key: ctx.be(inst).get(key, query.UNAVAIL)))
     hv_keys = sorted({k for table in parameters.HV_PARAMETERS.values() for k in table})
     for key in hv_keys:
-        result.append(_f(f"hv/{key}", key, constants.QFT_OTHER,
+        result.append(_f(f"hv/{key}", param_title("hv", key), constants.QFT_OTHER,
                          f"The effective hypervisor parameter '{key}'",
                          lambda ctx, inst, key=key: ctx.hv(inst).get(key, query.UNAVAIL)))
     return result

@@ -98,25 +98,14 @@ class LUInstanceSetParams(InstanceLU):
                      parameters.fill_osparams(cfg.get_cluster_info(), op.os_name,
                                               self.os_new if self.os_new is not None
                                               else inst.osparams))
+        elif self.os_new is not None and not self.pnode.offline:
+            # new OS parameters must be accepted by the instance's OS
+            check_os(self, self.pnode.name, inst.os,
+                     parameters.fill_osparams(cfg.get_cluster_info(), inst.os, self.os_new))
         if op.offline is True and inst.admin_state == constants.ADMINST_UP:
             raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
                                        " before marking it offline", errors.ECODE_STATE)
-        # NICs: simulate on a copy
-        count = len(inst.nics)
-        self.nic_plan = []
-        for nop, idx, params in self.nic_mods:
-            if nop == DDM_ADD:
-                nic = build_nics(cfg, [params])[0]
-                self.nic_plan.append((nop, _index(idx, count, "NIC", adding=True), nic))
-                count += 1
-            elif nop == DDM_REMOVE:
-                self.nic_plan.append((nop, _index(idx, count, "NIC"), None))
-                count -= 1
-            else:
-                real = _index(idx, count, "NIC")
-                spec = dict(params)
-                build_nics(cfg, [{**spec, "mac": spec.get("mac") or "auto"}], generate=False)
-                self.nic_plan.append((nop, real, spec))
+        self._plan_nics()
         count = len(self.disks)
         self.disk_plan = []
         for dop, idx, params in self.disk_mods:
@@ -148,6 +137,53 @@ class LUInstanceSetParams(InstanceLU):
                                                errors.ECODE_INVAL)
                 self.disk_plan.append((dop, _index(idx, count, "disk"), params))
 
+    def _plan_nics(self) -> None:
+        """Check the NIC changes on a simulated NIC list; fills ``nic_plan``.
+
+        A ``modify`` entry becomes a dict of only the given, normalised
+        values (``mac`` "" = generate a new one, ``ip`` None = remove it,
+        ``nicparams``).  MACs must not be used by any other NIC.
+        """
+        inst, cfg = self.instance, self.cfg
+        used = {nic.mac.lower() for other in cfg.get_all_instances_info().values()
+                if other.uuid != inst.uuid for nic in other.nics if nic.mac}
+        macs = [nic.mac for nic in inst.nics]
+        self.nic_plan = []
+        for nop, idx, params in self.nic_mods:
+            if nop == DDM_ADD:
+                nic = build_nics(cfg, [params])[0]
+                real = _index(idx, len(macs), "NIC", adding=True)
+                self._check_mac(nic.mac, used, macs)
+                macs.insert(real, nic.mac)
+                self.nic_plan.append((nop, real, nic))
+            elif nop == DDM_REMOVE:
+                real = _index(idx, len(macs), "NIC")
+                macs.pop(real)
+                self.nic_plan.append((nop, real, None))
+            else:
+                real = _index(idx, len(macs), "NIC")
+                if not params:
+                    raise errors.OpPrereqError(f"No changes for NIC {idx}", errors.ECODE_INVAL)
+                built = build_nics(cfg, [{**params, "mac": params.get("mac") or "auto"}],
+                                   generate=False)[0]
+                spec: dict[str, Any] = {"nicparams": built.nicparams}
+                if "mac" in params:
+                    if built.mac:
+                        self._check_mac(built.mac, used, macs[:real] + macs[real + 1:])
+                    spec["mac"] = built.mac
+                    macs[real] = built.mac
+                if "ip" in params:
+                    spec["ip"] = built.ip
+                if "name" in params:
+                    spec["name"] = params["name"] or None
+                self.nic_plan.append((nop, real, spec))
+
+    @staticmethod
+    def _check_mac(mac: str, used: set[str], own: list[str]) -> None:
+        if mac and (mac in used or mac in own):
+            raise errors.OpPrereqError(f"MAC address {mac} already in use",
+                                       errors.ECODE_NOTUNIQUE)
+
     def Exec(self, feedback_fn: Any) -> Any:
         op, inst, cfg = self.op, self.instance, self.cfg
         changes: list[list[Any]] = []
@@ -172,18 +208,18 @@ class LUInstanceSetParams(InstanceLU):
                 changes.append([f"nic.{idx}", "remove"])
             else:
                 nic = inst.nics[idx]
-                for key in ("mode", "link", "vlan"):
-                    if key in data:
-                        nic.nicparams = parameters.update_params(nic.nicparams, {key: data[key]})
-                        changes.append([f"nic.{key}/{idx}", data[key]])
-                if data.get("mac"):
-                    nic.mac = str(data["mac"]).lower()
+                for key, value in sorted(data.get("nicparams", {}).items()):
+                    nic.nicparams = parameters.update_params(nic.nicparams, {key: value})
+                    changes.append([f"nic.{key}/{idx}", value])
+                if "mac" in data:
+                    nic.mac = data["mac"] or cfg.generate_mac()
                     changes.append([f"nic.mac/{idx}", nic.mac])
                 if "ip" in data:
-                    nic.ip = data["ip"] or None
+                    nic.ip = data["ip"]
                     changes.append([f"nic.ip/{idx}", nic.ip])
                 if "name" in data:
                     nic.name = data["name"]
+                    changes.append([f"nic.name/{idx}", nic.name])
         cfg.update(inst)
         for dop, idx, data in self.disk_plan:
             if dop == DDM_ADD:

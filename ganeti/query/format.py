@@ -8,8 +8,12 @@ Cell rendering, by field kind (normal cells):
 ``number``     ``str(value)``, right aligned
 ``unit``       :func:`ganeti.utils.units.format_unit` with ``units``, right aligned
 ``timestamp``  local time ``YYYY-MM-DD HH:MM:SS`` (a number or ``[sec, usec]``)
-``other``      lists/tuples comma-joined, anything else ``str(value)``
+``other``      lists/tuples comma-joined, dicts as ``key=value, key=value``
+               (sorted by key), anything else ``str(value)``
 =============  ==============================================================
+
+Containers nested in a list or dict print as ``[a, b]`` and
+``{key=value, key=value}``, so no Python ``repr`` reaches the table.
 
 A normal cell holding None prints as ``-``.  Non-normal cells print as
 Ganeti does: unknown ``??``, no data ``?``, unavailable ``-``, offline ``*``;
@@ -61,7 +65,26 @@ def format_cell(kind: str, status: int, value: Any, *, units: str = "h", verbose
     if kind == constants.QFT_TIMESTAMP:
         return timefmt(value)
     if isinstance(value, (list, tuple)):
-        return ",".join("-" if elem is None else str(elem) for elem in value)
+        return ",".join(_nested_text(elem) for elem in value)
+    if isinstance(value, dict):
+        return _dict_text(value)
+    return str(value)
+
+
+def _dict_text(value: dict[Any, Any]) -> str:
+    """``key=value, key=value`` with the keys sorted (as text)."""
+    items = sorted(value.items(), key=lambda kv: str(kv[0]))
+    return ", ".join(f"{key}={_nested_text(val)}" for key, val in items)
+
+
+def _nested_text(value: Any) -> str:
+    """One element inside a list or dict cell."""
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return "{" + _dict_text(value) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_nested_text(elem) for elem in value) + "]"
     return str(value)
 
 

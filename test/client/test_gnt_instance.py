@@ -39,6 +39,12 @@ def test_parse_helpers() -> None:
         gnt_instance.parse_indexed(["1:size=2"], "disk")
     assert gnt_instance.parse_mods(["add:size=1G", "0:mode=ro", "remove"], "disk") == \
         [["add", -1, {"size": 1024}], ["modify", 0, {"mode": "ro"}], ["remove", -1, {}]]
+    assert gnt_instance.parse_mods(["1:modify,mac=aa:00:00:00:00:01", "0:remove",
+                                    "2:add,link=br0"], "NIC") == \
+        [["modify", 1, {"mac": "aa:00:00:00:00:01"}], ["remove", 0, {}],
+         ["add", 2, {"link": "br0"}]]
+    with pytest.raises(errors.OpPrereqError, match="more than one"):
+        gnt_instance.parse_mods(["0:modify,remove"], "NIC")
     assert gnt_instance.parse_hv("fake:migration_mode=non-live") == \
         ("fake", {"migration_mode": "non-live"})
 

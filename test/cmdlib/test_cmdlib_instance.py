@@ -503,3 +503,74 @@ def test_storage_dir_for_makes_master_rooted_file_dir_canonical() -> None:
         "/srv/ganeti/file-storage/sub"
     with pytest.raises(errors.OpPrereqError):
         storage_dir_for(cluster, constants.DT_FILE, "../../etc", "/vc/node1")
+
+
+def test_param_field_titles_and_dict_cells(env: Any) -> None:
+    from ganeti import query
+    _create(env, start=False, osparams={"hostname_prefix": "x-"},
+            hvparams={"migration_mode": "non-live"})
+    res = cquery.run_query(env.ctx, "instance",
+                           ["be/maxmem", "hv/migration_mode", "osparams", "custom_hvparams"],
+                           None)
+    assert [f["title"] for f in res["fields"]] == \
+        ["BE_maxmem", "HV_migration_mode", "OSParameters", "CustomHypervisorParameters"]
+    titles = [f["title"] for f in cquery.run_query(env.ctx, "instance", ["name"], None)
+              ["fields"]]
+    assert titles == ["Instance"]
+    header, line = query.format_table(res["fields"], res["data"], separator="|")
+    assert header == "BE_maxmem|HV_migration_mode|OSParameters|CustomHypervisorParameters"
+    cells = line.split("|")
+    assert cells[:2] == ["128", "non-live"]
+    assert "hostname_prefix=x-" in cells[2] and "{" not in cells[2] and "'" not in cells[2]
+    assert cells[3] == "migration_mode=non-live"
+
+
+def test_set_params_nic_modify_normalises_and_checks_macs(env: Any) -> None:
+    _create(env, start=False, nics=[{"mac": "aa:00:00:00:00:01", "ip": "192.0.2.1"}])
+    _create(env, name="inst2", start=False, nics=[{"mac": "aa:00:00:00:00:02"}])
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            nics=[["modify", 0, {"mac": "AA:00:00:00:00:09", "ip": "none", "bridge": "br5"}]])
+    assert _query(env, ["nic.macs", "nic.ips", "nic.links"], ["=", "name", "inst1"]) == \
+        [[["aa:00:00:00:00:09"], [None], ["br5"]]]
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            nics=[["modify", 0, {"mac": "generate"}]])
+    (mac,), = _query(env, ["nic.macs"], ["=", "name", "inst1"])[0]
+    assert mac not in ("generate", "aa:00:00:00:00:09", "") and len(mac) == 17
+    before = env.raw()
+    for bad in ([["modify", 0, {"mac": "aa:00:00:00:00:02"}]],    # inst2's MAC
+                [["add", -1, {"mac": mac}]],                      # its own
+                [["modify", 0, {"mac": "zz:00"}]],
+                [["modify", 3, {"ip": "192.0.2.3"}]],
+                [["remove", 1, {}]],
+                [["modify", 0, {}]]):
+        with pytest.raises(errors.OpPrereqError):
+            env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", nics=bad)
+    assert env.raw() == before
+
+
+def test_set_params_osparams_validated_by_the_os(env: Any) -> None:
+    _create(env, start=False)
+    seen: list[dict] = []
+
+    def validate(node: str, required: bool, osname: str, checks: list, params: dict) -> bool:
+        seen.append(dict(params))
+        if params.get("fill") == "bogus":
+            raise errors.InvalidOS("bad value for fill")
+        return True
+    env.rpc.do_os_validate = validate
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="fill"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", osparams={"fill": "bogus"})
+    assert env.raw() == before
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", osparams={"fill": "zero"})
+    assert seen[-1] == {"fill": "zero"}
+    assert _query(env, ["custom_osparams"]) == [[{"fill": "zero"}]]
+
+
+def test_ip_check_needs_name_check(env: Any) -> None:
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="name check"):
+        _create(env, name_check=False)
+    assert env.raw() == before
+    _create(env, name_check=False, ip_check=False, start=False)
+    assert env.cfg.get_instance_info_by_name("inst1") is not None

@@ -221,6 +221,66 @@ def test_modify_beparams_disk_and_nic(vc):
     assert os.path.getsize(disk) == 16 << 20
 
 
+def test_modify_hvparams(vc):
+    vc.ok("gnt-instance", "modify", "-H", "migration_mode=live", SHARED1)
+    assert rows(vc, "hv/migration_mode,custom_hvparams,status", SHARED1) == \
+        [["live", "migration_mode=live", "running"]]
+    assert "migration_mode: live" in vc.ok("gnt-instance", "info", SHARED1)
+    fail_unchanged(vc, "gnt-instance", "modify", "-H", "nosuchhvparam=1", SHARED1,
+                   expect="nosuchhvparam")
+    fail_unchanged(vc, "gnt-instance", "modify", "-H", "migration_mode=sideways", SHARED1,
+                   expect="migration_mode")
+
+
+def test_modify_osparams(vc):
+    vc.ok("gnt-instance", "modify", "-O", "hostname_prefix=db-", FILE1)
+    assert field(vc, FILE1, "custom_osparams") == "hostname_prefix=db-"
+    effective = field(vc, FILE1, "osparams")
+    assert "hostname_prefix=db-" in effective.split(", ") and "{" not in effective
+    fail_unchanged(vc, "gnt-instance", "modify", "-O", "fill=bogus", FILE1, expect="fill")
+    assert field(vc, FILE1, "custom_osparams") == "hostname_prefix=db-"
+
+
+def test_modify_nic_modify_and_remove(vc):
+    vc.ok("gnt-instance", "modify", "--net", "1:modify,mac=AA:00:00:00:03:03,ip=192.0.2.30",
+          FILE1)
+    assert rows(vc, "nic.count,nic.macs,nic.ips,nic.links", FILE1) == \
+        [["2", "aa:00:00:00:01:01,aa:00:00:00:03:03", "192.0.2.10,192.0.2.30", "br7,br9"]]
+    vc.ok("gnt-instance", "modify", "--net", "0:ip=none,link=br8", FILE1)
+    assert rows(vc, "nic.ips,nic.links", FILE1) == [["-,192.0.2.30", "br8,br9"]]
+    other_mac = field(vc, SHARED1, "nic.macs")
+    for net, expect in (("1:modify,mac=zz:00:00", "mac"), ("5:modify,ip=192.0.2.5", "index"),
+                        (f"0:modify,mac={other_mac}", "in use"),
+                        ("0:modify,ip=not-an-ip", "ip"), ("2:remove", "index")):
+        fail_unchanged(vc, "gnt-instance", "modify", "--net", net, FILE1, expect=expect)
+    vc.ok("gnt-instance", "modify", "--net", "0:remove", FILE1)
+    assert rows(vc, "nic.count,nic.macs,nic.ips,nic.links", FILE1) == \
+        [["1", "aa:00:00:00:03:03", "192.0.2.30", "br9"]]
+    assert "MAC: aa:00:00:00:01:01" not in vc.ok("gnt-instance", "info", FILE1)
+
+
+def test_modify_disk_mode_and_name(vc):
+    vc.ok("gnt-instance", "modify", "--disk", "0:modify,mode=ro,name=root", FILE1)
+    assert rows(vc, "disk.modes,disk.mode/0,disk.names,disk.sizes", FILE1) == \
+        [["ro", "ro", "root", "16"]]
+    for disk, expect in (("3:modify,mode=ro", "index"), ("0:mode=rx", "mode"),
+                         ("0:size=1G", "grow-disk")):
+        fail_unchanged(vc, "gnt-instance", "modify", "--disk", disk, FILE1, expect=expect)
+    vc.ok("gnt-instance", "modify", "--disk", "0:mode=rw", FILE1)
+    assert rows(vc, "disk.modes,disk.names", FILE1) == [["rw", "root"]]
+
+
+def test_add_without_name_and_ip_check(vc):
+    name = "nocheck.example.com"
+    fail_unchanged(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start",
+                   "-n", N1, "--no-name-check", name, expect="name check")
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start", "-n", N1,
+          "--no-name-check", "--no-ip-check", name)
+    assert rows(vc, "name,status,pnode,os", name) == [[name, "ADMIN_down", N1, "tinyos"]]
+    vc.ok("gnt-instance", "remove", "-f", name)
+    assert name not in {r[0] for r in rows(vc, "name")}
+
+
 def test_grow_disk(vc):
     vc.ok("gnt-instance", "grow-disk", FILE1, "0", "8M")
     assert field(vc, FILE1, "disk.sizes") == "24"

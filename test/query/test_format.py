@@ -79,12 +79,27 @@ def test_verbose_status_text() -> None:
     ("unit", [N, 1023], "1023M"),
     ("unit", [N, "n/a"], "n/a"),
     ("other", [N, (1, None, "z")], "1,-,z"),
-    ("other", [N, {"a": 1}], "{'a': 1}"),
+    ("other", [N, {"b": "x-", "a": 1}], "a=1, b=x-"),
+    ("other", [N, {}], ""),
+    ("other", [N, {"n1": [["/os", True]], "n2": None}], "n1=[[/os, True]], n2=-"),
+    ("other", [N, [{"mode": "bridged"}, {}]], "{mode=bridged},{}"),
+    ("other", [N, [["a", "doc a"], ("b", None)]], "[a, doc a],[b, -]"),
     ("timestamp", [N, 0], "T0"),
     ("text", [99, None], "?"),
 ], ids=lambda v: repr(v))
 def test_format_cell(kind: str, cell: list[Any], expected: str) -> None:
     assert q.format_cell(kind, cell[0], cell[1], timefmt=lambda v: f"T{v}") == expected
+
+
+def test_dict_cells_in_tables_have_no_repr() -> None:
+    fdefs = [{"name": "osparams", "title": "OSParameters", "kind": "other", "doc": "d"},
+             {"name": "name", "title": "Name", "kind": "text", "doc": "d"}]
+    rows = [[[N, {"hostname_prefix": "x-", "fill": "zero"}], [N, "i1"]]]
+    assert q.format_table(fdefs, rows, separator="|") == \
+        ["OSParameters|Name", "fill=zero, hostname_prefix=x-|i1"]
+    lines = q.format_table(fdefs, rows)
+    assert lines[1] == "fill=zero, hostname_prefix=x- i1"
+    assert "{" not in lines[1] and "'" not in lines[1]
 
 
 def test_timestamp_formatting_pair_and_number() -> None:
