@@ -503,36 +503,40 @@ def _check_index(inst: OSInstance, index: int) -> OSDisk:
     return inst.disks[index]
 
 
+def _run_disk_script(paths: pathutils.Paths, inst: OSInstance, index: int, script: str,
+                     kind: str, *, debug_level: int, timeout: float | None,
+                     clock: Callable[[], float], stdin_path: str | None = None,
+                     stdout_path: str | None = None) -> str:
+    # export/import: the disk's variables are named <KIND>_INDEX, <KIND>_DISK_PATH, ...
+    disk = _check_index(inst, index)
+    os_def = find_os(paths, inst.os)
+    env = build_os_env(os_def, inst, debug_level=debug_level)
+    prefix = kind.upper()
+    env.update({f"{prefix}_INDEX": str(index), f"{prefix}_DISK_PATH": disk.path,
+                f"{prefix}_DEVICE": disk.path})
+    if disk.uri:
+        env[f"{prefix}_DISK_URI"] = disk.uri
+    return run_os_script(paths, os_def, script, env, kind=kind,
+                         instance_name=inst.name, timeout=timeout,
+                         stdin_path=stdin_path, stdout_path=stdout_path, clock=clock)
+
+
 def export_os_disk(paths: pathutils.Paths, inst: OSInstance, index: int, dest_path: str, *,
                    debug_level: int = 0, timeout: float | None = DEFAULT_EXPORT_TIMEOUT,
                    clock: Callable[[], float] = time.time) -> str:
     """Run ``export`` for disk ``index``; its stdout is written to ``dest_path``."""
-    disk = _check_index(inst, index)
-    os_def = find_os(paths, inst.os)
-    env = build_os_env(os_def, inst, debug_level=debug_level)
-    env.update({"EXPORT_INDEX": str(index), "EXPORT_DISK_PATH": disk.path,
-                "EXPORT_DEVICE": disk.path})
-    if disk.uri:
-        env["EXPORT_DISK_URI"] = disk.uri
-    return run_os_script(paths, os_def, SCRIPT_EXPORT, env, kind="export",
-                         instance_name=inst.name, timeout=timeout,
-                         stdout_path=dest_path, clock=clock)
+    return _run_disk_script(paths, inst, index, SCRIPT_EXPORT, "export",
+                            debug_level=debug_level, timeout=timeout, clock=clock,
+                            stdout_path=dest_path)
 
 
 def import_os_disk(paths: pathutils.Paths, inst: OSInstance, index: int, src_path: str, *,
                    debug_level: int = 0, timeout: float | None = DEFAULT_EXPORT_TIMEOUT,
                    clock: Callable[[], float] = time.time) -> str:
     """Run ``import`` for disk ``index`` with ``src_path`` on its stdin."""
-    disk = _check_index(inst, index)
-    os_def = find_os(paths, inst.os)
-    env = build_os_env(os_def, inst, debug_level=debug_level)
-    env.update({"IMPORT_INDEX": str(index), "IMPORT_DISK_PATH": disk.path,
-                "IMPORT_DEVICE": disk.path})
-    if disk.uri:
-        env["IMPORT_DISK_URI"] = disk.uri
-    return run_os_script(paths, os_def, SCRIPT_IMPORT, env, kind="import",
-                         instance_name=inst.name, timeout=timeout,
-                         stdin_path=src_path, clock=clock)
+    return _run_disk_script(paths, inst, index, SCRIPT_IMPORT, "import",
+                            debug_level=debug_level, timeout=timeout, clock=clock,
+                            stdin_path=src_path)
 
 
 def verify_os_params(paths: pathutils.Paths, os_name: str, osparams: dict[str, Any], *,

@@ -45,7 +45,11 @@ def queue_file_path(ctx: NodeContext, file_name: str) -> str:
 
 def jobqueue_update(ctx: NodeContext, file_name: str, content: str) -> None:
     """Write ``content`` to a queue file atomically (creating archive subdirs)."""
-    path = queue_file_path(ctx, file_name)
+    _write_queue_file(ctx, file_name, queue_file_path(ctx, file_name), content)
+
+
+def _write_queue_file(ctx: NodeContext, file_name: str, path: str, content: str) -> None:
+    """Atomically replace the checked queue path ``path`` (named ``file_name``)."""
     try:
         os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
         # the parent may itself be a link: check again after creating it
@@ -73,12 +77,7 @@ def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
                                      " expected [file_name, content]")
         checked.append((entry[0], queue_file_path(ctx, entry[0]), entry[1]))
     for file_name, path, content in checked:
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
-            ctx.inside(ctx.paths.queue_dir, path, "queue file")
-            uio.write_file_atomic(path, content, mode=_JOB_FILE_MODE)
-        except OSError as exc:
-            raise errors.OpExecError(f"Cannot write queue file {file_name}: {exc}") from exc
+        _write_queue_file(ctx, file_name, path, content)
 
 
 def jobqueue_rename(ctx: NodeContext, rename: list) -> None:

@@ -42,7 +42,8 @@ from ganeti.rpc.defs import to_canonical
 __all__ = ["expand_node", "expand_group", "is_eligible", "candidate_stats",
            "adjust_candidate_pool", "decide_self_promotion", "node_role",
            "files_for_all_nodes", "upload_files", "redistribute", "Replicator",
-           "HooksRunner", "HookDirsCache", "report_failures", "cluster_hooks_nodes"]
+           "HooksRunner", "HookDirsCache", "report_failures", "cluster_hooks_nodes",
+           "select_named"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +85,25 @@ def expand_group(cfg: Any, name: str | None) -> NodeGroup:
     if group is None:
         raise errors.OpPrereqError(f"Node group '{name}' is unknown", errors.ECODE_NOENT)
     return group
+
+
+def select_named(items: Iterable[Any], names: list[Any] | None, what: str, *,
+                 verdict: str = "unknown") -> list[Any]:
+    """The ``items`` (objects with ``.name``) called ``names``, in that order.
+
+    Without ``names`` (None or empty) all items, in their order.  Names that
+    match no item raise :class:`errors.OpPrereqError` (ECODE_NOENT) with the
+    message ``"<what> <missing names> <verdict>"``, e.g. "Node(s) x unknown".
+    """
+    items = list(items)
+    if not names:
+        return items
+    by_name = {item.name: item for item in items}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise errors.OpPrereqError(f"{what} {', '.join(map(str, missing))} {verdict}",
+                                   errors.ECODE_NOENT)
+    return [by_name[n] for n in names]
 
 
 def node_role(node: Node, master_uuid: str) -> str:
@@ -453,19 +473,8 @@ class Replicator:
     # job files -----------------------------------------------------------------------
     def replicate_job_files(self, batch: dict[str, bytes]) -> None:
         """Queue the files of one committed batch ``{path: content}``; returns at once."""
-        if not batch:
-            return
-        with self._cond:
-            if self._job_ops and self._job_ops[-1][0] == "update":
-                self._job_ops[-1][1].update(batch)
-            else:
-                self._job_ops.append(["update", dict(batch)])
-            self._job_queued += 1
-            self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
-            self._cond.notify_all()
-            inline = self._stopped
-        if inline:
-            self._job_loop(once=True)
+        if batch:
+            self._queue_job_op("update", dict(batch))
 
     def replicate_job_file(self, path: str, data: bytes) -> None:
         """Queue one job queue file (see :meth:`replicate_job_files`)."""
@@ -473,11 +482,19 @@ class Replicator:
 
     def replicate_rename(self, old: str, new: str) -> None:
         """Queue the rename of a job queue file (archiving), ordered after earlier updates."""
+        self._queue_job_op("rename", [(old, new)])
+
+    def _queue_job_op(self, kind: str, payload: dict[str, bytes] | list[tuple[str, str]]) -> None:
+        # merges into the last segment when it is of the same kind (order is kept)
         with self._cond:
-            if self._job_ops and self._job_ops[-1][0] == "rename":
-                self._job_ops[-1][1].append((old, new))
+            if self._job_ops and self._job_ops[-1][0] == kind:
+                last = self._job_ops[-1][1]
+                if kind == "update":
+                    last.update(payload)
+                else:
+                    last.extend(payload)
             else:
-                self._job_ops.append(["rename", [(old, new)]])
+                self._job_ops.append([kind, payload])
             self._job_queued += 1
             self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
             self._cond.notify_all()

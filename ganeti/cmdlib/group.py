@@ -6,7 +6,7 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node
+from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node, select_named
 from ganeti.objects import NodeGroup
 from ganeti.utils import validation
 
@@ -203,13 +203,6 @@ GROUP_FIELDS = query.make_table([
 def collect_groups(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """The ``group`` resource; unknown explicitly named groups raise ECODE_NOENT."""
     cfg = context.cfg
-    groups = list(cfg.get_all_nodegroups_info().values())
-    names = query.requested_names(qfilter, "name")
-    if names:
-        by_name = {g.name: g for g in groups}
-        missing = [n for n in names if n not in by_name]
-        if missing:
-            raise errors.OpPrereqError(f"Node group(s) {', '.join(map(str, missing))} unknown",
-                                       errors.ECODE_NOENT)
-        groups = [by_name[n] for n in names]
+    groups = select_named(cfg.get_all_nodegroups_info().values(),
+                          query.requested_names(qfilter, "name"), "Node group(s)")
     return groups, GroupQueryData(cfg)

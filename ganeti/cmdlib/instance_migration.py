@@ -91,6 +91,16 @@ class _TargetLU(InstanceLU):
             inst.primary_node = self.target.uuid
             self.cfg.update(inst)
 
+    def _start_on_target(self, feedback_fn: Any) -> None:
+        """Make the target the primary and start the instance there if it should run."""
+        inst, dst = self.instance, self.target
+        self.pnode = dst
+        if inst.admin_state == constants.ADMINST_UP:
+            feedback_fn(f"* starting instance {inst.name} on {dst.name}")
+            data = self.rpc_instance()
+            rpc_one(self, "instance_start", dst.name, data, data["disks_info"], False,
+                    prefix=f"Could not start instance {inst.name} on {dst.name}")
+
     def _running_on(self, node_name: str) -> dict[str, Any] | None:
         inst = self.instance
         return rpc_one(self, "instance_info", node_name, inst.name, inst.hypervisor, {})
@@ -240,7 +250,7 @@ class LUInstanceFailover(_TargetLU):
 
     def Exec(self, feedback_fn: Any) -> Any:
         inst = self.instance
-        src, dst = self.pnode, self.target
+        src = self.pnode
         if not src.offline:
             feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
             res = self.rpc.call_instance_shutdown([src.name], self.rpc_instance(),
@@ -253,12 +263,7 @@ class LUInstanceFailover(_TargetLU):
                 self.LogWarning(msg)
             self._shutdown_disks(src.name)
         self._switch_primary()
-        self.pnode = dst
-        if inst.admin_state == constants.ADMINST_UP:
-            feedback_fn(f"* starting instance {inst.name} on {dst.name}")
-            data = self.rpc_instance()
-            rpc_one(self, "instance_start", dst.name, data, data["disks_info"], False,
-                    prefix=f"Could not start instance {inst.name} on {dst.name}")
+        self._start_on_target(feedback_fn)
         return None
 
 
@@ -325,10 +330,5 @@ class LUInstanceMove(_TargetLU):
                 res = self.rpc.call_blockdev_remove([src.name], data).get(src.name)
                 if res is None or res.failed:
                     self.LogWarning(f"Could not remove the old disk on {src.name}")
-        self.pnode = dst
-        if inst.admin_state == constants.ADMINST_UP:
-            feedback_fn(f"* starting instance {inst.name} on {dst.name}")
-            data = self.rpc_instance()
-            rpc_one(self, "instance_start", dst.name, data, data["disks_info"], False,
-                    prefix=f"Could not start instance {inst.name} on {dst.name}")
+        self._start_on_target(feedback_fn)
         return None

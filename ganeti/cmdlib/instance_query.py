@@ -14,6 +14,7 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
 from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.common import select_named
 from ganeti.cmdlib.instance import hv_list_and_params, runtime_status
 
 __all__ = ["INSTANCE_FIELDS", "collect_instances", "param_title", "InstanceQueryContext",
@@ -277,17 +278,9 @@ def _collect_live(context: Any) -> tuple[dict[str, Any], set[str]]:
 def collect_instances(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """Items and context of the ``instance`` resource (see module docstring)."""
     cfg = context.cfg
-    instances = cfg.get_all_instances_info()
-    names = query.requested_names(qfilter, "name")
-    if names:
-        by_name = {i.name: i for i in instances.values()}
-        missing = [n for n in names if n not in by_name]
-        if missing:
-            raise errors.OpPrereqError(f"Instance(s) {', '.join(map(str, missing))} not known",
-                                       errors.ECODE_NOENT)
-        items = [by_name[n] for n in names]
-    else:
-        items = list(instances.values())
+    items = select_named(cfg.get_all_instances_info().values(),
+                         query.requested_names(qfilter, "name"), "Instance(s)",
+                         verdict="not known")
     live, failed = (_collect_live(context) if "live" in needs else (None, set()))
     return items, InstanceQueryContext(cfg, live, failed)
 

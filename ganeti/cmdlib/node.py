@@ -19,7 +19,7 @@ from ganeti import constants, errors, locking, parameters, query
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, decide_self_promotion,
                                   expand_group, expand_node, is_eligible, node_role,
-                                  redistribute, report_failures)
+                                  redistribute, report_failures, select_named)
 from ganeti.objects import Node
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.defs import to_canonical
@@ -549,14 +549,7 @@ def collect_nodes(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any
     Explicitly named nodes that do not exist raise OpPrereqError ECODE_NOENT.
     """
     cfg = context.cfg
-    nodes = list(cfg.get_all_nodes_info().values())
-    names = query.requested_names(qfilter, "name")
-    if names:
-        by_name = {n.name: n for n in nodes}
-        missing = [n for n in names if n not in by_name]
-        if missing:
-            raise errors.OpPrereqError(f"Node(s) {', '.join(map(str, missing))} unknown",
-                                       errors.ECODE_NOENT)
-        nodes = [by_name[n] for n in names]
+    nodes = select_named(cfg.get_all_nodes_info().values(),
+                         query.requested_names(qfilter, "name"), "Node(s)")
     live = collect_live(context, nodes) if "live" in needs else None
     return nodes, NodeQueryData(cfg, live)

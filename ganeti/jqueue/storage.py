@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 
 from ganeti import constants, errors
 from ganeti.pathutils import Paths, archived_job_file_name, job_file_name
+from ganeti.utils import io as uio
 
 __all__ = ["JobStorage", "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
 
@@ -203,8 +204,7 @@ class JobStorage:
             if text and int(text) != constants.JOB_QUEUE_VERSION:
                 raise errors.JobQueueError(f"Unsupported job queue version {text}")
         except FileNotFoundError:
-            from ganeti.utils.io import write_file_atomic
-            write_file_atomic(version_file, f"{constants.JOB_QUEUE_VERSION}\n")
+            uio.write_file_atomic(version_file, f"{constants.JOB_QUEUE_VERSION}\n")
         except ValueError as exc:
             raise errors.JobQueueError(f"Invalid job queue version file: {exc}") from exc
         serial = 0
@@ -333,7 +333,7 @@ class JobStorage:
                     logger.exception("Replicating the archive of job %s failed", job_id)
         if self._sync_mode != SYNC_NONE:
             for d in dirs:
-                _fsync_dir(d)
+                uio.fsync_dir(d)
         return moved
 
     # drain flag --------------------------------------------------------------
@@ -350,7 +350,7 @@ class JobStorage:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-        _fsync_dir(self.queue_dir)
+        uio.fsync_dir(self.queue_dir)
         if self._replicate is not None and flag:
             self._replicate(path, b"")
 
@@ -361,11 +361,3 @@ def _read(path: str) -> bytes | None:
             return fh.read()
     except FileNotFoundError:
         return None
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -37,6 +35,7 @@ from ganeti import crypto, errors
 from ganeti.pathutils import Paths
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc.transport import HttpsTransport
+from ganeti.tools.vcluster import pick_free_port
 
 __all__ = ["REPO_ROOT", "NODED_SCRIPT", "make_cluster_cert", "make_node_root",
            "pick_free_port", "node_address", "NodedProcess", "NodedCluster"]
@@ -72,26 +71,6 @@ def make_node_root(root: str | os.PathLike[str], cert_file: str) -> Paths:
     crypto.write_pem_pair(paths.server_pem, key_pem, cert_pem)
     crypto.write_pem_pair(paths.client_pem, key_pem, cert_pem)
     return paths
-
-
-def pick_free_port(addresses: list[str], *, attempts: int = 50) -> int:
-    """A random TCP port that can be bound on every address in ``addresses``."""
-    rng = random.Random()
-    for _ in range(attempts):
-        port = rng.randint(20000, 60000)
-        socks = []
-        try:
-            for address in addresses:
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                socks.append(sock)
-                sock.bind((address, port))
-            return port
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
-    raise errors.GanetiError(f"No free port found for {addresses}")
 
 
 class NodedProcess:
