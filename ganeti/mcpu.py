@@ -7,6 +7,8 @@
 2. for each lock level in order (cluster/BGL, instance, nodegroup, node,
    node-res): ``DeclareLocks(level)`` and acquisition through the lock
    manager with a timeout;
+   (a first pass takes them only if free at once; when that fails,
+   ``callbacks.notify_waiting()`` marks the opcode *waiting*);
 3. ``callbacks.notify_start()`` (the opcode is now *running*);
 4. ``CheckPrereq()``, pre hooks, ``Exec(feedback_fn)``, waiting for the
    config replication, post hooks;
@@ -21,7 +23,7 @@ served by priority, so a starving job eventually wins.  Between attempts
 ``callbacks.check_cancel()`` lets a canceled job stop.
 
 **Callbacks** (from the job queue; :class:`NullCallbacks` for tests):
-``notify_start()``, ``feedback(msg)`` / ``feedback(type, msg)``,
+``notify_waiting()`` (optional), ``notify_start()``, ``feedback(msg)`` / ``feedback(type, msg)``,
 ``check_cancel() -> bool``, ``current_priority() -> int``,
 ``set_priority(prio)``, ``submit_many_jobs(jobs)``.
 
@@ -81,6 +83,9 @@ class NullCallbacks:
         self.messages: list[tuple[str, Any]] = []
         self._feedback_fn = feedback_fn
         self.interrupted = threading.Event()
+
+    def notify_waiting(self) -> None:
+        pass
 
     def notify_start(self) -> None:
         pass
@@ -164,8 +169,13 @@ class Processor:
             self._cbs.notify_start()
             return self._exec_lu(lu)
         priority = self._cbs.current_priority()
+        # A first pass that takes the locks only if they are free at once
+        # (fair: it never overtakes a queued waiter); only when that fails
+        # is the job shown "waiting", so a job whose locks are free goes
+        # from "queued" to "running" with one durable write.
+        first_pass = True
         while True:
-            for timeout in self._timeouts + [None]:
+            for timeout in ([0.0] if first_pass else []) + self._timeouts + [None]:
                 if timeout is None and priority > constants.OP_PRIO_HIGHEST:
                     break
                 if self._cbs.check_cancel():
@@ -176,6 +186,10 @@ class Processor:
                     self._acquire_locks(lu, timeout, priority)
                 except _LockTimeout:
                     self._release_all()
+                    if first_pass:
+                        first_pass = False
+                        self._notify_waiting()
+                        continue
                     logger.debug("%s: lock timeout %.2fs at priority %s", op.OP_ID, timeout, priority)
                     continue
                 except BaseException:
@@ -186,8 +200,14 @@ class Processor:
                     return self._exec_lu(lu)
                 finally:
                     self._release_all()
+            first_pass = False
             priority = max(constants.OP_PRIO_HIGHEST, priority - 1)
             self._cbs.set_priority(priority)
+
+    def _notify_waiting(self) -> None:
+        notify = getattr(self._cbs, "notify_waiting", None)
+        if notify is not None:      # callbacks from before the waiting state
+            notify()
 
     def _acquire_locks(self, lu: LogicalUnit, timeout: float | None, priority: int) -> None:
         glm = self.context.glm

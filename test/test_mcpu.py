@@ -35,9 +35,14 @@ class RecordingCallbacks(NullCallbacks):
         self.started = 0
         self.priorities: list[int] = []
         self.cancel = False
+        self.events: list[str] = []
+
+    def notify_waiting(self) -> None:
+        self.events.append("waiting")
 
     def notify_start(self) -> None:
         self.started += 1
+        self.events.append("running")
 
     def set_priority(self, priority: int) -> None:
         self.priorities.append(priority)
@@ -127,6 +132,17 @@ def test_lock_timeout_escalates_priority_then_succeeds() -> None:
         timer.cancel()
     assert cbs.priorities[:2] == [constants.OP_PRIO_HIGHEST + 1, constants.OP_PRIO_HIGHEST]
     assert cbs.started == 1
+    # busy locks: shown waiting once, before running
+    assert cbs.events == ["waiting", "running"]
+
+
+def test_free_locks_go_straight_to_running() -> None:
+    ctx = make_context()
+    cbs = RecordingCallbacks()
+    proc = Processor(ctx, timeouts=[0.02])
+    op = opcodes.OpTestDelay(duration=0, no_locks=False, on_master=True)
+    proc.execute_opcode(op, cbs)
+    assert cbs.events == ["running"]
 
 
 def test_cancel_while_waiting_for_locks() -> None:

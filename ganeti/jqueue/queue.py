@@ -62,6 +62,10 @@ class _OpCallbacks:
         self._index = index
         self.interrupted = threading.Event()
 
+    def notify_waiting(self) -> None:
+        """The opcode has to wait for its locks: show (durably) ``waiting``."""
+        self._queue._op_waiting(self._job, self._index)
+
     def notify_start(self) -> None:
         """Locks are held: the opcode is now running (cancel impossible)."""
         self._queue._op_started(self._job, self._index)
@@ -407,12 +411,10 @@ class JobQueue:
             if outcome is not True:
                 self._finalize(job, outcome)
                 return
-            with self._lock:
-                qop.status = constants.OP_STATUS_WAITING
-                if qop.start_timestamp is None:
-                    qop.start_timestamp = split_time(self._clock())
-            # not awaited: after a crash "waiting" and "queued" both mean "run again"
-            self._save(job, wait=False)
+            # No "waiting" write here: the processor reports a lock wait
+            # (notify_waiting) only when its locks are not free at once, so
+            # an opcode that gets its locks goes straight from "queued" to
+            # "running" in one durable commit.
             if not self._execute(job, idx):
                 return
 
@@ -520,14 +522,41 @@ class JobQueue:
         self._save(job)
         return True
 
+    def _op_waiting(self, job: QueuedJob, idx: int) -> None:
+        self._op_transition(job, idx, constants.OP_STATUS_WAITING)
+
     def _op_started(self, job: QueuedJob, idx: int) -> None:
+        self._op_transition(job, idx, constants.OP_STATUS_RUNNING)
+
+    def _op_transition(self, job: QueuedJob, idx: int, status: str) -> None:
+        """Move opcode ``idx`` to ``waiting`` or ``running``, durably first.
+
+        The change is written from a copy and only then applied to the job,
+        so nobody sees a state that is not on disk.  Raises
+        :class:`errors.OpExecError` when the job is being canceled (also
+        when the cancel came while the write was in flight).
+        """
         with self._lock:
-            qop = job.ops[idx]
-            if qop.status == constants.OP_STATUS_CANCELING:
+            if job.ops[idx].status == constants.OP_STATUS_CANCELING:
                 raise errors.OpExecError(MSG_CANCELED)
-            qop.status = constants.OP_STATUS_RUNNING
-            qop.exec_timestamp = split_time(self._clock())
-        self._save(job)
+            now = split_time(self._clock())
+            new = copy_job(job)
+            op = new.ops[idx]
+            op.status = status
+            if op.start_timestamp is None:
+                op.start_timestamp = now
+            if status == constants.OP_STATUS_RUNNING:
+                op.exec_timestamp = now
+            data = self._encode(new)
+        self.storage.write_jobs([(job.id, data)])
+        with self._lock:
+            live = job.ops[idx]
+            if live.status == constants.OP_STATUS_CANCELING:
+                raise errors.OpExecError(MSG_CANCELED)
+            live.status = status
+            live.start_timestamp = op.start_timestamp
+            live.exec_timestamp = op.exec_timestamp
+            self._changed.notify_all()
 
     def _add_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
         with self._lock:
