@@ -27,6 +27,24 @@ lived child that answers ``503 [false, "Node daemon busy ..."]`` (those
 are capped too; beyond that the connection is closed).  Children are
 reaped without blocking whenever SIGCHLD arrives (the signal wakes the
 accept loop through a wakeup pipe), so the parent never waits for a child.
+
+Spare children (``--spare-children N``, default 1; 0 forks only on
+demand): to take the fork and the child's warm-up (copy-on-write page
+faults) off a request's critical path, the parent keeps N children forked
+ahead of time.  A spare resets its signals, closes the parent's sockets,
+runs one in-process dummy ``version`` dispatch over a socketpair (no TLS,
+no file I/O) to touch the code it will run, names itself ``noded-spare``
+(``/proc/<pid>/comm``) and waits.  The parent hands an accepted connection
+to a spare over a UNIX socketpair (``SCM_RIGHTS``); the spare renames
+itself ``noded-child``, serves exactly that one request like any other
+child and exits.  Spares are idle and do not count against
+``max_children``; a spare that received a connection does.  The parent
+forks replacements after each accept round, never waiting for them; a
+spare that dies unexpectedly is reaped and replaced (after a short
+back-off); when the cap is reached the busy path above is unchanged.  On
+shutdown the parent closes the spares' sockets, sends them SIGTERM and
+reaps them (a bounded wait, SIGKILL as a last resort); if the parent dies
+abruptly the spares see end-of-file on their socketpair and exit.
 """
 
 from __future__ import annotations
@@ -53,7 +71,8 @@ from ganeti.rpc import defs
 from ganeti.utils import net
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context", "main",
-           "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS"]
+           "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
+           "DEFAULT_SPARE_CHILDREN"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +81,11 @@ DEFAULT_MAX_CHILDREN = 64
 DEFAULT_BUSY_WAIT = 0.5
 DEFAULT_REQUEST_TIMEOUT = 60.0
 DEFAULT_BIND_ADDRESS = "0.0.0.0"
+DEFAULT_SPARE_CHILDREN = 1
+SPARE_COMM = "noded-spare"
+CHILD_COMM = "noded-child"
+_SPARE_RETRY_DELAY = 0.2
+_WARM_REQUEST = b"POST /version HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]"
 
 
 def make_server_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLContext:
@@ -248,7 +272,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
     def __init__(self, address: str, port: int, ssl_context: ssl.SSLContext, paths: Paths,
                  hostname: str, *, max_children: int = DEFAULT_MAX_CHILDREN,
                  busy_wait: float = DEFAULT_BUSY_WAIT,
-                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                 spare_children: int = DEFAULT_SPARE_CHILDREN) -> None:
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         super().__init__((address, port), NodedRequestHandler)
         self.ssl_context = ssl_context
@@ -263,6 +288,10 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self.busy_reply = False
         self.parent_pid = os.getpid()
         self._wakeup: tuple[int, int] | None = None
+        self.spare_children = max(0, spare_children)
+        self.spares: dict[int, socket.socket] = {}   # idle spare pid -> parent's channel end
+        self._retired: set[int] = set()               # spares killed, not yet reaped
+        self._spare_retry_at = 0.0
 
     # --- parent side ---
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -270,16 +299,25 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock, addr
 
+    @staticmethod
+    def _reaped(pid: int) -> bool:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        return bool(done)
+
     def collect_children(self, *, blocking: bool = False) -> None:
         """Reap every finished child; never waits (``blocking`` is ignored)."""
-        for children in (self.active_children, self.busy_children):
+        for children in (self.active_children, self.busy_children, self._retired):
             for pid in list(children):
-                try:
-                    done, _ = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    done = pid
-                if done:
+                if self._reaped(pid):
                     children.discard(pid)
+        for pid in list(self.spares):
+            if self._reaped(pid):
+                self.spares.pop(pid).close()
+                logger.warning("Spare child %d died unexpectedly; replacing it", pid)
+                self._spare_retry_at = time.monotonic() + _SPARE_RETRY_DELAY
 
     def children_count(self) -> int:
         """Children currently running (busy responders included)."""
@@ -302,6 +340,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             if busy:
                 logger.warning("Node daemon busy (%d children); refusing %s",
                                len(self.active_children), client_address[0])
+        if not busy and self._hand_to_spare(request):
+            return
         try:
             pid = os.fork()
         except OSError as exc:
@@ -313,6 +353,74 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             self.close_request(request)
             return
         self._run_child(request, client_address, busy)
+
+    def _hand_to_spare(self, request: socket.socket) -> bool:
+        """Pass ``request`` to an idle spare; False (nothing done) if none took it."""
+        while self.spares:
+            pid = next(iter(self.spares))
+            channel = self.spares.pop(pid)
+            try:
+                socket.send_fds(channel, [b"R"], [request.fileno()])
+            except OSError as exc:
+                logger.warning("Spare child %d unusable (%s); killing it", pid, exc)
+                self._kill(pid, signal.SIGKILL)
+                self._retired.add(pid)
+                continue
+            finally:
+                channel.close()
+            self.active_children.add(pid)
+            self.close_request(request)
+            return True
+        return False
+
+    @staticmethod
+    def _kill(pid: int, signum: int) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def refill_spares(self) -> None:
+        """Fork spares until there are ``spare_children`` (never waits for them)."""
+        while len(self.spares) < self.spare_children and time.monotonic() >= self._spare_retry_at:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                logger.error("Cannot fork a spare child: %s", exc)
+                ours.close()
+                theirs.close()
+                self._spare_retry_at = time.monotonic() + _SPARE_RETRY_DELAY
+                return
+            if pid == 0:
+                ours.close()
+                self._run_spare(theirs)   # never returns
+            theirs.close()
+            self.spares[pid] = ours
+
+    def stop_spares(self, timeout: float = 2.0) -> None:
+        """Close the spares' channels, SIGTERM them and reap them (bounded wait, then SIGKILL)."""
+        pids = set(self.spares) | self._retired
+        for pid, channel in self.spares.items():
+            channel.close()
+            self._kill(pid, signal.SIGTERM)
+        self.spares = {}
+        self._retired = set()
+        deadline = time.monotonic() + timeout
+        killed = False
+        while pids:
+            pids = {pid for pid in pids if not self._reaped(pid)}
+            if not pids:
+                break
+            if time.monotonic() >= deadline:
+                if killed:
+                    logger.warning("Spare children %s not reaped", sorted(pids))
+                    break
+                for pid in pids:
+                    self._kill(pid, signal.SIGKILL)
+                killed = True
+                deadline = time.monotonic() + timeout
+            time.sleep(0.005)
 
     def serve(self, stop_event: threading.Event) -> None:
         """Accept connections until ``stop_event`` is set (main thread only)."""
@@ -332,14 +440,21 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         gc.collect()
         gc.freeze()
         try:
+            self.refill_spares()
             while not stop_event.is_set():
-                for key, _ in sel.select(timeout=1.0):
+                timeout = 1.0
+                if len(self.spares) < self.spare_children:
+                    timeout = min(timeout, max(0.01, self._spare_retry_at - time.monotonic()))
+                for key, _ in sel.select(timeout=timeout):
                     if key.data == "wakeup":
                         self._drain(rfd)
                     else:
                         self._accept_all()
                 self.collect_children()
+                if not stop_event.is_set():
+                    self.refill_spares()
         finally:
+            self.stop_spares()
             sel.close()
             signal.signal(signal.SIGCHLD, old_chld)
             signal.set_wakeup_fd(old_wakeup)
@@ -428,21 +543,102 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         """Ask the accepting parent to stop (used from a child)."""
         os.kill(self.parent_pid, signal.SIGTERM)
 
+    def server_close(self) -> None:
+        self.stop_spares()
+        super().server_close()
+
     # --- child side ---
+    def _child_setup(self) -> None:
+        """In a fresh child: default signals, drop the parent's sockets and bookkeeping."""
+        gc.disable()   # short-lived: exits before garbage matters
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        if self._wakeup is not None:
+            for fd in self._wakeup:
+                os.close(fd)
+            self._wakeup = None
+        self.socket.close()
+        for channel in self.spares.values():
+            channel.close()
+        self.spares = {}
+        self._retired = set()
+        self.spare_children = 0
+        self.active_children = set()
+        self.busy_children = set()
+
+    @staticmethod
+    def _set_comm(name: str) -> None:
+        try:
+            with open("/proc/self/comm", "w") as fh:
+                fh.write(name)
+        except OSError:
+            pass
+
+    def _prewarm(self) -> None:
+        """Run a dummy ``version`` request over a socketpair (no TLS, no file I/O).
+
+        Touches (and so copies, ahead of time) the pages the real request
+        will touch: the handler, the parser, the dispatch, the serializer.
+        """
+        ours, theirs = socket.socketpair()
+        try:
+            theirs.sendall(_WARM_REQUEST)
+            theirs.shutdown(socket.SHUT_WR)
+            ours.settimeout(1.0)
+            NodedRequestHandler(ours, ("spare-warm-up", 0), self)
+            theirs.settimeout(1.0)
+            theirs.recv(65536)
+            self.ssl_context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_side=True)
+        except (OSError, ssl.SSLError) as exc:
+            logger.debug("Spare warm-up failed: %s", exc)
+        finally:
+            ours.close()
+            theirs.close()
+
+    def _run_spare(self, channel: socket.socket) -> None:
+        """Spare child: warm up, wait for one connection from the parent, serve it, exit."""
+        status = 1
+        request: socket.socket | None = None
+        client_address: Any = ("?", 0)
+        try:
+            self._set_comm(SPARE_COMM)
+            self._child_setup()
+            self._prewarm()
+            try:
+                _, fds, _, _ = socket.recv_fds(channel, 16, 1)
+            except OSError:
+                fds = []
+            channel.close()
+            if not fds:   # the parent is shutting down or gone
+                status = 0
+                return
+            for fd in fds[1:]:
+                os.close(fd)
+            request = socket.socket(fileno=fds[0])
+            self._set_comm(CHILD_COMM)
+            try:
+                client_address = request.getpeername()
+            except OSError:
+                status = 0   # the client already went away
+                return
+            self.finish_request(request, client_address)
+            status = 0
+        except BaseException:
+            logger.exception("Request from %s failed", client_address[0])
+        finally:
+            try:
+                if request is not None:
+                    self.shutdown_request(request)
+            finally:
+                logging.shutdown()
+                os._exit(status)
+
     def _run_child(self, request: socket.socket, client_address: Any, busy: bool) -> None:
         status = 1
         try:
-            gc.disable()   # short-lived: exits before garbage matters
-            signal.set_wakeup_fd(-1)
-            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
-                signal.signal(signum, signal.SIG_DFL)
-            if self._wakeup is not None:
-                for fd in self._wakeup:
-                    os.close(fd)
-            self.socket.close()
+            self._child_setup()
             self.busy_reply = busy
-            self.active_children = set()
-            self.busy_children = set()
             self.finish_request(request, client_address)
             status = 0
         except BaseException:
@@ -485,6 +681,10 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                              f" {constants.DEFAULT_NODED_PORT})")
     parser.add_argument("--max-children", type=int, default=DEFAULT_MAX_CHILDREN,
                         help="maximum number of requests handled at once")
+    parser.add_argument("--spare-children", type=int, default=DEFAULT_SPARE_CHILDREN,
+                        help="number of idle pre-forked children kept ready to serve one"
+                             f" request each (default {DEFAULT_SPARE_CHILDREN}; 0 forks on"
+                             " demand only)")
 
 
 def _check(options: argparse.Namespace, paths: Paths) -> None:
@@ -494,13 +694,16 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
     make_server_context(paths.server_pem)
     if not 1 <= options.port <= 65535:
         raise errors.ParameterError(f"Invalid port {options.port}")
+    if options.spare_children < 0:
+        raise errors.ParameterError(f"Invalid number of spare children {options.spare_children}")
 
 
 def _prepare(runtime: Any) -> NodedServer:
     options = runtime.options
     backend.all_functions()   # import the backend once, before forking
     server = NodedServer(options.bind, options.port, make_server_context(runtime.paths.server_pem),
-                         runtime.paths, net.hostname(), max_children=options.max_children)
+                         runtime.paths, net.hostname(), max_children=options.max_children,
+                         spare_children=options.spare_children)
     server.warm_up()
     return server
 

@@ -12,7 +12,9 @@
   certificate as ``server.pem`` and ``client.pem``.
 * :class:`NodedProcess` starts/stops/kills/pauses one foreground noded with
   ``GANETI_ROOTDIR``/``GANETI_HOSTNAME`` set, in its own process group
-  (so forked request children die with it).
+  (so forked request children die with it); ``children()``, ``spares()``
+  (idle pre-forked children), ``request_children()`` and ``zombies()``
+  look at its children in /proc.
 * :class:`NodedCluster` does that for N nodes sharing one random free port,
   and builds resolvers and RPC runners for them.
 
@@ -35,6 +37,7 @@ from ganeti import crypto, errors
 from ganeti.pathutils import Paths
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc.transport import HttpsTransport
+from ganeti.server.noded import SPARE_COMM
 from ganeti.tools.vcluster import pick_free_port
 
 __all__ = ["REPO_ROOT", "NODED_SCRIPT", "make_cluster_cert", "make_node_root",
@@ -190,6 +193,22 @@ class NodedProcess:
                 return [int(x) for x in fh.read().split()]
         except OSError:
             return []
+
+    @staticmethod
+    def _comm(pid: int) -> str | None:
+        try:
+            with open(f"/proc/{pid}/comm") as fh:
+                return fh.read().strip()
+        except OSError:
+            return None
+
+    def spares(self) -> list[int]:
+        """Pids of the idle pre-forked spare children (named ``noded-spare``)."""
+        return [pid for pid in self.children() if self._comm(pid) == SPARE_COMM]
+
+    def request_children(self) -> list[int]:
+        """Pids of the children other than idle spares (requests being served, zombies)."""
+        return [pid for pid in self.children() if self._comm(pid) != SPARE_COMM]
 
     def zombies(self) -> list[int]:
         """Children in state Z (not reaped)."""

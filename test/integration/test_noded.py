@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import http.client
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -201,10 +202,11 @@ def test_many_concurrent_requests_and_no_zombies(cluster) -> None:
     assert all(r.payload == constants.PROTOCOL_VERSION for r in results), \
         [r.fail_msg for r in results if r.failed][:3]
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and node.children():
+    while time.monotonic() < deadline and (node.request_children() or len(node.spares()) != 1):
         time.sleep(0.05)
     assert node.zombies() == []
-    assert node.children() == []
+    assert node.request_children() == []
+    assert len(node.spares()) == 1   # the default: one idle spare, nothing else
 
 
 def test_fanout_with_killed_and_stopped_node(tmp_path) -> None:
@@ -231,16 +233,111 @@ def test_busy_daemon_answers_503(tmp_path) -> None:
     with NodedCluster(tmp_path, 1, extra_args=("--max-children", "2")) as c:
         node = c.nodes[0]
         runner = c.runner()
+        # the child that answered the readiness probe must be gone before counting
+        assert _wait_for(lambda: not node.request_children())
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             slow = [pool.submit(runner.call_test_delay, [node.name], 3.0) for _ in range(2)]
             deadline = time.monotonic() + 10
-            while len(node.children()) < 2 and time.monotonic() < deadline:
+            while len(node.request_children()) != 2 and time.monotonic() < deadline:
                 time.sleep(0.02)
-            assert len(node.children()) == 2
+            assert len(node.request_children()) == 2
             busy = runner.call_version([node.name])[node.name]
             assert all(not f.result(timeout=30)[node.name].failed for f in slow)
         assert busy.failed and "busy" in busy.fail_msg and "503" in busy.fail_msg
         assert runner.call_version([node.name])[node.name].payload == constants.PROTOCOL_VERSION
+
+
+def _wait_for(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` no longer exists (reaped, not a zombie)."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def test_spare_child_serves_one_request_and_is_replaced(tmp_path) -> None:
+    with NodedCluster(tmp_path, 1) as c:
+        node = c.nodes[0]
+        runner = c.runner()
+        assert _wait_for(lambda: len(node.spares()) == 1)
+        first = node.spares()[0]
+        assert runner.call_version([node.name])[node.name].payload == constants.PROTOCOL_VERSION
+        # the spare served that request, exited and was reaped; a new one waits
+        assert _wait_for(lambda: _gone(first))
+        assert _wait_for(lambda: len(node.spares()) == 1 and node.spares() != [first])
+        second = node.spares()[0]
+        # a spare that dies unexpectedly is reaped and replaced
+        os.kill(second, signal.SIGKILL)
+        assert _wait_for(lambda: _gone(second))
+        assert _wait_for(lambda: len(node.spares()) == 1 and node.spares() != [second])
+        assert node.zombies() == []
+        assert node.request_children() == []
+        for _ in range(5):
+            assert runner.call_version([node.name])[node.name].payload == \
+                constants.PROTOCOL_VERSION
+        assert _wait_for(lambda: not node.request_children() and len(node.spares()) == 1)
+        assert node.zombies() == []
+
+
+@pytest.mark.parametrize("spares", [0, 2])
+def test_spare_children_option(tmp_path, spares) -> None:
+    with NodedCluster(tmp_path, 1, extra_args=("--spare-children", str(spares))) as c:
+        node = c.nodes[0]
+        runner = c.runner()
+        for _ in range(4):
+            assert runner.call_version([node.name])[node.name].payload == \
+                constants.PROTOCOL_VERSION
+        assert _wait_for(lambda: not node.request_children() and len(node.spares()) == spares)
+        time.sleep(0.2)
+        assert len(node.children()) == spares and node.zombies() == []
+
+
+def test_shutdown_kills_spares_promptly(tmp_path) -> None:
+    with NodedCluster(tmp_path, 1, extra_args=("--spare-children", "2")) as c:
+        node = c.nodes[0]
+        assert _wait_for(lambda: len(node.spares()) == 2)
+        spares = node.spares()
+        start = time.monotonic()
+        node.proc.send_signal(signal.SIGTERM)
+        assert node.proc.wait(timeout=10) == 0
+        assert time.monotonic() - start < 5.0
+        # killed and reaped by the daemon itself, not left to the harness
+        assert all(_gone(pid) for pid in spares)
+
+
+def test_spares_exit_when_daemon_is_killed(tmp_path) -> None:
+    with NodedCluster(tmp_path, 1) as c:
+        node = c.nodes[0]
+        assert _wait_for(lambda: len(node.spares()) == 1)
+        spare = node.spares()[0]
+        os.kill(node.pid, signal.SIGKILL)   # the parent only: the spare sees EOF
+        node.proc.wait(timeout=10)
+        assert _wait_for(lambda: _gone(spare) or _zombie(spare))
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_bad_spare_children_option_refused(tmp_path) -> None:
+    c = NodedCluster(tmp_path, 1, start=False)
+    node = c.nodes[0]
+    env = {**os.environ, "GANETI_ROOTDIR": node.paths.root, "GANETI_HOSTNAME": node.name}
+    proc = subprocess.run([sys.executable, str(NODED_SCRIPT), "-f", "-b", node.address,
+                           "-p", str(node.port), "--spare-children", "-1"],
+                          env=env, capture_output=True, timeout=30)
+    assert proc.returncode == 1
+    assert b"spare children" in proc.stderr
 
 
 def test_node_leave_cluster_stops_daemon(tmp_path) -> None:
