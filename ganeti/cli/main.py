@@ -2,7 +2,7 @@
 
 A tool is a dict ``verb -> (func, args_spec, options, usage, description)``;
 ``func(opts, args) -> int``.  :func:`generic_main` parses the verb's
-options with argparse, checks the positional arguments, runs the verb and
+options (:mod:`ganeti.cli.argparse_lite`), checks the positional arguments, runs the verb and
 turns errors into Ganeti's messages.
 
 Exit codes (the same for every tool):
@@ -22,6 +22,7 @@ import os
 import sys
 
 from ganeti import constants, errors
+from ganeti.cli import argparse_lite
 from ganeti.cli.options import COMMON_OPTS, Arg, Option, check_arguments
 from ganeti.cli.output import to_stderr, to_stdout
 
@@ -109,7 +110,26 @@ def _terminal_width() -> int:
         return 80
 
 
+def _usage_line(prog: str, verb: str, command: Command) -> str:
+    usage = command[3]
+    usage_args = " ".join(a.usage() for a in command[1])
+    return f"{prog} {verb} {usage or '[options] ' + usage_args}".rstrip()
+
+
+def _verb_options(command: Command) -> list[Option]:
+    """The verb's options plus :data:`COMMON_OPTS`, one per ``dest`` (first wins)."""
+    seen: set[str] = set()
+    result = []
+    for opt in list(command[2]) + COMMON_OPTS:
+        if opt.dest in seen:
+            continue
+        seen.add(opt.dest)
+        result.append(opt)
+    return result
+
+
 def _build_parser(prog: str, verb: str, command: Command) -> Any:
+    """An argparse parser for the verb: used for ``--help`` (and exotic options) only."""
     import argparse
 
     def formatter(prog: str) -> argparse.HelpFormatter:
@@ -117,20 +137,40 @@ def _build_parser(prog: str, verb: str, command: Command) -> Any:
         # every command would pay for, help or not.
         return argparse.HelpFormatter(prog, width=_terminal_width())
 
-    _func, args_spec, options, usage, description = command
-    usage_args = " ".join(a.usage() for a in args_spec)
-    parser = argparse.ArgumentParser(prog=f"{prog} {verb}",
-                     usage=f"{prog} {verb} {usage or '[options] ' + usage_args}".rstrip(),
-                     description=description, add_help=True, formatter_class=formatter)
-    seen: set[str] = set()
-    for opt in list(options) + COMMON_OPTS:
-        if opt.dest in seen:
-            continue
-        seen.add(opt.dest)
+    usage_args = " ".join(a.usage() for a in command[1])
+    parser = argparse.ArgumentParser(prog=f"{prog} {verb}", usage=_usage_line(prog, verb, command),
+                                     description=command[4], add_help=True,
+                                     formatter_class=formatter)
+    for opt in _verb_options(command):
         opt.add_to(parser)
     parser.add_argument("args", nargs="*", metavar=usage_args or "args",
                         help=argparse.SUPPRESS)
     return parser
+
+
+def _parse_verb_args(prog: str, verb: str, command: Command,
+                     argv: list[str]) -> tuple[Any, int | None]:
+    """Parse a verb's options and arguments: ``(opts, None)`` or ``(None, exit_code)``.
+
+    The hot path uses :mod:`ganeti.cli.argparse_lite`; argparse is imported
+    only to print ``--help`` or for options the light parser does not know.
+    """
+    options = _verb_options(command)
+    if not argparse_lite.supports(options):
+        parser = _build_parser(prog, verb, command)
+        try:
+            return parser.parse_intermixed_args(argv), None
+        except SystemExit as exc:  # argparse: 0 after --help, 2 after a usage error
+            return None, exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    result = argparse_lite.parse(argparse_lite.OptionTable(options), argv)
+    if result.help:
+        to_stdout(_build_parser(prog, verb, command).format_help().rstrip("\n"))
+        return None, EXIT_SUCCESS
+    if result.error is not None:
+        to_stderr(f"usage: {_usage_line(prog, verb, command)}")
+        to_stderr(f"{prog} {verb}: error: {result.error}")
+        return None, EXIT_USAGE
+    return result.values, None
 
 
 def _setup_logging(debug: int) -> None:
@@ -169,15 +209,13 @@ def generic_main(commands: dict[str, Command], argv: list[str] | None = None,
         to_stderr(_tool_usage(prog, commands, aliases))
         return EXIT_USAGE
     command = commands[verb]
-    parser = _build_parser(prog, verb, command)
-    try:
-        opts = parser.parse_intermixed_args(argv[1:])
-    except SystemExit as exc:  # argparse: 0 after --help, 2 after a usage error
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    opts, code = _parse_verb_args(prog, verb, command, argv[1:])
+    if opts is None:
+        return EXIT_USAGE if code is None else code
     args: list[str] = opts.args
     problem = check_arguments(command[1], args)
     if problem:
-        to_stderr(parser.format_usage().rstrip())
+        to_stderr(f"usage: {_usage_line(prog, verb, command)}")
         to_stderr(f"{prog} {verb}: error: {problem}")
         return EXIT_USAGE
     opts.command = f"{prog} {verb}"

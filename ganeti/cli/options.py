@@ -50,7 +50,7 @@ class Option:
         return longest.lstrip("-").replace("-", "_")
 
     def add_to(self, parser: Any) -> None:
-        """Add this option to an argparse parser."""
+        """Add this option to an argparse parser (``--help`` output)."""
         parser.add_argument(*self.flags, **self.kwargs)
 
     def __repr__(self) -> str:
@@ -150,11 +150,8 @@ def parse_priority(value: str) -> int:
 
 
 def _priority_type(value: str) -> int:
-    import argparse
-    try:
-        return parse_priority(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    # A ValueError's text becomes the usage error ("argument --priority: ...").
+    return parse_priority(value)
 
 
 SUBMIT_OPT = Option("--submit", dest="submit_only", action="store_true", default=False,
