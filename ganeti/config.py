@@ -108,6 +108,8 @@ class ConfigWriter:
         # caches, rebuilt lazily; adds update them, other changes drop them
         self._name_index: dict[str, dict[str, str]] | None = None
         self._mac_cache: set[str] | None = None
+        # JSON of instances/disks reused while their serial_no/mtime are unchanged
+        self._fragments = serializer.FragmentCache(("instances", "disks"))
         self._sync_members()
 
     # ------------------------------------------------------------------
@@ -167,7 +169,7 @@ class ConfigWriter:
 
     def _write(self) -> None:
         _sync_members(self._data)
-        raw = _encode(self._data)
+        raw = self._fragments.dumps_bytes(self._data)
         io.write_file_atomic(self._path, raw, mode=_CONFIG_MODE)
         self._dirty = False
         self._saved_by_thread.serial = self._data.serial_no
@@ -306,7 +308,7 @@ class ConfigWriter:
         """The config serialised exactly as it is (or will be) saved."""
         with self._lock:
             _sync_members(self._data)
-            return _encode(self._data)
+            return self._fragments.dumps_bytes(self._data)
 
     def get_config_data(self) -> ConfigData:
         """The live root object (careful: changes must go through mutators)."""

@@ -358,3 +358,21 @@ def test_last_saved_serial_is_per_thread(cfg) -> None:
     t.join(10)
     assert other == [0, mine + 1]
     assert cfg.last_saved_serial() == mine          # the other thread's save is not ours
+
+
+def test_saved_bytes_equal_full_encoding_after_changes(path, cfg) -> None:
+    n2 = _add_node(cfg, "node2.example.com", "127.0.1.2")
+    insts = [_add_instance(cfg, f"inst{i}.example.com", ["n1", n2.uuid]) for i in range(3)]
+    cfg.set_instance_admin_state(insts[0].uuid, constants.ADMINST_UP)
+    disk = cfg.get_instance_disks(insts[1].uuid)[0]
+    disk.size = 4096
+    cfg.update(disk)
+    cfg.rename_instance(insts[2].uuid, "other.example.com")
+    cfg.remove_instance(insts[1].uuid)
+    on_disk = open(path, "rb").read()
+    assert on_disk == serializer.dumps_bytes(cfg.get_config_data())
+    again = ConfigWriter(path)
+    assert again.get_instance_info(insts[0].uuid).admin_state == constants.ADMINST_UP
+    assert again.get_instance_info(insts[1].uuid) is None
+    assert disk.uuid not in again.get_config_data().disks
+    assert again.get_instance_info(insts[2].uuid).name == "other.example.com"

@@ -102,3 +102,34 @@ _JSON = st.recursive(
 def test_plain_data_round_trip(data: object) -> None:
     assert serializer.loads(serializer.dumps(data)) == data
     assert serializer.loads(serializer.dumps_bytes(data)) == data
+
+
+def test_fragment_cache_matches_full_encoding_and_tracks_changes() -> None:
+    from ganeti.objects import NIC, ConfigData, Instance
+
+    data = ConfigData(instances={
+        f"u{i}": Instance(name=f"i{i}", uuid=f"u{i}", nics=[NIC(mac=f"aa:00:00:00:00:0{i}")],
+                          serial_no=1)
+        for i in range(3)})
+    cache = serializer.FragmentCache(("instances", "disks"))
+    assert cache.dumps_bytes(data) == serializer.dumps_bytes(data)
+    # a change with a serial bump is picked up
+    data.instances["u1"].name = "renamed"
+    data.instances["u1"].serial_no += 1
+    assert b"renamed" in cache.dumps_bytes(data)
+    assert cache.dumps_bytes(data) == serializer.dumps_bytes(data)
+    # removal, addition and replacement by another object with the same serial
+    del data.instances["u0"]
+    data.instances["u9"] = Instance(name="new", uuid="u9")
+    data.instances["u2"] = Instance(name="replaced", uuid="u2", serial_no=1)
+    assert cache.dumps_bytes(data) == serializer.dumps_bytes(data)
+    # a change without a serial/mtime bump is not seen (documented contract)
+    data.instances["u1"].os = "sneaky"
+    assert b"sneaky" not in cache.dumps_bytes(data)
+    cache.clear()
+    assert b"sneaky" in cache.dumps_bytes(data)
+
+
+def test_fragment_cache_refuses_non_dataclass() -> None:
+    with pytest.raises(errors.SerializationError):
+        serializer.FragmentCache(("x",)).dumps_bytes({"x": {}})
