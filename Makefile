@@ -36,9 +36,11 @@ unit: venv
 test: venv debian-deps lint unit
 
 demo: venv debian-deps
+	@$(VPY) -m compileall -q ganeti >/dev/null
 	$(VPY) tools/demo
 
 bench: venv
+	@$(VPY) -m compileall -q ganeti >/dev/null
 	@for b in tools/bench/bench_*.py; do echo "== $$b"; $(VPY) $$b || exit 1; done
 
 clean:
