@@ -175,23 +175,24 @@ _RECV_SIZE = 65536
 
 
 def _encode_request_fast(method: str, args: list[Any], version: int | None) -> bytes:
-    # The CLI start-up path: stdlib json (C accelerated, cheap to import);
-    # anything json cannot handle (dataclasses) goes through the serializer.
-    import json
+    # The CLI start-up path: the C JSON accelerator without importing json
+    # (see utils.fastjson); anything it cannot handle (dataclasses) goes
+    # through the serializer.
+    from ganeti.utils import fastjson
     msg: dict[str, Any] = {"method": method, "args": args}
     if version is not None:
         msg["version"] = version
     try:
-        data = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+        data = fastjson.dumps(msg).encode("utf-8")
     except (TypeError, ValueError):
         return encode_request(method, args, version)
     return data + ETX
 
 
 def _decode_response_fast(frame: bytes) -> Any:
-    import json
+    from ganeti.utils import fastjson
     try:
-        msg = json.loads(frame)
+        msg = fastjson.loads(frame)
     except (ValueError, RecursionError) as exc:
         raise errors.ProtocolError(f"Invalid LUXI response: {exc}") from exc
     return _response_result(msg)

@@ -6,9 +6,11 @@ the start-up of this frequently used tool light.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ganeti import cli, constants, errors
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "commands", "LIST_DEFAULT_FIELDS", "parse_kv", "parse_indexed",
            "parse_mods", "parse_hv"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ganeti import cli, constants
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "commands", "list_os", "diagnose_os", "show_os_info"]
 

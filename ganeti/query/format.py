@@ -24,11 +24,14 @@ with ``verbose=True``: ``(unknown)``, ``(nodata)``, ``(unavail)``,
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
 
 from ganeti import constants
 from ganeti.utils.units import format_unit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the list commands import this module at start-up: no typing
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 __all__ = ["format_table", "format_cell", "format_timestamp", "STATUS_TEXT"]
 

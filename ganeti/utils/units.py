@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-import re
+import functools
 
 from ganeti import errors
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+
 __all__ = ["parse_unit", "format_unit"]
 
-_UNIT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+@functools.lru_cache(maxsize=1)
+def _unit_re() -> re.Pattern[str]:
+    # compiled on first use: list commands import this module only to format
+    # sizes, and importing re costs a CLI process ~10 ms
+    import re
+    return re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
 _FACTORS = {"": 1, "m": 1, "mb": 1, "mib": 1, "g": 1024, "gb": 1024, "gib": 1024,
             "t": 1024 * 1024, "tb": 1024 * 1024, "tib": 1024 * 1024}
 
@@ -24,7 +35,7 @@ def parse_unit(text: str | int | float) -> int:
     if isinstance(text, (int, float)):
         value, unit = float(text), ""
     else:
-        match = _UNIT_RE.match(text)
+        match = _unit_re().match(text)
         if not match:
             raise errors.UnitParseError(f"Invalid size {text!r}")
         value, unit = float(match.group(1)), match.group(2).lower()
