@@ -4,34 +4,51 @@ One :class:`ConfigWriter` per master daemon owns the :class:`ConfigData`
 tree.  It loads ``config.data`` at construction and refuses a missing or
 corrupt file with :class:`errors.ConfigurationError` (the file is never
 rewritten then).  Every mutator bumps the config's ``serial_no`` (and the
-changed object's ``serial_no``/``mtime``) and saves atomically; after each
-save ``on_change(data)`` is called with the exact bytes written.
+changed object's ``serial_no``/``mtime``) and saves; it returns only once
+a write that includes its serial is durable on disk.
 
-**Locking.**  One internal re-entrant lock protects the tree; every public
-method takes it.  ``on_change`` is called *with the lock held*, right
-after the local write, so the order in which callbacks see the data
-matches the serial order and the callback may read the config (e.g.
-``get_serial_no()``, the node list) consistently with the bytes.  It must
-return quickly: every config reader and writer waits for it.  The master
-daemon's callback (``cmdlib.common.Replicator.on_config_change``) only
-queues the bytes; replication to the candidates happens outside the lock,
-and the job processor waits for it (``wait_replicated``) before reporting
-success.  :meth:`ConfigWriter.last_saved_serial` tells a thread which
-serial its own last save produced, without taking the lock.
+**Locking and group commit.**  One internal re-entrant lock protects the
+tree; every public method takes it.  A mutator changes the tree, bumps the
+serial and serialises the whole config (a consistent snapshot) *under* the
+lock, then releases it and waits for durability
+(:class:`ganeti.utils.groupcommit.GroupCommitter`): the first waiting
+thread finding no write in progress writes the newest snapshot
+(``write_fn``, default: temporary file, fsync, rename, directory fsync)
+and thereby commits every change made meanwhile with one fsync; the others
+sleep.  Writes never overlap and their serials only grow.
+
+**on_change.**  After each write, the writing thread calls
+``on_change(data, serial)`` with the exact bytes written and the config
+serial they hold, *with the config lock held*, in serial order, before any
+mutator whose change the write carried returns.  Not every serial is
+reported: one call may cover many changes.  The in-memory config may
+already be newer than ``data`` (never older); read ``serial``, not
+``get_serial_no()``.  The callback must return quickly and must not call
+mutators.  The master daemon's callback
+(``cmdlib.common.Replicator.on_config_change``) only queues the bytes;
+replication happens outside the lock, and the job processor waits for it
+(``wait_replicated``) before reporting success.
+:meth:`ConfigWriter.last_saved_serial` tells a thread which serial its own
+last (durable) save produced, without taking the lock.
 
 **Live objects.**  Getters return the stored objects themselves (no
 copies).  Change them only while holding the matching Ganeti lock, then
 call :meth:`ConfigWriter.update` with the same object.
 
-**Failures.**  A mutator changes the in-memory tree, then writes.  If the
-write fails (``OSError``, e.g. ENOSPC) the old file stays intact on disk,
-the exception propagates and memory is ahead of disk until the next
-successful save.  An exception from ``on_change`` also propagates; the
-file has been written by then.
+**Failures.**  A mutator changes the in-memory tree, then the write
+happens.  If a write fails (``OSError``, e.g. ENOSPC) the old file stays
+intact on disk, every mutator whose change that write carried (and every
+one still waiting) gets the exception, and memory is ahead of disk.  As
+that cannot be undone, the writer is then *broken*: it logs a critical
+message and every later mutator raises :class:`errors.ConfigurationError`
+without changing anything; getters keep working.  The master daemon must
+be restarted to reload the configuration from disk (Ganeti likewise treats
+a failed config write as fatal for the change).  An exception from
+``on_change`` is raised in the mutators whose change that write carried;
+the file has been written by then and the writer stays usable.
 
 **Batches.**  ``with cfg.batch(): ...`` bumps the serial for every change
-but writes (and calls ``on_change``) once, at the end of the outermost
-batch.
+but snapshots (and waits) once, at the end of the outermost batch.
 """
 
 from __future__ import annotations
@@ -51,12 +68,18 @@ from ganeti.objects import (
     instance_all_nodes,
 )
 from ganeti.utils import io
+from ganeti.utils.groupcommit import GroupCommitter
 
 __all__ = ["ConfigWriter", "load_config_data"]
 
 logger = logging.getLogger(__name__)
 
 _CONFIG_MODE = 0o640
+
+#: ``on_change(data, serial)``: the bytes just written and the config serial they hold
+OnChange = Callable[[bytes, int], None]
+#: ``write_fn(path, data)``: durably replace ``path`` (default: atomic write + fsync)
+WriteFn = Callable[[str, bytes], None]
 _MAX_CONFIG_SIZE = 256 * 1024 * 1024
 
 
@@ -92,15 +115,20 @@ class ConfigWriter:
     """Thread-safe owner of the cluster configuration; see the module docstring."""
 
     def __init__(self, path: str, *, clock: Callable[[], float] = time.time,
-                 on_change: Callable[[bytes], None] | None = None,
-                 rng: random.Random | None = None) -> None:
+                 on_change: OnChange | None = None,
+                 rng: random.Random | None = None,
+                 write_fn: WriteFn | None = None) -> None:
         self._path = path
         self._clock = clock
         self._on_change = on_change
         self._rng = rng or random.Random()
+        self._write_fn: WriteFn = write_fn or _write_config_file
         self._lock = threading.RLock()
         self._saved_by_thread = threading.local()
         self._data = load_config_data(path)
+        # durable writes happen outside _lock (group commit, see the module docstring)
+        self._committer = GroupCommitter(self._durable_write, after_write=self._notify,
+                                         durable_serial=self._data.serial_no)
         self._batch_depth = 0
         self._dirty = False
         self._reserved_macs: set[str] = set()
@@ -118,8 +146,9 @@ class ConfigWriter:
     @classmethod
     def initialize(cls, path: str, data: ConfigData, *,
                    clock: Callable[[], float] = time.time,
-                   on_change: Callable[[bytes], None] | None = None,
-                   rng: random.Random | None = None) -> ConfigWriter:
+                   on_change: OnChange | None = None,
+                   rng: random.Random | None = None,
+                   write_fn: WriteFn | None = None) -> ConfigWriter:
         """Write a fresh ``config.data`` from ``data`` and open it.
 
         Refuses (:class:`errors.ConfigurationError`) when ``path`` exists.
@@ -153,33 +182,83 @@ class ConfigWriter:
         finally:
             io.remove_file(tmp)
         io.fsync_dir(os.path.dirname(os.path.abspath(path)))
-        return cls(path, clock=clock, on_change=on_change, rng=rng)
+        return cls(path, clock=clock, on_change=on_change, rng=rng, write_fn=write_fn)
 
     # ------------------------------------------------------------------
     # internals
 
     def _save(self) -> None:
-        """Bump the serial and write (or defer to the end of the batch)."""
+        """Bump the serial and queue a snapshot (or defer to the end of the batch)."""
         self._data.serial_no += 1
         self._data.mtime = self._clock()
         if self._batch_depth:
             self._dirty = True
             return
-        self._write()
+        self._snapshot()
 
-    def _write(self) -> None:
+    def _snapshot(self) -> None:
+        """Serialise the tree (config lock held) and queue it for the committer.
+
+        The calling thread remembers the serial; :meth:`_mutation` waits for
+        it to become durable once the config lock is released.
+        """
         _sync_members(self._data)
         raw = self._fragments.dumps_bytes(self._data)
-        io.write_file_atomic(self._path, raw, mode=_CONFIG_MODE)
+        serial = self._data.serial_no
         self._dirty = False
-        self._saved_by_thread.serial = self._data.serial_no
+        self._committer.queue(serial, raw)
+        self._saved_by_thread.pending = serial
+
+    def _check_writable(self) -> None:
+        broken = self._committer.broken
+        if broken is not None:
+            raise errors.ConfigurationError(
+                f"Configuration writer is unusable after a failed write of {self._path}"
+                f" ({broken}); memory and disk differ, restart the master daemon"
+                " to reload the configuration")
+
+    @contextlib.contextmanager
+    def _mutation(self) -> Iterator[None]:
+        """Config lock for a mutator; the outermost exit waits for durability."""
+        tls = self._saved_by_thread
+        depth = getattr(tls, "depth", 0)
+        try:
+            with self._lock:
+                if depth == 0:
+                    self._check_writable()
+                tls.depth = depth + 1
+                try:
+                    yield
+                finally:
+                    tls.depth = depth
+        finally:
+            pending = getattr(tls, "pending", 0) if depth == 0 else 0
+            if pending:
+                tls.pending = 0
+                self._committer.wait(pending)
+                tls.serial = pending
+
+    def _durable_write(self, serial: int, raw: bytes) -> None:
+        """GroupCommitter ``write``: runs in one leader thread, config lock not held."""
+        try:
+            self._write_fn(self._path, raw)
+        except BaseException as exc:
+            logger.critical("Writing configuration serial %s to %s failed: %s; the"
+                            " in-memory configuration is ahead of the disk and every"
+                            " further change is refused until the master daemon"
+                            " reloads it", serial, self._path, exc)
+            raise
+
+    def _notify(self, serial: int, raw: bytes) -> None:
+        """GroupCommitter ``after_write``: ``on_change`` under the config lock."""
         if self._on_change is not None:
-            self._on_change(raw)
+            with self._lock:
+                self._on_change(raw, serial)
 
     def last_saved_serial(self) -> int:
-        """The serial of the newest save made by the *calling thread* (0: none).
+        """The serial of the newest durable save made by the *calling thread* (0: none).
 
-        Lock-free; the job processor compares it before and after ``Exec``
+        Set when the mutator returns (its write is durable then).  Lock-free; the job processor compares it before and after ``Exec``
         to learn whether (and which serial) an opcode wrote.
         """
         return getattr(self._saved_by_thread, "serial", 0)
@@ -295,14 +374,14 @@ class ConfigWriter:
         changes made so far are still written (they are already applied in
         memory).
         """
-        with self._lock:
+        with self._mutation():
             self._batch_depth += 1
             try:
                 yield
             finally:
                 self._batch_depth -= 1
                 if self._batch_depth == 0 and self._dirty:
-                    self._write()
+                    self._snapshot()
 
     def dump(self) -> bytes:
         """The config serialised exactly as it is (or will be) saved."""
@@ -394,7 +473,7 @@ class ConfigWriter:
         Raises :class:`errors.ConfigurationError` on a name or UUID clash or
         an unknown group.
         """
-        with self._lock:
+        with self._mutation():
             self._check_name_free(node.name, "node")
             if not node.group:
                 node.group = self.get_default_nodegroup()
@@ -409,7 +488,7 @@ class ConfigWriter:
 
     def remove_node(self, uuid: str) -> None:
         """Remove a node; raises :class:`errors.ConfigurationError` if unknown."""
-        with self._lock:
+        with self._mutation():
             if uuid not in self._data.nodes:
                 raise errors.ConfigurationError(f"Unknown node {uuid}")
             del self._data.nodes[uuid]
@@ -447,7 +526,7 @@ class ConfigWriter:
 
     def add_nodegroup(self, group: NodeGroup) -> None:
         """Add a node group; raises :class:`errors.ConfigurationError` on clashes."""
-        with self._lock:
+        with self._mutation():
             self._check_name_free(group.name, "node group")
             self._new_uuid(group)
             group.members = []
@@ -461,7 +540,7 @@ class ConfigWriter:
 
         Raises :class:`errors.ConfigurationError` if unknown or still in use.
         """
-        with self._lock:
+        with self._mutation():
             group = self._data.nodegroups.get(uuid)
             if group is None:
                 raise errors.ConfigurationError(f"Unknown node group {uuid}")
@@ -545,7 +624,7 @@ class ConfigWriter:
         generated when empty.  Raises :class:`errors.ConfigurationError` on
         a name/UUID/MAC clash or an unknown primary node.
         """
-        with self._lock:
+        with self._mutation():
             self._check_name_free(instance.name, "instance")
             if instance.primary_node not in self._data.nodes:
                 raise errors.ConfigurationError(
@@ -577,7 +656,7 @@ class ConfigWriter:
 
     def remove_instance(self, uuid: str) -> None:
         """Remove an instance and its disks."""
-        with self._lock:
+        with self._mutation():
             inst = self._get_instance(uuid)
             for disk in inst.disks:
                 self._data.disks.pop(disk, None)
@@ -587,7 +666,7 @@ class ConfigWriter:
 
     def rename_instance(self, uuid: str, new_name: str) -> None:
         """Rename an instance; raises :class:`errors.ConfigurationError` on a clash."""
-        with self._lock:
+        with self._mutation():
             inst = self._get_instance(uuid)
             self._check_name_free(new_name, "instance", own_uuid=uuid)
             inst.name = new_name
@@ -597,7 +676,7 @@ class ConfigWriter:
 
     def add_instance_disk(self, inst_uuid: str, disk: Disk, idx: int | None = None) -> None:
         """Attach a new disk to an instance at ``idx`` (default: at the end)."""
-        with self._lock:
+        with self._mutation():
             inst = self._get_instance(inst_uuid)
             self._check_disk(disk)
             self._touch(disk, new=True)
@@ -611,7 +690,7 @@ class ConfigWriter:
 
     def remove_instance_disk(self, inst_uuid: str, disk_uuid: str) -> None:
         """Detach and forget a disk of an instance."""
-        with self._lock:
+        with self._mutation():
             inst = self._get_instance(inst_uuid)
             if disk_uuid not in inst.disks:
                 raise errors.ConfigurationError(
@@ -626,7 +705,7 @@ class ConfigWriter:
         """Set the administrative state (``up``/``down``/``offline``) of an instance."""
         if state not in constants.ADMINST_ALL:
             raise errors.ConfigurationError(f"Invalid admin state {state!r}")
-        with self._lock:
+        with self._mutation():
             inst = self._get_instance(uuid)
             if inst.admin_state == state and inst.admin_state_source == source:
                 return
@@ -637,7 +716,7 @@ class ConfigWriter:
 
     def set_instance_disks_active(self, uuid: str, active: bool) -> None:
         """Record whether the instance's disks are assembled."""
-        with self._lock:
+        with self._mutation():
             inst = self._get_instance(uuid)
             if inst.disks_active == active:
                 return
@@ -654,7 +733,7 @@ class ConfigWriter:
         Raises :class:`errors.ConfigurationError` if ``obj`` is not the
         stored object (e.g. a copy) or its new name clashes.
         """
-        with self._lock:
+        with self._mutation():
             d = self._data
             stores: dict[type, tuple[dict[str, Any], str]] = {
                 Node: (d.nodes, "node"), NodeGroup: (d.nodegroups, "node group"),
@@ -688,6 +767,11 @@ class ConfigWriter:
         """Check the configuration's consistency; returns readable problems."""
         with self._lock:
             return _verify(self._data)
+
+
+def _write_config_file(path: str, raw: bytes) -> None:
+    """The default ``write_fn``: atomic replace with fsync of file and directory."""
+    io.write_file_atomic(path, raw, mode=_CONFIG_MODE)
 
 
 def _encode(data: ConfigData) -> bytes:

@@ -81,7 +81,7 @@ def test_round_trip_and_exact_dump(path, cfg) -> None:
 
 def test_every_change_bumps_serial_and_calls_on_change(path) -> None:
     seen: list[bytes] = []
-    cfg = ConfigWriter.initialize(path, _initial(), clock=Clock(), on_change=seen.append)
+    cfg = ConfigWriter.initialize(path, _initial(), clock=Clock(), on_change=lambda raw, serial: seen.append(raw))
     serials = [cfg.get_serial_no()]
 
     def step() -> None:
@@ -250,7 +250,7 @@ def test_generate_mac_avoids_config_macs(path) -> None:
 
 def test_batch_writes_once(path) -> None:
     seen: list[bytes] = []
-    cfg = ConfigWriter.initialize(path, _initial(), on_change=seen.append)
+    cfg = ConfigWriter.initialize(path, _initial(), on_change=lambda raw, serial: seen.append(raw))
     start = cfg.get_serial_no()
     with cfg.batch():
         for i in range(20):
@@ -264,7 +264,7 @@ def test_batch_writes_once(path) -> None:
 def test_concurrent_changes_are_serialised(path) -> None:
     seen: list[int] = []
     cfg = ConfigWriter.initialize(path, _initial(),
-                                  on_change=lambda b: seen.append(serializer.loads(b)["serial_no"]))
+                                  on_change=lambda b, _s: seen.append(serializer.loads(b)["serial_no"]))
     start = cfg.get_serial_no()
     errs: list[BaseException] = []
 
@@ -281,7 +281,8 @@ def test_concurrent_changes_are_serialised(path) -> None:
     for t in threads:
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads) and not errs
-    assert seen == list(range(start + 1, start + 41))
+    # group commit: every write carries the newest serial, in increasing order
+    assert seen == sorted(set(seen)) and seen[-1] == start + 40
     assert len(ConfigWriter(path).get_node_list()) == 41
 
 
@@ -319,14 +320,14 @@ def test_verify_config_finds_planted_problems(cfg) -> None:
     assert all(p[0].isupper() for p in problems)
 
 
-def test_on_change_runs_under_the_lock_with_matching_serial(path) -> None:
-    """The on_change contract the replicator relies on: same serial as the bytes."""
+def test_on_change_gets_the_serial_of_its_bytes_in_order(path) -> None:
+    """The on_change contract the replicator relies on: the serial of the bytes."""
     seen: list[tuple[int, int]] = []
     holder: list[ConfigWriter] = []
 
-    def on_change(raw: bytes) -> None:
-        cfg = holder[0]
-        seen.append((serializer.loads(raw)["serial_no"], cfg.get_serial_no()))
+    def on_change(raw: bytes, serial: int) -> None:
+        assert holder[0].get_serial_no() >= serial     # memory is never behind
+        seen.append((serializer.loads(raw)["serial_no"], serial))
 
     cfg = ConfigWriter.initialize(path, _initial(), on_change=on_change)
     holder.append(cfg)
@@ -337,7 +338,10 @@ def test_on_change_runs_under_the_lock_with_matching_serial(path) -> None:
         t.start()
     for t in threads:
         t.join(10)
-    assert len(seen) == 8 and all(a == b for a, b in seen)
+    assert not any(t.is_alive() for t in threads)
+    assert 1 <= len(seen) <= 8 and all(a == b for a, b in seen)
+    serials = [b for _, b in seen]
+    assert serials == sorted(set(serials)) and serials[-1] == cfg.get_serial_no()
     assert [a for a, _ in seen] == sorted(a for a, _ in seen)
 
 
@@ -376,3 +380,161 @@ def test_saved_bytes_equal_full_encoding_after_changes(path, cfg) -> None:
     assert again.get_instance_info(insts[1].uuid) is None
     assert disk.uuid not in again.get_config_data().disks
     assert again.get_instance_info(insts[2].uuid).name == "other.example.com"
+
+
+# --- group commit -----------------------------------------------------------------
+
+class CountingWrite:
+    """An injectable ``write_fn``: real atomic write, counted, optionally slow/failing."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.calls = 0
+        self.serials: list[int] = []
+        self.fail_on: set[int] = set()      # 1-based call numbers that raise
+        self.gate: threading.Event | None = None
+        self.entered = threading.Event()
+
+    def __call__(self, path: str, raw: bytes) -> None:
+        self.calls += 1
+        self.entered.set()
+        if self.gate is not None and self.calls == 1:
+            assert self.gate.wait(20), "gate never opened"
+        if self.delay:
+            threading.Event().wait(self.delay)
+        if self.calls in self.fail_on:
+            raise OSError(28, "No space left on device")
+        from ganeti.utils import io
+        io.write_file_atomic(path, raw, mode=0o640)
+        self.serials.append(serializer.loads(raw)["serial_no"])
+
+
+def _wait_serial(cfg: ConfigWriter, serial: int) -> None:
+    for _ in range(2000):
+        if cfg.get_serial_no() >= serial:
+            return
+        threading.Event().wait(0.005)
+    raise AssertionError(f"serial {serial} never reached")
+
+
+def _run_threads(targets: list) -> list[BaseException]:
+    errs: list[BaseException] = []
+
+    def wrap(fn):
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as exc:
+                errs.append(exc)
+        return run
+
+    threads = [threading.Thread(target=wrap(fn)) for fn in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    return errs
+
+
+def test_group_commit_many_threads_fewer_writes_and_newest_on_disk(path) -> None:
+    writer = CountingWrite(delay=0.01)
+    seen: list[int] = []
+    cfg = ConfigWriter.initialize(path, _initial(), write_fn=writer,
+                                  on_change=lambda raw, serial: seen.append(serial))
+    start = cfg.get_serial_no()
+    returned: list[tuple[int, int]] = []      # (serial saved by thread, on-disk serial then)
+
+    def worker(k: int) -> None:
+        for i in range(5):
+            _add_node(cfg, f"g{k}-{i}.example.com", f"127.{k + 1}.1.{i}")
+            mine = cfg.last_saved_serial()
+            returned.append((mine, ConfigWriter(path).get_serial_no()))
+
+    errs = _run_threads([lambda k=k: worker(k) for k in range(12)])
+    assert not errs
+    mutations = 60
+    assert cfg.get_serial_no() == start + mutations
+    assert writer.calls < mutations                       # grouped fsyncs
+    assert writer.serials == sorted(set(writer.serials))  # newest only, increasing
+    assert seen == writer.serials                         # on_change per write, in order
+    # each mutator returned only after a write including its serial was durable
+    assert all(mine > start and on_disk >= mine for mine, on_disk in returned)
+    reloaded = ConfigWriter(path)
+    assert reloaded.get_serial_no() == cfg.get_serial_no()
+    assert reloaded.dump() == cfg.dump()
+
+
+def test_failed_group_write_raises_in_every_carried_caller_and_breaks_writer(path) -> None:
+    writer = CountingWrite()
+    cfg = ConfigWriter.initialize(path, _initial(), write_fn=writer)
+    start = cfg.get_serial_no()
+    writer.gate = threading.Event()
+    writer.fail_on = {2}
+    first_err: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            _add_node(cfg, "first.example.com", "127.0.9.1")
+        except BaseException as exc:   # pragma: no cover - asserted below
+            first_err.append(exc)
+
+    lead = threading.Thread(target=first)
+    lead.start()
+    try:
+        assert writer.entered.wait(10)          # write #1 in progress, gated
+        errors_seen: list[BaseException] = []
+
+        def late(i: int) -> None:
+            try:
+                _add_node(cfg, f"late{i}.example.com", f"127.0.9.{i + 10}")
+            except BaseException as exc:
+                errors_seen.append(exc)
+
+        others = [threading.Thread(target=late, args=(i,)) for i in range(3)]
+        for t in others:
+            t.start()
+        _wait_serial(cfg, start + 4)            # all three changes are in memory
+    finally:
+        writer.gate.set()
+    lead.join(20)
+    for t in others:
+        t.join(20)
+    assert not lead.is_alive() and not any(t.is_alive() for t in others)
+    assert not first_err                        # write #1 succeeded
+    assert writer.calls == 2                    # write #2 carried all three changes
+    assert len(errors_seen) == 3 and all(isinstance(e, OSError) for e in errors_seen)
+    assert ConfigWriter(path).get_serial_no() == start + 1    # disk: only write #1
+    # broken: later changes are refused without touching memory
+    with pytest.raises(errors.ConfigurationError, match="failed write"):
+        _add_node(cfg, "after.example.com", "127.0.9.99")
+    assert cfg.get_serial_no() == start + 4
+    assert cfg.get_node_info_by_name("late0.example.com") is not None   # getters work
+
+
+def test_on_change_error_reaches_the_caller_but_writer_stays_usable(path) -> None:
+    calls: list[int] = []
+
+    def on_change(raw: bytes, serial: int) -> None:
+        calls.append(serial)
+        if len(calls) == 1:
+            raise errors.ConfigurationError("hook broke")
+
+    cfg = ConfigWriter.initialize(path, _initial(), on_change=on_change)
+    with pytest.raises(errors.ConfigurationError, match="hook broke"):
+        _add_node(cfg, "a.example.com", "127.0.8.1")
+    assert ConfigWriter(path).get_serial_no() == cfg.get_serial_no()   # written anyway
+    _add_node(cfg, "b.example.com", "127.0.8.2")
+    assert calls == [cfg.get_serial_no() - 1, cfg.get_serial_no()]
+
+
+def test_batch_with_group_commit_waits_once(path) -> None:
+    writer = CountingWrite()
+    cfg = ConfigWriter.initialize(path, _initial(), write_fn=writer)
+    with cfg.batch():
+        for i in range(5):
+            _add_node(cfg, f"b{i}.example.com", f"127.0.7.{i}")
+        assert writer.calls == 0
+    assert writer.calls == 1
+    assert cfg.last_saved_serial() == cfg.get_serial_no()
+    assert ConfigWriter(path).get_serial_no() == cfg.get_serial_no()

@@ -25,7 +25,7 @@ def _replicating_config(tmp_path, **kw):
     rpc = FakeRpc(cfg)
     rep = Replicator(paths, rpc)
     rep.refresh_targets(cfg)
-    cfg._on_change = lambda data: rep.on_config_change(cfg, data)  # as masterd wires it
+    cfg._on_change = lambda data, serial: rep.on_config_change(cfg, data, serial)  # as masterd
     return cfg, rpc, rep, paths
 
 

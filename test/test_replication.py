@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes import FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
 
-from ganeti import opcodes  # noqa: E402
+from ganeti import opcodes, serializer  # noqa: E402
 from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
 from ganeti.cmdlib.common import Replicator  # noqa: E402
 from ganeti.mcpu import NullCallbacks, Processor  # noqa: E402
@@ -46,7 +46,7 @@ def _setup(tmp_path, **kw):
     rpc = FakeRpc(cfg)
     rep = Replicator(paths, rpc, timeout=5.0)
     rep.refresh_targets(cfg)
-    cfg._on_change = lambda data: rep.on_config_change(cfg, data)  # as masterd wires it
+    cfg._on_change = lambda data, serial: rep.on_config_change(cfg, data, serial)  # as masterd
     return cfg, rpc, rep, paths
 
 
@@ -208,3 +208,50 @@ def test_processor_warns_when_replication_times_out(tmp_path, monkeypatch, caplo
             opcodes.OpTestDelay(duration=0), cbs) is None
     assert any("not replicated" in r.getMessage() for r in caplog.records)
     assert any("could not be confirmed" in str(m) for _, m in cbs.messages)
+
+
+def test_group_committed_config_replicates_in_serial_order(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    queued: list[int] = []
+    inner = cfg._on_change
+
+    def on_change(data: bytes, serial: int) -> None:
+        assert serializer.loads(data)["serial_no"] == serial
+        queued.append(serial)
+        inner(data, serial)
+
+    cfg._on_change = on_change
+    problems: list[str] = []
+
+    def worker(k: int) -> None:
+        for i in range(5):
+            _tag(cfg, f"t{k}-{i}")
+            mine = cfg.last_saved_serial()
+            if not rep.wait_replicated(mine, timeout=20):
+                problems.append(f"serial {mine} not replicated")
+            elif rep.replicated_serial() < mine:
+                problems.append(f"serial {mine} reported before its push")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=40)
+    assert not any(t.is_alive() for t in threads) and not problems
+    assert queued == sorted(set(queued)) and queued[-1] == cfg.get_serial_no()
+    assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
+    with open(paths.config_file, encoding="utf-8") as fh:
+        assert rpc.calls_to("upload_file")[-1][1][1] == fh.read()
+    rep.stop(timeout=10)
+
+
+def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=2)
+    new = _tag(cfg, "new")
+    assert rep.wait_replicated(new, timeout=10)
+    pushes = len(rpc.calls_to("upload_file"))
+    rep.on_config_change(cfg, b"old bytes", new - 1)    # late, out of order
+    assert rep.flush(timeout=10)
+    assert len(rpc.calls_to("upload_file")) == pushes
+    assert rep.replicated_serial() == new
+    rep.stop(timeout=5)

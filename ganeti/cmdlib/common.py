@@ -283,9 +283,11 @@ class Replicator:
     lock or in the job queue's writer thread.  Two background threads
     (started on first use) do the network work and *coalesce*:
 
-    * **config** (``on_config_change(cfg, data)``, the ConfigWriter's
-      ``on_change``, called with the config lock held): records the newest
-      ``(serial, bytes, targets, ssconf values)`` and returns.  The config
+    * **config** (``on_config_change(cfg, data, serial)``, the
+      ConfigWriter's ``on_change``, called in serial order once ``data``
+      (holding ``serial``) is durable on the master, with the config lock
+      held): records the newest ``(serial, bytes, targets, ssconf values)``
+      and returns.  The config
       thread sends only the newest pending state: ``upload_file`` of
       ``config.data`` to the online candidates and, when the ssconf values
       changed, the local ssconf files plus ``write_ssconf_files`` to every
@@ -377,18 +379,23 @@ class Replicator:
         return done
 
     # config ------------------------------------------------------------------------
-    def on_config_change(self, cfg: Any, data: bytes) -> None:
-        """ConfigWriter ``on_change``: queue ``data`` (bytes of the newest serial).
+    def on_config_change(self, cfg: Any, data: bytes, serial: int) -> None:
+        """ConfigWriter ``on_change``: queue ``data``, the bytes of config ``serial``.
 
-        Called with the config lock held, so the serial, targets and ssconf
-        values read here belong to exactly these bytes.  Returns at once.
+        ``serial`` is the one written in ``data`` (with group commit the
+        in-memory config may already be newer, never older).  Called with
+        the config lock held, so the targets and ssconf values read here are
+        consistent; they may belong to a newer serial than ``data``, which
+        is harmless: the push of that newer serial follows.  A serial older
+        than one already queued is ignored.  Returns at once.
         """
-        serial = cfg.get_serial_no()
         self.refresh_targets(cfg)
         values = ssconf.compute_ssconf_values(cfg.get_config_data())
         candidates, nodes = self.targets()
         push = _ConfigPush(serial, data, candidates, nodes, values)
         with self._cond:
+            if serial <= self._cfg_queued_serial:
+                return      # stale (out of order): never replace newer bytes
             self._cfg_pending = push
             self._cfg_queued_serial = max(self._cfg_queued_serial, serial)
             self._ensure_thread("_cfg_thread", self._config_loop, "replicator-config")

@@ -302,11 +302,11 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
 
     The queue is loaded but its workers are not started.
     """
-    change_hooks: list[Callable[[bytes], None]] = []
+    change_hooks: list[Callable[[bytes, int], None]] = []
 
-    def _on_change(data: bytes) -> None:
+    def _on_change(data: bytes, serial: int) -> None:
         for hook in change_hooks:
-            hook(data)
+            hook(data, serial)
 
     cfg = config.ConfigWriter(paths.config_file, on_change=_on_change)
     monitor = locking.LockMonitor()
@@ -319,7 +319,7 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     # job files to candidates; see cmdlib.common.Replicator
     replicator = Replicator(paths, rpc)
     replicator.refresh_targets(cfg)
-    change_hooks.append(lambda raw: replicator.on_config_change(cfg, raw))
+    change_hooks.append(lambda raw, serial: replicator.on_config_change(cfg, raw, serial))
     context = MasterContext(paths=paths, cfg=cfg, glm=glm, lock_monitor=monitor, rpc=rpc,
                             hooks_runner=(HooksRunner(cfg, rpc, paths=paths)
                                           if rpc is not None else None))
