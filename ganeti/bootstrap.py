@@ -103,7 +103,7 @@ def resolve_host(name: str, *, env: Mapping[str, str] | None = None) -> str:
 # --- local files ----------------------------------------------------------------
 
 def authorized_keys_file(paths: Paths) -> str:
-    """The SSH ``authorized_keys`` file of the node (``<root>/root/.ssh/authorized_keys``)."""
+    """The SSH ``authorized_keys`` file of the node (``.ssh/authorized_keys`` of the node root's ``root`` home)."""
     return os.path.join(paths.root, "root", ".ssh", "authorized_keys")
 
 

@@ -48,17 +48,21 @@ def _name_args(kind: str, extra_min: int) -> list[cli.Arg]:
             cli.ArgUnknown(min=extra_min, name="TAG")]
 
 
-def add_tags(kind: str) -> cli.Command:
-    """The ``add-tags`` row for ``kind``."""
+def _change_tags(kind: str, op_id: str, description: str) -> cli.Command:
+    """An ``add-tags``/``remove-tags`` row: ``op_id`` with the given tags."""
     def verb(opts: Any, args: list[str]) -> int:
         name, tags = _split(kind, args)
         tags = _extend_from_file(opts, tags)
         if not tags:
             return cli.usage_error(opts.command, "No tags given")
-        cli.submit_or_send(_op("OP_TAGS_SET", kind=kind, name=name, tags=tags), opts)
+        cli.submit_or_send(_op(op_id, kind=kind, name=name, tags=tags), opts)
         return 0
-    return (verb, _name_args(kind, 0), [FROM_FILE_OPT, cli.SUBMIT_OPT], "",
-            f"Add tags to the {kind}")
+    return (verb, _name_args(kind, 0), [FROM_FILE_OPT, cli.SUBMIT_OPT], "", description)
+
+
+def add_tags(kind: str) -> cli.Command:
+    """The ``add-tags`` row for ``kind``."""
+    return _change_tags(kind, "OP_TAGS_SET", f"Add tags to the {kind}")
 
 
 def list_tags(kind: str) -> cli.Command:
@@ -76,15 +80,7 @@ def list_tags(kind: str) -> cli.Command:
 
 def remove_tags(kind: str) -> cli.Command:
     """The ``remove-tags`` row for ``kind``."""
-    def verb(opts: Any, args: list[str]) -> int:
-        name, tags = _split(kind, args)
-        tags = _extend_from_file(opts, tags)
-        if not tags:
-            return cli.usage_error(opts.command, "No tags given")
-        cli.submit_or_send(_op("OP_TAGS_DEL", kind=kind, name=name, tags=tags), opts)
-        return 0
-    return (verb, _name_args(kind, 0), [FROM_FILE_OPT, cli.SUBMIT_OPT], "",
-            f"Remove tags from the {kind}")
+    return _change_tags(kind, "OP_TAGS_DEL", f"Remove tags from the {kind}")
 
 
 def search_tags() -> cli.Command:

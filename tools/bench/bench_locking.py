@@ -52,7 +52,7 @@ def bench_whole_level(glm: locking.GanetiLockManager, shared: bool, rounds: int 
 
 
 def bench_threads(glm: locking.GanetiLockManager, same: bool) -> float:
-    """Lock/work/unlock cycles per second of N_THREADS threads."""
+    """Lock, work, unlock cycles per second of N_THREADS threads."""
     counts = [0] * N_THREADS
     stop = threading.Event()
 
