@@ -10,9 +10,13 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "commands", "list_jobs", "show_job_info", "watch_job", "wait_job",
            "cancel_jobs", "archive_jobs", "auto_archive_jobs", "change_priority",
-           "submit_file", "LIST_DEFAULT_FIELDS", "INFO_FIELDS"]
+           "submit_file", "LIST_DEFAULT_FIELDS", "INFO_FIELDS", "UNARCHIVED_FILTER"]
 
 LIST_DEFAULT_FIELDS = ["id", "status", "summary"]
+#: Ganeti 3.x: without --archived, ``gnt-job list`` ANDs this to its filter
+#: (the same literal as ``cmdlib.query.UNARCHIVED_FILTER``, which a front
+#: end may not import).
+UNARCHIVED_FILTER = ["!", ["?", "archived"]]
 INFO_FIELDS = ["id", "ops", "status", "priority", "received_ts", "start_ts", "end_ts",
                "opstatus", "oplog", "opresult", "opstart", "opexec", "opend", "oppriority"]
 
@@ -34,16 +38,22 @@ def _job_ids(args: list[str]) -> list[int]:
 
 
 def list_jobs(opts: Any, args: list[str]) -> int:
-    """List jobs: id, status and summary by default."""
+    """List jobs: id, status and summary by default; archived ones only
+    with ``--archived`` (the server skips the archive for the filter
+    conjunct :data:`UNARCHIVED_FILTER`)."""
     fields = cli.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
     qfilter = cli.build_query_filter(args, opts.force_filter, namefield="id", isnumeric=True)
     statuses: list[str] = []
     for group, members in _STATUS_GROUPS.items():
         if getattr(opts, f"only_{group}"):
             statuses.extend(s for s in members if s not in statuses)
+    conjuncts = [] if qfilter is None else [qfilter]
     if statuses:
-        status_filter = ["|"] + [["==", "status", s] for s in statuses]
-        qfilter = status_filter if qfilter is None else ["&", qfilter, status_filter]
+        conjuncts.append(["|"] + [["==", "status", s] for s in statuses])
+    if not opts.archived:
+        conjuncts.append(UNARCHIVED_FILTER)
+    if conjuncts:
+        qfilter = conjuncts[0] if len(conjuncts) == 1 else ["&", *conjuncts]
     return cli.generic_query_list(cli.get_client(opts), constants.QR_JOB, fields, qfilter,
                                   headers=not opts.no_headers, separator=opts.separator,
                                   units=opts.units)
@@ -211,13 +221,15 @@ def _status_opt(group: str, text: str) -> cli.Option:
                       help=text)
 
 
+_ARCHIVED_OPT = cli.Option("--archived", dest="archived", action="store_true", default=False,
+                           help="Include archived jobs in the list")
 _KILL_OPT = cli.Option("--kill", dest="kill", action="store_true", default=False,
                        help="Kill the job even if it is running")
 
 commands: dict[str, cli.Command] = {
     "list": (list_jobs, [cli.ArgJobId()],
              [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.UNITS_OPT, cli.FILTER_OPT,
-              cli.VERBOSE_OPT,
+              cli.VERBOSE_OPT, _ARCHIVED_OPT,
               _status_opt("pending", "Show only queued and waiting jobs"),
               _status_opt("running", "Show only running (and canceling) jobs"),
               _status_opt("error", "Show only failed jobs"),

@@ -19,9 +19,10 @@ from typing import Any
 
 from ganeti import constants, errors, query
 from ganeti.cmdlib.base import NoHooksLU
+from ganeti.query.filter import OP_AND, OP_NOT, OP_TRUE
 
 __all__ = ["QueryResource", "RESOURCES", "run_query", "run_query_fields",
-           "LUQuery", "LUQueryFields", "JOB_FIELDS", "LOCK_FIELDS"]
+           "LUQuery", "LUQueryFields", "JOB_FIELDS", "LOCK_FIELDS", "UNARCHIVED_FILTER"]
 
 Collect = Callable[[Any, Any, set[str]], tuple[list[Any], Any]]
 
@@ -60,16 +61,53 @@ JOB_FIELDS = query.make_table([
 ])
 
 
+#: The conjunct that limits a ``job`` query to unarchived jobs (what
+#: ``gnt-job list`` sends without ``--archived``, as in Ganeti 3.x).
+UNARCHIVED_FILTER = [OP_NOT, [OP_TRUE, "archived"]]
+
+
+def _conjuncts(qfilter: Any) -> list[Any]:
+    """The top-level conjuncts of a filter (nested ``&`` flattened)."""
+    if qfilter is None:
+        return []
+    if isinstance(qfilter, (list, tuple)) and qfilter and qfilter[0] == OP_AND:
+        return [c for sub in qfilter[1:] for c in _conjuncts(sub)]
+    return [qfilter]
+
+
+def _is_unarchived_filter(flt: Any) -> bool:
+    return (isinstance(flt, (list, tuple)) and len(flt) == 2 and flt[0] == OP_NOT
+            and isinstance(flt[1], (list, tuple)) and list(flt[1]) == UNARCHIVED_FILTER[1])
+
+
 def _collect_jobs(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+    """Jobs for a ``job`` query.
+
+    Archived jobs are included unless the filter has the
+    :data:`UNARCHIVED_FILTER` conjunct at its top level, so the plain job
+    list never scans the archive.  A conjunct naming job ids (``["|",
+    ["==", "id", 1], ...]``) limits the lookup to those ids (archived or
+    not; the filter itself then decides).
+    """
+    conjuncts = _conjuncts(qfilter)
+    unarchived_only = any(_is_unarchived_filter(c) for c in conjuncts)
     ids = None
-    names = query.requested_names(qfilter, "id") if qfilter is not None else None
-    if names:
-        try:
-            ids = sorted({int(n) for n in names})
-        except (TypeError, ValueError):
-            ids = None
-    jobs = context.jqueue.get_jobs(ids)
-    return [j for j in jobs if j is not None], None
+    for conj in conjuncts:
+        names = query.requested_names(conj, "id")
+        if names:
+            try:
+                ids = sorted({int(n) for n in names})
+            except (TypeError, ValueError):
+                continue
+            break
+    jq = context.jqueue
+    jobs = [j for j in jq.get_jobs(ids) if j is not None]
+    if ids is None and not unarchived_only:
+        # (test fakes of the queue may have no archive)
+        get_archived = getattr(jq, "get_archived_jobs", None)
+        if get_archived is not None:
+            jobs.extend(get_archived(exclude={j.id for j in jobs}))
+    return jobs, None
 
 
 def _lock_getter(key: str) -> Any:

@@ -13,10 +13,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ganeti import constants, errors, opcodes
+from ganeti import constants, errors, opcodes, serializer
 
-__all__ = ["QueuedOpCode", "QueuedJob", "calc_status", "split_time",
-           "job_to_disk", "job_from_disk", "get_job_field", "JOB_FIELDS"]
+__all__ = ["QueuedOpCode", "QueuedJob", "JobStub", "calc_status", "split_time",
+           "job_to_disk", "job_from_disk", "job_for_pickup", "recover_job", "get_job_field",
+           "JOB_FIELDS", "REASON_SRC_PICKUP", "MSG_MASTER_STOPPED", "MSG_CANCELED"]
+
+#: Reason trail source added to the opcodes of a job adopted by PickupJob.
+REASON_SRC_PICKUP = "gnt:daemon:masterd:pickup"
+MSG_MASTER_STOPPED = "Master daemon stopped while the job was running"
+MSG_CANCELED = "Job canceled by request"
 
 Timestamp = list  # [seconds, microseconds]
 
@@ -60,6 +66,16 @@ class QueuedOpCode:
         except errors.GanetiError:
             op_id = str(self.input.get("OP_ID", "OP_UNKNOWN"))
             return op_id[3:] if op_id.startswith("OP_") else op_id
+
+
+class JobStub:
+    """What the queue keeps of a finished, unarchived job: status and end time."""
+
+    __slots__ = ("status", "end")
+
+    def __init__(self, status: str, end: float | None) -> None:
+        self.status = status
+        self.end = end
 
 
 @dataclass
@@ -119,6 +135,28 @@ class QueuedJob:
             if op.end_timestamp is None:
                 op.end_timestamp = ts
         self.end_timestamp = ts
+
+
+def recover_job(job: QueuedJob, now: float) -> bool:
+    """Bring a job read from disk, that no process runs, back to a sane state.
+
+    A running opcode fails (the master stopped under it), a canceling one
+    is canceled, waiting ones are queued again.  True when ``job`` changed
+    (and must be written back).
+    """
+    changed = False
+    for idx, op in enumerate(job.ops):
+        if op.status == constants.OP_STATUS_RUNNING:
+            err = errors.encode_exception(errors.OpExecError(MSG_MASTER_STOPPED))
+            job.finalize_ops(idx, constants.OP_STATUS_ERROR, err, now)
+            return True
+        if op.status == constants.OP_STATUS_CANCELING:
+            job.finalize_ops(idx, constants.OP_STATUS_CANCELED, MSG_CANCELED, now)
+            return True
+        if op.status == constants.OP_STATUS_WAITING:
+            op.status = constants.OP_STATUS_QUEUED
+            changed = True
+    return changed
 
 
 def calc_status(statuses: list[str]) -> str:
@@ -193,6 +231,37 @@ def job_from_disk(data: Any) -> QueuedJob:
     serials = [e[0] for op in ops for e in op.log
                if isinstance(e, list) and e and isinstance(e[0], int)]
     job.log_serial = max(serials, default=0)
+    return job
+
+
+def job_for_pickup(job_id: int, raw: bytes, now: float) -> QueuedJob:
+    """Parse ``queue/job-<job_id>`` written by another process, for PickupJob.
+
+    The file must hold job ``job_id``; the opcodes that still have to run
+    must be valid opcodes (checked now, so a bad job is refused instead of
+    failing later).  Those opcodes get a ``gnt:daemon:masterd:pickup``
+    reason entry.  Raises :class:`errors.JobFileCorrupted`.
+    """
+    try:
+        data = serializer.loads(raw)
+    except errors.GanetiError as exc:
+        raise errors.JobFileCorrupted(f"Job file job-{job_id} is not valid JSON: {exc}") from exc
+    job = job_from_disk(data)
+    if job.id != job_id:
+        raise errors.JobFileCorrupted(f"Job file job-{job_id} holds job {job.id}")
+    ts_ns = int(now * 1e9)
+    for idx, qop in enumerate(job.ops):
+        if qop.status in constants.OPS_FINALIZED:
+            continue
+        reason = qop.input.get("reason")
+        if not isinstance(reason, list):
+            reason = []
+        qop.input = {**qop.input, "reason": reason + [[REASON_SRC_PICKUP,
+                                                       f"job={job_id};index={idx}", ts_ns]]}
+        try:
+            qop.get_op()
+        except errors.GanetiError as exc:
+            raise errors.JobFileCorrupted(f"Job {job_id} opcode {idx} is invalid: {exc}") from exc
     return job
 
 

@@ -11,7 +11,13 @@ only after its file (and the serial) are durable.
 
 Finished jobs are kept as small stubs (status, end time) and read back
 from disk on demand, with a small cache, so a queue with many finished
-jobs loads fast and stays small.
+jobs loads fast and stays small.  Archived jobs are read from the archive
+only when asked for (:meth:`JobQueue.get_archived_jobs`, lookups by id).
+
+:meth:`JobQueue.pickup_job` (LUXI ``PickupJob``) adopts a job file written
+into the queue directory by another process.  Job ids handed out but not
+yet registered are *reserved* (allocation and pickup both happen under the
+queue lock), so a pickup can never take an id a submission is writing.
 """
 
 from __future__ import annotations
@@ -20,85 +26,31 @@ import collections
 import heapq
 import json
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ganeti import constants, errors, opcodes, serializer
+from ganeti.jqueue import adopt as jadopt
+from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
-from ganeti.jqueue.job import (QueuedJob, QueuedOpCode, calc_status, copy_job, get_job_field,
-                               job_from_disk, job_to_disk, split_time)
+from ganeti.jqueue.callbacks import OpCallbacks
+from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, JobStub, QueuedJob, QueuedOpCode,
+                               copy_job, get_job_field, job_from_disk, job_to_disk, split_time)
 from ganeti.jqueue.storage import JobStorage
 
-__all__ = ["JobQueue", "ProcessorFactory"]
+__all__ = ["JobQueue", "ProcessorFactory", "MSG_MASTER_STOPPED", "MSG_CANCELED", "MSG_PREV_FAILED"]
 
 logger = logging.getLogger(__name__)
 
 # A processor has execute_opcode(op, callbacks) -> result (see ganeti.mcpu).
 ProcessorFactory = Callable[[], Any]
 
-MSG_MASTER_STOPPED = "Master daemon stopped while the job was running"
 MSG_PREV_FAILED = "Previous opcode failed"
-MSG_CANCELED = "Job canceled by request"
 _CACHE_SIZE = 512
 _FAST_JSON = json.JSONEncoder(separators=(",", ":"))
-
-
-class _Stub:
-    __slots__ = ("status", "end")
-
-    def __init__(self, status: str, end: float | None) -> None:
-        self.status = status
-        self.end = end
-
-
-class _OpCallbacks:
-    """What the processor may do while running one opcode of a job."""
-
-    def __init__(self, queue: JobQueue, job: QueuedJob, index: int) -> None:
-        self._queue = queue
-        self._job = job
-        self._index = index
-        self.interrupted = threading.Event()
-
-    def notify_waiting(self) -> None:
-        """The opcode has to wait for its locks: show (durably) ``waiting``."""
-        self._queue._op_waiting(self._job, self._index)
-
-    def notify_start(self) -> None:
-        """Locks are held: the opcode is now running (cancel impossible)."""
-        self._queue._op_started(self._job, self._index)
-
-    def feedback(self, *args: Any) -> None:
-        """Add a log message: ``feedback(msg)`` or ``feedback(type, msg)``."""
-        if len(args) == 1:
-            log_type, msg = constants.ELOG_MESSAGE, args[0]
-        else:
-            log_type, msg = args[0], args[1]
-        self._queue._add_log(self._job, self._index, log_type, msg)
-
-    def check_cancel(self) -> bool:
-        """True when the job was asked to cancel (before it started running)."""
-        with self._queue._lock:
-            return self._job.ops[self._index].status == constants.OP_STATUS_CANCELING
-
-    def wait_interrupt(self, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds; True at once when the running
-        opcode is interrupted (``CancelJob`` with ``kill``)."""
-        return self.interrupted.wait(max(0.0, timeout))
-
-    def current_priority(self) -> int:
-        return self._job.ops[self._index].priority
-
-    def set_priority(self, priority: int) -> None:
-        """Raise the opcode's priority (the processor escalates after lock timeouts)."""
-        with self._queue._lock:
-            self._job.ops[self._index].priority = max(constants.OP_PRIO_HIGHEST, priority)
-            self._queue._changed.notify_all()
-
-    def submit_many_jobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
-        return self._queue.submit_many_jobs(jobs)
 
 
 class JobQueue:
@@ -121,13 +73,15 @@ class JobQueue:
         self._changed = threading.Condition(self._lock)
         self._work = threading.Condition(self._lock)
         self._jobs: dict[int, QueuedJob] = {}        # unfinished (and finishing) jobs
-        self._stubs: dict[int, _Stub] = {}           # finalized, unarchived
+        self._stubs: dict[int, JobStub] = {}         # finalized, unarchived
         self._cache: collections.OrderedDict[int, QueuedJob] = collections.OrderedDict()
         self._heap: list[tuple[int, int]] = []
         self._queued: set[int] = set()               # ids in the heap, not taken yet
         self._owned: set[int] = set()                # ids a worker is running
         self._repush: set[int] = set()               # woken while still owned
-        self._running: dict[int, _OpCallbacks] = {}  # job id -> its running opcode
+        self._running: dict[int, OpCallbacks] = {}   # job id -> its running opcode
+        self._reserved: set[int] = set()             # ids allocated, not registered yet
+        self._pickup_lock = threading.Lock()         # one PickupJob at a time
         self.deps = jdeps.DependencyManager()
         self._threads: list[threading.Thread] = []
         self._stopping = False
@@ -139,58 +93,9 @@ class JobQueue:
 
         Running jobs become ``error`` (the master stopped under them),
         waiting ones are queued again, canceling ones canceled; corrupt files
-        are logged and left alone.
+        are logged and left alone (see :func:`ganeti.jqueue.adopt.load_jobs`).
         """
-        rewrite: list[QueuedJob] = []
-        now = self._clock()
-        for job_id in self.storage.list_job_ids():
-            self.storage.note_existing_id(job_id)
-            raw = self.storage.read_job(job_id)
-            if raw is None:
-                continue
-            try:
-                data = serializer.loads(raw)
-                statuses = [op["status"] for op in data["ops"]]
-                status = calc_status(statuses)
-                if status in constants.JOBS_FINALIZED:
-                    end = data.get("end_timestamp")
-                    self._stubs[job_id] = _Stub(status, end[0] if end else None)
-                    continue
-                job = job_from_disk(data)
-                if job.id != job_id:
-                    raise errors.JobFileCorrupted(f"file job-{job_id} holds job {job.id}")
-            except (errors.GanetiError, KeyError, TypeError, IndexError) as exc:
-                logger.error("Skipping corrupt job file job-%s: %s", job_id, exc)
-                self.corrupt_ids.append(job_id)
-                continue
-            if self._recover(job, now):
-                rewrite.append(job)
-            if job.is_finalized():
-                self._stubs[job_id] = _Stub(job.status(), now)
-            else:
-                self._jobs[job_id] = job
-        if rewrite:
-            self.storage.write_jobs([(j.id, self._encode(j)) for j in rewrite])
-        with self._lock:
-            for job in self._jobs.values():
-                self._push(job)
-        logger.info("Loaded %d unfinished and %d finished jobs (%d corrupt)",
-                    len(self._jobs), len(self._stubs), len(self.corrupt_ids))
-
-    def _recover(self, job: QueuedJob, now: float) -> bool:
-        changed = False
-        for idx, op in enumerate(job.ops):
-            if op.status == constants.OP_STATUS_RUNNING:
-                err = errors.encode_exception(errors.OpExecError(MSG_MASTER_STOPPED))
-                job.finalize_ops(idx, constants.OP_STATUS_ERROR, err, now)
-                return True
-            if op.status == constants.OP_STATUS_CANCELING:
-                job.finalize_ops(idx, constants.OP_STATUS_CANCELED, MSG_CANCELED, now)
-                return True
-            if op.status == constants.OP_STATUS_WAITING:
-                op.status = constants.OP_STATUS_QUEUED
-                changed = True
-        return changed
+        jadopt.load_jobs(self)
 
     def start(self) -> None:
         """Start the worker threads."""
@@ -226,7 +131,7 @@ class JobQueue:
         """
         self._check_accepting(ignore_drain, 1)
         job_ops = self._validate_ops(ops, relative_ok=False)
-        job_id = self.storage.allocate_ids(1)[0]
+        job_id = self._allocate(1)[0]
         job = self._build_job(job_id, job_ops)
         self._store_new([job])
         return job_id
@@ -250,7 +155,8 @@ class JobQueue:
                 results.append([False, str(exc)])
                 continue
             results.append([True, None])
-        ids = self.storage.allocate_ids(sum(1 for v in validated if v is not None))
+        ids = self._allocate(sum(1 for v in validated if v is not None))
+        reserved = list(ids)
         ids.reverse()
         assigned: list[int | None] = []
         new_jobs: list[QueuedJob] = []
@@ -269,8 +175,12 @@ class JobQueue:
             assigned.append(job_id)
             new_jobs.append(self._build_job(job_id, job_ops))
             results[idx] = [True, job_id]
-        if new_jobs:
-            self._store_new(new_jobs)
+        try:
+            if new_jobs:
+                self._store_new(new_jobs)
+        finally:
+            with self._lock:  # ids of jobs refused after allocation are never used
+                self._reserved.difference_update(reserved)
         return results
 
     @staticmethod
@@ -327,10 +237,68 @@ class JobQueue:
             qops.append(QueuedOpCode.from_opcode(op))
         return QueuedJob(id=job_id, ops=qops, received_timestamp=split_time(now))
 
+    def _allocate(self, count: int) -> list[int]:
+        """New job ids, reserved until :meth:`_store_new` registers them."""
+        with self._lock:
+            ids = self.storage.allocate_ids(count)
+            self._reserved.update(ids)
+        return ids
+
     def _store_new(self, jobs: list[QueuedJob]) -> None:
-        self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True)
+        try:
+            self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True)
+        except BaseException:
+            with self._lock:
+                self._reserved.difference_update(j.id for j in jobs)
+            raise
         with self._lock:
             for job in jobs:
+                self._reserved.discard(job.id)
+                self._jobs[job.id] = job
+                self._push(job)
+            self._changed.notify_all()
+
+    # adoption (PickupJob) ------------------------------------------------------
+    def pickup_job(self, job_id: Any) -> None:
+        """LUXI ``PickupJob``: adopt ``queue/job-<job_id>`` written by another
+        process (rules and errors: :func:`ganeti.jqueue.adopt.pickup_job`)."""
+        jadopt.pickup_job(self, job_id)
+
+    def _check_unknown(self, job_id: int) -> None:
+        """Raise :class:`errors.JobQueueError` if the queue knows ``job_id``."""
+        with self._lock:
+            known = job_id in self._jobs or job_id in self._stubs or job_id in self._reserved
+        if known:
+            raise errors.JobQueueError(f"Job {job_id} is already known to the queue")
+        if os.path.exists(self.storage.archived_path(job_id)):
+            raise errors.JobQueueError(f"Job {job_id} is already known to the queue (archived)")
+
+    def _reserve_existing(self, job_id: int) -> bool:
+        """Reserve an id found on disk (raising the serial to it); True when
+        the serial was raised.  Raises :class:`errors.JobQueueError` for
+        an id registered or reserved meanwhile."""
+        with self._lock:
+            if job_id in self._jobs or job_id in self._stubs or job_id in self._reserved:
+                raise errors.JobQueueError(f"Job {job_id} is already known to the queue")
+            bump = job_id > self.storage.last_id
+            self.storage.note_existing_id(job_id)
+            self._reserved.add(job_id)
+        return bump
+
+    def _unreserve(self, job_id: int) -> None:
+        with self._lock:
+            self._reserved.discard(job_id)
+
+    def _register_adopted(self, job: QueuedJob, now: float) -> None:
+        """Register a durable job adopted from disk (finished or runnable)."""
+        with self._lock:
+            if job.id in self.corrupt_ids:
+                self.corrupt_ids.remove(job.id)
+            if job.is_finalized():
+                end = job.end_timestamp[0] if job.end_timestamp else now
+                self._stubs[job.id] = JobStub(job.status(), end)
+                self._cache_put(job)
+            else:
                 self._jobs[job.id] = job
                 self._push(job)
             self._changed.notify_all()
@@ -477,7 +445,7 @@ class JobQueue:
     def _execute(self, job: QueuedJob, idx: int) -> bool:
         """Run opcode ``idx``; True when the job goes on with the next one."""
         qop = job.ops[idx]
-        cbs = _OpCallbacks(self, job, idx)
+        cbs = OpCallbacks(self, job, idx)
         thread = threading.current_thread()
         old_name, thread.name = thread.name, f"job/{job.id}"
         with self._lock:
@@ -569,7 +537,7 @@ class JobQueue:
         self._jobs.pop(job.id, None)
         self._queued.discard(job.id)
         end = job.end_timestamp[0] if job.end_timestamp else self._clock()
-        self._stubs[job.id] = _Stub(job.status(), end)
+        self._stubs[job.id] = JobStub(job.status(), end)
         self._cache_put(job)
         self.deps.remove_job(job.id)
         for waiter in self.deps.job_finished(job.id):
@@ -634,6 +602,14 @@ class JobQueue:
         """Ids of all unarchived jobs, sorted."""
         with self._lock:
             return sorted(set(self._jobs) | set(self._stubs))
+
+    def get_archived_jobs(self, exclude: Collection[int] = ()) -> list[QueuedJob]:
+        """Snapshots of all archived jobs (ids in ``exclude`` left out), sorted.
+
+        Reads the whole archive (without holding the queue lock): only for
+        listings that ask for archived jobs.
+        """
+        return jarchive.read_archived_jobs(self.storage, exclude)
 
     def get_jobs(self, job_ids: list[int] | None) -> list[QueuedJob | None]:
         """Snapshots of jobs (None for unknown ids); all unarchived when None."""

@@ -43,7 +43,8 @@ def test_job_list_default_fields_and_table(capsys: pytest.CaptureFixture[str]) -
         [[0, 1], [0, "success"], [0, ["TEST_DELAY(0.0)"]]],
         [[0, 12], [0, "error"], [0, ["TEST_DELAY(1.0)"]]]]}})
     assert run(gnt_job, ["list"], cl) == 0
-    assert cl.calls == [("Query", ("job", ["id", "status", "summary"], None))]
+    assert cl.calls == [("Query", ("job", ["id", "status", "summary"],
+                                   ["!", ["?", "archived"]]))]
     assert capsys.readouterr().out.splitlines() == [
         "ID Status  Summary",
         " 1 success TEST_DELAY(0.0)",
@@ -58,14 +59,17 @@ def test_job_list_ids_status_and_separator(capsys: pytest.CaptureFixture[str]) -
     _, (what, fields, qfilter) = cl.calls[0]
     assert fields == ["id", "status"]
     assert qfilter == ["&", ["|", ["==", "id", 3], ["==", "id", 4]],
-                       ["|", ["==", "status", "running"], ["==", "status", "canceling"]]]
+                       ["|", ["==", "status", "running"], ["==", "status", "canceling"]],
+                       ["!", ["?", "archived"]]]
     assert capsys.readouterr().out == "3|running\n"
 
 
 def test_job_list_filter_text() -> None:
     cl = FakeClient({"Query": {"fields": JOB_FIELDS, "data": []}})
     assert run(gnt_job, ["list", "-F", 'status == "error"'], cl) == 0
-    assert cl.calls[0][1][2] == ["==", "status", "error"]
+    assert cl.calls[0][1][2] == ["&", ["==", "status", "error"], ["!", ["?", "archived"]]]
+    assert run(gnt_job, ["list", "--archived", "-F", 'status == "error"'], cl) == 0
+    assert cl.calls[1][1][2] == ["==", "status", "error"]
 
 
 def test_job_list_unknown_field_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
