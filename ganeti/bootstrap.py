@@ -9,7 +9,10 @@ Master side (run by ``gnt-cluster init`` on the future master node):
   initial :class:`~ganeti.objects.ConfigData` and the ssconf files;
 * :func:`start_noded` / :func:`start_masterd` start the daemons (they
   daemonize themselves) and :func:`wait_for_noded` / :func:`wait_for_masterd`
-  wait until they answer.
+  wait until they answer.  With a master network device, the master IP
+  comes up when the master daemon starts (best effort) and ``gnt-cluster
+  init`` also activates it with ``OP_CLUSTER_ACTIVATE_MASTER_IP``, so that
+  an error is reported.
 
 Node side (``gnt-node add``): :func:`setup_node_ssh` connects to the new
 node with the cluster SSH key and runs ``python3 -m ganeti.bootstrap join``
@@ -171,7 +174,9 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                  secondary_ip: str | None = None, cluster_ip: str | None = None,
                  enabled_hypervisors: Sequence[str] = (constants.HT_FAKE,),
                  enabled_disk_templates: Sequence[str] = DEFAULT_DISK_TEMPLATES,
-                 master_netdev: str = "", file_storage_dir: str | None = None,
+                 master_netdev: str = "", master_netmask: int | None = None,
+                 use_external_mip_script: bool = False,
+                 file_storage_dir: str | None = None,
                  shared_file_storage_dir: str | None = None,
                  candidate_pool_size: int = constants.DEFAULT_CANDIDATE_POOL_SIZE,
                  hvparams: Mapping[str, Mapping[str, Any]] | None = None,
@@ -209,6 +214,13 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
         raise errors.OpPrereqError("The candidate pool size must be at least 1",
                                    errors.ECODE_INVAL)
     params = _default_params(hvs, templates, hvparams, beparams, nicparams, ndparams)
+    mip_ip = cluster_ip or master_ip
+    ip_limit = 128 if ":" in mip_ip else 32
+    if master_netmask is None:
+        master_netmask = ip_limit
+    if not 0 <= master_netmask <= ip_limit:
+        raise errors.OpPrereqError(f"Invalid master netmask {master_netmask} (0..{ip_limit})",
+                                   errors.ECODE_INVAL)
 
     make_node_dirs(paths)
     key_pem, cert_pem = crypto.generate_self_signed_cert(cluster_name)
@@ -230,7 +242,8 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                               ctime=now, mtime=now)
     cluster = objects.Cluster(
         cluster_name=cluster_name, uuid=str(uuidlib.uuid4()), master_node=node_uuid,
-        master_ip=cluster_ip or master_ip, master_netdev=master_netdev,
+        master_ip=mip_ip, master_netdev=master_netdev, master_netmask=master_netmask,
+        use_external_mip_script=use_external_mip_script,
         # node-local: stored as seen from a root of "/" so that every node
         # (each with its own root in a virtual cluster) maps it below its root
         file_storage_dir=file_storage_dir or Paths("/").file_storage_dir,

@@ -207,3 +207,17 @@ def get_paths(root: str | None = None) -> Paths:
     if root is None:
         root = os.environ.get(constants.ENV_ROOTDIR) or "/"
     return _paths_for(os.path.abspath(root))
+
+
+# --- master IP setup (appended) ----------------------------------------------------
+
+def external_master_setup_script(paths: Paths) -> str:
+    """The cluster's own master IP setup script (``use_external_mip_script``).
+
+    ``<root>/etc/ganeti/scripts/master-ip-setup``; the default script
+    shipped with the package is ``ganeti/tools/master_ip_setup.py``.
+    """
+    return os.path.join(paths.conf_dir, "scripts", "master-ip-setup")
+
+
+__all__ += ["external_master_setup_script"]

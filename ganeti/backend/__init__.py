@@ -21,7 +21,8 @@ from ganeti.rpc import defs
 
 __all__ = ["NodeContext", "DOMAIN_MODULES", "all_functions", "get_function"]
 
-DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blockdev", "os")
+DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blockdev", "os",
+                  "masterip")
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,4 +1,4 @@
-"""Node-wide procedures: version, node_info, node_verify, master name, leaving."""
+"""Node-wide procedures: version, node_info, node_verify, master name, demotion, leaving."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import glob
 import logging
 import os
 import socket
+import time
 from typing import Any
 
 from ganeti import constants, errors, serializer
@@ -14,7 +15,8 @@ from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
 
 __all__ = ["version", "node_info", "node_verify", "master_node_name",
-           "node_leave_cluster", "FAKE_NODE_INFO_FILE", "VERIFY_CHECKS"]
+           "node_leave_cluster", "node_demote_from_mc", "config_backup_name",
+           "FAKE_NODE_INFO_FILE", "VERIFY_CHECKS"]
 
 logger = logging.getLogger(__name__)
 
@@ -283,3 +285,48 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
         from ganeti.backend import jobqueue
         jobqueue.jobqueue_purge(ctx)
     ctx.after_response.append(ctx.stop_daemon)
+
+
+def config_backup_name(config_file: str, when: float) -> str:
+    """``<config_file>.backup-<YYYY-MM-DD_HH_MM_SS>`` for the time ``when`` (local time)."""
+    return f"{config_file}.backup-{time.strftime('%Y-%m-%d_%H_%M_%S', time.localtime(when))}"
+
+
+def node_demote_from_mc(ctx: NodeContext) -> str | None:
+    """Forget the cluster configuration after losing the master candidate role.
+
+    ``config.data`` is first copied atomically to
+    :func:`config_backup_name` (``.1``, ``.2``... appended when that name
+    exists) and then removed, so no stale configuration stays on a node
+    that no longer receives updates.  Refused on the master node (the one
+    named by this node's ssconf).  Returns the canonical path of the
+    backup, or None when there was no configuration file.  Raises
+    :class:`errors.OpExecError`.
+    """
+    master = _ssconf_value(ctx, "master_node")
+    if master and master == ctx.hostname:
+        raise errors.OpExecError("This is the master node; it cannot be demoted from the"
+                                 " master candidate role")
+    path = ctx.paths.config_file
+    try:
+        data = uio.read_file(path)
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        logger.info("Demotion: no %s to remove", path)
+        return None
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot read {path}: {exc}") from exc
+    backup = base = config_backup_name(path, ctx.clock())
+    counter = 0
+    while os.path.exists(backup):
+        counter += 1
+        backup = f"{base}.{counter}"
+    try:
+        uio.write_file_atomic(backup, data, mode=mode)
+        os.unlink(path)
+    except FileNotFoundError:
+        pass        # removed meanwhile: the backup holds what it had
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot back up and remove {path}: {exc}") from exc
+    logger.info("Demoted from master candidate: %s saved as %s and removed", path, backup)
+    return ctx.canonical(backup)

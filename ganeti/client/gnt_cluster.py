@@ -8,6 +8,11 @@ Path mapping of ``copyfile`` on a virtual cluster: when this node's
 ``$GANETI_ROOTDIR`` is not ``/`` and the file lies below it, the file goes
 to the same path *relative to each node's root* (``$GANETI_ROOTDIR`` of the
 remote node, expanded by the remote shell); other paths are copied as is.
+
+Master IP: ``init --master-netdev DEV`` brings the master IP up once the
+daemons run; ``activate-master-ip`` / ``deactivate-master-ip`` submit the
+opcodes of the same names; ``modify --master-netdev``/``--master-netmask``
+move it and ``--use-external-mip-script yes|no`` picks the setup script.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["main", "commands", "init_cluster", "destroy_cluster", "show_cluster_info",
            "show_master", "show_version", "modify_cluster", "redist_conf", "verify_cluster",
            "queue_ops", "watcher_ops", "run_command", "copy_file", "renew_crypto",
+           "activate_master_ip", "deactivate_master_ip", "renew_crypto_opcode",
            "parse_keyval", "parse_hvparams", "node_ssh_targets", "format_command_output"]
 
 _SEPARATOR = "-" * 48
@@ -111,7 +117,9 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         enabled_hypervisors=_csv(opts.enabled_hypervisors) or [constants.HT_FAKE],
         enabled_disk_templates=(_csv(opts.enabled_disk_templates)
                                 or list(bootstrap.DEFAULT_DISK_TEMPLATES)),
-        master_netdev=opts.master_netdev or "", file_storage_dir=opts.file_storage_dir,
+        master_netdev=opts.master_netdev or "", master_netmask=opts.master_netmask,
+        use_external_mip_script=bool(_bool_arg(opts.use_external_mip_script)),
+        file_storage_dir=opts.file_storage_dir,
         shared_file_storage_dir=opts.shared_file_storage_dir,
         candidate_pool_size=(opts.candidate_pool_size
                              or constants.DEFAULT_CANDIDATE_POOL_SIZE),
@@ -121,6 +129,9 @@ def init_cluster(opts: Any, args: list[str]) -> int:
     bootstrap.start_masterd(paths, extra_args=_masterd_args())
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_POST_INIT"}, opts, cl, feedback_fn=None)
+    if opts.master_netdev:
+        cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_ACTIVATE_MASTER_IP"}, opts, cl,
+                                   feedback_fn=None)
     return cli.EXIT_SUCCESS
 
 
@@ -271,6 +282,8 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "file_storage_dir": opts.file_storage_dir,
         "shared_file_storage_dir": opts.shared_file_storage_dir,
         "master_netdev": opts.master_netdev,
+        "master_netmask": opts.master_netmask,
+        "use_external_mip_script": _bool_arg(opts.use_external_mip_script),
         "maintain_node_health": _bool_arg(opts.maintain_node_health),
         "max_running_jobs": opts.max_running_jobs,
         "default_iallocator": opts.default_iallocator,
@@ -468,20 +481,84 @@ def copy_file(opts: Any, args: list[str]) -> int:
 
 # --- crypto ------------------------------------------------------------------------------------
 
+def _confirm(opts: Any, text: str) -> bool:
+    """True with --force, else ask on a terminal (no terminal: refuse, naming --force)."""
+    if getattr(opts, "force", False):
+        return True
+    import sys
+    if not sys.stdin.isatty():
+        cli.to_stderr(f"{text} Use --force to confirm.")
+        return False
+    answer = input(f"{text} Continue? y/[n]: ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.OpPrereqError(f"Cannot read the {what} from {path}: {exc}",
+                                   errors.ECODE_NOENT) from exc
+
+
+def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
+    """The OP_CLUSTER_RENEW_CRYPTO dict for the renew-crypto options.
+
+    Raises :class:`errors.OpPrereqError` for conflicting options, an
+    unreadable file, or no option at all.
+    """
+    if opts.new_rapi_cert and opts.rapi_cert_file:
+        raise errors.OpPrereqError("Only one of --new-rapi-certificate and"
+                                   " --rapi-certificate can be given", errors.ECODE_INVAL)
+    if opts.new_cds and opts.cds_file:
+        raise errors.OpPrereqError("Only one of --new-cluster-domain-secret and"
+                                   " --cluster-domain-secret can be given", errors.ECODE_INVAL)
+    if not (opts.new_cluster_cert or opts.new_rapi_cert or opts.rapi_cert_file
+            or opts.new_cds or opts.cds_file):
+        raise errors.OpPrereqError("Nothing to do: give --new-cluster-certificate,"
+                                   " --new-rapi-certificate, --rapi-certificate,"
+                                   " --new-cluster-domain-secret or --cluster-domain-secret",
+                                   errors.ECODE_INVAL)
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_RENEW_CRYPTO",
+                          "new_cluster_certificate": bool(opts.new_cluster_cert),
+                          "new_rapi_cert": bool(opts.new_rapi_cert),
+                          "new_cluster_domain_secret": bool(opts.new_cds)}
+    if opts.rapi_cert_file:
+        op["rapi_cert_pem"] = _read_text(opts.rapi_cert_file, "RAPI certificate")
+    if opts.cds_file:
+        op["cluster_domain_secret"] = _read_text(opts.cds_file, "cluster domain secret")
+    return op
+
+
 def renew_crypto(opts: Any, args: list[str]) -> int:
-    """Renew the cluster certificate and restart the node and master daemons."""
-    if not opts.new_cluster_cert:
-        cli.to_stderr("Nothing to do: give --new-cluster-certificate")
+    """Renew the cluster certificate, RAPI certificate and/or cluster domain secret.
+
+    A new cluster certificate restarts the node daemons and the master daemon.
+    """
+    try:
+        op = renew_crypto_opcode(opts)
+    except errors.OpPrereqError as exc:
+        cli.to_stderr(str(exc.args[0]))
         return cli.EXIT_FAILURE
-    if not opts.force:
-        cli.to_stderr("Renewing the cluster certificate restarts all node daemons and the"
-                      " master daemon; use --force to confirm.")
+    what = [name for flag, name in ((opts.new_cluster_cert, "the cluster certificate"),
+                                    (opts.new_rapi_cert or opts.rapi_cert_file,
+                                     "the RAPI certificate"),
+                                    (opts.new_cds or opts.cds_file,
+                                     "the cluster domain secret")) if flag]
+    text = f"This replaces {', '.join(what)} on all nodes."
+    if opts.new_cluster_cert:
+        text += " All node daemons and the master daemon will be restarted."
+    if not _confirm(opts, text):
         return cli.EXIT_FAILURE
     from ganeti import bootstrap, pathutils
     from ganeti.utils import net
     paths = pathutils.get_paths()
     cl = cli.get_client(opts)
-    cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_RENEW_CRYPTO"}, opts, cl)
+    cli.submit_opcode_and_wait(op, opts, cl)
+    if not opts.new_cluster_cert:
+        cli.to_stdout(f"Renewed {', '.join(what)}.")
+        return cli.EXIT_SUCCESS
     port = int(os.environ.get(constants.ENV_NODED_PORT) or constants.DEFAULT_NODED_PORT)
     me = net.hostname()
     failed = False
@@ -499,6 +576,29 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
     bootstrap.start_masterd(paths, extra_args=_masterd_args())
     cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")
     return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
+
+
+# --- master IP -------------------------------------------------------------------------------
+
+def activate_master_ip(opts: Any, args: list[str]) -> int:
+    """Activate the master IP address on the master node."""
+    _submit({"OP_ID": "OP_CLUSTER_ACTIVATE_MASTER_IP"}, opts)
+    return cli.EXIT_SUCCESS
+
+
+def deactivate_master_ip(opts: Any, args: list[str]) -> int:
+    """Deactivate the master IP address (asks for confirmation without --yes)."""
+    if not opts.confirm:
+        import sys
+        text = "This will disable the master IP. All the open connections to the master IP"
+        if not sys.stdin.isatty():
+            cli.to_stderr(f"{text} will be closed. Use --yes to confirm.")
+            return cli.EXIT_FAILURE
+        if input(f"{text} will be closed. Continue? y/[n]: ").strip().lower() not in (
+                "y", "yes"):
+            return cli.EXIT_FAILURE
+    _submit({"OP_ID": "OP_CLUSTER_DEACTIVATE_MASTER_IP"}, opts)
+    return cli.EXIT_SUCCESS
 
 
 # --- the commands table ---------------------------------------------------------------------------
@@ -555,10 +655,27 @@ CMD_TIMEOUT_OPT = _O("--timeout", dest="timeout", type=float, default=60.0, meta
                      help="Per-node command timeout (default 60)")
 NEWCERT_OPT = _O("--new-cluster-certificate", dest="new_cluster_cert", action="store_true",
                  default=False, help="Generate a new cluster (node daemon) certificate")
+NEWRAPI_OPT = _O("--new-rapi-certificate", dest="new_rapi_cert", action="store_true",
+                 default=False, help="Generate a new self-signed RAPI certificate")
+RAPIFILE_OPT = _O("--rapi-certificate", dest="rapi_cert_file", default=None, metavar="FILE",
+                  help="Install this RAPI certificate (private key and certificate, PEM)")
+NEWCDS_OPT = _O("--new-cluster-domain-secret", dest="new_cds", action="store_true",
+                default=False, help="Generate a new cluster domain secret")
+CDSFILE_OPT = _O("--cluster-domain-secret", dest="cds_file", default=None, metavar="FILE",
+                 help="Install the cluster domain secret read from FILE")
+NETMASK_OPT = _O("--master-netmask", dest="master_netmask", type=int, default=None,
+                 metavar="BITS", help="Prefix length of the master IP address (e.g. 32)")
+EXTMIP_OPT = _O("--use-external-mip-script", dest="use_external_mip_script", default=None,
+                choices=["yes", "no"], help="Use the cluster's own master IP setup script"
+                " (etc/ganeti/scripts/master-ip-setup) instead of the default one")
+CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
+                 help="Do not ask for confirmation")
 
-_INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, FSDIR_OPT, SFSDIR_OPT, POOL_OPT, HVP_OPT,
-              BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT, NOSSH_OPT]
-_MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, FSDIR_OPT, SFSDIR_OPT, POOL_OPT,
+_INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
+              SFSDIR_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT,
+              NOSSH_OPT]
+_MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
+                SFSDIR_OPT, POOL_OPT,
                 HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, MAXJOBS_OPT, IALLOC_OPT,
                 cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 
@@ -593,8 +710,16 @@ commands: dict[str, cli.Command] = {
                 "Run a shell command on all nodes (or the given ones) over SSH"),
     "copyfile": (copy_file, [cli.ArgFile(min=1, max=1)], [NODES_OPT], "[-n NODE...] FILE",
                  "Copy a file to the same path on all other nodes (or the given ones)"),
-    "renew-crypto": (renew_crypto, cli.ARGS_NONE, [NEWCERT_OPT, cli.FORCE_OPT], "[options]",
-                     "Renew the cluster certificate and restart the daemons"),
+    "renew-crypto": (renew_crypto, cli.ARGS_NONE,
+                     [NEWCERT_OPT, NEWRAPI_OPT, RAPIFILE_OPT, NEWCDS_OPT, CDSFILE_OPT,
+                      cli.FORCE_OPT], "[options]",
+                     "Renew the cluster certificate (restarts the daemons), the RAPI"
+                     " certificate and/or the cluster domain secret on all nodes"),
+    "activate-master-ip": (activate_master_ip, cli.ARGS_NONE, [cli.SUBMIT_OPT], "",
+                           "Activate the master IP address on the master node"),
+    "deactivate-master-ip": (deactivate_master_ip, cli.ARGS_NONE,
+                             [CONFIRM_OPT, cli.SUBMIT_OPT], "[--yes]",
+                             "Deactivate the master IP address on the master node"),
 }
 
 

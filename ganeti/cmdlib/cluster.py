@@ -1,7 +1,15 @@
 """Cluster-level logical units and the ``cluster`` query resource.
 
 Verification lives in :mod:`ganeti.cmdlib.verify`; shared helpers (candidate
-pool, file distribution, hooks) in :mod:`ganeti.cmdlib.common`.
+pool, file distribution, hooks) in :mod:`ganeti.cmdlib.common`; candidate
+demotion and the master IP (and its two LUs) in :mod:`ganeti.cmdlib.roles`.
+
+Cluster modify moves the master IP when ``master_netdev`` or
+``master_netmask`` changes (deactivate with the old values, activate with
+the new ones), and after a pool size change promotes (larger pool) or
+demotes (smaller pool) candidates.  Cluster destroy deactivates the master
+IP.  Renew-crypto renews the cluster certificate, the RAPI certificate and
+the cluster domain secret (each on request) on every online node.
 """
 
 from __future__ import annotations
@@ -10,11 +18,18 @@ import logging
 import os
 import platform
 import re
+import secrets
 from typing import Any
 
 from ganeti import constants, crypto, errors, locking, parameters, query, serializer
+from ganeti.utils import io as uio
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
-from ganeti.cmdlib.common import adjust_candidate_pool, cluster_hooks_nodes, redistribute
+from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
+                                  redistribute, upload_files)
+from ganeti.cmdlib.node import sync_queue_to
+from ganeti.cmdlib.roles import (activate_master_ip, deactivate_master_ip,
+                                 demote_from_candidates, master_ip_params,
+                                 shrink_candidate_pool)
 
 __all__ = ["LUClusterQuery", "LUClusterPostInit", "LUClusterDestroy", "LUClusterSetParams",
            "LUClusterRedistConf", "LUClusterRenewCrypto", "cluster_info", "CLUSTER_FIELDS",
@@ -144,10 +159,16 @@ class LUClusterDestroy(LogicalUnit):
         return [], []
 
     def Exec(self, feedback_fn: Any) -> Any:
+        try:
+            deactivate_master_ip(self.cfg, self.rpc)
+        except errors.OpExecError as exc:
+            self.LogWarning(f"Error disabling the master IP address: {exc}")
         return self.cfg.get_master_node_name()
 
 
 _MAC_PREFIX_RE = re.compile(r"^[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}$")
+_NETDEV_RE = re.compile(r"^[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,63}$")
+_AF_INET6 = 10
 
 
 def _check_uid_pool(value: Any, where: str) -> list[list[int]]:
@@ -269,10 +290,19 @@ class LUClusterSetParams(LogicalUnit):
             new["osparams"] = osparams
         for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
                      "default_iallocator", "maintain_node_health", "prealloc_wipe_disks",
-                     "modify_etc_hosts", "master_netdev"):
+                     "modify_etc_hosts", "master_netdev", "use_external_mip_script"):
             value = getattr(op, name)
             if value is not None:
                 new[name] = value
+        if op.master_netdev and not _NETDEV_RE.match(op.master_netdev):
+            raise errors.ParameterError(f"Invalid master network device '{op.master_netdev}'",
+                                        errors.ECODE_INVAL)
+        if op.master_netmask is not None:
+            limit = 128 if cluster.primary_ip_family == _AF_INET6 else 32
+            if not 0 <= op.master_netmask <= limit:
+                raise errors.ParameterError(f"Invalid master netmask {op.master_netmask}"
+                                            f" (0..{limit})", errors.ECODE_INVAL)
+            new["master_netmask"] = op.master_netmask
         for name in ("file_storage_dir", "shared_file_storage_dir"):
             value = getattr(op, name)
             if value is not None:
@@ -305,16 +335,43 @@ class LUClusterSetParams(LogicalUnit):
                                                    "blacklisted_os")
         self.new_values = new
 
+    def _moves_master_ip(self, cluster: Any) -> bool:
+        return any(key in self.new_values and self.new_values[key] != getattr(cluster, key)
+                   for key in ("master_netdev", "master_netmask"))
+
     def Exec(self, feedback_fn: Any) -> Any:
         cluster = self.cfg.get_cluster_info()
         if not self.new_values:
             feedback_fn("Cluster parameters unchanged")
             return None
+        move_ip = self._moves_master_ip(cluster)
+        if move_ip and cluster.master_netdev:
+            feedback_fn(f"Shutting down the master IP on the current netdev"
+                        f" ({cluster.master_netdev})")
+            try:
+                deactivate_master_ip(self.cfg, self.rpc, master_ip_params(self.cfg),
+                                     cluster.use_external_mip_script)
+            except errors.OpExecError as exc:
+                if not self.op.force:
+                    raise errors.OpExecError(f"{exc}; use --force to change the master"
+                                             " network settings anyway") from exc
+                self.LogWarning(f"Could not disable the master IP: {exc}")
         for name, value in self.new_values.items():
             setattr(cluster, name, value)
         self.cfg.update(cluster)
         if "candidate_pool_size" in self.new_values:
-            adjust_candidate_pool(self.cfg, (), feedback_fn)
+            promoted = adjust_candidate_pool(self.cfg, (), feedback_fn)
+            for name in promoted:
+                sync_queue_to(self.context, name)
+            demoted = shrink_candidate_pool(self.cfg, feedback_fn)
+            demote_from_candidates(self.context, demoted, self.LogWarning)
+        if move_ip and cluster.master_netdev:
+            feedback_fn(f"Starting the master IP on the new netdev ({cluster.master_netdev})")
+            try:
+                activate_master_ip(self.cfg, self.rpc)
+            except errors.OpExecError as exc:
+                self.LogWarning(f"Could not re-enable the master IP on the master, please"
+                                f" restart it manually: {exc}")
         return None
 
 
@@ -336,48 +393,125 @@ class LUClusterRedistConf(NoHooksLU):
 
 
 class LUClusterRenewCrypto(NoHooksLU):
-    """Create a new cluster certificate and push it to every online node.
+    """Renew the cluster certificate, RAPI certificate and/or domain secret.
 
-    Node daemons and the master daemon load the certificate when they
+    Each renewed file is written on the master and uploaded to every other
+    online node (``upload_file``; all three are on its allow-list).  Node
+    daemons and the master daemon load the cluster certificate when they
     start: they keep using the old one until restarted (``gnt-cluster
-    renew-crypto`` restarts them).  The master's own file is replaced last,
-    after the nodes accepted the new one.
+    renew-crypto`` restarts them); the master's own copy is replaced last,
+    after the nodes accepted the new one.  The RAPI certificate and the
+    domain secret are written on the master first.  Failing nodes are
+    reported as warnings.
     """
 
     def ExpandNames(self) -> None:
         self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
         self.share_locks = {locking.LEVEL_NODE: 1}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def CheckArguments(self) -> None:
+        op = self.op
+        if op.new_rapi_cert and op.rapi_cert_pem is not None:
+            raise errors.OpPrereqError("Only one of new_rapi_cert and rapi_cert_pem can be"
+                                       " given", errors.ECODE_INVAL)
+        if op.new_cluster_domain_secret and op.cluster_domain_secret is not None:
+            raise errors.OpPrereqError("Only one of new_cluster_domain_secret and"
+                                       " cluster_domain_secret can be given",
+                                       errors.ECODE_INVAL)
+        if op.rapi_cert_pem is not None and (
+                "PRIVATE KEY-----" not in op.rapi_cert_pem
+                or "-----BEGIN CERTIFICATE-----" not in op.rapi_cert_pem):
+            raise errors.OpPrereqError("The RAPI certificate must hold a private key and a"
+                                       " certificate (PEM)", errors.ECODE_INVAL)
+        if op.cluster_domain_secret is not None and not op.cluster_domain_secret.strip():
+            raise errors.OpPrereqError("The cluster domain secret must not be empty",
+                                       errors.ECODE_INVAL)
+        if not (op.new_cluster_certificate or op.new_rapi_cert or op.rapi_cert_pem is not None
+                or op.new_cluster_domain_secret or op.cluster_domain_secret is not None):
+            raise errors.OpPrereqError("Nothing to renew", errors.ECODE_INVAL)
+
+    def _other_nodes(self) -> list[str]:
+        master = self.cfg.get_master_node()
+        return sorted(n.name for n in self.cfg.get_all_nodes_info().values()
+                      if n.uuid != master and not n.offline)
+
+    def _distribute(self, path: str) -> None:
+        others = self._other_nodes()
+        if self.rpc is None or not others:
+            return
+        failed = upload_files(self.rpc, self.context.paths, others, [path])
+        for name in failed:
+            self.LogWarning(f"Cannot update {os.path.basename(path)} on {name}")
+
+    def _renew_cluster_cert(self) -> str:
         paths = self.context.paths
-        cfg = self.cfg
-        if self.op.renew_ssh_keys:
-            self.LogWarning("Renewing SSH keys is not supported; skipped")
-        key_pem, cert_pem = crypto.generate_self_signed_cert(cfg.get_cluster_info().cluster_name)
+        key_pem, cert_pem = crypto.generate_self_signed_cert(
+            self.cfg.get_cluster_info().cluster_name)
         tmp = paths.server_pem + ".new"
         crypto.write_pem_pair(tmp, key_pem, cert_pem)
         try:
-            master = cfg.get_master_node()
-            others = sorted(n.name for n in cfg.get_all_nodes_info().values()
-                            if n.uuid != master and not n.offline)
+            others = self._other_nodes()
             if self.rpc is not None and others:
                 with open(tmp, encoding="utf-8") as fh:
                     content = fh.read()
                 canonical = "/" + os.path.relpath(paths.server_pem, paths.root)
                 res = self.rpc.call_upload_file(others, canonical, content, 0o600, None, None,
                                                 None)
-                failed = sorted(n for n, r in res.items() if r.fail_msg)
-                for name in failed:
+                for name in sorted(n for n, r in res.items() if r.fail_msg):
                     self.LogWarning(f"Cannot update the certificate on {name}:"
                                     f" {res[name].fail_msg}")
-            for target in (paths.client_pem,):
-                if os.path.exists(target):
-                    crypto.write_pem_pair(target, key_pem, cert_pem)
+            if os.path.exists(paths.client_pem):
+                crypto.write_pem_pair(paths.client_pem, key_pem, cert_pem)
             os.replace(tmp, paths.server_pem)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        fingerprint = crypto.cert_fingerprint(cert_pem)
+        return crypto.cert_fingerprint(cert_pem)
+
+    def _renew_rapi_cert(self) -> str:
+        paths = self.context.paths
+        tmp = paths.rapi_pem + ".new"
+        try:
+            if self.op.rapi_cert_pem is not None:
+                uio.write_file_atomic(tmp, self.op.rapi_cert_pem, mode=0o600)
+                try:
+                    key_pem, cert_pem = crypto.load_pem_pair(tmp)
+                    fingerprint = crypto.cert_fingerprint(cert_pem)
+                except errors.CertificateError as exc:
+                    raise errors.OpExecError(f"Invalid RAPI certificate: {exc}") from exc
+            else:
+                key_pem, cert_pem = crypto.generate_self_signed_cert(
+                    self.cfg.get_cluster_info().cluster_name)
+                fingerprint = crypto.cert_fingerprint(cert_pem)
+            crypto.write_pem_pair(tmp, key_pem, cert_pem)
+            os.replace(tmp, paths.rapi_pem)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        self._distribute(paths.rapi_pem)
+        return fingerprint
+
+    def _renew_domain_secret(self) -> None:
+        paths = self.context.paths
+        if self.op.cluster_domain_secret is not None:
+            secret = self.op.cluster_domain_secret.strip()
+        else:
+            secret = secrets.token_hex(32)
+        uio.write_file_atomic(paths.cluster_domain_secret, secret + "\n", mode=0o400)
+        self._distribute(paths.cluster_domain_secret)
+
+    def Exec(self, feedback_fn: Any) -> Any:
+        op = self.op
+        if op.renew_ssh_keys:
+            self.LogWarning("Renewing SSH keys is not supported; skipped")
+        if op.new_rapi_cert or op.rapi_cert_pem is not None:
+            feedback_fn(f"RAPI certificate {self._renew_rapi_cert()} distributed")
+        if op.new_cluster_domain_secret or op.cluster_domain_secret is not None:
+            self._renew_domain_secret()
+            feedback_fn("Cluster domain secret distributed")
+        if not op.new_cluster_certificate:
+            return None
+        fingerprint = self._renew_cluster_cert()
         feedback_fn(f"New cluster certificate {fingerprint} distributed; restart the"
                     " node daemons and the master daemon to use it")
         return fingerprint

@@ -5,6 +5,11 @@ cluster certificate (``gnt-node add`` sets it up over SSH); the LU checks
 its protocol version over RPC, adds it to the configuration and the lock
 manager, decides its master candidate role from the pool size and pushes
 the cluster files, ssconf and (for a candidate) the job queue to it.
+
+Node modify keeps the candidate pool full (auto-promotion) and tells a
+node that lost the candidate role (and is not going offline) to drop its
+``config.data`` (``cmdlib.roles.demote_from_candidates``); a node that
+becomes a candidate gets the current config and the job queue again.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, decide_self_promotion,
                                   expand_group, expand_node, is_eligible, node_role,
                                   redistribute, report_failures, select_named)
+from ganeti.cmdlib.roles import demote_from_candidates
 from ganeti.objects import Node
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.defs import to_canonical
@@ -244,7 +250,8 @@ class LUNodeRemove(LogicalUnit):
         if self.glm is not None:
             for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE):
                 self.glm.remove(level, [node.uuid])
-        adjust_candidate_pool(self.cfg, (), feedback_fn)
+        for name in adjust_candidate_pool(self.cfg, (), feedback_fn):
+            sync_queue_to(self.context, name)
         return None
 
 
@@ -365,13 +372,18 @@ class LUNodeSetParams(LogicalUnit):
                           else "master_capable")
                 result.append(["master_candidate", f"auto-demotion due to {reason}"])
         self.cfg.update(node)
+        promoted: list[str] = []
         if self.demoting and op.auto_promote:
-            adjust_candidate_pool(self.cfg, [node.uuid], feedback_fn)
+            promoted = adjust_candidate_pool(self.cfg, [node.uuid], feedback_fn)
         if self.new_mc and not was_mc:
             redistribute(self.context, feedback_fn, [node.uuid])
             sync_queue_to(self.context, node.name)
         elif came_online:
             redistribute(self.context, feedback_fn, [node.uuid])
+        for name in promoted:
+            sync_queue_to(self.context, name)
+        if self.demoting and not node.offline:
+            demote_from_candidates(self.context, [node.name], self.LogWarning)
         return result
 
 

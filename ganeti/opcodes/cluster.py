@@ -1,4 +1,4 @@
-"""Cluster-level opcodes: query, post-init, destroy, modify, redist, verify, crypto."""
+"""Cluster-level opcodes: query, post-init, destroy, modify, redist, verify, crypto, master IP."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from ganeti.opcodes.base import OpCode, param
 
 __all__ = ["OpClusterQuery", "OpClusterPostInit", "OpClusterDestroy", "OpClusterSetParams",
            "OpClusterRedistConf", "OpClusterVerify", "OpClusterVerifyConfig",
-           "OpClusterVerifyGroup", "OpClusterRenewCrypto", "VERIFY_OPTIONAL_CHECKS",
+           "OpClusterVerifyGroup", "OpClusterRenewCrypto", "OpClusterActivateMasterIp",
+           "OpClusterDeactivateMasterIp", "VERIFY_OPTIONAL_CHECKS",
            "ALL_OPCODES"]
 
 #: Checks ``skip_checks`` may name (as Ganeti: nplusone memory, disk lists).
@@ -59,6 +60,8 @@ class OpClusterSetParams(OpCode):
     modify_etc_hosts: bool | None = None
     mac_prefix: str | None = None
     master_netdev: str | None = None
+    master_netmask: int | None = param(None, min=0, max=128)
+    use_external_mip_script: bool | None = None
     uid_pool: list[Any] | None = None
     add_uids: list[Any] | None = None
     remove_uids: list[Any] | None = None
@@ -116,12 +119,23 @@ class OpClusterVerifyGroup(OpCode):
 
 @dataclass(kw_only=True)
 class OpClusterRenewCrypto(OpCode):
-    """Renew the cluster certificate and push it to every online node.
+    """Renew cluster crypto material and push it to every online node.
 
-    The node daemons keep using the certificate they loaded at start until
-    they are restarted (the CLI restarts them).
+    ``new_cluster_certificate`` (the default) renews the node daemon
+    certificate; the node daemons keep using the one they loaded at start
+    until they are restarted (the CLI restarts them).  ``new_rapi_cert``
+    generates a new RAPI certificate, ``rapi_cert_pem`` installs the given
+    one (key and certificate, PEM); ``new_cluster_domain_secret`` /
+    ``cluster_domain_secret`` do the same for the cluster domain secret.
+    The result is the new cluster certificate's fingerprint, or None when it
+    was not renewed.
     """
 
+    new_cluster_certificate: bool = True
+    new_rapi_cert: bool = False
+    rapi_cert_pem: str | None = None
+    new_cluster_domain_secret: bool = False
+    cluster_domain_secret: str | None = None
     node_certificates: bool = False
     renew_ssh_keys: bool = False
     ssh_key_type: str | None = None
@@ -130,6 +144,17 @@ class OpClusterRenewCrypto(OpCode):
     debug: bool = False
 
 
+@dataclass(kw_only=True)
+class OpClusterActivateMasterIp(OpCode):
+    """Activate the master IP address on the master node (setup script ``start``)."""
+
+
+@dataclass(kw_only=True)
+class OpClusterDeactivateMasterIp(OpCode):
+    """Deactivate the master IP address on the master node (setup script ``stop``)."""
+
+
 ALL_OPCODES = (OpClusterQuery, OpClusterPostInit, OpClusterDestroy, OpClusterSetParams,
                OpClusterRedistConf, OpClusterVerify, OpClusterVerifyConfig,
-               OpClusterVerifyGroup, OpClusterRenewCrypto)
+               OpClusterVerifyGroup, OpClusterRenewCrypto, OpClusterActivateMasterIp,
+               OpClusterDeactivateMasterIp)

@@ -235,6 +235,17 @@ _ROWS = [
     _row("hooks_list", [], URGENT,
          "Names of the non-empty <hpath>-<phase>.d directories under the node's"
          " hooks directory (sorted)."),
+    # --- master candidate and master roles ---
+    _row("node_demote_from_mc", [], FAST,
+         "No longer a master candidate: back up config.data (config.data.backup-<time>)"
+         " and remove it; refused on the master. -> canonical backup path or None"),
+    _row("node_activate_master_ip", [("master_params", dict),
+                                     ("use_external_mip_script", bool)], FAST,
+         "Run the master IP setup script 'start' ({uuid, name, ip, netmask, netdev,"
+         " ip_family}); empty netdev: no-op. -> None"),
+    _row("node_deactivate_master_ip", [("master_params", dict),
+                                       ("use_external_mip_script", bool)], FAST,
+         "Run the master IP setup script 'stop' (same arguments). -> None"),
 ]
 
 CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}

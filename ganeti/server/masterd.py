@@ -59,6 +59,7 @@ class LuxiDispatcher:
             "SubmitJobToDrainedQueue": (1, 1, lambda ops: jq.submit_job(ops, ignore_drain=True)),
             "SubmitManyJobs": (1, 1, lambda jobs: jq.submit_many_jobs(jobs)),
             "WaitForJobChange": (5, 5, jq.wait_for_job_change),
+            "PickupJob": (1, 1, jq.pickup_job),
             "CancelJob": (1, 2, self._cancel_job),
             "ArchiveJob": (1, 1, jq.archive_job),
             "AutoArchiveJobs": (2, 2, jq.auto_archive_jobs),
@@ -364,6 +365,29 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
         raise errors.ParameterError("--workers must be at least 1", errors.ECODE_INVAL)
 
 
+def start_master_ip(context: MasterContext) -> threading.Thread | None:
+    """Activate the master IP in the background at startup (best effort, logged).
+
+    Returns the thread doing it, or None when no master network device is
+    configured or node RPC is not available.
+    """
+    from ganeti.cmdlib import roles
+    cfg = context.cfg
+    if context.rpc is None or not cfg.get_cluster_info().master_netdev:
+        return None
+
+    def _activate() -> None:
+        try:
+            roles.activate_master_ip(cfg, context.rpc)
+            logger.info("Master IP activated")
+        except errors.GanetiError as exc:
+            logger.warning("Could not activate the master IP at startup: %s", exc)
+
+    thread = threading.Thread(target=_activate, name="master-ip-startup", daemon=True)
+    thread.start()
+    return thread
+
+
 class _State:
     def __init__(self, context: MasterContext, server: MasterServer) -> None:
         self.context = context
@@ -380,6 +404,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout, max_message=opts.max_message)
     context.jqueue.start()
+    start_master_ip(context)
 
     def _stop() -> None:
         server.stopping = True
