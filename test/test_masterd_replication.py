@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,13 +36,17 @@ def test_config_goes_to_candidates_and_ssconf_to_all_nodes(tmp_path) -> None:
     node.tags.append("x")
     cfg.update(node)
     assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
-    (nodes, args), = rpc.calls_to("upload_file")
+    # candidates: one replicate_state each with the config and the ssconf values
+    (nodes, (config, values, queue_files)), = rpc.calls_to("replicate_state")
     assert nodes == [node_name(2), node_name(3)]          # candidates, not the master
-    assert args[0] == "/var/lib/ganeti/config.data"
+    assert config[0] == "/var/lib/ganeti/config.data"
     with open(paths.config_file, encoding="utf-8") as fh:
-        assert args[1] == fh.read()                       # exactly the bytes written
+        assert config[1] == fh.read()                     # exactly the bytes written
+    assert values["master_node"] == node_name(1) and queue_files == []
+    assert rpc.calls_to("upload_file") == []
+    # the other online nodes: ssconf only
     (nodes, args), = rpc.calls_to("write_ssconf_files")
-    assert nodes == [node_name(2), node_name(3), node_name(4)]   # every online node
+    assert nodes == [node_name(4)] and args == [values]
     assert ("write_ssconf_files", node_name(5)) not in rpc.offline_skipped
     assert ssconf.SimpleStore(paths).get_master_node() == node_name(1)   # local too
 
@@ -55,8 +60,10 @@ def test_unchanged_ssconf_is_not_resent(tmp_path) -> None:
     node.tags.append("b")
     cfg.update(node)
     assert rep.flush(timeout=10)
-    assert len(rpc.calls_to("upload_file")) == 2
-    assert len(rpc.calls_to("write_ssconf_files")) == 1
+    first, second = rpc.calls_to("replicate_state")
+    assert first[1][1] is not None and first[1][1]["master_node"] == node_name(1)
+    assert second[1][1] is None                           # ssconf unchanged: not resent
+    assert first[1][0][1] != second[1][0][1]              # each push has its config bytes
 
 
 def test_single_node_cluster_makes_no_rpc(tmp_path) -> None:
@@ -87,6 +94,45 @@ def test_job_files_go_to_candidates_only(tmp_path) -> None:
     assert ["/var/lib/ganeti/queue/job-1", '{"id": 1}'] in sent
     assert ["/var/lib/ganeti/queue/serial", "1\n"] in sent      # same commit, same RPC
     assert rpc.calls_to("jobqueue_update") == []
+
+
+def test_job_files_ride_along_with_a_config_push(tmp_path) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3, candidates=2)
+    rep.job_linger = 30.0        # the push below must carry them, however slow the machine
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_push(node, args):
+        entered.set()
+        assert release.wait(10)
+        return []
+    rpc.set_handler("replicate_state", slow_push)
+    node = cfg.get_node_info_by_name(node_name(3))
+    node.tags.append("a")
+    cfg.update(node)
+    serial_a = cfg.get_serial_no()
+    assert entered.wait(10)                       # push of the first change is in flight
+    job_file = os.path.join(paths.queue_dir, "job-7")
+    rep.replicate_job_files({job_file: b'{"id": 7}'})
+    node.tags.append("b")
+    cfg.update(node)                              # a second push is now pending
+    release.set()
+    assert rep.flush(timeout=10)
+    assert serial_a < cfg.get_serial_no()
+    pushes = rpc.calls_to("replicate_state")
+    assert len(pushes) == 2
+    assert pushes[0][1][2] == []
+    assert pushes[1][1][2] == [["/var/lib/ganeti/queue/job-7", '{"id": 7}']]
+    assert rpc.calls_to("jobqueue_update_many") == []   # no request of their own
+
+
+def test_job_files_are_sent_alone_without_config_activity(tmp_path) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3, candidates=2)
+    rep.job_linger = 30.0        # must not matter: no config push is pending
+    rep.replicate_job_files({os.path.join(paths.queue_dir, "job-8"): b"{}"})
+    assert rep.flush(timeout=10)
+    (nodes, (files,)), = rpc.calls_to("jobqueue_update_many")
+    assert nodes == [node_name(2)] and files == [["/var/lib/ganeti/queue/job-8", "{}"]]
+    assert rpc.calls_to("replicate_state") == []
 
 
 def test_more_than_half_failing_is_logged_as_error(tmp_path, caplog) -> None:
@@ -121,7 +167,7 @@ def test_build_context_wires_replication_and_hooks(tmp_path, monkeypatch) -> Non
         assert isinstance(ctx.hooks_runner, HooksRunner)
         ctx.cfg.update(ctx.cfg.get_cluster_info())
         assert ctx.replicator.wait_replicated(ctx.cfg.get_serial_no(), timeout=10)
-        assert fake[0].nodes_called("upload_file") == {node_name(2), node_name(3)}
+        assert fake[0].nodes_called("replicate_state") == {node_name(2), node_name(3)}
         ctx.jqueue.start()
         job_id = ctx.jqueue.submit_job([opcodes.to_dict(opcodes.OpTestDelay(duration=0))])
         ctx.jqueue.wait_for_job_change(job_id, ["status"], None, None, 5.0)

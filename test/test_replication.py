@@ -60,7 +60,7 @@ def _tag(cfg, tag: str) -> int:
 def test_config_pushes_coalesce_to_the_newest_serial(tmp_path) -> None:
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     gate = Gate()
-    rpc.set_handler("upload_file", gate)
+    rpc.set_handler("replicate_state", gate)
     try:
         first = _tag(cfg, "a")
         assert gate.entered.wait(10)                 # push of `first` in flight
@@ -72,12 +72,12 @@ def test_config_pushes_coalesce_to_the_newest_serial(tmp_path) -> None:
         gate.release.set()
     assert rep.wait_replicated(serials[-1], timeout=10)
     assert rep.replicated_serial() >= serials[-1]
-    uploads = rpc.calls_to("upload_file")
+    uploads = rpc.calls_to("replicate_state")
     # one push for `first`, then ONE for b, c and d together, with the newest bytes
     assert len(uploads) == 2
     with open(paths.config_file, encoding="utf-8") as fh:
-        assert uploads[-1][1][1] == fh.read()
-    assert '"d"' in uploads[-1][1][1]
+        assert uploads[-1][1][0][1] == fh.read()
+    assert '"d"' in uploads[-1][1][0][1]
     assert rep.stop(timeout=10)
 
 
@@ -94,8 +94,8 @@ def test_wait_replicated_of_older_serial_returns_at_once_after_newer_push(tmp_pa
 
 def test_failing_candidates_are_logged_and_do_not_block_waiters(tmp_path, caplog) -> None:
     cfg, rpc, rep, _ = _setup(tmp_path, nodes=4)
-    rpc.set_failure("upload_file", node_name(2), "down")
-    rpc.set_failure("upload_file", node_name(3), "down")
+    rpc.set_failure("replicate_state", node_name(2), "down")
+    rpc.set_failure("replicate_state", node_name(3), "down")
     with caplog.at_level(logging.WARNING):
         serial = _tag(cfg, "a")
         assert rep.wait_replicated(serial, timeout=10)
@@ -149,7 +149,7 @@ def test_processor_waits_for_replication_before_success(tmp_path, monkeypatch) -
     ctx = make_cluster_context(tmp_path, cfg, rpc)
     ctx.replicator = rep
     gate = Gate()
-    rpc.set_handler("upload_file", gate)
+    rpc.set_handler("replicate_state", gate)
     produced: list[int] = []
 
     def exec_changing_config(self: Any, feedback_fn: Any) -> Any:
@@ -241,7 +241,7 @@ def test_group_committed_config_replicates_in_serial_order(tmp_path) -> None:
     assert queued == sorted(set(queued)) and queued[-1] == cfg.get_serial_no()
     assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
     with open(paths.config_file, encoding="utf-8") as fh:
-        assert rpc.calls_to("upload_file")[-1][1][1] == fh.read()
+        assert rpc.calls_to("replicate_state")[-1][1][0][1] == fh.read()
     rep.stop(timeout=10)
 
 
@@ -249,9 +249,9 @@ def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:
     cfg, rpc, rep, _ = _setup(tmp_path, nodes=2)
     new = _tag(cfg, "new")
     assert rep.wait_replicated(new, timeout=10)
-    pushes = len(rpc.calls_to("upload_file"))
+    pushes = len(rpc.calls_to("replicate_state"))
     rep.on_config_change(cfg, b"old bytes", new - 1)    # late, out of order
     assert rep.flush(timeout=10)
-    assert len(rpc.calls_to("upload_file")) == pushes
+    assert len(rpc.calls_to("replicate_state")) == pushes
     assert rep.replicated_serial() == new
     rep.stop(timeout=5)

@@ -22,7 +22,7 @@ from ganeti.rpc import defs
 __all__ = ["NodeContext", "DOMAIN_MODULES", "all_functions", "get_function"]
 
 DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blockdev", "os",
-                  "masterip")
+                  "masterip", "replication")
 
 
 @functools.lru_cache(maxsize=1)

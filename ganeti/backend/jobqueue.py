@@ -65,7 +65,9 @@ def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
     The master replicates a whole committed batch with one call.  Every
     entry is checked (shape and location inside the queue directory) before
     anything is written, so a bad name writes nothing.  Each file is
-    replaced atomically; a write error stops at that file.
+    replaced atomically and the batch shares one durability barrier
+    (:func:`ganeti.utils.io.write_files_atomic`): a failed write (a full
+    disk) replaces none of them.
     """
     if not isinstance(files, list):
         raise errors.OpExecError("files must be a list of [file_name, content]")
@@ -76,8 +78,20 @@ def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
             raise errors.OpExecError(f"Invalid queue file entry {entry!r}:"
                                      " expected [file_name, content]")
         checked.append((entry[0], queue_file_path(ctx, entry[0]), entry[1]))
+    batch: dict[str, bytes] = {}
     for file_name, path, content in checked:
-        _write_queue_file(ctx, file_name, path, content)
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot write queue file {file_name}: {exc}") from exc
+        # the parent may itself be a link: check again after creating it
+        ctx.inside(ctx.paths.queue_dir, path, "queue file")
+        batch.pop(path, None)      # a later entry for the same file wins, in its place
+        batch[path] = content.encode("utf-8")
+    try:
+        uio.write_files_atomic(batch, mode=_JOB_FILE_MODE)
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot write queue files: {exc}") from exc
 
 
 def jobqueue_rename(ctx: NodeContext, rename: list) -> None:

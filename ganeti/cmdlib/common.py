@@ -53,6 +53,9 @@ FeedbackFn = Callable[[str], None]
 #: before reporting success, so a hung candidate must not stall them for a
 #: full RPC timeout.
 REPLICATION_TIMEOUT = 15.0
+# How long the job replication thread leaves freshly queued job files for a
+# config push (already pending or in flight) to carry in the same RPC.
+JOB_LINGER = 0.05
 
 
 # --- names ----------------------------------------------------------------------
@@ -303,6 +306,14 @@ class Replicator:
       candidate (all candidates in parallel), each rename segment one
       ``jobqueue_rename``.
 
+    A config push to the candidates is one ``replicate_state`` RPC each,
+    carrying the config bytes, the ssconf values when they changed, and
+    the first pending job-file update segment (so a job's files and its
+    config change usually travel together).  While a config push is
+    pending or in flight the job thread lingers up to :data:`JOB_LINGER`
+    before sending job files on its own.  Job-file sends never overlap
+    (``_job_busy``), so a candidate gets each file's versions in order.
+
     Failures are logged by :func:`report_failures` (more than half of the
     targets failing is an error, seed 004); a later push sends the full
     newest data again, so a candidate that missed one catches up.  Without
@@ -310,10 +321,12 @@ class Replicator:
     everything queued so far; :meth:`stop` flushes and ends the threads.
     """
 
-    def __init__(self, paths: Paths, rpc: Any, *, timeout: float = REPLICATION_TIMEOUT) -> None:
+    def __init__(self, paths: Paths, rpc: Any, *, timeout: float = REPLICATION_TIMEOUT,
+                 job_linger: float = JOB_LINGER) -> None:
         self.paths = paths
         self.rpc = rpc
         self.timeout = timeout
+        self.job_linger = job_linger
         self._lock = threading.Lock()
         self._candidates: list[str] = []
         self._nodes: list[str] = []
@@ -326,7 +339,9 @@ class Replicator:
         self._cfg_done_serial = 0
         self._cfg_busy = False
         self._cfg_thread: threading.Thread | None = None
-        # job files (under _cond): [["update", {path: bytes}] | ["rename", [(old, new)]]]
+        # job files (under _cond): [kind, payload, upto] with kind "update"
+        # ({path: bytes}) or "rename" ([(old, new)]); upto = _job_queued after
+        # the last operation merged into the segment
         self._job_ops: list[list[Any]] = []
         self._job_queued = 0
         self._job_done = 0
@@ -436,18 +451,28 @@ class Replicator:
                     return
                 self._cfg_pending = None
                 self._cfg_busy = True
+                files: dict[str, bytes] | None = None
+                upto = 0
+                if not once and not self._job_busy and self._job_ops \
+                        and self._job_ops[0][0] == "update":
+                    _, files, upto = self._job_ops.pop(0)
+                    self._job_busy = True
             try:
-                self._push_config(push)
+                self._push_config(push, files or {})
             except Exception:  # the thread must survive anything
                 logger.exception("Configuration replication of serial %s failed", push.serial)
             with self._cond:
                 self._cfg_busy = False
                 self._cfg_done_serial = max(self._cfg_done_serial, push.serial)
+                if files is not None:
+                    self._job_busy = False
+                    self._job_done = max(self._job_done, upto)
                 self._cond.notify_all()
             if once:
                 return
 
-    def _push_config(self, push: _ConfigPush) -> None:
+    def _push_config(self, push: _ConfigPush, files: dict[str, bytes]) -> None:
+        """Send ``push`` (and the job ``files`` it carries) to its targets."""
         values = push.ssconf
         ssconf_changed = values != self._last_ssconf
         if ssconf_changed:
@@ -457,19 +482,25 @@ class Replicator:
             return
         ssconf_failed: list[str] = []
         worker: threading.Thread | None = None
-        if push.nodes and ssconf_changed:
+        others = [n for n in push.nodes if n not in push.candidates]
+        if others and ssconf_changed:
             def _ssconf() -> None:
-                res = self.rpc.call("write_ssconf_files", push.nodes, [values],
+                res = self.rpc.call("write_ssconf_files", others, [values],
                                     timeout=self.timeout)
                 ssconf_failed.extend(report_failures("ssconf update", res))
             worker = threading.Thread(target=_ssconf, name="replicator-ssconf", daemon=True)
             worker.start()
         if push.candidates:
             canonical = to_canonical(self.paths.root, self.paths.config_file)
-            res = self.rpc.call("upload_file", push.candidates,
-                                [canonical, push.data.decode("utf-8"), 0o640, None, None, None],
+            items = [[to_canonical(self.paths.root, path), data.decode("utf-8")]
+                     for path, data in files.items()]
+            res = self.rpc.call("replicate_state", push.candidates,
+                                [[canonical, push.data.decode("utf-8")],
+                                 values if ssconf_changed else None, items],
                                 timeout=self.timeout)
-            report_failures("Configuration replication", res)
+            failed = report_failures("Configuration replication", res)
+            if ssconf_changed:
+                ssconf_failed.extend(failed)
         if worker is not None:
             worker.join(self.timeout + 5.0)
             if worker.is_alive():
@@ -494,15 +525,16 @@ class Replicator:
     def _queue_job_op(self, kind: str, payload: dict[str, bytes] | list[tuple[str, str]]) -> None:
         # merges into the last segment when it is of the same kind (order is kept)
         with self._cond:
-            if self._job_ops and self._job_ops[-1][0] == kind:
-                last = self._job_ops[-1][1]
-                if kind == "update":
-                    last.update(payload)
-                else:
-                    last.extend(payload)
-            else:
-                self._job_ops.append([kind, payload])
             self._job_queued += 1
+            if self._job_ops and self._job_ops[-1][0] == kind:
+                last = self._job_ops[-1]
+                if kind == "update":
+                    last[1].update(payload)
+                else:
+                    last[1].extend(payload)
+                last[2] = self._job_queued
+            else:
+                self._job_ops.append([kind, payload, self._job_queued])
             self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
             self._cond.notify_all()
             inline = self._stopped
@@ -516,12 +548,21 @@ class Replicator:
                     self._cond.wait_for(lambda: not self._job_busy)
                 else:
                     self._cond.wait_for(lambda: bool(self._job_ops) or self._stopped)
-                if not self._job_ops:
-                    return
+                    if self._cfg_pending is not None or self._cfg_busy:
+                        # a config push may carry them: give it a moment
+                        self._cond.wait_for(
+                            lambda: self._stopped or not self._job_ops
+                            or (self._cfg_pending is None and not self._cfg_busy),
+                            self.job_linger)
+                    self._cond.wait_for(lambda: not self._job_busy or self._stopped)
+                if not self._job_ops or self._job_busy:
+                    if once or self._stopped:
+                        return
+                    continue
                 self._job_busy = True
                 ops, self._job_ops = self._job_ops, []
-                upto = self._job_queued
-            for kind, payload in ops:
+                upto = ops[-1][2]
+            for kind, payload, _ in ops:
                 try:
                     if kind == "update":
                         self._send_updates(payload)

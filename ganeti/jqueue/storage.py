@@ -23,7 +23,6 @@ master's replicator only queues the work, see
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import threading
@@ -37,9 +36,9 @@ __all__ = ["JobStorage", "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
 
 logger = logging.getLogger(__name__)
 
-SYNC_FSYNC = "fsync"
-SYNC_SYNCFS = "syncfs"
-SYNC_NONE = "none"
+SYNC_FSYNC = uio.SYNC_FSYNC
+SYNC_SYNCFS = uio.SYNC_SYNCFS
+SYNC_NONE = uio.SYNC_NONE
 
 ReplicateFn = Callable[[str, bytes], None]
 ReplicateRenameFn = Callable[[str, str], None]
@@ -67,11 +66,6 @@ class _GroupWriter:
         self._serial_dirty = False
         self._tickets: list[_Ticket] = []
         self._stop = False
-        self._seq = 0
-        self._syncfs = None
-        if sync_mode == SYNC_SYNCFS:
-            libc = ctypes.CDLL(None, use_errno=True)
-            self._syncfs = libc.syncfs
         self._thread = threading.Thread(target=self._run, name="jqueue-writer", daemon=True)
         self._thread.start()
 
@@ -123,48 +117,7 @@ class _GroupWriter:
                     logger.exception("Job queue replication callback failed")
 
     def _commit(self, batch: dict[str, bytes]) -> None:
-        self._seq += 1
-        temps: list[tuple[str, str]] = []
-        dirs: set[str] = set()
-        try:
-            for path, data in batch.items():
-                dirname, base = os.path.split(path)
-                tmp = os.path.join(dirname, f".{base}.tmp{self._seq}")
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
-                temps.append((tmp, path))
-                try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view):]
-                    if self._sync_mode == SYNC_FSYNC:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
-                dirs.add(dirname)
-            if self._sync_mode == SYNC_SYNCFS and temps:
-                fd = os.open(next(iter(dirs)), os.O_RDONLY | os.O_DIRECTORY)
-                try:
-                    if self._syncfs(fd) != 0:
-                        err = ctypes.get_errno()
-                        raise OSError(err, os.strerror(err))
-                finally:
-                    os.close(fd)
-            for tmp, path in temps:
-                os.replace(tmp, path)
-            temps = []
-            if self._sync_mode != SYNC_NONE:
-                for d in dirs:
-                    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-        finally:
-            for tmp, _ in temps:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+        uio.write_files_atomic(batch, mode=0o640, sync=self._sync_mode)
 
 
 class JobStorage:

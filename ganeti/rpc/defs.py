@@ -235,6 +235,11 @@ _ROWS = [
     _row("hooks_list", [], URGENT,
          "Names of the non-empty <hpath>-<phase>.d directories under the node's"
          " hooks directory (sorted)."),
+    _row("replicate_state", [("config", (list, None)), ("ssconf_values", (dict, None)),
+                             ("queue_files", list)], FAST,
+         "One replication push to a master candidate: write config ([canonical name,"
+         " content] or null), ssconf values (or null) and queue files like"
+         " upload_file, write_ssconf_files and jobqueue_update_many. -> hooks_list"),
     # --- master candidate and master roles ---
     _row("node_demote_from_mc", [], FAST,
          "No longer a master candidate: back up config.data (config.data.backup-<time>)"

@@ -104,3 +104,30 @@ def test_remove_file_and_ensure_dirs(tmp_path) -> None:
     target = str(tmp_path / "a" / "b")
     io.ensure_dirs([(target, 0o750)])
     assert os.stat(target).st_mode & 0o777 == 0o750
+
+
+# --- write_files_atomic -------------------------------------------------------------
+
+def test_write_files_atomic_batch(tmp_path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (tmp_path / "a").write_bytes(b"old a")
+    files = {str(tmp_path / "a"): b"new a", str(sub / "b"): b"b", str(tmp_path / "c"): b""}
+    for sync in (io.SYNC_FSYNC, io.SYNC_SYNCFS, io.SYNC_NONE):
+        io.write_files_atomic(files, mode=0o600, sync=sync)
+        for path, data in files.items():
+            with open(path, "rb") as fh:
+                assert fh.read() == data
+            assert os.stat(path).st_mode & 0o7777 == 0o600
+    leftovers = [n for n in os.listdir(tmp_path) + os.listdir(sub) if ".tmp" in n]
+    assert leftovers == []
+
+
+def test_write_files_atomic_failure_replaces_nothing(tmp_path) -> None:
+    (tmp_path / "a").write_bytes(b"old a")
+    files = {str(tmp_path / "a"): b"new a", str(tmp_path / "missing-dir" / "b"): b"b"}
+    with pytest.raises(OSError):
+        io.write_files_atomic(files)
+    with open(tmp_path / "a", "rb") as fh:
+        assert fh.read() == b"old a"        # the write of b failed before any rename
+    assert sorted(os.listdir(tmp_path)) == ["a"]   # the temporary file of a is gone
