@@ -14,7 +14,7 @@ Python) or, when the cluster sets ``use_external_mip_script``, the node's
 raises :class:`errors.OpExecError` carrying its output.  An empty
 ``netdev`` means "no master IP": the call is a logged no-op.
 
-``master_params`` (built by ``cmdlib.masterip.master_ip_params``) is
+``master_params`` (built by ``cmdlib.roles.master_ip_params``) is
 ``{"uuid", "name", "ip", "netmask", "netdev", "ip_family"}`` with
 ``ip_family`` 2 (AF_INET) or 10 (AF_INET6).
 """
