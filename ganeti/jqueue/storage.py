@@ -5,6 +5,9 @@ Writes go through a *group commit* writer thread: callers hand over
 writes temporary files, makes them durable (one ``fsync`` each, or one
 ``syncfs`` of the filesystem), renames them into place and fsyncs each
 touched directory once.  Many concurrent writers thus share one commit.
+A job file is rewritten at least three times; instead of a new inode per
+write, the replaced inodes are recycled (``RENAME_EXCHANGE`` with a spare
+``.scratch-*`` file, see ``utils.io.ScratchPool``).
 
 The queue ``serial`` (last job id handed out) is written in the same
 commit as the job files using it, so an acknowledged job id is never
@@ -57,8 +60,10 @@ class _GroupWriter:
     """A thread committing batches of atomic file replacements."""
 
     def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes]], None],
-                 serial_data: Callable[[], tuple[str, bytes]]) -> None:
+                 serial_data: Callable[[], tuple[str, bytes]],
+                 scratch: uio.ScratchPool | None = None) -> None:
         self._sync_mode = sync_mode
+        self._scratch = scratch
         self._after_commit = after_commit
         self._serial_data = serial_data
         self._cond = threading.Condition()
@@ -117,7 +122,7 @@ class _GroupWriter:
                     logger.exception("Job queue replication callback failed")
 
     def _commit(self, batch: dict[str, bytes]) -> None:
-        uio.write_files_atomic(batch, mode=0o640, sync=self._sync_mode)
+        uio.write_files_atomic(batch, mode=0o640, sync=self._sync_mode, scratch=self._scratch)
 
 
 class JobStorage:
@@ -170,7 +175,13 @@ class JobStorage:
             logger.error("Invalid queue serial file, recovering from the job files")
         # a lost or damaged serial file must not let archived ids come back
         self._last_id = max(serial, self._max_archived_id())
-        self._writer = _GroupWriter(self._sync_mode, self._after_commit, self._serial_data)
+        # recycled inodes for the job files (see utils.io.ScratchPool): each
+        # job is written three times or more, and a new inode per write is
+        # what a busy filesystem makes expensive
+        scratch = uio.ScratchPool(self.queue_dir)
+        scratch.adopt_leftovers()
+        self._writer = _GroupWriter(self._sync_mode, self._after_commit, self._serial_data,
+                                    scratch)
 
     def _max_archived_id(self) -> int:
         """Highest job id in the archive (only its highest bucket is read)."""

@@ -5,14 +5,18 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
+import collections
 import itertools
 import os
 import tempfile
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 
 from ganeti import errors
 
-__all__ = ["write_file_atomic", "write_files_atomic", "read_file", "remove_file", "ensure_dirs",
+__all__ = ["write_file_atomic", "write_files_atomic", "ScratchPool", "read_file", "remove_file",
+           "ensure_dirs",
            "fsync_dir", "file_checksum", "DEFAULT_MAX_READ",
            "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
 
@@ -89,8 +93,120 @@ def _syncfs(path: str) -> None:
         os.close(fd)
 
 
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_renameat2_fn: Callable[..., int] | None = None
+_exchange_works = True
+
+
+def _rename_exchange(old: str, new: str) -> bool:
+    """Atomically swap the inodes behind ``old`` and ``new`` (renameat2).
+
+    False when ``new`` does not exist or the kernel, C library or
+    filesystem cannot exchange (then never tried again in this process).
+    """
+    global _renameat2_fn, _exchange_works
+    if not _exchange_works:
+        return False
+    if _renameat2_fn is None:
+        try:
+            _renameat2_fn = ctypes.CDLL(None, use_errno=True).renameat2
+        except AttributeError:      # C library without renameat2
+            _exchange_works = False
+            return False
+    if _renameat2_fn(_AT_FDCWD, os.fsencode(old), _AT_FDCWD, os.fsencode(new),
+                     _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.ENOENT:
+        return False
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        _exchange_works = False
+        return False
+    raise OSError(err, os.strerror(err), new)
+
+
+class ScratchPool:
+    """Spare inodes of one directory, recycled by :func:`write_files_atomic`.
+
+    Replacing a file by rename costs a new inode and frees the old one.  On
+    a busy filesystem (ext4 without a journal skips recently freed inodes
+    when allocating) that allocation can cost more than the write itself.
+    With a pool, the new content is written into a spare file and swapped
+    in with ``RENAME_EXCHANGE``; the old inode becomes a spare.  A spare is
+    reused only after ``cooling`` seconds, so a reader that opened the old
+    file just before the swap still reads the old content, as with a plain
+    rename (nobody keeps a queue file open for a second).  At most
+    ``limit`` spares are kept; beyond that they are removed.  Spares are
+    named ``.scratch-<pid>-<n>``; :meth:`adopt_leftovers` takes over those
+    of earlier processes (call it when opening the directory).  Thread-safe.
+    """
+
+    PREFIX = ".scratch-"
+
+    def __init__(self, directory: str, *, cooling: float = 1.0, limit: int = 4096,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.directory = directory
+        self.cooling = cooling
+        self.limit = limit
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._spares: collections.deque[tuple[float, str]] = collections.deque()
+        self._names = itertools.count(1)
+
+    def new_name(self) -> str:
+        """A fresh spare file name in the directory (not created)."""
+        return os.path.join(self.directory, f"{self.PREFIX}{os.getpid()}-{next(self._names)}")
+
+    def take(self) -> str | None:
+        """A cooled spare file, or None."""
+        with self._lock:
+            if self._spares and self._spares[0][0] <= self.clock():
+                return self._spares.popleft()[1]
+        return None
+
+    def give(self, path: str) -> None:
+        """Keep ``path`` (holding stale data) as a spare, or remove it when full."""
+        with self._lock:
+            if len(self._spares) < self.limit:
+                self._spares.append((self.clock() + self.cooling, path))
+                return
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._spares)
+
+    def adopt_leftovers(self) -> int:
+        """Take over the spare files of earlier processes; how many were found.
+
+        They are usable at once (nobody reads them); those beyond ``limit``
+        are removed.  Deleting them all would only make the filesystem
+        allocate new inodes again.
+        """
+        with self._lock:
+            mine = {path for _, path in self._spares}
+        found = 0
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            if name.startswith(self.PREFIX) and path not in mine:
+                found += 1
+                with self._lock:
+                    if len(self._spares) < self.limit:
+                        self._spares.appendleft((0.0, path))
+                        continue
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        return found
+
+
 def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
-                       sync: str = SYNC_FSYNC) -> None:
+                       sync: str = SYNC_FSYNC, scratch: ScratchPool | None = None) -> None:
     """Replace every ``{path: data}`` atomically, with one durability barrier.
 
     Writes all temporary files (``.<name>.tmp<n>`` next to each target),
@@ -101,18 +217,34 @@ def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
     directory fsync per directory instead of N.  Readers see each file old
     or new, never half-written.  On :class:`OSError` the temporary files not
     yet renamed are removed; files already renamed stay replaced.
+
+    With ``scratch`` (for files of its directory) the data goes into a
+    spare inode where one is available, and an existing file is swapped
+    with it rather than renamed over (see :class:`ScratchPool`).
     """
     if not files:
         return
     seq = next(_batch_seq)
-    temps: list[tuple[str, str]] = []
+    temps: list[tuple[str, str, bool]] = []
     dirs: dict[str, None] = {}
     try:
         for path, data in files.items():
             dirname, base = os.path.split(path)
-            tmp = os.path.join(dirname, f".{base}.tmp{os.getpid()}.{seq}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-            temps.append((tmp, path))
+            tmp = None
+            if scratch is not None and dirname == scratch.directory:
+                tmp = scratch.take()
+            fd = -1
+            if tmp is not None:
+                try:
+                    fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
+                except FileNotFoundError:
+                    tmp = None
+            pooled = tmp is not None
+            if tmp is None:
+                tmp = (scratch.new_name() if scratch is not None and dirname == scratch.directory
+                       else os.path.join(dirname, f".{base}.tmp{os.getpid()}.{seq}"))
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+            temps.append((tmp, path, pooled))
             try:
                 os.fchmod(fd, mode)    # not the umask's, nor a leftover's
                 view = memoryview(data)
@@ -125,14 +257,22 @@ def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
             dirs[dirname] = None
         if sync == SYNC_SYNCFS:
             _syncfs(next(iter(dirs)))
-        for tmp, path in temps:
-            os.replace(tmp, path)
-        temps = []
+        while temps:
+            tmp, path, _ = temps[0]
+            if scratch is not None and tmp.startswith(scratch.directory + os.sep) \
+                    and _rename_exchange(tmp, path):
+                scratch.give(tmp)          # now holds the old inode
+            else:
+                os.replace(tmp, path)
+            temps.pop(0)
         if sync != SYNC_NONE:
             for dirname in dirs:
                 fsync_dir(dirname)
     finally:
-        for tmp, _ in temps:
+        for tmp, _, pooled in temps:
+            if pooled and scratch is not None:
+                scratch.give(tmp)
+                continue
             try:
                 os.unlink(tmp)
             except OSError:

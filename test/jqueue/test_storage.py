@@ -160,3 +160,22 @@ def test_archived_ids_never_come_back(tmp_path, serial_content: bytes | None) ->
         assert again.allocate_ids(1) == [20006]
     finally:
         again.close()
+
+
+def test_rewrites_recycle_inodes_and_spares_are_never_jobs(tmp_path) -> None:
+    paths = Paths(root=str(tmp_path))
+    s = st.JobStorage(paths)
+    s.open()
+    (job_id,) = s.allocate_ids(1)
+    for k in range(3):
+        s.write_jobs([(job_id, f"v{k}".encode())], serial=True)
+    spares = [n for n in os.listdir(s.queue_dir) if n.startswith(".scratch-")]
+    assert spares                                  # replaced inodes are kept, not freed
+    assert s.list_job_ids() == [job_id] and s.read_job(job_id) == b"v2"
+    s.close()
+    s2 = st.JobStorage(paths)
+    s2.open()                                      # a new process adopts them
+    assert s2._writer._scratch is not None and len(s2._writer._scratch) == len(spares)
+    s2.write_jobs([(job_id, b"v3")])
+    assert s2.read_job(job_id) == b"v3" and s2.list_job_ids() == [job_id]
+    s2.close()

@@ -131,3 +131,60 @@ def test_write_files_atomic_failure_replaces_nothing(tmp_path) -> None:
     with open(tmp_path / "a", "rb") as fh:
         assert fh.read() == b"old a"        # the write of b failed before any rename
     assert sorted(os.listdir(tmp_path)) == ["a"]   # the temporary file of a is gone
+
+
+# --- ScratchPool: recycled inodes ----------------------------------------------------
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_scratch_pool_recycles_the_replaced_inode(tmp_path) -> None:
+    clock = _Clock()
+    pool = io.ScratchPool(str(tmp_path), cooling=1.0, clock=clock)
+    target = str(tmp_path / "job-1")
+    io.write_files_atomic({target: b"v1"}, scratch=pool)
+    first_inode = os.stat(target).st_ino
+    with open(target, "rb") as reader:              # a reader of v1 ...
+        io.write_files_atomic({target: b"v2"}, scratch=pool)
+        assert len(pool) == 1                       # ... v1's inode is now a spare
+        assert reader.read() == b"v1"               # ... and still reads v1
+    with open(target, "rb") as fh:
+        assert fh.read() == b"v2"
+    # not cooled yet: the next write takes a fresh inode
+    io.write_files_atomic({target: b"v3"}, scratch=pool)
+    assert len(pool) == 2
+    clock.now += 1.5
+    io.write_files_atomic({target: b"v4"}, scratch=pool)
+    assert os.stat(target).st_ino == first_inode    # v1's inode came back, holding v4
+    with open(target, "rb") as fh:
+        assert fh.read() == b"v4"
+    assert os.stat(target).st_mode & 0o7777 == 0o640
+    names = sorted(os.listdir(tmp_path))
+    assert names[-1] == "job-1" and all(n.startswith(".scratch-") for n in names[:-1])
+
+
+def test_scratch_pool_limit_and_leftovers(tmp_path) -> None:
+    pool = io.ScratchPool(str(tmp_path), limit=1)
+    target = str(tmp_path / "f")
+    for i in range(4):
+        io.write_files_atomic({target: b"%d" % i}, scratch=pool)
+    assert len(pool) == 1 and len(os.listdir(tmp_path)) == 2    # extras removed
+    fresh = io.ScratchPool(str(tmp_path))
+    assert fresh.adopt_leftovers() == 1 and len(fresh) == 1
+    assert fresh.take() is not None                 # usable at once
+
+
+def test_write_files_atomic_without_exchange_support(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(io, "_exchange_works", False)
+    pool = io.ScratchPool(str(tmp_path), cooling=0.0)
+    target = str(tmp_path / "f")
+    for data in (b"a", b"b", b"c"):
+        io.write_files_atomic({target: data}, scratch=pool)
+        with open(target, "rb") as fh:
+            assert fh.read() == data
+    assert len(pool) == 0 and os.listdir(tmp_path) == ["f"]     # plain renames
