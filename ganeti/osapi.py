@@ -360,9 +360,13 @@ def _open_log(paths: pathutils.Paths, kind: str, os_name: str, instance: str,
     os.makedirs(paths.os_log_dir, mode=0o750, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d_%H_%M_%S", time.localtime(clock()))
     base = f"{kind}-{os_name}-{instance}-{stamp}"
+    # one forked node daemon child per request: after the plain name, the
+    # process id makes a clash (same operation in the same second) unlikely,
+    # so this never probes through many names
+    pid = os.getpid()
     for attempt in range(1000):
-        name = base + (f"-{attempt}" if attempt else "") + ".log"
-        path = os.path.join(paths.os_log_dir, name)
+        suffix = "" if attempt == 0 else f"-{pid}" if attempt == 1 else f"-{pid}-{attempt}"
+        path = os.path.join(paths.os_log_dir, f"{base}{suffix}.log")
         try:
             return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
         except FileExistsError:
@@ -424,12 +428,14 @@ def run_os_script(paths: pathutils.Paths, os_def: OSDefinition, script: str,
                   env: dict[str, str], *, kind: str, instance_name: str,
                   timeout: float | None, args: Sequence[str] = (),
                   stdin_path: str | None = None, stdout_path: str | None = None,
-                  clock: Callable[[], float] = time.time) -> str:
+                  clock: Callable[[], float] = time.time, quiet_success: bool = False) -> str:
     """Run ``script`` of ``os_def`` with ``env``; return the log file path.
 
     Output goes to a new log file under ``paths.os_log_dir``.  With
     ``stdin_path``/``stdout_path`` the script's stdin/stdout are bound to
-    those files (binary safe, for import/export).  Raises
+    those files (binary safe, for import/export).  With ``quiet_success``
+    (``verify``, run on every instance add) a run that succeeds without
+    output leaves no log file and ``""`` is returned.  Raises
     :class:`errors.InvalidOS` if the script is not part of the definition
     and :class:`errors.OpExecError` (with the log tail) if it fails or
     times out.
@@ -438,6 +444,19 @@ def run_os_script(paths: pathutils.Paths, os_def: OSDefinition, script: str,
     if spath is None:
         raise errors.InvalidOS(f"OS {os_def.name} has no '{script}' script")
     argv = [spath, *args]
+    streaming = bool(stdin_path or stdout_path)
+    res: process.RunResult | None = None
+    run_error: errors.CommandError | None = None
+    if not streaming:
+        # output is captured in memory: run first, then write the log
+        try:
+            res = process.run_command(argv, env=env, cwd=os_def.path, timeout=timeout,
+                                      reset_env=True)
+        except errors.CommandError as exc:
+            run_error = exc
+        if quiet_success and res is not None and not res.exit_code \
+                and res.signal is None and not res.timed_out and not res.output:
+            return ""
     log_path, log_fd = _open_log(paths, kind, os_def.name, instance_name, clock)
     try:
         header = (f"# {kind} of instance {instance_name} with OS {os_def.name}: {' '.join(argv)}\n"
@@ -445,12 +464,13 @@ def run_os_script(paths: pathutils.Paths, os_def: OSDefinition, script: str,
                             for k, v in sorted(env.items())))
         os.write(log_fd, header.encode("utf-8"))
         try:
-            if stdin_path or stdout_path:
+            if streaming:
                 code, sig, timed_out = _run_streaming(argv, env, os_def.path, log_fd,
                                                       stdin_path, stdout_path, timeout)
+            elif run_error is not None:
+                raise run_error
             else:
-                res = process.run_command(argv, env=env, cwd=os_def.path, timeout=timeout,
-                                          reset_env=True)
+                assert res is not None
                 os.write(log_fd, res.output.encode("utf-8"))
                 code, sig, timed_out = res.exit_code, res.signal, res.timed_out
         except errors.CommandError as exc:
@@ -562,7 +582,8 @@ def verify_os_params(paths: pathutils.Paths, os_name: str, osparams: dict[str, A
     env = build_os_core_env(os_def, os_name, osparams)
     try:
         run_os_script(paths, os_def, SCRIPT_VERIFY, env, kind="verify",
-                      instance_name="params", timeout=timeout, args=["parameters"], clock=clock)
+                      instance_name="params", timeout=timeout, args=["parameters"], clock=clock,
+                      quiet_success=True)
     except errors.OpExecError as exc:
         raise errors.ParameterError(
             f"OS {os_def.name} refused the parameters: {exc}", errors.ECODE_INVAL) from exc

@@ -257,10 +257,26 @@ def test_export_bad_index(paths, tinyos, tmp_path):
 
 def test_verify_params(paths, tinyos):
     osapi.verify_os_params(paths, "tinyos", {"fill": "zero", "hostname_prefix": "web-"})
+    # a silent successful verify (run on every instance add) leaves no log file
+    assert not os.path.isdir(paths.os_log_dir) or os.listdir(paths.os_log_dir) == []
     with pytest.raises(errors.ParameterError, match="Unknown parameters.*colour"):
         osapi.verify_os_params(paths, "tinyos", {"colour": "red"})
     with pytest.raises(errors.ParameterError, match="invalid value 'lots' for parameter fill"):
         osapi.verify_os_params(paths, "tinyos", {"fill": "lots"})
+    # a refusal is logged, with the script's output
+    (log,) = os.listdir(paths.os_log_dir)
+    assert log.startswith("verify-tinyos-params-")
+    with open(os.path.join(paths.os_log_dir, log), encoding="utf-8") as fh:
+        assert "invalid value 'lots' for parameter fill" in fh.read()
+
+
+def test_verify_with_output_is_logged_even_on_success(paths):
+    osdir = make_os(paths, "chatty")
+    (osdir / "verify").write_text('#!/bin/sh\necho "checked $*"\n')
+    osapi.verify_os_params(paths, "chatty", {})
+    (log,) = os.listdir(paths.os_log_dir)
+    with open(os.path.join(paths.os_log_dir, log), encoding="utf-8") as fh:
+        assert "checked parameters" in fh.read()
 
 
 def test_failing_create_surfaces_log_tail(paths, tmp_path):
