@@ -19,7 +19,7 @@ computed after ``Exec``, prefixed ``GANETI_POST_``.
 **Skipping nodes without scripts.**  An optional ``node_filter(nodes,
 hpath, phase) -> nodes`` narrows the nodes actually contacted: the master
 passes one that leaves out nodes known to have no entry in
-``hooks/<hpath>-<phase>.d`` (see ``cmdlib.common.HookDirsCache``), so an
+``hooks/<hpath>-<phase>.d`` (see ``cmdlib.hooksrunner.HookDirsCache``), so an
 operation on a cluster without hook scripts makes no hooks RPC at all.
 Running the hooks runner on such a node would return ``[]`` anyway; the
 environment is still built (the pre environment is kept for the post

@@ -149,6 +149,11 @@ class Processor:
         """Submit jobs from within an LU (e.g. multi-relocation results)."""
         return self._cbs.submit_many_jobs(jobs)
 
+    def job_submitted_at(self) -> float | None:
+        """Wall-clock time the running job was received, or None (no job)."""
+        submitted = getattr(self._cbs, "submitted_at", None)
+        return submitted() if submitted is not None else None
+
     # main entry ----------------------------------------------------------------
     def execute_opcode(self, op: opcodes.OpCode, cbs: Any = None) -> Any:
         """Run ``op``; returns the LU's result, raises its errors.

@@ -14,7 +14,8 @@ from fakes import FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti import opcodes, ssconf  # noqa: E402
-from ganeti.cmdlib.common import HooksRunner, Replicator  # noqa: E402
+from ganeti.cmdlib.common import Replicator  # noqa: E402
+from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.server import masterd  # noqa: E402

@@ -1,7 +1,7 @@
 """The hooks runner: run the scripts of one hooks directory on this node.
 
 :func:`hooks_list` lets the master skip the hooks RPC for nodes without
-scripts (``cmdlib.common.HookDirsCache``).
+scripts (``cmdlib.hooksrunner.HookDirsCache``).
 """
 
 from __future__ import annotations

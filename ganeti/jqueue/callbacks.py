@@ -56,6 +56,11 @@ class OpCallbacks:
         opcode is interrupted (``CancelJob`` with ``kill``)."""
         return self.interrupted.wait(max(0.0, timeout))
 
+    def submitted_at(self) -> float | None:
+        """Wall-clock seconds at which the job was received."""
+        received = self._job.received_timestamp
+        return received[0] + received[1] / 1e6 if received else None
+
     def current_priority(self) -> int:
         return self._job.ops[self._index].priority
 

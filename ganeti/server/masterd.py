@@ -31,7 +31,8 @@ from typing import Any
 from ganeti import config, constants, errors, locking, luxi, query
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
-from ganeti.cmdlib.common import HooksRunner, Replicator
+from ganeti.cmdlib.common import Replicator
+from ganeti.cmdlib.hooksrunner import HooksRunner
 from ganeti.context import MasterContext
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage

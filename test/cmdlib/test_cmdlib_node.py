@@ -16,7 +16,7 @@ from ganeti import constants, errors, locking  # noqa: E402
 from ganeti.opcodes import group as ogroup  # noqa: E402
 from ganeti.opcodes import node as onode  # noqa: E402
 from ganeti.cmdlib import query as cq  # noqa: E402
-from ganeti.cmdlib.common import HooksRunner  # noqa: E402
+from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
 
 
 def _setup(tmp_path, **kw):

@@ -15,7 +15,7 @@ from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa
 from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti import constants, crypto, errors, ssconf  # noqa: E402
-from ganeti.cmdlib.common import HooksRunner  # noqa: E402
+from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
 from ganeti.opcodes import cluster as ocluster  # noqa: E402
 from ganeti.rpc.defs import from_canonical  # noqa: E402
 

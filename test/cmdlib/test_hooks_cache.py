@@ -15,7 +15,7 @@ from fakes import FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti import constants  # noqa: E402
-from ganeti.cmdlib.common import HookDirsCache, HooksRunner  # noqa: E402
+from ganeti.cmdlib.hooksrunner import HookDirsCache, HooksRunner  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
 
 PRE = constants.HOOKS_PHASE_PRE
@@ -191,3 +191,62 @@ def test_env_of_skipped_pre_phase_is_kept_for_post(tmp_path) -> None:
     (nodes, args), = rpc.calls_to("hooks_runner")
     env = args[2]
     assert env["GANETI_STATE"] == "before" and env["GANETI_POST_STATE"] == "after"
+
+
+class FakeProc:
+    """The processor of a job received at wall-clock ``submitted``."""
+
+    def __init__(self, submitted: float | None) -> None:
+        self.submitted = submitted
+
+    def job_submitted_at(self) -> float | None:
+        return self.submitted
+
+
+def _job_lu(submitted: float | None) -> FakeLU:
+    lu = FakeLU([node_name(1), node_name(2), node_name(3)])
+    lu.proc = FakeProc(submitted)
+    return lu
+
+
+def test_jobs_submitted_before_a_listing_share_it(tmp_path) -> None:
+    runner, rpc, listing, clock, _ = _runner(tmp_path)
+    wall = [1000.0]
+    runner.wall_clock = lambda: wall[0]
+    # two jobs queued at wall time 1000, run at 1005 and 1006
+    wall[0] = 1005.0
+    assert runner.run_hooks(_job_lu(1000.0), PRE) == {}
+    assert len(rpc.calls_to("hooks_list")) == 1
+    listing[node_name(3)] = ["instance-start-pre.d"]   # added after they were submitted
+    wall[0] = 1006.0
+    assert runner.run_hooks(_job_lu(1000.0), PRE) == {}  # may be missed: no new listing
+    assert len(rpc.calls_to("hooks_list")) == 1
+    # a job submitted after the script was added always runs it
+    clock()
+    wall[0] = 1007.0
+    results = runner.run_hooks(_job_lu(1007.0), PRE)
+    assert list(results) == [node_name(3)]
+    assert len(rpc.calls_to("hooks_list")) == 2
+
+
+def test_wall_clock_set_back_means_asking_again(tmp_path) -> None:
+    runner, rpc, _, _, _ = _runner(tmp_path)
+    runner.wall_clock = lambda: 500.0                   # before the submission time
+    assert runner.run_hooks(_job_lu(1000.0), PRE) == {}
+    assert runner.run_hooks(_job_lu(1000.0), PRE) == {}
+    assert len(rpc.calls_to("hooks_list")) == 2         # strict: "since" is now each time
+
+
+def test_processor_reports_the_job_submission_time() -> None:
+    from ganeti.jqueue.callbacks import OpCallbacks
+    from ganeti.jqueue.job import QueuedJob
+    from ganeti.mcpu import Processor
+
+    class Ctx:
+        pass
+    proc = Processor(Ctx())
+    assert proc.job_submitted_at() is None               # outside a job
+    job = QueuedJob.__new__(QueuedJob)
+    job.received_timestamp = [1000, 250000]
+    proc._cbs = OpCallbacks(None, job, 0)  # type: ignore[arg-type]
+    assert proc.job_submitted_at() == 1000.25
