@@ -29,6 +29,8 @@ class MasterContext:
     * ``replicator``: object with ``wait_replicated(serial) -> bool``
       (:class:`ganeti.cmdlib.common.Replicator`), or None (nothing to wait for).
     * ``paths``: the node's :class:`ganeti.pathutils.Paths`.
+    * ``node_info_cache``: a :class:`ganeti.cmdlib.liveinfo.NodeInfoCache`
+      for the live fields of node queries, or None (always ask the nodes).
     """
 
     paths: Paths
@@ -39,3 +41,4 @@ class MasterContext:
     lock_monitor: Any = None
     hooks_runner: Any = None
     replicator: Any = None
+    node_info_cache: Any = None

@@ -204,6 +204,7 @@ class Processor:
                     self._cbs.notify_start()
                     return self._exec_lu(lu)
                 finally:
+                    self._forget_live_data(lu)
                     self._release_all()
             first_pass = False
             priority = max(constants.OP_PRIO_HIGHEST, priority - 1)
@@ -231,6 +232,18 @@ class Processor:
             got = glm.acquire(level, names, shared=shared, timeout=timeout, priority=priority)
             if got is None:
                 raise _LockTimeout()
+
+    def _forget_live_data(self, lu: LogicalUnit) -> None:
+        """Drop cached live data of the nodes the LU locked (it may have changed them)."""
+        cache = getattr(self.context, "node_info_cache", None)
+        if cache is None:
+            return
+        if lu.REQ_BGL:          # cluster-wide change (e.g. storage or hypervisor settings)
+            cache.invalidate(None)
+            return
+        nodes = lu.owned_locks(locking.LEVEL_NODE) | lu.owned_locks(locking.LEVEL_NODE_RES)
+        if nodes:
+            cache.invalidate(nodes)
 
     def _release_all(self) -> None:
         glm = self.context.glm

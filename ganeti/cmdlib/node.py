@@ -537,21 +537,36 @@ def _storage_units(cluster: Any) -> list[list[Any]]:
 
 
 def collect_live(context: Any, nodes: list[Node]) -> dict[str, Any]:
-    """``{node uuid: node_info payload}`` for the online nodes that answered."""
+    """``{node uuid: node_info payload}`` for the online nodes that answered.
+
+    Answers younger than the context's ``node_info_cache`` allows are
+    reused (``cmdlib.liveinfo``); only the other nodes are asked.
+    """
     online = [n for n in nodes if not n.offline]
     if context.rpc is None or not online:
         return {}
+    cache = getattr(context, "node_info_cache", None)
+    live: dict[str, Any] = {}
+    if cache is not None:
+        live, missing, started = cache.lookup(n.uuid for n in online)
+        wanted = set(missing)
+        online = [n for n in online if n.uuid in wanted]
+        if not online:
+            return live
     cluster = context.cfg.get_cluster_info()
     hv = cluster.primary_hypervisor
     results = context.rpc.call_node_info([n.name for n in online], _storage_units(cluster),
                                          [[hv, dict(cluster.hvparams.get(hv, {}))]])
-    live: dict[str, Any] = {}
+    fetched: dict[str, Any] = {}
     for node in online:
         res = results.get(node.name)
         if res is not None and not res.fail_msg and isinstance(res.payload, dict):
-            live[node.uuid] = res.payload
+            fetched[node.uuid] = res.payload
         elif res is not None:
             logger.warning("node_info on %s failed: %s", node.name, res.fail_msg)
+    if cache is not None:
+        cache.store(started, fetched)
+    live.update(fetched)
     return live
 
 

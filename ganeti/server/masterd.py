@@ -32,6 +32,7 @@ from ganeti import config, constants, errors, locking, luxi, query
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
 from ganeti.cmdlib.common import Replicator
+from ganeti.cmdlib import liveinfo
 from ganeti.cmdlib.hooksrunner import HooksRunner
 from ganeti.context import MasterContext
 from ganeti.jqueue import JobQueue, JobStorage
@@ -299,7 +300,8 @@ def _build_rpc(cfg: Any, paths: Paths, timeout_scale: float = 1.0) -> Any:
 
 def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                   sync_mode: str = jstorage.SYNC_SYNCFS, with_rpc: bool = True,
-                  rpc_timeout_scale: float = 1.0) -> MasterContext:
+                  rpc_timeout_scale: float = 1.0,
+                  node_info_max_age: float = liveinfo.DEFAULT_MAX_AGE) -> MasterContext:
     """Open the config, build the lock manager, RPC runner and job queue.
 
     The queue is loaded but its workers are not started.
@@ -327,6 +329,8 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                                           if rpc is not None else None))
     # the processor waits for replicator.wait_replicated (see mcpu)
     context.replicator = replicator
+    if node_info_max_age > 0:
+        context.node_info_cache = liveinfo.NodeInfoCache(node_info_max_age)
     storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
                          replicate_rename=replicator.replicate_rename,
                          replicate_batch=replicator.replicate_job_files)
@@ -354,6 +358,11 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         default=jstorage.SYNC_SYNCFS,
                         help="how job files are made durable (none: tests only)")
     parser.add_argument("--no-rpc", action="store_true", help="do not set up node RPC")
+    parser.add_argument("--node-info-max-age", type=float, default=liveinfo.DEFAULT_MAX_AGE,
+                        metavar="SECONDS",
+                        help="reuse a node's live data (free memory/disk) in queries for up to"
+                             " this long; operations on a node drop it at once; 0: always ask"
+                             " (default %(default)s)")
     parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
                         help="multiply all node RPC timeouts by this (tests: e.g. 0.05)")
 
@@ -400,7 +409,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     started = time.monotonic()
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
-                            rpc_timeout_scale=opts.rpc_timeout_scale)
+                            rpc_timeout_scale=opts.rpc_timeout_scale,
+                            node_info_max_age=opts.node_info_max_age)
     dispatcher = LuxiDispatcher(context)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout, max_message=opts.max_message)
