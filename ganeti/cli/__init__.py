@@ -28,7 +28,7 @@ from ganeti.cli.options import (ARGS_MANY_JOBS, ARGS_NONE, ARGS_ONE_JOB, COMMON_
                                 SEP_OPT, SUBMIT_OPT, TIMEOUT_OPT, UNITS_OPT, VERBOSE_OPT, Arg,
                                 ArgFile, ArgJobId, ArgNode, ArgUnknown, Option, check_arguments,
                                 parse_fields, parse_priority, parse_timespec)
-from ganeti.cli.output import (build_query_filter, format_query_table, format_timestamp,
+from ganeti.cli.output import (build_query_filter, confirm, format_query_table, format_timestamp,
                                generic_query_list, merge_time, to_stderr, to_stdout)
 
 __all__ = [
@@ -48,6 +48,6 @@ __all__ = [
     "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file", "submit_opcode_files",
     "format_job_error",
     # output
-    "to_stdout", "to_stderr", "format_query_table", "format_timestamp", "merge_time",
+    "to_stdout", "to_stderr", "confirm", "format_query_table", "format_timestamp", "merge_time",
     "build_query_filter", "generic_query_list",
 ]

@@ -35,6 +35,21 @@ def to_stderr(text: str = "") -> None:
     sys.stderr.flush()
 
 
+def confirm(text: str, *, forced: bool = False, flag: str = "--force") -> bool:
+    """Ask the user to confirm ``text``; True at once when ``forced``.
+
+    Without a terminal on stdin nothing is asked: the refusal says which
+    option (``flag``) confirms.
+    """
+    if forced:
+        return True
+    if not sys.stdin.isatty():
+        to_stderr(f"{text} Use {flag} to confirm.")
+        return False
+    answer = input(f"{text} Continue? y/[n]: ")
+    return answer.strip().lower() in ("y", "yes")
+
+
 def merge_time(ts: Any) -> float | None:
     """``[sec, usec]`` (or a number) -> float seconds; None stays None."""
     if ts is None:

@@ -481,18 +481,6 @@ def copy_file(opts: Any, args: list[str]) -> int:
 
 # --- crypto ------------------------------------------------------------------------------------
 
-def _confirm(opts: Any, text: str) -> bool:
-    """True with --force, else ask on a terminal (no terminal: refuse, naming --force)."""
-    if getattr(opts, "force", False):
-        return True
-    import sys
-    if not sys.stdin.isatty():
-        cli.to_stderr(f"{text} Use --force to confirm.")
-        return False
-    answer = input(f"{text} Continue? y/[n]: ")
-    return answer.strip().lower() in ("y", "yes")
-
-
 def _read_text(path: str, what: str) -> str:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -549,7 +537,7 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
     text = f"This replaces {', '.join(what)} on all nodes."
     if opts.new_cluster_cert:
         text += " All node daemons and the master daemon will be restarted."
-    if not _confirm(opts, text):
+    if not cli.confirm(text, forced=getattr(opts, "force", False)):
         return cli.EXIT_FAILURE
     from ganeti import bootstrap, pathutils
     from ganeti.utils import net
@@ -588,15 +576,9 @@ def activate_master_ip(opts: Any, args: list[str]) -> int:
 
 def deactivate_master_ip(opts: Any, args: list[str]) -> int:
     """Deactivate the master IP address (asks for confirmation without --yes)."""
-    if not opts.confirm:
-        import sys
-        text = "This will disable the master IP. All the open connections to the master IP"
-        if not sys.stdin.isatty():
-            cli.to_stderr(f"{text} will be closed. Use --yes to confirm.")
-            return cli.EXIT_FAILURE
-        if input(f"{text} will be closed. Continue? y/[n]: ").strip().lower() not in (
-                "y", "yes"):
-            return cli.EXIT_FAILURE
+    if not cli.confirm("This will disable the master IP. All the open connections to the"
+                       " master IP will be closed.", forced=opts.confirm, flag="--yes"):
+        return cli.EXIT_FAILURE
     _submit({"OP_ID": "OP_CLUSTER_DEACTIVATE_MASTER_IP"}, opts)
     return cli.EXIT_SUCCESS
 

@@ -259,14 +259,7 @@ def add_instance(opts: Any, args: list[str]) -> int:
 
 
 def _confirm(opts: Any, text: str, flag: str = "--force") -> bool:
-    if getattr(opts, "force", False):
-        return True
-    import sys
-    if not sys.stdin.isatty():
-        cli.to_stderr(f"{text} Use {flag} to confirm.")
-        return False
-    answer = input(f"{text} y/[n]? ")
-    return answer.strip().lower() in ("y", "yes")
+    return cli.confirm(text, forced=getattr(opts, "force", False), flag=flag)
 
 
 def remove_instance(opts: Any, args: list[str]) -> int:
