@@ -145,15 +145,28 @@ def param_title(kind: str, key: str) -> str:
     return f"{kind.upper()}_{key}"
 
 
+#: query field kind of a parameter type (strings may be unset: "other", as Ganeti)
+_PARAM_KINDS = {parameters.P_INT: constants.QFT_NUMBER, parameters.P_SIZE: constants.QFT_UNIT,
+                parameters.P_BOOL: constants.QFT_BOOL, parameters.P_FLOAT: constants.QFT_NUMBER}
+
+
+def _param_kind(defs: list[parameters.ParamDef]) -> str:
+    """The field kind of a parameter (of one type in every table that has it)."""
+    kinds = {_PARAM_KINDS.get(d.kind, constants.QFT_OTHER) for d in defs}
+    return kinds.pop() if len(kinds) == 1 else constants.QFT_OTHER
+
+
 def _param_fields() -> list[query.FieldDef]:
     result = []
     for key in sorted(parameters.BE_PARAMETERS):
-        result.append(_f(f"be/{key}", param_title("be", key), constants.QFT_OTHER,
+        result.append(_f(f"be/{key}", param_title("be", key),
+                         _param_kind([parameters.BE_PARAMETERS[key]]),
                          f"The effective backend parameter '{key}'",
                          lambda ctx, inst, key=key: ctx.be(inst).get(key, query.UNAVAIL)))
     hv_keys = sorted({k for table in parameters.HV_PARAMETERS.values() for k in table})
     for key in hv_keys:
-        result.append(_f(f"hv/{key}", param_title("hv", key), constants.QFT_OTHER,
+        defs = [table[key] for table in parameters.HV_PARAMETERS.values() if key in table]
+        result.append(_f(f"hv/{key}", param_title("hv", key), _param_kind(defs),
                          f"The effective hypervisor parameter '{key}'",
                          lambda ctx, inst, key=key: ctx.hv(inst).get(key, query.UNAVAIL)))
     return result

@@ -574,3 +574,12 @@ def test_ip_check_needs_name_check(env: Any) -> None:
     assert env.raw() == before
     _create(env, name_check=False, ip_check=False, start=False)
     assert env.cfg.get_instance_info_by_name("inst1") is not None
+
+
+def test_parameter_columns_have_typed_kinds() -> None:
+    from ganeti.cmdlib import instance_query
+    kinds = {f.name: f.kind for f in instance_query._param_fields()}
+    assert kinds["be/maxmem"] == constants.QFT_UNIT       # formatted with --units
+    assert kinds["be/vcpus"] == constants.QFT_NUMBER
+    assert kinds["be/auto_balance"] == constants.QFT_BOOL
+    assert kinds["hv/migration_mode"] == constants.QFT_OTHER
