@@ -4,7 +4,7 @@ Layers (imports point downward only; ``test/test_layering.py`` checks it):
 
 1. foundation: errors, constants, pathutils, serializer, utils
 2. data: objects, parameters, opcodes, rpc.defs
-3. mechanisms: locking, config, ssconf, crypto, luxi, query, rpc.client,
+3. mechanisms: locking, config (+ configcheck), ssconf, crypto, luxi, query, rpc.client,
    rpc.transport
 4. logic: master side cmdlib <- mcpu <- jqueue; node side backend ->
    hypervisor, storage (plug-ins import layers 1-2 only)

@@ -16,7 +16,7 @@ LAYERS = {
     "ganeti.serializer": 1, "ganeti.utils": 1, "ganeti.compat": 1,
     "ganeti.objects": 2, "ganeti.parameters": 2, "ganeti.opcodes": 2,
     "ganeti.rpc.defs": 2, "ganeti.rpc": 2, "ganeti.ht": 2,
-    "ganeti.locking": 3, "ganeti.config": 3, "ganeti.ssconf": 3,
+    "ganeti.locking": 3, "ganeti.config": 3, "ganeti.configcheck": 3, "ganeti.ssconf": 3,
     "ganeti.crypto": 3, "ganeti.luxi": 3, "ganeti.query": 3,
     "ganeti.rpc.client": 3, "ganeti.rpc.transport": 3, "ganeti.http": 3,
     "ganeti.workerpool": 3, "ganeti.ssh": 3,
