@@ -17,7 +17,8 @@ from ganeti import constants, errors, opcodes, serializer
 
 __all__ = ["QueuedOpCode", "QueuedJob", "JobStub", "calc_status", "split_time",
            "job_to_disk", "job_from_disk", "job_for_pickup", "recover_job", "get_job_field",
-           "JOB_FIELDS", "REASON_SRC_PICKUP", "MSG_MASTER_STOPPED", "MSG_CANCELED"]
+           "JOB_FIELDS", "REASON_SRC_PICKUP", "MSG_MASTER_STOPPED", "MSG_CANCELED",
+           "check_fields", "jsonable"]
 
 #: Reason trail source added to the opcodes of a job adopted by PickupJob.
 REASON_SRC_PICKUP = "gnt:daemon:masterd:pickup"
@@ -306,3 +307,20 @@ def copy_job(job: QueuedJob) -> QueuedJob:
     """A shallow copy safe to read while the original changes (logs copied)."""
     ops = [dataclasses.replace(op, log=list(op.log)) for op in job.ops]
     return dataclasses.replace(job, ops=ops, extra=dict(job.extra))
+
+
+def check_fields(fields: Any) -> None:
+    """Refuse a job field list that is not strings or names unknown fields."""
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise errors.ParameterError("Job fields must be a list of strings", errors.ECODE_INVAL)
+    unknown = [f for f in fields if f not in JOB_FIELDS]
+    if unknown:
+        raise errors.ParameterError(f"Unknown job field(s): {', '.join(unknown)}", errors.ECODE_INVAL)
+
+
+def jsonable(value: Any) -> Any:
+    """Make an opcode result plain JSON data (dataclasses, tuples, sets...)."""
+    try:
+        return serializer.loads(serializer.dumps(value))
+    except (TypeError, ValueError, errors.GanetiError):
+        return str(value)

@@ -38,6 +38,7 @@ from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
 from ganeti.jqueue.callbacks import OpCallbacks
 from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, JobStub, QueuedJob, QueuedOpCode,
+                               check_fields, jsonable,
                                copy_job, get_job_field, job_from_disk, job_to_disk, split_time)
 from ganeti.jqueue.storage import JobStorage
 
@@ -469,7 +470,7 @@ class JobQueue:
             with self._lock:
                 self._running.pop(job.id, None)
             thread.name = old_name
-        result = _jsonable(result)
+        result = jsonable(result)
         last = idx == len(job.ops) - 1
 
         def succeed(j: QueuedJob) -> None:
@@ -528,7 +529,7 @@ class JobQueue:
 
     def _add_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
         with self._lock:
-            job.add_log(self._clock(), log_type, _jsonable(msg), idx)
+            job.add_log(self._clock(), log_type, jsonable(msg), idx)
             self._changed.notify_all()
         self._save(job, wait=False)
 
@@ -620,7 +621,7 @@ class JobQueue:
 
     def query_jobs(self, job_ids: list[Any] | None, fields: list[str]) -> list[list[Any] | None]:
         """LUXI QueryJobs: one row of field values per id (None when unknown)."""
-        _check_fields(fields)
+        check_fields(fields)
         with self._lock:
             ids = sorted(set(self._jobs) | set(self._stubs)) if job_ids is None else job_ids
             rows: list[list[Any] | None] = []
@@ -637,7 +638,7 @@ class JobQueue:
         else ``[field values, new log entries]``; a finalized job answers at
         once.  Raises :class:`errors.JobLost` for unknown jobs.
         """
-        _check_fields(fields)
+        check_fields(fields)
         try:
             timeout = min(float(timeout), float(constants.LUXI_WFJC_TIMEOUT))
         except (TypeError, ValueError) as exc:
@@ -786,20 +787,3 @@ class JobQueue:
     def get_lock_info(self) -> list[dict[str, Any]]:
         """Lock-monitor provider: dependency waits as pseudo-locks."""
         return self.deps.get_lock_info()
-
-
-def _check_fields(fields: Any) -> None:
-    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-        raise errors.ParameterError("Job fields must be a list of strings", errors.ECODE_INVAL)
-    from ganeti.jqueue.job import JOB_FIELDS
-    unknown = [f for f in fields if f not in JOB_FIELDS]
-    if unknown:
-        raise errors.ParameterError(f"Unknown job field(s): {', '.join(unknown)}", errors.ECODE_INVAL)
-
-
-def _jsonable(value: Any) -> Any:
-    """Make an opcode result plain JSON data (dataclasses, tuples, sets...)."""
-    try:
-        return serializer.loads(serializer.dumps(value))
-    except (TypeError, ValueError, errors.GanetiError):
-        return str(value)
