@@ -188,3 +188,24 @@ def test_write_files_atomic_without_exchange_support(tmp_path, monkeypatch) -> N
         with open(target, "rb") as fh:
             assert fh.read() == data
     assert len(pool) == 0 and os.listdir(tmp_path) == ["f"]     # plain renames
+
+
+def test_scratch_pool_full_disk_keeps_the_old_file(tmp_path, monkeypatch) -> None:
+    clock = _Clock()
+    pool = io.ScratchPool(str(tmp_path), cooling=0.0, clock=clock)
+    target = str(tmp_path / "job-1")
+    io.write_files_atomic({target: b"v1"}, scratch=pool)
+    io.write_files_atomic({target: b"v2"}, scratch=pool)        # one spare now
+    assert len(pool) == 1
+    files_before = sorted(os.listdir(tmp_path))
+
+    def full_disk(fd: int, data) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(io.os, "write", full_disk)
+    with pytest.raises(OSError):
+        io.write_files_atomic({target: b"v3", str(tmp_path / "job-2"): b"new"}, scratch=pool)
+    monkeypatch.undo()
+    with open(target, "rb") as fh:
+        assert fh.read() == b"v2"                      # untouched
+    assert sorted(os.listdir(tmp_path)) == files_before   # no new file left behind
+    assert len(pool) == 1                               # the spare went back to the pool
