@@ -29,7 +29,8 @@ from ganeti.cli.options import (ARGS_MANY_JOBS, ARGS_NONE, ARGS_ONE_JOB, COMMON_
                                 ArgFile, ArgJobId, ArgNode, ArgUnknown, Option, check_arguments,
                                 parse_fields, parse_priority, parse_timespec)
 from ganeti.cli.output import (build_query_filter, confirm, format_query_table, format_timestamp,
-                               generic_query_list, merge_time, to_stderr, to_stdout)
+                               generic_query_list, list_fields_verb, merge_time,
+                               query_list_verb, to_stderr, to_stdout)
 
 __all__ = [
     # options
@@ -49,5 +50,5 @@ __all__ = [
     "format_job_error",
     # output
     "to_stdout", "to_stderr", "confirm", "format_query_table", "format_timestamp", "merge_time",
-    "build_query_filter", "generic_query_list",
+    "build_query_filter", "generic_query_list", "query_list_verb", "list_fields_verb",
 ]

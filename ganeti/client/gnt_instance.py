@@ -274,29 +274,8 @@ def remove_instance(opts: Any, args: list[str]) -> int:
     return 0
 
 
-def list_instances(opts: Any, args: list[str]) -> int:
-    """List instances (default fields, or -o)."""
-    fields = cli.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
-    qfilter = cli.build_query_filter(args, opts.force_filter)
-    return cli.generic_query_list(cli.get_client(opts), constants.QR_INSTANCE, fields, qfilter,
-                                  headers=not opts.no_headers, separator=opts.separator,
-                                  units=opts.units)
-
-
-def list_fields(opts: Any, args: list[str]) -> int:
-    """List the fields of the instance resource."""
-    result = cli.get_client(opts).QueryFields(constants.QR_INSTANCE, args or None)
-    rows = [[f["name"], f["title"], f["doc"]] for f in result["fields"]]
-    if not opts.no_headers:
-        rows.insert(0, ["Name", "Title", "Description"])
-    sep = opts.separator
-    widths = [max(len(r[i]) for r in rows) for i in range(3)] if rows else [0, 0, 0]
-    for row in rows:
-        if sep is not None:
-            cli.to_stdout(sep.join(row))
-        else:
-            cli.to_stdout(" ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip())
-    return 0
+list_instances = cli.query_list_verb(constants.QR_INSTANCE, LIST_DEFAULT_FIELDS)
+list_fields = cli.list_fields_verb(constants.QR_INSTANCE)
 
 
 def _select(opts: Any, args: list[str]) -> list[str] | None:

@@ -72,32 +72,8 @@ def remove_node(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
-def list_nodes(opts: Any, args: list[str]) -> int:
-    """List nodes with the default fields or those given with -o."""
-    fields = cli.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
-    qfilter = cli.build_query_filter(args, opts.force_filter)
-    return cli.generic_query_list(cli.get_client(opts), constants.QR_NODE, fields, qfilter,
-                                  headers=not opts.no_headers, separator=opts.separator,
-                                  units=opts.units)
-
-
-def list_fields(opts: Any, args: list[str]) -> int:
-    """List the fields available for ``list -o`` (name, type, title, description)."""
-    result = cli.get_client(opts).QueryFields(constants.QR_NODE, args or None)
-    rows = [[f.get("name", ""), f.get("kind", ""), f.get("title", ""), f.get("doc", "")]
-            for f in result.get("fields", [])]
-    header = ["Name", "Type", "Title", "Description"]
-    if opts.separator is not None:
-        lines = ([] if opts.no_headers else [opts.separator.join(header)])
-        lines += [opts.separator.join(r) for r in rows]
-    else:
-        table = rows if opts.no_headers else [header] + rows
-        widths = [max((len(r[i]) for r in table), default=0) for i in range(3)]
-        lines = [" ".join(r[i].ljust(widths[i]) for i in range(3)) + " " + r[3]
-                 for r in table]
-    for line in lines:
-        cli.to_stdout(line.rstrip())
-    return cli.EXIT_SUCCESS
+list_nodes = cli.query_list_verb(constants.QR_NODE, LIST_DEFAULT_FIELDS)
+list_fields = cli.list_fields_verb(constants.QR_NODE)
 
 
 def _value(row: list[Any], idx: int) -> Any:
