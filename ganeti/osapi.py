@@ -146,17 +146,21 @@ def _read_lines(path: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def _read_os_file(name: str, path: str, what: str) -> list[str]:
+    """The lines of a file of OS ``name``; :class:`errors.InvalidOS` if unreadable."""
+    try:
+        return _read_lines(path)
+    except FileNotFoundError:
+        raise errors.InvalidOS(f"OS {name}: missing {what} {path}") from None
+    except OSError as exc:
+        raise errors.InvalidOS(f"OS {name}: cannot read {what}: {exc}") from exc
+
+
 def load_os(name: str, os_dir: str) -> OSDefinition:
     """Check the definition in ``os_dir``; raise :class:`errors.InvalidOS` if broken."""
     if not os.path.isdir(os_dir):
         raise errors.InvalidOS(f"OS {name}: {os_dir} is not a directory")
-    api_file = os.path.join(os_dir, API_VERSION_FILE)
-    try:
-        lines = _read_lines(api_file)
-    except FileNotFoundError:
-        raise errors.InvalidOS(f"OS {name}: missing API version file {api_file}") from None
-    except OSError as exc:
-        raise errors.InvalidOS(f"OS {name}: cannot read API version file: {exc}") from exc
+    lines = _read_os_file(name, os.path.join(os_dir, API_VERSION_FILE), "API version file")
     try:
         versions = tuple(int(line) for line in lines)
     except ValueError:
@@ -184,22 +188,13 @@ def load_os(name: str, os_dir: str) -> OSDefinition:
     variants: tuple[str, ...] = ()
     vfile = os.path.join(os_dir, VARIANTS_FILE)
     if api >= constants.OS_API_V15 and os.path.exists(vfile):
-        try:
-            variants = tuple(_read_lines(vfile))
-        except OSError as exc:
-            raise errors.InvalidOS(f"OS {name}: cannot read {VARIANTS_FILE}: {exc}") from exc
+        variants = tuple(_read_os_file(name, vfile, VARIANTS_FILE))
         if not variants:
             raise errors.InvalidOS(f"OS {name}: {VARIANTS_FILE} is empty")
 
     parameters: tuple[tuple[str, str], ...] = ()
     if api >= constants.OS_API_V20:
-        pfile = os.path.join(os_dir, PARAMETERS_FILE)
-        try:
-            plines = _read_lines(pfile)
-        except FileNotFoundError:
-            raise errors.InvalidOS(f"OS {name}: missing {PARAMETERS_FILE}") from None
-        except OSError as exc:
-            raise errors.InvalidOS(f"OS {name}: cannot read {PARAMETERS_FILE}: {exc}") from exc
+        plines = _read_os_file(name, os.path.join(os_dir, PARAMETERS_FILE), PARAMETERS_FILE)
         parsed = []
         for line in plines:
             pname, _, doc = line.partition(" ")
