@@ -130,7 +130,6 @@ class NodedRequestHandler(http.server.BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.timeout = self.server.request_timeout
-        self.node_ctx: NodeContext | None = None
         super().setup()
 
     def version_string(self) -> str:
@@ -245,7 +244,7 @@ class NodedRequestHandler(http.server.BaseHTTPRequestHandler):
         server = self.server
         ctx = NodeContext(paths=server.paths, hostname=server.hostname,
                           noded_port=server.server_address[1], stop_daemon=server.stop_parent)
-        self.node_ctx = ctx
+        server.request_ctx = ctx
         start = time.monotonic()
         try:
             payload = backend.get_function(call.name)(ctx, *args)
@@ -286,6 +285,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self.active_children: set[int] = set()
         self.busy_children: set[int] = set()
         self.busy_reply = False
+        #: the context of the procedure this process ran (a child serves one request)
+        self.request_ctx: NodeContext | None = None
         self.parent_pid = os.getpid()
         self._wakeup: tuple[int, int] | None = None
         self.spare_children = max(0, spare_children)
@@ -651,7 +652,12 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                 os._exit(status)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
-        """TLS handshake, then the HTTP request, then the after-response callbacks."""
+        """TLS handshake, then the HTTP request, then the after-response callbacks.
+
+        The callbacks run even when the reply could not be delivered (the
+        client went away): the procedure has run, so a node that has left
+        the cluster must still stop its daemon.
+        """
         if request.gettimeout() is None:
             request.settimeout(self.request_timeout)
         try:
@@ -659,17 +665,20 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         except (OSError, ssl.SSLError) as exc:
             logger.info("TLS handshake with %s failed: %s", client_address[0], exc)
             return
-        handler = NodedRequestHandler(tls, client_address, self)
+        self.request_ctx = None
         try:
-            tls.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        ctx = handler.node_ctx
-        for callback in (ctx.after_response if ctx else []):
+            NodedRequestHandler(tls, client_address, self)
             try:
-                callback()
-            except Exception:
-                logger.exception("After-response callback failed")
+                tls.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        finally:
+            ctx, self.request_ctx = self.request_ctx, None
+            for callback in (ctx.after_response if ctx else []):
+                try:
+                    callback()
+                except Exception:
+                    logger.exception("After-response callback failed")
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ def vc(tmp_path_factory):
         yield cluster
 
 
-def _files_equal(vc, rel_path: str, nodes: list[str], *, wait: float = 5.0) -> bool:
+def _files_equal(vc, rel_path: str, nodes: list[str], *, wait: float = 30.0) -> bool:
     deadline = time.monotonic() + wait
     while True:
         contents = set()

@@ -1,0 +1,80 @@
+"""A procedure's after-response callbacks run even when its reply cannot be delivered.
+
+``node_leave_cluster`` removes the node's cluster files and asks the daemon
+to stop once the answer is sent; if the master has gone away by then, the
+node must still stop (its files are gone either way).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from ganeti.rpc import transport
+from ganeti.server import noded
+
+
+@pytest.fixture
+def server(tmp_path):
+    from noded_harness import make_cluster_cert, make_node_root
+    cert = make_cluster_cert(tmp_path / "cert")
+    paths = make_node_root(tmp_path / "node", cert)
+    srv = noded.NodedServer("127.0.0.1", 0, noded.make_server_context(cert), paths,
+                            "node1.example.com", spare_children=0)
+    srv.cert_file = cert
+    try:
+        yield srv
+    finally:
+        srv.server_close()
+
+
+def _run(server, monkeypatch, close_before_reply: bool) -> list[str]:
+    """One ``version`` request whose procedure queues an after-response callback."""
+    events: list[str] = []
+    client_gone = threading.Event()
+
+    def procedure(ctx):
+        if close_before_reply:
+            assert client_gone.wait(10)
+        ctx.after_response.append(ctx.stop_daemon)
+        return 42
+
+    monkeypatch.setattr(noded.backend, "get_function", lambda name: procedure)
+    server.stop_parent = lambda: events.append("stopped")
+    ours, theirs = socket.socketpair()
+    ctx = transport.make_client_context(server.cert_file)
+
+    def client() -> None:
+        try:
+            with ctx.wrap_socket(theirs, server_hostname="node1.example.com") as tls:
+                tls.sendall(b"POST /version HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Length: 2\r\n\r\n[]")
+                if not close_before_reply:
+                    events.append(tls.recv(65536).split(b"\r\n", 1)[0].decode())
+        finally:
+            client_gone.set()
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    ours.settimeout(10)
+    try:
+        server.finish_request(ours, ("127.0.0.1", 0))
+    except OSError:
+        pass   # the undeliverable reply; what matters is what ran
+    finally:
+        ours.close()
+        thread.join(10)
+    return events
+
+
+def test_after_response_runs_after_the_reply(server, monkeypatch) -> None:
+    # the client thread and the server race to record; both must have happened
+    assert sorted(_run(server, monkeypatch, close_before_reply=False)) == \
+        ["HTTP/1.1 200 OK", "stopped"]
+
+
+def test_after_response_runs_when_the_client_went_away(server, monkeypatch) -> None:
+    assert _run(server, monkeypatch, close_before_reply=True) == ["stopped"]
+    assert server.request_ctx is None
