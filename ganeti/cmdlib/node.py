@@ -25,7 +25,7 @@ from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, decide_self_promotion,
                                   expand_group, expand_node, is_eligible, node_role,
                                   redistribute, report_failures, select_named)
-from ganeti.cmdlib.roles import demote_from_candidates
+from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
 from ganeti.objects import Node
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.defs import to_canonical
@@ -240,18 +240,30 @@ class LUNodeRemove(LogicalUnit):
         return [master], sorted(others)
 
     def Exec(self, feedback_fn: Any) -> Any:
+        """Drop the node from the configuration, then tell it to leave.
+
+        In this order (as in Ganeti) no replication aimed at the node as a
+        candidate can follow its leaving and recreate its cluster files:
+        the node is out of the config first and replication already in
+        flight is flushed (bounded) before the node is contacted at its
+        address.
+        """
         node = self.node
-        if self.rpc is not None and not node.offline:
-            res = self.rpc.call_node_leave_cluster([node.name], False)[node.name]
-            if res.fail_msg:
-                self.LogWarning(f"Errors encountered on the remote node while leaving"
-                                f" the cluster: {res.fail_msg}")
         self.cfg.remove_node(node.uuid)
         if self.glm is not None:
             for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE):
                 self.glm.remove(level, [node.uuid])
         for name in adjust_candidate_pool(self.cfg, (), feedback_fn):
             sync_queue_to(self.context, name)
+        if self.rpc is not None and not node.offline:
+            flush = getattr(getattr(self.context, "replicator", None), "flush", None)
+            if flush is not None and not flush(DEMOTE_FLUSH_TIMEOUT):
+                logger.warning("Replication still in flight while %s leaves", node.name)
+            runner = rpc_for_address(self.rpc, node.name, node.primary_ip)
+            res = runner.call_node_leave_cluster([node.name], False)[node.name]
+            if res.fail_msg:
+                self.LogWarning(f"Errors encountered on the remote node while leaving"
+                                f" the cluster: {res.fail_msg}")
         return None
 
 

@@ -92,7 +92,13 @@ def test_node_remove_refuses_master(tmp_path) -> None:
 def test_node_remove_leaves_cluster_and_refills_pool(tmp_path) -> None:
     cfg, rpc, ctx = _setup(tmp_path, nodes=3, pool_size=2)
     assert [n.name for n in cfg.get_master_candidates()] == [node_name(1), node_name(2)]
+    # the node is told to leave only once it is out of the configuration (and so
+    # out of every later replication), with the candidate pool already refilled
+    seen = []
+    rpc.set_handler("node_leave_cluster", lambda node, args: seen.append(
+        (node, cfg.get_node_info_by_name(node), [n.name for n in cfg.get_master_candidates()])))
     run_opcode(ctx, onode.OpNodeRemove(node_name=node_name(2)))
+    assert seen == [(node_name(2), None, [node_name(1), node_name(3)])]
     assert cfg.get_node_info_by_name(node_name(2)) is None
     assert rpc.nodes_called("node_leave_cluster") == {node_name(2)}
     assert "uuid-node2" not in ctx.glm.names(locking.LEVEL_NODE)
