@@ -114,22 +114,43 @@ def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
 
 
 def jobqueue_purge(ctx: NodeContext) -> None:
-    """Remove every file and directory in the queue except the lock file."""
+    """Remove every file and directory in the queue except the lock file.
+
+    Entries that vanish meanwhile (a concurrent writer's temporary file
+    renamed into place) are not errors; anything else that cannot be
+    removed is (:class:`errors.OpExecError`, after trying every entry).
+    """
     queue_dir = ctx.paths.queue_dir
     if not os.path.isdir(queue_dir):
         return
+    failures = []
     for name in os.listdir(queue_dir):
         if name in _KEEP_ON_PURGE:
             continue
         path = os.path.join(queue_dir, name)
         try:
             if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
+                _remove_tree(path)
             else:
                 os.unlink(path)
+        except FileNotFoundError:
+            continue
         except OSError as exc:
-            raise errors.OpExecError(f"Cannot remove {path}: {exc}") from exc
+            failures.append(f"{path}: {exc}")
+    if failures:
+        raise errors.OpExecError(f"Cannot remove from the job queue: {'; '.join(failures)}")
     logger.info("Purged job queue %s", queue_dir)
+
+
+def _remove_tree(path: str, attempts: int = 3) -> None:
+    """``rmtree`` that tolerates entries vanishing under it (it then goes again)."""
+    for attempt in range(attempts):
+        try:
+            shutil.rmtree(path)
+            return
+        except FileNotFoundError:
+            if not os.path.lexists(path) or attempt == attempts - 1:
+                raise
 
 
 def jobqueue_set_drain_flag(ctx: NodeContext, drain_flag: bool) -> None:

@@ -268,10 +268,13 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
     """Remove the cluster's files from this node and stop the node daemon.
 
     Removes config.data, the ssconf files, the certificates and keys, and
-    the job queue files; the daemon stops once this answer has been sent.
-    ``modify_ssh_setup`` is accepted for compatibility; SSH keys are not
-    managed by the node daemon (yet), so it only gets logged.
+    the job queue files; the daemon stops once this answer has been sent,
+    also when some of the cleanup failed (the answer then says what): the
+    master has already forgotten the node.  ``modify_ssh_setup`` is
+    accepted for compatibility; SSH keys are not managed by the node daemon
+    (yet), so it only gets logged.
     """
+    ctx.after_response.append(ctx.stop_daemon)
     if modify_ssh_setup:
         logger.info("node_leave_cluster: SSH setup changes are not implemented; skipped")
     for path in _cluster_files(ctx):
@@ -284,7 +287,6 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
     if os.path.isdir(queue):
         from ganeti.backend import jobqueue
         jobqueue.jobqueue_purge(ctx)
-    ctx.after_response.append(ctx.stop_daemon)
 
 
 def config_backup_name(config_file: str, when: float) -> str:

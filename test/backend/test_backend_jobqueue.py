@@ -66,3 +66,31 @@ def test_drain_flag(ctx) -> None:
     jobqueue.jobqueue_set_drain_flag(ctx, False)
     assert not os.path.exists(ctx.paths.queue_drain_file)
     jobqueue.jobqueue_set_drain_flag(ctx, False)   # idempotent
+
+
+def test_purge_ignores_entries_that_vanish(ctx, monkeypatch) -> None:
+    # a concurrent writer renamed its temporary file away between listing and removal
+    jobqueue.jobqueue_update(ctx, "job-1", "x")
+    real_listdir = os.listdir
+    monkeypatch.setattr(jobqueue.os, "listdir",
+                        lambda path: real_listdir(path) + ["job-2.tmp-gone"])
+    jobqueue.jobqueue_purge(ctx)
+    monkeypatch.undo()
+    assert os.listdir(ctx.paths.queue_dir) == []
+
+
+def test_purge_reports_what_it_cannot_remove(ctx, monkeypatch) -> None:
+    jobqueue.jobqueue_update(ctx, "job-1", "x")
+    jobqueue.jobqueue_update(ctx, "job-2", "x")
+
+    def unlink(path):
+        if path.endswith("job-1"):
+            raise PermissionError(13, "Permission denied")
+        return real_unlink(path)
+
+    real_unlink = os.unlink
+    monkeypatch.setattr(jobqueue.os, "unlink", unlink)
+    with pytest.raises(errors.OpExecError, match="job-1.*Permission denied"):
+        jobqueue.jobqueue_purge(ctx)
+    monkeypatch.undo()
+    assert os.listdir(ctx.paths.queue_dir) == ["job-1"]   # the others went anyway

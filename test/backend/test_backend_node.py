@@ -103,3 +103,22 @@ def test_node_leave_cluster(ctx) -> None:
     for callback in ctx.after_response:
         callback()
     assert stopped == [True]
+
+
+def test_node_leave_cluster_stops_even_if_cleanup_fails(ctx, monkeypatch) -> None:
+    from ganeti.backend import jobqueue
+    stopped = []
+    ctx.stop_daemon = lambda: stopped.append(True)
+
+    def purge(_ctx):
+        raise errors.OpExecError("Cannot remove from the job queue: job-1: busy")
+
+    monkeypatch.setattr(jobqueue, "jobqueue_purge", purge)
+    with open(ctx.paths.config_file, "w") as fh:
+        fh.write("x")
+    with pytest.raises(errors.OpExecError, match="job-1"):
+        node.node_leave_cluster(ctx, False)
+    assert not os.path.exists(ctx.paths.config_file)
+    for callback in ctx.after_response:
+        callback()
+    assert stopped == [True]   # the master has forgotten the node: it stops regardless
