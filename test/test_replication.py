@@ -135,6 +135,40 @@ def test_job_updates_coalesce_and_renames_keep_their_place(tmp_path) -> None:
     rep.stop(timeout=5)
 
 
+def test_queue_copy_to_a_new_candidate_is_ordered_with_updates(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    q = paths.queue_dir
+    os.makedirs(os.path.join(q, "archive", "0"))
+    job1 = os.path.join(q, "job-1")
+
+    def write(path: str, data: bytes) -> None:
+        with open(path, "wb") as fh:
+            fh.write(data)
+
+    write(os.path.join(q, "serial"), b"1\n")
+    write(os.path.join(q, "archive", "0", "job-0"), b"old")   # archived: not copied
+    gate = Gate()
+    rpc.set_handler("jobqueue_update_many", gate)
+    try:
+        rep.replicate_job_files({job1: b"1a"})
+        assert gate.entered.wait(10)
+        write(job1, b"1b")
+        rep.replicate_queue_to([node_name(3)])
+        write(job1, b"1c")            # the copy reads what is on disk when it is sent
+        rep.replicate_job_files({job1: b"1c"})
+    finally:
+        gate.release.set()
+    assert rep.flush(timeout=10)
+    both = [node_name(2), node_name(3)]
+    assert [(nodes, args) for proc, nodes, args in rpc.calls] == [
+        (both, [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
+        ([node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1c"],
+                           ["/var/lib/ganeti/queue/serial", "1\n"]]]),
+        (both, [[["/var/lib/ganeti/queue/job-1", "1c"]]]),
+    ]
+    rep.stop(timeout=5)
+
+
 def test_work_after_stop_is_done_inline(tmp_path) -> None:
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=2)
     assert rep.stop(timeout=5)

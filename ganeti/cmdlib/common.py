@@ -262,6 +262,28 @@ def redistribute(context: Any, feedback_fn: FeedbackFn | None = None,
 
 # --- replication --------------------------------------------------------------------
 
+def read_queue_files(paths: Paths) -> list[tuple[str, bytes]]:
+    """``(path, content)`` of the unarchived job files, ``serial`` and ``version``.
+
+    Files that vanish while being listed (archived meanwhile) are skipped.
+    """
+    try:
+        names = sorted(os.listdir(paths.queue_dir))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if not (name.startswith("job-") or name in ("serial", "version")):
+            continue
+        path = os.path.join(paths.queue_dir, name)
+        try:
+            with open(path, "rb") as fh:
+                out.append((path, fh.read()))
+        except OSError:
+            continue
+    return out
+
+
 class _ConfigPush:
     """One config state to replicate (the newest wins)."""
 
@@ -519,7 +541,20 @@ class Replicator:
         """Queue the rename of a job queue file (archiving), ordered after earlier updates."""
         self._queue_job_op("rename", [(old, new)])
 
-    def _queue_job_op(self, kind: str, payload: dict[str, bytes] | list[tuple[str, str]]) -> None:
+    def replicate_queue_to(self, node_names: Iterable[str]) -> None:
+        """Queue a copy of the whole (unarchived) job queue to new candidates.
+
+        Ordered like every other job-file operation: the files are read from
+        the master's disk when the copy is sent, and any update queued after
+        this call is sent after it, so a new candidate never ends with a
+        version older than the master's (as a copy sent outside this stream,
+        racing with a newer update, could leave it).
+        """
+        names = list(dict.fromkeys(node_names))
+        if names:
+            self._queue_job_op("sync", names)
+
+    def _queue_job_op(self, kind: str, payload: dict[str, bytes] | list[Any]) -> None:
         # merges into the last segment when it is of the same kind (order is kept)
         with self._cond:
             self._job_queued += 1
@@ -563,6 +598,8 @@ class Replicator:
                 try:
                     if kind == "update":
                         self._send_updates(payload)
+                    elif kind == "sync":
+                        self._send_queue(payload)
                     else:
                         self._send_renames(payload)
                 except Exception:
@@ -583,6 +620,18 @@ class Replicator:
         res = self.rpc.call("jobqueue_update_many", candidates, [items], timeout=self.timeout)
         names = ", ".join(sorted(os.path.basename(p) for p in files))
         report_failures(f"Job queue replication of {names}", res)
+
+    def _send_queue(self, node_names: list[str]) -> None:
+        # not filtered by the current targets: a copy is asked for right
+        # after the promoting config change, whose push may still be queued
+        targets = list(dict.fromkeys(node_names))
+        if self.rpc is None or not targets:
+            return
+        items = [[to_canonical(self.paths.root, path), data.decode("utf-8")]
+                 for path, data in read_queue_files(self.paths)]
+        if items:
+            res = self.rpc.call("jobqueue_update_many", targets, [items], timeout=self.timeout)
+            report_failures("Job queue copy", res)
 
     def _send_renames(self, pairs: list[tuple[str, str]]) -> None:
         candidates, _ = self.targets()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
 import socket
 from typing import Any
 
@@ -24,7 +23,8 @@ from ganeti import constants, errors, locking, parameters, query
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, decide_self_promotion,
                                   expand_group, expand_node, is_eligible, node_role,
-                                  redistribute, report_failures, select_named)
+                                  read_queue_files, redistribute, report_failures,
+                                  select_named)
 from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
 from ganeti.objects import Node
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
@@ -70,27 +70,26 @@ def _check_version(rpc: Any, name: str, address: str) -> None:
 
 
 def sync_queue_to(context: Any, node_name: str) -> None:
-    """Copy the master's unarchived job files (and serial/version) to a new candidate."""
+    """Copy the master's unarchived job files (and serial/version) to a new candidate.
+
+    Through the replicator when there is one (ordered with the job-file
+    updates, see :meth:`Replicator.replicate_queue_to`), waiting a bounded
+    time for it; otherwise directly, in one ``jobqueue_update_many``.
+    """
     if context.rpc is None:
         return
-    paths = context.paths
-    try:
-        names = sorted(os.listdir(paths.queue_dir))
-    except OSError:
+    replicator = getattr(context, "replicator", None)
+    if replicator is not None:
+        replicator.replicate_queue_to([node_name])
+        if not replicator.flush(DEMOTE_FLUSH_TIMEOUT):
+            logger.warning("Job queue copy to %s still in flight", node_name)
         return
-    for name in names:
-        if not (name.startswith("job-") or name in ("serial", "version")):
-            continue
-        path = os.path.join(paths.queue_dir, name)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                content = fh.read()
-        except OSError:
-            continue
-        res = context.rpc.call_jobqueue_update([node_name], to_canonical(paths.root, path),
-                                               content)
-        if report_failures(f"Job queue copy of {name}", res):
-            return
+    paths = context.paths
+    items = [[to_canonical(paths.root, path), data.decode("utf-8")]
+             for path, data in read_queue_files(paths)]
+    if items:
+        res = context.rpc.call("jobqueue_update_many", [node_name], [items])
+        report_failures("Job queue copy", res)
 
 
 def _node_env(node: Node) -> dict[str, Any]:
