@@ -169,6 +169,23 @@ def test_queue_copy_to_a_new_candidate_is_ordered_with_updates(tmp_path) -> None
     rep.stop(timeout=5)
 
 
+def test_drain_flag_changes_coalesce_to_the_last(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    gate = Gate()
+    rpc.set_handler("jobqueue_update_many", gate)
+    try:
+        rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
+        assert gate.entered.wait(10)
+        rep.replicate_drain_flag(True)
+        rep.replicate_drain_flag(False)
+    finally:
+        gate.release.set()
+    assert rep.flush(timeout=10)
+    assert [(proc, nodes, args) for proc, nodes, args in rpc.calls][1:] == [
+        ("jobqueue_set_drain_flag", [node_name(2), node_name(3)], [False])]
+    rep.stop(timeout=5)
+
+
 def test_work_after_stop_is_done_inline(tmp_path) -> None:
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=2)
     assert rep.stop(timeout=5)

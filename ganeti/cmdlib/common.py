@@ -263,7 +263,7 @@ def redistribute(context: Any, feedback_fn: FeedbackFn | None = None,
 # --- replication --------------------------------------------------------------------
 
 def read_queue_files(paths: Paths) -> list[tuple[str, bytes]]:
-    """``(path, content)`` of the unarchived job files, ``serial`` and ``version``.
+    """``(path, content)`` of the unarchived job files, ``serial``, ``version``, ``drain``.
 
     Files that vanish while being listed (archived meanwhile) are skipped.
     """
@@ -273,7 +273,7 @@ def read_queue_files(paths: Paths) -> list[tuple[str, bytes]]:
         return []
     out = []
     for name in names:
-        if not (name.startswith("job-") or name in ("serial", "version")):
+        if not (name.startswith("job-") or name in ("serial", "version", "drain")):
             continue
         path = os.path.join(paths.queue_dir, name)
         try:
@@ -318,7 +318,8 @@ class Replicator:
       one) has been pushed: the processor calls it after ``Exec`` so a job
       never reports success before its config change reached the candidates.
     * **jobs** (``replicate_job_files(batch)`` after each group commit,
-      ``replicate_rename(old, new)`` on archiving): an ordered list of
+      ``replicate_rename(old, new)`` on archiving, ``replicate_drain_flag``,
+      ``replicate_queue_to`` for new candidates): an ordered list of
       operations; consecutive updates merge into one ``{file: content}``
       (latest content per file wins), renames keep their place relative to
       updates.  Each update segment is one ``jobqueue_update_many`` RPC per
@@ -541,6 +542,10 @@ class Replicator:
         """Queue the rename of a job queue file (archiving), ordered after earlier updates."""
         self._queue_job_op("rename", [(old, new)])
 
+    def replicate_drain_flag(self, flag: bool) -> None:
+        """Queue setting (True) or clearing (False) the candidates' queue drain flag."""
+        self._queue_job_op("drain", [bool(flag)])
+
     def replicate_queue_to(self, node_names: Iterable[str]) -> None:
         """Queue a copy of the whole (unarchived) job queue to new candidates.
 
@@ -600,6 +605,8 @@ class Replicator:
                         self._send_updates(payload)
                     elif kind == "sync":
                         self._send_queue(payload)
+                    elif kind == "drain":
+                        self._send_drain(payload[-1])   # the last setting wins
                     else:
                         self._send_renames(payload)
                 except Exception:
@@ -632,6 +639,13 @@ class Replicator:
         if items:
             res = self.rpc.call("jobqueue_update_many", targets, [items], timeout=self.timeout)
             report_failures("Job queue copy", res)
+
+    def _send_drain(self, flag: bool) -> None:
+        candidates, _ = self.targets()
+        if self.rpc is None or not candidates:
+            return
+        res = self.rpc.call("jobqueue_set_drain_flag", candidates, [flag], timeout=self.timeout)
+        report_failures("Job queue drain flag replication", res)
 
     def _send_renames(self, pairs: list[tuple[str, str]]) -> None:
         candidates, _ = self.targets()

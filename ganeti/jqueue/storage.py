@@ -17,7 +17,8 @@ highest job id found on disk.
 Replication (to master candidates) uses callbacks called after a file is
 durable: ``replicate_batch({file_name: content})`` once per committed
 batch (when given; otherwise ``replicate(file_name, content)`` per file),
-``replicate(file_name, content)`` for the drain flag and
+``replicate_drain(flag)`` when the drain flag is set or cleared (without
+it, ``replicate(file_name, b"")`` when it is set) and
 ``replicate_rename(old, new)`` on archiving; the defaults do nothing.  The
 callbacks run in the writer thread, so they must return quickly (the
 master's replicator only queues the work, see
@@ -45,6 +46,7 @@ SYNC_NONE = uio.SYNC_NONE
 
 ReplicateFn = Callable[[str, bytes], None]
 ReplicateRenameFn = Callable[[str, str], None]
+ReplicateDrainFn = Callable[[bool], None]
 ReplicateBatchFn = Callable[[dict[str, bytes]], None]
 
 
@@ -136,7 +138,8 @@ class JobStorage:
     def __init__(self, paths: Paths, *, sync_mode: str = SYNC_FSYNC,
                  replicate: ReplicateFn | None = None,
                  replicate_rename: ReplicateRenameFn | None = None,
-                 replicate_batch: ReplicateBatchFn | None = None) -> None:
+                 replicate_batch: ReplicateBatchFn | None = None,
+                 replicate_drain: ReplicateDrainFn | None = None) -> None:
         self.paths = paths
         self.queue_dir = paths.queue_dir
         self.archive_dir = paths.queue_archive_dir
@@ -144,6 +147,7 @@ class JobStorage:
         self._replicate = replicate
         self._replicate_rename = replicate_rename
         self._replicate_batch = replicate_batch
+        self._replicate_drain = replicate_drain
         self._lock = threading.Lock()
         self._last_id = 0
         self._writer: _GroupWriter | None = None
@@ -315,7 +319,9 @@ class JobStorage:
             except FileNotFoundError:
                 pass
         uio.fsync_dir(self.queue_dir)
-        if self._replicate is not None and flag:
+        if self._replicate_drain is not None:
+            self._replicate_drain(flag)
+        elif self._replicate is not None and flag:
             self._replicate(path, b"")
 
 

@@ -333,7 +333,8 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
         context.node_info_cache = liveinfo.NodeInfoCache(node_info_max_age)
     storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
                          replicate_rename=replicator.replicate_rename,
-                         replicate_batch=replicator.replicate_job_files)
+                         replicate_batch=replicator.replicate_job_files,
+                         replicate_drain=replicator.replicate_drain_flag)
     storage.open()
     jq = JobQueue(storage, lambda: Processor(context), workers=workers)
     context.jqueue = jq

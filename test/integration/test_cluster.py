@@ -76,13 +76,25 @@ def test_config_and_job_files_identical_on_candidates(vc):
     assert _files_equal(vc, rel_job, vc.names)
 
 
+def _drained_on(vc, want: bool, wait: float = 30.0) -> list[str]:
+    """Nodes whose queue drain flag is ``want`` (waiting for replication)."""
+    deadline = time.monotonic() + wait
+    while True:
+        have = [n for n in vc.names if os.path.exists(vc.paths(n).queue_drain_file) == want]
+        if len(have) == len(vc.names) or time.monotonic() > deadline:
+            return have
+        time.sleep(0.1)
+
+
 def test_queue_drain_and_watcher_pause(vc):
     vc.ok("gnt-cluster", "queue", "drain")
     assert "is set" in vc.ok("gnt-cluster", "queue", "info")
+    assert _drained_on(vc, True) == vc.names     # every candidate holds the flag
     res = vc.run("gnt-cluster", "redist-conf")
     assert res.returncode == 1 and "drain" in res.stderr
     vc.ok("gnt-cluster", "queue", "undrain")
     assert "is unset" in vc.ok("gnt-cluster", "queue", "info")
+    assert _drained_on(vc, False) == vc.names    # and clearing it reaches them too
     vc.ok("gnt-cluster", "watcher", "pause", "1h")
     assert "paused until" in vc.ok("gnt-cluster", "watcher", "info")
     vc.ok("gnt-cluster", "watcher", "continue")

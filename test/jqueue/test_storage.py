@@ -83,6 +83,18 @@ def test_drain_flag(storage: st.JobStorage) -> None:
     assert not storage.is_drained()
 
 
+def test_drain_flag_changes_are_replicated_both_ways(tmp_path) -> None:
+    flags: list[bool] = []
+    s = st.JobStorage(Paths(root=str(tmp_path)), replicate_drain=flags.append)
+    s.open()
+    try:
+        s.set_drained(True)
+        s.set_drained(False)
+    finally:
+        s.close()
+    assert flags == [True, False]
+
+
 def test_failed_commit_raises(storage: st.JobStorage, monkeypatch) -> None:
     # A full disk while writing: the commit fails, the old file stays intact
     # and no temporary file is left behind.
