@@ -10,12 +10,13 @@ import socket
 import time
 from typing import Any
 
-from ganeti import constants, errors, serializer
+from ganeti import constants, errors, serializer, watcherpause
 from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
 
 __all__ = ["version", "node_info", "node_verify", "master_node_name",
            "node_leave_cluster", "node_demote_from_mc", "config_backup_name",
+           "set_watcher_pause",
            "FAKE_NODE_INFO_FILE", "VERIFY_CHECKS"]
 
 logger = logging.getLogger(__name__)
@@ -259,7 +260,7 @@ def _cluster_files(ctx: NodeContext) -> list[str]:
     paths = ctx.paths
     files = [paths.config_file, paths.server_pem, paths.client_pem, paths.rapi_pem,
              paths.confd_hmac_key, paths.cluster_domain_secret, paths.known_hosts_file,
-             paths.rapi_users_file, paths.queue_drain_file]
+             paths.rapi_users_file, paths.queue_drain_file, paths.watcher_pause_file]
     files.extend(glob.glob(paths.ssconf_file("*")))
     return files
 
@@ -287,6 +288,16 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
     if os.path.isdir(queue):
         from ganeti.backend import jobqueue
         jobqueue.jobqueue_purge(ctx)
+
+
+def set_watcher_pause(ctx: NodeContext, until: float | None) -> float | None:
+    """Store (or with None remove) the watcher pause-until time on this node."""
+    try:
+        watcherpause.write_pause(ctx.paths.watcher_pause_file,
+                                 watcherpause.check_until(until))
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot write the watcher pause file: {exc}") from exc
+    return until
 
 
 def config_backup_name(config_file: str, when: float) -> str:

@@ -121,6 +121,8 @@ _ROWS = [
     _row("node_leave_cluster", [("modify_ssh_setup", bool)], NORMAL,
          "Remove the cluster files from the node and stop its node daemon"
          " after answering."),
+    _row("set_watcher_pause", [("until", _OPT_FLOAT)], FAST,
+         "Store the watcher pause-until timestamp on the node (null: not paused)."),
     # --- files ---
     _row("upload_file", [("file_name", str), ("content", str), ("mode", int),
                          ("uid", _OPT_INT), ("gid", _OPT_INT), ("mtime", _OPT_FLOAT)], FAST,

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ganeti import config, constants, errors, locking, luxi, query
+from ganeti import config, constants, errors, locking, luxi, query, watcherpause
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
 from ganeti.cmdlib.common import Replicator
@@ -130,26 +130,30 @@ class LuxiDispatcher:
         return self.context.jqueue.query_jobs(job_ids, fields)
 
     def _watcher_pause(self) -> float | None:
-        try:
-            with open(self.context.paths.watcher_pause_file, "rb") as fh:
-                until = float(fh.read().strip() or b"0")
-        except (FileNotFoundError, ValueError):
-            return None
-        return until if until > self._clock() else None
+        return watcherpause.read_pause(self.context.paths.watcher_pause_file, self._clock())
 
     def _set_watcher_pause(self, until: Any) -> Any:
-        path = self.context.paths.watcher_pause_file
-        if until is None:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-            return None
-        if not isinstance(until, (int, float)) or isinstance(until, bool):
-            raise errors.ParameterError("SetWatcherPause: expected a timestamp or null",
-                                        errors.ECODE_INVAL)
-        from ganeti.utils.io import write_file_atomic
-        write_file_atomic(path, f"{until}\n")
+        """Store the pause on the master, then on every other online node (as Ganeti).
+
+        Nodes that fail are named in an :class:`errors.OpExecError`; the
+        pause is set everywhere else.
+        """
+        until = watcherpause.check_until(until)
+        watcherpause.write_pause(self.context.paths.watcher_pause_file, until)
+        cfg, rpc = self.context.cfg, self.context.rpc
+        if rpc is None:
+            return until
+        master = cfg.get_master_node_name()
+        others = [n.name for n in cfg.get_all_nodes_info().values()
+                  if n.name != master and not n.offline]
+        if not others:
+            return until
+        results = rpc.call("set_watcher_pause", sorted(others), [until])
+        failed = [f"{name} ({res.fail_msg})" for name, res in sorted(results.items())
+                  if res.fail_msg and not res.offline]
+        if failed:
+            raise errors.OpExecError("Watcher pause was set where possible, but failed on"
+                                     f" the following node(s): {', '.join(failed)}")
         return until
 
     def _set_drain_flag(self, flag: Any) -> bool:

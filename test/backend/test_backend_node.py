@@ -122,3 +122,13 @@ def test_node_leave_cluster_stops_even_if_cleanup_fails(ctx, monkeypatch) -> Non
     for callback in ctx.after_response:
         callback()
     assert stopped == [True]   # the master has forgotten the node: it stops regardless
+
+
+def test_set_watcher_pause(ctx) -> None:
+    assert node.set_watcher_pause(ctx, 1234.5) == 1234.5
+    with open(ctx.paths.watcher_pause_file) as fh:
+        assert float(fh.read()) == 1234.5
+    node.set_watcher_pause(ctx, None)
+    assert not os.path.exists(ctx.paths.watcher_pause_file)
+    with pytest.raises(errors.ParameterError):
+        node.set_watcher_pause(ctx, float("nan"))

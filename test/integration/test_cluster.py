@@ -97,8 +97,15 @@ def test_queue_drain_and_watcher_pause(vc):
     assert _drained_on(vc, False) == vc.names    # and clearing it reaches them too
     vc.ok("gnt-cluster", "watcher", "pause", "1h")
     assert "paused until" in vc.ok("gnt-cluster", "watcher", "info")
+    # every node holds the same pause-until time, for its own watcher
+    copies = set()
+    for name in vc.names:
+        with open(vc.paths(name).watcher_pause_file) as fh:
+            copies.add(float(fh.read()))
+    assert len(copies) == 1 and copies.pop() > time.time() + 3000
     vc.ok("gnt-cluster", "watcher", "continue")
     assert "not paused" in vc.ok("gnt-cluster", "watcher", "info")
+    assert not any(os.path.exists(vc.paths(n).watcher_pause_file) for n in vc.names)
 
 
 def test_command_over_ssh(vc):
@@ -249,9 +256,17 @@ def test_verify_detects_stopped_node_daemon(vc):
         assert res.returncode == 1
         errors_ = [line for line in res.stdout.splitlines() if "ERROR" in line]
         assert any("node3.vcluster" in line for line in errors_), res.stdout
+        # the watcher pause is set where possible and the failing node is named
+        res = vc.run("gnt-cluster", "watcher", "pause", "10m")
+        assert res.returncode == 1 and "node3.vcluster" in res.stderr, res.stderr
+        assert "node2.vcluster" not in res.stderr
+        assert os.path.exists(vc.paths("node2").watcher_pause_file)
+        assert not os.path.exists(paths.watcher_pause_file)
     finally:
         node = vc.cluster.node("node3")
         bootstrap.start_noded(paths, node.ip, vc.cluster.noded_port, env=vc.env("node3"))
+    vc.ok("gnt-cluster", "watcher", "continue")
+    assert not any(os.path.exists(vc.paths(n).watcher_pause_file) for n in vc.names)
 
 
 def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
