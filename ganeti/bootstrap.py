@@ -348,7 +348,21 @@ def daemon_pid(paths: Paths, daemon: str) -> int | None:
         return None
     except PermissionError:
         return pid
+    if _is_zombie(pid):
+        return None   # died without removing its pid file; nobody reaped it yet
     return pid
+
+
+def _is_zombie(pid: int) -> bool:
+    """True if ``pid`` has exited but was not reaped (its parent, often init, has
+    not waited for it yet); such a pid still passes ``kill(pid, 0)``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    fields = stat.rpartition(b")")[2].split()
+    return bool(fields) and fields[0] in (b"Z", b"X")
 
 
 def stop_daemon(paths: Paths, daemon: str, *, timeout: float = 15.0,
