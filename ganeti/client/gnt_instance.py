@@ -154,9 +154,13 @@ NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True,
 NOINSTALL_OPT = O("--no-install", dest="no_install", action="store_true", default=False,
                   help="Do not run the OS create scripts (the disks stay blank)")
 NONAMECHECK_OPT = O("--no-name-check", dest="name_check", action="store_false", default=True,
-                    help="Do not check that the instance name resolves")
+                    help="Do not check the instance name (by default it must resolve via "
+                         "DNS or /etc/hosts, the instance takes the resolved FQDN and NICs "
+                         "with ip=auto its address); needs --no-ip-check too")
 NOIPCHECK_OPT = O("--no-ip-check", dest="ip_check", action="store_false", default=True,
-                  help="Do not check that the instance IP is unused")
+                  help="Do not check that the resolved IP address is free (by default the "
+                       "command fails when a host answers a TCP connect to it, even with "
+                       "a refusal)")
 TAGS_OPT = O("--tags", dest="tags", default=None, metavar="TAG,TAG",
              help="Tags to put on the new instance, comma separated")
 FSDIR_OPT = O("--file-storage-dir", dest="file_storage_dir", default=None,

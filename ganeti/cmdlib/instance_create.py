@@ -2,9 +2,13 @@
 
 Checks everything before changing anything: the name, the nodes, the
 template, the parameters (typed tables), the MACs and the OS (through
-``os_validate`` on the primary node).  In Exec, whatever was created is
-removed again if a later step fails (disk creation, OS install); a start
-failure leaves the installed instance stopped (as upstream) and fails the job.
+``os_validate`` on the primary node).  With ``name_check`` the name must
+resolve (the instance gets the resolved FQDN, ``ip=auto`` NICs its
+address); with ``ip_check`` that address must not answer on the network
+(:func:`check_instance_name`, :func:`check_ip_free`, shared with rename).
+In Exec, whatever was created is removed again if a later step fails (disk
+creation, OS install); a start failure leaves the installed instance
+stopped (as upstream) and fails the job.
 """
 
 from __future__ import annotations
@@ -19,14 +23,54 @@ from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
                                     remove_instance_lock, rpc_one, storage_dir_for)
 from ganeti.objects import NIC, Disk, Instance
+from ganeti.rpc.client import default_noded_port
+from ganeti.utils import net as netutils
 from ganeti.utils import validation
 
-__all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "build_nics"]
+__all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "build_nics",
+           "check_instance_name", "check_ip_free", "IP_CHECK_TIMEOUT"]
 
 SUPPORTED_TEMPLATES = frozenset([constants.DT_DISKLESS, constants.DT_FILE,
                                  constants.DT_SHARED_FILE])
 _MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 _MAC_AUTO = ("auto", "generate", None, "")
+#: seconds the IP check waits for the address to answer
+IP_CHECK_TIMEOUT = 2.0
+
+
+def check_instance_name(lu: LogicalUnit, name: str) -> tuple[str, str]:
+    """The name check: resolve ``name``; returns ``(fqdn, ip)``.
+
+    The resolved name must be ``name`` itself or ``name`` plus a domain
+    (``web1`` -> ``web1.example.com``), as in Ganeti.  Raises
+    :class:`errors.OpPrereqError`: ``ECODE_RESOLVER`` when the name does not
+    resolve, ``ECODE_INVAL`` when it resolves to something else.
+    """
+    try:
+        fqdn, ip = netutils.resolve_hostname(name)
+    except errors.ResolverError as exc:
+        raise errors.OpPrereqError(f"Cannot resolve instance name {exc} (use --no-name-check"
+                                   " to skip the check)", errors.ECODE_RESOLVER) from None
+    given = name.lower()
+    if fqdn != given and not fqdn.startswith(given + "."):
+        raise errors.OpPrereqError(f"Resolved hostname '{fqdn}' does not look the same as"
+                                   f" given hostname '{name}' (use --no-name-check to skip"
+                                   " the check)", errors.ECODE_INVAL)
+    if fqdn != given:
+        lu.LogInfo(f"Resolved given name '{name}' to '{fqdn}'")
+    return fqdn, ip
+
+
+def check_ip_free(ip: str, name: str) -> None:
+    """The IP check: refuse (``ECODE_NOTUNIQUE``) if something answers at ``ip``.
+
+    A TCP connect to the node daemon port that is accepted or refused means
+    a live host owns the address (:func:`ganeti.utils.net.tcp_ping`).
+    """
+    if netutils.tcp_ping(ip, default_noded_port(), IP_CHECK_TIMEOUT):
+        raise errors.OpPrereqError(f"IP address {ip} of instance {name} already in use"
+                                   " (use --no-ip-check to skip the check)",
+                                   errors.ECODE_NOTUNIQUE)
 
 
 def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -64,8 +108,13 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
     return result
 
 
-def build_nics(cfg: Any, specs: list[dict[str, Any]], *, generate: bool = True) -> list[NIC]:
-    """NIC objects from dicts ``{mac, ip, mode, link, name, network}``."""
+def build_nics(cfg: Any, specs: list[dict[str, Any]], *, generate: bool = True,
+               auto_ip: str | None = None) -> list[NIC]:
+    """NIC objects from dicts ``{mac, ip, mode, link, name, network}``.
+
+    ``ip`` ``auto`` takes ``auto_ip`` (the address the instance name
+    resolved to); without one (no name check) it is refused.
+    """
     nics = []
     for idx, spec in enumerate(specs):
         if not isinstance(spec, dict):
@@ -89,6 +138,12 @@ def build_nics(cfg: Any, specs: list[dict[str, Any]], *, generate: bool = True) 
         ip = spec.get("ip")
         if ip in ("", "none", None):
             ip = None
+        elif isinstance(ip, str) and ip.lower() == "auto":
+            if auto_ip is None:
+                raise errors.OpPrereqError(f"NIC {idx}: ip=auto needs the instance name check"
+                                           " (the address comes from resolving the name);"
+                                           " give the address instead", errors.ECODE_INVAL)
+            ip = auto_ip
         elif not isinstance(ip, str) or not re.match(r"^[0-9a-fA-F:.]+$", ip):
             raise errors.OpPrereqError(f"NIC {idx}: invalid IP address {ip!r}",
                                        errors.ECODE_INVAL)
@@ -142,6 +197,11 @@ class LUInstanceCreate(LogicalUnit):
                                        errors.ECODE_INVAL)
         for tag in op.tags:
             validation.check_tag(tag)
+        # last (the only check with I/O); before the name is locked, and the
+        # job keeps the resolved name
+        self.check_ip: str | None = None
+        if op.name_check:
+            op.instance_name, self.check_ip = check_instance_name(self, op.instance_name)
 
     def ExpandNames(self) -> None:
         if self.cfg.get_instance_info_by_name(self.op.instance_name) is not None:
@@ -194,7 +254,7 @@ class LUInstanceCreate(LogicalUnit):
             self.osparams = parameters.check_params("os", op.osparams)
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
-        self.nics = build_nics(cfg, op.nics)
+        self.nics = build_nics(cfg, op.nics, auto_ip=self.check_ip)
         used = _macs_in_use(cfg)
         seen: set[str] = set()
         for nic in self.nics:
@@ -224,6 +284,8 @@ class LUInstanceCreate(LogicalUnit):
                                        logical_id=logical_id, iv_name=f"disk/{idx}",
                                        nodes=[pnode.uuid]))
         self.new_inst = inst
+        if op.ip_check and self.check_ip is not None:
+            check_ip_free(self.check_ip, op.instance_name)
         if op.os_type and self.rpc is not None:
             full = parameters.fill_osparams(cluster, op.os_type, self.osparams)
             res = self.rpc.call_os_validate([pnode.name], True, op.os_type, ["parameters"],

@@ -13,6 +13,7 @@ from ganeti import constants, errors, locking, parameters
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
                                     rpc_one)
+from ganeti.cmdlib.instance_create import check_instance_name, check_ip_free
 from ganeti.utils import validation
 
 #: Marker of instance_start's refusal of a running instance (the node
@@ -249,15 +250,24 @@ class LUInstanceReinstall(InstanceLU):
 
 
 class LUInstanceRename(InstanceLU):
-    """Rename a stopped instance (config, disk files, OS rename script)."""
+    """Rename a stopped instance (config, disk files, OS rename script).
+
+    With ``name_check`` the new name must resolve and the instance takes the
+    resolved FQDN; with ``ip_check`` its address must not be in use.
+    """
 
     HPATH = "instance-rename"
 
-    def ExpandExtra(self) -> None:
+    def CheckArguments(self) -> None:
         if self.op.ip_check and not self.op.name_check:
             raise errors.OpPrereqError("Cannot do an IP address check without a name check"
                                        " (use --no-ip-check too)", errors.ECODE_INVAL)
         validation.check_hostname(self.op.new_name, "instance name")
+        self.new_ip: str | None = None
+        if self.op.name_check:
+            self.op.new_name, self.new_ip = check_instance_name(self, self.op.new_name)
+
+    def ExpandExtra(self) -> None:
         if self.cfg.get_instance_info_by_name(self.op.new_name) is not None \
                 or self.cfg.get_node_info_by_name(self.op.new_name) is not None:
             raise errors.OpPrereqError(f"Name '{self.op.new_name}' is already in use",
@@ -271,6 +281,8 @@ class LUInstanceRename(InstanceLU):
             raise errors.OpPrereqError(f"Instance '{self.op.new_name}' is already in the"
                                        " cluster", errors.ECODE_EXISTS)
         _check_stopped(self, "renaming")
+        if self.op.ip_check and self.new_ip is not None:
+            check_ip_free(self.new_ip, self.op.new_name)
 
     def HookExtra(self) -> dict[str, Any]:
         return {"INSTANCE_NEW_NAME": self.op.new_name}

@@ -5,5 +5,5 @@
 * :mod:`ganeti.utils.retry`: retry with backoff and an injectable clock
 * :mod:`ganeti.utils.validation`: host/instance names, script names, tags
 * :mod:`ganeti.utils.units`: "10G" <-> MiB
-* :mod:`ganeti.utils.net`: this node's identity
+* :mod:`ganeti.utils.net`: this node's identity, name resolution, TCP ping
 """

@@ -1,13 +1,21 @@
-"""This node's identity (name) on the cluster."""
+"""Host names and addresses: this node's identity, name resolution, TCP ping.
+
+:func:`resolve_hostname` and :func:`tcp_ping` are the I/O behind the
+instance name and IP checks (``gnt-instance add``/``rename``); the logical
+units call them through this module so that tests can replace them.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
 
-from ganeti import constants
+from ganeti import constants, errors
 
-__all__ = ["hostname"]
+__all__ = ["hostname", "resolve_hostname", "tcp_ping", "TCP_PING_TIMEOUT"]
+
+#: seconds :func:`tcp_ping` waits for an answer by default
+TCP_PING_TIMEOUT = 2.0
 
 
 def hostname() -> str:
@@ -16,3 +24,37 @@ def hostname() -> str:
     if name:
         return name.lower()
     return socket.getfqdn().lower()
+
+
+def resolve_hostname(name: str) -> tuple[str, str]:
+    """Resolve ``name`` with the system resolver: ``(fqdn, ipv4_address)``.
+
+    The FQDN is the resolver's canonical name, lower-cased; the address is
+    the first IPv4 address it gives.  Raises :class:`errors.ResolverError`
+    (message ``"<name>: <reason>"``) when the name does not resolve.
+    """
+    try:
+        fqdn, _aliases, addresses = socket.gethostbyname_ex(name)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise errors.ResolverError(f"{name}: {reason}") from exc
+    if not addresses:
+        raise errors.ResolverError(f"{name}: no IPv4 address")
+    return fqdn.lower(), addresses[0]
+
+
+def tcp_ping(ip: str, port: int, timeout: float = TCP_PING_TIMEOUT) -> bool:
+    """Whether a host is alive at ``ip``: a TCP connect to ``port`` answers.
+
+    As Ganeti's ``TcpPing``, both an accepted connection and an active
+    refusal (the host sent a reset) count as alive; a timeout, an
+    unreachable network or any other socket error counts as not alive.
+    Never raises for network errors.
+    """
+    try:
+        with socket.create_connection((ip, port), timeout=timeout):
+            return True
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False

@@ -62,7 +62,26 @@ def test_add_submits_create_opcode(capsys: Any) -> None:
     assert op["OP_ID"] == "OP_INSTANCE_CREATE" and op["instance_name"] == "inst1"
     assert op["disks"] == [{"size": 1024, "mode": "rw"}] and op["start"] is False
     assert op["beparams"] == {"maxmem": "256M"} and op["pnode"] == "node1"
+    assert op["name_check"] is True and op["ip_check"] is True
     assert "JobID: 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["add", "-t", "diskless", "-o", "tinyos", "-n", "node1", "--net", "0:ip=auto",
+     "--no-name-check", "--no-ip-check", "--submit", "inst1.example.com"],
+    ["rename", "--no-name-check", "--no-ip-check", "--submit", "inst1.example.com",
+     "inst2.example.com"],
+], ids=["add", "rename"])
+def test_no_name_and_ip_check_flags_reach_the_opcode(argv: list[str]) -> None:
+    cl = FakeClient()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands, argv, prog="gnt-instance",
+                              client_factory=lambda: cl)
+    assert rc == 0
+    op = cl.jobs[0][0]
+    assert op["name_check"] is False and op["ip_check"] is False
+    if argv[0] == "add":
+        assert op["nics"] == [{"ip": "auto"}]    # resolved (or refused) by the master
 
 
 def test_add_requires_template() -> None:

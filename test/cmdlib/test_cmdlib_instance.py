@@ -185,8 +185,9 @@ def env(tmp_path: Any) -> Any:
 
 
 def _create(env: Any, name: str = "inst1", template: str = "file", **kw: Any) -> Any:
+    """OP_INSTANCE_CREATE; the made-up names do not resolve: no name/IP check."""
     params = {"instance_name": name, "disk_template": template, "os_type": "tinyos",
-              "pnode": "node1", "nics": [{}],
+              "pnode": "node1", "nics": [{}], "name_check": False, "ip_check": False,
               "disks": [] if template == "diskless" else [{"size": 128}]}
     params.update(kw)
     return env.run("OP_INSTANCE_CREATE", **params)
@@ -318,10 +319,12 @@ def test_rename_requires_stopped_and_moves_disks(env: Any) -> None:
     _create(env)
     before = env.raw()
     with pytest.raises(errors.OpPrereqError, match="stop it"):
-        env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst9")
+        env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst9",
+                name_check=False, ip_check=False)
     assert env.raw() == before
     env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
-    assert env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst9") == "inst9"
+    assert env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst9",
+                   name_check=False, ip_check=False) == "inst9"
     inst = env.cfg.get_instance_info_by_name("inst9")
     disk = env.cfg.get_instance_disks(inst.uuid)[0]
     assert "/inst9/" in disk.logical_id[1]
@@ -570,10 +573,157 @@ def test_set_params_osparams_validated_by_the_os(env: Any) -> None:
 def test_ip_check_needs_name_check(env: Any) -> None:
     before = env.raw()
     with pytest.raises(errors.OpPrereqError, match="name check"):
-        _create(env, name_check=False)
+        _create(env, name_check=False, ip_check=True)
     assert env.raw() == before
     _create(env, name_check=False, ip_check=False, start=False)
     assert env.cfg.get_instance_info_by_name("inst1") is not None
+
+
+class FakeNet:
+    """Stands in for ganeti.utils.net's resolver and TCP ping (no network)."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, tuple[str, str]] = {}   # given name -> (fqdn, ip)
+        self.alive: set[str] = set()
+        self.pings: list[tuple[str, int, float]] = []
+
+    def resolve_hostname(self, name: str) -> tuple[str, str]:
+        if name.lower() not in self.hosts:
+            raise errors.ResolverError(f"{name}: Name or service not known")
+        return self.hosts[name.lower()]
+
+    def tcp_ping(self, ip: str, port: int, timeout: float = 2.0) -> bool:
+        self.pings.append((ip, port, timeout))
+        return ip in self.alive
+
+
+@pytest.fixture
+def net(monkeypatch: Any) -> FakeNet:
+    from ganeti.utils import net as netutils
+    fake = FakeNet()
+    monkeypatch.setattr(netutils, "resolve_hostname", fake.resolve_hostname)
+    monkeypatch.setattr(netutils, "tcp_ping", fake.tcp_ping)
+    return fake
+
+
+def _checked_create(env: Any, name: str, **kw: Any) -> Any:
+    params = {"template": "diskless", "start": False, "name_check": True, "ip_check": True}
+    return _create(env, name=name, **{**params, **kw})
+
+
+def _assert_nothing_created(env: Any, before: bytes) -> None:
+    assert env.raw() == before
+    assert env.cfg.get_all_instances_info() == {}
+    assert env.glm.names(locking.LEVEL_INSTANCE) == set()
+
+
+def test_name_check_creates_instance_under_the_resolved_fqdn(env: Any, net: FakeNet) -> None:
+    from ganeti.rpc.client import default_noded_port
+    net.hosts["web1"] = ("web1.example.com", "192.0.2.50")
+    assert _checked_create(env, "web1") == ["node1"]
+    assert env.cfg.get_instance_info_by_name("web1.example.com") is not None
+    assert env.cfg.get_instance_info_by_name("web1") is None
+    assert env.glm.names(locking.LEVEL_INSTANCE) == {"web1.example.com"}
+    assert net.pings == [("192.0.2.50", default_noded_port(), 2.0)]
+    # the clash check uses the resolved name too
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="already") as info:
+        _checked_create(env, "web1")
+    assert info.value.ecode == errors.ECODE_EXISTS
+    assert env.raw() == before
+
+
+def test_unresolvable_name_refused(env: Any, net: FakeNet) -> None:
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError,
+                       match="Cannot resolve instance name nosuch.invalid.*--no-name-check") \
+            as info:
+        _checked_create(env, "nosuch.invalid")
+    assert info.value.ecode == errors.ECODE_RESOLVER
+    _assert_nothing_created(env, before)
+    assert not env.rpc.calls and not net.pings
+
+
+@pytest.mark.parametrize("given,fqdn,ok", [
+    ("web1", "web1.example.com", True),
+    ("web1.example.com", "web1.example.com", True),
+    ("WEB1.Example.com", "web1.example.com", True),
+    ("web", "web1.example.com", False),
+    ("web1", "other.example.com", False),
+    ("web1.example.com", "web1.example.org", False),
+], ids=["short-to-fqdn", "fqdn", "case", "prefix-not-a-label", "other-host", "other-domain"])
+def test_resolved_name_must_look_like_the_given_one(env: Any, net: FakeNet, given: str,
+                                                   fqdn: str, ok: bool) -> None:
+    net.hosts[given.lower()] = (fqdn, "192.0.2.51")
+    before = env.raw()
+    if ok:
+        _checked_create(env, given)
+        assert env.cfg.get_instance_info_by_name(fqdn) is not None
+        return
+    with pytest.raises(errors.OpPrereqError, match="does not look the same") as info:
+        _checked_create(env, given)
+    assert info.value.ecode == errors.ECODE_INVAL
+    _assert_nothing_created(env, before)
+
+
+def test_ip_in_use_refused(env: Any, net: FakeNet) -> None:
+    net.hosts["web1"] = ("web1.example.com", "192.0.2.52")
+    net.alive.add("192.0.2.52")
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError,
+                       match="IP address 192.0.2.52 of instance web1.example.com already in"
+                             " use.*--no-ip-check") as info:
+        _checked_create(env, "web1", template="file", disks=[{"size": 128}])
+    assert info.value.ecode == errors.ECODE_NOTUNIQUE
+    _assert_nothing_created(env, before)
+    assert not env.rpc.disks["node1"]
+    # without the IP check the same name is fine, and nothing is pinged
+    net.pings.clear()
+    _checked_create(env, "web1", ip_check=False)
+    assert env.cfg.get_instance_info_by_name("web1.example.com") is not None
+    assert net.pings == []
+
+
+def test_nic_ip_auto_takes_the_resolved_address(env: Any, net: FakeNet) -> None:
+    net.hosts["web1"] = ("web1.example.com", "192.0.2.53")
+    _checked_create(env, "web1", nics=[{"ip": "auto"}, {"ip": "192.0.2.99"}, {}])
+    inst = env.cfg.get_instance_info_by_name("web1.example.com")
+    assert [nic.ip for nic in inst.nics] == ["192.0.2.53", "192.0.2.99", None]
+
+
+def test_nic_ip_auto_without_name_check_refused(env: Any, net: FakeNet) -> None:
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="ip=auto needs the instance name check"):
+        _create(env, template="diskless", nics=[{"ip": "auto"}])
+    _assert_nothing_created(env, before)
+
+
+def test_rename_with_name_check_takes_the_resolved_name(env: Any, net: FakeNet) -> None:
+    _create(env, start=False)
+    net.hosts["inst9"] = ("inst9.example.com", "192.0.2.54")
+    net.alive.add("192.0.2.54")
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="192.0.2.54.*already in use") as info:
+        env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst9")
+    assert info.value.ecode == errors.ECODE_NOTUNIQUE
+    with pytest.raises(errors.OpPrereqError, match="Cannot resolve instance name") as info:
+        env.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="nosuch9")
+    assert info.value.ecode == errors.ECODE_RESOLVER
+    assert env.raw() == before
+    net.alive.clear()
+    assert env.run("OP_INSTANCE_RENAME", instance_name="inst1",
+                   new_name="inst9") == "inst9.example.com"
+    inst = env.cfg.get_instance_info_by_name("inst9.example.com")
+    assert "/inst9.example.com/" in env.cfg.get_instance_disks(inst.uuid)[0].logical_id[1]
+    assert env.glm.names(locking.LEVEL_INSTANCE) == {"inst9.example.com"}
+    # renaming to a name that resolves to an existing instance's name clashes
+    _create(env, name="inst2", template="diskless", start=False)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="inst9.example.com.*already in use") \
+            as info:
+        env.run("OP_INSTANCE_RENAME", instance_name="inst2", new_name="inst9")
+    assert info.value.ecode == errors.ECODE_EXISTS
+    assert env.raw() == before
 
 
 def test_parameter_columns_have_typed_kinds() -> None:

@@ -15,12 +15,16 @@ from instance_helpers import (disk_files, fail_unchanged, fake_hv, field, read_m
                               status_of)
 from vcluster_harness import VirtualCluster
 
+from ganeti.utils import net as netutils
+
 pytestmark = pytest.mark.timeout(240)
 
 N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
 FILE1 = "file1.example.com"
 SHARED1 = "shared1.example.com"
 DLESS1 = "dless1.example.com"
+#: the made-up instance names do not resolve: skip the name and IP checks
+NOCHECK = ("--no-name-check", "--no-ip-check")
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +47,7 @@ def test_file_storage_dir_is_node_local(vc):
 def test_add_file_instance_runs_tinyos_create(vc):
     vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=16M", "-o", "tinyos",
           "-n", N1, "-B", "maxmem=256,minmem=192,vcpus=2", "-O", "hostname_prefix=web-",
-          "--net", "0:mac=aa:00:00:00:01:01,ip=192.0.2.10,link=br7", FILE1)
+          "--net", "0:mac=aa:00:00:00:01:01,ip=192.0.2.10,link=br7", *NOCHECK, FILE1)
     (row,) = rows(vc, "name,status,pnode,os,disk_template,be/maxmem,be/minmem,be/vcpus,"
                   "nic.macs,nic.ips,nic.links,disk.sizes", FILE1)
     assert row == [FILE1, "running", N1, "tinyos", "file", "256", "192", "2",
@@ -61,7 +65,8 @@ def test_add_file_instance_runs_tinyos_create(vc):
 
 def test_add_sharedfile_with_variant_and_hvparams(vc):
     vc.ok("gnt-instance", "add", "-t", "sharedfile", "--disk", "0:size=8M",
-          "-o", "tinyos+minimal", "-n", N2, "-H", "fake:migration_mode=non-live", SHARED1)
+          "-o", "tinyos+minimal", "-n", N2, "-H", "fake:migration_mode=non-live", *NOCHECK,
+          SHARED1)
     (row,) = rows(vc, "status,pnode,os,hv/migration_mode,disk_template", SHARED1)
     assert row == ["running", N2, "tinyos+minimal", "non-live", "sharedfile"]
     assert os.path.exists(_hv_state_file(vc, N2, SHARED1))
@@ -74,7 +79,7 @@ def test_add_sharedfile_with_variant_and_hvparams(vc):
 
 def test_add_diskless_no_start(vc):
     vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start", "-n", N3,
-          DLESS1)
+          *NOCHECK, DLESS1)
     assert rows(vc, "status,pnode,disk_template,disk.count", DLESS1) == \
         [["ADMIN_down", N3, "diskless", "0"]]
     assert not os.path.exists(_hv_state_file(vc, N3, DLESS1))
@@ -281,6 +286,34 @@ def test_add_without_name_and_ip_check(vc):
     assert name not in {r[0] for r in rows(vc, "name")}
 
 
+def test_add_with_name_check_takes_the_resolved_name(vc):
+    # "localhost" resolves through the system resolver (127.0.0.1); NIC
+    # ip=auto takes that address
+    fqdn, ip = netutils.resolve_hostname("localhost")   # what the master will see
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start", "-n", N1,
+          "--no-ip-check", "--net", "0:ip=auto", "localhost")
+    assert rows(vc, "name,status,pnode,nic.ips", fqdn) == [[fqdn, "ADMIN_down", N1, ip]]
+    vc.ok("gnt-instance", "remove", "-f", fqdn)
+    assert fqdn not in {r[0] for r in rows(vc, "name")}
+
+
+def test_add_unresolvable_name_refused(vc):
+    out = fail_unchanged(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos",
+                         "--no-start", "-n", N1, "nosuch.invalid",
+                         expect="Cannot resolve instance name nosuch.invalid")
+    assert "--no-name-check" in out and "resolver_error" in out
+
+
+def test_add_with_ip_in_use_refused(vc):
+    # nothing listens on 127.0.0.1 at the node daemon port: the refusal
+    # means a live host owns the address
+    fqdn, ip = netutils.resolve_hostname("localhost")
+    out = fail_unchanged(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos",
+                         "--no-start", "-n", N1, "localhost",
+                         expect=f"IP address {ip} of instance {fqdn} already in use")
+    assert "--no-ip-check" in out and "resource_not_unique" in out
+
+
 def test_grow_disk(vc):
     vc.ok("gnt-instance", "grow-disk", FILE1, "0", "8M")
     assert field(vc, FILE1, "disk.sizes") == "24"
@@ -308,12 +341,12 @@ def test_reinstall_with_other_variant(vc):
 
 def test_rename_moves_disk_directory(vc):
     new = "file2.example.com"
-    vc.ok("gnt-instance", "rename", "--no-name-check", "--no-ip-check", FILE1, new)
+    vc.ok("gnt-instance", "rename", *NOCHECK, FILE1, new)
     assert rows(vc, "name,pnode", new) == [[new, N2]]
     assert disk_files(vc, N2, FILE1) == []
     (disk,) = disk_files(vc, N2, new)
     assert os.path.getsize(disk) == 24 << 20
-    vc.ok("gnt-instance", "rename", "--no-name-check", "--no-ip-check", new, FILE1)
+    vc.ok("gnt-instance", "rename", *NOCHECK, new, FILE1)
     assert len(disk_files(vc, N2, FILE1)) == 1
 
 
@@ -356,23 +389,25 @@ def test_tags_instance_node_cluster_and_search(vc):
 # --- bad input: clear error, nothing changed -----------------------------------------------
 
 BAD_INPUT = [
-    (["add", "-t", "file", "--disk", "0:size=8M", "-o", "nosuchos", "-n", N1, "bad1.example.com"],
-     "nosuchos"),
-    (["add", "-t", "file", "--disk", "0:size=0", "-o", "tinyos", "-n", N1, "bad2.example.com"],
-     "size"),
-    (["add", "-t", "diskless", "-o", "tinyos", "-B", "maxmem=lots", "-n", N1,
+    (["add", "-t", "file", "--disk", "0:size=8M", "-o", "nosuchos", "-n", N1, *NOCHECK,
+      "bad1.example.com"], "nosuchos"),
+    (["add", "-t", "file", "--disk", "0:size=0", "-o", "tinyos", "-n", N1, *NOCHECK,
+      "bad2.example.com"], "size"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-B", "maxmem=lots", "-n", N1, *NOCHECK,
       "bad3.example.com"], "maxmem"),
-    (["add", "-t", "diskless", "-o", "tinyos", "-B", "nosuchparam=1", "-n", N1,
+    (["add", "-t", "diskless", "-o", "tinyos", "-B", "nosuchparam=1", "-n", N1, *NOCHECK,
       "bad4.example.com"], "nosuchparam"),
-    (["add", "-t", "diskless", "-o", "tinyos", "-n", N1, DLESS1], "exists"),
-    (["add", "-t", "diskless", "-o", "tinyos", "-n", "nosuchnode", "bad5.example.com"],
-     "nosuchnode"),
-    (["add", "-t", "diskless", "-o", "tinyos", "-O", "fill=bogus", "-n", N1,
+    (["add", "-t", "diskless", "-o", "tinyos", "-n", N1, *NOCHECK, DLESS1], "exists"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-n", "nosuchnode", *NOCHECK,
+      "bad5.example.com"], "nosuchnode"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-O", "fill=bogus", "-n", N1, *NOCHECK,
       "bad6.example.com"], "fill"),
+    (["add", "-t", "diskless", "-o", "tinyos", "-n", N1, "--net", "0:ip=auto",
+      *NOCHECK, "bad8.example.com"], "ip=auto"),
     (["startup", "nosuch.example.com"], "nosuch.example.com"),
     (["modify", "-B", "vcpus=-3", DLESS1], "vcpus"),
     (["grow-disk", FILE1, "0", "0"], ""),
-    (["rename", "--no-name-check", "--no-ip-check", FILE1, DLESS1], "exists"),
+    (["rename", *NOCHECK, FILE1, DLESS1], "exists"),
     (["reinstall", "-f", "-o", "tinyos", FILE1], "stop it"),
     (["migrate", "-f", "nosuch.example.com"], "nosuch.example.com"),
     (["move", "-f", "-n", N2, FILE1], ""),
@@ -398,7 +433,7 @@ def test_offline_node_refused(vc):
     try:
         assert status_of(vc, DLESS1) == "ERROR_nodeoffline"
         fail_unchanged(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos",
-                       "-n", N3, "bad7.example.com", expect="offline")
+                       "-n", N3, *NOCHECK, "bad7.example.com", expect="offline")
         fail_unchanged(vc, "gnt-instance", "migrate", "-f", "-n", N3, SHARED1,
                        expect="offline")
     finally:
