@@ -160,11 +160,12 @@ def test_queue_copy_to_a_new_candidate_is_ordered_with_updates(tmp_path) -> None
         gate.release.set()
     assert rep.flush(timeout=10)
     both = [node_name(2), node_name(3)]
-    assert [(nodes, args) for proc, nodes, args in rpc.calls] == [
-        (both, [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
-        ([node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1c"],
-                           ["/var/lib/ganeti/queue/serial", "1\n"]]]),
-        (both, [[["/var/lib/ganeti/queue/job-1", "1c"]]]),
+    assert rpc.calls == [
+        ("jobqueue_update_many", both, [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
+        ("jobqueue_sync", [node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1c"],
+                                            ["/var/lib/ganeti/queue/serial", "1\n"]],
+                                           ["job-1", "serial"]]),
+        ("jobqueue_update_many", both, [[["/var/lib/ganeti/queue/job-1", "1c"]]]),
     ]
     rep.stop(timeout=5)
 
@@ -183,6 +184,84 @@ def test_drain_flag_changes_coalesce_to_the_last(tmp_path) -> None:
     assert rep.flush(timeout=10)
     assert [(proc, nodes, args) for proc, nodes, args in rpc.calls][1:] == [
         ("jobqueue_set_drain_flag", [node_name(2), node_name(3)], [False])]
+    rep.stop(timeout=5)
+
+
+def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypatch) -> None:
+    from ganeti.cmdlib import common
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    q = paths.queue_dir
+    os.makedirs(q)
+    clock = [1000.0]
+    monkeypatch.setattr(common.time, "monotonic", lambda: clock[0])
+    for name, data in (("job-1", b"1"), ("job-2", b"2")):
+        with open(os.path.join(q, name), "wb") as fh:
+            fh.write(data)
+    rpc.set_failure("jobqueue_update_many", node_name(3), "connection refused")
+    rpc.set_failure("jobqueue_sync", node_name(3), "connection refused")
+    rep.replicate_job_file(os.path.join(q, "job-1"), b"1")
+    assert rep.flush(timeout=10)
+    # the resync right after the failure fails too: retried only after the interval
+    assert [c[:2] for c in rpc.calls] == [("jobqueue_update_many", [node_name(2), node_name(3)]),
+                                          ("jobqueue_sync", [node_name(3)])]
+    rep.replicate_job_file(os.path.join(q, "job-2"), b"2")
+    assert rep.flush(timeout=10)
+    assert [c[0] for c in rpc.calls[2:]] == ["jobqueue_update_many"]
+    # the node is back; after the interval the next operation brings the whole queue
+    rpc.set_result("jobqueue_update_many", node_name(3), None)
+    rpc.set_result("jobqueue_sync", node_name(3), [])
+    clock[0] += common.QUEUE_RESYNC_INTERVAL
+    rep.replicate_job_file(os.path.join(q, "job-2"), b"2")
+    assert rep.flush(timeout=10)
+    assert rpc.calls[3:] == [
+        ("jobqueue_update_many", [node_name(2), node_name(3)],
+         [[["/var/lib/ganeti/queue/job-2", "2"]]]),
+        ("jobqueue_sync", [node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1"],
+                                            ["/var/lib/ganeti/queue/job-2", "2"]],
+                                           ["job-1", "job-2"]])]
+    # caught up: no more copies
+    rep.replicate_job_file(os.path.join(q, "job-2"), b"2")
+    assert rep.flush(timeout=10)
+    assert [c[0] for c in rpc.calls[5:]] == ["jobqueue_update_many"]
+    rep.stop(timeout=5)
+
+
+def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
+    from ganeti.cmdlib import common
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    os.makedirs(paths.queue_dir)
+    monkeypatch.setattr(common, "QUEUE_COPY_CHUNK", 10)
+    for idx in range(1, 6):
+        with open(os.path.join(paths.queue_dir, f"job-{idx}"), "w") as fh:
+            fh.write("x" * 4)
+    rpc.set_failure("jobqueue_update_many", node_name(2), "down")
+    assert common.copy_queue(rpc, paths, [node_name(2), node_name(3)]) == [node_name(2)]
+    sent = [(proc, nodes, [name for name, _ in args[0]]) for proc, nodes, args in rpc.calls]
+    assert sent == [
+        ("jobqueue_update_many", [node_name(2), node_name(3)], ["/var/lib/ganeti/queue/job-1",
+                                                                "/var/lib/ganeti/queue/job-2"]),
+        ("jobqueue_update_many", [node_name(3)], ["/var/lib/ganeti/queue/job-3",
+                                                  "/var/lib/ganeti/queue/job-4"]),
+        ("jobqueue_sync", [node_name(3)], ["/var/lib/ganeti/queue/job-5"])]
+    assert rpc.calls[-1][2][1] == ["job-1", "job-2", "job-3", "job-4", "job-5"]
+    rep.stop(timeout=5)
+
+
+def test_a_stale_node_that_left_the_candidates_gets_no_copy(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    rpc.set_failure("jobqueue_update_many", node_name(3), "down")
+    rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
+    assert rep.flush(timeout=10)
+    assert rpc.calls_to("jobqueue_sync") != []        # tried at once (and failed)
+    calls = len(rpc.calls_to("jobqueue_sync"))
+    node = cfg.get_node_info_by_name(node_name(3))
+    node.master_candidate = False
+    cfg.update(node)
+    assert rep.flush(timeout=10)
+    rep._resync_at = 0.0
+    rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
+    assert rep.flush(timeout=10)
+    assert len(rpc.calls_to("jobqueue_sync")) == calls
     rep.stop(timeout=5)
 
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 
 from ganeti import errors
 from ganeti.backend.context import NodeContext
+from ganeti.pathutils import archived_job_file_name
 from ganeti.utils import io as uio
 
 __all__ = ["jobqueue_update", "jobqueue_update_many", "jobqueue_rename", "jobqueue_purge",
+           "jobqueue_sync",
            "jobqueue_set_drain_flag", "queue_file_path"]
 
 logger = logging.getLogger(__name__)
@@ -24,6 +27,7 @@ logger = logging.getLogger(__name__)
 _JOB_FILE_MODE = 0o640
 # Files that stay when the queue is purged.
 _KEEP_ON_PURGE = ("lock",)
+_JOB_FILE_RE = re.compile(r"job-([0-9]+)")
 
 
 def queue_file_path(ctx: NodeContext, file_name: str) -> str:
@@ -111,6 +115,48 @@ def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
             os.replace(old, new)
         except OSError as exc:
             raise errors.OpExecError(f"Cannot rename {old} to {new}: {exc}") from exc
+
+
+def jobqueue_sync(ctx: NodeContext, files: list, names: list) -> list[str]:
+    """Make this candidate's unarchived queue the master's.
+
+    Writes ``files`` (``[[file_name, content], ...]``) as
+    :func:`jobqueue_update_many` does; ``names`` are the base names of every
+    top-level file the master has (a large queue comes in several requests:
+    earlier ``jobqueue_update_many`` calls, then this one with the last part
+    of the files and all the names).  Then every top-level ``job-<id>`` file
+    not named is archived (the master archived it while this node missed
+    the rename) and the drain flag is cleared unless named.  Used for a new
+    candidate and for one that missed updates.  Returns the names of the
+    files archived.
+    """
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise errors.OpExecError("names must be a list of file names")
+    jobqueue_update_many(ctx, files)
+    keep = set(names) | {os.path.basename(queue_file_path(ctx, entry[0])) for entry in files}
+    queue_dir = ctx.paths.queue_dir
+    if "drain" not in keep:
+        try:
+            uio.remove_file(ctx.paths.queue_drain_file)
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot clear the drain flag: {exc}") from exc
+    archived = []
+    for name in sorted(os.listdir(queue_dir)):
+        match = _JOB_FILE_RE.fullmatch(name)
+        if match is None or name in keep:
+            continue
+        new = archived_job_file_name(ctx.paths.queue_archive_dir, int(match.group(1)))
+        try:
+            os.makedirs(os.path.dirname(new), mode=0o750, exist_ok=True)
+            os.replace(os.path.join(queue_dir, name), new)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot archive stale queue file {name}: {exc}") from exc
+        archived.append(name)
+    if archived:
+        logger.info("Queue sync archived %d stale job files", len(archived))
+    return archived
 
 
 def jobqueue_purge(ctx: NodeContext) -> None:

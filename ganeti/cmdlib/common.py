@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -53,6 +54,8 @@ REPLICATION_TIMEOUT = 15.0
 # How long the job replication thread leaves freshly queued job files for a
 # config push (already pending or in flight) to carry in the same RPC.
 JOB_LINGER = 0.05
+#: seconds between attempts to resynchronise a candidate that missed job-file updates
+QUEUE_RESYNC_INTERVAL = 5.0
 
 
 # --- names ----------------------------------------------------------------------
@@ -284,6 +287,43 @@ def read_queue_files(paths: Paths) -> list[tuple[str, bytes]]:
     return out
 
 
+#: bytes of job files per request when a whole queue is copied to a candidate
+QUEUE_COPY_CHUNK = 4 << 20
+
+
+def copy_queue(rpc: Any, paths: Paths, node_names: list[str], *,
+               timeout: float | None = None) -> list[str]:
+    """Give ``node_names`` the master's whole unarchived queue; returns the nodes that failed.
+
+    The files (read now) go in ``jobqueue_update_many`` requests of about
+    :data:`QUEUE_COPY_CHUNK` bytes, the last part in ``jobqueue_sync``
+    together with every top-level name, so the node then archives job files
+    the master no longer has and drops a drain flag the master has not got.
+    """
+    files = read_queue_files(paths)
+    names = [os.path.basename(path) for path, _ in files]
+    chunks: list[list[list[str]]] = [[]]
+    size = 0
+    for path, data in files:
+        if chunks[-1] and size + len(data) > QUEUE_COPY_CHUNK:
+            chunks.append([])
+            size = 0
+        chunks[-1].append([to_canonical(paths.root, path), data.decode("utf-8")])
+        size += len(data)
+    failed: list[str] = []
+    targets = list(dict.fromkeys(node_names))
+    for chunk in chunks[:-1]:
+        res = rpc.call("jobqueue_update_many", targets, [chunk], timeout=timeout)
+        bad = report_failures("Job queue copy", res)
+        failed.extend(bad)
+        targets = [name for name in targets if name not in bad]
+        if not targets:
+            return failed
+    res = rpc.call("jobqueue_sync", targets, [chunks[-1], names], timeout=timeout)
+    failed.extend(report_failures("Job queue copy", res))
+    return failed
+
+
 class _ConfigPush:
     """One config state to replicate (the newest wins)."""
 
@@ -336,7 +376,11 @@ class Replicator:
 
     Failures are logged by :func:`report_failures` (more than half of the
     targets failing is an error, seed 004); a later push sends the full
-    newest data again, so a candidate that missed one catches up.  Without
+    newest data again, so a candidate that missed one catches up.  A
+    candidate that missed a job-file operation is *stale*: after the next
+    operations the job thread sends it the whole queue (``jobqueue_sync``:
+    every unarchived file, and what it holds beyond that gets archived),
+    retried every :data:`QUEUE_RESYNC_INTERVAL` seconds while it fails.  Without
     RPC only the local ssconf files are written.  :meth:`flush` waits for
     everything queued so far; :meth:`stop` flushes and ends the threads.
     """
@@ -360,13 +404,17 @@ class Replicator:
         self._cfg_busy = False
         self._cfg_thread: threading.Thread | None = None
         # job files (under _cond): [kind, payload, upto] with kind "update"
-        # ({path: bytes}) or "rename" ([(old, new)]); upto = _job_queued after
+        # ({path: bytes}), "rename" ([(old, new)]), "sync" ([node names]) or
+        # "drain" ([flags], the last wins); upto = _job_queued after
         # the last operation merged into the segment
         self._job_ops: list[list[Any]] = []
         self._job_queued = 0
         self._job_done = 0
         self._job_busy = False
         self._job_thread: threading.Thread | None = None
+        # candidates that missed a job-file operation (under _lock)
+        self._queue_stale: set[str] = set()
+        self._resync_at = 0.0
 
     # targets ---------------------------------------------------------------------
     def refresh_targets(self, cfg: Any) -> None:
@@ -519,6 +567,8 @@ class Replicator:
                                  values if ssconf_changed else None, items],
                                 timeout=self.timeout)
             failed = report_failures("Configuration replication", res)
+            if items:
+                self._mark_stale(failed)   # they missed the job files it carried
             if ssconf_changed:
                 ssconf_failed.extend(failed)
         if worker is not None:
@@ -611,6 +661,10 @@ class Replicator:
                         self._send_renames(payload)
                 except Exception:
                     logger.exception("Job queue replication failed")
+            try:
+                self._resync_stale()
+            except Exception:
+                logger.exception("Job queue resynchronisation failed")
             with self._cond:
                 self._job_busy = False
                 self._job_done = max(self._job_done, upto)
@@ -626,7 +680,33 @@ class Replicator:
                  for path, data in files.items()]
         res = self.rpc.call("jobqueue_update_many", candidates, [items], timeout=self.timeout)
         names = ", ".join(sorted(os.path.basename(p) for p in files))
-        report_failures(f"Job queue replication of {names}", res)
+        self._mark_stale(report_failures(f"Job queue replication of {names}", res))
+
+    def _mark_stale(self, node_names: Iterable[str]) -> None:
+        """Remember candidates that missed a job-file operation."""
+        with self._lock:
+            self._queue_stale.update(node_names)
+
+    def _resync_stale(self) -> None:
+        """Send the whole queue to candidates that missed an operation.
+
+        Runs after the operations taken from the list, so it reads files at
+        least as new as any of them; at most every
+        :data:`QUEUE_RESYNC_INTERVAL` seconds while a node keeps failing.
+        Nodes that are no longer candidates are forgotten.
+        """
+        candidates, _ = self.targets()
+        with self._lock:
+            if not self._queue_stale or time.monotonic() < self._resync_at:
+                return
+            stale = sorted(self._queue_stale & set(candidates))
+            self._queue_stale.clear()
+        if stale:
+            logger.info("Resynchronising the job queue of %s", ", ".join(stale))
+            self._send_queue(stale)
+            with self._lock:
+                if self._queue_stale:
+                    self._resync_at = time.monotonic() + QUEUE_RESYNC_INTERVAL
 
     def _send_queue(self, node_names: list[str]) -> None:
         # not filtered by the current targets: a copy is asked for right
@@ -634,18 +714,14 @@ class Replicator:
         targets = list(dict.fromkeys(node_names))
         if self.rpc is None or not targets:
             return
-        items = [[to_canonical(self.paths.root, path), data.decode("utf-8")]
-                 for path, data in read_queue_files(self.paths)]
-        if items:
-            res = self.rpc.call("jobqueue_update_many", targets, [items], timeout=self.timeout)
-            report_failures("Job queue copy", res)
+        self._mark_stale(copy_queue(self.rpc, self.paths, targets, timeout=self.timeout))
 
     def _send_drain(self, flag: bool) -> None:
         candidates, _ = self.targets()
         if self.rpc is None or not candidates:
             return
         res = self.rpc.call("jobqueue_set_drain_flag", candidates, [flag], timeout=self.timeout)
-        report_failures("Job queue drain flag replication", res)
+        self._mark_stale(report_failures("Job queue drain flag replication", res))
 
     def _send_renames(self, pairs: list[tuple[str, str]]) -> None:
         candidates, _ = self.targets()
@@ -654,7 +730,7 @@ class Replicator:
         rename = [[to_canonical(self.paths.root, old), to_canonical(self.paths.root, new)]
                   for old, new in pairs]
         res = self.rpc.call("jobqueue_rename", candidates, [rename], timeout=self.timeout)
-        report_failures("Job queue rename replication", res)
+        self._mark_stale(report_failures("Job queue rename replication", res))
 
 
 # --- hooks ----------------------------------------------------------------------------

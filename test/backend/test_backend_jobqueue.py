@@ -94,3 +94,31 @@ def test_purge_reports_what_it_cannot_remove(ctx, monkeypatch) -> None:
         jobqueue.jobqueue_purge(ctx)
     monkeypatch.undo()
     assert os.listdir(ctx.paths.queue_dir) == ["job-1"]   # the others went anyway
+
+
+def test_sync_writes_all_and_archives_what_the_master_archived(ctx) -> None:
+    q = ctx.paths.queue_dir
+    for name in ("job-1", "job-2", "job-10007"):
+        jobqueue.jobqueue_update(ctx, name, "stale")
+    jobqueue.jobqueue_set_drain_flag(ctx, True)
+    archived = jobqueue.jobqueue_sync(ctx, [["/var/lib/ganeti/queue/job-2", "2"],
+                                            ["job-3", "3"], ["serial", "3\n"]],
+                                      ["job-2", "job-3", "job-4", "serial"])
+    assert archived == ["job-1", "job-10007"]   # job-4: named (sent in an earlier part)
+    assert sorted(os.listdir(q)) == ["archive", "job-2", "job-3", "serial"]   # drain cleared
+    with open(os.path.join(q, "job-2")) as fh:
+        assert fh.read() == "2"
+    with open(os.path.join(q, "archive", "0", "job-1")) as fh:
+        assert fh.read() == "stale"
+    assert os.path.exists(os.path.join(q, "archive", "1", "job-10007"))
+    # a drain flag the master has stays
+    jobqueue.jobqueue_set_drain_flag(ctx, True)
+    jobqueue.jobqueue_sync(ctx, [["job-3", "3"]], ["drain", "job-3"])
+    assert os.path.exists(ctx.paths.queue_drain_file)
+
+
+def test_sync_refuses_bad_names_and_changes_nothing(ctx) -> None:
+    jobqueue.jobqueue_update(ctx, "job-1", "x")
+    with pytest.raises(errors.OpExecError):
+        jobqueue.jobqueue_sync(ctx, [["job-2", "2"], ["../config.data", "evil"]], ["job-2"])
+    assert os.listdir(ctx.paths.queue_dir) == ["job-1"]

@@ -269,6 +269,54 @@ def test_verify_detects_stopped_node_daemon(vc):
     assert not any(os.path.exists(vc.paths(n).watcher_pause_file) for n in vc.names)
 
 
+def _queue_top(paths) -> dict[str, bytes]:
+    """The top-level job files and serial of a node's queue, with their bytes."""
+    out = {}
+    for name in os.listdir(paths.queue_dir):
+        if name.startswith("job-") or name == "serial":
+            with open(os.path.join(paths.queue_dir, name), "rb") as fh:
+                out[name] = fh.read()
+    return out
+
+
+def _new_job_file(vc, master, *argv: str) -> str:
+    before = set(_queue_top(master))
+    vc.ok(*argv)
+    (name,) = set(_queue_top(master)) - before - {"serial"}
+    return name
+
+
+def _wait_same_queue(vc, master, node, *, submit: bool, wait: float = 60.0) -> bool:
+    deadline = time.monotonic() + wait
+    while _queue_top(node) != _queue_top(master):
+        if time.monotonic() > deadline:
+            return False
+        if submit:     # job-file updates are what brings the copy
+            vc.ok("gnt-debug", "delay", "0")
+        time.sleep(0.3)
+    return True
+
+
+def test_candidate_that_missed_updates_catches_up(vc):
+    master, node3 = vc.paths(vc.names[0]), vc.paths("node3")
+    first = _new_job_file(vc, master, "gnt-debug", "delay", "0")
+    # (earlier tests stopped node daemons too: this also waits for those copies)
+    assert _wait_same_queue(vc, master, node3, submit=True)
+    assert bootstrap.stop_daemon(node3, constants.NODED)
+    try:
+        vc.ok("gnt-job", "archive", first[4:])              # a rename node3 misses
+        missed = _new_job_file(vc, master, "gnt-debug", "delay", "0")   # and updates
+        assert first in _queue_top(node3) and missed not in _queue_top(node3)
+    finally:
+        node = vc.cluster.node("node3")
+        bootstrap.start_noded(node3, node.ip, vc.cluster.noded_port, env=vc.env("node3"))
+    # the next job-file updates bring node3 the whole queue (retried every few seconds)
+    assert _wait_same_queue(vc, master, node3, submit=True)
+    assert missed in _queue_top(node3) and first not in _queue_top(node3)
+    job_id = int(first[4:])
+    assert os.path.exists(os.path.join(node3.queue_archive_dir, str(job_id // 10000), first))
+
+
 def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
     killed = bootstrap.daemon_pid(vc.paths("node2"), constants.NODED)
     stopped = bootstrap.daemon_pid(vc.paths("node3"), constants.NODED)
