@@ -278,16 +278,22 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
     ctx.after_response.append(ctx.stop_daemon)
     if modify_ssh_setup:
         logger.info("node_leave_cluster: SSH setup changes are not implemented; skipped")
+    problems = []
     for path in _cluster_files(ctx):
         try:
             if uio.remove_file(path):
                 logger.info("Removed %s", path)
         except OSError as exc:
             logger.warning("Cannot remove %s: %s", path, exc)
-    queue = ctx.paths.queue_dir
-    if os.path.isdir(queue):
+            problems.append(f"Cannot remove {path}: {exc}")
+    if os.path.isdir(ctx.paths.queue_dir):
         from ganeti.backend import jobqueue
-        jobqueue.jobqueue_purge(ctx)
+        try:
+            jobqueue.jobqueue_purge(ctx)
+        except errors.OpExecError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise errors.OpExecError("; ".join(problems))
 
 
 def set_watcher_pause(ctx: NodeContext, until: float | None) -> float | None:

@@ -21,14 +21,12 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, decide_self_promotion,
-                                  expand_group, expand_node, is_eligible, node_role,
-                                  read_queue_files, redistribute, report_failures,
-                                  select_named)
+from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, copy_queue,
+                                  decide_self_promotion, expand_group, expand_node,
+                                  is_eligible, node_role, redistribute, select_named)
 from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
 from ganeti.objects import Node
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
-from ganeti.rpc.defs import to_canonical
 from ganeti.utils import validation
 
 __all__ = ["LUNodeAdd", "LUNodeRemove", "LUNodeSetParams", "LUNodePowercycle",
@@ -74,7 +72,7 @@ def sync_queue_to(context: Any, node_name: str) -> None:
 
     Through the replicator when there is one (ordered with the job-file
     updates, see :meth:`Replicator.replicate_queue_to`), waiting a bounded
-    time for it; otherwise directly, in one ``jobqueue_update_many``.
+    time for it; otherwise directly (:func:`copy_queue`).
     """
     if context.rpc is None:
         return
@@ -84,12 +82,7 @@ def sync_queue_to(context: Any, node_name: str) -> None:
         if not replicator.flush(DEMOTE_FLUSH_TIMEOUT):
             logger.warning("Job queue copy to %s still in flight", node_name)
         return
-    paths = context.paths
-    items = [[to_canonical(paths.root, path), data.decode("utf-8")]
-             for path, data in read_queue_files(paths)]
-    if items:
-        res = context.rpc.call("jobqueue_update_many", [node_name], [items])
-        report_failures("Job queue copy", res)
+    copy_queue(context.rpc, context.paths, [node_name])
 
 
 def _node_env(node: Node) -> dict[str, Any]:
@@ -239,15 +232,17 @@ class LUNodeRemove(LogicalUnit):
         return [master], sorted(others)
 
     def Exec(self, feedback_fn: Any) -> Any:
-        """Drop the node from the configuration, then tell it to leave.
+        """Run the post hooks on the node, drop it from the config, then tell it to leave.
 
-        In this order (as in Ganeti) no replication aimed at the node as a
-        candidate can follow its leaving and recreate its cluster files:
-        the node is out of the config first and replication already in
-        flight is flushed (bounded) before the node is contacted at its
-        address.
+        As in Ganeti, the node's own post hooks run first (afterwards it is
+        no longer reachable as a cluster node; the others run theirs after
+        Exec).  Then no replication aimed at the node as a candidate can
+        follow its leaving and recreate its cluster files: the node is out of
+        the config first and replication already in flight is flushed
+        (bounded) before the node is contacted at its address.
         """
         node = self.node
+        self._run_own_post_hooks()
         self.cfg.remove_node(node.uuid)
         if self.glm is not None:
             for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE):
@@ -257,13 +252,26 @@ class LUNodeRemove(LogicalUnit):
         if self.rpc is not None and not node.offline:
             flush = getattr(getattr(self.context, "replicator", None), "flush", None)
             if flush is not None and not flush(DEMOTE_FLUSH_TIMEOUT):
-                logger.warning("Replication still in flight while %s leaves", node.name)
+                self.LogWarning(f"Replication still in flight while {node.name} leaves")
             runner = rpc_for_address(self.rpc, node.name, node.primary_ip)
             res = runner.call_node_leave_cluster([node.name], False)[node.name]
             if res.fail_msg:
                 self.LogWarning(f"Errors encountered on the remote node while leaving"
                                 f" the cluster: {res.fail_msg}")
         return None
+
+
+    def _run_own_post_hooks(self) -> None:
+        """The removed node's post hooks (failures are warnings, as all post hooks)."""
+        hm = getattr(self, "_hooks_master", None)   # set when the pre hooks ran
+        if hm is None or self.node.offline:
+            return
+        results = hm.run_phase(constants.HOOKS_PHASE_POST, [self.node.name])
+        for entries in results.values():
+            for script, status, output in entries:
+                if status == constants.HKR_FAIL:
+                    self.LogWarning(f"Post hook {script} failed on node {self.node.name}:"
+                                    f" {output.strip()}")
 
 
 class LUNodeSetParams(LogicalUnit):

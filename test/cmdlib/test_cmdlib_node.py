@@ -217,3 +217,24 @@ def test_node_query_ndparams_are_effective_and_custom_separate(tmp_path) -> None
     assert set(merged1) == set(merged2) and "spindle_count" in merged1
     assert rows[node_name(2)][2] == [constants.RS_NORMAL, {"ssh_port": 2222}]
     assert rows[node_name(1)][2] == [constants.RS_NORMAL, {}]
+
+
+def test_node_remove_runs_post_hooks_on_the_node_before_it_leaves(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, nodes=3)
+    ctx.hooks_runner = HooksRunner(cfg, rpc)
+    events = []
+
+    def hooks(node, args):
+        hpath, phase, env = args
+        events.append((phase, node, cfg.get_node_info_by_name(node_name(3)) is not None))
+        return [["10-log", constants.HKR_FAIL if node == node_name(3) else
+                 constants.HKR_SUCCESS, "oops"]]
+
+    rpc.set_handler("hooks_runner", hooks)
+    rpc.set_handler("node_leave_cluster", lambda node, args: events.append(("leave", node)))
+    _, warnings, _ = run_opcode(ctx, onode.OpNodeRemove(node_name=node_name(3)))
+    assert events == [("pre", node_name(1), True),
+                      ("post", node_name(3), True),        # its own, while still a member
+                      ("leave", node_name(3)),
+                      ("post", node_name(1), False), ("post", node_name(2), False)]
+    assert any("10-log failed on node " + node_name(3) in str(w) for w in warnings)
