@@ -39,8 +39,8 @@ def read_pause(path: str, now: float) -> float | None:
 
 
 def write_pause(path: str, until: float | None) -> None:
-    """Store ``until`` at ``path`` atomically, or remove the file for None."""
+    """Store ``until`` (whole seconds, as Ganeti) at ``path`` atomically; None removes it."""
     if until is None:
         uio.remove_file(path)
     else:
-        uio.write_file_atomic(path, f"{until}\n")
+        uio.write_file_atomic(path, f"{int(until)}\n")

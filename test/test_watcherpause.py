@@ -12,9 +12,11 @@ from ganeti import errors, watcherpause
 def test_round_trip_and_expiry(tmp_path) -> None:
     path = str(tmp_path / "watcher.pause")
     assert watcherpause.read_pause(path, 100.0) is None            # no file
-    watcherpause.write_pause(path, 200.5)
-    assert watcherpause.read_pause(path, 100.0) == 200.5
-    assert watcherpause.read_pause(path, 200.5) is None            # expired
+    watcherpause.write_pause(path, 200.7)
+    with open(path) as fh:
+        assert fh.read() == "200\n"                                 # whole seconds, as Ganeti
+    assert watcherpause.read_pause(path, 100.0) == 200.0
+    assert watcherpause.read_pause(path, 200.0) is None            # expired
     watcherpause.write_pause(path, None)
     assert not os.path.exists(path)
     watcherpause.write_pause(path, None)                           # idempotent

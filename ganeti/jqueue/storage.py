@@ -20,9 +20,9 @@ batch (when given; otherwise ``replicate(file_name, content)`` per file),
 ``replicate_drain(flag)`` when the drain flag is set or cleared (without
 it, ``replicate(file_name, b"")`` when it is set) and
 ``replicate_rename(old, new)`` on archiving; the defaults do nothing.  The
-callbacks run in the writer thread, so they must return quickly (the
-master's replicator only queues the work, see
-``cmdlib.common.Replicator``).
+callbacks run in the writer thread (``replicate_drain``: in the caller's),
+so they must return quickly (the master's replicator only queues the work,
+see ``cmdlib.common.Replicator``).
 """
 
 from __future__ import annotations
@@ -148,6 +148,7 @@ class JobStorage:
         self._replicate_rename = replicate_rename
         self._replicate_batch = replicate_batch
         self._replicate_drain = replicate_drain
+        self._drain_lock = threading.Lock()
         self._lock = threading.Lock()
         self._last_id = 0
         self._writer: _GroupWriter | None = None
@@ -309,20 +310,22 @@ class JobStorage:
         return os.path.exists(self.paths.queue_drain_file)
 
     def set_drained(self, flag: bool) -> None:
+        """Set or clear the drain flag; replicated in the order of the changes."""
         path = self.paths.queue_drain_file
-        if flag:
-            with open(path, "wb"):
-                pass
-        else:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-        uio.fsync_dir(self.queue_dir)
-        if self._replicate_drain is not None:
-            self._replicate_drain(flag)
-        elif self._replicate is not None and flag:
-            self._replicate(path, b"")
+        with self._drain_lock:   # the file and the replication order agree
+            if flag:
+                with open(path, "wb"):
+                    pass
+            else:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+            uio.fsync_dir(self.queue_dir)
+            if self._replicate_drain is not None:
+                self._replicate_drain(flag)
+            elif self._replicate is not None and flag:
+                self._replicate(path, b"")
 
 
 def _read(path: str) -> bytes | None:

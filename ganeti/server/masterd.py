@@ -54,6 +54,7 @@ class LuxiDispatcher:
     def __init__(self, context: MasterContext, clock: Callable[[], float] = time.time) -> None:
         self.context = context
         self._clock = clock
+        self._pause_lock = threading.Lock()
         jq = context.jqueue
         # name -> (min args, max args, handler)
         self._methods: dict[str, tuple[int, int, Callable[..., Any]]] = {
@@ -139,16 +140,17 @@ class LuxiDispatcher:
         pause is set everywhere else.
         """
         until = watcherpause.check_until(until)
-        watcherpause.write_pause(self.context.paths.watcher_pause_file, until)
-        cfg, rpc = self.context.cfg, self.context.rpc
-        if rpc is None:
-            return until
-        master = cfg.get_master_node_name()
-        others = [n.name for n in cfg.get_all_nodes_info().values()
-                  if n.name != master and not n.offline]
-        if not others:
-            return until
-        results = rpc.call("set_watcher_pause", sorted(others), [until])
+        with self._pause_lock:   # concurrent requests: the last one wins everywhere
+            watcherpause.write_pause(self.context.paths.watcher_pause_file, until)
+            cfg, rpc = self.context.cfg, self.context.rpc
+            if rpc is None:
+                return until
+            master = cfg.get_master_node_name()
+            others = [n.name for n in cfg.get_all_nodes_info().values()
+                      if n.name != master and not n.offline]
+            if not others:
+                return until
+            results = rpc.call("set_watcher_pause", sorted(others), [until])
         failed = [f"{name} ({res.fail_msg})" for name, res in sorted(results.items())
                   if res.fail_msg and not res.offline]
         if failed:
