@@ -347,7 +347,7 @@ def daemon_pid(paths: Paths, daemon: str) -> int | None:
     except ProcessLookupError:
         return None
     except PermissionError:
-        return pid
+        pass          # someone else's process: alive unless a zombie
     if _is_zombie(pid):
         return None   # died without removing its pid file; nobody reaped it yet
     return pid
@@ -409,11 +409,9 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    try:  # a zombie is as good as dead
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().split(b") ", 1)[1][:1] != b"Z"
-    except (OSError, IndexError):
-        return True
+    except PermissionError:
+        pass
+    return not _is_zombie(pid)   # a zombie is as good as dead
 
 
 def remove_cluster_files(paths: Paths) -> None:
