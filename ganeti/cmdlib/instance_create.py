@@ -34,8 +34,9 @@ SUPPORTED_TEMPLATES = frozenset([constants.DT_DISKLESS, constants.DT_FILE,
                                  constants.DT_SHARED_FILE])
 _MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 _MAC_AUTO = ("auto", "generate", None, "")
-#: seconds the IP check waits for the address to answer
-IP_CHECK_TIMEOUT = 2.0
+#: seconds the IP check waits for the address to answer (a lost SYN is
+#: resent after 1 s, then 3 s: two tries)
+IP_CHECK_TIMEOUT = 5.0
 
 
 def check_instance_name(lu: LogicalUnit, name: str) -> tuple[str, str]:

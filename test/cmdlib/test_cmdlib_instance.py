@@ -618,13 +618,14 @@ def _assert_nothing_created(env: Any, before: bytes) -> None:
 
 
 def test_name_check_creates_instance_under_the_resolved_fqdn(env: Any, net: FakeNet) -> None:
+    from ganeti.cmdlib.instance_create import IP_CHECK_TIMEOUT
     from ganeti.rpc.client import default_noded_port
     net.hosts["web1"] = ("web1.example.com", "192.0.2.50")
     assert _checked_create(env, "web1") == ["node1"]
     assert env.cfg.get_instance_info_by_name("web1.example.com") is not None
     assert env.cfg.get_instance_info_by_name("web1") is None
     assert env.glm.names(locking.LEVEL_INSTANCE) == {"web1.example.com"}
-    assert net.pings == [("192.0.2.50", default_noded_port(), 2.0)]
+    assert net.pings == [("192.0.2.50", default_noded_port(), IP_CHECK_TIMEOUT)]
     # the clash check uses the resolved name too
     before = env.raw()
     with pytest.raises(errors.OpPrereqError, match="already") as info:

@@ -9,6 +9,7 @@ node side matters, through the files under the node roots.
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 from instance_helpers import (disk_files, fail_unchanged, fake_hv, field, read_marker, rows,
@@ -298,6 +299,12 @@ def test_add_with_name_check_takes_the_resolved_name(vc):
 
 
 def test_add_unresolvable_name_refused(vc):
+    try:
+        socket.gethostbyname_ex("nosuch.invalid")
+    except OSError:
+        pass
+    else:   # a resolv.conf search domain with a wildcard record answers for it
+        pytest.skip("this machine's resolver answers for nosuch.invalid")
     out = fail_unchanged(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos",
                          "--no-start", "-n", N1, "nosuch.invalid",
                          expect="Cannot resolve instance name nosuch.invalid")

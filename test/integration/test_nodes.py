@@ -64,12 +64,37 @@ def _log_tail(path: str, lines: int = 40) -> str:
         return f"({exc})"
 
 
-def _submit_jobs_until(vc, done: threading.Event) -> None:
-    """Keep jobs (and so job file replication to every candidate) flowing."""
+def _submit_jobs_until(vc, done: threading.Event, limit: int = 400) -> list[int]:
+    """Keep jobs (and so job file replication to every candidate) flowing.
+
+    Stops when ``done`` is set, after ``limit`` jobs or 60 s; returns the ids.
+    """
     cl = luxi.Client(vc.paths(vc.names[0]).master_socket)
-    while not done.is_set():
-        cl.SubmitManyJobs([[{"OP_ID": "OP_TEST_DELAY", "duration": 0.01}]] * 5)
-        time.sleep(0.01)
+    ids: list[int] = []
+    deadline = time.monotonic() + 60
+    try:
+        while not done.is_set() and len(ids) < limit and time.monotonic() < deadline:
+            for ok, job_id in cl.SubmitManyJobs(
+                    [[{"OP_ID": "OP_TEST_DELAY", "duration": 0.01}]] * 5):
+                assert ok, job_id
+                ids.append(int(job_id))
+            time.sleep(0.01)
+    finally:
+        cl.close()
+    return ids
+
+
+def _wait_jobs(vc, ids: list[int], wait: float = 60.0) -> None:
+    cl = luxi.Client(vc.paths(vc.names[0]).master_socket)
+    deadline = time.monotonic() + wait
+    try:
+        while ids and time.monotonic() < deadline:
+            ids = [job_id for job_id, status in cl.QueryJobs(ids, ["id", "status"])
+                   if status not in constants.JOBS_FINALIZED]
+            time.sleep(0.1)
+    finally:
+        cl.close()
+    assert not ids, f"jobs still running: {ids[:5]}"
 
 
 def test_remove_and_add_again(vc):
@@ -78,10 +103,13 @@ def test_remove_and_add_again(vc):
     done = threading.Event()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         jobs = pool.submit(_submit_jobs_until, vc, done)
-        time.sleep(0.2)
-        res = vc.run("gnt-node", "remove", "node4.vcluster")
-        done.set()
-        jobs.result(timeout=30)
+        try:
+            time.sleep(0.2)
+            res = vc.run("gnt-node", "remove", "node4.vcluster")
+        finally:
+            done.set()
+        ids = jobs.result(timeout=90)
+    _wait_jobs(vc, ids)   # later tests must not queue behind them
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert "Errors encountered" not in out
