@@ -385,3 +385,25 @@ def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:
     assert len(rpc.calls_to("replicate_state")) == pushes
     assert rep.replicated_serial() == new
     rep.stop(timeout=5)
+
+
+def test_an_idle_queue_still_resyncs_a_stale_candidate(tmp_path, monkeypatch) -> None:
+    import time
+
+    from ganeti.cmdlib import common
+    monkeypatch.setattr(common, "QUEUE_RESYNC_INTERVAL", 0.2)
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    os.makedirs(paths.queue_dir)
+    rpc.set_failure("jobqueue_update_many", node_name(3), "down")
+    rpc.set_failure("jobqueue_sync", node_name(3), "down")
+    rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
+    assert rep.flush(timeout=10)
+    rpc.set_result("jobqueue_sync", node_name(3), [])      # the node is back; no new jobs
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(rpc.calls_to("jobqueue_sync")) < 2:
+        time.sleep(0.02)
+    syncs = rpc.calls_to("jobqueue_sync")
+    assert len(syncs) >= 2 and syncs[-1][0] == [node_name(3)]
+    time.sleep(0.5)                     # caught up: it stops trying
+    assert len(rpc.calls_to("jobqueue_sync")) == len(syncs)
+    rep.stop(timeout=5)

@@ -634,7 +634,10 @@ class Replicator:
                 if once:
                     self._cond.wait_for(lambda: not self._job_busy)
                 else:
-                    self._cond.wait_for(lambda: bool(self._job_ops) or self._stopped)
+                    # idle with a stale candidate: wake up for its next resync
+                    self._cond.wait_for(
+                        lambda: bool(self._job_ops) or self._stopped or self._resync_due(),
+                        self._resync_wait())
                     if self._cfg_pending is not None or self._cfg_busy:
                         # a config push may carry them: give it a moment
                         self._cond.wait_for(
@@ -642,13 +645,15 @@ class Replicator:
                             or (self._cfg_pending is None and not self._cfg_busy),
                             self.job_linger)
                     self._cond.wait_for(lambda: not self._job_busy or self._stopped)
-                if not self._job_ops or self._job_busy:
+                resync_only = not self._job_ops and not self._job_busy \
+                    and not once and not self._stopped and self._resync_due()
+                if (not self._job_ops and not resync_only) or self._job_busy:
                     if once or self._stopped:
                         return
                     continue
                 self._job_busy = True
                 ops, self._job_ops = self._job_ops, []
-                upto = ops[-1][2]
+                upto = ops[-1][2] if ops else self._job_done
             for kind, payload, _ in ops:
                 try:
                     if kind == "update":
@@ -687,13 +692,24 @@ class Replicator:
         with self._lock:
             self._queue_stale.update(node_names)
 
+    def _resync_due(self) -> bool:
+        with self._lock:
+            return bool(self._queue_stale) and time.monotonic() >= self._resync_at
+
+    def _resync_wait(self) -> float | None:
+        """Seconds until a stale candidate's next resync (None: nobody is stale)."""
+        with self._lock:
+            if not self._queue_stale:
+                return None
+            return max(0.05, self._resync_at - time.monotonic())
+
     def _resync_stale(self) -> None:
         """Send the whole queue to candidates that missed an operation.
 
         Runs after the operations taken from the list, so it reads files at
-        least as new as any of them; at most every
-        :data:`QUEUE_RESYNC_INTERVAL` seconds while a node keeps failing.
-        Nodes that are no longer candidates are forgotten.
+        least as new as any of them (or on its own when the queue is idle);
+        at most every :data:`QUEUE_RESYNC_INTERVAL` seconds while a node keeps
+        failing.  Nodes that are no longer candidates are forgotten.
         """
         candidates, _ = self.targets()
         with self._lock:
