@@ -28,14 +28,14 @@ def check_until(until: object) -> float | None:
     return float(until)
 
 
-def read_pause(path: str, now: float) -> float | None:
-    """The pause-until time stored at ``path`` if it lies after ``now``, else None."""
+def read_pause(path: str, now: float) -> int | None:
+    """The pause-until time (whole seconds) at ``path`` if it lies after ``now``, else None."""
     try:
         with open(path, "rb") as fh:
             until = float(fh.read().strip() or b"0")
     except (OSError, ValueError):
         return None
-    return until if math.isfinite(until) and until > now else None
+    return int(until) if math.isfinite(until) and until > now else None
 
 
 def write_pause(path: str, until: float | None) -> None:

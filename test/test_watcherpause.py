@@ -15,7 +15,7 @@ def test_round_trip_and_expiry(tmp_path) -> None:
     watcherpause.write_pause(path, 200.7)
     with open(path) as fh:
         assert fh.read() == "200\n"                                 # whole seconds, as Ganeti
-    assert watcherpause.read_pause(path, 100.0) == 200.0
+    assert watcherpause.read_pause(path, 100.0) == 200
     assert watcherpause.read_pause(path, 200.0) is None            # expired
     watcherpause.write_pause(path, None)
     assert not os.path.exists(path)

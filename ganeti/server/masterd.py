@@ -130,7 +130,7 @@ class LuxiDispatcher:
                                         errors.ECODE_INVAL)
         return self.context.jqueue.query_jobs(job_ids, fields)
 
-    def _watcher_pause(self) -> float | None:
+    def _watcher_pause(self) -> int | None:
         return watcherpause.read_pause(self.context.paths.watcher_pause_file, self._clock())
 
     def _set_watcher_pause(self, until: Any) -> Any:

@@ -228,7 +228,8 @@ def test_drain_flag_and_watcher_pause(masterd: MasterdHandle) -> None:
     assert masterd.call("QueryConfigValues", [["drain_flag"]]) == [False]
     until = time.time() + 3600
     masterd.call("SetWatcherPause", [until])
-    assert masterd.call("QueryConfigValues", [["watcher_pause"]]) == [until]
+    # stored in whole seconds, as Ganeti does
+    assert masterd.call("QueryConfigValues", [["watcher_pause"]]) == [int(until)]
     masterd.call("SetWatcherPause", [None])
     assert masterd.call("QueryConfigValues", [["watcher_pause"]]) == [None]
 
