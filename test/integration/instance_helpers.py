@@ -15,11 +15,13 @@ from typing import Any
 from ganeti.hypervisor import base as hvbase
 from ganeti.hypervisor.fake import FakeHypervisor
 
-__all__ = ["rows", "status_of", "field", "config_bytes", "node_files", "snapshot",
+__all__ = ["NOCHECK", "rows", "status_of", "field", "config_bytes", "node_files", "snapshot",
            "fail_unchanged", "fake_hv", "disk_files", "read_marker", "install_os",
            "start_behind_masters_back"]
 
 SEP = "|"
+#: the made-up instance names do not resolve: skip the name and IP checks
+NOCHECK = ("--no-name-check", "--no-ip-check")
 
 
 def rows(vc: Any, fields: str, *names: str, filt: str | None = None) -> list[list[str]]:

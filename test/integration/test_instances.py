@@ -12,8 +12,8 @@ import os
 import socket
 
 import pytest
-from instance_helpers import (disk_files, fail_unchanged, fake_hv, field, read_marker, rows,
-                              status_of)
+from instance_helpers import (NOCHECK, disk_files, fail_unchanged, fake_hv, field,
+                              read_marker, rows, status_of)
 from vcluster_harness import VirtualCluster
 
 from ganeti.utils import net as netutils
@@ -24,8 +24,6 @@ N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
 FILE1 = "file1.example.com"
 SHARED1 = "shared1.example.com"
 DLESS1 = "dless1.example.com"
-#: the made-up instance names do not resolve: skip the name and IP checks
-NOCHECK = ("--no-name-check", "--no-ip-check")
 
 
 @pytest.fixture(scope="module")

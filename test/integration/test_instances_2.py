@@ -12,8 +12,8 @@ import os
 import re
 
 import pytest
-from instance_helpers import (config_bytes, disk_files, fake_hv, install_os, rows, status_of,
-                              start_behind_masters_back)
+from instance_helpers import (NOCHECK, config_bytes, disk_files, fake_hv, install_os, rows,
+                              start_behind_masters_back, status_of)
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 from ganeti import bootstrap, constants, luxi
@@ -25,8 +25,6 @@ N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
 RUN1 = "run1.example.com"
 RUN3 = "run3.example.com"
 DOWN2 = "down2.example.com"
-#: the made-up instance names do not resolve: skip the name and IP checks
-NOCHECK = ("--no-name-check", "--no-ip-check")
 
 _BROKEN_CREATE = """#!/bin/sh
 echo "brokenos: writing half an image" >&2
