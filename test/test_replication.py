@@ -164,7 +164,7 @@ def test_queue_copy_to_a_new_candidate_is_ordered_with_updates(tmp_path) -> None
         ("jobqueue_update_many", both, [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
         ("jobqueue_sync", [node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1c"],
                                             ["/var/lib/ganeti/queue/serial", "1\n"]],
-                                           ["job-1", "serial"]]),
+                                           ["job-1", "serial"], 1]),
         ("jobqueue_update_many", both, [[["/var/lib/ganeti/queue/job-1", "1c"]]]),
     ]
     rep.stop(timeout=5)
@@ -189,61 +189,93 @@ def test_drain_flag_changes_coalesce_to_the_last(tmp_path) -> None:
 
 def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypatch) -> None:
     from ganeti.cmdlib import common
+    clock = [1000.0]
+    monkeypatch.setattr(common.time, "monotonic", lambda: clock[0])
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     q = paths.queue_dir
     os.makedirs(q)
-    clock = [1000.0]
-    monkeypatch.setattr(common.time, "monotonic", lambda: clock[0])
-    for name, data in (("job-1", b"1"), ("job-2", b"2")):
+    for name, data in (("job-1", b"1"), ("job-2", b"2"), ("serial", b"2\n")):
         with open(os.path.join(q, name), "wb") as fh:
             fh.write(data)
+    update = rep.replicate_job_file
     rpc.set_failure("jobqueue_update_many", node_name(3), "connection refused")
     rpc.set_failure("jobqueue_sync", node_name(3), "connection refused")
-    rep.replicate_job_file(os.path.join(q, "job-1"), b"1")
+    update(os.path.join(q, "job-1"), b"1")
     assert rep.flush(timeout=10)
-    # the resync right after the failure fails too: retried only after the interval
-    assert [c[:2] for c in rpc.calls] == [("jobqueue_update_many", [node_name(2), node_name(3)]),
-                                          ("jobqueue_sync", [node_name(3)])]
-    rep.replicate_job_file(os.path.join(q, "job-2"), b"2")
+    # no copy at once: the first resync waits one interval
+    assert [c[0] for c in rpc.calls] == ["jobqueue_update_many"]
+    clock[0] += common.QUEUE_RESYNC_INTERVAL
+    update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
-    assert [c[0] for c in rpc.calls[2:]] == ["jobqueue_update_many"]
-    # the node is back; after the interval the next operation brings the whole queue
+    assert [c[:2] for c in rpc.calls[1:]] == [
+        ("jobqueue_update_many", [node_name(2), node_name(3)]),
+        ("jobqueue_sync", [node_name(3)])]                  # failed: next try in 2 intervals
+    clock[0] += common.QUEUE_RESYNC_INTERVAL
+    update(os.path.join(q, "job-2"), b"2")
+    assert rep.flush(timeout=10)
+    assert [c[0] for c in rpc.calls[3:]] == ["jobqueue_update_many"]
+    # the node is back; once the backoff has passed the next operation brings it all
     rpc.set_result("jobqueue_update_many", node_name(3), None)
     rpc.set_result("jobqueue_sync", node_name(3), [])
     clock[0] += common.QUEUE_RESYNC_INTERVAL
-    rep.replicate_job_file(os.path.join(q, "job-2"), b"2")
+    update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
-    assert rpc.calls[3:] == [
+    assert rpc.calls[4:] == [
         ("jobqueue_update_many", [node_name(2), node_name(3)],
          [[["/var/lib/ganeti/queue/job-2", "2"]]]),
         ("jobqueue_sync", [node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1"],
-                                            ["/var/lib/ganeti/queue/job-2", "2"]],
-                                           ["job-1", "job-2"]])]
+                                            ["/var/lib/ganeti/queue/job-2", "2"],
+                                            ["/var/lib/ganeti/queue/serial", "2\n"]],
+                                           ["job-1", "job-2", "serial"], 2])]
     # caught up: no more copies
-    rep.replicate_job_file(os.path.join(q, "job-2"), b"2")
+    update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
-    assert [c[0] for c in rpc.calls[5:]] == ["jobqueue_update_many"]
+    assert [c[0] for c in rpc.calls[6:]] == ["jobqueue_update_many"]
     rep.stop(timeout=5)
 
 
 def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
     from ganeti.cmdlib import common
-    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=4)
     os.makedirs(paths.queue_dir)
     monkeypatch.setattr(common, "QUEUE_COPY_CHUNK", 10)
     for idx in range(1, 6):
         with open(os.path.join(paths.queue_dir, f"job-{idx}"), "w") as fh:
             fh.write("x" * 4)
     rpc.set_failure("jobqueue_update_many", node_name(2), "down")
-    assert common.copy_queue(rpc, paths, [node_name(2), node_name(3)]) == [node_name(2)]
+    wanted = [[node_name(2), node_name(3), node_name(4)]]
+
+    def still_wanted(names):       # node4 stops being a candidate after the first part
+        keep = [n for n in names if n in wanted[-1]]
+        wanted.append([node_name(2), node_name(3)])
+        return keep
+
+    assert common.copy_queue(rpc, paths, [node_name(2), node_name(3), node_name(4)],
+                             still_wanted=still_wanted) == [node_name(2)]
     sent = [(proc, nodes, [name for name, _ in args[0]]) for proc, nodes, args in rpc.calls]
+    q = "/var/lib/ganeti/queue/"
     assert sent == [
-        ("jobqueue_update_many", [node_name(2), node_name(3)], ["/var/lib/ganeti/queue/job-1",
-                                                                "/var/lib/ganeti/queue/job-2"]),
-        ("jobqueue_update_many", [node_name(3)], ["/var/lib/ganeti/queue/job-3",
-                                                  "/var/lib/ganeti/queue/job-4"]),
-        ("jobqueue_sync", [node_name(3)], ["/var/lib/ganeti/queue/job-5"])]
-    assert rpc.calls[-1][2][1] == ["job-1", "job-2", "job-3", "job-4", "job-5"]
+        ("jobqueue_update_many", [node_name(2), node_name(3), node_name(4)],
+         [q + "job-1", q + "job-2"]),
+        ("jobqueue_update_many", [node_name(3)], [q + "job-3", q + "job-4"]),
+        ("jobqueue_sync", [node_name(3)], [q + "job-5"])]
+    assert rpc.calls[-1][2][1:] == [["job-1", "job-2", "job-3", "job-4", "job-5"], 0]
+    rep.stop(timeout=5)
+
+
+def test_an_unreadable_queue_sends_nothing(tmp_path, monkeypatch) -> None:
+    from ganeti.cmdlib import common
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    os.makedirs(paths.queue_dir)
+
+    def listdir(path):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(common.os, "listdir", listdir)
+    # a partial or empty list must never make the node archive its queue
+    assert common.copy_queue(rpc, paths, [node_name(3)]) == [node_name(3)]
+    monkeypatch.undo()
+    assert rpc.calls == []
     rep.stop(timeout=5)
 
 
@@ -252,16 +284,15 @@ def test_a_stale_node_that_left_the_candidates_gets_no_copy(tmp_path) -> None:
     rpc.set_failure("jobqueue_update_many", node_name(3), "down")
     rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
     assert rep.flush(timeout=10)
-    assert rpc.calls_to("jobqueue_sync") != []        # tried at once (and failed)
-    calls = len(rpc.calls_to("jobqueue_sync"))
+    assert node_name(3) in rep._queue_stale
     node = cfg.get_node_info_by_name(node_name(3))
     node.master_candidate = False
     cfg.update(node)
     assert rep.flush(timeout=10)
-    rep._resync_at = 0.0
+    rep._resync_at = 0.0                              # the resync is due now
     rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
     assert rep.flush(timeout=10)
-    assert len(rpc.calls_to("jobqueue_sync")) == calls
+    assert rpc.calls_to("jobqueue_sync") == [] and not rep._queue_stale
     rep.stop(timeout=5)
 
 
@@ -400,10 +431,31 @@ def test_an_idle_queue_still_resyncs_a_stale_candidate(tmp_path, monkeypatch) ->
     assert rep.flush(timeout=10)
     rpc.set_result("jobqueue_sync", node_name(3), [])      # the node is back; no new jobs
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and len(rpc.calls_to("jobqueue_sync")) < 2:
+    while time.monotonic() < deadline and not rpc.calls_to("jobqueue_sync"):
         time.sleep(0.02)
     syncs = rpc.calls_to("jobqueue_sync")
-    assert len(syncs) >= 2 and syncs[-1][0] == [node_name(3)]
+    assert syncs and syncs[-1][0] == [node_name(3)]
     time.sleep(0.5)                     # caught up: it stops trying
     assert len(rpc.calls_to("jobqueue_sync")) == len(syncs)
+    rep.stop(timeout=5)
+
+
+def test_flush_waits_for_a_resync_in_flight(tmp_path, monkeypatch) -> None:
+    # node removal and demotion flush before contacting the node: a copy still
+    # on its way would land after the node left
+    from ganeti.cmdlib import common
+    monkeypatch.setattr(common, "QUEUE_RESYNC_INTERVAL", 0.1)
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    os.makedirs(paths.queue_dir)
+    rpc.set_failure("jobqueue_update_many", node_name(3), "down")
+    gate = Gate()
+    rpc.set_handler("jobqueue_sync", gate)
+    rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
+    assert rep.flush(timeout=10)
+    try:
+        assert gate.entered.wait(10)                      # the idle resync is on the wire
+        assert rep.flush(timeout=0.3) is False
+    finally:
+        gate.release.set()
+    assert rep.flush(timeout=10)
     rep.stop(timeout=5)

@@ -110,25 +110,36 @@ def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
             raise errors.OpExecError(f"Invalid rename entry {entry!r}: expected [old, new]")
         pairs.append((queue_file_path(ctx, entry[0]), queue_file_path(ctx, entry[1])))
     for old, new in pairs:
+        if not os.path.lexists(old):
+            # a queue copy (jobqueue_sync) already archived it, or this node
+            # never had it: nothing to do on a replica
+            logger.info("Rename of %s: not here (already %s)", old,
+                        "there" if os.path.lexists(new) else "gone")
+            continue
         try:
             os.makedirs(os.path.dirname(new), mode=0o750, exist_ok=True)
             os.replace(old, new)
+        except FileNotFoundError:
+            continue
         except OSError as exc:
             raise errors.OpExecError(f"Cannot rename {old} to {new}: {exc}") from exc
 
 
-def jobqueue_sync(ctx: NodeContext, files: list, names: list) -> list[str]:
+def jobqueue_sync(ctx: NodeContext, files: list, names: list, serial: int) -> list[str]:
     """Make this candidate's unarchived queue the master's.
 
     Writes ``files`` (``[[file_name, content], ...]``) as
     :func:`jobqueue_update_many` does; ``names`` are the base names of every
-    top-level file the master has (a large queue comes in several requests:
+    top-level file the master had when it read its queue, ``serial`` its
+    queue serial read just before (a large queue comes in several requests:
     earlier ``jobqueue_update_many`` calls, then this one with the last part
-    of the files and all the names).  Then every top-level ``job-<id>`` file
-    not named is archived (the master archived it while this node missed
-    the rename) and the drain flag is cleared unless named.  Used for a new
-    candidate and for one that missed updates.  Returns the names of the
-    files archived.
+    of the files, all the names and the serial).  Then every top-level
+    ``job-<id>`` file with an id up to ``serial`` that is not named is
+    archived (the master archived it while this node missed the rename; a
+    higher id is a job created after the master's read, which this request
+    must not touch) and the drain flag is cleared unless named.  Used for a
+    new candidate and for one that missed updates.  Returns the names of
+    the files archived.
     """
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise errors.OpExecError("names must be a list of file names")
@@ -143,7 +154,7 @@ def jobqueue_sync(ctx: NodeContext, files: list, names: list) -> list[str]:
     archived = []
     for name in sorted(os.listdir(queue_dir)):
         match = _JOB_FILE_RE.fullmatch(name)
-        if match is None or name in keep:
+        if match is None or name in keep or int(match.group(1)) > serial:
             continue
         new = archived_job_file_name(ctx.paths.queue_archive_dir, int(match.group(1)))
         try:

@@ -54,8 +54,10 @@ REPLICATION_TIMEOUT = 15.0
 # How long the job replication thread leaves freshly queued job files for a
 # config push (already pending or in flight) to carry in the same RPC.
 JOB_LINGER = 0.05
-#: seconds between attempts to resynchronise a candidate that missed job-file updates
+#: seconds before resynchronising a candidate that missed job-file updates; it
+#: doubles while the node keeps failing, up to QUEUE_RESYNC_MAX_INTERVAL
 QUEUE_RESYNC_INTERVAL = 5.0
+QUEUE_RESYNC_MAX_INTERVAL = 60.0
 
 
 # --- names ----------------------------------------------------------------------
@@ -265,26 +267,33 @@ def redistribute(context: Any, feedback_fn: FeedbackFn | None = None,
 
 # --- replication --------------------------------------------------------------------
 
-def read_queue_files(paths: Paths) -> list[tuple[str, bytes]]:
-    """``(path, content)`` of the unarchived job files, ``serial``, ``version``, ``drain``.
+def read_queue_files(paths: Paths) -> tuple[int, list[tuple[str, bytes]]]:
+    """``(serial, files)``: the queue serial, then ``(path, content)`` of the
+    unarchived job files, ``serial``, ``version`` and ``drain``.
 
-    Files that vanish while being listed (archived meanwhile) are skipped.
+    The serial is read first, so every job file created after the listing
+    has a higher id.  Files that vanish meanwhile (archived) are skipped;
+    any other error is raised (``OSError``): a partial list must never be
+    taken for the whole queue.
     """
     try:
-        names = sorted(os.listdir(paths.queue_dir))
-    except OSError:
-        return []
+        with open(os.path.join(paths.queue_dir, "serial"), "rb") as fh:
+            serial = int(fh.read().strip() or b"0")
+    except FileNotFoundError:
+        serial = 0
+    except ValueError as exc:
+        raise OSError(f"Unreadable queue serial: {exc}") from exc
     out = []
-    for name in names:
+    for name in sorted(os.listdir(paths.queue_dir)):
         if not (name.startswith("job-") or name in ("serial", "version", "drain")):
             continue
         path = os.path.join(paths.queue_dir, name)
         try:
             with open(path, "rb") as fh:
                 out.append((path, fh.read()))
-        except OSError:
+        except FileNotFoundError:
             continue
-    return out
+    return serial, out
 
 
 #: bytes of job files per request when a whole queue is copied to a candidate
@@ -292,15 +301,25 @@ QUEUE_COPY_CHUNK = 4 << 20
 
 
 def copy_queue(rpc: Any, paths: Paths, node_names: list[str], *,
-               timeout: float | None = None) -> list[str]:
+               timeout: float | None = None,
+               still_wanted: Callable[[list[str]], list[str]] | None = None) -> list[str]:
     """Give ``node_names`` the master's whole unarchived queue; returns the nodes that failed.
 
     The files (read now) go in ``jobqueue_update_many`` requests of about
     :data:`QUEUE_COPY_CHUNK` bytes, the last part in ``jobqueue_sync``
-    together with every top-level name, so the node then archives job files
-    the master no longer has and drops a drain flag the master has not got.
+    together with every top-level name and the queue serial, so the node
+    then archives the job files (up to that serial) the master no longer
+    has and drops a drain flag the master has not got.  ``still_wanted``
+    filters the targets before each request (nodes that stopped being
+    candidates meanwhile get nothing more).  If the master's queue cannot
+    be read, nothing is sent and every target counts as failed.
     """
-    files = read_queue_files(paths)
+    targets = list(dict.fromkeys(node_names))
+    try:
+        serial, files = read_queue_files(paths)
+    except OSError as exc:
+        logger.error("Cannot read the job queue to copy it to %s: %s", ", ".join(targets), exc)
+        return targets
     names = [os.path.basename(path) for path, _ in files]
     chunks: list[list[list[str]]] = [[]]
     size = 0
@@ -311,16 +330,18 @@ def copy_queue(rpc: Any, paths: Paths, node_names: list[str], *,
         chunks[-1].append([to_canonical(paths.root, path), data.decode("utf-8")])
         size += len(data)
     failed: list[str] = []
-    targets = list(dict.fromkeys(node_names))
-    for chunk in chunks[:-1]:
-        res = rpc.call("jobqueue_update_many", targets, [chunk], timeout=timeout)
+    for idx, chunk in enumerate(chunks):
+        if still_wanted is not None:
+            targets = still_wanted(targets)
+        if not targets:
+            break
+        if idx < len(chunks) - 1:
+            res = rpc.call("jobqueue_update_many", targets, [chunk], timeout=timeout)
+        else:
+            res = rpc.call("jobqueue_sync", targets, [chunk, names, serial], timeout=timeout)
         bad = report_failures("Job queue copy", res)
         failed.extend(bad)
         targets = [name for name in targets if name not in bad]
-        if not targets:
-            return failed
-    res = rpc.call("jobqueue_sync", targets, [chunks[-1], names], timeout=timeout)
-    failed.extend(report_failures("Job queue copy", res))
     return failed
 
 
@@ -377,10 +398,12 @@ class Replicator:
     Failures are logged by :func:`report_failures` (more than half of the
     targets failing is an error, seed 004); a later push sends the full
     newest data again, so a candidate that missed one catches up.  A
-    candidate that missed a job-file operation is *stale*: after the next
-    operations the job thread sends it the whole queue (``jobqueue_sync``:
-    every unarchived file, and what it holds beyond that gets archived),
-    retried every :data:`QUEUE_RESYNC_INTERVAL` seconds while it fails.  Without
+    candidate that missed a job-file operation is *stale*: after
+    :data:`QUEUE_RESYNC_INTERVAL` seconds (doubling while it keeps failing,
+    up to :data:`QUEUE_RESYNC_MAX_INTERVAL`) the job thread sends it the
+    whole queue (:func:`copy_queue`; what it holds beyond that, up to the
+    master's serial, gets archived), after the pending operations or on
+    its own when the queue is idle; :meth:`flush` waits for such a copy.  Without
     RPC only the local ssconf files are written.  :meth:`flush` waits for
     everything queued so far; :meth:`stop` flushes and ends the threads.
     """
@@ -415,6 +438,7 @@ class Replicator:
         # candidates that missed a job-file operation (under _lock)
         self._queue_stale: set[str] = set()
         self._resync_at = 0.0
+        self._resync_backoff = QUEUE_RESYNC_INTERVAL
 
     # targets ---------------------------------------------------------------------
     def refresh_targets(self, cfg: Any) -> None:
@@ -653,7 +677,11 @@ class Replicator:
                     continue
                 self._job_busy = True
                 ops, self._job_ops = self._job_ops, []
-                upto = ops[-1][2] if ops else self._job_done
+                if ops:
+                    upto = ops[-1][2]
+                else:   # a resync on its own: flush() waits for it like for an operation
+                    self._job_queued += 1
+                    upto = self._job_queued
             for kind, payload, _ in ops:
                 try:
                     if kind == "update":
@@ -688,9 +716,19 @@ class Replicator:
         self._mark_stale(report_failures(f"Job queue replication of {names}", res))
 
     def _mark_stale(self, node_names: Iterable[str]) -> None:
-        """Remember candidates that missed a job-file operation."""
+        """Remember candidates that missed a job-file operation.
+
+        The first resync comes one backoff interval later (an immediate one
+        would most likely fail the same way, and could cross a request of
+        the failed operation still running on the node).
+        """
+        names = set(node_names)
+        if not names:
+            return
         with self._lock:
-            self._queue_stale.update(node_names)
+            if not self._queue_stale:
+                self._resync_at = time.monotonic() + self._resync_backoff
+            self._queue_stale.update(names)
 
     def _resync_due(self) -> bool:
         with self._lock:
@@ -717,20 +755,30 @@ class Replicator:
                 return
             stale = sorted(self._queue_stale & set(candidates))
             self._queue_stale.clear()
-        if stale:
-            logger.info("Resynchronising the job queue of %s", ", ".join(stale))
-            self._send_queue(stale)
-            with self._lock:
-                if self._queue_stale:
-                    self._resync_at = time.monotonic() + QUEUE_RESYNC_INTERVAL
+        if not stale:
+            return
+        logger.info("Resynchronising the job queue of %s", ", ".join(stale))
+        self._send_queue(stale)
+        with self._lock:
+            if self._queue_stale:     # still failing: back off (doubling, bounded)
+                self._resync_backoff = min(self._resync_backoff * 2, QUEUE_RESYNC_MAX_INTERVAL)
+                self._resync_at = time.monotonic() + self._resync_backoff
+            else:
+                self._resync_backoff = QUEUE_RESYNC_INTERVAL
 
     def _send_queue(self, node_names: list[str]) -> None:
-        # not filtered by the current targets: a copy is asked for right
-        # after the promoting config change, whose push may still be queued
-        targets = list(dict.fromkeys(node_names))
-        if self.rpc is None or not targets:
+        # only to current candidates (re-checked before each part): the targets
+        # are refreshed by the config change that promoted a node before its
+        # LU asks for the copy
+        if self.rpc is None:
             return
-        self._mark_stale(copy_queue(self.rpc, self.paths, targets, timeout=self.timeout))
+
+        def still_wanted(names: list[str]) -> list[str]:
+            candidates = set(self.targets()[0])
+            return [name for name in names if name in candidates]
+
+        self._mark_stale(copy_queue(self.rpc, self.paths, list(node_names),
+                                    timeout=self.timeout, still_wanted=still_wanted))
 
     def _send_drain(self, flag: bool) -> None:
         candidates, _ = self.targets()

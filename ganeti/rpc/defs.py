@@ -134,11 +134,11 @@ _ROWS = [
          "Write a file inside the node's job queue directory."),
     _row("jobqueue_rename", [("rename", list)], FAST,
          "Rename [[old, new], ...] inside the node's job queue directory."),
-    _row("jobqueue_sync", [("files", list), ("names", list)], FAST,
+    _row("jobqueue_sync", [("files", list), ("names", list), ("serial", int)], FAST,
          "Write [[file_name, content], ...] (the rest of the master's unarchived"
-         " queue), then archive top-level job files not in names (all the master's"
-         " top-level file names) and clear a drain flag not in names; returns the"
-         " archived names."),
+         " queue), then archive top-level job files with ids up to serial that are"
+         " not in names (all the master's top-level file names) and clear a drain"
+         " flag not in names; returns the archived names."),
     _row("jobqueue_purge", [], NORMAL,
          "Remove every job file (and the archive) from the node's queue."),
     _row("jobqueue_set_drain_flag", [("drain_flag", bool)], FAST,

@@ -45,6 +45,16 @@ def test_rename(ctx) -> None:
     assert open(os.path.join(q, "archive", "0", "job-5")).read() == "five"
 
 
+def test_rename_of_a_file_not_here_is_skipped(ctx) -> None:
+    # a queue copy archived it already (or the node never had it)
+    jobqueue.jobqueue_update(ctx, "archive/0/job-5", "five")
+    jobqueue.jobqueue_update(ctx, "job-6", "six")
+    jobqueue.jobqueue_rename(ctx, [["job-5", "archive/0/job-5"], ["job-7", "archive/0/job-7"],
+                                   ["job-6", "archive/0/job-6"]])
+    archive = os.path.join(ctx.paths.queue_dir, "archive", "0")
+    assert sorted(os.listdir(archive)) == ["job-5", "job-6"]
+
+
 def test_rename_checks_all_before_renaming(ctx) -> None:
     jobqueue.jobqueue_update(ctx, "job-5", "five")
     with pytest.raises(errors.OpExecError):
@@ -101,11 +111,13 @@ def test_sync_writes_all_and_archives_what_the_master_archived(ctx) -> None:
     for name in ("job-1", "job-2", "job-10007"):
         jobqueue.jobqueue_update(ctx, name, "stale")
     jobqueue.jobqueue_set_drain_flag(ctx, True)
+    jobqueue.jobqueue_update(ctx, "job-10008", "created after the master's read")
     archived = jobqueue.jobqueue_sync(ctx, [["/var/lib/ganeti/queue/job-2", "2"],
-                                            ["job-3", "3"], ["serial", "3\n"]],
-                                      ["job-2", "job-3", "job-4", "serial"])
+                                            ["job-3", "3"], ["serial", "10007\n"]],
+                                      ["job-2", "job-3", "job-4", "serial"], 10007)
     assert archived == ["job-1", "job-10007"]   # job-4: named (sent in an earlier part)
-    assert sorted(os.listdir(q)) == ["archive", "job-2", "job-3", "serial"]   # drain cleared
+    # drain cleared; job-10008 is newer than the master's serial: left alone
+    assert sorted(os.listdir(q)) == ["archive", "job-10008", "job-2", "job-3", "serial"]
     with open(os.path.join(q, "job-2")) as fh:
         assert fh.read() == "2"
     with open(os.path.join(q, "archive", "0", "job-1")) as fh:
@@ -113,12 +125,12 @@ def test_sync_writes_all_and_archives_what_the_master_archived(ctx) -> None:
     assert os.path.exists(os.path.join(q, "archive", "1", "job-10007"))
     # a drain flag the master has stays
     jobqueue.jobqueue_set_drain_flag(ctx, True)
-    jobqueue.jobqueue_sync(ctx, [["job-3", "3"]], ["drain", "job-3"])
+    jobqueue.jobqueue_sync(ctx, [["job-3", "3"]], ["drain", "job-3"], 3)
     assert os.path.exists(ctx.paths.queue_drain_file)
 
 
 def test_sync_refuses_bad_names_and_changes_nothing(ctx) -> None:
     jobqueue.jobqueue_update(ctx, "job-1", "x")
     with pytest.raises(errors.OpExecError):
-        jobqueue.jobqueue_sync(ctx, [["job-2", "2"], ["../config.data", "evil"]], ["job-2"])
+        jobqueue.jobqueue_sync(ctx, [["job-2", "2"], ["../config.data", "evil"]], ["job-2"], 2)
     assert os.listdir(ctx.paths.queue_dir) == ["job-1"]
