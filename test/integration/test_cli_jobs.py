@@ -62,6 +62,17 @@ def wait_status(master: Any, job_id: int, wanted: set[str], timeout: float = 30)
     raise AssertionError(f"job {job_id} never reached {wanted}")
 
 
+# "<time.ctime()> <message>": ctime pads days 1-9 with a space ("Tue Dec  1 ...").
+CTIME_LINE = re.compile(r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} (.*)")
+
+
+def log_text(line: str) -> str:
+    """The message of a ``<ctime> <message>`` log line (fails on any other line)."""
+    match = CTIME_LINE.fullmatch(line)
+    assert match, f"not a ctime-prefixed log line: {line!r}"
+    return match.group(1)
+
+
 def write_ops(tmp_path: Path, name: str, ops: Any) -> str:
     path = tmp_path / name
     path.write_text(json.dumps(ops))
@@ -75,8 +86,7 @@ def test_delay_end_to_end_with_log_lines(master: Any) -> None:
     assert len(lines) == 2
     for i, line in enumerate(lines, 1):
         # "Mon Nov 29 22:42:39 2026 Test delay iteration 1/2"
-        assert re.fullmatch(r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} .*", line), line
-        assert line.endswith(f"iteration {i}/2")
+        assert log_text(line) == f"Test delay iteration {i}/2"
     listing = gnt(master, "job", "list", "--no-headers")
     assert re.search(r"^\s*\d+ success TEST_DELAY\(0\.05\)$", listing.stdout, re.M), listing.stdout
 
@@ -99,7 +109,7 @@ def test_submit_file_watch_and_failure_exit_codes(master: Any, tmp_path: Path) -
         {"OP_ID": "OP_TEST_JQUEUE", "log_messages": ["hello", "world"]}])
     proc = gnt(master, "job", "submit", path)
     assert proc.returncode == 0, proc.stderr
-    assert [line.split(" ", 5)[-1] for line in proc.stdout.splitlines()] == ["hello", "world"]
+    assert [log_text(line) for line in proc.stdout.splitlines()] == ["hello", "world"]
     job_id = submit_id(gnt(master, "job", "submit", "--submit", path))
     watch = gnt(master, "job", "watch", str(job_id))
     assert watch.returncode == 0
