@@ -11,15 +11,12 @@ import pytest
 from ganeti import constants, errors, serializer
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup
+from functools import partial
+
+from fakes.clock import FakeClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        self.now += 1
-        return self.now
+Clock = partial(FakeClock, 1000.0, tick=1.0)
 
 
 def _initial() -> ConfigData:

@@ -17,20 +17,15 @@ from fakes.fakeconfig import node_name  # noqa: E402
 from ganeti import constants  # noqa: E402
 from ganeti.cmdlib.hooksrunner import HookDirsCache, HooksRunner  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
+from functools import partial
+
+from fakes.clock import FakeClock
 
 PRE = constants.HOOKS_PHASE_PRE
 POST = constants.HOOKS_PHASE_POST
 
 
-class Clock:
-    """A clock advancing 1 ms per reading (time passes between operations)."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        self.now += 0.001
-        return self.now
+Clock = partial(FakeClock, 100.0, tick=0.001)   # time passes between operations
 
 
 class FakeOp:

@@ -11,14 +11,12 @@ from fakes import FakeRpc, make_config  # noqa: E402
 
 from ganeti.cmdlib import node as cmdnode  # noqa: E402
 from ganeti.cmdlib.liveinfo import NodeInfoCache  # noqa: E402
+from functools import partial
+
+from fakes.clock import FakeClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+Clock = partial(FakeClock, 100.0)
 
 
 def test_answers_are_reused_until_max_age() -> None:

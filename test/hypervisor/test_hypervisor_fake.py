@@ -9,14 +9,10 @@ import pytest
 from ganeti import constants, errors, hypervisor, pathutils, serializer
 from ganeti.hypervisor import base
 from ganeti.hypervisor.fake import ENV_FAKE_MEMORY, FakeHypervisor
+from fakes.clock import FakeClock
 
 
-class Clock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+Clock = FakeClock
 
 
 def make_hv(root, memory: int = 4096, clock=None) -> FakeHypervisor:

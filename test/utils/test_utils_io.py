@@ -10,6 +10,9 @@ import pytest
 
 from ganeti import errors
 from ganeti.utils import io
+from functools import partial
+
+from fakes.clock import FakeClock
 
 
 def test_write_file_atomic_writes_and_replaces(tmp_path) -> None:
@@ -135,12 +138,7 @@ def test_write_files_atomic_failure_replaces_nothing(tmp_path) -> None:
 
 # --- ScratchPool: recycled inodes ----------------------------------------------------
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+_Clock = partial(FakeClock, 100.0)
 
 
 def test_scratch_pool_recycles_the_replaced_inode(tmp_path) -> None:

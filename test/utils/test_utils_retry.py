@@ -6,23 +6,11 @@ import pytest
 
 from ganeti import errors
 from ganeti.utils.retry import RetryAgain, retry
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: list[float] = []
-
-    def time(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+from fakes.clock import FakeClock
 
 
 def test_retries_until_success_with_growing_delays() -> None:
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     calls = []
 
     def fn() -> str:
@@ -38,7 +26,7 @@ def test_retries_until_success_with_growing_delays() -> None:
 
 
 def test_gives_up_after_timeout() -> None:
-    clock = FakeClock()
+    clock = FakeClock(100.0)
 
     def fn() -> None:
         raise RetryAgain("still busy")
@@ -51,7 +39,7 @@ def test_gives_up_after_timeout() -> None:
 
 
 def test_other_exceptions_propagate_at_once() -> None:
-    clock = FakeClock()
+    clock = FakeClock(100.0)
 
     def fn() -> None:
         raise ValueError("bug")
