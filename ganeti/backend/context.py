@@ -28,7 +28,8 @@ class NodeContext:
 
     ``after_response`` collects callbacks the server runs once the answer
     has been sent; ``node_leave_cluster`` queues ``stop_daemon`` there (the
-    server sets it to "terminate the node daemon").
+    server sets it to "terminate the node daemon"), ``node_powercycle``
+    queues ``restart_daemon`` ("start the node daemon again, same options").
     """
 
     paths: Paths
@@ -39,6 +40,7 @@ class NodeContext:
     hooks_timeout: float = HOOKS_SCRIPT_TIMEOUT
     after_response: list[Callable[[], None]] = field(default_factory=list)
     stop_daemon: Callable[[], None] = lambda: None
+    restart_daemon: Callable[[], None] = lambda: None
 
     def local_path(self, canonical: str) -> str:
         """This node's path for a canonical (root ``/``) path."""

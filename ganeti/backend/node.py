@@ -16,7 +16,7 @@ from ganeti.utils import io as uio
 
 __all__ = ["version", "node_info", "node_verify", "master_node_name",
            "node_leave_cluster", "node_demote_from_mc", "config_backup_name",
-           "set_watcher_pause",
+           "set_watcher_pause", "node_powercycle",
            "FAKE_NODE_INFO_FILE", "VERIFY_CHECKS"]
 
 logger = logging.getLogger(__name__)
@@ -294,6 +294,28 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
             problems.append(str(exc))
     if problems:
         raise errors.OpExecError("; ".join(problems))
+
+
+def node_powercycle(ctx: NodeContext, hypervisor: str, hvparams: dict) -> str:
+    """Schedule a hard power cycle of this node through ``hypervisor``.
+
+    The hypervisor is looked up now, so an unknown one fails the call; the
+    cycle itself (:meth:`BaseHypervisor.powercycle_node`) runs only once
+    this answer has been sent, followed by a restart of the node daemon
+    (a real node's init starts it again after the reboot).  Returns the
+    message the operator sees.
+    """
+    from ganeti.backend import instance as _instance   # instance imports nothing of node
+    hyper = _instance.hypervisor_for(ctx, hypervisor)
+
+    def _cycle() -> None:
+        try:
+            hyper.powercycle_node(hvparams)
+        finally:
+            ctx.restart_daemon()
+
+    ctx.after_response.append(_cycle)
+    return f"Power cycle of {ctx.hostname} scheduled (hypervisor {hypervisor})"
 
 
 def set_watcher_pause(ctx: NodeContext, until: float | None) -> float | None:

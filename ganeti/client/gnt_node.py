@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["main", "commands", "add_node", "remove_node", "list_nodes", "list_fields",
-           "show_node_info", "modify_node", "LIST_DEFAULT_FIELDS", "INFO_FIELDS"]
+           "show_node_info", "modify_node", "powercycle_node", "LIST_DEFAULT_FIELDS", "INFO_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
                        "pinst_cnt", "sinst_cnt"]
@@ -69,6 +69,19 @@ def add_node(opts: Any, args: list[str]) -> int:
 def remove_node(opts: Any, args: list[str]) -> int:
     """Remove a node from the cluster (its node daemon stops and forgets the cluster)."""
     cli.submit_or_send({"OP_ID": "OP_NODE_REMOVE", "node_name": args[0]}, opts)
+    return cli.EXIT_SUCCESS
+
+
+def powercycle_node(opts: Any, args: list[str]) -> int:
+    """Hard-reset a node through its hypervisor (asks first; the master needs --force)."""
+    name = args[0]
+    if not cli.confirm(f"Are you sure you want to hard powercycle node {name}?",
+                       forced=opts.confirm, flag="--yes"):
+        return 2
+    result = cli.submit_or_send({"OP_ID": "OP_NODE_POWERCYCLE", "node_name": name,
+                                 "force": bool(opts.force)}, opts)
+    if result:
+        cli.to_stderr(str(result))
     return cli.EXIT_SUCCESS
 
 
@@ -171,6 +184,10 @@ DRAIN_OPT = _O("-D", "--drained", dest="drained", default=None, choices=_YN,
                help="Mark the node drained (no new instances) or undrain it")
 OFFLINE_OPT = _O("-O", "--offline", dest="offline", default=None, choices=_YN,
                  help="Mark the node offline (skipped by RPC) or online")
+CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
+                 help="Do not ask for confirmation")
+POWERCYCLE_FORCE_OPT = _O("-f", "--force", dest="force", action="store_true", default=False,
+                          help="Allow power-cycling the master node")
 AUTOPROMOTE_OPT = _O("--auto-promote", dest="auto_promote", action="store_true",
                      default=False, help="Promote other nodes if this change demotes"
                                          " a master candidate")
@@ -194,6 +211,10 @@ commands: dict[str, cli.Command] = {
                     "[FIELD...]", "List the fields available for 'list -o'"),
     "info": (show_node_info, [cli.ArgNode()], [], "[NODE...]",
              "Show details of nodes (IPs, roles, instances, parameters)"),
+    "powercycle": (powercycle_node, [cli.ArgNode(min=1, max=1)],
+                   [CONFIRM_OPT, POWERCYCLE_FORCE_OPT, *_JOB_OPTS], "[--yes] [--force] NODE",
+                   "Hard-reset a node through its hypervisor (its instances go down;"
+                   " --force is needed for the master node)"),
     "modify": (modify_node, [cli.ArgNode(min=1, max=1)],
                [CAND_OPT, DRAIN_OPT, OFFLINE_OPT, MC_OPT, VMC_OPT, NDP_OPT, AUTOPROMOTE_OPT,
                 cli.FORCE_OPT, *_JOB_OPTS], "[options] NODE",

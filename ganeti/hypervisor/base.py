@@ -249,6 +249,18 @@ class BaseHypervisor(abc.ABC):
         kind, ``message``, ``host``, ``port``, ``user``, ``command``.
         """
 
+    # --- the node ---------------------------------------------------------
+
+    def powercycle_node(self, hvparams: dict[str, Any]) -> None:
+        """Hard-reset the node this hypervisor runs on (``gnt-node powercycle``).
+
+        Called by the node daemon after it has answered the request; every
+        instance on the node is gone afterwards, as after a power cut.  The
+        default refuses with :class:`errors.HypervisorError`; a hypervisor
+        that can reset its host overrides it.
+        """
+        raise errors.HypervisorError(f"Hypervisor {self.NAME} cannot power-cycle its node")
+
     # --- memory -------------------------------------------------------------
 
     @abc.abstractmethod

@@ -273,6 +273,40 @@ class FakeHypervisor(base.BaseHypervisor):
             state["memory"] = mem
             self._write(state)
 
+    # --- the node -----------------------------------------------------------
+
+    def powercycle_node(self, hvparams: dict[str, Any]) -> None:
+        """Simulate a power cycle: every guest is gone, and the cycle is recorded.
+
+        Appends ``{"time", "instances"}`` (the guests that were there) as one
+        JSON line to :attr:`powercycle_log`; the node daemon restarts itself
+        afterwards, as a real node's init would start it after the reboot.
+        """
+        with self._locked():
+            names = [str(state["name"]) for state in self._all_states()]
+            for name in names:
+                self._remove(name)
+            record = serializer.dumps_bytes({"time": self.clock(), "instances": names})
+            try:
+                with open(self.powercycle_log, "ab") as log:
+                    log.write(record + b"\n")
+            except OSError as exc:
+                raise errors.HypervisorError(f"Cannot record the power cycle: {exc}") from exc
+        logger.warning("Fake power cycle of this node: %d instance(s) gone", len(names))
+
+    @property
+    def powercycle_log(self) -> str:
+        """The file recording every simulated power cycle, one JSON line each."""
+        return os.path.join(self.state_dir, ".powercycles")
+
+    def powercycles(self) -> list[dict[str, Any]]:
+        """The recorded power cycles, oldest first."""
+        try:
+            with open(self.powercycle_log, "rb") as log:
+                return [serializer.loads(line) for line in log if line.strip()]
+        except FileNotFoundError:
+            return []
+
     # --- user-visible guest events (for tests and demos) --------------------
 
     def simulate_user_shutdown(self, name: str) -> None:

@@ -64,7 +64,7 @@ class OpNodeSetParams(OpCode):
 
 @dataclass(kw_only=True)
 class OpNodePowercycle(OpCode):
-    """Power-cycle a node (not implemented on virtual clusters)."""
+    """Hard-reset a node through its hypervisor (``force`` is needed for the master)."""
 
     OP_DSC_FIELD = "node_name"
 

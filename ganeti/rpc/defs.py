@@ -121,6 +121,9 @@ _ROWS = [
     _row("node_leave_cluster", [("modify_ssh_setup", bool)], NORMAL,
          "Remove the cluster files from the node and stop its node daemon"
          " after answering."),
+    _row("node_powercycle", [("hypervisor", str), ("hvparams", dict)], NORMAL,
+         "Hard-reset the node through its hypervisor once the answer is sent, then"
+         " restart the node daemon; returns a message for the operator."),
     _row("set_watcher_pause", [("until", _OPT_FLOAT)], FAST,
          "Store the watcher pause-until timestamp on the node (null: not paused)."),
     # --- files ---

@@ -28,7 +28,11 @@ Signals: SIGTERM and SIGINT set ``runtime.stop_event`` and run the stop
 callbacks (``runtime.add_stop_callback``) in a helper thread, so a callback
 such as ``server.shutdown`` may block.  SIGHUP reopens the log files and
 runs the reopen callbacks (keep those short: they run in the signal
-handler).  On exit the pid file is removed.
+handler).  SIGUSR2 (or ``runtime.request_restart()``) stops the daemon like
+SIGTERM and then starts it again with the same command line (``exec`` of
+``sys.orig_argv``, so a foreground daemon keeps its pid and a detached one
+detaches again); the node daemon uses it after a simulated power cycle.
+On exit the pid file is removed.
 """
 
 from __future__ import annotations
@@ -121,6 +125,7 @@ class DaemonRuntime:
     paths: Paths
     logs: LogHandle | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
+    restart_requested: bool = False
     _stop_callbacks: list[Callable[[], None]] = field(default_factory=list)
     _reopen_callbacks: list[Callable[[], None]] = field(default_factory=list)
 
@@ -146,6 +151,11 @@ class DaemonRuntime:
                     logger.exception("Stop callback %r failed", fn)
 
         threading.Thread(target=_run_callbacks, name="daemon-stop", daemon=True).start()
+
+    def request_restart(self) -> None:
+        """Stop as :meth:`request_stop` does, then start again (see the module docstring)."""
+        self.restart_requested = True
+        self.request_stop()
 
     def reopen(self) -> None:
         """Reopen log files and run the reopen callbacks."""
@@ -192,10 +202,14 @@ def run_daemon(name: str, *, exec_fn: Callable[[DaemonRuntime, Any], None] | Non
         sys.stderr.write(f"{name}: cannot start: {exc}\n")
         return 1
     if options.foreground:
-        return _run(name, options, paths, pidfile, prepare_fn, exec_fn, None)
+        code, restart = _run(name, options, paths, pidfile, prepare_fn, exec_fn, None)
+        if restart:
+            _restart(name, argv)
+        return code
 
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:   # None when started with a closed descriptor
+            stream.flush()
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid:
@@ -209,11 +223,40 @@ def run_daemon(name: str, *, exec_fn: Callable[[DaemonRuntime, Any], None] | Non
             detach_process=True, files_preserve=[pidfile.fileno(), wfd],
             signal_map={}, umask=0o022, working_directory="/", prevent_core=False)
         context.open()
-        code = _run(name, options, paths, pidfile, prepare_fn, exec_fn, wfd)
+        code, restart = _run(name, options, paths, pidfile, prepare_fn, exec_fn, wfd)
+        if restart:
+            _restart(name, argv)
     except BaseException:   # never return into the caller's stack from a fork
         logger.exception("Daemon %s failed", name)
     finally:
         os._exit(code)
+
+
+def _restart(name: str, argv: list[str] | None) -> None:
+    """Replace this process by a new start of the same command line.
+
+    Only for a daemon started from its own command line (``argv`` None): a
+    daemon embedded in another program (``run_daemon(argv=...)``) just stops.
+    """
+    if argv is not None:
+        logger.warning("%s: restart requested inside another program; stopping only", name)
+        return
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    # a detached daemon's standard descriptors may be closed (and their numbers
+    # reused by close-on-exec files); the new start needs them open across exec
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        try:
+            keep = os.get_inheritable(fd)
+        except OSError:
+            keep = False
+        if not keep:
+            os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
 
 def _wait_for_startup(name: str, pid: int, rfd: int) -> int:
@@ -244,7 +287,9 @@ def _notify(fd: int | None, message: bytes) -> None:
 
 def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
          prepare_fn: Callable[[DaemonRuntime], Any] | None,
-         exec_fn: Callable[[DaemonRuntime, Any], None] | None, notify_fd: int | None) -> int:
+         exec_fn: Callable[[DaemonRuntime, Any], None] | None,
+         notify_fd: int | None) -> tuple[int, bool]:
+    """Run the daemon; its exit status, and whether it asked to be restarted."""
     pidfile.write_pid()
     logs = setup_logging(paths.daemon_log_file(name), debug=options.debug,
                          stderr=options.foreground, program=name)
@@ -253,6 +298,7 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
         signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: runtime.request_stop()),
         signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: runtime.request_stop()),
         signal.SIGHUP: signal.signal(signal.SIGHUP, lambda *_: runtime.reopen()),
+        signal.SIGUSR2: signal.signal(signal.SIGUSR2, lambda *_: runtime.request_restart()),
     }
     try:
         try:
@@ -260,7 +306,7 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
         except Exception as exc:
             logger.exception("%s failed to start", name)
             _notify(notify_fd, f"{type(exc).__name__}: {exc}".encode("utf-8", "replace"))
-            return 1
+            return 1, False
         _notify(notify_fd, _READY)
         logger.info("%s started (pid %d)", name, os.getpid())
         if exec_fn is None:
@@ -268,11 +314,14 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
                 pass
         else:
             exec_fn(runtime, state)
+        if runtime.restart_requested:
+            logger.info("%s stopped; restarting", name)
+            return 0, True
         logger.info("%s stopped", name)
-        return 0
+        return 0, False
     except Exception:
         logger.exception("%s died on an unexpected error", name)
-        return 1
+        return 1, False
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

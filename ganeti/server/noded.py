@@ -243,7 +243,8 @@ class NodedRequestHandler(http.server.BaseHTTPRequestHandler):
         """Run the backend function of ``call``; the ``[success, payload]`` envelope."""
         server = self.server
         ctx = NodeContext(paths=server.paths, hostname=server.hostname,
-                          noded_port=server.server_address[1], stop_daemon=server.stop_parent)
+                          noded_port=server.server_address[1], stop_daemon=server.stop_parent,
+                          restart_daemon=server.restart_parent)
         server.request_ctx = ctx
         start = time.monotonic()
         try:
@@ -543,6 +544,10 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
     def stop_parent(self) -> None:
         """Ask the accepting parent to stop (used from a child)."""
         os.kill(self.parent_pid, signal.SIGTERM)
+
+    def restart_parent(self) -> None:
+        """Ask the accepting parent to stop and start again, same options (from a child)."""
+        os.kill(self.parent_pid, signal.SIGUSR2)
 
     def server_close(self) -> None:
         self.stop_spares()

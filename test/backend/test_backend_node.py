@@ -132,3 +132,41 @@ def test_set_watcher_pause(ctx) -> None:
     assert not os.path.exists(ctx.paths.watcher_pause_file)
     with pytest.raises(errors.ParameterError):
         node.set_watcher_pause(ctx, float("nan"))
+
+
+def test_powercycle_answers_first_then_cycles_and_restarts(ctx) -> None:
+    from ganeti.hypervisor.fake import FakeHypervisor
+    events: list[str] = []
+    ctx.restart_daemon = lambda: events.append("restart")
+    hv = FakeHypervisor(ctx.paths, clock=ctx.clock)
+    from ganeti.hypervisor import base
+    hv.start_instance(base.InstanceSpec(name="i1.example.com", uuid="u1", memory=128, vcpus=1,
+                                        hvparams={}, beparams={}, nics=()), [])
+    message = node.node_powercycle(ctx, constants.HT_FAKE, {})
+    assert "node1.example.com" in message
+    assert hv.list_instances() == ["i1.example.com"] and events == []   # nothing before the answer
+    assert len(ctx.after_response) == 1
+    ctx.after_response[0]()
+    assert hv.list_instances() == [] and events == ["restart"]
+    assert hv.powercycles() == [{"time": 1234.5, "instances": ["i1.example.com"]}]
+
+
+def test_powercycle_restarts_even_when_the_hypervisor_fails(ctx, monkeypatch) -> None:
+    from ganeti.hypervisor.fake import FakeHypervisor
+    events: list[str] = []
+    ctx.restart_daemon = lambda: events.append("restart")
+
+    def broken(self, hvparams):
+        raise errors.HypervisorError("no power")
+
+    monkeypatch.setattr(FakeHypervisor, "powercycle_node", broken)
+    node.node_powercycle(ctx, constants.HT_FAKE, {})
+    with pytest.raises(errors.HypervisorError):
+        ctx.after_response[0]()
+    assert events == ["restart"]
+
+
+def test_powercycle_with_an_unknown_hypervisor_fails_at_once(ctx) -> None:
+    with pytest.raises(errors.HypervisorError):
+        node.node_powercycle(ctx, "nosuch", {})
+    assert ctx.after_response == []

@@ -238,3 +238,40 @@ def test_node_remove_runs_post_hooks_on_the_node_before_it_leaves(tmp_path) -> N
                       ("leave", node_name(3)),
                       ("post", node_name(1), False), ("post", node_name(2), False)]
     assert any("10-log failed on node " + node_name(3) in str(w) for w in warnings)
+
+
+# --- power cycle ------------------------------------------------------------------
+
+def test_powercycle_sends_one_rpc_with_the_default_hypervisor(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, nodes=3)
+    cluster = cfg.get_cluster_info()
+    cluster.hvparams = {constants.HT_FAKE: {"migration_mode": "live"}}
+    cfg.update(cluster)
+    rpc.set_result("node_powercycle", node_name(2), "Power cycle of node2 scheduled")
+    result, _, _ = run_opcode(ctx, onode.OpNodePowercycle(node_name=node_name(2)))
+    assert result == "Power cycle of node2 scheduled"
+    assert rpc.calls_to("node_powercycle") == [
+        ([node_name(2)], [constants.HT_FAKE, {"migration_mode": "live"}])]
+
+
+def test_powercycle_of_the_master_needs_force(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, nodes=2)
+    with pytest.raises(errors.OpPrereqError, match="is the master and the force"):
+        run_opcode(ctx, onode.OpNodePowercycle(node_name=node_name(1)))
+    assert rpc.calls_to("node_powercycle") == []
+    run_opcode(ctx, onode.OpNodePowercycle(node_name=node_name(1), force=True))
+    assert rpc.nodes_called("node_powercycle") == {node_name(1)}
+
+
+def test_powercycle_reports_a_failing_node(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, nodes=2)
+    rpc.set_failure("node_powercycle", node_name(2), "connection refused")
+    with pytest.raises(errors.OpExecError, match="power cycle of .*connection refused"):
+        run_opcode(ctx, onode.OpNodePowercycle(node_name=node_name(2)))
+
+
+def test_powercycle_of_an_unknown_node_is_refused(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, nodes=2)
+    with pytest.raises(errors.OpPrereqError):
+        run_opcode(ctx, onode.OpNodePowercycle(node_name="nosuch.example.com"))
+    assert rpc.calls_to("node_powercycle") == []

@@ -214,3 +214,30 @@ def test_bad_instance_names(tmp_path, name):
 def test_instance_spec_round_trips_through_serializer():
     s = spec()
     assert serializer.from_data(base.InstanceSpec, serializer.loads(serializer.dumps(s))) == s
+
+
+def test_powercycle_removes_every_guest_and_records_the_cycle(tmp_path):
+    clock = Clock(5000.0)
+    hv = make_hv(tmp_path, clock=clock)
+    hv.start_instance(spec("a.example.com"), [])
+    hv.start_instance(spec("b.example.com"), [])
+    assert hv.powercycles() == []
+    hv.powercycle_node({})
+    assert hv.list_instances() == []
+    assert hv.get_node_info()["memory_free"] == make_hv(tmp_path).get_node_info()["memory_free"]
+    clock.advance(10)
+    hv.powercycle_node({})
+    assert hv.powercycles() == [
+        {"time": 5000.0, "instances": ["a.example.com", "b.example.com"]},
+        {"time": 5010.0, "instances": []}]
+    hv.start_instance(spec("a.example.com"), [])   # the record is no guest
+    assert hv.list_instances() == ["a.example.com"]
+
+
+def test_base_hypervisor_refuses_powercycle_by_default(tmp_path):
+    class Bare(FakeHypervisor):
+        NAME = "bare"
+        powercycle_node = base.BaseHypervisor.powercycle_node
+
+    with pytest.raises(errors.HypervisorError, match="bare cannot power-cycle"):
+        Bare(pathutils.Paths(root=str(tmp_path))).powercycle_node({})
