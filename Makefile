@@ -4,12 +4,12 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test lint unit demo bench clean debian-deps
+.PHONY: all venv test lint unit demo bench clean debian-deps test-calendar
 
 all: test
 
 # System packages some features need (only installed when missing, as root).
-DEBIAN_PACKAGES :=
+DEBIAN_PACKAGES := faketime tzdata
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -34,6 +34,13 @@ unit: venv
 	$(VPY) -m pytest test
 
 test: venv debian-deps lint unit
+
+# The whole suite with every process on a faked clock (libfaketime): the 1st of
+# a month east of UTC, then the 15th late at night west of it.  Slower than
+# `make test`; CI runs the CLI job tests this way (test/integration/test_calendar.py).
+test-calendar: venv debian-deps
+	TZ=Asia/Kolkata faketime "2027-03-01 00:30:00" $(VPY) -m pytest test -p no:cacheprovider
+	TZ=America/New_York faketime "2027-03-15 23:59:30" $(VPY) -m pytest test -p no:cacheprovider
 
 demo: venv debian-deps
 	@$(VPY) -m compileall -q ganeti >/dev/null
