@@ -6,8 +6,8 @@ Layers (imports point downward only; ``test/test_layering.py`` checks it):
 2. data: objects, parameters, opcodes, rpc.defs
 3. mechanisms: locking, config (+ configcheck), ssconf, crypto, luxi, query, rpc.client,
    rpc.transport
-4. logic: master side cmdlib <- mcpu <- jqueue; node side backend ->
-   hypervisor, storage (plug-ins import layers 1-2 only)
+4. logic: master side replication <- cmdlib <- mcpu <- jqueue; node side
+   backend -> hypervisor, storage (plug-ins import layers 1-2 only)
 5. front ends: cli, client, rapi, watcher, tools
 6. wiring: server (daemon mains); nothing imports it
 """

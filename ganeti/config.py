@@ -25,7 +25,7 @@ reported: one call may cover many changes.  The in-memory config may
 already be newer than ``data`` (never older); read ``serial``, not
 ``get_serial_no()``.  The callback must return quickly and must not call
 mutators.  The master daemon's callback
-(``cmdlib.common.Replicator.on_config_change``) only queues the bytes;
+(``ganeti.replication.Replicator.on_config_change``) only queues the bytes;
 replication happens outside the lock, and the job processor waits for it
 (``wait_replicated``) before reporting success.
 :meth:`ConfigWriter.last_saved_serial` tells a thread which serial its own

@@ -27,7 +27,7 @@ class MasterContext:
     * ``hooks_runner``: object with ``run_hooks(lu, phase, feedback_fn)``,
       or None (hooks are skipped).
     * ``replicator``: object with ``wait_replicated(serial) -> bool``
-      (:class:`ganeti.cmdlib.common.Replicator`), or None (nothing to wait for).
+      (:class:`ganeti.replication.Replicator`), or None (nothing to wait for).
     * ``paths``: the node's :class:`ganeti.pathutils.Paths`.
     * ``node_info_cache``: a :class:`ganeti.cmdlib.liveinfo.NodeInfoCache`
       for the live fields of node queries, or None (always ask the nodes).

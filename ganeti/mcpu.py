@@ -34,7 +34,7 @@ with ``constants.HOOKS_PHASE_PRE`` before ``Exec`` (raising
 (failures are only logged).
 
 **Config replication.**  When ``context.replicator`` is set (the master
-daemon's :class:`ganeti.cmdlib.common.Replicator`), an opcode whose
+daemon's :class:`ganeti.replication.Replicator`), an opcode whose
 ``Exec`` changed the configuration (``cfg.last_saved_serial()``, the serial
 of the calling thread's newest save, grew) waits, after
 ``Exec`` and before the post hooks and before reporting success, for

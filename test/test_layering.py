@@ -24,13 +24,13 @@ LAYERS = {
     "ganeti.cmdlib": 4, "ganeti.mcpu": 4, "ganeti.jqueue": 4,
     "ganeti.hooksmaster": 4, "ganeti.iallocator": 4, "ganeti.context": 4,
     "ganeti.backend": 4, "ganeti.hypervisor": 4, "ganeti.storage": 4,
-    "ganeti.osapi": 4,
+    "ganeti.osapi": 4, "ganeti.replication": 4,
     "ganeti.cli": 5, "ganeti.client": 5, "ganeti.rapi": 5,
     "ganeti.watcher": 5, "ganeti.tools": 5,
     "ganeti.server": 6,
 }
 MASTER_SIDE = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.jqueue", "ganeti.hooksmaster",
-               "ganeti.iallocator", "ganeti.context")
+               "ganeti.iallocator", "ganeti.context", "ganeti.replication")
 NODE_SIDE = ("ganeti.backend", "ganeti.hypervisor", "ganeti.storage", "ganeti.osapi")
 PLUGINS = ("ganeti.hypervisor", "ganeti.storage")
 FRONT_ENDS = ("ganeti.cli", "ganeti.client", "ganeti.rapi", "ganeti.tools", "ganeti.watcher")

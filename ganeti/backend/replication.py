@@ -4,9 +4,9 @@
 order, what ``upload_file`` of ``config.data``, ``write_ssconf_files`` and
 ``jobqueue_update_many`` do separately, with the same checks (allow-list,
 ssconf key syntax, queue directory confinement).  The master's replicator
-(``cmdlib.common.Replicator``) sends it to the candidates so that a config
-change and the job files committed meanwhile cost one forked request per
-candidate instead of three (doc/design/replication.md).
+(``ganeti.replication.Replicator``) sends it to the candidates so that a
+config change and the job files committed meanwhile cost one forked
+request per candidate instead of three (doc/design/replication.md).
 
 Every part is attempted even when an earlier one fails; the failures are
 reported together.  The reply is the node's non-empty hook directory

@@ -21,11 +21,12 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
-from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats, copy_queue,
+from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats,
                                   decide_self_promotion, expand_group, expand_node,
                                   is_eligible, node_role, redistribute, select_named)
 from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
 from ganeti.objects import Node
+from ganeti.replication import copy_queue
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.utils import validation
 
@@ -71,8 +72,8 @@ def sync_queue_to(context: Any, node_name: str) -> None:
     """Copy the master's unarchived job files (and serial/version) to a new candidate.
 
     Through the replicator when there is one (ordered with the job-file
-    updates, see :meth:`Replicator.replicate_queue_to`), waiting a bounded
-    time for it; otherwise directly (:func:`copy_queue`).
+    updates, see :meth:`ganeti.replication.Replicator.replicate_queue_to`), waiting a bounded
+    time for it; otherwise directly (:func:`ganeti.replication.copy_queue`).
     """
     if context.rpc is None:
         return

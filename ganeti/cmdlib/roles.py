@@ -5,7 +5,7 @@ Master candidate demotion
 A node that stops being a master candidate (``gnt-node modify -C no``,
 auto-demotion by ``-O yes``/``-D yes``/``--master-capable no``, or a
 smaller ``candidate_pool_size``) no longer receives config replication
-(the :class:`~ganeti.cmdlib.common.Replicator` targets only candidates), so
+(the :class:`~ganeti.replication.Replicator` targets only candidates), so
 its ``config.data`` would go stale: :func:`demote_from_candidates` calls
 ``node_demote_from_mc`` there, which backs the file up and removes it.
 :func:`shrink_candidate_pool` picks the candidates to demote when the pool
@@ -32,7 +32,8 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.common import REPLICATION_TIMEOUT, cluster_hooks_nodes
+from ganeti.cmdlib.common import cluster_hooks_nodes
+from ganeti.replication import REPLICATION_TIMEOUT
 
 __all__ = ["shrink_candidate_pool", "demote_from_candidates", "master_ip_params",
            "master_ip_hooks_env", "activate_master_ip", "deactivate_master_ip",

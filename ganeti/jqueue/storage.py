@@ -22,7 +22,7 @@ it, ``replicate(file_name, b"")`` when it is set) and
 ``replicate_rename(old, new)`` on archiving; the defaults do nothing.  The
 callbacks run in the writer thread (``replicate_drain``: in the caller's),
 so they must return quickly (the master's replicator only queues the work,
-see ``cmdlib.common.Replicator``).
+see ``ganeti.replication.Replicator``).
 """
 
 from __future__ import annotations

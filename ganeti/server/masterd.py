@@ -31,7 +31,6 @@ from typing import Any
 from ganeti import config, constants, errors, locking, luxi, query, watcherpause
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
-from ganeti.cmdlib.common import Replicator
 from ganeti.cmdlib import liveinfo
 from ganeti.cmdlib.hooksrunner import HooksRunner
 from ganeti.context import MasterContext
@@ -39,6 +38,7 @@ from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
+from ganeti.replication import Replicator
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 
 __all__ = ["main", "LuxiDispatcher", "MasterServer", "build_context"]
@@ -325,8 +325,8 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
         nodes=list(data.nodes), nodegroups=list(data.nodegroups),
         instances=[inst.name for inst in data.instances.values()], monitor=monitor)
     rpc = _build_rpc(cfg, paths, rpc_timeout_scale) if with_rpc else None
-    # replication (seed 004): config to candidates, ssconf to every node,
-    # job files to candidates; see cmdlib.common.Replicator
+    # replication: config to candidates, ssconf to every node, job files to
+    # candidates; see ganeti.replication and doc/design/replication.md
     replicator = Replicator(paths, rpc)
     replicator.refresh_targets(cfg)
     change_hooks.append(lambda raw, serial: replicator.on_config_change(cfg, raw, serial))

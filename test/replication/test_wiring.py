@@ -1,4 +1,4 @@
-"""Replication of config, ssconf and job files (seed 004) as wired by the master daemon."""
+"""Replication of config, ssconf and job files as wired by the master daemon."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import sys
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fakes import FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti import opcodes, ssconf  # noqa: E402
-from ganeti.cmdlib.common import Replicator  # noqa: E402
 from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
+from ganeti.replication import Replicator  # noqa: E402
 from ganeti.server import masterd  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Coalescing replication (cmdlib.common.Replicator) and the processor's wait for it."""
+"""Coalescing replication (ganeti.replication.Replicator) and the processor's wait for it."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fakes import FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
 
 from ganeti import opcodes, serializer  # noqa: E402
 from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
-from ganeti.cmdlib.common import Replicator  # noqa: E402
 from ganeti.mcpu import NullCallbacks, Processor  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
+from ganeti.replication import Replicator  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -188,9 +188,9 @@ def test_drain_flag_changes_coalesce_to_the_last(tmp_path) -> None:
 
 
 def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypatch) -> None:
-    from ganeti.cmdlib import common
+    from ganeti.replication import driver
     clock = [1000.0]
-    monkeypatch.setattr(common.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(driver.time, "monotonic", lambda: clock[0])
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     q = paths.queue_dir
     os.makedirs(q)
@@ -204,20 +204,20 @@ def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypa
     assert rep.flush(timeout=10)
     # no copy at once: the first resync waits one interval
     assert [c[0] for c in rpc.calls] == ["jobqueue_update_many"]
-    clock[0] += common.QUEUE_RESYNC_INTERVAL
+    clock[0] += driver.QUEUE_RESYNC_INTERVAL
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
     assert [c[:2] for c in rpc.calls[1:]] == [
         ("jobqueue_update_many", [node_name(2), node_name(3)]),
         ("jobqueue_sync", [node_name(3)])]                  # failed: next try in 2 intervals
-    clock[0] += common.QUEUE_RESYNC_INTERVAL
+    clock[0] += driver.QUEUE_RESYNC_INTERVAL
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
     assert [c[0] for c in rpc.calls[3:]] == ["jobqueue_update_many"]
     # the node is back; once the backoff has passed the next operation brings it all
     rpc.set_result("jobqueue_update_many", node_name(3), None)
     rpc.set_result("jobqueue_sync", node_name(3), [])
-    clock[0] += common.QUEUE_RESYNC_INTERVAL
+    clock[0] += driver.QUEUE_RESYNC_INTERVAL
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
     assert rpc.calls[4:] == [
@@ -235,10 +235,10 @@ def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypa
 
 
 def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
-    from ganeti.cmdlib import common
+    from ganeti.replication import driver
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=4)
     os.makedirs(paths.queue_dir)
-    monkeypatch.setattr(common, "QUEUE_COPY_CHUNK", 10)
+    monkeypatch.setattr(driver, "QUEUE_COPY_CHUNK", 10)
     for idx in range(1, 6):
         with open(os.path.join(paths.queue_dir, f"job-{idx}"), "w") as fh:
             fh.write("x" * 4)
@@ -250,7 +250,7 @@ def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
         wanted.append([node_name(2), node_name(3)])
         return keep
 
-    assert common.copy_queue(rpc, paths, [node_name(2), node_name(3), node_name(4)],
+    assert driver.copy_queue(rpc, paths, [node_name(2), node_name(3), node_name(4)],
                              still_wanted=still_wanted) == [node_name(2)]
     sent = [(proc, nodes, [name for name, _ in args[0]]) for proc, nodes, args in rpc.calls]
     q = "/var/lib/ganeti/queue/"
@@ -264,16 +264,16 @@ def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
 
 
 def test_an_unreadable_queue_sends_nothing(tmp_path, monkeypatch) -> None:
-    from ganeti.cmdlib import common
+    from ganeti.replication import driver
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     os.makedirs(paths.queue_dir)
 
     def listdir(path):
         raise OSError(24, "Too many open files")
 
-    monkeypatch.setattr(common.os, "listdir", listdir)
+    monkeypatch.setattr(driver.os, "listdir", listdir)
     # a partial or empty list must never make the node archive its queue
-    assert common.copy_queue(rpc, paths, [node_name(3)]) == [node_name(3)]
+    assert driver.copy_queue(rpc, paths, [node_name(3)]) == [node_name(3)]
     monkeypatch.undo()
     assert rpc.calls == []
     rep.stop(timeout=5)
@@ -421,8 +421,8 @@ def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:
 def test_an_idle_queue_still_resyncs_a_stale_candidate(tmp_path, monkeypatch) -> None:
     import time
 
-    from ganeti.cmdlib import common
-    monkeypatch.setattr(common, "QUEUE_RESYNC_INTERVAL", 0.2)
+    from ganeti.replication import driver
+    monkeypatch.setattr(driver, "QUEUE_RESYNC_INTERVAL", 0.2)
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     os.makedirs(paths.queue_dir)
     rpc.set_failure("jobqueue_update_many", node_name(3), "down")
@@ -443,8 +443,8 @@ def test_an_idle_queue_still_resyncs_a_stale_candidate(tmp_path, monkeypatch) ->
 def test_flush_waits_for_a_resync_in_flight(tmp_path, monkeypatch) -> None:
     # node removal and demotion flush before contacting the node: a copy still
     # on its way would land after the node left
-    from ganeti.cmdlib import common
-    monkeypatch.setattr(common, "QUEUE_RESYNC_INTERVAL", 0.1)
+    from ganeti.replication import driver
+    monkeypatch.setattr(driver, "QUEUE_RESYNC_INTERVAL", 0.1)
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     os.makedirs(paths.queue_dir)
     rpc.set_failure("jobqueue_update_many", node_name(3), "down")
