@@ -1,13 +1,14 @@
-"""The master's replicator: keeps master candidates and nodes up to date.
+"""The thread driver of the master's replication: threads, RPC calls, queue files.
 
 :class:`Replicator` is wired by the master daemon as the ConfigWriter's
-``on_change`` and the JobStorage's ``replicate_*`` callbacks.  Config and
-job files go to the online master candidates other than the master;
-ssconf goes to every online node (and is written locally).  The network
-work runs in the replicator's own threads, coalesced; jobs wait for
-:meth:`Replicator.wait_replicated` before reporting success.  When more
-than half of the targets fail, an error is logged, otherwise a warning
-(:func:`report_failures`).  Design: doc/design/replication.md.
+``on_change`` and the JobStorage's ``replicate_*`` callbacks.  Every
+decision (targets, coalescing, order, stale candidates and their resync
+backoff, what a flush waits for) is made by its
+:class:`~ganeti.replication.core.ReplicationPlan`; this module only runs
+it: two background threads execute what the plan hands out, as RPC calls
+and queue-file reads, and report the outcome back (doc/design/replication.md,
+"Core and driver").  When more than half of the targets of a fan-out fail,
+an error is logged, otherwise a warning (:func:`report_failures`).
 """
 
 from __future__ import annotations
@@ -17,36 +18,26 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from ganeti import ssconf
-from ganeti.objects import Node
+from ganeti.config import ConfigWriter
 from ganeti.pathutils import Paths
+from ganeti.replication.core import (JOB_LINGER, QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
+                                     QUEUE_RESYNC_MAX_INTERVAL, REPLICATION_TIMEOUT,
+                                     ConfigSend, DrainFlag, FileUpdate, JobBatch, JobOp,
+                                     PushOutcome, QueueCopy, Renames, ReplicationPlan,
+                                     plan_queue_copy, replication_targets)
+from ganeti.rpc.client import RpcResult, RpcRunner
 from ganeti.rpc.defs import to_canonical
 
-__all__ = ["Replicator", "report_failures", "read_queue_files", "copy_queue",
-           "REPLICATION_TIMEOUT", "JOB_LINGER", "QUEUE_RESYNC_INTERVAL",
-           "QUEUE_RESYNC_MAX_INTERVAL", "QUEUE_COPY_CHUNK"]
+__all__ = ["Replicator", "report_failures", "read_queue_files", "copy_queue"]
 
 logger = logging.getLogger(__name__)
 
 FeedbackFn = Callable[[str], None]
 
-#: Seconds a replication fan-out may take: jobs wait for config replication
-#: before reporting success, so a hung candidate must not stall them for a
-#: full RPC timeout.
-REPLICATION_TIMEOUT = 15.0
-# How long the job replication thread leaves freshly queued job files for a
-# config push (already pending or in flight) to carry in the same RPC.
-JOB_LINGER = 0.05
-#: seconds before resynchronising a candidate that missed job-file updates; it
-#: doubles while the node keeps failing, up to QUEUE_RESYNC_MAX_INTERVAL
-QUEUE_RESYNC_INTERVAL = 5.0
-QUEUE_RESYNC_MAX_INTERVAL = 60.0
 
-
-
-def report_failures(what: str, results: dict[str, Any],
+def report_failures(what: str, results: dict[str, RpcResult],
                     feedback_fn: FeedbackFn | None = None) -> list[str]:
     """Log per-node failures of one fan-out; returns the failing node names.
 
@@ -64,12 +55,7 @@ def report_failures(what: str, results: dict[str, Any],
     return failed
 
 
-
-def _online_names(nodes: Iterable[Node], exclude: Iterable[str] = ()) -> list[str]:
-    skip = set(exclude)
-    return sorted(n.name for n in nodes if not n.offline and n.uuid not in skip)
-
-
+# --- queue files ----------------------------------------------------------------------
 
 def read_queue_files(paths: Paths) -> tuple[int, list[tuple[str, bytes]]]:
     """``(serial, files)``: the queue serial, then ``(path, content)`` of the
@@ -100,23 +86,26 @@ def read_queue_files(paths: Paths) -> tuple[int, list[tuple[str, bytes]]]:
     return serial, out
 
 
-#: bytes of job files per request when a whole queue is copied to a candidate
-QUEUE_COPY_CHUNK = 4 << 20
+def _wire_files(root: str, files: Iterable[tuple[str, bytes]]) -> list[list[str]]:
+    """``[[canonical name, text], ...]``: job files as the queue RPCs take them."""
+    return [[to_canonical(root, path), data.decode("utf-8")] for path, data in files]
 
 
-def copy_queue(rpc: Any, paths: Paths, node_names: list[str], *,
+def copy_queue(rpc: RpcRunner, paths: Paths, node_names: list[str], *,
                timeout: float | None = None,
-               still_wanted: Callable[[list[str]], list[str]] | None = None) -> list[str]:
+               still_wanted: Callable[[list[str]], list[str]] | None = None,
+               chunk: int = QUEUE_COPY_CHUNK) -> list[str]:
     """Give ``node_names`` the master's whole unarchived queue; returns the nodes that failed.
 
     The files (read now) go in ``jobqueue_update_many`` requests of about
-    :data:`QUEUE_COPY_CHUNK` bytes, the last part in ``jobqueue_sync``
-    together with every top-level name and the queue serial, so the node
-    then archives the job files (up to that serial) the master no longer
-    has and drops a drain flag the master has not got.  ``still_wanted``
-    filters the targets before each request (nodes that stopped being
-    candidates meanwhile get nothing more).  If the master's queue cannot
-    be read, nothing is sent and every target counts as failed.
+    ``chunk`` bytes (:func:`~ganeti.replication.core.plan_queue_copy`), the
+    last part in ``jobqueue_sync`` together with every top-level name and
+    the queue serial, so the node then archives the job files (up to that
+    serial) the master no longer has and drops a drain flag the master has
+    not got.  ``still_wanted`` filters the targets before each request
+    (nodes that stopped being candidates meanwhile get nothing more).  If
+    the master's queue cannot be read, nothing is sent and every target
+    counts as failed.
     """
     targets = list(dict.fromkeys(node_names))
     try:
@@ -125,139 +114,93 @@ def copy_queue(rpc: Any, paths: Paths, node_names: list[str], *,
         logger.error("Cannot read the job queue to copy it to %s: %s", ", ".join(targets), exc)
         return targets
     names = [os.path.basename(path) for path, _ in files]
-    chunks: list[list[list[str]]] = [[]]
-    size = 0
-    for path, data in files:
-        if chunks[-1] and size + len(data) > QUEUE_COPY_CHUNK:
-            chunks.append([])
-            size = 0
-        chunks[-1].append([to_canonical(paths.root, path), data.decode("utf-8")])
-        size += len(data)
+    parts = plan_queue_copy(files, chunk)
     failed: list[str] = []
-    for idx, chunk in enumerate(chunks):
+    for idx, part in enumerate(parts):
         if still_wanted is not None:
             targets = still_wanted(targets)
         if not targets:
             break
-        if idx < len(chunks) - 1:
-            res = rpc.call("jobqueue_update_many", targets, [chunk], timeout=timeout)
+        items = _wire_files(paths.root, part)
+        if idx < len(parts) - 1:
+            res = rpc.call("jobqueue_update_many", targets, [items], timeout=timeout)
         else:
-            res = rpc.call("jobqueue_sync", targets, [chunk, names, serial], timeout=timeout)
+            res = rpc.call("jobqueue_sync", targets, [items, names, serial], timeout=timeout)
         bad = report_failures("Job queue copy", res)
         failed.extend(bad)
         targets = [name for name in targets if name not in bad]
     return failed
 
 
-class _ConfigPush:
-    """One config state to replicate (the newest wins)."""
-
-    __slots__ = ("serial", "data", "candidates", "nodes", "ssconf")
-
-    def __init__(self, serial: int, data: bytes, candidates: list[str], nodes: list[str],
-                 ssconf_values: dict[str, str]) -> None:
-        self.serial = serial
-        self.data = data
-        self.candidates = candidates
-        self.nodes = nodes
-        self.ssconf = ssconf_values
-
+# --- the replicator -------------------------------------------------------------------
 
 class Replicator:
     """Keeps master candidates (config, queue) and nodes (ssconf) up to date.
 
     Design (doc/design/replication.md): nothing slow runs under the config
-    lock or in the job queue's writer thread.  Two background threads
-    (started on first use) do the network work and *coalesce*:
+    lock or in the job queue's writer thread.  Callers only queue work in
+    the :class:`~ganeti.replication.core.ReplicationPlan` and return; two
+    background threads (started on first use) do the network work:
 
-    * **config** (``on_config_change(cfg, data, serial)``, the
-      ConfigWriter's ``on_change``, called in serial order once ``data``
-      (holding ``serial``) is durable on the master, with the config lock
-      held): records the newest ``(serial, bytes, targets, ssconf values)``
-      and returns.  The config
-      thread sends only the newest pending state: ``upload_file`` of
-      ``config.data`` to the online candidates and, when the ssconf values
-      changed, the local ssconf files plus ``write_ssconf_files`` to every
-      online node, the two fan-outs in parallel.  Then it marks that serial
-      replicated.  :meth:`wait_replicated` blocks until a serial (or a newer
-      one) has been pushed: the processor calls it after ``Exec`` so a job
-      never reports success before its config change reached the candidates.
-    * **jobs** (``replicate_job_files(batch)`` after each group commit,
-      ``replicate_rename(old, new)`` on archiving, ``replicate_drain_flag``,
-      ``replicate_queue_to`` for new candidates): an ordered list of
-      operations; consecutive updates merge into one ``{file: content}``
-      (latest content per file wins), renames keep their place relative to
-      updates.  Each update segment is one ``jobqueue_update_many`` RPC per
-      candidate (all candidates in parallel), each rename segment one
-      ``jobqueue_rename``.
+    * **config** (:meth:`on_config_change`, the ConfigWriter's
+      ``on_change``): sends the newest pending push, one
+      ``replicate_state`` RPC per online candidate (config bytes, the
+      ssconf values when they changed, and the first pending job-file
+      update), and, when the ssconf values changed, writes the local
+      ssconf files and sends ``write_ssconf_files`` to the other online
+      nodes in parallel.  :meth:`wait_replicated` blocks until a serial
+      (or a newer one) has been pushed: the processor calls it after
+      ``Exec`` so a job never reports success before its config change
+      reached the candidates.
+    * **jobs** (:meth:`replicate_job_files` after each group commit,
+      :meth:`replicate_rename` on archiving, :meth:`replicate_drain_flag`,
+      :meth:`replicate_queue_to` for new candidates): sends the plan's
+      segments in order, one ``jobqueue_update_many``,
+      ``jobqueue_rename``, ``jobqueue_set_drain_flag`` or queue copy each,
+      then resynchronises stale candidates (:func:`copy_queue`), also on
+      its own when the queue is idle.  While a config push is pending or
+      in flight it lingers up to ``job_linger`` seconds so that the push
+      can carry the files.
 
-    A config push to the candidates is one ``replicate_state`` RPC each,
-    carrying the config bytes, the ssconf values when they changed, and
-    the first pending job-file update segment (so a job's files and its
-    config change usually travel together).  While a config push is
-    pending or in flight the job thread lingers up to :data:`JOB_LINGER`
-    before sending job files on its own.  Job-file sends never overlap
-    (``_job_busy``), so a candidate gets each file's versions in order.
-
-    Failures are logged by :func:`report_failures` (more than half of the
-    targets failing is an error); a later push sends the full
-    newest data again, so a candidate that missed one catches up.  A
-    candidate that missed a job-file operation is *stale*: after
-    :data:`QUEUE_RESYNC_INTERVAL` seconds (doubling while it keeps failing,
-    up to :data:`QUEUE_RESYNC_MAX_INTERVAL`) the job thread sends it the
-    whole queue (:func:`copy_queue`; what it holds beyond that, up to the
-    master's serial, gets archived), after the pending operations or on
-    its own when the queue is idle; :meth:`flush` waits for such a copy.  Without
-    RPC only the local ssconf files are written.  :meth:`flush` waits for
-    everything queued so far; :meth:`stop` flushes and ends the threads.
+    Failures are logged by :func:`report_failures`; a later push sends
+    the full newest data again.  Without RPC only the local ssconf files
+    are written.  :meth:`flush` waits for everything queued so far
+    (including a resync in flight); :meth:`stop` flushes and ends the
+    threads, after which work is done in the caller's thread.
     """
 
-    def __init__(self, paths: Paths, rpc: Any, *, timeout: float = REPLICATION_TIMEOUT,
-                 job_linger: float = JOB_LINGER) -> None:
+    def __init__(self, paths: Paths, rpc: RpcRunner | None, *,
+                 timeout: float = REPLICATION_TIMEOUT, job_linger: float = JOB_LINGER,
+                 clock: Callable[[], float] = time.monotonic,
+                 resync_interval: float = QUEUE_RESYNC_INTERVAL) -> None:
         self.paths = paths
         self.rpc = rpc
         self.timeout = timeout
         self.job_linger = job_linger
-        self._lock = threading.Lock()
-        self._candidates: list[str] = []
-        self._nodes: list[str] = []
-        self._last_ssconf: dict[str, str] | None = None
+        # the plan and the flags below are guarded by _cond
         self._cond = threading.Condition()
+        self._plan = ReplicationPlan(clock, resync_interval=resync_interval,
+                                     resync_max_interval=QUEUE_RESYNC_MAX_INTERVAL)
         self._stopped = False
-        # config state (under _cond)
-        self._cfg_pending: _ConfigPush | None = None
-        self._cfg_queued_serial = 0
-        self._cfg_done_serial = 0
-        self._cfg_busy = False
         self._cfg_thread: threading.Thread | None = None
-        # job files (under _cond): [kind, payload, upto] with kind "update"
-        # ({path: bytes}), "rename" ([(old, new)]), "sync" ([node names]) or
-        # "drain" ([flags], the last wins); upto = _job_queued after
-        # the last operation merged into the segment
-        self._job_ops: list[list[Any]] = []
-        self._job_queued = 0
-        self._job_done = 0
-        self._job_busy = False
         self._job_thread: threading.Thread | None = None
-        # candidates that missed a job-file operation (under _lock)
-        self._queue_stale: set[str] = set()
-        self._resync_at = 0.0
-        self._resync_backoff = QUEUE_RESYNC_INTERVAL
 
     # targets ---------------------------------------------------------------------
-    def refresh_targets(self, cfg: Any) -> None:
+    def refresh_targets(self, cfg: ConfigWriter) -> None:
         """Recompute the candidate and node lists from ``cfg``."""
-        data = cfg.get_config_data()
-        master = data.cluster.master_node
-        others = [n for n in data.nodes.values() if n.uuid != master]
-        with self._lock:
-            self._candidates = _online_names(n for n in others if n.master_candidate)
-            self._nodes = _online_names(others)
+        candidates, nodes = replication_targets(cfg.get_config_data())
+        with self._cond:
+            self._plan.set_targets(candidates, nodes)
 
     def targets(self) -> tuple[list[str], list[str]]:
         """``(candidates, all other online nodes)`` as node names."""
-        with self._lock:
-            return list(self._candidates), list(self._nodes)
+        with self._cond:
+            return self._plan.targets()
+
+    def stale_candidates(self) -> set[str]:
+        """Candidates that missed a job-file operation and wait for a resync."""
+        with self._cond:
+            return self._plan.stale()
 
     # threads -----------------------------------------------------------------------
     def _ensure_thread(self, attr: str, target: Callable[[], None], name: str) -> None:
@@ -273,10 +216,8 @@ class Replicator:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far was sent; False on timeout."""
         with self._cond:
-            cfg_target, job_target = self._cfg_queued_serial, self._job_queued
-            return self._cond.wait_for(
-                lambda: self._cfg_done_serial >= cfg_target and self._job_done >= job_target,
-                timeout)
+            mark = self._plan.flush_mark()
+            return self._cond.wait_for(lambda: self._plan.flushed(mark), timeout)
 
     def stop(self, timeout: float | None = None) -> bool:
         """Flush (up to ``timeout``), then end the threads; True if all was sent."""
@@ -290,7 +231,7 @@ class Replicator:
         return done
 
     # config ------------------------------------------------------------------------
-    def on_config_change(self, cfg: Any, data: bytes, serial: int) -> None:
+    def on_config_change(self, cfg: ConfigWriter, data: bytes, serial: int) -> None:
         """ConfigWriter ``on_change``: queue ``data``, the bytes of config ``serial``.
 
         ``serial`` is the one written in ``data`` (with group commit the
@@ -300,15 +241,13 @@ class Replicator:
         is harmless: the push of that newer serial follows.  A serial older
         than one already queued is ignored.  Returns at once.
         """
-        self.refresh_targets(cfg)
-        values = ssconf.compute_ssconf_values(cfg.get_config_data())
-        candidates, nodes = self.targets()
-        push = _ConfigPush(serial, data, candidates, nodes, values)
+        config_data = cfg.get_config_data()
+        candidates, nodes = replication_targets(config_data)
+        values = ssconf.compute_ssconf_values(config_data)
         with self._cond:
-            if serial <= self._cfg_queued_serial:
+            self._plan.set_targets(candidates, nodes)
+            if not self._plan.queue_config(serial, data, values):
                 return      # stale (out of order): never replace newer bytes
-            self._cfg_pending = push
-            self._cfg_queued_serial = max(self._cfg_queued_serial, serial)
             self._ensure_thread("_cfg_thread", self._config_loop, "replicator-config")
             self._cond.notify_all()
             inline = self._stopped
@@ -318,7 +257,7 @@ class Replicator:
     def replicated_serial(self) -> int:
         """The newest config serial whose replication has been attempted."""
         with self._cond:
-            return self._cfg_done_serial
+            return self._plan.replicated_serial()
 
     def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
         """Wait until config ``serial`` (or newer) was pushed to the candidates.
@@ -331,86 +270,72 @@ class Replicator:
         if timeout is None:
             timeout = 2 * self.timeout + 5.0
         with self._cond:
-            if serial > self._cfg_queued_serial:
+            if serial > self._plan.queued_serial():
                 return False    # never handed to us (failed local write, not wired)
-            return self._cond.wait_for(lambda: self._cfg_done_serial >= serial, timeout)
+            return self._cond.wait_for(lambda: self._plan.replicated_serial() >= serial,
+                                       timeout)
 
     def _config_loop(self, once: bool = False) -> None:
+        plan = self._plan
         while True:
             with self._cond:
                 if once:
-                    self._cond.wait_for(lambda: not self._cfg_busy)
+                    self._cond.wait_for(lambda: not plan.config_busy)
                 else:
-                    self._cond.wait_for(lambda: self._cfg_pending is not None or self._stopped)
-                push = self._cfg_pending
-                if push is None:
+                    self._cond.wait_for(lambda: plan.config_pending or self._stopped)
+                send = plan.take_config(carry_jobs=not once)
+                if send is None:
                     return
-                self._cfg_pending = None
-                self._cfg_busy = True
-                files: dict[str, bytes] | None = None
-                upto = 0
-                if not once and not self._job_busy and self._job_ops \
-                        and self._job_ops[0][0] == "update":
-                    _, files, upto = self._job_ops.pop(0)
-                    self._job_busy = True
+            outcome: PushOutcome | None = None
             try:
-                self._push_config(push, files or {})
+                outcome = self._push_config(send)
             except Exception:  # the thread must survive anything
-                logger.exception("Configuration replication of serial %s failed", push.serial)
+                logger.exception("Configuration replication of serial %s failed",
+                                 send.push.serial)
             with self._cond:
-                self._cfg_busy = False
-                self._cfg_done_serial = max(self._cfg_done_serial, push.serial)
-                if files is not None:
-                    self._job_busy = False
-                    self._job_done = max(self._job_done, upto)
+                plan.config_done(send, outcome)
                 self._cond.notify_all()
             if once:
                 return
 
-    def _push_config(self, push: _ConfigPush, files: dict[str, bytes]) -> None:
-        """Send ``push`` (and the job ``files`` it carries) to its targets."""
+    def _push_config(self, send: ConfigSend) -> PushOutcome:
+        """Send ``send`` to its targets (the two fan-outs in parallel)."""
+        push = send.push
         values = push.ssconf
-        ssconf_changed = values != self._last_ssconf
-        if ssconf_changed:
+        if send.ssconf_changed:
             ssconf.write_ssconf_files(self.paths, values)
-        if self.rpc is None:
-            self._last_ssconf = values
-            return
-        ssconf_failed: list[str] = []
+        rpc = self.rpc
+        if rpc is None:
+            return PushOutcome([])
+        others_failed: list[str] = []
         worker: threading.Thread | None = None
-        others = [n for n in push.nodes if n not in push.candidates]
-        if others and ssconf_changed:
+        if send.ssconf_nodes:
             def _ssconf() -> None:
-                res = self.rpc.call("write_ssconf_files", others, [values],
-                                    timeout=self.timeout)
-                ssconf_failed.extend(report_failures("ssconf update", res))
+                res = rpc.call("write_ssconf_files", send.ssconf_nodes, [values],
+                               timeout=self.timeout)
+                others_failed.extend(report_failures("ssconf update", res))
             worker = threading.Thread(target=_ssconf, name="replicator-ssconf", daemon=True)
             worker.start()
+        failed: list[str] = []
         if push.candidates:
             canonical = to_canonical(self.paths.root, self.paths.config_file)
-            items = [[to_canonical(self.paths.root, path), data.decode("utf-8")]
-                     for path, data in files.items()]
-            res = self.rpc.call("replicate_state", push.candidates,
-                                [[canonical, push.data.decode("utf-8")],
-                                 values if ssconf_changed else None, items],
-                                timeout=self.timeout)
+            res = rpc.call("replicate_state", push.candidates,
+                           [[canonical, push.data.decode("utf-8")],
+                            values if send.ssconf_changed else None,
+                            _wire_files(self.paths.root, send.files.items())],
+                           timeout=self.timeout)
             failed = report_failures("Configuration replication", res)
-            if items:
-                self._mark_stale(failed)   # they missed the job files it carried
-            if ssconf_changed:
-                ssconf_failed.extend(failed)
+        timed_out = False
         if worker is not None:
             worker.join(self.timeout + 5.0)
-            if worker.is_alive():
-                ssconf_failed.append("(timeout)")
-        # a failed node gets the values again with the next change
-        self._last_ssconf = None if ssconf_failed else values
+            timed_out = worker.is_alive()
+        return PushOutcome(failed, bool(others_failed) or timed_out)
 
     # job files -----------------------------------------------------------------------
     def replicate_job_files(self, batch: dict[str, bytes]) -> None:
         """Queue the files of one committed batch ``{path: content}``; returns at once."""
         if batch:
-            self._queue_job_op("update", dict(batch))
+            self._queue_job_op(FileUpdate(dict(batch)))
 
     def replicate_job_file(self, path: str, data: bytes) -> None:
         """Queue one job queue file (see :meth:`replicate_job_files`)."""
@@ -418,11 +343,11 @@ class Replicator:
 
     def replicate_rename(self, old: str, new: str) -> None:
         """Queue the rename of a job queue file (archiving), ordered after earlier updates."""
-        self._queue_job_op("rename", [(old, new)])
+        self._queue_job_op(Renames([(old, new)]))
 
     def replicate_drain_flag(self, flag: bool) -> None:
         """Queue setting (True) or clearing (False) the candidates' queue drain flag."""
-        self._queue_job_op("drain", [bool(flag)])
+        self._queue_job_op(DrainFlag(bool(flag)))
 
     def replicate_queue_to(self, node_names: Iterable[str]) -> None:
         """Queue a copy of the whole (unarchived) job queue to new candidates.
@@ -435,21 +360,11 @@ class Replicator:
         """
         names = list(dict.fromkeys(node_names))
         if names:
-            self._queue_job_op("sync", names)
+            self._queue_job_op(QueueCopy(names))
 
-    def _queue_job_op(self, kind: str, payload: dict[str, bytes] | list[Any]) -> None:
-        # merges into the last segment when it is of the same kind (order is kept)
+    def _queue_job_op(self, op: JobOp) -> None:
         with self._cond:
-            self._job_queued += 1
-            if self._job_ops and self._job_ops[-1][0] == kind:
-                last = self._job_ops[-1]
-                if kind == "update":
-                    last[1].update(payload)
-                else:
-                    last[1].extend(payload)
-                last[2] = self._job_queued
-            else:
-                self._job_ops.append([kind, payload, self._job_queued])
+            self._plan.queue_job_op(op)
             self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
             self._cond.notify_all()
             inline = self._stopped
@@ -457,118 +372,87 @@ class Replicator:
             self._job_loop(once=True)
 
     def _job_loop(self, once: bool = False) -> None:
+        plan = self._plan
         while True:
             with self._cond:
                 if once:
-                    self._cond.wait_for(lambda: not self._job_busy)
+                    self._cond.wait_for(lambda: not plan.jobs_busy)
                 else:
                     # idle with a stale candidate: wake up for its next resync
                     self._cond.wait_for(
-                        lambda: bool(self._job_ops) or self._stopped or self._resync_due(),
-                        self._resync_wait())
-                    if self._cfg_pending is not None or self._cfg_busy:
+                        lambda: plan.jobs_pending or self._stopped or plan.resync_due(),
+                        plan.resync_wait())
+                    if plan.config_active:
                         # a config push may carry them: give it a moment
                         self._cond.wait_for(
-                            lambda: self._stopped or not self._job_ops
-                            or (self._cfg_pending is None and not self._cfg_busy),
+                            lambda: self._stopped or not plan.jobs_pending
+                            or not plan.config_active,
                             self.job_linger)
-                    self._cond.wait_for(lambda: not self._job_busy or self._stopped)
-                resync_only = not self._job_ops and not self._job_busy \
-                    and not once and not self._stopped and self._resync_due()
-                if (not self._job_ops and not resync_only) or self._job_busy:
+                    self._cond.wait_for(lambda: not plan.jobs_busy or self._stopped)
+                batch = plan.take_jobs(resync_alone=not once and not self._stopped)
+                if batch is None:
                     if once or self._stopped:
                         return
                     continue
-                self._job_busy = True
-                ops, self._job_ops = self._job_ops, []
-                if ops:
-                    upto = ops[-1][2]
-                else:   # a resync on its own: flush() waits for it like for an operation
-                    self._job_queued += 1
-                    upto = self._job_queued
-            for kind, payload, _ in ops:
-                try:
-                    if kind == "update":
-                        self._send_updates(payload)
-                    elif kind == "sync":
-                        self._send_queue(payload)
-                    elif kind == "drain":
-                        self._send_drain(payload[-1])   # the last setting wins
-                    else:
-                        self._send_renames(payload)
-                except Exception:
-                    logger.exception("Job queue replication failed")
-            try:
-                self._resync_stale()
-            except Exception:
-                logger.exception("Job queue resynchronisation failed")
+            self._send_batch(batch)
             with self._cond:
-                self._job_busy = False
-                self._job_done = max(self._job_done, upto)
+                plan.jobs_done(batch)
                 self._cond.notify_all()
             if once:
                 return
 
+    def _send_batch(self, batch: JobBatch) -> None:
+        """Send the batch's segments in order, then resynchronise stale candidates."""
+        for segment in batch.segments:
+            op = segment.op
+            try:
+                if isinstance(op, FileUpdate):
+                    self._send_updates(op.files)
+                elif isinstance(op, QueueCopy):
+                    self._send_queue(op.nodes)
+                elif isinstance(op, DrainFlag):
+                    self._send_drain(op.flag)
+                else:
+                    self._send_renames(op.pairs)
+            except Exception:
+                logger.exception("Job queue replication failed")
+        try:
+            self._resync_stale()
+        except Exception:
+            logger.exception("Job queue resynchronisation failed")
+
+    def _candidates(self) -> list[str]:
+        with self._cond:
+            return self._plan.candidates()
+
+    def _mark_stale(self, node_names: list[str]) -> None:
+        if node_names:
+            with self._cond:
+                self._plan.mark_stale(node_names)
+
     def _send_updates(self, files: dict[str, bytes]) -> None:
-        candidates, _ = self.targets()
+        candidates = self._candidates()
         if self.rpc is None or not candidates:
             return
-        items = [[to_canonical(self.paths.root, path), data.decode("utf-8")]
-                 for path, data in files.items()]
+        items = _wire_files(self.paths.root, files.items())
         res = self.rpc.call("jobqueue_update_many", candidates, [items], timeout=self.timeout)
         names = ", ".join(sorted(os.path.basename(p) for p in files))
         self._mark_stale(report_failures(f"Job queue replication of {names}", res))
 
-    def _mark_stale(self, node_names: Iterable[str]) -> None:
-        """Remember candidates that missed a job-file operation.
-
-        The first resync comes one backoff interval later (an immediate one
-        would most likely fail the same way, and could cross a request of
-        the failed operation still running on the node).
-        """
-        names = set(node_names)
-        if not names:
-            return
-        with self._lock:
-            if not self._queue_stale:
-                self._resync_at = time.monotonic() + self._resync_backoff
-            self._queue_stale.update(names)
-
-    def _resync_due(self) -> bool:
-        with self._lock:
-            return bool(self._queue_stale) and time.monotonic() >= self._resync_at
-
-    def _resync_wait(self) -> float | None:
-        """Seconds until a stale candidate's next resync (None: nobody is stale)."""
-        with self._lock:
-            if not self._queue_stale:
-                return None
-            return max(0.05, self._resync_at - time.monotonic())
-
     def _resync_stale(self) -> None:
-        """Send the whole queue to candidates that missed an operation.
+        """Send the whole queue to the stale candidates whose resync is due.
 
-        Runs after the operations taken from the list, so it reads files at
-        least as new as any of them (or on its own when the queue is idle);
-        at most every :data:`QUEUE_RESYNC_INTERVAL` seconds while a node keeps
-        failing.  Nodes that are no longer candidates are forgotten.
+        Runs after the segments of a batch, so it reads files at least as
+        new as any of them (or on its own when the queue is idle).
         """
-        candidates, _ = self.targets()
-        with self._lock:
-            if not self._queue_stale or time.monotonic() < self._resync_at:
-                return
-            stale = sorted(self._queue_stale & set(candidates))
-            self._queue_stale.clear()
+        with self._cond:
+            stale = self._plan.take_resync()
         if not stale:
             return
         logger.info("Resynchronising the job queue of %s", ", ".join(stale))
         self._send_queue(stale)
-        with self._lock:
-            if self._queue_stale:     # still failing: back off (doubling, bounded)
-                self._resync_backoff = min(self._resync_backoff * 2, QUEUE_RESYNC_MAX_INTERVAL)
-                self._resync_at = time.monotonic() + self._resync_backoff
-            else:
-                self._resync_backoff = QUEUE_RESYNC_INTERVAL
+        with self._cond:
+            self._plan.resync_done()
 
     def _send_queue(self, node_names: list[str]) -> None:
         # only to current candidates (re-checked before each part): the targets
@@ -578,21 +462,21 @@ class Replicator:
             return
 
         def still_wanted(names: list[str]) -> list[str]:
-            candidates = set(self.targets()[0])
-            return [name for name in names if name in candidates]
+            with self._cond:
+                return self._plan.still_candidates(names)
 
         self._mark_stale(copy_queue(self.rpc, self.paths, list(node_names),
                                     timeout=self.timeout, still_wanted=still_wanted))
 
     def _send_drain(self, flag: bool) -> None:
-        candidates, _ = self.targets()
+        candidates = self._candidates()
         if self.rpc is None or not candidates:
             return
         res = self.rpc.call("jobqueue_set_drain_flag", candidates, [flag], timeout=self.timeout)
         self._mark_stale(report_failures("Job queue drain flag replication", res))
 
     def _send_renames(self, pairs: list[tuple[str, str]]) -> None:
-        candidates, _ = self.targets()
+        candidates = self._candidates()
         if self.rpc is None or not candidates:
             return
         rename = [[to_canonical(self.paths.root, old), to_canonical(self.paths.root, new)]

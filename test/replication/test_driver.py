@@ -1,4 +1,7 @@
-"""Coalescing replication (ganeti.replication.Replicator) and the processor's wait for it."""
+"""Coalescing replication (ganeti.replication.Replicator) and the processor's wait for it.
+
+The decisions themselves are tested without threads in test_core.py.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +17,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fakes import FakeRpc, make_config  # noqa: E402
+from fakes import FakeClock, FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
 
 from ganeti import opcodes, serializer  # noqa: E402
 from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
 from ganeti.mcpu import NullCallbacks, Processor  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
-from ganeti.replication import Replicator  # noqa: E402
+from ganeti.replication import Replicator, driver  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -40,11 +44,12 @@ class Gate:
         return None
 
 
-def _setup(tmp_path, **kw):
+def _setup(tmp_path, clock=None, resync_interval=driver.QUEUE_RESYNC_INTERVAL, **kw):
     cfg = make_config(tmp_path, **kw)
     paths = Paths(root=str(tmp_path / "root"))
     rpc = FakeRpc(cfg)
-    rep = Replicator(paths, rpc, timeout=5.0)
+    rep = Replicator(paths, rpc, timeout=5.0, clock=clock or time.monotonic,
+                     resync_interval=resync_interval)
     rep.refresh_targets(cfg)
     cfg._on_change = lambda data, serial: rep.on_config_change(cfg, data, serial)  # as masterd
     return cfg, rpc, rep, paths
@@ -187,11 +192,9 @@ def test_drain_flag_changes_coalesce_to_the_last(tmp_path) -> None:
     rep.stop(timeout=5)
 
 
-def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypatch) -> None:
-    from ganeti.replication import driver
-    clock = [1000.0]
-    monkeypatch.setattr(driver.time, "monotonic", lambda: clock[0])
-    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path) -> None:
+    clock = FakeClock()
+    cfg, rpc, rep, paths = _setup(tmp_path, clock=clock, nodes=3)
     q = paths.queue_dir
     os.makedirs(q)
     for name, data in (("job-1", b"1"), ("job-2", b"2"), ("serial", b"2\n")):
@@ -204,20 +207,20 @@ def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypa
     assert rep.flush(timeout=10)
     # no copy at once: the first resync waits one interval
     assert [c[0] for c in rpc.calls] == ["jobqueue_update_many"]
-    clock[0] += driver.QUEUE_RESYNC_INTERVAL
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
     assert [c[:2] for c in rpc.calls[1:]] == [
         ("jobqueue_update_many", [node_name(2), node_name(3)]),
         ("jobqueue_sync", [node_name(3)])]                  # failed: next try in 2 intervals
-    clock[0] += driver.QUEUE_RESYNC_INTERVAL
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
     assert [c[0] for c in rpc.calls[3:]] == ["jobqueue_update_many"]
     # the node is back; once the backoff has passed the next operation brings it all
     rpc.set_result("jobqueue_update_many", node_name(3), None)
     rpc.set_result("jobqueue_sync", node_name(3), [])
-    clock[0] += driver.QUEUE_RESYNC_INTERVAL
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
     assert rpc.calls[4:] == [
@@ -234,11 +237,9 @@ def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path, monkeypa
     rep.stop(timeout=5)
 
 
-def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
-    from ganeti.replication import driver
+def test_a_large_queue_is_copied_in_parts(tmp_path) -> None:
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=4)
     os.makedirs(paths.queue_dir)
-    monkeypatch.setattr(driver, "QUEUE_COPY_CHUNK", 10)
     for idx in range(1, 6):
         with open(os.path.join(paths.queue_dir, f"job-{idx}"), "w") as fh:
             fh.write("x" * 4)
@@ -251,7 +252,7 @@ def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
         return keep
 
     assert driver.copy_queue(rpc, paths, [node_name(2), node_name(3), node_name(4)],
-                             still_wanted=still_wanted) == [node_name(2)]
+                             still_wanted=still_wanted, chunk=10) == [node_name(2)]
     sent = [(proc, nodes, [name for name, _ in args[0]]) for proc, nodes, args in rpc.calls]
     q = "/var/lib/ganeti/queue/"
     assert sent == [
@@ -264,7 +265,6 @@ def test_a_large_queue_is_copied_in_parts(tmp_path, monkeypatch) -> None:
 
 
 def test_an_unreadable_queue_sends_nothing(tmp_path, monkeypatch) -> None:
-    from ganeti.replication import driver
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     os.makedirs(paths.queue_dir)
 
@@ -280,19 +280,20 @@ def test_an_unreadable_queue_sends_nothing(tmp_path, monkeypatch) -> None:
 
 
 def test_a_stale_node_that_left_the_candidates_gets_no_copy(tmp_path) -> None:
-    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    clock = FakeClock()
+    cfg, rpc, rep, paths = _setup(tmp_path, clock=clock, nodes=3)
     rpc.set_failure("jobqueue_update_many", node_name(3), "down")
     rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
     assert rep.flush(timeout=10)
-    assert node_name(3) in rep._queue_stale
+    assert rep.stale_candidates() == {node_name(3)}
     node = cfg.get_node_info_by_name(node_name(3))
     node.master_candidate = False
     cfg.update(node)
     assert rep.flush(timeout=10)
-    rep._resync_at = 0.0                              # the resync is due now
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)       # the resync is due now
     rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
     assert rep.flush(timeout=10)
-    assert rpc.calls_to("jobqueue_sync") == [] and not rep._queue_stale
+    assert rpc.calls_to("jobqueue_sync") == [] and rep.stale_candidates() == set()
     rep.stop(timeout=5)
 
 
@@ -418,12 +419,9 @@ def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:
     rep.stop(timeout=5)
 
 
-def test_an_idle_queue_still_resyncs_a_stale_candidate(tmp_path, monkeypatch) -> None:
-    import time
-
-    from ganeti.replication import driver
-    monkeypatch.setattr(driver, "QUEUE_RESYNC_INTERVAL", 0.2)
-    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+def test_an_idle_queue_still_resyncs_a_stale_candidate(tmp_path) -> None:
+    # real time on purpose: the job thread must wake up by itself
+    cfg, rpc, rep, paths = _setup(tmp_path, resync_interval=0.2, nodes=3)
     os.makedirs(paths.queue_dir)
     rpc.set_failure("jobqueue_update_many", node_name(3), "down")
     rpc.set_failure("jobqueue_sync", node_name(3), "down")
@@ -440,12 +438,10 @@ def test_an_idle_queue_still_resyncs_a_stale_candidate(tmp_path, monkeypatch) ->
     rep.stop(timeout=5)
 
 
-def test_flush_waits_for_a_resync_in_flight(tmp_path, monkeypatch) -> None:
+def test_flush_waits_for_a_resync_in_flight(tmp_path) -> None:
     # node removal and demotion flush before contacting the node: a copy still
     # on its way would land after the node left
-    from ganeti.replication import driver
-    monkeypatch.setattr(driver, "QUEUE_RESYNC_INTERVAL", 0.1)
-    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    cfg, rpc, rep, paths = _setup(tmp_path, resync_interval=0.1, nodes=3)
     os.makedirs(paths.queue_dir)
     rpc.set_failure("jobqueue_update_many", node_name(3), "down")
     gate = Gate()

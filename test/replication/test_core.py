@@ -1,0 +1,381 @@
+"""The replication plan (ganeti.replication.core): decisions only, a fake clock, no threads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fakes.clock import FakeClock  # noqa: E402
+
+from ganeti.objects import Cluster, ConfigData, Node  # noqa: E402
+from ganeti.replication import core  # noqa: E402
+from ganeti.replication.core import (ConfigSend, DrainFlag, FileUpdate, JobBatch,  # noqa: E402
+                                     JobOp, PushOutcome, QueueCopy, Renames, ReplicationPlan)
+
+C2, C3, N4 = "node2", "node3", "node4"
+SSCONF = {"master_node": "node1"}
+
+
+def _plan(clock: FakeClock | None = None, **kw) -> ReplicationPlan:
+    plan = ReplicationPlan(clock or FakeClock(), **kw)
+    plan.set_targets([C2, C3], [C2, C3, N4])
+    return plan
+
+
+def _config(plan: ReplicationPlan, carry_jobs: bool = True) -> ConfigSend:
+    send = plan.take_config(carry_jobs)
+    assert send is not None
+    return send
+
+
+def _jobs(plan: ReplicationPlan) -> JobBatch:
+    batch = plan.take_jobs()
+    assert batch is not None
+    return batch
+
+
+def _push(plan: ReplicationPlan, serial: int, ssconf: dict[str, str] | None = None,
+          outcome: PushOutcome | None = None) -> ConfigSend:
+    """Queue, take and complete one config push; returns what was handed out."""
+    assert plan.queue_config(serial, b"cfg-%d" % serial, dict(ssconf or SSCONF))
+    send = _config(plan)
+    plan.config_done(send, PushOutcome([]) if outcome is None else outcome)
+    return send
+
+
+def _send_jobs(plan: ReplicationPlan) -> list[JobOp]:
+    """Take and complete one job batch; returns its operations."""
+    batch = _jobs(plan)
+    plan.jobs_done(batch)
+    return [seg.op for seg in batch.segments]
+
+
+def _stale_after_failure(plan: ReplicationPlan, node: str = C3) -> None:
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    batch = _jobs(plan)
+    plan.mark_stale([node])           # the driver reports the node's failure
+    plan.jobs_done(batch)
+
+
+# --- targets ------------------------------------------------------------------------
+
+def test_targets_are_online_nodes_without_the_master() -> None:
+    nodes = {f"u{i}": Node(name=f"node{i}", uuid=f"u{i}", master_candidate=i <= 3,
+                           offline=i == 5)
+             for i in (5, 4, 3, 2, 1)}
+    data = ConfigData(cluster=Cluster(master_node="u1"), nodes=nodes)
+    assert core.replication_targets(data) == (["node2", "node3"], ["node2", "node3", "node4"])
+
+
+def test_a_push_goes_to_the_targets_of_its_time() -> None:
+    plan = _plan()
+    plan.queue_config(1, b"one", SSCONF)
+    plan.set_targets([C2], [C2, C3, N4])          # a later change demoted node3
+    send = _config(plan)
+    assert send.push.candidates == [C2, C3] and send.push.nodes == [C2, C3, N4]
+
+
+# --- config pushes ------------------------------------------------------------------
+
+def test_pending_config_pushes_coalesce_to_the_newest() -> None:
+    plan = _plan()
+    for serial in (1, 2, 3):
+        assert plan.queue_config(serial, b"cfg-%d" % serial, SSCONF)
+    send = _config(plan)
+    assert (send.push.serial, send.push.data) == (3, b"cfg-3")
+    assert plan.take_config() is None               # nothing left: one push for three
+
+
+def test_stale_config_bytes_never_replace_newer_ones() -> None:
+    plan = _plan()
+    assert plan.queue_config(5, b"new", SSCONF)
+    assert not plan.queue_config(4, b"old", SSCONF)   # late, out of order
+    assert not plan.queue_config(5, b"again", SSCONF)
+    assert _config(plan).push.data == b"new"
+
+
+def test_one_config_push_at_a_time() -> None:
+    plan = _plan()
+    plan.queue_config(1, b"one", SSCONF)
+    first = _config(plan)
+    plan.queue_config(2, b"two", SSCONF)
+    assert plan.config_busy and plan.config_active and plan.take_config() is None
+    plan.config_done(first, PushOutcome([]))
+    assert _config(plan).push.serial == 2
+
+
+def test_a_serial_counts_as_replicated_once_attempted_even_if_nodes_failed() -> None:
+    plan = _plan()
+    plan.queue_config(7, b"seven", SSCONF)
+    assert plan.queued_serial() == 7 and plan.replicated_serial() == 0
+    send = _config(plan)
+    assert plan.replicated_serial() == 0             # in flight: not yet
+    plan.config_done(send, PushOutcome([C2, C3]))
+    assert plan.replicated_serial() == 7
+
+
+def test_a_push_that_broke_off_still_counts_as_attempted() -> None:
+    plan = _plan()
+    _push(plan, 1)
+    plan.queue_config(2, b"two", {"master_node": "other"})
+    send = _config(plan)
+    plan.config_done(send, None)                     # unexpected error: nothing known
+    assert plan.replicated_serial() == 2
+    assert plan.take_config() is None
+
+
+def test_ssconf_goes_to_the_other_nodes_only_when_changed() -> None:
+    plan = _plan()
+    first = _push(plan, 1)
+    assert first.ssconf_changed and first.ssconf_nodes == [N4]
+    second = _push(plan, 2)
+    assert not second.ssconf_changed and second.ssconf_nodes == []
+    third = _push(plan, 3, {"master_node": "node2"})
+    assert third.ssconf_changed and third.ssconf_nodes == [N4]
+
+
+@pytest.mark.parametrize("outcome", [PushOutcome([C3]), PushOutcome([], ssconf_nodes_failed=True)],
+                         ids=["candidate-failed", "ssconf-node-failed"])
+def test_failed_ssconf_delivery_is_resent_with_the_next_push(outcome: PushOutcome) -> None:
+    plan = _plan()
+    _push(plan, 1, outcome=outcome)
+    assert _push(plan, 2).ssconf_changed             # same values, sent again
+    assert not _push(plan, 3).ssconf_changed         # delivered everywhere now
+
+
+def test_a_candidate_failing_an_unchanged_ssconf_push_does_not_force_a_resend() -> None:
+    plan = _plan()
+    _push(plan, 1)
+    _push(plan, 2, outcome=PushOutcome([C3]))        # values unchanged: not part of it
+    assert not _push(plan, 3).ssconf_changed
+
+
+def test_a_broken_off_push_keeps_the_last_delivered_ssconf() -> None:
+    plan = _plan()
+    _push(plan, 1)
+    plan.queue_config(2, b"two", SSCONF)
+    plan.config_done(_config(plan), None)
+    assert not _push(plan, 3).ssconf_changed
+
+
+# --- job files riding along ---------------------------------------------------------
+
+def test_a_config_push_carries_the_first_pending_file_update() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"q/job-7": b"7"}))
+    plan.queue_job_op(Renames([("q/job-7", "q/archive/job-7")]))
+    plan.queue_config(1, b"one", SSCONF)
+    send = _config(plan)
+    assert send.files == {"q/job-7": b"7"}
+    assert plan.jobs_busy and plan.take_jobs() is None     # the push sends job files now
+    mark = plan.flush_mark()
+    plan.config_done(send, PushOutcome([]))
+    assert not plan.jobs_busy and not plan.flushed(mark)   # the rename is still to go
+    assert _send_jobs(plan) == [Renames([("q/job-7", "q/archive/job-7")])]
+    assert plan.flushed(mark)
+
+
+@pytest.mark.parametrize("first", [Renames([("a", "b")]), DrainFlag(True), QueueCopy([C3])],
+                         ids=["rename", "drain", "copy"])
+def test_a_config_push_carries_only_a_leading_file_update(first) -> None:
+    plan = _plan()
+    plan.queue_job_op(first)
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    plan.queue_config(1, b"one", SSCONF)
+    send = _config(plan)
+    assert send.carried is None and send.files == {} and plan.jobs_pending
+
+
+def test_a_config_push_carries_nothing_while_job_files_are_on_the_wire() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1a"}))
+    batch = _jobs(plan)
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1b"}))
+    plan.queue_config(1, b"one", SSCONF)
+    assert _config(plan).files == {}            # 1b must not overtake 1a
+    plan.jobs_done(batch)
+
+
+def test_without_carrying_a_push_leaves_the_job_files() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    plan.queue_config(1, b"one", SSCONF)
+    assert _config(plan, carry_jobs=False).files == {} and plan.jobs_pending
+
+
+def test_candidates_missing_carried_files_become_stale() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    _push(plan, 1, outcome=PushOutcome([C3]))
+    assert plan.stale() == {C3}
+    _push(plan, 2, outcome=PushOutcome([C2]))        # no job files: nothing missed
+    assert plan.stale() == {C3}
+
+
+# --- the job-file stream ------------------------------------------------------------
+
+def test_job_updates_coalesce_and_renames_keep_their_place() -> None:
+    plan = _plan()
+    for op in (FileUpdate({"job-1": b"1b", "job-2": b"2a"}), FileUpdate({"job-1": b"1c"}),
+               Renames([("job-1", "archive/job-1")]), FileUpdate({"job-2": b"2b"}),
+               FileUpdate({"job-2": b"2c"})):
+        plan.queue_job_op(op)
+    assert _send_jobs(plan) == [FileUpdate({"job-1": b"1c", "job-2": b"2a"}),
+                                Renames([("job-1", "archive/job-1")]),
+                                FileUpdate({"job-2": b"2c"})]
+
+
+def test_renames_and_copies_append_and_the_last_drain_flag_wins() -> None:
+    plan = _plan()
+    for op in (Renames([("a", "b")]), Renames([("c", "d")]), DrainFlag(True), DrainFlag(False),
+               QueueCopy([C2]), QueueCopy([C3])):
+        plan.queue_job_op(op)
+    assert _send_jobs(plan) == [Renames([("a", "b"), ("c", "d")]), DrainFlag(False),
+                                QueueCopy([C2, C3])]
+
+
+def test_job_batches_never_overlap() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"job-1": b"1a"}))
+    batch = _jobs(plan)
+    plan.queue_job_op(FileUpdate({"job-1": b"1b"}))
+    assert plan.jobs_busy and plan.take_jobs() is None
+    plan.jobs_done(batch)
+    assert _send_jobs(plan) == [FileUpdate({"job-1": b"1b"})]
+    assert plan.take_jobs() is None                  # idle, nobody stale
+
+
+def test_flush_marks_cover_what_was_queued_before_them() -> None:
+    plan = _plan()
+    assert plan.flushed(plan.flush_mark())           # nothing queued: flushed
+    plan.queue_job_op(FileUpdate({"job-1": b"1"}))
+    plan.queue_config(3, b"three", SSCONF)
+    mark = plan.flush_mark()
+    batch = _jobs(plan)
+    plan.queue_job_op(DrainFlag(True))               # after the mark: not waited for
+    plan.jobs_done(batch)
+    assert not plan.flushed(mark)                    # the config push is still to go
+    plan.config_done(_config(plan, carry_jobs=False), PushOutcome([]))
+    assert plan.flushed(mark) and not plan.flushed(plan.flush_mark())
+
+
+def test_job_operations_go_to_the_current_candidates() -> None:
+    plan = _plan()
+    assert plan.candidates() == [C2, C3]
+    plan.set_targets([C2], [C2, C3])
+    assert plan.candidates() == [C2]
+    assert plan.still_candidates([C3, C2, N4]) == [C2]
+
+
+# --- stale candidates and their resync ----------------------------------------------
+
+def test_the_first_resync_waits_one_interval() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    _stale_after_failure(plan)
+    assert plan.stale() == {C3} and not plan.resync_due()
+    assert plan.resync_wait() == pytest.approx(core.QUEUE_RESYNC_INTERVAL)
+    assert plan.take_resync() == [] and plan.stale() == {C3}      # not due: kept
+    clock.advance(core.QUEUE_RESYNC_INTERVAL)
+    assert plan.resync_due() and plan.take_resync() == [C3]
+    assert plan.stale() == set()
+    plan.resync_done()
+
+
+def test_more_failures_before_the_resync_do_not_postpone_it() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    _stale_after_failure(plan, C3)
+    clock.advance(3.0)
+    _stale_after_failure(plan, C2)
+    clock.advance(core.QUEUE_RESYNC_INTERVAL - 3.0)
+    assert plan.take_resync() == [C2, C3]
+
+
+def test_the_resync_backoff_doubles_up_to_a_minute_and_resets_on_success() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    _stale_after_failure(plan)
+    waits = []
+    for _ in range(6):
+        clock.advance(plan.resync_wait())
+        assert plan.take_resync() == [C3]
+        plan.mark_stale([C3])                        # the copy failed too
+        plan.resync_done()
+        waits.append(plan.resync_wait())
+    assert waits == [10.0, 20.0, 40.0, 60.0, 60.0, 60.0]
+    clock.advance(60.0)
+    assert plan.take_resync() == [C3]
+    plan.resync_done()                               # it worked
+    _stale_after_failure(plan)
+    assert plan.resync_wait() == core.QUEUE_RESYNC_INTERVAL
+
+
+def test_resync_wait_is_never_below_a_short_pause() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    assert plan.resync_wait() is None                # nobody stale: wait for work
+    _stale_after_failure(plan)
+    clock.advance(100.0)
+    assert plan.resync_wait() == 0.05
+
+
+def test_a_stale_node_that_left_the_candidates_is_forgotten() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    _stale_after_failure(plan)
+    plan.set_targets([C2], [C2, C3, N4])             # demoted
+    clock.advance(core.QUEUE_RESYNC_INTERVAL)
+    assert plan.take_resync() == [] and plan.stale() == set()
+
+
+def test_an_idle_queue_still_resyncs_a_stale_candidate() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    _stale_after_failure(plan)
+    assert plan.take_jobs() is None                  # not due yet
+    clock.advance(core.QUEUE_RESYNC_INTERVAL)
+    assert plan.take_jobs(resync_alone=False) is None
+    mark = plan.flush_mark()
+    batch = _jobs(plan)
+    assert batch.segments == []
+    assert not plan.flushed(plan.flush_mark())       # a flush now waits for the resync
+    assert plan.take_resync() == [C3]
+    plan.resync_done()
+    plan.jobs_done(batch)
+    assert plan.flushed(mark) and plan.flushed(plan.flush_mark())
+    assert plan.take_jobs() is None                  # caught up: no more copies
+
+
+def test_the_resync_interval_is_a_parameter() -> None:
+    clock = FakeClock()
+    plan = _plan(clock, resync_interval=0.5, resync_max_interval=1.0)
+    _stale_after_failure(plan)
+    clock.advance(0.5)
+    assert plan.take_resync() == [C3]
+    plan.mark_stale([C3])
+    plan.resync_done()
+    assert plan.resync_wait() == 1.0
+
+
+# --- a whole queue in parts ---------------------------------------------------------
+
+def test_a_queue_copy_is_split_into_parts_of_about_the_chunk_size() -> None:
+    files = [(f"job-{i}", b"x" * 4) for i in range(1, 6)]
+    parts = core.plan_queue_copy(files, chunk=10)
+    assert [[name for name, _ in part] for part in parts] == [
+        ["job-1", "job-2"], ["job-3", "job-4"], ["job-5"]]
+
+
+def test_a_file_larger_than_the_chunk_gets_a_part_of_its_own() -> None:
+    parts = core.plan_queue_copy([("a", b"x" * 30), ("b", b"y")], chunk=10)
+    assert [[name for name, _ in part] for part in parts] == [["a"], ["b"]]
+
+
+def test_an_empty_queue_is_one_empty_part() -> None:
+    assert core.plan_queue_copy([]) == [[]]          # still one jobqueue_sync
