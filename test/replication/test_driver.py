@@ -1,6 +1,8 @@
-"""Coalescing replication (ganeti.replication.Replicator) and the processor's wait for it.
+"""The thread driver (ganeti.replication.Replicator): what reaches the wire, and when.
 
-The decisions themselves are tested without threads in test_core.py.
+The decisions themselves are tested without threads in test_core.py; these
+tests block RPC handlers with a gate to see what the threads coalesce,
+and step a fake clock for the resync backoff.
 """
 
 from __future__ import annotations
@@ -18,11 +20,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fakes import FakeClock, FakeRpc, make_config  # noqa: E402
-from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
+from fakes.fakeconfig import node_name  # noqa: E402
 
-from ganeti import opcodes, serializer  # noqa: E402
-from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
-from ganeti.mcpu import NullCallbacks, Processor  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.replication import Replicator, driver  # noqa: E402
 
@@ -304,107 +303,6 @@ def test_work_after_stop_is_done_inline(tmp_path) -> None:
     assert rpc.calls_to("jobqueue_update_many")       # sent before returning
     serial = _tag(cfg, "z")
     assert rep.replicated_serial() == serial
-
-
-def test_processor_waits_for_replication_before_success(tmp_path, monkeypatch) -> None:
-    cfg, rpc, rep, _ = _setup(tmp_path, nodes=3)
-    ctx = make_cluster_context(tmp_path, cfg, rpc)
-    ctx.replicator = rep
-    gate = Gate()
-    rpc.set_handler("replicate_state", gate)
-    produced: list[int] = []
-
-    def exec_changing_config(self: Any, feedback_fn: Any) -> Any:
-        produced.append(_tag(self.cfg, "from-exec"))
-        return "done"
-
-    monkeypatch.setattr(cmdlib_test.LUTestDelay, "Exec", exec_changing_config)
-    result: list[Any] = []
-    worker = threading.Thread(target=lambda: result.append(
-        Processor(ctx, timeouts=[1.0]).execute_opcode(opcodes.OpTestDelay(duration=0),
-                                                      NullCallbacks())))
-    worker.start()
-    try:
-        assert gate.entered.wait(10)
-        worker.join(0.3)
-        assert worker.is_alive() and result == []     # not reported while unreplicated
-    finally:
-        gate.release.set()
-    worker.join(10)
-    assert result == ["done"]
-    assert rep.replicated_serial() >= produced[0]
-    rep.stop(timeout=5)
-
-
-def test_processor_does_not_wait_for_read_only_opcodes(tmp_path) -> None:
-    cfg = make_config(tmp_path, nodes=2)
-
-    class Spy:
-        calls: list[int] = []
-
-        def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
-            self.calls.append(serial)
-            return False
-
-    ctx = make_cluster_context(tmp_path, cfg, FakeRpc(cfg))
-    ctx.replicator = Spy()
-    cbs = NullCallbacks()
-    Processor(ctx, timeouts=[1.0]).execute_opcode(opcodes.OpTestDelay(duration=0), cbs)
-    assert Spy.calls == []
-
-
-def test_processor_warns_when_replication_times_out(tmp_path, monkeypatch, caplog) -> None:
-    cfg = make_config(tmp_path, nodes=2)
-
-    class Late:
-        def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
-            return False
-
-    ctx = make_cluster_context(tmp_path, cfg, FakeRpc(cfg))
-    ctx.replicator = Late()
-    monkeypatch.setattr(cmdlib_test.LUTestDelay, "Exec",
-                        lambda self, fb: _tag(self.cfg, "x") and None)
-    cbs = NullCallbacks()
-    with caplog.at_level(logging.ERROR):
-        assert Processor(ctx, timeouts=[1.0]).execute_opcode(
-            opcodes.OpTestDelay(duration=0), cbs) is None
-    assert any("not replicated" in r.getMessage() for r in caplog.records)
-    assert any("could not be confirmed" in str(m) for _, m in cbs.messages)
-
-
-def test_group_committed_config_replicates_in_serial_order(tmp_path) -> None:
-    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
-    queued: list[int] = []
-    inner = cfg._on_change
-
-    def on_change(data: bytes, serial: int) -> None:
-        assert serializer.loads(data)["serial_no"] == serial
-        queued.append(serial)
-        inner(data, serial)
-
-    cfg._on_change = on_change
-    problems: list[str] = []
-
-    def worker(k: int) -> None:
-        for i in range(5):
-            _tag(cfg, f"t{k}-{i}")
-            mine = cfg.last_saved_serial()
-            if not rep.wait_replicated(mine, timeout=20):
-                problems.append(f"serial {mine} not replicated")
-            elif rep.replicated_serial() < mine:
-                problems.append(f"serial {mine} reported before its push")
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=40)
-    assert not any(t.is_alive() for t in threads) and not problems
-    assert queued == sorted(set(queued)) and queued[-1] == cfg.get_serial_no()
-    assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
-    with open(paths.config_file, encoding="utf-8") as fh:
-        assert rpc.calls_to("replicate_state")[-1][1][0][1] == fh.read()
-    rep.stop(timeout=10)
 
 
 def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:

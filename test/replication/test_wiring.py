@@ -1,4 +1,4 @@
-"""Replication of config, ssconf and job files as wired by the master daemon."""
+"""Replication as wired by the master daemon: ConfigWriter, JobStorage, processor, masterd."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fakes import FakeRpc, make_config  # noqa: E402
-from fakes.fakeconfig import node_name  # noqa: E402
+from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
 
-from ganeti import opcodes, ssconf  # noqa: E402
+from ganeti import opcodes, serializer, ssconf  # noqa: E402
+from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
 from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
+from ganeti.mcpu import NullCallbacks, Processor  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.replication import Replicator  # noqa: E402
 from ganeti.server import masterd  # noqa: E402
@@ -29,6 +32,26 @@ def _replicating_config(tmp_path, **kw):
     rep.refresh_targets(cfg)
     cfg._on_change = lambda data, serial: rep.on_config_change(cfg, data, serial)  # as masterd
     return cfg, rpc, rep, paths
+
+
+class Gate:
+    """An RPC handler that blocks its first call until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, node: str, args: list[Any]) -> Any:
+        self.entered.set()
+        assert self.release.wait(20), "gate never released"
+        return None
+
+
+def _tag(cfg, tag: str) -> int:
+    node = cfg.get_node_info_by_name(node_name(2))
+    node.tags.append(tag)
+    cfg.update(node)
+    return cfg.get_serial_no()
 
 
 def test_config_goes_to_candidates_and_ssconf_to_all_nodes(tmp_path) -> None:
@@ -150,6 +173,107 @@ def test_more_than_half_failing_is_logged_as_error(tmp_path, caplog) -> None:
         rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"{}")
         assert rep.flush(timeout=10)
     assert [r.levelno for r in caplog.records] == [logging.ERROR, logging.ERROR]
+
+
+def test_processor_waits_for_replication_before_success(tmp_path, monkeypatch) -> None:
+    cfg, rpc, rep, _ = _replicating_config(tmp_path, nodes=3)
+    ctx = make_cluster_context(tmp_path, cfg, rpc)
+    ctx.replicator = rep
+    gate = Gate()
+    rpc.set_handler("replicate_state", gate)
+    produced: list[int] = []
+
+    def exec_changing_config(self: Any, feedback_fn: Any) -> Any:
+        produced.append(_tag(self.cfg, "from-exec"))
+        return "done"
+
+    monkeypatch.setattr(cmdlib_test.LUTestDelay, "Exec", exec_changing_config)
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(
+        Processor(ctx, timeouts=[1.0]).execute_opcode(opcodes.OpTestDelay(duration=0),
+                                                      NullCallbacks())))
+    worker.start()
+    try:
+        assert gate.entered.wait(10)
+        worker.join(0.3)
+        assert worker.is_alive() and result == []     # not reported while unreplicated
+    finally:
+        gate.release.set()
+    worker.join(10)
+    assert result == ["done"]
+    assert rep.replicated_serial() >= produced[0]
+    rep.stop(timeout=5)
+
+
+def test_processor_does_not_wait_for_read_only_opcodes(tmp_path) -> None:
+    cfg = make_config(tmp_path, nodes=2)
+
+    class Spy:
+        calls: list[int] = []
+
+        def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
+            self.calls.append(serial)
+            return False
+
+    ctx = make_cluster_context(tmp_path, cfg, FakeRpc(cfg))
+    ctx.replicator = Spy()
+    cbs = NullCallbacks()
+    Processor(ctx, timeouts=[1.0]).execute_opcode(opcodes.OpTestDelay(duration=0), cbs)
+    assert Spy.calls == []
+
+
+def test_processor_warns_when_replication_times_out(tmp_path, monkeypatch, caplog) -> None:
+    cfg = make_config(tmp_path, nodes=2)
+
+    class Late:
+        def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
+            return False
+
+    ctx = make_cluster_context(tmp_path, cfg, FakeRpc(cfg))
+    ctx.replicator = Late()
+    monkeypatch.setattr(cmdlib_test.LUTestDelay, "Exec",
+                        lambda self, fb: _tag(self.cfg, "x") and None)
+    cbs = NullCallbacks()
+    with caplog.at_level(logging.ERROR):
+        assert Processor(ctx, timeouts=[1.0]).execute_opcode(
+            opcodes.OpTestDelay(duration=0), cbs) is None
+    assert any("not replicated" in r.getMessage() for r in caplog.records)
+    assert any("could not be confirmed" in str(m) for _, m in cbs.messages)
+
+
+def test_group_committed_config_replicates_in_serial_order(tmp_path) -> None:
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3)
+    queued: list[int] = []
+    inner = cfg._on_change
+
+    def on_change(data: bytes, serial: int) -> None:
+        assert serializer.loads(data)["serial_no"] == serial
+        queued.append(serial)
+        inner(data, serial)
+
+    cfg._on_change = on_change
+    problems: list[str] = []
+
+    def worker(k: int) -> None:
+        for i in range(5):
+            _tag(cfg, f"t{k}-{i}")
+            mine = cfg.last_saved_serial()
+            if not rep.wait_replicated(mine, timeout=20):
+                problems.append(f"serial {mine} not replicated")
+            elif rep.replicated_serial() < mine:
+                problems.append(f"serial {mine} reported before its push")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=40)
+    assert not any(t.is_alive() for t in threads) and not problems
+    assert queued == sorted(set(queued)) and queued[-1] == cfg.get_serial_no()
+    assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
+    with open(paths.config_file, encoding="utf-8") as fh:
+        assert rpc.calls_to("replicate_state")[-1][1][0][1] == fh.read()
+    rep.stop(timeout=10)
 
 
 def test_build_context_wires_replication_and_hooks(tmp_path, monkeypatch) -> None:
