@@ -43,7 +43,7 @@ been sent that serial or a newer one.  The wait is bounded by the
 replicator's timeout; when it runs out an error is logged and a warning
 goes to the job log, but the opcode still succeeds (its change is saved
 on the master, and candidates that missed it get the next push), as for
-per-node replication failures (seed 004).
+per-node replication failures (doc/design/replication.md).
 """
 
 from __future__ import annotations
