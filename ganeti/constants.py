@@ -1,7 +1,7 @@
 """Names and enumerations shared by every layer (no logic here).
 
-Values follow Ganeti's published formats (PROTOCOLS.md) so that existing
-tools keep working.
+Values follow Ganeti's published formats (described in doc/protocols/, see
+doc/README.md) so that existing tools keep working.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ENV_HOSTNAME = "GANETI_HOSTNAME"
 ENV_NODED_PORT = "GANETI_NODED_PORT"
 ENV_RAPI_PORT = "GANETI_RAPI_PORT"
 
-# Job and opcode statuses (PROTOCOLS 2.2)
+# Job and opcode statuses (doc/protocols/jobs.md, "Statuses")
 JOB_STATUS_QUEUED = "queued"
 JOB_STATUS_WAITING = "waiting"
 JOB_STATUS_CANCELING = "canceling"
@@ -88,7 +88,7 @@ LUXI_WFJC_TIMEOUT = (LUXI_DEF_RWTO - 1) // 2
 LUXI_MAX_MESSAGE = 16 * 1024 * 1024
 DEFAULT_JOB_WORKERS = 25
 
-# Query result statuses (PROTOCOLS 2.8)
+# Query result statuses and field kinds (doc/protocols/query.md, "Result cells")
 RS_NORMAL = 0
 RS_UNKNOWN = 1
 RS_NODATA = 2

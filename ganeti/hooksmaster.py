@@ -10,7 +10,7 @@ post_nodes)``.  The processor does::
     ... lu.Exec(...) ...
     hm.run_post()       # failures are only logged
 
-Rules (PROTOCOLS.md 2.12): a failing pre hook aborts the operation with the
+Rules (doc/protocols/hooks.md, "Pre and post phases"): a failing pre hook aborts the operation with the
 scripts' output; a node that cannot be reached (or is offline) does **not**
 count as a deny, it is only logged; post hook failures are logged.  The
 post environment is the pre environment plus the LU's environment as

@@ -2,7 +2,7 @@
 
 The root is :class:`ConfigData`; it holds the :class:`Cluster` and dicts of
 nodes, node groups, instances, disks and networks keyed by UUID, exactly as
-Ganeti's ``config.data`` (PROTOCOLS.md 2.19).  Field names follow Ganeti.
+Ganeti's ``config.data`` (doc/protocols/config.md, "config.data").  Field names follow Ganeti.
 
 These objects are owned by :class:`ganeti.config.ConfigWriter`; they are
 mutable on purpose (an LU changes a live object and calls

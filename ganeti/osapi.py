@@ -1,4 +1,4 @@
-"""The OS definition API, node side (PROTOCOLS.md §2.13).
+"""The OS definition API, node side (doc/protocols/os-api.md).
 
 An OS definition is a directory ``<search dir>/<name>`` holding
 ``ganeti_api_version`` (lines of 10, 15, 20), the scripts ``create``,

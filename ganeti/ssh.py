@@ -1,6 +1,6 @@
 """SSH to cluster nodes: the cluster key, known hosts, and a paramiko client.
 
-Only a few operations use SSH instead of node RPC (ARCHITECTURE.md): adding
+Only a few operations use SSH instead of node RPC (doc/design/ssh.md): adding
 a node (before it has the cluster certificate), ``gnt-cluster command`` and
 ``copyfile``.  They all go through :class:`SshRunner`.
 

@@ -1,4 +1,4 @@
-"""The import layering of STYLE.md: lower layers never import higher ones."""
+"""The import layering of ganeti/__init__.py: lower layers never import higher ones."""
 
 from __future__ import annotations
 

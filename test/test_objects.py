@@ -16,7 +16,7 @@ def _fields(cls: type) -> set[str]:
 
 
 def test_field_names_follow_ganeti_config_data() -> None:
-    # key lists observed in a Ganeti 3.0 config.data (PROTOCOLS.md 2.19)
+    # key lists observed in a Ganeti 3.0 config.data (doc/protocols/config.md, "Objects")
     assert {"cluster", "ctime", "disks", "filters", "instances", "mtime", "networks",
             "nodegroups", "nodes", "serial_no", "version"} == _fields(ConfigData)
     assert {"ctime", "drained", "group", "master_candidate", "master_capable", "mtime",

@@ -7,7 +7,7 @@ The instance LUs live in topic modules (``instance_create``,
 * :class:`InstanceLU`: locks the instance (by name, exclusively) and the
   nodes of its disks (by UUID, shared, so that operations on different
   instances of one node run in parallel), expands the name and builds the
-  hooks environment (PROTOCOLS.md 2.12).
+  hooks environment (doc/protocols/hooks.md, "Instance operations").
 * RPC payloads: :func:`instance_rpc_dict` (the instance with *filled*
   hv/be/os/nic parameters plus ``disks_info``) and :func:`disk_rpc_dicts`.
 * :func:`file_logical_id` (the master-side twin of the storage plug-in's
@@ -139,7 +139,7 @@ def rpc_one(lu: LogicalUnit, proc: str, node_name: str, *args: Any, prefix: str 
 
 def runtime_status(inst: Instance, pnode: Node | None, live: dict[str, Any] | None,
                    node_failed: bool, elsewhere: bool) -> str:
-    """The instance status of PROTOCOLS.md 2.7.
+    """The instance status (doc/protocols/query.md, "Instance status").
 
     ``live`` is the primary node's entry for the instance (None: not
     running there), ``node_failed`` whether the primary did not answer and

@@ -3,8 +3,8 @@
 ``OP_CLUSTER_VERIFY`` only submits jobs: one VERIFY_CONFIG job and one
 VERIFY_GROUP job per node group (result ``{"jobs": [[true, id], ...]}``).
 The two workers report every problem as a feedback line in Ganeti's
-format (PROTOCOLS.md 2.7) and return False when an error (not a warning)
-was found:
+format (doc/protocols/opcodes.md, "Cluster verify output") and return
+False when an error (not a warning) was found:
 
 * with ``error_codes``: ``ERROR:ENODEVERSION:node:node2:<message>``
 * without: ``ERROR: node node2: <message>``

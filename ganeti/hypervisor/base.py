@@ -54,9 +54,11 @@ __all__ = [
     "check_migration_mode", "check_bool",
 ]
 
-# Runtime states reported in get_instance_info()["state"].  The backend maps
-# them to PROTOCOLS §2.7 statuses: "shutdown" (the guest powered itself off)
-# becomes USER_down when user shutdown is enabled, ERROR_down otherwise.
+# Runtime states reported in get_instance_info()["state"] (sent to the master
+# as "hv_state").  The master maps them to instance statuses
+# (cmdlib.instance.runtime_status, doc/protocols/query.md, "Instance status"):
+# "shutdown" (the guest powered itself off) becomes USER_down, "crashed"
+# ERROR_down (or ADMIN_down when the instance is marked down).
 HV_STATE_RUNNING = "running"
 HV_STATE_PAUSED = "paused"
 HV_STATE_SHUTDOWN = "shutdown"

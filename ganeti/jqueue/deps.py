@@ -1,4 +1,4 @@
-"""Job dependencies (PROTOCOLS 2.4): evaluation and the waiting list.
+"""Job dependencies (doc/protocols/jobs.md, "Dependencies"): evaluation and the waiting list.
 
 :func:`evaluate` decides, from the dependency's status, whether an opcode
 continues, waits, is canceled or fails.  :class:`DependencyManager` keeps

@@ -2,8 +2,9 @@
 
 Pure logic, no threads and no files: :class:`QueuedJob` and
 :class:`QueuedOpCode` hold the state; :func:`calc_status` derives a job's
-status from its opcodes (PROTOCOLS 2.2); :func:`job_to_disk` and
-:func:`job_from_disk` give the exact ``queue/job-<id>`` JSON (2.3);
+status from its opcodes (doc/protocols/jobs.md, "Job status from opcode
+statuses"); :func:`job_to_disk` and :func:`job_from_disk` give the exact
+``queue/job-<id>`` JSON (doc/protocols/jobs.md, "Job file format");
 :func:`get_job_field` answers the ``job`` query fields.
 """
 
@@ -187,7 +188,7 @@ _OP_DISK_KEYS = ("input", "status", "result", "log", "priority",
 
 
 def job_to_disk(job: QueuedJob) -> dict[str, Any]:
-    """The on-disk dict of a job (PROTOCOLS 2.3)."""
+    """The on-disk dict of a job (doc/protocols/jobs.md, "Job file format")."""
     data: dict[str, Any] = {
         "id": job.id,
         "ops": [{k: getattr(op, k) for k in _OP_DISK_KEYS} for op in job.ops],

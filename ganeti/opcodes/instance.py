@@ -1,4 +1,4 @@
-"""Instance opcodes (PROTOCOLS.md 2.6): lifecycle, migration, disks, queries.
+"""Instance opcodes (doc/protocols/opcodes.md, "Instance opcodes"): lifecycle, migration, disks, queries.
 
 Parameter names are Ganeti's.  Disks are ``[{"size": MiB, "mode": "rw",
 "name": ...}]``, NICs ``[{"mac", "ip", "mode", "link", "name",

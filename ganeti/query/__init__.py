@@ -1,4 +1,4 @@
-"""Query2: field tables, filters and the query engine (PROTOCOLS.md 2.8).
+"""Query2: field tables, filters and the query engine (doc/protocols/query.md).
 
 Pure logic, no sockets and no config access.  The master daemon's
 Query/QueryFields LUXI methods and every ``gnt-* list`` use it.

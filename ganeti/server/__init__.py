@@ -5,5 +5,5 @@
 * :mod:`ganeti.server.daemon`: options, pid file, daemonizing, signals
   (:func:`ganeti.server.daemon.run_daemon`)
 
-Nothing imports this package (layer 6 in STYLE.md).
+Nothing imports this package (layer 6 in the ``ganeti`` package docstring).
 """

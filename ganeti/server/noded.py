@@ -1,6 +1,6 @@
 """ganeti-noded: the node daemon, answering node RPC over HTTPS.
 
-Wire protocol (PROTOCOLS.md 2.10 / 2.19): ``POST /<procedure>`` with a JSON
+Wire protocol (doc/protocols/rpc.md, "Response"): ``POST /<procedure>`` with a JSON
 list of positional arguments; the reply is ``[true, payload]`` or
 ``[false, "message"]`` with ``Server: Ganeti <version>`` and
 ``Connection: close`` (one request per connection).

@@ -1,4 +1,4 @@
-"""Dependency evaluation rules (PROTOCOLS 2.4) and the waiting list."""
+"""Dependency evaluation rules (doc/protocols/jobs.md, "Dependencies") and the waiting list."""
 
 from __future__ import annotations
 
