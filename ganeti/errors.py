@@ -37,9 +37,10 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      +-- TagError                a tag is invalid or the tag limit is hit
      +-- UnitParseError          a size such as "10G" cannot be parsed
 
-Errors cross LUXI, node RPC and RAPI as ``[ClassName, [args...]]``;
-:func:`encode_exception` and :func:`decode_exception` are the only pair
-that does that.  Error codes (``ECODE_*``) are the strings Ganeti clients
+Errors cross LUXI and are stored in job results as ``[ClassName,
+[args...]]`` (doc/protocols/luxi.md, "Errors"); :func:`encode_exception`
+and :func:`decode_exception` are the only pair that does that.  Node RPC
+failures travel as plain text instead (doc/protocols/rpc.md, "Response").  Error codes (``ECODE_*``) are the strings Ganeti clients
 already know (``wrong_input``, ``unknown_entity`` ...).
 """
 

@@ -5,7 +5,8 @@ This module holds the codec (no sockets: bytes in, messages out) and the
 
 Framing: each message is one JSON document followed by ``0x03`` (ETX).
 Request ``{"method", "args", "version"?}``; response ``{"success",
-"result"}``; a failed call's result is ``[ErrorClass, [args]]``.
+"result"}``; a failed call's result is ``[ErrorClass, [args]]``.  The
+protocol and the methods: doc/protocols/luxi.md.
 """
 
 from __future__ import annotations
@@ -403,7 +404,7 @@ class Client:
                              timeout: float = constants.LUXI_WFJC_TIMEOUT) -> Any:
         """One ``WaitForJobChange`` call: ``"nochange"`` or ``[job_info, log_entries]``.
 
-        Returns None for an unknown job.
+        Raises :class:`errors.JobLost` for an unknown job.
         """
         read_timeout = max(self.rw_timeout, timeout + 10)
         return self.call("WaitForJobChange",

@@ -11,7 +11,7 @@ Adding a procedure is a two-line change plus the body:
 2. a function ``node_powercycle(ctx, hypervisor)`` in one of the
    ``backend`` domain modules (listed in ``backend.DOMAIN_MODULES``).
 
-``test/rpc/test_defs.py`` checks that every row has a backend function
+``test/rpc/test_rpc_defs.py`` checks that every row has a backend function
 whose parameters (after ``ctx``) are exactly the row's argument names.
 
 Timeout policy
