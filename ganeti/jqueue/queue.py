@@ -396,6 +396,9 @@ class JobQueue:
         qop = job.ops[idx]
         for dep_id, wanted in qop.input.get("depends") or []:
             with self._lock:
+                if qop.status == constants.OP_STATUS_CANCELING:
+                    # canceled since _run_job looked: never hide that behind "waiting"
+                    return lambda j: self._cancel_from(j, idx)
                 status = self._status_of(dep_id)
                 result, msg = jdeps.evaluate(job.id, dep_id, wanted, status)
                 if result == jdeps.DEP_WAIT:

@@ -351,3 +351,26 @@ def test_corrupt_job_files_are_skipped_and_left_untouched(tmp_path, content: byt
         q.shutdown(5)
     with open(path, "rb") as fh:
         assert fh.read() == content
+
+
+def test_cancel_just_before_the_dependency_check_is_not_lost(env: Env, monkeypatch) -> None:
+    # A worker has taken the job (so cancel_job only marks it "canceling") and
+    # is about to evaluate its dependency: the cancel must win over "waiting".
+    check = JobQueue._check_dependencies
+    answers: list[Any] = []
+
+    def cancel_then_check(self: JobQueue, job: Any, idx: int) -> Any:
+        if job.ops[idx].input.get("depends") and not answers:
+            answers.append(self.cancel_job(job.id))
+        return check(self, job, idx)
+
+    monkeypatch.setattr(JobQueue, "_check_dependencies", cancel_then_check)
+    env.gate = threading.Event()
+    env.queue.start()
+    first = env.queue.submit_job([delay(0, comment="gate")])
+    waiter = env.queue.submit_job([delay(0, depends=[[first, []]])])
+    assert env.wait_final(waiter) == "canceled"
+    assert answers == [[True, f"Job {waiter} will be canceled"]]
+    env.gate.set()
+    assert env.wait_final(first) == "success"
+    assert [op.comment for op in env.order] == ["gate"]
