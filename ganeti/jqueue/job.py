@@ -1,9 +1,11 @@
 """The job model: opcodes in a job, status calculation, on-disk format.
 
 Pure logic, no threads and no files: :class:`QueuedJob` and
-:class:`QueuedOpCode` hold the state; :func:`calc_status` derives a job's
-status from its opcodes (doc/protocols/jobs.md, "Job status from opcode
-statuses"); :func:`job_to_disk` and :func:`job_from_disk` give the exact
+:class:`QueuedOpCode` hold the state; :data:`OP_TRANSITIONS` lists the
+opcode status changes allowed and :func:`set_op_status` is the one place
+that makes them; :func:`calc_status` derives a job's status from its
+opcodes (doc/protocols/jobs.md, "Job status from opcode statuses");
+:func:`job_to_disk` and :func:`job_from_disk` give the exact
 ``queue/job-<id>`` JSON (doc/protocols/jobs.md, "Job file format");
 :func:`get_job_field` answers the ``job`` query fields.
 """
@@ -11,12 +13,15 @@ statuses"); :func:`job_to_disk` and :func:`job_from_disk` give the exact
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ganeti import constants, errors, opcodes, serializer
 
-__all__ = ["QueuedOpCode", "QueuedJob", "JobStub", "calc_status", "split_time",
+__all__ = ["QueuedOpCode", "QueuedJob", "JobStub", "OP_TRANSITIONS", "check_op_transition",
+           "set_op_status", "calc_status", "split_time",
            "job_to_disk", "job_from_disk", "job_for_pickup", "recover_job", "get_job_field",
            "JOB_FIELDS", "REASON_SRC_PICKUP", "MSG_MASTER_STOPPED", "MSG_CANCELED",
            "check_fields", "jsonable"]
@@ -36,6 +41,62 @@ def split_time(value: float) -> list[int]:
     if usec >= 1000000:
         sec, usec = sec + 1, usec - 1000000
     return [sec, usec]
+
+
+_Q, _W, _R = constants.OP_STATUS_QUEUED, constants.OP_STATUS_WAITING, constants.OP_STATUS_RUNNING
+_CI, _C = constants.OP_STATUS_CANCELING, constants.OP_STATUS_CANCELED
+_S, _E = constants.OP_STATUS_SUCCESS, constants.OP_STATUS_ERROR
+
+#: The opcode state machine: each status and the statuses it may move to.
+#: A job has no status of its own: it is derived from its opcodes'
+#: (:func:`calc_status`, same vocabulary), so this one table rules both.
+#:
+#: * ``queued``: to ``waiting`` (its locks are busy, or a dependency is
+#:   unfinished), ``running`` (locks taken at once), ``canceling`` (cancel
+#:   of a job a worker holds), ``canceled`` (cancel of a job no worker
+#:   holds, a canceled dependency) or ``error`` (a dependency failed, the
+#:   opcode failed before it started, an earlier opcode failed).
+#: * ``waiting``: as ``queued``, plus back to ``queued`` (a job file read at
+#:   start-up or adopted, that no process runs) and ``waiting`` again (a lock
+#:   wait after a dependency wait, a dependency re-checked).
+#: * ``running``: to ``success``, ``error``, ``canceling`` (cancel with
+#:   kill) or ``canceled`` (a job file whose earlier opcode was canceling,
+#:   recovered).
+#: * ``canceling``: to ``canceled``; ``success`` or ``error`` when it was
+#:   running and ended on its own first; ``canceling`` again (a repeated
+#:   cancel).
+#: * ``success``, ``error``, ``canceled`` are final.
+OP_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType({
+    _Q: frozenset([_W, _R, _CI, _C, _E]),
+    _W: frozenset([_Q, _W, _R, _CI, _C, _E]),
+    _R: frozenset([_S, _E, _CI, _C]),
+    _CI: frozenset([_CI, _C, _S, _E]),
+    _S: frozenset(),
+    _E: frozenset(),
+    _C: frozenset(),
+})
+
+
+def check_op_transition(old: str, new: str) -> None:
+    """Raise :class:`errors.ProgrammerError` unless ``old -> new`` is in
+    :data:`OP_TRANSITIONS` (an unknown status is never legal)."""
+    allowed = OP_TRANSITIONS.get(old)
+    if allowed is None or new not in allowed:
+        raise errors.ProgrammerError(f"Illegal opcode status change {old!r} -> {new!r}")
+
+
+def set_op_status(op: QueuedOpCode, new: str) -> None:
+    """Move ``op`` to status ``new``, checked against :data:`OP_TRANSITIONS`.
+
+    Every status change of an opcode goes through here.  Only the
+    in-memory object changes: writing it to disk is the caller's separate
+    step (the queue applies a change to a copy, writes that, and only then
+    applies it to the job others see).  Raises
+    :class:`errors.ProgrammerError` for an illegal change (``op`` is left
+    as it was).
+    """
+    check_op_transition(op.status, new)
+    op.status = new
 
 
 @dataclass

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ganeti import constants, errors, opcodes, serializer
-from ganeti.jqueue.job import (QueuedJob, QueuedOpCode, calc_status, get_job_field, job_from_disk,
-                               job_to_disk, split_time)
+from ganeti.jqueue.job import (OP_TRANSITIONS, QueuedJob, QueuedOpCode, calc_status,
+                               check_op_transition, get_job_field, job_from_disk, job_to_disk,
+                               set_op_status, split_time)
 
 Q, W, R, S, E, C, CI = ("queued", "waiting", "running", "success", "error", "canceled",
                         "canceling")
@@ -70,3 +71,40 @@ def test_fields() -> None:
     assert get_job_field(job, "archived") is False
     with pytest.raises(errors.ParameterError):
         get_job_field(job, "nope")
+
+
+ALLOWED = sorted((old, new) for old, news in OP_TRANSITIONS.items() for new in news)
+FORBIDDEN = sorted((old, new) for old in constants.JOB_STATUS_ALL for new in constants.JOB_STATUS_ALL
+                   if new not in OP_TRANSITIONS[old])
+
+
+def _op(status: str) -> QueuedOpCode:
+    return QueuedOpCode(input={"OP_ID": "OP_TEST_DELAY", "duration": 0}, status=status)
+
+
+def test_transition_table_covers_every_status_and_ends_at_the_final_ones() -> None:
+    assert set(OP_TRANSITIONS) == constants.JOB_STATUS_ALL
+    assert all(news <= constants.JOB_STATUS_ALL for news in OP_TRANSITIONS.values())
+    assert {s for s, news in OP_TRANSITIONS.items() if not news} == constants.OPS_FINALIZED
+
+
+@pytest.mark.parametrize("old,new", ALLOWED, ids=[f"{o}->{n}" for o, n in ALLOWED])
+def test_allowed_transition(old: str, new: str) -> None:
+    op = _op(old)
+    check_op_transition(old, new)
+    set_op_status(op, new)
+    assert op.status == new
+
+
+@pytest.mark.parametrize("old,new", FORBIDDEN, ids=[f"{o}->{n}" for o, n in FORBIDDEN])
+def test_forbidden_transition_raises_and_changes_nothing(old: str, new: str) -> None:
+    op = _op(old)
+    with pytest.raises(errors.ProgrammerError, match=f"'{old}' -> '{new}'"):
+        set_op_status(op, new)
+    assert op.status == old
+
+
+@pytest.mark.parametrize("old,new", [("bogus", Q), (Q, "bogus"), (Q, None)])
+def test_unknown_status_is_never_a_legal_transition(old: str, new: str) -> None:
+    with pytest.raises(errors.ProgrammerError):
+        check_op_transition(old, new)
