@@ -193,7 +193,7 @@ class QueuedJob:
         for op in self.ops[start:]:
             if op.status in constants.OPS_FINALIZED:
                 continue
-            op.status = status
+            set_op_status(op, status)
             op.result = result
             if op.end_timestamp is None:
                 op.end_timestamp = ts
@@ -217,7 +217,7 @@ def recover_job(job: QueuedJob, now: float) -> bool:
             job.finalize_ops(idx, constants.OP_STATUS_CANCELED, MSG_CANCELED, now)
             return True
         if op.status == constants.OP_STATUS_WAITING:
-            op.status = constants.OP_STATUS_QUEUED
+            set_op_status(op, constants.OP_STATUS_QUEUED)
             changed = True
     return changed
 

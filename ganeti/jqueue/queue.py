@@ -38,7 +38,7 @@ from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
 from ganeti.jqueue.callbacks import OpCallbacks
 from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, JobStub, QueuedJob, QueuedOpCode,
-                               check_fields, jsonable,
+                               check_fields, jsonable, set_op_status,
                                copy_job, get_job_field, job_from_disk, job_to_disk, split_time)
 from ganeti.jqueue.storage import JobStorage
 
@@ -46,7 +46,9 @@ __all__ = ["JobQueue", "ProcessorFactory", "MSG_MASTER_STOPPED", "MSG_CANCELED",
 
 logger = logging.getLogger(__name__)
 
-# A processor has execute_opcode(op, callbacks) -> result (see ganeti.mcpu).
+# A processor has execute_opcode(op, callbacks) -> result (see ganeti.mcpu);
+# it calls callbacks.notify_start() before the opcode's work, as an opcode
+# succeeds only from "running" (ganeti.jqueue.job.OP_TRANSITIONS).
 ProcessorFactory = Callable[[], Any]
 
 MSG_PREV_FAILED = "Previous opcode failed"
@@ -405,7 +407,8 @@ class JobQueue:
                     # registered under the lock: a finishing dependency cannot slip by
                     self.deps.add_waiter(dep_id, job.id, wanted)
                     changed = qop.status != constants.OP_STATUS_WAITING
-                    qop.status = constants.OP_STATUS_WAITING
+                    if changed:
+                        set_op_status(qop, constants.OP_STATUS_WAITING)
             if result == jdeps.DEP_WAIT:
                 logger.debug("Job %s: %s", job.id, msg)
                 if changed:
@@ -426,7 +429,7 @@ class JobQueue:
         job.finalize_ops(idx + 1, constants.OP_STATUS_ERROR,
                          errors.encode_exception(errors.OpExecError(MSG_PREV_FAILED)), now)
         failed = job.ops[idx]
-        failed.status = constants.OP_STATUS_ERROR
+        set_op_status(failed, constants.OP_STATUS_ERROR)
         failed.result = errors.encode_exception(exc)
         failed.end_timestamp = split_time(now)
 
@@ -478,7 +481,7 @@ class JobQueue:
 
         def succeed(j: QueuedJob) -> None:
             op = j.ops[idx]
-            op.status = constants.OP_STATUS_SUCCESS
+            set_op_status(op, constants.OP_STATUS_SUCCESS)
             op.result = result
             op.end_timestamp = split_time(self._clock())
             if op.exec_timestamp is None:
@@ -514,7 +517,7 @@ class JobQueue:
             now = split_time(self._clock())
             new = copy_job(job)
             op = new.ops[idx]
-            op.status = status
+            set_op_status(op, status)
             if op.start_timestamp is None:
                 op.start_timestamp = now
             if status == constants.OP_STATUS_RUNNING:
@@ -525,7 +528,7 @@ class JobQueue:
             live = job.ops[idx]
             if live.status == constants.OP_STATUS_CANCELING:
                 raise errors.OpExecError(MSG_CANCELED)
-            live.status = status
+            set_op_status(live, status)
             live.start_timestamp = op.start_timestamp
             live.exec_timestamp = op.exec_timestamp
             self._changed.notify_all()
@@ -695,7 +698,7 @@ class JobQueue:
             else:
                 for op in job.ops:
                     if op.status not in constants.OPS_FINALIZED:
-                        op.status = constants.OP_STATUS_CANCELING
+                        set_op_status(op, constants.OP_STATUS_CANCELING)
                 cbs = self._running.get(job.id)
                 if running and cbs is not None:
                     cbs.interrupted.set()

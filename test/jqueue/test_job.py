@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import pathlib
+
 import pytest
 
+import ganeti.jqueue
 from ganeti import constants, errors, opcodes, serializer
 from ganeti.jqueue.job import (OP_TRANSITIONS, QueuedJob, QueuedOpCode, calc_status,
                                check_op_transition, get_job_field, job_from_disk, job_to_disk,
@@ -58,7 +62,8 @@ def test_corrupt_disk_data(data: object) -> None:
 def test_priority_is_lowest_of_unfinished_ops() -> None:
     job = _job()
     assert job.priority() == -3
-    job.ops[1].status = constants.OP_STATUS_SUCCESS
+    set_op_status(job.ops[1], constants.OP_STATUS_RUNNING)
+    set_op_status(job.ops[1], constants.OP_STATUS_SUCCESS)
     assert job.priority() == 5
 
 
@@ -108,3 +113,23 @@ def test_forbidden_transition_raises_and_changes_nothing(old: str, new: str) -> 
 def test_unknown_status_is_never_a_legal_transition(old: str, new: str) -> None:
     with pytest.raises(errors.ProgrammerError):
         check_op_transition(old, new)
+
+
+def test_only_set_op_status_assigns_a_status() -> None:
+    # the table rules only if nothing else writes ``.status`` in the queue package
+    # (JobStub's constructor stores the status of a finished job)
+    allowed = {"set_op_status", "__init__"}
+    found = []
+    for path in sorted(pathlib.Path(ganeti.jqueue.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            for node in ast.walk(func):
+                targets = (node.targets if isinstance(node, ast.Assign) else
+                           [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+                if any(isinstance(t, ast.Attribute) and t.attr == "status" for t in targets):
+                    name = getattr(func, "name", "<lambda>")
+                    if name not in allowed or (name == "__init__" and path.name != "job.py"):
+                        found.append(f"{path.name}:{node.lineno} in {name}")
+    assert found == []
