@@ -1,8 +1,12 @@
 """The job queue: job model, durable storage, dependencies, workers.
 
-* :mod:`.job`: the pure job/opcode model, status rules and disk format.
+* :mod:`.job`: the pure job/opcode model, status transitions and disk format.
 * :mod:`.storage`: queue files with group commit and replication hooks.
+* :mod:`.table`: :class:`~ganeti.jqueue.table.JobTable`, the jobs a queue
+  knows by id (live, finished, reserved, corrupt) and the lock guarding them.
+* :mod:`.adopt`: reading job files the queue did not write (start-up, PickupJob).
 * :mod:`.deps`: dependency evaluation and the waiting list.
+* :mod:`.callbacks`: what a running opcode may do to its job.
 * :mod:`.queue`: :class:`JobQueue`, submission, scheduling and waiting.
 """
 

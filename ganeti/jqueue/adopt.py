@@ -1,37 +1,56 @@
-"""Jobs adopted from the queue directory: at start-up and by ``PickupJob``.
+"""Reading job files this process did not write: at start-up and for ``PickupJob``.
 
-:func:`load_jobs` reads the unarchived jobs when the master starts;
-:func:`pickup_job` (LUXI ``PickupJob``) adopts one job file written into
-the queue directory by another process.  Both work on the internals of
-:class:`~ganeti.jqueue.queue.JobQueue` (they are part of the queue, kept
-apart only for size); the pure parts are in :mod:`ganeti.jqueue.job`
-(:func:`~ganeti.jqueue.job.recover_job`,
-:func:`~ganeti.jqueue.job.job_for_pickup`).
+:func:`read_queue_dir` reads the unarchived jobs when the master starts;
+:func:`read_for_pickup` (LUXI ``PickupJob``) reads and checks one job file
+written into the queue directory by another process.  Both only read:
+they return the jobs, recovered (:func:`~ganeti.jqueue.job.recover_job`)
+and marked for rewriting where needed, and
+:class:`~ganeti.jqueue.queue.JobQueue` writes and registers them in its
+:class:`~ganeti.jqueue.table.JobTable`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+import os
+from dataclasses import dataclass, field
+from typing import Any
 
 from ganeti import constants, errors, serializer
 from ganeti.jqueue.job import JobStub, QueuedJob, calc_status, job_for_pickup, job_from_disk, recover_job
+from ganeti.jqueue.storage import JobStorage
+from ganeti.jqueue.table import JobTable
 
-if TYPE_CHECKING:
-    from ganeti.jqueue.queue import JobQueue
-
-__all__ = ["load_jobs", "pickup_job", "parse_job_id"]
+__all__ = ["LoadedJobs", "read_queue_dir", "read_for_pickup", "parse_job_id"]
 
 logger = logging.getLogger(__name__)
 
 
-def load_jobs(queue: JobQueue) -> None:
-    """Load the unarchived jobs into ``queue`` (see :meth:`JobQueue.load`)."""
-    rewrite: list[QueuedJob] = []
-    now = queue._clock()
-    for job_id in queue.storage.list_job_ids():
-        queue.storage.note_existing_id(job_id)
-        raw = queue.storage.read_job(job_id)
+@dataclass
+class LoadedJobs:
+    """What :func:`read_queue_dir` found in the queue directory."""
+
+    #: Unfinished jobs (recovered), to register and schedule.
+    live: list[QueuedJob] = field(default_factory=list)
+    #: Finished jobs by id, kept as stubs (their files are read on demand).
+    stubs: dict[int, JobStub] = field(default_factory=dict)
+    #: Jobs recovery changed: to write back before they are registered.
+    rewrite: list[QueuedJob] = field(default_factory=list)
+    #: Ids of unreadable job files (left as they are).
+    corrupt: list[int] = field(default_factory=list)
+
+
+def read_queue_dir(storage: JobStorage, now: float) -> LoadedJobs:
+    """Read the unarchived jobs (see :meth:`JobQueue.load`).
+
+    Each id found is noted with the storage (ids never repeat).  A running
+    opcode becomes ``error`` (the master stopped under it), a canceling one
+    ``canceled``, waiting ones ``queued`` again; corrupt files are logged.
+    """
+    found = LoadedJobs()
+    for job_id in storage.list_job_ids():
+        storage.note_existing_id(job_id)
+        raw = storage.read_job(job_id)
         if raw is None:
             continue
         try:
@@ -40,69 +59,51 @@ def load_jobs(queue: JobQueue) -> None:
             status = calc_status(statuses)
             if status in constants.JOBS_FINALIZED:
                 end = data.get("end_timestamp")
-                queue._stubs[job_id] = JobStub(status, end[0] if end else None)
+                found.stubs[job_id] = JobStub(status, end[0] if end else None)
                 continue
             job = job_from_disk(data)
             if job.id != job_id:
                 raise errors.JobFileCorrupted(f"file job-{job_id} holds job {job.id}")
         except (errors.GanetiError, KeyError, TypeError, IndexError) as exc:
             logger.error("Skipping corrupt job file job-%s: %s", job_id, exc)
-            queue.corrupt_ids.append(job_id)
+            found.corrupt.append(job_id)
             continue
         if recover_job(job, now):
-            rewrite.append(job)
+            found.rewrite.append(job)
         if job.is_finalized():
-            queue._stubs[job_id] = JobStub(job.status(), now)
+            found.stubs[job_id] = JobStub(job.status(), now)
         else:
-            queue._jobs[job_id] = job
-    if rewrite:
-        queue.storage.write_jobs([(j.id, queue._encode(j)) for j in rewrite])
-    with queue._lock:
-        for job in queue._jobs.values():
-            queue._push(job)
-    logger.info("Loaded %d unfinished and %d finished jobs (%d corrupt)",
-                len(queue._jobs), len(queue._stubs), len(queue.corrupt_ids))
+            found.live.append(job)
+    return found
 
 
-def pickup_job(queue: JobQueue, job_id: Any) -> None:
-    """Adopt ``queue/job-<job_id>``, written there by another process.
+def read_for_pickup(table: JobTable, storage: JobStorage, job_id: int,
+                    now: float) -> tuple[QueuedJob, bool]:
+    """Read ``queue/job-<job_id>``, written there by another process.
 
-    Refused, changing nothing: an id the queue knows (unarchived,
-    archived, or being submitted) with :class:`errors.JobQueueError`;
-    a missing file with :class:`errors.JobLost`; a corrupt file or
-    invalid opcodes with :class:`errors.JobFileCorrupted`; a bad id
-    with :class:`errors.ParameterError`.
+    Returns the job, recovered as at start-up (a running opcode failed, a
+    canceling one canceled, waiting ones queued), with a
+    ``gnt:daemon:masterd:pickup`` reason on the opcodes still to run, and
+    whether it must be written back (recovery changed it, or it still
+    runs: the reason).  Takes ``table.lock`` to look the id up.
 
-    An id above the queue serial is accepted and the serial raised to
-    it, durably and before the job is registered, so ids never repeat.
-    A queued or waiting job is then scheduled like one loaded at
-    start-up (a running one is failed, a canceling one canceled, see
-    :meth:`JobQueue.load`), its opcodes get a ``gnt:daemon:masterd:pickup``
-    reason; a finished job is only registered.
+    Raises :class:`errors.JobQueueError` for an id the queue knows
+    (unarchived, archived, or being submitted), :class:`errors.JobLost`
+    when the file is missing, :class:`errors.JobFileCorrupted` for a
+    corrupt file or invalid opcodes.
     """
-    job_id = parse_job_id(job_id)
-    with queue._pickup_lock:
-        queue._check_unknown(job_id)
-        raw = queue.storage.read_job(job_id)
-        if raw is None:
-            raise errors.JobLost(f"Job {job_id}: no file job-{job_id} in the queue directory")
-        now = queue._clock()
-        job = job_for_pickup(job_id, raw, now)
-        rewrite = recover_job(job, now)
-        finished = job.is_finalized()
-        if not finished:
-            queue._check_accepting(True, 1)
-            rewrite = True  # the pickup reason
-        bump = queue._reserve_existing(job_id)
-        try:
-            if rewrite or bump:
-                data = [(job_id, queue._encode(job))] if rewrite else []
-                queue.storage.write_jobs(data, serial=bump)
-        finally:
-            queue._unreserve(job_id)
-        queue._register_adopted(job, now)
-    logger.info("Picked up job %s (%s%s)", job_id, job.status(),
-                ", serial raised" if bump else "")
+    with table.lock:
+        known = table.knows(job_id)
+    if known:
+        raise errors.JobQueueError(f"Job {job_id} is already known to the queue")
+    if os.path.exists(storage.archived_path(job_id)):
+        raise errors.JobQueueError(f"Job {job_id} is already known to the queue (archived)")
+    raw = storage.read_job(job_id)
+    if raw is None:
+        raise errors.JobLost(f"Job {job_id}: no file job-{job_id} in the queue directory")
+    job = job_for_pickup(job_id, raw, now)
+    rewrite = recover_job(job, now)
+    return job, rewrite or not job.is_finalized()
 
 
 def parse_job_id(job_id: Any) -> int:

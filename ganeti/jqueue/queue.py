@@ -1,8 +1,10 @@
 """The job queue: submission, scheduling, worker threads, waiting, archive.
 
-One :class:`JobQueue` per master.  All job state lives under one lock;
-``_changed`` (a condition on that lock) is notified on every change and
-wakes :meth:`JobQueue.wait_for_job_change`; ``_work`` wakes idle workers.
+One :class:`JobQueue` per master.  The jobs it knows are in its
+:class:`~ganeti.jqueue.table.JobTable`; all job state, and the scheduling
+state here, lives under the table's lock.  ``changed`` (a condition on
+that lock) is notified on every change and wakes
+:meth:`JobQueue.wait_for_job_change`; ``_work`` wakes idle workers.
 
 Durability: every state change is written through
 :class:`~ganeti.jqueue.storage.JobStorage` (group commit) before the caller
@@ -10,9 +12,10 @@ goes on; log messages are written lazily.  A submitted job id is returned
 only after its file (and the serial) are durable.
 
 Finished jobs are kept as small stubs (status, end time) and read back
-from disk on demand, with a small cache, so a queue with many finished
-jobs loads fast and stays small.  Archived jobs are read from the archive
-only when asked for (:meth:`JobQueue.get_archived_jobs`, lookups by id).
+from disk on demand, with a small cache (see the table), so a queue with
+many finished jobs loads fast and stays small.  Archived jobs are read
+from the archive only when asked for (:meth:`JobQueue.get_archived_jobs`,
+lookups by id).
 
 :meth:`JobQueue.pickup_job` (LUXI ``PickupJob``) adopts a job file written
 into the queue directory by another process.  Job ids handed out but not
@@ -22,11 +25,9 @@ queue lock), so a pickup can never take an id a submission is writing.
 
 from __future__ import annotations
 
-import collections
 import heapq
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -37,10 +38,11 @@ from ganeti.jqueue import adopt as jadopt
 from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
 from ganeti.jqueue.callbacks import OpCallbacks
-from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, JobStub, QueuedJob, QueuedOpCode,
-                               check_fields, jsonable, set_op_status,
-                               copy_job, get_job_field, job_from_disk, job_to_disk, split_time)
+from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, QueuedJob, QueuedOpCode,
+                               check_fields, copy_job, get_job_field, job_to_disk, jsonable,
+                               set_op_status, split_time)
 from ganeti.jqueue.storage import JobStorage
+from ganeti.jqueue.table import JobTable
 
 __all__ = ["JobQueue", "ProcessorFactory", "MSG_MASTER_STOPPED", "MSG_CANCELED", "MSG_PREV_FAILED"]
 
@@ -52,7 +54,6 @@ logger = logging.getLogger(__name__)
 ProcessorFactory = Callable[[], Any]
 
 MSG_PREV_FAILED = "Previous opcode failed"
-_CACHE_SIZE = 512
 _FAST_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
@@ -72,23 +73,30 @@ class JobQueue:
         self._nworkers = workers
         self._clock = clock
         self._mono = monotonic
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
+        self._table = JobTable(storage)
+        self._lock = self._table.lock
+        self._changed = self._table.changed
         self._work = threading.Condition(self._lock)
-        self._jobs: dict[int, QueuedJob] = {}        # unfinished (and finishing) jobs
-        self._stubs: dict[int, JobStub] = {}         # finalized, unarchived
-        self._cache: collections.OrderedDict[int, QueuedJob] = collections.OrderedDict()
         self._heap: list[tuple[int, int]] = []
         self._queued: set[int] = set()               # ids in the heap, not taken yet
         self._owned: set[int] = set()                # ids a worker is running
         self._repush: set[int] = set()               # woken while still owned
         self._running: dict[int, OpCallbacks] = {}   # job id -> its running opcode
-        self._reserved: set[int] = set()             # ids allocated, not registered yet
         self._pickup_lock = threading.Lock()         # one PickupJob at a time
         self.deps = jdeps.DependencyManager()
         self._threads: list[threading.Thread] = []
         self._stopping = False
-        self.corrupt_ids: list[int] = []
+
+    @property
+    def table(self) -> JobTable:
+        """The jobs this queue knows (use under ``table.lock``, see :mod:`ganeti.jqueue.table`)."""
+        return self._table
+
+    @property
+    def corrupt_ids(self) -> list[int]:
+        """Ids of the job files found unreadable (left as they are on disk)."""
+        with self._lock:
+            return self._table.corrupt_ids()
 
     # lifecycle -------------------------------------------------------------
     def load(self) -> None:
@@ -96,9 +104,21 @@ class JobQueue:
 
         Running jobs become ``error`` (the master stopped under them),
         waiting ones are queued again, canceling ones canceled; corrupt files
-        are logged and left alone (see :func:`ganeti.jqueue.adopt.load_jobs`).
+        are logged and left alone (see :func:`ganeti.jqueue.adopt.read_queue_dir`).
         """
-        jadopt.load_jobs(self)
+        found = jadopt.read_queue_dir(self.storage, self._clock())
+        if found.rewrite:
+            self.storage.write_jobs([(j.id, self._encode(j)) for j in found.rewrite])
+        with self._lock:
+            for job_id, stub in found.stubs.items():
+                self._table.add_stub(job_id, stub)
+            for job_id in found.corrupt:
+                self._table.add_corrupt(job_id)
+            for job in found.live:
+                self._table.add_live(job)
+                self._push(job)
+        logger.info("Loaded %d unfinished and %d finished jobs (%d corrupt)",
+                    len(found.live), len(found.stubs), len(found.corrupt))
 
     def start(self) -> None:
         """Start the worker threads."""
@@ -183,7 +203,7 @@ class JobQueue:
                 self._store_new(new_jobs)
         finally:
             with self._lock:  # ids of jobs refused after allocation are never used
-                self._reserved.difference_update(reserved)
+                self._table.unreserve(reserved)
         return results
 
     @staticmethod
@@ -209,9 +229,9 @@ class JobQueue:
         with self._lock:
             if self._stopping:
                 raise errors.JobQueueError("Master daemon is shutting down, refusing job")
-            if len(self._jobs) + count > constants.JOB_QUEUE_SIZE_HARD_LIMIT:
-                raise errors.JobQueueFull(
-                    f"Job queue is full ({len(self._jobs)} unfinished jobs), refusing job")
+            live = self._table.live_count()
+            if live + count > constants.JOB_QUEUE_SIZE_HARD_LIMIT:
+                raise errors.JobQueueFull(f"Job queue is full ({live} unfinished jobs), refusing job")
 
     @staticmethod
     def _validate_ops(ops: Any, relative_ok: bool) -> list[opcodes.OpCode]:
@@ -243,68 +263,61 @@ class JobQueue:
     def _allocate(self, count: int) -> list[int]:
         """New job ids, reserved until :meth:`_store_new` registers them."""
         with self._lock:
-            ids = self.storage.allocate_ids(count)
-            self._reserved.update(ids)
-        return ids
+            return self._table.allocate(count)
 
     def _store_new(self, jobs: list[QueuedJob]) -> None:
         try:
             self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True)
         except BaseException:
             with self._lock:
-                self._reserved.difference_update(j.id for j in jobs)
+                self._table.unreserve(j.id for j in jobs)
             raise
         with self._lock:
             for job in jobs:
-                self._reserved.discard(job.id)
-                self._jobs[job.id] = job
+                self._table.add_live(job)
                 self._push(job)
             self._changed.notify_all()
 
     # adoption (PickupJob) ------------------------------------------------------
     def pickup_job(self, job_id: Any) -> None:
-        """LUXI ``PickupJob``: adopt ``queue/job-<job_id>`` written by another
-        process (rules and errors: :func:`ganeti.jqueue.adopt.pickup_job`)."""
-        jadopt.pickup_job(self, job_id)
+        """LUXI ``PickupJob``: adopt ``queue/job-<job_id>`` written by another process.
 
-    def _check_unknown(self, job_id: int) -> None:
-        """Raise :class:`errors.JobQueueError` if the queue knows ``job_id``."""
-        with self._lock:
-            known = job_id in self._jobs or job_id in self._stubs or job_id in self._reserved
-        if known:
-            raise errors.JobQueueError(f"Job {job_id} is already known to the queue")
-        if os.path.exists(self.storage.archived_path(job_id)):
-            raise errors.JobQueueError(f"Job {job_id} is already known to the queue (archived)")
+        Refused, changing nothing: an id the queue knows, a missing or
+        corrupt file, invalid opcodes (see
+        :func:`ganeti.jqueue.adopt.read_for_pickup` for the errors), a bad
+        id with :class:`errors.ParameterError`; an unfinished job also as
+        :meth:`submit_job` refuses one (shutdown, queue full; not drain).
 
-    def _reserve_existing(self, job_id: int) -> bool:
-        """Reserve an id found on disk (raising the serial to it); True when
-        the serial was raised.  Raises :class:`errors.JobQueueError` for
-        an id registered or reserved meanwhile."""
-        with self._lock:
-            if job_id in self._jobs or job_id in self._stubs or job_id in self._reserved:
-                raise errors.JobQueueError(f"Job {job_id} is already known to the queue")
-            bump = job_id > self.storage.last_id
-            self.storage.note_existing_id(job_id)
-            self._reserved.add(job_id)
-        return bump
-
-    def _unreserve(self, job_id: int) -> None:
-        with self._lock:
-            self._reserved.discard(job_id)
-
-    def _register_adopted(self, job: QueuedJob, now: float) -> None:
-        """Register a durable job adopted from disk (finished or runnable)."""
-        with self._lock:
-            if job.id in self.corrupt_ids:
-                self.corrupt_ids.remove(job.id)
-            if job.is_finalized():
-                end = job.end_timestamp[0] if job.end_timestamp else now
-                self._stubs[job.id] = JobStub(job.status(), end)
-                self._cache_put(job)
-            else:
-                self._jobs[job.id] = job
-                self._push(job)
-            self._changed.notify_all()
+        An id above the queue serial is accepted and the serial raised to
+        it, durably and before the job is registered, so ids never repeat.
+        A queued or waiting job is then scheduled like one loaded at
+        start-up (a running one is failed, a canceling one canceled, see
+        :meth:`load`); a finished job is only registered.
+        """
+        job_id = jadopt.parse_job_id(job_id)
+        with self._pickup_lock:
+            now = self._clock()
+            job, rewrite = jadopt.read_for_pickup(self._table, self.storage, job_id, now)
+            if not job.is_finalized():
+                self._check_accepting(True, 1)
+            with self._lock:
+                bump = self._table.reserve_existing(job_id)
+            try:
+                if rewrite or bump:
+                    data = [(job_id, self._encode(job))] if rewrite else []
+                    self.storage.write_jobs(data, serial=bump)
+            finally:
+                with self._lock:
+                    self._table.unreserve([job_id])
+            with self._lock:
+                if job.is_finalized():
+                    self._table.add_finished(job, now)
+                else:
+                    self._table.add_live(job)
+                    self._push(job)
+                self._changed.notify_all()
+        logger.info("Picked up job %s (%s%s)", job_id, job.status(),
+                    ", serial raised" if bump else "")
 
     # scheduling --------------------------------------------------------------
     def _push(self, job: QueuedJob) -> None:
@@ -325,7 +338,7 @@ class JobQueue:
                         return
                     while self._heap:
                         prio, job_id = heapq.heappop(self._heap)
-                        cand = self._jobs.get(job_id)
+                        cand = self._table.live(job_id)
                         if cand is None or job_id not in self._queued or prio != cand.priority():
                             continue
                         self._queued.discard(job_id)
@@ -343,7 +356,7 @@ class JobQueue:
                     self._owned.discard(job.id)
                     if job.id in self._repush:
                         self._repush.discard(job.id)
-                        if job.id in self._jobs:
+                        if self._table.live(job.id) is not None:
                             self._push(job)
 
     def _encode(self, job: QueuedJob) -> bytes:
@@ -401,7 +414,7 @@ class JobQueue:
                 if qop.status == constants.OP_STATUS_CANCELING:
                     # canceled since _run_job looked: never hide that behind "waiting"
                     return lambda j: self._cancel_from(j, idx)
-                status = self._status_of(dep_id)
+                status = self._table.status_of(dep_id)
                 result, msg = jdeps.evaluate(job.id, dep_id, wanted, status)
                 if result == jdeps.DEP_WAIT:
                     # registered under the lock: a finishing dependency cannot slip by
@@ -541,74 +554,20 @@ class JobQueue:
 
     def _retire(self, job: QueuedJob) -> None:
         """(lock held) the job is final and durable."""
-        self._jobs.pop(job.id, None)
+        self._table.add_finished(job, self._clock())
         self._queued.discard(job.id)
-        end = job.end_timestamp[0] if job.end_timestamp else self._clock()
-        self._stubs[job.id] = JobStub(job.status(), end)
-        self._cache_put(job)
         self.deps.remove_job(job.id)
         for waiter in self.deps.job_finished(job.id):
-            wjob = self._jobs.get(waiter)
+            wjob = self._table.live(waiter)
             if wjob is not None:
                 self._push(wjob)
         self._changed.notify_all()
 
     # lookups -----------------------------------------------------------------
-    def _cache_put(self, job: QueuedJob) -> None:
-        self._cache[job.id] = job
-        self._cache.move_to_end(job.id)
-        while len(self._cache) > _CACHE_SIZE:
-            self._cache.popitem(last=False)
-
-    def _status_of(self, job_id: int) -> str | None:
-        """(lock held) status of any job, looking into the archive too."""
-        job = self._jobs.get(job_id)
-        if job is not None:
-            return job.status()
-        stub = self._stubs.get(job_id)
-        if stub is not None:
-            return stub.status
-        job = self._load_finished(job_id, archived=True)
-        return job.status() if job is not None else None
-
-    def _load_finished(self, job_id: int, archived: bool) -> QueuedJob | None:
-        """(lock held) a finalized job from cache or disk (archive too if asked)."""
-        job = self._cache.get(job_id)
-        if job is not None:
-            return job
-        raw = self.storage.read_job(job_id) if job_id in self._stubs else None
-        is_archived = False
-        if raw is None and archived:
-            raw = self.storage.read_archived_job(job_id)
-            is_archived = raw is not None
-        if raw is None:
-            return None
-        try:
-            job = job_from_disk(serializer.loads(raw))
-        except errors.GanetiError as exc:
-            logger.error("Cannot read job %s: %s", job_id, exc)
-            return None
-        job.archived = is_archived
-        if not is_archived:
-            self._cache_put(job)
-        return job
-
-    def _get_job(self, job_id: Any, archived: bool = True) -> QueuedJob | None:
-        """(lock held)"""
-        if not isinstance(job_id, int) or isinstance(job_id, bool):
-            try:
-                job_id = int(job_id)
-            except (TypeError, ValueError):
-                return None
-        job = self._jobs.get(job_id)
-        if job is not None:
-            return job
-        return self._load_finished(job_id, archived)
-
     def job_ids(self) -> list[int]:
         """Ids of all unarchived jobs, sorted."""
         with self._lock:
-            return sorted(set(self._jobs) | set(self._stubs))
+            return self._table.ids()
 
     def get_archived_jobs(self, exclude: Collection[int] = ()) -> list[QueuedJob]:
         """Snapshots of all archived jobs (ids in ``exclude`` left out), sorted.
@@ -621,18 +580,18 @@ class JobQueue:
     def get_jobs(self, job_ids: list[int] | None) -> list[QueuedJob | None]:
         """Snapshots of jobs (None for unknown ids); all unarchived when None."""
         with self._lock:
-            ids = sorted(set(self._jobs) | set(self._stubs)) if job_ids is None else job_ids
-            found = [self._get_job(i) for i in ids]
+            ids = self._table.ids() if job_ids is None else job_ids
+            found = [self._table.get(i) for i in ids]
             return [copy_job(j) if j is not None else None for j in found]
 
     def query_jobs(self, job_ids: list[Any] | None, fields: list[str]) -> list[list[Any] | None]:
         """LUXI QueryJobs: one row of field values per id (None when unknown)."""
         check_fields(fields)
         with self._lock:
-            ids = sorted(set(self._jobs) | set(self._stubs)) if job_ids is None else job_ids
+            ids = self._table.ids() if job_ids is None else job_ids
             rows: list[list[Any] | None] = []
             for job_id in ids:
-                job = self._get_job(job_id)
+                job = self._table.get(job_id)
                 rows.append(None if job is None else [get_job_field(job, f) for f in fields])
             return rows
 
@@ -654,7 +613,7 @@ class JobQueue:
         deadline = self._mono() + max(0.0, timeout)
         with self._lock:
             while True:
-                job = self._get_job(job_id)
+                job = self._table.get(job_id)
                 if job is None:
                     raise errors.JobLost(f"Job {job_id} not found")
                 info = [get_job_field(job, f) for f in fields]
@@ -679,7 +638,7 @@ class JobQueue:
         ``canceled`` (unless the running opcode failed on its own first).
         """
         with self._lock:
-            job = self._get_job(job_id, archived=False)
+            job = self._table.get(job_id, archived=False)
             if job is None:
                 return [False, f"Job {job_id} not found"]
             status = job.status()
@@ -724,7 +683,7 @@ class JobQueue:
                 f"Priority must be an integer in [{constants.OP_PRIO_HIGHEST},"
                 f" {constants.OP_PRIO_LOWEST}], got {priority!r}", errors.ECODE_INVAL)
         with self._lock:
-            job = self._get_job(job_id, archived=False)
+            job = self._table.get(job_id, archived=False)
             if job is None:
                 return [False, f"Job {job_id} not found"]
             if job.is_finalized():
@@ -743,16 +702,14 @@ class JobQueue:
     def archive_job(self, job_id: Any) -> bool:
         """Archive one finished job; False when unknown or unfinished."""
         with self._lock:
-            job = self._get_job(job_id, archived=False)
-            if job is None or not job.is_finalized() or job.id not in self._stubs:
+            job = self._table.get(job_id, archived=False)
+            if job is None or not job.is_finalized() or self._table.stub(job.id) is None:
                 return False
             return self._archive_locked([job.id]) == 1
 
     def _archive_locked(self, ids: list[int]) -> int:
         moved = self.storage.archive_jobs(ids)
-        for job_id in moved:
-            self._stubs.pop(job_id, None)
-            self._cache.pop(job_id, None)
+        self._table.remove_archived(moved)
         if moved:
             self._changed.notify_all()
         return len(moved)
@@ -770,15 +727,16 @@ class JobQueue:
         now = self._clock()
         archived = 0
         with self._lock:
-            ids = sorted(self._stubs)
+            ids = self._table.finished_ids()
         left = len(ids)
         for start in range(0, len(ids), 200):
             if self._mono() > deadline:
                 break
             chunk = ids[start:start + 200]
             with self._lock:
-                todo = [i for i in chunk if i in self._stubs and
-                        (age < 0 or (self._stubs[i].end or 0) <= now - age)]
+                stubs = [(i, self._table.stub(i)) for i in chunk]
+                todo = [i for i, stub in stubs if stub is not None and
+                        (age < 0 or (stub.end or 0) <= now - age)]
                 archived += self._archive_locked(todo)
             left -= len(chunk)
         return [archived, left]

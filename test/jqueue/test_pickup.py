@@ -225,11 +225,13 @@ def test_refusals_change_nothing(env: Env) -> None:
 
 def test_pickup_refuses_id_being_submitted(env: Env) -> None:
     q = env.queue
-    reserved = q._allocate(1)[0]       # a submission between allocation and registration
+    with q.table.lock:                 # a submission between allocation and registration
+        reserved = q.table.allocate(1)[0]
     env.write_job(reserved)
     with pytest.raises(errors.JobQueueError, match="already known"):
         q.pickup_job(reserved)
-    q._unreserve(reserved)
+    with q.table.lock:
+        q.table.unreserve([reserved])
     q.pickup_job(reserved)
     assert q.job_ids() == [reserved]
 

@@ -1,0 +1,219 @@
+"""The job table: every job a queue knows, by id, under one lock.
+
+:class:`JobTable` holds
+
+* *live* jobs: submitted, loaded or adopted and not finished yet (a job
+  stays live while its final state is being written);
+* *finished*, unarchived jobs as :class:`~ganeti.jqueue.job.JobStub`
+  (status, end time), with a small cache of whole jobs; a finished job not
+  in the cache is read back from ``queue/job-<id>`` on demand;
+* *reserved* ids: allocated, or found on disk by ``PickupJob``, whose job is
+  not registered yet (so no other job can take them meanwhile);
+* *corrupt* ids: job files found unreadable (left alone on disk).
+
+Archived jobs are not in the table; lookups asked to may read them from
+the archive.
+
+**Locking.**  :attr:`JobTable.lock` guards the table, and also the
+scheduling state of :class:`~ganeti.jqueue.queue.JobQueue`, which must
+change together with it.  Every method expects the caller to hold it and
+never takes it, so that a caller can make several steps in one hold.
+:attr:`JobTable.changed` (a condition on that lock) is notified by whoever
+changed a job, after the change; waiters of ``WaitForJobChange`` sleep on
+it.
+
+**Memory only.**  The table never writes: making a change durable is the
+caller's step, taken before the change is registered here (a job is
+written before :meth:`JobTable.add_live`, its final state before
+:meth:`JobTable.add_finished`).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from ganeti import errors, serializer
+from ganeti.jqueue.job import JobStub, QueuedJob, job_from_disk
+from ganeti.jqueue.storage import JobStorage
+
+__all__ = ["JobTable", "CACHE_SIZE"]
+
+logger = logging.getLogger(__name__)
+
+#: How many finished jobs are kept whole in memory (least recently used first out).
+CACHE_SIZE = 512
+
+
+class JobTable:
+    """The live, finished, reserved and corrupt job ids of one queue.
+
+    ``storage`` is only read (finished and archived job files) and asked
+    for new ids; see the module docstring for locking.
+    """
+
+    def __init__(self, storage: JobStorage, cache_size: int = CACHE_SIZE) -> None:
+        self.lock: threading.Lock = threading.Lock()
+        self.changed: threading.Condition = threading.Condition(self.lock)
+        self._storage = storage
+        self._cache_size = cache_size
+        self._live: dict[int, QueuedJob] = {}
+        self._stubs: dict[int, JobStub] = {}
+        self._cache: collections.OrderedDict[int, QueuedJob] = collections.OrderedDict()
+        self._reserved: set[int] = set()
+        self._corrupt: list[int] = []
+
+    # lookups -----------------------------------------------------------------
+    def live(self, job_id: int) -> QueuedJob | None:
+        """The live (unfinished) job ``job_id``, or None."""
+        return self._live.get(job_id)
+
+    def live_jobs(self) -> list[QueuedJob]:
+        """All live jobs, in the order they were registered."""
+        return list(self._live.values())
+
+    def live_count(self) -> int:
+        """How many jobs are live (the queue's size limit counts these)."""
+        return len(self._live)
+
+    def stub(self, job_id: int) -> JobStub | None:
+        """The stub of finished, unarchived job ``job_id``, or None."""
+        return self._stubs.get(job_id)
+
+    def finished_ids(self) -> list[int]:
+        """Ids of the finished, unarchived jobs, sorted."""
+        return sorted(self._stubs)
+
+    def ids(self) -> list[int]:
+        """Ids of all unarchived jobs (live and finished), sorted."""
+        return sorted(set(self._live) | set(self._stubs))
+
+    def corrupt_ids(self) -> list[int]:
+        """Ids of job files found unreadable, in the order found."""
+        return list(self._corrupt)
+
+    def knows(self, job_id: int) -> bool:
+        """True when ``job_id`` is live, finished (unarchived) or reserved."""
+        return job_id in self._live or job_id in self._stubs or job_id in self._reserved
+
+    def get(self, job_id: Any, archived: bool = True) -> QueuedJob | None:
+        """Job ``job_id`` (an int or a decimal string), or None when unknown.
+
+        A live job is the object the queue changes (copy it before letting
+        go of the lock); a finished one comes from the cache or its file,
+        and from the archive too when ``archived`` (marked ``archived``,
+        never cached).  An unreadable file is logged and answers None.
+        """
+        if not isinstance(job_id, int) or isinstance(job_id, bool):
+            try:
+                job_id = int(job_id)
+            except (TypeError, ValueError):
+                return None
+        job = self._live.get(job_id)
+        if job is not None:
+            return job
+        return self._load_finished(job_id, archived)
+
+    def status_of(self, job_id: int) -> str | None:
+        """Status of any job, the archive included; None when unknown."""
+        job = self._live.get(job_id)
+        if job is not None:
+            return job.status()
+        stub = self._stubs.get(job_id)
+        if stub is not None:
+            return stub.status
+        job = self._load_finished(job_id, archived=True)
+        return job.status() if job is not None else None
+
+    def _load_finished(self, job_id: int, archived: bool) -> QueuedJob | None:
+        job = self._cache.get(job_id)
+        if job is not None:
+            return job
+        raw = self._storage.read_job(job_id) if job_id in self._stubs else None
+        is_archived = False
+        if raw is None and archived:
+            raw = self._storage.read_archived_job(job_id)
+            is_archived = raw is not None
+        if raw is None:
+            return None
+        try:
+            job = job_from_disk(serializer.loads(raw))
+        except errors.GanetiError as exc:
+            logger.error("Cannot read job %s: %s", job_id, exc)
+            return None
+        job.archived = is_archived
+        if not is_archived:
+            self._cache_put(job)
+        return job
+
+    def _cache_put(self, job: QueuedJob) -> None:
+        self._cache[job.id] = job
+        self._cache.move_to_end(job.id)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    # ids -----------------------------------------------------------------------
+    def allocate(self, count: int) -> list[int]:
+        """``count`` new job ids from the storage serial, reserved until
+        registered (or :meth:`unreserve`)."""
+        ids = self._storage.allocate_ids(count)
+        self._reserved.update(ids)
+        return ids
+
+    def reserve_existing(self, job_id: int) -> bool:
+        """Reserve an id found on disk, raising the storage serial to it.
+
+        True when the serial was raised (it must then be written).  Raises
+        :class:`errors.JobQueueError` when the id is already known.
+        """
+        if self.knows(job_id):
+            raise errors.JobQueueError(f"Job {job_id} is already known to the queue")
+        bump = job_id > self._storage.last_id
+        self._storage.note_existing_id(job_id)
+        self._reserved.add(job_id)
+        return bump
+
+    def unreserve(self, job_ids: Iterable[int]) -> None:
+        """Forget reservations (ids of jobs never registered stay unused)."""
+        self._reserved.difference_update(job_ids)
+
+    # changes -------------------------------------------------------------------
+    def add_live(self, job: QueuedJob) -> None:
+        """Register an unfinished, durable job (its reservation ends)."""
+        self._reserved.discard(job.id)
+        self._forget_corrupt(job.id)
+        self._live[job.id] = job
+
+    def add_finished(self, job: QueuedJob, now: float) -> None:
+        """Register a finished, durable job: a live job that ended, or one
+        adopted from disk.
+
+        Its stub's end time is the job's (``now`` when it has none); the
+        whole job goes into the cache.
+        """
+        self._live.pop(job.id, None)
+        self._forget_corrupt(job.id)
+        end = job.end_timestamp[0] if job.end_timestamp else now
+        self._stubs[job.id] = JobStub(job.status(), end)
+        self._cache_put(job)
+
+    def add_stub(self, job_id: int, stub: JobStub) -> None:
+        """Register a finished job by its stub only (start-up: not parsed)."""
+        self._stubs[job_id] = stub
+
+    def add_corrupt(self, job_id: int) -> None:
+        """Note an unreadable job file (registering the job later clears it)."""
+        self._corrupt.append(job_id)
+
+    def _forget_corrupt(self, job_id: int) -> None:
+        if job_id in self._corrupt:
+            self._corrupt.remove(job_id)
+
+    def remove_archived(self, job_ids: Iterable[int]) -> None:
+        """Forget finished jobs whose files were moved to the archive."""
+        for job_id in job_ids:
+            self._stubs.pop(job_id, None)
+            self._cache.pop(job_id, None)
