@@ -3,28 +3,52 @@
 :class:`OpCallbacks` is handed by :class:`~ganeti.jqueue.queue.JobQueue`
 to ``processor.execute_opcode(op, callbacks)`` (see :mod:`ganeti.mcpu`):
 lock-wait and start notifications, feedback (log) messages, cancel checks,
-interruption and priority escalation.  It works on the queue's internals
-and is part of the queue, kept apart only for size.
+interruption and priority escalation.  It uses only what
+:class:`JobRunner` lists (public API of the queue and its
+:class:`~ganeti.jqueue.table.JobTable`), so a test can run it against a
+small fake.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ganeti import constants
 
 if TYPE_CHECKING:
     from ganeti.jqueue.job import QueuedJob
-    from ganeti.jqueue.queue import JobQueue
+    from ganeti.jqueue.table import JobTable
 
-__all__ = ["OpCallbacks"]
+__all__ = ["JobRunner", "OpCallbacks"]
+
+
+class JobRunner(Protocol):
+    """What :class:`OpCallbacks` needs from the queue running the job
+    (:class:`~ganeti.jqueue.queue.JobQueue`)."""
+
+    @property
+    def table(self) -> JobTable:
+        """The job table; its lock guards the job's opcodes."""
+        ...
+
+    def report_op_status(self, job: QueuedJob, index: int, status: str) -> None:
+        """Opcode ``index`` is now ``waiting`` or ``running`` (durably first)."""
+        ...
+
+    def add_op_log(self, job: QueuedJob, index: int, log_type: str, message: Any) -> None:
+        """Append a log entry to opcode ``index``."""
+        ...
+
+    def submit_many_jobs(self, jobs: Any, *, ignore_drain: bool = False) -> list[list[Any]]:
+        """Submit jobs on behalf of the running opcode."""
+        ...
 
 
 class OpCallbacks:
     """What the processor may do while running one opcode of a job."""
 
-    def __init__(self, queue: JobQueue, job: QueuedJob, index: int) -> None:
+    def __init__(self, queue: JobRunner, job: QueuedJob, index: int) -> None:
         self._queue = queue
         self._job = job
         self._index = index
@@ -32,11 +56,11 @@ class OpCallbacks:
 
     def notify_waiting(self) -> None:
         """The opcode has to wait for its locks: show (durably) ``waiting``."""
-        self._queue._op_waiting(self._job, self._index)
+        self._queue.report_op_status(self._job, self._index, constants.OP_STATUS_WAITING)
 
     def notify_start(self) -> None:
         """Locks are held: the opcode is now running (cancel impossible)."""
-        self._queue._op_started(self._job, self._index)
+        self._queue.report_op_status(self._job, self._index, constants.OP_STATUS_RUNNING)
 
     def feedback(self, *args: Any) -> None:
         """Add a log message: ``feedback(msg)`` or ``feedback(type, msg)``."""
@@ -44,11 +68,11 @@ class OpCallbacks:
             log_type, msg = constants.ELOG_MESSAGE, args[0]
         else:
             log_type, msg = args[0], args[1]
-        self._queue._add_log(self._job, self._index, log_type, msg)
+        self._queue.add_op_log(self._job, self._index, log_type, msg)
 
     def check_cancel(self) -> bool:
         """True when the job was asked to cancel (before it started running)."""
-        with self._queue._lock:
+        with self._queue.table.lock:
             return self._job.ops[self._index].status == constants.OP_STATUS_CANCELING
 
     def wait_interrupt(self, timeout: float) -> bool:
@@ -66,9 +90,10 @@ class OpCallbacks:
 
     def set_priority(self, priority: int) -> None:
         """Raise the opcode's priority (the processor escalates after lock timeouts)."""
-        with self._queue._lock:
+        table = self._queue.table
+        with table.lock:
             self._job.ops[self._index].priority = max(constants.OP_PRIO_HIGHEST, priority)
-            self._queue._changed.notify_all()
+            table.changed.notify_all()
 
     def submit_many_jobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
         return self._queue.submit_many_jobs(jobs)

@@ -510,20 +510,19 @@ class JobQueue:
         self._save(job)
         return True
 
-    def _op_waiting(self, job: QueuedJob, idx: int) -> None:
-        self._op_transition(job, idx, constants.OP_STATUS_WAITING)
-
-    def _op_started(self, job: QueuedJob, idx: int) -> None:
-        self._op_transition(job, idx, constants.OP_STATUS_RUNNING)
-
-    def _op_transition(self, job: QueuedJob, idx: int, status: str) -> None:
-        """Move opcode ``idx`` to ``waiting`` or ``running``, durably first.
+    # processor callbacks (through OpCallbacks) --------------------------------
+    def report_op_status(self, job: QueuedJob, idx: int, status: str) -> None:
+        """Move opcode ``idx`` of a job being run to ``waiting`` or ``running``,
+        durably first.
 
         The change is written from a copy and only then applied to the job,
         so nobody sees a state that is not on disk.  Raises
         :class:`errors.OpExecError` when the job is being canceled (also
-        when the cancel came while the write was in flight).
+        when the cancel came while the write was in flight),
+        :class:`errors.ProgrammerError` for another status.
         """
+        if status not in (constants.OP_STATUS_WAITING, constants.OP_STATUS_RUNNING):
+            raise errors.ProgrammerError(f"A running opcode cannot report status {status!r}")
         with self._lock:
             if job.ops[idx].status == constants.OP_STATUS_CANCELING:
                 raise errors.OpExecError(MSG_CANCELED)
@@ -546,7 +545,8 @@ class JobQueue:
             live.exec_timestamp = op.exec_timestamp
             self._changed.notify_all()
 
-    def _add_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
+    def add_op_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
+        """Append a log entry to opcode ``idx`` of a job being run; written lazily."""
         with self._lock:
             job.add_log(self._clock(), log_type, jsonable(msg), idx)
             self._changed.notify_all()
