@@ -25,13 +25,14 @@ queue lock), so a pickup can never take an id a submission is writing.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, Literal
 
 from ganeti import constants, errors, opcodes, serializer
 from ganeti.jqueue import adopt as jadopt
@@ -54,6 +55,9 @@ logger = logging.getLogger(__name__)
 ProcessorFactory = Callable[[], Any]
 
 MSG_PREV_FAILED = "Previous opcode failed"
+
+# A change that makes a job final, applied to a copy before it is written.
+_Finalizer = Callable[[QueuedJob], None]
 _FAST_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
@@ -387,7 +391,7 @@ class JobQueue:
                     return
                 canceling = qop.status == constants.OP_STATUS_CANCELING
             if canceling:
-                self._finalize(job, lambda j, i=idx: self._cancel_from(j, i))
+                self._finalize(job, lambda j: self._cancel_from(j, idx))
                 return
             outcome = self._check_dependencies(job, idx)
             if outcome is None:
@@ -402,7 +406,7 @@ class JobQueue:
             if not self._execute(job, idx):
                 return
 
-    def _check_dependencies(self, job: QueuedJob, idx: int) -> Any:
+    def _check_dependencies(self, job: QueuedJob, idx: int) -> Literal[True] | _Finalizer | None:
         """Evaluate the opcode's dependencies.
 
         Returns True to go on, None when the job must wait, or a function
@@ -430,8 +434,8 @@ class JobQueue:
             if result == jdeps.DEP_CONTINUE:
                 continue
             if result == jdeps.DEP_CANCEL:
-                return lambda j, m=msg: self._cancel_from(j, idx, m)
-            return lambda j, m=msg: self._fail_from(j, idx, errors.OpExecError(m))
+                return functools.partial(self._cancel_from, idx=idx, msg=msg)
+            return functools.partial(self._fail_from, idx=idx, exc=errors.OpExecError(msg))
         return True
 
     def _cancel_from(self, job: QueuedJob, idx: int, msg: str = MSG_CANCELED) -> None:
@@ -446,7 +450,7 @@ class JobQueue:
         failed.result = errors.encode_exception(exc)
         failed.end_timestamp = split_time(now)
 
-    def _finalize(self, job: QueuedJob, change: Callable[[QueuedJob], None]) -> None:
+    def _finalize(self, job: QueuedJob, change: _Finalizer) -> None:
         """Make the job final: ``change`` is applied to a copy, written
         durably, and only then shown (so nobody sees an undurable end)."""
         with self._lock:
@@ -483,7 +487,7 @@ class JobQueue:
                 logger.info("Job %s opcode %s failed: %s", job.id, idx, exc)
             else:
                 logger.exception("Job %s opcode %s failed unexpectedly", job.id, idx)
-            self._finalize(job, lambda j, e=exc: self._fail_from(j, idx, e))
+            self._finalize(job, functools.partial(self._fail_from, idx=idx, exc=exc))
             return False
         finally:
             with self._lock:
