@@ -33,6 +33,7 @@ bad values with :class:`errors.ParameterError` naming the parameter.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -126,16 +127,18 @@ def _to_int(value: Any, what: str) -> int:
 
 
 def _to_float(value: Any, what: str) -> float:
-    if isinstance(value, bool):
-        raise _bad_type(value, what, "a number")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
+    # finite only: the configuration is strict JSON (no NaN or Infinity)
+    result = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        result = float(value)
+    elif isinstance(value, str):
         try:
-            return float(value.strip())
+            result = float(value.strip())
         except ValueError:
             pass
-    raise _bad_type(value, what, "a number")
+    if result is None or not math.isfinite(result):
+        raise _bad_type(value, what, "a finite number")
+    return result
 
 
 def _to_bool(value: Any, what: str) -> bool:

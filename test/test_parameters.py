@@ -40,6 +40,9 @@ def test_legacy_memory_sets_maxmem_and_minmem() -> None:
     ("nic", {"mode": "bridge"}, None, "'mode'"),
     ("nic", {"link": "br0\n"}, None, "'link'"),
     ("nd", {"ssh_port": "ssh"}, None, "'ssh_port'"),
+    ("nd", {"cpu_speed": "nan"}, None, "'cpu_speed'"),
+    ("nd", {"cpu_speed": "inf"}, None, "'cpu_speed'"),
+    ("nd", {"cpu_speed": float("inf")}, None, "'cpu_speed'"),
     ("os", {"k": ["list"]}, None, "'k'"),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_bad_parameters_are_refused_naming_the_parameter(namespace, values, hv, needle) -> None:
