@@ -4,7 +4,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
 
     GanetiError
      +-- ProgrammerError          a bug in our code: an API used the wrong way
-     +-- SerializationError       JSON text or a serialized object cannot be decoded
+     +-- SerializationError       data cannot be encoded as JSON, or JSON text decoded
      +-- ConfigurationError       config.data missing, corrupt or inconsistent
      +-- OpPrereqError            an operation cannot start (carries an ECODE_*)
      |    +-- ParameterError      an unknown, wrongly typed or bad parameter
@@ -92,7 +92,7 @@ class ProgrammerError(GanetiError):
 
 
 class SerializationError(GanetiError):
-    """Raised when JSON text or a serialized object cannot be decoded."""
+    """Raised when data cannot be encoded as strict JSON, or JSON text cannot be decoded."""
 
 
 class ConfigurationError(GanetiError):

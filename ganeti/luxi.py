@@ -11,7 +11,7 @@ protocol and the methods: doc/protocols/luxi.md.
 
 from __future__ import annotations
 
-from ganeti import constants, errors
+from ganeti import constants, errors, serializer
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -100,8 +100,7 @@ class FrameBuffer:
 
 
 def encode_message(obj: Any) -> bytes:
-    """JSON-encode ``obj`` and append ETX."""
-    from ganeti import serializer  # lazy: the CLI start-up path avoids it
+    """JSON-encode ``obj`` and append ETX; :class:`errors.SerializationError` if it cannot be."""
     data = serializer.dumps_bytes(obj)
     if ETX in data:  # JSON escapes control characters; this is a bug if hit
         raise errors.ProgrammerError("ETX inside an encoded LUXI message")
@@ -125,7 +124,6 @@ def encode_response(success: bool, result: Any) -> bytes:
 
 def parse_request(frame: bytes) -> Request:
     """Decode and check one request frame; raises :class:`errors.ProtocolError`."""
-    from ganeti import serializer
     try:
         msg = serializer.loads(frame)
     except errors.SerializationError as exc:
@@ -152,7 +150,6 @@ def parse_response(frame: bytes) -> Any:
     A failed call raises the decoded exception (or :class:`errors.LuxiError`
     carrying the text when the result is not an encoded error).
     """
-    from ganeti import serializer
     try:
         msg = serializer.loads(frame)
     except errors.SerializationError as exc:
@@ -173,30 +170,6 @@ IDEMPOTENT_METHODS = KNOWN_METHODS - frozenset([
 ])
 
 _RECV_SIZE = 65536
-
-
-def _encode_request_fast(method: str, args: list[Any], version: int | None) -> bytes:
-    # The CLI start-up path: the C JSON accelerator without importing json
-    # (see utils.fastjson); anything it cannot handle (dataclasses) goes
-    # through the serializer.
-    from ganeti.utils import fastjson
-    msg: dict[str, Any] = {"method": method, "args": args}
-    if version is not None:
-        msg["version"] = version
-    try:
-        data = fastjson.dumps(msg).encode("utf-8")
-    except (TypeError, ValueError):
-        return encode_request(method, args, version)
-    return data + ETX
-
-
-def _decode_response_fast(frame: bytes) -> Any:
-    from ganeti.utils import fastjson
-    try:
-        msg = fastjson.loads(frame)
-    except (ValueError, RecursionError) as exc:
-        raise errors.ProtocolError(f"Invalid LUXI response: {exc}") from exc
-    return _response_result(msg)
 
 
 def _response_result(msg: Any) -> Any:
@@ -352,7 +325,7 @@ class Client:
 
         ``timeout`` overrides the read timeout for this call only.
         """
-        data = _encode_request_fast(method, list(args), self.version)
+        data = encode_request(method, list(args), self.version)
         read_timeout = self.rw_timeout if timeout is None else timeout
         retry = method in IDEMPOTENT_METHODS
         for attempt in (0, 1):
@@ -383,7 +356,7 @@ class Client:
                 self.close()
                 raise
             self._calls_on_conn += 1
-            return _decode_response_fast(frame)
+            return parse_response(frame)
         raise errors.ProgrammerError("unreachable")  # pragma: no cover
 
     # --- jobs -----------------------------------------------------------

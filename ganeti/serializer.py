@@ -1,40 +1,116 @@
 """JSON in and out, in one place: plain data, dataclasses, signed messages.
 
-* :func:`dumps` / :func:`loads`: JSON text <-> plain data.
+Every JSON document the project reads or writes goes through this module:
+``config.data``, job files, LUXI messages, node RPC bodies, the node join
+payload, opcode files and the virtual cluster's state file.
+
+* :func:`dumps` / :func:`dumps_bytes` / :func:`loads`: JSON text <-> data.
+  On the way out, dataclasses become objects of their public fields and
+  tuples and sets become lists; :func:`loads` gives plain data.
 * :func:`to_data` / :func:`from_data`: dataclass instances <-> plain data,
   driven by the dataclasses' type annotations (no ``to_dict`` methods).
+* :class:`FragmentCache`: ``config.data`` re-encoded reusing the JSON of
+  unchanged objects.
 * :func:`dumps_signed` / :func:`loads_signed`: an HMAC-signed envelope
   ``{"msg": <json text>, "salt": <str>, "hmac": <hex>}``.
+
+The format is strict JSON (RFC 8259) written compactly: no spaces, ASCII
+only (other characters as ``\\uXXXX`` escapes), keys in insertion order.
+``NaN`` and the infinities are refused in both directions, as is anything
+else that cannot be encoded or decoded: :class:`errors.SerializationError`.
+
+Speed trick, fenced here (figures: ``doc/dependencies.md``, measured by
+``tools/bench/bench_json.py``): the codec drives ``_json``, the C
+accelerator behind the standard :mod:`json` (part of every CPython),
+directly.  That is the same C
+encoder and scanner :func:`json.dumps` and :func:`json.loads` use, without
+importing :mod:`json`, which imports :mod:`re` and :mod:`enum` and costs a
+``gnt-*`` command more than a quarter of its run time.  For the same reason
+this module imports nothing heavy when it is loaded: :mod:`dataclasses`
+and :mod:`typing` where dataclasses are handled (a program that has
+dataclass instances has loaded them already), :mod:`hmac` where messages
+are signed, :mod:`json` only for ``pretty=True``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
-import hmac
-import types
-import typing
-from typing import Any, TypeVar
-
-import simplejson
+from _json import encode_basestring_ascii as _c_quote
+from _json import make_encoder as _c_make_encoder
+from _json import make_scanner as _c_make_scanner
 
 from ganeti import errors
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+    _Conv = Callable[[Any, str], Any]
 
 __all__ = ["dumps", "dumps_bytes", "loads", "to_data", "from_data",
            "dumps_signed", "loads_signed", "FragmentCache"]
 
-T = TypeVar("T")
+_WHITESPACE = " \t\n\r"
+_SCALARS = (str, int, float, bool, type(None))
 
-_ENCODER = simplejson.JSONEncoder(separators=(",", ":"), sort_keys=False)
-_PRETTY = simplejson.JSONEncoder(indent=2, sort_keys=True)
-_DECODER = simplejson.JSONDecoder()
+# public field names per dataclass type (None: not a dataclass)
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _dc_fields(cls: type) -> tuple[str, ...] | None:
+    """Public field names of a dataclass type, or None for other types."""
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        pass
+    names = None
+    if hasattr(cls, "__dataclass_fields__"):
+        import dataclasses  # already loaded: cls is a dataclass
+        if dataclasses.is_dataclass(cls):
+            names = tuple(f.name for f in dataclasses.fields(cls) if not f.name.startswith("_"))
+    _FIELDS[cls] = names
+    return names
+
+
+def _default(obj: Any) -> Any:
+    """What the encoder calls for a value that is not plain JSON data."""
+    names = _dc_fields(type(obj))
+    if names is not None:
+        return {n: getattr(obj, n) for n in names}
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+# --- encoding -------------------------------------------------------------------
+
+def _encode(data: Any) -> str:
+    """Compact strict JSON text of ``data``; raises SerializationError."""
+    try:
+        # a fresh encoder per call: its markers dict detects circular structures
+        # arguments: markers, default, quote, indent, key and item separators,
+        # sort_keys, skipkeys, allow_nan
+        encode = _c_make_encoder({}, _default, _c_quote, None, ":", ",", False, False, False)
+        return "".join(encode(data, 0))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise errors.SerializationError(f"Cannot encode as JSON: {exc}") from exc
 
 
 def dumps(data: Any, *, pretty: bool = False) -> str:
-    """Encode plain data (dataclasses are converted first) as JSON text."""
-    data = to_data(data)
-    return (_PRETTY if pretty else _ENCODER).encode(data)
+    """Encode ``data`` (dataclasses included) as JSON text.
+
+    ``pretty`` indents by two and sorts keys, for files people read.
+    Raises :class:`errors.SerializationError` for values JSON cannot hold
+    (objects of other types, NaN, infinities, circular structures).
+    """
+    if not pretty:
+        return _encode(data)
+    import json  # the C accelerator cannot indent
+    try:
+        return json.dumps(data, indent=2, sort_keys=True, allow_nan=False, default=_default)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise errors.SerializationError(f"Cannot encode as JSON: {exc}") from exc
 
 
 def dumps_bytes(data: Any, *, pretty: bool = False) -> bytes:
@@ -42,34 +118,73 @@ def dumps_bytes(data: Any, *, pretty: bool = False) -> bytes:
     return dumps(data, pretty=pretty).encode("utf-8")
 
 
+# --- decoding -------------------------------------------------------------------
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _ScanContext:
+    """The decoder settings ``_json.make_scanner`` reads (strict JSON, plain types)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_refuse_constant)
+
+
+# (typeshed types the context as the scanner class; any object with the attributes will do)
+_SCAN = _c_make_scanner(_ScanContext())  # type: ignore[arg-type]
+
+
+def _skip_whitespace(text: str, idx: int) -> int:
+    end = len(text)
+    while idx < end and text[idx] in _WHITESPACE:
+        idx += 1
+    return idx
+
+
 def loads(text: str | bytes) -> Any:
-    """Decode JSON text; raises :class:`errors.SerializationError` on bad input."""
-    if isinstance(text, bytes):
+    """Decode one JSON document (UTF-8 when given bytes).
+
+    Raises :class:`errors.SerializationError` on bad input, including
+    ``NaN``, ``Infinity`` and data after the document.
+    """
+    if isinstance(text, (bytes, bytearray)):
         try:
-            text = text.decode("utf-8")
+            text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise errors.SerializationError(f"Invalid UTF-8 in JSON: {exc}") from exc
     try:
-        return _DECODER.decode(text)
+        idx = _skip_whitespace(text, 0)
+        try:
+            try:
+                data, end = _SCAN(text, idx)
+            except SystemError:
+                # The scanner builds most of its errors from json.decoder, which
+                # it looks up in sys.modules without importing it (CPython 3.11):
+                # before anything imported json, bad input gives a SystemError.
+                # Bad input only: import it and scan again for the real error.
+                import json.decoder  # noqa: F401
+                data, end = _SCAN(text, idx)
+        except StopIteration as exc:
+            raise ValueError(f"Expecting value at character {exc.value}") from None
+        if text[end:].strip(_WHITESPACE):
+            raise ValueError(f"Extra data at character {_skip_whitespace(text, end)}")
+        return data
     except (ValueError, RecursionError) as exc:
         raise errors.SerializationError(f"Invalid JSON: {exc}") from exc
 
 
-_SCALARS = (str, int, float, bool, type(None))
-
-
-@functools.lru_cache(maxsize=None)
-def _dc_fields(cls: type) -> tuple[str, ...] | None:
-    """Public field names of a dataclass type, or None for other types."""
-    if not dataclasses.is_dataclass(cls):
-        return None
-    return tuple(f.name for f in dataclasses.fields(cls) if not f.name.startswith("_"))
-
+# --- dataclasses <-> plain data -------------------------------------------------
 
 def to_data(obj: Any) -> Any:
     """Convert dataclasses (recursively, also inside lists/dicts) to plain data.
 
-    Tuples and sets become lists; everything else is returned as is.
+    Tuples and sets become lists; everything else is returned as is.  (The
+    encoder does the same by itself; this is for plain data in memory.)
     """
     cls = type(obj)
     if cls in _SCALARS:
@@ -88,53 +203,118 @@ def to_data(obj: Any) -> Any:
     return obj
 
 
-@functools.lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+# per dataclass type: init field name -> converter of its value (None: as is)
+_PLANS: dict[type, dict[str, _Conv | None]] = {}
 
 
-@functools.lru_cache(maxsize=None)
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+def _plan(cls: type) -> dict[str, _Conv | None]:
+    try:
+        return _PLANS[cls]
+    except KeyError:
+        pass
+    import dataclasses
+    import typing
+    hints = typing.get_type_hints(cls)
+    plan = {f.name: _converter(hints.get(f.name, typing.Any))
+            for f in dataclasses.fields(cls) if f.init}
+    _PLANS[cls] = plan
+    return plan
 
 
-def _convert(tp: Any, value: Any, where: str) -> Any:
-    if value is None or tp is Any:
-        return value
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _converter(tp: Any) -> _Conv | None:
+    """The function turning decoded data into a ``tp`` value (None: nothing to do).
+
+    Built once per annotation: dataclasses are built, ints become floats
+    where a float is declared, containers are checked and converted
+    element-wise; ``None`` passes everywhere; other values are kept.
+    """
+    import dataclasses
+    import types
+    import typing
+    if tp is typing.Any:
+        return None
     origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
     if origin is None:
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            return from_data(tp, value, where=where)
-        if tp is float and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-        return value
-    args = typing.get_args(tp)
+            def build(value: Any, where: str) -> Any:
+                return None if value is None else from_data(tp, value, where=where)
+            return build
+        if tp is float:
+            def to_float(value: Any, where: str) -> Any:
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return float(value)
+                return value
+            return to_float
+        return None
     if origin in (typing.Union, types.UnionType):
         arms = [a for a in args if a is not type(None)]
         if len(arms) == 1:
-            return _convert(arms[0], value, where)
-        for arm in arms:
-            if isinstance(arm, type) and dataclasses.is_dataclass(arm) and isinstance(value, dict):
-                return from_data(arm, value, where=where)
-        return value
+            return _converter(arms[0])
+        classes = [a for a in arms if isinstance(a, type) and dataclasses.is_dataclass(a)]
+        if not classes:
+            return None
+
+        def first_dataclass(value: Any, where: str) -> Any:
+            if isinstance(value, dict):
+                return from_data(classes[0], value, where=where)
+            return value
+        return first_dataclass
     if origin in (list, set, frozenset, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise errors.SerializationError(f"{where}: expected a list, got {type(value).__name__}")
-        if origin is tuple:
-            if len(args) == 2 and args[1] is Ellipsis:
-                return tuple(_convert(args[0], v, where) for v in value)
-            if args and len(args) == len(value):
-                return tuple(_convert(a, v, where) for a, v in zip(args, value))
-            return tuple(value)
-        inner = args[0] if args else Any
-        items = [_convert(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return origin(items) if origin is not list else items
+        return _sequence_converter(origin, args)
     if origin is dict:
-        if not isinstance(value, dict):
-            raise errors.SerializationError(f"{where}: expected an object, got {type(value).__name__}")
-        inner = args[1] if len(args) == 2 else Any
-        return {k: _convert(inner, v, f"{where}.{k}") for k, v in value.items()}
-    return value
+        inner = _converter(args[1]) if len(args) == 2 else None
+
+        def to_dict(value: Any, where: str) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, dict):
+                raise errors.SerializationError(f"{where}: expected an object,"
+                                                f" got {_type_name(value)}")
+            if inner is None:
+                return dict(value)
+            return {k: inner(v, f"{where}.{k}") for k, v in value.items()}
+        return to_dict
+    return None
+
+
+def _sequence_converter(origin: type, args: tuple[Any, ...]) -> _Conv:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, (list, tuple)):
+            raise errors.SerializationError(f"{where}: expected a list, got {_type_name(value)}")
+
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            each = _converter(args[0])
+            arms = None
+        else:
+            each = None
+            arms = [_converter(a) for a in args]
+
+        def to_tuple(value: Any, where: str) -> Any:
+            if value is None:
+                return None
+            check(value, where)
+            if arms is not None and arms and len(arms) == len(value):
+                return tuple(v if c is None else c(v, where) for c, v in zip(arms, value))
+            if each is not None:
+                return tuple(each(v, where) for v in value)
+            return tuple(value)
+        return to_tuple
+    inner = _converter(args[0]) if args else None
+
+    def to_collection(value: Any, where: str) -> Any:
+        if value is None:
+            return None
+        check(value, where)
+        items = (list(value) if inner is None
+                 else [inner(v, f"{where}[{i}]") for i, v in enumerate(value)])
+        return items if origin is list else origin(items)
+    return to_collection
 
 
 def from_data(cls: type[T], data: Any, *, where: str | None = None,
@@ -147,20 +327,24 @@ def from_data(cls: type[T], data: Any, *, where: str | None = None,
     """
     where = where or cls.__name__
     if not isinstance(data, dict):
-        raise errors.SerializationError(f"{where}: expected an object, got {type(data).__name__}")
-    hints = _hints(cls)
-    names = _field_names(cls)
+        raise errors.SerializationError(f"{where}: expected an object, got {_type_name(data)}")
+    plan = _plan(cls)
     if strict:
-        unknown = set(data) - names
+        unknown = set(data) - set(plan)
         if unknown:
             raise errors.SerializationError(f"{where}: unknown keys {sorted(unknown)}")
-    kwargs = {k: _convert(hints.get(k, Any), v, f"{where}.{k}")
-              for k, v in data.items() if k in names}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in plan:
+            conv = plan[key]
+            kwargs[key] = value if conv is None else conv(value, f"{where}.{key}")
     try:
         return cls(**kwargs)
     except TypeError as exc:
         raise errors.SerializationError(f"{where}: {exc}") from exc
 
+
+# --- config.data fragments ------------------------------------------------------
 
 class FragmentCache:
     """Encode a dataclass like :func:`dumps_bytes`, reusing per-object JSON.
@@ -187,7 +371,6 @@ class FragmentCache:
         old = self._entries[name]
         new: dict[str, tuple[Any, int, float, str]] = {}
         parts = []
-        encode = _ENCODER.encode
         for key, obj in store.items():
             hit = old.get(key)
             if (hit is not None and hit[0] is obj and hit[1] == obj.serial_no
@@ -195,7 +378,7 @@ class FragmentCache:
                 new[key] = hit
                 parts.append(hit[3])
             else:
-                text = f"{encode(key)}:{encode(to_data(obj))}"
+                text = f"{_encode(key)}:{_encode(obj)}"
                 new[key] = (obj, obj.serial_no, obj.mtime, text)
                 parts.append(text)
         self._entries[name] = new
@@ -212,12 +395,16 @@ class FragmentCache:
             if name in self._entries and type(value) is dict:
                 text = self._encode_store(name, value)
             else:
-                text = _ENCODER.encode(to_data(value))
-            parts.append(f"{_ENCODER.encode(name)}:{text}")
+                text = _encode(value)
+            parts.append(f"{_encode(name)}:{text}")
         return ("{" + ",".join(parts) + "}").encode("utf-8")
 
 
+# --- signed messages ------------------------------------------------------------
+
 def _sign(key: bytes, text: str, salt: str) -> str:
+    import hashlib
+    import hmac
     return hmac.new(key, (salt + text).encode("utf-8"), hashlib.sha1).hexdigest()
 
 
@@ -233,6 +420,7 @@ def loads_signed(text: str | bytes, key: bytes) -> tuple[Any, str]:
     Raises :class:`errors.SerializationError` when the envelope is malformed
     or the signature does not match.
     """
+    import hmac
     env = loads(text)
     if not isinstance(env, dict) or not {"msg", "salt", "hmac"} <= set(env):
         raise errors.SerializationError("Signed message lacks msg/salt/hmac")

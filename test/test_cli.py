@@ -305,7 +305,7 @@ def test_cli_import_is_lean() -> None:
     import subprocess
     import sys
     code = ("import sys; import ganeti.client.gnt_debug, ganeti.client.gnt_job, ganeti.luxi; "
-            "bad = [m for m in ('dataclasses', 'ganeti.serializer', 'ganeti.opcodes', "
+            "bad = [m for m in ('dataclasses', 'json', 'ganeti.opcodes', "
             "'ganeti.query', 'ganeti.pathutils', 'logging', 'simplejson', 'shutil') "
             "if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -137,6 +137,16 @@ def test_framebuffer_rejects_oversized_frame() -> None:
         buf.feed(b"x" * 11)
 
 
+def test_non_finite_numbers_never_cross_luxi() -> None:
+    # strict JSON both ways: a client cannot send NaN, a server refuses it
+    with pytest.raises(errors.SerializationError):
+        luxi.encode_request("SubmitJob", [[{"OP_ID": "OP_TEST_DELAY", "duration": float("nan")}]])
+    with pytest.raises(errors.ProtocolError, match="NaN"):
+        luxi.parse_request(b'{"method": "SubmitJob", "args": [[{"duration": NaN}]]}')
+    with pytest.raises(errors.ProtocolError, match="Infinity"):
+        luxi.parse_response(b'{"success": true, "result": Infinity}')
+
+
 def test_request_roundtrip_and_immutability() -> None:
     frame = luxi.encode_request("QueryJobs", [[1], ["id"]])
     assert frame.endswith(luxi.ETX)

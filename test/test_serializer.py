@@ -133,3 +133,132 @@ def test_fragment_cache_matches_full_encoding_and_tracks_changes() -> None:
 def test_fragment_cache_refuses_non_dataclass() -> None:
     with pytest.raises(errors.SerializationError):
         serializer.FragmentCache(("x",)).dumps_bytes({"x": {}})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")],
+                         ids=["nan", "inf", "-inf"])
+def test_non_finite_floats_are_refused_by_every_writer(value: float) -> None:
+    from ganeti.objects import ConfigData, Instance
+    with pytest.raises(errors.SerializationError, match="not JSON compliant"):
+        serializer.dumps({"a": [1, value]})
+    with pytest.raises(errors.SerializationError):
+        serializer.dumps({"a": value}, pretty=True)
+    with pytest.raises(errors.SerializationError):
+        serializer.dumps(Inner("x", value))
+    data = ConfigData(instances={"u1": Instance(uuid="u1", beparams={"ratio": value})})
+    with pytest.raises(errors.SerializationError):
+        serializer.FragmentCache(("instances",)).dumps_bytes(data)
+
+
+@pytest.mark.parametrize("text", ["NaN", "[1, Infinity]", '{"a": -Infinity}'],
+                         ids=["nan", "inf", "-inf"])
+def test_non_finite_constants_are_refused_when_reading(text: str) -> None:
+    with pytest.raises(errors.SerializationError, match="not valid JSON"):
+        serializer.loads(text)
+
+
+@pytest.mark.parametrize("text", ["[1] x", "{} {}", "1 2"], ids=["word", "two-objects", "two-ints"])
+def test_data_after_the_document_is_refused(text: str) -> None:
+    with pytest.raises(errors.SerializationError, match="Extra data"):
+        serializer.loads(text)
+
+
+def test_surrounding_whitespace_is_accepted() -> None:
+    assert serializer.loads(' \n{"a" : [1, 2]}\r\n\t') == {"a": [1, 2]}
+    assert serializer.loads(b"[true]\n") == [True]
+
+
+def test_unencodable_values_are_a_serialization_error() -> None:
+    circular: list[object] = []
+    circular.append(circular)
+    for value in ({"x": object()}, circular, {(1, 2): "tuple key"}):
+        with pytest.raises(errors.SerializationError):
+            serializer.dumps(value)
+
+
+def test_output_is_compact_ascii_in_insertion_order() -> None:
+    # the on-disk and on-wire format (config.data, job files, LUXI, RPC)
+    data = {"b": 1, "a": [1.5, None, True, "é\x03"], "c": {"z": (1, 2)}, 7: "int key"}
+    assert serializer.dumps(data) == \
+        '{"b":1,"a":[1.5,null,true,"\\u00e9\\u0003"],"c":{"z":[1,2]},"7":"int key"}'
+    assert serializer.dumps_bytes(data) == serializer.dumps(data).encode("ascii")
+
+
+def test_pretty_output_is_indented_and_sorted() -> None:
+    assert serializer.dumps({"b": 1, "a": Inner("n", 2.0)}, pretty=True) == \
+        '{\n  "a": {\n    "name": "n",\n    "size": 2.0\n  },\n  "b": 1\n}'
+
+
+@dataclass
+class _WithPrivate:
+    shown: int = 1
+    _hidden: int = 2
+    items: set[str] = field(default_factory=set)
+
+
+def test_dataclasses_sets_and_tuples_encode_like_to_data() -> None:
+    obj = {"o": Outer(id=1, items=[Inner("x", 1)], pair=(2, "two")),
+           "p": _WithPrivate(items={"only"}), "s": frozenset([3]), "t": (Inner(),)}
+    assert serializer.dumps(obj) == serializer.dumps(serializer.to_data(obj))
+    assert serializer.loads(serializer.dumps(obj))["p"] == {"shown": 1, "items": ["only"]}
+
+
+def test_from_data_converts_nested_containers_and_reports_where() -> None:
+    @dataclass
+    class Shapes:
+        by_name: dict[str, list[Inner]] = field(default_factory=dict)
+        fixed: tuple[Inner, int] | None = None
+        many: tuple[Inner, ...] = ()
+        names: frozenset[str] = frozenset()
+        either: Inner | Outer | None = None
+        ratio: float = 0.0
+
+    back = serializer.from_data(Shapes, {
+        "by_name": {"k": [{"name": "a", "size": 1}]}, "fixed": [{"name": "f"}, 3],
+        "many": [{"name": "m"}], "names": ["x", "x"], "either": {"name": "e"}, "ratio": 2})
+    assert back.by_name == {"k": [Inner("a", 1.0)]} and isinstance(back.by_name["k"][0].size, float)
+    assert back.fixed == (Inner("f"), 3) and back.many == (Inner("m"),)
+    assert back.names == frozenset(["x"]) and back.either == Inner("e")
+    assert isinstance(back.ratio, float)
+    with pytest.raises(errors.SerializationError, match=r"Shapes\.by_name\.k\[0\]: expected an object"):
+        serializer.from_data(Shapes, {"by_name": {"k": [7]}})
+    with pytest.raises(errors.SerializationError, match=r"Shapes\.names: expected a list"):
+        serializer.from_data(Shapes, {"names": "x"})
+
+
+def test_importing_the_serializer_stays_lean() -> None:
+    # every gnt-* command loads it (through luxi): no json, re, typing...
+    import subprocess
+    import sys
+    code = ("import sys; from ganeti import serializer; "
+            "assert serializer.loads(serializer.dumps({'a': [1]})) == {'a': [1]}; "
+            "print([m for m in ('json', 're', 'enum', 'typing', 'dataclasses', 'hashlib', "
+            "'hmac', 'simplejson') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         timeout=60, check=False, env={"PYTHONPATH": _repo_root()})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_bad_json_is_a_serialization_error_before_json_is_imported() -> None:
+    # the C scanner needs json.decoder for most of its errors; a gnt-* process
+    # has not imported it when a malformed reply arrives
+    import subprocess
+    import sys
+    code = ("import sys; from ganeti import errors, serializer\n"
+            "for text in ('{garbage', '{\"a\": 1,', '[1 2]', '\"open'):\n"
+            "    try:\n"
+            "        serializer.loads(text)\n"
+            "    except errors.SerializationError as exc:\n"
+            "        print(str(exc).split(':')[1].strip())\n")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         timeout=60, check=False, env={"PYTHONPATH": _repo_root()})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "Expecting property name enclosed in double quotes", "Expecting property name enclosed"
+        " in double quotes", "Expecting ',' delimiter", "Unterminated string starting at"]
+
+
+def _repo_root() -> str:
+    import os
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
