@@ -30,7 +30,6 @@ then the system resolver.  Virtual clusters use that file instead of
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -44,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ganeti import config as gconfig
-from ganeti import constants, crypto, errors, objects, parameters, ssconf, ssh
+from ganeti import constants, crypto, errors, objects, parameters, serializer, ssconf, ssh
 from ganeti.pathutils import Paths, get_paths
 from ganeti.utils import io as uio
 from ganeti.utils import validation
@@ -476,7 +475,7 @@ def setup_node_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: int
     SSH or the remote setup fails.
     """
     runner = runner or _ssh_runner(paths, ssh_port)
-    payload = json.dumps(join_payload(paths, bind=node_ip, port=noded_port))
+    payload = serializer.dumps(join_payload(paths, bind=node_ip, port=noded_port))
     try:
         res = runner.run(node_ip, f"{_REMOTE_PYTHON} -m ganeti.bootstrap join",
                          port=ssh_port, timeout=timeout, input_data=payload)
@@ -495,7 +494,7 @@ def restart_noded_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: 
     setup = {"bind": node_ip, "port": noded_port}
     res = _ssh_runner(paths, ssh_port).run(
         node_ip, f"{_REMOTE_PYTHON} -m ganeti.bootstrap restart-noded", port=ssh_port,
-        timeout=timeout, input_data=json.dumps(setup))
+        timeout=timeout, input_data=serializer.dumps(setup))
     if res.failed:
         raise errors.OpExecError(f"Restarting the node daemon on {node_ip} failed:"
                                  f" {(res.stderr or res.stdout).strip()}")
@@ -513,8 +512,8 @@ def node_tool_main(argv: Sequence[str] | None = None) -> int:
             stop_daemon(paths, constants.NODED)
             return 0
         try:
-            payload = json.loads(sys.stdin.read() or "{}")
-        except ValueError as exc:
+            payload = serializer.loads(sys.stdin.read() or "{}")
+        except errors.SerializationError as exc:
             raise errors.ParameterError(f"Invalid JSON on stdin: {exc}") from exc
         if argv[0] == "join":
             prepare_node_join(paths, payload)

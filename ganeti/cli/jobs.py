@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from ganeti import constants, errors
+from ganeti import constants, errors, serializer
 from ganeti.cli.output import merge_time, to_stderr, to_stdout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -208,14 +208,13 @@ def load_opcode_file(path: str) -> list[dict[str, Any]]:
     :class:`errors.OpPrereqError` (``wrong_input``) for unreadable files or
     bad JSON.
     """
-    import json
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        with open(path, "rb") as handle:
+            data = serializer.loads(handle.read())
     except OSError as exc:
         raise errors.OpPrereqError(f"Cannot read opcodes file {path}: {exc.strerror}",
                                    errors.ECODE_INVAL) from exc
-    except ValueError as exc:
+    except errors.SerializationError as exc:
         raise errors.OpPrereqError(f"Cannot parse opcodes file {path}: {exc}",
                                    errors.ECODE_INVAL) from exc
     if isinstance(data, dict):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import json
 import logging
 import threading
 import time
@@ -58,7 +57,6 @@ MSG_PREV_FAILED = "Previous opcode failed"
 
 # A change that makes a job final, applied to a copy before it is written.
 _Finalizer = Callable[[QueuedJob], None]
-_FAST_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 class JobQueue:
@@ -364,9 +362,7 @@ class JobQueue:
                             self._push(job)
 
     def _encode(self, job: QueuedJob) -> bytes:
-        # job data is plain JSON data already: skip the dataclass walk of
-        # serializer.dumps (this runs several times per job)
-        return _FAST_JSON.encode(job_to_disk(job)).encode("utf-8")
+        return serializer.dumps_bytes(job_to_disk(job))
 
     def _save(self, job: QueuedJob, wait: bool = True) -> None:
         """Write ``job`` (lock NOT held); wakes waiters afterwards."""

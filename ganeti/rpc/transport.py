@@ -22,13 +22,12 @@ Every socket gets ``TCP_NODELAY``: without it a request costs ~46 ms
 
 from __future__ import annotations
 
-import json
 import socket
 import ssl
 import time
 from typing import Callable, Protocol
 
-from ganeti import constants, errors
+from ganeti import constants, errors, serializer
 
 __all__ = ["Transport", "HttpsTransport", "FunctionTransport", "make_client_context",
            "MAX_RESPONSE_SIZE", "USER_AGENT"]
@@ -114,8 +113,8 @@ def _reason(exc: BaseException) -> str:
 def _error_text(data: bytes) -> str:
     """The message of a ``[false, message]`` error body, else the raw text."""
     try:
-        decoded = json.loads(data)
-    except ValueError:
+        decoded = serializer.loads(data)
+    except errors.SerializationError:
         decoded = None
     if isinstance(decoded, list) and len(decoded) == 2 and isinstance(decoded[1], str):
         return decoded[1]

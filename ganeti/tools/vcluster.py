@@ -28,7 +28,6 @@ semantics (in-process, one LUXI connection).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shlex
@@ -41,7 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from ganeti import bootstrap, constants, errors, ssh
+from ganeti import bootstrap, constants, errors, serializer, ssh
 from ganeti.pathutils import Paths
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
@@ -100,7 +99,7 @@ class VCluster:
         data = asdict(self)
         data.pop("directory")
         with open(os.path.join(self.directory, DATA_FILE + ".tmp"), "w") as fh:
-            json.dump(data, fh, indent=1)
+            fh.write(serializer.dumps(data, pretty=True))
         os.replace(os.path.join(self.directory, DATA_FILE + ".tmp"),
                    os.path.join(self.directory, DATA_FILE))
 
@@ -110,8 +109,8 @@ def load(directory: str) -> VCluster:
     directory = os.path.abspath(directory)
     try:
         with open(os.path.join(directory, DATA_FILE)) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
+            data = serializer.loads(fh.read())
+    except (OSError, errors.SerializationError) as exc:
         raise errors.ConfigurationError(f"{directory} is not a virtual cluster: {exc}") from exc
     nodes = [VNode(**n) for n in data.pop("nodes")]
     return VCluster(directory=directory, nodes=nodes, **data)
