@@ -13,7 +13,6 @@ setup(
     scripts=sorted(glob.glob("daemons/ganeti-*") + glob.glob("scripts/gnt-*")),
     install_requires=[
         "cryptography>=41",
-        "simplejson>=3.19",
         "paramiko>=3.4",
         "python-daemon>=3.0",
         "inotify-simple>=1.3",
