@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test lint unit demo bench clean debian-deps test-calendar
+.PHONY: all venv test lint typecheck unit demo bench clean debian-deps test-calendar
 
 all: test
 
@@ -30,10 +30,14 @@ lint: venv
 	@$(VPY) -m compileall -q ganeti >/dev/null
 	$(VENV)/bin/ruff check ganeti daemons scripts tools test
 
+# mypy over ganeti/ ([tool.mypy] in pyproject.toml).
+typecheck: venv
+	$(VPY) -m mypy
+
 unit: venv
 	$(VPY) -m pytest test
 
-test: venv debian-deps lint unit
+test: venv debian-deps lint typecheck unit
 
 # The whole suite with every process on a faked clock (libfaketime): the 1st of
 # a month east of UTC, then the 15th late at night west of it.  Slower than

@@ -40,7 +40,7 @@ class ReopenableFileHandler(logging.handlers.WatchedFileHandler):
                     self.stream.flush()
                     self.stream.close()
                 finally:
-                    self.stream = None  # type: ignore[assignment]
+                    self.stream = None
             self.stream = self._open()
             self._statstream()
         finally:
