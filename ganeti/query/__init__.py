@@ -62,6 +62,21 @@ _SUBMODULE = {
 }
 
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:  # the same names, for the type checker (test_query_exports checks the match)
+    from ganeti.query.engine import (execute, nice_sort_key, old_style_rows, query, query_fields,
+                                     required_data, resolve_fields)
+    from ganeti.query.fields import (NODATA, OFFLINE, UNAVAIL, UNKNOWN, FieldDef, FieldTable,
+                                     Getter, dict_field, fielddef_to_dict, make_table,
+                                     serial_no_field, simple_field, tags_field, timestamp_fields,
+                                     unknown_field, uuid_field)
+    from ganeti.query.filter import (compile_filter, filter_fields, make_simple_filter,
+                                     requested_names)
+    from ganeti.query.format import format_cell, format_table
+    from ganeti.query.textfilter import (glob_to_regex, is_filter_text, make_filter,
+                                         parse_filter_text)
+
+
 def __getattr__(name: str) -> object:
     submodule = _SUBMODULE.get(name)
     if submodule is None:
