@@ -29,7 +29,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ganeti import constants, errors, serializer
 from ganeti.rpc import defs
@@ -172,6 +172,11 @@ class RpcRunner:
         self.transport = transport
         self.timeouts = {**defs.TIMEOUTS, **(timeouts or {})}
         self.clock = clock
+
+    if TYPE_CHECKING:
+        # The call_<procedure> stubs are set from rpc.defs at the end of this
+        # module; to the type checker each is a call returning the results.
+        def __getattr__(self, name: str) -> Callable[..., dict[str, RpcResult]]: ...
 
     def timeout_for(self, procedure: str) -> float:
         """Seconds a call of ``procedure`` may take."""
