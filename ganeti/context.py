@@ -7,12 +7,38 @@ module keeps these objects in globals.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
+from ganeti import errors
 from ganeti.pathutils import Paths
 
-__all__ = ["MasterContext"]
+if TYPE_CHECKING:
+    from ganeti.cmdlib.hooksrunner import HooksRunner
+    from ganeti.cmdlib.liveinfo import NodeInfoCache
+    from ganeti.config import ConfigWriter
+    from ganeti.jqueue import JobQueue
+    from ganeti.locking import GanetiLockManager, LockMonitor
+    from ganeti.rpc.client import RpcRunner
+
+__all__ = ["MasterContext", "ConfigReplicator"]
+
+
+class ConfigReplicator(Protocol):
+    """What the master-side logic asks of the configuration/queue replicator."""
+
+    def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
+        """Wait until the master candidates were sent config ``serial`` (or newer)."""
+
+    def replicate_queue_to(self, node_names: Iterable[str]) -> None:
+        """Queue a copy of the unarchived job queue to ``node_names``."""
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued so far was sent; False on timeout."""
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop the replication thread; False if it did not end in time."""
 
 
 @dataclass
@@ -26,19 +52,37 @@ class MasterContext:
     * ``lock_monitor``: the :class:`ganeti.locking.LockMonitor`.
     * ``hooks_runner``: object with ``run_hooks(lu, phase, feedback_fn)``,
       or None (hooks are skipped).
-    * ``replicator``: object with ``wait_replicated(serial) -> bool``
-      (:class:`ganeti.replication.Replicator`), or None (nothing to wait for).
+    * ``replicator``: a :class:`ConfigReplicator` (the master daemon's
+      :class:`ganeti.replication.Replicator`), or None (nothing to wait for).
     * ``paths``: the node's :class:`ganeti.pathutils.Paths`.
     * ``node_info_cache``: a :class:`ganeti.cmdlib.liveinfo.NodeInfoCache`
       for the live fields of node queries, or None (always ask the nodes).
     """
 
     paths: Paths
-    cfg: Any = None
-    glm: Any = None
-    rpc: Any = None
-    jqueue: Any = None
-    lock_monitor: Any = None
-    hooks_runner: Any = None
-    replicator: Any = None
-    node_info_cache: Any = None
+    cfg: ConfigWriter | None = None
+    glm: GanetiLockManager | None = None
+    rpc: RpcRunner | None = None
+    jqueue: JobQueue | None = None
+    lock_monitor: LockMonitor | None = None
+    hooks_runner: HooksRunner | None = None
+    replicator: ConfigReplicator | None = None
+    node_info_cache: NodeInfoCache | None = None
+
+    def require_cfg(self) -> ConfigWriter:
+        """``cfg``; :class:`errors.ProgrammerError` in a context without one."""
+        if self.cfg is None:
+            raise errors.ProgrammerError("This master context has no configuration")
+        return self.cfg
+
+    def require_rpc(self) -> RpcRunner:
+        """``rpc``; :class:`errors.OpExecError` in a context without node RPC."""
+        if self.rpc is None:
+            raise errors.OpExecError("Node RPC is not available on this master")
+        return self.rpc
+
+    def require_jqueue(self) -> JobQueue:
+        """``jqueue``; :class:`errors.ProgrammerError` in a context without one."""
+        if self.jqueue is None:
+            raise errors.ProgrammerError("This master context has no job queue")
+        return self.jqueue

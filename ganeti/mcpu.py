@@ -57,6 +57,7 @@ from typing import Any
 from ganeti import constants, errors, locking, opcodes
 from ganeti.cmdlib import LU_REGISTRY
 from ganeti.cmdlib.base import LogicalUnit
+from ganeti.context import MasterContext
 
 __all__ = ["Processor", "NullCallbacks", "lock_timeouts"]
 
@@ -120,7 +121,7 @@ class _LockTimeout(Exception):
 class Processor:
     """Runs opcodes; one instance per job execution (cheap to create)."""
 
-    def __init__(self, context: Any, *, timeouts: list[float] | None = None,
+    def __init__(self, context: MasterContext, *, timeouts: list[float] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.context = context
         self._timeouts = timeouts if timeouts is not None else lock_timeouts()
@@ -188,9 +189,9 @@ class Processor:
                 lu = lu_class(self, op, self.context)
                 lu.ExpandNames()
                 try:
-                    self._acquire_locks(lu, timeout, priority)
+                    self._acquire_locks(glm, lu, timeout, priority)
                 except _LockTimeout:
-                    self._release_all()
+                    self._release_all(glm)
                     if first_pass:
                         first_pass = False
                         self._notify_waiting()
@@ -198,14 +199,14 @@ class Processor:
                     logger.debug("%s: lock timeout %.2fs at priority %s", op.OP_ID, timeout, priority)
                     continue
                 except BaseException:
-                    self._release_all()
+                    self._release_all(glm)
                     raise
                 try:
                     self._cbs.notify_start()
                     return self._exec_lu(lu)
                 finally:
                     self._forget_live_data(lu)
-                    self._release_all()
+                    self._release_all(glm)
             first_pass = False
             priority = max(constants.OP_PRIO_HIGHEST, priority - 1)
             self._cbs.set_priority(priority)
@@ -215,8 +216,8 @@ class Processor:
         if notify is not None:      # callbacks from before the waiting state
             notify()
 
-    def _acquire_locks(self, lu: LogicalUnit, timeout: float | None, priority: int) -> None:
-        glm = self.context.glm
+    def _acquire_locks(self, glm: locking.GanetiLockManager, lu: LogicalUnit[Any],
+                       timeout: float | None, priority: int) -> None:
         for level in locking.LEVELS:
             if level == locking.LEVEL_CLUSTER:
                 names: Any = [locking.BGL]
@@ -233,7 +234,7 @@ class Processor:
             if got is None:
                 raise _LockTimeout()
 
-    def _forget_live_data(self, lu: LogicalUnit) -> None:
+    def _forget_live_data(self, lu: LogicalUnit[Any]) -> None:
         """Drop cached live data of the nodes the LU locked (it may have changed them)."""
         cache = getattr(self.context, "node_info_cache", None)
         if cache is None:
@@ -245,8 +246,8 @@ class Processor:
         if nodes:
             cache.invalidate(nodes)
 
-    def _release_all(self) -> None:
-        glm = self.context.glm
+    @staticmethod
+    def _release_all(glm: locking.GanetiLockManager) -> None:
         for level in reversed(locking.LEVELS):
             if glm.is_owned(level):
                 glm.release(level)
@@ -258,20 +259,21 @@ class Processor:
         own = getattr(cfg, "last_saved_serial", None)
         return own() if own is not None else cfg.get_serial_no()
 
-    def _wait_replicated(self, lu: LogicalUnit, serial_before: int | None) -> None:
+    def _wait_replicated(self, lu: LogicalUnit[Any], serial_before: int | None) -> None:
         """Block until the config serial ``Exec`` produced reached the candidates."""
         if serial_before is None:
             return
         serial = self._config_serial()
-        if serial is None or serial <= serial_before:
+        replicator = self.context.replicator
+        if serial is None or serial <= serial_before or replicator is None:
             return
-        if not self.context.replicator.wait_replicated(serial):
+        if not replicator.wait_replicated(serial):
             logger.error("%s: configuration serial %s was not replicated to the master"
                          " candidates in time", lu.op.OP_ID, serial)
             self.log(f"Warning: configuration serial {serial} could not be confirmed on"
                      " the master candidates in time")
 
-    def _exec_lu(self, lu: LogicalUnit) -> Any:
+    def _exec_lu(self, lu: LogicalUnit[Any]) -> Any:
         serial_before = self._config_serial()
         lu.CheckPrereq()
         if lu.op.dry_run:

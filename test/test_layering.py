@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "ganeti"
 LAYERS = {
     "ganeti": 1,
     "ganeti.errors": 1, "ganeti.constants": 1, "ganeti.pathutils": 1,
-    "ganeti.serializer": 1, "ganeti.utils": 1, "ganeti.compat": 1,
+    "ganeti.serializer": 1, "ganeti.utils": 1, "ganeti.compat": 1, "ganeti.aliases": 1,
     "ganeti.objects": 2, "ganeti.parameters": 2, "ganeti.opcodes": 2,
     "ganeti.rpc.defs": 2, "ganeti.rpc": 2, "ganeti.ht": 2,
     "ganeti.locking": 3, "ganeti.config": 3, "ganeti.configcheck": 3, "ganeti.ssconf": 3,

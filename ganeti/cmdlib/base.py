@@ -51,18 +51,36 @@ its phases in this order:
 
 Use :class:`NoHooksLU` for operations without hooks; it needs no
 ``BuildHooks*`` methods.
+
+An LU names its opcode class as the type argument of its base, so that
+``self.op`` has the opcode's fields for the type checker::
+
+    class LUNodePowercycle(LogicalUnit[OpNodePowercycle]):
+        ...
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from ganeti import constants, errors, opcodes
+from ganeti.aliases import FeedbackFn
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
+from ganeti.hooksmaster import HooksMaster
+from ganeti.locking import GanetiLockManager
+from ganeti.rpc.client import RpcRunner
 
-__all__ = ["LogicalUnit", "NoHooksLU"]
+if TYPE_CHECKING:
+    from ganeti.mcpu import Processor  # mcpu imports cmdlib
+
+__all__ = ["LogicalUnit", "NoHooksLU", "OpT"]
+
+#: The opcode class an LU implements (``LogicalUnit[OpNodeAdd]``).
+OpT = TypeVar("OpT", bound=opcodes.OpCode)
 
 
-class LogicalUnit:
+class LogicalUnit(Generic[OpT]):
     """Base of every LU; see the module docstring for the phases.
 
     Attributes for subclasses: ``op`` (the opcode), ``cfg``, ``rpc``,
@@ -74,16 +92,20 @@ class LogicalUnit:
     HTYPE: str | None = None
     REQ_BGL: bool = True
 
-    def __init__(self, processor: Any, op: opcodes.OpCode, context: Any) -> None:
+    def __init__(self, processor: Processor, op: OpT, context: MasterContext) -> None:
         self.proc = processor
         self.op = op
         self.context = context
-        self.cfg = context.cfg
-        self.rpc = context.rpc
-        self.glm = context.glm
+        # The context has no configuration only in tests of LUs that never
+        # read it (job and lock queries); every other LU may rely on it.
+        self.cfg = cast(ConfigWriter, context.cfg)
+        self.rpc: RpcRunner | None = context.rpc
+        self.glm: GanetiLockManager | None = context.glm
         self.needed_locks: dict[int, Any] = {}
         self.share_locks: dict[int, int] = {}
         self.dry_run_result: Any = None
+        #: set by the hooks runner once it built the LU's hooks (pre phase)
+        self.hooks_master: HooksMaster | None = None
         self.CheckArguments()
 
     # phases ----------------------------------------------------------------
@@ -108,7 +130,7 @@ class LogicalUnit:
         """``(pre_nodes, post_nodes)``: node names the hooks run on."""
         raise NotImplementedError
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         """Do the work; return a JSON-able result."""
         raise NotImplementedError
 
@@ -118,6 +140,14 @@ class LogicalUnit:
         if self.glm is None:
             return set()
         return self.glm.list_owned(level)
+
+    def require_rpc(self) -> RpcRunner:
+        """``self.rpc`` for an LU that cannot work without node RPC.
+
+        Raises :class:`errors.OpExecError` on a master without one (tests
+        that give the context no RPC runner).
+        """
+        return self.context.require_rpc()
 
     def LogInfo(self, message: str) -> None:
         """Send an informational message to the job log."""
@@ -147,7 +177,7 @@ class LogicalUnit:
         return result
 
 
-class NoHooksLU(LogicalUnit):
+class NoHooksLU(LogicalUnit[OpT]):
     """An LU without hooks (``HPATH`` is None)."""
 
     HPATH = None

@@ -22,7 +22,7 @@ import secrets
 from typing import Any
 
 from ganeti import constants, crypto, errors, locking, parameters, query, serializer
-from ganeti.utils import io as uio
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
                                   redistribute, upload_files)
@@ -30,6 +30,13 @@ from ganeti.cmdlib.node import sync_queue_to
 from ganeti.cmdlib.roles import (activate_master_ip, deactivate_master_ip,
                                  demote_from_candidates, master_ip_params,
                                  shrink_candidate_pool)
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
+from ganeti.objects import Cluster
+from ganeti.opcodes.cluster import (OpClusterDestroy, OpClusterPostInit, OpClusterQuery,
+                                    OpClusterRedistConf, OpClusterRenewCrypto,
+                                    OpClusterSetParams)
+from ganeti.utils import io as uio
 
 __all__ = ["LUClusterQuery", "LUClusterPostInit", "LUClusterDestroy", "LUClusterSetParams",
            "LUClusterRedistConf", "LUClusterRenewCrypto", "cluster_info", "CLUSTER_FIELDS",
@@ -38,7 +45,7 @@ __all__ = ["LUClusterQuery", "LUClusterPostInit", "LUClusterDestroy", "LUCluster
 logger = logging.getLogger(__name__)
 
 
-def cluster_info(cfg: Any) -> dict[str, Any]:
+def cluster_info(cfg: ConfigWriter) -> dict[str, Any]:
     """The QueryClusterInfo dict (also the result of OP_CLUSTER_QUERY)."""
     cluster = cfg.get_cluster_info()
     master = cfg.get_node_info(cluster.master_node) if cluster.master_node else None
@@ -96,7 +103,7 @@ def cluster_info(cfg: Any) -> dict[str, Any]:
     }
 
 
-class LUClusterQuery(NoHooksLU):
+class LUClusterQuery(NoHooksLU[OpClusterQuery]):
     """Return the cluster information (no locks beyond a shared BGL)."""
 
     REQ_BGL = False
@@ -104,11 +111,11 @@ class LUClusterQuery(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         return cluster_info(self.cfg)
 
 
-class LUClusterPostInit(LogicalUnit):
+class LUClusterPostInit(LogicalUnit[OpClusterPostInit]):
     """Run the cluster-init post hooks (the CLI submits it after init)."""
 
     HPATH = "cluster-init"
@@ -123,11 +130,11 @@ class LUClusterPostInit(LogicalUnit):
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         return [], cluster_hooks_nodes(self.cfg)[1]
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         return True
 
 
-class LUClusterDestroy(LogicalUnit):
+class LUClusterDestroy(LogicalUnit[OpClusterDestroy]):
     """Check that the cluster can be destroyed; returns the master node's name.
 
     The caller (``gnt-cluster destroy``) then stops the daemons and removes
@@ -158,7 +165,7 @@ class LUClusterDestroy(LogicalUnit):
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         return [], []
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         try:
             deactivate_master_ip(self.cfg, self.rpc)
         except errors.OpExecError as exc:
@@ -202,7 +209,7 @@ def _apply_os_list(current: list[str], mods: list[Any], where: str) -> list[str]
     return result
 
 
-class LUClusterSetParams(LogicalUnit):
+class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
     """Change cluster parameters; everything is checked before anything changes."""
 
     HPATH = "cluster-modify"
@@ -335,11 +342,11 @@ class LUClusterSetParams(LogicalUnit):
                                                    "blacklisted_os")
         self.new_values = new
 
-    def _moves_master_ip(self, cluster: Any) -> bool:
+    def _moves_master_ip(self, cluster: Cluster) -> bool:
         return any(key in self.new_values and self.new_values[key] != getattr(cluster, key)
                    for key in ("master_netdev", "master_netmask"))
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         cluster = self.cfg.get_cluster_info()
         if not self.new_values:
             feedback_fn("Cluster parameters unchanged")
@@ -375,7 +382,7 @@ class LUClusterSetParams(LogicalUnit):
         return None
 
 
-class LUClusterRedistConf(NoHooksLU):
+class LUClusterRedistConf(NoHooksLU[OpClusterRedistConf]):
     """Push config, ssconf and cluster files to every node (bumps the config serial)."""
 
     REQ_BGL = False
@@ -384,7 +391,7 @@ class LUClusterRedistConf(NoHooksLU):
         self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
         self.share_locks = {locking.LEVEL_NODE: 1}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         self.cfg.update(self.cfg.get_cluster_info())
         failed = redistribute(self.context, feedback_fn)
         if failed:
@@ -392,7 +399,7 @@ class LUClusterRedistConf(NoHooksLU):
         return None
 
 
-class LUClusterRenewCrypto(NoHooksLU):
+class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
     """Renew the cluster certificate, RAPI certificate and/or domain secret.
 
     Each renewed file is written on the master and uploaded to every other
@@ -500,7 +507,7 @@ class LUClusterRenewCrypto(NoHooksLU):
         uio.write_file_atomic(paths.cluster_domain_secret, secret + "\n", mode=0o400)
         self._distribute(paths.cluster_domain_secret)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         op = self.op
         if op.renew_ssh_keys:
             self.LogWarning("Renewing SSH keys is not supported; skipped")
@@ -565,9 +572,9 @@ CLUSTER_FIELDS = query.make_table([
 ])
 
 
-def collect_cluster(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+def collect_cluster(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """The ``cluster`` resource: one item, the cluster info dict plus a few extras."""
-    cfg = context.cfg
+    cfg = context.require_cfg()
     info = cluster_info(cfg)
     cluster = cfg.get_cluster_info()
     info["serial_no"] = cfg.get_serial_no()

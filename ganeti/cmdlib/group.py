@@ -5,16 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node, select_named
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
 from ganeti.objects import NodeGroup
+from ganeti.opcodes.group import OpGroupAdd, OpGroupAssignNodes, OpGroupRemove, OpGroupRename
 from ganeti.utils import validation
 
 __all__ = ["LUGroupAdd", "LUGroupRemove", "LUGroupRename", "LUGroupAssignNodes",
            "GROUP_FIELDS", "collect_groups"]
 
 
-class LUGroupAdd(LogicalUnit):
+class LUGroupAdd(LogicalUnit[OpGroupAdd]):
     """Add a node group."""
 
     HPATH = "group-add"
@@ -40,7 +44,7 @@ class LUGroupAdd(LogicalUnit):
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         return cluster_hooks_nodes(self.cfg)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         group = NodeGroup(name=self.op.group_name,
                           alloc_policy=self.op.alloc_policy or constants.ALLOC_POLICY_PREFERRED,
                           ndparams=self.ndparams, diskparams=self.diskparams,
@@ -51,7 +55,7 @@ class LUGroupAdd(LogicalUnit):
         return None
 
 
-class LUGroupRemove(LogicalUnit):
+class LUGroupRemove(LogicalUnit[OpGroupRemove]):
     """Remove an empty node group (not the last one)."""
 
     HPATH = "group-remove"
@@ -77,14 +81,14 @@ class LUGroupRemove(LogicalUnit):
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         return cluster_hooks_nodes(self.cfg)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         self.cfg.remove_nodegroup(self.group.uuid)
         if self.glm is not None:
             self.glm.remove(locking.LEVEL_NODEGROUP, [self.group.uuid])
         return None
 
 
-class LUGroupRename(LogicalUnit):
+class LUGroupRename(LogicalUnit[OpGroupRename]):
     """Rename a node group; returns the new name."""
 
     HPATH = "group-rename"
@@ -107,7 +111,7 @@ class LUGroupRename(LogicalUnit):
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         return cluster_hooks_nodes(self.cfg)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         self.group.name = self.op.new_name
         try:
             self.cfg.update(self.group)
@@ -116,7 +120,7 @@ class LUGroupRename(LogicalUnit):
         return self.op.new_name
 
 
-class LUGroupAssignNodes(LogicalUnit):
+class LUGroupAssignNodes(LogicalUnit[OpGroupAssignNodes]):
     """Move nodes into a group (refused for nodes with instances unless forced)."""
 
     HPATH = "group-modify"
@@ -145,7 +149,7 @@ class LUGroupAssignNodes(LogicalUnit):
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         return cluster_hooks_nodes(self.cfg)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         with self.cfg.batch():
             for node in self.nodes:
                 if node.group != self.group.uuid:
@@ -159,7 +163,7 @@ class LUGroupAssignNodes(LogicalUnit):
 class GroupQueryData:
     """Members and instances per group, computed once per query."""
 
-    def __init__(self, cfg: Any) -> None:
+    def __init__(self, cfg: ConfigWriter) -> None:
         data = cfg.get_config_data()
         self.nodes: dict[str, list[str]] = {u: [] for u in data.nodegroups}
         node_group = {}
@@ -200,9 +204,9 @@ GROUP_FIELDS = query.make_table([
 ])
 
 
-def collect_groups(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+def collect_groups(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """The ``group`` resource; unknown explicitly named groups raise ECODE_NOENT."""
-    cfg = context.cfg
+    cfg = context.require_cfg()
     groups = select_named(cfg.get_all_nodegroups_info().values(),
                           query.requested_names(qfilter, "name"), "Node group(s)")
     return groups, GroupQueryData(cfg)

@@ -16,15 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import LogicalUnit
+from ganeti.config import ConfigWriter
 from ganeti.hooksmaster import HooksMaster
 from ganeti.pathutils import Paths
+from ganeti.rpc.client import RpcRunner
 
 __all__ = ["HOOKS_LIST_TIMEOUT", "HookDirsCache", "HooksRunner"]
 
 logger = logging.getLogger(__name__)
-
-FeedbackFn = Callable[[str], None]
-
 
 #: Seconds a ``hooks_list`` fan-out may take.
 HOOKS_LIST_TIMEOUT = 10.0
@@ -59,7 +60,7 @@ class HookDirsCache:
     still counts as non-empty, so the hooks runner's report stays the same.
     """
 
-    def __init__(self, rpc: Any, *, local_node: Callable[[], str] | None = None,
+    def __init__(self, rpc: RpcRunner, *, local_node: Callable[[], str] | None = None,
                  local_paths: Paths | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.rpc = rpc
@@ -173,7 +174,7 @@ class HooksRunner:
     job submitted before them (doc/design/replication.md).
     """
 
-    def __init__(self, cfg: Any, rpc: Any, *, paths: Paths | None = None,
+    def __init__(self, cfg: ConfigWriter, rpc: RpcRunner, *, paths: Paths | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
@@ -183,8 +184,8 @@ class HooksRunner:
         self.dirs_cache = HookDirsCache(rpc, local_node=cfg.get_master_node_name,
                                         local_paths=paths, clock=clock)
 
-    def _master(self, lu: Any, feedback_fn: FeedbackFn | None) -> HooksMaster:
-        hm = getattr(lu, "_hooks_master", None)
+    def _master(self, lu: LogicalUnit[Any], feedback_fn: FeedbackFn | None) -> HooksMaster:
+        hm = lu.hooks_master
         if hm is None:
             cluster = self.cfg.get_cluster_info()
             since = self._since(lu)
@@ -196,10 +197,10 @@ class HooksRunner:
             hm = HooksMaster.from_lu(lu, self.rpc.call_hooks_runner, cluster.cluster_name,
                                      self.cfg.get_master_node_name(), log_fn=feedback_fn,
                                      node_filter=node_filter)
-            lu._hooks_master = hm
+            lu.hooks_master = hm
         return hm
 
-    def _since(self, lu: Any) -> float:
+    def _since(self, lu: LogicalUnit[Any]) -> float:
         """``clock`` time of the job's submission (now, outside a job)."""
         now = self.clock()
         submitted_fn = getattr(getattr(lu, "proc", None), "job_submitted_at", None)
@@ -209,7 +210,8 @@ class HooksRunner:
         # a wall clock set back since the submission gives "now" (strict)
         return now - max(0.0, self.wall_clock() - submitted)
 
-    def run_hooks(self, lu: Any, phase: str, feedback_fn: FeedbackFn | None = None) -> Any:
+    def run_hooks(self, lu: LogicalUnit[Any], phase: str,
+                  feedback_fn: FeedbackFn | None = None) -> Any:
         """Run ``phase`` (pre/post) of ``lu``'s hooks; returns the per-node results."""
         if not getattr(lu, "HPATH", None) or self.rpc is None:
             return {}
@@ -222,7 +224,7 @@ class HooksRunner:
             callback(phase, results, feedback_fn)
         return results
 
-    def run_path(self, lu: Any, hpath: str, htype: str, phase: str,
+    def run_path(self, lu: LogicalUnit[Any], hpath: str, htype: str, phase: str,
                  env: dict[str, Any], nodes: list[str],
                  feedback_fn: FeedbackFn | None = None) -> dict[str, list[tuple[str, int, str]]]:
         """Run one phase of ``hpath`` with an explicit environment (cluster verify)."""

@@ -17,24 +17,29 @@ The instance LUs live in topic modules (``instance_create``,
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, TypeVar
 
 from ganeti import constants, errors, locking, parameters, serializer
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.objects import Disk, Instance, Node
+from ganeti.config import ConfigWriter
+from ganeti.objects import Cluster, Disk, Instance, Node
+from ganeti.opcodes.instance import OpInstanceBase
 from ganeti.pathutils import Paths
 
 __all__ = [
     "InstanceLU", "expand_instance", "expand_node", "instance_rpc_dict", "disk_rpc_dicts",
     "file_logical_id", "storage_dir_for", "runtime_status", "instance_hook_env",
     "rpc_one", "check_node_online", "add_instance_lock", "remove_instance_lock",
-    "hv_list_and_params",
+    "hv_list_and_params", "InstanceOpT",
 ]
+
+#: The opcode of an :class:`InstanceLU` (it names the instance).
+InstanceOpT = TypeVar("InstanceOpT", bound=OpInstanceBase)
 
 _CANONICAL = Paths(root="/")
 
 
-def expand_instance(cfg: Any, name: str) -> Instance:
+def expand_instance(cfg: ConfigWriter, name: str) -> Instance:
     """The instance called ``name``; OpPrereqError ``ECODE_NOENT`` if unknown."""
     inst = cfg.get_instance_info_by_name(name)
     if inst is None:
@@ -42,7 +47,7 @@ def expand_instance(cfg: Any, name: str) -> Instance:
     return inst
 
 
-def expand_node(cfg: Any, name: str) -> Node:
+def expand_node(cfg: ConfigWriter, name: str) -> Node:
     """The node called ``name`` (or with that UUID); ECODE_NOENT if unknown."""
     node = cfg.get_node_info_by_name(name) or cfg.get_node_info(name)
     if node is None:
@@ -57,7 +62,7 @@ def check_node_online(node: Node, what: str = "") -> None:
                                    errors.ECODE_STATE)
 
 
-def storage_dir_for(cluster: Any, template: str, subdir: str | None = None,
+def storage_dir_for(cluster: Cluster, template: str, subdir: str | None = None,
                     master_root: str | None = None) -> str:
     """The (canonical) storage directory of a file based template.
 
@@ -96,7 +101,7 @@ def disk_rpc_dicts(disks: list[Disk]) -> list[dict[str, Any]]:
     return [serializer.to_data(d) for d in disks]
 
 
-def instance_rpc_dict(cfg: Any, inst: Instance, disks: list[Disk] | None = None, *,
+def instance_rpc_dict(cfg: ConfigWriter, inst: Instance, disks: list[Disk] | None = None, *,
                       beparams: dict[str, Any] | None = None,
                       hvparams: dict[str, Any] | None = None) -> dict[str, Any]:
     """The instance for node RPC: filled hv/be/os/nic parameters + ``disks_info``.
@@ -119,18 +124,16 @@ def instance_rpc_dict(cfg: Any, inst: Instance, disks: list[Disk] | None = None,
     return data
 
 
-def hv_list_and_params(cfg: Any) -> tuple[list[str], dict[str, dict[str, Any]]]:
+def hv_list_and_params(cfg: ConfigWriter) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """``(enabled hypervisors, {hv: filled cluster hvparams})`` for listing calls."""
     cluster = cfg.get_cluster_info()
     hvs = list(cluster.enabled_hypervisors)
     return hvs, {hv: parameters.fill_hvparams(cluster, hv) for hv in hvs}
 
 
-def rpc_one(lu: LogicalUnit, proc: str, node_name: str, *args: Any, prefix: str = "") -> Any:
+def rpc_one(lu: LogicalUnit[Any], proc: str, node_name: str, *args: Any, prefix: str = "") -> Any:
     """Call ``proc`` on one node; return the payload or raise OpExecError."""
-    if lu.rpc is None:
-        raise errors.OpExecError("Node RPC is not available on this master")
-    result = getattr(lu.rpc, f"call_{proc}")([node_name], *args).get(node_name)
+    result = getattr(lu.require_rpc(), f"call_{proc}")([node_name], *args).get(node_name)
     if result is None:
         raise errors.OpExecError(f"{prefix or proc}: no answer from node {node_name}")
     result.raise_on_failure(prefix or f"{proc} failed on node {node_name}")
@@ -169,7 +172,7 @@ def runtime_status(inst: Instance, pnode: Node | None, live: dict[str, Any] | No
     return constants.INSTST_ADMINDOWN
 
 
-def instance_hook_env(cfg: Any, inst: Instance, disks: list[Disk] | None = None,
+def instance_hook_env(cfg: ConfigWriter, inst: Instance, disks: list[Disk] | None = None,
                       override: dict[str, Any] | None = None) -> dict[str, Any]:
     """The INSTANCE_* hooks environment (keys without ``GANETI_``)."""
     cluster = cfg.get_cluster_info()
@@ -223,7 +226,7 @@ def instance_hook_env(cfg: Any, inst: Instance, disks: list[Disk] | None = None,
     return env
 
 
-def add_instance_lock(lu: LogicalUnit, name: str) -> None:
+def add_instance_lock(lu: LogicalUnit[Any], name: str) -> None:
     """Create the lock of a new instance name (tolerates an existing one)."""
     if lu.glm is None:
         return
@@ -233,7 +236,7 @@ def add_instance_lock(lu: LogicalUnit, name: str) -> None:
         pass  # someone else created it; whoever holds it decides
 
 
-def remove_instance_lock(lu: LogicalUnit, name: str) -> None:
+def remove_instance_lock(lu: LogicalUnit[Any], name: str) -> None:
     """Drop the (held, exclusive) lock of a gone instance name."""
     if lu.glm is None:
         return
@@ -243,7 +246,7 @@ def remove_instance_lock(lu: LogicalUnit, name: str) -> None:
         pass
 
 
-class InstanceLU(LogicalUnit):
+class InstanceLU(LogicalUnit[InstanceOpT]):
     """Base of LUs acting on one existing instance (``op.instance_name``).
 
     Locks: the instance exclusively; its nodes (node and node-res levels)
@@ -285,7 +288,11 @@ class InstanceLU(LogicalUnit):
     def CheckPrereq(self) -> None:
         self.instance = expand_instance(self.cfg, self.op.instance_name)
         self.disks = self.cfg.get_instance_disks(self.instance.uuid)
-        self.pnode = self.cfg.get_node_info(self.instance.primary_node)
+        pnode = self.cfg.get_node_info(self.instance.primary_node)
+        if pnode is None:
+            raise errors.ConfigurationError(f"Primary node {self.instance.primary_node} of instance"
+                                             f" {self.instance.name} is not in the configuration")
+        self.pnode: Node = pnode
         if self.glm is not None and self.LOCK_NODES:
             held = self.owned_locks(locking.LEVEL_NODE)
             missing = [n for n in self.cfg.get_instance_nodes(self.instance.uuid) if n not in held]

@@ -18,11 +18,14 @@ import uuid as uuidlib
 from typing import Any
 
 from ganeti import constants, errors, locking, parameters
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
                                     remove_instance_lock, rpc_one, storage_dir_for)
+from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Disk, Instance
+from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.rpc.client import default_noded_port
 from ganeti.utils import net as netutils
 from ganeti.utils import validation
@@ -109,7 +112,7 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
     return result
 
 
-def build_nics(cfg: Any, specs: list[dict[str, Any]], *, generate: bool = True,
+def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool = True,
                auto_ip: str | None = None) -> list[NIC]:
     """NIC objects from dicts ``{mac, ip, mode, link, name, network}``.
 
@@ -153,12 +156,12 @@ def build_nics(cfg: Any, specs: list[dict[str, Any]], *, generate: bool = True,
     return nics
 
 
-def _macs_in_use(cfg: Any) -> set[str]:
+def _macs_in_use(cfg: ConfigWriter) -> set[str]:
     return {nic.mac.lower() for inst in cfg.get_all_instances_info().values()
             for nic in inst.nics if nic.mac}
 
 
-class LUInstanceCreate(LogicalUnit):
+class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
     """Create an instance; returns the list of its node names."""
 
     HPATH = "instance-add"
@@ -190,6 +193,7 @@ class LUInstanceCreate(LogicalUnit):
         if op.pnode is None:
             raise errors.OpPrereqError("No primary node given (iallocators are not supported)",
                                        errors.ECODE_INVAL)
+        self.pnode_name = op.pnode
         if op.snode is not None:
             raise errors.OpPrereqError(f"Disk template {op.disk_template} takes no secondary"
                                        " node", errors.ECODE_INVAL)
@@ -208,7 +212,7 @@ class LUInstanceCreate(LogicalUnit):
         if self.cfg.get_instance_info_by_name(self.op.instance_name) is not None:
             raise errors.OpPrereqError(f"Instance '{self.op.instance_name}' is already in the"
                                        " cluster", errors.ECODE_EXISTS)
-        self.pnode = expand_node(self.cfg, self.op.pnode)
+        self.pnode = expand_node(self.cfg, self.pnode_name)
         self.op.pnode = self.pnode.name
         add_instance_lock(self, self.op.instance_name)
         self.needed_locks = {locking.LEVEL_INSTANCE: [self.op.instance_name],
@@ -305,7 +309,7 @@ class LUInstanceCreate(LogicalUnit):
         nodes = [n for n in (master, self.pnode.name) if n]
         return list(dict.fromkeys(nodes)), list(dict.fromkeys(nodes))
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         try:
             return self._exec(feedback_fn)
         except BaseException:
@@ -323,7 +327,7 @@ class LUInstanceCreate(LogicalUnit):
                 self.LogWarning(f"Could not remove disk {disk.iv_name} on {self.pnode.name}:"
                                 f" {res.fail_msg if res else 'no answer'}")
 
-    def _exec(self, feedback_fn: Any) -> Any:
+    def _exec(self, feedback_fn: FeedbackFn) -> Any:
         op, cfg = self.op, self.cfg
         inst, pname = self.new_inst, self.pnode.name
         created: list[Disk] = []

@@ -18,11 +18,14 @@ Migrate and failover need disks every node can reach (``diskless``,
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from ganeti import constants, errors
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
-                                    expand_node, rpc_one)
+                                    expand_instance, expand_node, rpc_one)
+from ganeti.objects import Node
+from ganeti.opcodes.instance import OpInstanceFailover, OpInstanceMigrate, OpInstanceMove
 
 __all__ = ["LUInstanceMigrate", "LUInstanceFailover", "LUInstanceMove", "MIGRATION_POLL",
            "COPY_CHUNK"]
@@ -33,13 +36,17 @@ COPY_CHUNK = 4 * 1024 * 1024
 _SHARED = frozenset([constants.DT_DISKLESS, constants.DT_SHARED_FILE])
 
 
-class _TargetLU(InstanceLU):
+#: The opcodes with a target node.
+_TargetOpT = TypeVar("_TargetOpT", OpInstanceMigrate, OpInstanceFailover, OpInstanceMove)
+
+
+class _TargetLU(InstanceLU[_TargetOpT]):
     """An instance LU with a target node (given, or the first other usable node)."""
 
     NEED_SHARED_STORAGE = True
 
     def ExpandExtra(self) -> None:
-        inst = self.cfg.get_instance_info_by_name(self.op.instance_name)
+        inst = expand_instance(self.cfg, self.op.instance_name)
         if self.op.target_node:
             target = expand_node(self.cfg, self.op.target_node)
         else:
@@ -54,11 +61,15 @@ class _TargetLU(InstanceLU):
         self.target_uuid = target.uuid
         self.extra_node_uuids = [target.uuid]
 
+    def _lookup_target(self) -> None:
+        target = self.cfg.get_node_info(self.target_uuid)
+        if target is None:
+            raise errors.OpPrereqError("The target node disappeared", errors.ECODE_NOENT)
+        self.target: Node = target
+
     def CheckInstance(self) -> None:
         inst = self.instance
-        self.target = self.cfg.get_node_info(self.target_uuid)
-        if self.target is None:
-            raise errors.OpPrereqError("The target node disappeared", errors.ECODE_NOENT)
+        self._lookup_target()
         if self.target.uuid == inst.primary_node:
             raise errors.OpPrereqError(f"Instance {inst.name} is already on node"
                                        f" {self.target.name}", errors.ECODE_INVAL)
@@ -91,7 +102,7 @@ class _TargetLU(InstanceLU):
             inst.primary_node = self.target.uuid
             self.cfg.update(inst)
 
-    def _start_on_target(self, feedback_fn: Any) -> None:
+    def _start_on_target(self, feedback_fn: FeedbackFn) -> None:
         """Make the target the primary and start the instance there if it should run."""
         inst, dst = self.instance, self.target
         self.pnode = dst
@@ -123,7 +134,7 @@ class _TargetLU(InstanceLU):
                 self.LogWarning(f"Could not shut down disk {disk.iv_name} on {node_name}")
 
 
-class LUInstanceMigrate(_TargetLU):
+class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
     """Migrate a running instance to another node (live unless mode non-live)."""
 
     HPATH = "instance-migrate"
@@ -136,7 +147,7 @@ class LUInstanceMigrate(_TargetLU):
         if self.op.cleanup:
             # the target is wherever it might be running; the usual checks
             # would refuse a half-done state
-            self.target = self.cfg.get_node_info(self.target_uuid)
+            self._lookup_target()
             return
         super().CheckInstance()
         check_node_online(self.pnode, " as primary node")
@@ -156,7 +167,7 @@ class LUInstanceMigrate(_TargetLU):
         extra.update({"MIGRATE_LIVE": self._live(), "MIGRATE_CLEANUP": self.op.cleanup})
         return extra
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         if self.op.cleanup:
             return self._cleanup(feedback_fn)
         inst = self.instance
@@ -215,7 +226,7 @@ class LUInstanceMigrate(_TargetLU):
                     raise errors.OpExecError(msg)
                 self.LogWarning(msg)
 
-    def _cleanup(self, feedback_fn: Any) -> Any:
+    def _cleanup(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         hvs = [inst.hypervisor]
         where = []
@@ -237,7 +248,7 @@ class LUInstanceMigrate(_TargetLU):
         return None
 
 
-class LUInstanceFailover(_TargetLU):
+class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
     """Stop the instance on its primary node and start it on the target."""
 
     HPATH = "instance-failover"
@@ -248,12 +259,12 @@ class LUInstanceFailover(_TargetLU):
         extra["IGNORE_CONSISTENCY"] = self.op.ignore_consistency
         return extra
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         src = self.pnode
         if not src.offline:
             feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
-            res = self.rpc.call_instance_shutdown([src.name], self.rpc_instance(),
+            res = self.require_rpc().call_instance_shutdown([src.name], self.rpc_instance(),
                                                   self.op.shutdown_timeout).get(src.name)
             if res is None or res.failed:
                 msg = f"Could not shutdown {inst.name} on {src.name}:" \
@@ -267,7 +278,7 @@ class LUInstanceFailover(_TargetLU):
         return None
 
 
-class LUInstanceMove(_TargetLU):
+class LUInstanceMove(_TargetLU[OpInstanceMove]):
     """Copy the disks to the target node, then run the instance there."""
 
     HPATH = "instance-move"
@@ -300,7 +311,7 @@ class LUInstanceMove(_TargetLU):
         if a != b:
             raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         src, dst = self.pnode, self.target
         feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
@@ -322,12 +333,12 @@ class LUInstanceMove(_TargetLU):
                 self._copy_disk(data, disk.size)
         except errors.GanetiError:
             for data in created:
-                self.rpc.call_blockdev_remove([dst.name], data)
+                self.require_rpc().call_blockdev_remove([dst.name], data)
             raise
         self._switch_primary()
         if copy:
             for data in (disk_rpc_dicts(self.disks)):
-                res = self.rpc.call_blockdev_remove([src.name], data).get(src.name)
+                res = self.require_rpc().call_blockdev_remove([src.name], data).get(src.name)
                 if res is None or res.failed:
                     self.LogWarning(f"Could not remove the old disk on {src.name}")
         self._start_on_target(feedback_fn)

@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti import constants, errors, locking, parameters
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
                                     rpc_one)
 from ganeti.cmdlib.instance_create import check_instance_name, check_ip_free
+from ganeti.opcodes.instance import (OpInstanceConsole, OpInstanceReboot, OpInstanceReinstall,
+                                     OpInstanceRemove, OpInstanceRename, OpInstanceShutdown,
+                                     OpInstanceStartup)
 from ganeti.utils import validation
 
 #: Marker of instance_start's refusal of a running instance (the node
@@ -71,7 +75,7 @@ def check_os(lu: InstanceLU, node_name: str, os_name: str, osparams: dict[str, A
                                    errors.ECODE_INVAL)
 
 
-class LUInstanceRemove(InstanceLU):
+class LUInstanceRemove(InstanceLU[OpInstanceRemove]):
     """Stop the instance, remove its disks and its configuration."""
 
     HPATH = "instance-remove"
@@ -84,7 +88,7 @@ class LUInstanceRemove(InstanceLU):
         master = self.cfg.get_master_node_name()
         return nodes, [master] if master else []
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         feedback_fn(f"Shutting down instance {inst.name} on node {self.pnode.name}")
         shutdown_instance(self, self.op.shutdown_timeout, ignore_failures=self.op.ignore_failures)
@@ -95,7 +99,7 @@ class LUInstanceRemove(InstanceLU):
         return None
 
 
-class LUInstanceStartup(InstanceLU):
+class LUInstanceStartup(InstanceLU[OpInstanceStartup]):
     """Start the instance on its primary node."""
 
     HPATH = "instance-start"
@@ -117,7 +121,7 @@ class LUInstanceStartup(InstanceLU):
     def HookExtra(self) -> dict[str, Any]:
         return {"FORCE": self.op.force}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         if not self.op.no_remember:
             self.cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
@@ -140,7 +144,7 @@ class LUInstanceStartup(InstanceLU):
         return None
 
 
-class LUInstanceShutdown(InstanceLU):
+class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
     """Stop the instance (soft for ``timeout`` seconds, then hard)."""
 
     HPATH = "instance-stop"
@@ -155,7 +159,7 @@ class LUInstanceShutdown(InstanceLU):
     def HookExtra(self) -> dict[str, Any]:
         return {"TIMEOUT": self.op.timeout}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         if not self.op.no_remember:
             source = self.op.admin_state_source or constants.ADMIN_SOURCE
@@ -168,7 +172,7 @@ class LUInstanceShutdown(InstanceLU):
         return None
 
 
-class LUInstanceReboot(InstanceLU):
+class LUInstanceReboot(InstanceLU[OpInstanceReboot]):
     """Reboot the instance: soft, hard (stop + start) or full (with disks)."""
 
     HPATH = "instance-reboot"
@@ -182,7 +186,7 @@ class LUInstanceReboot(InstanceLU):
     def HookExtra(self) -> dict[str, Any]:
         return {"REBOOT_TYPE": self.op.reboot_type, "SHUTDOWN_TIMEOUT": self.op.shutdown_timeout}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         data = self.rpc_instance()
         live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor,
@@ -214,7 +218,7 @@ def _check_stopped(lu: InstanceLU, what: str) -> None:
                                        f" stop it before {what}", errors.ECODE_STATE)
 
 
-class LUInstanceReinstall(InstanceLU):
+class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
     """Reinstall the OS (optionally another one) of a stopped instance."""
 
     HPATH = "instance-reinstall"
@@ -236,7 +240,7 @@ class LUInstanceReinstall(InstanceLU):
         check_os(self, self.pnode.name, self.new_os,
                  parameters.fill_osparams(cluster, self.new_os, self.new_osparams))
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         if self.new_os != inst.os or self.new_osparams != inst.osparams:
             inst.os = self.new_os
@@ -249,7 +253,7 @@ class LUInstanceReinstall(InstanceLU):
         return None
 
 
-class LUInstanceRename(InstanceLU):
+class LUInstanceRename(InstanceLU[OpInstanceRename]):
     """Rename a stopped instance (config, disk files, OS rename script).
 
     With ``name_check`` the new name must resolve and the instance takes the
@@ -287,7 +291,7 @@ class LUInstanceRename(InstanceLU):
     def HookExtra(self) -> dict[str, Any]:
         return {"INSTANCE_NEW_NAME": self.op.new_name}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         old_name = inst.name
         new_name = self.op.new_name
@@ -324,7 +328,7 @@ class LUInstanceRename(InstanceLU):
         return new_name
 
 
-class LUInstanceConsole(InstanceLU):
+class LUInstanceConsole(InstanceLU[OpInstanceConsole]):
     """Describe how to reach the console of a running instance."""
 
     LOCK_NODES = False
@@ -332,7 +336,7 @@ class LUInstanceConsole(InstanceLU):
     def CheckInstance(self) -> None:
         check_node_online(self.pnode, " as primary node")
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor, {})
         if live is None or live.get("state") != 0:

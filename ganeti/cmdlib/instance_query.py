@@ -13,9 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
-from ganeti.cmdlib.base import NoHooksLU
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import select_named
 from ganeti.cmdlib.instance import hv_list_and_params, runtime_status
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
+from ganeti.objects import NIC, Instance
+from ganeti.opcodes.instance import OpInstanceQueryData
 
 __all__ = ["INSTANCE_FIELDS", "collect_instances", "param_title", "InstanceQueryContext",
            "LUInstanceQueryData", "instance_query_data"]
@@ -28,7 +33,7 @@ _MAX_NICS = 8
 class InstanceQueryContext:
     """What the getters read: config snapshots, live data and caches."""
 
-    def __init__(self, cfg: Any, live: dict[str, Any] | None, failed: set[str]) -> None:
+    def __init__(self, cfg: ConfigWriter, live: dict[str, Any] | None, failed: set[str]) -> None:
         data = cfg.get_config_data()
         self.cluster = data.cluster
         self.nodes = data.nodes
@@ -39,26 +44,26 @@ class InstanceQueryContext:
         self._hv: dict[str, dict[str, Any]] = {}
         self._where: dict[str, str] | None = None
 
-    def be(self, inst: Any) -> dict[str, Any]:
+    def be(self, inst: Instance) -> dict[str, Any]:
         res = self._be.get(inst.uuid)
         if res is None:
             res = self._be[inst.uuid] = parameters.fill_instance_beparams(self.cluster, inst)
         return res
 
-    def hv(self, inst: Any) -> dict[str, Any]:
+    def hv(self, inst: Instance) -> dict[str, Any]:
         res = self._hv.get(inst.uuid)
         if res is None:
             res = self._hv[inst.uuid] = parameters.fill_instance_hvparams(self.cluster, inst)
         return res
 
-    def inst_disks(self, inst: Any) -> list[Any]:
+    def inst_disks(self, inst: Instance) -> list[Any]:
         return [self.disks[d] for d in inst.disks if d in self.disks]
 
     def node_name(self, uuid: str) -> str:
         node = self.nodes.get(uuid)
         return node.name if node is not None else uuid
 
-    def live_entry(self, inst: Any) -> Any:
+    def live_entry(self, inst: Instance) -> Any:
         """The primary's info for ``inst``, or a Sentinel, or None (not running)."""
         if self.live is None:
             return query.NODATA
@@ -69,7 +74,7 @@ class InstanceQueryContext:
             return query.UNAVAIL
         return self.live.get(inst.primary_node, {}).get(inst.name)
 
-    def elsewhere(self, inst: Any) -> bool:
+    def elsewhere(self, inst: Instance) -> bool:
         if self._where is None:
             self._where = {}
             for node_uuid, entries in (self.live or {}).items():
@@ -79,7 +84,7 @@ class InstanceQueryContext:
         return where is not None and where != inst.primary_node
 
 
-def _status(ctx: InstanceQueryContext, inst: Any) -> Any:
+def _status(ctx: InstanceQueryContext, inst: Instance) -> Any:
     if ctx.live is None:
         return query.NODATA
     pnode = ctx.nodes.get(inst.primary_node)
@@ -89,7 +94,7 @@ def _status(ctx: InstanceQueryContext, inst: Any) -> Any:
 
 
 def _live_value(key: str) -> Any:
-    def getter(ctx: InstanceQueryContext, inst: Any) -> Any:
+    def getter(ctx: InstanceQueryContext, inst: Instance) -> Any:
         entry = ctx.live_entry(inst)
         if isinstance(entry, query.fields.Sentinel):
             return entry
@@ -99,14 +104,14 @@ def _live_value(key: str) -> Any:
     return getter
 
 
-def _oper_state(ctx: InstanceQueryContext, inst: Any) -> Any:
+def _oper_state(ctx: InstanceQueryContext, inst: Instance) -> Any:
     entry = ctx.live_entry(inst)
     if isinstance(entry, query.fields.Sentinel):
         return entry
     return entry is not None and entry.get("state") == 0
 
 
-def _snodes(ctx: InstanceQueryContext, inst: Any) -> list[str]:
+def _snodes(ctx: InstanceQueryContext, inst: Instance) -> list[str]:
     result: list[str] = []
     for disk in ctx.inst_disks(inst):
         for n in disk.nodes:
@@ -117,7 +122,7 @@ def _snodes(ctx: InstanceQueryContext, inst: Any) -> list[str]:
     return result
 
 
-def _nicp(ctx: InstanceQueryContext, nic: Any) -> dict[str, Any]:
+def _nicp(ctx: InstanceQueryContext, nic: NIC) -> dict[str, Any]:
     return parameters.fill_nicparams(ctx.cluster, nic.nicparams)
 
 
@@ -129,7 +134,7 @@ def _f(name: str, title: str, kind: str, doc: str, getter: Any,
 def _indexed(name: str, title: str, kind: str, doc: str, count: int, listget: Any) -> list[Any]:
     result = []
     for i in range(count):
-        def getter(ctx: Any, inst: Any, i: int = i) -> Any:
+        def getter(ctx: Any, inst: Instance, i: int = i) -> Any:
             values = listget(ctx, inst)
             return values[i] if i < len(values) else query.UNAVAIL
         result.append(_f(f"{name}/{i}", f"{title}/{i}", kind, f"{doc} of item {i}", getter))
@@ -172,7 +177,7 @@ def _param_fields() -> list[query.FieldDef]:
     return result
 
 
-def _disk_sizes(ctx: Any, inst: Any) -> list[int]:
+def _disk_sizes(ctx: Any, inst: Instance) -> list[int]:
     return [d.size for d in ctx.inst_disks(inst)]
 
 
@@ -268,8 +273,8 @@ INSTANCE_FIELDS = query.make_table([
 ])
 
 
-def _collect_live(context: Any) -> tuple[dict[str, Any], set[str]]:
-    cfg = context.cfg
+def _collect_live(context: MasterContext) -> tuple[dict[str, Any], set[str]]:
+    cfg = context.require_cfg()
     live: dict[str, Any] = {}
     failed: set[str] = set()
     nodes = [n for n in cfg.get_all_nodes_info().values() if not n.offline and n.vm_capable]
@@ -288,9 +293,10 @@ def _collect_live(context: Any) -> tuple[dict[str, Any], set[str]]:
     return live, failed
 
 
-def collect_instances(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+def collect_instances(context: MasterContext, qfilter: Any,
+                      needs: set[str]) -> tuple[list[Any], Any]:
     """Items and context of the ``instance`` resource (see module docstring)."""
-    cfg = context.cfg
+    cfg = context.require_cfg()
     items = select_named(cfg.get_all_instances_info().values(),
                          query.requested_names(qfilter, "name"), "Instance(s)",
                          verdict="not known")
@@ -302,7 +308,7 @@ def _plain(value: Any) -> Any:
     return None if isinstance(value, query.fields.Sentinel) else value
 
 
-def instance_query_data(lu: Any, names: list[str], static: bool) -> dict[str, Any]:
+def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) -> dict[str, Any]:
     """The OP_INSTANCE_QUERY_DATA result: ``{name: details}``."""
     cfg = lu.cfg
     cluster = cfg.get_cluster_info()
@@ -357,7 +363,7 @@ def instance_query_data(lu: Any, names: list[str], static: bool) -> dict[str, An
     return result
 
 
-class LUInstanceQueryData(NoHooksLU):
+class LUInstanceQueryData(NoHooksLU[OpInstanceQueryData]):
     """Detailed information on instances (``gnt-instance info``)."""
 
     REQ_BGL = False
@@ -372,6 +378,6 @@ class LUInstanceQueryData(NoHooksLU):
                 locking.ALL_SET
             self.share_locks = {locking.LEVEL_INSTANCE: 1}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         return instance_query_data(self, list(self.op.instances), self.op.static)
 

@@ -12,12 +12,15 @@ import uuid as uuidlib
 from typing import Any
 
 from ganeti import constants, errors, parameters
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, rpc_one, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
 from ganeti.cmdlib.instance_operation import check_os
-from ganeti.objects import Disk
-from ganeti.opcodes.instance import DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS
+from ganeti.objects import NIC, Disk
+from ganeti.opcodes.instance import (DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS,
+                                     OpInstanceActivateDisks, OpInstanceDeactivateDisks,
+                                     OpInstanceGrowDisk, OpInstanceSetParams)
 
 __all__ = ["LUInstanceSetParams", "LUInstanceGrowDisk", "LUInstanceActivateDisks",
            "LUInstanceDeactivateDisks", "normalise_mods"]
@@ -61,7 +64,7 @@ def _index(idx: int, count: int, what: str, *, adding: bool = False) -> int:
     return real
 
 
-class LUInstanceSetParams(InstanceLU):
+class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
     """Modify an instance; returns ``[[param, new value], ...]``."""
 
     HPATH = "instance-modify"
@@ -107,7 +110,8 @@ class LUInstanceSetParams(InstanceLU):
                                        " before marking it offline", errors.ECODE_STATE)
         self._plan_nics()
         count = len(self.disks)
-        self.disk_plan = []
+        # (op, real index, spec for add / changed values for modify / {} for remove)
+        self.disk_plan: list[tuple[str, int, dict[str, Any]]] = []
         for dop, idx, params in self.disk_mods:
             if dop == DDM_ADD:
                 if inst.disk_template == constants.DT_DISKLESS:
@@ -124,7 +128,7 @@ class LUInstanceSetParams(InstanceLU):
                 if count <= 1:
                     raise errors.OpPrereqError("Cannot remove the last disk of an instance",
                                                errors.ECODE_INVAL)
-                self.disk_plan.append((dop, _index(idx, count, "disk"), None))
+                self.disk_plan.append((dop, _index(idx, count, "disk"), {}))
                 count -= 1
             else:
                 unknown = set(params) - {"mode", "name"}
@@ -148,7 +152,8 @@ class LUInstanceSetParams(InstanceLU):
         used = {nic.mac.lower() for other in cfg.get_all_instances_info().values()
                 if other.uuid != inst.uuid for nic in other.nics if nic.mac}
         macs = [nic.mac for nic in inst.nics]
-        self.nic_plan = []
+        # (op, real index, the new NIC for add / None for remove / changes for modify)
+        self.nic_plan: list[tuple[str, int, NIC | dict[str, Any] | None]] = []
         for nop, idx, params in self.nic_mods:
             if nop == DDM_ADD:
                 nic = build_nics(cfg, [params])[0]
@@ -184,7 +189,7 @@ class LUInstanceSetParams(InstanceLU):
             raise errors.OpPrereqError(f"MAC address {mac} already in use",
                                        errors.ECODE_NOTUNIQUE)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         op, inst, cfg = self.op, self.instance, self.cfg
         changes: list[list[Any]] = []
         for key in sorted(set(op.beparams)):
@@ -199,14 +204,14 @@ class LUInstanceSetParams(InstanceLU):
         if op.os_name:
             inst.os = op.os_name
             changes.append(["os_name", op.os_name])
-        for nop, idx, data in self.nic_plan:
-            if nop == DDM_ADD:
+        for _, idx, data in self.nic_plan:
+            if isinstance(data, NIC):       # add
                 inst.nics.insert(idx, data)
                 changes.append([f"nic.{idx}", f"add:mac={data.mac},ip={data.ip}"])
-            elif nop == DDM_REMOVE:
+            elif data is None:              # remove
                 inst.nics.pop(idx)
                 changes.append([f"nic.{idx}", "remove"])
-            else:
+            else:                           # modify
                 nic = inst.nics[idx]
                 for key, value in sorted(data.get("nicparams", {}).items()):
                     nic.nicparams = parameters.update_params(nic.nicparams, {key: value})
@@ -228,8 +233,8 @@ class LUInstanceSetParams(InstanceLU):
             elif dop == DDM_REMOVE:
                 disk = cfg.get_instance_disks(inst.uuid)[idx]
                 if disk.dev_type != constants.DT_DISKLESS:
-                    res = self.rpc.call_blockdev_remove([self.pnode.name],
-                                                        disk_rpc_dicts([disk])[0])
+                    res = self.require_rpc().call_blockdev_remove([self.pnode.name],
+                                                                  disk_rpc_dicts([disk])[0])
                     r = res.get(self.pnode.name)
                     if r is None or r.failed:
                         self.LogWarning(f"Could not remove disk {idx} on {self.pnode.name}")
@@ -250,7 +255,7 @@ class LUInstanceSetParams(InstanceLU):
             changes.append(["admin_state", state])
         return changes
 
-    def _add_disk(self, idx: int, spec: dict[str, Any], feedback_fn: Any) -> None:
+    def _add_disk(self, idx: int, spec: dict[str, Any], feedback_fn: FeedbackFn) -> None:
         inst, cfg = self.instance, self.cfg
         uuid = str(uuidlib.uuid4())
         logical_id: list[Any] = []
@@ -275,7 +280,7 @@ class LUInstanceSetParams(InstanceLU):
         cfg.add_instance_disk(inst.uuid, disk, idx)
 
 
-class LUInstanceGrowDisk(InstanceLU):
+class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
     """Grow one disk of an instance."""
 
     HPATH = "disk-grow"
@@ -299,7 +304,7 @@ class LUInstanceGrowDisk(InstanceLU):
     def HookExtra(self) -> dict[str, Any]:
         return {"DISK": self.op.disk, "AMOUNT": self.delta, "ABSOLUTE": self.op.absolute}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         disk = self.disks[self.op.disk]
         if self.delta == 0:
             return None
@@ -315,13 +320,13 @@ class LUInstanceGrowDisk(InstanceLU):
         return None
 
 
-class LUInstanceActivateDisks(InstanceLU):
+class LUInstanceActivateDisks(InstanceLU[OpInstanceActivateDisks]):
     """Assemble the disks; returns ``[[node, iv_name, path], ...]``."""
 
     def CheckInstance(self) -> None:
         check_node_online(self.pnode, " as primary node")
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         result = []
         for idx, disk in enumerate(self.disks):
             if disk.dev_type == constants.DT_DISKLESS:
@@ -335,7 +340,7 @@ class LUInstanceActivateDisks(InstanceLU):
         return result
 
 
-class LUInstanceDeactivateDisks(InstanceLU):
+class LUInstanceDeactivateDisks(InstanceLU[OpInstanceDeactivateDisks]):
     """Shut down the disks of a stopped instance."""
 
     def CheckInstance(self) -> None:
@@ -346,12 +351,12 @@ class LUInstanceDeactivateDisks(InstanceLU):
                 raise errors.OpPrereqError(f"Instance {inst.name} is running; stop it first",
                                            errors.ECODE_STATE)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         for disk in self.disks:
             if disk.dev_type == constants.DT_DISKLESS or self.pnode.offline:
                 continue
-            res = self.rpc.call_blockdev_shutdown([self.pnode.name],
-                                                  disk_rpc_dicts([disk])[0]).get(self.pnode.name)
+            res = self.require_rpc().call_blockdev_shutdown(
+                [self.pnode.name], disk_rpc_dicts([disk])[0]).get(self.pnode.name)
             if res is None or res.failed:
                 msg = f"Could not shut down disk {disk.iv_name}"
                 if not self.op.force:

@@ -20,12 +20,16 @@ import socket
 from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats,
                                   decide_self_promotion, expand_group, expand_node,
                                   is_eligible, node_role, redistribute, select_named)
 from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
-from ganeti.objects import Node
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
+from ganeti.objects import Cluster, Node, NodeGroup
+from ganeti.opcodes.node import OpNodeAdd, OpNodePowercycle, OpNodeRemove, OpNodeSetParams
 from ganeti.replication import copy_queue
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.utils import validation
@@ -43,7 +47,7 @@ def _check_ip(value: str, what: str) -> str:
         raise errors.OpPrereqError(f"Invalid {what} '{value}'", errors.ECODE_INVAL) from None
 
 
-def rpc_for_address(rpc: Any, name: str, address: str) -> Any:
+def rpc_for_address(rpc: RpcRunner, name: str, address: str) -> Any:
     """An RPC runner reaching ``name`` at ``address`` (a node not (yet) usable via config).
 
     A runner offering ``for_addresses({name: address})`` (the test fake) is
@@ -57,7 +61,7 @@ def rpc_for_address(rpc: Any, name: str, address: str) -> Any:
                      timeouts=rpc.timeouts)
 
 
-def _check_version(rpc: Any, name: str, address: str) -> None:
+def _check_version(rpc: RpcRunner, name: str, address: str) -> None:
     res = rpc_for_address(rpc, name, address).call_version([name])[name]
     if res.fail_msg:
         raise errors.OpPrereqError(f"Cannot contact the node daemon of {name}: {res.fail_msg}",
@@ -68,7 +72,7 @@ def _check_version(rpc: Any, name: str, address: str) -> None:
             f" {constants.PROTOCOL_VERSION}", errors.ECODE_ENVIRON)
 
 
-def sync_queue_to(context: Any, node_name: str) -> None:
+def sync_queue_to(context: MasterContext, node_name: str) -> None:
     """Copy the master's unarchived job files (and serial/version) to a new candidate.
 
     Through the replicator when there is one (ordered with the job-file
@@ -92,7 +96,7 @@ def _node_env(node: Node) -> dict[str, Any]:
             "VM_CAPABLE": str(node.vm_capable)}
 
 
-class LUNodeAdd(LogicalUnit):
+class LUNodeAdd(LogicalUnit[OpNodeAdd]):
     """Add (or re-add) a node; runs with the BGL held exclusively."""
 
     HPATH = "node-add"
@@ -100,12 +104,11 @@ class LUNodeAdd(LogicalUnit):
 
     def CheckArguments(self) -> None:
         self.node_name = validation.check_hostname(self.op.node_name, "node name")
-        self.primary_ip = self.op.primary_ip
-        if self.primary_ip is not None:
-            self.primary_ip = _check_ip(self.primary_ip, "primary IP")
-        self.secondary_ip = self.op.secondary_ip
-        if self.secondary_ip is not None:
-            self.secondary_ip = _check_ip(self.secondary_ip, "secondary IP")
+        # the addresses given (checked); CheckPrereq fills in the missing ones
+        self.given_pip = _check_ip(self.op.primary_ip, "primary IP") \
+            if self.op.primary_ip is not None else None
+        self.given_sip = _check_ip(self.op.secondary_ip, "secondary IP") \
+            if self.op.secondary_ip is not None else None
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
@@ -121,18 +124,20 @@ class LUNodeAdd(LogicalUnit):
                                        errors.ECODE_EXISTS)
         if existing is not None and existing.uuid == cfg.get_master_node():
             raise errors.OpPrereqError("Cannot re-add the master node", errors.ECODE_INVAL)
-        if self.primary_ip is None:
+        primary_ip = self.given_pip
+        if primary_ip is None:
             if existing is not None:
-                self.primary_ip = existing.primary_ip
+                primary_ip = existing.primary_ip
             else:
                 try:
-                    self.primary_ip = socket.gethostbyname(self.node_name)
+                    primary_ip = socket.gethostbyname(self.node_name)
                 except OSError as exc:
                     raise errors.OpPrereqError(
                         f"Cannot resolve node name {self.node_name}: {exc}",
                         errors.ECODE_RESOLVER) from exc
-        if self.secondary_ip is None:
-            self.secondary_ip = existing.secondary_ip if existing else self.primary_ip
+        self.primary_ip: str = primary_ip
+        self.secondary_ip: str = self.given_sip or (
+            existing.secondary_ip if existing else primary_ip)
         for other in cfg.get_all_nodes_info().values():
             if existing is not None and other.uuid == existing.uuid:
                 continue
@@ -141,13 +146,20 @@ class LUNodeAdd(LogicalUnit):
                     f"IP address {self.primary_ip} is already used by node {other.name}",
                     errors.ECODE_NOTUNIQUE)
         self.group = expand_group(cfg, self.op.group) if self.op.group else (
-            cfg.get_nodegroup(existing.group) if existing else expand_group(cfg, None))
+            expand_group(cfg, None) if existing is None else self._group_of(existing))
         self.ndparams = parameters.check_params("nd", self.op.ndparams)
         self.existing = existing
         if self.rpc is None:
             raise errors.OpPrereqError("Node RPC is not available on this master",
                                        errors.ECODE_ENVIRON)
         _check_version(self.rpc, self.node_name, self.primary_ip)
+
+    def _group_of(self, node: Node) -> NodeGroup:
+        group = self.cfg.get_nodegroup(node.group)
+        if group is None:
+            raise errors.ConfigurationError(f"Group {node.group} of node {node.name} is not in"
+                                            " the configuration")
+        return group
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OP_TARGET": self.node_name, "NODE_NAME": self.node_name,
@@ -159,7 +171,7 @@ class LUNodeAdd(LogicalUnit):
         master = self.cfg.get_master_node_name()
         return [master], [master, self.node_name]
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         cfg = self.cfg
         if self.existing is not None:
             node = self.existing
@@ -200,7 +212,7 @@ class LUNodeAdd(LogicalUnit):
         return None
 
 
-class LUNodeRemove(LogicalUnit):
+class LUNodeRemove(LogicalUnit[OpNodeRemove]):
     """Remove a node: not the master, not a node with instances."""
 
     HPATH = "node-remove"
@@ -232,7 +244,7 @@ class LUNodeRemove(LogicalUnit):
         master = self.cfg.get_master_node_name()
         return [master], sorted(others)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         """Run the post hooks on the node, drop it from the config, then tell it to leave.
 
         As in Ganeti, the node's own post hooks run first (afterwards it is
@@ -264,7 +276,7 @@ class LUNodeRemove(LogicalUnit):
 
     def _run_own_post_hooks(self) -> None:
         """The removed node's post hooks (failures are warnings, as all post hooks)."""
-        hm = getattr(self, "_hooks_master", None)   # set when the pre hooks ran
+        hm = self.hooks_master   # set when the pre hooks ran
         if hm is None or self.node.offline:
             return
         results = hm.run_phase(constants.HOOKS_PHASE_POST, [self.node.name])
@@ -275,7 +287,7 @@ class LUNodeRemove(LogicalUnit):
                                     f" {output.strip()}")
 
 
-class LUNodeSetParams(LogicalUnit):
+class LUNodeSetParams(LogicalUnit[OpNodeSetParams]):
     """Change a node's role flags and parameters, keeping the candidate pool full."""
 
     HPATH = "node-modify"
@@ -359,7 +371,7 @@ class LUNodeSetParams(LogicalUnit):
         nodes = [self.cfg.get_master_node_name(), self.node.name]
         return nodes, nodes
 
-    def Exec(self, feedback_fn: Any) -> list[list[Any]]:
+    def Exec(self, feedback_fn: FeedbackFn) -> list[list[Any]]:
         op, node = self.op, self.node
         result: list[list[Any]] = []
         was_mc = node.master_candidate
@@ -407,7 +419,7 @@ class LUNodeSetParams(LogicalUnit):
         return result
 
 
-class LUNodePowercycle(NoHooksLU):
+class LUNodePowercycle(NoHooksLU[OpNodePowercycle]):
     """Hard-reset a node through its hypervisor (``gnt-node powercycle``).
 
     Takes no locks: a node that needs power-cycling may be stuck holding
@@ -427,11 +439,12 @@ class LUNodePowercycle(NoHooksLU):
             raise errors.OpPrereqError("The node is the master and the force parameter was"
                                        " not set", errors.ECODE_INVAL)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         cluster = self.cfg.get_cluster_info()
         hv_name = cluster.primary_hypervisor
         hvparams = dict(cluster.hvparams.get(hv_name, {}))
-        res = self.rpc.call_node_powercycle([self.node.name], hv_name, hvparams)[self.node.name]
+        res = self.require_rpc().call_node_powercycle([self.node.name], hv_name,
+                                                      hvparams)[self.node.name]
         res.raise_on_failure(f"Failed to schedule the power cycle of {self.node.name}")
         return res.payload
 
@@ -441,7 +454,7 @@ class LUNodePowercycle(NoHooksLU):
 class NodeQueryData:
     """What the node field getters read: config snapshot plus optional live data."""
 
-    def __init__(self, cfg: Any, live: dict[str, Any] | None) -> None:
+    def __init__(self, cfg: ConfigWriter, live: dict[str, Any] | None) -> None:
         data = cfg.get_config_data()
         self.master_uuid = data.cluster.master_node
         self.cluster = data.cluster
@@ -556,7 +569,7 @@ NODE_FIELDS = query.make_table([
 ])
 
 
-def _storage_units(cluster: Any) -> list[list[Any]]:
+def _storage_units(cluster: Cluster) -> list[list[Any]]:
     if constants.DT_FILE in cluster.enabled_disk_templates and cluster.file_storage_dir:
         return [[constants.DT_FILE, cluster.file_storage_dir, {}]]
     if (constants.DT_SHARED_FILE in cluster.enabled_disk_templates
@@ -565,7 +578,7 @@ def _storage_units(cluster: Any) -> list[list[Any]]:
     return []
 
 
-def collect_live(context: Any, nodes: list[Node]) -> dict[str, Any]:
+def collect_live(context: MasterContext, nodes: list[Node]) -> dict[str, Any]:
     """``{node uuid: node_info payload}`` for the online nodes that answered.
 
     Answers younger than the context's ``node_info_cache`` allows are
@@ -582,7 +595,7 @@ def collect_live(context: Any, nodes: list[Node]) -> dict[str, Any]:
         online = [n for n in online if n.uuid in wanted]
         if not online:
             return live
-    cluster = context.cfg.get_cluster_info()
+    cluster = context.require_cfg().get_cluster_info()
     hv = cluster.primary_hypervisor
     results = context.rpc.call_node_info([n.name for n in online], _storage_units(cluster),
                                          [[hv, dict(cluster.hvparams.get(hv, {}))]])
@@ -599,12 +612,12 @@ def collect_live(context: Any, nodes: list[Node]) -> dict[str, Any]:
     return live
 
 
-def collect_nodes(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+def collect_nodes(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """The ``node`` resource's collect function (query2).
 
     Explicitly named nodes that do not exist raise OpPrereqError ECODE_NOENT.
     """
-    cfg = context.cfg
+    cfg = context.require_cfg()
     nodes = select_named(cfg.get_all_nodes_info().values(),
                          query.requested_names(qfilter, "name"), "Node(s)")
     live = collect_live(context, nodes) if "live" in needs else None

@@ -11,16 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti import constants, errors, query
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
+from ganeti.context import MasterContext
+from ganeti.opcodes.os import OpOsDiagnose
 
 __all__ = ["OS_FIELDS", "collect_os", "diagnose_os", "LUOsDiagnose"]
 
 
-def diagnose_os(context: Any) -> list[dict[str, Any]]:
+def diagnose_os(context: MasterContext) -> list[dict[str, Any]]:
     """One dict per OS name: name, valid, variants, parameters, api_versions,
     node_status ``{node: [[path, status, diagnose, variants, params, api], ...]}``,
     hidden, blacklisted."""
-    cfg = context.cfg
+    cfg = context.require_cfg()
     cluster = cfg.get_cluster_info()
     nodes = [n for n in cfg.get_all_nodes_info().values() if not n.offline and n.vm_capable]
     names = sorted(n.name for n in nodes)
@@ -35,9 +38,10 @@ def diagnose_os(context: Any) -> list[dict[str, Any]]:
             continue
         good_nodes.append(node)
         for row in res.payload:
-            name, path, status, diag, variants, params, api = row[:7]
+            name, path, status, diag, row_variants, row_params, row_api = row[:7]
             per_os.setdefault(name, {}).setdefault(node, []).append(
-                [path, bool(status), diag, list(variants), [list(p) for p in params], list(api)])
+                [path, bool(status), diag, list(row_variants), [list(p) for p in row_params],
+                 list(row_api)])
     result = []
     for name in sorted(per_os):
         node_status = {n: per_os[name].get(n, []) for n in good_nodes}
@@ -53,7 +57,8 @@ def diagnose_os(context: Any) -> list[dict[str, Any]]:
             variants = v if variants is None else variants & v
             params = p if params is None else params & p
             api = a if api is None else api & a
-        if valid and len({(tuple(sorted(f[3])), tuple(sorted(f[5]))) for f in firsts}) > 1:
+        if valid and len({(tuple(sorted(f[3])), tuple(sorted(f[5])))
+                          for f in firsts if f is not None}) > 1:
             valid = False
         result.append({
             "name": name, "valid": valid, "variants": sorted(variants or []),
@@ -91,7 +96,7 @@ OS_FIELDS = query.make_table([
 ])
 
 
-def collect_os(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+def collect_os(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """Items and context of the ``os`` resource."""
     items = diagnose_os(context)
     names = query.requested_names(qfilter, "name")
@@ -101,10 +106,10 @@ def collect_os(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], 
         if missing:
             raise errors.OpPrereqError(f"OS(es) {', '.join(map(str, missing))} not known",
                                        errors.ECODE_NOENT)
-    return items, context.cfg.get_cluster_info()
+    return items, context.require_cfg().get_cluster_info()
 
 
-class LUOsDiagnose(NoHooksLU):
+class LUOsDiagnose(NoHooksLU[OpOsDiagnose]):
     """Legacy OS query: rows of the requested ``output_fields``."""
 
     REQ_BGL = False
@@ -112,7 +117,7 @@ class LUOsDiagnose(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         qfilter = query.make_simple_filter("name", self.op.names) if self.op.names else None
         items, ctx = collect_os(self.context, qfilter, set())
         res = query.query(OS_FIELDS, items, ctx, self.op.output_fields, qfilter)

@@ -18,13 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganeti import constants, errors, query
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
+from ganeti.context import MasterContext
+from ganeti.opcodes.query import OpQuery, OpQueryFields
 from ganeti.query.filter import OP_AND, OP_NOT, OP_TRUE
 
 __all__ = ["QueryResource", "RESOURCES", "run_query", "run_query_fields",
            "LUQuery", "LUQueryFields", "JOB_FIELDS", "LOCK_FIELDS", "UNARCHIVED_FILTER"]
 
-Collect = Callable[[Any, Any, set[str]], tuple[list[Any], Any]]
+Collect = Callable[[MasterContext, Any, set[str]], tuple[list[Any], Any]]
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ def _is_unarchived_filter(flt: Any) -> bool:
             and isinstance(flt[1], (list, tuple)) and list(flt[1]) == UNARCHIVED_FILTER[1])
 
 
-def _collect_jobs(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+def _collect_jobs(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """Jobs for a ``job`` query.
 
     Archived jobs are included unless the filter has the
@@ -100,7 +103,7 @@ def _collect_jobs(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any
             except (TypeError, ValueError):
                 continue
             break
-    jq = context.jqueue
+    jq = context.require_jqueue()
     jobs = [j for j in jq.get_jobs(ids) if j is not None]
     if ids is None and not unarchived_only:
         # (test fakes of the queue may have no archive)
@@ -125,7 +128,7 @@ LOCK_FIELDS = query.make_table([
 ])
 
 
-def _collect_locks(context: Any, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
+def _collect_locks(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     monitor = context.lock_monitor
     return (list(monitor.query()) if monitor is not None else []), None
 
@@ -176,7 +179,7 @@ def _resource(what: Any) -> QueryResource:
     return res
 
 
-def run_query(context: Any, what: Any, fields: Any, qfilter: Any) -> dict[str, Any]:
+def run_query(context: MasterContext, what: Any, fields: Any, qfilter: Any) -> dict[str, Any]:
     """Answer ``Query(what, fields, qfilter)``.
 
     Raises :class:`errors.OpPrereqError` for unknown resources,
@@ -198,7 +201,7 @@ def run_query_fields(what: Any, fields: Any) -> dict[str, Any]:
     return query.query_fields(res.table, fields)
 
 
-class LUQuery(NoHooksLU):
+class LUQuery(NoHooksLU[OpQuery]):
     """Query a resource through the job queue (OP_QUERY)."""
 
     REQ_BGL = False
@@ -207,11 +210,11 @@ class LUQuery(NoHooksLU):
         self.needed_locks = {}
         _resource(self.op.what)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         return run_query(self.context, self.op.what, self.op.fields, self.op.qfilter)
 
 
-class LUQueryFields(NoHooksLU):
+class LUQueryFields(NoHooksLU[OpQueryFields]):
     """Describe a resource's fields (OP_QUERY_FIELDS)."""
 
     REQ_BGL = False
@@ -219,5 +222,5 @@ class LUQueryFields(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         return run_query_fields(self.op.what, self.op.fields)

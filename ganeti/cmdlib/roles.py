@@ -27,13 +27,18 @@ hooks on the master node.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from ganeti import constants, errors
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import cluster_hooks_nodes
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
+from ganeti.opcodes.cluster import OpClusterActivateMasterIp, OpClusterDeactivateMasterIp
 from ganeti.replication import REPLICATION_TIMEOUT
+from ganeti.rpc.client import RpcRunner
 
 __all__ = ["shrink_candidate_pool", "demote_from_candidates", "master_ip_params",
            "master_ip_hooks_env", "activate_master_ip", "deactivate_master_ip",
@@ -42,8 +47,6 @@ __all__ = ["shrink_candidate_pool", "demote_from_candidates", "master_ip_params"
 
 logger = logging.getLogger(__name__)
 
-FeedbackFn = Callable[[str], None]
-
 #: Seconds to wait for replication in flight before a node drops its config.
 DEMOTE_FLUSH_TIMEOUT = 2 * REPLICATION_TIMEOUT + 5.0
 _AF_INET6 = 10
@@ -51,7 +54,7 @@ _AF_INET6 = 10
 
 # --- master candidate demotion ---------------------------------------------------
 
-def shrink_candidate_pool(cfg: Any, feedback_fn: FeedbackFn | None = None) -> list[str]:
+def shrink_candidate_pool(cfg: ConfigWriter, feedback_fn: FeedbackFn | None = None) -> list[str]:
     """Demote candidates beyond ``candidate_pool_size`` (the master counts and stays).
 
     Non-master candidates are demoted in reverse name order (the opposite
@@ -77,7 +80,7 @@ def shrink_candidate_pool(cfg: Any, feedback_fn: FeedbackFn | None = None) -> li
     return demoted
 
 
-def demote_from_candidates(context: Any, node_names: Iterable[str],
+def demote_from_candidates(context: MasterContext, node_names: Iterable[str],
                            warn_fn: FeedbackFn | None = None) -> list[str]:
     """Make the demoted ``node_names`` drop their ``config.data``.
 
@@ -114,7 +117,7 @@ def demote_from_candidates(context: Any, node_names: Iterable[str],
 
 # --- master IP ----------------------------------------------------------------------
 
-def master_ip_params(cfg: Any) -> dict[str, Any]:
+def master_ip_params(cfg: ConfigWriter) -> dict[str, Any]:
     """``{uuid, name, ip, netmask, netdev, ip_family}`` of the master IP, from ``cfg``."""
     cluster = cfg.get_cluster_info()
     return {"uuid": cluster.master_node, "name": cfg.get_master_node_name(),
@@ -129,7 +132,7 @@ def master_ip_hooks_env(params: dict[str, Any]) -> dict[str, Any]:
             "CLUSTER_IP_VERSION": "6" if params["ip_family"] == _AF_INET6 else "4"}
 
 
-def _call(rpc: Any, procedure: str, params: dict[str, Any], use_external: bool,
+def _call(rpc: RpcRunner | None, procedure: str, params: dict[str, Any], use_external: bool,
           what: str) -> bool:
     if not params.get("netdev"):
         logger.info("No master network device configured; master IP %s skipped", what)
@@ -144,7 +147,8 @@ def _call(rpc: Any, procedure: str, params: dict[str, Any], use_external: bool,
     return True
 
 
-def activate_master_ip(cfg: Any, rpc: Any, params: dict[str, Any] | None = None,
+def activate_master_ip(cfg: ConfigWriter, rpc: RpcRunner | None,
+                       params: dict[str, Any] | None = None,
                        use_external: bool | None = None) -> bool:
     """Bring the master IP up on the master node.
 
@@ -158,7 +162,8 @@ def activate_master_ip(cfg: Any, rpc: Any, params: dict[str, Any] | None = None,
     return _call(rpc, "node_activate_master_ip", params, use_external, "activate")
 
 
-def deactivate_master_ip(cfg: Any, rpc: Any, params: dict[str, Any] | None = None,
+def deactivate_master_ip(cfg: ConfigWriter, rpc: RpcRunner | None,
+                         params: dict[str, Any] | None = None,
                          use_external: bool | None = None) -> bool:
     """Take the master IP down on the master node (see :func:`activate_master_ip`)."""
     params = master_ip_params(cfg) if params is None else params
@@ -167,7 +172,10 @@ def deactivate_master_ip(cfg: Any, rpc: Any, params: dict[str, Any] | None = Non
     return _call(rpc, "node_deactivate_master_ip", params, use_external, "deactivate")
 
 
-class _MasterIpLU(LogicalUnit):
+_MasterIpOpT = TypeVar("_MasterIpOpT", OpClusterActivateMasterIp, OpClusterDeactivateMasterIp)
+
+
+class _MasterIpLU(LogicalUnit[_MasterIpOpT]):
     """Shared parts: no locks besides the shared BGL, hooks on the master."""
 
     HTYPE = constants.HTYPE_CLUSTER
@@ -187,23 +195,23 @@ class _MasterIpLU(LogicalUnit):
         return cluster_hooks_nodes(self.cfg)
 
 
-class LUClusterActivateMasterIp(_MasterIpLU):
+class LUClusterActivateMasterIp(_MasterIpLU[OpClusterActivateMasterIp]):
     """Activate the master IP on the master node (hooks: master-ip-turnup)."""
 
     HPATH = "master-ip-turnup"
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         if not activate_master_ip(self.cfg, self.rpc, self.params):
             feedback_fn("No master network device is configured; nothing to activate")
         return None
 
 
-class LUClusterDeactivateMasterIp(_MasterIpLU):
+class LUClusterDeactivateMasterIp(_MasterIpLU[OpClusterDeactivateMasterIp]):
     """Deactivate the master IP on the master node (hooks: master-ip-turndown)."""
 
     HPATH = "master-ip-turndown"
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         if not deactivate_master_ip(self.cfg, self.rpc, self.params):
             feedback_fn("No master network device is configured; nothing to deactivate")
         return None

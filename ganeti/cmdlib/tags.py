@@ -7,21 +7,30 @@ the cluster through an exclusive BGL) while its tags change.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from ganeti import constants, errors, locking
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
+from ganeti.config import ConfigWriter
+from ganeti.objects import Cluster, Instance, Node, NodeGroup
+from ganeti.opcodes.tags import OpTagsDel, OpTagsGet, OpTagsSearch, OpTagsSet
 from ganeti.utils import validation
 
-__all__ = ["LUTagsGet", "LUTagsSet", "LUTagsDel", "LUTagsSearch", "tag_target"]
+__all__ = ["LUTagsGet", "LUTagsSet", "LUTagsDel", "LUTagsSearch", "tag_target", "TagTarget"]
 
 
-def tag_target(cfg: Any, kind: str, name: str | None) -> Any:
+#: The config objects that carry tags.
+TagTarget = Cluster | Instance | Node | NodeGroup
+
+
+def tag_target(cfg: ConfigWriter, kind: str, name: str | None) -> TagTarget:
     """The config object holding the tags; OpPrereqError when unknown."""
     if kind == constants.TAG_CLUSTER:
         return cfg.get_cluster_info()
     if not name:
         raise errors.OpPrereqError(f"Tag kind '{kind}' needs an object name", errors.ECODE_INVAL)
+    obj: Instance | Node | NodeGroup | None
     if kind == constants.TAG_INSTANCE:
         obj = cfg.get_instance_info_by_name(name)
     elif kind == constants.TAG_NODE:
@@ -36,7 +45,11 @@ def tag_target(cfg: Any, kind: str, name: str | None) -> Any:
     return obj
 
 
-class _TagsLU(NoHooksLU):
+#: The opcodes naming one tagged object (``kind`` and ``name``).
+_TagOpT = TypeVar("_TagOpT", OpTagsGet, OpTagsSet, OpTagsDel)
+
+
+class _TagsLU(NoHooksLU[_TagOpT]):
     REQ_BGL = False
     SHARED = 0
 
@@ -44,13 +57,13 @@ class _TagsLU(NoHooksLU):
         op = self.op
         obj = tag_target(self.cfg, op.kind, op.name)
         self.needed_locks = {}
-        if op.kind == constants.TAG_CLUSTER:
-            self.REQ_BGL = not self.SHARED  # type: ignore[misc]
-        elif op.kind == constants.TAG_INSTANCE:
+        if isinstance(obj, Cluster):
+            self.REQ_BGL = not self.SHARED
+        elif isinstance(obj, Instance):
             self.needed_locks[locking.LEVEL_INSTANCE] = [obj.name]
-        elif op.kind == constants.TAG_NODE:
+        elif isinstance(obj, Node):
             self.needed_locks[locking.LEVEL_NODE] = [obj.uuid]
-        elif op.kind == constants.TAG_NODEGROUP:
+        else:
             self.needed_locks[locking.LEVEL_NODEGROUP] = [obj.uuid]
         self.share_locks = {lvl: self.SHARED for lvl in self.needed_locks}
 
@@ -58,7 +71,7 @@ class _TagsLU(NoHooksLU):
         self.target = tag_target(self.cfg, self.op.kind, self.op.name)
 
 
-class LUTagsGet(_TagsLU):
+class LUTagsGet(_TagsLU[OpTagsGet]):
     """Return the tags of one object (sorted)."""
 
     SHARED = 1
@@ -68,7 +81,7 @@ class LUTagsGet(_TagsLU):
         if not self.op.use_locking:
             self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         return sorted(self.target.tags)
 
 
@@ -80,7 +93,7 @@ def _check_tags(tags: list[str]) -> None:
             raise errors.OpPrereqError(f"Invalid tag {tag!r}: {exc}", errors.ECODE_INVAL) from None
 
 
-class LUTagsSet(_TagsLU):
+class LUTagsSet(_TagsLU[OpTagsSet]):
     """Add tags to one object."""
 
     def CheckArguments(self) -> None:
@@ -93,14 +106,14 @@ class LUTagsSet(_TagsLU):
             raise errors.OpPrereqError(f"Too many tags (max {constants.MAX_TAGS_PER_OBJ})",
                                        errors.ECODE_INVAL)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         obj = self.target
         obj.tags = sorted(set(obj.tags) | set(self.op.tags))
         self.cfg.update(obj)
         return None
 
 
-class LUTagsDel(_TagsLU):
+class LUTagsDel(_TagsLU[OpTagsDel]):
     """Remove tags (all must be present) from one object."""
 
     def CheckArguments(self) -> None:
@@ -113,14 +126,14 @@ class LUTagsDel(_TagsLU):
             raise errors.OpPrereqError(f"Tag(s) {', '.join(repr(t) for t in missing)} not found",
                                        errors.ECODE_NOENT)
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         obj = self.target
         obj.tags = sorted(set(obj.tags) - set(self.op.tags))
         self.cfg.update(obj)
         return None
 
 
-class LUTagsSearch(NoHooksLU):
+class LUTagsSearch(NoHooksLU[OpTagsSearch]):
     """Search all tags for a regex; returns ``[[path, tag], ...]``."""
 
     REQ_BGL = False
@@ -135,7 +148,7 @@ class LUTagsSearch(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         data = self.cfg.get_config_data()
         objs: list[tuple[str, Any]] = [("/cluster", data.cluster)]
         objs += [(f"/instances/{i.name}", i) for i in data.instances.values()]

@@ -6,12 +6,14 @@ import time
 from typing import Any
 
 from ganeti import constants, errors, locking
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
+from ganeti.opcodes.test import OpTestDelay, OpTestJqueue
 
 __all__ = ["LUTestDelay", "LUTestJqueue"]
 
 
-class LUTestDelay(NoHooksLU):
+class LUTestDelay(NoHooksLU[OpTestDelay]):
     """Sleep on the master and/or on nodes (through ``test_delay`` RPC).
 
     Without ``no_locks`` the node locks of ``on_nodes`` are held
@@ -68,7 +70,7 @@ class LUTestDelay(NoHooksLU):
                     raise errors.OpExecError(f"No answer from node {node}")
                 res.raise_on_failure(f"Failure waiting on node {node}")
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         if self.op.repeat == 0:
             self._delay()
         else:
@@ -80,7 +82,7 @@ class LUTestDelay(NoHooksLU):
         return None
 
 
-class LUTestJqueue(NoHooksLU):
+class LUTestJqueue(NoHooksLU[OpTestJqueue]):
     """Log the given messages, then fail if asked to (tests the queue)."""
 
     REQ_BGL = False
@@ -88,7 +90,7 @@ class LUTestJqueue(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         for msg in self.op.log_messages:
             self.proc.log(constants.ELOG_JQUEUE_TEST, msg)
         if self.op.fail:

@@ -27,12 +27,13 @@ from __future__ import annotations
 import glob
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, crypto, locking, opcodes
+from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
+from ganeti.opcodes.cluster import OpClusterVerify, OpClusterVerifyConfig, OpClusterVerifyGroup
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
 
@@ -60,7 +61,8 @@ def format_verify_line(etype: str, code: str, otype: str, name: str, msg: str,
 class Reporter:
     """Collects verify findings and sends them as feedback lines."""
 
-    def __init__(self, op: Any, feedback_fn: Callable[[str], None]) -> None:
+    def __init__(self, op: OpClusterVerify | OpClusterVerifyConfig | OpClusterVerifyGroup,
+                 feedback_fn: FeedbackFn) -> None:
         self.error_codes = bool(getattr(op, "error_codes", False))
         self.ignore = set(getattr(op, "ignore_errors", []) or [])
         self.simulate = bool(getattr(op, "debug_simulate_errors", False))
@@ -87,7 +89,7 @@ class Reporter:
         return False
 
 
-class LUClusterVerify(NoHooksLU):
+class LUClusterVerify(NoHooksLU[OpClusterVerify]):
     """Submit the config job and one job per node group (or the given group)."""
 
     REQ_BGL = False
@@ -95,26 +97,27 @@ class LUClusterVerify(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> Any:
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
         op = self.op
         jobs: list[list[dict[str, Any]]] = []
-        common = {"error_codes": op.error_codes, "debug_simulate_errors": op.debug_simulate_errors,
-                  "ignore_errors": list(op.ignore_errors), "verbose": op.verbose}
         if op.group_name is None:
             groups = sorted(g.name for g in self.cfg.get_all_nodegroups_info().values())
-            jobs.append([opcodes.to_dict(opcodes.OP_REGISTRY["OP_CLUSTER_VERIFY_CONFIG"](
-                **common))])
+            jobs.append([opcodes.to_dict(OpClusterVerifyConfig(
+                error_codes=op.error_codes, debug_simulate_errors=op.debug_simulate_errors,
+                ignore_errors=list(op.ignore_errors), verbose=op.verbose))])
         else:
             groups = [expand_group(self.cfg, op.group_name).name]
         for name in groups:
-            vop = opcodes.OP_REGISTRY["OP_CLUSTER_VERIFY_GROUP"](
+            vop = OpClusterVerifyGroup(
                 group_name=name, skip_checks=list(op.skip_checks),
-                verify_clutter=op.verify_clutter, **common)
+                verify_clutter=op.verify_clutter, error_codes=op.error_codes,
+                debug_simulate_errors=op.debug_simulate_errors,
+                ignore_errors=list(op.ignore_errors), verbose=op.verbose)
             jobs.append([opcodes.to_dict(vop)])
         return {"jobs": self.proc.submit_many_jobs(jobs)}
 
 
-class LUClusterVerifyConfig(NoHooksLU):
+class LUClusterVerifyConfig(NoHooksLU[OpClusterVerifyConfig]):
     """Verify the configuration itself and the master's certificate."""
 
     REQ_BGL = False
@@ -122,7 +125,7 @@ class LUClusterVerifyConfig(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
-    def Exec(self, feedback_fn: Any) -> bool:
+    def Exec(self, feedback_fn: FeedbackFn) -> bool:
         rep = Reporter(self.op, feedback_fn)
         feedback_fn("* Verifying cluster config")
         problems = self.cfg.verify_config()
@@ -146,7 +149,7 @@ class LUClusterVerifyConfig(NoHooksLU):
 _sha1 = uio.file_checksum
 
 
-class LUClusterVerifyGroup(NoHooksLU):
+class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
     """Verify the nodes of one node group against each other and the master."""
 
     REQ_BGL = False
@@ -196,7 +199,7 @@ class LUClusterVerifyGroup(NoHooksLU):
                          f"File {canonical} differs from the master's copy on node(s)"
                          f" {', '.join(differ)}")
 
-    def _run_hooks(self, rep: Reporter, nodes: list[Any], feedback_fn: Any) -> None:
+    def _run_hooks(self, rep: Reporter, nodes: list[Any], feedback_fn: FeedbackFn) -> None:
         runner = getattr(self.context, "hooks_runner", None)
         if runner is None or not hasattr(runner, "run_path"):
             return
@@ -215,7 +218,7 @@ class LUClusterVerifyGroup(NoHooksLU):
                                f"Script {script} failed, output: {text}")
 
     # -- main ------------------------------------------------------------------
-    def Exec(self, feedback_fn: Any) -> bool:  # noqa: C901 - a list of checks
+    def Exec(self, feedback_fn: FeedbackFn) -> bool:  # noqa: C901 - a list of checks
         rep = Reporter(self.op, feedback_fn)
         cfg, rpc = self.cfg, self.rpc
         cluster = cfg.get_cluster_info()
@@ -252,13 +255,14 @@ class LUClusterVerifyGroup(NoHooksLU):
             res = results.get(node.name)
             msg = "no answer" if res is None else res.fail_msg
             if rep.error_if(msg, "ENODERPC", OT_NODE, node.name,
-                            f"while contacting node: {msg}"):
+                            f"while contacting node: {msg}") or res is None:
                 continue
             data = res.payload if isinstance(res.payload, dict) else {}
             answers[node.name] = data
             version = data.get("version")
-            if rep.error_if(not isinstance(version, list) or len(version) != 2, "ENODEVERSION",
-                            OT_NODE, node.name, "connection to node returned invalid data"):
+            if not isinstance(version, list) or len(version) != 2:
+                rep.error_if(True, "ENODEVERSION", OT_NODE, node.name,
+                             "connection to node returned invalid data")
                 continue
             rep.error_if(version[0] != constants.PROTOCOL_VERSION, "ENODEVERSION", OT_NODE,
                          node.name, f"incompatible protocol versions: master"

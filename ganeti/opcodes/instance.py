@@ -15,6 +15,7 @@ from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
 __all__ = [
+    "OpInstanceBase",
     "OpInstanceCreate", "OpInstanceRemove", "OpInstanceStartup", "OpInstanceShutdown",
     "OpInstanceReboot", "OpInstanceReinstall", "OpInstanceRename", "OpInstanceSetParams",
     "OpInstanceMigrate", "OpInstanceFailover", "OpInstanceMove", "OpInstanceGrowDisk",

@@ -42,6 +42,7 @@ class FakeLU:
     def __init__(self, nodes: list[str]) -> None:
         self.op = FakeOp()
         self.nodes = nodes
+        self.hooks_master = None
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"INSTANCE_NAME": "x"}

@@ -11,6 +11,8 @@ from fakes import FakeRpc, make_config  # noqa: E402
 
 from ganeti.cmdlib import node as cmdnode  # noqa: E402
 from ganeti.cmdlib.liveinfo import NodeInfoCache  # noqa: E402
+from ganeti.context import MasterContext  # noqa: E402
+from ganeti.pathutils import Paths  # noqa: E402
 from functools import partial
 
 from fakes.clock import FakeClock
@@ -54,16 +56,12 @@ def test_max_age_zero_never_reuses() -> None:
     assert cache.lookup(["a"])[1] == ["a"]
 
 
-class _Ctx:
-    def __init__(self, cfg, rpc, cache) -> None:
-        self.cfg, self.rpc, self.node_info_cache = cfg, rpc, cache
-
-
 def test_collect_live_asks_only_the_nodes_without_a_fresh_answer(tmp_path) -> None:
     cfg = make_config(tmp_path, nodes=3)
     rpc = FakeRpc(cfg)
     clock = Clock()
-    ctx = _Ctx(cfg, rpc, NodeInfoCache(5.0, clock=clock))
+    ctx = MasterContext(paths=Paths(root=str(tmp_path)), cfg=cfg, rpc=rpc,
+                        node_info_cache=NodeInfoCache(5.0, clock=clock))
     nodes = sorted(cfg.get_all_nodes_info().values(), key=lambda n: n.name)
     first = cmdnode.collect_live(ctx, nodes)
     assert len(first) == 3 and len(rpc.calls_to("node_info")) == 1
