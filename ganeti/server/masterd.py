@@ -55,7 +55,7 @@ class LuxiDispatcher:
         self.context = context
         self._clock = clock
         self._pause_lock = threading.Lock()
-        jq = context.jqueue
+        jq = context.require_jqueue()
         # name -> (min args, max args, handler)
         self._methods: dict[str, tuple[int, int, Callable[..., Any]]] = {
             "SubmitJob": (1, 1, lambda ops: jq.submit_job(ops)),
@@ -76,7 +76,7 @@ class LuxiDispatcher:
             "QueryGroups": (2, 3, lambda names, fields, use_locking=False:
                             self._query_old_style(constants.QR_GROUP, names, fields)),
             "QueryConfigValues": (1, 1, self._query_config_values),
-            "QueryClusterInfo": (0, 0, lambda: cluster_info(context.cfg)),
+            "QueryClusterInfo": (0, 0, lambda: cluster_info(context.require_cfg())),
             "QueryTags": (2, 2, self._query_tags),
             "SetDrainFlag": (1, 1, self._set_drain_flag),
             "SetWatcherPause": (1, 1, self._set_watcher_pause),
@@ -122,13 +122,13 @@ class LuxiDispatcher:
         return query.old_style_rows(result)
 
     def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
-        return self.context.jqueue.cancel_job(job_id, kill=bool(kill))
+        return self.context.require_jqueue().cancel_job(job_id, kill=bool(kill))
 
     def _query_jobs(self, job_ids: Any, fields: Any) -> Any:
         if job_ids is not None and not isinstance(job_ids, list):
             raise errors.ParameterError("QueryJobs: job ids must be a list or null",
                                         errors.ECODE_INVAL)
-        return self.context.jqueue.query_jobs(job_ids, fields)
+        return self.context.require_jqueue().query_jobs(job_ids, fields)
 
     def _watcher_pause(self) -> int | None:
         return watcherpause.read_pause(self.context.paths.watcher_pause_file, self._clock())
@@ -142,7 +142,7 @@ class LuxiDispatcher:
         until = watcherpause.check_until(until)
         with self._pause_lock:   # concurrent requests: the last one wins everywhere
             watcherpause.write_pause(self.context.paths.watcher_pause_file, until)
-            cfg, rpc = self.context.cfg, self.context.rpc
+            cfg, rpc = self.context.require_cfg(), self.context.rpc
             if rpc is None:
                 return until
             master = cfg.get_master_node_name()
@@ -161,19 +161,20 @@ class LuxiDispatcher:
     def _set_drain_flag(self, flag: Any) -> bool:
         if not isinstance(flag, bool):
             raise errors.ParameterError("SetDrainFlag: expected a boolean", errors.ECODE_INVAL)
-        self.context.jqueue.set_drain_flag(flag)
+        self.context.require_jqueue().set_drain_flag(flag)
         return True
 
     def _query_config_values(self, fields: Any) -> list[Any]:
         if not isinstance(fields, list):
             raise errors.ParameterError("QueryConfigValues: fields must be a list",
                                         errors.ECODE_INVAL)
-        cfg = self.context.cfg
+        cfg = self.context.require_cfg()
         cluster = cfg.get_cluster_info()
+        jq = self.context.require_jqueue()
         getters: dict[str, Callable[[], Any]] = {
             "cluster_name": lambda: cluster.cluster_name,
             "master_node": lambda: cfg.get_master_node_name(),
-            "drain_flag": lambda: self.context.jqueue.is_drained(),
+            "drain_flag": lambda: jq.is_drained(),
             "watcher_pause": self._watcher_pause,
             "volume_group_name": lambda: cluster.volume_group_name,
             "enabled_hypervisors": lambda: list(cluster.enabled_hypervisors),
@@ -191,7 +192,7 @@ class LuxiDispatcher:
         return result
 
     def _query_tags(self, kind: Any, name: Any) -> list[str]:
-        cfg = self.context.cfg
+        cfg = self.context.require_cfg()
         if kind == constants.TAG_CLUSTER:
             obj: Any = cfg.get_cluster_info()
         elif kind == constants.TAG_NODE:
@@ -389,7 +390,7 @@ def start_master_ip(context: MasterContext) -> threading.Thread | None:
     configured or node RPC is not available.
     """
     from ganeti.cmdlib import roles
-    cfg = context.cfg
+    cfg = context.require_cfg()
     if context.rpc is None or not cfg.get_cluster_info().master_netdev:
         return None
 
@@ -421,7 +422,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     dispatcher = LuxiDispatcher(context)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout, max_message=opts.max_message)
-    context.jqueue.start()
+    context.require_jqueue().start()
     start_master_ip(context)
 
     def _stop() -> None:
@@ -443,7 +444,7 @@ def _serve(runtime: DaemonRuntime, state: _State) -> None:
             os.unlink(runtime.paths.master_socket)
         except OSError:
             pass
-        ok = state.context.jqueue.shutdown(timeout=runtime.options.shutdown_timeout)
+        ok = state.context.require_jqueue().shutdown(timeout=runtime.options.shutdown_timeout)
         if not ok:
             logger.warning("Some jobs were still running at shutdown")
         replicator = state.context.replicator
