@@ -59,9 +59,9 @@ def check_config(d: ConfigData) -> list[str]:
     for uuid, disk in d.disks.items():
         if uuid not in disk_owner:
             problems.append(f"Disk {uuid} does not belong to any instance")
-        for node in disk.nodes:
-            if node not in d.nodes:
-                problems.append(f"Disk {uuid} refers to an unknown node {node!r}")
+        for node_uuid in disk.nodes:
+            if node_uuid not in d.nodes:
+                problems.append(f"Disk {uuid} refers to an unknown node {node_uuid!r}")
     names = ([(f"node {u}", n.name) for u, n in d.nodes.items()]
              + [(f"instance {u}", i.name) for u, i in d.instances.items()]
              + [(f"node group {u}", g.name) for u, g in d.nodegroups.items()])

@@ -58,6 +58,7 @@ def generate_self_signed_cert(common_name: str = DEFAULT_COMMON_NAME,
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
     from cryptography.x509.oid import NameOID
 
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
     if key_type == "ec":
         key = ec.generate_private_key(ec.SECP256R1())
     elif key_type == "rsa":

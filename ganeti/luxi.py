@@ -308,7 +308,9 @@ class Client:
         return data == b""
 
     def _exchange(self, data: bytes, read_timeout: float) -> bytes:
-        sock = self._sock
+        sock, buffer = self._sock, self._buffer
+        if sock is None or buffer is None:
+            raise errors.ProgrammerError("LUXI exchange without a connection")
         sock.settimeout(self.rw_timeout)
         sock.sendall(data)
         sock.settimeout(read_timeout)
@@ -317,7 +319,7 @@ class Client:
             if not chunk:
                 raise errors.ConnectionClosedError(
                     "The master daemon closed the connection without answering")
-            self._frames.extend(self._buffer.feed(chunk))
+            self._frames.extend(buffer.feed(chunk))
         return self._frames.pop(0)
 
     def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:

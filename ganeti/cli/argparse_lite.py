@@ -223,10 +223,10 @@ def parse(table: OptionTable, argv: Sequence[str]) -> ParseResult:
     argparse's texts (without the ``prog: error:`` prefix).
     """
     values: dict[str, Any] = {}
-    for spec in table.specs:
-        if spec.dest not in values:
-            default = spec.default
-            values[spec.dest] = list(default) if isinstance(default, list) else default
+    for opt in table.specs:
+        if opt.dest not in values:
+            default = opt.default
+            values[opt.dest] = list(default) if isinstance(default, list) else default
     positionals: list[str] = []
     unknown: list[str] = []
     seen: set[str] = set()
@@ -288,8 +288,8 @@ def parse(table: OptionTable, argv: Sequence[str]) -> ParseResult:
         return ParseResult(error="unrecognized arguments: " + " ".join(unknown))
     for spec in table.specs:  # argparse runs string defaults through the type
         if spec.dest not in seen and spec.type is not None and \
-                spec.action in _TAKES_VALUE and isinstance(spec.default, str) and \
-                values.get(spec.dest) is spec.default:
+                spec.action in _TAKES_VALUE and values.get(spec.dest) is spec.default and \
+                isinstance(spec.default, str):
             value, problem = _convert(spec, spec.default)
             if problem:
                 return ParseResult(error=problem)

@@ -220,10 +220,10 @@ ALL_INFO_OPT = O("--all", dest="show_all", action="store_true", default=False,
                  help="Show all instances")
 SHOWCMD_OPT = O("--show-cmd", dest="show_command", action="store_true", default=False,
                 help="Print only the command to reach the console")
-NEW_NAME_ARGS = [cli.ArgUnknown(min=1, max=1, name="INSTANCE"),
-                 cli.ArgUnknown(min=1, max=1, name="NEW_NAME")]
-ONE_INSTANCE = [cli.ArgUnknown(min=1, max=1, name="INSTANCE")]
-MANY_INSTANCES = [cli.ArgUnknown(min=0, name="INSTANCE")]
+NEW_NAME_ARGS: list[cli.Arg] = [cli.ArgUnknown(min=1, max=1, name="INSTANCE"),
+                                cli.ArgUnknown(min=1, max=1, name="NEW_NAME")]
+ONE_INSTANCE: list[cli.Arg] = [cli.ArgUnknown(min=1, max=1, name="INSTANCE")]
+MANY_INSTANCES: list[cli.Arg] = [cli.ArgUnknown(min=0, name="INSTANCE")]
 LIST_OPTS = [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.UNITS_OPT, cli.FILTER_OPT,
              cli.VERBOSE_OPT]
 SELECT_OPTS = [ALL_OPT, NODE_SEL_OPT, PRIMARY_SEL_OPT, TAGS_SEL_OPT, FORCE_MULTI_OPT,

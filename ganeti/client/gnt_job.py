@@ -83,9 +83,9 @@ def _print_job(row: list[Any]) -> None:
     out(f"  Received:         {cli.format_timestamp(received)}")
     out(f"  Processing start: {cli.format_timestamp(started)}{_delta(received, started)}")
     out(f"  Processing end:   {cli.format_timestamp(ended)}{_delta(started, ended)}")
-    if received is not None and ended is not None:
-        total = cli.merge_time(ended) - cli.merge_time(received)
-        out(f"  Total processing time: {total:.6f} seconds")
+    t_received, t_ended = cli.merge_time(received), cli.merge_time(ended)
+    if t_received is not None and t_ended is not None:
+        out(f"  Total processing time: {t_ended - t_received:.6f} seconds")
     out("  Opcodes:")
     for idx, op in enumerate(ops or []):
         op_id = op.get("OP_ID", "?") if isinstance(op, dict) else "?"

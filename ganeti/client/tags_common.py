@@ -73,8 +73,8 @@ def list_tags(kind: str) -> cli.Command:
         for tag in sorted(result or []):
             cli.to_stdout(tag)
         return 0
-    args = [] if kind == constants.TAG_CLUSTER else [cli.ArgUnknown(min=1, max=1,
-                                                                    name=kind.upper())]
+    args: list[cli.Arg] = [] if kind == constants.TAG_CLUSTER else \
+        [cli.ArgUnknown(min=1, max=1, name=kind.upper())]
     return (verb, args, [], "", f"List the tags of the {kind}")
 
 

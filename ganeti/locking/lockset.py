@@ -131,6 +131,7 @@ class LockSet:
         with self._mutex:
             if name not in self._locks:
                 return False
+            held: str | None
             if mode in (_S, _X):
                 held = mode
             else:

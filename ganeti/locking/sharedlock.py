@@ -252,14 +252,14 @@ class ModeLock:
         """Describe the lock for the monitor (``name`` overrides our name)."""
         with self._mutex:
             holders = list(self._holders.items())
-            pending: list[list[object]] = []
+            pending: list[tuple[str, list[str]]] = []   # runs of waiters in one mode
             for prio in sorted(self._queues):
                 for waiter in self._queues[prio]:
                     shown = self.DISPLAY[waiter.mode]
                     if pending and pending[-1][0] == shown:
-                        pending[-1][1].append(waiter.thread.name)  # type: ignore[union-attr]
+                        pending[-1][1].append(waiter.thread.name)
                     else:
-                        pending.append([shown, [waiter.thread.name]])
+                        pending.append((shown, [waiter.thread.name]))
         mode = None
         if holders:
             shown_modes = {self.DISPLAY[m] for _, m in holders}
@@ -268,7 +268,7 @@ class ModeLock:
             "name": name if name is not None else self.name,
             "mode": mode,
             "owner": sorted(t.name for t, _ in holders),
-            "pending": pending,
+            "pending": [list(run) for run in pending],
         }
 
 

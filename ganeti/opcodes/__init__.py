@@ -9,6 +9,7 @@ module by listing its ``ALL_OPCODES`` in ``_MODULES`` below.
 from __future__ import annotations
 
 import dataclasses
+from types import ModuleType
 from typing import Any
 
 from ganeti import errors
@@ -23,7 +24,7 @@ from ganeti.opcodes.test import OpTestDelay, OpTestJqueue
 __all__ = ["OP_REGISTRY", "OpCode", "param", "from_dict", "to_dict",
            "OpTestDelay", "OpTestJqueue", "OpClusterQuery", "OpQuery", "OpQueryFields"]
 
-_MODULES = (test, cluster, query)
+_MODULES: tuple[ModuleType, ...] = (test, cluster, query)
 _MODULES += (instance, tags, os)
 _MODULES += (node, group)
 

@@ -21,7 +21,6 @@ Fields are validated from their annotations in one place
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import types
 import typing
@@ -214,9 +213,16 @@ class OpCode:
             setattr(self, f.name, _check_field(f, hints[f.name], value))
 
 
-@functools.lru_cache(maxsize=None)
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    # A plain dict, not functools.lru_cache: mypy takes a class argument of
+    # an lru_cache function for an unhashable instance (dataclass __hash__).
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 def _check_field(f: dataclasses.Field, tp: Any, value: Any) -> Any:

@@ -104,10 +104,10 @@ def query(table: FieldTable, items: Iterable[Any], ctx: Any, field_names: Sequen
             selected.sort(key=lambda item: nice_sort_key(name_getter(ctx, item)))
 
     getters = [fdef.getter for fdef in fdefs]
-    data = []
+    data: list[list[list[Any]]] = []
     append_row = data.append
     for item in selected:
-        row = []
+        row: list[list[Any]] = []
         append = row.append
         for getter in getters:
             value = getter(ctx, item)

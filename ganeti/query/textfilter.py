@@ -95,8 +95,8 @@ class _Parser:
             self.tok, self.pos = (_RPAREN, ")", pos), pos + 1
             return
         if char in "\"'":
-            value, self.pos = self._read_string(pos)
-            self.tok = (_STRING, value, pos)
+            text_value, self.pos = self._read_string(pos)
+            self.tok = (_STRING, text_value, pos)
             return
         for op in _OPERATORS:
             if text.startswith(op, pos):

@@ -100,14 +100,14 @@ class _Interface(paramiko.ServerInterface):
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
         if key.asbytes() in ssh.read_authorized_keys(self._server.authorized_keys_path):
-            return paramiko.AUTH_SUCCESSFUL
+            return paramiko.common.AUTH_SUCCESSFUL
         log.info("Refused key %s for %s", ssh.key_fingerprint(key.asbytes()), username)
-        return paramiko.AUTH_FAILED
+        return paramiko.common.AUTH_FAILED
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
         if kind == "session":
-            return paramiko.OPEN_SUCCEEDED
-        return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+            return paramiko.common.OPEN_SUCCEEDED
+        return paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         text = command.decode("utf-8", "replace") if isinstance(command, bytes) else command
@@ -226,6 +226,7 @@ class SshServer:
             self._start_transport(conn, peer)
 
     def _start_transport(self, conn: socket.socket, peer: object) -> None:
+        assert self._host_key is not None  # start() loads it before serving
         conn.settimeout(None)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
