@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from ganeti import constants, errors, ssconf
+from ganeti.aliases import FeedbackFn
+from ganeti.config import ConfigWriter
+from ganeti.context import MasterContext
 from ganeti.objects import Node, NodeGroup
 from ganeti.pathutils import Paths
 from ganeti.replication import report_failures
+from ganeti.rpc.client import RpcRunner
 from ganeti.rpc.defs import to_canonical
 
 __all__ = ["expand_node", "expand_group", "is_eligible", "candidate_stats",
@@ -37,12 +41,10 @@ __all__ = ["expand_node", "expand_group", "is_eligible", "candidate_stats",
 
 logger = logging.getLogger(__name__)
 
-FeedbackFn = Callable[[str], None]
-
 
 # --- names ----------------------------------------------------------------------
 
-def expand_node(cfg: Any, name: str | None, uuid: str | None = None) -> Node:
+def expand_node(cfg: ConfigWriter, name: str | None, uuid: str | None = None) -> Node:
     """The node called ``name`` (or with ``uuid``); OpPrereqError ECODE_NOENT if unknown."""
     node = None
     if uuid:
@@ -59,13 +61,16 @@ def expand_node(cfg: Any, name: str | None, uuid: str | None = None) -> Node:
     return node
 
 
-def expand_group(cfg: Any, name: str | None) -> NodeGroup:
+def expand_group(cfg: ConfigWriter, name: str | None) -> NodeGroup:
     """The node group called ``name`` (or with that UUID); ECODE_NOENT if unknown.
 
     ``None`` gives the default group.
     """
     if name is None:
-        return cfg.get_nodegroup(cfg.get_default_nodegroup())
+        group = cfg.get_nodegroup(cfg.get_default_nodegroup())
+        if group is None:  # the UUID comes from the same config
+            raise errors.ConfigurationError("The default node group is not in the configuration")
+        return group
     group = cfg.get_nodegroup_by_name(name) or cfg.get_nodegroup(name)
     if group is None:
         raise errors.OpPrereqError(f"Node group '{name}' is unknown", errors.ECODE_NOENT)
@@ -111,7 +116,7 @@ def is_eligible(node: Node) -> bool:
     return node.master_capable and not node.offline and not node.drained
 
 
-def candidate_stats(cfg: Any, exceptions: Iterable[str] = ()) -> tuple[int, int, int]:
+def candidate_stats(cfg: ConfigWriter, exceptions: Iterable[str] = ()) -> tuple[int, int, int]:
     """``(current candidates, desired, possible)`` ignoring nodes in ``exceptions`` (UUIDs)."""
     skip = set(exceptions)
     nodes = [n for n in cfg.get_all_nodes_info().values() if n.uuid not in skip]
@@ -121,7 +126,7 @@ def candidate_stats(cfg: Any, exceptions: Iterable[str] = ()) -> tuple[int, int,
     return current, min(pool, possible), possible
 
 
-def decide_self_promotion(cfg: Any, exceptions: Iterable[str] = ()) -> bool:
+def decide_self_promotion(cfg: ConfigWriter, exceptions: Iterable[str] = ()) -> bool:
     """Whether one more eligible node should become a candidate.
 
     The node in question is either not in the configuration yet (node add)
@@ -133,7 +138,7 @@ def decide_self_promotion(cfg: Any, exceptions: Iterable[str] = ()) -> bool:
     return current < min(pool, possible + 1)
 
 
-def adjust_candidate_pool(cfg: Any, exceptions: Iterable[str] = (),
+def adjust_candidate_pool(cfg: ConfigWriter, exceptions: Iterable[str] = (),
                           feedback_fn: FeedbackFn | None = None) -> list[str]:
     """Promote eligible nodes (sorted by name) until the pool is full.
 
@@ -172,7 +177,7 @@ def files_for_all_nodes(paths: Paths) -> list[str]:
     return [p for p in candidates if os.path.isfile(p)]
 
 
-def upload_files(rpc: Any, paths: Paths, node_names: list[str], files: Iterable[str],
+def upload_files(rpc: RpcRunner, paths: Paths, node_names: list[str], files: Iterable[str],
                  feedback_fn: FeedbackFn | None = None) -> list[str]:
     """Upload local ``files`` to ``node_names``; returns the nodes that failed any file."""
     failed: set[str] = set()
@@ -197,14 +202,14 @@ def _online_names(nodes: Iterable[Node], exclude: Iterable[str] = ()) -> list[st
     return sorted(n.name for n in nodes if not n.offline and n.uuid not in skip)
 
 
-def redistribute(context: Any, feedback_fn: FeedbackFn | None = None,
+def redistribute(context: MasterContext, feedback_fn: FeedbackFn | None = None,
                  node_uuids: Iterable[str] | None = None) -> list[str]:
     """Push config (candidates), cluster files (all) and ssconf (all) to nodes.
 
     ``node_uuids`` restricts the targets (default: every online node other
     than the master).  Returns the names of nodes where something failed.
     """
-    cfg, rpc, paths = context.cfg, context.rpc, context.paths
+    cfg, rpc, paths = context.require_cfg(), context.rpc, context.paths
     master = cfg.get_master_node()
     nodes = [n for n in cfg.get_all_nodes_info().values() if n.uuid != master]
     if node_uuids is not None:
@@ -229,7 +234,7 @@ def redistribute(context: Any, feedback_fn: FeedbackFn | None = None,
 
 # --- hooks ----------------------------------------------------------------------------
 
-def cluster_hooks_nodes(cfg: Any) -> tuple[list[str], list[str]]:
+def cluster_hooks_nodes(cfg: ConfigWriter) -> tuple[list[str], list[str]]:
     """``([master], [master])``: where cluster-level hooks run."""
     master = cfg.get_master_node_name()
     return ([master], [master]) if master else ([], [])

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from ganeti import ssconf
+from ganeti.aliases import FeedbackFn
 from ganeti.config import ConfigWriter
 from ganeti.pathutils import Paths
 from ganeti.replication.core import (JOB_LINGER, QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
@@ -33,8 +34,6 @@ from ganeti.rpc.defs import to_canonical
 __all__ = ["Replicator", "report_failures", "read_queue_files", "copy_queue"]
 
 logger = logging.getLogger(__name__)
-
-FeedbackFn = Callable[[str], None]
 
 
 def report_failures(what: str, results: dict[str, RpcResult],
