@@ -19,6 +19,6 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.2", "hypothesis>=6.100", "ruff>=0.5",
-                 "mypy>=2.4", "types-paramiko>=5.1", "types-simplejson>=4.2"],
+                 "mypy>=2.4", "types-paramiko>=5.1"],
     },
 )
