@@ -377,10 +377,11 @@ class Replicator:
                 if once:
                     self._cond.wait_for(lambda: not plan.jobs_busy)
                 else:
-                    # idle with a stale candidate: wake up for its next resync
-                    self._cond.wait_for(
-                        lambda: plan.jobs_pending or self._stopped or plan.resync_due(),
-                        plan.resync_wait())
+                    # idle with a stale candidate: wake up for its next resync.
+                    # The timeout is recomputed after every wake-up: a config
+                    # push that carried job files may have made a node stale
+                    while not (plan.jobs_pending or self._stopped or plan.resync_due()):
+                        self._cond.wait(plan.resync_wait())
                     if plan.config_active:
                         # a config push may carry them: give it a moment
                         self._cond.wait_for(

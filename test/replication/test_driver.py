@@ -24,6 +24,7 @@ from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.replication import Replicator, driver  # noqa: E402
+from ganeti.replication.core import FileUpdate  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -353,3 +354,45 @@ def test_flush_waits_for_a_resync_in_flight(tmp_path) -> None:
         gate.release.set()
     assert rep.flush(timeout=10)
     rep.stop(timeout=5)
+
+
+def test_a_stale_mark_from_a_carrying_push_wakes_the_idle_job_thread(tmp_path) -> None:
+    # The job thread idles with nobody stale (no timeout).  A job-file update
+    # is queued and the config thread takes it along before the job thread
+    # looked; the push misses node3, which becomes stale.  The job thread
+    # must now wait for node3's resync, not for the next job-file operation.
+    cfg, rpc, rep, paths = _setup(tmp_path, resync_interval=0.2, nodes=3)
+    os.makedirs(paths.queue_dir)
+    job1 = os.path.join(paths.queue_dir, "job-1")
+    synced = threading.Event()
+
+    def sync(node: str, args: list[Any]) -> list[str]:
+        synced.set()
+        return []
+
+    rpc.set_handler("jobqueue_sync", sync)
+    rep.replicate_job_file(job1, b"1")
+    assert rep.flush(timeout=10)
+    time.sleep(0.1)                   # let the job thread settle in its idle wait
+    rpc.set_failure("replicate_state", node_name(3), "down")
+    # play the config thread's steps under the replicator's lock, so that
+    # it takes the update before the job thread can see it (the race this
+    # test is about; the threads' own order is not under a test's control)
+    with rep._cond:
+        rep._plan.queue_job_op(FileUpdate({job1: b"1b"}))
+        rep._cond.notify_all()                        # as replicate_job_file
+        assert rep._plan.queue_config(cfg.get_serial_no() + 1, b"{}", {})
+        send = rep._plan.take_config()
+        assert send is not None and send.files
+    outcome = rep._push_config(send)
+    with rep._cond:
+        rep._plan.config_done(send, outcome)
+        rep._cond.notify_all()
+    assert rep.stale_candidates() == {node_name(3)}
+    try:
+        assert synced.wait(5), "the idle job thread never resynced the stale candidate"
+        assert rep.flush(timeout=10)
+        assert rep.stale_candidates() == set()
+        assert rpc.calls_to("jobqueue_sync")[-1][0] == [node_name(3)]
+    finally:
+        rep.stop(timeout=5)
