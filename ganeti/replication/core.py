@@ -336,10 +336,12 @@ class ReplicationPlan:
         """Report a push handed out by :meth:`take_config` as attempted.
 
         ``outcome`` None means it broke off (an unexpected error): nothing
-        is known about the nodes.  Candidates that missed the job files it
-        carried become stale; a failed ssconf delivery makes the next push
-        send the values again.  The serial counts as replicated either
-        way: per-node failures are only logged.
+        is known about the nodes, so every candidate of the push owes the
+        job files it carried (all become stale) and the last delivered
+        ssconf values are kept.  Otherwise candidates that missed the
+        carried job files become stale, and a failed ssconf delivery makes
+        the next push send the values again.  The serial counts as
+        replicated either way: per-node failures are only logged.
         """
         self._cfg_busy = False
         self._cfg_done = max(self._cfg_done, send.push.serial)
@@ -347,6 +349,8 @@ class ReplicationPlan:
             self._job_busy = False
             self._job_done = max(self._job_done, send.carried.upto)
         if outcome is None:
+            if send.files:
+                self.mark_stale(send.push.candidates)
             return
         if send.files:
             self.mark_stale(outcome.candidates_failed)

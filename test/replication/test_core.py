@@ -125,6 +125,7 @@ def test_a_push_that_broke_off_still_counts_as_attempted() -> None:
     send = _config(plan)
     plan.config_done(send, None)                     # unexpected error: nothing known
     assert plan.replicated_serial() == 2
+    assert plan.stale() == set()                     # it carried no job files
     assert plan.take_config() is None
 
 
@@ -215,6 +216,20 @@ def test_candidates_missing_carried_files_become_stale() -> None:
     assert plan.stale() == {C3}
     _push(plan, 2, outcome=PushOutcome([C2]))        # no job files: nothing missed
     assert plan.stale() == {C3}
+
+
+def test_a_broken_off_push_leaves_every_candidate_owing_its_carried_files() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    plan.queue_config(1, b"one", SSCONF)
+    send = _config(plan)
+    assert send.files
+    plan.config_done(send, None)                     # it raised: nobody known to have them
+    assert plan.flushed(plan.flush_mark()) and not plan.jobs_pending
+    assert plan.stale() == {C2, C3}
+    clock.advance(core.QUEUE_RESYNC_INTERVAL)
+    assert plan.take_resync() == [C2, C3]
 
 
 # --- the job-file stream ------------------------------------------------------------
