@@ -402,7 +402,12 @@ class Replicator:
                 return
 
     def _send_batch(self, batch: JobBatch) -> None:
-        """Send the batch's segments in order, then resynchronise stale candidates."""
+        """Send the batch's segments in order, then resynchronise stale candidates.
+
+        A segment whose send raises (a bug, a job file that is not UTF-8)
+        is logged, and its targets become stale: nothing is known about
+        which of them got it.
+        """
         for segment in batch.segments:
             op = segment.op
             try:
@@ -414,12 +419,15 @@ class Replicator:
                     self._send_drain(op.flag)
                 else:
                     self._send_renames(op.pairs)
-            except Exception:
+            except Exception:  # the thread must survive anything
                 logger.exception("Job queue replication failed")
-        try:
-            self._resync_stale()
-        except Exception:
-            logger.exception("Job queue resynchronisation failed")
+                with self._cond:
+                    if isinstance(op, QueueCopy):
+                        targets = self._plan.still_candidates(op.nodes)
+                    else:
+                        targets = self._plan.candidates()
+                    self._plan.mark_stale(targets)
+        self._resync_stale()
 
     def _candidates(self) -> list[str]:
         with self._cond:
@@ -443,14 +451,20 @@ class Replicator:
         """Send the whole queue to the stale candidates whose resync is due.
 
         Runs after the segments of a batch, so it reads files at least as
-        new as any of them (or on its own when the queue is idle).
+        new as any of them (or on its own when the queue is idle).  A copy
+        that raises is logged and counts as failed on every node it was
+        for: they stay stale, and the backoff grows.
         """
         with self._cond:
             stale = self._plan.take_resync()
         if not stale:
             return
         logger.info("Resynchronising the job queue of %s", ", ".join(stale))
-        self._send_queue(stale)
+        try:
+            self._send_queue(stale)
+        except Exception:  # the thread must survive anything
+            logger.exception("Job queue resynchronisation of %s failed", ", ".join(stale))
+            self._mark_stale(stale)
         with self._cond:
             self._plan.resync_done()
 

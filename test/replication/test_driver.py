@@ -396,3 +396,69 @@ def test_a_stale_mark_from_a_carrying_push_wakes_the_idle_job_thread(tmp_path) -
         assert rpc.calls_to("jobqueue_sync")[-1][0] == [node_name(3)]
     finally:
         rep.stop(timeout=5)
+
+
+def _write(path: str, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def test_a_resync_that_raises_keeps_its_nodes_stale_and_backs_off(tmp_path, caplog) -> None:
+    clock = FakeClock()
+    cfg, rpc, rep, paths = _setup(tmp_path, clock=clock, nodes=3)
+    os.makedirs(paths.queue_dir)
+    job1, job2 = (os.path.join(paths.queue_dir, name) for name in ("job-1", "job-2"))
+    rpc.set_failure("jobqueue_update_many", node_name(3), "down")
+    rep.replicate_job_file(job1, b"1")
+    assert rep.flush(timeout=10)
+    assert rep.stale_candidates() == {node_name(3)}
+    rpc.set_result("jobqueue_update_many", node_name(3), None)
+    _write(job2, b"\xff")             # not UTF-8: the copy raises before any request
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)
+    with caplog.at_level(logging.ERROR):
+        rep.replicate_job_file(job1, b"1")           # its batch runs the due resync
+        assert rep.flush(timeout=10)
+    assert rep.stale_candidates() == {node_name(3)}
+    assert [r for r in caplog.records if r.exc_info and "resynchronisation" in r.getMessage()]
+    _write(job2, b"2")
+    # it counted as a failed resync: the next one comes two intervals later
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)
+    rep.replicate_job_file(job1, b"1")
+    assert rep.flush(timeout=10)
+    assert rpc.calls_to("jobqueue_sync") == []
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)
+    rep.replicate_job_file(job1, b"1")
+    assert rep.flush(timeout=10)
+    assert [nodes for nodes, _ in rpc.calls_to("jobqueue_sync")] == [[node_name(3)]]
+    assert rep.stale_candidates() == set()
+    rep.stop(timeout=5)
+
+
+@pytest.mark.parametrize("send, stale", [
+    ("update", {node_name(2), node_name(3)}),        # every current candidate
+    ("copy", {node_name(3)}),                        # the copy's own targets
+], ids=["file-update", "queue-copy"])
+def test_a_job_file_send_that_raises_makes_its_targets_stale(tmp_path, caplog,
+                                                              send, stale) -> None:
+    clock = FakeClock()
+    cfg, rpc, rep, paths = _setup(tmp_path, clock=clock, nodes=3)
+    os.makedirs(paths.queue_dir)
+    job1 = os.path.join(paths.queue_dir, "job-1")
+    _write(job1, b"\xff")             # not UTF-8: the send raises before any request
+    with caplog.at_level(logging.ERROR):
+        if send == "update":
+            rep.replicate_job_file(job1, b"\xff")
+        else:
+            rep.replicate_queue_to([node_name(3)])
+        assert rep.flush(timeout=10)
+    assert [c for c in rpc.calls if c[0].startswith("jobqueue_")] == []
+    assert rep.stale_candidates() == stale
+    assert [r for r in caplog.records if r.exc_info]
+    # one interval later the resync brings them what the master has now
+    _write(job1, b"1")
+    clock.advance(driver.QUEUE_RESYNC_INTERVAL)
+    rep.replicate_drain_flag(False)
+    assert rep.flush(timeout=10)
+    assert [nodes for nodes, _ in rpc.calls_to("jobqueue_sync")] == [sorted(stale)]
+    assert rep.stale_candidates() == set()
+    rep.stop(timeout=5)
