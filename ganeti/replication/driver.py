@@ -310,9 +310,13 @@ class Replicator:
         worker: threading.Thread | None = None
         if send.ssconf_nodes:
             def _ssconf() -> None:
-                res = rpc.call("write_ssconf_files", send.ssconf_nodes, [values],
-                               timeout=self.timeout)
-                others_failed.extend(report_failures("ssconf update", res))
+                try:
+                    res = rpc.call("write_ssconf_files", send.ssconf_nodes, [values],
+                                   timeout=self.timeout)
+                    others_failed.extend(report_failures("ssconf update", res))
+                except Exception:  # not delivered: the next push sends the values again
+                    logger.exception("ssconf update of %s failed", ", ".join(send.ssconf_nodes))
+                    others_failed.extend(send.ssconf_nodes)
             worker = threading.Thread(target=_ssconf, name="replicator-ssconf", daemon=True)
             worker.start()
         failed: list[str] = []

@@ -462,3 +462,26 @@ def test_a_job_file_send_that_raises_makes_its_targets_stale(tmp_path, caplog,
     assert [nodes for nodes, _ in rpc.calls_to("jobqueue_sync")] == [sorted(stale)]
     assert rep.stale_candidates() == set()
     rep.stop(timeout=5)
+
+
+def test_an_ssconf_fan_out_that_raises_is_a_failed_delivery(tmp_path, caplog) -> None:
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=4, candidates=3)     # node4: ssconf only
+    raised = []
+
+    def write_ssconf(node: str, args: list[Any]) -> None:
+        if not raised:
+            raised.append(node)
+            raise RuntimeError("worker bug")
+        return None
+
+    rpc.set_handler("write_ssconf_files", write_ssconf)
+    with caplog.at_level(logging.ERROR):
+        assert rep.wait_replicated(_tag(cfg, "a"), timeout=10)
+    assert raised == [node_name(4)]
+    # the same values again: node4 never got them, so this push sends them
+    assert rep.wait_replicated(_tag(cfg, "b"), timeout=10)
+    sent = rpc.calls_to("write_ssconf_files")
+    assert [nodes for nodes, _ in sent] == [[node_name(4)], [node_name(4)]]
+    assert sent[0][1] == sent[1][1]
+    assert [r for r in caplog.records if r.exc_info and "ssconf" in r.getMessage()]
+    rep.stop(timeout=5)
