@@ -166,6 +166,11 @@ class Replicator:
     are written.  :meth:`flush` waits for everything queued so far
     (including a resync in flight); :meth:`stop` flushes and ends the
     threads, after which work is done in the caller's thread.
+
+    ``clock`` sets the plan's resync times; the threads' waits are real
+    condition timeouts computed from it.  With a fake clock, advancing it
+    wakes nothing: a test makes the job thread look again by queuing an
+    operation (its batch runs a resync that is due).
     """
 
     def __init__(self, paths: Paths, rpc: RpcRunner | None, *,
