@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 all: test
 
 # System packages some features need (only installed when missing, as root).
-DEBIAN_PACKAGES := faketime tzdata
+DEBIAN_PACKAGES := tzdata
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -17,10 +17,13 @@ debian-deps:
 	  else echo "Please install:$$missing (as root: apt-get install$$missing)"; fi; \
 	fi
 
-$(STAMP): setup.py pyproject.toml
+FAKEDATE := test/fakes/fakedate/ganeti_fakedate.py
+
+$(STAMP): setup.py pyproject.toml $(FAKEDATE)
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e '.[test]' --config-settings editable_mode=compat
+	$(VPY) $(FAKEDATE) --install-hook >/dev/null
 	$(VPY) -m compileall -q ganeti >/dev/null
 	touch $(STAMP)
 
@@ -39,12 +42,16 @@ unit: venv
 
 test: venv debian-deps lint typecheck unit
 
-# The whole suite with every process on a faked clock (libfaketime): the 1st of
-# a month east of UTC, then the 15th late at night west of it.  Slower than
-# `make test`; CI runs the CLI job tests this way (test/integration/test_calendar.py).
+# The whole suite with every process's wall clock shifted back (see $(FAKEDATE)):
+# to the newest 1st of a month, 00:30 in Asia/Kolkata (the day before in UTC),
+# then to the newest 15th, 23:59:30 in America/New_York (the day after in UTC).
+# Slower than `make test`, which runs the CLI job tests both ways
+# (test/integration/test_calendar.py).
 test-calendar: venv debian-deps
-	TZ=Asia/Kolkata faketime "2027-03-01 00:30:00" $(VPY) -m pytest test -p no:cacheprovider
-	TZ=America/New_York faketime "2027-03-15 23:59:30" $(VPY) -m pytest test -p no:cacheprovider
+	GANETI_TEST_TIME_OFFSET=$$(TZ=Asia/Kolkata $(VPY) $(FAKEDATE) --offset 1 00:30:00) \
+	  TZ=Asia/Kolkata $(VPY) -m pytest test -p no:cacheprovider
+	GANETI_TEST_TIME_OFFSET=$$(TZ=America/New_York $(VPY) $(FAKEDATE) --offset 15 23:59:30) \
+	  TZ=America/New_York $(VPY) -m pytest test -p no:cacheprovider
 
 demo: venv debian-deps
 	@$(VPY) -m compileall -q ganeti >/dev/null

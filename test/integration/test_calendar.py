@@ -2,10 +2,10 @@
 
 ``ctime`` pads days 1-9 with a space (``Tue Dec  1 08:02:53 2026``); a test
 that split such a line on single spaces passed on the 10th-31st only.  This
-runs the CLI job tests again with every process (the test, the master
-daemon, the gnt-* commands) on a faked clock: the 1st of a month in a
-zone east of UTC, and the 15th late at night west of it.  libfaketime comes
-from Debian's ``faketime`` package, which ``make test`` installs.
+runs the CLI job tests again with every process (the tests, the master
+daemon, the ``gnt-*`` commands) on a wall clock shifted back to the newest
+1st of a month just after midnight in a zone east of UTC, and to the newest
+15th just before midnight west of it (``test/fakes/fakedate``).
 """
 
 from __future__ import annotations
@@ -22,26 +22,31 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 REPO = Path(__file__).resolve().parents[2]
-FAKETIME = shutil.which("faketime")
+FAKEDATE = REPO / "test" / "fakes" / "fakedate" / "ganeti_fakedate.py"
 
 
-@pytest.mark.skipif(FAKETIME is None, reason="the faketime command (Debian package faketime,"
-                                             " installed by `make test` as root) is missing")
-@pytest.mark.parametrize("when, zone", [
-    ("2027-03-01 00:30:00", "Asia/Kolkata"),
-    ("2027-03-15 23:59:30", "America/New_York"),
+def _python(*args: str, env: dict[str, str]) -> str:
+    proc = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
+                          timeout=60, check=True)
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize("day, clock, zone", [
+    (1, "00:30:00", "Asia/Kolkata"),
+    (15, "23:59:30", "America/New_York"),
 ], ids=["1st-kolkata", "15th-new-york"])
-def test_cli_job_tests_pass_on_a_faked_day(when: str, zone: str) -> None:
-    assert FAKETIME is not None
+def test_cli_job_tests_pass_on_a_shifted_day(day: int, clock: str, zone: str) -> None:
     env = {**os.environ, "TZ": zone}
-    check = subprocess.run([FAKETIME, when, sys.executable, "-c",
-                            "import time; print(time.strftime('%d %Z'))"],
-                           env=env, capture_output=True, text=True, timeout=30)
-    assert check.stdout.split()[0] == when[8:10], check   # the clock really is faked
+    env.pop("GANETI_TEST_TIME_OFFSET", None)
+    _python(str(FAKEDATE), "--install-hook", env=env)     # idempotent; inert without the variable
+    env["GANETI_TEST_TIME_OFFSET"] = _python(str(FAKEDATE), "--offset", str(day), clock, env=env)
+    # every new process of this interpreter now reads the shifted clock
+    seen = _python("-c", "import time; print(time.strftime('%d %H:%M'))", env=env)
+    assert seen.split()[0] == f"{day:02d}", seen
     base = tempfile.mkdtemp(prefix="cal")   # short: the daemons' UNIX socket paths live there
     try:
         proc = subprocess.run(
-            [FAKETIME, when, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
              "--basetemp", os.path.join(base, "t"), "test/integration/test_cli_jobs.py"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=220)
     finally:
