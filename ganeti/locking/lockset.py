@@ -22,8 +22,10 @@ Rules:
 * A thread acquires at most once per set: acquiring while it owns anything
   in the set raises :class:`errors.LockError` (acquire everything you need
   in one call; this keeps the sorted order that prevents deadlocks).
-* One overall ``timeout``; on timeout ``None`` is returned and nothing
-  stays held.
+* One overall ``timeout``, measured on the set's ``clock`` (which, with
+  ``wait``, every lock of the set shares; see
+  :mod:`ganeti.locking.sharedlock`); on timeout ``None`` is returned and
+  nothing stays held.
 * Unknown (or removed) names make ``acquire`` raise :class:`errors.LockError`
   and leave nothing held; so does a name removed while we wait for it.
 * ``release(names)`` after acquiring the whole set keeps the other names
@@ -44,7 +46,8 @@ from collections.abc import Iterable
 
 from ganeti import errors
 from ganeti.locking.monitor import LockMonitor
-from ganeti.locking.sharedlock import EXCLUSIVE, SHARED, ModeLock, SharedLock, check_priority
+from ganeti.locking.sharedlock import (EXCLUSIVE, SHARED, Clock, ModeLock, SharedLock, TimedWait,
+                                       check_priority)
 
 __all__ = ["ALL_SET", "LockSet"]
 
@@ -86,19 +89,28 @@ class LockSet:
 
     ``name`` qualifies member names in the monitor (``"instance/inst1"``).
     The set registers itself with ``monitor`` (weakly) when one is given.
+    ``clock`` and ``wait`` measure and sleep out timeouts, for the set and
+    every member lock.
     """
 
-    def __init__(self, names: Iterable[str], name: str, monitor: LockMonitor | None = None) -> None:
+    def __init__(self, names: Iterable[str], name: str, monitor: LockMonitor | None = None, *,
+                 clock: Clock = time.monotonic,
+                 wait: TimedWait = threading.Condition.wait) -> None:
         self.name = name
+        self._clock = clock
+        self._wait = wait
         # Lock order: self._mutex, then a member's or the set lock's mutex.
         self._mutex = threading.Lock()
-        self._setlock = _SetLock(f"{name}/[lockset]")
+        self._setlock = _SetLock(f"{name}/[lockset]", clock=clock, wait=wait)
         self._locks: dict[str, SharedLock] = {}
         for member in _as_list(names):
-            self._locks[member] = SharedLock(f"{name}/{member}")
+            self._locks[member] = SharedLock(f"{name}/{member}", clock=clock, wait=wait)
         self._owned: dict[threading.Thread, set[str]] = {}
         if monitor is not None:
             monitor.register(self)
+
+    def _new_member(self, member: str) -> SharedLock:
+        return SharedLock(f"{self.name}/{member}", clock=self._clock, wait=self._wait)
 
     # -- queries -------------------------------------------------------------
 
@@ -162,7 +174,7 @@ class LockSet:
         wanted = sorted(set(_as_list(names)))
         if not wanted:
             return set()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else self._clock() + timeout
         if not self._setlock._acquire(thread, _IS if shared else _IX, timeout, priority):
             return None
         mode = _S if shared else _X
@@ -175,7 +187,7 @@ class LockSet:
                         f"Unknown lock(s) in set {self.name}: {', '.join(missing)}")
                 members = [self._locks[n] for n in wanted]
             for member in members:
-                remaining = None if deadline is None else deadline - time.monotonic()
+                remaining = None if deadline is None else deadline - self._clock()
                 if not member._acquire(thread, mode, remaining, priority):
                     self._rollback(thread, acquired)
                     return None
@@ -316,7 +328,7 @@ class LockSet:
                         f"Lock(s) already exist in set {self.name}: {', '.join(dup)}")
                 own = acquired and setmode != _X
                 for name in new:
-                    member = SharedLock(f"{self.name}/{name}")
+                    member = self._new_member(name)
                     if own:
                         member._grant_now(thread, _S if shared else _X)
                     self._locks[name] = member

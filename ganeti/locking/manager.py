@@ -26,11 +26,14 @@ thread, i.e. one job's execution thread.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable
 
 from ganeti import errors
-from ganeti.locking.monitor import LockMonitor
 from ganeti.locking.lockset import ALL_SET, LockSet
+from ganeti.locking.monitor import LockMonitor
+from ganeti.locking.sharedlock import Clock, TimedWait
 
 __all__ = ["ALL_SET", "LEVEL_CLUSTER", "LEVEL_INSTANCE", "LEVEL_NODEGROUP", "LEVEL_NODE",
            "LEVEL_NODE_RES", "LEVELS", "LEVEL_NAMES", "BGL", "GanetiLockManager"]
@@ -61,18 +64,21 @@ class GanetiLockManager:
 
     Built once (in the master daemon's context) from the configuration's
     node, node group and instance names.  Every set registers with
-    ``monitor`` when one is given.
+    ``monitor`` when one is given.  ``clock`` and ``wait`` measure and
+    sleep out the timeouts of every lock (see
+    :mod:`ganeti.locking.sharedlock`).
     """
 
     def __init__(self, nodes: Iterable[str], nodegroups: Iterable[str],
-                 instances: Iterable[str], monitor: LockMonitor | None = None) -> None:
+                 instances: Iterable[str], monitor: LockMonitor | None = None, *,
+                 clock: Clock = time.monotonic,
+                 wait: TimedWait = threading.Condition.wait) -> None:
         nodes = list(nodes)
+        names = {LEVEL_CLUSTER: [BGL], LEVEL_INSTANCE: instances,
+                 LEVEL_NODEGROUP: nodegroups, LEVEL_NODE: nodes, LEVEL_NODE_RES: nodes}
         self._sets: dict[int, LockSet] = {
-            LEVEL_CLUSTER: LockSet([BGL], LEVEL_NAMES[LEVEL_CLUSTER], monitor),
-            LEVEL_INSTANCE: LockSet(instances, LEVEL_NAMES[LEVEL_INSTANCE], monitor),
-            LEVEL_NODEGROUP: LockSet(nodegroups, LEVEL_NAMES[LEVEL_NODEGROUP], monitor),
-            LEVEL_NODE: LockSet(nodes, LEVEL_NAMES[LEVEL_NODE], monitor),
-            LEVEL_NODE_RES: LockSet(nodes, LEVEL_NAMES[LEVEL_NODE_RES], monitor),
+            level: LockSet(names[level], LEVEL_NAMES[level], monitor, clock=clock, wait=wait)
+            for level in LEVELS
         }
 
     def _set(self, level: int) -> LockSet:

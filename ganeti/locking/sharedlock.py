@@ -19,6 +19,10 @@ Rules common to every mode lock:
   waiter never has to race for the lock.
 * ``timeout`` is in seconds; ``None`` waits forever, ``0`` only tries.  A
   timeout makes ``acquire`` return ``False``; it never raises for it.
+  Deadlines are read from the lock's ``clock`` (default
+  :func:`time.monotonic`) and a timed wait sleeps through its ``wait``
+  (default :meth:`threading.Condition.wait`), so that tests can pass a
+  fake clock's pair and step time instead of sleeping.
 * ``delete`` makes every waiter and every later acquirer fail with
   :class:`errors.LockError`.
 """
@@ -28,13 +32,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ganeti import errors
 from ganeti.locking.monitor import LockMonitor
 
-__all__ = ["SHARED", "EXCLUSIVE", "PRIO_MIN", "PRIO_MAX", "ModeLock", "SharedLock",
-           "check_priority"]
+__all__ = ["SHARED", "EXCLUSIVE", "PRIO_MIN", "PRIO_MAX", "Clock", "TimedWait", "ModeLock",
+           "SharedLock", "check_priority"]
 
 SHARED = "shared"
 EXCLUSIVE = "exclusive"
@@ -42,6 +46,12 @@ EXCLUSIVE = "exclusive"
 #: Valid priorities: lower number = higher priority (as OP_PRIO_*).
 PRIO_MIN = -20
 PRIO_MAX = 19
+
+#: Seconds, monotonic: what lock timeouts are measured on.
+Clock = Callable[[], float]
+#: ``wait(cond, seconds)``: a timed :meth:`threading.Condition.wait`, called
+#: with ``cond``'s lock held; returns early when ``cond`` is notified.
+TimedWait = Callable[[threading.Condition, float], bool]
 
 
 def check_priority(priority: int) -> None:
@@ -71,16 +81,20 @@ class ModeLock:
     and ``DISPLAY`` (mode -> "shared"/"exclusive" for the monitor).  The
     underscore methods take the owning thread explicitly so that the lock
     set can act for the calling thread; public wrappers live in subclasses.
+    ``clock`` and ``wait`` measure and sleep out timeouts (module docstring).
     """
 
     COMPAT: Mapping[str, frozenset[str]] = {}
     DISPLAY: Mapping[str, str] = {}
 
     __slots__ = ("name", "_mutex", "_holders", "_counts", "_queues", "_deleted",
-                 "__weakref__")
+                 "_clock", "_wait", "__weakref__")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: Clock = time.monotonic,
+                 wait: TimedWait = threading.Condition.wait) -> None:
         self.name = name
+        self._clock = clock
+        self._wait = wait
         self._mutex = threading.Lock()
         self._holders: dict[threading.Thread, str] = {}
         self._counts: dict[str, int] = {}
@@ -159,7 +173,7 @@ class ModeLock:
             if queue is None:
                 queue = self._queues[priority] = deque()
             queue.append(waiter)
-            deadline = None if timeout is None else time.monotonic() + timeout
+            deadline = None if timeout is None else self._clock() + timeout
             try:
                 while not waiter.granted:
                     if self._deleted:
@@ -167,13 +181,13 @@ class ModeLock:
                     if deadline is None:
                         waiter.cond.wait()
                         continue
-                    remaining = deadline - time.monotonic()
+                    remaining = deadline - self._clock()
                     if remaining <= 0:
                         self._dequeue(waiter)
                         # The head may have left: later waiters may now fit.
                         self._grant_pending()
                         return False
-                    waiter.cond.wait(remaining)
+                    self._wait(waiter.cond, remaining)
             except BaseException:
                 if not waiter.granted:
                     self._dequeue(waiter)
@@ -276,7 +290,8 @@ class SharedLock(ModeLock):
     """A fair shared/exclusive lock; see the module docstring for the rules.
 
     ``monitor``, when given, is a :class:`~ganeti.locking.monitor.LockMonitor`
-    this lock registers itself with (weakly).
+    this lock registers itself with (weakly).  ``clock`` and ``wait``
+    measure and sleep out timeouts (see the module docstring).
     """
 
     COMPAT = {SHARED: frozenset([SHARED]), EXCLUSIVE: frozenset()}
@@ -284,8 +299,10 @@ class SharedLock(ModeLock):
 
     __slots__ = ()
 
-    def __init__(self, name: str, monitor: LockMonitor | None = None) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, monitor: LockMonitor | None = None, *,
+                 clock: Clock = time.monotonic,
+                 wait: TimedWait = threading.Condition.wait) -> None:
+        ModeLock.__init__(self, name, clock, wait)
         if monitor is not None:
             monitor.register(self)
 

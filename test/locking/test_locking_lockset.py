@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from fakes.clock import FakeClock
 
 from ganeti import errors, locking
+from ganeti.locking import sharedlock
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -20,6 +21,12 @@ def _info(lset: locking.LockSet) -> dict[str, dict]:
 
 def _waiters(lset: locking.LockSet) -> int:
     return sum(len(n) for item in lset.get_lock_info() for _, n in item["pending"])
+
+
+def _fake_timed() -> tuple[locking.LockSet, FakeClock]:
+    """A set whose timeouts run on a fake clock (only ``advance`` ends them)."""
+    clock = FakeClock()
+    return locking.LockSet(NAMES, "test", clock=clock, wait=clock.wait), clock
 
 
 def test_acquire_names_and_release() -> None:
@@ -74,13 +81,38 @@ def test_release_unowned_raises() -> None:
 
 
 def test_timeout_leaves_nothing_held(spawn) -> None:
-    lset = locking.LockSet(NAMES, "test")
+    lset, clock = _fake_timed()
     lset.acquire(["c"])
-    spawn(lambda: (lset.acquire(["a", "b", "c"], timeout=0.1), lset.is_owned()), name="t")
+    spawn(lambda: (lset.acquire(["a", "b", "c"], timeout=10), lset.is_owned()), name="t")
+    clock.wait_for_waiters(1)
+    rows = _info(lset)
+    assert rows["test/a"]["owner"] == rows["test/b"]["owner"] == ["t"]
+    assert rows["test/c"]["pending"] == [["exclusive", ["t"]]]
+    clock.advance(10)
     spawn.join()
     assert spawn.results["t"] == (None, False)
     lset.release()
     # a and b were released again by the timed-out thread.
+    assert lset.acquire(locking.ALL_SET, timeout=0) == set(NAMES)
+    lset.release()
+
+
+def test_one_timeout_for_all_the_names(spawn, wait_until) -> None:
+    lset, clock = _fake_timed()
+    lset.acquire(["a", "c"])
+    spawn(lambda: lset.acquire(["a", "b", "c"], timeout=10), name="t")
+    clock.wait_for_waiters(1)
+    clock.advance(6)
+    clock.wait_for_waiters(1)          # still waiting for a
+    lset.release(["a"])                # a and b are granted; c is left
+    wait_until(lambda: _info(lset)["test/c"]["pending"] == [["exclusive", ["t"]]])
+    assert _info(lset)["test/b"]["owner"] == ["t"]
+    clock.wait_for_waiters(1)
+    assert clock.deadlines == [1010.0]  # what is left of the 10 s, not 10 s more
+    clock.advance(4)
+    spawn.join()
+    assert spawn.results["t"] is None
+    lset.release()
     assert lset.acquire(locking.ALL_SET, timeout=0) == set(NAMES)
     lset.release()
 
@@ -90,8 +122,8 @@ def test_all_set_blocks_names_and_other_all(spawn) -> None:
     assert lset.acquire(locking.ALL_SET) == set(NAMES)
     assert lset.owning_all()
     assert lset.list_owned() == set(NAMES)
-    spawn(lambda: lset.acquire(["b"], shared=True, timeout=0.05), name="one")
-    spawn(lambda: lset.acquire(locking.ALL_SET, shared=True, timeout=0.05), name="all")
+    spawn(lambda: lset.acquire(["b"], shared=True, timeout=0), name="one")
+    spawn(lambda: lset.acquire(locking.ALL_SET, shared=True, timeout=0), name="all")
     spawn.join()
     assert spawn.results == {"one": None, "all": None}
     lset.release()
@@ -102,7 +134,7 @@ def test_shared_all_allows_shared_names_not_exclusive(spawn) -> None:
     lset = locking.LockSet(NAMES, "test")
     lset.acquire(locking.ALL_SET, shared=True)
     spawn(lambda: (lset.acquire(["a"], shared=True, timeout=1), lset.release())[0], name="s")
-    spawn(lambda: lset.acquire(["a"], timeout=0.05), name="x")
+    spawn(lambda: lset.acquire(["a"], timeout=0), name="x")
     spawn.join()
     assert spawn.results["s"] == {"a"}
     assert spawn.results["x"] is None
@@ -115,7 +147,7 @@ def test_exclusive_all_waits_for_name_holders(spawn, wait_until) -> None:
     spawn(lambda: (lset.acquire(locking.ALL_SET, timeout=5), lset.release())[0], name="all")
     wait_until(lambda: _waiters(lset) == 1)
     # Behind the queued whole-set request, new name requests wait (fairness).
-    spawn(lambda: lset.acquire(["a"], shared=True, timeout=0.05), name="late")
+    spawn(lambda: lset.acquire(["a"], shared=True, timeout=0), name="late")
     spawn.threads[-1].join(5)
     assert spawn.results["late"] is None
     lset.release()
@@ -147,7 +179,7 @@ def test_partial_release_of_all_keeps_the_rest(spawn) -> None:
     assert lset.list_owned() == {"c", "d"}
     assert lset.is_owned_name("c", shared=False)
     spawn(lambda: (lset.acquire(["a", "b"], timeout=1), lset.release())[0], name="ab")
-    spawn(lambda: lset.acquire(["c"], timeout=0.05), name="c")
+    spawn(lambda: lset.acquire(["c"], timeout=0), name="c")
     spawn.join()
     assert spawn.results == {"ab": {"a", "b"}, "c": None}
     lset.release()
@@ -315,11 +347,19 @@ def test_member_owner_in_monitor() -> None:
     lset.release()
 
 
-def test_whole_set_acquire_does_not_touch_members() -> None:
+def test_whole_set_acquire_does_not_touch_members(monkeypatch) -> None:
     # The point of the set-level lock: cost independent of the size.
-    lset = locking.LockSet([f"i{n}" for n in range(5000)], "instance")
-    start = time.monotonic()
-    assert len(lset.acquire(locking.ALL_SET) or ()) == 5000
+    lset = locking.LockSet([f"i{n}" for n in range(500)], "instance")
+    touched: list[str] = []
+
+    def counting(self, *args, **kwargs):
+        touched.append(self.name)
+        return sharedlock.ModeLock._acquire(self, *args, **kwargs)
+
+    monkeypatch.setattr(sharedlock.SharedLock, "_acquire", counting, raising=False)
+    assert len(lset.acquire(locking.ALL_SET) or ()) == 500
     lset.release()
-    assert lset._locks["i0"].mode_of(threading.current_thread()) is None
-    assert time.monotonic() - start < 5  # generous: only guards against hangs
+    assert touched == []
+    assert lset.acquire(["i7"]) == {"i7"}     # (the counter does count member acquires)
+    lset.release()
+    assert touched == ["instance/i7"]

@@ -6,6 +6,7 @@ import gc
 import threading
 
 import pytest
+from fakes.clock import FakeClock
 
 from ganeti import errors, locking
 from ganeti.locking import (
@@ -155,25 +156,30 @@ def test_acquire_removed_instance_raises() -> None:
 def test_exclusive_bgl_excludes_everyone(spawn) -> None:
     glm = _glm()
     glm.acquire(LEVEL_CLUSTER, [BGL])
-    spawn(lambda: glm.acquire(LEVEL_CLUSTER, [BGL], shared=True, timeout=0.05), name="other")
+    spawn(lambda: glm.acquire(LEVEL_CLUSTER, [BGL], shared=True, timeout=0), name="other")
     spawn.join()
     assert spawn.results["other"] is None
     glm.release(LEVEL_CLUSTER)
 
 
 def test_timeout_returns_none_and_holds_nothing(spawn) -> None:
-    glm = _glm()
+    clock = FakeClock()
+    glm = locking.GanetiLockManager(["node1", "node2"], ["default"], [], clock=clock,
+                                    wait=clock.wait)
     glm.acquire(LEVEL_CLUSTER, [BGL], shared=True)
     glm.acquire(LEVEL_NODE, ["node2"])
 
     def other() -> tuple:
         glm.acquire(LEVEL_CLUSTER, [BGL], shared=True)
-        got = glm.acquire(LEVEL_NODE, ALL_SET, timeout=0.05)
+        got = glm.acquire(LEVEL_NODE, ALL_SET, timeout=5)
         owned = glm.is_owned(LEVEL_NODE)
         glm.release(LEVEL_CLUSTER)
         return got, owned
 
     spawn(other, name="other")
+    clock.wait_for_waiters(1)
+    assert clock.deadlines == [1005.0]
+    clock.advance(5)
     spawn.join()
     assert spawn.results["other"] == (None, False)
     glm.release(LEVEL_NODE)

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from fakes.clock import FakeClock
 
 from ganeti import errors, locking
 
@@ -15,6 +16,12 @@ pytestmark = pytest.mark.timeout(30)
 
 def _pending(lock: locking.SharedLock) -> int:
     return sum(len(names) for _, names in lock.get_lock_info()[0]["pending"])
+
+
+def _fake_timed(name: str = "l") -> tuple[locking.SharedLock, FakeClock]:
+    """A lock whose timeouts run on a fake clock (only ``advance`` ends them)."""
+    clock = FakeClock()
+    return locking.SharedLock(name, clock=clock, wait=clock.wait), clock
 
 
 def test_exclusive_acquire_release() -> None:
@@ -37,13 +44,18 @@ def test_shared_holders_coexist(spawn) -> None:
 
 
 def test_exclusive_times_out_against_shared(spawn) -> None:
-    lock = locking.SharedLock("l")
+    lock, clock = _fake_timed()
     lock.acquire(shared=True)
-    start = time.monotonic()
-    spawn(lambda: lock.acquire(timeout=0.1), name="x")
+    spawn(lambda: lock.acquire(timeout=10), name="x")
+    clock.wait_for_waiters(1)
+    assert clock.deadlines == [1010.0]
+    clock.advance(9.5)            # wakes the waiter: it re-reads the clock and waits on
+    clock.wait_for_waiters(1)
+    assert clock.deadlines == [1010.0]
+    assert _pending(lock) == 1 and "x" not in spawn.results
+    clock.advance(0.5)
     spawn.join()
     assert spawn.results["x"] is False
-    assert time.monotonic() - start >= 0.09
     assert _pending(lock) == 0
     lock.release()
 
@@ -142,9 +154,12 @@ def test_delete_by_shared_owner_raises() -> None:
 
 
 def test_delete_unowned_acquires_first(spawn) -> None:
-    lock = locking.SharedLock("l")
+    lock, clock = _fake_timed()
     lock.acquire(shared=True)
-    spawn(lambda: lock.delete(timeout=0.05), name="d")
+    spawn(lambda: lock.delete(timeout=5), name="d")
+    clock.wait_for_waiters(1)
+    assert _pending(lock) == 1
+    clock.advance(5)
     spawn.join()
     assert spawn.results["d"] is False
     assert not lock.deleted
@@ -204,15 +219,24 @@ def test_consecutive_shared_waiters_granted_together(spawn, wait_until) -> None:
 def test_exclusive_waiter_blocks_new_shared(spawn, wait_until) -> None:
     lock = locking.SharedLock("l")
     lock.acquire(shared=True)
-    spawn(lambda: (lock.acquire(timeout=10), lock.release())[0], name="writer")
+    order: list[str] = []
+
+    def take(shared: bool) -> None:
+        assert lock.acquire(shared=shared, timeout=10)
+        order.append(threading.current_thread().name)
+        lock.release()
+
+    spawn(lambda: take(False), name="writer")
     wait_until(lambda: _pending(lock) == 1)
-    # A newcomer of equal priority must queue behind the writer.
-    spawn(lambda: lock.acquire(shared=True, timeout=0.05), name="late")
-    spawn.threads[-1].join(5)
-    assert spawn.results["late"] is False
+    # A newcomer of equal priority must queue behind the writer, although
+    # it could share the lock with us.
+    spawn(lambda: take(True), name="late")
+    wait_until(lambda: _pending(lock) == 2)
+    assert lock.get_lock_info()[0]["pending"] == [["exclusive", ["writer"]],
+                                                  ["shared", ["late"]]]
     lock.release()
     spawn.join()
-    assert spawn.results["writer"] is True
+    assert order == ["writer", "late"]
 
 
 def test_higher_priority_shared_passes_lower_priority_writer(spawn, wait_until) -> None:
@@ -259,11 +283,13 @@ def test_no_starvation_under_continuous_shared_traffic(spawn) -> None:
 
 
 def test_waiter_timeout_unblocks_those_behind(spawn, wait_until) -> None:
-    lock = locking.SharedLock("l")
+    lock, clock = _fake_timed()
     lock.acquire(shared=True)
-    spawn(lambda: lock.acquire(timeout=0.2), name="writer")
-    wait_until(lambda: _pending(lock) == 1)
-    spawn(lambda: (lock.acquire(shared=True, timeout=5), lock.release())[0], name="reader")
+    spawn(lambda: lock.acquire(timeout=5), name="writer")
+    clock.wait_for_waiters(1)
+    spawn(lambda: (lock.acquire(shared=True), lock.release())[0], name="reader")
+    wait_until(lambda: _pending(lock) == 2)
+    clock.advance(5)
     spawn.join()
     # The reader got in once the writer ahead of it gave up, while we still hold it.
     assert spawn.results["writer"] is False
