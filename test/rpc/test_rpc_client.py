@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import inspect
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
+from fakes.clock import FakeClock
 
 from ganeti import constants, errors, serializer
 from ganeti.rpc import client, defs
@@ -100,23 +100,61 @@ def test_unexpected_transport_exception_does_not_break_fanout() -> None:
     assert "boom" in res["n2"].fail_msg
 
 
-def test_fanout_runs_in_parallel_and_hung_node_bounded() -> None:
+def test_fanout_calls_every_node_at_once() -> None:
+    # All five calls must be in flight together to pass the barrier; one
+    # at a time, the first would wait for the others and break it.
+    barrier = threading.Barrier(5, timeout=10)
+
+    def fn(address, port, procedure, body, timeout):
+        barrier.wait()
+        return serializer.dumps_bytes([True, address])
+
+    res = client.RpcRunner(_resolver(), FunctionTransport(fn)).call_version(
+        ["n1", "n2", "n3", "n4", "n5"])
+    assert {name: r.payload for name, r in res.items()} == {
+        f"n{i}": f"10.0.0.{i}" for i in range(1, 6)}
+
+
+def test_hung_node_times_out_on_the_runner_clock() -> None:
+    # n1 does not answer while the call runs; the others answer at once.
+    # The call returns when the runner's clock passes the deadline (an
+    # hour of fake time, no real waiting) with the answers it has.
     release = threading.Event()
+    answers = threading.Semaphore(0)
+    answered: list[threading.Thread] = []
 
     def fn(address, port, procedure, body, timeout):
         if address.endswith(".1"):
-            release.wait(10)      # hangs beyond the call timeout
+            release.wait(30)
             return b"[true, 0]"
-        time.sleep(0.2)
+        answered.append(threading.current_thread())
+        answers.release()
         return b"[true, 1]"
 
-    runner = client.RpcRunner(_resolver(), FunctionTransport(fn), timeouts={"urgent": 0.5})
-    start = time.monotonic()
-    res = runner.call_version(["n1", "n2", "n3", "n4", "n5"])
-    elapsed = time.monotonic() - start
-    release.set()
-    assert elapsed < 3.0   # bound: timeout 0.5 + grace, not 10 s nor 4 x 0.2 sequential
-    assert "timed out" in res["n1"].fail_msg
+    clock = FakeClock()
+    readings: list[float] = []
+
+    def read_clock() -> float:
+        if readings:
+            clock.advance(3600 + 1 + 1)   # past the hour and the grace second
+        else:
+            # The first reading starts the wait: let the four answers
+            # arrive before it, so that only n1 can be the one timed out.
+            for _ in range(4):
+                assert answers.acquire(timeout=10)
+            for thread in answered:
+                thread.join(10)
+        readings.append(clock())
+        return readings[-1]
+
+    runner = client.RpcRunner(_resolver(), FunctionTransport(fn), timeouts={"urgent": 3600},
+                              clock=read_clock)
+    try:
+        res = runner.call_version(["n1", "n2", "n3", "n4", "n5"])
+        assert not release.is_set()
+    finally:
+        release.set()
+    assert "timed out after 3600s" in (res["n1"].fail_msg or "")
     assert all(res[n].payload == 1 for n in ("n2", "n3", "n4", "n5"))
 
 
