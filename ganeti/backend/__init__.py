@@ -4,9 +4,11 @@ A backend function is named like its RPC procedure, takes a
 :class:`~ganeti.backend.context.NodeContext` first and then exactly the
 row's arguments (same names, same order), and returns plain JSON data.
 Failures raise a :class:`errors.GanetiError`; the node daemon turns it
-into ``[false, message]``.  Each domain module lists its procedures in
-``__all__``; :func:`get_function` finds them through
+into ``[false, message]``.  Each domain module lists exactly its
+procedures in ``__all__`` (helpers and constants that other modules use
+stay importable, but out of it); :func:`get_function` finds them through
 :data:`DOMAIN_MODULES`, so adding a module means adding its name there.
+``test/rpc/test_rpc_defs.py`` checks these lists against the rows.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any, Callable
 
 from ganeti import errors
 from ganeti.backend.context import NodeContext
-from ganeti.rpc import defs
 
 __all__ = ["NodeContext", "DOMAIN_MODULES", "all_functions", "get_function"]
 
@@ -27,13 +28,11 @@ DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blo
 
 @functools.lru_cache(maxsize=1)
 def all_functions() -> dict[str, Callable[..., Any]]:
-    """Procedure name -> backend function, for every row of ``rpc.defs.CALLS``."""
+    """Procedure name -> backend function: the ``__all__`` of every domain module."""
     table: dict[str, Callable[..., Any]] = {}
     for modname in DOMAIN_MODULES:
         module = importlib.import_module(f"{__name__}.{modname}")
-        for name in getattr(module, "__all__", ()):
-            if name not in defs.CALLS:
-                continue
+        for name in module.__all__:
             if name in table:
                 raise errors.ProgrammerError(f"Backend function {name} defined twice")
             table[name] = getattr(module, name)

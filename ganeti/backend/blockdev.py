@@ -39,7 +39,6 @@ __all__ = [
     "blockdev_create", "blockdev_remove", "blockdev_assemble", "blockdev_shutdown",
     "blockdev_grow", "blockdev_rename", "blockdev_getdimensions", "blockdev_find",
     "blockdev_read_chunk", "blockdev_write_chunk", "blockdev_checksum",
-    "parse_disk", "storage_for", "wire_path", "assemble_disk", "MAX_CHUNK_SIZE",
 ]
 
 logger = logging.getLogger(__name__)

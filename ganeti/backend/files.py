@@ -16,8 +16,7 @@ from ganeti.backend.context import NodeContext
 from ganeti.pathutils import Paths
 from ganeti.utils import io as uio
 
-__all__ = ["upload_file", "write_ssconf_files", "allowed_upload_files",
-           "SSCONF_KEY_RE", "MAX_UPLOAD_SIZE"]
+__all__ = ["upload_file", "write_ssconf_files"]
 
 logger = logging.getLogger(__name__)
 

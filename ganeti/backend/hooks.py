@@ -16,7 +16,7 @@ from ganeti.backend.context import NodeContext
 from ganeti.utils import process
 from ganeti.utils.validation import is_valid_script_name
 
-__all__ = ["hooks_runner", "hooks_list", "HOOKS_BASE_PATH", "MAX_HOOK_OUTPUT"]
+__all__ = ["hooks_runner", "hooks_list"]
 
 logger = logging.getLogger(__name__)
 

@@ -32,11 +32,9 @@ from ganeti.utils import io as uio
 __all__ = [
     "instance_start", "instance_shutdown", "instance_reboot", "instance_info",
     "all_instances_info", "instance_list", "instance_console_info", "instance_migratable",
-    "migration_info", "accept_instance", "instance_migrate",
-    "instance_finalize_migration_dst", "instance_finalize_migration_src",
-    "instance_get_migration_status", "instance_balloon_memory", "hypervisor_validate_params",
-    "hypervisor_for", "parse_instance", "instance_spec", "instance_disks_info",
-    "HV_STATE_CODE_RUNNING", "HV_STATE_CODE_SHUTDOWN", "REBOOT_TYPES", "ALREADY_RUNNING",
+    "migration_info", "accept_instance", "instance_migrate", "instance_finalize_migration_dst",
+    "instance_finalize_migration_src", "instance_get_migration_status",
+    "instance_balloon_memory", "hypervisor_validate_params",
 ]
 
 logger = logging.getLogger(__name__)

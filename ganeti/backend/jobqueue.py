@@ -18,9 +18,10 @@ from ganeti.backend.context import NodeContext
 from ganeti.pathutils import archived_job_file_name
 from ganeti.utils import io as uio
 
-__all__ = ["jobqueue_update", "jobqueue_update_many", "jobqueue_rename", "jobqueue_purge",
-           "jobqueue_sync",
-           "jobqueue_set_drain_flag", "queue_file_path"]
+__all__ = [
+    "jobqueue_update", "jobqueue_update_many", "jobqueue_rename", "jobqueue_purge",
+    "jobqueue_sync", "jobqueue_set_drain_flag",
+]
 
 logger = logging.getLogger(__name__)
 

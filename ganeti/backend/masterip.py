@@ -32,8 +32,7 @@ from ganeti import errors, pathutils
 from ganeti.backend.context import NodeContext
 from ganeti.utils import process
 
-__all__ = ["node_activate_master_ip", "node_deactivate_master_ip", "DEFAULT_SCRIPT",
-           "MIP_SCRIPT_TIMEOUT", "master_ip_env", "setup_script_argv"]
+__all__ = ["node_activate_master_ip", "node_deactivate_master_ip"]
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from ganeti import constants, errors, serializer, watcherpause
 from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
 
-__all__ = ["version", "node_info", "node_verify", "master_node_name",
-           "node_leave_cluster", "node_demote_from_mc", "config_backup_name",
-           "set_watcher_pause", "node_powercycle",
-           "FAKE_NODE_INFO_FILE", "VERIFY_CHECKS"]
+__all__ = [
+    "version", "node_info", "node_verify", "master_node_name", "node_leave_cluster",
+    "node_demote_from_mc", "set_watcher_pause", "node_powercycle",
+]
 
 logger = logging.getLogger(__name__)
 

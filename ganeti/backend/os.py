@@ -17,8 +17,7 @@ from ganeti.backend import blockdev
 from ganeti.backend import instance as binstance
 from ganeti.backend.context import NodeContext
 
-__all__ = ["os_diagnose", "os_validate", "instance_os_add", "instance_run_rename",
-           "os_instance", "OS_VALIDATE_CHECKS"]
+__all__ = ["os_diagnose", "os_validate", "instance_os_add", "instance_run_rename"]
 
 logger = logging.getLogger(__name__)
 

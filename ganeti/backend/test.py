@@ -5,7 +5,7 @@ from __future__ import annotations
 from ganeti import errors
 from ganeti.backend.context import NodeContext
 
-__all__ = ["test_delay", "MAX_TEST_DELAY"]
+__all__ = ["test_delay"]
 
 MAX_TEST_DELAY = 86400.0
 
