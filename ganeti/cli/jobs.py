@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from ganeti import constants, errors, serializer
+from ganeti.cli.failure import format_job_error
 from ganeti.cli.output import merge_time, to_stderr, to_stdout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -27,7 +28,7 @@ __all__ = [
     "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
     "format_log_message", "job_result", "submit_opcodes_and_wait",
     "submit_opcode_and_wait", "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file",
-    "submit_opcode_files", "format_job_error",
+    "submit_opcode_files",
 ]
 
 JOBS_UNFINISHED = frozenset([
@@ -290,9 +291,3 @@ def submit_opcode_files(opts: Any, files: list[str], cl: Any = None, *,
         to_stdout(f"T:exec   {t3 - t2:4.4f}")
         to_stdout(f"T:total  {t3 - t1:4.4f}")
     return 1 if failed else 0
-
-
-def format_job_error(err: BaseException) -> str:
-    """A one-paragraph text for a job's error (Ganeti's CLI wording)."""
-    from ganeti.cli.main import format_error
-    return format_error(err)[1]

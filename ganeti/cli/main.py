@@ -1,19 +1,9 @@
-"""The commands-table driven ``main`` of every ``gnt-*`` tool, and error texts.
+"""The commands-table driven ``main`` of every ``gnt-*`` tool.
 
 A tool is a dict ``verb -> (func, args_spec, options, usage, description)``;
 ``func(opts, args) -> int``.  :func:`generic_main` parses the verb's
 options (:mod:`ganeti.cli.argparse_lite`), checks the positional arguments, runs the verb and
-turns errors into Ganeti's messages.
-
-Exit codes (the same for every tool):
-
-* ``0`` (:data:`EXIT_SUCCESS`): the command (and its job) succeeded;
-* ``1`` (:data:`EXIT_FAILURE`): the command or its job failed, or the
-  master could not be reached;
-* ``2`` (:data:`EXIT_USAGE`): bad usage: unknown verb, bad option, wrong
-  number of arguments;
-* ``130`` (:data:`EXIT_INTERRUPTED`): interrupted with Ctrl-C (a submitted
-  job keeps running).
+turns errors into Ganeti's messages and exit codes (:mod:`ganeti.cli.failure`).
 """
 
 from __future__ import annotations
@@ -23,6 +13,7 @@ import sys
 
 from ganeti import constants, errors
 from ganeti.cli import argparse_lite
+from ganeti.cli.failure import EXIT_INTERRUPTED, EXIT_SUCCESS, EXIT_USAGE, format_error
 from ganeti.cli.options import COMMON_OPTS, Arg, Option, check_arguments
 from ganeti.cli.output import to_stderr, to_stdout
 
@@ -31,13 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeAlias
 
-__all__ = ["generic_main", "format_error", "Command", "EXIT_SUCCESS", "EXIT_FAILURE",
-           "EXIT_USAGE", "EXIT_INTERRUPTED", "usage_error"]
-
-EXIT_SUCCESS = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+__all__ = ["generic_main", "Command", "usage_error"]
 
 if TYPE_CHECKING:
     Command: TypeAlias = tuple[Callable[[Any, list[str]], int], list[Arg], list[Option], str,
@@ -50,45 +35,6 @@ def usage_error(command: str, msg: str) -> int:
     """Print a usage error for ``command`` (``"gnt-job info"``); returns :data:`EXIT_USAGE`."""
     to_stderr(f"{command}: error: {msg}")
     return EXIT_USAGE
-
-
-def format_error(err: BaseException) -> tuple[int, str]:
-    """Ganeti's text for an error, with the exit code to use."""
-    if isinstance(err, errors.OpPrereqError):
-        return EXIT_FAILURE, ("Failure: prerequisites not met for this operation:\n"
-                              f"error type: {err.ecode}, error details:\n{err}")
-    if isinstance(err, errors.OpExecError):
-        return EXIT_FAILURE, f"Failure: command execution error:\n{err}"
-    if isinstance(err, errors.HooksAbort):
-        return EXIT_FAILURE, f"Failure: hooks execution failed:\n{err}"
-    if isinstance(err, errors.HooksFailure):
-        return EXIT_FAILURE, f"Failure: hooks general failure: {err}"
-    if isinstance(err, errors.ResolverError):
-        return EXIT_FAILURE, f"Failure: can't resolve hostname {err}"
-    if isinstance(err, errors.JobQueueDrainError):
-        return EXIT_FAILURE, ("Failure: the job queue is marked for drain and doesn't accept"
-                              " new requests")
-    if isinstance(err, errors.JobQueueFull):
-        return EXIT_FAILURE, ("Failure: the job queue is full and doesn't accept new job"
-                              " submissions until old jobs are archived")
-    if isinstance(err, errors.JobLost):
-        return EXIT_FAILURE, f"Error checking job status: {err}"
-    if isinstance(err, errors.NoMasterError):
-        return EXIT_FAILURE, str(err)
-    if isinstance(err, errors.LuxiTimeoutError):
-        return EXIT_FAILURE, ("Timeout while talking to the master daemon. Jobs might have been"
-                              " submitted and will continue to run even if the call timed"
-                              f" out. Useful commands in this situation are \"gnt-job list\","
-                              f" \"gnt-job cancel\" and \"gnt-job watch\". Error:\n{err}")
-    if isinstance(err, errors.QueryFilterParseError):
-        return EXIT_FAILURE, f"Failure: invalid filter:\n{err}"
-    if isinstance(err, errors.ParameterError):
-        return EXIT_FAILURE, f"Failure: invalid parameter: {err}"
-    if isinstance(err, errors.LuxiError):
-        return EXIT_FAILURE, f"Error in the communication with the master daemon: {err}"
-    if isinstance(err, errors.GanetiError):
-        return EXIT_FAILURE, f"Unhandled Ganeti error: {err}"
-    return EXIT_FAILURE, f"Unhandled exception: {type(err).__name__}: {err}"
 
 
 def _tool_usage(prog: str, commands: dict[str, Command], aliases: dict[str, str]) -> str:

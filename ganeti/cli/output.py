@@ -1,4 +1,4 @@
-"""Output: printing, timestamps and the generic ``list`` verb helper.
+"""Output: printing, timestamps and query tables.
 
 Tables come from :func:`ganeti.query.format_table` (Ganeti's layout: a
 header line of field titles unless ``--no-headers``, aligned columns or
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "to_stdout", "to_stderr", "format_query_table", "format_timestamp", "merge_time",
+    "to_stdout", "to_stderr", "confirm", "format_query_table", "format_timestamp", "merge_time",
     "build_query_filter", "generic_query_list",
 ]
 
@@ -91,45 +91,6 @@ def format_query_table(result: dict[str, Any], *, headers: bool = True,
     from ganeti import query
     return query.format_table(result["fields"], result["data"], headers=headers,
                               separator=separator, units=units)
-
-
-def query_list_verb(resource: str, default_fields: list[str]) -> Any:
-    """The ``list`` verb of a resource: default fields or ``-o``, names or ``-F``."""
-    from ganeti.cli.jobs import get_client
-    from ganeti.cli.options import parse_fields
-
-    def verb(opts: Any, args: list[str]) -> int:
-        fields = parse_fields(opts.output, default_fields)
-        qfilter = build_query_filter(args, opts.force_filter)
-        return generic_query_list(get_client(opts), resource, fields, qfilter,
-                                  headers=not opts.no_headers, separator=opts.separator,
-                                  units=opts.units)
-    verb.__doc__ = f"List {resource}s (the default fields, or those given with -o)."
-    return verb
-
-
-def list_fields_verb(resource: str) -> Any:
-    """The ``list-fields`` verb of a resource: name, type, title and description."""
-    from ganeti.cli.jobs import get_client
-
-    def verb(opts: Any, args: list[str]) -> int:
-        result = get_client(opts).QueryFields(resource, args or None)
-        rows = [[f.get("name", ""), f.get("kind", ""), f.get("title", ""), f.get("doc", "")]
-                for f in result.get("fields", [])]
-        header = ["Name", "Type", "Title", "Description"]
-        if opts.separator is not None:
-            lines = [] if opts.no_headers else [opts.separator.join(header)]
-            lines += [opts.separator.join(r) for r in rows]
-        else:
-            table = rows if opts.no_headers else [header] + rows
-            widths = [max((len(r[i]) for r in table), default=0) for i in range(3)]
-            lines = [" ".join(r[i].ljust(widths[i]) for i in range(3)) + " " + r[3]
-                     for r in table]
-        for line in lines:
-            to_stdout(line.rstrip())
-        return 0
-    verb.__doc__ = f"List the fields of the {resource} resource (for list -o)."
-    return verb
 
 
 def generic_query_list(cl: Any, resource: str, fields: list[str], qfilter: Any, *,

@@ -1,0 +1,72 @@
+"""How a command ends: the exit codes of every ``gnt-*`` tool and Ganeti's error texts.
+
+Exit codes (the same for every tool):
+
+* ``0`` (:data:`EXIT_SUCCESS`): the command (and its job) succeeded;
+* ``1`` (:data:`EXIT_FAILURE`): the command or its job failed, or the
+  master could not be reached;
+* ``2`` (:data:`EXIT_USAGE`): bad usage: unknown verb, bad option, wrong
+  number of arguments;
+* ``130`` (:data:`EXIT_INTERRUPTED`): interrupted with Ctrl-C (a submitted
+  job keeps running).
+
+:func:`format_error` gives the text (and exit code) for an error, as
+Ganeti's ``cli.FormatError`` words it; :mod:`ganeti.cli.main` prints it
+for a verb's uncaught error and :mod:`ganeti.cli.jobs` for a failed job.
+"""
+
+from __future__ import annotations
+
+from ganeti import errors
+
+__all__ = ["EXIT_SUCCESS", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_INTERRUPTED", "format_error",
+           "format_job_error"]
+
+EXIT_SUCCESS = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def format_error(err: BaseException) -> tuple[int, str]:
+    """Ganeti's text for an error, with the exit code to use."""
+    if isinstance(err, errors.OpPrereqError):
+        return EXIT_FAILURE, ("Failure: prerequisites not met for this operation:\n"
+                              f"error type: {err.ecode}, error details:\n{err}")
+    if isinstance(err, errors.OpExecError):
+        return EXIT_FAILURE, f"Failure: command execution error:\n{err}"
+    if isinstance(err, errors.HooksAbort):
+        return EXIT_FAILURE, f"Failure: hooks execution failed:\n{err}"
+    if isinstance(err, errors.HooksFailure):
+        return EXIT_FAILURE, f"Failure: hooks general failure: {err}"
+    if isinstance(err, errors.ResolverError):
+        return EXIT_FAILURE, f"Failure: can't resolve hostname {err}"
+    if isinstance(err, errors.JobQueueDrainError):
+        return EXIT_FAILURE, ("Failure: the job queue is marked for drain and doesn't accept"
+                              " new requests")
+    if isinstance(err, errors.JobQueueFull):
+        return EXIT_FAILURE, ("Failure: the job queue is full and doesn't accept new job"
+                              " submissions until old jobs are archived")
+    if isinstance(err, errors.JobLost):
+        return EXIT_FAILURE, f"Error checking job status: {err}"
+    if isinstance(err, errors.NoMasterError):
+        return EXIT_FAILURE, str(err)
+    if isinstance(err, errors.LuxiTimeoutError):
+        return EXIT_FAILURE, ("Timeout while talking to the master daemon. Jobs might have been"
+                              " submitted and will continue to run even if the call timed"
+                              f" out. Useful commands in this situation are \"gnt-job list\","
+                              f" \"gnt-job cancel\" and \"gnt-job watch\". Error:\n{err}")
+    if isinstance(err, errors.QueryFilterParseError):
+        return EXIT_FAILURE, f"Failure: invalid filter:\n{err}"
+    if isinstance(err, errors.ParameterError):
+        return EXIT_FAILURE, f"Failure: invalid parameter: {err}"
+    if isinstance(err, errors.LuxiError):
+        return EXIT_FAILURE, f"Error in the communication with the master daemon: {err}"
+    if isinstance(err, errors.GanetiError):
+        return EXIT_FAILURE, f"Unhandled Ganeti error: {err}"
+    return EXIT_FAILURE, f"Unhandled exception: {type(err).__name__}: {err}"
+
+
+def format_job_error(err: BaseException) -> str:
+    """A one-paragraph text for a job's error (Ganeti's CLI wording)."""
+    return format_error(err)[1]
