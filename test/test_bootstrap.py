@@ -93,6 +93,7 @@ def test_init_cluster_refuses_bad_names(tmp_path):
         bootstrap.init_cluster(paths, "bad name!", master_name="n1", master_ip="127.0.1.1")
 
 
+@pytest.mark.integration  # starts a daemon
 @pytest.mark.timeout(60)
 def test_prepare_node_join_starts_noded(tmp_path):
     master = Paths(root=str(tmp_path / "m"))

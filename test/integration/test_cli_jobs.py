@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "test" / "integration" / "masterd_harness.py"
 MASTERD = REPO / "daemons" / "ganeti-masterd"
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 if not HARNESS.exists() or not MASTERD.exists():  # pragma: no cover
     pytest.skip(f"needs {HARNESS.relative_to(REPO)} and {MASTERD.relative_to(REPO)}",

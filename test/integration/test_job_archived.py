@@ -17,7 +17,7 @@ from ganeti.jqueue.job import (REASON_SRC_PICKUP, QueuedJob, QueuedOpCode, job_t
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 from masterd_harness import start_masterd  # noqa: E402
 

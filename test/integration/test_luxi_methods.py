@@ -10,8 +10,6 @@ import pytest
 from ganeti import errors
 from test.integration.masterd_harness import MasterdHandle, start_masterd
 
-pytestmark = pytest.mark.integration
-
 DEADLINE = 30.0
 
 

@@ -11,8 +11,6 @@ import pytest
 from ganeti import errors, serializer
 from test.integration.masterd_harness import LuxiConnection, MasterdHandle, start_masterd
 
-pytestmark = pytest.mark.integration
-
 DEADLINE = 30.0
 
 

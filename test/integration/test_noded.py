@@ -20,7 +20,7 @@ from ganeti.rpc import transport as rpc_transport
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from noded_harness import NODED_SCRIPT, NodedCluster, NodedProcess, make_node_root  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from ganeti import constants
 from ganeti.rpc import transport as rpc_transport
 from noded_harness import NodedCluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from ganeti.storage.filestorage import file_logical_id
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from noded_harness import REPO_ROOT, NodedCluster  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 MIB = 1024 * 1024
 FILE_DIR = "/srv/ganeti/file-storage"

@@ -11,7 +11,7 @@ from vcluster_harness import VirtualCluster
 
 from ganeti import crypto, pathutils
 
-pytestmark = [pytest.mark.timeout(240), pytest.mark.integration]
+pytestmark = pytest.mark.timeout(240)
 
 NODE4 = "node4.vcluster"
 

@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fakes import FakeRpc, make_config  # noqa: E402
@@ -313,6 +315,7 @@ def dispatcher_rows(ctx):
     return resp
 
 
+@pytest.mark.integration  # starts a daemon
 def test_real_node_daemons_replication_verify_and_node_ops(tmp_path, monkeypatch) -> None:
     """build_context with real RPC against 3 real node daemons (no --no-rpc)."""
     import noded_harness

@@ -86,6 +86,7 @@ def _start(script, environ, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.integration  # starts a daemon
 def test_daemon_start_refuses_second_copy_and_stops_on_sigterm(env, tmp_path) -> None:
     script, paths, environ, started = env
     marker = str(tmp_path / "marker")
@@ -122,6 +123,7 @@ def test_daemon_start_refuses_second_copy_and_stops_on_sigterm(env, tmp_path) ->
     assert _wait_for(lambda: not _alive(pid3))
 
 
+@pytest.mark.integration  # starts a daemon
 def test_startup_failure_is_reported_by_the_starting_process(env) -> None:
     script, paths, environ, _ = env
     result = _start(script, environ, "fail")
@@ -130,6 +132,7 @@ def test_startup_failure_is_reported_by_the_starting_process(env) -> None:
     assert not os.path.exists(paths.pid_file(NAME))
 
 
+@pytest.mark.integration  # starts a daemon
 def test_foreground_mode(env, tmp_path) -> None:
     script, paths, environ, started = env
     marker = str(tmp_path / "marker")

@@ -261,6 +261,7 @@ def _child_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(REPO))
 
 
+@pytest.mark.integration  # starts a daemon
 def test_subprocess_server(keys: dict[str, str], tmp_path: pathlib.Path) -> None:
     proc = subprocess.Popen(_server_argv(keys, tmp_path, "--port", "0"), env=_child_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -290,6 +291,7 @@ def test_subprocess_bad_env_file_fails(keys: dict[str, str], tmp_path: pathlib.P
     assert proc.returncode == 1 and b"expected KEY=VALUE" in proc.stderr
 
 
+@pytest.mark.integration  # starts a daemon
 def test_subprocess_daemonize(keys: dict[str, str], tmp_path: pathlib.Path) -> None:
     import socket
     with socket.socket() as probe:
@@ -310,6 +312,7 @@ def test_subprocess_daemonize(keys: dict[str, str], tmp_path: pathlib.Path) -> N
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.integration  # starts a daemon
 def test_subprocess_daemonize_reports_bind_failure(keys: dict[str, str],
                                                    tmp_path: pathlib.Path) -> None:
     argv = _server_argv(keys, tmp_path, "--port", "0", "--daemonize")
