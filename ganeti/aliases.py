@@ -1,4 +1,4 @@
-"""Type aliases shared across layers (one place, as STYLE.md asks).
+"""Type aliases shared across layers, kept in one place.
 
 Plain assignments that need only ``collections.abc`` (no ``typing``);
 modules on the CLI start-up path still import this one under
