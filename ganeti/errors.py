@@ -24,6 +24,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      |    +-- JobQueueFull        too many jobs in the queue
      |    +-- JobLost             a job id that does not exist (any more)
      |    +-- JobFileCorrupted    a job file on disk cannot be parsed
+     +-- HttpError               bytes are not an HTTP/1.1 message we frame (carries a status)
      +-- LuxiError               the LUXI conversation itself failed
      |    +-- ProtocolError       malformed frame, bad JSON, oversized message
      |    +-- LuxiTimeoutError    no answer in time
@@ -59,7 +60,7 @@ __all__ = [
     "OpExecError", "HooksAbort", "HooksFailure", "LockError", "RpcError",
     "RpcTransportError", "RemoteError", "HypervisorError", "StorageError",
     "InvalidOS", "JobQueueError", "JobQueueDrainError", "JobQueueFull",
-    "JobLost", "JobFileCorrupted", "LuxiError", "ProtocolError",
+    "JobLost", "JobFileCorrupted", "HttpError", "LuxiError", "ProtocolError",
     "LuxiTimeoutError", "ConnectionClosedError", "NoMasterError",
     "QueryFilterParseError", "ResolverError", "CertificateError",
     "CommandError", "RetryTimeout", "TagError", "UnitParseError",
@@ -185,6 +186,28 @@ class JobLost(JobQueueError):
 
 class JobFileCorrupted(JobQueueError):
     """Raised when a job file on disk cannot be parsed."""
+
+
+class HttpError(GanetiError):
+    """Raised by :mod:`ganeti.http.framing` when bytes cannot be framed as HTTP/1.1.
+
+    That is: a malformed request, status or header line; a missing, bad or
+    conflicting ``Content-Length``; a head or body over the parser's limits;
+    a ``Transfer-Encoding`` (chunked bodies are refused); or a connection
+    that ended in the middle of a message.  Arguments are
+    ``(message, status)``: ``status`` is the reply a server sends for it
+    (400, 413, 431 or 501; 502 when a *response* is malformed).
+    """
+
+    def __init__(self, msg: str = "", status: int = 400, *args: Any) -> None:
+        super().__init__(msg, status, *args)
+
+    @property
+    def status(self) -> int:
+        return self.args[1] if len(self.args) > 1 and isinstance(self.args[1], int) else 400
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class LuxiError(GanetiError):

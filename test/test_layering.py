@@ -64,6 +64,7 @@ LAYERS: dict[str, int] = {
     "ganeti.ssh": 3,
     "ganeti.luxi": 3,
     "ganeti.query": 3,
+    "ganeti.http": 3,
     "ganeti.rpc.client": 3,
     "ganeti.rpc.transport": 3,
     # 4. logic: master side
