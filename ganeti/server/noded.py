@@ -14,8 +14,15 @@ Status codes:
 * ``400`` with ``[false, msg]``: the body is not JSON, not a list, or the
   arguments do not match the procedure's row (count or types);
 * ``404`` with ``[false, msg]``: no such procedure in ``rpc.defs.CALLS``;
-* ``405`` (``Allow: POST``) for any other method; ``413`` for a body over
-  :data:`MAX_REQUEST_SIZE`; ``503`` when the daemon is busy (see below).
+* ``405`` (``Allow: POST``) for any other standard method, ``501`` for an
+  unknown one; ``503`` when the daemon is busy (see below);
+* what :mod:`ganeti.http.framing` refuses, with its status: ``400`` for
+  malformed HTTP, ``413`` for a body over :data:`MAX_REQUEST_SIZE`, ``431``
+  for a head over 64 KiB or 100 header lines, ``501`` for a
+  ``Transfer-Encoding``.
+
+The method, the busy flag and the procedure are checked from the head,
+before the body is read.
 
 Processes: the parent only accepts TCP connections; each connection is
 handled by a forked child that does the TLS handshake (TLS >= 1.2, the
@@ -52,7 +59,6 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
-import http.server
 import logging
 import os
 import selectors
@@ -62,10 +68,11 @@ import socketserver
 import ssl
 import threading
 import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ganeti import backend, constants, errors, serializer
 from ganeti.backend.context import NodeContext
+from ganeti.http import framing
 from ganeti.pathutils import Paths
 from ganeti.rpc import defs
 from ganeti.utils import net
@@ -86,6 +93,7 @@ SPARE_COMM = "noded-spare"
 CHILD_COMM = "noded-child"
 _SPARE_RETRY_DELAY = 0.2
 _WARM_REQUEST = b"POST /version HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]"
+_T = TypeVar("_T")
 
 
 def make_server_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLContext:
@@ -108,136 +116,100 @@ def make_server_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLCo
     return ctx
 
 
-_MAX_LINE = 65536
-_MAX_HEADERS = 100
+_RECV_SIZE = 256 * 1024
+#: methods answered with 405 (any other gets 501)
+_OTHER_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"})
+_Reply = tuple[int, Any, dict[str, str]]
 
 
-class _Headers(dict):
-    """Request headers, names lower-cased; ``get`` ignores the case of the name."""
+class NodedRequestHandler(socketserver.BaseRequestHandler):
+    """One node RPC request on a connected socket (TLS, or a socketpair to warm up).
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
-        return super().get(name.lower(), default)
+    Constructing it handles the request (the :mod:`socketserver` way):
+    :meth:`handle` reads it with :class:`framing.RequestParser`, sends one
+    JSON reply with ``Connection: close`` and returns; the caller closes
+    the socket.  The method, the busy flag and the procedure name are
+    checked as soon as the head is in, before the body is read.  Socket
+    errors other than a timeout propagate.
+    """
 
-
-class NodedRequestHandler(http.server.BaseHTTPRequestHandler):
-    """One node RPC request, in a forked child, on a TLS socket."""
-
-    protocol_version = "HTTP/1.1"
-    # Buffer the reply: status line, headers and body leave in one TLS
-    # record (one write) when the handler finishes, instead of two.
-    wbufsize = 64 * 1024
+    request: socket.socket
     server: NodedServer
+    #: the request's method, once its head is in
+    method: str = ""
 
-    def setup(self) -> None:
-        self.timeout = self.server.request_timeout
-        super().setup()
+    def handle(self) -> None:
+        """Read one request, answer it."""
+        self.request.settimeout(self.server.request_timeout)
+        parser = framing.RequestParser(max_body_size=MAX_REQUEST_SIZE)
+        try:
+            head = self._receive(parser, parser.head)
+            if head is None:
+                return   # closed before sending anything
+            self.method = head.method
+            reply = self._refuse(head)
+            if reply is None:
+                message = self._receive(parser, parser.next_request)
+                assert message is not None   # the parser raises on a short body
+                reply = self._dispatch(message)
+        except errors.HttpError as exc:
+            try:
+                self.send_json(exc.status, [False, str(exc)])
+            except OSError:
+                pass
+            return
+        except TimeoutError:
+            logger.debug("%s: request timed out", self.client_address[0])
+            return
+        self.send_json(*reply)
 
-    def version_string(self) -> str:
-        return f"Ganeti {constants.RELEASE_VERSION}"
-
-    def parse_request(self) -> bool:
-        """Parse the request line and headers (``self.raw_requestline`` is read).
-
-        Replaces http.server's parser, which goes through the email package:
-        in a forked child every Python function run touches (and so copies)
-        memory pages of the parent, and that parser was a good part of a
-        request's cost.  One request per connection; no ``Expect`` handling
-        (RPC clients send the body at once).  Sends the error reply and
-        returns False on a malformed request.
-        """
-        self.command = None
-        # not http.server's "HTTP/0.9" default: errors get a status line too
-        self.request_version = self.protocol_version
-        self.close_connection = True
-        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if len(words) != 3 or not words[2].startswith("HTTP/1."):
-            self.send_error(400, f"Bad request line {self.requestline[:100]!r}")
-            return False
-        self.command, self.path, self.request_version = words
-        headers = _Headers()
-        for _ in range(_MAX_HEADERS + 1):
-            line = self.rfile.readline(_MAX_LINE + 1)
-            if len(line) > _MAX_LINE:
-                self.send_error(431, "Header line too long")
-                return False
-            if line in (b"\r\n", b"\n", b""):
-                break
-            name, sep, value = str(line, "iso-8859-1").partition(":")
-            if not sep or not name.strip():
-                self.send_error(400, f"Bad header line {line[:100]!r}")
-                return False
-            headers[name.strip().lower()] = value.strip()
-        else:
-            self.send_error(431, f"More than {_MAX_HEADERS} header lines")
-            return False
-        self.headers = headers  # type: ignore[assignment]
-        return True
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (base signature)
-        logger.debug("%s %s", self.client_address[0], format % args)
+    def _receive(self, parser: framing.RequestParser, step: Callable[[], _T | None]) -> _T | None:
+        """Feed ``parser`` from the socket until ``step()`` gives something or the peer is done."""
+        while (got := step()) is None and not parser.eof:
+            data = self.request.recv(_RECV_SIZE)
+            if data:
+                parser.feed(data)
+            else:
+                parser.feed_eof()
+        return got
 
     def send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        """Send ``data`` as the JSON body of a ``status`` reply and close."""
+        """Send ``data`` as the JSON body of a ``status`` reply (no body for HEAD)."""
         body = serializer.dumps_bytes(data)
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-        self.close_connection = True
+        all_headers = {"Server": f"Ganeti {constants.RELEASE_VERSION}",
+                       "Date": framing.http_date(time.time()),
+                       "Content-Type": "application/json"}
+        all_headers.update(headers or {})
+        self.request.sendall(framing.build_response(status, all_headers, body, keep_alive=False,
+                                                    head_only=self.method == "HEAD"))
+        logger.debug("%s %s %d", self.client_address[0], self.method or "-", status)
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Errors found by the HTTP parser, as JSON like every other reply."""
-        self.close_connection = True
-        try:
-            short = message or self.responses.get(code, ("Error",))[0]
-            self.send_json(code, [False, short])
-        except OSError:
-            pass
-
-    def _method_not_allowed(self) -> None:
-        self.send_json(405, [False, f"Method {self.command} not allowed; use POST"],
-                       {"Allow": "POST"})
-
-    do_GET = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _method_not_allowed
-
-    def do_POST(self) -> None:
+    def _refuse(self, head: framing.RequestHead) -> _Reply | None:
+        """The reply refusing the request from its head alone, if any."""
+        if head.method != "POST":
+            if head.method in _OTHER_METHODS:
+                return 405, [False, f"Method {head.method} not allowed; use POST"], {"Allow": "POST"}
+            return 501, [False, f"Unsupported method {head.method[:40]!r}"], {}
         if self.server.busy_reply:
-            self.send_json(503, [False, "Node daemon busy: too many requests in progress,"
-                                 " try again later"])
-            return
-        procedure = self.path.split("?", 1)[0].lstrip("/")
-        call = defs.CALLS.get(procedure)
-        if call is None:
-            self.send_json(404, [False, f"Unknown procedure {procedure!r}"])
-            return
+            return 503, [False, "Node daemon busy: too many requests in progress,"
+                         " try again later"], {}
+        procedure = _procedure(head)
+        if procedure not in defs.CALLS:
+            return 404, [False, f"Unknown procedure {procedure!r}"], {}
+        return None
+
+    def _dispatch(self, request: framing.Request) -> _Reply:
+        """Decode and check the arguments, run the procedure: the reply."""
+        procedure = _procedure(request.head)
+        call = defs.CALLS[procedure]
         try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            self.send_json(400, [False, "Invalid Content-Length"])
-            return
-        if length < 0 or length > MAX_REQUEST_SIZE:
-            self.send_json(413, [False, f"Request body too large (max {MAX_REQUEST_SIZE} bytes)"])
-            return
-        body = self.rfile.read(length)
-        if len(body) != length:
-            self.send_json(400, [False, "Request body shorter than Content-Length"])
-            return
-        try:
-            args = serializer.loads(body) if body else None
+            args = serializer.loads(request.body) if request.body else None
         except errors.SerializationError as exc:
-            self.send_json(400, [False, f"{procedure}: malformed request body: {exc}"])
-            return
+            return 400, [False, f"{procedure}: malformed request body: {exc}"], {}
         problem = defs.check_args(call, args)
         if problem:
-            self.send_json(400, [False, problem])
-            return
-        self.send_json(200, self.run_procedure(call, args))
+            return 400, [False, problem], {}
+        return 200, self.run_procedure(call, args), {}
 
     def run_procedure(self, call: defs.RpcCall, args: list[Any]) -> list[Any]:
         """Run the backend function of ``call``; the ``[success, payload]`` envelope."""
@@ -260,6 +232,10 @@ class NodedRequestHandler(http.server.BaseHTTPRequestHandler):
         logger.debug("RPC %s from %s done in %.3fs", call.name, self.client_address[0],
                      time.monotonic() - start)
         return reply
+
+
+def _procedure(head: framing.RequestHead) -> str:
+    return head.target.split("?", 1)[0].lstrip("/")
 
 
 class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
@@ -496,7 +472,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         """Answer one ``version`` request in-process over a socketpair.
 
         Loads what the first request would otherwise load in *every* child
-        (OpenSSL algorithm caches, the HTTP header parser modules, the
+        (OpenSSL algorithm caches, the HTTP framing, the
         backend, the text codecs that ``open(..., encoding=...)`` looks up),
         so that forked children start warm.  Failures are logged.
         """

@@ -1,4 +1,4 @@
-"""HttpsTransport's small HTTP client: replies parsed, truncated or malformed ones refused."""
+"""HttpsTransport over real TLS: replies read, truncated or malformed ones refused (framing: test/http)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,6 @@ import pytest
 from ganeti import errors
 from ganeti.rpc import transport
 from ganeti.server.noded import make_server_context
-
-
-def test_parse_head() -> None:
-    assert transport._parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n"
-                                 b"Connection: close") == (200, "OK", 15)
-    assert transport._parse_head(b"HTTP/1.0 404 Not Found\r\ncontent-length:3") == \
-        (404, "Not Found", 3)
-    for bad in (b"SPDY 200 OK\r\nContent-Length: 1", b"HTTP/1.1 abc OK\r\nContent-Length: 1",
-                b"HTTP/1.1 200 OK\r\nno colon here", b"HTTP/1.1 200 OK",
-                b"HTTP/1.1 200 OK\r\nContent-Length: -1",
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked"):
-        with pytest.raises(errors.RpcTransportError, match="malformed reply"):
-            transport._parse_head(bad)
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +68,21 @@ def test_post_reads_body(cert_file: str, reply: bytes, expected: bytes) -> None:
 def test_post_refuses_bad_replies(cert_file: str, reply: bytes, match: str) -> None:
     port, thread = _serve_once(cert_file, reply)
     with pytest.raises(errors.RpcTransportError, match=match):
+        transport.HttpsTransport(cert_file).post("127.0.0.1", port, "version", b"[]", 10)
+    thread.join(10)
+
+
+@pytest.mark.parametrize("reply", [
+    b"SPDY 200 OK\r\nContent-Length: 1\r\n\r\nx",
+    b"HTTP/1.1 abc OK\r\nContent-Length: 1\r\n\r\nx",
+    b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70000 + b"\r\n\r\n",
+], ids=["bad-version", "bad-status", "bad-header", "bad-length", "chunked", "long-head"])
+def test_post_refuses_malformed_replies(cert_file: str, reply: bytes) -> None:
+    port, thread = _serve_once(cert_file, reply)
+    with pytest.raises(errors.RpcTransportError, match="malformed reply"):
         transport.HttpsTransport(cert_file).post("127.0.0.1", port, "version", b"[]", 10)
     thread.join(10)
 
