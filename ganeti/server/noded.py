@@ -36,22 +36,13 @@ reaped without blocking whenever SIGCHLD arrives (the signal wakes the
 accept loop through a wakeup pipe), so the parent never waits for a child.
 
 Spare children (``--spare-children N``, default 1; 0 forks only on
-demand): to take the fork and the child's warm-up (copy-on-write page
-faults) off a request's critical path, the parent keeps N children forked
-ahead of time.  A spare resets its signals, closes the parent's sockets,
-runs one in-process dummy ``version`` dispatch over a socketpair (no TLS,
-no file I/O) to touch the code it will run, names itself ``noded-spare``
-(``/proc/<pid>/comm``) and waits.  The parent hands an accepted connection
-to a spare over a UNIX socketpair (``SCM_RIGHTS``); the spare renames
-itself ``noded-child``, serves exactly that one request like any other
-child and exits.  Spares are idle and do not count against
-``max_children``; a spare that received a connection does.  The parent
-forks replacements after each accept round, never waiting for them; a
-spare that dies unexpectedly is reaped and replaced (after a short
-back-off); when the cap is reached the busy path above is unchanged.  On
-shutdown the parent closes the spares' sockets, sends them SIGTERM and
-reaps them (a bounded wait, SIGKILL as a last resort); if the parent dies
-abruptly the spares see end-of-file on their socketpair and exit.
+demand) are forked ahead of time and each serves one connection handed to
+it; see :mod:`ganeti.server.noded_spare`.  Before waiting, a spare resets
+its signals, closes the parent's sockets and runs one in-process dummy
+``version`` dispatch over a socketpair (no TLS, no file I/O) to touch the
+code it will run.  Idle spares do not count against ``max_children``; a
+spare that received a connection does.  When the cap is reached the busy
+path above is unchanged.
 """
 
 from __future__ import annotations
@@ -68,13 +59,14 @@ import socketserver
 import ssl
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, NoReturn, TypeVar
 
 from ganeti import backend, constants, errors, serializer
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.pathutils import Paths
 from ganeti.rpc import defs
+from ganeti.server import noded_spare
 from ganeti.utils import net
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context", "main",
@@ -89,9 +81,6 @@ DEFAULT_BUSY_WAIT = 0.5
 DEFAULT_REQUEST_TIMEOUT = 60.0
 DEFAULT_BIND_ADDRESS = "0.0.0.0"
 DEFAULT_SPARE_CHILDREN = 1
-SPARE_COMM = "noded-spare"
-CHILD_COMM = "noded-child"
-_SPARE_RETRY_DELAY = 0.2
 _WARM_REQUEST = b"POST /version HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]"
 _T = TypeVar("_T")
 
@@ -202,8 +191,10 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
         """Decode and check the arguments, run the procedure: the reply."""
         procedure = _procedure(request.head)
         call = defs.CALLS[procedure]
+        args: Any = None
         try:
-            args = serializer.loads(request.body) if request.body else None
+            if request.body:
+                args = serializer.loads(request.body)
         except errors.SerializationError as exc:
             return 400, [False, f"{procedure}: malformed request body: {exc}"], {}
         problem = defs.check_args(call, args)
@@ -266,10 +257,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self.request_ctx: NodeContext | None = None
         self.parent_pid = os.getpid()
         self._wakeup: tuple[int, int] | None = None
-        self.spare_children = max(0, spare_children)
-        self.spares: dict[int, socket.socket] = {}   # idle spare pid -> parent's channel end
-        self._retired: set[int] = set()               # spares killed, not yet reaped
-        self._spare_retry_at = 0.0
+        #: the idle pre-forked children
+        self.spares = noded_spare.SparePool(spare_children, self._run_spare)
 
     # --- parent side ---
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -277,25 +266,13 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock, addr
 
-    @staticmethod
-    def _reaped(pid: int) -> bool:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        return bool(done)
-
     def collect_children(self, *, blocking: bool = False) -> None:
         """Reap every finished child; never waits (``blocking`` is ignored)."""
-        for children in (self.active_children, self.busy_children, self._retired):
+        for children in (self.active_children, self.busy_children):
             for pid in list(children):
-                if self._reaped(pid):
+                if noded_spare.reaped(pid):
                     children.discard(pid)
-        for pid in list(self.spares):
-            if self._reaped(pid):
-                self.spares.pop(pid).close()
-                logger.warning("Spare child %d died unexpectedly; replacing it", pid)
-                self._spare_retry_at = time.monotonic() + _SPARE_RETRY_DELAY
+        self.spares.reap()
 
     def children_count(self) -> int:
         """Children currently running (busy responders included)."""
@@ -318,8 +295,12 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             if busy:
                 logger.warning("Node daemon busy (%d children); refusing %s",
                                len(self.active_children), client_address[0])
-        if not busy and self._hand_to_spare(request):
-            return
+        if not busy:
+            spare = self.spares.hand_over(request)
+            if spare is not None:
+                self.active_children.add(spare)
+                self.close_request(request)
+                return
         try:
             pid = os.fork()
         except OSError as exc:
@@ -331,74 +312,6 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             self.close_request(request)
             return
         self._run_child(request, client_address, busy)
-
-    def _hand_to_spare(self, request: socket.socket) -> bool:
-        """Pass ``request`` to an idle spare; False (nothing done) if none took it."""
-        while self.spares:
-            pid = next(iter(self.spares))
-            channel = self.spares.pop(pid)
-            try:
-                socket.send_fds(channel, [b"R"], [request.fileno()])
-            except OSError as exc:
-                logger.warning("Spare child %d unusable (%s); killing it", pid, exc)
-                self._kill(pid, signal.SIGKILL)
-                self._retired.add(pid)
-                continue
-            finally:
-                channel.close()
-            self.active_children.add(pid)
-            self.close_request(request)
-            return True
-        return False
-
-    @staticmethod
-    def _kill(pid: int, signum: int) -> None:
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-
-    def refill_spares(self) -> None:
-        """Fork spares until there are ``spare_children`` (never waits for them)."""
-        while len(self.spares) < self.spare_children and time.monotonic() >= self._spare_retry_at:
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                pid = os.fork()
-            except OSError as exc:
-                logger.error("Cannot fork a spare child: %s", exc)
-                ours.close()
-                theirs.close()
-                self._spare_retry_at = time.monotonic() + _SPARE_RETRY_DELAY
-                return
-            if pid == 0:
-                ours.close()
-                self._run_spare(theirs)   # never returns
-            theirs.close()
-            self.spares[pid] = ours
-
-    def stop_spares(self, timeout: float = 2.0) -> None:
-        """Close the spares' channels, SIGTERM them and reap them (bounded wait, then SIGKILL)."""
-        pids = set(self.spares) | self._retired
-        for pid, channel in self.spares.items():
-            channel.close()
-            self._kill(pid, signal.SIGTERM)
-        self.spares = {}
-        self._retired = set()
-        deadline = time.monotonic() + timeout
-        killed = False
-        while pids:
-            pids = {pid for pid in pids if not self._reaped(pid)}
-            if not pids:
-                break
-            if time.monotonic() >= deadline:
-                if killed:
-                    logger.warning("Spare children %s not reaped", sorted(pids))
-                    break
-                for pid in pids:
-                    self._kill(pid, signal.SIGKILL)
-                killed = True
-                deadline = time.monotonic() + timeout
-            time.sleep(0.005)
 
     def serve(self, stop_event: threading.Event) -> None:
         """Accept connections until ``stop_event`` is set (main thread only)."""
@@ -418,11 +331,12 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         gc.collect()
         gc.freeze()
         try:
-            self.refill_spares()
+            self.spares.refill()
             while not stop_event.is_set():
                 timeout = 1.0
-                if len(self.spares) < self.spare_children:
-                    timeout = min(timeout, max(0.01, self._spare_retry_at - time.monotonic()))
+                delay = self.spares.refill_delay()
+                if delay is not None:
+                    timeout = min(timeout, max(0.01, delay))
                 for key, _ in sel.select(timeout=timeout):
                     if key.data == "wakeup":
                         self._drain(rfd)
@@ -430,9 +344,9 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                         self._accept_all()
                 self.collect_children()
                 if not stop_event.is_set():
-                    self.refill_spares()
+                    self.spares.refill()
         finally:
-            self.stop_spares()
+            self.spares.stop()
             sel.close()
             signal.signal(signal.SIGCHLD, old_chld)
             signal.set_wakeup_fd(old_wakeup)
@@ -526,7 +440,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         os.kill(self.parent_pid, signal.SIGUSR2)
 
     def server_close(self) -> None:
-        self.stop_spares()
+        self.spares.stop()
         super().server_close()
 
     # --- child side ---
@@ -541,21 +455,9 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                 os.close(fd)
             self._wakeup = None
         self.socket.close()
-        for channel in self.spares.values():
-            channel.close()
-        self.spares = {}
-        self._retired = set()
-        self.spare_children = 0
+        self.spares.detach()
         self.active_children = set()
         self.busy_children = set()
-
-    @staticmethod
-    def _set_comm(name: str) -> None:
-        try:
-            with open("/proc/self/comm", "w") as fh:
-                fh.write(name)
-        except OSError:
-            pass
 
     def _prewarm(self) -> None:
         """Run a dummy ``version`` request over a socketpair (no TLS, no file I/O).
@@ -578,33 +480,44 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             ours.close()
             theirs.close()
 
-    def _run_spare(self, channel: socket.socket) -> None:
-        """Spare child: warm up, wait for one connection from the parent, serve it, exit."""
+    def _run_spare(self, channel: socket.socket) -> NoReturn:
+        """Spare child (forked by the pool): warm up, wait for one connection, serve it, exit."""
+        noded_spare.set_comm(noded_spare.SPARE_COMM)
+
+        def connection() -> tuple[socket.socket, Any] | None:
+            self._prewarm()
+            request = noded_spare.receive_connection(channel)
+            if request is None:   # the parent is shutting down or gone
+                return None
+            noded_spare.set_comm(noded_spare.CHILD_COMM)
+            try:
+                return request, request.getpeername()
+            except OSError:   # the client already went away
+                self.shutdown_request(request)
+                return None
+
+        self._child_main(connection)
+
+    def _run_child(self, request: socket.socket, client_address: Any, busy: bool) -> NoReturn:
+        """Request child forked for ``request``: serve it, exit."""
+        self.busy_reply = busy
+        self._child_main(lambda: (request, client_address))
+
+    def _child_main(self, connection: Callable[[], tuple[socket.socket, Any] | None]) -> NoReturn:
+        """In a fresh child: set up, serve the connection ``connection()`` gives (if any), exit.
+
+        Exits 0 when served (or there was nothing to serve), 1 when the
+        request failed (logged); the connection is shut down either way.
+        """
         status = 1
         request: socket.socket | None = None
         client_address: Any = ("?", 0)
         try:
-            self._set_comm(SPARE_COMM)
             self._child_setup()
-            self._prewarm()
-            try:
-                _, fds, _, _ = socket.recv_fds(channel, 16, 1)
-            except OSError:
-                fds = []
-            channel.close()
-            if not fds:   # the parent is shutting down or gone
-                status = 0
-                return
-            for fd in fds[1:]:
-                os.close(fd)
-            request = socket.socket(fileno=fds[0])
-            self._set_comm(CHILD_COMM)
-            try:
-                client_address = request.getpeername()
-            except OSError:
-                status = 0   # the client already went away
-                return
-            self.finish_request(request, client_address)
+            got = connection()
+            if got is not None:
+                request, client_address = got
+                self.finish_request(request, client_address)
             status = 0
         except BaseException:
             logger.exception("Request from %s failed", client_address[0])
@@ -612,22 +525,6 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             try:
                 if request is not None:
                     self.shutdown_request(request)
-            finally:
-                logging.shutdown()
-                os._exit(status)
-
-    def _run_child(self, request: socket.socket, client_address: Any, busy: bool) -> None:
-        status = 1
-        try:
-            self._child_setup()
-            self.busy_reply = busy
-            self.finish_request(request, client_address)
-            status = 0
-        except BaseException:
-            logger.exception("Request from %s failed", client_address[0])
-        finally:
-            try:
-                self.shutdown_request(request)
             finally:
                 logging.shutdown()
                 os._exit(status)
@@ -655,7 +552,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                 pass
         finally:
             ctx, self.request_ctx = self.request_ctx, None
-            for callback in (ctx.after_response if ctx else []):
+            callbacks: list[Callable[[], None]] = ctx.after_response if ctx else []
+            for callback in callbacks:
                 try:
                     callback()
                 except Exception:
