@@ -48,6 +48,7 @@ def test_a_process_with_the_variable_reads_the_shifted_clock() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     shifted, via_datetime, year = int(out[0]), int(out[1]), out[2]
-    assert abs(shifted - (time.time() - 400 * 86400)) < 60
+    real = time.time() - sum(ganeti_fakedate._installed)   # this run may be shifted itself
+    assert abs(shifted - (real - 400 * 86400)) < 60
     assert abs(via_datetime - shifted) < 60
     assert year == time.strftime("%Y", time.localtime(shifted))

@@ -137,6 +137,10 @@ def pick_free_port(addresses: Sequence[str], *, attempts: int = 100,
     raise errors.GanetiError(f"No free TCP port found on {', '.join(addresses)}")
 
 
+#: variables of the caller's environment that every virtual node's environment keeps
+PASSED_ON = ("TZ", "GANETI_TEST_TIME_OFFSET")
+
+
 def node_env(vc: VCluster, node: VNode) -> dict[str, str]:
     """The environment variables that make tools act as ``node``."""
     bindir = os.path.dirname(sys.executable)
@@ -151,6 +155,11 @@ def node_env(vc: VCluster, node: VNode) -> dict[str, str]:
     }
     if vc.masterd_args:
         env["GANETI_MASTERD_ARGS"] = shlex.join(vc.masterd_args)
+    # the nodes share one machine: its time zone, and the calendar tests' shifted
+    # clock (test/fakes/fakedate), hold for all of them
+    for name in PASSED_ON:
+        if name in os.environ:
+            env[name] = os.environ[name]
     return env
 
 

@@ -25,10 +25,24 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 ENV = "GANETI_TEST_TIME_OFFSET"
 HOOK_NAME = "ganeti-test-fakedate.pth"
 _installed: list[float] = []   # the shift in force (site may read the .pth twice: lib, lib64)
+
+
+class _Plain:
+    """A callable that stays unbound as a class attribute, as built-in functions do."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
 
 
 def install(offset: float) -> None:
@@ -82,9 +96,12 @@ def install(offset: float) -> None:
         def today(cls):  # type: ignore[no-untyped-def,override]
             return cls.fromtimestamp(fake_time())
 
-    time.time, time.time_ns = fake_time, fake_time_ns
-    time.localtime, time.gmtime = fake_localtime, fake_gmtime
-    time.ctime, time.asctime, time.strftime = fake_ctime, fake_asctime, fake_strftime
+    # plain functions would become methods where a class keeps them as an attribute
+    # (logging.Formatter.converter = time.localtime): wrap them in _Plain
+    time.time, time.time_ns = _Plain(fake_time), _Plain(fake_time_ns)
+    time.localtime, time.gmtime = _Plain(fake_localtime), _Plain(fake_gmtime)
+    time.ctime, time.asctime = _Plain(fake_ctime), _Plain(fake_asctime)
+    time.strftime = _Plain(fake_strftime)
     _dt.datetime, _dt.date = FakeDatetime, FakeDate  # type: ignore[misc]
 
 
