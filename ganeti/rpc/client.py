@@ -29,12 +29,12 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ganeti import constants, errors, serializer
 from ganeti.rpc import defs
 
-__all__ = ["RpcResult", "RpcRunner", "Resolver", "StaticResolver", "ConfigResolver",
+__all__ = ["RpcResult", "RpcRunner", "Resolver", "StaticResolver", "ConfigResolver", "NodeSource",
            "default_noded_port", "encode_args", "decode_response", "OFFLINE_MSG"]
 
 logger = logging.getLogger(__name__)
@@ -106,6 +106,14 @@ class StaticResolver:
         return [self.table.get(name, (name, name, self.default_port, False)) for name in names]
 
 
+class NodeSource(Protocol):
+    """What :class:`ConfigResolver` reads: the ConfigWriter's node table."""
+
+    def get_all_nodes_info(self) -> Mapping[str, Any]:
+        """``{uuid: Node}`` (``name``, ``primary_ip``, ``offline``)."""
+        ...
+
+
 class ConfigResolver:
     """Resolve node names (or UUIDs) through a ConfigWriter-like object.
 
@@ -114,7 +122,7 @@ class ConfigResolver:
     resolve to themselves (needed while adding a node).
     """
 
-    def __init__(self, cfg: Any, *, port: int | None = None) -> None:
+    def __init__(self, cfg: NodeSource, *, port: int | None = None) -> None:
         self.cfg = cfg
         self.port = port if port is not None else default_noded_port()
 

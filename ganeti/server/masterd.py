@@ -39,6 +39,7 @@ from ganeti.jqueue import storage as jstorage
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
 from ganeti.replication import Replicator
+from ganeti.rpc.client import RpcRunner
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 
 __all__ = ["main", "LuxiDispatcher", "MasterServer", "build_context"]
@@ -290,11 +291,12 @@ class MasterServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             self._clients -= 1
 
 
-def _build_rpc(cfg: Any, paths: Paths, timeout_scale: float = 1.0) -> Any:
+def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
+               timeout_scale: float = 1.0) -> RpcRunner | None:
     """The node RPC runner, or None when node RPC cannot be set up yet."""
     try:
         from ganeti.rpc import defs as rpc_defs
-        from ganeti.rpc.client import ConfigResolver, RpcRunner
+        from ganeti.rpc.client import ConfigResolver
         from ganeti.rpc.transport import HttpsTransport
         timeouts = ({k: v * timeout_scale for k, v in rpc_defs.TIMEOUTS.items()}
                     if timeout_scale != 1.0 else None)
