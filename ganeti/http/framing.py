@@ -44,6 +44,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ganeti import errors
 
@@ -85,26 +86,56 @@ def http_date(timestamp: float) -> str:
             f" {tm.tm_hour:02d}:{tm.tm_min:02d}:{tm.tm_sec:02d} GMT")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHead:
-    """A request line and its headers (names lower-cased)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Head:
+    """What request and status lines share: version and headers (names lower-cased)."""
 
-    method: str
-    target: str
     version: str
     headers: Mapping[str, str]
-    #: body size from ``Content-Length`` (0 when absent)
+    #: body size from ``Content-Length`` (0 when absent or for a response without body)
     content_length: int
-    #: whether the connection stays open after this request
+    #: whether the connection stays open after this message
     keep_alive: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A complete request: its head and its body."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestHead(_Head):
+    """A request line and its headers."""
 
-    head: RequestHead
+    method: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseHead(_Head):
+    """A status line and its headers."""
+
+    status: int
+    reason: str
+
+
+_H = TypeVar("_H", RequestHead, ResponseHead)
+
+
+@dataclass(frozen=True, slots=True)
+class _Message(Generic[_H]):
+    """A complete message: its head and its body."""
+
+    head: _H
     body: bytes
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self.head.headers
+
+    @property
+    def keep_alive(self) -> bool:
+        return self.head.keep_alive
+
+
+@dataclass(frozen=True, slots=True)
+class Request(_Message[RequestHead]):
+    """A complete request."""
 
     @property
     def method(self) -> str:
@@ -114,35 +145,10 @@ class Request:
     def target(self) -> str:
         return self.head.target
 
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self.head.headers
-
-    @property
-    def keep_alive(self) -> bool:
-        return self.head.keep_alive
-
 
 @dataclass(frozen=True, slots=True)
-class ResponseHead:
-    """A status line and its headers (names lower-cased)."""
-
-    version: str
-    status: int
-    reason: str
-    headers: Mapping[str, str]
-    #: body size (0 for a response that has no body)
-    content_length: int
-    #: whether the connection stays open after this response
-    keep_alive: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    """A complete response: its head and its body."""
-
-    head: ResponseHead
-    body: bytes
+class Response(_Message[ResponseHead]):
+    """A complete response."""
 
     @property
     def status(self) -> int:
@@ -151,14 +157,6 @@ class Response:
     @property
     def reason(self) -> str:
         return self.head.reason
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self.head.headers
-
-    @property
-    def keep_alive(self) -> bool:
-        return self.head.keep_alive
 
 
 class _Parser:
@@ -329,8 +327,9 @@ class RequestParser(_Parser):
         method, target, version = parts
         headers = self._parse_headers(lines[1:])
         length = self._content_length(headers)
-        return RequestHead(method, target, version, headers, length or 0,
-                           self._keep_alive(version, headers))
+        return RequestHead(method=method, target=target, version=version, headers=headers,
+                           content_length=length or 0,
+                           keep_alive=self._keep_alive(version, headers))
 
 
 class ResponseParser(_Parser):
@@ -380,8 +379,9 @@ class ResponseParser(_Parser):
             if declared is None:
                 raise self._error("The response has no Content-Length")
             length = declared
-        return ResponseHead(version, status, parts[2] if len(parts) > 2 else "", headers, length,
-                            self._keep_alive(version, headers))
+        return ResponseHead(status=status, reason=parts[2] if len(parts) > 2 else "",
+                            version=version, headers=headers, content_length=length,
+                            keep_alive=self._keep_alive(version, headers))
 
 
 def _head_bytes(start_line: str, headers: HeaderItems, length: int | None,
