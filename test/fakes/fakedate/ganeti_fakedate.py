@@ -25,8 +25,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False   # no typing at run time: the CLI start-up tests look for it
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 ENV = "GANETI_TEST_TIME_OFFSET"
 HOOK_NAME = "ganeti-test-fakedate.pth"
