@@ -8,6 +8,12 @@ It is also a lock-monitor provider: each awaited job shows as a pseudo-lock
 ``job/<id>`` whose pending entries are the waiting jobs, grouped by the
 statuses they want (``[["success", ["job/457"]]]``, rendered
 ``success:job/457``).
+
+Cycles: a job that starts waiting for a job which (through the jobs it
+waits for in turn) waits for it would wait forever.
+:meth:`DependencyManager.add_waiter_or_cycle` refuses that wait and
+returns the cycle instead; the queue then fails every job in it
+(:func:`cycle_message`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 from ganeti import constants
 
 __all__ = ["DEP_CONTINUE", "DEP_WAIT", "DEP_CANCEL", "DEP_WRONGSTATUS", "DEP_ERROR",
-           "evaluate", "DependencyManager"]
+           "evaluate", "find_cycle", "cycle_message", "DependencyManager"]
 
 DEP_CONTINUE = "continue"
 DEP_WAIT = "wait"
@@ -55,6 +61,39 @@ def _fmt(wanted: list[str]) -> str:
     return ",".join(wanted) if wanted else "any except canceled"
 
 
+def find_cycle(waits_for: Callable[[int], "list[int]"], job_id: int,
+               dep_id: int) -> list[int] | None:
+    """The cycle closed by ``job_id`` waiting for ``dep_id``, or None.
+
+    ``waits_for(j)`` gives the jobs ``j`` waits for now.  The answer is the
+    path ``[job_id, dep_id, ..., job_id]`` through waiting jobs (the first
+    one found, depth first); the walk visits each job at most once.
+    """
+    path = [job_id, dep_id]
+    seen = {dep_id}
+    stack = [iter(sorted(waits_for(dep_id)))]
+    while stack:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            path.pop()
+            continue
+        if nxt == job_id:
+            return path + [job_id]
+        if nxt in seen:
+            continue
+        seen.add(nxt)
+        path.append(nxt)
+        stack.append(iter(sorted(waits_for(nxt))))
+    return None
+
+
+def cycle_message(cycle: list[int]) -> str:
+    """Error text of a job in ``cycle`` (``[5, 6, 5]``: 5 waits for 6, 6 for 5)."""
+    chain = " -> ".join(str(j) for j in cycle)
+    return f"Job dependency cycle: jobs {chain} wait for each other"
+
+
 class DependencyManager:
     """Who waits for whom; thread-safe."""
 
@@ -66,6 +105,23 @@ class DependencyManager:
     def add_waiter(self, dep_id: int, job_id: int, wanted: list[str]) -> None:
         with self._lock:
             self._waiters.setdefault(dep_id, {})[job_id] = tuple(wanted)
+
+    def add_waiter_or_cycle(self, dep_id: int, job_id: int,
+                            wanted: list[str]) -> list[int] | None:
+        """Let ``job_id`` wait for ``dep_id``, unless that closes a cycle.
+
+        Returns None when the wait was registered, else the cycle (see
+        :func:`find_cycle`; nothing is registered then).
+        """
+        with self._lock:
+            waits: dict[int, list[int]] = {}
+            for dep, waiters in self._waiters.items():
+                for waiter in waiters:
+                    waits.setdefault(waiter, []).append(dep)
+            cycle = find_cycle(lambda j: waits.get(j, []), job_id, dep_id)
+            if cycle is None:
+                self._waiters.setdefault(dep_id, {})[job_id] = tuple(wanted)
+            return cycle
 
     def remove_job(self, job_id: int) -> None:
         """Forget every wait of ``job_id`` (e.g. when it is canceled)."""

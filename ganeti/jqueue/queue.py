@@ -86,6 +86,7 @@ class JobQueue:
         self._running: dict[int, OpCallbacks] = {}   # job id -> its running opcode
         self._pickup_lock = threading.Lock()         # one PickupJob at a time
         self.deps = jdeps.DependencyManager()
+        self._cycle_failed: dict[int, str] = {}      # job id -> why it must fail (a cycle)
         self._threads: list[threading.Thread] = []
         self._stopping = False
 
@@ -414,14 +415,22 @@ class JobQueue:
                 if qop.status == constants.OP_STATUS_CANCELING:
                     # canceled since _run_job looked: never hide that behind "waiting"
                     return lambda j: self._cancel_from(j, idx)
+                cycle_msg = self._cycle_failed.pop(job.id, None)
+                if cycle_msg is not None:
+                    return functools.partial(self._fail_from, idx=idx,
+                                             exc=errors.OpExecError(cycle_msg))
                 status = self._table.status_of(dep_id)
                 result, msg = jdeps.evaluate(job.id, dep_id, wanted, status)
                 if result == jdeps.DEP_WAIT:
                     # registered under the lock: a finishing dependency cannot slip by
-                    self.deps.add_waiter(dep_id, job.id, wanted)
-                    changed = qop.status != constants.OP_STATUS_WAITING
-                    if changed:
-                        set_op_status(qop, constants.OP_STATUS_WAITING)
+                    cycle = self.deps.add_waiter_or_cycle(dep_id, job.id, wanted)
+                    if cycle is not None:
+                        result, msg = jdeps.DEP_ERROR, jdeps.cycle_message(cycle)
+                        self._fail_cycle(cycle[1:-1], msg)
+                    else:
+                        changed = qop.status != constants.OP_STATUS_WAITING
+                        if changed:
+                            set_op_status(qop, constants.OP_STATUS_WAITING)
             if result == jdeps.DEP_WAIT:
                 logger.debug("Job %s: %s", job.id, msg)
                 if changed:
@@ -433,6 +442,16 @@ class JobQueue:
                 return functools.partial(self._cancel_from, idx=idx, msg=msg)
             return functools.partial(self._fail_from, idx=idx, exc=errors.OpExecError(msg))
         return True
+
+    def _fail_cycle(self, others: list[int], msg: str) -> None:
+        """(lock held) Wake the other jobs of a dependency cycle to fail with ``msg``."""
+        logger.warning("%s: failing them", msg)
+        for other in others:
+            self._cycle_failed[other] = msg
+            self.deps.remove_job(other)
+            wjob = self._table.live(other)
+            if wjob is not None:
+                self._push(wjob)
 
     def _cancel_from(self, job: QueuedJob, idx: int, msg: str = MSG_CANCELED) -> None:
         job.finalize_ops(idx, constants.OP_STATUS_CANCELED, msg, self._clock())
@@ -556,6 +575,7 @@ class JobQueue:
         """(lock held) the job is final and durable."""
         self._table.add_finished(job, self._clock())
         self._queued.discard(job.id)
+        self._cycle_failed.pop(job.id, None)
         self.deps.remove_job(job.id)
         for waiter in self.deps.job_finished(job.id):
             wjob = self._table.live(waiter)

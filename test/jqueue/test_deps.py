@@ -46,3 +46,20 @@ def test_manager_wakes_and_reports() -> None:
     assert mgr.job_finished(4) == []
     mgr.remove_job(7)
     assert mgr.get_lock_info() == []
+
+
+def test_find_cycle_follows_waits_back_to_the_new_waiter() -> None:
+    waits = {6: [7], 7: [5], 8: [6]}
+    assert deps.find_cycle(lambda j: waits.get(j, []), 5, 6) == [5, 6, 7, 5]
+    assert deps.find_cycle(lambda j: waits.get(j, []), 9, 6) is None
+    assert deps.find_cycle(lambda j: {1: [2], 2: [1]}.get(j, []), 3, 1) is None  # cycle not through 3
+
+
+def test_cycle_is_refused_and_not_registered() -> None:
+    mgr = deps.DependencyManager()
+    assert mgr.add_waiter_or_cycle(6, 5, ["success"]) is None
+    assert mgr.add_waiter_or_cycle(7, 6, []) is None
+    cycle = mgr.add_waiter_or_cycle(5, 7, [])
+    assert cycle == [7, 5, 6, 7]
+    assert not mgr.is_waiting(7)
+    assert "jobs 7 -> 5 -> 6 -> 7" in deps.cycle_message(cycle)

@@ -374,3 +374,19 @@ def test_cancel_just_before_the_dependency_check_is_not_lost(env: Env, monkeypat
     env.gate.set()
     assert env.wait_final(first) == "success"
     assert [op.comment for op in env.order] == ["gate"]
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_dependency_cycle_fails_every_job_in_it(env: Env, size: int) -> None:
+    # Absolute ids: job n waits for n+1, ..., the last for n (issue 19, item 10).
+    env.queue.start()
+    probe = env.queue.submit_job([delay(0)])
+    first = probe + 1
+    ids = [first + i for i in range(size)]
+    jobs = [[delay(0, depends=[[ids[(i + 1) % size], []]])] for i in range(size)]
+    assert env.queue.submit_many_jobs(jobs) == [[True, j] for j in ids]
+    for job_id in ids:
+        assert env.wait_final(job_id) == "error"
+        msg = env.queue.query_jobs([job_id], ["opresult"])[0][0][0][1][0]
+        assert "dependency cycle" in msg and all(str(j) in msg for j in ids)
+    assert env.queue.get_lock_info() == []
