@@ -80,7 +80,10 @@ ELOG_DELAY_TEST = "delay-test"
 
 # Job queue
 JOB_QUEUE_VERSION = 1
+# Unarchived jobs (finished or not): past the soft limit a submission first
+# archives the oldest finished ones; past the hard limit it is refused.
 JOB_QUEUE_SIZE_HARD_LIMIT = 5000
+JOB_QUEUE_SIZE_SOFT_LIMIT = 4000
 JOB_QUEUE_ARCHIVE_DIRS = 10000
 LUXI_DEF_CTMO = 30
 LUXI_DEF_RWTO = 180

@@ -63,14 +63,19 @@ class JobQueue:
     """Jobs, their scheduling by priority and dependencies, and the workers.
 
     ``processor_factory()`` gives an object with ``execute_opcode(op,
-    callbacks)``; ``clock`` is wall time (job timestamps).
+    callbacks)``; ``clock`` is wall time (job timestamps).  ``size_limits``
+    is ``(soft, hard)``, in unarchived jobs (default: the ``JOB_QUEUE_SIZE_*``
+    constants; see :meth:`submit_job`).
     """
 
     def __init__(self, storage: JobStorage, processor_factory: ProcessorFactory, *,
                  workers: int = constants.DEFAULT_JOB_WORKERS,
                  clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 size_limits: tuple[int, int] | None = None) -> None:
         self.storage = storage
+        self._soft_limit, self._hard_limit = size_limits or (
+            constants.JOB_QUEUE_SIZE_SOFT_LIMIT, constants.JOB_QUEUE_SIZE_HARD_LIMIT)
         self._factory = processor_factory
         self._nworkers = workers
         self._clock = clock
@@ -154,6 +159,11 @@ class JobQueue:
         Raises :class:`errors.JobQueueDrainError` when drained,
         :class:`errors.OpCodeError`/:class:`errors.ParameterError` for invalid
         opcodes (no job is created), :class:`errors.JobQueueFull` when full.
+
+        Size (doc/protocols/jobs.md, "Queue size"): a submission that would
+        take the unarchived jobs past the soft limit first archives the
+        oldest finished ones; one that would still take them past the hard
+        limit (too many unfinished jobs) is refused.
         """
         self._check_accepting(ignore_drain, 1)
         job_ops = self._validate_ops(ops, relative_ok=False)
@@ -232,9 +242,23 @@ class JobQueue:
         with self._lock:
             if self._stopping:
                 raise errors.JobQueueError("Master daemon is shutting down, refusing job")
-            live = self._table.live_count()
-            if live + count > constants.JOB_QUEUE_SIZE_HARD_LIMIT:
-                raise errors.JobQueueFull(f"Job queue is full ({live} unfinished jobs), refusing job")
+            self._make_room(count)
+            size = self._table.size()
+            if size + count > self._hard_limit:
+                raise errors.JobQueueFull(
+                    f"Job queue is full ({size} jobs, {self._table.live_count()} unfinished;"
+                    f" limit {self._hard_limit}), refusing job")
+
+    def _make_room(self, count: int) -> None:
+        """(lock held) Archive the oldest finished jobs so that ``count``
+        more stay within the soft limit."""
+        excess = self._table.size() + count - self._soft_limit
+        if excess <= 0:
+            return
+        moved = self._archive_locked(self._table.finished_ids()[:excess])
+        if moved:
+            logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
+                        " finished ones", self._soft_limit, moved)
 
     @staticmethod
     def _validate_ops(ops: Any, relative_ok: bool) -> list[opcodes.OpCode]:

@@ -76,8 +76,12 @@ class JobTable:
         return list(self._live.values())
 
     def live_count(self) -> int:
-        """How many jobs are live (the queue's size limit counts these)."""
+        """How many jobs are live."""
         return len(self._live)
+
+    def size(self) -> int:
+        """How many jobs are unarchived, live and finished (the queue's size limits count these)."""
+        return len(self._live) + len(self._stubs)
 
     def stub(self, job_id: int) -> JobStub | None:
         """The stub of finished, unarchived job ``job_id``, or None."""

@@ -390,3 +390,36 @@ def test_dependency_cycle_fails_every_job_in_it(env: Env, size: int) -> None:
         msg = env.queue.query_jobs([job_id], ["opresult"])[0][0][0][1][0]
         assert "dependency cycle" in msg and all(str(j) in msg for j in ids)
     assert env.queue.get_lock_info() == []
+
+
+def test_queue_size_bounds_unarchived_jobs(tmp_path, monkeypatch) -> None:
+    # The queue limit counted only unfinished jobs: finished ones piled up
+    # without bound (issue 19).  Past the soft limit the oldest finished jobs
+    # are archived; past the hard limit a submission is refused.
+    monkeypatch.setattr(constants, "JOB_QUEUE_SIZE_SOFT_LIMIT", 4, raising=False)
+    monkeypatch.setattr(constants, "JOB_QUEUE_SIZE_HARD_LIMIT", 6)
+    env = Env(tmp_path)
+    try:
+        env.queue.start()
+        done = []
+        for _ in range(10):
+            done.append(env.queue.submit_job([delay(0)]))
+            assert env.wait_final(done[-1]) == "success"
+        assert env.queue.job_ids() == done[-4:]
+        assert env.queue.storage.list_job_ids() == done[-4:]
+        archived = env.queue.query_jobs([done[0]], ["status", "archived"])
+        assert archived == [["success", True]]
+        env.gate = threading.Event()
+        blocked = [env.queue.submit_job([delay(0, comment="gate")]) for _ in range(6)]
+        assert env.queue.job_ids() == blocked      # every finished job made room
+        with pytest.raises(errors.JobQueueFull, match="6 unfinished"):
+            env.queue.submit_job([delay(0)])
+        env.gate.set()
+        for job_id in blocked:
+            assert env.wait_final(job_id) == "success"
+        assert env.queue.submit_job([delay(0)]) > blocked[-1]
+        assert len(env.queue.job_ids()) == 4
+    finally:
+        if env.gate is not None:
+            env.gate.set()
+        env.queue.shutdown(5)
