@@ -5,8 +5,9 @@ Every JSON document the project reads or writes goes through this module:
 payload, opcode files and the virtual cluster's state file.
 
 * :func:`dumps` / :func:`dumps_bytes` / :func:`loads`: JSON text <-> data.
-  On the way out, dataclasses become objects of their public fields and
-  tuples and sets become lists; :func:`loads` gives plain data.
+  On the way out, dataclasses become objects of their public fields,
+  tuples and sets become lists and :class:`~ganeti.private.Private` values
+  the text ``"<redacted>"``; :func:`loads` gives plain data.
 * :func:`to_data` / :func:`from_data`: dataclass instances <-> plain data,
   driven by the dataclasses' type annotations (no ``to_dict`` methods).
 * :class:`FragmentCache`: ``config.data`` re-encoded reusing the JSON of
@@ -39,6 +40,7 @@ from _json import make_encoder as _c_make_encoder
 from _json import make_scanner as _c_make_scanner
 
 from ganeti import errors
+from ganeti.private import REDACTED, Private
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ def _dc_fields(cls: type) -> tuple[str, ...] | None:
 
 def _default(obj: Any) -> Any:
     """What the encoder calls for a value that is not plain JSON data."""
+    if isinstance(obj, Private):
+        return REDACTED
     names = _dc_fields(type(obj))
     if names is not None:
         return {n: getattr(obj, n) for n in names}

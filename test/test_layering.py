@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "ganeti.constants": 1,
     "ganeti.pathutils": 1,
     "ganeti.serializer": 1,
+    "ganeti.private": 1,
     "ganeti.utils": 1,
     "ganeti.aliases": 1,
     # 2. data

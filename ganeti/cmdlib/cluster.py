@@ -425,12 +425,12 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
             raise errors.OpPrereqError("Only one of new_cluster_domain_secret and"
                                        " cluster_domain_secret can be given",
                                        errors.ECODE_INVAL)
-        if op.rapi_cert_pem is not None and (
-                "PRIVATE KEY-----" not in op.rapi_cert_pem
-                or "-----BEGIN CERTIFICATE-----" not in op.rapi_cert_pem):
+        pem = str(op.rapi_cert_pem.get()) if op.rapi_cert_pem is not None else None
+        if pem is not None and (
+                "PRIVATE KEY-----" not in pem or "-----BEGIN CERTIFICATE-----" not in pem):
             raise errors.OpPrereqError("The RAPI certificate must hold a private key and a"
                                        " certificate (PEM)", errors.ECODE_INVAL)
-        if op.cluster_domain_secret is not None and not op.cluster_domain_secret.strip():
+        if op.cluster_domain_secret is not None and not str(op.cluster_domain_secret.get()).strip():
             raise errors.OpPrereqError("The cluster domain secret must not be empty",
                                        errors.ECODE_INVAL)
         if not (op.new_cluster_certificate or op.new_rapi_cert or op.rapi_cert_pem is not None
@@ -480,7 +480,7 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
         tmp = paths.rapi_pem + ".new"
         try:
             if self.op.rapi_cert_pem is not None:
-                uio.write_file_atomic(tmp, self.op.rapi_cert_pem, mode=0o600)
+                uio.write_file_atomic(tmp, str(self.op.rapi_cert_pem.get()), mode=0o600)
                 try:
                     key_pem, cert_pem = crypto.load_pem_pair(tmp)
                     fingerprint = crypto.cert_fingerprint(cert_pem)
@@ -501,7 +501,7 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
     def _renew_domain_secret(self) -> None:
         paths = self.context.paths
         if self.op.cluster_domain_secret is not None:
-            secret = self.op.cluster_domain_secret.strip()
+            secret = str(self.op.cluster_domain_secret.get()).strip()
         else:
             secret = secrets.token_hex(32)
         uio.write_file_atomic(paths.cluster_domain_secret, secret + "\n", mode=0o400)

@@ -26,6 +26,7 @@ from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Disk, Instance
 from ganeti.opcodes.instance import OpInstanceCreate
+from ganeti.private import reveal
 from ganeti.rpc.client import default_noded_port
 from ganeti.utils import net as netutils
 from ganeti.utils import validation
@@ -270,7 +271,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         inst = Instance(name=op.instance_name, primary_node=pnode.uuid, os=op.os_type or "",
                         hypervisor=hv, disk_template=op.disk_template, nics=self.nics,
                         hvparams=self.hvparams, beparams=self.beparams, osparams=self.osparams,
-                        osparams_private=dict(op.osparams_private), tags=list(op.tags),
+                        osparams_private=reveal(op.osparams_private), tags=list(op.tags),
                         admin_state=constants.ADMINST_DOWN)
         self.new_disks: list[Disk] = []
         storage_dir = None
@@ -294,7 +295,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if op.os_type and self.rpc is not None:
             full = parameters.fill_osparams(cluster, op.os_type, self.osparams)
             res = self.rpc.call_os_validate([pnode.name], True, op.os_type, ["parameters"],
-                                            {**full, **op.osparams_private}).get(pnode.name)
+                                            {**full, **reveal(op.osparams_private)}).get(pnode.name)
             if res is None or res.failed:
                 msg = res.fail_msg if res is not None else "no answer"
                 raise errors.OpPrereqError(f"OS '{op.os_type}' not usable on node {pnode.name}:"

@@ -18,6 +18,7 @@ from ganeti.cmdlib.instance_create import check_instance_name, check_ip_free
 from ganeti.opcodes.instance import (OpInstanceConsole, OpInstanceReboot, OpInstanceReinstall,
                                      OpInstanceRemove, OpInstanceRename, OpInstanceShutdown,
                                      OpInstanceStartup)
+from ganeti.private import reveal
 from ganeti.utils import validation
 
 #: Marker of instance_start's refusal of a running instance (the node
@@ -234,6 +235,8 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
         try:
             self.new_osparams = parameters.check_params("os", self.op.osparams) \
                 if self.op.osparams is not None else dict(inst.osparams)
+            self.new_osparams_private = parameters.update_params(
+                inst.osparams_private, reveal(self.op.osparams_private))
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
         cluster = self.cfg.get_cluster_info()
@@ -242,9 +245,11 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
-        if self.new_os != inst.os or self.new_osparams != inst.osparams:
+        if (self.new_os != inst.os or self.new_osparams != inst.osparams
+                or self.new_osparams_private != inst.osparams_private):
             inst.os = self.new_os
             inst.osparams = self.new_osparams
+            inst.osparams_private = self.new_osparams_private
             self.cfg.update(inst)
         feedback_fn(f"Running the instance OS create scripts on {self.pnode.name}")
         rpc_one(self, "instance_os_add", self.pnode.name, self.rpc_instance(), True,

@@ -18,6 +18,7 @@ from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dict
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
 from ganeti.cmdlib.instance_operation import check_os
 from ganeti.objects import NIC, Disk
+from ganeti.private import reveal
 from ganeti.opcodes.instance import (DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS,
                                      OpInstanceActivateDisks, OpInstanceDeactivateDisks,
                                      OpInstanceGrowDisk, OpInstanceSetParams)
@@ -89,6 +90,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             self.os_new = parameters.update_params(
                 inst.osparams, parameters.check_params("os", op.osparams, allow_default=True)) \
                 if op.osparams is not None else None
+            self.os_private_new = parameters.update_params(
+                inst.osparams_private, reveal(op.osparams_private)) \
+                if op.osparams_private is not None else None
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
         be = parameters.fill_beparams(cfg.get_cluster_info(), self.be_new)
@@ -201,6 +205,11 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         if self.os_new is not None:
             inst.osparams = self.os_new
             changes.extend([f"os/{k}", v] for k, v in sorted((op.osparams or {}).items()))
+        if self.os_private_new is not None:
+            inst.osparams_private = self.os_private_new
+            # the values stay Private: the result shows them redacted
+            changes.extend([f"os_private/{k}", v]
+                           for k, v in sorted((op.osparams_private or {}).items()))
         if op.os_name:
             inst.os = op.os_name
             changes.append(["os_name", op.os_name])

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ganeti import constants, errors
+from ganeti.private import Private, check_not_redacted
 
 __all__ = ["OpCode", "param", "check_value", "op_id_from_class_name",
            "validate_depends", "validate_reason"]
@@ -69,10 +70,14 @@ def check_value(tp: Any, value: Any, where: str) -> Any:
     """Check ``value`` against the annotation ``tp``; returns it (ints become
     floats where a float is expected).
 
-    Raises :class:`errors.ParameterError` naming ``where``.
+    A :class:`~ganeti.private.Private` annotation wraps the value (see
+    :mod:`ganeti.private`).  Raises :class:`errors.ParameterError` naming
+    ``where``.
     """
     if tp is Any:
         return value
+    if tp is Private:
+        return check_not_redacted(value, where)
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):

@@ -7,6 +7,7 @@ from typing import Any
 
 from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
+from ganeti.private import Private
 
 __all__ = ["OpClusterQuery", "OpClusterPostInit", "OpClusterDestroy", "OpClusterSetParams",
            "OpClusterRedistConf", "OpClusterVerify", "OpClusterVerifyConfig",
@@ -128,14 +129,15 @@ class OpClusterRenewCrypto(OpCode):
     one (key and certificate, PEM); ``new_cluster_domain_secret`` /
     ``cluster_domain_secret`` do the same for the cluster domain secret.
     The result is the new cluster certificate's fingerprint, or None when it
-    was not renewed.
+    was not renewed.  ``rapi_cert_pem`` (it holds a private key) and
+    ``cluster_domain_secret`` are private (:mod:`ganeti.private`).
     """
 
     new_cluster_certificate: bool = True
     new_rapi_cert: bool = False
-    rapi_cert_pem: str | None = None
+    rapi_cert_pem: Private | None = None
     new_cluster_domain_secret: bool = False
-    cluster_domain_secret: str | None = None
+    cluster_domain_secret: Private | None = None
     node_certificates: bool = False
     renew_ssh_keys: bool = False
     ssh_key_type: str | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
+from ganeti.private import Private
 
 __all__ = [
     "OpInstanceBase",
@@ -49,7 +50,7 @@ class OpInstanceCreate(OpInstanceBase):
     mode: str = param(constants.INSTANCE_CREATE, choices=_CREATE_MODES)
     os_type: str | None = None
     osparams: dict[str, Any] = param({})
-    osparams_private: dict[str, Any] = param({})
+    osparams_private: dict[str, Private] = param({})
     force_variant: bool = False
     disk_template: str = param(choices=sorted(constants.DISK_TEMPLATES))
     disks: list[dict[str, Any]] = param([])
@@ -122,7 +123,7 @@ class OpInstanceReinstall(OpInstanceBase):
     os_type: str | None = None
     force_variant: bool = False
     osparams: dict[str, Any] | None = None
-    osparams_private: dict[str, Any] | None = None
+    osparams_private: dict[str, Private] | None = None
 
 
 @dataclass(kw_only=True)
@@ -143,7 +144,7 @@ class OpInstanceSetParams(OpInstanceBase):
     beparams: dict[str, Any] = param({})
     hvparams: dict[str, Any] = param({})
     osparams: dict[str, Any] | None = None
-    osparams_private: dict[str, Any] | None = None
+    osparams_private: dict[str, Private] | None = None
     os_name: str | None = None
     force_variant: bool = False
     offline: bool | None = None

@@ -734,3 +734,24 @@ def test_parameter_columns_have_typed_kinds() -> None:
     assert kinds["be/vcpus"] == constants.QFT_NUMBER
     assert kinds["be/auto_balance"] == constants.QFT_BOOL
     assert kinds["hv/migration_mode"] == constants.QFT_OTHER
+
+
+def test_private_osparams_kept_in_config_and_given_to_the_os(env: Any) -> None:
+    # add, modify, reinstall: the config and the OS install RPC get the value;
+    # the modify result (through jsonable, as the queue stores it) does not.
+    from ganeti.jqueue.job import jsonable
+    installed: list[dict] = []
+
+    def os_add(node: str, inst: dict, reinstall: bool, debug: int) -> str:
+        installed.append(dict(inst["osparams_private"]))
+        return "/log"
+    env.rpc.do_instance_os_add = os_add
+    _create(env, start=False, osparams_private={"secret": "c1"})
+    assert env.cfg.get_instance_info_by_name("inst1").osparams_private == {"secret": "c1"}
+    res = env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                  osparams_private={"secret": "c2"})
+    assert env.cfg.get_instance_info_by_name("inst1").osparams_private == {"secret": "c2"}
+    assert "c2" not in repr(jsonable(res)) and ["os_private/secret", "<redacted>"] in jsonable(res)
+    env.run("OP_INSTANCE_REINSTALL", instance_name="inst1", osparams_private={"secret": "c3"})
+    assert env.cfg.get_instance_info_by_name("inst1").osparams_private == {"secret": "c3"}
+    assert installed == [{"secret": "c1"}, {"secret": "c3"}]
