@@ -17,8 +17,14 @@ payload, opcode files and the virtual cluster's state file.
 
 The format is strict JSON (RFC 8259) written compactly: no spaces, ASCII
 only (other characters as ``\\uXXXX`` escapes), keys in insertion order.
-``NaN`` and the infinities are refused in both directions, as is anything
-else that cannot be encoded or decoded: :class:`errors.SerializationError`.
+``NaN`` and the infinities are refused in both directions (also numbers
+too large for a float, such as ``1e400``, which would decode as infinity),
+as is anything else that cannot be encoded or decoded:
+:class:`errors.SerializationError`.  Input from other parties (LUXI
+requests, node RPC requests) is decoded with ``valid_unicode=True``, which
+also refuses strings holding lone surrogates (``"\\ud800"``: text no UTF-8
+encoder can write); stored files are read without it, so that data
+accepted before stays readable.
 
 Speed trick, fenced here (figures: ``doc/dependencies.md``, measured by
 ``tools/bench/bench_json.py``): the codec drives ``_json``, the C
@@ -128,13 +134,20 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:   # inf - inf is nan; the scanner never gives nan itself
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
 class _ScanContext:
     """The decoder settings ``_json.make_scanner`` reads (strict JSON, plain types)."""
 
     strict = True
     object_hook = None
     object_pairs_hook = None
-    parse_float = float
+    parse_float = staticmethod(_finite_float)
     parse_int = int
     parse_constant = staticmethod(_refuse_constant)
 
@@ -150,17 +163,50 @@ def _skip_whitespace(text: str, idx: int) -> int:
     return idx
 
 
-def loads(text: str | bytes) -> Any:
+def _find_lone_surrogate(data: Any) -> str | None:
+    """The first string (key or value) in ``data`` holding a lone surrogate, or None."""
+    todo = [data]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            todo.extend(item)
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+        elif isinstance(item, str) and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+    return None
+
+
+def loads(text: str | bytes, *, valid_unicode: bool = False) -> Any:
     """Decode one JSON document (UTF-8 when given bytes).
 
     Raises :class:`errors.SerializationError` on bad input, including
-    ``NaN``, ``Infinity`` and data after the document.
+    ``NaN``, ``Infinity``, numbers out of the float range and data after
+    the document; with ``valid_unicode`` also strings holding lone
+    surrogates (for input from other parties, see the module docstring).
     """
+    check = False
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise errors.SerializationError(f"Invalid UTF-8 in JSON: {exc}") from exc
+        # valid UTF-8 holds no surrogates: only \uXXXX escapes can make them
+        check = valid_unicode and "\\u" in text
+    elif valid_unicode:
+        check = "\\u" in text or not text.isascii()
+    if check:
+        data = loads(text)
+        bad = _find_lone_surrogate(data)
+        if bad is not None:
+            shown = bad[:60].encode("ascii", "backslashreplace").decode("ascii")
+            raise errors.SerializationError(
+                f"Invalid JSON: string '{shown}' holds a lone surrogate (not valid Unicode)")
+        return data
     try:
         idx = _skip_whitespace(text, 0)
         try:

@@ -262,3 +262,31 @@ def test_bad_json_is_a_serialization_error_before_json_is_imported() -> None:
 def _repo_root() -> str:
     import os
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("text", ["1e400", "[-1e400]", '{"duration": 1E999}'],
+                         ids=["inf", "-inf", "in-object"])
+def test_numbers_beyond_the_float_range_are_refused(text: str) -> None:
+    # Python's float() would read them as infinities, which no writer can store
+    with pytest.raises(errors.SerializationError, match="out of range"):
+        serializer.loads(text)
+
+
+def test_large_finite_numbers_still_decode() -> None:
+    assert serializer.loads("[1e308, -1.5e-320, 18446744073709551616]") == [
+        1e308, -1.5e-320, 2 ** 64]
+
+
+@pytest.mark.parametrize("text", [b'{"comment": "x\\ud800"}', b'["ok", "\\udfff"]',
+                                  b'{"\\udc00": 1}', '"\ud800"'],
+                         ids=["value", "list-item", "key", "raw-str"])
+def test_valid_unicode_refuses_lone_surrogates(text: str | bytes) -> None:
+    with pytest.raises(errors.SerializationError, match="lone surrogate"):
+        serializer.loads(text, valid_unicode=True)
+    assert serializer.loads(text) is not None     # stored data stays readable
+
+
+def test_valid_unicode_keeps_surrogate_pairs_and_other_text() -> None:
+    text = '{"a": "\\ud83d\\ude00", "b": "caf\u00e9", "c": ["\\u00e9"]}'
+    assert serializer.loads(text, valid_unicode=True) == {"a": "\U0001f600", "b": "caf\u00e9",
+                                                          "c": ["\u00e9"]}

@@ -23,16 +23,26 @@ __all__ = [
 ]
 
 
+def _write_line(stream: Any, text: str) -> None:
+    """Write ``text`` and a newline; characters the stream cannot encode
+    (a lone surrogate in stored data) are written as backslash escapes."""
+    line = text + "\n"
+    try:
+        stream.write(line)
+    except UnicodeEncodeError:   # raised before anything is written
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(line.encode(encoding, "backslashreplace").decode(encoding))
+    stream.flush()
+
+
 def to_stdout(text: str = "") -> None:
     """Print one line on stdout (flushed: progress must show at once)."""
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    _write_line(sys.stdout, text)
 
 
 def to_stderr(text: str = "") -> None:
     """Print one line on stderr."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    _write_line(sys.stderr, text)
 
 
 def confirm(text: str, *, forced: bool = False, flag: str = "--force") -> bool:

@@ -194,7 +194,7 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
         args: Any = None
         try:
             if request.body:
-                args = serializer.loads(request.body)
+                args = serializer.loads(request.body, valid_unicode=True)
         except errors.SerializationError as exc:
             return 400, [False, f"{procedure}: malformed request body: {exc}"], {}
         problem = defs.check_args(call, args)
