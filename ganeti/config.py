@@ -60,7 +60,7 @@ import random
 import threading
 import time
 import uuid as uuidlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ganeti import configcheck, constants, errors, serializer
 from ganeti.objects import (
@@ -362,6 +362,16 @@ class ConfigWriter:
                     self._reserved_macs.add(mac)
                     return mac
             raise errors.ConfigurationError(f"No free MAC address with prefix {prefix}")
+
+    def release_macs(self, macs: Iterable[str]) -> None:
+        """Drop the reservations :meth:`generate_mac` made for ``macs``.
+
+        For the logical unit that asked, once it ended: a MAC its instance
+        now uses is taken by the config itself; one of a failed job is free
+        again (without this the reservations would only grow).
+        """
+        with self._lock:
+            self._reserved_macs.difference_update(mac.lower() for mac in macs)
 
     # ------------------------------------------------------------------
     # whole-config access

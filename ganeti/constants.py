@@ -205,6 +205,10 @@ VALID_TAG_TYPES = frozenset([TAG_CLUSTER, TAG_NODEGROUP, TAG_NODE, TAG_INSTANCE,
 MAX_TAG_LEN = 128
 MAX_TAGS_PER_OBJ = 4096
 
+# Instance limits (as Ganeti): NICs and disks one instance may have
+MAX_NICS = 8
+MAX_DISKS = 16
+
 # Hooks
 HOOKS_VERSION = 2
 HOOKS_PHASE_PRE = "pre"

@@ -173,7 +173,10 @@ class Processor:
             lu = lu_class(self, op, self.context)
             lu.ExpandNames()
             self._cbs.notify_start()
-            return self._exec_lu(lu)
+            try:
+                return self._exec_lu(lu)
+            finally:
+                lu.release_reservations()
         priority = self._cbs.current_priority()
         # A first pass that takes the locks only if they are free at once
         # (fair: it never overtakes a queued waiter); only when that fails
@@ -205,6 +208,7 @@ class Processor:
                     self._cbs.notify_start()
                     return self._exec_lu(lu)
                 finally:
+                    lu.release_reservations()
                     self._forget_live_data(lu)
                     self._release_all(glm)
             first_pass = False

@@ -53,6 +53,15 @@ __all__ = [
 
 VALUE_DEFAULT = "default"
 
+#: Type-level range of integer parameters (a signed 64-bit word).
+INT_MIN = -(2 ** 63)
+INT_MAX = 2 ** 63 - 1
+#: Most memory of an instance, MiB (1 PiB; Ganeti sets no bound, the
+#: hypervisors do, far below).
+MAX_MEMORY = 2 ** 30
+#: Most virtual CPUs of an instance.
+MAX_VCPUS = 4096
+
 P_STR = "string"
 P_INT = "int"
 P_BOOL = "bool"
@@ -87,6 +96,10 @@ class ParamDef:
             raise errors.ParameterError(
                 f"Invalid value {value!r} for {what}: must be one of {', '.join(self.choices)}",
                 errors.ECODE_INVAL)
+        if (isinstance(result, int) and not isinstance(result, bool)
+                and not INT_MIN <= result <= INT_MAX):
+            raise errors.ParameterError(
+                f"Invalid value {value!r} for {what}: out of range", errors.ECODE_INVAL)
         if self.minimum is not None and result < self.minimum:
             raise errors.ParameterError(
                 f"Invalid value {value!r} for {what}: must be at least {self.minimum:g}",
@@ -229,9 +242,9 @@ HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
 }
 
 BE_PARAMETERS: dict[str, ParamDef] = _table(
-    ParamDef("vcpus", P_INT, 1, "number of virtual CPUs", minimum=1),
-    ParamDef("maxmem", P_SIZE, 128, "maximum memory (MiB)", minimum=1),
-    ParamDef("minmem", P_SIZE, 128, "minimum memory (MiB)", minimum=1),
+    ParamDef("vcpus", P_INT, 1, "number of virtual CPUs", minimum=1, maximum=MAX_VCPUS),
+    ParamDef("maxmem", P_SIZE, 128, "maximum memory (MiB)", minimum=1, maximum=MAX_MEMORY),
+    ParamDef("minmem", P_SIZE, 128, "minimum memory (MiB)", minimum=1, maximum=MAX_MEMORY),
     ParamDef("auto_balance", P_BOOL, True, "keep N+1 redundancy for this instance"),
     ParamDef("always_failover", P_BOOL, False, "failover instead of migrating"),
     ParamDef("spindle_use", P_INT, 1, "spindles used by the instance", minimum=0),

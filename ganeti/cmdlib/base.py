@@ -134,6 +134,14 @@ class LogicalUnit(Generic[OpT]):
         """Do the work; return a JSON-able result."""
         raise NotImplementedError
 
+    def release_reservations(self) -> None:
+        """Drop what the LU reserved in the config for itself (generated MACs).
+
+        The processor calls this once the LU ended, whatever the outcome
+        (success, dry run, failure in any phase).  Override it in LUs that
+        reserve something; the default does nothing.
+        """
+
     # helpers -----------------------------------------------------------------
     def owned_locks(self, level: int) -> set[str]:
         """Names the running job holds at ``level`` (empty without a lock manager)."""

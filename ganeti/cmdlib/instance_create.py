@@ -25,10 +25,12 @@ from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand
                                     remove_instance_lock, rpc_one, storage_dir_for)
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Disk, Instance
+from ganeti.opcodes import instance as opcodes_instance
 from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.private import reveal
 from ganeti.rpc.client import default_noded_port
 from ganeti.utils import net as netutils
+from ganeti.utils import units
 from ganeti.utils import validation
 
 __all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "build_nics",
@@ -99,13 +101,15 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
         size = spec.get("size")
         if isinstance(size, str):
             try:
-                size = parameters.check_params("be", {"maxmem": size})["maxmem"]
-            except errors.ParameterError:
+                size = units.parse_unit(size)
+            except errors.UnitParseError:
                 raise errors.OpPrereqError(f"Disk {idx}: invalid size {spec.get('size')!r}",
                                            errors.ECODE_INVAL) from None
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        if (not isinstance(size, int) or isinstance(size, bool)
+                or not 0 < size <= opcodes_instance.MAX_DISK_SIZE):
             raise errors.OpPrereqError(f"Disk {idx}: invalid size {spec.get('size')!r}"
-                                       " (must be a positive number of MiB)", errors.ECODE_INVAL)
+                                       " (must be a positive number of MiB, at most"
+                                       f" {opcodes_instance.MAX_DISK_SIZE})", errors.ECODE_INVAL)
         mode = spec.get("mode") or constants.DISK_RDWR
         if mode not in (constants.DISK_RDWR, constants.DISK_RDONLY):
             raise errors.OpPrereqError(f"Disk {idx}: invalid mode {mode!r}", errors.ECODE_INVAL)
@@ -114,11 +118,14 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
 
 
 def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool = True,
-               auto_ip: str | None = None) -> list[NIC]:
+               auto_ip: str | None = None, generated: list[str] | None = None) -> list[NIC]:
     """NIC objects from dicts ``{mac, ip, mode, link, name, network}``.
 
     ``ip`` ``auto`` takes ``auto_ip`` (the address the instance name
-    resolved to); without one (no name check) it is refused.
+    resolved to); without one (no name check) it is refused.  MACs
+    generated (and so reserved) are appended to ``generated`` as they are
+    made, also when a later NIC is refused: the caller releases them
+    (:meth:`ConfigWriter.release_macs`).
     """
     nics = []
     for idx, spec in enumerate(specs):
@@ -135,6 +142,8 @@ def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool
         mac = spec.get("mac")
         if mac in _MAC_AUTO:
             mac = cfg.generate_mac() if generate else ""
+            if mac and generated is not None:
+                generated.append(mac)
         else:
             mac = str(mac).lower()
             if not _MAC_RE.match(mac):
@@ -171,6 +180,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
 
     def CheckArguments(self) -> None:
         op = self.op
+        #: MACs generated for the NICs, released when the LU ends
+        self.generated_macs: list[str] = []
         if op.mode != constants.INSTANCE_CREATE:
             raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
                                        " (only 'create')", errors.ECODE_INVAL)
@@ -221,6 +232,12 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                              locking.LEVEL_NODE_RES: [self.pnode.uuid]}
         self.share_locks = {locking.LEVEL_NODE: 1, locking.LEVEL_NODE_RES: 1}
 
+    def release_reservations(self) -> None:
+        """Release the MACs generated for the NICs (in use by now, or free again)."""
+        if self.generated_macs:
+            self.cfg.release_macs(self.generated_macs)
+            self.generated_macs = []
+
     def CheckPrereq(self) -> None:
         try:
             self._check_prereq()
@@ -260,7 +277,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             self.osparams = parameters.check_params("os", op.osparams)
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
-        self.nics = build_nics(cfg, op.nics, auto_ip=self.check_ip)
+        self.nics = build_nics(cfg, op.nics, auto_ip=self.check_ip,
+                               generated=self.generated_macs)
         used = _macs_in_use(cfg)
         seen: set[str] = set()
         for nic in self.nics:

@@ -72,6 +72,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
 
     def CheckArguments(self) -> None:
         op = self.op
+        #: MACs generated for added or changed NICs, released when the LU ends
+        self.generated_macs: list[str] = []
         self.nic_mods = normalise_mods(op.nics, "NIC")
         self.disk_mods = normalise_mods(op.disks, "disk")
         if not (self.nic_mods or self.disk_mods or op.beparams or op.hvparams
@@ -125,6 +127,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 spec = check_disk_specs(inst.disk_template, [params])[0]
                 self.disk_plan.append((dop, _index(idx, count, "disk", adding=True), spec))
                 count += 1
+                if count > constants.MAX_DISKS:
+                    raise errors.OpPrereqError(f"Instance {inst.name} would have {count} disks,"
+                                               f" at most {constants.MAX_DISKS} are allowed",
+                                               errors.ECODE_STATE)
             elif dop == DDM_REMOVE:
                 if inst.admin_state == constants.ADMINST_UP:
                     raise errors.OpPrereqError("Stop the instance before removing disks",
@@ -160,10 +166,14 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         self.nic_plan: list[tuple[str, int, NIC | dict[str, Any] | None]] = []
         for nop, idx, params in self.nic_mods:
             if nop == DDM_ADD:
-                nic = build_nics(cfg, [params])[0]
+                nic = build_nics(cfg, [params], generated=self.generated_macs)[0]
                 real = _index(idx, len(macs), "NIC", adding=True)
                 self._check_mac(nic.mac, used, macs)
                 macs.insert(real, nic.mac)
+                if len(macs) > constants.MAX_NICS:
+                    raise errors.OpPrereqError(f"Instance {inst.name} would have {len(macs)}"
+                                               f" NICs, at most {constants.MAX_NICS} are"
+                                               " allowed", errors.ECODE_STATE)
                 self.nic_plan.append((nop, real, nic))
             elif nop == DDM_REMOVE:
                 real = _index(idx, len(macs), "NIC")
@@ -186,6 +196,12 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if "name" in params:
                     spec["name"] = params["name"] or None
                 self.nic_plan.append((nop, real, spec))
+
+    def release_reservations(self) -> None:
+        """Release the MACs generated here (in use by now, or free again)."""
+        if self.generated_macs:
+            self.cfg.release_macs(self.generated_macs)
+            self.generated_macs = []
 
     @staticmethod
     def _check_mac(mac: str, used: set[str], own: list[str]) -> None:
@@ -226,7 +242,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     nic.nicparams = parameters.update_params(nic.nicparams, {key: value})
                     changes.append([f"nic.{key}/{idx}", value])
                 if "mac" in data:
-                    nic.mac = data["mac"] or cfg.generate_mac()
+                    if not data["mac"]:
+                        self.generated_macs.append(cfg.generate_mac())
+                    nic.mac = data["mac"] or self.generated_macs[-1]
                     changes.append([f"nic.mac/{idx}", nic.mac])
                 if "ip" in data:
                     nic.ip = data["ip"]

@@ -7,7 +7,13 @@ shown in job summaries (``TEST_DELAY(0.0)``).
 
 Fields are validated from their annotations in one place
 (:func:`check_value`); extra constraints go into the field metadata with
-:func:`param`::
+:func:`param`.  Every value also gets type-level bounds, whatever its
+annotation (``Any`` included, at any depth): integers fit a signed 64-bit
+word (:data:`INT_MIN`..:data:`INT_MAX`), floats are finite, and a list or
+dict holds at most :data:`MAX_ITEMS` entries (a field's ``max_len`` may
+lower that), so a request too large or a number out of range is refused
+at submission with :class:`errors.ParameterError` instead of failing at
+run time::
 
     @dataclass(kw_only=True)
     class OpNodePowercycle(OpCode):
@@ -21,19 +27,27 @@ Fields are validated from their annotations in one place
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ganeti import constants, errors
 from ganeti.private import Private, check_not_redacted
 
-__all__ = ["OpCode", "param", "check_value", "op_id_from_class_name",
-           "validate_depends", "validate_reason"]
+__all__ = ["OpCode", "param", "check_value", "check_data", "op_id_from_class_name",
+           "validate_depends", "validate_reason", "INT_MIN", "INT_MAX", "MAX_ITEMS"]
 
 _FINAL = sorted(constants.JOBS_FINALIZED)
+
+#: Type-level range of every integer in an opcode (a signed 64-bit word).
+INT_MIN = -(2 ** 63)
+INT_MAX = 2 ** 63 - 1
+#: Most entries of any list or dict in an opcode (a field's ``max_len`` may be lower).
+MAX_ITEMS = 10_000
 
 
 def op_id_from_class_name(name: str) -> str:
@@ -45,15 +59,20 @@ def op_id_from_class_name(name: str) -> str:
 
 def param(default: Any = dataclasses.MISSING, *, doc: str = "",
           min: float | None = None, max: float | None = None,
-          choices: typing.Iterable[Any] | None = None) -> Any:
+          choices: typing.Iterable[Any] | None = None,
+          max_len: int | None = None,
+          check: Callable[[Any, str], None] | None = None) -> Any:
     """A dataclass field with validation metadata.
 
-    ``min``/``max`` bound numbers (and list lengths are not checked);
-    ``choices`` restricts the value to a set.  A list/dict default is copied
-    per instance.
+    ``min``/``max`` bound numbers; ``max_len`` bounds the length of a list
+    or dict (below :data:`MAX_ITEMS`); ``choices`` restricts the value to a
+    set; ``check(value, name)`` is called last on a non-null value and
+    raises :class:`errors.ParameterError` for what the others cannot say.
+    A list/dict default is copied per instance.
     """
     meta = {"doc": doc, "min": min, "max": max,
-            "choices": frozenset(choices) if choices is not None else None}
+            "choices": frozenset(choices) if choices is not None else None,
+            "max_len": max_len, "check": check}
     if isinstance(default, (list, dict)):
         proto = default
         return field(default_factory=lambda: type(proto)(proto), metadata=meta)
@@ -72,9 +91,11 @@ def check_value(tp: Any, value: Any, where: str) -> Any:
 
     A :class:`~ganeti.private.Private` annotation wraps the value (see
     :mod:`ganeti.private`).  Raises :class:`errors.ParameterError` naming
-    ``where``.
+    ``where``, also for values outside the type-level bounds (see the
+    module docstring).
     """
     if tp is Any:
+        check_data(value, where)
         return value
     if tp is Private:
         return check_not_redacted(value, where)
@@ -102,21 +123,24 @@ def check_value(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise errors.ParameterError(
                 f"Parameter '{where}' must be a list, got {type(value).__name__}", errors.ECODE_INVAL)
+        _check_len(value, MAX_ITEMS, where)
         inner = args[0] if args else Any
         return [check_value(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise errors.ParameterError(
                 f"Parameter '{where}' must be a dict, got {type(value).__name__}", errors.ECODE_INVAL)
+        _check_len(value, MAX_ITEMS, where)
         kt, vt = args if len(args) == 2 else (Any, Any)
         return {check_value(kt, k, f"{where} key"): check_value(vt, v, f"{where}.{k}")
                 for k, v in value.items()}
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            _check_number(value, where)
             return float(value)
     elif tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
+            return _check_number(value, where)
     elif tp is type(None):
         if value is None:
             return None
@@ -125,6 +149,45 @@ def check_value(tp: Any, value: Any, where: str) -> Any:
     raise errors.ParameterError(
         f"Parameter '{where}' must be of type {_type_name(tp)}, got {type(value).__name__} ({value!r})",
         errors.ECODE_INVAL)
+
+
+def _check_len(value: Any, limit: int, where: str) -> None:
+    if len(value) > limit:
+        raise errors.ParameterError(
+            f"Parameter '{where}' has {len(value)} entries, at most {limit} are allowed",
+            errors.ECODE_INVAL)
+
+
+def _check_number(value: Any, where: str) -> Any:
+    """``value`` if it is a finite number inside the type-level range; raises otherwise."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise errors.ParameterError(
+                f"Parameter '{where}' must be a finite number, got {value!r}", errors.ECODE_INVAL)
+    elif not INT_MIN <= value <= INT_MAX:
+        raise errors.ParameterError(
+            f"Parameter '{where}' is out of range ({INT_MIN}..{INT_MAX}): {value!r}",
+            errors.ECODE_INVAL)
+    return value
+
+
+def check_data(value: Any, where: str) -> None:
+    """Apply the type-level bounds to free-form data (an ``Any`` field), at every depth.
+
+    Raises :class:`errors.ParameterError` naming the offending element.
+    """
+    if isinstance(value, (bool, str)) or value is None:
+        return
+    if isinstance(value, (int, float)):
+        _check_number(value, where)
+    elif isinstance(value, dict):
+        _check_len(value, MAX_ITEMS, where)
+        for key, item in value.items():
+            check_data(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        _check_len(value, MAX_ITEMS, where)
+        for i, item in enumerate(value):
+            check_data(item, f"{where}[{i}]")
 
 
 def validate_depends(value: Any) -> list[list[Any]] | None:
@@ -137,6 +200,7 @@ def validate_depends(value: Any) -> list[list[Any]] | None:
         return None
     if not isinstance(value, list):
         raise errors.ParameterError("Parameter 'depends' must be a list or null", errors.ECODE_INVAL)
+    _check_len(value, MAX_ITEMS, "depends")
     result = []
     for i, dep in enumerate(value):
         if (not isinstance(dep, (list, tuple)) or len(dep) != 2
@@ -145,6 +209,8 @@ def validate_depends(value: Any) -> list[list[Any]] | None:
             raise errors.ParameterError(
                 f"Parameter 'depends[{i}]' must be [job_id (non-zero int), [status, ...]], got {dep!r}",
                 errors.ECODE_INVAL)
+        _check_number(dep[0], f"depends[{i}]")
+        _check_len(dep[1], len(constants.JOBS_FINALIZED), f"depends[{i}] statuses")
         bad = [s for s in dep[1] if s not in constants.JOBS_FINALIZED]
         if bad:
             raise errors.ParameterError(
@@ -158,6 +224,7 @@ def validate_reason(value: Any) -> list[list[Any]]:
     """Check the ``reason`` trail: ``[[source, reason, timestamp_ns], ...]``."""
     if not isinstance(value, list):
         raise errors.ParameterError("Parameter 'reason' must be a list", errors.ECODE_INVAL)
+    _check_len(value, MAX_ITEMS, "reason")
     for i, entry in enumerate(value):
         if (not isinstance(entry, (list, tuple)) or len(entry) != 3
                 or not isinstance(entry[0], str) or not isinstance(entry[1], str)
@@ -165,6 +232,7 @@ def validate_reason(value: Any) -> list[list[Any]]:
             raise errors.ParameterError(
                 f"Parameter 'reason[{i}]' must be [source, reason, timestamp_ns], got {entry!r}",
                 errors.ECODE_INVAL)
+        _check_number(entry[2], f"reason[{i}]")
     return [list(e) for e in value]
 
 
@@ -235,8 +303,11 @@ def _check_field(f: dataclasses.Field, tp: Any, value: Any) -> Any:
         return validate_depends(value)
     if f.name == "reason":
         return validate_reason(value)
-    value = check_value(tp, value, f.name)
     meta = f.metadata
+    max_len = meta.get("max_len")
+    if max_len is not None and isinstance(value, (list, tuple, dict)):
+        _check_len(value, max_len, f.name)   # before the (longer) element-wise checks
+    value = check_value(tp, value, f.name)
     if value is None:
         return value
     lo, hi, choices = meta.get("min"), meta.get("max"), meta.get("choices")
@@ -253,6 +324,9 @@ def _check_field(f: dataclasses.Field, tp: Any, value: Any) -> Any:
             raise errors.ParameterError(
                 f"Parameter '{f.name}' has invalid value(s) {bad!r}, allowed: {sorted(choices)}",
                 errors.ECODE_INVAL)
+    check = meta.get("check")
+    if check is not None:
+        check(value, f.name)
     return value
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti import constants
+from ganeti import constants, errors, parameters
 from ganeti.opcodes.base import OpCode, param
 from ganeti.private import Private
+from ganeti.utils import units
 
 __all__ = [
     "OpInstanceBase",
@@ -22,6 +23,7 @@ __all__ = [
     "OpInstanceMigrate", "OpInstanceFailover", "OpInstanceMove", "OpInstanceGrowDisk",
     "OpInstanceActivateDisks", "OpInstanceDeactivateDisks", "OpInstanceConsole",
     "OpInstanceQueryData", "ALL_OPCODES", "DDM_ADD", "DDM_MODIFY", "DDM_REMOVE", "DDMS",
+    "MAX_DISK_SIZE", "check_disk_size",
 ]
 
 DDM_ADD = "add"
@@ -32,6 +34,60 @@ DDMS = frozenset([DDM_ADD, DDM_MODIFY, DDM_REMOVE])
 _CREATE_MODES = [constants.INSTANCE_CREATE, constants.INSTANCE_IMPORT,
                  constants.INSTANCE_REMOTE_IMPORT]
 _SHUTDOWN_TIMEOUT = 120
+
+#: Largest disk, MiB: 1 EiB, so that its size in bytes fits a signed 64-bit word.
+MAX_DISK_SIZE = 2 ** 40
+#: Most entries of a NIC or disk modification list (each index removed, then added).
+_MAX_NIC_MODS = 2 * constants.MAX_NICS
+_MAX_DISK_MODS = 2 * constants.MAX_DISKS
+
+
+def check_disk_size(value: Any, where: str) -> int:
+    """A disk size in MiB (a number or ``"10G"``) checked to be 1..:data:`MAX_DISK_SIZE`.
+
+    Raises :class:`errors.ParameterError` naming ``where``.
+    """
+    try:
+        size = units.parse_unit(value)
+    except errors.UnitParseError:
+        raise errors.ParameterError(f"Parameter '{where}': invalid size {value!r}"
+                                    " (a number of MiB, or with a unit: 10G)",
+                                    errors.ECODE_INVAL) from None
+    if not 1 <= size <= MAX_DISK_SIZE:
+        raise errors.ParameterError(f"Parameter '{where}': size {value!r} is out of range"
+                                    f" (1..{MAX_DISK_SIZE} MiB)", errors.ECODE_INVAL)
+    return size
+
+
+def _check_disks(value: list[Any], where: str) -> None:
+    """Disk dicts: ``size`` (and ``spindles``) in range; the rest is checked by the LU."""
+    for idx, spec in enumerate(value):
+        if not isinstance(spec, dict):
+            continue
+        if spec.get("size") is not None:
+            check_disk_size(spec["size"], f"{where}[{idx}].size")
+        spindles = spec.get("spindles")
+        if spindles is not None and (not isinstance(spindles, int) or isinstance(spindles, bool)
+                                     or not 0 <= spindles <= constants.MAX_TAGS_PER_OBJ):
+            raise errors.ParameterError(f"Parameter '{where}[{idx}].spindles': invalid value"
+                                        f" {spindles!r}", errors.ECODE_INVAL)
+
+
+def _check_disk_mods(value: list[Any], where: str) -> None:
+    """Disk modifications ``[[op, index, params], ...]``: the sizes being added in range."""
+    for idx, mod in enumerate(value):
+        if isinstance(mod, (list, tuple)) and len(mod) == 3 and isinstance(mod[2], dict):
+            _check_disks([mod[2]], f"{where}[{idx}]")
+
+
+def _check_beparams(value: dict[str, Any], where: str) -> None:
+    """Backend parameters: types and ranges of the ``be`` table (values stay as given)."""
+    parameters.check_params("be", value)
+
+
+def _check_beparams_change(value: dict[str, Any], where: str) -> None:
+    """Backend parameter changes: as :func:`_check_beparams`, ``"default"`` allowed."""
+    parameters.check_params("be", value, allow_default=True)
 
 
 @dataclass(kw_only=True)
@@ -53,9 +109,9 @@ class OpInstanceCreate(OpInstanceBase):
     osparams_private: dict[str, Private] = param({})
     force_variant: bool = False
     disk_template: str = param(choices=sorted(constants.DISK_TEMPLATES))
-    disks: list[dict[str, Any]] = param([])
-    nics: list[dict[str, Any]] = param([])
-    beparams: dict[str, Any] = param({})
+    disks: list[dict[str, Any]] = param([], max_len=constants.MAX_DISKS, check=_check_disks)
+    nics: list[dict[str, Any]] = param([], max_len=constants.MAX_NICS)
+    beparams: dict[str, Any] = param({}, check=_check_beparams)
     hvparams: dict[str, Any] = param({})
     hypervisor: str | None = None
     pnode: str | None = None
@@ -68,7 +124,7 @@ class OpInstanceCreate(OpInstanceBase):
     name_check: bool = True
     ip_check: bool = True
     conflicts_check: bool = True
-    tags: list[str] = param([])
+    tags: list[str] = param([], max_len=constants.MAX_TAGS_PER_OBJ)
     file_storage_dir: str | None = None
     file_driver: str | None = None
     ignore_ipolicy: bool = False
@@ -90,7 +146,7 @@ class OpInstanceStartup(OpInstanceBase):
     force: bool = False
     ignore_offline_nodes: bool = False
     hvparams: dict[str, Any] = param({})
-    beparams: dict[str, Any] = param({})
+    beparams: dict[str, Any] = param({}, check=_check_beparams)
     no_remember: bool = False
     startup_paused: bool = False
 
@@ -139,16 +195,16 @@ class OpInstanceRename(OpInstanceBase):
 class OpInstanceSetParams(OpInstanceBase):
     """Change an instance's parameters, NICs and disks; returns the changes."""
 
-    nics: list[Any] = param([])
-    disks: list[Any] = param([])
-    beparams: dict[str, Any] = param({})
+    nics: list[Any] = param([], max_len=_MAX_NIC_MODS)
+    disks: list[Any] = param([], max_len=_MAX_DISK_MODS, check=_check_disk_mods)
+    beparams: dict[str, Any] = param({}, check=_check_beparams_change)
     hvparams: dict[str, Any] = param({})
     osparams: dict[str, Any] | None = None
     osparams_private: dict[str, Private] | None = None
     os_name: str | None = None
     force_variant: bool = False
     offline: bool | None = None
-    runtime_mem: int | None = param(None, min=1)
+    runtime_mem: int | None = param(None, min=1, max=parameters.MAX_MEMORY)
     force: bool = False
     wait_for_sync: bool = True
     hotplug: bool = False
@@ -196,8 +252,8 @@ class OpInstanceMove(OpInstanceBase):
 class OpInstanceGrowDisk(OpInstanceBase):
     """Grow one disk by ``amount`` MiB (or to ``amount`` with ``absolute``)."""
 
-    disk: int = param(min=0)
-    amount: int = param(min=0)
+    disk: int = param(min=0, max=constants.MAX_DISKS - 1)
+    amount: int = param(min=0, max=MAX_DISK_SIZE)
     absolute: bool = False
     wait_for_sync: bool = True
     ignore_ipolicy: bool = False

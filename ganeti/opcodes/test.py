@@ -6,7 +6,11 @@ from dataclasses import dataclass
 
 from ganeti.opcodes.base import OpCode, param
 
-__all__ = ["OpTestDelay", "OpTestJqueue", "ALL_OPCODES"]
+__all__ = ["OpTestDelay", "OpTestJqueue", "ALL_OPCODES", "MAX_DELAY", "MAX_REPEAT"]
+
+#: Longest test delay, seconds (a day), and most repetitions of it.
+MAX_DELAY = 86400.0
+MAX_REPEAT = 10_000
 
 
 @dataclass(kw_only=True)
@@ -19,11 +23,11 @@ class OpTestDelay(OpCode):
 
     OP_DSC_FIELD = "duration"
 
-    duration: float = param(min=0, doc="seconds to sleep")
+    duration: float = param(min=0, max=MAX_DELAY, doc="seconds to sleep")
     on_master: bool = True
     on_nodes: list[str] = param([])
     on_node_uuids: list[str] | None = None
-    repeat: int = param(0, min=0)
+    repeat: int = param(0, min=0, max=MAX_REPEAT)
     interruptible: bool = False
     no_locks: bool = True
 

@@ -42,6 +42,8 @@ def parse_unit(text: str | int | float) -> int:
     if unit not in _FACTORS:
         raise errors.UnitParseError(f"Unknown unit {unit!r} in {text!r}")
     mib = value * _FACTORS[unit]
+    if mib != mib or mib in (float("inf"), float("-inf")):
+        raise errors.UnitParseError(f"Invalid size {text!r}")
     result = int(mib)
     if mib != result:
         result = int(mib) + 1

@@ -755,3 +755,39 @@ def test_private_osparams_kept_in_config_and_given_to_the_os(env: Any) -> None:
     env.run("OP_INSTANCE_REINSTALL", instance_name="inst1", osparams_private={"secret": "c3"})
     assert env.cfg.get_instance_info_by_name("inst1").osparams_private == {"secret": "c3"}
     assert installed == [{"secret": "c1"}, {"secret": "c3"}]
+
+
+@pytest.mark.parametrize("case", ["exec-fails", "bad-second-nic", "dry-run", "success"])
+def test_create_releases_the_macs_it_reserved(env: Any, case: str) -> None:
+    """A MAC generated for a NIC is reserved only while the job runs (the
+    reservations used to grow with every failed creation)."""
+    nics = [{"mac": "auto"}, {"mac": "auto"}]
+    if case == "exec-fails":
+        env.rpc.fail["instance_os_add"] = "create script failed: boom"
+        with pytest.raises(errors.OpExecError, match="boom"):
+            _create(env, nics=nics)
+    elif case == "bad-second-nic":
+        with pytest.raises(errors.OpPrereqError, match="invalid MAC"):
+            _create(env, nics=[{"mac": "auto"}, {"mac": "auto"}, {"mac": "zz"}])
+    elif case == "dry-run":
+        _create(env, nics=nics, dry_run=True)
+    else:
+        _create(env, nics=nics)
+        inst = env.cfg.get_instance_info_by_name("inst1")
+        assert all(nic.mac for nic in inst.nics)
+    assert env.cfg._reserved_macs == set()
+
+
+def test_set_params_releases_the_macs_it_reserved(env: Any) -> None:
+    _create(env, template="diskless", start=False)
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", nics=[["add", -1, {}]])
+    assert len(env.cfg.get_instance_info_by_name("inst1").nics) == 2
+    assert env.cfg._reserved_macs == set()
+
+
+def test_set_params_refuses_more_nics_than_allowed(env: Any) -> None:
+    _create(env, template="diskless", start=False, nics=[{}] * constants.MAX_NICS)
+    with pytest.raises(errors.OpPrereqError, match="at most 8"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", nics=[["add", -1, {}]])
+    assert len(env.cfg.get_instance_info_by_name("inst1").nics) == constants.MAX_NICS
+    assert env.cfg._reserved_macs == set()
