@@ -15,12 +15,13 @@ from ganeti import constants, errors, serializer
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["ETX", "KNOWN_METHODS", "FrameBuffer", "encode_message",
            "encode_request", "encode_response", "parse_request",
            "parse_response", "Request", "Client", "JOB_NOTCHANGED",
-           "IDEMPOTENT_METHODS", "default_master_socket"]
+           "IDEMPOTENT_METHODS", "default_master_socket", "METHOD_ARGS", "check_args"]
 
 ETX = b"\x03"
 
@@ -99,6 +100,106 @@ class FrameBuffer:
         return len(self._buf)
 
 
+# --- argument types -----------------------------------------------------------
+
+_INT_MAX = 2 ** 63 - 1
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= _INT_MAX
+
+
+def _is_job_id(value: Any) -> bool:
+    if isinstance(value, str) and value.isdigit() and value.isascii():
+        value = int(value) if len(value) <= 19 else 0
+    return _is_int(value) and value > 0
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and abs(value) <= _INT_MAX)
+
+
+#: Argument kind -> (check, what the error says is expected).
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "any": (lambda v: True, "anything"),
+    "bool": (lambda v: isinstance(v, bool), "a boolean"),
+    "int": (_is_int, "an integer"),
+    "number": (_is_number, "a number"),
+    "number|null": (lambda v: v is None or _is_number(v), "a number or null"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "str|null": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "job_id": (_is_job_id, "a job id (a positive integer)"),
+    "job_ids|null": (lambda v: v is None or (isinstance(v, list) and all(map(_is_job_id, v))),
+                     "a list of job ids (positive integers) or null"),
+    "int|null": (lambda v: v is None or _is_int(v), "an integer or null"),
+    "fields": (_is_str_list, "a list of field names (strings)"),
+    "fields|null": (lambda v: v is None or _is_str_list(v), "a list of strings or null"),
+    "names|null": (lambda v: v is None or _is_str_list(v), "a list of names (strings) or null"),
+    "ops": (lambda v: isinstance(v, list) and all(isinstance(o, dict) for o in v),
+            "a list of opcodes (objects)"),
+    "jobs": (lambda v: isinstance(v, list) and all(
+        isinstance(j, list) and all(isinstance(o, dict) for o in j) for j in v),
+             "a list of jobs (lists of opcodes)"),
+}
+
+#: Method -> (argument name, kind) per argument; a ``?`` after the name
+#: marks an optional trailing argument.  The master checks every request
+#: against this table before running it (doc/protocols/luxi.md).
+METHOD_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "SubmitJob": (("ops", "ops"),),
+    "SubmitJobToDrainedQueue": (("ops", "ops"),),
+    "SubmitManyJobs": (("jobs", "jobs"),),
+    "WaitForJobChange": (("job_id", "job_id"), ("fields", "fields"), ("prev_job_info", "any"),
+                         ("prev_log_serial", "int|null"), ("timeout", "number")),
+    "PickupJob": (("job_id", "job_id"),),
+    "CancelJob": (("job_id", "job_id"), ("kill?", "bool")),
+    "ArchiveJob": (("job_id", "job_id"),),
+    "AutoArchiveJobs": (("age", "number"), ("timeout", "number")),
+    "ChangeJobPriority": (("job_id", "job_id"), ("priority", "int")),
+    "QueryJobs": (("job_ids", "job_ids|null"), ("fields", "fields")),
+    "Query": (("what", "str"), ("fields", "fields"), ("qfilter", "any")),
+    "QueryFields": (("what", "str"), ("fields", "fields|null")),
+    "QueryNodes": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
+    "QueryGroups": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
+    "QueryConfigValues": (("fields", "fields"),),
+    "QueryClusterInfo": (),
+    "QueryTags": (("kind", "str"), ("name", "str|null")),
+    "SetDrainFlag": (("flag", "bool"),),
+    "SetWatcherPause": (("until", "number|null"),),
+}
+
+
+def check_args(method: str, args: list[Any]) -> None:
+    """Check ``args`` of a request against :data:`METHOD_ARGS`.
+
+    Raises :class:`errors.ParameterError` (``wrong_input``) naming the
+    method and the argument for a wrong count or type; a method not in
+    the table is not checked here.
+    """
+    spec = METHOD_ARGS.get(method)
+    if spec is None:
+        return
+    required = sum(1 for name, _ in spec if not name.endswith("?"))
+    if not required <= len(args) <= len(spec):
+        want = str(required) if required == len(spec) else f"{required} to {len(spec)}"
+        raise errors.ParameterError(f"{method} takes {want} argument(s), got {len(args)}",
+                                    errors.ECODE_INVAL)
+    for (name, kind), value in zip(spec, args):
+        check, expected = _KINDS[kind]
+        if not check(value):
+            shown = serializer.dumps(value)
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            raise errors.ParameterError(
+                f"{method}: argument '{name.rstrip('?')}' must be {expected}, got {shown}",
+                errors.ECODE_INVAL)
+
+
 def encode_message(obj: Any) -> bytes:
     """JSON-encode ``obj`` and append ETX; :class:`errors.SerializationError` if it cannot be."""
     data = serializer.dumps_bytes(obj)
@@ -123,9 +224,13 @@ def encode_response(success: bool, result: Any) -> bytes:
 
 
 def parse_request(frame: bytes) -> Request:
-    """Decode and check one request frame; raises :class:`errors.ProtocolError`."""
+    """Decode and check one request frame; raises :class:`errors.ProtocolError`.
+
+    Strings must be valid Unicode (no lone surrogates): a request is input
+    from another party, and what it carries is stored and shown later.
+    """
     try:
-        msg = serializer.loads(frame)
+        msg = serializer.loads(frame, valid_unicode=True)
     except errors.SerializationError as exc:
         raise errors.ProtocolError(f"Invalid LUXI request: {exc}") from exc
     if not isinstance(msg, dict):

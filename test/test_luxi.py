@@ -413,3 +413,54 @@ def test_garbage_response_is_protocol_error(sock_path: str) -> None:
 def test_ops_must_be_a_list() -> None:
     with pytest.raises(errors.ProgrammerError):
         luxi.Client("/nonexistent").SubmitJob({"OP_ID": "x"})  # type: ignore[arg-type]
+
+
+def test_numbers_beyond_the_float_range_are_refused_at_the_input() -> None:
+    with pytest.raises(errors.ProtocolError, match="out of range"):
+        luxi.parse_request(b'{"method": "SubmitJob", "args": [[{"OP_ID": "OP_TEST_DELAY",'
+                           b' "duration": 1e400}]]}')
+
+
+def test_lone_surrogates_are_refused_in_requests() -> None:
+    with pytest.raises(errors.ProtocolError, match="lone surrogate"):
+        luxi.parse_request(b'{"method": "SubmitJob", "args": [[{"OP_ID": "OP_TEST_DELAY",'
+                           b' "duration": 0, "comment": "x\\ud800"}]]}')
+    # responses carry stored data: a client shows it rather than refusing it
+    assert luxi.parse_response(b'{"success": true, "result": "x\\ud800"}') == "x\ud800"
+
+
+@pytest.mark.parametrize("method,args,needle", [
+    ("CancelJob", [{"a": 1}], "'job_id' must be a job id"),
+    ("CancelJob", [1, "yes"], "'kill' must be a boolean"),
+    ("QueryJobs", [[{"a": 1}], ["id"]], "'job_ids' must be a list of job ids"),
+    ("QueryJobs", [None, "id"], "'fields' must be a list of field names"),
+    ("QueryJobs", [[2 ** 64], ["id"]], "'job_ids' must be"),
+    ("ArchiveJob", [0], "must be a job id"),
+    ("SubmitJob", [{"OP_ID": "OP_TEST_DELAY"}], "'ops' must be a list of opcodes"),
+    ("SubmitManyJobs", [[{"OP_ID": "OP_TEST_DELAY"}]], "'jobs' must be a list of jobs"),
+    ("WaitForJobChange", [1, ["status"], None, "x", 10], "'prev_log_serial'"),
+    ("SetDrainFlag", [1], "'flag' must be a boolean"),
+    ("SetWatcherPause", ["soon"], "'until' must be a number or null"),
+    ("QueryTags", [["cluster"], None], "'kind' must be a string"),
+    ("QueryClusterInfo", [1], "takes 0 argument"),
+    ("CancelJob", [], "takes 1 to 2 argument"),
+], ids=lambda v: v if isinstance(v, str) and " " not in v and "'" not in v else None)
+def test_check_args_refuses_wrong_types(method: str, args: list[Any], needle: str) -> None:
+    with pytest.raises(errors.ParameterError, match=needle) as info:
+        luxi.check_args(method, args)
+    assert info.value.args[1] == errors.ECODE_INVAL
+
+
+@pytest.mark.parametrize("method,args", [
+    ("CancelJob", [3]), ("CancelJob", ["3", True]), ("QueryJobs", [None, ["id", "status"]]),
+    ("QueryJobs", [[1, "2"], []]), ("WaitForJobChange", [1, ["status"], None, None, 5.5]),
+    ("Query", ["instance", ["name"], ["=", "name", "x"]]), ("QueryFields", ["node", None]),
+    ("QueryNodes", [None, ["name"], False]), ("SetWatcherPause", [None]),
+    ("QueryTags", ["cluster", None]), ("AutoArchiveJobs", [-1, 10.0]),
+])
+def test_check_args_accepts_what_clients_send(method: str, args: list[Any]) -> None:
+    luxi.check_args(method, args)
+
+
+def test_every_client_method_the_master_serves_has_an_argument_row() -> None:
+    assert set(luxi.METHOD_ARGS) <= luxi.KNOWN_METHODS

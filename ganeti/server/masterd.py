@@ -57,31 +57,35 @@ class LuxiDispatcher:
         self._clock = clock
         self._pause_lock = threading.Lock()
         jq = context.require_jqueue()
-        # name -> (min args, max args, handler)
-        self._methods: dict[str, tuple[int, int, Callable[..., Any]]] = {
-            "SubmitJob": (1, 1, lambda ops: jq.submit_job(ops)),
-            "SubmitJobToDrainedQueue": (1, 1, lambda ops: jq.submit_job(ops, ignore_drain=True)),
-            "SubmitManyJobs": (1, 1, lambda jobs: jq.submit_many_jobs(jobs)),
-            "WaitForJobChange": (5, 5, jq.wait_for_job_change),
-            "PickupJob": (1, 1, jq.pickup_job),
-            "CancelJob": (1, 2, self._cancel_job),
-            "ArchiveJob": (1, 1, jq.archive_job),
-            "AutoArchiveJobs": (2, 2, jq.auto_archive_jobs),
-            "ChangeJobPriority": (2, 2, jq.change_job_priority),
-            "QueryJobs": (2, 2, self._query_jobs),
-            "Query": (3, 3, lambda what, fields, qfilter:
-                      cmdlib_query.run_query(context, what, fields, qfilter)),
-            "QueryFields": (2, 2, cmdlib_query.run_query_fields),
-            "QueryNodes": (2, 3, lambda names, fields, use_locking=False:
-                           self._query_old_style(constants.QR_NODE, names, fields)),
-            "QueryGroups": (2, 3, lambda names, fields, use_locking=False:
-                            self._query_old_style(constants.QR_GROUP, names, fields)),
-            "QueryConfigValues": (1, 1, self._query_config_values),
-            "QueryClusterInfo": (0, 0, lambda: cluster_info(context.require_cfg())),
-            "QueryTags": (2, 2, self._query_tags),
-            "SetDrainFlag": (1, 1, self._set_drain_flag),
-            "SetWatcherPause": (1, 1, self._set_watcher_pause),
+        # name -> handler; the arguments are checked against luxi.METHOD_ARGS first
+        self._methods: dict[str, Callable[..., Any]] = {
+            "SubmitJob": lambda ops: jq.submit_job(ops),
+            "SubmitJobToDrainedQueue": lambda ops: jq.submit_job(ops, ignore_drain=True),
+            "SubmitManyJobs": lambda jobs: jq.submit_many_jobs(jobs),
+            "WaitForJobChange": jq.wait_for_job_change,
+            "PickupJob": jq.pickup_job,
+            "CancelJob": self._cancel_job,
+            "ArchiveJob": jq.archive_job,
+            "AutoArchiveJobs": jq.auto_archive_jobs,
+            "ChangeJobPriority": jq.change_job_priority,
+            "QueryJobs": self._query_jobs,
+            "Query": lambda what, fields, qfilter:
+                cmdlib_query.run_query(context, what, fields, qfilter),
+            "QueryFields": cmdlib_query.run_query_fields,
+            "QueryNodes": lambda names, fields, use_locking=False:
+                self._query_old_style(constants.QR_NODE, names, fields),
+            "QueryGroups": lambda names, fields, use_locking=False:
+                self._query_old_style(constants.QR_GROUP, names, fields),
+            "QueryConfigValues": self._query_config_values,
+            "QueryClusterInfo": lambda: cluster_info(context.require_cfg()),
+            "QueryTags": self._query_tags,
+            "SetDrainFlag": self._set_drain_flag,
+            "SetWatcherPause": self._set_watcher_pause,
         }
+        unchecked = set(self._methods) - set(luxi.METHOD_ARGS)
+        if unchecked:
+            raise errors.ProgrammerError(f"LUXI methods without an argument table row:"
+                                         f" {sorted(unchecked)}")
 
     def handle(self, frame: bytes) -> bytes:
         """Answer one request frame; never raises for bad input."""
@@ -93,13 +97,12 @@ class LuxiDispatcher:
         if entry is None:
             return luxi.encode_response(False, errors.ProtocolError(
                 f"Unknown or unsupported LUXI method '{req.method}'"))
-        lo, hi, fn = entry
-        if not lo <= len(req.args) <= hi:
-            want = str(lo) if lo == hi else f"{lo} to {hi}"
-            return luxi.encode_response(False, errors.ParameterError(
-                f"{req.method} takes {want} argument(s), got {len(req.args)}", errors.ECODE_INVAL))
         try:
-            result = fn(*req.args)
+            luxi.check_args(req.method, req.args)
+        except errors.ParameterError as exc:
+            return luxi.encode_response(False, exc)
+        try:
+            result = entry(*req.args)
         except errors.GanetiError as exc:
             logger.debug("LUXI %s failed: %s", req.method, exc)
             return luxi.encode_response(False, exc)
