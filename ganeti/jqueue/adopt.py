@@ -7,12 +7,22 @@ they return the jobs, recovered (:func:`~ganeti.jqueue.job.recover_job`)
 and marked for rewriting where needed, and
 :class:`~ganeti.jqueue.queue.JobQueue` writes and registers them in its
 :class:`~ganeti.jqueue.table.JobTable`.
+
+The queue directory is not trusted: a job file is opened without
+following symbolic links (``O_NOFOLLOW``) and must be a regular file
+whose content names the id of its file name.  An entry ``job-<id>`` that
+is not (a symbolic link, a directory, a job file of another id) is moved
+to ``queue/quarantine/`` (:func:`quarantine`) with one log line, and the
+master starts anyway.  Files that cannot be parsed stay where they are,
+noted as corrupt.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +31,11 @@ from ganeti.jqueue.job import JobStub, QueuedJob, calc_status, job_for_pickup, j
 from ganeti.jqueue.storage import JobStorage
 from ganeti.jqueue.table import JobTable
 
-__all__ = ["LoadedJobs", "read_queue_dir", "read_for_pickup", "parse_job_id"]
+__all__ = ["LoadedJobs", "read_queue_dir", "read_for_pickup", "parse_job_id",
+           "read_job_file", "quarantine", "QUARANTINE_DIR", "UntrustedEntry"]
+
+#: Where untrusted ``job-<id>`` entries go, inside the queue directory.
+QUARANTINE_DIR = "quarantine"
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +52,70 @@ class LoadedJobs:
     rewrite: list[QueuedJob] = field(default_factory=list)
     #: Ids of unreadable job files (left as they are).
     corrupt: list[int] = field(default_factory=list)
+    #: Ids whose entries were moved to the quarantine directory.
+    quarantined: list[int] = field(default_factory=list)
+
+
+class UntrustedEntry(errors.JobFileCorrupted):
+    """A ``job-<id>`` entry that is not a regular file holding job ``<id>``."""
+
+
+def read_job_file(storage: JobStorage, job_id: int) -> bytes | None:
+    """Content of ``queue/job-<job_id>``, or None when there is none.
+
+    Opened with ``O_NOFOLLOW`` (and ``O_NONBLOCK``, so that a FIFO cannot
+    block the reader); raises :class:`UntrustedEntry` when the entry is a
+    symbolic link or not a regular file.
+    """
+    path = storage.job_path(job_id)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UntrustedEntry(f"job-{job_id} is a symbolic link") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise UntrustedEntry(f"job-{job_id} is a directory")
+        if not stat.S_ISREG(mode):
+            raise UntrustedEntry(f"job-{job_id} is not a regular file")
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1   # the file object owns it now
+            return fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def quarantine(storage: JobStorage, job_id: int, why: str) -> str | None:
+    """Move the entry ``queue/job-<job_id>`` (a link itself, not its target)
+    into ``queue/quarantine/``; one error log line.
+
+    Returns the new path, or None when the entry could not be moved (also
+    logged; the caller leaves the id unused either way).
+    """
+    qdir = os.path.join(storage.queue_dir, QUARANTINE_DIR)
+    source = storage.job_path(job_id)
+    try:
+        os.makedirs(qdir, mode=0o700, exist_ok=True)
+        target = os.path.join(qdir, f"job-{job_id}")
+        for n in range(1, 1000):
+            if not os.path.lexists(target):
+                break
+            target = os.path.join(qdir, f"job-{job_id}.{n}")
+        else:
+            raise FileExistsError(f"{qdir} holds too many entries for job-{job_id}")
+        os.rename(source, target)
+    except OSError as exc:
+        logger.error("Untrusted queue entry job-%s (%s) could not be quarantined: %s",
+                     job_id, why, exc)
+        return None
+    logger.error("Quarantined untrusted queue entry job-%s (%s): moved to %s",
+                 job_id, why, target)
+    return target
 
 
 def read_queue_dir(storage: JobStorage, now: float) -> LoadedJobs:
@@ -50,11 +128,20 @@ def read_queue_dir(storage: JobStorage, now: float) -> LoadedJobs:
     found = LoadedJobs()
     for job_id in storage.list_job_ids():
         storage.note_existing_id(job_id)
-        raw = storage.read_job(job_id)
+        try:
+            raw = read_job_file(storage, job_id)
+        except (UntrustedEntry, OSError) as exc:
+            quarantine(storage, job_id, str(exc))
+            found.quarantined.append(job_id)
+            continue
         if raw is None:
             continue
         try:
             data = serializer.loads(raw)
+            if isinstance(data, dict) and "id" in data and data["id"] != job_id:
+                quarantine(storage, job_id, f"the file holds job {data['id']!r}")
+                found.quarantined.append(job_id)
+                continue
             statuses = [op["status"] for op in data["ops"]]
             status = calc_status(statuses)
             if status in constants.JOBS_FINALIZED:
@@ -98,9 +185,22 @@ def read_for_pickup(table: JobTable, storage: JobStorage, job_id: int,
         raise errors.JobQueueError(f"Job {job_id} is already known to the queue")
     if os.path.exists(storage.archived_path(job_id)):
         raise errors.JobQueueError(f"Job {job_id} is already known to the queue (archived)")
-    raw = storage.read_job(job_id)
+    try:
+        raw = read_job_file(storage, job_id)
+    except UntrustedEntry as exc:
+        quarantine(storage, job_id, str(exc))
+        raise errors.JobFileCorrupted(f"Job {job_id}: {exc}; moved to the quarantine"
+                                      " directory") from None
     if raw is None:
         raise errors.JobLost(f"Job {job_id}: no file job-{job_id} in the queue directory")
+    try:
+        data = serializer.loads(raw)
+    except errors.GanetiError:
+        data = None   # job_for_pickup says why
+    if isinstance(data, dict) and "id" in data and data["id"] != job_id:
+        why = f"the file holds job {data['id']!r}"
+        quarantine(storage, job_id, why)
+        raise errors.JobFileCorrupted(f"Job {job_id}: {why}; moved to the quarantine directory")
     job = job_for_pickup(job_id, raw, now)
     rewrite = recover_job(job, now)
     return job, rewrite or not job.is_finalized()

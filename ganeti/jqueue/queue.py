@@ -125,8 +125,9 @@ class JobQueue:
             for job in found.live:
                 self._table.add_live(job)
                 self._push(job)
-        logger.info("Loaded %d unfinished and %d finished jobs (%d corrupt)",
-                    len(found.live), len(found.stubs), len(found.corrupt))
+        logger.info("Loaded %d unfinished and %d finished jobs (%d corrupt, %d quarantined)",
+                    len(found.live), len(found.stubs), len(found.corrupt),
+                    len(found.quarantined))
 
     def start(self) -> None:
         """Start the worker threads."""

@@ -191,8 +191,6 @@ def test_refusals_change_nothing(env: Env) -> None:
     env.write_job(archived)            # a second file with an archived id
     with open(env.job_path(20), "w") as fh:
         fh.write("{not json")
-    env.write_job(21)
-    os.rename(env.job_path(21), env.job_path(22))            # file job-22 holds job 21
     with open(env.job_path(23), "w") as fh:
         bad = job_to_disk(QueuedJob(id=23, ops=[QueuedOpCode(
             input={"OP_ID": "OP_TEST_DELAY", "duration": "long"})]))
@@ -206,7 +204,6 @@ def test_refusals_change_nothing(env: Env) -> None:
         (archived, errors.JobQueueError, "archived"),
         (99, errors.JobLost, "no file"),
         (20, errors.JobFileCorrupted, "JSON"),
-        (22, errors.JobFileCorrupted, "holds job 21"),
         (23, errors.JobFileCorrupted, "opcode 0"),
         (24, errors.JobFileCorrupted, "missing id or ops"),
         ("x", errors.ParameterError, "Invalid job id"),
@@ -221,6 +218,32 @@ def test_refusals_change_nothing(env: Env) -> None:
     assert open(env.job_path(known), "rb").read() == known_data
     assert env.read_serial() == archived
     assert q.query_jobs([archived], ["archived"])[0] == [True]
+
+
+@pytest.mark.parametrize("make", ["other-id", "symlink", "directory"])
+def test_pickup_quarantines_untrusted_entries(env: Env, tmp_path, make: str) -> None:
+    """job-22 holding job 21, a symbolic link to a job file outside the queue,
+    or a directory: refused, moved to queue/quarantine/, the queue unchanged."""
+    q = env.queue
+    q.start()
+    if make == "other-id":
+        env.write_job(21)
+        os.rename(env.job_path(21), env.job_path(22))
+        text = "holds job 21"
+    elif make == "symlink":
+        env.write_job(22)
+        outside = str(tmp_path / "outside-job")
+        os.rename(env.job_path(22), outside)
+        os.symlink(outside, env.job_path(22))
+        text = "symbolic link"
+    else:
+        os.mkdir(env.job_path(22))
+        text = "directory"
+    with pytest.raises(errors.JobFileCorrupted, match=text):
+        q.pickup_job(22)
+    assert q.job_ids() == [] and env.ran == []
+    assert "job-22" not in os.listdir(env.paths.queue_dir)
+    assert os.listdir(os.path.join(env.paths.queue_dir, "quarantine")) == ["job-22"]
 
 
 def test_pickup_refuses_id_being_submitted(env: Env) -> None:

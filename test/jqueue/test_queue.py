@@ -329,7 +329,6 @@ def test_kill_lets_a_plain_opcode_finish_then_cancels_the_rest(tmp_path) -> None
     b'{"id": 1}', b'{"id": 1, "ops": "x"}', b'{"id": 1, "ops": [5]}',
     b'{"id": 1, "ops": [{"status": "bogus"}]}',
     b'{"id": 1, "ops": [{"status": "queued"}]}',
-    b'{"id": 2, "ops": [], "received_timestamp": [1, 0]}',
 ])
 def test_corrupt_job_files_are_skipped_and_left_untouched(tmp_path, content: bytes) -> None:
     paths = Paths(root=str(tmp_path))
@@ -351,6 +350,44 @@ def test_corrupt_job_files_are_skipped_and_left_untouched(tmp_path, content: byt
         q.shutdown(5)
     with open(path, "rb") as fh:
         assert fh.read() == content
+
+
+def _finished_job_file(job_id: int) -> bytes:
+    op = {"input": delay(0), "status": "success", "result": None, "log": [],
+          "priority": 0, "end_timestamp": [1000, 0]}
+    return serializer.dumps_bytes({"id": job_id, "ops": [op], "end_timestamp": [1000, 0]})
+
+
+def test_untrusted_queue_entries_are_quarantined_at_load(tmp_path, caplog) -> None:
+    """A symbolic link, a directory and a file of another job, each named job-<id>:
+    moved to queue/quarantine/ with one log line each; the queue loads anyway."""
+    paths = Paths(root=str(tmp_path))
+    storage = JobStorage(paths, sync_mode=st.SYNC_NONE)
+    storage.open()
+    outside = tmp_path / "outside-job-1"
+    outside.write_bytes(serializer.dumps_bytes(
+        {"id": 1, "ops": [{"input": delay(0), "status": "queued"}]}))
+    os.symlink(outside, storage.job_path(1))       # would be adopted and run
+    os.mkdir(storage.job_path(2))                  # IsADirectoryError at load
+    with open(storage.job_path(3), "wb") as fh:    # served as job 3
+        fh.write(_finished_job_file(4))
+    with open(storage.job_path(5), "wb") as fh:    # a good one
+        fh.write(_finished_job_file(5))
+    q = JobQueue(storage, lambda: None, workers=1)
+    try:
+        with caplog.at_level("ERROR", logger="ganeti.jqueue.adopt"):
+            q.load()
+        assert q.job_ids() == [5]
+        assert q.query_jobs([1, 2, 3, 5], ["id"]) == [None, None, None, [5]]
+        qdir = os.path.join(paths.queue_dir, "quarantine")
+        assert sorted(os.listdir(qdir)) == ["job-1", "job-2", "job-3"]
+        assert os.path.islink(os.path.join(qdir, "job-1"))   # the link moved, not its target
+        assert outside.exists()
+        lines = [r.getMessage() for r in caplog.records if "uarantined" in r.getMessage()]
+        assert len(lines) == 3, lines
+        assert q.submit_job([delay(0)]) == 6           # quarantined ids are not reused
+    finally:
+        q.shutdown(5)
 
 
 def test_cancel_just_before_the_dependency_check_is_not_lost(env: Env, monkeypatch) -> None:
