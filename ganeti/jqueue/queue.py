@@ -256,7 +256,8 @@ class JobQueue:
         excess = self._table.size() + count - self._soft_limit
         if excess <= 0:
             return
-        moved = self._archive_locked(self._table.finished_ids()[:excess])
+        moved = jarchive.archive_locked(self._table, self.storage,
+                                        self._table.finished_ids()[:excess])
         if moved:
             logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
                         " finished ones", self._soft_limit, moved)
@@ -747,44 +748,13 @@ class JobQueue:
     def archive_job(self, job_id: Any) -> bool:
         """Archive one finished job; False when unknown or unfinished."""
         with self._lock:
-            job = self._table.get(job_id, archived=False)
-            if job is None or not job.is_finalized() or self._table.stub(job.id) is None:
-                return False
-            return self._archive_locked([job.id]) == 1
-
-    def _archive_locked(self, ids: list[int]) -> int:
-        moved = self.storage.archive_jobs(ids)
-        self._table.remove_archived(moved)
-        if moved:
-            self._changed.notify_all()
-        return len(moved)
+            return jarchive.archive_job(self._table, self.storage, job_id)
 
     def auto_archive_jobs(self, age: Any, timeout: Any) -> list[int]:
-        """Archive finished jobs older than ``age`` seconds (-1: all).
-
-        Stops after ``timeout`` seconds; returns ``[archived, left]`` where
-        ``left`` counts the finished jobs not examined.
-        """
-        if not isinstance(age, (int, float)) or not isinstance(timeout, (int, float)):
-            raise errors.ParameterError("AutoArchiveJobs expects [age, timeout] numbers",
-                                        errors.ECODE_INVAL)
-        deadline = self._mono() + timeout
-        now = self._clock()
-        archived = 0
-        with self._lock:
-            ids = self._table.finished_ids()
-        left = len(ids)
-        for start in range(0, len(ids), 200):
-            if self._mono() > deadline:
-                break
-            chunk = ids[start:start + 200]
-            with self._lock:
-                stubs = [(i, self._table.stub(i)) for i in chunk]
-                todo = [i for i, stub in stubs if stub is not None and
-                        (age < 0 or (stub.end or 0) <= now - age)]
-                archived += self._archive_locked(todo)
-            left -= len(chunk)
-        return [archived, left]
+        """Archive finished jobs older than ``age`` seconds (-1: all); see
+        :func:`ganeti.jqueue.archive.auto_archive`."""
+        return jarchive.auto_archive(self._table, self.storage, age, timeout,
+                                     now=self._clock(), monotonic=self._mono)
 
     # queue flags ---------------------------------------------------------------
     def set_drain_flag(self, flag: bool) -> None:
