@@ -9,6 +9,11 @@ A job file is rewritten at least three times; instead of a new inode per
 write, the replaced inodes are recycled (``RENAME_EXCHANGE`` with a spare
 ``.scratch-*`` file, see ``utils.io.ScratchPool``).
 
+A failed commit (``ENOSPC``, any ``OSError``) is retried with a bounded
+backoff until it succeeds; meanwhile :attr:`JobStorage.write_error` says
+why, and callers that must not wait (new jobs) fail at once instead (see
+``_GroupWriter``).
+
 The queue ``serial`` (last job id handed out) is written in the same
 commit as the job files using it, so an acknowledged job id is never
 reused, even after a crash; on load the serial is also raised to the
@@ -30,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 from ganeti import constants, errors
@@ -50,44 +56,123 @@ ReplicateDrainFn = Callable[[bool], None]
 ReplicateBatchFn = Callable[[dict[str, bytes]], None]
 
 
-class _Ticket:
-    __slots__ = ("event", "error")
+#: Bounded backoff of the writer's retries after a failed commit: the first
+#: retry after RETRY_FIRST seconds, each later one twice as late, at most
+#: RETRY_MAX apart (see :func:`retry_delay`).
+RETRY_FIRST = 0.5
+RETRY_MAX = 10.0
 
-    def __init__(self) -> None:
+WaitFn = Callable[[threading.Condition, float], object]
+WriteFilesFn = Callable[..., None]
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds before retry number ``attempt`` (1, 2, ...) of a failed commit."""
+    return min(RETRY_MAX, RETRY_FIRST * 2.0 ** max(0, min(attempt - 1, 30)))
+
+
+def _cond_wait(cond: threading.Condition, timeout: float) -> object:
+    return cond.wait(timeout)
+
+
+class _Ticket:
+    """One :meth:`_GroupWriter.submit`: its files, and how it ends.
+
+    A *retry* ticket stays until its files are durable (the writer retries
+    failed commits, see :class:`_GroupWriter`); another one ends with the
+    first commit that holds it, in error if that commit failed.
+    """
+
+    __slots__ = ("event", "error", "files", "serial", "retry", "waited")
+
+    def __init__(self, files: dict[str, bytes], serial: bool, retry: bool, waited: bool) -> None:
         self.event = threading.Event()
         self.error: BaseException | None = None
+        self.files = files
+        self.serial = serial
+        self.retry = retry
+        self.waited = waited
+
+    def done(self, error: BaseException | None = None) -> None:
+        self.error = error
+        self.event.set()
 
 
 class _GroupWriter:
-    """A thread committing batches of atomic file replacements."""
+    """A thread committing batches of atomic file replacements.
+
+    Tickets are committed in the order they were submitted (a later
+    ticket's content for a path wins in a batch), so writes of one file
+    reach the disk in the order they were handed over.
+
+    **Failed commits** (``OSError``: a full disk, an I/O error) are retried:
+    the failed batch's *retry* tickets stay, ahead of newer ones, and the
+    whole batch is tried again after :func:`retry_delay` (``clock`` and
+    ``wait``, injected, measure the delay) until it succeeds; the other
+    tickets end in error at once.  While the writer is failing,
+    :attr:`error` holds the failure and a non-retry ticket fails without
+    an attempt.  A newer retry ticket for a path supersedes the older
+    pending content for it (memory stays bounded while failing).
+    """
 
     def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes]], None],
                  serial_data: Callable[[], tuple[str, bytes]],
-                 scratch: uio.ScratchPool | None = None) -> None:
+                 scratch: uio.ScratchPool | None = None, *,
+                 write_files: WriteFilesFn = uio.write_files_atomic,
+                 clock: Callable[[], float] = time.monotonic,
+                 wait: WaitFn = _cond_wait) -> None:
         self._sync_mode = sync_mode
         self._scratch = scratch
         self._after_commit = after_commit
         self._serial_data = serial_data
+        self._write_files = write_files
+        self._clock = clock
+        self._wait = wait
         self._cond = threading.Condition()
-        self._pending: dict[str, bytes] = {}
-        self._serial_dirty = False
         self._tickets: list[_Ticket] = []
         self._stop = False
+        self._error: OSError | None = None
+        self._attempts = 0
+        self._retry_at = 0.0
         self._thread = threading.Thread(target=self._run, name="jqueue-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, files: dict[str, bytes], serial: bool = False) -> _Ticket:
-        ticket = _Ticket()
+    @property
+    def error(self) -> OSError | None:
+        """The failure of the last commit while the writer retries, else None."""
+        with self._cond:
+            return self._error
+
+    def submit(self, files: dict[str, bytes], serial: bool = False, *,
+               retry: bool = False, waited: bool = True) -> _Ticket:
+        ticket = _Ticket(files, serial, retry, waited)
         with self._cond:
             if self._stop:
                 raise errors.JobQueueError("Job queue writer is stopped")
-            self._pending.update(files)
-            self._serial_dirty = self._serial_dirty or serial
+            if self._error is not None and not retry:
+                ticket.done(self._error)
+                return ticket
+            if retry:
+                self._supersede(files)
             self._tickets.append(ticket)
             self._cond.notify()
         return ticket
 
+    def _supersede(self, files: dict[str, bytes]) -> None:
+        """(lock held) drop ``files``' paths from older pending retry tickets."""
+        kept = []
+        for old in self._tickets:
+            if old.retry:
+                for path in files:
+                    old.files.pop(path, None)
+                if not old.files and not old.serial and not old.waited:
+                    continue      # nothing left to write, nobody waits for it
+            kept.append(old)
+        self._tickets = kept
+
     def stop(self) -> None:
+        """Commit what is pending (one last attempt) and stop; tickets
+        still not durable then end in error."""
         with self._cond:
             self._stop = True
             self._cond.notify()
@@ -96,35 +181,83 @@ class _GroupWriter:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._serial_dirty and not self._stop:
-                    self._cond.wait()
-                if self._stop and not self._pending and not self._serial_dirty:
-                    for t in self._tickets:
-                        t.event.set()
-                    return
-                batch, self._pending = self._pending, {}
+                while not self._stop:
+                    if self._error is not None:
+                        left = self._retry_at - self._clock()
+                        if left <= 0:
+                            break
+                        self._wait(self._cond, left)
+                    elif self._tickets:
+                        break
+                    else:
+                        self._cond.wait()
                 tickets, self._tickets = self._tickets, []
-                if self._serial_dirty:
-                    path, data = self._serial_data()
-                    batch = {path: data, **batch}
-                    self._serial_dirty = False
-            error: BaseException | None = None
+                stopping = self._stop
+                # while failing, a retry with nothing pending still probes
+                # (the serial file) so that the storage notices space back
+                probe = self._error is not None and not stopping
+            if not tickets and not probe:
+                return
+            batch: dict[str, bytes] = {}
+            if probe or any(t.serial for t in tickets):
+                path, data = self._serial_data()
+                batch[path] = data
+            for t in tickets:
+                batch.update(t.files)
             try:
                 self._commit(batch)
             except OSError as exc:
-                logger.error("Cannot write job queue files: %s", exc)
-                error = exc
-            for t in tickets:
-                t.error = error
-                t.event.set()
-            if error is None:
-                try:
-                    self._after_commit(batch)
-                except Exception:  # replication must never stop the writer
-                    logger.exception("Job queue replication callback failed")
+                self._failed(tickets, exc, stopping)
+                if stopping:
+                    return
+                continue
+            self._succeeded(tickets)
+            try:
+                self._after_commit(batch)
+            except Exception:  # replication must never stop the writer
+                logger.exception("Job queue replication callback failed")
+
+    def _failed(self, tickets: list[_Ticket], exc: OSError, stopping: bool) -> None:
+        with self._cond:
+            first = self._error is None
+            self._error = exc
+            self._attempts += 1
+            self._retry_at = self._clock() + retry_delay(self._attempts)
+            if stopping:
+                keep: list[_Ticket] = []
+                dropped = tickets + self._tickets
+                self._tickets = []
+            else:
+                pending = tickets + self._tickets
+                keep = [t for t in pending if t.retry]
+                dropped = [t for t in pending if not t.retry]
+                self._tickets = keep
+        for t in dropped:
+            t.done(exc)
+        if stopping:
+            logger.critical("Job queue writer stopped with %d writes not durable: %s",
+                            len(dropped), exc)
+        elif first:
+            logger.critical("Cannot write job queue files (%s): the queue refuses new jobs"
+                            " and retries the %d pending writes every %.1f s at most",
+                            exc, len(keep), RETRY_MAX)
+        else:
+            logger.debug("Job queue write retry %d failed: %s", self._attempts, exc)
+
+    def _succeeded(self, tickets: list[_Ticket]) -> None:
+        with self._cond:
+            recovered = self._error is not None
+            attempts = self._attempts
+            self._error = None
+            self._attempts = 0
+        for t in tickets:
+            t.done()
+        if recovered:
+            logger.warning("Job queue files written again after %d failed attempts:"
+                           " the queue accepts new jobs", attempts)
 
     def _commit(self, batch: dict[str, bytes]) -> None:
-        uio.write_files_atomic(batch, mode=0o640, sync=self._sync_mode, scratch=self._scratch)
+        self._write_files(batch, mode=0o640, sync=self._sync_mode, scratch=self._scratch)
 
 
 class JobStorage:
@@ -139,8 +272,14 @@ class JobStorage:
                  replicate: ReplicateFn | None = None,
                  replicate_rename: ReplicateRenameFn | None = None,
                  replicate_batch: ReplicateBatchFn | None = None,
-                 replicate_drain: ReplicateDrainFn | None = None) -> None:
+                 replicate_drain: ReplicateDrainFn | None = None,
+                 write_files: WriteFilesFn = uio.write_files_atomic,
+                 clock: Callable[[], float] = time.monotonic,
+                 wait: WaitFn = _cond_wait) -> None:
         self.paths = paths
+        self._write_files = write_files
+        self._clock = clock
+        self._wait = wait
         self.queue_dir = paths.queue_dir
         self.archive_dir = paths.queue_archive_dir
         self._sync_mode = sync_mode
@@ -186,7 +325,8 @@ class JobStorage:
         scratch = uio.ScratchPool(self.queue_dir)
         scratch.adopt_leftovers()
         self._writer = _GroupWriter(self._sync_mode, self._after_commit, self._serial_data,
-                                    scratch)
+                                    scratch, write_files=self._write_files, clock=self._clock,
+                                    wait=self._wait)
 
     def _max_archived_id(self) -> int:
         """Highest job id in the archive (only its highest bucket is read)."""
@@ -235,21 +375,35 @@ class JobStorage:
         return archived_job_file_name(self.archive_dir, job_id)
 
     def write_jobs(self, items: Iterable[tuple[int, bytes]], *, wait: bool = True,
-                   serial: bool = False) -> None:
+                   serial: bool = False, retry: bool = False) -> None:
         """Write job files durably (and the serial when ``serial``).
 
-        With ``wait`` the call returns once the data is durable; it raises
-        :class:`errors.JobQueueError` if the commit failed.  Without it the
-        write is only scheduled (used for batched log messages).
+        With ``wait`` the call returns once the data is durable.  A failed
+        write raises :class:`errors.JobQueueError` at once, unless
+        ``retry``: then the writer retries it (with the other pending
+        writes, see :class:`_GroupWriter`) and the call returns only when it
+        succeeded, or raises when the storage is closed first.  Without
+        ``wait`` the write is only scheduled, and retried until it succeeds
+        (used for batched log messages).  Writes of one file reach the disk
+        in the order of the calls.
         """
         writer = self._writer
         if writer is None:
             raise errors.JobQueueError("Job queue storage is not open")
-        ticket = writer.submit({self.job_path(jid): data for jid, data in items}, serial=serial)
+        files = {self.job_path(jid): data for jid, data in items}
+        ticket = writer.submit(files, serial=serial, retry=retry or not wait, waited=wait)
         if wait:
             ticket.event.wait()
             if ticket.error is not None:
-                raise errors.JobQueueError(f"Cannot write job file: {ticket.error}") from ticket.error
+                raise errors.JobQueueError(
+                    f"Cannot write job file: {ticket.error}") from ticket.error
+
+    @property
+    def write_error(self) -> str | None:
+        """Why job files cannot be written now (the writer retries), or None."""
+        writer = self._writer
+        error = writer.error if writer is not None else None
+        return None if error is None else str(error)
 
     def _after_commit(self, batch: dict[str, bytes]) -> None:
         if self._replicate_batch is not None:
