@@ -6,10 +6,15 @@ state here, lives under the table's lock.  ``changed`` (a condition on
 that lock) is notified on every change and wakes
 :meth:`JobQueue.wait_for_job_change`; ``_work`` wakes idle workers.
 
-Durability: every state change is written through
-:class:`~ganeti.jqueue.storage.JobStorage` (group commit) before the caller
-goes on; log messages are written lazily.  A submitted job id is returned
-only after its file (and the serial) are durable.
+Durability: a state change is never shown before it is on disk.  Each
+goes through :meth:`JobQueue._commit` (applied to a copy, written through
+:class:`~ganeti.jqueue.storage.JobStorage`, then shown), under the job's
+*write lock* (taken before the table lock), so a later write always
+carries the newer state; log messages are written lazily, under the same
+lock.  A submitted job id is returned only after its file (and the
+serial) are durable.  When job files cannot be written, the storage
+retries; the queue refuses new jobs meanwhile and carries on by itself
+(doc/protocols/jobs.md, "Full disk").
 
 Finished jobs are kept as small stubs (status, end time) and read back
 from disk on demand, with a small cache (see the table), so a queue with
@@ -57,6 +62,8 @@ MSG_PREV_FAILED = "Previous opcode failed"
 
 # A change that makes a job final, applied to a copy before it is written.
 _Finalizer = Callable[[QueuedJob], None]
+# A change applied to a copy of a job by JobQueue._commit: False means "no change".
+_Change = Callable[[QueuedJob], "bool | None"]
 
 
 class JobQueue:
@@ -89,6 +96,7 @@ class JobQueue:
         self._owned: set[int] = set()                # ids a worker is running
         self._repush: set[int] = set()               # woken while still owned
         self._running: dict[int, OpCallbacks] = {}   # job id -> its running opcode
+        self._write_locks: dict[int, threading.Lock] = {}  # live job id -> its write order
         self._pickup_lock = threading.Lock()         # one PickupJob at a time
         self.deps = jdeps.DependencyManager()
         self._cycle_failed: dict[int, str] = {}      # job id -> why it must fail (a cycle)
@@ -146,6 +154,10 @@ class JobQueue:
             self._stopping = True
             self._work.notify_all()
             self._changed.notify_all()
+        if self.storage.write_error is not None:
+            # workers wait for writes that may never succeed: end them (one
+            # last attempt), the jobs stay as they are on disk
+            self.storage.close()
         deadline = self._mono() + timeout
         for t in self._threads:
             t.join(max(0.0, deadline - self._mono()))
@@ -238,6 +250,11 @@ class JobQueue:
         return resolved
 
     def _check_accepting(self, ignore_drain: bool, count: int) -> None:
+        failure = self.storage.write_error
+        if failure is not None:
+            raise errors.JobQueueDrainError(
+                f"Job queue cannot write its files ({failure}), refusing new jobs until"
+                " the writes succeed again", errors.ECODE_STATE)
         if not ignore_drain and self.storage.is_drained():
             raise errors.JobQueueDrainError("Job queue is drained, refusing job", errors.ECODE_STATE)
         with self._lock:
@@ -391,21 +408,55 @@ class JobQueue:
     def _encode(self, job: QueuedJob) -> bytes:
         return serializer.dumps_bytes(job_to_disk(job))
 
-    def _save(self, job: QueuedJob, wait: bool = True) -> None:
-        """Write ``job`` (lock NOT held); wakes waiters afterwards."""
+    def _write_lock(self, job: QueuedJob) -> threading.Lock:
+        """The lock ordering the writes of live job ``job`` (take it before
+        the table lock; after taking it, check the job is still live)."""
         with self._lock:
-            data = self._encode(job)
-        try:
-            self.storage.write_jobs([(job.id, data)], wait=wait)
-        finally:
+            lock = self._write_locks.get(job.id)
+            if lock is None:
+                lock = self._write_locks[job.id] = threading.Lock()
+            return lock
+
+    def _commit(self, job: QueuedJob, change: _Change, *, retry: bool = True,
+                start: bool = False, after: Callable[[QueuedJob], None] | None = None) -> bool:
+        """Change live job ``job`` durably, then show it; True when written.
+
+        Under the job's write lock: ``change`` is applied to a copy (it
+        returns False for "nothing to do", or raises), the copy is written
+        (``retry``: see :meth:`JobStorage.write_jobs`; a failure raises
+        :class:`errors.JobQueueError`, nothing shown), then its state is
+        applied to ``job`` and ``after(job)`` runs, under the table lock.
+        ``start`` sets a missing start time (a worker took the job).
+        """
+        with self._write_lock(job):
             with self._lock:
+                if self._table.live(job.id) is not job:
+                    self._write_locks.pop(job.id, None)
+                    return False          # finished meanwhile: nothing to change
+                new = copy_job(job)
+                if start and new.start_timestamp is None:
+                    new.start_timestamp = split_time(self._clock())
+                prios = [op.priority for op in new.ops]
+                if change(new) is False:
+                    return False
+                data = self._encode(new)
+            self.storage.write_jobs([(job.id, data)], retry=retry)
+            with self._lock:
+                for live, done, prio in zip(job.ops, new.ops, prios):
+                    live.status, live.result = done.status, done.result
+                    if done.priority != prio:   # else keep an escalation made meanwhile
+                        live.priority = done.priority
+                    live.start_timestamp = done.start_timestamp
+                    live.exec_timestamp = done.exec_timestamp
+                    live.end_timestamp = done.end_timestamp
+                job.start_timestamp, job.end_timestamp = new.start_timestamp, new.end_timestamp
+                if after is not None:
+                    after(job)
                 self._changed.notify_all()
+            return True
 
     def _run_job(self, job: QueuedJob) -> None:
         """Run the job's opcodes in order until it ends or must wait."""
-        with self._lock:
-            if job.start_timestamp is None:
-                job.start_timestamp = split_time(self._clock())
         for idx, qop in enumerate(job.ops):
             if qop.status == constants.OP_STATUS_SUCCESS:
                 continue
@@ -449,18 +500,28 @@ class JobQueue:
                 result, msg = jdeps.evaluate(job.id, dep_id, wanted, status)
                 if result == jdeps.DEP_WAIT:
                     # registered under the lock: a finishing dependency cannot slip by
+                    # (it pushes the job again, see _retire and _push)
                     cycle = self.deps.add_waiter_or_cycle(dep_id, job.id, wanted)
                     if cycle is not None:
                         result, msg = jdeps.DEP_ERROR, jdeps.cycle_message(cycle)
                         self._fail_cycle(cycle[1:-1], msg)
-                    else:
-                        changed = qop.status != constants.OP_STATUS_WAITING
-                        if changed:
-                            set_op_status(qop, constants.OP_STATUS_WAITING)
             if result == jdeps.DEP_WAIT:
                 logger.debug("Job %s: %s", job.id, msg)
-                if changed:
-                    self._save(job)
+                canceled: list[bool] = []
+
+                def wait(j: QueuedJob) -> bool:
+                    op = j.ops[idx]
+                    if op.status == constants.OP_STATUS_CANCELING:
+                        canceled.append(True)     # a cancel came meanwhile: it wins
+                        return False
+                    if op.status == constants.OP_STATUS_WAITING:
+                        return False
+                    set_op_status(op, constants.OP_STATUS_WAITING)
+                    return True
+
+                self._commit(job, wait, start=True)
+                if canceled:
+                    return lambda j: self._cancel_from(j, idx)
                 return None
             if result == jdeps.DEP_CONTINUE:
                 continue
@@ -493,19 +554,14 @@ class JobQueue:
 
     def _finalize(self, job: QueuedJob, change: _Finalizer) -> None:
         """Make the job final: ``change`` is applied to a copy, written
-        durably, and only then shown (so nobody sees an undurable end)."""
-        with self._lock:
-            final = copy_job(job)
-            change(final)
-            data = self._encode(final)
+        durably, and only then shown (so nobody sees an undurable end).
+
+        A failed write is retried until it succeeds; if the storage closes
+        first (shutdown), the job stays live as it is on disk."""
         try:
-            self.storage.write_jobs([(job.id, data)])
+            self._commit(job, change, start=True, after=self._retire)
         except errors.JobQueueError:
             logger.exception("Cannot write the final state of job %s", job.id)
-        with self._lock:
-            job.ops = final.ops
-            job.end_timestamp = final.end_timestamp
-            self._retire(job)
 
     def _execute(self, job: QueuedJob, idx: int) -> bool:
         """Run opcode ``idx``; True when the job goes on with the next one."""
@@ -550,9 +606,7 @@ class JobQueue:
         if last:
             self._finalize(job, succeed)
             return False
-        with self._lock:
-            succeed(job)
-        self._save(job)
+        self._commit(job, succeed)
         return True
 
     # processor callbacks (through OpCallbacks) --------------------------------
@@ -568,38 +622,35 @@ class JobQueue:
         """
         if status not in (constants.OP_STATUS_WAITING, constants.OP_STATUS_RUNNING):
             raise errors.ProgrammerError(f"A running opcode cannot report status {status!r}")
-        with self._lock:
-            if job.ops[idx].status == constants.OP_STATUS_CANCELING:
+
+        def report(j: QueuedJob) -> None:
+            op = j.ops[idx]
+            if op.status == constants.OP_STATUS_CANCELING:
                 raise errors.OpExecError(MSG_CANCELED)
             now = split_time(self._clock())
-            new = copy_job(job)
-            op = new.ops[idx]
             set_op_status(op, status)
             if op.start_timestamp is None:
                 op.start_timestamp = now
             if status == constants.OP_STATUS_RUNNING:
                 op.exec_timestamp = now
-            data = self._encode(new)
-        self.storage.write_jobs([(job.id, data)])
-        with self._lock:
-            live = job.ops[idx]
-            if live.status == constants.OP_STATUS_CANCELING:
-                raise errors.OpExecError(MSG_CANCELED)
-            set_op_status(live, status)
-            live.start_timestamp = op.start_timestamp
-            live.exec_timestamp = op.exec_timestamp
-            self._changed.notify_all()
+
+        # the write lock keeps a cancel from coming between the check and the write
+        self._commit(job, report, start=True)
 
     def add_op_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
-        """Append a log entry to opcode ``idx`` of a job being run; written lazily."""
-        with self._lock:
-            job.add_log(self._clock(), log_type, jsonable(msg), idx)
-            self._changed.notify_all()
-        self._save(job, wait=False)
+        """Append a log entry to opcode ``idx`` of a job being run; written lazily
+        (in order with the job's state writes, retried if the write fails)."""
+        with self._write_lock(job):
+            with self._lock:
+                job.add_log(self._clock(), log_type, jsonable(msg), idx)
+                data = self._encode(job)
+                self._changed.notify_all()
+            self.storage.write_jobs([(job.id, data)], wait=False)
 
     def _retire(self, job: QueuedJob) -> None:
         """(lock held) the job is final and durable."""
         self._table.add_finished(job, self._clock())
+        self._write_locks.pop(job.id, None)   # a late taker finds the job not live
         self._queued.discard(job.id)
         self._cycle_failed.pop(job.id, None)
         self.deps.remove_job(job.id)
@@ -682,47 +733,76 @@ class JobQueue:
         :meth:`ganeti.mcpu.Processor.wait_interrupt`); any other opcode runs
         to its end and the job is canceled after it.  The job then ends
         ``canceled`` (unless the running opcode failed on its own first).
+
+        Written before it is shown (:meth:`_commit`); raises
+        :class:`errors.JobQueueError` when that is not possible now.
         """
         with self._lock:
             job = self._table.get(job_id, archived=False)
-            if job is None:
-                return [False, f"Job {job_id} not found"]
-            status = job.status()
-            if status in constants.JOBS_FINALIZED:
-                return [False, f"Job {job.id} is already finished ({status})"]
+        if job is None:
+            return [False, f"Job {job_id} not found"]
+        failure = self.storage.write_error
+        if failure is not None and not job.is_finalized():
+            raise errors.JobQueueError(f"Cannot cancel job {job.id} now: the job queue cannot"
+                                       f" write its files ({failure})")
+        answer: list[Any] = []
+        state: dict[str, bool] = {}
+
+        def cancel(j: QueuedJob) -> bool:
+            status = j.status()
             running = status in (constants.JOB_STATUS_RUNNING, constants.JOB_STATUS_CANCELING)
             if running and not kill:
-                return [False, f"Job {job.id} is {status}, it can no longer be canceled"
-                               " (kill interrupts it)"]
-            owned = job.id in self._owned
-            if not owned:
-                final = copy_job(job)
-                final.finalize_ops(0, constants.OP_STATUS_CANCELED, MSG_CANCELED, self._clock())
-                self.deps.remove_job(job.id)
-                self._queued.discard(job.id)
-            else:
-                for op in job.ops:
+                answer[:] = [False, f"Job {j.id} is {status}, it can no longer be canceled"
+                                    " (kill interrupts it)"]
+                return False
+            state["running"] = running
+            state["owned"] = owned = j.id in self._owned
+            if owned:
+                for op in j.ops:
                     if op.status not in constants.OPS_FINALIZED:
                         set_op_status(op, constants.OP_STATUS_CANCELING)
-                cbs = self._running.get(job.id)
-                if running and cbs is not None:
-                    cbs.interrupted.set()
-                final = job
-            data = self._encode(final)
-        self.storage.write_jobs([(job.id, data)])
-        with self._lock:
-            if not owned:
-                job.ops = final.ops
-                job.end_timestamp = final.end_timestamp
-                self._retire(job)
-                return [True, f"Job {job.id} canceled"]
-            self._changed.notify_all()
-            if running:
-                return [True, f"Job {job.id} is running, it was asked to stop"]
-            return [True, f"Job {job.id} will be canceled"]
+            else:
+                # no worker holds it: the canceler does while it writes
+                state["queued"] = j.id in self._queued
+                self._queued.discard(j.id)
+                self._owned.add(j.id)
+                j.finalize_ops(0, constants.OP_STATUS_CANCELED, MSG_CANCELED, self._clock())
+            return True
+
+        def shown(j: QueuedJob) -> None:
+            if not state["owned"]:
+                self._owned.discard(j.id)
+                self._repush.discard(j.id)
+                self._retire(j)
+                answer[:] = [True, f"Job {j.id} canceled"]
+                return
+            cbs = self._running.get(j.id)
+            if state["running"] and cbs is not None:
+                cbs.interrupted.set()
+            # the worker may have let the job go (waiting) before this was shown
+            self._push(j)
+            answer[:] = ([True, f"Job {j.id} is running, it was asked to stop"]
+                         if state["running"] else [True, f"Job {j.id} will be canceled"])
+
+        try:
+            self._commit(job, cancel, retry=False, after=shown)
+        except errors.JobQueueError:
+            with self._lock:
+                if state.get("owned") is False:      # give the job back as it was
+                    self._owned.discard(job.id)
+                    if state.get("queued") or job.id in self._repush:
+                        self._repush.discard(job.id)
+                        self._push(job)
+            raise
+        if not answer:
+            with self._lock:
+                status = self._table.status_of(job.id)
+            return [False, f"Job {job.id} is already finished ({status})"]
+        return answer
 
     def change_job_priority(self, job_id: Any, priority: Any) -> list[Any]:
-        """Change the priority of a job's unfinished opcodes; ``[success, message]``."""
+        """Change the priority of a job's unfinished opcodes; ``[success, message]``
+        (written first, :class:`errors.JobQueueError` when that fails)."""
         if (not isinstance(priority, int) or isinstance(priority, bool)
                 or not constants.OP_PRIO_HIGHEST <= priority <= constants.OP_PRIO_LOWEST):
             raise errors.ParameterError(
@@ -730,19 +810,21 @@ class JobQueue:
                 f" {constants.OP_PRIO_LOWEST}], got {priority!r}", errors.ECODE_INVAL)
         with self._lock:
             job = self._table.get(job_id, archived=False)
-            if job is None:
-                return [False, f"Job {job_id} not found"]
-            if job.is_finalized():
-                return [False, f"Job {job.id} is finished"]
-            for op in job.ops:
+        if job is None:
+            return [False, f"Job {job_id} not found"]
+
+        def change(j: QueuedJob) -> bool:
+            for op in j.ops:
                 if op.status not in constants.OPS_FINALIZED:
                     op.priority = priority
-            if job.id in self._queued:
-                heapq.heappush(self._heap, (job.priority(), job.id))
-            data = self._encode(job)
-        self.storage.write_jobs([(job.id, data)])
-        with self._lock:
-            self._changed.notify_all()
+            return True
+
+        def shown(j: QueuedJob) -> None:
+            if j.id in self._queued:
+                heapq.heappush(self._heap, (j.priority(), j.id))
+
+        if not self._commit(job, change, retry=False, after=shown):
+            return [False, f"Job {job.id} is finished"]
         return [True, f"Priority of job {job.id} changed to {priority}"]
 
     def archive_job(self, job_id: Any) -> bool:
@@ -761,7 +843,9 @@ class JobQueue:
         self.storage.set_drained(bool(flag))
 
     def is_drained(self) -> bool:
-        return self.storage.is_drained()
+        """True while new jobs are refused: the operator's drain flag is set,
+        or the queue drained itself because it cannot write its files."""
+        return self.storage.write_error is not None or self.storage.is_drained()
 
     def get_lock_info(self) -> list[dict[str, Any]]:
         """Lock-monitor provider: dependency waits as pseudo-locks."""

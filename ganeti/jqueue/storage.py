@@ -12,7 +12,7 @@ write, the replaced inodes are recycled (``RENAME_EXCHANGE`` with a spare
 A failed commit (``ENOSPC``, any ``OSError``) is retried with a bounded
 backoff until it succeeds; meanwhile :attr:`JobStorage.write_error` says
 why, and callers that must not wait (new jobs) fail at once instead (see
-``_GroupWriter``).
+``_GroupWriter``; doc/protocols/jobs.md, "Full disk").
 
 The queue ``serial`` (last job id handed out) is written in the same
 commit as the job files using it, so an acknowledged job id is never
