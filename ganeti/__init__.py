@@ -10,7 +10,7 @@ with one row per module or package):
 4. logic: master side context, hooksmaster, replication <- cmdlib <- mcpu <- jqueue;
    node side hypervisor, storage <- osapi <- backend (plug-ins import layers 1-2
    only).  The two sides never import each other.
-5. front ends: bootstrap, cli, client, tools; they never import cmdlib, mcpu
+5. front ends: bootstrap, cli, client, tools, watcher; they never import cmdlib, mcpu
    or backend
 6. wiring: server (daemon mains); nothing imports it
 

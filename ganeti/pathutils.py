@@ -159,6 +159,30 @@ class Paths:
     def watcher_pause_file(self) -> str:
         return os.path.join(self.data_dir, "watcher.pause")
 
+    @property
+    def watcher_lock_file(self) -> str:
+        """Held (``flock``) by the running watcher, so that only one runs per node."""
+        return os.path.join(self.run_dir, "ganeti-watcher.lock")
+
+    @property
+    def watcher_instance_status_file(self) -> str:
+        """``name status`` lines of every instance, written by the master's watcher."""
+        return os.path.join(self.data_dir, "instance-status")
+
+    @property
+    def watcher_hooks_dir(self) -> str:
+        """The scripts the watcher runs on every pass (doc/watcher.md)."""
+        return os.path.join(self.hooks_base_dir, "watcher")
+
+    @property
+    def vnode_boot_id_file(self) -> str:
+        """A virtual node's boot id (below a root other than ``/`` only)."""
+        return self._p("boot_id")
+
+    def watcher_state_file(self, group_uuid: str) -> str:
+        """The watcher's state of one node group (``watcher.<uuid>.data``)."""
+        return os.path.join(self.data_dir, f"watcher.{group_uuid}.data")
+
     def ssconf_file(self, key: str) -> str:
         """Path of ``ssconf_<key>``."""
         return os.path.join(self.data_dir, f"ssconf_{key}")

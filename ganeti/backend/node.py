@@ -48,12 +48,21 @@ def _meminfo() -> dict[str, int]:
     return values
 
 
-def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
-            return fh.read().strip()
-    except OSError:
-        return ""
+def _boot_id(ctx: NodeContext) -> str:
+    """The kernel's boot id; a virtual node (root other than ``/``) has its own
+    in ``<root>/boot_id`` (renewed by ``tools/vcluster start``), if there is one."""
+    sources = ["/proc/sys/kernel/random/boot_id"]
+    if os.path.realpath(ctx.paths.root) != "/":
+        sources.insert(0, ctx.paths.vnode_boot_id_file)
+    for source in sources:
+        try:
+            with open(source, encoding="ascii") as fh:
+                value = fh.read().strip()
+        except OSError:
+            continue
+        if value:
+            return value
+    return ""
 
 
 def _host_figures(ctx: NodeContext) -> dict[str, Any]:
@@ -156,7 +165,7 @@ def node_info(ctx: NodeContext, storage_units: list, hv_specs: list) -> dict[str
                                               "cpu_total", "instance_count") if k in hv[0]})
     return {
         "name": ctx.hostname,
-        "bootid": figures.get("bootid") or _boot_id(),
+        "bootid": figures.get("bootid") or _boot_id(ctx),
         "storage": [_storage_info(ctx, unit, figures) for unit in storage_units],
         "hv": hv,
         **{k: v for k, v in figures.items() if not k.startswith("storage_")},

@@ -44,7 +44,8 @@ from ganeti import bootstrap, constants, errors, serializer, ssh
 from ganeti.pathutils import Paths
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
-           "start", "stop", "destroy", "run_gnt", "pick_free_port", "main"]
+           "start", "stop", "destroy", "run_gnt", "pick_free_port", "new_boot_id",
+           "run_watcher", "main"]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_FILE = "vcluster.json"
@@ -281,6 +282,7 @@ def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAK
         bootstrap.make_node_dirs(paths)
         _install_tinyos(paths)
         _write_env_file(vc, node)
+        new_boot_id(node)
     pub = ssh.generate_cluster_key(master_paths.ssh_key_file, comment="ganeti@vcluster")
     for node in vnodes:
         bootstrap._add_authorized_key(Paths(root=node.root), pub)
@@ -347,6 +349,17 @@ def _add_nodes_to_config(vc: VCluster, nodes: Sequence[VNode]) -> None:
     bootstrap.start_masterd(master, env=env, extra_args=vc.masterd_args)
 
 
+def new_boot_id(node: VNode) -> str:
+    """Give ``node`` a new boot id (as a reboot does); the node daemon reports it."""
+    import uuid
+    value = str(uuid.uuid4())
+    path = Paths(root=node.root).vnode_boot_id_file
+    with open(path + ".tmp", "w") as fh:
+        fh.write(value + "\n")
+    os.replace(path + ".tmp", path)
+    return value
+
+
 def _is_master(vc: VCluster, node: VNode) -> bool:
     from ganeti import ssconf
     try:
@@ -356,7 +369,10 @@ def _is_master(vc: VCluster, node: VNode) -> bool:
 
 
 def start(vc: VCluster, node: str | None = None) -> None:
-    """Start the SSH server, node daemon (and master daemon on the master) of nodes."""
+    """Start the SSH server, node daemon (and master daemon on the master) of nodes.
+
+    A node whose node daemon was not running "boots": it gets a new boot id.
+    """
     targets = [vc.node(node)] if node else vc.nodes
     if vc.ssh_port:
         _start_sshds(vc, targets)
@@ -365,6 +381,7 @@ def start(vc: VCluster, node: str | None = None) -> None:
         env = _full_env(vc, vnode)
         if bootstrap.daemon_pid(paths, constants.NODED) is None and \
                 os.path.exists(paths.server_pem):
+            new_boot_id(vnode)
             bootstrap.start_noded(paths, vnode.ip, vc.noded_port, env=env)
         if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.MASTERD) is None:
             bootstrap.start_masterd(paths, env=env, extra_args=vc.masterd_args)
@@ -377,6 +394,39 @@ def stop(vc: VCluster, node: str | None = None) -> None:
         paths = Paths(root=vnode.root)
         for daemon in (constants.MASTERD, constants.NODED, SSHD_NAME):
             bootstrap.stop_daemon(paths, daemon, timeout=10.0)
+
+
+WATCHER = os.path.join(REPO_ROOT, "daemons", constants.WATCHER)
+
+
+def run_watcher(vc: VCluster, node: str | None = None, args: Sequence[str] = ("--wait-children",),
+                *, timeout: float = 600.0) -> list[tuple[str, int, list[str]]]:
+    """One watcher pass on every node (or ``node``), the master last.
+
+    Each runs with its node's environment; returns ``(node, exit status,
+    the lines it added to its watcher.log)`` per node.  The master goes last
+    so that its queries see the node daemons the other passes brought back.
+    """
+    targets = [vc.node(node)] if node else sorted(vc.nodes, key=lambda n: _is_master(vc, n))
+    results = []
+    for vnode in targets:
+        log_file = Paths(root=vnode.root).daemon_log_file(constants.WATCHER)
+        try:
+            offset = os.path.getsize(log_file)
+        except OSError:
+            offset = 0
+        res = subprocess.run([sys.executable, WATCHER, *args], env=_full_env(vc, vnode),
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=timeout, check=False)
+        try:
+            with open(log_file, encoding="utf-8", errors="replace") as fh:
+                fh.seek(offset)
+                lines = fh.read().splitlines()
+        except OSError:
+            lines = []
+        lines += [f"(stderr) {line}" for line in res.stderr.splitlines()]
+        results.append((vnode.name, res.returncode, lines))
+    return results
 
 
 def _stragglers(directory: str) -> list[int]:
@@ -422,7 +472,7 @@ def destroy(directory: str, *, log: Log | None = None) -> None:
 # --- command line --------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``tools/vcluster create|env|start|stop|destroy|list DIR ...``."""
+    """``tools/vcluster create|env|start|stop|watcher|destroy|list DIR ...``."""
     parser = argparse.ArgumentParser(
         prog="vcluster", description="Run a virtual Ganeti cluster of real daemons on"
         " this machine (see doc/vcluster.md)")
@@ -451,6 +501,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = sub.add_parser(name, help=text)
         p.add_argument("directory", metavar="DIR")
         p.add_argument("node", nargs="?")
+    p = sub.add_parser("watcher", help="one watcher pass on every node (or NODE), with"
+                       " --wait-children; prints what each did")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("node", nargs="?")
+    p.add_argument("--watcher-arg", action="append", default=[], metavar="ARG",
+                   help="extra ganeti-watcher argument (repeatable)")
     p = sub.add_parser("destroy", help="stop everything and remove DIR")
     p.add_argument("directory", metavar="DIR")
     p = sub.add_parser("list", help="list the nodes of the virtual cluster")
@@ -481,6 +537,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 start(vc, opts.node)
             elif opts.action == "stop":
                 stop(vc, opts.node)
+            elif opts.action == "watcher":
+                failed = 0
+                for name, code, lines in run_watcher(vc, opts.node,
+                                                     ["--wait-children", *opts.watcher_arg]):
+                    print(f"{name}: exit {code}")
+                    for line in lines:
+                        # "<date> <time>: ganeti-watcher pid=N LEVEL message" -> message
+                        print("  " + line.split(" ", 4)[-1] if " pid=" in line else "  " + line)
+                    failed += code != 0
+                return 1 if failed else 0
             elif opts.action == "list":
                 for node in vc.nodes:
                     role = "master" if node.name == vc.master else ""

@@ -1,0 +1,149 @@
+"""``ganeti-watcher``: options, and the order of one pass (doc/watcher.md).
+
+1. Take the node's watcher lock; if another watcher holds it, say so and
+   exit (status 0: the other one does the work).
+2. Unless ``--ignore-pause``, stop when ``gnt-cluster watcher pause`` is in
+   force on this node.
+3. On every node: make sure the node daemon runs and answers; run the
+   watcher hooks.
+4. On the master: make sure the master daemon runs and answers, then one
+   pass over every node group (:mod:`ganeti.watcher.master`).
+
+The exit status is 0 unless the pass itself failed (a daemon could not be
+brought back, the master could not be asked).  Logs go to ``watcher.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ganeti import constants, errors, pathutils, ssconf, watcherpause
+from ganeti.utils import net
+from ganeti.watcher import master, nodes, state
+
+__all__ = ["parse_args", "run", "main", "DEFAULT_JOB_AGE", "EXIT_OK", "EXIT_FAILED"]
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+#: seconds after which finished jobs are archived (``--job-age``)
+DEFAULT_JOB_AGE = 6 * 3600
+
+
+def _seconds(text: str) -> float:
+    """``--job-age``: seconds, or a number with ``s``/``m``/``h``/``d``."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid age {text!r}") from None
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line of ``ganeti-watcher``."""
+    parser = argparse.ArgumentParser(
+        prog="ganeti-watcher", description="One pass of the Ganeti watcher: restart what"
+        " crashed, keep the daemons running, archive old jobs (doc/watcher.md)")
+    parser.add_argument("-d", "--debug", action="store_true",
+                        help="log debug messages, also to standard error")
+    parser.add_argument("--job-age", type=_seconds, default=float(DEFAULT_JOB_AGE),
+                        metavar="SECONDS", help="archive finished jobs older than this"
+                        " (default 6h; -1 archives every finished job)")
+    parser.add_argument("--ignore-pause", action="store_true",
+                        help="run even if the watcher is paused")
+    parser.add_argument("--no-verify-disks", action="store_true",
+                        help="do not verify the disks of the node groups")
+    parser.add_argument("--wait-children", action="store_true",
+                        help="wait for the jobs this pass submits and log how they ended")
+    parser.add_argument("--rapi-ip", default=None, metavar="ADDRESS",
+                        help="address the RAPI daemon is checked on (used once"
+                        " ganeti-rapi exists)")
+    return parser.parse_args(argv)
+
+
+def _luxi_factory(paths: pathutils.Paths) -> Callable[[float], master.LuxiClient]:
+    def factory(timeout: float) -> master.LuxiClient:
+        from ganeti import luxi
+        return luxi.Client(paths.master_socket, connect_timeout=min(timeout, 10.0),
+                           rw_timeout=timeout)
+    return factory
+
+
+def _node_pass(paths: pathutils.Paths, me: str, store: ssconf.SimpleStore) -> None:
+    from ganeti.rpc.client import default_noded_port
+    address = store.get_node_primary_ips().get(me)
+    if address is None:
+        logger.warning("This node (%s) has no primary address in ssconf; not checking"
+                       " its node daemon", me)
+    else:
+        done = nodes.ensure_noded(paths, address, default_noded_port())
+        if done:
+            logger.info("Node daemon: %s", done)
+    nodes.run_hooks(paths)
+
+
+def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
+        clock: Callable[[], float] = time.time) -> int:
+    """One watcher pass on this node; returns the exit status."""
+    lock = state.WatcherLock(paths.watcher_lock_file)
+    if not lock.acquire():
+        holder = lock.holder()
+        msg = ("Another watcher is already running on this node"
+               f"{f' (pid {holder})' if holder else ''}; exiting")
+        logger.info("%s", msg)
+        sys.stderr.write(msg + "\n")
+        return EXIT_OK
+    try:
+        until = watcherpause.read_pause(paths.watcher_pause_file, clock())
+        if until is not None and not opts.ignore_pause:
+            logger.info("The watcher is paused until %s; doing nothing", time.ctime(until))
+            return EXIT_OK
+        if until is not None:
+            logger.info("The watcher is paused until %s, but --ignore-pause was given",
+                        time.ctime(until))
+        store = ssconf.SimpleStore(paths)
+        try:
+            master_name = store.get_master_node()
+        except errors.GanetiError as exc:
+            logger.error("This node is not part of a cluster (%s); nothing to do", exc)
+            return EXIT_FAILED
+        me = net.hostname()
+        _node_pass(paths, me, store)
+        if me != master_name:
+            return EXIT_OK
+        factory = _luxi_factory(paths)
+        done = master.ensure_masterd(paths, factory)
+        if done:
+            logger.info("Master daemon: %s", done)
+        report = master.master_pass(
+            factory(master.MASTERD_TIMEOUT), paths,
+            master.MasterOptions(job_age=opts.job_age, wait_jobs=opts.wait_children),
+            clock=clock)
+        logger.info("Pass done: %d group(s), %d job(s) submitted, %d job(s) archived",
+                    len(report.groups), sum(len(g.jobs) for g in report.groups),
+                    report.archived)
+        return EXIT_OK
+    except (errors.GanetiError, OSError) as exc:
+        logger.error("Watcher pass failed: %s", exc)
+        return EXIT_FAILED
+    finally:
+        lock.release()
+
+
+def main(argv: Sequence[str] | None = None, *,
+         setup_logging: Callable[..., Any] | None = None) -> int:
+    """Entry point of ``daemons/ganeti-watcher``; ``setup_logging`` installs the log."""
+    opts = parse_args(argv)
+    paths = pathutils.get_paths()
+    if setup_logging is not None:
+        setup_logging(paths.daemon_log_file(constants.WATCHER), debug=opts.debug,
+                      stderr=opts.debug, program=constants.WATCHER)
+    return run(opts, paths)

@@ -1,0 +1,257 @@
+"""What the watcher does on the master: keep masterd up, then one pass per node group.
+
+Everything goes through LUXI: the checks are queries, the actions are jobs
+(reason source ``gnt:watcher``), so they queue behind locks like any
+client's and show in ``gnt-job list``.
+
+One process handles all groups, one after the other: four queries (groups,
+nodes, instances, locks) describe the whole cluster, the pure
+:func:`ganeti.watcher.core.plan_group` decides each group from its slice,
+and the jobs of every group are submitted at once (they then run
+concurrently in the master daemon).  A child process per group, as
+Ganeti's watcher forks, would only add start-up time: a group's pass does
+no waiting of its own (except with ``--wait-children``, which waits for
+the submitted jobs).  See doc/watcher.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ganeti import constants, errors, opcodes
+from ganeti.opcodes import instance as op_instance
+from ganeti.pathutils import Paths
+from ganeti.watcher import core, state
+
+__all__ = ["LuxiClient", "MasterOptions", "GroupReport", "MasterReport", "ensure_masterd",
+           "collect", "master_pass", "MASTERD_TIMEOUT"]
+
+logger = logging.getLogger(__name__)
+
+#: seconds the master daemon has to answer QueryClusterInfo
+MASTERD_TIMEOUT = 15.0
+_INSTANCE_FIELDS = ["name", "status", "admin_state", "pnode", "pnode.group", "snodes",
+                    "disk_template"]
+_NODE_FIELDS = ["name", "group.uuid", "offline", "bootid"]
+
+
+class LuxiClient(Protocol):
+    """The part of :class:`ganeti.luxi.Client` the watcher uses."""
+
+    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+        ...
+
+
+@dataclass(frozen=True)
+class MasterOptions:
+    """The options of the master's pass."""
+
+    job_age: float = 6 * 3600.0
+    wait_jobs: bool = False
+    wait_timeout: float = 600.0
+
+
+@dataclass
+class GroupReport:
+    """What the pass did to one group."""
+
+    uuid: str
+    name: str
+    plan: core.Plan
+    jobs: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class MasterReport:
+    """What the master's pass did."""
+
+    groups: list[GroupReport] = field(default_factory=list)
+    archived: int = 0
+    failed_jobs: list[int] = field(default_factory=list)
+
+
+# --- the master daemon --------------------------------------------------------------------
+
+def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], *,
+                   restart: Callable[[], None] | None = None) -> str | None:
+    """Make sure masterd runs and answers ``QueryClusterInfo``; what was done, or None.
+
+    A dead master daemon is started; a hung one (running, not answering
+    within :data:`MASTERD_TIMEOUT`) is stopped first (SIGTERM, then SIGKILL).
+    Raises :class:`errors.OpExecError` when it cannot be brought back.
+    """
+    from ganeti import bootstrap
+    try:
+        client_factory(MASTERD_TIMEOUT).call("QueryClusterInfo", [])
+        return None
+    except errors.GanetiError as exc:
+        problem = exc
+    pid = bootstrap.daemon_pid(paths, constants.MASTERD)
+    if pid is not None:
+        logger.warning("The master daemon (pid %s) does not answer (%s); killing it",
+                       pid, problem)
+        bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0)
+        what = f"restarted the hung master daemon (old pid {pid})"
+    else:
+        logger.warning("The master daemon is not running (%s); starting it", problem)
+        what = "started the master daemon"
+    if restart is None:
+        extra = shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
+        bootstrap.start_masterd(paths, env=os.environ, extra_args=extra)
+    else:
+        restart()
+    client_factory(MASTERD_TIMEOUT).call("QueryClusterInfo", [])
+    logger.info("The master daemon is back (pid %s)",
+                bootstrap.daemon_pid(paths, constants.MASTERD))
+    return what
+
+
+# --- reading the cluster ------------------------------------------------------------------
+
+def _rows(result: Any) -> list[list[Any]]:
+    """The values of a ``Query`` result (None where the cell has no data)."""
+    return [[cell[1] if cell[0] == constants.RS_NORMAL else None for cell in row]
+            for row in result["data"]]
+
+
+def collect(cl: LuxiClient) -> tuple[dict[str, str], dict[str, list[core.NodeView]],
+                                     dict[str, list[core.InstanceView]]]:
+    """``(group uuid -> name, nodes by group uuid, instances by group uuid)``."""
+    groups = {uuid: name for uuid, name in
+              _rows(cl.call("Query", [constants.QR_GROUP, ["uuid", "name"], None]))}
+    locked = set()
+    for name, owner, pending in _rows(cl.call("Query", [constants.QR_LOCK,
+                                                        ["name", "owner", "pending"], None])):
+        if isinstance(name, str) and name.startswith("instance/") and (owner or pending):
+            locked.add(name.partition("/")[2])
+    nodes: dict[str, list[core.NodeView]] = {uuid: [] for uuid in groups}
+    for name, group, offline, bootid in _rows(cl.call("Query", [constants.QR_NODE,
+                                                                _NODE_FIELDS, None])):
+        nodes.setdefault(group, []).append(core.NodeView(
+            name=name, offline=bool(offline), bootid=bootid if isinstance(bootid, str) and bootid
+            else None))
+    instances: dict[str, list[core.InstanceView]] = {uuid: [] for uuid in groups}
+    for name, status, admin, pnode, group, snodes, template in _rows(
+            cl.call("Query", [constants.QR_INSTANCE, _INSTANCE_FIELDS, None])):
+        instances.setdefault(group, []).append(core.InstanceView(
+            name=name, status=status or "", admin_up=admin == constants.ADMINST_UP,
+            pnode=pnode or "", snodes=tuple(snodes or ()),
+            has_disks=template != constants.DT_DISKLESS, locked=name in locked))
+    return groups, nodes, instances
+
+
+# --- jobs -------------------------------------------------------------------------------------
+
+def _reason(text: str, clock: Callable[[], float]) -> list[list[Any]]:
+    return [[core.REASON_SOURCE, text, int(clock() * 1e9)]]
+
+
+def _jobs_for(plan: core.Plan, clock: Callable[[], float]) -> list[tuple[str, opcodes.OpCode]]:
+    ops: list[tuple[str, opcodes.OpCode]] = []
+    for name in plan.restart:
+        ops.append((name, op_instance.OpInstanceStartup(
+            instance_name=name, reason=_reason("Restarting ERROR_down instance", clock))))
+    for name in plan.cleanup:
+        ops.append((name, op_instance.OpInstanceShutdown(
+            instance_name=name, admin_state_source=constants.USER_SOURCE,
+            reason=_reason("Cleaning up USER_down instance", clock))))
+    for name in plan.activate_disks:
+        ops.append((name, op_instance.OpInstanceActivateDisks(
+            instance_name=name, reason=_reason("Re-activating disks after a node reboot",
+                                               clock))))
+    return ops
+
+
+def _log_plan(report: GroupReport, new_state: core.GroupState) -> None:
+    plan = report.plan
+    for name in plan.restart + plan.cleanup:
+        what = "Restarting" if name in plan.restart else "Cleaning up (shutdown) USER_down"
+        logger.info("%s instance %s (attempt %d of %d)", what, name,
+                    new_state.attempts[name].count, core.MAX_ATTEMPTS)
+    for node in plan.rebooted_nodes:
+        logger.info("Node %s rebooted (new boot id)", node)
+    for name, why in plan.skipped:
+        logger.info("Skipping instance %s: %s", name, why)
+    for name in plan.give_up:
+        logger.warning("Instance %s could not be restarted after %d attempts; giving up",
+                       name, core.MAX_ATTEMPTS)
+
+
+def _wait_for_jobs(cl: LuxiClient, ids: list[int], timeout: float,
+                   clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> list[int]:
+    """Wait until the jobs ``ids`` finish (at most ``timeout``); the failed ones."""
+    deadline = clock() + timeout
+    pending = list(ids)
+    failed: list[int] = []
+    while pending:
+        rows = cl.call("QueryJobs", [pending, ["id", "status"]])
+        still = []
+        for job_id, row in zip(pending, rows):
+            status = row[1] if row else None
+            if status in constants.JOBS_FINALIZED:
+                if status != constants.JOB_STATUS_SUCCESS:
+                    failed.append(job_id)
+                    logger.warning("Watcher job %s ended with status %s", job_id, status)
+                else:
+                    logger.info("Watcher job %s succeeded", job_id)
+            elif row is None:
+                failed.append(job_id)
+            else:
+                still.append(job_id)
+        pending = still
+        if pending:
+            if clock() >= deadline:
+                logger.warning("Stopped waiting for watcher jobs %s after %ss",
+                               ", ".join(map(str, pending)), timeout)
+                break
+            sleep(0.1)
+    return failed
+
+
+def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
+                clock: Callable[[], float] = time.time) -> MasterReport:
+    """One pass over every node group (see the module docstring)."""
+    report = MasterReport()
+    groups, nodes, instances = collect(cl)
+    submissions: list[tuple[GroupReport, str, opcodes.OpCode]] = []
+    now = clock()
+    statuses = []
+    for uuid in sorted(groups, key=lambda u: groups[u]):
+        path = paths.watcher_state_file(uuid)
+        plan, new_state = core.plan_group(state.load_state(path), instances.get(uuid, []),
+                                          nodes.get(uuid, []), now)
+        group = GroupReport(uuid=uuid, name=groups[uuid], plan=plan)
+        report.groups.append(group)
+        _log_plan(group, new_state)
+        submissions += [(group, name, op) for name, op in _jobs_for(plan, clock)]
+        # attempts count when decided, so a crash between here and the submission
+        # cannot make the watcher retry without limit
+        state.save_state(path, new_state)
+        statuses += [(i.name, i.status) for i in instances.get(uuid, [])]
+    if submissions:
+        results = cl.call("SubmitManyJobs", [[[opcodes.to_dict(op)] for _g, _n, op
+                                               in submissions]])
+        for (group, name, op), (ok, job) in zip(submissions, results):
+            if ok:
+                group.jobs[name] = int(job)
+                logger.info("Submitted job %s: %s %s", job, op.OP_ID, name)
+            else:
+                logger.error("Cannot submit %s for %s: %s", op.OP_ID, name, job)
+    state.write_instance_status(paths.watcher_instance_status_file, statuses)
+    if opts.job_age >= 0:
+        archived, _left = cl.call("AutoArchiveJobs", [opts.job_age, 30.0], timeout=60.0)
+        report.archived = int(archived)
+        if archived:
+            logger.info("Archived %s job(s) older than %ss", archived, opts.job_age)
+    if opts.wait_jobs:
+        ids = [job for group in report.groups for job in group.jobs.values()]
+        if ids:
+            report.failed_jobs = _wait_for_jobs(cl, ids, opts.wait_timeout)
+    return report
