@@ -1,0 +1,275 @@
+"""ganeti-watcher on a real 3-node virtual cluster (fake hypervisor).
+
+Every pass is one ``daemons/ganeti-watcher --wait-children`` per node (the
+master last), run with the node's environment by ``tools/vcluster
+watcher``'s :func:`ganeti.tools.vcluster.run_watcher`.  Each test removes
+the instances it made, so the passes of later tests find nothing of it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from instance_helpers import NOCHECK, disk_files, fake_hv, status_of
+from vcluster_harness import VirtualCluster
+
+from ganeti import bootstrap, constants, luxi, serializer
+from ganeti.tools import vcluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vcw"), nodes=3) as cluster:
+        yield cluster
+
+
+def watch(vc, node: str | None = None, *args: str) -> dict[str, tuple[int, str]]:
+    """One pass; ``{node: (exit status, its new watcher.log text)}``."""
+    return {name: (code, "\n".join(lines)) for name, code, lines in
+            vcluster.run_watcher(vc.cluster, node, ["--wait-children", *args])}
+
+
+def master_log(vc, *args: str) -> str:
+    code, text = watch(vc, N1, *args)[N1]
+    assert code == 0, text
+    return text
+
+
+def add(vc, name: str, node: str, *extra: str) -> None:
+    vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-o", "tinyos",
+          "-n", node, *NOCHECK, *extra, name)
+
+
+def remove(vc, name: str) -> None:
+    vc.ok("gnt-instance", "remove", "-f", "--ignore-failures", name)
+
+
+def jobs(vc) -> list[list[str]]:
+    out = vc.ok("gnt-job", "list", "--no-headers", "--separator=|", "-o", "id,status,summary")
+    return [line.split("|") for line in out.splitlines() if line.strip()]
+
+
+def state_file(vc) -> str:
+    data = vc.paths(N1).data_dir
+    (name,) = [n for n in os.listdir(data) if n.startswith("watcher.") and n.endswith(".data")]
+    return os.path.join(data, name)
+
+
+def test_nothing_to_do_on_a_healthy_cluster(vc):
+    before = jobs(vc)
+    result = watch(vc)
+    assert sorted(result) == [N1, N2, N3]
+    assert all(code == 0 for code, _ in result.values()), result
+    assert "0 job(s) submitted" in result[N1][1]
+    assert jobs(vc) == before
+
+
+def test_killed_node_daemon_and_master_daemon_are_back_after_one_pass(vc):
+    noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
+    os.kill(noded, signal.SIGKILL)
+    os.kill(masterd, signal.SIGKILL)
+    result = watch(vc)
+    assert "started the node daemon" in result[N2][1]
+    assert "started the master daemon" in result[N1][1]
+    new_noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    new_masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
+    assert new_noded not in (None, noded) and new_masterd not in (None, masterd)
+    assert "node2.vcluster" in vc.ok("gnt-node", "list", "-o", "name,mfree")
+    assert luxi.Client(vc.paths(N1).master_socket).QueryClusterInfo()["name"]
+
+
+def test_hung_master_daemon_is_killed_and_restarted(vc):
+    masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
+    os.kill(masterd, signal.SIGSTOP)
+    try:
+        text = master_log(vc)
+    finally:
+        try:
+            os.kill(masterd, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert f"restarted the hung master daemon (old pid {masterd})" in text
+    assert bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD) not in (None, masterd)
+    vc.ok("gnt-cluster", "info")
+
+
+def test_crashed_instance_is_restarted_by_one_pass(vc):
+    add(vc, "crash1.vcluster", N2)
+    fake_hv(vc, N2).simulate_crash("crash1.vcluster")
+    assert status_of(vc, "crash1.vcluster") == "ERROR_down"
+    text = master_log(vc)
+    assert "Restarting instance crash1.vcluster (attempt 1 of 5)" in text
+    assert status_of(vc, "crash1.vcluster") == "running"
+    (job,) = [j for j in jobs(vc) if j[2] == "INSTANCE_STARTUP(crash1.vcluster)"]
+    assert job[1] == "success"
+    reason = vc.ok("gnt-job", "info", job[0])
+    assert "gnt:watcher" in reason
+    status = open(vc.paths(N1).watcher_instance_status_file).read()
+    assert "crash1.vcluster ERROR_down\n" in status     # what this pass saw
+    remove(vc, "crash1.vcluster")
+
+
+def test_user_down_instance_is_cleaned_up_with_a_shutdown(vc):
+    add(vc, "user1.vcluster", N3)
+    fake_hv(vc, N3).simulate_user_shutdown("user1.vcluster")
+    assert status_of(vc, "user1.vcluster") == "USER_down"
+    text = master_log(vc)
+    assert "USER_down instance user1.vcluster" in text
+    assert [j[1] for j in jobs(vc) if j[2] == "INSTANCE_SHUTDOWN(user1.vcluster)"] == ["success"]
+    assert status_of(vc, "user1.vcluster") != "USER_down"
+    remove(vc, "user1.vcluster")
+
+
+def test_instance_failing_to_start_is_tried_five_times_then_given_up(vc):
+    name = "broken1.vcluster"
+    add(vc, name, N2)
+    fake_hv(vc, N2).simulate_crash(name)
+    for path in disk_files(vc, N2, name):
+        os.remove(path)                # every start fails: the disk is gone
+    logs = [master_log(vc) for _ in range(7)]
+    starts = [j for j in jobs(vc) if j[2] == f"INSTANCE_STARTUP({name})"]
+    assert len(starts) == 5 and all(j[1] == "error" for j in starts)
+    assert [f"attempt {k} of 5" in logs[k - 1] for k in range(1, 6)] == [True] * 5
+    giving_up = [text.count(f"Instance {name} could not be restarted after 5 attempts;"
+                            " giving up") for text in logs]
+    assert giving_up == [0, 0, 0, 0, 0, 1, 0]
+    # eight hours after the last attempt the attempts expire (stored timestamps moved back)
+    path = state_file(vc)
+    data = serializer.loads(open(path).read())
+    data["instances"][name]["last"] -= 8 * 3600
+    with open(path, "w") as fh:
+        fh.write(serializer.dumps(data))
+    text = master_log(vc)
+    assert "attempt 1 of 5" in text
+    assert len([j for j in jobs(vc) if j[2] == f"INSTANCE_STARTUP({name})"]) == 6
+    remove(vc, name)
+
+
+def test_paused_watcher_does_nothing_unless_told_to_ignore_the_pause(vc):
+    vc.ok("gnt-cluster", "watcher", "pause", "1h")
+    try:
+        add(vc, "paused1.vcluster", N3)
+        fake_hv(vc, N3).simulate_crash("paused1.vcluster")
+        result = watch(vc)
+        assert all("is paused until" in text and "doing nothing" in text
+                   for _code, text in result.values()), result
+        assert status_of(vc, "paused1.vcluster") == "ERROR_down"
+        text = master_log(vc, "--ignore-pause")
+        assert "--ignore-pause was given" in text
+        assert status_of(vc, "paused1.vcluster") == "running"
+    finally:
+        vc.ok("gnt-cluster", "watcher", "continue")
+    remove(vc, "paused1.vcluster")
+
+
+def test_second_watcher_exits_at_once_while_one_runs(vc, tmp_path):
+    hooks = vc.paths(N3).watcher_hooks_dir
+    os.makedirs(hooks, exist_ok=True)
+    started, release = tmp_path / "started", tmp_path / "release"
+    hook = os.path.join(hooks, "50-wait")
+    with open(hook, "w") as fh:
+        fh.write(f"#!/bin/sh\ntouch {started}\n"
+                 f"for i in $(seq 200); do [ -e {release} ] && exit 0; sleep 0.1; done\n"
+                 "exit 1\n")
+    os.chmod(hook, 0o755)
+    try:
+        first = subprocess.Popen([sys.executable, vcluster.WATCHER], env=vc.env(N3),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists()
+        second = subprocess.run([sys.executable, vcluster.WATCHER], env=vc.env(N3),
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 0
+        assert f"Another watcher is already running on this node (pid {first.pid})" \
+            in second.stderr
+        release.touch()
+        assert first.wait(timeout=60) == 0
+    finally:
+        release.touch()
+        os.remove(hook)
+    log = open(vc.paths(N3).daemon_log_file(constants.WATCHER)).read()
+    assert "Watcher hook 50-wait succeeded" in log
+
+
+def test_lock_held_elsewhere_makes_the_watcher_exit(vc):
+    fd = os.open(vc.paths(N2).watcher_lock_file, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        code, text = watch(vc, N2)[N2]
+        assert code == 0 and "Another watcher is already running" in text
+        assert "node daemon" not in text.lower().replace("another watcher", "")
+    finally:
+        os.close(fd)
+
+
+def test_node_reboot_reactivates_the_disks_of_its_instances(vc):
+    add(vc, "reboot1.vcluster", N3)
+    master_log(vc)                               # boot ids as they are now
+    old = open(vc.paths(N3).vnode_boot_id_file).read()
+    vcluster.stop(vc.cluster, N3)
+    vcluster.start(vc.cluster, N3)               # the node "boots": a new boot id
+    new = open(vc.paths(N3).vnode_boot_id_file).read().strip()
+    assert new != old.strip()
+    deadline = time.monotonic() + 60      # the master's live-data cache lasts a few seconds
+    while vc.ok("gnt-node", "list", "--no-headers", "-o", "bootid", N3).strip() != new:
+        assert time.monotonic() < deadline, "the master never saw the new boot id"
+        time.sleep(0.5)
+    text = master_log(vc)
+    assert "Node node3.vcluster rebooted (new boot id)" in text
+    assert [j[1] for j in jobs(vc)
+            if j[2] == "INSTANCE_ACTIVATE_DISKS(reboot1.vcluster)"] == ["success"]
+    assert "INSTANCE_ACTIVATE_DISKS" not in master_log(vc)    # only once per reboot
+    remove(vc, "reboot1.vcluster")
+
+
+def test_jobs_older_than_the_job_age_are_archived_and_newer_kept(vc):
+    cl = luxi.Client(vc.paths(N1).master_socket)
+
+    def delay_job() -> int:
+        return cl.SubmitJob([{"OP_ID": "OP_TEST_DELAY", "duration": 0}])
+
+    old_job = delay_job()
+
+    def end_of(job: int) -> float:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ((status, end),) = cl.QueryJobs([job], ["status", "end_ts"])
+            if status in constants.JOBS_FINALIZED:
+                return end[0] + end[1] / 1e6
+            time.sleep(0.05)
+        raise AssertionError(f"job {job} did not finish")
+
+    old_end = end_of(old_job)
+    while True:   # a job that ends at least a second later (bounded by the test timeout)
+        new_job = delay_job()
+        new_end = end_of(new_job)
+        if new_end - old_end >= 1.0:
+            break
+        time.sleep(0.2)
+    age = time.time() - (old_end + new_end) / 2           # between the two
+    text = master_log(vc, "--job-age", f"{age:.3f}")
+    assert "Archived" in text
+    listed = {int(j[0]) for j in jobs(vc)}
+    assert old_job not in listed and new_job in listed
+
+
+def test_corrupt_state_file_is_reset(vc):
+    with open(state_file(vc), "w") as fh:
+        fh.write("{corrupt")
+    text = master_log(vc)
+    assert "is corrupt" in text and "resetting it" in text
+    assert serializer.loads(open(state_file(vc)).read())["version"] == 1
+    assert "is corrupt" not in master_log(vc)
