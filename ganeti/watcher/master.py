@@ -245,11 +245,10 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
             else:
                 logger.error("Cannot submit %s for %s: %s", op.OP_ID, name, job)
     state.write_instance_status(paths.watcher_instance_status_file, statuses)
-    if opts.job_age >= 0:
-        archived, _left = cl.call("AutoArchiveJobs", [opts.job_age, 30.0], timeout=60.0)
-        report.archived = int(archived)
-        if archived:
-            logger.info("Archived %s job(s) older than %ss", archived, opts.job_age)
+    archived, _left = cl.call("AutoArchiveJobs", [opts.job_age, 30.0], timeout=60.0)
+    report.archived = int(archived)
+    if archived:
+        logger.info("Archived %s finished job(s) older than %ss", archived, opts.job_age)
     if opts.wait_jobs:
         ids = [job for group in report.groups for job in group.jobs.values()]
         if ids:
