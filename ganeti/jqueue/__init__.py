@@ -7,7 +7,10 @@
 * :mod:`.adopt`: reading job files the queue did not write (start-up, PickupJob).
 * :mod:`.deps`: dependency evaluation and the waiting list.
 * :mod:`.callbacks`: what a running opcode may do to its job.
-* :mod:`.queue`: :class:`JobQueue`, submission, scheduling and waiting.
+* :mod:`.submission`: checking submitted opcodes and building new jobs.
+* :mod:`.lookup`: the read side (job lists, QueryJobs, WaitForJobChange).
+* :mod:`.queue`: :class:`JobQueue`, submission, scheduling, control; it
+  delegates to the modules above.
 """
 
 from __future__ import annotations

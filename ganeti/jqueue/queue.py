@@ -5,6 +5,9 @@ One :class:`JobQueue` per master.  The jobs it knows are in its
 state here, lives under the table's lock.  ``changed`` (a condition on
 that lock) is notified on every change and wakes
 :meth:`JobQueue.wait_for_job_change`; ``_work`` wakes idle workers.
+The read side (listings, queries, waiting) is in :mod:`ganeti.jqueue.lookup`,
+the checks turning a submission into jobs in :mod:`ganeti.jqueue.submission`;
+the methods here delegate to them.
 
 Durability: a state change is never shown before it is on disk.  Each
 goes through :meth:`JobQueue._commit` (applied to a copy, written through
@@ -42,10 +45,11 @@ from ganeti import constants, errors, opcodes, serializer
 from ganeti.jqueue import adopt as jadopt
 from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
+from ganeti.jqueue import lookup as jlookup
+from ganeti.jqueue import submission as jsubmit
 from ganeti.jqueue.callbacks import OpCallbacks
-from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, QueuedJob, QueuedOpCode,
-                               check_fields, copy_job, get_job_field, job_to_disk, jsonable,
-                               set_op_status, split_time)
+from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, QueuedJob, copy_job,
+                               job_to_disk, jsonable, set_op_status, split_time)
 from ganeti.jqueue.storage import JobStorage
 from ganeti.jqueue.table import JobTable
 
@@ -179,9 +183,9 @@ class JobQueue:
         limit (too many unfinished jobs) is refused.
         """
         self._check_accepting(ignore_drain, 1)
-        job_ops = self._validate_ops(ops, relative_ok=False)
+        job_ops = jsubmit.validate_ops(ops, relative_ok=False)
         job_id = self._allocate(1)[0]
-        job = self._build_job(job_id, job_ops)
+        job = jsubmit.build_job(job_id, job_ops, self._clock())
         self._store_new([job])
         return job_id
 
@@ -198,7 +202,7 @@ class JobQueue:
         validated: list[list[opcodes.OpCode] | None] = []
         for ops in jobs:
             try:
-                validated.append(self._validate_ops(ops, relative_ok=True))
+                validated.append(jsubmit.validate_ops(ops, relative_ok=True))
             except errors.GanetiError as exc:
                 validated.append(None)
                 results.append([False, str(exc)])
@@ -216,13 +220,13 @@ class JobQueue:
             job_id = ids.pop()
             try:
                 for op in job_ops:
-                    op.depends = self._resolve_relative(op.depends, idx, assigned)
+                    op.depends = jsubmit.resolve_relative(op.depends, idx, assigned)
             except errors.GanetiError as exc:
                 assigned.append(None)
                 results[idx] = [False, str(exc)]
                 continue
             assigned.append(job_id)
-            new_jobs.append(self._build_job(job_id, job_ops))
+            new_jobs.append(jsubmit.build_job(job_id, job_ops, self._clock()))
             results[idx] = [True, job_id]
         try:
             if new_jobs:
@@ -231,23 +235,6 @@ class JobQueue:
             with self._lock:  # ids of jobs refused after allocation are never used
                 self._table.unreserve(reserved)
         return results
-
-    @staticmethod
-    def _resolve_relative(depends: list[Any] | None, idx: int,
-                          assigned: list[int | None]) -> list[Any] | None:
-        if not depends:
-            return depends
-        resolved = []
-        for dep_id, wanted in depends:
-            if dep_id < 0:
-                target = idx + dep_id
-                if target < 0 or assigned[target] is None:
-                    raise errors.ParameterError(
-                        f"Job dependency {dep_id} cannot be resolved (no such job submitted"
-                        " in this call)", errors.ECODE_INVAL)
-                dep_id = assigned[target]
-            resolved.append([dep_id, wanted])
-        return resolved
 
     def _check_accepting(self, ignore_drain: bool, count: int) -> None:
         failure = self.storage.write_error
@@ -278,33 +265,6 @@ class JobQueue:
         if moved:
             logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
                         " finished ones", self._soft_limit, moved)
-
-    @staticmethod
-    def _validate_ops(ops: Any, relative_ok: bool) -> list[opcodes.OpCode]:
-        if not isinstance(ops, list) or not ops:
-            raise errors.OpCodeError("A job needs a non-empty list of opcodes", errors.ECODE_INVAL)
-        result = []
-        for idx, data in enumerate(ops):
-            try:
-                op = opcodes.from_dict(data)
-            except errors.OpPrereqError as exc:
-                raise type(exc)(f"Opcode {idx}: {exc}", exc.ecode) from exc
-            if not relative_ok and any(d[0] < 0 for d in op.depends or []):
-                raise errors.ParameterError(
-                    f"Opcode {idx}: relative job dependencies are only valid in SubmitManyJobs",
-                    errors.ECODE_INVAL)
-            result.append(op)
-        return result
-
-    def _build_job(self, job_id: int, ops: list[opcodes.OpCode]) -> QueuedJob:
-        now = self._clock()
-        ts_ns = int(now * 1e9)
-        qops = []
-        for idx, op in enumerate(ops):
-            op.reason = list(op.reason) + [[f"gnt:opcode:{op.OP_ID[3:].lower()}",
-                                            f"job={job_id};index={idx}", ts_ns]]
-            qops.append(QueuedOpCode.from_opcode(op))
-        return QueuedJob(id=job_id, ops=qops, received_timestamp=split_time(now))
 
     def _allocate(self, count: int) -> list[int]:
         """New job ids, reserved until :meth:`_store_new` registers them."""
@@ -663,8 +623,7 @@ class JobQueue:
     # lookups -----------------------------------------------------------------
     def job_ids(self) -> list[int]:
         """Ids of all unarchived jobs, sorted."""
-        with self._lock:
-            return self._table.ids()
+        return jlookup.job_ids(self._table)
 
     def get_archived_jobs(self, exclude: Collection[int] = ()) -> list[QueuedJob]:
         """Snapshots of all archived jobs (ids in ``exclude`` left out), sorted.
@@ -675,52 +634,27 @@ class JobQueue:
         return jarchive.read_archived_jobs(self.storage, exclude)
 
     def get_jobs(self, job_ids: list[int] | None) -> list[QueuedJob | None]:
-        """Snapshots of jobs (None for unknown ids); all unarchived when None."""
-        with self._lock:
-            ids = self._table.ids() if job_ids is None else job_ids
-            found = [self._table.get(i) for i in ids]
-            return [copy_job(j) if j is not None else None for j in found]
+        """Snapshots of jobs (None for unknown ids); all unarchived when None
+        (:func:`ganeti.jqueue.lookup.get_jobs`)."""
+        return jlookup.get_jobs(self._table, job_ids)
 
     def query_jobs(self, job_ids: list[Any] | None, fields: list[str]) -> list[list[Any] | None]:
-        """LUXI QueryJobs: one row of field values per id (None when unknown)."""
-        check_fields(fields)
-        with self._lock:
-            ids = self._table.ids() if job_ids is None else job_ids
-            rows: list[list[Any] | None] = []
-            for job_id in ids:
-                job = self._table.get(job_id)
-                rows.append(None if job is None else [get_job_field(job, f) for f in fields])
-            return rows
+        """LUXI QueryJobs: one row of field values per id (None when unknown);
+        see :func:`ganeti.jqueue.lookup.query_jobs`."""
+        return jlookup.query_jobs(self._table, job_ids, fields)
 
     def wait_for_job_change(self, job_id: Any, fields: list[str], prev_job_info: Any,
                             prev_log_serial: Any, timeout: float) -> Any:
         """Block until the job's fields or log change, or ``timeout`` passes.
 
-        Returns ``"nochange"`` on timeout (capped at LUXI_WFJC_TIMEOUT),
-        else ``[field values, new log entries]``; a finalized job answers at
-        once.  Raises :class:`errors.JobLost` for unknown jobs.
+        Returns ``"nochange"`` on timeout (capped at LUXI_WFJC_TIMEOUT) or
+        shutdown, else ``[field values, new log entries]``; raises
+        :class:`errors.JobLost` for unknown jobs (see
+        :func:`ganeti.jqueue.lookup.wait_for_job_change`).
         """
-        check_fields(fields)
-        try:
-            timeout = min(float(timeout), float(constants.LUXI_WFJC_TIMEOUT))
-        except (TypeError, ValueError) as exc:
-            raise errors.ParameterError("WaitForJobChange: timeout must be a number",
-                                        errors.ECODE_INVAL) from exc
-        serial = prev_log_serial if isinstance(prev_log_serial, int) else -1
-        deadline = self._mono() + max(0.0, timeout)
-        with self._lock:
-            while True:
-                job = self._table.get(job_id)
-                if job is None:
-                    raise errors.JobLost(f"Job {job_id} not found")
-                info = [get_job_field(job, f) for f in fields]
-                logs = job.log_entries_since(serial)
-                if info != prev_job_info or logs or job.is_finalized():
-                    return [serializer.loads(serializer.dumps(info)), [list(e) for e in logs]]
-                remaining = deadline - self._mono()
-                if remaining <= 0 or self._stopping:
-                    return "nochange"
-                self._changed.wait(remaining)
+        return jlookup.wait_for_job_change(self._table, job_id, fields, prev_job_info,
+                                           prev_log_serial, timeout, monotonic=self._mono,
+                                           stopping=lambda: self._stopping)
 
     # control -----------------------------------------------------------------
     def cancel_job(self, job_id: Any, kill: bool = False) -> list[Any]:
