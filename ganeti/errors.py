@@ -37,6 +37,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      +-- RetryTimeout            utils.retry gave up
      +-- TagError                a tag is invalid or the tag limit is hit
      +-- UnitParseError          a size such as "10G" cannot be parsed
+ +-- UntrustedFileError      a file to read is a symbolic link or not a regular file
 
 Errors cross LUXI and are stored in job results as ``[ClassName,
 [args...]]`` (doc/protocols/luxi.md, "Errors"); :func:`encode_exception`
@@ -63,7 +64,7 @@ __all__ = [
     "JobLost", "JobFileCorrupted", "HttpError", "LuxiError", "ProtocolError",
     "LuxiTimeoutError", "ConnectionClosedError", "NoMasterError",
     "QueryFilterParseError", "ResolverError", "CertificateError",
-    "CommandError", "RetryTimeout", "TagError", "UnitParseError",
+    "CommandError", "RetryTimeout", "TagError", "UnitParseError", "UntrustedFileError",
     "encode_exception", "decode_exception", "maybe_raise", "get_error_code",
 ]
 
@@ -256,6 +257,12 @@ class TagError(GanetiError):
 
 class UnitParseError(GanetiError):
     """Raised when a size such as ``10G`` cannot be parsed."""
+
+
+class UntrustedFileError(GanetiError):
+    """Raised by :func:`ganeti.utils.io.read_regular_file` when the entry to
+    read is a symbolic link (never followed), a directory or another
+    non-regular file; arguments ``(message, path)``."""
 
 
 def _all_error_classes() -> dict[str, type[GanetiError]]:

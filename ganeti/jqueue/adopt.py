@@ -13,16 +13,15 @@ following symbolic links (``O_NOFOLLOW``) and must be a regular file
 whose content names the id of its file name.  An entry ``job-<id>`` that
 is not (a symbolic link, a directory, a job file of another id) is moved
 to ``queue/quarantine/`` (:func:`quarantine`) with one log line, and the
-master starts anyway.  Files that cannot be parsed stay where they are,
-noted as corrupt.
+master starts anyway (doc/protocols/jobs.md, "Quarantine").  Files that
+cannot be parsed stay where they are, noted as corrupt.  The reads go
+through :meth:`JobStorage.read_job`, which never follows a link either.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,31 +62,14 @@ class UntrustedEntry(errors.JobFileCorrupted):
 def read_job_file(storage: JobStorage, job_id: int) -> bytes | None:
     """Content of ``queue/job-<job_id>``, or None when there is none.
 
-    Opened with ``O_NOFOLLOW`` (and ``O_NONBLOCK``, so that a FIFO cannot
-    block the reader); raises :class:`UntrustedEntry` when the entry is a
-    symbolic link or not a regular file.
+    Read by :meth:`JobStorage.read_job` (``O_NOFOLLOW``, ``O_NONBLOCK``);
+    raises :class:`UntrustedEntry` when the entry is a symbolic link or
+    not a regular file.
     """
-    path = storage.job_path(job_id)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UntrustedEntry(f"job-{job_id} is a symbolic link") from None
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise UntrustedEntry(f"job-{job_id} is a directory")
-        if not stat.S_ISREG(mode):
-            raise UntrustedEntry(f"job-{job_id} is not a regular file")
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1   # the file object owns it now
-            return fh.read()
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        return storage.read_job(job_id)
+    except errors.UntrustedFileError as exc:
+        raise UntrustedEntry(str(exc.args[0])) from None
 
 
 def quarantine(storage: JobStorage, job_id: int, why: str) -> str | None:

@@ -59,10 +59,10 @@ def read_archived_jobs(storage: JobStorage, exclude: Collection[int] = ()) -> li
     for job_id in list_archived_ids(storage.archive_dir):
         if job_id in exclude:
             continue
-        raw = storage.read_archived_job(job_id)
-        if raw is None:
-            continue
         try:
+            raw = storage.read_archived_job(job_id)
+            if raw is None:
+                continue
             job = job_from_disk(serializer.loads(raw))
         except errors.GanetiError as exc:
             logger.error("Skipping corrupt archived job file of job %s: %s", job_id, exc)

@@ -427,12 +427,18 @@ class JobStorage:
         return sorted(ids)
 
     def read_job(self, job_id: int) -> bytes | None:
-        """Content of an unarchived job file, or None."""
-        return _read(self.job_path(job_id))
+        """Content of an unarchived job file, or None.
+
+        The queue directory is not trusted: a symbolic link is not followed
+        and the entry must be a regular file, else
+        :class:`errors.UntrustedFileError`
+        (:func:`ganeti.utils.io.read_regular_file`).
+        """
+        return uio.read_regular_file(self.job_path(job_id))
 
     def read_archived_job(self, job_id: int) -> bytes | None:
-        """Content of an archived job file, or None."""
-        return _read(self.archived_path(job_id))
+        """Content of an archived job file, or None (read as :meth:`read_job`)."""
+        return uio.read_regular_file(self.archived_path(job_id))
 
     # archive -----------------------------------------------------------------
     def archive_jobs(self, job_ids: Iterable[int]) -> list[int]:
@@ -480,11 +486,3 @@ class JobStorage:
                 self._replicate_drain(flag)
             elif self._replicate is not None and flag:
                 self._replicate(path, b"")
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None

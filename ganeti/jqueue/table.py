@@ -136,11 +136,15 @@ class JobTable:
         job = self._cache.get(job_id)
         if job is not None:
             return job
-        raw = self._storage.read_job(job_id) if job_id in self._stubs else None
-        is_archived = False
-        if raw is None and archived:
-            raw = self._storage.read_archived_job(job_id)
-            is_archived = raw is not None
+        try:
+            raw = self._storage.read_job(job_id) if job_id in self._stubs else None
+            is_archived = False
+            if raw is None and archived:
+                raw = self._storage.read_archived_job(job_id)
+                is_archived = raw is not None
+        except (errors.UntrustedFileError, OSError) as exc:
+            logger.error("Cannot read job %s: %s", job_id, exc)
+            return None
         if raw is None:
             return None
         try:

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from ganeti import ssconf
+from ganeti import errors, ssconf
 from ganeti.aliases import FeedbackFn
 from ganeti.config import ConfigWriter
 from ganeti.pathutils import Paths
@@ -30,6 +30,7 @@ from ganeti.replication.core import (JOB_LINGER, QUEUE_COPY_CHUNK, QUEUE_RESYNC_
                                      plan_queue_copy, replication_targets)
 from ganeti.rpc.client import RpcResult, RpcRunner
 from ganeti.rpc.defs import to_canonical
+from ganeti.utils import io as uio
 
 __all__ = ["Replicator", "report_failures", "read_queue_files", "copy_queue"]
 
@@ -64,12 +65,18 @@ def read_queue_files(paths: Paths) -> tuple[int, list[tuple[str, bytes]]]:
     has a higher id.  Files that vanish meanwhile (archived) are skipped;
     any other error is raised (``OSError``): a partial list must never be
     taken for the whole queue.
+
+    The queue directory is not trusted
+    (:func:`ganeti.utils.io.read_regular_file`): a symbolic link is never
+    followed and an entry that is not a regular file is left out, with one
+    log line (the master quarantines such job entries when it starts, see
+    doc/protocols/jobs.md, "Quarantine"); an untrusted serial raises.
     """
     try:
-        with open(os.path.join(paths.queue_dir, "serial"), "rb") as fh:
-            serial = int(fh.read().strip() or b"0")
-    except FileNotFoundError:
-        serial = 0
+        raw = uio.read_regular_file(os.path.join(paths.queue_dir, "serial"))
+        serial = int((raw or b"").strip() or b"0")
+    except errors.UntrustedFileError as exc:
+        raise OSError(f"Untrusted queue serial: {exc}") from None
     except ValueError as exc:
         raise OSError(f"Unreadable queue serial: {exc}") from exc
     out = []
@@ -78,10 +85,12 @@ def read_queue_files(paths: Paths) -> tuple[int, list[tuple[str, bytes]]]:
             continue
         path = os.path.join(paths.queue_dir, name)
         try:
-            with open(path, "rb") as fh:
-                out.append((path, fh.read()))
-        except FileNotFoundError:
+            data = uio.read_regular_file(path)
+        except errors.UntrustedFileError as exc:
+            logger.error("Not replicating untrusted queue entry: %s", exc)
             continue
+        if data is not None:
+            out.append((path, data))
     return serial, out
 
 

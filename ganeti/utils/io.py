@@ -8,6 +8,7 @@ import hashlib
 import collections
 import itertools
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -15,8 +16,8 @@ from collections.abc import Callable, Mapping
 
 from ganeti import errors
 
-__all__ = ["write_file_atomic", "write_files_atomic", "ScratchPool", "read_file", "remove_file",
-           "ensure_dirs",
+__all__ = ["write_file_atomic", "write_files_atomic", "ScratchPool", "read_file",
+           "read_regular_file", "remove_file", "ensure_dirs",
            "fsync_dir", "file_checksum", "DEFAULT_MAX_READ",
            "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
 
@@ -290,6 +291,40 @@ def read_file(path: str, *, max_size: int = DEFAULT_MAX_READ) -> bytes:
     if len(data) > max_size:
         raise errors.GanetiError(f"File {path} is larger than {max_size} bytes")
     return data
+
+
+def read_regular_file(path: str) -> bytes | None:
+    """Content of the regular file ``path``, or None when there is none.
+
+    For files in a directory others may write into (the job queue): a
+    symbolic link at ``path`` is not followed (``O_NOFOLLOW``) and the
+    file is opened with ``O_NONBLOCK``, so that a FIFO cannot block the
+    reader.  Raises :class:`errors.UntrustedFileError` when ``path`` is a
+    symbolic link, a directory or not a regular file (the message names
+    the entry by its base name, e.g. ``job-7 is a symbolic link``), and
+    :class:`OSError` for other failures.
+    """
+    name = os.path.basename(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise errors.UntrustedFileError(f"{name} is a symbolic link", path) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise errors.UntrustedFileError(f"{name} is a directory", path)
+        if not stat.S_ISREG(mode):
+            raise errors.UntrustedFileError(f"{name} is not a regular file", path)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1   # the file object owns it now
+            return fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def remove_file(path: str) -> bool:

@@ -191,3 +191,18 @@ def test_rewrites_recycle_inodes_and_spares_are_never_jobs(tmp_path) -> None:
     s2.write_jobs([(job_id, b"v3")])
     assert s2.read_job(job_id) == b"v3" and s2.list_job_ids() == [job_id]
     s2.close()
+
+
+def test_read_job_does_not_follow_a_symlink(storage: st.JobStorage, tmp_path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.write_bytes(b'{"id": 3, "ops": []}')
+    os.symlink(outside, storage.job_path(3))
+    os.makedirs(os.path.dirname(storage.archived_path(4)))
+    os.symlink(outside, storage.archived_path(4))
+    with pytest.raises(errors.UntrustedFileError, match="job-3 is a symbolic link"):
+        storage.read_job(3)
+    with pytest.raises(errors.UntrustedFileError, match="job-4 is a symbolic link"):
+        storage.read_archived_job(4)
+    os.mkdir(storage.job_path(5))
+    with pytest.raises(errors.UntrustedFileError, match="job-5 is a directory"):
+        storage.read_job(5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,3 +157,20 @@ def test_corrupt_ids_are_cleared_when_the_job_is_registered(storage: JobStorage)
         table.add_live(_job(2))
         table.add_finished(_job(9, "success"), now=0)
         assert table.corrupt_ids() == [4]
+
+
+def test_a_finished_job_replaced_by_a_symlink_is_not_followed(storage: JobStorage,
+                                                              tmp_path: Any, caplog) -> None:
+    # the stub was registered at start-up; later job-9 became a link to a job file
+    # elsewhere: the table must not serve that file as job 9
+    outside = tmp_path / "outside"
+    outside.write_bytes(serializer.dumps(job_to_disk(_job(9, "success", [1, 0]))).encode())
+    os.symlink(outside, storage.job_path(9))
+    os.makedirs(os.path.dirname(storage.archived_path(10)))
+    os.symlink(outside, storage.archived_path(10))
+    table = JobTable(storage)
+    with table.lock:
+        table.add_stub(9, JobStub("success", None))
+        assert table.get(9) is None and table.get(10) is None
+    assert "job-9 is a symbolic link" in caplog.text
+    assert "job-10 is a symbolic link" in caplog.text

@@ -485,3 +485,27 @@ def test_an_ssconf_fan_out_that_raises_is_a_failed_delivery(tmp_path, caplog) ->
     assert sent[0][1] == sent[1][1]
     assert [r for r in caplog.records if r.exc_info and "ssconf" in r.getMessage()]
     rep.stop(timeout=5)
+
+
+def test_a_symlinked_job_entry_is_not_followed_nor_replicated(tmp_path, caplog) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    q = paths.queue_dir
+    os.makedirs(q)
+    outside = tmp_path / "secret"
+    outside.write_bytes(b"outside the queue")
+    with open(os.path.join(q, "job-1"), "wb") as fh:
+        fh.write(b"1")
+    os.symlink(outside, os.path.join(q, "job-2"))
+    os.mkdir(os.path.join(q, "job-3"))
+    with caplog.at_level(logging.ERROR):
+        serial, files = driver.read_queue_files(paths)
+    assert files == [(os.path.join(q, "job-1"), b"1")]
+    assert "job-2 is a symbolic link" in caplog.text and "job-3 is a directory" in caplog.text
+    assert driver.copy_queue(rpc, paths, [node_name(3)]) == []
+    assert all(b"outside" not in repr(call).encode() for call in rpc.calls)
+    assert rpc.calls[-1][2][1:] == [["job-1"], 0]
+    os.unlink(os.path.join(q, "job-2"))
+    os.symlink(outside, os.path.join(q, "serial"))
+    with pytest.raises(OSError, match="Untrusted queue serial"):
+        driver.read_queue_files(paths)
+    rep.stop(timeout=5)

@@ -207,3 +207,20 @@ def test_scratch_pool_full_disk_keeps_the_old_file(tmp_path, monkeypatch) -> Non
         assert fh.read() == b"v2"                      # untouched
     assert sorted(os.listdir(tmp_path)) == files_before   # no new file left behind
     assert len(pool) == 1                               # the spare went back to the pool
+
+
+def test_read_regular_file_never_follows_a_symlink(tmp_path) -> None:
+    secret = tmp_path / "outside"
+    secret.write_bytes(b"not for you")
+    (tmp_path / "plain").write_bytes(b"data")
+    os.symlink(secret, tmp_path / "link")
+    os.mkdir(tmp_path / "dir")
+    os.mkfifo(tmp_path / "fifo")      # O_NONBLOCK: never blocks the reader
+    assert io.read_regular_file(str(tmp_path / "plain")) == b"data"
+    assert io.read_regular_file(str(tmp_path / "missing")) is None
+    for name, why in (("link", "is a symbolic link"), ("dir", "is a directory"),
+                      ("fifo", "is not a regular file")):
+        with pytest.raises(errors.UntrustedFileError) as info:
+            io.read_regular_file(str(tmp_path / name))
+        assert str(info.value.args[0]) == f"{name} {why}"
+        assert info.value.args[1] == str(tmp_path / name)
