@@ -35,17 +35,20 @@ last (durable) save produced, without taking the lock.
 copies).  Change them only while holding the matching Ganeti lock, then
 call :meth:`ConfigWriter.update` with the same object.
 
-**Failures.**  A mutator changes the in-memory tree, then the write
-happens.  If a write fails (``OSError``, e.g. ENOSPC) the old file stays
-intact on disk, every mutator whose change that write carried (and every
-one still waiting) gets the exception, and memory is ahead of disk.  As
-that cannot be undone, the writer is then *broken*: it logs a critical
-message and every later mutator raises :class:`errors.ConfigurationError`
-without changing anything; getters keep working.  The master daemon must
-be restarted to reload the configuration from disk (Ganeti likewise treats
-a failed config write as fatal for the change).  An exception from
-``on_change`` is raised in the mutators whose change that write carried;
-the file has been written by then and the writer stays usable.
+**Failures.**  Memory never stays ahead of the disk.  If a write fails
+(``OSError``, e.g. ENOSPC) the old file is intact (temporary file +
+rename), a CRITICAL line is logged, and under the config lock memory goes
+back to the last durable document (:func:`configfile.restore_tree`: objects
+touched by an unwritten change get their fields back in place, added ones
+go, removed ones return, the serial is the file's).  Every mutator whose
+change was not written raises :class:`errors.ConfigurationError` naming
+the cause; no ``on_change`` runs for it, so nothing of it is replicated.
+The next change is written as usual once there is room (no restart).
+Unsaved in-place edits of other live objects are left alone.  A change
+that cannot be serialised is undone the same way.  Only if the rollback
+itself fails is the writer *broken*: later mutators raise and the master
+daemon must be restarted.  An exception from ``on_change`` is raised in
+the mutators its write carried; the file is written and the writer usable.
 
 **Batches.**  ``with cfg.batch(): ...`` bumps the serial for every change
 but snapshots (and waits) once, at the end of the outermost batch.
@@ -62,7 +65,8 @@ import time
 import uuid as uuidlib
 from typing import Any, Callable, Iterable, Iterator
 
-from ganeti import configcheck, constants, errors, serializer
+from ganeti import configcheck, configfile, constants, errors, serializer
+from ganeti.configfile import load_config_data, sync_members as _sync_members
 from ganeti.objects import (
     Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup,
     instance_all_nodes,
@@ -72,45 +76,16 @@ from ganeti.utils.groupcommit import GroupCommitter
 
 __all__ = ["ConfigWriter", "load_config_data"]
 
-logger = logging.getLogger(__name__)
+_CONFIG_MODE = configfile.CONFIG_MODE
+#: past this many entries, touch records of durable changes are dropped
+_TOUCHED_PRUNE = 4096
 
-_CONFIG_MODE = 0o640
+logger = logging.getLogger(__name__)
 
 #: ``on_change(data, serial)``: the bytes just written and the config serial they hold
 OnChange = Callable[[bytes, int], None]
 #: ``write_fn(path, data)``: durably replace ``path`` (default: atomic write + fsync)
 WriteFn = Callable[[str, bytes], None]
-_MAX_CONFIG_SIZE = 256 * 1024 * 1024
-
-
-def load_config_data(path: str) -> ConfigData:
-    """Read and decode ``config.data``; raises :class:`errors.ConfigurationError`."""
-    try:
-        raw = io.read_file(path, max_size=_MAX_CONFIG_SIZE)
-    except FileNotFoundError as exc:
-        raise errors.ConfigurationError(
-            f"Configuration file {path} does not exist; is the cluster initialised?") from exc
-    except OSError as exc:
-        raise errors.ConfigurationError(f"Cannot read configuration file {path}: {exc}") from exc
-    except errors.GanetiError as exc:
-        raise errors.ConfigurationError(f"Cannot read configuration file {path}: {exc}") from exc
-    try:
-        plain = serializer.loads(raw)
-        if not isinstance(plain, dict) or "cluster" not in plain or "version" not in plain:
-            raise errors.SerializationError("top level must be an object with 'version' and 'cluster'")
-        data = serializer.from_data(ConfigData, plain)
-        if not isinstance(data.cluster, Cluster):
-            raise errors.SerializationError("'cluster' is not an object")
-    except errors.SerializationError as exc:
-        raise errors.ConfigurationError(
-            f"Configuration file {path} is corrupt and was left untouched: {exc}") from exc
-    if data.version != constants.CONFIG_VERSION:
-        raise errors.ConfigurationError(
-            f"Configuration file {path} has version {data.version}, expected"
-            f" {constants.CONFIG_VERSION}; refusing to use it")
-    return data
-
-
 class ConfigWriter:
     """Thread-safe owner of the cluster configuration; see the module docstring."""
 
@@ -122,13 +97,19 @@ class ConfigWriter:
         self._clock = clock
         self._on_change = on_change
         self._rng = rng or random.Random()
-        self._write_fn: WriteFn = write_fn or _write_config_file
+        self._write_fn: WriteFn = write_fn or configfile.write_config_file
         self._lock = threading.RLock()
         self._saved_by_thread = threading.local()
-        self._data = load_config_data(path)
+        raw, self._data = configfile.read_config(path)
+        # the newest document on disk and the newest one handed to the committer:
+        # what a failed write or a failed snapshot rolls memory back to
+        self._durable: tuple[int, bytes] = (self._data.serial_no, raw)
+        self._queued: tuple[int, bytes] = self._durable
+        # (store, uuid) -> serial of the change that last touched the object
+        self._touched: dict[tuple[str, str], int] = {}
+        self._broken: str | None = None
         # durable writes happen outside _lock (group commit, see the module docstring)
-        self._committer = GroupCommitter(self._durable_write, after_write=self._notify,
-                                         durable_serial=self._data.serial_no)
+        self._committer = self._new_committer(self._data.serial_no)
         self._batch_depth = 0
         self._dirty = False
         self._reserved_macs: set[str] = set()
@@ -138,7 +119,7 @@ class ConfigWriter:
         self._mac_cache: set[str] | None = None
         # JSON of instances/disks reused while their serial_no/mtime are unchanged
         self._fragments = serializer.FragmentCache(("instances", "disks"))
-        self._sync_members()
+        _sync_members(self._data)
 
     # ------------------------------------------------------------------
     # creation
@@ -167,7 +148,7 @@ class ConfigWriter:
             if obj is not data and obj.serial_no <= 0:
                 obj.serial_no = 1
         _sync_members(data)
-        raw = _encode(data)
+        raw = serializer.dumps_bytes(data)
         # write a complete temporary file, then hard-link it into place:
         # link() fails if the target exists, so nothing is ever overwritten
         tmp = f"{path}.init-{os.getpid()}"
@@ -196,25 +177,41 @@ class ConfigWriter:
             return
         self._snapshot()
 
+    def _new_committer(self, durable_serial: int) -> GroupCommitter:
+        return GroupCommitter(self._durable_write, after_write=self._notify,
+                              durable_serial=durable_serial)
+
     def _snapshot(self) -> None:
         """Serialise the tree (config lock held) and queue it for the committer.
 
-        The calling thread remembers the serial; :meth:`_mutation` waits for
-        it to become durable once the config lock is released.
+        The calling thread remembers the committer and the serial;
+        :meth:`_mutation` waits for it to become durable once the config
+        lock is released.  If the tree cannot be serialised, memory goes
+        back to the last queued snapshot and the error is raised.
         """
-        _sync_members(self._data)
-        raw = self._fragments.dumps_bytes(self._data)
-        serial = self._data.serial_no
         self._dirty = False
+        try:
+            _sync_members(self._data)
+            raw = self._fragments.dumps_bytes(self._data)
+        except errors.GanetiError as exc:
+            logger.error("Configuration serial %s cannot be serialised (%s); the change"
+                         " is undone", self._data.serial_no, exc)
+            self._rollback(*self._queued)
+            raise errors.ConfigurationError(
+                f"The configuration change cannot be saved and was undone: {exc}") from exc
+        serial = self._data.serial_no
         self._committer.queue(serial, raw)
-        self._saved_by_thread.pending = serial
+        self._queued = (serial, raw)
+        self._saved_by_thread.pending = (self._committer, serial)
+        if len(self._touched) > _TOUCHED_PRUNE:
+            durable = self._durable[0]
+            self._touched = {k: v for k, v in self._touched.items() if v > durable}
 
     def _check_writable(self) -> None:
-        broken = self._committer.broken
-        if broken is not None:
+        if self._broken is not None:
             raise errors.ConfigurationError(
                 f"Configuration writer is unusable after a failed write of {self._path}"
-                f" ({broken}); memory and disk differ, restart the master daemon"
+                f" ({self._broken}); memory and disk may differ, restart the master daemon"
                 " to reload the configuration")
 
     @contextlib.contextmanager
@@ -232,22 +229,65 @@ class ConfigWriter:
                 finally:
                     tls.depth = depth
         finally:
-            pending = getattr(tls, "pending", 0) if depth == 0 else 0
-            if pending:
-                tls.pending = 0
-                self._committer.wait(pending)
-                tls.serial = pending
+            pending = getattr(tls, "pending", None) if depth == 0 else None
+            if pending is not None:
+                tls.pending = None
+                committer, serial = pending
+                committer.wait(serial)
+                tls.serial = serial
 
     def _durable_write(self, serial: int, raw: bytes) -> None:
-        """GroupCommitter ``write``: runs in one leader thread, config lock not held."""
+        """GroupCommitter ``write``: runs in one leader thread, config lock not held.
+
+        On failure, rolls memory back to the last durable document (under
+        the config lock) and starts a fresh committer, so that this one's
+        waiters (every change not on disk) fail and later changes work.
+        """
         try:
             self._write_fn(self._path, raw)
+        except Exception as exc:
+            with self._lock:
+                durable_serial, durable_raw = self._durable
+                logger.critical("Writing configuration serial %s to %s failed: %s; the"
+                                " change is undone in memory, which stays at serial %s"
+                                " as on disk", serial, self._path, exc, durable_serial)
+                self._committer = self._new_committer(durable_serial)
+                self._queued = self._durable
+                self._rollback(durable_serial, durable_raw)
+            raise errors.ConfigurationError(
+                f"Cannot write the configuration file {self._path}: {exc}; the change"
+                f" was not saved and has been undone (the configuration stays at serial"
+                f" {durable_serial})") from exc
         except BaseException as exc:
-            logger.critical("Writing configuration serial %s to %s failed: %s; the"
-                            " in-memory configuration is ahead of the disk and every"
-                            " further change is refused until the master daemon"
-                            " reloads it", serial, self._path, exc)
+            with self._lock:
+                self._broken = str(exc) or type(exc).__name__
+            logger.critical("Writing configuration serial %s to %s was interrupted: %r;"
+                            " further changes are refused until the master daemon"
+                            " reloads the configuration", serial, self._path, exc)
             raise
+        self._durable = (serial, raw)
+
+    def _rollback(self, serial: int, raw: bytes) -> None:
+        """Put the tree back to the document ``raw`` of ``serial`` (config lock held).
+
+        Objects touched by a later change get their fields back in place
+        (holders of the live objects keep valid references), objects added
+        later are dropped and removed ones restored.  If this fails the
+        writer is broken (see the module docstring).
+        """
+        try:
+            old = configfile.decode_config(raw)
+            self._touched = configfile.restore_tree(self._data, old, self._touched, serial)
+        except Exception as exc:
+            self._broken = f"rollback to serial {serial} failed: {exc}"
+            logger.critical("Cannot roll the configuration back to serial %s: %s; every"
+                            " further change is refused until the master daemon is"
+                            " restarted", serial, exc)
+            raise
+        finally:
+            self._dirty = False
+            self._invalidate()
+            self._fragments.clear()
 
     def _notify(self, serial: int, raw: bytes) -> None:
         """GroupCommitter ``after_write``: ``on_change`` under the config lock."""
@@ -263,10 +303,8 @@ class ConfigWriter:
         """
         return getattr(self._saved_by_thread, "serial", 0)
 
-    def _sync_members(self) -> None:
-        _sync_members(self._data)
-
     def _touch(self, obj: Any, *, new: bool = False) -> None:
+        self._touched[(configfile.store_of(obj), obj.uuid)] = self._data.serial_no + 1
         now = self._clock()
         if new:
             obj.ctime = obj.ctime or now
@@ -778,20 +816,3 @@ class ConfigWriter:
         with self._lock:
             return configcheck.check_config(self._data)
 
-
-def _write_config_file(path: str, raw: bytes) -> None:
-    """The default ``write_fn``: atomic replace with fsync of file and directory."""
-    io.write_file_atomic(path, raw, mode=_CONFIG_MODE)
-
-
-def _encode(data: ConfigData) -> bytes:
-    return serializer.dumps_bytes(data)
-
-
-def _sync_members(data: ConfigData) -> None:
-    members: dict[str, list[str]] = {g: [] for g in data.nodegroups}
-    for node in sorted(data.nodes.values(), key=lambda n: n.name):
-        if node.group in members:
-            members[node.group].append(node.uuid)
-    for uuid, group in data.nodegroups.items():
-        group.members = members[uuid]

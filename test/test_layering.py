@@ -59,6 +59,7 @@ LAYERS: dict[str, int] = {
     "ganeti.locking": 3,
     "ganeti.config": 3,
     "ganeti.configcheck": 3,
+    "ganeti.configfile": 3,
     "ganeti.ssconf": 3,
     "ganeti.watcherpause": 3,
     "ganeti.crypto": 3,
