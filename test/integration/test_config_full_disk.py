@@ -1,0 +1,115 @@
+"""The real ganeti-masterd with ``config.data`` on a 1 MiB tmpfs that fills up
+(issue 19, item 1): a change that cannot be written fails cleanly, memory
+and disk keep agreeing, and once there is room the same change works
+without a restart.
+
+The job queue gets its own (roomy) tmpfs mounted inside, so that jobs can
+still be submitted and recorded while the config's filesystem is full.
+Mounting needs root (as in CI); elsewhere the test is skipped with the
+reason, and test/test_config_full_disk.py covers the same without root.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+from ganeti import serializer
+from ganeti.pathutils import Paths
+from test.integration.masterd_harness import MasterdHandle, prepare_root, start_masterd
+from test.integration.test_queue_full_disk import _fill, _umount
+
+DEADLINE = 40.0      # real seconds
+
+
+def _mount_tmpfs(path: str, size: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs for the config needs root")
+    os.makedirs(path, exist_ok=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0750", "tmpfs", path],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"mount -t tmpfs not permitted here: {proc.stderr.strip()}")
+
+
+@pytest.fixture
+def full_config_masterd(tmp_path):
+    paths = Paths(root=os.path.abspath(os.path.join(tmp_path, "root")))
+    mounted: list[str] = []
+    handle = None
+    try:
+        _mount_tmpfs(paths.data_dir, "1m")
+        mounted.append(paths.data_dir)
+        _mount_tmpfs(paths.queue_dir, "16m")
+        mounted.append(paths.queue_dir)
+        prepare_root(paths.root)
+        handle = start_masterd(tmp_path, workers=2)
+        yield handle
+    finally:
+        if handle is not None:
+            handle.close()
+        for path in reversed(mounted):
+            _umount(path)
+
+
+def _run(h: MasterdHandle, op: dict[str, Any]) -> tuple[str, Any]:
+    job = h.call("SubmitJob", [[op]])
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        status, result = h.call("QueryJobs", [[job], ["status", "opresult"]])[0]
+        if status in ("success", "error", "canceled"):
+            return status, result
+        assert time.monotonic() < deadline, f"job {job} still {status}"
+        time.sleep(0.05)
+
+
+def _on_disk(h: MasterdHandle) -> dict[str, Any]:
+    with open(h.paths.config_file, "rb") as fh:
+        return serializer.loads(fh.read())
+
+
+def _shown(h: MasterdHandle) -> dict[str, Any]:
+    return h.call("QueryClusterInfo", [])
+
+
+def _groups(h: MasterdHandle) -> list[str]:
+    return sorted(row[0] for row in h.call("Query", ["group", ["name"], None])["data"]
+                  for row in [[cell[1] for cell in row]])
+
+
+def test_a_full_config_disk_fails_changes_cleanly_and_recovers(
+        full_config_masterd: MasterdHandle) -> None:
+    h = full_config_masterd
+    before = _on_disk(h)
+    pool = before["cluster"]["candidate_pool_size"]
+    filler = _fill(h.paths.data_dir)
+    # gnt-cluster modify -C ...: the job fails with the cause, nothing changed
+    modify = _run(h, {"OP_ID": "OP_CLUSTER_SET_PARAMS", "candidate_pool_size": pool + 3})
+    # gnt-cluster info and the file agree: the change is in neither
+    on_disk = _on_disk(h)
+    assert on_disk == before
+    assert _shown(h)["candidate_pool_size"] == pool
+    # gnt-group add: the same, and no half-added group in memory
+    add = _run(h, {"OP_ID": "OP_GROUP_ADD", "group_name": "full"})
+    assert _groups(h) == ["default"] and _on_disk(h) == before
+    for status, result in (modify, add):
+        assert status == "error"
+        assert "No space left on device" in str(result) and "not saved" in str(result)
+    assert os.listdir(h.paths.data_dir).count("config.data") == 1
+    assert not [n for n in os.listdir(h.paths.data_dir) if n.startswith(".config.data")]
+    # room again: the same commands simply work, without a restart
+    os.unlink(filler)
+    assert _run(h, {"OP_ID": "OP_CLUSTER_SET_PARAMS",
+                    "candidate_pool_size": pool + 3})[0] == "success"
+    assert _run(h, {"OP_ID": "OP_GROUP_ADD", "group_name": "full"})[0] == "success"
+    on_disk = _on_disk(h)
+    assert on_disk["cluster"]["candidate_pool_size"] == pool + 3
+    assert _shown(h)["candidate_pool_size"] == pool + 3
+    assert _groups(h) == ["default", "full"]
+    assert on_disk["serial_no"] > before["serial_no"]
+    with open(h.log_path, encoding="utf-8", errors="replace") as fh:
+        assert "CRITICAL" in fh.read()
