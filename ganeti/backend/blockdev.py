@@ -37,7 +37,8 @@ from ganeti.storage.base import MIB, DiskSpec
 
 __all__ = [
     "blockdev_create", "blockdev_remove", "blockdev_assemble", "blockdev_shutdown",
-    "blockdev_grow", "blockdev_rename", "blockdev_getdimensions", "blockdev_find",
+    "blockdev_grow", "blockdev_rename", "blockdev_getdimensions", "blockdev_getstatus",
+    "blockdev_find",
     "blockdev_read_chunk", "blockdev_write_chunk", "blockdev_checksum",
 ]
 
@@ -250,6 +251,42 @@ def blockdev_getdimensions(ctx: NodeContext, disks: list) -> list[list[Any] | No
     Spindles are None for file storage.
     """
     return [_dimensions(ctx, d) for d in disks]
+
+
+def _status(ctx: NodeContext, entry: Any) -> list[Any] | None:
+    if not isinstance(entry, (list, tuple)) or len(entry) != 3 \
+            or not isinstance(entry[1], str) or not isinstance(entry[2], int):
+        raise errors.StorageError(f"Invalid disk status entry {entry!r}:"
+                                  " expected [disk, instance_name, idx]")
+    data, instance_name, idx = entry
+    template, spec = parse_disk(data, instance_name, idx)
+    if template == constants.DT_DISKLESS:
+        return [0, True]
+    try:
+        path = storage_for(ctx, template).get_path(spec)
+        size = os.stat(path).st_size if os.path.isfile(path) else None
+    except (errors.StorageError, OSError):
+        return None
+    if size is None:
+        return None
+    link = _link_name(ctx, instance_name, idx)
+    try:
+        active = os.path.islink(link) and os.readlink(link) == path
+    except OSError:
+        active = False
+    return [size, active]
+
+
+def blockdev_getstatus(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
+    """``[[size_bytes, active], ...]`` per ``[disk, instance_name, idx]``; None: missing.
+
+    ``active`` says whether the disk is assembled as disk ``idx`` of the
+    instance (the ``instance-disks/<instance>:<idx>`` link that
+    :func:`blockdev_assemble` makes points at the volume).  A diskless
+    disk gives ``[0, True]``.  Used by the master's verify-disks
+    (doc/protocols/opcodes.md, "Verify disks").
+    """
+    return [_status(ctx, entry) for entry in disks]
 
 
 def blockdev_find(ctx: NodeContext, disk: dict) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "commands", "init_cluster", "destroy_cluster", "show_cluster_info",
            "show_master", "show_version", "modify_cluster", "redist_conf", "verify_cluster",
+           "verify_disks", "format_verify_disks",
            "queue_ops", "watcher_ops", "run_command", "copy_file", "renew_crypto",
            "activate_master_ip", "deactivate_master_ip", "renew_crypto_opcode",
            "parse_keyval", "parse_hvparams", "node_ssh_targets", "format_command_output"]
@@ -333,6 +334,78 @@ def verify_cluster(opts: Any, args: list[str]) -> int:
     return cli.EXIT_FAILURE if bad else cli.EXIT_SUCCESS
 
 
+def format_verify_disks(result: Any) -> tuple[list[str], list[str], list[str]]:
+    """Read one OP_GROUP_VERIFY_DISKS result (doc/protocols/opcodes.md, "Verify disks").
+
+    Returns ``(node error lines, instances to activate, missing disk
+    lines)``; either kind of line means trouble.  Instances with inactive
+    disks are to be activated unless a disk of theirs is missing.
+    """
+    bad_nodes, inactive, missing = result
+    node_lines = [f"Error gathering data on node {node}: {str(text)[-400:]}"
+                  for node, text in sorted(bad_nodes.items())]
+    if bad_nodes:
+        node_lines.append("You need to fix these nodes first before fixing instances")
+    lines: list[str] = []
+    activate = [name for name in inactive if name not in missing]
+    for name, entries in sorted(missing.items()):
+        if all(node in bad_nodes for node, _idx in entries):
+            lines.append(f"Instance {name} cannot be verified as it lives on broken nodes")
+            continue
+        lines.append(f"Instance {name} has missing disks:")
+        for node, idx in sorted(entries):
+            broken = "broken node " if node in bad_nodes else ""
+            lines.append(f"\t{broken}{node} disk/{idx}")
+    if missing:
+        lines.append("You need to replace or recreate disks for all the above instances if"
+                     " this message persists after fixing broken nodes.")
+    return node_lines, activate, lines
+
+
+def verify_disks(opts: Any, args: list[str]) -> int:
+    """Check the instance disks of every group (or one); activate the inactive ones.
+
+    Exit 1 when a node could not be asked, a disk is missing or an
+    activation failed.
+    """
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_VERIFY_DISKS"}
+    if opts.group_name:
+        op["group_name"] = opts.group_name
+    cl = cli.get_client(opts)
+    result = cli.submit_opcode_and_wait(op, opts, cl)
+    retcode = cli.EXIT_SUCCESS
+    for ok, job_id in (result or {}).get("jobs", []):
+        if not ok:
+            cli.to_stderr(f"Submitting a verify-disks job failed: {job_id}")
+            retcode = cli.EXIT_FAILURE
+            continue
+        try:
+            (group_result,) = cli.poll_job(int(job_id), cl)
+        except errors.GanetiError as exc:
+            cli.to_stdout(f"Job failed: {cli.format_job_error(exc)}")
+            retcode = cli.EXIT_FAILURE
+            continue
+        node_lines, activate, missing_lines = format_verify_disks(group_result)
+        for line in node_lines:
+            cli.to_stdout(line)
+        for name in activate:
+            cli.to_stdout(f"Activating disks for instance '{name}'")
+            try:
+                cli.submit_opcode_and_wait({"OP_ID": "OP_INSTANCE_ACTIVATE_DISKS",
+                                            "instance_name": name}, opts, cl)
+            except errors.GanetiError as exc:
+                cli.to_stderr(f"Error activating disks for instance {name}:"
+                              f" {cli.format_job_error(exc)}")
+                retcode = cli.EXIT_FAILURE
+        for line in missing_lines:
+            cli.to_stdout(line)
+        if node_lines or missing_lines:
+            retcode = cli.EXIT_FAILURE
+        elif not activate:
+            cli.to_stdout("No disks need to be activated.")
+    return retcode
+
+
 # --- queue and watcher ---------------------------------------------------------------------------
 
 def queue_ops(opts: Any, args: list[str]) -> int:
@@ -629,8 +702,8 @@ SKIP_OPT = _O("--skip-checks", dest="skip_checks", default=None, metavar="CHECK[
               help="Optional checks to skip (nplusone_mem, disk, clock...)")
 IGNERR_OPT = _O("-I", "--ignore-errors", dest="ignore_errors", default=None,
                 metavar="CODE[,...]", help="Error codes to report as warnings")
-GROUP_OPT = _O("-g", "--node-group", dest="group_name", default=None, metavar="GROUP",
-               help="Verify only this node group")
+GROUP_OPT = _O("-g", "--node-group", "--group", dest="group_name", default=None,
+               metavar="GROUP", help="Verify only this node group")
 NODES_OPT = _O("-n", "--node", dest="nodes", action="append", default=[], metavar="NODE",
                help="Only this node (repeatable; default: all nodes)")
 CMD_TIMEOUT_OPT = _O("--timeout", dest="timeout", type=float, default=60.0, metavar="SECONDS",
@@ -682,6 +755,9 @@ commands: dict[str, cli.Command] = {
                "[options]",
                "Verify the cluster (config, node reachability, versions, files, clock);"
                " prints ERROR/WARNING lines and exits 1 when errors were found"),
+    "verify-disks": (verify_disks, cli.ARGS_NONE, [GROUP_OPT, cli.PRIORITY_OPT], "[-g GROUP]",
+                     "Check the instance disks of every node group (or one): report missing"
+                     " disk files and files of the wrong size, activate inactive disks"),
     "queue": (queue_ops, [cli.ArgUnknown(min=1, max=1, name="drain|undrain|info")], [],
               "drain|undrain|info", "Set, clear or show the job queue drain flag"),
     "watcher": (watcher_ops, [cli.ArgUnknown(min=1, max=2, name="pause DURATION|continue|info")],

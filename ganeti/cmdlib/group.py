@@ -1,21 +1,26 @@
-"""Node group logical units (add, remove, rename, assign nodes) and the ``group`` resource."""
+"""Node group logical units (add, remove, rename, assign nodes, verify disks) and the
+``group`` resource."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from ganeti import constants, errors, locking, parameters, query
+from ganeti import constants, errors, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node, select_named
 from ganeti.config import ConfigWriter
 from ganeti.context import MasterContext
-from ganeti.objects import NodeGroup
-from ganeti.opcodes.group import OpGroupAdd, OpGroupAssignNodes, OpGroupRemove, OpGroupRename
+from ganeti.objects import Disk, Instance, NodeGroup
+from ganeti.opcodes.group import (OpGroupAdd, OpGroupAssignNodes, OpGroupRemove, OpGroupRename,
+                                  OpGroupVerifyDisks)
 from ganeti.utils import validation
 
 __all__ = ["LUGroupAdd", "LUGroupRemove", "LUGroupRename", "LUGroupAssignNodes",
-           "GROUP_FIELDS", "collect_groups"]
+           "LUGroupVerifyDisks", "GROUP_FIELDS", "collect_groups", "disks_should_be_active"]
+
+_MIB = 1024 * 1024
 
 
 class LUGroupAdd(LogicalUnit[OpGroupAdd]):
@@ -156,6 +161,129 @@ class LUGroupAssignNodes(LogicalUnit[OpGroupAssignNodes]):
                     node.group = self.group.uuid
                     self.cfg.update(node)
         return None
+
+
+def disks_should_be_active(inst: Instance) -> bool:
+    """Whether the disks of ``inst`` should be assembled on its primary node.
+
+    They should when the instance should run (admin state up) or when its
+    disks were activated (``disks_active``, e.g. ``gnt-instance
+    activate-disks`` on a stopped instance).
+    """
+    return inst.admin_state == constants.ADMINST_UP or inst.disks_active
+
+
+class LUGroupVerifyDisks(NoHooksLU[OpGroupVerifyDisks]):
+    """Check the disk files of a group's instances on their nodes.
+
+    One ``blockdev_getstatus`` RPC per node of the group (offline nodes are
+    skipped) reports each disk's size and whether it is assembled.  The
+    result is Ganeti's triple (doc/protocols/opcodes.md, "Verify disks"):
+    ``[{node: error}, [instances with inactive disks], {instance: [[node,
+    disk index], ...]}]``.  An instance is listed with inactive disks when
+    a disk of it that exists is not assembled on the primary node although
+    it should be (:func:`disks_should_be_active`).  A disk whose file has
+    another size than the configuration says is reported as a warning in
+    the job log.  Nothing is changed: the caller activates the disks.
+
+    Locking: the group, its nodes and the instances whose primary node is
+    in the group, all shared; the instance list is computed before its
+    locks are taken, so an instance that moves in meanwhile is checked by
+    the next run.
+    """
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.group = expand_group(self.cfg, self.op.group_name)
+        self.needed_locks = {locking.LEVEL_INSTANCE: [],
+                             locking.LEVEL_NODEGROUP: [self.group.uuid],
+                             locking.LEVEL_NODE: []}
+        self.share_locks = {locking.LEVEL_INSTANCE: 1, locking.LEVEL_NODEGROUP: 1,
+                            locking.LEVEL_NODE: 1}
+
+    def _group_nodes(self) -> set[str]:
+        return {n.uuid for n in self.cfg.get_all_nodes_info().values()
+                if n.group == self.group.uuid}
+
+    def DeclareLocks(self, level: int) -> None:
+        if level == locking.LEVEL_INSTANCE:
+            members = self._group_nodes()
+            self.needed_locks[level] = sorted(
+                i.name for i in self.cfg.get_all_instances_info().values()
+                if i.primary_node in members)
+        elif level == locking.LEVEL_NODE:
+            nodes = self._group_nodes()
+            for inst in self._instances():
+                nodes.update(self.cfg.get_instance_nodes(inst.uuid))
+            self.needed_locks[level] = sorted(nodes)
+
+    def _instances(self) -> list[Instance]:
+        """The locked instances still in the group, with disks, by name."""
+        members = self._group_nodes()
+        locked = self.owned_locks(locking.LEVEL_INSTANCE)
+        found = []
+        for inst in self.cfg.get_all_instances_info().values():
+            if (inst.primary_node in members and inst.disk_template != constants.DT_DISKLESS
+                    and (self.glm is None or inst.name in locked)):
+                found.append(inst)
+        return sorted(found, key=lambda i: i.name)
+
+    def _targets(self) -> dict[str, list[tuple[Instance, int, Disk]]]:
+        """``{node name: [(instance, disk index, disk), ...]}`` for the online nodes."""
+        targets: dict[str, list[tuple[Instance, int, Disk]]] = {}
+        for inst in self._instances():
+            for idx, disk in enumerate(self.cfg.get_instance_disks(inst.uuid)):
+                if disk.dev_type == constants.DT_DISKLESS:
+                    continue
+                for node_uuid in disk.nodes or [inst.primary_node]:
+                    node = self.cfg.get_node_info(node_uuid)
+                    if node is not None and not node.offline:
+                        targets.setdefault(node.name, []).append((inst, idx, disk))
+        return targets
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        targets = self._targets()
+        node_errors: dict[str, str] = {}
+        inactive: set[str] = set()
+        missing: dict[str, list[list[Any]]] = {}
+        if not targets:
+            return [node_errors, [], missing]
+        args: dict[str, Sequence[Any]] = {
+            name: [[[serializer.to_data(disk), inst.name, idx] for inst, idx, disk in entries]]
+            for name, entries in targets.items()}
+        results = self.require_rpc().call_map("blockdev_getstatus", args)
+        for node_name in sorted(targets):
+            entries = targets[node_name]
+            res = results.get(node_name)
+            if res is None or res.failed:
+                msg = res.fail_msg if res is not None else "no answer"
+                if res is not None and res.offline:
+                    continue
+                self.LogWarning(f"Error gathering disk data on node {node_name}: {msg}")
+                node_errors[node_name] = str(msg)
+                continue
+            payload = res.payload
+            if not isinstance(payload, list) or len(payload) != len(entries):
+                node_errors[node_name] = f"invalid blockdev_getstatus answer: {payload!r}"
+                continue
+            for (inst, idx, disk), status in zip(entries, payload):
+                if status is None:
+                    self.LogWarning(f"Disk {idx} of instance {inst.name} is missing on node"
+                                    f" {node_name}")
+                    missing.setdefault(inst.name, []).append([node_name, idx])
+                    continue
+                size, active = status
+                if size != disk.size * _MIB:
+                    self.LogWarning(f"Disk {idx} of instance {inst.name} on node {node_name}"
+                                    f" has the wrong size: {size} bytes, expected"
+                                    f" {disk.size} MiB ({disk.size * _MIB} bytes)")
+                primary = self.cfg.get_node_info(inst.primary_node)
+                if (not active and primary is not None and primary.name == node_name
+                        and disks_should_be_active(inst)):
+                    inactive.add(inst.name)
+        return [node_errors, sorted(inactive),
+                {name: sorted(missing[name]) for name in sorted(missing)}]
 
 
 # --- query resource ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Cluster verification: OP_CLUSTER_VERIFY, _VERIFY_CONFIG and _VERIFY_GROUP.
+"""Cluster verification: OP_CLUSTER_VERIFY, _VERIFY_CONFIG, _VERIFY_GROUP and _VERIFY_DISKS.
 
 ``OP_CLUSTER_VERIFY`` only submits jobs: one VERIFY_CONFIG job and one
 VERIFY_GROUP job per node group (result ``{"jobs": [[true, id], ...]}``).
@@ -12,6 +12,10 @@ False when an error (not a warning) was found:
 (each line is sent as ``"  - " + line``, like Ganeti).  Codes listed in
 ``ignore_errors`` are reported as warnings.  ``debug_simulate_errors``
 turns every check into a failure (to test the reporting path).
+
+``OP_CLUSTER_VERIFY_DISKS`` also only submits jobs: one
+``OP_GROUP_VERIFY_DISKS`` per node group (see
+:class:`ganeti.cmdlib.group.LUGroupVerifyDisks`).
 
 The group check asks every online node of the group (``node_verify``
 RPC) for its versions, clock, host and cluster name, TCP reachability of
@@ -33,11 +37,14 @@ from ganeti import constants, crypto, locking, opcodes
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
-from ganeti.opcodes.cluster import OpClusterVerify, OpClusterVerifyConfig, OpClusterVerifyGroup
+from ganeti.opcodes.cluster import (OpClusterVerify, OpClusterVerifyConfig, OpClusterVerifyDisks,
+                                    OpClusterVerifyGroup)
+from ganeti.opcodes.group import OpGroupVerifyDisks
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
 
-__all__ = ["LUClusterVerify", "LUClusterVerifyConfig", "LUClusterVerifyGroup", "Reporter",
+__all__ = ["LUClusterVerify", "LUClusterVerifyConfig", "LUClusterVerifyGroup",
+           "LUClusterVerifyDisks", "Reporter",
            "format_verify_line", "NODE_MAX_CLOCK_SKEW"]
 
 #: Clock differences (seconds) between master and node tolerated by verify.
@@ -114,6 +121,24 @@ class LUClusterVerify(NoHooksLU[OpClusterVerify]):
                 debug_simulate_errors=op.debug_simulate_errors,
                 ignore_errors=list(op.ignore_errors), verbose=op.verbose)
             jobs.append([opcodes.to_dict(vop)])
+        return {"jobs": self.proc.submit_many_jobs(jobs)}
+
+
+class LUClusterVerifyDisks(NoHooksLU[OpClusterVerifyDisks]):
+    """Submit one OP_GROUP_VERIFY_DISKS job per node group (or the given group)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        if self.op.group_name is None:
+            groups = sorted(g.name for g in self.cfg.get_all_nodegroups_info().values())
+        else:
+            groups = [expand_group(self.cfg, self.op.group_name).name]
+        jobs = [[opcodes.to_dict(OpGroupVerifyDisks(group_name=name, priority=self.op.priority))]
+                for name in groups]
         return {"jobs": self.proc.submit_many_jobs(jobs)}
 
 

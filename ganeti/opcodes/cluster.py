@@ -11,7 +11,7 @@ from ganeti.private import Private
 
 __all__ = ["OpClusterQuery", "OpClusterPostInit", "OpClusterDestroy", "OpClusterSetParams",
            "OpClusterRedistConf", "OpClusterVerify", "OpClusterVerifyConfig",
-           "OpClusterVerifyGroup", "OpClusterRenewCrypto", "OpClusterActivateMasterIp",
+           "OpClusterVerifyGroup", "OpClusterVerifyDisks", "OpClusterRenewCrypto", "OpClusterActivateMasterIp",
            "OpClusterDeactivateMasterIp", "VERIFY_OPTIONAL_CHECKS",
            "ALL_OPCODES"]
 
@@ -119,6 +119,16 @@ class OpClusterVerifyGroup(OpCode):
 
 
 @dataclass(kw_only=True)
+class OpClusterVerifyDisks(OpCode):
+    """Submit one OP_GROUP_VERIFY_DISKS job per node group (or for ``group_name``).
+
+    Result: ``{"jobs": [[true, job_id], ...]}``.
+    """
+
+    group_name: str | None = None
+
+
+@dataclass(kw_only=True)
 class OpClusterRenewCrypto(OpCode):
     """Renew cluster crypto material and push it to every online node.
 
@@ -158,5 +168,5 @@ class OpClusterDeactivateMasterIp(OpCode):
 
 ALL_OPCODES = (OpClusterQuery, OpClusterPostInit, OpClusterDestroy, OpClusterSetParams,
                OpClusterRedistConf, OpClusterVerify, OpClusterVerifyConfig,
-               OpClusterVerifyGroup, OpClusterRenewCrypto, OpClusterActivateMasterIp,
+               OpClusterVerifyGroup, OpClusterVerifyDisks, OpClusterRenewCrypto, OpClusterActivateMasterIp,
                OpClusterDeactivateMasterIp)

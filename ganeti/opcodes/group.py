@@ -1,4 +1,4 @@
-"""Node group opcodes: add, remove, rename, assign nodes."""
+"""Node group opcodes: add, remove, rename, assign nodes, verify disks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
-__all__ = ["OpGroupAdd", "OpGroupRemove", "OpGroupRename", "OpGroupAssignNodes", "ALL_OPCODES"]
+__all__ = ["OpGroupAdd", "OpGroupRemove", "OpGroupRename", "OpGroupAssignNodes",
+           "OpGroupVerifyDisks", "ALL_OPCODES"]
 
 
 @dataclass(kw_only=True)
@@ -56,4 +57,17 @@ class OpGroupAssignNodes(OpCode):
     force: bool = False
 
 
-ALL_OPCODES = (OpGroupAdd, OpGroupRemove, OpGroupRename, OpGroupAssignNodes)
+@dataclass(kw_only=True)
+class OpGroupVerifyDisks(OpCode):
+    """Check the disks of a group's instances (doc/protocols/opcodes.md, "Verify disks").
+
+    Result: ``[{node: error}, [instance with inactive disks, ...],
+    {instance: [[node, disk index], ...]}]`` (missing disks).
+    """
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+
+
+ALL_OPCODES = (OpGroupAdd, OpGroupRemove, OpGroupRename, OpGroupAssignNodes, OpGroupVerifyDisks)

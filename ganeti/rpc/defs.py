@@ -217,6 +217,9 @@ _ROWS = [
          "Rename volumes [[disk, new_logical_id], ...]. -> [new_logical_id, ...]"),
     _row("blockdev_getdimensions", [("disks", list)], FAST,
          "[[size_bytes, spindles] or None (missing), ...] per disk dict."),
+    _row("blockdev_getstatus", [("disks", list)], FAST,
+         "[[size_bytes, active] or None (missing), ...] per [disk, instance_name, idx];"
+         " active: the instance-disks/<instance>:<idx> link points at the volume."),
     _row("blockdev_find", [("disk", dict)], FAST,
          "{dev_path, size, major, minor, sync_percent, estimated_time, is_degraded,"
          " ldisk_status} or None when the volume does not exist."),

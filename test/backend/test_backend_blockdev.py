@@ -164,3 +164,25 @@ def test_diskless_is_a_noop(ctx) -> None:
                                                                   "uri": None}
     with pytest.raises(errors.StorageError, match="no data"):
         blockdev.blockdev_read_chunk(ctx, disk, 0, 1)
+
+
+def test_getstatus_reports_size_activity_and_missing_disks(ctx) -> None:
+    inst = "inst1.example.com"
+    active, idle, gone = _disk(ctx, "d1"), _disk(ctx, "d2", idx=1), _disk(ctx, "d3", idx=2)
+    for disk in (active, idle):
+        _create(ctx, disk)
+    blockdev.blockdev_assemble(ctx, active, inst, True, 0)
+    entries = [[active, inst, 0], [idle, inst, 1], [gone, inst, 2],
+               [_disk(ctx, "d4", template="diskless"), inst, 3]]
+    assert blockdev.blockdev_getstatus(ctx, entries) == [
+        [4 * MIB, True], [4 * MIB, False], None, [0, True]]
+    # the link of another index, or a truncated file, shows as such
+    assert blockdev.blockdev_getstatus(ctx, [[active, inst, 1]]) == [[4 * MIB, False]]
+    os.truncate(ctx.local_path(blockdev.blockdev_find(ctx, active)["dev_path"]), MIB)
+    blockdev.blockdev_shutdown(ctx, active)
+    assert blockdev.blockdev_getstatus(ctx, [[active, inst, 0]]) == [[MIB, False]]
+
+
+def test_getstatus_refuses_malformed_entries(ctx) -> None:
+    with pytest.raises(errors.StorageError, match="expected \\[disk, instance_name, idx\\]"):
+        blockdev.blockdev_getstatus(ctx, [[_disk(ctx), "inst1.example.com"]])

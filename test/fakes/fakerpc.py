@@ -8,6 +8,7 @@
     rpc.set_handler("node_info", lambda node, args: {...})   # computed payloads
     res = rpc.call_version(["node1", "node2"])               # {name: RpcResult}
     rpc.calls_to("upload_file")               # [(node_names, args), ...]
+    rpc.call_map("blockdev_getstatus", {"node2": [[...]]})   # per-node arguments
 
 Offline nodes (``node.offline`` in the config) get an offline RpcResult and
 are *not* recorded as calls, like the real runner (no network traffic).
@@ -118,6 +119,14 @@ class FakeRpc:
         for name in online:
             results[name] = self._answer(procedure, name, args)
         return {name: results[name] for name in names}
+
+    def call_map(self, procedure: str, node_args: dict[str, Sequence[Any]], *,
+                 timeout: float | None = None) -> dict[str, RpcResult]:
+        """Like RpcRunner.call_map: per-node arguments ``{node_name: args}``."""
+        results: dict[str, RpcResult] = {}
+        for name, args in node_args.items():
+            results.update(self.call(procedure, [name], args, timeout=timeout))
+        return results
 
     def _answer(self, procedure: str, name: str, args: list[Any]) -> RpcResult:
         fixed = self._results.get((procedure, name))

@@ -22,6 +22,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2] / "ganeti"
 OTHER_PATHS = {
     "OP_CLUSTER_VERIFY_CONFIG": ("cmdlib/verify.py", "gnt-cluster verify's job submits it"),
     "OP_CLUSTER_VERIFY_GROUP": ("cmdlib/verify.py", "gnt-cluster verify's job submits it"),
+    "OP_GROUP_VERIFY_DISKS": ("cmdlib/verify.py", "gnt-cluster verify-disks's job submits it"
+                              " (and the watcher, once per group)"),
     "OP_CLUSTER_QUERY": (None, "the CLI asks QueryClusterInfo over LUXI; for RAPI and"
                                " gnt-job submit"),
     "OP_OS_DIAGNOSE": (None, "gnt-os queries the os resource over LUXI; for RAPI and"
