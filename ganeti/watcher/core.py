@@ -19,7 +19,12 @@ are written down in doc/watcher.md:
   a job holds or waits for a lock of, are skipped (not counted);
 * a node whose boot id differs from the one stored last time was rebooted:
   the instances that should run and have disks on it get their disks
-  re-activated (unless they are restarted anyway, which activates them).
+  re-activated (unless they are restarted anyway, which activates them);
+* verify-disks (``OP_GROUP_VERIFY_DISKS``, run by the driver between
+  planning and submitting) reports instances with inactive disks;
+  :func:`plan_inactive_disks` adds those to activate, leaving out the
+  ones with a missing disk, the ones restarted or cleaned up anyway, and
+  the ones skipped for the reasons above.
 
 The state is plain data; :func:`state_from_data` and :func:`state_to_data`
 convert it to and from the JSON document of ``watcher.<group-uuid>.data``.
@@ -35,7 +40,7 @@ from ganeti import constants, errors
 
 __all__ = ["MAX_ATTEMPTS", "ATTEMPT_EXPIRY", "REASON_SOURCE", "STATE_VERSION",
            "InstanceView", "NodeView", "Attempts", "GroupState", "Plan", "plan_group",
-           "state_from_data", "state_to_data"]
+           "plan_inactive_disks", "state_from_data", "state_to_data"]
 
 #: restart (or cleanup) attempts per instance before the watcher gives up
 MAX_ATTEMPTS = 5
@@ -101,6 +106,8 @@ class Plan:
     give_up: list[str] = field(default_factory=list)
     activate_disks: list[str] = field(default_factory=list)
     rebooted_nodes: list[str] = field(default_factory=list)
+    #: instances whose disks verify-disks found inactive, to activate
+    inactive_disks: list[str] = field(default_factory=list)
     #: ``(instance, why)`` for instances that need action but were skipped
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: instances whose attempts were forgotten (seen fine again, or expired)
@@ -109,7 +116,7 @@ class Plan:
     @property
     def idle(self) -> bool:
         """True when the plan submits no job."""
-        return not (self.restart or self.cleanup or self.activate_disks)
+        return not (self.restart or self.cleanup or self.activate_disks or self.inactive_disks)
 
 
 def _skip_reason(inst: InstanceView, nodes: Mapping[str, NodeView]) -> str | None:
@@ -186,6 +193,36 @@ def plan_group(state: GroupState, instances: Iterable[InstanceView],
                     plan.activate_disks.append(inst.name)
     plan.reset.sort()
     return plan, GroupState(attempts=attempts, bootids=bootids)
+
+
+def plan_inactive_disks(plan: Plan, instances: Iterable[InstanceView],
+                        nodes: Iterable[NodeView], inactive: Iterable[str],
+                        missing: Iterable[str]) -> None:
+    """Add to ``plan`` the instances whose disks verify-disks found inactive.
+
+    ``inactive`` and ``missing`` are the instance names of elements 2 and 3
+    of the group's verify-disks result.  ``plan`` is updated in place:
+    ``inactive_disks`` gets the instances to activate, ``skipped`` the
+    others that need it, with the reason.
+    """
+    views = {i.name: i for i in instances}
+    node_map = {n.name: n for n in nodes}
+    no_disk = set(missing)
+    busy = set(plan.restart) | set(plan.cleanup) | set(plan.activate_disks)
+    for name in sorted(set(inactive)):
+        inst = views.get(name)
+        if inst is None or name in busy:
+            continue
+        if name in no_disk:
+            plan.skipped.append((name, "a disk is missing; not activating its disks"))
+            continue
+        if inst.status in _ACTIONABLE:
+            continue            # restarting it activates its disks (or it was given up)
+        why = _skip_reason(inst, node_map)
+        if why is not None:
+            plan.skipped.append((name, why))
+            continue
+        plan.inactive_disks.append(name)
 
 
 # --- the state file document --------------------------------------------------------------

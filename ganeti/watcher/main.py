@@ -7,7 +7,8 @@
 3. On every node: make sure the node daemon runs and answers; run the
    watcher hooks.
 4. On the master: make sure the master daemon runs and answers, then one
-   pass over every node group (:mod:`ganeti.watcher.master`).
+   pass over every node group (:mod:`ganeti.watcher.master`), with
+   verify-disks unless ``--no-verify-disks``.
 
 The exit status is 0 unless the pass itself failed (a daemon could not be
 brought back, the master could not be asked).  Logs go to ``watcher.log``.
@@ -125,7 +126,8 @@ def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
             logger.info("Master daemon: %s", done)
         report = master.master_pass(
             factory(master.MASTERD_TIMEOUT), paths,
-            master.MasterOptions(job_age=opts.job_age, wait_jobs=opts.wait_children),
+            master.MasterOptions(job_age=opts.job_age, wait_jobs=opts.wait_children,
+                                 verify_disks=not opts.no_verify_disks),
             clock=clock)
         logger.info("Pass done: %d group(s), %d job(s) submitted, %d job(s) archived",
                     len(report.groups), sum(len(g.jobs) for g in report.groups),

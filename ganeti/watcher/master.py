@@ -9,9 +9,15 @@ nodes, instances, locks) describe the whole cluster, the pure
 :func:`ganeti.watcher.core.plan_group` decides each group from its slice,
 and the jobs of every group are submitted at once (they then run
 concurrently in the master daemon).  A child process per group, as
-Ganeti's watcher forks, would only add start-up time: a group's pass does
-no waiting of its own (except with ``--wait-children``, which waits for
-the submitted jobs).  See doc/watcher.md.
+Ganeti's watcher forks, would only add start-up time: the one wait of a
+pass, for the verify-disks jobs, covers every group at once (and
+``--wait-children`` waits for the submitted jobs).  See doc/watcher.md.
+
+Verify-disks (unless turned off) runs between deciding and submitting: one
+``OP_GROUP_VERIFY_DISKS`` job per group, all submitted at once and waited
+for (at most :data:`VERIFY_DISKS_TIMEOUT` seconds in all), then archived;
+instances with inactive disks get an ``OP_INSTANCE_ACTIVATE_DISKS`` job
+with the other jobs of the pass.
 """
 
 from __future__ import annotations
@@ -25,17 +31,20 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ganeti import constants, errors, opcodes
+from ganeti.opcodes import group as op_group
 from ganeti.opcodes import instance as op_instance
 from ganeti.pathutils import Paths
 from ganeti.watcher import core, state
 
 __all__ = ["LuxiClient", "MasterOptions", "GroupReport", "MasterReport", "ensure_masterd",
-           "collect", "master_pass", "MASTERD_TIMEOUT"]
+           "collect", "verify_disks", "master_pass", "MASTERD_TIMEOUT", "VERIFY_DISKS_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
 #: seconds the master daemon has to answer QueryClusterInfo
 MASTERD_TIMEOUT = 15.0
+#: seconds the pass waits for its verify-disks jobs (all groups together)
+VERIFY_DISKS_TIMEOUT = 300.0
 _INSTANCE_FIELDS = ["name", "status", "admin_state", "pnode", "pnode.group", "snodes",
                     "disk_template"]
 _NODE_FIELDS = ["name", "group.uuid", "offline", "bootid"]
@@ -55,6 +64,8 @@ class MasterOptions:
     job_age: float = 6 * 3600.0
     wait_jobs: bool = False
     wait_timeout: float = 600.0
+    verify_disks: bool = True
+    verify_timeout: float = VERIFY_DISKS_TIMEOUT
 
 
 @dataclass
@@ -65,6 +76,8 @@ class GroupReport:
     name: str
     plan: core.Plan
     jobs: dict[str, int] = field(default_factory=dict)
+    #: the group's verify-disks result (None: not run, or it failed)
+    verify_result: list[Any] | None = None
 
 
 @dataclass
@@ -165,6 +178,10 @@ def _jobs_for(plan: core.Plan, clock: Callable[[], float]) -> list[tuple[str, op
         ops.append((name, op_instance.OpInstanceActivateDisks(
             instance_name=name, reason=_reason("Re-activating disks after a node reboot",
                                                clock))))
+    for name in plan.inactive_disks:
+        ops.append((name, op_instance.OpInstanceActivateDisks(
+            instance_name=name, reason=_reason("Activating disks verify-disks found inactive",
+                                               clock))))
     return ops
 
 
@@ -215,12 +232,81 @@ def _wait_for_jobs(cl: LuxiClient, ids: list[int], timeout: float,
     return failed
 
 
+def _wait_job(cl: LuxiClient, job_id: int, deadline: float,
+              monotonic: Callable[[], float]) -> str | None:
+    """Follow job ``job_id`` (``WaitForJobChange``) until it ends; its status.
+
+    The job's log lines go to the watcher log.  None when ``deadline``
+    (of ``monotonic``) passed first or the job is unknown.
+    """
+    prev_info: Any = None
+    serial = -1
+    while True:
+        left = deadline - monotonic()
+        if left <= 0:
+            return None
+        wait = min(left, 10.0)
+        answer = cl.call("WaitForJobChange", [job_id, ["status"], prev_info, serial, wait],
+                         timeout=wait + 10.0)
+        if answer is None:
+            return None
+        if answer == "nochange":
+            continue
+        info, entries = answer
+        for entry in entries or []:
+            serial = max(serial, int(entry[0]))
+            logger.info("Job %s: %s", job_id, entry[3])
+        status = info[0] if info else None
+        if status in constants.JOBS_FINALIZED:
+            return str(status)
+        prev_info = info
+
+
+def verify_disks(cl: LuxiClient, groups: list[GroupReport], opts: MasterOptions, *,
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    """Run one ``OP_GROUP_VERIFY_DISKS`` job per group; store each result in its report.
+
+    The jobs are submitted at once and waited for (``opts.verify_timeout``
+    in all); a successful one is archived, a failed or late one is logged
+    and left in the queue.
+    """
+    ops = [op_group.OpGroupVerifyDisks(group_name=g.uuid, priority=constants.OP_PRIO_LOW,
+                                       reason=_reason("Verifying disks", clock))
+           for g in groups]
+    results = cl.call("SubmitManyJobs", [[[opcodes.to_dict(op)] for op in ops]])
+    deadline = monotonic() + opts.verify_timeout
+    for group, (ok, job) in zip(groups, results):
+        if not ok:
+            logger.error("Cannot submit verify-disks for group %s: %s", group.name, job)
+            continue
+        status = _wait_job(cl, int(job), deadline, monotonic)
+        if status is None:
+            logger.warning("Verify-disks job %s of group %s did not finish in time; not"
+                           " waiting for it", job, group.name)
+            continue
+        ((status, opresult),) = cl.call("QueryJobs", [[int(job)], ["status", "opresult"]])
+        if status != constants.JOB_STATUS_SUCCESS or not opresult:
+            logger.warning("Verify-disks job %s of group %s ended with status %s: %s", job,
+                           group.name, status, opresult)
+            continue
+        group.verify_result = opresult[0]
+        cl.call("ArchiveJob", [int(job)])
+        bad_nodes, inactive, missing = group.verify_result
+        for node, msg in sorted(bad_nodes.items()):
+            logger.warning("Verify-disks could not check node %s: %s", node, msg)
+        for name, disks in sorted(missing.items()):
+            logger.warning("Instance %s has missing disks: %s", name,
+                           ", ".join(f"{node} disk/{idx}" for node, idx in disks))
+        if not inactive:
+            logger.debug("Verify-disks of group %s found no inactive disks", group.name)
+
+
 def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
                 clock: Callable[[], float] = time.time) -> MasterReport:
     """One pass over every node group (see the module docstring)."""
     report = MasterReport()
     groups, nodes, instances = collect(cl)
-    submissions: list[tuple[GroupReport, str, opcodes.OpCode]] = []
     now = clock()
     statuses = []
     for uuid in sorted(groups, key=lambda u: groups[u]):
@@ -230,11 +316,25 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
         group = GroupReport(uuid=uuid, name=groups[uuid], plan=plan)
         report.groups.append(group)
         _log_plan(group, new_state)
-        submissions += [(group, name, op) for name, op in _jobs_for(plan, clock)]
         # attempts count when decided, so a crash between here and the submission
         # cannot make the watcher retry without limit
         state.save_state(path, new_state)
         statuses += [(i.name, i.status) for i in instances.get(uuid, [])]
+    if opts.verify_disks and report.groups:
+        verify_disks(cl, report.groups, opts, clock=clock)
+        for group in report.groups:
+            if group.verify_result is not None:
+                _bad, inactive, missing = group.verify_result
+                known = len(group.plan.skipped)
+                core.plan_inactive_disks(group.plan, instances.get(group.uuid, []),
+                                         nodes.get(group.uuid, []), inactive, missing)
+                for name in group.plan.inactive_disks:
+                    logger.info("Activating the disks of instance %s (verify-disks found"
+                                " them inactive)", name)
+                for name, why in group.plan.skipped[known:]:
+                    logger.info("Skipping instance %s: %s", name, why)
+    submissions = [(group, name, op) for group in report.groups
+                   for name, op in _jobs_for(group.plan, clock)]
     if submissions:
         results = cl.call("SubmitManyJobs", [[[opcodes.to_dict(op)] for _g, _n, op
                                                in submissions]])

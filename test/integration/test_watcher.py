@@ -235,6 +235,70 @@ def test_node_reboot_reactivates_the_disks_of_its_instances(vc):
     remove(vc, "reboot1.vcluster")
 
 
+def disk_link(vc, node: str, name: str, idx: int = 0) -> str:
+    return os.path.join(vc.paths(node).instance_disks_dir, f"{name}:{idx}")
+
+
+def test_verify_disks_reports_missing_and_wrong_sized_disk_files(vc):
+    add(vc, "vdisk1.vcluster", N2)
+    add(vc, "vdisk2.vcluster", N3)
+    res = vc.run("gnt-cluster", "verify-disks")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "No disks need to be activated." in res.stdout
+    (small,) = disk_files(vc, N3, "vdisk2.vcluster")
+    os.truncate(small, 1024 * 1024)
+    res = vc.run("gnt-cluster", "verify-disks", "--group", "default")
+    assert res.returncode == 0, res.stdout + res.stderr     # a wrong size is a warning
+    assert ("WARNING: Disk 0 of instance vdisk2.vcluster on node node3.vcluster has the"
+            " wrong size: 1048576 bytes, expected 8 MiB (8388608 bytes)") in res.stdout
+    (gone,) = disk_files(vc, N2, "vdisk1.vcluster")
+    os.remove(gone)
+    res = vc.run("gnt-cluster", "verify-disks")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Instance vdisk1.vcluster has missing disks:\n\tnode2.vcluster disk/0\n" \
+        in res.stdout
+    assert "You need to replace or recreate disks for all the above instances" in res.stdout
+    assert "Activating disks" not in res.stdout
+    # the watcher reports it too, and does not try to activate a missing disk
+    text = master_log(vc)
+    assert "Instance vdisk1.vcluster has missing disks: node2.vcluster disk/0" in text
+    assert "INSTANCE_ACTIVATE_DISKS" not in text
+    remove(vc, "vdisk1.vcluster")
+    remove(vc, "vdisk2.vcluster")
+
+
+def test_verify_disks_activates_inactive_disks(vc):
+    name = "vdisk3.vcluster"
+    add(vc, name, N2)
+    vc.ok("gnt-instance", "deactivate-disks", "-f", name)
+    assert not os.path.lexists(disk_link(vc, N2, name))
+    res = vc.run("gnt-cluster", "verify-disks")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"Activating disks for instance '{name}'" in res.stdout
+    assert os.path.islink(disk_link(vc, N2, name))
+    assert "No disks need to be activated." in vc.ok("gnt-cluster", "verify-disks")
+    remove(vc, name)
+
+
+def test_one_watcher_pass_activates_the_disks_of_an_up_instance(vc):
+    name = "vdisk4.vcluster"
+    add(vc, name, N3)
+    before = {j[0] for j in jobs(vc)}
+    vc.ok("gnt-instance", "deactivate-disks", "-f", name)
+    assert not os.path.lexists(disk_link(vc, N3, name))
+    assert status_of(vc, name) == "running"
+    assert "INSTANCE_ACTIVATE_DISKS" not in master_log(vc, "--no-verify-disks")
+    text = master_log(vc)
+    assert f"Activating the disks of instance {name} (verify-disks found them inactive)" in text
+    assert os.path.islink(disk_link(vc, N3, name))
+    new = [j for j in jobs(vc) if j[0] not in before]
+    assert [(j[1], j[2]) for j in new if j[2].startswith("INSTANCE_ACTIVATE")] == [
+        ("success", f"INSTANCE_ACTIVATE_DISKS({name})")]
+    assert not [j for j in new if "VERIFY_DISKS" in j[2]]     # archived by the watcher
+    assert "INSTANCE_ACTIVATE_DISKS" not in master_log(vc)    # nothing left to do
+    remove(vc, name)
+
+
 def test_jobs_older_than_the_job_age_are_archived_and_newer_kept(vc):
     cl = luxi.Client(vc.paths(N1).master_socket)
 

@@ -29,13 +29,33 @@ class FakeLuxi:
         }
         self.submitted: list[list[dict[str, Any]]] = []
         self.archived: list[list[Any]] = []
+        #: verify-disks: the jobs, each group's result (default: clean), the status
+        self.verify_jobs: dict[int, dict[str, Any]] = {}
+        self.verify_results: dict[str, list[Any]] = {}
+        self.verify_status = constants.JOB_STATUS_SUCCESS
+        self.archived_jobs: list[int] = []
 
     def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
         if method == "Query":
             return {"fields": [], "data": [_cells(*row) for row in self.tables[args[0]]]}
         if method == "SubmitManyJobs":
+            if all(job[0]["OP_ID"] == "OP_GROUP_VERIFY_DISKS" for job in args[0]):
+                ids = [900 + len(self.verify_jobs) + k for k in range(len(args[0]))]
+                self.verify_jobs.update({i: job[0] for i, job in zip(ids, args[0])})
+                return [[True, i] for i in ids]
             self.submitted += args[0]
             return [[True, 100 + k] for k in range(len(args[0]))]
+        if method == "WaitForJobChange":
+            assert args[0] in self.verify_jobs
+            return [[self.verify_status], [[1, [0, 0], "message", "WARNING: planted"]]]
+        if method == "QueryJobs":
+            ((job,), _fields) = args
+            group = self.verify_jobs[job]["group_name"]
+            return [[self.verify_status,
+                     [self.verify_results.get(group, [{}, [], {}])]]]
+        if method == "ArchiveJob":
+            self.archived_jobs.append(args[0])
+            return True
         if method == "AutoArchiveJobs":
             self.archived.append(args)
             return [3, 0]
@@ -86,3 +106,72 @@ def test_negative_job_age_still_archives_everything_finished(tmp_path: Path) -> 
     Path(paths.data_dir).mkdir(parents=True)
     master.master_pass(cl, paths, master.MasterOptions(job_age=-1), clock=FakeClock())
     assert cl.archived == [[-1, 30.0]]
+
+
+def _paths(tmp_path: Path) -> Paths:
+    paths = Paths(root=str(tmp_path))
+    Path(paths.data_dir).mkdir(parents=True)
+    return paths
+
+
+def test_verify_disks_runs_per_group_and_activates_inactive_disks(tmp_path: Path) -> None:
+    cl = FakeLuxi([_inst("a", "running"), _inst("b", "running"), _inst("c", "ERROR_down"),
+                   _inst("d", "running", pnode="n2"), _inst("e", "running"),
+                   _inst("f", "running")],
+                  locks=[("instance/e", ["job-3"], [])])
+    cl.verify_results["g1"] = [{}, ["a", "b", "c", "d", "e", "gone"], {"b": [["n1", 0]]}]
+    report = master.master_pass(cl, _paths(tmp_path), master.MasterOptions(),
+                                clock=FakeClock(5000.0))
+    (job,) = cl.verify_jobs.values()
+    assert job["group_name"] == "g1" and job["priority"] == constants.OP_PRIO_LOW
+    assert job["reason"][0][0] == "gnt:watcher"
+    assert cl.archived_jobs == [900]
+    # a: activated; b: a disk is missing; c: restarted anyway; d: node down; e: locked
+    assert [(j[0]["OP_ID"], j[0]["instance_name"]) for j in cl.submitted] == [
+        ("OP_INSTANCE_STARTUP", "c"), ("OP_INSTANCE_ACTIVATE_DISKS", "a")]
+    assert "verify-disks" in cl.submitted[1][0]["reason"][0][1]
+    plan = report.groups[0].plan
+    assert plan.inactive_disks == ["a"]
+    assert dict(plan.skipped) == {"b": "a disk is missing; not activating its disks",
+                                  "d": "primary node n2 is down", "e": "locked by a job"}
+
+
+def test_no_verify_disks_submits_no_verify_job(tmp_path: Path) -> None:
+    cl = FakeLuxi([_inst("a", "running")])
+    cl.verify_results["g1"] = [{}, ["a"], {}]
+    master.master_pass(cl, _paths(tmp_path), master.MasterOptions(verify_disks=False),
+                       clock=FakeClock())
+    assert cl.verify_jobs == {} and cl.submitted == []
+
+
+def test_failed_verify_job_is_kept_and_activates_nothing(tmp_path: Path, caplog) -> None:
+    cl = FakeLuxi([_inst("a", "running")])
+    cl.verify_results["g1"] = [{}, ["a"], {}]
+    cl.verify_status = constants.JOB_STATUS_ERROR
+    master.master_pass(cl, _paths(tmp_path), master.MasterOptions(), clock=FakeClock())
+    assert cl.submitted == [] and cl.archived_jobs == []
+    assert "Verify-disks job 900 of group default ended with status error" in caplog.text
+
+
+def test_verify_job_that_does_not_finish_in_time_is_not_waited_for(tmp_path: Path,
+                                                                   caplog) -> None:
+    cl = FakeLuxi([_inst("a", "running")])
+    cl.verify_status = constants.JOB_STATUS_RUNNING
+    clock = FakeClock(100.0)
+    calls = []
+    real = cl.call
+
+    def call(method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+        if method == "WaitForJobChange":
+            calls.append(args[4])
+            clock.advance(args[4])          # the master waited that long
+            return "nochange"
+        return real(method, args, timeout=timeout)
+
+    cl.call = call  # type: ignore[method-assign]
+    (group,) = master.collect(cl)[0]
+    report = master.GroupReport(uuid=group, name="default", plan=master.core.Plan())
+    master.verify_disks(cl, [report], master.MasterOptions(verify_timeout=25.0),
+                        clock=clock, monotonic=clock)
+    assert calls == [10.0, 10.0, 5.0] and report.verify_result is None
+    assert "did not finish in time" in caplog.text
