@@ -22,6 +22,10 @@ logger = logging.getLogger(__name__)
 
 SSCONF_KEY_RE = re.compile(r"^[a-z0-9_-]+$")
 MAX_UPLOAD_SIZE = 64 * 1024 * 1024
+#: the permission bits a cluster file may have: read/write for owner and
+#: group, read for others (no execute, no world write, no setuid, setgid or
+#: sticky bit)
+ALLOWED_MODE_BITS = 0o664
 
 
 def allowed_upload_files() -> frozenset[str]:
@@ -41,22 +45,41 @@ def _is_ssconf_name(canonical: str) -> bool:
             and SSCONF_KEY_RE.match(base[len("ssconf_"):]) is not None)
 
 
+def _check_mode_and_owner(file_name: str, mode: int, uid: int | None, gid: int | None) -> None:
+    """Refuse a mode outside :data:`ALLOWED_MODE_BITS`, or an owner other than root or us.
+
+    ``uid``/``gid`` may be None (keep the daemon's), 0 (root) or the
+    daemon's own effective id: the cluster's files belong to one of those.
+    """
+    if not 0 <= mode <= 0o7777:
+        raise errors.OpExecError(f"Invalid file mode {mode!r} for {file_name}")
+    if mode & ~ALLOWED_MODE_BITS:
+        raise errors.OpExecError(
+            f"Refusing mode {mode:04o} for {file_name}: cluster files may only have the bits"
+            f" {ALLOWED_MODE_BITS:04o} (no setuid, setgid, sticky, execute or world write)")
+    for kind, value, own in (("uid", uid, os.geteuid()), ("gid", gid, os.getegid())):
+        if value is not None and value not in (0, own):
+            raise errors.OpExecError(
+                f"Refusing {kind} {value} for {file_name}: only root (0) or the node daemon's"
+                f" own ({own})")
+
+
 def upload_file(ctx: NodeContext, file_name: str, content: str, mode: int,
                 uid: int | None, gid: int | None, mtime: float | None) -> None:
     """Write the allow-listed cluster file ``file_name`` (canonical path).
 
     The file is replaced atomically with ``content`` (UTF-8 text) and gets
     ``mode``, owner ``uid``/``gid`` when given (None keeps the daemon's)
-    and modification time ``mtime`` when given.  Raises
-    :class:`errors.OpExecError` for a file outside the allow-list, a bad
-    mode or an I/O error.
+    and modification time ``mtime`` when given.  ``mode`` may only have the
+    bits in :data:`ALLOWED_MODE_BITS`; ``uid``/``gid`` may only be root's
+    or the daemon's own.  Raises :class:`errors.OpExecError` for a file
+    outside the allow-list, a refused mode or owner, or an I/O error.
     """
     canonical = os.path.normpath("/" + file_name.lstrip("/"))
     if file_name != canonical or (canonical not in allowed_upload_files()
                                   and not _is_ssconf_name(canonical)):
         raise errors.OpExecError(f"Refusing to upload {file_name!r}: not an allowed cluster file")
-    if not 0 <= mode <= 0o7777:
-        raise errors.OpExecError(f"Invalid file mode {mode!r} for {file_name}")
+    _check_mode_and_owner(file_name, mode, uid, gid)
     data = content.encode("utf-8")
     if len(data) > MAX_UPLOAD_SIZE:
         raise errors.OpExecError(f"Refusing to upload {file_name}: larger than {MAX_UPLOAD_SIZE} bytes")

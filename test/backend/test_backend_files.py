@@ -39,6 +39,38 @@ def test_upload_bad_mode(ctx) -> None:
         files.upload_file(ctx, "/var/lib/ganeti/config.data", "x", 0o177777, None, None, None)
 
 
+@pytest.mark.parametrize("mode", [0o4644, 0o2644, 0o1644, 0o6755, 0o646, 0o666, 0o755, 0o744],
+                         ids=["setuid", "setgid", "sticky", "setuid-exec", "world-write",
+                              "world-rw", "exec", "owner-exec"])
+def test_upload_refuses_dangerous_modes(ctx, mode: int) -> None:
+    with pytest.raises(errors.OpExecError, match="Refusing mode"):
+        files.upload_file(ctx, "/var/lib/ganeti/known_hosts", "x", mode, None, None, None)
+    assert not os.path.exists(ctx.paths.known_hosts_file)
+
+
+@pytest.mark.parametrize("mode", [0o400, 0o600, 0o640, 0o644, 0o660, 0o444])
+def test_upload_accepts_cluster_file_modes(ctx, mode: int) -> None:
+    files.upload_file(ctx, "/var/lib/ganeti/known_hosts", "x", mode, None, None, None)
+    assert stat.S_IMODE(os.stat(ctx.paths.known_hosts_file).st_mode) == mode
+
+
+@pytest.mark.parametrize("uid,gid", [(12345, None), (None, 12345), (65534, 65534)],
+                         ids=["uid", "gid", "nobody"])
+def test_upload_refuses_foreign_owners(ctx, uid, gid) -> None:
+    if os.geteuid() in (12345, 65534) or os.getegid() in (12345, 65534):
+        pytest.skip("the test's ids are this process's own")
+    with pytest.raises(errors.OpExecError, match="Refusing [ug]id"):
+        files.upload_file(ctx, "/var/lib/ganeti/known_hosts", "x", 0o644, uid, gid, None)
+    assert not os.path.exists(ctx.paths.known_hosts_file)
+
+
+def test_upload_accepts_own_owner(ctx) -> None:
+    files.upload_file(ctx, "/var/lib/ganeti/known_hosts", "x", 0o644, os.geteuid(),
+                      os.getegid(), None)
+    st = os.stat(ctx.paths.known_hosts_file)
+    assert (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid())
+
+
 def test_write_ssconf_files_and_stale_removal(ctx) -> None:
     files.write_ssconf_files(ctx, {"cluster_name": "c.example.com", "master_node": "n1"})
     assert open(ctx.paths.ssconf_file("master_node")).read().strip() == "n1"

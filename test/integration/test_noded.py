@@ -120,6 +120,19 @@ def test_upload_file_allowed_and_refused(cluster) -> None:
     assert not os.path.exists(os.path.join(cluster.nodes[0].paths.root, "etc", "passwd"))
 
 
+def test_upload_file_refuses_setuid_and_foreign_owner(cluster) -> None:
+    runner = cluster.runner()
+    name = cluster.names[0]
+    path = cluster.nodes[0].paths.rapi_users_file
+    setuid = runner.call_upload_file([name], "/var/lib/ganeti/rapi/users", "u\n", 0o4755,
+                                     None, None, None)
+    assert "Refusing mode 4755" in setuid[name].fail_msg
+    owner = runner.call_upload_file([name], "/var/lib/ganeti/rapi/users", "u\n", 0o640,
+                                    os.geteuid() + 4242, None, None)
+    assert "Refusing uid" in owner[name].fail_msg
+    assert not os.path.exists(path)
+
+
 def test_jobqueue_update_refuses_escape(cluster) -> None:
     runner = cluster.runner()
     node = cluster.nodes[0]
