@@ -24,30 +24,47 @@ Status codes:
 The method, the busy flag and the procedure are checked from the head,
 before the body is read.
 
-Processes: the parent only accepts TCP connections; each connection is
-handled by a forked child that does the TLS handshake (TLS >= 1.2, the
-client must present the cluster certificate, otherwise the handshake fails
-and no HTTP reply is sent), reads the request, runs the backend function
-and exits.  At most ``max_children`` children run at once; an excess
-connection waits up to ``busy_wait`` seconds for a slot, then gets a short
-lived child that answers ``503 [false, "Node daemon busy ..."]`` (those
-are capped too; beyond that the connection is closed).  Children are
-reaped without blocking whenever SIGCHLD arrives (the signal wakes the
-accept loop through a wakeup pipe), so the parent never waits for a child.
+Processes: the parent accepts TCP connections and keeps each one, without
+blocking, until the client's ClientHello has arrived whole (TLS >= 1.2;
+the client must present the cluster certificate, otherwise the handshake
+fails and no HTTP reply is sent); see :mod:`ganeti.server.noded_handshake`.
+Then the connection goes to an idle pre-forked *spare* child, which does
+the handshake itself (the fast path), or, when no spare is free, when
+``max_child_handshakes`` children are already in their handshake, or when
+the ClientHello came in pieces, the parent does the handshake itself and
+forks a child that inherits the established connection.  A handshake must
+be done within ``handshake_timeout`` seconds (default 5) of the accept; at
+most ``max_handshakes`` wait in the parent (beyond that the oldest is
+closed).  So connections that send nothing, half a ClientHello or stall in
+their handshake cost no process (a spare that took a ClientHello and sees
+the handshake stall holds one of the few handshake slots for at most the
+timeout) and never keep the master's requests from a child.  The child
+reads the request (each read within ``request_timeout`` seconds, default
+5: a body shorter than its ``Content-Length`` does not hold it for long),
+runs the backend function and exits.
+
+Request slots count only children whose peer has completed the handshake
+(a spare tells the parent over a pipe when its handshake is done): at
+most ``max_children`` of those run at once; an established connection
+beyond that waits (in the parent, without blocking it) up to
+``busy_wait`` seconds for a slot, then gets a short lived child that
+answers ``503 [false, "Node daemon busy ..."]`` (those are capped too;
+beyond that the connection is closed).  Children are reaped without
+blocking whenever SIGCHLD arrives (the signal wakes the accept loop
+through a wakeup pipe), so the parent never waits for a child.
 
 Spare children (``--spare-children N``, default 1; 0 forks only on
 demand) are forked ahead of time and each serves one connection handed to
 it; see :mod:`ganeti.server.noded_spare`.  Before waiting, a spare resets
 its signals, closes the parent's sockets and runs one in-process dummy
 ``version`` dispatch over a socketpair (no TLS, no file I/O) to touch the
-code it will run.  Idle spares do not count against ``max_children``; a
-spare that received a connection does.  When the cap is reached the busy
-path above is unchanged.
+code it will run.  Idle spares count against nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import errno
 import gc
 import logging
@@ -57,31 +74,36 @@ import signal
 import socket
 import socketserver
 import ssl
+import struct
 import threading
 import time
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
 from ganeti import backend, constants, errors, serializer
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.pathutils import Paths
 from ganeti.rpc import defs
-from ganeti.server import noded_spare
+from ganeti.server import noded_handshake, noded_spare
 from ganeti.utils import net
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context", "main",
            "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
-           "DEFAULT_SPARE_CHILDREN"]
+           "DEFAULT_SPARE_CHILDREN", "DEFAULT_REQUEST_TIMEOUT", "DEFAULT_MAX_CHILD_HANDSHAKES"]
 
 logger = logging.getLogger(__name__)
 
 MAX_REQUEST_SIZE = 128 * 1024 * 1024
 DEFAULT_MAX_CHILDREN = 64
 DEFAULT_BUSY_WAIT = 0.5
-DEFAULT_REQUEST_TIMEOUT = 60.0
+#: seconds each read (or write) of a request child may wait for the peer
+DEFAULT_REQUEST_TIMEOUT = 5.0
 DEFAULT_BIND_ADDRESS = "0.0.0.0"
 DEFAULT_SPARE_CHILDREN = 1
+#: children (spares that took a ClientHello) in their TLS handshake at once
+DEFAULT_MAX_CHILD_HANDSHAKES = 4
 _WARM_REQUEST = b"POST /version HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]"
+_PID = struct.Struct("=i")
 _T = TypeVar("_T")
 
 
@@ -229,6 +251,14 @@ def _procedure(head: framing.RequestHead) -> str:
     return head.target.split("?", 1)[0].lstrip("/")
 
 
+class _Waiting(NamedTuple):
+    """An established connection waiting for a request slot."""
+
+    tls: ssl.SSLSocket
+    address: Any
+    deadline: float
+
+
 class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
     """The accepting parent; see the module docstring for the process model."""
 
@@ -240,7 +270,11 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                  hostname: str, *, max_children: int = DEFAULT_MAX_CHILDREN,
                  busy_wait: float = DEFAULT_BUSY_WAIT,
                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 spare_children: int = DEFAULT_SPARE_CHILDREN) -> None:
+                 handshake_timeout: float = noded_handshake.HANDSHAKE_TIMEOUT,
+                 max_handshakes: int = noded_handshake.DEFAULT_MAX_PENDING,
+                 max_child_handshakes: int = DEFAULT_MAX_CHILD_HANDSHAKES,
+                 spare_children: int = DEFAULT_SPARE_CHILDREN,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         super().__init__((address, port), NodedRequestHandler)
         self.ssl_context = ssl_context
@@ -250,15 +284,31 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self.max_busy_children = max(1, max_children // 4)
         self.busy_wait = busy_wait
         self.request_timeout = request_timeout
+        self.handshake_timeout = handshake_timeout
+        self.max_child_handshakes = max_child_handshakes
+        #: children serving a peer that completed its handshake
         self.active_children: set[int] = set()
+        #: spares that took a ClientHello and have not reported the handshake done
+        self.handshaking_children: set[int] = set()
         self.busy_children: set[int] = set()
         self.busy_reply = False
         #: the context of the procedure this process ran (a child serves one request)
         self.request_ctx: NodeContext | None = None
         self.parent_pid = os.getpid()
+        self._clock = clock
         self._wakeup: tuple[int, int] | None = None
+        #: spares write their pid here once their handshake is done
+        self._authenticated: tuple[int, int] | None = None
+        self._selector = selectors.DefaultSelector()
+        #: handshakes in progress (parent side)
+        self.handshakes = noded_handshake.HandshakePool(
+            ssl_context, self._selector, timeout=handshake_timeout,
+            max_pending=min(max_handshakes, noded_handshake.fd_budget()), take_hello=self._take_hello,
+            clock=clock)
         #: the idle pre-forked children
         self.spares = noded_spare.SparePool(spare_children, self._run_spare)
+        #: established connections waiting for a request slot, oldest first
+        self.waiting: collections.deque[_Waiting] = collections.deque()
 
     # --- parent side ---
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -268,39 +318,76 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
 
     def collect_children(self, *, blocking: bool = False) -> None:
         """Reap every finished child; never waits (``blocking`` is ignored)."""
-        for children in (self.active_children, self.busy_children):
+        for children in (self.active_children, self.handshaking_children, self.busy_children):
             for pid in list(children):
                 if noded_spare.reaped(pid):
                     children.discard(pid)
         self.spares.reap()
 
     def children_count(self) -> int:
-        """Children currently running (busy responders included)."""
-        return len(self.active_children) + len(self.busy_children)
+        """Children currently running (busy responders and handshaking spares included)."""
+        return (len(self.active_children) + len(self.handshaking_children)
+                + len(self.busy_children))
+
+    def _take_hello(self, sock: socket.socket, client_address: Any) -> bool:
+        """Fast path: hand a connection whose ClientHello is in to an idle spare, if allowed."""
+        if (self.waiting or len(self.handshaking_children) >= self.max_child_handshakes
+                or len(self.active_children) + len(self.handshaking_children)
+                >= self.max_children):
+            return False
+        pid = self.spares.hand_over(sock)
+        if pid is None:
+            return False
+        self.handshaking_children.add(pid)
+        sock.close()
+        return True
+
+    def _read_authenticated(self, fd: int) -> None:
+        """Spares whose handshake is done now hold request slots."""
+        try:
+            data = os.read(fd, _PID.size * 256)
+        except BlockingIOError:
+            return
+        for (pid,) in _PID.iter_unpack(data[:len(data) - len(data) % _PID.size]):
+            if pid in self.handshaking_children:
+                self.handshaking_children.discard(pid)
+                self.active_children.add(pid)
+
+    def _notify_authenticated(self) -> None:
+        """In a spare: tell the parent the handshake is done (no-op elsewhere)."""
+        if self._authenticated is not None and os.getpid() != self.parent_pid:
+            try:
+                os.write(self._authenticated[1], _PID.pack(os.getpid()))
+            except OSError as exc:
+                logger.debug("Cannot report the handshake to the parent: %s", exc)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """Fork a child for ``request``; enforce the concurrency cap."""
+        """Serve an established connection: fork its child, or let it wait for a slot."""
         self.collect_children()
-        busy = False
-        if len(self.active_children) >= self.max_children:
-            deadline = time.monotonic() + self.busy_wait
-            while len(self.active_children) >= self.max_children and time.monotonic() < deadline:
-                time.sleep(0.005)
-                self.collect_children()
-            busy = len(self.active_children) >= self.max_children
-            if busy and len(self.busy_children) >= self.max_busy_children:
-                logger.warning("Too many requests; dropping connection from %s", client_address[0])
-                self.shutdown_request(request)
-                return
-            if busy:
-                logger.warning("Node daemon busy (%d children); refusing %s",
-                               len(self.active_children), client_address[0])
-        if not busy:
-            spare = self.spares.hand_over(request)
-            if spare is not None:
-                self.active_children.add(spare)
-                self.close_request(request)
-                return
+        if len(self.active_children) < self.max_children and not self.waiting:
+            self._fork(request, client_address, busy=False)
+        else:
+            self.waiting.append(_Waiting(request, client_address,
+                                         self._clock() + self.busy_wait))
+            self._serve_waiting()
+
+    def _serve_waiting(self) -> None:
+        """Fork for waiting connections while slots are free; answer or drop the expired ones."""
+        while self.waiting and len(self.active_children) < self.max_children:
+            conn = self.waiting.popleft()
+            self._fork(conn.tls, conn.address, busy=False)
+        now = self._clock()
+        while self.waiting and self.waiting[0].deadline <= now:
+            conn = self.waiting.popleft()
+            if len(self.busy_children) >= self.max_busy_children:
+                logger.warning("Too many requests; dropping connection from %s", conn.address[0])
+                self.shutdown_request(conn.tls)
+                continue
+            logger.warning("Node daemon busy (%d children); refusing %s",
+                           len(self.active_children), conn.address[0])
+            self._fork(conn.tls, conn.address, busy=True)
+
+    def _fork(self, request: Any, client_address: Any, *, busy: bool) -> None:
         try:
             pid = os.fork()
         except OSError as exc:
@@ -313,8 +400,24 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             return
         self._run_child(request, client_address, busy)
 
+    def close_request(self, request: Any) -> None:
+        """The parent's copy of a connection a child took: close it, leave the peer alone."""
+        request.close()
+
+    def _next_timeout(self) -> float:
+        deadlines = [self._clock() + 1.0]
+        delay = self.spares.refill_delay()
+        if delay is not None:
+            deadlines.append(self._clock() + delay)
+        pending = self.handshakes.next_deadline()
+        if pending is not None:
+            deadlines.append(pending)
+        if self.waiting:
+            deadlines.append(self.waiting[0].deadline)
+        return max(0.005, min(deadlines) - self._clock())
+
     def serve(self, stop_event: threading.Event) -> None:
-        """Accept connections until ``stop_event`` is set (main thread only)."""
+        """Accept connections and advance handshakes until ``stop_event`` is set (main thread only)."""
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)
         os.set_blocking(wfd, False)
@@ -322,9 +425,13 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         old_wakeup = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
         old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
         self.socket.setblocking(False)
-        sel = selectors.DefaultSelector()
+        arfd, awfd = os.pipe()
+        os.set_blocking(arfd, False)
+        self._authenticated = (arfd, awfd)
+        sel = self._selector
         sel.register(self.socket, selectors.EVENT_READ, "accept")
         sel.register(rfd, selectors.EVENT_READ, "wakeup")
+        sel.register(arfd, selectors.EVENT_READ, "authenticated")
         logger.info("Listening on %s:%d", *self.server_address[:2])
         # Keep the objects created so far out of the collector: a child then
         # neither collects nor touches (and so copies) the parent's pages.
@@ -333,26 +440,37 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         try:
             self.spares.refill()
             while not stop_event.is_set():
-                timeout = 1.0
-                delay = self.spares.refill_delay()
-                if delay is not None:
-                    timeout = min(timeout, max(0.01, delay))
-                for key, _ in sel.select(timeout=timeout):
+                for key, _ in sel.select(timeout=self._next_timeout()):
                     if key.data == "wakeup":
                         self._drain(rfd)
-                    else:
+                    elif key.data == "authenticated":
+                        self._read_authenticated(arfd)
+                    elif key.data == "accept":
                         self._accept_all()
+                    elif noded_handshake.is_pending(key.data):
+                        done = self.handshakes.advance(key.data)
+                        if done is not None:
+                            self._established(done)
+                self.handshakes.expire()
                 self.collect_children()
+                self._serve_waiting()
                 if not stop_event.is_set():
                     self.spares.refill()
         finally:
             self.spares.stop()
-            sel.close()
+            self.handshakes.close_all()
+            for conn in self.waiting:
+                self.shutdown_request(conn.tls)
+            self.waiting.clear()
+            sel.unregister(self.socket)
+            sel.unregister(rfd)
+            sel.unregister(arfd)
             signal.signal(signal.SIGCHLD, old_chld)
             signal.set_wakeup_fd(old_wakeup)
-            os.close(rfd)
-            os.close(wfd)
+            for fd in (rfd, wfd, arfd, awfd):
+                os.close(fd)
             self._wakeup = None
+            self._authenticated = None
 
     @staticmethod
     def _drain(fd: int) -> None:
@@ -362,6 +480,13 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         except BlockingIOError:
             pass
 
+    def _established(self, done: noded_handshake.Established) -> None:
+        try:
+            self.process_request(done.tls, done.address)
+        except Exception:
+            logger.exception("Cannot handle a connection from %s", done.address[0])
+            self.shutdown_request(done.tls)
+
     def _accept_all(self) -> None:
         for _ in range(256):
             try:
@@ -369,18 +494,21 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             except BlockingIOError:
                 return
             except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    # out of descriptors: the oldest silent peer makes room
+                    if self.handshakes.evict_oldest():
+                        continue
+                    logger.error("accept failed: %s", exc)
+                    return
+                if exc.errno in (errno.ENOBUFS, errno.ENOMEM):
                     logger.error("accept failed: %s", exc)
                     return
                 if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
                     continue
                 raise
-            request.setblocking(True)
-            try:
-                self.process_request(request, client_address)
-            except Exception:
-                logger.exception("Cannot handle a connection from %s", client_address[0])
-                self.shutdown_request(request)
+            done = self.handshakes.add(request, client_address)
+            if done is not None:
+                self._established(done)
 
     def warm_up(self) -> None:
         """Answer one ``version`` request in-process over a socketpair.
@@ -441,11 +569,13 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
 
     def server_close(self) -> None:
         self.spares.stop()
+        self.handshakes.close_all()
+        self._selector.close()
         super().server_close()
 
     # --- child side ---
-    def _child_setup(self) -> None:
-        """In a fresh child: default signals, drop the parent's sockets and bookkeeping."""
+    def _child_setup(self, keep: Any = None) -> None:
+        """In a fresh child: default signals, drop the parent's sockets (but ``keep``) and bookkeeping."""
         gc.disable()   # short-lived: exits before garbage matters
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
@@ -454,9 +584,18 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             for fd in self._wakeup:
                 os.close(fd)
             self._wakeup = None
+        if self._authenticated is not None:
+            os.close(self._authenticated[0])   # the write end stays: a spare reports on it
         self.socket.close()
+        self.handshakes.detach()
+        self._selector.close()
+        for conn in self.waiting:
+            if conn.tls is not keep:
+                conn.tls.close()
+        self.waiting.clear()
         self.spares.detach()
         self.active_children = set()
+        self.handshaking_children = set()
         self.busy_children = set()
 
     def _prewarm(self) -> None:
@@ -481,7 +620,11 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             theirs.close()
 
     def _run_spare(self, channel: socket.socket) -> NoReturn:
-        """Spare child (forked by the pool): warm up, wait for one connection, serve it, exit."""
+        """Spare child (forked by the pool): warm up, wait for one connection, serve it, exit.
+
+        The connection comes with its ClientHello in; the spare does the
+        handshake (reporting it to the parent once done), then the request.
+        """
         noded_spare.set_comm(noded_spare.SPARE_COMM)
 
         def connection() -> tuple[socket.socket, Any] | None:
@@ -499,11 +642,12 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self._child_main(connection)
 
     def _run_child(self, request: socket.socket, client_address: Any, busy: bool) -> NoReturn:
-        """Request child forked for ``request``: serve it, exit."""
+        """Request child forked for an established ``request``: serve it, exit."""
         self.busy_reply = busy
-        self._child_main(lambda: (request, client_address))
+        self._child_main(lambda: (request, client_address), keep=request)
 
-    def _child_main(self, connection: Callable[[], tuple[socket.socket, Any] | None]) -> NoReturn:
+    def _child_main(self, connection: Callable[[], tuple[socket.socket, Any] | None],
+                    keep: Any = None) -> NoReturn:
         """In a fresh child: set up, serve the connection ``connection()`` gives (if any), exit.
 
         Exits 0 when served (or there was nothing to serve), 1 when the
@@ -513,7 +657,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         request: socket.socket | None = None
         client_address: Any = ("?", 0)
         try:
-            self._child_setup()
+            self._child_setup(keep)
             got = connection()
             if got is not None:
                 request, client_address = got
@@ -530,19 +674,26 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                 os._exit(status)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
-        """TLS handshake, then the HTTP request, then the after-response callbacks.
+        """The HTTP request, then the after-response callbacks.
 
-        The callbacks run even when the reply could not be delivered (the
-        client went away): the procedure has run, so a node that has left
-        the cluster must still stop its daemon.
+        ``request`` is a TLS connection whose handshake is done (from the
+        parent's :class:`noded_handshake.HandshakePool`), or a plain socket
+        whose handshake is done here (a spare's, the in-process warm-up,
+        tests), within ``handshake_timeout`` seconds.  The callbacks run even when the reply could not be
+        delivered (the client went away): the procedure has run, so a node
+        that has left the cluster must still stop its daemon.
         """
-        if request.gettimeout() is None:
-            request.settimeout(self.request_timeout)
-        try:
-            tls = self.ssl_context.wrap_socket(request, server_side=True)
-        except (OSError, ssl.SSLError) as exc:
-            logger.info("TLS handshake with %s failed: %s", client_address[0], exc)
-            return
+        if isinstance(request, ssl.SSLSocket):
+            tls = request
+        else:
+            if request.gettimeout() is None:
+                request.settimeout(self.handshake_timeout)
+            try:
+                tls = self.ssl_context.wrap_socket(request, server_side=True)
+            except (OSError, ssl.SSLError) as exc:
+                logger.info("TLS handshake with %s failed: %s", client_address[0], exc)
+                return
+            self._notify_authenticated()
         self.request_ctx = None
         try:
             NodedRequestHandler(tls, client_address, self)
@@ -573,6 +724,18 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         help="number of idle pre-forked children kept ready to serve one"
                              f" request each (default {DEFAULT_SPARE_CHILDREN}; 0 forks on"
                              " demand only)")
+    parser.add_argument("--handshake-timeout", type=float,
+                        default=noded_handshake.HANDSHAKE_TIMEOUT, metavar="SECONDS",
+                        help="seconds a client has to complete its TLS handshake"
+                             " (default %(default)s)")
+    parser.add_argument("--max-handshakes", type=int,
+                        default=noded_handshake.DEFAULT_MAX_PENDING,
+                        help="TLS handshakes pending at once; beyond that the oldest is closed"
+                             " (default %(default)s)")
+    parser.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT,
+                        metavar="SECONDS",
+                        help="seconds each read of a request may wait for the client"
+                             " (default %(default)s)")
 
 
 def _check(options: argparse.Namespace, paths: Paths) -> None:
@@ -584,13 +747,21 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
         raise errors.ParameterError(f"Invalid port {options.port}")
     if options.spare_children < 0:
         raise errors.ParameterError(f"Invalid number of spare children {options.spare_children}")
+    for name in ("handshake_timeout", "max_handshakes", "request_timeout", "max_children"):
+        if getattr(options, name) <= 0:
+            raise errors.ParameterError(f"Invalid --{name.replace('_', '-')}"
+                                        f" {getattr(options, name)}")
 
 
 def _prepare(runtime: Any) -> NodedServer:
     options = runtime.options
     backend.all_functions()   # import the backend once, before forking
+    noded_handshake.raise_fd_limit()
     server = NodedServer(options.bind, options.port, make_server_context(runtime.paths.server_pem),
                          runtime.paths, net.hostname(), max_children=options.max_children,
+                         request_timeout=options.request_timeout,
+                         handshake_timeout=options.handshake_timeout,
+                         max_handshakes=options.max_handshakes,
                          spare_children=options.spare_children)
     server.warm_up()
     return server

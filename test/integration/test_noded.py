@@ -337,6 +337,35 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+def test_shutdown_with_pending_handshakes(tmp_path) -> None:
+    with NodedCluster(tmp_path, 1) as c:
+        node = c.nodes[0]
+        silent = [socket.create_connection((node.address, node.port), timeout=5)
+                  for _ in range(5)]
+        try:
+            node.proc.send_signal(signal.SIGTERM)
+            assert node.proc.wait(timeout=10) == 0   # a hang fails here
+            for sock in silent:   # the daemon closed them
+                sock.settimeout(5)
+                assert sock.recv(10) == b""
+        finally:
+            for sock in silent:
+                sock.close()
+
+
+@pytest.mark.parametrize("option", ["--handshake-timeout", "--max-handshakes",
+                                    "--request-timeout"])
+def test_bad_timeout_options_refused(tmp_path, option: str) -> None:
+    c = NodedCluster(tmp_path, 1, start=False)
+    node = c.nodes[0]
+    env = {**os.environ, "GANETI_ROOTDIR": node.paths.root, "GANETI_HOSTNAME": node.name}
+    proc = subprocess.run([sys.executable, str(NODED_SCRIPT), "-f", "-b", node.address,
+                           "-p", str(node.port), option, "0"],
+                          env=env, capture_output=True, timeout=30)
+    assert proc.returncode == 1
+    assert option.encode() in proc.stderr
+
+
 def test_bad_spare_children_option_refused(tmp_path) -> None:
     c = NodedCluster(tmp_path, 1, start=False)
     node = c.nodes[0]
