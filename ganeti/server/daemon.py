@@ -41,6 +41,7 @@ import argparse
 import fcntl
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
@@ -53,7 +54,7 @@ from ganeti import errors
 from ganeti.pathutils import Paths, get_paths
 from ganeti.server.logsetup import LogHandle, setup_logging
 
-__all__ = ["PidFile", "DaemonRuntime", "build_parser", "run_daemon"]
+__all__ = ["PidFile", "DaemonRuntime", "build_parser", "run_daemon", "raise_fd_limit"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +164,26 @@ class DaemonRuntime:
             self.logs.reopen()
         for fn in self._reopen_callbacks:
             fn()
+
+
+def raise_fd_limit() -> int:
+    """Raise this process's soft descriptor limit to its hard limit; the soft limit now.
+
+    Idle connections each hold a descriptor (noded's pending handshakes,
+    masterd's LUXI clients); the usual soft limit of 1024 would otherwise
+    cap them below ``--max-handshakes`` / ``--max-clients``.  Failures are
+    logged.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 65536)
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as exc:
+            logger.warning("Cannot raise the descriptor limit to %d: %s", hard, exc)
+    return soft
 
 
 def build_parser(name: str, description: str = "",

@@ -1,16 +1,19 @@
 """The master daemon: LUXI server, job queue workers and the master context.
 
-Threads: the main thread runs the accept loop (``socketserver``), each
-client connection gets a short-lived thread, and the job queue keeps a
-pool of long-lived worker threads.
+Threads: the main thread runs the LUXI loop (one selector for every
+connection, :mod:`ganeti.server.luxiserver`), a request in progress runs in
+a LUXI worker thread, and the job queue keeps a pool of long-lived worker
+threads.
 
-Limits that keep the daemon alive: frames larger than ``--max-message``
-get an error response and the connection is closed; at most
-``--max-clients`` connections are served at once (others get an error and
-are closed); an idle connection is closed after ``--client-timeout``
-seconds.  Malformed requests, unknown methods and bad arguments get
-``success: false`` with an encoded error; the daemon never dies of bad
-input.
+Limits that keep the daemon alive (see :mod:`ganeti.server.luxiserver`):
+frames larger than ``--max-message`` get an error response and the
+connection is closed; at most ``--max-clients`` connections are open (a
+new one closes the connection idle the longest); a connection that has
+sent no request is closed after ``--new-client-timeout`` seconds, an idle
+one after ``--client-timeout``; partial frames of all connections together
+are bounded by ``--max-buffered``.  Malformed requests, unknown methods and
+bad arguments get ``success: false`` with an encoded error; the daemon
+never dies of bad input.
 
 SIGTERM: stop accepting, let running opcodes finish (bounded by
 ``--shutdown-timeout``), exit 0.  Unfinished jobs resume at the next start.
@@ -21,8 +24,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
-import socketserver
 import threading
 import time
 from collections.abc import Callable
@@ -40,13 +41,13 @@ from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
 from ganeti.replication import Replicator
 from ganeti.rpc.client import RpcRunner
-from ganeti.server.daemon import DaemonRuntime, run_daemon
+from ganeti.server import luxiserver
+from ganeti.server.daemon import DaemonRuntime, raise_fd_limit, run_daemon
+from ganeti.server.luxiserver import MasterServer
 
 __all__ = ["main", "LuxiDispatcher", "MasterServer", "build_context"]
 
 logger = logging.getLogger(__name__)
-
-_RECV_SIZE = 65536
 
 
 class LuxiDispatcher:
@@ -215,85 +216,6 @@ class LuxiDispatcher:
         return sorted(obj.tags)
 
 
-class _Handler(socketserver.BaseRequestHandler):
-    server: MasterServer
-
-    def handle(self) -> None:
-        sock: socket.socket = self.request
-        srv = self.server
-        if not srv.enter_client():
-            _send(sock, luxi.encode_response(False, errors.LuxiError(
-                "Too many concurrent LUXI connections, try again later")))
-            return
-        try:
-            sock.settimeout(srv.client_timeout)
-            buf = luxi.FrameBuffer(srv.max_message)
-            while not srv.stopping:
-                try:
-                    data = sock.recv(_RECV_SIZE)
-                except (TimeoutError, OSError):
-                    return
-                if not data:
-                    return
-                try:
-                    frames = buf.feed(data)
-                except errors.ProtocolError as exc:
-                    _send(sock, luxi.encode_response(False, exc))
-                    return
-                for frame in frames:
-                    if not _send(sock, srv.dispatcher.handle(frame)):
-                        return
-        finally:
-            srv.leave_client()
-
-
-def _send(sock: socket.socket, data: bytes) -> bool:
-    try:
-        sock.sendall(data)
-        return True
-    except OSError:
-        return False
-
-
-class MasterServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    """The LUXI socket server (one thread per connection)."""
-
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128
-
-    def __init__(self, path: str, dispatcher: LuxiDispatcher, *, max_clients: int = 64,
-                 client_timeout: float = 300.0,
-                 max_message: int = constants.LUXI_MAX_MESSAGE) -> None:
-        self.dispatcher = dispatcher
-        self.max_clients = max_clients
-        self.client_timeout = client_timeout
-        self.max_message = max_message
-        self.stopping = False
-        self._clients = 0
-        self._clients_lock = threading.Lock()
-        os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
-        if os.path.exists(path):
-            os.unlink(path)
-        old = os.umask(0o117)
-        try:
-            super().__init__(path, _Handler)
-        finally:
-            os.umask(old)
-        os.chmod(path, 0o660)
-
-    def enter_client(self) -> bool:
-        with self._clients_lock:
-            if self._clients >= self.max_clients:
-                return False
-            self._clients += 1
-            return True
-
-    def leave_client(self) -> None:
-        with self._clients_lock:
-            self._clients -= 1
-
-
 def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
                timeout_scale: float = 1.0) -> RpcRunner | None:
     """The node RPC runner, or None when node RPC cannot be set up yet."""
@@ -358,10 +280,20 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=constants.DEFAULT_JOB_WORKERS,
                         help="number of job worker threads")
-    parser.add_argument("--max-clients", type=int, default=64,
-                        help="maximum number of concurrent LUXI connections")
-    parser.add_argument("--client-timeout", type=float, default=300.0,
-                        help="seconds before an idle LUXI connection is closed")
+    parser.add_argument("--max-clients", type=int, default=luxiserver.DEFAULT_MAX_CLIENTS,
+                        help="maximum number of open LUXI connections; a new one beyond that"
+                             " closes the one idle the longest (default %(default)s)")
+    parser.add_argument("--client-timeout", type=float,
+                        default=luxiserver.DEFAULT_CLIENT_TIMEOUT,
+                        help="seconds before an idle LUXI connection that has completed a"
+                             " request is closed (default %(default)s)")
+    parser.add_argument("--new-client-timeout", type=float,
+                        default=luxiserver.DEFAULT_NEW_CLIENT_TIMEOUT,
+                        help="seconds before a LUXI connection that has not completed a"
+                             " request yet is closed when silent (default %(default)s)")
+    parser.add_argument("--max-buffered", type=int, default=luxiserver.DEFAULT_MAX_BUFFERED,
+                        help="bytes of partial LUXI messages kept for all connections"
+                             " together (default %(default)s)")
     parser.add_argument("--max-message", type=int, default=constants.LUXI_MAX_MESSAGE,
                         help="maximum LUXI message size in bytes")
     parser.add_argument("--shutdown-timeout", type=float, default=60.0,
@@ -420,13 +352,16 @@ class _State:
 def _prepare(runtime: DaemonRuntime) -> _State:
     opts = runtime.options
     started = time.monotonic()
+    raise_fd_limit()   # idle LUXI connections each hold a descriptor
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
                             node_info_max_age=opts.node_info_max_age)
     dispatcher = LuxiDispatcher(context)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
-                          client_timeout=opts.client_timeout, max_message=opts.max_message)
+                          client_timeout=opts.client_timeout,
+                          new_client_timeout=opts.new_client_timeout,
+                          max_message=opts.max_message, max_buffered=opts.max_buffered)
     context.require_jqueue().start()
     start_master_ip(context)
 

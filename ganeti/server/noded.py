@@ -84,7 +84,7 @@ from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.pathutils import Paths
 from ganeti.rpc import defs
-from ganeti.server import noded_handshake, noded_spare
+from ganeti.server import daemon, noded_handshake, noded_spare
 from ganeti.utils import net
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context", "main",
@@ -756,7 +756,7 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
 def _prepare(runtime: Any) -> NodedServer:
     options = runtime.options
     backend.all_functions()   # import the backend once, before forking
-    noded_handshake.raise_fd_limit()
+    daemon.raise_fd_limit()
     server = NodedServer(options.bind, options.port, make_server_context(runtime.paths.server_pem),
                          runtime.paths, net.hostname(), max_children=options.max_children,
                          request_timeout=options.request_timeout,
@@ -776,7 +776,6 @@ def _serve(runtime: Any, server: NodedServer) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``daemons/ganeti-noded``."""
-    from ganeti.server import daemon
     return daemon.run_daemon(constants.NODED, add_options=_add_options, check_fn=_check,
                              prepare_fn=_prepare, exec_fn=_serve, argv=argv,
                              description="Ganeti node daemon (node RPC over HTTPS)")

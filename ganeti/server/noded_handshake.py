@@ -55,7 +55,7 @@ import time
 from typing import Any, Callable, NamedTuple
 
 __all__ = ["HandshakePool", "Pending", "Established", "is_pending", "hello_state",
-           "raise_fd_limit", "fd_budget", "HANDSHAKE_TIMEOUT", "DEFAULT_MAX_PENDING"]
+           "fd_budget", "HANDSHAKE_TIMEOUT", "DEFAULT_MAX_PENDING"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,24 +105,6 @@ def hello_state(data: bytes) -> str:
         return "partial"
     length = int.from_bytes(data[3:5], "big")
     return "complete" if len(data) >= _RECORD_HEADER + length else "partial"
-
-
-def raise_fd_limit() -> int:
-    """Raise this process's soft descriptor limit to its hard limit; the soft limit now.
-
-    Pending handshakes each hold a descriptor; the usual soft limit of
-    1024 would otherwise cap them below ``--max-handshakes``.
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY:
-        hard = max(soft, 65536)
-    if soft < hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError) as exc:
-            logger.warning("Cannot raise the descriptor limit to %d: %s", hard, exc)
-    return soft
 
 
 def fd_budget() -> int:

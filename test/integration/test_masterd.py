@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ganeti import errors, serializer
+from ganeti import errors, luxi, serializer
 from test.integration.masterd_harness import LuxiConnection, MasterdHandle, start_masterd
 
 DEADLINE = 30.0
@@ -192,25 +192,45 @@ def test_bad_input_keeps_daemon_alive(masterd: MasterdHandle) -> None:
     assert masterd.call("QueryConfigValues", [["cluster_name"]]) == ["cluster.example.com"]
 
 
-def test_connection_cap(masterd: MasterdHandle) -> None:
+def test_connection_cap_closes_the_idle_longest(masterd: MasterdHandle) -> None:
     conns = [LuxiConnection(masterd.socket_path, timeout=10) for _ in range(8)]
     try:
         for c in conns:    # make sure each is being served
             c.call("QueryConfigValues", [["cluster_name"]])
+        # a ninth is served: the connection idle the longest makes room
         with LuxiConnection(masterd.socket_path, timeout=10) as extra:
-            resp = serializer.loads(extra.recv_frame())
-            assert resp["success"] is False and "Too many" in resp["result"][1][0]
+            assert extra.call("QueryConfigValues", [["cluster_name"]]) == ["cluster.example.com"]
+        with pytest.raises((ConnectionError, OSError)):
+            conns[0].call("QueryConfigValues", [["cluster_name"]])
+        assert conns[-1].call("QueryConfigValues", [["cluster_name"]]) == ["cluster.example.com"]
     finally:
         for c in conns:
             c.close()
+
+
+def test_connection_cap_refuses_when_all_are_busy(masterd: MasterdHandle) -> None:
+    job_id = masterd.call("SubmitJob", [[delay(30)]])
     deadline = time.monotonic() + DEADLINE
-    while True:
-        try:
-            assert masterd.call("QueryConfigValues", [["cluster_name"]]) == ["cluster.example.com"]
-            break
-        except errors.LuxiError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+    while masterd.call("QueryJobs", [[job_id], ["status"]])[0][0] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.2)   # the polls' connections are gone on the server side too
+    conns = [LuxiConnection(masterd.socket_path, timeout=30) for _ in range(8)]
+    try:
+        for c in conns:   # each long-polls: busy for 5 s
+            c.send_raw(luxi.encode_request("WaitForJobChange",
+                                           [job_id, ["status"], ["running"], 10 ** 6, 5]))
+        time.sleep(0.5)   # let the requests reach the workers (a refusal needs all 8 busy)
+        with LuxiConnection(masterd.socket_path, timeout=10) as extra:
+            resp = serializer.loads(extra.recv_frame())
+            assert resp["success"] is False and "Too many" in resp["result"][1][0]
+        for c in conns:
+            assert luxi.parse_response(c.recv_frame()) == "nochange"
+    finally:
+        for c in conns:
+            c.close()
+        masterd.call("CancelJob", [job_id, True])
+    assert masterd.call("QueryConfigValues", [["cluster_name"]]) == ["cluster.example.com"]
 
 
 def test_drain_flag_and_watcher_pause(masterd: MasterdHandle) -> None:

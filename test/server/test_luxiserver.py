@@ -1,0 +1,156 @@
+"""luxiserver.MasterServer with a fake dispatcher and a stepped clock: timeouts, the cap, buffers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from ganeti import luxi, serializer
+from ganeti.server import luxiserver
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Echo:
+    """Answers every request with its method name."""
+
+    def handle(self, frame: bytes) -> bytes:
+        return luxi.encode_response(True, luxi.parse_request(frame).method)
+
+
+@pytest.fixture
+def make(tmp_path):
+    servers = []
+
+    def _make(**kwargs):
+        clock = Clock()
+        srv = luxiserver.MasterServer(str(tmp_path / f"sock{len(servers)}"), Echo(),
+                                      clock=clock, **kwargs)
+        srv.clock = clock
+        thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01},
+                                  daemon=True)
+        thread.start()
+        servers.append(srv)
+        return srv
+
+    yield _make
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _connect(srv) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(srv.socket.getsockname())
+    return sock
+
+
+def _call(sock: socket.socket, method: str = "QueryClusterInfo"):
+    sock.sendall(luxi.encode_request(method, []))
+    buf = luxi.FrameBuffer()
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            raise ConnectionError("closed")
+        frames = buf.feed(data)
+        if frames:
+            return serializer.loads(frames[0])
+
+
+def _closed(sock: socket.socket) -> bool:
+    """True once the server has closed ``sock`` (waits up to the socket timeout)."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionError:
+        return True
+
+
+def _wait_connections(srv, count: int, idle: bool = False) -> None:
+    """Wait until the server has ``count`` connections (idle ones only: back in the loop)."""
+    def got() -> int:
+        return srv.idle_connections if idle else srv.connections
+    for _ in range(1000):
+        if got() == count:
+            return
+        threading.Event().wait(0.005)
+    assert got() == count
+
+
+def test_silent_connection_gets_the_short_timeout(make) -> None:
+    srv = make(new_client_timeout=10.0, client_timeout=300.0)
+    with _connect(srv) as sock:
+        _wait_connections(srv, 1)
+        srv.clock.now += 9.9
+        sock.setblocking(False)
+        threading.Event().wait(0.05)
+        with pytest.raises(BlockingIOError):
+            sock.recv(1)
+        sock.settimeout(10)
+        srv.clock.now += 0.2
+        assert _closed(sock)
+
+
+def test_served_connection_gets_the_long_timeout(make) -> None:
+    srv = make(new_client_timeout=10.0, client_timeout=300.0)
+    with _connect(srv) as sock:
+        assert _call(sock) == {"success": True, "result": "QueryClusterInfo"}
+        _wait_connections(srv, 1, idle=True)
+        srv.clock.now += 200
+        assert _call(sock, "QueryJobs")["result"] == "QueryJobs"
+        _wait_connections(srv, 1, idle=True)
+        srv.clock.now += 301
+        assert _closed(sock)
+
+
+def test_full_server_closes_the_connection_idle_the_longest(make) -> None:
+    srv = make(max_clients=2)
+    old, newer = _connect(srv), _connect(srv)
+    try:
+        assert _call(old)["success"] and _call(newer)["success"]
+        _wait_connections(srv, 2, idle=True)
+        srv.clock.now += 1
+        _call(newer)   # now `old` is the one idle the longest
+        _wait_connections(srv, 2, idle=True)
+        with _connect(srv) as third:
+            assert _call(third)["success"]
+            assert _closed(old)
+            assert _call(newer)["success"]
+    finally:
+        old.close()
+        newer.close()
+
+
+def test_partial_messages_are_bounded_across_connections(make) -> None:
+    srv = make(max_message=1000, max_buffered=1000)
+    small, big = _connect(srv), _connect(srv)
+    try:
+        small.sendall(b"[" * 300)
+        _wait_connections(srv, 2)
+        big.sendall(b"[" * 900)
+        reply = serializer.loads(big.recv(65536).rstrip(luxi.ETX))
+        assert reply["success"] is False and "buffers full" in reply["result"][1][0]
+        assert _closed(big)
+        small.sendall(b"]" * 300 + luxi.ETX)   # finishes its (invalid) request: answered
+        assert big.fileno() >= 0 and srv.connections == 1
+    finally:
+        small.close()
+        big.close()
+
+
+def test_requests_of_one_connection_are_answered_in_order(make) -> None:
+    srv = make()
+    with _connect(srv) as sock:
+        sock.sendall(luxi.encode_request("A", []) + luxi.encode_request("B", []))
+        buf, frames = luxi.FrameBuffer(), []
+        while len(frames) < 2:
+            frames += buf.feed(sock.recv(65536))
+        assert [serializer.loads(f)["result"] for f in frames] == ["A", "B"]
