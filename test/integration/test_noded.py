@@ -246,7 +246,8 @@ def test_busy_daemon_answers_503(tmp_path) -> None:
         # the child that answered the readiness probe must be gone before counting
         assert _wait_for(lambda: not node.request_children())
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
-            slow = [pool.submit(runner.call_test_delay, [node.name], 3.0) for _ in range(2)]
+            # long enough that a loaded machine still asks while both children sleep
+            slow = [pool.submit(runner.call_test_delay, [node.name], 8.0) for _ in range(2)]
             deadline = time.monotonic() + 10
             while len(node.request_children()) != 2 and time.monotonic() < deadline:
                 time.sleep(0.02)
