@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test lint typecheck unit demo bench clean debian-deps test-calendar
+.PHONY: all venv test lint typecheck unit demo bench soak clean debian-deps test-calendar
 
 all: test
 
@@ -60,6 +60,13 @@ demo: venv debian-deps
 bench: venv
 	@$(VPY) -m compileall -q ganeti >/dev/null
 	@for b in tools/bench/bench_*.py; do echo "== $$b"; $(VPY) $$b || exit 1; done
+
+# A short soak of the real daemons (tools/soak/README.md); `make soak SOAK_ARGS=`
+# runs the full defaults (100 kill -9 cycles, 1,000 idle LUXI connections, ...).
+SOAK_ARGS ?= --cycles 20 --idle 200 --noded-conns 100 --calls 5
+soak: venv
+	@$(VPY) -m compileall -q ganeti >/dev/null
+	$(VPY) tools/soak/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,36 @@
+"""tools/soak/soak.py with tiny numbers: every scenario runs and prints its figure line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+SOAK = Path(__file__).resolve().parents[2] / "tools" / "soak" / "soak.py"
+
+
+def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SOAK), "--cycles", "2", "--max-up", "0.3", "--idle", "20",
+         "--noded-conns", "20", "--clients", "2", "--calls", "2", "--full-seconds", "1",
+         "--probe-timeout", "5", "--seed", "7"],
+        capture_output=True, text=True, timeout=200, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = proc.stdout.split("== figures\n", 1)[1].splitlines()
+    assert [line.split(":", 1)[0] for line in figures] == \
+        ["kill9", "fulldisk", "luxi-dos", "noded-dos", "soak"]
+    kill9, fulldisk, luxi_dos, noded_dos, verdict = figures
+    assert re.match(r"kill9: cycles=2/2 acknowledged=\d+ lost=0 reused_ids=0 finished_changed=0 ",
+                    kill9), kill9
+    assert fulldisk.startswith("fulldisk: skipped (") or \
+        re.search(r" shown_not_on_disk=0 changed_at_restart=0 drain_cleared=True ", fulldisk), fulldisk
+    assert re.match(r"luxi-dos: attackers=20/20 .* calls=4 served=\d+ refused=\d+ .*worst_latency=",
+                    luxi_dos), luxi_dos
+    assert re.match(r"noded-dos: attackers=20/20 .* calls=2 served=\d+ refused=\d+ .*worst_latency=",
+                    noded_dos), noded_dos
+    assert verdict == "soak: ok"
