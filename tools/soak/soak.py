@@ -68,6 +68,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="calls per normal client / version RPCs during an attack (default 10)")
     parser.add_argument("--probe-timeout", type=float, default=5.0,
                         help="timeout of one normal call, seconds (default 5)")
+    parser.add_argument("--open-limit", type=float, default=soak_dos.OPEN_LIMIT,
+                        help="seconds for opening an attack's connections (default 30)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from time)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
@@ -125,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
                                                 time_limit=opts.kill9_time_limit, log=log),
         "fulldisk": lambda d: soak_queue.run_full_disk(d, full_seconds=opts.full_seconds, log=log),
         "luxi": lambda d: soak_dos.run_luxi_dos(d, idle=opts.idle, clients=opts.clients,
-                                                calls=opts.calls, timeout=opts.probe_timeout, log=log),
+                                                calls=opts.calls, timeout=opts.probe_timeout,
+                                                open_limit=opts.open_limit, log=log),
         "noded": lambda d: soak_dos.run_noded_dos(d, conns=opts.noded_conns, calls=opts.calls,
-                                                  timeout=opts.probe_timeout, log=log),
+                                                  timeout=opts.probe_timeout,
+                                                  open_limit=opts.open_limit, log=log),
     }
     base = tempfile.mkdtemp(prefix="ganeti-soak-")
     lines: list[str] = []

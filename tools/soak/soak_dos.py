@@ -25,7 +25,10 @@ from ganeti import errors, luxi
 from masterd_harness import start_masterd
 from noded_harness import NodedCluster
 
-__all__ = ["ProbeFigures", "run_luxi_dos", "run_noded_dos"]
+__all__ = ["ProbeFigures", "run_luxi_dos", "run_noded_dos", "OPEN_LIMIT"]
+
+#: Seconds the attackers' connections may take to open; those not open by then are not tried.
+OPEN_LIMIT = 30.0
 
 
 @dataclass
@@ -37,6 +40,8 @@ class ProbeFigures:
     attackers_open: int = 0
     attackers_failed: Counter[str] = field(default_factory=Counter)
     attackers_dropped: int = 0
+    #: seconds it took to open the attackers' connections
+    open_time: float = 0.0
     baseline: list[float] = field(default_factory=list)
     served: list[float] = field(default_factory=list)
     refused: Counter[str] = field(default_factory=Counter)
@@ -60,6 +65,7 @@ class ProbeFigures:
                 f" attackers_failed={sum(self.attackers_failed.values())}"
                 f" ({','.join(f'{k}:{v}' for k, v in sorted(self.attackers_failed.items())) or '-'})"
                 f" attackers_dropped_by_server={self.attackers_dropped}"
+                f" open_time={self.open_time:.1f}s"
                 f" calls={len(self.served) + sum(self.refused.values())} served={len(self.served)}"
                 f" refused={sum(self.refused.values())}"
                 f" ({','.join(f'{k}:{v}' for k, v in sorted(self.refused.items())) or '-'})"
@@ -135,20 +141,27 @@ def _luxi_clients(path: str, clients: int, calls: int, timeout: float,
 
 
 def run_luxi_dos(workdir: str, *, idle: int, clients: int = 10, calls: int = 10,
-                 timeout: float = 5.0, masterd_args: list[str] | None = None,
-                 log: Any = print) -> ProbeFigures:
-    """Hold ``idle`` silent connections to masterd; ``clients`` x ``calls`` normal calls meanwhile."""
+                 timeout: float = 5.0, open_limit: float = OPEN_LIMIT,
+                 masterd_args: list[str] | None = None, log: Any = print) -> ProbeFigures:
+    """Hold ``idle`` silent connections to masterd; ``clients`` x ``calls`` normal calls meanwhile.
+
+    Opening the connections stops after ``open_limit`` seconds.
+    """
     figures = ProbeFigures("luxi-dos", idle)
     handle = start_masterd(workdir, workers=4, extra_args=masterd_args)
     socks: list[socket.socket] = []
     try:
         _luxi_clients(handle.socket_path, 1, 5, timeout, figures, attack=False)
+        started = time.monotonic()
         for _ in range(idle):
+            if time.monotonic() - started > open_limit:
+                break
             try:
                 socks.append(_unix_connect(handle.socket_path, 2.0))
             except OSError as exc:
                 figures.attackers_failed[type(exc).__name__] += 1
         figures.attackers_open = len(socks)
+        figures.open_time = time.monotonic() - started
         time.sleep(0.5)
         log(f"  luxi-dos: {len(socks)} idle connections open, {clients} clients x {calls} calls")
         _luxi_clients(handle.socket_path, clients, calls, timeout, figures, attack=True)
@@ -162,8 +175,12 @@ def run_luxi_dos(workdir: str, *, idle: int, clients: int = 10, calls: int = 10,
 # --- noded -----------------------------------------------------------------------
 
 def run_noded_dos(workdir: str, *, conns: int, calls: int = 10, timeout: float = 5.0,
-                  log: Any = print) -> ProbeFigures:
-    """Hold ``conns`` TCP connections to noded without a ClientHello; ``calls`` version RPCs meanwhile."""
+                  open_limit: float = OPEN_LIMIT, log: Any = print) -> ProbeFigures:
+    """Hold ``conns`` TCP connections to noded without a ClientHello; ``calls`` version RPCs meanwhile.
+
+    Opening the connections stops after ``open_limit`` seconds (a full
+    accept backlog makes each connect wait for a SYN retransmission).
+    """
     figures = ProbeFigures("noded-dos", conns)
     socks: list[socket.socket] = []
     with NodedCluster(workdir, 1) as cluster:
@@ -183,12 +200,16 @@ def run_noded_dos(workdir: str, *, conns: int, calls: int = 10, timeout: float =
         try:
             for _ in range(3):
                 probe(figures.baseline)
+            started = time.monotonic()
             for _ in range(conns):
+                if time.monotonic() - started > open_limit:
+                    break
                 try:
                     socks.append(socket.create_connection((node.address, node.port), timeout=2.0))
                 except OSError as exc:
                     figures.attackers_failed[type(exc).__name__] += 1
             figures.attackers_open = len(socks)
+            figures.open_time = time.monotonic() - started
             time.sleep(0.5)
             log(f"  noded-dos: {len(socks)} silent connections open, {calls} version calls")
             for _ in range(calls):
