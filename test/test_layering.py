@@ -85,6 +85,7 @@ LAYERS: dict[str, int] = {
     "ganeti.bootstrap": 5,
     "ganeti.cli": 5,
     "ganeti.client": 5,
+    "ganeti.rapi": 5,
     "ganeti.tools": 5,
     "ganeti.watcher": 5,
     # 6. wiring
@@ -95,7 +96,7 @@ MASTER_SIDE = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.jqueue", "ganeti.hooksmas
                "ganeti.context", "ganeti.replication")
 NODE_SIDE = ("ganeti.backend", "ganeti.hypervisor", "ganeti.storage", "ganeti.osapi")
 PLUGINS = ("ganeti.hypervisor", "ganeti.storage")
-FRONT_ENDS = ("ganeti.cli", "ganeti.client", "ganeti.tools", "ganeti.watcher")
+FRONT_ENDS = ("ganeti.cli", "ganeti.client", "ganeti.rapi", "ganeti.tools", "ganeti.watcher")
 FRONT_END_NEVER = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.backend")
 
 #: Inside one side of the logic layer, bottom first: a module may import

@@ -1,0 +1,533 @@
+"""RAPI v2 resources as data: one :class:`Route` row per path and method.
+
+A row either *reads* (its ``read`` function asks the master over LUXI and
+returns the JSON result) or *submits* (its ``build`` function returns the
+opcodes of one job; :func:`dispatch` adds the generic ``dry-run`` and
+``reason`` parameters, validates the opcodes locally and submits them; the
+result is the job id as a bare JSON number).  Adding a resource is adding a
+row to :data:`ROUTES`.  Nothing here opens a socket: the client passed in
+only needs a ``call(method, args)`` method (a :class:`ganeti.luxi.Client`).
+
+Paths, parameters and results follow Ganeti's Remote API v2 (doc/rapi.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ganeti import constants, errors, luxi, opcodes
+
+__all__ = ["Ctx", "Route", "ROUTES", "FEATURES", "match", "dispatch", "write_routes",
+           "I_FIELDS", "N_FIELDS", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
+           "RAPI_REASON_SOURCE", "RAPI_VERSION", "allowed_methods"]
+
+#: the reason-trail source of every opcode submitted through RAPI
+RAPI_REASON_SOURCE = "gnt:client:rapi"
+#: the result of ``GET /version``
+RAPI_VERSION = 2
+#: how long ``/2/jobs/[id]/wait`` waits for a change (seconds)
+WAIT_TIMEOUT = 10.0
+#: features Ganeti clients probe (only those implemented here)
+FEATURES = ["instance-create-reqv1", "instance-reinstall-reqv1"]
+
+_COMMON = ["ctime", "mtime", "uuid", "serial_no", "tags"]
+I_FIELDS = ["name", "admin_state", "os", "pnode", "snodes", "disk_template",
+            "nic.ips", "nic.macs", "nic.modes", "nic.uuids", "nic.names", "nic.links",
+            "nic.networks", "nic.networks.names", "nic.bridges", "network_port",
+            "disk.sizes", "disk.spindles", "disk_usage", "disk.uuids", "disk.names",
+            "beparams", "hvparams", "oper_state", "oper_ram", "oper_vcpus", "status",
+            "custom_hvparams", "custom_beparams", "custom_nicparams", *_COMMON]
+N_FIELDS = ["name", "offline", "master_candidate", "drained", "dtotal", "dfree",
+            "sptotal", "spfree", "mtotal", "mnode", "mfree", "hv_state", "pinst_cnt",
+            "sinst_cnt", "ctotal", "cnos", "cnodes", "csockets", "pip", "sip", "role",
+            "pinst_list", "sinst_list", "master_capable", "vm_capable", "ndparams",
+            "group.uuid", *_COMMON]
+G_FIELDS = ["alloc_policy", "name", "node_cnt", "node_list", "ipolicy", "custom_ipolicy",
+            "diskparams", "custom_diskparams", "ndparams", "custom_ndparams", *_COMMON]
+J_FIELDS_BULK = ["id", "ops", "status", "summary", "opstatus", "received_ts", "start_ts",
+                 "end_ts"]
+J_FIELDS = [*J_FIELDS_BULK, "oplog", "opresult"]
+
+_ROLE_NAMES = {"M": "master", "C": "master-candidate", "R": "regular", "D": "drained",
+               "O": "offline"}
+
+
+class LuxiLike(Protocol):
+    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any: ...
+
+
+def _bad(msg: str) -> errors.HttpError:
+    return errors.HttpError(msg, 400)
+
+
+@dataclass
+class Ctx:
+    """One request as the handlers see it."""
+
+    method: str
+    args: dict[str, str]
+    query: dict[str, list[str]]
+    body: Any
+    client: LuxiLike
+    user: str | None = None
+    path: str = ""
+    clock: Callable[[], float] = time.time
+
+    def qstr(self, name: str, default: str | None = None) -> str | None:
+        values = self.query.get(name)
+        return values[-1] if values else default
+
+    def qbool(self, name: str, default: bool = False) -> bool:
+        """A boolean query parameter: ``0`` or ``1`` (Ganeti also accepts an empty value)."""
+        value = self.qstr(name)
+        if value is None:
+            return default
+        if value in ("1", ""):
+            return True
+        if value == "0":
+            return False
+        raise _bad(f"Invalid value for boolean parameter '{name}': {value!r} (use 0 or 1)")
+
+    def body_dict(self) -> dict[str, Any]:
+        if self.body is None:
+            return {}
+        if not isinstance(self.body, dict):
+            raise _bad("The request body must be a JSON object")
+        return dict(self.body)
+
+    def call(self, method: str, *args: Any) -> Any:
+        return self.client.call(method, list(args))
+
+
+Reader = Callable[[Ctx], Any]
+Builder = Callable[[Ctx], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One resource row: ``path`` with ``{name}`` segments, one HTTP method."""
+
+    path: str
+    method: str
+    read: Reader | None = None
+    build: Builder | None = None
+    opcode: str | None = None          # documentation: the opcode behind a write
+    access: str = ""                   # "read"/"write"; default: write unless GET
+    regex: re.Pattern[str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if (self.read is None) == (self.build is None):
+            raise errors.ProgrammerError(f"{self.method} {self.path}: exactly one of"
+                                         " read/build")
+        pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path)
+        object.__setattr__(self, "regex", re.compile(f"^{pattern}$"))
+
+    @property
+    def needs_write(self) -> bool:
+        if self.access:
+            return self.access == "write"
+        return self.method != "GET"
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _op(op_id: str, **params: Any) -> dict[str, Any]:
+    return {"OP_ID": op_id, **params}
+
+
+def _from_body(ctx: Ctx, op_id: str, fixed: dict[str, Any],
+               aliases: dict[str, str] | None = None) -> dict[str, Any]:
+    """An opcode from the body's keys (after ``aliases``) and ``fixed`` values."""
+    body = ctx.body_dict()
+    for old, new in (aliases or {}).items():
+        if old in body:
+            if new in body:
+                raise _bad(f"Parameters '{old}' and '{new}' are aliases; give only one")
+            body[new] = body.pop(old)
+    for key, value in fixed.items():
+        if key in body and body[key] != value:
+            raise _bad(f"Parameter '{key}' conflicts with the resource path")
+        body[key] = value
+    return _op(op_id, **body)
+
+
+def _cell(cell: Any) -> Any:
+    status, value = cell
+    return value if status == constants.RS_NORMAL else None
+
+
+def _query(ctx: Ctx, what: str, fields: list[str], qfilter: Any = None) -> list[dict[str, Any]]:
+    res = ctx.call("Query", what, fields, qfilter)
+    return [{f: _cell(c) for f, c in zip(fields, row)} for row in res["data"]]
+
+
+def _listing(ctx: Ctx, what: str, prefix: str, fields: list[str]) -> list[dict[str, Any]]:
+    if ctx.qbool("bulk"):
+        return _query(ctx, what, fields)
+    return [{"id": row["name"], "uri": f"{prefix}/{row['name']}"}
+            for row in _query(ctx, what, ["name"])]
+
+
+def _one(ctx: Ctx, what: str, name: str, fields: list[str]) -> dict[str, Any]:
+    rows = _query(ctx, what, fields, ["=", "name", name])
+    if not rows:
+        raise errors.HttpError(f"{what.capitalize()} '{name}' not found", 404)
+    return rows[0]
+
+
+def _job_id(ctx: Ctx) -> int:
+    text = ctx.args["job_id"]
+    if not text.isdigit():
+        raise _bad(f"Invalid job id '{text}'")
+    return int(text)
+
+
+def _tags(ctx: Ctx) -> list[str]:
+    tags = ctx.query.get("tag", [])
+    if not tags:
+        raise _bad("Give at least one 'tag' query parameter")
+    return tags
+
+
+# --- cluster ------------------------------------------------------------------------------
+
+def _os_list(ctx: Ctx) -> list[str]:
+    names: list[str] = []
+    for row in _query(ctx, constants.QR_OS, ["name", "variants"]):
+        variants = row.get("variants") or []
+        names.extend([f"{row['name']}+{v}" for v in variants] if variants else [row["name"]])
+    return names
+
+
+def _tags_routes(prefix: str, kind: str, arg: str | None) -> list[Route]:
+    def name(ctx: Ctx) -> str | None:
+        return ctx.args[arg] if arg else None
+    return [
+        Route(prefix, "GET", read=lambda c: c.call("QueryTags", kind, name(c) or ""),
+              opcode="OP_TAGS_GET"),
+        Route(prefix, "PUT", build=lambda c: [_op("OP_TAGS_SET", kind=kind, name=name(c),
+                                                  tags=_tags(c))], opcode="OP_TAGS_SET"),
+        Route(prefix, "DELETE", build=lambda c: [_op("OP_TAGS_DEL", kind=kind, name=name(c),
+                                                     tags=_tags(c))], opcode="OP_TAGS_DEL"),
+    ]
+
+
+# --- jobs ---------------------------------------------------------------------------------
+
+def _jobs(ctx: Ctx) -> list[dict[str, Any]]:
+    fields = J_FIELDS_BULK if ctx.qbool("bulk") else ["id"]
+    rows = [r for r in ctx.call("QueryJobs", None, fields) if r is not None]
+    if ctx.qbool("bulk"):
+        return [dict(zip(fields, r)) for r in rows]
+    return [{"id": r[0], "uri": f"/2/jobs/{r[0]}"} for r in rows]
+
+
+def _job(ctx: Ctx) -> dict[str, Any]:
+    (row,) = ctx.call("QueryJobs", [_job_id(ctx)], J_FIELDS)
+    if row is None:
+        raise errors.HttpError(f"Job {_job_id(ctx)} not found", 404)
+    return dict(zip(J_FIELDS, row))
+
+
+def _job_wait(ctx: Ctx) -> Any:
+    body = ctx.body_dict()
+    fields = body.get("fields")
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise _bad("'fields' must be a list of field names")
+    prev_info = body.get("previous_job_info")
+    prev_serial = body.get("previous_log_serial")
+    if prev_info is not None and not isinstance(prev_info, list):
+        raise _bad("'previous_job_info' must be a list")
+    if prev_serial is not None and not isinstance(prev_serial, int):
+        raise _bad("'previous_log_serial' must be a number")
+    res = ctx.call("WaitForJobChange", _job_id(ctx), fields, prev_info,
+                   -1 if prev_serial is None else prev_serial, WAIT_TIMEOUT)
+    if not res or res == luxi.JOB_NOTCHANGED:
+        return None
+    if isinstance(res, list) and len(res) == 2:
+        return {"job_info": res[0], "log_entries": res[1]}
+    raise errors.HttpError(f"Job {_job_id(ctx)} not found", 404)
+
+
+# --- nodes --------------------------------------------------------------------------------
+
+def _node_role(ctx: Ctx) -> str:
+    role = _one(ctx, constants.QR_NODE, ctx.args["node"], ["name", "role"])["role"]
+    return _ROLE_NAMES.get(role, role)
+
+
+_ROLE_FLAGS = {
+    "master-candidate": dict(master_candidate=True, offline=False, drained=False),
+    "regular": dict(master_candidate=False, offline=False, drained=False),
+    "drained": dict(master_candidate=False, offline=False, drained=True),
+    "offline": dict(master_candidate=False, offline=True, drained=False),
+}
+
+
+def _set_node_role(ctx: Ctx) -> list[dict[str, Any]]:
+    role = ctx.body
+    if not isinstance(role, str):
+        raise _bad("The body must be a JSON string naming the role")
+    if role == "master":
+        raise _bad("Cannot set the role to master (use a master failover)")
+    flags = _ROLE_FLAGS.get(role)
+    if flags is None:
+        raise _bad(f"Unknown node role '{role}'")
+    force = ctx.qbool("force")
+    return [_op("OP_NODE_SET_PARAMS", node_name=ctx.args["node"], force=force,
+                auto_promote=force, **flags)]
+
+
+# --- instances ----------------------------------------------------------------------------
+
+def _instance_create(ctx: Ctx) -> list[dict[str, Any]]:
+    body = ctx.body_dict()
+    version = body.pop("__version__", None)
+    if version != 1:
+        raise _bad("Unsupported instance creation request: expected '__version__': 1")
+    ctx = dataclasses.replace(ctx, body=body)
+    return [_from_body(ctx, "OP_INSTANCE_CREATE", {},
+                       {"name": "instance_name", "os": "os_type"})]
+
+
+def _inst(ctx: Ctx) -> str:
+    return ctx.args["instance"]
+
+
+def _instance_reinstall(ctx: Ctx) -> list[dict[str, Any]]:
+    body = ctx.body_dict()
+    if body:
+        unknown = set(body) - {"os", "start", "osparams"}
+        if unknown:
+            raise _bad(f"Unknown parameters: {', '.join(sorted(unknown))}")
+        os_name, start, osparams = body.get("os"), body.get("start", True), body.get("osparams")
+    else:
+        os_name, start, osparams = ctx.qstr("os"), not ctx.qbool("nostartup"), None
+    if not isinstance(start, bool):
+        raise _bad("'start' must be a boolean")
+    ops = [_op("OP_INSTANCE_SHUTDOWN", instance_name=_inst(ctx)),
+           _op("OP_INSTANCE_REINSTALL", instance_name=_inst(ctx), os_type=os_name,
+               osparams=osparams)]
+    if start:
+        ops.append(_op("OP_INSTANCE_STARTUP", instance_name=_inst(ctx), force=False))
+    return ops
+
+
+def _instance_reboot(ctx: Ctx) -> list[dict[str, Any]]:
+    op = _from_body(ctx, "OP_INSTANCE_REBOOT", {"instance_name": _inst(ctx)})
+    op["reboot_type"] = ctx.qstr("type", constants.REBOOT_HARD)
+    op["ignore_secondaries"] = ctx.qbool("ignore_secondaries")
+    return [op]
+
+
+def _instance_startup(ctx: Ctx) -> list[dict[str, Any]]:
+    return [_op("OP_INSTANCE_STARTUP", instance_name=_inst(ctx), force=ctx.qbool("force"),
+                no_remember=ctx.qbool("no_remember"))]
+
+
+def _instance_shutdown(ctx: Ctx) -> list[dict[str, Any]]:
+    op = _from_body(ctx, "OP_INSTANCE_SHUTDOWN", {"instance_name": _inst(ctx)})
+    op["no_remember"] = ctx.qbool("no_remember")
+    return [op]
+
+
+def _instance_get(ctx: Ctx) -> dict[str, Any]:
+    return _one(ctx, constants.QR_INSTANCE, _inst(ctx), I_FIELDS)
+
+
+def _inst_op(op_id: str, **query_flags: str) -> Builder:
+    """An instance opcode from the body plus boolean query parameters."""
+    def build(ctx: Ctx) -> list[dict[str, Any]]:
+        op = _from_body(ctx, op_id, {"instance_name": _inst(ctx)})
+        for param, qname in query_flags.items():
+            if ctx.qstr(qname) is not None:
+                op[param] = ctx.qbool(qname)
+        return [op]
+    return build
+
+
+# --- queries ------------------------------------------------------------------------------
+
+def _query_fields_param(ctx: Ctx) -> list[str] | None:
+    text = ctx.qstr("fields")
+    return [f for f in text.split(",") if f] if text is not None else None
+
+
+def _query_get(ctx: Ctx) -> Any:
+    fields = _query_fields_param(ctx)
+    if not fields:
+        raise _bad("Missing 'fields' query argument")
+    return ctx.call("Query", ctx.args["resource"], fields, None)
+
+
+def _query_put(ctx: Ctx) -> Any:
+    body = ctx.body_dict()
+    fields = body.get("fields", _query_fields_param(ctx))
+    if not isinstance(fields, list) or not fields:
+        raise _bad("Missing 'fields' (a list of field names)")
+    return ctx.call("Query", ctx.args["resource"], fields, body.get("filter"))
+
+
+def _query_fields(ctx: Ctx) -> Any:
+    return ctx.call("QueryFields", ctx.args["resource"], _query_fields_param(ctx))
+
+
+# --- the table ----------------------------------------------------------------------------
+
+_NODE = "/2/nodes/{node}"
+_INST = "/2/instances/{instance}"
+_GROUP = "/2/groups/{group}"
+
+ROUTES: list[Route] = [
+    Route("/", "GET", read=lambda c: None),
+    Route("/version", "GET", read=lambda c: RAPI_VERSION),
+    Route("/2", "GET", read=lambda c: None),
+    Route("/2/info", "GET", read=lambda c: c.call("QueryClusterInfo")),
+    Route("/2/features", "GET", read=lambda c: list(FEATURES)),
+    Route("/2/os", "GET", read=_os_list),
+    Route("/2/redistribute-config", "PUT", build=lambda c: [_op("OP_CLUSTER_REDIST_CONF")],
+          opcode="OP_CLUSTER_REDIST_CONF"),
+    Route("/2/modify", "PUT", build=lambda c: [_from_body(c, "OP_CLUSTER_SET_PARAMS", {})],
+          opcode="OP_CLUSTER_SET_PARAMS"),
+    *_tags_routes("/2/tags", constants.TAG_CLUSTER, None),
+    Route("/2/jobs", "GET", read=_jobs),
+    Route("/2/jobs/{job_id}", "GET", read=_job),
+    Route("/2/jobs/{job_id}", "DELETE", read=lambda c: c.call("CancelJob", _job_id(c))),
+    Route("/2/jobs/{job_id}/wait", "GET", read=_job_wait, access="write"),
+    # nodes
+    Route("/2/nodes", "GET", read=lambda c: _listing(c, constants.QR_NODE, "/2/nodes",
+                                                     N_FIELDS)),
+    Route(_NODE, "GET", read=lambda c: _one(c, constants.QR_NODE, c.args["node"], N_FIELDS)),
+    Route(_NODE + "/role", "GET", read=_node_role),
+    Route(_NODE + "/role", "PUT", build=_set_node_role, opcode="OP_NODE_SET_PARAMS"),
+    Route(_NODE + "/modify", "POST",
+          build=lambda c: [_from_body(c, "OP_NODE_SET_PARAMS", {"node_name": c.args["node"]})],
+          opcode="OP_NODE_SET_PARAMS"),
+    Route(_NODE + "/powercycle", "POST",
+          build=lambda c: [_op("OP_NODE_POWERCYCLE", node_name=c.args["node"],
+                               force=c.qbool("force"))], opcode="OP_NODE_POWERCYCLE"),
+    *_tags_routes(_NODE + "/tags", constants.TAG_NODE, "node"),
+    # instances
+    Route("/2/instances", "GET", read=lambda c: _listing(c, constants.QR_INSTANCE,
+                                                         "/2/instances", I_FIELDS)),
+    Route("/2/instances", "POST", build=_instance_create, opcode="OP_INSTANCE_CREATE"),
+    Route(_INST, "GET", read=_instance_get),
+    Route(_INST, "DELETE", build=lambda c: [_op("OP_INSTANCE_REMOVE", instance_name=_inst(c),
+                                                ignore_failures=False)],
+          opcode="OP_INSTANCE_REMOVE"),
+    Route(_INST + "/info", "GET",
+          build=lambda c: [_op("OP_INSTANCE_QUERY_DATA", instances=[_inst(c)],
+                               static=c.qbool("static"))], opcode="OP_INSTANCE_QUERY_DATA"),
+    Route(_INST + "/reboot", "POST", build=_instance_reboot, opcode="OP_INSTANCE_REBOOT"),
+    Route(_INST + "/shutdown", "PUT", build=_instance_shutdown, opcode="OP_INSTANCE_SHUTDOWN"),
+    Route(_INST + "/startup", "PUT", build=_instance_startup, opcode="OP_INSTANCE_STARTUP"),
+    Route(_INST + "/reinstall", "POST", build=_instance_reinstall,
+          opcode="OP_INSTANCE_REINSTALL"),
+    Route(_INST + "/activate-disks", "PUT",
+          build=_inst_op("OP_INSTANCE_ACTIVATE_DISKS", ignore_size="ignore_size"),
+          opcode="OP_INSTANCE_ACTIVATE_DISKS"),
+    Route(_INST + "/deactivate-disks", "PUT",
+          build=_inst_op("OP_INSTANCE_DEACTIVATE_DISKS", force="force"),
+          opcode="OP_INSTANCE_DEACTIVATE_DISKS"),
+    Route(_INST + "/rename", "PUT", build=_inst_op("OP_INSTANCE_RENAME"),
+          opcode="OP_INSTANCE_RENAME"),
+    Route(_INST + "/modify", "PUT", build=_inst_op("OP_INSTANCE_SET_PARAMS"),
+          opcode="OP_INSTANCE_SET_PARAMS"),
+    Route(_INST + "/migrate", "PUT", build=_inst_op("OP_INSTANCE_MIGRATE"),
+          opcode="OP_INSTANCE_MIGRATE"),
+    Route(_INST + "/failover", "PUT", build=_inst_op("OP_INSTANCE_FAILOVER"),
+          opcode="OP_INSTANCE_FAILOVER"),
+    *_tags_routes(_INST + "/tags", constants.TAG_INSTANCE, "instance"),
+    # groups
+    Route("/2/groups", "GET", read=lambda c: _listing(c, constants.QR_GROUP, "/2/groups",
+                                                      G_FIELDS)),
+    Route("/2/groups", "POST",
+          build=lambda c: [_from_body(c, "OP_GROUP_ADD", {}, {"name": "group_name"})],
+          opcode="OP_GROUP_ADD"),
+    Route(_GROUP, "GET", read=lambda c: _one(c, constants.QR_GROUP, c.args["group"], G_FIELDS)),
+    Route(_GROUP, "DELETE", build=lambda c: [_op("OP_GROUP_REMOVE",
+                                                 group_name=c.args["group"])],
+          opcode="OP_GROUP_REMOVE"),
+    Route(_GROUP + "/rename", "PUT",
+          build=lambda c: [_from_body(c, "OP_GROUP_RENAME", {"group_name": c.args["group"]})],
+          opcode="OP_GROUP_RENAME"),
+    Route(_GROUP + "/assign-nodes", "PUT",
+          build=lambda c: [_from_body(c, "OP_GROUP_ASSIGN_NODES",
+                                      {"group_name": c.args["group"]})],
+          opcode="OP_GROUP_ASSIGN_NODES"),
+    *_tags_routes(_GROUP + "/tags", constants.TAG_NODEGROUP, "group"),
+    # query2
+    Route("/2/query/{resource}", "GET", read=_query_get),
+    Route("/2/query/{resource}", "PUT", read=_query_put, access="read"),
+    Route("/2/query/{resource}/fields", "GET", read=_query_fields),
+]
+
+
+def write_routes(routes: list[Route] | None = None) -> list[Route]:
+    """The rows that need a ``write`` user."""
+    return [r for r in (ROUTES if routes is None else routes) if r.needs_write]
+
+
+def match(method: str, path: str, routes: list[Route] | None = None
+          ) -> tuple[Route, dict[str, str]]:
+    """The row for ``method path`` and its path arguments.
+
+    Raises :class:`errors.HttpError` 404 for an unknown path and 405 (the
+    allowed methods in the message) for a known path with another method.
+    """
+    allowed: list[str] = []
+    for route in ROUTES if routes is None else routes:
+        m = route.regex.match(path)
+        if m is None:
+            continue
+        if route.method == method:
+            return route, m.groupdict()
+        allowed.append(route.method)
+    if allowed:
+        raise errors.HttpError(f"Method {method} is not supported; allowed: "
+                               f"{', '.join(sorted(set(allowed)))}", 405)
+    raise errors.HttpError(f"Resource '{path}' not found", 404)
+
+
+def allowed_methods(path: str, routes: list[Route] | None = None) -> list[str]:
+    """The methods the table has for ``path`` (for the ``Allow`` header)."""
+    return sorted({r.method for r in (ROUTES if routes is None else routes)
+                   if r.regex.match(path)})
+
+
+def _add_generic(ops: list[dict[str, Any]], ctx: Ctx) -> list[dict[str, Any]]:
+    dry_run = ctx.qbool("dry-run")
+    reason_text = ctx.qstr("reason")
+    now = int(ctx.clock() * 1e9)
+    out = []
+    for op in ops:
+        op = dict(op)
+        if dry_run:
+            op["dry_run"] = True
+        trail = list(op.get("reason") or [])
+        trail.append([RAPI_REASON_SOURCE, f"{ctx.method} {ctx.path}", now])
+        if reason_text is not None:
+            trail.append(["gnt:user", reason_text, now])
+        op["reason"] = trail
+        out.append(op)
+    return out
+
+
+def dispatch(route: Route, ctx: Ctx) -> Any:
+    """Run one row: the read result, or the id of the job the row submitted.
+
+    Opcodes are validated here (a bad parameter is a 400 and nothing is
+    submitted).
+    """
+    if route.read is not None:
+        return route.read(ctx)
+    assert route.build is not None
+    ops = _add_generic(route.build(ctx), ctx)
+    for op in ops:
+        opcodes.from_dict(op)   # raises ParameterError/OpCodeError: the caller answers 400
+    return ctx.call("SubmitJob", ops)

@@ -1,0 +1,162 @@
+"""The RAPI resource table and its handlers, against a fake LUXI client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ganeti import errors, opcodes
+from ganeti.rapi import resources as res
+
+
+class FakeLuxi:
+    """Answers Query from canned rows; records every call."""
+
+    def __init__(self, rows: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        self.rows = rows or {}
+        self.calls: list[tuple[str, list[Any]]] = []
+
+    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+        self.calls.append((method, args))
+        if method == "Query":
+            what, fields, qfilter = args
+            items = self.rows.get(what, [])
+            if qfilter is not None:
+                items = [i for i in items if i["name"] == qfilter[2]]
+            return {"fields": [], "data": [[[0, i[f]] if f in i else [2, None] for f in fields]
+                                           for i in items]}
+        if method == "SubmitJob":
+            return 42
+        if method == "QueryTags":
+            return ["t1"]
+        raise AssertionError(f"unexpected {method}")
+
+    @property
+    def submitted(self) -> list[list[dict[str, Any]]]:
+        return [a[0] for m, a in self.calls if m == "SubmitJob"]
+
+
+def run(method: str, path: str, client: FakeLuxi, body: Any = None,
+        query: dict[str, list[str]] | None = None) -> Any:
+    route, args = res.match(method, path)
+    ctx = res.Ctx(method=method, args=args, query=query or {}, body=body, client=client,
+                  path=path, clock=lambda: 1000.0)
+    return res.dispatch(route, ctx)
+
+
+def test_table_rows_are_unique_and_name_real_opcodes():
+    keys = [(r.path, r.method) for r in res.ROUTES]
+    assert len(keys) == len(set(keys))
+    for route in res.ROUTES:
+        if route.build is not None:
+            assert route.opcode in opcodes.OP_REGISTRY, route
+        assert route.needs_write == (route.method != "GET" and route.access != "read"
+                                     or route.access == "write")
+
+
+def test_write_rows_include_the_write_only_get():
+    writes = {(r.path, r.method) for r in res.write_routes()}
+    assert ("/2/jobs/{job_id}/wait", "GET") in writes
+    assert ("/2/query/{resource}", "PUT") not in writes
+    assert ("/2/instances", "POST") in writes and ("/2/instances", "GET") not in writes
+
+
+def test_match_404_405():
+    with pytest.raises(errors.HttpError) as exc:
+        res.match("GET", "/2/nothing")
+    assert exc.value.status == 404
+    with pytest.raises(errors.HttpError) as exc:
+        res.match("POST", "/2/info")
+    assert exc.value.status == 405
+    assert res.allowed_methods("/2/instances/x") == ["DELETE", "GET"]
+
+
+def test_simple_reads():
+    fake = FakeLuxi()
+    assert run("GET", "/version", fake) == 2
+    assert run("GET", "/", fake) is None
+    assert run("GET", "/2/features", fake) == ["instance-create-reqv1",
+                                               "instance-reinstall-reqv1"]
+
+
+def test_node_listing_bulk_and_role():
+    fake = FakeLuxi({"node": [{"name": "n1", "role": "M"}, {"name": "n2", "role": "C"}]})
+    assert run("GET", "/2/nodes", fake) == [{"id": "n1", "uri": "/2/nodes/n1"},
+                                            {"id": "n2", "uri": "/2/nodes/n2"}]
+    bulk = run("GET", "/2/nodes", fake, query={"bulk": ["1"]})
+    assert set(bulk[0]) == set(res.N_FIELDS) and bulk[0]["role"] == "M"
+    assert bulk[0]["dtotal"] is None                # not NORMAL -> None, as Ganeti
+    assert run("GET", "/2/nodes/n2/role", fake) == "master-candidate"
+    with pytest.raises(errors.HttpError) as exc:
+        run("GET", "/2/nodes/n9", fake)
+    assert exc.value.status == 404
+
+
+def test_bad_boolean_is_400():
+    with pytest.raises(errors.HttpError) as exc:
+        run("GET", "/2/nodes", FakeLuxi(), query={"bulk": ["yes"]})
+    assert exc.value.status == 400
+
+
+def test_set_role_builds_node_set_params():
+    fake = FakeLuxi()
+    assert run("PUT", "/2/nodes/n2/role", fake, body="drained", query={"force": ["1"]}) == 42
+    (op,) = fake.submitted[0]
+    assert (op["OP_ID"], op["drained"], op["master_candidate"], op["auto_promote"]) == \
+        ("OP_NODE_SET_PARAMS", True, False, True)
+    for bad in ("master", "boss", 3):
+        with pytest.raises(errors.HttpError):
+            run("PUT", "/2/nodes/n2/role", fake, body=bad)
+    assert len(fake.submitted) == 1
+
+
+def test_instance_create_reqv1_aliases_reason_and_dry_run():
+    fake = FakeLuxi()
+    body = {"__version__": 1, "name": "i1", "os": "tinyos", "mode": "create",
+            "disk_template": "diskless", "disks": [], "nics": [], "name_check": False,
+            "ip_check": False}
+    assert run("POST", "/2/instances", fake, body=body,
+               query={"dry-run": ["1"], "reason": ["why"]}) == 42
+    (op,) = fake.submitted[0]
+    assert op["instance_name"] == "i1" and op["os_type"] == "tinyos" and op["dry_run"]
+    assert op["reason"] == [["gnt:client:rapi", "POST /2/instances", 1000 * 10**9],
+                            ["gnt:user", "why", 1000 * 10**9]]
+
+
+@pytest.mark.parametrize("body", [
+    {"name": "i1"},                                     # no __version__
+    {"__version__": 2, "name": "i1"},
+    {"__version__": 1, "name": "i1", "os": "x", "os_type": "y"},   # alias twice
+    [1, 2],
+])
+def test_instance_create_rejects(body):
+    fake = FakeLuxi()
+    with pytest.raises(errors.HttpError):
+        run("POST", "/2/instances", fake, body=body)
+    assert fake.submitted == []
+
+
+def test_invalid_opcode_parameter_is_not_submitted():
+    fake = FakeLuxi()
+    with pytest.raises(errors.ParameterError):
+        run("PUT", "/2/instances/i1/modify", fake, body={"no_such_param": 1})
+    with pytest.raises(errors.ParameterError):
+        run("PUT", "/2/instances/i1/rename", fake, body={"new_name": 5})
+    assert fake.submitted == []
+
+
+def test_reinstall_reqv1_is_one_job_of_three_opcodes():
+    fake = FakeLuxi()
+    run("POST", "/2/instances/i1/reinstall", fake, body={"os": "tinyos", "start": True})
+    assert [o["OP_ID"] for o in fake.submitted[0]] == [
+        "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_REINSTALL", "OP_INSTANCE_STARTUP"]
+
+
+def test_tags():
+    fake = FakeLuxi()
+    assert run("GET", "/2/instances/i1/tags", fake) == ["t1"]
+    run("PUT", "/2/instances/i1/tags", fake, query={"tag": ["a", "b"]})
+    assert fake.submitted[0][0]["tags"] == ["a", "b"]
+    with pytest.raises(errors.HttpError):
+        run("DELETE", "/2/tags", fake)              # no tag given
