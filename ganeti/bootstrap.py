@@ -51,7 +51,7 @@ from ganeti.utils import validation
 __all__ = [
     "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "DAEMONS_DIR", "resolve_host",
     "authorized_keys_file", "make_node_dirs", "init_cluster", "noded_argv",
-    "start_noded", "start_masterd", "wait_for_noded", "wait_for_masterd",
+    "start_noded", "start_masterd", "start_rapi", "wait_for_rapi", "ENV_RAPI_BIND", "wait_for_noded", "wait_for_masterd",
     "stop_daemon", "daemon_pid", "join_payload", "prepare_node_join", "setup_node_ssh",
     "restart_noded_ssh", "remove_cluster_files", "node_tool_main",
 ]
@@ -60,6 +60,8 @@ logger = logging.getLogger(__name__)
 
 #: environment variable naming an ``/etc/hosts``-style file consulted first
 ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
+#: the address ganeti-rapi listens on when started by :func:`start_rapi` (default: all)
+ENV_RAPI_BIND = "GANETI_RAPI_BIND"
 DEFAULT_DISK_TEMPLATES = (constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE)
 #: where ``ganeti-noded``/``ganeti-masterd`` live (next to the package)
 DAEMONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -296,6 +298,45 @@ def start_masterd(paths: Paths, *, env: Mapping[str, str] | None = None,
     argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.MASTERD), *extra_args]
     _run_starter(argv, _daemon_env(paths, env), "the master daemon", timeout)
     wait_for_masterd(paths, timeout=timeout)
+
+
+def start_rapi(paths: Paths, *, env: Mapping[str, str] | None = None,
+               timeout: float = 30.0) -> None:
+    """Start ``ganeti-rapi`` for ``paths`` (the master) and wait until it accepts TLS.
+
+    The port comes from ``$GANETI_RAPI_PORT`` (default 5080) and the address
+    from ``$GANETI_RAPI_BIND`` (default: all addresses).
+    """
+    full = _daemon_env(paths, env)
+    port = int(full.get(constants.ENV_RAPI_PORT) or constants.DEFAULT_RAPI_PORT)
+    bind = full.get(ENV_RAPI_BIND) or ""
+    argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.RAPI), "-p", str(port)]
+    if bind:
+        argv += ["-b", bind]
+    _run_starter(argv, full, "the RAPI daemon", timeout)
+    wait_for_rapi(bind or "127.0.0.1", port, timeout=timeout)
+
+
+def wait_for_rapi(address: str, port: int, *, timeout: float = 30.0,
+                  clock: Callable[[], float] = time.monotonic) -> None:
+    """Wait until a TLS handshake with ``address:port`` succeeds."""
+    import socket
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    deadline = clock() + timeout
+    last: Exception | None = None
+    while clock() < deadline:
+        try:
+            with socket.create_connection((address, port), timeout=2.0) as sock:
+                with ctx.wrap_socket(sock):
+                    return
+        except OSError as exc:
+            last = exc
+            time.sleep(0.05)
+    raise errors.OpExecError(f"RAPI daemon at {address}:{port} not answering after"
+                             f" {timeout}s: {last}")
 
 
 def wait_for_noded(address: str, port: int, cert_file: str, *, timeout: float = 30.0,

@@ -128,6 +128,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         nicparams=parse_keyval(opts.nicparams), ndparams=ndparams)
     bootstrap.start_noded(paths, master_ip, noded_port)
     bootstrap.start_masterd(paths, extra_args=_masterd_args())
+    bootstrap.start_rapi(paths)
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_POST_INIT"}, opts, cl, feedback_fn=None)
     if opts.master_netdev:
@@ -145,6 +146,7 @@ def destroy_cluster(opts: Any, args: list[str]) -> int:
     from ganeti import bootstrap, pathutils
     paths = pathutils.get_paths()
     cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_DESTROY"}, opts)
+    bootstrap.stop_daemon(paths, constants.RAPI)
     bootstrap.stop_daemon(paths, constants.MASTERD)
     bootstrap.stop_daemon(paths, constants.NODED)
     bootstrap.remove_cluster_files(paths)
@@ -331,6 +333,7 @@ def verify_cluster(opts: Any, args: list[str]) -> int:
             continue
         if not all(bool(r) for r in results):
             bad += 1
+    _warn_rapi_not_running()
     return cli.EXIT_FAILURE if bad else cli.EXIT_SUCCESS
 
 
@@ -404,6 +407,14 @@ def verify_disks(opts: Any, args: list[str]) -> int:
         elif not activate:
             cli.to_stdout("No disks need to be activated.")
     return retcode
+
+
+def _warn_rapi_not_running() -> None:
+    """A warning when this (master) node runs no ``ganeti-rapi`` (its pid file)."""
+    from ganeti import bootstrap, pathutils
+    if bootstrap.daemon_pid(pathutils.get_paths(), constants.RAPI) is None:
+        cli.to_stderr(f"WARNING: the RAPI daemon ({constants.RAPI}) is not running on the"
+                      " master node")
 
 
 # --- queue and watcher ---------------------------------------------------------------------------

@@ -78,6 +78,7 @@ class VCluster:
     hypervisor: str = constants.HT_FAKE
     masterd_args: list[str] = field(default_factory=list)
     nodes: list[VNode] = field(default_factory=list)
+    rapi_port: int | None = None
 
     def node(self, name: str) -> VNode:
         """The node called ``name`` (also accepts ``node3`` for ``node3.vcluster``)."""
@@ -149,6 +150,9 @@ def node_env(vc: VCluster, node: VNode) -> dict[str, str]:
         constants.ENV_ROOTDIR: node.root,
         constants.ENV_HOSTNAME: node.name,
         constants.ENV_NODED_PORT: str(vc.noded_port),
+        # the RAPI daemon, on the master only, listens on the master's address
+        constants.ENV_RAPI_PORT: str(vc.rapi_port or constants.DEFAULT_RAPI_PORT),
+        bootstrap.ENV_RAPI_BIND: node.ip,
         bootstrap.ENV_HOSTS_FILE: os.path.join(vc.directory, HOSTS_FILE),
         "PATH": os.pathsep.join([os.path.join(REPO_ROOT, "scripts"), bindir,
                                  "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -268,9 +272,13 @@ def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAK
         ssh_port = ssh_port or pick_free_port(addresses)
         while ssh_port == noded_port:
             ssh_port = pick_free_port(addresses)
+    rapi_port = pick_free_port(addresses)
+    while rapi_port in (noded_port, ssh_port):
+        rapi_port = pick_free_port(addresses)
     vc = VCluster(directory=directory, cluster_name=CLUSTER_NAME, noded_port=noded_port,
                   ssh_port=ssh_port if use_ssh else None, master=vnodes[0].name,
-                  hypervisor=hypervisor, masterd_args=list(masterd_args), nodes=vnodes)
+                  hypervisor=hypervisor, masterd_args=list(masterd_args), nodes=vnodes,
+                  rapi_port=rapi_port)
     vc.save()
     with open(os.path.join(directory, HOSTS_FILE), "w") as fh:
         fh.write(f"{vnodes[0].ip} {CLUSTER_NAME}\n")
@@ -385,6 +393,8 @@ def start(vc: VCluster, node: str | None = None) -> None:
             bootstrap.start_noded(paths, vnode.ip, vc.noded_port, env=env)
         if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.MASTERD) is None:
             bootstrap.start_masterd(paths, env=env, extra_args=vc.masterd_args)
+        if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.RAPI) is None:
+            bootstrap.start_rapi(paths, env=env)
 
 
 def stop(vc: VCluster, node: str | None = None) -> None:
@@ -392,7 +402,7 @@ def stop(vc: VCluster, node: str | None = None) -> None:
     targets = [vc.node(node)] if node else vc.nodes
     for vnode in targets:
         paths = Paths(root=vnode.root)
-        for daemon in (constants.MASTERD, constants.NODED, SSHD_NAME):
+        for daemon in (constants.RAPI, constants.MASTERD, constants.NODED, SSHD_NAME):
             bootstrap.stop_daemon(paths, daemon, timeout=10.0)
 
 

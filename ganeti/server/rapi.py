@@ -1,0 +1,357 @@
+"""The RAPI daemon: HTTPS on the standard library's threaded HTTP server.
+
+``ganeti-rapi`` runs on the master node, serves :mod:`ganeti.rapi.resources`
+and talks to the master daemon over LUXI only (one client per thread).
+TLS 1.2 at least, no renegotiation, ``var/lib/ganeti/rapi.pem`` as key
+and certificate.  Users come from ``var/lib/ganeti/rapi/users``, reloaded
+when the file changes (inotify) and on SIGHUP; a file that does not parse
+keeps the previous table.  Requests are logged to ``rapi-access.log`` in
+Common Log Format (the user name, never the credentials).  See doc/rapi.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import logging
+import os
+import socket
+import ssl
+import stat
+import threading
+import urllib.parse
+from typing import Any
+
+from ganeti import constants, errors, luxi, serializer
+from ganeti.pathutils import Paths
+from ganeti.rapi import resources, users
+from ganeti.server.daemon import DaemonRuntime, run_daemon
+from ganeti.server.logsetup import AccessLog
+
+__all__ = ["MAX_BODY", "REQUEST_TIMEOUT", "UsersTable", "RapiServer", "make_tls_context",
+           "check_request_body", "main"]
+
+logger = logging.getLogger(__name__)
+
+#: the largest request body accepted (larger ones get 413 unread)
+MAX_BODY = 10 * 1024 * 1024
+#: a client silent for this long (seconds) is dropped
+REQUEST_TIMEOUT = 10.0
+_RESPONSES = http.server.BaseHTTPRequestHandler.responses
+
+
+class UsersTable:
+    """The users file, kept current: :meth:`reload` keeps the old table on errors."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._users: dict[str, users.User] = {}
+        self.reload()
+
+    def get(self) -> dict[str, users.User]:
+        with self._lock:
+            return self._users
+
+    def reload(self) -> bool:
+        """Read the file again; False (and a log line) when it is broken."""
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                mode = os.fstat(fh.fileno()).st_mode
+                text = fh.read()
+        except FileNotFoundError:
+            text, mode = "", 0
+        except (OSError, UnicodeDecodeError) as exc:
+            logger.error("Cannot read the RAPI users file %s: %s; keeping the previous"
+                         " users", self.path, exc)
+            return False
+        try:
+            table = users.parse_users(text)
+        except errors.ConfigurationError as exc:
+            logger.error("RAPI users file %s is invalid (%s); keeping the previous users",
+                         self.path, exc)
+            return False
+        if mode & (stat.S_IROTH | stat.S_IWOTH):
+            logger.warning("RAPI users file %s is accessible by others (mode %o)",
+                           self.path, stat.S_IMODE(mode))
+        with self._lock:
+            self._users = table
+        logger.info("Loaded %d RAPI users from %s", len(table), self.path)
+        return True
+
+
+def _watch_users(table: UsersTable, stop: threading.Event, wake: threading.Event) -> None:
+    """Reload ``table`` when its file changes (inotify on the directory) or ``wake`` is set."""
+    import inotify_simple  # type: ignore[import-untyped]
+    directory, name = os.path.split(table.path)
+    os.makedirs(directory, exist_ok=True)
+    flags = inotify_simple.flags
+    mask = (flags.CLOSE_WRITE | flags.MOVED_TO | flags.MOVED_FROM | flags.CREATE
+            | flags.DELETE | flags.ATTRIB)
+    with inotify_simple.INotify() as ino:
+        ino.add_watch(directory, mask)
+        while not stop.is_set():
+            events = ino.read(timeout=250)
+            if wake.is_set() or any(ev.name == name for ev in events):
+                wake.clear()
+                table.reload()
+
+
+def make_tls_context(pem: str) -> ssl.SSLContext:
+    """The server's TLS context: TLS 1.2+, no renegotiation, key and cert from ``pem``."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
+    ctx.load_cert_chain(pem)
+    return ctx
+
+
+def check_request_body(method: str, headers: Any) -> int:
+    """The body length to read, after the header checks (pure).
+
+    Raises :class:`errors.HttpError`: 501 for a ``Transfer-Encoding``, 400
+    for a bad ``Content-Length``, 413 over :data:`MAX_BODY`, 415 for a body
+    that is not ``application/json``.
+    """
+    if headers.get("Transfer-Encoding") is not None:
+        raise errors.HttpError("Transfer-Encoding is not supported; send Content-Length",
+                               501)
+    lengths = headers.get_all("Content-Length") or []
+    if len(set(lengths)) > 1:
+        raise errors.HttpError("Conflicting Content-Length headers", 400)
+    if not lengths:
+        return 0
+    text = lengths[0].strip()
+    if not text.isdigit():
+        raise errors.HttpError(f"Invalid Content-Length {text!r}", 400)
+    length = int(text)
+    if length > MAX_BODY:
+        raise errors.HttpError(f"Request body too large ({length} bytes, at most"
+                               f" {MAX_BODY})", 413)
+    if length:
+        ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise errors.HttpError("Request body must be application/json, not"
+                                   f" {ctype or 'missing'}", 415)
+    return length
+
+
+def _status_of(exc: errors.GanetiError) -> int:
+    if isinstance(exc, errors.HttpError):
+        return exc.status
+    if isinstance(exc, errors.OpPrereqError):
+        return 404 if exc.ecode == errors.ECODE_NOENT else 400
+    if isinstance(exc, (errors.JobQueueFull, errors.JobQueueDrainError)):
+        return 503
+    if isinstance(exc, (errors.NoMasterError, errors.LuxiTimeoutError,
+                        errors.ConnectionClosedError)):
+        return 502
+    if isinstance(exc, (errors.QueryFilterParseError, errors.TagError)):
+        return 400
+    return 500
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: RapiServer
+    protocol_version = "HTTP/1.1"
+    server_version = "Ganeti-RAPI/2"
+    timeout = REQUEST_TIMEOUT
+    error_content_type = "application/json"
+
+    _user: str | None = None
+    _size: int | None = None
+    _allow: list[str] = []
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle(self) -> None:
+        try:
+            self.connection.do_handshake()
+        except (ssl.SSLError, OSError) as exc:
+            logger.debug("TLS handshake with %s failed: %s", self.client_address[0], exc)
+            return
+        try:
+            super().handle()
+        except (TimeoutError, ssl.SSLError, ConnectionError) as exc:
+            logger.debug("Connection from %s dropped: %s", self.client_address[0], exc)
+
+    # one function for every method: unknown ones get the server's 501
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+        status = int(code) if str(code).isdigit() else 0
+        self.server.access_log.log(self.client_address[0], self._user,
+                                   self.requestline, status, self._size)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        logger.debug("%s: " + format, self.client_address[0], *args)
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """Every error, ours and the stdlib parser's, as a Ganeti JSON error body."""
+        short = _RESPONSES.get(code, ("Error", ""))[0]
+        body = serializer.dumps({"code": code, "message": short,
+                                 "explain": explain or message or short}).encode()
+        self._size = len(body)
+        self.send_response(code, short)
+        if code == 401:
+            self.send_header("WWW-Authenticate", f'Basic realm="{users.REALM}"')
+        if code == 405 and getattr(self, "_allow", None):
+            self.send_header("Allow", ", ".join(self._allow))
+        if code in (400, 413, 414, 431, 501) or code >= 500:
+            self.close_connection = True
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self._send_body(body)
+
+    def _send_body(self, body: bytes) -> None:
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _serve(self, method: str) -> None:
+        self._user, self._size, self._allow = None, None, []
+        try:
+            result = self._process(method)
+        except (TimeoutError, ConnectionError, ssl.SSLError):
+            self.close_connection = True
+            raise
+        except errors.GanetiError as exc:
+            status = _status_of(exc)
+            if status >= 500:
+                logger.error("%s %s failed: %s", method, self.path, exc)
+            self.send_error(status, explain=str(exc))
+            return
+        except Exception:   # never a traceback to the client
+            logger.exception("Unexpected error in %s %s", method, self.path)
+            self.send_error(500, explain="Internal error; see the RAPI daemon's log")
+            return
+        body = serializer.dumps(result).encode()
+        self._size = len(body)
+        self.send_response(200)
+        self._send_body(body)
+
+    def _process(self, method: str) -> Any:
+        url = urllib.parse.urlsplit(self.path)
+        try:
+            query = urllib.parse.parse_qs(url.query, keep_blank_values=True,
+                                          strict_parsing=bool(url.query), errors="strict")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise errors.HttpError(f"Invalid query string: {exc}", 400) from exc
+        path = urllib.parse.unquote(url.path, errors="strict")
+        self._allow = resources.allowed_methods(path)
+        route, args = resources.match(method, path)
+        decision = users.authorize(self.server.users.get(), self.headers.get("Authorization"),
+                                   needs_write=route.needs_write,
+                                   require_auth=self.server.require_auth)
+        self._user = decision.user
+        if decision.status != 200:
+            raise errors.HttpError(decision.message, decision.status)
+        length = check_request_body(method, self.headers)
+        body: Any = None
+        if length:
+            data = self.rfile.read(length)
+            if len(data) != length:
+                self.close_connection = True
+                raise errors.HttpError("Request body ended early", 400)
+            try:
+                body = serializer.loads(data)
+            except errors.SerializationError as exc:
+                raise errors.HttpError(f"Invalid JSON in the request body: {exc}", 400) \
+                    from exc
+        ctx = resources.Ctx(method=method, args=args, query=query, body=body,
+                            client=self.server.luxi_client(), user=decision.user, path=path)
+        return resources.dispatch(route, ctx)
+
+
+class RapiServer(http.server.ThreadingHTTPServer):
+    """The threaded HTTPS server; TLS handshakes run in the request threads."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
+                 users_table: UsersTable, access_log: AccessLog, luxi_address: str,
+                 require_auth: bool = False) -> None:
+        super().__init__(address, _Handler)
+        self.socket = tls.wrap_socket(self.socket, server_side=True,
+                                      do_handshake_on_connect=False)
+        self.users = users_table
+        self.access_log = access_log
+        self.require_auth = require_auth
+        self._luxi_address = luxi_address
+        self._local = threading.local()
+
+    def luxi_client(self) -> luxi.Client:
+        """This thread's LUXI client (one connection per thread)."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = luxi.Client(self._luxi_address)
+            self._local.client = client
+        return client
+
+
+# --- the daemon -----------------------------------------------------------------------------
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    port = int(os.environ.get(constants.ENV_RAPI_PORT) or constants.DEFAULT_RAPI_PORT)
+    parser.add_argument("-p", "--port", type=int, default=port,
+                        help=f"TCP port (default {port})")
+    parser.add_argument("-b", "--bind", default="0.0.0.0", metavar="ADDRESS",
+                        help="address to listen on (default: all)")
+    parser.add_argument("--require-authentication", action="store_true",
+                        help="refuse reads without a valid user too")
+
+
+def _check(options: argparse.Namespace, paths: Paths) -> None:
+    if not os.path.exists(paths.rapi_pem):
+        raise errors.ConfigurationError(f"RAPI certificate {paths.rapi_pem} missing;"
+                                        " is this node in a cluster?")
+
+
+def _prepare(runtime: DaemonRuntime) -> RapiServer:
+    paths, opts = runtime.paths, runtime.options
+    table = UsersTable(paths.rapi_users_file)
+    access = AccessLog(paths.log_file(constants.RAPI_ACCESS_LOG))
+    server = RapiServer((opts.bind, opts.port), make_tls_context(paths.rapi_pem),
+                        users_table=table, access_log=access,
+                        luxi_address=paths.master_socket,
+                        require_auth=opts.require_authentication)
+    wake = threading.Event()
+    threading.Thread(target=_watch_users, args=(table, runtime.stop_event, wake),
+                     name="rapi-users", daemon=True).start()
+    runtime.add_reopen_callback(access.reopen)
+    runtime.add_reopen_callback(wake.set)
+    runtime.add_stop_callback(server.shutdown)
+    logger.info("RAPI listening on %s:%d", opts.bind, opts.port)
+    return server
+
+
+def _serve(runtime: DaemonRuntime, server: RapiServer) -> None:
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()
+        server.access_log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``daemons/ganeti-rapi``."""
+    return run_daemon(constants.RAPI, add_options=_add_options, check_fn=_check,
+                      prepare_fn=_prepare, exec_fn=_serve, description="Ganeti Remote API",
+                      argv=argv)
+

@@ -1,0 +1,312 @@
+"""ganeti-rapi over TLS on a 3-node virtual cluster: reads, writes, auth, bad input.
+
+The RAPI daemon is started by ``gnt-cluster init`` on the master and
+listens on the master's address at the cluster's RAPI port
+(``GANETI_RAPI_PORT``).  Requests use the standard library's HTTPS client.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import re
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+from vcluster_harness import VirtualCluster
+
+from ganeti import constants
+from ganeti.rapi import resources
+from ganeti.tools import vcluster
+
+pytestmark = pytest.mark.timeout(300)
+
+N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
+INST = "rapi1.example.com"
+USERS = "# test users\nwriter wpass write\nreader {cleartext}rpass read\n"
+WRITER = ("writer", "wpass")
+READER = ("reader", "rpass")
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vcr"), nodes=3) as cluster:
+        write_users(cluster, USERS)
+        yield cluster
+
+
+def _tls() -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def addr(vc) -> tuple[str, int]:
+    return vc.cluster.master_node.ip, vc.cluster.rapi_port
+
+
+def request(vc, method: str, path: str, body: Any = None, *, auth: tuple[str, str] | None = None,
+            raw: bytes | None = None, headers: dict[str, str] | None = None
+            ) -> tuple[int, Any, http.client.HTTPResponse]:
+    host, port = addr(vc)
+    conn = http.client.HTTPSConnection(host, port, context=_tls(), timeout=60)
+    hdrs = dict(headers or {})
+    data = raw
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    if auth:
+        hdrs["Authorization"] = "Basic " + base64.b64encode(
+            f"{auth[0]}:{auth[1]}".encode()).decode()
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        text = resp.read()
+    finally:
+        conn.close()
+    return resp.status, (json.loads(text) if text else None), resp
+
+
+def write_users(vc, text: str) -> None:
+    path = vc.paths(N1).rapi_users_file
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as fh:
+        fh.write(text)
+    os.chmod(path + ".tmp", 0o600)
+    os.replace(path + ".tmp", path)
+
+
+def wait_until(check, what: str, tries: int = 200) -> None:
+    for _ in range(tries):
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def job_serial(vc) -> str:
+    with open(vc.paths(N1).queue_serial_file) as fh:
+        return fh.read().strip()
+
+
+def wait_job(vc, job_id: int) -> dict[str, Any]:
+    for _ in range(600):
+        status, job, _ = request(vc, "GET", f"/2/jobs/{job_id}")
+        assert status == 200
+        if job["status"] in ("success", "error", "canceled"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not finish")
+
+
+def submit_ok(vc, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    status, job_id, _ = request(vc, method, path, body, auth=WRITER)
+    assert status == 200 and isinstance(job_id, int), (status, job_id)
+    job = wait_job(vc, job_id)
+    assert job["status"] == "success", job
+    return job
+
+
+# --- reads ----------------------------------------------------------------------------
+
+def test_env_prints_the_rapi_port(vc):
+    tool = os.path.join(vcluster.REPO_ROOT, "tools", "vcluster")
+    out = subprocess.run([sys.executable, tool, "env", vc.directory], capture_output=True,
+                         text=True, check=True).stdout
+    assert f"export {constants.ENV_RAPI_PORT}={vc.cluster.rapi_port}\n" in out
+
+
+def test_version_root_features(vc):
+    assert request(vc, "GET", "/version")[:2] == (200, 2)
+    assert request(vc, "GET", "/")[:2] == (200, None)
+    assert request(vc, "GET", "/2/features")[1] == resources.FEATURES
+
+
+def test_info_matches_gnt_cluster(vc):
+    status, info, resp = request(vc, "GET", "/2/info")
+    assert status == 200 and resp.getheader("Content-Type") == "application/json"
+    assert info["name"] == "cluster.vcluster" and info["master"] == N1
+
+
+def test_nodes_list_bulk_role(vc):
+    status, nodes, _ = request(vc, "GET", "/2/nodes")
+    assert status == 200
+    assert sorted(n["id"] for n in nodes) == [N1, N2, N3]
+    assert {n["uri"] for n in nodes} == {f"/2/nodes/{n}" for n in (N1, N2, N3)}
+    status, bulk, _ = request(vc, "GET", "/2/nodes?bulk=1")
+    by_name = {n["name"]: n for n in bulk}
+    assert by_name[N1]["role"] == "M" and set(by_name[N1]) == set(resources.N_FIELDS)
+    assert request(vc, "GET", f"/2/nodes/{N1}/role")[1] == "master"
+    assert request(vc, "GET", "/2/nodes/nosuch.vcluster")[0] == 404
+
+
+def test_tls_settings(vc):
+    host, port = addr(vc)
+    with socket.create_connection((host, port), timeout=10) as sock:
+        with _tls().wrap_socket(sock) as tls:
+            assert tls.version() in ("TLSv1.2", "TLSv1.3")
+    # plain HTTP on the TLS port gets no answer, and the daemon stays up
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(b"GET /version HTTP/1.0\r\n\r\n")
+        assert b"HTTP/1" not in sock.recv(100)
+    assert request(vc, "GET", "/version")[0] == 200
+
+
+# --- an instance lifecycle ----------------------------------------------------------------
+
+def test_instance_lifecycle(vc):
+    body = {"__version__": 1, "name": INST, "os": "tinyos", "mode": "create",
+            "disk_template": "diskless", "disks": [], "nics": [], "pnode": N2,
+            "name_check": False, "ip_check": False, "start": True}
+    job = submit_ok(vc, "POST", "/2/instances?reason=rapi-test", body)
+    reasons = job["ops"][0]["reason"]
+    assert ["gnt:user", "rapi-test"] == reasons[-1][:2] or \
+        any(r[:2] == ["gnt:user", "rapi-test"] for r in reasons)
+    assert any(r[0] == "gnt:client:rapi" for r in reasons)
+    status, insts, _ = request(vc, "GET", "/2/instances")
+    assert {"id": INST, "uri": f"/2/instances/{INST}"} in insts
+    status, inst, _ = request(vc, "GET", f"/2/instances/{INST}")
+    assert inst["pnode"] == N2 and inst["status"] == "running"
+    assert inst["disk_template"] == "diskless"
+    submit_ok(vc, "PUT", f"/2/instances/{INST}/shutdown")
+    assert request(vc, "GET", f"/2/instances/{INST}")[1]["status"] == "ADMIN_down"
+    submit_ok(vc, "PUT", f"/2/instances/{INST}/startup")
+    submit_ok(vc, "POST", f"/2/instances/{INST}/reboot?type=soft")
+    assert request(vc, "GET", f"/2/instances/{INST}")[1]["status"] == "running"
+    submit_ok(vc, "PUT", f"/2/instances/{INST}/tags?tag=web&tag=prod")
+    assert sorted(request(vc, "GET", f"/2/instances/{INST}/tags")[1]) == ["prod", "web"]
+    status, bulk, _ = request(vc, "GET", "/2/instances?bulk=1")
+    (row,) = [r for r in bulk if r["name"] == INST]
+    assert set(row) == set(resources.I_FIELDS) and sorted(row["tags"]) == ["prod", "web"]
+    job = submit_ok(vc, "GET", f"/2/instances/{INST}/info")
+    assert INST in job["opresult"][0]
+    submit_ok(vc, "DELETE", f"/2/instances/{INST}")
+    assert request(vc, "GET", f"/2/instances/{INST}")[0] == 404
+
+
+def test_query_resource(vc):
+    status, res, _ = request(vc, "GET", "/2/query/node?fields=name,role")
+    assert status == 200 and sorted(r[0][1] for r in res["data"]) == [N1, N2, N3]
+    status, res, _ = request(vc, "PUT", "/2/query/node",
+                             {"fields": ["name"], "filter": ["=", "name", N3]})
+    assert status == 200 and res["data"] == [[[0, N3]]]
+    status, res, _ = request(vc, "GET", "/2/query/node/fields?fields=name")
+    assert status == 200 and res["fields"][0]["name"] == "name"
+
+
+def test_jobs_listing(vc):
+    status, jobs, _ = request(vc, "GET", "/2/jobs")
+    assert status == 200 and jobs and set(jobs[0]) == {"id", "uri"}
+    status, bulk, _ = request(vc, "GET", "/2/jobs?bulk=1")
+    assert set(bulk[0]) == set(resources.J_FIELDS_BULK)
+
+
+# --- the auth matrix, generated from the table --------------------------------------------
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: {"job_id": "1", "disk_index": "0",
+                                           "resource": "node"}.get(m.group(1), "nosuch"),
+                  path)
+
+
+@pytest.mark.parametrize("route", resources.write_routes(),
+                         ids=lambda r: f"{r.method} {r.path}")
+def test_write_needs_a_write_user(vc, route):
+    path = _concrete(route.path) + "?dry-run=1"
+    before = job_serial(vc)
+    status, body, resp = request(vc, route.method, path)
+    assert status == 401 and body["code"] == 401
+    assert resp.getheader("WWW-Authenticate") == 'Basic realm="Ganeti Remote API"'
+    assert request(vc, route.method, path, auth=("writer", "wrong"))[0] == 401
+    status, body, _ = request(vc, route.method, path, auth=READER)
+    assert status == 403 and set(body) == {"code", "message", "explain"}
+    assert job_serial(vc) == before
+    status, _, _ = request(vc, route.method, path, auth=WRITER)
+    assert status not in (401, 403)
+
+
+def test_unknown_user_and_wrong_password_same_body(vc):
+    a = request(vc, "POST", "/2/instances", {}, auth=("nobody", "x"))
+    b = request(vc, "POST", "/2/instances", {}, auth=("writer", "x"))
+    assert a[:2] == b[:2] and a[0] == 401
+
+
+def test_users_file_reload_and_broken_file(vc):
+    path = f"/2/nodes/{N3}/tags?tag=reload"
+    submit_ok(vc, "PUT", path)
+    write_users(vc, "reader {cleartext}rpass read\n")      # writer removed
+    wait_until(lambda: request(vc, "PUT", path, auth=WRITER)[0] == 401, "writer removed")
+    write_users(vc, USERS)
+    wait_until(lambda: request(vc, "PUT", path, auth=WRITER)[0] == 200, "writer back")
+    write_users(vc, USERS + "broken line with too many fields\n")
+    time.sleep(0.5)   # give the watcher its chance to (not) switch tables
+    assert request(vc, "DELETE", path, auth=WRITER)[0] == 200      # old table kept
+    log = open(vc.paths(N1).daemon_log_file(constants.RAPI)).read()
+    assert "invalid" in log and "keeping the previous users" in log
+    write_users(vc, USERS)
+
+
+# --- malformed requests --------------------------------------------------------------------
+
+def test_malformed_requests(vc):
+    before = job_serial(vc)
+    assert request(vc, "GET", "/2/nowhere")[0] == 404
+    status, _, resp = request(vc, "POST", "/2/info")
+    assert status == 405 and resp.getheader("Allow") == "GET"
+    assert request(vc, "PATCH", "/2/info")[0] == 501
+    assert request(vc, "PUT", f"/2/nodes/{N3}/role", raw=b'"drained"', auth=WRITER,
+                   headers={"Content-Type": "text/plain"})[0] == 415
+    assert request(vc, "PUT", f"/2/nodes/{N3}/role", raw=b'{"x":', auth=WRITER,
+                   headers={"Content-Type": "application/json"})[0] == 400
+    assert request(vc, "PUT", f"/2/nodes/{N3}/role", "boss", auth=WRITER)[0] == 400
+    assert request(vc, "GET", "/2/nodes?bulk=maybe")[0] == 400
+    assert request(vc, "POST", "/2/instances", {"name": "x"}, auth=WRITER)[0] == 400
+    assert request(vc, "PUT", "/2/instances/x/modify", {"bogus": 1}, auth=WRITER)[0] == 400
+    for header in ("Basic", "Basic !!!", "Bearer abc", "Basic " + base64.b64encode(
+            b"nocolon").decode()):
+        status, body, _ = request(vc, "PUT", "/2/tags?tag=a",
+                                  headers={"Authorization": header})
+        assert status in (400, 401) and "Traceback" not in json.dumps(body)
+    assert job_serial(vc) == before
+    assert request(vc, "GET", "/version")[0] == 200
+
+
+def test_oversized_body_refused_unread(vc):
+    host, port = addr(vc)
+    with socket.create_connection((host, port), timeout=30) as raw:
+        with _tls().wrap_socket(raw) as sock:
+            sock.sendall(b"PUT /2/tags?tag=a HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\n"
+                         b"Authorization: Basic " + base64.b64encode(b"writer:wpass") +
+                         b"\r\nContent-Length: 20000000\r\n\r\n")
+            reply = sock.recv(4096)
+    assert reply.startswith(b"HTTP/1.1 413")
+    assert request(vc, "GET", "/version")[0] == 200
+
+
+def test_access_log_has_user_not_password(vc):
+    request(vc, "GET", "/2/info", auth=READER)
+    log = open(vc.paths(N1).log_file(constants.RAPI_ACCESS_LOG)).read()
+    assert re.search(r' - reader \[[^]]+\] "GET /2/info HTTP/1.1" 200 \d+', log)
+    assert "rpass" not in log and "Basic" not in log
+
+
+def test_verify_warns_when_rapi_is_down(vc):
+    from ganeti import bootstrap
+    res = vc.run("gnt-cluster", "verify")
+    assert "RAPI daemon" not in res.stderr
+    bootstrap.stop_daemon(vc.paths(N1), constants.RAPI)
+    try:
+        res = vc.run("gnt-cluster", "verify")
+        assert "WARNING: the RAPI daemon (ganeti-rapi) is not running" in res.stderr
+    finally:
+        vcluster.start(vc.cluster, N1)
+    assert request(vc, "GET", "/version")[0] == 200
