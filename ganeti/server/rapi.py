@@ -269,7 +269,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
                 raise errors.HttpError("Request body ended early", 400)
             try:
-                body = serializer.loads(data)
+                body = serializer.loads(data, valid_unicode=True)   # outside input
             except errors.SerializationError as exc:
                 raise errors.HttpError(f"Invalid JSON in the request body: {exc}", 400) \
                     from exc

@@ -270,6 +270,9 @@ def test_malformed_requests(vc):
     assert request(vc, "GET", "/2/nodes?bulk=maybe")[0] == 400
     assert request(vc, "POST", "/2/instances", {"name": "x"}, auth=WRITER)[0] == 400
     assert request(vc, "PUT", "/2/instances/x/modify", {"bogus": 1}, auth=WRITER)[0] == 400
+    status, body, _ = request(vc, "PUT", "/2/tags?tag=a", raw=b'{"comment": "x\\ud800"}',
+                              auth=WRITER, headers={"Content-Type": "application/json"})
+    assert status == 400 and "surrogate" in json.dumps(body), body   # never stored
     for header in ("Basic", "Basic !!!", "Bearer abc", "Basic " + base64.b64encode(
             b"nocolon").decode()):
         status, body, _ = request(vc, "PUT", "/2/tags?tag=a",
