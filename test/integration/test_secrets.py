@@ -2,21 +2,26 @@
 
 A random canary goes into every secret-bearing field (private OS
 parameters on instance add, modify and reinstall; the cluster domain
-secret) of a 3-node virtual cluster whose master logs at debug level.  An
+secret; a RAPI user's password, used right and wrong) of a 3-node virtual
+cluster whose master logs at debug level.  An
 instance lifecycle runs through raw LUXI, the jobs are listed and
 archived, and then every LUXI answer received and every file under the
 cluster directory (node roots: job files on the master and the
 candidates, the archive, logs, hook environments) is searched: no
 canary may be found, except in the files meant to hold them (each node's
-``config.data`` and ``cluster-domain-secret``) and in what the OS scripts
+``config.data`` and ``cluster-domain-secret``, the RAPI users file) and in what the OS scripts
 themselves wrote (outside the cluster directory, checked to hold them).
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
 import os
 import secrets
+import ssl
 import subprocess
+import time
 from typing import Any
 
 import pytest
@@ -30,7 +35,7 @@ pytestmark = pytest.mark.timeout(300)
 N1 = "node1.vcluster"
 INST = "secret1.example.com"
 ROUNDS = 120          # WaitForJobChange rounds of at most 1 s per job
-ALLOWED = ("config.data", "cluster-domain-secret")
+ALLOWED = ("config.data", "cluster-domain-secret", "users")   # users: the RAPI users file
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +89,44 @@ def _files_with(root: str, needles: list[bytes]) -> list[str]:
     return hits
 
 
+def _rapi_status(vc, method: str, path: str, user: str, password: str) -> tuple[int, str]:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
+                                       context=ctx, timeout=30)
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    try:
+        conn.request(method, path, body=b"" if method != "GET" else None,
+                     headers={"Authorization": f"Basic {token}",
+                              "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
+def _use_rapi_password(vc, password: str) -> str:
+    """A write user whose password is ``password``, used right and wrong; the answers."""
+    path = vc.paths(N1).rapi_users_file
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as fh:
+        fh.write(f"operator {password} write\n")
+    os.chmod(path + ".tmp", 0o600)
+    os.replace(path + ".tmp", path)
+    answers = []
+    for _ in range(200):    # the daemon reloads the file on its own
+        status, text = _rapi_status(vc, "PUT", "/2/tags?tag=x&dry-run=1", "operator", password)
+        answers.append(text)
+        if status == 200:
+            break
+        time.sleep(0.05)
+    assert status == 200, answers[-1]
+    status, text = _rapi_status(vc, "PUT", "/2/tags?tag=x&dry-run=1", "operator", password + "x")
+    assert status == 401
+    return "".join(answers) + text
+
+
 def test_no_secret_leaks_through_a_lifecycle(vc, tmp_path):
     canaries = {k: f"canary-{k}-{secrets.token_hex(8)}" for k in ("add", "modify", "reinstall",
                                                                   "cds")}
@@ -129,6 +172,10 @@ def test_no_secret_leaks_through_a_lifecycle(vc, tmp_path):
     cl.call("AutoArchiveJobs", [-1, 30])
     cl.call("QueryJobs", [[r[0] for r in ids], fields])
 
+    canaries["rapi"] = f"canary-rapi-{secrets.token_hex(8)}"
+    needles.append(canaries["rapi"].encode())
+    rapi_said = _use_rapi_password(vc, canaries["rapi"])
+
     # the secrets reached where they belong
     envs = "".join(p.read_text() for p in os_out.iterdir())
     assert f"OSP_SECRET={canaries['add']}" in envs
@@ -143,7 +190,7 @@ def test_no_secret_leaks_through_a_lifecycle(vc, tmp_path):
     # ... and nowhere else
     for cmd in cli:
         assert cmd.returncode == 0, cmd.stdout + cmd.stderr
-    said = "".join(cl.answers) + "".join(c.stdout + c.stderr for c in cli)
+    said = "".join(cl.answers) + "".join(c.stdout + c.stderr for c in cli) + rapi_said
     assert [c for c in canaries.values() if c in said] == []
     leaks = [h for h in _files_with(vc.directory, needles)
              if os.path.basename(h.split(":")[0]) not in ALLOWED]
