@@ -66,6 +66,8 @@ LAYERS: dict[str, int] = {
     "ganeti.ssh": 3,
     "ganeti.luxi": 3,
     "ganeti.query": 3,
+    "ganeti.events": 3,
+    "ganeti.configevents": 3,
     "ganeti.http": 3,
     "ganeti.rpc.client": 3,
     "ganeti.rpc.transport": 3,

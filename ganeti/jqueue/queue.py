@@ -39,19 +39,23 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ganeti import constants, errors, opcodes, serializer
 from ganeti.jqueue import adopt as jadopt
 from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
 from ganeti.jqueue import lookup as jlookup
+from ganeti.jqueue import notify as jnotify
 from ganeti.jqueue import submission as jsubmit
 from ganeti.jqueue.callbacks import OpCallbacks
 from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, QueuedJob, copy_job,
                                job_to_disk, jsonable, set_op_status, split_time)
 from ganeti.jqueue.storage import JobStorage
 from ganeti.jqueue.table import JobTable
+
+if TYPE_CHECKING:
+    from ganeti.events import EventBus
 
 __all__ = ["JobQueue", "ProcessorFactory", "MSG_MASTER_STOPPED", "MSG_CANCELED", "MSG_PREV_FAILED"]
 
@@ -76,15 +80,18 @@ class JobQueue:
     ``processor_factory()`` gives an object with ``execute_opcode(op,
     callbacks)``; ``clock`` is wall time (job timestamps).  ``size_limits``
     is ``(soft, hard)``, in unarchived jobs (default: the ``JOB_QUEUE_SIZE_*``
-    constants; see :meth:`submit_job`).
+    constants; see :meth:`submit_job`).  ``events``: the bus job events are
+    published on (:mod:`ganeti.jqueue.notify`), or None.
     """
 
     def __init__(self, storage: JobStorage, processor_factory: ProcessorFactory, *,
                  workers: int = constants.DEFAULT_JOB_WORKERS,
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
-                 size_limits: tuple[int, int] | None = None) -> None:
+                 size_limits: tuple[int, int] | None = None,
+                 events: EventBus | None = None) -> None:
         self.storage = storage
+        self.events = events
         self._soft_limit, self._hard_limit = size_limits or (
             constants.JOB_QUEUE_SIZE_SOFT_LIMIT, constants.JOB_QUEUE_SIZE_HARD_LIMIT)
         self._factory = processor_factory
@@ -282,6 +289,7 @@ class JobQueue:
             for job in jobs:
                 self._table.add_live(job)
                 self._push(job)
+                jnotify.job_submitted(self.events, job)
             self._changed.notify_all()
 
     # adoption (PickupJob) ------------------------------------------------------
@@ -321,6 +329,7 @@ class JobQueue:
                 else:
                     self._table.add_live(job)
                     self._push(job)
+                jnotify.job_submitted(self.events, job, source="pickup")
                 self._changed.notify_all()
         logger.info("Picked up job %s (%s%s)", job_id, job.status(),
                     ", serial raised" if bump else "")
@@ -402,6 +411,7 @@ class JobQueue:
                 data = self._encode(new)
             self.storage.write_jobs([(job.id, data)], retry=retry)
             with self._lock:
+                old_opstatus = [op.status for op in job.ops]
                 for live, done, prio in zip(job.ops, new.ops, prios):
                     live.status, live.result = done.status, done.result
                     if done.priority != prio:   # else keep an escalation made meanwhile
@@ -412,6 +422,7 @@ class JobQueue:
                 job.start_timestamp, job.end_timestamp = new.start_timestamp, new.end_timestamp
                 if after is not None:
                     after(job)
+                jnotify.job_changed(self.events, job, old_opstatus)
                 self._changed.notify_all()
             return True
 
@@ -602,7 +613,8 @@ class JobQueue:
         (in order with the job's state writes, retried if the write fails)."""
         with self._write_lock(job):
             with self._lock:
-                job.add_log(self._clock(), log_type, jsonable(msg), idx)
+                entry = job.add_log(self._clock(), log_type, jsonable(msg), idx)
+                jnotify.log_added(self.events, job, idx, entry)
                 data = self._encode(job)
                 self._changed.notify_all()
             self.storage.write_jobs([(job.id, data)], wait=False)

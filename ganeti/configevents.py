@@ -1,0 +1,141 @@
+"""Instance and node events from configuration changes.
+
+:class:`ConfigEventTracker` is fed by the configuration writer's change
+hook (:class:`ganeti.config.ConfigWriter` ``on_change``: after every
+durable write, config lock held, in serial order).  It compares a small
+digest of every instance (admin state, primary node) and node (role,
+flags) with the previous one and publishes the differences on an
+:class:`ganeti.events.EventBus`: a start or stop LU shows up as one
+``instance.state`` event, ``gnt-node modify -C/-D/-O`` as one
+``node.role`` event, whichever LU did it (doc/protocols/events.md,
+"Instance and node events").
+
+It reads the live tree, which may already hold a newer change than the
+write being reported (never an older one): that change is then reported
+one write early, and each change is reported once.  A change whose write
+fails is undone in memory; if it was reported early, the next write
+reports the way back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from ganeti import events as ev
+from ganeti.objects import ConfigData, Instance, Node
+
+__all__ = ["ConfigEventTracker", "node_role_name", "ROLE_MASTER", "ROLE_CANDIDATE",
+           "ROLE_DRAINED", "ROLE_OFFLINE", "ROLE_REGULAR"]
+
+#: Node role names, as RAPI's ``/2/nodes/[node]/role``.
+ROLE_MASTER = "master"
+ROLE_CANDIDATE = "master-candidate"
+ROLE_DRAINED = "drained"
+ROLE_OFFLINE = "offline"
+ROLE_REGULAR = "regular"
+
+
+def node_role_name(node: Node, master_uuid: str) -> str:
+    """The node's role: master, master-candidate, drained, offline or regular."""
+    if node.uuid == master_uuid:
+        return ROLE_MASTER
+    if node.master_candidate:
+        return ROLE_CANDIDATE
+    if node.drained:
+        return ROLE_DRAINED
+    if node.offline:
+        return ROLE_OFFLINE
+    return ROLE_REGULAR
+
+
+class _InstanceDigest(NamedTuple):
+    name: str
+    admin_state: str
+    admin_state_source: str
+    primary_node: str
+
+
+class _NodeDigest(NamedTuple):
+    name: str
+    role: str
+    master_candidate: bool
+    drained: bool
+    offline: bool
+
+
+def _instances(data: ConfigData) -> dict[str, _InstanceDigest]:
+    nodes = data.nodes
+    return {uuid: _instance_digest(inst, nodes) for uuid, inst in data.instances.items()}
+
+
+def _instance_digest(inst: Instance, nodes: Mapping[str, Node]) -> _InstanceDigest:
+    primary = nodes.get(inst.primary_node)
+    return _InstanceDigest(inst.name, inst.admin_state, inst.admin_state_source,
+                           primary.name if primary is not None else inst.primary_node)
+
+
+def _nodes(data: ConfigData) -> dict[str, _NodeDigest]:
+    master = data.cluster.master_node
+    return {uuid: _NodeDigest(node.name, node_role_name(node, master), node.master_candidate,
+                              node.drained, node.offline)
+            for uuid, node in data.nodes.items()}
+
+
+class ConfigEventTracker:
+    """Publishes instance and node changes between two configuration writes.
+
+    Construct it with the configuration as loaded (nothing is published
+    for that), then call :meth:`on_change` from the writer's change hook.
+    """
+
+    def __init__(self, bus: ev.EventBus, data: ConfigData) -> None:
+        self._bus = bus
+        self._instances = _instances(data)
+        self._nodes = _nodes(data)
+
+    def on_change(self, data: ConfigData) -> None:
+        """Compare ``data`` (the live tree) with the last call; publish the differences."""
+        instances, nodes = _instances(data), _nodes(data)
+        if instances != self._instances:
+            self._instance_events(self._instances, instances)
+        if nodes != self._nodes:
+            self._node_events(self._nodes, nodes)
+        self._instances, self._nodes = instances, nodes
+
+    def _instance_events(self, old: Mapping[str, _InstanceDigest],
+                         new: Mapping[str, _InstanceDigest]) -> None:
+        publish = self._bus.publish
+        for uuid, before in old.items():
+            if uuid not in new:
+                publish(ev.EV_INSTANCE_REMOVED, instance=before.name, node=before.primary_node,
+                        data={"uuid": uuid})
+        for uuid, now in new.items():
+            before = old.get(uuid)
+            if before is None:
+                publish(ev.EV_INSTANCE_ADDED, instance=now.name, node=now.primary_node,
+                        data={"uuid": uuid, "status": now.admin_state})
+            elif (now.admin_state, now.admin_state_source, now.primary_node) != (
+                    before.admin_state, before.admin_state_source, before.primary_node):
+                publish(ev.EV_INSTANCE_STATE, instance=now.name, node=now.primary_node, data={
+                    "uuid": uuid, "status": now.admin_state,
+                    "admin_state_source": now.admin_state_source,
+                    "previous_status": before.admin_state,
+                    "primary_node": now.primary_node,
+                    "previous_primary_node": before.primary_node})
+
+    def _node_events(self, old: Mapping[str, _NodeDigest],
+                     new: Mapping[str, _NodeDigest]) -> None:
+        publish = self._bus.publish
+        for uuid, before in old.items():
+            if uuid not in new:
+                publish(ev.EV_NODE_REMOVED, node=before.name, data={"uuid": uuid})
+        for uuid, now in new.items():
+            before = old.get(uuid)
+            flags = {"role": now.role, "master_candidate": now.master_candidate,
+                     "drained": now.drained, "offline": now.offline}
+            if before is None:
+                publish(ev.EV_NODE_ADDED, node=now.name, data={"uuid": uuid, **flags})
+            elif before[1:] != now[1:]:
+                publish(ev.EV_NODE_ROLE, node=now.name, data={
+                    "uuid": uuid, **flags, "previous_role": before.role})
