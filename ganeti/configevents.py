@@ -106,9 +106,9 @@ class ConfigEventTracker:
     def _instance_events(self, old: Mapping[str, _InstanceDigest],
                          new: Mapping[str, _InstanceDigest]) -> None:
         publish = self._bus.publish
-        for uuid, before in old.items():
+        for uuid, gone in old.items():
             if uuid not in new:
-                publish(ev.EV_INSTANCE_REMOVED, instance=before.name, node=before.primary_node,
+                publish(ev.EV_INSTANCE_REMOVED, instance=gone.name, node=gone.primary_node,
                         data={"uuid": uuid})
         for uuid, now in new.items():
             before = old.get(uuid)
@@ -127,15 +127,15 @@ class ConfigEventTracker:
     def _node_events(self, old: Mapping[str, _NodeDigest],
                      new: Mapping[str, _NodeDigest]) -> None:
         publish = self._bus.publish
-        for uuid, before in old.items():
+        for uuid, gone in old.items():
             if uuid not in new:
-                publish(ev.EV_NODE_REMOVED, node=before.name, data={"uuid": uuid})
+                publish(ev.EV_NODE_REMOVED, node=gone.name, data={"uuid": uuid})
         for uuid, now in new.items():
-            before = old.get(uuid)
+            node_before = old.get(uuid)
             flags = {"role": now.role, "master_candidate": now.master_candidate,
                      "drained": now.drained, "offline": now.offline}
-            if before is None:
+            if node_before is None:
                 publish(ev.EV_NODE_ADDED, node=now.name, data={"uuid": uuid, **flags})
-            elif before[1:] != now[1:]:
+            elif node_before[1:] != now[1:]:
                 publish(ev.EV_NODE_ROLE, node=now.name, data={
-                    "uuid": uuid, **flags, "previous_role": before.role})
+                    "uuid": uuid, **flags, "previous_role": node_before.role})

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ganeti.cmdlib.hooksrunner import HooksRunner
     from ganeti.cmdlib.liveinfo import NodeInfoCache
     from ganeti.config import ConfigWriter
+    from ganeti.events import EventBus
     from ganeti.jqueue import JobQueue
     from ganeti.locking import GanetiLockManager, LockMonitor
     from ganeti.rpc.client import RpcRunner
@@ -57,6 +58,8 @@ class MasterContext:
     * ``paths``: the node's :class:`ganeti.pathutils.Paths`.
     * ``node_info_cache``: a :class:`ganeti.cmdlib.liveinfo.NodeInfoCache`
       for the live fields of node queries, or None (always ask the nodes).
+    * ``events``: the :class:`ganeti.events.EventBus` job, instance and node
+      events are published on (LUXI ``WaitForEvents``), or None.
     """
 
     paths: Paths
@@ -68,6 +71,7 @@ class MasterContext:
     hooks_runner: HooksRunner | None = None
     replicator: ConfigReplicator | None = None
     node_info_cache: NodeInfoCache | None = None
+    events: EventBus | None = None
 
     def require_cfg(self) -> ConfigWriter:
         """``cfg``; :class:`errors.ProgrammerError` in a context without one."""

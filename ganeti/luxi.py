@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["ETX", "KNOWN_METHODS", "FrameBuffer", "encode_message",
            "encode_request", "encode_response", "parse_request",
            "parse_response", "Request", "Client", "JOB_NOTCHANGED",
-           "IDEMPOTENT_METHODS", "default_master_socket", "METHOD_ARGS", "check_args"]
+           "IDEMPOTENT_METHODS", "default_master_socket", "METHOD_ARGS", "check_args",
+           "WAIT_FOR_EVENTS_LIMIT"]
 
 ETX = b"\x03"
 
@@ -32,7 +33,7 @@ KNOWN_METHODS = frozenset([
     "QueryJobs", "QueryInstances", "QueryNodes", "QueryGroups",
     "QueryNetworks", "QueryExports", "QueryConfigValues",
     "QueryClusterInfo", "QueryTags", "QueryFilters", "ReplaceFilter",
-    "DeleteFilter", "SetDrainFlag", "SetWatcherPause",
+    "DeleteFilter", "SetDrainFlag", "SetWatcherPause", "WaitForEvents",
 ])
 
 
@@ -171,7 +172,12 @@ METHOD_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
     "QueryTags": (("kind", "str"), ("name", "str|null")),
     "SetDrainFlag": (("flag", "bool"),),
     "SetWatcherPause": (("until", "number|null"),),
+    "WaitForEvents": (("last_id", "int|null"), ("event_filter", "any"), ("timeout", "number")),
 }
+
+#: Most events one ``WaitForEvents`` answer carries (the client asks again
+#: from the cursor it got for the rest).
+WAIT_FOR_EVENTS_LIMIT = 500
 
 
 def check_args(method: str, args: list[Any]) -> None:
@@ -514,6 +520,17 @@ class Client:
                                                prev_log_serial, timeout)
             if result != JOB_NOTCHANGED:
                 return result
+
+    def WaitForEvents(self, last_id: int | None, event_filter: Any = None,
+                      timeout: float = constants.LUXI_WFJC_TIMEOUT) -> dict[str, Any]:
+        """Events after ``last_id`` (None: from now), waiting up to ``timeout``.
+
+        ``event_filter`` is None or ``{"jobs": [ids], "filter": qfilter}``.
+        Returns ``{"last_id": cursor, "events": [event dicts]}`` (see
+        :func:`ganeti.events.event_to_dict`); ask again from ``last_id``.
+        """
+        return self.call("WaitForEvents", [last_id, event_filter, timeout],
+                         timeout=max(self.rw_timeout, timeout + 10))
 
     def CancelJob(self, job_id: int, kill: bool = False) -> list[Any]:
         """Cancel a queued/waiting job; returns ``[success, message]``."""

@@ -29,11 +29,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ganeti import config, constants, errors, locking, luxi, query, watcherpause
+from ganeti import config, constants, errors, events, locking, luxi, query, watcherpause
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
 from ganeti.cmdlib import liveinfo
 from ganeti.cmdlib.hooksrunner import HooksRunner
+from ganeti.configevents import ConfigEventTracker
 from ganeti.context import MasterContext
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
@@ -82,6 +83,7 @@ class LuxiDispatcher:
             "QueryTags": self._query_tags,
             "SetDrainFlag": self._set_drain_flag,
             "SetWatcherPause": self._set_watcher_pause,
+            "WaitForEvents": self._wait_for_events,
         }
         unchecked = set(self._methods) - set(luxi.METHOD_ARGS)
         if unchecked:
@@ -125,6 +127,18 @@ class LuxiDispatcher:
         result = cmdlib_query.run_query(self.context, what, fields,
                                         query.make_simple_filter("name", names))
         return query.old_style_rows(result)
+
+    def _wait_for_events(self, last_id: int | None, event_filter: Any,
+                         timeout: float) -> dict[str, Any]:
+        """Events after ``last_id`` matching the filter, long-polling up to
+        ``timeout`` (capped like WaitForJobChange); doc/protocols/events.md."""
+        bus = self.context.events
+        if bus is None:
+            raise errors.ProgrammerError("This master daemon publishes no events")
+        flt = events.EventFilter.from_wire(event_filter)
+        timeout = min(max(0.0, timeout), constants.LUXI_WFJC_TIMEOUT)
+        cursor, found = bus.wait(last_id, flt, timeout, limit=luxi.WAIT_FOR_EVENTS_LIMIT)
+        return {"last_id": cursor, "events": [events.event_to_dict(e) for e in found]}
 
     def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
         return self.context.require_jqueue().cancel_job(job_id, kill=bool(kill))
@@ -235,8 +249,9 @@ def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
 def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                   sync_mode: str = jstorage.SYNC_SYNCFS, with_rpc: bool = True,
                   rpc_timeout_scale: float = 1.0,
-                  node_info_max_age: float = liveinfo.DEFAULT_MAX_AGE) -> MasterContext:
-    """Open the config, build the lock manager, RPC runner and job queue.
+                  node_info_max_age: float = liveinfo.DEFAULT_MAX_AGE,
+                  event_buffer: int = events.DEFAULT_CAPACITY) -> MasterContext:
+    """Open the config, build the lock manager, RPC runner, event bus and job queue.
 
     The queue is loaded but its workers are not started.
     """
@@ -258,11 +273,23 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     replicator = Replicator(paths, rpc)
     replicator.refresh_targets(cfg)
     change_hooks.append(lambda raw, serial: replicator.on_config_change(cfg, raw, serial))
+    # one bus for job, instance and node events (doc/protocols/events.md)
+    bus = events.EventBus(event_buffer, last_id=events.initial_event_id())
+    tracker = ConfigEventTracker(bus, cfg.get_config_data())
+
+    def _config_events(raw: bytes, serial: int) -> None:
+        try:
+            tracker.on_change(cfg.get_config_data())
+        except Exception:  # never fail the config write that carried the change
+            logger.exception("Cannot publish the events of configuration serial %s", serial)
+
+    change_hooks.append(_config_events)
     context = MasterContext(paths=paths, cfg=cfg, glm=glm, lock_monitor=monitor, rpc=rpc,
                             hooks_runner=(HooksRunner(cfg, rpc, paths=paths)
                                           if rpc is not None else None))
     # the processor waits for replicator.wait_replicated (see mcpu)
     context.replicator = replicator
+    context.events = bus
     if node_info_max_age > 0:
         context.node_info_cache = liveinfo.NodeInfoCache(node_info_max_age)
     storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
@@ -270,7 +297,7 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                          replicate_batch=replicator.replicate_job_files,
                          replicate_drain=replicator.replicate_drain_flag)
     storage.open()
-    jq = JobQueue(storage, lambda: Processor(context), workers=workers)
+    jq = JobQueue(storage, lambda: Processor(context), workers=workers, events=bus)
     context.jqueue = jq
     monitor.register(jq, weak=False)
     jq.load()
@@ -308,6 +335,10 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         help="reuse a node's live data (free memory/disk) in queries for up to"
                              " this long; operations on a node drop it at once; 0: always ask"
                              " (default %(default)s)")
+    parser.add_argument("--event-buffer", type=int, default=events.DEFAULT_CAPACITY,
+                        metavar="EVENTS",
+                        help="events kept for readers that resume (WaitForEvents;"
+                             " default %(default)s)")
     parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
                         help="multiply all node RPC timeouts by this (tests: e.g. 0.05)")
 
@@ -318,6 +349,8 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
             f"No cluster configuration at {paths.config_file}; is the cluster initialised?")
     if options.workers < 1:
         raise errors.ParameterError("--workers must be at least 1", errors.ECODE_INVAL)
+    if options.event_buffer < 1:
+        raise errors.ParameterError("--event-buffer must be at least 1", errors.ECODE_INVAL)
 
 
 def start_master_ip(context: MasterContext) -> threading.Thread | None:
@@ -356,7 +389,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
-                            node_info_max_age=opts.node_info_max_age)
+                            node_info_max_age=opts.node_info_max_age,
+                            event_buffer=opts.event_buffer)
     dispatcher = LuxiDispatcher(context)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout,
@@ -379,6 +413,8 @@ def _serve(runtime: DaemonRuntime, state: _State) -> None:
         state.server.serve_forever(poll_interval=0.5)
     finally:
         state.server.stopping = True
+        if state.context.events is not None:
+            state.context.events.stop()       # end the WaitForEvents long polls
         state.server.server_close()
         try:
             os.unlink(runtime.paths.master_socket)
