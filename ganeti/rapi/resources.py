@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from ganeti import constants, errors, luxi, opcodes
 
 __all__ = ["Ctx", "Route", "ROUTES", "FEATURES", "match", "dispatch", "write_routes",
-           "I_FIELDS", "N_FIELDS", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
+           "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
            "RAPI_REASON_SOURCE", "RAPI_VERSION", "allowed_methods"]
 
 #: the reason-trail source of every opcode submitted through RAPI
@@ -41,9 +41,10 @@ I_FIELDS = ["name", "admin_state", "os", "pnode", "snodes", "disk_template",
             "nic.networks", "nic.networks.names", "nic.bridges", "network_port",
             "disk.sizes", "disk.spindles", "disk_usage", "disk.uuids", "disk.names",
             "beparams", "hvparams", "oper_state", "oper_ram", "oper_vcpus", "status",
-            "custom_hvparams", "custom_beparams", "custom_nicparams", *_COMMON]
+            "custom_hvparams", "custom_beparams", "custom_nicparams", "custom_osparams",
+            *_COMMON]
 N_FIELDS = ["name", "offline", "master_candidate", "drained", "dtotal", "dfree",
-            "sptotal", "spfree", "mtotal", "mnode", "mfree", "hv_state", "pinst_cnt",
+            "sptotal", "spfree", "mtotal", "mnode", "mfree", "pinst_cnt",
             "sinst_cnt", "ctotal", "cnos", "cnodes", "csockets", "pip", "sip", "role",
             "pinst_list", "sinst_list", "master_capable", "vm_capable", "ndparams",
             "group.uuid", *_COMMON]
@@ -52,6 +53,9 @@ G_FIELDS = ["alloc_policy", "name", "node_cnt", "node_list", "ipolicy", "custom_
 J_FIELDS_BULK = ["id", "ops", "status", "summary", "opstatus", "received_ts", "start_ts",
                  "end_ts"]
 J_FIELDS = [*J_FIELDS_BULK, "oplog", "opresult"]
+
+#: extra keys of ``GET /2/nodes/[node]``: the same value under the opcode's name
+N_ALIASES = {"sip": "secondary_ip"}
 
 _ROLE_NAMES = {"M": "master", "C": "master-candidate", "R": "regular", "D": "drained",
                "O": "offline"}
@@ -166,10 +170,14 @@ def _query(ctx: Ctx, what: str, fields: list[str], qfilter: Any = None) -> list[
     return [{f: _cell(c) for f, c in zip(fields, row)} for row in res["data"]]
 
 
-def _listing(ctx: Ctx, what: str, prefix: str, fields: list[str]) -> list[dict[str, Any]]:
+def _listing(ctx: Ctx, what: str, prefix: str, fields: list[str], key: str = "id",
+             fix: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+             ) -> list[dict[str, Any]]:
+    """``[{key: name, "uri"}]``, or with ``bulk=1`` one dict of ``fields`` per item."""
     if ctx.qbool("bulk"):
-        return _query(ctx, what, fields)
-    return [{"id": row["name"], "uri": f"{prefix}/{row['name']}"}
+        rows = _query(ctx, what, fields)
+        return [fix(r) for r in rows] if fix else rows
+    return [{key: row["name"], "uri": f"{prefix}/{row['name']}"}
             for row in _query(ctx, what, ["name"])]
 
 
@@ -256,6 +264,13 @@ def _job_wait(ctx: Ctx) -> Any:
 
 # --- nodes --------------------------------------------------------------------------------
 
+def _node_get(ctx: Ctx) -> dict[str, Any]:
+    row = _one(ctx, constants.QR_NODE, ctx.args["node"], N_FIELDS)
+    for name, alias in N_ALIASES.items():
+        row[alias] = row[name]
+    return row
+
+
 def _node_role(ctx: Ctx) -> str:
     role = _one(ctx, constants.QR_NODE, ctx.args["node"], ["name", "role"])["role"]
     return _ROLE_NAMES.get(role, role)
@@ -278,9 +293,8 @@ def _set_node_role(ctx: Ctx) -> list[dict[str, Any]]:
     flags = _ROLE_FLAGS.get(role)
     if flags is None:
         raise _bad(f"Unknown node role '{role}'")
-    force = ctx.qbool("force")
-    return [_op("OP_NODE_SET_PARAMS", node_name=ctx.args["node"], force=force,
-                auto_promote=force, **flags)]
+    return [_op("OP_NODE_SET_PARAMS", node_name=ctx.args["node"], force=ctx.qbool("force"),
+                auto_promote=ctx.qbool("auto-promote"), **flags)]
 
 
 # --- instances ----------------------------------------------------------------------------
@@ -336,14 +350,23 @@ def _instance_shutdown(ctx: Ctx) -> list[dict[str, Any]]:
     return [op]
 
 
+def _with_memory(row: dict[str, Any]) -> dict[str, Any]:
+    """Ganeti's clients still read ``beparams["memory"]``: the same as ``maxmem``."""
+    beparams = row.get("beparams")
+    if isinstance(beparams, dict) and "maxmem" in beparams:
+        row["beparams"] = {**beparams, "memory": beparams["maxmem"]}
+    return row
+
+
 def _instance_get(ctx: Ctx) -> dict[str, Any]:
-    return _one(ctx, constants.QR_INSTANCE, _inst(ctx), I_FIELDS)
+    return _with_memory(_one(ctx, constants.QR_INSTANCE, _inst(ctx), I_FIELDS))
 
 
-def _inst_op(op_id: str, **query_flags: str) -> Builder:
-    """An instance opcode from the body plus boolean query parameters."""
+def _inst_op(op_id: str, aliases: dict[str, str] | None = None, **query_flags: str
+             ) -> Builder:
+    """An instance opcode from the body (after ``aliases``) plus boolean query parameters."""
     def build(ctx: Ctx) -> list[dict[str, Any]]:
-        op = _from_body(ctx, op_id, {"instance_name": _inst(ctx)})
+        op = _from_body(ctx, op_id, {"instance_name": _inst(ctx)}, aliases)
         for param, qname in query_flags.items():
             if ctx.qstr(qname) is not None:
                 op[param] = ctx.qbool(qname)
@@ -370,7 +393,10 @@ def _query_put(ctx: Ctx) -> Any:
     fields = body.get("fields", _query_fields_param(ctx))
     if not isinstance(fields, list) or not fields:
         raise _bad("Missing 'fields' (a list of field names)")
-    return ctx.call("Query", ctx.args["resource"], fields, body.get("filter"))
+    qfilter = body.get("qfilter", body.get("filter"))
+    if "qfilter" in body and "filter" in body and body["filter"] != body["qfilter"]:
+        raise _bad("'qfilter' and 'filter' are aliases; they must not differ")
+    return ctx.call("Query", ctx.args["resource"], fields, qfilter)
 
 
 def _query_fields(ctx: Ctx) -> Any:
@@ -402,7 +428,7 @@ ROUTES: list[Route] = [
     # nodes
     Route("/2/nodes", "GET", read=lambda c: _listing(c, constants.QR_NODE, "/2/nodes",
                                                      N_FIELDS)),
-    Route(_NODE, "GET", read=lambda c: _one(c, constants.QR_NODE, c.args["node"], N_FIELDS)),
+    Route(_NODE, "GET", read=_node_get),
     Route(_NODE + "/role", "GET", read=_node_role),
     Route(_NODE + "/role", "PUT", build=_set_node_role, opcode="OP_NODE_SET_PARAMS"),
     Route(_NODE + "/modify", "POST",
@@ -414,11 +440,13 @@ ROUTES: list[Route] = [
     *_tags_routes(_NODE + "/tags", constants.TAG_NODE, "node"),
     # instances
     Route("/2/instances", "GET", read=lambda c: _listing(c, constants.QR_INSTANCE,
-                                                         "/2/instances", I_FIELDS)),
+                                                         "/2/instances", I_FIELDS,
+                                                         fix=_with_memory)),
     Route("/2/instances", "POST", build=_instance_create, opcode="OP_INSTANCE_CREATE"),
     Route(_INST, "GET", read=_instance_get),
-    Route(_INST, "DELETE", build=lambda c: [_op("OP_INSTANCE_REMOVE", instance_name=_inst(c),
-                                                ignore_failures=False)],
+    Route(_INST, "DELETE", build=lambda c: [_from_body(c, "OP_INSTANCE_REMOVE",
+                                                       {"instance_name": _inst(c),
+                                                        "ignore_failures": False})],
           opcode="OP_INSTANCE_REMOVE"),
     Route(_INST + "/info", "GET",
           build=lambda c: [_op("OP_INSTANCE_QUERY_DATA", instances=[_inst(c)],
@@ -436,7 +464,9 @@ ROUTES: list[Route] = [
           opcode="OP_INSTANCE_DEACTIVATE_DISKS"),
     Route(_INST + "/rename", "PUT", build=_inst_op("OP_INSTANCE_RENAME"),
           opcode="OP_INSTANCE_RENAME"),
-    Route(_INST + "/modify", "PUT", build=_inst_op("OP_INSTANCE_SET_PARAMS"),
+    Route(_INST + "/modify", "PUT",
+          build=_inst_op("OP_INSTANCE_SET_PARAMS", {"custom_beparams": "beparams",
+                                                    "custom_hvparams": "hvparams"}),
           opcode="OP_INSTANCE_SET_PARAMS"),
     Route(_INST + "/migrate", "PUT", build=_inst_op("OP_INSTANCE_MIGRATE"),
           opcode="OP_INSTANCE_MIGRATE"),
@@ -445,7 +475,7 @@ ROUTES: list[Route] = [
     *_tags_routes(_INST + "/tags", constants.TAG_INSTANCE, "instance"),
     # groups
     Route("/2/groups", "GET", read=lambda c: _listing(c, constants.QR_GROUP, "/2/groups",
-                                                      G_FIELDS)),
+                                                      G_FIELDS, key="name")),
     Route("/2/groups", "POST",
           build=lambda c: [_from_body(c, "OP_GROUP_ADD", {}, {"name": "group_name"})],
           opcode="OP_GROUP_ADD"),

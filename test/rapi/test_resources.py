@@ -103,12 +103,16 @@ def test_set_role_builds_node_set_params():
     fake = FakeLuxi()
     assert run("PUT", "/2/nodes/n2/role", fake, body="drained", query={"force": ["1"]}) == 42
     (op,) = fake.submitted[0]
-    assert (op["OP_ID"], op["drained"], op["master_candidate"], op["auto_promote"]) == \
-        ("OP_NODE_SET_PARAMS", True, False, True)
+    assert (op["OP_ID"], op["drained"], op["master_candidate"], op["force"],
+            op["auto_promote"]) == ("OP_NODE_SET_PARAMS", True, False, True, False)
+    # the client library's SetNodeRole sends auto_promote as "auto-promote"
+    run("PUT", "/2/nodes/n2/role", fake, body="offline", query={"auto-promote": ["1"]})
+    (op,) = fake.submitted[1]
+    assert (op["offline"], op["force"], op["auto_promote"]) == (True, False, True)
     for bad in ("master", "boss", 3):
         with pytest.raises(errors.HttpError):
             run("PUT", "/2/nodes/n2/role", fake, body=bad)
-    assert len(fake.submitted) == 1
+    assert len(fake.submitted) == 2
 
 
 def test_instance_create_reqv1_aliases_reason_and_dry_run():
@@ -160,3 +164,49 @@ def test_tags():
     assert fake.submitted[0][0]["tags"] == ["a", "b"]
     with pytest.raises(errors.HttpError):
         run("DELETE", "/2/tags", fake)              # no tag given
+
+
+def test_listing_keys_and_node_aliases():
+    fake = FakeLuxi({"group": [{"name": "default"}],
+                     "node": [{"name": "n1", "sip": "192.0.2.1", "role": "M"}]})
+    # groups are listed by "name" (the client library reads g["name"]), the rest by "id"
+    assert run("GET", "/2/groups", fake) == [{"name": "default", "uri": "/2/groups/default"}]
+    node = run("GET", "/2/nodes/n1", fake)
+    assert node["secondary_ip"] == node["sip"] == "192.0.2.1"
+    assert "hv_state" not in res.N_FIELDS and "custom_osparams" in res.I_FIELDS
+
+
+def test_instance_beparams_memory_for_old_clients():
+    inst = {"name": "i1", "beparams": {"maxmem": 256, "minmem": 128, "vcpus": 1}}
+    fake = FakeLuxi({"instance": [inst]})
+    assert run("GET", "/2/instances/i1", fake)["beparams"]["memory"] == 256
+    (bulk,) = run("GET", "/2/instances", fake, query={"bulk": ["1"]})
+    assert bulk["beparams"] == {"maxmem": 256, "minmem": 128, "vcpus": 1, "memory": 256}
+    assert "memory" not in inst["beparams"]
+
+
+def test_instance_modify_custom_aliases_and_delete_body():
+    fake = FakeLuxi()
+    run("PUT", "/2/instances/i1/modify", fake, body={"custom_beparams": {"vcpus": 2}})
+    assert fake.submitted[0][0]["beparams"] == {"vcpus": 2}
+    run("DELETE", "/2/instances/i1", fake, body={"shutdown_timeout": 5})
+    op = fake.submitted[1][0]
+    assert (op["shutdown_timeout"], op["ignore_failures"]) == (5, False)
+    with pytest.raises(errors.HttpError):
+        run("DELETE", "/2/instances/i1", fake, body={"ignore_failures": True})
+
+
+def test_query_put_takes_qfilter():
+    class QueryLuxi(FakeLuxi):
+        def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+            self.calls.append((method, args))
+            return {"fields": [], "data": []}
+    fake = QueryLuxi()
+    qfilter = ["=", "name", "n1"]
+    run("PUT", "/2/query/node", fake, body={"fields": ["name"], "qfilter": qfilter,
+                                            "filter": qfilter})
+    run("PUT", "/2/query/node", fake, body={"fields": ["name"], "qfilter": qfilter})
+    assert [a[2] for _m, a in fake.calls] == [qfilter, qfilter]
+    with pytest.raises(errors.HttpError):
+        run("PUT", "/2/query/node", fake, body={"fields": ["name"], "qfilter": qfilter,
+                                                "filter": ["=", "name", "n2"]})
