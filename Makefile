@@ -8,8 +8,9 @@ STAMP := $(VENV)/.installed
 
 all: test
 
-# System packages some features need (only installed when missing, as root).
-DEBIAN_PACKAGES := tzdata
+# System packages some features and tests need (only installed when missing, as root;
+# doc/dependencies.md says which needs what).
+DEBIAN_PACKAGES := tzdata python3-ganeti-rapi
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
