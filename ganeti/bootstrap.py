@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 #: environment variable naming an ``/etc/hosts``-style file consulted first
 ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
 #: the address ganeti-rapi listens on when started by :func:`start_rapi` (default: all)
-ENV_RAPI_BIND = "GANETI_RAPI_BIND"
+ENV_RAPI_BIND = constants.ENV_RAPI_BIND
 DEFAULT_DISK_TEMPLATES = (constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE)
 #: where ``ganeti-noded``/``ganeti-masterd`` live (next to the package)
 DAEMONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

@@ -39,6 +39,8 @@ ENV_ROOTDIR = "GANETI_ROOTDIR"
 ENV_HOSTNAME = "GANETI_HOSTNAME"
 ENV_NODED_PORT = "GANETI_NODED_PORT"
 ENV_RAPI_PORT = "GANETI_RAPI_PORT"
+#: the address ganeti-rapi listens on when bootstrap starts it (default: all addresses)
+ENV_RAPI_BIND = "GANETI_RAPI_BIND"
 
 # Job and opcode statuses (doc/protocols/jobs.md, "Statuses")
 JOB_STATUS_QUEUED = "queued"

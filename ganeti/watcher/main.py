@@ -6,9 +6,11 @@
    force on this node.
 3. On every node: make sure the node daemon runs and answers; run the
    watcher hooks.
-4. On the master: make sure the master daemon runs and answers, then one
-   pass over every node group (:mod:`ganeti.watcher.master`), with
-   verify-disks unless ``--no-verify-disks``.
+4. On the master: make sure the master daemon (LUXI) and the RAPI daemon
+   (``GET /version`` on ``--rapi-ip``) run and answer, then one pass over
+   every node group (:mod:`ganeti.watcher.master`), with verify-disks
+   unless ``--no-verify-disks``.  A RAPI daemon that cannot be brought
+   back does not stop the group pass, but the exit status is then 1.
 
 The exit status is 0 unless the pass itself failed (a daemon could not be
 brought back, the master could not be asked).  Logs go to ``watcher.log``.
@@ -18,16 +20,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ganeti import constants, errors, pathutils, ssconf, watcherpause
 from ganeti.utils import net
 from ganeti.watcher import master, nodes, state
 
-__all__ = ["parse_args", "run", "main", "DEFAULT_JOB_AGE", "EXIT_OK", "EXIT_FAILED"]
+__all__ = ["parse_args", "run", "main", "rapi_address", "rapi_port", "DEFAULT_JOB_AGE",
+           "EXIT_OK", "EXIT_FAILED"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +39,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 #: seconds after which finished jobs are archived (``--job-age``)
 DEFAULT_JOB_AGE = 6 * 3600
+_ANY_ADDRESS = ("0.0.0.0", "::")
 
 
 def _seconds(text: str) -> float:
@@ -65,8 +70,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--wait-children", action="store_true",
                         help="wait for the jobs this pass submits and log how they ended")
     parser.add_argument("--rapi-ip", default=None, metavar="ADDRESS",
-                        help="address the RAPI daemon is checked on (used once"
-                        " ganeti-rapi exists)")
+                        help="address the RAPI daemon is checked on (default: the"
+                        " address it listens on, $GANETI_RAPI_BIND, or else the master"
+                        " node's primary address)")
     return parser.parse_args(argv)
 
 
@@ -89,6 +95,41 @@ def _node_pass(paths: pathutils.Paths, me: str, store: ssconf.SimpleStore) -> No
         if done:
             logger.info("Node daemon: %s", done)
     nodes.run_hooks(paths)
+
+
+def rapi_address(opts: argparse.Namespace, env: Mapping[str, str], store: ssconf.SimpleStore,
+                 me: str) -> str:
+    """Where the master's RAPI daemon is asked: ``--rapi-ip``, else its bind address.
+
+    The bind address is ``$GANETI_RAPI_BIND`` (as :func:`ganeti.bootstrap.start_rapi`
+    starts the daemon); a daemon listening on all addresses is asked on the
+    master node's primary address (loopback if ssconf does not know it).
+    """
+    if opts.rapi_ip:
+        return str(opts.rapi_ip)
+    bind = env.get(constants.ENV_RAPI_BIND, "")
+    if bind and bind not in _ANY_ADDRESS:
+        return bind
+    return store.get_node_primary_ips().get(me) or "127.0.0.1"
+
+
+def rapi_port(env: Mapping[str, str]) -> int:
+    """The RAPI daemon's port: ``$GANETI_RAPI_PORT``, else the default (5080)."""
+    return int(env.get(constants.ENV_RAPI_PORT) or constants.DEFAULT_RAPI_PORT)
+
+
+def _rapi_pass(opts: argparse.Namespace, paths: pathutils.Paths, store: ssconf.SimpleStore,
+               me: str) -> bool:
+    """Make sure the RAPI daemon answers; False when it could not be brought back."""
+    address = rapi_address(opts, os.environ, store, me)
+    try:
+        done = master.ensure_rapi(paths, address, rapi_port(os.environ))
+    except errors.GanetiError as exc:
+        logger.error("The RAPI daemon could not be brought back: %s", exc)
+        return False
+    if done:
+        logger.info("RAPI daemon: %s", done)
+    return True
 
 
 def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
@@ -124,6 +165,7 @@ def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
         done = master.ensure_masterd(paths, factory)
         if done:
             logger.info("Master daemon: %s", done)
+        rapi_ok = _rapi_pass(opts, paths, store, me)
         report = master.master_pass(
             factory(master.MASTERD_TIMEOUT), paths,
             master.MasterOptions(job_age=opts.job_age, wait_jobs=opts.wait_children,
@@ -132,7 +174,7 @@ def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
         logger.info("Pass done: %d group(s), %d job(s) submitted, %d job(s) archived",
                     len(report.groups), sum(len(g.jobs) for g in report.groups),
                     report.archived)
-        return EXIT_OK
+        return EXIT_OK if rapi_ok else EXIT_FAILED
     except (errors.GanetiError, OSError) as exc:
         logger.error("Watcher pass failed: %s", exc)
         return EXIT_FAILED

@@ -1,4 +1,9 @@
-"""What the watcher does on the master: keep masterd up, then one pass per node group.
+"""What the watcher does on the master: keep masterd and ganeti-rapi up, then one pass
+per node group.
+
+The master daemon must answer LUXI ``QueryClusterInfo`` and the RAPI daemon
+``GET /version`` over HTTPS; one that is dead is started, one that is hung
+is killed and started again, once per pass (:func:`ensure_daemon`).
 
 Everything goes through LUXI: the checks are queries, the actions are jobs
 (reason source ``gnt:watcher``), so they queue behind locks like any
@@ -36,13 +41,16 @@ from ganeti.opcodes import instance as op_instance
 from ganeti.pathutils import Paths
 from ganeti.watcher import core, state
 
-__all__ = ["LuxiClient", "MasterOptions", "GroupReport", "MasterReport", "ensure_masterd",
-           "collect", "verify_disks", "master_pass", "MASTERD_TIMEOUT", "VERIFY_DISKS_TIMEOUT"]
+__all__ = ["LuxiClient", "MasterOptions", "GroupReport", "MasterReport", "ensure_daemon",
+           "ensure_masterd", "rapi_answers", "ensure_rapi", "collect", "verify_disks",
+           "master_pass", "MASTERD_TIMEOUT", "RAPI_TIMEOUT", "VERIFY_DISKS_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
 #: seconds the master daemon has to answer QueryClusterInfo
 MASTERD_TIMEOUT = 15.0
+#: seconds the RAPI daemon has for each step of ``GET /version`` (connect, TLS, answer)
+RAPI_TIMEOUT = 10.0
 #: seconds the pass waits for its verify-disks jobs (all groups together)
 VERIFY_DISKS_TIMEOUT = 300.0
 _INSTANCE_FIELDS = ["name", "status", "admin_state", "pnode", "pnode.group", "snodes",
@@ -89,7 +97,37 @@ class MasterReport:
     failed_jobs: list[int] = field(default_factory=list)
 
 
-# --- the master daemon --------------------------------------------------------------------
+# --- the master's daemons -----------------------------------------------------------------
+
+def ensure_daemon(what: str, probe: Callable[[], str | None], *,
+                  pid_of: Callable[[], int | None], stop: Callable[[], object],
+                  start: Callable[[], None]) -> str | None:
+    """Make sure a daemon answers ``probe``; what was done, or None when it answered.
+
+    ``probe`` returns None when the daemon answers, else what is wrong.  A
+    daemon that does not answer is restarted once: a running (hung) process,
+    ``pid_of`` tells which, is stopped first, then a new one is started and
+    probed again.  Raises :class:`errors.OpExecError` when it still does
+    not answer (no second restart in the same pass).
+    """
+    problem = probe()
+    if problem is None:
+        return None
+    pid = pid_of()
+    if pid is not None:
+        logger.warning("The %s (pid %s) does not answer (%s); killing it", what, pid, problem)
+        stop()
+        done = f"restarted the hung {what} (old pid {pid})"
+    else:
+        logger.warning("The %s is not running (%s); starting it", what, problem)
+        done = f"started the {what}"
+    start()
+    problem = probe()
+    if problem is not None:
+        raise errors.OpExecError(f"The {what} does not answer after a restart: {problem}")
+    logger.info("The %s is back (pid %s)", what, pid_of())
+    return done
+
 
 def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], *,
                    restart: Callable[[], None] | None = None) -> str | None:
@@ -100,29 +138,82 @@ def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], 
     Raises :class:`errors.OpExecError` when it cannot be brought back.
     """
     from ganeti import bootstrap
-    try:
-        client_factory(MASTERD_TIMEOUT).call("QueryClusterInfo", [])
+
+    def probe() -> str | None:
+        try:
+            client_factory(MASTERD_TIMEOUT).call("QueryClusterInfo", [])
+        except errors.GanetiError as exc:
+            return str(exc)
         return None
-    except errors.GanetiError as exc:
-        problem = exc
-    pid = bootstrap.daemon_pid(paths, constants.MASTERD)
-    if pid is not None:
-        logger.warning("The master daemon (pid %s) does not answer (%s); killing it",
-                       pid, problem)
-        bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0)
-        what = f"restarted the hung master daemon (old pid {pid})"
-    else:
-        logger.warning("The master daemon is not running (%s); starting it", problem)
-        what = "started the master daemon"
-    if restart is None:
+
+    def start() -> None:
         extra = shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
         bootstrap.start_masterd(paths, env=os.environ, extra_args=extra)
-    else:
-        restart()
-    client_factory(MASTERD_TIMEOUT).call("QueryClusterInfo", [])
-    logger.info("The master daemon is back (pid %s)",
-                bootstrap.daemon_pid(paths, constants.MASTERD))
-    return what
+
+    return ensure_daemon(
+        "master daemon", probe, pid_of=lambda: bootstrap.daemon_pid(paths, constants.MASTERD),
+        stop=lambda: bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0),
+        start=restart or start)
+
+
+def rapi_answers(address: str, port: int, cert_file: str, *,
+                 timeout: float = RAPI_TIMEOUT) -> str | None:
+    """None when the RAPI daemon at ``address:port`` answers ``GET /version``; else why not.
+
+    HTTPS, with the server certificate checked against ``cert_file`` (the
+    cluster's ``rapi.pem``; the host name is not checked, the daemon is
+    asked by address); ``timeout`` bounds each step (connect, handshake,
+    answer).
+    """
+    import http.client
+    import ssl
+
+    from ganeti import serializer
+    try:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(cafile=cert_file)
+    except (OSError, ssl.SSLError) as exc:
+        return f"cannot load the RAPI certificate {cert_file}: {exc}"
+    conn = http.client.HTTPSConnection(address, port, timeout=timeout, context=ctx)
+    try:
+        conn.request("GET", "/version")
+        resp = conn.getresponse()
+        body = resp.read()
+    except (OSError, http.client.HTTPException) as exc:   # ssl.SSLError is an OSError
+        return f"GET https://{address}:{port}/version failed: {exc}"
+    finally:
+        conn.close()
+    if resp.status != 200:
+        return f"GET /version answered {resp.status} {resp.reason}"
+    try:
+        version = serializer.loads(body)
+    except errors.GanetiError as exc:
+        return f"GET /version answered no JSON: {exc}"
+    if not isinstance(version, int) or isinstance(version, bool):
+        return f"GET /version answered {version!r}, not a version number"
+    return None
+
+
+def ensure_rapi(paths: Paths, address: str, port: int, *,
+                probe: Callable[[], str | None] | None = None,
+                restart: Callable[[], None] | None = None) -> str | None:
+    """Make sure ganeti-rapi runs and answers ``GET /version`` at ``address:port``.
+
+    As :func:`ensure_masterd`: a dead daemon is started, a hung one (not
+    answering within :data:`RAPI_TIMEOUT`) is stopped first, at most once;
+    :class:`errors.OpExecError` when it cannot be brought back.  The new
+    daemon is started as ``gnt-cluster init`` starts it
+    (:func:`ganeti.bootstrap.start_rapi`).
+    """
+    from ganeti import bootstrap
+    return ensure_daemon(
+        "RAPI daemon", probe or (lambda: rapi_answers(address, port, paths.rapi_pem)),
+        pid_of=lambda: bootstrap.daemon_pid(paths, constants.RAPI),
+        stop=lambda: bootstrap.stop_daemon(paths, constants.RAPI, timeout=10.0),
+        start=restart or (lambda: bootstrap.start_rapi(paths, env=os.environ)))
 
 
 # --- reading the cluster ------------------------------------------------------------------

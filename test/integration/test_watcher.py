@@ -9,8 +9,10 @@ the instances it made, so the passes of later tests find nothing of it.
 from __future__ import annotations
 
 import fcntl
+import http.client
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -74,19 +76,45 @@ def test_nothing_to_do_on_a_healthy_cluster(vc):
     assert jobs(vc) == before
 
 
-def test_killed_node_daemon_and_master_daemon_are_back_after_one_pass(vc):
+def rapi_version(vc) -> tuple[int, bytes]:
+    """``GET /version`` from the master's RAPI daemon, checked against rapi.pem, and the
+    certificate it served (DER)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_verify_locations(cafile=vc.paths(N1).rapi_pem)
+    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
+                                       context=ctx, timeout=30)
+    try:
+        conn.request("GET", "/version")
+        resp = conn.getresponse()
+        assert resp.status == 200
+        cert = conn.sock.getpeercert(binary_form=True)
+        return serializer.loads(resp.read()), cert
+    finally:
+        conn.close()
+
+
+def test_killed_node_daemon_master_daemon_and_rapi_daemon_are_back_after_one_pass(vc):
     noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
     masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
+    rapi = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    assert rapi is not None
     os.kill(noded, signal.SIGKILL)
     os.kill(masterd, signal.SIGKILL)
+    os.kill(rapi, signal.SIGKILL)
     result = watch(vc)
     assert "started the node daemon" in result[N2][1]
     assert "started the master daemon" in result[N1][1]
+    assert "RAPI daemon: started the RAPI daemon" in result[N1][1]
+    assert result[N1][0] == 0, result[N1][1]
     new_noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
     new_masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
+    new_rapi = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
     assert new_noded not in (None, noded) and new_masterd not in (None, masterd)
+    assert new_rapi not in (None, rapi)
     assert "node2.vcluster" in vc.ok("gnt-node", "list", "-o", "name,mfree")
     assert luxi.Client(vc.paths(N1).master_socket).QueryClusterInfo()["name"]
+    assert rapi_version(vc)[0] == 2
 
 
 def test_hung_master_daemon_is_killed_and_restarted(vc):
@@ -102,6 +130,26 @@ def test_hung_master_daemon_is_killed_and_restarted(vc):
     assert f"restarted the hung master daemon (old pid {masterd})" in text
     assert bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD) not in (None, masterd)
     vc.ok("gnt-cluster", "info")
+
+
+def test_hung_rapi_daemon_is_killed_and_restarted(vc):
+    rapi = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    assert rapi is not None and rapi_version(vc)[0] == 2
+    os.kill(rapi, signal.SIGSTOP)
+    try:
+        text = master_log(vc)
+    finally:
+        try:
+            os.kill(rapi, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert f"RAPI daemon: restarted the hung RAPI daemon (old pid {rapi})" in text
+    assert bootstrap.daemon_pid(vc.paths(N1), constants.RAPI) not in (None, rapi)
+    assert rapi_version(vc)[0] == 2
+    # a healthy RAPI daemon is left alone by the next pass
+    again = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    assert "RAPI daemon:" not in master_log(vc)
+    assert bootstrap.daemon_pid(vc.paths(N1), constants.RAPI) == again
 
 
 def test_crashed_instance_is_restarted_by_one_pass(vc):
