@@ -603,24 +603,43 @@ def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
     return op
 
 
+def _restart_rapi(paths: Any) -> bool:
+    """Stop this (master) node's RAPI daemon and start it again; False on failure.
+
+    Started as ``gnt-cluster init`` starts it, so that it loads the current
+    ``rapi.pem`` (the daemon reads its certificate when it starts).
+    """
+    from ganeti import bootstrap
+    bootstrap.stop_daemon(paths, constants.RAPI)
+    try:
+        bootstrap.start_rapi(paths)
+    except errors.GanetiError as exc:
+        cli.to_stderr(f"Restarting the RAPI daemon failed: {exc}")
+        return False
+    return True
+
+
 def renew_crypto(opts: Any, args: list[str]) -> int:
     """Renew the cluster certificate, RAPI certificate and/or cluster domain secret.
 
-    A new cluster certificate restarts the node daemons and the master daemon.
+    A new cluster certificate restarts the node daemons, the master daemon
+    and the RAPI daemon; a new RAPI certificate restarts the RAPI daemon.
     """
     try:
         op = renew_crypto_opcode(opts)
     except errors.OpPrereqError as exc:
         cli.to_stderr(str(exc.args[0]))
         return cli.EXIT_FAILURE
+    new_rapi = bool(opts.new_rapi_cert or opts.rapi_cert_file)
     what = [name for flag, name in ((opts.new_cluster_cert, "the cluster certificate"),
-                                    (opts.new_rapi_cert or opts.rapi_cert_file,
-                                     "the RAPI certificate"),
+                                    (new_rapi, "the RAPI certificate"),
                                     (opts.new_cds or opts.cds_file,
                                      "the cluster domain secret")) if flag]
     text = f"This replaces {', '.join(what)} on all nodes."
     if opts.new_cluster_cert:
-        text += " All node daemons and the master daemon will be restarted."
+        text += " All node daemons, the master daemon and the RAPI daemon will be restarted."
+    elif new_rapi:
+        text += " The RAPI daemon will be restarted."
     if not cli.confirm(text, forced=getattr(opts, "force", False)):
         return cli.EXIT_FAILURE
     from ganeti import bootstrap, pathutils
@@ -629,7 +648,10 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
     cl = cli.get_client(opts)
     cli.submit_opcode_and_wait(op, opts, cl)
     if not opts.new_cluster_cert:
-        cli.to_stdout(f"Renewed {', '.join(what)}.")
+        if new_rapi and not _restart_rapi(paths):
+            return cli.EXIT_FAILURE
+        cli.to_stdout(f"Renewed {', '.join(what)}"
+                      f"{' and restarted the RAPI daemon' if new_rapi else ''}.")
         return cli.EXIT_SUCCESS
     port = int(os.environ.get(constants.ENV_NODED_PORT) or constants.DEFAULT_NODED_PORT)
     me = net.hostname()
@@ -646,6 +668,8 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
             failed = True
     bootstrap.stop_daemon(paths, constants.MASTERD)
     bootstrap.start_masterd(paths, extra_args=_masterd_args())
+    if not _restart_rapi(paths):    # it starts whenever the master daemon does
+        failed = True
     cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")
     return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
 

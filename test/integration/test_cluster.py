@@ -139,12 +139,52 @@ def test_renew_crypto_restarts_daemons_with_the_new_certificate(vc):
 
     before = certs()
     assert len(before) == 1
+    rapi = bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI)
+    assert rapi is not None
     assert vc.run("gnt-cluster", "renew-crypto", "--new-cluster-certificate").returncode == 1
     vc.ok("gnt-cluster", "renew-crypto", "--new-cluster-certificate", "--force")
     after = certs()
     assert len(after) == 1 and after != before
+    # the RAPI daemon went down and came back with the master daemon
+    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) not in (None, rapi)
     res = vc.run("gnt-cluster", "verify")
     assert res.returncode == 0, res.stdout + res.stderr
+    assert "RAPI daemon" not in res.stderr
+
+
+def _served_rapi_cert(vc) -> bytes:
+    """The certificate the master's RAPI daemon presents (DER)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection((vc.cluster.master_node.ip, vc.cluster.rapi_port),
+                                  timeout=30) as sock:
+        with ctx.wrap_socket(sock) as tls:
+            cert = tls.getpeercert(binary_form=True)
+    assert cert
+    return cert
+
+
+def _rapi_pem_cert(vc, node: str) -> bytes:
+    with open(vc.paths(node).rapi_pem, encoding="ascii") as fh:
+        text = fh.read()
+    begin = text.index("-----BEGIN CERTIFICATE-----")
+    return ssl.PEM_cert_to_DER_cert(text[begin:])
+
+
+def test_new_rapi_certificate_is_served_by_the_restarted_rapi_daemon(vc):
+    old_cert = _served_rapi_cert(vc)
+    assert old_cert == _rapi_pem_cert(vc, "node1")
+    rapi = bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI)
+    masterd = bootstrap.daemon_pid(vc.paths("node1"), constants.MASTERD)
+    out = vc.ok("gnt-cluster", "renew-crypto", "--new-rapi-certificate", "--force")
+    assert "restarted the RAPI daemon" in out
+    new_cert = _rapi_pem_cert(vc, "node1")
+    assert new_cert != old_cert
+    assert {_rapi_pem_cert(vc, n) for n in vc.names} == {new_cert}
+    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) not in (None, rapi)
+    assert bootstrap.daemon_pid(vc.paths("node1"), constants.MASTERD) == masterd
+    assert _served_rapi_cert(vc) == new_cert
 
 
 def test_cluster_tags(vc):

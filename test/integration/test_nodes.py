@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import socket
 import threading
 import time
 
@@ -174,8 +175,12 @@ def test_destroy_needs_the_master_alone(vc):
     assert vc.run("gnt-cluster", "destroy", "--yes-do-it").returncode == 1  # nodes left
     for name in ("node2.vcluster", "node3.vcluster", "node4.vcluster"):
         vc.ok("gnt-node", "remove", name)
+    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) is not None
     vc.ok("gnt-cluster", "destroy", "--yes-do-it")
     master = vc.paths("node1")
     assert not os.path.exists(master.config_file)
+    with pytest.raises(ConnectionRefusedError):   # the RAPI daemon is gone too
+        socket.create_connection((vc.cluster.master_node.ip, vc.cluster.rapi_port),
+                                 timeout=10).close()
     assert bootstrap.daemon_pid(master, constants.MASTERD) is None
     assert bootstrap.daemon_pid(master, constants.NODED) is None
