@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ganeti import constants, errors, luxi, opcodes
+from ganeti.rapi import stream
 
 __all__ = ["Ctx", "Route", "ROUTES", "FEATURES", "match", "dispatch", "write_routes",
            "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
@@ -425,6 +426,7 @@ ROUTES: list[Route] = [
     Route("/2/jobs/{job_id}", "GET", read=_job),
     Route("/2/jobs/{job_id}", "DELETE", read=lambda c: c.call("CancelJob", _job_id(c))),
     Route("/2/jobs/{job_id}/wait", "GET", read=_job_wait, access="write"),
+    Route("/2/events", "GET", read=stream.open_stream),    # Server-Sent Events
     # nodes
     Route("/2/nodes", "GET", read=lambda c: _listing(c, constants.QR_NODE, "/2/nodes",
                                                      N_FIELDS)),

@@ -6,7 +6,9 @@ TLS 1.2 at least, no renegotiation, ``var/lib/ganeti/rapi.pem`` as key
 and certificate.  Users come from ``var/lib/ganeti/rapi/users``, reloaded
 when the file changes (inotify) and on SIGHUP; a file that does not parse
 keeps the previous table.  Requests are logged to ``rapi-access.log`` in
-Common Log Format (the user name, never the credentials).  See doc/rapi.md.
+Common Log Format (the user name, never the credentials).  ``GET /2/events``
+streams Server-Sent Events from a local copy of the master's event stream
+(:mod:`ganeti.rapi.stream`, one LUXI long-poll relay thread).  See doc/rapi.md.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ import threading
 import urllib.parse
 from typing import Any
 
-from ganeti import constants, errors, luxi, serializer
+from ganeti import constants, errors, events, luxi, serializer
 from ganeti.pathutils import Paths
-from ganeti.rapi import resources, users
+from ganeti.rapi import resources, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.logsetup import AccessLog
 
@@ -227,6 +229,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._user, self._size, self._allow = None, None, []
         try:
             result = self._process(method)
+            if isinstance(result, stream.StreamRequest):
+                result = result.resumed(self.headers.get("Last-Event-ID"))
         except (TimeoutError, ConnectionError, ssl.SSLError):
             self.close_connection = True
             raise
@@ -240,10 +244,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             logger.exception("Unexpected error in %s %s", method, self.path)
             self.send_error(500, explain="Internal error; see the RAPI daemon's log")
             return
+        if isinstance(result, stream.StreamRequest):
+            self._stream(result)
+            return
         body = serializer.dumps(result).encode()
         self._size = len(body)
         self.send_response(200)
         self._send_body(body)
+
+    def _stream(self, request: stream.StreamRequest) -> None:
+        """Serve ``GET /2/events``: headers once subscribed, then events until
+        the client goes away (the body ends when the connection closes)."""
+        self.close_connection = True
+
+        def begin() -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+
+        try:
+            stream.serve_events(self.server.event_bus, request, self.wfile.write, begin=begin,
+                                keepalive=self.server.keepalive, stop=self.server.stopping)
+        except (TimeoutError, ConnectionError, ssl.SSLError) as exc:
+            logger.debug("Event stream to %s ended: %s", self.client_address[0], exc)
 
     def _process(self, method: str) -> Any:
         url = urllib.parse.urlsplit(self.path)
@@ -286,7 +311,8 @@ class RapiServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,
-                 require_auth: bool = False) -> None:
+                 require_auth: bool = False, event_bus: events.EventBus | None = None,
+                 keepalive: float = stream.KEEPALIVE) -> None:
         super().__init__(address, _Handler)
         self.socket = tls.wrap_socket(self.socket, server_side=True,
                                       do_handshake_on_connect=False)
@@ -295,6 +321,11 @@ class RapiServer(http.server.ThreadingHTTPServer):
         self.require_auth = require_auth
         self._luxi_address = luxi_address
         self._local = threading.local()
+        #: the local copy of the master's events (fed by a stream.EventRelay)
+        self.event_bus = events.EventBus() if event_bus is None else event_bus
+        self.keepalive = keepalive
+        #: set at shutdown: event streams end
+        self.stopping = threading.Event()
 
     def luxi_client(self) -> luxi.Client:
         """This thread's LUXI client (one connection per thread)."""
@@ -336,6 +367,10 @@ def _prepare(runtime: DaemonRuntime) -> RapiServer:
                      name="rapi-users", daemon=True).start()
     runtime.add_reopen_callback(access.reopen)
     runtime.add_reopen_callback(wake.set)
+    relay = stream.EventRelay(server.event_bus, lambda: luxi.Client(paths.master_socket))
+    threading.Thread(target=relay.run, args=(runtime.stop_event,), name="rapi-events",
+                     daemon=True).start()
+    runtime.add_stop_callback(server.stopping.set)
     runtime.add_stop_callback(server.shutdown)
     logger.info("RAPI listening on %s:%d", opts.bind, opts.port)
     return server
