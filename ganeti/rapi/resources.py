@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ganeti import constants, errors, luxi, opcodes
-from ganeti.rapi import stream
+from ganeti.rapi import openapi, stream
 
 __all__ = ["Ctx", "Route", "ROUTES", "FEATURES", "match", "dispatch", "write_routes",
            "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
@@ -416,6 +416,7 @@ ROUTES: list[Route] = [
     Route("/2", "GET", read=lambda c: None),
     Route("/2/info", "GET", read=lambda c: c.call("QueryClusterInfo")),
     Route("/2/features", "GET", read=lambda c: list(FEATURES)),
+    Route("/2/openapi.json", "GET", read=lambda c: openapi.document(ROUTES)),
     Route("/2/os", "GET", read=_os_list),
     Route("/2/redistribute-config", "PUT", build=lambda c: [_op("OP_CLUSTER_REDIST_CONF")],
           opcode="OP_CLUSTER_REDIST_CONF"),
