@@ -21,6 +21,7 @@ import socket
 import ssl
 import stat
 import threading
+import time
 import urllib.parse
 from typing import Any
 
@@ -39,6 +40,10 @@ logger = logging.getLogger(__name__)
 MAX_BODY = 10 * 1024 * 1024
 #: a client silent for this long (seconds) is dropped
 REQUEST_TIMEOUT = 10.0
+#: after our last answer, input is read and dropped for at most this long and this
+#: much, so that a client still sending gets the answer rather than a reset
+LINGER_TIME = 2.0
+LINGER_BYTES = 1024 * 1024
 _RESPONSES = http.server.BaseHTTPRequestHandler.responses
 
 
@@ -104,6 +109,9 @@ def make_tls_context(pem: str) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
+    # a client that ends its side early (no close_notify) gets our 400, not a TLS
+    # alert; safe because no request is delimited by the end of the stream
+    ctx.options |= ssl.OP_IGNORE_UNEXPECTED_EOF
     ctx.load_cert_chain(pem)
     return ctx
 
@@ -124,7 +132,7 @@ def check_request_body(method: str, headers: Any) -> int:
     if not lengths:
         return 0
     text = lengths[0].strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):     # "²".isdigit() holds too
         raise errors.HttpError(f"Invalid Content-Length {text!r}", 400)
     length = int(text)
     if length > MAX_BODY:
@@ -159,10 +167,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server_version = "Ganeti-RAPI/2"
     timeout = REQUEST_TIMEOUT
     error_content_type = "application/json"
+    # errors found before the version is parsed get a status line too
+    default_request_version = "HTTP/1.0"
 
     _user: str | None = None
     _size: int | None = None
     _allow: list[str] = []
+    _body_unread = False
+    raw_requestline: bytes
 
     def setup(self) -> None:
         super().setup()
@@ -178,6 +190,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             super().handle()
         except (TimeoutError, ssl.SSLError, ConnectionError) as exc:
             logger.debug("Connection from %s dropped: %s", self.client_address[0], exc)
+
+    def parse_request(self) -> bool:
+        """The stdlib's parser, except that HTTP/0.9 (no version, no headers) gets a 400."""
+        line = str(self.raw_requestline, "iso-8859-1")
+        if len(line.split()) == 2:
+            self.command, self.request_version = "", self.default_request_version
+            self.requestline = line.rstrip("\r\n")
+            self.close_connection = True
+            self.send_error(400, "HTTP/0.9 requests are not supported")
+            return False
+        self._body_unread = False
+        ok = super().parse_request()
+        if ok:
+            self._body_unread = (self.headers.get("Transfer-Encoding") is not None
+                                 or any(v.strip() != "0" for v in
+                                        self.headers.get_all("Content-Length") or []))
+        return ok
 
     # one function for every method: unknown ones get the server's 501
     def do_GET(self) -> None:
@@ -212,7 +241,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("WWW-Authenticate", f'Basic realm="{users.REALM}"')
         if code == 405 and getattr(self, "_allow", None):
             self.send_header("Allow", ", ".join(self._allow))
-        if code in (400, 413, 414, 431, 501) or code >= 500:
+        if code in (400, 413, 414, 431, 501) or code >= 500 or self._body_unread:
+            # an unread body would be taken for the next request
             self.close_connection = True
         if self.close_connection:
             self.send_header("Connection", "close")
@@ -277,7 +307,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                           strict_parsing=bool(url.query), errors="strict")
         except (ValueError, UnicodeDecodeError) as exc:
             raise errors.HttpError(f"Invalid query string: {exc}", 400) from exc
-        path = urllib.parse.unquote(url.path, errors="strict")
+        try:
+            path = urllib.parse.unquote(url.path, errors="strict")
+        except UnicodeDecodeError as exc:
+            raise errors.HttpError(f"Invalid path (not UTF-8): {exc}", 400) from exc
         self._allow = resources.allowed_methods(path)
         route, args = resources.match(method, path)
         decision = users.authorize(self.server.users.get(), self.headers.get("Authorization"),
@@ -290,6 +323,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body: Any = None
         if length:
             data = self.rfile.read(length)
+            self._body_unread = False
             if len(data) != length:
                 self.close_connection = True
                 raise errors.HttpError("Request body ended early", 400)
@@ -326,6 +360,27 @@ class RapiServer(http.server.ThreadingHTTPServer):
         self.keepalive = keepalive
         #: set at shutdown: event streams end
         self.stopping = threading.Event()
+
+    def shutdown_request(self, request: Any) -> None:
+        """Close a connection the lingering way: our FIN first, then drain its input.
+
+        Closing a socket with unread input sends a reset, which can destroy
+        an answer the client has not read yet (a 414 to a request line it is
+        still sending).  Bounded by :data:`LINGER_TIME` and :data:`LINGER_BYTES`.
+        """
+        try:
+            request.shutdown(socket.SHUT_WR)     # for TLS: ends the TLS layer too
+            request.settimeout(LINGER_TIME)
+            deadline = time.monotonic() + LINGER_TIME
+            drained = 0
+            while drained < LINGER_BYTES and time.monotonic() < deadline:
+                data = request.recv(65536)
+                if not data:
+                    break
+                drained += len(data)
+        except OSError:
+            pass
+        self.close_request(request)
 
     def luxi_client(self) -> luxi.Client:
         """This thread's LUXI client (one connection per thread)."""

@@ -22,6 +22,7 @@ def _headers(**kv: str) -> email.message.Message:
     ({"Transfer_Encoding": "chunked"}, 501),
     ({"Content_Length": "abc"}, 400),
     ({"Content_Length": "-1"}, 400),
+    ({"Content_Length": "\u00b2"}, 400),      # "²".isdigit() but not a number
     ({"Content_Length": str(rapi.MAX_BODY + 1), "Content_Type": "application/json"}, 413),
     ({"Content_Length": "5", "Content_Type": "text/plain"}, 415),
     ({"Content_Length": "5"}, 415),
@@ -46,6 +47,7 @@ def test_tls_context(tmp_path):
     ctx = rapi.make_tls_context(str(pem))
     assert ctx.minimum_version == ssl.TLSVersion.TLSv1_2
     assert ctx.options & ssl.OP_NO_RENEGOTIATION
+    assert ctx.options & ssl.OP_IGNORE_UNEXPECTED_EOF
 
 
 def test_users_table_keeps_old_table_on_error(tmp_path, caplog):

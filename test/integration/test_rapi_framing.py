@@ -1,0 +1,112 @@
+"""The RAPI server's HTTP framing on odd input, in-process over TLS on loopback.
+
+No cluster: the rows used here (``/version``, ``/2/features``, refusals)
+never reach LUXI.  Each test is one way a malformed request once got a
+wrong or broken answer (found by test_rapi_fuzz.py).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+import rapi_fuzz
+
+from ganeti import crypto
+from ganeti.server import rapi
+from ganeti.server.logsetup import AccessLog
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rapi")
+    key, cert = crypto.generate_self_signed_cert("rapi.test")
+    crypto.write_pem_pair(str(tmp / "rapi.pem"), key, cert)
+    (tmp / "users").write_text("writer wpass write\n")
+    srv = rapi.RapiServer(("127.0.0.1", 0), rapi.make_tls_context(str(tmp / "rapi.pem")),
+                          users_table=rapi.UsersTable(str(tmp / "users")),
+                          access_log=AccessLog(str(tmp / "access.log")),
+                          luxi_address=str(tmp / "no-masterd"))
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.start()
+    yield srv.server_address
+    srv.shutdown()
+    thread.join(10)
+    srv.server_close()
+
+
+def _exchange(address, *chunks: bytes, half_close: bool = False) -> list[rapi_fuzz.Answer]:
+    """Send ``chunks`` on one connection; every answer until the server closes."""
+    fuzzer = rapi_fuzz.Fuzzer(address, timeout=15)
+    sock = fuzzer._connect()
+    try:
+        for chunk in chunks:
+            sock.sendall(chunk)
+        if half_close:
+            socket.socket.shutdown(sock, socket.SHUT_WR)
+        answers = []
+        while True:
+            answer = rapi_fuzz._read_answer(fuzzer._fh, head=False)
+            if answer.status == 0:
+                return answers
+            answers.append(answer)
+            if answer.headers.get("connection") == "close":
+                return answers
+    finally:
+        fuzzer.close()
+
+
+_VERSION = b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+
+def test_http09_request_gets_a_status_line(server):
+    (answer,) = _exchange(server, b"GET /version\r\n")
+    assert answer.status == 400 and b"HTTP/0.9" in answer.body
+
+
+def test_error_before_the_version_gets_a_status_line(server):
+    (answer,) = _exchange(server, b"NOT-HTTP\r\n\r\n")
+    assert answer.status == 400
+    (answer,) = _exchange(server, b"GET /version HTTP/2.0\r\n\r\n")
+    assert answer.status == 505
+
+
+@pytest.mark.parametrize("request_head", [
+    b"GET /version HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n",       # 415
+    b"PUT /2/tags?tag=a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",  # 401
+    b"POST /version HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",  # 405
+], ids=["415", "401", "405"])
+def test_unread_body_is_never_taken_for_the_next_request(server, request_head):
+    smuggled = b"GET /2/features HTTP/1.1\r\nHost: x\r\n\r\n"
+    answers = _exchange(server, request_head + b"Content-Length: %d\r\n\r\n" % len(smuggled)
+                        + smuggled)
+    assert len(answers) == 1 and answers[0].status in (401, 405, 415)
+    assert answers[0].headers["connection"] == "close"
+
+
+def test_path_that_is_not_utf8_is_a_400(server):
+    (answer,) = _exchange(server, b"GET /2/%ff HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.status == 400
+
+
+def test_body_shorter_than_promised_then_half_close(server):
+    (answer,) = _exchange(server, b"GET /version HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{}",
+                          half_close=True)
+    assert answer.status == 400 and b"ended early" in answer.body
+
+
+def test_answer_survives_a_client_still_sending(server):
+    # the server answers 414 after 64 KiB of request line, the client sends on: without
+    # the lingering close, the reset often came before the answer was read
+    for size in range(70_000, 500_000, 43_000):
+        (answer,) = _exchange(server, b"GET /" + b"a" * size + b" HTTP/1.1\r\n\r\n")
+        assert answer.status == 414
+
+
+def test_server_still_answers(server):
+    (answer,) = _exchange(server, _VERSION)
+    assert answer.status == 200 and answer.body == b"2"
