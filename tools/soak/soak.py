@@ -10,11 +10,14 @@ Scenarios (tools/soak/README.md describes each and its figure line):
   is freed again (root only; skipped with the reason otherwise);
 * ``luxi``: many idle LUXI connections while normal clients query;
 * ``noded``: many TCP connections without a TLS ClientHello while the
-  master calls ``version``.
+  master calls ``version``;
+* ``rapi``: a long fuzz loop of malformed requests over TLS against a real
+  ganeti-rapi (``--rapi-requests``, default 50,000).
 
 Everything runs in a temporary directory that is removed at the end
 (``--keep`` keeps it).  Exit status 1 when kill9 or fulldisk saw the queue
-break a promise or a scenario crashed; the DoS figures are only reported.
+break a promise, rapi got a bad answer, or a scenario crashed; the DoS
+figures are only reported.
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ for _path in (_REPO, os.path.join(_REPO, "test", "integration"), _HERE):
 
 import soak_dos  # noqa: E402
 import soak_queue  # noqa: E402
+import soak_rapi  # noqa: E402
 
-SCENARIOS = ("kill9", "fulldisk", "luxi", "noded")
+SCENARIOS = ("kill9", "fulldisk", "luxi", "noded", "rapi")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -70,10 +74,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="timeout of one normal call, seconds (default 5)")
     parser.add_argument("--open-limit", type=float, default=soak_dos.OPEN_LIMIT,
                         help="seconds for opening an attack's connections (default 30)")
+    parser.add_argument("--rapi-requests", type=int, default=50000,
+                        help="malformed RAPI requests to send (default 50000)")
+    parser.add_argument("--rapi-time-limit", type=float, default=1800.0,
+                        help="stop the RAPI fuzz loop after this many seconds (default 1800)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from time)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
-    for name in ("cycles", "idle", "noded_conns", "clients", "calls"):
+    for name in ("cycles", "idle", "noded_conns", "clients", "calls", "rapi_requests"):
         if getattr(opts, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     return opts
@@ -132,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         "noded": lambda d: soak_dos.run_noded_dos(d, conns=opts.noded_conns, calls=opts.calls,
                                                   timeout=opts.probe_timeout,
                                                   open_limit=opts.open_limit, log=log),
+        "rapi": lambda d: soak_rapi.run_rapi_fuzz(d, requests=opts.rapi_requests, rng=rng,
+                                                  time_limit=opts.rapi_time_limit, log=log),
     }
     base = tempfile.mkdtemp(prefix="ganeti-soak-")
     lines: list[str] = []
