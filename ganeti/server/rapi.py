@@ -342,6 +342,9 @@ class RapiServer(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 drops the SYNs of a burst of clients
+    # (a 1 s retransmit each): 50 concurrent clients had a p95 of 1.5 s
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,
