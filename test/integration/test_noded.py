@@ -346,9 +346,12 @@ def test_shutdown_with_pending_handshakes(tmp_path) -> None:
         try:
             node.proc.send_signal(signal.SIGTERM)
             assert node.proc.wait(timeout=10) == 0   # a hang fails here
-            for sock in silent:   # the daemon closed them
+            for sock in silent:   # closed: by the daemon (EOF), or still in the backlog (reset)
                 sock.settimeout(5)
-                assert sock.recv(10) == b""
+                try:
+                    assert sock.recv(10) == b""
+                except ConnectionResetError:
+                    pass
         finally:
             for sock in silent:
                 sock.close()
