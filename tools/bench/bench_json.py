@@ -121,7 +121,7 @@ def _job_file() -> dict[str, Any]:
 
 
 def _query_reply(cfg: ConfigWriter) -> bytes:
-    result = cmdlib_query.run_query(SimpleNamespace(cfg=cfg), constants.QR_INSTANCE,
+    result = cmdlib_query.run_query(SimpleNamespace(cfg=cfg, require_cfg=lambda: cfg), constants.QR_INSTANCE,
                                     QUERY_FIELDS, None)
     frame = luxi.encode_response(True, result)
     return frame[:-len(luxi.ETX)]   # the message; the ETX byte only ends it on the socket
