@@ -12,7 +12,6 @@ reason, and test/test_config_full_disk.py covers the same without root.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from typing import Any
 
@@ -20,20 +19,12 @@ import pytest
 
 from ganeti import serializer
 from ganeti.pathutils import Paths
+from test.integration.host_helpers import fill, mount_tmpfs, skip_unless, umount
 from test.integration.masterd_harness import MasterdHandle, prepare_root, start_masterd
-from test.integration.test_queue_full_disk import _fill, _umount
 
 DEADLINE = 40.0      # real seconds
 
 
-def _mount_tmpfs(path: str, size: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs for the config needs root")
-    os.makedirs(path, exist_ok=True)
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0750", "tmpfs", path],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        pytest.skip(f"mount -t tmpfs not permitted here: {proc.stderr.strip()}")
 
 
 @pytest.fixture
@@ -42,9 +33,9 @@ def full_config_masterd(tmp_path):
     mounted: list[str] = []
     handle = None
     try:
-        _mount_tmpfs(paths.data_dir, "1m")
+        skip_unless(mount_tmpfs(paths.data_dir, "1m", "the config"))
         mounted.append(paths.data_dir)
-        _mount_tmpfs(paths.queue_dir, "16m")
+        skip_unless(mount_tmpfs(paths.queue_dir, "16m", "the queue"))
         mounted.append(paths.queue_dir)
         prepare_root(paths.root)
         handle = start_masterd(tmp_path, workers=2)
@@ -53,7 +44,7 @@ def full_config_masterd(tmp_path):
         if handle is not None:
             handle.close()
         for path in reversed(mounted):
-            _umount(path)
+            umount(path)
 
 
 def _run(h: MasterdHandle, op: dict[str, Any]) -> tuple[str, Any]:
@@ -86,7 +77,7 @@ def test_a_full_config_disk_fails_changes_cleanly_and_recovers(
     h = full_config_masterd
     before = _on_disk(h)
     pool = before["cluster"]["candidate_pool_size"]
-    filler = _fill(h.paths.data_dir)
+    filler = fill(h.paths.data_dir)
     # gnt-cluster modify -C ...: the job fails with the cause, nothing changed
     modify = _run(h, {"OP_ID": "OP_CLUSTER_SET_PARAMS", "candidate_pool_size": pool + 3})
     # gnt-cluster info and the file agree: the change is in neither

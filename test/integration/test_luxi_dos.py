@@ -10,7 +10,6 @@ daemon without bound nor stay allocated.
 from __future__ import annotations
 
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import time
 import pytest
 
 from ganeti import luxi
+from test.integration.host_helpers import raise_fd_limit, skip_unless
 from test.integration.masterd_harness import REPO_ROOT, start_masterd
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,18 +30,11 @@ CLIENTS = 100
 CLIENT_TIMEOUT = 2.0
 
 
-def _raise_fd_limit(wanted: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft >= wanted:
-        return
-    if hard != resource.RLIM_INFINITY and hard < wanted:
-        pytest.skip(f"descriptor limit {hard} is below the {wanted} this test needs")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 @pytest.fixture
 def masterd(tmp_path):
-    _raise_fd_limit(3 * IDLE + 4 * CLIENTS + 256)   # the daemon inherits it
+    skip_unless(raise_fd_limit(3 * IDLE + 4 * CLIENTS + 256))   # the daemon inherits it
     handle = start_masterd(tmp_path, workers=4)
     try:
         yield handle

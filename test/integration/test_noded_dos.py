@@ -10,7 +10,6 @@ long.  Everything runs on loopback against a real ganeti-noded.
 from __future__ import annotations
 
 import os
-import resource
 import socket
 import ssl
 import sys
@@ -21,6 +20,7 @@ from ganeti import constants
 from ganeti.rpc import transport as rpc_transport
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from host_helpers import raise_fd_limit, skip_unless  # noqa: E402
 from noded_harness import NodedCluster  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -34,13 +34,6 @@ PLAINTEXT = 20
 RPC_TIMEOUT = 2.0
 
 
-def _raise_fd_limit(wanted: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft >= wanted:
-        return
-    if hard != resource.RLIM_INFINITY and hard < wanted:
-        pytest.skip(f"descriptor limit {hard} is below the {wanted} this test needs")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def _client_hello(cert_file: str) -> bytes:
@@ -56,7 +49,7 @@ def _client_hello(cert_file: str) -> bytes:
 @pytest.fixture
 def cluster(tmp_path):
     # the daemon inherits the limit; it also raises its own soft limit
-    _raise_fd_limit(4 * (SILENT + HALF_HELLO + FULL_HELLO + PLAINTEXT) + 256)
+    skip_unless(raise_fd_limit(4 * (SILENT + HALF_HELLO + FULL_HELLO + PLAINTEXT) + 256))
     with NodedCluster(tmp_path, 1) as c:
         yield c
 

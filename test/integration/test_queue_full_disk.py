@@ -8,15 +8,14 @@ reason, and test/jqueue/test_full_disk.py covers the same without root.
 
 from __future__ import annotations
 
-import errno
 import os
-import subprocess
 import time
 from typing import Any
 
 import pytest
 
 from ganeti import errors, serializer
+from test.integration.host_helpers import fill, mount_tmpfs, skip_unless, umount
 from test.integration.masterd_harness import MasterdHandle, prepare_root, start_masterd
 
 DEADLINE = 40.0      # real seconds; the writer retries at most 10 s apart
@@ -26,24 +25,14 @@ def delay(duration: float = 0) -> dict[str, Any]:
     return {"OP_ID": "OP_TEST_DELAY", "duration": duration}
 
 
-def _mount_tmpfs(path: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs for the queue needs root")
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0750", "tmpfs", path],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        pytest.skip(f"mount -t tmpfs not permitted here: {proc.stderr.strip()}")
 
 
-def _umount(path: str) -> None:
-    if subprocess.run(["umount", path], capture_output=True, check=False).returncode != 0:
-        subprocess.run(["umount", "-l", path], capture_output=True, check=False)
 
 
 @pytest.fixture
 def full_disk_masterd(tmp_path):
     paths = prepare_root(os.path.join(tmp_path, "root"))
-    _mount_tmpfs(paths.queue_dir)
+    skip_unless(mount_tmpfs(paths.queue_dir, "2m", "the queue"))
     handle = None
     try:
         handle = start_masterd(tmp_path, workers=4)
@@ -51,23 +40,9 @@ def full_disk_masterd(tmp_path):
     finally:
         if handle is not None:
             handle.close()
-        _umount(paths.queue_dir)
+        umount(paths.queue_dir)
 
 
-def _fill(directory: str) -> str:
-    """Fill the filesystem of ``directory`` up; returns the filler's path."""
-    filler = os.path.join(directory, ".filler")
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        for size in (65536, 4096, 512, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * size)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC, exc
-    finally:
-        os.close(fd)
-    return filler
 
 
 def _on_disk(h: MasterdHandle, job_id: int) -> list[str]:
@@ -97,7 +72,7 @@ def test_a_full_queue_disk_never_shows_an_unwritten_state(full_disk_masterd: Mas
     running = h.call("SubmitJob", [[delay(1.0), {"OP_ID": "OP_TEST_JQUEUE",
                                                  "log_messages": ["x" * 65536]}]])
     _wait_shown(h, running, "running")
-    filler = _fill(h.paths.queue_dir)
+    filler = fill(h.paths.queue_dir)
     # the job ends; what cannot be written is not shown
     time.sleep(1.5)
     for _ in range(3):

@@ -10,10 +10,8 @@ shown to a client is already on disk.
 
 from __future__ import annotations
 
-import errno
 import os
 import random
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -21,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganeti import errors, luxi, serializer
+from host_helpers import fill, mount_tmpfs, umount
 from masterd_harness import MasterdHandle, prepare_root, start_masterd
 
 __all__ = ["Kill9Figures", "FullDiskFigures", "run_kill9", "run_full_disk", "FINAL"]
@@ -232,37 +231,10 @@ class FullDiskFigures:
                 f" drain_cleared={self.drain_cleared}")
 
 
-def _mount_tmpfs(path: str, size: str) -> str:
-    """Mount a tmpfs of ``size`` on ``path``; the reason when that cannot be done."""
-    if os.geteuid() != 0:
-        return "mounting a tmpfs for the queue needs root"
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0750", "tmpfs", path],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        return f"mount -t tmpfs not permitted here: {proc.stderr.strip()}"
-    return ""
 
 
-def _umount(path: str) -> None:
-    if subprocess.run(["umount", path], capture_output=True, check=False).returncode != 0:
-        subprocess.run(["umount", "-l", path], capture_output=True, check=False)
 
 
-def _fill(directory: str) -> str:
-    """Fill the filesystem of ``directory``; returns the filler file's path."""
-    filler = os.path.join(directory, ".soak-filler")
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        for size in (65536, 4096, 512, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * size)
-            except OSError as exc:
-                if exc.errno != errno.ENOSPC:
-                    raise
-    finally:
-        os.close(fd)
-    return filler
 
 
 def _disk_ops(handle: MasterdHandle, job_id: int) -> list[str] | None:
@@ -310,7 +282,7 @@ def run_full_disk(workdir: str, *, size: str = "2m", before: int = 20, full_seco
     """
     figures = FullDiskFigures()
     paths = prepare_root(os.path.join(workdir, "root"))
-    figures.skipped = _mount_tmpfs(paths.queue_dir, size)
+    figures.skipped = mount_tmpfs(paths.queue_dir, size, "the queue")
     if figures.skipped:
         return figures
     handle = None
@@ -323,7 +295,7 @@ def run_full_disk(workdir: str, *, size: str = "2m", before: int = 20, full_seco
                 if job_id is not None:
                     acked.append(job_id)
             figures.accepted_before = len(acked)
-            filler = _fill(handle.paths.queue_dir)
+            filler = fill(handle.paths.queue_dir)
             log(f"  fulldisk: queue filesystem full, submitting for {full_seconds:g}s")
             end = time.monotonic() + full_seconds
             while time.monotonic() < end:
@@ -359,5 +331,5 @@ def run_full_disk(workdir: str, *, size: str = "2m", before: int = 20, full_seco
     finally:
         if handle is not None:
             handle.close()
-        _umount(paths.queue_dir)
+        umount(paths.queue_dir)
     return figures
