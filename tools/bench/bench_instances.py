@@ -29,16 +29,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid as uuidlib
 from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 from ganeti import bootstrap, constants, luxi  # noqa: E402
-from ganeti.config import ConfigWriter  # noqa: E402
-from ganeti.objects import NIC, Instance  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import fill_config  # noqa: E402
 
 CREATE_COUNT = 200
 START_COUNT = 100
@@ -111,23 +111,6 @@ def _masterd_rss_kib(vc: vcluster.VCluster) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def _fill_config(vc: vcluster.VCluster, total: int) -> None:
-    """Stop masterd, add instances with ConfigWriter up to ``total``, start masterd."""
-    paths = vc.paths(vc.master_node)
-    bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0)
-    cfg = ConfigWriter(paths.config_file)
-    nodes = [cfg.get_node_info_by_name(n.name).uuid for n in vc.nodes]
-    have = len(cfg.get_instance_names())
-    with cfg.batch():
-        for idx in range(have, total):
-            inst = Instance(name=f"cfg{idx:05d}.example.com", uuid=str(uuidlib.uuid4()),
-                            primary_node=nodes[idx % len(nodes)], os="tinyos",
-                            hypervisor=constants.HT_FAKE, disk_template="diskless",
-                            nics=[NIC(mac=f"aa:01:{idx >> 16 & 255:02x}:{idx >> 8 & 255:02x}:"
-                                          f"{idx & 255:02x}:00")],
-                            admin_state=constants.ADMINST_DOWN)
-            cfg.add_instance(inst, [])
-    vcluster.start(vc)
 
 
 def main() -> int:
@@ -155,7 +138,7 @@ def main() -> int:
             _run_jobs(cl, [{"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": n} for n in batch])
             cfg_size = os.path.getsize(master.config_file)
             figures["config_kib_200"] = cfg_size / 1024
-            _fill_config(vc, LIST_COUNT)
+            fill_config(vc, LIST_COUNT)
             cl = luxi.Client(master.master_socket)
             assert len(cl.Query("instance", ["name"], None)["data"]) == LIST_COUNT
             figures["list_default_s"] = _median(_command(vc, ["gnt-instance", "list"]))
@@ -167,7 +150,7 @@ def main() -> int:
                 lambda: cl.Query("instance", ["name", "os", "pnode", "be/maxmem"], None))
             figures["rss_mib_1000"] = _masterd_rss_kib(vc) / 1024
             figures["config_kib_1000"] = os.path.getsize(master.config_file) / 1024
-            _fill_config(vc, RSS_COUNT)
+            fill_config(vc, RSS_COUNT)
             cl = luxi.Client(master.master_socket)
             started = time.perf_counter()
             assert len(cl.Query("instance", ["name", "status"], None)["data"]) == RSS_COUNT

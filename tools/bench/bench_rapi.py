@@ -31,16 +31,16 @@ import sys
 import tempfile
 import threading
 import time
-import uuid as uuidlib
 from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
-from ganeti import bootstrap, constants  # noqa: E402
-from ganeti.config import ConfigWriter  # noqa: E402
-from ganeti.objects import NIC, Instance  # noqa: E402
+from ganeti import constants  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import fill_config  # noqa: E402
 
 RUNS = 5
 INFO_RUNS = 20
@@ -109,22 +109,6 @@ def _concurrent(address, ctx) -> tuple[float, float, float]:
             len(samples) / wall)
 
 
-def _fill_config(vc: vcluster.VCluster, total: int) -> None:
-    """Stop masterd, add diskless instances up to ``total``, start the daemons again."""
-    paths = vc.paths(vc.master_node.name)
-    bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0)
-    cfg = ConfigWriter(paths.config_file)
-    nodes = [cfg.get_node_info_by_name(n.name).uuid for n in vc.nodes]
-    have = len(cfg.get_instance_names())
-    with cfg.batch():
-        for idx in range(have, total):
-            inst = Instance(name=f"cfg{idx:05d}.example.com", uuid=str(uuidlib.uuid4()),
-                            primary_node=nodes[idx % len(nodes)], os="tinyos",
-                            hypervisor=constants.HT_FAKE, disk_template="diskless",
-                            nics=[NIC(mac=f"aa:02:00:{idx >> 8 & 255:02x}:{idx & 255:02x}:00")],
-                            admin_state=constants.ADMINST_DOWN)
-            cfg.add_instance(inst, [])
-    vcluster.start(vc)
 
 
 def _write_users(vc: vcluster.VCluster) -> None:
@@ -156,7 +140,7 @@ def main() -> int:
             vc = vcluster.create(directory, 3, use_ssh=False)
             _write_users(vc)
             address = (vc.master_node.ip, vc.rapi_port or constants.DEFAULT_RAPI_PORT)
-            _fill_config(vc, 100)
+            fill_config(vc, 100)
             _wait_ready(address, ctx)
             _median(address, ctx, "GET", "/2/info", 3)          # warm up
             figures["info"] = _median(address, ctx, "GET", "/2/info", INFO_RUNS)
@@ -175,7 +159,7 @@ def main() -> int:
                 assert isinstance(job_id, int)
                 samples.append(elapsed)
             figures["post"] = statistics.median(samples)
-            _fill_config(vc, 500)
+            fill_config(vc, 500)
             _wait_ready(address, ctx)
             _, rows = _request(address, ctx, "GET", "/2/instances?bulk=1")
             assert len(rows) >= 500, len(rows)
