@@ -186,7 +186,11 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
 
     def send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         """Send ``data`` as the JSON body of a ``status`` reply (no body for HEAD)."""
-        body = serializer.dumps_bytes(data)
+        try:
+            body = serializer.dumps_bytes(data)
+        except errors.SerializationError as exc:   # e.g. a backend result that is not JSON
+            logger.error("Cannot encode the reply: %s", exc)
+            body = serializer.dumps_bytes([False, f"Cannot encode the reply: {exc}"])
         all_headers = {"Server": f"Ganeti {constants.RELEASE_VERSION}",
                        "Date": framing.http_date(time.time()),
                        "Content-Type": "application/json"}
@@ -234,8 +238,7 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
         start = time.monotonic()
         try:
             payload = backend.get_function(call.name)(ctx, *args)
-            reply: list[Any] = [True, payload]
-            serializer.dumps(reply)   # fail here, not half way through the reply
+            reply: list[Any] = [True, payload]   # encoded once, by send_json
         except errors.GanetiError as exc:
             logger.info("RPC %s failed: %s", call.name, exc)
             reply = [False, str(exc)]

@@ -7,6 +7,7 @@ node must still stop (its files are gone either way).
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 
@@ -78,3 +79,30 @@ def test_after_response_runs_after_the_reply(server, monkeypatch) -> None:
 def test_after_response_runs_when_the_client_went_away(server, monkeypatch) -> None:
     assert _run(server, monkeypatch, close_before_reply=True) == ["stopped"]
     assert server.request_ctx is None
+
+
+def test_a_result_that_is_not_json_is_a_failed_call(server, monkeypatch) -> None:
+    """The reply is encoded once; a payload it cannot encode becomes ``[False, why]``."""
+    monkeypatch.setattr(noded.backend, "get_function", lambda name: lambda ctx: float("nan"))
+    ours, theirs = socket.socketpair()
+    ctx = transport.make_client_context(server.cert_file)
+    got: list[bytes] = []
+
+    def client() -> None:
+        with ctx.wrap_socket(theirs, server_hostname="node1.example.com") as tls:
+            tls.sendall(b"POST /version HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]")
+            while chunk := tls.recv(65536):
+                got.append(chunk)
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    ours.settimeout(10)
+    try:
+        server.finish_request(ours, ("127.0.0.1", 0))
+    finally:
+        ours.close()
+        thread.join(10)
+    head, _, body = b"".join(got).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    ok, message = json.loads(body)
+    assert ok is False and "Cannot encode the reply" in message
