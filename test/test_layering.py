@@ -58,6 +58,8 @@ LAYERS: dict[str, int] = {
     # 3. mechanisms
     "ganeti.locking": 3,
     "ganeti.config": 3,
+    "ganeti.config.reader": 3,
+    "ganeti.config.writer": 3,
     "ganeti.configcheck": 3,
     "ganeti.configfile": 3,
     "ganeti.ssconf": 3,

@@ -1,57 +1,7 @@
-"""ConfigWriter: the authoritative cluster configuration (``config.data``).
+"""ConfigWriter: the owner of ``config.data`` (mutators, durability, rollback).
 
-One :class:`ConfigWriter` per master daemon owns the :class:`ConfigData`
-tree.  It loads ``config.data`` at construction and refuses a missing or
-corrupt file with :class:`errors.ConfigurationError` (the file is never
-rewritten then).  Every mutator bumps the config's ``serial_no`` (and the
-changed object's ``serial_no``/``mtime``) and saves; it returns only once
-a write that includes its serial is durable on disk.
-
-**Locking and group commit.**  One internal re-entrant lock protects the
-tree; every public method takes it.  A mutator changes the tree, bumps the
-serial and serialises the whole config (a consistent snapshot) *under* the
-lock, then releases it and waits for durability
-(:class:`ganeti.utils.groupcommit.GroupCommitter`): the first waiting
-thread finding no write in progress writes the newest snapshot
-(``write_fn``, default: temporary file, fsync, rename, directory fsync)
-and thereby commits every change made meanwhile with one fsync; the others
-sleep.  Writes never overlap and their serials only grow.
-
-**on_change.**  After each write, the writing thread calls
-``on_change(data, serial)`` with the exact bytes written and the config
-serial they hold, *with the config lock held*, in serial order, before any
-mutator whose change the write carried returns.  Not every serial is
-reported: one call may cover many changes.  The in-memory config may
-already be newer than ``data`` (never older); read ``serial``, not
-``get_serial_no()``.  The callback must return quickly and must not call
-mutators.  The master daemon's callback
-(``ganeti.replication.Replicator.on_config_change``) only queues the bytes;
-replication happens outside the lock, and the job processor waits for it
-(``wait_replicated``) before reporting success.
-:meth:`ConfigWriter.last_saved_serial` tells a thread which serial its own
-last (durable) save produced, without taking the lock.
-
-**Live objects.**  Getters return the stored objects themselves (no
-copies).  Change them only while holding the matching Ganeti lock, then
-call :meth:`ConfigWriter.update` with the same object.
-
-**Failures.**  Memory never stays ahead of the disk.  If a write fails
-(``OSError``, e.g. ENOSPC) the old file is intact (temporary file +
-rename), a CRITICAL line is logged, and under the config lock memory goes
-back to the last durable document (:func:`configfile.restore_tree`: objects
-touched by an unwritten change get their fields back in place, added ones
-go, removed ones return, the serial is the file's).  Every mutator whose
-change was not written raises :class:`errors.ConfigurationError` naming
-the cause; no ``on_change`` runs for it, so nothing of it is replicated.
-The next change is written as usual once there is room (no restart).
-Unsaved in-place edits of other live objects are left alone.  A change
-that cannot be serialised is undone the same way.  Only if the rollback
-itself fails is the writer *broken*: later mutators raise and the master
-daemon must be restarted.  An exception from ``on_change`` is raised in
-the mutators its write carried; the file is written and the writer usable.
-
-**Batches.**  ``with cfg.batch(): ...`` bumps the serial for every change
-but snapshots (and waits) once, at the end of the outermost batch.
+The rules it keeps are described in :mod:`ganeti.config`; the getters it
+inherits are :class:`ganeti.config.reader.ConfigReader`'s.
 """
 
 from __future__ import annotations
@@ -65,16 +15,14 @@ import time
 import uuid as uuidlib
 from typing import Any, Callable, Iterable, Iterator
 
-from ganeti import configcheck, configfile, constants, errors, serializer
+from ganeti import configfile, constants, errors, serializer
+from ganeti.config.reader import ConfigReader
 from ganeti.configfile import load_config_data, sync_members as _sync_members
-from ganeti.objects import (
-    Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup,
-    instance_all_nodes,
-)
+from ganeti.objects import Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
 from ganeti.utils import io
 from ganeti.utils.groupcommit import GroupCommitter
 
-__all__ = ["ConfigWriter", "load_config_data"]
+__all__ = ["ConfigWriter", "OnChange", "WriteFn", "load_config_data"]
 
 _CONFIG_MODE = configfile.CONFIG_MODE
 #: past this many entries, touch records of durable changes are dropped
@@ -86,8 +34,10 @@ logger = logging.getLogger(__name__)
 OnChange = Callable[[bytes, int], None]
 #: ``write_fn(path, data)``: durably replace ``path`` (default: atomic write + fsync)
 WriteFn = Callable[[str, bytes], None]
-class ConfigWriter:
-    """Thread-safe owner of the cluster configuration; see the module docstring."""
+
+
+class ConfigWriter(ConfigReader):
+    """Thread-safe owner of the cluster configuration; see :mod:`ganeti.config`."""
 
     def __init__(self, path: str, *, clock: Callable[[], float] = time.time,
                  on_change: OnChange | None = None,
@@ -98,9 +48,9 @@ class ConfigWriter:
         self._on_change = on_change
         self._rng = rng or random.Random()
         self._write_fn: WriteFn = write_fn or configfile.write_config_file
-        self._lock = threading.RLock()
         self._saved_by_thread = threading.local()
-        raw, self._data = configfile.read_config(path)
+        raw, data = configfile.read_config(path)
+        super().__init__(data, threading.RLock())
         # the newest document on disk and the newest one handed to the committer:
         # what a failed write or a failed snapshot rolls memory back to
         self._durable: tuple[int, bytes] = (self._data.serial_no, raw)
@@ -114,9 +64,6 @@ class ConfigWriter:
         self._dirty = False
         self._reserved_macs: set[str] = set()
         self._reserved_uuids: set[str] = set()
-        # caches, rebuilt lazily; adds update them, other changes drop them
-        self._name_index: dict[str, dict[str, str]] | None = None
-        self._mac_cache: set[str] | None = None
         # JSON of instances/disks reused while their serial_no/mtime are unchanged
         self._fragments = serializer.FragmentCache(("instances", "disks"))
         _sync_members(self._data)
@@ -312,25 +259,6 @@ class ConfigWriter:
         obj.serial_no += 1
         obj.mtime = now
 
-    def _invalidate(self) -> None:
-        self._name_index = None
-        self._mac_cache = None
-
-    def _index_add(self, kind: str, name: str, uuid: str) -> None:
-        if self._name_index is not None:
-            self._name_index[kind][name] = uuid
-
-    def _names(self) -> dict[str, dict[str, str]]:
-        if self._name_index is None:
-            d = self._data
-            self._name_index = {
-                "node": {n.name: u for u, n in d.nodes.items()},
-                "instance": {i.name: u for u, i in d.instances.items()},
-                "nodegroup": {g.name: u for u, g in d.nodegroups.items()},
-                "network": {n.name: u for u, n in d.networks.items()},
-            }
-        return self._name_index
-
     def _check_name_free(self, name: str, kind: str, own_uuid: str = "") -> None:
         if not name:
             raise errors.ConfigurationError(f"A {kind} needs a name")
@@ -369,12 +297,6 @@ class ConfigWriter:
                 self._reserved_uuids.add(new)
                 return new
         raise errors.ConfigurationError("Cannot generate a unique UUID")
-
-    def _all_macs(self) -> set[str]:
-        if self._mac_cache is None:
-            self._mac_cache = {nic.mac.lower() for inst in self._data.instances.values()
-                               for nic in inst.nics if nic.mac}
-        return self._mac_cache
 
     # ------------------------------------------------------------------
     # generators
@@ -437,83 +359,8 @@ class ConfigWriter:
             _sync_members(self._data)
             return self._fragments.dumps_bytes(self._data)
 
-    def get_config_data(self) -> ConfigData:
-        """The live root object (careful: changes must go through mutators)."""
-        with self._lock:
-            return self._data
-
-    def get_serial_no(self) -> int:
-        """The config's serial number."""
-        with self._lock:
-            return self._data.serial_no
-
-    def get_cluster_info(self) -> Cluster:
-        """The live Cluster object."""
-        with self._lock:
-            return self._data.cluster
-
     # ------------------------------------------------------------------
     # nodes
-
-    def get_node_info(self, uuid: str) -> Node | None:
-        """The node with ``uuid``, or None."""
-        with self._lock:
-            return self._data.nodes.get(uuid)
-
-    def get_node_info_by_name(self, name: str) -> Node | None:
-        """The node called ``name``, or None."""
-        with self._lock:
-            uuid = self._names()["node"].get(name)
-            return None if uuid is None else self._data.nodes[uuid]
-
-    def get_all_nodes_info(self) -> dict[str, Node]:
-        """All nodes, by UUID (a new dict of the live objects)."""
-        with self._lock:
-            return dict(self._data.nodes)
-
-    def get_node_list(self) -> list[str]:
-        """UUIDs of all nodes, sorted by node name."""
-        with self._lock:
-            return [n.uuid for n in sorted(self._data.nodes.values(), key=lambda n: n.name)]
-
-    def get_node_names(self) -> list[str]:
-        """Names of all nodes, sorted."""
-        with self._lock:
-            return sorted(n.name for n in self._data.nodes.values())
-
-    def get_online_node_list(self) -> list[str]:
-        """UUIDs of the nodes that are not offline, sorted by name."""
-        with self._lock:
-            return [n.uuid for n in sorted(self._data.nodes.values(), key=lambda n: n.name)
-                    if not n.offline]
-
-    def get_master_node(self) -> str:
-        """UUID of the master node."""
-        with self._lock:
-            return self._data.cluster.master_node
-
-    def get_master_node_name(self) -> str:
-        """Name of the master node ('' if unknown)."""
-        with self._lock:
-            node = self._data.nodes.get(self._data.cluster.master_node)
-            return node.name if node else ""
-
-    def get_master_candidates(self) -> list[Node]:
-        """The master candidate nodes, sorted by name."""
-        with self._lock:
-            return sorted((n for n in self._data.nodes.values() if n.master_candidate),
-                          key=lambda n: n.name)
-
-    def node_instances(self, node_uuid: str) -> tuple[list[str], list[str]]:
-        """``(primary, secondary)`` instance UUIDs of a node."""
-        with self._lock:
-            primary, secondary = [], []
-            for inst in self._data.instances.values():
-                if inst.primary_node == node_uuid:
-                    primary.append(inst.uuid)
-                elif node_uuid in self._instance_nodes(inst):
-                    secondary.append(inst.uuid)
-            return primary, secondary
 
     def add_node(self, node: Node) -> None:
         """Add ``node`` (uuid generated if empty; group defaults to the default group).
@@ -546,32 +393,6 @@ class ConfigWriter:
     # ------------------------------------------------------------------
     # node groups
 
-    def get_nodegroup(self, uuid: str) -> NodeGroup | None:
-        """The node group with ``uuid``, or None."""
-        with self._lock:
-            return self._data.nodegroups.get(uuid)
-
-    def get_nodegroup_by_name(self, name: str) -> NodeGroup | None:
-        """The node group called ``name``, or None."""
-        with self._lock:
-            uuid = self._names()["nodegroup"].get(name)
-            return None if uuid is None else self._data.nodegroups[uuid]
-
-    def get_all_nodegroups_info(self) -> dict[str, NodeGroup]:
-        """All node groups, by UUID."""
-        with self._lock:
-            return dict(self._data.nodegroups)
-
-    def get_default_nodegroup(self) -> str:
-        """UUID of the default group: the first one by creation time.
-
-        Raises :class:`errors.ConfigurationError` if there is no group.
-        """
-        with self._lock:
-            if not self._data.nodegroups:
-                raise errors.ConfigurationError("The configuration has no node group")
-            return min(self._data.nodegroups.values(), key=lambda g: (g.ctime, g.name)).uuid
-
     def add_nodegroup(self, group: NodeGroup) -> None:
         """Add a node group; raises :class:`errors.ConfigurationError` on clashes."""
         with self._mutation():
@@ -602,62 +423,6 @@ class ConfigWriter:
 
     # ------------------------------------------------------------------
     # instances and disks
-
-    def get_instance_info(self, uuid: str) -> Instance | None:
-        """The instance with ``uuid``, or None."""
-        with self._lock:
-            return self._data.instances.get(uuid)
-
-    def get_instance_info_by_name(self, name: str) -> Instance | None:
-        """The instance called ``name``, or None."""
-        with self._lock:
-            uuid = self._names()["instance"].get(name)
-            return None if uuid is None else self._data.instances[uuid]
-
-    def get_all_instances_info(self) -> dict[str, Instance]:
-        """All instances, by UUID."""
-        with self._lock:
-            return dict(self._data.instances)
-
-    def get_instance_names(self) -> list[str]:
-        """Names of all instances, sorted."""
-        with self._lock:
-            return sorted(i.name for i in self._data.instances.values())
-
-    def get_instance_disks(self, inst_uuid: str) -> list[Disk]:
-        """The Disk objects of an instance, in order.
-
-        Raises :class:`errors.ConfigurationError` for an unknown instance.
-        """
-        with self._lock:
-            inst = self._get_instance(inst_uuid)
-            return [self._data.disks[d] for d in inst.disks if d in self._data.disks]
-
-    def get_instance_nodes(self, inst_uuid: str) -> list[str]:
-        """UUIDs of all nodes of an instance, the primary first."""
-        with self._lock:
-            return self._instance_nodes(self._get_instance(inst_uuid))
-
-    def get_instance_secondary_nodes(self, inst_uuid: str) -> list[str]:
-        """UUIDs of the non-primary nodes of an instance."""
-        with self._lock:
-            inst = self._get_instance(inst_uuid)
-            return [n for n in self._instance_nodes(inst) if n != inst.primary_node]
-
-    def get_disk_info(self, uuid: str) -> Disk | None:
-        """The disk with ``uuid``, or None."""
-        with self._lock:
-            return self._data.disks.get(uuid)
-
-    def _get_instance(self, uuid: str) -> Instance:
-        inst = self._data.instances.get(uuid)
-        if inst is None:
-            raise errors.ConfigurationError(f"Unknown instance {uuid}")
-        return inst
-
-    def _instance_nodes(self, inst: Instance) -> list[str]:
-        disks = [self._data.disks[d] for d in inst.disks if d in self._data.disks]
-        return instance_all_nodes(inst, disks)
 
     def _check_disk(self, disk: Disk) -> None:
         self._new_uuid(disk)
@@ -807,12 +572,3 @@ class ConfigWriter:
                     f"update() cannot store a {type(obj).__name__}")
             self._touch(obj)
             self._save()
-
-    # ------------------------------------------------------------------
-    # verification
-
-    def verify_config(self) -> list[str]:
-        """Check the configuration's consistency; returns readable problems."""
-        with self._lock:
-            return configcheck.check_config(self._data)
-
