@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ganeti import constants
+from ganeti import constants, ipolicy
 
 __all__ = ["PP_DEFAULT", "NIC", "Disk", "Instance", "Node", "NodeGroup",
            "Network", "Cluster", "ConfigData", "instance_all_nodes",
@@ -34,15 +34,8 @@ PP_DEFAULT = "default"
 
 
 def default_ipolicy() -> dict[str, Any]:
-    """The default instance policy, as observed on Ganeti 3.0."""
-    minspec = {"memory-size": 128, "disk-size": 1024, "disk-count": 1,
-               "cpu-count": 1, "nic-count": 1, "spindle-use": 1}
-    maxspec = {"memory-size": 32768, "disk-size": 1048576, "disk-count": 16,
-               "cpu-count": 8, "nic-count": 8, "spindle-use": 12}
-    return {"minmax": [{"min": minspec, "max": maxspec}],
-            "std": dict(minspec),
-            "disk-templates": sorted(constants.DISK_TEMPLATES),
-            "spindle-ratio": 32.0, "vcpu-ratio": 4.0}
+    """The default instance policy (Ganeti's; see :func:`ganeti.ipolicy.default_ipolicy`)."""
+    return ipolicy.default_ipolicy()
 
 
 @dataclass

@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     # 2. data
     "ganeti.objects": 2,
     "ganeti.parameters": 2,
+    "ganeti.ipolicy": 2,
     "ganeti.opcodes": 2,
     "ganeti.rpc": 2,
     "ganeti.rpc.defs": 2,
