@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ganeti import config as gconfig
+from ganeti import ipolicy as gipolicy
 from ganeti import constants, crypto, errors, objects, parameters, serializer, ssconf, ssh
 from ganeti.pathutils import Paths, get_paths
 from ganeti.utils import io as uio
@@ -184,8 +185,12 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                  beparams: Mapping[str, Any] | None = None,
                  nicparams: Mapping[str, Any] | None = None,
                  ndparams: Mapping[str, Any] | None = None,
+                 ipolicy: Mapping[str, Any] | None = None,
                  clock: Callable[[], float] = time.time) -> objects.ConfigData:
     """Create the master node's files and the initial configuration.
+
+    The instance policy is Ganeti's default with the enabled disk
+    templates, changed by ``ipolicy`` (a change set, doc/ipolicy.md).
 
     Does not start daemons.  Raises :class:`errors.OpPrereqError` for bad
     arguments and :class:`errors.ConfigurationError` when a cluster
@@ -215,6 +220,13 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
         raise errors.OpPrereqError("The candidate pool size must be at least 1",
                                    errors.ECODE_INVAL)
     params = _default_params(hvs, templates, hvparams, beparams, nicparams, ndparams)
+    params["ipolicy"] = gipolicy.check_ipolicy(gipolicy.update_ipolicy(
+        gipolicy.default_ipolicy(templates), ipolicy))
+    extra = sorted(set(params["ipolicy"][gipolicy.IPOLICY_DTS]) - set(templates))
+    if extra:
+        raise errors.OpPrereqError("The following disk templates are allowed by the ipolicy,"
+                                   f" but not enabled on the cluster: {', '.join(extra)}",
+                                   errors.ECODE_INVAL)
     mip_ip = cluster_ip or master_ip
     ip_limit = 128 if ":" in mip_ip else 32
     if master_netmask is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ganeti import constants, errors, serializer
+from ganeti import constants, errors, ipolicy, serializer
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
 from ganeti.utils import io
 
@@ -59,6 +59,10 @@ def decode_config(raw: bytes) -> ConfigData:
     data = serializer.from_data(ConfigData, plain)
     if not isinstance(data.cluster, Cluster):
         raise errors.SerializationError("'cluster' is not an object")
+    # older documents: instance policies in an older shape or with keys missing
+    data.cluster.ipolicy = ipolicy.upgrade_ipolicy(data.cluster.ipolicy, group=False)
+    for group in data.nodegroups.values():
+        group.ipolicy = ipolicy.upgrade_ipolicy(group.ipolicy, group=True)
     return data
 
 

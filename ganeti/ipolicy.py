@@ -46,7 +46,7 @@ __all__ = [
     "IPOLICY_VCPU_RATIO", "IPOLICY_SPINDLE_RATIO", "IPOLICY_PARAMETERS", "IPOLICY_ALL_KEYS",
     "VALUE_DEFAULT", "default_min_spec", "default_max_spec", "default_ipolicy",
     "check_ispec", "check_ipolicy", "update_ipolicy", "fill_ipolicy", "parse_spec_value",
-    "make_spec", "compute_violations", "format_violations",
+    "make_spec", "compute_violations", "format_violations", "upgrade_ipolicy",
 ]
 
 ISPEC_MEM_SIZE = "memory-size"
@@ -286,6 +286,32 @@ def fill_ipolicy(cluster: Mapping[str, Any], group: Mapping[str, Any] | None) ->
         else:
             result[key] = copy.deepcopy(value)
     return result
+
+
+def upgrade_ipolicy(policy: Mapping[str, Any] | None, *, group: bool) -> dict[str, Any]:
+    """A stored policy of an older configuration brought to the current format.
+
+    Older Ganeti versions kept one bound pair as top-level ``min`` and
+    ``max`` keys; those become a single ``minmax`` pair.  At cluster level
+    missing keys and missing specs are filled from the defaults, so that
+    the policy is complete.  A current policy comes back unchanged.
+    """
+    result = copy.deepcopy(dict(policy or {}))
+    if ISPECS_MIN in result or ISPECS_MAX in result:
+        low, high = result.pop(ISPECS_MIN, {}), result.pop(ISPECS_MAX, {})
+        if ISPECS_MINMAX not in result:
+            result[ISPECS_MINMAX] = [{ISPECS_MIN: low, ISPECS_MAX: high}]
+    if group:
+        return result
+    defaults = default_ipolicy()
+    filled = fill_ipolicy(defaults, result)
+    filled[ISPECS_STD] = {**defaults[ISPECS_STD], **filled[ISPECS_STD]}
+    filled[ISPECS_MINMAX] = [
+        {ISPECS_MIN: {**default_min_spec(), **pair.get(ISPECS_MIN, {})},
+         ISPECS_MAX: {**default_max_spec(), **pair.get(ISPECS_MAX, {})}}
+        for pair in filled[ISPECS_MINMAX] if isinstance(pair, Mapping)] or \
+        defaults[ISPECS_MINMAX]
+    return filled
 
 
 def make_spec(*, memory_size: int | None, cpu_count: int | None, disk_sizes: Sequence[int],

@@ -232,3 +232,25 @@ def test_several_pairs_best_fit_wins() -> None:
 
 def test_format_violations() -> None:
     assert ipolicy.format_violations(["a", "b"]) == "a, b"
+
+
+# --- upgrade of stored policies ---------------------------------------------------------
+
+def test_upgrade_keeps_a_current_policy() -> None:
+    pol = ipolicy.default_ipolicy(["plain"])
+    assert ipolicy.upgrade_ipolicy(pol, group=False) == pol
+    assert ipolicy.upgrade_ipolicy({"vcpu-ratio": 2.0}, group=True) == {"vcpu-ratio": 2.0}
+
+
+def test_upgrade_old_min_max_keys_and_missing_entries() -> None:
+    old = {"min": {"memory-size": 128}, "max": {"memory-size": 4096}, "std": {"cpu-count": 1},
+           "disk-templates": ["plain"]}
+    new = ipolicy.upgrade_ipolicy(old, group=False)
+    assert new["minmax"] == [{"min": {**ipolicy.default_min_spec(), "memory-size": 128},
+                              "max": {**ipolicy.default_max_spec(), "memory-size": 4096}}]
+    assert new["vcpu-ratio"] == 4.0 and new["disk-templates"] == ["plain"]
+    assert new["std"] == ipolicy.default_min_spec()
+    ipolicy.check_ipolicy(new)
+    assert ipolicy.upgrade_ipolicy({}, group=False) == ipolicy.default_ipolicy()
+    assert ipolicy.upgrade_ipolicy({"min": {}, "max": {"cpu-count": 2}}, group=True) == {
+        "minmax": [{"min": {}, "max": {"cpu-count": 2}}]}

@@ -21,6 +21,7 @@ import os
 import time
 
 from ganeti import cli, constants, errors
+from ganeti.cli import ipolicy_opts
 from ganeti.client import tags_common
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -125,7 +126,9 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         candidate_pool_size=(opts.candidate_pool_size
                              or constants.DEFAULT_CANDIDATE_POOL_SIZE),
         hvparams=parse_hvparams(opts.hvparams), beparams=parse_keyval(opts.beparams),
-        nicparams=parse_keyval(opts.nicparams), ndparams=ndparams)
+        nicparams=parse_keyval(opts.nicparams), ndparams=ndparams,
+        ipolicy=ipolicy_opts.ipolicy_changes(opts, group=False, current=ipolicy_opts.default_source(
+            _csv(opts.enabled_disk_templates) or bootstrap.DEFAULT_DISK_TEMPLATES)))
     bootstrap.start_noded(paths, master_ip, noded_port)
     bootstrap.start_masterd(paths, extra_args=_masterd_args())
     bootstrap.start_rapi(paths)
@@ -233,7 +236,7 @@ def format_cluster_info(info: dict[str, Any]) -> list[str]:
     out.append("Default disk parameters:")
     _print_dict(info.get("diskparams") or {}, 1, out)
     out.append("Instance policy - limits for instances:")
-    _print_dict(info.get("ipolicy") or {}, 1, out)
+    out.extend(ipolicy_opts.format_ipolicy(info.get("ipolicy") or {}))
     return out
 
 
@@ -290,6 +293,8 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "maintain_node_health": _bool_arg(opts.maintain_node_health),
         "max_running_jobs": opts.max_running_jobs,
         "default_iallocator": opts.default_iallocator,
+        "ipolicy": ipolicy_opts.ipolicy_changes(
+            opts, group=False, current=lambda: cli.get_client(opts).QueryClusterInfo()["ipolicy"]),
     }
     op.update({k: v for k, v in values.items() if v is not None})
     if len(op) == 1:
@@ -763,11 +768,11 @@ CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
 
 _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
               SFSDIR_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT,
-              NOSSH_OPT]
+              NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
                 SFSDIR_OPT, POOL_OPT,
                 HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, MAXJOBS_OPT, IALLOC_OPT,
-                cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
+                *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 
 commands: dict[str, cli.Command] = {
     "init": (init_cluster, [cli.ArgUnknown(min=1, max=1, name="CLUSTER_NAME")], _INIT_OPTS,

@@ -1,35 +1,90 @@
-"""``gnt-group``: add, remove, rename and list node groups, and move nodes between them.
+"""``gnt-group``: add, modify, remove, rename, list and show node groups, move nodes.
 
-Every verb is one opcode or one query over LUXI.  The group policies and
-evacuation (``modify``, ``evacuate``, ``info``) come with placement; see
-``doc/commands.md``.
+Every verb is one opcode or one query over LUXI (doc/commands.md).  The
+instance policy options are shared with ``gnt-cluster``
+(:mod:`ganeti.cli.ipolicy_opts`, doc/ipolicy.md).
 """
 
 from __future__ import annotations
 
-from ganeti import cli, constants
+from ganeti import cli, constants, errors
+from ganeti.cli import ipolicy_opts
 from ganeti.client import tags_common
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "add_group", "remove_group", "rename_group", "assign_nodes",
+__all__ = ["main", "commands", "add_group", "modify_group", "remove_group", "rename_group",
+           "assign_nodes", "show_group_info", "format_group_info", "parse_diskparams",
            "list_groups", "list_fields", "LIST_DEFAULT_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "node_cnt", "pinst_cnt", "alloc_policy", "ndparams"]
 
 
-def add_group(opts: Any, args: list[str]) -> int:
-    """Create an empty node group (``OP_GROUP_ADD``)."""
+def parse_diskparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
+    """``-D plain:key=val,...`` (repeatable) -> ``{"plain": {"key": "val"}}``."""
     from ganeti.client.gnt_cluster import parse_keyval
-    op: dict[str, Any] = {"OP_ID": "OP_GROUP_ADD", "group_name": args[0]}
+    if not values:
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for text in values:
+        template, sep, rest = text.partition(":")
+        if not template or not sep:
+            raise errors.ParameterError(f"Invalid disk parameters '{text}' (expected"
+                                        " TEMPLATE:key=value,...)", errors.ECODE_INVAL)
+        out.setdefault(template, {}).update(parse_keyval(rest, "disk parameters") or {})
+    return out
+
+
+def _group_params(opts: Any, op: dict[str, Any], current: Any = None) -> dict[str, Any]:
+    from ganeti.client.gnt_cluster import parse_keyval
     if opts.alloc_policy:
         op["alloc_policy"] = opts.alloc_policy
     ndparams = parse_keyval(opts.ndparams, "node parameters")
     if ndparams:
         op["ndparams"] = ndparams
+    diskparams = parse_diskparams(opts.diskparams)
+    if diskparams:
+        op["diskparams"] = diskparams
+    policy = ipolicy_opts.ipolicy_changes(opts, group=True, current=current)
+    if policy:
+        op["ipolicy"] = policy
+    return op
+
+
+def _effective_policy(opts: Any, name: str) -> Any:
+    def fetch() -> dict[str, Any]:
+        result = cli.get_client(opts).Query(constants.QR_GROUP, ["ipolicy"],
+                                            ["==", "name", name])
+        return result["data"][0][0][1]
+    return fetch
+
+
+def _cluster_policy(opts: Any) -> Any:
+    return lambda: cli.get_client(opts).QueryClusterInfo()["ipolicy"]
+
+
+def add_group(opts: Any, args: list[str]) -> int:
+    """Create an empty node group (``OP_GROUP_ADD``)."""
+    op = _group_params(opts, {"OP_ID": "OP_GROUP_ADD", "group_name": args[0]},
+                       _cluster_policy(opts))
     cli.submit_or_send(op, opts)
+    return cli.EXIT_SUCCESS
+
+
+def modify_group(opts: Any, args: list[str]) -> int:
+    """Change a group's allocation policy and parameters (``OP_GROUP_SET_PARAMS``)."""
+    op = _group_params(opts, {"OP_ID": "OP_GROUP_SET_PARAMS", "group_name": args[0]},
+                       _effective_policy(opts, args[0]))
+    if len(op) == 2:
+        cli.to_stderr("Please give at least one of the parameters.")
+        return cli.EXIT_FAILURE
+    result = cli.submit_or_send(op, opts)
+    if isinstance(result, list) and result:
+        cli.to_stdout(f"Modified node group {args[0]}")
+        for param, _ in result:
+            cli.to_stdout(f" - {param}")
     return cli.EXIT_SUCCESS
 
 
@@ -53,6 +108,59 @@ def assign_nodes(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
+INFO_FIELDS = ["name", "uuid", "alloc_policy", "node_cnt", "pinst_cnt", "ndparams",
+               "custom_ndparams", "diskparams", "custom_diskparams", "ipolicy",
+               "custom_ipolicy", "tags"]
+
+
+def _params_lines(values: dict[str, Any], custom: dict[str, Any], pad: str) -> list[str]:
+    out = []
+    for key in sorted(values):
+        value = values[key]
+        if isinstance(value, dict):
+            out.append(f"{pad}{key}:")
+            out += _params_lines(value, custom.get(key) or {}, pad + "  ")
+        else:
+            shown = str(value) if key in custom else f"default ({value})"
+            out.append(f"{pad}{key}: {shown}")
+    return out
+
+
+def format_group_info(group: dict[str, Any]) -> list[str]:
+    """Ganeti-like ``gnt-group info`` lines for one group's query fields."""
+    out = [f"Node group: {group['name']}",
+           f"  UUID: {group['uuid']}",
+           f"  Number of nodes: {group['node_cnt']}",
+           f"  Number of primary instances: {group['pinst_cnt']}",
+           f"  Allocation policy: {group['alloc_policy']}",
+           f"  Tags: {', '.join(group.get('tags') or []) or '(none)'}",
+           "  Node parameters:"]
+    out += _params_lines(group.get("ndparams") or {}, group.get("custom_ndparams") or {},
+                         "    ")
+    out.append("  Disk parameters:")
+    out += _params_lines(group.get("diskparams") or {}, group.get("custom_diskparams") or {},
+                         "    ")
+    out.append("  Instance policy - limits for instances:")
+    out += ipolicy_opts.format_ipolicy(group.get("ipolicy") or {},
+                                       group.get("custom_ipolicy") or {}, indent=2)
+    return out
+
+
+def show_group_info(opts: Any, args: list[str]) -> int:
+    """Show the parameters and policy of node groups (all, or the given ones)."""
+    qfilter = ["|"] + [["==", "name", name] for name in args] if args else None
+    result = cli.get_client(opts).Query(constants.QR_GROUP, INFO_FIELDS, qfilter)
+    groups = [{f: cell[1] for f, cell in zip(INFO_FIELDS, row)} for row in result["data"]]
+    missing = sorted(set(args) - {g["name"] for g in groups})
+    if missing:
+        raise errors.OpPrereqError(f"Node group(s) not found: {', '.join(missing)}",
+                                   errors.ECODE_NOENT)
+    for group in sorted(groups, key=lambda g: g["name"]):
+        for line in format_group_info(group):
+            cli.to_stdout(line)
+    return cli.EXIT_SUCCESS
+
+
 list_groups = cli.query_list_verb(constants.QR_GROUP, LIST_DEFAULT_FIELDS)
 list_fields = cli.list_fields_verb(constants.QR_GROUP)
 
@@ -63,14 +171,27 @@ ALLOC_POLICY_OPT = _O("--alloc-policy", dest="alloc_policy", default=None,
                            " unallocable)")
 NDP_OPT = _O("-N", "--node-parameters", dest="ndparams", default=None, metavar="KEY=VAL,...",
              help="Node parameters of the group")
+DISKP_OPT = _O("-D", "--disk-parameters", dest="diskparams", action="append", default=[],
+               metavar="TEMPLATE:KEY=VAL,...",
+               help="Disk parameters of the group for a template (repeatable)")
 ASSIGN_FORCE_OPT = _O("--force", dest="force", action="store_true", default=False,
                       help="Move the nodes even if that splits instances between groups")
 
 _GROUP = cli.ArgUnknown(min=1, max=1, name="GROUP")
 _JOB_OPTS = [cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 commands: dict[str, cli.Command] = {
-    "add": (add_group, [_GROUP], [ALLOC_POLICY_OPT, NDP_OPT, *_JOB_OPTS],
-            "[--alloc-policy POLICY] [-N PARAMS] GROUP", "Add a new, empty node group"),
+    "add": (add_group, [_GROUP], [ALLOC_POLICY_OPT, NDP_OPT, DISKP_OPT,
+                                  *ipolicy_opts.GROUP_IPOLICY_OPTS, *_JOB_OPTS],
+            "[--alloc-policy POLICY] [-N PARAMS] [-D TEMPLATE:PARAMS] [ipolicy options] GROUP",
+            "Add a new, empty node group"),
+    "modify": (modify_group, [_GROUP], [ALLOC_POLICY_OPT, NDP_OPT, DISKP_OPT,
+                                        *ipolicy_opts.GROUP_IPOLICY_OPTS, *_JOB_OPTS],
+               "[--alloc-policy POLICY] [-N PARAMS] [-D TEMPLATE:PARAMS] [ipolicy options]"
+               " GROUP",
+               "Change the allocation policy, node and disk parameters or instance policy"
+               " of a group ('default' resets a policy value to the cluster's)"),
+    "info": (show_group_info, [cli.ArgUnknown(name="GROUP")], [], "[GROUP...]",
+             "Show the parameters and instance policy of node groups"),
     "remove": (remove_group, [_GROUP], _JOB_OPTS, "GROUP",
                "Remove an empty node group"),
     "rename": (rename_group, [_GROUP, cli.ArgUnknown(min=1, max=1, name="NEW_NAME")],

@@ -7,6 +7,7 @@ the start-up of this frequently used tool light.
 from __future__ import annotations
 
 from ganeti import cli, constants, errors
+from ganeti.cli.ipolicy_opts import IGNORE_IPOLICY_OPT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -257,7 +258,8 @@ def add_instance(opts: Any, args: list[str]) -> int:
              hypervisor=hv, pnode=pnode, snode=snode, start=opts.start,
              no_install=opts.no_install, name_check=opts.name_check, ip_check=opts.ip_check,
              tags=[t for t in (opts.tags or "").split(",") if t],
-             file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver)
+             file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
+             ignore_ipolicy=opts.ignore_ipolicy or None)
     cli.submit_or_send(op, opts)
     return 0
 
@@ -391,7 +393,8 @@ def failover(opts: Any, args: list[str]) -> int:
     cli.submit_or_send(_op("OP_INSTANCE_FAILOVER", instance_name=args[0],
                            target_node=opts.target_node,
                            ignore_consistency=opts.ignore_consistency,
-                           shutdown_timeout=opts.shutdown_timeout), opts)
+                           shutdown_timeout=opts.shutdown_timeout,
+                           ignore_ipolicy=opts.ignore_ipolicy or None), opts)
     return 0
 
 
@@ -399,7 +402,8 @@ def migrate(opts: Any, args: list[str]) -> int:
     """Migrate an instance (live unless --non-live)."""
     mode = opts.migration_mode or (None if opts.live else constants.HT_MIGRATION_NONLIVE)
     cli.submit_or_send(_op("OP_INSTANCE_MIGRATE", instance_name=args[0], mode=mode,
-                           target_node=opts.target_node, cleanup=opts.cleanup), opts)
+                           target_node=opts.target_node, cleanup=opts.cleanup,
+                           ignore_ipolicy=opts.ignore_ipolicy or None), opts)
     return 0
 
 
@@ -409,7 +413,8 @@ def move(opts: Any, args: list[str]) -> int:
         return cli.usage_error(opts.command, "The target node (-n) is required")
     cli.submit_or_send(_op("OP_INSTANCE_MOVE", instance_name=args[0],
                            target_node=opts.target_node,
-                           shutdown_timeout=opts.shutdown_timeout), opts)
+                           shutdown_timeout=opts.shutdown_timeout,
+                           ignore_ipolicy=opts.ignore_ipolicy or None), opts)
     return 0
 
 
@@ -431,7 +436,8 @@ def modify(opts: Any, args: list[str]) -> int:
              osparams=parse_kv(opts.osparams) if opts.osparams else None,
              os_name=opts.os,
              offline=True if opts.offline else (False if opts.online else None),
-             disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"))
+             disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"),
+             ignore_ipolicy=opts.ignore_ipolicy or None)
     result = cli.submit_or_send(op, opts)
     if result:
         cli.to_stdout(f"Modified instance {args[0]}")
@@ -552,7 +558,7 @@ def _tag_rows() -> dict[str, cli.Command]:
 
 ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_OPT, OS_OPT,
             OSP_OPT, PNODE_OPT, NOSTART_OPT, NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT,
-            TAGS_OPT, FSDIR_OPT, FDRIVER_OPT, cli.SUBMIT_OPT]
+            TAGS_OPT, FSDIR_OPT, FDRIVER_OPT, IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT]
 
 commands: dict[str, cli.Command] = {
     "add": (add_instance, ONE_INSTANCE, ADD_OPTS, "-t TEMPLATE [options] INSTANCE",
@@ -576,18 +582,21 @@ commands: dict[str, cli.Command] = {
                                                       cli.FORCE_OPT],
                "[--type soft|hard|full] INSTANCE...", "Reboot instances"),
     "failover": (failover, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, IGNORE_CONSIST_OPT,
-                                          SHUTDOWN_TIMEOUT_OPT, cli.SUBMIT_OPT],
+                                          SHUTDOWN_TIMEOUT_OPT, IGNORE_IPOLICY_OPT,
+                                          cli.SUBMIT_OPT],
                  "[-f] [-n NODE] INSTANCE", "Fail an instance over to another node"),
     "migrate": (migrate, ONE_INSTANCE, [cli.FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT,
-                                        CLEANUP_OPT, TARGET_OPT, cli.SUBMIT_OPT],
+                                        CLEANUP_OPT, TARGET_OPT, IGNORE_IPOLICY_OPT,
+                                        cli.SUBMIT_OPT],
                 "[--non-live] [--cleanup] [-n NODE] INSTANCE", "Migrate an instance"),
     "move": (move, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, SHUTDOWN_TIMEOUT_OPT,
-                                  cli.SUBMIT_OPT],
+                                  IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
              "-n NODE INSTANCE", "Move an instance by copying its disks"),
     "rename": (rename, NEW_NAME_ARGS, [NONAMECHECK_OPT, NOIPCHECK_OPT, cli.SUBMIT_OPT],
                "INSTANCE NEW_NAME", "Rename an instance"),
     "modify": (modify, ONE_INSTANCE, [BE_OPT, HV_OPT, OSP_OPT, OS_OPT, DISK_OPT, NET_OPT,
-                                      OFFLINE_OPT, ONLINE_OPT, cli.SUBMIT_OPT],
+                                      OFFLINE_OPT, ONLINE_OPT, IGNORE_IPOLICY_OPT,
+                                      cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, cli.SUBMIT_OPT],
                   "[-f] [-o OS] INSTANCE", "Reinstall the OS of an instance"),

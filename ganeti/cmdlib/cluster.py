@@ -23,6 +23,7 @@ from typing import Any
 
 from ganeti import constants, crypto, errors, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import policy
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
                                   redistribute, upload_files)
@@ -334,7 +335,12 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
         if uid_pool is not None:
             new["uid_pool"] = uid_pool
         if op.ipolicy is not None:
-            new["ipolicy"] = parameters.update_params(cluster.ipolicy, op.ipolicy)
+            new["ipolicy"], broken = policy.cluster_policy_change(
+                cfg, op.ipolicy, new.get("enabled_disk_templates",
+                                         cluster.enabled_disk_templates))
+            if broken:
+                self.LogWarning("After the ipolicy change the following instances violate"
+                                f" it: {', '.join(broken)}")
         if op.hidden_os is not None:
             new["hidden_os"] = _apply_os_list(cluster.hidden_os, op.hidden_os, "hidden_os")
         if op.blacklisted_os is not None:

@@ -1,24 +1,25 @@
-"""Node group logical units (add, remove, rename, assign nodes, verify disks) and the
-``group`` resource."""
+"""Node group logical units (add, remove, rename, assign nodes, set parameters, verify
+disks) and the ``group`` resource."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti import constants, errors, locking, parameters, query, serializer
+from ganeti import constants, errors, ipolicy, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import policy
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node, select_named
 from ganeti.config import ConfigWriter
 from ganeti.context import MasterContext
 from ganeti.objects import Disk, Instance, NodeGroup
 from ganeti.opcodes.group import (OpGroupAdd, OpGroupAssignNodes, OpGroupRemove, OpGroupRename,
-                                  OpGroupVerifyDisks)
+                                  OpGroupSetParams, OpGroupVerifyDisks)
 from ganeti.utils import validation
 
 __all__ = ["LUGroupAdd", "LUGroupRemove", "LUGroupRename", "LUGroupAssignNodes",
-           "LUGroupVerifyDisks", "GROUP_FIELDS", "collect_groups", "disks_should_be_active"]
+           "LUGroupSetParams", "LUGroupVerifyDisks", "GROUP_FIELDS", "collect_groups", "disks_should_be_active"]
 
 _MIB = 1024 * 1024
 
@@ -42,6 +43,9 @@ class LUGroupAdd(LogicalUnit[OpGroupAdd]):
         self.ndparams = parameters.check_params("nd", self.op.ndparams)
         self.diskparams = {t: parameters.check_params("disk", v, template=t)
                            for t, v in (self.op.diskparams or {}).items()}
+        self.ipolicy: dict[str, Any] = {}
+        if self.op.ipolicy:
+            self.ipolicy, _ = policy.group_policy_change(self.cfg, NodeGroup(), self.op.ipolicy)
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OP_TARGET": self.op.group_name, "GROUP_NAME": self.op.group_name}
@@ -53,7 +57,7 @@ class LUGroupAdd(LogicalUnit[OpGroupAdd]):
         group = NodeGroup(name=self.op.group_name,
                           alloc_policy=self.op.alloc_policy or constants.ALLOC_POLICY_PREFERRED,
                           ndparams=self.ndparams, diskparams=self.diskparams,
-                          ipolicy=dict(self.op.ipolicy or {}))
+                          ipolicy=self.ipolicy)
         self.cfg.add_nodegroup(group)
         if self.glm is not None:
             self.glm.add(locking.LEVEL_NODEGROUP, [group.uuid])
@@ -161,6 +165,74 @@ class LUGroupAssignNodes(LogicalUnit[OpGroupAssignNodes]):
                     node.group = self.group.uuid
                     self.cfg.update(node)
         return None
+
+
+class LUGroupSetParams(LogicalUnit[OpGroupSetParams]):
+    """Change a group's allocation policy, node/disk parameters and instance policy.
+
+    Everything is checked before anything changes.  An instance policy
+    change that makes instances of the group violate it is made anyway,
+    with a warning naming them (as Ganeti does).  Returns ``[[param, new
+    value], ...]``.
+    """
+
+    HPATH = "group-modify"
+    HTYPE = constants.HTYPE_GROUP
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        op = self.op
+        if all(v is None for v in (op.alloc_policy, op.ndparams, op.diskparams, op.ipolicy,
+                                   op.hv_state, op.disk_state)):
+            raise errors.OpPrereqError("Please pass at least one modification",
+                                       errors.ECODE_INVAL)
+
+    def ExpandNames(self) -> None:
+        self.group = expand_group(self.cfg, self.op.group_name)
+        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group.uuid]}
+
+    def CheckPrereq(self) -> None:
+        op, group = self.op, self.group
+        self.new: dict[str, Any] = {}
+        if op.alloc_policy is not None:
+            self.new["alloc_policy"] = op.alloc_policy
+        if op.ndparams is not None:
+            checked = parameters.check_params("nd", op.ndparams, allow_default=True)
+            self.new["ndparams"] = parameters.update_params(group.ndparams, checked)
+        if op.diskparams is not None:
+            diskparams = {t: dict(v) for t, v in group.diskparams.items()}
+            for template, values in op.diskparams.items():
+                checked = parameters.check_params("disk", values, template=template,
+                                                  allow_default=True)
+                diskparams[template] = parameters.update_params(diskparams.get(template),
+                                                                checked)
+                if not diskparams[template]:
+                    del diskparams[template]
+            self.new["diskparams"] = diskparams
+        if op.ipolicy is not None:
+            self.new["ipolicy"], broken = policy.group_policy_change(self.cfg, group,
+                                                                     op.ipolicy)
+            if broken:
+                self.LogWarning("After the ipolicy change the following instances violate"
+                                f" it: {', '.join(broken)}")
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.group.name, "GROUP_NAME": self.group.name,
+                "NEW_ALLOC_POLICY": self.op.alloc_policy or ""}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return cluster_hooks_nodes(self.cfg)
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        changes: list[list[Any]] = []
+        for name, value in self.new.items():
+            setattr(self.group, name, value)
+            changes.append([name, value])
+        if self.op.hv_state is not None or self.op.disk_state is not None:
+            self.LogWarning("hv_state and disk_state are not kept; ignored")
+        if self.new:
+            self.cfg.update(self.group)
+        return changes
 
 
 def disks_should_be_active(inst: Instance) -> bool:
@@ -293,6 +365,7 @@ class GroupQueryData:
 
     def __init__(self, cfg: ConfigWriter) -> None:
         data = cfg.get_config_data()
+        self.cluster = data.cluster
         self.nodes: dict[str, list[str]] = {u: [] for u in data.nodegroups}
         node_group = {}
         for node in data.nodes.values():
@@ -320,10 +393,21 @@ GROUP_FIELDS = query.make_table([
                    "List of primary instances",
                    lambda ctx, g: sorted(ctx.pinst.get(g.uuid, []))),
     query.FieldDef("ndparams", "NDParams", constants.QFT_OTHER, "Node parameters",
-                   lambda ctx, g: dict(g.ndparams)),
+                   lambda ctx, g: parameters.fill_ndparams(ctx.cluster, g)),
+    query.FieldDef("custom_ndparams", "CustomNDParams", constants.QFT_OTHER,
+                   "Custom node parameters", lambda ctx, g: dict(g.ndparams)),
     query.FieldDef("diskparams", "DiskParameters", constants.QFT_OTHER, "Disk parameters",
-                   lambda ctx, g: dict(g.diskparams)),
-    query.FieldDef("ipolicy", "InstancePolicy", constants.QFT_OTHER, "Instance policy",
+                   lambda ctx, g: {t: parameters.fill_diskparams(ctx.cluster, t, g)
+                                   for t in sorted(ctx.cluster.diskparams.keys()
+                                                   | g.diskparams.keys())}),
+    query.FieldDef("custom_diskparams", "CustomDiskParameters", constants.QFT_OTHER,
+                   "Custom disk parameters", lambda ctx, g: {t: dict(v) for t, v in
+                                                            g.diskparams.items()}),
+    query.FieldDef("ipolicy", "InstancePolicy", constants.QFT_OTHER,
+                   "Instance policy limitations (merged)",
+                   lambda ctx, g: ipolicy.fill_ipolicy(ctx.cluster.ipolicy, g.ipolicy)),
+    query.FieldDef("custom_ipolicy", "CustomInstancePolicy", constants.QFT_OTHER,
+                   "Custom instance policy limitations",
                    lambda ctx, g: dict(g.ipolicy)),
     query.FieldDef("networks", "Networks", constants.QFT_OTHER, "Connected networks",
                    lambda ctx, g: sorted(g.networks)),

@@ -17,14 +17,15 @@ import re
 import uuid as uuidlib
 from typing import Any
 
-from ganeti import constants, errors, locking, parameters
+from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
                                     remove_instance_lock, rpc_one, storage_dir_for)
 from ganeti.config import ConfigWriter
-from ganeti.objects import NIC, Disk, Instance
+from ganeti.objects import NIC, Cluster, Disk, Instance, Node
 from ganeti.opcodes import instance as opcodes_instance
 from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.private import reveal
@@ -286,6 +287,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 raise errors.OpPrereqError(f"MAC address {nic.mac} already in use",
                                            errors.ECODE_NOTUNIQUE)
             seen.add(nic.mac)
+        self._check_ipolicy(cluster, pnode)
         inst = Instance(name=op.instance_name, primary_node=pnode.uuid, os=op.os_type or "",
                         hypervisor=hv, disk_template=op.disk_template, nics=self.nics,
                         hvparams=self.hvparams, beparams=self.beparams, osparams=self.osparams,
@@ -318,6 +320,17 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 msg = res.fail_msg if res is not None else "no answer"
                 raise errors.OpPrereqError(f"OS '{op.os_type}' not usable on node {pnode.name}:"
                                            f" {msg}", errors.ECODE_INVAL)
+
+    def _check_ipolicy(self, cluster: Cluster, pnode: Node) -> None:
+        """Refuse a spec outside the primary node's group policy (doc/ipolicy.md)."""
+        be_full = parameters.fill_beparams(cluster, self.beparams)
+        spec = policy.spec_from_values(be_full, [d["size"] for d in self.disk_specs],
+                                       len(self.nics))
+        ignored = policy.check_allocation(self.cfg, pnode.group, [spec], self.op.disk_template,
+                                          ignore=self.op.ignore_ipolicy)
+        if ignored:
+            self.LogWarning("Instance policy ignored: "
+                            + ipolicy.format_violations(ignored))
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return instance_hook_env(self.cfg, self.new_inst, self.new_disks,

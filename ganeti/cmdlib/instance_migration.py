@@ -12,7 +12,10 @@
   then switch the config over and remove the source volumes.
 
 Migrate and failover need disks every node can reach (``diskless``,
-``sharedfile``); ``file`` instances move with ``move``.
+``sharedfile``); ``file`` instances move with ``move``.  A target node in
+another node group must meet that group's instance policy; with
+``ignore_ipolicy`` the refusal becomes a warning (doc/ipolicy.md,
+"Enforcement").
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, TypeVar
 
 from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     expand_instance, expand_node, rpc_one)
 from ganeti.objects import Node
@@ -81,6 +85,11 @@ class _TargetLU(InstanceLU[_TargetOpT]):
             raise errors.OpPrereqError(
                 f"Instance {inst.name} has disk template {inst.disk_template}, whose disks"
                 " only exist on the primary node; use 'move' instead", errors.ECODE_STATE)
+        # a move into another node group must meet that group's policy (doc/ipolicy.md)
+        ignored = policy.check_target_node(self.cfg, inst, self.target,
+                                           ignore=self.op.ignore_ipolicy)
+        if ignored:
+            self.LogWarning(ignored)
 
     def HookExtra(self) -> dict[str, Any]:
         return {"OLD_PRIMARY": self.pnode.name, "NEW_PRIMARY": self.target.name,

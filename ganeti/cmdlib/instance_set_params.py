@@ -11,8 +11,9 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
-from ganeti import constants, errors, parameters
+from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, rpc_one, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
@@ -150,6 +151,26 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     raise errors.OpPrereqError(f"Invalid disk mode {params['mode']!r}",
                                                errors.ECODE_INVAL)
                 self.disk_plan.append((dop, _index(idx, count, "disk"), params))
+        if op.beparams or self.disk_mods or self.nic_mods:
+            self._check_ipolicy(be)
+
+    def _check_ipolicy(self, be: dict[str, Any]) -> None:
+        """Refuse new sizes outside the group's policy (maxmem and minmem, as Ganeti)."""
+        sizes = [d.size for d in self.disks]
+        for dop, idx, spec in self.disk_plan:
+            if dop == DDM_ADD:
+                sizes.insert(idx, spec["size"])
+            elif dop == DDM_REMOVE:
+                sizes.pop(idx)
+        nics = len(self.instance.nics) + sum(
+            1 if nop == DDM_ADD else -1 if nop == DDM_REMOVE else 0 for nop, _, _ in self.nic_plan)
+        specs = [policy.spec_from_values(be, sizes, nics, memory=mem)
+                 for mem in ("maxmem", "minmem")]
+        ignored = policy.check_allocation(self.cfg, self.pnode.group, specs,
+                                          self.instance.disk_template,
+                                          ignore=self.op.ignore_ipolicy)
+        if ignored:
+            self.LogWarning("Instance policy ignored: " + ipolicy.format_violations(ignored))
 
     def _plan_nics(self) -> None:
         """Check the NIC changes on a simulated NIC list; fills ``nic_plan``.

@@ -23,7 +23,9 @@ the group's other nodes and the checksums of the cluster files, and
 compares those with the master's own files: ``config.data`` on master
 candidates, ``server.pem`` and the ssconf files everywhere.  The
 ``cluster-verify`` post hooks run on the group's nodes and their failures
-are folded into the result (``ENODEHOOKS``).
+are folded into the result (``ENODEHOOKS``).  Instances whose primary node
+is in the group and that break the group's instance policy are reported as
+warnings (``EINSTANCEPOLICY``, naming each spec and value; doc/ipolicy.md).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ import os
 import time
 from typing import Any
 
-from ganeti import constants, crypto, locking, opcodes
+from ganeti import constants, crypto, ipolicy, locking, opcodes
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import policy
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
 from ganeti.opcodes.cluster import (OpClusterVerify, OpClusterVerifyConfig, OpClusterVerifyDisks,
@@ -55,6 +58,7 @@ ETYPE_WARNING = "WARNING"
 OT_CLUSTER = "cluster"
 OT_NODE = "node"
 OT_GROUP = "group"
+OT_INSTANCE = "instance"
 
 
 def format_verify_line(etype: str, code: str, otype: str, name: str, msg: str,
@@ -242,6 +246,21 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                     rep.report("ENODEHOOKS", OT_NODE, node_name,
                                f"Script {script} failed, output: {text}")
 
+    def _check_instance_policy(self, rep: Reporter, nodes: list[Any],
+                               feedback_fn: FeedbackFn) -> None:
+        """Warn about the group's instances that break its policy (EINSTANCEPOLICY)."""
+        members = {n.uuid for n in nodes}
+        instances = sorted((i for i in self.cfg.get_all_instances_info().values()
+                            if i.primary_node in members), key=lambda i: i.name)
+        if not instances:
+            return
+        feedback_fn("* Verifying instance policies")
+        group_policy = policy.group_policy(self.cfg, self.group)
+        for inst in instances:
+            found = policy.instance_violations(self.cfg, inst, group_policy)
+            rep.error_if(found, "EINSTANCEPOLICY", OT_INSTANCE, inst.name,
+                         ipolicy.format_violations(found), warning=True)
+
     # -- main ------------------------------------------------------------------
     def Exec(self, feedback_fn: FeedbackFn) -> bool:  # noqa: C901 - a list of checks
         rep = Reporter(self.op, feedback_fn)
@@ -253,6 +272,7 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         for node in nodes:
             if node.offline:
                 feedback_fn(f"* Skipping offline node {node.name}")
+        self._check_instance_policy(rep, nodes, feedback_fn)
         if rpc is None:
             rep.report("ENODERPC", OT_GROUP, self.group.name,
                        "node RPC is not available on this master", warning=True)

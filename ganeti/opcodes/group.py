@@ -1,4 +1,4 @@
-"""Node group opcodes: add, remove, rename, assign nodes, verify disks."""
+"""Node group opcodes: add, remove, rename, assign nodes, set parameters, verify disks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
 __all__ = ["OpGroupAdd", "OpGroupRemove", "OpGroupRename", "OpGroupAssignNodes",
-           "OpGroupVerifyDisks", "ALL_OPCODES"]
+           "OpGroupSetParams", "OpGroupVerifyDisks", "ALL_OPCODES"]
 
 
 @dataclass(kw_only=True)
@@ -58,6 +58,25 @@ class OpGroupAssignNodes(OpCode):
 
 
 @dataclass(kw_only=True)
+class OpGroupSetParams(OpCode):
+    """Change a node group's allocation policy and parameters.
+
+    ``ipolicy`` is a change set (doc/ipolicy.md): ``"default"`` resets a
+    key to the cluster's value.  Result: ``[[param, new value], ...]``.
+    """
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+    alloc_policy: str | None = param(None, choices=constants.VALID_ALLOC_POLICIES)
+    ndparams: dict[str, Any] | None = None
+    diskparams: dict[str, dict[str, Any]] | None = None
+    ipolicy: dict[str, Any] | None = None
+    hv_state: dict[str, Any] | None = None
+    disk_state: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
 class OpGroupVerifyDisks(OpCode):
     """Check the disks of a group's instances (doc/protocols/opcodes.md, "Verify disks").
 
@@ -70,4 +89,5 @@ class OpGroupVerifyDisks(OpCode):
     group_name: str
 
 
-ALL_OPCODES = (OpGroupAdd, OpGroupRemove, OpGroupRename, OpGroupAssignNodes, OpGroupVerifyDisks)
+ALL_OPCODES = (OpGroupAdd, OpGroupRemove, OpGroupRename, OpGroupAssignNodes, OpGroupSetParams,
+               OpGroupVerifyDisks)

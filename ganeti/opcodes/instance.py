@@ -208,6 +208,7 @@ class OpInstanceSetParams(OpInstanceBase):
     force: bool = False
     wait_for_sync: bool = True
     hotplug: bool = False
+    ignore_ipolicy: bool = False
 
 
 @dataclass(kw_only=True)

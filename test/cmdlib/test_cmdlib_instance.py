@@ -153,6 +153,8 @@ def env(tmp_path: Any) -> Any:
     data.cluster = objects.Cluster(cluster_name="cluster.example.com", uuid="c-uuid",
                                    enabled_disk_templates=["diskless", "file", "sharedfile"],
                                    file_storage_dir="/srv/ganeti/file-storage")
+    # small test disks, as on the virtual cluster (doc/vcluster.md); else Ganeti's policy
+    data.cluster.ipolicy["minmax"][0]["min"]["disk-size"] = 1
     group = objects.NodeGroup(name="default", uuid="g-uuid")
     data.nodegroups[group.uuid] = group
     for i, name in enumerate(NODES):
