@@ -199,6 +199,9 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("DELETE", _GROUP): Doc("Remove a node group"),
     ("PUT", _GROUP + "/rename"): Doc("Rename a node group", body=_opbody(
         "OP_GROUP_RENAME", ["new_name"], new_name=_STR)),
+    ("PUT", _GROUP + "/modify"): Doc("Change a node group's allocation policy, parameters"
+                                     " and instance policy (doc/ipolicy.md)",
+                                     body=_opbody("OP_GROUP_SET_PARAMS")),
     ("PUT", _GROUP + "/assign-nodes"): Doc("Move nodes into a group", body=_opbody(
         "OP_GROUP_ASSIGN_NODES", ["nodes"], nodes=_STRS)),
     **_tag_docs(_GROUP + "/tags", "node group"),

@@ -45,13 +45,16 @@ from ganeti.pathutils import Paths
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
            "start", "stop", "destroy", "run_gnt", "pick_free_port", "new_boot_id",
-           "run_watcher", "main"]
+           "run_watcher", "main", "VCLUSTER_MIN_DISK_SIZE"]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_FILE = "vcluster.json"
 HOSTS_FILE = "hosts"
 SSHD_NAME = "vcluster-sshd"
 CLUSTER_NAME = "cluster.vcluster"
+#: The smallest instance disk (MiB) the virtual cluster's policy allows; Ganeti's
+#: default is 1024, too big for test disks on tmpfs.
+VCLUSTER_MIN_DISK_SIZE = 1
 _TINYOS = os.path.join(REPO_ROOT, "tools", "os", "tinyos")
 
 Log = Callable[[str], None]
@@ -298,7 +301,9 @@ def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAK
         log(f"Starting {nodes} SSH servers on port {ssh_port}")
         _start_sshds(vc, vnodes)
     log(f"Initialising {CLUSTER_NAME} on {vnodes[0].name} (noded port {noded_port})")
-    init = ["gnt-cluster", "init", "--enabled-hypervisors", hypervisor]
+    # Ganeti's instance policy, except that disks may be small (doc/vcluster.md)
+    init = ["gnt-cluster", "init", "--enabled-hypervisors", hypervisor,
+            "--specs-disk-size", f"min={VCLUSTER_MIN_DISK_SIZE}"]
     if use_ssh:
         init += ["--node-parameters", f"ssh_port={ssh_port}"]
     run_gnt(vc, init + [CLUSTER_NAME])

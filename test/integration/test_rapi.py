@@ -164,7 +164,7 @@ def test_tls_settings(vc):
 
 def test_instance_lifecycle(vc):
     body = {"__version__": 1, "name": INST, "os": "tinyos", "mode": "create",
-            "disk_template": "diskless", "disks": [], "nics": [], "pnode": N2,
+            "disk_template": "diskless", "disks": [], "nics": [{}], "pnode": N2,
             "name_check": False, "ip_check": False, "start": True}
     job = submit_ok(vc, "POST", "/2/instances?reason=rapi-test", body)
     reasons = job["ops"][0]["reason"]

@@ -149,7 +149,7 @@ def test_no_secret_leaks_through_a_lifecycle(vc, tmp_path):
 
     cl = RecordingClient(vc.paths(N1).master_socket)
     cl.run({"OP_ID": "OP_INSTANCE_CREATE", "instance_name": INST, "disk_template": "file",
-            "disks": [{"size": 16}], "nics": [], "os_type": "secretos", "pnode": N1,
+            "disks": [{"size": 16}], "nics": [{}], "os_type": "secretos", "pnode": N1,
             "osparams": {"visible": "public-value"},
             "osparams_private": {"secret": canaries["add"]},
             "name_check": False, "ip_check": False, "start": True})

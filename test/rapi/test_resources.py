@@ -210,3 +210,12 @@ def test_query_put_takes_qfilter():
     with pytest.raises(errors.HttpError):
         run("PUT", "/2/query/node", fake, body={"fields": ["name"], "qfilter": qfilter,
                                                 "filter": ["=", "name", "n2"]})
+
+
+def test_group_modify_builds_group_set_params():
+    fake = FakeLuxi()
+    body = {"alloc_policy": "last_resort", "ipolicy": {"vcpu-ratio": 2}}
+    assert run("PUT", "/2/groups/rack2/modify", fake, body=body) == 42
+    (ops,) = fake.submitted
+    assert ops[0]["OP_ID"] == "OP_GROUP_SET_PARAMS" and ops[0]["group_name"] == "rack2"
+    assert ops[0]["alloc_policy"] == "last_resort" and ops[0]["ipolicy"] == {"vcpu-ratio": 2}
