@@ -115,7 +115,7 @@ def phase_main(cfg: dict[str, Any], rec: Recorder) -> None:
     submit(rec, cl, "node_tags_del", cl.DeleteNodeTags, node2, ["rack1"])
 
     # an instance's life
-    submit(rec, cl, "create", cl.CreateInstance, "create", inst, "diskless", [], [],
+    submit(rec, cl, "create", cl.CreateInstance, "create", inst, "diskless", [], [{}],
            os=cfg["os"], pnode=node2, name_check=False, ip_check=False, start=True,
            reason="upstream-client")
     create_job = rec.results.get("create")
