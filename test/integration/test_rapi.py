@@ -202,6 +202,22 @@ def test_query_resource(vc):
     assert status == 200 and res["fields"][0]["name"] == "name"
 
 
+def test_group_modify(vc):
+    submit_ok(vc, "PUT", "/2/groups/default/modify",
+              {"alloc_policy": "last_resort", "ipolicy": {"vcpu-ratio": 2}})
+    status, group, _ = request(vc, "GET", "/2/groups/default")
+    assert status == 200 and group["alloc_policy"] == "last_resort"
+    assert group["custom_ipolicy"] == {"vcpu-ratio": 2.0}
+    assert group["ipolicy"]["vcpu-ratio"] == 2.0 and group["ipolicy"]["minmax"]
+    status, job_id, _ = request(vc, "PUT", "/2/groups/default/modify",
+                                {"ipolicy": {"std": {"memory-size": 256}}}, auth=WRITER)
+    job = wait_job(vc, job_id)
+    assert job["status"] == "error" and "'std' cannot be set in a group" in str(job["opresult"])
+    submit_ok(vc, "PUT", "/2/groups/default/modify",
+              {"alloc_policy": "preferred", "ipolicy": {"vcpu-ratio": "default"}})
+    assert request(vc, "GET", "/2/groups/default")[1]["custom_ipolicy"] == {}
+
+
 def test_jobs_listing(vc):
     status, jobs, _ = request(vc, "GET", "/2/jobs")
     assert status == 200 and jobs and set(jobs[0]) == {"id", "uri"}
