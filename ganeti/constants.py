@@ -18,6 +18,17 @@ OS_API_V15 = 15
 OS_API_V20 = 20
 OS_API_VERSIONS = frozenset([OS_API_V10, OS_API_V15, OS_API_V20])
 EXPORT_VERSION = 0
+# Exports (doc/exports.md): config.ini and its sections, as upstream writes them
+EXPORT_CONF_FILE = "config.ini"
+INISECT_EXP = "export"
+INISECT_INS = "instance"
+INISECT_HYP = "hypervisor"
+INISECT_BEP = "backend"
+INISECT_OSP = "os"
+INISECT_OSP_PRIVATE = "os_private"
+EXPORT_MODE_LOCAL = "local"
+EXPORT_MODE_REMOTE = "remote"
+EXPORT_MODES = frozenset([EXPORT_MODE_LOCAL, EXPORT_MODE_REMOTE])
 
 # Daemons and ports
 MASTERD = "ganeti-masterd"

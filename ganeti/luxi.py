@@ -167,6 +167,7 @@ METHOD_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
     "QueryFields": (("what", "str"), ("fields", "fields|null")),
     "QueryNodes": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
     "QueryGroups": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
+    "QueryExports": (("nodes", "names|null"), ("use_locking?", "bool")),
     "QueryConfigValues": (("fields", "fields"),),
     "QueryClusterInfo": (),
     "QueryTags": (("kind", "str"), ("name", "str|null")),

@@ -29,7 +29,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from ganeti import constants, errors, pathutils
 from ganeti.utils import process
@@ -40,6 +40,7 @@ __all__ = [
     "split_os_name", "load_os", "find_os", "diagnose_os", "select_variant",
     "build_os_core_env", "build_os_env", "run_os_script", "create_os", "rename_os",
     "export_os_disk", "import_os_disk", "verify_os_params",
+    "RunningScript", "start_disk_script", "finish_disk_script",
     "API_VERSION_FILE", "VARIANTS_FILE", "PARAMETERS_FILE",
     "SCRIPT_CREATE", "SCRIPT_IMPORT", "SCRIPT_EXPORT", "SCRIPT_RENAME", "SCRIPT_VERIFY",
 ]
@@ -552,6 +553,101 @@ def import_os_disk(paths: pathutils.Paths, inst: OSInstance, index: int, src_pat
     return _run_disk_script(paths, inst, index, SCRIPT_IMPORT, "import",
                             debug_level=debug_level, timeout=timeout, clock=clock,
                             stdin_path=src_path)
+
+
+@dataclass
+class RunningScript:
+    """An OS ``export``/``import`` script running with a pipe on stdout/stdin.
+
+    ``pipe`` is the script's stdout (export) or stdin (import); the caller
+    reads or writes it, closes it, then calls :func:`finish_disk_script`.
+    """
+
+    proc: subprocess.Popen[bytes]
+    pipe: IO[bytes]
+    log_path: str
+    kind: str
+    os_name: str
+    instance_name: str
+
+
+def start_disk_script(paths: pathutils.Paths, inst: OSInstance, index: int, kind: str, *,
+                      debug_level: int = 0,
+                      clock: Callable[[], float] = time.time) -> RunningScript:
+    """Start ``export`` (stdout piped) or ``import`` (stdin piped) for disk ``index``.
+
+    The environment is the one :func:`export_os_disk` / :func:`import_os_disk`
+    give; stderr goes to a new log.  Raises :class:`errors.InvalidOS` and
+    :class:`errors.OpExecError` (the script cannot be run).
+    """
+    if kind not in (SCRIPT_EXPORT, SCRIPT_IMPORT):
+        raise errors.ProgrammerError(f"Not a disk script: {kind!r}")
+    disk = _check_index(inst, index)
+    os_def = find_os(paths, inst.os)
+    env = build_os_env(os_def, inst, debug_level=debug_level)
+    prefix = kind.upper()
+    env.update({f"{prefix}_INDEX": str(index), f"{prefix}_DISK_PATH": disk.path,
+                f"{prefix}_DEVICE": disk.path})
+    if disk.uri:
+        env[f"{prefix}_DISK_URI"] = disk.uri
+    spath = os_def.scripts[kind]
+    log_path, log_fd = _open_log(paths, kind, os_def.name, inst.name, clock)
+    try:
+        header = (f"# {kind} of instance {inst.name} with OS {os_def.name}: {spath}\n"
+                  + "".join(f"# {k}={'<hidden>' if k.startswith('OSP_') else v}\n"
+                            for k, v in sorted(env.items())))
+        os.write(log_fd, header.encode("utf-8"))
+        exporting = kind == SCRIPT_EXPORT
+        try:
+            proc = subprocess.Popen(
+                [spath], env=env, cwd=os_def.path,
+                stdin=subprocess.DEVNULL if exporting else subprocess.PIPE,
+                stdout=subprocess.PIPE if exporting else log_fd, stderr=log_fd,
+                start_new_session=True)
+        except OSError as exc:
+            os.write(log_fd, f"Cannot run {spath}: {exc}\n".encode("utf-8"))
+            raise errors.OpExecError(f"OS {kind} script for instance {inst.name} could not be"
+                                     f" run: {exc} (log: {log_path})") from exc
+    finally:
+        os.close(log_fd)
+    pipe = proc.stdout if exporting else proc.stdin
+    assert pipe is not None
+    return RunningScript(proc=proc, pipe=pipe, log_path=log_path, kind=kind,
+                         os_name=os_def.name, instance_name=inst.name)
+
+
+def finish_disk_script(run: RunningScript, timeout: float | None = DEFAULT_EXPORT_TIMEOUT,
+                       *, kill: bool = False) -> str:
+    """Wait for a script of :func:`start_disk_script` (killed first with ``kill``).
+
+    Returns the log path; raises :class:`errors.OpExecError` with the log
+    tail when it failed (or was killed).
+    """
+    try:
+        run.pipe.close()
+    except OSError:
+        pass
+    if kill:
+        try:
+            os.killpg(run.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        code = run.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(run.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        run.proc.wait()
+        code = None
+    if code == 0:
+        return run.log_path
+    reason = (f"timed out after {timeout} seconds" if code is None
+              else f"killed by signal {-code}" if code < 0 else f"exit code {code}")
+    raise errors.OpExecError(
+        f"OS {run.kind} script of {run.os_name} for instance {run.instance_name} failed"
+        f" ({reason}); last lines of {run.log_path}:\n{_log_tail(run.log_path)}")
 
 
 def verify_os_params(paths: pathutils.Paths, os_name: str, osparams: dict[str, Any], *,

@@ -59,6 +59,16 @@ class Paths:
         return self._p("srv", "ganeti", "shared-file-storage")
 
     @property
+    def export_dir(self) -> str:
+        """Where ``gnt-backup export`` puts exports: ``<export_dir>/<instance>/``."""
+        return self._p("srv", "ganeti", "export")
+
+    @property
+    def import_export_dir(self) -> str:
+        """State of the disk transfers running on this node (one directory each)."""
+        return os.path.join(self.run_dir, "import-export")
+
+    @property
     def os_search_path(self) -> list[str]:
         return [self._p("srv", "ganeti", "os"),
                 self._p("usr", "local", "lib", "ganeti", "os"),

@@ -56,6 +56,8 @@ LAYERS: dict[str, int] = {
     "ganeti.opcodes": 2,
     "ganeti.rpc": 2,
     "ganeti.rpc.defs": 2,
+    "ganeti.exportinfo": 2,
+    "ganeti.diskstream": 2,
     # 3. mechanisms
     "ganeti.locking": 3,
     "ganeti.config": 3,

@@ -19,7 +19,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import policy
+from ganeti.cmdlib import instance_import, policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
@@ -183,9 +183,11 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         op = self.op
         #: MACs generated for the NICs, released when the LU ends
         self.generated_macs: list[str] = []
-        if op.mode != constants.INSTANCE_CREATE:
+        #: import mode: the image (canonical path on src_node) per disk
+        self.src_images: list[str | None] = []
+        if op.mode not in (constants.INSTANCE_CREATE, constants.INSTANCE_IMPORT):
             raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
-                                       " (only 'create')", errors.ECODE_INVAL)
+                                       " (only 'create' and 'import')", errors.ECODE_INVAL)
         if op.ip_check and not op.name_check:
             # the IP address to check comes from resolving the name
             raise errors.OpPrereqError("Cannot do an IP address check without a name check"
@@ -195,21 +197,15 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         except errors.GanetiError as exc:
             raise errors.OpPrereqError(f"Invalid instance name '{op.instance_name}': {exc}",
                                        errors.ECODE_INVAL) from None
-        if op.disk_template not in SUPPORTED_TEMPLATES:
-            raise errors.OpPrereqError(
-                f"Disk template '{op.disk_template}' is not supported (supported:"
-                f" {', '.join(sorted(SUPPORTED_TEMPLATES))})", errors.ECODE_INVAL)
-        self.disk_specs = check_disk_specs(op.disk_template, op.disks)
-        if not op.no_install and not op.os_type:
-            raise errors.OpPrereqError("No OS given (use os_type, or no_install)",
-                                       errors.ECODE_INVAL)
+        if op.mode == constants.INSTANCE_CREATE:
+            self._check_template_args()   # an import reads them from the export first
         if op.pnode is None:
             raise errors.OpPrereqError("No primary node given (iallocators are not supported)",
                                        errors.ECODE_INVAL)
         self.pnode_name = op.pnode
         if op.snode is not None:
-            raise errors.OpPrereqError(f"Disk template {op.disk_template} takes no secondary"
-                                       " node", errors.ECODE_INVAL)
+            raise errors.OpPrereqError(f"Disk template {op.disk_template or '?'} takes no"
+                                       " secondary node", errors.ECODE_INVAL)
         if op.file_driver and op.file_driver not in ("loop", "blktap", "blktap2"):
             raise errors.OpPrereqError(f"Invalid file driver '{op.file_driver}'",
                                        errors.ECODE_INVAL)
@@ -220,6 +216,17 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.check_ip: str | None = None
         if op.name_check:
             op.instance_name, self.check_ip = check_instance_name(self, op.instance_name)
+
+    def _check_template_args(self) -> None:
+        op = self.op
+        if op.disk_template not in SUPPORTED_TEMPLATES:
+            raise errors.OpPrereqError(
+                f"Disk template '{op.disk_template}' is not supported (supported:"
+                f" {', '.join(sorted(SUPPORTED_TEMPLATES))})", errors.ECODE_INVAL)
+        self.disk_specs = check_disk_specs(op.disk_template, op.disks)
+        if op.mode == constants.INSTANCE_CREATE and not op.no_install and not op.os_type:
+            raise errors.OpPrereqError("No OS given (use os_type, or no_install)",
+                                       errors.ECODE_INVAL)
 
     def ExpandNames(self) -> None:
         if self.cfg.get_instance_info_by_name(self.op.instance_name) is not None:
@@ -248,6 +255,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
 
     def _check_prereq(self) -> None:
         op, cfg = self.op, self.cfg
+        if op.mode == constants.INSTANCE_IMPORT:
+            self.src_images = instance_import.read_export(self)
+            self._check_template_args()
         cluster = cfg.get_cluster_info()
         if cfg.get_instance_info_by_name(op.instance_name) is not None:
             raise errors.OpPrereqError(f"Instance '{op.instance_name}' is already in the"
@@ -333,8 +343,12 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                             + ipolicy.format_violations(ignored))
 
     def BuildHooksEnv(self) -> dict[str, Any]:
-        return instance_hook_env(self.cfg, self.new_inst, self.new_disks,
-                                 {"INSTANCE_ADD_MODE": self.op.mode})
+        extra: dict[str, Any] = {"INSTANCE_ADD_MODE": self.op.mode}
+        if self.op.mode == constants.INSTANCE_IMPORT:
+            extra.update({"INSTANCE_SRC_NODE": self.op.src_node,
+                          "INSTANCE_SRC_PATH": self.op.src_path,
+                          "INSTANCE_SRC_IMAGES": " ".join(i or "" for i in self.src_images)})
+        return instance_hook_env(self.cfg, self.new_inst, self.new_disks, extra)
 
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         master = self.cfg.get_master_node_name()
@@ -376,7 +390,15 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             self._remove_disks(created)
             raise
         cfg.add_instance(inst, self.new_disks)
-        if not op.no_install and op.os_type:
+        if op.mode == constants.INSTANCE_IMPORT:
+            try:
+                instance_import.import_disks(self, inst, self.src_images, pname, feedback_fn)
+            except BaseException:
+                self.LogWarning("Import failed; removing the instance again")
+                self._remove_disks(created)
+                cfg.remove_instance(inst.uuid)
+                raise
+        elif not op.no_install and op.os_type:
             feedback_fn(f"* running the instance OS create scripts on {pname}")
             try:
                 rpc_one(self, "instance_os_add", pname, instance_rpc_dict(cfg, inst), False,

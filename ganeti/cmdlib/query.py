@@ -157,6 +157,11 @@ def _os_resource() -> QueryResource:
     return QueryResource(constants.QR_OS, cmdlib_os.OS_FIELDS, cmdlib_os.collect_os)
 
 
+def _export_resource() -> QueryResource:
+    from ganeti.cmdlib import backup
+    return QueryResource(constants.QR_EXPORT, backup.EXPORT_FIELDS, backup.collect_exports, None)
+
+
 def build_resources() -> dict[str, QueryResource]:
     """The resource table; add one row per new resource here."""
     return {
@@ -164,6 +169,7 @@ def build_resources() -> dict[str, QueryResource]:
         constants.QR_LOCK: QueryResource(constants.QR_LOCK, LOCK_FIELDS, _collect_locks, "name"),
         constants.QR_INSTANCE: _instance_resource(),
         constants.QR_OS: _os_resource(),
+        constants.QR_EXPORT: _export_resource(),
         **_node_group_cluster_resources(),
     }
 

@@ -272,6 +272,18 @@ class _Parser:
             return "close" not in tokens
         return "keep-alive" in tokens
 
+    def take_after_head(self) -> bytes:
+        """Hand over the connection after the current head: the bytes buffered past it.
+
+        For a request whose body is not HTTP framed (the node daemons' disk
+        stream); the parser is unusable afterwards.
+        """
+        if self._head is None:
+            raise errors.ProgrammerError("take_after_head() before the head is complete")
+        rest = bytes(self._buf[self._head_len:])
+        self._buf.clear()
+        return rest
+
     def _parse_head(self, lines: list[str]) -> RequestHead | ResponseHead:
         raise NotImplementedError
 

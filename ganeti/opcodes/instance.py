@@ -108,7 +108,7 @@ class OpInstanceCreate(OpInstanceBase):
     osparams: dict[str, Any] = param({})
     osparams_private: dict[str, Private] = param({})
     force_variant: bool = False
-    disk_template: str = param(choices=sorted(constants.DISK_TEMPLATES))
+    disk_template: str | None = param(None, choices=sorted(constants.DISK_TEMPLATES))
     disks: list[dict[str, Any]] = param([], max_len=constants.MAX_DISKS, check=_check_disks)
     nics: list[dict[str, Any]] = param([], max_len=constants.MAX_NICS)
     beparams: dict[str, Any] = param({}, check=_check_beparams)
@@ -129,6 +129,12 @@ class OpInstanceCreate(OpInstanceBase):
     file_driver: str | None = None
     ignore_ipolicy: bool = False
     opportunistic_locking: bool = False
+    #: import mode: the node holding the export and its directory (a name
+    #: below the export directory, or a path; default: the instance name)
+    src_node: str | None = None
+    src_node_uuid: str | None = None
+    src_path: str | None = None
+    identify_defaults: bool = False
 
 
 @dataclass(kw_only=True)

@@ -190,6 +190,12 @@ DOCS: dict[tuple[str, str], Doc] = {
                                      body=_opbody("OP_INSTANCE_MIGRATE")),
     ("PUT", _INST + "/failover"): Doc("Fail an instance over",
                                       body=_opbody("OP_INSTANCE_FAILOVER")),
+    ("PUT", _INST + "/prepare-export"): Doc(
+        "Prepare an export of an instance", (Param("mode", description="export mode"
+                                                   " (only local)"),),
+        body=_opbody("OP_BACKUP_PREPARE")),
+    ("PUT", _INST + "/export"): Doc("Export an instance to a node", body=_opbody(
+        "OP_BACKUP_EXPORT", destination={**_STR, "description": "alias of target_node"})),
     **_tag_docs(_INST + "/tags", "instance"),
     # groups
     ("GET", "/2/groups"): Doc("Node groups", (_BULK,), result=_LIST),

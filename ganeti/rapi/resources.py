@@ -475,6 +475,13 @@ ROUTES: list[Route] = [
           opcode="OP_INSTANCE_MIGRATE"),
     Route(_INST + "/failover", "PUT", build=_inst_op("OP_INSTANCE_FAILOVER"),
           opcode="OP_INSTANCE_FAILOVER"),
+    Route(_INST + "/prepare-export", "PUT",
+          build=lambda c: [_op("OP_BACKUP_PREPARE", instance_name=_inst(c),
+                               mode=c.qstr("mode") or constants.EXPORT_MODE_LOCAL)],
+          opcode="OP_BACKUP_PREPARE"),
+    Route(_INST + "/export", "PUT",
+          build=_inst_op("OP_BACKUP_EXPORT", {"destination": "target_node"}),
+          opcode="OP_BACKUP_EXPORT"),
     *_tags_routes(_INST + "/tags", constants.TAG_INSTANCE, "instance"),
     # groups
     Route("/2/groups", "GET", read=lambda c: _listing(c, constants.QR_GROUP, "/2/groups",

@@ -241,6 +241,31 @@ _ROWS = [
          "Assemble instance['disks_info'] and run the OS create script. -> log path"),
     _row("instance_run_rename", [("instance", dict), ("old_name", str), ("debug", int)], SLOW,
          "Run the OS rename script (instance['name'] is the new name). -> log path"),
+    # --- exports and disk transfers (doc/exports.md) ---
+    _row("export_list", [], FAST,
+         "Names of the finished exports in the node's export directory (sorted)."),
+    _row("export_info", [("path", str)], FAST,
+         "The config.ini text of an export (its name, or a canonical path inside the"
+         " export directory)."),
+    _row("export_remove", [("export", str)], NORMAL,
+         "Remove the export directory of that name; refused when there is none. -> None"),
+    _row("export_stage", [("instance_name", str), ("create", bool)], NORMAL,
+         "Remove <instance>.new (an unfinished export); with create make it afresh."
+         " -> canonical path or None"),
+    _row("finalize_export", [("instance_name", str), ("config", str)], NORMAL,
+         "Write config.ini into <instance>.new and rename it to <instance>, replacing an"
+         " older export. -> canonical path"),
+    _row("impexp_send", [("source", dict), ("dest", dict), ("host", str), ("port", int)],
+         FAST, "Start a sender process streaming source (an instance disk or an export"
+         " image) to the node daemon at host:port, where dest says where the data"
+         " goes. -> transfer id"),
+    _row("impexp_status", [("ids", list)], URGENT,
+         "Per transfer id {state starting|running|done|failed, done, total, elapsed,"
+         " error, size, sha256} or None."),
+    _row("impexp_abort", [("transfer_id", str)], FAST,
+         "Stop a running transfer. -> True when it was running"),
+    _row("impexp_cleanup", [("transfer_id", str)], FAST,
+         "Stop the transfer if needed and remove its state. -> None"),
     # --- master-side throughput (doc/design/replication.md) ---
     _row("jobqueue_update_many", [("files", list)], FAST,
          "Write [[file_name, content], ...] inside the node's job queue directory"

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ganeti import config, constants, errors, events, locking, luxi, query, watcherpause
+from ganeti.cmdlib import backup as cmdlib_backup
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
 from ganeti.cmdlib import liveinfo
@@ -78,6 +79,8 @@ class LuxiDispatcher:
                 self._query_old_style(constants.QR_NODE, names, fields),
             "QueryGroups": lambda names, fields, use_locking=False:
                 self._query_old_style(constants.QR_GROUP, names, fields),
+            "QueryExports": lambda nodes, use_locking=False:
+                cmdlib_backup.query_exports(context, nodes, use_locking),
             "QueryConfigValues": self._query_config_values,
             "QueryClusterInfo": lambda: cluster_info(context.require_cfg()),
             "QueryTags": self._query_tags,

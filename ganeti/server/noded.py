@@ -13,7 +13,8 @@ Status codes:
   ``"Error while executing backend function: ..."`` and are logged);
 * ``400`` with ``[false, msg]``: the body is not JSON, not a list, or the
   arguments do not match the procedure's row (count or types);
-* ``404`` with ``[false, msg]``: no such procedure in ``rpc.defs.CALLS``;
+* ``404`` with ``[false, msg]``: no such procedure in ``rpc.defs.CALLS`` (but
+  ``impexp_stream``, a disk stream: :mod:`ganeti.diskstream`);
 * ``405`` (``Allow: POST``) for any other standard method, ``501`` for an
   unknown one; ``503`` when the daemon is busy (see below);
 * what :mod:`ganeti.http.framing` refuses, with its status: ``400`` for
@@ -79,7 +80,8 @@ import threading
 import time
 from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
-from ganeti import backend, constants, errors, serializer
+from ganeti import backend, constants, diskstream, errors, serializer
+from ganeti.backend import impexp
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.pathutils import Paths
@@ -158,6 +160,8 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
             if head is None:
                 return   # closed before sending anything
             self.method = head.method
+            if head.method == "POST" and _procedure(head) == diskstream.STREAM_PROCEDURE:
+                return self.send_json(*self._receive_stream(parser))
             reply = self._refuse(head)
             if reply is None:
                 message = self._receive(parser, parser.next_request)
@@ -213,6 +217,22 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
             return 404, [False, f"Unknown procedure {procedure!r}"], {}
         return None
 
+    def _receive_stream(self, parser: framing.RequestParser) -> _Reply:
+        """A disk stream (doc/exports.md): frames follow the head until the end frame."""
+        if self.server.busy_reply:
+            return 503, [False, "Node daemon busy: too many requests in progress"], {}
+        self.request.settimeout(diskstream.RECEIVE_TIMEOUT)
+        return 200, impexp.receive_stream(self._context(), parser.take_after_head(),
+                                          self.request.recv), {}
+
+    def _context(self) -> NodeContext:
+        server = self.server
+        ctx = NodeContext(paths=server.paths, hostname=server.hostname,
+                          noded_port=server.server_address[1], stop_daemon=server.stop_parent,
+                          restart_daemon=server.restart_parent)
+        server.request_ctx = ctx
+        return ctx
+
     def _dispatch(self, request: framing.Request) -> _Reply:
         """Decode and check the arguments, run the procedure: the reply."""
         procedure = _procedure(request.head)
@@ -230,11 +250,7 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
 
     def run_procedure(self, call: defs.RpcCall, args: list[Any]) -> list[Any]:
         """Run the backend function of ``call``; the ``[success, payload]`` envelope."""
-        server = self.server
-        ctx = NodeContext(paths=server.paths, hostname=server.hostname,
-                          noded_port=server.server_address[1], stop_daemon=server.stop_parent,
-                          restart_daemon=server.restart_parent)
-        server.request_ctx = ctx
+        ctx = self._context()
         start = time.monotonic()
         try:
             payload = backend.get_function(call.name)(ctx, *args)

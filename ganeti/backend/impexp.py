@@ -1,0 +1,483 @@
+"""Exports on disk, and disk transfers between node daemons (doc/exports.md).
+
+An export lives in ``<export dir>/<instance>/`` (``config.ini`` and one
+image per disk).  It is built in ``<instance>.new/`` (:func:`export_stage`)
+and renamed into place by :func:`finalize_export`, so a failed export never
+shows up: :func:`export_list` skips staging directories, and the next
+export of the instance, or the master's clean-up, removes them.
+
+Disk data moves as a stream (:mod:`ganeti.diskstream`) from a *sender*
+process on the node holding the data to the node daemon of the node that
+writes it.  :func:`impexp_send` starts the sender
+(:mod:`ganeti.server.impexp_worker`) and returns at once with a transfer
+id; the master polls :func:`impexp_status` for progress, and
+:func:`impexp_abort` / :func:`impexp_cleanup` stop it and drop its state.
+The node daemon hands an ``impexp_stream`` request to
+:func:`receive_stream`, which writes an export image under a temporary
+name and renames it once the SHA-256 of what arrived matches the sender's,
+or feeds the disk of an instance being imported (through the OS
+``import`` script when the instance has an OS, raw otherwise).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid as uuidlib
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, diskstream, errors, osapi, serializer
+from ganeti.backend import blockdev
+from ganeti.backend import os as bos
+from ganeti.backend.context import NodeContext
+
+__all__ = ["export_list", "export_info", "export_remove", "export_stage", "finalize_export",
+           "impexp_send", "impexp_status", "impexp_abort", "impexp_cleanup"]
+
+logger = logging.getLogger(__name__)
+
+STAGING_SUFFIX = ".new"
+PARTIAL_SUFFIX = ".partial"
+STATUS_FILE = "status.json"
+JOB_FILE = "job.json"
+PID_FILE = "pid"
+#: transfer states; the last two are final
+STATE_STARTING, STATE_RUNNING, STATE_DONE, STATE_FAILED = "starting", "running", "done", "failed"
+_MAX_CONFIG = 1024 * 1024
+
+
+# --- names and paths -----------------------------------------------------------------------
+
+def check_name(name: Any, what: str = "export") -> str:
+    """A plain directory or file name (no ``/``, not hidden, not ``..``)."""
+    if (not isinstance(name, str) or not name or "/" in name or name.startswith(".")
+            or "\0" in name or len(name) > 255):
+        raise errors.OpExecError(f"Invalid {what} name {name!r}")
+    return name
+
+
+def _export_path(ctx: NodeContext, name: str) -> str:
+    return os.path.join(ctx.paths.export_dir, check_name(name))
+
+
+def _staging_path(ctx: NodeContext, instance_name: str) -> str:
+    return _export_path(ctx, check_name(instance_name, "instance") + STAGING_SUFFIX)
+
+
+def _rmtree(path: str) -> None:
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot remove {path}: {exc}") from exc
+
+
+def write_atomic(path: str, data: bytes, mode: int = 0o640) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --- export directories --------------------------------------------------------------------
+
+def export_list(ctx: NodeContext) -> list[str]:
+    """The names of the finished exports on this node (sorted; none without the directory)."""
+    base = ctx.paths.export_dir
+    try:
+        names = os.listdir(base)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot list the exports in {base}: {exc}") from exc
+    return sorted(n for n in names if not n.startswith(".") and not n.endswith(STAGING_SUFFIX)
+                  and os.path.isdir(os.path.join(base, n)))
+
+
+def _export_dir_of(ctx: NodeContext, path: str) -> str:
+    """An export directory: a name below the export dir, or a canonical path inside it."""
+    if path.startswith("/"):
+        return ctx.inside(ctx.paths.export_dir, ctx.local_path(path), "export directory")
+    return _export_path(ctx, path)
+
+
+def export_info(ctx: NodeContext, path: str) -> str:
+    """The ``config.ini`` text of the export at ``path`` (a name or canonical path)."""
+    directory = _export_dir_of(ctx, path)
+    conf = os.path.join(directory, constants.EXPORT_CONF_FILE)
+    try:
+        with open(conf, "rb") as fh:
+            data = fh.read(_MAX_CONFIG + 1)
+    except OSError as exc:
+        raise errors.OpExecError(f"No export or invalid export in {ctx.canonical(directory)}:"
+                                 f" {exc.strerror or exc}") from exc
+    if len(data) > _MAX_CONFIG:
+        raise errors.OpExecError(f"Export config {ctx.canonical(conf)} is too large")
+    return data.decode("utf-8", "replace")
+
+
+def export_remove(ctx: NodeContext, export: str) -> None:
+    """Remove the export named ``export``; raises when there is none."""
+    path = _export_path(ctx, export)
+    if not os.path.isdir(path):
+        raise errors.OpExecError(f"No export named {export} on this node")
+    _rmtree(path)
+
+
+def export_stage(ctx: NodeContext, instance_name: str, create: bool) -> str | None:
+    """Remove the staging directory of ``instance_name``; with ``create`` make it afresh.
+
+    Returns its canonical path when created.
+    """
+    path = _staging_path(ctx, instance_name)
+    _rmtree(path)
+    if not create:
+        return None
+    try:
+        os.makedirs(path, mode=0o750)
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot create the export directory {path}: {exc}") from exc
+    return ctx.canonical(path)
+
+
+def finalize_export(ctx: NodeContext, instance_name: str, config: str) -> str:
+    """Write ``config.ini`` into the staging directory and move it into place.
+
+    An older export of the instance is replaced.  Returns the canonical
+    path of the export.
+    """
+    staging = _staging_path(ctx, instance_name)
+    final = _export_path(ctx, instance_name)
+    if not os.path.isdir(staging):
+        raise errors.OpExecError(f"No export of {instance_name} in progress on this node")
+    try:
+        write_atomic(os.path.join(staging, constants.EXPORT_CONF_FILE), config.encode("utf-8"))
+        old = None
+        if os.path.exists(final):
+            old = f"{staging}.old-{os.getpid()}"
+            os.rename(final, old)
+        os.rename(staging, final)
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot finalize the export of {instance_name}: {exc}") from exc
+    if old is not None:
+        _rmtree(old)
+    return ctx.canonical(final)
+
+
+# --- transfers: the sending side -----------------------------------------------------------
+
+def _transfer_dir(ctx: NodeContext, transfer_id: str) -> str:
+    return os.path.join(ctx.paths.import_export_dir, check_name(transfer_id, "transfer"))
+
+
+def _package_root() -> str:
+    """The directory holding the ``ganeti`` package (for the sender's ``python -m``)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def impexp_send(ctx: NodeContext, source: dict, dest: dict, host: str, port: int) -> str:
+    """Start sending ``source`` to the node daemon at ``host:port`` (``dest`` says where to).
+
+    ``source`` is ``{"kind": "disk", "disk", "instance", "index"}`` (an
+    instance disk; through the OS ``export`` script when ``instance`` has
+    an OS) or ``{"kind": "file", "path"}`` (an image in an export
+    directory).  Returns the transfer id at once.
+    """
+    transfer_id = f"{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
+    directory = _transfer_dir(ctx, transfer_id)
+    os.makedirs(directory, mode=0o750)
+    job = {"source": source, "dest": dest, "host": host, "port": port,
+           "root": ctx.paths.root, "hostname": ctx.hostname}
+    write_atomic(os.path.join(directory, JOB_FILE), serializer.dumps_bytes(job), 0o600)
+    env = {**os.environ, "PYTHONPATH": _package_root()}
+    with open(os.path.join(directory, "worker.log"), "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "ganeti.server.impexp_worker", directory],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                close_fds=True, start_new_session=True, cwd="/")
+    write_atomic(os.path.join(directory, PID_FILE), str(proc.pid).encode("ascii"))
+    return transfer_id
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:   # a zombie is dead too (the worker is not our child once the RPC child exits)
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return True
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _pid_of(directory: str) -> int | None:
+    try:
+        with open(os.path.join(directory, PID_FILE), "rb") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _log_tail(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            lines = fh.read()[-2000:].decode("utf-8", "replace").strip().splitlines()[-5:]
+    except OSError:
+        return ""
+    return (": " + " | ".join(lines)) if lines else ""
+
+
+def impexp_status(ctx: NodeContext, ids: list) -> list[dict[str, Any] | None]:
+    """Per transfer id: ``{state, done, total, elapsed, error, size, sha256}`` or None (unknown).
+
+    A transfer whose process is gone before it finished is reported
+    ``failed``.
+    """
+    result: list[dict[str, Any] | None] = []
+    for transfer_id in ids:
+        directory = _transfer_dir(ctx, transfer_id)
+        if not os.path.isdir(directory):
+            result.append(None)
+            continue
+        status = _read_json(os.path.join(directory, STATUS_FILE)) or {"state": STATE_STARTING}
+        if status.get("state") not in (STATE_DONE, STATE_FAILED):
+            pid = _pid_of(directory)
+            if pid is not None and not _alive(pid):
+                status = {**status, "state": STATE_FAILED,
+                          "error": "the sending process died before the end of the transfer"
+                                   + _log_tail(os.path.join(directory, "worker.log"))}
+        result.append(status)
+    return result
+
+
+def impexp_abort(ctx: NodeContext, transfer_id: str) -> bool:
+    """Stop a running transfer (its sender and OS script); True when one was running."""
+    pid = _pid_of(_transfer_dir(ctx, transfer_id))
+    if pid is None or not _alive(pid):
+        return False
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except OSError:
+        return False
+    return True
+
+
+def impexp_cleanup(ctx: NodeContext, transfer_id: str) -> None:
+    """Stop the transfer if it still runs and remove its state."""
+    impexp_abort(ctx, transfer_id)
+    _rmtree(_transfer_dir(ctx, transfer_id))
+
+
+# --- transfers: the receiving side ---------------------------------------------------------
+
+class _Sink:
+    """Where arriving data goes; :meth:`commit` or :meth:`discard` ends it."""
+
+    def write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def discard(self) -> None:
+        raise NotImplementedError
+
+
+class _FileSink(_Sink):
+    """An export image: written as ``<name>.partial``, renamed on commit."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.partial = path + PARTIAL_SUFFIX
+        try:
+            os.unlink(self.partial)
+        except FileNotFoundError:
+            pass
+        self.fh = open(self.partial, "xb")
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+
+    def commit(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+        os.rename(self.partial, self.path)
+
+    def discard(self) -> None:
+        try:
+            self.fh.close()
+        except OSError:
+            pass
+        try:
+            os.unlink(self.partial)
+        except OSError:
+            pass
+
+
+class _DiskSink(_Sink):
+    """The disk of an instance being imported, written raw (never past its end)."""
+
+    def __init__(self, path: str) -> None:
+        self.fh = open(path, "r+b")
+        self.size = os.fstat(self.fh.fileno()).st_size
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        if self.written + len(data) > self.size:
+            raise errors.OpExecError(f"The image is larger than the disk ({self.size} bytes)")
+        self.fh.write(data)
+        self.written += len(data)
+
+    def commit(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+
+    def discard(self) -> None:
+        try:
+            self.fh.close()
+        except OSError:
+            pass
+
+
+class _ScriptSink(_Sink):
+    """The stdin of the OS ``import`` script of the disk."""
+
+    def __init__(self, run: osapi.RunningScript) -> None:
+        self.run = run
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.run.pipe.write(data)
+        except BrokenPipeError:
+            osapi.finish_disk_script(self.run)   # raises with the script's log
+            raise errors.OpExecError("The OS import script stopped reading its input") from None
+
+    def commit(self) -> None:
+        osapi.finish_disk_script(self.run)
+
+    def discard(self) -> None:
+        try:
+            osapi.finish_disk_script(self.run, kill=True)
+        except errors.GanetiError:
+            pass
+
+
+def _open_sink(ctx: NodeContext, dest: Any) -> _Sink:
+    if not isinstance(dest, dict):
+        raise errors.OpExecError(f"Invalid stream destination {dest!r}")
+    kind = dest.get("kind")
+    if kind == "export":
+        staging = _staging_path(ctx, str(dest.get("instance_name") or ""))
+        if not os.path.isdir(staging):
+            raise errors.OpExecError(f"No export of {dest.get('instance_name')} in progress"
+                                     " on this node")
+        return _FileSink(os.path.join(staging, check_name(dest.get("file"), "image")))
+    if kind == "import":
+        instance, index = dest.get("instance"), dest.get("index")
+        if not isinstance(instance, dict) or not isinstance(index, int):
+            raise errors.OpExecError("Import destination without instance or disk index")
+        if instance.get("os"):
+            os_inst = bos.os_instance(ctx, instance)
+            return _ScriptSink(osapi.start_disk_script(ctx.paths, os_inst, index,
+                                                       osapi.SCRIPT_IMPORT, clock=ctx.clock))
+        disks = instance.get("disks_info") or []
+        if not 0 <= index < len(disks):
+            raise errors.OpExecError(f"Instance {instance.get('name')} has no disk {index}")
+        _, path = blockdev.assemble_disk(ctx, disks[index], str(instance.get("name")), index)
+        return _DiskSink(path)
+    raise errors.OpExecError(f"Unknown stream destination kind {kind!r}")
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ENOSPC:
+            return "No space left on the receiving node"
+        return f"{exc.strerror or exc}"
+    return str(exc)
+
+
+def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes]) -> list[Any]:
+    """Read one disk stream (``initial`` bytes already in, then ``recv``); the reply envelope.
+
+    Everything written is removed again unless the end frame arrived and
+    its size and SHA-256 match what was received.
+    """
+    reader = diskstream.FrameReader()
+    reader.feed(initial)
+    sink: _Sink | None = None
+    digest = hashlib.sha256()
+    size = 0
+    started = time.monotonic()
+    try:
+        while True:
+            for kind, payload in reader.frames():
+                if kind == diskstream.HEADER:
+                    if sink is not None:
+                        raise errors.OpExecError("Disk stream: second header frame")
+                    header = serializer.loads(payload)
+                    sink = _open_sink(ctx, header.get("dest") if isinstance(header, dict)
+                                      else None)
+                elif sink is None:
+                    raise errors.OpExecError("Disk stream: data before the header frame")
+                elif kind == diskstream.DATA:
+                    sink.write(payload)
+                    digest.update(payload)
+                    size += len(payload)
+                elif kind == diskstream.ABORT:
+                    reason = serializer.loads(payload)
+                    raise errors.OpExecError("The sender gave up: "
+                                             f"{reason.get('error') if isinstance(reason, dict) else reason}")
+                else:   # END
+                    end = serializer.loads(payload)
+                    if not isinstance(end, dict) or end.get("size") != size \
+                            or end.get("sha256") != digest.hexdigest():
+                        raise errors.OpExecError(
+                            f"Checksum mismatch: received {size} bytes with SHA-256"
+                            f" {digest.hexdigest()}, the sender sent {end!r}")
+                    sink.commit()
+                    sink = None
+                    logger.info("Received %d bytes in %.1fs", size, time.monotonic() - started)
+                    return [True, {"size": size, "sha256": digest.hexdigest()}]
+            data = recv(diskstream.MAX_DATA + 64)
+            if not data:
+                raise errors.OpExecError(f"The stream ended after {size} bytes, before its end"
+                                         " frame (the sender or its node stopped)")
+            reader.feed(data)
+    except (errors.GanetiError, OSError) as exc:
+        if sink is not None:
+            sink.discard()
+        logger.warning("Disk stream failed after %d bytes: %s", size, exc)
+        return [False, _failure(exc)]

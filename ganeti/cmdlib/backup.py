@@ -1,0 +1,288 @@
+"""Instance exports: OP_BACKUP_PREPARE/EXPORT/REMOVE, the ``export`` query resource
+and LUXI QueryExports (doc/exports.md).
+
+An export of instance ``I`` to node ``N`` is ``<export dir>/I/`` on ``N``:
+``config.ini`` (:mod:`ganeti.exportinfo`) and one image per disk, each
+made by the OS ``export`` script on the primary node (a raw copy for an
+instance without OS) and streamed to ``N`` (:mod:`ganeti.cmdlib.impexp`).
+The directory is built as ``I.new`` and renamed at the end; any failure
+removes it.  With ``shutdown`` (the default) a running instance is stopped
+for the copy and started again afterwards, also when the export failed;
+``remove_instance`` removes it after a successful export instead.  Older
+exports of the instance on other nodes are removed after a success.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ganeti import constants, errors, exportinfo, locking, parameters, query, serializer
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.impexp import Transfer, run_transfers
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance, expand_node,
+                                    remove_instance_lock, rpc_one)
+from ganeti.cmdlib.instance_operation import remove_disks, shutdown_instance
+from ganeti.context import MasterContext
+from ganeti.opcodes.backup import OpBackupExport, OpBackupPrepare, OpBackupRemove
+
+__all__ = ["LUBackupPrepare", "LUBackupExport", "LUBackupRemove", "EXPORT_FIELDS",
+           "collect_exports", "query_exports", "build_export_info"]
+
+
+def _check_local(mode: str) -> None:
+    if mode != constants.EXPORT_MODE_LOCAL:
+        raise errors.OpPrereqError(f"Export mode '{mode}' is not supported (only"
+                                   f" '{constants.EXPORT_MODE_LOCAL}')", errors.ECODE_INVAL)
+
+
+class LUBackupPrepare(NoHooksLU[OpBackupPrepare]):
+    """Prepare an export: nothing to do in local mode (returns None)."""
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        _check_local(self.op.mode)
+
+    def ExpandNames(self) -> None:
+        inst = expand_instance(self.cfg, self.op.instance_name)
+        self.op.instance_name = inst.name
+        self.needed_locks = {locking.LEVEL_INSTANCE: [inst.name]}
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        return None
+
+
+def build_export_info(lu: InstanceLU[Any], images: list[str | None],
+                      timestamp: float) -> exportinfo.ExportInfo:
+    """The ``config.ini`` content for the locked instance (filled parameters, as upstream)."""
+    cfg, inst = lu.cfg, lu.instance
+    cluster = cfg.get_cluster_info()
+    nics = []
+    for nic in inst.nics:
+        filled = parameters.fill_nicparams(cluster, nic.nicparams)
+        nics.append(exportinfo.ExportNic(
+            mac=nic.mac, ip=nic.ip, name=nic.name, network=nic.network,
+            nicparams={k: str(v) for k, v in filled.items() if k in exportinfo.NIC_PARAMS}))
+    disks = [exportinfo.ExportDisk(size=d.size, dump=image, ivname=d.iv_name or f"disk/{i}",
+                                   name=d.name)
+             for i, (d, image) in enumerate(zip(lu.disks, images))]
+    return exportinfo.ExportInfo(
+        name=inst.name, os=inst.os, timestamp=int(timestamp), source=lu.pnode.name,
+        disk_template=inst.disk_template, hypervisor=inst.hypervisor, tags=list(inst.tags),
+        disks=disks, nics=nics,
+        hvparams=parameters.fill_instance_hvparams(cluster, inst),
+        beparams=parameters.fill_instance_beparams(cluster, inst),
+        osparams=dict(inst.osparams), osparams_private=dict(inst.osparams_private))
+
+
+class LUBackupExport(InstanceLU[OpBackupExport]):
+    """Export the instance to ``target_node``; returns ``(True, [True per disk])``."""
+
+    HPATH = "instance-export"
+
+    def CheckArguments(self) -> None:
+        op = self.op
+        _check_local(op.mode)
+        if not isinstance(op.target_node, str) or not op.target_node:
+            raise errors.OpPrereqError("An export needs the target node (a node name)",
+                                       errors.ECODE_INVAL)
+        if op.compress != "none":
+            raise errors.OpPrereqError(f"Compression '{op.compress}' is not supported (only"
+                                       " 'none')", errors.ECODE_INVAL)
+        if op.zero_free_space:
+            raise errors.OpPrereqError("Zeroing free space is not supported",
+                                       errors.ECODE_INVAL)
+        if op.remove_instance and not op.shutdown:
+            raise errors.OpPrereqError("Can not remove the instance without shutting it"
+                                       " down before", errors.ECODE_INVAL)
+
+    def ExpandExtra(self) -> None:
+        self.target = expand_node(self.cfg, str(self.op.target_node))
+        self.op.target_node = self.target.name
+        self.op.target_node_uuid = self.target.uuid
+        self.extra_node_uuids.append(self.target.uuid)
+
+    def CheckInstance(self) -> None:
+        check_node_online(self.pnode, " as primary node")
+        target = self.cfg.get_node_info(self.target.uuid)
+        if target is None:
+            raise errors.OpPrereqError(f"Node {self.op.target_node} is not in the cluster",
+                                       errors.ECODE_NOENT)
+        check_node_online(target, " as export target")
+        self.target = target
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"EXPORT_MODE": self.op.mode, "EXPORT_NODE": self.op.target_node,
+                "EXPORT_DO_SHUTDOWN": self.op.shutdown,
+                "SHUTDOWN_TIMEOUT": self.op.shutdown_timeout,
+                "REMOVE_INSTANCE": str(bool(self.op.remove_instance))}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes, _ = super().BuildHooksNodes()
+        if self.target.name not in nodes:
+            nodes.append(self.target.name)
+        return nodes, nodes
+
+    def _start_again(self, feedback_fn: FeedbackFn) -> None:
+        feedback_fn(f"Starting instance {self.instance.name} again")
+        data = self.rpc_instance()
+        rpc_one(self, "instance_start", self.pnode.name, data, data["disks_info"], False,
+                prefix=f"Could not start instance {self.instance.name} again")
+
+    def _export(self, feedback_fn: FeedbackFn) -> str:
+        inst, target = self.instance, self.target.name
+        rpc_one(self, "export_stage", target, inst.name, True,
+                prefix=f"Cannot prepare the export directory on {target}")
+        try:
+            data = self.rpc_instance()
+            images: list[str | None] = []
+            transfers = []
+            for idx, disk in enumerate(self.disks):
+                image = f"{disk.uuid}.disk{idx}"
+                images.append(image)
+                transfers.append(Transfer(
+                    label=f"disk/{idx}", src_node=self.pnode.name, dst_node=target,
+                    source={"kind": "disk", "disk": serializer.to_data(disk), "index": idx,
+                            "instance": data},
+                    dest={"kind": "export", "instance_name": inst.name, "file": image}))
+            run_transfers(self, transfers, feedback_fn)
+            info = build_export_info(self, images, time.time())
+            return rpc_one(self, "finalize_export", target, inst.name, exportinfo.build(info),
+                           prefix=f"Cannot finalize the export on {target}")
+        except BaseException:
+            res = self.require_rpc().call_export_stage([target], inst.name, False).get(target)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not remove the unfinished export on {target}:"
+                                f" {res.fail_msg if res else 'no answer'}")
+            raise
+
+    def _remove_old_exports(self, feedback_fn: FeedbackFn) -> None:
+        others = [n.name for n in self.cfg.get_all_nodes_info().values()
+                  if not n.offline and n.uuid != self.target.uuid]
+        rpc = self.require_rpc()
+        for node, res in (rpc.call_export_list(others) if others else {}).items():
+            if res.failed or self.instance.name not in (res.payload or []):
+                continue
+            feedback_fn(f"Removing the older export of {self.instance.name} on {node}")
+            gone = rpc.call_export_remove([node], self.instance.name).get(node)
+            if gone is None or gone.failed:
+                self.LogWarning(f"Could not remove the older export on {node}:"
+                                f" {gone.fail_msg if gone else 'no answer'}")
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        op, inst = self.op, self.instance
+        stopped = False
+        if op.shutdown and inst.admin_state == constants.ADMINST_UP:
+            feedback_fn(f"Shutting down instance {inst.name}")
+            shutdown_instance(self, op.shutdown_timeout)
+            stopped = True
+        try:
+            path = self._export(feedback_fn)
+        except BaseException:
+            if stopped:
+                try:
+                    self._start_again(feedback_fn)
+                except errors.GanetiError as exc:
+                    self.LogWarning(str(exc))
+            raise
+        feedback_fn(f"Export of {inst.name} written to {self.target.name}:{path}")
+        if op.remove_instance:
+            feedback_fn(f"Removing instance {inst.name}")
+            remove_disks(self, ignore_failures=op.ignore_remove_failures)
+            self.cfg.remove_instance(inst.uuid)
+            remove_instance_lock(self, inst.name)
+        elif stopped:
+            self._start_again(feedback_fn)
+        self._remove_old_exports(feedback_fn)
+        return [True, [True] * len(self.disks)]
+
+
+class LUBackupRemove(NoHooksLU[OpBackupRemove]):
+    """Remove every export of the instance (by its name, also when it is gone)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks = {locking.LEVEL_NODE: 1}
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        inst = self.cfg.get_instance_info_by_name(self.op.instance_name)
+        name = inst.name if inst is not None else self.op.instance_name
+        found = False
+        rpc = self.require_rpc()
+        for node, exports in _list_exports(self.context, None).items():
+            if not isinstance(exports, list):
+                self.LogWarning(f"Failed to query node {node} (continuing)")
+                continue
+            if name in exports:
+                found = True
+                res = rpc.call_export_remove([node], name).get(node)
+                if res is None or res.failed:
+                    self.LogWarning(f"Could not remove the export of {name} on {node}:"
+                                    f" {res.fail_msg if res else 'no answer'}")
+                else:
+                    feedback_fn(f"Removed the export of {name} on {node}")
+        if not found:
+            feedback_fn(f"No export of {name} found. If it belongs to a deleted instance,"
+                        " give its fully qualified name.")
+        return None
+
+
+# --- queries ------------------------------------------------------------------------------
+
+def _list_exports(context: MasterContext, nodes: list[str] | None) -> dict[str, list[str] | bool]:
+    """``{node: [export names] or False}`` of the online nodes (or of ``nodes``)."""
+    cfg = context.require_cfg()
+    known = {n.name: n for n in cfg.get_all_nodes_info().values()}
+    if nodes:
+        missing = [n for n in nodes if n not in known]
+        if missing:
+            raise errors.OpPrereqError(f"Node(s) {', '.join(missing)} not known",
+                                       errors.ECODE_NOENT)
+        names = list(dict.fromkeys(nodes))
+    else:
+        names = sorted(known)
+    online = [n for n in names if not known[n].offline]
+    if context.rpc is None:
+        raise errors.OpExecError("Node RPC is not available on this master")
+    results = context.rpc.call_export_list(online) if online else {}
+    out: dict[str, list[str] | bool] = {}
+    for name in names:
+        res = results.get(name)
+        ok = res is not None and not res.failed and isinstance(res.payload, list)
+        out[name] = list(res.payload) if ok and res is not None else False
+    return out
+
+
+def query_exports(context: MasterContext, nodes: Any, use_locking: bool = False) -> dict[str, Any]:
+    """LUXI ``QueryExports(nodes, use_locking)``: ``{node: [export names] or false}``."""
+    if nodes is not None and (not isinstance(nodes, list)
+                              or not all(isinstance(n, str) for n in nodes)):
+        raise errors.ParameterError("QueryExports: nodes must be a list of names",
+                                    errors.ECODE_INVAL)
+    return _list_exports(context, nodes or None)
+
+
+EXPORT_FIELDS = query.make_table([
+    query.FieldDef("node", "Node", constants.QFT_TEXT, "Node name",
+                   lambda ctx, item: item[0]),
+    query.FieldDef("export", "Export", constants.QFT_TEXT, "Export name",
+                   lambda ctx, item: query.UNAVAIL if item[1] is None else item[1]),
+])
+
+
+def collect_exports(context: MasterContext, qfilter: Any,
+                    needs: set[str]) -> tuple[list[Any], Any]:
+    """Items ``(node, export)`` of the ``export`` resource (``(node, None)``: node failed)."""
+    names = query.requested_names(qfilter, "node")
+    items: list[tuple[str, str | None]] = []
+    for node, exports in _list_exports(context, list(names) if names else None).items():
+        if exports is False:
+            items.append((node, None))
+        else:
+            assert isinstance(exports, list)
+            items.extend((node, e) for e in exports)
+    return sorted(items, key=lambda i: (query.nice_sort_key(i[0]), i[1] or "")), None

@@ -1,0 +1,123 @@
+"""Master side of disk transfers: start, follow and clean up (doc/exports.md).
+
+A :class:`Transfer` sends one disk image from one node to another node's
+daemon (``impexp_send`` on the sending node).  :func:`run_transfers` runs
+them one after the other, polls ``impexp_status`` every ``poll`` seconds
+and writes progress lines to the job log (bytes done, total, rate; at
+least one line per transfer, at the end), and raises
+:class:`errors.OpExecError` at the first failure.  Whatever happens, a
+started transfer is aborted if it still runs and its state is removed on
+the sending node; the receiving side drops its partial data by itself.
+A sending node that does not answer for ``lost_after`` seconds counts as
+dead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti import diskstream, errors
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.instance import rpc_one
+
+__all__ = ["Transfer", "run_transfers", "node_address", "POLL_INTERVAL", "REPORT_INTERVAL",
+           "LOST_AFTER"]
+
+POLL_INTERVAL = 0.25
+REPORT_INTERVAL = 5.0
+LOST_AFTER = 10.0
+
+
+@dataclass
+class Transfer:
+    """One image to move: ``source`` on ``src_node`` to ``dest`` on ``dst_node``."""
+
+    label: str
+    src_node: str
+    source: dict[str, Any]
+    dst_node: str
+    dest: dict[str, Any]
+    result: dict[str, Any] | None = None
+
+
+def node_address(lu: LogicalUnit[Any], node_name: str) -> tuple[str, int]:
+    """The ``(address, port)`` of a node daemon, as node RPC reaches it."""
+    (entry,) = lu.require_rpc().resolver([node_name])
+    _, address, port, offline = entry
+    if offline:
+        raise errors.OpExecError(f"Node {node_name} is offline")
+    return address, port
+
+
+def _status(lu: LogicalUnit[Any], node: str, transfer_id: str) -> dict[str, Any] | None:
+    res = lu.require_rpc().call_impexp_status([node], [transfer_id]).get(node)
+    if res is None or res.failed or not isinstance(res.payload, list) or not res.payload:
+        raise errors.RpcError(res.fail_msg if res is not None and res.fail_msg else "no answer")
+    status = res.payload[0]
+    return status if isinstance(status, dict) else None
+
+
+def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
+             clock: Callable[[], float], sleep: Callable[[float], None], poll: float,
+             report_every: float, lost_after: float) -> dict[str, Any]:
+    address, port = node_address(lu, xfer.dst_node)
+    transfer_id = rpc_one(lu, "impexp_send", xfer.src_node, xfer.source, xfer.dest, address,
+                          port, prefix=f"{xfer.label}: cannot start the transfer on"
+                          f" {xfer.src_node}")
+    finished = False
+    try:
+        last_report = clock()
+        last_answer = clock()
+        while True:
+            try:
+                status = _status(lu, xfer.src_node, transfer_id)
+            except errors.RpcError as exc:
+                if clock() - last_answer >= lost_after:
+                    raise errors.OpExecError(f"{xfer.label}: node {xfer.src_node} stopped"
+                                             f" answering during the transfer: {exc}") from None
+                sleep(poll)
+                continue
+            last_answer = clock()
+            if status is None:
+                raise errors.OpExecError(f"{xfer.label}: the transfer vanished on node"
+                                         f" {xfer.src_node}")
+            state = status.get("state")
+            done, total = int(status.get("done") or 0), status.get("total")
+            elapsed = float(status.get("elapsed") or 0.0)
+            if state == "done":
+                finished = True
+                feedback_fn(f"{xfer.label}: {diskstream.format_progress(done, total, elapsed)}"
+                            f" in {elapsed:.1f} s, SHA-256 {str(status.get('sha256'))[:16]}..."
+                            " checked on arrival")
+                return status
+            if state == "failed":
+                finished = True
+                raise errors.OpExecError(f"{xfer.label}: {status.get('error')}")
+            if clock() - last_report >= report_every:
+                feedback_fn(f"{xfer.label}: {diskstream.format_progress(done, total, elapsed)}")
+                last_report = clock()
+            sleep(poll)
+    finally:
+        rpc = lu.require_rpc()
+        if not finished:
+            rpc.call_impexp_abort([xfer.src_node], transfer_id)
+        res = rpc.call_impexp_cleanup([xfer.src_node], transfer_id).get(xfer.src_node)
+        if res is None or res.failed:
+            lu.LogWarning(f"Could not remove the state of transfer {transfer_id} on"
+                          f" {xfer.src_node}: {res.fail_msg if res else 'no answer'}")
+
+
+def run_transfers(lu: LogicalUnit[Any], transfers: list[Transfer], feedback_fn: FeedbackFn, *,
+                  clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] = time.sleep, poll: float = POLL_INTERVAL,
+                  report_every: float = REPORT_INTERVAL,
+                  lost_after: float = LOST_AFTER) -> None:
+    """Run ``transfers`` in order, filling each one's ``result``; see the module docstring."""
+    for xfer in transfers:
+        feedback_fn(f"{xfer.label}: sending from {xfer.src_node} to {xfer.dst_node}")
+        xfer.result = _run_one(lu, xfer, feedback_fn, clock=clock, sleep=sleep, poll=poll,
+                               report_every=report_every, lost_after=lost_after)

@@ -1,0 +1,150 @@
+"""OP_INSTANCE_CREATE with ``mode=import``: read an export, then stream its images in
+(doc/exports.md).
+
+:func:`read_export` runs in CheckPrereq: it finds the export (``src_node``
+and ``src_path``; without ``src_node`` every online node is searched for
+an export named ``src_path``, default the instance name), reads its
+``config.ini`` and fills what the opcode leaves open, as upstream does:
+OS, disk template, disks, NICs (their MACs included), tags, hypervisor,
+and the hypervisor, backend and OS parameters not given (parameters this
+cluster does not know are skipped with a warning).  :func:`import_disks`
+runs in Exec once the disks exist: each image is streamed from the source
+node to the primary node, where the OS ``import`` script writes it (a raw
+copy for an instance without OS).  The create LU removes the disks and
+the config entry again when it fails.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from ganeti import constants, errors, exportinfo, parameters
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.impexp import Transfer, run_transfers
+from ganeti.cmdlib.instance import check_node_online, expand_node, instance_rpc_dict, rpc_one
+from ganeti.objects import Instance
+from ganeti.opcodes.instance import OpInstanceCreate
+from ganeti.pathutils import Paths
+from ganeti.private import Private
+
+__all__ = ["read_export", "import_disks", "EXPORT_DIR"]
+
+#: the export directory in canonical form (as node RPC names paths)
+EXPORT_DIR = Paths(root="/").export_dir
+
+
+def _find_source(lu: LogicalUnit[OpInstanceCreate]) -> None:
+    """Set ``op.src_node`` (searching the online nodes) and ``op.src_path``."""
+    op, cfg = lu.op, lu.cfg
+    op.src_path = op.src_path or op.instance_name
+    if op.src_node is not None:
+        node = expand_node(cfg, op.src_node)
+        check_node_online(node, " (export source)")
+        op.src_node, op.src_node_uuid = node.name, node.uuid
+        return
+    if op.src_path.startswith("/"):
+        raise errors.OpPrereqError("An absolute source path needs the source node (src_node)",
+                                   errors.ECODE_INVAL)
+    online = sorted(n.name for n in cfg.get_all_nodes_info().values() if not n.offline)
+    results = lu.require_rpc().call_export_list(online) if online else {}
+    for name in online:
+        res = results.get(name)
+        if res is not None and not res.failed and op.src_path in (res.payload or []):
+            node = expand_node(cfg, name)
+            op.src_node, op.src_node_uuid = node.name, node.uuid
+            return
+    raise errors.OpPrereqError(f"No export found for relative path {op.src_path}",
+                               errors.ECODE_INVAL)
+
+
+def _known_params(lu: LogicalUnit[Any], namespace: str, values: dict[str, str],
+                  subtype: str | None) -> dict[str, Any]:
+    """The export's parameters that this cluster knows and accepts, one by one."""
+    known: dict[str, Any] = {}
+    for key, value in values.items():
+        if value in ("", "None"):
+            continue
+        try:
+            known.update(parameters.check_params(namespace, {key: value}, subtype))
+        except errors.ParameterError as exc:
+            lu.LogWarning(f"Ignoring parameter {key}={value!r} of the export: {exc}")
+    return known
+
+
+def _nics(info: exportinfo.ExportInfo) -> list[dict[str, Any]]:
+    nics = []
+    for nic in info.nics:
+        spec: dict[str, Any] = {k: v for k, v in (("mac", nic.mac), ("ip", nic.ip),
+                                                  ("name", nic.name)) if v is not None}
+        if nic.network:
+            spec["network"] = nic.network   # mode and link come from the network
+        else:
+            spec.update({k: v for k, v in nic.nicparams.items() if k in ("mode", "link")})
+        nics.append(spec)
+    return nics
+
+
+def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[str | None]:
+    """Find and read the export, fill the opcode from it; the image path per new disk.
+
+    Raises :class:`errors.OpPrereqError` when there is no (valid) export.
+    """
+    op = lu.op
+    _find_source(lu)
+    assert op.src_node is not None and op.src_path is not None
+    text = rpc_one(lu, "export_info", op.src_node, op.src_path,
+                   prefix=f"No export or invalid export found in {op.src_path} on"
+                   f" {op.src_node}")
+    try:
+        info = exportinfo.parse(text)
+    except errors.ConfigurationError as exc:
+        raise errors.OpPrereqError(f"Invalid export in {op.src_path} on {op.src_node}: {exc}",
+                                   errors.ECODE_INVAL) from None
+    lu.LogInfo(f"Importing instance {info.name} exported from {info.source or '?'}")
+    op.os_type = op.os_type or info.os or None
+    op.disk_template = op.disk_template or info.disk_template
+    if not op.disks:
+        op.disks = [{"size": d.size, **({"name": d.name} if d.name else {})} for d in info.disks]
+    if not op.nics:
+        op.nics = _nics(info)
+    if not op.tags:
+        op.tags = list(info.tags)
+    if op.hypervisor is None and info.hypervisor:
+        op.hypervisor = info.hypervisor
+    hv = op.hypervisor or lu.cfg.get_cluster_info().primary_hypervisor
+    for key, value in _known_params(lu, "hv", info.hvparams, hv).items():
+        op.hvparams.setdefault(key, value)
+    for key, value in _known_params(lu, "be", info.beparams, None).items():
+        op.beparams.setdefault(key, value)
+    for key, value in info.osparams.items():
+        op.osparams.setdefault(key, value)
+    for key, value in info.osparams_private.items():
+        op.osparams_private.setdefault(key, Private(value))
+    src_dir = op.src_path if op.src_path.startswith("/") \
+        else posixpath.join(EXPORT_DIR, op.src_path)
+    images: list[str | None] = []
+    for idx in range(len(op.disks)):
+        dump = info.disks[idx].dump if idx < len(info.disks) else None
+        images.append(posixpath.join(src_dir, dump) if dump else None)
+    return images
+
+
+def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, images: list[str | None],
+                 pnode: str, feedback_fn: FeedbackFn) -> None:
+    """Stream each export image into its new disk on ``pnode`` (see the module docstring)."""
+    op = lu.op
+    assert op.src_node is not None
+    data = instance_rpc_dict(lu.cfg, inst)
+    transfers = []
+    for idx, image in enumerate(images):
+        if image is None:
+            lu.LogWarning(f"The export has no image for disk {idx}; it stays empty")
+            continue
+        transfers.append(Transfer(label=f"disk/{idx}", src_node=op.src_node,
+                                  source={"kind": "file", "path": image}, dst_node=pnode,
+                                  dest={"kind": "import", "instance": data, "index": idx}))
+    run_transfers(lu, transfers, feedback_fn)
+    if inst.disk_template == constants.DT_DISKLESS:
+        feedback_fn("Diskless instance: no disk data to import")

@@ -1,0 +1,225 @@
+"""``config.ini`` of an export: Ganeti's export format, written and read (doc/exports.md).
+
+An export is a directory ``<export dir>/<instance>/`` holding one image
+file per disk and ``config.ini``, an INI file with these sections (the
+names and keys upstream Ganeti writes, so that exports move both ways):
+
+``[export]``
+    ``version`` (:data:`constants.EXPORT_VERSION`), ``timestamp`` (Unix
+    seconds), ``source`` (the primary node), ``os``, ``compression``.
+``[instance]``
+    ``name``, ``maxmem``, ``minmem``, ``memory`` (= maxmem, for old
+    readers), ``vcpus``, ``disk_template``, ``hypervisor``, ``tags``
+    (space separated); per NIC ``nic<N>_mac``, ``_ip``, ``_network``,
+    ``_name``, ``_mode``, ``_link``, ``_vlan`` and ``nic_count``; per disk
+    ``disk<N>_ivname``, ``_dump`` (image file name in the export
+    directory), ``_size`` (MiB), ``_name`` and ``disk_count``.
+``[hypervisor]``, ``[backend]``, ``[os]``, ``[os_private]``
+    the instance's hypervisor, backend and OS parameters, one key each.
+
+Absent values are written ``None``, as upstream does; :func:`parse`
+reads ``None`` and ``""`` as absent.  Pure text in, text out: no files.
+"""
+
+from __future__ import annotations
+
+import configparser
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+from ganeti import constants, errors
+
+__all__ = ["ExportDisk", "ExportNic", "ExportInfo", "build", "parse", "NIC_PARAMS"]
+
+#: The NIC parameters written per NIC (``nic<N>_<param>``).
+NIC_PARAMS = ("mode", "link", "vlan")
+_NONE = "None"
+
+
+@dataclass
+class ExportDisk:
+    """One disk of an export: its image file (``dump``) and its shape."""
+
+    size: int
+    dump: str | None = None
+    ivname: str = ""
+    name: str | None = None
+
+
+@dataclass
+class ExportNic:
+    """One NIC of an export; ``nicparams`` holds mode/link/vlan when given."""
+
+    mac: str | None = None
+    ip: str | None = None
+    name: str | None = None
+    network: str | None = None
+    nicparams: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ExportInfo:
+    """What ``config.ini`` says."""
+
+    name: str
+    os: str = ""
+    version: int = constants.EXPORT_VERSION
+    timestamp: int = 0
+    source: str = ""
+    compression: str = "none"
+    disk_template: str | None = None
+    hypervisor: str | None = None
+    tags: list[str] = field(default_factory=list)
+    disks: list[ExportDisk] = field(default_factory=list)
+    nics: list[ExportNic] = field(default_factory=list)
+    hvparams: dict[str, str] = field(default_factory=dict)
+    beparams: dict[str, str] = field(default_factory=dict)
+    osparams: dict[str, str] = field(default_factory=dict)
+    osparams_private: dict[str, str] = field(default_factory=dict)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return _NONE
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _value(value: str | None) -> str | None:
+    if value is None or value in ("", _NONE):
+        return None
+    return value
+
+
+def _parser() -> configparser.RawConfigParser:
+    parser = configparser.RawConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str.lower  # type: ignore[assignment,method-assign]
+    return parser
+
+
+def build(info: ExportInfo) -> str:
+    """The ``config.ini`` text for ``info`` (sections and keys as upstream writes them)."""
+    cfg = _parser()
+    exp, ins = constants.INISECT_EXP, constants.INISECT_INS
+    cfg.add_section(exp)
+    cfg.set(exp, "version", str(info.version))
+    cfg.set(exp, "timestamp", str(int(info.timestamp)))
+    cfg.set(exp, "source", info.source)
+    cfg.set(exp, "os", info.os)
+    cfg.set(exp, "compression", info.compression)
+    cfg.add_section(ins)
+    cfg.set(ins, "name", info.name)
+    for key in ("maxmem", "minmem", "vcpus"):
+        if key in info.beparams:
+            cfg.set(ins, key, _text(info.beparams[key]))
+    if "maxmem" in info.beparams:
+        cfg.set(ins, "memory", _text(info.beparams["maxmem"]))
+    cfg.set(ins, "disk_template", _text(info.disk_template))
+    cfg.set(ins, "hypervisor", _text(info.hypervisor))
+    cfg.set(ins, "tags", " ".join(info.tags))
+    for idx, nic in enumerate(info.nics):
+        cfg.set(ins, f"nic{idx}_mac", _text(nic.mac))
+        cfg.set(ins, f"nic{idx}_ip", _text(nic.ip))
+        cfg.set(ins, f"nic{idx}_network", _text(nic.network))
+        cfg.set(ins, f"nic{idx}_name", _text(nic.name))
+        for param in NIC_PARAMS:
+            cfg.set(ins, f"nic{idx}_{param}", _text(nic.nicparams.get(param)))
+    cfg.set(ins, "nic_count", str(len(info.nics)))
+    for idx, disk in enumerate(info.disks):
+        cfg.set(ins, f"disk{idx}_ivname", disk.ivname or f"disk/{idx}")
+        cfg.set(ins, f"disk{idx}_dump", _text(disk.dump))
+        cfg.set(ins, f"disk{idx}_size", str(int(disk.size)))
+        cfg.set(ins, f"disk{idx}_name", _text(disk.name))
+    cfg.set(ins, "disk_count", str(len(info.disks)))
+    for section, values in ((constants.INISECT_HYP, info.hvparams),
+                            (constants.INISECT_BEP, info.beparams),
+                            (constants.INISECT_OSP, info.osparams),
+                            (constants.INISECT_OSP_PRIVATE, info.osparams_private)):
+        cfg.add_section(section)
+        for key in sorted(values):
+            cfg.set(section, key, _text(values[key]))
+    out = io.StringIO()
+    cfg.write(out)
+    return out.getvalue()
+
+
+def _int(cfg: configparser.RawConfigParser, section: str, key: str, what: str) -> int:
+    raw = cfg.get(section, key)
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise errors.ConfigurationError(f"Export: invalid {what} {raw!r} ({section}/{key})") \
+            from None
+
+
+def parse(text: str) -> ExportInfo:
+    """Read ``config.ini`` text (ours or upstream's).
+
+    Raises :class:`errors.ConfigurationError` when it is not INI, lacks the
+    ``[export]`` or ``[instance]`` section or the instance name, has
+    another export version, or a disk size that is not a number.
+    """
+    cfg = _parser()
+    try:
+        cfg.read_string(text)
+    except configparser.Error as exc:
+        raise errors.ConfigurationError(f"Export: config.ini is not valid: {exc}") from None
+    exp, ins = constants.INISECT_EXP, constants.INISECT_INS
+    for section in (exp, ins):
+        if not cfg.has_section(section):
+            raise errors.ConfigurationError(f"Export: config.ini has no [{section}] section")
+    name = _value(cfg.get(ins, "name", fallback=None))
+    if not name:
+        raise errors.ConfigurationError("Export: config.ini names no instance")
+    version = _int(cfg, exp, "version", "version") if cfg.has_option(exp, "version") else 0
+    if version != constants.EXPORT_VERSION:
+        raise errors.ConfigurationError(f"Export: wrong export version {version}"
+                                        f" (wanted {constants.EXPORT_VERSION})")
+    info = ExportInfo(name=name, version=version,
+                      os=cfg.get(exp, "os", fallback="").strip(),
+                      source=cfg.get(exp, "source", fallback="").strip(),
+                      compression=cfg.get(exp, "compression", fallback="none").strip() or "none")
+    if cfg.has_option(exp, "timestamp"):
+        info.timestamp = _int(cfg, exp, "timestamp", "timestamp")
+    info.disk_template = _value(cfg.get(ins, "disk_template", fallback=None))
+    info.hypervisor = _value(cfg.get(ins, "hypervisor", fallback=None))
+    info.tags = cfg.get(ins, "tags", fallback="").split()
+    for idx in range(constants.MAX_DISKS):
+        key = f"disk{idx}_size"
+        if not cfg.has_option(ins, key):
+            break
+        info.disks.append(ExportDisk(size=_int(cfg, ins, key, f"size of disk {idx}"),
+                                     dump=_value(cfg.get(ins, f"disk{idx}_dump", fallback=None)),
+                                     ivname=cfg.get(ins, f"disk{idx}_ivname",
+                                                    fallback=f"disk/{idx}"),
+                                     name=_value(cfg.get(ins, f"disk{idx}_name", fallback=None))))
+    for idx in range(constants.MAX_NICS):
+        if not cfg.has_option(ins, f"nic{idx}_mac"):
+            break
+
+        def nic_value(key: str, idx: int = idx) -> str | None:
+            return _value(cfg.get(ins, f"nic{idx}_{key}", fallback=None))
+        params = {p: v for p in NIC_PARAMS if (v := nic_value(p)) is not None}
+        info.nics.append(ExportNic(mac=nic_value("mac"), ip=nic_value("ip"),
+                                   name=nic_value("name"), network=nic_value("network"),
+                                   nicparams=params))
+    sections = {constants.INISECT_HYP: info.hvparams, constants.INISECT_BEP: info.beparams,
+                constants.INISECT_OSP: info.osparams,
+                constants.INISECT_OSP_PRIVATE: info.osparams_private}
+    for section, target in sections.items():
+        if cfg.has_section(section):
+            target.update(cfg.items(section))
+    if not cfg.has_section(constants.INISECT_BEP):
+        # old exports keep the backend parameters in [instance]
+        for key in ("maxmem", "minmem", "vcpus", "memory"):
+            if cfg.has_option(ins, key):
+                info.beparams[key] = cfg.get(ins, key)
+    if "memory" in info.beparams:
+        memory = info.beparams.pop("memory")
+        info.beparams.setdefault("maxmem", memory)
+        info.beparams.setdefault("minmem", memory)
+    return info
