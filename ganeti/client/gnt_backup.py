@@ -6,7 +6,7 @@ describes the export format and what happens on failure.
 
 from __future__ import annotations
 
-from ganeti import cli, constants
+from ganeti import cli, constants, errors
 from ganeti.client import gnt_instance as gi
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -19,11 +19,28 @@ LIST_DEFAULT_FIELDS = ["node", "export"]
 O = cli.Option
 
 
+def _op(op_id: str, **params: Any) -> dict[str, Any]:
+    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not None}}
+
+
+def _size(value: Any) -> int:
+    from ganeti.utils import units
+    try:
+        return units.parse_unit(value)
+    except (errors.GanetiError, ValueError) as exc:
+        raise errors.OpPrereqError(f"Invalid disk size {value!r}: {exc}",
+                                   errors.ECODE_INVAL) from None
+
+
+def _disk(params: dict[str, Any]) -> dict[str, Any]:
+    return {**params, "size": _size(params["size"])} if "size" in params else dict(params)
+
+
 def export_instance(opts: Any, args: list[str]) -> int:
     """Export an instance to a node (exit 1 when the export failed)."""
     if not opts.node:
         return cli.usage_error(opts.command, "The target node (-n) is required")
-    result = cli.submit_or_send(gi._op(
+    result = cli.submit_or_send(_op(
         "OP_BACKUP_EXPORT", instance_name=args[0], target_node=opts.node,
         shutdown=opts.shutdown, shutdown_timeout=opts.shutdown_timeout,
         remove_instance=opts.remove_instance, ignore_remove_failures=opts.ignore_remove_failures,
@@ -45,15 +62,15 @@ def import_instance(opts: Any, args: list[str]) -> int:
     """Create an instance from an export (parameters not given come from the export)."""
     if opts.disks and opts.sd_size:
         return cli.usage_error(opts.command, "Give either --disk or -s, not both")
-    disks = [gi._disk_spec(d) for d in gi.parse_indexed(opts.disks, "disk")]
+    disks = [_disk(d) for d in gi.parse_indexed(opts.disks, "disk")]
     if opts.sd_size:
-        disks = [{"size": gi._size(opts.sd_size, "disk size")}]
+        disks = [{"size": _size(opts.sd_size)}]
     nics = [] if opts.no_nics else gi.parse_indexed(opts.nics, "NIC")
     hv, hvparams = gi.parse_hv(opts.hvparams)
     pnode, snode = opts.node, None
     if pnode and ":" in pnode:
         pnode, snode = pnode.split(":", 1)
-    op = gi._op("OP_INSTANCE_CREATE", instance_name=args[0], mode=constants.INSTANCE_IMPORT,
+    op = _op("OP_INSTANCE_CREATE", instance_name=args[0], mode=constants.INSTANCE_IMPORT,
                 src_node=opts.src_node, src_path=opts.src_dir, os_type=opts.os,
                 osparams=gi.parse_kv(opts.osparams), disk_template=opts.disk_template,
                 disks=disks, nics=nics, beparams=gi.parse_kv(opts.beparams),
@@ -78,7 +95,7 @@ def list_exports(opts: Any, args: list[str]) -> int:
 
 def remove_export(opts: Any, args: list[str]) -> int:
     """Remove the exports of an instance."""
-    cli.submit_or_send(gi._op("OP_BACKUP_REMOVE", instance_name=args[0]), opts)
+    cli.submit_or_send(_op("OP_BACKUP_REMOVE", instance_name=args[0]), opts)
     return 0
 
 

@@ -11,7 +11,7 @@ def test_gnt_tools_do_not_import_typing_at_start_up() -> None:
     # annotations only need it under TYPE_CHECKING.
     code = ("import sys; import ganeti.client.gnt_debug, ganeti.client.gnt_job, "
             "ganeti.client.gnt_cluster, ganeti.client.gnt_node, ganeti.client.gnt_instance, "
-            "ganeti.client.gnt_os, ganeti.luxi, ganeti.query.format; "
+            "ganeti.client.gnt_os, ganeti.client.gnt_backup, ganeti.luxi, ganeti.query.format; "
             "print([m for m in ('typing', 'shlex', 're', 'json', 'ganeti.query.fields', 'dataclasses') "
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

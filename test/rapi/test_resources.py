@@ -219,3 +219,14 @@ def test_group_modify_builds_group_set_params():
     (ops,) = fake.submitted
     assert ops[0]["OP_ID"] == "OP_GROUP_SET_PARAMS" and ops[0]["group_name"] == "rack2"
     assert ops[0]["alloc_policy"] == "last_resort" and ops[0]["ipolicy"] == {"vcpu-ratio": 2}
+
+
+def test_export_and_prepare_export():
+    fake = FakeLuxi()
+    run("PUT", "/2/instances/i1/export", fake, body={"destination": "n2", "shutdown": False})
+    (op,) = fake.submitted[0]
+    assert (op["OP_ID"], op["instance_name"], op["target_node"], op["shutdown"]) == \
+        ("OP_BACKUP_EXPORT", "i1", "n2", False)
+    run("PUT", "/2/instances/i1/prepare-export", fake, query={"mode": ["local"]})
+    (op,) = fake.submitted[1]
+    assert (op["OP_ID"], op["instance_name"], op["mode"]) == ("OP_BACKUP_PREPARE", "i1", "local")

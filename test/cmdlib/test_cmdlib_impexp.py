@@ -1,0 +1,79 @@
+"""The master following disk transfers: progress lines, failures, clean-up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fakes.clock import FakeClock
+from fakes.fakerpc import FakeRpc
+from ganeti import errors
+from ganeti.cmdlib.impexp import Transfer, run_transfers
+
+
+class _LU:
+    def __init__(self, rpc: FakeRpc) -> None:
+        self.rpc = rpc
+        self.warnings: list[str] = []
+
+    def require_rpc(self) -> Any:
+        return self.rpc
+
+    def LogWarning(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def _setup(statuses: list[Any]) -> tuple[_LU, FakeRpc]:
+    rpc = FakeRpc()
+    rpc.resolver = lambda names: [(n, "192.0.2.2", 1811, False) for n in names]
+    rpc.set_result("impexp_send", "n1", "t-1")
+
+    def status(node: str, args: list[Any]) -> Any:
+        item = statuses.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return [item]
+    rpc.set_handler("impexp_status", status)
+    return _LU(rpc), rpc
+
+
+def _xfer() -> Transfer:
+    return Transfer(label="disk/0", src_node="n1", source={"kind": "file", "path": "/x"},
+                    dst_node="n2", dest={"kind": "export"})
+
+
+def test_progress_and_the_final_line() -> None:
+    mib = 1 << 20
+    lu, rpc = _setup([{"state": "running", "done": 0, "total": 64 * mib, "elapsed": 0},
+                      {"state": "running", "done": 16 * mib, "total": 64 * mib, "elapsed": 1},
+                      {"state": "running", "done": 32 * mib, "total": 64 * mib, "elapsed": 2},
+                      {"state": "done", "done": 64 * mib, "total": 64 * mib, "elapsed": 4,
+                       "sha256": "ab" * 32, "size": 64 * mib}])
+    lines: list[str] = []
+    xfer = _xfer()
+    run_transfers(lu, [xfer], lines.append, clock=FakeClock(), sleep=FakeClock().sleep,
+                  poll=1.0, report_every=0.0)
+    assert xfer.result is not None and xfer.result["size"] == 64 * mib
+    assert "disk/0: 16.0 MiB of 64.0 MiB (25%), 16.0 MiB/s" in lines
+    assert lines[-1].startswith("disk/0: 64.0 MiB of 64.0 MiB (100%), 16.0 MiB/s in 4.0 s")
+    assert rpc.calls_to("impexp_send")[0][1][2:] == ["192.0.2.2", 1811]
+    assert rpc.calls_to("impexp_abort") == []          # it finished
+    assert rpc.calls_to("impexp_cleanup") == [(["n1"], ["t-1"])]
+
+
+def test_a_failed_transfer_raises_and_cleans_up() -> None:
+    lu, rpc = _setup([{"state": "failed", "done": 5, "error": "No space left"}])
+    with pytest.raises(errors.OpExecError, match="disk/0: No space left"):
+        run_transfers(lu, [_xfer()], lambda m: None, sleep=lambda s: None)
+    assert rpc.calls_to("impexp_cleanup") == [(["n1"], ["t-1"])]
+
+
+def test_a_silent_sending_node_counts_as_dead() -> None:
+    clock = FakeClock()
+    lu, rpc = _setup([errors.RpcTransportError("connection refused")] * 20)
+    with pytest.raises(errors.OpExecError, match="stopped answering"):
+        run_transfers(lu, [_xfer()], lambda m: None, clock=clock, sleep=clock.sleep,
+                      poll=1.0, lost_after=5.0)
+    assert clock() - 1000.0 == pytest.approx(5.0)
+    assert rpc.calls_to("impexp_abort") == [(["n1"], ["t-1"])]
