@@ -7,7 +7,8 @@ an export named ``src_path``, default the instance name), reads its
 ``config.ini`` and fills what the opcode leaves open, as upstream does:
 OS, disk template, disks, NICs (their MACs included), tags, hypervisor,
 and the hypervisor, backend and OS parameters not given (parameters this
-cluster does not know are skipped with a warning).  :func:`import_disks`
+cluster does not know are skipped with a warning; with ``identify_defaults``
+those equal to the cluster defaults are dropped).  :func:`import_disks`
 runs in Exec once the disks exist: each image is streamed from the source
 node to the primary node, where the OS ``import`` script writes it (a raw
 copy for an instance without OS).  The create LU removes the disks and
@@ -86,6 +87,21 @@ def _nics(info: exportinfo.ExportInfo) -> list[dict[str, Any]]:
     return nics
 
 
+def _identify_defaults(lu: LogicalUnit[OpInstanceCreate], hv: str) -> None:
+    """Drop the hypervisor and backend parameters equal to the cluster's defaults."""
+    op, cluster = lu.op, lu.cfg.get_cluster_info()
+    for given, defaults in ((op.hvparams, parameters.fill_hvparams(cluster, hv)),
+                            (op.beparams, parameters.fill_beparams(cluster))):
+        try:
+            typed = parameters.check_params("hv" if given is op.hvparams else "be", given,
+                                            hv if given is op.hvparams else None)
+        except errors.ParameterError:
+            continue   # CheckPrereq reports it
+        for key, value in typed.items():
+            if key in defaults and defaults[key] == value:
+                del given[key]
+
+
 def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[str | None]:
     """Find and read the export, fill the opcode from it; the image path per new disk.
 
@@ -122,6 +138,8 @@ def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[str | None]:
         op.osparams.setdefault(key, value)
     for key, value in info.osparams_private.items():
         op.osparams_private.setdefault(key, Private(value))
+    if op.identify_defaults:
+        _identify_defaults(lu, hv)
     src_dir = op.src_path if op.src_path.startswith("/") \
         else posixpath.join(EXPORT_DIR, op.src_path)
     images: list[str | None] = []

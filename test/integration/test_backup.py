@@ -72,11 +72,15 @@ def _leftovers(vc, node: str, name: str) -> list[str]:
 
 
 def _round_trip(vc, name: str, template: str, src: str, target: str, dest: str,
-                disk: list[str]) -> str:
+                import_args: list[str], *, remove: bool = False) -> str:
     before = [_sha(p) for p in _disks(vc, name)]
-    out = vc.ok("gnt-backup", "export", "-n", target, name)
+    out = vc.ok("gnt-backup", "export", "-n", target, *(["--remove-instance"] if remove else []),
+                name)
     assert "disk/0" in out or template == "diskless"
-    assert status_of(vc, name) == "running"            # stopped for the copy, started again
+    if remove:
+        assert name not in vc.ok("gnt-instance", "list", "--no-headers", "-o", "name").split()
+    else:
+        assert status_of(vc, name) == "running"        # stopped for the copy, started again
     assert [target, name] in _exports(vc)
     conf = open(os.path.join(_export_dir(vc, target), name, "config.ini")).read()
     info = exportinfo.parse(conf)
@@ -84,8 +88,9 @@ def _round_trip(vc, name: str, template: str, src: str, target: str, dest: str,
                                                                       src)
     images = [os.path.join(_export_dir(vc, target), name, d.dump) for d in info.disks]
     assert [_sha(p) for p in images] == before
-    vc.ok("gnt-instance", "remove", "-f", name)
-    vc.ok("gnt-backup", "import", "-n", dest, "--src-node", target, *disk, *NOCHECK, name)
+    if not remove:
+        vc.ok("gnt-instance", "remove", "-f", name)
+    vc.ok("gnt-backup", "import", "-n", dest, *import_args, *NOCHECK, name)
     (row,) = rows(vc, "status,pnode,disk_template,os", name)
     assert row == ["running", dest, template, "tinyos"]
     assert [_sha(p) for p in _disks(vc, name)] == before
@@ -96,7 +101,7 @@ def test_round_trip_file_with_progress_and_checksum(vc):
     vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "--disk", "1:size=4M",
           "-o", "tinyos", "-n", N1, "-B", "maxmem=256,vcpus=2",
           "--net", "0:mac=aa:00:00:00:0b:01,ip=192.0.2.31", *NOCHECK, FILE1)
-    out = _round_trip(vc, FILE1, "file", N1, N2, N3, [])
+    out = _round_trip(vc, FILE1, "file", N1, N2, N3, ["--src-node", N2])
     # progress in the job log: bytes done, total, rate; the checksum checked
     assert "disk/0: 8.0 MiB of 8.0 MiB (100%)" in out and "MiB/s" in out
     assert "disk/1: 4.0 MiB of 4.0 MiB (100%)" in out and "checked on arrival" in out
@@ -107,12 +112,15 @@ def test_round_trip_file_with_progress_and_checksum(vc):
 def test_round_trip_sharedfile(vc):
     vc.ok("gnt-instance", "add", "-t", "sharedfile", "--disk", "0:size=4M", "-o", "tinyos",
           "-n", N2, *NOCHECK, SHARED1)
-    _round_trip(vc, SHARED1, "sharedfile", N2, N3, N1, [])
+    # the directory as a path, as burnin gives it
+    _round_trip(vc, SHARED1, "sharedfile", N2, N3, N1,
+                ["--src-node", N3, "--src-dir", f"/srv/ganeti/export/{SHARED1}"])
 
 
 def test_round_trip_diskless(vc):
     vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N3, *NOCHECK, DLESS1)
-    _round_trip(vc, DLESS1, "diskless", N3, N1, N2, [])
+    # export and remove in one go; the import finds the export by its name
+    _round_trip(vc, DLESS1, "diskless", N3, N1, N2, [], remove=True)
 
 
 def test_list_by_node_fields_and_remove(vc):
