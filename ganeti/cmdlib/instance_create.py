@@ -333,10 +333,12 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
 
     def _check_ipolicy(self, cluster: Cluster, pnode: Node) -> None:
         """Refuse a spec outside the primary node's group policy (doc/ipolicy.md)."""
+        template = self.op.disk_template
+        assert template is not None  # set by the op or, for an import, by the export
         be_full = parameters.fill_beparams(cluster, self.beparams)
         spec = policy.spec_from_values(be_full, [d["size"] for d in self.disk_specs],
                                        len(self.nics))
-        ignored = policy.check_allocation(self.cfg, pnode.group, [spec], self.op.disk_template,
+        ignored = policy.check_allocation(self.cfg, pnode.group, [spec], template,
                                           ignore=self.op.ignore_ipolicy)
         if ignored:
             self.LogWarning("Instance policy ignored: "
