@@ -38,6 +38,7 @@ class InstanceQueryContext:
         self.cluster = data.cluster
         self.nodes = data.nodes
         self.disks = data.disks
+        self.networks = data.networks
         self.live = live              # node uuid -> {name: info}, None: not collected
         self.failed = failed          # node uuids that did not answer
         self._be: dict[str, dict[str, Any]] = {}
@@ -58,6 +59,13 @@ class InstanceQueryContext:
 
     def inst_disks(self, inst: Instance) -> list[Any]:
         return [self.disks[d] for d in inst.disks if d in self.disks]
+
+    def network_name(self, uuid: str | None) -> str | None:
+        """The name of network ``uuid`` (None for no network; the UUID if unknown)."""
+        if uuid is None:
+            return None
+        net = self.networks.get(uuid)
+        return net.name if net is not None else uuid
 
     def node_name(self, uuid: str) -> str:
         node = self.nodes.get(uuid)
@@ -240,6 +248,8 @@ INSTANCE_FIELDS = query.make_table([
     _f("nic.names", "NIC_Names", _OTHER, "NIC names", _nic_attr("name")),
     _f("nic.uuids", "NIC_UUIDs", _OTHER, "NIC UUIDs", _nic_attr("uuid")),
     _f("nic.networks", "NIC_networks", _OTHER, "NIC networks", _nic_attr("network")),
+    _f("nic.networks.names", "NIC_networks_names", _OTHER, "NIC network names",
+       lambda ctx, inst: [ctx.network_name(n.network) for n in inst.nics]),
     _f("nic.modes", "NIC_modes", _OTHER, "NIC modes", _nic_param("mode")),
     _f("nic.links", "NIC_links", _OTHER, "NIC links", _nic_param("link")),
     _f("nic.bridges", "NIC_bridges", _OTHER, "NIC bridges (bridged mode)",

@@ -493,6 +493,16 @@ def _live(key: str, sub: str | None = None) -> Any:
 _LIVE = frozenset(["live"])
 
 
+def _spindles(ctx: NodeQueryData, node: Node) -> Any:
+    """Spindles (``sptotal``/``spfree``): only exclusive LVM storage counts them.
+
+    The storage types implemented here (file, sharedfile, diskless) have no
+    spindles, so a node whose storage answered reports 0.
+    """
+    value = _live("", "storage_size")(ctx, node)
+    return value if isinstance(value, query.fields.Sentinel) else 0
+
+
 def _group_name(ctx: NodeQueryData, node: Node) -> Any:
     group = ctx.groups.get(node.group)
     return group.name if group else query.UNAVAIL
@@ -554,6 +564,10 @@ NODE_FIELDS = query.make_table([
                    _live("", "storage_size"), _LIVE),
     query.FieldDef("dfree", "DFree", constants.QFT_UNIT, "Available disk space in volume"
                    " group", _live("", "storage_free"), _LIVE),
+    query.FieldDef("sptotal", "SpTotal", constants.QFT_NUMBER, "Total number of spindles"
+                   " (0: the node's storage types count no spindles)", _spindles, _LIVE),
+    query.FieldDef("spfree", "SpFree", constants.QFT_NUMBER, "Available spindles"
+                   " (0: the node's storage types count no spindles)", _spindles, _LIVE),
     query.FieldDef("ctotal", "CTotal", constants.QFT_NUMBER, "Number of logical processors",
                    _live("cpu_total"), _LIVE),
     query.FieldDef("cnodes", "CNodes", constants.QFT_NUMBER, "Number of NUMA domains on node",
