@@ -1,6 +1,8 @@
 """Helpers shared by the cluster, node and group logical units.
 
-* Name expansion: :func:`expand_node`, :func:`expand_group`.
+* Name expansion: :func:`expand_node`, :func:`expand_group`; nodes and
+  instances also by a unique short name (:func:`find_node`,
+  :func:`find_instance`, :mod:`ganeti.utils.names`).
 * The master candidate pool: :func:`candidate_stats`,
   :func:`adjust_candidate_pool`, :func:`decide_self_promotion`.  A node is
   *eligible* when it is master capable, online and not drained; the pool
@@ -28,13 +30,14 @@ from ganeti import constants, errors, ssconf
 from ganeti.aliases import FeedbackFn
 from ganeti.config import ConfigWriter
 from ganeti.context import MasterContext
-from ganeti.objects import Node, NodeGroup
+from ganeti.objects import Instance, Node, NodeGroup
 from ganeti.pathutils import Paths
 from ganeti.replication import report_failures
 from ganeti.rpc.client import RpcRunner
 from ganeti.rpc.defs import to_canonical
+from ganeti.utils.names import match_name
 
-__all__ = ["expand_node", "expand_group", "is_eligible", "candidate_stats",
+__all__ = ["expand_node", "expand_group", "find_node", "find_instance", "is_eligible", "candidate_stats",
            "adjust_candidate_pool", "decide_self_promotion", "node_role",
            "files_for_all_nodes", "upload_files", "redistribute",
            "cluster_hooks_nodes", "select_named"]
@@ -44,18 +47,33 @@ logger = logging.getLogger(__name__)
 
 # --- names ----------------------------------------------------------------------
 
+def find_node(cfg: ConfigWriter, name: str) -> Node | None:
+    """The node called ``name``, with that UUID, or with that unique short name."""
+    node = cfg.get_node_info_by_name(name) or cfg.get_node_info(name)
+    if node is None:
+        full = match_name(name, cfg.get_node_names())
+        node = cfg.get_node_info_by_name(full) if full else None
+    return node
+
+
+def find_instance(cfg: ConfigWriter, name: str) -> Instance | None:
+    """The instance called ``name`` or with that unique short name ("web" for
+    "web.example.com", as the CLI and RAPI accept)."""
+    inst = cfg.get_instance_info_by_name(name)
+    if inst is None:
+        full = match_name(name, cfg.get_instance_names())
+        inst = cfg.get_instance_info_by_name(full) if full else None
+    return inst
+
+
 def expand_node(cfg: ConfigWriter, name: str | None, uuid: str | None = None) -> Node:
-    """The node called ``name`` (or with ``uuid``); OpPrereqError ECODE_NOENT if unknown."""
+    """The node called ``name`` (or with ``uuid``, or a unique short name);
+    OpPrereqError ECODE_NOENT if unknown."""
     node = None
     if uuid:
         node = cfg.get_node_info(uuid)
     if node is None and name:
-        node = cfg.get_node_info_by_name(name)
-        if node is None:
-            # accept a unique short name ("node2" for "node2.example.com")
-            matches = [n for n in cfg.get_all_nodes_info().values()
-                       if n.name.split(".")[0] == name]
-            node = matches[0] if len(matches) == 1 else None
+        node = find_node(cfg, name)
     if node is None:
         raise errors.OpPrereqError(f"Node '{name or uuid}' is unknown", errors.ECODE_NOENT)
     return node

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from ganeti import constants, errors, locking, parameters, serializer
 from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.common import find_instance, find_node
 from ganeti.config import ConfigWriter
 from ganeti.objects import Cluster, Disk, Instance, Node
 from ganeti.opcodes.instance import OpInstanceBase
@@ -40,16 +41,18 @@ _CANONICAL = Paths(root="/")
 
 
 def expand_instance(cfg: ConfigWriter, name: str) -> Instance:
-    """The instance called ``name``; OpPrereqError ``ECODE_NOENT`` if unknown."""
-    inst = cfg.get_instance_info_by_name(name)
+    """The instance called ``name`` (or a unique short name of it);
+    OpPrereqError ``ECODE_NOENT`` if unknown."""
+    inst = find_instance(cfg, name)
     if inst is None:
         raise errors.OpPrereqError(f"Instance '{name}' not known", errors.ECODE_NOENT)
     return inst
 
 
 def expand_node(cfg: ConfigWriter, name: str) -> Node:
-    """The node called ``name`` (or with that UUID); ECODE_NOENT if unknown."""
-    node = cfg.get_node_info_by_name(name) or cfg.get_node_info(name)
+    """The node called ``name`` (or with that UUID, or a unique short name);
+    ECODE_NOENT if unknown."""
+    node = find_node(cfg, name)
     if node is None:
         raise errors.OpPrereqError(f"Node '{name}' not known", errors.ECODE_NOENT)
     return node

@@ -15,7 +15,7 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters, query
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
-from ganeti.cmdlib.common import select_named
+from ganeti.cmdlib.common import find_instance, select_named
 from ganeti.cmdlib.instance import hv_list_and_params, runtime_status
 from ganeti.config import ConfigWriter
 from ganeti.context import MasterContext
@@ -379,9 +379,13 @@ class LUInstanceQueryData(NoHooksLU[OpInstanceQueryData]):
     REQ_BGL = False
 
     def ExpandNames(self) -> None:
+        full = []
         for name in self.op.instances:
-            if self.cfg.get_instance_info_by_name(name) is None:
+            inst = find_instance(self.cfg, name)
+            if inst is None:
                 raise errors.OpPrereqError(f"Instance '{name}' not known", errors.ECODE_NOENT)
+            full.append(inst.name)
+        self.op.instances = full
         self.needed_locks = {}
         if self.op.use_locking:
             self.needed_locks[locking.LEVEL_INSTANCE] = list(self.op.instances) or \

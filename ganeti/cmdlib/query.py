@@ -23,6 +23,7 @@ from ganeti.cmdlib.base import NoHooksLU
 from ganeti.context import MasterContext
 from ganeti.opcodes.query import OpQuery, OpQueryFields
 from ganeti.query.filter import OP_AND, OP_NOT, OP_TRUE
+from ganeti.utils.names import expand_names
 
 __all__ = ["QueryResource", "RESOURCES", "run_query", "run_query_fields",
            "LUQuery", "LUQueryFields", "JOB_FIELDS", "LOCK_FIELDS", "UNARCHIVED_FILTER"]
@@ -38,6 +39,9 @@ class QueryResource:
     table: query.FieldTable
     collect: Collect
     namefield: str | None = "name"
+    #: all item names, for resources whose items may be named by a unique
+    #: short name (nodes, instances: "node2" for "node2.example.com")
+    all_names: Callable[[MasterContext], list[str]] | None = None
 
 
 def _job_field(name: str, title: str, kind: str, doc: str) -> query.FieldDef:
@@ -138,7 +142,8 @@ def _node_group_cluster_resources() -> dict[str, QueryResource]:
     from ganeti.cmdlib import cluster, group, node
     return {
         constants.QR_NODE: QueryResource(constants.QR_NODE, node.NODE_FIELDS,
-                                         node.collect_nodes, "name"),
+                                         node.collect_nodes, "name",
+                                         lambda c: c.require_cfg().get_node_names()),
         constants.QR_GROUP: QueryResource(constants.QR_GROUP, group.GROUP_FIELDS,
                                           group.collect_groups, "name"),
         constants.QR_CLUSTER: QueryResource(constants.QR_CLUSTER, cluster.CLUSTER_FIELDS,
@@ -149,7 +154,8 @@ def _node_group_cluster_resources() -> dict[str, QueryResource]:
 def _instance_resource() -> QueryResource:
     from ganeti.cmdlib import instance_query
     return QueryResource(constants.QR_INSTANCE, instance_query.INSTANCE_FIELDS,
-                         instance_query.collect_instances)
+                         instance_query.collect_instances, "name",
+                         lambda c: c.require_cfg().get_instance_names())
 
 
 def _os_resource() -> QueryResource:
@@ -185,6 +191,21 @@ def _resource(what: Any) -> QueryResource:
     return res
 
 
+def _expand_short_names(context: MasterContext, res: QueryResource, qfilter: Any) -> Any:
+    """A simple name filter with unique short names replaced by the full names.
+
+    Only a filter that just lists names (:func:`query.requested_names`) is
+    rewritten; any other filter compares names as given.
+    """
+    if res.all_names is None or res.namefield is None:
+        return qfilter
+    wanted = query.requested_names(qfilter, res.namefield)
+    if not wanted or not all(isinstance(w, str) for w in wanted):
+        return qfilter
+    full = list(dict.fromkeys(expand_names(wanted, res.all_names(context))))
+    return qfilter if full == wanted else query.make_simple_filter(res.namefield, full)
+
+
 def run_query(context: MasterContext, what: Any, fields: Any, qfilter: Any) -> dict[str, Any]:
     """Answer ``Query(what, fields, qfilter)``.
 
@@ -193,6 +214,7 @@ def run_query(context: MasterContext, what: Any, fields: Any, qfilter: Any) -> d
     :class:`errors.QueryFilterParseError` for bad filters.
     """
     res = _resource(what)
+    qfilter = _expand_short_names(context, res, qfilter)
     needs = query.required_data(res.table, fields, qfilter)
     items, ctx = res.collect(context, qfilter, needs)
     return query.query(res.table, items, ctx, fields, qfilter, namefield=res.namefield)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from ganeti import constants, errors, locking
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.common import find_instance, find_node
 from ganeti.config import ConfigWriter
 from ganeti.objects import Cluster, Instance, Node, NodeGroup
 from ganeti.opcodes.tags import OpTagsDel, OpTagsGet, OpTagsSearch, OpTagsSet
@@ -32,9 +33,9 @@ def tag_target(cfg: ConfigWriter, kind: str, name: str | None) -> TagTarget:
         raise errors.OpPrereqError(f"Tag kind '{kind}' needs an object name", errors.ECODE_INVAL)
     obj: Instance | Node | NodeGroup | None
     if kind == constants.TAG_INSTANCE:
-        obj = cfg.get_instance_info_by_name(name)
+        obj = find_instance(cfg, name)
     elif kind == constants.TAG_NODE:
-        obj = cfg.get_node_info_by_name(name) or cfg.get_node_info(name)
+        obj = find_node(cfg, name)
     elif kind == constants.TAG_NODEGROUP:
         obj = cfg.get_nodegroup_by_name(name) or cfg.get_nodegroup(name)
     else:

@@ -793,3 +793,19 @@ def test_set_params_refuses_more_nics_than_allowed(env: Any) -> None:
         env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", nics=[["add", -1, {}]])
     assert len(env.cfg.get_instance_info_by_name("inst1").nics) == constants.MAX_NICS
     assert env.cfg._reserved_macs == set()
+
+
+def test_short_names_resolve_in_lus_queries_and_tags(env: Any) -> None:
+    _create(env, name="web.example.com", template="diskless", start=False)
+    env.run("OP_INSTANCE_STARTUP", instance_name="web")
+    assert "web.example.com" in env.rpc.running["node1"]
+    env.run("OP_TAGS_SET", kind="instance", name="WEB", tags=["short"])
+    assert env.run("OP_TAGS_GET", kind="instance", name="web.example.com") == ["short"]
+    assert _query(env, ["name", "admin_state"], ["=", "name", "web"]) == \
+        [["web.example.com", "up"]]
+    assert list(env.run("OP_INSTANCE_QUERY_DATA", instances=["web"])) == ["web.example.com"]
+    _create(env, name="web.example.org", template="diskless", start=False)
+    with pytest.raises(errors.OpPrereqError, match="not known"):   # ambiguous now
+        env.run("OP_INSTANCE_SHUTDOWN", instance_name="web")
+    with pytest.raises(errors.OpPrereqError, match="not known"):
+        _query(env, ["name"], ["=", "name", "web"])
