@@ -157,6 +157,38 @@ DTS_FILEBASED = frozenset([DT_FILE, DT_SHARED_FILE, DT_GLUSTER])
 DISK_RDWR = "rw"
 DISK_RDONLY = "ro"
 
+# Storage types (gnt-node list-storage, RAPI /2/nodes/[node]/storage; doc/storage.md)
+ST_FILE = "file"
+ST_SHARED_FILE = "sharedfile"
+ST_LVM_PV = "lvm-pv"
+ST_LVM_VG = "lvm-vg"
+ST_DISKLESS = "diskless"
+ST_BLOCK = "blockdev"
+ST_RADOS = "rados"
+ST_EXT = "ext"
+ST_GLUSTER = "gluster"
+STORAGE_TYPES = frozenset([ST_FILE, ST_SHARED_FILE, ST_LVM_PV, ST_LVM_VG, ST_DISKLESS,
+                           ST_BLOCK, ST_RADOS, ST_EXT, ST_GLUSTER])
+#: the storage types whose units this project can list (the others: a clear error)
+STS_REPORT = frozenset([ST_FILE, ST_SHARED_FILE])
+#: the disk template whose storage a storage type is
+STORAGE_TYPE_TEMPLATE = {ST_FILE: DT_FILE, ST_SHARED_FILE: DT_SHARED_FILE}
+# storage unit fields
+SF_NODE = "node"
+SF_TYPE = "type"
+SF_NAME = "name"
+SF_SIZE = "size"
+SF_USED = "used"
+SF_FREE = "free"
+SF_ALLOCATABLE = "allocatable"
+VALID_STORAGE_FIELDS = (SF_NODE, SF_TYPE, SF_NAME, SF_SIZE, SF_USED, SF_FREE, SF_ALLOCATABLE)
+#: the fields a storage type lets ``modify-storage`` change (Ganeti: LVM PVs only)
+MODIFIABLE_STORAGE_FIELDS: dict[str, frozenset[str]] = {ST_LVM_PV: frozenset([SF_ALLOCATABLE])}
+# storage operations (``repair-storage``; Ganeti: LVM VGs only)
+SO_FIX_CONSISTENCY = "fix-consistency"
+VALID_STORAGE_OPERATIONS: dict[str, frozenset[str]] = {
+    ST_LVM_VG: frozenset([SO_FIX_CONSISTENCY])}
+
 # Instance states
 ADMINST_UP = "up"
 ADMINST_DOWN = "down"

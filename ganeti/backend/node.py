@@ -86,7 +86,7 @@ def _host_figures(ctx: NodeContext) -> dict[str, Any]:
     return figures
 
 
-def _storage_path(ctx: NodeContext, stype: str, key: str) -> str:
+def storage_path(ctx: NodeContext, stype: str, key: str) -> str:
     """The directory to measure for a file storage unit (canonical ``key``).
 
     A ``sharedfile`` directory outside the node root (the virtual cluster's
@@ -111,7 +111,7 @@ def _storage_info(ctx: NodeContext, unit: Any, figures: dict[str, Any]) -> dict[
         if f"storage_{key}" in figures:
             result.update(figures[f"storage_{key}"])
             return result
-        path = _storage_path(ctx, stype, str(key))
+        path = storage_path(ctx, stype, str(key))
         try:
             st = os.statvfs(path)
         except OSError as exc:

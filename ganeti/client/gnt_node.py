@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["main", "commands", "add_node", "remove_node", "list_nodes", "list_fields",
-           "show_node_info", "modify_node", "powercycle_node", "LIST_DEFAULT_FIELDS", "INFO_FIELDS"]
+           "show_node_info", "modify_node", "powercycle_node", "list_storage", "modify_storage",
+           "repair_storage", "LIST_DEFAULT_FIELDS", "INFO_FIELDS", "STORAGE_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
                        "pinst_cnt", "sinst_cnt"]
@@ -158,8 +159,72 @@ def modify_node(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
+#: ``list-storage`` columns (Ganeti's): field -> (title, query field kind)
+STORAGE_FIELDS = {
+    constants.SF_NODE: ("Node", constants.QFT_TEXT),
+    constants.SF_TYPE: ("Type", constants.QFT_TEXT),
+    constants.SF_NAME: ("Name", constants.QFT_TEXT),
+    constants.SF_SIZE: ("Size", constants.QFT_UNIT),
+    constants.SF_USED: ("Used", constants.QFT_UNIT),
+    constants.SF_FREE: ("Free", constants.QFT_UNIT),
+    constants.SF_ALLOCATABLE: ("Allocatable", constants.QFT_BOOL),
+}
+
+
+def list_storage(opts: Any, args: list[str]) -> int:
+    """List the storage units of nodes (OP_NODE_QUERY_STORAGE)."""
+    from ganeti import query
+    fields = cli.parse_fields(opts.output, list(constants.VALID_STORAGE_FIELDS))
+    unknown = [f for f in fields if f not in STORAGE_FIELDS]
+    if unknown:
+        raise errors.OpPrereqError(f"Unknown storage field(s): {', '.join(unknown)} (valid:"
+                                   f" {', '.join(constants.VALID_STORAGE_FIELDS)})",
+                                   errors.ECODE_INVAL)
+    op = {"OP_ID": "OP_NODE_QUERY_STORAGE", "nodes": list(args), "output_fields": fields,
+          "storage_type": opts.storage_type}
+    rows = cli.submit_opcode_and_wait(op, opts) or []
+    fdefs = [{"name": f, "title": STORAGE_FIELDS[f][0], "kind": STORAGE_FIELDS[f][1]}
+             for f in fields]
+    cells = [[[constants.RS_NORMAL, value] for value in row] for row in rows]
+    for line in query.format_table(fdefs, cells, headers=not opts.no_headers,
+                                   separator=opts.separator, units=opts.units):
+        cli.to_stdout(line)
+    return cli.EXIT_SUCCESS
+
+
+def modify_storage(opts: Any, args: list[str]) -> int:
+    """Change a storage unit: NODE STORAGE_TYPE NAME (OP_NODE_MODIFY_STORAGE)."""
+    node, stype, name = args
+    changes: dict[str, Any] = {}
+    if opts.allocatable is not None:
+        changes[constants.SF_ALLOCATABLE] = _yes_no(opts.allocatable)
+    if not changes:
+        raise errors.OpPrereqError("No changes given (use --allocatable)", errors.ECODE_INVAL)
+    cli.submit_or_send({"OP_ID": "OP_NODE_MODIFY_STORAGE", "node_name": node,
+                        "storage_type": stype, "name": name, "changes": changes}, opts)
+    return cli.EXIT_SUCCESS
+
+
+def repair_storage(opts: Any, args: list[str]) -> int:
+    """Repair a storage unit: NODE STORAGE_TYPE NAME (OP_REPAIR_NODE_STORAGE)."""
+    node, stype, name = args
+    cli.submit_or_send({"OP_ID": "OP_REPAIR_NODE_STORAGE", "node_name": node,
+                        "storage_type": stype, "name": name,
+                        "ignore_consistency": bool(opts.ignore_consistency)}, opts)
+    return cli.EXIT_SUCCESS
+
+
 _O = cli.Option
 _YN = ["yes", "no"]
+STORAGE_TYPE_OPT = _O("-t", "--storage-type", dest="storage_type", default=None,
+                      choices=sorted(constants.STORAGE_TYPES), metavar="STORAGE_TYPE",
+                      help="Storage type (default: that of the first enabled file based"
+                           " disk template)")
+ALLOCATABLE_OPT = _O("--allocatable", dest="allocatable", default=None, choices=_YN,
+                     help="Whether new disks may be placed on the storage unit")
+IGNORE_CONSIST_OPT = _O("--ignore-consistency", dest="ignore_consistency",
+                        action="store_true", default=False,
+                        help="Ignore the consistency of the disks on the unit")
 SIP_OPT = _O("-s", "--secondary-ip", dest="secondary_ip", default=None, metavar="IP",
              help="Secondary IP of the node (default: the primary IP)")
 PIP_OPT = _O("--primary-ip", dest="primary_ip", default=None, metavar="IP",
@@ -215,6 +280,19 @@ commands: dict[str, cli.Command] = {
                    [CONFIRM_OPT, POWERCYCLE_FORCE_OPT, *_JOB_OPTS], "[--yes] [--force] NODE",
                    "Hard-reset a node through its hypervisor (its instances go down;"
                    " --force is needed for the master node)"),
+    "list-storage": (list_storage, [cli.ArgNode()],
+                     [cli.NOHDR_OPT, cli.SEP_OPT, cli.UNITS_OPT, cli.FIELDS_OPT,
+                      STORAGE_TYPE_OPT, cli.PRIORITY_OPT], "[options] [NODE...]",
+                     "List the storage units of nodes (fields: node, type, name, size,"
+                     " used, free, allocatable)"),
+    "modify-storage": (modify_storage, [cli.ArgUnknown(min=3, max=3,
+                                                       name="NODE STORAGE_TYPE NAME")],
+                       [ALLOCATABLE_OPT, *_JOB_OPTS], "[--allocatable yes|no] NODE"
+                       " STORAGE_TYPE NAME", "Change a storage unit"),
+    "repair-storage": (repair_storage, [cli.ArgUnknown(min=3, max=3,
+                                                       name="NODE STORAGE_TYPE NAME")],
+                       [IGNORE_CONSIST_OPT, *_JOB_OPTS], "[--ignore-consistency] NODE"
+                       " STORAGE_TYPE NAME", "Repair a storage unit"),
     "modify": (modify_node, [cli.ArgNode(min=1, max=1)],
                [CAND_OPT, DRAIN_OPT, OFFLINE_OPT, MC_OPT, VMC_OPT, NDP_OPT, AUTOPROMOTE_OPT,
                 cli.FORCE_OPT, *_JOB_OPTS], "[options] NODE",

@@ -11,7 +11,7 @@ from types import ModuleType
 
 from ganeti.cmdlib import cluster, query, test
 from ganeti.cmdlib import instance_create, instance_migration, instance_operation, instance_query, instance_set_params, os, tags  # noqa: E501
-from ganeti.cmdlib import backup, group, node, roles, verify
+from ganeti.cmdlib import backup, group, node, node_storage, roles, verify
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.opcodes.base import op_id_from_class_name
 
@@ -21,6 +21,7 @@ _MODULES: tuple[ModuleType, ...] = (test, cluster, query)
 _MODULES += (instance_create, instance_operation, instance_migration, instance_set_params, instance_query, tags, os)  # noqa: E501
 _MODULES += (node, group, verify)
 _MODULES += (roles, backup)
+_MODULES += (node_storage,)
 
 
 def _build_registry() -> dict[str, type[LogicalUnit]]:

@@ -76,6 +76,9 @@ _FORCE = Param("force", description="force the operation")
 _TAG = Param("tag", "list", "a tag (repeat the parameter for several)")
 _FIELDS = Param("fields", "str", "comma-separated field names")
 _NO_REMEMBER = Param("no_remember", description="do not record the new state")
+_STORAGE_TYPE = Param("storage_type", "str", "file or sharedfile (Ganeti's other storage"
+                                             " types are refused)")
+_STORAGE_NAME = Param("name", "str", "the storage unit (for file storage: its directory)")
 
 
 def _opbody(opcode: str, required: Iterable[str] = (), **props: Any) -> dict[str, Any]:
@@ -147,6 +150,16 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("POST", _NODE + "/modify"): Doc("Change node parameters",
                                      body=_opbody("OP_NODE_SET_PARAMS")),
     ("POST", _NODE + "/powercycle"): Doc("Power-cycle a node", (_FORCE,)),
+    ("GET", _NODE + "/storage"): Doc(
+        "Storage units of a node (a job; its result: one row of values per unit)",
+        (_STORAGE_TYPE, Param("output_fields", "str", "comma-separated: node, type, name,"
+                                                      " size, used, free, allocatable"))),
+    ("PUT", _NODE + "/storage/modify"): Doc(
+        "Change a storage unit", (_STORAGE_TYPE, _STORAGE_NAME,
+                                  Param("allocatable", description="new disks may go there"))),
+    ("PUT", _NODE + "/storage/repair"): Doc(
+        "Repair a storage unit", (_STORAGE_TYPE, _STORAGE_NAME, Param(
+            "ignore_consistency", description="ignore the consistency of the disks"))),
     **_tag_docs(_NODE + "/tags", "node"),
     # instances
     ("GET", "/2/instances"): Doc("Instances", (_BULK,), result=_LIST),
@@ -196,6 +209,16 @@ DOCS: dict[tuple[str, str], Doc] = {
         body=_opbody("OP_BACKUP_PREPARE")),
     ("PUT", _INST + "/export"): Doc("Export an instance to a node", body=_opbody(
         "OP_BACKUP_EXPORT", destination={**_STR, "description": "alias of target_node"})),
+    ("POST", _INST + "/disk/{disk_index}/grow"): Doc(
+        "Grow one disk of an instance", body=_opbody(
+            "OP_INSTANCE_GROW_DISK", ["amount"],
+            amount={"type": "integer", "description": "MiB to add (the new size with"
+                                                      " absolute)"},
+            absolute={"type": "boolean"}, wait_for_sync={"type": "boolean"})),
+    ("GET", _INST + "/console"): Doc(
+        "How to reach the console of a running instance (503 when it is not running)",
+        result={"type": "object", "properties": {
+            k: _STR for k in ("instance", "kind", "message", "host", "user", "command")}}),
     **_tag_docs(_INST + "/tags", "instance"),
     # groups
     ("GET", "/2/groups"): Doc("Node groups", (_BULK,), result=_LIST),

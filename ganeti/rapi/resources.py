@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from ganeti import constants, errors, luxi, opcodes
 from ganeti.rapi import openapi, stream
 
-__all__ = ["Ctx", "Route", "ROUTES", "FEATURES", "match", "dispatch", "write_routes",
+__all__ = ["Ctx", "Route", "ROUTES", "FEATURES", "match", "dispatch", "dispatch_ops",
+           "write_routes",
            "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
            "RAPI_REASON_SOURCE", "RAPI_VERSION", "allowed_methods"]
 
@@ -33,6 +34,8 @@ RAPI_REASON_SOURCE = "gnt:client:rapi"
 RAPI_VERSION = 2
 #: how long ``/2/jobs/[id]/wait`` waits for a change (seconds)
 WAIT_TIMEOUT = 10.0
+#: how long a read that runs a job (``/console``) waits for its result (seconds)
+JOB_WAIT_TIMEOUT = 60.0
 #: features Ganeti clients probe (only those implemented here)
 FEATURES = ["instance-create-reqv1", "instance-reinstall-reqv1"]
 
@@ -375,6 +378,93 @@ def _inst_op(op_id: str, aliases: dict[str, str] | None = None, **query_flags: s
     return build
 
 
+def _instance_grow_disk(ctx: Ctx) -> list[dict[str, Any]]:
+    index = ctx.args["disk_index"]
+    if not (index.isascii() and index.isdigit()):
+        raise _bad(f"Invalid disk index '{index}'")
+    return [_from_body(ctx, "OP_INSTANCE_GROW_DISK", {"instance_name": _inst(ctx),
+                                                      "disk": int(index)})]
+
+
+def _instance_console(ctx: Ctx) -> Any:
+    """The console dict of a running instance (503 when it is not running).
+
+    Like Ganeti's, a write-only GET; the console description comes from
+    the instance's primary node, through an OP_INSTANCE_CONSOLE job whose
+    result is the answer.
+    """
+    row = _one(ctx, constants.QR_INSTANCE, _inst(ctx), ["name", "oper_state"])
+    if not row["oper_state"]:
+        raise errors.HttpError(f"Instance console unavailable: {row['name']} is not running",
+                               503)
+    return _run_job(ctx, [_op("OP_INSTANCE_CONSOLE", instance_name=row["name"])])[0]
+
+
+def _run_job(ctx: Ctx, ops: list[dict[str, Any]]) -> list[Any]:
+    """Submit ``ops`` and wait (at most :data:`JOB_WAIT_TIMEOUT`) for their results.
+
+    A failed opcode answers like Ganeti's error classes: unknown entity
+    404, wrong input 400, anything else 503.
+    """
+    job_id = dispatch_ops(ops, ctx)
+    deadline = ctx.clock() + JOB_WAIT_TIMEOUT
+    prev: Any = None
+    while True:
+        res = ctx.call("WaitForJobChange", job_id, ["status"], prev, -1, WAIT_TIMEOUT)
+        if isinstance(res, list) and len(res) == 2:
+            prev = res[0]
+        if prev and prev[0] in constants.JOBS_FINALIZED:
+            break
+        if ctx.clock() >= deadline or not res:
+            raise errors.HttpError(f"Job {job_id} did not finish in time", 504)
+    ((status, opresult),) = ctx.call("QueryJobs", [job_id], ["status", "opresult"])
+    if status == constants.JOB_STATUS_SUCCESS:
+        return list(opresult)
+    failure = next((r for r in opresult or [] if isinstance(r, list) and len(r) == 2), None)
+    kind, details = failure if failure else ("OpExecError", [f"job {job_id} {status}"])
+    message = details[0] if isinstance(details, list) and details else str(details)
+    ecode = details[1] if isinstance(details, list) and len(details) > 1 else None
+    code = 404 if ecode == errors.ECODE_NOENT else 400 if ecode == errors.ECODE_INVAL else 503
+    raise errors.HttpError(f"{kind}: {message}", code)
+
+
+def _storage_type(ctx: Ctx) -> str | None:
+    return ctx.qstr("storage_type")
+
+
+def _node_storage(ctx: Ctx) -> list[dict[str, Any]]:
+    fields = ctx.qstr("output_fields")
+    if not fields:
+        raise _bad("Missing the required 'output_fields' parameter")
+    return [_op("OP_NODE_QUERY_STORAGE", nodes=[ctx.args["node"]],
+                storage_type=_storage_type(ctx), output_fields=fields.split(","))]
+
+
+def _storage_unit_name(ctx: Ctx) -> str:
+    name = ctx.qstr("name")
+    if not name:
+        raise _bad("Missing the required 'name' parameter")
+    if not _storage_type(ctx):
+        raise _bad("Missing the required 'storage_type' parameter")
+    return name
+
+
+def _node_storage_modify(ctx: Ctx) -> list[dict[str, Any]]:
+    name = _storage_unit_name(ctx)
+    changes = {}
+    if ctx.qstr(constants.SF_ALLOCATABLE) is not None:
+        changes[constants.SF_ALLOCATABLE] = ctx.qbool(constants.SF_ALLOCATABLE)
+    return [_op("OP_NODE_MODIFY_STORAGE", node_name=ctx.args["node"],
+                storage_type=_storage_type(ctx), name=name, changes=changes)]
+
+
+def _node_storage_repair(ctx: Ctx) -> list[dict[str, Any]]:
+    name = _storage_unit_name(ctx)
+    return [_op("OP_REPAIR_NODE_STORAGE", node_name=ctx.args["node"],
+                storage_type=_storage_type(ctx), name=name,
+                ignore_consistency=ctx.qbool("ignore_consistency"))]
+
+
 # --- queries ------------------------------------------------------------------------------
 
 def _query_fields_param(ctx: Ctx) -> list[str] | None:
@@ -440,6 +530,12 @@ ROUTES: list[Route] = [
     Route(_NODE + "/powercycle", "POST",
           build=lambda c: [_op("OP_NODE_POWERCYCLE", node_name=c.args["node"],
                                force=c.qbool("force"))], opcode="OP_NODE_POWERCYCLE"),
+    Route(_NODE + "/storage", "GET", build=_node_storage, opcode="OP_NODE_QUERY_STORAGE",
+          access="write"),      # the LU locks nodes: write-only, as in Ganeti
+    Route(_NODE + "/storage/modify", "PUT", build=_node_storage_modify,
+          opcode="OP_NODE_MODIFY_STORAGE"),
+    Route(_NODE + "/storage/repair", "PUT", build=_node_storage_repair,
+          opcode="OP_REPAIR_NODE_STORAGE"),
     *_tags_routes(_NODE + "/tags", constants.TAG_NODE, "node"),
     # instances
     Route("/2/instances", "GET", read=lambda c: _listing(c, constants.QR_INSTANCE,
@@ -482,6 +578,10 @@ ROUTES: list[Route] = [
     Route(_INST + "/export", "PUT",
           build=_inst_op("OP_BACKUP_EXPORT", {"destination": "target_node"}),
           opcode="OP_BACKUP_EXPORT"),
+    Route(_INST + "/disk/{disk_index}/grow", "POST", build=_instance_grow_disk,
+          opcode="OP_INSTANCE_GROW_DISK"),
+    Route(_INST + "/console", "GET", read=_instance_console, opcode="OP_INSTANCE_CONSOLE",
+          access="write"),
     *_tags_routes(_INST + "/tags", constants.TAG_INSTANCE, "instance"),
     # groups
     Route("/2/groups", "GET", read=lambda c: _listing(c, constants.QR_GROUP, "/2/groups",
@@ -571,7 +671,12 @@ def dispatch(route: Route, ctx: Ctx) -> Any:
     if route.read is not None:
         return route.read(ctx)
     assert route.build is not None
-    ops = _add_generic(route.build(ctx), ctx)
+    return dispatch_ops(route.build(ctx), ctx)
+
+
+def dispatch_ops(ops: list[dict[str, Any]], ctx: Ctx) -> Any:
+    """Add the generic parameters to ``ops``, validate them and submit one job (its id)."""
+    ops = _add_generic(ops, ctx)
     for op in ops:
         opcodes.from_dict(op)   # raises ParameterError/OpCodeError: the caller answers 400
     return ctx.call("SubmitJob", ops)

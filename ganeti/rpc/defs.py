@@ -229,6 +229,10 @@ _ROWS = [
          "Write base64 data at offset (not past the end). -> bytes written"),
     _row("blockdev_checksum", [("disk", dict)], SLOW,
          "{sha1, size} of the whole volume (to verify a copy)."),
+    _row("storage_list", [("su_name", str), ("su_args", list), ("name", (str, None)),
+                          ("fields", list)], FAST,
+         "Storage units of type su_name (file/sharedfile: su_args [directory]), only"
+         " name if given: [[value per field], ...] (doc/storage.md)."),
     # --- OS definitions ---
     _row("os_diagnose", [], FAST,
          "[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...]"

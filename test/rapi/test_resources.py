@@ -230,3 +230,94 @@ def test_export_and_prepare_export():
     run("PUT", "/2/instances/i1/prepare-export", fake, query={"mode": ["local"]})
     (op,) = fake.submitted[1]
     assert (op["OP_ID"], op["instance_name"], op["mode"]) == ("OP_BACKUP_PREPARE", "i1", "local")
+
+
+# --- node storage, disk grow, console ------------------------------------------------------
+
+def test_node_storage_rows_build_ganetis_opcodes():
+    client = FakeLuxi()
+    assert run("GET", "/2/nodes/n1/storage", client,
+               query={"storage_type": ["file"], "output_fields": ["name,free"]}) == 42
+    run("PUT", "/2/nodes/n1/storage/modify", client,
+        query={"storage_type": ["lvm-pv"], "name": ["/dev/sda"], "allocatable": ["0"]})
+    run("PUT", "/2/nodes/n1/storage/repair", client,
+        query={"storage_type": ["lvm-vg"], "name": ["xenvg"]})
+    (query,), (modify,), (repair,) = client.submitted
+    assert (query["OP_ID"], query["nodes"], query["storage_type"], query["output_fields"]) == \
+        ("OP_NODE_QUERY_STORAGE", ["n1"], "file", ["name", "free"])
+    assert (modify["OP_ID"], modify["name"], modify["changes"]) == \
+        ("OP_NODE_MODIFY_STORAGE", "/dev/sda", {"allocatable": False})
+    assert (repair["OP_ID"], repair["node_name"], repair["ignore_consistency"]) == \
+        ("OP_REPAIR_NODE_STORAGE", "n1", False)
+    route, _ = res.match("GET", "/2/nodes/n1/storage")
+    assert route.needs_write
+
+
+@pytest.mark.parametrize(("method", "path", "query", "match"), [
+    ("GET", "/2/nodes/n1/storage", {"storage_type": ["file"]}, "output_fields"),
+    ("PUT", "/2/nodes/n1/storage/modify", {"storage_type": ["file"]}, "'name'"),
+    ("PUT", "/2/nodes/n1/storage/repair", {"name": ["x"]}, "storage_type"),
+    ("GET", "/2/nodes/n1/storage", {"storage_type": ["zfs"], "output_fields": ["name"]},
+     "storage_type"),
+    ("POST", "/2/instances/i1/disk/x/grow", {}, "disk index"),
+], ids=["no-fields", "no-name", "no-type", "bad-type", "bad-index"])
+def test_node_storage_and_grow_refusals(method, path, query, match):
+    client = FakeLuxi()
+    with pytest.raises((errors.HttpError, errors.ParameterError), match=match):
+        run(method, path, client, body={"amount": 1} if "grow" in path else None, query=query)
+    assert client.submitted == []
+
+
+def test_grow_disk_takes_the_index_from_the_path_and_the_rest_from_the_body():
+    client = FakeLuxi()
+    run("POST", "/2/instances/i1/disk/1/grow", client, body={"amount": 512, "absolute": False})
+    ((op,),) = client.submitted
+    assert (op["OP_ID"], op["instance_name"], op["disk"], op["amount"]) == \
+        ("OP_INSTANCE_GROW_DISK", "i1", 1, 512)
+    with pytest.raises(errors.HttpError, match="conflicts"):
+        run("POST", "/2/instances/i1/disk/1/grow", client, body={"amount": 1, "disk": 0})
+
+
+class JobLuxi(FakeLuxi):
+    """Also runs the submitted job: WaitForJobChange/QueryJobs give ``outcome``."""
+
+    def __init__(self, rows: Any, outcome: tuple[str, list[Any]]) -> None:
+        super().__init__(rows)
+        self.outcome = outcome
+
+    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+        if method == "WaitForJobChange":
+            self.calls.append((method, args))
+            return [[self.outcome[0]], []]
+        if method == "QueryJobs":
+            self.calls.append((method, args))
+            return [list(self.outcome)]
+        return super().call(method, args, timeout=timeout)
+
+
+CONSOLE = {"instance": "i1.example.com", "kind": "message", "message": "fake console"}
+
+
+def test_console_answers_the_jobs_result_for_a_short_name():
+    client = JobLuxi({"instance": [{"name": "i1.example.com", "oper_state": True}]},
+                     ("success", [CONSOLE]))
+    client.rows["instance"][0]["name"] = "i1"     # the fake matches names exactly
+    assert run("GET", "/2/instances/i1/console", client) == CONSOLE
+    ((op,),) = client.submitted
+    assert op["OP_ID"] == "OP_INSTANCE_CONSOLE"
+    assert res.match("GET", "/2/instances/i1/console")[0].needs_write
+
+
+@pytest.mark.parametrize(("rows", "outcome", "status"), [
+    ([{"name": "i1", "oper_state": False}], ("success", [CONSOLE]), 503),
+    ([], ("success", [CONSOLE]), 404),
+    ([{"name": "i1", "oper_state": True}],
+     ("error", [["OpExecError", ["Instance i1 is not running"]]]), 503),
+    ([{"name": "i1", "oper_state": True}],
+     ("error", [["OpPrereqError", ["Instance 'i1' not known", "unknown_entity"]]]), 404),
+], ids=["stopped", "unknown", "stopped-meanwhile", "removed-meanwhile"])
+def test_console_errors(rows, outcome, status):
+    client = JobLuxi({"instance": rows}, outcome)
+    with pytest.raises(errors.HttpError) as info:
+        run("GET", "/2/instances/i1/console", client)
+    assert info.value.status == status

@@ -1,0 +1,81 @@
+"""Node side of the storage unit listing (``gnt-node list-storage``).
+
+For the file based storage types the node has one unit per storage
+directory: its name is the directory (canonical, as the master sent it),
+``size``/``free`` are the file system's total and available space, and
+``used`` is the space the files below the directory take, in MiB (rounded
+down).  A directory not created yet holds nothing (``used`` 0) and is
+measured through its nearest existing parent.  See doc/storage.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ganeti import constants, errors
+from ganeti.backend.context import NodeContext
+from ganeti.backend.node import storage_path
+
+__all__ = ["storage_list"]
+
+_MIB = 1024 * 1024
+#: the fields a unit of a file based type reports
+_FILE_FIELDS = frozenset([constants.SF_NAME, constants.SF_SIZE, constants.SF_USED,
+                          constants.SF_FREE, constants.SF_ALLOCATABLE])
+
+
+def _tree_usage(path: str) -> int:
+    """Bytes allocated to the files below ``path`` (0 if it does not exist)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(path, onerror=None):
+        for fname in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, fname))
+            except OSError:
+                continue    # removed while we walked
+            total += st.st_blocks * 512
+    return total
+
+
+def _file_unit(ctx: NodeContext, su_name: str, directory: str, fields: list[str]) -> list[Any]:
+    measured = storage_path(ctx, su_name, directory)
+    try:
+        st = os.statvfs(measured)
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot measure the storage directory {directory}:"
+                                  f" {exc.strerror}") from exc
+    local = measured if os.path.normpath(measured) == os.path.normpath(directory) \
+        else ctx.local_path(directory)
+    values = {
+        constants.SF_NAME: directory,
+        constants.SF_SIZE: st.f_blocks * st.f_frsize // _MIB,
+        constants.SF_FREE: st.f_bavail * st.f_frsize // _MIB,
+        constants.SF_USED: _tree_usage(local) // _MIB if os.path.isdir(local) else 0,
+        constants.SF_ALLOCATABLE: True,
+    }
+    return [values[f] for f in fields]
+
+
+def storage_list(ctx: NodeContext, su_name: str, su_args: list, name: str | None,
+                 fields: list) -> list[list[Any]]:
+    """The storage units of type ``su_name``: one row per unit, ``fields`` in order.
+
+    ``su_args`` is ``[directory]`` (canonical) for ``file`` and
+    ``sharedfile``; ``name`` limits the answer to that unit.  Raises
+    :class:`errors.StorageError` for other types and unknown fields.
+    """
+    if su_name not in constants.STS_REPORT:
+        raise errors.StorageError(f"Storage type '{su_name}' is not supported on this node"
+                                  f" (supported: {', '.join(sorted(constants.STS_REPORT))})")
+    unknown = [f for f in fields if f not in _FILE_FIELDS]
+    if unknown:
+        raise errors.StorageError(f"Unknown storage field(s) for '{su_name}':"
+                                  f" {', '.join(map(str, unknown))}")
+    if len(su_args) != 1 or not isinstance(su_args[0], str) or not os.path.isabs(su_args[0]):
+        raise errors.StorageError(f"Storage type '{su_name}' needs [directory] as arguments,"
+                                  f" got {su_args!r}")
+    directory = os.path.normpath(su_args[0])
+    if name is not None and os.path.normpath(name) != directory:
+        return []
+    return [_file_unit(ctx, su_name, directory, list(fields))]

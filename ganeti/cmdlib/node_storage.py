@@ -1,0 +1,178 @@
+"""Storage units of nodes: list, modify, repair (``gnt-node list-storage`` & co.).
+
+A storage unit is the place a storage type keeps instance disks in on one
+node.  This project lists the units of the file based types, ``file`` and
+``sharedfile`` (the storage directory); every other type of Ganeti's list
+(``lvm-vg``, ``lvm-pv``, ...) is refused with a clear error.  As in
+Ganeti, only LVM physical volumes have a modifiable field (``allocatable``)
+and only LVM volume groups a repair operation (``fix-consistency``), so
+modifying or repairing a file storage unit is refused too (doc/storage.md).
+
+Listing takes the node locks shared (like Ganeti, which is why RAPI's
+``GET /2/nodes/[node]/storage`` needs a write user).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import constants, errors, locking, query
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.common import expand_node
+from ganeti.cmdlib.instance import storage_dir_for
+from ganeti.objects import Cluster, Node
+from ganeti.opcodes.node_storage import (OpNodeModifyStorage, OpNodeQueryStorage,
+                                         OpRepairNodeStorage)
+
+__all__ = ["LUNodeQueryStorage", "LUNodeModifyStorage", "LURepairNodeStorage",
+           "default_storage_type", "check_storage_type"]
+
+#: the fields the master fills in itself (the node reports the others)
+_MASTER_FIELDS = frozenset([constants.SF_NODE, constants.SF_TYPE])
+
+
+def default_storage_type(cluster: Cluster) -> str:
+    """The storage type to list when none is given: that of the first enabled
+    disk template that has reportable storage (``file`` before ``sharedfile``)."""
+    for stype in (constants.ST_FILE, constants.ST_SHARED_FILE):
+        if constants.STORAGE_TYPE_TEMPLATE[stype] in cluster.enabled_disk_templates:
+            return stype
+    raise errors.OpPrereqError("No storage type to report: none of the enabled disk"
+                               " templates has reportable storage (supported:"
+                               f" {', '.join(sorted(constants.STS_REPORT))}); give a storage"
+                               " type", errors.ECODE_INVAL)
+
+
+def check_storage_type(cluster: Cluster, stype: str) -> None:
+    """Refuse storage types this project cannot handle or the cluster has not enabled."""
+    if stype not in constants.STORAGE_TYPES:
+        raise errors.OpPrereqError(f"Unknown storage type '{stype}'", errors.ECODE_INVAL)
+    if stype not in constants.STS_REPORT:
+        raise errors.OpPrereqError(
+            f"Storage type '{stype}' is not supported by this cluster software (supported:"
+            f" {', '.join(sorted(constants.STS_REPORT))})", errors.ECODE_INVAL)
+    template = constants.STORAGE_TYPE_TEMPLATE[stype]
+    if template not in cluster.enabled_disk_templates:
+        raise errors.OpPrereqError(f"Storage type '{stype}' is not enabled: disk template"
+                                   f" '{template}' is not among the cluster's enabled disk"
+                                   " templates", errors.ECODE_STATE)
+
+
+class LUNodeQueryStorage(NoHooksLU[OpNodeQueryStorage]):
+    """List the storage units of nodes: rows of ``output_fields`` values.
+
+    Rows come sorted by node name, then unit name.  Offline nodes and nodes
+    that cannot host instances are skipped; a node that does not answer is
+    a warning in the job log, not a failure.
+    """
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        op = self.op
+        unknown = [f for f in op.output_fields if f not in constants.VALID_STORAGE_FIELDS]
+        if unknown:
+            raise errors.OpPrereqError(f"Unknown output field(s): {', '.join(unknown)}"
+                                       f" (valid: {', '.join(constants.VALID_STORAGE_FIELDS)})",
+                                       errors.ECODE_INVAL)
+        if not op.output_fields:
+            raise errors.OpPrereqError("No output fields given", errors.ECODE_INVAL)
+        cluster = self.cfg.get_cluster_info()
+        self.storage_type = op.storage_type or default_storage_type(cluster)
+        if op.nodes:
+            self.nodes = [expand_node(self.cfg, name) for name in op.nodes]
+            self.needed_locks = {locking.LEVEL_NODE: [n.uuid for n in self.nodes]}
+        else:
+            self.nodes = []
+            self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks = {locking.LEVEL_NODE: 1}
+
+    def CheckPrereq(self) -> None:
+        cluster = self.cfg.get_cluster_info()
+        check_storage_type(cluster, self.storage_type)
+        if not self.nodes:
+            self.nodes = list(self.cfg.get_all_nodes_info().values())
+        self.nodes = [self.cfg.get_node_info(n.uuid) or n for n in self.nodes]
+
+    def _su_args(self) -> list[Any]:
+        paths = getattr(self.context, "paths", None)
+        return [storage_dir_for(self.cfg.get_cluster_info(),
+                                constants.STORAGE_TYPE_TEMPLATE[self.storage_type], None,
+                                paths.root if paths is not None else None)]
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        fields = list(self.op.output_fields)
+        asked = [constants.SF_NAME] + [f for f in fields if f not in _MASTER_FIELDS
+                                       and f != constants.SF_NAME]
+        wanted: list[Node] = sorted((n for n in self.nodes if not n.offline and n.vm_capable),
+                                    key=lambda n: query.nice_sort_key(n.name))
+        if not wanted:
+            return []
+        results = self.require_rpc().call_storage_list([n.name for n in wanted],
+                                                      self.storage_type, self._su_args(),
+                                                      self.op.name, asked)
+        rows: list[list[Any]] = []
+        for node in wanted:
+            res = results.get(node.name)
+            if res is None or res.fail_msg:
+                self.LogWarning(f"Cannot get the storage units of {node.name}:"
+                                f" {res.fail_msg if res is not None else 'no answer'}")
+                continue
+            units = [dict(zip(asked, unit)) for unit in res.payload or []]
+            for unit in sorted(units, key=lambda u: query.nice_sort_key(str(u[constants.SF_NAME]))):
+                unit[constants.SF_NODE] = node.name
+                unit[constants.SF_TYPE] = self.storage_type
+                rows.append([unit[f] for f in fields])
+        return rows
+
+
+class LUNodeModifyStorage(NoHooksLU[OpNodeModifyStorage]):
+    """Change fields of one storage unit; refused for types without modifiable fields."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        op = self.op
+        self.node = expand_node(self.cfg, op.node_name, op.node_uuid)
+        op.node_name = self.node.name
+        modifiable = constants.MODIFIABLE_STORAGE_FIELDS.get(op.storage_type)
+        if modifiable is None:
+            raise errors.OpPrereqError(f"Storage units of type '{op.storage_type}' can not be"
+                                       " modified", errors.ECODE_INVAL)
+        extra = sorted(set(op.changes) - modifiable)
+        if extra:
+            raise errors.OpPrereqError(f"Storage units of type '{op.storage_type}' have no"
+                                       f" modifiable field(s) {', '.join(extra)}",
+                                       errors.ECODE_INVAL)
+        self.needed_locks = {locking.LEVEL_NODE: [self.node.uuid]}
+
+    def CheckPrereq(self) -> None:
+        check_storage_type(self.cfg.get_cluster_info(), self.op.storage_type)
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:   # pragma: no cover - no such type here
+        raise errors.OpExecError(f"Modifying '{self.op.storage_type}' storage is not"
+                                 " implemented")
+
+
+class LURepairNodeStorage(NoHooksLU[OpRepairNodeStorage]):
+    """Repair one storage unit; refused for types without a repair operation."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        op = self.op
+        self.node = expand_node(self.cfg, op.node_name, op.node_uuid)
+        op.node_name = self.node.name
+        operations = constants.VALID_STORAGE_OPERATIONS.get(op.storage_type, frozenset())
+        if constants.SO_FIX_CONSISTENCY not in operations:
+            raise errors.OpPrereqError(f"Storage units of type '{op.storage_type}' can not be"
+                                       " repaired", errors.ECODE_INVAL)
+        self.needed_locks = {locking.LEVEL_NODE: [self.node.uuid]}
+
+    def CheckPrereq(self) -> None:
+        check_storage_type(self.cfg.get_cluster_info(), self.op.storage_type)
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:   # pragma: no cover - no such type here
+        raise errors.OpExecError(f"Repairing '{self.op.storage_type}' storage is not"
+                                 " implemented")
