@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import http.server
+import io
 import logging
 import os
 import socket
@@ -23,6 +24,7 @@ import stat
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, errors, events, luxi, serializer
@@ -31,20 +33,62 @@ from ganeti.rapi import resources, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.logsetup import AccessLog
 
-__all__ = ["MAX_BODY", "REQUEST_TIMEOUT", "UsersTable", "RapiServer", "make_tls_context",
+__all__ = ["MAX_BODY", "REQUEST_TIMEOUT", "DeadlineReader", "UsersTable", "RapiServer", "make_tls_context",
            "check_request_body", "main"]
 
 logger = logging.getLogger(__name__)
 
 #: the largest request body accepted (larger ones get 413 unread)
 MAX_BODY = 10 * 1024 * 1024
-#: a client silent for this long (seconds) is dropped
+#: a request whose head (or then body) takes longer than this to arrive (seconds),
+#: or a client silent for this long, is dropped
 REQUEST_TIMEOUT = 10.0
 #: after our last answer, input is read and dropped for at most this long and this
 #: much, so that a client still sending gets the answer rather than a reset
 LINGER_TIME = 2.0
 LINGER_BYTES = 1024 * 1024
 _RESPONSES = http.server.BaseHTTPRequestHandler.responses
+
+
+class DeadlineReader(io.RawIOBase):
+    """A socket's input with a total deadline, not only a timeout per read.
+
+    The standard library's server times out each ``recv`` on its own, so a
+    client sending one byte every few seconds could hold a request thread
+    forever.  :meth:`arm` starts a deadline (for a request's head, then
+    for its body); every read after it raises :class:`TimeoutError`, and
+    each ``recv`` waits at most the time left.  :meth:`disarm` ends it
+    (while the request runs, nothing is read).  The socket's own timeout
+    is put back after each read, so writes keep theirs.
+    """
+
+    def __init__(self, sock: Any, timeout: float, clock: Callable[[], float]) -> None:
+        super().__init__()
+        self._sock = sock
+        self._timeout = timeout
+        self._clock = clock
+        self.deadline: float | None = None
+
+    def arm(self) -> None:
+        self.deadline = self._clock() + self._timeout
+
+    def disarm(self) -> None:
+        self.deadline = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        if self.deadline is None:
+            return int(self._sock.recv_into(buf))
+        left = self.deadline - self._clock()
+        if left <= 0:
+            raise TimeoutError("request not received in time")
+        self._sock.settimeout(min(left, self._timeout))
+        try:
+            return int(self._sock.recv_into(buf))
+        finally:
+            self._sock.settimeout(self._timeout)
 
 
 class UsersTable:
@@ -174,11 +218,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     _size: int | None = None
     _allow: list[str] = []
     _body_unread = False
+    _input: DeadlineReader
     raw_requestline: bytes
 
     def setup(self) -> None:
+        self.timeout = self.server.request_timeout
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._input = DeadlineReader(self.connection, self.server.request_timeout,
+                                     self.server.clock)
+        self.rfile.close()      # the stdlib's reader (it holds a reference to the socket)
+        self.rfile = io.BufferedReader(self._input, self.rbufsize if self.rbufsize > 0
+                                       else io.DEFAULT_BUFFER_SIZE)
+
+    def handle_one_request(self) -> None:
+        """One request; its head (and later its body) must arrive within the timeout."""
+        self._input.arm()
+        try:
+            super().handle_one_request()
+        finally:
+            self._input.disarm()
 
     def handle(self) -> None:
         try:
@@ -322,7 +381,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         length = check_request_body(method, self.headers)
         body: Any = None
         if length:
-            data = self.rfile.read(length)
+            self._input.arm()
+            try:
+                data = self.rfile.read(length)
+            finally:
+                self._input.disarm()
             self._body_unread = False
             if len(data) != length:
                 self.close_connection = True
@@ -349,7 +412,8 @@ class RapiServer(http.server.ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
-                 keepalive: float = stream.KEEPALIVE) -> None:
+                 keepalive: float = stream.KEEPALIVE, request_timeout: float = REQUEST_TIMEOUT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(address, _Handler)
         self.socket = tls.wrap_socket(self.socket, server_side=True,
                                       do_handshake_on_connect=False)
@@ -361,6 +425,9 @@ class RapiServer(http.server.ThreadingHTTPServer):
         #: the local copy of the master's events (fed by a stream.EventRelay)
         self.event_bus = events.EventBus() if event_bus is None else event_bus
         self.keepalive = keepalive
+        #: the time a request's head, and then its body, may take to arrive
+        self.request_timeout = request_timeout
+        self.clock = clock
         #: set at shutdown: event streams end
         self.stopping = threading.Event()
 

@@ -19,6 +19,7 @@ import base64
 import json
 import random
 import re
+import select
 import socket
 import ssl
 import string
@@ -405,3 +406,35 @@ class Fuzzer:
         finally:
             self.close()
         return True
+
+
+def drip(address, head: bytes, body: bytes = b"", *, every: float = 0.3) -> int:
+    """Send ``head`` (at once when a ``body`` is dripped) and drip the rest one byte
+    every ``every`` seconds, each gap well under the per-read timeout; the number
+    of dripped bytes sent before the server ended the connection."""
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    dripped = body or head
+    with socket.create_connection(address, timeout=15) as raw:
+        with tls.wrap_socket(raw) as sock:
+            if body:
+                sock.sendall(head)
+            for sent in range(len(dripped)):
+                try:
+                    sock.sendall(dripped[sent:sent + 1])
+                except OSError:
+                    return sent
+                time.sleep(every)
+                if select.select([sock], [], [], 0)[0]:
+                    sock.settimeout(0.0)
+                    try:
+                        if sock.recv(4096) == b"":
+                            return sent + 1
+                    except ssl.SSLWantReadError:
+                        pass        # TLS records without data (session tickets)
+                    except OSError:
+                        return sent + 1
+                    finally:
+                        sock.settimeout(15)
+    return len(dripped)

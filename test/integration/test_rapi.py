@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 import pytest
+import rapi_fuzz
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants
@@ -308,6 +309,14 @@ def test_oversized_body_refused_unread(vc):
                          b"\r\nContent-Length: 20000000\r\n\r\n")
             reply = sock.recv(4096)
     assert reply.startswith(b"HTTP/1.1 413")
+    assert request(vc, "GET", "/version")[0] == 200
+
+
+def test_a_dripping_client_is_dropped(vc):
+    """One byte every 2 s (each read well within the 10 s timeout): the request head
+    must arrive within 10 s in total, so the daemon drops the client mid-drip."""
+    head = b"GET /version HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 20 + b"\r\n\r\n"
+    assert rapi_fuzz.drip(addr(vc), head, every=2.0) < len(head)
     assert request(vc, "GET", "/version")[0] == 200
 
 

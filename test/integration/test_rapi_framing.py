@@ -110,3 +110,40 @@ def test_answer_survives_a_client_still_sending(server):
 def test_server_still_answers(server):
     (answer,) = _exchange(server, _VERSION)
     assert answer.status == 200 and answer.body == b"2"
+
+
+# --- a client dripping its request -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def quick_server(tmp_path_factory):
+    """A server whose requests must arrive within 1 s (the daemon's: 10 s)."""
+    tmp = tmp_path_factory.mktemp("rapi-quick")
+    key, cert = crypto.generate_self_signed_cert("rapi.test")
+    crypto.write_pem_pair(str(tmp / "rapi.pem"), key, cert)
+    (tmp / "users").write_text("")
+    srv = rapi.RapiServer(("127.0.0.1", 0), rapi.make_tls_context(str(tmp / "rapi.pem")),
+                          users_table=rapi.UsersTable(str(tmp / "users")),
+                          access_log=AccessLog(str(tmp / "access.log")),
+                          luxi_address=str(tmp / "no-masterd"), request_timeout=1.0)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.start()
+    yield srv.server_address
+    srv.shutdown()
+    thread.join(10)
+    srv.server_close()
+
+
+def test_a_dripping_request_head_is_dropped(quick_server):
+    head = b"GET /version HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40 + b"\r\n\r\n"
+    assert rapi_fuzz.drip(quick_server, head) < len(head), "the server waited for the dripped head"
+    answers = _exchange(quick_server, b"GET /version HTTP/1.1\r\nHost: x\r\n"
+                                      b"Connection: close\r\n\r\n")
+    assert [a.status for a in answers] == [200]     # and it still serves others
+
+
+def test_a_dripping_request_body_is_dropped(quick_server):
+    body = b'["' + b"a" * 40 + b'"]'
+    head = (b"PUT /2/query/node HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+    assert rapi_fuzz.drip(quick_server, head, body) < len(body), \
+        "the server waited for the dripped body"

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import email.message
 import ssl
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ganeti import crypto, errors
-from ganeti.server import rapi
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fakes.clock import FakeClock  # noqa: E402
+
+from ganeti import crypto, errors  # noqa: E402
+from ganeti.server import rapi  # noqa: E402
 
 
 def _headers(**kv: str) -> email.message.Message:
@@ -69,3 +76,39 @@ def test_users_table_keeps_old_table_on_error(tmp_path, caplog):
 def test_listen_backlog_takes_a_burst_of_clients():
     # socketserver's default (5) dropped SYNs of 50 concurrent clients (bench_rapi.py)
     assert rapi.RapiServer.request_queue_size >= 128
+
+
+class _FakeSock:
+    """recv_into hands out one byte per call; records the timeouts set."""
+
+    def __init__(self, data: bytes, clock: Any, step: float) -> None:
+        self.data, self.clock, self.step = data, clock, step
+        self.timeouts: list[float] = []
+
+    def settimeout(self, value: float) -> None:
+        self.timeouts.append(value)
+
+    def recv_into(self, buf: Any) -> int:
+        self.clock.advance(self.step)          # the client takes `step` per byte
+        if not self.data:
+            return 0
+        buf[0:1], self.data = self.data[:1], self.data[1:]
+        return 1
+
+
+def test_deadline_reader_ends_a_dripped_request_and_restores_the_timeout() -> None:
+    clock = FakeClock()
+    sock = _FakeSock(b"GET / HTTP/1.1\r\n", clock, step=3.0)
+    reader = rapi.DeadlineReader(sock, 10.0, clock)
+    buf = bytearray(1)
+    assert reader.readinto(buf) == 1 and sock.timeouts == []     # not armed: plain reads
+    reader.arm()
+    got = 0
+    with pytest.raises(TimeoutError):
+        for _ in range(100):
+            got += reader.readinto(buf)
+    assert got == 4                           # 3 s a byte: 4 reads fit in the 10 s
+    assert sock.timeouts[0] == 10.0 and sock.timeouts[-1] == 10.0
+    assert min(sock.timeouts) < 10.0          # the last reads waited only the time left
+    reader.disarm()
+    assert reader.readinto(buf) == 1
