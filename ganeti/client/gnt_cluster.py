@@ -23,6 +23,8 @@ import time
 from ganeti import cli, constants, errors
 from ganeti.cli import ipolicy_opts
 from ganeti.client import tags_common
+from ganeti.client.cluster_common import masterd_args, node_ssh_targets
+from ganeti.client.gnt_cluster_crypto import renew_crypto, renew_crypto_opcode
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -65,11 +67,6 @@ def parse_keyval(text: str | None, what: str = "parameters") -> dict[str, str] |
 def _shell_quote(text: str) -> str:
     import shlex  # lazy: only command/copyfile need it (CLI start-up)
     return shlex.quote(text)
-
-
-def _masterd_args() -> list[str]:
-    import shlex
-    return shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
 
 
 def parse_hvparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
@@ -130,7 +127,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         ipolicy=ipolicy_opts.ipolicy_changes(opts, group=False, current=ipolicy_opts.default_source(
             _csv(opts.enabled_disk_templates) or bootstrap.DEFAULT_DISK_TEMPLATES)))
     bootstrap.start_noded(paths, master_ip, noded_port)
-    bootstrap.start_masterd(paths, extra_args=_masterd_args())
+    bootstrap.start_masterd(paths, extra_args=masterd_args())
     bootstrap.start_rapi(paths)
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_POST_INIT"}, opts, cl, feedback_fn=None)
@@ -470,25 +467,6 @@ def watcher_ops(opts: Any, args: list[str]) -> int:
 
 # --- SSH: command and copyfile ---------------------------------------------------------------------
 
-def node_ssh_targets(paths: Any, names: list[str] | None = None) -> list[tuple[str, str, int]]:
-    """``(name, address, ssh_port)`` of the cluster's nodes (or ``names``) from ssconf."""
-    from ganeti import ssconf
-    store = ssconf.SimpleStore(paths)
-    ips = store.get_node_primary_ips()
-    try:
-        ports = store.get_ssh_ports()
-    except errors.GanetiError:
-        ports = {}
-    nodes = store.get_node_list()
-    if names:
-        unknown = [n for n in names if n not in ips]
-        if unknown:
-            raise errors.OpPrereqError(f"Unknown node(s): {', '.join(unknown)}",
-                                       errors.ECODE_NOENT)
-        nodes = list(dict.fromkeys(names))
-    return [(n, ips[n], int(ports.get(n, 22))) for n in nodes]
-
-
 def format_command_output(name: str, output: str, code: int | str) -> list[str]:
     """Ganeti's per-node block of ``gnt-cluster command``."""
     lines = [_SEPARATOR, f"node: {name}"]
@@ -565,117 +543,6 @@ def copy_file(opts: Any, args: list[str]) -> int:
                 res.stderr.strip() or res.fail_reason)
             cli.to_stderr(f"Copy of file {path} to node {name} failed: {detail}")
             failed = True
-    return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
-
-
-# --- crypto ------------------------------------------------------------------------------------
-
-def _read_text(path: str, what: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.OpPrereqError(f"Cannot read the {what} from {path}: {exc}",
-                                   errors.ECODE_NOENT) from exc
-
-
-def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
-    """The OP_CLUSTER_RENEW_CRYPTO dict for the renew-crypto options.
-
-    Raises :class:`errors.OpPrereqError` for conflicting options, an
-    unreadable file, or no option at all.
-    """
-    if opts.new_rapi_cert and opts.rapi_cert_file:
-        raise errors.OpPrereqError("Only one of --new-rapi-certificate and"
-                                   " --rapi-certificate can be given", errors.ECODE_INVAL)
-    if opts.new_cds and opts.cds_file:
-        raise errors.OpPrereqError("Only one of --new-cluster-domain-secret and"
-                                   " --cluster-domain-secret can be given", errors.ECODE_INVAL)
-    if not (opts.new_cluster_cert or opts.new_rapi_cert or opts.rapi_cert_file
-            or opts.new_cds or opts.cds_file):
-        raise errors.OpPrereqError("Nothing to do: give --new-cluster-certificate,"
-                                   " --new-rapi-certificate, --rapi-certificate,"
-                                   " --new-cluster-domain-secret or --cluster-domain-secret",
-                                   errors.ECODE_INVAL)
-    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_RENEW_CRYPTO",
-                          "new_cluster_certificate": bool(opts.new_cluster_cert),
-                          "new_rapi_cert": bool(opts.new_rapi_cert),
-                          "new_cluster_domain_secret": bool(opts.new_cds)}
-    if opts.rapi_cert_file:
-        op["rapi_cert_pem"] = _read_text(opts.rapi_cert_file, "RAPI certificate")
-    if opts.cds_file:
-        op["cluster_domain_secret"] = _read_text(opts.cds_file, "cluster domain secret")
-    return op
-
-
-def _restart_rapi(paths: Any) -> bool:
-    """Stop this (master) node's RAPI daemon and start it again; False on failure.
-
-    Started as ``gnt-cluster init`` starts it, so that it loads the current
-    ``rapi.pem`` (the daemon reads its certificate when it starts).
-    """
-    from ganeti import bootstrap
-    bootstrap.stop_daemon(paths, constants.RAPI)
-    try:
-        bootstrap.start_rapi(paths)
-    except errors.GanetiError as exc:
-        cli.to_stderr(f"Restarting the RAPI daemon failed: {exc}")
-        return False
-    return True
-
-
-def renew_crypto(opts: Any, args: list[str]) -> int:
-    """Renew the cluster certificate, RAPI certificate and/or cluster domain secret.
-
-    A new cluster certificate restarts the node daemons, the master daemon
-    and the RAPI daemon; a new RAPI certificate restarts the RAPI daemon.
-    """
-    try:
-        op = renew_crypto_opcode(opts)
-    except errors.OpPrereqError as exc:
-        cli.to_stderr(str(exc.args[0]))
-        return cli.EXIT_FAILURE
-    new_rapi = bool(opts.new_rapi_cert or opts.rapi_cert_file)
-    what = [name for flag, name in ((opts.new_cluster_cert, "the cluster certificate"),
-                                    (new_rapi, "the RAPI certificate"),
-                                    (opts.new_cds or opts.cds_file,
-                                     "the cluster domain secret")) if flag]
-    text = f"This replaces {', '.join(what)} on all nodes."
-    if opts.new_cluster_cert:
-        text += " All node daemons, the master daemon and the RAPI daemon will be restarted."
-    elif new_rapi:
-        text += " The RAPI daemon will be restarted."
-    if not cli.confirm(text, forced=getattr(opts, "force", False)):
-        return cli.EXIT_FAILURE
-    from ganeti import bootstrap, pathutils
-    from ganeti.utils import net
-    paths = pathutils.get_paths()
-    cl = cli.get_client(opts)
-    cli.submit_opcode_and_wait(op, opts, cl)
-    if not opts.new_cluster_cert:
-        if new_rapi and not _restart_rapi(paths):
-            return cli.EXIT_FAILURE
-        cli.to_stdout(f"Renewed {', '.join(what)}"
-                      f"{' and restarted the RAPI daemon' if new_rapi else ''}.")
-        return cli.EXIT_SUCCESS
-    port = int(os.environ.get(constants.ENV_NODED_PORT) or constants.DEFAULT_NODED_PORT)
-    me = net.hostname()
-    failed = False
-    for name, addr, ssh_port in node_ssh_targets(paths):
-        try:
-            if name == me:
-                bootstrap.stop_daemon(paths, constants.NODED)
-                bootstrap.start_noded(paths, addr, port)
-            else:
-                bootstrap.restart_noded_ssh(paths, addr, ssh_port=ssh_port, noded_port=port)
-        except errors.GanetiError as exc:
-            cli.to_stderr(f"Restarting the node daemon on {name} failed: {exc}")
-            failed = True
-    bootstrap.stop_daemon(paths, constants.MASTERD)
-    bootstrap.start_masterd(paths, extra_args=_masterd_args())
-    if not _restart_rapi(paths):    # it starts whenever the master daemon does
-        failed = True
-    cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")
     return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
 
 

@@ -3,9 +3,11 @@
 ``ganeti-rapi`` runs on the master node, serves :mod:`ganeti.rapi.resources`
 and talks to the master daemon over LUXI only (one client per thread).
 TLS 1.2 at least, no renegotiation, ``var/lib/ganeti/rapi.pem`` as key
-and certificate.  Users come from ``var/lib/ganeti/rapi/users``, reloaded
-when the file changes (inotify) and on SIGHUP; a file that does not parse
-keeps the previous table.  Requests are logged to ``rapi-access.log`` in
+and certificate, reloaded for new connections when the file changes and on
+SIGHUP (a file that does not load keeps the previous certificate).  Users
+come from ``var/lib/ganeti/rapi/users``, reloaded when the file changes
+(inotify) and on SIGHUP; a file that does not parse keeps the previous
+table.  Requests are logged to ``rapi-access.log`` in
 Common Log Format (the user name, never the credentials).  ``GET /2/events``
 streams Server-Sent Events from a local copy of the master's event stream
 (:mod:`ganeti.rapi.stream`, one LUXI long-poll relay thread).  See doc/rapi.md.
@@ -27,7 +29,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from ganeti import constants, errors, events, luxi, serializer
+from ganeti import constants, crypto, errors, events, luxi, serializer
 from ganeti.pathutils import Paths
 from ganeti.rapi import resources, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
@@ -131,21 +133,31 @@ class UsersTable:
         return True
 
 
-def _watch_users(table: UsersTable, stop: threading.Event, wake: threading.Event) -> None:
-    """Reload ``table`` when its file changes (inotify on the directory) or ``wake`` is set."""
+def _watch_files(targets: list[tuple[str, Callable[[], Any]]], stop: threading.Event,
+                 wake: threading.Event) -> None:
+    """Call a target's function when its file changes (inotify on the file's directory),
+    and every target's when ``wake`` is set (SIGHUP)."""
     import inotify_simple  # type: ignore[import-untyped]
-    directory, name = os.path.split(table.path)
-    os.makedirs(directory, exist_ok=True)
     flags = inotify_simple.flags
     mask = (flags.CLOSE_WRITE | flags.MOVED_TO | flags.MOVED_FROM | flags.CREATE
             | flags.DELETE | flags.ATTRIB)
     with inotify_simple.INotify() as ino:
-        ino.add_watch(directory, mask)
+        by_watch: dict[int, dict[str, Callable[[], Any]]] = {}
+        for path, reload in targets:
+            directory, name = os.path.split(path)
+            os.makedirs(directory, exist_ok=True)
+            by_watch.setdefault(ino.add_watch(directory, mask), {})[name] = reload
         while not stop.is_set():
             events = ino.read(timeout=250)
-            if wake.is_set() or any(ev.name == name for ev in events):
+            if wake.is_set():
                 wake.clear()
-                table.reload()
+                due = [reload for _, reload in targets]
+            else:
+                due = list({id(fn): fn for ev in events
+                            if (fn := by_watch.get(ev.wd, {}).get(ev.name)) is not None
+                            }.values())
+            for reload in due:
+                reload()
 
 
 def make_tls_context(pem: str) -> ssl.SSLContext:
@@ -158,6 +170,12 @@ def make_tls_context(pem: str) -> ssl.SSLContext:
     ctx.options |= ssl.OP_IGNORE_UNEXPECTED_EOF
     ctx.load_cert_chain(pem)
     return ctx
+
+
+def _fingerprint(pem: str) -> str:
+    """The SHA-256 fingerprint of the certificate in ``pem`` (a file)."""
+    with open(pem, "rb") as fh:
+        return crypto.cert_fingerprint(fh.read())
 
 
 def check_request_body(method: str, headers: Any) -> int:
@@ -411,12 +429,15 @@ class RapiServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,
+                 pem: str | None = None,
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
                  keepalive: float = stream.KEEPALIVE, request_timeout: float = REQUEST_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(address, _Handler)
-        self.socket = tls.wrap_socket(self.socket, server_side=True,
-                                      do_handshake_on_connect=False)
+        self._tls = tls
+        #: the key and certificate file :meth:`reload_certificate` reads
+        self.pem = pem
+        self.fingerprint: str | None = _fingerprint(pem) if pem else None
         self.users = users_table
         self.access_log = access_log
         self.require_auth = require_auth
@@ -430,6 +451,34 @@ class RapiServer(http.server.ThreadingHTTPServer):
         self.clock = clock
         #: set at shutdown: event streams end
         self.stopping = threading.Event()
+
+    def get_request(self) -> tuple[Any, Any]:
+        """Accept a connection and wrap it in the current TLS context (handshake later,
+        in the request thread)."""
+        sock, address = self.socket.accept()
+        return self._tls.wrap_socket(sock, server_side=True,
+                                     do_handshake_on_connect=False), address
+
+    def reload_certificate(self) -> bool:
+        """Load :attr:`pem` again for the connections accepted from now on.
+
+        A file that does not load (missing, half written, no key) is logged
+        and the previous certificate stays; False then.
+        """
+        if self.pem is None:
+            return False
+        try:
+            tls = make_tls_context(self.pem)
+            fingerprint = _fingerprint(self.pem)
+        except (OSError, ssl.SSLError, errors.GanetiError, ValueError) as exc:
+            logger.error("Cannot load the RAPI certificate %s (%s); keeping the previous one",
+                         self.pem, exc)
+            return False
+        self._tls = tls
+        if fingerprint != self.fingerprint:
+            logger.info("RAPI certificate reloaded from %s (%s)", self.pem, fingerprint)
+        self.fingerprint = fingerprint
+        return True
 
     def shutdown_request(self, request: Any) -> None:
         """Close a connection the lingering way: our FIN first, then drain its input.
@@ -485,11 +534,12 @@ def _prepare(runtime: DaemonRuntime) -> RapiServer:
     access = AccessLog(paths.log_file(constants.RAPI_ACCESS_LOG))
     server = RapiServer((opts.bind, opts.port), make_tls_context(paths.rapi_pem),
                         users_table=table, access_log=access,
-                        luxi_address=paths.master_socket,
+                        luxi_address=paths.master_socket, pem=paths.rapi_pem,
                         require_auth=opts.require_authentication)
     wake = threading.Event()
-    threading.Thread(target=_watch_users, args=(table, runtime.stop_event, wake),
-                     name="rapi-users", daemon=True).start()
+    targets = [(table.path, table.reload), (paths.rapi_pem, server.reload_certificate)]
+    threading.Thread(target=_watch_files, args=(targets, runtime.stop_event, wake),
+                     name="rapi-files", daemon=True).start()
     runtime.add_reopen_callback(access.reopen)
     runtime.add_reopen_callback(wake.set)
     relay = stream.EventRelay(server.event_bus, lambda: luxi.Client(paths.master_socket))

@@ -15,7 +15,7 @@ import time
 import pytest
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
-from ganeti import bootstrap, constants
+from ganeti import bootstrap, constants, crypto
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -172,19 +172,41 @@ def _rapi_pem_cert(vc, node: str) -> bytes:
     return ssl.PEM_cert_to_DER_cert(text[begin:])
 
 
-def test_new_rapi_certificate_is_served_by_the_restarted_rapi_daemon(vc):
+def _wait_served(vc, cert: bytes) -> bytes:
+    """The served certificate, once it is ``cert`` (bounded wait; the daemon reloads
+    asynchronously after SIGHUP or the file change)."""
+    served = b""
+    for _ in range(100):
+        served = _served_rapi_cert(vc)
+        if served == cert:
+            break
+        time.sleep(0.1)
+    return served
+
+
+def test_new_rapi_certificate_is_reloaded_without_a_restart(vc):
     old_cert = _served_rapi_cert(vc)
     assert old_cert == _rapi_pem_cert(vc, "node1")
     rapi = bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI)
     masterd = bootstrap.daemon_pid(vc.paths("node1"), constants.MASTERD)
     out = vc.ok("gnt-cluster", "renew-crypto", "--new-rapi-certificate", "--force")
-    assert "restarted the RAPI daemon" in out
+    assert "the RAPI daemon reloads it" in out
     new_cert = _rapi_pem_cert(vc, "node1")
     assert new_cert != old_cert
     assert {_rapi_pem_cert(vc, n) for n in vc.names} == {new_cert}
-    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) not in (None, rapi)
+    assert _wait_served(vc, new_cert) == new_cert
+    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) == rapi
     assert bootstrap.daemon_pid(vc.paths("node1"), constants.MASTERD) == masterd
-    assert _served_rapi_cert(vc) == new_cert
+    # a rapi.pem replaced by hand is picked up too (inotify), still the same process
+    key, cert = crypto.generate_self_signed_cert("rapi.by-hand")
+    pem = vc.paths("node1").rapi_pem
+    crypto.write_pem_pair(pem + ".new", key, cert)
+    os.replace(pem + ".new", pem)
+    hand_cert = _rapi_pem_cert(vc, "node1")
+    assert _wait_served(vc, hand_cert) == hand_cert
+    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) == rapi
+    log = open(vc.paths("node1").daemon_log_file(constants.RAPI)).read()
+    assert crypto.cert_fingerprint(cert) in log     # "RAPI certificate reloaded ... (sha256:..)"
 
 
 def test_cluster_tags(vc):

@@ -7,6 +7,7 @@ wrong or broken answer (found by test_rapi_fuzz.py).
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 
@@ -147,3 +148,68 @@ def test_a_dripping_request_body_is_dropped(quick_server):
             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
     assert rapi_fuzz.drip(quick_server, head, body) < len(body), \
         "the server waited for the dripped body"
+
+
+# --- certificate reload ------------------------------------------------------------------------
+
+def _served_cert(address) -> bytes:
+    import ssl
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(address, timeout=15) as raw:
+        with tls.wrap_socket(raw) as sock:
+            return sock.getpeercert(binary_form=True)
+
+
+def _pem_cert(path) -> bytes:
+    import ssl
+    text = path.read_text()
+    return ssl.PEM_cert_to_DER_cert(text[text.index("-----BEGIN CERTIFICATE-----"):])
+
+
+def _new_pem(path, name: str) -> None:
+    key, cert = crypto.generate_self_signed_cert(name)
+    crypto.write_pem_pair(str(path) + ".new", key, cert)
+    os.replace(str(path) + ".new", path)
+
+
+def test_certificate_reload_for_new_connections(tmp_path):
+    import time
+    pem = tmp_path / "rapi.pem"
+    _new_pem(pem, "first.test")
+    (tmp_path / "users").write_text("")
+    srv = rapi.RapiServer(("127.0.0.1", 0), rapi.make_tls_context(str(pem)),
+                          users_table=rapi.UsersTable(str(tmp_path / "users")),
+                          access_log=AccessLog(str(tmp_path / "access.log")),
+                          luxi_address=str(tmp_path / "no-masterd"), pem=str(pem))
+    stop, wake = threading.Event(), threading.Event()
+    threads = [threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}),
+               threading.Thread(target=rapi._watch_files,
+                                args=([(str(pem), srv.reload_certificate)], stop, wake))]
+    for thread in threads:
+        thread.start()
+    try:
+        first = _served_cert(srv.server_address)
+        assert first == _pem_cert(pem)
+        _new_pem(pem, "second.test")                # the file changes: inotify reloads
+        second = _pem_cert(pem)
+        for _ in range(100):
+            if _served_cert(srv.server_address) == second:
+                break
+            time.sleep(0.1)
+        assert _served_cert(srv.server_address) == second != first
+        pem.write_text("-----BEGIN garbage")         # a broken file: the old one stays
+        wake.set()                                   # (what SIGHUP does)
+        for _ in range(100):
+            if not wake.is_set():
+                break
+            time.sleep(0.05)
+        assert srv.reload_certificate() is False
+        assert _served_cert(srv.server_address) == second
+    finally:
+        stop.set()
+        srv.shutdown()
+        for thread in threads:
+            thread.join(10)
+        srv.server_close()

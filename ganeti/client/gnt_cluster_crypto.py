@@ -1,0 +1,150 @@
+"""``gnt-cluster renew-crypto``: new cluster certificate, RAPI certificate, domain secret.
+
+A new cluster certificate restarts the node daemons (over SSH), the master
+daemon and the RAPI daemon; a new RAPI certificate is only reloaded by the
+running RAPI daemon (SIGHUP, doc/rapi.md), without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ganeti import cli, constants, errors
+from ganeti.client.cluster_common import masterd_args, node_ssh_targets
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["renew_crypto", "renew_crypto_opcode"]
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.OpPrereqError(f"Cannot read the {what} from {path}: {exc}",
+                                   errors.ECODE_NOENT) from exc
+
+
+def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
+    """The OP_CLUSTER_RENEW_CRYPTO dict for the renew-crypto options.
+
+    Raises :class:`errors.OpPrereqError` for conflicting options, an
+    unreadable file, or no option at all.
+    """
+    if opts.new_rapi_cert and opts.rapi_cert_file:
+        raise errors.OpPrereqError("Only one of --new-rapi-certificate and"
+                                   " --rapi-certificate can be given", errors.ECODE_INVAL)
+    if opts.new_cds and opts.cds_file:
+        raise errors.OpPrereqError("Only one of --new-cluster-domain-secret and"
+                                   " --cluster-domain-secret can be given", errors.ECODE_INVAL)
+    if not (opts.new_cluster_cert or opts.new_rapi_cert or opts.rapi_cert_file
+            or opts.new_cds or opts.cds_file):
+        raise errors.OpPrereqError("Nothing to do: give --new-cluster-certificate,"
+                                   " --new-rapi-certificate, --rapi-certificate,"
+                                   " --new-cluster-domain-secret or --cluster-domain-secret",
+                                   errors.ECODE_INVAL)
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_RENEW_CRYPTO",
+                          "new_cluster_certificate": bool(opts.new_cluster_cert),
+                          "new_rapi_cert": bool(opts.new_rapi_cert),
+                          "new_cluster_domain_secret": bool(opts.new_cds)}
+    if opts.rapi_cert_file:
+        op["rapi_cert_pem"] = _read_text(opts.rapi_cert_file, "RAPI certificate")
+    if opts.cds_file:
+        op["cluster_domain_secret"] = _read_text(opts.cds_file, "cluster domain secret")
+    return op
+
+
+def _reload_rapi(paths: Any) -> bool:
+    """Make this (master) node's RAPI daemon load the new ``rapi.pem``; False on failure.
+
+    A running daemon gets SIGHUP (it reloads the certificate for new
+    connections, doc/rapi.md); one not running is started.
+    """
+    import signal
+
+    from ganeti import bootstrap
+    pid = bootstrap.daemon_pid(paths, constants.RAPI)
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGHUP)
+            return True
+        except OSError as exc:
+            cli.to_stderr(f"Signalling the RAPI daemon (pid {pid}) failed: {exc}")
+    try:
+        bootstrap.start_rapi(paths)
+    except errors.GanetiError as exc:
+        cli.to_stderr(f"Starting the RAPI daemon failed: {exc}")
+        return False
+    return True
+
+
+def _restart_rapi(paths: Any) -> bool:
+    """Stop this (master) node's RAPI daemon and start it again (it starts whenever
+    the master daemon does); False on failure."""
+    from ganeti import bootstrap
+    bootstrap.stop_daemon(paths, constants.RAPI)
+    try:
+        bootstrap.start_rapi(paths)
+    except errors.GanetiError as exc:
+        cli.to_stderr(f"Restarting the RAPI daemon failed: {exc}")
+        return False
+    return True
+
+
+def renew_crypto(opts: Any, args: list[str]) -> int:
+    """Renew the cluster certificate, RAPI certificate and/or cluster domain secret.
+
+    A new cluster certificate restarts the node daemons, the master daemon
+    and the RAPI daemon; a new RAPI certificate is reloaded by the running
+    RAPI daemon (SIGHUP), without a restart.
+    """
+    try:
+        op = renew_crypto_opcode(opts)
+    except errors.OpPrereqError as exc:
+        cli.to_stderr(str(exc.args[0]))
+        return cli.EXIT_FAILURE
+    new_rapi = bool(opts.new_rapi_cert or opts.rapi_cert_file)
+    what = [name for flag, name in ((opts.new_cluster_cert, "the cluster certificate"),
+                                    (new_rapi, "the RAPI certificate"),
+                                    (opts.new_cds or opts.cds_file,
+                                     "the cluster domain secret")) if flag]
+    text = f"This replaces {', '.join(what)} on all nodes."
+    if opts.new_cluster_cert:
+        text += " All node daemons, the master daemon and the RAPI daemon will be restarted."
+    elif new_rapi:
+        text += " The RAPI daemon will reload it."
+    if not cli.confirm(text, forced=getattr(opts, "force", False)):
+        return cli.EXIT_FAILURE
+    from ganeti import bootstrap, pathutils
+    from ganeti.utils import net
+    paths = pathutils.get_paths()
+    cl = cli.get_client(opts)
+    cli.submit_opcode_and_wait(op, opts, cl)
+    if not opts.new_cluster_cert:
+        if new_rapi and not _reload_rapi(paths):
+            return cli.EXIT_FAILURE
+        cli.to_stdout(f"Renewed {', '.join(what)}"
+                      f"{'; the RAPI daemon reloads it' if new_rapi else ''}.")
+        return cli.EXIT_SUCCESS
+    port = int(os.environ.get(constants.ENV_NODED_PORT) or constants.DEFAULT_NODED_PORT)
+    me = net.hostname()
+    failed = False
+    for name, addr, ssh_port in node_ssh_targets(paths):
+        try:
+            if name == me:
+                bootstrap.stop_daemon(paths, constants.NODED)
+                bootstrap.start_noded(paths, addr, port)
+            else:
+                bootstrap.restart_noded_ssh(paths, addr, ssh_port=ssh_port, noded_port=port)
+        except errors.GanetiError as exc:
+            cli.to_stderr(f"Restarting the node daemon on {name} failed: {exc}")
+            failed = True
+    bootstrap.stop_daemon(paths, constants.MASTERD)
+    bootstrap.start_masterd(paths, extra_args=masterd_args())
+    if not _restart_rapi(paths):    # it starts whenever the master daemon does
+        failed = True
+    cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")
+    return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
