@@ -33,6 +33,7 @@ from ganeti import config, constants, errors, events, locking, luxi, query, watc
 from ganeti.cmdlib import backup as cmdlib_backup
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
+from ganeti.cmdlib.common import find_instance, find_node
 from ganeti.cmdlib import liveinfo
 from ganeti.cmdlib.hooksrunner import HooksRunner
 from ganeti.configevents import ConfigEventTracker
@@ -218,9 +219,9 @@ class LuxiDispatcher:
         if kind == constants.TAG_CLUSTER:
             obj: Any = cfg.get_cluster_info()
         elif kind == constants.TAG_NODE:
-            obj = cfg.get_node_info_by_name(name)
+            obj = find_node(cfg, name) if isinstance(name, str) else None
         elif kind == constants.TAG_INSTANCE:
-            obj = cfg.get_instance_info_by_name(name)
+            obj = find_instance(cfg, name) if isinstance(name, str) else None
         elif kind == constants.TAG_NODEGROUP:
             obj = cfg.get_nodegroup_by_name(name)
         elif kind == constants.TAG_NETWORK:

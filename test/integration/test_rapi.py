@@ -226,6 +226,84 @@ def test_jobs_listing(vc):
     assert set(bulk[0]) == set(resources.J_FIELDS_BULK)
 
 
+def test_bulk_fields_are_all_known_end_to_end(vc):
+    for resource, fields in (("instance", resources.I_FIELDS), ("node", resources.N_FIELDS),
+                             ("group", resources.G_FIELDS)):
+        status, res, _ = request(vc, "GET", f"/2/query/{resource}/fields?fields="
+                                            + ",".join(fields))
+        assert status == 200
+        assert [f["name"] for f in res["fields"] if f["kind"] == "unknown"] == [], resource
+    status, groups, _ = request(vc, "GET", "/2/groups?bulk=1")
+    (default,) = groups
+    assert set(default) == set(resources.G_FIELDS)
+    assert isinstance(default["custom_ipolicy"], dict) and default["node_cnt"] == 3
+    status, nodes, _ = request(vc, "GET", "/2/nodes?bulk=1")
+    assert {(n["sptotal"], n["spfree"]) for n in nodes} == {(0, 0)}
+
+
+# --- node storage, disk grow, console, short names -----------------------------------------
+
+FILE_DIR = "/srv/ganeti/file-storage"
+
+
+def test_node_storage_through_the_cli_and_rapi(vc):
+    out = vc.ok("gnt-node", "list-storage", "--no-headers", "--separator=|", "--units=m",
+                "-o", "node,type,name,size,used,free,allocatable")
+    rows = [line.split("|") for line in out.splitlines()]
+    assert [r[:3] for r in rows] == [[n, "file", FILE_DIR] for n in (N1, N2, N3)]
+    assert all(int(r[3]) >= int(r[5]) > 0 and r[6] == "Y" for r in rows), rows
+    res = vc.run("gnt-node", "list-storage", "-t", "lvm-vg")
+    assert res.returncode != 0 and "not supported" in res.stderr
+    res = vc.run("gnt-node", "modify-storage", "--allocatable", "no", N2, "file", FILE_DIR)
+    assert res.returncode != 0 and "can not be modified" in res.stderr
+    res = vc.run("gnt-node", "repair-storage", N2, "file", FILE_DIR)
+    assert res.returncode != 0 and "can not be repaired" in res.stderr
+    # RAPI (a write-only GET: the LU locks the node), the node by its short name
+    job = submit_ok(vc, "GET", "/2/nodes/node2/storage?storage_type=file"
+                               "&output_fields=node,name,allocatable")
+    assert job["opresult"] == [[[N2, FILE_DIR, True]]]
+    assert request(vc, "GET", "/2/nodes/node2/storage?output_fields=name", auth=READER)[0] \
+        == 403
+    status, job_id, _ = request(vc, "PUT", f"/2/nodes/{N2}/storage/modify?storage_type=file"
+                                           f"&name={FILE_DIR}&allocatable=0", auth=WRITER)
+    job = wait_job(vc, job_id)
+    assert job["status"] == "error" and "can not be modified" in json.dumps(job["opresult"])
+
+
+INST2 = "rapi2.example.com"
+
+
+def test_grow_disk_console_and_short_names(vc):
+    body = {"__version__": 1, "name": INST2, "os": "tinyos", "mode": "create",
+            "disk_template": "file", "disks": [{"size": 16}], "nics": [], "pnode": N2,
+            "name_check": False, "ip_check": False, "start": True}
+    submit_ok(vc, "POST", "/2/instances", body)
+    # short names: the instance as "rapi2", the node as "node2"
+    status, inst, _ = request(vc, "GET", "/2/instances/rapi2")
+    assert status == 200 and inst["name"] == INST2 and inst["pnode"] == N2
+    assert request(vc, "GET", "/2/nodes/node2")[1]["name"] == N2
+    assert request(vc, "GET", "/2/nodes/node2/role")[1] == "master-candidate"
+    submit_ok(vc, "PUT", "/2/instances/rapi2/tags?tag=short")
+    assert request(vc, "GET", "/2/instances/rapi2/tags")[1] == ["short"]
+    job = submit_ok(vc, "GET", "/2/instances/rapi2/info")
+    assert list(job["opresult"][0]) == [INST2]
+    # grow disk 0 by 8 MiB
+    submit_ok(vc, "POST", "/2/instances/rapi2/disk/0/grow", {"amount": 8})
+    assert request(vc, "GET", f"/2/instances/{INST2}")[1]["disk.sizes"] == [24]
+    status, _, _ = request(vc, "POST", "/2/instances/rapi2/disk/7/grow", {"amount": 8},
+                           auth=WRITER)
+    assert status == 200            # accepted; the job fails (no disk 7)
+    # console: the node's description of a running instance, write-only
+    status, console, _ = request(vc, "GET", "/2/instances/rapi2/console", auth=WRITER)
+    assert status == 200 and console["instance"] == INST2 and console["kind"], console
+    assert request(vc, "GET", "/2/instances/rapi2/console", auth=READER)[0] == 403
+    submit_ok(vc, "PUT", "/2/instances/rapi2/shutdown")
+    status, body, _ = request(vc, "GET", "/2/instances/rapi2/console", auth=WRITER)
+    assert status == 503 and "not running" in body["explain"]
+    assert request(vc, "GET", "/2/instances/nosuch/console", auth=WRITER)[0] == 404
+    submit_ok(vc, "DELETE", "/2/instances/rapi2")
+
+
 # --- the auth matrix, generated from the table --------------------------------------------
 
 def _concrete(path: str) -> str:
