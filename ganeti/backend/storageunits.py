@@ -3,8 +3,8 @@
 For the file based storage types the node has one unit per storage
 directory: its name is the directory (canonical, as the master sent it),
 ``size``/``free`` are the file system's total and available space, and
-``used`` is the space the files below the directory take, in MiB (rounded
-down).  A directory not created yet holds nothing (``used`` 0) and is
+``used`` is the size of the files below the directory (their length, so a
+sparse disk file counts whole), in MiB (rounded down).  A directory not created yet holds nothing (``used`` 0) and is
 measured through its nearest existing parent.  See doc/storage.md.
 """
 
@@ -26,7 +26,7 @@ _FILE_FIELDS = frozenset([constants.SF_NAME, constants.SF_SIZE, constants.SF_USE
 
 
 def _tree_usage(path: str) -> int:
-    """Bytes allocated to the files below ``path`` (0 if it does not exist)."""
+    """Total length in bytes of the files below ``path`` (0 if it does not exist)."""
     total = 0
     for dirpath, _dirs, files in os.walk(path, onerror=None):
         for fname in files:
@@ -34,7 +34,7 @@ def _tree_usage(path: str) -> int:
                 st = os.lstat(os.path.join(dirpath, fname))
             except OSError:
                 continue    # removed while we walked
-            total += st.st_blocks * 512
+            total += st.st_size
     return total
 
 

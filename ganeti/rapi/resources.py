@@ -429,7 +429,8 @@ def _run_job(ctx: Ctx, ops: list[dict[str, Any]]) -> list[Any]:
 
 
 def _storage_type(ctx: Ctx) -> str | None:
-    return ctx.qstr("storage_type")
+    """The ``storage_type`` parameter; empty (Ganeti's client sends None so) is none."""
+    return ctx.qstr("storage_type") or None
 
 
 def _node_storage(ctx: Ctx) -> list[dict[str, Any]]:

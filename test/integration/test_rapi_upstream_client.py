@@ -35,6 +35,8 @@ N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
 INST = "upstream1.example.com"
 NEW_NAME = "upstream2.example.com"
 OS_NAME = "tinyos"
+FILE_INST = "upstream-file.example.com"
+FILE_DIR = "/srv/ganeti/file-storage"
 
 
 def _library_missing() -> str | None:
@@ -64,7 +66,8 @@ def run_driver(vc, phase: str, tmp_path) -> dict[str, Any]:
     cfg = {"phase": phase, "host": vc.cluster.master_node.ip, "port": vc.cluster.rapi_port,
            "cafile": vc.paths(N1).rapi_pem, "writer": WRITER[0], "writer_password": WRITER[1],
            "reader": READER[0], "reader_password": READER[1], "node1": N1, "node2": N2,
-           "node3": N3, "instance": INST, "new_name": NEW_NAME, "os": OS_NAME}
+           "node3": N3, "instance": INST, "new_name": NEW_NAME, "os": OS_NAME,
+           "file_instance": FILE_INST, "file_storage_dir": FILE_DIR}
     path = os.path.join(tmp_path, f"driver-{phase}.json")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(cfg, fh)
@@ -195,6 +198,37 @@ def test_reinstall_rename_delete(main_results):
     assert r["instance_renamed"]["name"] == NEW_NAME
     assert_job_ok(r, "delete")
     assert r["instance_deleted"]["code"] == 404
+
+
+def test_console(main_results):
+    r = main_results
+    console = r["console"]
+    assert console["instance"] == INST and console["kind"] in ("msg", "ssh", "vnc",
+                                                                "spice")
+    assert r["console_by_reader"]["code"] == 403
+
+
+def test_grow_disk(main_results):
+    r = main_results
+    assert_job_ok(r, "create_file")
+    job = assert_job_ok(r, "grow")
+    assert job["ops"][0]["OP_ID"] == "OP_INSTANCE_GROW_DISK" and job["ops"][0]["disk"] == 0
+    assert r["instance_grown"]["disk.sizes"] == [24]
+    assert_job_ok(r, "delete_file")
+
+
+def test_node_storage(main_results):
+    r = main_results
+    job = assert_job_ok(r, "storage")
+    ((unit,),) = job["opresult"]
+    node, stype, name, size, used, free, allocatable = unit
+    assert (node, stype, name, allocatable) == (N3, "file", FILE_DIR, True)
+    assert size >= free > 0 and used >= 24       # the grown disk file is there
+    assert r["storage_by_reader"]["code"] == 403
+    for step, text in (("storage_modify", "can not be modified"),
+                       ("storage_repair", "can not be repaired")):
+        assert isinstance(r[step + ".job"], int) and r[step + ".ok"] is False
+        assert text in json.dumps(r[step + ".failure"]), r[step + ".failure"]
 
 
 def test_query(main_results):

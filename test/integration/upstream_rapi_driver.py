@@ -136,6 +136,8 @@ def phase_main(cfg: dict[str, Any], rec: Recorder) -> None:
     submit(rec, cl, "reboot", cl.RebootInstance, inst, reboot_type="soft",
            ignore_secondaries=False)
     rec.step("instance_up", cl.GetInstance, inst)
+    rec.step("console", cl.GetInstanceConsole, inst)
+    rec.step("console_by_reader", reader.GetInstanceConsole, inst)
     submit(rec, cl, "modify", cl.ModifyInstance, inst, beparams={"vcpus": 2})
     rec.step("instance_modified", cl.GetInstance, inst)
     submit(rec, cl, "inst_tags_add", cl.AddInstanceTags, inst, ["web", "prod"])
@@ -147,6 +149,21 @@ def phase_main(cfg: dict[str, Any], rec: Recorder) -> None:
     submit(rec, cl, "rename", cl.RenameInstance, inst, new_name, ip_check=False,
            name_check=False)
     rec.step("instance_renamed", cl.GetInstance, new_name)
+
+    # a file based instance: grow its disk; the node storage it lives in
+    file_inst, file_dir = cfg["file_instance"], cfg["file_storage_dir"]
+    submit(rec, cl, "create_file", cl.CreateInstance, "create", file_inst, "file",
+           [{"size": 16}], [], os=cfg["os"], pnode=node3, name_check=False, ip_check=False,
+           start=False)
+    submit(rec, cl, "grow", cl.GrowInstanceDisk, file_inst, 0, 8, wait_for_sync=False)
+    rec.step("instance_grown", cl.GetInstance, file_inst)
+    submit(rec, cl, "storage", cl.GetNodeStorageUnits, node3, "file",
+           "node,type,name,size,used,free,allocatable")
+    rec.step("storage_by_reader", reader.GetNodeStorageUnits, node3, "file", "name")
+    submit(rec, cl, "storage_modify", cl.ModifyNodeStorageUnits, node3, "file", file_dir,
+           allocatable=False)
+    submit(rec, cl, "storage_repair", cl.RepairNodeStorageUnits, node3, "file", file_dir)
+    submit(rec, cl, "delete_file", cl.DeleteInstance, file_inst)
 
     # query2
     rec.step("query_nodes", cl.Query, "node", ["name", "role"])
