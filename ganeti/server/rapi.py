@@ -240,8 +240,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     raw_requestline: bytes
 
     def setup(self) -> None:
-        self.timeout = self.server.request_timeout
         super().setup()
+        self.connection.settimeout(self.server.request_timeout)
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._input = DeadlineReader(self.connection, self.server.request_timeout,
                                      self.server.clock)
