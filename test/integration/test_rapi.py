@@ -275,7 +275,7 @@ INST2 = "rapi2.example.com"
 
 def test_grow_disk_console_and_short_names(vc):
     body = {"__version__": 1, "name": INST2, "os": "tinyos", "mode": "create",
-            "disk_template": "file", "disks": [{"size": 16}], "nics": [], "pnode": N2,
+            "disk_template": "file", "disks": [{"size": 16}], "nics": [{}], "pnode": N2,
             "name_check": False, "ip_check": False, "start": True}
     submit_ok(vc, "POST", "/2/instances", body)
     # short names: the instance as "rapi2", the node as "node2"

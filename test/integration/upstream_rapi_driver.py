@@ -153,7 +153,7 @@ def phase_main(cfg: dict[str, Any], rec: Recorder) -> None:
     # a file based instance: grow its disk; the node storage it lives in
     file_inst, file_dir = cfg["file_instance"], cfg["file_storage_dir"]
     submit(rec, cl, "create_file", cl.CreateInstance, "create", file_inst, "file",
-           [{"size": 16}], [], os=cfg["os"], pnode=node3, name_check=False, ip_check=False,
+           [{"size": 16}], [{}], os=cfg["os"], pnode=node3, name_check=False, ip_check=False,
            start=False)
     submit(rec, cl, "grow", cl.GrowInstanceDisk, file_inst, 0, 8, wait_for_sync=False)
     rec.step("instance_grown", cl.GetInstance, file_inst)
