@@ -213,6 +213,9 @@ OFFLINE_OPT = O("--offline", dest="offline", action="store_const", const=True, d
 # a separate dest: the option parser keeps only the first option of each dest
 ONLINE_OPT = O("--online", dest="online", action="store_true", default=False,
                help="Mark an offline instance online again (stopped)")
+RUNTIME_MEM_OPT = O("-m", "--runtime-memory", dest="runtime_mem", default=None, metavar="SIZE",
+                    help="Change the memory of the running instance (within minmem..maxmem"
+                         " unless --force)")
 ABSOLUTE_OPT = O("--absolute", dest="absolute", action="store_true", default=False,
                  help="AMOUNT is the new size, not the increase")
 STATIC_OPT = O("-s", "--static", dest="static", action="store_true", default=False,
@@ -437,7 +440,10 @@ def modify(opts: Any, args: list[str]) -> int:
              os_name=opts.os,
              offline=True if opts.offline else (False if opts.online else None),
              disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"),
-             ignore_ipolicy=opts.ignore_ipolicy or None)
+             ignore_ipolicy=opts.ignore_ipolicy or None,
+             runtime_mem=_size(opts.runtime_mem, "runtime memory")
+             if opts.runtime_mem is not None else None,
+             force=True if opts.force else None)
     result = cli.submit_or_send(op, opts)
     if result:
         cli.to_stdout(f"Modified instance {args[0]}")
@@ -596,6 +602,7 @@ commands: dict[str, cli.Command] = {
                "INSTANCE NEW_NAME", "Rename an instance"),
     "modify": (modify, ONE_INSTANCE, [BE_OPT, HV_OPT, OSP_OPT, OS_OPT, DISK_OPT, NET_OPT,
                                       OFFLINE_OPT, ONLINE_OPT, IGNORE_IPOLICY_OPT,
+                                      RUNTIME_MEM_OPT, cli.FORCE_OPT,
                                       cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, cli.SUBMIT_OPT],

@@ -262,7 +262,9 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
     """Rename a stopped instance (config, disk files, OS rename script).
 
     With ``name_check`` the new name must resolve and the instance takes the
-    resolved FQDN; with ``ip_check`` its address must not be in use.
+    resolved FQDN; with ``ip_check`` its address must not be in use.  A
+    rename to the instance's own name (burnin's rename-same) changes no
+    name and only runs the OS rename script again.
     """
 
     HPATH = "instance-rename"
@@ -277,6 +279,8 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
             self.op.new_name, self.new_ip = check_instance_name(self, self.op.new_name)
 
     def ExpandExtra(self) -> None:
+        if self.op.new_name == self.op.instance_name:
+            return
         if self.cfg.get_instance_info_by_name(self.op.new_name) is not None \
                 or self.cfg.get_node_info_by_name(self.op.new_name) is not None:
             raise errors.OpPrereqError(f"Name '{self.op.new_name}' is already in use",
@@ -284,9 +288,8 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
 
     def CheckInstance(self) -> None:
         check_node_online(self.pnode, " as primary node")
-        if self.op.new_name == self.instance.name:
-            raise errors.OpPrereqError("The new name is the current name", errors.ECODE_INVAL)
-        if self.cfg.get_instance_info_by_name(self.op.new_name) is not None:
+        if self.op.new_name != self.instance.name \
+                and self.cfg.get_instance_info_by_name(self.op.new_name) is not None:
             raise errors.OpPrereqError(f"Instance '{self.op.new_name}' is already in the"
                                        " cluster", errors.ECODE_EXISTS)
         _check_stopped(self, "renaming")
@@ -300,6 +303,9 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
         inst = self.instance
         old_name = inst.name
         new_name = self.op.new_name
+        if new_name == old_name:
+            self._run_os_rename(old_name)
+            return new_name
         if self.glm is not None:
             try:
                 self.glm.add(locking.LEVEL_INSTANCE, new_name, acquired=True)
@@ -323,14 +329,20 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
             self.cfg.rename_instance(inst.uuid, new_name)
         remove_instance_lock(self, old_name)
         self.op.instance_name = new_name
-        if inst.os and self.rpc is not None:
-            res = self.rpc.call_instance_run_rename([self.pnode.name], self.rpc_instance(),
-                                                    old_name, self.op.debug_level or 0)
-            r = res.get(self.pnode.name)
-            if r is None or r.failed:
-                self.LogWarning(f"Could not run the OS rename script for {new_name}:"
-                                f" {r.fail_msg if r else 'no answer'}")
+        self._run_os_rename(old_name)
         return new_name
+
+    def _run_os_rename(self, old_name: str) -> None:
+        """The OS rename script on the primary; a failure is only a warning."""
+        inst = self.instance
+        if not inst.os or self.rpc is None:
+            return
+        res = self.rpc.call_instance_run_rename([self.pnode.name], self.rpc_instance(),
+                                                old_name, self.op.debug_level or 0)
+        r = res.get(self.pnode.name)
+        if r is None or r.failed:
+            self.LogWarning(f"Could not run the OS rename script for {inst.name}:"
+                            f" {r.fail_msg if r else 'no answer'}")
 
 
 class LUInstanceConsole(InstanceLU[OpInstanceConsole]):

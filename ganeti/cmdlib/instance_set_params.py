@@ -112,6 +112,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             # new OS parameters must be accepted by the instance's OS
             check_os(self, self.pnode.name, inst.os,
                      parameters.fill_osparams(cfg.get_cluster_info(), inst.os, self.os_new))
+        if op.runtime_mem is not None:
+            self._check_runtime_mem(be)
         if op.offline is True and inst.admin_state == constants.ADMINST_UP:
             raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
                                        " before marking it offline", errors.ECODE_STATE)
@@ -171,6 +173,24 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                           ignore=self.op.ignore_ipolicy)
         if ignored:
             self.LogWarning("Instance policy ignored: " + ipolicy.format_violations(ignored))
+
+    def _check_runtime_mem(self, be: dict[str, Any]) -> None:
+        """``runtime_mem``: the instance runs, and the size is within min/maxmem (or force).
+
+        Growth beyond what the node has free is refused by the node when
+        ballooning.
+        """
+        inst, op = self.instance, self.op
+        assert op.runtime_mem is not None
+        check_node_online(self.pnode, " as primary node")
+        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor, {})
+        if live is None or live.get("state") != 0:
+            raise errors.OpPrereqError(f"Instance {inst.name} is not running; its runtime"
+                                       " memory cannot change", errors.ECODE_STATE)
+        if not op.force and not be["minmem"] <= op.runtime_mem <= be["maxmem"]:
+            raise errors.OpPrereqError(
+                f"Instance {inst.name} must have memory between {be['minmem']} and"
+                f" {be['maxmem']} MiB unless force is given", errors.ECODE_INVAL)
 
     def _plan_nics(self) -> None:
         """Check the NIC changes on a simulated NIC list; fills ``nic_plan``.
@@ -297,6 +317,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     disk.name = data["name"]
                     changes.append([f"disk.name/{idx}", disk.name])
                 cfg.update(disk)
+        if op.runtime_mem is not None:
+            rpc_one(self, "instance_balloon_memory", self.pnode.name, self.rpc_instance(),
+                    op.runtime_mem, prefix="Cannot modify instance runtime memory")
+            changes.append(["runtime_memory", op.runtime_mem])
         if op.offline is not None:
             state = constants.ADMINST_OFFLINE if op.offline else constants.ADMINST_DOWN
             cfg.set_instance_admin_state(inst.uuid, state)

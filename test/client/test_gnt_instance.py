@@ -141,3 +141,19 @@ def test_every_option_has_help() -> None:
     for name, row in gnt_instance.commands.items():
         for opt in row[2]:
             assert opt.kwargs.get("help"), f"gnt-instance {name}: {opt!r} has no help text"
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["-m", "512M"], {"runtime_mem": 512}),
+    (["--runtime-memory", "1G", "-f"], {"runtime_mem": 1024, "force": True}),
+], ids=["short", "long-force"])
+def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
+    cl = FakeClient()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
+                              prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0
+    (op,) = cl.jobs[0]
+    assert op["OP_ID"] == "OP_INSTANCE_SET_PARAMS" and op["instance_name"] == "inst1"
+    assert {k: op.get(k) for k in expect} == expect
+    assert ("force" in op) == ("force" in expect)
