@@ -1,0 +1,511 @@
+"""The steps of burnin, in upstream's order, each with the rule that skips it.
+
+A :class:`Step` has a name (the timing table's row), a title (its
+``- <title>`` line), ``skip_reason(burner)`` (None when the step applies,
+else the one-line reason printed as ``- Skipping <title> (<reason>)``) and
+``run(burner)``, which prints the per-instance lines and hands the jobs to
+the burner's :class:`~ganeti.tools.burnin.JobRunner`.  Opcodes are dicts
+with Ganeti's names and parameters (doc/protocols/opcodes.md), so that a
+step can drive an opcode the local library does not define (the master
+validates every one at submission).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ganeti import constants
+from ganeti.opcodes.instance import DDM_ADD, DDM_MODIFY, DDM_REMOVE
+from ganeti.tools.burnin_jobs import Job
+
+if TYPE_CHECKING:
+    from ganeti.tools.burnin import Burner
+
+__all__ = ["Step", "STEPS", "STEP_NAMES", "GROWABLE", "MIRRORED", "MOVABLE", "IMPEXP"]
+
+#: Ganeti's replace-disks modes and local export mode (doc/protocols/opcodes.md).
+REPLACE_DISK_PRI = "replace_on_primary"
+REPLACE_DISK_SEC = "replace_on_secondary"
+REPLACE_DISK_CHG = "replace_new_secondary"
+EXPORT_MODE_LOCAL = "local"
+#: A NIC parameter value asking the master to generate one (a MAC).
+VALUE_GENERATE = "generate"
+
+#: Templates whose disks can grow.
+GROWABLE = frozenset([constants.DT_PLAIN, constants.DT_DRBD8, constants.DT_FILE,
+                      constants.DT_SHARED_FILE, constants.DT_RBD, constants.DT_EXT,
+                      constants.DT_GLUSTER])
+#: Templates every node can reach (internally or externally mirrored): failover, migrate.
+MIRRORED = constants.DTS_INT_MIRROR | constants.DTS_EXT_MIRROR
+#: Templates whose data lives on the primary only and moves by copying.
+MOVABLE = frozenset([constants.DT_PLAIN, constants.DT_FILE])
+#: Templates burnin exports and imports back (all it supports: an export
+#: of a diskless instance is its config.ini alone).
+IMPEXP = frozenset([constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE,
+                    constants.DT_PLAIN, constants.DT_DRBD8, constants.DT_RBD, constants.DT_EXT,
+                    constants.DT_GLUSTER])
+
+
+def _op(op_id: str, **params: Any) -> dict[str, Any]:
+    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not None}}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One burnin step: its name, title, skip rule and body."""
+
+    name: str
+    title: str
+    skip_reason: Callable[[Burner], str | None]
+    run: Callable[[Burner], None]
+
+
+def _cycle(nodes: list[str], shift: int, count: int) -> list[str]:
+    """``count`` nodes starting at ``nodes[shift]``, round robin."""
+    return [nodes[(i + shift) % len(nodes)] for i in range(count)]
+
+
+def _nodes(b: Burner) -> list[str]:
+    assert b.state is not None
+    return b.state.nodes
+
+
+def _template(b: Burner) -> str:
+    return b.opts.disk_template
+
+
+def _switch(flag: str, switch: str, *more: Callable[[Burner], str | None]
+            ) -> Callable[[Burner], str | None]:
+    """A skip rule: ``--no-<switch>`` given, else the first other rule that says no."""
+    def rule(b: Burner) -> str | None:
+        if not getattr(b.opts, flag):
+            return f"--no-{switch} given"
+        for check in more:
+            why = check(b)
+            if why:
+                return why
+        return None
+    return rule
+
+
+def _needs_nodes(count: int) -> Callable[[Burner], str | None]:
+    def rule(b: Burner) -> str | None:
+        have = len(_nodes(b))
+        return f"needs at least {count} nodes, {have} selected" if have < count else None
+    return rule
+
+
+def _templates(allowed: frozenset[str], what: str) -> Callable[[Burner], str | None]:
+    def rule(b: Burner) -> str | None:
+        return None if _template(b) in allowed else f"disk template {_template(b)} {what}"
+    return rule
+
+
+def _always(b: Burner) -> str | None:
+    return None
+
+
+# --- common opcodes ------------------------------------------------------------
+
+def _stop(name: str) -> dict[str, Any]:
+    return _op("OP_INSTANCE_SHUTDOWN", instance_name=name)
+
+
+def _start(name: str) -> dict[str, Any]:
+    return _op("OP_INSTANCE_STARTUP", instance_name=name, force=False)
+
+
+def _rename(b: Burner, old: str, new: str) -> dict[str, Any]:
+    return _op("OP_INSTANCE_RENAME", instance_name=old, new_name=new,
+               name_check=b.opts.name_check, ip_check=b.opts.ip_check)
+
+
+def _create_op(b: Burner, name: str, pnode: str | None, snode: str | None,
+               **extra: Any) -> dict[str, Any]:
+    o = b.opts
+    return _op("OP_INSTANCE_CREATE", instance_name=name,
+               disks=[{"size": size} for size in o.disk_size], disk_template=o.disk_template,
+               nics=[dict(n) for n in o.nics], os_type=o.os, pnode=pnode, snode=snode,
+               start=True, ip_check=o.ip_check, name_check=o.name_check, wait_for_sync=True,
+               file_driver="loop", iallocator=o.iallocator, beparams=o.beparams,
+               hvparams=dict(o.hvparams), hypervisor=o.hypervisor, osparams=dict(o.osparams),
+               **extra)
+
+
+def _placement(b: Burner, pnode: str, snode: str) -> tuple[str | None, str | None, str]:
+    """``(pnode, snode, text)`` for a new instance: iallocator, primary only, or both."""
+    if b.opts.iallocator:
+        return None, None, f"with iallocator {b.opts.iallocator}"
+    if _template(b) not in constants.DTS_INT_MIRROR:
+        return pnode, None, f"on {pnode}"
+    return pnode, snode, f"on {pnode}, {snode}"
+
+
+def _after_check(b: Burner) -> None:
+    for name in b.instances:
+        b.check_alive(name)
+
+
+# --- the steps -----------------------------------------------------------------
+
+def _create(b: Burner) -> None:
+    b.log("Creating instances")
+    nodes = _nodes(b)
+    count = len(b.instances)
+    jobs = []
+    for name, pnode, snode in zip(b.instances, _cycle(nodes, 0, count), _cycle(nodes, 1, count)):
+        b.log(f"instance {name}", 1)
+        p, s, text = _placement(b, pnode, snode)
+        b.log(text, 2)
+        jobs.append(Job(name, [_create_op(b, name, p, s, mode=constants.INSTANCE_CREATE)],
+                        on_success=functools.partial(b.to_remove.append, name)))
+    b.runner.run("create", jobs)
+    _after_check(b)
+
+
+def _runtime_memory(b: Burner) -> None:
+    b.log("Setting instance runtime memory")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log(f"Set memory to {b.opts.minmem_size} MB", 2)
+        jobs.append(Job(name, [_op("OP_INSTANCE_SET_PARAMS", instance_name=name,
+                                   runtime_mem=b.opts.minmem_size)]))
+    b.runner.run("runtime-memory", jobs)
+
+
+def _memory_rule(b: Burner) -> str | None:
+    if b.opts.minmem_size >= b.opts.maxmem_size:
+        return "minimum and maximum memory are equal"
+    return None
+
+
+def _grow(b: Burner) -> None:
+    b.log("Growing disks")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        ops = []
+        for idx, growth in enumerate(b.opts.disk_growth):
+            if growth > 0:
+                b.log(f"increase disk/{idx} by {growth} MB", 2)
+                ops.append(_op("OP_INSTANCE_GROW_DISK", instance_name=name, disk=idx,
+                               amount=growth, wait_for_sync=True, ignore_ipolicy=True))
+        jobs.append(Job(name, ops))
+    b.runner.run("grow-disks", jobs)
+
+
+def _growth_rule(b: Burner) -> str | None:
+    if not any(g > 0 for g in b.opts.disk_growth):
+        return "--disk-growth is 0"
+    return None
+
+
+def _replace1(b: Burner) -> None:
+    b.log("Replacing disks on the same nodes")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        ops = []
+        for mode in (REPLACE_DISK_SEC, REPLACE_DISK_PRI):
+            b.log(f"run {mode}", 2)
+            ops.append(_op("OP_INSTANCE_REPLACE_DISKS", instance_name=name, mode=mode,
+                           disks=list(range(len(b.opts.disk_size))),
+                           early_release=b.opts.early_release))
+        jobs.append(Job(name, ops))
+    b.runner.run("replace1", jobs)
+
+
+def _replace2(b: Burner) -> None:
+    b.log("Changing the secondary node")
+    jobs = []
+    for name, tnode in zip(b.instances, _cycle(_nodes(b), 2, len(b.instances))):
+        b.log(f"instance {name}", 1)
+        target = None if b.opts.iallocator else tnode
+        text = f"with iallocator {b.opts.iallocator}" if b.opts.iallocator else tnode
+        b.log(f"run {REPLACE_DISK_CHG} {text}", 2)
+        jobs.append(Job(name, [_op("OP_INSTANCE_REPLACE_DISKS", instance_name=name,
+                                   mode=REPLACE_DISK_CHG, remote_node=target,
+                                   iallocator=b.opts.iallocator, disks=[],
+                                   early_release=b.opts.early_release)]))
+    b.runner.run("replace2", jobs)
+
+
+def _failover(b: Burner) -> None:
+    b.log("Failing over instances")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        jobs.append(Job(name, [_op("OP_INSTANCE_FAILOVER", instance_name=name,
+                                   ignore_consistency=False)]))
+    b.runner.run("failover", jobs)
+    _after_check(b)
+
+
+def _move(b: Burner) -> None:
+    b.log("Moving instances")
+    jobs = []
+    for name, tnode in zip(b.instances, _cycle(_nodes(b), 1, len(b.instances))):
+        b.log(f"instance {name}", 1)
+        b.log(f"to {tnode}", 2)
+        jobs.append(Job(name, [_op("OP_INSTANCE_MOVE", instance_name=name,
+                                   target_node=tnode)]))
+    b.runner.run("move", jobs)
+    _after_check(b)
+
+
+def _migrate(b: Burner) -> None:
+    b.log("Migrating instances")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log("migration and migration cleanup", 2)
+        jobs.append(Job(name, [_op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=False),
+                               _op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=True)]))
+    b.runner.run("migrate", jobs)
+
+
+def _migrate_rule(b: Burner) -> str | None:
+    assert b.state is not None
+    if not b.state.hv_can_migrate:
+        return f"hypervisor {b.state.hypervisor} does not support it"
+    return None
+
+
+def _import_export(b: Burner) -> None:
+    b.log("Exporting and re-importing instances")
+    nodes = _nodes(b)
+    count = len(b.instances)
+    jobs = []
+    for name, pnode, snode, enode in zip(b.instances, _cycle(nodes, 0, count),
+                                         _cycle(nodes, 1, count), _cycle(nodes, 2, count)):
+        b.log(f"instance {name}", 1)
+        p, s, text = _placement(b, pnode, snode)
+        b.log(f"export to node {enode}", 2)
+        b.log("remove instance", 2)
+        b.log(f"import from {enode} {text.replace('on ', 'to ', 1)}", 2)
+        b.log("remove export", 2)
+        # src_path relative to the export directory: the instance's name
+        ops = [_op("OP_BACKUP_EXPORT", instance_name=name, target_node=enode,
+                   mode=EXPORT_MODE_LOCAL, shutdown=True),
+               _op("OP_INSTANCE_REMOVE", instance_name=name, ignore_failures=True),
+               _create_op(b, name, p, s, mode=constants.INSTANCE_IMPORT, src_node=enode,
+                          src_path=name),
+               _op("OP_BACKUP_REMOVE", instance_name=name)]
+        jobs.append(Job(name, ops))
+    b.runner.run("export-import", jobs)
+    _after_check(b)
+
+
+def _reinstall(b: Burner) -> None:
+    b.log("Reinstalling instances")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log("reinstall without passing the OS", 2)
+        b.log("reinstall specifying the OS", 2)
+        jobs.append(Job(name, [_stop(name),
+                               _op("OP_INSTANCE_REINSTALL", instance_name=name),
+                               _op("OP_INSTANCE_REINSTALL", instance_name=name,
+                                   os_type=b.opts.os),
+                               _start(name)]))
+    b.runner.run("reinstall", jobs)
+    _after_check(b)
+
+
+def _reboot(b: Burner) -> None:
+    b.log("Rebooting instances")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        ops = []
+        for rtype in b.opts.reboot_types:
+            b.log(f"reboot with type '{rtype}'", 2)
+            ops.append(_op("OP_INSTANCE_REBOOT", instance_name=name, reboot_type=rtype,
+                           ignore_secondaries=False))
+        jobs.append(Job(name, ops))
+    b.runner.run("reboot", jobs)
+    _after_check(b)
+
+
+def _rename_rule(b: Burner) -> str | None:
+    return None if b.opts.rename else "no --rename NAME given"
+
+
+def _rename_away_and_back(b: Burner) -> None:
+    b.log("Renaming instances")
+    other = b.opts.rename
+    assert other is not None
+    # one spare name for all instances: one instance at a time, never in parallel
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log(f"rename to {other} and back", 2)
+        b.runner.run("rename", [Job(name, [_stop(name), _rename(b, name, other),
+                                           _start(other)])], parallel=False)
+        b.check_alive(other)
+        b.runner.run("rename", [Job(name, [_stop(other), _rename(b, other, name),
+                                           _start(name)])], parallel=False)
+        b.check_alive(name)
+
+
+def _rename_same(b: Burner) -> None:
+    b.log("Renaming the instances to their own name")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log("rename to the same name", 2)
+        jobs.append(Job(name, [_stop(name), _rename(b, name, name), _start(name)]))
+    b.runner.run("rename-same", jobs)
+    _after_check(b)
+
+
+def _activate_disks(b: Burner) -> None:
+    b.log("Activating/deactivating disks")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log("activate disks when online", 2)
+        b.log("activate disks when offline", 2)
+        b.log("deactivate disks (when offline)", 2)
+        act = _op("OP_INSTANCE_ACTIVATE_DISKS", instance_name=name)
+        jobs.append(Job(name, [act, _stop(name), dict(act),
+                               _op("OP_INSTANCE_DEACTIVATE_DISKS", instance_name=name),
+                               _start(name)]))
+    b.runner.run("activate-disks", jobs)
+    _after_check(b)
+
+
+def _add_remove_disks(b: Burner) -> None:
+    b.log("Adding and removing disks")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log("adding a disk", 2)
+        b.log("removing last disk", 2)
+        jobs.append(Job(name, [
+            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
+                disks=[[DDM_ADD, {"size": b.opts.disk_size[0]}]]),
+            _stop(name),
+            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
+                disks=[[DDM_REMOVE, {}]]),
+            _start(name)]))
+    b.runner.run("add-remove-disks", jobs)
+    _after_check(b)
+
+
+def _disks_rule(b: Burner) -> str | None:
+    if _template(b) == constants.DT_DISKLESS:
+        return "diskless instances have no disks"
+    return None if b.opts.do_addremove_disks else "--no-add-disks given"
+
+
+def _add_remove_nics(b: Burner) -> None:
+    b.log("Adding and removing NICs")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        b.log("adding a NIC", 2)
+        b.log("changing a NIC", 2)
+        b.log("removing last NIC", 2)
+        jobs.append(Job(name, [
+            _op("OP_INSTANCE_SET_PARAMS", instance_name=name, nics=[[DDM_ADD, {}]]),
+            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
+                nics=[[DDM_MODIFY, -1, {"mac": VALUE_GENERATE}]]),
+            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
+                nics=[[DDM_REMOVE, {}]])]))
+    b.runner.run("add-remove-nics", jobs)
+
+
+def _nics_rule(b: Burner) -> str | None:
+    assert b.state is not None
+    mode = b.state.default_nic_mode
+    if mode != constants.NIC_MODE_BRIDGED:
+        return f"the cluster's default NIC mode is {mode}, not bridged"
+    return None
+
+
+def _confd_rule(b: Burner) -> str | None:
+    if not b.opts.do_confd_tests:
+        return "--no-confd given"
+    return "this cluster runs no confd daemon"
+
+
+def _no_op(b: Burner) -> None:
+    raise AssertionError("a step that is always skipped ran")
+
+
+def _stop_start(b: Burner) -> None:
+    b.log("Stopping and starting instances")
+    jobs = []
+    for name in b.instances:
+        b.log(f"instance {name}", 1)
+        jobs.append(Job(name, [_stop(name), _start(name)]))
+    b.runner.run("stop-start", jobs)
+    _after_check(b)
+
+
+def _remove(b: Burner) -> None:
+    b.log("Removing instances")
+    jobs = []
+    for name in list(b.to_remove):
+        b.log(f"instance {name}", 1)
+        jobs.append(Job(name, [_op("OP_INSTANCE_REMOVE", instance_name=name,
+                                   ignore_failures=True)],
+                        on_success=functools.partial(b.to_remove.remove, name)))
+    b.runner.run("remove", jobs)
+
+
+def _remove_rule(b: Burner) -> str | None:
+    if b.opts.keep_instances:
+        return "--keep-instances given"
+    return None if b.to_remove else "no instance was created"
+
+
+_NOT_INT_MIRRORED = "is not internally mirrored"
+
+STEPS: tuple[Step, ...] = (
+    Step("create", "instance creation", _always, _create),
+    Step("runtime-memory", "runtime memory change", _memory_rule, _runtime_memory),
+    Step("grow-disks", "disk growth",
+         lambda b: _templates(GROWABLE, "has no growable disks")(b) or _growth_rule(b), _grow),
+    Step("replace1", "disk replacement on the same nodes",
+         _switch("do_replace1", "replace1",
+                 _templates(constants.DTS_INT_MIRROR, _NOT_INT_MIRRORED)), _replace1),
+    Step("replace2", "secondary node change",
+         _switch("do_replace2", "replace2",
+                 _templates(constants.DTS_INT_MIRROR, _NOT_INT_MIRRORED), _needs_nodes(3)),
+         _replace2),
+    Step("failover", "failover",
+         _switch("do_failover", "failover",
+                 _templates(MIRRORED, "is not mirrored, its instances move instead"),
+                 _needs_nodes(2)), _failover),
+    Step("move", "move",
+         _switch("do_move", "move",
+                 _templates(MOVABLE, "is mirrored, its instances fail over instead"),
+                 _needs_nodes(2)), _move),
+    Step("migrate", "migration",
+         _switch("do_migrate", "migrate",
+                 _templates(MIRRORED, "does not support it"), _migrate_rule, _needs_nodes(2)),
+         _migrate),
+    Step("export-import", "export and import",
+         _switch("do_importexport", "importexport",
+                 _templates(IMPEXP, "cannot be exported")), _import_export),
+    Step("reinstall", "reinstall", _switch("do_reinstall", "reinstall"), _reinstall),
+    Step("reboot", "reboot", _switch("do_reboot", "reboot"), _reboot),
+    Step("rename", "rename", _rename_rule, _rename_away_and_back),
+    Step("rename-same", "rename to the same name", _switch("do_renamesame", "renamesame"),
+         _rename_same),
+    Step("activate-disks", "disk activation", _switch("do_activate_disks", "activate-disks"),
+         _activate_disks),
+    Step("add-remove-disks", "disk addition/removal", _disks_rule, _add_remove_disks),
+    Step("add-remove-nics", "NIC addition/removal",
+         _switch("do_addremove_nics", "add-nics", _nics_rule), _add_remove_nics),
+    Step("confd", "confd queries", _confd_rule, _no_op),
+    Step("stop-start", "stop/start", _switch("do_startstop", "startstop"), _stop_start),
+    Step("remove", "instance removal", _remove_rule, _remove),
+)
+
+STEP_NAMES = tuple(s.name for s in STEPS)
