@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,6 +163,7 @@ class Burner:
         """With ``-C``: the instance serves ``/hostname.txt`` with its own name."""
         if not self.opts.http_check:
             return
+        import urllib.request  # only with -C: costs start-up time otherwise
         deadline = self.clock() + self.opts.net_timeout
         while True:
             try:

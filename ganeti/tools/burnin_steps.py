@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ganeti import constants
-from ganeti.opcodes.instance import DDM_ADD, DDM_MODIFY, DDM_REMOVE
 from ganeti.tools.burnin_jobs import Job
 
 if TYPE_CHECKING:
@@ -31,6 +30,9 @@ REPLACE_DISK_PRI = "replace_on_primary"
 REPLACE_DISK_SEC = "replace_on_secondary"
 REPLACE_DISK_CHG = "replace_new_secondary"
 EXPORT_MODE_LOCAL = "local"
+#: The operations of a disk/NIC modification list (ganeti.opcodes.instance's DDM_*,
+#: not imported: the opcode classes cost a tenth of burnin's start-up).
+DDM_ADD, DDM_MODIFY, DDM_REMOVE = "add", "modify", "remove"
 #: A NIC parameter value asking the master to generate one (a MAC).
 VALUE_GENERATE = "generate"
 
