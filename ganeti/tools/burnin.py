@@ -159,6 +159,14 @@ class Burner:
         self.results.append(StepResult(step.name, "done", self.clock() - begin,
                                        jobs=self.runner.submitted - before))
 
+    def existing_instances(self) -> set[str]:
+        """The names of the cluster's instances (one query)."""
+        try:
+            result = self.client.Query("instance", ["name"], None)
+        except errors.GanetiError:
+            return set(self.to_remove)      # try them all
+        return {row[0][1] for row in result.get("data", [])}
+
     def check_alive(self, instance: str) -> None:
         """With ``-C``: the instance serves ``/hostname.txt`` with its own name."""
         if not self.opts.http_check:

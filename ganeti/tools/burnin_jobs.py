@@ -105,18 +105,34 @@ class JobRunner:
         except errors.GanetiError as exc:
             raise BurninFailure(step, job.instance, job_id, format_job_error(exc)) from exc
 
-    def run(self, step: str, jobs: Sequence[Job], *, parallel: bool | None = None) -> list[Any]:
-        """Run ``jobs``; returns their results, or raises the first :class:`BurninFailure`."""
+    def run(self, step: str, jobs: Sequence[Job], *, parallel: bool | None = None,
+            keep_going: bool = False) -> list[Any]:
+        """Run ``jobs``; returns their results, or raises the first :class:`BurninFailure`.
+
+        Serially the first failure stops the batch, unless ``keep_going``
+        (the removal: every instance gets its chance); the first failure is
+        raised once the batch is over.
+        """
         self.buffer = []
         if parallel is None:
             parallel = self.opts.parallel
         if not parallel or len(jobs) < 2:
             results: list[Any] = []
+            first: BurninFailure | None = None
             for job in jobs:
-                job_id = self._submit_one(step, job)
-                results.append(self._wait(step, job, job_id))
+                try:
+                    job_id = self._submit_one(step, job)
+                    results.append(self._wait(step, job, job_id))
+                except BurninFailure as exc:
+                    if not keep_going:
+                        raise
+                    first = first or exc
+                    results.append(None)
+                    continue
                 if job.on_success is not None:
                     job.on_success()
+            if first is not None:
+                raise first
             return results
         try:
             answers = self.client.SubmitManyJobs([self._prepare(j) for j in jobs])

@@ -451,13 +451,19 @@ def _stop_start(b: Burner) -> None:
 
 def _remove(b: Burner) -> None:
     b.log("Removing instances")
+    # a failed export-import may have removed an instance without importing it back
+    existing = b.existing_instances()
     jobs = []
     for name in list(b.to_remove):
+        if name not in existing:
+            b.log(f"instance {name} (gone already)", 1)
+            b.to_remove.remove(name)
+            continue
         b.log(f"instance {name}", 1)
         jobs.append(Job(name, [_op("OP_INSTANCE_REMOVE", instance_name=name,
                                    ignore_failures=True)],
                         on_success=functools.partial(b.to_remove.remove, name)))
-    b.runner.run("remove", jobs)
+    b.runner.run("remove", jobs, keep_going=True)
 
 
 def _remove_rule(b: Burner) -> str | None:

@@ -32,6 +32,7 @@ class FakeLuxi:
         self.jobs: dict[int, list[dict[str, Any]]] = {}
         self.calls: list[tuple[str, list[int]]] = []   # (SubmitJob|SubmitManyJobs, ids)
         self.results: dict[int, tuple[str, list[str], list[Any]]] = {}
+        self.existing: set[str] = set()
 
     def _run(self, ops: list[dict[str, Any]]) -> int:
         job_id = len(self.jobs) + 1
@@ -48,6 +49,10 @@ class FakeLuxi:
                 statuses.append("error")
                 results.append(["OpExecError", [why]])
             else:
+                if op["OP_ID"] == "OP_INSTANCE_CREATE":
+                    self.existing.add(op["instance_name"])
+                elif op["OP_ID"] == "OP_INSTANCE_REMOVE":
+                    self.existing.discard(op["instance_name"])
                 statuses.append("success")
                 results.append([["tinyos", ["default", "minimal"], False]]
                                if op["OP_ID"] == "OP_OS_DIAGNOSE" else None)
@@ -72,6 +77,10 @@ class FakeLuxi:
 
     def QueryJobs(self, ids: list[int], fields: list[str]) -> list[Any]:
         return [list(self.results[i]) for i in ids]
+
+    def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+        assert (what, fields, qfilter) == ("instance", ["name"], None)
+        return {"fields": [], "data": [[[0, n]] for n in sorted(self.existing)]}
 
     def QueryNodes(self, names: list[str], fields: list[str], lock: bool) -> list[Any]:
         return [[n, False, False] for n in (names or self.nodes)]
@@ -381,3 +390,30 @@ def test_verbose_prints_the_job_log() -> None:
     _, lines, _ = _run(["-v", "-o", "tinyos", "-t", "diskless", *NOCHECK, "i1"], cl, clock)
     assert any(line.startswith("        ") and line.endswith("job 2 log line")
                for line in lines)
+
+
+def test_failed_import_leaves_the_instance_gone_and_the_others_removed() -> None:
+    def fail(op: dict[str, Any]) -> str | None:
+        if op["OP_ID"] == "OP_INSTANCE_CREATE" and op["mode"] == "import" \
+                and op["instance_name"] == "i2":
+            return "import script failed"
+        return None
+    clock = FakeClock()
+    cl = FakeLuxi(clock, fail=fail)
+    rc, lines, err = _run(["-o", "tinyos", "-t", "file", *NOCHECK, *INSTANCES], cl, clock)
+    assert rc == 1 and "export-import" in err[0] and "import script failed" in err[0]
+    assert "  * instance i2 (gone already)" in lines
+    assert cl.removals() == ["i1", "i3"] and cl.existing == set()
+
+
+def test_removal_goes_on_past_a_failed_removal() -> None:
+    def fail(op: dict[str, Any]) -> str | None:
+        return "node1 is down" if op["OP_ID"] == "OP_INSTANCE_REMOVE" \
+            and op["instance_name"] == "i1" else None
+    clock = FakeClock()
+    cl = FakeLuxi(clock, fail=fail)
+    rc, lines, err = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, "--no-importexport",
+                           *INSTANCES], cl, clock)
+    assert rc == 1 and err[0].startswith("burnin: remove: job ") and "node1 is down" in err[0]
+    assert cl.removals() == INSTANCES and cl.existing == {"i1"}
+    assert _timing_rows(lines)["remove"][0] == "failed"
