@@ -159,6 +159,11 @@ class Burner:
         self.results.append(StepResult(step.name, "done", self.clock() - begin,
                                        jobs=self.runner.submitted - before))
 
+    def primaries(self) -> dict[str, str]:
+        """``{instance: primary node}`` of the cluster's instances (one query)."""
+        result = self.client.Query("instance", ["name", "pnode"], None)
+        return {row[0][1]: row[1][1] for row in result.get("data", [])}
+
     def existing_instances(self) -> set[str]:
         """The names of the cluster's instances (one query)."""
         try:

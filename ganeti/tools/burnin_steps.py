@@ -236,13 +236,35 @@ def _replace2(b: Burner) -> None:
     b.runner.run("replace2", jobs)
 
 
+def _targets(b: Burner) -> dict[str, str | None]:
+    """The target of each instance's failover/migration: the selected node after its primary.
+
+    None (the master decides: the secondary, or the iallocator) for
+    internally mirrored templates and with ``-I``; so ``-n`` is honoured
+    for the externally mirrored ones.
+    """
+    if b.opts.iallocator or _template(b) in constants.DTS_INT_MIRROR:
+        return {name: None for name in b.instances}
+    nodes = _nodes(b)
+    where = b.primaries()
+    targets: dict[str, str | None] = {}
+    for name in b.instances:
+        pnode = where.get(name)
+        idx = nodes.index(pnode) if pnode in nodes else -1
+        targets[name] = nodes[(idx + 1) % len(nodes)]
+    return targets
+
+
 def _failover(b: Burner) -> None:
     b.log("Failing over instances")
+    targets = _targets(b)
     jobs = []
     for name in b.instances:
         b.log(f"instance {name}", 1)
+        if targets[name]:
+            b.log(f"to {targets[name]}", 2)
         jobs.append(Job(name, [_op("OP_INSTANCE_FAILOVER", instance_name=name,
-                                   ignore_consistency=False)]))
+                                   ignore_consistency=False, target_node=targets[name])]))
     b.runner.run("failover", jobs)
     _after_check(b)
 
@@ -261,11 +283,14 @@ def _move(b: Burner) -> None:
 
 def _migrate(b: Burner) -> None:
     b.log("Migrating instances")
+    targets = _targets(b)
     jobs = []
     for name in b.instances:
         b.log(f"instance {name}", 1)
-        b.log("migration and migration cleanup", 2)
-        jobs.append(Job(name, [_op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=False),
+        b.log("migration and migration cleanup" +
+              (f" (to {targets[name]})" if targets[name] else ""), 2)
+        jobs.append(Job(name, [_op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=False,
+                                   target_node=targets[name]),
                                _op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=True)]))
     b.runner.run("migrate", jobs)
 

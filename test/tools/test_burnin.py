@@ -32,7 +32,7 @@ class FakeLuxi:
         self.jobs: dict[int, list[dict[str, Any]]] = {}
         self.calls: list[tuple[str, list[int]]] = []   # (SubmitJob|SubmitManyJobs, ids)
         self.results: dict[int, tuple[str, list[str], list[Any]]] = {}
-        self.existing: set[str] = set()
+        self.existing: dict[str, str] = {}       # instance -> primary node
 
     def _run(self, ops: list[dict[str, Any]]) -> int:
         job_id = len(self.jobs) + 1
@@ -49,10 +49,13 @@ class FakeLuxi:
                 statuses.append("error")
                 results.append(["OpExecError", [why]])
             else:
+                name = op.get("instance_name", "")
                 if op["OP_ID"] == "OP_INSTANCE_CREATE":
-                    self.existing.add(op["instance_name"])
+                    self.existing[name] = op.get("pnode") or self.nodes[0]
                 elif op["OP_ID"] == "OP_INSTANCE_REMOVE":
-                    self.existing.discard(op["instance_name"])
+                    self.existing.pop(name, None)
+                elif op.get("target_node"):
+                    self.existing[name] = op["target_node"]
                 statuses.append("success")
                 results.append([["tinyos", ["default", "minimal"], False]]
                                if op["OP_ID"] == "OP_OS_DIAGNOSE" else None)
@@ -79,8 +82,10 @@ class FakeLuxi:
         return [list(self.results[i]) for i in ids]
 
     def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
-        assert (what, fields, qfilter) == ("instance", ["name"], None)
-        return {"fields": [], "data": [[[0, n]] for n in sorted(self.existing)]}
+        assert what == "instance" and qfilter is None
+        values = {"name": lambda n: n, "pnode": lambda n: self.existing[n]}
+        return {"fields": [], "data": [[[0, values[f](n)] for f in fields]
+                                       for n in sorted(self.existing)]}
 
     def QueryNodes(self, names: list[str], fields: list[str], lock: bool) -> list[Any]:
         return [[n, False, False] for n in (names or self.nodes)]
@@ -403,7 +408,7 @@ def test_failed_import_leaves_the_instance_gone_and_the_others_removed() -> None
     rc, lines, err = _run(["-o", "tinyos", "-t", "file", *NOCHECK, *INSTANCES], cl, clock)
     assert rc == 1 and "export-import" in err[0] and "import script failed" in err[0]
     assert "  * instance i2 (gone already)" in lines
-    assert cl.removals() == ["i1", "i3"] and cl.existing == set()
+    assert cl.removals() == ["i1", "i3"] and cl.existing == {}
 
 
 def test_removal_goes_on_past_a_failed_removal() -> None:
@@ -415,5 +420,19 @@ def test_removal_goes_on_past_a_failed_removal() -> None:
     rc, lines, err = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, "--no-importexport",
                            *INSTANCES], cl, clock)
     assert rc == 1 and err[0].startswith("burnin: remove: job ") and "node1 is down" in err[0]
-    assert cl.removals() == INSTANCES and cl.existing == {"i1"}
+    assert cl.removals() == INSTANCES and list(cl.existing) == ["i1"]
     assert _timing_rows(lines)["remove"][0] == "failed"
+
+
+def test_failover_and_migration_targets_stay_within_the_selected_nodes() -> None:
+    clock = FakeClock()
+    cl = FakeLuxi(clock)
+    rc, _, _ = _run(["-o", "tinyos", "-t", "sharedfile", *NOCHECK, "-n", "node1,node3",
+                     "--disk-size", "8M", "--disk-growth", "4M", "i1", "i2", "i3"], cl, clock)
+    assert rc == 0
+    assert [o["pnode"] for o in cl.ops("OP_INSTANCE_CREATE")][:3] == ["node1", "node3", "node1"]
+    assert [o["target_node"] for o in cl.ops("OP_INSTANCE_FAILOVER")] == \
+        ["node3", "node1", "node3"]
+    migrations = [o for o in cl.ops("OP_INSTANCE_MIGRATE") if not o["cleanup"]]
+    assert [o["target_node"] for o in migrations] == ["node1", "node3", "node1"]
+    assert all("target_node" not in o for o in cl.ops("OP_INSTANCE_MIGRATE") if o["cleanup"])
