@@ -436,3 +436,65 @@ def test_failover_and_migration_targets_stay_within_the_selected_nodes() -> None
     migrations = [o for o in cl.ops("OP_INSTANCE_MIGRATE") if not o["cleanup"]]
     assert [o["target_node"] for o in migrations] == ["node1", "node3", "node1"]
     assert all("target_node" not in o for o in cl.ops("OP_INSTANCE_MIGRATE") if o["cleanup"])
+
+
+# --- -C/--http-check ----------------------------------------------------------------
+
+@pytest.fixture
+def web() -> Any:
+    """A local web server answering /hostname.txt with whatever the test sets."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        body = b""
+
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            self.send_response(200 if self.path == "/hostname.txt" else 404)
+            self.end_headers()
+            self.wfile.write(Handler.body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server, Handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _http_burner(name: str, clock: FakeClock) -> burnin.Burner:
+    opts = burnin_opts.parse_args(["-o", "tinyos", "-t", "diskless", "-C", "--net-timeout",
+                                   "3", name])
+    return burnin.Burner(opts, FakeLuxi(clock), out=lambda s: None, clock=clock,
+                         sleep=clock.advance)
+
+
+def test_http_check_accepts_the_instance_serving_its_name(web: Any) -> None:
+    server, handler = web
+    name = f"127.0.0.1:{server.server_address[1]}"
+    handler.body = f"{name}\n".encode()
+    _http_burner(name, FakeClock()).check_alive(name)
+
+
+def test_http_check_refuses_another_name(web: Any) -> None:
+    server, handler = web
+    name = f"127.0.0.1:{server.server_address[1]}"
+    handler.body = b"someone-else\n"
+    with pytest.raises(burnin.BurninFailure, match="Hostname mismatch"):
+        _http_burner(name, FakeClock()).check_alive(name)
+
+
+def test_http_check_gives_up_after_the_net_timeout(web: Any) -> None:
+    server, _ = web
+    name = f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    clock = FakeClock()
+    with pytest.raises(burnin.BurninFailure, match="Cannot contact"):
+        _http_burner(name, clock).check_alive(name)
+    assert clock.now >= 1003.0
