@@ -148,7 +148,15 @@ class Burner:
         begin = self.clock()
         before = self.runner.submitted
         try:
-            step.run(self)
+            try:
+                step.run(self)
+            except BurninFailure:
+                raise
+            except errors.GanetiError as exc:      # a query of the step, not a job
+                raise BurninFailure(step.name, "(cluster)", None,
+                                    format_job_error(exc)) from exc
+            except KeyboardInterrupt as exc:
+                raise BurninFailure(step.name, "(all)", None, "interrupted") from exc
         except BurninFailure:
             self.results.append(StepResult(step.name, "failed", self.clock() - begin,
                                            jobs=self.runner.submitted - before))

@@ -44,8 +44,10 @@ class BurninFailure(errors.GanetiError):
         self.instance = instance
         self.job_id = job_id
         self.message = message
-        where = f"job {job_id}" if job_id is not None else "job submission"
-        super().__init__(f"{step}: {where} for {instance} failed: {message}")
+        if job_id is not None:
+            super().__init__(f"{step}: job {job_id} for {instance} failed: {message}")
+        else:
+            super().__init__(f"{step}: {instance}: {message}")
 
 
 @dataclass
@@ -138,13 +140,15 @@ class JobRunner:
             answers = self.client.SubmitManyJobs([self._prepare(j) for j in jobs])
         except errors.GanetiError as exc:
             raise BurninFailure(step, ", ".join(j.instance for j in jobs), None,
-                                format_job_error(exc)) from exc
+                                "cannot submit the jobs: " + format_job_error(exc)) from exc
         self.submitted += len(jobs)
         results = []
         failure: BurninFailure | None = None
         for job, (ok, value) in zip(jobs, answers):
             if not ok:
-                failure = failure or BurninFailure(step, job.instance, None, _submit_error(value))
+                failure = failure or BurninFailure(step, job.instance, None,
+                                                  "cannot submit the job: "
+                                                  + _submit_error(value))
                 results.append(None)
                 continue
             try:
@@ -163,7 +167,8 @@ class JobRunner:
         try:
             job_id = self.client.SubmitJob(self._prepare(job))
         except errors.GanetiError as exc:
-            raise BurninFailure(step, job.instance, None, format_job_error(exc)) from exc
+            raise BurninFailure(step, job.instance, None,
+                                "cannot submit the job: " + format_job_error(exc)) from exc
         self.submitted += 1
         return int(job_id)
 

@@ -498,3 +498,38 @@ def test_http_check_gives_up_after_the_net_timeout(web: Any) -> None:
     with pytest.raises(burnin.BurninFailure, match="Cannot contact"):
         _http_burner(name, clock).check_alive(name)
     assert clock.now >= 1003.0
+
+
+def test_a_failed_query_inside_a_step_still_cleans_up() -> None:
+    clock = FakeClock()
+
+    class QueryDown(FakeLuxi):
+        def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+            if fields == ["name", "pnode"]:
+                raise errors.LuxiError("master socket closed")
+            return super().Query(what, fields, qfilter)
+    cl = QueryDown(clock)
+    rc, _, err = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES], cl, clock)
+    assert rc == 1 and err[0].startswith("burnin: failover: (cluster): ")
+    assert "master socket closed" in err[0]
+    assert cl.removals() == INSTANCES and cl.existing == {}
+
+
+def test_a_refused_submission_in_parallel_is_a_failure() -> None:
+    clock = FakeClock()
+
+    class Refusing(FakeLuxi):
+        def SubmitManyJobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
+            answers = []
+            for ops in jobs:
+                if ops[0]["OP_ID"] == "OP_INSTANCE_CREATE" and ops[0]["instance_name"] == "i2":
+                    answers.append([False, ["OpPrereqError", ["queue is drained", "wrong_state"]]])
+                else:
+                    answers.append([True, self.SubmitJob(ops)])
+            return answers
+    cl = Refusing(clock)
+    rc, _, err = _run(["-p", "-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES], cl, clock)
+    assert rc == 1
+    assert err[0].startswith("burnin: create: i2: cannot submit the job: ")
+    assert "queue is drained" in err[0]
+    assert cl.removals() == ["i1", "i3"]
