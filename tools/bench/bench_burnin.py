@@ -91,6 +91,9 @@ def main() -> int:
     for mode, extra in (("serial", []), ("parallel", ["-p"])):
         figures[f"3 nodes, 3 file, full burnin, {mode}"], tables[f"3-{mode}"] = \
             bench(3, [*extra, *full])
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs"
+          " (figures rise with it)")
     print(f"{'burnin (median of %d runs, process wall time)' % RUNS:52} {'seconds':>8}")
     for name, value in figures.items():
         print(f"{name:52} {value:8.2f}")
