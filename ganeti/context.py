@@ -17,7 +17,7 @@ from ganeti.pathutils import Paths
 if TYPE_CHECKING:
     from ganeti.cmdlib.hooksrunner import HooksRunner
     from ganeti.cmdlib.liveinfo import NodeInfoCache
-    from ganeti.config import ConfigWriter
+    from ganeti.config import ConfigReader, ConfigWriter
     from ganeti.events import EventBus
     from ganeti.jqueue import JobQueue
     from ganeti.locking import GanetiLockManager, LockMonitor
@@ -78,6 +78,15 @@ class MasterContext:
         if self.cfg is None:
             raise errors.ProgrammerError("This master context has no configuration")
         return self.cfg
+
+    def committed_cfg(self) -> ConfigReader:
+        """The committed configuration (``cfg.committed()``), what every query reads.
+
+        Readers never see a change before it is durable, nor one that fails
+        and is undone (see :mod:`ganeti.config`); take it once per answer.
+        :class:`errors.ProgrammerError` in a context without a config.
+        """
+        return self.require_cfg().committed()
 
     def require_rpc(self) -> RpcRunner:
         """``rpc``; :class:`errors.OpExecError` in a context without node RPC."""

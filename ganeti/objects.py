@@ -5,8 +5,9 @@ nodes, node groups, instances, disks and networks keyed by UUID, exactly as
 Ganeti's ``config.data`` (doc/protocols/config.md, "config.data").  Field names follow Ganeti.
 
 These objects are owned by :class:`ganeti.config.ConfigWriter`; they are
-mutable on purpose (an LU changes a live object and calls
-``cfg.update(obj)``).  They go to and from JSON only through
+mutable on purpose (an LU changes a working object and calls
+``cfg.update(obj)``; readers get committed copies nobody changes, see
+:mod:`ganeti.config`).  They go to and from JSON only through
 :mod:`ganeti.serializer` (``to_data``/``from_data``).
 
 Parameter dicts (``hvparams``, ``beparams``, ``nicparams``, ``ndparams``,

@@ -61,6 +61,7 @@ LAYERS: dict[str, int] = {
     # 3. mechanisms
     "ganeti.locking": 3,
     "ganeti.config": 3,
+    "ganeti.config.commit": 3,
     "ganeti.config.reader": 3,
     "ganeti.config.writer": 3,
     "ganeti.configcheck": 3,

@@ -31,7 +31,7 @@ from ganeti.cmdlib.node import sync_queue_to
 from ganeti.cmdlib.roles import (activate_master_ip, deactivate_master_ip,
                                  demote_from_candidates, master_ip_params,
                                  shrink_candidate_pool)
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
 from ganeti.objects import Cluster
 from ganeti.opcodes.cluster import (OpClusterDestroy, OpClusterPostInit, OpClusterQuery,
@@ -46,8 +46,9 @@ __all__ = ["LUClusterQuery", "LUClusterPostInit", "LUClusterDestroy", "LUCluster
 logger = logging.getLogger(__name__)
 
 
-def cluster_info(cfg: ConfigWriter) -> dict[str, Any]:
-    """The QueryClusterInfo dict (also the result of OP_CLUSTER_QUERY)."""
+def cluster_info(cfg: ConfigReader) -> dict[str, Any]:
+    """The QueryClusterInfo dict (also the result of OP_CLUSTER_QUERY), from ``cfg``
+    (the committed config: ``cfg.committed()``)."""
     cluster = cfg.get_cluster_info()
     master = cfg.get_node_info(cluster.master_node) if cluster.master_node else None
     data = serializer.to_data(cluster)
@@ -113,7 +114,7 @@ class LUClusterQuery(NoHooksLU[OpClusterQuery]):
         self.needed_locks = {}
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
-        return cluster_info(self.cfg)
+        return cluster_info(self.cfg.committed())
 
 
 class LUClusterPostInit(LogicalUnit[OpClusterPostInit]):
@@ -580,7 +581,7 @@ CLUSTER_FIELDS = query.make_table([
 
 def collect_cluster(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """The ``cluster`` resource: one item, the cluster info dict plus a few extras."""
-    cfg = context.require_cfg()
+    cfg = context.committed_cfg()
     info = cluster_info(cfg)
     cluster = cfg.get_cluster_info()
     info["serial_no"] = cfg.get_serial_no()

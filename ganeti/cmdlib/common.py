@@ -233,7 +233,8 @@ def redistribute(context: MasterContext, feedback_fn: FeedbackFn | None = None,
     if node_uuids is not None:
         wanted = set(node_uuids)
         nodes = [n for n in nodes if n.uuid in wanted]
-    values = ssconf.compute_ssconf_values(cfg.get_config_data())
+    # exactly what is on disk (the callers' own changes are durable by now)
+    values = ssconf.compute_ssconf_values(cfg.committed().get_config_data())
     ssconf.write_ssconf_files(paths, values)
     if rpc is None:
         return []

@@ -11,7 +11,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import policy
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node, select_named
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
 from ganeti.objects import Disk, Instance, NodeGroup
 from ganeti.opcodes.group import (OpGroupAdd, OpGroupAssignNodes, OpGroupRemove, OpGroupRename,
@@ -363,7 +363,7 @@ class LUGroupVerifyDisks(NoHooksLU[OpGroupVerifyDisks]):
 class GroupQueryData:
     """Members and instances per group, computed once per query."""
 
-    def __init__(self, cfg: ConfigWriter) -> None:
+    def __init__(self, cfg: ConfigReader) -> None:
         data = cfg.get_config_data()
         self.cluster = data.cluster
         self.nodes: dict[str, list[str]] = {u: [] for u in data.nodegroups}
@@ -418,7 +418,7 @@ GROUP_FIELDS = query.make_table([
 
 def collect_groups(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[list[Any], Any]:
     """The ``group`` resource; unknown explicitly named groups raise ECODE_NOENT."""
-    cfg = context.require_cfg()
+    cfg = context.committed_cfg()
     groups = select_named(cfg.get_all_nodegroups_info().values(),
                           query.requested_names(qfilter, "name"), "Node group(s)")
     return groups, GroupQueryData(cfg)

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from ganeti import constants, errors, locking, parameters, serializer
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import find_instance, find_node
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.objects import Cluster, Disk, Instance, Node
 from ganeti.opcodes.instance import OpInstanceBase
 from ganeti.pathutils import Paths
@@ -127,7 +127,7 @@ def instance_rpc_dict(cfg: ConfigWriter, inst: Instance, disks: list[Disk] | Non
     return data
 
 
-def hv_list_and_params(cfg: ConfigWriter) -> tuple[list[str], dict[str, dict[str, Any]]]:
+def hv_list_and_params(cfg: ConfigReader) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """``(enabled hypervisors, {hv: filled cluster hvparams})`` for listing calls."""
     cluster = cfg.get_cluster_info()
     hvs = list(cluster.enabled_hypervisors)

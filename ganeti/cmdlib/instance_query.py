@@ -17,7 +17,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import find_instance, select_named
 from ganeti.cmdlib.instance import hv_list_and_params, runtime_status
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
 from ganeti.objects import NIC, Instance
 from ganeti.opcodes.instance import OpInstanceQueryData
@@ -33,7 +33,7 @@ _MAX_NICS = 8
 class InstanceQueryContext:
     """What the getters read: config snapshots, live data and caches."""
 
-    def __init__(self, cfg: ConfigWriter, live: dict[str, Any] | None, failed: set[str]) -> None:
+    def __init__(self, cfg: ConfigReader, live: dict[str, Any] | None, failed: set[str]) -> None:
         data = cfg.get_config_data()
         self.cluster = data.cluster
         self.nodes = data.nodes
@@ -283,8 +283,8 @@ INSTANCE_FIELDS = query.make_table([
 ])
 
 
-def _collect_live(context: MasterContext) -> tuple[dict[str, Any], set[str]]:
-    cfg = context.require_cfg()
+def _collect_live(context: MasterContext,
+                  cfg: ConfigReader) -> tuple[dict[str, Any], set[str]]:
     live: dict[str, Any] = {}
     failed: set[str] = set()
     nodes = [n for n in cfg.get_all_nodes_info().values() if not n.offline and n.vm_capable]
@@ -306,11 +306,11 @@ def _collect_live(context: MasterContext) -> tuple[dict[str, Any], set[str]]:
 def collect_instances(context: MasterContext, qfilter: Any,
                       needs: set[str]) -> tuple[list[Any], Any]:
     """Items and context of the ``instance`` resource (see module docstring)."""
-    cfg = context.require_cfg()
+    cfg = context.committed_cfg()
     items = select_named(cfg.get_all_instances_info().values(),
                          query.requested_names(qfilter, "name"), "Instance(s)",
                          verdict="not known")
-    live, failed = (_collect_live(context) if "live" in needs else (None, set()))
+    live, failed = (_collect_live(context, cfg) if "live" in needs else (None, set()))
     return items, InstanceQueryContext(cfg, live, failed)
 
 
@@ -319,8 +319,8 @@ def _plain(value: Any) -> Any:
 
 
 def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) -> dict[str, Any]:
-    """The OP_INSTANCE_QUERY_DATA result: ``{name: details}``."""
-    cfg = lu.cfg
+    """The OP_INSTANCE_QUERY_DATA result: ``{name: details}``, from the committed config."""
+    cfg = lu.cfg.committed()
     cluster = cfg.get_cluster_info()
     if names:
         insts = []
@@ -331,7 +331,7 @@ def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) ->
             insts.append(inst)
     else:
         insts = list(cfg.get_all_instances_info().values())
-    live, failed = (None, set()) if static else _collect_live(lu.context)
+    live, failed = (None, set()) if static else _collect_live(lu.context, cfg)
     ctx = InstanceQueryContext(cfg, live, failed)
     result = {}
     for inst in insts:

@@ -26,7 +26,7 @@ from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats,
                                   decide_self_promotion, expand_group, expand_node,
                                   is_eligible, node_role, redistribute, select_named)
 from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
 from ganeti.objects import Cluster, Node, NodeGroup
 from ganeti.opcodes.node import OpNodeAdd, OpNodePowercycle, OpNodeRemove, OpNodeSetParams
@@ -454,7 +454,7 @@ class LUNodePowercycle(NoHooksLU[OpNodePowercycle]):
 class NodeQueryData:
     """What the node field getters read: config snapshot plus optional live data."""
 
-    def __init__(self, cfg: ConfigWriter, live: dict[str, Any] | None) -> None:
+    def __init__(self, cfg: ConfigReader, live: dict[str, Any] | None) -> None:
         data = cfg.get_config_data()
         self.master_uuid = data.cluster.master_node
         self.cluster = data.cluster
@@ -609,7 +609,7 @@ def collect_live(context: MasterContext, nodes: list[Node]) -> dict[str, Any]:
         online = [n for n in online if n.uuid in wanted]
         if not online:
             return live
-    cluster = context.require_cfg().get_cluster_info()
+    cluster = context.committed_cfg().get_cluster_info()
     hv = cluster.primary_hypervisor
     results = context.rpc.call_node_info([n.name for n in online], _storage_units(cluster),
                                          [[hv, dict(cluster.hvparams.get(hv, {}))]])
@@ -631,7 +631,7 @@ def collect_nodes(context: MasterContext, qfilter: Any, needs: set[str]) -> tupl
 
     Explicitly named nodes that do not exist raise OpPrereqError ECODE_NOENT.
     """
-    cfg = context.require_cfg()
+    cfg = context.committed_cfg()
     nodes = select_named(cfg.get_all_nodes_info().values(),
                          query.requested_names(qfilter, "name"), "Node(s)")
     live = collect_live(context, nodes) if "live" in needs else None

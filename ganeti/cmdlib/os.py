@@ -23,7 +23,7 @@ def diagnose_os(context: MasterContext) -> list[dict[str, Any]]:
     """One dict per OS name: name, valid, variants, parameters, api_versions,
     node_status ``{node: [[path, status, diagnose, variants, params, api], ...]}``,
     hidden, blacklisted."""
-    cfg = context.require_cfg()
+    cfg = context.committed_cfg()
     cluster = cfg.get_cluster_info()
     nodes = [n for n in cfg.get_all_nodes_info().values() if not n.offline and n.vm_capable]
     names = sorted(n.name for n in nodes)
@@ -106,7 +106,7 @@ def collect_os(context: MasterContext, qfilter: Any, needs: set[str]) -> tuple[l
         if missing:
             raise errors.OpPrereqError(f"OS(es) {', '.join(map(str, missing))} not known",
                                        errors.ECODE_NOENT)
-    return items, context.require_cfg().get_cluster_info()
+    return items, context.committed_cfg().get_cluster_info()
 
 
 class LUOsDiagnose(NoHooksLU[OpOsDiagnose]):

@@ -69,7 +69,7 @@ class ConfigReader:
     # whole config
 
     def get_config_data(self) -> ConfigData:
-        """The live root object (careful: changes must go through mutators)."""
+        """The root object itself (careful: changes must go through mutators)."""
         with self._lock:
             return self._data
 
@@ -79,7 +79,7 @@ class ConfigReader:
             return self._data.serial_no
 
     def get_cluster_info(self) -> Cluster:
-        """The live Cluster object."""
+        """The Cluster object itself."""
         with self._lock:
             return self._data.cluster
 
@@ -98,7 +98,7 @@ class ConfigReader:
             return None if uuid is None else self._data.nodes[uuid]
 
     def get_all_nodes_info(self) -> dict[str, Node]:
-        """All nodes, by UUID (a new dict of the live objects)."""
+        """All nodes, by UUID (a new dict of the stored objects)."""
         with self._lock:
             return dict(self._data.nodes)
 

@@ -16,6 +16,7 @@ import uuid as uuidlib
 from typing import Any, Callable, Iterable, Iterator
 
 from ganeti import configfile, constants, errors, serializer
+from ganeti.config.commit import Change, Publications, publish
 from ganeti.config.reader import ConfigReader
 from ganeti.configfile import load_config_data, sync_members as _sync_members
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
@@ -51,10 +52,12 @@ class ConfigWriter(ConfigReader):
         self._saved_by_thread = threading.local()
         raw, data = configfile.read_config(path)
         super().__init__(data, threading.RLock())
-        # the newest document on disk and the newest one handed to the committer:
-        # what a failed write or a failed snapshot rolls memory back to
-        self._durable: tuple[int, bytes] = (self._data.serial_no, raw)
-        self._queued: tuple[int, bytes] = self._durable
+        # what readers see: a tree of its own, never the working one (copy on write)
+        committed = configfile.decode_config(raw)
+        _sync_members(committed)
+        self._pubs = Publications(data.serial_no, raw, committed)
+        # objects saved since the last snapshot: copied into the next published tree
+        self._changed: set[Change] = set()
         # (store, uuid) -> serial of the change that last touched the object
         self._touched: dict[tuple[str, str], int] = {}
         self._broken: str | None = None
@@ -67,6 +70,19 @@ class ConfigWriter(ConfigReader):
         # JSON of instances/disks reused while their serial_no/mtime are unchanged
         self._fragments = serializer.FragmentCache(("instances", "disks"))
         _sync_members(self._data)
+
+    def committed(self) -> ConfigReader:
+        """The committed configuration, for readers (queries, ssconf, events).
+
+        A :class:`ConfigReader` over the tree of the newest config file on
+        disk: changes in progress (an LU's in-place edits, a write not yet
+        durable, a write that fails and is undone) are never in it.  Its
+        objects are shared and must not be changed.  Lock-free; keep the
+        reader for the whole of one answer to see one consistent serial.
+        During ``on_change(data, serial)`` it is exactly the tree of
+        ``serial``.
+        """
+        return self._pubs.committed()
 
     # ------------------------------------------------------------------
     # creation
@@ -139,19 +155,21 @@ class ConfigWriter(ConfigReader):
         self._dirty = False
         try:
             _sync_members(self._data)
-            raw = self._fragments.dumps_bytes(self._data)
-        except errors.GanetiError as exc:
+            tree = publish(self._pubs.base, self._data, self._changed)
+            raw = self._fragments.dumps_bytes(tree)
+        except (errors.GanetiError, TypeError) as exc:
             logger.error("Configuration serial %s cannot be serialised (%s); the change"
                          " is undone", self._data.serial_no, exc)
-            self._rollback(*self._queued)
+            self._rollback(*self._pubs.queued_document)
             raise errors.ConfigurationError(
                 f"The configuration change cannot be saved and was undone: {exc}") from exc
         serial = self._data.serial_no
         self._committer.queue(serial, raw)
-        self._queued = (serial, raw)
+        self._pubs.queue(serial, raw, tree)
+        self._changed = set()
         self._saved_by_thread.pending = (self._committer, serial)
         if len(self._touched) > _TOUCHED_PRUNE:
-            durable = self._durable[0]
+            durable = self._pubs.durable_document[0]
             self._touched = {k: v for k, v in self._touched.items() if v > durable}
 
     def _check_writable(self) -> None:
@@ -194,12 +212,12 @@ class ConfigWriter(ConfigReader):
             self._write_fn(self._path, raw)
         except Exception as exc:
             with self._lock:
-                durable_serial, durable_raw = self._durable
+                durable_serial, durable_raw = self._pubs.durable_document
                 logger.critical("Writing configuration serial %s to %s failed: %s; the"
                                 " change is undone in memory, which stays at serial %s"
                                 " as on disk", serial, self._path, exc, durable_serial)
                 self._committer = self._new_committer(durable_serial)
-                self._queued = self._durable
+                self._pubs.discard()
                 self._rollback(durable_serial, durable_raw)
             raise errors.ConfigurationError(
                 f"Cannot write the configuration file {self._path}: {exc}; the change"
@@ -212,13 +230,12 @@ class ConfigWriter(ConfigReader):
                             " further changes are refused until the master daemon"
                             " reloads the configuration", serial, self._path, exc)
             raise
-        self._durable = (serial, raw)
 
     def _rollback(self, serial: int, raw: bytes) -> None:
         """Put the tree back to the document ``raw`` of ``serial`` (config lock held).
 
         Objects touched by a later change get their fields back in place
-        (holders of the live objects keep valid references), objects added
+        (holders of the working objects keep valid references), objects added
         later are dropped and removed ones restored.  If this fails the
         writer is broken (see the module docstring).
         """
@@ -233,13 +250,19 @@ class ConfigWriter(ConfigReader):
             raise
         finally:
             self._dirty = False
+            self._changed = set()
             self._invalidate()
             self._fragments.clear()
 
     def _notify(self, serial: int, raw: bytes) -> None:
-        """GroupCommitter ``after_write``: ``on_change`` under the config lock."""
-        if self._on_change is not None:
-            with self._lock:
+        """GroupCommitter ``after_write``: publish ``serial``, then ``on_change``.
+
+        Both under the config lock, so that ``on_change`` sees
+        :meth:`committed` at exactly ``serial``.
+        """
+        with self._lock:
+            self._pubs.durable(serial)
+            if self._on_change is not None:
                 self._on_change(raw, serial)
 
     def last_saved_serial(self) -> int:
@@ -251,13 +274,20 @@ class ConfigWriter(ConfigReader):
         return getattr(self._saved_by_thread, "serial", 0)
 
     def _touch(self, obj: Any, *, new: bool = False) -> None:
-        self._touched[(configfile.store_of(obj), obj.uuid)] = self._data.serial_no + 1
+        key = (configfile.store_of(obj), obj.uuid)
+        self._touched[key] = self._data.serial_no + 1
+        self._changed.add(key)
         now = self._clock()
         if new:
             obj.ctime = obj.ctime or now
             obj.serial_no = max(obj.serial_no, 0)
         obj.serial_no += 1
         obj.mtime = now
+
+    def _forget(self, store: str, uuid: str) -> None:
+        """Remove ``uuid`` from the working ``store`` (if there) and record the change."""
+        getattr(self._data, store).pop(uuid, None)
+        self._changed.add((store, uuid))
 
     def _check_name_free(self, name: str, kind: str, own_uuid: str = "") -> None:
         if not name:
@@ -357,7 +387,7 @@ class ConfigWriter(ConfigReader):
         """The config serialised exactly as it is (or will be) saved."""
         with self._lock:
             _sync_members(self._data)
-            return self._fragments.dumps_bytes(self._data)
+            return self._fragments.dumps_bytes(publish(self._pubs.base, self._data, self._changed))
 
     # ------------------------------------------------------------------
     # nodes
@@ -386,7 +416,7 @@ class ConfigWriter(ConfigReader):
         with self._mutation():
             if uuid not in self._data.nodes:
                 raise errors.ConfigurationError(f"Unknown node {uuid}")
-            del self._data.nodes[uuid]
+            self._forget("nodes", uuid)
             self._invalidate()
             self._save()
 
@@ -417,7 +447,7 @@ class ConfigWriter(ConfigReader):
             if members:
                 raise errors.ConfigurationError(
                     f"Node group {group.name} still has nodes: {', '.join(sorted(members))}")
-            del self._data.nodegroups[uuid]
+            self._forget("nodegroups", uuid)
             self._invalidate()
             self._save()
 
@@ -472,8 +502,8 @@ class ConfigWriter(ConfigReader):
         with self._mutation():
             inst = self._get_instance(uuid)
             for disk in inst.disks:
-                self._data.disks.pop(disk, None)
-            del self._data.instances[uuid]
+                self._forget("disks", disk)
+            self._forget("instances", uuid)
             self._invalidate()
             self._save()
 
@@ -509,7 +539,7 @@ class ConfigWriter(ConfigReader):
                 raise errors.ConfigurationError(
                     f"Disk {disk_uuid} does not belong to instance {inst.name}")
             inst.disks.remove(disk_uuid)
-            self._data.disks.pop(disk_uuid, None)
+            self._forget("disks", disk_uuid)
             self._touch(inst)
             self._save()
 
@@ -541,7 +571,7 @@ class ConfigWriter(ConfigReader):
     # generic update
 
     def update(self, obj: Cluster | Node | NodeGroup | Instance | Disk | Network) -> None:
-        """Save changes made to a live object returned by a getter.
+        """Save changes made to a working object returned by a getter.
 
         Raises :class:`errors.ConfigurationError` if ``obj`` is not the
         stored object (e.g. a copy) or its new name clashes.

@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from ganeti import errors, ssconf
+from ganeti import configfile, errors, ssconf
 from ganeti.aliases import FeedbackFn
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.pathutils import Paths
 from ganeti.replication.core import (JOB_LINGER, QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
                                      QUEUE_RESYNC_MAX_INTERVAL, REPLICATION_TIMEOUT,
@@ -199,8 +199,8 @@ class Replicator:
         self._job_thread: threading.Thread | None = None
 
     # targets ---------------------------------------------------------------------
-    def refresh_targets(self, cfg: ConfigWriter) -> None:
-        """Recompute the candidate and node lists from ``cfg``."""
+    def refresh_targets(self, cfg: ConfigReader) -> None:
+        """Recompute the candidate and node lists from ``cfg`` (the committed config)."""
         candidates, nodes = replication_targets(cfg.get_config_data())
         with self._cond:
             self._plan.set_targets(candidates, nodes)
@@ -247,14 +247,26 @@ class Replicator:
     def on_config_change(self, cfg: ConfigWriter, data: bytes, serial: int) -> None:
         """ConfigWriter ``on_change``: queue ``data``, the bytes of config ``serial``.
 
-        ``serial`` is the one written in ``data`` (with group commit the
-        in-memory config may already be newer, never older).  Called with
-        the config lock held, so the targets and ssconf values read here are
-        consistent; they may belong to a newer serial than ``data``, which
-        is harmless: the push of that newer serial follows.  A serial older
+        ``serial`` is the one written in ``data``.  With group commit the
+        writer's working config may already be newer, so the targets and the
+        ssconf values come from ``cfg.committed()``, which during
+        ``on_change`` is exactly the tree of ``serial`` (see
+        :mod:`ganeti.config`): a node never gets ssconf values of a config
+        other than the one pushed with them.  Should the committed tree
+        hold another serial (a caller other than the writer's hook), ``data``
+        itself is decoded (and dropped if it is no config).  A serial older
         than one already queued is ignored.  Returns at once.
         """
-        config_data = cfg.get_config_data()
+        config_data = cfg.committed().get_config_data()
+        if config_data.serial_no != serial:
+            logger.warning("Replicating configuration serial %s while the committed one"
+                           " is %s; computing its ssconf values from its own bytes",
+                           serial, config_data.serial_no)
+            try:
+                config_data = configfile.decode_config(data)
+            except errors.SerializationError as exc:
+                logger.error("Configuration serial %s is not replicated: %s", serial, exc)
+                return
         candidates, nodes = replication_targets(config_data)
         values = ssconf.compute_ssconf_values(config_data)
         with self._cond:

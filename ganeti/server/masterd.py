@@ -83,7 +83,7 @@ class LuxiDispatcher:
             "QueryExports": lambda nodes, use_locking=False:
                 cmdlib_backup.query_exports(context, nodes, use_locking),
             "QueryConfigValues": self._query_config_values,
-            "QueryClusterInfo": lambda: cluster_info(context.require_cfg()),
+            "QueryClusterInfo": lambda: cluster_info(context.committed_cfg()),
             "QueryTags": self._query_tags,
             "SetDrainFlag": self._set_drain_flag,
             "SetWatcherPause": self._set_watcher_pause,
@@ -165,7 +165,7 @@ class LuxiDispatcher:
         until = watcherpause.check_until(until)
         with self._pause_lock:   # concurrent requests: the last one wins everywhere
             watcherpause.write_pause(self.context.paths.watcher_pause_file, until)
-            cfg, rpc = self.context.require_cfg(), self.context.rpc
+            cfg, rpc = self.context.committed_cfg(), self.context.rpc
             if rpc is None:
                 return until
             master = cfg.get_master_node_name()
@@ -191,7 +191,7 @@ class LuxiDispatcher:
         if not isinstance(fields, list):
             raise errors.ParameterError("QueryConfigValues: fields must be a list",
                                         errors.ECODE_INVAL)
-        cfg = self.context.require_cfg()
+        cfg = self.context.committed_cfg()
         cluster = cfg.get_cluster_info()
         jq = self.context.require_jqueue()
         getters: dict[str, Callable[[], Any]] = {
@@ -215,7 +215,7 @@ class LuxiDispatcher:
         return result
 
     def _query_tags(self, kind: Any, name: Any) -> list[str]:
-        cfg = self.context.require_cfg()
+        cfg = self.context.committed_cfg()
         if kind == constants.TAG_CLUSTER:
             obj: Any = cfg.get_cluster_info()
         elif kind == constants.TAG_NODE:
@@ -275,15 +275,15 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     # replication: config to candidates, ssconf to every node, job files to
     # candidates; see ganeti.replication and doc/design/replication.md
     replicator = Replicator(paths, rpc)
-    replicator.refresh_targets(cfg)
+    replicator.refresh_targets(cfg.committed())
     change_hooks.append(lambda raw, serial: replicator.on_config_change(cfg, raw, serial))
     # one bus for job, instance and node events (doc/protocols/events.md)
     bus = events.EventBus(event_buffer, last_id=events.initial_event_id())
-    tracker = ConfigEventTracker(bus, cfg.get_config_data())
+    tracker = ConfigEventTracker(bus, cfg.committed().get_config_data())
 
     def _config_events(raw: bytes, serial: int) -> None:
-        try:
-            tracker.on_change(cfg.get_config_data())
+        try:   # the committed tree is exactly that of ``serial`` here
+            tracker.on_change(cfg.committed().get_config_data())
         except Exception:  # never fail the config write that carried the change
             logger.exception("Cannot publish the events of configuration serial %s", serial)
 

@@ -356,7 +356,7 @@ def _add_nodes_to_config(vc: VCluster, nodes: Sequence[VNode]) -> None:
         for node in nodes:
             cfg.add_node(objects.Node(name=node.name, primary_ip=node.ip,
                                       secondary_ip=node.ip, master_candidate=False))
-    values = ssconf.compute_ssconf_values(cfg.get_config_data())
+    values = ssconf.compute_ssconf_values(cfg.committed().get_config_data())
     for node in [master_node, *nodes]:
         ssconf.write_ssconf_files(Paths(root=node.root), values)
     bootstrap.start_masterd(master, env=env, extra_args=vc.masterd_args)

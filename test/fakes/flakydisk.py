@@ -5,6 +5,11 @@
 except while :attr:`full` is set, when every call raises ``OSError(ENOSPC)``
 and writes nothing.  :meth:`wait_failures` lets a test wait until the code
 under test has hit the full disk a number of times.
+
+``GatedWriter()`` is a ``write_fn`` for :class:`ganeti.config.ConfigWriter`
+that holds its next write, once armed, until the test opens the gate: the
+test can look at everything while a write is in progress, then let it
+succeed or fail with ENOSPC.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from ganeti import configfile
 from ganeti.utils import io as uio
 
 _write_files_atomic = uio.write_files_atomic   # the real one, even if a test patches uio
@@ -49,3 +55,50 @@ class FlakyDisk:
                 if left <= 0:
                     raise AssertionError(f"{self.failures} of {count} writes failed")
                 self._cond.wait(left)
+
+
+class GatedWriter:
+    """A config ``write_fn`` that holds the next armed writes, each until one :meth:`open`.
+
+    ``arm(count)`` holds the next ``count`` writes; each held write waits
+    for its own :meth:`open`, then goes to disk, or fails with ENOSPC and
+    writes nothing (``arm(fail=True)``).  :attr:`held` counts the writes
+    held so far; :meth:`wait_held` waits for that count.
+    """
+
+    def __init__(self, timeout: float = 20.0) -> None:
+        self.timeout = timeout
+        self.held = 0
+        self._armed = 0
+        self._fail = False
+        self._permits = threading.Semaphore(0)
+        self._cond = threading.Condition()
+
+    def arm(self, count: int = 1, *, fail: bool = False) -> None:
+        """Hold the next ``count`` writes (and make them fail with ENOSPC if ``fail``)."""
+        with self._cond:
+            self._armed, self._fail = count, fail
+
+    def open(self) -> None:
+        """Let one held write (the current or the next) go on."""
+        self._permits.release()
+
+    def wait_held(self, count: int) -> None:
+        """Block until ``count`` writes have been held (AssertionError after ``timeout``)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self.held >= count, self.timeout):
+                raise AssertionError(f"{self.held} of {count} writes were held")
+
+    def __call__(self, path: str, raw: bytes) -> None:
+        with self._cond:
+            hold, fail = self._armed > 0, self._fail
+            if hold:
+                self._armed -= 1
+                self.held += 1
+                self._cond.notify_all()
+        if hold:
+            if not self._permits.acquire(timeout=self.timeout):
+                raise AssertionError("the gated write was never released")
+            if fail:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        configfile.write_config_file(path, raw)

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fakes import FakeRpc, make_config  # noqa: E402
+from fakes import FakeRpc, GatedWriter, make_config  # noqa: E402
 from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
 
-from ganeti import opcodes, serializer, ssconf  # noqa: E402
+from ganeti import configfile, opcodes, serializer, ssconf  # noqa: E402
 from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
 from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
@@ -357,3 +358,54 @@ def test_real_node_daemons_replication_verify_and_node_ops(tmp_path, monkeypatch
         finally:
             ctx.jqueue.shutdown(timeout=10)
             ctx.replicator.stop(timeout=10)
+
+
+def test_ssconf_pushed_with_a_config_is_computed_from_exactly_that_config(tmp_path) -> None:
+    """Grouped writes: the working config is one change ahead when a write lands.
+
+    The write of the first change is held; a second change (cluster tags,
+    an ssconf value) is queued behind it.  The push of the first serial
+    must carry that serial's ssconf values (no new tag), locally and on
+    the wire; the second push carries the tag.
+    """
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3, candidates=2)
+    gate = GatedWriter(timeout=20)
+    cfg._write_fn = gate
+    first_serial = cfg.get_serial_no() + 1
+    gate.arm(2)         # hold both writes, each until its own open()
+    done: list[int] = []
+    first = threading.Thread(target=lambda: done.append(_tag(cfg, "not-in-ssconf")), daemon=True)
+    first.start()
+    gate.wait_held(1)
+    cluster = cfg.get_cluster_info()
+    cluster.tags.append("second")
+    second = threading.Thread(target=lambda: done.append(cfg.update(cluster) or 0), daemon=True)
+    second.start()
+    deadline = time.monotonic() + 20
+    while cfg.get_serial_no() < first_serial + 1:       # queued behind the held write
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    gate.open()         # the first write lands (carrying only the first change)
+    first.join(20)
+    gate.wait_held(2)   # the second write waits: the first push is all there is
+    assert rep.wait_replicated(first_serial, timeout=10) and rep.flush(timeout=10)
+    pushes = rpc.calls_to("replicate_state")
+    assert pushes
+    for _, (config, values, _) in pushes:
+        pushed = serializer.loads(config[1].encode())
+        assert pushed["serial_no"] == first_serial and "second" not in pushed["cluster"]["tags"]
+        assert values is None or values["cluster_tags"] == ""
+    assert ssconf.SimpleStore(paths).read_lines("cluster_tags") == []
+    gate.open()
+    second.join(20)
+    assert len(done) == 2
+    assert rep.wait_replicated(first_serial + 1, timeout=10) and rep.flush(timeout=10)
+    _, (config, values, _) = rpc.calls_to("replicate_state")[-1]
+    assert serializer.loads(config[1].encode())["serial_no"] == first_serial + 1
+    assert values is not None and values["cluster_tags"] == "second"
+    assert ssconf.SimpleStore(paths).read_lines("cluster_tags") == ["second"]
+    for _, (config, values, _) in rpc.calls_to("replicate_state"):
+        if values is not None:
+            assert values == ssconf.compute_ssconf_values(configfile.decode_config(
+                config[1].encode()))
+    rep.stop(timeout=5)

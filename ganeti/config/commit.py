@@ -1,0 +1,168 @@
+"""Copy-on-write publishing: what readers see is only ever committed config.
+
+The writer's *working* tree (:mod:`ganeti.config.writer`) is where logical
+units and mutators make their changes, in place.  Readers never look at it:
+they get the *committed* tree, a separate :class:`ConfigData` that is
+exactly the newest document on disk and that nobody changes once it is
+published.
+
+For every snapshot the writer builds a *published* tree with
+:func:`publish`: the previous published tree, with every object that a
+change saved since then (``changed``, the ``(store, uuid)`` pairs of
+touched, added and removed objects) replaced by a deep copy of its
+working version (or dropped), and the root's own fields copied.  Objects
+nobody changed are shared between consecutive published trees, so a
+snapshot costs copies of the changed objects plus one dict copy per
+changed store.  That tree is what gets serialised and written: the bytes
+on disk, the bytes replicated and the tree readers see are the same
+thing.  In-place edits of a working object that its owner has not saved
+(``cfg.update``) are in none of them.
+
+:class:`Publications` tracks the trees: the committed one (and its bytes),
+the newest queued one (what the next snapshot builds on), and the queued
+ones not durable yet.  :meth:`Publications.durable` makes a queued tree
+the committed one, only after its write succeeded;
+:meth:`Publications.discard` forgets every queued tree after a failed
+write (readers keep the committed one, which is still what is on disk).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from ganeti.config.reader import ConfigReader
+from ganeti.configfile import STORES
+from ganeti.objects import ConfigData, NodeGroup
+
+__all__ = ["Change", "Publications", "clone", "publish"]
+
+#: ``(store, uuid)`` of a changed object; the store is a ``ConfigData``
+#: field name (``"nodes"``, ...) or ``"cluster"``
+Change = tuple[str, str]
+
+_ROOT_FIELDS = tuple(f.name for f in dataclasses.fields(ConfigData)
+                     if f.name != "cluster" and f.name not in STORES.values())
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a config object: shares nothing mutable with ``obj``."""
+    return copy.deepcopy(obj)
+
+
+def _members(nodes: dict[str, Any], groups: dict[str, NodeGroup]) -> dict[str, list[str]]:
+    members: dict[str, list[str]] = {g: [] for g in groups}
+    for node in sorted(nodes.values(), key=lambda n: n.name):
+        if node.group in members:
+            members[node.group].append(node.uuid)
+    return members
+
+
+def publish(base: ConfigData, working: ConfigData, changed: set[Change]) -> ConfigData:
+    """The published tree of ``working``: ``base`` plus copies of the ``changed`` objects.
+
+    ``base`` is the previous published tree and is not modified; the result
+    shares its unchanged objects and store dicts.  Node group ``members``
+    are recomputed from the published nodes whenever a node or a group
+    changed.  The root's own fields (serial, times, filters) are copied
+    from ``working``.
+    """
+    root: dict[str, Any] = {name: copy.deepcopy(getattr(working, name)) for name in _ROOT_FIELDS}
+    by_store: dict[str, list[str]] = {}
+    for kind, key in changed:
+        by_store.setdefault(kind, []).append(key)
+    root["cluster"] = clone(working.cluster) if "cluster" in by_store else base.cluster
+    fresh: set[int] = set()
+    for name in STORES.values():
+        uuids = by_store.get(name)
+        if not uuids:
+            root[name] = getattr(base, name)
+            continue
+        current: dict[str, Any] = getattr(working, name)
+        store: dict[str, Any] = dict(getattr(base, name))
+        for uuid in uuids:
+            obj = current.get(uuid)
+            if obj is None:
+                store.pop(uuid, None)
+            else:
+                store[uuid] = copied = clone(obj)
+                fresh.add(id(copied))
+        root[name] = store
+    if "nodes" in by_store or "nodegroups" in by_store:
+        groups: dict[str, NodeGroup] = root["nodegroups"]
+        members = _members(root["nodes"], groups)
+        for uuid, group in list(groups.items()):
+            if group.members == members[uuid]:
+                continue
+            if id(group) not in fresh:
+                if groups is base.nodegroups:
+                    groups = root["nodegroups"] = dict(groups)
+                group = groups[uuid] = clone(group)
+            group.members = members[uuid]
+    return ConfigData(**root)
+
+
+@dataclasses.dataclass
+class _Tree:
+    serial: int
+    raw: bytes
+    data: ConfigData
+
+
+class Publications:
+    """The committed tree, the newest queued one and those still being written.
+
+    Not thread-safe on its own: the writer calls every method with its
+    config lock held, except :meth:`committed`, which is one attribute
+    read (readers never wait for the config lock).
+    """
+
+    def __init__(self, serial: int, raw: bytes, data: ConfigData) -> None:
+        tree = _Tree(serial, raw, data)
+        self._durable = tree
+        self._queued = tree
+        self._pending: dict[int, _Tree] = {}
+        self._reader = ConfigReader(data)
+
+    def committed(self) -> ConfigReader:
+        """A reader over the committed tree (exactly the newest file on disk)."""
+        return self._reader
+
+    @property
+    def durable_document(self) -> tuple[int, bytes]:
+        """Serial and bytes of the newest document on disk."""
+        return self._durable.serial, self._durable.raw
+
+    @property
+    def queued_document(self) -> tuple[int, bytes]:
+        """Serial and bytes of the newest document handed to the committer."""
+        return self._queued.serial, self._queued.raw
+
+    @property
+    def base(self) -> ConfigData:
+        """The newest queued tree: what the next :func:`publish` builds on."""
+        return self._queued.data
+
+    def queue(self, serial: int, raw: bytes, data: ConfigData) -> None:
+        """Remember the published tree ``data`` of ``serial`` (serialised as ``raw``)."""
+        self._queued = self._pending[serial] = _Tree(serial, raw, data)
+
+    def durable(self, serial: int) -> None:
+        """``serial`` is on disk: its tree becomes the committed one.
+
+        Older queued trees are dropped (the write of ``serial`` carried
+        them).  A serial not queued here (e.g. queued before a
+        :meth:`discard`) changes nothing.
+        """
+        tree = self._pending.get(serial)
+        if tree is None:
+            return
+        self._pending = {s: t for s, t in self._pending.items() if s > serial}
+        self._durable = tree
+        self._reader = ConfigReader(tree.data)
+
+    def discard(self) -> None:
+        """A write failed: forget every queued tree; the next snapshot builds on the committed one."""
+        self._pending.clear()
+        self._queued = self._durable
