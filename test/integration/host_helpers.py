@@ -1,19 +1,23 @@
 """Host resources the full-disk and denial-of-service tests need (and the soak script).
 
 Each helper answers a *reason* when the resource cannot be had here (not
-root, no mount permission, a descriptor limit too low) and ``""`` when it
-worked, so a test can ``pytest.skip(reason)`` and the soak script can
+root, no mount permission, a descriptor limit too low, no strace) and ``""``
+when it worked, so a test can ``pytest.skip(reason)`` and the soak script can
 print it.
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import resource
+import shutil
 import subprocess
+import time
+from collections.abc import Sequence
 
-__all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless"]
+__all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls"]
 
 
 def mount_tmpfs(path: str, size: str, what: str = "the test") -> str:
@@ -67,3 +71,65 @@ def skip_unless(reason: str) -> None:
     if reason:
         import pytest
         pytest.skip(reason)
+
+
+class SlowSyscalls:
+    """Make ``syscalls`` of the running process ``pid`` take ``delay_s`` longer.
+
+    ``strace --seccomp-bpf -f -p PID -e inject=<syscalls>:delay_enter=...``
+    stops only at those calls (threads started later included), so the
+    rest of the daemon runs at full speed.  :attr:`reason` is ``""`` once
+    every thread of ``pid`` is traced, else why not (no strace, ptrace not
+    permitted).  :meth:`stop` detaches.
+    """
+
+    def __init__(self, pid: int, syscalls: Sequence[str], delay_s: float,
+                 timeout: float = 10.0) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.reason = ""
+        strace = shutil.which("strace")
+        if strace is None:
+            self.reason = "strace is not installed"
+            return
+        names = ",".join(syscalls)
+        self.proc = subprocess.Popen(
+            [strace, "--seccomp-bpf", "-f", "-qq", "-o", os.devnull, "-p", str(pid),
+             "-e", f"trace={names}", "-e", f"inject={names}:delay_enter={int(delay_s * 1e6)}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+                self.reason = f"strace cannot attach here: {err.strip()}"
+                return
+            if _all_traced(pid):
+                return
+            time.sleep(0.02)
+        self.stop()
+        self.reason = f"strace did not attach to {pid} in {timeout}s"
+
+    def stop(self) -> None:
+        """Detach strace (the traced process goes on)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def _all_traced(pid: int) -> bool:
+    tasks = glob.glob(f"/proc/{pid}/task/*/status")
+    if not tasks:
+        return False
+    for status in tasks:
+        try:
+            with open(status, encoding="ascii", errors="replace") as fh:
+                tracer = next((line.split()[1] for line in fh if line.startswith("TracerPid:")),
+                              "0")
+        except OSError:
+            continue        # the thread ended meanwhile
+        if tracer == "0":
+            return False
+    return True

@@ -7,10 +7,17 @@ The job queue gets its own (roomy) tmpfs mounted inside, so that jobs can
 still be submitted and recorded while the config's filesystem is full.
 Mounting needs root (as in CI); elsewhere the test is skipped with the
 reason, and test/test_config_full_disk.py covers the same without root.
+
+Queries never show a change before it is on disk, nor one whose write
+fails: the failing write is stretched to seconds (strace delays the
+daemon's removal of its temporary file, the last step before the change
+is undone) and every query path is asked while it lasts.
+test/test_config_committed.py covers the same without root or strace.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from typing import Any
@@ -19,12 +26,11 @@ import pytest
 
 from ganeti import serializer
 from ganeti.pathutils import Paths
-from test.integration.host_helpers import fill, mount_tmpfs, skip_unless, umount
+from test.integration.host_helpers import SlowSyscalls, fill, mount_tmpfs, skip_unless, umount
 from test.integration.masterd_harness import MasterdHandle, prepare_root, start_masterd
 
 DEADLINE = 40.0      # real seconds
-
-
+HELD_WRITE = 3.0     # real seconds the failing write is stretched to
 
 
 @pytest.fixture
@@ -104,3 +110,59 @@ def test_a_full_config_disk_fails_changes_cleanly_and_recovers(
     assert on_disk["serial_no"] > before["serial_no"]
     with open(h.log_path, encoding="utf-8", errors="replace") as fh:
         assert "CRITICAL" in fh.read()
+
+
+def _wait_job(h: MasterdHandle, job: int) -> tuple[str, Any]:
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        status, result = h.call("QueryJobs", [[job], ["status", "opresult"]])[0]
+        if status in ("success", "error", "canceled"):
+            return status, result
+        assert time.monotonic() < deadline, f"job {job} still {status}"
+        time.sleep(0.05)
+
+
+def _cluster_tags_everywhere(h: MasterdHandle) -> dict[str, list[str]]:
+    """The cluster's tags as every read path shows them."""
+    (row,) = h.call("Query", ["cluster", ["tags"], None])["data"]
+    return {"QueryClusterInfo": h.call("QueryClusterInfo", [])["tags"],
+            "QueryConfigValues": h.call("QueryConfigValues", [["cluster_tags"]])[0],
+            "QueryTags": h.call("QueryTags", ["cluster", ""]),
+            "Query": row[0][1]}
+
+
+def _temporaries(h: MasterdHandle) -> list[str]:
+    return glob.glob(os.path.join(h.paths.data_dir, ".config.data.tmp*"))
+
+
+def test_queries_never_show_a_change_whose_write_fails(
+        full_config_masterd: MasterdHandle) -> None:
+    h = full_config_masterd
+    before = _on_disk(h)
+    filler = fill(h.paths.data_dir)
+    slow = SlowSyscalls(h.pid or 0, ["unlink", "unlinkat"], HELD_WRITE)
+    try:
+        skip_unless(slow.reason)
+        job = h.call("SubmitJob", [[{"OP_ID": "OP_TAGS_SET", "kind": "cluster",
+                                     "tags": ["uncommitted"]}]])
+        deadline = time.monotonic() + DEADLINE
+        while not _temporaries(h):          # the write has started (and is failing)
+            assert time.monotonic() < deadline, "the config write never started"
+            time.sleep(0.005)
+        during = _cluster_tags_everywhere(h)
+        assert _temporaries(h), "the held write ended before the queries did"
+        status, result = _wait_job(h, job)
+    finally:
+        slow.stop()
+    assert during == dict.fromkeys(during, [])
+    assert status == "error" and "No space left on device" in str(result)
+    after = _cluster_tags_everywhere(h)
+    assert after == dict.fromkeys(after, [])
+    assert _on_disk(h) == before
+    # room again: the same change is shown once it is on disk
+    os.unlink(filler)
+    assert _run(h, {"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["uncommitted"]})[0] \
+        == "success"
+    shown = _cluster_tags_everywhere(h)
+    assert shown == dict.fromkeys(shown, ["uncommitted"])
+    assert _on_disk(h)["cluster"]["tags"] == ["uncommitted"]
