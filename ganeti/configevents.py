@@ -95,7 +95,7 @@ class ConfigEventTracker:
         self._nodes = _nodes(data)
 
     def on_change(self, data: ConfigData) -> None:
-        """Compare ``data`` (the live tree) with the last call; publish the differences."""
+        """Compare ``data`` (the committed tree) with the last call; publish the differences."""
         instances, nodes = _instances(data), _nodes(data)
         if instances != self._instances:
             self._instance_events(self._instances, instances)

@@ -24,6 +24,7 @@ from fakes.flakydisk import GatedWriter
 
 from ganeti import constants, errors, luxi, serializer
 from ganeti.config import ConfigWriter
+from ganeti.config.commit import clone
 from ganeti.context import MasterContext
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup
 from ganeti.pathutils import Paths
@@ -231,3 +232,20 @@ def test_grouped_writes_publish_each_serial_only_once_durable(cfg, disk) -> None
     view = cfg.committed()
     assert view.get_serial_no() == serial + 2
     assert view.get_cluster_info().tags == ["first"] and view.get_node_info("n2").tags == ["second"]
+
+
+def test_clone_copies_every_container_and_shares_only_immutable_values() -> None:
+    inst = Instance(name="inst1.example.com", uuid="i1", primary_node="n1", os="debootstrap",
+                    nics=[NIC(uuid="nic1", mac="aa:00:00:00:00:01", nicparams={"mode": "bridged"})],
+                    disks=["d1"], beparams={"maxmem": 128}, tags=["web"])
+    copied = clone(inst)
+    assert copied == inst and copied is not inst
+    assert serializer.dumps_bytes(copied) == serializer.dumps_bytes(inst)
+    for field in ("nics", "disks", "beparams", "tags", "hvparams"):
+        assert getattr(copied, field) is not getattr(inst, field)
+    assert copied.nics[0] is not inst.nics[0]
+    assert copied.nics[0].nicparams is not inst.nics[0].nicparams
+    assert copied.name is inst.name                      # strings are shared, not copied
+    copied.nics[0].nicparams["mode"] = "routed"
+    copied.tags.append("changed")
+    assert inst.nics[0].nicparams == {"mode": "bridged"} and inst.tags == ["web"]

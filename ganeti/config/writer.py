@@ -16,7 +16,7 @@ import uuid as uuidlib
 from typing import Any, Callable, Iterable, Iterator
 
 from ganeti import configfile, constants, errors, serializer
-from ganeti.config.commit import Change, Publications, publish
+from ganeti.config.commit import Change, Publications, clone, publish
 from ganeti.config.reader import ConfigReader
 from ganeti.configfile import load_config_data, sync_members as _sync_members
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
@@ -53,8 +53,8 @@ class ConfigWriter(ConfigReader):
         raw, data = configfile.read_config(path)
         super().__init__(data, threading.RLock())
         # what readers see: a tree of its own, never the working one (copy on write)
-        committed = configfile.decode_config(raw)
-        _sync_members(committed)
+        _sync_members(data)
+        committed = clone(data)
         self._pubs = Publications(data.serial_no, raw, committed)
         # objects saved since the last snapshot: copied into the next published tree
         self._changed: set[Change] = set()
