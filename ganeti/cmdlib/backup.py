@@ -235,7 +235,7 @@ class LUBackupRemove(NoHooksLU[OpBackupRemove]):
 
 def _list_exports(context: MasterContext, nodes: list[str] | None) -> dict[str, list[str] | bool]:
     """``{node: [export names] or False}`` of the online nodes (or of ``nodes``)."""
-    cfg = context.require_cfg()
+    cfg = context.committed_cfg()
     known = {n.name: n for n in cfg.get_all_nodes_info().values()}
     if nodes:
         missing = [n for n in nodes if n not in known]

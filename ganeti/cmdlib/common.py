@@ -28,7 +28,7 @@ from typing import Any
 
 from ganeti import constants, errors, ssconf
 from ganeti.aliases import FeedbackFn
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.context import MasterContext
 from ganeti.objects import Instance, Node, NodeGroup
 from ganeti.pathutils import Paths
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 
 # --- names ----------------------------------------------------------------------
 
-def find_node(cfg: ConfigWriter, name: str) -> Node | None:
+def find_node(cfg: ConfigReader, name: str) -> Node | None:
     """The node called ``name``, with that UUID, or with that unique short name."""
     node = cfg.get_node_info_by_name(name) or cfg.get_node_info(name)
     if node is None:
@@ -56,7 +56,7 @@ def find_node(cfg: ConfigWriter, name: str) -> Node | None:
     return node
 
 
-def find_instance(cfg: ConfigWriter, name: str) -> Instance | None:
+def find_instance(cfg: ConfigReader, name: str) -> Instance | None:
     """The instance called ``name`` or with that unique short name ("web" for
     "web.example.com", as the CLI and RAPI accept)."""
     inst = cfg.get_instance_info_by_name(name)

@@ -143,7 +143,7 @@ def _node_group_cluster_resources() -> dict[str, QueryResource]:
     return {
         constants.QR_NODE: QueryResource(constants.QR_NODE, node.NODE_FIELDS,
                                          node.collect_nodes, "name",
-                                         lambda c: c.require_cfg().get_node_names()),
+                                         lambda c: c.committed_cfg().get_node_names()),
         constants.QR_GROUP: QueryResource(constants.QR_GROUP, group.GROUP_FIELDS,
                                           group.collect_groups, "name"),
         constants.QR_CLUSTER: QueryResource(constants.QR_CLUSTER, cluster.CLUSTER_FIELDS,
@@ -155,7 +155,7 @@ def _instance_resource() -> QueryResource:
     from ganeti.cmdlib import instance_query
     return QueryResource(constants.QR_INSTANCE, instance_query.INSTANCE_FIELDS,
                          instance_query.collect_instances, "name",
-                         lambda c: c.require_cfg().get_instance_names())
+                         lambda c: c.committed_cfg().get_instance_names())
 
 
 def _os_resource() -> QueryResource:
