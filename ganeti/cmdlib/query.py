@@ -44,8 +44,16 @@ class QueryResource:
     all_names: Callable[[MasterContext], list[str]] | None = None
 
 
+#: Job fields a job summary lacks: asking for (or filtering on) one of them
+#: reads the job files (``needs``); the others are answered from memory
+#: (doc/protocols/jobs.md, "Job summaries").
+_FILE_FIELDS = frozenset(["ops", "opresult", "oplog", "opstart", "opexec", "opend"])
+_NEEDS_FILE = frozenset(["file"])
+
+
 def _job_field(name: str, title: str, kind: str, doc: str) -> query.FieldDef:
-    return query.FieldDef(name, title, kind, doc, lambda ctx, job: job.get_field(name))
+    return query.FieldDef(name, title, kind, doc, lambda ctx, job: job.get_field(name),
+                          needs=_NEEDS_FILE if name in _FILE_FIELDS else frozenset())
 
 
 JOB_FIELDS = query.make_table([
@@ -94,7 +102,8 @@ def _collect_jobs(context: MasterContext, qfilter: Any, needs: set[str]) -> tupl
     :data:`UNARCHIVED_FILTER` conjunct at its top level, so the plain job
     list never scans the archive.  A conjunct naming job ids (``["|",
     ["==", "id", 1], ...]``) limits the lookup to those ids (archived or
-    not; the filter itself then decides).
+    not; the filter itself then decides).  Unless a field needs the job
+    files (``needs``), unarchived jobs are their in-memory summaries.
     """
     conjuncts = _conjuncts(qfilter)
     unarchived_only = any(_is_unarchived_filter(c) for c in conjuncts)
@@ -108,7 +117,12 @@ def _collect_jobs(context: MasterContext, qfilter: Any, needs: set[str]) -> tupl
                 continue
             break
     jq = context.require_jqueue()
-    jobs = [j for j in jq.get_jobs(ids) if j is not None]
+    # (test fakes of the queue may have no summaries)
+    get_summaries = getattr(jq, "get_summaries", None)
+    if "file" in needs or get_summaries is None:
+        jobs = [j for j in jq.get_jobs(ids) if j is not None]
+    else:
+        jobs = [j for j in get_summaries(ids) if j is not None]
     if ids is None and not unarchived_only:
         # (test fakes of the queue may have no archive)
         get_archived = getattr(jq, "get_archived_jobs", None)

@@ -25,8 +25,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ganeti import constants, errors, serializer
-from ganeti.jqueue.job import JobStub, QueuedJob, calc_status, job_for_pickup, job_from_disk, recover_job
+from ganeti import errors, serializer
+from ganeti.jqueue import summary as jsummary
+from ganeti.jqueue.job import QueuedJob, job_for_pickup, job_from_disk, recover_job
+from ganeti.jqueue.summary import JobSummary
 from ganeti.jqueue.storage import JobStorage
 from ganeti.jqueue.table import JobTable
 
@@ -45,14 +47,20 @@ class LoadedJobs:
 
     #: Unfinished jobs (recovered), to register and schedule.
     live: list[QueuedJob] = field(default_factory=list)
-    #: Finished jobs by id, kept as stubs (their files are read on demand).
-    stubs: dict[int, JobStub] = field(default_factory=dict)
+    #: Finished jobs by id, kept as summaries (their files are read on demand).
+    stubs: dict[int, JobSummary] = field(default_factory=dict)
     #: Jobs recovery changed: to write back before they are registered.
     rewrite: list[QueuedJob] = field(default_factory=list)
     #: Ids of unreadable job files (left as they are).
     corrupt: list[int] = field(default_factory=list)
     #: Ids whose entries were moved to the quarantine directory.
     quarantined: list[int] = field(default_factory=list)
+    #: The summary index lines valid now (finished jobs whose files were matched or read).
+    index: list[tuple[jsummary.FileId, JobSummary]] = field(default_factory=list)
+    #: Whether the index on disk differs from :attr:`index` (rewrite it).
+    index_stale: bool = False
+    #: Finished jobs (ended by recovery) to add to the index once written.
+    unindexed: list[int] = field(default_factory=list)
 
 
 class UntrustedEntry(errors.JobFileCorrupted):
@@ -106,10 +114,26 @@ def read_queue_dir(storage: JobStorage, now: float) -> LoadedJobs:
     Each id found is noted with the storage (ids never repeat).  A running
     opcode becomes ``error`` (the master stopped under it), a canceling one
     ``canceled``, waiting ones ``queued`` again; corrupt files are logged.
+
+    A finished job whose file matches its line in the summary index
+    (:mod:`ganeti.jqueue.summary`) is not read: its summary comes from the
+    index.  ``index`` of the result lists the lines the index should have
+    now, and ``index_stale`` says whether it must be rewritten.
     """
     found = LoadedJobs()
+    index, bad = jsummary.read_index(storage.queue_dir)
+    found.index_stale = bad > 0
     for job_id in storage.list_job_ids():
         storage.note_existing_id(job_id)
+        path = storage.job_path(job_id)
+        fid = jsummary.stat_job_file(path)
+        entry = index.pop(job_id, None)
+        if entry is not None:
+            if fid is not None and fid == entry[0]:
+                found.stubs[job_id] = entry[1]
+                found.index.append(entry)
+                continue
+            found.index_stale = True
         try:
             raw = read_job_file(storage, job_id)
         except (UntrustedEntry, OSError) as exc:
@@ -124,12 +148,6 @@ def read_queue_dir(storage: JobStorage, now: float) -> LoadedJobs:
                 quarantine(storage, job_id, f"the file holds job {data['id']!r}")
                 found.quarantined.append(job_id)
                 continue
-            statuses = [op["status"] for op in data["ops"]]
-            status = calc_status(statuses)
-            if status in constants.JOBS_FINALIZED:
-                end = data.get("end_timestamp")
-                found.stubs[job_id] = JobStub(status, end[0] if end else None)
-                continue
             job = job_from_disk(data)
             if job.id != job_id:
                 raise errors.JobFileCorrupted(f"file job-{job_id} holds job {job.id}")
@@ -137,12 +155,24 @@ def read_queue_dir(storage: JobStorage, now: float) -> LoadedJobs:
             logger.error("Skipping corrupt job file job-%s: %s", job_id, exc)
             found.corrupt.append(job_id)
             continue
+        if job.is_finalized():
+            summ = jsummary.summarize(job)
+            found.stubs[job_id] = summ
+            if fid is not None and fid == jsummary.stat_job_file(path):
+                found.index.append((fid, summ))    # unchanged while read: that content
+                found.index_stale = True
+            continue
         if recover_job(job, now):
             found.rewrite.append(job)
         if job.is_finalized():
-            found.stubs[job_id] = JobStub(job.status(), now)
+            # ended by recovery: the summary is of the state about to be written
+            # (it is registered only once written, see JobQueue.load)
+            found.stubs[job_id] = jsummary.summarize(job)
+            found.unindexed.append(job_id)
         else:
             found.live.append(job)
+    if index:
+        found.index_stale = True      # lines of jobs archived or gone
     return found
 
 

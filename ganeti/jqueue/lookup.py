@@ -15,9 +15,10 @@ from typing import Any
 
 from ganeti import constants, errors, serializer
 from ganeti.jqueue.job import QueuedJob, check_fields, copy_job, get_job_field
+from ganeti.jqueue.summary import SUMMARY_FIELDS, JobSummary
 from ganeti.jqueue.table import JobTable
 
-__all__ = ["job_ids", "get_jobs", "query_jobs", "wait_for_job_change"]
+__all__ = ["job_ids", "get_jobs", "get_summaries", "query_jobs", "wait_for_job_change"]
 
 
 def job_ids(table: JobTable) -> list[int]:
@@ -34,19 +35,36 @@ def get_jobs(table: JobTable, ids: list[int] | None) -> list[QueuedJob | None]:
         return [copy_job(j) if j is not None else None for j in found]
 
 
+def get_summaries(table: JobTable, ids: list[Any] | None) -> list[JobSummary | QueuedJob | None]:
+    """List-query views of jobs (None for unknown ids); all unarchived when
+    ``ids`` is None.
+
+    Unarchived jobs answer a :class:`~ganeti.jqueue.summary.JobSummary`
+    (the fields in :data:`~ganeti.jqueue.summary.SUMMARY_FIELDS`, from
+    memory); archived ones named in ``ids`` are read whole.  Both have
+    ``get_field``.
+    """
+    with table.lock:
+        wanted = table.ids() if ids is None else ids
+        return [table.summary(i) for i in wanted]
+
+
 def query_jobs(table: JobTable, ids: list[Any] | None,
                fields: list[str]) -> list[list[Any] | None]:
     """LUXI QueryJobs: one row of field values per id (None when unknown).
 
-    Raises :class:`errors.ParameterError` for unknown fields.
+    Fields a summary holds are answered from memory (no job file is read);
+    others from the jobs.  Raises :class:`errors.ParameterError` for
+    unknown fields.
     """
     check_fields(fields)
     with table.lock:
         wanted = table.ids() if ids is None else ids
+        lookup = table.summary if SUMMARY_FIELDS.issuperset(fields) else table.get
         rows: list[list[Any] | None] = []
         for job_id in wanted:
-            job = table.get(job_id)
-            rows.append(None if job is None else [get_job_field(job, f) for f in fields])
+            job = lookup(job_id)
+            rows.append(None if job is None else [job.get_field(f) for f in fields])
         return rows
 
 

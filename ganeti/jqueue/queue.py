@@ -19,9 +19,11 @@ serial) are durable.  When job files cannot be written, the storage
 retries; the queue refuses new jobs meanwhile and carries on by itself
 (doc/protocols/jobs.md, "Full disk").
 
-Finished jobs are kept as small stubs (status, end time) and read back
-from disk on demand, with a small cache (see the table), so a queue with
-many finished jobs loads fast and stays small.  Archived jobs are read
+Finished jobs are kept as summaries (:mod:`ganeti.jqueue.summary`: the
+list-query fields, indexed in ``queue/summaries`` so that start-up reads
+no file of theirs) and read back from disk on demand, with a small cache
+(see the table), so a queue with many finished jobs loads fast and stays
+small.  Archived jobs are read
 from the archive only when asked for (:meth:`JobQueue.get_archived_jobs`,
 lookups by id).
 
@@ -48,6 +50,7 @@ from ganeti.jqueue import deps as jdeps
 from ganeti.jqueue import lookup as jlookup
 from ganeti.jqueue import notify as jnotify
 from ganeti.jqueue import submission as jsubmit
+from ganeti.jqueue import summary as jsummary
 from ganeti.jqueue.callbacks import OpCallbacks
 from ganeti.jqueue.job import (MSG_CANCELED, MSG_MASTER_STOPPED, QueuedJob, copy_job,
                                job_to_disk, jsonable, set_op_status, split_time)
@@ -113,6 +116,8 @@ class JobQueue:
         self._cycle_failed: dict[int, str] = {}      # job id -> why it must fail (a cycle)
         self._threads: list[threading.Thread] = []
         self._stopping = False
+        self._index = jsummary.IndexKeeper(storage.queue_dir, self._table, storage.job_path)
+        self._index_stop = threading.Event()
 
     @property
     def table(self) -> JobTable:
@@ -136,9 +141,10 @@ class JobQueue:
         found = jadopt.read_queue_dir(self.storage, self._clock())
         if found.rewrite:
             self.storage.write_jobs([(j.id, self._encode(j)) for j in found.rewrite])
+        self._index.loaded(found.index, found.index_stale)
         with self._lock:
             for job_id, stub in found.stubs.items():
-                self._table.add_stub(job_id, stub)
+                self._table.add_stub(job_id, stub, index=job_id in found.unindexed)
             for job_id in found.corrupt:
                 self._table.add_corrupt(job_id)
             for job in found.live:
@@ -154,6 +160,8 @@ class JobQueue:
             t = threading.Thread(target=self._worker, name=f"jq-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
+        threading.Thread(target=self._index.run, args=(self._index_stop,),
+                         name="jq-summary-index", daemon=True).start()
 
     def shutdown(self, timeout: float = 30.0) -> bool:
         """Stop taking work; wait up to ``timeout`` for running opcodes.
@@ -173,6 +181,8 @@ class JobQueue:
         for t in self._threads:
             t.join(max(0.0, deadline - self._mono()))
         ok = not any(t.is_alive() for t in self._threads)
+        self._index_stop.set()
+        self._index.flush()
         self.storage.close()
         return ok
 
@@ -646,13 +656,15 @@ class JobQueue:
         return jarchive.read_archived_jobs(self.storage, exclude)
 
     def get_jobs(self, job_ids: list[int] | None) -> list[QueuedJob | None]:
-        """Snapshots of jobs (None for unknown ids); all unarchived when None
-        (:func:`ganeti.jqueue.lookup.get_jobs`)."""
+        """Snapshots of jobs (:func:`ganeti.jqueue.lookup.get_jobs`)."""
         return jlookup.get_jobs(self._table, job_ids)
 
+    def get_summaries(self, job_ids: list[Any] | None) -> list[Any]:
+        """Summaries of jobs, from memory (:func:`ganeti.jqueue.lookup.get_summaries`)."""
+        return jlookup.get_summaries(self._table, job_ids)
+
     def query_jobs(self, job_ids: list[Any] | None, fields: list[str]) -> list[list[Any] | None]:
-        """LUXI QueryJobs: one row of field values per id (None when unknown);
-        see :func:`ganeti.jqueue.lookup.query_jobs`."""
+        """LUXI QueryJobs (:func:`ganeti.jqueue.lookup.query_jobs`)."""
         return jlookup.query_jobs(self._table, job_ids, fields)
 
     def wait_for_job_change(self, job_id: Any, fields: list[str], prev_job_info: Any,

@@ -4,9 +4,10 @@
 
 * *live* jobs: submitted, loaded or adopted and not finished yet (a job
   stays live while its final state is being written);
-* *finished*, unarchived jobs as :class:`~ganeti.jqueue.job.JobStub`
-  (status, end time), with a small cache of whole jobs; a finished job not
-  in the cache is read back from ``queue/job-<id>`` on demand;
+* *finished*, unarchived jobs as :class:`~ganeti.jqueue.summary.JobSummary`
+  (status, end time and the other list-query fields), with a small cache
+  of whole jobs; a finished job not in the cache is read back from
+  ``queue/job-<id>`` on demand;
 * *reserved* ids: allocated, or found on disk by ``PickupJob``, whose job is
   not registered yet (so no other job can take them meanwhile);
 * *corrupt* ids: job files found unreadable (left alone on disk).
@@ -39,6 +40,7 @@ from typing import Any
 from ganeti import errors, serializer
 from ganeti.jqueue.job import JobStub, QueuedJob, job_from_disk
 from ganeti.jqueue.storage import JobStorage
+from ganeti.jqueue.summary import JobSummary, summarize
 
 __all__ = ["JobTable", "CACHE_SIZE"]
 
@@ -61,7 +63,8 @@ class JobTable:
         self._storage = storage
         self._cache_size = cache_size
         self._live: dict[int, QueuedJob] = {}
-        self._stubs: dict[int, JobStub] = {}
+        self._stubs: dict[int, JobStub | JobSummary] = {}
+        self._unindexed: list[int] = []   # finished, summary not in the index file yet
         self._cache: collections.OrderedDict[int, QueuedJob] = collections.OrderedDict()
         self._reserved: set[int] = set()
         self._corrupt: list[int] = []
@@ -83,7 +86,7 @@ class JobTable:
         """How many jobs are unarchived, live and finished (the queue's size limits count these)."""
         return len(self._live) + len(self._stubs)
 
-    def stub(self, job_id: int) -> JobStub | None:
+    def stub(self, job_id: int) -> JobStub | JobSummary | None:
         """The stub of finished, unarchived job ``job_id``, or None."""
         return self._stubs.get(job_id)
 
@@ -120,6 +123,45 @@ class JobTable:
         if job is not None:
             return job
         return self._load_finished(job_id, archived)
+
+    def summary(self, job_id: Any) -> JobSummary | QueuedJob | None:
+        """The list-query view of job ``job_id`` (an int or a decimal string).
+
+        A live job is summarized as shown now (a durable state); a finished
+        one answers its kept summary (read from its file once when it only
+        had a stub); an archived one is read whole from the archive.  None
+        when unknown.
+        """
+        if not isinstance(job_id, int) or isinstance(job_id, bool):
+            try:
+                job_id = int(job_id)
+            except (TypeError, ValueError):
+                return None
+        job = self._live.get(job_id)
+        if job is not None:
+            return summarize(job)
+        stub = self._stubs.get(job_id)
+        if isinstance(stub, JobSummary):
+            return stub
+        full = self._load_finished(job_id, archived=True)
+        if full is not None and stub is not None:
+            summ = self._stubs[job_id] = summarize(full)
+            return summ
+        return full
+
+    def summaries(self) -> dict[int, JobSummary]:
+        """The summaries of the finished jobs that have one (for the index)."""
+        return {i: s for i, s in self._stubs.items() if isinstance(s, JobSummary)}
+
+    def take_unindexed(self) -> list[tuple[int, JobSummary]]:
+        """Finished jobs whose summaries are not in the index file yet (then forgotten)."""
+        taken, self._unindexed = self._unindexed, []
+        out = []
+        for job_id in taken:
+            stub = self._stubs.get(job_id)
+            if isinstance(stub, JobSummary):
+                out.append((job_id, stub))
+        return out
 
     def status_of(self, job_id: int) -> str | None:
         """Status of any job, the archive included; None when unknown."""
@@ -199,18 +241,25 @@ class JobTable:
         """Register a finished, durable job: a live job that ended, or one
         adopted from disk.
 
-        Its stub's end time is the job's (``now`` when it has none); the
-        whole job goes into the cache.
+        Its summary is made now (the final state is durable); its end time
+        is the job's (``now`` when it has none).  The whole job goes into
+        the cache; the summary waits for :meth:`take_unindexed`.
         """
         self._live.pop(job.id, None)
         self._forget_corrupt(job.id)
-        end = job.end_timestamp[0] if job.end_timestamp else now
-        self._stubs[job.id] = JobStub(job.status(), end)
+        summ = summarize(job)
+        if summ.end_ts is None:
+            summ.fallback_end = now    # for the archive's age only, never shown
+        self._stubs[job.id] = summ
+        self._unindexed.append(job.id)
         self._cache_put(job)
 
-    def add_stub(self, job_id: int, stub: JobStub) -> None:
-        """Register a finished job by its stub only (start-up: not parsed)."""
+    def add_stub(self, job_id: int, stub: JobStub | JobSummary, *, index: bool = False) -> None:
+        """Register a finished job by its stub or summary only (start-up: the
+        file is read on demand); ``index``: the summary is to be indexed."""
         self._stubs[job_id] = stub
+        if index:
+            self._unindexed.append(job_id)
 
     def add_corrupt(self, job_id: int) -> None:
         """Note an unreadable job file (registering the job later clears it)."""
