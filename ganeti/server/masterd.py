@@ -84,12 +84,17 @@ class LuxiDispatcher:
             "QueryExports": lambda nodes, use_locking=False:
                 cmdlib_backup.query_exports(context, nodes, use_locking),
             "QueryConfigValues": self._query_config_values,
-            "QueryClusterInfo": lambda: cluster_info(context.committed_cfg()),
+            "QueryClusterInfo": lambda: cluster_info(context.committed_cfg()),  # see _frames
             "QueryTags": self._query_tags,
             "SetDrainFlag": self._set_drain_flag,
             "SetWatcherPause": self._set_watcher_pause,
             "WaitForEvents": self._wait_for_events,
         }
+        # methods whose whole response frame is cached (doc/scale.md): name -> frame maker
+        self._frames: dict[str, Callable[[], bytes]] = {
+            "QueryClusterInfo": self._cluster_info_frame,
+        }
+        self._info_frame: tuple[tuple[Any, ...], bytes] | None = None
         unchecked = set(self._methods) - set(luxi.METHOD_ARGS)
         if unchecked:
             raise errors.ProgrammerError(f"LUXI methods without an argument table row:"
@@ -109,7 +114,10 @@ class LuxiDispatcher:
             luxi.check_args(req.method, req.args)
         except errors.ParameterError as exc:
             return luxi.encode_response(False, exc)
+        frame = self._frames.get(req.method)
         try:
+            if frame is not None:
+                return frame()
             result = entry(*req.args)
         except errors.GanetiError as exc:
             logger.debug("LUXI %s failed: %s", req.method, exc)
@@ -125,6 +133,24 @@ class LuxiDispatcher:
             return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
 
     # handlers ------------------------------------------------------------------
+    def _cluster_info_frame(self) -> bytes:
+        """The QueryClusterInfo response, encoded once per configuration state.
+
+        Keyed on the config serial and the cluster object's own serial and
+        mtime (a change undone after a failed write and made again reuses a
+        config serial, never the cluster's mtime); everything in the answer
+        comes from the cluster object and the master node's name.
+        """
+        cfg = self.context.committed_cfg()
+        cluster = cfg.get_cluster_info()
+        key = (cfg.get_serial_no(), cluster.serial_no, cluster.mtime, cfg.get_master_node_name())
+        cached = self._info_frame
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        frame = luxi.encode_response(True, cluster_info(cfg))
+        self._info_frame = (key, frame)
+        return frame
+
     def _query_old_style(self, what: str, names: Any, fields: Any) -> list[list[Any]]:
         if names is not None and not isinstance(names, list):
             raise errors.ParameterError(f"Query{what.capitalize()}s: names must be a list",
@@ -255,10 +281,12 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                   sync_mode: str = jstorage.SYNC_SYNCFS, with_rpc: bool = True,
                   rpc_timeout_scale: float = 1.0,
                   node_info_max_age: float = liveinfo.DEFAULT_MAX_AGE,
-                  event_buffer: int = events.DEFAULT_CAPACITY) -> MasterContext:
+                  event_buffer: int = events.DEFAULT_CAPACITY,
+                  queue_limits: tuple[int, int] | None = None) -> MasterContext:
     """Open the config, build the lock manager, RPC runner, event bus and job queue.
 
-    The queue is loaded but its workers are not started.
+    The queue is loaded but its workers are not started; ``queue_limits``
+    is its ``(soft, hard)`` size (default: the constants).
     """
     change_hooks: list[Callable[[bytes, int], None]] = []
 
@@ -302,7 +330,8 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                          replicate_batch=replicator.replicate_job_files,
                          replicate_drain=replicator.replicate_drain_flag)
     storage.open()
-    jq = JobQueue(storage, lambda: Processor(context), workers=workers, events=bus)
+    jq = JobQueue(storage, lambda: Processor(context), workers=workers, events=bus,
+                  size_limits=queue_limits)
     context.jqueue = jq
     monitor.register(jq, weak=False)
     jq.load()
@@ -344,6 +373,12 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         metavar="EVENTS",
                         help="events kept for readers that resume (WaitForEvents;"
                              " default %(default)s)")
+    parser.add_argument("--queue-limits", type=int, nargs=2, metavar=("SOFT", "HARD"),
+                        default=[constants.JOB_QUEUE_SIZE_SOFT_LIMIT,
+                                 constants.JOB_QUEUE_SIZE_HARD_LIMIT],
+                        help="unarchived jobs kept: past SOFT the oldest finished ones are"
+                             " archived, past HARD submissions are refused"
+                             " (default %(default)s)")
     parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
                         help="multiply all node RPC timeouts by this (tests: e.g. 0.05)")
 
@@ -354,6 +389,9 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
             f"No cluster configuration at {paths.config_file}; is the cluster initialised?")
     if options.workers < 1:
         raise errors.ParameterError("--workers must be at least 1", errors.ECODE_INVAL)
+    soft, hard = options.queue_limits
+    if not 1 <= soft <= hard:
+        raise errors.ParameterError("--queue-limits: need 1 <= SOFT <= HARD", errors.ECODE_INVAL)
     if options.event_buffer < 1:
         raise errors.ParameterError("--event-buffer must be at least 1", errors.ECODE_INVAL)
 
@@ -395,7 +433,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
                             node_info_max_age=opts.node_info_max_age,
-                            event_buffer=opts.event_buffer)
+                            event_buffer=opts.event_buffer,
+                            queue_limits=(opts.queue_limits[0], opts.queue_limits[1]))
     # The configuration (its working and committed trees, see ganeti.config)
     # and the loaded job queue live until shutdown: keep what start-up built
     # out of every later garbage collection pass, which would otherwise
