@@ -114,10 +114,10 @@ class LuxiDispatcher:
             luxi.check_args(req.method, req.args)
         except errors.ParameterError as exc:
             return luxi.encode_response(False, exc)
-        frame = self._frames.get(req.method)
+        make_frame = self._frames.get(req.method)
         try:
-            if frame is not None:
-                return frame()
+            if make_frame is not None:
+                return make_frame()
             result = entry(*req.args)
         except errors.GanetiError as exc:
             logger.debug("LUXI %s failed: %s", req.method, exc)
