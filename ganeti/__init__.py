@@ -3,10 +3,10 @@
 Layers (imports point downward only; ``test/test_layering.py`` checks it,
 with one row per module or package):
 
-1. foundation: errors, constants, pathutils, serializer, utils
+1. foundation: errors, constants, pathutils, serializer, utils, metrics
 2. data: objects, parameters, opcodes, rpc.defs
-3. mechanisms: locking, config (+ configcheck), ssconf, watcherpause, crypto, ssh,
-   luxi, query, http (framing), rpc.client, rpc.transport
+3. mechanisms: locking, config (+ configcheck), mastermetrics, ssconf, watcherpause,
+   crypto, ssh, luxi, query, http (framing), rpc.client, rpc.transport
 4. logic: master side context, hooksmaster, replication <- cmdlib <- mcpu <- jqueue;
    node side hypervisor, storage <- osapi <- backend (plug-ins import layers 1-2
    only).  The two sides never import each other.

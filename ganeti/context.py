@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ganeti.events import EventBus
     from ganeti.jqueue import JobQueue
     from ganeti.locking import GanetiLockManager, LockMonitor
+    from ganeti.mastermetrics import MasterMetrics
     from ganeti.rpc.client import RpcRunner
 
 __all__ = ["MasterContext", "ConfigReplicator"]
@@ -60,6 +61,8 @@ class MasterContext:
       for the live fields of node queries, or None (always ask the nodes).
     * ``events``: the :class:`ganeti.events.EventBus` job, instance and node
       events are published on (LUXI ``WaitForEvents``), or None.
+    * ``metrics``: the :class:`ganeti.mastermetrics.MasterMetrics` the
+      processor reports lock waits to, or None.
     """
 
     paths: Paths
@@ -72,6 +75,7 @@ class MasterContext:
     replicator: ConfigReplicator | None = None
     node_info_cache: NodeInfoCache | None = None
     events: EventBus | None = None
+    metrics: MasterMetrics | None = None
 
     def require_cfg(self) -> ConfigWriter:
         """``cfg``; :class:`errors.ProgrammerError` in a context without one."""

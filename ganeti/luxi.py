@@ -33,7 +33,7 @@ KNOWN_METHODS = frozenset([
     "QueryJobs", "QueryInstances", "QueryNodes", "QueryGroups",
     "QueryNetworks", "QueryExports", "QueryConfigValues",
     "QueryClusterInfo", "QueryTags", "QueryFilters", "ReplaceFilter",
-    "DeleteFilter", "SetDrainFlag", "SetWatcherPause", "WaitForEvents",
+    "DeleteFilter", "SetDrainFlag", "SetWatcherPause", "WaitForEvents", "QueryMetrics",
 ])
 
 
@@ -174,6 +174,7 @@ METHOD_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
     "SetDrainFlag": (("flag", "bool"),),
     "SetWatcherPause": (("until", "number|null"),),
     "WaitForEvents": (("last_id", "int|null"), ("event_filter", "any"), ("timeout", "number")),
+    "QueryMetrics": (),
 }
 
 #: Most events one ``WaitForEvents`` answer carries (the client asks again
@@ -594,6 +595,10 @@ class Client:
     def QueryClusterInfo(self) -> dict[str, Any]:
         """The cluster information dict."""
         return self.call("QueryClusterInfo", [])
+
+    def QueryMetrics(self) -> list[dict[str, Any]]:
+        """The master daemon's figures (metric families, see ``ganeti.metrics``)."""
+        return self.call("QueryMetrics", [])
 
     def QueryTags(self, kind: str, name: str) -> list[str]:
         """Tags of one object (kind: cluster, node, instance, nodegroup, network)."""

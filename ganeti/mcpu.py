@@ -234,7 +234,11 @@ class Processor:
                 if names is not locking.ALL_SET and not names:
                     continue
                 shared = bool(lu.share_locks.get(level, 0))
+            waited = self._clock()
             got = glm.acquire(level, names, shared=shared, timeout=timeout, priority=priority)
+            if self.context.metrics is not None:
+                self.context.metrics.lock_waited(locking.LEVEL_NAMES[level],
+                                                 self._clock() - waited)
             if got is None:
                 raise _LockTimeout()
 

@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "ganeti.private": 1,
     "ganeti.utils": 1,
     "ganeti.aliases": 1,
+    "ganeti.metrics": 1,
     # 2. data
     "ganeti.objects": 2,
     "ganeti.parameters": 2,
@@ -64,6 +65,7 @@ LAYERS: dict[str, int] = {
     "ganeti.config.commit": 3,
     "ganeti.config.reader": 3,
     "ganeti.config.writer": 3,
+    "ganeti.mastermetrics": 3,
     "ganeti.configcheck": 3,
     "ganeti.configfile": 3,
     "ganeti.ssconf": 3,

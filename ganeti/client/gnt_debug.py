@@ -1,4 +1,4 @@
-"""``gnt-debug``: debugging commands (delay jobs, raw opcode files, locks)."""
+"""``gnt-debug``: debugging commands (delay jobs, raw opcode files, locks, metrics)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "delay", "submit_job", "show_locks", "LOCK_DEFAULT_FIELDS"]
+__all__ = ["main", "commands", "delay", "submit_job", "show_locks", "show_metrics",
+           "LOCK_DEFAULT_FIELDS"]
 
 LOCK_DEFAULT_FIELDS = ["name", "mode", "owner", "pending"]
 
@@ -71,6 +72,21 @@ def show_locks(opts: Any, args: list[str]) -> int:
         time.sleep(opts.interval)
 
 
+def show_metrics(opts: Any, args: list[str]) -> int:
+    """Print the master daemon's figures (doc/metrics.md): one line per sample,
+    or the OpenMetrics text that ganeti-rapi serves at ``/metrics``."""
+    from ganeti import metrics
+    snapshot = cli.get_client(opts).QueryMetrics()
+    if args:
+        snapshot = [fam for fam in snapshot if any(fam["name"].startswith(a) for a in args)]
+    if opts.openmetrics:
+        cli.to_stdout(metrics.render_openmetrics(snapshot).decode("utf-8").rstrip("\n"))
+    else:
+        for line in metrics.format_lines(snapshot):
+            cli.to_stdout(line)
+    return cli.EXIT_SUCCESS
+
+
 _NODE_OPT = cli.Option("-n", "--node", dest="on_nodes", action="append", default=[],
                        metavar="NODE", help="Also sleep on this node (repeatable)")
 _NO_MASTER_OPT = cli.Option("--no-master", dest="on_master", action="store_false",
@@ -93,6 +109,8 @@ _TIMING_OPT = cli.Option("--timing-stats", dest="timing_stats", action="store_tr
                          default=False, help="Print timing statistics")
 _INTERVAL_OPT = cli.Option("--interval", dest="interval", type=float, default=None,
                            metavar="SECONDS", help="Repeat the output every SECONDS")
+_OPENMETRICS_OPT = cli.Option("--openmetrics", dest="openmetrics", action="store_true",
+                              default=False, help="Print the OpenMetrics text exposition")
 _COUNT_OPT = cli.Option("--count", dest="count", type=int, default=None, metavar="N",
                         help="With --interval: stop after N rounds")
 
@@ -112,6 +130,9 @@ commands: dict[str, cli.Command] = {
               [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, _INTERVAL_OPT, _COUNT_OPT],
               "[options] [LOCK...]",
               "Show the master daemon's locks with their owners and waiters"),
+    "metrics": (show_metrics, [cli.ArgUnknown(name="PREFIX")], [_OPENMETRICS_OPT],
+                "[--openmetrics] [PREFIX...]",
+                "Show the master daemon's metrics (those whose names start with a PREFIX)"),
 }
 
 

@@ -43,8 +43,10 @@ class ConfigWriter(ConfigReader):
     def __init__(self, path: str, *, clock: Callable[[], float] = time.time,
                  on_change: OnChange | None = None,
                  rng: random.Random | None = None,
-                 write_fn: WriteFn | None = None) -> None:
+                 write_fn: WriteFn | None = None,
+                 on_write: Callable[[float, int], None] | None = None) -> None:
         self._path = path
+        self._on_write = on_write      # (seconds, bytes) of each durable write: metrics
         self._clock = clock
         self._on_change = on_change
         self._rng = rng or random.Random()
@@ -208,6 +210,7 @@ class ConfigWriter(ConfigReader):
         the config lock) and starts a fresh committer, so that this one's
         waiters (every change not on disk) fail and later changes work.
         """
+        started = time.monotonic()
         try:
             self._write_fn(self._path, raw)
         except Exception as exc:
@@ -230,6 +233,8 @@ class ConfigWriter(ConfigReader):
                             " further changes are refused until the master daemon"
                             " reloads the configuration", serial, self._path, exc)
             raise
+        if self._on_write is not None:
+            self._on_write(time.monotonic() - started, len(raw))
 
     def _rollback(self, serial: int, raw: bytes) -> None:
         """Put the tree back to the document ``raw`` of ``serial`` (config lock held).

@@ -59,6 +59,7 @@ from ganeti.jqueue.table import JobTable
 
 if TYPE_CHECKING:
     from ganeti.events import EventBus
+    from ganeti.mastermetrics import MasterMetrics
 
 __all__ = ["JobQueue", "ProcessorFactory", "MSG_MASTER_STOPPED", "MSG_CANCELED", "MSG_PREV_FAILED"]
 
@@ -84,7 +85,8 @@ class JobQueue:
     callbacks)``; ``clock`` is wall time (job timestamps).  ``size_limits``
     is ``(soft, hard)``, in unarchived jobs (default: the ``JOB_QUEUE_SIZE_*``
     constants; see :meth:`submit_job`).  ``events``: the bus job events are
-    published on (:mod:`ganeti.jqueue.notify`), or None.
+    published on (:mod:`ganeti.jqueue.notify`), or None; ``metrics``: where
+    job start and end latencies are observed, or None.
     """
 
     def __init__(self, storage: JobStorage, processor_factory: ProcessorFactory, *,
@@ -92,9 +94,10 @@ class JobQueue:
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
                  size_limits: tuple[int, int] | None = None,
-                 events: EventBus | None = None) -> None:
+                 events: EventBus | None = None, metrics: MasterMetrics | None = None) -> None:
         self.storage = storage
         self.events = events
+        self.metrics = metrics
         self._soft_limit, self._hard_limit = size_limits or (
             constants.JOB_QUEUE_SIZE_SOFT_LIMIT, constants.JOB_QUEUE_SIZE_HARD_LIMIT)
         self._factory = processor_factory
@@ -429,6 +432,9 @@ class JobQueue:
                     live.start_timestamp = done.start_timestamp
                     live.exec_timestamp = done.exec_timestamp
                     live.end_timestamp = done.end_timestamp
+                if self.metrics is not None and job.start_timestamp is None \
+                        and new.start_timestamp is not None:
+                    self.metrics.job_started(job.received_timestamp, new.start_timestamp)
                 job.start_timestamp, job.end_timestamp = new.start_timestamp, new.end_timestamp
                 if after is not None:
                     after(job)
@@ -632,6 +638,8 @@ class JobQueue:
     def _retire(self, job: QueuedJob) -> None:
         """(lock held) the job is final and durable."""
         self._table.add_finished(job, self._clock())
+        if self.metrics is not None:
+            self.metrics.job_finished(job.received_timestamp, job.end_timestamp, job.status())
         self._write_locks.pop(job.id, None)   # a late taker finds the job not live
         self._queued.discard(job.id)
         self._cycle_failed.pop(job.id, None)
@@ -648,11 +656,8 @@ class JobQueue:
         return jlookup.job_ids(self._table)
 
     def get_archived_jobs(self, exclude: Collection[int] = ()) -> list[QueuedJob]:
-        """Snapshots of all archived jobs (ids in ``exclude`` left out), sorted.
-
-        Reads the whole archive (without holding the queue lock): only for
-        listings that ask for archived jobs.
-        """
+        """Snapshots of all archived jobs but ``exclude``, sorted; reads the whole
+        archive (without the queue lock): only for listings asking for them."""
         return jarchive.read_archived_jobs(self.storage, exclude)
 
     def get_jobs(self, job_ids: list[int] | None) -> list[QueuedJob | None]:
@@ -669,13 +674,8 @@ class JobQueue:
 
     def wait_for_job_change(self, job_id: Any, fields: list[str], prev_job_info: Any,
                             prev_log_serial: Any, timeout: float) -> Any:
-        """Block until the job's fields or log change, or ``timeout`` passes.
-
-        Returns ``"nochange"`` on timeout (capped at LUXI_WFJC_TIMEOUT) or
-        shutdown, else ``[field values, new log entries]``; raises
-        :class:`errors.JobLost` for unknown jobs (see
-        :func:`ganeti.jqueue.lookup.wait_for_job_change`).
-        """
+        """Block until the job's fields or log change, or ``timeout`` passes
+        (:func:`ganeti.jqueue.lookup.wait_for_job_change`)."""
         return jlookup.wait_for_job_change(self._table, job_id, fields, prev_job_info,
                                            prev_log_serial, timeout, monotonic=self._mono,
                                            stopping=lambda: self._stopping)

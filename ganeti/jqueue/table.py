@@ -153,6 +153,16 @@ class JobTable:
         """The summaries of the finished jobs that have one (for the index)."""
         return {i: s for i, s in self._stubs.items() if isinstance(s, JobSummary)}
 
+    def status_counts(self) -> dict[str, int]:
+        """How many unarchived jobs have each status (statuses without jobs: absent)."""
+        counts: dict[str, int] = {}
+        for job in self._live.values():
+            status = job.status()
+            counts[status] = counts.get(status, 0) + 1
+        for stub in self._stubs.values():
+            counts[stub.status] = counts.get(stub.status, 0) + 1
+        return counts
+
     def take_unindexed(self) -> list[tuple[int, JobSummary]]:
         """Finished jobs whose summaries are not in the index file yet (then forgotten)."""
         taken, self._unindexed = self._unindexed, []

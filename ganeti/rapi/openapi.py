@@ -109,6 +109,10 @@ _GROUP = "/2/groups/{group}"
 DOCS: dict[tuple[str, str], Doc] = {
     ("GET", "/"): Doc("Root (no content)", result={"nullable": True}),
     ("GET", "/version"): Doc("The RAPI version (2)", result={"type": "integer"}),
+    ("GET", "/metrics"): Doc(
+        "The master daemon's figures in the OpenMetrics text format (doc/metrics.md)",
+        result={**_STR, "description": "OpenMetrics 1.0 text exposition"},
+        media_type="application/openmetrics-text; version=1.0.0; charset=utf-8"),
     ("GET", "/2"): Doc("Version 2 root (no content)", result={"nullable": True}),
     ("GET", "/2/info"): Doc("Cluster information", result=_OBJ),
     ("GET", "/2/features"): Doc("Optional features this server implements", result=_STRS),

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from ganeti import constants, errors, luxi, opcodes
 from ganeti.rapi import openapi, stream
 
-__all__ = ["Ctx", "Route", "ROUTES", "FEATURES", "match", "dispatch", "dispatch_ops",
+__all__ = ["Ctx", "Route", "RawBody", "ROUTES", "FEATURES", "match", "dispatch", "dispatch_ops",
            "write_routes",
            "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
            "RAPI_REASON_SOURCE", "RAPI_VERSION", "allowed_methods"]
@@ -140,6 +140,21 @@ class Route:
         if self.access:
             return self.access == "write"
         return self.method != "GET"
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A read result sent as it is, with its own Content-Type (not JSON)."""
+
+    content_type: str
+    body: bytes
+
+
+def _metrics(ctx: Ctx) -> RawBody:
+    """``GET /metrics``: the master's figures in the OpenMetrics text format."""
+    from ganeti import metrics
+    return RawBody(metrics.OPENMETRICS_CONTENT_TYPE,
+                   metrics.render_openmetrics(ctx.call("QueryMetrics")))
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -504,6 +519,7 @@ _GROUP = "/2/groups/{group}"
 ROUTES: list[Route] = [
     Route("/", "GET", read=lambda c: None),
     Route("/version", "GET", read=lambda c: RAPI_VERSION),
+    Route("/metrics", "GET", read=_metrics),
     Route("/2", "GET", read=lambda c: None),
     Route("/2/info", "GET", read=lambda c: c.call("QueryClusterInfo")),
     Route("/2/features", "GET", read=lambda c: list(FEATURES)),

@@ -244,6 +244,7 @@ class ReplicationPlan:
         self._cfg_pending: ConfigPush | None = None
         self._cfg_queued = 0
         self._cfg_done = 0
+        self._cand_serial: dict[str, int] = {}   # candidate -> newest serial it got
         self._cfg_busy = False
         # job files
         self._segments: list[Segment] = []
@@ -312,6 +313,12 @@ class ReplicationPlan:
         """The newest config serial whose push was attempted."""
         return self._cfg_done
 
+    def candidate_lag(self) -> dict[str, int]:
+        """Per current candidate: how many config serials the newest queued one
+        is ahead of the newest it received (0 for one never pushed to yet)."""
+        queued = self._cfg_queued
+        return {c: max(0, queued - self._cand_serial.get(c, queued)) for c in self._candidates}
+
     def take_config(self, carry_jobs: bool = True) -> ConfigSend | None:
         """Hand out the newest pending push, or None (nothing pending, or one under way).
 
@@ -344,7 +351,15 @@ class ReplicationPlan:
         replicated either way: per-node failures are only logged.
         """
         self._cfg_busy = False
+        before = self._cfg_done
         self._cfg_done = max(self._cfg_done, send.push.serial)
+        failed_now = set(send.push.candidates if outcome is None else outcome.candidates_failed)
+        for cand in send.push.candidates:
+            if cand in failed_now:
+                # (the first push since start-up: it lacks at least this serial)
+                self._cand_serial.setdefault(cand, before or send.push.serial - 1)
+            else:
+                self._cand_serial[cand] = max(self._cand_serial.get(cand, 0), send.push.serial)
         if send.carried is not None:
             self._job_busy = False
             self._job_done = max(self._job_done, send.carried.upto)

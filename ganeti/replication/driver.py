@@ -284,6 +284,11 @@ class Replicator:
         with self._cond:
             return self._plan.replicated_serial()
 
+    def candidate_lag(self) -> dict[str, int]:
+        """Config serials each candidate is behind (see :meth:`ReplicationPlan.candidate_lag`)."""
+        with self._cond:
+            return self._plan.candidate_lag()
+
     def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
         """Wait until config ``serial`` (or newer) was pushed to the candidates.
 

@@ -13,10 +13,12 @@
   :class:`StaticResolver` takes a dict (tests, cluster init, node add).
 * The **transport** is one method, ``post(address, port, procedure, body,
   timeout) -> bytes`` (see :mod:`ganeti.rpc.transport`).
-* Offline nodes are skipped without network traffic.  Every other node
-  gets its own thread; the call returns when all answered or the call's
-  timeout passed, whichever is first: a dead or hung node costs at most
-  the timeout and never hides the other nodes' results.
+* Offline nodes are skipped without network traffic.  The other nodes are
+  called in parallel by at most :data:`MAX_PARALLEL` threads (a 200-node
+  fan-out does not start 200 threads and TLS handshakes at once); the call
+  returns when all answered or the timeout passed once per "wave" of
+  ``MAX_PARALLEL`` nodes, whichever is first: a dead or hung node costs at
+  most the timeout and never hides the other nodes' results.
 * ``call_<procedure>(node_names, *args, **kwargs)`` methods are generated
   from :data:`ganeti.rpc.defs.CALLS`, with the rows' argument names.
 """
@@ -35,13 +37,19 @@ from ganeti import constants, errors, serializer
 from ganeti.rpc import defs
 
 __all__ = ["RpcResult", "RpcRunner", "Resolver", "StaticResolver", "ConfigResolver", "NodeSource",
-           "default_noded_port", "encode_args", "decode_response", "OFFLINE_MSG"]
+           "default_noded_port", "encode_args", "decode_response", "OFFLINE_MSG", "MAX_PARALLEL",
+           "CallObserver"]
 
 logger = logging.getLogger(__name__)
 
 OFFLINE_MSG = "Node is marked offline"
 NodeAddress = tuple[str, str, int, bool]
 Resolver = Callable[[Sequence[str]], list[NodeAddress]]
+#: ``observer(procedure, node_name, seconds, succeeded)``, told of each call to one node
+CallObserver = Callable[[str, str, float, bool], None]
+
+#: Most calls of one fan-out in flight at once.
+MAX_PARALLEL = 32
 
 
 def default_noded_port(environ: dict[str, str] | None = None) -> int:
@@ -171,7 +179,8 @@ class RpcRunner:
 
     def __init__(self, resolver: Resolver, transport: Any = None, *,
                  timeouts: dict[str, float] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 observer: CallObserver | None = None) -> None:
         if transport is None:
             from ganeti import pathutils
             from ganeti.rpc.transport import HttpsTransport
@@ -180,6 +189,8 @@ class RpcRunner:
         self.transport = transport
         self.timeouts = {**defs.TIMEOUTS, **(timeouts or {})}
         self.clock = clock
+        #: told of every call to one node: (procedure, node, seconds, succeeded)
+        self.observer = observer
 
     if TYPE_CHECKING:
         # The call_<procedure> stubs are set from rpc.defs at the end of this
@@ -226,6 +237,18 @@ class RpcRunner:
         return {name: results[name] for name in node_args}
 
     def _one(self, procedure: str, entry: NodeAddress, body: bytes, tmo: float) -> RpcResult:
+        if self.observer is None:
+            return self._call_one(procedure, entry, body, tmo)
+        started = self.clock()
+        result = self._call_one(procedure, entry, body, tmo)
+        try:
+            self.observer(procedure, entry[0], self.clock() - started, result.fail_msg is None)
+        except Exception:  # a figure must never fail a call
+            logger.exception("RPC observer failed")
+        return result
+
+    def _call_one(self, procedure: str, entry: NodeAddress, body: bytes,
+                  tmo: float) -> RpcResult:
         name, address, port, _ = entry
         try:
             raw = self.transport.post(address, port, procedure, body, tmo)
@@ -248,24 +271,34 @@ class RpcRunner:
         results: dict[str, RpcResult] = {}
         lock = threading.Lock()
         done = threading.Condition(lock)
+        pending = iter(todo)
+        over: list[bool] = []           # set once the call returned: take no more nodes
 
-        def worker(entry: NodeAddress) -> None:
-            res = self._one(procedure, entry, encoded[entry[0]], tmo)
-            with done:
-                results.setdefault(entry[0], res)
-                done.notify_all()
+        def worker() -> None:
+            while True:
+                with lock:
+                    entry = None if over else next(pending, None)
+                if entry is None:
+                    return
+                res = self._one(procedure, entry, encoded[entry[0]], tmo)
+                with done:
+                    results.setdefault(entry[0], res)
+                    done.notify_all()
 
-        for entry in todo:
-            threading.Thread(target=worker, args=(entry,), daemon=True,
-                             name=f"rpc-{procedure}-{entry[0]}").start()
+        threads = min(len(todo), MAX_PARALLEL)
+        for idx in range(threads):
+            threading.Thread(target=worker, daemon=True,
+                             name=f"rpc-{procedure}-{idx}").start()
+        waves = -(-len(todo) // threads)
         # grace for the workers' own (socket) timeout to fire first
-        deadline = self.clock() + tmo + min(1.0, tmo * 0.1)
+        deadline = self.clock() + waves * tmo + min(1.0, tmo * 0.1)
         with done:
             while len(results) < len(todo):
                 remaining = deadline - self.clock()
                 if remaining <= 0:
                     break
                 done.wait(remaining)
+            over.append(True)
             for name, address, port, _ in todo:
                 if name not in results:
                     results[name] = RpcResult(

@@ -41,6 +41,7 @@ from ganeti.configevents import ConfigEventTracker
 from ganeti.context import MasterContext
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
+from ganeti.mastermetrics import MasterMetrics
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
 from ganeti.replication import Replicator
@@ -89,8 +90,9 @@ class LuxiDispatcher:
             "SetDrainFlag": self._set_drain_flag,
             "SetWatcherPause": self._set_watcher_pause,
             "WaitForEvents": self._wait_for_events,
+            "QueryMetrics": self._query_metrics,
         }
-        # methods whose whole response frame is cached (doc/scale.md): name -> frame maker
+        # methods whose whole response frame is cached: name -> frame maker
         self._frames: dict[str, Callable[[], bytes]] = {
             "QueryClusterInfo": self._cluster_info_frame,
         }
@@ -170,6 +172,11 @@ class LuxiDispatcher:
         timeout = min(max(0.0, timeout), constants.LUXI_WFJC_TIMEOUT)
         cursor, found = bus.wait(last_id, flt, timeout, limit=luxi.WAIT_FOR_EVENTS_LIMIT)
         return {"last_id": cursor, "events": [events.event_to_dict(e) for e in found]}
+
+    def _query_metrics(self) -> list[dict[str, Any]]:
+        """The master's figures as plain data (doc/metrics.md)."""
+        figures = self.context.metrics
+        return figures.snapshot() if figures is not None else []
 
     def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
         return self.context.require_jqueue().cancel_job(job_id, kill=bool(kill))
@@ -262,7 +269,7 @@ class LuxiDispatcher:
 
 
 def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
-               timeout_scale: float = 1.0) -> RpcRunner | None:
+               timeout_scale: float = 1.0, observer: Any = None) -> RpcRunner | None:
     """The node RPC runner, or None when node RPC cannot be set up yet."""
     try:
         from ganeti.rpc import defs as rpc_defs
@@ -271,7 +278,7 @@ def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
         timeouts = ({k: v * timeout_scale for k, v in rpc_defs.TIMEOUTS.items()}
                     if timeout_scale != 1.0 else None)
         return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem),
-                         timeouts=timeouts)
+                         timeouts=timeouts, observer=observer)
     except Exception as exc:  # missing certificate on a test cluster, ...
         logger.warning("Node RPC not available: %s", exc)
         return None
@@ -294,13 +301,15 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
         for hook in change_hooks:
             hook(data, serial)
 
-    cfg = config.ConfigWriter(paths.config_file, on_change=_on_change)
+    figures = MasterMetrics()
+    cfg = config.ConfigWriter(paths.config_file, on_change=_on_change,
+                              on_write=figures.config_written)
     monitor = locking.LockMonitor()
     data = cfg.get_config_data()
     glm = locking.GanetiLockManager(
         nodes=list(data.nodes), nodegroups=list(data.nodegroups),
         instances=[inst.name for inst in data.instances.values()], monitor=monitor)
-    rpc = _build_rpc(cfg, paths, rpc_timeout_scale) if with_rpc else None
+    rpc = _build_rpc(cfg, paths, rpc_timeout_scale, figures.rpc_call) if with_rpc else None
     # replication: config to candidates, ssconf to every node, job files to
     # candidates; see ganeti.replication and doc/design/replication.md
     replicator = Replicator(paths, rpc)
@@ -323,6 +332,7 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     # the processor waits for replicator.wait_replicated (see mcpu)
     context.replicator = replicator
     context.events = bus
+    context.metrics = figures
     if node_info_max_age > 0:
         context.node_info_cache = liveinfo.NodeInfoCache(node_info_max_age)
     storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
@@ -331,8 +341,14 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                          replicate_drain=replicator.replicate_drain_flag)
     storage.open()
     jq = JobQueue(storage, lambda: Processor(context), workers=workers, events=bus,
-                  size_limits=queue_limits)
+                  size_limits=queue_limits, metrics=figures)
     context.jqueue = jq
+
+    def _jobs_by_status() -> dict[str, int]:
+        with jq.table.lock:
+            return jq.table.status_counts()
+
+    figures.watch(jobs_by_status=_jobs_by_status, replication_lag=replicator.candidate_lag)
     monitor.register(jq, weak=False)
     jq.load()
     return context

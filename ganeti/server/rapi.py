@@ -325,8 +325,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
         self._send_body(body)
 
-    def _send_body(self, body: bytes) -> None:
-        self.send_header("Content-Type", "application/json")
+    def _send_body(self, body: bytes, content_type: str = "application/json") -> None:
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
@@ -354,10 +354,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if isinstance(result, stream.StreamRequest):
             self._stream(result)
             return
-        body = serializer.dumps(result).encode()
+        content_type = "application/json"
+        if isinstance(result, resources.RawBody):
+            content_type, body = result.content_type, result.body
+        else:
+            body = serializer.dumps(result).encode()
         self._size = len(body)
         self.send_response(200)
-        self._send_body(body)
+        self._send_body(body, content_type)
 
     def _stream(self, request: stream.StreamRequest) -> None:
         """Serve ``GET /2/events``: headers once subscribed, then events until

@@ -394,3 +394,22 @@ def test_a_file_larger_than_the_chunk_gets_a_part_of_its_own() -> None:
 
 def test_an_empty_queue_is_one_empty_part() -> None:
     assert core.plan_queue_copy([]) == [[]]          # still one jobqueue_sync
+
+
+def test_candidate_lag_counts_the_serials_a_failing_candidate_missed() -> None:
+    plan = _plan()
+    assert plan.candidate_lag() == {C2: 0, C3: 0}          # nothing pushed yet
+    _push(plan, 5)
+    _push(plan, 6, outcome=PushOutcome([C3]))
+    _push(plan, 7, outcome=PushOutcome([C3]))
+    assert plan.candidate_lag() == {C2: 0, C3: 2}          # C3 has 5, the master 7
+    assert plan.queue_config(8, b"cfg-8", SSCONF)
+    assert plan.candidate_lag() == {C2: 1, C3: 3}          # queued, not pushed yet
+    plan.config_done(_config(plan), PushOutcome([]))
+    assert plan.candidate_lag() == {C2: 0, C3: 0}          # it caught up
+
+
+def test_candidate_lag_of_a_first_failed_push_is_at_least_one() -> None:
+    plan = _plan()
+    _push(plan, 9, outcome=PushOutcome([C2]))
+    assert plan.candidate_lag() == {C2: 1, C3: 0}

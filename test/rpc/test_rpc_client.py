@@ -211,3 +211,37 @@ def test_default_noded_port() -> None:
     assert client.default_noded_port({"GANETI_NODED_PORT": "2000"}) == 2000
     with pytest.raises(errors.ProgrammerError):
         client.default_noded_port({"GANETI_NODED_PORT": "x"})
+
+
+def test_fan_out_keeps_at_most_max_parallel_calls_in_flight() -> None:
+    """A fan-out to many nodes runs at most MAX_PARALLEL calls at once, and all answer."""
+    import threading as _threading
+
+    from ganeti.rpc import client as rpc_client
+    lock = _threading.Lock()
+    state = {"now": 0, "peak": 0}
+    gate = _threading.Barrier(rpc_client.MAX_PARALLEL, timeout=10)
+
+    def post(address: str, port: int, procedure: str, body: bytes, timeout: float) -> bytes:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        try:
+            gate.wait()          # the first wave only passes once it is full
+        except _threading.BrokenBarrierError:
+            pass
+        with lock:
+            state["now"] -= 1
+        return b'[true, "ok"]'
+
+    class Transport:
+        pass
+
+    transport = Transport()
+    transport.post = post  # type: ignore[attr-defined]
+    names = [f"n{i}" for i in range(3 * rpc_client.MAX_PARALLEL)]
+    table = {n: f"10.0.0.{i}" for i, n in enumerate(names)}
+    runner = rpc_client.RpcRunner(rpc_client.StaticResolver(table), transport)
+    results = runner.call("version", names)
+    assert all(r.payload == "ok" for r in results.values()) and len(results) == len(names)
+    assert state["peak"] == rpc_client.MAX_PARALLEL
