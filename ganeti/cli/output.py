@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "to_stdout", "to_stderr", "confirm", "format_query_table", "format_timestamp", "merge_time",
+    "to_stdout", "lines_to_stdout", "to_stderr", "confirm", "format_query_table", "format_timestamp", "merge_time",
     "build_query_filter", "generic_query_list",
 ]
 
@@ -38,6 +38,12 @@ def _write_line(stream: Any, text: str) -> None:
 def to_stdout(text: str = "") -> None:
     """Print one line on stdout (flushed: progress must show at once)."""
     _write_line(sys.stdout, text)
+
+
+def lines_to_stdout(lines: list[str]) -> None:
+    """Print lines on stdout in one write (a table of 10,000 rows: one flush, not 10,000)."""
+    if lines:
+        _write_line(sys.stdout, "\n".join(lines))
 
 
 def to_stderr(text: str = "") -> None:
@@ -111,8 +117,7 @@ def generic_query_list(cl: Any, resource: str, fields: list[str], qfilter: Any, 
     Unknown fields print a warning on stderr and give exit code 1.
     """
     result = cl.Query(resource, fields, qfilter)
-    for line in format_query_table(result, headers=headers, separator=separator, units=units):
-        to_stdout(line)
+    lines_to_stdout(format_query_table(result, headers=headers, separator=separator, units=units))
     unknown = [f["name"] for f in result["fields"] if f.get("kind") == constants.QFT_UNKNOWN]
     if unknown:
         to_stderr(f"Warning: unknown field(s): {', '.join(unknown)}")

@@ -42,13 +42,19 @@ class InstanceQueryContext:
         self.live = live              # node uuid -> {name: info}, None: not collected
         self.failed = failed          # node uuids that did not answer
         self._be: dict[str, dict[str, Any]] = {}
+        self._be_base: dict[str, Any] | None = None    # defaults <- cluster, once per query
         self._hv: dict[str, dict[str, Any]] = {}
         self._where: dict[str, str] | None = None
 
     def be(self, inst: Instance) -> dict[str, Any]:
         res = self._be.get(inst.uuid)
         if res is None:
-            res = self._be[inst.uuid] = parameters.fill_instance_beparams(self.cluster, inst)
+            base = self._be_base
+            if base is None:
+                base = self._be_base = parameters.fill_beparams(self.cluster)
+            # (the getters only read: instances without own values share the base)
+            res = self._be[inst.uuid] = (parameters.fill_dict(base, inst.beparams)
+                                         if inst.beparams else base)
         return res
 
     def hv(self, inst: Instance) -> dict[str, Any]:

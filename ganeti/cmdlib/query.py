@@ -128,6 +128,9 @@ def _collect_jobs(context: MasterContext, qfilter: Any, needs: set[str]) -> tupl
         get_archived = getattr(jq, "get_archived_jobs", None)
         if get_archived is not None:
             jobs.extend(get_archived(exclude={j.id for j in jobs}))
+    # rows come in id order (the resource has no name field to sort on: ids
+    # are ints, and sorting the rows by nice_sort_key costs a third of a list)
+    jobs.sort(key=lambda job: job.id)
     return jobs, None
 
 
@@ -185,7 +188,7 @@ def _export_resource() -> QueryResource:
 def build_resources() -> dict[str, QueryResource]:
     """The resource table; add one row per new resource here."""
     return {
-        constants.QR_JOB: QueryResource(constants.QR_JOB, JOB_FIELDS, _collect_jobs, "id"),
+        constants.QR_JOB: QueryResource(constants.QR_JOB, JOB_FIELDS, _collect_jobs, None),
         constants.QR_LOCK: QueryResource(constants.QR_LOCK, LOCK_FIELDS, _collect_locks, "name"),
         constants.QR_INSTANCE: _instance_resource(),
         constants.QR_OS: _os_resource(),

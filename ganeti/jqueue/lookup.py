@@ -60,7 +60,8 @@ def query_jobs(table: JobTable, ids: list[Any] | None,
     check_fields(fields)
     with table.lock:
         wanted = table.ids() if ids is None else ids
-        lookup = table.summary if SUMMARY_FIELDS.issuperset(fields) else table.get
+        # (answered under the lock: a live job is read as it is, no summary made)
+        lookup = table.finished_view if SUMMARY_FIELDS.issuperset(fields) else table.get
         rows: list[list[Any] | None] = []
         for job_id in wanted:
             job = lookup(job_id)

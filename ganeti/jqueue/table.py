@@ -149,6 +149,12 @@ class JobTable:
             return summ
         return full
 
+    def finished_view(self, job_id: Any) -> JobSummary | QueuedJob | None:
+        """Like :meth:`summary`, but a live job is the job itself (read it
+        under the lock): for fields a summary holds, without making one."""
+        job = self.live(job_id) if isinstance(job_id, int) else None
+        return job if job is not None else self.summary(job_id)
+
     def summaries(self) -> dict[int, JobSummary]:
         """The summaries of the finished jobs that have one (for the index)."""
         return {i: s for i, s in self._stubs.items() if isinstance(s, JobSummary)}
