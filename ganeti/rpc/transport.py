@@ -101,12 +101,17 @@ class HttpsTransport:
     """Node RPC over HTTPS with the cluster certificate.
 
     The SSL context is built once (loading the certificate costs more than
-    a handshake) and shared by all threads.
+    a handshake) and shared by all threads.  The TLS session of the last
+    connection to each node is kept and offered again (session
+    resumption): a fan-out to 200 nodes then costs 200 abbreviated
+    handshakes instead of 200 full ones (the node daemon may refuse and do
+    a full handshake; nothing else changes).
     """
 
     def __init__(self, cert_file: str, ca_file: str | None = None, *,
                  context: ssl.SSLContext | None = None) -> None:
         self.context = context or make_client_context(cert_file, ca_file)
+        self._sessions: dict[tuple[str, int], ssl.SSLSession] = {}
 
     def post(self, address: str, port: int, procedure: str, body: bytes,
              timeout: float) -> bytes:
@@ -136,7 +141,8 @@ class HttpsTransport:
         sock = socket.create_connection((address, port), timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            tls = self.context.wrap_socket(sock, server_hostname=address)
+            tls = self.context.wrap_socket(sock, server_hostname=address,
+                                           session=self._sessions.get((address, port)))
         except BaseException:
             sock.close()
             raise
@@ -156,6 +162,9 @@ class HttpsTransport:
                         parser.feed_eof()
             except errors.HttpError as exc:
                 raise errors.RpcTransportError(f"malformed reply: {exc}") from exc
+            session = tls.session
+            if session is not None and session.has_ticket:
+                self._sessions[(address, port)] = session
         return response.status, response.reason, response.body
 
 

@@ -445,6 +445,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     opts = runtime.options
     started = time.monotonic()
     raise_fd_limit()   # idle LUXI connections each hold a descriptor
+    gc.disable()       # loading makes only long-lived objects: no collections meanwhile
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
@@ -467,6 +468,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     # 10,000 instances (about 80 ms; doc/scale.md)
     gc.collect()
     gc.freeze()
+    gc.enable()
     context.require_jqueue().start()
     start_master_ip(context)
 

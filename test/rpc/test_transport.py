@@ -93,3 +93,35 @@ def test_post_error_status_is_remote_error(cert_file: str) -> None:
     with pytest.raises(errors.RemoteError, match="HTTP 404 Not Found: Unknown procedure x"):
         transport.HttpsTransport(cert_file).post("127.0.0.1", port, "x", b"[]", 10)
     thread.join(10)
+
+
+def test_second_connection_to_a_node_resumes_the_tls_session(cert_file: str) -> None:
+    """The node daemon's own TLS context resumes the session the transport kept."""
+    ctx = make_server_context(cert_file)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(2)
+    listener.settimeout(10)
+    reused: list[bool] = []
+
+    def serve() -> None:
+        try:
+            for _ in range(2):
+                conn, _ = listener.accept()
+                with ctx.wrap_socket(conn, server_side=True) as tls:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += tls.recv(4096)
+                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n[1]\n")
+                    reused.append(tls.session_reused)
+        finally:
+            listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client = transport.HttpsTransport(cert_file)
+    port = listener.getsockname()[1]
+    assert client.post("127.0.0.1", port, "version", b"[]", 10) == b"[1]\n"
+    assert client.post("127.0.0.1", port, "version", b"[]", 10) == b"[1]\n"
+    thread.join(10)
+    assert reused == [False, True]
