@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -52,15 +53,24 @@ def required_data(table: FieldTable, field_names: Sequence[str], qfilter: Any = 
     return needed
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _text_sort_key(value: str) -> tuple[Any, ...]:
+    """:func:`nice_sort_key` of a string, memoised: the same names (10,000
+    instances) are sorted by every list (the key is only compared, never changed)."""
+    parts: list[Any] = _DIGITS_RE.split(value)
+    parts[1::2] = [int(p) for p in parts[1::2]]
+    return (1, tuple(parts))
+
+
 def nice_sort_key(value: Any) -> tuple[Any, ...]:
     """Sort key for names: numbers first, then strings with digit runs compared
     as numbers ("node2" < "node10"), then anything else; sentinels last."""
     if value.__class__ is Sentinel:
         return (3,)
+    if value.__class__ is str:
+        return _text_sort_key(value)
     if isinstance(value, str):
-        parts: list[Any] = _DIGITS_RE.split(value)
-        parts[1::2] = [int(p) for p in parts[1::2]]
-        return (1, parts)
+        return _text_sort_key(str(value))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return (0, value)
     return (2, str(value))
