@@ -2,20 +2,38 @@
 
 from __future__ import annotations
 
+import os
+import time
 import uuid as uuidlib
 
-from ganeti import bootstrap, constants
+from ganeti import bootstrap, constants, serializer
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Instance
+from ganeti.pathutils import Paths
 from ganeti.tools import vcluster
 
 __all__ = ["fill_config"]
 
 
-def fill_config(vc: vcluster.VCluster, total: int) -> None:
-    """Stop masterd, add stopped diskless instances up to ``total`` with ConfigWriter, restart.
+def _fake_running(vc: vcluster.VCluster, node_name: str, inst: Instance) -> None:
+    """Write the fake hypervisor's state file of a running ``inst`` on its node
+    (what ``FakeHypervisor.start_instance`` leaves; see ganeti/hypervisor/fake.py)."""
+    state_dir = Paths(root=vc.node(node_name).root).hypervisor_state_dir
+    os.makedirs(state_dir, mode=0o750, exist_ok=True)
+    state = {"name": inst.name, "uuid": inst.uuid, "memory": 128, "vcpus": 1,
+             "state": "running", "start_time": time.time(), "hvparams": {}, "beparams": {},
+             "os": inst.os, "disks": [], "nics": [serializer.to_data(n) for n in inst.nics],
+             "migration": None}
+    with open(os.path.join(state_dir, inst.name + ".json"), "w") as fh:
+        fh.write(serializer.dumps(state))
+
+
+def fill_config(vc: vcluster.VCluster, total: int, *, half_running: bool = False) -> None:
+    """Stop masterd, add diskless instances up to ``total`` with ConfigWriter, restart.
 
     The cheap offline path: no job, no OS script, spread round-robin over the nodes.
+    The instances are stopped; with ``half_running`` every second one is up and
+    "running" in its node's fake hypervisor (its state file written directly).
     """
     paths = vc.paths(vc.master_node.name)
     bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0)
@@ -25,9 +43,13 @@ def fill_config(vc: vcluster.VCluster, total: int) -> None:
     with cfg.batch():
         for idx in range(have, total):
             mac = f"aa:01:{idx >> 16 & 255:02x}:{idx >> 8 & 255:02x}:{idx & 255:02x}:00"
-            cfg.add_instance(Instance(name=f"cfg{idx:05d}.example.com", uuid=str(uuidlib.uuid4()),
-                                      primary_node=nodes[idx % len(nodes)], os="tinyos",
-                                      hypervisor=constants.HT_FAKE, disk_template="diskless",
-                                      nics=[NIC(mac=mac)], admin_state=constants.ADMINST_DOWN),
-                             [])
+            up = half_running and idx % 2 == 1
+            inst = Instance(name=f"cfg{idx:05d}.example.com", uuid=str(uuidlib.uuid4()),
+                            primary_node=nodes[idx % len(nodes)], os="tinyos",
+                            hypervisor=constants.HT_FAKE, disk_template="diskless",
+                            nics=[NIC(mac=mac)],
+                            admin_state=constants.ADMINST_UP if up else constants.ADMINST_DOWN)
+            cfg.add_instance(inst, [])
+            if up:
+                _fake_running(vc, vc.nodes[idx % len(nodes)].name, inst)
     vcluster.start(vc)
