@@ -105,23 +105,26 @@ def _masterd_cpu_s(vc: vcluster.VCluster) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _job_rate(vc: vcluster.VCluster, cl: luxi.Client) -> tuple[float, float]:
+def _job_rate(vc: vcluster.VCluster, cl: luxi.Client) -> tuple[float, float, list[int]]:
     """No-op jobs per second through SubmitManyJobs(1,000), until all are
-    finished; and the master's CPU milliseconds per job."""
+    finished; the master's CPU milliseconds per job; the job ids."""
     cpu = _masterd_cpu_s(vc)
     started = time.perf_counter()
-    _wait_jobs(cl, _submit_noops(cl, SUBMIT_BATCH))
+    ids = _submit_noops(cl, SUBMIT_BATCH)
+    _wait_jobs(cl, ids)
     rate = SUBMIT_BATCH / (time.perf_counter() - started)
-    return rate, (_masterd_cpu_s(vc) - cpu) * 1000 / SUBMIT_BATCH
+    return rate, (_masterd_cpu_s(vc) - cpu) * 1000 / SUBMIT_BATCH, ids
 
 
-def _rates(vc: vcluster.VCluster, cl: luxi.Client, *, archive: bool) -> tuple[float, float]:
-    """Median of 3 :func:`_job_rate` (archiving the jobs after each when ``archive``)."""
+def _rates(vc: vcluster.VCluster, cl: luxi.Client) -> tuple[float, float]:
+    """Median of 3 :func:`_job_rate`; their jobs are archived after each, so
+    the queue is the same for every run."""
     results = []
     for _ in range(3):
-        results.append(_job_rate(vc, cl))
-        if archive:
-            cl.AutoArchiveJobs(-1, 60)
+        rate, cpu, ids = _job_rate(vc, cl)
+        results.append((rate, cpu))
+        for job_id in ids:
+            cl.ArchiveJob(job_id)
     return (statistics.median(r[0] for r in results),
             statistics.median(r[1] for r in results))
 
@@ -187,13 +190,13 @@ def run(opts: argparse.Namespace, directory: str) -> dict[str, float]:
     _log(f"{opts.instances} instances written in {time.monotonic() - started:.0f} s")
     cl = _client(vc)
     # both rates with the full config: only the queue differs
-    fig["rate_empty"], fig["job_cpu_empty_ms"] = _rates(vc, cl, archive=True)
+    fig["rate_empty"], fig["job_cpu_empty_ms"] = _rates(vc, cl)
     _log(f"no-op jobs/s, empty queue: {fig['rate_empty']:.0f}"
          f" ({fig['job_cpu_empty_ms']:.2f} ms masterd CPU a job)")
     started = time.monotonic()
     _wait_jobs(cl, _submit_noops(cl, opts.jobs))
     _log(f"{opts.jobs} jobs run in {time.monotonic() - started:.0f} s")
-    fig["rate_full"], fig["job_cpu_full_ms"] = _rates(vc, cl, archive=False)
+    fig["rate_full"], fig["job_cpu_full_ms"] = _rates(vc, cl)
     _log(f"no-op jobs/s, {opts.jobs} jobs queued: {fig['rate_full']:.0f}"
          f" ({fig['job_cpu_full_ms']:.2f} ms masterd CPU a job)")
     fig["startup_s"] = _restart_masterd(vc)
