@@ -92,10 +92,23 @@ def _nested_text(value: Any) -> str:
 
 
 def _column_formatter(kind: str, units: str, timefmt: Callable[[Any], str]) -> Callable[[Any], str]:
-    """A fast formatter for normal cells of one column; plain strings pass through."""
+    """A fast formatter for normal cells of one column: plain strings pass
+    through, plain numbers and lists of strings take a short cut (the same
+    text as :func:`format_cell`)."""
+    if kind in _CONVERTED:
+        def fmt_converted(value: Any) -> str:
+            return format_cell(kind, constants.RS_NORMAL, value, units=units, timefmt=timefmt)
+        return fmt_converted
+    plain_int = kind != constants.QFT_UNIT
+
     def fmt(value: Any) -> str:
-        if value.__class__ is str and kind not in _CONVERTED:
+        cls = value.__class__
+        if cls is str:
             return value
+        if cls is int and plain_int:
+            return str(value)
+        if cls is list and all(elem.__class__ is str for elem in value):
+            return ",".join(value)
         return format_cell(kind, constants.RS_NORMAL, value, units=units, timefmt=timefmt)
     return fmt
 

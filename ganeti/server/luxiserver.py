@@ -449,6 +449,9 @@ class MasterServer:
             while conn.frames and not self.stopping:
                 reply = self.dispatcher.handle(conn.frames.popleft())
                 conn.sock.sendall(reply)
+                # a big answer (10,000 instances) leaves megabytes of freed heap
+                large = large or len(reply) >= LARGE_FRAME
+                del reply
         except OSError:
             conn.frames.clear()
             try:
