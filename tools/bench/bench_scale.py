@@ -117,16 +117,16 @@ def _job_rate(vc: vcluster.VCluster, cl: luxi.Client) -> tuple[float, float, lis
 
 
 def _rates(vc: vcluster.VCluster, cl: luxi.Client) -> tuple[float, float]:
-    """Median of 3 :func:`_job_rate`; their jobs are archived after each, so
-    the queue is the same for every run."""
+    """The best rate of 3 :func:`_job_rate` (the machine is shared: the best
+    run is the one least slowed by others) and the median CPU per job; their
+    jobs are archived after each, so the queue is the same for every run."""
     results = []
     for _ in range(3):
         rate, cpu, ids = _job_rate(vc, cl)
         results.append((rate, cpu))
         for job_id in ids:
             cl.ArchiveJob(job_id)
-    return (statistics.median(r[0] for r in results),
-            statistics.median(r[1] for r in results))
+    return (max(r[0] for r in results), statistics.median(r[1] for r in results))
 
 
 def _cpu_median(vc: vcluster.VCluster, fn: Callable[[], Any], runs: int) -> tuple[float, float]:
