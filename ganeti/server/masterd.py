@@ -446,6 +446,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     started = time.monotonic()
     raise_fd_limit()   # idle LUXI connections each hold a descriptor
     gc.disable()       # loading makes only long-lived objects: no collections meanwhile
+    luxiserver.limit_malloc_arenas()
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
