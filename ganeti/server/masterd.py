@@ -453,20 +453,15 @@ def _prepare(runtime: DaemonRuntime) -> _State:
                             node_info_max_age=opts.node_info_max_age,
                             event_buffer=opts.event_buffer,
                             queue_limits=(opts.queue_limits[0], opts.queue_limits[1]))
-    # The configuration (its working and committed trees, see ganeti.config)
-    # and the loaded job queue live until shutdown: keep what start-up built
-    # out of every later garbage collection pass, which would otherwise
-    # walk all of it (tools/bench/bench_instances.py, 10,000 instances).
-    gc.collect()
-    gc.freeze()
     dispatcher = LuxiDispatcher(context)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout,
                           new_client_timeout=opts.new_client_timeout,
                           max_message=opts.max_message, max_buffered=opts.max_buffered)
-    # the config and queue loaded now are long-lived: keep them out of the
-    # cyclic GC's scans, or every big query pays a full collection of
-    # 10,000 instances (about 80 ms; doc/scale.md)
+    # the config (its working and committed trees, see ganeti.config) and the
+    # queue loaded now are long-lived: keep them out of the cyclic GC's scans,
+    # or every big query pays a full collection of 10,000 instances (about
+    # 80 ms; doc/scale.md)
     gc.collect()
     gc.freeze()
     gc.enable()
