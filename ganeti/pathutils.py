@@ -77,8 +77,10 @@ class Paths:
 
     @property
     def iallocator_search_path(self) -> list[str]:
+        """Upstream's directories, then the project's own (``/etc/ganeti/iallocators``)."""
         return [self._p("usr", "local", "lib", "ganeti", "iallocators"),
-                self._p("usr", "lib", "ganeti", "iallocators")]
+                self._p("usr", "lib", "ganeti", "iallocators"),
+                self._p("etc", "ganeti", "iallocators")]
 
     @property
     def file_storage_paths_file(self) -> str:

@@ -73,6 +73,7 @@ LAYERS: dict[str, int] = {
     "ganeti.crypto": 3,
     "ganeti.ssh": 3,
     "ganeti.luxi": 3,
+    "ganeti.iallocator": 3,
     "ganeti.query": 3,
     "ganeti.events": 3,
     "ganeti.configevents": 3,
