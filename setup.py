@@ -10,7 +10,8 @@ setup(
     description="A cluster manager for virtual machines in the Ganeti 2.x tradition",
     python_requires=">=3.11",
     packages=find_packages(include=["ganeti", "ganeti.*"]),
-    scripts=sorted(glob.glob("daemons/ganeti-*") + glob.glob("scripts/gnt-*")),
+    scripts=sorted(glob.glob("daemons/ganeti-*") + glob.glob("scripts/gnt-*")
+                   + ["scripts/ganeti-iallocator"]),
     install_requires=[
         "cryptography>=41",
         "paramiko>=3.4",
