@@ -18,7 +18,9 @@ reports errors with argparse's texts:
   defaults of ``append`` are copied), ``dest``, ``const``, ``required``;
 * ``-h``/``--help`` is reported to the caller (which formats the help).
 
-Anything else (``nargs``, custom action classes...) is not supported:
+``nargs="?"`` on a ``store`` option (the next argument, or ``--opt=value``,
+or ``const`` when neither is given) is handled too.
+Anything else (other ``nargs``, custom action classes...) is not supported:
 :func:`supports` says so and the caller falls back to argparse.
 """
 
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["Namespace", "ParseResult", "OptionTable", "supports", "parse"]
 
 _KWARGS = frozenset(("action", "type", "choices", "default", "dest", "help", "metavar",
-                     "const", "required"))
+                     "const", "required", "nargs"))
 _ACTIONS = frozenset(("store", "store_true", "store_false", "store_const", "append",
                       "append_const", "count"))
 _TAKES_VALUE = frozenset(("store", "append"))
@@ -77,7 +79,7 @@ class _Spec:
     """One option, resolved: action, conversion and its name in messages."""
 
     __slots__ = ("flags", "dest", "action", "type", "choices", "default", "const", "required",
-                 "label")
+                 "label", "optional_value")
 
     def __init__(self, flags: Sequence[str], dest: str, kwargs: dict[str, Any]) -> None:
         self.flags = tuple(flags)
@@ -87,6 +89,7 @@ class _Spec:
         self.choices = kwargs.get("choices")
         self.const = kwargs.get("const")
         self.required = bool(kwargs.get("required", False))
+        self.optional_value = kwargs.get("nargs") == "?"
         if "default" in kwargs:
             self.default = kwargs["default"]
         elif self.action == "store_true":
@@ -111,6 +114,8 @@ def supports(options: Iterable[Option]) -> bool:
             return False
         action = kwargs.get("action", "store")
         if not isinstance(action, str) or action not in _ACTIONS:
+            return False
+        if "nargs" in kwargs and (kwargs["nargs"] != "?" or action != "store"):
             return False
         for flag in opt.flags:
             if flag in seen or flag == "--" or flag == "-":
@@ -260,6 +265,18 @@ def parse(table: OptionTable, argv: Sequence[str]) -> ParseResult:
                                              f" {explicit!r}")
                 return ParseResult(help=True)
             seen.add(spec.dest)
+            if spec.optional_value:
+                if explicit is None and i < count and kinds[i][0] == "arg":
+                    explicit = argv[i]
+                    i += 1
+                if explicit is None:
+                    values[spec.dest] = spec.const
+                    break
+                value, problem = _convert(spec, explicit)
+                if problem:
+                    return ParseResult(error=problem)
+                _apply(spec, values, value)
+                break
             if spec.action in _TAKES_VALUE:
                 if explicit is None:
                     if i >= count or kinds[i][0] != "arg":

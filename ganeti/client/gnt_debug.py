@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from ganeti import cli
+from ganeti.client import relocation
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ commands: dict[str, cli.Command] = {
     "metrics": (show_metrics, [cli.ArgUnknown(name="PREFIX")], [_OPENMETRICS_OPT],
                 "[--openmetrics] [PREFIX...]",
                 "Show the master daemon's metrics (those whose names start with a PREFIX)"),
+    **relocation.DEBUG_ROWS,
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ganeti import cli, constants, errors
 from ganeti.cli import ipolicy_opts
-from ganeti.client import tags_common
+from ganeti.client import relocation, tags_common
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -208,6 +208,7 @@ commands: dict[str, cli.Command] = {
                     "[FIELD...]", "List the fields available for 'list -o'"),
 }
 
+commands.update(relocation.GROUP_ROWS)
 commands.update({
     "add-tags": tags_common.add_tags(constants.TAG_NODEGROUP),
     "list-tags": tags_common.list_tags(constants.TAG_NODEGROUP),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ganeti import cli, constants, errors
 from ganeti.cli.ipolicy_opts import IGNORE_IPOLICY_OPT
+from ganeti.client import relocation
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -258,7 +259,8 @@ def add_instance(opts: Any, args: list[str]) -> int:
     op = _op("OP_INSTANCE_CREATE", instance_name=name, mode=constants.INSTANCE_CREATE,
              os_type=opts.os, osparams=parse_kv(opts.osparams), disk_template=template,
              disks=disks, nics=nics, beparams=parse_kv(opts.beparams), hvparams=hvparams,
-             hypervisor=hv, pnode=pnode, snode=snode, start=opts.start,
+             hypervisor=hv, pnode=pnode, snode=snode, iallocator=opts.iallocator,
+             start=opts.start,
              no_install=opts.no_install, name_check=opts.name_check, ip_check=opts.ip_check,
              tags=[t for t in (opts.tags or "").split(",") if t],
              file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
@@ -394,7 +396,7 @@ def failover(opts: Any, args: list[str]) -> int:
                           " of the instance. Continue?"):
         return 1
     cli.submit_or_send(_op("OP_INSTANCE_FAILOVER", instance_name=args[0],
-                           target_node=opts.target_node,
+                           target_node=opts.target_node, iallocator=opts.iallocator,
                            ignore_consistency=opts.ignore_consistency,
                            shutdown_timeout=opts.shutdown_timeout,
                            ignore_ipolicy=opts.ignore_ipolicy or None), opts)
@@ -405,7 +407,8 @@ def migrate(opts: Any, args: list[str]) -> int:
     """Migrate an instance (live unless --non-live)."""
     mode = opts.migration_mode or (None if opts.live else constants.HT_MIGRATION_NONLIVE)
     cli.submit_or_send(_op("OP_INSTANCE_MIGRATE", instance_name=args[0], mode=mode,
-                           target_node=opts.target_node, cleanup=opts.cleanup,
+                           target_node=opts.target_node, iallocator=opts.iallocator,
+                           cleanup=opts.cleanup,
                            ignore_ipolicy=opts.ignore_ipolicy or None), opts)
     return 0
 
@@ -563,8 +566,9 @@ def _tag_rows() -> dict[str, cli.Command]:
 
 
 ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_OPT, OS_OPT,
-            OSP_OPT, PNODE_OPT, NOSTART_OPT, NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT,
-            TAGS_OPT, FSDIR_OPT, FDRIVER_OPT, IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT]
+            OSP_OPT, PNODE_OPT, relocation.IALLOCATOR_OPT, NOSTART_OPT, NOINSTALL_OPT,
+            NONAMECHECK_OPT, NOIPCHECK_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
+            IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT]
 
 commands: dict[str, cli.Command] = {
     "add": (add_instance, ONE_INSTANCE, ADD_OPTS, "-t TEMPLATE [options] INSTANCE",
@@ -587,14 +591,14 @@ commands: dict[str, cli.Command] = {
     "reboot": (reboot, MANY_INSTANCES, SELECT_OPTS + [REBOOT_TYPE_OPT, SHUTDOWN_TIMEOUT_OPT,
                                                       cli.FORCE_OPT],
                "[--type soft|hard|full] INSTANCE...", "Reboot instances"),
-    "failover": (failover, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, IGNORE_CONSIST_OPT,
-                                          SHUTDOWN_TIMEOUT_OPT, IGNORE_IPOLICY_OPT,
-                                          cli.SUBMIT_OPT],
-                 "[-f] [-n NODE] INSTANCE", "Fail an instance over to another node"),
+    "failover": (failover, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, relocation.IALLOCATOR_OPT,
+                                          IGNORE_CONSIST_OPT, SHUTDOWN_TIMEOUT_OPT,
+                                          IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
+                 "[-f] [-n NODE | -I NAME] INSTANCE", "Fail an instance over to another node"),
     "migrate": (migrate, ONE_INSTANCE, [cli.FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT,
-                                        CLEANUP_OPT, TARGET_OPT, IGNORE_IPOLICY_OPT,
-                                        cli.SUBMIT_OPT],
-                "[--non-live] [--cleanup] [-n NODE] INSTANCE", "Migrate an instance"),
+                                        CLEANUP_OPT, TARGET_OPT, relocation.IALLOCATOR_OPT,
+                                        IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
+                "[--non-live] [--cleanup] [-n NODE | -I NAME] INSTANCE", "Migrate an instance"),
     "move": (move, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, SHUTDOWN_TIMEOUT_OPT,
                                   IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
              "-n NODE INSTANCE", "Move an instance by copying its disks"),
@@ -618,6 +622,7 @@ commands: dict[str, cli.Command] = {
                 "Show how to reach the console of an instance"),
     **_tag_rows(),
 }
+commands.update(relocation.INSTANCE_ROWS)
 
 aliases = {"start": "startup", "stop": "shutdown", "show": "info"}
 

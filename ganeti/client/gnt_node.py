@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ganeti import cli, constants, errors
-from ganeti.client import tags_common
+from ganeti.client import relocation, tags_common
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -301,6 +301,7 @@ commands: dict[str, cli.Command] = {
 }
 
 
+commands.update(relocation.NODE_ROWS)
 commands.update({
     "add-tags": tags_common.add_tags(constants.TAG_NODE),
     "list-tags": tags_common.list_tags(constants.TAG_NODE),

@@ -19,7 +19,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import instance_import, policy
+from ganeti.cmdlib import allocator, instance_import, policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
@@ -199,9 +199,11 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                                        errors.ECODE_INVAL) from None
         if op.mode == constants.INSTANCE_CREATE:
             self._check_template_args()   # an import reads them from the export first
-        if op.pnode is None:
-            raise errors.OpPrereqError("No primary node given (iallocators are not supported)",
+        if op.pnode is not None and op.iallocator:
+            raise errors.OpPrereqError("Give either a primary node or an iallocator, not both",
                                        errors.ECODE_INVAL)
+        #: None: the allocator picks the node in CheckPrereq (op.iallocator, the
+        #: cluster's default_iallocator, or the built-in one)
         self.pnode_name = op.pnode
         if op.snode is not None:
             raise errors.OpPrereqError(f"Disk template {op.disk_template or '?'} takes no"
@@ -232,12 +234,16 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if self.cfg.get_instance_info_by_name(self.op.instance_name) is not None:
             raise errors.OpPrereqError(f"Instance '{self.op.instance_name}' is already in the"
                                        " cluster", errors.ECODE_EXISTS)
-        self.pnode = expand_node(self.cfg, self.pnode_name)
-        self.op.pnode = self.pnode.name
+        if self.pnode_name is None:
+            node_locks: Any = locking.ALL_SET
+        else:
+            self.pnode = expand_node(self.cfg, self.pnode_name)
+            self.op.pnode = self.pnode.name
+            node_locks = [self.pnode.uuid]
         add_instance_lock(self, self.op.instance_name)
         self.needed_locks = {locking.LEVEL_INSTANCE: [self.op.instance_name],
-                             locking.LEVEL_NODE: [self.pnode.uuid],
-                             locking.LEVEL_NODE_RES: [self.pnode.uuid]}
+                             locking.LEVEL_NODE: node_locks,
+                             locking.LEVEL_NODE_RES: node_locks}
         self.share_locks = {locking.LEVEL_NODE: 1, locking.LEVEL_NODE_RES: 1}
 
     def release_reservations(self) -> None:
@@ -265,6 +271,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if cfg.get_node_info_by_name(op.instance_name) is not None:
             raise errors.OpPrereqError(f"Name '{op.instance_name}' is used by a node",
                                        errors.ECODE_EXISTS)
+        if self.pnode_name is None:
+            self._allocate_node()
         pnode = cfg.get_node_info(self.pnode.uuid)
         if pnode is None:
             raise errors.OpPrereqError(f"Node '{op.pnode}' not known", errors.ECODE_NOENT)
@@ -330,6 +338,23 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 msg = res.fail_msg if res is not None else "no answer"
                 raise errors.OpPrereqError(f"OS '{op.os_type}' not usable on node {pnode.name}:"
                                            f" {msg}", errors.ECODE_INVAL)
+
+    def _allocate_node(self) -> None:
+        """Ask the allocator for the primary node (all node locks are held, shared)."""
+        op, cluster = self.op, self.cfg.get_cluster_info()
+        assert op.disk_template is not None  # set by the op or, for an import, by the export
+        request = allocator.allocate_request_for(
+            cluster, name=op.instance_name, disk_template=op.disk_template,
+            disks=self.disk_specs, nics=op.nics, beparams=op.beparams,
+            os_name=op.os_type or "", tags=list(op.tags),
+            hypervisor=op.hypervisor or cluster.primary_hypervisor, group_name=op.group_name)
+        answer, _ = allocator.ask(self, op.iallocator, request)
+        name = allocator.allocator_name(self, op.iallocator) or "ganeti-iallocator"
+        answer.require_success(name)
+        self.pnode = expand_node(self.cfg, answer.nodes[0])
+        op.pnode = self.pnode.name
+        self.LogInfo(f"Selected nodes for instance {op.instance_name} via iallocator {name}:"
+                     f" {', '.join(answer.nodes)}")
 
     def _check_ipolicy(self, cluster: Cluster, pnode: Node) -> None:
         """Refuse a spec outside the primary node's group policy (doc/ipolicy.md)."""

@@ -25,9 +25,10 @@ from typing import Any, TypeVar
 
 from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import policy
+from ganeti.cmdlib import allocator, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     expand_instance, expand_node, rpc_one)
+from ganeti.iallocator import document
 from ganeti.objects import Node
 from ganeti.opcodes.instance import OpInstanceFailover, OpInstanceMigrate, OpInstanceMove
 
@@ -48,11 +49,25 @@ class _TargetLU(InstanceLU[_TargetOpT]):
     """An instance LU with a target node (given, or the first other usable node)."""
 
     NEED_SHARED_STORAGE = True
+    #: without a target node, ask the allocator (``iallocator``, or the
+    #: cluster's default when it has one); else the first other usable node
+    USE_ALLOCATOR = True
 
     def ExpandExtra(self) -> None:
         inst = expand_instance(self.cfg, self.op.instance_name)
+        self.allocator_name: str | None = getattr(self.op, "iallocator", None)
+        if self.op.target_node and self.allocator_name:
+            raise errors.OpPrereqError("Give either a target node or an iallocator, not both",
+                                       errors.ECODE_INVAL)
         if self.op.target_node:
             target = expand_node(self.cfg, self.op.target_node)
+        elif (self.USE_ALLOCATOR and not getattr(self.op, "cleanup", False)
+              and (self.allocator_name or self.cfg.get_cluster_info().default_iallocator)):
+            # the allocator picks the target in CheckPrereq, with every node locked
+            self.target_uuid = ""
+            self.extra_node_uuids = [u for u in self.cfg.get_all_nodes_info()
+                                     if u != inst.primary_node]
+            return
         else:
             candidates = [n for n in sorted(self.cfg.get_all_nodes_info().values(),
                                             key=lambda n: n.name)
@@ -65,7 +80,23 @@ class _TargetLU(InstanceLU[_TargetOpT]):
         self.target_uuid = target.uuid
         self.extra_node_uuids = [target.uuid]
 
+    def _ask_allocator(self) -> None:
+        """Set the target from a ``relocate`` request (off the primary node)."""
+        inst = self.instance
+        pnode = self.cfg.get_node_info(inst.primary_node)
+        request = document.relocate_request(inst.name, inst.disk_template,
+                                            [{"size": d.size} for d in self.disks],
+                                            [pnode.name if pnode else inst.primary_node])
+        answer, _ = allocator.ask(self, self.allocator_name, request)
+        answer.require_success(allocator.allocator_name(self, self.allocator_name)
+                               or "ganeti-iallocator")
+        target = expand_node(self.cfg, answer.nodes[0])
+        self.LogInfo(f"Selected target node {target.name} via the iallocator")
+        self.target_uuid = target.uuid
+
     def _lookup_target(self) -> None:
+        if not self.target_uuid:
+            self._ask_allocator()
         target = self.cfg.get_node_info(self.target_uuid)
         if target is None:
             raise errors.OpPrereqError("The target node disappeared", errors.ECODE_NOENT)
@@ -292,6 +323,7 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
 
     HPATH = "instance-move"
     NEED_SHARED_STORAGE = False
+    USE_ALLOCATOR = False
 
     def CheckInstance(self) -> None:
         super().CheckInstance()

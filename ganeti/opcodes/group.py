@@ -7,9 +7,10 @@ from typing import Any
 
 from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
+from ganeti.opcodes.node import APPLY_DOC, PLAN_DOC
 
 __all__ = ["OpGroupAdd", "OpGroupRemove", "OpGroupRename", "OpGroupAssignNodes",
-           "OpGroupSetParams", "OpGroupVerifyDisks", "ALL_OPCODES"]
+           "OpGroupSetParams", "OpGroupVerifyDisks", "OpGroupEvacuate", "ALL_OPCODES"]
 
 
 @dataclass(kw_only=True)
@@ -89,5 +90,21 @@ class OpGroupVerifyDisks(OpCode):
     group_name: str
 
 
+@dataclass(kw_only=True)
+class OpGroupEvacuate(OpCode):
+    """Move every instance of a group to other groups; result as OP_NODE_EVACUATE."""
+
+    OP_DSC_FIELD = "group_name"
+
+    group_name: str
+    target_groups: list[str] = param([])
+    iallocator: str | None = None
+    early_release: bool = False
+    sequential: bool = False
+    force_failover: bool = False
+    plan_only: bool = param(False, doc=PLAN_DOC)
+    apply_plan: dict[str, Any] | None = param(None, doc=APPLY_DOC)
+
+
 ALL_OPCODES = (OpGroupAdd, OpGroupRemove, OpGroupRename, OpGroupAssignNodes, OpGroupSetParams,
-               OpGroupVerifyDisks)
+               OpGroupVerifyDisks, OpGroupEvacuate)

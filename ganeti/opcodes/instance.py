@@ -13,6 +13,7 @@ from typing import Any
 
 from ganeti import constants, errors, parameters
 from ganeti.opcodes.base import OpCode, param
+from ganeti.opcodes.node import APPLY_DOC, PLAN_DOC
 from ganeti.private import Private
 from ganeti.utils import units
 
@@ -22,7 +23,7 @@ __all__ = [
     "OpInstanceReboot", "OpInstanceReinstall", "OpInstanceRename", "OpInstanceSetParams",
     "OpInstanceMigrate", "OpInstanceFailover", "OpInstanceMove", "OpInstanceGrowDisk",
     "OpInstanceActivateDisks", "OpInstanceDeactivateDisks", "OpInstanceConsole",
-    "OpInstanceQueryData", "ALL_OPCODES", "DDM_ADD", "DDM_MODIFY", "DDM_REMOVE", "DDMS",
+    "OpInstanceQueryData", "OpInstanceChangeGroup", "OpInstanceMultiAlloc", "ALL_OPCODES", "DDM_ADD", "DDM_MODIFY", "DDM_REMOVE", "DDMS",
     "MAX_DISK_SIZE", "check_disk_size",
 ]
 
@@ -297,8 +298,33 @@ class OpInstanceQueryData(OpCode):
     use_locking: bool = False
 
 
+
+
+@dataclass(kw_only=True)
+class OpInstanceChangeGroup(OpInstanceBase):
+    """Move an instance to another node group (jobs from the allocator); result as evacuate."""
+
+    target_groups: list[str] = param([])
+    iallocator: str | None = None
+    early_release: bool = False
+    plan_only: bool = param(False, doc=PLAN_DOC)
+    apply_plan: dict[str, Any] | None = param(None, doc=APPLY_DOC)
+
+
+@dataclass(kw_only=True)
+class OpInstanceMultiAlloc(OpCode):
+    """Create many instances placed together by the allocator (one create job each).
+
+    Result: ``{"jobs": [[ok, id|error], ...], "allocatable": [names], "failed": [names]}``.
+    """
+
+    instances: list[dict[str, Any]] = param([])
+    iallocator: str | None = None
+    opportunistic_locking: bool = False
+
+
 ALL_OPCODES = (OpInstanceCreate, OpInstanceRemove, OpInstanceStartup, OpInstanceShutdown,
                OpInstanceReboot, OpInstanceReinstall, OpInstanceRename, OpInstanceSetParams,
                OpInstanceMigrate, OpInstanceFailover, OpInstanceMove, OpInstanceGrowDisk,
                OpInstanceActivateDisks, OpInstanceDeactivateDisks, OpInstanceConsole,
-               OpInstanceQueryData)
+               OpInstanceQueryData, OpInstanceChangeGroup, OpInstanceMultiAlloc)

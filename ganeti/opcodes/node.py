@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti.opcodes.base import OpCode
+from ganeti import constants
+from ganeti.opcodes.base import OpCode, param
 
-__all__ = ["OpNodeAdd", "OpNodeRemove", "OpNodeSetParams", "OpNodePowercycle", "ALL_OPCODES"]
+__all__ = ["OpNodeAdd", "OpNodeRemove", "OpNodeSetParams", "OpNodePowercycle", "OpNodeEvacuate",
+           "OpNodeMigrate", "ALL_OPCODES"]
 
 
 @dataclass(kw_only=True)
@@ -73,4 +75,45 @@ class OpNodePowercycle(OpCode):
     force: bool = False
 
 
-ALL_OPCODES = (OpNodeAdd, OpNodeRemove, OpNodeSetParams, OpNodePowercycle)
+#: The relocation opcodes' plan fields (doc/protocols/iallocator.md, "Plans"):
+#: ``plan_only`` returns the job graph instead of submitting it;
+#: ``apply_plan`` submits exactly a plan made by ``plan_only``.
+PLAN_DOC = "return the plan (jobs, moves, N+1 state) instead of submitting jobs"
+APPLY_DOC = "submit exactly this plan (refused when the config serial changed since)"
+
+
+@dataclass(kw_only=True)
+class OpNodeEvacuate(OpCode):
+    """Move the instances off a node; result ``{"jobs": [[ok, id|error], ...], ...}``."""
+
+    OP_DSC_FIELD = "node_name"
+
+    node_name: str
+    node_uuid: str | None = None
+    mode: str = param(constants.NODE_EVAC_ALL, choices=constants.NODE_EVAC_MODES)
+    remote_node: str | None = None
+    iallocator: str | None = None
+    early_release: bool = False
+    ignore_soft_errors: bool = False
+    plan_only: bool = param(False, doc=PLAN_DOC)
+    apply_plan: dict[str, Any] | None = param(None, doc=APPLY_DOC)
+
+
+@dataclass(kw_only=True)
+class OpNodeMigrate(OpCode):
+    """Live-migrate the primary instances off a node (one job each); result as evacuate."""
+
+    OP_DSC_FIELD = "node_name"
+
+    node_name: str
+    node_uuid: str | None = None
+    mode: str | None = param(None, choices=sorted(constants.HT_MIGRATION_MODES))
+    live: bool | None = None
+    target_node: str | None = None
+    iallocator: str | None = None
+    allow_runtime_changes: bool = True
+    ignore_ipolicy: bool = False
+
+
+ALL_OPCODES = (OpNodeAdd, OpNodeRemove, OpNodeSetParams, OpNodePowercycle, OpNodeEvacuate,
+               OpNodeMigrate)

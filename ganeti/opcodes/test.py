@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
+from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
-__all__ = ["OpTestDelay", "OpTestJqueue", "ALL_OPCODES", "MAX_DELAY", "MAX_REPEAT"]
+__all__ = ["OpTestDelay", "OpTestJqueue", "OpTestAllocator", "ALL_OPCODES", "MAX_DELAY", "MAX_REPEAT"]
 
 #: Longest test delay, seconds (a day), and most repetitions of it.
 MAX_DELAY = 86400.0
@@ -44,4 +47,37 @@ class OpTestJqueue(OpCode):
     fail: bool = False
 
 
-ALL_OPCODES = (OpTestDelay, OpTestJqueue)
+@dataclass(kw_only=True)
+class OpTestAllocator(OpCode):
+    """Build an iallocator request (doc/protocols/iallocator.md): show its input document
+    (``direction`` ``in``) or run the allocator on it and show the answer (``out``).
+
+    ``mode`` is the request type; the other fields are that request's keys
+    (``name`` the instance, ``instances`` for node-evacuate, change-group and
+    multi-allocate).  Changes nothing.
+    """
+
+    OP_DSC_FIELD = "iallocator"
+
+    direction: str = param(constants.IALLOCATOR_DIR_IN, choices=constants.IALLOCATOR_DIRECTIONS)
+    mode: str = param(choices=["allocate", "multi-allocate", "relocate", "node-evacuate",
+                               "change-group"])
+    name: str = ""
+    memory: int = param(128, min=1)
+    vcpus: int = param(1, min=1)
+    disks: list[dict[str, Any]] = param([])
+    nics: list[dict[str, Any]] = param([])
+    os: str = ""
+    disk_template: str = constants.DT_DISKLESS
+    tags: list[str] = param([])
+    hypervisor: str | None = None
+    spindle_use: int = param(1, min=0)
+    group_name: str | None = None
+    instances: list[Any] = param([])
+    evac_mode: str = param(constants.NODE_EVAC_ALL, choices=constants.NODE_EVAC_MODES)
+    target_groups: list[str] = param([])
+    relocate_from: list[str] = param([])
+    iallocator: str | None = None
+
+
+ALL_OPCODES = (OpTestDelay, OpTestJqueue, OpTestAllocator)

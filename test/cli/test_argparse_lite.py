@@ -308,3 +308,11 @@ def test_generic_main_verb_help_matches_argparse(capsys: pytest.CaptureFixture[s
     parser = climain._build_parser("gnt-debug", "delay", gnt_debug.commands["delay"])
     assert out == parser.format_help()
     assert "--no-master" in out and "-h, --help" in out
+
+
+@pytest.mark.parametrize("argv", [["n1", "--plan"], ["--plan", "n1"], ["n1", "--plan=json"],
+                                  ["n1", "--plan", "json"], ["n1", "--plan=x"], ["--plan"]],
+                         ids=lambda a: " ".join(a))
+def test_optional_value_option_as_argparse(argv: list[str]) -> None:
+    command = gnt_node.commands["evacuate"]
+    assert _lite_result(command, argv) == _argparse_result("gnt-node", "evacuate", command, argv)

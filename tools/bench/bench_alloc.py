@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Benchmark of the built-in allocator; prints figures, asserts nothing.
+
+Decision time of one ``allocate`` and one ``node-evacuate`` request on a
+made-up document with 200 nodes (2 groups) and 10,000 running
+shared-storage instances (the target is under 0.5 s per decision), the
+time to build the document itself (JSON text as an external allocator
+gets it), and the same requests through upstream's ``hail`` when it is
+installed (``--hail PATH`` or found in the iallocator search path).
+
+Run as ``.venv/bin/python tools/bench/bench_alloc.py [--nodes N] [--instances N]``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import argparse  # noqa: E402
+import random  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+from ganeti import serializer  # noqa: E402
+from ganeti.iallocator import builtin, document  # noqa: E402
+from ganeti.objects import default_ipolicy  # noqa: E402
+
+REPEAT = 5
+
+
+def make_document(nodes: int, instances: int, seed: int = 1) -> dict[str, Any]:
+    """Nodes of 256 GiB / 32 CPUs in two groups, instances of 512..4096 MiB spread over them."""
+    rng = random.Random(seed)
+    node_names = [f"node{k:03d}.example.com" for k in range(nodes)]
+    free = {n: 262144 - 2048 for n in node_names}
+    vcpus = dict.fromkeys(node_names, 0)
+    insts: dict[str, Any] = {}
+    for k in range(instances):
+        name = f"inst{k:05d}.example.com"
+        node = node_names[k % nodes]
+        mem = rng.choice([512, 1024, 2048, 4096])
+        free[node] -= mem
+        vcpus[node] += 1
+        insts[name] = {"nodes": [node], "memory": mem, "vcpus": 1, "spindle_use": 1,
+                       "disk_template": "sharedfile", "disks": [{"size": 10240, "mode": "rw"}],
+                       "disk_space_total": 0, "admin_state": "up", "tags": [], "os": "x",
+                       "hypervisor": "kvm", "nics": [{"mac": "aa:00:00:00:00:01"}]}
+    node_docs = {}
+    for k, name in enumerate(node_names):
+        node_docs[name] = {
+            "group": "g1" if k < nodes // 2 else "g2", "offline": False, "drained": False,
+            "vm_capable": True, "master_candidate": k < 10, "master_capable": True,
+            "tags": [], "primary_ip": f"10.0.{k // 256}.{k % 256}", "secondary_ip": "",
+            "ndparams": {"spindle_count": 1, "exclusive_storage": False},
+            "total_memory": 262144, "reserved_memory": 2048, "free_memory": free[name],
+            "total_disk": 0, "free_disk": 0, "total_spindles": 1, "free_spindles": 1,
+            "total_cpus": 32, "reserved_cpus": 0, "i_pri_memory": 0, "i_pri_up_memory": 0}
+    groups = {g: {"name": g, "alloc_policy": "preferred", "networks": [], "tags": [],
+                  "ipolicy": default_ipolicy()} for g in ("g1", "g2")}
+    return {"version": 2, "cluster_name": "bench", "cluster_tags": [],
+            "enabled_hypervisors": ["kvm"], "ipolicy": default_ipolicy(),
+            "nodegroups": groups, "nodes": node_docs, "instances": insts, "request": {}}
+
+
+def _best(fn: Any) -> float:
+    best = float("inf")
+    for _ in range(REPEAT):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _requests(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    first = sorted(doc["nodes"])[0]
+    on_first = sorted(n for n, i in doc["instances"].items() if i["nodes"][0] == first)
+    return {
+        "allocate": document.allocate_request(
+            name="new.example.com", disk_template="sharedfile", memory=2048, vcpus=2,
+            disks=[{"size": 20480}], nics=[{"mac": "auto"}], os="x", hypervisor="kvm"),
+        f"node-evacuate ({len(on_first)} instances)":
+            document.node_evacuate_request(on_first, "all"),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--instances", type=int, default=10_000)
+    parser.add_argument("--hail", default=None, help="path of upstream's hail")
+    args = parser.parse_args()
+    doc = make_document(args.nodes, args.instances)
+    print(f"document: {args.nodes} nodes, {args.instances} instances")
+    text = serializer.dumps({**doc, "request": _requests(doc)["allocate"]})
+    print(f"  JSON text: {len(text) / 1e6:.1f} MB, encode {_best(lambda: serializer.dumps(doc)):.3f} s")
+    hail = args.hail or shutil.which("hail") or next(
+        (p for p in ("/usr/lib/ganeti/iallocators/hail", "/usr/local/lib/ganeti/iallocators/hail")
+         if os.path.exists(p)), None)
+    for label, request in _requests(doc).items():
+        full = {**doc, "request": request}
+        answer: dict[str, Any] = {}
+
+        def run(full: dict[str, Any] = full) -> None:
+            answer.update(builtin.allocate(full))
+        seconds = _best(run)
+        print(f"built-in {label}: {seconds:.3f} s per decision (best of {REPEAT});"
+              f" {answer['info'][:90]}")
+        if hail:
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as fh:
+                fh.write(serializer.dumps(full))
+                fh.flush()
+                start = time.perf_counter()
+                res = subprocess.run([hail, fh.name], capture_output=True, text=True,
+                                     timeout=600)
+                took = time.perf_counter() - start
+            print(f"hail     {label}: {took:.3f} s (exit {res.returncode})")
+    if not hail:
+        print("hail: not installed (upstream's htools package), not measured")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
