@@ -79,6 +79,8 @@ _NO_REMEMBER = Param("no_remember", description="do not record the new state")
 _STORAGE_TYPE = Param("storage_type", "str", "file or sharedfile (Ganeti's other storage"
                                              " types are refused)")
 _STORAGE_NAME = Param("name", "str", "the storage unit (for file storage: its directory)")
+_PLAN = Param("plan", description="1: the job's result is the plan (jobs, moves, N+1 state);"
+              " no move is submitted")
 
 
 def _opbody(opcode: str, required: Iterable[str] = (), **props: Any) -> dict[str, Any]:
@@ -164,6 +166,14 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("PUT", _NODE + "/storage/repair"): Doc(
         "Repair a storage unit", (_STORAGE_TYPE, _STORAGE_NAME, Param(
             "ignore_consistency", description="ignore the consistency of the disks"))),
+    ("POST", _NODE + "/evacuate"): Doc(
+        "Move a node's instances elsewhere (one job each; the result lists them)", (_PLAN,),
+        body=_opbody("OP_NODE_EVACUATE", mode={**_STR, "enum": list(constants.NODE_EVAC_MODES)},
+                     remote_node=_STR, iallocator=_STR, early_release={"type": "boolean"})),
+    ("POST", _NODE + "/migrate"): Doc(
+        "Migrate every primary instance off a node", body=_opbody(
+            "OP_NODE_MIGRATE", mode=_STR, live={"type": "boolean"}, target_node=_STR,
+            iallocator=_STR)),
     **_tag_docs(_NODE + "/tags", "node"),
     # instances
     ("GET", "/2/instances"): Doc("Instances", (_BULK,), result=_LIST),
@@ -223,6 +233,13 @@ DOCS: dict[tuple[str, str], Doc] = {
         "How to reach the console of a running instance (503 when it is not running)",
         result={"type": "object", "properties": {
             k: _STR for k in ("instance", "kind", "message", "host", "user", "command")}}),
+    ("PUT", _INST + "/change-group"): Doc(
+        "Move an instance into another node group (jobs from the allocator)", (_PLAN,),
+        body=_opbody("OP_INSTANCE_CHANGE_GROUP", target_groups=_STRS, iallocator=_STR)),
+    ("POST", "/2/instances-multi-alloc"): Doc(
+        "Create many instances placed by one allocator request", body=_opbody(
+            "OP_INSTANCE_MULTI_ALLOC", ["instances"],
+            instances={"type": "array", "items": _OBJ}, iallocator=_STR)),
     **_tag_docs(_INST + "/tags", "instance"),
     # groups
     ("GET", "/2/groups"): Doc("Node groups", (_BULK,), result=_LIST),
@@ -237,6 +254,9 @@ DOCS: dict[tuple[str, str], Doc] = {
                                      body=_opbody("OP_GROUP_SET_PARAMS")),
     ("PUT", _GROUP + "/assign-nodes"): Doc("Move nodes into a group", body=_opbody(
         "OP_GROUP_ASSIGN_NODES", ["nodes"], nodes=_STRS)),
+    ("PUT", _GROUP + "/evacuate"): Doc(
+        "Move every instance of a group into other groups", (_PLAN,),
+        body=_opbody("OP_GROUP_EVACUATE", target_groups=_STRS, iallocator=_STR)),
     **_tag_docs(_GROUP + "/tags", "node group"),
     # query2
     ("GET", "/2/query/{resource}"): Doc("Query a resource (query2)", (_FIELDS,), result=_OBJ),

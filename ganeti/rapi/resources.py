@@ -37,7 +37,8 @@ WAIT_TIMEOUT = 10.0
 #: how long a read that runs a job (``/console``) waits for its result (seconds)
 JOB_WAIT_TIMEOUT = 60.0
 #: features Ganeti clients probe (only those implemented here)
-FEATURES = ["instance-create-reqv1", "instance-reinstall-reqv1"]
+FEATURES = ["instance-create-reqv1", "instance-reinstall-reqv1", "node-evac-res1",
+            "node-migrate-reqv1", "instance-multi-alloc"]
 
 _COMMON = ["ctime", "mtime", "uuid", "serial_no", "tags"]
 I_FIELDS = ["name", "admin_state", "os", "pnode", "snodes", "disk_template",
@@ -481,6 +482,17 @@ def _node_storage_repair(ctx: Ctx) -> list[dict[str, Any]]:
                 ignore_consistency=ctx.qbool("ignore_consistency"))]
 
 
+def _relocation(op_id: str, key: str, arg: str) -> Builder:
+    """A relocation opcode from the body; ``?plan=1`` asks for the plan instead of jobs
+    (doc/protocols/iallocator.md, "Plans")."""
+    def build(ctx: Ctx) -> list[dict[str, Any]]:
+        op = _from_body(ctx, op_id, {key: ctx.args[arg]})
+        if ctx.qstr("plan") is not None:
+            op["plan_only"] = ctx.qbool("plan")
+        return [op]
+    return build
+
+
 # --- queries ------------------------------------------------------------------------------
 
 def _query_fields_param(ctx: Ctx) -> list[str] | None:
@@ -553,12 +565,20 @@ ROUTES: list[Route] = [
           opcode="OP_NODE_MODIFY_STORAGE"),
     Route(_NODE + "/storage/repair", "PUT", build=_node_storage_repair,
           opcode="OP_REPAIR_NODE_STORAGE"),
+    Route(_NODE + "/evacuate", "POST",
+          build=_relocation("OP_NODE_EVACUATE", "node_name", "node"), opcode="OP_NODE_EVACUATE"),
+    Route(_NODE + "/migrate", "POST",
+          build=lambda c: [_from_body(c, "OP_NODE_MIGRATE", {"node_name": c.args["node"]})],
+          opcode="OP_NODE_MIGRATE"),
     *_tags_routes(_NODE + "/tags", constants.TAG_NODE, "node"),
     # instances
     Route("/2/instances", "GET", read=lambda c: _listing(c, constants.QR_INSTANCE,
                                                          "/2/instances", I_FIELDS,
                                                          fix=_with_memory)),
     Route("/2/instances", "POST", build=_instance_create, opcode="OP_INSTANCE_CREATE"),
+    Route("/2/instances-multi-alloc", "POST",
+          build=lambda c: [_from_body(c, "OP_INSTANCE_MULTI_ALLOC", {})],
+          opcode="OP_INSTANCE_MULTI_ALLOC"),
     Route(_INST, "GET", read=_instance_get),
     Route(_INST, "DELETE", build=lambda c: [_from_body(c, "OP_INSTANCE_REMOVE",
                                                        {"instance_name": _inst(c),
@@ -599,6 +619,9 @@ ROUTES: list[Route] = [
           opcode="OP_INSTANCE_GROW_DISK"),
     Route(_INST + "/console", "GET", read=_instance_console, opcode="OP_INSTANCE_CONSOLE",
           access="write"),
+    Route(_INST + "/change-group", "PUT",
+          build=_relocation("OP_INSTANCE_CHANGE_GROUP", "instance_name", "instance"),
+          opcode="OP_INSTANCE_CHANGE_GROUP"),
     *_tags_routes(_INST + "/tags", constants.TAG_INSTANCE, "instance"),
     # groups
     Route("/2/groups", "GET", read=lambda c: _listing(c, constants.QR_GROUP, "/2/groups",
@@ -621,6 +644,9 @@ ROUTES: list[Route] = [
           build=lambda c: [_from_body(c, "OP_GROUP_ASSIGN_NODES",
                                       {"group_name": c.args["group"]})],
           opcode="OP_GROUP_ASSIGN_NODES"),
+    Route(_GROUP + "/evacuate", "PUT",
+          build=_relocation("OP_GROUP_EVACUATE", "group_name", "group"),
+          opcode="OP_GROUP_EVACUATE"),
     *_tags_routes(_GROUP + "/tags", constants.TAG_NODEGROUP, "group"),
     # query2
     Route("/2/query/{resource}", "GET", read=_query_get),

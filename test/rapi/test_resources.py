@@ -77,7 +77,8 @@ def test_simple_reads():
     assert run("GET", "/version", fake) == 2
     assert run("GET", "/", fake) is None
     assert run("GET", "/2/features", fake) == ["instance-create-reqv1",
-                                               "instance-reinstall-reqv1"]
+                                               "instance-reinstall-reqv1", "node-evac-res1",
+                                               "node-migrate-reqv1", "instance-multi-alloc"]
 
 
 def test_node_listing_bulk_and_role():
@@ -321,3 +322,33 @@ def test_console_errors(rows, outcome, status):
     with pytest.raises(errors.HttpError) as info:
         run("GET", "/2/instances/i1/console", client)
     assert info.value.status == status
+
+
+def _submitted(fake: FakeLuxi) -> dict[str, Any]:
+    (op,) = [args[0] for method, args in fake.calls if method == "SubmitJob"][-1]
+    return op
+
+
+@pytest.mark.parametrize("method, path, op_id, key", [
+    ("POST", "/2/nodes/n1/evacuate", "OP_NODE_EVACUATE", "node_name"),
+    ("PUT", "/2/instances/i1/change-group", "OP_INSTANCE_CHANGE_GROUP", "instance_name"),
+    ("PUT", "/2/groups/g1/evacuate", "OP_GROUP_EVACUATE", "group_name"),
+])
+def test_relocation_rows_and_plan(method, path, op_id, key):
+    fake = FakeLuxi()
+    run(method, path, fake, body={"iallocator": "hail"})
+    op = _submitted(fake)
+    assert op["OP_ID"] == op_id and op[key] == path.split("/")[3] and op["iallocator"] == "hail"
+    assert "plan_only" not in op
+    run(method, path, fake, query={"plan": ["1"]})
+    assert _submitted(fake)["plan_only"] is True
+
+
+def test_node_migrate_and_multi_alloc_rows():
+    fake = FakeLuxi()
+    run("POST", "/2/nodes/n1/migrate", fake, body={"mode": "non-live"})
+    assert _submitted(fake)["OP_ID"] == "OP_NODE_MIGRATE"
+    spec = {"instance_name": "x", "disk_template": "diskless"}
+    run("POST", "/2/instances-multi-alloc", fake, body={"instances": [spec]})
+    op = _submitted(fake)
+    assert op["OP_ID"] == "OP_INSTANCE_MULTI_ALLOC" and op["instances"] == [spec]
