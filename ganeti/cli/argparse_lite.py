@@ -18,8 +18,9 @@ reports errors with argparse's texts:
   defaults of ``append`` are copied), ``dest``, ``const``, ``required``;
 * ``-h``/``--help`` is reported to the caller (which formats the help).
 
-``nargs="?"`` on a ``store`` option (the next argument, or ``--opt=value``,
-or ``const`` when neither is given) is handled too.
+``nargs="?"`` on a ``store`` option takes its value only inline
+(``--plan=json``); ``--plan`` alone gives ``const`` and never swallows the
+next argument (argparse would take ``--plan NODE`` as the value ``NODE``).
 Anything else (other ``nargs``, custom action classes...) is not supported:
 :func:`supports` says so and the caller falls back to argparse.
 """
@@ -266,9 +267,6 @@ def parse(table: OptionTable, argv: Sequence[str]) -> ParseResult:
                 return ParseResult(help=True)
             seen.add(spec.dest)
             if spec.optional_value:
-                if explicit is None and i < count and kinds[i][0] == "arg":
-                    explicit = argv[i]
-                    i += 1
                 if explicit is None:
                     values[spec.dest] = spec.const
                     break

@@ -99,6 +99,8 @@ def follow_generated_jobs(result: Any, opts: Any, cl: Any) -> int:
         for job_id in ids:
             cli.to_stderr(f"JobID: {job_id}")
         return 1 if failures else 0
+    if ids:
+        cli.to_stdout(f"Submitted job(s): {', '.join(str(i) for i in ids)}")
     for job_id in ids:
         try:
             cli.poll_job(job_id, cl)
