@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ganeti import constants, errors, parameters
+from ganeti import constants, errors, ipolicy, parameters
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Node, NodeGroup
 
 __all__ = ["VERSION", "REQ_ALLOCATE", "REQ_MULTI_ALLOCATE", "REQ_RELOCATE",
@@ -38,26 +38,9 @@ IpolicyFn = Callable[[Cluster, NodeGroup | None], dict[str, Any]]
 
 
 def group_ipolicy(cluster: Cluster, group: NodeGroup | None) -> dict[str, Any]:
-    """The effective ipolicy of ``group``: its own keys over the cluster's.
-
-    ``minmax`` is replaced as a whole, ``std`` merged key by key (the
-    layering of doc/protocols/iallocator.md, "ipolicy").
-    """
-    result: dict[str, Any] = {k: _copy(v) for k, v in cluster.ipolicy.items()}
-    for key, value in (group.ipolicy if group is not None else {}).items():
-        if key == "std" and isinstance(value, dict):
-            result["std"] = {**result.get("std", {}), **value}
-        else:
-            result[key] = _copy(value)
-    return result
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
+    """The effective ipolicy of ``group`` (the cluster's when None): its own keys
+    over the cluster's (:func:`ganeti.ipolicy.fill_ipolicy`, doc/ipolicy.md)."""
+    return ipolicy.fill_ipolicy(cluster.ipolicy, group.ipolicy if group is not None else None)
 
 
 def required_nodes(template: str) -> int:
