@@ -203,8 +203,9 @@ def build_input(data: ConfigData, live: Mapping[str, Mapping[str, Any]],
     """The whole input document for ``request``.
 
     ``data`` is a configuration snapshot, ``live`` the ``node_info``
-    answers by node UUID (nodes missing from it, offline, drained or not
-    vm_capable get the static keys only).  ``ipolicy_fn(cluster, group)``
+    answers by node UUID (nodes missing from it, offline or not vm_capable
+    get the static keys only; drained nodes have their live figures, as
+    upstream sends them, and allocators do not use them).  ``ipolicy_fn(cluster, group)``
     gives a group's effective ipolicy.
     """
     check_request(request)
@@ -229,7 +230,7 @@ def build_input(data: ConfigData, live: Mapping[str, Mapping[str, Any]],
     for uuid, node in sorted(data.nodes.items(), key=lambda kv: kv[1].name):
         entry = _node_static(node, cluster, data.nodegroups.get(node.group))
         info = live.get(uuid)
-        if info is not None and not node.offline and not node.drained and node.vm_capable:
+        if info is not None and not node.offline and node.vm_capable:
             entry.update(_node_dynamic(info, entry["ndparams"], pri_mem.get(uuid, 0),
                                        pri_up.get(uuid, 0)))
         nodes[node.name] = entry

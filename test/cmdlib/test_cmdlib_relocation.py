@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
-from ganeti import constants, errors, serializer  # noqa: E402
+from ganeti import constants, errors, locking, serializer  # noqa: E402
 from ganeti.objects import NIC, Disk, Instance, NodeGroup  # noqa: E402
 from ganeti.opcodes import group as opg  # noqa: E402
 from ganeti.opcodes import instance as opi  # noqa: E402
@@ -201,3 +201,41 @@ def test_create_without_node_asks_the_allocator(env):
     result, messages, _ = run_opcode(ctx, op)
     assert result == [N3]
     assert any("via iallocator" in m for m in messages)
+
+
+def test_failover_with_an_iallocator_picks_the_target(env):
+    cfg, rpc, ctx = env
+    _add(cfg, "a", 1, up=False)
+    ctx.glm.add(locking.LEVEL_INSTANCE, "a")
+    free = {N1: 1000, N2: 3000, N3: 6000, N4: 5000}
+    rpc.set_handler("node_info", lambda node, args: {
+        "memory_total": 8192, "memory_free": free[node], "memory_dom0": 192,
+        "cpu_total": 4, "storage": []})
+    _, messages, _ = run_opcode(ctx, opi.OpInstanceFailover(instance_name="a",
+                                                            iallocator="ganeti-iallocator"))
+    # a relocation stays in the instance's group: node2, not the emptier node3
+    assert cfg.get_instance_info("uuid-a").primary_node == "uuid-node2"
+    assert any("Selected target node" in m for m in messages)
+
+
+def test_target_node_and_iallocator_exclude_each_other(env):
+    cfg, _, ctx = env
+    _add(cfg, "a", 1)
+    ctx.glm.add(locking.LEVEL_INSTANCE, "a")
+    with pytest.raises(errors.OpPrereqError, match="not both"):
+        run_opcode(ctx, opi.OpInstanceMigrate(instance_name="a", target_node=N2,
+                                              iallocator="hail"))
+
+
+def test_drained_nodes_are_described_but_not_used(env):
+    cfg, _, ctx = env
+    node = cfg.get_node_info("uuid-node2")
+    node.drained = True
+    cfg.update(node)
+    _add(cfg, "a", 1)
+    text, _, _ = run_opcode(ctx, opt.OpTestAllocator(mode="node-evacuate", instances=["a"]))
+    assert "free_memory" in serializer.loads(text)["nodes"][N2]
+    text, _, _ = run_opcode(ctx, opt.OpTestAllocator(mode="node-evacuate", instances=["a"],
+                                                     direction="out"))
+    _, failed, jobs = serializer.loads(text)["result"]
+    assert jobs == [] and failed[0][0] == "a"
