@@ -19,6 +19,11 @@ from vcluster_harness import VirtualCluster
 
 from ganeti import constants, luxi, serializer
 
+#: upstream's hail, when installed (Debian: ganeti-htools-3.0)
+HAIL = next((p for p in ("/usr/lib/ganeti/iallocators/hail",
+                         "/usr/lib/ganeti/3.0/usr/lib/ganeti/iallocators/hail")
+             if os.path.exists(p)), None)
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
 N1, N2, N3, N4 = (f"node{i}.vcluster" for i in (1, 2, 3, 4))
@@ -203,3 +208,20 @@ def test_debug_iallocator_and_default_iallocator(vc):
         assert _pnode(vc, "ext2") == N4
     finally:
         vc.ok("gnt-cluster", "modify", "--default-iallocator", "")
+
+
+@pytest.mark.skipif(HAIL is None, reason="upstream's hail is not installed")
+def test_upstreams_hail_works_unchanged(vc):
+    directory = vc.paths(N1).iallocator_search_path[-1]
+    os.symlink(HAIL, os.path.join(directory, "hail"))
+    try:
+        assert _on(vc, N2) == []
+        res = vc.run("gnt-node", "evacuate", "-f", "-I", "hail", "-p", N1)
+        out = res.stdout + res.stderr
+        # the file instance is reported (never sent to hail); everything else moves
+        assert "fileinst cannot be moved" in out, out
+        assert _on(vc, N1) == ["fileinst"], out
+        _add(vc, "byhail", "-I", "hail")
+        assert _pnode(vc, "byhail") in (N1, N2)     # the preferred group
+    finally:
+        os.unlink(os.path.join(directory, "hail"))

@@ -156,6 +156,8 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--instances", type=int, default=10_000)
     parser.add_argument("--hail", default=None, help="path of upstream's hail")
+    parser.add_argument("--hail-timeout", type=float, default=60.0,
+                        help="seconds hail may take per request")
     parser.add_argument("--no-vcluster", action="store_true",
                         help="skip the evacuation on a virtual cluster")
     args = parser.parse_args()
@@ -164,7 +166,8 @@ def main() -> int:
     text = serializer.dumps({**doc, "request": _requests(doc)["allocate"]})
     print(f"  JSON text: {len(text) / 1e6:.1f} MB, encode {_best(lambda: serializer.dumps(doc)):.3f} s")
     hail = args.hail or shutil.which("hail") or next(
-        (p for p in ("/usr/lib/ganeti/iallocators/hail", "/usr/local/lib/ganeti/iallocators/hail")
+        (p for p in ("/usr/lib/ganeti/iallocators/hail", "/usr/local/lib/ganeti/iallocators/hail",
+                     "/usr/lib/ganeti/3.0/usr/lib/ganeti/iallocators/hail")
          if os.path.exists(p)), None)
     for label, request in _requests(doc).items():
         full = {**doc, "request": request}
@@ -180,10 +183,16 @@ def main() -> int:
                 fh.write(serializer.dumps(full))
                 fh.flush()
                 start = time.perf_counter()
-                res = subprocess.run([hail, fh.name], capture_output=True, text=True,
-                                     timeout=600)
+                try:
+                    res = subprocess.run([hail, fh.name], capture_output=True, text=True,
+                                         timeout=args.hail_timeout)
+                except subprocess.TimeoutExpired:
+                    print(f"hail     {label}: more than {args.hail_timeout:.0f} s (stopped)")
+                    continue
                 took = time.perf_counter() - start
-            print(f"hail     {label}: {took:.3f} s (exit {res.returncode})")
+            info = (serializer.loads(res.stdout).get("info", "") if res.returncode == 0
+                    else res.stderr.strip())
+            print(f"hail     {label}: {took:.3f} s (exit {res.returncode}); {info[:90]}")
     if not hail:
         print("hail: not installed (upstream's htools package), not measured")
     if not args.no_vcluster:
