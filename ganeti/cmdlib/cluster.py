@@ -33,6 +33,7 @@ from ganeti.cmdlib.roles import (activate_master_ip, deactivate_master_ip,
                                  shrink_candidate_pool)
 from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
+from ganeti.iallocator import runner
 from ganeti.objects import Cluster
 from ganeti.opcodes.cluster import (OpClusterDestroy, OpClusterPostInit, OpClusterQuery,
                                     OpClusterRedistConf, OpClusterRenewCrypto,
@@ -303,6 +304,9 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
             value = getattr(op, name)
             if value is not None:
                 new[name] = value
+        if op.default_iallocator:
+            # refuse a name no allocator answers to (doc/protocols/iallocator.md, "Running")
+            runner.resolve(op.default_iallocator, self.context.paths.iallocator_search_path)
         if op.master_netdev and not _NETDEV_RE.match(op.master_netdev):
             raise errors.ParameterError(f"Invalid master network device '{op.master_netdev}'",
                                         errors.ECODE_INVAL)

@@ -239,3 +239,14 @@ def test_drained_nodes_are_described_but_not_used(env):
                                                      direction="out"))
     _, failed, jobs = serializer.loads(text)["result"]
     assert jobs == [] and failed[0][0] == "a"
+
+
+def test_default_iallocator_must_exist(env):
+    cfg, _, ctx = env
+    from ganeti.opcodes.cluster import OpClusterSetParams
+    with pytest.raises(errors.OpPrereqError, match="not found"):
+        run_opcode(ctx, OpClusterSetParams(default_iallocator="nosuch"))
+    run_opcode(ctx, OpClusterSetParams(default_iallocator="hail"))   # the built-in answers
+    assert cfg.get_cluster_info().default_iallocator == "hail"
+    run_opcode(ctx, OpClusterSetParams(default_iallocator=""))
+    assert cfg.get_cluster_info().default_iallocator == ""
