@@ -225,3 +225,45 @@ def test_upstreams_hail_works_unchanged(vc):
         assert _pnode(vc, "byhail") in (N1, N2)     # the preferred group
     finally:
         os.unlink(os.path.join(directory, "hail"))
+
+
+def test_batch_create_places_every_instance(vc, tmp_path):
+    spec = tmp_path / "batch.json"
+    spec.write_text(json.dumps({"instances": [
+        {"instance_name": f"batch{k}", "disk_template": "diskless", "os_type": "tinyos",
+         "name_check": False, "ip_check": False, "nics": [{}],
+         "beparams": {"maxmem": 128, "minmem": 128}} for k in range(3)]}))
+    out = vc.ok("gnt-instance", "batch-create", str(spec))
+    assert "3 job(s) followed, 0 failure(s)" in out
+    assert {_pnode(vc, f"batch{k}") for k in range(3)} <= {N1, N2}   # the preferred group
+
+
+def test_rapi_relocation_rows(vc):
+    from test_rapi import request, wait_job, write_users
+    write_users(vc, "writer wpass write\n")
+    auth = ("writer", "wpass")
+    before = _on(vc, N1)
+    status, job_id, _ = request(vc, "POST", f"/2/nodes/{N1}/evacuate?plan=1",
+                                {"mode": "primary-only"}, auth=auth)
+    assert status == 200, job_id
+    job = wait_job(vc, job_id)
+    assert job["status"] == "success", job
+    plan = job["opresult"][0]["plan"]
+    assert plan["jobs"] and _on(vc, N1) == before           # a plan, nothing moved
+    status, job_id, _ = request(vc, "PUT", "/2/instances/dl1/change-group",
+                                {"target_groups": ["other"]}, auth=auth)
+    assert status == 200, job_id
+    result = wait_job(vc, job_id)["opresult"][0]
+    for ok, generated in result["jobs"]:
+        assert ok and wait_job(vc, int(generated))["status"] == "success"
+    assert _pnode(vc, "dl1") in (N3, N4)
+    specs = [{"instance_name": f"rapi{k}", "disk_template": "diskless", "os_type": "tinyos",
+              "name_check": False, "ip_check": False, "nics": [{}]} for k in range(2)]
+    status, job_id, _ = request(vc, "POST", "/2/instances-multi-alloc",
+                                {"instances": specs}, auth=auth)
+    assert status == 200, job_id
+    result = wait_job(vc, job_id)["opresult"][0]
+    assert result["allocatable"] == ["rapi0", "rapi1"] and result["failed"] == []
+    for ok, generated in result["jobs"]:
+        assert ok and wait_job(vc, int(generated))["status"] == "success"
+    assert {_pnode(vc, "rapi0"), _pnode(vc, "rapi1")} <= {N1, N2}
