@@ -34,6 +34,8 @@ def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcia"), nodes=4) as cluster:
         cluster.ok("gnt-group", "add", "--alloc-policy", "last_resort", "other")
         cluster.ok("gnt-group", "assign-nodes", "other", N3, N4)
+        # the virtual nodes have this machine's few CPUs: room for the tests' vCPUs
+        cluster.ok("gnt-cluster", "modify", "--ipolicy-vcpu-ratio", "32")
         yield cluster
 
 
@@ -267,3 +269,20 @@ def test_rapi_relocation_rows(vc):
     for ok, generated in result["jobs"]:
         assert ok and wait_job(vc, int(generated))["status"] == "success"
     assert {_pnode(vc, "rapi0"), _pnode(vc, "rapi1")} <= {N1, N2}
+
+
+def test_node_migrate_empties_the_node(vc):
+    _add(vc, "mig1", "-n", N2)
+    _add(vc, "mig2", "-n", N2, "--no-start")
+    # a group policy of one vCPU per node: node1 (already carrying several) takes no more
+    cpus = int(vc.ok("gnt-node", "list", "--no-headers", "-o", "ctotal", N1).strip())
+    vc.ok("gnt-group", "modify", "--ipolicy-vcpu-ratio", str(1 / cpus), "default")
+    res = vc.run("gnt-node", "migrate", "-f", N2)
+    assert res.returncode == 1 and "mig1 cannot be moved" in res.stderr, res.stderr
+    assert "FailCPU" in res.stderr and _pnode(vc, "mig1") == N2
+    vc.ok("gnt-group", "modify", "--ipolicy-vcpu-ratio", "64", "default")
+    res = vc.run("gnt-node", "migrate", "-f", N2)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _on(vc, N2) == []
+    assert _pnode(vc, "mig1") == N1 and field(vc, "mig1", "status") == "running"
+    assert field(vc, "mig2", "status") == "ADMIN_down"
