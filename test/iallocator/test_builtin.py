@@ -1,9 +1,9 @@
-"""The built-in allocator on documents: upstream's published ones and small made-up ones."""
+"""The built-in allocator on documents: the named scenarios of fakes.allocdocs and small ones."""
 
 from __future__ import annotations
 
 import pytest
-from fakes.allocdocs import alloc_request, cluster, instance, node, upstream
+from fakes.allocdocs import SCENARIOS, alloc_request, cluster, instance, node, scenario
 
 from ganeti import errors
 from ganeti.iallocator import builtin, document
@@ -13,21 +13,22 @@ def _run(doc, **kwargs):
     return builtin.allocate(doc, **kwargs)
 
 
-# --- upstream's documents, with the answers hail gives (test/hs/shelltests) --------------
+# --- the named scenarios (fakes.allocdocs.SCENARIOS; hail agrees: test_hail_compat.py) ---
 
 @pytest.mark.parametrize("name, result", [
-    ("hail-alloc-drbd", ["node2", "node1"]),
-    ("hail-reloc-drbd", ["node1"]),
-    ("hail-alloc-twodisks", ["node1"]),
+    ("alloc-mirrored", ["node2", "node1"]),     # DRBD: the roomier node is the primary
+    ("alloc-shared", ["node3"]),
+    ("alloc-two-disks", ["node1"]),             # node2 has room for one disk, not both
+    ("reloc-secondary", ["node3"]),
 ])
-def test_upstream_node_choice_matches_hail(name, result):
-    answer = _run(upstream(name))
+def test_scenario_node_choice(name, result):
+    answer = _run(scenario(name))
     assert answer["success"] is True and answer["result"] == result
 
 
-@pytest.mark.parametrize("name", ["hail-node-evac", "hail-change-group"])
-def test_upstream_relocations_move_the_instance(name):
-    answer = _run(upstream(name))
+@pytest.mark.parametrize("name", ["node-evacuate", "change-group"])
+def test_scenario_relocations_move_the_instance(name):
+    answer = _run(scenario(name))
     assert answer["success"] is True
     assert answer["info"] == ("Request successful: 0 instances failed to move and 1 were"
                               " moved successfully")
@@ -35,44 +36,62 @@ def test_upstream_relocations_move_the_instance(name):
     assert failed == [] and len(moved) == len(jobs) == 1
 
 
-def test_upstream_change_group_lands_in_the_other_group():
-    (moved,), _, (job,) = _run(upstream("hail-change-group"))["result"]
-    assert moved[1] == "uuid-group-2" and set(moved[2]) == {"node10", "node11"}
-    # DRBD across groups: new secondary, failover to it, new secondary again
+def test_scenario_node_evacuate_migrates_to_the_roomiest_node():
+    (moved,), _, (job,) = _run(scenario("node-evacuate"))["result"]
+    assert moved == ["inst1", "g1", ["node3"]]
+    assert job == [{"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "inst1",
+                    "target_node": "node3"}]
+
+
+def test_scenario_change_group_lands_in_the_other_group():
+    (moved,), _, (job,) = _run(scenario("change-group"))["result"]
+    assert moved[1] == "gb" and set(moved[2]) == {"node10", "node11"}
+    # DRBD across groups: new secondary, failover to it (stopped), new secondary again
     assert [op["OP_ID"] for op in job] == ["OP_INSTANCE_REPLACE_DISKS", "OP_INSTANCE_FAILOVER",
                                            "OP_INSTANCE_REPLACE_DISKS"]
+    assert [job[0]["remote_node"], job[2]["remote_node"]] == moved[2]
 
 
 @pytest.mark.parametrize("name, counter", [
-    ("hail-alloc-invalid-twodisks", "FailDisk: 1"),     # a disk below the ipolicy minimum
-    ("hail-alloc-plain-tags", "FailTags: 3"),           # exclusion tags on every node
-    ("hail-alloc-invalid-network", "FailNet"),          # no group has the networks
+    ("small-disk", "FailDisk: 1"),          # a disk below the ipolicy minimum
+    ("tags-everywhere", "FailTags: 3"),     # exclusion tags on every node
+    ("unknown-network", "FailNet: 2"),      # no group has the network
 ])
-def test_upstream_refusals_name_the_reason(name, counter):
-    answer = _run(upstream(name))
+def test_scenario_refusals_name_the_reason(name, counter):
+    answer = _run(scenario(name))
     assert answer["success"] is False and counter in answer["info"]
     assert answer["result"] == []
 
 
-def test_upstream_soft_errors_can_be_ignored():
-    assert _run(upstream("hail-alloc-plain-tags"), ignore_soft_errors=True)["success"] is True
+def test_scenario_soft_errors_can_be_ignored():
+    answer = _run(scenario("tags-everywhere"), ignore_soft_errors=True)
+    assert answer["success"] is True and answer["result"][0] in ("node1", "node2", "node3")
 
 
-def test_upstream_network_restriction_picks_the_connected_last_resort_group():
-    answer = _run(upstream("hail-alloc-restricted-network"))
-    assert answer["success"] is True and "Selected group: Group 1" in answer["info"]
+def test_scenario_network_restriction_picks_the_connected_last_resort_group():
+    answer = _run(scenario("restricted-network"))
+    assert answer["success"] is True and answer["result"] == ["node1"]
+    assert "Selected group: Group 1" in answer["info"]
 
 
-def test_upstream_multi_allocate_places_both():
-    answer = _run(upstream("hail-multialloc-dedicated"))
-    allocated, failed = answer["result"]
-    assert failed == [] and [a[0] for a in allocated] == ["instance-new-quarter-1",
-                                                          "instance-new-quarter-2"]
+def test_scenario_multi_allocate_places_both():
+    allocated, failed = _run(scenario("multi-allocate"))["result"]
+    assert failed == [] and allocated == [["new1", ["node2"]], ["new2", ["node1"]]]
 
 
-def test_upstream_invalid_request_is_refused():
+def test_scenario_invalid_request_is_refused():
     with pytest.raises(errors.OpPrereqError, match="'name'"):
-        _run(upstream("hail-invalid-reloc"))
+        _run(scenario("invalid-relocate"))
+
+
+def test_every_scenario_is_a_valid_v2_document():
+    for name in SCENARIOS:
+        doc = scenario(name)
+        assert doc["version"] == 2 and set(doc) >= {"cluster_name", "nodegroups", "nodes",
+                                                     "instances", "request", "ipolicy"}
+        for entry in doc["nodes"].values():
+            assert entry["total_memory"] == (entry["free_memory"] + entry["reserved_memory"]
+                                             + entry["i_pri_up_memory"])
 
 
 # --- made-up documents ---------------------------------------------------------------------
