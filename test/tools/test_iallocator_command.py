@@ -7,7 +7,7 @@ import pathlib
 import subprocess
 import sys
 
-from fakes.allocdocs import DATA
+from fakes.allocdocs import scenario
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "ganeti-iallocator"
 
@@ -17,15 +17,17 @@ def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def test_prints_hails_answer_for_upstreams_document():
-    res = _run(str(DATA / "hail-alloc-drbd.json"))
+def test_prints_the_answer_like_hail(tmp_path):
+    path = tmp_path / "alloc.json"
+    path.write_text(json.dumps(scenario("alloc-mirrored")))
+    res = _run(str(path))
     assert res.returncode == 0, res.stderr
     answer = json.loads(res.stdout)
     assert answer["success"] is True and answer["result"] == ["node2", "node1"]
 
 
 def test_reads_stdin_and_takes_hails_options():
-    text = (DATA / "hail-alloc-plain-tags.json").read_text()
+    text = json.dumps(scenario("tags-everywhere"))
     assert json.loads(_run("-", stdin=text).stdout)["success"] is False
     res = _run("--ignore-soft-errors", "--unknown=1", "-", stdin=text)
     assert json.loads(res.stdout)["success"] is True
