@@ -12,17 +12,23 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 
 import pytest
 from instance_helpers import NOCHECK, config_bytes, fail_unchanged, field, rows
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, luxi, serializer
+from ganeti.tools import vcluster
 
 #: upstream's hail, when installed (Debian: ganeti-htools-3.0)
 HAIL = next((p for p in ("/usr/lib/ganeti/iallocators/hail",
                          "/usr/lib/ganeti/3.0/usr/lib/ganeti/iallocators/hail")
              if os.path.exists(p)), None)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BURNIN = os.path.join(REPO, "tools", "burnin")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
@@ -286,3 +292,43 @@ def test_node_migrate_empties_the_node(vc):
     assert _on(vc, N2) == []
     assert _pnode(vc, "mig1") == N1 and field(vc, "mig1", "status") == "running"
     assert field(vc, "mig2", "status") == "ADMIN_down"
+
+
+# every burnin step but the creation, failover and migration (the ones -I changes)
+_BURNIN_SKIPS = ["--no-replace1", "--no-replace2", "--no-move", "--no-importexport",
+                 "--no-startstop", "--no-reinstall", "--no-reboot", "--no-renamesame",
+                 "--no-activate-disks", "--no-add-disks", "--no-add-nics", "--no-confd"]
+
+
+@pytest.mark.skipif(not os.path.exists(BURNIN), reason="tools/burnin is not in this tree")
+def test_burnin_places_its_instances_with_the_iallocator(vc):
+    names = ["burn1.example.com", "burn2.example.com"]
+    env = {**os.environ, **vcluster.node_env(vc.cluster, vc.cluster.master_node)}
+    res = subprocess.run([sys.executable, BURNIN, "-o", "tinyos", "-t", "diskless",
+                          "--no-name-check", "--no-ip-check", *_BURNIN_SKIPS, "-K",
+                          "-I", "ganeti-iallocator", *names],      # no -n
+                         env=env, capture_output=True, text=True, timeout=300,
+                         stdin=subprocess.DEVNULL, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "with iallocator ganeti-iallocator" in res.stdout
+    jobs = _client(vc).QueryJobs(None, ["status", "ops", "oplog"])
+    creates = [(job, op) for job in jobs for op in job[1]
+               if op["OP_ID"] == "OP_INSTANCE_CREATE" and op["instance_name"] in names]
+    assert sorted(op["instance_name"] for _, op in creates) == names
+    selected = []
+    for job, op in creates:
+        assert job[0] == constants.JOB_STATUS_SUCCESS
+        assert op["iallocator"] == "ganeti-iallocator" and not op.get("pnode")
+        log = " ".join(str(entry[-1]) for entries in job[2] for entry in entries)
+        found = re.search(f"{op['instance_name']} via iallocator ganeti-iallocator: (\\S+)",
+                          log)
+        assert found, log
+        selected.append(found.group(1))
+    # node2 is empty since the migration test and node1 carries the rest: the
+    # allocator's balance puts both on node2 (a fixed node spread would have used
+    # node1 and the 'other' group's nodes too); failover and migration keep them in
+    # the preferred group
+    assert selected == [N2, N2]
+    assert {_pnode(vc, name) for name in names} <= {N1, N2}
+    for name in names:
+        vc.ok("gnt-instance", "remove", "-f", name)
