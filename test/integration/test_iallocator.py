@@ -218,8 +218,12 @@ def test_debug_iallocator_and_default_iallocator(vc):
         vc.ok("gnt-cluster", "modify", "--default-iallocator", "")
 
 
-@pytest.mark.skipif(HAIL is None, reason="upstream's hail is not installed")
 def test_upstreams_hail_works_unchanged(vc):
+    if HAIL is None:     # make test installs it (ganeti-htools-3.0): there a failure
+        if os.environ.get("GANETI_TEST_REQUIRE_HAIL") == "1":
+            pytest.fail("upstream's hail is not installed (the Makefile's debian-deps"
+                        " installs ganeti-htools-3.0)")
+        pytest.skip("upstream's hail is not installed")
     directory = vc.paths(N1).iallocator_search_path[-1]
     os.symlink(HAIL, os.path.join(directory, "hail"))
     try:
@@ -300,7 +304,6 @@ _BURNIN_SKIPS = ["--no-replace1", "--no-replace2", "--no-move", "--no-importexpo
                  "--no-activate-disks", "--no-add-disks", "--no-add-nics", "--no-confd"]
 
 
-@pytest.mark.skipif(not os.path.exists(BURNIN), reason="tools/burnin is not in this tree")
 def test_burnin_places_its_instances_with_the_iallocator(vc):
     names = ["burn1.example.com", "burn2.example.com"]
     env = {**os.environ, **vcluster.node_env(vc.cluster, vc.cluster.master_node)}
