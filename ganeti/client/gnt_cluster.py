@@ -216,6 +216,8 @@ def format_cluster_info(info: dict[str, Any]) -> list[str]:
                        ("maintenance of node health", "maintain_node_health"),
                        ("uid pool", "uid_pool"),
                        ("default instance allocator", "default_iallocator"),
+                       ("default instance allocator parameters",
+                        "default_iallocator_params"),
                        ("primary ip version", "primary_ip_version"),
                        ("preallocation wipe disks", "prealloc_wipe_disks"),
                        ("OS search path", "os_search_path"),
@@ -290,6 +292,8 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "maintain_node_health": _bool_arg(opts.maintain_node_health),
         "max_running_jobs": opts.max_running_jobs,
         "default_iallocator": opts.default_iallocator,
+        "default_iallocator_params": parse_keyval(opts.default_iallocator_params,
+                                                  "iallocator parameters"),
         "ipolicy": ipolicy_opts.ipolicy_changes(
             opts, group=False, current=lambda: cli.get_client(opts).QueryClusterInfo()["ipolicy"]),
     }
@@ -601,6 +605,10 @@ MAXJOBS_OPT = _O("--max-running-jobs", dest="max_running_jobs", type=int, defaul
                  metavar="N", help="Maximum number of jobs running at once")
 IALLOC_OPT = _O("-I", "--default-iallocator", dest="default_iallocator", default=None,
                 metavar="NAME", help="Default instance allocator")
+IALLOCP_OPT = _O("--default-iallocator-params", dest="default_iallocator_params",
+                 default=None, metavar="KEY=VALUE,...",
+                 help="Options passed to the default allocator as --KEY=VALUE (replaces"
+                      " the current ones; '' clears them)")
 YES_OPT = _O("--yes-do-it", dest="yes_do_it", action="store_true", default=False,
              help="Really destroy the cluster")
 ECODES_OPT = _O("--error-codes", dest="error_codes", action="store_true", default=False,
@@ -639,6 +647,7 @@ _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSD
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
                 SFSDIR_OPT, POOL_OPT,
                 HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, MAXJOBS_OPT, IALLOC_OPT,
+                IALLOCP_OPT,
                 *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 
 commands: dict[str, cli.Command] = {

@@ -178,6 +178,30 @@ class LUClusterDestroy(LogicalUnit[OpClusterDestroy]):
 
 _MAC_PREFIX_RE = re.compile(r"^[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}$")
 _NETDEV_RE = re.compile(r"^[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,63}$")
+
+
+_IALLOC_PARAM_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+def _iallocator_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Check ``default_iallocator_params``: option names to values, each passed to
+    the allocator as ``--name=value`` (``True``: a bare ``--name``; ``False``:
+    left out); ``"True"``/``"False"`` strings from the CLI become booleans
+    (doc/protocols/iallocator.md, "Running")."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if not isinstance(key, str) or not _IALLOC_PARAM_RE.match(key):
+            raise errors.ParameterError(f"Invalid iallocator parameter name {key!r}"
+                                        " (lowercase letters, digits, '-' and '_')",
+                                        errors.ECODE_INVAL)
+        if isinstance(value, str) and value in ("True", "False"):
+            value = value == "True"
+        if not isinstance(value, (str, int, float, bool)) or (
+                isinstance(value, str) and any(c.isspace() for c in value)):
+            raise errors.ParameterError(f"Invalid value {value!r} for iallocator parameter"
+                                        f" '{key}' (a word or a number)", errors.ECODE_INVAL)
+        out[key] = value
+    return out
 _AF_INET6 = 10
 
 
@@ -304,6 +328,8 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
             value = getattr(op, name)
             if value is not None:
                 new[name] = value
+        if op.default_iallocator_params is not None:
+            new["default_iallocator_params"] = _iallocator_params(op.default_iallocator_params)
         if op.default_iallocator:
             # refuse a name no allocator answers to (doc/protocols/iallocator.md, "Running")
             runner.resolve(op.default_iallocator, self.context.paths.iallocator_search_path)

@@ -54,6 +54,7 @@ class OpClusterSetParams(OpCode):
     max_running_jobs: int | None = param(None, min=1)
     max_tracked_jobs: int | None = param(None, min=1)
     default_iallocator: str | None = None
+    default_iallocator_params: dict[str, Any] | None = None
     file_storage_dir: str | None = None
     shared_file_storage_dir: str | None = None
     maintain_node_health: bool | None = None

@@ -193,6 +193,25 @@ def test_external_allocator_gets_the_document_and_its_answer_is_used(vc, tmp_pat
     assert doc["nodes"][N1]["free_memory"] > 0 and "big" in doc["instances"]
 
 
+def test_default_iallocator_params_reach_the_allocator(vc, tmp_path):
+    seen = tmp_path / "args"
+    _script(vc, "argalloc", f'shift\necho "$@" > {seen}\n'
+            f'echo \'{{"success": true, "info": "mine", "result": ["{N4}"]}}\'\n')
+    vc.ok("gnt-cluster", "modify", "--default-iallocator-params", "max-cpu=2.5,dedicated,no_x")
+    try:
+        assert "default instance allocator parameters" in vc.ok("gnt-cluster", "info")
+        info = _client(vc).QueryClusterInfo()
+        assert info["default_iallocator_params"] == {"max-cpu": "2.5", "dedicated": True,
+                                                     "x": False}
+        _add(vc, "argx", "-I", "argalloc")
+        assert seen.read_text().split() == ["--dedicated", "--max-cpu=2.5"]
+        fail_unchanged(vc, "gnt-cluster", "modify", "--default-iallocator-params",
+                       "Bad Key=1", expect="Invalid iallocator parameter name")
+    finally:
+        vc.ok("gnt-cluster", "modify", "--default-iallocator-params", "")
+    assert _client(vc).QueryClusterInfo()["default_iallocator_params"] == {}
+
+
 def test_broken_allocator_changes_nothing(vc):
     _script(vc, "broken", 'echo "the allocator is out of ideas" >&2\nexit 4\n')
     fail_unchanged(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos", *NOCHECK,
