@@ -7,7 +7,8 @@ with one row per module or package):
 2. data: objects, parameters, opcodes, rpc.defs
 3. mechanisms: locking, config (+ configcheck), mastermetrics, ssconf, watcherpause,
    crypto, ssh, luxi, query, http (framing), rpc.client, rpc.transport
-4. logic: master side context, hooksmaster, replication <- cmdlib <- mcpu <- jqueue;
+4. logic: master side context, hooksmaster, replication <- failover <- cmdlib <- mcpu
+   <- jqueue;
    node side hypervisor, storage <- osapi <- backend (plug-ins import layers 1-2
    only).  The two sides never import each other.
 5. front ends: bootstrap, cli, client, tools, watcher; they never import cmdlib, mcpu

@@ -38,6 +38,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      +-- TagError                a tag is invalid or the tag limit is hit
      +-- UnitParseError          a size such as "10G" cannot be parsed
  +-- UntrustedFileError      a file to read is a symbolic link or not a regular file
+ +-- NotMasterError          this node may not act as master (vote refused, or fenced)
 
 Errors cross LUXI and are stored in job results as ``[ClassName,
 [args...]]`` (doc/protocols/luxi.md, "Errors"); :func:`encode_exception`
@@ -65,6 +66,7 @@ __all__ = [
     "LuxiTimeoutError", "ConnectionClosedError", "NoMasterError",
     "QueryFilterParseError", "ResolverError", "CertificateError",
     "CommandError", "RetryTimeout", "TagError", "UnitParseError", "UntrustedFileError",
+    "NotMasterError",
     "encode_exception", "decode_exception", "maybe_raise", "get_error_code",
 ]
 
@@ -263,6 +265,12 @@ class UntrustedFileError(GanetiError):
     """Raised by :func:`ganeti.utils.io.read_regular_file` when the entry to
     read is a symbolic link (never followed), a directory or another
     non-regular file; arguments ``(message, path)``."""
+
+
+class NotMasterError(GanetiError):
+    """Raised when this node may not act as the master: the master vote did
+    not confirm it, or a node refused its master epoch as older than one it
+    has accepted (doc/design/failover.md)."""
 
 
 def _all_error_classes() -> dict[str, type[GanetiError]]:

@@ -87,6 +87,7 @@ LAYERS: dict[str, int] = {
     "ganeti.mcpu": 4,
     "ganeti.jqueue": 4,
     "ganeti.replication": 4,
+    "ganeti.failover": 4,
     # 4. logic: node side
     "ganeti.hypervisor": 4,
     "ganeti.storage": 4,
@@ -104,7 +105,7 @@ LAYERS: dict[str, int] = {
 }
 
 MASTER_SIDE = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.jqueue", "ganeti.hooksmaster",
-               "ganeti.context", "ganeti.replication")
+               "ganeti.context", "ganeti.replication", "ganeti.failover")
 NODE_SIDE = ("ganeti.backend", "ganeti.hypervisor", "ganeti.storage", "ganeti.osapi")
 PLUGINS = ("ganeti.hypervisor", "ganeti.storage")
 FRONT_ENDS = ("ganeti.cli", "ganeti.client", "ganeti.rapi", "ganeti.tools", "ganeti.watcher")
@@ -115,6 +116,7 @@ FRONT_END_NEVER = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.backend")
 MASTER_ORDER: tuple[tuple[str, ...], ...] = (
     ("ganeti.context",),
     ("ganeti.hooksmaster", "ganeti.replication"),
+    ("ganeti.failover",),
     ("ganeti.cmdlib",),
     ("ganeti.mcpu",),
     ("ganeti.jqueue",),
