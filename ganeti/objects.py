@@ -232,6 +232,9 @@ class Cluster:
     modify_ssh_setup: bool = False
     prealloc_wipe_disks: bool = False
     use_external_mip_script: bool = False
+    #: raised by every master failover; nodes refuse changes carrying an older
+    #: one (doc/design/failover.md, "Fencing")
+    master_epoch: int = 0
     tcpudp_port_pool: list[int] = field(default_factory=list)
     highest_used_port: int = 11000
     blacklisted_os: list[str] = field(default_factory=list)

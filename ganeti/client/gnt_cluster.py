@@ -22,7 +22,7 @@ import time
 
 from ganeti import cli, constants, errors
 from ganeti.cli import ipolicy_opts
-from ganeti.client import tags_common
+from ganeti.client import gnt_cluster_master, tags_common
 from ganeti.client.cluster_common import masterd_args, node_ssh_targets
 from ganeti.client.gnt_cluster_crypto import renew_crypto, renew_crypto_opcode
 
@@ -248,9 +248,8 @@ def show_cluster_info(opts: Any, args: list[str]) -> int:
 
 
 def show_master(opts: Any, args: list[str]) -> int:
-    """Print the name of the master node."""
-    cli.to_stdout(str(cli.get_client(opts).QueryConfigValues(["master_node"])[0]))
-    return cli.EXIT_SUCCESS
+    """Print the name of the master node (from this node's ssconf, on every node)."""
+    return gnt_cluster_master.show_master(opts, args)
 
 
 def show_version(opts: Any, args: list[str]) -> int:
@@ -660,7 +659,6 @@ commands: dict[str, cli.Command] = {
                 "Destroy the cluster (all other nodes must have been removed)"),
     "info": (show_cluster_info, cli.ARGS_NONE, [], "",
              "Show the cluster configuration: name, master, parameters and defaults"),
-    "getmaster": (show_master, cli.ARGS_NONE, [], "", "Print the name of the master node"),
     "version": (show_version, cli.ARGS_NONE, [], "", "Show the software and protocol versions"),
     "modify": (modify_cluster, cli.ARGS_NONE, _MODIFY_OPTS, "[options]",
                "Change cluster parameters (hypervisors, defaults, candidate pool size...)"),
@@ -703,6 +701,8 @@ commands.update({
     "remove-tags": tags_common.remove_tags(constants.TAG_CLUSTER),
     "search-tags": tags_common.search_tags(),
 })
+# master-failover, master-ping, getmaster (doc/design/failover.md)
+commands.update(gnt_cluster_master.commands)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,7 +58,7 @@ def rpc_for_address(rpc: RpcRunner, name: str, address: str) -> Any:
         return maker({name: address})
     port = getattr(rpc.resolver, "port", None) or default_noded_port()
     return RpcRunner(StaticResolver({name: (address, port, False)}), rpc.transport,
-                     timeouts=rpc.timeouts)
+                     timeouts=rpc.timeouts, fence=getattr(rpc, "fence", None))
 
 
 def _check_version(rpc: RpcRunner, name: str, address: str) -> None:

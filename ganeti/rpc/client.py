@@ -175,12 +175,18 @@ class RpcRunner:
     ``timeouts`` overrides the seconds of timeout classes (see
     ``rpc.defs.TIMEOUTS``), e.g. ``{"urgent": 0.5}`` in tests.  Thread-safe:
     one runner serves all jobs of the master.
+
+    ``fence`` (the master's runner) returns ``(epoch, master name)``, sent
+    with every call (doc/protocols/rpc.md, "Master epoch"); ``on_fenced(node,
+    message)`` is called when a node refuses a call for an older epoch.
     """
 
     def __init__(self, resolver: Resolver, transport: Any = None, *,
                  timeouts: dict[str, float] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 observer: CallObserver | None = None) -> None:
+                 observer: CallObserver | None = None,
+                 fence: Callable[[], tuple[int, str]] | None = None,
+                 on_fenced: Callable[[str, str], None] | None = None) -> None:
         if transport is None:
             from ganeti import pathutils
             from ganeti.rpc.transport import HttpsTransport
@@ -191,6 +197,8 @@ class RpcRunner:
         self.clock = clock
         #: told of every call to one node: (procedure, node, seconds, succeeded)
         self.observer = observer
+        self.fence = fence
+        self.on_fenced = on_fenced
 
     if TYPE_CHECKING:
         # The call_<procedure> stubs are set from rpc.defs at the end of this
@@ -250,8 +258,9 @@ class RpcRunner:
     def _call_one(self, procedure: str, entry: NodeAddress, body: bytes,
                   tmo: float) -> RpcResult:
         name, address, port, _ = entry
+        target = procedure + (defs.epoch_query(*self.fence()) if self.fence else "")
         try:
-            raw = self.transport.post(address, port, procedure, body, tmo)
+            raw = self.transport.post(address, port, target, body, tmo)
             success, payload = decode_response(raw)
         except errors.RpcTransportError as exc:
             return RpcResult(name, None, f"Error contacting node {name} ({address}:{port}): {exc}",
@@ -263,6 +272,11 @@ class RpcRunner:
             return RpcResult(name, None, f"Error contacting node {name}: {exc}", False, procedure)
         if not success:
             msg = payload if isinstance(payload, str) else serializer.dumps(payload)
+            if self.on_fenced is not None and msg.startswith(defs.FENCED_PREFIX):
+                try:
+                    self.on_fenced(name, msg)
+                except Exception:  # never break the fan-out
+                    logger.exception("Fencing callback failed")
             return RpcResult(name, None, msg or "Unknown remote failure", False, procedure)
         return RpcResult(name, payload, None, False, procedure)
 

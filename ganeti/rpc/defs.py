@@ -47,6 +47,14 @@ Node roots differ (a virtual cluster runs many nodes on one machine), so
 file names travel in *canonical* form: the path as it would be with root
 ``/`` (``/var/lib/ganeti/config.data``).  :func:`to_canonical` and
 :func:`from_canonical` convert; they are pure string functions.
+
+Master epoch
+------------
+A master's runner sends ``POST /<procedure>?epoch=N&master=NAME``
+(:func:`epoch_query`).  The node daemon checks the epoch before running a
+procedure of :data:`FENCED_CALLS` (the ones that change the node's state)
+and refuses one older than the newest it has accepted, with a message
+starting with :data:`FENCED_PREFIX` (doc/design/failover.md, "Fencing").
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "FENCED_CALLS", "FENCED_PREFIX", "epoch_query", "parse_epoch_query",
     "URGENT", "FAST", "NORMAL", "SLOW", "TMO_4HRS", "TMO_1DAY", "TIMEOUTS",
     "ANY", "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
 ]
@@ -293,7 +302,29 @@ _ROWS = [
     _row("node_deactivate_master_ip", [("master_params", dict),
                                        ("use_external_mip_script", bool)], FAST,
          "Run the master IP setup script 'stop' (same arguments). -> None"),
+    # --- master vote and fencing (doc/design/failover.md) ---
+    _row("master_vote_info", [], URGENT,
+         "What the node believes: {master, candidate, epoch, reserved_job_id} and, on a"
+         " master candidate, config_serial, job_id (highest, archive included), queue_serial."),
+    _row("master_lease", [("master", str), ("epoch", int), ("reserve_job_id", int)], URGENT,
+         "Confirm the master's lease: accept its epoch (refused if older than one"
+         " accepted) and store its job id reservation. -> {master (ssconf), epoch}"),
+    _row("node_stop_master", [("master_params", dict), ("use_external_mip_script", bool)],
+         FAST, "Stop ganeti-rapi and the master daemon on the node, then take the master IP"
+         " down. -> {masterd: stopped?, rapi: stopped?, ip: error or null}"),
 ]
+
+#: procedures that change a node's state: the node refuses them when they
+#: carry an older master epoch than the newest it accepted
+FENCED_CALLS = frozenset([
+    "upload_file", "write_ssconf_files", "jobqueue_update", "jobqueue_rename",
+    "jobqueue_sync", "jobqueue_purge", "jobqueue_set_drain_flag", "jobqueue_update_many",
+    "replicate_state", "node_demote_from_mc", "node_activate_master_ip",
+    "node_deactivate_master_ip", "node_stop_master", "master_lease", "node_leave_cluster",
+    "set_watcher_pause",
+])
+#: how a node's refusal of an old epoch starts (the master recognises it)
+FENCED_PREFIX = "Fenced:"
 
 CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}
 
@@ -336,6 +367,29 @@ def check_args(call: RpcCall, args: Any) -> str | None:
             return (f"{call.name}: argument {name!r} must be {_type_name(tp)},"
                     f" not {type(value).__name__}")
     return None
+
+
+def epoch_query(epoch: int, master: str) -> str:
+    """The query string a master adds to a procedure name: ``?epoch=N&master=NAME``."""
+    from urllib.parse import quote
+    return f"?epoch={int(epoch)}&master={quote(master, safe='')}"
+
+
+def parse_epoch_query(target: str) -> tuple[int, str]:
+    """``(epoch, master)`` from a request target (``(0, "")`` without one).
+
+    A malformed epoch counts as 0 (the oldest): it can never pass a fence.
+    """
+    _, sep, query = target.partition("?")
+    if not sep:
+        return 0, ""
+    from urllib.parse import parse_qs
+    fields = parse_qs(query, max_num_fields=4)
+    try:
+        epoch = int(fields.get("epoch", ["0"])[0])
+    except ValueError:
+        epoch = 0
+    return max(epoch, 0), fields.get("master", [""])[0][:255]
 
 
 def to_canonical(root: str, path: str) -> str:

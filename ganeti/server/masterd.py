@@ -37,8 +37,11 @@ from ganeti.cmdlib.cluster import cluster_info
 from ganeti.cmdlib.common import find_instance, find_node
 from ganeti.cmdlib import liveinfo
 from ganeti.cmdlib.hooksrunner import HooksRunner
+from ganeti.failover.lease import LEASE_DURATION
 from ganeti.configevents import ConfigEventTracker
 from ganeti.context import MasterContext
+from ganeti.failover import takeover
+from ganeti.failover.quorum import MasterGuard
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
 from ganeti.mastermetrics import MasterMetrics
@@ -49,6 +52,7 @@ from ganeti.rpc.client import RpcRunner
 from ganeti.server import luxiserver
 from ganeti.server.daemon import DaemonRuntime, raise_fd_limit, run_daemon
 from ganeti.server.luxiserver import MasterServer
+from ganeti.utils import net as netutils
 
 __all__ = ["main", "LuxiDispatcher", "MasterServer", "build_context"]
 
@@ -58,16 +62,32 @@ logger = logging.getLogger(__name__)
 class LuxiDispatcher:
     """Maps LUXI method names to handlers; ``handle(frame) -> response bytes``."""
 
-    def __init__(self, context: MasterContext, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, context: MasterContext, clock: Callable[[], float] = time.time,
+                 guard: MasterGuard | None = None) -> None:
         self.context = context
         self._clock = clock
         self._pause_lock = threading.Lock()
         jq = context.require_jqueue()
+        # the master lease and fencing (doc/design/failover.md); None: not checked
+        self.guard = guard
+
+        def check(count: int = 1) -> None:
+            if self.guard is not None:
+                self.guard.check_submit(count)
+
+        def many(jobs: Any) -> Any:
+            check(len(jobs) if isinstance(jobs, list) else 1)
+            return jq.submit_many_jobs(jobs)
+
+        def one(ops: Any, ignore_drain: bool = False) -> int:
+            check()
+            return jq.submit_job(ops, ignore_drain=ignore_drain)
+
         # name -> handler; the arguments are checked against luxi.METHOD_ARGS first
         self._methods: dict[str, Callable[..., Any]] = {
-            "SubmitJob": lambda ops: jq.submit_job(ops),
-            "SubmitJobToDrainedQueue": lambda ops: jq.submit_job(ops, ignore_drain=True),
-            "SubmitManyJobs": lambda jobs: jq.submit_many_jobs(jobs),
+            "SubmitJob": one,
+            "SubmitJobToDrainedQueue": lambda ops: one(ops, ignore_drain=True),
+            "SubmitManyJobs": many,
             "WaitForJobChange": jq.wait_for_job_change,
             "PickupJob": jq.pickup_job,
             "CancelJob": self._cancel_job,
@@ -277,8 +297,10 @@ def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
         from ganeti.rpc.transport import HttpsTransport
         timeouts = ({k: v * timeout_scale for k, v in rpc_defs.TIMEOUTS.items()}
                     if timeout_scale != 1.0 else None)
+        me = netutils.hostname()
         return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem),
-                         timeouts=timeouts, observer=observer)
+                         timeouts=timeouts, observer=observer,
+                         fence=lambda: (cfg.get_cluster_info().master_epoch, me))
     except Exception as exc:  # missing certificate on a test cluster, ...
         logger.warning("Node RPC not available: %s", exc)
         return None
@@ -397,6 +419,17 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                              " (default %(default)s)")
     parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
                         help="multiply all node RPC timeouts by this (tests: e.g. 0.05)")
+    parser.add_argument("--no-voting", action="store_true",
+                        help="start without the master vote (needs --yes-do-it): this node's"
+                             " configuration and queue are pushed to the others")
+    parser.add_argument("--yes-do-it", action="store_true",
+                        help="confirm --no-voting")
+    parser.add_argument("--vote-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="while too few nodes answer the master vote, ask again for up to"
+                             " this long (default %(default)s)")
+    parser.add_argument("--lease-duration", type=float, default=LEASE_DURATION,
+                        metavar="SECONDS", help="seconds a majority confirmation lets this"
+                        " master accept jobs (default %(default)s; doc/design/failover.md)")
 
 
 def _check(options: argparse.Namespace, paths: Paths) -> None:
@@ -410,6 +443,10 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
         raise errors.ParameterError("--queue-limits: need 1 <= SOFT <= HARD", errors.ECODE_INVAL)
     if options.event_buffer < 1:
         raise errors.ParameterError("--event-buffer must be at least 1", errors.ECODE_INVAL)
+    if options.no_voting and not options.yes_do_it:
+        raise errors.ParameterError("--no-voting skips the master vote and pushes this node's"
+                                    " configuration and queue to every node; confirm with"
+                                    " --yes-do-it", errors.ECODE_INVAL)
 
 
 def start_master_ip(context: MasterContext) -> threading.Thread | None:
@@ -435,6 +472,56 @@ def start_master_ip(context: MasterContext) -> threading.Thread | None:
     return thread
 
 
+def _vote(paths: Paths, opts: argparse.Namespace) -> None:
+    """The start-up vote (doc/design/failover.md, "Master daemon startup"); raises if refused."""
+    me = netutils.hostname()
+    if opts.no_voting:
+        logger.warning("Starting WITHOUT the master vote (--no-voting --yes-do-it): this"
+                       " node's configuration and job queue will overwrite the other nodes'")
+    decision = takeover.startup_vote(paths, me, no_voting=opts.no_voting,
+                                     retry_for=opts.vote_timeout,
+                                     timeout_scale=opts.rpc_timeout_scale,
+                                     log=lambda msg: logger.warning("Master vote: %s", msg))
+    for line in decision.message.splitlines():
+        (logger.warning if opts.no_voting else logger.info)("Master vote: %s", line)
+
+
+def _guard(context: MasterContext, opts: argparse.Namespace) -> MasterGuard | None:
+    """The master lease and fencing state, wired to the RPC runner (None without RPC)."""
+    rpc = context.rpc
+    if rpc is None:
+        return None
+    cfg = context.require_cfg()
+    jq = context.require_jqueue()
+    me = netutils.hostname()
+
+    def nodes() -> tuple[list[str], str, int]:
+        data = cfg.get_config_data()
+        return sorted(n.name for n in data.nodes.values()), me, data.cluster.master_epoch
+
+    guard = MasterGuard(rpc, nodes, lambda: jq.storage.last_id, duration=opts.lease_duration,
+                        timeout=min(5.0, max(1.0, 60.0 * opts.rpc_timeout_scale)),
+                        enforce=not opts.no_voting)
+    rpc.on_fenced = guard.on_fenced
+    return guard
+
+
+def _push_everything(context: MasterContext) -> None:
+    """``--no-voting``: push this node's configuration and whole queue to the others."""
+    cfg = context.require_cfg()
+    replicator = context.replicator
+    if not isinstance(replicator, Replicator):
+        return
+    candidates, nodes = replicator.targets()
+    logger.warning("--no-voting: pushing configuration serial %s to %s and ssconf to %s",
+                   cfg.get_serial_no(), ", ".join(candidates) or "nobody",
+                   ", ".join(nodes) or "nobody")
+    replicator.on_config_change(cfg, cfg.dump(), cfg.get_serial_no())
+    if candidates:
+        logger.warning("--no-voting: copying the whole job queue to %s", ", ".join(candidates))
+        replicator.replicate_queue_to(candidates)
+
+
 class _State:
     def __init__(self, context: MasterContext, server: MasterServer) -> None:
         self.context = context
@@ -447,13 +534,18 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     raise_fd_limit()   # idle LUXI connections each hold a descriptor
     gc.disable()       # loading makes only long-lived objects: no collections meanwhile
     luxiserver.limit_malloc_arenas()
+    if not opts.no_rpc:
+        _vote(runtime.paths, opts)
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
                             node_info_max_age=opts.node_info_max_age,
                             event_buffer=opts.event_buffer,
                             queue_limits=(opts.queue_limits[0], opts.queue_limits[1]))
-    dispatcher = LuxiDispatcher(context)
+    guard = _guard(context, opts)
+    if opts.no_voting and not opts.no_rpc:
+        _push_everything(context)
+    dispatcher = LuxiDispatcher(context, guard=guard)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout,
                           new_client_timeout=opts.new_client_timeout,

@@ -81,7 +81,7 @@ import time
 from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
 from ganeti import backend, constants, diskstream, errors, serializer
-from ganeti.backend import impexp
+from ganeti.backend import fencing, impexp
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.pathutils import Paths
@@ -246,6 +246,13 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
         problem = defs.check_args(call, args)
         if problem:
             return 400, [False, problem], {}
+        if procedure in defs.FENCED_CALLS:
+            # doc/design/failover.md, "Fencing": refuse an old master's changes
+            epoch, master = defs.parse_epoch_query(request.head.target)
+            try:
+                fencing.check_epoch(self._context(), procedure, epoch, master)
+            except errors.GanetiError as exc:
+                return 200, [False, str(exc)], {}
         return 200, self.run_procedure(call, args), {}
 
     def run_procedure(self, call: defs.RpcCall, args: list[Any]) -> list[Any]:

@@ -1,0 +1,242 @@
+"""Node side of the master role: vote answers, fencing epochs, the lease, stopping a master.
+
+Design: doc/design/failover.md.  A node keeps the newest master epoch it
+has accepted, the master that sent it and the highest job id a master
+reserved on it in ``var/lib/ganeti/master_epoch`` (JSON).  Every request
+runs in its own forked child, so reads and updates of that file happen
+under an exclusive ``flock`` of ``master_epoch.lock``.
+
+* :func:`check_epoch` is called by the node daemon before every fenced
+  procedure (``rpc.defs.FENCED_CALLS``): an epoch older than the stored
+  one is refused (:data:`rpc.defs.FENCED_PREFIX` message, logged as a
+  warning), a newer one is stored;
+* ``master_vote_info`` answers the master vote;
+* ``master_lease`` confirms a master's lease and stores its job id
+  reservation (fenced);
+* ``node_stop_master`` stops the master daemon and ``ganeti-rapi`` here and
+  takes the master IP down (fenced).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ganeti import constants, errors, serializer
+from ganeti.backend.context import NodeContext
+from ganeti.backend.masterip import node_deactivate_master_ip
+from ganeti.rpc import defs
+from ganeti.utils import io as uio
+
+__all__ = ["master_vote_info", "master_lease", "node_stop_master"]
+
+logger = logging.getLogger(__name__)
+
+EPOCH_FILE_NAME = "master_epoch"
+_JOB_RE = re.compile(r"job-([0-9]+)")
+_STOP_TIMEOUT = 15.0
+
+
+def epoch_file(ctx: NodeContext) -> str:
+    """This node's fencing state file."""
+    return os.path.join(ctx.paths.data_dir, EPOCH_FILE_NAME)
+
+
+@contextlib.contextmanager
+def _locked(ctx: NodeContext) -> Iterator[None]:
+    os.makedirs(ctx.paths.data_dir, exist_ok=True)
+    fd = os.open(epoch_file(ctx) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def read_state(ctx: NodeContext) -> dict[str, Any]:
+    """``{"epoch", "master", "reserved_job_id"}`` (zeros when never set)."""
+    try:
+        data = serializer.loads(uio.read_file(epoch_file(ctx)))
+    except FileNotFoundError:
+        data = {}
+    except (OSError, errors.GanetiError) as exc:
+        # never fall back to 0 silently: that would let any old master in
+        raise errors.OpExecError(f"Cannot read the master epoch file: {exc}") from exc
+    if not isinstance(data, dict):
+        raise errors.OpExecError("The master epoch file is not a JSON object")
+    return {"epoch": int(data.get("epoch") or 0), "master": str(data.get("master") or ""),
+            "reserved_job_id": int(data.get("reserved_job_id") or 0)}
+
+
+def _write_state(ctx: NodeContext, state: dict[str, Any]) -> None:
+    uio.write_file_atomic(epoch_file(ctx), serializer.dumps(state), mode=0o640)
+
+
+def check_epoch(ctx: NodeContext, procedure: str, epoch: int, master: str,
+                reserve_job_id: int = 0) -> dict[str, Any]:
+    """Accept or refuse a fenced request carrying ``epoch`` from ``master``.
+
+    Refuses (:class:`errors.NotMasterError` with the
+    :data:`~ganeti.rpc.defs.FENCED_PREFIX` text) an epoch older than the
+    newest accepted; stores a newer one, and raises the stored job id
+    reservation to ``reserve_job_id``.  Returns the state after the check.
+    """
+    with _locked(ctx):
+        state = read_state(ctx)
+        if epoch < state["epoch"]:
+            msg = (f"{defs.FENCED_PREFIX} master epoch {epoch} (from {master or 'unknown'}) is"
+                   f" older than epoch {state['epoch']} accepted from"
+                   f" {state['master'] or 'unknown'}; {procedure} refused")
+            logger.warning("%s", msg)
+            raise errors.NotMasterError(msg)
+        changed = False
+        if epoch > state["epoch"] or (master and master != state["master"]):
+            if epoch > state["epoch"]:
+                logger.info("Accepting master epoch %s from %s (was %s from %s)", epoch,
+                            master, state["epoch"], state["master"] or "nobody")
+            state.update(epoch=epoch, master=master or state["master"])
+            changed = True
+        if reserve_job_id > state["reserved_job_id"]:
+            state["reserved_job_id"] = reserve_job_id
+            changed = True
+        if changed:
+            try:
+                _write_state(ctx, state)
+            except OSError as exc:
+                raise errors.OpExecError(f"Cannot store the master epoch: {exc}") from exc
+        return state
+
+
+def _ssconf(ctx: NodeContext, key: str) -> str | None:
+    try:
+        return uio.read_file(ctx.paths.ssconf_file(key), max_size=1 << 20).decode().strip()
+    except OSError:
+        return None
+
+
+def highest_job_id(queue_dir: str, archive_dir: str) -> int:
+    """The highest ``job-<id>`` in the queue and its archive (0: none)."""
+    best = 0
+    try:
+        names = os.listdir(queue_dir)
+    except OSError:
+        names = []
+    for name in names:
+        match = _JOB_RE.fullmatch(name)
+        if match:
+            best = max(best, int(match.group(1)))
+    try:
+        subdirs = sorted((int(d) for d in os.listdir(archive_dir) if d.isdigit()), reverse=True)
+    except OSError:
+        subdirs = []
+    for sub in subdirs:   # archive/<id // 10000>: the highest non-empty one is enough
+        found = 0
+        try:
+            for name in os.listdir(os.path.join(archive_dir, str(sub))):
+                match = _JOB_RE.fullmatch(name)
+                if match:
+                    found = max(found, int(match.group(1)))
+        except OSError:
+            continue
+        if found:
+            best = max(best, found)
+            break
+    return best
+
+
+def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
+    """What this node believes: master name, and for candidates their serials.
+
+    ``{"master", "candidate", "epoch", "reserved_job_id"}`` on every node;
+    a master candidate (it holds ``config.data`` and is marked a candidate
+    in it) adds ``config_serial``, ``job_id`` (highest, archive included)
+    and ``queue_serial``.
+    """
+    with _locked(ctx):
+        state = read_state(ctx)
+    out: dict[str, Any] = {"master": _ssconf(ctx, "master_node"), "candidate": False,
+                           "epoch": state["epoch"],
+                           "reserved_job_id": state["reserved_job_id"]}
+    try:
+        config = serializer.loads(uio.read_file(ctx.paths.config_file, max_size=256 << 20))
+    except (OSError, errors.GanetiError):
+        return out
+    nodes = config.get("nodes") if isinstance(config, dict) else None
+    me = [n for n in (nodes or {}).values()
+          if isinstance(n, dict) and n.get("name") == ctx.hostname]
+    if not me or not me[0].get("master_candidate"):
+        return out
+    try:
+        raw = uio.read_file(ctx.paths.queue_serial_file).strip()
+        queue_serial = int(raw or b"0")
+    except (OSError, ValueError):
+        queue_serial = 0
+    out.update(candidate=True, config_serial=int(config.get("serial_no") or 0),
+               job_id=highest_job_id(ctx.paths.queue_dir, ctx.paths.queue_archive_dir),
+               queue_serial=queue_serial)
+    return out
+
+
+def master_lease(ctx: NodeContext, master: str, epoch: int,
+                 reserve_job_id: int) -> dict[str, Any]:
+    """Confirm ``master``'s lease: accept ``epoch`` and store the job id reservation.
+
+    Refused like any fenced call when ``epoch`` is older than the one
+    accepted.  Returns ``{"master": ssconf master name, "epoch": accepted}``.
+    """
+    state = check_epoch(ctx, "master_lease", epoch, master, reserve_job_id)
+    return {"master": _ssconf(ctx, "master_node"), "epoch": state["epoch"]}
+
+
+def _pid(ctx: NodeContext, daemon: str) -> int | None:
+    try:
+        pid = int(uio.read_file(ctx.paths.pid_file(daemon)).decode().strip() or "0")
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid if pid > 0 else None
+
+
+def _stop(ctx: NodeContext, daemon: str, timeout: float) -> bool:
+    pid = _pid(ctx, daemon)
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _pid(ctx, daemon) == pid:
+        time.sleep(0.05)
+    if _pid(ctx, daemon) == pid:
+        logger.warning("%s (pid %s) did not stop in %.0fs: killing it", daemon, pid, timeout)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return True
+
+
+def node_stop_master(ctx: NodeContext, master_params: dict,
+                     use_external_mip_script: bool) -> dict[str, Any]:
+    """Stop ``ganeti-rapi`` and the master daemon here, then take the master IP down.
+
+    The master daemon gets SIGTERM (it finishes running opcodes and
+    flushes its replication), SIGKILL after 15 s.  Returns
+    ``{"masterd": stopped?, "rapi": stopped?, "ip": error text or None}``.
+    """
+    out: dict[str, Any] = {"rapi": _stop(ctx, constants.RAPI, 5.0),
+                           "masterd": _stop(ctx, constants.MASTERD, _STOP_TIMEOUT), "ip": None}
+    try:
+        node_deactivate_master_ip(ctx, master_params, use_external_mip_script)
+    except errors.GanetiError as exc:
+        out["ip"] = str(exc)
+    return out

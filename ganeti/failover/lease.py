@@ -1,0 +1,90 @@
+"""The master's lease and job id reservation: pure state, driven by a clock.
+
+doc/design/failover.md, "Master lease and job id reservation": the master
+accepts jobs only while a strict majority of nodes confirmed it within
+the last ``duration`` seconds (counted from when the confirmation was
+*sent*), and hands out job ids only up to what such a majority reserved.
+Once a node refused its epoch, the master is fenced for good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["MasterLease", "Renewal", "LEASE_DURATION", "RESERVE_BLOCK", "SYNC", "ASYNC"]
+
+#: seconds a majority confirmation lets the master accept jobs
+LEASE_DURATION = 6.0
+#: job ids reserved beyond the last one by each renewal
+RESERVE_BLOCK = 1000
+SYNC = "sync"
+ASYNC = "async"
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """One renewal to send: when it was started and the job id to reserve up to."""
+
+    sent_at: float
+    reserve: int
+
+
+class MasterLease:
+    """Whether the master may accept ``count`` more jobs now, and when to renew.
+
+    Not thread-safe: the caller holds a lock.  ``clock`` is monotonic.
+    """
+
+    def __init__(self, clock: Callable[[], float], *, duration: float = LEASE_DURATION,
+                 block: int = RESERVE_BLOCK) -> None:
+        self._clock = clock
+        self.duration = duration
+        self.block = block
+        self.valid_until = float("-inf")
+        self.reserved = 0
+        self.fenced: str | None = None
+        self.last_failure: str | None = None
+
+    def start_renewal(self, last_id: int, count: int = 0) -> Renewal:
+        """A renewal to send now: ids up to a block above ``last_id + count``
+        stay reserved (the reservation never shrinks)."""
+        return Renewal(self._clock(), max(self.reserved, last_id + count + self.block))
+
+    def confirmed(self, renewal: Renewal) -> None:
+        """A majority confirmed ``renewal``."""
+        self.valid_until = max(self.valid_until, renewal.sent_at + self.duration)
+        self.reserved = max(self.reserved, renewal.reserve)
+        self.last_failure = None
+
+    def failed(self, why: str) -> None:
+        """A renewal found no majority (the lease runs out on its own)."""
+        self.last_failure = why
+
+    def fence(self, why: str) -> None:
+        """A node refused our epoch: never accept jobs again."""
+        if self.fenced is None:
+            self.fenced = why
+
+    def need(self, last_id: int, count: int) -> str | None:
+        """:data:`SYNC` (renew before accepting), :data:`ASYNC` (renew soon) or None."""
+        now = self._clock()
+        if now >= self.valid_until or last_id + count > self.reserved:
+            return SYNC
+        if now >= self.valid_until - self.duration / 2 \
+                or last_id + count > self.reserved - self.block // 2:
+            return ASYNC
+        return None
+
+    def refusal(self, last_id: int, count: int) -> str | None:
+        """Why ``count`` more jobs may not be accepted now (None: they may)."""
+        if self.fenced is not None:
+            return self.fenced
+        if self._clock() >= self.valid_until:
+            return ("The master lease has expired: a majority of the nodes has not confirmed"
+                    f" this master recently ({self.last_failure or 'no confirmation yet'});"
+                    " refusing jobs until it can reach them")
+        if last_id + count > self.reserved:
+            return (f"Job ids are reserved only up to {self.reserved} on a majority of the"
+                    " nodes; refusing jobs until the reservation is renewed")
+        return None

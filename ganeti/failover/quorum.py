@@ -1,0 +1,205 @@
+"""Asking the nodes: the master vote and the master lease over node RPC.
+
+doc/design/failover.md.  :func:`collect_answers` asks every node of a
+configuration ``master_vote_info``; :func:`run_vote` turns that into a
+:class:`~ganeti.failover.vote.Decision` (retrying for a bounded time while
+too few nodes answer); :func:`renew_lease` asks for ``master_lease``
+confirmations and returns as soon as a strict majority confirmed.
+:class:`MasterGuard` is what the master daemon keeps: the lease state,
+its renewals (in the background, or before a submission when due) and the
+fenced flag set by the RPC runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from ganeti import errors
+from ganeti.failover import vote
+from ganeti.failover.lease import ASYNC, LEASE_DURATION, SYNC, MasterLease, Renewal
+from ganeti.objects import ConfigData
+from ganeti.rpc.client import RpcRunner
+
+__all__ = ["collect_answers", "run_vote", "renew_lease", "MasterGuard", "config_node_names"]
+
+logger = logging.getLogger(__name__)
+
+#: seconds one vote question may take per node
+VOTE_RPC_TIMEOUT = 5.0
+
+
+def config_node_names(data: ConfigData) -> list[str]:
+    """Every node of the configuration, by name (sorted)."""
+    return sorted(n.name for n in data.nodes.values())
+
+
+def collect_answers(rpc: RpcRunner, names: Sequence[str], *,
+                    timeout: float = VOTE_RPC_TIMEOUT) -> dict[str, vote.NodeAnswer | str]:
+    """``master_vote_info`` of every node: its answer, or why there is none."""
+    out: dict[str, vote.NodeAnswer | str] = {}
+    for name, res in rpc.call("master_vote_info", list(names), timeout=timeout).items():
+        out[name] = res.fail_msg if res.fail_msg else vote.answer_from_data(name, res.payload)
+    return out
+
+
+def run_vote(rpc: RpcRunner, data: ConfigData, me: str, *, mode: str,
+             no_voting: bool = False, retry_for: float = 0.0,
+             clock: Callable[[], float] = time.monotonic,
+             sleep: Callable[[float], None] = time.sleep,
+             log: Callable[[str], None] | None = None) -> vote.Decision:
+    """Vote on ``me`` taking the master role with configuration ``data``.
+
+    The taker's own answer comes from its own node daemon, with the
+    configuration's master epoch.  While the only problem is that too few
+    nodes answered, asks again every second for up to ``retry_for``
+    seconds.  Never raises for a refusal: see ``Decision.ok``.
+    """
+    names = config_node_names(data)
+    deadline = clock() + retry_for
+    while True:
+        answers = collect_answers(rpc, names)
+        own = answers.pop(me, "no answer")
+        if isinstance(own, str):
+            taker = vote.NodeAnswer(me, None, False, epoch=data.cluster.master_epoch)
+            if not no_voting:
+                return vote.Decision(False, f"This node's own node daemon does not answer ({own})",
+                                     f"This node's own node daemon does not answer ({own})",
+                                     retry=False)
+        else:
+            taker = replace(own, epoch=data.cluster.master_epoch)
+        decision = vote.decide(taker, names, answers, mode=mode, no_voting=no_voting)
+        if decision.ok or not decision.retry or clock() >= deadline:
+            return decision
+        if log is not None:
+            log(f"{decision.reason}; asking again")
+        sleep(min(1.0, max(0.0, deadline - clock())))
+
+
+def renew_lease(rpc: RpcRunner, names: Sequence[str], master: str, epoch: int, reserve: int,
+                *, timeout: float) -> tuple[int, dict[str, str]]:
+    """Ask every node to confirm; ``(confirmations, {node: failure})``.
+
+    Returns as soon as a strict majority of ``names`` confirmed, or all
+    answered, or ``timeout`` passed (nodes still silent count as failed).
+    """
+    names = list(dict.fromkeys(names))
+    need = len(names) // 2 + 1
+    cond = threading.Condition()
+    confirmed: list[str] = []
+    failed: dict[str, str] = {}
+
+    def ask(name: str) -> None:
+        res = rpc.call("master_lease", [name], [master, epoch, reserve], timeout=timeout)[name]
+        with cond:
+            if res.fail_msg:
+                failed[name] = res.fail_msg
+            else:
+                confirmed.append(name)
+            cond.notify_all()
+
+    for name in names:
+        threading.Thread(target=ask, args=(name,), daemon=True,
+                         name=f"lease-{name}").start()
+    with cond:
+        cond.wait_for(lambda: len(confirmed) >= need or len(confirmed) + len(failed) == len(names),
+                      timeout + 1.0)
+        for name in names:
+            if name not in confirmed and name not in failed:
+                failed[name] = "no answer yet"
+        return len(confirmed), dict(failed)
+
+
+class MasterGuard:
+    """The master daemon's right to accept jobs: lease, reservation, fencing.
+
+    ``nodes()`` returns ``(node names, master name, epoch)`` from the
+    current configuration; ``last_id()`` the queue's last job id.
+    :meth:`check_submit` is called before every submission; the RPC
+    runner calls :meth:`on_fenced` when a node refuses our epoch.
+    With ``enforce=False`` (``--no-voting``) only fencing refuses jobs.
+    """
+
+    def __init__(self, rpc: RpcRunner, nodes: Callable[[], tuple[list[str], str, int]],
+                 last_id: Callable[[], int], *, clock: Callable[[], float] = time.monotonic,
+                 duration: float = LEASE_DURATION, timeout: float = 3.0,
+                 enforce: bool = True) -> None:
+        self.rpc = rpc
+        self._nodes = nodes
+        self._last_id = last_id
+        self.timeout = timeout
+        self.enforce = enforce
+        self._lock = threading.Lock()
+        self._renew_lock = threading.Lock()
+        self.lease = MasterLease(clock, duration=duration)
+        self._async: threading.Thread | None = None
+
+    def on_fenced(self, node: str, message: str) -> None:
+        """A node refused our epoch: this daemon is no longer the master."""
+        with self._lock:
+            first = self.lease.fenced is None
+            self.lease.fence(f"This node is no longer the master: node {node} refused this"
+                             f" master's changes ({message}); refusing jobs. Stop this master"
+                             " daemon; the current master is named by gnt-cluster getmaster")
+        if first:
+            logger.error("Fenced by node %s: %s; refusing jobs from now on", node, message)
+
+    @property
+    def fenced(self) -> str | None:
+        """Why this daemon was fenced, or None."""
+        with self._lock:
+            return self.lease.fenced
+
+    def renew(self, count: int = 0, *, only_if_due: bool = False) -> bool:
+        """One renewal round (one at a time); whether a majority confirmed.
+
+        ``only_if_due``: skip it (True) when another thread's renewal,
+        finished meanwhile, already made it unnecessary.
+        """
+        with self._renew_lock:
+            with self._lock:
+                if only_if_due and self.lease.need(self._last_id(), count) != SYNC:
+                    return True
+            names, master, epoch = self._nodes()
+            with self._lock:
+                renewal: Renewal = self.lease.start_renewal(self._last_id(), count)
+            count, failed = renew_lease(self.rpc, names, master, epoch, renewal.reserve,
+                                        timeout=self.timeout)
+            ok = count * 2 > len(names)
+            with self._lock:
+                if ok:
+                    self.lease.confirmed(renewal)
+                else:
+                    why = ", ".join(f"{n}: {m}" for n, m in sorted(failed.items()))
+                    self.lease.failed(f"{count} of {len(names)} confirmed; {why}")
+            if not ok:
+                logger.warning("Master lease renewal: only %d of %d nodes confirmed (%s)",
+                               count, len(names), failed)
+            return ok
+
+    def _renew_async(self) -> None:
+        with self._lock:
+            if self._async is not None and self._async.is_alive():
+                return
+            self._async = threading.Thread(target=self.renew, name="master-lease", daemon=True)
+            self._async.start()
+
+    def check_submit(self, count: int = 1) -> None:
+        """Raise :class:`errors.NotMasterError` unless ``count`` jobs may be accepted now."""
+        with self._lock:
+            if self.lease.fenced is not None:
+                raise errors.NotMasterError(self.lease.fenced)
+            if not self.enforce:
+                return
+            need = self.lease.need(self._last_id(), count)
+        if need == SYNC:
+            self.renew(count, only_if_due=True)
+        elif need == ASYNC:
+            self._renew_async()
+        with self._lock:
+            why = self.lease.refusal(self._last_id(), count)
+        if why is not None:
+            raise errors.NotMasterError(why)

@@ -1,0 +1,95 @@
+"""Node side of the master role (ganeti.backend.fencing): epochs, vote answers, lease."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ganeti import errors
+from ganeti.backend import fencing
+from ganeti.rpc import defs
+
+
+def test_epoch_accepted_then_older_refused(ctx, caplog):
+    assert fencing.check_epoch(ctx, "upload_file", 0, "node1")["epoch"] == 0
+    assert fencing.check_epoch(ctx, "upload_file", 2, "node2")["master"] == "node2"
+    assert fencing.check_epoch(ctx, "upload_file", 2, "node2")["epoch"] == 2
+    with pytest.raises(errors.NotMasterError) as exc:
+        fencing.check_epoch(ctx, "replicate_state", 1, "node1")
+    msg = str(exc.value)
+    assert msg.startswith(defs.FENCED_PREFIX)
+    assert "epoch 1 (from node1)" in msg and "epoch 2 accepted from node2" in msg
+    assert "replicate_state refused" in msg
+    assert any("older than epoch 2" in r.getMessage() for r in caplog.records)
+    # persisted for the next (forked) request
+    assert fencing.read_state(ctx)["epoch"] == 2
+
+
+def test_reservation_only_grows(ctx):
+    fencing.master_lease(ctx, "node1", 0, 500)
+    fencing.master_lease(ctx, "node1", 0, 300)
+    assert fencing.read_state(ctx)["reserved_job_id"] == 500
+    fencing.check_epoch(ctx, "upload_file", 1, "node2")
+    with pytest.raises(errors.NotMasterError):
+        fencing.master_lease(ctx, "node1", 0, 900)      # an old master's renewal
+    assert fencing.read_state(ctx)["reserved_job_id"] == 500
+
+
+def test_corrupt_epoch_file_refuses(ctx):
+    with open(fencing.epoch_file(ctx), "w") as fh:
+        fh.write("{nope")
+    with pytest.raises(errors.OpExecError):
+        fencing.check_epoch(ctx, "upload_file", 5, "node1")
+
+
+def _write_config(ctx, candidate: bool, serial: int = 7) -> None:
+    cfg = {"serial_no": serial, "nodes": {"u1": {"name": ctx.hostname,
+                                                  "master_candidate": candidate}}}
+    with open(ctx.paths.config_file, "w") as fh:
+        json.dump(cfg, fh)
+
+
+def test_vote_info_candidate(ctx):
+    _write_config(ctx, True)
+    with open(ctx.paths.ssconf_file("master_node"), "w") as fh:
+        fh.write("node9\n")
+    with open(ctx.paths.queue_serial_file, "w") as fh:
+        fh.write("42\n")
+    for name in ("job-40", "job-41"):
+        open(os.path.join(ctx.paths.queue_dir, name), "w").close()
+    os.makedirs(os.path.join(ctx.paths.queue_archive_dir, "0"))
+    open(os.path.join(ctx.paths.queue_archive_dir, "0", "job-3"), "w").close()
+    fencing.master_lease(ctx, "node9", 3, 1000)
+    info = fencing.master_vote_info(ctx)
+    assert info == {"master": "node9", "candidate": True, "epoch": 3, "reserved_job_id": 1000,
+                    "config_serial": 7, "job_id": 41, "queue_serial": 42}
+
+
+def test_vote_info_archive_only(ctx):
+    _write_config(ctx, True)
+    for sub, name in (("0", "job-9"), ("1", "job-10005")):
+        os.makedirs(os.path.join(ctx.paths.queue_archive_dir, sub), exist_ok=True)
+        open(os.path.join(ctx.paths.queue_archive_dir, sub, name), "w").close()
+    assert fencing.master_vote_info(ctx)["job_id"] == 10005
+
+
+def test_vote_info_not_candidate(ctx):
+    _write_config(ctx, False)
+    info = fencing.master_vote_info(ctx)
+    assert info["candidate"] is False and "config_serial" not in info
+    os.unlink(ctx.paths.config_file)
+    assert "job_id" not in fencing.master_vote_info(ctx)
+
+
+def test_epoch_query_roundtrip():
+    assert defs.parse_epoch_query("/x" + defs.epoch_query(5, "node 2")) == (5, "node 2")
+    assert defs.parse_epoch_query("/x") == (0, "")
+    assert defs.parse_epoch_query("/x?epoch=abc") == (0, "")
+    assert defs.parse_epoch_query("/x?epoch=-4") == (0, "")
+
+
+def test_fenced_calls_are_rows():
+    assert defs.FENCED_CALLS <= set(defs.CALLS)
+    assert "master_vote_info" not in defs.FENCED_CALLS
