@@ -52,6 +52,9 @@ ENV_NODED_PORT = "GANETI_NODED_PORT"
 ENV_RAPI_PORT = "GANETI_RAPI_PORT"
 #: the address ganeti-rapi listens on when bootstrap starts it (default: all addresses)
 ENV_RAPI_BIND = "GANETI_RAPI_BIND"
+#: the local address node RPC connections are made from (a virtual node's own
+#: address, so that partitions can be made per node: doc/vcluster.md)
+ENV_SOURCE_ADDRESS = "GANETI_SOURCE_ADDRESS"
 
 # Job and opcode statuses (doc/protocols/jobs.md, "Statuses")
 JOB_STATUS_QUEUED = "queued"

@@ -107,7 +107,9 @@ def master_failover(opts: Any, args: list[str]) -> int:
         decision = vote.Decision(True, final.reason, final.message,
                                  queue_serial=final.queue_serial,
                                  config_serial=final.config_serial,
-                                 epoch=max(final.epoch, decision.epoch))
+                                 # our own epoch, unless someone accepted a newer one meanwhile
+                                 epoch=(decision.epoch if final.epoch - 1 <= decision.epoch
+                                        else final.epoch))
         takeover.set_epoch(rpc, decision.epoch)
     new = takeover.write_takeover_config(paths, data, me, decision)
     serial = takeover.raise_queue_serial(paths, decision.queue_serial)

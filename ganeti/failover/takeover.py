@@ -20,7 +20,7 @@ from ganeti import configfile, errors, serializer, ssconf
 from ganeti.failover import quorum, vote
 from ganeti.objects import ConfigData, Node
 from ganeti.pathutils import Paths
-from ganeti.replication import copy_queue, report_failures
+from ganeti.replication import copy_queue
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
@@ -182,7 +182,7 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
     if candidates:
         res = rpc.call("replicate_state", candidates,
                        [[to_canonical(paths.root, paths.config_file), raw], values, []])
-        bad = report_failures("Configuration push", res)
+        bad = [name for name in candidates if res[name].fail_msg]
         failed += bad
         for name in candidates:
             out(f"{name}: " + (f"configuration and ssconf NOT updated: {res[name].fail_msg}"
@@ -190,7 +190,7 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
                                f"configuration (serial {data.serial_no}) and ssconf updated"))
     if others:
         res = rpc.call("write_ssconf_files", others, [values])
-        bad = report_failures("ssconf push", res)
+        bad = [name for name in others if res[name].fail_msg]
         failed += bad
         for name in others:
             out(f"{name}: " + (f"ssconf NOT updated: {res[name].fail_msg}" if name in bad

@@ -89,6 +89,8 @@ class Decision:
     ``ok``: the takeover may go ahead.  ``retry``: it was refused only
     because too few nodes answered (worth asking again while a cluster
     boots).  ``newer``: candidates with newer data than the taker.
+    ``stale``: answering nodes that name another master or (candidates)
+    hold an older config serial: the new master should push to them.
     ``queue_serial`` / ``config_serial`` / ``epoch``: what the new master
     sets (the next job id is ``queue_serial + 1``).  ``message``: the
     reason, then the answers side by side.
@@ -100,6 +102,7 @@ class Decision:
     retry: bool = False
     newer: list[str] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
     queue_serial: int = 0
     config_serial: int = 0
     epoch: int = 0
@@ -123,7 +126,7 @@ def format_answers(taker: NodeAnswer, nodes: Sequence[str],
             "candidate" if ans.candidate else "not candidate")
         rows.append((name, what, ans.master or "-", _num(ans.config_serial),
                      _num(ans.job_id), _num(ans.queue_serial), str(ans.epoch)))
-    widths = [max(len(r[i]) for r in rows if not r[1].startswith("no answer") or i < 2)
+    widths = [max(len(r[i]) for r in rows if i == 0 or not r[1].startswith("no answer"))
               for i in range(len(header))]
     lines = []
     for row in rows:
@@ -175,10 +178,13 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
     epoch = max(a.epoch for a in seen) + 1
     table = format_answers(taker, names, answers)
     need = len(names) // 2 + 1
+    stale = sorted(a.node for a in seen if a is not taker and (
+        a.master != taker.node or (a.candidate and (a.config_serial or 0)
+                                   < (taker.config_serial or 0))))
 
     def result(ok: bool, reason: str, *, retry: bool = False,
                newer: list[str] | None = None) -> Decision:
-        return Decision(ok, reason, f"{reason}\n{table}", retry, newer or [], missing,
+        return Decision(ok, reason, f"{reason}\n{table}", retry, newer or [], missing, stale,
                         queue_serial, config_serial, epoch)
 
     if no_voting:
@@ -189,6 +195,13 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
         return result(False, f"Only {len(got)} of {len(names)} nodes answered, a strict majority"
                       f" ({need}) is needed; not answering: {down}. If those nodes are really"
                       " down, use --no-voting --yes-do-it", retry=True)
+    if mode == MODE_STARTUP:
+        fenced = [a for a in seen if a.epoch > taker.epoch]
+        if fenced:
+            first = max(fenced, key=lambda a: a.epoch)
+            return result(False, f"{taker.node} is no longer the master: {first.node} accepted"
+                          f" master epoch {first.epoch}, newer than this node's {taker.epoch}"
+                          f" (its master is {first.master or 'unknown'})")
     newer = []
     details = []
     for ans in seen:
@@ -203,12 +216,6 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
                       f" Fail over to {newer[0]} instead, or use --no-voting --yes-do-it to"
                       " force this node's data", newer=newer)
     if mode == MODE_STARTUP:
-        fenced = [a for a in seen if a.epoch > taker.epoch]
-        if fenced:
-            first = max(fenced, key=lambda a: a.epoch)
-            return result(False, f"{taker.node} is no longer the master: {first.node} accepted"
-                          f" master epoch {first.epoch}, newer than this node's {taker.epoch}"
-                          f" (its master is {first.master or 'unknown'})")
         votes = [a.node for a in seen if a.master == taker.node]
         if len(votes) < need:
             others = sorted({a.master or "none" for a in seen if a.master != taker.node})

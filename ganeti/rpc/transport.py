@@ -22,6 +22,7 @@ Every socket gets ``TCP_NODELAY``: without it a request costs ~46 ms
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import time
@@ -109,9 +110,14 @@ class HttpsTransport:
     """
 
     def __init__(self, cert_file: str, ca_file: str | None = None, *,
-                 context: ssl.SSLContext | None = None) -> None:
+                 context: ssl.SSLContext | None = None,
+                 source_address: str | None = None) -> None:
         self.context = context or make_client_context(cert_file, ca_file)
         self._sessions: dict[tuple[str, int], ssl.SSLSession] = {}
+        #: connections are made from this local address (default
+        #: ``$GANETI_SOURCE_ADDRESS``, else the kernel's choice)
+        self.source = (source_address if source_address is not None
+                       else os.environ.get(constants.ENV_SOURCE_ADDRESS) or None)
 
     def post(self, address: str, port: int, procedure: str, body: bytes,
              timeout: float) -> bytes:
@@ -138,7 +144,8 @@ class HttpsTransport:
 
         Only moves bytes: :mod:`ganeti.http.framing` parses the reply.
         """
-        sock = socket.create_connection((address, port), timeout)
+        sock = socket.create_connection((address, port), timeout,
+                                        source_address=(self.source, 0) if self.source else None)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             tls = self.context.wrap_socket(sock, server_hostname=address,

@@ -42,6 +42,7 @@ from ganeti.configevents import ConfigEventTracker
 from ganeti.context import MasterContext
 from ganeti.failover import takeover
 from ganeti.failover.quorum import MasterGuard
+from ganeti.failover.vote import Decision
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
 from ganeti.mastermetrics import MasterMetrics
@@ -472,7 +473,7 @@ def start_master_ip(context: MasterContext) -> threading.Thread | None:
     return thread
 
 
-def _vote(paths: Paths, opts: argparse.Namespace) -> None:
+def _vote(paths: Paths, opts: argparse.Namespace) -> Decision:
     """The start-up vote (doc/design/failover.md, "Master daemon startup"); raises if refused."""
     me = netutils.hostname()
     if opts.no_voting:
@@ -484,6 +485,7 @@ def _vote(paths: Paths, opts: argparse.Namespace) -> None:
                                      log=lambda msg: logger.warning("Master vote: %s", msg))
     for line in decision.message.splitlines():
         (logger.warning if opts.no_voting else logger.info)("Master vote: %s", line)
+    return decision
 
 
 def _guard(context: MasterContext, opts: argparse.Namespace) -> MasterGuard | None:
@@ -506,18 +508,19 @@ def _guard(context: MasterContext, opts: argparse.Namespace) -> MasterGuard | No
     return guard
 
 
-def _push_everything(context: MasterContext) -> None:
-    """``--no-voting``: push this node's configuration and whole queue to the others."""
+def _push_everything(context: MasterContext, *, with_queue: bool) -> None:
+    """Push this node's configuration (and with ``with_queue``, for ``--no-voting``,
+    its whole queue) to the other nodes."""
     cfg = context.require_cfg()
     replicator = context.replicator
     if not isinstance(replicator, Replicator):
         return
     candidates, nodes = replicator.targets()
-    logger.warning("--no-voting: pushing configuration serial %s to %s and ssconf to %s",
+    logger.warning("Pushing configuration serial %s to %s and ssconf to %s",
                    cfg.get_serial_no(), ", ".join(candidates) or "nobody",
                    ", ".join(nodes) or "nobody")
     replicator.on_config_change(cfg, cfg.dump(), cfg.get_serial_no())
-    if candidates:
+    if with_queue and candidates:
         logger.warning("--no-voting: copying the whole job queue to %s", ", ".join(candidates))
         replicator.replicate_queue_to(candidates)
 
@@ -534,8 +537,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     raise_fd_limit()   # idle LUXI connections each hold a descriptor
     gc.disable()       # loading makes only long-lived objects: no collections meanwhile
     luxiserver.limit_malloc_arenas()
-    if not opts.no_rpc:
-        _vote(runtime.paths, opts)
+    decision = _vote(runtime.paths, opts) if not opts.no_rpc else None
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
@@ -543,8 +545,9 @@ def _prepare(runtime: DaemonRuntime) -> _State:
                             event_buffer=opts.event_buffer,
                             queue_limits=(opts.queue_limits[0], opts.queue_limits[1]))
     guard = _guard(context, opts)
-    if opts.no_voting and not opts.no_rpc:
-        _push_everything(context)
+    if decision is not None and (opts.no_voting or decision.stale):
+        # nodes that still name another master (or hold an older config) get ours
+        _push_everything(context, with_queue=opts.no_voting)
     dispatcher = LuxiDispatcher(context, guard=guard)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout,

@@ -44,7 +44,8 @@ from ganeti import bootstrap, constants, errors, serializer, ssh
 from ganeti.pathutils import Paths
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
-           "start", "stop", "destroy", "run_gnt", "pick_free_port", "new_boot_id",
+           "start", "stop", "destroy", "current_master", "isolate", "heal",
+           "partition_support", "nft_ruleset", "run_gnt", "pick_free_port", "new_boot_id",
            "run_watcher", "main", "VCLUSTER_MIN_DISK_SIZE"]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -82,6 +83,8 @@ class VCluster:
     masterd_args: list[str] = field(default_factory=list)
     nodes: list[VNode] = field(default_factory=list)
     rapi_port: int | None = None
+    #: nodes cut off from the others (``isolate``/``heal``)
+    isolated: list[str] = field(default_factory=list)
 
     def node(self, name: str) -> VNode:
         """The node called ``name`` (also accepts ``node3`` for ``node3.vcluster``)."""
@@ -98,7 +101,8 @@ class VCluster:
 
     @property
     def master_node(self) -> VNode:
-        return self.node(self.master)
+        """The current master (it follows failovers, see :func:`current_master`)."""
+        return current_master(self)
 
     def save(self) -> None:
         data = asdict(self)
@@ -119,6 +123,40 @@ def load(directory: str) -> VCluster:
         raise errors.ConfigurationError(f"{directory} is not a virtual cluster: {exc}") from exc
     nodes = [VNode(**n) for n in data.pop("nodes")]
     return VCluster(directory=directory, nodes=nodes, **data)
+
+
+def current_master(vc: VCluster) -> VNode:
+    """The master now: the one that sent the newest master epoch any node accepted.
+
+    Every node keeps the newest epoch it accepted and who sent it
+    (``var/lib/ganeti/master_epoch``, doc/design/failover.md); a failover
+    raises it.  Before any node has one, the master the most nodes' ssconf
+    names; then the one ``create`` made.
+    """
+    from ganeti import ssconf
+    best: tuple[int, str] | None = None
+    votes: dict[str, int] = {}
+    for node in vc.nodes:
+        paths = Paths(root=node.root)
+        try:
+            with open(os.path.join(paths.data_dir, "master_epoch")) as fh:
+                state = serializer.loads(fh.read())
+            entry = (int(state.get("epoch") or 0), str(state.get("master") or ""))
+            if entry[1] and (best is None or entry[0] > best[0]):
+                best = entry
+        except (OSError, ValueError, AttributeError, errors.GanetiError):
+            pass
+        try:
+            name = ssconf.SimpleStore(paths).get_master_node()
+            votes[name] = votes.get(name, 0) + 1
+        except errors.GanetiError:
+            pass
+    for name in ([best[1]] if best else []) + sorted(votes, key=lambda n: -votes[n]):
+        try:
+            return vc.node(name)
+        except errors.ParameterError:
+            continue
+    return vc.node(vc.master)
 
 
 def pick_free_port(addresses: Sequence[str], *, attempts: int = 100,
@@ -157,6 +195,8 @@ def node_env(vc: VCluster, node: VNode) -> dict[str, str]:
         constants.ENV_RAPI_PORT: str(vc.rapi_port or constants.DEFAULT_RAPI_PORT),
         bootstrap.ENV_RAPI_BIND: node.ip,
         bootstrap.ENV_HOSTS_FILE: os.path.join(vc.directory, HOSTS_FILE),
+        # node RPC from this node leaves from its own address (partitions)
+        constants.ENV_SOURCE_ADDRESS: node.ip,
         "PATH": os.pathsep.join([os.path.join(REPO_ROOT, "scripts"), bindir,
                                  "/usr/local/bin", "/usr/bin", "/bin"]),
         "PYTHONPATH": REPO_ROOT,
@@ -374,11 +414,7 @@ def new_boot_id(node: VNode) -> str:
 
 
 def _is_master(vc: VCluster, node: VNode) -> bool:
-    from ganeti import ssconf
-    try:
-        return ssconf.SimpleStore(Paths(root=node.root)).get_master_node() == node.name
-    except errors.GanetiError:
-        return node.name == vc.master
+    return current_master(vc).name == node.name
 
 
 def start(vc: VCluster, node: str | None = None) -> None:
@@ -409,6 +445,78 @@ def stop(vc: VCluster, node: str | None = None) -> None:
         paths = Paths(root=vnode.root)
         for daemon in (constants.RAPI, constants.MASTERD, constants.NODED, SSHD_NAME):
             bootstrap.stop_daemon(paths, daemon, timeout=10.0)
+
+
+# --- partitions ------------------------------------------------------------------------
+
+def partition_support() -> str | None:
+    """Why ``isolate``/``heal`` cannot work here (None: they can)."""
+    if os.geteuid() != 0:
+        return "partitions need root (nftables rules on loopback)"
+    if shutil.which("nft") is None:
+        return "partitions need the nft command (nftables; make installs it as root)"
+    return None
+
+
+def _nft_table(vc: VCluster) -> str:
+    import hashlib
+    return "vcluster_" + hashlib.sha1(vc.directory.encode()).hexdigest()[:12]
+
+
+def nft_ruleset(vc: VCluster) -> str:
+    """The nftables table that cuts the isolated nodes off (see doc/vcluster.md).
+
+    For each isolated node, TCP packets between its address and any other
+    address, on the cluster's noded, SSH and RAPI ports (either direction),
+    are dropped; traffic of other clusters (other ports) is untouched.
+    """
+    ports = sorted({p for p in (vc.noded_port, vc.ssh_port, vc.rapi_port) if p})
+    pset = "{ " + ", ".join(str(p) for p in ports) + " }"
+    lines = [f"table inet {_nft_table(vc)} {{", "  chain out {",
+             "    type filter hook output priority 0; policy accept;"]
+    for name in vc.isolated:
+        ip = vc.node(name).ip
+        for a, b in (("saddr", "daddr"), ("daddr", "saddr")):
+            for port in ("dport", "sport"):
+                lines.append(f"    ip {a} {ip} ip {b} != {ip} tcp {port} {pset} drop"
+                             f" comment \"{name}\"")
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _apply_partitions(vc: VCluster) -> None:
+    table = _nft_table(vc)
+    script = f"table inet {table}\ndelete table inet {table}\n"
+    if vc.isolated:
+        script += nft_ruleset(vc)
+    res = subprocess.run(["nft", "-f", "-"], input=script, capture_output=True, text=True,
+                         check=False, timeout=30)
+    if res.returncode != 0:
+        raise errors.CommandError(f"nft failed: {res.stderr.strip()}")
+
+
+def isolate(vc: VCluster, node: str) -> None:
+    """Cut ``node`` off from every other node (both directions); see doc/vcluster.md."""
+    why = partition_support()
+    if why:
+        raise errors.CommandError(f"Cannot isolate {node}: {why}")
+    name = vc.node(node).name
+    if name not in vc.isolated:
+        vc.isolated.append(name)
+    _apply_partitions(vc)
+    vc.save()
+
+
+def heal(vc: VCluster, node: str | None = None) -> None:
+    """Give ``node`` (default: every isolated node) its connections back."""
+    if node is None:
+        vc.isolated = []
+    else:
+        name = vc.node(node).name
+        vc.isolated = [n for n in vc.isolated if n != name]
+    if partition_support() is None:
+        _apply_partitions(vc)
+    vc.save()
 
 
 WATCHER = os.path.join(REPO_ROOT, "daemons", constants.WATCHER)
@@ -468,8 +576,10 @@ def destroy(directory: str, *, log: Log | None = None) -> None:
     directory = os.path.abspath(directory)
     try:
         vc = load(directory)
+        if vc.isolated:
+            heal(vc)
         stop(vc)
-    except errors.ConfigurationError as exc:
+    except (errors.ConfigurationError, errors.CommandError) as exc:
         log(f"Warning: {exc}")
     for pid in _stragglers(directory):
         log(f"Killing leftover process {pid}")
@@ -487,7 +597,7 @@ def destroy(directory: str, *, log: Log | None = None) -> None:
 # --- command line --------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``tools/vcluster create|env|start|stop|watcher|destroy|list DIR ...``."""
+    """``tools/vcluster create|env|start|stop|isolate|heal|watcher|destroy|list DIR ...``."""
     parser = argparse.ArgumentParser(
         prog="vcluster", description="Run a virtual Ganeti cluster of real daemons on"
         " this machine (see doc/vcluster.md)")
@@ -522,6 +632,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("node", nargs="?")
     p.add_argument("--watcher-arg", action="append", default=[], metavar="ARG",
                    help="extra ganeti-watcher argument (repeatable)")
+    for name, text in (("isolate", "cut NODE off from the other nodes (nftables; root)"),
+                       ("heal", "undo isolate for NODE (default: every node)")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("directory", metavar="DIR")
+        p.add_argument("node", nargs="?" if name == "heal" else None)
     p = sub.add_parser("destroy", help="stop everything and remove DIR")
     p.add_argument("directory", metavar="DIR")
     p = sub.add_parser("list", help="list the nodes of the virtual cluster")
@@ -552,6 +667,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 start(vc, opts.node)
             elif opts.action == "stop":
                 stop(vc, opts.node)
+            elif opts.action == "isolate":
+                isolate(vc, opts.node)
+            elif opts.action == "heal":
+                heal(vc, opts.node)
             elif opts.action == "watcher":
                 failed = 0
                 for name, code, lines in run_watcher(vc, opts.node,
@@ -563,8 +682,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     failed += code != 0
                 return 1 if failed else 0
             elif opts.action == "list":
+                master = current_master(vc).name
                 for node in vc.nodes:
-                    role = "master" if node.name == vc.master else ""
+                    role = "master" if node.name == master else ""
+                    if node.name in vc.isolated:
+                        role = (role + " isolated").strip()
                     print(f"{node.name}\t{node.ip}\t{node.root}\t{role}".rstrip())
     except (errors.GanetiError, OSError) as exc:
         log(f"vcluster {opts.action}: {exc}")

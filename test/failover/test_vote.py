@@ -166,3 +166,19 @@ def test_message_table_lines():
     assert lines[1].split()[:2] == ["node", "answer"]
     assert lines[2].startswith("  node2")
     assert any("node1" in line and "no answer: connection refused" in line for line in lines)
+
+
+def test_startup_fenced_reported_before_stale_data():
+    taker = cand("node2", serial=4, epoch=2)
+    answers = {"node1": cand("node1", serial=5, master="node3", epoch=3),
+               "node3": cand("node3", serial=5, master="node3", epoch=3)}
+    dec = decide(taker, N[:3], answers, mode=MODE_STARTUP)
+    assert not dec.ok and "no longer the master" in dec.reason and "epoch 3" in dec.reason
+
+
+def test_stale_nodes_listed():
+    taker = cand("node1", serial=10)
+    answers = {"node2": cand("node2", serial=9), "node3": plain("node3", master="node2"),
+               "node4": cand("node4")}
+    dec = decide(taker, N[:4], answers, mode=MODE_STARTUP)
+    assert dec.ok and dec.stale == ["node2", "node3"]
