@@ -51,6 +51,8 @@ def format_error(err: BaseException) -> tuple[int, str]:
         return EXIT_FAILURE, f"Error checking job status: {err}"
     if isinstance(err, errors.NoMasterError):
         return EXIT_FAILURE, str(err)
+    if isinstance(err, errors.NotMasterError):
+        return EXIT_FAILURE, f"Failure: not the master:\n{err}"
     if isinstance(err, errors.LuxiTimeoutError):
         return EXIT_FAILURE, ("Timeout while talking to the master daemon. Jobs might have been"
                               " submitted and will continue to run even if the call timed"

@@ -93,7 +93,11 @@ def master_failover(opts: Any, args: list[str]) -> int:
         cli.to_stderr(f"Failover refused: {decision.reason}")
         return cli.EXIT_FAILURE
     takeover.set_epoch(rpc, decision.epoch)
-    stopped = takeover.stop_old_master(rpc, data, out)
+    if old in decision.missing:
+        out(f"{old}: not stopped (no answer to the vote: {decision.missing[old]})")
+        stopped = False
+    else:
+        stopped = takeover.stop_old_master(rpc, data, out)
     if stopped and not opts.no_voting:
         # the old master flushed its last job updates: vote again for the final numbers
         data = takeover.load_local_config(paths)
@@ -106,7 +110,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
             return cli.EXIT_FAILURE
         decision = vote.Decision(True, final.reason, final.message,
                                  queue_serial=final.queue_serial,
-                                 config_serial=final.config_serial,
+                                 config_serial=final.config_serial, missing=final.missing,
                                  # our own epoch, unless someone accepted a newer one meanwhile
                                  epoch=(decision.epoch if final.epoch - 1 <= decision.epoch
                                         else final.epoch))
@@ -119,7 +123,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
     if not stopped:
         out(f"waiting {LEASE_DURATION:g}s for the master lease of {old} to run out")
         time.sleep(LEASE_DURATION + 0.5)
-    failed = takeover.push_config(rpc, paths, new, me, out)
+    failed = takeover.push_config(rpc, paths, new, me, out, skip=decision.missing)
     if opts.no_voting:
         failed += takeover.push_queue(rpc, paths, new, me, out)
     bootstrap.start_masterd(paths, extra_args=extra)

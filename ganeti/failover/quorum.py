@@ -38,8 +38,14 @@ def config_node_names(data: ConfigData) -> list[str]:
 
 
 def collect_answers(rpc: RpcRunner, names: Sequence[str], *,
-                    timeout: float = VOTE_RPC_TIMEOUT) -> dict[str, vote.NodeAnswer | str]:
-    """``master_vote_info`` of every node: its answer, or why there is none."""
+                    timeout: float | None = None) -> dict[str, vote.NodeAnswer | str]:
+    """``master_vote_info`` of every node: its answer, or why there is none.
+
+    ``timeout`` defaults to the runner's urgent timeout, at most
+    :data:`VOTE_RPC_TIMEOUT`.
+    """
+    if timeout is None:
+        timeout = min(VOTE_RPC_TIMEOUT, rpc.timeout_for("master_vote_info"))
     out: dict[str, vote.NodeAnswer | str] = {}
     for name, res in rpc.call("master_vote_info", list(names), timeout=timeout).items():
         out[name] = res.fail_msg if res.fail_msg else vote.answer_from_data(name, res.payload)

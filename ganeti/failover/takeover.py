@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ganeti import configfile, errors, serializer, ssconf
@@ -32,6 +32,10 @@ __all__ = ["Out", "load_local_config", "node_rpc", "master_ip_params", "check_ta
 logger = logging.getLogger(__name__)
 
 Out = Callable[[str], None]
+
+#: seconds each takeover step may wait for a node (a dead node must not
+#: stall the failover; the master daemon stop itself takes up to 15 s)
+STEP_TIMEOUT = 20.0
 
 
 class _Fence:
@@ -110,7 +114,7 @@ def stop_old_master(rpc: RpcRunner, data: ConfigData, out: Out) -> bool:
         out("old master: not in the configuration, nothing to stop")
         return False
     res = rpc.call("node_stop_master", [old],
-                   [params, data.cluster.use_external_mip_script])[old]
+                   [params, data.cluster.use_external_mip_script], timeout=STEP_TIMEOUT)[old]
     if res.fail_msg:
         out(f"{old}: could not stop the master daemons: {res.fail_msg}")
         return False
@@ -171,17 +175,26 @@ def fence_majority(rpc: RpcRunner, data: ConfigData, me: str, epoch: int, reserv
 
 
 def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
-                out: Out) -> list[str]:
-    """The new configuration to the candidates, ssconf to every other node; failures."""
+                out: Out, skip: Mapping[str, str] | None = None) -> list[str]:
+    """The new configuration to the candidates, ssconf to every other node; failures.
+
+    Nodes in ``skip`` (those that did not answer the vote, with the reason)
+    are not tried: they count as failed.
+    """
     values = ssconf.compute_ssconf_values(data)
     raw = serializer.dumps_bytes(data).decode("utf-8")
-    online = [n for n in data.nodes.values() if n.name != me and not n.offline]
+    skip = skip or {}
+    for name in sorted(skip):
+        out(f"{name}: not updated (no answer to the vote: {skip[name]})")
+    online = [n for n in data.nodes.values()
+              if n.name != me and not n.offline and n.name not in skip]
     candidates = sorted(n.name for n in online if n.master_candidate)
     others = sorted(n.name for n in online if not n.master_candidate)
     failed: list[str] = []
     if candidates:
         res = rpc.call("replicate_state", candidates,
-                       [[to_canonical(paths.root, paths.config_file), raw], values, []])
+                       [[to_canonical(paths.root, paths.config_file), raw], values, []],
+                       timeout=STEP_TIMEOUT)
         bad = [name for name in candidates if res[name].fail_msg]
         failed += bad
         for name in candidates:
@@ -189,13 +202,13 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
                                if name in bad else
                                f"configuration (serial {data.serial_no}) and ssconf updated"))
     if others:
-        res = rpc.call("write_ssconf_files", others, [values])
+        res = rpc.call("write_ssconf_files", others, [values], timeout=STEP_TIMEOUT)
         bad = [name for name in others if res[name].fail_msg]
         failed += bad
         for name in others:
             out(f"{name}: " + (f"ssconf NOT updated: {res[name].fail_msg}" if name in bad
                                else "ssconf updated"))
-    return failed
+    return failed + sorted(skip)
 
 
 def push_queue(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str, out: Out) -> list[str]:
