@@ -51,14 +51,15 @@ def _masterd_args() -> list[str]:
     return shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
 
 
-def _timeout_scale(args: list[str]) -> float:
+def _float_arg(args: list[str], name: str, default: float) -> float:
+    """The value of ``name VALUE`` among the master daemon arguments, else ``default``."""
     for idx, arg in enumerate(args[:-1]):
-        if arg == "--rpc-timeout-scale":
+        if arg == name:
             try:
                 return float(args[idx + 1])
             except ValueError:
-                return 1.0
-    return 1.0
+                return default
+    return default
 
 
 def master_failover(opts: Any, args: list[str]) -> int:
@@ -76,7 +77,8 @@ def master_failover(opts: Any, args: list[str]) -> int:
     paths = pathutils.get_paths()
     me = net.hostname()
     extra = _masterd_args()
-    scale = _timeout_scale(extra)
+    scale = _float_arg(extra, "--rpc-timeout-scale", 1.0)
+    lease = _float_arg(extra, "--lease-duration", LEASE_DURATION)
 
     def out(line: str) -> None:
         cli.to_stdout(line)
@@ -121,8 +123,8 @@ def master_failover(opts: Any, args: list[str]) -> int:
         f" next job id {serial + 1}")
     takeover.fence_majority(rpc, new, me, decision.epoch, serial + RESERVE_BLOCK, out)
     if not stopped:
-        out(f"waiting {LEASE_DURATION:g}s for the master lease of {old} to run out")
-        time.sleep(LEASE_DURATION + 0.5)
+        out(f"waiting {lease:g}s for the master lease of {old} to run out")
+        time.sleep(lease + 0.5)
     failed = takeover.push_config(rpc, paths, new, me, out, skip=decision.missing)
     if opts.no_voting:
         failed += takeover.push_queue(rpc, paths, new, me, out)

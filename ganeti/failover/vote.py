@@ -139,10 +139,13 @@ def format_answers(taker: NodeAnswer, nodes: Sequence[str],
 
 
 def _newer_parts(ans: NodeAnswer, taker: NodeAnswer) -> list[str]:
+    # the taker never reuses an id up to its queue serial: a job id is newer
+    # only above both
+    jobs = max(taker.job_id or 0, taker.queue_serial or 0)
     parts = []
     for label, theirs, ours in (("config serial", ans.config_serial, taker.config_serial),
-                                ("job id", ans.job_id, taker.job_id),
-                                ("queue serial", ans.queue_serial, taker.queue_serial)):
+                                ("job id", ans.job_id, jobs),
+                                ("queue serial", ans.queue_serial, jobs)):
         if theirs is not None and theirs > (ours or 0):
             parts.append(f"{label} {theirs} there, {ours or 0} here")
     return parts
