@@ -18,13 +18,14 @@ def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
     proc = subprocess.run(
         [sys.executable, str(SOAK), "--cycles", "2", "--max-up", "0.3", "--idle", "20",
          "--noded-conns", "20", "--clients", "2", "--calls", "2", "--full-seconds", "1",
-         "--probe-timeout", "5", "--rapi-requests", "200", "--seed", "7"],
-        capture_output=True, text=True, timeout=200, check=False)
+         "--probe-timeout", "5", "--rapi-requests", "200", "--failover-scenarios", "1",
+         "--seed", "7"],
+        capture_output=True, text=True, timeout=230, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     figures = proc.stdout.split("== figures\n", 1)[1].splitlines()
     assert [line.split(":", 1)[0] for line in figures] == \
-        ["kill9", "fulldisk", "luxi-dos", "noded-dos", "rapi", "soak"]
-    kill9, fulldisk, luxi_dos, noded_dos, rapi, verdict = figures
+        ["kill9", "fulldisk", "luxi-dos", "noded-dos", "rapi", "failover", "soak"]
+    kill9, fulldisk, luxi_dos, noded_dos, rapi, failover, verdict = figures
     assert re.match(r"kill9: cycles=2/2 acknowledged=\d+ lost=0 reused_ids=0 finished_changed=0 ",
                     kill9), kill9
     assert fulldisk.startswith("fulldisk: skipped (") or \
@@ -35,4 +36,5 @@ def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
                     noded_dos), noded_dos
     assert re.match(r"rapi: sent=200/200 connections=\d+ rate=\d+/s bad_answers=0 .*"
                     r"alive_after=True serial_unchanged=True", rapi), rapi
+    assert re.match(r"failover: scenarios=1 steps=6 .* violations=0 ", failover), failover
     assert verdict == "soak: ok"

@@ -12,11 +12,16 @@ Scenarios (tools/soak/README.md describes each and its figure line):
 * ``noded``: many TCP connections without a TLS ClientHello while the
   master calls ``version``;
 * ``rapi``: a long fuzz loop of malformed requests over TLS against a real
-  ganeti-rapi (``--rapi-requests``, default 50,000).
+  ganeti-rapi (``--rapi-requests``, default 50,000);
+* ``failover``: seeded random histories of jobs, kills, partitions (root)
+  and master failovers on a 3-node virtual cluster, checking after every
+  step that no job id is acknowledged by two masters and no config serial
+  is written twice (``--failover-scenarios``, default 200).
 
 Everything runs in a temporary directory that is removed at the end
 (``--keep`` keeps it).  Exit status 1 when kill9 or fulldisk saw the queue
-break a promise, rapi got a bad answer, or a scenario crashed; the DoS
+break a promise, rapi got a bad answer, failover saw the invariant broken,
+or a scenario crashed; the DoS
 figures are only reported.
 """
 
@@ -45,10 +50,11 @@ for _path in (_REPO, os.path.join(_REPO, "test", "integration"), _HERE):
         sys.path.insert(0, _path)
 
 import soak_dos  # noqa: E402
+import soak_failover  # noqa: E402
 import soak_queue  # noqa: E402
 import soak_rapi  # noqa: E402
 
-SCENARIOS = ("kill9", "fulldisk", "luxi", "noded", "rapi")
+SCENARIOS = ("kill9", "fulldisk", "luxi", "noded", "rapi", "failover")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -78,10 +84,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="malformed RAPI requests to send (default 50000)")
     parser.add_argument("--rapi-time-limit", type=float, default=1800.0,
                         help="stop the RAPI fuzz loop after this many seconds (default 1800)")
+    parser.add_argument("--failover-scenarios", type=int, default=200,
+                        help="seeded failover histories (default 200)")
+    parser.add_argument("--failover-time-limit", type=float, default=1800.0,
+                        help="stop the failover histories after this many seconds"
+                             " (default 1800)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from time)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
-    for name in ("cycles", "idle", "noded_conns", "clients", "calls", "rapi_requests"):
+    for name in ("cycles", "idle", "noded_conns", "clients", "calls", "rapi_requests",
+                 "failover_scenarios"):
         if getattr(opts, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     return opts
@@ -142,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                                                   open_limit=opts.open_limit, log=log),
         "rapi": lambda d: soak_rapi.run_rapi_fuzz(d, requests=opts.rapi_requests, rng=rng,
                                                   time_limit=opts.rapi_time_limit, log=log),
+        "failover": lambda d: soak_failover.run_failover(
+            d, scenarios=opts.failover_scenarios, rng=rng,
+            time_limit=opts.failover_time_limit, log=log),
     }
     base = tempfile.mkdtemp(prefix="ganeti-soak-")
     lines: list[str] = []
