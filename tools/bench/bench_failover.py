@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Time from ``gnt-cluster master-failover`` to the new master accepting jobs.
+
+A 5-node virtual cluster (no SSH servers, default RPC timeouts and master
+lease) gets 1,000 finished jobs in its queue; then, three times in a row,
+a planned failover to the next node is started (``gnt-cluster
+master-failover`` as that node, a new process as an operator runs it) and
+the clock stops when a ``SubmitJob`` on the new master's LUXI socket is
+acknowledged.  Printed: each failover's time, split into the command
+itself and the wait for the first acknowledged job, and the median (with
+the machine's load average: the figure is mostly Python start-up of the
+new master daemon, which a busy machine stretches).  ``BENCH_VERBOSE=1``
+prints each failover's steps with their times.
+Target (issue 15): under 3 s.
+
+Run: ``.venv/bin/python tools/bench/bench_failover.py`` (about 60 s).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+
+from ganeti import errors, luxi  # noqa: E402
+from ganeti.tools import vcluster  # noqa: E402
+
+NODES = 5
+JOBS = 1000
+TARGET_S = 3.0
+DELAY_OP = {"OP_ID": "OP_TEST_DELAY", "duration": 0.0}
+
+
+def _fill_queue(vc: vcluster.VCluster, count: int) -> None:
+    client = luxi.Client(vc.paths(vc.master_node).master_socket)
+    ids = []
+    for start in range(0, count, 100):
+        ids += [job for ok, job in client.SubmitManyJobs([[DELAY_OP]] * min(100, count - start))
+                if ok]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        rows = client.QueryJobs(ids[-50:], ["status"])
+        if all(row and row[0] in ("success", "error") for row in rows):
+            return
+        time.sleep(0.2)
+    raise errors.GanetiError("The queued jobs did not finish")
+
+
+def _wait_replicated(vc: vcluster.VCluster, timeout: float = 120.0) -> None:
+    """Wait until every node holds the master's newest job file as the master has it
+    (a planned failover otherwise first waits for that replication)."""
+    master = vc.paths(vcluster.current_master(vc))
+
+    def newest(paths) -> bytes | None:
+        names = [n for n in os.listdir(paths.queue_dir) if n.startswith("job-")]
+        if not names:
+            return None
+        last = max(names, key=lambda n: int(n[4:]))
+        with open(os.path.join(paths.queue_dir, last), "rb") as fh:
+            return fh.read()
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        want = newest(master)
+        if all(newest(vc.paths(n)) == want for n in vc.nodes):
+            return
+        time.sleep(0.2)
+    raise errors.GanetiError("The job files did not reach every candidate")
+
+
+def _first_job(socket_path: str, deadline: float) -> int:
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            return int(luxi.Client(socket_path, connect_timeout=1.0,
+                                   rw_timeout=10.0).SubmitJob([DELAY_OP]))
+        except errors.GanetiError as exc:
+            last = exc
+            time.sleep(0.01)
+    raise errors.GanetiError(f"The new master did not accept a job: {last}")
+
+
+def _failover(vc: vcluster.VCluster, target: vcluster.VNode) -> tuple[float, float, int]:
+    env = {**os.environ, **vcluster.node_env(vc, target), "GANETI_FAILOVER_TIMES": "1"}
+    started = time.monotonic()
+    res = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gnt-cluster"),
+                          "master-failover"], env=env, capture_output=True, text=True,
+                         timeout=300, check=False)
+    command = time.monotonic() - started
+    if os.environ.get("BENCH_VERBOSE"):
+        print(res.stdout)
+    if res.returncode != 0:
+        raise errors.GanetiError(f"master-failover to {target.name} failed:\n"
+                                 f"{res.stdout}{res.stderr}")
+    job = _first_job(vc.paths(target).master_socket, time.monotonic() + 60)
+    return command, time.monotonic() - started, job
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="bench-failover-") as tmp:
+        directory = os.path.join(tmp, "vc")
+        print(f"Creating a {NODES}-node virtual cluster...", flush=True)
+        vc = vcluster.create(directory, NODES, use_ssh=False)
+        try:
+            print(f"Putting {JOBS} jobs in the queue...", flush=True)
+            _fill_queue(vc, JOBS)
+            totals = []
+            for target in (vc.nodes[1], vc.nodes[2], vc.nodes[0]):
+                _wait_replicated(vc)
+                old = vcluster.current_master(vc).name
+                command, total, job = _failover(vc, target)
+                totals.append(total)
+                print(f"  {old} -> {target.name}: command {command:.2f}s, first job"
+                      f" ({job}) accepted after {total:.2f}s", flush=True)
+            median = statistics.median(totals)
+            load = os.getloadavg()[0]
+            print(f"failover to accepting jobs, {NODES} nodes, {JOBS} jobs in the queue:"
+                  f" median {median:.2f}s (target < {TARGET_S:g}s)"
+                  f" {'OK' if median < TARGET_S else 'SLOW'}; load average {load:.1f}"
+                  f" on {os.cpu_count()} CPUs")
+        finally:
+            vcluster.destroy(directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
