@@ -22,6 +22,7 @@ from ganeti import errors
 from ganeti.failover import vote
 from ganeti.failover.lease import ASYNC, LEASE_DURATION, SYNC, MasterLease, Renewal
 from ganeti.objects import ConfigData
+from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner
 
 __all__ = ["collect_answers", "run_vote", "renew_lease", "MasterGuard", "config_node_names"]
@@ -45,7 +46,8 @@ def collect_answers(rpc: RpcRunner, names: Sequence[str], *,
     :data:`VOTE_RPC_TIMEOUT`.
     """
     if timeout is None:
-        timeout = min(VOTE_RPC_TIMEOUT, rpc.timeout_for("master_vote_info"))
+        timeout = min(VOTE_RPC_TIMEOUT,
+                      rpc.timeouts[defs.CALLS["master_vote_info"].timeout])
     out: dict[str, vote.NodeAnswer | str] = {}
     for name, res in rpc.call("master_vote_info", list(names), timeout=timeout).items():
         out[name] = res.fail_msg if res.fail_msg else vote.answer_from_data(name, res.payload)
@@ -69,6 +71,7 @@ def run_vote(rpc: RpcRunner, data: ConfigData, me: str, *, mode: str,
     while True:
         answers = collect_answers(rpc, names)
         own = answers.pop(me, "no answer")
+        local_epoch = 0
         if isinstance(own, str):
             taker = vote.NodeAnswer(me, None, False, epoch=data.cluster.master_epoch)
             if not no_voting:
@@ -77,7 +80,9 @@ def run_vote(rpc: RpcRunner, data: ConfigData, me: str, *, mode: str,
                                      retry=False)
         else:
             taker = replace(own, epoch=data.cluster.master_epoch)
-        decision = vote.decide(taker, names, answers, mode=mode, no_voting=no_voting)
+            local_epoch = own.epoch
+        decision = vote.decide(taker, names, answers, mode=mode, no_voting=no_voting,
+                               local_epoch=local_epoch)
         if decision.ok or not decision.retry or clock() >= deadline:
             return decision
         if log is not None:

@@ -152,13 +152,16 @@ def _newer_parts(ans: NodeAnswer, taker: NodeAnswer) -> list[str]:
 
 
 def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAnswer | str],
-           *, mode: str = MODE_FAILOVER, no_voting: bool = False) -> Decision:
+           *, mode: str = MODE_FAILOVER, no_voting: bool = False,
+           local_epoch: int = 0) -> Decision:
     """Whether ``taker`` may take the master role (see the module docstring).
 
     ``nodes`` are the names of every node in the taker's configuration
     (the taker included); ``answers`` maps the other nodes to their
     :class:`NodeAnswer` or to the reason they gave none.  Answers from
-    nodes not in ``nodes`` are ignored.
+    nodes not in ``nodes`` are ignored.  ``taker.epoch`` is the epoch of
+    the taker's configuration; ``local_epoch`` the one its own node daemon
+    accepted (it counts like another node's).
     """
     if mode not in (MODE_STARTUP, MODE_FAILOVER):
         raise ValueError(f"Unknown vote mode {mode!r}")
@@ -178,7 +181,7 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
     seen = list(got.values())
     queue_serial = max(a.highest_job_id for a in seen)
     config_serial = max((a.config_serial or 0) for a in seen) + 1
-    epoch = max(a.epoch for a in seen) + 1
+    epoch = max(max(a.epoch for a in seen), local_epoch) + 1
     table = format_answers(taker, names, answers)
     need = len(names) // 2 + 1
     stale = sorted(a.node for a in seen if a is not taker and (
@@ -200,6 +203,8 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
                       " down, use --no-voting --yes-do-it", retry=True)
     if mode == MODE_STARTUP:
         fenced = [a for a in seen if a.epoch > taker.epoch]
+        if local_epoch > taker.epoch:
+            fenced.append(NodeAnswer(taker.node, "another master", epoch=local_epoch))
         if fenced:
             first = max(fenced, key=lambda a: a.epoch)
             return result(False, f"{taker.node} is no longer the master: {first.node} accepted"

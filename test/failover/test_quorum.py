@@ -1,0 +1,140 @@
+"""Asking the nodes (ganeti.failover.quorum) with a fake RPC runner and a fake clock."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ganeti import errors
+from ganeti.failover import quorum, vote
+from ganeti.objects import Cluster, ConfigData, Node
+from test.fakes.clock import FakeClock
+from test.fakes.fakerpc import FakeRpc
+
+NAMES = ["node1", "node2", "node3"]
+
+
+def _data(epoch: int = 0) -> ConfigData:
+    nodes = {f"u{i}": Node(name=n, uuid=f"u{i}", primary_ip=f"10.0.0.{i}",
+                           master_candidate=True) for i, n in enumerate(NAMES, 1)}
+    return ConfigData(cluster=Cluster(master_node="u1", master_epoch=epoch), nodes=nodes)
+
+
+def _info(master: str = "node1", serial: int = 5, epoch: int = 0) -> dict:
+    return {"master": master, "candidate": True, "config_serial": serial, "job_id": 10,
+            "queue_serial": 10, "epoch": epoch, "reserved_job_id": 0}
+
+
+def test_vote_retries_while_too_few_answer_then_succeeds():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rounds = []
+
+    def handler(node, args):
+        rounds.append(node)
+        if node == "node2" and len(rounds) < 7:
+            raise errors.RpcTransportError("connection refused")
+        if node == "node3":
+            raise errors.RpcTransportError("connection refused")
+        return _info()
+
+    rpc.set_handler("master_vote_info", handler)
+    logged = []
+    dec = quorum.run_vote(rpc, _data(), "node1", mode=vote.MODE_STARTUP, retry_for=30.0,
+                          clock=clock, sleep=clock.advance, log=logged.append)
+    assert dec.ok, dec.message
+    assert len(logged) == 2 and "Only 1 of 3 nodes answered" in logged[0]
+    assert clock.now == 1002.0
+
+
+def test_vote_gives_up_after_the_retry_time():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_vote_info", lambda node, args: _info())
+    for node in ("node2", "node3"):
+        rpc.set_failure("master_vote_info", node, "timed out")
+    dec = quorum.run_vote(rpc, _data(), "node1", mode=vote.MODE_STARTUP, retry_for=5.0,
+                          clock=clock, sleep=clock.advance)
+    assert not dec.ok and dec.retry
+    assert "node2, node3" in dec.reason and "timed out" in dec.message
+    assert clock.now == pytest.approx(1005.0)
+
+
+def test_vote_refused_at_once_for_newer_data():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_vote_info", lambda node, args: _info(serial=6 if node == "node3" else 5))
+    dec = quorum.run_vote(rpc, _data(), "node1", mode=vote.MODE_STARTUP, retry_for=30.0,
+                          clock=clock, sleep=clock.advance)
+    assert not dec.ok and not dec.retry and dec.newer == ["node3"]
+    assert clock.now == 1000.0
+
+
+def test_vote_uses_the_config_epoch_for_the_taker():
+    rpc = FakeRpc()
+    # the taker's own node daemon already accepted epoch 4 from another master
+    rpc.set_handler("master_vote_info", lambda node, args: _info(epoch=4 if node == "node1"
+                                                                  else 0))
+    dec = quorum.run_vote(rpc, _data(epoch=3), "node1", mode=vote.MODE_STARTUP)
+    assert not dec.ok and "no longer the master" in dec.reason
+
+
+def test_vote_without_own_node_daemon():
+    rpc = FakeRpc()
+    rpc.set_handler("master_vote_info", lambda node, args: _info())
+    rpc.set_failure("master_vote_info", "node1", "connection refused")
+    dec = quorum.run_vote(rpc, _data(), "node1", mode=vote.MODE_STARTUP)
+    assert not dec.ok and "own node daemon" in dec.reason
+
+
+def test_renew_lease_returns_at_majority_without_waiting_for_a_hung_node():
+    rpc = FakeRpc()
+    gate = threading.Event()
+
+    def handler(node, args):
+        if node == "node3":
+            gate.wait(10)
+        return {"master": "node1", "epoch": args[1]}
+
+    rpc.set_handler("master_lease", handler)
+    try:
+        count, failed = quorum.renew_lease(rpc, NAMES, "node1", 2, 1000, timeout=10.0)
+    finally:
+        gate.set()
+    assert count == 2 and failed == {"node3": "no answer yet"}
+    assert all(args == ["node1", 2, 1000] for _, args in rpc.calls_to("master_lease"))
+
+
+def _guard(rpc: FakeRpc, clock: FakeClock, last: list[int]) -> quorum.MasterGuard:
+    return quorum.MasterGuard(rpc, lambda: (NAMES, "node1", 0), lambda: last[0],
+                              clock=clock, duration=6.0, timeout=1.0)
+
+
+def test_guard_renews_before_accepting_and_refuses_without_majority():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    last = [0]
+    guard = _guard(rpc, clock, last)
+    guard.check_submit(5)
+    assert len(rpc.calls_to("master_lease")) == 3
+    guard.check_submit(1)                      # valid: no new round
+    assert len(rpc.calls_to("master_lease")) == 3
+    clock.advance(7.0)                         # expired, and now the others are gone
+    for node in ("node2", "node3"):
+        rpc.set_failure("master_lease", node, "timed out")
+    with pytest.raises(errors.NotMasterError, match="master lease has expired.*1 of 3"):
+        guard.check_submit(1)
+
+
+def test_guard_fenced_for_good():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    guard = _guard(rpc, clock, [0])
+    guard.check_submit(1)
+    guard.on_fenced("node2", "Fenced: master epoch 0 (from node1) is older than epoch 1")
+    with pytest.raises(errors.NotMasterError, match="no longer the master: node node2"):
+        guard.check_submit(1)
+    assert guard.fenced is not None
