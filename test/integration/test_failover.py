@@ -31,11 +31,15 @@ pytestmark = pytest.mark.timeout(400)
 N1, N2, N3, N4, N5 = (f"node{i}.vcluster" for i in range(1, 6))
 
 
-def _masterd(vc: VirtualCluster, node: str) -> subprocess.CompletedProcess[str]:
+def _masterd_argv(*extra: str) -> list[str]:
+    return [sys.executable, f"{vcluster.REPO_ROOT}/daemons/{constants.MASTERD}",
+            *MASTERD_ARGS, *extra]
+
+
+def _masterd(vc: VirtualCluster, node: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """Start ganeti-masterd on ``node`` directly (as the operator would)."""
-    return subprocess.run([sys.executable, f"{vcluster.REPO_ROOT}/daemons/{constants.MASTERD}",
-                           *MASTERD_ARGS], env=vc.env(node), capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(_masterd_argv(*extra), env=vc.env(node), capture_output=True,
+                          text=True, timeout=120, check=False)
 
 
 def _wait(predicate, timeout: float = 20.0) -> bool:
@@ -124,6 +128,55 @@ def test_failover_after_master_died_five_nodes(vc5):
     assert _wait(lambda: ssconf_master(vc5, N2) == N3)
 
 
+@pytest.fixture
+def vc2(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vcf2"), nodes=2, use_ssh=False,
+                        masterd_args=MASTERD_ARGS) as cluster:
+        yield cluster
+
+
+def test_two_nodes_masterd_vote_retry_refusal_and_override(vc2):
+    from ganeti import bootstrap
+    bootstrap.stop_daemon(vc2.paths(N1), constants.MASTERD)
+    vcluster.stop(vc2.cluster, "node2")
+    # the other node down: a clear refusal after the bounded retry, never a hang
+    started = time.monotonic()
+    res = _masterd(vc2, N1, "--vote-timeout", "2")
+    assert res.returncode != 0
+    assert "Only 1 of 2 nodes answered" in res.stderr and N2 in res.stderr
+    assert "--no-voting --yes-do-it" in res.stderr
+    assert time.monotonic() - started < 60
+    assert not masterd_running(vc2, N1)
+    # a whole cluster booting: node2 comes up while the master daemon keeps asking
+    proc = subprocess.Popen(_masterd_argv("--vote-timeout", "60"), env=vc2.env(N1),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2.0)
+        assert proc.poll() is None          # still voting
+        bootstrap.start_noded(vc2.paths(N2), vc2.cluster.node(N2).ip, vc2.cluster.noded_port,
+                              env=vc2.env(N2))
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert masterd_running(vc2, N1)
+    log = open(vc2.paths(N1).daemon_log_file(constants.MASTERD)).read()
+    assert "asking again" in log and "2 of 2 nodes answered and confirm" in log
+    # the override: only with --yes-do-it, then loudly
+    bootstrap.stop_daemon(vc2.paths(N1), constants.MASTERD)
+    vcluster.stop(vc2.cluster, "node2")
+    res = _masterd(vc2, N1, "--no-voting")
+    assert res.returncode != 0 and "confirm with --yes-do-it" in res.stderr
+    serial = config_serial(vc2, N1)
+    res = _masterd(vc2, N1, "--no-voting", "--yes-do-it")
+    assert res.returncode == 0, res.stderr
+    log = open(vc2.paths(N1).daemon_log_file(constants.MASTERD)).read()
+    assert "WITHOUT the master vote" in log and "Vote skipped (--no-voting)" in log
+    assert config_serial(vc2, N1) > serial
+    job, text = submit(vc2, N1, "gnt-debug", "delay", "0", wait=True)
+    assert job is not None, text
+
+
 # --- partitions --------------------------------------------------------------------------
 
 @pytest.fixture
@@ -165,7 +218,7 @@ def test_stale_candidate_refused_then_forced(vc3):
 
 
 @needs_partitions
-def test_cut_off_master_is_fenced(vc3):
+def test_cut_off_master_is_fenced(vc3, monkeypatch):
     ledger = Ledger()
     job, _ = submit(vc3, N1, "gnt-debug", "delay", "0", wait=True)
     ledger.acked(job, N1)
@@ -190,6 +243,15 @@ def test_cut_off_master_is_fenced(vc3):
     assert any("Fenced: master epoch 0 (from node1.vcluster) is older than epoch" in log
                for log in logs)
     ledger.check(vc3)
+    # a write carrying the old epoch, straight to a node: refused, nothing written
+    from ganeti.failover import takeover
+    for key in (constants.ENV_NODED_PORT, constants.ENV_SOURCE_ADDRESS):
+        monkeypatch.setenv(key, vc3.env(N1)[key])
+    old_rpc = takeover.node_rpc(vc3.paths(N1), takeover.load_local_config(vc3.paths(N1)), N1,
+                                epoch=0, timeout_scale=0.05)
+    res = old_rpc.call("write_ssconf_files", [N3], [{"master_node": N1}])[N3]
+    assert res.fail_msg and res.fail_msg.startswith("Fenced: master epoch 0 (from node1.vcluster)")
+    assert ssconf_master(vc3, N3) == N2
     # and it refuses to start again as master
     from ganeti import bootstrap
     bootstrap.stop_daemon(vc3.paths(N1), constants.MASTERD)
