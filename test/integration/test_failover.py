@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from failover_helpers import (MASTERD_ARGS, Ledger, config_serial, failover, mas
                               needs_partitions, rapi_running, ssconf_master, submit)
 from vcluster_harness import VirtualCluster
 
-from ganeti import constants
+from ganeti import constants, pathutils
 from ganeti.tools import vcluster
 
 pytestmark = pytest.mark.timeout(400)
@@ -58,8 +59,31 @@ def vc5(tmp_path_factory):
         yield cluster
 
 
+def _mip_log(vc: VirtualCluster, node: str) -> list[str]:
+    try:
+        with open(os.path.join(vc.paths(node).root, "mip.log")) as fh:
+            return fh.read().split()
+    except FileNotFoundError:
+        return []
+
+
+def _install_mip_script(vc: VirtualCluster) -> None:
+    """A master IP setup script on every node that records start/stop in <root>/mip.log."""
+    for name in vc.names:
+        paths = vc.paths(name)
+        script = pathutils.external_master_setup_script(paths)
+        os.makedirs(os.path.dirname(script), exist_ok=True)
+        with open(script, "w") as fh:
+            fh.write(f"#!/bin/sh\necho \"$1\" >> {paths.root}/mip.log\n")
+        os.chmod(script, 0o755)
+
+
 def test_planned_failover_five_nodes(vc5):
     ledger = Ledger()
+    _install_mip_script(vc5)
+    vc5.ok("gnt-cluster", "modify", "--use-external-mip-script", "yes", "--master-netdev",
+           "gntdev0", node=N1)
+    assert _mip_log(vc5, N1) == ["start"]
     ids = []
     for _ in range(3):
         job, text = submit(vc5, N1, "gnt-debug", "delay", "0", wait=True)
@@ -101,6 +125,9 @@ def test_planned_failover_five_nodes(vc5):
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "ERROR" not in verify.stdout
     ledger.check(vc5)
+    # the master IP moved: down on the old master, up on the new one
+    assert _mip_log(vc5, N1) == ["start", "stop"]
+    assert _wait(lambda: _mip_log(vc5, N2) == ["start"])
 
 
 def test_failover_after_master_died_five_nodes(vc5):
