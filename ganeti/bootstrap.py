@@ -472,7 +472,8 @@ def remove_cluster_files(paths: Paths) -> None:
     import shutil
     files = [paths.config_file, paths.server_pem, paths.client_pem, paths.rapi_pem,
              paths.confd_hmac_key, paths.cluster_domain_secret, paths.known_hosts_file,
-             paths.watcher_pause_file, paths.ssh_key_file, paths.ssh_key_file + ".pub"]
+             paths.watcher_pause_file, paths.ssh_key_file, paths.ssh_key_file + ".pub",
+             os.path.join(paths.data_dir, "master_epoch")]   # the fencing state
     files.extend(glob.glob(paths.ssconf_file("*")))
     for path in files:
         uio.remove_file(path)

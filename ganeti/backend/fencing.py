@@ -96,8 +96,15 @@ def check_epoch(ctx: NodeContext, procedure: str, epoch: int, master: str,
                    f" {state['master'] or 'unknown'}; {procedure} refused")
             logger.warning("%s", msg)
             raise errors.NotMasterError(msg)
+        if epoch == state["epoch"] and master and state["master"] \
+                and master != state["master"]:
+            # one epoch, one master: two takeovers that picked the same epoch
+            msg = (f"{defs.FENCED_PREFIX} master epoch {epoch} (from {master}) was accepted"
+                   f" from {state['master']} already; {procedure} refused")
+            logger.warning("%s", msg)
+            raise errors.NotMasterError(msg)
         changed = False
-        if epoch > state["epoch"] or (master and master != state["master"]):
+        if epoch > state["epoch"] or (master and not state["master"]):
             if epoch > state["epoch"]:
                 logger.info("Accepting master epoch %s from %s (was %s from %s)", epoch,
                             master, state["epoch"], state["master"] or "nobody")

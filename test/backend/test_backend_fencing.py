@@ -93,3 +93,17 @@ def test_epoch_query_roundtrip():
 def test_fenced_calls_are_rows():
     assert defs.FENCED_CALLS <= set(defs.CALLS)
     assert "master_vote_info" not in defs.FENCED_CALLS
+
+
+def test_one_epoch_one_master(ctx):
+    fencing.check_epoch(ctx, "upload_file", 3, "node2")
+    with pytest.raises(errors.NotMasterError, match="accepted from node2 already"):
+        fencing.check_epoch(ctx, "upload_file", 3, "node3")
+    assert fencing.check_epoch(ctx, "upload_file", 4, "node3")["master"] == "node3"
+
+
+def test_leaving_the_cluster_forgets_the_epoch(ctx):
+    from ganeti.backend import node
+    fencing.check_epoch(ctx, "upload_file", 3, "node2")
+    node.node_leave_cluster(ctx, False)
+    assert fencing.read_state(ctx)["epoch"] == 0
