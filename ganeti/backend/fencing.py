@@ -72,7 +72,8 @@ def read_state(ctx: NodeContext) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise errors.OpExecError("The master epoch file is not a JSON object")
     return {"epoch": int(data.get("epoch") or 0), "master": str(data.get("master") or ""),
-            "reserved_job_id": int(data.get("reserved_job_id") or 0)}
+            "reserved_job_id": int(data.get("reserved_job_id") or 0),
+            "reserved_serial": int(data.get("reserved_serial") or 0)}
 
 
 def _write_state(ctx: NodeContext, state: dict[str, Any]) -> None:
@@ -80,13 +81,13 @@ def _write_state(ctx: NodeContext, state: dict[str, Any]) -> None:
 
 
 def check_epoch(ctx: NodeContext, procedure: str, epoch: int, master: str,
-                reserve_job_id: int = 0) -> dict[str, Any]:
+                reserve_job_id: int = 0, reserve_serial: int = 0) -> dict[str, Any]:
     """Accept or refuse a fenced request carrying ``epoch`` from ``master``.
 
     Refuses (:class:`errors.NotMasterError` with the
     :data:`~ganeti.rpc.defs.FENCED_PREFIX` text) an epoch older than the
-    newest accepted; stores a newer one, and raises the stored job id
-    reservation to ``reserve_job_id``.  Returns the state after the check.
+    newest accepted; stores a newer one, and raises the stored reservations
+    to ``reserve_job_id`` and ``reserve_serial``.  Returns the state after the check.
     """
     with _locked(ctx):
         state = read_state(ctx)
@@ -110,9 +111,11 @@ def check_epoch(ctx: NodeContext, procedure: str, epoch: int, master: str,
                             master, state["epoch"], state["master"] or "nobody")
             state.update(epoch=epoch, master=master or state["master"])
             changed = True
-        if reserve_job_id > state["reserved_job_id"]:
-            state["reserved_job_id"] = reserve_job_id
-            changed = True
+        for key, value in (("reserved_job_id", reserve_job_id),
+                           ("reserved_serial", reserve_serial)):
+            if value > state[key]:
+                state[key] = value
+                changed = True
         if changed:
             try:
                 _write_state(ctx, state)
@@ -161,7 +164,8 @@ def highest_job_id(queue_dir: str, archive_dir: str) -> int:
 def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
     """What this node believes: master name, and for candidates their serials.
 
-    ``{"master", "candidate", "epoch", "reserved_job_id"}`` on every node;
+    ``{"master", "candidate", "epoch", "reserved_job_id", "reserved_serial"}``
+    on every node;
     a master candidate (it holds ``config.data`` and is marked a candidate
     in it) adds ``config_serial``, ``job_id`` (highest, archive included)
     and ``queue_serial``.
@@ -170,7 +174,8 @@ def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
         state = read_state(ctx)
     out: dict[str, Any] = {"master": _ssconf(ctx, "master_node"), "candidate": False,
                            "epoch": state["epoch"],
-                           "reserved_job_id": state["reserved_job_id"]}
+                           "reserved_job_id": state["reserved_job_id"],
+                           "reserved_serial": state["reserved_serial"]}
     try:
         config = serializer.loads(uio.read_file(ctx.paths.config_file, max_size=256 << 20))
     except (OSError, errors.GanetiError):
@@ -191,14 +196,14 @@ def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
     return out
 
 
-def master_lease(ctx: NodeContext, master: str, epoch: int,
-                 reserve_job_id: int) -> dict[str, Any]:
-    """Confirm ``master``'s lease: accept ``epoch`` and store the job id reservation.
+def master_lease(ctx: NodeContext, master: str, epoch: int, reserve_job_id: int,
+                 reserve_serial: int) -> dict[str, Any]:
+    """Confirm ``master``'s lease: accept ``epoch`` and store the reservations.
 
     Refused like any fenced call when ``epoch`` is older than the one
     accepted.  Returns ``{"master": ssconf master name, "epoch": accepted}``.
     """
-    state = check_epoch(ctx, "master_lease", epoch, master, reserve_job_id)
+    state = check_epoch(ctx, "master_lease", epoch, master, reserve_job_id, reserve_serial)
     return {"master": _ssconf(ctx, "master_node"), "epoch": state["epoch"]}
 
 

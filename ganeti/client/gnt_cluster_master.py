@@ -123,7 +123,8 @@ def master_failover(opts: Any, args: list[str]) -> int:
     serial = takeover.raise_queue_serial(paths, decision.queue_serial)
     out(f"{me}: configuration serial {new.serial_no}, master epoch {decision.epoch},"
         f" next job id {serial + 1}")
-    takeover.fence_majority(rpc, new, me, decision.epoch, serial + RESERVE_BLOCK, out)
+    takeover.fence_majority(rpc, new, me, decision.epoch, serial + RESERVE_BLOCK,
+                            new.serial_no + RESERVE_BLOCK, out)
     if not stopped:
         out(f"waiting {lease:g}s for the master lease of {old} to run out")
         time.sleep(lease + 0.5)

@@ -1,9 +1,10 @@
 """The master's lease and job id reservation: pure state, driven by a clock.
 
 doc/design/failover.md, "Master lease and job id reservation": the master
-accepts jobs only while a strict majority of nodes confirmed it within
-the last ``duration`` seconds (counted from when the confirmation was
-*sent*), and hands out job ids only up to what such a majority reserved.
+accepts jobs and writes its configuration only while a strict majority of
+nodes confirmed it within the last ``duration`` seconds (counted from when
+the confirmation was *sent*), and hands out job ids and config serials
+only up to what such a majority reserved.
 Once a node refused its epoch, the master is fenced for good.
 """
 
@@ -24,10 +25,12 @@ ASYNC = "async"
 
 @dataclass(frozen=True)
 class Renewal:
-    """One renewal to send: when it was started and the job id to reserve up to."""
+    """One renewal to send: when it was started, the job id and config serial
+    to reserve up to."""
 
     sent_at: float
     reserve: int
+    reserve_serial: int = 0
 
 
 class MasterLease:
@@ -43,18 +46,22 @@ class MasterLease:
         self.block = block
         self.valid_until = float("-inf")
         self.reserved = 0
+        self.reserved_serial = 0
         self.fenced: str | None = None
         self.last_failure: str | None = None
 
-    def start_renewal(self, last_id: int, count: int = 0) -> Renewal:
-        """A renewal to send now: ids up to a block above ``last_id + count``
-        stay reserved (the reservation never shrinks)."""
-        return Renewal(self._clock(), max(self.reserved, last_id + count + self.block))
+    def start_renewal(self, last_id: int, count: int = 0, serial: int = 0) -> Renewal:
+        """A renewal to send now: job ids up to a block above ``last_id + count``
+        and config serials up to a block above ``serial`` stay reserved (the
+        reservations never shrink)."""
+        return Renewal(self._clock(), max(self.reserved, last_id + count + self.block),
+                       max(self.reserved_serial, serial + self.block))
 
     def confirmed(self, renewal: Renewal) -> None:
         """A majority confirmed ``renewal``."""
         self.valid_until = max(self.valid_until, renewal.sent_at + self.duration)
         self.reserved = max(self.reserved, renewal.reserve)
+        self.reserved_serial = max(self.reserved_serial, renewal.reserve_serial)
         self.last_failure = None
 
     def failed(self, why: str) -> None:
@@ -66,25 +73,35 @@ class MasterLease:
         if self.fenced is None:
             self.fenced = why
 
-    def need(self, last_id: int, count: int) -> str | None:
-        """:data:`SYNC` (renew before accepting), :data:`ASYNC` (renew soon) or None."""
+    def need(self, last_id: int, count: int, serial: int = 0) -> str | None:
+        """:data:`SYNC` (renew before going on), :data:`ASYNC` (renew soon) or None.
+
+        For ``count`` more jobs after ``last_id``, or a config write of
+        ``serial``.
+        """
         now = self._clock()
-        if now >= self.valid_until or last_id + count > self.reserved:
+        if now >= self.valid_until or last_id + count > self.reserved \
+                or serial > self.reserved_serial:
             return SYNC
         if now >= self.valid_until - self.duration / 2 \
-                or last_id + count > self.reserved - self.block // 2:
+                or last_id + count > self.reserved - self.block // 2 \
+                or serial > self.reserved_serial - self.block // 2:
             return ASYNC
         return None
 
-    def refusal(self, last_id: int, count: int) -> str | None:
-        """Why ``count`` more jobs may not be accepted now (None: they may)."""
+    def refusal(self, last_id: int, count: int, serial: int = 0) -> str | None:
+        """Why ``count`` more jobs (or a config write of ``serial``) may not
+        go ahead now (None: they may)."""
         if self.fenced is not None:
             return self.fenced
         if self._clock() >= self.valid_until:
             return ("The master lease has expired: a majority of the nodes has not confirmed"
                     f" this master recently ({self.last_failure or 'no confirmation yet'});"
-                    " refusing jobs until it can reach them")
+                    " refusing jobs and configuration changes until it can reach them")
         if last_id + count > self.reserved:
             return (f"Job ids are reserved only up to {self.reserved} on a majority of the"
                     " nodes; refusing jobs until the reservation is renewed")
+        if serial > self.reserved_serial:
+            return (f"Configuration serials are reserved only up to {self.reserved_serial}"
+                    f" on a majority of the nodes; refusing to write serial {serial}")
         return None

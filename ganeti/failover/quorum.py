@@ -91,7 +91,7 @@ def run_vote(rpc: RpcRunner, data: ConfigData, me: str, *, mode: str,
 
 
 def renew_lease(rpc: RpcRunner, names: Sequence[str], master: str, epoch: int, reserve: int,
-                *, timeout: float) -> tuple[int, dict[str, str]]:
+                reserve_serial: int, *, timeout: float) -> tuple[int, dict[str, str]]:
     """Ask every node to confirm; ``(confirmations, {node: failure})``.
 
     Returns as soon as a strict majority of ``names`` confirmed, or all
@@ -104,7 +104,8 @@ def renew_lease(rpc: RpcRunner, names: Sequence[str], master: str, epoch: int, r
     failed: dict[str, str] = {}
 
     def ask(name: str) -> None:
-        res = rpc.call("master_lease", [name], [master, epoch, reserve], timeout=timeout)[name]
+        res = rpc.call("master_lease", [name], [master, epoch, reserve, reserve_serial],
+                       timeout=timeout)[name]
         with cond:
             if res.fail_msg:
                 failed[name] = res.fail_msg
@@ -128,19 +129,23 @@ class MasterGuard:
     """The master daemon's right to accept jobs: lease, reservation, fencing.
 
     ``nodes()`` returns ``(node names, master name, epoch)`` from the
-    current configuration; ``last_id()`` the queue's last job id.
-    :meth:`check_submit` is called before every submission; the RPC
-    runner calls :meth:`on_fenced` when a node refuses our epoch.
+    current configuration; ``last_id()`` the queue's last job id;
+    ``serial()`` the configuration's serial.  :meth:`check_submit` is
+    called before every submission, :meth:`check_config_write` before
+    every configuration write; the RPC runner calls :meth:`on_fenced` when
+    a node refuses our epoch.
     With ``enforce=False`` (``--no-voting``) only fencing refuses jobs.
     """
 
     def __init__(self, rpc: RpcRunner, nodes: Callable[[], tuple[list[str], str, int]],
-                 last_id: Callable[[], int], *, clock: Callable[[], float] = time.monotonic,
+                 last_id: Callable[[], int], serial: Callable[[], int] = lambda: 0, *,
+                 clock: Callable[[], float] = time.monotonic,
                  duration: float = LEASE_DURATION, timeout: float = 3.0,
                  enforce: bool = True) -> None:
         self.rpc = rpc
         self._nodes = nodes
         self._last_id = last_id
+        self._serial = serial
         self.timeout = timeout
         self.enforce = enforce
         self._lock = threading.Lock()
@@ -164,21 +169,22 @@ class MasterGuard:
         with self._lock:
             return self.lease.fenced
 
-    def renew(self, count: int = 0, *, only_if_due: bool = False) -> bool:
+    def renew(self, count: int = 0, *, only_if_due: bool = False, serial: int = 0) -> bool:
         """One renewal round (one at a time); whether a majority confirmed.
 
         ``only_if_due``: skip it (True) when another thread's renewal,
         finished meanwhile, already made it unnecessary.
         """
         with self._renew_lock:
+            serial = max(serial, self._serial())
             with self._lock:
-                if only_if_due and self.lease.need(self._last_id(), count) != SYNC:
+                if only_if_due and self.lease.need(self._last_id(), count, serial) != SYNC:
                     return True
             names, master, epoch = self._nodes()
             with self._lock:
-                renewal: Renewal = self.lease.start_renewal(self._last_id(), count)
+                renewal: Renewal = self.lease.start_renewal(self._last_id(), count, serial)
             count, failed = renew_lease(self.rpc, names, master, epoch, renewal.reserve,
-                                        timeout=self.timeout)
+                                        renewal.reserve_serial, timeout=self.timeout)
             ok = count * 2 > len(names)
             with self._lock:
                 if ok:
@@ -200,17 +206,28 @@ class MasterGuard:
 
     def check_submit(self, count: int = 1) -> None:
         """Raise :class:`errors.NotMasterError` unless ``count`` jobs may be accepted now."""
+        self._check(count, 0)
+
+    def check_config_write(self, serial: int) -> None:
+        """Raise :class:`errors.NotMasterError` unless config ``serial`` may be written now.
+
+        Called by the configuration writer's ``write_fn``: a refusal undoes
+        the change (the job that made it fails).
+        """
+        self._check(0, serial)
+
+    def _check(self, count: int, serial: int) -> None:
         with self._lock:
             if self.lease.fenced is not None:
                 raise errors.NotMasterError(self.lease.fenced)
             if not self.enforce:
                 return
-            need = self.lease.need(self._last_id(), count)
+            need = self.lease.need(self._last_id(), count, serial)
         if need == SYNC:
-            self.renew(count, only_if_due=True)
+            self.renew(count, only_if_due=True, serial=serial)
         elif need == ASYNC:
             self._renew_async()
         with self._lock:
-            why = self.lease.refusal(self._last_id(), count)
+            why = self.lease.refusal(self._last_id(), count, serial)
         if why is not None:
             raise errors.NotMasterError(why)

@@ -163,10 +163,11 @@ def raise_queue_serial(paths: Paths, serial: int) -> int:
 
 
 def fence_majority(rpc: RpcRunner, data: ConfigData, me: str, epoch: int, reserve: int,
-                   out: Out) -> None:
-    """Record the new epoch (and reservation) on a strict majority, or raise."""
+                   reserve_serial: int, out: Out) -> None:
+    """Record the new epoch (and reservations) on a strict majority, or raise."""
     names = quorum.config_node_names(data)
-    count, failed = quorum.renew_lease(rpc, names, me, epoch, reserve, timeout=5.0)
+    count, failed = quorum.renew_lease(rpc, names, me, epoch, reserve, reserve_serial,
+                                       timeout=5.0)
     if count * 2 <= len(names):
         raise errors.NotMasterError(
             f"Only {count} of {len(names)} nodes accepted master epoch {epoch}: "

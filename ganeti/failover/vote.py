@@ -46,7 +46,8 @@ class NodeAnswer:
     none).  ``candidate`` says whether the node holds the configuration
     and queue (a master candidate); the serials are None for the others.
     ``epoch`` is the newest master epoch the node has accepted,
-    ``reserved_job_id`` the highest job id a master reserved on it (see
+    ``reserved_job_id`` / ``reserved_serial`` the highest job id and config
+    serial a master reserved on it (see
     doc/design/failover.md, "Fencing"); every node keeps those.
     """
 
@@ -58,6 +59,7 @@ class NodeAnswer:
     queue_serial: int | None = None
     epoch: int = 0
     reserved_job_id: int = 0
+    reserved_serial: int = 0
 
     @property
     def highest_job_id(self) -> int:
@@ -79,7 +81,8 @@ def answer_from_data(node: str, data: object) -> NodeAnswer | str:
                       candidate=data.get("candidate") is True,
                       config_serial=opt_int("config_serial"), job_id=opt_int("job_id"),
                       queue_serial=opt_int("queue_serial"), epoch=opt_int("epoch") or 0,
-                      reserved_job_id=opt_int("reserved_job_id") or 0)
+                      reserved_job_id=opt_int("reserved_job_id") or 0,
+                      reserved_serial=opt_int("reserved_serial") or 0)
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
             missing[name] = ans
     seen = list(got.values())
     queue_serial = max(a.highest_job_id for a in seen)
-    config_serial = max((a.config_serial or 0) for a in seen) + 1
+    config_serial = max(max(a.config_serial or 0, a.reserved_serial) for a in seen) + 1
     epoch = max(max(a.epoch for a in seen), local_epoch) + 1
     table = format_answers(taker, names, answers)
     need = len(names) // 2 + 1

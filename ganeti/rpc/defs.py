@@ -304,11 +304,14 @@ _ROWS = [
          "Run the master IP setup script 'stop' (same arguments). -> None"),
     # --- master vote and fencing (doc/design/failover.md) ---
     _row("master_vote_info", [], URGENT,
-         "What the node believes: {master, candidate, epoch, reserved_job_id} and, on a"
+         "What the node believes: {master, candidate, epoch, reserved_job_id,"
+         " reserved_serial} and, on a"
          " master candidate, config_serial, job_id (highest, archive included), queue_serial."),
-    _row("master_lease", [("master", str), ("epoch", int), ("reserve_job_id", int)], URGENT,
+    _row("master_lease", [("master", str), ("epoch", int), ("reserve_job_id", int),
+                          ("reserve_serial", int)], URGENT,
          "Confirm the master's lease: accept its epoch (refused if older than one"
-         " accepted) and store its job id reservation. -> {master (ssconf), epoch}"),
+         " accepted) and store its job id and config serial reservations."
+         " -> {master (ssconf), epoch}"),
     _row("node_stop_master", [("master_params", dict), ("use_external_mip_script", bool)],
          FAST, "Stop ganeti-rapi and the master daemon on the node, then take the master IP"
          " down. -> {masterd: stopped?, rapi: stopped?, ip: error or null}"),

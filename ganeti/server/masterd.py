@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ganeti import config, constants, errors, events, locking, luxi, query, watcherpause
+from ganeti import (config, configfile, constants, errors, events, locking, luxi, query,
+                    watcherpause)
 from ganeti.cmdlib import backup as cmdlib_backup
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
@@ -312,11 +313,14 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                   rpc_timeout_scale: float = 1.0,
                   node_info_max_age: float = liveinfo.DEFAULT_MAX_AGE,
                   event_buffer: int = events.DEFAULT_CAPACITY,
-                  queue_limits: tuple[int, int] | None = None) -> MasterContext:
+                  queue_limits: tuple[int, int] | None = None,
+                  write_checks: list[Callable[[], None]] | None = None) -> MasterContext:
     """Open the config, build the lock manager, RPC runner, event bus and job queue.
 
     The queue is loaded but its workers are not started; ``queue_limits``
-    is its ``(soft, hard)`` size (default: the constants).
+    is its ``(soft, hard)`` size (default: the constants).  ``write_checks``
+    run before every configuration write (the caller may fill the list
+    later); one raising refuses the write and the change is undone.
     """
     change_hooks: list[Callable[[bytes, int], None]] = []
 
@@ -325,8 +329,16 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
             hook(data, serial)
 
     figures = MasterMetrics()
+    checks = write_checks if write_checks is not None else []
+
+    def _write(path: str, raw: bytes) -> None:
+        # the master lease and fencing may refuse the write: the change is undone
+        for check in checks:
+            check()
+        configfile.write_config_file(path, raw)
+
     cfg = config.ConfigWriter(paths.config_file, on_change=_on_change,
-                              on_write=figures.config_written)
+                              on_write=figures.config_written, write_fn=_write)
     monitor = locking.LockMonitor()
     data = cfg.get_config_data()
     glm = locking.GanetiLockManager(
@@ -488,7 +500,9 @@ def _vote(paths: Paths, opts: argparse.Namespace) -> Decision:
     return decision
 
 
-def _guard(context: MasterContext, opts: argparse.Namespace) -> MasterGuard | None:
+def _guard(context: MasterContext, opts: argparse.Namespace,
+           write_checks: list[Callable[[], None]],
+           clock: Callable[[], float] = time.monotonic) -> MasterGuard | None:
     """The master lease and fencing state, wired to the RPC runner (None without RPC)."""
     rpc = context.rpc
     if rpc is None:
@@ -501,10 +515,12 @@ def _guard(context: MasterContext, opts: argparse.Namespace) -> MasterGuard | No
         data = cfg.get_config_data()
         return sorted(n.name for n in data.nodes.values()), me, data.cluster.master_epoch
 
-    guard = MasterGuard(rpc, nodes, lambda: jq.storage.last_id, duration=opts.lease_duration,
-                        timeout=min(5.0, max(1.0, 60.0 * opts.rpc_timeout_scale)),
+    guard = MasterGuard(rpc, nodes, lambda: jq.storage.last_id, cfg.get_serial_no,
+                        duration=opts.lease_duration, clock=clock,
+                        timeout=min(10.0, max(5.0, 60.0 * opts.rpc_timeout_scale)),
                         enforce=not opts.no_voting)
     rpc.on_fenced = guard.on_fenced
+    write_checks.append(lambda: guard.check_config_write(cfg.get_serial_no()))
     return guard
 
 
@@ -538,13 +554,15 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     gc.disable()       # loading makes only long-lived objects: no collections meanwhile
     luxiserver.limit_malloc_arenas()
     decision = _vote(runtime.paths, opts) if not opts.no_rpc else None
+    write_checks: list[Callable[[], None]] = []
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
                             with_rpc=not opts.no_rpc,
                             rpc_timeout_scale=opts.rpc_timeout_scale,
                             node_info_max_age=opts.node_info_max_age,
                             event_buffer=opts.event_buffer,
-                            queue_limits=(opts.queue_limits[0], opts.queue_limits[1]))
-    guard = _guard(context, opts)
+                            queue_limits=(opts.queue_limits[0], opts.queue_limits[1]),
+                            write_checks=write_checks)
+    guard = _guard(context, opts, write_checks)
     if decision is not None and (opts.no_voting or decision.stale):
         # nodes that still name another master (or hold an older config) get ours
         _push_everything(context, with_queue=opts.no_voting)

@@ -28,12 +28,13 @@ def test_epoch_accepted_then_older_refused(ctx, caplog):
 
 
 def test_reservation_only_grows(ctx):
-    fencing.master_lease(ctx, "node1", 0, 500)
-    fencing.master_lease(ctx, "node1", 0, 300)
+    fencing.master_lease(ctx, "node1", 0, 500, 20)
+    fencing.master_lease(ctx, "node1", 0, 300, 10)
     assert fencing.read_state(ctx)["reserved_job_id"] == 500
+    assert fencing.read_state(ctx)["reserved_serial"] == 20
     fencing.check_epoch(ctx, "upload_file", 1, "node2")
     with pytest.raises(errors.NotMasterError):
-        fencing.master_lease(ctx, "node1", 0, 900)      # an old master's renewal
+        fencing.master_lease(ctx, "node1", 0, 900, 90)  # an old master's renewal
     assert fencing.read_state(ctx)["reserved_job_id"] == 500
 
 
@@ -61,10 +62,11 @@ def test_vote_info_candidate(ctx):
         open(os.path.join(ctx.paths.queue_dir, name), "w").close()
     os.makedirs(os.path.join(ctx.paths.queue_archive_dir, "0"))
     open(os.path.join(ctx.paths.queue_archive_dir, "0", "job-3"), "w").close()
-    fencing.master_lease(ctx, "node9", 3, 1000)
+    fencing.master_lease(ctx, "node9", 3, 1000, 1007)
     info = fencing.master_vote_info(ctx)
     assert info == {"master": "node9", "candidate": True, "epoch": 3, "reserved_job_id": 1000,
-                    "config_serial": 7, "job_id": 41, "queue_serial": 42}
+                    "reserved_serial": 1007, "config_serial": 7, "job_id": 41,
+                    "queue_serial": 42}
 
 
 def test_vote_info_archive_only(ctx):

@@ -99,11 +99,11 @@ def test_renew_lease_returns_at_majority_without_waiting_for_a_hung_node():
 
     rpc.set_handler("master_lease", handler)
     try:
-        count, failed = quorum.renew_lease(rpc, NAMES, "node1", 2, 1000, timeout=10.0)
+        count, failed = quorum.renew_lease(rpc, NAMES, "node1", 2, 1000, 70, timeout=10.0)
     finally:
         gate.set()
     assert count == 2 and failed == {"node3": "no answer yet"}
-    assert all(args == ["node1", 2, 1000] for _, args in rpc.calls_to("master_lease"))
+    assert all(args == ["node1", 2, 1000, 70] for _, args in rpc.calls_to("master_lease"))
 
 
 def _guard(rpc: FakeRpc, clock: FakeClock, last: list[int]) -> quorum.MasterGuard:
@@ -126,6 +126,23 @@ def test_guard_renews_before_accepting_and_refuses_without_majority():
         rpc.set_failure("master_lease", node, "timed out")
     with pytest.raises(errors.NotMasterError, match="master lease has expired.*1 of 3"):
         guard.check_submit(1)
+
+
+def test_guard_reserves_config_serials():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    serial = [10]
+    guard = quorum.MasterGuard(rpc, lambda: (NAMES, "node1", 0), lambda: 0, lambda: serial[0],
+                               clock=clock, duration=6.0, timeout=1.0)
+    guard.check_config_write(11)
+    args = rpc.calls_to("master_lease")[0][1]
+    assert args[3] == 11 + guard.lease.block
+    for node in ("node2", "node3"):
+        rpc.set_failure("master_lease", node, "timed out")
+    guard.check_config_write(12)               # within the lease and the reservation
+    with pytest.raises(errors.NotMasterError, match="Configuration serials are reserved only"):
+        guard.check_config_write(11 + guard.lease.block + 1)
 
 
 def test_guard_fenced_for_good():

@@ -106,6 +106,12 @@ def test_reserved_job_ids_raise_the_queue_serial():
     assert dec.queue_serial == 1100 and dec.epoch == 3
 
 
+def test_reserved_serials_raise_the_config_serial():
+    dec = decide(cand("node2"), N[:3], {"node3": NodeAnswer("node3", "node1",
+                                                             reserved_serial=1010)})
+    assert dec.ok and dec.config_serial == 1011
+
+
 def test_five_nodes_two_down_ok_three_down_refused():
     taker = cand("node2")
     ok = decide(taker, N, {"node3": cand("node3"), "node4": plain("node4"),
