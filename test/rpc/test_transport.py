@@ -125,3 +125,27 @@ def test_second_connection_to_a_node_resumes_the_tls_session(cert_file: str) -> 
     assert client.post("127.0.0.1", port, "version", b"[]", 10) == b"[1]\n"
     thread.join(10)
     assert reused == [False, True]
+
+
+def test_connections_leave_from_the_source_address(cert_file: str, monkeypatch) -> None:
+    """A virtual node's RPC comes from its own address (doc/vcluster.md, "Partitions")."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(10)
+    peers: list[str] = []
+
+    def accept() -> None:
+        conn, addr = listener.accept()
+        peers.append(addr[0])
+        conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    monkeypatch.setenv("GANETI_SOURCE_ADDRESS", "127.0.0.7")
+    with pytest.raises(errors.RpcTransportError):
+        transport.HttpsTransport(cert_file).post("127.0.0.1", listener.getsockname()[1],
+                                                 "version", b"[]", 5)
+    thread.join(10)
+    listener.close()
+    assert peers == ["127.0.0.7"]
