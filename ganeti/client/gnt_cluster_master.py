@@ -14,6 +14,7 @@ import os
 import time
 
 from ganeti import cli, errors
+from ganeti.client.cluster_common import masterd_args
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -46,11 +47,6 @@ def master_ping(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
-def _masterd_args() -> list[str]:
-    import shlex
-    return shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
-
-
 def _float_arg(args: list[str], name: str, default: float) -> float:
     """The value of ``name VALUE`` among the master daemon arguments, else ``default``."""
     for idx, arg in enumerate(args[:-1]):
@@ -76,7 +72,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
     started = time.monotonic()
     paths = pathutils.get_paths()
     me = net.hostname()
-    extra = _masterd_args()
+    extra = masterd_args()
     scale = _float_arg(extra, "--rpc-timeout-scale", 1.0)
     lease = _float_arg(extra, "--lease-duration", LEASE_DURATION)
 
