@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ganeti import constants, errors
+from ganeti import constants, errors, hvchecks
 from ganeti.objects import PP_DEFAULT, Cluster, Instance, Node, NodeGroup
 from ganeti.utils import units
 
@@ -86,6 +86,8 @@ class ParamDef:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
+    #: extra syntax check of the converted value: an error text or None
+    check: Callable[[Any], str | None] | None = None
 
     def convert(self, value: Any, where: str) -> Any:
         """Return ``value`` converted to this parameter's type, or raise."""
@@ -108,6 +110,11 @@ class ParamDef:
             raise errors.ParameterError(
                 f"Invalid value {value!r} for {what}: must be at most {self.maximum:g}",
                 errors.ECODE_INVAL)
+        if self.check is not None:
+            problem = self.check(result)
+            if problem:
+                raise errors.ParameterError(f"Invalid value {value!r} for {what}: {problem}",
+                                            errors.ECODE_INVAL)
         return result
 
 
@@ -198,14 +205,18 @@ HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
         _MIGRATION_MODE,
     ),
     constants.HT_KVM: _table(
-        ParamDef("kvm_path", P_STR, "/usr/bin/kvm", "the kvm/qemu binary"),
-        ParamDef("kernel_path", P_STR, "", "kernel for direct boot (empty: boot from disk)"),
-        ParamDef("initrd_path", P_STR, "", "initrd for direct boot"),
+        ParamDef("kvm_path", P_STR, "/usr/bin/kvm", "the kvm/qemu binary",
+                 check=hvchecks.check_abs_path),
+        ParamDef("kernel_path", P_STR, "", "kernel for direct boot (empty: boot from disk)",
+                 check=hvchecks.check_optional_abs_path),
+        ParamDef("initrd_path", P_STR, "", "initrd for direct boot",
+                 check=hvchecks.check_optional_abs_path),
         ParamDef("root_path", P_STR, "/dev/vda1", "root device passed to the kernel"),
         ParamDef("kernel_args", P_STR, "ro", "extra kernel command line"),
         ParamDef("boot_order", P_ENUM, "disk", "first boot device",
                  choices=("cdrom", "disk", "floppy", "network")),
-        ParamDef("cdrom_image_path", P_STR, "", "ISO image attached as cdrom"),
+        ParamDef("cdrom_image_path", P_STR, "", "ISO image attached as cdrom",
+                 check=hvchecks.check_optional_abs_path),
         ParamDef("nic_type", P_ENUM, "paravirtual", "emulated NIC model",
                  choices=("e1000", "i82551", "i82557b", "i82559er", "ne2k_isa",
                           "ne2k_pci", "paravirtual", "pcnet", "rtl8139")),
@@ -213,7 +224,8 @@ HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
                  choices=("ide", "mtd", "paravirtual", "pflash", "scsi", "sd")),
         ParamDef("disk_cache", P_ENUM, "default", "host cache mode of disks",
                  choices=("default", "none", "writeback", "writethrough")),
-        ParamDef("vnc_bind_address", P_STR, "", "address the VNC console listens on"),
+        ParamDef("vnc_bind_address", P_STR, "", "address the VNC console listens on",
+                 check=hvchecks.check_bind_address),
         ParamDef("serial_console", P_BOOL, True, "expose the serial console"),
         ParamDef("serial_speed", P_INT, 38400, "serial console speed", minimum=1),
         ParamDef("acpi", P_BOOL, True, "enable ACPI"),
@@ -223,10 +235,14 @@ HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
         ParamDef("security_domain", P_STR, "", "user for security_model=user"),
         ParamDef("reboot_behavior", P_ENUM, "reboot", "what a guest reboot does",
                  choices=("exit", "reboot")),
-        ParamDef("cpu_type", P_STR, "", "emulated CPU model (empty: kvm default)"),
-        ParamDef("machine_version", P_STR, "", "machine type (empty: kvm default)"),
-        ParamDef("cpu_mask", P_STR, "all", "physical CPUs the vCPUs may use"),
-        ParamDef("mem_path", P_STR, "", "hugepage mount for guest memory"),
+        ParamDef("cpu_type", P_STR, "", "emulated CPU model (empty: kvm default)",
+                 check=hvchecks.check_no_space),
+        ParamDef("machine_version", P_STR, "", "machine type (empty: kvm default)",
+                 check=hvchecks.check_no_space),
+        ParamDef("cpu_mask", P_STR, "all", "physical CPUs the vCPUs may use",
+                 check=hvchecks.check_cpu_mask),
+        ParamDef("mem_path", P_STR, "", "hugepage mount for guest memory",
+                 check=hvchecks.check_optional_abs_path),
         ParamDef("vhost_net", P_BOOL, False, "use vhost-net for NICs"),
         ParamDef("keymap", P_STR, "", "VNC keymap"),
         ParamDef("usb_mouse", P_STR, "", "USB pointing device"),
@@ -238,6 +254,8 @@ HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
                  minimum=1),
         ParamDef("migration_downtime", P_INT, 30, "max migration downtime (ms)",
                  minimum=1),
+        ParamDef("kvm_extra", P_STR, "", "extra words for the kvm command line",
+                 check=hvchecks.check_shell_words),
     ),
 }
 

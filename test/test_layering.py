@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     # 2. data
     "ganeti.objects": 2,
     "ganeti.parameters": 2,
+    "ganeti.hvchecks": 2,
     "ganeti.ipolicy": 2,
     "ganeti.opcodes": 2,
     "ganeti.rpc": 2,
