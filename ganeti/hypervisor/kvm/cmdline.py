@@ -1,0 +1,278 @@
+"""The qemu command line of a kvm instance, built from its hvparams (pure).
+
+:func:`build_command` turns an :class:`~ganeti.hypervisor.base.InstanceSpec`
+(filled hvparams, upstream's names and defaults: doc/kvm.md), its disk
+paths and the per-instance runtime files into an argv list; nothing here
+touches the system, so every choice is tested on the produced words.  The
+hypervisor (``ganeti.hypervisor.kvm.hypervisor``) decides what needs the
+node: the acceleration (``kvm`` with a usable ``/dev/kvm``, else ``tcg``),
+the binary and, per NIC, whether a tap on a bridge or user-mode networking
+is used.
+
+Fixed choices, on every instance:
+
+* ``-daemonize -pidfile``: qemu forks into the background once its
+  sockets exist, so the node daemon's request can return.
+* QMP on a UNIX socket (``-chardev socket ... -mon mode=control``), the
+  serial console on another one, both servers that do not wait.
+* ``-no-shutdown``: a guest that powers itself off leaves qemu alive in
+  the ``shutdown`` state, which is how ``USER_down`` is told from a crash.
+* ``-nodefaults``: no device is added behind our back (no default NIC,
+  VGA or cdrom); ``-display none`` unless VNC is asked for.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti import errors, hvchecks
+from ganeti.hypervisor import base
+
+__all__ = [
+    "RuntimeFiles", "NicBackend", "NETDEV_TAP", "NETDEV_USER",
+    "DISK_INTERFACES", "NIC_MODELS", "BOOT_DEVICES", "ACCEL_KVM", "ACCEL_TCG",
+    "VNC_BASE_PORT", "escape_option", "build_command", "kernel_command_line",
+    "cpu_affinity", "migration_parameters",
+]
+
+ACCEL_KVM = "kvm"
+ACCEL_TCG = "tcg"
+#: VNC display N listens on TCP port 5900 + N.
+VNC_BASE_PORT = 5900
+
+#: disk_type -> qemu ``-drive if=`` value
+DISK_INTERFACES = {"paravirtual": "virtio", "ide": "ide", "scsi": "scsi", "sd": "sd",
+                   "mtd": "mtd", "pflash": "pflash"}
+#: nic_type -> qemu ``-device`` model
+NIC_MODELS = {"paravirtual": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139",
+              "ne2k_pci": "ne2k_pci", "ne2k_isa": "ne2k_isa", "pcnet": "pcnet",
+              "i82551": "i82551", "i82557b": "i82557b", "i82559er": "i82559er"}
+#: boot_order -> qemu ``-boot order=`` letter
+BOOT_DEVICES = {"disk": "c", "cdrom": "d", "network": "n", "floppy": "a"}
+#: disk_cache values passed through to ``-drive cache=`` ("default": omitted)
+_CACHE_DEFAULT = "default"
+
+NETDEV_TAP = "tap"
+NETDEV_USER = "user"
+
+
+@dataclass(frozen=True)
+class RuntimeFiles:
+    """Where one instance's qemu keeps its pid file and sockets."""
+
+    pidfile: str
+    qmp_socket: str
+    serial_socket: str
+
+
+@dataclass(frozen=True)
+class NicBackend:
+    """How one NIC reaches the network: a tap device or qemu's user mode."""
+
+    kind: str            # NETDEV_TAP or NETDEV_USER
+    ifname: str = ""     # the tap device name (NETDEV_TAP)
+
+
+def escape_option(value: str) -> str:
+    """A value safe inside a qemu ``key=value,...`` option (commas doubled)."""
+    return value.replace(",", ",,")
+
+
+def _param(hvp: dict[str, Any], name: str, default: Any) -> Any:
+    value = hvp.get(name, default)
+    return default if value is None else value
+
+
+def kernel_command_line(hvp: dict[str, Any]) -> str:
+    """``root=<root_path> <kernel_args>`` plus the serial console when enabled."""
+    words = []
+    root = str(_param(hvp, "root_path", ""))
+    if root:
+        words.append(f"root={root}")
+    args = str(_param(hvp, "kernel_args", ""))
+    if args:
+        words.append(args)
+    if _param(hvp, "serial_console", True):
+        words.append(f"console=ttyS0,{int(_param(hvp, 'serial_speed', 38400))}")
+    return " ".join(words)
+
+
+def _machine(hvp: dict[str, Any]) -> list[str]:
+    machine = str(_param(hvp, "machine_version", ""))
+    acpi = bool(_param(hvp, "acpi", True))
+    if not machine and acpi:
+        return []
+    opt = machine or "pc"
+    if not acpi:
+        opt += ",acpi=off"
+    return ["-machine", opt]
+
+
+def _boot(hvp: dict[str, Any]) -> list[str]:
+    kernel = str(_param(hvp, "kernel_path", ""))
+    if kernel:
+        argv = ["-kernel", kernel]
+        initrd = str(_param(hvp, "initrd_path", ""))
+        if initrd:
+            argv += ["-initrd", initrd]
+        cmdline = kernel_command_line(hvp)
+        if cmdline:
+            argv += ["-append", cmdline]
+        return argv
+    order = str(_param(hvp, "boot_order", "disk"))
+    if order not in BOOT_DEVICES:
+        raise errors.HypervisorError(f"Unsupported boot_order {order!r}")
+    return ["-boot", f"order={BOOT_DEVICES[order]}"]
+
+
+def _disks(hvp: dict[str, Any], disks: Sequence[str]) -> list[str]:
+    disk_type = str(_param(hvp, "disk_type", "paravirtual"))
+    if disk_type not in DISK_INTERFACES:
+        raise errors.HypervisorError(f"Unsupported disk_type {disk_type!r}")
+    cache = str(_param(hvp, "disk_cache", _CACHE_DEFAULT))
+    argv: list[str] = []
+    for idx, path in enumerate(disks):
+        opt = (f"file={escape_option(path)},format=raw,if={DISK_INTERFACES[disk_type]}"
+               f",id=disk{idx}")
+        if cache != _CACHE_DEFAULT:
+            opt += f",cache={cache}"
+        argv += ["-drive", opt]
+    cdrom = str(_param(hvp, "cdrom_image_path", ""))
+    if cdrom:
+        argv += ["-drive", f"file={escape_option(cdrom)},format=raw,media=cdrom,"
+                           "if=ide,readonly=on,id=cdrom0"]
+    return argv
+
+
+def _nics(hvp: dict[str, Any], nics: Sequence[base.NicSpec],
+          backends: Sequence[NicBackend]) -> list[str]:
+    if len(backends) != len(nics):
+        raise errors.ProgrammerError("one NicBackend per NIC is needed")
+    nic_type = str(_param(hvp, "nic_type", "paravirtual"))
+    if nic_type not in NIC_MODELS:
+        raise errors.HypervisorError(f"Unsupported nic_type {nic_type!r}")
+    vhost = bool(_param(hvp, "vhost_net", False))
+    argv: list[str] = []
+    for idx, (nic, backend) in enumerate(zip(nics, backends)):
+        if backend.kind == NETDEV_TAP:
+            if not backend.ifname:
+                raise errors.ProgrammerError("a tap NIC needs an interface name")
+            netdev = (f"tap,id=net{idx},ifname={escape_option(backend.ifname)}"
+                      ",script=no,downscript=no")
+            if vhost:
+                netdev += ",vhost=on"
+        elif backend.kind == NETDEV_USER:
+            netdev = f"user,id=net{idx}"
+        else:
+            raise errors.ProgrammerError(f"unknown NIC backend {backend.kind!r}")
+        argv += ["-netdev", netdev,
+                 "-device", f"{NIC_MODELS[nic_type]},netdev=net{idx},mac={nic.mac},id=nic{idx}"]
+    return argv
+
+
+def _display(hvp: dict[str, Any], vnc_port: int | None) -> list[str]:
+    bind = str(_param(hvp, "vnc_bind_address", ""))
+    if not bind:
+        return ["-display", "none"]
+    if vnc_port is None or vnc_port < VNC_BASE_PORT:
+        raise errors.HypervisorError(
+            f"VNC on {bind} needs a network port of at least {VNC_BASE_PORT}")
+    host = f"[{bind}]" if ":" in bind else bind
+    argv = ["-vga", "std", "-vnc", f"{host}:{vnc_port - VNC_BASE_PORT}"]
+    keymap = str(_param(hvp, "keymap", ""))
+    if keymap:
+        argv += ["-k", keymap]
+    return argv
+
+
+def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeFiles, *,
+                  binary: str, accel: str, nic_backends: Sequence[NicBackend] = (),
+                  startup_paused: bool = False, incoming: str | None = None,
+                  vnc_port: int | None = None) -> list[str]:
+    """The argv starting ``spec`` (see the module docstring for fixed choices).
+
+    ``accel`` is :data:`ACCEL_KVM` or :data:`ACCEL_TCG`; ``incoming`` a
+    migration URI (the target side waits paused for the memory stream);
+    ``vnc_port`` the instance's network port when ``vnc_bind_address`` is
+    set.  Raises :class:`errors.HypervisorError` for unsupported values.
+    """
+    if accel not in (ACCEL_KVM, ACCEL_TCG):
+        raise errors.ProgrammerError(f"unknown acceleration {accel!r}")
+    hvp = dict(spec.hvparams)
+    argv = [binary, "-name", spec.name, "-nodefaults", "-daemonize",
+            "-pidfile", files.pidfile, "-accel", accel]
+    if spec.uuid:
+        argv += ["-uuid", spec.uuid]
+    argv += _machine(hvp)
+    cpu_type = str(_param(hvp, "cpu_type", ""))
+    if cpu_type:
+        argv += ["-cpu", cpu_type]
+    argv += ["-m", str(spec.memory), "-smp", str(spec.vcpus)]
+    mem_path = str(_param(hvp, "mem_path", ""))
+    if mem_path:
+        argv += ["-mem-path", mem_path]
+    argv += ["-chardev", f"socket,id=qmp,path={escape_option(files.qmp_socket)},"
+                         "server=on,wait=off",
+             "-mon", "chardev=qmp,mode=control"]
+    if _param(hvp, "serial_console", True):
+        argv += ["-chardev", f"socket,id=serial0,path={escape_option(files.serial_socket)},"
+                             "server=on,wait=off",
+                 "-serial", "chardev:serial0"]
+    argv += ["-no-shutdown"]
+    if _param(hvp, "reboot_behavior", "reboot") == "exit":
+        argv += ["-no-reboot"]
+    argv += _display(hvp, vnc_port)
+    usb_mouse = str(_param(hvp, "usb_mouse", ""))
+    if usb_mouse:
+        argv += ["-usb", "-device", f"usb-{usb_mouse}"]
+    argv += _boot(hvp)
+    argv += _disks(hvp, disks)
+    argv += _nics(hvp, spec.nics, nic_backends)
+    if _param(hvp, "security_model", "none") == "user":
+        domain = str(_param(hvp, "security_domain", ""))
+        if not domain:
+            raise errors.HypervisorError("security_model=user needs a security_domain")
+        argv += ["-runas", domain]
+    if startup_paused or incoming:
+        argv += ["-S"]
+    if incoming:
+        argv += ["-incoming", incoming]
+    extra = str(_param(hvp, "kvm_extra", ""))
+    if extra:
+        try:
+            argv += shlex.split(extra)
+        except ValueError as exc:
+            raise errors.HypervisorError(f"Invalid kvm_extra {extra!r}: {exc}") from exc
+    return argv
+
+
+def cpu_affinity(cpu_mask: str, vcpus: int) -> list[list[int] | None]:
+    """The CPUs each vCPU thread may run on (``None``: unrestricted).
+
+    One list in the mask applies to every vCPU; a per-vCPU mask
+    (``"0:1"``) must have exactly ``vcpus`` entries.  Raises
+    :class:`errors.HypervisorError` otherwise.
+    """
+    try:
+        masks = hvchecks.parse_cpu_mask(cpu_mask)
+    except ValueError as exc:
+        raise errors.HypervisorError(f"Invalid cpu_mask {cpu_mask!r}: {exc}") from exc
+    if len(masks) == 1:
+        return masks * vcpus
+    if len(masks) != vcpus:
+        raise errors.HypervisorError(
+            f"cpu_mask {cpu_mask!r} has {len(masks)} entries for {vcpus} vCPUs")
+    return masks
+
+
+def migration_parameters(hvp: dict[str, Any]) -> dict[str, int]:
+    """QMP ``migrate-set-parameters`` arguments from the hvparams.
+
+    ``migration_bandwidth`` is MiB/s (qemu wants bytes/s), and
+    ``migration_downtime`` milliseconds, as upstream defines them.
+    """
+    return {"max-bandwidth": int(_param(hvp, "migration_bandwidth", 32)) * 1024 * 1024,
+            "downtime-limit": int(_param(hvp, "migration_downtime", 30))}

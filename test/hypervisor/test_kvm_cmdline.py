@@ -1,0 +1,167 @@
+"""The kvm command-line builder, checked on the argv it produces."""
+
+from __future__ import annotations
+
+import pytest
+
+from ganeti import constants, errors, parameters
+from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import cmdline
+
+FILES = cmdline.RuntimeFiles(pidfile="/run/kvm/i1.pid", qmp_socket="/run/kvm/i1.qmp",
+                             serial_socket="/run/kvm/i1.serial")
+
+
+def _spec(**hvp) -> base.InstanceSpec:
+    params = parameters.defaults("hv", constants.HT_KVM)
+    params.update(hvp)
+    return base.InstanceSpec(name="i1.example.com", uuid="0b0e4f5c-2f0e-4d36-9a30-5d7b0c1d2e3f",
+                             memory=256, vcpus=2, hvparams=params)
+
+
+def _build(spec=None, disks=(), **kwargs) -> list[str]:
+    return cmdline.build_command(spec or _spec(), list(disks), FILES,
+                                 binary="/usr/bin/qemu-system-x86_64",
+                                 accel=kwargs.pop("accel", cmdline.ACCEL_TCG), **kwargs)
+
+
+def _after(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, word in enumerate(argv) if word == flag]
+
+
+def test_defaults_give_a_daemonized_qemu_with_qmp_and_serial_sockets():
+    argv = _build()
+    assert argv[0] == "/usr/bin/qemu-system-x86_64"
+    assert _after(argv, "-name") == ["i1.example.com"]
+    assert _after(argv, "-uuid") == ["0b0e4f5c-2f0e-4d36-9a30-5d7b0c1d2e3f"]
+    for flag in ("-daemonize", "-nodefaults", "-no-shutdown"):
+        assert flag in argv
+    assert _after(argv, "-pidfile") == ["/run/kvm/i1.pid"]
+    assert _after(argv, "-accel") == ["tcg"]
+    assert _after(argv, "-m") == ["256"]
+    assert _after(argv, "-smp") == ["2"]
+    assert _after(argv, "-chardev") == [
+        "socket,id=qmp,path=/run/kvm/i1.qmp,server=on,wait=off",
+        "socket,id=serial0,path=/run/kvm/i1.serial,server=on,wait=off"]
+    assert _after(argv, "-mon") == ["chardev=qmp,mode=control"]
+    assert _after(argv, "-serial") == ["chardev:serial0"]
+    assert _after(argv, "-display") == ["none"]
+    assert _after(argv, "-boot") == ["order=c"]      # boot_order=disk
+    for flag in ("-S", "-incoming", "-kernel", "-machine", "-cpu", "-vnc", "-no-reboot"):
+        assert flag not in argv
+
+
+def test_accel_kvm_and_refuses_unknown():
+    assert _after(_build(accel=cmdline.ACCEL_KVM), "-accel") == ["kvm"]
+    with pytest.raises(errors.ProgrammerError):
+        _build(accel="hax")
+
+
+def test_direct_kernel_boot_with_serial_console_args():
+    argv = _build(_spec(kernel_path="/boot/vmlinuz", initrd_path="/boot/initrd",
+                        root_path="/dev/vda1", kernel_args="ro quiet", serial_speed=115200))
+    assert _after(argv, "-kernel") == ["/boot/vmlinuz"]
+    assert _after(argv, "-initrd") == ["/boot/initrd"]
+    assert _after(argv, "-append") == ["root=/dev/vda1 ro quiet console=ttyS0,115200"]
+    assert "-boot" not in argv
+
+
+def test_no_serial_console():
+    argv = _build(_spec(serial_console=False, kernel_path="/k", root_path="", kernel_args=""))
+    assert "-serial" not in argv
+    assert len(_after(argv, "-chardev")) == 1
+    assert "-append" not in argv
+
+
+@pytest.mark.parametrize("order,letter", [("cdrom", "d"), ("network", "n"), ("floppy", "a")])
+def test_boot_order(order, letter):
+    assert _after(_build(_spec(boot_order=order)), "-boot") == [f"order={letter}"]
+
+
+def test_disks_follow_disk_type_and_cache_and_escape_commas():
+    argv = _build(_spec(disk_type="scsi", disk_cache="none"),
+                  disks=["/srv/ganeti/file-storage/i1/disk0", "/srv/a,b/disk1"])
+    assert _after(argv, "-drive") == [
+        "file=/srv/ganeti/file-storage/i1/disk0,format=raw,if=scsi,id=disk0,cache=none",
+        "file=/srv/a,,b/disk1,format=raw,if=scsi,id=disk1,cache=none"]
+    argv = _build(disks=["/d0"])
+    assert _after(argv, "-drive") == ["file=/d0,format=raw,if=virtio,id=disk0"]
+
+
+def test_cdrom_image():
+    argv = _build(_spec(cdrom_image_path="/iso/x.iso", boot_order="cdrom"))
+    assert _after(argv, "-drive") == [
+        "file=/iso/x.iso,format=raw,media=cdrom,if=ide,readonly=on,id=cdrom0"]
+
+
+def test_nics_tap_and_user_with_model():
+    spec = base.InstanceSpec(name="i1", memory=128, vcpus=1,
+                             hvparams={**_spec().hvparams, "nic_type": "e1000", "vhost_net": True},
+                             nics=(base.NicSpec(mac="aa:00:00:00:00:01", link="br0"),
+                                   base.NicSpec(mac="aa:00:00:00:00:02")))
+    argv = _build(spec, nic_backends=[cmdline.NicBackend(cmdline.NETDEV_TAP, "gnt1.0"),
+                                      cmdline.NicBackend(cmdline.NETDEV_USER)])
+    assert _after(argv, "-netdev") == [
+        "tap,id=net0,ifname=gnt1.0,script=no,downscript=no,vhost=on", "user,id=net1"]
+    assert _after(argv, "-device") == ["e1000,netdev=net0,mac=aa:00:00:00:00:01,id=nic0",
+                                       "e1000,netdev=net1,mac=aa:00:00:00:00:02,id=nic1"]
+    with pytest.raises(errors.ProgrammerError):
+        _build(spec, nic_backends=[])
+
+
+def test_default_nic_model_is_virtio():
+    spec = base.InstanceSpec(name="i1", hvparams=_spec().hvparams,
+                             nics=(base.NicSpec(mac="aa:00:00:00:00:01"),))
+    argv = _build(spec, nic_backends=[cmdline.NicBackend(cmdline.NETDEV_USER)])
+    assert _after(argv, "-device") == ["virtio-net-pci,netdev=net0,mac=aa:00:00:00:00:01,id=nic0"]
+
+
+def test_machine_cpu_mem_path_and_acpi():
+    argv = _build(_spec(machine_version="pc-i440fx-7.2", cpu_type="qemu64,+ssse3",
+                        mem_path="/hugepages"))
+    assert _after(argv, "-machine") == ["pc-i440fx-7.2"]
+    assert _after(argv, "-cpu") == ["qemu64,+ssse3"]
+    assert _after(argv, "-mem-path") == ["/hugepages"]
+    assert _after(_build(_spec(acpi=False)), "-machine") == ["pc,acpi=off"]
+    assert _after(_build(_spec(acpi=False, machine_version="q35")), "-machine") == ["q35,acpi=off"]
+
+
+def test_vnc_needs_a_port_and_maps_it_to_a_display():
+    argv = _build(_spec(vnc_bind_address="0.0.0.0", keymap="de"), vnc_port=5903)
+    assert _after(argv, "-vnc") == ["0.0.0.0:3"]
+    assert _after(argv, "-k") == ["de"]
+    assert "-display" not in argv
+    assert _after(_build(_spec(vnc_bind_address="::1"), vnc_port=5900), "-vnc") == ["[::1]:0"]
+    with pytest.raises(errors.HypervisorError, match="network port"):
+        _build(_spec(vnc_bind_address="0.0.0.0"))
+
+
+def test_paused_incoming_reboot_exit_runas_and_extra_words_last():
+    argv = _build(_spec(reboot_behavior="exit", security_model="user", security_domain="kvm1",
+                        kvm_extra="-device 'virtio-rng-pci,id=rng0'"),
+                  incoming="tcp:0.0.0.0:8102")
+    assert "-S" in argv and "-no-reboot" in argv
+    assert _after(argv, "-incoming") == ["tcp:0.0.0.0:8102"]
+    assert _after(argv, "-runas") == ["kvm1"]
+    assert argv[-2:] == ["-device", "virtio-rng-pci,id=rng0"]
+    assert "-S" in _build(startup_paused=True)
+    with pytest.raises(errors.HypervisorError, match="security_domain"):
+        _build(_spec(security_model="user"))
+
+
+def test_cpu_affinity():
+    assert cmdline.cpu_affinity("all", 2) == [None, None]
+    assert cmdline.cpu_affinity("0-1", 3) == [[0, 1]] * 3
+    assert cmdline.cpu_affinity("0:1,3", 2) == [[0], [1, 3]]
+    with pytest.raises(errors.HypervisorError, match="2 entries for 3"):
+        cmdline.cpu_affinity("0:1", 3)
+    with pytest.raises(errors.HypervisorError):
+        cmdline.cpu_affinity("x", 1)
+
+
+def test_migration_parameters_use_upstream_units():
+    assert cmdline.migration_parameters(_spec().hvparams) == {
+        "max-bandwidth": 32 * 1024 * 1024, "downtime-limit": 30}
+    assert cmdline.migration_parameters({"migration_bandwidth": 100,
+                                         "migration_downtime": 500}) == {
+        "max-bandwidth": 100 * 1024 * 1024, "downtime-limit": 500}
