@@ -103,6 +103,11 @@ class Paths:
         return os.path.join(self.run_dir, "fake-hypervisor")
 
     @property
+    def kvm_run_dir(self) -> str:
+        """One directory per kvm instance: pid file, QMP/serial sockets, runtime state."""
+        return os.path.join(self.run_dir, "kvm-hypervisor")
+
+    @property
     def instance_disks_dir(self) -> str:
         return os.path.join(self.run_dir, "instance-disks")
 

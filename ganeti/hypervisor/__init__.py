@@ -1,8 +1,8 @@
 """Hypervisor plug-ins: a registry and a factory.
 
 ``HYPERVISORS`` maps a hypervisor name (``constants.HT_*``) to its class;
-:func:`get_hypervisor` builds one for a node's paths.  Only the fake is
-implemented so far; kvm and others register here when they exist.
+:func:`get_hypervisor` builds one for a node's paths.  The fake (``fake.py``)
+and kvm (``ganeti.hypervisor.kvm``, doc/kvm.md) are implemented.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from typing import Any
 from ganeti import constants, errors, pathutils
 from ganeti.hypervisor.base import BaseHypervisor, InstanceSpec, NicSpec
 from ganeti.hypervisor.fake import FakeHypervisor
+from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 
 __all__ = ["HYPERVISORS", "get_hypervisor", "get_hypervisor_class",
            "BaseHypervisor", "InstanceSpec", "NicSpec"]
 
 HYPERVISORS: dict[str, type[BaseHypervisor]] = {
     constants.HT_FAKE: FakeHypervisor,
+    constants.HT_KVM: KvmHypervisor,
 }
 
 

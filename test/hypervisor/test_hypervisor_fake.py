@@ -33,8 +33,8 @@ def test_registry_builds_fake(tmp_path):
 
 
 def test_registry_refuses_unknown(tmp_path):
-    with pytest.raises(errors.HypervisorError, match="kvm"):
-        hypervisor.get_hypervisor(constants.HT_KVM, pathutils.Paths(root=str(tmp_path)))
+    with pytest.raises(errors.HypervisorError, match="lxc"):
+        hypervisor.get_hypervisor(constants.HT_LXC, pathutils.Paths(root=str(tmp_path)))
 
 
 def test_check_parameter_syntax():

@@ -66,6 +66,13 @@ def test_direct_kernel_boot_with_serial_console_args():
     assert "-boot" not in argv
 
 
+def test_serial_log_is_kept_when_asked():
+    files = cmdline.RuntimeFiles("/r/p", "/r/q", "/r/s", serial_log="/r/serial,log")
+    argv = cmdline.build_command(_spec(), [], files, binary="qemu", accel="tcg")
+    assert _after(argv, "-chardev")[1] == ("socket,id=serial0,path=/r/s,server=on,wait=off,"
+                                           "logfile=/r/serial,,log,logappend=on")
+
+
 def test_no_serial_console():
     argv = _build(_spec(serial_console=False, kernel_path="/k", root_path="", kernel_args=""))
     assert "-serial" not in argv

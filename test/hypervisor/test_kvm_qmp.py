@@ -194,3 +194,33 @@ def test_client_refuses_a_server_without_greeting():
     with pytest.raises(qmp.QmpError, match="greeting"):
         qmp.QmpClient(path, timeout=5).connect()
     thread.join(5)
+
+
+def test_client_reaches_a_socket_with_a_long_path(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    path = str(deep / "qmp.sock")
+    assert len(path) > 108
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dirfd = os.open(str(deep), os.O_PATH)
+    try:
+        listener.bind(f"/proc/self/fd/{dirfd}/qmp.sock")
+    finally:
+        os.close(dirfd)
+    listener.listen(1)
+
+    def run() -> None:
+        conn, _ = listener.accept()
+        buf = bytearray()
+        conn.sendall(GREETING)
+        cmd = _read_command(conn, buf)
+        conn.sendall(b'{"return": {}, "id": %d}\r\n' % cmd["id"])
+        conn.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    client = qmp.QmpClient(path, timeout=5)
+    assert client.connect().capabilities == ["oob"]
+    client.close()
+    thread.join(5)
+    listener.close()

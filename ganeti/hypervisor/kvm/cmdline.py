@@ -66,6 +66,8 @@ class RuntimeFiles:
     pidfile: str
     qmp_socket: str
     serial_socket: str
+    #: everything the guest writes on its serial port (empty: not kept)
+    serial_log: str = ""
 
 
 @dataclass(frozen=True)
@@ -218,9 +220,11 @@ def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeF
                          "server=on,wait=off",
              "-mon", "chardev=qmp,mode=control"]
     if _param(hvp, "serial_console", True):
-        argv += ["-chardev", f"socket,id=serial0,path={escape_option(files.serial_socket)},"
-                             "server=on,wait=off",
-                 "-serial", "chardev:serial0"]
+        serial = (f"socket,id=serial0,path={escape_option(files.serial_socket)},"
+                  "server=on,wait=off")
+        if files.serial_log:
+            serial += f",logfile={escape_option(files.serial_log)},logappend=on"
+        argv += ["-chardev", serial, "-serial", "chardev:serial0"]
     argv += ["-no-shutdown"]
     if _param(hvp, "reboot_behavior", "reboot") == "exit":
         argv += ["-no-reboot"]

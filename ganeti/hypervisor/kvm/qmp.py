@@ -22,6 +22,7 @@ operator-facing description of the kvm hypervisor is doc/kvm.md.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -32,11 +33,30 @@ from ganeti import errors, serializer
 
 __all__ = [
     "QmpError", "QmpCommandError", "QmpGreeting", "QmpReturn", "QmpFailure",
-    "QmpEvent", "QmpMessage", "QmpCodec", "QmpClient", "MAX_LINE",
+    "QmpEvent", "QmpMessage", "QmpCodec", "QmpClient", "MAX_LINE", "MAX_SOCKET_PATH",
+    "connect_unix",
 ]
 
 #: Longest message line accepted (bytes); a runaway peer cannot fill memory.
 MAX_LINE = 16 * 1024 * 1024
+#: Longest UNIX socket path connected to directly (``sun_path`` holds 108 bytes).
+MAX_SOCKET_PATH = 100
+
+
+def connect_unix(sock: socket.socket, path: str) -> None:
+    """``sock.connect(path)``, also for paths longer than ``sun_path`` allows.
+
+    A long path is reached through ``/proc/self/fd/<dirfd>/<name>`` with a
+    descriptor of its directory, which is closed again afterwards.
+    """
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+        sock.connect(path)
+        return
+    dirfd = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY)
+    try:
+        sock.connect(f"/proc/self/fd/{dirfd}/{os.path.basename(path)}")
+    finally:
+        os.close(dirfd)
 
 
 class QmpError(errors.HypervisorError):
@@ -210,7 +230,7 @@ class QmpClient:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
-            sock.connect(self.path)
+            connect_unix(sock, self.path)
         except OSError as exc:
             sock.close()
             raise QmpError(f"Cannot connect to QMP socket {self.path}: {exc}") from exc

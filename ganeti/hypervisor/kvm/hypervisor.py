@@ -1,0 +1,556 @@
+"""The kvm hypervisor: qemu-system-x86_64 processes driven through QMP.
+
+Every instance has a directory ``<kvm_run_dir>/<name>/`` (doc/kvm.md):
+
+``runtime.json``  what was started (spec, disks, argv, acceleration, start time)
+``pid``           qemu's pid file (``-pidfile``)
+``qmp.sock``      the QMP socket, ``serial.sock`` the serial console,
+``serial.log``    everything the guest wrote on its serial port
+
+Nothing lives in memory: the node daemon forks per request and a restarted
+daemon finds its instances again from these files and the live processes.
+qemu is started in that directory with relative socket names, so the
+108-byte limit of UNIX socket paths does not depend on where the node's
+root is (the virtual cluster's roots are long).
+
+States come from the live process: no process (or a pid that is not our
+qemu) -> ``crashed`` (ERROR_down); QMP ``shutdown`` (the guest powered
+itself off, qemu runs with ``-no-shutdown``) -> ``shutdown`` (USER_down);
+``running``, ``paused``, ``inmigrate`` as such.
+
+Not built yet (refused with a clear error): memory ballooning, migration,
+routed/openvswitch NICs, ``use_chroot``, ``security_model=pool``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import signal
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ganeti import constants, errors, parameters, pathutils, serializer
+from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import cmdline, qmp
+from ganeti.utils import io as uio
+from ganeti.utils import process
+
+__all__ = ["KvmHypervisor", "QEMU_BINARY", "KVM_DEVICE", "RUNTIME_FILE", "qmp_state"]
+
+logger = logging.getLogger(__name__)
+
+QEMU_BINARY = "qemu-system-x86_64"
+KVM_DEVICE = "/dev/kvm"
+RUNTIME_FILE = "runtime.json"
+_PIDFILE = "pid"
+_QMP = "qmp.sock"
+_SERIAL = "serial.sock"
+_SERIAL_LOG = "serial.log"
+_LOCK = ".lock"
+#: seconds qemu gets to start (it daemonizes once its sockets exist)
+START_TIMEOUT = 60.0
+#: seconds a ``quit`` gets before SIGKILL, and SIGKILL before giving up
+QUIT_TIMEOUT = 10.0
+
+#: QMP RunState -> our HV_STATE_*
+_RUNSTATES = {
+    "running": base.HV_STATE_RUNNING,
+    "paused": base.HV_STATE_PAUSED,
+    "prelaunch": base.HV_STATE_PAUSED,
+    "debug": base.HV_STATE_PAUSED,
+    "suspended": base.HV_STATE_PAUSED,
+    "save-vm": base.HV_STATE_PAUSED,
+    "restore-vm": base.HV_STATE_PAUSED,
+    "watchdog": base.HV_STATE_PAUSED,
+    "colo": base.HV_STATE_PAUSED,
+    "shutdown": base.HV_STATE_SHUTDOWN,
+    "inmigrate": base.HV_STATE_INCOMING,
+    "finish-migrate": base.HV_STATE_MIGRATING,
+    "postmigrate": base.HV_STATE_MIGRATING,
+    "internal-error": base.HV_STATE_CRASHED,
+    "io-error": base.HV_STATE_CRASHED,
+    "guest-panicked": base.HV_STATE_CRASHED,
+}
+
+
+def qmp_state(status: str) -> str:
+    """Our state word for a QMP ``query-status`` status (unknown -> crashed)."""
+    return _RUNSTATES.get(status, base.HV_STATE_CRASHED)
+
+
+def _param_check(pdef: parameters.ParamDef) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        try:
+            pdef.convert(value, "kvm")
+        except errors.ParameterError as exc:
+            return str(exc)
+        return None
+    return check
+
+
+class KvmHypervisor(base.BaseHypervisor):
+    """Instances are qemu processes; see the module docstring for the files."""
+
+    NAME = constants.HT_KVM
+    PARAMETERS = {name: base.ParamSpec(pdef.doc, _param_check(pdef))
+                  for name, pdef in parameters.HV_PARAMETERS[constants.HT_KVM].items()}
+
+    def __init__(self, paths: pathutils.Paths, *, clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep,
+                 kvm_device: str = KVM_DEVICE, qmp_timeout: float = 10.0) -> None:
+        super().__init__(paths)
+        self.clock = clock
+        self.monotonic = monotonic
+        self.sleep = sleep
+        self.kvm_device = kvm_device
+        self.qmp_timeout = qmp_timeout
+        self.run_dir = paths.kvm_run_dir
+
+    # --- files ---------------------------------------------------------------
+
+    def instance_dir(self, name: str) -> str:
+        """The directory of instance ``name`` (not created)."""
+        if not name or "/" in name or name.startswith(".") or "\0" in name:
+            raise errors.HypervisorError(f"Invalid instance name {name!r}")
+        return os.path.join(self.run_dir, name)
+
+    def qmp_socket(self, name: str) -> str:
+        """The QMP socket of ``name``."""
+        return os.path.join(self.instance_dir(name), _QMP)
+
+    def serial_socket(self, name: str) -> str:
+        """The serial console socket of ``name``."""
+        return os.path.join(self.instance_dir(name), _SERIAL)
+
+    def serial_log(self, name: str) -> str:
+        """The file holding everything ``name`` wrote on its serial port."""
+        return os.path.join(self.instance_dir(name), _SERIAL_LOG)
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        """Serialize QMP sessions and lifecycle changes of one instance."""
+        path = self.instance_dir(name)
+        os.makedirs(path, mode=0o750, exist_ok=True)
+        fd = os.open(os.path.join(path, _LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def read_runtime(self, name: str) -> dict[str, Any] | None:
+        """The persisted runtime record of ``name`` (None: not ours)."""
+        path = os.path.join(self.instance_dir(name), RUNTIME_FILE)
+        try:
+            data = serializer.loads(uio.read_file(path))
+        except FileNotFoundError:
+            return None
+        except (OSError, errors.SerializationError) as exc:
+            raise errors.HypervisorError(f"Cannot read runtime of instance {name}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise errors.HypervisorError(f"Corrupt runtime file of instance {name}")
+        return data
+
+    def _write_runtime(self, name: str, runtime: dict[str, Any]) -> None:
+        try:
+            uio.write_file_atomic(os.path.join(self.instance_dir(name), RUNTIME_FILE),
+                                  serializer.dumps(runtime), mode=0o640, fsync=False)
+        except OSError as exc:
+            raise errors.HypervisorError(f"Cannot save runtime of instance {name}: {exc}") from exc
+
+    def _pid(self, name: str) -> int | None:
+        """The pid of ``name``'s qemu when that process is alive and ours."""
+        try:
+            pid = int(uio.read_file(os.path.join(self.instance_dir(name), _PIDFILE)).strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                words = fh.read().split(b"\0")
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            return None
+        # a zombie (state Z) is dead; the pid must still run *this* instance
+        if stat.rpartition(b")")[2].split()[:1] == [b"Z"]:
+            return None
+        try:
+            idx = words.index(b"-name")
+        except ValueError:
+            return None
+        if words[idx + 1:idx + 2] != [os.fsencode(name)]:
+            return None
+        return pid
+
+    @contextlib.contextmanager
+    def _qmp(self, name: str) -> Iterator[qmp.QmpClient]:
+        client = qmp.QmpClient(self.qmp_socket(name), timeout=self.qmp_timeout,
+                               clock=self.monotonic)
+        client.connect()
+        try:
+            yield client
+        finally:
+            client.close()
+
+    def qmp_command(self, name: str, command: str, **arguments: Any) -> Any:
+        """Run one QMP command on ``name`` (for tests and operators' tools)."""
+        with self._locked(name), self._qmp(name) as client:
+            return client.execute(command, **arguments)
+
+    # --- node facts -------------------------------------------------------------
+
+    def acceleration(self) -> str:
+        """``kvm`` when the KVM device can be opened read-write, else ``tcg``."""
+        try:
+            fd = os.open(self.kvm_device, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            return cmdline.ACCEL_TCG
+        os.close(fd)
+        return cmdline.ACCEL_KVM
+
+    def binary(self, hvparams: dict[str, Any]) -> str:
+        """The qemu binary: ``kvm_path`` when it exists, else qemu-system-x86_64."""
+        path = str(hvparams.get("kvm_path") or "")
+        if path and os.access(path, os.X_OK):
+            return path
+        found = shutil.which(QEMU_BINARY)
+        if found:
+            if path:
+                logger.info("kvm_path %s not found, using %s", path, found)
+            return found
+        raise errors.HypervisorError(
+            f"No qemu binary: kvm_path {path or '(empty)'} missing and {QEMU_BINARY} not on PATH")
+
+    def _nic_backends(self, spec: base.InstanceSpec) -> list[cmdline.NicBackend]:
+        backends = []
+        tag = f"{zlib.crc32(spec.name.encode()) & 0xffffff:06x}"
+        for idx, nic in enumerate(spec.nics):
+            if nic.mode != constants.NIC_MODE_BRIDGED:
+                raise errors.HypervisorError(
+                    f"Instance {spec.name}: NIC mode {nic.mode} is not supported by kvm yet")
+            if nic.link and os.path.isdir(f"/sys/class/net/{nic.link}/bridge"):
+                backends.append(cmdline.NicBackend(cmdline.NETDEV_TAP, f"gnt{tag}.{idx}"))
+            else:
+                logger.info("Instance %s NIC %d: bridge %r not found, using user-mode"
+                            " networking (test convenience, doc/kvm.md)", spec.name, idx, nic.link)
+                backends.append(cmdline.NicBackend(cmdline.NETDEV_USER))
+        return backends
+
+    # --- parameters -------------------------------------------------------------
+
+    def validate_parameters(self, hvparams: dict[str, Any]) -> None:
+        """Syntax, then what needs the node: files exist, supported modes."""
+        super().validate_parameters(hvparams)
+        for key in ("kernel_path", "initrd_path", "cdrom_image_path", "mem_path"):
+            value = hvparams.get(key)
+            if value and not os.path.exists(value):
+                raise errors.HypervisorError(f"kvm parameter {key}: {value} does not exist")
+        if hvparams.get("use_chroot"):
+            raise errors.HypervisorError("kvm parameter use_chroot is not supported yet")
+        if hvparams.get("security_model") == "pool":
+            raise errors.HypervisorError("kvm security_model=pool is not supported yet")
+        self.binary(hvparams)
+
+    # --- lifecycle -------------------------------------------------------------
+
+    def start_instance(self, spec: base.InstanceSpec, block_devices: Sequence[str],
+                       startup_paused: bool = False) -> None:
+        """Start qemu daemonized; refuses a live instance and missing disks.
+
+        A leftover directory of a dead or powered-off instance is cleaned
+        first.  Applies ``cpu_mask`` to the vCPU threads once started.
+        """
+        for path in block_devices:
+            if not os.path.exists(path):
+                raise errors.HypervisorError(
+                    f"Cannot start instance {spec.name}: disk {path} does not exist")
+        hvp = dict(spec.hvparams)
+        affinity = cmdline.cpu_affinity(str(hvp.get("cpu_mask") or "all"), spec.vcpus)
+        binary = self.binary(hvp)
+        accel = self.acceleration()
+        backends = self._nic_backends(spec)
+        files = cmdline.RuntimeFiles(pidfile=_PIDFILE, qmp_socket=_QMP,
+                                     serial_socket=_SERIAL, serial_log=_SERIAL_LOG)
+        argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
+                                     accel=accel, nic_backends=backends,
+                                     startup_paused=startup_paused)
+        with self._locked(spec.name):
+            pid = self._pid(spec.name)
+            if pid is not None:
+                raise errors.HypervisorError(
+                    f"Instance {spec.name} is already running (pid {pid})")
+            self._clean_files(spec.name)
+            idir = self.instance_dir(spec.name)
+            runtime = {"name": spec.name, "spec": serializer.to_data(spec),
+                       "disks": list(block_devices), "argv": argv, "accel": accel,
+                       "start_time": self.clock()}
+            self._write_runtime(spec.name, runtime)
+            logger.info("Starting instance %s with %s acceleration%s", spec.name, accel,
+                        "" if accel == cmdline.ACCEL_KVM
+                        else f" ({self.kvm_device} not usable: TCG emulation)")
+            try:
+                result = process.run_command(argv, cwd=idir, timeout=START_TIMEOUT)
+            except errors.CommandError as exc:
+                self._clean_files(spec.name, runtime_too=True)
+                raise errors.HypervisorError(f"Cannot start instance {spec.name}: {exc}") from exc
+            if result.failed:
+                self._clean_files(spec.name, runtime_too=True)
+                detail = result.stderr.strip().splitlines()[-3:]
+                raise errors.HypervisorError(
+                    f"Cannot start instance {spec.name}: {result.fail_reason}: "
+                    + " / ".join(detail))
+            try:
+                self._attach_taps(spec, backends)
+                self._pin_vcpus(spec.name, affinity)
+            except errors.HypervisorError:
+                self._kill(spec.name)
+                self._clean_files(spec.name, runtime_too=True)
+                raise
+
+    def _attach_taps(self, spec: base.InstanceSpec,
+                     backends: Sequence[cmdline.NicBackend]) -> None:
+        for nic, backend in zip(spec.nics, backends):
+            if backend.kind != cmdline.NETDEV_TAP:
+                continue
+            for argv in (["ip", "link", "set", backend.ifname, "master", nic.link],
+                         ["ip", "link", "set", backend.ifname, "up"]):
+                result = process.run_command(argv, timeout=30)
+                if result.failed:
+                    raise errors.HypervisorError(
+                        f"Instance {spec.name}: cannot attach {backend.ifname} to"
+                        f" {nic.link}: {result.fail_reason} {result.stderr.strip()}")
+
+    def _pin_vcpus(self, name: str, affinity: list[list[int] | None]) -> None:
+        if all(cpus is None for cpus in affinity):
+            return
+        with self._qmp(name) as client:
+            cpus = client.execute("query-cpus-fast")
+        for entry in cpus:
+            mask = affinity[int(entry.get("cpu-index", 0)) % len(affinity)]
+            if mask is None:
+                continue
+            try:
+                os.sched_setaffinity(int(entry["thread-id"]), mask)
+            except (OSError, KeyError, ValueError) as exc:
+                raise errors.HypervisorError(
+                    f"Instance {name}: cannot pin vCPU {entry.get('cpu-index')}"
+                    f" to {mask}: {exc}") from exc
+
+    def _clean_files(self, name: str, runtime_too: bool = False) -> None:
+        idir = self.instance_dir(name)
+        names = [_PIDFILE, _QMP, _SERIAL, _SERIAL_LOG] + ([RUNTIME_FILE] if runtime_too else [])
+        for entry in names:
+            try:
+                os.unlink(os.path.join(idir, entry))
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise errors.HypervisorError(f"Cannot clean up instance {name}: {exc}") from exc
+
+    def _wait_gone(self, name: str, timeout: float) -> bool:
+        deadline = self.monotonic() + timeout
+        while self._pid(name) is not None:
+            if self.monotonic() >= deadline:
+                return False
+            self.sleep(0.1)
+        return True
+
+    def _kill(self, name: str) -> None:
+        pid = self._pid(name)
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        except OSError as exc:
+            raise errors.HypervisorError(f"Cannot kill instance {name} (pid {pid}): {exc}") from exc
+        if not self._wait_gone(name, QUIT_TIMEOUT):
+            raise errors.HypervisorError(f"Instance {name} (pid {pid}) survived SIGKILL")
+
+    def _powerdown(self, name: str, timeout: float) -> bool:
+        """ACPI powerdown, then wait for the guest to reach ``shutdown``."""
+        deadline = self.monotonic() + timeout
+        try:
+            with self._qmp(name) as client:
+                client.execute("system_powerdown")
+                while self.monotonic() < deadline:
+                    if client.execute("query-status").get("status") == "shutdown":
+                        return True
+                    self.sleep(0.2)
+        except qmp.QmpError as exc:
+            logger.warning("Soft shutdown of %s failed: %s", name, exc)
+        return self._pid(name) is None
+
+    def stop_instance(self, name: str, force: bool = False,
+                      timeout: float | None = None) -> None:
+        """ACPI powerdown for ``timeout`` s (unless ``force``), then quit, then SIGKILL.
+
+        Removes the instance's files afterwards.  Raises
+        :class:`errors.HypervisorError` for an unknown instance.
+        """
+        if self.read_runtime(name) is None:
+            raise errors.HypervisorError(f"Instance {name} is not running")
+        with self._locked(name):
+            if self._pid(name) is not None:
+                soft = timeout if timeout is not None else constants.DEFAULT_SHUTDOWN_TIMEOUT
+                if not force and soft > 0:
+                    if self._powerdown(name, float(soft)):
+                        logger.info("Instance %s powered off (ACPI)", name)
+                    else:
+                        logger.info("Instance %s ignored ACPI powerdown for %ss", name, soft)
+                try:
+                    with self._qmp(name) as client:
+                        client.execute("quit")
+                except qmp.QmpError as exc:
+                    logger.info("QMP quit of %s failed (%s), killing it", name, exc)
+                if not self._wait_gone(name, QUIT_TIMEOUT):
+                    self._kill(name)
+            self._clean_files(name, runtime_too=True)
+        logger.info("Stopped kvm instance %s (force=%s)", name, force)
+
+    def reboot_instance(self, name: str) -> None:
+        """Reset the virtual machine (QMP ``system_reset``); the start time restarts."""
+        with self._locked(name):
+            runtime = self.read_runtime(name)
+            if runtime is None or self._pid(name) is None:
+                raise errors.HypervisorError(f"Cannot reboot instance {name}: it is not running")
+            with self._qmp(name) as client:
+                client.execute("system_reset")
+                if client.execute("query-status").get("status") == "shutdown":
+                    client.execute("cont")
+            runtime["start_time"] = self.clock()
+            runtime["reboots"] = int(runtime.get("reboots", 0)) + 1
+            self._write_runtime(name, runtime)
+
+    # --- information ------------------------------------------------------------
+
+    def list_instances(self) -> list[str]:
+        """Every instance with a runtime record, alive or not."""
+        try:
+            entries = sorted(os.listdir(self.run_dir))
+        except FileNotFoundError:
+            return []
+        return [e for e in entries if not e.startswith(".")
+                and os.path.exists(os.path.join(self.run_dir, e, RUNTIME_FILE))]
+
+    def get_instance_info(self, name: str) -> dict[str, Any] | None:
+        runtime = self.read_runtime(name)
+        if runtime is None:
+            return None
+        spec = runtime.get("spec") or {}
+        info = {"name": name, "memory": int(spec.get("memory", 0)),
+                "vcpus": int(spec.get("vcpus", 1)),
+                "time": max(0.0, self.clock() - float(runtime.get("start_time", 0))),
+                "accel": runtime.get("accel")}
+        pid = self._pid(name)
+        if pid is None:
+            info["state"] = base.HV_STATE_CRASHED
+            return info
+        info["pid"] = pid
+        try:
+            with self._locked(name), self._qmp(name) as client:
+                status = client.execute("query-status")
+                memory = client.execute("query-memory-size-summary")
+                cpus = client.execute("query-cpus-fast")
+        except qmp.QmpError as exc:
+            logger.warning("Instance %s: QMP unavailable (%s); reporting it running", name, exc)
+            info["state"] = base.HV_STATE_RUNNING
+            return info
+        info["state"] = qmp_state(str(status.get("status")))
+        info["qmp_status"] = status.get("status")
+        if isinstance(memory, dict) and isinstance(memory.get("base-memory"), int):
+            info["memory"] = memory["base-memory"] // (1024 * 1024)
+        if isinstance(cpus, list):
+            info["vcpus"] = len(cpus)
+        return info
+
+    def get_node_info(self) -> dict[str, Any]:
+        meminfo = _meminfo()
+        total = meminfo.get("MemTotal", 0) // 1024
+        free = meminfo.get("MemAvailable", meminfo.get("MemFree", 0)) // 1024
+        used = sum(int(((self.read_runtime(n) or {}).get("spec") or {}).get("memory", 0))
+                   for n in self.list_instances() if self._pid(n) is not None)
+        return {"memory_total": total, "memory_free": free,
+                "memory_dom0": max(0, total - free - used),
+                "cpu_total": os.cpu_count() or 1, "cpu_nodes": 1, "cpu_sockets": 1,
+                "cpu_dom0": 1, "accel": self.acceleration()}
+
+    def verify(self) -> str | None:
+        """An error text when qemu is missing or the run dir is unusable."""
+        try:
+            self.binary(parameters.defaults("hv", constants.HT_KVM))
+        except errors.HypervisorError as exc:
+            return str(exc)
+        try:
+            os.makedirs(self.run_dir, mode=0o750, exist_ok=True)
+        except OSError as exc:
+            return f"Cannot create kvm run dir {self.run_dir}: {exc}"
+        return None
+
+    def get_console(self, spec: base.InstanceSpec, node_name: str) -> dict[str, Any]:
+        """The serial console over its UNIX socket (socat on the primary), else VNC."""
+        hvp = spec.hvparams
+        if hvp.get("serial_console", True):
+            return {"instance": spec.name, "kind": base.CONS_SSH, "host": node_name,
+                    "user": "root", "port": None, "message": None,
+                    "command": ["socat", "STDIO,raw,echo=0,escape=0x1d",
+                                f"UNIX-CONNECT:{self.serial_socket(spec.name)}"]}
+        if hvp.get("vnc_bind_address"):
+            return {"instance": spec.name, "kind": base.CONS_VNC, "host": node_name,
+                    "port": None, "user": None, "command": None,
+                    "message": f"VNC of {spec.name} on {hvp['vnc_bind_address']}"}
+        return {"instance": spec.name, "kind": base.CONS_MESSAGE, "host": node_name,
+                "port": None, "user": None, "command": None,
+                "message": f"Instance {spec.name} has neither a serial console nor VNC"}
+
+    # --- not built yet -------------------------------------------------------------
+
+    def balloon_instance_memory(self, name: str, mem: int) -> None:
+        raise errors.HypervisorError(f"Memory ballooning of kvm instance {name}: not built yet")
+
+    def _no_migration(self, name: str) -> errors.HypervisorError:
+        return errors.HypervisorError(f"Migration of kvm instance {name}: not built yet")
+
+    def migration_info(self, name: str) -> dict[str, Any]:
+        raise self._no_migration(name)
+
+    def accept_instance(self, spec: base.InstanceSpec, info: dict[str, Any], target: str) -> None:
+        raise self._no_migration(spec.name)
+
+    def migrate_instance(self, name: str, target_node: str, target_address: str,
+                         live: bool) -> None:
+        raise self._no_migration(name)
+
+    def get_migration_status(self, name: str) -> dict[str, Any]:
+        return {"status": base.MIGRATION_STATUS_FAILED,
+                "info": f"Migration of kvm instance {name}: not built yet"}
+
+    def finalize_migration_dst(self, spec: base.InstanceSpec, info: dict[str, Any],
+                               success: bool) -> None:
+        raise self._no_migration(spec.name)
+
+    def finalize_migration_src(self, name: str, success: bool, live: bool) -> None:
+        raise self._no_migration(name)
+
+
+def _meminfo() -> dict[str, int]:
+    """``/proc/meminfo`` in bytes (empty when unreadable)."""
+    result: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                words = rest.split()
+                if words and words[0].isdigit():
+                    result[key] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
+    except OSError:
+        return {}
+    return result

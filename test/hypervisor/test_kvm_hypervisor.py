@@ -1,0 +1,151 @@
+"""The kvm hypervisor class without qemu: files, states, parameters, refusals."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ganeti import constants, errors, hypervisor, parameters, pathutils, serializer
+from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import hypervisor as kvmhv
+from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+
+
+@pytest.fixture
+def hv(tmp_path) -> KvmHypervisor:
+    return KvmHypervisor(pathutils.Paths(root=str(tmp_path)), clock=lambda: 1000.0,
+                         kvm_device=str(tmp_path / "no-kvm"))
+
+
+def _record(hv: KvmHypervisor, name: str, pid: int | None, start: float = 990.0) -> None:
+    idir = hv.instance_dir(name)
+    os.makedirs(idir)
+    spec = base.InstanceSpec(name=name, memory=64, vcpus=2)
+    with open(os.path.join(idir, kvmhv.RUNTIME_FILE), "w") as fh:
+        fh.write(serializer.dumps({"name": name, "spec": serializer.to_data(spec),
+                                   "disks": [], "argv": [], "accel": "tcg",
+                                   "start_time": start}))
+    if pid is not None:
+        with open(os.path.join(idir, "pid"), "w") as fh:
+            fh.write(f"{pid}\n")
+
+
+def test_registered(tmp_path):
+    made = hypervisor.get_hypervisor(constants.HT_KVM, pathutils.Paths(root=str(tmp_path)))
+    assert isinstance(made, KvmHypervisor)
+    assert made.run_dir == os.path.join(str(tmp_path), "var/run/ganeti/kvm-hypervisor")
+
+
+def test_parameter_table_is_the_master_table():
+    assert set(KvmHypervisor.PARAMETERS) == set(parameters.HV_PARAMETERS[constants.HT_KVM])
+    KvmHypervisor.check_parameter_syntax(parameters.defaults("hv", constants.HT_KVM))
+    with pytest.raises(errors.ParameterError, match="cpu_mask"):
+        KvmHypervisor.check_parameter_syntax({"cpu_mask": "1-"})
+    with pytest.raises(errors.ParameterError, match="Unknown"):
+        KvmHypervisor.check_parameter_syntax({"xen_thing": 1})
+
+
+def test_node_validation_checks_files_and_unsupported_modes(hv, tmp_path):
+    kernel = tmp_path / "vmlinuz"
+    kernel.write_bytes(b"k")
+    hv.validate_parameters({"kernel_path": str(kernel), "kvm_path": sys.executable})
+    with pytest.raises(errors.HypervisorError, match="initrd_path"):
+        hv.validate_parameters({"initrd_path": str(tmp_path / "missing"),
+                                "kvm_path": sys.executable})
+    with pytest.raises(errors.HypervisorError, match="use_chroot"):
+        hv.validate_parameters({"use_chroot": True, "kvm_path": sys.executable})
+    with pytest.raises(errors.HypervisorError, match="pool"):
+        hv.validate_parameters({"security_model": "pool", "kvm_path": sys.executable})
+
+
+def test_acceleration_follows_the_device(hv, tmp_path):
+    assert hv.acceleration() == "tcg"
+    dev = tmp_path / "fake-kvm"
+    dev.write_bytes(b"")
+    assert KvmHypervisor(hv.paths, kvm_device=str(dev)).acceleration() == "kvm"
+
+
+@pytest.mark.parametrize("status,state", [
+    ("running", base.HV_STATE_RUNNING), ("paused", base.HV_STATE_PAUSED),
+    ("prelaunch", base.HV_STATE_PAUSED), ("shutdown", base.HV_STATE_SHUTDOWN),
+    ("inmigrate", base.HV_STATE_INCOMING), ("postmigrate", base.HV_STATE_MIGRATING),
+    ("guest-panicked", base.HV_STATE_CRASHED), ("something-new", base.HV_STATE_CRASHED),
+])
+def test_qmp_states(status, state):
+    assert kvmhv.qmp_state(status) == state
+
+
+def test_nothing_known_on_an_empty_node(hv):
+    assert hv.list_instances() == []
+    assert hv.get_instance_info("i1") is None
+    with pytest.raises(errors.HypervisorError, match="not running"):
+        hv.stop_instance("i1")
+    with pytest.raises(errors.HypervisorError, match="not running"):
+        hv.reboot_instance("i1")
+
+
+def test_record_without_process_is_crashed_and_stop_cleans_it(hv):
+    _record(hv, "i1", pid=None)
+    info = hv.get_instance_info("i1")
+    assert info is not None
+    assert (info["state"], info["memory"], info["vcpus"], info["time"]) == (
+        base.HV_STATE_CRASHED, 64, 2, 10.0)
+    assert hv.list_instances() == ["i1"]
+    hv.stop_instance("i1", timeout=0)
+    assert hv.list_instances() == []
+
+
+def test_a_reused_pid_is_not_taken_for_the_instance(hv):
+    # a live process whose command line is not "-name i1": a recycled pid
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-name", "i2"])
+    try:
+        _record(hv, "i1", pid=proc.pid)
+        assert hv.get_instance_info("i1")["state"] == base.HV_STATE_CRASHED
+        hv.stop_instance("i1", timeout=0)
+        assert proc.poll() is None, "a foreign process must not be killed"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_start_refuses_missing_disks(hv, tmp_path):
+    spec = base.InstanceSpec(name="i1", hvparams={"kvm_path": sys.executable})
+    with pytest.raises(errors.HypervisorError, match="does not exist"):
+        hv.start_instance(spec, [str(tmp_path / "nodisk")])
+    assert hv.list_instances() == []
+
+
+def test_start_refuses_routed_nics(hv):
+    spec = base.InstanceSpec(name="i1", hvparams={"kvm_path": sys.executable},
+                             nics=(base.NicSpec(mac="aa:00:00:00:00:01",
+                                                mode=constants.NIC_MODE_ROUTED),))
+    with pytest.raises(errors.HypervisorError, match="routed"):
+        hv.start_instance(spec, [])
+
+
+def test_console_is_the_serial_socket_or_vnc(hv):
+    cons = hv.get_console(base.InstanceSpec(name="i1", hvparams={"serial_console": True}), "n1")
+    assert cons["kind"] == base.CONS_SSH and cons["host"] == "n1"
+    assert cons["command"][-1] == "UNIX-CONNECT:" + hv.serial_socket("i1")
+    cons = hv.get_console(base.InstanceSpec(
+        name="i1", hvparams={"serial_console": False, "vnc_bind_address": "0.0.0.0"}), "n1")
+    assert cons["kind"] == base.CONS_VNC
+    cons = hv.get_console(base.InstanceSpec(name="i1", hvparams={"serial_console": False}), "n1")
+    assert cons["kind"] == base.CONS_MESSAGE
+
+
+def test_not_built_yet_is_said(hv):
+    with pytest.raises(errors.HypervisorError, match="not built yet"):
+        hv.migration_info("i1")
+    with pytest.raises(errors.HypervisorError, match="not built yet"):
+        hv.balloon_instance_memory("i1", 128)
+    assert hv.get_migration_status("i1")["status"] == base.MIGRATION_STATUS_FAILED
+
+
+def test_node_info_from_proc(hv):
+    info = hv.get_node_info()
+    assert info["memory_total"] > 0 and 0 <= info["memory_free"] <= info["memory_total"]
+    assert info["cpu_total"] >= 1 and info["accel"] == "tcg"
