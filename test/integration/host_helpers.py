@@ -17,7 +17,23 @@ import subprocess
 import time
 from collections.abc import Sequence
 
-__all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls"]
+__all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls",
+           "qemu_reason"]
+
+
+def qemu_reason(binary: str = "qemu-system-x86_64") -> str:
+    """Why qemu cannot run here ("" when ``binary -version`` works; make installs it)."""
+    path = shutil.which(binary)
+    if path is None:
+        return f"{binary} is not installed (make debian-deps installs qemu-system-x86)"
+    try:
+        proc = subprocess.run([path, "-version"], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{binary} cannot run here: {exc}"
+    if proc.returncode != 0:
+        return f"{binary} cannot run here: {proc.stderr.strip()}"
+    return ""
 
 
 def mount_tmpfs(path: str, size: str, what: str = "the test") -> str:
