@@ -96,6 +96,7 @@ def test_record_without_process_is_crashed_and_stop_cleans_it(hv):
     assert hv.list_instances() == ["i1"]
     hv.stop_instance("i1", timeout=0)
     assert hv.list_instances() == []
+    assert not os.path.exists(hv.instance_dir("i1"))
 
 
 def test_a_reused_pid_is_not_taken_for_the_instance(hv):

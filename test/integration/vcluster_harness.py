@@ -40,8 +40,10 @@ class VirtualCluster:
     """An N-node virtual cluster with helpers to run ``gnt-*`` commands."""
 
     def __init__(self, directory: str | os.PathLike[str], nodes: int = 3, *,
-                 use_ssh: bool = True, masterd_args: Sequence[str] = ()) -> None:
+                 use_ssh: bool = True, masterd_args: Sequence[str] = (),
+                 hypervisor: str = "fake") -> None:
         self.directory = os.path.abspath(directory)
+        self.hypervisor = hypervisor
         self.num_nodes = nodes
         self.use_ssh = use_ssh
         self.masterd_args = list(masterd_args)
@@ -52,7 +54,8 @@ class VirtualCluster:
         _LIVE.add(self)
         try:
             self.vc = vcluster.create(self.directory, self.num_nodes, use_ssh=self.use_ssh,
-                                      masterd_args=self.masterd_args)
+                                      masterd_args=self.masterd_args,
+                                      hypervisor=self.hypervisor)
         except BaseException:
             self.close()
             raise

@@ -414,7 +414,17 @@ class KvmHypervisor(base.BaseHypervisor):
                 if not self._wait_gone(name, QUIT_TIMEOUT):
                     self._kill(name)
             self._clean_files(name, runtime_too=True)
+            self._remove_dir(name)
         logger.info("Stopped kvm instance %s (force=%s)", name, force)
+
+    def _remove_dir(self, name: str) -> None:
+        """Remove the (cleaned) instance directory; a waiter re-creates it if needed."""
+        idir = self.instance_dir(name)
+        try:
+            os.unlink(os.path.join(idir, _LOCK))
+            os.rmdir(idir)
+        except OSError as exc:
+            logger.info("Leaving %s in place: %s", idir, exc)
 
     def reboot_instance(self, name: str) -> None:
         """Reset the virtual machine (QMP ``system_reset``); the start time restarts."""
@@ -456,10 +466,13 @@ class KvmHypervisor(base.BaseHypervisor):
             return info
         info["pid"] = pid
         try:
-            with self._locked(name), self._qmp(name) as client:
-                status = client.execute("query-status")
-                memory = client.execute("query-memory-size-summary")
-                cpus = client.execute("query-cpus-fast")
+            with self._locked(name):
+                if self.read_runtime(name) is None:   # stopped while we waited
+                    return None
+                with self._qmp(name) as client:
+                    status = client.execute("query-status")
+                    memory = client.execute("query-memory-size-summary")
+                    cpus = client.execute("query-cpus-fast")
         except qmp.QmpError as exc:
             logger.warning("Instance %s: QMP unavailable (%s); reporting it running", name, exc)
             info["state"] = base.HV_STATE_RUNNING
