@@ -36,7 +36,7 @@ compat-deps:
 # Upstream's own gnt-* commands and htools against a virtual cluster of ours
 # (needs root for the private mount namespace; test/integration/upstream_cli.py).
 compat: venv compat-deps
-	GANETI_TEST_REQUIRE_UPSTREAM=1 $(VPY) -m pytest test/integration/test_upstream_cli.py -p no:cacheprovider
+	GANETI_TEST_REQUIRE_UPSTREAM=1 $(VPY) -m pytest test/integration/test_upstream_cli.py test/opcodes/test_upstream_params.py -p no:cacheprovider
 
 FAKEDATE := test/fakes/fakedate/ganeti_fakedate.py
 

@@ -546,9 +546,10 @@ def show_info(opts: Any, args: list[str]) -> int:
         for line in _fmt_params("OS parameters", d["os_actual"], d["os_instance"]):
             out(line)
         out("  NICs:")
+        # rows as Ganeti 3.0: [name, uuid, ip, mac, mode, link, vlan, network, netinfo]
         for idx, nic in enumerate(d["nics"]):
-            out(f"    - nic/{idx}: MAC: {nic['mac']}, IP: {nic['ip']}, mode: {nic['mode']},"
-                f" link: {nic['link']}")
+            out(f"    - nic/{idx}: MAC: {nic[3]}, IP: {nic[2]}, mode: {nic[4]},"
+                f" link: {nic[5]}")
         out("  Disks:")
         for disk in d["disks"]:
             out(f"    - {disk['iv_name']}: {disk['dev_type']}, size {disk['size']}M,"

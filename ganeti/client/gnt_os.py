@@ -48,7 +48,7 @@ def diagnose_os(opts: Any, args: list[str]) -> int:
                 cli.to_stdout(f"  Node: {node}, status: missing")
                 bad = True
                 continue
-            path, ok, diag, _variants, _params, api = rows[0]
+            path, ok, diag, _variants, _params, api = rows[0][:6]
             text = "valid" if ok else f"invalid - {diag}"
             cli.to_stdout(f"  Node: {node}, status: {text} (path: {path}, API: "
                           f"{','.join(str(a) for a in api)})")

@@ -103,6 +103,16 @@ def cluster_info(cfg: ConfigReader) -> dict[str, Any]:
         "modify_ssh_setup": cluster.modify_ssh_setup,
         "ssh_key_type": cluster.ssh_key_type,
         "ssh_key_bits": cluster.ssh_key_bits,
+        # the rest of Ganeti 3.0's key set (doc/compat.md, "Results")
+        "mac_prefix": cluster.mac_prefix,
+        "drbd_usermode_helper": None,
+        "install_image": cluster.install_image,
+        "zeroing_image": cluster.zeroing_image,
+        "instance_communication_network": cluster.instance_communication_network,
+        "enabled_data_collectors": {name: bool(dc.get("active", True))
+                                    for name, dc in cluster.data_collectors.items()},
+        "data_collector_interval": {name: int(dc.get("interval", 0))
+                                    for name, dc in cluster.data_collectors.items()},
     }
 
 

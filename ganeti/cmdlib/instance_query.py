@@ -125,6 +125,13 @@ def _oper_state(ctx: InstanceQueryContext, inst: Instance) -> Any:
     return entry is not None and entry.get("state") == 0
 
 
+def _node_group(cfg: ConfigReader, node_name: str | None) -> tuple[str | None, str | None]:
+    """(group name, group uuid) of the node called ``node_name``; Nones when unknown."""
+    node = cfg.get_node_info_by_name(node_name) if node_name else None
+    group = cfg.get_nodegroup(node.group) if node is not None and node.group else None
+    return (group.name, group.uuid) if group is not None else (None, None)
+
+
 def _snodes(ctx: InstanceQueryContext, inst: Instance) -> list[str]:
     result: list[str] = []
     for disk in ctx.inst_disks(inst):
@@ -349,21 +356,31 @@ def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) ->
             run_state = "up" if entry is not None and entry.get("state") == 0 else "down"
         disks = []
         for idx, disk in enumerate(ctx.inst_disks(inst)):
+            # Ganeti 3.0's disk keys (doc/compat.md, "Results"); no block-device
+            # status is collected (pstatus/sstatus null), disks have no children
             disks.append({"iv_name": disk.iv_name or f"disk/{idx}", "size": disk.size,
                           "mode": disk.mode, "name": disk.name, "uuid": disk.uuid,
                           "dev_type": disk.dev_type, "logical_id": list(disk.logical_id),
-                          "nodes": [ctx.node_name(n) for n in disk.nodes]})
+                          "nodes": [ctx.node_name(n) for n in disk.nodes],
+                          "spindles": disk.spindles, "pstatus": None,
+                          "sstatus": None, "children": [], "drbd_info": None})
+        # Ganeti 3.0's NIC rows: [name, uuid, ip, mac, mode, link, vlan, network, netinfo]
         nics = []
         for nic in inst.nics:
             p = _nicp(ctx, nic)
-            nics.append({"name": nic.name, "uuid": nic.uuid, "mac": nic.mac, "ip": nic.ip,
-                         "mode": p.get("mode"), "link": p.get("link"), "vlan": p.get("vlan"),
-                         "network": nic.network})
+            nics.append([nic.name, nic.uuid, nic.ip, nic.mac, p.get("mode"), p.get("link"),
+                         p.get("vlan"), nic.network, None])
+        snodes = _snodes(ctx, inst)
+        sgroups = [_node_group(cfg, name) for name in snodes]
+        pgroup = _node_group(cfg, pnode.name if pnode else None)
         result[inst.name] = {
+            "pnode_group_name": pgroup[0], "pnode_group_uuid": pgroup[1],
+            "snodes_group_names": [g[0] for g in sgroups],
+            "snodes_group_uuids": [g[1] for g in sgroups],
             "name": inst.name, "uuid": inst.uuid, "config_state": inst.admin_state,
             "admin_state_source": inst.admin_state_source, "run_state": run_state,
             "status": _plain(_status(ctx, inst)) if not static else None,
-            "pnode": pnode.name if pnode else inst.primary_node, "snodes": _snodes(ctx, inst),
+            "pnode": pnode.name if pnode else inst.primary_node, "snodes": snodes,
             "os": inst.os, "hypervisor": inst.hypervisor, "disk_template": inst.disk_template,
             "network_port": inst.network_port,
             "hv_instance": dict(inst.hvparams), "hv_actual": ctx.hv(inst),

@@ -21,8 +21,8 @@ __all__ = ["OS_FIELDS", "collect_os", "diagnose_os", "LUOsDiagnose"]
 
 def diagnose_os(context: MasterContext) -> list[dict[str, Any]]:
     """One dict per OS name: name, valid, variants, parameters, api_versions,
-    node_status ``{node: [[path, status, diagnose, variants, params, api], ...]}``,
-    hidden, blacklisted."""
+    node_status ``{node: [[path, status, diagnose, variants, params, api, trusted], ...]}``
+    (Ganeti 3.0's seven fields, doc/compat.md "Results"), hidden, blacklisted."""
     cfg = context.committed_cfg()
     cluster = cfg.get_cluster_info()
     nodes = [n for n in cfg.get_all_nodes_info().values() if not n.offline and n.vm_capable]
@@ -39,9 +39,10 @@ def diagnose_os(context: MasterContext) -> list[dict[str, Any]]:
         good_nodes.append(node)
         for row in res.payload:
             name, path, status, diag, row_variants, row_params, row_api = row[:7]
+            trusted = bool(row[7]) if len(row) > 7 else True
             per_os.setdefault(name, {}).setdefault(node, []).append(
                 [path, bool(status), diag, list(row_variants), [list(p) for p in row_params],
-                 list(row_api)])
+                 list(row_api), trusted])
     result = []
     for name in sorted(per_os):
         node_status = {n: per_os[name].get(n, []) for n in good_nodes}

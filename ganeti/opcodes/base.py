@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ganeti import constants, errors
+from ganeti.opcodes import upstream
 from ganeti.private import Private, check_not_redacted
 
 __all__ = ["OpCode", "param", "check_value", "check_data", "op_id_from_class_name",
@@ -334,9 +335,14 @@ def build(cls: type[OpCode], data: dict[str, Any]) -> OpCode:
     """Build and validate ``cls`` from a dict without ``OP_ID``.
 
     Unknown keys and missing required fields raise
-    :class:`errors.ParameterError` naming the field.
+    :class:`errors.ParameterError` naming the field.  Ganeti 3.0's
+    parameters listed in :mod:`ganeti.opcodes.upstream` are dropped when
+    they carry upstream's default and refused otherwise.
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    # Ganeti 3.0's parameters we do not implement: dropped at their default only
+    data = upstream.drop_defaults(cls.OP_ID, {k: v for k, v in data.items() if k not in fields}) \
+        | {k: v for k, v in data.items() if k in fields}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise errors.ParameterError(

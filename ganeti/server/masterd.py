@@ -100,6 +100,10 @@ class LuxiDispatcher:
             "Query": lambda what, fields, qfilter:
                 cmdlib_query.run_query(context, what, fields, qfilter),
             "QueryFields": cmdlib_query.run_query_fields,
+            "QueryInstances": lambda names, fields, use_locking=False:
+                self._query_old_style(constants.QR_INSTANCE, names, fields),
+            "QueryNetworks": lambda names, fields, use_locking=False:
+                self._query_networks(names, fields),
             "QueryNodes": lambda names, fields, use_locking=False:
                 self._query_old_style(constants.QR_NODE, names, fields),
             "QueryGroups": lambda names, fields, use_locking=False:
@@ -182,6 +186,15 @@ class LuxiDispatcher:
         result = cmdlib_query.run_query(self.context, what, fields,
                                         query.make_simple_filter("name", names))
         return query.old_style_rows(result)
+
+    @staticmethod
+    def _query_networks(names: Any, fields: Any) -> list[list[Any]]:
+        """Old-style QueryNetworks: this project has no networks yet, so no rows;
+        naming a network is an unknown-entity error (doc/protocols/luxi.md)."""
+        if names:
+            raise errors.OpPrereqError(f"Network(s) {', '.join(map(str, names))} not known",
+                                       errors.ECODE_NOENT)
+        return []
 
     def _wait_for_events(self, last_id: int | None, event_filter: Any,
                          timeout: float) -> dict[str, Any]:

@@ -427,6 +427,10 @@ def test_os_resource_reports_differences(env: Any) -> None:
     assert rows["tinyos"][1] is True and rows["tinyos"][2] == ["default"]
     assert rows["onlyhere"][1] is False
     assert rows["onlyhere"][3]["node1"] == []
+    # Ganeti 3.0's seven fields per node row: path, status, diagnose, variants,
+    # parameters, api versions, trusted
+    first = next(r[0] for r in rows["tinyos"][3].values() if r)
+    assert len(first) == 7 and first[1] is True and first[6] is True
 
 
 def test_hooks_env(env: Any) -> None:

@@ -1,0 +1,90 @@
+"""Ganeti 3.0's opcode parameters that we accept only at their default value.
+
+Upstream's clients (its ``gnt-*`` commands, ``ganeti.luxi``, burnin) send
+parameters we do not implement yet, often filled with their default.
+:data:`ACCEPTED_AT_DEFAULT` lists, per ``OP_ID``, each such parameter with
+Ganeti 3.0's default (facts read from Ganeti 3.0.2's opcode definitions).
+:func:`ganeti.opcodes.base.build` drops such a parameter when it carries
+that default and refuses any other value with a ``wrong_input`` error
+naming it: nothing is silently ignored.  When a parameter becomes
+implemented (a field of the opcode class), its row here is removed; the
+table in doc/compat.md ("Opcode parameters") is generated from this one and
+checked by test/opcodes/test_upstream_params.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import errors
+
+__all__ = ["ACCEPTED_AT_DEFAULT", "is_default", "drop_defaults"]
+
+#: OP_ID -> {upstream parameter not implemented here: Ganeti 3.0's default}
+ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
+    "OP_CLUSTER_SET_PARAMS": {'compression_tools': None, 'data_collector_interval': None,
+        'default_iallocator_params': None, 'disk_state': None, 'drbd_helper': None,
+        'enabled_data_collectors': None, 'enabled_user_shutdown': None,
+        'gluster_storage_dir': None, 'hv_state': None, 'install_image': None,
+        'instance_communication_network': None, 'osparams_private_cluster': None,
+        'reserved_lvs': None, 'vg_name': None, 'zeroing_image': None},
+    "OP_GROUP_ASSIGN_NODES": {'node_uuids': None},
+    "OP_INSTANCE_ACTIVATE_DISKS": {'instance_uuid': None},
+    "OP_INSTANCE_CHANGE_GROUP": {'instance_uuid': None},
+    "OP_INSTANCE_CONSOLE": {'instance_uuid': None},
+    "OP_INSTANCE_CREATE": {'commit': False, 'compress': 'none', 'forthcoming': False,
+        'helper_shutdown_timeout': None, 'helper_startup_timeout': None,
+        'instance_communication': False, 'osparams_secret': None, 'pnode_uuid': None,
+        'snode_uuid': None, 'source_handshake': None, 'source_instance_name': None,
+        'source_shutdown_timeout': 120, 'source_x509_ca': None},
+    "OP_INSTANCE_DEACTIVATE_DISKS": {'instance_uuid': None},
+    "OP_INSTANCE_FAILOVER": {'instance_uuid': None, 'target_node_uuid': None},
+    "OP_INSTANCE_GROW_DISK": {'instance_uuid': None},
+    "OP_INSTANCE_MIGRATE": {'instance_uuid': None, 'target_node_uuid': None},
+    "OP_INSTANCE_MOVE": {'instance_uuid': None, 'target_node_uuid': None},
+    "OP_INSTANCE_REBOOT": {'instance_uuid': None},
+    "OP_INSTANCE_REINSTALL": {'instance_uuid': None, 'osparams_secret': None},
+    "OP_INSTANCE_REMOVE": {'instance_uuid': None},
+    "OP_INSTANCE_RENAME": {'instance_uuid': None},
+    "OP_INSTANCE_SET_PARAMS": {'conflicts_check': True, 'disk_template': None, 'ext_params': {},
+        'file_driver': None, 'file_storage_dir': None, 'hotplug_if_possible': False,
+        'iallocator': None, 'instance_communication': None, 'instance_uuid': None, 'pnode': None,
+        'pnode_uuid': None, 'remote_node': None, 'remote_node_uuid': None},
+    "OP_INSTANCE_SHUTDOWN": {'instance_uuid': None},
+    "OP_INSTANCE_STARTUP": {'instance_uuid': None, 'shutdown_timeout': 120},
+    "OP_NODE_EVACUATE": {'remote_node_uuid': None},
+    "OP_NODE_MIGRATE": {'target_node_uuid': None},
+    "OP_NODE_SET_PARAMS": {'disk_state': None, 'hv_state': None},
+    "OP_TEST_ALLOCATOR": {'count': 1},
+}
+
+
+def is_default(value: Any, default: Any) -> bool:
+    """Whether ``value`` is ``default`` (same type too: ``0`` is not ``False``).
+
+    For a parameter whose default is None an empty dict or list also counts
+    (upstream's CLI sends ``osparams_secret={}`` when no secret is given).
+    """
+    if default is None:
+        return value is None or value == {} or value == []
+    return type(value) is type(default) and value == default
+
+
+def drop_defaults(op_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the accepted-at-default parameters of ``op_id``.
+
+    Raises :class:`errors.ParameterError` (``wrong_input``) naming the first
+    such parameter whose value is not Ganeti 3.0's default.
+    """
+    table = ACCEPTED_AT_DEFAULT.get(op_id)
+    if not table:
+        return data
+    result = {}
+    for name, value in data.items():
+        if name not in table:
+            result[name] = value
+        elif not is_default(value, table[name]):
+            raise errors.ParameterError(
+                f"{op_id}: parameter '{name}' is not supported yet; only its default"
+                f" {table[name]!r} is accepted, got {value!r}", errors.ECODE_INVAL)
+    return result
