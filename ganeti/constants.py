@@ -120,6 +120,8 @@ QFT_NUMBER = "number"
 QFT_UNIT = "unit"
 QFT_TIMESTAMP = "timestamp"
 QFT_OTHER = "other"
+#: a float (Ganeti 3.0: ndp/cpu_speed)
+QFT_FLOAT = "float"
 QR_CLUSTER = "cluster"
 QR_INSTANCE = "instance"
 QR_NODE = "node"

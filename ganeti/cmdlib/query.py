@@ -13,6 +13,8 @@ cluster...), e.g. ``RESOURCES[constants.QR_NODE] = QueryResource(...)`` in
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -197,7 +199,14 @@ def build_resources() -> dict[str, QueryResource]:
     }
 
 
-RESOURCES: dict[str, QueryResource] = build_resources()
+def _with_upstream_names(resources: dict[str, QueryResource]) -> dict[str, QueryResource]:
+    """Every table plus Ganeti 3.0's field names (ganeti/cmdlib/query_upstream.py)."""
+    from ganeti.cmdlib import query_upstream
+    return {what: dataclasses.replace(res, table=query_upstream.extend(what, res.table))
+            for what, res in resources.items()}
+
+
+RESOURCES: dict[str, QueryResource] = _with_upstream_names(build_resources())
 
 
 def _resource(what: Any) -> QueryResource:

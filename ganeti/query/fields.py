@@ -33,7 +33,7 @@ Getter = Callable[[Any, Any], Any]
 ALL_KINDS = frozenset([
     constants.QFT_UNKNOWN, constants.QFT_TEXT, constants.QFT_BOOL,
     constants.QFT_NUMBER, constants.QFT_UNIT, constants.QFT_TIMESTAMP,
-    constants.QFT_OTHER,
+    constants.QFT_OTHER, constants.QFT_FLOAT,
 ])
 
 # Ganeti's field names: lower case, digits, and "._/" (e.g. "disk.size/0").

@@ -65,7 +65,7 @@ ALL_OPERATORS = frozenset([OP_AND, OP_OR, OP_NOT, OP_TRUE, OP_REGEXP, OP_CONTAIN
                            *_ORDERING, *_EQUALITY])
 
 _MAX_DEPTH = 100
-_NUMERIC_KINDS = (constants.QFT_NUMBER, constants.QFT_TIMESTAMP)
+_NUMERIC_KINDS = (constants.QFT_NUMBER, constants.QFT_FLOAT, constants.QFT_TIMESTAMP)
 
 
 def _true(ctx: Any, item: Any) -> bool:

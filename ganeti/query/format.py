@@ -42,7 +42,7 @@ STATUS_TEXT = {
     constants.RS_UNAVAIL: ("(unavail)", "-"),
     constants.RS_OFFLINE: ("(offline)", "*"),
 }
-_RIGHT_ALIGNED = frozenset([constants.QFT_NUMBER, constants.QFT_UNIT])
+_RIGHT_ALIGNED = frozenset([constants.QFT_NUMBER, constants.QFT_FLOAT, constants.QFT_UNIT])
 _CONVERTED = frozenset([constants.QFT_BOOL, constants.QFT_TIMESTAMP])
 
 
