@@ -341,8 +341,7 @@ def build(cls: type[OpCode], data: dict[str, Any]) -> OpCode:
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
     # Ganeti 3.0's parameters we do not implement: dropped at their default only
-    data = upstream.drop_defaults(cls.OP_ID, {k: v for k, v in data.items() if k not in fields}) \
-        | {k: v for k, v in data.items() if k in fields}
+    data = upstream.drop_defaults(cls.OP_ID, data)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise errors.ParameterError(

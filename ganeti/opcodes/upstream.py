@@ -18,7 +18,7 @@ from typing import Any
 
 from ganeti import errors
 
-__all__ = ["ACCEPTED_AT_DEFAULT", "is_default", "drop_defaults"]
+__all__ = ["ACCEPTED_AT_DEFAULT", "NULL_IS_DEFAULT", "is_default", "drop_defaults"]
 
 #: OP_ID -> {upstream parameter not implemented here: Ganeti 3.0's default}
 ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
@@ -58,6 +58,21 @@ ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "OP_TEST_ALLOCATOR": {'count': 1},
 }
 
+#: OP_ID -> parameters we implement without null whose Ganeti 3.0 default is
+#: null (upstream's "not given"): a null value there means our default
+#: (burnin sends ``osparams_private=None``)
+NULL_IS_DEFAULT: dict[str, frozenset[str]] = {
+    "OP_GROUP_EVACUATE": frozenset({"target_groups"}),
+    "OP_INSTANCE_CHANGE_GROUP": frozenset({"target_groups"}),
+    "OP_INSTANCE_CREATE": frozenset({"mode", "osparams_private", "disks", "nics", "no_install"}),
+    "OP_INSTANCE_REBOOT": frozenset({"reboot_type"}),
+    "OP_NODE_EVACUATE": frozenset({"mode", "ignore_soft_errors"}),
+    "OP_NODE_MODIFY_STORAGE": frozenset({"changes"}),
+    "OP_TEST_ALLOCATOR": frozenset({"direction", "name", "memory", "vcpus", "disks", "nics", "os",
+                                    "disk_template", "instances", "evac_mode",
+                                    "target_groups"}),
+}
+
 
 def is_default(value: Any, default: Any) -> bool:
     """Whether ``value`` is ``default`` (same type too: ``0`` is not ``False``).
@@ -71,16 +86,21 @@ def is_default(value: Any, default: Any) -> bool:
 
 
 def drop_defaults(op_id: str, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` without the accepted-at-default parameters of ``op_id``.
+    """``data`` without the accepted-at-default parameters of ``op_id``, and
+    without the nulls of :data:`NULL_IS_DEFAULT` (so our defaults apply).
 
     Raises :class:`errors.ParameterError` (``wrong_input``) naming the first
     such parameter whose value is not Ganeti 3.0's default.
     """
+    nulls = NULL_IS_DEFAULT.get(op_id, frozenset())
     table = ACCEPTED_AT_DEFAULT.get(op_id)
-    if not table:
+    if not table and not nulls:
         return data
+    table = table or {}
     result = {}
     for name, value in data.items():
+        if name in nulls and value is None:
+            continue          # upstream's "not given": our default applies
         if name not in table:
             result[name] = value
         elif not is_default(value, table[name]):

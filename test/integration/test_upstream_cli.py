@@ -9,6 +9,7 @@ file order (add before info, ..., remove last).
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -19,6 +20,7 @@ from vcluster_harness import VirtualCluster
 pytestmark = pytest.mark.timeout(900)
 
 N1, N2 = "node1.vcluster", "node2.vcluster"
+LUXI_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "upstream_luxi_driver.py")
 INST = "up1.example.com"
 NEW_NAME = "up2.example.com"
 
@@ -64,6 +66,18 @@ def test_job_list_and_debug_delay(vc, scratch):
     assert "TEST_DELAY(0.01)" in out
     ours = vc.ok("gnt-job", "list", "--no-headers", "-o", "summary")
     assert "TEST_DELAY(0.01)" in ours
+
+
+def test_cluster_version_getmaster_verify(vc, scratch):
+    assert "Software version: " in up(vc, scratch, "gnt-cluster", "version")
+    assert up(vc, scratch, "gnt-cluster", "getmaster").strip() == N1
+    up(vc, scratch, "gnt-cluster", "verify")
+    assert vc.run("gnt-cluster", "verify").returncode == 0
+
+
+def test_node_info(vc, scratch):
+    out = up(vc, scratch, "gnt-node", "info", N2)
+    assert f"Node name: {N2}" in out and "master candidate: True" in out
 
 
 def test_cluster_info(vc, scratch):
@@ -128,6 +142,38 @@ def test_instance_tags(vc, scratch):
     assert "upstream-tag" in out.split()
 
 
+def test_job_info_watch_archive(vc, scratch):
+    res = upstream_cli.run(vc, scratch, "gnt-debug", "delay", "--submit", "0.01")
+    assert res.returncode == 0, res.stderr
+    job = (res.stdout + res.stderr).split("JobID:")[1].split()[0]   # printed to stderr
+    vc.ok("gnt-job", "wait", job)
+    assert f"Job ID: {job}" in up(vc, scratch, "gnt-job", "info", job)
+    assert f"Output from job {job} follows" in up(vc, scratch, "gnt-job", "watch", job)
+    up(vc, scratch, "gnt-job", "archive", job)
+    listed = vc.ok("gnt-job", "list", "--no-headers", "-o", "id").split()
+    assert job not in listed
+
+
+def test_debug_locks(vc, scratch):
+    out = up(vc, scratch, "gnt-debug", "locks")
+    assert "cluster/BGL" in out
+
+
+def test_upstream_luxi_client_script(vc, scratch):
+    r = json.loads(up(vc, scratch, LUXI_DRIVER))
+    assert r["module"] == "/usr/share/ganeti/3.0/ganeti/luxi.py"   # upstream's client
+    assert r["info_name"] == "cluster.vcluster"
+    assert sorted(r["nodes"]) == sorted([name, role] for name, role in vc.roles().items())
+    assert r["instances"] == [[INST, "running", 192]]
+    assert r["groups"] == [["default", 2]] and r["networks"] == []
+    assert r["exports"] == {N1: [], N2: []}
+    assert r["config"] == ["cluster.vcluster", N1]
+    assert [row[0] for row in r["query"]] == [[0, N1], [0, N2]]
+    assert r["fields"] == ["name", "vcpus"]
+    assert r["jobs"] == [[r["job"], "success"]] and "luxi-script" in r["tags"]
+    assert "luxi-script" in vc.ok("gnt-cluster", "list-tags").split()
+
+
 def test_instance_list_params(vc, scratch):
     out = up(vc, scratch, "gnt-instance", "list", "--no-headers", "-o", "name,be/maxmem", INST)
     assert out.split() == [INST, "192M"]
@@ -142,7 +188,7 @@ def test_instance_list_upstream_field_names(vc, scratch):
 
 #: what each htool prints about the cluster it read over LUXI
 HTOOLS = {"hbal": "Loaded 2 nodes, 1 instances", "hspace": "The cluster has 2 nodes",
-          "hinfo": "Cluster score"}
+          "hinfo": "Cluster score", "hcheck": "Cluster is not healthy: False"}
 
 
 @pytest.mark.parametrize("tool", sorted(HTOOLS))
@@ -164,3 +210,27 @@ def test_instance_remove(vc, scratch):
     up(vc, scratch, "gnt-instance", "remove", "-f", NEW_NAME)
     assert NEW_NAME not in vc.ok("gnt-instance", "list", "--no-headers", "-o", "name")
     assert not os.path.exists(os.path.join(vc.paths(N1).file_storage_dir, NEW_NAME))
+
+
+#: burnin's steps that need what this cluster lacks: confd (add/detach disks),
+#: a mirrored disk template (replace, failover, migrate); export/import is
+#: covered by our own tests
+BURNIN_SKIPS = ("--no-confd", "--no-add-disks", "--no-replace1", "--no-replace2",
+                "--no-failover", "--no-migrate", "--no-importexport")
+
+
+def test_upstream_burnin(vc, scratch):
+    names = ["burn1.example.com", "burn2.example.com"]
+    out = up(vc, scratch, "burnin", "-o", "tinyos+default", "-t", "file", "--disk-size", "16M",
+             "--disk-growth", "8M", "--mem-size", "128", "-n", f"{N1},{N2}", "--no-ip-check",
+             "--no-name-check", *BURNIN_SKIPS, *names)
+    for step in ("Creating instances", "Stopping and starting instances", "Growing disks",
+                 "Moving instances", "Reinstalling instances", "Rebooting instances",
+                 "Renaming the instances to their own name", "Adding and removing NICs",
+                 "Activating/deactivating disks", "Removing instances"):
+        assert f"- {step}" in out, step
+    listed = vc.ok("gnt-instance", "list", "--no-headers", "-o", "name").split()
+    assert not set(names) & set(listed)
+    jobs = vc.ok("gnt-job", "list", "--no-headers", "-o", "status,summary")
+    assert "success INSTANCE_CREATE(burn1.example.com)" in " ".join(jobs.split())
+    assert "success INSTANCE_MOVE(burn2.example.com)" in " ".join(jobs.split())

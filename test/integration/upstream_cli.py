@@ -75,7 +75,10 @@ def prepare_host() -> None:
 
 
 def command(tool: str, *args: str) -> list[str]:
-    """argv of an upstream tool: ``gnt-*`` and burnin under Debian's python3, h* directly."""
+    """argv of an upstream tool: ``gnt-*``, burnin and a script path (``*.py``) under
+    Debian's python3, the htools (``h*``) directly."""
+    if tool.endswith(".py"):
+        return [SYSTEM_PYTHON, "-E", "-s", tool, *args]
     if tool.startswith("h"):
         return [os.path.join(HTOOLS_DIR, tool), *args]
     return [SYSTEM_PYTHON, "-E", "-s", os.path.join(UPSTREAM_DIR, tool), *args]

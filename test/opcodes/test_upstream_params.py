@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from typing import Any
 
 import pytest
@@ -121,6 +122,15 @@ def test_default_is_dropped_other_values_refused() -> None:
         opcodes.from_dict({**base, "no_such_param": None})
 
 
+def test_null_means_our_default_where_upstreams_default_is_null() -> None:
+    create = {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": "i1", "mode": "create",
+              "disk_template": "diskless", "disks": [], "nics": [], "os_type": "tinyos",
+              "pnode": "node1", "osparams_private": None}
+    assert opcodes.from_dict(create).osparams_private == {}
+    with pytest.raises(errors.ParameterError, match="osparams"):
+        opcodes.from_dict({**create, "osparams": None})     # upstream's default is {}
+
+
 # --- with upstream's definitions ---------------------------------------------
 def test_no_upstream_parameter_is_missing() -> None:
     up = _need_upstream()
@@ -135,6 +145,24 @@ def test_recorded_defaults_are_upstreams() -> None:
         assert theirs is not None, op_id
         for name, default in params.items():
             assert name in theirs and theirs[name] == default, (op_id, name, theirs.get(name))
+
+
+def test_null_table_is_upstreams() -> None:
+    up = _need_upstream()
+    expected: dict[str, frozenset[str]] = {}
+    for op_id, cls in opcodes.OP_REGISTRY.items():
+        theirs = up.get(op_id) or {}
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name not in theirs or theirs[f.name] is not None:
+                continue
+            tp = hints[f.name]
+            nullable = tp is Any or type(None) in typing.get_args(tp)
+            has_default = (f.default is not dataclasses.MISSING
+                           or f.default_factory is not dataclasses.MISSING)
+            if not nullable and has_default:
+                expected[op_id] = expected.get(op_id, frozenset()) | {f.name}
+    assert upstream.NULL_IS_DEFAULT == expected
 
 
 def test_doc_table_is_current() -> None:
