@@ -23,7 +23,7 @@ __all__ = ["ACCEPTED_AT_DEFAULT", "NULL_IS_DEFAULT", "is_default", "drop_default
 #: OP_ID -> {upstream parameter not implemented here: Ganeti 3.0's default}
 ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "OP_CLUSTER_SET_PARAMS": {'compression_tools': None, 'data_collector_interval': None,
-        'default_iallocator_params': None, 'disk_state': None, 'drbd_helper': None,
+        'disk_state': None, 'drbd_helper': None,
         'enabled_data_collectors': None, 'enabled_user_shutdown': None,
         'gluster_storage_dir': None, 'hv_state': None, 'install_image': None,
         'instance_communication_network': None, 'osparams_private_cluster': None,
