@@ -172,6 +172,19 @@ def test_upstream_luxi_client_script(vc, scratch):
     assert r["fields"] == ["name", "vcpus"]
     assert r["jobs"] == [[r["job"], "success"]] and "luxi-script" in r["tags"]
     assert "luxi-script" in vc.ok("gnt-cluster", "list-tags").split()
+    # the client's job-queue methods, argument order and result shapes as upstream's
+    assert r["drain_set"] is True and r["drain_unset"] is True    # as Ganeti's luxid
+    assert r["drained_submit_error"] == "JobQueueDrainError"
+    assert r["many_ok"] == [True, True]
+    assert r["wait_once"] == [["success"], []]
+    assert r["priority"][0] is True, r["priority"]
+    assert r["cancel"][0] is True, r["cancel"]
+    assert r["slow_status"][0] in (["canceled"], ["canceling"])
+    assert r["archive"] is True
+    assert r["archived_query"] == [[r["archived_id"]]]   # still found by id, as 3.0 (archive)
+    archived, left = r["autoarchive"]
+    assert archived >= 3 and left == 0
+    assert r["filters_error"] is not None              # no job filters here (doc/compat.md)
 
 
 def test_instance_list_params(vc, scratch):

@@ -32,7 +32,45 @@ def main() -> None:
     out["job_result"] = cli.PollJob(job, cl=cl, feedback_fn=lambda msg: None)
     out["jobs"] = cl.QueryJobs([job], ["id", "status"])
     out["tags"] = cl.QueryTags("cluster", "")
+    out.update(_queue_methods(cl))
     print(json.dumps(out))
+
+
+def _error(call):
+    """The class name of what ``call()`` raised, or None when it returned."""
+    try:
+        call()
+    except Exception as exc:  # upstream's errors, whatever their class
+        return type(exc).__name__
+    return None
+
+
+def _queue_methods(cl):
+    """The client's remaining job-queue methods, each as upstream calls it."""
+    out = {}
+    delay = opcodes.OpTestDelay
+    out["drain_set"] = cl.SetQueueDrainFlag(True)
+    out["drained_submit_error"] = _error(lambda: cl.SubmitJob([delay(duration=0)]))
+    drained = cl.SubmitJobToDrainedQueue([delay(duration=0)])
+    out["drain_unset"] = cl.SetQueueDrainFlag(False)
+    many = cl.SubmitManyJobs([[delay(duration=0)], [delay(duration=0)]])
+    out["many_ok"] = [ok for ok, _ in many]
+    ids = [drained] + [job for _, job in many]
+    for job in ids:
+        cli.PollJob(job, cl=cl, feedback_fn=lambda msg: None)
+    once = cl.WaitForJobChangeOnce(ids[0], ["status"], None, None, timeout=5)
+    out["wait_once"] = once
+    slow = cl.SubmitJob([delay(duration=30)])
+    out["priority"] = cl.ChangeJobPriority(slow, 5)
+    out["cancel"] = cl.CancelJob(slow, True)     # running: only kill=True stops it
+    out["slow_status"] = cl.WaitForJobChangeOnce(slow, ["status"], None, None, timeout=10)
+    out["archive"] = cl.ArchiveJob(ids[0])
+    out["archived_id"] = ids[0]
+    out["archived_query"] = cl.QueryJobs([ids[0]], ["id"])
+    out["autoarchive"] = cl.AutoArchiveJobs(0)
+    out["watcher_pause"] = cl.SetWatcherPause(None)
+    out["filters_error"] = _error(lambda: cl.QueryFilters([], ["uuid"]))
+    return out
 
 
 if __name__ == "__main__":
