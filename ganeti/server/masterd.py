@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ganeti import (config, configfile, constants, errors, events, locking, luxi, query,
-                    watcherpause)
+                    serializer, watcherpause)
 from ganeti.cmdlib import backup as cmdlib_backup
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info
@@ -46,6 +46,8 @@ from ganeti.failover.quorum import MasterGuard
 from ganeti.failover.vote import Decision
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
+from ganeti.jqueue.lookup import SummaryRowCache
+from ganeti.jqueue.summary import SUMMARY_FIELDS
 from ganeti.mastermetrics import MasterMetrics
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
@@ -118,11 +120,14 @@ class LuxiDispatcher:
             "WaitForEvents": self._wait_for_events,
             "QueryMetrics": self._query_metrics,
         }
-        # methods whose whole response frame is cached: name -> frame maker
-        self._frames: dict[str, Callable[[], bytes]] = {
+        # methods whose response frame is made (or cached) as a whole: name ->
+        # frame maker, called with the request's arguments; None: ask the handler
+        self._frames: dict[str, Callable[..., bytes | None]] = {
             "QueryClusterInfo": self._cluster_info_frame,
+            "Query": self._job_list_frame,
         }
         self._info_frame: tuple[tuple[Any, ...], bytes] | None = None
+        self._job_rows = SummaryRowCache()
         unchecked = set(self._methods) - set(luxi.METHOD_ARGS)
         if unchecked:
             raise errors.ProgrammerError(f"LUXI methods without an argument table row:"
@@ -145,7 +150,9 @@ class LuxiDispatcher:
         make_frame = self._frames.get(req.method)
         try:
             if make_frame is not None:
-                return make_frame()
+                made = make_frame(*req.args)
+                if made is not None:
+                    return made
             result = entry(*req.args)
         except errors.GanetiError as exc:
             logger.debug("LUXI %s failed: %s", req.method, exc)
@@ -178,6 +185,25 @@ class LuxiDispatcher:
         frame = luxi.encode_response(True, cluster_info(cfg))
         self._info_frame = (key, frame)
         return frame
+
+    def _job_list_frame(self, what: Any, fields: Any, qfilter: Any) -> bytes | None:
+        """The ``Query`` response for the plain job list (``gnt-job list``:
+        the filter ``UNARCHIVED_FILTER`` alone, fields a job summary holds),
+        its rows' JSON kept per finished job (:class:`SummaryRowCache`);
+        None for any other query.  Byte for byte the frame of
+        ``cmdlib_query.run_query``'s result: the unarchived jobs in id
+        order, every cell normal.
+        """
+        if (what != constants.QR_JOB or qfilter != cmdlib_query.UNARCHIVED_FILTER
+                or not fields or not SUMMARY_FIELDS.issuperset(fields)):
+            return None   # (the arguments were checked: fields is a list of strings)
+        get_summaries = getattr(self.context.require_jqueue(), "get_summaries", None)
+        if get_summaries is None:   # (test fakes of the queue)
+            return None
+        fielddefs = query.query_fields(cmdlib_query.JOB_FIELDS, fields)["fields"]
+        rows = self._job_rows.rows_json(get_summaries(None), fields)
+        text = f'{{"success":true,"result":{{"fields":{serializer.dumps(fielddefs)},"data":{rows}}}}}'
+        return text.encode("utf-8") + luxi.ETX
 
     def _query_old_style(self, what: str, names: Any, fields: Any) -> list[list[Any]]:
         if names is not None and not isinstance(names, list):

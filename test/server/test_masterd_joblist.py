@@ -1,0 +1,96 @@
+"""The plain job list (``gnt-job list``'s Query) is answered from cached row
+text, byte for byte what the general query path gives."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from fakes import make_config  # noqa: E402
+
+from ganeti import constants, luxi  # noqa: E402
+from ganeti.cmdlib import query as cmdlib_query  # noqa: E402
+from ganeti.jqueue import storage as jstorage  # noqa: E402
+from ganeti.jqueue.lookup import SummaryRowCache  # noqa: E402
+from ganeti.jqueue.summary import JobSummary  # noqa: E402
+from ganeti.pathutils import Paths  # noqa: E402
+from ganeti.server import masterd  # noqa: E402
+
+UNARCHIVED = ["!", ["?", "archived"]]
+
+
+def _query_frame(dispatcher: masterd.LuxiDispatcher, fields: list[str], qfilter) -> bytes:
+    request = luxi.encode_message({"method": "Query", "args": ["job", fields, qfilter]})
+    return dispatcher.handle(request[:-len(luxi.ETX)])
+
+
+def _general_frame(ctx, fields: list[str], qfilter) -> bytes:
+    return luxi.encode_response(True, cmdlib_query.run_query(ctx, "job", fields, qfilter))
+
+
+def _wait_finished(jq, ids: list[int]) -> None:
+    for _ in range(2000):   # a bound on the polls, not a time
+        rows = jq.query_jobs(ids, ["status"])
+        if all(row[0] in constants.JOBS_FINALIZED for row in rows):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"jobs {ids} did not finish")
+
+
+def test_job_list_frame_is_the_general_answer(tmp_path) -> None:
+    make_config(tmp_path, nodes=1)
+    paths = Paths(root=str(tmp_path / "root"))
+    os.makedirs(paths.queue_dir, exist_ok=True)
+    ctx = masterd.build_context(paths, workers=1, sync_mode=jstorage.SYNC_NONE, with_rpc=False)
+    jq = ctx.jqueue
+    try:
+        dispatcher = masterd.LuxiDispatcher(ctx)
+        fast = dispatcher._frames["Query"]
+        assert fast("job", ["id"], UNARCHIVED).startswith(b'{"success":true')   # empty queue
+        assert fast("job", ["id"], UNARCHIVED) == _general_frame(ctx, ["id"], UNARCHIVED)
+        jq.start()
+        done = [jq.submit_job([{"OP_ID": "OP_TEST_DELAY", "duration": 0}]) for _ in range(4)]
+        failed = jq.submit_job([{"OP_ID": "OP_TEST_DELAY", "duration": 0,
+                                    "on_nodes": ["no-such-node"]}])
+        _wait_finished(jq, done + [failed])
+        # a live job too (cancelled at the end)
+        running = jq.submit_job([{"OP_ID": "OP_TEST_DELAY", "duration": 60, "interruptible": True}])
+        for fields in (["id", "status", "summary"], ["id", "priority", "opstatus", "oppriority",
+                                                      "received_ts", "start_ts", "end_ts",
+                                                      "archived", "summary"], ["status", "id"]):
+            first = _query_frame(dispatcher, fields, UNARCHIVED)
+            assert first == fast("job", fields, UNARCHIVED)          # the fast path answered
+            assert first == _general_frame(ctx, fields, UNARCHIVED)
+            assert b'"error"' in first and b'"success"' in first
+            assert _query_frame(dispatcher, fields, UNARCHIVED) == first   # from the cache
+        jq.archive_job(done[0])
+        fields = ["id", "status", "summary"]
+        after = _query_frame(dispatcher, fields, UNARCHIVED)
+        assert after == _general_frame(ctx, fields, UNARCHIVED)
+        assert f"[[0,{done[0]}]".encode() not in after and f"[[0,{done[1]}]".encode() in after
+        # other queries take the general path (and still answer the same)
+        for fields, qfilter in ((["id", "ops"], UNARCHIVED), (["id"], None),
+                                (["id"], ["&", UNARCHIVED, ["==", "status", "error"]])):
+            assert fast("job", fields, qfilter) is None
+            assert _query_frame(dispatcher, fields, qfilter) == _general_frame(ctx, fields, qfilter)
+        assert fast("instance", ["name"], UNARCHIVED) is None
+        jq.cancel_job(running)
+    finally:
+        jq.shutdown(timeout=10)
+        ctx.replicator.stop(timeout=10)
+
+
+def test_row_cache_reuses_rows_of_the_same_summary_only() -> None:
+    one = JobSummary(1, "success", 0, ["success"], [0], ["TEST_DELAY"], [1, 0], [1, 1], [1, 2])
+    two = JobSummary(2, "error", 0, ["error"], [0], ["TEST_DELAY"], None, None, None)
+    cache = SummaryRowCache()
+    text = cache.rows_json([one, None, two], ["id", "status"])
+    assert text == '[[[0,1],[0,"success"]],[[0,2],[0,"error"]]]'
+    assert cache.rows_json([one], ["id", "status"]) == '[[[0,1],[0,"success"]]]'
+    # another summary object for id 1 (a live job summarized anew): its row is made again
+    changed = JobSummary(1, "running", 0, ["running"], [0], ["TEST_DELAY"], [1, 0], [1, 1], None)
+    assert cache.rows_json([changed], ["id", "status"]) == '[[[0,1],[0,"running"]]]'
+    assert cache.rows_json([changed], ["status"]) == '[[[0,"running"]]]'
