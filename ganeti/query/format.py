@@ -24,6 +24,8 @@ with ``verbose=True``: ``(unknown)``, ``(nodata)``, ``(unavail)``,
 from __future__ import annotations
 
 import time
+from itertools import repeat
+from operator import itemgetter
 
 from ganeti import constants
 from ganeti.utils.units import format_unit
@@ -44,6 +46,7 @@ STATUS_TEXT = {
 }
 _RIGHT_ALIGNED = frozenset([constants.QFT_NUMBER, constants.QFT_FLOAT, constants.QFT_UNIT])
 _CONVERTED = frozenset([constants.QFT_BOOL, constants.QFT_TIMESTAMP])
+_STATUS, _VALUE = itemgetter(0), itemgetter(1)
 
 
 def format_timestamp(value: Any) -> str:
@@ -129,30 +132,56 @@ def format_table(fielddefs: Sequence[dict[str, Any]], rows: Sequence[Sequence[Se
     if units is None:
         units = "m" if separator is not None else "h"
     kinds = [fdef["kind"] for fdef in fielddefs]
-    formatters = [_column_formatter(kind, units, timefmt) for kind in kinds]
     status_text = {status: texts[0] if verbose else texts[1] for status, texts in STATUS_TEXT.items()}
-    normal = constants.RS_NORMAL
     other = "(unknown status)" if verbose else "?"
-    table = [[fmt(value) if status == normal else status_text.get(status, other)
-              for fmt, (status, value) in zip(formatters, row)] for row in rows]
+    # column by column: most columns are all normal cells of one plain type
+    cells_by_column = list(zip(*rows)) if rows else [() for _ in kinds]
+    columns = [_column_texts(cells, kind, units, timefmt, status_text, other)
+               for cells, kind in zip(cells_by_column, kinds)]
     if headers:
-        table.insert(0, [fdef["title"] for fdef in fielddefs])
+        for column, fdef in zip(columns, fielddefs):
+            column.insert(0, fdef["title"])
+    nlines = len(rows) + (1 if headers else 0)
     if separator is not None:
-        return [separator.join(line) for line in table]
+        return [separator.join(line) for line in zip(*columns)] if kinds else [""] * nlines
     if not kinds:
-        return ["" for _ in table]
-    widths = [max((len(line[col]) for line in table), default=0) for col in range(len(kinds))]
-    right = [kind in _RIGHT_ALIGNED for kind in kinds]
+        return [""] * nlines
     last = len(kinds) - 1
-    result = []
-    for line in table:
-        cells = []
-        for col, text in enumerate(line):
-            if right[col]:
-                cells.append(text.rjust(widths[col]))
-            elif col == last:
-                cells.append(text)
-            else:
-                cells.append(text.ljust(widths[col]))
-        result.append(" ".join(cells))
-    return result
+    for col, (kind, column) in enumerate(zip(kinds, columns)):
+        width = max(map(len, column), default=0)
+        if kind in _RIGHT_ALIGNED:
+            columns[col] = list(map(str.rjust, column, repeat(width)))
+        elif col != last:
+            columns[col] = list(map(str.ljust, column, repeat(width)))
+    return [" ".join(line) for line in zip(*columns)]
+
+
+def _column_texts(cells: Sequence[Sequence[Any]], kind: str, units: str,
+                  timefmt: Callable[[Any], str], status_text: dict[int, str],
+                  other: str) -> list[str]:
+    """The texts of one column's ``[status, value]`` cells (as
+    :func:`format_cell`), with short cuts for a column of normal cells all
+    holding strings, plain ints or lists of strings, and each distinct
+    size of a column of ints formatted once."""
+    normal = constants.RS_NORMAL
+    statuses = set(map(_STATUS, cells))
+    if not statuses or statuses == {normal}:
+        values = list(map(_VALUE, cells))
+        classes = set(map(type, values))
+        if kind not in _CONVERTED and len(classes) == 1:
+            cls = classes.pop()
+            if cls is str:
+                return values
+            if cls is int and kind != constants.QFT_UNIT:
+                return list(map(str, values))
+            if cls is list and all(elem.__class__ is str for value in values for elem in value):
+                return list(map(",".join, values))
+            if cls is int:   # a unit column: few distinct sizes
+                fmt = _column_formatter(kind, units, timefmt)
+                texts = {value: fmt(value) for value in set(values)}
+                return list(map(texts.__getitem__, values))
+        fmt = _column_formatter(kind, units, timefmt)
+        return [fmt(value) for value in values]
+    fmt = _column_formatter(kind, units, timefmt)
+    return [fmt(value) if status == normal else status_text.get(status, other)
+            for status, value in cells]

@@ -127,3 +127,60 @@ def test_table_and_cell_formatting_agree() -> None:
     assert q.format_table(fdefs, [row], headers=False, separator="|") == ["Y|t|?"]
     assert q.format_table(fdefs, [row], headers=False, separator="|", verbose=True) == [
         "Y|t|(unknown status)"]
+
+
+def _reference_table(fielddefs: list[dict[str, Any]], rows: list[Any], *, headers: bool = True,
+                     separator: str | None = None, units: str | None = None,
+                     verbose: bool = False) -> list[str]:
+    """The table as the cells render one by one (format_cell), padded column by column."""
+    if units is None:
+        units = "m" if separator is not None else "h"
+    kinds = [f["kind"] for f in fielddefs]
+    table = [[q.format_cell(kind, status, value, units=units, verbose=verbose)
+              for kind, (status, value) in zip(kinds, row)] for row in rows]
+    if headers:
+        table.insert(0, [f["title"] for f in fielddefs])
+    if separator is not None:
+        return [separator.join(line) for line in table]
+    widths = [max(len(line[c]) for line in table) if table else 0 for c in range(len(kinds))]
+    out = []
+    for line in table:
+        cells = []
+        for col, text in enumerate(line):
+            if kinds[col] in (constants.QFT_NUMBER, constants.QFT_UNIT):
+                cells.append(text.rjust(widths[col]))
+            elif col == len(kinds) - 1:
+                cells.append(text)
+            else:
+                cells.append(text.ljust(widths[col]))
+        out.append(" ".join(cells))
+    return out
+
+
+def test_columns_of_one_plain_type_and_mixed_columns_format_as_cell_by_cell() -> None:
+    """The column short cuts (all strings, all ints, all lists of strings)
+    give exactly what format_cell gives, mixed columns and odd cells too."""
+    fields = [
+        {"name": "id", "title": "ID", "kind": "number", "doc": "d"},
+        {"name": "status", "title": "Status", "kind": "text", "doc": "d"},
+        {"name": "summary", "title": "Summary", "kind": "other", "doc": "d"},
+        {"name": "mem", "title": "Memory", "kind": "unit", "doc": "d"},
+        {"name": "flag", "title": "F", "kind": "bool", "doc": "d"},
+        {"name": "misc", "title": "Misc", "kind": "other", "doc": "d"},
+        {"name": "count", "title": "Count", "kind": "number", "doc": "d"},
+    ]
+    plain = [[[N, 1], [N, "success"], [N, ["TEST_DELAY"]], [N, 128], [N, True], [N, "x"], [N, 3]],
+             [[N, 10000], [N, "error"], [N, ["A", "B(c)"]], [N, 4096], [N, False], [N, "yy"],
+              [N, 12]]]
+    mixed = plain + [
+        [[N, 2.5], [N, None], [N, [1, ["a"], {"k": None}]], [N, 1.5], [N, 0], [N, {"b": 1, "a": [2]}],
+         [N, True]],
+        [[constants.RS_UNAVAIL, None], [constants.RS_NODATA, None], [constants.RS_OFFLINE, None],
+         [constants.RS_UNKNOWN, None], [7, None], [N, ("t", "u")], [N, None]],
+    ]
+    for rows in (plain, mixed, []):
+        for kwargs in ({}, {"headers": False}, {"separator": "|"}, {"units": "g"},
+                       {"verbose": True}, {"separator": ",", "headers": False}):
+            assert q.format_table(fields, rows, **kwargs) == _reference_table(fields, rows, **kwargs)
+    assert q.format_table([], [[], []]) == ["", "", ""]
+    assert q.format_table([], [[]], separator="|", headers=False) == [""]
