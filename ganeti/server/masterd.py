@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -124,10 +125,12 @@ class LuxiDispatcher:
         # frame maker, called with the request's arguments; None: ask the handler
         self._frames: dict[str, Callable[..., bytes | None]] = {
             "QueryClusterInfo": self._cluster_info_frame,
-            "Query": self._job_list_frame,
+            "Query": self._query_frame,
         }
         self._info_frame: tuple[tuple[Any, ...], bytes] | None = None
         self._job_rows = SummaryRowCache()
+        # the last config-only Query answer: (committed reader, arguments, frame)
+        self._config_frame: tuple[weakref.ref[Any], str, bytes] | None = None
         unchecked = set(self._methods) - set(luxi.METHOD_ARGS)
         if unchecked:
             raise errors.ProgrammerError(f"LUXI methods without an argument table row:"
@@ -184,6 +187,38 @@ class LuxiDispatcher:
             return cached[1]
         frame = luxi.encode_response(True, cluster_info(cfg))
         self._info_frame = (key, frame)
+        return frame
+
+    def _query_frame(self, what: Any, fields: Any, qfilter: Any) -> bytes | None:
+        """A ``Query`` response made here, or None (the handler answers it):
+        :meth:`_job_list_frame`, or :meth:`_config_query_frame`."""
+        if what == constants.QR_JOB:
+            return self._job_list_frame(what, fields, qfilter)
+        if what == constants.QR_INSTANCE:
+            return self._config_query_frame(what, fields, qfilter)
+        return None
+
+    def _config_query_frame(self, what: str, fields: Any, qfilter: Any) -> bytes | None:
+        """The response of a query that reads the committed configuration
+        only (no field or filter needs live or other data), kept for the
+        last such query: asked again while the committed configuration is
+        the same tree (the same reader object: every commit makes a new
+        one), the same frame.  None for queries that need more.
+        """
+        table = cmdlib_query.RESOURCES[what].table
+        try:
+            if query.required_data(table, fields, qfilter):
+                return None
+        except errors.GanetiError:
+            return None   # (the general path reports bad fields)
+        reader = self.context.committed_cfg()
+        args = serializer.dumps([what, fields, qfilter])
+        cached = self._config_frame
+        if cached is not None and cached[0]() is reader and cached[1] == args:
+            return cached[2]
+        frame = luxi.encode_response(True, cmdlib_query.run_query(self.context, what, fields,
+                                                                  qfilter))
+        self._config_frame = (weakref.ref(reader), args, frame)
         return frame
 
     def _job_list_frame(self, what: Any, fields: Any, qfilter: Any) -> bytes | None:

@@ -1,21 +1,25 @@
-"""The plain job list (``gnt-job list``'s Query) is answered from cached row
-text, byte for byte what the general query path gives."""
+"""Query answers made as whole frames by the master: the plain job list
+(``gnt-job list``) from cached row text, config-only instance queries kept
+per committed configuration; byte for byte what the general query path
+gives."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from fakes import make_config  # noqa: E402
 
-from ganeti import constants, luxi  # noqa: E402
+from ganeti import constants, luxi, serializer  # noqa: E402
 from ganeti.cmdlib import query as cmdlib_query  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
 from ganeti.jqueue.lookup import SummaryRowCache  # noqa: E402
 from ganeti.jqueue.summary import JobSummary  # noqa: E402
+from ganeti.objects import NIC, Instance  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.server import masterd  # noqa: E402
 
@@ -94,3 +98,48 @@ def test_row_cache_reuses_rows_of_the_same_summary_only() -> None:
     changed = JobSummary(1, "running", 0, ["running"], [0], ["TEST_DELAY"], [1, 0], [1, 1], None)
     assert cache.rows_json([changed], ["id", "status"]) == '[[[0,1],[0,"running"]]]'
     assert cache.rows_json([changed], ["status"]) == '[[[0,"running"]]]'
+
+
+def _instance_frame(dispatcher: masterd.LuxiDispatcher, fields: list[str], qfilter) -> bytes:
+    request = luxi.encode_message({"method": "Query", "args": ["instance", fields, qfilter]})
+    return dispatcher.handle(request[:-len(luxi.ETX)])
+
+
+def test_config_only_instance_query_frame_is_kept_per_committed_config(tmp_path) -> None:
+    cfg = make_config(tmp_path, nodes=2)
+    node = cfg.get_node_info_by_name(cfg.get_master_node_name()).uuid
+    for idx in (2, 10, 1):
+        cfg.add_instance(Instance(name=f"inst{idx}.example.com", uuid=str(uuid.uuid4()),
+                                  primary_node=node, os="tinyos", hypervisor=constants.HT_FAKE,
+                                  disk_template="diskless", nics=[NIC(mac=f"aa:00:00:00:00:{idx:02x}")],
+                                  admin_state=constants.ADMINST_DOWN), [])
+    paths = Paths(root=str(tmp_path / "root"))
+    os.makedirs(paths.queue_dir, exist_ok=True)
+    ctx = masterd.build_context(paths, workers=1, sync_mode=jstorage.SYNC_NONE, with_rpc=False)
+    try:
+        dispatcher = masterd.LuxiDispatcher(ctx)
+        fields = ["name", "os", "pnode", "be/maxmem", "admin_state"]
+        first = _instance_frame(dispatcher, fields, None)
+        assert first == luxi.encode_response(True, cmdlib_query.run_query(ctx, "instance",
+                                                                          fields, None))
+        assert first.index(b"inst1.") < first.index(b"inst2.") < first.index(b"inst10.")
+        assert _instance_frame(dispatcher, fields, None) is first          # kept
+        named = _instance_frame(dispatcher, fields, ["=", "name", "inst2.example.com"])
+        assert b"inst10" not in named and b"inst2." in named
+        assert _instance_frame(dispatcher, fields, None) == first          # asked anew, same bytes
+        inst = ctx.cfg.get_instance_info_by_name("inst2.example.com")
+        inst.os = "otheros"
+        ctx.cfg.update(inst)                                             # a new committed tree
+        changed = _instance_frame(dispatcher, fields, None)
+        assert changed != first and b'"otheros"' in changed
+        assert changed == luxi.encode_response(True, cmdlib_query.run_query(ctx, "instance",
+                                                                            fields, None))
+        # live fields and bad arguments are not made here
+        assert dispatcher._frames["Query"]("instance", ["name", "status"], None) is None
+        assert dispatcher._frames["Query"]("instance", ["name"], ["=", "nosuch", 1]) is None
+        assert dispatcher._frames["Query"]("node", ["name"], None) is None
+        unknown = serializer.loads(_instance_frame(dispatcher, ["name"], ["=", "nosuch", 1])[:-1])
+        assert unknown["success"] is False
+    finally:
+        ctx.jqueue.shutdown(timeout=10)
+        ctx.replicator.stop(timeout=10)
