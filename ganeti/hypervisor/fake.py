@@ -40,6 +40,13 @@ ENV_FAKE_MEMORY = "GANETI_FAKE_HV_MEMORY"
 DEFAULT_NODE_MEMORY = 32768
 DEFAULT_DOM0_MEMORY = 1024
 _SUFFIX = ".json"
+#: the parsed state files kept between calls, in the state directory
+#: (its dot keeps it out of the listing)
+_CACHE_NAME = ".states-cache"
+_CACHE_VERSION = 1
+#: a state file changed this recently (ns) is not kept: a change within the
+#: same file-system clock tick would leave its identity unchanged
+_CACHE_SETTLE_NS = 2_000_000_000
 
 
 class FakeHypervisor(base.BaseHypervisor):
@@ -134,6 +141,56 @@ class FakeHypervisor(base.BaseHypervisor):
                     states.append(state)
         return states
 
+    def _cached_states(self) -> list[dict[str, Any]]:
+        """What :meth:`_all_states` answers, reusing the states parsed by an
+        earlier call (``.states-cache``) for files whose identity (inode,
+        size, modification time in ns) is unchanged: a listing and one
+        ``lstat`` per file instead of reading and parsing every file (the
+        node daemon answers ``all_instances_info`` in a fresh process).
+        Files changed in the last :data:`_CACHE_SETTLE_NS` are read and not
+        kept.  The cache is only a cache: unreadable, it is rebuilt.
+        """
+        try:
+            entries = sorted(os.listdir(self.state_dir))
+        except FileNotFoundError:
+            return []
+        cache_path = os.path.join(self.state_dir, _CACHE_NAME)
+        try:
+            cache = serializer.loads(uio.read_file(cache_path))
+            kept = cache["files"] if cache.get("version") == _CACHE_VERSION else {}
+            if not isinstance(kept, dict):
+                kept = {}
+        except (OSError, errors.SerializationError, AttributeError, KeyError, TypeError):
+            kept = {}
+        settled = time.time_ns() - _CACHE_SETTLE_NS
+        states, keep, changed = [], {}, False
+        for entry in entries:
+            if not entry.endswith(_SUFFIX) or entry.startswith("."):
+                continue
+            try:
+                st = os.lstat(os.path.join(self.state_dir, entry))
+            except FileNotFoundError:
+                continue
+            ident = [st.st_ino, st.st_size, st.st_mtime_ns]
+            hit = kept.get(entry)
+            if isinstance(hit, list) and len(hit) == 2 and hit[0] == ident:
+                state = hit[1]
+            else:
+                state = self._read(entry[: -len(_SUFFIX)])
+                if state is None:
+                    continue
+                changed = True
+            states.append(state)
+            if st.st_mtime_ns < settled:
+                keep[entry] = [ident, state]
+        if changed or len(keep) != len(kept):
+            try:
+                uio.write_file_atomic(cache_path, serializer.dumps(
+                    {"version": _CACHE_VERSION, "files": keep}), mode=0o640, fsync=False)
+            except OSError as exc:   # a read-only state dir: just no cache
+                logger.debug("Cannot write %s: %s", cache_path, exc)
+        return states
+
     def _used_memory(self, exclude: str | None = None) -> int:
         return sum(int(s.get("memory", 0)) for s in self._all_states()
                    if s.get("name") != exclude)
@@ -222,7 +279,7 @@ class FakeHypervisor(base.BaseHypervisor):
         return None if state is None else self._info(state)
 
     def get_all_instances_info(self) -> dict[str, dict[str, Any]]:
-        return {s["name"]: self._info(s) for s in self._all_states()}
+        return {s["name"]: self._info(s) for s in self._cached_states()}
 
     def get_instance_state(self, name: str) -> dict[str, Any] | None:
         """The whole stored record of ``name`` (disks, NICs, hvparams...)."""

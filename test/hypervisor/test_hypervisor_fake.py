@@ -241,3 +241,49 @@ def test_base_hypervisor_refuses_powercycle_by_default(tmp_path):
 
     with pytest.raises(errors.HypervisorError, match="bare cannot power-cycle"):
         Bare(pathutils.Paths(root=str(tmp_path))).powercycle_node({})
+
+
+def _age_state_files(hv: FakeHypervisor, only: str | None = None, seconds: float = 60.0) -> None:
+    """Make the state files (or that of ``only``) look old enough to be kept in the cache."""
+    for entry in os.listdir(hv.state_dir):
+        if entry.endswith(".json") and only in (None, entry[:-5]):
+            path = os.path.join(hv.state_dir, entry)
+            old = os.stat(path).st_mtime - seconds
+            os.utime(path, (old, old))
+
+
+def test_all_instances_info_reuses_parsed_states_of_unchanged_files(tmp_path, monkeypatch):
+    clock = Clock()
+    hv = make_hv(tmp_path, clock=clock)
+    for idx in range(3):
+        hv.start_instance(spec(f"inst{idx}.example.com", memory=256), [])
+    fresh = hv.get_all_instances_info()
+    assert sorted(fresh) == ["inst0.example.com", "inst1.example.com", "inst2.example.com"]
+    cache_file = os.path.join(hv.state_dir, ".states-cache")
+    assert serializer.loads(open(cache_file).read())["files"] == {}   # too new to keep
+    _age_state_files(hv)
+    assert hv.get_all_instances_info() == fresh
+    assert len(serializer.loads(open(cache_file).read())["files"]) == 3
+    reads: list[str] = []
+    real_read = FakeHypervisor._read
+    monkeypatch.setattr(FakeHypervisor, "_read",
+                        lambda self, name: reads.append(name) or real_read(self, name))
+    clock.now += 5
+    again = hv.get_all_instances_info()
+    assert reads == [] and again == {n: {**i, "time": i["time"] + 5} for n, i in fresh.items()}
+    # a file replaced (even with an old time stamp), one removed, one added: those are read
+    hv.reboot_instance("inst1.example.com")
+    _age_state_files(hv, "inst1.example.com")
+    hv.stop_instance("inst2.example.com")
+    hv.start_instance(spec("inst3.example.com", memory=128), [])
+    reads.clear()
+    info = hv.get_all_instances_info()
+    assert sorted(reads) == ["inst1.example.com", "inst3.example.com"]
+    assert sorted(info) == ["inst0.example.com", "inst1.example.com", "inst3.example.com"]
+    assert info["inst1.example.com"]["time"] == 0.0 and info["inst3.example.com"]["memory"] == 128
+    assert info == {s["name"]: hv._info(s) for s in hv._all_states()}
+    # a corrupt cache is rebuilt
+    with open(cache_file, "w") as fh:
+        fh.write("{not json")
+    assert hv.get_all_instances_info() == info
+    assert serializer.loads(open(cache_file).read())["version"] == 1
