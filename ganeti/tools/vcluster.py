@@ -421,17 +421,21 @@ def start(vc: VCluster, node: str | None = None) -> None:
     """Start the SSH server, node daemon (and master daemon on the master) of nodes.
 
     A node whose node daemon was not running "boots": it gets a new boot id.
+    Every node daemon starts before the master daemon, which asks a majority
+    of them to confirm it at start (doc/design/failover.md).
     """
     targets = [vc.node(node)] if node else vc.nodes
     if vc.ssh_port:
         _start_sshds(vc, targets)
     for vnode in targets:
         paths = Paths(root=vnode.root)
-        env = _full_env(vc, vnode)
         if bootstrap.daemon_pid(paths, constants.NODED) is None and \
                 os.path.exists(paths.server_pem):
             new_boot_id(vnode)
-            bootstrap.start_noded(paths, vnode.ip, vc.noded_port, env=env)
+            bootstrap.start_noded(paths, vnode.ip, vc.noded_port, env=_full_env(vc, vnode))
+    for vnode in targets:
+        paths = Paths(root=vnode.root)
+        env = _full_env(vc, vnode)
         if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.MASTERD) is None:
             bootstrap.start_masterd(paths, env=env, extra_args=vc.masterd_args)
         if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.RAPI) is None:

@@ -72,3 +72,23 @@ def test_node_env_binds_rpc_to_the_node_address(tmp_path):
     vc = _vc(tmp_path)
     env = vcluster.node_env(vc, vc.nodes[1])
     assert env["GANETI_SOURCE_ADDRESS"] == "127.0.1.2"
+
+
+def test_start_brings_up_every_node_daemon_before_the_master_daemon(tmp_path, monkeypatch):
+    # masterd asks a majority of node daemons to confirm it when it starts
+    vc = _vc(tmp_path, n=5)
+    vc.ssh_port = 0
+    for node in vc.nodes:
+        Path(Paths(root=node.root).server_pem).write_text("cert")
+        os.makedirs(os.path.dirname(Paths(root=node.root).vnode_boot_id_file), exist_ok=True)
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(vcluster.bootstrap, "daemon_pid", lambda paths, name: None)
+    monkeypatch.setattr(vcluster.bootstrap, "start_noded",
+                        lambda paths, ip, port, env: calls.append(("noded", ip)))
+    monkeypatch.setattr(vcluster.bootstrap, "start_masterd",
+                        lambda paths, env, extra_args: calls.append(("masterd", paths.root)))
+    monkeypatch.setattr(vcluster.bootstrap, "start_rapi",
+                        lambda paths, env: calls.append(("rapi", paths.root)))
+    vcluster.start(vc)
+    kinds = [kind for kind, _ in calls]
+    assert kinds == ["noded"] * 5 + ["masterd", "rapi"]
