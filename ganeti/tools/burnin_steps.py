@@ -153,30 +153,55 @@ def _after_check(b: Burner) -> None:
 
 # --- the steps -----------------------------------------------------------------
 
-def _create(b: Burner) -> None:
-    b.log("Creating instances")
-    nodes = _nodes(b)
-    count = len(b.instances)
-    jobs = []
-    for name, pnode, snode in zip(b.instances, _cycle(nodes, 0, count), _cycle(nodes, 1, count)):
-        b.log(f"instance {name}", 1)
-        p, s, text = _placement(b, pnode, snode)
-        b.log(text, 2)
-        jobs.append(Job(name, [_create_op(b, name, p, s, mode=constants.INSTANCE_CREATE)],
-                        on_success=functools.partial(b.to_remove.append, name)))
-    b.runner.run("create", jobs)
-    _after_check(b)
+Ops = list[dict[str, Any]]
 
 
-def _runtime_memory(b: Burner) -> None:
-    b.log("Setting instance runtime memory")
+def _each(b: Burner, title: str, step: str, ops_for: Callable[[str], Ops], *,
+          check: bool = True, on_success: Callable[[str], None] | None = None) -> None:
+    """The common body of a step: one job an instance, run under ``step``.
+
+    Prints ``title``, then ``instance <name>`` and whatever ``ops_for(name)``
+    prints (the step's detail lines) for each instance; with ``check``, every
+    instance is checked alive afterwards.
+    """
+    b.log(title)
     jobs = []
     for name in b.instances:
         b.log(f"instance {name}", 1)
-        b.log(f"Set memory to {b.opts.minmem_size} MB", 2)
-        jobs.append(Job(name, [_op("OP_INSTANCE_SET_PARAMS", instance_name=name,
-                                   runtime_mem=b.opts.minmem_size)]))
-    b.runner.run("runtime-memory", jobs)
+        done = None if on_success is None else functools.partial(on_success, name)
+        jobs.append(Job(name, ops_for(name), on_success=done))
+    b.runner.run(step, jobs)
+    if check:
+        _after_check(b)
+
+
+def _logged(b: Burner, lines: tuple[str, ...], ops: Ops) -> Ops:
+    """``ops``, once the detail ``lines`` are printed."""
+    for line in lines:
+        b.log(line, 2)
+    return ops
+
+
+def _by_instance(b: Burner, shift: int) -> dict[str, str]:
+    """Each instance's node from the selected ones, round robin from ``nodes[shift]``."""
+    return dict(zip(b.instances, _cycle(_nodes(b), shift, len(b.instances))))
+
+
+def _create(b: Burner) -> None:
+    pnodes, snodes = _by_instance(b, 0), _by_instance(b, 1)
+
+    def ops(name: str) -> Ops:
+        p, s, text = _placement(b, pnodes[name], snodes[name])
+        return _logged(b, (text,), [_create_op(b, name, p, s, mode=constants.INSTANCE_CREATE)])
+    _each(b, "Creating instances", "create", ops, on_success=b.to_remove.append)
+
+
+def _runtime_memory(b: Burner) -> None:
+    size = b.opts.minmem_size
+    _each(b, "Setting instance runtime memory", "runtime-memory",
+          lambda name: _logged(b, (f"Set memory to {size} MB",), [
+              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, runtime_mem=size)]),
+          check=False)
 
 
 def _memory_rule(b: Burner) -> str | None:
@@ -186,18 +211,15 @@ def _memory_rule(b: Burner) -> str | None:
 
 
 def _grow(b: Burner) -> None:
-    b.log("Growing disks")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        ops = []
+    def ops(name: str) -> Ops:
+        out = []
         for idx, growth in enumerate(b.opts.disk_growth):
             if growth > 0:
                 b.log(f"increase disk/{idx} by {growth} MB", 2)
-                ops.append(_op("OP_INSTANCE_GROW_DISK", instance_name=name, disk=idx,
+                out.append(_op("OP_INSTANCE_GROW_DISK", instance_name=name, disk=idx,
                                amount=growth, wait_for_sync=True, ignore_ipolicy=True))
-        jobs.append(Job(name, ops))
-    b.runner.run("grow-disks", jobs)
+        return out
+    _each(b, "Growing disks", "grow-disks", ops, check=False)
 
 
 def _growth_rule(b: Burner) -> str | None:
@@ -207,33 +229,28 @@ def _growth_rule(b: Burner) -> str | None:
 
 
 def _replace1(b: Burner) -> None:
-    b.log("Replacing disks on the same nodes")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        ops = []
+    def ops(name: str) -> Ops:
+        out = []
         for mode in (REPLACE_DISK_SEC, REPLACE_DISK_PRI):
             b.log(f"run {mode}", 2)
-            ops.append(_op("OP_INSTANCE_REPLACE_DISKS", instance_name=name, mode=mode,
+            out.append(_op("OP_INSTANCE_REPLACE_DISKS", instance_name=name, mode=mode,
                            disks=list(range(len(b.opts.disk_size))),
                            early_release=b.opts.early_release))
-        jobs.append(Job(name, ops))
-    b.runner.run("replace1", jobs)
+        return out
+    _each(b, "Replacing disks on the same nodes", "replace1", ops, check=False)
 
 
 def _replace2(b: Burner) -> None:
-    b.log("Changing the secondary node")
-    jobs = []
-    for name, tnode in zip(b.instances, _cycle(_nodes(b), 2, len(b.instances))):
-        b.log(f"instance {name}", 1)
-        target = None if b.opts.iallocator else tnode
-        text = f"with iallocator {b.opts.iallocator}" if b.opts.iallocator else tnode
-        b.log(f"run {REPLACE_DISK_CHG} {text}", 2)
-        jobs.append(Job(name, [_op("OP_INSTANCE_REPLACE_DISKS", instance_name=name,
-                                   mode=REPLACE_DISK_CHG, remote_node=target,
-                                   iallocator=b.opts.iallocator, disks=[],
-                                   early_release=b.opts.early_release)]))
-    b.runner.run("replace2", jobs)
+    tnodes = _by_instance(b, 2)
+    alloc = b.opts.iallocator
+
+    def ops(name: str) -> Ops:
+        text = f"with iallocator {alloc}" if alloc else tnodes[name]
+        return _logged(b, (f"run {REPLACE_DISK_CHG} {text}",), [
+            _op("OP_INSTANCE_REPLACE_DISKS", instance_name=name, mode=REPLACE_DISK_CHG,
+                remote_node=None if alloc else tnodes[name], iallocator=alloc, disks=[],
+                early_release=b.opts.early_release)])
+    _each(b, "Changing the secondary node", "replace2", ops, check=False)
 
 
 def _targets(b: Burner) -> dict[str, str | None]:
@@ -256,43 +273,34 @@ def _targets(b: Burner) -> dict[str, str | None]:
 
 
 def _failover(b: Burner) -> None:
-    b.log("Failing over instances")
-    targets = _targets(b)
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        if targets[name]:
-            b.log(f"to {targets[name]}", 2)
-        jobs.append(Job(name, [_op("OP_INSTANCE_FAILOVER", instance_name=name,
-                                   ignore_consistency=False, target_node=targets[name])]))
-    b.runner.run("failover", jobs)
-    _after_check(b)
+    # the targets are queried once, after the step's title (as each job is built)
+    targets = functools.cache(functools.partial(_targets, b))
+
+    def ops(name: str) -> Ops:
+        target = targets()[name]
+        return _logged(b, (f"to {target}",) if target else (), [
+            _op("OP_INSTANCE_FAILOVER", instance_name=name, ignore_consistency=False,
+                target_node=target)])
+    _each(b, "Failing over instances", "failover", ops)
 
 
 def _move(b: Burner) -> None:
-    b.log("Moving instances")
-    jobs = []
-    for name, tnode in zip(b.instances, _cycle(_nodes(b), 1, len(b.instances))):
-        b.log(f"instance {name}", 1)
-        b.log(f"to {tnode}", 2)
-        jobs.append(Job(name, [_op("OP_INSTANCE_MOVE", instance_name=name,
-                                   target_node=tnode)]))
-    b.runner.run("move", jobs)
-    _after_check(b)
+    tnodes = _by_instance(b, 1)
+    _each(b, "Moving instances", "move",
+          lambda name: _logged(b, (f"to {tnodes[name]}",), [
+              _op("OP_INSTANCE_MOVE", instance_name=name, target_node=tnodes[name])]))
 
 
 def _migrate(b: Burner) -> None:
-    b.log("Migrating instances")
-    targets = _targets(b)
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        b.log("migration and migration cleanup" +
-              (f" (to {targets[name]})" if targets[name] else ""), 2)
-        jobs.append(Job(name, [_op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=False,
-                                   target_node=targets[name]),
-                               _op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=True)]))
-    b.runner.run("migrate", jobs)
+    targets = functools.cache(functools.partial(_targets, b))
+
+    def ops(name: str) -> Ops:
+        target = targets()[name]
+        text = "migration and migration cleanup" + (f" (to {target})" if target else "")
+        return _logged(b, (text,), [
+            _op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=False, target_node=target),
+            _op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=True)])
+    _each(b, "Migrating instances", "migrate", ops, check=False)
 
 
 def _migrate_rule(b: Burner) -> str | None:
@@ -303,59 +311,43 @@ def _migrate_rule(b: Burner) -> str | None:
 
 
 def _import_export(b: Burner) -> None:
-    b.log("Exporting and re-importing instances")
-    nodes = _nodes(b)
-    count = len(b.instances)
-    jobs = []
-    for name, pnode, snode, enode in zip(b.instances, _cycle(nodes, 0, count),
-                                         _cycle(nodes, 1, count), _cycle(nodes, 2, count)):
-        b.log(f"instance {name}", 1)
-        p, s, text = _placement(b, pnode, snode)
-        b.log(f"export to node {enode}", 2)
-        b.log("remove instance", 2)
-        b.log(f"import from {enode} {text.replace('on ', 'to ', 1)}", 2)
-        b.log("remove export", 2)
+    pnodes, snodes, enodes = _by_instance(b, 0), _by_instance(b, 1), _by_instance(b, 2)
+
+    def ops(name: str) -> Ops:
+        enode = enodes[name]
+        p, s, text = _placement(b, pnodes[name], snodes[name])
+        lines = (f"export to node {enode}", "remove instance",
+                 f"import from {enode} {text.replace('on ', 'to ', 1)}", "remove export")
         # src_path relative to the export directory: the instance's name
-        ops = [_op("OP_BACKUP_EXPORT", instance_name=name, target_node=enode,
-                   mode=EXPORT_MODE_LOCAL, shutdown=True),
-               _op("OP_INSTANCE_REMOVE", instance_name=name, ignore_failures=True),
-               _create_op(b, name, p, s, mode=constants.INSTANCE_IMPORT, src_node=enode,
-                          src_path=name),
-               _op("OP_BACKUP_REMOVE", instance_name=name)]
-        jobs.append(Job(name, ops))
-    b.runner.run("export-import", jobs)
-    _after_check(b)
+        return _logged(b, lines, [
+            _op("OP_BACKUP_EXPORT", instance_name=name, target_node=enode,
+                mode=EXPORT_MODE_LOCAL, shutdown=True),
+            _op("OP_INSTANCE_REMOVE", instance_name=name, ignore_failures=True),
+            _create_op(b, name, p, s, mode=constants.INSTANCE_IMPORT, src_node=enode,
+                       src_path=name),
+            _op("OP_BACKUP_REMOVE", instance_name=name)])
+    _each(b, "Exporting and re-importing instances", "export-import", ops)
 
 
 def _reinstall(b: Burner) -> None:
-    b.log("Reinstalling instances")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        b.log("reinstall without passing the OS", 2)
-        b.log("reinstall specifying the OS", 2)
-        jobs.append(Job(name, [_stop(name),
-                               _op("OP_INSTANCE_REINSTALL", instance_name=name),
-                               _op("OP_INSTANCE_REINSTALL", instance_name=name,
-                                   os_type=b.opts.os),
-                               _start(name)]))
-    b.runner.run("reinstall", jobs)
-    _after_check(b)
+    _each(b, "Reinstalling instances", "reinstall",
+          lambda name: _logged(b, ("reinstall without passing the OS",
+                                   "reinstall specifying the OS"), [
+              _stop(name),
+              _op("OP_INSTANCE_REINSTALL", instance_name=name),
+              _op("OP_INSTANCE_REINSTALL", instance_name=name, os_type=b.opts.os),
+              _start(name)]))
 
 
 def _reboot(b: Burner) -> None:
-    b.log("Rebooting instances")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        ops = []
+    def ops(name: str) -> Ops:
+        out = []
         for rtype in b.opts.reboot_types:
             b.log(f"reboot with type '{rtype}'", 2)
-            ops.append(_op("OP_INSTANCE_REBOOT", instance_name=name, reboot_type=rtype,
+            out.append(_op("OP_INSTANCE_REBOOT", instance_name=name, reboot_type=rtype,
                            ignore_secondaries=False))
-        jobs.append(Job(name, ops))
-    b.runner.run("reboot", jobs)
-    _after_check(b)
+        return out
+    _each(b, "Rebooting instances", "reboot", ops)
 
 
 def _rename_rule(b: Burner) -> str | None:
@@ -379,48 +371,29 @@ def _rename_away_and_back(b: Burner) -> None:
 
 
 def _rename_same(b: Burner) -> None:
-    b.log("Renaming the instances to their own name")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        b.log("rename to the same name", 2)
-        jobs.append(Job(name, [_stop(name), _rename(b, name, name), _start(name)]))
-    b.runner.run("rename-same", jobs)
-    _after_check(b)
+    _each(b, "Renaming the instances to their own name", "rename-same",
+          lambda name: _logged(b, ("rename to the same name",),
+                               [_stop(name), _rename(b, name, name), _start(name)]))
 
 
 def _activate_disks(b: Burner) -> None:
-    b.log("Activating/deactivating disks")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        b.log("activate disks when online", 2)
-        b.log("activate disks when offline", 2)
-        b.log("deactivate disks (when offline)", 2)
+    def ops(name: str) -> Ops:
         act = _op("OP_INSTANCE_ACTIVATE_DISKS", instance_name=name)
-        jobs.append(Job(name, [act, _stop(name), dict(act),
-                               _op("OP_INSTANCE_DEACTIVATE_DISKS", instance_name=name),
-                               _start(name)]))
-    b.runner.run("activate-disks", jobs)
-    _after_check(b)
+        return _logged(b, ("activate disks when online", "activate disks when offline",
+                           "deactivate disks (when offline)"), [
+            act, _stop(name), dict(act),
+            _op("OP_INSTANCE_DEACTIVATE_DISKS", instance_name=name), _start(name)])
+    _each(b, "Activating/deactivating disks", "activate-disks", ops)
 
 
 def _add_remove_disks(b: Burner) -> None:
-    b.log("Adding and removing disks")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        b.log("adding a disk", 2)
-        b.log("removing last disk", 2)
-        jobs.append(Job(name, [
-            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
-                disks=[[DDM_ADD, {"size": b.opts.disk_size[0]}]]),
-            _stop(name),
-            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
-                disks=[[DDM_REMOVE, {}]]),
-            _start(name)]))
-    b.runner.run("add-remove-disks", jobs)
-    _after_check(b)
+    _each(b, "Adding and removing disks", "add-remove-disks",
+          lambda name: _logged(b, ("adding a disk", "removing last disk"), [
+              _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
+                  disks=[[DDM_ADD, {"size": b.opts.disk_size[0]}]]),
+              _stop(name),
+              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, disks=[[DDM_REMOVE, {}]]),
+              _start(name)]))
 
 
 def _disks_rule(b: Burner) -> str | None:
@@ -430,20 +403,13 @@ def _disks_rule(b: Burner) -> str | None:
 
 
 def _add_remove_nics(b: Burner) -> None:
-    b.log("Adding and removing NICs")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        b.log("adding a NIC", 2)
-        b.log("changing a NIC", 2)
-        b.log("removing last NIC", 2)
-        jobs.append(Job(name, [
-            _op("OP_INSTANCE_SET_PARAMS", instance_name=name, nics=[[DDM_ADD, {}]]),
-            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
-                nics=[[DDM_MODIFY, -1, {"mac": VALUE_GENERATE}]]),
-            _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
-                nics=[[DDM_REMOVE, {}]])]))
-    b.runner.run("add-remove-nics", jobs)
+    _each(b, "Adding and removing NICs", "add-remove-nics",
+          lambda name: _logged(b, ("adding a NIC", "changing a NIC", "removing last NIC"), [
+              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, nics=[[DDM_ADD, {}]]),
+              _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
+                  nics=[[DDM_MODIFY, -1, {"mac": VALUE_GENERATE}]]),
+              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, nics=[[DDM_REMOVE, {}]])]),
+          check=False)
 
 
 def _nics_rule(b: Burner) -> str | None:
@@ -465,13 +431,8 @@ def _no_op(b: Burner) -> None:
 
 
 def _stop_start(b: Burner) -> None:
-    b.log("Stopping and starting instances")
-    jobs = []
-    for name in b.instances:
-        b.log(f"instance {name}", 1)
-        jobs.append(Job(name, [_stop(name), _start(name)]))
-    b.runner.run("stop-start", jobs)
-    _after_check(b)
+    _each(b, "Stopping and starting instances", "stop-start",
+          lambda name: [_stop(name), _start(name)])
 
 
 def _remove(b: Burner) -> None:
