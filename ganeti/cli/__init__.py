@@ -22,8 +22,8 @@ from __future__ import annotations
 from ganeti.cli.failure import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_SUCCESS, EXIT_USAGE,
                                 format_error, format_job_error)
 from ganeti.cli.jobs import (JOBS_UNFINISHED, format_log_message, get_client, job_result,
-                             load_opcode_file, op_to_dict, poll_job, send_job,
-                             set_generic_opcode_opts, submit_opcode_and_wait,
+                             load_opcode_file, op_to_dict, poll_job, read_json_file,
+                             send_job, set_generic_opcode_opts, submit_opcode_and_wait,
                              submit_opcode_files, submit_opcodes_and_wait, submit_or_send)
 from ganeti.cli.main import Command, generic_main, usage_error
 from ganeti.cli.options import (ARGS_MANY_JOBS, ARGS_NONE, ARGS_ONE_JOB, COMMON_OPTS, DEBUG_OPT,
@@ -53,6 +53,7 @@ __all__ = [
     "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
     "format_log_message", "job_result", "submit_opcodes_and_wait", "submit_opcode_and_wait",
     "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file", "submit_opcode_files",
+    "read_json_file",
     # output
     "to_stdout", "to_stderr", "confirm", "format_query_table", "format_timestamp", "merge_time",
     "build_query_filter", "generic_query_list",

@@ -28,7 +28,7 @@ __all__ = [
     "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
     "format_log_message", "job_result", "submit_opcodes_and_wait",
     "submit_opcode_and_wait", "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file",
-    "submit_opcode_files",
+    "submit_opcode_files", "read_json_file",
 ]
 
 JOBS_UNFINISHED = frozenset([
@@ -201,6 +201,21 @@ def submit_or_send(op: Any, opts: Any, cl: Any = None, *,
     return submit_opcode_and_wait(op, opts, cl, feedback_fn=feedback_fn)
 
 
+def read_json_file(path: str, what: str = "") -> Any:
+    """The JSON document in the file ``path``; an unreadable file or bad JSON is
+    :class:`errors.OpPrereqError` (``wrong_input``) saying "Cannot read/parse
+    {what}{path}"."""
+    try:
+        with open(path, "rb") as handle:
+            return serializer.loads(handle.read())
+    except OSError as exc:
+        raise errors.OpPrereqError(f"Cannot read {what}{path}: {exc.strerror}",
+                                   errors.ECODE_INVAL) from exc
+    except errors.SerializationError as exc:
+        raise errors.OpPrereqError(f"Cannot parse {what}{path}: {exc}",
+                                   errors.ECODE_INVAL) from exc
+
+
 def load_opcode_file(path: str) -> list[dict[str, Any]]:
     """Read opcodes from a JSON file: a list of opcode dicts (or one dict).
 
@@ -209,15 +224,7 @@ def load_opcode_file(path: str) -> list[dict[str, Any]]:
     :class:`errors.OpPrereqError` (``wrong_input``) for unreadable files or
     bad JSON.
     """
-    try:
-        with open(path, "rb") as handle:
-            data = serializer.loads(handle.read())
-    except OSError as exc:
-        raise errors.OpPrereqError(f"Cannot read opcodes file {path}: {exc.strerror}",
-                                   errors.ECODE_INVAL) from exc
-    except errors.SerializationError as exc:
-        raise errors.OpPrereqError(f"Cannot parse opcodes file {path}: {exc}",
-                                   errors.ECODE_INVAL) from exc
+    data = read_json_file(path, "opcodes file ")
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not data \

@@ -45,15 +45,7 @@ RELOCATION_OPTS = [IALLOCATOR_OPT, PLAN_OPT, APPLY_OPT, cli.SUBMIT_OPT]
 
 
 def _load_plan(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            data = serializer.loads(fh.read())
-    except OSError as exc:
-        raise errors.OpPrereqError(f"Cannot read plan {path}: {exc.strerror}",
-                                   errors.ECODE_INVAL) from exc
-    except errors.SerializationError as exc:
-        raise errors.OpPrereqError(f"Cannot parse plan {path}: {exc}",
-                                   errors.ECODE_INVAL) from exc
+    data = cli.read_json_file(path, "plan ")
     if isinstance(data, dict) and isinstance(data.get("plan"), dict):
         data = data["plan"]
     if not isinstance(data, dict) or not isinstance(data.get("opcode"), dict):
@@ -219,14 +211,7 @@ def group_evacuate(opts: Any, args: list[str]) -> int:
 
 
 def _batch_specs(path: str) -> list[dict[str, Any]]:
-    try:
-        with open(path, "rb") as fh:
-            data = serializer.loads(fh.read())
-    except OSError as exc:
-        raise errors.OpPrereqError(f"Cannot read {path}: {exc.strerror}",
-                                   errors.ECODE_INVAL) from exc
-    except errors.SerializationError as exc:
-        raise errors.OpPrereqError(f"Cannot parse {path}: {exc}", errors.ECODE_INVAL) from exc
+    data = cli.read_json_file(path)
     if isinstance(data, dict) and "instances" in data:
         data = data["instances"]
     if not isinstance(data, list) or not data or not all(isinstance(d, dict) for d in data):
