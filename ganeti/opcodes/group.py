@@ -14,8 +14,8 @@ __all__ = ["OpGroupAdd", "OpGroupRemove", "OpGroupRename", "OpGroupAssignNodes",
 
 
 @dataclass(kw_only=True)
-class OpGroupAdd(OpCode):
-    """Add a node group."""
+class OpGroupParamsBase(OpCode):
+    """What a node group is made with (OpGroupAdd) and changed by (OpGroupSetParams)."""
 
     OP_DSC_FIELD = "group_name"
 
@@ -26,6 +26,11 @@ class OpGroupAdd(OpCode):
     ipolicy: dict[str, Any] | None = None
     hv_state: dict[str, Any] | None = None
     disk_state: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class OpGroupAdd(OpGroupParamsBase):
+    """Add a node group."""
 
 
 @dataclass(kw_only=True)
@@ -59,22 +64,12 @@ class OpGroupAssignNodes(OpCode):
 
 
 @dataclass(kw_only=True)
-class OpGroupSetParams(OpCode):
+class OpGroupSetParams(OpGroupParamsBase):
     """Change a node group's allocation policy and parameters.
 
     ``ipolicy`` is a change set (doc/ipolicy.md): ``"default"`` resets a
     key to the cluster's value.  Result: ``[[param, new value], ...]``.
     """
-
-    OP_DSC_FIELD = "group_name"
-
-    group_name: str
-    alloc_policy: str | None = param(None, choices=constants.VALID_ALLOC_POLICIES)
-    ndparams: dict[str, Any] | None = None
-    diskparams: dict[str, dict[str, Any]] | None = None
-    ipolicy: dict[str, Any] | None = None
-    hv_state: dict[str, Any] | None = None
-    disk_state: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True)
