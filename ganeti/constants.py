@@ -93,6 +93,8 @@ ELOG_MESSAGE_LIST = "message-list"
 ELOG_REMOTE_IMPORT = "remote-import"
 ELOG_JQUEUE_TEST = "jqueue-test"
 ELOG_DELAY_TEST = "delay-test"
+#: typed progress of a long operation: the message is a dict (doc/progress.md)
+ELOG_PROGRESS = "progress"
 
 # Job queue
 JOB_QUEUE_VERSION = 1

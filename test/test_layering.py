@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "ganeti.utils": 1,
     "ganeti.aliases": 1,
     "ganeti.metrics": 1,
+    "ganeti.progress": 1,
     # 2. data
     "ganeti.objects": 2,
     "ganeti.parameters": 2,

@@ -103,6 +103,10 @@ def format_log_message(log_type: str, log_msg: Any) -> str:
         return "\n".join(str(m) for m in log_msg)
     if log_type == constants.ELOG_MESSAGE or isinstance(log_msg, str):
         return str(log_msg)
+    if log_type == constants.ELOG_PROGRESS:
+        from ganeti import progress  # lazy: only jobs with progress entries need it
+        if progress.is_entry(log_msg):
+            return progress.render_line(log_msg)
     return repr(log_msg)
 
 

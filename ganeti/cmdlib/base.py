@@ -46,7 +46,8 @@ its phases in this order:
 
 ``Exec(feedback_fn)``
     Do the work, through ``self.cfg`` and ``self.rpc``; report progress
-    with ``feedback_fn(msg)`` or ``self.LogInfo``; return a JSON-able
+    with ``feedback_fn(msg)`` or ``self.LogInfo`` (long copies: typed
+    entries through ``self.progress_reporter``); return a JSON-able
     result.  Raise :class:`errors.OpExecError` on failure.
 
 Use :class:`NoHooksLU` for operations without hooks; it needs no
@@ -61,9 +62,11 @@ An LU names its opcode class as the type argument of its base, so that
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from ganeti import constants, errors, opcodes
+from ganeti import constants, errors, opcodes, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.config import ConfigWriter
 from ganeti.context import MasterContext
@@ -168,6 +171,35 @@ class LogicalUnit(Generic[OpT]):
     def LogStep(self, current: int, total: int, message: str) -> None:
         """Send a ``STEP n/m`` progress message."""
         self.proc.log(constants.ELOG_MESSAGE, f"STEP {current}/{total} {message}")
+
+    def LogProgress(self, op: str, cur: int, end: int, rate: float | None = None,
+                    eta: float | None = None, done: bool = False,
+                    error: str | None = None) -> None:
+        """Send a typed progress entry (``ELOG_PROGRESS``) to the job log.
+
+        ``op`` names the operation (:data:`ganeti.progress.OPS`), ``cur``
+        and ``end`` are bytes; the entry's format is in doc/progress.md.
+        Most LUs want :meth:`progress_reporter` instead, which throttles
+        the entries and always writes the final one.
+        """
+        self.proc.log(constants.ELOG_PROGRESS,
+                      progress.entry(op, cur, end, rate=rate, eta=eta, done=done, error=error))
+
+    def progress_reporter(self, op: str, *, end: int = 0,
+                          clock: Callable[[], float] = time.monotonic) -> progress.Reporter:
+        """A :class:`ganeti.progress.Reporter` writing into this job's log.
+
+        Use it as a context manager around the operation: updates are
+        throttled (about one entry a second and per percent), and the final
+        entry -- ``done``, with the error when the block raised -- is always
+        written::
+
+            with self.progress_reporter("disk-copy", end=size) as rep:
+                ...
+                rep.update(copied)
+        """
+        return progress.Reporter(lambda msg: self.proc.log(constants.ELOG_PROGRESS, msg),
+                                 op, clock=clock, end=end)
 
     def check_node_names(self, names: list[str]) -> list[str]:
         """Check that every node name exists; returns them in order.
