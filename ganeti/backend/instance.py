@@ -298,19 +298,26 @@ def migration_info(ctx: NodeContext, instance: dict) -> dict[str, Any]:
     return hypervisor_for(ctx, inst.hypervisor).migration_info(inst.name)
 
 
-def accept_instance(ctx: NodeContext, instance: dict, info: dict, target: str) -> None:
+def accept_instance(ctx: NodeContext, instance: dict, info: dict,
+                    target: str) -> dict[str, Any] | None:
     """Target: prepare to receive the instance (``info`` from migration_info,
-    ``target`` this node's address).  The master assembles the disks here first."""
+    ``target`` this node's address).  The master assembles the disks here
+    first; their paths are given to the hypervisor.  Returns what the
+    source's instance_migrate needs (e.g. the port), or None."""
     inst = parse_instance(instance)
-    hypervisor_for(ctx, inst.hypervisor).accept_instance(instance_spec(inst), info, target)
+    paths = _assemble_all(ctx, instance_disks_info(instance), inst.name)
+    return hypervisor_for(ctx, inst.hypervisor).accept_instance(instance_spec(inst), info,
+                                                                target, paths)
 
 
 def instance_migrate(ctx: NodeContext, instance: dict, target_node: str,
-                     target_address: str, live: bool) -> None:
-    """Source: send the instance to ``target_node`` (progress: get_migration_status)."""
+                     target_address: str, live: bool, target_info: dict) -> None:
+    """Source: send the instance to ``target_node`` (progress: get_migration_status);
+    ``target_info`` is what accept_instance answered on the target.  The
+    instance's current hvparams (migration bandwidth and downtime) apply."""
     inst = parse_instance(instance)
-    hypervisor_for(ctx, inst.hypervisor).migrate_instance(inst.name, target_node,
-                                                          target_address, live)
+    hypervisor_for(ctx, inst.hypervisor).migrate_instance(
+        inst.name, target_node, target_address, live, target_info, dict(inst.hvparams))
 
 
 def instance_finalize_migration_dst(ctx: NodeContext, instance: dict, info: dict,
@@ -329,8 +336,10 @@ def instance_finalize_migration_src(ctx: NodeContext, instance: dict, success: b
 
 
 def instance_get_migration_status(ctx: NodeContext, instance: dict) -> dict[str, Any]:
-    """Source: ``{"status": "active"|"completed"|"failed"|"cancelled",
-    "transferred_ram": MiB, "total_ram": MiB}`` (``info`` text on failure)."""
+    """Source: ``{"status": "setup"|"active"|"completed"|"failed"|"cancelled"|...,
+    "info": text}`` plus the figures the hypervisor knows (``ram`` bytes,
+    ``mbps``, ``downtime_ms``, ``total_time_ms``; the fake hypervisor gives
+    ``transferred_ram``/``total_ram`` in MiB)."""
     inst = parse_instance(instance)
     return hypervisor_for(ctx, inst.hypervisor).get_migration_status(inst.name)
 

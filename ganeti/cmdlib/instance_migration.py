@@ -5,7 +5,9 @@
   polling ``instance_get_migration_status``, then ``finalize_migration_dst``
   and ``finalize_migration_src``; the config's primary node changes only
   after success.  ``cleanup`` reconciles the config with where the
-  instance actually runs after an interrupted migration.
+  instance actually runs after an interrupted migration: the side with
+  the guest's current state keeps it (resumed when paused), the other
+  side's leftover qemu is removed (:func:`cleanup_plan`).
 * **failover**: stop on the source, start on the target.
 * **move**: copy every disk's data to the target node (chunked
   ``blockdev_read_chunk``/``blockdev_write_chunk``, checksums compared),
@@ -33,7 +35,8 @@ from ganeti.objects import Node
 from ganeti.opcodes.instance import OpInstanceFailover, OpInstanceMigrate, OpInstanceMove
 
 __all__ = ["LUInstanceMigrate", "LUInstanceFailover", "LUInstanceMove", "MIGRATION_POLL",
-           "COPY_CHUNK"]
+           "COPY_CHUNK", "cleanup_plan", "migration_summary", "CLEANUP_NOTHING", "CLEANUP_SOURCE",
+           "CLEANUP_LEFTOVER", "CLEANUP_TARGET", "CLEANUP_CONFLICT"]
 
 MIGRATION_POLL = 0.2
 MIGRATION_MAX_WAIT = 600.0
@@ -226,19 +229,22 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         info = rpc_one(self, "migration_info", src.name, data,
                        prefix=f"Could not get migration information from {src.name}")
         self._assemble_on_target()
-        rpc_one(self, "accept_instance", dst.name, data, info, dst.primary_ip,
-                prefix=f"Target node {dst.name} refused the instance")
+        accepted = rpc_one(self, "accept_instance", dst.name, data, info, dst.primary_ip,
+                           prefix=f"Target node {dst.name} refused the instance")
         feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
         success = False
         try:
             rpc_one(self, "instance_migrate", src.name, data, dst.name, dst.primary_ip, live,
-                    prefix=f"Could not migrate instance {inst.name}")
+                    accepted or {}, prefix=f"Could not migrate instance {inst.name}")
             deadline = time.monotonic() + MIGRATION_MAX_WAIT
             while True:
                 status = rpc_one(self, "instance_get_migration_status", src.name, data)
                 state = (status or {}).get("status")
                 if state == "completed":
                     success = True
+                    summary = migration_summary(status or {})
+                    if summary:
+                        feedback_fn(f"* memory sent: {summary}")
                     break
                 if state in ("failed", "cancelled"):
                     raise errors.OpExecError(f"Migration of {inst.name} {state}:"
@@ -267,25 +273,113 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                 self.LogWarning(msg)
 
     def _cleanup(self, feedback_fn: FeedbackFn) -> Any:
+        """Reconcile after an interrupted migration (see :func:`cleanup_plan`).
+
+        Asks both nodes what they run; the side that has the guest's
+        current state keeps it (resumed if it is paused) and the other
+        side's leftover (an incoming or a fully sent qemu) is removed.
+        """
         inst = self.instance
-        hvs = [inst.hypervisor]
-        where = []
+        states: dict[str, str | None] = {}
         for node in (self.pnode, self.target):
             if node is None or node.offline:
+                states[node.uuid if node else ""] = None
                 continue
-            names = rpc_one(self, "instance_list", node.name, hvs, {inst.hypervisor: {}})
-            if inst.name in names:
-                where.append(node)
-        if len(where) > 1:
-            raise errors.OpExecError(f"Instance {inst.name} runs on both {where[0].name} and"
-                                     f" {where[1].name}; stop one of them by hand")
-        if where and where[0].uuid == self.target_uuid:
-            feedback_fn(f"Instance {inst.name} runs on {self.target.name}: updating the config")
-            self._switch_primary()
-        else:
-            feedback_fn(f"Instance {inst.name} is where the config says ({self.pnode.name});"
+            info = rpc_one(self, "instance_info", node.name, inst.name, inst.hypervisor, {})
+            states[node.uuid] = None if info is None else str(info.get("hv_state") or "running")
+        src_state, dst_state = states[self.pnode.uuid], states[self.target.uuid]
+        plan = cleanup_plan(src_state, dst_state)
+        src, dst = self.pnode, self.target
+        if plan == CLEANUP_CONFLICT:
+            raise errors.OpExecError(f"Instance {inst.name} runs on both {src.name} and"
+                                     f" {dst.name}; stop one of them by hand")
+        if plan == CLEANUP_NOTHING:
+            feedback_fn(f"Instance {inst.name} is where the config says ({src.name});"
                         " nothing to clean up")
+            return None
+        data = self.rpc_instance()
+        live = self._live()
+        if plan == CLEANUP_TARGET:
+            feedback_fn(f"Instance {inst.name} runs on {dst.name}: finishing the migration"
+                        " and updating the config")
+            if dst_state != "running":
+                rpc_one(self, "instance_finalize_migration_dst", dst.name, data, {}, True,
+                        prefix=f"Could not resume instance {inst.name} on {dst.name}")
+            if src_state is not None:
+                self._cleanup_call("instance_finalize_migration_src", src.name, data, True, live)
+            self._switch_primary()
+            self.pnode = dst
+            self._shutdown_disks(src.name)
+        else:
+            feedback_fn(f"Instance {inst.name} stays on {src.name}: removing what the"
+                        f" migration left on {dst.name}")
+            if dst_state is not None:
+                self._cleanup_call("instance_finalize_migration_dst", dst.name, data, {}, False)
+                self._shutdown_disks(dst.name)
+            if plan == CLEANUP_SOURCE and src_state != "running":
+                rpc_one(self, "instance_finalize_migration_src", src.name, data, False, live,
+                        prefix=f"Could not resume instance {inst.name} on {src.name}")
         return None
+
+    def _cleanup_call(self, proc: str, node: str, *args: Any) -> None:
+        """A finalize call whose failure is only a warning (the leftover may be gone)."""
+        res = getattr(self.require_rpc(), f"call_{proc}")([node], *args).get(node)
+        if res is None or res.failed:
+            self.LogWarning(f"{proc} on {node} failed: {res.fail_msg if res else 'no answer'}")
+
+
+def migration_summary(status: dict[str, Any]) -> str:
+    """The figures of a completed migration status as one line ("" if none).
+
+    E.g. ``250.3 MiB in 3.12 s, downtime 4 ms`` from the ``ram``,
+    ``total_time_ms`` and ``downtime_ms`` keys (doc/kvm.md, "Migration").
+    """
+    parts = []
+    ram = status.get("ram")
+    sent = ram.get("transferred") if isinstance(ram, dict) else None
+    total = status.get("total_time_ms")
+    if isinstance(sent, int):
+        parts.append(f"{sent / (1024 * 1024):.1f} MiB"
+                     + (f" in {total / 1000:.2f} s" if isinstance(total, int) else ""))
+    elif isinstance(total, int):
+        parts.append(f"in {total / 1000:.2f} s")
+    if isinstance(status.get("downtime_ms"), int):
+        parts.append(f"downtime {status['downtime_ms']} ms")
+    return ", ".join(parts)
+
+
+#: cleanup_plan answers: nothing to do; the source (config primary) keeps the
+#: instance (resumed); neither side runs it, only the target's leftover goes;
+#: the target has it; both run it (an operator must decide)
+CLEANUP_NOTHING = "nothing"
+CLEANUP_SOURCE = "source"
+CLEANUP_LEFTOVER = "leftover"
+CLEANUP_TARGET = "target"
+CLEANUP_CONFLICT = "conflict"
+
+
+def cleanup_plan(src_state: str | None, dst_state: str | None) -> str:
+    """Who keeps an instance after an interrupted migration (pure).
+
+    ``src_state``/``dst_state``: the ``hv_state`` on the config's primary
+    and on the other node (None: not there).  The target wins when its
+    guest runs, or is paused with the source gone or fully sent
+    (``migrating``: the memory arrived, only the final ``cont`` was
+    missing).  Otherwise the source keeps it when it has a guest (resumed
+    if paused or fully sent: the target never ran it); with neither, only
+    a target leftover is removed.  States are strings here: the master
+    does not import the hypervisors.
+    """
+    if src_state == "running" and dst_state == "running":
+        return CLEANUP_CONFLICT
+    if dst_state == "running" or (dst_state == "paused"
+                                  and src_state in (None, "migrating", "crashed")):
+        return CLEANUP_TARGET
+    if src_state in ("running", "paused", "migrating"):
+        if src_state == "running" and dst_state is None:
+            return CLEANUP_NOTHING
+        return CLEANUP_SOURCE
+    return CLEANUP_LEFTOVER if dst_state is not None else CLEANUP_NOTHING
 
 
 class LUInstanceFailover(_TargetLU[OpInstanceFailover]):

@@ -26,13 +26,17 @@ Migration is split into steps so that node RPC can carry the data between
 the two nodes; the master drives them in this order::
 
     source: info = migration_info(name)
-    target: accept_instance(spec, info, target_address)
-    source: migrate_instance(name, target_node, target_address, live)
-    source: get_migration_status(name)   # polled until not "active"
+    target: accepted = accept_instance(spec, info, target_address, block_devices)
+    source: migrate_instance(name, target_node, target_address, live, accepted)
+    source: get_migration_status(name)   # polled until completed/failed/cancelled
     target: finalize_migration_dst(spec, info, success)
     source: finalize_migration_src(name, success, live)
 
-Each step depends only on local state plus its arguments.
+Each step depends only on local state plus its arguments.  ``accepted``
+(what the target answers, e.g. the port it listens on) travels to the
+source unchanged.  ``gnt-instance migrate --cleanup`` calls the finalize
+steps again after an interrupted migration, with ``info`` empty: they
+must cope with a half-done state (doc/kvm.md, "Migration").
 """
 
 from __future__ import annotations
@@ -276,17 +280,32 @@ class BaseHypervisor(abc.ABC):
         """Source: data the target needs to accept ``name`` (JSON-able)."""
 
     @abc.abstractmethod
-    def accept_instance(self, spec: InstanceSpec, info: dict[str, Any], target: str) -> None:
-        """Target: prepare to receive ``spec`` (``info`` from migration_info)."""
+    def accept_instance(self, spec: InstanceSpec, info: dict[str, Any], target: str,
+                        block_devices: Sequence[str] = ()) -> dict[str, Any] | None:
+        """Target: prepare to receive ``spec`` (``info`` from migration_info).
+
+        ``target`` is this node's address, ``block_devices`` the disk
+        paths assembled here.  The returned JSON-able dict (or None) is
+        given to :meth:`migrate_instance` on the source.
+        """
 
     @abc.abstractmethod
     def migrate_instance(self, name: str, target_node: str, target_address: str,
-                         live: bool) -> None:
-        """Source: send the instance to the target; progress via get_migration_status."""
+                         live: bool, target_info: dict[str, Any] | None = None,
+                         hvparams: dict[str, Any] | None = None) -> None:
+        """Source: send the instance to the target; progress via get_migration_status.
+
+        ``target_info`` is what the target's :meth:`accept_instance`
+        returned; ``hvparams`` the instance's current (filled) hvparams,
+        whose migration settings apply (None: the ones it was started with).
+        """
 
     @abc.abstractmethod
     def get_migration_status(self, name: str) -> dict[str, Any]:
-        """Source: ``{"status": MIGRATION_STATUS_*, "transferred_ram", "total_ram"}``."""
+        """Source: ``{"status": MIGRATION_STATUS_* or another state of a running
+        migration, "info": text}`` plus, when known, ``"ram": {"transferred",
+        "remaining", "total"}`` (bytes), ``"mbps"``, ``"downtime_ms"``,
+        ``"total_time_ms"`` (doc/kvm.md, "Migration")."""
 
     @abc.abstractmethod
     def finalize_migration_dst(self, spec: InstanceSpec, info: dict[str, Any],

@@ -390,7 +390,8 @@ class FakeHypervisor(base.BaseHypervisor):
                 f"Cannot migrate instance {name} in state {state.get('state')}")
         return {"state": state}
 
-    def accept_instance(self, spec: base.InstanceSpec, info: dict[str, Any], target: str) -> None:
+    def accept_instance(self, spec: base.InstanceSpec, info: dict[str, Any], target: str,
+                        block_devices: Sequence[str] = ()) -> None:
         """Create a paused ``incoming`` record from the source's data."""
         src = info.get("state") if isinstance(info, dict) else None
         if not isinstance(src, dict) or src.get("name") != spec.name:
@@ -407,7 +408,8 @@ class FakeHypervisor(base.BaseHypervisor):
             self._write(new)
 
     def migrate_instance(self, name: str, target_node: str, target_address: str,
-                         live: bool) -> None:
+                         live: bool, target_info: dict[str, Any] | None = None,
+                         hvparams: dict[str, Any] | None = None) -> None:
         """Mark the instance as sent; the fake transfer completes at once."""
         with self._locked():
             state = self._must_read(name)

@@ -191,11 +191,14 @@ _ROWS = [
          "Source: migration data (opaque dict) to pass to accept_instance and"
          " instance_finalize_migration_dst on the target."),
     _row("accept_instance", [("instance", dict), ("info", dict), ("target", str)], NORMAL,
-         "Target: prepare to receive the instance (info from migration_info, target ="
-         " this node's address). -> None"),
+         "Target: assemble the disks, prepare to receive the instance (info from"
+         " migration_info, target = this node's address). -> dict for instance_migrate"
+         " (e.g. the port) or None"),
     _row("instance_migrate", [("instance", dict), ("target_node", str),
-                              ("target_address", str), ("live", bool)], SLOW,
-         "Source: send the instance to the target node. -> None"),
+                              ("target_address", str), ("live", bool),
+                              ("target_info", dict)], SLOW,
+         "Source: send the instance to the target node (target_info: what"
+         " accept_instance answered). -> None"),
     _row("instance_finalize_migration_dst", [("instance", dict), ("info", dict),
                                              ("success", bool)], NORMAL,
          "Target: run the received instance (success) or drop it. -> None"),
@@ -203,7 +206,8 @@ _ROWS = [
                                              ("live", bool)], NORMAL,
          "Source: forget the instance (success) or resume it. -> None"),
     _row("instance_get_migration_status", [("instance", dict)], FAST,
-         "Source: {status active|completed|failed|cancelled, transferred_ram, total_ram}."),
+         "Source: {status setup|active|completed|failed|cancelled|..., info, ram, mbps,"
+         " downtime_ms, total_time_ms} (figures when known)."),
     _row("instance_balloon_memory", [("instance", dict), ("memory", int)], FAST,
          "Set the memory (MiB) of the running instance. -> None"),
     _row("hypervisor_validate_params", [("hvname", str), ("hvparams", dict)], FAST,

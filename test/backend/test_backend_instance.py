@@ -159,7 +159,7 @@ def test_migration_moves_state_between_nodes(ctx, tmp_path) -> None:
     blockdev.blockdev_assemble(ctx2, disk, NAME, True, 0)
     instance.accept_instance(ctx2, inst, info, "127.0.1.2")
     assert instance.instance_info(ctx2, NAME, "fake", {})["hv_state"] == "incoming"
-    instance.instance_migrate(ctx, inst, "node2.example.com", "127.0.1.2", True)
+    instance.instance_migrate(ctx, inst, "node2.example.com", "127.0.1.2", True, {})
     assert instance.instance_get_migration_status(ctx, inst)["status"] == "completed"
     instance.instance_finalize_migration_dst(ctx2, inst, info, True)
     instance.instance_finalize_migration_src(ctx, inst, True, True)
@@ -170,7 +170,7 @@ def test_migration_moves_state_between_nodes(ctx, tmp_path) -> None:
 
 def test_failed_migration_resumes_source(ctx, tmp_path) -> None:
     instance.instance_start(ctx, _inst(), [], False)
-    instance.instance_migrate(ctx, _inst(), "node2", "127.0.1.2", False)
+    instance.instance_migrate(ctx, _inst(), "node2", "127.0.1.2", False, {})
     instance.instance_finalize_migration_src(ctx, _inst(), False, False)
     assert instance.instance_info(ctx, NAME, "fake", {})["hv_state"] == "running"
 

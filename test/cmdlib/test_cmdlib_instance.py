@@ -117,7 +117,7 @@ class FakeNodes:
         return None
 
     def do_instance_migrate(self, node: str, inst: dict, tnode: str, taddr: str,
-                            live: bool) -> None:
+                            live: bool, target_info: dict) -> None:
         self.running[tnode][inst["name"]] = self.running[node].pop(inst["name"])
 
     def do_instance_get_migration_status(self, node: str, inst: dict) -> dict:

@@ -140,10 +140,18 @@ def test_console_is_the_serial_socket_or_vnc(hv):
 
 def test_not_built_yet_is_said(hv):
     with pytest.raises(errors.HypervisorError, match="not built yet"):
-        hv.migration_info("i1")
-    with pytest.raises(errors.HypervisorError, match="not built yet"):
         hv.balloon_instance_memory("i1", 128)
-    assert hv.get_migration_status("i1")["status"] == base.MIGRATION_STATUS_FAILED
+
+
+def test_migration_of_a_dead_instance_is_refused(hv):
+    with pytest.raises(errors.HypervisorError, match="i1: it is not running"):
+        hv.migration_info("i1")
+    _record(hv, "i2", pid=None)
+    with pytest.raises(errors.HypervisorError, match="i2: it is not running"):
+        hv.migrate_instance("i2", "node2", "127.0.0.1", True, {"port": 8102})
+    status = hv.get_migration_status("i2")
+    assert status["status"] == base.MIGRATION_STATUS_FAILED
+    assert "not running" in status["info"]
 
 
 def test_node_info_from_proc(hv):

@@ -152,7 +152,7 @@ def test_live_migration_of_sharedfile_instance(cluster) -> None:
     info = _ok(rpc.call_migration_info([n1], inst), n1)
     assert _ok(rpc.call_blockdev_assemble([n2], disk, name, True, 0), n2)["path"] == created["path"]
     _ok(rpc.call_accept_instance([n2], inst, info, a2), n2)
-    _ok(rpc.call_instance_migrate([n1], inst, n2, a2, True), n1)
+    _ok(rpc.call_instance_migrate([n1], inst, n2, a2, True, {}), n1)
     assert _ok(rpc.call_instance_get_migration_status([n1], inst), n1)["status"] == "completed"
     _ok(rpc.call_instance_finalize_migration_dst([n2], inst, info, True), n2)
     _ok(rpc.call_instance_finalize_migration_src([n1], inst, True, True), n1)

@@ -18,7 +18,10 @@ qemu) -> ``crashed`` (ERROR_down); QMP ``shutdown`` (the guest powered
 itself off, qemu runs with ``-no-shutdown``) -> ``shutdown`` (USER_down);
 ``running``, ``paused``, ``inmigrate`` as such.
 
-Not built yet (refused with a clear error): memory ballooning, migration,
+Migration: :mod:`ganeti.hypervisor.kvm.migration` (the QMP side); a
+target's qemu runs ``-incoming defer`` and its runtime record says so.
+
+Not built yet (refused with a clear error): memory ballooning,
 routed/openvswitch NICs, ``use_chroot``, ``security_model=pool``.
 """
 
@@ -37,7 +40,7 @@ from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline, qmp
+from ganeti.hypervisor.kvm import cmdline, migration, qmp
 from ganeti.utils import io as uio
 from ganeti.utils import process
 
@@ -104,13 +107,16 @@ class KvmHypervisor(base.BaseHypervisor):
     def __init__(self, paths: pathutils.Paths, *, clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep,
-                 kvm_device: str = KVM_DEVICE, qmp_timeout: float = 10.0) -> None:
+                 kvm_device: str = KVM_DEVICE, qmp_timeout: float = 10.0,
+                 migration_ports: int = migration.PORT_RANGE) -> None:
         super().__init__(paths)
         self.clock = clock
         self.monotonic = monotonic
         self.sleep = sleep
         self.kvm_device = kvm_device
         self.qmp_timeout = qmp_timeout
+        #: how many ports from ``migration_port`` upward an incoming migration tries
+        self.migration_ports = migration_ports
         self.run_dir = paths.kvm_run_dir
 
     # --- files ---------------------------------------------------------------
@@ -267,6 +273,16 @@ class KvmHypervisor(base.BaseHypervisor):
         A leftover directory of a dead or powered-off instance is cleaned
         first.  Applies ``cpu_mask`` to the vCPU threads once started.
         """
+        self._launch(spec, block_devices, startup_paused=startup_paused)
+
+    def _launch(self, spec: base.InstanceSpec, block_devices: Sequence[str], *,
+                startup_paused: bool = False, incoming: str | None = None,
+                accel: str | None = None, extra: dict[str, Any] | None = None) -> None:
+        """Start qemu for ``spec`` (also as a migration target: ``incoming``).
+
+        ``accel`` forces the acceleration (a target uses the source's);
+        ``extra`` is merged into the runtime record.
+        """
         for path in block_devices:
             if not os.path.exists(path):
                 raise errors.HypervisorError(
@@ -274,13 +290,13 @@ class KvmHypervisor(base.BaseHypervisor):
         hvp = dict(spec.hvparams)
         affinity = cmdline.cpu_affinity(str(hvp.get("cpu_mask") or "all"), spec.vcpus)
         binary = self.binary(hvp)
-        accel = self.acceleration()
+        accel = accel or self.acceleration()
         backends = self._nic_backends(spec)
         files = cmdline.RuntimeFiles(pidfile=_PIDFILE, qmp_socket=_QMP,
                                      serial_socket=_SERIAL, serial_log=_SERIAL_LOG)
         argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
                                      accel=accel, nic_backends=backends,
-                                     startup_paused=startup_paused)
+                                     startup_paused=startup_paused, incoming=incoming)
         with self._locked(spec.name):
             pid = self._pid(spec.name)
             if pid is not None:
@@ -290,11 +306,12 @@ class KvmHypervisor(base.BaseHypervisor):
             idir = self.instance_dir(spec.name)
             runtime = {"name": spec.name, "spec": serializer.to_data(spec),
                        "disks": list(block_devices), "argv": argv, "accel": accel,
-                       "start_time": self.clock()}
+                       "start_time": self.clock(), **(extra or {})}
             self._write_runtime(spec.name, runtime)
-            logger.info("Starting instance %s with %s acceleration%s", spec.name, accel,
+            logger.info("Starting instance %s with %s acceleration%s%s", spec.name, accel,
                         "" if accel == cmdline.ACCEL_KVM
-                        else f" ({self.kvm_device} not usable: TCG emulation)")
+                        else f" ({self.kvm_device} not usable: TCG emulation)",
+                        " for an incoming migration" if incoming else "")
             try:
                 result = process.run_command(argv, cwd=idir, timeout=START_TIMEOUT)
             except errors.CommandError as exc:
@@ -529,29 +546,170 @@ class KvmHypervisor(base.BaseHypervisor):
     def balloon_instance_memory(self, name: str, mem: int) -> None:
         raise errors.HypervisorError(f"Memory ballooning of kvm instance {name}: not built yet")
 
-    def _no_migration(self, name: str) -> errors.HypervisorError:
-        return errors.HypervisorError(f"Migration of kvm instance {name}: not built yet")
+    # --- migration (doc/kvm.md, "Migration"; the QMP side in migration.py) ---------
+
+    def _live_status(self, name: str, what: str) -> tuple[dict[str, Any], str]:
+        """The runtime record and QMP run state of a live instance, or raise."""
+        runtime = self.read_runtime(name)
+        if runtime is None or self._pid(name) is None:
+            raise errors.HypervisorError(f"Cannot {what} instance {name}: it is not running")
+        with self._qmp(name) as client:
+            status = str(client.execute("query-status").get("status"))
+        return runtime, status
 
     def migration_info(self, name: str) -> dict[str, Any]:
-        raise self._no_migration(name)
+        """Source: what the target needs to start the same machine.
 
-    def accept_instance(self, spec: base.InstanceSpec, info: dict[str, Any], target: str) -> None:
-        raise self._no_migration(spec.name)
+        The spec, acceleration and start time of the running qemu (the
+        target starts the same device model from them), and whether the
+        guest runs (a paused one stays paused on the target).
+        """
+        with self._locked(name):
+            runtime, status = self._live_status(name, "migrate")
+        if status not in ("running", "paused"):
+            raise errors.HypervisorError(f"Cannot migrate instance {name} in state {status}")
+        return {"spec": runtime.get("spec"), "accel": runtime.get("accel"),
+                "start_time": runtime.get("start_time"), "running": status == "running"}
+
+    def accept_instance(self, spec: base.InstanceSpec, info: dict[str, Any], target: str,
+                        block_devices: Sequence[str] = ()) -> dict[str, Any]:
+        """Target: start qemu paused with ``-incoming defer`` and make it listen.
+
+        The machine is the source's (``info`` from :meth:`migration_info`)
+        on this node's disk paths; the port is the first free one from
+        ``migration_port`` upward.  Returns ``{"address", "port"}`` for the
+        source; the runtime record keeps them (``migration``), so a
+        restarted node daemon knows the qemu is an incoming one.
+        """
+        try:
+            source = serializer.from_data(base.InstanceSpec, info.get("spec"))
+        except errors.SerializationError as exc:
+            raise errors.HypervisorError(
+                f"Invalid migration data for instance {spec.name}: {exc}") from exc
+        if source.name != spec.name:
+            raise errors.HypervisorError(f"Migration data of {source.name} given for {spec.name}")
+        accel = str(info.get("accel") or self.acceleration())
+        if accel == cmdline.ACCEL_KVM and self.acceleration() != cmdline.ACCEL_KVM:
+            raise errors.HypervisorError(
+                f"Instance {spec.name} runs with kvm acceleration; {self.kvm_device}"
+                " is not usable on this node")
+        first = int(source.hvparams.get("migration_port") or migration.DEFAULT_PORT)
+        record = {"role": "target", "address": target, "run": bool(info.get("running", True))}
+        self._launch(source, block_devices, incoming="defer", accel=accel,
+                     extra={"migration": record})
+        try:
+            with self._locked(spec.name):
+                with self._qmp(spec.name) as client:
+                    port = migration.listen_incoming(client.execute, target,
+                                                     migration.candidate_ports(first, self.migration_ports))
+                runtime = self.read_runtime(spec.name) or {}
+                runtime["migration"] = dict(record, port=port)
+                self._write_runtime(spec.name, runtime)
+        except errors.HypervisorError:
+            self._drop(spec.name)
+            raise
+        logger.info("Instance %s: incoming migration on %s port %d", spec.name, target, port)
+        return {"address": target, "port": port}
 
     def migrate_instance(self, name: str, target_node: str, target_address: str,
-                         live: bool) -> None:
-        raise self._no_migration(name)
+                         live: bool, target_info: dict[str, Any] | None = None,
+                         hvparams: dict[str, Any] | None = None) -> None:
+        """Source: start sending ``name`` to the port the target listens on.
+
+        Sets ``max-bandwidth``/``downtime-limit`` from ``hvparams`` (the
+        current ones; else those it was started with); a non-live
+        migration pauses the guest first.  Returns once qemu sends;
+        :meth:`get_migration_status` follows it.
+        """
+        with self._locked(name):
+            runtime, status = self._live_status(name, "migrate")
+            if status not in ("running", "paused"):
+                raise errors.HypervisorError(f"Cannot migrate instance {name} in state {status}")
+            hvp = dict(hvparams if hvparams is not None
+                       else (runtime.get("spec") or {}).get("hvparams") or {})
+            port = int((target_info or {}).get("port") or hvp.get("migration_port")
+                       or migration.DEFAULT_PORT)
+            uri = migration.incoming_uri(target_address, port)
+            runtime["migration"] = {"role": "source", "target_node": target_node, "uri": uri,
+                                    "live": live, "run": status == "running",
+                                    "started": self.clock()}
+            self._write_runtime(name, runtime)
+            with self._qmp(name) as client:
+                migration.run_commands(client.execute,
+                                       migration.outgoing_commands(hvp, uri, live))
+        logger.info("Instance %s: %s migration to %s (%s) started", name,
+                    "live" if live else "non-live", target_node, uri)
 
     def get_migration_status(self, name: str) -> dict[str, Any]:
-        return {"status": base.MIGRATION_STATUS_FAILED,
-                "info": f"Migration of kvm instance {name}: not built yet"}
+        """Source: qemu's ``query-migrate``, as :func:`migration.parse_status` shapes it."""
+        if self._pid(name) is None:
+            return {"status": base.MIGRATION_STATUS_FAILED,
+                    "info": f"The qemu of instance {name} is not running"}
+        try:
+            with self._locked(name), self._qmp(name) as client:
+                return migration.parse_status(client.execute("query-migrate"))
+        except qmp.QmpError as exc:
+            return {"status": base.MIGRATION_STATUS_FAILED,
+                    "info": f"Instance {name}: {exc}"}
 
     def finalize_migration_dst(self, spec: base.InstanceSpec, info: dict[str, Any],
                                success: bool) -> None:
-        raise self._no_migration(spec.name)
+        """Target: ``cont`` the received guest (success) or kill the incoming qemu.
+
+        The guest is resumed unless it was paused on the source; its
+        start time is the source's.  Failure removes the instance's files.
+        """
+        name = spec.name
+        if not success:
+            self._drop(name)
+            return
+        with self._locked(name):
+            runtime, _ = self._live_status(name, "finish the migration of")
+            record = runtime.get("migration") or {}
+            run = bool(info.get("running", record.get("run", True)))
+            with self._qmp(name) as client:
+                status = migration.resume(client.execute, run)
+            runtime.pop("migration", None)
+            if isinstance(info.get("start_time"), (int, float)):
+                runtime["start_time"] = info["start_time"]
+            self._write_runtime(name, runtime)
+        logger.info("Instance %s: incoming migration finished, qemu %s", name, status)
 
     def finalize_migration_src(self, name: str, success: bool, live: bool) -> None:
-        raise self._no_migration(name)
+        """Source: quit qemu and remove its files (success), else make it run again.
+
+        After a failure a transfer still going is cancelled and a guest
+        that ran before (stopped for a non-live migration, or fully sent)
+        is resumed with ``cont``; without a migration record (nothing of
+        ours stopped it) a paused guest stays paused.
+        """
+        if success:
+            if self.read_runtime(name) is not None:
+                self.stop_instance(name, force=True)
+            return
+        with self._locked(name):
+            runtime, _ = self._live_status(name, "resume")
+            record = runtime.get("migration")
+            # no record: no migration of ours touched it (an admin's pause stays)
+            run = bool(record.get("run", True)) if isinstance(record, dict) else False
+            with self._qmp(name) as client:
+                status = migration.abort_outgoing(client.execute, run, self.sleep)
+            runtime.pop("migration", None)
+            self._write_runtime(name, runtime)
+        logger.info("Instance %s: migration abandoned, qemu %s", name, status)
+
+    def _drop(self, name: str) -> None:
+        """Kill ``name``'s qemu (if any) and remove its files."""
+        with self._locked(name):
+            self._kill(name)
+            self._clean_files(name, runtime_too=True)
+            self._remove_dir(name)
+
+    def migration_state(self, name: str) -> dict[str, Any] | None:
+        """The migration record of ``name`` (role, address/port or uri), if any."""
+        runtime = self.read_runtime(name)
+        record = (runtime or {}).get("migration")
+        return record if isinstance(record, dict) else None
 
 
 def _meminfo() -> dict[str, int]:
