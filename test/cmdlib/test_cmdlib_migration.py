@@ -120,3 +120,22 @@ def test_cleanup_survives_a_leftover_that_vanished(env: Any) -> None:
 ], ids=["kvm", "time-only", "fake"])
 def test_migration_summary(status, line):
     assert im.migration_summary(status) == line
+
+
+@pytest.mark.parametrize("hvp,params,live", [
+    ({}, {}, True),
+    ({"migration_mode": "non-live"}, {}, False),
+    ({"migration_mode": "non-live"}, {"mode": "live"}, True),
+    ({}, {"live": False}, False),
+], ids=["default", "hvparam", "mode-overrides", "live-flag"])
+def test_migration_mode(env: Any, hvp: dict, params: dict, live: bool) -> None:
+    _create(env, name="shared", template="sharedfile", hvparams=hvp)
+    seen: list[bool] = []
+    real = env.rpc.do_instance_migrate
+
+    def migrate(node, inst, tnode, taddr, is_live, target_info):
+        seen.append(is_live)
+        return real(node, inst, tnode, taddr, is_live, target_info)
+    env.rpc.do_instance_migrate = migrate
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2", **params)
+    assert seen == [live]

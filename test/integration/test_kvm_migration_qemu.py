@@ -106,6 +106,8 @@ def test_migration_moves_the_running_guest(nodes, live):
     assert dst.get_instance_info(NAME)["state"] == base.HV_STATE_INCOMING
     # a node-daemon restart on the target knows the qemu is an incoming one
     assert KvmHypervisor(dst.paths).migration_state(NAME)["port"] == accepted["port"]
+    with pytest.raises(errors.HypervisorError, match="migrate --cleanup"):
+        dst.accept_instance(spec, info, ADDRESS, [disk])
 
     src.migrate_instance(NAME, "dst", ADDRESS, live, accepted)
     if not live:   # paused before the copy (or already sent)

@@ -593,6 +593,12 @@ class KvmHypervisor(base.BaseHypervisor):
             raise errors.HypervisorError(
                 f"Instance {spec.name} runs with kvm acceleration; {self.kvm_device}"
                 " is not usable on this node")
+        if self._pid(spec.name) is not None:
+            left = (self.migration_state(spec.name) or {}).get("role") == "target"
+            raise errors.HypervisorError(
+                f"Instance {spec.name} already has a qemu on this node"
+                + (" (an interrupted migration's: run gnt-instance migrate --cleanup)"
+                   if left else ""))
         first = int(source.hvparams.get("migration_port") or migration.DEFAULT_PORT)
         record = {"role": "target", "address": target, "run": bool(info.get("running", True))}
         self._launch(source, block_devices, incoming="defer", accel=accel,
