@@ -8,11 +8,12 @@ module keeps these objects in globals.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ganeti import errors
 from ganeti.pathutils import Paths
+from ganeti.progress import RuntimeTable
 
 if TYPE_CHECKING:
     from ganeti.cmdlib.hooksrunner import HooksRunner
@@ -63,6 +64,9 @@ class MasterContext:
       events are published on (LUXI ``WaitForEvents``), or None.
     * ``metrics``: the :class:`ganeti.mastermetrics.MasterMetrics` the
       processor reports lock waits to, or None.
+    * ``runtime_jobs``: the :class:`ganeti.progress.RuntimeTable` of disk
+      copies running in jobs, merged into the instances' ``jobs`` runtime
+      field (doc/progress.md, "Runtime jobs").
     """
 
     paths: Paths
@@ -76,6 +80,7 @@ class MasterContext:
     node_info_cache: NodeInfoCache | None = None
     events: EventBus | None = None
     metrics: MasterMetrics | None = None
+    runtime_jobs: RuntimeTable = field(default_factory=RuntimeTable)
 
     def require_cfg(self) -> ConfigWriter:
         """``cfg``; :class:`errors.ProgrammerError` in a context without one."""

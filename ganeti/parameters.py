@@ -203,6 +203,10 @@ _MIGRATION_MODE = ParamDef("migration_mode", P_ENUM, constants.HT_MIGRATION_LIVE
 HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
     constants.HT_FAKE: _table(
         _MIGRATION_MODE,
+        # the fake "transfers" the instance's memory at this speed, so that
+        # progress can be watched without a real hypervisor (doc/progress.md)
+        ParamDef("migration_bandwidth", P_INT, 0,
+                 "simulated migration speed (MiB/s, 0: instant)", minimum=0),
     ),
     constants.HT_KVM: _table(
         ParamDef("kvm_path", P_STR, "/usr/bin/kvm", "the kvm/qemu binary",

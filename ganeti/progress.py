@@ -39,6 +39,7 @@ __all__ = [
     "OPS", "UNIT_BYTES", "entry", "is_entry", "RateMeter", "Throttle", "Reporter",
     "runtime_job", "is_runtime_job", "format_bytes", "format_duration", "render_line",
     "render_bar", "render_runtime_job", "JOB_BLOCK", "JOB_MIGRATION", "BLOCK_OPS",
+    "RuntimeTable", "table_emitter", "migration_figures", "MigrationProgress",
 ]
 
 #: Operations that report progress (the ``op`` of an entry).
@@ -185,7 +186,8 @@ class Reporter:
         """Record progress; returns True when an entry was written.
 
         ``rate``/``eta`` given by the source (qemu knows its own speed)
-        win over the meter's estimate.
+        win over the meter's estimate.  An update reaching ``end`` writes
+        nothing: the final entry follows.
         """
         if self.finished:
             return False
@@ -193,6 +195,8 @@ class Reporter:
             self.end = end
         self.cur = cur
         self.meter.add(cur)
+        if 0 < self.end <= cur:    # complete: the final entry says so
+            return False
         if not self.throttle.passes(cur, self.end):
             return False
         self._emit(entry(self.op, cur, self.end,
@@ -215,6 +219,72 @@ class Reporter:
         self._emit(entry(self.op, self.cur, self.end, rate=rate, done=True, error=error))
 
     def __enter__(self) -> Reporter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self.finish(None if exc is None else (str(exc) or exc.__class__.__name__))
+
+
+def migration_figures(status: dict[str, Any]) -> dict[str, tuple[int, int, float | None]]:
+    """``{op: (cur, end, rate)}`` from a hypervisor's migration status.
+
+    ``migration`` from ``ram`` (done: ``total - remaining``; rate from
+    qemu's ``mbps``, megabits per second), ``mirror`` from the sum of ``disks`` (rate: the sum of their
+    ``speed``); an op whose figures are absent is left out.  The status
+    dict is the hypervisor contract's (``get_migration_status``).
+    """
+    result: dict[str, tuple[int, int, float | None]] = {}
+    ram = status.get("ram")
+    if isinstance(ram, dict) and _number(ram.get("total")):
+        mbps: Any = status.get("mbps")
+        rate = float(mbps) * 1e6 / 8 if _number(mbps) and mbps > 0 else None
+        total = max(0, int(ram["total"]))
+        # qemu sends dirtied pages again: "transferred" may pass "total";
+        # what is left to send says how far it got
+        if _number(ram.get("remaining")):
+            cur = total - int(ram["remaining"])
+        else:
+            cur = int(ram.get("transferred") or 0)
+        result["migration"] = (min(total, max(0, cur)), total, rate)
+    disks = status.get("disks")
+    if isinstance(disks, list) and disks:
+        rows = [d for d in disks if isinstance(d, dict) and _number(d.get("end"))]
+        if rows:
+            speed = sum(float(d.get("speed") or 0) for d in rows)
+            result["mirror"] = (sum(max(0, int(d.get("cur") or 0)) for d in rows),
+                                sum(max(0, int(d["end"])) for d in rows), speed or None)
+    return result
+
+
+class MigrationProgress:
+    """Progress entries of a migration from its successive status dicts.
+
+    One :class:`Reporter` per op seen in the statuses (``migration``, and
+    ``mirror`` when disks are mirrored), made by ``make_reporter(op)``.
+    As a context manager, every reporter writes its final entry when the
+    block ends (with the error when it raised).
+    """
+
+    def __init__(self, make_reporter: Callable[[str], Reporter],
+                 always: tuple[str, ...] = ("migration",)) -> None:
+        self._make = make_reporter
+        #: the ``always`` ops exist from the start: their final entry is
+        #: written even when the migration fails before any status
+        self.reporters: dict[str, Reporter] = {op: make_reporter(op) for op in always}
+
+    def update(self, status: dict[str, Any]) -> None:
+        """Feed one ``get_migration_status`` answer."""
+        for op, (cur, end, rate) in migration_figures(status or {}).items():
+            rep = self.reporters.get(op)
+            if rep is None:
+                rep = self.reporters[op] = self._make(op)
+            rep.update(cur, end, rate=rate)
+
+    def finish(self, error: str | None = None) -> None:
+        for rep in self.reporters.values():
+            rep.finish(error)
+
+    def __enter__(self) -> MigrationProgress:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -245,6 +315,63 @@ def is_runtime_job(value: Any) -> bool:
     """True when ``value`` has the shape of a runtime job."""
     return (isinstance(value, dict) and isinstance(value.get("info"), dict)
             and "state" in value and "jobType" in value["info"])
+
+
+class RuntimeTable:
+    """The runtime jobs of operations the master drives, by instance name.
+
+    Disk copies of ``move``, exports and imports are driven by a job on
+    the master (it polls or moves the data chunk by chunk), and the
+    instance is often stopped meanwhile, so no hypervisor reports them:
+    the LU's reporter publishes each entry it writes here
+    (:func:`table_emitter`) and drops it at the end (doc/progress.md,
+    "Runtime jobs").
+    Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        import threading   # here: the CLI imports this module, and never this class
+        self._lock = threading.Lock()
+        self._jobs: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def publish(self, instance: str, key: str, job: dict[str, Any]) -> None:
+        """Set the runtime job ``key`` (one per running operation) of ``instance``."""
+        with self._lock:
+            self._jobs.setdefault(instance, {})[key] = job
+
+    def drop(self, instance: str, key: str) -> None:
+        """The operation ``key`` ended: forget its job."""
+        with self._lock:
+            jobs = self._jobs.get(instance)
+            if jobs is not None:
+                jobs.pop(key, None)
+                if not jobs:
+                    del self._jobs[instance]
+
+    def jobs(self, instance: str) -> list[dict[str, Any]]:
+        """The running jobs of ``instance`` (copies, in publication order)."""
+        with self._lock:
+            return [dict(job, info=dict(job["info"]))
+                    for job in self._jobs.get(instance, {}).values()]
+
+
+def table_emitter(emit: Callable[[dict[str, Any]], None], table: RuntimeTable | None,
+                  instance: str, key: str, *, op_type: str = "copy",
+                  device: str = "") -> Callable[[dict[str, Any]], None]:
+    """Wrap ``emit`` (a reporter's) so that each entry also updates ``table``:
+    a block job of ``instance`` while running, nothing once ``done``."""
+    if table is None:
+        return emit
+
+    def both(message: dict[str, Any]) -> None:
+        if message.get("done"):
+            table.drop(instance, key)
+        else:
+            table.publish(instance, key, runtime_job(
+                JOB_BLOCK, message["cur"], message["end"], op_type=op_type, device=device,
+                rate=message.get("rate") or 0.0, eta=message.get("eta")))
+        emit(message)
+    return both
 
 
 # text ---------------------------------------------------------------------------

@@ -132,7 +132,8 @@ def test_hvparams_layering_cluster_os_instance() -> None:
     assert filled["root_path"] == "/dev/vdb"           # variant override
     assert filled["acpi"] is True                      # instance beats all
     assert inst.hvparams == {"acpi": True}             # object untouched
-    assert parameters.fill_hvparams(cluster, constants.HT_FAKE) == {"migration_mode": "live"}
+    assert parameters.fill_hvparams(cluster, constants.HT_FAKE) == \
+        {"migration_mode": "live", "migration_bandwidth": 0}
 
 
 def test_beparams_nicparams_layering() -> None:

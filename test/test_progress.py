@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from ganeti import progress
-from test.fakes.clock import FakeClock
+from fakes.clock import FakeClock
 
 MiB = 1024 * 1024
 
@@ -185,3 +186,80 @@ def test_cli_formats_progress_entries_as_plain_lines() -> None:
     assert format_log_message(constants.ELOG_PROGRESS, msg) == "wipe: failed at 25.0%: stopped"
     # a malformed message of that type is still printable
     assert format_log_message(constants.ELOG_PROGRESS, {"x": 1}) == "{'x': 1}"
+
+
+def test_migration_figures_from_the_status_contract() -> None:
+    status = {"status": "active", "mbps": 80.0,
+              "ram": {"transferred": 10, "remaining": 90, "total": 100},
+              "disks": [{"device": "d0", "cur": 5, "end": 50, "ready": False, "speed": 2},
+                        {"device": "d1", "cur": 1, "end": 10, "ready": True, "speed": 3}]}
+    assert progress.migration_figures(status) == {"migration": (10, 100, 10e6),
+                                                  "mirror": (6, 60, 5.0)}
+    assert progress.migration_figures({"status": "setup"}) == {}
+    # dirtied pages sent again: transferred passes total, remaining tells
+    again = {"ram": {"transferred": 130, "remaining": 20, "total": 100}}
+    assert progress.migration_figures(again) == {"migration": (80, 100, None)}
+    assert progress.migration_figures({"ram": {"transferred": 30, "total": 100}}) == \
+        {"migration": (30, 100, None)}
+
+
+def test_migration_progress_finishes_every_op_it_saw() -> None:
+    clock = FakeClock(0.0)
+    out: list[dict] = []
+
+    def make(op: str) -> progress.Reporter:
+        return progress.Reporter(out.append, op, clock=clock)
+    with pytest.raises(RuntimeError):
+        with progress.MigrationProgress(make) as tracker:
+            tracker.update({"ram": {"transferred": 1, "total": 4},
+                            "disks": [{"cur": 2, "end": 8}]})
+            raise RuntimeError("cancelled")
+    finals = [m for m in out if m["done"]]
+    assert sorted(m["op"] for m in finals) == ["migration", "mirror"]
+    assert all(m["error"] == "cancelled" for m in finals)
+
+
+def _printed(tty: bool, entries: list[list]) -> str:
+    import io
+
+    from ganeti import constants
+    from ganeti.cli.jobs import LogPrinter
+    out = io.StringIO()
+    printer = LogPrinter(out, tty=tty, width=60)
+    for serial, (kind, msg) in enumerate(entries):
+        printer([serial, [0, 0], {"p": constants.ELOG_PROGRESS, "m": "message"}[kind], msg])
+    printer.close()
+    return out.getvalue()
+
+
+_RUN = [("m", "* migrating"), ("p", progress.entry("migration", 25, 100)),
+        ("m", "a warning"), ("p", progress.entry("migration", 50, 100)),
+        ("p", progress.entry("migration", 100, 100, rate=50.0, done=True))]
+
+
+def test_log_printer_without_a_terminal_prints_plain_lines() -> None:
+    text = _printed(False, _RUN)
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert len(lines) == 5 and all(line.startswith(time.ctime(0)) for line in lines)
+    assert [line[len(time.ctime(0)) + 1:] for line in lines] == [
+        "* migrating", "migration: 25.0% (25 B/100 B)", "a warning",
+        "migration: 50.0% (50 B/100 B)", "migration: done, 100 B, 50 B/s"]
+
+
+def test_log_printer_on_a_terminal_redraws_one_bar() -> None:
+    text = _printed(True, _RUN)
+    assert text.count("\n") == 3            # two messages and the final line
+    bars = [part for part in text.split("\r") if part.startswith("migration [")]
+    assert len(bars) == 3                    # 25 %, redrawn after the warning, 50 %
+    assert all(len(bar) == 59 for bar in bars)
+    assert "#" * 10 in bars[-1]
+    assert text.endswith("migration: done, 100 B, 50 B/s\n")
+    # the warning is printed on a cleared line, and the bar drawn again below it
+    clear = "\r" + " " * 59 + "\r"
+    assert f"{clear}{time.ctime(0)} a warning\n\rmigration [" in text
+
+
+def test_log_printer_ends_a_dangling_bar() -> None:
+    text = _printed(True, [("p", progress.entry("wipe", 1, 2))])
+    assert text.startswith("\rwipe [") and text.endswith("\n")

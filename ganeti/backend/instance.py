@@ -14,7 +14,9 @@ where ``state`` 0 means the guest runs (also paused or migrating) and 1
 that it is shut down (it powered itself off, or crashed).  The extra key
 ``hv_state`` carries the hypervisor's own word (``running``, ``paused``,
 ``shutdown``, ``crashed``, ``incoming``, ``migrating``) so the master can
-tell USER_down (``shutdown``) from ERROR_down (``crashed``).
+tell USER_down (``shutdown``) from ERROR_down (``crashed``).  While the
+hypervisor runs a migration or block job of the instance, ``jobs`` lists
+them (doc/progress.md, "Runtime jobs"); the key is absent otherwise.
 """
 
 from __future__ import annotations
@@ -139,8 +141,11 @@ def _assemble_all(ctx: NodeContext, disks: list[Any], instance_name: str) -> lis
 def _wire_info(info: dict[str, Any]) -> dict[str, Any]:
     state = info.get("state")
     code = HV_STATE_CODE_SHUTDOWN if state in _SHUTDOWN_STATES else HV_STATE_CODE_RUNNING
-    return {"memory": info.get("memory", 0), "vcpus": info.get("vcpus", 1), "state": code,
+    wire = {"memory": info.get("memory", 0), "vcpus": info.get("vcpus", 1), "state": code,
             "time": info.get("time", 0), "hv_state": state}
+    if info.get("jobs"):    # running migrations and block jobs (doc/progress.md)
+        wire["jobs"] = list(info["jobs"])
+    return wire
 
 
 def _is_running(hv: hv_base.BaseHypervisor, name: str) -> bool:

@@ -3,8 +3,9 @@
 * :func:`submit_or_send`: ``--submit`` prints ``JobID: <n>`` on stderr and
   returns at once; otherwise the job is followed to its end.
 * :func:`poll_job`: follows a job through ``WaitForJobChange``, printing
-  each log message as ``<time.ctime> <message>`` (like Ganeti), then returns
-  the opcode results or raises the job's error.
+  each log message as ``<time.ctime> <message>`` (like Ganeti; progress
+  entries as a bar on a terminal, :class:`LogPrinter`), then returns the
+  opcode results or raises the job's error.
 
 Opcodes are handled as dicts (``{"OP_ID": ..., ...}``); OpCode objects are
 converted with :func:`ganeti.opcodes.to_dict`, imported only when needed so
@@ -28,7 +29,7 @@ __all__ = [
     "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
     "format_log_message", "job_result", "submit_opcodes_and_wait",
     "submit_opcode_and_wait", "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file",
-    "submit_opcode_files", "read_json_file",
+    "submit_opcode_files", "read_json_file", "LogPrinter",
 ]
 
 JOBS_UNFINISHED = frozenset([
@@ -111,10 +112,91 @@ def format_log_message(log_type: str, log_msg: Any) -> str:
 
 
 def _print_log_entry(entry: list[Any]) -> None:
+    """The default ``feedback_fn``: one line per log entry on stdout.
+
+    :func:`poll_job` replaces it by a :class:`LogPrinter` of its own, which
+    also draws progress entries as a bar on a terminal.
+    """
     _serial, timestamp, log_type, message = entry
+    to_stdout(f"{_stamp(timestamp)} {format_log_message(log_type, message)}")
+
+
+def _stamp(timestamp: Any) -> str:
     stamp = merge_time(timestamp)
-    prefix = time.ctime(stamp) if stamp is not None else "-"
-    to_stdout(f"{prefix} {format_log_message(log_type, message)}")
+    return time.ctime(stamp) if stamp is not None else "-"
+
+
+class LogPrinter:
+    """Prints a job's log entries; progress entries as a bar on a terminal.
+
+    Not a terminal (a pipe, a file): every entry is one line, progress
+    entries as plain lines (``migration: 25.0% (...)``).  On a terminal a
+    running operation's progress entries redraw one bar line (``\r``, no
+    newline); other messages are printed above it, and the final progress
+    entry replaces the bar with its line (doc/progress.md, "On the command
+    line").
+    """
+
+    def __init__(self, stream: Any = None, *, tty: bool | None = None,
+                 width: int | None = None) -> None:
+        import sys
+        self.stream = stream if stream is not None else sys.stdout
+        if tty is None:
+            try:
+                tty = bool(self.stream.isatty())
+            except (AttributeError, ValueError):
+                tty = False
+        self.tty = tty
+        self._width = width
+        self._bar = ""          # the bar currently drawn (terminal only)
+
+    def width(self) -> int:
+        if self._width is not None:
+            return self._width
+        import os
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            return 80
+
+    def __call__(self, entry: list[Any]) -> None:
+        _serial, timestamp, log_type, message = entry
+        if self.tty and log_type == constants.ELOG_PROGRESS:
+            from ganeti import progress
+            if progress.is_entry(message):
+                if not message.get("done"):
+                    self._draw(progress.render_bar(message, max(20, self.width() - 1)))
+                    return
+                self._clear()
+                self._line(f"{_stamp(timestamp)} {progress.render_line(message)}")
+                return
+        bar = self._bar
+        self._clear()
+        self._line(f"{_stamp(timestamp)} {format_log_message(log_type, message)}")
+        if bar:
+            self._draw(bar)
+
+    def close(self) -> None:
+        """End a bar still drawn with a newline (the job ended without a final entry)."""
+        if self._bar:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._bar = ""
+
+    def _line(self, text: str) -> None:
+        from ganeti.cli.output import _write_line
+        _write_line(self.stream, text)
+
+    def _draw(self, text: str) -> None:
+        pad = " " * max(0, len(self._bar) - len(text))
+        self.stream.write("\r" + text + pad)
+        self.stream.flush()
+        self._bar = text
+
+    def _clear(self) -> None:
+        if self._bar:
+            self.stream.write("\r" + " " * len(self._bar) + "\r")
+            self._bar = ""
 
 
 def job_result(job_id: int, status: str, opstatus: list[str], opresult: list[Any]) -> list[Any]:
@@ -144,10 +226,23 @@ def poll_job(job_id: int, cl: Any, *, feedback_fn: FeedbackFn | None = _print_lo
     """Follow a job until it finishes; returns its opcode results.
 
     Each new log entry is passed to ``feedback_fn`` (default: printed with
-    a ``time.ctime`` prefix; None: silent).  Raises :class:`errors.JobLost`
+    a ``time.ctime`` prefix by a :class:`LogPrinter`, which draws progress
+    entries as a bar on a terminal; None: silent).  Raises :class:`errors.JobLost`
     for an unknown job, the job's error when it failed, and
     :class:`errors.LuxiTimeoutError` when ``max_wait`` seconds pass first.
     """
+    printer = None
+    if feedback_fn is _print_log_entry:
+        printer = feedback_fn = LogPrinter()
+    try:
+        return _poll(job_id, cl, feedback_fn, max_wait)
+    finally:
+        if printer is not None:
+            printer.close()
+
+
+def _poll(job_id: int, cl: Any, feedback_fn: FeedbackFn | None,
+          max_wait: float | None) -> list[Any]:
     prev_job_info: Any = None
     prev_log_serial = -1
     deadline = None if max_wait is None else time.monotonic() + max_wait

@@ -539,6 +539,11 @@ def show_info(opts: Any, args: list[str]) -> int:
         out(f"  Disk template: {d['disk_template']}")
         if not opts.static and d.get("oper_ram") is not None:
             out(f"  Runtime memory: {d['oper_ram']} MiB, vcpus: {d['oper_vcpus']}")
+        if not opts.static and d.get("jobs"):
+            from ganeti import progress   # lazy: most instances run no job
+            out("  Running jobs:")
+            for job in d["jobs"]:
+                out(f"    - {progress.render_runtime_job(job)}")
         for line in _fmt_params("Hypervisor parameters", d["hv_actual"], d["hv_instance"]):
             out(line)
         for line in _fmt_params("Back-end parameters", d["be_actual"], d["be_instance"]):

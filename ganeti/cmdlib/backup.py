@@ -146,7 +146,8 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                     label=f"disk/{idx}", src_node=self.pnode.name, dst_node=target,
                     source={"kind": "disk", "disk": serializer.to_data(disk), "index": idx,
                             "instance": data},
-                    dest={"kind": "export", "instance_name": inst.name, "file": image}))
+                    dest={"kind": "export", "instance_name": inst.name, "file": image},
+                    op="export", instance=inst.name))
             run_transfers(self, transfers, feedback_fn)
             info = build_export_info(self, images, time.time())
             return rpc_one(self, "finalize_export", target, inst.name, exportinfo.build(info),

@@ -186,7 +186,9 @@ class LogicalUnit(Generic[OpT]):
                       progress.entry(op, cur, end, rate=rate, eta=eta, done=done, error=error))
 
     def progress_reporter(self, op: str, *, end: int = 0,
-                          clock: Callable[[], float] = time.monotonic) -> progress.Reporter:
+                          clock: Callable[[], float] = time.monotonic,
+                          instance: str | None = None, device: str = "",
+                          op_type: str = "copy") -> progress.Reporter:
         """A :class:`ganeti.progress.Reporter` writing into this job's log.
 
         Use it as a context manager around the operation: updates are
@@ -197,9 +199,20 @@ class LogicalUnit(Generic[OpT]):
             with self.progress_reporter("disk-copy", end=size) as rep:
                 ...
                 rep.update(copied)
+
+        With ``instance``, the operation also shows as a block job
+        (``op_type``, ``device``) in that instance's ``jobs`` runtime field
+        until it ends (``context.runtime_jobs``; for copies no hypervisor
+        sees, doc/progress.md, "Runtime jobs").
         """
-        return progress.Reporter(lambda msg: self.proc.log(constants.ELOG_PROGRESS, msg),
-                                 op, clock=clock, end=end)
+        def log(msg: dict[str, Any]) -> None:
+            self.proc.log(constants.ELOG_PROGRESS, msg)
+        emit: Callable[[dict[str, Any]], None] = log
+        if instance is not None:
+            key = f"{op}:{device}:{id(log)}"
+            emit = progress.table_emitter(log, self.context.runtime_jobs, instance, key,
+                                          op_type=op_type, device=device)
+        return progress.Reporter(emit, op, clock=clock, end=end)
 
     def check_node_names(self, names: list[str]) -> list[str]:
         """Check that every node name exists; returns them in order.

@@ -3,8 +3,11 @@
 A :class:`Transfer` sends one disk image from one node to another node's
 daemon (``impexp_send`` on the sending node).  :func:`run_transfers` runs
 them one after the other, polls ``impexp_status`` every ``poll`` seconds
-and writes progress lines to the job log (bytes done, total, rate; at
-least one line per transfer, at the end), and raises
+and writes typed progress entries to the job log (op ``export``,
+``import`` or ``disk-copy``; throttled, and always a final one, with the
+error when it failed: doc/progress.md, "Progress entries"), shows the
+transfer in the instance's ``jobs`` runtime field while it runs, ends
+each transfer with a text line (size, rate, checksum), and raises
 :class:`errors.OpExecError` at the first failure.  Whatever happens, a
 started transfer is aborted if it still runs and its state is removed on
 the sending node; the receiving side drops its partial data by itself.
@@ -24,11 +27,9 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import rpc_one
 
-__all__ = ["Transfer", "run_transfers", "node_address", "POLL_INTERVAL", "REPORT_INTERVAL",
-           "LOST_AFTER"]
+__all__ = ["Transfer", "run_transfers", "node_address", "POLL_INTERVAL", "LOST_AFTER"]
 
 POLL_INTERVAL = 0.25
-REPORT_INTERVAL = 5.0
 LOST_AFTER = 10.0
 
 
@@ -42,6 +43,10 @@ class Transfer:
     dst_node: str
     dest: dict[str, Any]
     result: dict[str, Any] | None = None
+    #: the progress entries' ``op``, and the instance whose ``jobs``
+    #: runtime field shows the transfer (None: none)
+    op: str = "disk-copy"
+    instance: str | None = None
 
 
 def node_address(lu: LogicalUnit[Any], node_name: str) -> tuple[str, int]:
@@ -63,44 +68,46 @@ def _status(lu: LogicalUnit[Any], node: str, transfer_id: str) -> dict[str, Any]
 
 def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
              clock: Callable[[], float], sleep: Callable[[float], None], poll: float,
-             report_every: float, lost_after: float) -> dict[str, Any]:
+             lost_after: float) -> dict[str, Any]:
     address, port = node_address(lu, xfer.dst_node)
     transfer_id = rpc_one(lu, "impexp_send", xfer.src_node, xfer.source, xfer.dest, address,
                           port, prefix=f"{xfer.label}: cannot start the transfer on"
                           f" {xfer.src_node}")
     finished = False
     try:
-        last_report = clock()
-        last_answer = clock()
-        while True:
-            try:
-                status = _status(lu, xfer.src_node, transfer_id)
-            except errors.RpcError as exc:
-                if clock() - last_answer >= lost_after:
-                    raise errors.OpExecError(f"{xfer.label}: node {xfer.src_node} stopped"
-                                             f" answering during the transfer: {exc}") from None
-                sleep(poll)
-                continue
+        with lu.progress_reporter(xfer.op, clock=clock, instance=xfer.instance,
+                                  device=xfer.label) as reporter:
             last_answer = clock()
-            if status is None:
-                raise errors.OpExecError(f"{xfer.label}: the transfer vanished on node"
-                                         f" {xfer.src_node}")
-            state = status.get("state")
-            done, total = int(status.get("done") or 0), status.get("total")
-            elapsed = float(status.get("elapsed") or 0.0)
-            if state == "done":
-                finished = True
-                feedback_fn(f"{xfer.label}: {diskstream.format_progress(done, total, elapsed)}"
-                            f" in {elapsed:.1f} s, SHA-256 {str(status.get('sha256'))[:16]}..."
-                            " checked on arrival")
-                return status
-            if state == "failed":
-                finished = True
-                raise errors.OpExecError(f"{xfer.label}: {status.get('error')}")
-            if clock() - last_report >= report_every:
-                feedback_fn(f"{xfer.label}: {diskstream.format_progress(done, total, elapsed)}")
-                last_report = clock()
-            sleep(poll)
+            while True:
+                try:
+                    status = _status(lu, xfer.src_node, transfer_id)
+                except errors.RpcError as exc:
+                    if clock() - last_answer >= lost_after:
+                        raise errors.OpExecError(f"{xfer.label}: node {xfer.src_node} stopped"
+                                                 f" answering during the transfer: {exc}"
+                                                 ) from None
+                    sleep(poll)
+                    continue
+                last_answer = clock()
+                if status is None:
+                    raise errors.OpExecError(f"{xfer.label}: the transfer vanished on node"
+                                             f" {xfer.src_node}")
+                state = status.get("state")
+                done, total = int(status.get("done") or 0), status.get("total")
+                elapsed = float(status.get("elapsed") or 0.0)
+                reporter.update(done, int(total or 0),
+                                rate=done / elapsed if elapsed > 0 else None)
+                if state == "done":
+                    finished = True
+                    break
+                if state == "failed":
+                    finished = True
+                    raise errors.OpExecError(f"{xfer.label}: {status.get('error')}")
+                sleep(poll)
+        feedback_fn(f"{xfer.label}: {diskstream.format_progress(done, total, elapsed)}"
+                    f" in {elapsed:.1f} s, SHA-256 {str(status.get('sha256'))[:16]}..."
+                    " checked on arrival")
+        return status
     finally:
         rpc = lu.require_rpc()
         if not finished:
@@ -114,10 +121,9 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
 def run_transfers(lu: LogicalUnit[Any], transfers: list[Transfer], feedback_fn: FeedbackFn, *,
                   clock: Callable[[], float] = time.monotonic,
                   sleep: Callable[[float], None] = time.sleep, poll: float = POLL_INTERVAL,
-                  report_every: float = REPORT_INTERVAL,
                   lost_after: float = LOST_AFTER) -> None:
     """Run ``transfers`` in order, filling each one's ``result``; see the module docstring."""
     for xfer in transfers:
         feedback_fn(f"{xfer.label}: sending from {xfer.src_node} to {xfer.dst_node}")
         xfer.result = _run_one(lu, xfer, feedback_fn, clock=clock, sleep=sleep, poll=poll,
-                               report_every=report_every, lost_after=lost_after)
+                               lost_after=lost_after)

@@ -162,7 +162,8 @@ def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, images: list
             continue
         transfers.append(Transfer(label=f"disk/{idx}", src_node=op.src_node,
                                   source={"kind": "file", "path": image}, dst_node=pnode,
-                                  dest={"kind": "import", "instance": data, "index": idx}))
+                                  dest={"kind": "import", "instance": data, "index": idx},
+                                  op="import", instance=inst.name))
     run_transfers(lu, transfers, feedback_fn)
     if inst.disk_template == constants.DT_DISKLESS:
         feedback_fn("Diskless instance: no disk data to import")

@@ -13,6 +13,10 @@
   ``blockdev_read_chunk``/``blockdev_write_chunk``, checksums compared),
   then switch the config over and remove the source volumes.
 
+Migrations and disk copies write typed progress entries into the job log
+and always a final one (doc/progress.md, "Progress entries"); a disk copy
+also shows in the instance's ``jobs`` runtime field while it runs.
+
 Migrate and failover need disks every node can reach (``diskless``,
 ``sharedfile``); ``file`` instances move with ``move``.  A target node in
 another node group must meet that group's instance policy; with
@@ -25,7 +29,7 @@ from __future__ import annotations
 import time
 from typing import Any, TypeVar
 
-from ganeti import constants, errors
+from ganeti import constants, errors, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
@@ -233,25 +237,31 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                            prefix=f"Target node {dst.name} refused the instance")
         feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
         success = False
+        # typed progress entries from each status, and always a final one
+        # (doc/progress.md, "Progress entries")
+        tracker = progress.MigrationProgress(lambda op: self.progress_reporter(op))
         try:
-            rpc_one(self, "instance_migrate", src.name, data, dst.name, dst.primary_ip, live,
-                    accepted or {}, prefix=f"Could not migrate instance {inst.name}")
-            deadline = time.monotonic() + MIGRATION_MAX_WAIT
-            while True:
-                status = rpc_one(self, "instance_get_migration_status", src.name, data)
-                state = (status or {}).get("status")
-                if state == "completed":
-                    success = True
-                    summary = migration_summary(status or {})
-                    if summary:
-                        feedback_fn(f"* memory sent: {summary}")
-                    break
-                if state in ("failed", "cancelled"):
-                    raise errors.OpExecError(f"Migration of {inst.name} {state}:"
-                                             f" {(status or {}).get('info', '')}")
-                if time.monotonic() > deadline:
-                    raise errors.OpExecError(f"Migration of {inst.name} did not finish in time")
-                time.sleep(MIGRATION_POLL)
+            with tracker:
+                rpc_one(self, "instance_migrate", src.name, data, dst.name, dst.primary_ip,
+                        live, accepted or {}, prefix=f"Could not migrate instance {inst.name}")
+                deadline = time.monotonic() + MIGRATION_MAX_WAIT
+                while True:
+                    status = rpc_one(self, "instance_get_migration_status", src.name, data)
+                    tracker.update(status or {})
+                    state = (status or {}).get("status")
+                    if state == "completed":
+                        success = True
+                        summary = migration_summary(status or {})
+                        if summary:
+                            feedback_fn(f"* memory sent: {summary}")
+                        break
+                    if state in ("failed", "cancelled"):
+                        raise errors.OpExecError(f"Migration of {inst.name} {state}:"
+                                                 f" {(status or {}).get('info', '')}")
+                    if time.monotonic() > deadline:
+                        raise errors.OpExecError(f"Migration of {inst.name} did not finish"
+                                                 " in time")
+                    time.sleep(MIGRATION_POLL)
         finally:
             self._finalize(data, info, success, live)
         self._switch_primary()
@@ -427,24 +437,28 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
             raise errors.OpPrereqError(f"Disk template {self.instance.disk_template} cannot"
                                        " be moved", errors.ECODE_STATE)
 
-    def _copy_disk(self, disk_data: dict[str, Any], size_mib: int) -> None:
+    def _copy_disk(self, disk_data: dict[str, Any], size_mib: int, idx: int) -> None:
         src, dst = self.pnode.name, self.target.name
         total = size_mib * 1024 * 1024
         offset = 0
-        while offset < total:
-            chunk = rpc_one(self, "blockdev_read_chunk", src, disk_data, offset,
-                            min(COPY_CHUNK, total - offset))
-            if not chunk["zero"] and chunk["length"]:
-                rpc_one(self, "blockdev_write_chunk", dst, disk_data, offset, chunk["data"])
-            if not chunk["length"]:
-                break
-            offset += chunk["length"]
-            if chunk.get("eof"):
-                break
-        a = rpc_one(self, "blockdev_checksum", src, disk_data)
-        b = rpc_one(self, "blockdev_checksum", dst, disk_data)
-        if a != b:
-            raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
+        with self.progress_reporter("disk-copy", end=total, instance=self.instance.name,
+                                    device=f"disk/{idx}") as rep:
+            while offset < total:
+                chunk = rpc_one(self, "blockdev_read_chunk", src, disk_data, offset,
+                                min(COPY_CHUNK, total - offset))
+                if not chunk["zero"] and chunk["length"]:
+                    rpc_one(self, "blockdev_write_chunk", dst, disk_data, offset,
+                            chunk["data"])
+                if not chunk["length"]:
+                    break
+                offset += chunk["length"]
+                rep.update(offset)
+                if chunk.get("eof"):
+                    break
+            a = rpc_one(self, "blockdev_checksum", src, disk_data)
+            b = rpc_one(self, "blockdev_checksum", dst, disk_data)
+            if a != b:
+                raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
@@ -465,7 +479,7 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
                         f"originstname+{inst.name}", False,
                         prefix=f"Could not create disk {idx} on {dst.name}")
                 created.append(data)
-                self._copy_disk(data, disk.size)
+                self._copy_disk(data, disk.size, idx)
         except errors.GanetiError:
             for data in created:
                 self.require_rpc().call_blockdev_remove([dst.name], data)

@@ -3,7 +3,8 @@
 Listing is config-only unless a *live* field (``status``, ``oper_state``,
 ``oper_ram``, ``oper_vcpus``) is requested or filtered on; then one
 ``all_instances_info`` call goes to every online node (in parallel), never
-one per instance.  Instances on offline nodes get status 4 (offline)
+one per instance.  ``hv_jobs`` (live) adds the master's own running disk
+copies (``context.runtime_jobs``) to what the hypervisors report.  Instances on offline nodes get status 4 (offline)
 cells without any RPC; a node that does not answer gives status 3 cells
 and the status ``ERROR_nodedown``.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti import constants, errors, locking, parameters, query
+from ganeti import constants, errors, locking, parameters, progress, query
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import find_instance, select_named
@@ -23,7 +24,7 @@ from ganeti.objects import NIC, Instance
 from ganeti.opcodes.instance import OpInstanceQueryData
 
 __all__ = ["INSTANCE_FIELDS", "collect_instances", "param_title", "InstanceQueryContext",
-           "LUInstanceQueryData", "instance_query_data"]
+           "LUInstanceQueryData", "instance_query_data", "runtime_jobs"]
 
 LIVE = frozenset(["live"])
 _MAX_DISKS = 16
@@ -33,8 +34,10 @@ _MAX_NICS = 8
 class InstanceQueryContext:
     """What the getters read: config snapshots, live data and caches."""
 
-    def __init__(self, cfg: ConfigReader, live: dict[str, Any] | None, failed: set[str]) -> None:
+    def __init__(self, cfg: ConfigReader, live: dict[str, Any] | None, failed: set[str],
+                 runtime_table: progress.RuntimeTable | None = None) -> None:
         data = cfg.get_config_data()
+        self.runtime_table = runtime_table   # disk copies running on the master
         self.cluster = data.cluster
         self.nodes = data.nodes
         self.disks = data.disks
@@ -116,6 +119,19 @@ def _live_value(key: str) -> Any:
             return query.UNAVAIL
         return entry.get(key)
     return getter
+
+
+def runtime_jobs(ctx: InstanceQueryContext, inst: Instance) -> Any:
+    """The ``jobs`` runtime field: the hypervisor's (migrations, block jobs)
+    and those of the disk copies running in jobs on the master
+    (doc/progress.md, "Runtime jobs"); a Sentinel when the primary node
+    could not tell and nothing runs on the master."""
+    entry = ctx.live_entry(inst)
+    ours = ctx.runtime_table.jobs(inst.name) if ctx.runtime_table is not None else []
+    if isinstance(entry, query.fields.Sentinel):
+        return ours or entry
+    hv_jobs = entry.get("jobs") if isinstance(entry, dict) else None
+    return list(hv_jobs if isinstance(hv_jobs, list) else []) + ours
 
 
 def _oper_state(ctx: InstanceQueryContext, inst: Instance) -> Any:
@@ -236,6 +252,8 @@ INSTANCE_FIELDS = query.make_table([
     _f("oper_state", "Running", _BOOL, "Whether the instance actually runs", _oper_state, LIVE),
     _f("oper_ram", "Memory", _UNIT, "Actual memory usage", _live_value("memory"), LIVE),
     _f("oper_vcpus", "VCPUs", _NUM, "Actual number of VCPUs", _live_value("vcpus"), LIVE),
+    _f("hv_jobs", "Jobs", _OTHER, "Running migrations, mirrors and disk copies, with"
+       " their progress (doc/progress.md)", runtime_jobs, LIVE),
     query.simple_field("disk_template", "Disk_template", _TEXT, "Disk template",
                        "disk_template"),
     query.simple_field("hypervisor", "Hypervisor", _TEXT, "Hypervisor", "hypervisor"),
@@ -324,7 +342,7 @@ def collect_instances(context: MasterContext, qfilter: Any,
                          query.requested_names(qfilter, "name"), "Instance(s)",
                          verdict="not known")
     live, failed = (_collect_live(context, cfg) if "live" in needs else (None, set()))
-    return items, InstanceQueryContext(cfg, live, failed)
+    return items, InstanceQueryContext(cfg, live, failed, context.runtime_jobs)
 
 
 def _plain(value: Any) -> Any:
@@ -345,7 +363,7 @@ def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) ->
     else:
         insts = list(cfg.get_all_instances_info().values())
     live, failed = (None, set()) if static else _collect_live(lu.context, cfg)
-    ctx = InstanceQueryContext(cfg, live, failed)
+    ctx = InstanceQueryContext(cfg, live, failed, lu.context.runtime_jobs)
     result = {}
     for inst in insts:
         pnode = ctx.nodes.get(inst.primary_node)
@@ -389,6 +407,7 @@ def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) ->
             "os_actual": parameters.fill_osparams(cluster, inst.os, inst.osparams),
             "oper_ram": entry.get("memory") if isinstance(entry, dict) else None,
             "oper_vcpus": entry.get("vcpus") if isinstance(entry, dict) else None,
+            "jobs": [] if static else _plain(runtime_jobs(ctx, inst)),
             "disks": disks, "nics": nics, "disks_active": inst.disks_active,
             "tags": sorted(inst.tags), "ctime": inst.ctime, "mtime": inst.mtime,
             "serial_no": inst.serial_no,

@@ -16,6 +16,13 @@ cannot overcommit memory.
 Tests can make a guest "power itself off" (:meth:`FakeHypervisor.simulate_user_shutdown`)
 or crash (:meth:`FakeHypervisor.simulate_crash`) to produce USER_down and
 ERROR_down statuses.
+
+Migration moves the instance's memory at the ``migration_bandwidth``
+hvparam (MiB/s; 0, the default, completes at once): while it runs,
+:meth:`FakeHypervisor.get_migration_status` reports the figures of the
+hypervisor contract (``ram``, ``mbps``) and the instance info carries a
+``migration`` runtime job (doc/progress.md, "Runtime jobs").  Tests make a
+running migration fail with :meth:`FakeHypervisor.simulate_migration_failure`.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ganeti import constants, errors, pathutils, serializer
+from ganeti import constants, errors, pathutils, progress, serializer
 from ganeti.hypervisor import base
 from ganeti.utils import io as uio
 
@@ -47,6 +54,7 @@ _CACHE_VERSION = 1
 #: a state file changed this recently (ns) is not kept: a change within the
 #: same file-system clock tick would leave its identity unchanged
 _CACHE_SETTLE_NS = 2_000_000_000
+_MiB = 1024 * 1024
 
 
 class FakeHypervisor(base.BaseHypervisor):
@@ -56,6 +64,10 @@ class FakeHypervisor(base.BaseHypervisor):
     PARAMETERS = {
         "migration_mode": base.ParamSpec("Default migration mode (live or non-live)",
                                          base.check_migration_mode),
+        "migration_bandwidth": base.ParamSpec(
+            "Simulated migration speed (MiB/s, 0: instant)",
+            lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            else "must be a non-negative integer"),
     }
 
     def __init__(self, paths: pathutils.Paths, *, node_memory: int | None = None,
@@ -270,9 +282,17 @@ class FakeHypervisor(base.BaseHypervisor):
         return [s["name"] for s in self._all_states()]
 
     def _info(self, state: dict[str, Any]) -> dict[str, Any]:
-        return {"name": state["name"], "memory": int(state.get("memory", 0)),
+        info = {"name": state["name"], "memory": int(state.get("memory", 0)),
                 "vcpus": int(state.get("vcpus", 1)), "state": state.get("state"),
                 "time": max(0.0, self.clock() - float(state.get("start_time", 0)))}
+        status = self._migration_status(state)
+        if status is not None and status["status"] == base.MIGRATION_STATUS_ACTIVE:
+            ram, bandwidth = status["ram"], int(state["migration"].get("bandwidth", 0))
+            rate = bandwidth * _MiB
+            info["jobs"] = [progress.runtime_job(
+                progress.JOB_MIGRATION, ram["transferred"], ram["total"], bandwidth=bandwidth,
+                rate=float(rate), eta=ram["remaining"] / rate if rate else None)]
+        return info
 
     def get_instance_info(self, name: str) -> dict[str, Any] | None:
         state = self._read(name)
@@ -417,24 +437,64 @@ class FakeHypervisor(base.BaseHypervisor):
                 raise errors.HypervisorError(
                     f"Cannot migrate instance {name} in state {state.get('state')}")
             mem = int(state.get("memory", 0))
+            bandwidth = state.get("hvparams", {}).get("migration_bandwidth", 0)
             state["migration"] = {
                 "role": "source", "target_node": target_node,
                 "target_address": target_address, "live": live,
                 "previous_state": state["state"],
-                "status": base.MIGRATION_STATUS_COMPLETED,
-                "transferred_ram": mem, "total_ram": mem, "started": self.clock(),
+                "total_ram": mem, "started": self.clock(),
+                "bandwidth": bandwidth if isinstance(bandwidth, int) and bandwidth > 0 else 0,
             }
             state["state"] = base.HV_STATE_MIGRATING
             self._write(state)
 
-    def get_migration_status(self, name: str) -> dict[str, Any]:
-        state = self._must_read(name)
+    def _migration_status(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """The source's migration figures at the clock's time, None if not migrating."""
         mig = state.get("migration") or {}
         if mig.get("role") != "source":
+            return None
+        total = int(mig.get("total_ram", 0)) * _MiB
+        elapsed = max(0.0, self.clock() - float(mig.get("started", 0)))
+        speed = int(mig.get("bandwidth", 0)) * _MiB
+        done = total if not speed else min(total, int(elapsed * speed))
+        if mig.get("failed"):
+            status, done = base.MIGRATION_STATUS_FAILED, int(mig.get("failed_at", done))
+        elif done >= total:
+            status = base.MIGRATION_STATUS_COMPLETED
+        else:
+            status = base.MIGRATION_STATUS_ACTIVE
+        result: dict[str, Any] = {
+            "status": status, "ram": {"transferred": done, "remaining": total - done,
+                                      "total": total},
+            "mbps": round(done * 8 / elapsed / 1e6, 1) if elapsed > 0 else 0.0,
+            "total_time_ms": int(elapsed * 1000),
+            # the older keys, in MiB
+            "transferred_ram": done // _MiB, "total_ram": total // _MiB}
+        if mig.get("failed"):
+            result["info"] = str(mig["failed"])
+        return result
+
+    def get_migration_status(self, name: str) -> dict[str, Any]:
+        """Source: the hypervisor contract's status dict (``status``, ``ram``,
+        ``mbps``, ``total_time_ms``; ``info`` when it failed)."""
+        state = self._must_read(name)
+        status = self._migration_status(state)
+        if status is None:
             return {"status": base.MIGRATION_STATUS_FAILED,
                     "info": f"Instance {name} is not being migrated"}
-        return {"status": mig["status"], "transferred_ram": mig["transferred_ram"],
-                "total_ram": mig["total_ram"]}
+        return status
+
+    def simulate_migration_failure(self, name: str,
+                                   reason: str = "simulated migration failure") -> None:
+        """Make the running migration of ``name`` (on its source) fail now."""
+        with self._locked():
+            state = self._must_read(name)
+            status = self._migration_status(state)
+            if status is None:
+                raise errors.HypervisorError(f"Instance {name} is not being migrated")
+            state["migration"].update(failed=reason,
+                                      failed_at=status["ram"]["transferred"])
+            self._write(state)
 
     def finalize_migration_dst(self, spec: base.InstanceSpec, info: dict[str, Any],
                                success: bool) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from fakes.clock import FakeClock
 from fakes.fakerpc import FakeRpc
-from ganeti import errors
+from ganeti import errors, progress
 from ganeti.cmdlib.impexp import Transfer, run_transfers
 
 
@@ -16,12 +16,23 @@ class _LU:
     def __init__(self, rpc: FakeRpc) -> None:
         self.rpc = rpc
         self.warnings: list[str] = []
+        self.entries: list[dict[str, Any]] = []
+        self.table = progress.RuntimeTable()
+        self.seen_jobs: list[list[dict[str, Any]]] = []
 
     def require_rpc(self) -> Any:
         return self.rpc
 
     def LogWarning(self, message: str) -> None:
         self.warnings.append(message)
+
+    def progress_reporter(self, op: str, *, clock: Any, instance: str | None,
+                          device: str) -> progress.Reporter:
+        def emit(msg: dict[str, Any]) -> None:
+            self.entries.append(msg)
+            self.seen_jobs.append(self.table.jobs("inst1"))
+        wrapped = progress.table_emitter(emit, self.table, instance or "", "k", device=device)
+        return progress.Reporter(wrapped, op, clock=clock)
 
 
 def _setup(statuses: list[Any]) -> tuple[_LU, FakeRpc]:
@@ -40,7 +51,7 @@ def _setup(statuses: list[Any]) -> tuple[_LU, FakeRpc]:
 
 def _xfer() -> Transfer:
     return Transfer(label="disk/0", src_node="n1", source={"kind": "file", "path": "/x"},
-                    dst_node="n2", dest={"kind": "export"})
+                    dst_node="n2", dest={"kind": "export"}, op="export", instance="inst1")
 
 
 def test_progress_and_the_final_line() -> None:
@@ -52,10 +63,19 @@ def test_progress_and_the_final_line() -> None:
                        "sha256": "ab" * 32, "size": 64 * mib}])
     lines: list[str] = []
     xfer = _xfer()
-    run_transfers(lu, [xfer], lines.append, clock=FakeClock(), sleep=FakeClock().sleep,
-                  poll=1.0, report_every=0.0)
+    clock = FakeClock()
+    run_transfers(lu, [xfer], lines.append, clock=clock, sleep=clock.sleep, poll=1.0)
     assert xfer.result is not None and xfer.result["size"] == 64 * mib
-    assert "disk/0: 16.0 MiB of 64.0 MiB (25%), 16.0 MiB/s" in lines
+    # typed entries: one a second, the node's rate; exactly one final entry
+    assert [(m["op"], m["cur"], m["done"]) for m in lu.entries] == [
+        ("export", 0, False), ("export", 16 * mib, False), ("export", 32 * mib, False),
+        ("export", 64 * mib, True)]
+    assert lu.entries[1]["rate"] == 16 * mib and lu.entries[1]["eta"] == 3.0
+    assert lu.entries[-1]["error"] is None
+    # the instance's runtime job while it ran, gone with the final entry
+    assert lu.seen_jobs[1][0]["info"]["cur"] == 16 * mib
+    assert lu.seen_jobs[1][0]["info"]["device"] == "disk/0"
+    assert lu.seen_jobs[-1] == []
     assert lines[-1].startswith("disk/0: 64.0 MiB of 64.0 MiB (100%), 16.0 MiB/s in 4.0 s")
     assert rpc.calls_to("impexp_send")[0][1][2:] == ["192.0.2.2", 1811]
     assert rpc.calls_to("impexp_abort") == []          # it finished
@@ -67,6 +87,9 @@ def test_a_failed_transfer_raises_and_cleans_up() -> None:
     with pytest.raises(errors.OpExecError, match="disk/0: No space left"):
         run_transfers(lu, [_xfer()], lambda m: None, sleep=lambda s: None)
     assert rpc.calls_to("impexp_cleanup") == [(["n1"], ["t-1"])]
+    assert [m["done"] for m in lu.entries] == [False, True]
+    assert lu.entries[-1]["error"] == "disk/0: No space left"
+    assert lu.table.jobs("inst1") == []
 
 
 def test_a_silent_sending_node_counts_as_dead() -> None:

@@ -392,6 +392,75 @@ def test_migrate_failover_move(env: Any) -> None:
     assert "local" in env.rpc.running["node2"]
 
 
+def _progress_of(env: Any, op_id: str, **params: Any) -> tuple[list[dict], Any]:
+    """Run an opcode; its progress log entries, and the error it raised (or None)."""
+    from ganeti.mcpu import NullCallbacks
+    cbs = NullCallbacks()
+    error = None
+    try:
+        Processor(env.ctx).execute_opcode(opcodes.from_dict({"OP_ID": op_id, **params}), cbs)
+    except errors.GanetiError as exc:
+        error = exc
+    return [m for t, m in cbs.messages if t == constants.ELOG_PROGRESS], error
+
+
+def test_migration_writes_progress_and_one_final_entry(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    steps = iter([{"status": "active", "ram": {"transferred": 0, "remaining": 64 << 20,
+                                               "total": 64 << 20}, "mbps": 80.0},
+                  {"status": "completed", "ram": {"transferred": 64 << 20, "remaining": 0,
+                                                  "total": 64 << 20}}])
+    env.rpc.do_instance_get_migration_status = lambda node, inst: next(steps)
+    entries, error = _progress_of(env, "OP_INSTANCE_MIGRATE", instance_name="shared",
+                                  target_node="node2")
+    assert error is None
+    assert [(m["op"], m["cur"], m["done"]) for m in entries] == [
+        ("migration", 0, False), ("migration", 64 << 20, True)]
+    assert entries[0]["rate"] == 10e6 and entries[-1]["error"] is None
+
+
+def test_failed_migration_ends_with_an_error_entry(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    env.rpc.do_instance_get_migration_status = lambda node, inst: {
+        "status": "failed", "info": "target died",
+        "ram": {"transferred": 8 << 20, "remaining": 56 << 20, "total": 64 << 20}}
+    entries, error = _progress_of(env, "OP_INSTANCE_MIGRATE", instance_name="shared",
+                                  target_node="node2")
+    assert isinstance(error, errors.OpExecError)
+    assert [m["done"] for m in entries] == [False, True]
+    assert "target died" in entries[-1]["error"]
+    # also when it fails before any status
+    _create(env, name="shared2", template="sharedfile")
+    env.rpc.fail["instance_migrate"] = "no route"
+    entries, error = _progress_of(env, "OP_INSTANCE_MIGRATE", instance_name="shared2",
+                                  target_node="node2")
+    assert error is not None and len(entries) == 1
+    assert entries[0]["done"] and "no route" in entries[0]["error"]
+
+
+def test_move_reports_its_disk_copy(env: Any) -> None:
+    _create(env, name="local", template="file")
+    seen: list[Any] = []
+    real = env.rpc.do_blockdev_write_chunk
+
+    def write(node: str, disk: dict, offset: int, data: str) -> int:
+        seen.append(env.ctx.runtime_jobs.jobs("local"))
+        return real(node, disk, offset, data)
+    env.rpc.do_blockdev_write_chunk = write
+    env.rpc.do_blockdev_read_chunk = lambda node, disk, offset, length: {
+        "data": "AA==", "length": length, "zero": False, "size": 128 << 20,
+        "eof": offset + length >= 128 << 20}
+    entries, error = _progress_of(env, "OP_INSTANCE_MOVE", instance_name="local",
+                                  target_node="node2")
+    assert error is None
+    assert entries[0]["op"] == "disk-copy" and entries[0]["end"] == 128 << 20
+    assert [m for m in entries if m["done"]] == [entries[-1]]
+    assert entries[-1]["cur"] == 128 << 20
+    # while copying, the instance showed a block copy job; gone afterwards
+    assert seen[1][0]["info"]["jobType"] == "block" and seen[1][0]["info"]["device"] == "disk/0"
+    assert env.ctx.runtime_jobs.jobs("local") == []
+
+
 def test_activate_deactivate_console_querydata(env: Any) -> None:
     _create(env)
     assert env.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1") == \

@@ -10,7 +10,7 @@ from ganeti import constants, errors, opcodes, progress
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.context import MasterContext
 from ganeti.pathutils import Paths
-from test.fakes.clock import FakeClock
+from fakes.clock import FakeClock
 
 
 class _Proc:

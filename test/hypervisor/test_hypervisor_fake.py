@@ -189,6 +189,52 @@ def test_failed_migration_keeps_source(tmp_path):
     assert src.get_instance_info("inst1.example.com")["state"] == base.HV_STATE_RUNNING
 
 
+def _throttled(tmp_path, bandwidth=128):
+    clock = Clock(0.0)
+    src, dst = make_hv(tmp_path / "node1", clock=clock), make_hv(tmp_path / "node2", clock=clock)
+    name = "inst1.example.com"
+    sp = base.InstanceSpec(name=name, uuid="u1", memory=512, vcpus=1,
+                           hvparams={"migration_bandwidth": bandwidth}, beparams={})
+    src.start_instance(sp, [])
+    info = serializer.loads(serializer.dumps(src.migration_info(name)))
+    dst.accept_instance(sp, info, "192.0.2.2")
+    src.migrate_instance(name, "node2", "192.0.2.2", True)
+    return clock, src, name
+
+
+def test_throttled_migration_reports_progress_and_a_runtime_job(tmp_path):
+    clock, src, name = _throttled(tmp_path)
+    clock.advance(1)
+    status = src.get_migration_status(name)
+    assert status["status"] == base.MIGRATION_STATUS_ACTIVE
+    assert status["ram"] == {"transferred": 128 << 20, "remaining": 384 << 20,
+                             "total": 512 << 20}
+    assert status["mbps"] == pytest.approx(128 * 1.048576 * 8, abs=0.1)
+    jobs = src.get_instance_info(name)["jobs"]
+    assert jobs == [{"state": "normal", "info": {
+        "jobType": "migration", "cur": 128 << 20, "end": 512 << 20, "bandwidth": 128,
+        "rate": float(128 << 20), "eta": 3.0}}]
+    assert src.get_all_instances_info()[name]["jobs"] == jobs
+    clock.advance(3)
+    assert src.get_migration_status(name)["status"] == base.MIGRATION_STATUS_COMPLETED
+    assert "jobs" not in src.get_instance_info(name)
+
+
+def test_simulated_migration_failure(tmp_path):
+    clock, src, name = _throttled(tmp_path)
+    clock.advance(2)
+    src.simulate_migration_failure(name, "link down")
+    clock.advance(5)
+    status = src.get_migration_status(name)
+    assert status["status"] == base.MIGRATION_STATUS_FAILED and status["info"] == "link down"
+    assert status["ram"]["transferred"] == 256 << 20
+    assert "jobs" not in src.get_instance_info(name)
+    src.finalize_migration_src(name, False, True)
+    assert src.get_instance_info(name)["state"] == base.HV_STATE_RUNNING
+    with pytest.raises(errors.HypervisorError, match="not being migrated"):
+        src.simulate_migration_failure(name)
+
+
 def test_accept_refuses_without_memory(tmp_path):
     src, dst = make_hv(tmp_path / "node1"), make_hv(tmp_path / "node2", memory=768)
     src.start_instance(spec(), [])

@@ -145,3 +145,32 @@ def test_bad_command_line_is_refused_with_qemus_words(node):
     with pytest.raises(errors.HypervisorError, match="no-such-option"):
         hv.start_instance(_spec("inst4", kvm_extra="-no-such-option"), [])
     assert hv.list_instances() == []
+
+
+def test_a_block_job_shows_in_the_runtime_jobs(node):
+    """A speed-limited drive-mirror: a ``block`` runtime job with its limit, a rate
+    once two samples exist, gone when the job ends (doc/progress.md, "Runtime jobs")."""
+    hv, tmp = node
+    hv = _tcg(hv, tmp)
+    disk = bootsector.disk_image(str(tmp / "disk0"))
+    with open(disk, "r+b") as fh:     # data the mirror must really copy
+        fh.seek(1 << 20)
+        fh.write(os.urandom(16 << 20))
+    hv.start_instance(_spec("inst3"), [disk])
+    assert "jobs" not in hv.get_instance_info("inst3")
+    hv.qmp_command("inst3", "drive-mirror", device="disk0", target=str(tmp / "copy.img"),
+                   format="raw", sync="full", speed=1 << 20, mode="absolute-paths")
+    first = hv.get_instance_info("inst3")["jobs"]
+    assert len(first) == 1 and first[0]["state"] == "normal"
+    info = first[0]["info"]
+    assert (info["jobType"], info["opType"], info["device"], info["bandwidth"]) == \
+        ("block", "mirror", "disk0", 1)
+    assert info["end"] >= 17 << 20 and info["rate"] == 0.0
+    time.sleep(1.5)      # a second sample later (the rate is measured, not asserted in time)
+    later = hv.get_instance_info("inst3")["jobs"][0]["info"]
+    assert later["cur"] > info["cur"] and later["rate"] > 0 and later["eta"] is not None
+    assert os.path.exists(os.path.join(hv.instance_dir("inst3"), "job-samples.json"))
+    hv.qmp_command("inst3", "block-job-cancel", device="disk0")
+    _wait(lambda: "jobs" not in hv.get_instance_info("inst3"), "the block job to end")
+    assert not os.path.exists(os.path.join(hv.instance_dir("inst3"), "job-samples.json"))
+    hv.stop_instance("inst3", timeout=0)

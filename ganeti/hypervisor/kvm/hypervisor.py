@@ -40,7 +40,7 @@ from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline, migration, qmp
+from ganeti.hypervisor.kvm import cmdline, migration, qmp, vmjobs
 from ganeti.utils import io as uio
 from ganeti.utils import process
 
@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 QEMU_BINARY = "qemu-system-x86_64"
 KVM_DEVICE = "/dev/kvm"
 RUNTIME_FILE = "runtime.json"
+#: the last block-job samples, for their rates (ganeti/hypervisor/kvm/vmjobs.py)
+JOB_SAMPLES_FILE = "job-samples.json"
 _PIDFILE = "pid"
 _QMP = "qmp.sock"
 _SERIAL = "serial.sock"
@@ -490,6 +492,7 @@ class KvmHypervisor(base.BaseHypervisor):
                     status = client.execute("query-status")
                     memory = client.execute("query-memory-size-summary")
                     cpus = client.execute("query-cpus-fast")
+                    jobs = self._vm_jobs(name, client, spec)
         except qmp.QmpError as exc:
             logger.warning("Instance %s: QMP unavailable (%s); reporting it running", name, exc)
             info["state"] = base.HV_STATE_RUNNING
@@ -500,7 +503,33 @@ class KvmHypervisor(base.BaseHypervisor):
             info["memory"] = memory["base-memory"] // (1024 * 1024)
         if isinstance(cpus, list):
             info["vcpus"] = len(cpus)
+        if jobs:
+            info["jobs"] = jobs
         return info
+
+    def _vm_jobs(self, name: str, client: qmp.QmpClient,
+                 spec: dict[str, Any]) -> list[dict[str, Any]]:
+        """Running migration and block jobs (doc/progress.md, "Runtime jobs");
+        block-job samples are kept in the instance's run dir for their rates."""
+        path = os.path.join(self.instance_dir(name), JOB_SAMPLES_FILE)
+        try:
+            samples = serializer.loads(uio.read_file(path))
+        except (OSError, errors.SerializationError):
+            samples = None
+        raw = spec.get("hvparams")
+        hvp: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        jobs, kept = vmjobs.runtime_jobs(
+            client.execute("query-migrate"), client.execute("query-block-jobs"),
+            now=self.monotonic(), samples=samples if isinstance(samples, dict) else None,
+            bandwidth_mib=int(hvp.get("migration_bandwidth") or 0))
+        try:
+            if kept:
+                uio.write_file_atomic(path, serializer.dumps(kept), mode=0o640, fsync=False)
+            elif samples is not None:
+                os.unlink(path)
+        except OSError as exc:
+            logger.debug("Instance %s: cannot keep block job samples: %s", name, exc)
+        return jobs
 
     def get_node_info(self) -> dict[str, Any]:
         meminfo = _meminfo()
