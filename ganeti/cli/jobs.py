@@ -155,9 +155,10 @@ class LogPrinter:
             return self._width
         import os
         try:
-            return os.get_terminal_size(self.stream.fileno()).columns
+            columns = os.get_terminal_size(self.stream.fileno()).columns
         except (AttributeError, OSError, ValueError):
-            return 80
+            columns = 0
+        return columns if columns > 0 else 80     # a terminal of unknown size: 80
 
     def __call__(self, entry: list[Any]) -> None:
         _serial, timestamp, log_type, message = entry

@@ -154,6 +154,26 @@ def test_job_info_watch_archive(vc, scratch):
     assert job not in listed
 
 
+def test_progress_entries_in_upstream_clients(vc, scratch):
+    # a throttled fake migration writes typed "progress" log entries
+    # (doc/progress.md): upstream's clients print a type they do not know with str()
+    name = "upprog.example.com"
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N1,
+          "-B", "maxmem=128,minmem=128", "-H", "migration_bandwidth=64", "--no-name-check",
+          "--no-ip-check", name)
+    out = up(vc, scratch, "gnt-instance", "migrate", "-f", "-n", N2, name)
+    assert "'op': 'migration'" in out and "'done': True" in out, out
+    res = upstream_cli.run(vc, scratch, "gnt-instance", "migrate", "--submit", "-f", "-n", N1,
+                           name)
+    assert res.returncode == 0, res.stderr
+    job = (res.stdout + res.stderr).split("JobID:")[1].split()[0]
+    watched = up(vc, scratch, "gnt-job", "watch", job)
+    assert watched.count("'done': True") == 1, watched
+    assert "progress" in up(vc, scratch, "gnt-job", "info", job)
+    assert rows(vc, "pnode", name) == [[N1]]
+    vc.ok("gnt-instance", "remove", "-f", name)
+
+
 def test_debug_locks(vc, scratch):
     out = up(vc, scratch, "gnt-debug", "locks")
     assert "cluster/BGL" in out
