@@ -415,6 +415,8 @@ def render_line(message: dict[str, Any]) -> str:
     if message.get("done"):
         if message.get("error"):
             return f"{op}: failed at {_percent(cur, end).strip()}: {message['error']}"
+        if not cur and not end:      # the source never gave figures
+            return f"{op}: done"
         rate = message.get("rate") or 0.0
         avg = f", {format_bytes(rate)}/s" if rate else ""
         return f"{op}: done, {format_bytes(cur)}{avg}"

@@ -157,6 +157,8 @@ def test_render_line_running_done_and_failed() -> None:
     assert progress.render_line(done) == "migration: done, 256.0 MiB, 16.0 MiB/s"
     failed = progress.entry("export", 10, 40, done=True, error="no space")
     assert progress.render_line(failed) == "export: failed at 25.0%: no space"
+    assert progress.render_line(progress.entry("migration", 0, 0, done=True)) == \
+        "migration: done"
     unknown_end = progress.entry("wipe", 2048, 0)
     assert progress.render_line(unknown_end) == "wipe: ?% (2.0 KiB)"
 

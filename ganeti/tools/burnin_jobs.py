@@ -15,7 +15,7 @@ from typing import Any
 
 from ganeti import errors
 from ganeti.cli.failure import format_job_error
-from ganeti.cli.jobs import poll_job, set_generic_opcode_opts
+from ganeti.cli.jobs import format_log_message, poll_job, set_generic_opcode_opts
 from ganeti.cli.output import merge_time
 from ganeti.tools.burnin_opts import BurninOptions
 
@@ -89,9 +89,9 @@ class JobRunner:
         self.submitted = 0
 
     def _feedback(self, entry: list[Any]) -> None:
-        _serial, stamp, _kind, message = entry
+        _serial, stamp, kind, message = entry
         when = merge_time(stamp)
-        text = f"{time.ctime(when) if when is not None else '-'} {message}"
+        text = f"{time.ctime(when) if when is not None else '-'} {format_log_message(kind, message)}"
         self.buffer.append(text)
         if self.opts.verbose:
             self.out(log_line(text, 3))
