@@ -1,0 +1,76 @@
+"""The ``jobs`` runtime field on a 2-node kvm virtual cluster (real qemu): doc/progress.md.
+
+A speed-limited qemu block job (``drive-mirror`` started through QMP on
+the node) shows as a ``block`` runtime job in ``gnt-instance info`` and
+the ``hv_jobs`` field, with its limit and a measured rate, and is gone
+once qemu's job ended.  Skips only when qemu-system-x86_64 cannot run.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+
+import pytest
+from instance_helpers import NOCHECK, rows
+from vcluster_harness import VirtualCluster
+
+from ganeti import constants
+from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+from test.integration import host_helpers
+
+pytestmark = [pytest.mark.timeout(300),
+              pytest.mark.skipif(bool(host_helpers.qemu_reason()),
+                                 reason=host_helpers.qemu_reason() or "qemu runs")]
+
+N1, N2 = "node1.vcluster", "node2.vcluster"
+INST = "kvmprog1.example.com"
+
+
+def _wait(predicate, what: str, timeout: float = 90.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vkprog"), nodes=2, use_ssh=False,
+                        hypervisor=constants.HT_KVM) as cluster:
+        yield cluster
+
+
+def _hv_jobs(vc) -> str:
+    (row,) = rows(vc, "name,hv_jobs", INST)
+    return row[1]
+
+
+def test_a_block_job_shows_in_info_and_hv_jobs(vc, tmp_path):
+    vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=24M", "-o", "tinyos",
+          "-n", N1, *NOCHECK, INST)
+    assert _hv_jobs(vc) == ""
+    (disk,) = glob.glob(os.path.join(vc.paths(N1).file_storage_dir, INST, "*disk0"))
+    with open(disk, "r+b") as fh:       # data the mirror must really copy
+        fh.seek(1 << 20)
+        fh.write(os.urandom(20 << 20))
+    hv = KvmHypervisor(vc.paths(N1))
+    hv.qmp_command(INST, "drive-mirror", device="disk0", target=str(tmp_path / "copy.img"),
+                   format="raw", sync="full", speed=1 << 20, mode="absolute-paths")
+    try:
+        cell = _hv_jobs(vc)
+        assert "jobType=block" in cell and "opType=mirror" in cell and "bandwidth=1" in cell
+        time.sleep(1.2)     # a second sample later: the rate is measured from two
+        info = _wait(lambda: (out := vc.ok("gnt-instance", "info", INST))
+                     and "MiB/s, eta" in out and out, "a measured rate")
+        assert "  Running jobs:\n    - block mirror disk0: " in info
+        assert "limit 1 MiB/s" in info
+    finally:
+        hv.qmp_command(INST, "block-job-cancel", device="disk0")
+    _wait(lambda: _hv_jobs(vc) == "", "the block job to end")
+    assert "Running jobs" not in vc.ok("gnt-instance", "info", INST)
