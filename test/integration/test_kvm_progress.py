@@ -3,19 +3,26 @@
 A speed-limited qemu block job (``drive-mirror`` started through QMP on
 the node) shows as a ``block`` runtime job in ``gnt-instance info`` and
 the ``hv_jobs`` field, with its limit and a measured rate, and is gone
-once qemu's job ended.  Skips only when qemu-system-x86_64 cannot run.
+once qemu's job ended.  A live migration throttled by
+``migration_bandwidth`` (the tick guest dirtying 128 MiB,
+test/fakes/tickguest.py) shows as a ``migration`` job while it runs, and
+its job log holds progress entries and one final entry.  Skips only when
+qemu-system-x86_64 cannot run.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 import time
 
 import pytest
+from failover_helpers import submit
 from instance_helpers import NOCHECK, rows
 from vcluster_harness import VirtualCluster
 
+from fakes import tickguest
 from ganeti import constants
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from test.integration import host_helpers
@@ -26,6 +33,7 @@ pytestmark = [pytest.mark.timeout(300),
 
 N1, N2 = "node1.vcluster", "node2.vcluster"
 INST = "kvmprog1.example.com"
+MIG = "kvmprog2.example.com"
 
 
 def _wait(predicate, what: str, timeout: float = 90.0):
@@ -46,8 +54,8 @@ def vc(tmp_path_factory):
         yield cluster
 
 
-def _hv_jobs(vc) -> str:
-    (row,) = rows(vc, "name,hv_jobs", INST)
+def _hv_jobs(vc, name: str = INST) -> str:
+    (row,) = rows(vc, "name,hv_jobs", name)
     return row[1]
 
 
@@ -74,3 +82,41 @@ def test_a_block_job_shows_in_info_and_hv_jobs(vc, tmp_path):
         hv.qmp_command(INST, "block-job-cancel", device="disk0")
     _wait(lambda: _hv_jobs(vc) == "", "the block job to end")
     assert "Running jobs" not in vc.ok("gnt-instance", "info", INST)
+
+
+def test_a_throttled_live_migration_shows_as_a_migration_job(vc):
+    vc.ok("gnt-instance", "add", "-t", "sharedfile", "--disk", "0:size=8M", "-o", "tinyos",
+          "-B", "maxmem=256,minmem=256", "-n", N1, *NOCHECK, MIG)
+    vc.ok("gnt-instance", "shutdown", "--timeout", "0", MIG)
+    (disk,) = glob.glob(os.path.join(vc.paths(N1).shared_file_storage_dir, MIG, "*disk0"))
+    with open(disk, "r+b") as fh:
+        fh.write(tickguest.boot_sector(fill_mib=128, dirty_kib=256))
+    vc.ok("gnt-instance", "modify", "-H", "migration_bandwidth=8", MIG)
+    vc.ok("gnt-instance", "startup", MIG)
+    _wait(lambda: b"tick" in _serial(vc, N1), "the guest ticking")
+    job, out = submit(vc, N1, "gnt-instance", "migrate", "-f", "-n", N2, MIG)
+    assert job is not None, out
+    cell = _wait(lambda: "jobType=migration" in (c := _hv_jobs(vc, MIG)) and "cur=0," not in c
+                 and c, "the migration under way")
+    assert "bandwidth=8" in cell
+    info = _wait(lambda: "MiB/s, eta" in (out := vc.ok("gnt-instance", "info", MIG)) and out,
+                 "the migration with a rate", timeout=60)
+    assert "  Running jobs:\n    - migration: " in info and "limit 8 MiB/s" in info, info
+    watch = vc.run("gnt-job", "watch", str(job), timeout=240)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    lines = [line for line in watch.stdout.splitlines() if " migration: " in line]
+    assert len(lines) >= 3 and "migration: done, " in lines[-1], watch.stdout
+    assert sum("migration: done" in line for line in lines) == 1
+    assert any(re.search(r"migration: [0-9.]+% \(.*MiB/s", line) for line in lines[:-1])
+    assert rows(vc, "pnode,status", MIG) == [[N2, "running"]]
+    assert _hv_jobs(vc, MIG) == ""
+    assert "Running jobs" not in vc.ok("gnt-instance", "info", MIG)
+    vc.ok("gnt-instance", "remove", "-f", "--shutdown-timeout", "0", MIG)
+
+
+def _serial(vc, node: str) -> bytes:
+    try:
+        with open(KvmHypervisor(vc.paths(node)).serial_log(MIG), "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return b""
