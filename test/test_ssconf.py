@@ -55,7 +55,7 @@ def test_compute_values() -> None:
     assert values["uid_pool"] == "1000-1010\n2000"
     assert values["node_vm_capable"].splitlines()[1] == "node2.example.com=False"
     assert "kernel_args=console=ttyS0" in values["hvparams_kvm"].splitlines()
-    assert values["hvparams_fake"] == "migration_mode=live"
+    assert values["hvparams_fake"] == "migration_bandwidth=0\nmigration_mode=live"
     assert values["ssh_ports"] == ("node1.example.com=22\nnode2.example.com=2022\n"
                                    "node3.example.com=2222")
 
