@@ -55,6 +55,9 @@ ENV_RAPI_BIND = "GANETI_RAPI_BIND"
 #: the local address node RPC connections are made from (a virtual node's own
 #: address, so that partitions can be made per node: doc/vcluster.md)
 ENV_SOURCE_ADDRESS = "GANETI_SOURCE_ADDRESS"
+#: the kvm hypervisor's acceleration on a node: "auto" (default: KVM when /dev/kvm
+#: opens, else TCG), "kvm" or "tcg" (doc/kvm.md, "Acceleration")
+ENV_KVM_ACCEL = "GANETI_KVM_ACCEL"
 
 # Job and opcode statuses (doc/protocols/jobs.md, "Statuses")
 JOB_STATUS_QUEUED = "queued"

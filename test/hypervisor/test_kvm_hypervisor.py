@@ -17,7 +17,7 @@ from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 @pytest.fixture
 def hv(tmp_path) -> KvmHypervisor:
     return KvmHypervisor(pathutils.Paths(root=str(tmp_path)), clock=lambda: 1000.0,
-                         kvm_device=str(tmp_path / "no-kvm"))
+                         kvm_device=str(tmp_path / "no-kvm"), accel="auto")
 
 
 def _record(hv: KvmHypervisor, name: str, pid: int | None, start: float = 990.0) -> None:
@@ -65,7 +65,17 @@ def test_acceleration_follows_the_device(hv, tmp_path):
     assert hv.acceleration() == "tcg"
     dev = tmp_path / "fake-kvm"
     dev.write_bytes(b"")
-    assert KvmHypervisor(hv.paths, kvm_device=str(dev)).acceleration() == "kvm"
+    assert KvmHypervisor(hv.paths, kvm_device=str(dev), accel="auto").acceleration() == "kvm"
+
+
+def test_acceleration_forced_by_the_environment(hv, tmp_path, monkeypatch):
+    dev = tmp_path / "fake-kvm"
+    dev.write_bytes(b"")
+    monkeypatch.setenv(constants.ENV_KVM_ACCEL, "tcg")
+    assert KvmHypervisor(hv.paths, kvm_device=str(dev)).acceleration() == "tcg"
+    assert KvmHypervisor(hv.paths, kvm_device=str(dev), accel="auto").acceleration() == "kvm"
+    monkeypatch.setenv(constants.ENV_KVM_ACCEL, "kvm")
+    assert KvmHypervisor(hv.paths).acceleration() == "kvm"
 
 
 @pytest.mark.parametrize("status,state", [

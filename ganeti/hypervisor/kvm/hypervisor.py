@@ -110,8 +110,11 @@ class KvmHypervisor(base.BaseHypervisor):
                  monotonic: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep,
                  kvm_device: str = KVM_DEVICE, qmp_timeout: float = 10.0,
-                 migration_ports: int = migration.PORT_RANGE) -> None:
+                 migration_ports: int = migration.PORT_RANGE,
+                 accel: str | None = None) -> None:
         super().__init__(paths)
+        #: "auto", "kvm" or "tcg"; by default from $GANETI_KVM_ACCEL (doc/kvm.md)
+        self.accel = accel or os.environ.get(constants.ENV_KVM_ACCEL, "") or "auto"
         self.clock = clock
         self.monotonic = monotonic
         self.sleep = sleep
@@ -215,7 +218,13 @@ class KvmHypervisor(base.BaseHypervisor):
     # --- node facts -------------------------------------------------------------
 
     def acceleration(self) -> str:
-        """``kvm`` when the KVM device can be opened read-write, else ``tcg``."""
+        """``kvm`` when the KVM device can be opened read-write, else ``tcg``.
+
+        ``accel`` other than "auto" decides instead (a node where nested
+        KVM cannot boot a Linux guest runs TCG; doc/kvm.md).
+        """
+        if self.accel in (cmdline.ACCEL_KVM, cmdline.ACCEL_TCG):
+            return self.accel
         try:
             fd = os.open(self.kvm_device, os.O_RDWR | os.O_CLOEXEC)
         except OSError:
@@ -311,7 +320,8 @@ class KvmHypervisor(base.BaseHypervisor):
                        "start_time": self.clock(), **(extra or {})}
             self._write_runtime(spec.name, runtime)
             logger.info("Starting instance %s with %s acceleration%s%s", spec.name, accel,
-                        "" if accel == cmdline.ACCEL_KVM
+                        f" (forced by {constants.ENV_KVM_ACCEL})" if self.accel != "auto"
+                        else "" if accel == cmdline.ACCEL_KVM
                         else f" ({self.kvm_device} not usable: TCG emulation)",
                         " for an incoming migration" if incoming else "")
             try:
