@@ -492,16 +492,36 @@ def deactivate_disks(opts: Any, args: list[str]) -> int:
 
 
 def console(opts: Any, args: list[str]) -> int:
-    """Print how to reach the console of a running instance."""
+    """Attach to the console of a running instance (on its primary), or print how to reach it.
+
+    A console reached by a command (kind ``ssh``, e.g. kvm's serial console
+    through socat) is run here when this node is the instance's primary;
+    elsewhere, and with ``--show-cmd``, the command is printed.
+    """
     result = cli.submit_opcode_and_wait(_op("OP_INSTANCE_CONSOLE", instance_name=args[0]), opts)
     if not isinstance(result, dict):
         cli.to_stdout(str(result))
         return 0
     command = result.get("command")
+    text = (" ".join(command) if isinstance(command, list) else str(command)) if command else ""
     if opts.show_command and command:
-        cli.to_stdout(" ".join(command) if isinstance(command, list) else str(command))
-    else:
-        cli.to_stdout(result.get("message") or f"Console of {args[0]}: {result}")
+        cli.to_stdout(text)
+        return 0
+    if command and result.get("kind") == "ssh":
+        from ganeti.utils import net
+        host = str(result.get("host") or "")
+        if host and host.lower() != net.hostname():
+            cli.to_stderr(f"The console of {args[0]} is on its primary node {host};"
+                          f" run 'gnt-instance console {args[0]}' there, or on {host}: {text}")
+            return 1
+        import subprocess
+        argv = command if isinstance(command, list) else ["sh", "-c", str(command)]
+        try:
+            return subprocess.call(argv)
+        except OSError as exc:
+            cli.to_stderr(f"Cannot run the console command {text}: {exc}")
+            return 1
+    cli.to_stdout(result.get("message") or f"Console of {args[0]}: {result}")
     return 0
 
 
