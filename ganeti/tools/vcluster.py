@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 
 from ganeti import bootstrap, constants, errors, serializer, ssh
 from ganeti.pathutils import Paths
+from ganeti.tools import tinylinux
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
            "start", "stop", "destroy", "current_master", "isolate", "heal",
@@ -57,6 +58,10 @@ CLUSTER_NAME = "cluster.vcluster"
 #: default is 1024, too big for test disks on tmpfs.
 VCLUSTER_MIN_DISK_SIZE = 1
 _TINYOS = os.path.join(REPO_ROOT, "tools", "os", "tinyos")
+_TINYLINUX = os.path.join(REPO_ROOT, "tools", "os", "tinylinux")
+#: the acceleration of kvm virtual clusters: nested KVM (a test machine that is
+#: itself a virtual machine) cannot boot the tinylinux guest, TCG boots it in ~3 s
+DEFAULT_KVM_ACCEL = "tcg"
 
 Log = Callable[[str], None]
 
@@ -85,6 +90,8 @@ class VCluster:
     rapi_port: int | None = None
     #: nodes cut off from the others (``isolate``/``heal``)
     isolated: list[str] = field(default_factory=list)
+    #: $GANETI_KVM_ACCEL of the node daemons when the hypervisor is kvm
+    kvm_accel: str = DEFAULT_KVM_ACCEL
 
     def node(self, name: str) -> VNode:
         """The node called ``name`` (also accepts ``node3`` for ``node3.vcluster``)."""
@@ -201,6 +208,8 @@ def node_env(vc: VCluster, node: VNode) -> dict[str, str]:
                                  "/usr/local/bin", "/usr/bin", "/bin"]),
         "PYTHONPATH": REPO_ROOT,
     }
+    if vc.hypervisor == constants.HT_KVM:
+        env[constants.ENV_KVM_ACCEL] = vc.kvm_accel
     if vc.masterd_args:
         env["GANETI_MASTERD_ARGS"] = shlex.join(vc.masterd_args)
     # the nodes share one machine: its time zone, and the calendar tests' shifted
@@ -247,6 +256,14 @@ def _install_tinyos(paths: Paths) -> None:
                 os.chmod(path, 0o755)
 
 
+def _install_tinylinux(paths: Paths, guest: tinylinux.Guest) -> None:
+    """The tinylinux OS definition with ``guest``'s files (hard links) in its ``guest/``."""
+    dest = os.path.join(paths.os_search_path[0], "tinylinux")
+    if not os.path.exists(dest):
+        shutil.copytree(_TINYLINUX, dest, ignore=shutil.ignore_patterns("guest", "build"))
+    tinylinux.install(guest, os.path.join(dest, "guest"))
+
+
 def _write_env_file(vc: VCluster, node: VNode) -> str:
     path = os.path.join(node.root, "env")
     with open(path, "w") as fh:
@@ -290,8 +307,14 @@ def _start_sshds(vc: VCluster, nodes: Sequence[VNode], timeout: float = 30.0) ->
 def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAKE,
            base_ip: str = "127.0.1", noded_port: int | None = None,
            ssh_port: int | None = None, use_ssh: bool = True, offline_add: bool = False,
-           masterd_args: Sequence[str] = (), log: Log | None = None) -> VCluster:
+           masterd_args: Sequence[str] = (), kvm_accel: str = DEFAULT_KVM_ACCEL,
+           log: Log | None = None) -> VCluster:
     """Create and start a virtual cluster of ``nodes`` nodes in ``directory``.
+
+    With the kvm hypervisor every node also gets the ``tinylinux`` OS (its
+    guest built first, or found in the cache: :mod:`ganeti.tools.tinylinux`;
+    a failed build is logged and leaves only ``tinyos``), and its node
+    daemon runs with ``$GANETI_KVM_ACCEL=kvm_accel``.
 
     ``offline_add`` (benchmarks only, implies no SSH) writes the extra nodes
     straight into the configuration while the master daemon is stopped, as
@@ -321,17 +344,25 @@ def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAK
     vc = VCluster(directory=directory, cluster_name=CLUSTER_NAME, noded_port=noded_port,
                   ssh_port=ssh_port if use_ssh else None, master=vnodes[0].name,
                   hypervisor=hypervisor, masterd_args=list(masterd_args), nodes=vnodes,
-                  rapi_port=rapi_port)
+                  rapi_port=rapi_port, kvm_accel=kvm_accel)
     vc.save()
     with open(os.path.join(directory, HOSTS_FILE), "w") as fh:
         fh.write(f"{vnodes[0].ip} {CLUSTER_NAME}\n")
         for node in vnodes:
             fh.write(f"{node.ip} {node.name} {node.name.split('.')[0]}\n")
     master_paths = vc.paths(vnodes[0])
+    guest = None
+    if hypervisor == constants.HT_KVM:
+        try:
+            guest = tinylinux.build(log=log)
+        except (errors.GanetiError, OSError) as exc:
+            log(f"Not installing the tinylinux OS: {exc}")
     for node in vnodes:
         paths = Paths(root=node.root)
         bootstrap.make_node_dirs(paths)
         _install_tinyos(paths)
+        if guest is not None:
+            _install_tinylinux(paths, guest)
         _write_env_file(vc, node)
         new_boot_id(node)
     pub = ssh.generate_cluster_key(master_paths.ssh_key_file, comment="ganeti@vcluster")
@@ -622,6 +653,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         " (implies --no-ssh)")
     p.add_argument("--masterd-arg", action="append", default=[], metavar="ARG",
                    help="extra ganeti-masterd argument (repeatable)")
+    p.add_argument("--kvm-accel", choices=("auto", "kvm", "tcg"), default=DEFAULT_KVM_ACCEL,
+                   help=f"kvm acceleration of the nodes (default {DEFAULT_KVM_ACCEL};"
+                        " see doc/kvm.md)")
     p = sub.add_parser("env", help="print export lines to act as the master (or NODE)")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("node", nargs="?")
@@ -656,7 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             vc = create(opts.directory, opts.nodes, hypervisor=opts.hypervisor,
                         base_ip=opts.base_ip, noded_port=opts.port, ssh_port=opts.ssh_port,
                         use_ssh=not opts.no_ssh, offline_add=opts.offline_add,
-                        masterd_args=opts.masterd_arg, log=log)
+                        masterd_args=opts.masterd_arg, kvm_accel=opts.kvm_accel, log=log)
             log(f"Virtual cluster with {len(vc.nodes)} nodes ready in"
                 f" {time.monotonic() - started:.1f}s; use it with:")
             log(f"  eval $({sys.argv[0] if argv is None else 'tools/vcluster'} env"

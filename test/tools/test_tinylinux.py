@@ -1,0 +1,101 @@
+"""The tinylinux builder's pure parts: the cpio writer, module metadata, load order, /init."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import struct
+import subprocess
+
+import pytest
+
+from ganeti import errors
+from ganeti.tools import tinylinux
+
+
+def _parse_newc(data: bytes) -> list[tuple[str, int, bytes]]:
+    """Read a newc archive back (a second, independent reading of the format)."""
+    out, pos = [], 0
+    while True:
+        assert data[pos:pos + 6] == b"070701"
+        fields = [int(data[pos + 6 + 8 * i:pos + 14 + 8 * i], 16) for i in range(13)]
+        mode, size, namesize = fields[1], fields[6], fields[11]
+        pos += 110
+        name = data[pos:pos + namesize - 1].decode()
+        pos = (pos + namesize + 3) & ~3
+        body = data[pos:pos + size]
+        pos = (pos + size + 3) & ~3
+        if name == "TRAILER!!!":
+            assert pos == len(data)
+            return out
+        out.append((name, mode, body))
+
+
+def test_newc_archive_round_trips():
+    entries = [("bin", stat.S_IFDIR | 0o755, b""),
+               ("bin/x", stat.S_IFREG | 0o755, b"abc"),
+               ("bin/sh", stat.S_IFLNK | 0o777, b"busybox"),
+               ("init", stat.S_IFREG | 0o755, b"#!/bin/sh\n")]
+    assert _parse_newc(tinylinux.newc_archive(entries)) == entries
+
+
+@pytest.mark.skipif(shutil.which("cpio") is None, reason="cpio is not installed")
+def test_newc_archive_is_read_by_cpio(tmp_path):
+    data = tinylinux.newc_archive([("d", stat.S_IFDIR | 0o755, b""),
+                                   ("d/f", stat.S_IFREG | 0o644, b"hello\n"),
+                                   ("l", stat.S_IFLNK | 0o777, b"d/f")])
+    proc = subprocess.run(["cpio", "-t"], input=data, capture_output=True, check=True)
+    assert proc.stdout.decode().split() == ["d", "d/f", "l"]
+    subprocess.run(["cpio", "-id", "--quiet"], input=data, cwd=tmp_path, check=True)
+    assert (tmp_path / "d" / "f").read_bytes() == b"hello\n"
+    assert os.readlink(tmp_path / "l") == "d/f"
+
+
+def _elf_module(modinfo: bytes) -> bytes:
+    """A minimal ELF64 file with a ``.modinfo`` section (what the reader needs)."""
+    shstrtab = b"\0.modinfo\0.shstrtab\0"
+    body_off = 64
+    modinfo_off, shstr_off = body_off, body_off + len(modinfo)
+    shoff = (shstr_off + len(shstrtab) + 7) & ~7
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    struct.pack_into("<Q", header, 0x28, shoff)
+    struct.pack_into("<HHH", header, 0x3A, 64, 3, 2)
+    sections = b"".join([
+        bytes(64),
+        struct.pack("<IIQQQQ", 1, 1, 0, 0, modinfo_off, len(modinfo)) + bytes(24),
+        struct.pack("<IIQQQQ", 10, 3, 0, 0, shstr_off, len(shstrtab)) + bytes(24)])
+    image = bytes(header) + modinfo + shstrtab
+    return image + bytes(shoff - len(image)) + sections
+
+
+def test_module_info_reads_the_modinfo_section():
+    image = _elf_module(b"license=GPL\0depends=virtio,virtio_ring\0name=virtio_blk\0")
+    assert tinylinux.module_info(image) == {"license": "GPL", "depends": "virtio,virtio_ring",
+                                            "name": "virtio_blk"}
+
+
+def test_module_info_refuses_other_files():
+    with pytest.raises(errors.ProgrammerError):
+        tinylinux.module_info(b"#!/bin/sh\n")
+
+
+def test_module_load_order_puts_dependencies_first():
+    available = {"virtio_blk": ["virtio", "virtio_ring"], "virtio": [], "virtio_ring": [],
+                 "virtio_pci": ["virtio", "virtio_ring"], "evdev": []}
+    order = tinylinux.module_load_order(available, ["virtio_pci", "virtio_blk", "button", "evdev"])
+    # "button" is not a module here (built in): left out
+    assert order == ["virtio", "virtio_ring", "virtio_pci", "virtio_blk", "evdev"]
+
+
+def test_init_prints_the_lines_tests_look_for():
+    init = tinylinux.init_script()
+    assert init.startswith("#!/bin/busybox sh\n")
+    assert f'echo "{tinylinux.BOOT_LINE} $host"' in init
+    assert tinylinux.UPTIME_LINE in init and "poweroff -f" in init
+
+
+def test_cache_dir_from_the_environment():
+    assert tinylinux.default_cache_dir({tinylinux.CACHE_ENV: "/x/y"}) == "/x/y"
+    assert tinylinux.default_cache_dir({}).endswith(os.path.join(".cache", "tinylinux"))
