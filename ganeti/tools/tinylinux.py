@@ -60,8 +60,9 @@ BOOT_LINE = "tinylinux: booted"
 #: what the guest prints every two seconds (followed by /proc/uptime's first figure)
 UPTIME_LINE = "tinylinux: uptime"
 #: modules the guest loads (with their dependencies) when they are not built in
-WANTED_MODULES = ("virtio_pci", "virtio_blk", "virtio_net", "virtio_scsi", "virtio_balloon",
-                  "sd_mod", "button", "evdev")
+#: (the power button first: a press while the others load is not lost)
+WANTED_MODULES = ("button", "evdev", "virtio_pci", "virtio_blk", "virtio_net", "virtio_scsi",
+                  "virtio_balloon", "sd_mod")
 #: bump when the initramfs layout or /init changes in a way that matters
 FORMAT = 1
 GUEST_FILES = ("vmlinuz", "initrd.img", "guest.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 from ganeti import constants, errors, hypervisor, parameters, pathutils, serializer
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import hypervisor as kvmhv
-from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+from ganeti.hypervisor.kvm.hypervisor import POWERDOWN_REPEAT, KvmHypervisor
 
 
 @pytest.fixture
@@ -168,3 +169,39 @@ def test_node_info_from_proc(hv):
     info = hv.get_node_info()
     assert info["memory_total"] > 0 and 0 <= info["memory_free"] <= info["memory_total"]
     assert info["cpu_total"] >= 1 and info["accel"] == "tcg"
+
+
+class _PowerButtonQmp:
+    """A QMP client whose guest powers off on the ``presses``-th ACPI power-button press."""
+
+    def __init__(self, presses: int) -> None:
+        self.presses = presses
+        self.commands: list[str] = []
+
+    def execute(self, command: str, **arguments: object) -> dict:
+        self.commands.append(command)
+        done = self.commands.count("system_powerdown") >= self.presses
+        return {"status": "shutdown" if done else "running"}
+
+
+def test_powerdown_presses_the_button_again_while_waiting(tmp_path, monkeypatch):
+    now = [0.0]
+    hv = KvmHypervisor(pathutils.Paths(root=str(tmp_path)), monotonic=lambda: now[0],
+                       sleep=lambda s: now.__setitem__(0, now[0] + s), accel="auto")
+    client = _PowerButtonQmp(presses=3)
+    monkeypatch.setattr(hv, "_qmp", lambda name: contextlib.nullcontext(client))
+    assert hv._powerdown("inst1", timeout=60.0)
+    # pressed at 0 s, then every POWERDOWN_REPEAT seconds until the guest obeyed
+    assert client.commands.count("system_powerdown") == 3
+    assert now[0] == pytest.approx(2 * POWERDOWN_REPEAT, abs=0.5)
+
+
+def test_powerdown_presses_until_the_timeout(tmp_path, monkeypatch):
+    now = [0.0]
+    hv = KvmHypervisor(pathutils.Paths(root=str(tmp_path)), monotonic=lambda: now[0],
+                       sleep=lambda s: now.__setitem__(0, now[0] + s), accel="auto")
+    client = _PowerButtonQmp(presses=1000)
+    monkeypatch.setattr(hv, "_qmp", lambda name: contextlib.nullcontext(client))
+    hv._powerdown("inst1", timeout=10.5)
+    assert client.commands.count("system_powerdown") == 4  # at 0, 3, 6 and 9 s
+    assert now[0] == pytest.approx(10.5, abs=0.5)

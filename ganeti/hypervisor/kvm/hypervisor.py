@@ -60,6 +60,8 @@ _SERIAL_LOG = "serial.log"
 _LOCK = ".lock"
 #: seconds qemu gets to start (it daemonizes once its sockets exist)
 START_TIMEOUT = 60.0
+#: seconds between two ACPI power-button presses while a stop waits for the guest
+POWERDOWN_REPEAT = 3.0
 #: seconds a ``quit`` gets before SIGKILL, and SIGKILL before giving up
 QUIT_TIMEOUT = 10.0
 
@@ -405,15 +407,24 @@ class KvmHypervisor(base.BaseHypervisor):
             raise errors.HypervisorError(f"Instance {name} (pid {pid}) survived SIGKILL")
 
     def _powerdown(self, name: str, timeout: float) -> bool:
-        """ACPI powerdown, then wait for the guest to reach ``shutdown``."""
+        """ACPI powerdown, then wait for the guest to reach ``shutdown``.
+
+        The power button is pressed again every :data:`POWERDOWN_REPEAT`
+        seconds: a guest still booting (no ACPI button driver yet) drops a
+        press, as a real machine's OS does.
+        """
         deadline = self.monotonic() + timeout
         try:
             with self._qmp(name) as client:
+                pressed = self.monotonic()
                 client.execute("system_powerdown")
                 while self.monotonic() < deadline:
                     if client.execute("query-status").get("status") == "shutdown":
                         return True
                     self.sleep(0.2)
+                    if self.monotonic() - pressed >= POWERDOWN_REPEAT:
+                        pressed = self.monotonic()
+                        client.execute("system_powerdown")
         except qmp.QmpError as exc:
             logger.warning("Soft shutdown of %s failed: %s", name, exc)
         return self._pid(name) is None
