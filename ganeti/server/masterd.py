@@ -627,6 +627,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     raise_fd_limit()   # idle LUXI connections each hold a descriptor
     gc.disable()       # loading makes only long-lived objects: no collections meanwhile
     luxiserver.limit_malloc_arenas()
+    luxiserver.fix_mmap_threshold()   # big blocks go back to the system when freed
     decision = _vote(runtime.paths, opts) if not opts.no_rpc else None
     write_checks: list[Callable[[], None]] = []
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
