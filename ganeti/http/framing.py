@@ -397,7 +397,7 @@ class ResponseParser(_Parser):
 
 
 def _head_bytes(start_line: str, headers: HeaderItems, length: int | None,
-                keep_alive: bool) -> bytes:
+                keep_alive: bool, announce: bool = False) -> bytes:
     items = headers.items() if isinstance(headers, Mapping) else headers
     lines = [start_line]
     for name, value in items:
@@ -408,6 +408,8 @@ def _head_bytes(start_line: str, headers: HeaderItems, length: int | None,
         lines.append(f"Content-Length: {length}")
     if not keep_alive:
         lines.append("Connection: close")
+    elif announce:
+        lines.append("Connection: keep-alive")
     text = "\r\n".join(lines) + "\r\n\r\n"
     # exactly one CR and one LF per line: no header can smuggle a line break
     if text.count("\n") != len(lines) + 1 or text.count("\r") != len(lines) + 1:
@@ -419,22 +421,25 @@ def _head_bytes(start_line: str, headers: HeaderItems, length: int | None,
 
 
 def build_request(method: str, target: str, headers: HeaderItems = (), body: bytes = b"", *,
-                  keep_alive: bool = True) -> bytes:
+                  keep_alive: bool = True, announce_keep_alive: bool = False) -> bytes:
     """The bytes of an HTTP/1.1 request: request line, headers, ``Content-Length``, body.
 
-    ``Content-Length`` and (with ``keep_alive=False``) ``Connection: close``
+    ``Content-Length`` and (with ``keep_alive=False``) ``Connection: close``,
+    or with ``announce_keep_alive`` ``Connection: keep-alive`` (for a peer
+    that keeps a connection only when asked so, like the node daemon),
     are added here; passing them in ``headers`` is a
     :class:`errors.ProgrammerError`, and so is a space in ``target`` or a CR
     or LF anywhere in the head.
     """
     if " " in target or not target or not method:
         raise errors.ProgrammerError(f"Bad HTTP request target {method!r} {target!r}")
-    return _head_bytes(f"{method} {target} HTTP/1.1", headers, len(body), keep_alive) + body
+    return _head_bytes(f"{method} {target} HTTP/1.1", headers, len(body), keep_alive,
+                       announce_keep_alive) + body
 
 
 def build_response(status: int, headers: HeaderItems = (), body: bytes = b"", *,
                    reason: str | None = None, keep_alive: bool = True,
-                   head_only: bool = False) -> bytes:
+                   announce_keep_alive: bool = False, head_only: bool = False) -> bytes:
     """The bytes of an HTTP/1.1 response: status line, headers, ``Content-Length``, body.
 
     ``reason`` defaults to the standard phrase.  ``head_only`` is for a
@@ -449,5 +454,6 @@ def build_response(status: int, headers: HeaderItems = (), body: bytes = b"", *,
     if bodyless and body:
         raise errors.ProgrammerError(f"An HTTP {status} reply cannot have a body")
     line = f"HTTP/1.1 {status} {reason_phrase(status) if reason is None else reason}"
-    head = _head_bytes(line, headers, None if bodyless else len(body), keep_alive)
+    head = _head_bytes(line, headers, None if bodyless else len(body), keep_alive,
+                       announce_keep_alive)
     return head if head_only or bodyless else head + body

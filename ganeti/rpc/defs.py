@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "FENCED_CALLS", "FENCED_PREFIX", "epoch_query", "parse_epoch_query",
+    "FENCED_CALLS", "FENCED_PREFIX", "KEEPALIVE_CALLS", "epoch_query", "parse_epoch_query",
     "URGENT", "FAST", "NORMAL", "SLOW", "TMO_4HRS", "TMO_1DAY", "TIMEOUTS",
     "ANY", "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
 ]
@@ -332,6 +332,10 @@ FENCED_CALLS = frozenset([
 ])
 #: how a node's refusal of an old epoch starts (the master recognises it)
 FENCED_PREFIX = "Fenced:"
+#: read-only procedures that may share a kept connection, and so a node
+#: daemon child, with earlier requests of this set (doc/protocols/rpc.md,
+#: "Kept connections"); every other procedure runs in a fresh child of its own
+KEEPALIVE_CALLS = frozenset(["version", "node_info", "all_instances_info", "instance_list"])
 
 CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}
 

@@ -1,4 +1,4 @@
-"""HTTPS transport for node RPC: one POST per connection, mutual TLS.
+"""HTTPS transport for node RPC: one POST per connection (or kept, read-only), mutual TLS.
 
 The seam is one method, easy to fake (see ``FunctionTransport``)::
 
@@ -18,24 +18,43 @@ the minimum.
 
 Every socket gets ``TCP_NODELAY``: without it a request costs ~46 ms
 (Nagle plus delayed ACK) instead of ~1.6 ms on loopback.
+
+Kept connections (doc/protocols/rpc.md, "Kept connections"): with
+``keepalive=True`` (the master daemon's transport) the read-only
+procedures of :data:`rpc.defs.KEEPALIVE_CALLS` are sent with
+``Connection: keep-alive`` and, when the node keeps the connection, the
+next such call to the node reuses it (at most :data:`KEEPALIVE_PER_NODE`
+idle per node, each for at most :data:`KEEPALIVE_IDLE` seconds, less if the
+node's ``Keep-Alive: timeout`` is shorter).  A kept connection the node
+closed meanwhile (before any byte of the reply) is replaced by a new one
+once: these procedures change nothing, so sending one twice is safe.
+Every other procedure gets a connection of its own, as before.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import ssl
+import threading
 import time
-from typing import Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 from ganeti import constants, errors, serializer
 from ganeti.http import framing
+from ganeti.rpc import defs
 
 __all__ = ["Transport", "HttpsTransport", "FunctionTransport", "make_client_context",
-           "MAX_RESPONSE_SIZE", "USER_AGENT"]
+           "MAX_RESPONSE_SIZE", "USER_AGENT", "KEEPALIVE_PER_NODE", "KEEPALIVE_IDLE"]
 
 MAX_RESPONSE_SIZE = 128 * 1024 * 1024
 USER_AGENT = f"Ganeti RPC client {constants.RELEASE_VERSION}"
+#: idle kept connections per node at most (one fan-out uses one per node)
+KEEPALIVE_PER_NODE = 2
+#: seconds an idle kept connection is reused at most (the node daemon's default is 15)
+KEEPALIVE_IDLE = 10.0
+_KEEPALIVE_TIMEOUT = re.compile(r"timeout=(\d+)")
 
 
 class Transport(Protocol):
@@ -87,6 +106,17 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _Stale(Exception):
+    """A kept connection ended before any byte of the reply: the node closed it meanwhile."""
+
+
+class _Kept(NamedTuple):
+    """An idle kept connection and until when it may be reused."""
+
+    tls: ssl.SSLSocket
+    expires: float
+
+
 def _error_text(data: bytes) -> str:
     """The message of a ``[false, message]`` error body, else the raw text."""
     try:
@@ -106,18 +136,25 @@ class HttpsTransport:
     connection to each node is kept and offered again (session
     resumption): a fan-out to 200 nodes then costs 200 abbreviated
     handshakes instead of 200 full ones (the node daemon may refuse and do
-    a full handshake; nothing else changes).
+    a full handshake; nothing else changes).  With ``keepalive`` (the
+    master daemon's transport), read-only procedures reuse kept
+    connections (see the module docstring).  Thread-safe.
     """
 
     def __init__(self, cert_file: str, ca_file: str | None = None, *,
                  context: ssl.SSLContext | None = None,
-                 source_address: str | None = None) -> None:
+                 source_address: str | None = None, keepalive: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.context = context or make_client_context(cert_file, ca_file)
         self._sessions: dict[tuple[str, int], ssl.SSLSession] = {}
         #: connections are made from this local address (default
         #: ``$GANETI_SOURCE_ADDRESS``, else the kernel's choice)
         self.source = (source_address if source_address is not None
                        else os.environ.get(constants.ENV_SOURCE_ADDRESS) or None)
+        self.keepalive = keepalive
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._kept: dict[tuple[str, int], list[_Kept]] = {}
 
     def post(self, address: str, port: int, procedure: str, body: bytes,
              timeout: float) -> bytes:
@@ -126,53 +163,128 @@ class HttpsTransport:
         ``timeout`` bounds every socket operation and the whole exchange.
         """
         deadline = time.monotonic() + timeout
-        request = framing.build_request(
-            "POST", f"/{procedure}", {"Host": f"{address}:{port}",
-                                      "Content-Type": "application/json",
-                                      "User-Agent": USER_AGENT}, body, keep_alive=False)
+        keep = self.keepalive and procedure.split("?", 1)[0] in defs.KEEPALIVE_CALLS
+        headers = {"Host": f"{address}:{port}", "Content-Type": "application/json",
+                   "User-Agent": USER_AGENT}
+        request = framing.build_request("POST", f"/{procedure}", headers, body, keep_alive=keep,
+                                        announce_keep_alive=keep)
         try:
-            status, reason, data = self._exchange(address, port, request, timeout, deadline)
+            response = None
+            kept = self._take(address, port) if keep else None
+            if kept is not None:
+                try:
+                    response = self._round_trip(kept, address, port, request, deadline, keep,
+                                                reused=True)
+                except _Stale:
+                    response = None
+            if response is None:
+                tls = self._connect(address, port, timeout)
+                response = self._round_trip(tls, address, port, request, deadline, keep)
         except OSError as exc:
             raise errors.RpcTransportError(_reason(exc)) from exc
-        if status != 200:
-            raise errors.RemoteError(f"HTTP {status} {reason}: {_error_text(data)}")
-        return data
+        if response.status != 200:
+            raise errors.RemoteError(f"HTTP {response.status} {response.reason}:"
+                                     f" {_error_text(response.body)}")
+        return response.body
 
-    def _exchange(self, address: str, port: int, request: bytes, timeout: float,
-                  deadline: float) -> tuple[int, str, bytes]:
-        """Send ``request`` on a new TLS connection; ``(status, reason, body)`` of the reply.
+    def close(self) -> None:
+        """Close the idle kept connections."""
+        with self._lock:
+            kept, self._kept = self._kept, {}
+        for conns in kept.values():
+            for conn in conns:
+                conn.tls.close()
 
-        Only moves bytes: :mod:`ganeti.http.framing` parses the reply.
-        """
+    def _take(self, address: str, port: int) -> ssl.SSLSocket | None:
+        """An idle kept connection to the node that may still be used, if any."""
+        now = self._clock()
+        expired = []
+        found = None
+        with self._lock:
+            conns = self._kept.get((address, port), [])
+            while conns:
+                conn = conns.pop()
+                if conn.expires > now:
+                    found = conn.tls
+                    break
+                expired.append(conn.tls)
+        for tls in expired:
+            tls.close()
+        return found
+
+    def _give_back(self, tls: ssl.SSLSocket, address: str, port: int,
+                   response: framing.Response) -> None:
+        """Keep ``tls`` for the next read-only call (if the node keeps it and there is room)."""
+        idle = KEEPALIVE_IDLE
+        match = _KEEPALIVE_TIMEOUT.search(response.headers.get("keep-alive", ""))
+        if match:
+            idle = min(idle, int(match.group(1)) - 1.0)
+        if idle > 0:
+            with self._lock:
+                conns = self._kept.setdefault((address, port), [])
+                if len(conns) < KEEPALIVE_PER_NODE:
+                    conns.append(_Kept(tls, self._clock() + idle))
+                    return
+        tls.close()
+
+    def _connect(self, address: str, port: int, timeout: float) -> ssl.SSLSocket:
+        """A new TLS connection to the node (resuming its last session)."""
         sock = socket.create_connection((address, port), timeout,
                                         source_address=(self.source, 0) if self.source else None)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            tls = self.context.wrap_socket(sock, server_hostname=address,
-                                           session=self._sessions.get((address, port)))
+            return self.context.wrap_socket(sock, server_hostname=address,
+                                            session=self._sessions.get((address, port)))
         except BaseException:
             sock.close()
             raise
+
+    def _round_trip(self, tls: ssl.SSLSocket, address: str, port: int, request: bytes,
+                    deadline: float, keep: bool, *, reused: bool = False) -> framing.Response:
+        """Send ``request`` on ``tls``, read the reply; the connection is closed or kept.
+
+        On a ``reused`` connection, raises :class:`_Stale` when it ended
+        before any byte of the reply.  Only moves bytes: :mod:`ganeti.http.framing` parses the reply.
+        """
         parser = framing.ResponseParser(max_body_size=MAX_RESPONSE_SIZE)
-        with tls:
+        try:
             _set_remaining(tls, deadline)
-            tls.sendall(request)
             try:
-                while (response := parser.next_response()) is None:
-                    _set_remaining(tls, deadline)
+                tls.sendall(request)
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                if not reused:
+                    raise
+                raise _Stale() from exc
+            while (response := parser.next_response()) is None:
+                _set_remaining(tls, deadline)
+                try:
                     chunk = tls.recv(_RECV_SIZE)
-                    if chunk:
-                        parser.feed(chunk)
-                    elif parser.head() is None:
-                        raise errors.RpcTransportError("connection closed without a reply")
-                    else:
-                        parser.feed_eof()
-            except errors.HttpError as exc:
-                raise errors.RpcTransportError(f"malformed reply: {exc}") from exc
-            session = tls.session
-            if session is not None and session.has_ticket:
-                self._sessions[(address, port)] = session
-        return response.status, response.reason, response.body
+                except ConnectionResetError as exc:
+                    if not reused or parser.buffered or parser.head() is not None:
+                        raise
+                    raise _Stale() from exc
+                if chunk:
+                    parser.feed(chunk)
+                elif parser.head() is None:
+                    if reused and not parser.buffered:
+                        raise _Stale()
+                    raise errors.RpcTransportError("connection closed without a reply")
+                else:
+                    parser.feed_eof()
+        except errors.HttpError as exc:
+            tls.close()
+            raise errors.RpcTransportError(f"malformed reply: {exc}") from exc
+        except BaseException:
+            tls.close()
+            raise
+        session = tls.session
+        if session is not None and session.has_ticket:
+            self._sessions[(address, port)] = session
+        if keep and response.keep_alive and not parser.buffered:
+            self._give_back(tls, address, port, response)
+        else:
+            tls.close()
+        return response
 
 
 class FunctionTransport:

@@ -374,7 +374,8 @@ def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
         timeouts = ({k: v * timeout_scale for k, v in rpc_defs.TIMEOUTS.items()}
                     if timeout_scale != 1.0 else None)
         me = netutils.hostname()
-        return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem),
+        # kept connections for the read-only calls of live queries (doc/protocols/rpc.md)
+        return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem, keepalive=True),
                          timeouts=timeouts, observer=observer,
                          fence=lambda: (cfg.get_cluster_info().master_epoch, me))
     except Exception as exc:  # missing certificate on a test cluster, ...

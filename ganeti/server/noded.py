@@ -3,7 +3,8 @@
 Wire protocol (doc/protocols/rpc.md, "Response"): ``POST /<procedure>`` with a JSON
 list of positional arguments; the reply is ``[true, payload]`` or
 ``[false, "message"]`` with ``Server: Ganeti <version>`` and
-``Connection: close`` (one request per connection).
+``Connection: close`` (one request per connection), except on a kept
+connection (read-only procedures, :mod:`ganeti.server.noded_keepalive`).
 
 Status codes:
 
@@ -85,7 +86,7 @@ from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.pathutils import Paths
 from ganeti.rpc import defs
-from ganeti.server import noded_handshake, noded_spare
+from ganeti.server import noded_handshake, noded_keepalive, noded_spare
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context",
            "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
@@ -150,31 +151,84 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
     method: str = ""
 
     def handle(self) -> None:
-        """Read one request, answer it."""
-        self.request.settimeout(self.server.request_timeout)
+        """Read one request, answer it; more on a kept connection (:mod:`noded_keepalive`)."""
         parser = framing.RequestParser(max_body_size=MAX_REQUEST_SIZE)
+        served = 0
+        while self._handle_one(parser, served):
+            served += 1
+
+    def _handle_one(self, parser: framing.RequestParser, served: int) -> bool:
+        """Answer the next request on the connection; True to wait for another one."""
+        self.method = ""
+        self.request.settimeout(self.server.request_timeout)
+        keep = False
         try:
+            if served and not self._wait_next(parser):
+                return False
             head = self._receive(parser, parser.head)
             if head is None:
-                return   # closed before sending anything
+                return False   # closed before sending anything
             self.method = head.method
+            if served and not noded_keepalive.may_share(head):
+                self.send_json(400, [False, f"{_procedure(head)[:80]!r} needs a connection of"
+                                     " its own (only read-only procedures share one)"])
+                return False
             if head.method == "POST" and _procedure(head) == diskstream.STREAM_PROCEDURE:
-                return self.send_json(*self._receive_stream(parser))
+                self.send_json(*self._receive_stream(parser))
+                return False
             reply = self._refuse(head)
             if reply is None:
                 message = self._receive(parser, parser.next_request)
                 assert message is not None   # the parser raises on a short body
                 reply = self._dispatch(message)
+                keep = self._may_keep(head, reply[0], served)
         except errors.HttpError as exc:
             try:
                 self.send_json(exc.status, [False, str(exc)])
             except OSError:
                 pass
-            return
+            return False
         except TimeoutError:
             logger.debug("%s: request timed out", self.client_address[0])
-            return
-        self.send_json(*reply)
+            return False
+        status, data, headers = reply
+        if keep:
+            left = noded_keepalive.MAX_REQUESTS - served - 1
+            headers = {**headers, **noded_keepalive.reply_headers(self.server.keepalive_timeout,
+                                                                  left)}
+        self.send_json(status, data, headers, keep_alive=keep)
+        return keep
+
+    def _wait_next(self, parser: framing.RequestParser) -> bool:
+        """On a kept connection: wait (idle, at most ``keepalive_timeout``) for the next
+        request's first bytes; False when the peer closed, the time ran out or the
+        parent reclaimed the slot."""
+        if parser.buffered:
+            return True
+        reclaim = self.server.reclaim
+        self.request.settimeout(self.server.keepalive_timeout)
+        try:
+            reclaim.idle = True
+            if reclaim.requested:
+                return False
+            data = self.request.recv(_RECV_SIZE)
+        except (noded_keepalive.Reclaimed, OSError):   # (a timeout, the peer went away)
+            return False
+        finally:
+            reclaim.idle = False
+        if not data:
+            return False
+        parser.feed(data)
+        self.request.settimeout(self.server.request_timeout)
+        return True
+
+    def _may_keep(self, head: framing.RequestHead, status: int, served: int) -> bool:
+        """Whether the connection stays open after this reply (see :mod:`noded_keepalive`)."""
+        server, ctx = self.server, self.server.request_ctx
+        return noded_keepalive.may_keep(
+            head, status, served, timeout=server.keepalive_timeout,
+            refusing=server.busy_reply or server.reclaim.requested
+            or bool(ctx is not None and ctx.after_response) or os.getpid() == server.parent_pid)
 
     def _receive(self, parser: framing.RequestParser, step: Callable[[], _T | None]) -> _T | None:
         """Feed ``parser`` from the socket until ``step()`` gives something or the peer is done."""
@@ -186,8 +240,10 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
                 parser.feed_eof()
         return got
 
-    def send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        """Send ``data`` as the JSON body of a ``status`` reply (no body for HEAD)."""
+    def send_json(self, status: int, data: Any, headers: dict[str, str] | None = None, *,
+                  keep_alive: bool = False) -> None:
+        """Send ``data`` as the JSON body of a ``status`` reply (no body for HEAD);
+        ``Connection: close`` unless ``keep_alive``."""
         try:
             body = serializer.dumps_bytes(data)
         except errors.SerializationError as exc:   # e.g. a backend result that is not JSON
@@ -197,7 +253,8 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
                        "Date": framing.http_date(time.time()),
                        "Content-Type": "application/json"}
         all_headers.update(headers or {})
-        self.request.sendall(framing.build_response(status, all_headers, body, keep_alive=False,
+        self.request.sendall(framing.build_response(status, all_headers, body, keep_alive=keep_alive,
+                                                    announce_keep_alive=keep_alive,
                                                     head_only=self.method == "HEAD"))
         logger.debug("%s %s %d", self.client_address[0], self.method or "-", status)
 
@@ -298,6 +355,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                  max_handshakes: int = noded_handshake.DEFAULT_MAX_PENDING,
                  max_child_handshakes: int = DEFAULT_MAX_CHILD_HANDSHAKES,
                  spare_children: int = DEFAULT_SPARE_CHILDREN,
+                 keepalive_timeout: float = noded_keepalive.DEFAULT_KEEPALIVE_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         super().__init__((address, port), NodedRequestHandler)
@@ -308,6 +366,12 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self.max_busy_children = max(1, max_children // 4)
         self.busy_wait = busy_wait
         self.request_timeout = request_timeout
+        #: seconds a kept connection may idle (0: one request per connection)
+        self.keepalive_timeout = keepalive_timeout
+        #: in a request child: whether the parent asked for its slot back
+        self.reclaim = noded_keepalive.Reclaim()
+        #: request children already asked to give their slot back
+        self._reclaimed: set[int] = set()
         self.handshake_timeout = handshake_timeout
         self.max_child_handshakes = max_child_handshakes
         #: children serving a peer that completed its handshake
@@ -346,6 +410,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             for pid in list(children):
                 if noded_spare.reaped(pid):
                     children.discard(pid)
+        self._reclaimed &= self.active_children
         self.spares.reap()
 
     def children_count(self) -> int:
@@ -393,7 +458,12 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         else:
             self.waiting.append(_Waiting(request, client_address,
                                          self._clock() + self.busy_wait))
+            self._reclaim_slots()
             self._serve_waiting()
+
+    def _reclaim_slots(self) -> None:
+        """A connection waits for a slot: ask the request children to give theirs back."""
+        self._reclaimed |= noded_keepalive.reclaim(self.active_children - self._reclaimed)
 
     def _serve_waiting(self) -> None:
         """Fork for waiting connections while slots are free; answer or drop the expired ones."""
@@ -448,6 +518,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self._wakeup = (rfd, wfd)
         old_wakeup = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
         old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
+        # ignored here, so that a child forked before it sets its handler never dies of it
+        old_reclaim = signal.signal(noded_keepalive.RECLAIM_SIGNAL, signal.SIG_IGN)
         self.socket.setblocking(False)
         arfd, awfd = os.pipe()
         os.set_blocking(arfd, False)
@@ -481,6 +553,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                 if not stop_event.is_set():
                     self.spares.refill()
         finally:
+            self._reclaim_slots()   # kept connections end with the daemon
             self.spares.stop()
             self.handshakes.close_all()
             for conn in self.waiting:
@@ -490,6 +563,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             sel.unregister(rfd)
             sel.unregister(arfd)
             signal.signal(signal.SIGCHLD, old_chld)
+            signal.signal(noded_keepalive.RECLAIM_SIGNAL, old_reclaim)
             signal.set_wakeup_fd(old_wakeup)
             for fd in (rfd, wfd, arfd, awfd):
                 os.close(fd)
@@ -604,6 +678,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
+        self.reclaim = noded_keepalive.Reclaim()
+        self.reclaim.install()
         if self._wakeup is not None:
             for fd in self._wakeup:
                 os.close(fd)
@@ -621,6 +697,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self.active_children = set()
         self.handshaking_children = set()
         self.busy_children = set()
+        self._reclaimed = set()
 
     def _prewarm(self) -> None:
         """Run a dummy ``version`` request over a socketpair (no TLS, no file I/O).

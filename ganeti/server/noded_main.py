@@ -12,7 +12,7 @@ from typing import Any
 
 from ganeti import backend, constants, errors
 from ganeti.pathutils import Paths
-from ganeti.server import daemon, noded_handshake
+from ganeti.server import daemon, noded_handshake, noded_keepalive
 from ganeti.server.noded import (DEFAULT_BIND_ADDRESS, DEFAULT_MAX_CHILDREN,
                                  DEFAULT_REQUEST_TIMEOUT, DEFAULT_SPARE_CHILDREN, NodedServer,
                                  make_server_context)
@@ -46,6 +46,11 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="seconds each read of a request may wait for the client"
                              " (default %(default)s)")
+    parser.add_argument("--keepalive-timeout", type=float,
+                        default=noded_keepalive.DEFAULT_KEEPALIVE_TIMEOUT, metavar="SECONDS",
+                        help="seconds a kept connection (read-only procedures asked with"
+                             " Connection: keep-alive) may stay idle; 0 answers one request"
+                             " per connection (default %(default)s)")
 
 
 def _check(options: argparse.Namespace, paths: Paths) -> None:
@@ -61,6 +66,8 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
         if getattr(options, name) <= 0:
             raise errors.ParameterError(f"Invalid --{name.replace('_', '-')}"
                                         f" {getattr(options, name)}")
+    if options.keepalive_timeout < 0:
+        raise errors.ParameterError(f"Invalid --keepalive-timeout {options.keepalive_timeout}")
 
 
 def _prepare(runtime: Any) -> NodedServer:
@@ -72,7 +79,8 @@ def _prepare(runtime: Any) -> NodedServer:
                          request_timeout=options.request_timeout,
                          handshake_timeout=options.handshake_timeout,
                          max_handshakes=options.max_handshakes,
-                         spare_children=options.spare_children)
+                         spare_children=options.spare_children,
+                         keepalive_timeout=options.keepalive_timeout)
     server.warm_up()
     return server
 

@@ -115,7 +115,7 @@ class NodedProcess:
 
     def wait_ready(self, timeout: float = 15.0) -> None:
         """Wait until ``version`` answers; raises :class:`errors.GanetiError` on timeout."""
-        transport = HttpsTransport(self.paths.server_pem)
+        transport = HttpsTransport(self.paths.server_pem, keepalive=False)
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:
@@ -271,13 +271,17 @@ class NodedCluster:
             {n.name: (n.address, n.port, n.name in offline) for n in self.nodes},
             default_port=self.port)
 
-    def transport(self) -> HttpsTransport:
-        """The master-side HTTPS transport with the cluster certificate."""
-        return HttpsTransport(self.cert_file)
+    def transport(self, keepalive: bool = False) -> HttpsTransport:
+        """The master-side HTTPS transport with the cluster certificate; without
+        ``keepalive`` one request per connection, so that every call's child
+        exits once it answered (the tests count children)."""
+        return HttpsTransport(self.cert_file, keepalive=keepalive)
 
-    def runner(self, timeouts: dict[str, float] | None = None, **kwargs: Any) -> rpc_client.RpcRunner:
+    def runner(self, timeouts: dict[str, float] | None = None, *, keepalive: bool = False,
+               **kwargs: Any) -> rpc_client.RpcRunner:
         """An RpcRunner for the cluster (``timeouts`` overrides classes)."""
-        return rpc_client.RpcRunner(self.resolver(**kwargs), self.transport(), timeouts=timeouts)
+        return rpc_client.RpcRunner(self.resolver(**kwargs), self.transport(keepalive),
+                                    timeouts=timeouts)
 
     def close(self) -> None:
         """Kill every daemon that is still running."""

@@ -149,3 +149,82 @@ def test_connections_leave_from_the_source_address(cert_file: str, monkeypatch) 
     thread.join(10)
     listener.close()
     assert peers == ["127.0.0.7"]
+
+
+def _keepalive_server(cert_file: str, plan: list[int]) -> tuple[int, threading.Thread, list[bytes]]:
+    """A TLS server: on the n-th connection answer ``plan[n]`` requests (keep-alive
+    replies), then close it.  Returns the port, the thread and every request head."""
+    ctx = make_server_context(cert_file)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(len(plan))
+    listener.settimeout(10)
+    heads: list[bytes] = []
+
+    def serve() -> None:
+        try:
+            for count in plan:
+                conn, _ = listener.accept()
+                with ctx.wrap_socket(conn, server_side=True) as tls:
+                    data = b""
+                    for _ in range(count):
+                        while b"\r\n\r\n" not in data:
+                            chunk = tls.recv(4096)
+                            if not chunk:
+                                return
+                            data += chunk
+                        head, _, data = data.partition(b"\r\n\r\n")
+                        data = data[2:]   # the "[]" body
+                        heads.append(head)
+                        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n"
+                                    b"Connection: keep-alive\r\nKeep-Alive: timeout=15\r\n\r\n[1]\n")
+        except OSError:
+            pass
+        finally:
+            listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], thread, heads
+
+
+def test_read_only_calls_reuse_a_kept_connection(cert_file: str) -> None:
+    port, thread, heads = _keepalive_server(cert_file, [3])
+    client = transport.HttpsTransport(cert_file, keepalive=True)
+    for procedure in ("version", "node_info", "all_instances_info?epoch=1&master=m"):
+        assert client.post("127.0.0.1", port, procedure, b"[]", 10) == b"[1]\n"
+    client.close()
+    thread.join(10)
+    assert len(heads) == 3   # all three on the one connection the server accepted
+    assert all(b"Connection: keep-alive" in head for head in heads)
+
+
+def test_changing_calls_never_use_a_kept_connection(cert_file: str) -> None:
+    port, thread, heads = _keepalive_server(cert_file, [1, 1])
+    client = transport.HttpsTransport(cert_file, keepalive=True)
+    assert client.post("127.0.0.1", port, "version", b"[]", 10) == b"[1]\n"
+    # the kept connection stays idle: this one opens the server's second connection
+    assert client.post("127.0.0.1", port, "test_delay", b"[]", 10) == b"[1]\n"
+    client.close()
+    thread.join(10)
+    assert b"Connection: keep-alive" in heads[0]
+    assert b"Connection: close" in heads[1]
+
+
+def test_kept_connection_closed_by_the_node_is_replaced_once(cert_file: str) -> None:
+    port, thread, heads = _keepalive_server(cert_file, [1, 1])
+    client = transport.HttpsTransport(cert_file, keepalive=True)
+    assert client.post("127.0.0.1", port, "version", b"[]", 10) == b"[1]\n"
+    # the server closed the first connection after one reply: sent again on a new one
+    assert client.post("127.0.0.1", port, "version", b"[]", 10) == b"[1]\n"
+    client.close()
+    thread.join(10)
+    assert len(heads) == 2
+
+
+def test_without_keepalive_every_call_closes_its_connection(cert_file: str) -> None:
+    port, thread, heads = _keepalive_server(cert_file, [1])
+    assert transport.HttpsTransport(cert_file).post("127.0.0.1", port, "version", b"[]",
+                                                    10) == b"[1]\n"
+    thread.join(10)
+    assert b"Connection: close" in heads[0]
