@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import compileall
 import os
+import sys
 import time
 import uuid as uuidlib
 
@@ -12,7 +14,27 @@ from ganeti.objects import NIC, Instance
 from ganeti.pathutils import Paths
 from ganeti.tools import vcluster
 
-__all__ = ["fill_config"]
+__all__ = ["fill_config", "use_bytecode_cache"]
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def use_bytecode_cache(directory: str) -> None:
+    """Byte-compile ``ganeti/`` into ``directory`` and make this process and
+    every Python process it starts from now on (commands, daemons) use it.
+
+    An installed Ganeti has its modules byte-compiled; a checkout run with
+    ``PYTHONDONTWRITEBYTECODE`` has none, and then every command compiles
+    the modules it imports (about 18 ms of a 60 ms ``gnt-job list``, and
+    more of a daemon's start-up): a figure of the checkout, not of the
+    program.  ``PYTHONPYCACHEPREFIX`` keeps the tree itself clean.
+    """
+    os.makedirs(directory, exist_ok=True)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = directory
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = directory
+    compileall.compile_dir(os.path.join(REPO, "ganeti"), quiet=1)
 
 
 def _fake_running(vc: vcluster.VCluster, node_name: str, inst: Instance) -> None:
