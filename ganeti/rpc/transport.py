@@ -155,6 +155,7 @@ class HttpsTransport:
         self._clock = clock
         self._lock = threading.Lock()
         self._kept: dict[tuple[str, int], list[_Kept]] = {}
+        self._next_sweep = 0.0
 
     def post(self, address: str, port: int, procedure: str, body: bytes,
              timeout: float) -> bytes:
@@ -219,13 +220,25 @@ class HttpsTransport:
         match = _KEEPALIVE_TIMEOUT.search(response.headers.get("keep-alive", ""))
         if match:
             idle = min(idle, int(match.group(1)) - 1.0)
-        if idle > 0:
-            with self._lock:
-                conns = self._kept.setdefault((address, port), [])
-                if len(conns) < KEEPALIVE_PER_NODE:
-                    conns.append(_Kept(tls, self._clock() + idle))
-                    return
-        tls.close()
+        now = self._clock()
+        stale: list[ssl.SSLSocket] = []
+        kept = False
+        with self._lock:
+            if now >= self._next_sweep:   # nodes not called again (removed ones too)
+                self._next_sweep = now + KEEPALIVE_IDLE
+                for key, conns in list(self._kept.items()):
+                    stale.extend(c.tls for c in conns if c.expires <= now)
+                    conns[:] = [c for c in conns if c.expires > now]
+                    if not conns:
+                        del self._kept[key]
+            conns = self._kept.setdefault((address, port), [])
+            if idle > 0 and len(conns) < KEEPALIVE_PER_NODE:
+                conns.append(_Kept(tls, now + idle))
+                kept = True
+        for old in stale:
+            old.close()
+        if not kept:
+            tls.close()
 
     def _connect(self, address: str, port: int, timeout: float) -> ssl.SSLSocket:
         """A new TLS connection to the node (resuming its last session)."""

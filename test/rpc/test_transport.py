@@ -228,3 +228,20 @@ def test_without_keepalive_every_call_closes_its_connection(cert_file: str) -> N
                                                     10) == b"[1]\n"
     thread.join(10)
     assert b"Connection: close" in heads[0]
+
+
+def test_expired_kept_connections_of_other_nodes_are_closed(cert_file: str) -> None:
+    first, thread1, _ = _keepalive_server(cert_file, [1])
+    second, thread2, _ = _keepalive_server(cert_file, [1])
+    now = [100.0]
+    client = transport.HttpsTransport(cert_file, keepalive=True, clock=lambda: now[0])
+    client.post("127.0.0.1", first, "version", b"[]", 10)
+    kept = client._kept[("127.0.0.1", first)][0].tls
+    now[0] += transport.KEEPALIVE_IDLE + 1
+    # a call to another node sweeps the expired connection to the first one
+    client.post("127.0.0.1", second, "version", b"[]", 10)
+    assert ("127.0.0.1", first) not in client._kept
+    assert kept.fileno() == -1   # closed
+    client.close()
+    thread1.join(10)
+    thread2.join(10)
