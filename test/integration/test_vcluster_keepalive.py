@@ -1,0 +1,61 @@
+"""Kept node RPC connections end to end: the master daemon's live queries reuse one
+node daemon child per node (doc/protocols/rpc.md, "Kept connections")."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from vcluster_harness import VirtualCluster
+
+from ganeti import bootstrap, constants
+from ganeti.server.noded_spare import CHILD_COMM
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vcka"), nodes=2) as cluster:
+        yield cluster
+
+
+def _request_children(vc, node: str) -> set[int]:
+    """The node daemon's children that serve (or served) a connection."""
+    pid = bootstrap.daemon_pid(vc.paths(node), constants.NODED)
+    assert pid is not None
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = [int(x) for x in fh.read().split()]
+    except OSError:
+        return set()
+    found = set()
+    for child in children:
+        try:
+            with open(f"/proc/{child}/comm") as fh:
+                if fh.read().strip() == CHILD_COMM:
+                    found.add(child)
+        except OSError:
+            pass
+    return found
+
+
+def test_live_listings_reuse_the_node_daemon_child(vc) -> None:
+    node = vc.names[1]
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", node, "--no-name-check",
+          "--no-ip-check", "ka1.example.com")
+    vc.ok("gnt-instance", "list")   # all_instances_info to both nodes, kept
+    kept = _request_children(vc, node)
+    assert len(kept) == 1
+    for _ in range(3):
+        out = vc.ok("gnt-instance", "list", "-o", "name,status")
+        assert "ka1.example.com" in out and "running" in out
+        assert _request_children(vc, node) == kept
+    # an operation that changes the node gets a child of its own meanwhile
+    vc.ok("gnt-instance", "shutdown", "--timeout", "0", "ka1.example.com")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _request_children(vc, node) != kept:
+        time.sleep(0.05)
+    assert _request_children(vc, node) == kept
+    assert "ADMIN_down" in vc.ok("gnt-instance", "list", "-o", "name,status")
+    assert _request_children(vc, node) == kept
