@@ -8,7 +8,7 @@ the nodes, half of them running (benchlib.fill_config, the offline path),
 puts ``--jobs`` finished no-op jobs in the queue, and prints every figure
 of the issue's target table with the machine's core count.
 
-Run: ``.venv/bin/python tools/bench/bench_scale.py`` (about 10-15 minutes on
+Run: ``.venv/bin/python tools/bench/bench_scale.py`` (2-6 minutes on
 2 cores); ``--nodes 20 --instances 1000 --jobs 1000`` for a quick one.
 """
 
