@@ -267,6 +267,45 @@ class BaseHypervisor(abc.ABC):
         """
         raise errors.HypervisorError(f"Hypervisor {self.NAME} cannot power-cycle its node")
 
+    # --- online device changes (doc/kvm.md, "Online changes") ---------------
+
+    def resize_disk(self, name: str, path: str, size: int) -> bool:
+        """Tell the running instance ``name`` that its disk on ``path`` grew to
+        ``size`` bytes (the storage layer already grew it).
+
+        Returns whether the guest was told; the default returns False: the
+        guest sees the new size when it next starts.
+        """
+        return False
+
+    def hotplug_supported(self, name: str) -> None:
+        """Refuse (:class:`errors.HypervisorError`) unless devices of the
+        running instance ``name`` can be plugged in and out now.
+
+        The default refuses: the hypervisor does not support hotplug.
+        """
+        raise errors.HypervisorError(f"Hotplug is not supported by hypervisor {self.NAME}")
+
+    def hot_add_nic(self, name: str, nic: NicSpec, idx: int) -> None:
+        """Plug ``nic`` into the running instance as its NIC ``idx``."""
+        self.hotplug_supported(name)
+        raise errors.ProgrammerError(f"{type(self).__name__} lacks hot_add_nic")
+
+    def hot_del_nic(self, name: str, nic: NicSpec) -> None:
+        """Unplug ``nic`` (same UUID, else same MAC) from the running instance."""
+        self.hotplug_supported(name)
+        raise errors.ProgrammerError(f"{type(self).__name__} lacks hot_del_nic")
+
+    def hot_add_disk(self, name: str, path: str, uuid: str, idx: int) -> None:
+        """Plug the (assembled) disk on ``path`` into the running instance as disk ``idx``."""
+        self.hotplug_supported(name)
+        raise errors.ProgrammerError(f"{type(self).__name__} lacks hot_add_disk")
+
+    def hot_del_disk(self, name: str, path: str) -> None:
+        """Unplug the disk on ``path`` from the running instance."""
+        self.hotplug_supported(name)
+        raise errors.ProgrammerError(f"{type(self).__name__} lacks hot_del_disk")
+
     # --- memory -------------------------------------------------------------
 
     @abc.abstractmethod

@@ -34,13 +34,12 @@ import os
 import shutil
 import signal
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline, migration, qmp, vmjobs
+from ganeti.hypervisor.kvm import cmdline, hotplug, migration, qmp, vmjobs
 from ganeti.utils import io as uio
 from ganeti.utils import process
 
@@ -113,6 +112,7 @@ class KvmHypervisor(base.BaseHypervisor):
                  sleep: Callable[[float], None] = time.sleep,
                  kvm_device: str = KVM_DEVICE, qmp_timeout: float = 10.0,
                  migration_ports: int = migration.PORT_RANGE,
+                 unplug_timeout: float = hotplug.UNPLUG_TIMEOUT,
                  accel: str | None = None) -> None:
         super().__init__(paths)
         #: "auto", "kvm" or "tcg"; by default from $GANETI_KVM_ACCEL (doc/kvm.md)
@@ -124,6 +124,8 @@ class KvmHypervisor(base.BaseHypervisor):
         self.qmp_timeout = qmp_timeout
         #: how many ports from ``migration_port`` upward an incoming migration tries
         self.migration_ports = migration_ports
+        #: seconds the guest gets to release an unplugged device
+        self.unplug_timeout = unplug_timeout
         self.run_dir = paths.kvm_run_dir
 
     # --- files ---------------------------------------------------------------
@@ -247,19 +249,23 @@ class KvmHypervisor(base.BaseHypervisor):
         raise errors.HypervisorError(
             f"No qemu binary: kvm_path {path or '(empty)'} missing and {QEMU_BINARY} not on PATH")
 
+    def _nic_kind(self, name: str, idx: int, nic: base.NicSpec) -> str:
+        """A tap on the NIC's bridge when it exists, else user mode (logged)."""
+        if nic.mode != constants.NIC_MODE_BRIDGED:
+            raise errors.HypervisorError(
+                f"Instance {name}: NIC mode {nic.mode} is not supported by kvm yet")
+        if nic.link and os.path.isdir(f"/sys/class/net/{nic.link}/bridge"):
+            return cmdline.NETDEV_TAP
+        logger.info("Instance %s NIC %d: bridge %r not found, using user-mode"
+                    " networking (test convenience, doc/kvm.md)", name, idx, nic.link)
+        return cmdline.NETDEV_USER
+
     def _nic_backends(self, spec: base.InstanceSpec) -> list[cmdline.NicBackend]:
         backends = []
-        tag = f"{zlib.crc32(spec.name.encode()) & 0xffffff:06x}"
         for idx, nic in enumerate(spec.nics):
-            if nic.mode != constants.NIC_MODE_BRIDGED:
-                raise errors.HypervisorError(
-                    f"Instance {spec.name}: NIC mode {nic.mode} is not supported by kvm yet")
-            if nic.link and os.path.isdir(f"/sys/class/net/{nic.link}/bridge"):
-                backends.append(cmdline.NicBackend(cmdline.NETDEV_TAP, f"gnt{tag}.{idx}"))
-            else:
-                logger.info("Instance %s NIC %d: bridge %r not found, using user-mode"
-                            " networking (test convenience, doc/kvm.md)", spec.name, idx, nic.link)
-                backends.append(cmdline.NicBackend(cmdline.NETDEV_USER))
+            kind = self._nic_kind(spec.name, idx, nic)
+            backends.append(cmdline.NicBackend(kind, hotplug.tap_name(spec.name, str(idx))
+                                               if kind == cmdline.NETDEV_TAP else ""))
         return backends
 
     # --- parameters -------------------------------------------------------------
@@ -348,15 +354,18 @@ class KvmHypervisor(base.BaseHypervisor):
     def _attach_taps(self, spec: base.InstanceSpec,
                      backends: Sequence[cmdline.NicBackend]) -> None:
         for nic, backend in zip(spec.nics, backends):
-            if backend.kind != cmdline.NETDEV_TAP:
-                continue
-            for argv in (["ip", "link", "set", backend.ifname, "master", nic.link],
-                         ["ip", "link", "set", backend.ifname, "up"]):
-                result = process.run_command(argv, timeout=30)
-                if result.failed:
-                    raise errors.HypervisorError(
-                        f"Instance {spec.name}: cannot attach {backend.ifname} to"
-                        f" {nic.link}: {result.fail_reason} {result.stderr.strip()}")
+            if backend.kind == cmdline.NETDEV_TAP:
+                self._attach_tap(spec.name, backend.ifname, nic.link)
+
+    @staticmethod
+    def _attach_tap(name: str, ifname: str, bridge: str) -> None:
+        for argv in (["ip", "link", "set", ifname, "master", bridge],
+                     ["ip", "link", "set", ifname, "up"]):
+            result = process.run_command(argv, timeout=30)
+            if result.failed:
+                raise errors.HypervisorError(
+                    f"Instance {name}: cannot attach {ifname} to"
+                    f" {bridge}: {result.fail_reason} {result.stderr.strip()}")
 
     def _pin_vcpus(self, name: str, affinity: list[list[int] | None]) -> None:
         if all(cpus is None for cpus in affinity):
@@ -590,6 +599,64 @@ class KvmHypervisor(base.BaseHypervisor):
         return {"instance": spec.name, "kind": base.CONS_MESSAGE, "host": node_name,
                 "port": None, "user": None, "command": None,
                 "message": f"Instance {spec.name} has neither a serial console nor VNC"}
+
+    # --- online changes (the QMP steps are in hotplug.py) -------------------------------
+
+    @contextlib.contextmanager
+    def _online(self, name: str, what: str) -> Iterator[tuple[dict[str, Any], qmp.QmpClient]]:
+        """The runtime record and a QMP session of a live instance, under its lock."""
+        with self._locked(name):
+            runtime = self.read_runtime(name)
+            if runtime is None or self._pid(name) is None:
+                raise errors.HypervisorError(f"Cannot {what} of instance {name}:"
+                                             " it is not running")
+            with self._qmp(name) as client:
+                status = str(client.execute("query-status").get("status"))
+                if qmp_state(status) not in (base.HV_STATE_RUNNING, base.HV_STATE_PAUSED):
+                    raise errors.HypervisorError(f"Cannot {what} of instance {name}:"
+                                                 f" it is {status}")
+                yield runtime, client
+
+    def hotplug_supported(self, name: str) -> None:
+        """Refuses unless ``name`` runs here (devices can only change on a live qemu)."""
+        with self._online(name, "hotplug devices"):
+            pass
+
+    def resize_disk(self, name: str, path: str, size: int) -> bool:
+        """QMP ``block_resize`` of the disk on ``path`` (see hotplug.resize_disk)."""
+        with self._online(name, "resize a disk") as (runtime, client):
+            hotplug.resize_disk(client, runtime, path, size)
+        return True
+
+    def hot_add_nic(self, name: str, nic: base.NicSpec, idx: int) -> None:
+        """Plug ``nic`` in as NIC ``idx`` (a tap on its bridge, else user mode)."""
+        kind = self._nic_kind(name, idx, nic)
+        with self._online(name, "hotplug a NIC") as (runtime, client):
+            dev = hotplug.add_nic(client, runtime, name, nic, idx, kind)
+            self._write_runtime(name, runtime)
+            if dev.kind == cmdline.NETDEV_TAP:
+                self._attach_tap(name, dev.ifname, nic.link)
+
+    def hot_del_nic(self, name: str, nic: base.NicSpec) -> None:
+        """Unplug ``nic`` (found by UUID, else MAC); the guest must release it."""
+        with self._online(name, "unplug a NIC") as (runtime, client):
+            hotplug.remove_nic(client, runtime, nic, self.unplug_timeout, self.monotonic)
+            self._write_runtime(name, runtime)
+
+    def hot_add_disk(self, name: str, path: str, uuid: str, idx: int) -> None:
+        """Plug the disk on ``path`` in as disk ``idx`` (virtio-blk-pci)."""
+        if not os.path.exists(path):
+            raise errors.HypervisorError(f"Cannot hotplug disk {path} into {name}:"
+                                         " it does not exist")
+        with self._online(name, "hotplug a disk") as (runtime, client):
+            hotplug.add_disk(client, runtime, path, uuid, idx)
+            self._write_runtime(name, runtime)
+
+    def hot_del_disk(self, name: str, path: str) -> None:
+        """Unplug the disk on ``path``; the guest must release it."""
+        with self._online(name, "unplug a disk") as (runtime, client):
+            hotplug.remove_disk(client, runtime, path, self.unplug_timeout, self.monotonic)
+            self._write_runtime(name, runtime)
 
     # --- not built yet -------------------------------------------------------------
 

@@ -1,0 +1,170 @@
+"""Online changes on real qemu: block_resize, NIC and disk hotplug (doc/kvm.md).
+
+The guest is the 512-byte boot sector (test/fakes/bootsector.py) under TCG:
+it has no operating system, so it never releases an unplugged device;
+plugging in, resizing, the refused removal (the device stays, the record
+too) and the command line kept in runtime.json (a second qemu started from
+it has the hotplugged devices) are checked here.  Removals the guest
+completes need a real guest: test_kvm_vcluster_devices.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from ganeti import constants, errors, parameters, pathutils
+from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import qmp
+from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+from fakes import bootsector
+from test.integration import host_helpers
+
+pytestmark = pytest.mark.skipif(bool(host_helpers.qemu_reason()),
+                                reason=host_helpers.qemu_reason() or "qemu runs")
+
+NAME = "hot1.example.com"
+NIC_UUID = "5ab1c0de-0000-4000-8000-000000000001"
+DISK_UUID = "d15c0000-0000-4000-8000-000000000002"
+MIB = 1024 * 1024
+
+
+def _spec(**hvp) -> base.InstanceSpec:
+    params = parameters.defaults("hv", constants.HT_KVM)
+    params.update(hvp)
+    return base.InstanceSpec(name=NAME, uuid="0b0e4f5c-2f0e-4d36-9a30-5d7b0c1d2e3f",
+                             memory=64, vcpus=1, hvparams=params,
+                             nics=(base.NicSpec(mac="aa:00:00:00:00:01", link="no-such-br",
+                                                uuid="boot-nic-uuid"),))
+
+
+@pytest.fixture
+def hv(tmp_path):
+    root = tmp_path / ("node-root-" + "x" * 80)
+    made = KvmHypervisor(pathutils.Paths(root=str(root)), kvm_device=str(tmp_path / "no-kvm"),
+                         unplug_timeout=0.5)
+    yield made
+    for name in made.list_instances():
+        try:
+            made.stop_instance(name, force=True)
+        except errors.HypervisorError:
+            pass
+
+
+def _sizes(hv: KvmHypervisor) -> dict[str, int]:
+    """drive id or node name -> the size qemu gives the guest."""
+    out = {}
+    for entry in hv.qmp_command(NAME, "query-block"):
+        inserted = entry.get("inserted") or {}
+        key = entry.get("device") or inserted.get("node-name")
+        out[key] = inserted.get("image", {}).get("virtual-size")
+    return out
+
+
+def _peripherals(hv: KvmHypervisor) -> set[str]:
+    return {e["name"] for e in hv.qmp_command(NAME, "qom-list", path="/machine/peripheral")}
+
+
+def _pci_ids(hv: KvmHypervisor) -> set[str]:
+    return {d["qdev_id"] for bus in hv.qmp_command(NAME, "query-pci") for d in bus["devices"]}
+
+
+def test_grow_a_boot_disk_then_hotplug_and_resize(hv, tmp_path):
+    disk = bootsector.disk_image(str(tmp_path / "disk0"))
+    hv.start_instance(_spec(), [disk])
+    before = _sizes(hv)["disk0"]
+    # the storage layer grows the file; qemu learns it through block_resize
+    os.truncate(disk, 4 * MIB)
+    assert before < 4 * MIB
+    assert hv.resize_disk(NAME, disk, 2 * MIB) is True      # never below the file
+    assert _sizes(hv)["disk0"] == 4 * MIB
+
+    extra = tmp_path / "disk1"
+    extra.write_bytes(b"\0" * MIB)
+    hv.hot_add_disk(NAME, str(extra), DISK_UUID, 1)
+    assert _sizes(hv)["hotdisk-d15c0000"] == MIB
+    assert "hotvd-d15c0000" in _peripherals(hv)
+    assert "hotvd-d15c0000" in _pci_ids(hv)
+    os.truncate(extra, 3 * MIB)
+    hv.resize_disk(NAME, str(extra), 3 * MIB)
+    assert _sizes(hv)["hotdisk-d15c0000"] == 3 * MIB
+    runtime = hv.read_runtime(NAME)
+    assert runtime["disks"] == [disk, str(extra)]
+    assert [d["node"] for d in runtime["devices"]["disks"]] == ["", "hotdisk-d15c0000"]
+
+    with pytest.raises(errors.HypervisorError, match="already has disk"):
+        hv.hot_add_disk(NAME, str(extra), DISK_UUID, 2)
+    with pytest.raises(errors.HypervisorError, match="has no disk"):
+        hv.resize_disk(NAME, str(tmp_path / "other"), MIB)
+
+
+def test_hotplug_a_nic(hv, tmp_path):
+    disk = bootsector.disk_image(str(tmp_path / "disk0"))
+    hv.start_instance(_spec(), [disk])
+    nic = base.NicSpec(mac="aa:00:00:00:00:02", link="no-such-br", uuid=NIC_UUID)
+    hv.hot_add_nic(NAME, nic, 1)
+    assert {"nic0", "hotnic-5ab1c0de"} <= _peripherals(hv)
+    assert "hotnic-5ab1c0de" in _pci_ids(hv)
+    network = hv.qmp_command(NAME, "human-monitor-command", **{"command-line": "info network"})
+    assert "aa:00:00:00:00:02" in network and "hotnet-5ab1c0de" in network
+    runtime = hv.read_runtime(NAME)
+    assert [n["mac"] for n in runtime["spec"]["nics"]] == ["aa:00:00:00:00:01",
+                                                           "aa:00:00:00:00:02"]
+    assert [n["device"] for n in runtime["devices"]["nics"]] == ["nic0", "hotnic-5ab1c0de"]
+    with pytest.raises(errors.HypervisorError, match="already has NIC"):
+        hv.hot_add_nic(NAME, nic, 2)
+
+
+def test_a_removal_the_guest_does_not_complete_keeps_the_device(hv, tmp_path):
+    disk = bootsector.disk_image(str(tmp_path / "disk0"))
+    hv.start_instance(_spec(), [disk])
+    nic = base.NicSpec(mac="aa:00:00:00:00:02", link="no-such-br", uuid=NIC_UUID)
+    hv.hot_add_nic(NAME, nic, 1)
+    with pytest.raises(errors.HypervisorError, match="did not release device hotnic-5ab1c0de"):
+        hv.hot_del_nic(NAME, nic)
+    assert "hotnic-5ab1c0de" in _peripherals(hv)
+    assert len(hv.read_runtime(NAME)["spec"]["nics"]) == 2
+    # the boot disk is an anonymous device found through query-block
+    with pytest.raises(errors.HypervisorError, match="did not release device /machine/"):
+        hv.hot_del_disk(NAME, disk)
+    assert hv.read_runtime(NAME)["disks"] == [disk]
+
+
+def test_hotplug_needs_a_running_instance(hv, tmp_path):
+    with pytest.raises(errors.HypervisorError, match="not running"):
+        hv.hotplug_supported(NAME)
+    disk = bootsector.disk_image(str(tmp_path / "disk0"), poweroff=True)
+    hv.start_instance(_spec(), [disk])
+    hv.hotplug_supported(NAME)       # running (or about to power off) is fine
+    for _ in range(600):
+        if hv.get_instance_info(NAME)["state"] == base.HV_STATE_SHUTDOWN:
+            break
+        time.sleep(0.1)
+    with pytest.raises(errors.HypervisorError, match="it is shutdown"):
+        hv.hotplug_supported(NAME)
+
+
+def test_the_recorded_command_line_has_the_hotplugged_devices(hv, tmp_path):
+    disk = bootsector.disk_image(str(tmp_path / "disk0"))
+    hv.start_instance(_spec(), [disk])
+    extra = tmp_path / "disk1"
+    extra.write_bytes(b"\0" * MIB)
+    hv.hot_add_disk(NAME, str(extra), DISK_UUID, 1)
+    hv.hot_add_nic(NAME, base.NicSpec(mac="aa:00:00:00:00:02", link="no-such-br",
+                                      uuid=NIC_UUID), 1)
+    argv = hv.read_runtime(NAME)["argv"]
+    hv.stop_instance(NAME, force=True)
+    # a second qemu from that command line (paused) has the same devices
+    again = tmp_path / "again"
+    again.mkdir()
+    subprocess.run(argv + ["-S"], cwd=again, check=True, timeout=60)
+    client = qmp.QmpClient(str(again / "qmp.sock"))
+    with client:
+        names = {e["name"] for e in client.execute("qom-list", path="/machine/peripheral")}
+        nodes = {e.get("inserted", {}).get("node-name") for e in client.execute("query-block")}
+        client.execute("quit")
+    assert {"nic0", "hotnic-5ab1c0de", "hotvd-d15c0000"} <= names
+    assert "hotdisk-d15c0000" in nodes
