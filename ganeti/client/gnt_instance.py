@@ -217,6 +217,13 @@ ONLINE_OPT = O("--online", dest="online", action="store_true", default=False,
 RUNTIME_MEM_OPT = O("-m", "--runtime-memory", dest="runtime_mem", default=None, metavar="SIZE",
                     help="Change the memory of the running instance (within minmem..maxmem"
                          " unless --force)")
+HOTPLUG_OPT = O("--hotplug", dest="hotplug", action="store_true", default=False,
+                help="Plug NIC and disk additions/removals into the running instance"
+                     " (fails if the hypervisor cannot)")
+HOTPLUG_IF_POSSIBLE_OPT = O("--hotplug-if-possible", dest="hotplug_if_possible",
+                            action="store_true", default=False,
+                            help="Hotplug where the hypervisor can, else apply the changes"
+                                 " at the next start")
 ABSOLUTE_OPT = O("--absolute", dest="absolute", action="store_true", default=False,
                  help="AMOUNT is the new size, not the increase")
 STATIC_OPT = O("-s", "--static", dest="static", action="store_true", default=False,
@@ -446,7 +453,9 @@ def modify(opts: Any, args: list[str]) -> int:
              ignore_ipolicy=opts.ignore_ipolicy or None,
              runtime_mem=_size(opts.runtime_mem, "runtime memory")
              if opts.runtime_mem is not None else None,
-             force=True if opts.force else None)
+             force=True if opts.force else None,
+             hotplug=True if opts.hotplug else None,
+             hotplug_if_possible=True if opts.hotplug_if_possible else None)
     result = cli.submit_or_send(op, opts)
     if result:
         cli.to_stdout(f"Modified instance {args[0]}")
@@ -632,8 +641,8 @@ commands: dict[str, cli.Command] = {
                "INSTANCE NEW_NAME", "Rename an instance"),
     "modify": (modify, ONE_INSTANCE, [BE_OPT, HV_OPT, OSP_OPT, OS_OPT, DISK_OPT, NET_OPT,
                                       OFFLINE_OPT, ONLINE_OPT, IGNORE_IPOLICY_OPT,
-                                      RUNTIME_MEM_OPT, cli.FORCE_OPT,
-                                      cli.SUBMIT_OPT],
+                                      RUNTIME_MEM_OPT, HOTPLUG_OPT, HOTPLUG_IF_POSSIBLE_OPT,
+                                      cli.FORCE_OPT, cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, cli.SUBMIT_OPT],
                   "[-f] [-o OS] INSTANCE", "Reinstall the OS of an instance"),

@@ -118,6 +118,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
                                        " before marking it offline", errors.ECODE_STATE)
         self._plan_nics()
+        #: whether NIC/disk changes are plugged into the running instance
+        self.hotplug = False
+        if (op.hotplug or op.hotplug_if_possible) and (self.nic_mods or self.disk_mods):
+            self.hotplug = self._check_hotplug()
         count = len(self.disks)
         # (op, real index, spec for add / changed values for modify / {} for remove)
         self.disk_plan: list[tuple[str, int, dict[str, Any]]] = []
@@ -135,8 +139,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                                f" at most {constants.MAX_DISKS} are allowed",
                                                errors.ECODE_STATE)
             elif dop == DDM_REMOVE:
-                if inst.admin_state == constants.ADMINST_UP:
-                    raise errors.OpPrereqError("Stop the instance before removing disks",
+                if inst.admin_state == constants.ADMINST_UP and not self.hotplug:
+                    raise errors.OpPrereqError("Stop the instance before removing disks"
+                                               " (or unplug them with --hotplug)",
                                                errors.ECODE_STATE)
                 if count <= 1:
                     raise errors.OpPrereqError("Cannot remove the last disk of an instance",
@@ -173,6 +178,48 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                           ignore=self.op.ignore_ipolicy)
         if ignored:
             self.LogWarning("Instance policy ignored: " + ipolicy.format_violations(ignored))
+
+    def _check_hotplug(self) -> bool:
+        """Whether to hotplug: the primary must say the running instance can.
+
+        With ``hotplug`` a refusal is a prereq error; with only
+        ``hotplug_if_possible`` it is a warning and the changes take effect
+        at the next start, as without either.
+        """
+        check_node_online(self.pnode, " as primary node")
+        res = self.require_rpc().call_hotplug_supported(
+            [self.pnode.name], self.rpc_instance()).get(self.pnode.name)
+        problem = "no answer from the node" if res is None else res.fail_msg
+        if problem is None:
+            return True
+        if self.op.hotplug:
+            raise errors.OpPrereqError(f"Hotplug is not possible: {problem}",
+                                       errors.ECODE_STATE)
+        self.LogWarning(f"Hotplug is not possible: {problem}")
+        self.LogInfo("The changes take effect at the next start of the instance")
+        return False
+
+    def _hotplug(self, action: str, dev_type: str, idx: int,
+                 feedback_fn: FeedbackFn) -> str | None:
+        """Plug device ``idx`` of the instance (as it is in memory now) in or out.
+
+        Returns None on success, else the node's error (the caller decides
+        whether that is a warning or fatal).
+        """
+        res = self.require_rpc().call_hotplug_device(
+            [self.pnode.name], self.rpc_instance(), action, dev_type,
+            idx).get(self.pnode.name)
+        problem = "no answer from the node" if res is None else res.fail_msg
+        if problem is None:
+            feedback_fn(f"* hotplug: {dev_type} {idx} "
+                        + ("plugged in" if action == DDM_ADD else "unplugged"))
+        return problem
+
+    def _hotplug_nic(self, action: str, idx: int, feedback_fn: FeedbackFn) -> None:
+        problem = self._hotplug(action, "nic", idx, feedback_fn)
+        if problem is not None:
+            self.LogWarning(f"Hotplug ({action}) of NIC {idx} failed: {problem}; the change"
+                            " takes effect at the next start of the instance")
 
     def _check_runtime_mem(self, be: dict[str, Any]) -> None:
         """``runtime_mem``: the instance runs, and the size is within min/maxmem (or force).
@@ -274,10 +321,18 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             if isinstance(data, NIC):       # add
                 inst.nics.insert(idx, data)
                 changes.append([f"nic.{idx}", f"add:mac={data.mac},ip={data.ip}"])
+                if self.hotplug:
+                    self._hotplug_nic(DDM_ADD, idx, feedback_fn)
             elif data is None:              # remove
+                if self.hotplug:
+                    self._hotplug_nic(DDM_REMOVE, idx, feedback_fn)
                 inst.nics.pop(idx)
                 changes.append([f"nic.{idx}", "remove"])
             else:                           # modify
+                # a NIC seen differently by the guest is unplugged and plugged in again
+                replug = self.hotplug and ("mac" in data or bool(data.get("nicparams")))
+                if replug:
+                    self._hotplug_nic(DDM_REMOVE, idx, feedback_fn)
                 nic = inst.nics[idx]
                 for key, value in sorted(data.get("nicparams", {}).items()):
                     nic.nicparams = parameters.update_params(nic.nicparams, {key: value})
@@ -293,12 +348,24 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if "name" in data:
                     nic.name = data["name"]
                     changes.append([f"nic.name/{idx}", nic.name])
+                if replug:
+                    self._hotplug_nic(DDM_ADD, idx, feedback_fn)
         cfg.update(inst)
         for dop, idx, data in self.disk_plan:
             if dop == DDM_ADD:
                 self._add_disk(idx, data, feedback_fn)
                 changes.append([f"disk/{idx}", f"add:size={data['size']},mode={data['mode']}"])
+                if self.hotplug:
+                    problem = self._hotplug(DDM_ADD, "disk", idx, feedback_fn)
+                    if problem is not None:
+                        self.LogWarning(f"Hotplug of disk {idx} failed: {problem}; the disk"
+                                        " is attached at the next start of the instance")
             elif dop == DDM_REMOVE:
+                if self.hotplug:
+                    problem = self._hotplug(DDM_REMOVE, "disk", idx, feedback_fn)
+                    if problem is not None:
+                        raise errors.OpExecError(f"Cannot unplug disk {idx}: {problem};"
+                                                 " it was not removed")
                 disk = cfg.get_instance_disks(inst.uuid)[idx]
                 if disk.dev_type != constants.DT_DISKLESS:
                     res = self.require_rpc().call_blockdev_remove([self.pnode.name],
@@ -389,7 +456,22 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
             else disk.size + self.delta
         self.cfg.update(disk)
         feedback_fn(f"Disk {self.op.disk} of {self.instance.name} is now {disk.size} MiB")
+        if self.instance.admin_state == constants.ADMINST_UP:
+            self._tell_guest(feedback_fn)
         return None
+
+    def _tell_guest(self, feedback_fn: FeedbackFn) -> None:
+        """Let the running instance see the new size (a warning if it cannot)."""
+        res = self.require_rpc().call_instance_resize_disk(
+            [self.pnode.name], self.rpc_instance(), self.op.disk).get(self.pnode.name)
+        problem = "no answer from the node" if res is None else res.fail_msg
+        if problem is not None:
+            self.LogWarning(f"The running instance was not told of the new size ({problem});"
+                            " it sees it at its next start")
+        elif res is not None and res.payload:
+            feedback_fn(f"* the running instance sees the new size of disk {self.op.disk}")
+        else:
+            self.LogInfo("The instance sees the new size at its next start")
 
 
 class LUInstanceActivateDisks(InstanceLU[OpInstanceActivateDisks]):

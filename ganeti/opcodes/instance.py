@@ -214,7 +214,10 @@ class OpInstanceSetParams(OpInstanceBase):
     runtime_mem: int | None = param(None, min=1, max=parameters.MAX_MEMORY)
     force: bool = False
     wait_for_sync: bool = True
+    #: plug NIC/disk changes into the running instance (refused if impossible)
     hotplug: bool = False
+    #: as ``hotplug`` where the hypervisor can, else apply at the next start
+    hotplug_if_possible: bool = False
     ignore_ipolicy: bool = False
 
 

@@ -47,7 +47,7 @@ ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "OP_INSTANCE_REMOVE": {'instance_uuid': None},
     "OP_INSTANCE_RENAME": {'instance_uuid': None},
     "OP_INSTANCE_SET_PARAMS": {'conflicts_check': True, 'disk_template': None, 'ext_params': {},
-        'file_driver': None, 'file_storage_dir': None, 'hotplug_if_possible': False,
+        'file_driver': None, 'file_storage_dir': None,
         'iallocator': None, 'instance_communication': None, 'instance_uuid': None, 'pnode': None,
         'pnode_uuid': None, 'remote_node': None, 'remote_node_uuid': None},
     "OP_INSTANCE_SHUTDOWN": {'instance_uuid': None},

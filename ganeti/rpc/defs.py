@@ -210,6 +210,15 @@ _ROWS = [
          " downtime_ms, total_time_ms} (figures when known)."),
     _row("instance_balloon_memory", [("instance", dict), ("memory", int)], FAST,
          "Set the memory (MiB) of the running instance. -> None"),
+    _row("hotplug_supported", [("instance", dict)], FAST,
+         "Raise unless devices of the running instance can be hotplugged now. -> None"),
+    _row("hotplug_device", [("instance", dict), ("action", str), ("dev_type", str),
+                            ("idx", int)], NORMAL,
+         "Plug NIC/disk idx (dev_type nic|disk) of the instance in (action add; a disk"
+         " is assembled first) or out (remove). -> None"),
+    _row("instance_resize_disk", [("instance", dict), ("idx", int)], FAST,
+         "Tell the running instance its disk idx (disks_info) grew. -> True if the guest"
+         " was told, False if it sees the size at its next start"),
     _row("hypervisor_validate_params", [("hvname", str), ("hvparams", dict)], FAST,
          "Validate filled hvparams on the node; raise if bad. -> None"),
     # --- block devices ---
