@@ -319,6 +319,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             changes.append(["os_name", op.os_name])
         for _, idx, data in self.nic_plan:
             if isinstance(data, NIC):       # add
+                data.uuid = data.uuid or str(uuidlib.uuid4())
                 inst.nics.insert(idx, data)
                 changes.append([f"nic.{idx}", f"add:mac={data.mac},ip={data.ip}"])
                 if self.hotplug:

@@ -58,6 +58,8 @@ def test_hotplug_nic_add_and_remove_on_a_running_instance(env: Any, plugs: Plugs
             nics=[["add", -1, {"mac": "aa:00:00:00:00:42"}]])
     assert plugs.log == [("add", "nic", 1, "aa:00:00:00:00:42")]
     assert _macs(env)[1] == "aa:00:00:00:00:42"
+    # an added NIC has a UUID (the hypervisor names its device after it)
+    assert env.cfg.get_instance_info_by_name("inst1").nics[1].uuid
     env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", hotplug=True,
             nics=[["remove", 0, {}]])
     # the instance dict sent still had the NIC, at the index given
