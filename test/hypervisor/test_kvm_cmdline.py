@@ -111,7 +111,8 @@ def test_nics_tap_and_user_with_model():
     assert _after(argv, "-netdev") == [
         "tap,id=net0,ifname=gnt1.0,script=no,downscript=no,vhost=on", "user,id=net1"]
     assert _after(argv, "-device") == ["e1000,netdev=net0,mac=aa:00:00:00:00:01,id=nic0",
-                                       "e1000,netdev=net1,mac=aa:00:00:00:00:02,id=nic1"]
+                                       "e1000,netdev=net1,mac=aa:00:00:00:00:02,id=nic1",
+                                       "virtio-balloon-pci,id=balloon0"]
     with pytest.raises(errors.ProgrammerError):
         _build(spec, nic_backends=[])
 
@@ -120,7 +121,8 @@ def test_default_nic_model_is_virtio():
     spec = base.InstanceSpec(name="i1", hvparams=_spec().hvparams,
                              nics=(base.NicSpec(mac="aa:00:00:00:00:01"),))
     argv = _build(spec, nic_backends=[cmdline.NicBackend(cmdline.NETDEV_USER)])
-    assert _after(argv, "-device") == ["virtio-net-pci,netdev=net0,mac=aa:00:00:00:00:01,id=nic0"]
+    assert _after(argv, "-device") == ["virtio-net-pci,netdev=net0,mac=aa:00:00:00:00:01,id=nic0",
+                                       "virtio-balloon-pci,id=balloon0"]
 
 
 def test_machine_cpu_mem_path_and_acpi():

@@ -257,3 +257,21 @@ def test_other_hypervisors_refuse_hotplug_and_do_not_resize(tmp_path: Any) -> No
         hv.hotplug_supported("inst1")
     with pytest.raises(errors.HypervisorError, match="not supported"):
         hv.hot_add_nic("inst1", base.NicSpec(mac="m"), 0)
+
+
+def test_balloon_sets_the_target_within_the_started_memory() -> None:
+    runtime = _runtime()
+    runtime["spec"]["memory"] = 128
+    client = ScriptedClient(answers={"query-balloon": {"actual": 96 * 1024 * 1024}})
+    hotplug.balloon(client, runtime, 64)  # type: ignore[arg-type]
+    assert client.log == [("balloon", {"value": 64 * 1024 * 1024})]
+    assert runtime["balloon"] == 64
+    assert hotplug.query_balloon(client) == 96  # type: ignore[arg-type]
+    with pytest.raises(errors.HypervisorError, match="cannot grow to 256 MiB"):
+        hotplug.balloon(client, runtime, 256)  # type: ignore[arg-type]
+    old = ScriptedClient({"balloon": qmp.QmpCommandError("balloon", "DeviceNotActive", "none"),
+                          "query-balloon": qmp.QmpCommandError("query-balloon",
+                                                               "DeviceNotActive", "none")})
+    with pytest.raises(errors.HypervisorError, match="has no balloon device"):
+        hotplug.balloon(old, runtime, 64)  # type: ignore[arg-type]
+    assert hotplug.query_balloon(old) is None  # type: ignore[arg-type]

@@ -149,8 +149,9 @@ def test_console_is_the_serial_socket_or_vnc(hv):
     assert cons["kind"] == base.CONS_MESSAGE
 
 
-def test_not_built_yet_is_said(hv):
-    with pytest.raises(errors.HypervisorError, match="not built yet"):
+def test_balloon_of_a_dead_instance_is_refused(hv):
+    with pytest.raises(errors.HypervisorError, match="change the memory of instance i1: it is"
+                                                      " not running"):
         hv.balloon_instance_memory("i1", 128)
 
 

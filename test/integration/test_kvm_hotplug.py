@@ -168,3 +168,16 @@ def test_the_recorded_command_line_has_the_hotplugged_devices(hv, tmp_path):
         client.execute("quit")
     assert {"nic0", "hotnic-5ab1c0de", "hotvd-d15c0000"} <= names
     assert "hotdisk-d15c0000" in nodes
+
+
+def test_the_balloon_takes_a_target(hv, tmp_path):
+    disk = bootsector.disk_image(str(tmp_path / "disk0"))
+    hv.start_instance(_spec(), [disk])
+    assert "balloon0" in _peripherals(hv)
+    assert hv.get_instance_info(NAME)["memory"] == 64
+    hv.balloon_instance_memory(NAME, 48)
+    # the boot sector has no balloon driver: qemu holds the target, the guest keeps 64 MiB
+    assert hv.read_runtime(NAME)["balloon"] == 48
+    assert hv.qmp_command(NAME, "query-balloon")["actual"] == 64 * MIB
+    with pytest.raises(errors.HypervisorError, match="cannot grow"):
+        hv.balloon_instance_memory(NAME, 128)

@@ -4,8 +4,9 @@
 --hotplug`` (NIC and disk added), checked from qemu's side over QMP
 (query-block sizes, qom-list of /machine/peripheral) and in runtime.json;
 ``--hotplug`` on a stopped instance refused before anything changes, and
-``--hotplug-if-possible`` then applying the change at the next start
-(doc/kvm.md, "Online changes").  The guest is the blank disk of a
+``--hotplug-if-possible`` then applying the change at the next start;
+``--runtime-memory`` setting the balloon's target (doc/kvm.md, "Online
+changes").  The guest is the blank disk of a
 ``tinyos`` instance: qemu runs, but nothing in it releases a device, so
 removals are covered where a real guest runs.  Skips only when
 qemu-system-x86_64 cannot run.
@@ -84,6 +85,16 @@ def test_hotplug_a_disk_then_grow_it(vc):
     assert _sizes(vc)[node] == 4 * MIB
     vc.ok("gnt-instance", "grow-disk", INST, "1", "4M")
     assert _sizes(vc)[node] == 8 * MIB
+
+
+def test_runtime_memory_sets_the_balloon_target(vc):
+    out = vc.ok("gnt-instance", "modify", "-m", "64M", "-f", INST)
+    assert "runtime_memory -> 64" in out
+    assert _hv(vc).read_runtime(INST)["balloon"] == 64
+    # a blank guest has no balloon driver: it keeps its memory, which info reports
+    assert rows(vc, "oper_ram", INST) == [["128"]]
+    res = vc.run("gnt-instance", "modify", "-m", "256M", "-f", INST)
+    assert res.returncode != 0 and "cannot grow" in res.stdout + res.stderr
 
 
 def test_hotplug_of_a_stopped_instance(vc):

@@ -19,6 +19,8 @@ Fixed choices, on every instance:
   the ``shutdown`` state, which is how ``USER_down`` is told from a crash.
 * ``-nodefaults``: no device is added behind our back (no default NIC,
   VGA or cdrom); ``-display none`` unless VNC is asked for.
+* a ``virtio-balloon-pci`` device (id :data:`BALLOON_ID`) after the NICs,
+  for runtime memory changes.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ganeti import errors, hvchecks
 from ganeti.hypervisor import base
 
 __all__ = [
-    "RuntimeFiles", "NicBackend", "NETDEV_TAP", "NETDEV_USER",
+    "RuntimeFiles", "NicBackend", "NETDEV_TAP", "NETDEV_USER", "BALLOON_ID",
     "DISK_INTERFACES", "NIC_MODELS", "BOOT_DEVICES", "ACCEL_KVM", "ACCEL_TCG",
     "VNC_BASE_PORT", "escape_option", "build_command", "kernel_command_line",
     "cpu_affinity", "migration_parameters",
@@ -54,6 +56,9 @@ NIC_MODELS = {"paravirtual": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl
 BOOT_DEVICES = {"disk": "c", "cdrom": "d", "network": "n", "floppy": "a"}
 #: disk_cache values passed through to ``-drive cache=`` ("default": omitted)
 _CACHE_DEFAULT = "default"
+
+#: the qdev id of the memory balloon every instance has
+BALLOON_ID = "balloon0"
 
 NETDEV_TAP = "tap"
 NETDEV_USER = "user"
@@ -235,6 +240,8 @@ def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeF
     argv += _boot(hvp)
     argv += _disks(hvp, disks)
     argv += _nics(hvp, spec.nics, nic_backends)
+    # the memory balloon (gnt-instance modify --runtime-memory)
+    argv += ["-device", f"virtio-balloon-pci,id={BALLOON_ID}"]
     if _param(hvp, "security_model", "none") == "user":
         domain = str(_param(hvp, "security_domain", ""))
         if not domain:

@@ -47,6 +47,7 @@ __all__ = [
     "balloon_args", "balloon_mib", "is_deleted_event",
     "plug_nic", "plug_disk", "unplug", "resize",
     "resize_disk", "add_nic", "remove_nic", "add_disk", "remove_disk",
+    "query_balloon", "balloon",
 ]
 
 logger = logging.getLogger(__name__)
@@ -521,3 +522,35 @@ def remove_disk(client: qmp.QmpClient, runtime: dict[str, Any], path: str, timeo
                      [i for i in (dev.drive, dev.node, dev.device) if i]))
     logger.info("Instance %s: disk %s unplugged", instance, path)
     return dev
+
+
+def query_balloon(client: qmp.QmpClient) -> int | None:
+    """The guest's memory in MiB as its balloon says (None: no balloon device)."""
+    try:
+        return balloon_mib(client.execute("query-balloon"))
+    except qmp.QmpCommandError:
+        return None
+
+
+def balloon(client: qmp.QmpClient, runtime: dict[str, Any], memory_mib: int) -> None:
+    """Set the balloon target to ``memory_mib`` MiB (the guest's driver gives the
+    rest back); recorded as ``runtime["balloon"]``.
+
+    Refuses more than the instance started with, and instances without a
+    balloon device (started before it was added to every command line).
+    """
+    instance = runtime.get("name")
+    started = int((runtime.get("spec") or {}).get("memory", 0))
+    if started and memory_mib > started:
+        raise errors.HypervisorError(f"Instance {instance} started with {started} MiB; its"
+                                     f" memory cannot grow to {memory_mib} MiB before a"
+                                     " restart")
+    try:
+        client.execute("balloon", **balloon_args(memory_mib))
+    except qmp.QmpCommandError as exc:
+        if exc.error_class == "DeviceNotActive":
+            raise errors.HypervisorError(f"Instance {instance} has no balloon device (it was"
+                                         " started before it had one); restart it") from exc
+        raise
+    runtime["balloon"] = memory_mib
+    logger.info("Instance %s: balloon target %d MiB", instance, memory_mib)

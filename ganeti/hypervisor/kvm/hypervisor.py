@@ -20,8 +20,10 @@ itself off, qemu runs with ``-no-shutdown``) -> ``shutdown`` (USER_down);
 
 Migration: :mod:`ganeti.hypervisor.kvm.migration` (the QMP side); a
 target's qemu runs ``-incoming defer`` and its runtime record says so.
+Online changes (disk growth, hotplug, the balloon):
+:mod:`ganeti.hypervisor.kvm.hotplug`.
 
-Not built yet (refused with a clear error): memory ballooning,
+Not built yet (refused with a clear error):
 routed/openvswitch NICs, ``use_chroot``, ``security_model=pool``.
 """
 
@@ -523,6 +525,7 @@ class KvmHypervisor(base.BaseHypervisor):
                     memory = client.execute("query-memory-size-summary")
                     cpus = client.execute("query-cpus-fast")
                     jobs = self._vm_jobs(name, client, spec)
+                    balloon = hotplug.query_balloon(client)
         except qmp.QmpError as exc:
             logger.warning("Instance %s: QMP unavailable (%s); reporting it running", name, exc)
             info["state"] = base.HV_STATE_RUNNING
@@ -535,6 +538,8 @@ class KvmHypervisor(base.BaseHypervisor):
             info["vcpus"] = len(cpus)
         if jobs:
             info["jobs"] = jobs
+        if balloon is not None:
+            info["memory"] = balloon
         return info
 
     def _vm_jobs(self, name: str, client: qmp.QmpClient,
@@ -661,7 +666,10 @@ class KvmHypervisor(base.BaseHypervisor):
     # --- not built yet -------------------------------------------------------------
 
     def balloon_instance_memory(self, name: str, mem: int) -> None:
-        raise errors.HypervisorError(f"Memory ballooning of kvm instance {name}: not built yet")
+        """Ask the guest's balloon driver to leave it ``mem`` MiB (QMP ``balloon``)."""
+        with self._online(name, "change the memory") as (runtime, client):
+            hotplug.balloon(client, runtime, mem)
+            self._write_runtime(name, runtime)
 
     # --- migration (doc/kvm.md, "Migration"; the QMP side in migration.py) ---------
 
