@@ -275,3 +275,41 @@ def test_balloon_sets_the_target_within_the_started_memory() -> None:
     with pytest.raises(errors.HypervisorError, match="has no balloon device"):
         hotplug.balloon(old, runtime, 64)  # type: ignore[arg-type]
     assert hotplug.query_balloon(old) is None  # type: ignore[arg-type]
+
+
+def test_pin_argv_puts_every_pci_device_where_it_is() -> None:
+    argv = _runtime()["argv"] + ["-device", "virtio-balloon-pci,id=balloon0",
+                                 "-device", "usb-tablet", "-S"]
+    pinned = hotplug.pin_argv(argv, {"disk0": "0x5", "nic0": "0x2", "nic1": "0x3",
+                                     "balloon0": "0x4"})
+    assert pinned == ["qemu", "-name", "inst1",
+                      "-drive", "file=/d/0,format=raw,if=none,id=disk0",
+                      "-device", "virtio-blk-pci,drive=disk0,addr=0x5",
+                      "-netdev", "tap,id=net0,ifname=gntabc.0,script=no,downscript=no",
+                      "-device", "virtio-net-pci,netdev=net0,mac=aa:00:00:00:00:01,id=nic0,"
+                                 "addr=0x2",
+                      "-netdev", "user,id=net1",
+                      "-device", "virtio-net-pci,netdev=net1,mac=aa:00:00:00:00:02,id=nic1,"
+                                 "addr=0x3",
+                      "-device", "virtio-balloon-pci,id=balloon0,addr=0x4",
+                      "-device", "usb-tablet", "-S"]
+    # pinning twice changes nothing; dropping the boot disk drops its -device too
+    assert hotplug.pin_argv(pinned, {"disk0": "0x5", "nic0": "0x2"}) == pinned
+    assert "drive=disk0" not in " ".join(hotplug.drop_argv(pinned, ["disk0"]))
+
+
+def test_pci_slots_reads_qom_addresses() -> None:
+    class Qom(ScriptedClient):
+        def execute(self, command: str, **args: Any) -> Any:
+            self.log.append((command, args))
+            if command == "query-block":
+                return [{"device": "disk0",
+                         "qdev": "/machine/peripheral-anon/device[0]/virtio-backend"}]
+            devfn = {"/machine/peripheral-anon/device[0]": 5 << 3,
+                     "/machine/peripheral/nic0": 2 << 3,
+                     "/machine/peripheral/nic1": (3 << 3) | 1}.get(args["path"])
+            if devfn is None:
+                raise qmp.QmpCommandError(command, "DeviceNotFound", "no")
+            return devfn
+    argv = _runtime()["argv"] + ["-device", "usb-tablet,id=tab0"]
+    assert hotplug.pci_slots(Qom(), argv) == {"disk0": "0x5", "nic0": "0x2", "nic1": "0x3.1"}

@@ -156,8 +156,9 @@ def test_the_recorded_command_line_has_the_hotplugged_devices(hv, tmp_path):
     hv.hot_add_nic(NAME, base.NicSpec(mac="aa:00:00:00:00:02", link="no-such-br",
                                       uuid=NIC_UUID), 1)
     argv = hv.read_runtime(NAME)["argv"]
+    layout = _layout(hv.qmp_command(NAME, "query-pci"))
     hv.stop_instance(NAME, force=True)
-    # a second qemu from that command line (paused) has the same devices
+    # a second qemu from that command line (paused) has the same devices in the same slots
     again = tmp_path / "again"
     again.mkdir()
     subprocess.run(argv + ["-S"], cwd=again, check=True, timeout=60)
@@ -165,9 +166,18 @@ def test_the_recorded_command_line_has_the_hotplugged_devices(hv, tmp_path):
     with client:
         names = {e["name"] for e in client.execute("qom-list", path="/machine/peripheral")}
         nodes = {e.get("inserted", {}).get("node-name") for e in client.execute("query-block")}
+        again_layout = _layout(client.execute("query-pci"))
         client.execute("quit")
-    assert {"nic0", "hotnic-5ab1c0de", "hotvd-d15c0000"} <= names
+    assert {"nic0", "hotnic-5ab1c0de", "hotvd-d15c0000", "balloon0"} <= names
     assert "hotdisk-d15c0000" in nodes
+    assert again_layout == layout
+    assert len(layout) >= 6
+
+
+def _layout(query_pci) -> list[tuple[int, int, int, str]]:
+    """(slot, function, class, qdev id) of every PCI device, sorted."""
+    return sorted((d["slot"], d["function"], d["class_info"]["class"], d["qdev_id"])
+                  for bus in query_pci for d in bus["devices"])
 
 
 def test_the_balloon_takes_a_target(hv, tmp_path):

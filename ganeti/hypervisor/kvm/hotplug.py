@@ -43,7 +43,8 @@ __all__ = [
     "NicDevice", "DiskDevice", "Devices", "HOTPLUG_NIC_TYPES", "HOTPLUG_DISK_TYPES",
     "UNPLUG_TIMEOUT", "devices_of", "tap_name", "new_nic", "new_disk",
     "netdev_add_args", "nic_device_args", "blockdev_add_args", "disk_device_args",
-    "block_resize_args", "nic_argv", "disk_argv", "drop_argv", "boot_disk_qdev",
+    "block_resize_args", "nic_argv", "disk_argv", "drop_argv", "pin_argv", "pci_slots",
+    "boot_disk_qdev",
     "balloon_args", "balloon_mib", "is_deleted_event",
     "plug_nic", "plug_disk", "unplug", "resize",
     "resize_disk", "add_nic", "remove_nic", "add_disk", "remove_disk",
@@ -278,13 +279,96 @@ def _word_ids(flag: str, value: str) -> set[str]:
             return set()
     if flag not in ("-netdev", "-device", "-drive", "-blockdev"):
         return set()
-    opts = dict(part.partition("=")[::2] for part in value.split(",") if "=" in part)
-    return {opts[k] for k in ("id", "node-name") if k in opts}
+    opts = _opt_dict(value)
+    keys = ("id", "node-name", "drive") if flag == "-device" else ("id", "node-name")
+    return {opts[k] for k in keys if k in opts}
+
+
+def _opt_dict(value: str) -> dict[str, str]:
+    return dict(part.partition("=")[::2] for part in value.split(",") if "=" in part)
+
+
+def _virtio_drive(flag: str, value: str) -> str | None:
+    """The id of a ``-drive ...,if=virtio,id=X`` word, else None."""
+    if flag != "-drive":
+        return None
+    opts = _opt_dict(value)
+    return opts.get("id") if opts.get("if") == "virtio" else None
+
+
+def pin_argv(argv: Sequence[str], slots: dict[str, str]) -> list[str]:
+    """``argv`` with every PCI device at the address it has now (``slots``: id -> addr).
+
+    ``-device`` words get ``addr=``; a ``-drive ...,if=virtio`` (which takes
+    no address) becomes ``-drive ...,if=none`` plus a ``-device
+    virtio-blk-pci,drive=<id>,addr=...``, the same hardware.  A qemu
+    started from the result has the PCI layout of the running one even
+    after devices were removed (qemu fills holes in order otherwise).
+    """
+    out: list[str] = []
+    idx = 0
+    while idx < len(argv):
+        flag = argv[idx]
+        if flag not in ("-device", "-drive") or idx + 1 >= len(argv):
+            out.append(flag)
+            idx += 1
+            continue
+        value = argv[idx + 1]
+        idx += 2
+        drive = _virtio_drive(flag, value)
+        if drive and drive in slots:
+            opts = ["if=none" if o == "if=virtio" else o for o in value.split(",")]
+            out += [flag, ",".join(opts), "-device",
+                    f"virtio-blk-pci,drive={drive},addr={slots[drive]}"]
+            continue
+        dev_id = _opt_dict(value).get("id") if flag == "-device" else None
+        if dev_id in slots and "addr" not in _opt_dict(value):
+            value = f"{value},addr={slots[dev_id]}"
+        out += [flag, value]
+    return out
+
+
+def _addr(devfn: Any) -> str | None:
+    if not isinstance(devfn, int) or isinstance(devfn, bool) or devfn < 0:
+        return None
+    slot, function = devfn >> 3, devfn & 7
+    return f"0x{slot:x}.{function:x}" if function else f"0x{slot:x}"
+
+
+def pci_slots(client: qmp.QmpClient, argv: Sequence[str]) -> dict[str, str]:
+    """id -> PCI address (``0x5``) of the ``-device`` and virtio ``-drive`` words
+    of ``argv`` in the running qemu (QOM property ``addr``); devices off the
+    PCI bus and ones qemu does not know are left out."""
+    paths: dict[str, str] = {}
+    drives = []
+    for flag, value in zip(argv, argv[1:]):
+        drive = _virtio_drive(flag, value)
+        if drive:
+            drives.append(drive)
+        elif flag == "-device" and _opt_dict(value).get("id"):
+            dev_id = _opt_dict(value)["id"]
+            paths[dev_id] = f"/machine/peripheral/{dev_id}"
+    if drives:
+        answer = client.execute("query-block")
+        for drive in drives:
+            qdev = boot_disk_qdev(answer, drive)
+            if qdev:
+                paths[drive] = qdev
+    slots: dict[str, str] = {}
+    for key, path in paths.items():
+        try:
+            addr = _addr(client.execute("qom-get", path=path, property="addr"))
+        except qmp.QmpCommandError:
+            continue
+        if addr:
+            slots[key] = addr
+    return slots
 
 
 def drop_argv(argv: Sequence[str], ids: Sequence[str]) -> list[str]:
     """``argv`` without the option pairs (``-netdev``, ``-device``, ``-drive``,
-    ``-blockdev``) that define one of ``ids``."""
+    ``-blockdev``) that define one of ``ids`` (and ``-device`` words of a
+    dropped drive)."""
     wanted = set(ids)
     out: list[str] = []
     idx = 0
@@ -402,9 +486,10 @@ def _hvparams(runtime: dict[str, Any]) -> dict[str, Any]:
     return dict((runtime.get("spec") or {}).get("hvparams") or {})
 
 
-def _store(runtime: dict[str, Any], devices: Devices, argv: list[str]) -> None:
+def _store(client: qmp.QmpClient, runtime: dict[str, Any], devices: Devices,
+           argv: list[str]) -> None:
     runtime["devices"] = serializer.to_data(devices)
-    runtime["argv"] = argv
+    runtime["argv"] = pin_argv(argv, pci_slots(client, argv))
     runtime["disks"] = [d.path for d in devices.disks]
 
 
@@ -447,7 +532,7 @@ def add_nic(client: qmp.QmpClient, runtime: dict[str, Any], instance: str, nic: 
     spec_nics = list(spec.get("nics") or [])
     spec_nics.insert(min(idx, len(spec_nics)), serializer.to_data(nic))
     spec["nics"] = spec_nics
-    _store(runtime, Devices(tuple(nics), devices.disks),
+    _store(client, runtime, Devices(tuple(nics), devices.disks),
            list(runtime.get("argv") or []) + nic_argv(dev, nic_type, vhost))
     logger.info("Instance %s: NIC %s plugged in as %s", instance, nic.mac, dev.device)
     return dev
@@ -472,7 +557,7 @@ def remove_nic(client: qmp.QmpClient, runtime: dict[str, Any], nic: Any, timeout
     nics.pop(idx)
     spec = runtime.setdefault("spec", {})
     spec["nics"] = [n for pos, n in enumerate(spec.get("nics") or []) if pos != idx]
-    _store(runtime, Devices(tuple(nics), devices.disks),
+    _store(client, runtime, Devices(tuple(nics), devices.disks),
            drop_argv(runtime.get("argv") or [], [dev.device, dev.netdev]))
     logger.info("Instance %s: NIC %s (%s) unplugged", instance, nic.mac, dev.device)
     return dev
@@ -491,7 +576,7 @@ def add_disk(client: qmp.QmpClient, runtime: dict[str, Any], path: str, uuid: st
     plug_disk(client, dev, disk_type, cache)
     disks = list(devices.disks)
     disks.insert(min(idx, len(disks)), dev)
-    _store(runtime, Devices(devices.nics, tuple(disks)),
+    _store(client, runtime, Devices(devices.nics, tuple(disks)),
            list(runtime.get("argv") or []) + disk_argv(dev, disk_type, cache))
     logger.info("Instance %s: disk %s plugged in as %s", runtime.get("name"), path, dev.device)
     return dev
@@ -517,7 +602,7 @@ def remove_disk(client: qmp.QmpClient, runtime: dict[str, Any], path: str, timeo
             logger.warning("Instance %s: blockdev-del %s: %s", instance, dev.node, exc)
     disks = list(devices.disks)
     disks.pop(idx)
-    _store(runtime, Devices(devices.nics, tuple(disks)),
+    _store(client, runtime, Devices(devices.nics, tuple(disks)),
            drop_argv(runtime.get("argv") or [],
                      [i for i in (dev.drive, dev.node, dev.device) if i]))
     logger.info("Instance %s: disk %s unplugged", instance, path)
