@@ -58,7 +58,7 @@ HOTPLUG_NIC_TYPES = frozenset(t for t in cmdline.NIC_MODELS if t != "ne2k_isa")
 #: disk_type values whose disks can be hotplugged (virtio-blk-pci)
 HOTPLUG_DISK_TYPES = frozenset(["paravirtual"])
 #: seconds the guest gets to release a device after ``device_del``
-UNPLUG_TIMEOUT = 30.0
+UNPLUG_TIMEOUT = 60.0
 #: QMP error class of a ``device_del`` for a device that is not there
 _NOT_FOUND = "DeviceNotFound"
 
