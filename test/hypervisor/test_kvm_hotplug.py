@@ -313,3 +313,11 @@ def test_pci_slots_reads_qom_addresses() -> None:
             return devfn
     argv = _runtime()["argv"] + ["-device", "usb-tablet,id=tab0"]
     assert hotplug.pci_slots(Qom(), argv) == {"disk0": "0x5", "nic0": "0x2", "nic1": "0x3.1"}
+
+
+def test_a_hotplugged_instance_is_not_migrated() -> None:
+    runtime = _runtime()
+    hotplug.check_migratable(runtime)
+    hotplug.add_disk(ScriptedClient(), runtime, "/d/1", UUID, 1)  # type: ignore[arg-type]
+    with pytest.raises(errors.HypervisorError, match="hotplugged.*reboot --type hard"):
+        hotplug.check_migratable(runtime)

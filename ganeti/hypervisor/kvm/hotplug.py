@@ -48,7 +48,7 @@ __all__ = [
     "balloon_args", "balloon_mib", "is_deleted_event",
     "plug_nic", "plug_disk", "unplug", "resize",
     "resize_disk", "add_nic", "remove_nic", "add_disk", "remove_disk",
-    "query_balloon", "balloon",
+    "query_balloon", "balloon", "check_migratable",
 ]
 
 logger = logging.getLogger(__name__)
@@ -639,3 +639,17 @@ def balloon(client: qmp.QmpClient, runtime: dict[str, Any], memory_mib: int) -> 
         raise
     runtime["balloon"] = memory_mib
     logger.info("Instance %s: balloon target %d MiB", instance, memory_mib)
+
+
+def check_migratable(runtime: dict[str, Any]) -> None:
+    """Refuse to migrate an instance whose devices changed by hotplug.
+
+    A migration target starts qemu from the instance's spec (boot-time
+    device order, qemu's slots), which would not match the running qemu's
+    PCI layout; a hard reboot starts the instance afresh from its
+    configuration, after which it migrates.
+    """
+    if "devices" in runtime:
+        raise errors.HypervisorError(
+            f"Instance {runtime.get('name')} has had devices hotplugged and cannot be"
+            " migrated until it is restarted (gnt-instance reboot --type hard)")

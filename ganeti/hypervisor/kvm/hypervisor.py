@@ -693,6 +693,7 @@ class KvmHypervisor(base.BaseHypervisor):
             runtime, status = self._live_status(name, "migrate")
         if status not in ("running", "paused"):
             raise errors.HypervisorError(f"Cannot migrate instance {name} in state {status}")
+        hotplug.check_migratable(runtime)
         return {"spec": runtime.get("spec"), "accel": runtime.get("accel"),
                 "start_time": runtime.get("start_time"), "running": status == "running"}
 
