@@ -157,3 +157,22 @@ def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
     assert op["OP_ID"] == "OP_INSTANCE_SET_PARAMS" and op["instance_name"] == "inst1"
     assert {k: op.get(k) for k in expect} == expect
     assert ("force" in op) == ("force" in expect)
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["--hotplug", "--net", "add"], {"hotplug": True, "nics": [["add", -1, {}]]}),
+    (["--hotplug-if-possible", "--disk", "1:remove"],
+     {"hotplug_if_possible": True, "disks": [["remove", 1, {}]]}),
+    (["--net", "0:remove"], {"nics": [["remove", 0, {}]]}),
+], ids=["hotplug", "if-possible", "neither"])
+def test_modify_hotplug_flags(argv: list[str], expect: dict[str, Any]) -> None:
+    cl = FakeClient()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
+                              prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0
+    (op,) = cl.jobs[0]
+    assert {k: op.get(k) for k in expect} == expect
+    # not given: left out, so the master's defaults apply
+    for flag in ("hotplug", "hotplug_if_possible"):
+        assert (flag in op) == (flag in expect)
