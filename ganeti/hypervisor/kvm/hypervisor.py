@@ -605,11 +605,13 @@ class KvmHypervisor(base.BaseHypervisor):
                 "port": None, "user": None, "command": None,
                 "message": f"Instance {spec.name} has neither a serial console nor VNC"}
 
-    # --- online changes (the QMP steps are in hotplug.py) -------------------------------
+    # --- online changes (doc/kvm.md, "Online changes"; the QMP side in hotplug.py) ----
 
-    @contextlib.contextmanager
-    def _online(self, name: str, what: str) -> Iterator[tuple[dict[str, Any], qmp.QmpClient]]:
-        """The runtime record and a QMP session of a live instance, under its lock."""
+    def _online(self, name: str, what: str, step: Callable[..., Any] | None,
+                *args: Any) -> Any:
+        """Run ``step(client, runtime, *args)`` on a live instance under its lock and
+        save the runtime record it changed; returns what ``step`` returns (no
+        step: only check the instance is live)."""
         with self._locked(name):
             runtime = self.read_runtime(name)
             if runtime is None or self._pid(name) is None:
@@ -620,56 +622,48 @@ class KvmHypervisor(base.BaseHypervisor):
                 if qmp_state(status) not in (base.HV_STATE_RUNNING, base.HV_STATE_PAUSED):
                     raise errors.HypervisorError(f"Cannot {what} of instance {name}:"
                                                  f" it is {status}")
-                yield runtime, client
+                if step is None:
+                    return None
+                result = step(client, runtime, *args)
+            self._write_runtime(name, runtime)
+            return result
 
     def hotplug_supported(self, name: str) -> None:
         """Refuses unless ``name`` runs here (devices can only change on a live qemu)."""
-        with self._online(name, "hotplug devices"):
-            pass
+        self._online(name, "hotplug devices", None)
 
     def resize_disk(self, name: str, path: str, size: int) -> bool:
         """QMP ``block_resize`` of the disk on ``path`` (see hotplug.resize_disk)."""
-        with self._online(name, "resize a disk") as (runtime, client):
-            hotplug.resize_disk(client, runtime, path, size)
+        self._online(name, "resize a disk", hotplug.resize_disk, path, size)
         return True
 
     def hot_add_nic(self, name: str, nic: base.NicSpec, idx: int) -> None:
         """Plug ``nic`` in as NIC ``idx`` (a tap on its bridge, else user mode)."""
         kind = self._nic_kind(name, idx, nic)
-        with self._online(name, "hotplug a NIC") as (runtime, client):
-            dev = hotplug.add_nic(client, runtime, name, nic, idx, kind)
-            self._write_runtime(name, runtime)
-            if dev.kind == cmdline.NETDEV_TAP:
-                self._attach_tap(name, dev.ifname, nic.link)
+        dev = self._online(name, "hotplug a NIC", hotplug.add_nic, name, nic, idx, kind)
+        if dev.kind == cmdline.NETDEV_TAP:
+            self._attach_tap(name, dev.ifname, nic.link)
 
     def hot_del_nic(self, name: str, nic: base.NicSpec) -> None:
         """Unplug ``nic`` (found by UUID, else MAC); the guest must release it."""
-        with self._online(name, "unplug a NIC") as (runtime, client):
-            hotplug.remove_nic(client, runtime, nic, self.unplug_timeout, self.monotonic)
-            self._write_runtime(name, runtime)
+        self._online(name, "unplug a NIC", hotplug.remove_nic, nic, self.unplug_timeout,
+                     self.monotonic)
 
     def hot_add_disk(self, name: str, path: str, uuid: str, idx: int) -> None:
         """Plug the disk on ``path`` in as disk ``idx`` (virtio-blk-pci)."""
         if not os.path.exists(path):
             raise errors.HypervisorError(f"Cannot hotplug disk {path} into {name}:"
                                          " it does not exist")
-        with self._online(name, "hotplug a disk") as (runtime, client):
-            hotplug.add_disk(client, runtime, path, uuid, idx)
-            self._write_runtime(name, runtime)
+        self._online(name, "hotplug a disk", hotplug.add_disk, path, uuid, idx)
 
     def hot_del_disk(self, name: str, path: str) -> None:
         """Unplug the disk on ``path``; the guest must release it."""
-        with self._online(name, "unplug a disk") as (runtime, client):
-            hotplug.remove_disk(client, runtime, path, self.unplug_timeout, self.monotonic)
-            self._write_runtime(name, runtime)
-
-    # --- not built yet -------------------------------------------------------------
+        self._online(name, "unplug a disk", hotplug.remove_disk, path, self.unplug_timeout,
+                     self.monotonic)
 
     def balloon_instance_memory(self, name: str, mem: int) -> None:
         """Ask the guest's balloon driver to leave it ``mem`` MiB (QMP ``balloon``)."""
-        with self._online(name, "change the memory") as (runtime, client):
-            hotplug.balloon(client, runtime, mem)
-            self._write_runtime(name, runtime)
+        self._online(name, "change the memory", hotplug.balloon, mem)
 
     # --- migration (doc/kvm.md, "Migration"; the QMP side in migration.py) ---------
 
