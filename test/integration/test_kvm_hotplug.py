@@ -1,11 +1,14 @@
-"""Online changes on real qemu: block_resize, NIC and disk hotplug (doc/kvm.md).
+"""Online changes on real qemu: block_resize, NIC and disk hotplug, the balloon (doc/kvm.md).
 
-The guest is the 512-byte boot sector (test/fakes/bootsector.py) under TCG:
-it has no operating system, so it never releases an unplugged device;
+Most tests use the 512-byte boot sector (test/fakes/bootsector.py) under
+TCG: it has no operating system, so it never releases an unplugged device;
 plugging in, resizing, the refused removal (the device stays, the record
 too) and the command line kept in runtime.json (a second qemu started from
-it has the hotplugged devices) are checked here.  Removals the guest
-completes need a real guest: test_kvm_vcluster_devices.py.
+it has the hotplugged devices in the same PCI slots) are checked with it.
+The last test boots the tinylinux guest (ganeti/tools/tinylinux.py), which
+releases unplugged devices: a removed boot NIC leaves a hole in the PCI
+slots that the next NIC fills, and the recorded command line still gives
+the same layout.
 """
 
 from __future__ import annotations
@@ -32,11 +35,11 @@ DISK_UUID = "d15c0000-0000-4000-8000-000000000002"
 MIB = 1024 * 1024
 
 
-def _spec(**hvp) -> base.InstanceSpec:
+def _spec(memory: int = 64, **hvp) -> base.InstanceSpec:
     params = parameters.defaults("hv", constants.HT_KVM)
     params.update(hvp)
     return base.InstanceSpec(name=NAME, uuid="0b0e4f5c-2f0e-4d36-9a30-5d7b0c1d2e3f",
-                             memory=64, vcpus=1, hvparams=params,
+                             memory=memory, vcpus=1, hvparams=params,
                              nics=(base.NicSpec(mac="aa:00:00:00:00:01", link="no-such-br",
                                                 uuid="boot-nic-uuid"),))
 
@@ -191,3 +194,59 @@ def test_the_balloon_takes_a_target(hv, tmp_path):
     assert hv.qmp_command(NAME, "query-balloon")["actual"] == 64 * MIB
     with pytest.raises(errors.HypervisorError, match="cannot grow"):
         hv.balloon_instance_memory(NAME, 128)
+
+
+# --- with a Linux guest, which releases unplugged devices ---------------------------------
+
+@pytest.fixture(scope="module")
+def tinylinux_guest():
+    from ganeti.tools import tinylinux
+    return tinylinux.build()
+
+
+def test_a_linux_guest_releases_devices_and_the_recorded_layout_holds(hv, tmp_path,
+                                                                     tinylinux_guest):
+    from guest_helpers import SerialConsole, wait_for, wait_for_line
+
+    disk = str(tmp_path / "disk0")
+    with open(disk, "wb") as fh:
+        fh.truncate(8 * MIB)
+    spec = _spec(memory=128, kernel_path=os.path.join(tinylinux_guest.directory, "vmlinuz"),
+                 initrd_path=os.path.join(tinylinux_guest.directory, "initrd.img"))
+    hv.unplug_timeout = 120.0
+    hv.start_instance(spec, [disk])
+    wait_for_line(hv.serial_log(NAME))
+    extra = tmp_path / "disk1"
+    extra.write_bytes(b"\0" * MIB)
+    with SerialConsole(hv.serial_socket(NAME)) as con:
+        con.run("dmesg -n 1")
+
+        def sees(command, predicate, what):
+            wait_for(lambda: predicate(con.run(command)), what, timeout=120.0, poll=0.5)
+
+        hv.hot_add_disk(NAME, str(extra), DISK_UUID, 1)
+        sees("ls /sys/block", lambda out: "vdb" in out.split(), "vdb")
+        # the boot NIC leaves a hole in the PCI slots; the next NIC fills it
+        hv.hot_del_nic(NAME, base.NicSpec(mac="aa:00:00:00:00:01", uuid="boot-nic-uuid"))
+        assert "nic0" not in _peripherals(hv)
+        hv.hot_add_nic(NAME, base.NicSpec(mac="aa:00:00:00:00:02", link="no-such-br",
+                                          uuid=NIC_UUID), 0)
+        sees("cat /sys/class/net/*/address",
+             lambda out: "aa:00:00:00:00:02" in out.split()
+             and "aa:00:00:00:00:01" not in out.split(), "the new NIC in place of the old")
+        hv.hot_del_disk(NAME, str(extra))
+        sees("ls /sys/block", lambda out: "vdb" not in out.split(), "vdb gone")
+    assert _sizes(hv).keys() == {"disk0"}
+    runtime = hv.read_runtime(NAME)
+    assert runtime["disks"] == [disk]
+    assert [n["device"] for n in runtime["devices"]["nics"]] == ["hotnic-5ab1c0de"]
+    layout = _layout(hv.qmp_command(NAME, "query-pci"))
+    argv = runtime["argv"]
+    hv.stop_instance(NAME, force=True)
+    again = tmp_path / "again"
+    again.mkdir()
+    subprocess.run(argv + ["-S"], cwd=again, check=True, timeout=60)
+    with qmp.QmpClient(str(again / "qmp.sock")) as client:
+        again_layout = _layout(client.execute("query-pci"))
+        client.execute("quit")
+    assert again_layout == layout
