@@ -315,9 +315,18 @@ def test_pci_slots_reads_qom_addresses() -> None:
     assert hotplug.pci_slots(Qom(), argv) == {"disk0": "0x5", "nic0": "0x2", "nic1": "0x3.1"}
 
 
-def test_a_hotplugged_instance_is_not_migrated() -> None:
+def test_a_migration_target_gets_the_recorded_machine_on_its_paths() -> None:
     runtime = _runtime()
-    hotplug.check_migratable(runtime)
-    hotplug.add_disk(ScriptedClient(), runtime, "/d/1", UUID, 1)  # type: ignore[arg-type]
-    with pytest.raises(errors.HypervisorError, match="hotplugged.*reboot --type hard"):
-        hotplug.check_migratable(runtime)
+    assert hotplug.migration_template(runtime) is None    # the spec describes it
+    hotplug.add_disk(ScriptedClient(), runtime, "/src/d,1", UUID, 1)  # type: ignore[arg-type]
+    template = hotplug.migration_template(runtime)
+    assert template is not None and template["disks"] == ["/d/0", "/src/d,1"]
+    argv, devices = hotplug.retarget(template, ["/dst/0", "/dst/1"], "/usr/bin/qemu-x")
+    assert argv[0] == "/usr/bin/qemu-x" and argv[1:3] == ["-name", "inst1"]
+    assert argv[argv.index("-drive") + 1] == "file=/dst/0,format=raw,if=virtio,id=disk0"
+    blockdev = json.loads(argv[argv.index("-blockdev") + 1])
+    assert blockdev["file"]["filename"] == "/dst/1"
+    assert len(argv) == len(runtime["argv"])
+    assert [d["path"] for d in devices["disks"]] == ["/dst/0", "/dst/1"]
+    with pytest.raises(errors.HypervisorError, match="2 disks, the target has 1"):
+        hotplug.retarget(template, ["/dst/0"], "qemu")

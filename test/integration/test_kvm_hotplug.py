@@ -14,6 +14,7 @@ the same layout.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 
@@ -250,3 +251,50 @@ def test_a_linux_guest_releases_devices_and_the_recorded_layout_holds(hv, tmp_pa
         again_layout = _layout(client.execute("query-pci"))
         client.execute("quit")
     assert again_layout == layout
+
+
+def test_a_hotplugged_instance_migrates_with_its_devices(tmp_path):
+    from ganeti.hypervisor.kvm import migration
+
+    hvs = [KvmHypervisor(pathutils.Paths(root=str(tmp_path / f"{node}-root")),
+                         kvm_device=str(tmp_path / "no-kvm")) for node in ("src", "dst")]
+    src, dst = hvs
+    try:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        spec = _spec(migration_port=port)
+        disk = bootsector.disk_image(str(tmp_path / "shared-disk0"))
+        extra = tmp_path / "shared-disk1"
+        extra.write_bytes(b"\0" * MIB)
+        src.start_instance(spec, [disk])
+        src.hot_add_disk(NAME, str(extra), DISK_UUID, 1)
+        src.hot_add_nic(NAME, base.NicSpec(mac="aa:00:00:00:00:02", link="no-such-br",
+                                           uuid=NIC_UUID), 1)
+        layout = _layout(src.qmp_command(NAME, "query-pci"))
+        info = src.migration_info(NAME)
+        assert info["devices"]["disks"] == [disk, str(extra)]
+        accepted = dst.accept_instance(spec, info, "127.0.0.1", [disk, str(extra)])
+        src.migrate_instance(NAME, "dst", "127.0.0.1", True, accepted)
+        for _ in range(1200):
+            status = src.get_migration_status(NAME)
+            if status["status"] not in migration.IN_PROGRESS:
+                break
+            time.sleep(0.1)
+        assert status["status"] == base.MIGRATION_STATUS_COMPLETED, status
+        dst.finalize_migration_dst(spec, info, True)
+        src.finalize_migration_src(NAME, True, True)
+        assert dst.get_instance_info(NAME)["state"] == base.HV_STATE_RUNNING
+        assert {"nic0", "hotnic-5ab1c0de", "hotvd-d15c0000"} <= _peripherals(dst)
+        assert _layout(dst.qmp_command(NAME, "query-pci")) == layout
+        # the device table came along: the hotplugged disk still resizes on the target
+        os.truncate(extra, 2 * MIB)
+        dst.resize_disk(NAME, str(extra), 2 * MIB)
+        assert _sizes(dst)["hotdisk-d15c0000"] == 2 * MIB
+    finally:
+        for hv in hvs:
+            for name in hv.list_instances():
+                try:
+                    hv.stop_instance(name, force=True)
+                except errors.HypervisorError:
+                    pass

@@ -48,7 +48,7 @@ __all__ = [
     "balloon_args", "balloon_mib", "is_deleted_event",
     "plug_nic", "plug_disk", "unplug", "resize",
     "resize_disk", "add_nic", "remove_nic", "add_disk", "remove_disk",
-    "query_balloon", "balloon", "check_migratable",
+    "query_balloon", "balloon", "migration_template", "retarget",
 ]
 
 logger = logging.getLogger(__name__)
@@ -641,15 +641,51 @@ def balloon(client: qmp.QmpClient, runtime: dict[str, Any], memory_mib: int) -> 
     logger.info("Instance %s: balloon target %d MiB", instance, memory_mib)
 
 
-def check_migratable(runtime: dict[str, Any]) -> None:
-    """Refuse to migrate an instance whose devices changed by hotplug.
+def migration_template(runtime: dict[str, Any]) -> dict[str, Any] | None:
+    """What a migration target needs to start the running qemu's machine after
+    a hotplug (None: none happened, the instance's spec describes it).
 
-    A migration target starts qemu from the instance's spec (boot-time
-    device order, qemu's slots), which would not match the running qemu's
-    PCI layout; a hard reboot starts the instance afresh from its
-    configuration, after which it migrates.
+    The target starts from the recorded command line (PCI slots pinned) on
+    its own disk paths: see :func:`retarget`.
     """
-    if "devices" in runtime:
-        raise errors.HypervisorError(
-            f"Instance {runtime.get('name')} has had devices hotplugged and cannot be"
-            " migrated until it is restarted (gnt-instance reboot --type hard)")
+    if "devices" not in runtime:
+        return None
+    return {"argv": list(runtime.get("argv") or []), "disks": list(runtime.get("disks") or []),
+            "devices": runtime["devices"]}
+
+
+def retarget(template: dict[str, Any], block_devices: Sequence[str],
+             binary: str) -> tuple[list[str], dict[str, Any]]:
+    """``(argv, devices)`` for a migration target from a :func:`migration_template`:
+    the source's command line with this node's binary and disk paths (in
+    instance order), and the device table with those paths.
+
+    The caller adds ``-S``/``-incoming``.  Refuses a template whose disks do
+    not match ``block_devices`` in number.
+    """
+    old = [str(p) for p in template.get("disks") or []]
+    if len(old) != len(block_devices):
+        raise errors.HypervisorError(f"Migration data lists {len(old)} disks, the target"
+                                     f" has {len(block_devices)}")
+    paths = dict(zip(old, block_devices))
+    argv = [str(w) for w in template.get("argv") or []]
+    out = [binary]
+    for flag, value in zip(argv, argv[1:]):     # every word after the binary, with its flag
+        if flag == "-drive":
+            for src, dst in paths.items():
+                prefix = f"file={cmdline.escape_option(src)},"
+                if value.startswith(prefix):
+                    value = f"file={cmdline.escape_option(dst)}," + value[len(prefix):]
+                    break
+        elif flag == "-blockdev" and value.startswith("{"):
+            spec = json.loads(value)
+            filename = (spec.get("file") or {}).get("filename")
+            if filename in paths:
+                spec["file"]["filename"] = paths[filename]
+                value = json.dumps(spec, sort_keys=True)
+        out.append(value)
+    devices = serializer.from_data(Devices, template.get("devices") or {})
+    moved = Devices(devices.nics, tuple(
+        DiskDevice(path=paths.get(d.path, d.path), uuid=d.uuid, drive=d.drive, node=d.node,
+                   device=d.device) for d in devices.disks))
+    return out, serializer.to_data(moved)

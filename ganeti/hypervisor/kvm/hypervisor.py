@@ -298,11 +298,15 @@ class KvmHypervisor(base.BaseHypervisor):
 
     def _launch(self, spec: base.InstanceSpec, block_devices: Sequence[str], *,
                 startup_paused: bool = False, incoming: str | None = None,
-                accel: str | None = None, extra: dict[str, Any] | None = None) -> None:
+                accel: str | None = None, extra: dict[str, Any] | None = None,
+                template: dict[str, Any] | None = None) -> None:
         """Start qemu for ``spec`` (also as a migration target: ``incoming``).
 
         ``accel`` forces the acceleration (a target uses the source's);
-        ``extra`` is merged into the runtime record.
+        ``extra`` is merged into the runtime record; ``template`` (a
+        migration target of a hotplugged source) is the source's machine
+        (hotplug.migration_template), started instead of one built from
+        ``spec``.
         """
         for path in block_devices:
             if not os.path.exists(path):
@@ -318,6 +322,12 @@ class KvmHypervisor(base.BaseHypervisor):
         argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
                                      accel=accel, nic_backends=backends,
                                      startup_paused=startup_paused, incoming=incoming)
+        if template and incoming:
+            argv, devices = hotplug.retarget(template, block_devices, binary)
+            argv += ["-S", "-incoming", incoming]
+            backends = [cmdline.NicBackend(n.kind, n.ifname) for n in
+                        serializer.from_data(hotplug.Devices, devices).nics]
+            extra = {**(extra or {}), "devices": devices}
         with self._locked(spec.name):
             pid = self._pid(spec.name)
             if pid is not None:
@@ -687,8 +697,8 @@ class KvmHypervisor(base.BaseHypervisor):
             runtime, status = self._live_status(name, "migrate")
         if status not in ("running", "paused"):
             raise errors.HypervisorError(f"Cannot migrate instance {name} in state {status}")
-        hotplug.check_migratable(runtime)
         return {"spec": runtime.get("spec"), "accel": runtime.get("accel"),
+                "devices": hotplug.migration_template(runtime),
                 "start_time": runtime.get("start_time"), "running": status == "running"}
 
     def accept_instance(self, spec: base.InstanceSpec, info: dict[str, Any], target: str,
@@ -722,7 +732,7 @@ class KvmHypervisor(base.BaseHypervisor):
         first = int(source.hvparams.get("migration_port") or migration.DEFAULT_PORT)
         record = {"role": "target", "address": target, "run": bool(info.get("running", True))}
         self._launch(source, block_devices, incoming="defer", accel=accel,
-                     extra={"migration": record})
+                     extra={"migration": record}, template=info.get("devices"))
         try:
             with self._locked(spec.name):
                 with self._qmp(spec.name) as client:
