@@ -119,6 +119,9 @@ def test_migration_moves_the_running_guest(nodes, live):
     assert isinstance(status["downtime_ms"], int) and status["total_time_ms"] > 0
     before = tickguest.ticks(_log(src))    # the source's guest has stopped for good
 
+    # the source's guest is not an incoming one: a failed "dst" finalize keeps it
+    with pytest.raises(errors.HypervisorError, match="not an incoming migration"):
+        src.finalize_migration_dst(spec, info, False)
     dst.finalize_migration_dst(spec, info, True)
     src.finalize_migration_src(NAME, True, live)
     assert src.list_instances() == [] and src._pid(NAME) is None
@@ -220,6 +223,7 @@ def test_ports_in_use_are_skipped_and_a_full_range_refused(nodes):
 
 
 def _bound(port: int) -> list[socket.socket]:
+    """A listening socket on ``port`` (free again once the killed qemu exited)."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((ADDRESS, port))

@@ -426,6 +426,24 @@ class KvmHypervisor(base.BaseHypervisor):
             raise errors.HypervisorError(f"Cannot kill instance {name} (pid {pid}): {exc}") from exc
         if not self._wait_gone(name, QUIT_TIMEOUT):
             raise errors.HypervisorError(f"Instance {name} (pid {pid}) survived SIGKILL")
+        self._wait_exited(pid, QUIT_TIMEOUT)
+
+    def _wait_exited(self, pid: int, timeout: float) -> None:
+        """Wait until ``pid`` has exited (gone or a zombie), not only lost its memory.
+
+        A dying process loses its command line before it closes its files,
+        so its sockets (a migration port) and image locks outlive
+        :meth:`_pid` by a moment.
+        """
+        deadline = self.monotonic() + timeout
+        while self.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    if fh.read().rpartition(b")")[2].split()[:1] in ([b"Z"], [b"X"]):
+                        return
+            except OSError:
+                return
+            self.sleep(0.05)
 
     def _powerdown(self, name: str, timeout: float) -> bool:
         """ACPI powerdown, then wait for the guest to reach ``shutdown``.
@@ -736,8 +754,8 @@ class KvmHypervisor(base.BaseHypervisor):
         try:
             with self._locked(spec.name):
                 with self._qmp(spec.name) as client:
-                    port = migration.listen_incoming(client.execute, target,
-                                                     migration.candidate_ports(first, self.migration_ports))
+                    ports = migration.candidate_ports(first, self.migration_ports)
+                    port = migration.listen_incoming(client.execute, target, ports)
                 runtime = self.read_runtime(spec.name) or {}
                 runtime["migration"] = dict(record, port=port)
                 self._write_runtime(spec.name, runtime)
@@ -793,11 +811,13 @@ class KvmHypervisor(base.BaseHypervisor):
         """Target: ``cont`` the received guest (success) or kill the incoming qemu.
 
         The guest is resumed unless it was paused on the source; its
-        start time is the source's.  Failure removes the instance's files.
+        start time is the source's.  Failure removes the instance's files,
+        but refuses to kill a guest running here that is not an incoming
+        migration's.
         """
         name = spec.name
         if not success:
-            self._drop(name)
+            self._drop_incoming(name)
             return
         with self._locked(name):
             runtime, _ = self._live_status(name, "finish the migration of")
@@ -833,6 +853,21 @@ class KvmHypervisor(base.BaseHypervisor):
             runtime.pop("migration", None)
             self._write_runtime(name, runtime)
         logger.info("Instance %s: migration abandoned, qemu %s", name, status)
+
+    def _drop_incoming(self, name: str) -> None:
+        """Kill an incoming (or dead) qemu of ``name``; a running guest of ours stays."""
+        record = self.migration_state(name) or {}
+        if self._pid(name) is not None and record.get("role") != "target":
+            try:
+                with self._locked(name), self._qmp(name) as client:
+                    status = str(client.execute("query-status").get("status"))
+            except qmp.QmpError:
+                status = "unknown"
+            if status != "inmigrate":
+                raise errors.HypervisorError(
+                    f"Instance {name} runs on this node ({status}) and is not an incoming"
+                    " migration; not killing it")
+        self._drop(name)
 
     def _drop(self, name: str) -> None:
         """Kill ``name``'s qemu (if any) and remove its files."""
