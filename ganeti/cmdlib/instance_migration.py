@@ -264,6 +264,8 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                     time.sleep(MIGRATION_POLL)
         finally:
             self._finalize(data, info, success, live)
+            if not success:
+                self._shutdown_disks(dst.name)
         self._switch_primary()
         self._shutdown_disks(src.name)
         feedback_fn(f"* done: {inst.name} now runs on {dst.name}")

@@ -139,3 +139,17 @@ def test_migration_mode(env: Any, hvp: dict, params: dict, live: bool) -> None:
     env.rpc.do_instance_migrate = migrate
     env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2", **params)
     assert seen == [live]
+
+
+def test_failed_migration_finalizes_both_sides_and_releases_the_target_disks(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    env.rpc.do_instance_migrate = lambda *a: None
+    env.rpc.do_instance_get_migration_status = \
+        lambda node, inst: {"status": "failed", "info": "Connection reset by peer"}
+    env.rpc.calls.clear()
+    with pytest.raises(errors.OpExecError, match="failed: Connection reset by peer"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2")
+    assert _finalize_calls(env) == [("instance_finalize_migration_dst", "node2"),
+                                    ("instance_finalize_migration_src", "node1")]
+    assert ("blockdev_shutdown", "node2") in env.rpc.calls
+    assert _query(env, ["pnode", "status"]) == [["node1", "running"]]
