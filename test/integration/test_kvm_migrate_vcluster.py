@@ -8,7 +8,9 @@ back, a failover (stop + start: the ticks start again at 1), a throttled
 migration whose target qemu is killed (the job fails, the instance keeps
 running on the source, ``--cleanup`` finds nothing left), and a throttled
 non-live migration interrupted by both node daemons going away, after which
-``--cleanup`` resumes the paused source and kills the incoming qemu.
+``--cleanup`` resumes the paused source and kills the incoming qemu.  Last,
+a ``tinylinux`` instance (a real kernel) migrated live: no new boot on the
+target, its uptime lines go on past the source's, its shell answers there.
 Skips only when qemu-system-x86_64 cannot run.
 """
 
@@ -20,6 +22,7 @@ import re
 import signal
 import time
 
+import guest_helpers
 import pytest
 from failover_helpers import submit
 from instance_helpers import NOCHECK, rows
@@ -183,3 +186,28 @@ def test_cleanup_resumes_the_paused_source_and_kills_the_incoming_qemu(vc):
 def test_remove(vc):
     vc.ok("gnt-instance", "remove", "-f", "--shutdown-timeout", "0", INST)
     assert _where(vc) == []
+
+
+LINUX = "kmig-linux.example.com"
+
+
+def test_tinylinux_uptime_goes_on_across_a_live_migration(vc):
+    vc.ok("gnt-instance", "add", "-t", "sharedfile", "--disk", "0:size=64M", "-o", "tinylinux",
+          "-n", N1, *NOCHECK, LINUX)
+    src_log = _hv(vc, N1).serial_log(LINUX)
+    guest_helpers.wait_for_line(src_log, guest_helpers.BOOT_LINE)
+    # up long enough that a new boot could not print a larger uptime at once
+    guest_helpers.wait_for(lambda: (u := guest_helpers.uptimes(src_log)) and u[-1] >= 6.0,
+                           "six seconds of uptime")
+    before = guest_helpers.uptimes(src_log)
+    vc.ok("gnt-instance", "migrate", "-f", "-n", N2, LINUX)
+    dst_log = _hv(vc, N2).serial_log(LINUX)
+    guest_helpers.wait_for_line(dst_log, guest_helpers.UPTIME_LINE, count=2)
+    after = guest_helpers.uptimes(dst_log)
+    # the same kernel goes on: no new boot, and its uptime carries on past the move
+    assert guest_helpers.boot_count(dst_log) == 0
+    assert after == sorted(after) and after[0] > before[-1], (before, after)
+    with guest_helpers.SerialConsole(_hv(vc, N2).serial_socket(LINUX)) as con:
+        assert con.run("echo still-here") == "still-here"
+    assert rows(vc, "pnode,status", LINUX) == [[N2, "running"]]
+    vc.ok("gnt-instance", "remove", "-f", LINUX)
