@@ -358,7 +358,6 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                  keepalive_timeout: float = noded_keepalive.DEFAULT_KEEPALIVE_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        super().__init__((address, port), NodedRequestHandler)
         self.ssl_context = ssl_context
         self.paths = paths
         self.hostname = hostname
@@ -397,6 +396,8 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         self.spares = noded_spare.SparePool(spare_children, self._run_spare)
         #: established connections waiting for a request slot, oldest first
         self.waiting: collections.deque[_Waiting] = collections.deque()
+        # binds last: a failed bind calls server_close(), which needs the pools above
+        super().__init__((address, port), NodedRequestHandler)
 
     # --- parent side ---
     def get_request(self) -> tuple[socket.socket, Any]:

@@ -7,6 +7,7 @@ node must still stop (its files are gone either way).
 
 from __future__ import annotations
 
+import errno
 import json
 import socket
 import threading
@@ -106,3 +107,18 @@ def test_a_result_that_is_not_json_is_a_failed_call(server, monkeypatch) -> None
     assert head.startswith(b"HTTP/1.1 200")
     ok, message = json.loads(body)
     assert ok is False and "Cannot encode the reply" in message
+
+
+def test_a_port_in_use_is_reported_as_such(server, tmp_path) -> None:
+    """A failed bind surfaces as the socket error, not as a half-built server's."""
+    from noded_harness import make_node_root
+    with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("127.0.0.2", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        paths = make_node_root(tmp_path / "node2", server.cert_file)
+        with pytest.raises(OSError) as info:
+            noded.NodedServer("127.0.0.2", taken, noded.make_server_context(server.cert_file),
+                              paths, "node2.example.com", spare_children=0)
+        assert info.value.errno == errno.EADDRINUSE
