@@ -80,7 +80,7 @@ test-calendar: venv debian-deps
 
 demo: venv debian-deps
 	@$(VPY) -m compileall -q ganeti >/dev/null
-	$(VPY) tools/demo
+	$(VPY) tools/demo $(if $(KVM),--kvm)
 
 bench: venv
 	@$(VPY) -m compileall -q ganeti >/dev/null
