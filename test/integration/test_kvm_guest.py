@@ -7,8 +7,8 @@ disk with no hypervisor parameter.  Covers: add (the booted line on the
 serial console), live figures in ``gnt-instance info``, the shell on the
 console (through the socket and through ``gnt-instance console`` on a
 pty), reboot (a second booted line), shutdown through ACPI, the guest
-powering itself off (``USER_down``), a killed qemu (``ERROR_down``) and
-remove.  Skips only when qemu-system-x86_64 cannot run.
+powering itself off (``USER_down``), a killed qemu (``ERROR_down``), a live
+migration (the guest's uptime lines go on on the other node) and remove.  Skips only when qemu-system-x86_64 cannot run.
 """
 
 from __future__ import annotations
@@ -189,6 +189,25 @@ def test_an_instance_on_the_second_node_boots_and_is_removed(vc):
     assert log_lines(log, "tinylinux: booted") == [f"{BOOT_LINE} {name}"]
     vc.ok("gnt-instance", "remove", "-f", name)
     assert _hv(vc, N2).list_instances() == []
+
+
+def test_live_migration_keeps_the_guest_running(vc):
+    name = "mig1.example.com"
+    vc.ok("gnt-instance", "add", "-t", "sharedfile", "-s", "64M", "-o", "tinylinux", "-n", N1,
+          *NOCHECK, name)
+    src_log = _hv(vc, N1).serial_log(name)
+    wait_for_line(src_log)
+    wait_for(lambda: len(uptimes(src_log)) >= 1, "an uptime line on node1")
+    before = uptimes(src_log)[-1]
+    vc.ok("gnt-instance", "migrate", "-f", name)
+    dst_log = _hv(vc, N2).serial_log(name)
+    wait_for(lambda: len(uptimes(dst_log)) >= 2, "uptime lines on node2")
+    # the same running kernel: its uptime goes on from where it was, no boot on node2
+    assert uptimes(dst_log)[0] > before
+    assert boot_count(dst_log) == 0
+    with SerialConsole(_hv(vc, N2).serial_socket(name)) as con:
+        assert con.run("hostname") == name
+    vc.ok("gnt-instance", "remove", "-f", name)
 
 
 def test_remove(vc):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
 import struct
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -99,3 +102,63 @@ def test_init_prints_the_lines_tests_look_for():
 def test_cache_dir_from_the_environment():
     assert tinylinux.default_cache_dir({tinylinux.CACHE_ENV: "/x/y"}) == "/x/y"
     assert tinylinux.default_cache_dir({}).endswith(os.path.join(".cache", "tinylinux"))
+
+
+@pytest.fixture
+def fake_apt(monkeypatch):
+    """Package versions without apt; a build that only writes stand-in files, counted."""
+    versions = {"kernel": "6.1.1-1", "busybox": "1:1.35.0-4"}
+    builds: list[str] = []
+    monkeypatch.setattr(tinylinux, "_kernel_package", lambda meta: "linux-image-6.1.0-9-cloud-amd64")
+    monkeypatch.setattr(tinylinux, "_candidate_version", lambda package: versions["kernel"])
+    monkeypatch.setattr(tinylinux, "_installed_version", lambda package: versions["busybox"])
+
+    def build_into(target, work, kpkg, kver, bbver, bb_installed, log):
+        builds.append(kver)
+        time.sleep(0.2)  # long enough for a second builder to queue on the lock
+        os.makedirs(target)
+        for name in ("vmlinuz", "initrd.img"):
+            with open(os.path.join(target, name), "w") as fh:
+                fh.write(name)
+        with open(os.path.join(target, "guest.json"), "w") as fh:
+            json.dump({"kernel_package": kpkg, "kernel_version": kver,
+                       "kernel_release": "6.1.0-9-cloud-amd64", "busybox_version": bbver,
+                       "modules": ["virtio"]}, fh)
+
+    monkeypatch.setattr(tinylinux, "_build_into", build_into)
+    return versions, builds
+
+
+def test_build_is_cached_by_package_versions(tmp_path, fake_apt):
+    versions, builds = fake_apt
+    first = tinylinux.build(str(tmp_path))
+    assert tinylinux.build(str(tmp_path)) == first and builds == ["6.1.1-1"]
+    assert os.path.exists(first.kernel) and first.modules == ("virtio",)
+    versions["kernel"] = "6.1.2-1"  # a new kernel in the apt lists: a new build
+    second = tinylinux.build(str(tmp_path))
+    assert second.directory != first.directory and builds == ["6.1.1-1", "6.1.2-1"]
+    # nothing half-built is left next to the builds
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [".lock", os.path.basename(first.directory), os.path.basename(second.directory)])
+
+
+def test_concurrent_builds_build_once(tmp_path, fake_apt):
+    _, builds = fake_apt
+    results: list[tinylinux.Guest] = []
+    threads = [threading.Thread(target=lambda: results.append(tinylinux.build(str(tmp_path))))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert builds == ["6.1.1-1"] and len(results) == 3
+    assert len({r.directory for r in results}) == 1
+
+
+def test_install_links_a_build_into_a_directory(tmp_path, fake_apt):
+    guest = tinylinux.build(str(tmp_path / "cache"))
+    copy = tinylinux.install(guest, str(tmp_path / "os" / "guest"))
+    assert copy.directory == str(tmp_path / "os" / "guest")
+    assert open(copy.initrd).read() == "initrd.img"
+    assert tinylinux.find_installed(copy.directory) == copy
+    assert tinylinux.find_installed(str(tmp_path)) is None
