@@ -147,6 +147,9 @@ HT_LXC = "lxc"
 HT_FAKE = "fake"
 HT_CHROOT = "chroot"
 HYPER_TYPES = frozenset([HT_XEN_PVM, HT_XEN_HVM, HT_KVM, HT_LXC, HT_FAKE, HT_CHROOT])
+#: Hypervisors that can live-migrate an instance together with its local (``file``)
+#: disks (``gnt-instance migrate --with-disks``, doc/kvm.md "Migration with disks").
+HTS_DISK_MIRROR = frozenset([HT_KVM])
 
 # Disk templates
 DT_DISKLESS = "diskless"

@@ -354,3 +354,49 @@ class BaseHypervisor(abc.ABC):
     @abc.abstractmethod
     def finalize_migration_src(self, name: str, success: bool, live: bool) -> None:
         """Source: forget the instance (success) or resume it (failure)."""
+
+    # --- migration with local disks (constants.HTS_DISK_MIRROR) ---------------
+    #
+    # Between accept_instance and migrate_instance the master copies the
+    # disks while the guest runs, and after a completed memory migration it
+    # ends the copy before finalize_migration_dst resumes the target:
+    #
+    #     target: exports = mirror_accept(name, target_address)
+    #     source: mirror_start(spec, exports)
+    #     source: mirror_status(name)        # polled until "ready"
+    #     ... migrate_instance / get_migration_status as above ...
+    #     source: mirror_finish(name, success)
+    #     target: mirror_release(name)
+    #
+    # The defaults refuse; a hypervisor in HTS_DISK_MIRROR overrides all five.
+
+    def _no_disk_mirror(self, name: str) -> errors.HypervisorError:
+        return errors.HypervisorError(
+            f"Hypervisor {self.NAME} cannot migrate instance {name} with its disks")
+
+    def mirror_accept(self, name: str, address: str) -> dict[str, Any]:
+        """Target: offer the incoming instance's disks for writing on ``address``.
+
+        Returns what :meth:`mirror_start` on the source needs (JSON).
+        """
+        raise self._no_disk_mirror(name)
+
+    def mirror_start(self, spec: InstanceSpec, target: dict[str, Any]) -> list[str]:
+        """Source: start copying every disk to ``target``; the devices copied."""
+        raise self._no_disk_mirror(spec.name)
+
+    def mirror_status(self, name: str) -> dict[str, Any]:
+        """Source: ``{"status": "active"|"ready"|"failed", "info", "disks": [...]}``.
+
+        ``disks`` entries as in the migration status (``device``, ``cur``,
+        ``end``, ``ready``, ``speed``).
+        """
+        raise self._no_disk_mirror(name)
+
+    def mirror_finish(self, name: str, success: bool) -> None:
+        """Source: end the copy: consistently (success, guest stopped) or abort it."""
+        raise self._no_disk_mirror(name)
+
+    def mirror_release(self, name: str) -> None:
+        """Target: stop offering the disks (before the guest resumes there)."""
+        raise self._no_disk_mirror(name)

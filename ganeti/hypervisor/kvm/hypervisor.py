@@ -41,7 +41,7 @@ from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline, hotplug, migration, qmp, vmjobs
+from ganeti.hypervisor.kvm import cmdline, hotplug, migration, mirror, qmp, vmjobs
 from ganeti.utils import io as uio
 from ganeti.utils import process
 
@@ -692,6 +692,46 @@ class KvmHypervisor(base.BaseHypervisor):
     def balloon_instance_memory(self, name: str, mem: int) -> None:
         """Ask the guest's balloon driver to leave it ``mem`` MiB (QMP ``balloon``)."""
         self._online(name, "change the memory", hotplug.balloon, mem)
+
+    # --- migration with local disks (mirror.py, doc/kvm.md) ------------------------
+
+    @contextlib.contextmanager
+    def _mirror_session(self, name: str) -> Iterator[qmp.QmpClient]:
+        if self._pid(name) is None:
+            raise errors.HypervisorError(f"Instance {name} is not running here")
+        with self._locked(name), self._qmp(name) as client:
+            yield client
+
+    def mirror_accept(self, name: str, address: str) -> dict[str, Any]:
+        """Target: NBD-export the incoming instance's disks on ``address``."""
+        with self._mirror_session(name) as client:
+            return mirror.start_exports(client, address)
+
+    def mirror_start(self, spec: base.InstanceSpec, target: dict[str, Any]) -> list[str]:
+        """Source: mirror every disk to the target's exports at ``migration_bandwidth``."""
+        speed = cmdline.migration_parameters(dict(spec.hvparams))["max-bandwidth"]
+        with self._mirror_session(spec.name) as client:
+            return mirror.start_mirrors(client, target, speed)
+
+    def mirror_status(self, name: str) -> dict[str, Any]:
+        """Source: the state of the disk mirrors (:func:`mirror.mirror_status`)."""
+        with self._mirror_session(name) as client:
+            return mirror.mirror_status(client)
+
+    def mirror_finish(self, name: str, success: bool) -> None:
+        """Source: complete (success: the guest is stopped) or abort the disk mirrors."""
+        with self._mirror_session(name) as client:
+            if success:
+                mirror.complete_mirrors(client, clock=self.monotonic, sleep=self.sleep)
+            else:
+                mirror.abort_mirrors(client, clock=self.monotonic, sleep=self.sleep)
+
+    def mirror_release(self, name: str) -> None:
+        """Target: stop the NBD server (a no-op when none runs or qemu is gone)."""
+        if self._pid(name) is None:
+            return
+        with self._mirror_session(name) as client:
+            mirror.stop_exports(client)
 
     # --- migration (doc/kvm.md, "Migration"; the QMP side in migration.py) ---------
 
