@@ -415,7 +415,7 @@ def migrate(opts: Any, args: list[str]) -> int:
     mode = opts.migration_mode or (None if opts.live else constants.HT_MIGRATION_NONLIVE)
     cli.submit_or_send(_op("OP_INSTANCE_MIGRATE", instance_name=args[0], mode=mode,
                            target_node=opts.target_node, iallocator=opts.iallocator,
-                           cleanup=opts.cleanup,
+                           cleanup=opts.cleanup, with_disks=opts.with_disks or None,
                            ignore_ipolicy=opts.ignore_ipolicy or None), opts)
     return 0
 
@@ -632,8 +632,10 @@ commands: dict[str, cli.Command] = {
                  "[-f] [-n NODE | -I NAME] INSTANCE", "Fail an instance over to another node"),
     "migrate": (migrate, ONE_INSTANCE, [cli.FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT,
                                         CLEANUP_OPT, TARGET_OPT, relocation.IALLOCATOR_OPT,
-                                        IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
-                "[--non-live] [--cleanup] [-n NODE | -I NAME] INSTANCE", "Migrate an instance"),
+                                        relocation.WITH_DISKS_OPT, IGNORE_IPOLICY_OPT,
+                                        cli.SUBMIT_OPT],
+                "[--non-live] [--cleanup] [--with-disks] [-n NODE | -I NAME] INSTANCE",
+                "Migrate an instance (--with-disks: also its local disks)"),
     "move": (move, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, SHUTDOWN_TIMEOUT_OPT,
                                   IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
              "-n NODE INSTANCE", "Move an instance by copying its disks"),

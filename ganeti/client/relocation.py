@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["IALLOCATOR_OPT", "PLAN_OPT", "APPLY_OPT", "EARLY_RELEASE_OPT", "RELOCATION_OPTS",
-           "run_relocation", "follow_generated_jobs", "format_plan", "NODE_ROWS",
+           "WITH_DISKS_OPT", "run_relocation", "follow_generated_jobs", "format_plan", "NODE_ROWS",
            "INSTANCE_ROWS", "GROUP_ROWS", "node_evacuate", "node_migrate", "change_group",
            "group_evacuate", "batch_create", "test_allocator", "DEBUG_ROWS"]
 
@@ -42,6 +42,10 @@ EARLY_RELEASE_OPT = cli.Option("--early-release", dest="early_release", action="
                                default=False, help="release the locks early (disk"
                                " replacements)")
 RELOCATION_OPTS = [IALLOCATOR_OPT, PLAN_OPT, APPLY_OPT, cli.SUBMIT_OPT]
+WITH_DISKS_OPT = cli.Option("--with-disks", dest="with_disks", action="store_true",
+                            default=False,
+                            help="also move instances on local (file) disks, copying the"
+                            " disks: live while they run (kvm), offline when stopped")
 
 
 def _load_plan(path: str) -> dict[str, Any]:
@@ -174,6 +178,8 @@ def node_evacuate(opts: Any, args: list[str]) -> int:
     op = {"OP_ID": "OP_NODE_EVACUATE", "node_name": args[0],
           "mode": chosen[0] if chosen else "all", "remote_node": opts.remote_node,
           "iallocator": opts.iallocator, "early_release": opts.early_release}
+    if opts.with_disks:
+        op["with_disks"] = True
     if not (opts.plan or opts.apply_plan or opts.submit_only) and not cli.confirm(
             f"Relocate the instances of node {args[0]}?", forced=opts.force):
         return 1
@@ -185,6 +191,8 @@ def node_migrate(opts: Any, args: list[str]) -> int:
     mode = opts.migration_mode or (None if opts.live else "non-live")
     op = {"OP_ID": "OP_NODE_MIGRATE", "node_name": args[0], "mode": mode,
           "target_node": opts.target_node, "iallocator": opts.iallocator}
+    if opts.with_disks:
+        op["with_disks"] = True
     if not opts.submit_only and not cli.confirm(
             f"Migrate the primary instances of node {args[0]}?", forced=opts.force):
         return 1
@@ -244,14 +252,14 @@ _ONE: list[cli.Arg] = [cli.ArgUnknown(min=1, max=1, name="NAME")]
 NODE_ROWS: dict[str, cli.Command] = {
     "evacuate": (node_evacuate, _NODE_ARG,
                  [_EVAC_PRI_OPT, _EVAC_SEC_OPT, _EVAC_ALL_OPT, _REMOTE_OPT, EARLY_RELEASE_OPT,
-                  _FORCE_OPT, *RELOCATION_OPTS],
-                 "[-p|-s|--all] [-I NAME | -n NODE] [--early-release] [--plan[=json] |"
-                 " --apply PLAN.json] NODE",
+                  WITH_DISKS_OPT, _FORCE_OPT, *RELOCATION_OPTS],
+                 "[-p|-s|--all] [-I NAME | -n NODE] [--early-release] [--with-disks]"
+                 " [--plan[=json] | --apply PLAN.json] NODE",
                  "Move the instances off a node (one job each, dependencies between them)"),
     "migrate": (node_migrate, _NODE_ARG,
-                [_NONLIVE_OPT, _MIG_MODE_OPT, _MIG_TARGET_OPT, IALLOCATOR_OPT, _FORCE_OPT,
-                 cli.SUBMIT_OPT],
-                "[--non-live] [-n NODE | -I NAME] NODE",
+                [_NONLIVE_OPT, _MIG_MODE_OPT, _MIG_TARGET_OPT, IALLOCATOR_OPT, WITH_DISKS_OPT,
+                 _FORCE_OPT, cli.SUBMIT_OPT],
+                "[--non-live] [-n NODE | -I NAME] [--with-disks] NODE",
                 "Migrate every primary instance off a node"),
 }
 INSTANCE_ROWS: dict[str, cli.Command] = {

@@ -18,7 +18,13 @@ and always a final one (doc/progress.md, "Progress entries"); a disk copy
 also shows in the instance's ``jobs`` runtime field while it runs.
 
 Migrate and failover need disks every node can reach (``diskless``,
-``sharedfile``); ``file`` instances move with ``move``.  A target node in
+``sharedfile``); ``file`` instances move with ``move``, or with ``migrate
+--with-disks`` (``with_disks``): the disks are created on the target and
+copied while the guest runs (kvm, ``instance_mirror.DiskCopy``; a stopped
+instance's disks are copied offline), the config's primary node and the
+disks' node switch over only after success, and the old files are removed
+then; any failure leaves the instance on the source, unchanged, and
+removes the target's files (doc/kvm.md, "Migration with disks").  A target node in
 another node group must meet that group's instance policy; with
 ``ignore_ipolicy`` the refusal becomes a warning (doc/ipolicy.md,
 "Enforcement").
@@ -31,7 +37,7 @@ from typing import Any, TypeVar
 
 from ganeti import constants, errors, progress
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, policy
+from ganeti.cmdlib import allocator, instance_mirror, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     expand_instance, expand_node, rpc_one)
 from ganeti.iallocator import document
@@ -44,7 +50,7 @@ __all__ = ["LUInstanceMigrate", "LUInstanceFailover", "LUInstanceMove", "MIGRATI
 
 MIGRATION_POLL = 0.2
 MIGRATION_MAX_WAIT = 600.0
-COPY_CHUNK = 4 * 1024 * 1024
+COPY_CHUNK = instance_mirror.COPY_CHUNK
 _SHARED = frozenset([constants.DT_DISKLESS, constants.DT_SHARED_FILE])
 
 
@@ -56,6 +62,8 @@ class _TargetLU(InstanceLU[_TargetOpT]):
     """An instance LU with a target node (given, or the first other usable node)."""
 
     NEED_SHARED_STORAGE = True
+    #: what the refusal of an instance on local disks suggests
+    LOCAL_DISKS_HINT = "use 'move' instead"
     #: without a target node, ask the allocator (``iallocator``, or the
     #: cluster's default when it has one); else the first other usable node
     USE_ALLOCATOR = True
@@ -119,15 +127,21 @@ class _TargetLU(InstanceLU[_TargetOpT]):
         if not self.target.vm_capable:
             raise errors.OpPrereqError(f"Node {self.target.name} is not vm_capable",
                                        errors.ECODE_STATE)
-        if self.NEED_SHARED_STORAGE and inst.disk_template not in _SHARED:
+        if self.NEED_SHARED_STORAGE and inst.disk_template not in _SHARED \
+                and not self.copies_disks():
             raise errors.OpPrereqError(
                 f"Instance {inst.name} has disk template {inst.disk_template}, whose disks"
-                " only exist on the primary node; use 'move' instead", errors.ECODE_STATE)
+                f" only exist on the primary node; {self.LOCAL_DISKS_HINT}",
+                errors.ECODE_STATE)
         # a move into another node group must meet that group's policy (doc/ipolicy.md)
         ignored = policy.check_target_node(self.cfg, inst, self.target,
                                            ignore=self.op.ignore_ipolicy)
         if ignored:
             self.LogWarning(ignored)
+
+    def copies_disks(self) -> bool:
+        """Whether this operation copies local disks to the target (default: no)."""
+        return False
 
     def HookExtra(self) -> dict[str, Any]:
         return {"OLD_PRIMARY": self.pnode.name, "NEW_PRIMARY": self.target.name,
@@ -185,10 +199,18 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
     """Migrate a running instance to another node (live unless mode non-live)."""
 
     HPATH = "instance-migrate"
+    LOCAL_DISKS_HINT = ("migrate it with --with-disks (the disks are copied while it runs)"
+                        " or use 'move'")
 
     def CheckArguments(self) -> None:
         if self.op.mode is not None and self.op.live is not None:
             raise errors.OpPrereqError("Give either mode or live, not both", errors.ECODE_INVAL)
+        if self.op.with_disks and self.op.cleanup:
+            raise errors.OpPrereqError("--cleanup cannot be combined with --with-disks",
+                                       errors.ECODE_INVAL)
+
+    def copies_disks(self) -> bool:
+        return self.op.with_disks
 
     def CheckInstance(self) -> None:
         if self.op.cleanup:
@@ -198,6 +220,18 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             return
         super().CheckInstance()
         check_node_online(self.pnode, " as primary node")
+        inst = self.instance
+        if self.op.with_disks:
+            if inst.disk_template not in instance_mirror.LOCAL_TEMPLATES:
+                raise errors.OpPrereqError(
+                    f"Instance {inst.name} has disk template {inst.disk_template}: its disks"
+                    " are not local to one node; migrate it without --with-disks",
+                    errors.ECODE_INVAL)
+            if inst.admin_state == constants.ADMINST_UP and \
+                    inst.hypervisor not in constants.HTS_DISK_MIRROR:
+                raise errors.OpPrereqError(
+                    f"Hypervisor {inst.hypervisor} cannot migrate instance {inst.name} with"
+                    " its disks while it runs; use 'move'", errors.ECODE_STATE)
 
     def _live(self) -> bool:
         if self.op.live is not None:
@@ -211,7 +245,8 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
 
     def HookExtra(self) -> dict[str, Any]:
         extra = super().HookExtra()
-        extra.update({"MIGRATE_LIVE": self._live(), "MIGRATE_CLEANUP": self.op.cleanup})
+        extra.update({"MIGRATE_LIVE": self._live(), "MIGRATE_CLEANUP": self.op.cleanup,
+                      "MIGRATE_WITH_DISKS": self.op.with_disks})
         return extra
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
@@ -225,10 +260,14 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             if inst.admin_state == constants.ADMINST_UP:
                 raise errors.OpExecError(f"Instance {inst.name} is not running on {src.name};"
                                          " cannot migrate it (use failover)")
+            if self.op.with_disks:
+                return self._move_stopped(feedback_fn)
             feedback_fn(f"Instance {inst.name} is not running; only changing its primary node")
             self._switch_primary()
             return None
         data = self.rpc_instance()
+        if self.op.with_disks:
+            return self._migrate_with_disks(feedback_fn, data, live)
         feedback_fn(f"* checking and preparing the migration {src.name} -> {dst.name}")
         info = rpc_one(self, "migration_info", src.name, data,
                        prefix=f"Could not get migration information from {src.name}")
@@ -237,31 +276,9 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                            prefix=f"Target node {dst.name} refused the instance")
         feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
         success = False
-        # typed progress entries from each status, and always a final one
-        # (doc/progress.md, "Progress entries")
-        tracker = progress.MigrationProgress(lambda op: self.progress_reporter(op))
         try:
-            with tracker:
-                rpc_one(self, "instance_migrate", src.name, data, dst.name, dst.primary_ip,
-                        live, accepted or {}, prefix=f"Could not migrate instance {inst.name}")
-                deadline = time.monotonic() + MIGRATION_MAX_WAIT
-                while True:
-                    status = rpc_one(self, "instance_get_migration_status", src.name, data)
-                    tracker.update(status or {})
-                    state = (status or {}).get("status")
-                    if state == "completed":
-                        success = True
-                        summary = migration_summary(status or {})
-                        if summary:
-                            feedback_fn(f"* memory sent: {summary}")
-                        break
-                    if state in ("failed", "cancelled"):
-                        raise errors.OpExecError(f"Migration of {inst.name} {state}:"
-                                                 f" {(status or {}).get('info', '')}")
-                    if time.monotonic() > deadline:
-                        raise errors.OpExecError(f"Migration of {inst.name} did not finish"
-                                                 " in time")
-                    time.sleep(MIGRATION_POLL)
+            self._migrate_memory(data, live, accepted or {}, feedback_fn)
+            success = True
         finally:
             self._finalize(data, info, success, live)
             if not success:
@@ -269,6 +286,104 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         self._switch_primary()
         self._shutdown_disks(src.name)
         feedback_fn(f"* done: {inst.name} now runs on {dst.name}")
+        return None
+
+    def _migrate_memory(self, data: dict[str, Any], live: bool, accepted: dict[str, Any],
+                        feedback_fn: FeedbackFn) -> None:
+        """``instance_migrate`` (``accepted``: the target's answer to accept_instance)
+        and its status polled until it completed (else raise).
+
+        Typed progress entries from each status, and always a final one
+        (doc/progress.md, "Progress entries").  The disk mirrors of a
+        migration with disks reported their own progress until in sync
+        (:class:`instance_mirror.DiskCopy`), so the statuses' ``disks``
+        are left out here.
+        """
+        inst, src, dst = self.instance, self.pnode, self.target
+        tracker = progress.MigrationProgress(lambda op: self.progress_reporter(op))
+        with tracker:
+            rpc_one(self, "instance_migrate", src.name, data, dst.name, dst.primary_ip,
+                    live, accepted, prefix=f"Could not migrate instance {inst.name}")
+            deadline = time.monotonic() + MIGRATION_MAX_WAIT
+            while True:
+                status = rpc_one(self, "instance_get_migration_status", src.name, data) or {}
+                tracker.update({k: v for k, v in status.items() if k != "disks"})
+                state = status.get("status")
+                if state == "completed":
+                    summary = migration_summary(status)
+                    if summary:
+                        feedback_fn(f"* memory sent: {summary}")
+                    return
+                if state in ("failed", "cancelled"):
+                    raise errors.OpExecError(f"Migration of {inst.name} {state}:"
+                                             f" {status.get('info', '')}")
+                if time.monotonic() > deadline:
+                    raise errors.OpExecError(f"Migration of {inst.name} did not finish"
+                                             " in time")
+                time.sleep(MIGRATION_POLL)
+
+    def _disk_copy(self, feedback_fn: FeedbackFn, data: dict[str, Any]
+                   ) -> instance_mirror.DiskCopy:
+        return instance_mirror.DiskCopy(self, data, self.disks, self.pnode, self.target,
+                                        feedback_fn)
+
+    def _move_stopped(self, feedback_fn: FeedbackFn) -> Any:
+        """``--with-disks`` of a stopped instance: copy its disks offline, then switch."""
+        inst, dst = self.instance, self.target
+        copy = self._disk_copy(feedback_fn, self.rpc_instance())
+        feedback_fn(f"Instance {inst.name} is not running; copying its disks to {dst.name}")
+        self._shutdown_disks(self.pnode.name)
+        try:
+            copy.create_target_disks()
+            copy.copy_offline()
+        except errors.GanetiError:
+            copy.remove_target_disks()
+            raise
+        self._switch_primary()
+        copy.remove_source_disks()
+        feedback_fn(f"* done: {inst.name} (stopped) now lives on {dst.name}")
+        return None
+
+    def _migrate_with_disks(self, feedback_fn: FeedbackFn, data: dict[str, Any],
+                            live: bool) -> Any:
+        """Create the disks on the target, mirror them, migrate memory, switch over.
+
+        The config changes only once the target runs the instance; before
+        that, every failure undoes the target side and resumes the source.
+        """
+        inst, src, dst = self.instance, self.pnode, self.target
+        copy = self._disk_copy(feedback_fn, data)
+        feedback_fn(f"* preparing the migration with disks {src.name} -> {dst.name}")
+        info = rpc_one(self, "migration_info", src.name, data,
+                       prefix=f"Could not get migration information from {src.name}")
+        on_target = False     # an incoming instance may exist on the target
+        try:
+            copy.create_target_disks()
+            self._assemble_on_target()
+            on_target = True
+            accepted = rpc_one(self, "accept_instance", dst.name, data, info, dst.primary_ip,
+                               prefix=f"Target node {dst.name} refused the instance")
+            copy.mirror()
+            feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
+            self._migrate_memory(data, live, accepted or {}, feedback_fn)
+            copy.complete()
+            rpc_one(self, "instance_finalize_migration_dst", dst.name, data, info, True,
+                    prefix=f"Could not resume {inst.name} on {dst.name}")
+        except errors.GanetiError:
+            copy.abort()
+            if on_target:
+                self._finalize(data, info, False, live)
+            copy.remove_target_disks()
+            raise
+        res = self.require_rpc().call_instance_finalize_migration_src(
+            [src.name], data, True, live).get(src.name)
+        if res is None or res.failed:
+            self.LogWarning(f"instance_finalize_migration_src on {src.name} failed:"
+                            f" {res.fail_msg if res else 'no answer'}")
+        self._switch_primary()
+        self._shutdown_disks(src.name)
+        copy.remove_source_disks()
+        feedback_fn(f"* done: {inst.name} and its disks are now on {dst.name}")
         return None
 
     def _finalize(self, data: dict[str, Any], info: Any, success: bool, live: bool) -> None:
@@ -439,29 +554,6 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
             raise errors.OpPrereqError(f"Disk template {self.instance.disk_template} cannot"
                                        " be moved", errors.ECODE_STATE)
 
-    def _copy_disk(self, disk_data: dict[str, Any], size_mib: int, idx: int) -> None:
-        src, dst = self.pnode.name, self.target.name
-        total = size_mib * 1024 * 1024
-        offset = 0
-        with self.progress_reporter("disk-copy", end=total, instance=self.instance.name,
-                                    device=f"disk/{idx}") as rep:
-            while offset < total:
-                chunk = rpc_one(self, "blockdev_read_chunk", src, disk_data, offset,
-                                min(COPY_CHUNK, total - offset))
-                if not chunk["zero"] and chunk["length"]:
-                    rpc_one(self, "blockdev_write_chunk", dst, disk_data, offset,
-                            chunk["data"])
-                if not chunk["length"]:
-                    break
-                offset += chunk["length"]
-                rep.update(offset)
-                if chunk.get("eof"):
-                    break
-            a = rpc_one(self, "blockdev_checksum", src, disk_data)
-            b = rpc_one(self, "blockdev_checksum", dst, disk_data)
-            if a != b:
-                raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
-
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         src, dst = self.pnode, self.target
@@ -481,7 +573,8 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
                         f"originstname+{inst.name}", False,
                         prefix=f"Could not create disk {idx} on {dst.name}")
                 created.append(data)
-                self._copy_disk(data, disk.size, idx)
+                instance_mirror.copy_disk(self, src.name, dst.name, data, disk.size, idx,
+                                          inst.name)
         except errors.GanetiError:
             for data in created:
                 self.require_rpc().call_blockdev_remove([dst.name], data)

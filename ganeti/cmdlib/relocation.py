@@ -10,9 +10,15 @@ others still move.
 
 Instances with a non-mirrored template (``file``, ``plain``) are not sent
 to the allocator: they are reported in ``failed`` with a message naming
-``gnt-instance move``.  Shared-storage instances move by migration
-(running) or failover (stopped); DRBD steps (``OP_INSTANCE_REPLACE_DISKS``)
-are generated for allocators to use once DRBD exists.
+``gnt-instance move`` and ``--with-disks``.  With ``with_disks`` (node
+evacuate and node migrate), ``file`` instances are sent too (the request
+carries ``with-disks``) and move by ``OP_INSTANCE_MIGRATE`` with
+``with_disks``: live with their disks when they run on a hypervisor of
+``constants.HTS_DISK_MIRROR``, offline copies when stopped; a running one on
+another hypervisor is reported in ``failed``.  Shared-storage instances move
+by migration (running) or failover (stopped); DRBD steps
+(``OP_INSTANCE_REPLACE_DISKS``) are generated for allocators to use once
+DRBD exists.
 
 ``plan_only`` returns ``{"plan": ...}`` (:func:`ganeti.iallocator.plan.make_plan`)
 instead of submitting; ``apply_plan`` submits exactly such a plan, refused
@@ -26,6 +32,7 @@ from typing import Any, TypeVar
 from ganeti import constants, errors, opcodes
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator
+from ganeti.cmdlib.instance_mirror import LOCAL_TEMPLATES
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.instance import expand_instance, expand_node
 from ganeti.iallocator import document, plan
@@ -88,9 +95,10 @@ class _RelocationLU(NoHooksLU[_RelocOpT]):
             return self._submit(jobs, failed, feedback_fn)
         serial = self.cfg.get_serial_no()
         insts = self.instances_to_move()
-        failed = [Failure(i.name, not_mirrored_reason(i.name, i.disk_template))
-                  for i in insts if not is_mirrored(i.disk_template)]
-        movable = [i for i in insts if is_mirrored(i.disk_template)]
+        with_disks = bool(getattr(op, "with_disks", False))
+        failed = [Failure(i.name, _unmovable_reason(i, with_disks))
+                  for i in insts if _unmovable_reason(i, with_disks)]
+        movable = [i for i in insts if not _unmovable_reason(i, with_disks)]
         request = self.request([i.name for i in movable] or [i.name for i in insts])
         doc = allocator.build_document(self, request)
         raw: list[list[dict[str, Any]]] = []
@@ -122,6 +130,19 @@ class _RelocationLU(NoHooksLU[_RelocOpT]):
         return {"jobs": results, "failed": [[f.instance, f.reason] for f in failed]}
 
 
+def _unmovable_reason(inst: Instance, with_disks: bool) -> str:
+    """Why ``inst`` cannot be relocated here ("" when it can)."""
+    if is_mirrored(inst.disk_template):
+        return ""
+    if not with_disks or inst.disk_template not in LOCAL_TEMPLATES:
+        return not_mirrored_reason(inst.name, inst.disk_template)
+    if inst.admin_state == constants.ADMINST_UP and \
+            inst.hypervisor not in constants.HTS_DISK_MIRROR:
+        return (f"instance {inst.name} runs on hypervisor {inst.hypervisor}, which cannot"
+                " migrate it with its disks; stop it first or use 'gnt-instance move'")
+    return ""
+
+
 def _chain(jobs: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
     """Make each job wait for the previous one (they share the target node)."""
     for index, job in enumerate(jobs):
@@ -131,9 +152,15 @@ def _chain(jobs: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
 
 
 def _move_opcode(inst: Instance, target: str | None) -> dict[str, Any]:
+    if inst.disk_template in LOCAL_TEMPLATES:     # only sent with with_disks
+        op: dict[str, Any] = {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": inst.name,
+                              "with_disks": True}
+        if target is not None:
+            op["target_node"] = target
+        return op
     op_id = "OP_INSTANCE_MIGRATE" if inst.admin_state == constants.ADMINST_UP \
         else "OP_INSTANCE_FAILOVER"
-    op: dict[str, Any] = {"OP_ID": op_id, "instance_name": inst.name}
+    op = {"OP_ID": op_id, "instance_name": inst.name}
     if target is not None:
         op["target_node"] = target
     return op
@@ -171,7 +198,8 @@ class LUNodeEvacuate(_RelocationLU[OpNodeEvacuate]):
         return sorted((i for i in insts if i is not None), key=lambda i: i.name)
 
     def request(self, names: list[str]) -> dict[str, Any]:
-        return document.node_evacuate_request(names, self.op.mode)
+        return document.node_evacuate_request(names, self.op.mode,
+                                              with_disks=self.op.with_disks)
 
     def direct_jobs(self, insts: list[Instance]) -> list[list[dict[str, Any]]] | None:
         if self.remote_name is None:
@@ -207,7 +235,8 @@ class LUNodeMigrate(_RelocationLU[OpNodeMigrate]):
         return sorted((i for i in insts if i is not None), key=lambda i: i.name)
 
     def request(self, names: list[str]) -> dict[str, Any]:
-        return document.node_evacuate_request(names, constants.NODE_EVAC_PRI)
+        return document.node_evacuate_request(names, constants.NODE_EVAC_PRI,
+                                              with_disks=self.op.with_disks)
 
     def adjust(self, op: dict[str, Any]) -> dict[str, Any]:
         if op.get("OP_ID") not in ("OP_INSTANCE_MIGRATE", "OP_INSTANCE_FAILOVER"):
@@ -215,7 +244,7 @@ class LUNodeMigrate(_RelocationLU[OpNodeMigrate]):
         new = {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": op["instance_name"],
                "allow_runtime_changes": self.op.allow_runtime_changes,
                "ignore_ipolicy": self.op.ignore_ipolicy}
-        for key in ("target_node", "depends"):
+        for key in ("target_node", "depends", "with_disks"):
             if key in op:
                 new[key] = op[key]
         if self.op.mode is not None:

@@ -13,7 +13,10 @@ Evacuations and group changes give one job per instance: shared-storage
 instances migrate (running) or fail over (stopped) to their new node; DRBD
 instances get ``replace_new_secondary`` and failover/migrate steps; instances
 with a non-mirrored template (``file``, ``plain``) cannot move that way and
-are reported as failed, naming ``gnt-instance move``.  Jobs landing on the
+are reported as failed, naming ``gnt-instance move`` -- unless a
+node-evacuate request carries ``with-disks``: then ``file`` instances are
+placed like shared-storage ones (the target needs their disk space) and
+move by ``OP_INSTANCE_MIGRATE`` with ``with_disks``.  Jobs landing on the
 same node run one after the other: a job depends (``[-k, []]``, relative
 ids, doc/protocols/iallocator.md "Jobs") on the previous job moving onto one of its
 target nodes, so two moves never race for one node's memory; jobs on
@@ -31,7 +34,8 @@ from ganeti.iallocator import document as doc
 from ganeti.iallocator.model import (ClusterModel, GroupModel, InstanceModel, is_int_mirror,
                                      is_mirrored, not_mirrored_reason)
 
-__all__ = ["allocate", "NAME", "migrate_opcode", "replace_secondary_opcode"]
+__all__ = ["allocate", "NAME", "migrate_opcode", "replace_secondary_opcode",
+           "with_disks_opcode"]
 
 #: The name the built-in allocator answers to (``-I ganeti-iallocator``).
 NAME = "ganeti-iallocator"
@@ -160,6 +164,12 @@ def migrate_opcode(inst: InstanceModel, target: str | None) -> dict[str, Any]:
     if target is not None and not is_int_mirror(inst.disk_template):
         op["target_node"] = target
     return op
+
+
+def with_disks_opcode(inst: InstanceModel, target: str) -> dict[str, Any]:
+    """Move ``inst`` and its local disks to ``target`` (live when it runs)."""
+    return {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": inst.name,
+            "target_node": target, "with_disks": True}
 
 
 def replace_secondary_opcode(inst: InstanceModel, node: str) -> dict[str, Any]:
@@ -315,6 +325,7 @@ def _do_node_evacuate(model: ClusterModel, req: dict[str, Any]) -> tuple[str, An
     ev = _Evacuation(model)
     insts = _instances_of(model, req["instances"], ev)
     evacuated = _evacuated_nodes(insts, mode)
+    with_disks = bool(req.get("with-disks", False))
     for inst in insts:
         group = model.groups.get(model.nodes[inst.nodes[0]].group)
         if group is None:
@@ -323,17 +334,20 @@ def _do_node_evacuate(model: ClusterModel, req: dict[str, Any]) -> tuple[str, An
         counters: Counter[str] = Counter()
         if is_int_mirror(inst.disk_template):
             _evacuate_drbd(model, ev, inst, group, mode, evacuated, counters)
-        elif not is_mirrored(inst.disk_template):
+        elif not is_mirrored(inst.disk_template) and \
+                not (with_disks and inst.disk_template == constants.DT_FILE):
             ev.fail(inst.name, _not_mirrored(inst))
         elif mode == "secondary-only":
-            ev.fail(inst.name, f"instance {inst.name} has shared storage and no secondary node")
+            ev.fail(inst.name, f"instance {inst.name} has no secondary node")
         else:
             single = _best_single(model, inst, [group], evacuated, None, counters)
             if single is None:
                 ev.fail(inst.name, f"no node can take instance {inst.name}"
                                    f" ({_counters_text(counters)})")
                 continue
-            ev.add(inst, group, [single[1]], [migrate_opcode(inst, single[1])])
+            op = with_disks_opcode(inst, single[1]) if not is_mirrored(inst.disk_template) \
+                else migrate_opcode(inst, single[1])
+            ev.add(inst, group, [single[1]], [op])
     return ev.answer()
 
 

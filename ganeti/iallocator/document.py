@@ -95,11 +95,20 @@ def relocate_request(name: str, template: str, disks: Sequence[Mapping[str, Any]
             "required_nodes": 1, "disk_space_total": disk_space_total(template, list(disks))}
 
 
-def node_evacuate_request(instances: list[str], evac_mode: str) -> dict[str, Any]:
-    """The ``node-evacuate`` request (``evac_mode`` one of :data:`EVAC_MODES`)."""
+def node_evacuate_request(instances: list[str], evac_mode: str, *,
+                          with_disks: bool = False) -> dict[str, Any]:
+    """The ``node-evacuate`` request (``evac_mode`` one of :data:`EVAC_MODES`).
+
+    ``with_disks`` adds our key ``with-disks``: instances on local disks
+    may move by copying them (doc/protocols/iallocator.md, "Requests").
+    """
     if evac_mode not in EVAC_MODES:
         raise errors.ProgrammerError(f"Invalid evacuation mode {evac_mode!r}")
-    return {"type": REQ_NODE_EVACUATE, "instances": list(instances), "evac_mode": evac_mode}
+    request: dict[str, Any] = {"type": REQ_NODE_EVACUATE, "instances": list(instances),
+                               "evac_mode": evac_mode}
+    if with_disks:
+        request["with-disks"] = True
+    return request
 
 
 def change_group_request(instances: list[str], target_groups: list[str]) -> dict[str, Any]:

@@ -175,7 +175,8 @@ class GroupModel:
 def not_mirrored_reason(name: str, template: str) -> str:
     """Why an instance of a non-mirrored template cannot be relocated by migration."""
     return (f"instance {name} has the non-mirrored disk template {template}: its disks exist"
-            " on one node only; move it with 'gnt-instance move'")
+            " on one node only; move it with 'gnt-instance move' (or evacuate with"
+            " --with-disks)")
 
 
 def policy_failure(ipolicy: dict[str, Any], inst: InstanceModel) -> str | None:

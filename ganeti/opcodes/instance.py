@@ -234,6 +234,8 @@ class OpInstanceMigrate(OpInstanceBase):
     allow_runtime_changes: bool = True
     ignore_ipolicy: bool = False
     ignore_hvversions: bool = False
+    with_disks: bool = param(False, doc="copy local (file) disks to the target while the"
+                                         " guest runs (kvm; doc/kvm.md)")
 
 
 @dataclass(kw_only=True)

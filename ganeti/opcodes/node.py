@@ -80,6 +80,8 @@ class OpNodePowercycle(OpCode):
 #: ``apply_plan`` submits exactly a plan made by ``plan_only``.
 PLAN_DOC = "return the plan (jobs, moves, N+1 state) instead of submitting jobs"
 APPLY_DOC = "submit exactly this plan (refused when the config serial changed since)"
+WITH_DISKS_DOC = ("also move instances on local (file) disks by copying the disks: live with"
+                  " the running ones (kvm), offline with the stopped ones (doc/kvm.md)")
 
 
 @dataclass(kw_only=True)
@@ -95,6 +97,7 @@ class OpNodeEvacuate(OpCode):
     iallocator: str | None = None
     early_release: bool = False
     ignore_soft_errors: bool = False
+    with_disks: bool = param(False, doc=WITH_DISKS_DOC)
     plan_only: bool = param(False, doc=PLAN_DOC)
     apply_plan: dict[str, Any] | None = param(None, doc=APPLY_DOC)
 
@@ -113,6 +116,7 @@ class OpNodeMigrate(OpCode):
     iallocator: str | None = None
     allow_runtime_changes: bool = True
     ignore_ipolicy: bool = False
+    with_disks: bool = param(False, doc=WITH_DISKS_DOC)
 
 
 ALL_OPCODES = (OpNodeAdd, OpNodeRemove, OpNodeSetParams, OpNodePowercycle, OpNodeEvacuate,

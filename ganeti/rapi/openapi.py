@@ -169,11 +169,12 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("POST", _NODE + "/evacuate"): Doc(
         "Move a node's instances elsewhere (one job each; the result lists them)", (_PLAN,),
         body=_opbody("OP_NODE_EVACUATE", mode={**_STR, "enum": list(constants.NODE_EVAC_MODES)},
-                     remote_node=_STR, iallocator=_STR, early_release={"type": "boolean"})),
+                     remote_node=_STR, iallocator=_STR, early_release={"type": "boolean"},
+                     with_disks={"type": "boolean"})),
     ("POST", _NODE + "/migrate"): Doc(
         "Migrate every primary instance off a node", body=_opbody(
             "OP_NODE_MIGRATE", mode=_STR, live={"type": "boolean"}, target_node=_STR,
-            iallocator=_STR)),
+            iallocator=_STR, with_disks={"type": "boolean"})),
     **_tag_docs(_NODE + "/tags", "node"),
     # instances
     ("GET", "/2/instances"): Doc("Instances", (_BULK,), result=_LIST),
@@ -213,8 +214,9 @@ DOCS: dict[tuple[str, str], Doc] = {
         "OP_INSTANCE_RENAME", ["new_name"], new_name=_STR)),
     ("PUT", _INST + "/modify"): Doc("Change instance parameters",
                                     body=_opbody("OP_INSTANCE_SET_PARAMS")),
-    ("PUT", _INST + "/migrate"): Doc("Live-migrate an instance",
-                                     body=_opbody("OP_INSTANCE_MIGRATE")),
+    ("PUT", _INST + "/migrate"): Doc(
+        "Live-migrate an instance (with_disks: also its local disks)",
+        body=_opbody("OP_INSTANCE_MIGRATE", with_disks={"type": "boolean"})),
     ("PUT", _INST + "/failover"): Doc("Fail an instance over",
                                       body=_opbody("OP_INSTANCE_FAILOVER")),
     ("PUT", _INST + "/prepare-export"): Doc(

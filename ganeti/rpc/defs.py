@@ -208,6 +208,22 @@ _ROWS = [
     _row("instance_get_migration_status", [("instance", dict)], FAST,
          "Source: {status setup|active|completed|failed|cancelled|..., info, ram, mbps,"
          " downtime_ms, total_time_ms} (figures when known)."),
+    # migration with local disks (doc/kvm.md, "Migration with disks"), between
+    # accept_instance and instance_migrate, and before the finalize calls
+    _row("instance_mirror_accept", [("instance", dict), ("address", str)], NORMAL,
+         "Target: export the incoming instance's disks for writing on address."
+         " -> {host, port, exports: [{device, size}]}"),
+    _row("instance_mirror_start", [("instance", dict), ("target", dict)], NORMAL,
+         "Source: copy every disk to the target's exports (the accept result), at"
+         " migration_bandwidth. -> [device]"),
+    _row("instance_mirror_status", [("instance", dict)], FAST,
+         "Source: {status active|ready|failed, info, disks: [{device, cur, end, ready,"
+         " speed}]}."),
+    _row("instance_mirror_finish", [("instance", dict), ("success", bool)], NORMAL,
+         "Source: complete the disk copies (success; the guest is stopped) or abort them."
+         " -> None"),
+    _row("instance_mirror_release", [("instance", dict)], FAST,
+         "Target: stop exporting the disks (before the guest resumes there). -> None"),
     _row("instance_balloon_memory", [("instance", dict), ("memory", int)], FAST,
          "Set the memory (MiB) of the running instance. -> None"),
     _row("hotplug_supported", [("instance", dict)], FAST,

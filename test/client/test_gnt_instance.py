@@ -176,3 +176,15 @@ def test_modify_hotplug_flags(argv: list[str], expect: dict[str, Any]) -> None:
     # not given: left out, so the master's defaults apply
     for flag in ("hotplug", "hotplug_if_possible"):
         assert (flag in op) == (flag in expect)
+
+
+def test_migrate_with_disks_sets_the_opcode_parameter() -> None:
+    from ganeti.cli import main as climain
+    for argv, expected in ((["migrate", "-f", "--submit", "inst1"], None),
+                           (["migrate", "-f", "--with-disks", "--submit", "inst1"], True)):
+        cl = FakeClient()
+        rc = climain.generic_main(gnt_instance.commands, argv, prog="gnt-instance",
+                                  client_factory=lambda: cl)
+        assert rc == 0
+        assert cl.jobs[0][0]["OP_ID"] == "OP_INSTANCE_MIGRATE"
+        assert cl.jobs[0][0].get("with_disks") is expected

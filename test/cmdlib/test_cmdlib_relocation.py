@@ -28,13 +28,14 @@ _MACS = iter(range(1, 255))
 
 
 def _add(cfg, name: str, node: int, *, template: str = "sharedfile", up: bool = True,
-         mem: int = 256) -> None:
+         mem: int = 256, hypervisor: str = constants.HT_FAKE) -> None:
     disks = []
     if template != "diskless":
         disks = [Disk(uuid=f"disk-{name}", dev_type=template, size=1024,
                       logical_id=["loop", f"/x/{name}"], nodes=[f"uuid-node{node}"])]
     inst = Instance(name=name, uuid=f"uuid-{name}", primary_node=f"uuid-node{node}",
                     os="tinyos", disk_template=template, beparams={"maxmem": mem, "minmem": mem},
+                    hypervisor=hypervisor,
                     admin_state=constants.ADMINST_UP if up else constants.ADMINST_DOWN,
                     disks=[d.uuid for d in disks],
                     nics=[NIC(uuid=f"nic-{name}", mac=f"aa:00:00:00:01:{next(_MACS):02x}")])
@@ -78,6 +79,38 @@ def test_node_evacuate_to_a_given_node_needs_no_allocator(env):
     _add(cfg, "a", 1)
     _, _, jobs = run_opcode(ctx, opn.OpNodeEvacuate(node_name=N1, remote_node=N3))
     assert jobs == [[{"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "a", "target_node": N3}]]
+
+
+def test_node_evacuate_with_disks_moves_file_instances(env):
+    cfg, _, ctx = env
+    _add(cfg, "live", 1, template="file", hypervisor=constants.HT_KVM)
+    _add(cfg, "down", 1, template="file", up=False)
+    _add(cfg, "fakeup", 1, template="file")             # fake cannot copy a running disk
+    _add(cfg, "a", 1)
+    result, _, jobs = run_opcode(ctx, opn.OpNodeEvacuate(node_name=N1, with_disks=True))
+    ops = {j[0]["instance_name"]: {k: v for k, v in j[0].items() if k != "depends"}
+           for j in jobs}
+    assert ops["live"] == {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "live",
+                           "target_node": N2, "with_disks": True}
+    assert ops["down"] == {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "down",
+                           "target_node": N2, "with_disks": True}
+    assert "with_disks" not in ops["a"]
+    assert [f[0] for f in result["failed"]] == ["fakeup"]
+    assert "hypervisor fake" in result["failed"][0][1]
+    # to a given node, without the allocator
+    _, _, jobs = run_opcode(ctx, opn.OpNodeEvacuate(node_name=N1, with_disks=True,
+                                                     remote_node=N3))
+    assert {j[0]["instance_name"]: j[0].get("with_disks") for j in jobs} == {
+        "a": None, "down": True, "live": True}
+
+
+def test_node_migrate_with_disks_keeps_the_flag(env):
+    cfg, _, ctx = env
+    _add(cfg, "live", 1, template="file", hypervisor=constants.HT_KVM)
+    result, _, jobs = run_opcode(ctx, opn.OpNodeMigrate(node_name=N1))
+    assert jobs == [] and "--with-disks" in result["failed"][0][1]
+    _, _, jobs = run_opcode(ctx, opn.OpNodeMigrate(node_name=N1, with_disks=True))
+    assert jobs[0][0]["with_disks"] is True and jobs[0][0]["target_node"] == N2
 
 
 def test_plan_submits_nothing_and_apply_submits_exactly_it(env):

@@ -205,6 +205,30 @@ def test_node_evacuate_moves_shared_storage_and_reports_file():
                    "d": "OP_INSTANCE_MIGRATE"}
 
 
+def test_node_evacuate_with_disks_places_file_instances():
+    nodes, insts = _evac_doc()
+    doc = cluster(nodes, insts, request=document.node_evacuate_request(
+        ["a", "f"], "primary-only", with_disks=True))
+    assert doc["request"]["with-disks"] is True
+    moved, failed, jobs = _run(doc)["result"]
+    assert failed == []
+    target = {m[0]: m[2][0] for m in moved}["f"]
+    assert target in ("n2", "n3")
+    (fjob,) = [j for j in jobs if j[0]["instance_name"] == "f"]
+    assert {k: v for k, v in fjob[0].items() if k != "depends"} == {
+        "OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "f", "target_node": target,
+        "with_disks": True}
+
+
+def test_node_evacuate_with_disks_needs_room_for_the_disks():
+    nodes = {"n1": node(free=20000), "n2": node(free=30000, free_disk=10)}
+    insts = {"f": instance(["n1"], template="file")}
+    doc = cluster(nodes, insts, request=document.node_evacuate_request(
+        ["f"], "all", with_disks=True))
+    _, failed, _ = _run(doc)["result"]
+    assert failed[0][0] == "f" and "FailDisk" in failed[0][1]
+
+
 def test_jobs_onto_the_same_node_depend_on_each_other():
     nodes = {"n1": node(free=20000), "n2": node(free=30000)}
     insts = {f"i{k}": instance(["n1"], memory=1000) for k in range(3)}

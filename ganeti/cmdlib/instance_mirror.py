@@ -1,0 +1,222 @@
+"""Moving the local (``file``) disks of an instance with it: ``migrate --with-disks``.
+
+:class:`DiskCopy` does the disk side of one migration with disks, for
+``LUInstanceMigrate`` (which keeps the memory side and the config):
+
+* :meth:`DiskCopy.create_target_disks`: the target node's storage layer
+  creates every disk at its size (same logical id: file disks travel in
+  canonical form, so the file lands in the target's file storage dir);
+* running instance (doc/kvm.md, "Migration with disks"):
+  :meth:`DiskCopy.mirror` -- after ``accept_instance`` -- exports the
+  incoming instance's disks on the target (``instance_mirror_accept``),
+  starts the copies on the source (``instance_mirror_start``) and polls
+  ``instance_mirror_status`` until every disk is in sync; after the memory
+  migration :meth:`DiskCopy.complete` ends the copies consistently and
+  stops the exports, before the target resumes; :meth:`DiskCopy.abort`
+  undoes it on failure;
+* stopped instance: :meth:`DiskCopy.copy_offline` copies the data through
+  the master, as ``gnt-instance move`` does (:func:`copy_disk`);
+* :meth:`DiskCopy.remove_target_disks` (failure) or
+  :meth:`DiskCopy.remove_source_disks` (success, after the switch-over).
+
+A copy that makes no progress for :data:`STALL_TIMEOUT` seconds fails.
+The clock and sleep are parameters, so tests step time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, errors
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.instance import disk_rpc_dicts, rpc_one
+from ganeti.objects import Disk, Node
+
+__all__ = ["DiskCopy", "copy_disk", "LOCAL_TEMPLATES", "STALL_TIMEOUT", "POLL", "COPY_CHUNK"]
+
+#: disk templates whose disks exist on the primary node only and can be copied
+LOCAL_TEMPLATES = frozenset([constants.DT_FILE])
+#: seconds without progress after which a disk copy fails
+STALL_TIMEOUT = 300.0
+#: seconds between two status polls
+POLL = 0.2
+#: bytes per read/write RPC of an offline copy
+COPY_CHUNK = 4 * 1024 * 1024
+_MIB = 1024 * 1024
+
+
+def copy_disk(lu: LogicalUnit[Any], src: str, dst: str, disk_data: dict[str, Any],
+              size_mib: int, idx: int, instance_name: str) -> None:
+    """Copy disk ``idx`` (unused) of ``instance_name`` from node ``src`` to ``dst``.
+
+    Through the master: chunked ``blockdev_read_chunk``/``blockdev_write_chunk``
+    (all-zero chunks are skipped), then ``blockdev_checksum`` on both
+    sides; raises :class:`errors.OpExecError` on a mismatch.  Writes
+    ``disk-copy`` progress entries, and the copy shows as a block job of
+    the instance meanwhile (doc/progress.md).
+    """
+    total = size_mib * _MIB
+    offset = 0
+    with lu.progress_reporter("disk-copy", end=total, instance=instance_name,
+                              device=f"disk/{idx}") as rep:
+        while offset < total:
+            chunk = rpc_one(lu, "blockdev_read_chunk", src, disk_data, offset,
+                            min(COPY_CHUNK, total - offset))
+            if not chunk["zero"] and chunk["length"]:
+                rpc_one(lu, "blockdev_write_chunk", dst, disk_data, offset, chunk["data"])
+            if not chunk["length"]:
+                break
+            offset += chunk["length"]
+            rep.update(offset)
+            if chunk.get("eof"):
+                break
+        a = rpc_one(lu, "blockdev_checksum", src, disk_data)
+        b = rpc_one(lu, "blockdev_checksum", dst, disk_data)
+        if a != b:
+            raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
+
+
+class DiskCopy:
+    """The disks of one instance on their way from ``source`` to ``target``.
+
+    ``data`` is the instance dict for node RPC; ``disks`` the instance's
+    disks in order.  Every failure raises :class:`errors.OpExecError`;
+    the undo methods only warn.
+    """
+
+    def __init__(self, lu: LogicalUnit[Any], data: dict[str, Any], disks: list[Disk],
+                 source: Node, target: Node, feedback_fn: FeedbackFn, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.lu = lu
+        self.data = data
+        self.disks = [d for d in disks if d.dev_type != constants.DT_DISKLESS]
+        self.source = source
+        self.target = target
+        self.feedback_fn = feedback_fn
+        self.clock = clock
+        self.sleep = sleep
+        self.created: list[dict[str, Any]] = []
+        self.mirroring = False
+        self.exported = False
+        self.name = str(data.get("name", ""))
+
+    # --- files ---------------------------------------------------------------------------
+
+    def create_target_disks(self) -> None:
+        """Create every disk on the target at its size; remembers them for the undo."""
+        for idx, disk in enumerate(self.disks):
+            ddict = disk_rpc_dicts([disk])[0]
+            rpc_one(self.lu, "blockdev_create", self.target.name, ddict, disk.size, self.name,
+                    True, f"originstname+{self.name}", False,
+                    prefix=f"Could not create disk {idx} on {self.target.name}")
+            self.created.append(ddict)
+
+    def remove_target_disks(self) -> None:
+        """Remove what :meth:`create_target_disks` created (warnings only)."""
+        for ddict in self.created:
+            self._remove(self.target.name, ddict)
+        self.created = []
+
+    def remove_source_disks(self) -> None:
+        """After the switch-over: remove the disks from the old primary (warnings only)."""
+        for ddict in disk_rpc_dicts(self.disks):
+            self._remove(self.source.name, ddict)
+
+    def _remove(self, node: str, ddict: dict[str, Any]) -> None:
+        rpc = self.lu.require_rpc()
+        res = rpc.call_blockdev_remove([node], ddict).get(node)
+        if res is None or res.failed:
+            self.lu.LogWarning(f"Could not remove disk {ddict.get('uuid')} of {self.name}"
+                               f" on {node}: {res.fail_msg if res else 'no answer'}")
+
+    # --- offline ---------------------------------------------------------------------------
+
+    def copy_offline(self) -> None:
+        """Copy every disk of the stopped instance (after :meth:`create_target_disks`)."""
+        for idx, disk in enumerate(self.disks):
+            self.feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {self.target.name}")
+            copy_disk(self.lu, self.source.name, self.target.name,
+                      disk_rpc_dicts([disk])[0], disk.size, idx, self.name)
+
+    # --- live ----------------------------------------------------------------------------------
+
+    def mirror(self) -> None:
+        """Copy the disks of the running instance until they are in sync.
+
+        Needs the incoming instance on the target (``accept_instance``).
+        Writes of the guest keep flowing to the target until
+        :meth:`complete`.
+        """
+        src, dst = self.source.name, self.target.name
+        exports = rpc_one(self.lu, "instance_mirror_accept", dst, self.data,
+                          self.target.primary_ip,
+                          prefix=f"Target node {dst} cannot receive the disks")
+        self.exported = True
+        total = sum(d.size for d in self.disks)
+        self.feedback_fn(f"* copying {len(self.disks)} disk(s), {total} MiB, to {dst}"
+                         f" (NBD port {exports.get('port')})")
+        self.mirroring = True
+        rpc_one(self.lu, "instance_mirror_start", src, self.data, exports,
+                prefix=f"Could not start copying the disks of {self.name}")
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        best = -1
+        last_change = self.clock()
+        shown = -1
+        while True:
+            status = rpc_one(self.lu, "instance_mirror_status", self.source.name, self.data,
+                             prefix=f"Could not follow the disk copy of {self.name}")
+            state = status.get("status")
+            disks = status.get("disks") or []
+            done = sum(int(d.get("cur", 0)) for d in disks)
+            end = sum(int(d.get("end", 0)) for d in disks) or 1
+            # TODO(coordinator): typed progress entries (LogProgress) once they exist
+            tenth = min(10, done * 10 // end)
+            if tenth != shown:
+                shown = tenth
+                self.feedback_fn(f"  disks: {done // _MIB}/{end // _MIB} MiB copied")
+            if state == "ready":
+                self.feedback_fn("* disks in sync; the guest's writes are mirrored")
+                return
+            if state != "active":
+                raise errors.OpExecError(f"Copying the disks of {self.name} failed:"
+                                         f" {status.get('info', state)}")
+            now = self.clock()
+            if done > best:
+                best, last_change = done, now
+            elif now - last_change > STALL_TIMEOUT:
+                raise errors.OpExecError(f"Copying the disks of {self.name} made no progress"
+                                         f" for {STALL_TIMEOUT:.0f}s")
+            self.sleep(POLL)
+
+    def complete(self) -> None:
+        """After the memory migration (guest stopped): finish the copies, stop the exports."""
+        rpc_one(self.lu, "instance_mirror_finish", self.source.name, self.data, True,
+                prefix=f"Could not complete the disk copy of {self.name}")
+        self.mirroring = False
+        rpc_one(self.lu, "instance_mirror_release", self.target.name, self.data,
+                prefix=f"Could not stop the disk exports on {self.target.name}")
+        self.exported = False
+
+    def abort(self) -> None:
+        """Cancel the copies on the source and the exports on the target (warnings only)."""
+        rpc = self.lu.require_rpc()
+        if self.mirroring:
+            res = rpc.call_instance_mirror_finish([self.source.name], self.data,
+                                                  False).get(self.source.name)
+            if res is None or res.failed:
+                self.lu.LogWarning(f"Could not cancel the disk copy on {self.source.name}:"
+                                   f" {res.fail_msg if res else 'no answer'}")
+            self.mirroring = False
+        if self.exported:
+            res = rpc.call_instance_mirror_release([self.target.name],
+                                                   self.data).get(self.target.name)
+            if res is None or res.failed:
+                self.lu.LogWarning(f"Could not stop the disk exports on {self.target.name}:"
+                                   f" {res.fail_msg if res else 'no answer'}")
+            self.exported = False

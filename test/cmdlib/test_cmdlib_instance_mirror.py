@@ -1,0 +1,182 @@
+"""``migrate --with-disks`` (ganeti/cmdlib/instance_mirror.py) against the fake node RPC:
+the order of the node calls, the config switching over only after success,
+and every failure leaving the instance where it was with the target's
+files removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ganeti import constants, errors
+from ganeti.cmdlib import instance_mirror
+from test.cmdlib.test_cmdlib_instance import _create, _query, env  # noqa: F401  (env: a fixture)
+
+MIRROR_CALLS = ("blockdev_create", "accept_instance", "instance_mirror_accept",
+                "instance_mirror_start", "instance_mirror_status", "instance_migrate",
+                "instance_mirror_finish", "instance_mirror_release",
+                "instance_finalize_migration_dst", "instance_finalize_migration_src",
+                "blockdev_remove")
+
+
+class MirrorNodes:
+    """The node side of a disk mirror, added to test_cmdlib_instance's FakeNodes."""
+
+    def __init__(self, fake: Any) -> None:
+        self.fake = fake
+        self.statuses = [{"status": "active", "disks": [{"cur": 0, "end": 128 << 20}]},
+                         {"status": "ready", "disks": [{"cur": 128 << 20, "end": 128 << 20}]}]
+        self.finished: list[bool] = []
+        for name in ("instance_mirror_accept", "instance_mirror_start",
+                     "instance_mirror_status", "instance_mirror_finish",
+                     "instance_mirror_release"):
+            setattr(fake, "do_" + name, getattr(self, name))
+
+    def instance_mirror_accept(self, node: str, inst: dict, address: str) -> dict:
+        return {"host": address, "port": 10809, "exports": [{"device": "disk0", "size": 1}]}
+
+    def instance_mirror_start(self, node: str, inst: dict, target: dict) -> list:
+        assert target["host"] == "10.0.0.2"
+        return ["disk0"]
+
+    def instance_mirror_status(self, node: str, inst: dict) -> dict:
+        return self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+
+    def instance_mirror_finish(self, node: str, inst: dict, success: bool) -> None:
+        self.finished.append(success)
+
+    def instance_mirror_release(self, node: str, inst: dict) -> None:
+        return None
+
+
+@pytest.fixture
+def kvm(env, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(instance_mirror, "POLL", 0.0)
+    env.cfg.get_cluster_info().enabled_hypervisors = ["fake", "kvm"]
+    env.rpc.do_hypervisor_validate_params = lambda node, hv, params: None
+    mirror = MirrorNodes(env.rpc)
+    _create(env, name="local", template="file", hypervisor="kvm")
+    env.rpc.calls.clear()
+    return env, mirror
+
+
+def _disk(cl) -> Any:
+    inst = cl.cfg.get_instance_info_by_name("local")
+    return cl.cfg.get_instance_disks(inst.uuid)[0]
+
+
+def _calls(cl) -> list[tuple[str, str]]:
+    return [c for c in cl.rpc.calls if c[0] in MIRROR_CALLS]
+
+
+def test_without_with_disks_the_refusal_names_it(kvm):
+    cl, _ = kvm
+    with pytest.raises(errors.OpPrereqError, match="--with-disks"):
+        cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2")
+
+
+def test_with_disks_copies_then_switches_over(kvm):
+    cl, mirror = kvm
+    uuid = _disk(cl).uuid
+    cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+            with_disks=True)
+    assert _query(cl, ["pnode", "status"]) == [["node2", "running"]]
+    assert _disk(cl).nodes == ["uuid-node2"]
+    assert uuid in cl.rpc.disks["node2"] and uuid not in cl.rpc.disks["node1"]
+    assert mirror.finished == [True]
+    calls = [c for c in _calls(cl) if c[0] != "instance_mirror_status"]
+    assert calls == [
+        ("blockdev_create", "node2"), ("accept_instance", "node2"),
+        ("instance_mirror_accept", "node2"), ("instance_mirror_start", "node1"),
+        ("instance_migrate", "node1"), ("instance_mirror_finish", "node1"),
+        ("instance_mirror_release", "node2"), ("instance_finalize_migration_dst", "node2"),
+        ("instance_finalize_migration_src", "node1"), ("blockdev_remove", "node1")]
+    # the memory moved only once the mirror was ready
+    names = [c[0] for c in _calls(cl)]
+    assert names.index("instance_migrate") > names.index("instance_mirror_status") + 1
+
+
+@pytest.mark.parametrize("failing", ["accept_instance", "instance_mirror_accept",
+                                     "instance_mirror_start", "instance_migrate",
+                                     "instance_mirror_finish",
+                                     "instance_finalize_migration_dst"])
+def test_a_failure_leaves_the_instance_on_the_source(kvm, failing):
+    cl, mirror = kvm
+    uuid = _disk(cl).uuid
+    before = cl.raw()
+    cl.rpc.fail[failing] = f"{failing} broke"
+    with pytest.raises(errors.OpExecError, match=f"{failing} broke"):
+        cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+                with_disks=True)
+    assert cl.raw() == before                       # the config is unchanged
+    assert uuid in cl.rpc.disks["node1"]
+    assert uuid not in cl.rpc.disks["node2"]        # the target's files are removed
+    names = [c for c in _calls(cl)]
+    assert ("instance_finalize_migration_src", "node1") in names   # the source resumes
+    assert ("instance_finalize_migration_dst", "node2") in names   # the target is dropped
+
+
+def test_a_failed_mirror_is_reported_with_its_reason(kvm):
+    cl, mirror = kvm
+    mirror.statuses = [{"status": "failed", "info": "the mirror of disk0 failed: EIO"}]
+    with pytest.raises(errors.OpExecError, match="EIO"):
+        cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+                with_disks=True)
+    assert mirror.finished == [False]                # cancelled on the source
+    assert _query(cl, ["pnode"]) == [["node1"]]
+    assert "instance_migrate" not in [c[0] for c in cl.rpc.calls]
+
+
+def test_a_stalled_mirror_fails(kvm, monkeypatch):
+    cl, mirror = kvm
+    mirror.statuses = [{"status": "active", "disks": [{"cur": 5, "end": 10}]}]
+    ticks = iter(range(0, 100000, 100))
+    monkeypatch.setattr(instance_mirror.DiskCopy, "__init__", _with_clock(
+        instance_mirror.DiskCopy.__init__, lambda: float(next(ticks))))
+    with pytest.raises(errors.OpExecError, match="no progress"):
+        cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+                with_disks=True)
+    assert _query(cl, ["pnode"]) == [["node1"]]
+
+
+def _with_clock(init, clock):
+    def wrapped(self, *args, **kwargs):
+        kwargs["clock"] = clock
+        kwargs["sleep"] = lambda s: None
+        init(self, *args, **kwargs)
+    return wrapped
+
+
+def test_a_stopped_instance_is_copied_offline(kvm):
+    cl, _ = kvm
+    cl.run("OP_INSTANCE_SHUTDOWN", instance_name="local")
+    cl.rpc.calls.clear()
+    cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+            with_disks=True)
+    names = [c[0] for c in cl.rpc.calls]
+    assert "blockdev_read_chunk" in names and "instance_mirror_start" not in names
+    assert _disk(cl).nodes == ["uuid-node2"]
+    assert _query(cl, ["pnode", "status"]) == [["node2", "ADMIN_down"]]
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"cleanup": True}, "cannot be combined"),
+], ids=["cleanup"])
+def test_refused_combinations(kvm, params, match):
+    cl, _ = kvm
+    with pytest.raises(errors.OpPrereqError, match=match):
+        cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+                with_disks=True, **params)
+
+
+def test_shared_storage_and_other_hypervisors_are_refused(env):  # noqa: F811
+    _create(env, name="shared", template="sharedfile")
+    with pytest.raises(errors.OpPrereqError, match="without --with-disks"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2",
+                with_disks=True)
+    _create(env, name="fakefile", template="file")
+    assert env.cfg.get_instance_info_by_name("fakefile").hypervisor == constants.HT_FAKE
+    with pytest.raises(errors.OpPrereqError, match="Hypervisor fake cannot"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="fakefile", target_node="node2",
+                with_disks=True)
