@@ -165,34 +165,34 @@ class DiskCopy:
         self._wait_ready()
 
     def _wait_ready(self) -> None:
+        """Poll the copy until every disk is in sync; typed ``mirror`` progress entries."""
         best = -1
         last_change = self.clock()
-        shown = -1
-        while True:
-            status = rpc_one(self.lu, "instance_mirror_status", self.source.name, self.data,
-                             prefix=f"Could not follow the disk copy of {self.name}")
-            state = status.get("status")
-            disks = status.get("disks") or []
-            done = sum(int(d.get("cur", 0)) for d in disks)
-            end = sum(int(d.get("end", 0)) for d in disks) or 1
-            # TODO(coordinator): typed progress entries (LogProgress) once they exist
-            tenth = min(10, done * 10 // end)
-            if tenth != shown:
-                shown = tenth
-                self.feedback_fn(f"  disks: {done // _MIB}/{end // _MIB} MiB copied")
-            if state == "ready":
-                self.feedback_fn("* disks in sync; the guest's writes are mirrored")
-                return
-            if state != "active":
-                raise errors.OpExecError(f"Copying the disks of {self.name} failed:"
-                                         f" {status.get('info', state)}")
-            now = self.clock()
-            if done > best:
-                best, last_change = done, now
-            elif now - last_change > STALL_TIMEOUT:
-                raise errors.OpExecError(f"Copying the disks of {self.name} made no progress"
-                                         f" for {STALL_TIMEOUT:.0f}s")
-            self.sleep(POLL)
+        total = sum(d.size for d in self.disks) * _MIB
+        with self.lu.progress_reporter("mirror", end=total, clock=self.clock) as rep:
+            while True:
+                status = rpc_one(self.lu, "instance_mirror_status", self.source.name,
+                                 self.data,
+                                 prefix=f"Could not follow the disk copy of {self.name}")
+                state = status.get("status")
+                disks = status.get("disks") or []
+                done = sum(int(d.get("cur", 0)) for d in disks)
+                end = sum(int(d.get("end", 0)) for d in disks) or total
+                if state == "ready":
+                    rep.finish(cur=done)
+                    self.feedback_fn("* disks in sync; the guest's writes are mirrored")
+                    return
+                if state != "active":
+                    raise errors.OpExecError(f"Copying the disks of {self.name} failed:"
+                                             f" {status.get('info', state)}")
+                rep.update(done, end)
+                now = self.clock()
+                if done > best:
+                    best, last_change = done, now
+                elif now - last_change > STALL_TIMEOUT:
+                    raise errors.OpExecError(f"Copying the disks of {self.name} made no"
+                                             f" progress for {STALL_TIMEOUT:.0f}s")
+                self.sleep(POLL)
 
     def complete(self) -> None:
         """After the memory migration (guest stopped): finish the copies, stop the exports."""

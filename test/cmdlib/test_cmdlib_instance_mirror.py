@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from ganeti import constants, errors
+from ganeti import constants, errors, opcodes
 from ganeti.cmdlib import instance_mirror
+from ganeti.mcpu import NullCallbacks, Processor
 from test.cmdlib.test_cmdlib_instance import _create, _query, env  # noqa: F401  (env: a fixture)
 
 MIRROR_CALLS = ("blockdev_create", "accept_instance", "instance_mirror_accept",
@@ -58,6 +59,16 @@ def kvm(env, monkeypatch):  # noqa: F811
     mirror = MirrorNodes(env.rpc)
     _create(env, name="local", template="file", hypervisor="kvm")
     env.rpc.calls.clear()
+    env.logs = []
+
+    def run(op_id: str, **params: Any) -> Any:
+        cbs = NullCallbacks()
+        try:
+            return Processor(env.ctx).execute_opcode(
+                opcodes.from_dict({"OP_ID": op_id, **params}), cbs)
+        finally:
+            env.logs += [(op_id, kind, msg) for kind, msg in cbs.messages]
+    env.run = run
     return env, mirror
 
 
@@ -92,6 +103,10 @@ def test_with_disks_copies_then_switches_over(kvm):
         ("instance_migrate", "node1"), ("instance_mirror_finish", "node1"),
         ("instance_mirror_release", "node2"), ("instance_finalize_migration_dst", "node2"),
         ("instance_finalize_migration_src", "node1"), ("blockdev_remove", "node1")]
+    # typed progress entries of the copy, the last one final
+    entries = [m for _, kind, m in cl.logs if kind == constants.ELOG_PROGRESS]
+    assert [e["op"] for e in entries] == ["mirror"] * len(entries) and entries
+    assert entries[-1]["done"] and entries[-1]["cur"] == 128 << 20 and not entries[-1]["error"]
     # the memory moved only once the mirror was ready
     names = [c[0] for c in _calls(cl)]
     assert names.index("instance_migrate") > names.index("instance_mirror_status") + 1
@@ -124,6 +139,8 @@ def test_a_failed_mirror_is_reported_with_its_reason(kvm):
         cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
                 with_disks=True)
     assert mirror.finished == [False]                # cancelled on the source
+    final = [m for _, kind, m in cl.logs if kind == constants.ELOG_PROGRESS][-1]
+    assert final["done"] and "EIO" in final["error"]
     assert _query(cl, ["pnode"]) == [["node1"]]
     assert "instance_migrate" not in [c[0] for c in cl.rpc.calls]
 
