@@ -101,7 +101,8 @@ class _TargetLU(InstanceLU[_TargetOpT]):
         pnode = self.cfg.get_node_info(inst.primary_node)
         request = document.relocate_request(inst.name, inst.disk_template,
                                             [{"size": d.size} for d in self.disks],
-                                            [pnode.name if pnode else inst.primary_node])
+                                            [pnode.name if pnode else inst.primary_node],
+                                            with_disks=self.copies_disks())
         answer, _ = allocator.ask(self, self.allocator_name, request)
         answer.require_success(allocator.allocator_name(self, self.allocator_name)
                                or "ganeti-iallocator")

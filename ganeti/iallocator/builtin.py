@@ -248,7 +248,8 @@ def _do_relocate(model: ClusterModel, req: dict[str, Any]) -> tuple[str, Any]:
             raise _NoPlace(_counters_text(counters))
         model.place(inst, [inst.nodes[0], node])
         return f"Request successful: new secondary {node}", [node]
-    if not is_mirrored(inst.disk_template):
+    if not is_mirrored(inst.disk_template) and \
+            not (req.get("with-disks") and inst.disk_template == constants.DT_FILE):
         raise _NoPlace(_not_mirrored(inst))
     single = _best_single(model, inst, [pgroup], source, None, counters)
     if single is None:

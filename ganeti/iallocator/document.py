@@ -89,10 +89,17 @@ def multi_allocate_request(instances: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def relocate_request(name: str, template: str, disks: Sequence[Mapping[str, Any]],
-                     relocate_from: list[str]) -> dict[str, Any]:
-    """The ``relocate`` request: move ``name`` off the nodes ``relocate_from``."""
-    return {"type": REQ_RELOCATE, "name": name, "relocate_from": list(relocate_from),
-            "required_nodes": 1, "disk_space_total": disk_space_total(template, list(disks))}
+                     relocate_from: list[str], *, with_disks: bool = False) -> dict[str, Any]:
+    """The ``relocate`` request: move ``name`` off the nodes ``relocate_from``.
+
+    ``with_disks``: our key ``with-disks``, as for :func:`node_evacuate_request`.
+    """
+    request: dict[str, Any] = {
+        "type": REQ_RELOCATE, "name": name, "relocate_from": list(relocate_from),
+        "required_nodes": 1, "disk_space_total": disk_space_total(template, list(disks))}
+    if with_disks:
+        request["with-disks"] = True
+    return request
 
 
 def node_evacuate_request(instances: list[str], evac_mode: str, *,

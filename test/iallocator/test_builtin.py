@@ -229,6 +229,16 @@ def test_node_evacuate_with_disks_needs_room_for_the_disks():
     assert failed[0][0] == "f" and "FailDisk" in failed[0][1]
 
 
+def test_relocate_of_a_file_instance_needs_with_disks():
+    nodes, insts = _evac_doc()
+    plain = document.relocate_request("f", "file", [{"size": 1024}], ["n1"])
+    answer = _run(cluster(nodes, insts, request=plain))
+    assert answer["success"] is False and "gnt-instance move" in answer["info"]
+    request = document.relocate_request("f", "file", [{"size": 1024}], ["n1"], with_disks=True)
+    answer = _run(cluster(nodes, insts, request=request))
+    assert answer["success"] is True and answer["result"][0] in ("n2", "n3")
+
+
 def test_jobs_onto_the_same_node_depend_on_each_other():
     nodes = {"n1": node(free=20000), "n2": node(free=30000)}
     insts = {f"i{k}": instance(["n1"], memory=1000) for k in range(3)}
