@@ -45,13 +45,16 @@ from ganeti.objects import Node
 from ganeti.opcodes.instance import OpInstanceFailover, OpInstanceMigrate, OpInstanceMove
 
 __all__ = ["LUInstanceMigrate", "LUInstanceFailover", "LUInstanceMove", "MIGRATION_POLL",
-           "COPY_CHUNK", "cleanup_plan", "migration_summary", "CLEANUP_NOTHING", "CLEANUP_SOURCE",
-           "CLEANUP_LEFTOVER", "CLEANUP_TARGET", "CLEANUP_CONFLICT"]
+           "COPY_CHUNK", "cleanup_plan", "local_disks_cleanup_plan", "migration_summary",
+           "CLEANUP_NOTHING", "CLEANUP_SOURCE", "CLEANUP_LEFTOVER", "CLEANUP_TARGET",
+           "CLEANUP_CONFLICT"]
 
 MIGRATION_POLL = 0.2
 MIGRATION_MAX_WAIT = 600.0
 COPY_CHUNK = instance_mirror.COPY_CHUNK
 _SHARED = frozenset([constants.DT_DISKLESS, constants.DT_SHARED_FILE])
+#: hypervisor states of a qemu that still answers (its disk copies can be cancelled)
+_ALIVE = frozenset(["running", "paused", "migrating"])
 
 
 #: The opcodes with a target node.
@@ -416,16 +419,21 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             info = rpc_one(self, "instance_info", node.name, inst.name, inst.hypervisor, {})
             states[node.uuid] = None if info is None else str(info.get("hv_state") or "running")
         src_state, dst_state = states[self.pnode.uuid], states[self.target.uuid]
-        plan = cleanup_plan(src_state, dst_state)
+        local = inst.disk_template in instance_mirror.LOCAL_TEMPLATES
+        plan = (local_disks_cleanup_plan if local else cleanup_plan)(src_state, dst_state)
         src, dst = self.pnode, self.target
         if plan == CLEANUP_CONFLICT:
             raise errors.OpExecError(f"Instance {inst.name} runs on both {src.name} and"
                                      f" {dst.name}; stop one of them by hand")
+        data = self.rpc_instance()
+        # an interrupted --with-disks: the losing side's disks go, after its qemu
+        local_copy = self._disk_copy(feedback_fn, data) if local else None
         if plan == CLEANUP_NOTHING:
+            if local_copy is not None:
+                local_copy.cleanup(target_won=False, source_runs=src_state in _ALIVE)
             feedback_fn(f"Instance {inst.name} is where the config says ({src.name});"
                         " nothing to clean up")
             return None
-        data = self.rpc_instance()
         live = self._live()
         if plan == CLEANUP_TARGET:
             feedback_fn(f"Instance {inst.name} runs on {dst.name}: finishing the migration"
@@ -447,6 +455,9 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             if plan == CLEANUP_SOURCE and src_state != "running":
                 rpc_one(self, "instance_finalize_migration_src", src.name, data, False, live,
                         prefix=f"Could not resume instance {inst.name} on {src.name}")
+        if local_copy is not None:
+            local_copy.cleanup(target_won=plan == CLEANUP_TARGET,
+                               source_runs=src_state in _ALIVE)
         return None
 
     def _cleanup_call(self, proc: str, node: str, *args: Any) -> None:
@@ -484,6 +495,20 @@ CLEANUP_SOURCE = "source"
 CLEANUP_LEFTOVER = "leftover"
 CLEANUP_TARGET = "target"
 CLEANUP_CONFLICT = "conflict"
+
+
+def local_disks_cleanup_plan(src_state: str | None, dst_state: str | None) -> str:
+    """:func:`cleanup_plan` for an instance on local disks (``--with-disks``; pure).
+
+    The target's disk copies are complete only once its guest was resumed
+    (the mirrors end before that), so the target keeps the instance only
+    when its guest runs; a paused target is a leftover, and the source
+    keeps the instance (resumed when it has a guest).
+    """
+    plan = cleanup_plan(src_state, dst_state)
+    if plan == CLEANUP_TARGET and dst_state != "running":
+        return CLEANUP_SOURCE if src_state in ("paused", "migrating") else CLEANUP_LEFTOVER
+    return plan
 
 
 def cleanup_plan(src_state: str | None, dst_state: str | None) -> str:

@@ -203,6 +203,22 @@ class DiskCopy:
                 prefix=f"Could not stop the disk exports on {self.target.name}")
         self.exported = False
 
+    def cleanup(self, *, target_won: bool, source_runs: bool) -> None:
+        """``migrate --cleanup`` of an interrupted copy (warnings only).
+
+        ``target_won``: the target runs the instance now, the source's
+        disks go; else the source's mirror jobs (when its qemu runs) are
+        cancelled and the target's disk files, complete or not, go.
+        """
+        if target_won:
+            self.feedback_fn(f"* removing the old disks of {self.name} from {self.source.name}")
+            self.remove_source_disks()
+            return
+        self.mirroring = source_runs
+        self.abort()
+        self.created = disk_rpc_dicts(self.disks)
+        self.remove_target_disks()
+
     def abort(self) -> None:
         """Cancel the copies on the source and the exports on the target (warnings only)."""
         rpc = self.lu.require_rpc()

@@ -197,3 +197,48 @@ def test_shared_storage_and_other_hypervisors_are_refused(env):  # noqa: F811
     with pytest.raises(errors.OpPrereqError, match="Hypervisor fake cannot"):
         env.run("OP_INSTANCE_MIGRATE", instance_name="fakefile", target_node="node2",
                 with_disks=True)
+
+
+@pytest.mark.parametrize("src,dst,plan", [
+    ("migrating", "paused", "source"),      # memory arrived, disks maybe not: the source
+    (None, "paused", "leftover"),
+    ("crashed", "paused", "leftover"),
+    ("migrating", "running", "target"),     # resumed: the copies had completed
+    ("running", None, "nothing"),
+    ("running", "incoming", "source"),
+], ids=["paused-target-loses", "no-source", "crashed-source", "running-target",
+        "nothing", "incoming"])
+def test_local_disks_cleanup_plan(src, dst, plan):
+    from ganeti.cmdlib import instance_migration as im
+    assert im.local_disks_cleanup_plan(src, dst) == plan
+
+
+def _state(cl, node: str, hv_state: str | None) -> None:
+    if hv_state is None:
+        cl.rpc.running[node].pop("local", None)
+    else:
+        cl.rpc.running[node]["local"] = {"memory": 128, "vcpus": 1, "state": 0, "time": 1,
+                                         "hv_state": hv_state}
+
+
+def test_cleanup_keeps_the_source_when_the_target_is_only_paused(kvm):
+    cl, mirror = kvm
+    uuid = _disk(cl).uuid
+    cl.rpc.disks["node2"].add(uuid)                  # a (maybe partial) copy on the target
+    _state(cl, "node1", "migrating")
+    _state(cl, "node2", "paused")
+    cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2", cleanup=True)
+    assert _query(cl, ["pnode"]) == [["node1"]]
+    assert mirror.finished == [False]                # the source's mirrors are cancelled
+    assert uuid in cl.rpc.disks["node1"] and uuid not in cl.rpc.disks["node2"]
+
+
+def test_cleanup_switches_to_a_running_target_and_removes_the_old_disks(kvm):
+    cl, _ = kvm
+    uuid = _disk(cl).uuid
+    cl.rpc.disks["node2"].add(uuid)
+    _state(cl, "node1", "migrating")
+    _state(cl, "node2", "running")
+    cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2", cleanup=True)
+    assert _query(cl, ["pnode"]) == [["node2"]] and _disk(cl).nodes == ["uuid-node2"]
+    assert uuid in cl.rpc.disks["node2"] and uuid not in cl.rpc.disks["node1"]

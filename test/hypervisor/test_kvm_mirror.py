@@ -203,3 +203,10 @@ def test_waiting_for_the_end_is_bounded():
 def test_stop_exports_tells_whether_a_server_ran():
     assert mirror.stop_exports(ScriptedQmp()) is True
     assert mirror.stop_exports(ScriptedQmp(refuse={"nbd-server-stop": "not running"})) is False
+
+
+def test_status_disks_has_the_contract_keys_only():
+    jobs = [_job("disk0", 3, 8, status="ready", ready=True), {"device": "other", "len": 1}]
+    assert mirror.status_disks(jobs) == [
+        {"device": "disk0", "cur": 3, "end": 8, "ready": True, "speed": 0}]
+    assert mirror.status_disks([]) == []

@@ -841,10 +841,14 @@ class KvmHypervisor(base.BaseHypervisor):
                     "info": f"The qemu of instance {name} is not running"}
         try:
             with self._locked(name), self._qmp(name) as client:
-                return migration.parse_status(client.execute("query-migrate"))
+                status = migration.parse_status(client.execute("query-migrate"))
+                disks = mirror.status_disks(client.execute("query-block-jobs"))
         except qmp.QmpError as exc:
             return {"status": base.MIGRATION_STATUS_FAILED,
                     "info": f"Instance {name}: {exc}"}
+        if disks:
+            status["disks"] = disks      # a migration with disks (mirror.py)
+        return status
 
     def finalize_migration_dst(self, spec: base.InstanceSpec, info: dict[str, Any],
                                success: bool) -> None:

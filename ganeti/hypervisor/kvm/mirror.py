@@ -47,7 +47,7 @@ __all__ = [
     "PORTS", "JOB_PREFIX", "EXPORT_PREFIX", "STATUS_ACTIVE", "STATUS_READY", "STATUS_FAILED",
     "STATUS_COMPLETED", "QmpExecutor",
     "disk_nodes", "disk_sizes", "nbd_server_args", "export_args", "nbd_uri", "job_id",
-    "mirror_args", "check_exports", "parse_jobs", "summarize",
+    "mirror_args", "check_exports", "parse_jobs", "status_disks", "summarize",
     "start_exports", "stop_exports", "start_mirrors", "mirror_status", "complete_mirrors",
     "abort_mirrors",
 ]
@@ -192,6 +192,16 @@ def parse_jobs(jobs: Any) -> list[dict[str, Any]]:
             entry["error"] = str(job["error"])
         out.append(entry)
     return sorted(out, key=lambda e: (len(e["device"]), e["device"]))
+
+
+def status_disks(jobs: Any) -> list[dict[str, Any]]:
+    """Our mirror jobs as the migration status' ``disks`` list (doc/kvm.md).
+
+    ``[{"device", "cur", "end", "ready", "speed"}, ...]`` from a
+    ``query-block-jobs`` reply; empty when no disk is being mirrored.
+    """
+    keys = ("device", "cur", "end", "ready", "speed")
+    return [{k: job[k] for k in keys} for job in parse_jobs(jobs)]
 
 
 def summarize(disks: Sequence[dict[str, Any]], expected: Iterable[str]) -> tuple[str, str]:
