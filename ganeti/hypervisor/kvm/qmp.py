@@ -237,6 +237,11 @@ class QmpClient:
         self._sock = sock
         try:
             msg = self._next_message(deadline)
+            # qemu may flush an event queued for the previous client before
+            # the greeting (seen with MIGRATION events): keep it, read on
+            while isinstance(msg, QmpEvent):
+                self.events.append(msg)
+                msg = self._next_message(deadline)
             if not isinstance(msg, QmpGreeting):
                 raise QmpError(f"Expected a QMP greeting on {self.path}, got {msg!r}")
             self.greeting = msg
