@@ -2,15 +2,16 @@
 
 Two "nodes" on one host: two kvm run dirs with their own disk files.  The
 source runs the boot-sector guest (test/fakes/bootsector.py) on a disk
-with random data; the target is an incoming qemu (``-incoming``, paused)
-on an empty file of the same size, started here the way the target of a
-migration is.  The mirror runs through the hypervisor's ``mirror_*``
-methods over NBD on loopback; data written into the source disk while
-the mirror runs (qemu-io through the monitor) must arrive too.  Then the
-memory migrates, the mirrors complete, the NBD server stops and the
-target resumes: its disk file must equal the source's byte for byte.  A
-second test kills the target during the mirror: the mirror fails, the
-abort leaves the source running on an untouched disk.  TCG throughout.
+with random data; the target accepts the instance (``accept_instance``:
+an incoming qemu, paused) on an empty file of the same size.  The mirror
+runs through the hypervisor's ``mirror_*`` methods over NBD on loopback;
+data written into the source disk while the mirror runs (qemu-io through
+the monitor) must arrive too.  Then the memory migrates
+(``migrate_instance``), the mirrors complete, the NBD server stops and
+the target resumes (``finalize_migration_dst``): its disk file must
+equal the source's byte for byte.  A second test kills the target during
+the mirror: the mirror fails, the abort leaves the source running on an
+untouched disk.  TCG throughout.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import socket
 import time
 
 import pytest
@@ -26,9 +26,7 @@ import pytest
 from fakes import bootsector
 from ganeti import constants, errors, parameters, pathutils
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
-from ganeti.utils import process
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(180),
@@ -50,12 +48,6 @@ def _wait(predicate, what: str, timeout: float = 60.0):
         time.sleep(0.05)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _spec(**hvp) -> base.InstanceSpec:
     params = parameters.defaults("hv", constants.HT_KVM)
     params.update(hvp)
@@ -65,20 +57,6 @@ def _spec(**hvp) -> base.InstanceSpec:
 def _digest(path: str) -> str:
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
-
-
-def _start_incoming(hv: KvmHypervisor, spec: base.InstanceSpec, disk: str, port: int) -> None:
-    """The target side of a migration: qemu paused, waiting for the memory stream."""
-    idir = hv.instance_dir(spec.name)
-    os.makedirs(idir, exist_ok=True)
-    files = cmdline.RuntimeFiles(pidfile="pid", qmp_socket="qmp.sock",
-                                 serial_socket="serial.sock", serial_log="serial.log")
-    argv = cmdline.build_command(spec, [disk], files, binary=hv.binary(spec.hvparams),
-                                 accel=cmdline.ACCEL_TCG, incoming=f"tcp:127.0.0.1:{port}")
-    with open(os.path.join(idir, "runtime.json"), "w") as fh:
-        fh.write('{"name": "%s"}' % spec.name)
-    result = process.run_command(argv, cwd=idir, timeout=60)
-    assert not result.failed, result.stderr
 
 
 @pytest.fixture
@@ -107,8 +85,8 @@ def test_mirror_then_memory_gives_an_identical_disk(nodes):
     src, dst, src_disk, dst_disk = nodes
     spec = _spec()
     src.start_instance(spec, [src_disk])
-    port = _free_port()
-    _start_incoming(dst, spec, dst_disk, port)
+    info = src.migration_info(NAME)
+    accepted = dst.accept_instance(spec, info, "127.0.0.1", [dst_disk])
     assert dst.qmp_command(NAME, "query-status")["status"] == "inmigrate"
 
     target = dst.mirror_accept(NAME, "127.0.0.1")
@@ -124,15 +102,19 @@ def test_mirror_then_memory_gives_an_identical_disk(nodes):
     # the guest "writes" while the mirror runs: this must reach the target too
     src.qmp_command(NAME, "human-monitor-command",
                     **{"command-line": 'qemu-io disk0 "write -P 0x5a 20M 64k"'})
-    src.qmp_command(NAME, "migrate", uri=f"tcp:127.0.0.1:{port}")
-    _wait(lambda: src.qmp_command(NAME, "query-migrate").get("status") == "completed",
-          "the memory migration")
+    src.migrate_instance(NAME, "dst", "127.0.0.1", True, accepted, dict(spec.hvparams))
+    status = _wait(lambda: (s := src.get_migration_status(NAME))["status"] == "completed" and s,
+                   "the memory migration")
+    assert status["disks"][0]["device"] == "disk0"      # the mirror, in the status
+    assert status["disks"][0]["ready"] is True
     src.mirror_finish(NAME, True)
     assert src.mirror_status(NAME)["disks"] == []          # the jobs are dismissed
     dst.mirror_release(NAME)
     assert dst.qmp_command(NAME, "query-block-exports") == []
-    dst.qmp_command(NAME, "cont")
+    dst.finalize_migration_dst(spec, info, True)
+    src.finalize_migration_src(NAME, True, True)
     assert dst.qmp_command(NAME, "query-status")["status"] == "running"
+    assert src.list_instances() == []
 
     with open(dst_disk, "rb") as fh:
         fh.seek(20 * 1024 * 1024)
@@ -145,7 +127,8 @@ def test_target_killed_during_the_mirror_leaves_the_source_running(nodes):
     spec = _spec(migration_bandwidth=1)            # 1 MiB/s: still copying when killed
     src.start_instance(spec, [src_disk])
     before = _digest(src_disk)
-    _start_incoming(dst, spec, dst_disk, _free_port())
+    info = src.migration_info(NAME)
+    dst.accept_instance(spec, info, "127.0.0.1", [dst_disk])
     target = dst.mirror_accept(NAME, "127.0.0.1")
     src.mirror_start(spec, target)
     assert src.mirror_status(NAME)["status"] == "active"
@@ -162,3 +145,7 @@ def test_target_killed_during_the_mirror_leaves_the_source_running(nodes):
     assert src.qmp_command(NAME, "query-status")["status"] == "running"
     assert _digest(src_disk) == before
     dst.mirror_release(NAME)                          # qemu gone: nothing to do
+    dst.finalize_migration_dst(spec, info, False)
+    src.finalize_migration_src(NAME, False, True)
+    assert src.qmp_command(NAME, "query-status")["status"] == "running"
+    assert dst.list_instances() == []
