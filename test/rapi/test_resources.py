@@ -352,3 +352,15 @@ def test_node_migrate_and_multi_alloc_rows():
     run("POST", "/2/instances-multi-alloc", fake, body={"instances": [spec]})
     op = _submitted(fake)
     assert op["OP_ID"] == "OP_INSTANCE_MULTI_ALLOC" and op["instances"] == [spec]
+
+
+@pytest.mark.parametrize("method, path, op_id", [
+    ("PUT", "/2/instances/i1/migrate", "OP_INSTANCE_MIGRATE"),
+    ("POST", "/2/nodes/n1/evacuate", "OP_NODE_EVACUATE"),
+    ("POST", "/2/nodes/n1/migrate", "OP_NODE_MIGRATE"),
+])
+def test_with_disks_reaches_the_opcode(method, path, op_id):
+    fake = FakeLuxi()
+    run(method, path, fake, body={"with_disks": True})
+    op = _submitted(fake)
+    assert op["OP_ID"] == op_id and op["with_disks"] is True
