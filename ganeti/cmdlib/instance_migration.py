@@ -361,6 +361,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         info = rpc_one(self, "migration_info", src.name, data,
                        prefix=f"Could not get migration information from {src.name}")
         on_target = False     # an incoming instance may exist on the target
+        resuming = False      # the target was asked to resume the guest
         try:
             copy.create_target_disks()
             self._assemble_on_target()
@@ -371,14 +372,18 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
             self._migrate_memory(data, live, accepted or {}, feedback_fn)
             copy.complete()
+            resuming = True
             rpc_one(self, "instance_finalize_migration_dst", dst.name, data, info, True,
                     prefix=f"Could not resume {inst.name} on {dst.name}")
-        except errors.GanetiError:
-            copy.abort()
-            if on_target:
-                self._finalize(data, info, False, live)
-            copy.remove_target_disks()
-            raise
+        except errors.GanetiError as exc:
+            if not (resuming and self._runs_on(dst.name)):
+                copy.abort()
+                if on_target:
+                    self._finalize(data, info, False, live)
+                copy.remove_target_disks()
+                raise
+            # the answer was lost, but the guest runs there on complete disks
+            self.LogWarning(f"{exc}; the instance runs on {dst.name} all the same")
         res = self.require_rpc().call_instance_finalize_migration_src(
             [src.name], data, True, live).get(src.name)
         if res is None or res.failed:
@@ -389,6 +394,14 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         copy.remove_source_disks()
         feedback_fn(f"* done: {inst.name} and its disks are now on {dst.name}")
         return None
+
+    def _runs_on(self, node_name: str) -> bool:
+        """Whether the instance's guest runs on ``node_name`` (False when unsure)."""
+        try:
+            info = self._running_on(node_name)
+        except errors.GanetiError:
+            return False
+        return info is not None and info.get("hv_state") == "running"
 
     def _finalize(self, data: dict[str, Any], info: Any, success: bool, live: bool) -> None:
         src, dst = self.pnode, self.target

@@ -121,6 +121,7 @@ def test_a_failure_leaves_the_instance_on_the_source(kvm, failing):
     uuid = _disk(cl).uuid
     before = cl.raw()
     cl.rpc.fail[failing] = f"{failing} broke"
+    _target_paused(cl)
     with pytest.raises(errors.OpExecError, match=f"{failing} broke"):
         cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
                 with_disks=True)
@@ -130,6 +131,26 @@ def test_a_failure_leaves_the_instance_on_the_source(kvm, failing):
     names = [c for c in _calls(cl)]
     assert ("instance_finalize_migration_src", "node1") in names   # the source resumes
     assert ("instance_finalize_migration_dst", "node2") in names   # the target is dropped
+
+
+def _target_paused(cl) -> None:
+    """The fake migration leaves the guest paused on the target (as qemu does)."""
+    real = cl.rpc.do_instance_migrate
+
+    def migrate(node, inst, tnode, *rest):
+        real(node, inst, tnode, *rest)
+        cl.rpc.running[tnode][inst["name"]]["hv_state"] = "paused"
+    cl.rpc.do_instance_migrate = migrate
+
+
+def test_a_lost_resume_answer_with_the_guest_running_is_a_success(kvm):
+    cl, _ = kvm
+    cl.rpc.fail["instance_finalize_migration_dst"] = "timed out"
+    cl.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+           with_disks=True)
+    assert _query(cl, ["pnode"]) == [["node2"]]
+    assert any("runs on node2 all the same" in str(m) for _, _, m in cl.logs)
+    assert ("instance_finalize_migration_src", "node1") in _calls(cl)
 
 
 def test_a_failed_mirror_is_reported_with_its_reason(kvm):
