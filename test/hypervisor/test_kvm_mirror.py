@@ -210,3 +210,23 @@ def test_status_disks_has_the_contract_keys_only():
     assert mirror.status_disks(jobs) == [
         {"device": "disk0", "cur": 3, "end": 8, "ready": True, "speed": 0}]
     assert mirror.status_disks([]) == []
+
+
+def test_the_hypervisor_refuses_mirrors_of_an_instance_it_does_not_run(tmp_path):
+    from ganeti import pathutils
+    from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+    hv = KvmHypervisor(pathutils.Paths(root=str(tmp_path)))
+    for call in (lambda: hv.mirror_accept("inst1", "192.0.2.1"),
+                 lambda: hv.mirror_status("inst1"),
+                 lambda: hv.mirror_finish("inst1", False)):
+        with pytest.raises(errors.HypervisorError, match="inst1 is not running here"):
+            call()
+    hv.mirror_release("inst1")            # the target's qemu is gone: nothing to stop
+
+
+def test_other_hypervisors_cannot_mirror(tmp_path):
+    from ganeti import pathutils
+    from ganeti.hypervisor.fake import FakeHypervisor
+    hv = FakeHypervisor(pathutils.Paths(root=str(tmp_path)))
+    with pytest.raises(errors.HypervisorError, match="cannot migrate instance inst1 with its"):
+        hv.mirror_accept("inst1", "192.0.2.1")
