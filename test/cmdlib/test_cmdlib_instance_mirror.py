@@ -103,10 +103,14 @@ def test_with_disks_copies_then_switches_over(kvm):
         ("instance_migrate", "node1"), ("instance_mirror_finish", "node1"),
         ("instance_mirror_release", "node2"), ("instance_finalize_migration_dst", "node2"),
         ("instance_finalize_migration_src", "node1"), ("blockdev_remove", "node1")]
-    # typed progress entries of the copy, the last one final
+    # typed progress entries: the copy's, then the memory's; one final entry each
     entries = [m for _, kind, m in cl.logs if kind == constants.ELOG_PROGRESS]
-    assert [e["op"] for e in entries] == ["mirror"] * len(entries) and entries
-    assert entries[-1]["done"] and entries[-1]["cur"] == 128 << 20 and not entries[-1]["error"]
+    ops = [e["op"] for e in entries]
+    assert ops == sorted(ops, key=["mirror", "migration"].index) and "migration" in ops
+    mirror_entries = [e for e in entries if e["op"] == "mirror"]
+    assert [e["done"] for e in mirror_entries].count(True) == 1
+    final = mirror_entries[-1]
+    assert final["done"] and final["cur"] == 128 << 20 and not final["error"]
     # the memory moved only once the mirror was ready
     names = [c[0] for c in _calls(cl)]
     assert names.index("instance_migrate") > names.index("instance_mirror_status") + 1
