@@ -153,7 +153,7 @@ def test_target_killed_during_the_copy_leaves_the_instance_on_the_source(vc):
     try:
         target = _wait(lambda: _pid(vc, N1), "the incoming qemu on node1")
         # the copy shows as a throttled block mirror in the instance's runtime jobs
-        cell = _wait(lambda: "opType=mirror" in (c := rows(vc, "hv_jobs", INST)[0][0]) and c,
+        cell = _wait(lambda: "opType=mirror" in (c := rows(vc, "name,hv_jobs", INST)[0][1]) and c,
                      "the mirror in hv_jobs")
         assert "jobType=block" in cell and "bandwidth=1" in cell
         os.kill(target, signal.SIGKILL)
