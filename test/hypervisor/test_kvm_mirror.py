@@ -230,3 +230,18 @@ def test_other_hypervisors_cannot_mirror(tmp_path):
     hv = FakeHypervisor(pathutils.Paths(root=str(tmp_path)))
     with pytest.raises(errors.HypervisorError, match="cannot migrate instance inst1 with its"):
         hv.mirror_accept("inst1", "192.0.2.1")
+
+
+def test_hotplugged_disks_are_named_by_their_node():
+    blocks = QUERY_BLOCK + [
+        {"device": "", "qdev": "/machine/peripheral/hotvd-ab/virtio-backend",
+         "inserted": {"node-name": "hotdisk-ab", "ro": False,
+                      "image": {"virtual-size": 8 * MIB}}},
+        {"device": "", "inserted": {"node-name": "#block5", "ro": True,
+                                    "image": {"virtual-size": 1}}}]        # read-only
+    assert list(mirror.disk_nodes(blocks)) == ["disk0", "disk1", "hotdisk-ab"]
+    assert mirror.disk_sizes(blocks)["hotdisk-ab"] == 8 * MIB
+    assert mirror.mirror_args("hotdisk-ab", "h", 1, 0)["device"] == "hotdisk-ab"
+    assert mirror.export_args("hotdisk-ab", "hotdisk-ab")["name"] == "hotdisk-ab"
+    jobs = [_job("hotdisk-ab", 1, 2), _job("disk1", 1, 2), _job("disk0", 1, 2)]
+    assert [j["device"] for j in mirror.parse_jobs(jobs)] == ["disk0", "disk1", "hotdisk-ab"]

@@ -149,3 +149,31 @@ def test_target_killed_during_the_mirror_leaves_the_source_running(nodes):
     src.finalize_migration_src(NAME, False, True)
     assert src.qmp_command(NAME, "query-status")["status"] == "running"
     assert dst.list_instances() == []
+
+
+def test_a_hotplugged_disk_is_mirrored_too(nodes, tmp_path):
+    src, dst, src_disk, dst_disk = nodes
+    spec = _spec()
+    src.start_instance(spec, [src_disk])
+    extra_src, extra_dst = str(tmp_path / "extra-src.img"), str(tmp_path / "extra-dst.img")
+    with open(extra_src, "wb") as fh:
+        fh.write(os.urandom(4 * 1024 * 1024))
+        fh.truncate(8 * 1024 * 1024)
+    with open(extra_dst, "wb") as fh:
+        fh.truncate(8 * 1024 * 1024)
+    src.hot_add_disk(NAME, extra_src, "5f3c1d2e-0000-4000-8000-00000000abcd", 1)
+    info = src.migration_info(NAME)
+    accepted = dst.accept_instance(spec, info, "127.0.0.1", [dst_disk, extra_dst])
+    target = dst.mirror_accept(NAME, "127.0.0.1")
+    assert [e["device"] for e in target["exports"]][0] == "disk0"
+    assert len(target["exports"]) == 2                    # the hotplugged disk too
+    assert len(src.mirror_start(spec, target)) == 2
+    _wait(lambda: src.mirror_status(NAME)["status"] == "ready", "the mirrors to be ready")
+    src.migrate_instance(NAME, "dst", "127.0.0.1", True, accepted, dict(spec.hvparams))
+    _wait(lambda: src.get_migration_status(NAME)["status"] == "completed", "the memory")
+    src.mirror_finish(NAME, True)
+    dst.mirror_release(NAME)
+    dst.finalize_migration_dst(spec, info, True)
+    src.finalize_migration_src(NAME, True, True)
+    assert _digest(dst_disk) == _digest(src_disk)
+    assert _digest(extra_dst) == _digest(extra_src)

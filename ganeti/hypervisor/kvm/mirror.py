@@ -78,33 +78,52 @@ def _is_disk(device: str) -> bool:
     return device.startswith("disk") and device[4:].isdigit()
 
 
-def disk_nodes(query_block: Any) -> dict[str, str]:
-    """``device -> node-name`` of the instance's disks (``diskN``) in a ``query-block`` reply.
+def _order(key: str) -> tuple[int, int, str]:
+    """``disk0, disk1, ...`` first (by index), then hotplugged disks by name."""
+    return (0, int(key[4:]), "") if _is_disk(key) else (1, 0, key)
 
-    The disks are attached with ``-drive ...,id=diskN`` (``cmdline``), so
-    their block backends are named ``diskN``; NBD exports need the node
-    name qemu gave the drive.  The cdrom and empty drives are skipped.
+
+def _disk_key(entry: Any) -> str:
+    """The name a disk of a ``query-block`` entry is mirrored and exported under ("": none).
+
+    Disks started with ``-drive ...,id=diskN`` (``cmdline``) have the block
+    backend ``diskN``; hotplugged ones (``-blockdev``/``blockdev-add``,
+    ``hotplug.py``) have no backend name, only their node name, which the
+    target keeps.  Both names work as drive-mirror's ``device``.  The
+    cdrom, empty and read-only drives are skipped.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("inserted"), dict):
+        return ""
+    device, inserted = str(entry.get("device") or ""), entry["inserted"]
+    if _is_disk(device):
+        return device
+    if not device and inserted.get("node-name") and not inserted.get("ro"):
+        return str(inserted["node-name"])
+    return ""
+
+
+def disk_nodes(query_block: Any) -> dict[str, str]:
+    """``disk key -> node-name`` of the instance's disks in a ``query-block`` reply.
+
+    NBD exports need the node name qemu gave each drive; see
+    :func:`_disk_key` for which drives count and their names.
     """
     result: dict[str, str] = {}
     for entry in query_block if isinstance(query_block, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        device = str(entry.get("device", ""))
-        inserted = entry.get("inserted")
-        if _is_disk(device) and isinstance(inserted, dict) and inserted.get("node-name"):
-            result[device] = str(inserted["node-name"])
-    return dict(sorted(result.items(), key=lambda kv: int(kv[0][4:])))
+        key = _disk_key(entry)
+        if key and entry["inserted"].get("node-name"):
+            result[key] = str(entry["inserted"]["node-name"])
+    return dict(sorted(result.items(), key=lambda kv: _order(kv[0])))
 
 
 def disk_sizes(query_block: Any) -> dict[str, int]:
-    """``device -> virtual size in bytes`` of the disks in a ``query-block`` reply."""
+    """``disk key -> virtual size in bytes`` of the disks in a ``query-block`` reply."""
     result: dict[str, int] = {}
     for entry in query_block if isinstance(query_block, list) else []:
-        if not isinstance(entry, dict) or not _is_disk(str(entry.get("device", ""))):
-            continue
-        image = (entry.get("inserted") or {}).get("image") or {}
+        key = _disk_key(entry)
+        image = (entry["inserted"].get("image") or {}) if key else {}
         if isinstance(image.get("virtual-size"), int):
-            result[str(entry["device"])] = int(image["virtual-size"])
+            result[key] = int(image["virtual-size"])
     return result
 
 
@@ -163,7 +182,7 @@ def check_exports(source_sizes: dict[str, int], target: dict[str, Any]) -> list[
         if theirs[device] != size:
             raise errors.HypervisorError(
                 f"Disk {device} has {size} bytes on the source but {theirs[device]} on the target")
-    return sorted(source_sizes, key=lambda d: int(d[4:]))
+    return sorted(source_sizes, key=_order)
 
 
 # --- pure: reading job state -----------------------------------------------------------------
@@ -191,7 +210,7 @@ def parse_jobs(jobs: Any) -> list[dict[str, Any]]:
         if job.get("error"):
             entry["error"] = str(job["error"])
         out.append(entry)
-    return sorted(out, key=lambda e: (len(e["device"]), e["device"]))
+    return sorted(out, key=lambda e: _order(e["device"]))
 
 
 def status_disks(jobs: Any) -> list[dict[str, Any]]:
