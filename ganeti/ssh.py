@@ -2,7 +2,8 @@
 
 Only a few operations use SSH instead of node RPC (doc/design/ssh.md): adding
 a node (before it has the cluster certificate), ``gnt-cluster command`` and
-``copyfile``.  They all go through :class:`SshRunner`.
+``copyfile``, and ``gnt-instance console`` away from the instance's
+primary node.  They all go through :class:`SshRunner`.
 
 Keys
     The cluster has one SSH key pair, ``data_dir/id_cluster`` (private, 0600)
@@ -17,13 +18,17 @@ Host keys
     offers a different key is refused with :class:`errors.CommandError`
     naming the host, both fingerprints and the file to edit.  Without a
     known_hosts path the keys are remembered only for the runner's life.
+    A runner made with ``accept_new_hosts=False`` refuses unknown hosts too.
 
 Commands
     ``run`` sends one ``exec`` request (the remote side runs it with its
     shell), feeds ``input_data`` to stdin, and returns a
     :class:`~ganeti.utils.process.RunResult`.  ``put_file`` uses plain exec
     too (``cat`` into a temporary file, ``chmod``, ``mv``), so any server with
-    a POSIX shell works and no SFTP subsystem is needed.
+    a POSIX shell works and no SFTP subsystem is needed.  ``interactive``
+    runs a command on a remote pty wired to the local terminal (``ssh -t``),
+    and ``openssh_argv`` spells the same connection as an OpenSSH command
+    line (``gnt-instance console --show-cmd``).
 
 paramiko is imported inside the functions that use it: importing it costs
 about 0.2 s, which CLIs that never SSH must not pay.
@@ -43,7 +48,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from ganeti import errors
 from ganeti.utils import io as uio
@@ -183,8 +188,10 @@ class KnownHosts:
     process; the file is also ``flock``-ed while it is read and appended.
     """
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, *, accept_new: bool = True) -> None:
         self.path = path
+        #: False: an unknown host is refused too (``gnt-instance console``)
+        self.accept_new = accept_new
         self._lock = threading.Lock()
         self._memory: dict[str, list[tuple[str, bytes]]] = {}
 
@@ -232,6 +239,10 @@ class KnownHosts:
                 f"Host key of {name} has changed: it offered {key_type} "
                 f"{key_fingerprint(blob)} but {old} is recorded; refusing to "
                 f"connect (possible man-in-the-middle){where}")
+        if not self.accept_new:
+            raise errors.CommandError(
+                f"Host key of {name} is unknown ({key_type} {key_fingerprint(blob)}"
+                f" is not in {self.path or 'the known hosts'}); refusing to connect")
         if handle is not None:
             line = f"{name} {key_type} {base64.b64encode(blob).decode('ascii')}\n"
             handle.write(line)
@@ -240,6 +251,74 @@ class KnownHosts:
         log.info("Recorded new host key for %s (%s %s)", name, key_type,
                  key_fingerprint(blob))
         return True
+
+
+# --- terminal -----------------------------------------------------------------
+
+def _terminal_size(fd: int) -> tuple[int, int]:
+    """``(columns, rows)`` of the terminal on ``fd``; 80x24 when it is none."""
+    try:
+        size = os.get_terminal_size(fd)
+    except OSError:
+        return 80, 24
+    return size.columns or 80, size.lines or 24
+
+
+class _raw_terminal:  # noqa: N801 - used as a context manager, like a function
+    """Put the terminal on ``fd`` in raw mode for a ``with`` block (no-op if none)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._saved: list[Any] | None = None
+
+    def __enter__(self) -> None:
+        import termios
+        import tty
+        try:
+            self._saved = termios.tcgetattr(self.fd)
+        except (termios.error, OSError):
+            return
+        tty.setraw(self.fd)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._saved is not None:
+            import termios
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+
+
+def _pump_terminal(chan: paramiko.Channel, stdin_fd: int, stdout_fd: int) -> None:
+    """Copy ``stdin_fd`` to the channel and the channel to ``stdout_fd`` until it closes."""
+    stdin_open = True
+    while True:
+        readers: list[int] = [chan.fileno()] + ([stdin_fd] if stdin_open else [])
+        ready, _, _ = select.select(readers, [], [], _POLL_INTERVAL * 4)
+        while chan.recv_ready():
+            _write_all(stdout_fd, chan.recv(_READ_CHUNK))
+        while chan.recv_stderr_ready():
+            _write_all(stdout_fd, chan.recv_stderr(_READ_CHUNK))
+        if chan.exit_status_ready() or chan.closed or chan.eof_received:
+            while chan.recv_ready():
+                _write_all(stdout_fd, chan.recv(_READ_CHUNK))
+            return
+        transport = chan.get_transport()
+        if transport is None or not transport.is_active():
+            return
+        if stdin_open and stdin_fd in ready:
+            try:
+                data = os.read(stdin_fd, _READ_CHUNK)
+            except OSError:
+                data = b""
+            if data:
+                chan.sendall(data)
+            else:
+                stdin_open = False
+                chan.shutdown_write()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 # --- client -----------------------------------------------------------------
@@ -261,12 +340,13 @@ class SshRunner:
 
     def __init__(self, key_path: str, *, known_hosts_path: str | None = None,
                  port: int = 22, user: str = "root", connect_timeout: float = 10.0,
+                 accept_new_hosts: bool = True,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.key_path = key_path
         self.port = port
         self.user = user
         self.connect_timeout = connect_timeout
-        self.known_hosts = KnownHosts(known_hosts_path)
+        self.known_hosts = KnownHosts(known_hosts_path, accept_new=accept_new_hosts)
         self._clock = clock
         self._key: paramiko.PKey | None = None
         self._key_lock = threading.Lock()
@@ -361,6 +441,44 @@ class SshRunner:
         finally:
             transport.close()
 
+    def interactive(self, host: str, command: str | Sequence[str], *, port: int | None = None,
+                    stdin_fd: int = 0, stdout_fd: int = 1, term: str | None = None) -> int:
+        """Run ``command`` on ``host`` on a remote terminal (pty) wired to ours.
+
+        Like ``ssh -t``: the remote side gets a pty of our terminal's type
+        (``term``, default ``$TERM``) and size; our terminal, when
+        ``stdin_fd`` is one, is put in raw mode (every key, Ctrl-C included,
+        goes to the remote command) and restored afterwards.  Returns the
+        command's exit status.  Raises :class:`errors.CommandError` when
+        the host cannot be reached, its key is refused or unknown (see
+        ``accept_new_hosts``), or no pty is granted.
+        """
+        import paramiko
+
+        port = self.port if port is None else port
+        text = _command_text(command)
+        where = f"{host}:{port}"
+        transport = self._connect(host, port)
+        try:
+            cols, rows = _terminal_size(stdout_fd)
+            try:
+                chan = transport.open_session(timeout=self.connect_timeout)
+                chan.get_pty(term=term or os.environ.get("TERM") or "vt100",
+                             width=cols, height=rows)
+                chan.exec_command(text)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise errors.CommandError(
+                    f"SSH to {where}: cannot start {text!r} on a terminal: {exc}") from exc
+            with _raw_terminal(stdin_fd):
+                _pump_terminal(chan, stdin_fd, stdout_fd)
+            self._wait_closed(chan, 1.0)
+            if not chan.exit_status_ready():
+                raise errors.CommandError(
+                    f"SSH to {where}: connection lost before {text!r} finished")
+            return chan.exit_status
+        finally:
+            transport.close()
+
     def _wait_closed(self, chan: paramiko.Channel, seconds: float) -> None:
         deadline = self._clock() + seconds
         transport = chan.get_transport()
@@ -403,6 +521,24 @@ class SshRunner:
                     return b"".join(out), b"".join(err), True
                 wait = min(wait, remaining)
             select.select([fileno], [], [], wait)
+
+    def openssh_argv(self, host: str, command: str | Sequence[str], *,
+                     port: int | None = None, tty: bool = True) -> list[str]:
+        """The OpenSSH ``ssh`` command line doing what this runner does.
+
+        Same key, same known hosts file (no other, and no new hosts
+        accepted), same user and port; ``tty`` adds ``-t`` and turns the
+        escape character off, as :meth:`interactive` does.
+        """
+        port = self.port if port is None else port
+        argv = ["ssh", "-oBatchMode=yes", "-oStrictHostKeyChecking=yes",
+                f"-oUserKnownHostsFile={self.known_hosts.path or '/dev/null'}",
+                "-oGlobalKnownHostsFile=/dev/null", "-oCheckHostIP=no",
+                "-oIdentitiesOnly=yes", "-i", self.key_path, f"-l{self.user}",
+                f"-p{port}"]
+        if tty:
+            argv += ["-oEscapeChar=none", "-t"]
+        return argv + [host, _command_text(command)]
 
     def put_file(self, host: str, local_path: str, remote_path: str, *, mode: int = 0o644,
                  port: int | None = None, timeout: float | None = 60.0) -> None:

@@ -128,6 +128,30 @@ def test_known_hosts_refuses_changed_key(tmp_path: pathlib.Path) -> None:
         ssh.KnownHosts(path).check("node1", 22, "ssh-ed25519", b"other")
 
 
+def test_known_hosts_without_accept_new_refuses_unknown_hosts(tmp_path: pathlib.Path) -> None:
+    path = str(tmp_path / "kh")
+    strict = ssh.KnownHosts(path, accept_new=False)
+    with pytest.raises(errors.CommandError, match=r"\[node1\]:2222 is unknown.*refusing"):
+        strict.check("node1", 2222, "ssh-ed25519", b"key1")
+    assert not os.path.exists(path) or not open(path).read()
+    ssh.KnownHosts(path).check("node1", 2222, "ssh-ed25519", b"key1")
+    assert strict.check("node1", 2222, "ssh-ed25519", b"key1") is False
+    with pytest.raises(errors.CommandError, match="has changed"):
+        strict.check("node1", 2222, "ssh-ed25519", b"other")
+
+
+def test_openssh_argv_uses_the_runners_key_hosts_user_and_port() -> None:
+    runner = ssh.SshRunner("/k/id_cluster", known_hosts_path="/k/known_hosts", port=2222)
+    argv = runner.openssh_argv("192.0.2.2", ["socat", "STDIO,raw", "UNIX-CONNECT:/x y"])
+    assert argv[0] == "ssh" and argv[-2:] == ["192.0.2.2", "socat STDIO,raw 'UNIX-CONNECT:/x y'"]
+    for word in ("-oUserKnownHostsFile=/k/known_hosts", "-oGlobalKnownHostsFile=/dev/null",
+                 "-oStrictHostKeyChecking=yes", "-oBatchMode=yes", "-lroot", "-p2222", "-t",
+                 "-oEscapeChar=none"):
+        assert word in argv
+    assert argv[argv.index("-i") + 1] == "/k/id_cluster"
+    assert "-t" not in runner.openssh_argv("h", "true", port=22, tty=False)
+
+
 def test_known_hosts_in_memory(tmp_path: pathlib.Path) -> None:
     kh = ssh.KnownHosts(None)
     assert kh.check("n", 22, "ssh-ed25519", b"k") is True
