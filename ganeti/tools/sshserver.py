@@ -7,11 +7,15 @@ real SSH without root and without a system sshd.  What it does:
 * public-key authentication only, against an OpenSSH ``authorized_keys``
   file that is re-read on every attempt (options are ignored); the user
   name is ignored: commands run as the user who started the server;
-* ``exec`` requests only (no shell, pty, port forwarding or subsystems): the
+* ``exec`` requests only (no shell, port forwarding or subsystems): the
   command runs as ``shell -c COMMAND`` in its own session, with exactly the
   configured environment (plus HOME/USER/LOGNAME and a default PATH if not
   given), stdin/stdout/stderr streamed, and the exit status returned
   (``128 + signal`` when killed by a signal);
+* ``pty-req`` before the ``exec`` (``ssh -t``, ``gnt-instance console``):
+  the command then runs on a new pseudo-terminal of the requested size (its
+  controlling terminal, ``TERM`` set), its output (stdout and stderr alike)
+  streamed from the pty; ``window-change`` resizes it;
 * a client that disconnects gets its command's process group killed; an
   optional per-command timeout does the same; connections that do not
   authenticate within ``auth_timeout`` are dropped.  Every child is waited
@@ -88,12 +92,33 @@ def _load_or_create_host_key(path: str) -> paramiko.PKey:
     return ssh.load_key(path)
 
 
+class _PtyRequest:
+    """A channel's ``pty-req``: terminal type and size; ``fd`` once the pty exists."""
+
+    def __init__(self, term: str, width: int, height: int) -> None:
+        self.term = term
+        self.width = width
+        self.height = height
+        self.fd: int | None = None
+
+
+def _set_winsize(fd: int, width: int, height: int) -> None:
+    import fcntl
+    import struct
+    import termios
+    try:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+    except OSError:
+        pass
+
+
 class _Interface(paramiko.ServerInterface):
     """paramiko callbacks of one connection: who may log in, what may run."""
 
     def __init__(self, server: SshServer, transport: paramiko.Transport) -> None:
         self._server = server
         self._transport = transport
+        self._ptys: dict[int, _PtyRequest] = {}
 
     def get_allowed_auths(self, username: str) -> str:
         return "publickey"
@@ -109,11 +134,30 @@ class _Interface(paramiko.ServerInterface):
             return paramiko.common.OPEN_SUCCEEDED
         return paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
+    def check_channel_pty_request(self, channel: paramiko.Channel, term: bytes, width: int,
+                                  height: int, pixelwidth: int, pixelheight: int,
+                                  modes: bytes) -> bool:
+        name = term.decode("ascii", "replace") if isinstance(term, bytes) else str(term)
+        self._ptys[channel.get_id()] = _PtyRequest(name or "vt100", width, height)
+        return True
+
+    def check_channel_window_change_request(self, channel: paramiko.Channel, width: int,
+                                            height: int, pixelwidth: int,
+                                            pixelheight: int) -> bool:
+        req = self._ptys.get(channel.get_id())
+        if req is None:
+            return False
+        req.width, req.height = width, height
+        if req.fd is not None:
+            _set_winsize(req.fd, width, height)
+        return True
+
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         text = command.decode("utf-8", "replace") if isinstance(command, bytes) else command
-        thread = threading.Thread(target=self._server._run_exec,
-                                  args=(channel, self._transport, text),
-                                  name="sshd-exec", daemon=True)
+        req = self._ptys.get(channel.get_id())
+        target = self._server._run_exec if req is None else self._server._run_pty
+        args = (channel, self._transport, text) + (() if req is None else (req,))
+        thread = threading.Thread(target=target, args=args, name="sshd-exec", daemon=True)
         thread.start()
         return True
 
@@ -318,6 +362,87 @@ class SshServer:
                 self._procs.discard(proc)
         code = proc.returncode
         _finish(chan, code if code >= 0 else 128 - code, b"")
+
+
+    def _run_pty(self, chan: paramiko.Channel, transport: paramiko.Transport,
+                 command: str, req: _PtyRequest) -> None:
+        """Run one exec request on a new pty (after ``pty-req``), in its own thread."""
+        import pty
+        env = {**self._command_env(), "TERM": req.term}
+        cwd = env.get("HOME") or "/"
+        if not os.path.isdir(cwd):
+            cwd = "/"
+        master, slave = pty.openpty()
+        _set_winsize(slave, req.width, req.height)
+        try:
+            # start_new_session: setsid, so the pty (opened after it) becomes
+            # the controlling terminal of the command's session
+            proc = subprocess.Popen([self.shell, "-c", command], env=env, cwd=cwd,
+                                    stdin=slave, stdout=slave, stderr=slave,
+                                    start_new_session=True,
+                                    preexec_fn=lambda: _take_tty(0))
+        except OSError as exc:
+            os.close(master)
+            os.close(slave)
+            _finish(chan, 127, f"cannot run {self.shell}: {exc}\n".encode())
+            return
+        os.close(slave)
+        req.fd = master
+        with self._lock:
+            self._procs.add(proc)
+        log.debug("Running %r on a pty as pid %s", command, proc.pid)
+        out = threading.Thread(target=_pump_pty_out, args=(master, chan), daemon=True)
+        threading.Thread(target=_pump_pty_in, args=(chan, master), daemon=True).start()
+        out.start()
+        try:
+            while proc.poll() is None:
+                if chan.closed or not transport.is_active() or self._stopping.is_set():
+                    log.info("Client went away, killing pid %s", proc.pid)
+                    _kill_group(proc)
+                    proc.wait()
+                    break
+                out.join(_POLL)
+            out.join(_PIPE_GRACE)
+        finally:
+            with self._lock:
+                self._procs.discard(proc)
+            req.fd = None
+            os.close(master)
+        code = proc.returncode
+        _finish(chan, code if code >= 0 else 128 - code, b"")
+
+
+def _take_tty(fd: int) -> None:
+    """In the child: make the terminal on ``fd`` the controlling one."""
+    import fcntl
+    import termios
+    fcntl.ioctl(fd, termios.TIOCSCTTY, 0)
+
+
+def _pump_pty_in(chan: paramiko.Channel, master: int) -> None:
+    """Copy the client's keys to the pty until EOF or close."""
+    try:
+        while True:
+            data = chan.recv(_CHUNK)
+            if not data:
+                break
+            view = memoryview(data)
+            while view:
+                view = view[os.write(master, view):]
+    except (OSError, EOFError, ValueError, paramiko.SSHException):
+        pass
+
+
+def _pump_pty_out(master: int, chan: paramiko.Channel) -> None:
+    """Copy the pty's output to the channel until the terminal hangs up (EIO)."""
+    try:
+        while True:
+            data = os.read(master, _CHUNK)
+            if not data:
+                break
+            chan.sendall(data)
+    except (OSError, EOFError, paramiko.SSHException):
+        pass
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -319,3 +319,97 @@ def test_subprocess_daemonize_reports_bind_failure(keys: dict[str, str],
     argv[argv.index("--bind") + 1] = "192.0.2.123"
     proc = subprocess.run(argv, env=_child_env(), capture_output=True, timeout=30)
     assert proc.returncode == 1 and b"192.0.2.123" in proc.stderr
+
+
+# --- pty (ssh -t, gnt-instance console) -----------------------------------------
+
+def _interactive(runner: ssh.SshRunner, command: str, keys_in: bytes) -> tuple[int, bytes]:
+    """Run ``command`` with ``interactive`` on pipes (no local terminal)."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(in_w, keys_in)
+    try:
+        code = runner.interactive(HOST, command, stdin_fd=in_r, stdout_fd=out_w,
+                                  term="xterm-test")
+        os.close(out_w)
+        out_w = -1
+        chunks = []
+        while data := os.read(out_r, 65536):
+            chunks.append(data)
+        return code, b"".join(chunks)
+    finally:
+        for fd in (in_r, in_w, out_r, out_w):
+            if fd >= 0:
+                os.close(fd)
+
+
+def test_pty_command_runs_on_a_terminal_of_the_requested_type(
+        servers: list[SshServer], keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    code, out = _interactive(_runner(keys, srv.port),
+                             'test -t 0 && test -t 1 && echo "tty:$TERM:$(stty size)"; exit 3',
+                             b"")
+    assert code == 3
+    assert b"tty:xterm-test:24 80" in out
+
+
+def test_pty_command_reads_the_clients_keys(servers: list[SshServer],
+                                            keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    code, out = _interactive(_runner(keys, srv.port),
+                             'read line; echo "got<$line>"', b"hello\n")
+    assert code == 0
+    assert b"got<hello>" in out
+
+
+def test_pty_output_without_request_stays_plain(servers: list[SshServer],
+                                                keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    result = _runner(keys, srv.port).run(HOST, "test -t 1 && echo tty || echo notty")
+    assert result.stdout == "notty\n"
+
+
+def test_interactive_refuses_an_unknown_host(servers: list[SshServer],
+                                             keys: dict[str, str]) -> None:
+    srv = _start(servers, keys)
+    runner = ssh.SshRunner(keys["key"], known_hosts_path=keys["known_hosts"], port=srv.port,
+                           connect_timeout=5, accept_new_hosts=False)
+    with pytest.raises(errors.CommandError, match="unknown.*refusing"):
+        runner.interactive(HOST, "true")
+    assert not os.path.exists(keys["known_hosts"]) or \
+        not open(keys["known_hosts"]).read().strip()
+    _runner(keys, srv.port).run(HOST, "true")   # records the key (trust on first use)
+    code, out = _interactive(runner, "echo known", b"")
+    assert code == 0 and b"known" in out
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/ssh"), reason="no OpenSSH client")
+def test_openssh_argv_reaches_the_server_on_a_pty(servers: list[SshServer],
+                                                  keys: dict[str, str]) -> None:
+    import pty
+    srv = _start(servers, keys)
+    runner = _runner(keys, srv.port)
+    runner.run(HOST, "true")   # the host key into known_hosts
+    argv = runner.openssh_argv(HOST, 'test -t 0 && echo "on-a-$TERM"')
+    assert argv[0] == "ssh" and "-t" in argv and f"-p{srv.port}" in argv
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
+                            env={**os.environ, "TERM": "vt220"}, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while b"on-a-vt220" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        assert b"on-a-vt220" in seen, seen
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
