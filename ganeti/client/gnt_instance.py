@@ -501,35 +501,25 @@ def deactivate_disks(opts: Any, args: list[str]) -> int:
 
 
 def console(opts: Any, args: list[str]) -> int:
-    """Attach to the console of a running instance (on its primary), or print how to reach it.
+    """Attach to the console of a running instance, or print how to reach it.
 
     A console reached by a command (kind ``ssh``, e.g. kvm's serial console
-    through socat) is run here when this node is the instance's primary;
-    elsewhere, and with ``--show-cmd``, the command is printed.
+    through socat) runs here on the instance's primary node and over the
+    cluster's SSH on a remote terminal elsewhere (:mod:`ganeti.client.console`);
+    ``--show-cmd`` prints the command (elsewhere: the ``ssh`` command line).
     """
     result = cli.submit_opcode_and_wait(_op("OP_INSTANCE_CONSOLE", instance_name=args[0]), opts)
     if not isinstance(result, dict):
         cli.to_stdout(str(result))
         return 0
+    if result.get("command") and result.get("kind") == "ssh":
+        from ganeti.client import console as console_mod
+        return console_mod.run_console(args[0], result, show_command=opts.show_command,
+                                       out=cli.to_stdout, err=cli.to_stderr)
     command = result.get("command")
-    text = (" ".join(command) if isinstance(command, list) else str(command)) if command else ""
     if opts.show_command and command:
-        cli.to_stdout(text)
+        cli.to_stdout(" ".join(command) if isinstance(command, list) else str(command))
         return 0
-    if command and result.get("kind") == "ssh":
-        from ganeti.utils import net
-        host = str(result.get("host") or "")
-        if host and host.lower() != net.hostname():
-            cli.to_stderr(f"The console of {args[0]} is on its primary node {host};"
-                          f" run 'gnt-instance console {args[0]}' there, or on {host}: {text}")
-            return 1
-        import subprocess
-        argv = command if isinstance(command, list) else ["sh", "-c", str(command)]
-        try:
-            return subprocess.call(argv)
-        except OSError as exc:
-            cli.to_stderr(f"Cannot run the console command {text}: {exc}")
-            return 1
     cli.to_stdout(result.get("message") or f"Console of {args[0]}: {result}")
     return 0
 
