@@ -286,6 +286,38 @@ class _raw_terminal:  # noqa: N801 - used as a context manager, like a function
             termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
 
 
+class _forward_resizes:  # noqa: N801 - used as a context manager, like a function
+    """While in the block, send our terminal's new size to the channel on SIGWINCH.
+
+    Only in the main thread (where signal handlers can be set); a no-op elsewhere.
+    """
+
+    def __init__(self, chan: paramiko.Channel, fd: int) -> None:
+        self.chan = chan
+        self.fd = fd
+        self._old: Any = None
+        self._set = False
+
+    def _resize(self, signum: int, frame: object) -> None:
+        import paramiko
+        cols, rows = _terminal_size(self.fd)
+        try:
+            self.chan.resize_pty(width=cols, height=rows)
+        except (OSError, EOFError, paramiko.SSHException):
+            pass   # a resize is best effort
+
+    def __enter__(self) -> None:
+        import signal
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGWINCH, self._resize)
+            self._set = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._set:
+            import signal
+            signal.signal(signal.SIGWINCH, self._old)
+
+
 def _pump_terminal(chan: paramiko.Channel, stdin_fd: int, stdout_fd: int) -> None:
     """Copy ``stdin_fd`` to the channel and the channel to ``stdout_fd`` until it closes."""
     stdin_open = True
@@ -469,7 +501,7 @@ class SshRunner:
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 raise errors.CommandError(
                     f"SSH to {where}: cannot start {text!r} on a terminal: {exc}") from exc
-            with _raw_terminal(stdin_fd):
+            with _raw_terminal(stdin_fd), _forward_resizes(chan, stdout_fd):
                 _pump_terminal(chan, stdin_fd, stdout_fd)
             self._wait_closed(chan, 1.0)
             if not chan.exit_status_ready():

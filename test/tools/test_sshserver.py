@@ -413,3 +413,53 @@ def test_openssh_argv_reaches_the_server_on_a_pty(servers: list[SshServer],
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_interactive_forwards_terminal_resizes(servers: list[SshServer],
+                                               keys: dict[str, str]) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+    srv = _start(servers, keys)
+    master, slave = pty.openpty()
+    in_r, in_w = os.pipe()
+
+    def set_size(rows: int, cols: int) -> None:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    set_size(30, 100)
+    seen = bytearray()
+
+    def resize_after_first_size() -> None:
+        deadline = time.monotonic() + 20
+        while b"first:30 100" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                seen.extend(os.read(master, 65536))
+        set_size(40, 120)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGWINCH)
+        os.write(in_w, b"go\n")
+        while time.monotonic() < deadline and b"then:" not in seen:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                seen.extend(os.read(master, 65536))
+
+    helper = threading.Thread(target=resize_after_first_size, daemon=True)
+    helper.start()
+    try:
+        code = _runner(keys, srv.port).interactive(
+            HOST, 'echo "first:$(stty size)"; read x; echo "then:$(stty size)"',
+            stdin_fd=in_r, stdout_fd=slave)
+        helper.join(20)
+        while True:   # what is still in the pty
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if not ready:
+                break
+            seen.extend(os.read(master, 65536))
+    finally:
+        for fd in (master, slave, in_r, in_w):
+            os.close(fd)
+    assert code == 0
+    assert b"then:40 120" in seen, bytes(seen)
