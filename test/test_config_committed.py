@@ -24,7 +24,7 @@ from fakes.flakydisk import GatedWriter
 
 from ganeti import constants, errors, luxi, serializer
 from ganeti.config import ConfigWriter
-from ganeti.config.commit import clone
+from ganeti.config.commit import clone, replaced_keys
 from ganeti.context import MasterContext
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup
 from ganeti.pathutils import Paths
@@ -249,3 +249,21 @@ def test_clone_copies_every_container_and_shares_only_immutable_values() -> None
     copied.nics[0].nicparams["mode"] = "routed"
     copied.tags.append("changed")
     assert inst.nics[0].nicparams == {"mode": "bridged"} and inst.tags == ["web"]
+
+
+def test_replaced_keys_names_the_entries_that_are_other_objects() -> None:
+    a, b, c = Instance(name="a"), Instance(name="b"), Instance(name="c")
+    old = {"a": a, "b": b, "c": c}
+    assert replaced_keys(old, old) == []
+    assert replaced_keys(old, dict(old)) == []
+    assert replaced_keys(old, {"a": a, "b": clone(b), "c": clone(c)}) == ["b", "c"]
+
+
+@pytest.mark.parametrize("new", [
+    pytest.param(lambda a, b: {"a": a}, id="removed"),
+    pytest.param(lambda a, b: {"a": a, "b": b, "x": Instance(name="x")}, id="added"),
+    pytest.param(lambda a, b: {"b": b, "a": a}, id="reordered"),
+])
+def test_replaced_keys_gives_up_when_the_keys_differ(new: Any) -> None:
+    a, b = Instance(name="a"), Instance(name="b")
+    assert replaced_keys({"a": a, "b": b}, new(a, b)) is None

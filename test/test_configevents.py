@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ganeti import constants, events
+from ganeti import configevents, constants, events
 from ganeti.config import ConfigWriter
 from ganeti.configevents import ConfigEventTracker
 from ganeti.objects import Instance
@@ -19,8 +19,8 @@ def _tracked(tmp_path: Any) -> tuple[ConfigWriter, events.EventBus]:
     hooks: list[Any] = []
     cfg = ConfigWriter(path, on_change=lambda raw, serial: hooks[0](raw, serial))
     bus = events.EventBus(100)
-    tracker = ConfigEventTracker(bus, cfg.get_config_data())
-    hooks.append(lambda raw, serial: tracker.on_change(cfg.get_config_data()))
+    tracker = ConfigEventTracker(bus, cfg.committed().get_config_data())
+    hooks.append(lambda raw, serial: tracker.on_change(cfg.committed().get_config_data()))
     return cfg, bus
 
 
@@ -106,3 +106,34 @@ def test_node_removed(tmp_path: Any) -> None:
     cfg, bus = _tracked(tmp_path)
     cfg.remove_node("uuid-node3")
     assert [(t, n) for t, _, n, _ in _seen(bus)] == [(events.EV_NODE_REMOVED, node_name(3))]
+
+
+def test_only_the_changed_instance_gets_a_new_digest(tmp_path: Any, monkeypatch: Any) -> None:
+    cfg, bus = _tracked(tmp_path)
+    for i in range(20):
+        cfg.add_instance(Instance(name=f"inst{i}.example.com", primary_node="uuid-node2"), [])
+    target = cfg.get_instance_info_by_name("inst5.example.com")
+    assert target is not None
+    made: list[str] = []
+    real = configevents._instance_digest
+
+    def counting(inst: Instance, nodes: Any) -> Any:
+        made.append(inst.name)
+        return real(inst, nodes)
+    monkeypatch.setattr(configevents, "_instance_digest", counting)
+    cfg.set_instance_admin_state(target.uuid, constants.ADMINST_UP)
+    assert made == [target.name]
+    last = _seen(bus)[-1]
+    assert (last[0], last[1], last[3]["status"]) == (events.EV_INSTANCE_STATE, target.name, "up")
+
+
+def test_a_renamed_node_redoes_every_digest(tmp_path: Any) -> None:
+    cfg, bus = _tracked(tmp_path)
+    _add_instance(cfg)
+    node = cfg.get_node_info("uuid-node2")
+    assert node is not None
+    node.name = "renamed.example.com"
+    cfg.update(node)
+    last = _seen(bus)[-1]
+    assert (last[0], last[2], last[3]["previous_primary_node"]) == (
+        events.EV_INSTANCE_STATE, "renamed.example.com", node_name(2))

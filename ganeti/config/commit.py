@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
+from collections.abc import Mapping
 from typing import Any
 
 from ganeti.config.reader import ConfigReader
 from ganeti.configfile import STORES
 from ganeti.objects import ConfigData, NodeGroup
 
-__all__ = ["Change", "Publications", "clone", "publish"]
+__all__ = ["Change", "Publications", "clone", "publish", "replaced_keys"]
 
 #: ``(store, uuid)`` of a changed object; the store is a ``ConfigData``
 #: field name (``"nodes"``, ...) or ``"cluster"``
@@ -140,6 +142,33 @@ def publish(base: ConfigData, working: ConfigData, changed: set[Change]) -> Conf
                 group = groups[uuid] = clone(group)
             group.members = members[uuid]
     return ConfigData(**root)
+
+
+def replaced_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str] | None:
+    """Keys of ``new`` whose value is not the very object it is in ``old``.
+
+    For two stores of committed trees (:func:`publish`): their objects are
+    never changed once published, so an entry holding the same object is
+    the same entry, and a store nobody changed is the same dict.  Returns
+    None when the keys differ (an object added or removed, or another
+    order): the caller then compares every entry.  The comparisons run
+    in C (about 0.3 ms for 10,000 instances, against milliseconds for a
+    Python loop over the entries, doc/scale.md).
+    """
+    if old is new:
+        return []
+    keys = list(new)
+    if keys != list(old):
+        return None
+    same = list(map(operator.is_, old.values(), new.values()))
+    replaced: list[str] = []
+    pos = -1
+    while True:
+        try:
+            pos = same.index(False, pos + 1)
+        except ValueError:
+            return replaced
+        replaced.append(keys[pos])
 
 
 @dataclasses.dataclass
