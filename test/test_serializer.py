@@ -130,6 +130,37 @@ def test_fragment_cache_matches_full_encoding_and_tracks_changes() -> None:
     assert b"sneaky" in cache.dumps_bytes(data)
 
 
+@pytest.mark.parametrize("change", ["first", "middle", "last", "all", "mtime-only", "new-object",
+                                    "add", "remove-last", "reorder", "empty", "none"])
+def test_fragment_cache_is_byte_identical_after_each_kind_of_change(change: str) -> None:
+    from ganeti.objects import ConfigData, Instance
+
+    data = ConfigData(instances={f"u{i}": Instance(name=f"i{i}", uuid=f"u{i}", serial_no=1)
+                                 for i in range(5)})
+    cache = serializer.FragmentCache(("instances",))
+    assert cache.dumps_bytes(data) == serializer.dumps_bytes(data)
+    insts = data.instances
+    picks = {"first": ["u0"], "middle": ["u2"], "last": ["u4"], "all": list(insts)}
+    for key in picks.get(change, []):
+        insts[key].os = f"changed-{key}"
+        insts[key].serial_no += 1
+    if change == "mtime-only":
+        insts["u3"].os, insts["u3"].mtime = "touched", 5.0
+    elif change == "new-object":
+        insts["u1"] = Instance(name="other", uuid="u1", serial_no=1)
+    elif change == "add":
+        insts["u9"] = Instance(name="new", uuid="u9")
+    elif change == "remove-last":
+        del insts["u4"]
+    elif change == "reorder":
+        data.instances = dict(reversed(list(insts.items())))
+    elif change == "empty":
+        data.instances = {}
+    assert cache.dumps_bytes(data) == serializer.dumps_bytes(data)
+    # and once more from what was just kept
+    assert cache.dumps_bytes(data) == serializer.dumps_bytes(data)
+
+
 def test_fragment_cache_refuses_non_dataclass() -> None:
     with pytest.raises(errors.SerializationError):
         serializer.FragmentCache(("x",)).dumps_bytes({"x": {}})
