@@ -17,13 +17,15 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
+from operator import attrgetter
 
 from ganeti import constants, errors, parameters
 from ganeti.objects import ConfigData
 from ganeti.pathutils import Paths
 from ganeti.utils import io
 
-__all__ = ["SSCONF_KEYS", "compute_ssconf_values", "write_ssconf_files",
+__all__ = ["SSCONF_KEYS", "compute_ssconf_values", "SsconfValues", "write_ssconf_files",
            "SimpleStore"]
 
 logger = logging.getLogger(__name__)
@@ -56,12 +58,15 @@ def _format_uid_pool(pool: list[list[int]]) -> str:
     return _lines(parts)
 
 
-def compute_ssconf_values(config_data: ConfigData) -> dict[str, str]:
+def compute_ssconf_values(config_data: ConfigData, *,
+                          instance_list: str | None = None) -> dict[str, str]:
     """All ssconf values of ``config_data`` (``key -> text``).
 
     Includes ``hvparams_<hv>`` (the cluster-level filled parameters, as
     ``key=value`` lines) for every hypervisor we know parameters of and
-    every enabled one.
+    every enabled one.  ``instance_list``, when given, is the value of
+    that key, already computed from the same instances
+    (:class:`SsconfValues`).
     """
     d = config_data
     cluster = d.cluster
@@ -77,7 +82,8 @@ def compute_ssconf_values(config_data: ConfigData) -> dict[str, str]:
         "shared_file_storage_dir": cluster.shared_file_storage_dir,
         "gluster_storage_dir": cluster.gluster_storage_dir,
         "hypervisor_list": _lines(cluster.enabled_hypervisors),
-        "instance_list": _lines(sorted(i.name for i in d.instances.values())),
+        "instance_list": (instance_list if instance_list is not None
+                          else _lines(sorted(i.name for i in d.instances.values()))),
         "maintain_node_health": str(cluster.maintain_node_health),
         "master_candidates": _lines([n.name for n in candidates]),
         "master_candidates_certs": _lines(
@@ -109,6 +115,31 @@ def compute_ssconf_values(config_data: ConfigData) -> dict[str, str]:
         filled = parameters.fill_hvparams(cluster, hv)
         values[f"hvparams_{hv}"] = _lines([f"{k}={v}" for k, v in sorted(filled.items())])
     return values
+
+
+class SsconfValues:
+    """:func:`compute_ssconf_values` for one config after another (the master's pushes).
+
+    Sorting 10,000 instance names costs about 2.5 ms; most changes
+    (an instance started or stopped) keep every name, so the sorted
+    ``instance_list`` of the previous call is reused while the names, in
+    store order, are equal (one list comparison, run in C).  Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: list[str] | None = None
+        self._instance_list = ""
+
+    def __call__(self, config_data: ConfigData) -> dict[str, str]:
+        """The ssconf values of ``config_data``, as :func:`compute_ssconf_values`."""
+        names = list(map(attrgetter("name"), config_data.instances.values()))
+        with self._lock:
+            if names != self._names:
+                self._names = names
+                self._instance_list = _lines(sorted(names))
+            instance_list = self._instance_list
+        return compute_ssconf_values(config_data, instance_list=instance_list)
 
 
 def write_ssconf_files(paths: Paths, values: dict[str, str]) -> None:

@@ -60,6 +60,23 @@ def test_compute_values() -> None:
                                    "node3.example.com=2222")
 
 
+def test_ssconf_values_equal_the_plain_computation_as_instances_change() -> None:
+    values = ssconf.SsconfValues()
+    data = _config()
+    assert values(data) == ssconf.compute_ssconf_values(data)
+    data.instances["i1"].admin_state = constants.ADMINST_UP      # same names
+    assert values(data)["instance_list"] == "alpha.example.com\nzeta.example.com"
+    data.instances["i1"].name = "omega.example.com"              # renamed
+    assert values(data)["instance_list"] == "omega.example.com\nzeta.example.com"
+    data.instances["i3"] = Instance(name="beta.example.com", uuid="i3", primary_node="n1")
+    assert values(data)["instance_list"] == (
+        "beta.example.com\nomega.example.com\nzeta.example.com")
+    del data.instances["i2"]
+    assert values(data) == ssconf.compute_ssconf_values(data)
+    data.instances = {}
+    assert values(data)["instance_list"] == ""
+
+
 def test_write_and_read_round_trip(tmp_path) -> None:
     paths = Paths(root=str(tmp_path))
     values = ssconf.compute_ssconf_values(_config())

@@ -195,6 +195,7 @@ class Replicator:
         self._plan = ReplicationPlan(clock, resync_interval=resync_interval,
                                      resync_max_interval=QUEUE_RESYNC_MAX_INTERVAL)
         self._stopped = False
+        self._ssconf_values = ssconf.SsconfValues()
         self._cfg_thread: threading.Thread | None = None
         self._job_thread: threading.Thread | None = None
 
@@ -268,7 +269,7 @@ class Replicator:
                 logger.error("Configuration serial %s is not replicated: %s", serial, exc)
                 return
         candidates, nodes = replication_targets(config_data)
-        values = ssconf.compute_ssconf_values(config_data)
+        values = self._ssconf_values(config_data)
         with self._cond:
             self._plan.set_targets(candidates, nodes)
             if not self._plan.queue_config(serial, data, values):
