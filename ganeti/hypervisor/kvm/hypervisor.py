@@ -1,17 +1,11 @@
 """The kvm hypervisor: qemu-system-x86_64 processes driven through QMP.
 
-Every instance has a directory ``<kvm_run_dir>/<name>/`` (doc/kvm.md):
-
-``runtime.json``  what was started (spec, disks, argv, acceleration, start time)
-``pid``           qemu's pid file (``-pidfile``)
-``qmp.sock``      the QMP socket, ``serial.sock`` the serial console,
-``serial.log``    everything the guest wrote on its serial port
-
-Nothing lives in memory: the node daemon forks per request and a restarted
-daemon finds its instances again from these files and the live processes.
-qemu is started in that directory with relative socket names, so the
-108-byte limit of UNIX socket paths does not depend on where the node's
-root is (the virtual cluster's roots are long).
+Every instance has a directory ``<kvm_run_dir>/<name>/`` with its runtime
+record, pid file, sockets and serial log; :mod:`ganeti.hypervisor.kvm.rundir`
+owns those files and the qemu process (nothing lives in memory: the node
+daemon forks per request).  qemu is started in that directory with
+relative socket names, so the 108-byte limit of UNIX socket paths does not
+depend on where the node's root is (the virtual cluster's roots are long).
 
 States come from the live process: no process (or a pid that is not our
 qemu) -> ``crashed`` (ERROR_down); QMP ``shutdown`` (the guest powered
@@ -30,19 +24,17 @@ routed/openvswitch NICs, ``use_chroot``, ``security_model=pool``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import shutil
-import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline, hotplug, migration, mirror, qmp, vmjobs
-from ganeti.utils import io as uio
+from ganeti.hypervisor.kvm import cmdline, hotplug, migration, mirror, qmp, rundir, vmjobs
+from ganeti.hypervisor.kvm.rundir import RUNTIME_FILE
 from ganeti.utils import process
 
 __all__ = ["KvmHypervisor", "QEMU_BINARY", "KVM_DEVICE", "RUNTIME_FILE", "qmp_state"]
@@ -51,20 +43,10 @@ logger = logging.getLogger(__name__)
 
 QEMU_BINARY = "qemu-system-x86_64"
 KVM_DEVICE = "/dev/kvm"
-RUNTIME_FILE = "runtime.json"
-#: the last block-job samples, for their rates (ganeti/hypervisor/kvm/vmjobs.py)
-JOB_SAMPLES_FILE = "job-samples.json"
-_PIDFILE = "pid"
-_QMP = "qmp.sock"
-_SERIAL = "serial.sock"
-_SERIAL_LOG = "serial.log"
-_LOCK = ".lock"
 #: seconds qemu gets to start (it daemonizes once its sockets exist)
 START_TIMEOUT = 60.0
 #: seconds between two ACPI power-button presses while a stop waits for the guest
 POWERDOWN_REPEAT = 3.0
-#: seconds a ``quit`` gets before SIGKILL, and SIGKILL before giving up
-QUIT_TIMEOUT = 10.0
 
 #: QMP RunState -> our HV_STATE_*
 _RUNSTATES = {
@@ -129,96 +111,43 @@ class KvmHypervisor(base.BaseHypervisor):
         #: seconds the guest gets to release an unplugged device
         self.unplug_timeout = unplug_timeout
         self.run_dir = paths.kvm_run_dir
+        #: the instance directories and their qemu processes
+        self.rundir = rundir.RunDir(self.run_dir, monotonic=monotonic, sleep=sleep,
+                                    qmp_timeout=qmp_timeout)
 
-    # --- files ---------------------------------------------------------------
+    # --- files (rundir.py) --------------------------------------------------------
 
     def instance_dir(self, name: str) -> str:
         """The directory of instance ``name`` (not created)."""
-        if not name or "/" in name or name.startswith(".") or "\0" in name:
-            raise errors.HypervisorError(f"Invalid instance name {name!r}")
-        return os.path.join(self.run_dir, name)
+        return self.rundir.instance_dir(name)
 
     def qmp_socket(self, name: str) -> str:
         """The QMP socket of ``name``."""
-        return os.path.join(self.instance_dir(name), _QMP)
+        return self.rundir.path(name, rundir.QMP_SOCKET)
 
     def serial_socket(self, name: str) -> str:
         """The serial console socket of ``name``."""
-        return os.path.join(self.instance_dir(name), _SERIAL)
+        return self.rundir.path(name, rundir.SERIAL_SOCKET)
 
     def serial_log(self, name: str) -> str:
         """The file holding everything ``name`` wrote on its serial port."""
-        return os.path.join(self.instance_dir(name), _SERIAL_LOG)
-
-    @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
-        """Serialize QMP sessions and lifecycle changes of one instance."""
-        path = self.instance_dir(name)
-        os.makedirs(path, mode=0o750, exist_ok=True)
-        fd = os.open(os.path.join(path, _LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+        return self.rundir.path(name, rundir.SERIAL_LOG)
 
     def read_runtime(self, name: str) -> dict[str, Any] | None:
         """The persisted runtime record of ``name`` (None: not ours)."""
-        path = os.path.join(self.instance_dir(name), RUNTIME_FILE)
-        try:
-            data = serializer.loads(uio.read_file(path))
-        except FileNotFoundError:
-            return None
-        except (OSError, errors.SerializationError) as exc:
-            raise errors.HypervisorError(f"Cannot read runtime of instance {name}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise errors.HypervisorError(f"Corrupt runtime file of instance {name}")
-        return data
-
-    def _write_runtime(self, name: str, runtime: dict[str, Any]) -> None:
-        try:
-            uio.write_file_atomic(os.path.join(self.instance_dir(name), RUNTIME_FILE),
-                                  serializer.dumps(runtime), mode=0o640, fsync=False)
-        except OSError as exc:
-            raise errors.HypervisorError(f"Cannot save runtime of instance {name}: {exc}") from exc
+        return self.rundir.read_runtime(name)
 
     def _pid(self, name: str) -> int | None:
         """The pid of ``name``'s qemu when that process is alive and ours."""
-        try:
-            pid = int(uio.read_file(os.path.join(self.instance_dir(name), _PIDFILE)).strip())
-        except (OSError, ValueError):
-            return None
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                words = fh.read().split(b"\0")
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            return None
-        # a zombie (state Z) is dead; the pid must still run *this* instance
-        if stat.rpartition(b")")[2].split()[:1] == [b"Z"]:
-            return None
-        try:
-            idx = words.index(b"-name")
-        except ValueError:
-            return None
-        if words[idx + 1:idx + 2] != [os.fsencode(name)]:
-            return None
-        return pid
+        return self.rundir.pid(name)
 
-    @contextlib.contextmanager
-    def _qmp(self, name: str) -> Iterator[qmp.QmpClient]:
-        client = qmp.QmpClient(self.qmp_socket(name), timeout=self.qmp_timeout,
-                               clock=self.monotonic)
-        client.connect()
-        try:
-            yield client
-        finally:
-            client.close()
+    def _qmp(self, name: str) -> contextlib.AbstractContextManager[qmp.QmpClient]:
+        """A QMP session with ``name``'s qemu (one seam for tests)."""
+        return self.rundir.qmp(name)
 
     def qmp_command(self, name: str, command: str, **arguments: Any) -> Any:
         """Run one QMP command on ``name`` (for tests and operators' tools)."""
-        with self._locked(name), self._qmp(name) as client:
+        with self.rundir.locked(name), self._qmp(name) as client:
             return client.execute(command, **arguments)
 
     # --- node facts -------------------------------------------------------------
@@ -317,8 +246,9 @@ class KvmHypervisor(base.BaseHypervisor):
         binary = self.binary(hvp)
         accel = accel or self.acceleration()
         backends = self._nic_backends(spec)
-        files = cmdline.RuntimeFiles(pidfile=_PIDFILE, qmp_socket=_QMP,
-                                     serial_socket=_SERIAL, serial_log=_SERIAL_LOG)
+        files = cmdline.RuntimeFiles(pidfile=rundir.PIDFILE, qmp_socket=rundir.QMP_SOCKET,
+                                     serial_socket=rundir.SERIAL_SOCKET,
+                                     serial_log=rundir.SERIAL_LOG)
         argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
                                      accel=accel, nic_backends=backends,
                                      startup_paused=startup_paused, incoming=incoming)
@@ -328,39 +258,26 @@ class KvmHypervisor(base.BaseHypervisor):
             backends = [cmdline.NicBackend(n.kind, n.ifname) for n in
                         serializer.from_data(hotplug.Devices, devices).nics]
             extra = {**(extra or {}), "devices": devices}
-        with self._locked(spec.name):
+        with self.rundir.locked(spec.name):
             pid = self._pid(spec.name)
             if pid is not None:
                 raise errors.HypervisorError(
                     f"Instance {spec.name} is already running (pid {pid})")
-            self._clean_files(spec.name)
-            idir = self.instance_dir(spec.name)
-            runtime = {"name": spec.name, "spec": serializer.to_data(spec),
-                       "disks": list(block_devices), "argv": argv, "accel": accel,
-                       "start_time": self.clock(), **(extra or {})}
-            self._write_runtime(spec.name, runtime)
             logger.info("Starting instance %s with %s acceleration%s%s", spec.name, accel,
                         f" (forced by {constants.ENV_KVM_ACCEL})" if self.accel != "auto"
                         else "" if accel == cmdline.ACCEL_KVM
                         else f" ({self.kvm_device} not usable: TCG emulation)",
                         " for an incoming migration" if incoming else "")
-            try:
-                result = process.run_command(argv, cwd=idir, timeout=START_TIMEOUT)
-            except errors.CommandError as exc:
-                self._clean_files(spec.name, runtime_too=True)
-                raise errors.HypervisorError(f"Cannot start instance {spec.name}: {exc}") from exc
-            if result.failed:
-                self._clean_files(spec.name, runtime_too=True)
-                detail = result.stderr.strip().splitlines()[-3:]
-                raise errors.HypervisorError(
-                    f"Cannot start instance {spec.name}: {result.fail_reason}: "
-                    + " / ".join(detail))
+            self.rundir.start(spec.name, argv, {
+                "name": spec.name, "spec": serializer.to_data(spec),
+                "disks": list(block_devices), "argv": argv, "accel": accel,
+                "start_time": self.clock(), **(extra or {})}, timeout=START_TIMEOUT)
             try:
                 self._attach_taps(spec, backends)
-                self._pin_vcpus(spec.name, affinity)
+                self.rundir.pin_vcpus(spec.name, affinity)
             except errors.HypervisorError:
-                self._kill(spec.name)
-                self._clean_files(spec.name, runtime_too=True)
+                self.rundir.kill(spec.name)
+                self.rundir.clean_files(spec.name, runtime_too=True)
                 raise
 
     def _attach_taps(self, spec: base.InstanceSpec,
@@ -378,72 +295,6 @@ class KvmHypervisor(base.BaseHypervisor):
                 raise errors.HypervisorError(
                     f"Instance {name}: cannot attach {ifname} to"
                     f" {bridge}: {result.fail_reason} {result.stderr.strip()}")
-
-    def _pin_vcpus(self, name: str, affinity: list[list[int] | None]) -> None:
-        if all(cpus is None for cpus in affinity):
-            return
-        with self._qmp(name) as client:
-            cpus = client.execute("query-cpus-fast")
-        for entry in cpus:
-            mask = affinity[int(entry.get("cpu-index", 0)) % len(affinity)]
-            if mask is None:
-                continue
-            try:
-                os.sched_setaffinity(int(entry["thread-id"]), mask)
-            except (OSError, KeyError, ValueError) as exc:
-                raise errors.HypervisorError(
-                    f"Instance {name}: cannot pin vCPU {entry.get('cpu-index')}"
-                    f" to {mask}: {exc}") from exc
-
-    def _clean_files(self, name: str, runtime_too: bool = False) -> None:
-        idir = self.instance_dir(name)
-        names = [_PIDFILE, _QMP, _SERIAL, _SERIAL_LOG] + ([RUNTIME_FILE] if runtime_too else [])
-        for entry in names:
-            try:
-                os.unlink(os.path.join(idir, entry))
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise errors.HypervisorError(f"Cannot clean up instance {name}: {exc}") from exc
-
-    def _wait_gone(self, name: str, timeout: float) -> bool:
-        deadline = self.monotonic() + timeout
-        while self._pid(name) is not None:
-            if self.monotonic() >= deadline:
-                return False
-            self.sleep(0.1)
-        return True
-
-    def _kill(self, name: str) -> None:
-        pid = self._pid(name)
-        if pid is None:
-            return
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        except OSError as exc:
-            raise errors.HypervisorError(f"Cannot kill instance {name} (pid {pid}): {exc}") from exc
-        if not self._wait_gone(name, QUIT_TIMEOUT):
-            raise errors.HypervisorError(f"Instance {name} (pid {pid}) survived SIGKILL")
-        self._wait_exited(pid, QUIT_TIMEOUT)
-
-    def _wait_exited(self, pid: int, timeout: float) -> None:
-        """Wait until ``pid`` has exited (gone or a zombie), not only lost its memory.
-
-        A dying process loses its command line before it closes its files,
-        so its sockets (a migration port) and image locks outlive
-        :meth:`_pid` by a moment.
-        """
-        deadline = self.monotonic() + timeout
-        while self.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as fh:
-                    if fh.read().rpartition(b")")[2].split()[:1] in ([b"Z"], [b"X"]):
-                        return
-            except OSError:
-                return
-            self.sleep(0.05)
 
     def _powerdown(self, name: str, timeout: float) -> bool:
         """ACPI powerdown, then wait for the guest to reach ``shutdown``.
@@ -477,7 +328,7 @@ class KvmHypervisor(base.BaseHypervisor):
         """
         if self.read_runtime(name) is None:
             raise errors.HypervisorError(f"Instance {name} is not running")
-        with self._locked(name):
+        with self.rundir.locked(name):
             if self._pid(name) is not None:
                 soft = timeout if timeout is not None else constants.DEFAULT_SHUTDOWN_TIMEOUT
                 if not force and soft > 0:
@@ -485,29 +336,14 @@ class KvmHypervisor(base.BaseHypervisor):
                         logger.info("Instance %s powered off (ACPI)", name)
                     else:
                         logger.info("Instance %s ignored ACPI powerdown for %ss", name, soft)
-                try:
-                    with self._qmp(name) as client:
-                        client.execute("quit")
-                except qmp.QmpError as exc:
-                    logger.info("QMP quit of %s failed (%s), killing it", name, exc)
-                if not self._wait_gone(name, QUIT_TIMEOUT):
-                    self._kill(name)
-            self._clean_files(name, runtime_too=True)
-            self._remove_dir(name)
+                self.rundir.quit(name)
+            self.rundir.clean_files(name, runtime_too=True)
+            self.rundir.remove_dir(name)
         logger.info("Stopped kvm instance %s (force=%s)", name, force)
-
-    def _remove_dir(self, name: str) -> None:
-        """Remove the (cleaned) instance directory; a waiter re-creates it if needed."""
-        idir = self.instance_dir(name)
-        try:
-            os.unlink(os.path.join(idir, _LOCK))
-            os.rmdir(idir)
-        except OSError as exc:
-            logger.info("Leaving %s in place: %s", idir, exc)
 
     def reboot_instance(self, name: str) -> None:
         """Reset the virtual machine (QMP ``system_reset``); the start time restarts."""
-        with self._locked(name):
+        with self.rundir.locked(name):
             runtime = self.read_runtime(name)
             if runtime is None or self._pid(name) is None:
                 raise errors.HypervisorError(f"Cannot reboot instance {name}: it is not running")
@@ -517,18 +353,13 @@ class KvmHypervisor(base.BaseHypervisor):
                     client.execute("cont")
             runtime["start_time"] = self.clock()
             runtime["reboots"] = int(runtime.get("reboots", 0)) + 1
-            self._write_runtime(name, runtime)
+            self.rundir.write_runtime(name, runtime)
 
     # --- information ------------------------------------------------------------
 
     def list_instances(self) -> list[str]:
         """Every instance with a runtime record, alive or not."""
-        try:
-            entries = sorted(os.listdir(self.run_dir))
-        except FileNotFoundError:
-            return []
-        return [e for e in entries if not e.startswith(".")
-                and os.path.exists(os.path.join(self.run_dir, e, RUNTIME_FILE))]
+        return self.rundir.list_instances()
 
     def get_instance_info(self, name: str) -> dict[str, Any] | None:
         runtime = self.read_runtime(name)
@@ -545,7 +376,7 @@ class KvmHypervisor(base.BaseHypervisor):
             return info
         info["pid"] = pid
         try:
-            with self._locked(name):
+            with self.rundir.locked(name):
                 if self.read_runtime(name) is None:   # stopped while we waited
                     return None
                 with self._qmp(name) as client:
@@ -574,24 +405,15 @@ class KvmHypervisor(base.BaseHypervisor):
                  spec: dict[str, Any]) -> list[dict[str, Any]]:
         """Running migration and block jobs (doc/progress.md, "Runtime jobs");
         block-job samples are kept in the instance's run dir for their rates."""
-        path = os.path.join(self.instance_dir(name), JOB_SAMPLES_FILE)
-        try:
-            samples = serializer.loads(uio.read_file(path))
-        except (OSError, errors.SerializationError):
-            samples = None
+        samples = self.rundir.read_job_samples(name)
         raw = spec.get("hvparams")
         hvp: dict[str, Any] = raw if isinstance(raw, dict) else {}
         jobs, kept = vmjobs.runtime_jobs(
             client.execute("query-migrate"), client.execute("query-block-jobs"),
-            now=self.monotonic(), samples=samples if isinstance(samples, dict) else None,
+            now=self.monotonic(), samples=samples,
             bandwidth_mib=int(hvp.get("migration_bandwidth") or 0))
-        try:
-            if kept:
-                uio.write_file_atomic(path, serializer.dumps(kept), mode=0o640, fsync=False)
-            elif samples is not None:
-                os.unlink(path)
-        except OSError as exc:
-            logger.debug("Instance %s: cannot keep block job samples: %s", name, exc)
+        if kept or samples is not None:
+            self.rundir.write_job_samples(name, kept)
         return jobs
 
     def get_node_info(self) -> dict[str, Any]:
@@ -640,7 +462,7 @@ class KvmHypervisor(base.BaseHypervisor):
         """Run ``step(client, runtime, *args)`` on a live instance under its lock and
         save the runtime record it changed; returns what ``step`` returns (no
         step: only check the instance is live)."""
-        with self._locked(name):
+        with self.rundir.locked(name):
             runtime = self.read_runtime(name)
             if runtime is None or self._pid(name) is None:
                 raise errors.HypervisorError(f"Cannot {what} of instance {name}:"
@@ -653,7 +475,7 @@ class KvmHypervisor(base.BaseHypervisor):
                 if step is None:
                     return None
                 result = step(client, runtime, *args)
-            self._write_runtime(name, runtime)
+            self.rundir.write_runtime(name, runtime)
             return result
 
     def hotplug_supported(self, name: str) -> None:
@@ -699,7 +521,7 @@ class KvmHypervisor(base.BaseHypervisor):
     def _mirror_session(self, name: str) -> Iterator[qmp.QmpClient]:
         if self._pid(name) is None:
             raise errors.HypervisorError(f"Instance {name} is not running here")
-        with self._locked(name), self._qmp(name) as client:
+        with self.rundir.locked(name), self._qmp(name) as client:
             yield client
 
     def mirror_accept(self, name: str, address: str) -> dict[str, Any]:
@@ -751,7 +573,7 @@ class KvmHypervisor(base.BaseHypervisor):
         target starts the same device model from them), and whether the
         guest runs (a paused one stays paused on the target).
         """
-        with self._locked(name):
+        with self.rundir.locked(name):
             runtime, status = self._live_status(name, "migrate")
         if status not in ("running", "paused"):
             raise errors.HypervisorError(f"Cannot migrate instance {name} in state {status}")
@@ -792,15 +614,15 @@ class KvmHypervisor(base.BaseHypervisor):
         self._launch(source, block_devices, incoming="defer", accel=accel,
                      extra={"migration": record}, template=info.get("devices"))
         try:
-            with self._locked(spec.name):
+            with self.rundir.locked(spec.name):
                 with self._qmp(spec.name) as client:
                     ports = migration.candidate_ports(first, self.migration_ports)
                     port = migration.listen_incoming(client.execute, target, ports)
                 runtime = self.read_runtime(spec.name) or {}
                 runtime["migration"] = dict(record, port=port)
-                self._write_runtime(spec.name, runtime)
+                self.rundir.write_runtime(spec.name, runtime)
         except errors.HypervisorError:
-            self._drop(spec.name)
+            self.rundir.drop(spec.name)
             raise
         logger.info("Instance %s: incoming migration on %s port %d", spec.name, target, port)
         return {"address": target, "port": port}
@@ -815,7 +637,7 @@ class KvmHypervisor(base.BaseHypervisor):
         migration pauses the guest first.  Returns once qemu sends;
         :meth:`get_migration_status` follows it.
         """
-        with self._locked(name):
+        with self.rundir.locked(name):
             runtime, status = self._live_status(name, "migrate")
             if status not in ("running", "paused"):
                 raise errors.HypervisorError(f"Cannot migrate instance {name} in state {status}")
@@ -827,7 +649,7 @@ class KvmHypervisor(base.BaseHypervisor):
             runtime["migration"] = {"role": "source", "target_node": target_node, "uri": uri,
                                     "live": live, "run": status == "running",
                                     "started": self.clock()}
-            self._write_runtime(name, runtime)
+            self.rundir.write_runtime(name, runtime)
             with self._qmp(name) as client:
                 migration.run_commands(client.execute,
                                        migration.outgoing_commands(hvp, uri, live))
@@ -840,7 +662,7 @@ class KvmHypervisor(base.BaseHypervisor):
             return {"status": base.MIGRATION_STATUS_FAILED,
                     "info": f"The qemu of instance {name} is not running"}
         try:
-            with self._locked(name), self._qmp(name) as client:
+            with self.rundir.locked(name), self._qmp(name) as client:
                 status = migration.parse_status(client.execute("query-migrate"))
                 disks = mirror.status_disks(client.execute("query-block-jobs"))
         except qmp.QmpError as exc:
@@ -863,7 +685,7 @@ class KvmHypervisor(base.BaseHypervisor):
         if not success:
             self._drop_incoming(name)
             return
-        with self._locked(name):
+        with self.rundir.locked(name):
             runtime, _ = self._live_status(name, "finish the migration of")
             record = runtime.get("migration") or {}
             run = bool(info.get("running", record.get("run", True)))
@@ -872,7 +694,7 @@ class KvmHypervisor(base.BaseHypervisor):
             runtime.pop("migration", None)
             if isinstance(info.get("start_time"), (int, float)):
                 runtime["start_time"] = info["start_time"]
-            self._write_runtime(name, runtime)
+            self.rundir.write_runtime(name, runtime)
         logger.info("Instance %s: incoming migration finished, qemu %s", name, status)
 
     def finalize_migration_src(self, name: str, success: bool, live: bool) -> None:
@@ -887,7 +709,7 @@ class KvmHypervisor(base.BaseHypervisor):
             if self.read_runtime(name) is not None:
                 self.stop_instance(name, force=True)
             return
-        with self._locked(name):
+        with self.rundir.locked(name):
             runtime, _ = self._live_status(name, "resume")
             record = runtime.get("migration")
             # no record: no migration of ours touched it (an admin's pause stays)
@@ -895,7 +717,7 @@ class KvmHypervisor(base.BaseHypervisor):
             with self._qmp(name) as client:
                 status = migration.abort_outgoing(client.execute, run, self.sleep)
             runtime.pop("migration", None)
-            self._write_runtime(name, runtime)
+            self.rundir.write_runtime(name, runtime)
         logger.info("Instance %s: migration abandoned, qemu %s", name, status)
 
     def _drop_incoming(self, name: str) -> None:
@@ -903,7 +725,7 @@ class KvmHypervisor(base.BaseHypervisor):
         record = self.migration_state(name) or {}
         if self._pid(name) is not None and record.get("role") != "target":
             try:
-                with self._locked(name), self._qmp(name) as client:
+                with self.rundir.locked(name), self._qmp(name) as client:
                     status = str(client.execute("query-status").get("status"))
             except qmp.QmpError:
                 status = "unknown"
@@ -911,14 +733,7 @@ class KvmHypervisor(base.BaseHypervisor):
                 raise errors.HypervisorError(
                     f"Instance {name} runs on this node ({status}) and is not an incoming"
                     " migration; not killing it")
-        self._drop(name)
-
-    def _drop(self, name: str) -> None:
-        """Kill ``name``'s qemu (if any) and remove its files."""
-        with self._locked(name):
-            self._kill(name)
-            self._clean_files(name, runtime_too=True)
-            self._remove_dir(name)
+        self.rundir.drop(name)
 
     def migration_state(self, name: str) -> dict[str, Any] | None:
         """The migration record of ``name`` (role, address/port or uri), if any."""
