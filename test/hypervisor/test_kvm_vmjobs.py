@@ -44,7 +44,8 @@ def test_setup_without_figures_has_no_rate_nor_eta() -> None:
 def test_a_block_job_needs_two_samples_for_its_rate() -> None:
     jobs, kept = vmjobs.runtime_jobs({"status": "none"}, [MIRROR], now=100.0)
     assert jobs == [{"state": "normal", "info": {
-        "jobType": "block", "opType": "mirror", "device": "disk0", "cur": 10 * MiB,
+        "jobType": "block", "opType": "mirror", "device": "disk/0", "job": "disk0",
+        "cur": 10 * MiB,
         "end": 100 * MiB, "bandwidth": 8, "rate": 0.0, "eta": None}}]
     assert kept == {"disk0": [100.0, float(10 * MiB)]}
     later = dict(MIRROR, offset=26 * MiB)
@@ -83,6 +84,18 @@ def test_a_block_job_with_an_io_error_is_unknown_and_junk_is_skipped() -> None:
                                             {"type": "mirror"}, 7], now=0.0)
     assert [j["state"] for j in jobs] == ["unknown"]
     assert list(kept) == ["disk0"]
+
+
+@pytest.mark.parametrize("job_device,disk", [
+    ("ganeti-mirror-disk0", "disk/0"), ("ganeti-mirror-disk12", "disk/12"),
+    ("disk1", "disk/1"), ("ganeti-mirror-hotdisk-ab", "ganeti-mirror-hotdisk-ab"),
+    ("hotdisk-ab", "hotdisk-ab"), ("diskette", "diskette")],
+    ids=["our-mirror", "index-12", "a-drive", "hotplugged-mirror", "hotplugged", "no-index"])
+def test_a_block_job_shows_the_disk_and_keeps_qemus_job_name(job_device: str,
+                                                             disk: str) -> None:
+    jobs, kept = vmjobs.runtime_jobs(None, [dict(MIRROR, device=job_device)], now=0.0)
+    assert (jobs[0]["info"]["device"], jobs[0]["info"]["job"]) == (disk, job_device)
+    assert list(kept) == [job_device]      # samples stay per job
 
 
 def test_migration_and_mirror_together() -> None:

@@ -76,7 +76,7 @@ def test_a_block_job_shows_in_info_and_hv_jobs(vc, tmp_path):
         time.sleep(1.2)     # a second sample later: the rate is measured from two
         info = _wait(lambda: (out := vc.ok("gnt-instance", "info", INST))
                      and "MiB/s, eta" in out and out, "a measured rate")
-        assert "  Running jobs:\n    - block mirror disk0: " in info
+        assert "  Running jobs:\n    - block mirror disk/0: " in info
         assert "limit 1 MiB/s" in info
     finally:
         hv.qmp_command(INST, "block-job-cancel", device="disk0")

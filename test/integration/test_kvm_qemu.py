@@ -163,8 +163,8 @@ def test_a_block_job_shows_in_the_runtime_jobs(node):
     first = hv.get_instance_info("inst3")["jobs"]
     assert len(first) == 1 and first[0]["state"] == "normal"
     info = first[0]["info"]
-    assert (info["jobType"], info["opType"], info["device"], info["bandwidth"]) == \
-        ("block", "mirror", "disk0", 1)
+    assert (info["jobType"], info["opType"], info["device"], info["job"], info["bandwidth"]) \
+        == ("block", "mirror", "disk/0", "disk0", 1)
     assert info["end"] >= 17 << 20 and info["rate"] == 0.0
     time.sleep(1.5)      # a second sample later (the rate is measured, not asserted in time)
     later = hv.get_instance_info("inst3")["jobs"][0]["info"]

@@ -13,6 +13,12 @@ per qemu block job.  Rates:
   (the plug-in in the instance's run dir) and passes them back in; the
   rate is 0.0 until a second sample exists.
 
+A block job's ``device`` is the disk as the operator knows it
+(``disk/0``, :func:`disk_name`): qemu names a job by its job id
+(``ganeti-mirror-disk0`` for ours, ``mirror.py``) or, without one, by its
+drive (``disk0``).  qemu's own name stays in ``job``, for QMP commands on
+the job.
+
 No I/O and no clock here: ``now`` is passed in.
 """
 
@@ -21,8 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti import progress
+from ganeti.hypervisor.kvm import mirror
 
-__all__ = ["runtime_jobs", "migration_job", "block_job", "BLOCK_OP_TYPES",
+__all__ = ["runtime_jobs", "migration_job", "block_job", "disk_name", "BLOCK_OP_TYPES",
            "ACTIVE_MIGRATION", "MIN_SAMPLE_AGE"]
 
 #: qemu's block job ``type`` -> our ``opType``
@@ -42,6 +49,18 @@ Samples = dict[str, list[float]]
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def disk_name(job_device: str) -> str:
+    """The disk of a block job's ``device``: ``disk0`` or ``ganeti-mirror-disk0`` -> ``disk/0``.
+
+    Other names (a hotplugged disk's node name, someone else's job id) are
+    returned unchanged: they tell no disk index.
+    """
+    drive = job_device.removeprefix(mirror.JOB_PREFIX)
+    if drive.startswith("disk") and drive[4:].isdigit():
+        return f"disk/{int(drive[4:])}"
+    return job_device
 
 
 def migration_job(reply: Any, bandwidth_mib: int = 0) -> dict[str, Any] | None:
@@ -64,8 +83,8 @@ def block_job(job: Any, now: float, samples: Samples,
               new_samples: Samples) -> dict[str, Any] | None:
     """The runtime job of one ``query-block-jobs`` element (None if malformed).
 
-    Reads the device's earlier sample from ``samples`` and records the one
-    to keep in ``new_samples``.
+    Reads the job's earlier sample from ``samples`` and records the one
+    to keep in ``new_samples`` (both keyed by qemu's job name).
     """
     if not isinstance(job, dict) or not isinstance(job.get("device"), str):
         return None
@@ -81,10 +100,13 @@ def block_job(job: Any, now: float, samples: Samples,
     new_samples[device] = keep
     eta = (end - cur) / rate if rate > 0 and end else None
     state = "normal" if job.get("io-status", "ok") == "ok" else "unknown"
-    return progress.runtime_job(progress.JOB_BLOCK, cur, end,
-                                op_type=BLOCK_OP_TYPES.get(str(job.get("type")), "copy"),
-                                device=device, bandwidth=_int(job.get("speed")) // _MiB,
-                                rate=rate, eta=eta, state=state)
+    entry = progress.runtime_job(progress.JOB_BLOCK, cur, end,
+                                 op_type=BLOCK_OP_TYPES.get(str(job.get("type")), "copy"),
+                                 device=disk_name(device),
+                                 bandwidth=_int(job.get("speed")) // _MiB,
+                                 rate=rate, eta=eta, state=state)
+    entry["info"]["job"] = device
+    return entry
 
 
 def runtime_jobs(migrate: Any, block_jobs: Any, *, now: float, samples: Samples | None = None,
