@@ -158,17 +158,30 @@ def test_a_block_job_shows_in_the_runtime_jobs(node):
         fh.write(os.urandom(16 << 20))
     hv.start_instance(_spec("inst3"), [disk])
     assert "jobs" not in hv.get_instance_info("inst3")
+    # 1 MiB/s in bursts of at most 256 KiB (buf-size): copying the 16 MiB takes
+    # 15 s or more however fast the machine is (without a small buffer qemu
+    # copies a whole 16 MiB buffer at once before the limit holds it)
     hv.qmp_command("inst3", "drive-mirror", device="disk0", target=str(tmp / "copy.img"),
-                   format="raw", sync="full", speed=1 << 20, mode="absolute-paths")
-    first = hv.get_instance_info("inst3")["jobs"]
-    assert len(first) == 1 and first[0]["state"] == "normal"
-    info = first[0]["info"]
+                   format="raw", sync="full", speed=1 << 20, mode="absolute-paths",
+                   granularity=64 << 10, **{"buf-size": 256 << 10})
+
+    def copying() -> dict:
+        """The mirror's runtime job; it must still be copying (neither gone nor done)."""
+        jobs = hv.get_instance_info("inst3").get("jobs") or []
+        assert len(jobs) == 1, f"expected the mirror alone, got {jobs}"
+        assert jobs[0]["info"]["cur"] < jobs[0]["info"]["end"], "the mirror copied everything"
+        return jobs[0]
+
+    first = copying()
+    assert first["state"] == "normal"
+    info = first["info"]
     assert (info["jobType"], info["opType"], info["device"], info["job"], info["bandwidth"]) \
         == ("block", "mirror", "disk/0", "disk0", 1)
     assert info["end"] >= 17 << 20 and info["rate"] == 0.0
-    time.sleep(1.5)      # a second sample later (the rate is measured, not asserted in time)
-    later = hv.get_instance_info("inst3")["jobs"][0]["info"]
-    assert later["cur"] > info["cur"] and later["rate"] > 0 and later["eta"] is not None
+    # a second sample once the copy moved on (the rate is measured, not asserted in time)
+    later = _wait(lambda: (i := copying()["info"])["cur"] > info["cur"] and i,
+                  "the mirror to copy more")
+    assert later["rate"] > 0 and later["eta"] is not None
     assert os.path.exists(os.path.join(hv.instance_dir("inst3"), "job-samples.json"))
     hv.qmp_command("inst3", "block-job-cancel", device="disk0")
     _wait(lambda: "jobs" not in hv.get_instance_info("inst3"), "the block job to end")
