@@ -444,8 +444,10 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                 self.active_children.add(pid)
 
     def _notify_authenticated(self) -> None:
-        """In a spare: tell the parent the handshake is done (no-op elsewhere)."""
+        """In a spare: take the name of a request child and tell the parent the
+        handshake is done (no-op elsewhere)."""
         if self._authenticated is not None and os.getpid() != self.parent_pid:
+            noded_spare.set_comm(noded_spare.CHILD_COMM)   # it holds a request slot now
             try:
                 os.write(self._authenticated[1], _PID.pack(os.getpid()))
             except OSError as exc:
@@ -734,7 +736,6 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             request = noded_spare.receive_connection(channel)
             if request is None:   # the parent is shutting down or gone
                 return None
-            noded_spare.set_comm(noded_spare.CHILD_COMM)
             try:
                 return request, request.getpeername()
             except OSError:   # the client already went away
@@ -745,6 +746,7 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
 
     def _run_child(self, request: socket.socket, client_address: Any, busy: bool) -> NoReturn:
         """Request child forked for an established ``request``: serve it, exit."""
+        noded_spare.set_comm(noded_spare.CHILD_COMM)
         self.busy_reply = busy
         self._child_main(lambda: (request, client_address), keep=request)
 

@@ -28,7 +28,9 @@ only, never blocking except in :meth:`SparePool.stop`)::
 Spare side: ``run_spare(channel)`` gets its end of the channel and must
 not return (it ends with ``os._exit``; a return or an exception exits 1).
 It waits with :func:`receive_connection`; :func:`set_comm` names the
-process (``noded-spare`` while idle, ``noded-child`` once serving), which
+process (``noded-spare`` while idle or in its handshake, ``noded-child``
+once its handshake is done and it holds a request slot; the children the
+parent forks for established connections are ``noded-child`` too), which
 is how tests and operators tell them apart.
 """
 
@@ -48,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 #: ``/proc/<pid>/comm`` of an idle spare
 SPARE_COMM = "noded-spare"
-#: ``/proc/<pid>/comm`` of a child serving a request
+#: ``/proc/<pid>/comm`` of a child serving a request (its handshake done)
 CHILD_COMM = "noded-child"
 #: seconds before forking again after a failed fork or a spare's death
 SPARE_RETRY_DELAY = 0.2

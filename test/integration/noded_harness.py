@@ -37,7 +37,7 @@ from ganeti import crypto, errors
 from ganeti.pathutils import Paths
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc.transport import HttpsTransport
-from ganeti.server.noded_spare import SPARE_COMM
+from ganeti.server.noded_spare import CHILD_COMM, SPARE_COMM
 from ganeti.tools.vcluster import pick_free_port
 
 __all__ = ["REPO_ROOT", "NODED_SCRIPT", "make_cluster_cert", "make_node_root",
@@ -209,6 +209,13 @@ class NodedProcess:
     def request_children(self) -> list[int]:
         """Pids of the children other than idle spares (requests being served, zombies)."""
         return [pid for pid in self.children() if self._comm(pid) != SPARE_COMM]
+
+    def serving_children(self) -> list[int]:
+        """Pids of the children holding a request slot (handshake done, named ``noded-child``).
+
+        A child just forked still has the daemon's name and is not counted.
+        """
+        return [pid for pid in self.children() if self._comm(pid) == CHILD_COMM]
 
     def zombies(self) -> list[int]:
         """Children in state Z (not reaped)."""
