@@ -21,6 +21,7 @@ from fakes.clock import FakeClock
 from fakes.fakeconfig import node_name
 from fakes.flakydisk import FlakyDisk
 
+from ganeti.utils.payload import decode_payload
 from ganeti import constants, errors, serializer
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup
@@ -201,9 +202,9 @@ def test_replicator_gets_no_push_for_a_failed_save(tmp_path, disk) -> None:
         assert rep.wait_replicated(serial, timeout=10)
         pushed = [args for _, args in rpc.calls_to("replicate_state")]
         assert len(pushed) == 1
-        sent = serializer.loads(pushed[0][0][1])
+        sent = serializer.loads(decode_payload(pushed[0][0][1]))
         assert sent["serial_no"] == serial
         assert sent["nodes"][node.uuid]["tags"] == ["kept"]
-        assert pushed[0][0][1].encode() == _file(cfg)
+        assert decode_payload(pushed[0][0][1]) == _file(cfg)
     finally:
         rep.stop(timeout=10)

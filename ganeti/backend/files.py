@@ -75,12 +75,21 @@ def upload_file(ctx: NodeContext, file_name: str, content: str, mode: int,
     or the daemon's own.  Raises :class:`errors.OpExecError` for a file
     outside the allow-list, a refused mode or owner, or an I/O error.
     """
+    upload_bytes(ctx, file_name, content.encode("utf-8"), mode, uid, gid, mtime)
+
+
+def upload_bytes(ctx: NodeContext, file_name: str, data: bytes, mode: int,
+                 uid: int | None, gid: int | None, mtime: float | None) -> None:
+    """Like :func:`upload_file` with the content as bytes, written exactly.
+
+    Not an RPC procedure itself (not in ``__all__``): ``replicate_state``
+    calls it with the decoded config document.
+    """
     canonical = os.path.normpath("/" + file_name.lstrip("/"))
     if file_name != canonical or (canonical not in allowed_upload_files()
                                   and not _is_ssconf_name(canonical)):
         raise errors.OpExecError(f"Refusing to upload {file_name!r}: not an allowed cluster file")
     _check_mode_and_owner(file_name, mode, uid, gid)
-    data = content.encode("utf-8")
     if len(data) > MAX_UPLOAD_SIZE:
         raise errors.OpExecError(f"Refusing to upload {file_name}: larger than {MAX_UPLOAD_SIZE} bytes")
     path = ctx.local_path(canonical)

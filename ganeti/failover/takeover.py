@@ -24,6 +24,7 @@ from ganeti.replication import copy_queue
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
+from ganeti.utils import payload
 
 __all__ = ["Out", "load_local_config", "node_rpc", "master_ip_params", "check_taker",
            "stop_old_master", "write_takeover_config", "raise_queue_serial", "fence_majority",
@@ -183,7 +184,7 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
     are not tried: they count as failed.
     """
     values = ssconf.compute_ssconf_values(data)
-    raw = serializer.dumps_bytes(data).decode("utf-8")
+    raw = payload.encode_payload(serializer.dumps_bytes(data))
     skip = skip or {}
     for name in sorted(skip):
         out(f"{name}: not updated (no answer to the vote: {skip[name]})")

@@ -31,6 +31,7 @@ from ganeti.replication.core import (JOB_LINGER, QUEUE_COPY_CHUNK, QUEUE_RESYNC_
 from ganeti.rpc.client import RpcResult, RpcRunner
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
+from ganeti.utils import payload
 
 __all__ = ["Replicator", "report_failures", "read_queue_files", "copy_queue"]
 
@@ -152,7 +153,8 @@ class Replicator:
 
     * **config** (:meth:`on_config_change`, the ConfigWriter's
       ``on_change``): sends the newest pending push, one
-      ``replicate_state`` RPC per online candidate (config bytes, the
+      ``replicate_state`` RPC per online candidate (config bytes compressed
+      once per push, zlib + base64, :mod:`ganeti.utils.payload`; the
       ssconf values when they changed, and the first pending job-file
       update), and, when the ssconf values changed, writes the local
       ssconf files and sends ``write_ssconf_files`` to the other online
@@ -355,7 +357,7 @@ class Replicator:
         if push.candidates:
             canonical = to_canonical(self.paths.root, self.paths.config_file)
             res = rpc.call("replicate_state", push.candidates,
-                           [[canonical, push.data.decode("utf-8")],
+                           [[canonical, payload.encode_payload(push.data)],
                             values if send.ssconf_changed else None,
                             _wire_files(self.paths.root, send.files.items())],
                            timeout=self.timeout)

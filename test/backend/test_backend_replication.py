@@ -9,6 +9,7 @@ import pytest
 
 from ganeti import errors, ssconf
 from ganeti.backend import replication
+from ganeti.utils import payload
 
 
 def _read(path: str) -> str:
@@ -60,3 +61,42 @@ def test_queue_files_outside_the_queue_are_refused(ctx) -> None:
 def test_malformed_config_entry(ctx) -> None:
     with pytest.raises(errors.OpExecError, match="invalid config entry"):
         replication.replicate_state(ctx, ["only-a-name"], None, [])
+
+
+def test_compressed_config_is_written_as_exactly_the_original_bytes(ctx) -> None:
+    # not plain ASCII, no trailing newline: the file must hold these bytes, no more
+    original = ('{"serial": 4, "name": "n\u00e9ud", "pad": "' + "x" * 5000 + '"}').encode()
+    replication.replicate_state(
+        ctx, ["/var/lib/ganeti/config.data", payload.encode_payload(original)], None, [])
+    with open(ctx.paths.config_file, "rb") as fh:
+        assert fh.read() == original
+    assert stat.S_IMODE(os.stat(ctx.paths.config_file).st_mode) == 0o640
+
+
+def test_uncompressed_encoded_config_is_accepted(ctx) -> None:
+    replication.replicate_state(
+        ctx, ["/var/lib/ganeti/config.data", [payload.ENCODING_NONE, '{"serial": 5}']], None, [])
+    assert _read(ctx.paths.config_file) == '{"serial": 5}'
+
+
+@pytest.mark.parametrize("content, message", [
+    ([7, "abc"], "Unknown content encoding 7"),
+    ([payload.ENCODING_ZLIB_BASE64, "not base64!"], "Invalid base64"),
+    ([payload.ENCODING_ZLIB_BASE64, "aGVsbG8="], "Invalid zlib"),
+], ids=["unknown-encoding", "bad-base64", "not-zlib"])
+def test_bad_config_encoding_is_refused_and_nothing_written(ctx, content, message) -> None:
+    with pytest.raises(errors.OpExecError, match=message) as info:
+        replication.replicate_state(ctx, ["/var/lib/ganeti/config.data", content], None,
+                                    [["job-9", "nine"]])
+    assert "config /var/lib/ganeti/config.data" in str(info.value)
+    assert not os.path.exists(ctx.paths.config_file)
+    # the other parts still went through
+    assert _read(os.path.join(ctx.paths.queue_dir, "job-9")) == "nine"
+
+
+def test_compressed_config_larger_than_the_upload_limit_is_refused(ctx, monkeypatch) -> None:
+    monkeypatch.setattr(replication, "MAX_UPLOAD_SIZE", 1000)
+    with pytest.raises(errors.OpExecError, match="larger than 1000 bytes"):
+        replication.replicate_state(
+            ctx, ["/var/lib/ganeti/config.data", payload.encode_payload(b"x" * 5000)], None, [])
+    assert not os.path.exists(ctx.paths.config_file)

@@ -48,6 +48,24 @@ def _backups(vc, node: str) -> list[str]:
     return sorted(glob.glob(vc.paths(node).config_file + ".backup-*"))
 
 
+# --- config push --------------------------------------------------------------------------
+
+def test_candidates_hold_the_masters_exact_config_when_a_change_returns(vc):
+    # the push travels compressed (zlib + base64); the candidates must end
+    # with the very bytes of the master's file, as soon as the job is done
+    candidates = [n for n, role in vc.roles().items() if role == "C"]
+    assert len(candidates) == 3
+    vc.ok("gnt-cluster", "add-tags", "push-compressed-test")
+    master = _read(vc.paths(vc.names[0]).config_file)
+    assert master is not None and b"push-compressed-test" in master
+    for node in candidates:
+        data = _read(vc.paths(node).config_file)
+        assert data is not None and b"push-compressed-test" in data, node
+    for node in candidates:
+        assert _wait(lambda: _config_like_master(vc, node)), node
+    vc.ok("gnt-cluster", "remove-tags", "push-compressed-test")
+
+
 # --- demotion ---------------------------------------------------------------------------
 
 def test_demoted_candidate_drops_config_and_gets_it_back_on_promotion(vc):

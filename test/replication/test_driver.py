@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes import FakeClock, FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
+from ganeti.utils.payload import decode_payload
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.replication import Replicator, driver  # noqa: E402
 from ganeti.replication.core import FileUpdate  # noqa: E402
@@ -81,8 +82,8 @@ def test_config_pushes_coalesce_to_the_newest_serial(tmp_path) -> None:
     # one push for `first`, then ONE for b, c and d together, with the newest bytes
     assert len(uploads) == 2
     with open(paths.config_file, encoding="utf-8") as fh:
-        assert uploads[-1][1][0][1] == fh.read()
-    assert '"d"' in uploads[-1][1][0][1]
+        assert decode_payload(uploads[-1][1][0][1]).decode() == fh.read()
+    assert b'"d"' in decode_payload(uploads[-1][1][0][1])
     assert rep.stop(timeout=10)
 
 

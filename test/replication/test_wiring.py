@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes import FakeRpc, GatedWriter, make_config  # noqa: E402
 from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
 
+from ganeti.utils.payload import decode_payload
 from ganeti import configfile, opcodes, serializer, ssconf  # noqa: E402
 from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
 from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
@@ -68,7 +69,7 @@ def test_config_goes_to_candidates_and_ssconf_to_all_nodes(tmp_path) -> None:
     assert nodes == [node_name(2), node_name(3)]          # candidates, not the master
     assert config[0] == "/var/lib/ganeti/config.data"
     with open(paths.config_file, encoding="utf-8") as fh:
-        assert config[1] == fh.read()                     # exactly the bytes written
+        assert decode_payload(config[1]).decode() == fh.read()  # exactly the bytes written
     assert values["master_node"] == node_name(1) and queue_files == []
     assert rpc.calls_to("upload_file") == []
     # the other online nodes: ssconf only
@@ -275,7 +276,7 @@ def test_group_committed_config_replicates_in_serial_order(tmp_path) -> None:
     assert queued == sorted(set(queued)) and queued[-1] == cfg.get_serial_no()
     assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
     with open(paths.config_file, encoding="utf-8") as fh:
-        assert rpc.calls_to("replicate_state")[-1][1][0][1] == fh.read()
+        assert decode_payload(rpc.calls_to("replicate_state")[-1][1][0][1]).decode() == fh.read()
     rep.stop(timeout=10)
 
 
@@ -392,7 +393,7 @@ def test_ssconf_pushed_with_a_config_is_computed_from_exactly_that_config(tmp_pa
     pushes = rpc.calls_to("replicate_state")
     assert pushes
     for _, (config, values, _) in pushes:
-        pushed = serializer.loads(config[1].encode())
+        pushed = serializer.loads(decode_payload(config[1]))
         assert pushed["serial_no"] == first_serial and "second" not in pushed["cluster"]["tags"]
         assert values is None or values["cluster_tags"] == ""
     assert ssconf.SimpleStore(paths).read_lines("cluster_tags") == []
@@ -401,11 +402,11 @@ def test_ssconf_pushed_with_a_config_is_computed_from_exactly_that_config(tmp_pa
     assert len(done) == 2
     assert rep.wait_replicated(first_serial + 1, timeout=10) and rep.flush(timeout=10)
     _, (config, values, _) = rpc.calls_to("replicate_state")[-1]
-    assert serializer.loads(config[1].encode())["serial_no"] == first_serial + 1
+    assert serializer.loads(decode_payload(config[1]))["serial_no"] == first_serial + 1
     assert values is not None and values["cluster_tags"] == "second"
     assert ssconf.SimpleStore(paths).read_lines("cluster_tags") == ["second"]
     for _, (config, values, _) in rpc.calls_to("replicate_state"):
         if values is not None:
             assert values == ssconf.compute_ssconf_values(configfile.decode_config(
-                config[1].encode()))
+                decode_payload(config[1])))
     rep.stop(timeout=5)
