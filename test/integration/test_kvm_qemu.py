@@ -14,8 +14,10 @@ here: 3.7 s to the guest's power-off under nested KVM, 0.08 s under TCG).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
+import subprocess
 import time
 
 import pytest
@@ -187,3 +189,43 @@ def test_a_block_job_shows_in_the_runtime_jobs(node):
     _wait(lambda: "jobs" not in hv.get_instance_info("inst3"), "the block job to end")
     assert not os.path.exists(os.path.join(hv.instance_dir("inst3"), "job-samples.json"))
     hv.stop_instance("inst3", timeout=0)
+
+
+def _make_bridge(name: str) -> str:
+    """Create bridge ``name`` (root only); '' on success, else why not."""
+    if os.geteuid() != 0:
+        return "creating a bridge needs root"
+    if not os.path.exists("/dev/net/tun"):
+        return "no /dev/net/tun for tap devices"
+    res = subprocess.run(["ip", "link", "add", name, "type", "bridge"], capture_output=True,
+                         text=True, check=False)
+    return "" if res.returncode == 0 else f"cannot create a bridge: {res.stderr.strip()}"
+
+
+def test_a_bridged_nic_is_a_tap_on_its_bridge(node):
+    hv, tmp = node
+    hv = _tcg(hv, tmp)
+    bridge = f"gtbr{os.getpid() % 100000}"
+    why = _make_bridge(bridge)
+    if why:
+        pytest.skip(why)
+    try:
+        disk = bootsector.disk_image(str(tmp / "disk0"))
+        spec = _spec("inst5")
+        spec = dataclasses.replace(spec, nics=(base.NicSpec(mac="aa:00:00:00:00:05",
+                                                            link=bridge),))
+        hv.start_instance(spec, [disk])
+        taps = os.listdir(f"/sys/class/net/{bridge}/brif")
+        assert len(taps) == 1, taps
+        tap = taps[0]
+        # the tap qemu opened is up, enslaved to the bridge, and named after the NIC
+        assert os.path.realpath(f"/sys/class/net/{tap}/master").endswith("/" + bridge)
+        with open(f"/sys/class/net/{tap}/flags") as fh:
+            assert int(fh.read(), 16) & 0x1            # IFF_UP
+        argv = hv.read_runtime("inst5")["argv"]
+        assert any(f"ifname={tap}" in word for word in argv), argv
+        hv.stop_instance("inst5", timeout=0)
+        # qemu closed the tap: it is gone from the bridge and from the system
+        _wait(lambda: not os.path.exists(f"/sys/class/net/{tap}"), "the tap to go away")
+    finally:
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
