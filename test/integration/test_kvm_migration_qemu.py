@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import time
 
+import guest_helpers
 import pytest
 
 from fakes import tickguest
@@ -34,14 +34,7 @@ ADDRESS = "127.0.0.1"
 
 
 def _wait(predicate, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return guest_helpers.wait_for(predicate, what, timeout, poll=0.1)
 
 
 def _free_port() -> int:

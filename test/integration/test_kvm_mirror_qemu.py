@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import time
 
+import guest_helpers
 import pytest
 
 from fakes import bootsector
@@ -38,14 +38,7 @@ SIZE = 32 * 1024 * 1024
 
 
 def _wait(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return guest_helpers.wait_for(predicate, what, timeout, poll=0.05)
 
 
 def _spec(**hvp) -> base.InstanceSpec:

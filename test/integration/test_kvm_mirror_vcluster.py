@@ -21,8 +21,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
+import guest_helpers
 import pytest
 from instance_helpers import NOCHECK, config_bytes, disk_files, rows, status_of
 from vcluster_harness import VirtualCluster
@@ -43,14 +43,7 @@ MARKER = b"written before the migration\n" * 100
 
 
 def _wait(predicate, what: str, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return guest_helpers.wait_for(predicate, what, timeout, poll=0.2)
 
 
 @pytest.fixture(scope="module")

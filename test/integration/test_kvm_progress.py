@@ -17,6 +17,7 @@ import os
 import re
 import time
 
+import guest_helpers
 import pytest
 from failover_helpers import submit
 from instance_helpers import NOCHECK, rows
@@ -37,14 +38,7 @@ MIG = "kvmprog2.example.com"
 
 
 def _wait(predicate, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return guest_helpers.wait_for(predicate, what, timeout, poll=0.2)
 
 
 @pytest.fixture(scope="module")

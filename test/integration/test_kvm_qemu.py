@@ -18,8 +18,8 @@ import dataclasses
 import os
 import signal
 import subprocess
-import time
 
+import guest_helpers
 import pytest
 
 from ganeti import constants, errors, parameters, pathutils
@@ -33,14 +33,7 @@ pytestmark = pytest.mark.skipif(bool(host_helpers.qemu_reason()),
 
 
 def _wait(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return guest_helpers.wait_for(predicate, what, timeout, poll=0.1)
 
 
 def _spec(name: str, **hvp) -> base.InstanceSpec:

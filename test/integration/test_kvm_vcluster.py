@@ -13,8 +13,8 @@ from __future__ import annotations
 import glob
 import os
 import signal
-import time
 
+import guest_helpers
 import pytest
 from instance_helpers import NOCHECK, status_of
 from vcluster_harness import VirtualCluster
@@ -34,14 +34,7 @@ INST = "kvm1.example.com"
 
 
 def _wait(predicate, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return guest_helpers.wait_for(predicate, what, timeout, poll=0.2)
 
 
 @pytest.fixture(scope="module")
