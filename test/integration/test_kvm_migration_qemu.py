@@ -12,6 +12,7 @@ restart.  TCG is forced (fast for this guest where KVM is nested).
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 
@@ -38,9 +39,17 @@ def _wait(predicate, what: str, timeout: float = 90.0):
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((ADDRESS, 0))
-        return sock.getsockname()[1]
+    """A free port below the kernel's ephemeral range (32768 and up): no
+    outgoing connection of another process takes it meanwhile."""
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind((ADDRESS, port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in 20000-31999")
 
 
 def _spec(port: int, memory: int = 64, **hvp) -> base.InstanceSpec:

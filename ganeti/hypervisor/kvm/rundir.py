@@ -33,7 +33,7 @@ from ganeti.utils import io as uio
 from ganeti.utils import process
 
 __all__ = ["RunDir", "RUNTIME_FILE", "JOB_SAMPLES_FILE", "PIDFILE", "QMP_SOCKET",
-           "SERIAL_SOCKET", "SERIAL_LOG", "QUIT_TIMEOUT"]
+           "SERIAL_SOCKET", "SERIAL_LOG", "QUIT_TIMEOUT", "process_exited"]
 
 logger = logging.getLogger(__name__)
 
@@ -275,15 +275,13 @@ class RunDir:
 
         A dying process loses its command line before it closes its files,
         so its sockets (a migration port) and image locks outlive
-        :meth:`pid` by a moment.
+        :meth:`pid` by a moment.  qemu has threads: its main thread can be a
+        zombie while the others still hold the shared file table, so the
+        process has exited only once it is a zombie with no other thread.
         """
         deadline = self.monotonic() + timeout
         while self.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as fh:
-                    if fh.read().rpartition(b")")[2].split()[:1] in ([b"Z"], [b"X"]):
-                        return
-            except OSError:
+            if process_exited(pid):
                 return
             self.sleep(0.05)
 
@@ -293,3 +291,20 @@ class RunDir:
             self.kill(name)
             self.clean_files(name, runtime_too=True)
             self.remove_dir(name)
+
+
+def process_exited(pid: int) -> bool:
+    """True when ``pid`` is gone, or a zombie whose every thread has exited.
+
+    A thread-group leader shows state ``Z`` as soon as its own thread has
+    exited, while its other threads may still be closing the files they
+    share; ``/proc/PID/task`` lists those threads until they are gone.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rpartition(b")")[2].split()[:1]
+        if state not in ([b"Z"], [b"X"]):
+            return False
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
