@@ -51,11 +51,17 @@ def test_live_listings_reuse_the_node_daemon_child(vc) -> None:
         out = vc.ok("gnt-instance", "list", "-o", "name,status")
         assert "ka1.example.com" in out and "running" in out
         assert _request_children(vc, node) == kept
-    # an operation that changes the node gets a child of its own meanwhile
+    # an operation that changes the node runs in a child of its own meanwhile;
+    # the kept child is still there and the next listing uses it again (a
+    # child the master no longer reused would stay beside a new kept one).
+    # Other children (the job's replication to this candidate) may outlive
+    # the job for a moment: they are not kept, so only new pids count.
     vc.ok("gnt-instance", "shutdown", "--timeout", "0", "ka1.example.com")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and _request_children(vc, node) != kept:
         time.sleep(0.05)
-    assert _request_children(vc, node) == kept
+    before = _request_children(vc, node)
+    assert kept <= before
     assert "ADMIN_down" in vc.ok("gnt-instance", "list", "-o", "name,status")
-    assert _request_children(vc, node) == kept
+    after = _request_children(vc, node)
+    assert kept <= after and not after - before, (kept, before, after)
