@@ -54,6 +54,7 @@ __all__ = [
     "authorized_keys_file", "make_node_dirs", "init_cluster", "noded_argv",
     "start_noded", "start_masterd", "start_rapi", "wait_for_rapi", "ENV_RAPI_BIND", "wait_for_noded", "wait_for_masterd",
     "stop_daemon", "daemon_pid", "join_payload", "prepare_node_join", "setup_node_ssh",
+    "record_own_host_key",
     "restart_noded_ssh", "remove_cluster_files", "node_tool_main",
 ]
 
@@ -519,6 +520,25 @@ def prepare_node_join(paths: Paths, payload: Mapping[str, Any], *,
 def _ssh_runner(paths: Paths, port: int) -> ssh.SshRunner:
     return ssh.SshRunner(paths.ssh_key_file, known_hosts_path=paths.known_hosts_file,
                          port=port)
+
+
+def record_own_host_key(paths: Paths, address: str, port: int, *,
+                        timeout: float = 10.0) -> str | None:
+    """Record this node's own SSH host key in the cluster's ``known_hosts``.
+
+    Every other node's key is recorded when the master first reaches it
+    (``gnt-node add``); the first master's never is, and a new master
+    after a failover then refuses it where only known keys are trusted
+    (``gnt-instance console``).  Connects to its own SSH server once (the
+    key is recorded during the handshake); returns why that failed, or
+    None.
+    """
+    runner = _ssh_runner(paths, port)
+    try:
+        res = runner.run(address, "true", port=port, timeout=timeout)
+    except errors.GanetiError as exc:
+        return str(exc)
+    return res.fail_reason or None
 
 
 def setup_node_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: int,

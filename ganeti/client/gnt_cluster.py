@@ -131,6 +131,12 @@ def init_cluster(opts: Any, args: list[str]) -> int:
     bootstrap.start_rapi(paths)
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_POST_INIT"}, opts, cl, feedback_fn=None)
+    ssh_port = int(ndparams.get("ssh_port") or 22)
+    why = bootstrap.record_own_host_key(paths, master_ip, ssh_port)
+    if why is not None:
+        cli.to_stderr(f"Warning: this node's SSH host key is not recorded in"
+                      f" {paths.known_hosts_file} ({why}); a console opened from another"
+                      " node refuses this one until it is")
     if opts.master_netdev:
         cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_ACTIVATE_MASTER_IP"}, opts, cl,
                                    feedback_fn=None)

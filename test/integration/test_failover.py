@@ -24,7 +24,7 @@ from failover_helpers import (MASTERD_ARGS, Ledger, config_serial, failover, mas
                               needs_partitions, rapi_running, ssconf_master, submit)
 from vcluster_harness import VirtualCluster
 
-from ganeti import constants, pathutils
+from ganeti import constants, pathutils, ssh
 from ganeti.tools import vcluster
 
 pytestmark = pytest.mark.timeout(400)
@@ -128,6 +128,12 @@ def test_planned_failover_five_nodes(vc5):
     # the master IP moved: down on the old master, up on the new one
     assert _mip_log(vc5, N1) == ["start", "stop"]
     assert _wait(lambda: _mip_log(vc5, N2) == ["start"])
+    # the new master trusts the old one's SSH host key, recorded when the
+    # cluster was made (a console refuses hosts it does not know)
+    new_master = vc5.paths(N2)
+    strict = ssh.SshRunner(new_master.ssh_key_file, known_hosts_path=new_master.known_hosts_file,
+                           port=vc5.cluster.ssh_port or 22, accept_new_hosts=False)
+    assert not strict.run(vc5.cluster.node(N1).ip, "true", timeout=30).failed
 
 
 def test_failover_after_master_died_five_nodes(vc5):
