@@ -36,9 +36,10 @@ __all__ = ["ACTIONS", "build_commands", "read_environment", "main"]
 
 ACTIONS = ("start", "stop")
 _NETDEV_RE = re.compile(r"^[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,63}$")
-# "ip" messages meaning there is nothing to do
-_ALREADY_PRESENT = "File exists"
-_ALREADY_ABSENT = "Cannot assign requested address"
+# "ip" messages meaning there is nothing to do: older kernels answer with the
+# errno text (RTNETLINK answers: ...), newer ones with an extended ack message
+_ALREADY_PRESENT = ("File exists", "address already assigned")
+_ALREADY_ABSENT = ("Cannot assign requested address", "address not found")
 
 
 def read_environment(env: Mapping[str, str]) -> tuple[str, str, int, int]:
@@ -116,7 +117,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
                              f" ({code}): {output.strip()}\n")
             continue
         benign = _ALREADY_PRESENT if action == "start" else _ALREADY_ABSENT
-        if benign in output:
+        if any(text.lower() in output.lower() for text in benign):
             continue
         sys.stderr.write(f"master-ip-setup: {' '.join(command)} failed ({code}):"
                          f" {output.strip()}\n")
