@@ -58,7 +58,7 @@ def make_document(nodes: int, instances: int, seed: int = 1) -> dict[str, Any]:
                        "disk_template": "sharedfile", "disks": [{"size": 10240, "mode": "rw"}],
                        "disk_space_total": 0, "admin_state": "up", "tags": [], "os": "x",
                        "hypervisor": "kvm", "nics": [{"mac": "aa:00:00:00:00:01"}]}
-    node_docs = {}
+    node_docs: dict[str, dict[str, Any]] = {}
     for k, name in enumerate(node_names):
         node_docs[name] = {
             "group": "g1" if k < nodes // 2 else "g2", "offline": False, "drained": False,
@@ -68,7 +68,7 @@ def make_document(nodes: int, instances: int, seed: int = 1) -> dict[str, Any]:
             "total_memory": 262144, "reserved_memory": 2048, "free_memory": free[name],
             "total_disk": 0, "free_disk": 0, "total_spindles": 1, "free_spindles": 1,
             "total_cpus": 32, "reserved_cpus": 0, "i_pri_memory": 0, "i_pri_up_memory": 0}
-    groups = {g: {"name": g, "alloc_policy": "preferred", "networks": [], "tags": [],
+    groups: dict[str, dict[str, Any]] = {g: {"name": g, "alloc_policy": "preferred", "networks": [], "tags": [],
                   "ipolicy": default_ipolicy()} for g in ("g1", "g2")}
     return {"version": 2, "cluster_name": "bench", "cluster_tags": [],
             "enabled_hypervisors": ["kvm"], "ipolicy": default_ipolicy(),

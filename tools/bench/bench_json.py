@@ -37,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
@@ -45,6 +45,7 @@ sys.path.insert(0, REPO)
 from ganeti import constants, luxi, opcodes, parameters, serializer  # noqa: E402
 from ganeti.cmdlib import query as cmdlib_query  # noqa: E402
 from ganeti.config import ConfigWriter  # noqa: E402
+from ganeti.context import MasterContext  # noqa: E402
 from ganeti.jqueue.job import QueuedJob, QueuedOpCode, job_to_disk, split_time  # noqa: E402
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup  # noqa: E402
 from ganeti.rpc import client as rpc_client  # noqa: E402
@@ -121,8 +122,8 @@ def _job_file() -> dict[str, Any]:
 
 
 def _query_reply(cfg: ConfigWriter) -> bytes:
-    result = cmdlib_query.run_query(SimpleNamespace(cfg=cfg, require_cfg=lambda: cfg), constants.QR_INSTANCE,
-                                    QUERY_FIELDS, None)
+    context = cast(MasterContext, SimpleNamespace(cfg=cfg, require_cfg=lambda: cfg))
+    result = cmdlib_query.run_query(context, constants.QR_INSTANCE, QUERY_FIELDS, None)
     frame = luxi.encode_response(True, result)
     return frame[:-len(luxi.ETX)]   # the message; the ETX byte only ends it on the socket
 

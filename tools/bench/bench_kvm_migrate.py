@@ -96,7 +96,7 @@ def main() -> int:
                 fh.write(tickguest.boot_sector(fill_mib=FILL_MIB, dirty_kib=1024))
             _gnt(vc, "gnt-instance", "startup", INST)
             _ticking(vc, n1)
-            accel = KvmHypervisor(vc.paths(n1)).get_instance_info(INST)["accel"]
+            accel = (KvmHypervisor(vc.paths(n1)).get_instance_info(INST) or {}).get("accel")
             print(f"guest: {MEMORY_MIB} MiB, {FILL_MIB} MiB filled, 1 MiB rewritten in a loop;"
                   f" acceleration {accel}; load average {os.getloadavg()[0]:.2f}")
             print(f"{'run':>14} {'MiB sent':>9} {'qemu total s':>13} {'downtime ms':>12}"

@@ -60,7 +60,12 @@ def fill_config(vc: vcluster.VCluster, total: int, *, half_running: bool = False
     paths = vc.paths(vc.master_node.name)
     bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0)
     cfg = ConfigWriter(paths.config_file)
-    nodes = [cfg.get_node_info_by_name(n.name).uuid for n in vc.nodes]
+    nodes = []
+    for vnode in vc.nodes:
+        node = cfg.get_node_info_by_name(vnode.name)
+        if node is None:
+            raise SystemExit(f"{vnode.name} is not in the cluster's configuration")
+        nodes.append(node.uuid)
     have = len(cfg.get_instance_names())
     with cfg.batch():
         for idx in range(have, total):
