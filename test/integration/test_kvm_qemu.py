@@ -24,6 +24,7 @@ import pytest
 
 from ganeti import constants, errors, parameters, pathutils
 from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import hotplug
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from fakes import bootsector
 from test.integration import host_helpers
@@ -217,8 +218,17 @@ def test_a_bridged_nic_is_a_tap_on_its_bridge(node):
             assert int(fh.read(), 16) & 0x1            # IFF_UP
         argv = hv.read_runtime("inst5")["argv"]
         assert any(f"ifname={tap}" in word for word in argv), argv
+        # a NIC hotplugged on the bridge: a second tap, up and enslaved to it too
+        hv.hot_add_nic("inst5", base.NicSpec(mac="aa:00:00:00:00:06", link=bridge,
+                                             uuid="5ab1c0de-0000-4000-8000-000000000006"), 1)
+        (hot,) = set(os.listdir(f"/sys/class/net/{bridge}/brif")) - {tap}
+        assert hot == hotplug.tap_name("inst5", "h0")
+        assert os.path.realpath(f"/sys/class/net/{hot}/master").endswith("/" + bridge)
+        with open(f"/sys/class/net/{hot}/flags") as fh:
+            assert int(fh.read(), 16) & 0x1
         hv.stop_instance("inst5", timeout=0)
-        # qemu closed the tap: it is gone from the bridge and from the system
-        _wait(lambda: not os.path.exists(f"/sys/class/net/{tap}"), "the tap to go away")
+        # qemu closed the taps: they are gone from the bridge and from the system
+        _wait(lambda: not os.path.exists(f"/sys/class/net/{tap}")
+              and not os.path.exists(f"/sys/class/net/{hot}"), "the taps to go away")
     finally:
         subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
