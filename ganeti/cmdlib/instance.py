@@ -104,7 +104,7 @@ def disk_rpc_dicts(disks: list[Disk]) -> list[dict[str, Any]]:
     return [serializer.to_data(d) for d in disks]
 
 
-def instance_rpc_dict(cfg: ConfigWriter, inst: Instance, disks: list[Disk] | None = None, *,
+def instance_rpc_dict(cfg: ConfigReader, inst: Instance, disks: list[Disk] | None = None, *,
                       beparams: dict[str, Any] | None = None,
                       hvparams: dict[str, Any] | None = None) -> dict[str, Any]:
     """The instance for node RPC: filled hv/be/os/nic parameters + ``disks_info``.

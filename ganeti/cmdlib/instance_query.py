@@ -17,7 +17,7 @@ from ganeti import constants, errors, locking, parameters, progress, query
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import find_instance, select_named
-from ganeti.cmdlib.instance import hv_list_and_params, runtime_status
+from ganeti.cmdlib.instance import hv_list_and_params, instance_rpc_dict, runtime_status
 from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
 from ganeti.objects import NIC, Instance
@@ -27,6 +27,8 @@ __all__ = ["INSTANCE_FIELDS", "collect_instances", "param_title", "InstanceQuery
            "LUInstanceQueryData", "instance_query_data", "runtime_jobs"]
 
 LIVE = frozenset(["live"])
+#: the ``console`` field: live state, then the primary's console description
+CONSOLE = frozenset(["live", "console"])
 _MAX_DISKS = 16
 _MAX_NICS = 8
 
@@ -48,6 +50,8 @@ class InstanceQueryContext:
         self._be_base: dict[str, Any] | None = None    # defaults <- cluster, once per query
         self._hv: dict[str, dict[str, Any]] = {}
         self._where: dict[str, str] | None = None
+        #: instance name -> its console description (``console`` field), if collected
+        self.consoles: dict[str, Any] = {}
 
     def be(self, inst: Instance) -> dict[str, Any]:
         res = self._be.get(inst.uuid)
@@ -139,6 +143,46 @@ def _oper_state(ctx: InstanceQueryContext, inst: Instance) -> Any:
     if isinstance(entry, query.fields.Sentinel):
         return entry
     return entry is not None and entry.get("state") == 0
+
+
+def _console(ctx: InstanceQueryContext, inst: Instance) -> Any:
+    """The console description of a running instance; None when it does not run."""
+    entry = ctx.live_entry(inst)
+    if isinstance(entry, query.fields.Sentinel):
+        return entry
+    if entry is None or entry.get("state") != 0:
+        return None
+    return ctx.consoles.get(inst.name, query.UNAVAIL)
+
+
+def _collect_consoles(context: MasterContext, cfg: ConfigReader, items: list[Instance],
+                      ctx: InstanceQueryContext) -> None:
+    """Ask the primary of every running instance in ``items`` how to reach its console.
+
+    One ``instance_console_info`` call per instance, to all primaries at
+    once per round (an instance whose node does not answer gets no entry:
+    the field is then unavailable).
+    """
+    if context.rpc is None:
+        return
+    pending = [inst for inst in items
+               if isinstance(entry := ctx.live_entry(inst), dict) and entry.get("state") == 0]
+    while pending:
+        by_node: dict[str, Instance] = {}
+        rest = []
+        for inst in pending:
+            node = ctx.node_name(inst.primary_node)
+            if node in by_node:
+                rest.append(inst)
+            else:
+                by_node[node] = inst
+        results = context.rpc.call_map("instance_console_info", {
+            node: [instance_rpc_dict(cfg, inst)] for node, inst in by_node.items()})
+        for node, inst in by_node.items():
+            res = results.get(node)
+            if res is not None and not res.failed and isinstance(res.payload, dict):
+                ctx.consoles[inst.name] = res.payload
+        pending = rest
 
 
 def _node_group(cfg: ConfigReader, node_name: str | None) -> tuple[str | None, str | None]:
@@ -305,9 +349,9 @@ INSTANCE_FIELDS = query.make_table([
     _f("custom_nicparams", "CustomNicParameters", _OTHER, "Custom NIC parameters",
        lambda ctx, inst: [dict(n.nicparams) for n in inst.nics]),
     *_param_fields(),
-    _f("console", "Console", _OTHER, "How to reach the console",
-       lambda ctx, inst: {"instance": inst.name, "node": ctx.node_name(inst.primary_node),
-                          "command": f"gnt-instance console {inst.name}"}),
+    _f("console", "Console", _OTHER, "How to reach the console of a running instance"
+       " (what OpInstanceConsole returns; null when it does not run)", _console,
+       CONSOLE),
     query.tags_field(),
     query.serial_no_field("Instance"),
     *query.timestamp_fields("Instance"),
@@ -342,7 +386,10 @@ def collect_instances(context: MasterContext, qfilter: Any,
                          query.requested_names(qfilter, "name"), "Instance(s)",
                          verdict="not known")
     live, failed = (_collect_live(context, cfg) if "live" in needs else (None, set()))
-    return items, InstanceQueryContext(cfg, live, failed, context.runtime_jobs)
+    ctx = InstanceQueryContext(cfg, live, failed, context.runtime_jobs)
+    if "console" in needs:
+        _collect_consoles(context, cfg, items, ctx)
+    return items, ctx
 
 
 def _plain(value: Any) -> Any:

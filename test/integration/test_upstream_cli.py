@@ -121,6 +121,18 @@ def test_instance_info(vc, scratch):
     assert "MAC: aa:00:00:" in out
 
 
+def test_instance_console(vc, scratch):
+    # upstream's client reads the "console" query field and checks it is an
+    # InstanceConsole: here the fake hypervisor's message, printed as is
+    out = up(vc, scratch, "gnt-instance", "console", INST)
+    assert f"Console not available for fake hypervisor (instance {INST} on node {N1}" in out
+    up(vc, scratch, "gnt-instance", "shutdown", INST)
+    res = upstream_cli.run(vc, scratch, "gnt-instance", "console", INST)
+    assert res.returncode != 0 and f"Instance {INST} is not running" in res.stderr, \
+        res.stdout + res.stderr
+    up(vc, scratch, "gnt-instance", "startup", INST)
+
+
 def test_instance_shutdown_startup_reboot(vc, scratch):
     up(vc, scratch, "gnt-instance", "shutdown", INST)
     assert rows(vc, "status", INST) == [["ADMIN_down"]]
