@@ -555,9 +555,14 @@ def _prepare(runtime: DaemonRuntime) -> RapiServer:
     return server
 
 
+#: how often the accept loop looks at its stop flag (socketserver's loop has
+#: no wake-up: a stop, e.g. on the old master in a failover, waits up to this)
+STOP_POLL = 0.1
+
+
 def _serve(runtime: DaemonRuntime, server: RapiServer) -> None:
     try:
-        server.serve_forever(poll_interval=0.5)
+        server.serve_forever(poll_interval=STOP_POLL)
     finally:
         server.server_close()
         server.access_log.close()

@@ -474,12 +474,21 @@ def start(vc: VCluster, node: str | None = None) -> None:
 
 
 def stop(vc: VCluster, node: str | None = None) -> None:
-    """Stop the master daemon, node daemon and SSH server of nodes (all by default)."""
+    """Stop the master daemon, node daemon and SSH server of nodes (all by default).
+
+    The nodes stop side by side: first every RAPI and master daemon (so that
+    no job sees its nodes go), then every node daemon and SSH server.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     targets = [vc.node(node)] if node else vc.nodes
-    for vnode in targets:
-        paths = Paths(root=vnode.root)
-        for daemon in (constants.RAPI, constants.MASTERD, constants.NODED, SSHD_NAME):
-            bootstrap.stop_daemon(paths, daemon, timeout=10.0)
+    roots = [Paths(root=vnode.root) for vnode in targets]
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(roots)))) as pool:
+        for daemons in ((constants.RAPI, constants.MASTERD), (constants.NODED, SSHD_NAME)):
+            def one(paths: Paths, daemons: tuple[str, ...] = daemons) -> None:
+                for daemon in daemons:
+                    bootstrap.stop_daemon(paths, daemon, timeout=10.0)
+            list(pool.map(one, roots))
 
 
 # --- partitions ------------------------------------------------------------------------
