@@ -40,13 +40,25 @@ def _request_children(vc, node: str) -> set[int]:
     return found
 
 
+def _settled(vc, node: str, want: set[int] | None = None) -> set[int]:
+    """The request children once the job's own ones have gone (at most 20 s):
+    ``want`` exactly, or a single one."""
+    deadline = time.monotonic() + 20
+    while True:
+        found = _request_children(vc, node)
+        if (found == want if want is not None else len(found) == 1) \
+                or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
 def test_live_listings_reuse_the_node_daemon_child(vc) -> None:
     node = vc.names[1]
     vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", node, "--no-name-check",
           "--no-ip-check", "ka1.example.com")
     vc.ok("gnt-instance", "list")   # all_instances_info to both nodes, kept
-    kept = _request_children(vc, node)
-    assert len(kept) == 1
+    kept = _settled(vc, node)
+    assert len(kept) == 1, kept
     for _ in range(3):
         out = vc.ok("gnt-instance", "list", "-o", "name,status")
         assert "ka1.example.com" in out and "running" in out
@@ -57,10 +69,7 @@ def test_live_listings_reuse_the_node_daemon_child(vc) -> None:
     # Other children (the job's replication to this candidate) may outlive
     # the job for a moment: they are not kept, so only new pids count.
     vc.ok("gnt-instance", "shutdown", "--timeout", "0", "ka1.example.com")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and _request_children(vc, node) != kept:
-        time.sleep(0.05)
-    before = _request_children(vc, node)
+    before = _settled(vc, node, kept)
     assert kept <= before
     assert "ADMIN_down" in vc.ok("gnt-instance", "list", "-o", "name,status")
     after = _request_children(vc, node)
