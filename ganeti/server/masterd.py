@@ -52,7 +52,7 @@ from ganeti.jqueue.summary import SUMMARY_FIELDS
 from ganeti.mastermetrics import MasterMetrics
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
-from ganeti.replication import Replicator
+from ganeti.replication import REPLICATION_TIMEOUT, Replicator
 from ganeti.rpc.client import RpcRunner
 from ganeti.server import luxiserver
 from ganeti.server.daemon import DaemonRuntime, raise_fd_limit, run_daemon
@@ -383,6 +383,18 @@ def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
         return None
 
 
+#: the shortest push timeout ``--rpc-timeout-scale`` gives (a healthy push of
+#: a large configuration to a loaded node must still fit)
+MIN_REPLICATION_TIMEOUT = 3.0
+
+
+def replication_timeout(rpc_timeout_scale: float) -> float:
+    """How long one push to the master candidates may take, for a timeout scale."""
+    if rpc_timeout_scale == 1.0:
+        return REPLICATION_TIMEOUT
+    return max(MIN_REPLICATION_TIMEOUT, REPLICATION_TIMEOUT * rpc_timeout_scale)
+
+
 def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                   sync_mode: str = jstorage.SYNC_SYNCFS, with_rpc: bool = True,
                   rpc_timeout_scale: float = 1.0,
@@ -422,7 +434,7 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     rpc = _build_rpc(cfg, paths, rpc_timeout_scale, figures.rpc_call) if with_rpc else None
     # replication: config to candidates, ssconf to every node, job files to
     # candidates; see ganeti.replication and doc/design/replication.md
-    replicator = Replicator(paths, rpc)
+    replicator = Replicator(paths, rpc, timeout=replication_timeout(rpc_timeout_scale))
     replicator.refresh_targets(cfg.committed())
     change_hooks.append(lambda raw, serial: replicator.on_config_change(cfg, raw, serial))
     # one bus for job, instance and node events (doc/protocols/events.md)
@@ -506,7 +518,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                              " archived, past HARD submissions are refused"
                              " (default %(default)s)")
     parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
-                        help="multiply all node RPC timeouts by this (tests: e.g. 0.05)")
+                        help="multiply all node RPC timeouts by this, the pushes to master"
+                             " candidates' too (at least 3 s) (tests: e.g. 0.05)")
     parser.add_argument("--no-voting", action="store_true",
                         help="start without the master vote (needs --yes-do-it): this node's"
                              " configuration and queue are pushed to the others")

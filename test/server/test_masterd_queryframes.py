@@ -81,7 +81,8 @@ def test_job_list_frame_is_the_general_answer(tmp_path) -> None:
             assert fast("job", fields, qfilter) is None
             assert _query_frame(dispatcher, fields, qfilter) == _general_frame(ctx, fields, qfilter)
         assert fast("instance", ["name"], UNARCHIVED) is None
-        jq.cancel_job(running)
+        assert jq.cancel_job(running, kill=True)[0]     # interrupts its sleep at once
+        _wait_finished(jq, [running])
     finally:
         jq.shutdown(timeout=10)
         ctx.replicator.stop(timeout=10)
