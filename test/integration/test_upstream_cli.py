@@ -212,6 +212,8 @@ def test_upstream_luxi_client_script(vc, scratch):
     assert r["priority"][0] is True, r["priority"]
     assert r["cancel"][0] is True, r["cancel"]
     assert r["slow_status"][0] in (["canceled"], ["canceling"])
+    vc.run("gnt-job", "wait", str(r["slow_id"]), timeout=20)   # interrupted: not 30 s
+    assert "Status: canceled" in vc.ok("gnt-job", "info", str(r["slow_id"]))  # (archived)
     assert r["archive"] is True
     assert r["archived_query"] == [[r["archived_id"]]]   # still found by id, as 3.0 (archive)
     archived, left = r["autoarchive"]

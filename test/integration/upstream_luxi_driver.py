@@ -60,10 +60,11 @@ def _queue_methods(cl):
         cli.PollJob(job, cl=cl, feedback_fn=lambda msg: None)
     once = cl.WaitForJobChangeOnce(ids[0], ["status"], None, None, timeout=5)
     out["wait_once"] = once
-    slow = cl.SubmitJob([delay(duration=30)])
+    slow = cl.SubmitJob([delay(duration=30, interruptible=True)])
     out["priority"] = cl.ChangeJobPriority(slow, 5)
-    out["cancel"] = cl.CancelJob(slow, True)     # running: only kill=True stops it
+    out["cancel"] = cl.CancelJob(slow, True)     # running: only kill=True interrupts it
     out["slow_status"] = cl.WaitForJobChangeOnce(slow, ["status"], None, None, timeout=10)
+    out["slow_id"] = slow
     out["archive"] = cl.ArchiveJob(ids[0])
     out["archived_id"] = ids[0]
     out["archived_query"] = cl.QueryJobs([ids[0]], ["id"])
