@@ -21,13 +21,14 @@ def hv(tmp_path) -> KvmHypervisor:
                          kvm_device=str(tmp_path / "no-kvm"), accel="auto")
 
 
-def _record(hv: KvmHypervisor, name: str, pid: int | None, start: float = 990.0) -> None:
+def _record(hv: KvmHypervisor, name: str, pid: int | None, start: float = 990.0,
+            accel: str = "tcg") -> None:
     idir = hv.instance_dir(name)
     os.makedirs(idir)
     spec = base.InstanceSpec(name=name, memory=64, vcpus=2)
     with open(os.path.join(idir, kvmhv.RUNTIME_FILE), "w") as fh:
         fh.write(serializer.dumps({"name": name, "spec": serializer.to_data(spec),
-                                   "disks": [], "argv": [], "accel": "tcg",
+                                   "disks": [], "argv": [], "accel": accel,
                                    "start_time": start}))
     if pid is not None:
         with open(os.path.join(idir, "pid"), "w") as fh:
@@ -164,6 +165,32 @@ def test_migration_of_a_dead_instance_is_refused(hv):
     status = hv.get_migration_status("i2")
     assert status["status"] == base.MIGRATION_STATUS_FAILED
     assert "not running" in status["info"]
+
+
+class _SourceQmp:
+    """A running source's QMP: records the commands, says ``running``."""
+
+    def __init__(self) -> None:
+        self.commands: list[str] = []
+
+    def execute(self, command: str, **arguments: object) -> dict:
+        self.commands.append(command)
+        return {"status": "running"}
+
+
+@pytest.mark.parametrize("accel,live,stop", [("tcg", True, True), ("kvm", True, False),
+                                             ("kvm", False, True), ("tcg", False, True)])
+def test_a_live_migration_under_tcg_is_copied_paused(hv, monkeypatch, accel, live, stop):
+    # qemu's TCG loses guest writes during a live copy (doc/kvm.md, "Migration")
+    _record(hv, "i3", pid=None, accel=accel)
+    client = _SourceQmp()
+    monkeypatch.setattr(hv, "_pid", lambda name: 4242)
+    monkeypatch.setattr(hv, "_qmp", lambda name: contextlib.nullcontext(client))
+    hv.migrate_instance("i3", "node2", "127.0.0.1", live, {"port": 8102})
+    assert client.commands[1:] == ["migrate-set-capabilities", "migrate-set-parameters",
+                                   *(["stop"] if stop else []), "migrate"]
+    record = hv.migration_state("i3")
+    assert record["live"] is live and record["run"] is True   # a failure resumes it
 
 
 def test_node_info_from_proc(hv):

@@ -67,6 +67,12 @@ def test_outgoing_commands(live, stop):
     assert cmds[-1] == ("migrate", {"uri": "tcp:192.0.2.7:8102"})
 
 
+def test_copies_paused_under_tcg_or_when_not_live():
+    assert migration.copies_paused(False, "kvm") and migration.copies_paused(False, "tcg")
+    assert migration.copies_paused(True, "tcg")
+    assert not migration.copies_paused(True, "kvm")
+
+
 def test_run_commands_stops_at_the_first_refusal():
     qemu = ScriptedQemu({"stop": qmp.QmpCommandError("stop", "GenericError", "no")})
     with pytest.raises(qmp.QmpCommandError):

@@ -634,7 +634,8 @@ class KvmHypervisor(base.BaseHypervisor):
 
         Sets ``max-bandwidth``/``downtime-limit`` from ``hvparams`` (the
         current ones; else those it was started with); a non-live
-        migration pauses the guest first.  Returns once qemu sends;
+        migration pauses the guest first, and so does a live one under
+        TCG (:func:`migration.copies_paused`).  Returns once qemu sends;
         :meth:`get_migration_status` follows it.
         """
         with self.rundir.locked(name):
@@ -650,11 +651,13 @@ class KvmHypervisor(base.BaseHypervisor):
                                     "live": live, "run": status == "running",
                                     "started": self.clock()}
             self.rundir.write_runtime(name, runtime)
+            paused = migration.copies_paused(live, str(runtime.get("accel") or ""))
             with self._qmp(name) as client:
                 migration.run_commands(client.execute,
-                                       migration.outgoing_commands(hvp, uri, live))
-        logger.info("Instance %s: %s migration to %s (%s) started", name,
-                    "live" if live else "non-live", target_node, uri)
+                                       migration.outgoing_commands(hvp, uri, not paused))
+        logger.info("Instance %s: %s migration to %s (%s) started%s", name,
+                    "live" if live else "non-live", target_node, uri,
+                    " (copied paused under TCG)" if live and paused else "")
 
     def get_migration_status(self, name: str) -> dict[str, Any]:
         """Source: qemu's ``query-migrate``, as :func:`migration.parse_status` shapes it."""

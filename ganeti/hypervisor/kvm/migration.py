@@ -13,7 +13,8 @@ processes, and this module decides the QMP conversation, with no sockets:
   events on, ``max-bandwidth``/``downtime-limit`` from the hvparams
   ``migration_bandwidth``/``migration_downtime``, ``stop`` first when the
   migration is not live (upstream's non-live mode: the guest is paused,
-  its memory copied once), then ``migrate``;
+  its memory copied once), then ``migrate``; under TCG a live migration
+  is copied paused too (:func:`copies_paused`);
 * :func:`parse_status` turns ``query-migrate`` into the status dict the
   master polls (``get_migration_status``);
 * on failure :func:`abort_outgoing` cancels a transfer still running and
@@ -38,6 +39,7 @@ __all__ = [
     "PORT_RANGE", "DEFAULT_PORT", "IN_PROGRESS", "CAPABILITIES", "Execute",
     "incoming_uri", "candidate_ports", "outgoing_commands", "run_commands",
     "listen_incoming", "parse_status", "abort_outgoing", "resume", "source_stopped",
+    "PAUSED_COPY_ACCELS", "copies_paused",
 ]
 
 #: how many ports from ``migration_port`` upward a target tries
@@ -53,6 +55,11 @@ CAPABILITIES = [{"capability": "events", "state": True}]
 #: QMP run states of a source whose guest is not running (after ``stop`` or
 #: while or after the memory was sent)
 _STOPPED = frozenset(["paused", "postmigrate", "finish-migrate"])
+
+#: accelerations whose live migrations are copied with the guest paused: qemu's
+#: TCG (7.2 measured) loses guest writes made during a live copy, so the target
+#: resumed a Linux guest on stale kernel pages (doc/kvm.md, "Migration")
+PAUSED_COPY_ACCELS = frozenset([cmdline.ACCEL_TCG])
 
 Execute = Callable[..., Any]
 
@@ -70,6 +77,17 @@ def candidate_ports(first: int, count: int = PORT_RANGE) -> list[int]:
     if not 0 < first < 65536:
         raise errors.HypervisorError(f"Invalid migration_port {first}")
     return list(range(first, min(first + count, 65536)))
+
+
+def copies_paused(live: bool, accel: str) -> bool:
+    """Whether the source's guest is paused for the memory copy.
+
+    A non-live migration is; so is a live one of a qemu running with an
+    acceleration of :data:`PAUSED_COPY_ACCELS` (``accel``: the runtime
+    record's), where qemu does not track every page the guest writes
+    while it runs.
+    """
+    return not live or accel in PAUSED_COPY_ACCELS
 
 
 def outgoing_commands(hvparams: dict[str, Any], uri: str,
