@@ -183,10 +183,6 @@ def test_remove(vc):
 LINUX = "kmig-linux.example.com"
 
 
-@pytest.mark.xfail(strict=False, reason="open defect: after this module's earlier tests (killed"
-                   " node daemons, --cleanup), the tinylinux guest migrated here sometimes prints"
-                   " nothing on the target for 120 s; the same check on a fresh cluster"
-                   " (test_kvm_guest.py, test_kvm_mirror_guest.py) passes")
 def test_tinylinux_uptime_goes_on_across_a_live_migration(vc):
     vc.ok("gnt-instance", "add", "-t", "sharedfile", "--disk", "0:size=64M", "-o", "tinylinux",
           "-n", N1, *NOCHECK, LINUX)
