@@ -173,14 +173,28 @@ def test_complete_cancels_ready_jobs_and_dismisses_them():
         "ganeti-mirror-disk0", "ganeti-mirror-disk1"]
 
 
-def test_complete_refuses_a_mirror_that_is_not_ready():
-    client = ScriptedQmp(jobs=[[_job("disk0", 8, 8, "ready", True), _job("disk1", 1, 8)],
-                               [_job("disk0", 8, 8, "ready", True), _job("disk1", 1, 8)],
-                               [_job("disk0", 8, 8, "concluded"),
-                                _job("disk1", 1, 8, "concluded", error="Operation canceled")]])
+def test_complete_refuses_a_mirror_that_does_not_get_ready():
+    behind = [_job("disk0", 8, 8, "ready", True), _job("disk1", 1, 8)]
+    ticks = iter(range(1000))
+    client = ScriptedQmp(jobs=[behind] * 6 + [
+        behind, [_job("disk0", 8, 8, "concluded"),
+                 _job("disk1", 1, 8, "concluded", error="Operation canceled")]])
     with pytest.raises(errors.HypervisorError, match="Cannot complete.*9/16 bytes"):
-        mirror.complete_mirrors(client, clock=lambda: 0.0, sleep=lambda s: None)
+        mirror.complete_mirrors(client, timeout=5, clock=lambda: float(next(ticks)),
+                                sleep=lambda s: None)
     assert {a.get("force") for c, a in client.calls if c == "block-job-cancel"} == {True}
+
+
+def test_complete_waits_for_a_mirror_paused_while_the_guest_stopped():
+    # qemu pauses block jobs while it stops the guest: one may not be ready yet
+    paused = [_job("disk0", 8, 8, "ready", True), _job("disk1", 7, 8, "paused")]
+    ready = [_job("disk0", 8, 8, "ready", True), _job("disk1", 8, 8, "ready", True)]
+    done = [_job("disk0", 8, 8, "concluded"), _job("disk1", 8, 8, "concluded")]
+    client = ScriptedQmp(jobs=[paused, paused, ready, done])
+    final = mirror.complete_mirrors(client, clock=lambda: 0.0, sleep=lambda s: None)
+    assert [j["status"] for j in final] == ["concluded", "concluded"]
+    assert [a for c, a in client.calls if c == "block-job-cancel"] == [
+        {"device": "ganeti-mirror-disk0"}, {"device": "ganeti-mirror-disk1"}]  # not forced
 
 
 def test_complete_reports_an_error_at_the_end():

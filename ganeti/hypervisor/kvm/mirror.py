@@ -360,15 +360,23 @@ def complete_mirrors(client: QmpExecutor, *, timeout: float = CONCLUDE_TIMEOUT,
                      sleep: Callable[[float], None] = time.sleep) -> list[dict[str, Any]]:
     """Source, guest stopped: end every (ready) mirror so the target holds a consistent copy.
 
+    A mirror that is not ready at this moment (a job qemu paused while it
+    stopped the guest, or one still copying what was written last) gets
+    up to ``timeout`` seconds to be: the guest writes nothing any more.
     A soft ``block-job-cancel`` of a ready mirror flushes what is still
     dirty and concludes without an error.  Returns the final job entries;
-    raises :class:`errors.HypervisorError` when a job was not ready, is
-    missing, or concluded with an error (the jobs are dismissed either
+    raises :class:`errors.HypervisorError` when a job did not get ready,
+    is missing, or concluded with an error (the jobs are dismissed either
     way).
     """
     devices = list(disk_nodes(client.execute("query-block")))
-    disks = parse_jobs(client.execute("query-block-jobs"))
-    status, info = summarize(disks, devices)
+    deadline = clock() + timeout
+    while True:
+        disks = parse_jobs(client.execute("query-block-jobs"))
+        status, info = summarize(disks, devices)
+        if status != STATUS_ACTIVE or clock() > deadline:
+            break
+        sleep(0.05)
     if status != STATUS_READY:
         abort_mirrors(client, timeout=timeout, clock=clock, sleep=sleep)
         raise errors.HypervisorError(f"Cannot complete the disk mirrors: {info}")
