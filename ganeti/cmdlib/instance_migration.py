@@ -484,7 +484,9 @@ def migration_summary(status: dict[str, Any]) -> str:
     """The figures of a completed migration status as one line ("" if none).
 
     E.g. ``250.3 MiB in 3.12 s, downtime 4 ms`` from the ``ram``,
-    ``total_time_ms`` and ``downtime_ms`` keys (doc/kvm.md, "Migration").
+    ``total_time_ms`` and ``downtime_ms`` keys (doc/kvm.md, "Migration");
+    a live migration copied paused (``paused_copy``, TCG) says so instead
+    of the downtime.
     """
     parts = []
     ram = status.get("ram")
@@ -495,7 +497,11 @@ def migration_summary(status: dict[str, Any]) -> str:
                      + (f" in {total / 1000:.2f} s" if isinstance(total, int) else ""))
     elif isinstance(total, int):
         parts.append(f"in {total / 1000:.2f} s")
-    if isinstance(status.get("downtime_ms"), int):
+    if status.get("paused_copy"):
+        # qemu's downtime counts only its last phase: the guest was paused throughout
+        parts.append("the guest was paused for the whole copy (TCG: no live copy,"
+                     " doc/kvm.md)")
+    elif isinstance(status.get("downtime_ms"), int):
         parts.append(f"downtime {status['downtime_ms']} ms")
     return ", ".join(parts)
 

@@ -115,9 +115,13 @@ def test_cleanup_survives_a_leftover_that_vanished(env: Any) -> None:
 @pytest.mark.parametrize("status,line", [
     ({"status": "completed", "ram": {"transferred": 262144000}, "total_time_ms": 3120,
       "downtime_ms": 4}, "250.0 MiB in 3.12 s, downtime 4 ms"),
+    ({"status": "completed", "ram": {"transferred": 262144000}, "total_time_ms": 3120,
+      "downtime_ms": 4, "paused_copy": True},
+     "250.0 MiB in 3.12 s, the guest was paused for the whole copy (TCG: no live copy,"
+     " doc/kvm.md)"),
     ({"status": "completed", "total_time_ms": 500}, "in 0.50 s"),
     ({"status": "completed", "transferred_ram": 128, "total_ram": 128}, ""),   # the fake's
-], ids=["kvm", "time-only", "fake"])
+], ids=["kvm", "tcg-live", "time-only", "fake"])
 def test_migration_summary(status, line):
     assert im.migration_summary(status) == line
 

@@ -673,6 +673,11 @@ class KvmHypervisor(base.BaseHypervisor):
                     "info": f"Instance {name}: {exc}"}
         if disks:
             status["disks"] = disks      # a migration with disks (mirror.py)
+        runtime = self.read_runtime(name) or {}
+        record = runtime.get("migration")
+        if isinstance(record, dict) and record.get("live") \
+                and migration.copies_paused(True, str(runtime.get("accel") or "")):
+            status["paused_copy"] = True   # asked live, copied paused (TCG)
         return status
 
     def finalize_migration_dst(self, spec: base.InstanceSpec, info: dict[str, Any],
