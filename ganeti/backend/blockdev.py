@@ -39,13 +39,15 @@ __all__ = [
     "blockdev_create", "blockdev_remove", "blockdev_assemble", "blockdev_shutdown",
     "blockdev_grow", "blockdev_rename", "blockdev_getdimensions", "blockdev_getstatus",
     "blockdev_find",
-    "blockdev_read_chunk", "blockdev_write_chunk", "blockdev_checksum",
+    "blockdev_read_chunk", "blockdev_write_chunk", "blockdev_checksum", "blockdev_wipe",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: largest chunk blockdev_read_chunk/blockdev_write_chunk accept (bytes)
 MAX_CHUNK_SIZE = 16 * MIB
+#: largest range one blockdev_wipe call overwrites (bytes)
+MAX_WIPE_SIZE = 1024 * MIB
 _SSCONF_STORAGE_KEYS = {
     constants.DT_FILE: "file_storage_dir",
     constants.DT_SHARED_FILE: "shared_file_storage_dir",
@@ -369,6 +371,37 @@ def blockdev_write_chunk(ctx: NodeContext, disk: dict, offset: int, data: str) -
     except OSError as exc:
         raise errors.StorageError(f"Cannot write disk file {path}: {exc}") from exc
     return len(chunk)
+
+
+def blockdev_wipe(ctx: NodeContext, disk: dict, offset: int, size: int) -> int:
+    """Overwrite ``size`` bytes at ``offset`` of the volume with zeros, durably.
+
+    At most :data:`MAX_WIPE_SIZE` bytes a call, never past the end of the
+    volume (the master wipes a disk range by range, doc/storage.md,
+    "Wiping disks").  Returns the bytes written.
+    """
+    if offset < 0 or not 0 <= size <= MAX_WIPE_SIZE:
+        raise errors.StorageError(f"Invalid wipe range: {size} bytes at offset {offset}"
+                                  f" (at most {MAX_WIPE_SIZE} bytes a call)")
+    path = _file_path(ctx, disk)
+    zeros = bytes(MIB)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            end = os.fstat(fd).st_size
+            if offset + size > end:
+                raise errors.StorageError(f"Wipe of {size} bytes at offset {offset} exceeds"
+                                          f" the size of disk {path} ({end} bytes)")
+            done = 0
+            while done < size:
+                step = min(MIB, size - done)
+                done += os.pwrite(fd, zeros[:step] if step < MIB else zeros, offset + done)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot wipe disk file {path}: {exc}") from exc
+    return done
 
 
 def blockdev_checksum(ctx: NodeContext, disk: dict) -> dict[str, Any]:

@@ -295,6 +295,7 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "master_netmask": opts.master_netmask,
         "use_external_mip_script": _bool_arg(opts.use_external_mip_script),
         "maintain_node_health": _bool_arg(opts.maintain_node_health),
+        "prealloc_wipe_disks": _bool_arg(opts.prealloc_wipe_disks),
         "max_running_jobs": opts.max_running_jobs,
         "default_iallocator": opts.default_iallocator,
         "default_iallocator_params": parse_keyval(opts.default_iallocator_params,
@@ -606,6 +607,9 @@ NOSSH_OPT = _O("--no-ssh-init", dest="no_ssh_init", action="store_true", default
                help="Accepted for compatibility: the SSH setup only creates the cluster key")
 MNH_OPT = _O("--maintain-node-health", dest="maintain_node_health", default=None,
              choices=["yes", "no"], help="Enable or disable node health maintenance")
+WIPE_OPT = _O("--prealloc-wipe-disks", dest="prealloc_wipe_disks", default=None,
+              choices=["yes", "no"], help="Overwrite new disks (and the part a grow-disk adds)"
+              " with zeros before use (doc/storage.md, \"Wiping disks\")")
 MAXJOBS_OPT = _O("--max-running-jobs", dest="max_running_jobs", type=int, default=None,
                  metavar="N", help="Maximum number of jobs running at once")
 IALLOC_OPT = _O("-I", "--default-iallocator", dest="default_iallocator", default=None,
@@ -651,7 +655,7 @@ _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSD
               NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
                 SFSDIR_OPT, POOL_OPT,
-                HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, MAXJOBS_OPT, IALLOC_OPT,
+                HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, IALLOC_OPT,
                 IALLOCP_OPT,
                 *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 

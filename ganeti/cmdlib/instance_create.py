@@ -19,7 +19,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, instance_import, policy
+from ganeti.cmdlib import allocator, disk_wipe, instance_import, policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
@@ -417,6 +417,16 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             self._remove_disks(created)
             raise
         cfg.add_instance(inst, self.new_disks)
+        if disk_wipe.wipe_wanted(self):
+            try:
+                disk_wipe.wipe_disks(self, pname, inst.name,
+                                     [(i, d, 0) for i, d in enumerate(self.new_disks)],
+                                     feedback_fn)
+            except BaseException:
+                self.LogWarning("Wiping the disks failed; removing the instance again")
+                self._remove_disks(created)
+                cfg.remove_instance(inst.uuid)
+                raise
         if op.mode == constants.INSTANCE_IMPORT:
             try:
                 instance_import.import_disks(self, inst, self.src_images, pname, feedback_fn)

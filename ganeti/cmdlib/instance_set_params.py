@@ -13,7 +13,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import policy
+from ganeti.cmdlib import disk_wipe, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, rpc_one, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
@@ -453,10 +453,15 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
                 prefix=f"Cannot grow disk {self.op.disk}")
         new_size = rpc_one(self, "blockdev_grow", self.pnode.name, data, self.delta, False,
                            False, False, prefix=f"Growing disk {self.op.disk} failed")
+        old_size = disk.size
         disk.size = new_size if isinstance(new_size, int) and new_size > 0 \
             else disk.size + self.delta
         self.cfg.update(disk)
         feedback_fn(f"Disk {self.op.disk} of {self.instance.name} is now {disk.size} MiB")
+        if disk_wipe.wipe_wanted(self):
+            # the grown part only (the size stays: the space is the instance's)
+            disk_wipe.wipe_disks(self, self.pnode.name, self.instance.name,
+                                 [(self.op.disk, disk, old_size)], feedback_fn)
         if self.instance.admin_state == constants.ADMINST_UP:
             self._tell_guest(feedback_fn)
         return None

@@ -265,6 +265,8 @@ _ROWS = [
          "Read <= 16 MiB at offset. -> {data base64 ('' if zero), length, zero, size, eof}"),
     _row("blockdev_write_chunk", [("disk", dict), ("offset", int), ("data", str)], NORMAL,
          "Write base64 data at offset (not past the end). -> bytes written"),
+    _row("blockdev_wipe", [("disk", dict), ("offset", int), ("size", int)], SLOW,
+         "Overwrite size bytes (<= 1 GiB) at offset with zeros, fsync'ed. -> bytes written"),
     _row("blockdev_checksum", [("disk", dict)], SLOW,
          "{sha1, size} of the whole volume (to verify a copy)."),
     _row("storage_list", [("su_name", str), ("su_args", list), ("name", (str, None)),

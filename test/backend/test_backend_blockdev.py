@@ -146,6 +146,24 @@ def test_write_chunk_refuses_past_end_and_bad_data(ctx) -> None:
         blockdev.blockdev_read_chunk(ctx, disk, 0, blockdev.MAX_CHUNK_SIZE + 1)
 
 
+def test_wipe_zeroes_the_range_allocates_it_and_refuses_past_the_end(ctx) -> None:
+    disk = _disk(ctx, "w")
+    _create(ctx, disk)
+    path = ctx.local_path(disk["logical_id"][1])
+    with open(path, "r+b") as fh:
+        fh.write(b"\xff" * (4 * MIB))
+    assert blockdev.blockdev_wipe(ctx, disk, MIB + 7, 2 * MIB) == 2 * MIB
+    with open(path, "rb") as fh:
+        data = fh.read()
+    assert data[:MIB + 7] == b"\xff" * (MIB + 7)
+    assert data[MIB + 7:3 * MIB + 7] == bytes(2 * MIB)
+    assert data[3 * MIB + 7:] == b"\xff" * (MIB - 7) and len(data) == 4 * MIB
+    with pytest.raises(errors.StorageError, match="exceeds"):
+        blockdev.blockdev_wipe(ctx, disk, 3 * MIB, 2 * MIB)
+    with pytest.raises(errors.StorageError, match="Invalid wipe range"):
+        blockdev.blockdev_wipe(ctx, disk, 0, blockdev.MAX_WIPE_SIZE + 1)
+
+
 def test_sharedfile_uses_ssconf_dir_as_written(ctx, tmp_path) -> None:
     shared = tmp_path / "shared"
     with open(ctx.paths.ssconf_file("shared_file_storage_dir"), "w") as fh:

@@ -461,6 +461,56 @@ def test_move_reports_its_disk_copy(env: Any) -> None:
     assert env.ctx.runtime_jobs.jobs("local") == []
 
 
+def _wiping(env: Any) -> tuple[list[tuple[str, int, int]], list[Any]]:
+    """Turn on prealloc_wipe_disks; record each blockdev_wipe (node, offset, size)
+    and the instance's runtime jobs during it."""
+    cluster = env.cfg.get_cluster_info()
+    cluster.prealloc_wipe_disks = True
+    env.cfg.update(cluster)
+    wiped: list[tuple[str, int, int]] = []
+    jobs: list[Any] = []
+
+    def wipe(node: str, disk: dict, offset: int, size: int) -> int:
+        wiped.append((node, offset, size))
+        jobs.append(env.ctx.runtime_jobs.jobs("wiped"))
+        return size
+    env.rpc.do_blockdev_wipe = wipe
+    env.rpc.do_instance_resize_disk = lambda node, inst, idx: False
+    return wiped, jobs
+
+
+def test_create_wipes_new_disks_when_the_cluster_asks(env: Any, monkeypatch: Any) -> None:
+    from ganeti.cmdlib import disk_wipe
+    _create(env, name="plain")
+    assert not any(c[0] == "blockdev_wipe" for c in env.rpc.calls)     # off by default
+    wiped, jobs = _wiping(env)
+    monkeypatch.setattr(disk_wipe, "WIPE_CHUNK", 48 << 20)
+    entries, error = _progress_of(env, "OP_INSTANCE_CREATE", instance_name="wiped",
+                                  disk_template="file", os_type="tinyos", pnode="node1",
+                                  nics=[{}], name_check=False, ip_check=False,
+                                  disks=[{"size": 128}, {"size": 16}])
+    assert error is None
+    # every byte of both disks, in chunks, on the primary
+    assert wiped == [("node1", 0, 48 << 20), ("node1", 48 << 20, 48 << 20),
+                     ("node1", 96 << 20, 32 << 20), ("node1", 0, 16 << 20)]
+    assert [(m["op"], m["done"]) for m in entries if m["done"]] == [("wipe", True)] * 2
+    assert jobs[1][0]["info"]["opType"] == "wipe" and jobs[1][0]["info"]["device"] == "disk/0"
+    assert env.ctx.runtime_jobs.jobs("wiped") == []
+    # the grown part only
+    wiped.clear()
+    env.run("OP_INSTANCE_GROW_DISK", instance_name="wiped", disk=1, amount=8)
+    assert wiped == [("node1", 16 << 20, 8 << 20)]
+
+
+def test_a_failed_wipe_removes_the_new_instance(env: Any) -> None:
+    _wiping(env)
+    env.rpc.fail["blockdev_wipe"] = "disk full"
+    with pytest.raises(errors.OpExecError, match="Cannot wipe disk 0 of gone.*disk full"):
+        _create(env, name="gone")
+    assert env.cfg.get_instance_info_by_name("gone") is None
+    assert not env.rpc.disks["node1"]
+
+
 def test_activate_deactivate_console_querydata(env: Any) -> None:
     _create(env)
     assert env.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1") == \

@@ -253,3 +253,27 @@ def test_migrate_non_live_and_cleanup(vc):
     assert "nothing to clean up" in out
     assert rows(vc, "status,pnode", name) == [["running", N2]]
     vc.ok("gnt-instance", "remove", "-f", name)
+
+
+def test_prealloc_wipe_disks_wipes_new_disks_and_the_grown_part(vc):
+    name = "wipe.example.com"
+    vc.ok("gnt-cluster", "modify", "--prealloc-wipe-disks", "yes")
+    try:
+        assert "preallocation wipe disks: True" in vc.ok("gnt-cluster", "info")
+        out = vc.ok("gnt-instance", "add", "-t", "file", "-s", "8M", "-o", "tinyos",
+                    "--no-start", "-n", N2, *NOCHECK, name)
+        assert f"* wiping disk disk/0 of {name} on {N2} (8 MiB)" in out
+        assert "wipe: done, 8.0 MiB" in out          # the final progress entry
+        (disk,) = disk_files(vc, N2, name)
+        # a stray byte left after the wipe (the tinyos create script writes the start)
+        with open(disk, "r+b") as fh:
+            fh.seek((8 << 20) - 1)
+            fh.write(b"\xff")
+        out = vc.ok("gnt-instance", "grow-disk", name, "0", "4M")
+        assert f"* wiping disk disk/0 of {name} on {N2} (4 MiB from 8 MiB)" in out
+        with open(disk, "rb") as fh:
+            fh.seek((8 << 20) - 1)
+            assert fh.read() == b"\xff" + bytes(4 << 20)   # only the grown part was wiped
+    finally:
+        vc.ok("gnt-cluster", "modify", "--prealloc-wipe-disks", "no")
+        vc.run("gnt-instance", "remove", "-f", name)
