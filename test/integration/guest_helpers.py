@@ -198,3 +198,14 @@ class SerialConsole:
         self.send(line + "\n")
         self.read_until(line, timeout)
 
+
+
+def stop_all(hypervisors) -> None:
+    """Force-stop every instance each hypervisor object still runs (test clean-up)."""
+    from ganeti import errors
+    for hv in hypervisors:
+        for name in hv.list_instances():
+            try:
+                hv.stop_instance(name, force=True)
+            except errors.HypervisorError:
+                pass

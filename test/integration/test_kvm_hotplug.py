@@ -18,6 +18,7 @@ import socket
 import subprocess
 import time
 
+import guest_helpers
 import pytest
 
 from ganeti import constants, errors, parameters, pathutils
@@ -51,11 +52,7 @@ def hv(tmp_path):
     made = KvmHypervisor(pathutils.Paths(root=str(root)), kvm_device=str(tmp_path / "no-kvm"),
                          unplug_timeout=0.5)
     yield made
-    for name in made.list_instances():
-        try:
-            made.stop_instance(name, force=True)
-        except errors.HypervisorError:
-            pass
+    guest_helpers.stop_all([made])
 
 
 def _sizes(hv: KvmHypervisor) -> dict[str, int]:
@@ -292,9 +289,4 @@ def test_a_hotplugged_instance_migrates_with_its_devices(tmp_path):
         dst.resize_disk(NAME, str(extra), 2 * MIB)
         assert _sizes(dst)["hotdisk-d15c0000"] == 2 * MIB
     finally:
-        for hv in hvs:
-            for name in hv.list_instances():
-                try:
-                    hv.stop_instance(name, force=True)
-                except errors.HypervisorError:
-                    pass
+        guest_helpers.stop_all(hvs)

@@ -75,12 +75,7 @@ def nodes(tmp_path):
         paths = pathutils.Paths(root=str(tmp_path / (f"{node}-root-" + "y" * 70)))
         made.append(KvmHypervisor(paths, kvm_device=str(tmp_path / "no-kvm")))
     yield made[0], made[1], tmp_path
-    for hv in made:
-        for name in hv.list_instances():
-            try:
-                hv.stop_instance(name, force=True)
-            except errors.HypervisorError:
-                pass
+    guest_helpers.stop_all(made)
 
 
 def _boot(src: KvmHypervisor, tmp, spec: base.InstanceSpec, fill_mib: int,
@@ -120,12 +115,7 @@ def test_a_live_migration_with_kvm_copies_while_the_guest_runs(tmp_path):
         _wait(lambda: len(tickguest.ticks(_log(dst))) >= 2, "ticks on the target")
         assert tickguest.ticks(_log(dst))[0] > before[-1] - 2
     finally:
-        for hv in hvs:
-            for name in hv.list_instances():
-                try:
-                    hv.stop_instance(name, force=True)
-                except errors.HypervisorError:
-                    pass
+        guest_helpers.stop_all(hvs)
 
 
 def _until_done(src: KvmHypervisor) -> dict:

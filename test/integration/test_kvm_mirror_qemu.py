@@ -66,12 +66,7 @@ def nodes(tmp_path):
     with open(dst_disk, "wb") as fh:
         fh.truncate(SIZE)
     yield hvs[0], hvs[1], src_disk, dst_disk
-    for hv in hvs:
-        for name in hv.list_instances():
-            try:
-                hv.stop_instance(name, force=True)
-            except errors.HypervisorError:
-                pass
+    guest_helpers.stop_all(hvs)
 
 
 def test_mirror_then_memory_gives_an_identical_disk(nodes):

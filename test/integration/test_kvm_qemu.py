@@ -60,11 +60,7 @@ def node(tmp_path):
     paths = pathutils.Paths(root=str(root))
     hv = KvmHypervisor(paths)
     yield hv, tmp_path
-    for name in hv.list_instances():
-        try:
-            hv.stop_instance(name, force=True)
-        except errors.HypervisorError:
-            pass
+    guest_helpers.stop_all([hv])
 
 
 def test_start_info_restart_reset_and_stop(node):
