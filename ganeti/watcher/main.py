@@ -53,6 +53,17 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"invalid age {text!r}") from None
 
 
+def _positive(text: str) -> float:
+    """``--daemon-timeout``: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
+    return value
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line of ``ganeti-watcher``."""
     parser = argparse.ArgumentParser(
@@ -69,6 +80,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="do not verify the disks of the node groups")
     parser.add_argument("--wait-children", action="store_true",
                         help="wait for the jobs this pass submits and log how they ended")
+    parser.add_argument("--daemon-timeout", type=_positive, default=None, metavar="SECONDS",
+                        help="how long the master and RAPI daemons may take to answer"
+                        " before they count as hung and are restarted (default"
+                        f" {master.MASTERD_TIMEOUT:.0f} s and {master.RAPI_TIMEOUT:.0f} s)")
     parser.add_argument("--rapi-ip", default=None, metavar="ADDRESS",
                         help="address the RAPI daemon is checked on (default: the"
                         " address it listens on, $GANETI_RAPI_BIND, or else the master"
@@ -123,7 +138,10 @@ def _rapi_pass(opts: argparse.Namespace, paths: pathutils.Paths, store: ssconf.S
     """Make sure the RAPI daemon answers; False when it could not be brought back."""
     address = rapi_address(opts, os.environ, store, me)
     try:
-        done = master.ensure_rapi(paths, address, rapi_port(os.environ))
+        port = rapi_port(os.environ)
+        timeout = opts.daemon_timeout or master.RAPI_TIMEOUT
+        done = master.ensure_rapi(paths, address, port, probe=lambda: master.rapi_answers(
+            address, port, paths.rapi_pem, timeout=timeout))
     except errors.GanetiError as exc:
         logger.error("The RAPI daemon could not be brought back: %s", exc)
         return False
@@ -162,7 +180,8 @@ def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
         if me != master_name:
             return EXIT_OK
         factory = _luxi_factory(paths)
-        done = master.ensure_masterd(paths, factory)
+        done = master.ensure_masterd(paths, factory,
+                                     timeout=opts.daemon_timeout or master.MASTERD_TIMEOUT)
         if done:
             logger.info("Master daemon: %s", done)
         rapi_ok = _rapi_pass(opts, paths, store, me)

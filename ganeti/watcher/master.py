@@ -130,18 +130,20 @@ def ensure_daemon(what: str, probe: Callable[[], str | None], *,
 
 
 def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], *,
-                   restart: Callable[[], None] | None = None) -> str | None:
+                   restart: Callable[[], None] | None = None,
+                   timeout: float = MASTERD_TIMEOUT) -> str | None:
     """Make sure masterd runs and answers ``QueryClusterInfo``; what was done, or None.
 
     A dead master daemon is started; a hung one (running, not answering
-    within :data:`MASTERD_TIMEOUT`) is stopped first (SIGTERM, then SIGKILL).
-    Raises :class:`errors.OpExecError` when it cannot be brought back.
+    within ``timeout``, default :data:`MASTERD_TIMEOUT`) is stopped first
+    (SIGTERM, then SIGKILL).  Raises :class:`errors.OpExecError` when it
+    cannot be brought back.
     """
     from ganeti import bootstrap
 
     def probe() -> str | None:
         try:
-            client_factory(MASTERD_TIMEOUT).call("QueryClusterInfo", [])
+            client_factory(timeout).call("QueryClusterInfo", [])
         except errors.GanetiError as exc:
             return str(exc)
         return None

@@ -121,7 +121,7 @@ def test_hung_master_daemon_is_killed_and_restarted(vc):
     masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
     os.kill(masterd, signal.SIGSTOP)
     try:
-        text = master_log(vc)
+        text = master_log(vc, "--daemon-timeout", "3")     # (default 15 s)
     finally:
         try:
             os.kill(masterd, signal.SIGCONT)
@@ -137,7 +137,7 @@ def test_hung_rapi_daemon_is_killed_and_restarted(vc):
     assert rapi is not None and rapi_version(vc)[0] == 2
     os.kill(rapi, signal.SIGSTOP)
     try:
-        text = master_log(vc)
+        text = master_log(vc, "--daemon-timeout", "3")     # (default 10 s)
     finally:
         try:
             os.kill(rapi, signal.SIGCONT)

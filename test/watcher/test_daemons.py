@@ -200,3 +200,29 @@ def test_rapi_address(rapi_ip, env, me, want) -> None:
 def test_rapi_port() -> None:
     assert main.rapi_port({}) == constants.DEFAULT_RAPI_PORT
     assert main.rapi_port({constants.ENV_RAPI_PORT: "15080"}) == 15080
+
+
+def test_daemon_timeout_option() -> None:
+    from ganeti.watcher import main as wmain
+    assert wmain.parse_args([]).daemon_timeout is None        # the built-in defaults
+    assert wmain.parse_args(["--daemon-timeout", "2.5"]).daemon_timeout == 2.5
+    for bad in ("0", "-1", "soon"):
+        with pytest.raises(SystemExit):
+            wmain.parse_args(["--daemon-timeout", bad])
+
+
+def test_ensure_masterd_probes_with_the_timeout_given(tmp_path: Path) -> None:
+    asked: list[float] = []
+
+    class _Client:
+        def call(self, method: str, args: list) -> dict:
+            return {}
+
+    def factory(timeout: float) -> _Client:
+        asked.append(timeout)
+        return _Client()
+    paths = Paths(root=str(tmp_path))
+    assert master.ensure_masterd(paths, factory, timeout=2.0) is None   # it answers
+    assert asked == [2.0]
+    master.ensure_masterd(paths, factory)
+    assert asked[-1] == master.MASTERD_TIMEOUT
