@@ -18,11 +18,16 @@ time.
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 
+from ganeti import errors
 from ganeti.hypervisor.kvm.qmp import connect_unix
 from ganeti.tools.tinylinux import BOOT_LINE, UPTIME_LINE
 
@@ -202,10 +207,44 @@ class SerialConsole:
 
 def stop_all(hypervisors) -> None:
     """Force-stop every instance each hypervisor object still runs (test clean-up)."""
-    from ganeti import errors
     for hv in hypervisors:
         for name in hv.list_instances():
             try:
                 hv.stop_instance(name, force=True)
             except errors.HypervisorError:
                 pass
+
+
+def talk_on_a_pty(argv: list[str], env: dict[str, str], marker: str,
+                  timeout: float = 90.0) -> tuple[int, bytes]:
+    """Run ``argv`` on a new pty, type ``echo marker`` until it answers, detach with Ctrl-].
+
+    Returns the exit status and what the pty showed.
+    """
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                            start_new_session=True)
+    os.close(slave)
+    seen = b""
+    quoted = f"{marker[:2]}''{marker[2:]}"   # the typed line's echo does not hold the marker
+    try:
+        deadline = time.monotonic() + timeout
+        while marker.encode() not in seen:
+            assert proc.poll() is None, f"{argv[0]} exited {proc.returncode}: {seen!r}"
+            assert time.monotonic() < deadline, f"no answer from the guest: {seen!r}"
+            os.write(master, f"echo {quoted}\n".encode())
+            ready, _, _ = select.select([master], [], [], 2.0)
+            while ready:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+                ready, _, _ = select.select([master], [], [], 0.3)
+        os.write(master, b"\x1d")  # socat's escape character: detach
+        return proc.wait(timeout=30), seen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)

@@ -14,14 +14,11 @@ qemu-system-x86_64 cannot run.
 from __future__ import annotations
 
 import os
-import pty
-import select
 import shlex
 import subprocess
-import time
 
 import pytest
-from guest_helpers import BOOT_LINE, wait_for_line
+from guest_helpers import BOOT_LINE, talk_on_a_pty, wait_for_line
 from instance_helpers import NOCHECK
 from vcluster_harness import VirtualCluster
 
@@ -50,38 +47,8 @@ def vc(tmp_path_factory):
         yield cluster
 
 
-def _talk_on_a_pty(argv: list[str], env: dict[str, str], marker: str) -> tuple[int, bytes]:
-    """Run ``argv`` on a new pty, type ``echo marker`` until it answers, detach with Ctrl-]."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                            start_new_session=True)
-    os.close(slave)
-    seen = b""
-    quoted = f"{marker[:2]}''{marker[2:]}"   # the typed line's echo does not hold the marker
-    try:
-        deadline = time.monotonic() + 90
-        while marker.encode() not in seen:
-            assert proc.poll() is None, f"{argv[0]} exited {proc.returncode}: {seen!r}"
-            assert time.monotonic() < deadline, f"no answer from the guest: {seen!r}"
-            os.write(master, f"echo {quoted}\n".encode())
-            ready, _, _ = select.select([master], [], [], 2.0)
-            while ready:
-                try:
-                    seen += os.read(master, 65536)
-                except OSError:
-                    break
-                ready, _, _ = select.select([master], [], [], 0.3)
-        os.write(master, b"\x1d")  # socat's escape character (on node2): detach
-        return proc.wait(timeout=30), seen
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
-
-
 def test_console_from_the_other_node_reaches_the_guest_shell(vc):
-    code, seen = _talk_on_a_pty([GNT_INSTANCE, "console", INST], vc.env(N1), "@@SSH1@@")
+    code, seen = talk_on_a_pty([GNT_INSTANCE, "console", INST], vc.env(N1), "@@SSH1@@")
     assert code == 0, seen
     # the guest's shell answered: its prompt came through the two terminals
     assert b"tinylinux# " in seen
@@ -104,7 +71,7 @@ def test_show_cmd_prints_the_ssh_command_line(vc):
 @pytest.mark.skipif(not os.path.exists("/usr/bin/ssh"), reason="no OpenSSH client")
 def test_the_shown_command_works_with_openssh(vc):
     argv = shlex.split(vc.ok("gnt-instance", "console", "--show-cmd", INST, node=N1).strip())
-    code, seen = _talk_on_a_pty(argv, vc.env(N1), "@@SSH2@@")
+    code, seen = talk_on_a_pty(argv, vc.env(N1), "@@SSH2@@")
     assert code == 0, seen
 
 

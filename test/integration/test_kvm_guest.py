@@ -14,15 +14,11 @@ migration (the guest's uptime lines go on on the other node) and remove.  Skips 
 from __future__ import annotations
 
 import os
-import pty
-import select
 import signal
-import subprocess
-import time
 
 import pytest
-from guest_helpers import (BOOT_LINE, SerialConsole, boot_count, log_lines, read_log, uptimes,
-                           wait_for, wait_for_line)
+from guest_helpers import (BOOT_LINE, SerialConsole, boot_count, log_lines, read_log,
+                           talk_on_a_pty, uptimes, wait_for, wait_for_line)
 from instance_helpers import NOCHECK, status_of
 from vcluster_harness import VirtualCluster
 
@@ -109,31 +105,9 @@ def test_the_guest_answers_on_its_console(vc):
 
 
 def test_gnt_instance_console_attaches_on_the_primary(vc):
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([os.path.join(vcluster.REPO_ROOT, "scripts", "gnt-instance"),
-                             "console", INST], stdin=slave, stdout=slave, stderr=slave,
-                            env=vc.env(N1), start_new_session=True)
-    os.close(slave)
-    seen = b""
-    try:
-        deadline = time.monotonic() + 60
-        while b"@@CON1@@" not in seen:
-            assert time.monotonic() < deadline, f"no answer through gnt-instance console: {seen!r}"
-            os.write(master, b"echo @@''CON1@@\n")
-            ready, _, _ = select.select([master], [], [], 2.0)
-            while ready:
-                try:
-                    seen += os.read(master, 65536)
-                except OSError:
-                    break
-                ready, _, _ = select.select([master], [], [], 0.3)
-        os.write(master, b"\x1d")  # socat's escape character: detach
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
+    code, seen = talk_on_a_pty([os.path.join(vcluster.REPO_ROOT, "scripts", "gnt-instance"),
+                                "console", INST], vc.env(N1), "@@CON1@@", timeout=60)
+    assert code == 0, seen
 
 
 def test_soft_reboot_resets_the_same_qemu(vc):

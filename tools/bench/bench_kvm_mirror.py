@@ -39,6 +39,7 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
@@ -46,6 +47,7 @@ sys.path.insert(0, os.path.join(REPO, "test"))
 sys.path.insert(0, os.path.join(REPO, "test", "integration"))
 
 import host_helpers  # noqa: E402
+from guest_helpers import wait_for  # noqa: E402
 from fakes import bootsector, tickguest  # noqa: E402
 
 from ganeti import constants, errors, parameters, pathutils  # noqa: E402
@@ -86,17 +88,6 @@ def _make_disks(tmp: str) -> tuple[str, str]:
     return src, dst
 
 
-def _wait(predicate, what: str, timeout: float, poll: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise errors.GanetiError(f"timed out waiting for {what}")
-        time.sleep(poll)
-
-
 def run_once(tmp: str, bandwidth: int) -> dict[str, float]:
     src_disk, dst_disk = _make_disks(tmp)
     hvp = parameters.defaults("hv", constants.HT_KVM)
@@ -112,10 +103,10 @@ def run_once(tmp: str, bandwidth: int) -> dict[str, float]:
         accepted = dst.accept_instance(spec, info, "127.0.0.1", [dst_disk])
         target = dst.mirror_accept(NAME, "127.0.0.1")
         src.mirror_start(spec, target)
-        _wait(lambda: src.mirror_status(NAME)["status"] == "ready", "the mirror", 600, 0.05)
+        wait_for(lambda: src.mirror_status(NAME)["status"] == "ready", "the mirror", 600, 0.05)
         t_ready = time.monotonic()
         src.migrate_instance(NAME, "dst", "127.0.0.1", True, accepted, hvp)
-        status = _wait(lambda: (m := src.get_migration_status(NAME))
+        status: Any = wait_for(lambda: (m := src.get_migration_status(NAME))
                        .get("status") in ("completed", "failed", "cancelled") and m,
                        "the memory", 600)
         t_mem = time.monotonic()
