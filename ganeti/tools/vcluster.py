@@ -485,10 +485,8 @@ def stop(vc: VCluster, node: str | None = None) -> None:
     roots = [Paths(root=vnode.root) for vnode in targets]
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(roots)))) as pool:
         for daemons in ((constants.RAPI, constants.MASTERD), (constants.NODED, SSHD_NAME)):
-            def one(paths: Paths, daemons: tuple[str, ...] = daemons) -> None:
-                for daemon in daemons:
-                    bootstrap.stop_daemon(paths, daemon, timeout=10.0)
-            list(pool.map(one, roots))
+            jobs = [(paths, daemon) for paths in roots for daemon in daemons]
+            list(pool.map(lambda job: bootstrap.stop_daemon(job[0], job[1], timeout=10.0), jobs))
 
 
 # --- partitions ------------------------------------------------------------------------
