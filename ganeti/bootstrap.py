@@ -47,6 +47,7 @@ from ganeti import ipolicy as gipolicy
 from ganeti import constants, crypto, errors, objects, parameters, serializer, ssconf, ssh
 from ganeti.pathutils import Paths, get_paths
 from ganeti.utils import io as uio
+from ganeti.utils import pidfile
 from ganeti.utils import validation
 
 __all__ = [
@@ -389,33 +390,7 @@ def wait_for_masterd(paths: Paths, *, timeout: float = 30.0,
 
 def daemon_pid(paths: Paths, daemon: str) -> int | None:
     """The pid of a running ``daemon`` (from its pid file), or None."""
-    try:
-        pid = int(uio.read_file(paths.pid_file(daemon)).decode().strip() or "0")
-    except (OSError, ValueError):
-        return None
-    if pid <= 0:
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass          # someone else's process: alive unless a zombie
-    if _is_zombie(pid):
-        return None   # died without removing its pid file; nobody reaped it yet
-    return pid
-
-
-def _is_zombie(pid: int) -> bool:
-    """True if ``pid`` has exited but was not reaped (its parent, often init, has
-    not waited for it yet); such a pid still passes ``kill(pid, 0)``."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    fields = stat.rpartition(b")")[2].split()
-    return bool(fields) and fields[0] in (b"Z", b"X")
+    return pidfile.running_pid(paths.pid_file(daemon))
 
 
 def stop_daemon(paths: Paths, daemon: str, *, timeout: float = 15.0,
@@ -464,7 +439,7 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass
-    return not _is_zombie(pid)   # a zombie is as good as dead
+    return not pidfile.is_zombie(pid)   # a zombie is as good as dead
 
 
 def remove_cluster_files(paths: Paths) -> None:

@@ -7,20 +7,41 @@ virtual nodes share one machine.  Build a :class:`Paths` once (usually with
 
 from __future__ import annotations
 
-import functools
 import os
-from dataclasses import dataclass
 
 from ganeti import constants
 
 __all__ = ["Paths", "get_paths", "job_file_name", "archived_job_file_name"]
 
 
-@dataclass(frozen=True)
 class Paths:
-    """All paths of one node, below ``root``."""
+    """All paths of one node, below ``root`` (immutable, compared by root).
 
-    root: str = "/"
+    A plain class rather than a frozen dataclass: the CLI imports this
+    module at start-up, and :mod:`dataclasses` costs more than the whole
+    rest of a ``gnt-*`` command's imports (doc/cli-startup.md).
+    """
+
+    __slots__ = ("root",)
+    root: str
+
+    def __init__(self, root: str = "/") -> None:
+        object.__setattr__(self, "root", root)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Paths is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Paths is immutable (cannot delete {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Paths) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash((Paths, self.root))
+
+    def __repr__(self) -> str:
+        return f"Paths(root={self.root!r})"
 
     def _p(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -238,9 +259,16 @@ def archived_job_file_name(archive_dir: str, job_id: int) -> str:
                         f"job-{job_id}")
 
 
-@functools.lru_cache(maxsize=16)
+_PATHS_CACHE: dict[str, Paths] = {}
+
+
 def _paths_for(root: str) -> Paths:
-    return Paths(root=root)
+    paths = _PATHS_CACHE.get(root)
+    if paths is None:
+        if len(_PATHS_CACHE) >= 16:
+            _PATHS_CACHE.clear()
+        paths = _PATHS_CACHE[root] = Paths(root=root)
+    return paths
 
 
 def get_paths(root: str | None = None) -> Paths:

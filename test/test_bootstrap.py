@@ -9,6 +9,7 @@ import time
 import pytest
 
 from ganeti import bootstrap, config, constants, crypto, errors, ssconf, ssh
+from ganeti.utils import pidfile
 from ganeti.client import gnt_cluster
 from ganeti.pathutils import Paths
 from ganeti.tools import vcluster
@@ -161,11 +162,11 @@ def test_daemon_pid_ignores_dead_and_zombie_processes(tmp_path):
     # a daemon killed without cleanup whose parent has not reaped it yet
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
-    while not bootstrap._is_zombie(child.pid) and time.monotonic() < deadline:
+    while not pidfile.is_zombie(child.pid) and time.monotonic() < deadline:
         time.sleep(0.01)
     write_pid(child.pid)
     try:
-        assert bootstrap._is_zombie(child.pid)
+        assert pidfile.is_zombie(child.pid)
         assert bootstrap.daemon_pid(paths, constants.NODED) is None
     finally:
         child.wait()

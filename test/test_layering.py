@@ -71,6 +71,7 @@ LAYERS: dict[str, int] = {
     "ganeti.configcheck": 3,
     "ganeti.configfile": 3,
     "ganeti.ssconf": 3,
+    "ganeti.ssconfstore": 1,
     "ganeti.watcherpause": 3,
     "ganeti.crypto": 3,
     "ganeti.ssh": 3,

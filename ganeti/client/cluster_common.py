@@ -21,8 +21,8 @@ def masterd_args() -> list[str]:
 
 def node_ssh_targets(paths: Any, names: list[str] | None = None) -> list[tuple[str, str, int]]:
     """``(name, address, ssh_port)`` of the cluster's nodes (or ``names``) from ssconf."""
-    from ganeti import ssconf
-    store = ssconf.SimpleStore(paths)
+    from ganeti import ssconfstore
+    store = ssconfstore.SimpleStore(paths)
     ips = store.get_node_primary_ips()
     try:
         ports = store.get_ssh_ports()

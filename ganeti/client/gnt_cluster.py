@@ -423,8 +423,9 @@ def verify_disks(opts: Any, args: list[str]) -> int:
 
 def _warn_rapi_not_running() -> None:
     """A warning when this (master) node runs no ``ganeti-rapi`` (its pid file)."""
-    from ganeti import bootstrap, pathutils
-    if bootstrap.daemon_pid(pathutils.get_paths(), constants.RAPI) is None:
+    from ganeti import pathutils
+    from ganeti.utils import pidfile
+    if pidfile.running_pid(pathutils.get_paths().pid_file(constants.RAPI)) is None:
         cli.to_stderr(f"WARNING: the RAPI daemon ({constants.RAPI}) is not running on the"
                       " master node")
 

@@ -25,9 +25,9 @@ __all__ = ["commands", "master_failover", "master_ping", "show_master"]
 
 def show_master(opts: Any, args: list[str]) -> int:
     """Print the master node named by this node's ssconf (works on every node)."""
-    from ganeti import pathutils, ssconf
+    from ganeti import pathutils, ssconfstore
     try:
-        name = ssconf.SimpleStore(pathutils.get_paths()).get_master_node()
+        name = ssconfstore.SimpleStore(pathutils.get_paths()).get_master_node()
     except errors.GanetiError as exc:
         cli.to_stderr(f"Cannot read the master node from ssconf: {exc}")
         return cli.EXIT_FAILURE
