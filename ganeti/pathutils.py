@@ -43,6 +43,9 @@ class Paths:
     def __repr__(self) -> str:
         return f"Paths(root={self.root!r})"
 
+    def __reduce__(self) -> tuple[type[Paths], tuple[str]]:
+        return (Paths, (self.root,))    # copy and pickle through __init__
+
     def _p(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
 

@@ -12,6 +12,8 @@ __all__ = ["running_pid", "is_zombie"]
 
 #: a pid file is a few digits; anything longer is not one
 _MAX_PID_FILE = 64
+#: Linux pids are below 2**22 (7 digits)
+_MAX_PID_DIGITS = 10
 
 
 def running_pid(path: str) -> int | None:
@@ -31,7 +33,7 @@ def running_pid(path: str) -> int | None:
     finally:
         os.close(fd)
     text = raw.decode("ascii", "replace").strip()
-    if not text.isascii() or not text.isdigit():
+    if not text.isascii() or not text.isdigit() or len(text) > _MAX_PID_DIGITS:
         return None
     pid = int(text)
     if pid <= 0:
