@@ -105,7 +105,8 @@ def _collect_jobs(context: MasterContext, qfilter: Any, needs: set[str]) -> tupl
     list never scans the archive.  A conjunct naming job ids (``["|",
     ["==", "id", 1], ...]``) limits the lookup to those ids (archived or
     not; the filter itself then decides).  Unless a field needs the job
-    files (``needs``), unarchived jobs are their in-memory summaries.
+    files (``needs``), jobs are their in-memory summaries, archived ones
+    included (:class:`ganeti.jqueue.archive.ArchiveIndex`).
     """
     conjuncts = _conjuncts(qfilter)
     unarchived_only = any(_is_unarchived_filter(c) for c in conjuncts)
@@ -126,8 +127,10 @@ def _collect_jobs(context: MasterContext, qfilter: Any, needs: set[str]) -> tupl
     else:
         jobs = [j for j in get_summaries(ids) if j is not None]
     if ids is None and not unarchived_only:
-        # (test fakes of the queue may have no archive)
-        get_archived = getattr(jq, "get_archived_jobs", None)
+        # archived jobs too: their summaries from memory unless a field needs
+        # the files (test fakes of the queue may have no archive)
+        get_archived = getattr(jq, "get_archived_jobs" if "file" in needs
+                               or get_summaries is None else "get_archived_summaries", None)
         if get_archived is not None:
             jobs.extend(get_archived(exclude={j.id for j in jobs}))
     # rows come in id order (the resource has no name field to sort on: ids

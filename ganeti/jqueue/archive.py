@@ -7,23 +7,28 @@ Archived job files never change once moved there, so they are read
 without the queue lock.  Only listings that ask for archived jobs
 (``gnt-job list --archived``, a ``job`` query without the
 ``["!", ["?", "archived"]]`` conjunct) come here; the plain job list never
-scans the archive.
+scans the archive.  Such listings that ask only for summary fields are
+answered by an :class:`ArchiveIndex` from memory: it keeps the summary of
+every job archived since start-up and reads any other archived file once
+(doc/protocols/jobs.md, "Job summaries").
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection
+import threading
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ganeti import errors, serializer
 from ganeti.jqueue.job import QueuedJob, job_from_disk
 from ganeti.jqueue.storage import JobStorage
+from ganeti.jqueue.summary import ArchivedSummary, JobSummary, archived_summary, summarize
 from ganeti.jqueue.table import JobTable
 
 __all__ = ["list_archived_ids", "read_archived_jobs", "archive_locked", "archive_job",
-           "auto_archive"]
+           "auto_archive", "ArchiveIndex"]
 
 #: Finished jobs archived per hold of the table lock by :func:`auto_archive`.
 _CHUNK = 200
@@ -49,48 +54,102 @@ def list_archived_ids(archive_dir: str) -> list[int]:
     return ids
 
 
+def _read_archived(storage: JobStorage, job_id: int) -> QueuedJob | None:
+    """Archived job ``job_id`` (``archived`` set), or None when gone or corrupt
+    (logged; the file is never changed)."""
+    try:
+        raw = storage.read_archived_job(job_id)
+        if raw is None:
+            return None
+        job = job_from_disk(serializer.loads(raw))
+    except errors.GanetiError as exc:
+        logger.error("Skipping corrupt archived job file of job %s: %s", job_id, exc)
+        return None
+    job.archived = True
+    return job
+
+
 def read_archived_jobs(storage: JobStorage, exclude: Collection[int] = ()) -> list[QueuedJob]:
     """All archived jobs except the ids in ``exclude``, sorted by id.
 
     Each job has ``archived`` set.  Unreadable or corrupt files are logged
     and skipped (never changed).
     """
-    jobs: list[QueuedJob] = []
-    for job_id in list_archived_ids(storage.archive_dir):
-        if job_id in exclude:
-            continue
-        try:
-            raw = storage.read_archived_job(job_id)
-            if raw is None:
-                continue
-            job = job_from_disk(serializer.loads(raw))
-        except errors.GanetiError as exc:
-            logger.error("Skipping corrupt archived job file of job %s: %s", job_id, exc)
-            continue
-        job.archived = True
-        jobs.append(job)
-    return jobs
+    jobs = (_read_archived(storage, job_id)
+            for job_id in list_archived_ids(storage.archive_dir) if job_id not in exclude)
+    return [job for job in jobs if job is not None]
 
 
-def archive_locked(table: JobTable, storage: JobStorage, ids: list[int]) -> int:
-    """(table lock held) archive finished jobs ``ids``; how many moved."""
+class ArchiveIndex:
+    """Summaries of archived jobs, kept in memory (archived files never change).
+
+    :meth:`add` records the summaries of jobs as they are archived; a
+    listing (:meth:`summaries`) lists the archive's directory, reads only the
+    files it has no summary of (all of them the first time after start-up,
+    none afterwards) and forgets summaries whose files are gone.  Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[int, ArchivedSummary] = {}
+
+    def add(self, entries: Iterable[tuple[int, Any]]) -> None:
+        """Record ``(job id, stub)`` of jobs just archived; a stub that is not a
+        :class:`JobSummary` is skipped (its file is read by the next listing)."""
+        with self._lock:
+            for job_id, stub in entries:
+                if isinstance(stub, JobSummary):
+                    self._known[job_id] = archived_summary(stub)
+
+    def summaries(self, storage: JobStorage,
+                  exclude: Collection[int] = ()) -> list[ArchivedSummary]:
+        """Summaries of every archived job but ``exclude``, sorted by id."""
+        ids = list_archived_ids(storage.archive_dir)
+        with self._lock:
+            known = self._known
+            missing = [job_id for job_id in ids if job_id not in known]
+            if len(known) > len(ids) - len(missing):      # files removed meanwhile
+                present = set(ids)
+                for job_id in [i for i in known if i not in present]:
+                    del known[job_id]
+        read: dict[int, ArchivedSummary] = {}
+        for job_id in missing:          # outside the lock: the first listing reads them all
+            job = _read_archived(storage, job_id)
+            if job is not None:
+                read[job_id] = archived_summary(summarize(job))
+        with self._lock:
+            self._known.update(read)
+            known = self._known
+            return [known[job_id] for job_id in ids
+                    if job_id not in exclude and job_id in known]
+
+
+def archive_locked(table: JobTable, storage: JobStorage, ids: list[int],
+                   index: ArchiveIndex | None = None) -> int:
+    """(table lock held) archive finished jobs ``ids``; how many moved.
+
+    Their summaries go to ``index`` when given."""
     moved = storage.archive_jobs(ids)
+    if index is not None:
+        index.add((job_id, table.stub(job_id)) for job_id in moved)
     table.remove_archived(moved)
     if moved:
         table.changed.notify_all()
     return len(moved)
 
 
-def archive_job(table: JobTable, storage: JobStorage, job_id: Any) -> bool:
+def archive_job(table: JobTable, storage: JobStorage, job_id: Any,
+                index: ArchiveIndex | None = None) -> bool:
     """(table lock held) archive one finished job; False when unknown or unfinished."""
     job = table.get(job_id, archived=False)
     if job is None or not job.is_finalized() or table.stub(job.id) is None:
         return False
-    return archive_locked(table, storage, [job.id]) == 1
+    return archive_locked(table, storage, [job.id], index) == 1
 
 
 def auto_archive(table: JobTable, storage: JobStorage, age: Any, timeout: Any, *,
-                 now: float, monotonic: Callable[[], float]) -> list[int]:
+                 now: float, monotonic: Callable[[], float],
+                 index: ArchiveIndex | None = None) -> list[int]:
     """Archive finished jobs that ended ``age`` seconds before ``now`` or
     earlier (-1: all); takes the table lock per chunk.
 
@@ -114,6 +173,6 @@ def auto_archive(table: JobTable, storage: JobStorage, age: Any, timeout: Any, *
             stubs = [(i, table.stub(i)) for i in chunk]
             todo = [i for i, stub in stubs if stub is not None and
                     (age < 0 or (stub.end or 0) <= now - age)]
-            archived += archive_locked(table, storage, todo)
+            archived += archive_locked(table, storage, todo, index)
         left -= len(chunk)
     return [archived, left]

@@ -72,6 +72,9 @@ ProcessorFactory = Callable[[], Any]
 
 MSG_PREV_FAILED = "Previous opcode failed"
 
+#: share of the soft size limit archived at once when the queue is past it
+ARCHIVE_BATCH_SHARE = 0.05
+
 # A change that makes a job final, applied to a copy before it is written.
 _Finalizer = Callable[[QueuedJob], None]
 # A change applied to a copy of a job by JobQueue._commit: False means "no change".
@@ -105,6 +108,7 @@ class JobQueue:
         self._clock = clock
         self._mono = monotonic
         self._table = JobTable(storage)
+        self._archive_index = jarchive.ArchiveIndex()
         self._lock = self._table.lock
         self._changed = self._table.changed
         self._work = threading.Condition(self._lock)
@@ -276,12 +280,18 @@ class JobQueue:
 
     def _make_room(self, count: int) -> None:
         """(lock held) Archive the oldest finished jobs so that ``count``
-        more stay within the soft limit."""
+        more stay within the soft limit.
+
+        Past the limit it archives a batch (:data:`ARCHIVE_BATCH_SHARE` of
+        the soft limit, at least what is needed), so that the directory
+        syncs of an archive are paid once per batch, not by every submission
+        (doc/protocols/jobs.md, "Queue size")."""
         excess = self._table.size() + count - self._soft_limit
         if excess <= 0:
             return
+        batch = max(excess, int(self._soft_limit * ARCHIVE_BATCH_SHARE))
         moved = jarchive.archive_locked(self._table, self.storage,
-                                        self._table.finished_ids()[:excess])
+                                        self._table.finished_ids()[:batch], self._archive_index)
         if moved:
             logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
                         " finished ones", self._soft_limit, moved)
@@ -660,6 +670,11 @@ class JobQueue:
         archive (without the queue lock): only for listings asking for them."""
         return jarchive.read_archived_jobs(self.storage, exclude)
 
+    def get_archived_summaries(self, exclude: Collection[int] = ()) -> list[Any]:
+        """Summaries of all archived jobs but ``exclude``, sorted, from memory
+        (:class:`ganeti.jqueue.archive.ArchiveIndex`; without the queue lock)."""
+        return self._archive_index.summaries(self.storage, exclude)
+
     def get_jobs(self, job_ids: list[int] | None) -> list[QueuedJob | None]:
         """Snapshots of jobs (:func:`ganeti.jqueue.lookup.get_jobs`)."""
         return jlookup.get_jobs(self._table, job_ids)
@@ -788,13 +803,14 @@ class JobQueue:
     def archive_job(self, job_id: Any) -> bool:
         """Archive one finished job; False when unknown or unfinished."""
         with self._lock:
-            return jarchive.archive_job(self._table, self.storage, job_id)
+            return jarchive.archive_job(self._table, self.storage, job_id, self._archive_index)
 
     def auto_archive_jobs(self, age: Any, timeout: Any) -> list[int]:
         """Archive finished jobs older than ``age`` seconds (-1: all); see
         :func:`ganeti.jqueue.archive.auto_archive`."""
         return jarchive.auto_archive(self._table, self.storage, age, timeout,
-                                     now=self._clock(), monotonic=self._mono)
+                                     now=self._clock(), monotonic=self._mono,
+                                     index=self._archive_index)
 
     # queue flags ---------------------------------------------------------------
     def set_drain_flag(self, flag: bool) -> None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ganeti.jqueue.job import QueuedJob
     from ganeti.jqueue.table import JobTable
 
-__all__ = ["JobSummary", "SUMMARY_FIELDS", "summarize", "FileId",
+__all__ = ["JobSummary", "ArchivedSummary", "archived_summary", "SUMMARY_FIELDS", "summarize", "FileId",
            "file_id", "stat_job_file", "to_record", "from_record", "read_index", "append_index",
            "write_index", "index_path", "INDEX_NAME", "IndexKeeper"]
 
@@ -108,6 +108,25 @@ class JobSummary:
             raise errors.ParameterError(f"Job field '{name}' is not in the job summary",
                                         errors.ECODE_INVAL)
         return getattr(self, name)
+
+
+class ArchivedSummary(JobSummary):
+    """The summary of an archived job (its ``archived`` field is true)."""
+
+    __slots__ = ()
+
+    @property
+    def archived(self) -> bool:
+        return True
+
+
+def archived_summary(summary: JobSummary) -> ArchivedSummary:
+    """``summary`` as the summary of the same job once archived (values shared)."""
+    copy = ArchivedSummary(summary.id, summary.status, summary.priority, summary.opstatus,
+                           summary.oppriority, summary.summary, summary.received_ts,
+                           summary.start_ts, summary.end_ts)
+    copy.fallback_end = summary.fallback_end
+    return copy
 
 
 def summarize(job: QueuedJob) -> JobSummary:
