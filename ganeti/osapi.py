@@ -14,6 +14,9 @@ inputs (:func:`build_os_env`) and runs the scripts with a timeout
 :func:`import_os_disk`, :func:`verify_os_params`).  Each run writes its
 output to ``<paths.os_log_dir>/<kind>-<os>-<instance>-<timestamp>.log``;
 a failure raises :class:`errors.OpExecError` carrying the log's last lines.
+The values of private and secret OS parameters (``secrets``) are scrubbed
+from the log (:mod:`ganeti.redact`), so neither it nor the error carries
+them, whatever the script prints.
 
 Inputs are small dataclasses (:class:`OSInstance`, :class:`OSDisk`,
 :class:`OSNic`); the backend converts config objects into them.
@@ -31,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ganeti import constants, errors, pathutils
+from ganeti import constants, errors, pathutils, redact
 from ganeti.utils import process
 from ganeti.hypervisor.base import NicSpec
 
@@ -131,6 +134,9 @@ class OSInstance:
     osparams: dict[str, Any] = field(default_factory=dict)
     disks: tuple[OSDisk, ...] = ()
     nics: tuple[OSNic, ...] = ()
+    #: the values of its private and secret OS parameters (also in
+    #: ``osparams``): scrubbed from the scripts' logs
+    secrets: tuple[Any, ...] = ()
 
 
 # --- finding and checking definitions ---------------------------------------
@@ -370,6 +376,30 @@ def _open_log(paths: pathutils.Paths, kind: str, os_name: str, instance: str,
     raise errors.OpExecError(f"Cannot create a unique OS log file for {base}")
 
 
+def _secret_texts(secrets: Sequence[Any]) -> set[str]:
+    return {text for value in secrets for text in redact.secret_texts(value)}
+
+
+def _scrub_log(path: str, texts: set[str]) -> None:
+    """Rewrite the log at ``path`` with every one of ``texts`` replaced by the marker."""
+    if not texts:
+        return
+    tmp = f"{path}.scrub"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as src, \
+                open(tmp, "w", encoding="utf-8") as dst:
+            os.fchmod(dst.fileno(), 0o640)
+            for line in src:
+                dst.write(redact.scrub_text(line, texts))
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.warning("Cannot scrub the OS log %s: %s", path, exc)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def _log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
     try:
         with open(path, "rb") as fh:
@@ -424,10 +454,12 @@ def run_os_script(paths: pathutils.Paths, os_def: OSDefinition, script: str,
                   env: dict[str, str], *, kind: str, instance_name: str,
                   timeout: float | None, args: Sequence[str] = (),
                   stdin_path: str | None = None, stdout_path: str | None = None,
-                  clock: Callable[[], float] = time.time, quiet_success: bool = False) -> str:
+                  clock: Callable[[], float] = time.time, quiet_success: bool = False,
+                  secrets: Sequence[Any] = ()) -> str:
     """Run ``script`` of ``os_def`` with ``env``; return the log file path.
 
-    Output goes to a new log file under ``paths.os_log_dir``.  With
+    Output goes to a new log file under ``paths.os_log_dir``, with the
+    values of ``secrets`` scrubbed.  With
     ``stdin_path``/``stdout_path`` the script's stdin/stdout are bound to
     those files (binary safe, for import/export).  With ``quiet_success``
     (``verify``, run on every instance add) a run that succeeds without
@@ -439,6 +471,7 @@ def run_os_script(paths: pathutils.Paths, os_def: OSDefinition, script: str,
     spath = os_def.scripts.get(script)
     if spath is None:
         raise errors.InvalidOS(f"OS {os_def.name} has no '{script}' script")
+    texts = _secret_texts(secrets)
     argv = [spath, *args]
     streaming = bool(stdin_path or stdout_path)
     res: process.RunResult | None = None
@@ -467,14 +500,17 @@ def run_os_script(paths: pathutils.Paths, os_def: OSDefinition, script: str,
                 raise run_error
             else:
                 assert res is not None
-                os.write(log_fd, res.output.encode("utf-8"))
+                os.write(log_fd, redact.scrub_text(res.output, texts).encode("utf-8"))
                 code, sig, timed_out = res.exit_code, res.signal, res.timed_out
         except errors.CommandError as exc:
-            os.write(log_fd, f"{exc}\n".encode("utf-8"))
+            text = redact.scrub_text(str(exc), texts)
+            os.write(log_fd, f"{text}\n".encode("utf-8"))
             raise errors.OpExecError(f"OS {kind} script for instance {instance_name}"
-                                     f" could not be run: {exc} (log: {log_path})") from exc
+                                     f" could not be run: {text} (log: {log_path})") from None
     finally:
         os.close(log_fd)
+    if streaming:
+        _scrub_log(log_path, texts)
     if timed_out:
         reason = f"timed out after {timeout} seconds"
     elif sig is not None:
@@ -499,7 +535,8 @@ def create_os(paths: pathutils.Paths, inst: OSInstance, *, reinstall: bool = Fal
     if reinstall:
         env["INSTANCE_REINSTALL"] = "1"
     return run_os_script(paths, os_def, SCRIPT_CREATE, env, kind="add",
-                         instance_name=inst.name, timeout=timeout, clock=clock)
+                         instance_name=inst.name, timeout=timeout, clock=clock,
+                         secrets=inst.secrets)
 
 
 def rename_os(paths: pathutils.Paths, inst: OSInstance, old_name: str, *,
@@ -510,7 +547,8 @@ def rename_os(paths: pathutils.Paths, inst: OSInstance, old_name: str, *,
     env = build_os_env(os_def, inst, debug_level=debug_level)
     env["OLD_INSTANCE_NAME"] = old_name
     return run_os_script(paths, os_def, SCRIPT_RENAME, env, kind="rename",
-                         instance_name=inst.name, timeout=timeout, clock=clock)
+                         instance_name=inst.name, timeout=timeout, clock=clock,
+                         secrets=inst.secrets)
 
 
 def _check_index(inst: OSInstance, index: int) -> OSDisk:
@@ -534,7 +572,8 @@ def _run_disk_script(paths: pathutils.Paths, inst: OSInstance, index: int, scrip
         env[f"{prefix}_DISK_URI"] = disk.uri
     return run_os_script(paths, os_def, script, env, kind=kind,
                          instance_name=inst.name, timeout=timeout,
-                         stdin_path=stdin_path, stdout_path=stdout_path, clock=clock)
+                         stdin_path=stdin_path, stdout_path=stdout_path, clock=clock,
+                         secrets=inst.secrets)
 
 
 def export_os_disk(paths: pathutils.Paths, inst: OSInstance, index: int, dest_path: str, *,
@@ -569,6 +608,7 @@ class RunningScript:
     kind: str
     os_name: str
     instance_name: str
+    secrets: tuple[Any, ...] = ()
 
 
 def start_disk_script(paths: pathutils.Paths, inst: OSInstance, index: int, kind: str, *,
@@ -613,7 +653,7 @@ def start_disk_script(paths: pathutils.Paths, inst: OSInstance, index: int, kind
     pipe = proc.stdout if exporting else proc.stdin
     assert pipe is not None
     return RunningScript(proc=proc, pipe=pipe, log_path=log_path, kind=kind,
-                         os_name=os_def.name, instance_name=inst.name)
+                         os_name=os_def.name, instance_name=inst.name, secrets=inst.secrets)
 
 
 def finish_disk_script(run: RunningScript, timeout: float | None = DEFAULT_EXPORT_TIMEOUT,
@@ -641,6 +681,7 @@ def finish_disk_script(run: RunningScript, timeout: float | None = DEFAULT_EXPOR
             pass
         run.proc.wait()
         code = None
+    _scrub_log(run.log_path, _secret_texts(run.secrets))
     if code == 0:
         return run.log_path
     reason = (f"timed out after {timeout} seconds" if code is None
@@ -652,8 +693,12 @@ def finish_disk_script(run: RunningScript, timeout: float | None = DEFAULT_EXPOR
 
 def verify_os_params(paths: pathutils.Paths, os_name: str, osparams: dict[str, Any], *,
                      timeout: float | None = DEFAULT_VERIFY_TIMEOUT,
-                     clock: Callable[[], float] = time.time) -> None:
+                     clock: Callable[[], float] = time.time,
+                     secrets: Sequence[Any] = ()) -> None:
     """Check ``osparams`` for ``os_name`` (names, then ``verify parameters``).
+
+    ``secrets``: the values among them that are private or secret
+    (scrubbed from the log and the error).
 
     Raises :class:`errors.InvalidOS` if the OS is missing/broken or has no
     parameters (API < 20) while some are given, and
@@ -674,7 +719,7 @@ def verify_os_params(paths: pathutils.Paths, os_name: str, osparams: dict[str, A
     try:
         run_os_script(paths, os_def, SCRIPT_VERIFY, env, kind="verify",
                       instance_name="params", timeout=timeout, args=["parameters"], clock=clock,
-                      quiet_success=True)
+                      quiet_success=True, secrets=secrets)
     except errors.OpExecError as exc:
         raise errors.ParameterError(
             f"OS {os_def.name} refused the parameters: {exc}", errors.ECODE_INVAL) from exc

@@ -43,11 +43,13 @@ def os_diagnose(ctx: NodeContext) -> list[list[Any]]:
 
 
 def os_validate(ctx: NodeContext, required: bool, osname: str, checks: list,
-                osparams: dict) -> bool:
+                osparams: dict, osparams_private: dict) -> bool:
     """Check OS ``osname`` (``name+variant`` allowed) and its parameters.
 
     ``checks`` may contain ``"parameters"`` (names known to the OS, then its
-    ``verify parameters`` script).  Returns False when the OS is not on this
+    ``verify parameters`` script, given ``osparams`` and ``osparams_private``
+    together; the private values are scrubbed from the script's log and the
+    error, the node daemon scrubs them from its own log).  Returns False when the OS is not on this
     node and ``required`` is false; True when everything checked out.
     Raises :class:`errors.InvalidOS` / :class:`errors.ParameterError`.
     """
@@ -66,7 +68,8 @@ def os_validate(ctx: NodeContext, required: bool, osname: str, checks: list,
     elif variant:
         raise errors.InvalidOS(f"OS {os_def.name} does not support variants")
     if OS_VALIDATE_PARAMETERS in checks:
-        osapi.verify_os_params(ctx.paths, osname, osparams, clock=ctx.clock)
+        osapi.verify_os_params(ctx.paths, osname, {**osparams, **osparams_private},
+                               clock=ctx.clock, secrets=list(osparams_private.values()))
     return True
 
 
@@ -95,11 +98,12 @@ def os_instance(ctx: NodeContext, instance: dict) -> osapi.OSInstance:
         nics.append(osapi.OSNic(mac=nic.mac, ip=nic.ip,
                                 mode=params.get("mode", constants.NIC_MODE_BRIDGED),
                                 link=str(params.get("link", "")), uuid=nic.uuid, name=nic.name))
-    osparams = {**(inst.osparams or {}), **(inst.osparams_private or {})}
+    private = inst.osparams_private or {}
+    osparams = {**(inst.osparams or {}), **private}
     return osapi.OSInstance(name=inst.name, os=inst.os, hypervisor=inst.hypervisor,
                             uuid=inst.uuid, hvparams=dict(inst.hvparams),
                             beparams=dict(inst.beparams), osparams=osparams,
-                            disks=disks, nics=tuple(nics))
+                            disks=disks, nics=tuple(nics), secrets=tuple(private.values()))
 
 
 def instance_os_add(ctx: NodeContext, instance: dict, reinstall: bool, debug: int) -> str:

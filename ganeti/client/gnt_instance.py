@@ -149,6 +149,15 @@ OS_OPT = O("-o", "--os-type", dest="os", default=None,
            help="Operating system definition, OS[+VARIANT] (see gnt-os list)")
 OSP_OPT = O("-O", "--os-parameters", dest="osparams", default=None,
             help="OS parameters, key=val,... (see gnt-os info)")
+OSP_PRIVATE_OPT = O("--os-parameters-private", dest="osparams_private", default=None,
+                    metavar="KEY=VAL,...",
+                    help="Private OS parameters: kept in the configuration for later"
+                         " reinstalls, never shown or logged")
+OSP_SECRET_OPT = O("--os-parameters-secret", dest="osparams_secret", default=None,
+                   metavar="KEY=VAL,...",
+                   help="Secret OS parameters: given to the OS scripts of this operation"
+                        " only, never stored, shown or logged (give them again for every"
+                        " reinstall)")
 PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]",
               help="Primary node (and secondary node, for mirrored templates)")
 NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True,
@@ -264,7 +273,9 @@ def add_instance(opts: Any, args: list[str]) -> int:
     if pnode and ":" in pnode:
         pnode, snode = pnode.split(":", 1)
     op = _op("OP_INSTANCE_CREATE", instance_name=name, mode=constants.INSTANCE_CREATE,
-             os_type=opts.os, osparams=parse_kv(opts.osparams), disk_template=template,
+             os_type=opts.os, osparams=parse_kv(opts.osparams),
+             osparams_private=parse_kv(opts.osparams_private) or None,
+             osparams_secret=parse_kv(opts.osparams_secret) or None, disk_template=template,
              disks=disks, nics=nics, beparams=parse_kv(opts.beparams), hvparams=hvparams,
              hypervisor=hv, pnode=pnode, snode=snode, iallocator=opts.iallocator,
              start=opts.start,
@@ -447,6 +458,8 @@ def modify(opts: Any, args: list[str]) -> int:
     op = _op("OP_INSTANCE_SET_PARAMS", instance_name=args[0],
              beparams=parse_kv(opts.beparams), hvparams=hvparams,
              osparams=parse_kv(opts.osparams) if opts.osparams else None,
+             osparams_private=parse_kv(opts.osparams_private) if opts.osparams_private
+             else None,
              os_name=opts.os,
              offline=True if opts.offline else (False if opts.online else None),
              disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"),
@@ -470,7 +483,11 @@ def reinstall(opts: Any, args: list[str]) -> int:
                           " data. Continue?"):
         return 1
     cli.submit_or_send(_op("OP_INSTANCE_REINSTALL", instance_name=args[0], os_type=opts.os,
-                           osparams=parse_kv(opts.osparams) if opts.osparams else None), opts)
+                           osparams=parse_kv(opts.osparams) if opts.osparams else None,
+                           osparams_private=parse_kv(opts.osparams_private)
+                           if opts.osparams_private else None,
+                           osparams_secret=parse_kv(opts.osparams_secret)
+                           if opts.osparams_secret else None), opts)
     return 0
 
 
@@ -591,7 +608,8 @@ def _tag_rows() -> dict[str, cli.Command]:
 
 
 ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_OPT, OS_OPT,
-            OSP_OPT, PNODE_OPT, relocation.IALLOCATOR_OPT, NOSTART_OPT, NOINSTALL_OPT,
+            OSP_OPT, OSP_PRIVATE_OPT, OSP_SECRET_OPT, PNODE_OPT, relocation.IALLOCATOR_OPT,
+            NOSTART_OPT, NOINSTALL_OPT,
             NONAMECHECK_OPT, NOIPCHECK_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
             IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT]
 
@@ -631,12 +649,14 @@ commands: dict[str, cli.Command] = {
              "-n NODE INSTANCE", "Move an instance by copying its disks"),
     "rename": (rename, NEW_NAME_ARGS, [NONAMECHECK_OPT, NOIPCHECK_OPT, cli.SUBMIT_OPT],
                "INSTANCE NEW_NAME", "Rename an instance"),
-    "modify": (modify, ONE_INSTANCE, [BE_OPT, HV_OPT, OSP_OPT, OS_OPT, DISK_OPT, NET_OPT,
+    "modify": (modify, ONE_INSTANCE, [BE_OPT, HV_OPT, OSP_OPT, OSP_PRIVATE_OPT, OS_OPT,
+                                      DISK_OPT, NET_OPT,
                                       OFFLINE_OPT, ONLINE_OPT, IGNORE_IPOLICY_OPT,
                                       RUNTIME_MEM_OPT, HOTPLUG_OPT, HOTPLUG_IF_POSSIBLE_OPT,
                                       cli.FORCE_OPT, cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
-    "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, cli.SUBMIT_OPT],
+    "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,
+                                            OSP_SECRET_OPT, cli.SUBMIT_OPT],
                   "[-f] [-o OS] INSTANCE", "Reinstall the OS of an instance"),
     "grow-disk": (grow_disk, [cli.ArgUnknown(min=3, max=3, name="INSTANCE DISK AMOUNT")],
                   [ABSOLUTE_OPT, cli.SUBMIT_OPT], "[--absolute] INSTANCE DISK AMOUNT",

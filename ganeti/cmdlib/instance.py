@@ -26,8 +26,10 @@ from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.objects import Cluster, Disk, Instance, Node
 from ganeti.opcodes.instance import OpInstanceBase
 from ganeti.pathutils import Paths
+from ganeti.private import Private, reveal
 
 __all__ = [
+    "with_secret_osparams",
     "InstanceLU", "expand_instance", "expand_node", "instance_rpc_dict", "disk_rpc_dicts",
     "file_logical_id", "storage_dir_for", "runtime_status", "instance_hook_env",
     "rpc_one", "check_node_online", "add_instance_lock", "remove_instance_lock",
@@ -124,6 +126,18 @@ def instance_rpc_dict(cfg: ConfigReader, inst: Instance, disks: list[Disk] | Non
     if disks is None:
         disks = cfg.get_instance_disks(inst.uuid)
     data["disks_info"] = disk_rpc_dicts(disks)
+    return data
+
+
+def with_secret_osparams(data: dict[str, Any],
+                         secret: dict[str, Private] | None) -> dict[str, Any]:
+    """``data`` (an instance RPC dict) with the operation's secret OS parameters
+    added to its private ones: the node gives them to the OS scripts and
+    scrubs them like private ones; they are never stored (the config keeps
+    the instance without them).  Changes and returns ``data``.
+    """
+    if secret:
+        data["osparams_private"] = {**(data.get("osparams_private") or {}), **reveal(secret)}
     return data
 
 

@@ -23,6 +23,7 @@ from ganeti.cmdlib import allocator, disk_wipe, instance_import, policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
+                                    with_secret_osparams,
                                     remove_instance_lock, rpc_one, storage_dir_for)
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Cluster, Disk, Instance, Node
@@ -332,8 +333,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             check_ip_free(self.check_ip, op.instance_name)
         if op.os_type and self.rpc is not None:
             full = parameters.fill_osparams(cluster, op.os_type, self.osparams)
+            hidden = {**reveal(op.osparams_private), **reveal(op.osparams_secret)}
             res = self.rpc.call_os_validate([pnode.name], True, op.os_type, ["parameters"],
-                                            {**full, **reveal(op.osparams_private)}).get(pnode.name)
+                                            full, hidden).get(pnode.name)
             if res is None or res.failed:
                 msg = res.fail_msg if res is not None else "no answer"
                 raise errors.OpPrereqError(f"OS '{op.os_type}' not usable on node {pnode.name}:"
@@ -438,7 +440,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         elif not op.no_install and op.os_type:
             feedback_fn(f"* running the instance OS create scripts on {pname}")
             try:
-                rpc_one(self, "instance_os_add", pname, instance_rpc_dict(cfg, inst), False,
+                rpc_one(self, "instance_os_add", pname,
+                        with_secret_osparams(instance_rpc_dict(cfg, inst), op.osparams_secret),
+                        False,
                         op.debug_level or 0, prefix=f"Could not add OS to instance {inst.name}"
                         f" on node {pname}")
             except errors.GanetiError:

@@ -24,7 +24,8 @@ from ganeti import constants, errors, exportinfo, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.impexp import Transfer, run_transfers
-from ganeti.cmdlib.instance import check_node_online, expand_node, instance_rpc_dict, rpc_one
+from ganeti.cmdlib.instance import (check_node_online, expand_node, instance_rpc_dict, rpc_one,
+                                    with_secret_osparams)
 from ganeti.objects import Instance
 from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.pathutils import Paths
@@ -154,7 +155,7 @@ def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, images: list
     """Stream each export image into its new disk on ``pnode`` (see the module docstring)."""
     op = lu.op
     assert op.src_node is not None
-    data = instance_rpc_dict(lu.cfg, inst)
+    data = with_secret_osparams(instance_rpc_dict(lu.cfg, inst), op.osparams_secret)
     transfers = []
     for idx, image in enumerate(images):
         if image is None:

@@ -13,7 +13,7 @@ from ganeti import constants, errors, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
-                                    rpc_one)
+                                    rpc_one, with_secret_osparams)
 from ganeti.cmdlib.instance_create import check_instance_name, check_ip_free
 from ganeti.opcodes.instance import (OpInstanceConsole, OpInstanceReboot, OpInstanceReinstall,
                                      OpInstanceRemove, OpInstanceRename, OpInstanceShutdown,
@@ -64,12 +64,17 @@ def remove_disks(lu: InstanceLU, *, ignore_failures: bool = False) -> None:
                 lu.LogWarning(str(exc))
 
 
-def check_os(lu: InstanceLU, node_name: str, os_name: str, osparams: dict[str, Any]) -> None:
-    """Check through ``os_validate`` that the OS exists (and takes the params)."""
+def check_os(lu: InstanceLU, node_name: str, os_name: str, osparams: dict[str, Any],
+             hidden: dict[str, Any] | None = None) -> None:
+    """Check through ``os_validate`` that the OS exists (and takes the params).
+
+    ``hidden``: the private and secret OS parameters (plain values), sent
+    apart so that the node scrubs them from what it says and logs.
+    """
     if lu.rpc is None:
         return
     res = lu.rpc.call_os_validate([node_name], True, os_name, ["parameters"],
-                                  osparams).get(node_name)
+                                  osparams, hidden or {}).get(node_name)
     if res is None or res.failed:
         raise errors.OpPrereqError(f"OS '{os_name}' not usable on node {node_name}:"
                                    f" {res.fail_msg if res else 'no answer'}",
@@ -241,7 +246,8 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
         cluster = self.cfg.get_cluster_info()
         check_os(self, self.pnode.name, self.new_os,
-                 parameters.fill_osparams(cluster, self.new_os, self.new_osparams))
+                 parameters.fill_osparams(cluster, self.new_os, self.new_osparams),
+                 {**self.new_osparams_private, **reveal(self.op.osparams_secret)})
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
@@ -252,7 +258,8 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
             inst.osparams_private = self.new_osparams_private
             self.cfg.update(inst)
         feedback_fn(f"Running the instance OS create scripts on {self.pnode.name}")
-        rpc_one(self, "instance_os_add", self.pnode.name, self.rpc_instance(), True,
+        rpc_one(self, "instance_os_add", self.pnode.name,
+                with_secret_osparams(self.rpc_instance(), self.op.osparams_secret), True,
                 self.op.debug_level or 0,
                 prefix=f"Could not install OS for instance {inst.name} on {self.pnode.name}")
         return None

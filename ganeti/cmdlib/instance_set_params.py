@@ -107,11 +107,18 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             check_os(self, self.pnode.name, op.os_name,
                      parameters.fill_osparams(cfg.get_cluster_info(), op.os_name,
                                               self.os_new if self.os_new is not None
-                                              else inst.osparams))
-        elif self.os_new is not None and not self.pnode.offline:
+                                              else inst.osparams),
+                     self.os_private_new if self.os_private_new is not None
+                     else inst.osparams_private)
+        elif (self.os_new is not None or self.os_private_new is not None) \
+                and not self.pnode.offline and inst.os:
             # new OS parameters must be accepted by the instance's OS
             check_os(self, self.pnode.name, inst.os,
-                     parameters.fill_osparams(cfg.get_cluster_info(), inst.os, self.os_new))
+                     parameters.fill_osparams(cfg.get_cluster_info(), inst.os,
+                                              self.os_new if self.os_new is not None
+                                              else inst.osparams),
+                     self.os_private_new if self.os_private_new is not None
+                     else inst.osparams_private)
         if op.runtime_mem is not None:
             self._check_runtime_mem(be)
         if op.offline is True and inst.admin_state == constants.ADMINST_UP:

@@ -14,7 +14,7 @@ tree.
 from __future__ import annotations
 
 import contextlib
-from typing import ContextManager
+from typing import Any, ContextManager
 
 from ganeti import configcheck, errors
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Node, NodeGroup, instance_all_nodes
@@ -193,6 +193,17 @@ class ConfigReader:
         """All instances, by UUID."""
         with self._lock:
             return dict(self._data.instances)
+
+    def get_private_values(self) -> list[Any]:
+        """Every private value the config holds: the instances' private OS
+        parameters and the cluster's private OS parameter defaults (what
+        :mod:`ganeti.redact` scrubs from texts)."""
+        with self._lock:
+            values: list[Any] = [v for inst in self._data.instances.values()
+                                 for v in inst.osparams_private.values()]
+            values += [v for params in self._data.cluster.osparams_private_cluster.values()
+                       for v in params.values()]
+            return values
 
     def get_instance_names(self) -> list[str]:
         """Names of all instances, sorted."""

@@ -19,6 +19,14 @@ serial) are durable.  When job files cannot be written, the storage
 retries; the queue refuses new jobs meanwhile and carries on by itself
 (doc/protocols/jobs.md, "Full disk").
 
+Secrets: every opcode result, error and log message is recorded through
+:meth:`JobQueue._clean`, which replaces each secret value the master knows
+(its :class:`~ganeti.redact.Redactor`: the config's private values, and
+the private values of every unfinished job, held from submission until
+the job is final) with the redaction marker, so neither the job files nor
+any answer (LUXI, RAPI, ``gnt-job info``) can carry one
+(doc/protocols/opcodes.md, "Private parameters").
+
 Finished jobs are kept as summaries (:mod:`ganeti.jqueue.summary`: the
 list-query fields, indexed in ``queue/summaries`` so that start-up reads
 no file of theirs) and read back from disk on demand, with a small cache
@@ -43,7 +51,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Literal
 
-from ganeti import constants, errors, opcodes, serializer
+from ganeti import constants, errors, opcodes, redact, serializer
 from ganeti.jqueue import adopt as jadopt
 from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
@@ -89,7 +97,10 @@ class JobQueue:
     is ``(soft, hard)``, in unarchived jobs (default: the ``JOB_QUEUE_SIZE_*``
     constants; see :meth:`submit_job`).  ``events``: the bus job events are
     published on (:mod:`ganeti.jqueue.notify`), or None; ``metrics``: where
-    job start and end latencies are observed, or None.
+    job start and end latencies are observed, or None; ``redactor``: the
+    secret values scrubbed from results, errors and log entries (default:
+    a new :class:`~ganeti.redact.Redactor`, which still knows the jobs'
+    own private values).
     """
 
     def __init__(self, storage: JobStorage, processor_factory: ProcessorFactory, *,
@@ -97,8 +108,11 @@ class JobQueue:
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
                  size_limits: tuple[int, int] | None = None,
-                 events: EventBus | None = None, metrics: MasterMetrics | None = None) -> None:
+                 events: EventBus | None = None, metrics: MasterMetrics | None = None,
+                 redactor: redact.Redactor | None = None) -> None:
         self.storage = storage
+        self.redactor = redactor if redactor is not None else redact.Redactor()
+        self._held_secrets: dict[int, list[str]] = {}   # job id -> texts held in redactor
         self.events = events
         self.metrics = metrics
         self._soft_limit, self._hard_limit = size_limits or (
@@ -302,12 +316,18 @@ class JobQueue:
             return self._table.allocate(count)
 
     def _store_new(self, jobs: list[QueuedJob]) -> None:
+        held = {j.id: self.redactor.add(redact.private_values([op.op for op in j.ops]))
+                for j in jobs}
         try:
             self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True)
         except BaseException:
             with self._lock:
                 self._table.unreserve(j.id for j in jobs)
+            for texts in held.values():
+                self.redactor.release(texts)
             raise
+        with self._lock:
+            self._held_secrets.update((job_id, texts) for job_id, texts in held.items() if texts)
         with self._lock:
             for job in jobs:
                 self._table.add_live(job)
@@ -537,8 +557,16 @@ class JobQueue:
             if wjob is not None:
                 self._push(wjob)
 
+    def _clean(self, value: Any) -> Any:
+        """``value`` as recorded in a job: JSON data without any secret value.
+
+        The one place every opcode result, error and log message of a job
+        passes through before it is kept (in memory, in its file, in answers).
+        """
+        return self.redactor.scrub_data(jsonable(value))
+
     def _cancel_from(self, job: QueuedJob, idx: int, msg: str = MSG_CANCELED) -> None:
-        job.finalize_ops(idx, constants.OP_STATUS_CANCELED, msg, self._clock())
+        job.finalize_ops(idx, constants.OP_STATUS_CANCELED, self._clean(msg), self._clock())
 
     def _fail_from(self, job: QueuedJob, idx: int, exc: BaseException) -> None:
         now = self._clock()
@@ -546,7 +574,7 @@ class JobQueue:
                          errors.encode_exception(errors.OpExecError(MSG_PREV_FAILED)), now)
         failed = job.ops[idx]
         set_op_status(failed, constants.OP_STATUS_ERROR)
-        failed.result = errors.encode_exception(exc)
+        failed.result = self._clean(errors.encode_exception(exc))
         failed.end_timestamp = split_time(now)
 
     def _finalize(self, job: QueuedJob, change: _Finalizer) -> None:
@@ -587,7 +615,7 @@ class JobQueue:
             with self._lock:
                 self._running.pop(job.id, None)
             thread.name = old_name
-        result = jsonable(result)
+        result = self._clean(result)
         last = idx == len(job.ops) - 1
 
         def succeed(j: QueuedJob) -> None:
@@ -639,7 +667,7 @@ class JobQueue:
         (in order with the job's state writes, retried if the write fails)."""
         with self._write_lock(job):
             with self._lock:
-                entry = job.add_log(self._clock(), log_type, jsonable(msg), idx)
+                entry = job.add_log(self._clock(), log_type, self._clean(msg), idx)
                 jnotify.log_added(self.events, job, idx, entry)
                 data = self._encode(job)
                 self._changed.notify_all()
@@ -651,6 +679,7 @@ class JobQueue:
         if self.metrics is not None:
             self.metrics.job_finished(job.received_timestamp, job.end_timestamp, job.status())
         self._write_locks.pop(job.id, None)   # a late taker finds the job not live
+        self.redactor.release(self._held_secrets.pop(job.id, ()))
         self._queued.discard(job.id)
         self._cycle_failed.pop(job.id, None)
         self.deps.remove_job(job.id)

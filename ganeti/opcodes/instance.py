@@ -108,6 +108,9 @@ class OpInstanceCreate(OpInstanceBase):
     os_type: str | None = None
     osparams: dict[str, Any] = param({})
     osparams_private: dict[str, Private] = param({})
+    #: given to the OS scripts of this operation only, never stored
+    #: (doc/protocols/opcodes.md, "Private parameters")
+    osparams_secret: dict[str, Private] | None = None
     force_variant: bool = False
     disk_template: str | None = param(None, choices=sorted(constants.DISK_TEMPLATES))
     disks: list[dict[str, Any]] = param([], max_len=constants.MAX_DISKS, check=_check_disks)
@@ -187,6 +190,8 @@ class OpInstanceReinstall(OpInstanceBase):
     force_variant: bool = False
     osparams: dict[str, Any] | None = None
     osparams_private: dict[str, Private] | None = None
+    #: given to the OS scripts of this reinstall only, never stored
+    osparams_secret: dict[str, Private] | None = None
 
 
 @dataclass(kw_only=True)

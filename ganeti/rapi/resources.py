@@ -333,10 +333,15 @@ def _inst(ctx: Ctx) -> str:
     return ctx.args["instance"]
 
 
+#: reinstall body keys beyond upstream's (os, start, osparams): the private
+#: and secret OS parameters of OP_INSTANCE_REINSTALL (doc/rapi.md)
+_REINSTALL_PRIVATE = ("osparams_private", "osparams_secret")
+
+
 def _instance_reinstall(ctx: Ctx) -> list[dict[str, Any]]:
     body = ctx.body_dict()
     if body:
-        unknown = set(body) - {"os", "start", "osparams"}
+        unknown = set(body) - {"os", "start", "osparams", *_REINSTALL_PRIVATE}
         if unknown:
             raise _bad(f"Unknown parameters: {', '.join(sorted(unknown))}")
         os_name, start, osparams = body.get("os"), body.get("start", True), body.get("osparams")
@@ -344,9 +349,10 @@ def _instance_reinstall(ctx: Ctx) -> list[dict[str, Any]]:
         os_name, start, osparams = ctx.qstr("os"), not ctx.qbool("nostartup"), None
     if not isinstance(start, bool):
         raise _bad("'start' must be a boolean")
+    private = {key: body[key] for key in _REINSTALL_PRIVATE if body.get(key) is not None}
     ops = [_op("OP_INSTANCE_SHUTDOWN", instance_name=_inst(ctx)),
            _op("OP_INSTANCE_REINSTALL", instance_name=_inst(ctx), os_type=os_name,
-               osparams=osparams)]
+               osparams=osparams, **private)]
     if start:
         ops.append(_op("OP_INSTANCE_STARTUP", instance_name=_inst(ctx), force=False))
     return ops

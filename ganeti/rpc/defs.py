@@ -278,9 +278,10 @@ _ROWS = [
          "[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...]"
          " in search order."),
     _row("os_validate", [("required", bool), ("osname", str), ("checks", list),
-                         ("osparams", dict)], NORMAL,
-         "Check the OS (and with checks ['parameters'] its params). -> True, or False"
-         " when absent and not required"),
+                         ("osparams", dict), ("osparams_private", dict)], NORMAL,
+         "Check the OS (and with checks ['parameters'] its params, osparams_private:"
+         " the private and secret ones, scrubbed from the answer and the logs)."
+         " -> True, or False when absent and not required"),
     _row("instance_os_add", [("instance", dict), ("reinstall", bool), ("debug", int)], SLOW,
          "Assemble instance['disks_info'] and run the OS create script. -> log path"),
     _row("instance_run_rename", [("instance", dict), ("old_name", str), ("debug", int)], SLOW,

@@ -52,6 +52,7 @@ import daemon as pydaemon
 
 from ganeti import errors
 from ganeti.pathutils import Paths, get_paths
+from ganeti.redact import Redactor
 from ganeti.server.logsetup import LogHandle, setup_logging
 
 __all__ = ["PidFile", "DaemonRuntime", "build_parser", "run_daemon", "raise_fd_limit"]
@@ -125,6 +126,9 @@ class DaemonRuntime:
     options: argparse.Namespace
     paths: Paths
     logs: LogHandle | None = None
+    #: the secret values this daemon scrubs from its log lines (ganeti.redact);
+    #: the daemon adds what it learns (the master: its config and jobs)
+    redactor: Redactor = field(default_factory=Redactor)
     stop_event: threading.Event = field(default_factory=threading.Event)
     restart_requested: bool = False
     _stop_callbacks: list[Callable[[], None]] = field(default_factory=list)
@@ -312,9 +316,11 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
          notify_fd: int | None) -> tuple[int, bool]:
     """Run the daemon; its exit status, and whether it asked to be restarted."""
     pidfile.write_pid()
+    redactor = Redactor()
     logs = setup_logging(paths.daemon_log_file(name), debug=options.debug,
-                         stderr=options.foreground, program=name)
-    runtime = DaemonRuntime(name=name, options=options, paths=paths, logs=logs)
+                         stderr=options.foreground, program=name, redactor=redactor)
+    runtime = DaemonRuntime(name=name, options=options, paths=paths, logs=logs,
+                            redactor=redactor)
     previous = {
         signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: runtime.request_stop()),
         signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: runtime.request_stop()),

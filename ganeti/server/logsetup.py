@@ -8,6 +8,12 @@ on SIGHUP.  The RAPI access log (:class:`AccessLog`) uses the Common Log
 Format::
 
     127.0.0.1 - jack [10/Oct/2024:13:55:36 +0000] "GET /2/info HTTP/1.1" 200 2326
+
+Every handler carries a :class:`RedactingFilter` when a
+:class:`~ganeti.redact.Redactor` is given: a record whose text (message,
+arguments, traceback) holds a secret value the daemon knows is rewritten
+with the value replaced by the marker before any handler writes it
+(doc/protocols/opcodes.md, "Private parameters").
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["ReopenableFileHandler", "LogHandle", "setup_logging",
+from ganeti.redact import Redactor
+
+__all__ = ["ReopenableFileHandler", "LogHandle", "setup_logging", "RedactingFilter",
            "format_access_line", "AccessLog"]
 
 _FORMAT = "%(asctime)s: {program} pid=%(process)d %(levelname)s %(message)s"
@@ -47,6 +55,36 @@ class ReopenableFileHandler(logging.handlers.WatchedFileHandler):
             self.release()
 
 
+class RedactingFilter(logging.Filter):
+    """Rewrites a record holding a secret value (never drops one).
+
+    The message is formatted once (``msg % args``) and scrubbed; a
+    traceback is formatted and scrubbed into ``exc_text`` (the formatter
+    then prints that text instead of formatting the exception again).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+        self._formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:   # a broken format string: let the handler report it
+            return True
+        clean = self.redactor.scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redactor.scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redactor.scrub(record.stack_info)
+        return True
+
+
 @dataclass
 class LogHandle:
     """The handlers installed by :func:`setup_logging`."""
@@ -69,12 +107,15 @@ class LogHandle:
 
 
 def setup_logging(logfile: str | None, *, debug: bool = False, stderr: bool = False,
-                  program: str = "", logger: logging.Logger | None = None) -> LogHandle:
+                  program: str = "", logger: logging.Logger | None = None,
+                  redactor: Redactor | None = None) -> LogHandle:
     """Send log records of ``logger`` (default: the root logger) to ``logfile``.
 
     ``debug`` lowers the level to DEBUG and adds module:line; ``stderr``
-    also logs to standard error (foreground daemons).  The log directory is
-    created when missing.  Returns a :class:`LogHandle` to reopen/close.
+    also logs to standard error (foreground daemons).  With ``redactor``
+    every handler scrubs the secret values it knows (:class:`RedactingFilter`).
+    The log directory is created when missing.  Returns a :class:`LogHandle`
+    to reopen/close.
     """
     target = logger if logger is not None else logging.getLogger()
     program = program or os.path.basename(sys.argv[0] or "ganeti")
@@ -94,6 +135,8 @@ def setup_logging(logfile: str | None, *, debug: bool = False, stderr: bool = Fa
         err_handler.setLevel(level)
         handle.handlers.append(err_handler)
     for handler in handle.handlers:
+        if redactor is not None:
+            handler.addFilter(RedactingFilter(redactor))
         target.addHandler(handler)
     target.setLevel(level)
     return handle

@@ -52,6 +52,7 @@ from ganeti.jqueue.summary import SUMMARY_FIELDS
 from ganeti.mastermetrics import MasterMetrics
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
+from ganeti.redact import Redactor, VersionedSource
 from ganeti.replication import REPLICATION_TIMEOUT, Replicator
 from ganeti.rpc.client import RpcRunner
 from ganeti.server import luxiserver
@@ -401,13 +402,17 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                   node_info_max_age: float = liveinfo.DEFAULT_MAX_AGE,
                   event_buffer: int = events.DEFAULT_CAPACITY,
                   queue_limits: tuple[int, int] | None = None,
-                  write_checks: list[Callable[[], None]] | None = None) -> MasterContext:
+                  write_checks: list[Callable[[], None]] | None = None,
+                  redactor: Redactor | None = None) -> MasterContext:
     """Open the config, build the lock manager, RPC runner, event bus and job queue.
 
     The queue is loaded but its workers are not started; ``queue_limits``
     is its ``(soft, hard)`` size (default: the constants).  ``write_checks``
     run before every configuration write (the caller may fill the list
     later); one raising refuses the write and the change is undone.
+    ``redactor`` (the daemon's, which its log handlers use; default a new
+    one) learns the config's private values and scrubs the job queue's
+    results and log entries (:mod:`ganeti.redact`).
     """
     change_hooks: list[Callable[[bytes, int], None]] = []
 
@@ -462,8 +467,11 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                          replicate_batch=replicator.replicate_job_files,
                          replicate_drain=replicator.replicate_drain_flag)
     storage.open()
+    redactor = redactor if redactor is not None else Redactor()
+    redactor.add_source(VersionedSource(lambda: cfg.committed().get_serial_no(),
+                                        lambda: cfg.committed().get_private_values()))
     jq = JobQueue(storage, lambda: Processor(context), workers=workers, events=bus,
-                  size_limits=queue_limits, metrics=figures)
+                  size_limits=queue_limits, metrics=figures, redactor=redactor)
     context.jqueue = jq
 
     def _jobs_by_status() -> dict[str, int]:
@@ -650,7 +658,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
                             node_info_max_age=opts.node_info_max_age,
                             event_buffer=opts.event_buffer,
                             queue_limits=(opts.queue_limits[0], opts.queue_limits[1]),
-                            write_checks=write_checks)
+                            write_checks=write_checks, redactor=runtime.redactor)
     guard = _guard(context, opts, write_checks)
     if decision is not None and (opts.no_voting or decision.stale):
         # nodes that still name another master (or hold an older config) get ours

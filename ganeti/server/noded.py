@@ -80,11 +80,12 @@ import threading
 import time
 from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
-from ganeti import backend, constants, diskstream, errors, serializer
+from ganeti import backend, constants, diskstream, errors, redact, serializer
 from ganeti.backend import fencing, impexp
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.pathutils import Paths
+from ganeti.redact import Redactor
 from ganeti.rpc import defs
 from ganeti.server import noded_handshake, noded_keepalive, noded_spare
 
@@ -311,18 +312,25 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
         return 200, self.run_procedure(call, args), {}
 
     def run_procedure(self, call: defs.RpcCall, args: list[Any]) -> list[Any]:
-        """Run the backend function of ``call``; the ``[success, payload]`` envelope."""
+        """Run the backend function of ``call``; the ``[success, payload]`` envelope.
+
+        The private values among the arguments (:data:`ganeti.redact.PRIVATE_KEYS`)
+        are scrubbed from the failure text and from log lines while it runs.
+        """
         ctx = self._context()
         start = time.monotonic()
-        try:
-            payload = backend.get_function(call.name)(ctx, *args)
-            reply: list[Any] = [True, payload]   # encoded once, by send_json
-        except errors.GanetiError as exc:
-            logger.info("RPC %s failed: %s", call.name, exc)
-            reply = [False, str(exc)]
-        except Exception as exc:
-            logger.exception("RPC %s crashed", call.name)
-            reply = [False, f"Error while executing backend function: {type(exc).__name__}: {exc}"]
+        redactor = self.server.redactor
+        with redactor.hold(redact.values_under_keys(args)):
+            try:
+                payload = backend.get_function(call.name)(ctx, *args)
+                reply: list[Any] = [True, payload]   # encoded once, by send_json
+            except errors.GanetiError as exc:
+                logger.info("RPC %s failed: %s", call.name, exc)
+                reply = [False, redactor.scrub(str(exc))]
+            except Exception as exc:
+                logger.exception("RPC %s crashed", call.name)
+                reply = [False, redactor.scrub(f"Error while executing backend function:"
+                                               f" {type(exc).__name__}: {exc}")]
         logger.debug("RPC %s from %s done in %.3fs", call.name, self.client_address[0],
                      time.monotonic() - start)
         return reply
@@ -356,7 +364,11 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
                  max_child_handshakes: int = DEFAULT_MAX_CHILD_HANDSHAKES,
                  spare_children: int = DEFAULT_SPARE_CHILDREN,
                  keepalive_timeout: float = noded_keepalive.DEFAULT_KEEPALIVE_TIMEOUT,
+                 redactor: Redactor | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        #: the secret values scrubbed from replies and log lines: a request's
+        #: private values are held while it runs (see run_procedure)
+        self.redactor = redactor if redactor is not None else Redactor()
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         self.ssl_context = ssl_context
         self.paths = paths

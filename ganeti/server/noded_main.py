@@ -80,7 +80,8 @@ def _prepare(runtime: Any) -> NodedServer:
                          handshake_timeout=options.handshake_timeout,
                          max_handshakes=options.max_handshakes,
                          spare_children=options.spare_children,
-                         keepalive_timeout=options.keepalive_timeout)
+                         keepalive_timeout=options.keepalive_timeout,
+                         redactor=runtime.redactor)
     server.warm_up()
     return server
 

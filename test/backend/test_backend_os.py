@@ -70,18 +70,30 @@ def test_os_diagnose_lists_tinyos_and_broken_ones(tctx) -> None:
 
 
 def test_os_validate(tctx) -> None:
-    assert bos.os_validate(tctx, True, "tinyos+minimal", ["parameters"], {"fill": "zero"})
-    assert bos.os_validate(tctx, False, "nosuchos", [], {}) is False
+    assert bos.os_validate(tctx, True, "tinyos+minimal", ["parameters"], {"fill": "zero"}, {})
+    assert bos.os_validate(tctx, False, "nosuchos", [], {}, {}) is False
     with pytest.raises(errors.InvalidOS, match="not found"):
-        bos.os_validate(tctx, True, "nosuchos", [], {})
+        bos.os_validate(tctx, True, "nosuchos", [], {}, {})
     with pytest.raises(errors.InvalidOS, match="variant"):
-        bos.os_validate(tctx, True, "tinyos+huge", [], {})
+        bos.os_validate(tctx, True, "tinyos+huge", [], {}, {})
     with pytest.raises(errors.ParameterError, match="refused"):
-        bos.os_validate(tctx, True, "tinyos", ["parameters"], {"fill": "random"})
+        bos.os_validate(tctx, True, "tinyos", ["parameters"], {"fill": "random"}, {})
     with pytest.raises(errors.ParameterError, match="Unknown parameters"):
-        bos.os_validate(tctx, True, "tinyos", ["parameters"], {"colour": "red"})
+        bos.os_validate(tctx, True, "tinyos", ["parameters"], {"colour": "red"}, {})
     with pytest.raises(errors.OpExecError, match="Unknown OS validation"):
-        bos.os_validate(tctx, True, "tinyos", ["everything"], {})
+        bos.os_validate(tctx, True, "tinyos", ["everything"], {}, {})
+
+
+def test_os_validate_scrubs_a_refused_private_value(tctx) -> None:
+    # tinyos's verify prints the value it refuses: neither the error nor its log keeps it
+    secret = "not_a-valid_prefix"
+    with pytest.raises(errors.ParameterError, match="refused") as info:
+        bos.os_validate(tctx, True, "tinyos", ["parameters"], {},
+                        {"hostname_prefix": secret})
+    assert secret not in str(info.value) and "invalid value '<redacted>'" in str(info.value)
+    logs = os.listdir(tctx.paths.os_log_dir)
+    texts = [open(os.path.join(tctx.paths.os_log_dir, name)).read() for name in logs]
+    assert texts and all(secret not in text for text in texts)
 
 
 def test_instance_os_add_writes_image(tctx) -> None:

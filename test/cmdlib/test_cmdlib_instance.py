@@ -54,7 +54,7 @@ class FakeNodes:
         return call
 
     def do_os_validate(self, node: str, required: bool, osname: str, checks: list,
-                       params: dict) -> bool:
+                       params: dict, private: dict) -> bool:
         if osname.split("+")[0] not in self.oses:
             raise errors.InvalidOS(f"OS {osname} not found")
         return True
@@ -680,7 +680,8 @@ def test_set_params_osparams_validated_by_the_os(env: Any) -> None:
     _create(env, start=False)
     seen: list[dict] = []
 
-    def validate(node: str, required: bool, osname: str, checks: list, params: dict) -> bool:
+    def validate(node: str, required: bool, osname: str, checks: list, params: dict,
+                 private: dict) -> bool:
         seen.append(dict(params))
         if params.get("fill") == "bogus":
             raise errors.InvalidOS("bad value for fill")

@@ -125,9 +125,9 @@ def test_errors_are_clear(cluster) -> None:
                                             False, 0), n1)
         assert "nosuchos" in msg and "not found" in msg
         msg = _err(rpc.call_os_validate([n1], True, "tinyos", ["parameters"],
-                                        {"fill": "lots"}), n1)
+                                        {"fill": "lots"}, {}), n1)
         assert "fill" in msg
-        assert _ok(rpc.call_os_validate([n1], False, "nosuchos", [], {}), n1) is False
+        assert _ok(rpc.call_os_validate([n1], False, "nosuchos", [], {}, {}), n1) is False
         assert "already exists" in _err(
             rpc.call_blockdev_create([n1], disk, 1, name, True, "", False), n1)
     finally:
