@@ -8,7 +8,9 @@ import threading
 import time
 from typing import Any
 
-from ganeti import constants
+import pytest
+
+from ganeti import constants, errors, redact
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as st
 from ganeti.pathutils import Paths
@@ -98,5 +100,43 @@ def test_job_read_back_from_disk_fails_asking_to_resubmit(tmp_path) -> None:
         result = q.query_jobs([second], ["opresult"])[0][0][0]
         assert result[0] == "ParameterError" and "submit the job again" in result[1][0]
         assert q.query_jobs([first], ["status"])[0][0] == "error"   # master stopped under it
+    finally:
+        q.shutdown(5)
+
+
+class Leaky:
+    """A processor whose feedback, result and error quote the private values in clear."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+
+    def execute_opcode(self, op: Any, cbs: Any) -> Any:
+        cbs.notify_start()
+        values = reveal(op.osparams_private)
+        cbs.feedback(f"OS said: invalid value '{values['secret']}'")
+        if self.fail:
+            raise errors.OpPrereqError(f"OS refused '{values['secret']}' and 'config-only-1'",
+                                       errors.ECODE_INVAL)
+        return {"echo": values["secret"], "config": "config-only-1"}
+
+
+@pytest.mark.parametrize("fail", [True, False], ids=["error", "result"])
+def test_values_quoted_in_results_errors_and_logs_are_scrubbed(tmp_path, fail: bool) -> None:
+    storage = JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_NONE)
+    storage.open()
+    # a value the master knows from elsewhere (its config), and the job's own
+    red = redact.Redactor([lambda: frozenset(["config-only-1"])])
+    q = JobQueue(storage, lambda: Leaky(fail), workers=1, redactor=red)
+    q.load()
+    q.start()
+    try:
+        job_id = q.submit_job([_op()])
+        assert _wait_final(q, job_id) == ("error" if fail else "success")
+        answer = repr(q.query_jobs([job_id], ["opresult", "oplog"]))
+        assert CANARY not in answer and "config-only-1" not in answer
+        assert f"invalid value '{REDACTED}'" in answer
+        on_disk = _queue_bytes(str(tmp_path))
+        assert CANARY.encode() not in on_disk and b"config-only-1" not in on_disk
+        assert red.scrub(CANARY) == CANARY     # released once the job is final
     finally:
         q.shutdown(5)
