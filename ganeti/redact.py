@@ -14,9 +14,12 @@ The values come from two kinds of places:
   ``with`` block runs (counted, so two holders of one value are fine); the
   master holds a job's private values from submission until it is final,
   a node daemon holds a request's private values while it runs;
-* *sources*: callables returning the values of the moment (the master's
-  source is the configuration: every instance's private OS parameters);
-  :class:`VersionedSource` recomputes them only when a version changes.
+* *sources* (:class:`VersionedSource`): the values of the moment, computed
+  again only when their version changes (the master's source is the
+  configuration, versioned by its serial number: every instance's private
+  OS parameters).  The compiled pattern is cached until the held values or
+  a source's version change, so scrubbing a text costs one regular
+  expression search.
 
 Policy for short values: a value whose text has fewer than
 :data:`MIN_SCRUB_LENGTH` characters is not scrubbed from free text (a
@@ -32,6 +35,7 @@ Pure logic and a lock: no files, no sockets (the daemons' log filter is
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import threading
@@ -65,9 +69,15 @@ def secret_texts(value: Any) -> set[str]:
         value = value.get()
     if value is None or isinstance(value, bool):
         return set()
-    text = value if isinstance(value, str) else str(value)
+    return set(_forms(value if isinstance(value, str) else str(value)))
+
+
+@functools.lru_cache(maxsize=65536)
+def _forms(text: str) -> frozenset[str]:
+    # memoised: the config source asks again for every value at each config change
     forms = {text, json.dumps(text)[1:-1], repr(text)[1:-1]}
-    return {form for form in forms if len(form) >= MIN_SCRUB_LENGTH and form != REDACTED}
+    return frozenset(form for form in forms
+                     if len(form) >= MIN_SCRUB_LENGTH and form != REDACTED)
 
 
 def private_values(obj: Any, _depth: int = 0) -> list[Any]:
@@ -151,25 +161,29 @@ def scrub_data(data: Any, texts: Collection[str]) -> Any:
 class VersionedSource:
     """Secret values recomputed only when ``version()`` changes.
 
-    ``values()`` returns the raw values (any scalars); this turns them into
-    texts with :func:`secret_texts`.  Safe to call from several threads.
+    ``values()`` returns the raw values (any scalars); :meth:`current` turns
+    them into texts with :func:`secret_texts`.  Safe to call from several
+    threads.
     """
 
     def __init__(self, version: Callable[[], Any], values: Callable[[], Iterable[Any]]) -> None:
         self._version = version
         self._values = values
-        self._lock = threading.Lock()
         self._cached: tuple[Any, frozenset[str]] | None = None
 
-    def __call__(self) -> frozenset[str]:
+    def version(self) -> Any:
+        """The version of the values now (cheap)."""
+        return self._version()
+
+    def current(self) -> tuple[Any, frozenset[str]]:
+        """``(version, texts)`` of the moment."""
         version = self._version()
         cached = self._cached
         if cached is not None and cached[0] == version:
-            return cached[1]
-        texts = frozenset(t for v in self._values() for t in secret_texts(v))
-        with self._lock:
-            self._cached = (version, texts)
-        return texts
+            return cached
+        cached = (version, frozenset(t for v in self._values() for t in secret_texts(v)))
+        self._cached = cached     # one attribute write: atomic
+        return cached
 
 
 class Redactor:
@@ -178,16 +192,20 @@ class Redactor:
     Thread-safe.  The compiled pattern is cached until the values change.
     """
 
-    def __init__(self, sources: Iterable[Callable[[], Collection[str]]] = ()) -> None:
+    def __init__(self, sources: Iterable[VersionedSource] = ()) -> None:
         self._lock = threading.Lock()
         self._held: Counter[str] = Counter()
+        self._held_version = 0
         self._sources = list(sources)
-        self._cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+        # (key, texts, pattern): the key is the held version and the sources' versions
+        self._cache: tuple[Any, frozenset[str], re.Pattern[str] | None] = (
+            None, frozenset(), None)
 
-    def add_source(self, source: Callable[[], Collection[str]]) -> None:
-        """Also scrub the texts ``source()`` returns (called on every scrub: make it cheap)."""
+    def add_source(self, source: VersionedSource) -> None:
+        """Also scrub the texts of ``source`` (its version is asked on every scrub)."""
         with self._lock:
             self._sources.append(source)
+            self._held_version += 1
 
     def add(self, values: Iterable[Any]) -> list[str]:
         """Hold ``values`` until :meth:`release` with the returned texts."""
@@ -195,14 +213,19 @@ class Redactor:
         if texts:
             with self._lock:
                 self._held.update(texts)
+                self._held_version += 1
         return texts
 
     def release(self, texts: Iterable[str]) -> None:
         """Stop holding texts returned by :meth:`add` (counted)."""
+        texts = list(texts)
+        if not texts:
+            return
         with self._lock:
             self._held.subtract(texts)
             for text in [t for t, n in self._held.items() if n <= 0]:
                 del self._held[text]
+            self._held_version += 1
 
     @contextlib.contextmanager
     def hold(self, values: Iterable[Any]) -> Iterator[None]:
@@ -220,16 +243,24 @@ class Redactor:
             held = set(self._held)
             sources = list(self._sources)
         for source in sources:
-            held.update(source())
+            held.update(source.current()[1])
         return frozenset(held)
 
     def _current(self) -> re.Pattern[str] | None:
-        texts = self.texts()
+        with self._lock:
+            sources = list(self._sources)
+            held_version = self._held_version
+        key = (held_version, tuple(source.version() for source in sources))
         cache = self._cache
-        if cache[0] == texts:
-            return cache[1]
-        pattern = _pattern(texts)
-        self._cache = (texts, pattern)
+        if cache[0] == key:
+            return cache[2]
+        texts = self.texts()
+        # compiling is the costly part (0.2-0.3 ms a value): a new version
+        # with the same values (most config changes) keeps the pattern
+        pattern = cache[2] if texts == cache[1] else _pattern(texts)
+        # a change between reading the key and the texts is caught by the next
+        # key (the held version only grows; a source's version moves on)
+        self._cache = (key, texts, pattern)
         return pattern
 
     def scrub(self, text: str) -> str:

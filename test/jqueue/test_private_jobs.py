@@ -125,7 +125,7 @@ def test_values_quoted_in_results_errors_and_logs_are_scrubbed(tmp_path, fail: b
     storage = JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_NONE)
     storage.open()
     # a value the master knows from elsewhere (its config), and the job's own
-    red = redact.Redactor([lambda: frozenset(["config-only-1"])])
+    red = redact.Redactor([redact.VersionedSource(lambda: 0, lambda: ["config-only-1"])])
     q = JobQueue(storage, lambda: Leaky(fail), workers=1, redactor=red)
     q.load()
     q.start()
