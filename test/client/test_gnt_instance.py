@@ -188,3 +188,27 @@ def test_migrate_with_disks_sets_the_opcode_parameter() -> None:
         assert rc == 0
         assert cl.jobs[0][0]["OP_ID"] == "OP_INSTANCE_MIGRATE"
         assert cl.jobs[0][0].get("with_disks") is expected
+
+
+@pytest.mark.parametrize("argv, op_id, expected", [
+    (["add", "-t", "diskless", "-o", "tinyos", "-n", "node1", "--os-parameters-private",
+      "token=tok-1", "--os-parameters-secret", "key=key-1", "inst1"], "OP_INSTANCE_CREATE",
+     {"osparams_private": {"token": "tok-1"}, "osparams_secret": {"key": "key-1"}}),
+    (["reinstall", "-f", "--os-parameters-private", "token=tok-2", "--os-parameters-secret",
+      "key=key-2", "inst1"], "OP_INSTANCE_REINSTALL",
+     {"osparams_private": {"token": "tok-2"}, "osparams_secret": {"key": "key-2"}}),
+    (["modify", "--os-parameters-private", "token=tok-3", "inst1"], "OP_INSTANCE_SET_PARAMS",
+     {"osparams_private": {"token": "tok-3"}}),
+    (["add", "-t", "diskless", "-o", "tinyos", "-n", "node1", "inst1"], "OP_INSTANCE_CREATE",
+     {}),
+], ids=["add", "reinstall", "modify", "add-without"])
+def test_private_and_secret_os_parameters(argv: list[str], op_id: str,
+                                          expected: dict[str, Any]) -> None:
+    cl = FakeClient()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands, [*argv[:-1], "--submit", argv[-1]],
+                              prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0
+    op = cl.jobs[0][0]
+    assert op["OP_ID"] == op_id
+    assert {k: op[k] for k in ("osparams_private", "osparams_secret") if k in op} == expected

@@ -158,6 +158,24 @@ def test_reinstall_reqv1_is_one_job_of_three_opcodes():
         "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_REINSTALL", "OP_INSTANCE_STARTUP"]
 
 
+@pytest.mark.parametrize("method, path, body, op_id", [
+    ("POST", "/2/instances", {"__version__": 1, "name": "i1", "disk_template": "diskless",
+                              "os": "tinyos", "osparams_private": {"token": "tok-1"},
+                              "osparams_secret": {"key": "key-1"}}, "OP_INSTANCE_CREATE"),
+    ("POST", "/2/instances/i1/reinstall", {"start": False, "osparams_private": {"token": "tok-1"},
+                                           "osparams_secret": {"key": "key-1"}},
+     "OP_INSTANCE_REINSTALL"),
+    ("PUT", "/2/instances/i1/modify", {"osparams_private": {"token": "tok-1"}},
+     "OP_INSTANCE_SET_PARAMS"),
+], ids=["create", "reinstall", "modify"])
+def test_private_and_secret_os_parameters_reach_the_opcode(method, path, body, op_id):
+    fake = FakeLuxi()
+    run(method, path, fake, body=body)
+    op = [o for o in fake.submitted[0] if o["OP_ID"] == op_id][0]
+    assert op["osparams_private"] == {"token": "tok-1"}
+    assert op.get("osparams_secret") == body.get("osparams_secret")
+
+
 def test_tags():
     fake = FakeLuxi()
     assert run("GET", "/2/instances/i1/tags", fake) == ["t1"]
