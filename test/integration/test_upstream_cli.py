@@ -147,6 +147,22 @@ def test_instance_modify(vc, scratch):
     assert rows(vc, "be/maxmem", INST) == [["192"]]
 
 
+def test_instance_private_and_secret_os_parameters(vc, scratch):
+    # upstream's --os-parameters-private/--os-parameters-secret (PrivateDict over
+    # LUXI) are accepted; the private value is kept, the secret one is not
+    private, secret = "upstream-private-1", "zero"
+    up(vc, scratch, "gnt-instance", "shutdown", INST)
+    up(vc, scratch, "gnt-instance", "reinstall", "-f", "--os-parameters-private",
+       f"hostname_prefix={private}", "--os-parameters-secret", f"fill={secret}", INST)
+    up(vc, scratch, "gnt-instance", "modify", "--os-parameters-private",
+       f"hostname_prefix={private}-2", INST)
+    with open(vc.paths(N1).config_file) as fh:
+        config = json.load(fh)
+    inst = [i for i in config["instances"].values() if i["name"] == INST][0]
+    assert inst["osparams_private"] == {"hostname_prefix": f"{private}-2"}
+    up(vc, scratch, "gnt-instance", "startup", INST)
+
+
 def test_instance_tags(vc, scratch):
     up(vc, scratch, "gnt-instance", "add-tags", INST, "upstream-tag")
     assert "upstream-tag" in vc.ok("gnt-instance", "list-tags", INST).split()
