@@ -583,6 +583,7 @@ class JobQueue:
 
         A failed write is retried until it succeeds; if the storage closes
         first (shutdown), the job stays live as it is on disk."""
+        self.redactor.scrub("")   # a new pattern is compiled here, not under the queue lock
         try:
             self._commit(job, change, start=True, after=self._retire)
         except errors.JobQueueError:
@@ -665,9 +666,10 @@ class JobQueue:
     def add_op_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
         """Append a log entry to opcode ``idx`` of a job being run; written lazily
         (in order with the job's state writes, retried if the write fails)."""
+        clean = self._clean(msg)      # outside the locks: it may compile a pattern
         with self._write_lock(job):
             with self._lock:
-                entry = job.add_log(self._clock(), log_type, self._clean(msg), idx)
+                entry = job.add_log(self._clock(), log_type, clean, idx)
                 jnotify.log_added(self.events, job, idx, entry)
                 data = self._encode(job)
                 self._changed.notify_all()
