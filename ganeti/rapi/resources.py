@@ -4,8 +4,13 @@ A row either *reads* (its ``read`` function asks the master over LUXI and
 returns the JSON result) or *submits* (its ``build`` function returns the
 opcodes of one job; :func:`dispatch` adds the generic ``dry-run`` and
 ``reason`` parameters, validates the opcodes locally and submits them; the
-result is the job id as a bare JSON number).  Adding a resource is adding a
-row to :data:`ROUTES`.  Nothing here opens a socket: the client passed in
+result is the job id as a bare JSON number).  Each row declares the body
+it accepts (:class:`ganeti.rapi.opinput.Body`: for a submitting row, the
+parameters of its own opcode, derived from the opcode class), and
+:func:`dispatch` refuses any other key, ``OP_ID`` included, before the
+row runs: a body never chooses the opcode.  Paths are matched segment by
+segment before percent-decoding (:mod:`ganeti.rapi.uri`).  Adding a
+resource is adding a row to :data:`ROUTES`.  Nothing here opens a socket: the client passed in
 only needs a ``call(method, args)`` method (a :class:`ganeti.luxi.Client`).
 
 Paths, parameters and results follow Ganeti's Remote API v2 (doc/rapi.md).
@@ -14,14 +19,14 @@ Paths, parameters and results follow Ganeti's Remote API v2 (doc/rapi.md).
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ganeti import constants, errors, luxi, opcodes
-from ganeti.rapi import openapi, stream
+from ganeti.rapi import openapi, stream, uri
+from ganeti.rapi.opinput import ANY_JSON, NO_BODY, Body
 
 __all__ = ["Ctx", "Route", "RawBody", "ROUTES", "FEATURES", "match", "dispatch", "dispatch_ops",
            "write_routes",
@@ -86,6 +91,8 @@ class Ctx:
     user: str | None = None
     path: str = ""
     clock: Callable[[], float] = time.time
+    #: the row's body declaration (set by :func:`dispatch`)
+    spec: Body = NO_BODY
 
     def qstr(self, name: str, default: str | None = None) -> str | None:
         values = self.query.get(name)
@@ -125,16 +132,25 @@ class Route:
     method: str
     read: Reader | None = None
     build: Builder | None = None
-    opcode: str | None = None          # documentation: the opcode behind a write
+    opcode: str | None = None          # the opcode a write submits
     access: str = ""                   # "read"/"write"; default: write unless GET
-    regex: re.Pattern[str] = field(init=False, compare=False, repr=False)
+    body: Body = NO_BODY               # what the request body may say
+    also: tuple[str, ...] = ()         # other opcodes of the row's job (reinstall)
+    segments: tuple[str, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (self.read is None) == (self.build is None):
             raise errors.ProgrammerError(f"{self.method} {self.path}: exactly one of"
                                          " read/build")
-        pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path)
-        object.__setattr__(self, "regex", re.compile(f"^{pattern}$"))
+        if self.body.op_id is not None and self.body.op_id != self.opcode:
+            raise errors.ProgrammerError(f"{self.method} {self.path}: body of"
+                                         f" {self.body.op_id}, row of {self.opcode}")
+        object.__setattr__(self, "segments", uri.template_segments(self.path))
+
+    @property
+    def opcodes(self) -> frozenset[str]:
+        """Every opcode a job of this row may hold."""
+        return frozenset(([self.opcode] if self.opcode else []) + list(self.also))
 
     @property
     def needs_write(self) -> bool:
@@ -164,20 +180,27 @@ def _op(op_id: str, **params: Any) -> dict[str, Any]:
     return {"OP_ID": op_id, **params}
 
 
-def _from_body(ctx: Ctx, op_id: str, fixed: dict[str, Any],
-               aliases: dict[str, str] | None = None) -> dict[str, Any]:
-    """An opcode from the body's keys (after ``aliases``) and ``fixed`` values."""
-    body = ctx.body_dict()
-    for old, new in (aliases or {}).items():
-        if old in body:
-            if new in body:
-                raise _bad(f"Parameters '{old}' and '{new}' are aliases; give only one")
-            body[new] = body.pop(old)
-    for key, value in fixed.items():
-        if key in body and body[key] != value:
-            raise _bad(f"Parameter '{key}' conflicts with the resource path")
-        body[key] = value
-    return _op(op_id, **body)
+def _from_body(ctx: Ctx, fixed: dict[str, Any]) -> dict[str, Any]:
+    """The row's opcode from its accepted body (:func:`dispatch` checked the keys
+    and renamed the aliases) and the ``fixed`` values from the path."""
+    return ctx.spec.opcode(ctx.body_dict(), fixed)
+
+
+def _op_row(path: str, method: str, op_id: str, *, args: dict[str, str] | None = None,
+            aliases: dict[str, str] | None = None, **query_flags: str) -> Route:
+    """A row whose opcode is its body's parameters plus the path arguments
+    ``args`` (opcode parameter -> path argument) and boolean query parameters
+    ``query_flags`` (opcode parameter -> query parameter; the query wins)."""
+    args = dict(args or {})
+
+    def build(ctx: Ctx) -> list[dict[str, Any]]:
+        op = _from_body(ctx, {param: ctx.args[arg] for param, arg in args.items()})
+        for param, qname in query_flags.items():
+            if ctx.qstr(qname) is not None:
+                op[param] = ctx.qbool(qname)
+        return [op]
+    return Route(path, method, build=build, opcode=op_id,
+                 body=Body(op_id=op_id, fixed=frozenset(args), aliases=aliases or {}))
 
 
 def _cell(cell: Any) -> Any:
@@ -209,10 +232,7 @@ def _one(ctx: Ctx, what: str, name: str, fields: list[str]) -> dict[str, Any]:
 
 
 def _job_id(ctx: Ctx) -> int:
-    text = ctx.args["job_id"]
-    if not text.isdigit():
-        raise _bad(f"Invalid job id '{text}'")
-    return int(text)
+    return uri.parse_id(ctx.args["job_id"], "job id")
 
 
 def _tags(ctx: Ctx) -> list[str]:
@@ -319,14 +339,32 @@ def _set_node_role(ctx: Ctx) -> list[dict[str, Any]]:
 
 # --- instances ----------------------------------------------------------------------------
 
+#: the body of one instance creation (``POST /2/instances`` and each
+#: ``instances`` entry of a multi-allocation): the opcode's parameters, with
+#: Ganeti's RAPI names ``name`` and ``os``
+_CREATE_ALIASES = {"name": "instance_name", "os": "os_type"}
+_CREATE_ENTRY = Body(op_id="OP_INSTANCE_CREATE", aliases=_CREATE_ALIASES)
+_CREATE_BODY = Body(op_id="OP_INSTANCE_CREATE", aliases=_CREATE_ALIASES,
+                    extra=frozenset({"__version__"}))
+
+
 def _instance_create(ctx: Ctx) -> list[dict[str, Any]]:
     body = ctx.body_dict()
     version = body.pop("__version__", None)
     if version != 1:
         raise _bad("Unsupported instance creation request: expected '__version__': 1")
-    ctx = dataclasses.replace(ctx, body=body)
-    return [_from_body(ctx, "OP_INSTANCE_CREATE", {},
-                       {"name": "instance_name", "os": "os_type"})]
+    return [ctx.spec.opcode(body, {})]
+
+
+def _multi_alloc(ctx: Ctx) -> list[dict[str, Any]]:
+    """Every ``instances`` entry is checked like a creation body (a 400 names the
+    entry and its bad keys; an ``OP_ID`` there too)."""
+    body = ctx.body_dict()
+    entries = body.get("instances")
+    if isinstance(entries, list):
+        body["instances"] = [_CREATE_ENTRY.rename(e, where=f"'instances[{i}]'")
+                             if isinstance(e, dict) else e for i, e in enumerate(entries)]
+    return [ctx.spec.opcode(body, {})]
 
 
 def _inst(ctx: Ctx) -> str:
@@ -341,9 +379,6 @@ _REINSTALL_PRIVATE = ("osparams_private", "osparams_secret")
 def _instance_reinstall(ctx: Ctx) -> list[dict[str, Any]]:
     body = ctx.body_dict()
     if body:
-        unknown = set(body) - {"os", "start", "osparams", *_REINSTALL_PRIVATE}
-        if unknown:
-            raise _bad(f"Unknown parameters: {', '.join(sorted(unknown))}")
         os_name, start, osparams = body.get("os"), body.get("start", True), body.get("osparams")
     else:
         os_name, start, osparams = ctx.qstr("os"), not ctx.qbool("nostartup"), None
@@ -359,10 +394,9 @@ def _instance_reinstall(ctx: Ctx) -> list[dict[str, Any]]:
 
 
 def _instance_reboot(ctx: Ctx) -> list[dict[str, Any]]:
-    op = _from_body(ctx, "OP_INSTANCE_REBOOT", {"instance_name": _inst(ctx)})
-    op["reboot_type"] = ctx.qstr("type", constants.REBOOT_HARD)
-    op["ignore_secondaries"] = ctx.qbool("ignore_secondaries")
-    return [op]
+    return [_from_body(ctx, {"instance_name": _inst(ctx),
+                             "reboot_type": ctx.qstr("type", constants.REBOOT_HARD),
+                             "ignore_secondaries": ctx.qbool("ignore_secondaries")})]
 
 
 def _instance_startup(ctx: Ctx) -> list[dict[str, Any]]:
@@ -371,9 +405,8 @@ def _instance_startup(ctx: Ctx) -> list[dict[str, Any]]:
 
 
 def _instance_shutdown(ctx: Ctx) -> list[dict[str, Any]]:
-    op = _from_body(ctx, "OP_INSTANCE_SHUTDOWN", {"instance_name": _inst(ctx)})
-    op["no_remember"] = ctx.qbool("no_remember")
-    return [op]
+    return [_from_body(ctx, {"instance_name": _inst(ctx),
+                             "no_remember": ctx.qbool("no_remember")})]
 
 
 def _with_memory(row: dict[str, Any]) -> dict[str, Any]:
@@ -388,24 +421,17 @@ def _instance_get(ctx: Ctx) -> dict[str, Any]:
     return _with_memory(_one(ctx, constants.QR_INSTANCE, _inst(ctx), I_FIELDS))
 
 
-def _inst_op(op_id: str, aliases: dict[str, str] | None = None, **query_flags: str
-             ) -> Builder:
-    """An instance opcode from the body (after ``aliases``) plus boolean query parameters."""
-    def build(ctx: Ctx) -> list[dict[str, Any]]:
-        op = _from_body(ctx, op_id, {"instance_name": _inst(ctx)}, aliases)
-        for param, qname in query_flags.items():
-            if ctx.qstr(qname) is not None:
-                op[param] = ctx.qbool(qname)
-        return [op]
-    return build
+def _inst_row(suffix: str, method: str, op_id: str, aliases: dict[str, str] | None = None,
+              **query_flags: str) -> Route:
+    """An instance row: the opcode from the body (after ``aliases``), the instance
+    from the path, boolean query parameters."""
+    return _op_row(_INST + suffix, method, op_id, args={"instance_name": "instance"},
+                   aliases=aliases, **query_flags)
 
 
 def _instance_grow_disk(ctx: Ctx) -> list[dict[str, Any]]:
-    index = ctx.args["disk_index"]
-    if not (index.isascii() and index.isdigit()):
-        raise _bad(f"Invalid disk index '{index}'")
-    return [_from_body(ctx, "OP_INSTANCE_GROW_DISK", {"instance_name": _inst(ctx),
-                                                      "disk": int(index)})]
+    index = uri.parse_id(ctx.args["disk_index"], "disk index")
+    return [_from_body(ctx, {"instance_name": _inst(ctx), "disk": index})]
 
 
 def _instance_console(ctx: Ctx) -> Any:
@@ -488,15 +514,10 @@ def _node_storage_repair(ctx: Ctx) -> list[dict[str, Any]]:
                 ignore_consistency=ctx.qbool("ignore_consistency"))]
 
 
-def _relocation(op_id: str, key: str, arg: str) -> Builder:
-    """A relocation opcode from the body; ``?plan=1`` asks for the plan instead of jobs
-    (doc/protocols/iallocator.md, "Plans")."""
-    def build(ctx: Ctx) -> list[dict[str, Any]]:
-        op = _from_body(ctx, op_id, {key: ctx.args[arg]})
-        if ctx.qstr("plan") is not None:
-            op["plan_only"] = ctx.qbool("plan")
-        return [op]
-    return build
+def _relocation(path: str, method: str, op_id: str, key: str, arg: str) -> Route:
+    """A relocation row: its opcode from the body; ``?plan=1`` asks for the plan
+    instead of jobs (doc/protocols/iallocator.md, "Plans")."""
+    return _op_row(path, method, op_id, args={key: arg}, plan_only="plan")
 
 
 # --- queries ------------------------------------------------------------------------------
@@ -534,6 +555,12 @@ _NODE = "/2/nodes/{node}"
 _INST = "/2/instances/{instance}"
 _GROUP = "/2/groups/{group}"
 
+_WAIT_BODY = Body(extra=frozenset({"fields", "previous_job_info", "previous_log_serial"}))
+_QUERY_BODY = Body(extra=frozenset({"fields", "qfilter", "filter"}))
+_REINSTALL_BODY = Body(extra=frozenset({"os", "start", "osparams", *_REINSTALL_PRIVATE}))
+_NODE_ARG = {"node_name": "node"}
+_GROUP_ARG = {"group_name": "group"}
+
 ROUTES: list[Route] = [
     Route("/", "GET", read=lambda c: None),
     Route("/version", "GET", read=lambda c: RAPI_VERSION),
@@ -545,23 +572,21 @@ ROUTES: list[Route] = [
     Route("/2/os", "GET", read=_os_list),
     Route("/2/redistribute-config", "PUT", build=lambda c: [_op("OP_CLUSTER_REDIST_CONF")],
           opcode="OP_CLUSTER_REDIST_CONF"),
-    Route("/2/modify", "PUT", build=lambda c: [_from_body(c, "OP_CLUSTER_SET_PARAMS", {})],
-          opcode="OP_CLUSTER_SET_PARAMS"),
+    _op_row("/2/modify", "PUT", "OP_CLUSTER_SET_PARAMS"),
     *_tags_routes("/2/tags", constants.TAG_CLUSTER, None),
     Route("/2/jobs", "GET", read=_jobs),
     Route("/2/jobs/{job_id}", "GET", read=_job),
     Route("/2/jobs/{job_id}", "DELETE", read=lambda c: c.call("CancelJob", _job_id(c))),
-    Route("/2/jobs/{job_id}/wait", "GET", read=_job_wait, access="write"),
+    Route("/2/jobs/{job_id}/wait", "GET", read=_job_wait, access="write", body=_WAIT_BODY),
     Route("/2/events", "GET", read=stream.open_stream),    # Server-Sent Events
     # nodes
     Route("/2/nodes", "GET", read=lambda c: _listing(c, constants.QR_NODE, "/2/nodes",
                                                      N_FIELDS)),
     Route(_NODE, "GET", read=_node_get),
     Route(_NODE + "/role", "GET", read=_node_role),
-    Route(_NODE + "/role", "PUT", build=_set_node_role, opcode="OP_NODE_SET_PARAMS"),
-    Route(_NODE + "/modify", "POST",
-          build=lambda c: [_from_body(c, "OP_NODE_SET_PARAMS", {"node_name": c.args["node"]})],
-          opcode="OP_NODE_SET_PARAMS"),
+    Route(_NODE + "/role", "PUT", build=_set_node_role, opcode="OP_NODE_SET_PARAMS",
+          body=ANY_JSON),     # a bare JSON string, checked by the row
+    _op_row(_NODE + "/modify", "POST", "OP_NODE_SET_PARAMS", args=_NODE_ARG),
     Route(_NODE + "/powercycle", "POST",
           build=lambda c: [_op("OP_NODE_POWERCYCLE", node_name=c.args["node"],
                                force=c.qbool("force"))], opcode="OP_NODE_POWERCYCLE"),
@@ -571,92 +596,73 @@ ROUTES: list[Route] = [
           opcode="OP_NODE_MODIFY_STORAGE"),
     Route(_NODE + "/storage/repair", "PUT", build=_node_storage_repair,
           opcode="OP_REPAIR_NODE_STORAGE"),
-    Route(_NODE + "/evacuate", "POST",
-          build=_relocation("OP_NODE_EVACUATE", "node_name", "node"), opcode="OP_NODE_EVACUATE"),
-    Route(_NODE + "/migrate", "POST",
-          build=lambda c: [_from_body(c, "OP_NODE_MIGRATE", {"node_name": c.args["node"]})],
-          opcode="OP_NODE_MIGRATE"),
+    _relocation(_NODE + "/evacuate", "POST", "OP_NODE_EVACUATE", "node_name", "node"),
+    _op_row(_NODE + "/migrate", "POST", "OP_NODE_MIGRATE", args=_NODE_ARG),
     *_tags_routes(_NODE + "/tags", constants.TAG_NODE, "node"),
     # instances
     Route("/2/instances", "GET", read=lambda c: _listing(c, constants.QR_INSTANCE,
                                                          "/2/instances", I_FIELDS,
                                                          fix=_with_memory)),
-    Route("/2/instances", "POST", build=_instance_create, opcode="OP_INSTANCE_CREATE"),
-    Route("/2/instances-multi-alloc", "POST",
-          build=lambda c: [_from_body(c, "OP_INSTANCE_MULTI_ALLOC", {})],
-          opcode="OP_INSTANCE_MULTI_ALLOC"),
+    Route("/2/instances", "POST", build=_instance_create, opcode="OP_INSTANCE_CREATE",
+          body=_CREATE_BODY),
+    Route("/2/instances-multi-alloc", "POST", build=_multi_alloc,
+          opcode="OP_INSTANCE_MULTI_ALLOC", body=Body(op_id="OP_INSTANCE_MULTI_ALLOC")),
     Route(_INST, "GET", read=_instance_get),
-    Route(_INST, "DELETE", build=lambda c: [_from_body(c, "OP_INSTANCE_REMOVE",
-                                                       {"instance_name": _inst(c),
-                                                        "ignore_failures": False})],
-          opcode="OP_INSTANCE_REMOVE"),
+    Route(_INST, "DELETE", build=lambda c: [_from_body(c, {"instance_name": _inst(c),
+                                                           "ignore_failures": False})],
+          opcode="OP_INSTANCE_REMOVE",
+          body=Body(op_id="OP_INSTANCE_REMOVE",
+                    fixed=frozenset({"instance_name", "ignore_failures"}))),
     Route(_INST + "/info", "GET",
           build=lambda c: [_op("OP_INSTANCE_QUERY_DATA", instances=[_inst(c)],
                                static=c.qbool("static"))], opcode="OP_INSTANCE_QUERY_DATA"),
-    Route(_INST + "/reboot", "POST", build=_instance_reboot, opcode="OP_INSTANCE_REBOOT"),
-    Route(_INST + "/shutdown", "PUT", build=_instance_shutdown, opcode="OP_INSTANCE_SHUTDOWN"),
+    Route(_INST + "/reboot", "POST", build=_instance_reboot, opcode="OP_INSTANCE_REBOOT",
+          body=Body(op_id="OP_INSTANCE_REBOOT",
+                    fixed=frozenset({"instance_name", "reboot_type", "ignore_secondaries"}))),
+    Route(_INST + "/shutdown", "PUT", build=_instance_shutdown, opcode="OP_INSTANCE_SHUTDOWN",
+          body=Body(op_id="OP_INSTANCE_SHUTDOWN",
+                    fixed=frozenset({"instance_name", "no_remember"}))),
     Route(_INST + "/startup", "PUT", build=_instance_startup, opcode="OP_INSTANCE_STARTUP"),
     Route(_INST + "/reinstall", "POST", build=_instance_reinstall,
-          opcode="OP_INSTANCE_REINSTALL"),
-    Route(_INST + "/activate-disks", "PUT",
-          build=_inst_op("OP_INSTANCE_ACTIVATE_DISKS", ignore_size="ignore_size"),
-          opcode="OP_INSTANCE_ACTIVATE_DISKS"),
-    Route(_INST + "/deactivate-disks", "PUT",
-          build=_inst_op("OP_INSTANCE_DEACTIVATE_DISKS", force="force"),
-          opcode="OP_INSTANCE_DEACTIVATE_DISKS"),
-    Route(_INST + "/rename", "PUT", build=_inst_op("OP_INSTANCE_RENAME"),
-          opcode="OP_INSTANCE_RENAME"),
-    Route(_INST + "/modify", "PUT",
-          build=_inst_op("OP_INSTANCE_SET_PARAMS", {"custom_beparams": "beparams",
-                                                    "custom_hvparams": "hvparams"}),
-          opcode="OP_INSTANCE_SET_PARAMS"),
-    Route(_INST + "/migrate", "PUT", build=_inst_op("OP_INSTANCE_MIGRATE"),
-          opcode="OP_INSTANCE_MIGRATE"),
-    Route(_INST + "/failover", "PUT", build=_inst_op("OP_INSTANCE_FAILOVER"),
-          opcode="OP_INSTANCE_FAILOVER"),
+          opcode="OP_INSTANCE_REINSTALL", body=_REINSTALL_BODY,
+          also=("OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_STARTUP")),
+    _inst_row("/activate-disks", "PUT", "OP_INSTANCE_ACTIVATE_DISKS",
+              ignore_size="ignore_size"),
+    _inst_row("/deactivate-disks", "PUT", "OP_INSTANCE_DEACTIVATE_DISKS", force="force"),
+    _inst_row("/rename", "PUT", "OP_INSTANCE_RENAME"),
+    _inst_row("/modify", "PUT", "OP_INSTANCE_SET_PARAMS",
+              {"custom_beparams": "beparams", "custom_hvparams": "hvparams"}),
+    _inst_row("/migrate", "PUT", "OP_INSTANCE_MIGRATE"),
+    _inst_row("/failover", "PUT", "OP_INSTANCE_FAILOVER"),
     Route(_INST + "/prepare-export", "PUT",
           build=lambda c: [_op("OP_BACKUP_PREPARE", instance_name=_inst(c),
                                mode=c.qstr("mode") or constants.EXPORT_MODE_LOCAL)],
           opcode="OP_BACKUP_PREPARE"),
-    Route(_INST + "/export", "PUT",
-          build=_inst_op("OP_BACKUP_EXPORT", {"destination": "target_node"}),
-          opcode="OP_BACKUP_EXPORT"),
+    _inst_row("/export", "PUT", "OP_BACKUP_EXPORT", {"destination": "target_node"}),
     Route(_INST + "/disk/{disk_index}/grow", "POST", build=_instance_grow_disk,
-          opcode="OP_INSTANCE_GROW_DISK"),
+          opcode="OP_INSTANCE_GROW_DISK",
+          body=Body(op_id="OP_INSTANCE_GROW_DISK", fixed=frozenset({"instance_name", "disk"}))),
     Route(_INST + "/console", "GET", read=_instance_console, opcode="OP_INSTANCE_CONSOLE",
           access="write"),
-    Route(_INST + "/change-group", "PUT",
-          build=_relocation("OP_INSTANCE_CHANGE_GROUP", "instance_name", "instance"),
-          opcode="OP_INSTANCE_CHANGE_GROUP"),
+    _relocation(_INST + "/change-group", "PUT", "OP_INSTANCE_CHANGE_GROUP", "instance_name",
+                "instance"),
     *_tags_routes(_INST + "/tags", constants.TAG_INSTANCE, "instance"),
     # groups
     Route("/2/groups", "GET", read=lambda c: _listing(c, constants.QR_GROUP, "/2/groups",
                                                       G_FIELDS, key="name")),
-    Route("/2/groups", "POST",
-          build=lambda c: [_from_body(c, "OP_GROUP_ADD", {}, {"name": "group_name"})],
-          opcode="OP_GROUP_ADD"),
+    _op_row("/2/groups", "POST", "OP_GROUP_ADD", aliases={"name": "group_name"}),
     Route(_GROUP, "GET", read=lambda c: _one(c, constants.QR_GROUP, c.args["group"], G_FIELDS)),
     Route(_GROUP, "DELETE", build=lambda c: [_op("OP_GROUP_REMOVE",
                                                  group_name=c.args["group"])],
           opcode="OP_GROUP_REMOVE"),
-    Route(_GROUP + "/rename", "PUT",
-          build=lambda c: [_from_body(c, "OP_GROUP_RENAME", {"group_name": c.args["group"]})],
-          opcode="OP_GROUP_RENAME"),
-    Route(_GROUP + "/modify", "PUT",
-          build=lambda c: [_from_body(c, "OP_GROUP_SET_PARAMS",
-                                      {"group_name": c.args["group"]})],
-          opcode="OP_GROUP_SET_PARAMS"),
-    Route(_GROUP + "/assign-nodes", "PUT",
-          build=lambda c: [_from_body(c, "OP_GROUP_ASSIGN_NODES",
-                                      {"group_name": c.args["group"]})],
-          opcode="OP_GROUP_ASSIGN_NODES"),
-    Route(_GROUP + "/evacuate", "PUT",
-          build=_relocation("OP_GROUP_EVACUATE", "group_name", "group"),
-          opcode="OP_GROUP_EVACUATE"),
+    _op_row(_GROUP + "/rename", "PUT", "OP_GROUP_RENAME", args=_GROUP_ARG),
+    _op_row(_GROUP + "/modify", "PUT", "OP_GROUP_SET_PARAMS", args=_GROUP_ARG),
+    _op_row(_GROUP + "/assign-nodes", "PUT", "OP_GROUP_ASSIGN_NODES", args=_GROUP_ARG),
+    _relocation(_GROUP + "/evacuate", "PUT", "OP_GROUP_EVACUATE", "group_name", "group"),
     *_tags_routes(_GROUP + "/tags", constants.TAG_NODEGROUP, "group"),
     # query2
     Route("/2/query/{resource}", "GET", read=_query_get),
-    Route("/2/query/{resource}", "PUT", read=_query_put, access="read"),
+    Route("/2/query/{resource}", "PUT", read=_query_put, access="read", body=_QUERY_BODY),
     Route("/2/query/{resource}/fields", "GET", read=_query_fields),
 ]
 
@@ -668,29 +674,38 @@ def write_routes(routes: list[Route] | None = None) -> list[Route]:
 
 def match(method: str, path: str, routes: list[Route] | None = None
           ) -> tuple[Route, dict[str, str]]:
-    """The row for ``method path`` and its path arguments.
+    """The row for ``method path`` and its path arguments (decoded).
 
-    Raises :class:`errors.HttpError` 404 for an unknown path and 405 (the
-    allowed methods in the message) for a known path with another method.
+    ``path`` is the raw request path: it is split at ``/`` before each
+    segment is percent-decoded (:func:`ganeti.rapi.uri.split_path`), so
+    ``%2F`` never separates segments.  Raises :class:`errors.HttpError`
+    404 for an unknown path (a path argument holding a slash included),
+    405 (the allowed methods in the message) for a known path with
+    another method, 400 for a segment that is not UTF-8.
     """
+    segments = uri.split_path(path)
     allowed: list[str] = []
     for route in ROUTES if routes is None else routes:
-        m = route.regex.match(path)
-        if m is None:
+        args = uri.match_segments(route.segments, segments)
+        if args is None:
             continue
         if route.method == method:
-            return route, m.groupdict()
+            return route, args
         allowed.append(route.method)
     if allowed:
         raise errors.HttpError(f"Method {method} is not supported; allowed: "
                                f"{', '.join(sorted(set(allowed)))}", 405)
-    raise errors.HttpError(f"Resource '{path}' not found", 404)
+    raise errors.HttpError(f"Resource {uri.shown(path)} not found", 404)
 
 
 def allowed_methods(path: str, routes: list[Route] | None = None) -> list[str]:
-    """The methods the table has for ``path`` (for the ``Allow`` header)."""
+    """The methods the table has for the raw ``path`` (for the ``Allow`` header)."""
+    try:
+        segments = uri.split_path(path)
+    except errors.HttpError:
+        return []
     return sorted({r.method for r in (ROUTES if routes is None else routes)
-                   if r.regex.match(path)})
+                   if uri.match_segments(r.segments, segments) is not None})
 
 
 def _add_generic(ops: list[dict[str, Any]], ctx: Ctx) -> list[dict[str, Any]]:
@@ -714,13 +729,22 @@ def _add_generic(ops: list[dict[str, Any]], ctx: Ctx) -> list[dict[str, Any]]:
 def dispatch(route: Route, ctx: Ctx) -> Any:
     """Run one row: the read result, or the id of the job the row submitted.
 
-    Opcodes are validated here (a bad parameter is a 400 and nothing is
-    submitted).
+    The body is checked against the row's :class:`~ganeti.rapi.opinput.Body`
+    first (a key it does not declare, ``OP_ID`` included, is a 400 naming
+    it); opcodes are validated here (a bad parameter is a 400) and must be
+    the row's own (else :class:`errors.ProgrammerError`, a 500): nothing
+    is submitted then.
     """
+    ctx = dataclasses.replace(ctx, body=route.body.accept(ctx.body), spec=route.body)
     if route.read is not None:
         return route.read(ctx)
     assert route.build is not None
-    return dispatch_ops(route.build(ctx), ctx)
+    ops = route.build(ctx)
+    foreign = sorted({str(op.get("OP_ID")) for op in ops} - route.opcodes)
+    if foreign:
+        raise errors.ProgrammerError(f"{route.method} {route.path} built {foreign},"
+                                     f" not its own {sorted(route.opcodes)}")
+    return dispatch_ops(ops, ctx)
 
 
 def dispatch_ops(ops: list[dict[str, Any]], ctx: Ctx) -> Any:

@@ -144,8 +144,9 @@ def test_instance_create_rejects(body):
 
 def test_invalid_opcode_parameter_is_not_submitted():
     fake = FakeLuxi()
-    with pytest.raises(errors.ParameterError):
+    with pytest.raises(errors.HttpError, match="no_such_param") as exc:
         run("PUT", "/2/instances/i1/modify", fake, body={"no_such_param": 1})
+    assert exc.value.status == 400
     with pytest.raises(errors.ParameterError):
         run("PUT", "/2/instances/i1/rename", fake, body={"new_name": 5})
     assert fake.submitted == []
@@ -293,7 +294,7 @@ def test_grow_disk_takes_the_index_from_the_path_and_the_rest_from_the_body():
     ((op,),) = client.submitted
     assert (op["OP_ID"], op["instance_name"], op["disk"], op["amount"]) == \
         ("OP_INSTANCE_GROW_DISK", "i1", 1, 512)
-    with pytest.raises(errors.HttpError, match="conflicts"):
+    with pytest.raises(errors.HttpError, match="set by the resource"):
         run("POST", "/2/instances/i1/disk/1/grow", client, body={"amount": 1, "disk": 0})
 
 
