@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ganeti import errors, events, serializer
+from ganeti.rapi import uri
 
 __all__ = ["KEEPALIVE", "RELAY_POLL", "StreamRequest", "EventRelay", "open_stream",
            "parse_event_id", "serve_events"]
@@ -58,10 +59,16 @@ def parse_event_id(text: str | None, what: str) -> int | None:
     """
     if text is None or not text.strip():
         return None
-    text = text.strip()
-    if not (text.isascii() and text.isdigit()):
-        raise _bad(f"Invalid {what} {text!r}: an event id is a number")
-    return int(text)
+    return _number(text.strip(), what)
+
+
+def _number(text: str, what: str) -> int:
+    """A number of ASCII digits with a bounded length (:func:`ganeti.rapi.uri.parse_id`);
+    a 400 for anything else, however large."""
+    try:
+        return uri.parse_id(text, what)
+    except errors.HttpError as exc:
+        raise _bad(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -88,9 +95,7 @@ def open_stream(ctx: _QueryLike) -> StreamRequest:
     jobs_text = ctx.qstr("jobs")
     job_ids = None
     if jobs_text is not None:
-        job_ids = [j.strip() for j in jobs_text.split(",")]
-        if not all(j.isascii() and j.isdigit() for j in job_ids):
-            raise _bad(f"Invalid 'jobs' {jobs_text!r}: give job ids separated by commas")
+        job_ids = [str(_number(j.strip(), "job id in 'jobs'")) for j in jobs_text.split(",")]
     qfilter = None
     filter_text = ctx.qstr("filter")
     if filter_text:
