@@ -34,14 +34,26 @@ from ganeti.pathutils import Paths
 from ganeti.rapi import resources, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.logsetup import AccessLog
+from ganeti.server.luxiserver import fix_mmap_threshold, limit_malloc_arenas, release_memory
+from ganeti.utils import jsonshape
 
-__all__ = ["MAX_BODY", "REQUEST_TIMEOUT", "DeadlineReader", "UsersTable", "RapiServer", "make_tls_context",
+__all__ = ["MAX_BODY", "MAX_ANONYMOUS_BODY", "MAX_JSON_DEPTH", "MAX_JSON_VALUES",
+           "TRIM_AFTER", "body_limit", "decode_body", "REQUEST_TIMEOUT", "DeadlineReader", "UsersTable", "RapiServer", "make_tls_context",
            "check_request_body", "main"]
 
 logger = logging.getLogger(__name__)
 
-#: the largest request body accepted (larger ones get 413 unread)
+#: the largest request body accepted with valid credentials (larger ones get 413 unread)
 MAX_BODY = 10 * 1024 * 1024
+#: the largest request body accepted without credentials (an anonymous query)
+MAX_ANONYMOUS_BODY = 64 * 1024
+#: a request body's JSON may nest this deep and hold this many values
+#: (checked on the text, before it is decoded: decoding costs ~20x the text)
+MAX_JSON_DEPTH = 64
+MAX_JSON_VALUES = 200_000
+#: after a request body this large, freed C heap memory is given back
+#: (glibc's malloc_trim), so the daemon does not keep a burst's peak
+TRIM_AFTER = 256 * 1024
 #: a request whose head (or then body) takes longer than this to arrive (seconds),
 #: or a client silent for this long, is dropped
 REQUEST_TIMEOUT = 10.0
@@ -178,12 +190,32 @@ def _fingerprint(pem: str) -> str:
         return crypto.cert_fingerprint(fh.read())
 
 
-def check_request_body(method: str, headers: Any) -> int:
+def body_limit(authenticated: bool) -> int:
+    """The largest body a request may send: :data:`MAX_BODY` with valid
+    credentials, :data:`MAX_ANONYMOUS_BODY` without."""
+    return MAX_BODY if authenticated else MAX_ANONYMOUS_BODY
+
+
+def decode_body(data: bytes) -> Any:
+    """A request body's JSON, its shape bounded before it is decoded (pure).
+
+    Raises :class:`errors.HttpError` 400 for invalid JSON and for a
+    document nested deeper than :data:`MAX_JSON_DEPTH` or holding more than
+    :data:`MAX_JSON_VALUES` values (:mod:`ganeti.utils.jsonshape`).
+    """
+    try:
+        jsonshape.check_shape(data, depth=MAX_JSON_DEPTH, values=MAX_JSON_VALUES)
+        return serializer.loads(data, valid_unicode=True)   # outside input
+    except errors.SerializationError as exc:
+        raise errors.HttpError(f"Invalid JSON in the request body: {exc}", 400) from exc
+
+
+def check_request_body(method: str, headers: Any, limit: int = MAX_BODY) -> int:
     """The body length to read, after the header checks (pure).
 
     Raises :class:`errors.HttpError`: 501 for a ``Transfer-Encoding``, 400
-    for a bad ``Content-Length``, 413 over :data:`MAX_BODY`, 415 for a body
-    that is not ``application/json``.
+    for a bad ``Content-Length``, 413 over ``limit`` (before anything of
+    the body is read), 415 for a body that is not ``application/json``.
     """
     if headers.get("Transfer-Encoding") is not None:
         raise errors.HttpError("Transfer-Encoding is not supported; send Content-Length",
@@ -196,10 +228,11 @@ def check_request_body(method: str, headers: Any) -> int:
     text = lengths[0].strip()
     if not (text.isascii() and text.isdigit()):     # "²".isdigit() holds too
         raise errors.HttpError(f"Invalid Content-Length {text!r}", 400)
+    if len(text.lstrip("0")) > len(str(limit)) or int(text) > limit:
+        who = "" if limit >= MAX_BODY else " without credentials"
+        raise errors.HttpError(f"Request body too large ({text[:20]} bytes, at most"
+                               f" {limit}{who})", 413)
     length = int(text)
-    if length > MAX_BODY:
-        raise errors.HttpError(f"Request body too large ({length} bytes, at most"
-                               f" {MAX_BODY})", 413)
     if length:
         ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
@@ -236,6 +269,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     _size: int | None = None
     _allow: list[str] = []
     _body_unread = False
+    _large = False          # this request read a body of TRIM_AFTER bytes or more
     _input: DeadlineReader
     raw_requestline: bytes
 
@@ -333,7 +367,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _serve(self, method: str) -> None:
-        self._user, self._size, self._allow = None, None, []
+        self._user, self._size, self._allow, self._large = None, None, [], False
+        try:
+            self._serve_checked(method)
+        finally:
+            if self._large:
+                release_memory()
+
+    def _serve_checked(self, method: str) -> None:
         try:
             result = self._process(method)
             if isinstance(result, stream.StreamRequest):
@@ -388,10 +429,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                           strict_parsing=bool(url.query), errors="strict")
         except (ValueError, UnicodeDecodeError) as exc:
             raise errors.HttpError(f"Invalid query string: {exc}", 400) from exc
-        try:
-            path = urllib.parse.unquote(url.path, errors="strict")
-        except UnicodeDecodeError as exc:
-            raise errors.HttpError(f"Invalid path (not UTF-8): {exc}", 400) from exc
+        path = url.path     # raw: split at "/" before decoding (ganeti.rapi.uri)
         self._allow = resources.allowed_methods(path)
         route, args = resources.match(method, path)
         decision = users.authorize(self.server.users.get(), self.headers.get("Authorization"),
@@ -400,7 +438,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._user = decision.user
         if decision.status != 200:
             raise errors.HttpError(decision.message, decision.status)
-        length = check_request_body(method, self.headers)
+        limit = body_limit(decision.user is not None)
+        length = check_request_body(method, self.headers, limit)
         body: Any = None
         if length:
             self._input.arm()
@@ -412,11 +451,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if len(data) != length:
                 self.close_connection = True
                 raise errors.HttpError("Request body ended early", 400)
-            try:
-                body = serializer.loads(data, valid_unicode=True)   # outside input
-            except errors.SerializationError as exc:
-                raise errors.HttpError(f"Invalid JSON in the request body: {exc}", 400) \
-                    from exc
+            self._large = length >= TRIM_AFTER
+            body = decode_body(data)
+            del data
         ctx = resources.Ctx(method=method, args=args, query=query, body=body,
                             client=self.server.luxi_client(), user=decision.user, path=path)
         return resources.dispatch(route, ctx)
@@ -534,6 +571,10 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
 
 def _prepare(runtime: DaemonRuntime) -> RapiServer:
     paths, opts = runtime.paths, runtime.options
+    # before the request threads exist: few arenas, big blocks mapped on their
+    # own, so that memory freed after a burst of large bodies goes back
+    limit_malloc_arenas()
+    fix_mmap_threshold()
     table = UsersTable(paths.rapi_users_file)
     access = AccessLog(paths.log_file(constants.RAPI_ACCESS_LOG))
     server = RapiServer((opts.bind, opts.port), make_tls_context(paths.rapi_pem),

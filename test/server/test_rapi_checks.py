@@ -40,6 +40,36 @@ def test_refused_bodies(headers, status):
     assert exc.value.status == status
 
 
+def test_anonymous_bodies_have_the_small_limit():
+    small, big = rapi.body_limit(False), rapi.body_limit(True)
+    assert small == rapi.MAX_ANONYMOUS_BODY < big == rapi.MAX_BODY
+    json_of = {"Content_Type": "application/json"}
+    assert rapi.check_request_body("PUT", _headers(Content_Length=str(small), **json_of),
+                                   small) == small
+    for length in (str(small + 1), "9" * 5000):       # no int() of 5,000 digits
+        with pytest.raises(errors.HttpError, match="without credentials") as exc:
+            rapi.check_request_body("PUT", _headers(Content_Length=length, **json_of), small)
+        assert exc.value.status == 413 and len(str(exc.value)) < 200
+    assert rapi.check_request_body("PUT", _headers(Content_Length=str(small + 1),
+                                                   **json_of), big) == small + 1
+
+
+@pytest.mark.parametrize("data, text", [
+    (b"[" * (rapi.MAX_JSON_DEPTH + 1) + b"]" * (rapi.MAX_JSON_DEPTH + 1), "nested too deep"),
+    (b"[" + b"{}," * rapi.MAX_JSON_VALUES + b"{}]", "too large"),
+    (b"{", "Invalid JSON"),
+], ids=["deep", "many", "broken"])
+def test_decode_body_bounds_the_shape_first(data, text):
+    with pytest.raises(errors.HttpError, match=text) as exc:
+        rapi.decode_body(data)
+    assert exc.value.status == 400
+
+
+def test_decode_body_takes_ordinary_json():
+    assert rapi.decode_body(b'{"fields": ["name"], "filter": ["=", "name", "a[b"]}') == {
+        "fields": ["name"], "filter": ["=", "name", "a[b"]}
+
+
 def test_accepted_bodies():
     assert rapi.check_request_body("GET", _headers()) == 0
     assert rapi.check_request_body("PUT", _headers(
