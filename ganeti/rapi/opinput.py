@@ -21,7 +21,7 @@ from typing import Any
 from ganeti import errors, opcodes
 from ganeti.opcodes import upstream
 
-__all__ = ["Body", "NO_BODY", "ANY_JSON", "opcode_params", "check_keys"]
+__all__ = ["Body", "NO_BODY", "STRINGS", "ANY_JSON", "opcode_params", "check_keys"]
 
 
 def opcode_params(op_id: str) -> frozenset[str]:
@@ -70,9 +70,11 @@ def check_keys(data: Mapping[str, Any], allowed: frozenset[str], *, fixed: froze
 class Body:
     """The JSON body one row accepts.
 
-    ``kind`` is ``"none"`` (no body, or ``null``/``{}``), ``"object"`` (a
-    JSON object with :meth:`allowed` keys) or ``"any"`` (any JSON value,
-    checked by the row itself, e.g. the role string of ``PUT .../role``).
+    ``kind`` is ``"none"`` (no body, or ``null``/``{}``), ``"strings"``
+    (that, or a JSON list of strings: Ganeti's client repeats the tags of
+    its tag requests in the body), ``"object"`` (a JSON object with
+    :meth:`allowed` keys) or ``"any"`` (any JSON value, checked by the row
+    itself, e.g. the role string of ``PUT .../role``).
     ``op_id`` names the opcode whose parameters may be given; ``fixed``
     the parameters the row sets itself (from the path: never from the
     body); ``aliases`` maps RAPI names to opcode parameters; ``extra``
@@ -86,7 +88,7 @@ class Body:
     extra: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        if self.kind not in ("none", "object", "any"):
+        if self.kind not in ("none", "strings", "object", "any"):
             raise errors.ProgrammerError(f"Unknown body kind {self.kind!r}")
         if self.op_id is not None:
             missing = (set(self.aliases.values()) | self.fixed) - opcode_params(self.op_id)
@@ -96,7 +98,7 @@ class Body:
 
     def allowed(self) -> frozenset[str]:
         """The keys a body may carry (empty for ``none``)."""
-        if self.kind == "none":
+        if self.kind in ("none", "strings"):
             return frozenset()
         params = opcode_params(self.op_id) - self.fixed if self.op_id else frozenset()
         return frozenset(params | set(self.aliases) | self.extra)
@@ -110,12 +112,16 @@ class Body:
         """
         if self.kind == "any":
             return body
-        if self.kind == "none":
+        if self.kind in ("none", "strings"):
             if body is None or body == {}:
                 return None
+            if (self.kind == "strings" and isinstance(body, list)
+                    and all(isinstance(item, str) for item in body)):
+                return body
             if isinstance(body, dict):
                 check_keys(body, frozenset(), fixed=self.fixed)
-            raise errors.HttpError("This resource takes no request body", 400)
+            what = "no request body" if self.kind == "none" else "no body but a list of strings"
+            raise errors.HttpError(f"This resource takes {what}", 400)
         if body is None:
             return {}
         if not isinstance(body, dict):
@@ -150,5 +156,7 @@ class Body:
 
 #: a row without a body
 NO_BODY = Body(kind="none")
+#: a row that takes no body but a list of strings (which it checks itself)
+STRINGS = Body(kind="strings")
 #: a row that checks its body itself
 ANY_JSON = Body(kind="any")

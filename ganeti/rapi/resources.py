@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from ganeti import constants, errors, luxi, opcodes
 from ganeti.rapi import openapi, stream, uri
-from ganeti.rapi.opinput import ANY_JSON, NO_BODY, Body
+from ganeti.rapi.opinput import ANY_JSON, NO_BODY, STRINGS, Body
 
 __all__ = ["Ctx", "Route", "RawBody", "ROUTES", "FEATURES", "match", "dispatch", "dispatch_ops",
            "write_routes",
@@ -148,6 +148,11 @@ class Route:
         object.__setattr__(self, "segments", uri.template_segments(self.path))
 
     @property
+    def body_keys(self) -> frozenset[str] | None:
+        """The keys a JSON object body may carry (None: not an object body)."""
+        return self.body.allowed() if self.body.kind == "object" else None
+
+    @property
     def opcodes(self) -> frozenset[str]:
         """Every opcode a job of this row may hold."""
         return frozenset(([self.opcode] if self.opcode else []) + list(self.also))
@@ -236,9 +241,13 @@ def _job_id(ctx: Ctx) -> int:
 
 
 def _tags(ctx: Ctx) -> list[str]:
+    """The ``tag`` query parameters; a body (Ganeti's client sends the same list
+    there) must name the same tags."""
     tags = ctx.query.get("tag", [])
     if not tags:
         raise _bad("Give at least one 'tag' query parameter")
+    if ctx.body is not None and set(ctx.body) != set(tags):
+        raise _bad("The body's tags differ from the 'tag' query parameters")
     return tags
 
 
@@ -259,9 +268,11 @@ def _tags_routes(prefix: str, kind: str, arg: str | None) -> list[Route]:
         Route(prefix, "GET", read=lambda c: c.call("QueryTags", kind, name(c) or ""),
               opcode="OP_TAGS_GET"),
         Route(prefix, "PUT", build=lambda c: [_op("OP_TAGS_SET", kind=kind, name=name(c),
-                                                  tags=_tags(c))], opcode="OP_TAGS_SET"),
+                                                  tags=_tags(c))], opcode="OP_TAGS_SET",
+              body=STRINGS),
         Route(prefix, "DELETE", build=lambda c: [_op("OP_TAGS_DEL", kind=kind, name=name(c),
-                                                     tags=_tags(c))], opcode="OP_TAGS_DEL"),
+                                                     tags=_tags(c))], opcode="OP_TAGS_DEL",
+              body=STRINGS),
     ]
 
 

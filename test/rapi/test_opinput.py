@@ -206,3 +206,20 @@ _UPSTREAM_CLIENT_KEYS = {
 def test_the_keys_ganetis_client_sends_are_accepted(key):
     (route,) = [r for r in res.ROUTES if (r.method, r.path) == key]
     assert _UPSTREAM_CLIENT_KEYS[key] <= route.body.allowed()
+
+
+def test_tag_rows_take_the_tags_again_as_their_body():
+    """Ganeti's client (AddNodeTags) repeats the tags in the body; nothing else fits."""
+    (route,) = [r for r in res.ROUTES if (r.method, r.path) == ("PUT", "/2/nodes/{node}/tags")]
+    client = RecordingLuxi()
+    ctx = res.Ctx(method="PUT", args={"node": "n1"}, query={"tag": ["a", "b"]},
+                  body=["b", "a"], client=client, path="/2/nodes/n1/tags", clock=lambda: 1.0)
+    assert res.dispatch(route, ctx) == 42
+    assert client.submitted[0][0]["tags"] == ["a", "b"]
+    for body in (["c"], [1], {"OP_ID": "OP_TEST_DELAY"}, "a"):
+        with pytest.raises(errors.HttpError) as exc:
+            res.dispatch(route, res.Ctx(method="PUT", args={"node": "n1"},
+                                        query={"tag": ["a", "b"]}, body=body, client=client,
+                                        path="/2/nodes/n1/tags"))
+        assert exc.value.status == 400
+    assert len(client.submitted) == 1
