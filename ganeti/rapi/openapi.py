@@ -44,6 +44,8 @@ class RouteLike(Protocol):
     def needs_write(self) -> bool: ...
     @property
     def build(self) -> Any: ...
+    @property
+    def body_keys(self) -> frozenset[str] | None: ...
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,7 @@ _PLAN = Param("plan", description="1: the job's result is the plan (jobs, moves,
 
 def _opbody(opcode: str, required: Iterable[str] = (), **props: Any) -> dict[str, Any]:
     """A body schema: the parameters of ``opcode`` as a JSON object."""
-    schema: dict[str, Any] = {"type": "object", "description": f"parameters of {opcode}",
-                              "additionalProperties": True}
+    schema: dict[str, Any] = {"type": "object", "description": f"parameters of {opcode}"}
     if props:
         schema["properties"] = props
     req = list(required)
@@ -304,6 +305,16 @@ def _error(description: str) -> dict[str, Any]:
         _JSON: {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
+def _closed(schema: dict[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
+    """An object body schema listing every key the row accepts, and no other
+    (``keys`` from the row's declaration, :mod:`ganeti.rapi.opinput`)."""
+    if schema.get("type") != "object" or keys is None:
+        return schema
+    props = {key: _ANY for key in sorted(keys)}
+    props.update(schema.get("properties", {}))
+    return {**schema, "properties": props, "additionalProperties": False}
+
+
 def _operation(route: RouteLike) -> dict[str, Any]:
     doc = DOCS.get((route.method, route.path)) or Doc(
         route.opcode or f"{route.method} {route.path}")
@@ -333,7 +344,8 @@ def _operation(route: RouteLike) -> dict[str, Any]:
     if params:
         op["parameters"] = params
     if doc.body is not None:
-        op["requestBody"] = {"required": False, "content": {_JSON: {"schema": doc.body}}}
+        schema = _closed(doc.body, route.body_keys)
+        op["requestBody"] = {"required": False, "content": {_JSON: {"schema": schema}}}
         op["responses"]["415"] = _error("the body is not application/json")
     return op
 

@@ -177,3 +177,14 @@ def test_a_row_without_docs_still_appears():
     op = doc["paths"]["/2/new-thing"]["post"]
     assert op["summary"] == "OP_TEST_DELAY" and op["security"] == [{"basicAuth": []}]
     assert structural_problems(doc) == []
+
+
+def test_object_bodies_list_exactly_the_keys_the_row_accepts(doc):
+    for route in res.ROUTES:
+        body = doc["paths"][route.path][route.method.lower()].get("requestBody")
+        if body is None or route.body_keys is None:
+            continue
+        schema = body["content"]["application/json"]["schema"]
+        assert schema["additionalProperties"] is False
+        assert set(schema["properties"]) == route.body_keys, (route.method, route.path)
+        assert "OP_ID" not in schema["properties"]
