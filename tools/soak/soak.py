@@ -13,6 +13,10 @@ Scenarios (tools/soak/README.md describes each and its figure line):
   master calls ``version``;
 * ``rapi``: a long fuzz loop of malformed requests over TLS against a real
   ganeti-rapi (``--rapi-requests``, default 50,000);
+* ``rapi-memory``: rounds of parallel anonymous 9.9 MB bodies and dense
+  anonymous queries against ganeti-rapi; its peak and retained memory;
+* ``rapi-smuggle``: every write row of RAPI tried with foreign opcodes
+  (``OP_ID``) and unknown keys; how many were accepted (must be none);
 * ``failover``: seeded random histories of jobs, kills, partitions (root)
   and master failovers on a 3-node virtual cluster, checking after every
   step that no job id is acknowledged by two masters and no config serial
@@ -20,7 +24,8 @@ Scenarios (tools/soak/README.md describes each and its figure line):
 
 Everything runs in a temporary directory that is removed at the end
 (``--keep`` keeps it).  Exit status 1 when kill9 or fulldisk saw the queue
-break a promise, rapi got a bad answer, failover saw the invariant broken,
+break a promise, rapi got a bad answer, rapi-memory saw an anonymous large
+body read, rapi-smuggle saw a hostile body accepted, failover saw the invariant broken,
 or a scenario crashed; the DoS
 figures are only reported.
 """
@@ -53,8 +58,10 @@ import soak_dos  # noqa: E402
 import soak_failover  # noqa: E402
 import soak_queue  # noqa: E402
 import soak_rapi  # noqa: E402
+import soak_rapi_abuse  # noqa: E402
 
-SCENARIOS = ("kill9", "fulldisk", "luxi", "noded", "rapi", "failover")
+SCENARIOS = ("kill9", "fulldisk", "luxi", "noded", "rapi", "rapi-memory", "rapi-smuggle",
+             "failover")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -84,6 +91,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="malformed RAPI requests to send (default 50000)")
     parser.add_argument("--rapi-time-limit", type=float, default=1800.0,
                         help="stop the RAPI fuzz loop after this many seconds (default 1800)")
+    parser.add_argument("--rapi-memory-rounds", type=int, default=3,
+                        help="rounds of parallel anonymous large bodies (default 3)")
+    parser.add_argument("--rapi-memory-clients", type=int, default=6,
+                        help="parallel anonymous clients per round and kind (default 6)")
     parser.add_argument("--failover-scenarios", type=int, default=200,
                         help="seeded failover histories (default 200)")
     parser.add_argument("--failover-time-limit", type=float, default=1800.0,
@@ -93,7 +104,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
     for name in ("cycles", "idle", "noded_conns", "clients", "calls", "rapi_requests",
-                 "failover_scenarios"):
+                 "rapi_memory_rounds", "rapi_memory_clients", "failover_scenarios"):
         if getattr(opts, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     return opts
@@ -154,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
                                                   open_limit=opts.open_limit, log=log),
         "rapi": lambda d: soak_rapi.run_rapi_fuzz(d, requests=opts.rapi_requests, rng=rng,
                                                   time_limit=opts.rapi_time_limit, log=log),
+        "rapi-memory": lambda d: soak_rapi_abuse.run_rapi_memory(
+            d, rounds=opts.rapi_memory_rounds, clients=opts.rapi_memory_clients, log=log),
+        "rapi-smuggle": lambda d: soak_rapi_abuse.run_rapi_smuggle(d, log=log),
         "failover": lambda d: soak_failover.run_failover(
             d, scenarios=opts.failover_scenarios, rng=rng,
             time_limit=opts.failover_time_limit, log=log),

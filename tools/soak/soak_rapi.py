@@ -9,10 +9,12 @@ with 2, and the job serial must not have moved.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +23,8 @@ import rapi_fuzz
 from ganeti.tools import vcluster
 
 _USERS = "writer wpass write\nreader rpass read\n"
+#: the write user of the users file (name, password)
+WRITER = ("writer", "wpass")
 
 
 @dataclass
@@ -49,7 +53,8 @@ class RapiFigures:
                 + (" stopped_early" if self.stopped_early else ""))
 
 
-def _serial(vc: vcluster.VCluster) -> str:
+def job_serial(vc: vcluster.VCluster) -> str:
+    """The master's job queue serial (it moves with every submitted job)."""
     with open(vc.paths(vc.master_node.name).queue_serial_file) as fh:
         return fh.read().strip()
 
@@ -73,10 +78,10 @@ def _wait_users(address: tuple[str, int], tries: int = 100) -> None:
     raise RuntimeError("the RAPI daemon did not load the users file")
 
 
-def run_rapi_fuzz(workdir: str, *, requests: int, rng: random.Random, time_limit: float,
-                  log: Any = print) -> RapiFigures:
-    """Send ``requests`` malformed requests to a real ganeti-rapi; the figures."""
-    figures = RapiFigures(requested=requests)
+@contextlib.contextmanager
+def rapi_cluster(workdir: str) -> Iterator[tuple[vcluster.VCluster, tuple[str, int]]]:
+    """A one-node virtual cluster whose ganeti-rapi has the users of :data:`_USERS`
+    loaded; the cluster and the daemon's address.  Destroyed afterwards."""
     directory = os.path.join(workdir, "vc")
     vc = vcluster.create(directory, 1, use_ssh=False)
     try:
@@ -89,7 +94,18 @@ def run_rapi_fuzz(workdir: str, *, requests: int, rng: random.Random, time_limit
         os.chmod(users + ".tmp", 0o600)
         os.replace(users + ".tmp", users)
         _wait_users(address)
-        before = _serial(vc)
+        yield vc, address
+    finally:
+        vcluster.destroy(directory)
+
+
+def run_rapi_fuzz(workdir: str, *, requests: int, rng: random.Random, time_limit: float,
+                  log: Any = print) -> RapiFigures:
+    """Send ``requests`` malformed requests to a real ganeti-rapi; the figures."""
+    figures = RapiFigures(requested=requests)
+    with rapi_cluster(workdir) as (vc, address):
+        node = vc.master_node.name
+        before = job_serial(vc)
         fuzzer = rapi_fuzz.Fuzzer(address)
         started = time.monotonic()
         cases = rapi_fuzz.generate(rng, node=node, reader=("reader", "rpass"),
@@ -102,7 +118,5 @@ def run_rapi_fuzz(workdir: str, *, requests: int, rng: random.Random, time_limit
         for failure in fuzzer.failures[:10]:
             log(f"rapi: bad answer: {failure[:300]}")
         figures.alive_after = _probe(address, b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n") == 200
-        figures.serial_unchanged = _serial(vc) == before
-    finally:
-        vcluster.destroy(directory)
+        figures.serial_unchanged = job_serial(vc) == before
     return figures
