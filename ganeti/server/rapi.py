@@ -228,11 +228,12 @@ def check_request_body(method: str, headers: Any, limit: int = MAX_BODY) -> int:
     text = lengths[0].strip()
     if not (text.isascii() and text.isdigit()):     # "²".isdigit() holds too
         raise errors.HttpError(f"Invalid Content-Length {text!r}", 400)
-    if len(text.lstrip("0")) > len(str(limit)) or int(text) > limit:
+    digits = text.lstrip("0") or "0"        # int() refuses 4,300 digits and more
+    if len(digits) > len(str(limit)) or int(digits) > limit:
         who = "" if limit >= MAX_BODY else " without credentials"
-        raise errors.HttpError(f"Request body too large ({text[:20]} bytes, at most"
+        raise errors.HttpError(f"Request body too large ({digits[:20]} bytes, at most"
                                f" {limit}{who})", 413)
-    length = int(text)
+    length = int(digits)
     if length:
         ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":

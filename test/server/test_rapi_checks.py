@@ -52,6 +52,9 @@ def test_anonymous_bodies_have_the_small_limit():
         assert exc.value.status == 413 and len(str(exc.value)) < 200
     assert rapi.check_request_body("PUT", _headers(Content_Length=str(small + 1),
                                                    **json_of), big) == small + 1
+    assert rapi.check_request_body("PUT", _headers(Content_Length="0" * 5000 + "12",
+                                                   **json_of), small) == 12
+    assert rapi.check_request_body("PUT", _headers(Content_Length="0" * 5000), small) == 0
 
 
 @pytest.mark.parametrize("data, text", [
