@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from ganeti.rapi import resources
 
 MAX_BODY = 10 * 1024 * 1024
-#: the largest body accepted without credentials (doc/rapi.md, "Limits")
+#: the largest body accepted without credentials (doc/rapi.md, "The daemon")
 MAX_ANONYMOUS_BODY = 64 * 1024
 #: the statuses any garbage request line may get from the stdlib parser
 _GARBAGE = frozenset({400, 414, 431, 501, 505})
