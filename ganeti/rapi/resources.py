@@ -10,8 +10,9 @@ parameters of its own opcode, derived from the opcode class), and
 :func:`dispatch` refuses any other key, ``OP_ID`` included, before the
 row runs: a body never chooses the opcode.  Paths are matched segment by
 segment before percent-decoding (:mod:`ganeti.rapi.uri`).  Adding a
-resource is adding a row to :data:`ROUTES`.  Nothing here opens a socket: the client passed in
-only needs a ``call(method, args)`` method (a :class:`ganeti.luxi.Client`).
+resource is adding a row to :data:`ROUTES`.  Nothing here opens a socket:
+the client passed in only needs a ``call(method, args)`` method (a
+:class:`ganeti.luxi.Client`).
 
 Paths, parameters and results follow Ganeti's Remote API v2 (doc/rapi.md).
 """
