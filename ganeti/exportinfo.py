@@ -13,28 +13,42 @@ names and keys upstream Ganeti writes, so that exports move both ways):
     (space separated); per NIC ``nic<N>_mac``, ``_ip``, ``_network``,
     ``_name``, ``_mode``, ``_link``, ``_vlan`` and ``nic_count``; per disk
     ``disk<N>_ivname``, ``_dump`` (image file name in the export
-    directory), ``_size`` (MiB), ``_name`` and ``disk_count``.
+    directory), ``_size`` (MiB), ``_name`` and ``disk_count``; and our
+    extra key ``disk<N>_sha256`` (the SHA-256 of the image, which the
+    import checks; upstream ignores keys it does not know, and exports
+    without it import with a warning).
 ``[hypervisor]``, ``[backend]``, ``[os]``, ``[os_private]``
     the instance's hypervisor, backend and OS parameters, one key each.
 
 Absent values are written ``None``, as upstream does; :func:`parse`
-reads ``None`` and ``""`` as absent.  Pure text in, text out: no files.
+reads ``None`` and ``""`` as absent.  An image name (``disk<N>_dump``)
+is a plain file name of the export's own directory (:func:`check_dump_name`).
+Errors about the text name its line and key and never echo more than a
+short printable excerpt of it (:func:`excerpt`).  Pure text in, text out:
+no files.
 """
 
 from __future__ import annotations
 
 import configparser
 import io
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ganeti import constants, errors
 
-__all__ = ["ExportDisk", "ExportNic", "ExportInfo", "build", "parse", "NIC_PARAMS"]
+__all__ = ["ExportDisk", "ExportNic", "ExportInfo", "build", "parse", "NIC_PARAMS",
+           "check_dump_name", "excerpt", "SHA256_KEY"]
 
 #: The NIC parameters written per NIC (``nic<N>_<param>``).
 NIC_PARAMS = ("mode", "link", "vlan")
 _NONE = "None"
+#: the per-disk key (``disk<N>_sha256``) holding the image's SHA-256
+SHA256_KEY = "sha256"
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+#: the longest excerpt of a bad value an error quotes
+_EXCERPT = 40
 
 
 @dataclass
@@ -45,6 +59,8 @@ class ExportDisk:
     dump: str | None = None
     ivname: str = ""
     name: str | None = None
+    #: SHA-256 (hex) of the image; None for exports written without it
+    sha256: str | None = None
 
 
 @dataclass
@@ -134,6 +150,8 @@ def build(info: ExportInfo) -> str:
         cfg.set(ins, f"disk{idx}_dump", _text(disk.dump))
         cfg.set(ins, f"disk{idx}_size", str(int(disk.size)))
         cfg.set(ins, f"disk{idx}_name", _text(disk.name))
+        if disk.sha256 is not None:
+            cfg.set(ins, f"disk{idx}_{SHA256_KEY}", disk.sha256)
     cfg.set(ins, "disk_count", str(len(info.disks)))
     for section, values in ((constants.INISECT_HYP, info.hvparams),
                             (constants.INISECT_BEP, info.beparams),
@@ -147,13 +165,107 @@ def build(info: ExportInfo) -> str:
     return out.getvalue()
 
 
-def _int(cfg: configparser.RawConfigParser, section: str, key: str, what: str) -> int:
+def excerpt(value: str) -> str:
+    """A short printable excerpt of ``value`` for an error text (``""`` when none is).
+
+    Only printable ASCII is kept (other characters become ``?``), and at
+    most a couple of dozen characters, so that no raw bytes of a file
+    reach a job log.
+    """
+    cleaned = "".join(c if " " <= c <= "~" else "?" for c in value.strip())
+    if not cleaned.strip("?"):
+        return ""
+    return cleaned if len(cleaned) <= _EXCERPT else cleaned[:_EXCERPT] + "..."
+
+
+def _quoted(value: str) -> str:
+    short = excerpt(value)
+    return f" '{short}'" if short else ""
+
+
+def _line_of(text: str, section: str, key: str) -> int | None:
+    """The line number (from 1) of ``key`` in ``[section]`` of ``text``, if found."""
+    current = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            current = stripped[1:-1].strip()
+        elif current == section and re.split(r"[=:]", stripped, maxsplit=1)[0].strip().lower() \
+                == key:
+            return number
+    return None
+
+
+def _where(text: str, section: str, key: str) -> str:
+    line = _line_of(text, section, key)
+    return f"line {line}, " if line else ""
+
+
+def check_dump_name(name: str) -> str:
+    """An image name of an export: a plain file name in the export's own directory.
+
+    Refuses (:class:`errors.ConfigurationError`) an empty name, ``/``,
+    a name starting with ``.`` (``..`` included), and control characters,
+    so that a ``config.ini`` can never point at another export's image or
+    any file outside its directory.
+    """
+    if (not name or "/" in name or name.startswith(".") or len(name) > 255
+            or any(not c.isprintable() for c in name)):
+        raise errors.ConfigurationError("is not a file name of the export's own directory")
+    return name
+
+
+def _int(cfg: configparser.RawConfigParser, text: str, section: str, key: str,
+         what: str) -> int:
     raw = cfg.get(section, key)
     try:
         return int(raw.strip())
     except ValueError:
-        raise errors.ConfigurationError(f"Export: invalid {what} {raw!r} ({section}/{key})") \
-            from None
+        raise errors.ConfigurationError(
+            f"Export: config.ini {_where(text, section, key)}key {key} in [{section}]:"
+            f" invalid {what}{_quoted(raw)}") from None
+
+
+def _parse_error(exc: configparser.Error) -> str:
+    """What is wrong with a text configparser refused (no raw bytes of it)."""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return f"line {exc.lineno} comes before any [section]"
+    if isinstance(exc, configparser.ParsingError):
+        lines = ", ".join(str(number) for number, _ in exc.errors[:5])
+        return f"line {lines} is not a 'key = value' line" if len(exc.errors) == 1 \
+            else f"lines {lines} are not 'key = value' lines"
+    lineno = getattr(exc, "lineno", None)
+    return f"line {lineno} is not valid" if lineno else "it is not an INI file"
+
+
+def _disk(cfg: configparser.RawConfigParser, text: str, idx: int) -> ExportDisk:
+    """Disk ``idx`` of ``[instance]``: its size, image name and checksum checked."""
+    ins = constants.INISECT_INS
+    disk = ExportDisk(size=_int(cfg, text, ins, f"disk{idx}_size", f"size of disk {idx}"),
+                      dump=_value(cfg.get(ins, f"disk{idx}_dump", fallback=None)),
+                      ivname=cfg.get(ins, f"disk{idx}_ivname", fallback=f"disk/{idx}"),
+                      name=_value(cfg.get(ins, f"disk{idx}_name", fallback=None)))
+    if disk.size < 0:
+        key = f"disk{idx}_size"
+        raise errors.ConfigurationError(f"Export: config.ini {_where(text, ins, key)}key {key}"
+                                        f" in [{ins}]: negative size of disk {idx}")
+    if disk.dump is not None:
+        key = f"disk{idx}_dump"
+        try:
+            check_dump_name(disk.dump)
+        except errors.ConfigurationError as exc:
+            raise errors.ConfigurationError(
+                f"Export: config.ini {_where(text, ins, key)}key {key} in [{ins}]: the image"
+                f" name{_quoted(disk.dump)} {exc}") from None
+    sha = _value(cfg.get(ins, f"disk{idx}_{SHA256_KEY}", fallback=None))
+    if sha is not None:
+        key = f"disk{idx}_{SHA256_KEY}"
+        if not _SHA256_RE.fullmatch(sha.strip().lower()):
+            raise errors.ConfigurationError(
+                f"Export: config.ini {_where(text, ins, key)}key {key} in [{ins}]: not a"
+                f" SHA-256 (64 hex digits){_quoted(sha)}")
+        disk.sha256 = sha.strip().lower()
+    return disk
 
 
 def parse(text: str) -> ExportInfo:
@@ -161,13 +273,17 @@ def parse(text: str) -> ExportInfo:
 
     Raises :class:`errors.ConfigurationError` when it is not INI, lacks the
     ``[export]`` or ``[instance]`` section or the instance name, has
-    another export version, or a disk size that is not a number.
+    another export version, a disk size that is not a number, an image
+    name outside the export's directory or a malformed checksum.  The
+    message names the line and key, never more of the text than
+    :func:`excerpt` gives.
     """
     cfg = _parser()
     try:
         cfg.read_string(text)
     except configparser.Error as exc:
-        raise errors.ConfigurationError(f"Export: config.ini is not valid: {exc}") from None
+        raise errors.ConfigurationError(f"Export: config.ini is not valid: {_parse_error(exc)}"
+                                        ) from None
     exp, ins = constants.INISECT_EXP, constants.INISECT_INS
     for section in (exp, ins):
         if not cfg.has_section(section):
@@ -175,7 +291,8 @@ def parse(text: str) -> ExportInfo:
     name = _value(cfg.get(ins, "name", fallback=None))
     if not name:
         raise errors.ConfigurationError("Export: config.ini names no instance")
-    version = _int(cfg, exp, "version", "version") if cfg.has_option(exp, "version") else 0
+    version = _int(cfg, text, exp, "version", "version") \
+        if cfg.has_option(exp, "version") else 0
     if version != constants.EXPORT_VERSION:
         raise errors.ConfigurationError(f"Export: wrong export version {version}"
                                         f" (wanted {constants.EXPORT_VERSION})")
@@ -184,19 +301,14 @@ def parse(text: str) -> ExportInfo:
                       source=cfg.get(exp, "source", fallback="").strip(),
                       compression=cfg.get(exp, "compression", fallback="none").strip() or "none")
     if cfg.has_option(exp, "timestamp"):
-        info.timestamp = _int(cfg, exp, "timestamp", "timestamp")
+        info.timestamp = _int(cfg, text, exp, "timestamp", "timestamp")
     info.disk_template = _value(cfg.get(ins, "disk_template", fallback=None))
     info.hypervisor = _value(cfg.get(ins, "hypervisor", fallback=None))
     info.tags = cfg.get(ins, "tags", fallback="").split()
     for idx in range(constants.MAX_DISKS):
-        key = f"disk{idx}_size"
-        if not cfg.has_option(ins, key):
+        if not cfg.has_option(ins, f"disk{idx}_size"):
             break
-        info.disks.append(ExportDisk(size=_int(cfg, ins, key, f"size of disk {idx}"),
-                                     dump=_value(cfg.get(ins, f"disk{idx}_dump", fallback=None)),
-                                     ivname=cfg.get(ins, f"disk{idx}_ivname",
-                                                    fallback=f"disk/{idx}"),
-                                     name=_value(cfg.get(ins, f"disk{idx}_name", fallback=None))))
+        info.disks.append(_disk(cfg, text, idx))
     for idx in range(constants.MAX_NICS):
         if not cfg.has_option(ins, f"nic{idx}_mac"):
             break

@@ -66,3 +66,53 @@ def test_old_export_keeps_backend_in_instance_section() -> None:
 def test_bad_exports_are_refused(text: str, message: str) -> None:
     with pytest.raises(errors.ConfigurationError, match=message):
         exportinfo.parse(text)
+
+
+def test_the_image_checksum_is_written_and_read_back() -> None:
+    info = _info()
+    info.disks[0].sha256 = "ab" * 32
+    text = exportinfo.build(info)
+    assert f"disk0_sha256 = {'ab' * 32}" in text.splitlines()
+    assert not any(line.startswith("disk1_sha256") for line in text.splitlines())
+    assert [d.sha256 for d in exportinfo.parse(text).disks] == ["ab" * 32, None]
+
+
+_DISK = "[export]\nversion = 0\n[instance]\nname = x\ndisk0_size = 4\n"
+
+
+@pytest.mark.parametrize("dump", ["../OTHER/image", "/etc/passwd", "a/b", ".hidden", "..",
+                                  "img\x01"],
+                         ids=["dotdot", "absolute", "subdir", "hidden", "parent", "control"])
+def test_an_image_name_outside_the_export_is_refused(dump: str) -> None:
+    with pytest.raises(errors.ConfigurationError,
+                       match=r"line 6, key disk0_dump in \[instance\]: the image name"
+                       r".* is not a file name of the export's own directory"):
+        exportinfo.parse(_DISK + f"disk0_dump = {dump}\n")
+
+
+@pytest.mark.parametrize("sha", ["abc", "zz" * 32, "ab" * 33])
+def test_a_malformed_checksum_is_refused(sha: str) -> None:
+    with pytest.raises(errors.ConfigurationError, match=r"line 6, key disk0_sha256 .*SHA-256"):
+        exportinfo.parse(_DISK + f"disk0_sha256 = {sha}\n")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("garbage\x1b[31m\xff\n[export]\n", "line 1 comes before any \\[section\\]"),
+    ("[export]\nversion = 0\n[instance]\nname = x\n\x00\x07binary\xfe junk\n",
+     "line 5 is not a 'key = value' line"),
+    ("[export]\nversion = 0\n[instance]\nname = x\ndisk0_size = \x1b]0;pwn\x07\xe9" + "9" * 80
+     + "\n", r"line 5, key disk0_size in \[instance\]: invalid size of disk 0 '\?\]0;pwn\?\?9"),
+], ids=["before-section", "binary-line", "bad-size"])
+def test_errors_name_the_line_and_never_echo_raw_bytes(text: str, message: str) -> None:
+    with pytest.raises(errors.ConfigurationError, match=message) as exc:
+        exportinfo.parse(text)
+    msg = str(exc.value)
+    assert all(" " <= c <= "~" for c in msg), msg
+    assert "junk" not in msg and len(msg) < 160
+
+
+def test_excerpt_is_short_and_printable() -> None:
+    assert exportinfo.excerpt("  plain  ") == "plain"
+    assert exportinfo.excerpt("\x00\x01\xff") == ""
+    assert exportinfo.excerpt("a\nb") == "a?b"
+    assert exportinfo.excerpt("x" * 100) == "x" * 40 + "..."
