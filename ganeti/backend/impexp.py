@@ -22,26 +22,29 @@ or feeds the disk of an instance being imported (through the OS
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
 import uuid as uuidlib
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
-from ganeti import constants, diskstream, errors, osapi, serializer
+from ganeti import constants, diskstream, errors, exportinfo, osapi, serializer
 from ganeti.backend import blockdev
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
 
 __all__ = ["export_list", "export_info", "export_remove", "export_stage", "finalize_export",
-           "impexp_send", "impexp_status", "impexp_abort", "impexp_cleanup"]
+           "impexp_send", "impexp_status", "impexp_abort", "impexp_cleanup", "open_export_file",
+           "file_kind"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,26 +118,87 @@ def export_list(ctx: NodeContext) -> list[str]:
                   and os.path.isdir(os.path.join(base, n)))
 
 
-def _export_dir_of(ctx: NodeContext, path: str) -> str:
-    """An export directory: a name below the export dir, or a canonical path inside it."""
-    if path.startswith("/"):
-        return ctx.inside(ctx.paths.export_dir, ctx.local_path(path), "export directory")
-    return _export_path(ctx, path)
+def _export_dir_of(ctx: NodeContext, path: str) -> tuple[str, str]:
+    """An export directory and its name: a name below the export dir, or a canonical
+    path inside it.
+
+    Symbolic links are resolved, so none leads out of the export dir.
+    Errors name the export as given, never this node's local path.
+    """
+    local = ctx.local_path(path) if path.startswith("/") else _export_path(ctx, path)
+    base = os.path.realpath(ctx.paths.export_dir)
+    real = os.path.realpath(local)
+    if real == base or not real.startswith(base.rstrip(os.sep) + os.sep):
+        raise errors.OpExecError(f"Refusing export {exportinfo.excerpt(path)!r}: not inside"
+                                 " the export directory")
+    return real, os.path.relpath(real, base)
+
+
+def file_kind(mode: int) -> str:
+    """``"a FIFO"``, ``"a directory"``, ... for a ``st_mode`` that is not a regular file."""
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def open_export_file(ctx: NodeContext, export: str, name: str) -> tuple[IO[bytes], int, str]:
+    """Open file ``name`` of export ``export`` for reading: ``(file, size, label)``.
+
+    ``name`` must be a plain file name of the export's own directory
+    (:func:`ganeti.exportinfo.check_dump_name`); the file is opened
+    without following a symbolic link and without blocking, and must be a
+    regular file (a FIFO, device, socket or directory is refused).  The
+    label (``export NAME, file FILE``) names both relative to the export
+    directory, for messages.  Raises :class:`errors.OpExecError`.
+    """
+    directory, export_name = _export_dir_of(ctx, export)
+    try:
+        exportinfo.check_dump_name(name)
+    except errors.ConfigurationError as exc:
+        raise errors.OpExecError(f"export {export_name}, file"
+                                 f" {exportinfo.excerpt(str(name))!r}: the name {exc}") from None
+    label = f"export {export_name}, file {name!r}"
+    try:
+        fd = os.open(os.path.join(directory, name),
+                     os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as exc:
+        why = ("is a symbolic link (refused)" if exc.errno == errno.ELOOP
+               else "is a socket or device without a reader (refused)"
+               if exc.errno == errno.ENXIO else f"cannot be opened: {exc.strerror or exc}")
+        raise errors.OpExecError(f"{label} {why}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise errors.OpExecError(f"{label} is {file_kind(st.st_mode)}, not a regular file"
+                                     " (refused)")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb"), st.st_size, label
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def export_info(ctx: NodeContext, path: str) -> str:
-    """The ``config.ini`` text of the export at ``path`` (a name or canonical path)."""
-    directory = _export_dir_of(ctx, path)
-    conf = os.path.join(directory, constants.EXPORT_CONF_FILE)
+    """The ``config.ini`` text of the export at ``path`` (a name or canonical path).
+
+    Raises :class:`errors.OpExecError` when there is none, it is not a
+    regular file, too large or not UTF-8 text (the message names the
+    export and the line, never this node's paths or the file's bytes).
+    """
+    fh, size, label = open_export_file(ctx, path, constants.EXPORT_CONF_FILE)
+    with fh:
+        if size > _MAX_CONFIG:
+            raise errors.OpExecError(f"{label} is too large ({size} bytes, at most"
+                                     f" {_MAX_CONFIG})")
+        data = fh.read(_MAX_CONFIG + 1)
     try:
-        with open(conf, "rb") as fh:
-            data = fh.read(_MAX_CONFIG + 1)
-    except OSError as exc:
-        raise errors.OpExecError(f"No export or invalid export in {ctx.canonical(directory)}:"
-                                 f" {exc.strerror or exc}") from exc
-    if len(data) > _MAX_CONFIG:
-        raise errors.OpExecError(f"Export config {ctx.canonical(conf)} is too large")
-    return data.decode("utf-8", "replace")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise errors.OpExecError(f"{label}: line {line} is not UTF-8 text") from None
 
 
 def export_remove(ctx: NodeContext, export: str) -> None:
@@ -201,8 +265,9 @@ def impexp_send(ctx: NodeContext, source: dict, dest: dict, host: str, port: int
 
     ``source`` is ``{"kind": "disk", "disk", "instance", "index"}`` (an
     instance disk; through the OS ``export`` script when ``instance`` has
-    an OS) or ``{"kind": "file", "path"}`` (an image in an export
-    directory).  Returns the transfer id at once.
+    an OS) or ``{"kind": "file", "export", "file"}`` (the image ``file``
+    of the export ``export``, opened by :func:`open_export_file`).
+    Returns the transfer id at once.
     """
     transfer_id = f"{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
     directory = _transfer_dir(ctx, transfer_id)
@@ -302,7 +367,16 @@ def impexp_cleanup(ctx: NodeContext, transfer_id: str) -> None:
 # --- transfers: the receiving side ---------------------------------------------------------
 
 class _Sink:
-    """Where arriving data goes; :meth:`commit` or :meth:`discard` ends it."""
+    """Where arriving data goes; :meth:`commit` or :meth:`discard` ends it.
+
+    ``limit`` is how many bytes it takes at most (None: no bound),
+    ``expected`` the SHA-256 the data must have (None: the sender's is
+    trusted), ``label`` names the data in messages.
+    """
+
+    limit: int | None = None
+    expected: str | None = None
+    label: str = "the image"
 
     def write(self, data: bytes) -> None:
         raise NotImplementedError
@@ -347,18 +421,14 @@ class _FileSink(_Sink):
 
 
 class _DiskSink(_Sink):
-    """The disk of an instance being imported, written raw (never past its end)."""
+    """The disk of an instance being imported, written raw (never past ``limit``)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, limit: int) -> None:
         self.fh = open(path, "r+b")
-        self.size = os.fstat(self.fh.fileno()).st_size
-        self.written = 0
+        self.limit = limit
 
     def write(self, data: bytes) -> None:
-        if self.written + len(data) > self.size:
-            raise errors.OpExecError(f"The image is larger than the disk ({self.size} bytes)")
         self.fh.write(data)
-        self.written += len(data)
 
     def commit(self) -> None:
         self.fh.flush()
@@ -373,10 +443,17 @@ class _DiskSink(_Sink):
 
 
 class _ScriptSink(_Sink):
-    """The stdin of the OS ``import`` script of the disk."""
+    """The stdin of the OS ``import`` script of the disk at ``path`` (``limit`` bytes).
 
-    def __init__(self, run: osapi.RunningScript) -> None:
+    On commit, once the script succeeded, a disk backed by a regular file
+    must not have grown past its declared size (refused), and one the
+    script left shorter is extended to it.
+    """
+
+    def __init__(self, run: osapi.RunningScript, path: str, limit: int) -> None:
         self.run = run
+        self.path = path
+        self.limit = limit
 
     def write(self, data: bytes) -> None:
         try:
@@ -387,6 +464,15 @@ class _ScriptSink(_Sink):
 
     def commit(self) -> None:
         osapi.finish_disk_script(self.run)
+        st = os.stat(self.path)
+        if not stat.S_ISREG(st.st_mode) or self.limit is None:
+            return
+        if st.st_size > self.limit:
+            raise errors.OpExecError(
+                f"{self.label}: the OS import script left the disk at {st.st_size} bytes,"
+                f" larger than its declared {self.limit} bytes (refused)")
+        if st.st_size < self.limit:
+            os.truncate(self.path, self.limit)
 
     def discard(self) -> None:
         try:
@@ -395,7 +481,20 @@ class _ScriptSink(_Sink):
             pass
 
 
-def _open_sink(ctx: NodeContext, dest: Any) -> _Sink:
+def disk_bytes(disk: Any) -> int | None:
+    """The declared size in bytes of a ``disks_info`` entry (``size`` in MiB), if any."""
+    size = disk.get("size") if isinstance(disk, dict) else None
+    return int(size) * 1024 * 1024 if isinstance(size, int) and size >= 0 else None
+
+
+def check_total(total: Any, limit: int | None, label: str) -> None:
+    """Refuse an image the sender announced as larger than the disk (before any write)."""
+    if isinstance(total, int) and limit is not None and total > limit:
+        raise errors.OpExecError(f"{label}: the image ({total} bytes) is larger than the disk"
+                                 f" ({limit} bytes, its declared size); refused")
+
+
+def _open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
     if not isinstance(dest, dict):
         raise errors.OpExecError(f"Invalid stream destination {dest!r}")
     kind = dest.get("kind")
@@ -409,16 +508,40 @@ def _open_sink(ctx: NodeContext, dest: Any) -> _Sink:
         instance, index = dest.get("instance"), dest.get("index")
         if not isinstance(instance, dict) or not isinstance(index, int):
             raise errors.OpExecError("Import destination without instance or disk index")
-        if instance.get("os"):
-            os_inst = bos.os_instance(ctx, instance)
-            return _ScriptSink(osapi.start_disk_script(ctx.paths, os_inst, index,
-                                                       osapi.SCRIPT_IMPORT, clock=ctx.clock))
         disks = instance.get("disks_info") or []
         if not 0 <= index < len(disks):
             raise errors.OpExecError(f"Instance {instance.get('name')} has no disk {index}")
-        _, path = blockdev.assemble_disk(ctx, disks[index], str(instance.get("name")), index)
-        return _DiskSink(path)
+        label = str(dest.get("label") or f"disk {index}")
+        limit = disk_bytes(disks[index])
+        check_total(total, limit, label)
+        expected = dest.get("sha256")
+        sink: _Sink
+        if instance.get("os"):
+            os_inst = bos.os_instance(ctx, instance)
+            run = osapi.start_disk_script(ctx.paths, os_inst, index, osapi.SCRIPT_IMPORT,
+                                          clock=ctx.clock)
+            sink = _ScriptSink(run, os_inst.disks[index].path, limit or 0)
+        else:
+            _, path = blockdev.assemble_disk(ctx, disks[index], str(instance.get("name")), index)
+            sink = _DiskSink(path, limit or 0)
+        sink.limit = limit
+        sink.label = label
+        sink.expected = expected if isinstance(expected, str) else None
+        return sink
     raise errors.OpExecError(f"Unknown stream destination kind {kind!r}")
+
+
+def check_end(sink: _Sink, end: Any, size: int, digest: str) -> None:
+    """Refuse the end of a stream whose size or SHA-256 differ from the sender's or from
+    the one the destination expects (the checksum ``config.ini`` records)."""
+    if not isinstance(end, dict) or end.get("size") != size or end.get("sha256") != digest:
+        raise errors.OpExecError(f"Checksum mismatch: received {size} bytes with SHA-256"
+                                 f" {digest}, the sender sent {end!r}")
+    if sink.expected is not None and sink.expected != digest:
+        raise errors.OpExecError(
+            f"{sink.label}: SHA-256 mismatch: the image has {digest[:16]}..., config.ini"
+            f" records {sink.expected[:16]}... (the image was changed, truncated or damaged;"
+            " refused)")
 
 
 def _failure(exc: BaseException) -> str:
@@ -448,11 +571,16 @@ def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes
                     if sink is not None:
                         raise errors.OpExecError("Disk stream: second header frame")
                     header = serializer.loads(payload)
-                    sink = _open_sink(ctx, header.get("dest") if isinstance(header, dict)
-                                      else None)
+                    if not isinstance(header, dict):
+                        header = {}
+                    sink = _open_sink(ctx, header.get("dest"), header.get("total"))
                 elif sink is None:
                     raise errors.OpExecError("Disk stream: data before the header frame")
                 elif kind == diskstream.DATA:
+                    if sink.limit is not None and size + len(payload) > sink.limit:
+                        raise errors.OpExecError(
+                            f"{sink.label}: the image is larger than the disk ({sink.limit}"
+                            " bytes, its declared size); refused")
                     sink.write(payload)
                     digest.update(payload)
                     size += len(payload)
@@ -461,12 +589,7 @@ def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes
                     raise errors.OpExecError("The sender gave up: "
                                              f"{reason.get('error') if isinstance(reason, dict) else reason}")
                 else:   # END
-                    end = serializer.loads(payload)
-                    if not isinstance(end, dict) or end.get("size") != size \
-                            or end.get("sha256") != digest.hexdigest():
-                        raise errors.OpExecError(
-                            f"Checksum mismatch: received {size} bytes with SHA-256"
-                            f" {digest.hexdigest()}, the sender sent {end!r}")
+                    check_end(sink, serializer.loads(payload), size, digest.hexdigest())
                     sink.commit()
                     sink = None
                     logger.info("Received %d bytes in %.1fs", size, time.monotonic() - started)

@@ -54,9 +54,13 @@ class LUBackupPrepare(NoHooksLU[OpBackupPrepare]):
         return None
 
 
-def build_export_info(lu: InstanceLU[Any], images: list[str | None],
-                      timestamp: float) -> exportinfo.ExportInfo:
-    """The ``config.ini`` content for the locked instance (filled parameters, as upstream)."""
+def build_export_info(lu: InstanceLU[Any], images: list[str | None], timestamp: float,
+                      digests: list[str | None] | None = None) -> exportinfo.ExportInfo:
+    """The ``config.ini`` content for the locked instance (filled parameters, as upstream).
+
+    ``digests`` are the images' SHA-256 as the target node confirmed them
+    (``disk<N>_sha256``, checked by an import).
+    """
     cfg, inst = lu.cfg, lu.instance
     cluster = cfg.get_cluster_info()
     nics = []
@@ -65,8 +69,9 @@ def build_export_info(lu: InstanceLU[Any], images: list[str | None],
         nics.append(exportinfo.ExportNic(
             mac=nic.mac, ip=nic.ip, name=nic.name, network=nic.network,
             nicparams={k: str(v) for k, v in filled.items() if k in exportinfo.NIC_PARAMS}))
+    shas = list(digests or [])
     disks = [exportinfo.ExportDisk(size=d.size, dump=image, ivname=d.iv_name or f"disk/{i}",
-                                   name=d.name)
+                                   name=d.name, sha256=shas[i] if i < len(shas) else None)
              for i, (d, image) in enumerate(zip(lu.disks, images))]
     return exportinfo.ExportInfo(
         name=inst.name, os=inst.os, timestamp=int(timestamp), source=lu.pnode.name,
@@ -75,6 +80,14 @@ def build_export_info(lu: InstanceLU[Any], images: list[str | None],
         hvparams=parameters.fill_instance_hvparams(cluster, inst),
         beparams=parameters.fill_instance_beparams(cluster, inst),
         osparams=dict(inst.osparams), osparams_private=dict(inst.osparams_private))
+
+
+def _confirmed_sha256(result: dict[str, Any] | None) -> str:
+    """The SHA-256 a finished transfer reports (both ends compared it)."""
+    sha = result.get("sha256") if isinstance(result, dict) else None
+    if not isinstance(sha, str) or len(sha) != 64:
+        raise errors.OpExecError(f"A disk transfer finished without its checksum: {result!r}")
+    return sha
 
 
 class LUBackupExport(InstanceLU[OpBackupExport]):
@@ -149,7 +162,8 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                     dest={"kind": "export", "instance_name": inst.name, "file": image},
                     op="export", instance=inst.name))
             run_transfers(self, transfers, feedback_fn)
-            info = build_export_info(self, images, time.time())
+            digests: list[str | None] = [_confirmed_sha256(x.result) for x in transfers]
+            info = build_export_info(self, images, time.time(), digests)
             return rpc_one(self, "finalize_export", target, inst.name, exportinfo.build(info),
                            prefix=f"Cannot finalize the export on {target}")
         except BaseException:

@@ -12,7 +12,10 @@ each transfer with a text line (size, rate, checksum), and raises
 started transfer is aborted if it still runs and its state is removed on
 the sending node; the receiving side drops its partial data by itself.
 A sending node that does not answer for ``lost_after`` seconds counts as
-dead.
+dead; a transfer that moves no byte for ``stall_after`` seconds
+(:data:`STALL_TIMEOUT`) is stopped and fails; and a job killed while a
+transfer runs (``gnt-job cancel --kill``) stops it at the next poll, so
+the job ends ``canceled`` instead of waiting for the copy.
 """
 
 from __future__ import annotations
@@ -27,10 +30,15 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import rpc_one
 
-__all__ = ["Transfer", "run_transfers", "node_address", "POLL_INTERVAL", "LOST_AFTER"]
+__all__ = ["Transfer", "run_transfers", "node_address", "POLL_INTERVAL", "LOST_AFTER",
+           "STALL_TIMEOUT", "Stall"]
 
 POLL_INTERVAL = 0.25
 LOST_AFTER = 10.0
+#: seconds a transfer may go without moving a byte before it is stopped
+STALL_TIMEOUT = 60.0
+#: ``sleep(seconds)``: True when the job was interrupted (killed) meanwhile
+Sleep = Callable[[float], "bool | None"]
 
 
 @dataclass
@@ -66,9 +74,25 @@ def _status(lu: LogicalUnit[Any], node: str, transfer_id: str) -> dict[str, Any]
     return status if isinstance(status, dict) else None
 
 
+@dataclass
+class Stall:
+    """Pure progress watch: :meth:`seen` reports bytes done at a time; True when no byte
+    moved for ``after`` seconds."""
+
+    after: float
+    started: float
+    done: int = -1
+
+    def seen(self, done: int, now: float) -> bool:
+        if done != self.done:
+            self.done, self.started = done, now
+            return False
+        return now - self.started >= self.after
+
+
 def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
-             clock: Callable[[], float], sleep: Callable[[float], None], poll: float,
-             lost_after: float) -> dict[str, Any]:
+             clock: Callable[[], float], sleep: Sleep, poll: float,
+             lost_after: float, stall_after: float) -> dict[str, Any]:
     address, port = node_address(lu, xfer.dst_node)
     transfer_id = rpc_one(lu, "impexp_send", xfer.src_node, xfer.source, xfer.dest, address,
                           port, prefix=f"{xfer.label}: cannot start the transfer on"
@@ -78,6 +102,12 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
         with lu.progress_reporter(xfer.op, clock=clock, instance=xfer.instance,
                                   device=xfer.label) as reporter:
             last_answer = clock()
+            stall = Stall(stall_after, last_answer)
+
+            def pause() -> None:
+                if sleep(poll):
+                    raise errors.OpExecError(f"{xfer.label}: transfer interrupted: the job"
+                                             " was killed")
             while True:
                 try:
                     status = _status(lu, xfer.src_node, transfer_id)
@@ -86,7 +116,7 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
                         raise errors.OpExecError(f"{xfer.label}: node {xfer.src_node} stopped"
                                                  f" answering during the transfer: {exc}"
                                                  ) from None
-                    sleep(poll)
+                    pause()
                     continue
                 last_answer = clock()
                 if status is None:
@@ -103,7 +133,11 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
                 if state == "failed":
                     finished = True
                     raise errors.OpExecError(f"{xfer.label}: {status.get('error')}")
-                sleep(poll)
+                if stall.seen(done, clock()):
+                    raise errors.OpExecError(f"{xfer.label}: no data moved for"
+                                             f" {stall_after:.0f} s (after {done} bytes);"
+                                             " the transfer was stopped")
+                pause()
         feedback_fn(f"{xfer.label}: {diskstream.format_progress(done, total, elapsed)}"
                     f" in {elapsed:.1f} s, SHA-256 {str(status.get('sha256'))[:16]}..."
                     " checked on arrival")
@@ -120,10 +154,15 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
 
 def run_transfers(lu: LogicalUnit[Any], transfers: list[Transfer], feedback_fn: FeedbackFn, *,
                   clock: Callable[[], float] = time.monotonic,
-                  sleep: Callable[[float], None] = time.sleep, poll: float = POLL_INTERVAL,
-                  lost_after: float = LOST_AFTER) -> None:
-    """Run ``transfers`` in order, filling each one's ``result``; see the module docstring."""
+                  sleep: Sleep | None = None, poll: float = POLL_INTERVAL,
+                  lost_after: float = LOST_AFTER, stall_after: float = STALL_TIMEOUT) -> None:
+    """Run ``transfers`` in order, filling each one's ``result``; see the module docstring.
+
+    ``sleep`` waits between polls and answers True when the job was
+    killed meanwhile (default: the job's ``wait_interrupt``).
+    """
+    wait: Sleep = sleep if sleep is not None else lu.proc.wait_interrupt
     for xfer in transfers:
         feedback_fn(f"{xfer.label}: sending from {xfer.src_node} to {xfer.dst_node}")
-        xfer.result = _run_one(lu, xfer, feedback_fn, clock=clock, sleep=sleep, poll=poll,
-                               lost_after=lost_after)
+        xfer.result = _run_one(lu, xfer, feedback_fn, clock=clock, sleep=wait, poll=poll,
+                               lost_after=lost_after, stall_after=stall_after)

@@ -185,7 +185,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         #: MACs generated for the NICs, released when the LU ends
         self.generated_macs: list[str] = []
         #: import mode: the image (canonical path on src_node) per disk
-        self.src_images: list[str | None] = []
+        self.src_images: list[instance_import.ImportImage | None] = []
         if op.mode not in (constants.INSTANCE_CREATE, constants.INSTANCE_IMPORT):
             raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
                                        " (only 'create' and 'import')", errors.ECODE_INVAL)
@@ -376,7 +376,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if self.op.mode == constants.INSTANCE_IMPORT:
             extra.update({"INSTANCE_SRC_NODE": self.op.src_node,
                           "INSTANCE_SRC_PATH": self.op.src_path,
-                          "INSTANCE_SRC_IMAGES": " ".join(i or "" for i in self.src_images)})
+                          "INSTANCE_SRC_IMAGES": " ".join(i.path if i else ""
+                                                          for i in self.src_images)})
         return instance_hook_env(self.cfg, self.new_inst, self.new_disks, extra)
 
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:

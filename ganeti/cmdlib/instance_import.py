@@ -11,13 +11,16 @@ cluster does not know are skipped with a warning; with ``identify_defaults``
 those equal to the cluster defaults are dropped).  :func:`import_disks`
 runs in Exec once the disks exist: each image is streamed from the source
 node to the primary node, where the OS ``import`` script writes it (a raw
-copy for an instance without OS).  The create LU removes the disks and
-the config entry again when it fails.
+copy for an instance without OS).  An image is a file of the export's own
+directory only, checked against the SHA-256 ``config.ini`` records and
+never larger than its disk (doc/exports.md, "Trusting an import").  The
+create LU removes the disks and the config entry again when it fails.
 """
 
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
 from typing import Any
 
 from ganeti import constants, errors, exportinfo, parameters
@@ -31,7 +34,7 @@ from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.pathutils import Paths
 from ganeti.private import Private
 
-__all__ = ["read_export", "import_disks", "EXPORT_DIR"]
+__all__ = ["read_export", "import_disks", "ImportImage", "EXPORT_DIR"]
 
 #: the export directory in canonical form (as node RPC names paths)
 EXPORT_DIR = Paths(root="/").export_dir
@@ -103,8 +106,34 @@ def _identify_defaults(lu: LogicalUnit[OpInstanceCreate], hv: str) -> None:
                 del given[key]
 
 
-def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[str | None]:
-    """Find and read the export, fill the opcode from it; the image path per new disk.
+@dataclass(frozen=True)
+class ImportImage:
+    """The image of one disk: ``file`` of export ``export`` (a name or canonical path),
+    and the SHA-256 its ``config.ini`` records (None: not recorded)."""
+
+    export: str
+    file: str
+    sha256: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``export NAME, file FILE`` for messages."""
+        return f"export {self.export}, file {self.file}"
+
+    @property
+    def path(self) -> str:
+        """The canonical path of the image (for the hooks' ``INSTANCE_SRC_IMAGES``)."""
+        base = self.export if self.export.startswith("/") \
+            else posixpath.join(EXPORT_DIR, self.export)
+        return posixpath.join(base, self.file)
+
+    def source(self) -> dict[str, Any]:
+        """The ``impexp_send`` source (:func:`ganeti.backend.impexp.open_export_file`)."""
+        return {"kind": "file", "export": self.export, "file": self.file}
+
+
+def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[ImportImage | None]:
+    """Find and read the export, fill the opcode from it; the image per new disk.
 
     Raises :class:`errors.OpPrereqError` when there is no (valid) export.
     """
@@ -141,18 +170,28 @@ def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[str | None]:
         op.osparams_private.setdefault(key, Private(value))
     if op.identify_defaults:
         _identify_defaults(lu, hv)
-    src_dir = op.src_path if op.src_path.startswith("/") \
-        else posixpath.join(EXPORT_DIR, op.src_path)
-    images: list[str | None] = []
+    images: list[ImportImage | None] = []
     for idx in range(len(op.disks)):
-        dump = info.disks[idx].dump if idx < len(info.disks) else None
-        images.append(posixpath.join(src_dir, dump) if dump else None)
+        disk = info.disks[idx] if idx < len(info.disks) else None
+        if disk is None or disk.dump is None:
+            images.append(None)
+            continue
+        if disk.sha256 is None:
+            lu.LogWarning(f"Export {op.src_path}: config.ini records no checksum for disk"
+                          f" {idx} (an export written without checksums); its image"
+                          f" {disk.dump} cannot be verified")
+        images.append(ImportImage(export=op.src_path, file=disk.dump, sha256=disk.sha256))
     return images
 
 
-def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, images: list[str | None],
-                 pnode: str, feedback_fn: FeedbackFn) -> None:
-    """Stream each export image into its new disk on ``pnode`` (see the module docstring)."""
+def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance,
+                 images: list[ImportImage | None], pnode: str, feedback_fn: FeedbackFn) -> None:
+    """Stream each export image into its new disk on ``pnode`` (see the module docstring).
+
+    The receiving node refuses an image larger than its disk and one whose
+    SHA-256 differs from the recorded one; the transfer then fails and the
+    create LU removes the new disks and the instance again.
+    """
     op = lu.op
     assert op.src_node is not None
     data = with_secret_osparams(instance_rpc_dict(lu.cfg, inst), op.osparams_secret)
@@ -161,9 +200,10 @@ def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, images: list
         if image is None:
             lu.LogWarning(f"The export has no image for disk {idx}; it stays empty")
             continue
+        dest = {"kind": "import", "instance": data, "index": idx,
+                "label": f"disk/{idx} ({image.label})", "sha256": image.sha256}
         transfers.append(Transfer(label=f"disk/{idx}", src_node=op.src_node,
-                                  source={"kind": "file", "path": image}, dst_node=pnode,
-                                  dest={"kind": "import", "instance": data, "index": idx},
+                                  source=image.source(), dst_node=pnode, dest=dest,
                                   op="import", instance=inst.name))
     run_transfers(lu, transfers, feedback_fn)
     if inst.disk_template == constants.DT_DISKLESS:

@@ -733,7 +733,8 @@ class JobQueue:
         A running job is only canceled with ``kill``: its unfinished opcodes
         are marked ``canceling`` and the running opcode is *interrupted*.
         Only interruptible opcodes react (``OP_TEST_DELAY`` with
-        ``interruptible`` stops its master-side sleep at once, see
+        ``interruptible`` stops its master-side sleep at once, and a disk
+        transfer of an export or import stops at its next poll, see
         :meth:`ganeti.mcpu.Processor.wait_interrupt`); any other opcode runs
         to its end and the job is canceled after it.  The job then ends
         ``canceled`` (unless the running opcode failed on its own first).

@@ -70,14 +70,9 @@ def open_source(ctx: NodeContext, source: Any) -> Source:
         raise errors.OpExecError(f"Invalid transfer source {source!r}")
     kind = source.get("kind")
     if kind == "file":
-        path = ctx.inside(ctx.paths.export_dir, ctx.local_path(str(source.get("path"))),
-                          "export image")
-        try:
-            fh = open(path, "rb")
-        except OSError as exc:
-            raise errors.OpExecError(f"Cannot open the export image {source.get('path')}:"
-                                     f" {exc.strerror or exc}") from exc
-        return Source(fh, os.fstat(fh.fileno()).st_size)
+        fh, size, _ = impexp.open_export_file(ctx, str(source.get("export")),
+                                              str(source.get("file")))
+        return Source(fh, size)
     if kind == "disk":
         instance, index, disk = source.get("instance"), source.get("index"), source.get("disk")
         if not isinstance(index, int) or not isinstance(disk, dict):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 
 import pytest
 
-from ganeti import diskstream, errors
-from ganeti.backend import impexp
+from ganeti import diskstream, errors, serializer
+from ganeti.backend import blockdev, impexp
+from ganeti.objects import Disk
+from ganeti.storage.filestorage import file_logical_id
 
 
 def _stream(data: bytes, *, sha: str | None = None, size: int | None = None,
@@ -107,3 +110,143 @@ def test_a_dead_sender_is_reported_failed(ctx) -> None:
     assert impexp.impexp_status(ctx, ["nope"]) == [None]
     impexp.impexp_cleanup(ctx, "t1")
     assert not os.path.exists(directory)
+
+
+# --- reading an export: its own files only, regular files only -----------------------------
+
+def _export(ctx, name: str = "e1", files: dict[str, bytes] | None = None) -> str:
+    directory = os.path.join(ctx.paths.export_dir, name)
+    os.makedirs(directory)
+    for fname, data in (files or {}).items():
+        with open(os.path.join(directory, fname), "wb") as fh:
+            fh.write(data)
+    return directory
+
+
+def test_an_export_file_opens_with_its_size_and_label(ctx) -> None:
+    _export(ctx, files={"img": b"x" * 300})
+    fh, size, label = impexp.open_export_file(ctx, "e1", "img")
+    with fh:
+        assert (fh.read(), size, label) == (b"x" * 300, 300, "export e1, file 'img'")
+    fh, _, label = impexp.open_export_file(ctx, "/srv/ganeti/export/e1", "img")
+    fh.close()
+    assert label == "export e1, file 'img'"
+
+
+def _special(ctx, kind: str, path: str) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        os.mkdir(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(path)
+        sock.close()
+    elif kind == "symlink":
+        os.symlink(os.path.join(ctx.paths.export_dir, "e2", "img"), path)
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("fifo", "is a FIFO, not a regular file"),
+    ("directory", "is a directory, not a regular file"),
+    ("socket", "is a socket or device without a reader"),
+    ("symlink", "is a symbolic link"),
+])
+def test_special_files_are_refused_at_once(ctx, kind, message) -> None:
+    directory = _export(ctx)
+    _export(ctx, "e2", {"img": b"other export"})
+    _special(ctx, kind, os.path.join(directory, "img"))
+    with pytest.raises(errors.OpExecError, match=message) as exc:
+        impexp.open_export_file(ctx, "e1", "img")   # a FIFO does not block
+    assert str(exc.value).startswith("export e1, file 'img' ")
+    assert ctx.paths.root not in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["../e2/img", "/srv/ganeti/export/e2/img", ".img", ""])
+def test_image_names_stay_in_their_export(ctx, name) -> None:
+    _export(ctx, files={"img": b"x"})
+    _export(ctx, "e2", {"img": b"other export"})
+    with pytest.raises(errors.OpExecError, match="not a file name of the export's own"):
+        impexp.open_export_file(ctx, "e1", name)
+
+
+def test_an_export_directory_linking_out_is_refused(ctx) -> None:
+    outside = os.path.join(ctx.paths.root, "elsewhere")
+    os.makedirs(outside)
+    with open(os.path.join(outside, "config.ini"), "w") as fh:
+        fh.write("[export]\n")
+    os.makedirs(ctx.paths.export_dir)
+    os.symlink(outside, os.path.join(ctx.paths.export_dir, "e1"))
+    with pytest.raises(errors.OpExecError, match="not inside the export directory") as exc:
+        impexp.export_info(ctx, "e1")
+    assert ctx.paths.root not in str(exc.value)
+
+
+def test_a_config_that_is_not_utf8_names_the_line_only(ctx) -> None:
+    _export(ctx, files={"config.ini": b"[export]\nversion = 0\nos = \xff\xfe\x1b[2J\n"})
+    with pytest.raises(errors.OpExecError) as exc:
+        impexp.export_info(ctx, "e1")
+    assert str(exc.value) == "export e1, file 'config.ini': line 3 is not UTF-8 text"
+
+
+def test_a_missing_export_names_it_relative(ctx) -> None:
+    os.makedirs(ctx.paths.export_dir)
+    with pytest.raises(errors.OpExecError, match="export e9, file 'config.ini' cannot be"
+                       " opened: No such file") as exc:
+        impexp.export_info(ctx, "e9")
+    assert ctx.paths.root not in str(exc.value)
+
+
+# --- receiving an import: the declared size and the recorded checksum ------------------------
+
+MIB = 1024 * 1024
+
+
+def _import_stream(ctx, data: bytes, *, sha: str | None, total: int | None = None,
+                   size_mib: int = 1) -> tuple[list, str]:
+    lid = list(file_logical_id("/srv/ganeti/file-storage", "imp1", "d1", 0))
+    disk = serializer.to_data(Disk(uuid="d1", dev_type="file", size=size_mib, logical_id=lid))
+    blockdev.blockdev_create(ctx, disk, size_mib, "imp1", True, "", False)
+    instance = {"name": "imp1", "os": None, "disks_info": [disk]}
+    out = diskstream.encode_json(diskstream.HEADER, {
+        "dest": {"kind": "import", "instance": instance, "index": 0, "sha256": sha,
+                 "label": "disk/0 (export e1, file img)"},
+        "total": len(data) if total is None else total})
+    for i in range(0, len(data), diskstream.MAX_DATA):
+        out += diskstream.encode(diskstream.DATA, data[i:i + diskstream.MAX_DATA])
+    out += diskstream.encode_json(diskstream.END, {"size": len(data),
+                                                   "sha256": hashlib.sha256(data).hexdigest()})
+    _, path = blockdev.assemble_disk(ctx, disk, "imp1", 0)
+    return _receive(ctx, out), path
+
+
+def test_an_image_with_its_recorded_checksum_is_written(ctx) -> None:
+    data = os.urandom(5000)
+    (ok, _), path = _import_stream(ctx, data, sha=hashlib.sha256(data).hexdigest())
+    assert ok
+    with open(path, "rb") as fh:
+        assert fh.read(5000) == data
+    assert os.path.getsize(path) == MIB
+
+
+def test_an_image_not_matching_its_recorded_checksum_is_refused(ctx) -> None:
+    data = os.urandom(5000)
+    (ok, why), _ = _import_stream(ctx, data, sha=hashlib.sha256(b"other").hexdigest())
+    assert not ok
+    assert why.startswith("disk/0 (export e1, file img): SHA-256 mismatch") and "refused" in why
+
+
+@pytest.mark.parametrize("total", [MIB + 1, 0], ids=["announced", "unannounced"])
+def test_an_image_larger_than_the_disk_is_refused(ctx, total) -> None:
+    (ok, why), path = _import_stream(ctx, b"y" * (MIB + 1), sha=None, total=total)
+    assert not ok and "is larger than the disk (1048576 bytes" in why
+    assert os.path.getsize(path) == MIB          # never grown
+
+
+def test_check_total_is_pure() -> None:
+    impexp.check_total(MIB, MIB, "x")
+    impexp.check_total(None, MIB, "x")
+    impexp.check_total(5 * MIB, None, "x")
+    with pytest.raises(errors.OpExecError, match="x: the image"):
+        impexp.check_total(MIB + 1, MIB, "x")
+    assert impexp.disk_bytes({"size": 2}) == 2 * MIB and impexp.disk_bytes({}) is None

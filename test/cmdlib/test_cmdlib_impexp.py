@@ -9,7 +9,7 @@ import pytest
 from fakes.clock import FakeClock
 from fakes.fakerpc import FakeRpc
 from ganeti import errors, progress
-from ganeti.cmdlib.impexp import Transfer, run_transfers
+from ganeti.cmdlib.impexp import Stall, Transfer, run_transfers
 
 
 class _LU:
@@ -50,7 +50,7 @@ def _setup(statuses: list[Any]) -> tuple[_LU, FakeRpc]:
 
 
 def _xfer() -> Transfer:
-    return Transfer(label="disk/0", src_node="n1", source={"kind": "file", "path": "/x"},
+    return Transfer(label="disk/0", src_node="n1", source={"kind": "file", "export": "e1", "file": "x"},
                     dst_node="n2", dest={"kind": "export"}, op="export", instance="inst1")
 
 
@@ -100,3 +100,40 @@ def test_a_silent_sending_node_counts_as_dead() -> None:
                       poll=1.0, lost_after=5.0)
     assert clock() - 1000.0 == pytest.approx(5.0)
     assert rpc.calls_to("impexp_abort") == [(["n1"], ["t-1"])]
+
+
+def test_a_transfer_moving_no_byte_is_stopped() -> None:
+    clock = FakeClock()
+    running = {"state": "running", "done": 7, "total": 100, "elapsed": 1}
+    lu, rpc = _setup([{"state": "running", "done": 0, "total": 100, "elapsed": 0}]
+                     + [running] * 50)
+    with pytest.raises(errors.OpExecError, match=r"disk/0: no data moved for 10 s \(after 7"
+                       r" bytes\); the transfer was stopped"):
+        run_transfers(lu, [_xfer()], lambda m: None, clock=clock, sleep=clock.sleep,
+                      poll=1.0, stall_after=10.0)
+    assert clock() - 1000.0 == pytest.approx(11.0)   # 7 bytes at 1 s, then 10 s of nothing
+    assert rpc.calls_to("impexp_abort") == [(["n1"], ["t-1"])]
+    assert rpc.calls_to("impexp_cleanup") == [(["n1"], ["t-1"])]
+
+
+def test_stall_is_pure() -> None:
+    stall = Stall(5.0, 0.0)
+    assert not stall.seen(0, 4.0) and not stall.seen(0, 4.9)
+    assert not stall.seen(10, 9.0)             # a byte moved: the watch starts again
+    assert not stall.seen(10, 13.9) and stall.seen(10, 14.0)
+
+
+def test_a_killed_job_stops_its_transfer_at_the_next_poll() -> None:
+    lu, rpc = _setup([{"state": "running", "done": 5, "total": 100, "elapsed": 1}] * 10)
+    waits: list[float] = []
+
+    def killed_on_second_wait(seconds: float) -> bool:
+        waits.append(seconds)
+        return len(waits) >= 2
+    with pytest.raises(errors.OpExecError, match="disk/0: transfer interrupted: the job was"
+                       " killed"):
+        run_transfers(lu, [_xfer()], lambda m: None, sleep=killed_on_second_wait, poll=0.5)
+    assert waits == [0.5, 0.5]
+    assert rpc.calls_to("impexp_abort") == [(["n1"], ["t-1"])]
+    assert rpc.calls_to("impexp_cleanup") == [(["n1"], ["t-1"])]
+    assert lu.table.jobs("inst1") == []
