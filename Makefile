@@ -89,7 +89,8 @@ bench: venv
 
 # A short soak of the real daemons (tools/soak/README.md); `make soak SOAK_ARGS=`
 # runs the full defaults (100 kill -9 cycles, 1,000 idle LUXI connections, ...).
-SOAK_ARGS ?= --cycles 20 --idle 200 --noded-conns 100 --calls 5 --rapi-requests 10000
+SOAK_ARGS ?= --cycles 20 --idle 200 --noded-conns 100 --calls 5 --rapi-requests 10000 \
+	--export-imports 60
 soak: venv
 	@$(VPY) -m compileall -q ganeti >/dev/null
 	$(VPY) tools/soak/soak.py $(SOAK_ARGS)

@@ -319,6 +319,12 @@ def parse(text: str) -> ExportInfo:
         info.nics.append(ExportNic(mac=nic_value("mac"), ip=nic_value("ip"),
                                    name=nic_value("name"), network=nic_value("network"),
                                    nicparams=params))
+    for key, found in (("disk_count", len(info.disks)), ("nic_count", len(info.nics))):
+        if _value(cfg.get(ins, key, fallback=None)) is not None \
+                and _int(cfg, text, ins, key, "count") != found:
+            raise errors.ConfigurationError(
+                f"Export: config.ini {_where(text, ins, key)}key {key} in [{ins}]: says"
+                f" {cfg.get(ins, key).strip()}, but {found} are described")
     sections = {constants.INISECT_HYP: info.hvparams, constants.INISECT_BEP: info.beparams,
                 constants.INISECT_OSP: info.osparams,
                 constants.INISECT_OSP_PRIVATE: info.osparams_private}

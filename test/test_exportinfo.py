@@ -116,3 +116,13 @@ def test_excerpt_is_short_and_printable() -> None:
     assert exportinfo.excerpt("\x00\x01\xff") == ""
     assert exportinfo.excerpt("a\nb") == "a?b"
     assert exportinfo.excerpt("x" * 100) == "x" * 40 + "..."
+
+
+@pytest.mark.parametrize("line, message", [
+    ("disk_count = 2", r"line 6, key disk_count in \[instance\]: says 2, but 1 are described"),
+    ("disk_count = \x07x", r"line 6, key disk_count in \[instance\]: invalid count '\?x'"),
+    ("nic_count = 1", r"key nic_count in \[instance\]: says 1, but 0 are described"),
+], ids=["disks", "garbage", "nics"])
+def test_counts_must_match_what_is_described(line: str, message: str) -> None:
+    with pytest.raises(errors.ConfigurationError, match=message):
+        exportinfo.parse(_DISK + line + "\n")

@@ -20,12 +20,17 @@ Scenarios (tools/soak/README.md describes each and its figure line):
 * ``failover``: seeded random histories of jobs, kills, partitions (root)
   and master failovers on a 3-node virtual cluster, checking after every
   step that no job id is acknowledged by two masters and no config serial
-  is written twice (``--failover-scenarios``, default 200).
+  is written twice (``--failover-scenarios``, default 200);
+* ``exports``: seeded tampered exports (flipped, truncated, appended,
+  oversized, foreign or special image files, bad config.ini bytes)
+  imported on a 2-node virtual cluster; none may be accepted
+  (``--export-imports``, default 200).
 
 Everything runs in a temporary directory that is removed at the end
 (``--keep`` keeps it).  Exit status 1 when kill9 or fulldisk saw the queue
 break a promise, rapi got a bad answer, rapi-memory saw an anonymous large
 body read, rapi-smuggle saw a hostile body accepted, failover saw the invariant broken,
+exports saw a tampered import accepted or leaving something behind,
 or a scenario crashed; the DoS
 figures are only reported.
 """
@@ -55,13 +60,14 @@ for _path in (_REPO, os.path.join(_REPO, "test", "integration"), _HERE):
         sys.path.insert(0, _path)
 
 import soak_dos  # noqa: E402
+import soak_exports  # noqa: E402
 import soak_failover  # noqa: E402
 import soak_queue  # noqa: E402
 import soak_rapi  # noqa: E402
 import soak_rapi_abuse  # noqa: E402
 
 SCENARIOS = ("kill9", "fulldisk", "luxi", "noded", "rapi", "rapi-memory", "rapi-smuggle",
-             "failover")
+             "failover", "exports")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -100,11 +106,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--failover-time-limit", type=float, default=1800.0,
                         help="stop the failover histories after this many seconds"
                              " (default 1800)")
+    parser.add_argument("--export-imports", type=int, default=200,
+                        help="imports of tampered exports (default 200)")
+    parser.add_argument("--export-time-limit", type=float, default=1800.0,
+                        help="stop the tampered imports after this many seconds (default 1800)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from time)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
     for name in ("cycles", "idle", "noded_conns", "clients", "calls", "rapi_requests",
-                 "rapi_memory_rounds", "rapi_memory_clients", "failover_scenarios"):
+                 "rapi_memory_rounds", "rapi_memory_clients", "failover_scenarios",
+                 "export_imports"):
         if getattr(opts, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     return opts
@@ -171,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         "failover": lambda d: soak_failover.run_failover(
             d, scenarios=opts.failover_scenarios, rng=rng,
             time_limit=opts.failover_time_limit, log=log),
+        "exports": lambda d: soak_exports.run_exports(
+            d, imports=opts.export_imports, rng=rng, time_limit=opts.export_time_limit,
+            log=log),
     }
     base = tempfile.mkdtemp(prefix="ganeti-soak-")
     lines: list[str] = []
