@@ -159,7 +159,8 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                     label=f"disk/{idx}", src_node=self.pnode.name, dst_node=target,
                     source={"kind": "disk", "disk": serializer.to_data(disk), "index": idx,
                             "instance": data},
-                    dest={"kind": "export", "instance_name": inst.name, "file": image},
+                    dest={"kind": "export", "instance_name": inst.name, "file": image,
+                          "limit": disk.size * 1024 * 1024, "label": f"disk/{idx}"},
                     op="export", instance=inst.name))
             run_transfers(self, transfers, feedback_fn)
             digests: list[str | None] = [_confirmed_sha256(x.result) for x in transfers]

@@ -250,3 +250,15 @@ def test_check_total_is_pure() -> None:
     with pytest.raises(errors.OpExecError, match="x: the image"):
         impexp.check_total(MIB + 1, MIB, "x")
     assert impexp.disk_bytes({"size": 2}) == 2 * MIB and impexp.disk_bytes({}) is None
+
+
+def test_an_export_image_larger_than_its_disk_is_refused(ctx) -> None:
+    impexp.export_stage(ctx, "i1", True)
+    raw = diskstream.encode_json(diskstream.HEADER, {
+        "dest": {"kind": "export", "instance_name": "i1", "file": "img.disk0", "limit": 2000,
+                 "label": "disk/0"}, "total": 2000})
+    raw += diskstream.encode(diskstream.DATA, b"z" * 1500) * 2
+    ok, why = _receive(ctx, raw)
+    assert not ok and why == ("disk/0: the image is larger than the disk (2000 bytes, its"
+                              " declared size); refused")
+    assert os.listdir(_staging(ctx)) == []

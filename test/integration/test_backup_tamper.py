@@ -168,6 +168,36 @@ def test_an_os_import_script_growing_the_disk_is_refused(vc):
              f"larger than its declared {DISK_MIB * MIB} bytes")
 
 
+def _without_os(directory: str) -> None:
+    """Make the export one of an instance without OS: its import copies raw."""
+    conf = os.path.join(directory, "config.ini")
+    with open(conf) as fh:
+        text = fh.read().replace("os = tinyos", "os = ")
+    with open(conf, "w") as fh:
+        fh.write(text)
+
+
+def test_the_raw_path_checks_the_checksum_and_the_size_too(vc):
+    directory, _, image = _copy(vc, "traw")
+    _without_os(directory)
+    name = "traw.example.com"
+    res = _import(vc, "traw", name)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert rows(vc, "name,os", name) == [[name, ""]]   # no OS: copied raw
+    (disk,) = disk_files(vc, N1, name)
+    assert _sha(disk) == _sha(image)
+    vc.ok("gnt-instance", "remove", "-f", name)
+    with open(image, "r+b") as fh:
+        fh.seek(77)
+        fh.write(b"\x00\xff")
+    _refused(vc, "traw", name, "SHA-256 mismatch")
+    with open(image, "ab") as fh:
+        fh.write(b"\xee" * 512)
+    _set_key(directory, "disk0_sha256", _sha(image))
+    _refused(vc, "traw", name, "is larger than the disk")
+    _no_file_larger_than_declared(vc)
+
+
 def test_a_dump_name_of_another_export_is_refused(vc):
     directory, info, _ = _copy(vc, "tother")
     _set_key(directory, "disk0_dump", f"../{SRC}/{info.disks[0].dump}")
@@ -207,6 +237,20 @@ def test_a_bad_config_is_described_without_its_bytes(vc):
     out = _refused(vc, "tbadconf", "tbadconf.example.com", "export tbadconf, file 'config.ini'",
                    "is not UTF-8 text")
     assert "garbage" not in out
+
+
+def test_an_os_export_writing_more_than_the_disk_fails(vc):
+    install_os(vc, "bigexport", {"export": "#!/bin/sh\nhead -c 1100000 /dev/zero\n"})
+    name = "tbigexp.example.com"
+    vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=1M", "-o", "bigexport",
+          "-n", N1, *NOCHECK, name)
+    res = vc.run("gnt-backup", "export", "-n", N2, name)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "is larger than the disk (1048576 bytes" in out, out
+    assert name not in vc.ok("gnt-backup", "list", "--no-headers")
+    assert glob.glob(os.path.join(vc.paths(N2).export_dir, name + "*")) == []
+    assert status_of(vc, name) == "running"
+    vc.ok("gnt-instance", "remove", "-f", name)
 
 
 def test_an_export_killed_mid_copy_ends_canceled(vc):
