@@ -13,7 +13,9 @@ started transfer is aborted if it still runs and its state is removed on
 the sending node; the receiving side drops its partial data by itself.
 A sending node that does not answer for ``lost_after`` seconds counts as
 dead; a transfer that moves no byte for ``stall_after`` seconds
-(:data:`STALL_TIMEOUT`) is stopped and fails; and a job killed while a
+(:data:`STALL_TIMEOUT`) before all its bytes are sent is stopped and fails
+(after that, the sender's own I/O timeout bounds the wait for the
+receiver's answer); and a job killed while a
 transfer runs (``gnt-job cancel --kill``) stops it at the next poll, so
 the job ends ``canceled`` instead of waiting for the copy.
 """
@@ -133,7 +135,10 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
                 if state == "failed":
                     finished = True
                     raise errors.OpExecError(f"{xfer.label}: {status.get('error')}")
-                if stall.seen(done, clock()):
+                # once all is sent, the sender's own I/O timeout bounds the wait for the
+                # receiver's answer (its OS script may still be writing)
+                sending = not total or done < int(total)
+                if stall.seen(done, clock()) and sending:
                     raise errors.OpExecError(f"{xfer.label}: no data moved for"
                                              f" {stall_after:.0f} s (after {done} bytes);"
                                              " the transfer was stopped")

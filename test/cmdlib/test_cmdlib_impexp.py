@@ -137,3 +137,13 @@ def test_a_killed_job_stops_its_transfer_at_the_next_poll() -> None:
     assert rpc.calls_to("impexp_abort") == [(["n1"], ["t-1"])]
     assert rpc.calls_to("impexp_cleanup") == [(["n1"], ["t-1"])]
     assert lu.table.jobs("inst1") == []
+
+
+def test_waiting_for_the_answer_after_the_last_byte_is_no_stall() -> None:
+    clock = FakeClock()
+    sent = {"state": "running", "done": 100, "total": 100, "elapsed": 1}
+    lu, _ = _setup([sent] * 30 + [{"state": "done", "done": 100, "total": 100, "elapsed": 31,
+                                   "sha256": "ab" * 32, "size": 100}])
+    run_transfers(lu, [_xfer()], lambda m: None, clock=clock, sleep=clock.sleep, poll=1.0,
+                  stall_after=10.0)
+    assert clock() - 1000.0 == pytest.approx(30.0)

@@ -285,3 +285,38 @@ def test_an_export_killed_mid_copy_ends_canceled(vc):
     assert glob.glob(os.path.join(vc.paths(N2).export_dir, name + ".new*")) == []
     (row,) = rows(vc, "status", name)
     assert row == ["running"]
+
+
+def test_an_import_killed_mid_copy_ends_canceled_and_leaves_nothing(vc):
+    """The case of the report: an import that does not progress, killed, used to stay
+    ``canceling``; now it ends ``canceled`` and the new instance is gone again."""
+    stall = ("#!/bin/sh\ni=0\nwhile [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
+             "cat >/dev/null\n")
+    install_os(vc, "stallimport", {"import": stall})
+    directory, _, _ = _copy(vc, "tkillimp")
+    conf = os.path.join(directory, "config.ini")
+    with open(conf) as fh:
+        text = fh.read().replace("os = tinyos", "os = stallimport")
+    with open(conf, "w") as fh:
+        fh.write(text)
+    name = "tkillimp.example.com"
+    res = vc.run("gnt-backup", "import", "--submit", "-n", N1, "--src-node", N2, "--src-dir",
+                 "tkillimp", *NOCHECK, name)
+    assert res.returncode == 0, res.stderr
+    job = res.stderr.split("JobID:")[1].split()[0]
+    deadline = time.monotonic() + 60
+    while "disk/0: sending" not in vc.ok("gnt-job", "info", job):
+        assert time.monotonic() < deadline, vc.ok("gnt-job", "info", job)
+        time.sleep(0.2)
+    vc.ok("gnt-job", "cancel", "--kill", job)
+    vc.run("gnt-job", "watch", job, timeout=90)
+    deadline = time.monotonic() + 60
+    status = ""
+    while time.monotonic() < deadline:
+        status = vc.ok("gnt-job", "list", "--no-headers", "-o", "status", job).strip()
+        if status not in ("running", "canceling"):
+            break
+        time.sleep(0.2)
+    assert status == "canceled", vc.ok("gnt-job", "info", job)
+    assert name not in vc.ok("gnt-instance", "list", "--no-headers", "-o", "name").split()
+    assert disk_files(vc, N1, name) == []
