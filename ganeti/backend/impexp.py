@@ -503,11 +503,11 @@ def _open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
         if not os.path.isdir(staging):
             raise errors.OpExecError(f"No export of {dest.get('instance_name')} in progress"
                                      " on this node")
-        sink = _FileSink(os.path.join(staging, check_name(dest.get("file"), "image")))
+        image = _FileSink(os.path.join(staging, check_name(dest.get("file"), "image")))
         limit = dest.get("limit")
-        sink.limit = limit if isinstance(limit, int) and limit >= 0 else None
-        sink.label = str(dest.get("label") or sink.label)
-        return sink
+        image.limit = limit if isinstance(limit, int) and limit >= 0 else None
+        image.label = str(dest.get("label") or image.label)
+        return image
     if kind == "import":
         instance, index = dest.get("instance"), dest.get("index")
         if not isinstance(instance, dict) or not isinstance(index, int):
