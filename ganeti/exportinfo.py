@@ -165,17 +165,17 @@ def build(info: ExportInfo) -> str:
     return out.getvalue()
 
 
-def excerpt(value: str) -> str:
+def excerpt(value: str, limit: int = _EXCERPT) -> str:
     """A short printable excerpt of ``value`` for an error text (``""`` when none is).
 
     Only printable ASCII is kept (other characters become ``?``), and at
-    most a couple of dozen characters, so that no raw bytes of a file
-    reach a job log.
+    most ``limit`` characters (default 40), so that no raw bytes of a
+    file reach a job log.
     """
     cleaned = "".join(c if " " <= c <= "~" else "?" for c in value.strip())
     if not cleaned.strip("?"):
         return ""
-    return cleaned if len(cleaned) <= _EXCERPT else cleaned[:_EXCERPT] + "..."
+    return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
 
 
 def _quoted(value: str) -> str:

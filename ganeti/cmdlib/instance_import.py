@@ -74,7 +74,9 @@ def _known_params(lu: LogicalUnit[Any], namespace: str, values: dict[str, str],
         try:
             known.update(parameters.check_params(namespace, {key: value}, subtype))
         except errors.ParameterError as exc:
-            lu.LogWarning(f"Ignoring parameter {key}={value!r} of the export: {exc}")
+            lu.LogWarning(f"Ignoring parameter {exportinfo.excerpt(key)}="
+                          f"'{exportinfo.excerpt(value)}' of the export:"
+                          f" {exportinfo.excerpt(str(exc), 200)}")
     return known
 
 
@@ -148,7 +150,8 @@ def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[ImportImage | None]:
     except errors.ConfigurationError as exc:
         raise errors.OpPrereqError(f"Invalid export in {op.src_path} on {op.src_node}: {exc}",
                                    errors.ECODE_INVAL) from None
-    lu.LogInfo(f"Importing instance {info.name} exported from {info.source or '?'}")
+    lu.LogInfo(f"Importing instance {exportinfo.excerpt(info.name, 100)} exported from"
+               f" {exportinfo.excerpt(info.source, 100) or '?'}")
     op.os_type = op.os_type or info.os or None
     op.disk_template = op.disk_template or info.disk_template
     if not op.disks:
