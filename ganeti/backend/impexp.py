@@ -43,8 +43,9 @@ from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
 
 __all__ = ["export_list", "export_info", "export_remove", "export_stage", "finalize_export",
-           "impexp_send", "impexp_status", "impexp_abort", "impexp_cleanup", "open_export_file",
-           "file_kind"]
+           "impexp_send", "impexp_status", "impexp_abort", "impexp_cleanup"]
+# (open_export_file and file_kind serve the import/export worker, ganeti.server.impexp_worker:
+# not node procedures, so not in __all__, which lists exactly the RPC rows' functions)
 
 logger = logging.getLogger(__name__)
 
