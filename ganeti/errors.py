@@ -24,6 +24,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      |    +-- JobQueueFull        too many jobs in the queue
      |    +-- JobLost             a job id that does not exist (any more)
      |    +-- JobFileCorrupted    a job file on disk cannot be parsed
+     |    +-- JobQueueQuorumError a new job did not reach a majority of the candidates (retry)
      +-- HttpError               bytes are not an HTTP/1.1 message we frame (carries a status)
      +-- LuxiError               the LUXI conversation itself failed
      |    +-- ProtocolError       malformed frame, bad JSON, oversized message
@@ -62,7 +63,7 @@ __all__ = [
     "OpExecError", "HooksAbort", "HooksFailure", "LockError", "RpcError",
     "RpcTransportError", "RemoteError", "HypervisorError", "StorageError",
     "InvalidOS", "JobQueueError", "JobQueueDrainError", "JobQueueFull",
-    "JobLost", "JobFileCorrupted", "HttpError", "LuxiError", "ProtocolError",
+    "JobLost", "JobFileCorrupted", "JobQueueQuorumError", "HttpError", "LuxiError", "ProtocolError",
     "LuxiTimeoutError", "ConnectionClosedError", "NoMasterError",
     "QueryFilterParseError", "ResolverError", "CertificateError",
     "CommandError", "RetryTimeout", "TagError", "UnitParseError", "UntrustedFileError",
@@ -189,6 +190,13 @@ class JobLost(JobQueueError):
 
 class JobFileCorrupted(JobQueueError):
     """Raised when a job file on disk cannot be parsed."""
+
+
+class JobQueueQuorumError(JobQueueError):
+    """Raised by a submission whose new job files could not be stored on a
+    strict majority of the master candidates: the job is not acknowledged
+    (it is marked failed and never runs, its id is never reused) and the
+    client may submit it again (doc/protocols/luxi.md, "Errors")."""
 
 
 class HttpError(GanetiError):

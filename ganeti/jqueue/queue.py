@@ -316,10 +316,26 @@ class JobQueue:
             return self._table.allocate(count)
 
     def _store_new(self, jobs: list[QueuedJob]) -> None:
+        """Write new jobs (and the serial) and wait for their quorum; then queue them.
+
+        Acknowledged means durable here and on a strict majority of the
+        master candidates (doc/design/replication.md, Invariant 1).  When
+        the quorum write fails the jobs are not acknowledged: they are
+        finished as failed with the error (so no master ever runs them,
+        and their ids stay used) and :class:`errors.JobQueueQuorumError`
+        is raised.
+        """
         held = {j.id: self.redactor.add(redact.private_values([op.op for op in j.ops]))
                 for j in jobs}
         try:
-            self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True)
+            self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True,
+                                    quorum=True)
+        except errors.JobQueueQuorumError as exc:
+            with self._lock:   # released when the failed jobs retire
+                self._held_secrets.update((job_id, texts) for job_id, texts in held.items()
+                                          if texts)
+            self._fail_unacknowledged(jobs, exc)
+            raise
         except BaseException:
             with self._lock:
                 self._table.unreserve(j.id for j in jobs)
@@ -334,6 +350,19 @@ class JobQueue:
                 self._push(job)
                 jnotify.job_submitted(self.events, job)
             self._changed.notify_all()
+
+    def _fail_unacknowledged(self, jobs: list[QueuedJob], exc: errors.JobQueueQuorumError) -> None:
+        """Finish jobs written locally but not on a quorum as failed with ``exc``.
+
+        Their files exist here (and maybe on a minority of candidates): the
+        final state is written and replicated like any other job's, so a
+        later master finds them finished, not queued.
+        """
+        with self._lock:
+            for job in jobs:
+                self._table.add_live(job)
+        for job in jobs:
+            self._finalize(job, lambda j: self._fail_from(j, 0, exc))
 
     # adoption (PickupJob) ------------------------------------------------------
     def pickup_job(self, job_id: Any) -> None:

@@ -21,7 +21,10 @@ highest job id found on disk.
 
 Replication (to master candidates) uses callbacks called after a file is
 durable: ``replicate_batch({file_name: content})`` once per committed
-batch (when given; otherwise ``replicate(file_name, content)`` per file),
+batch (when given; otherwise ``replicate(file_name, content)`` per file;
+what ``replicate_batch`` returns is handed to ``wait_replicated`` by a
+``write_jobs(..., quorum=True)``, which returns only when the new job
+files are on a majority of the master candidates),
 ``replicate_drain(flag)`` when the drain flag is set or cleared (without
 it, ``replicate(file_name, b"")`` when it is set) and
 ``replicate_rename(old, new)`` on archiving; the defaults do nothing.  The
@@ -53,7 +56,10 @@ SYNC_NONE = uio.SYNC_NONE
 ReplicateFn = Callable[[str, bytes], None]
 ReplicateRenameFn = Callable[[str, str], None]
 ReplicateDrainFn = Callable[[bool], None]
-ReplicateBatchFn = Callable[[dict[str, bytes]], None]
+#: returns a token for ``wait_replicated`` (the master's replicator: the
+#: batch's sequence number)
+ReplicateBatchFn = Callable[[dict[str, bytes]], object]
+WaitReplicatedFn = Callable[[object], None]
 
 
 #: Bounded backoff of the writer's retries after a failed commit: the first
@@ -83,11 +89,16 @@ class _Ticket:
     first commit that holds it, in error if that commit failed.
     """
 
-    __slots__ = ("event", "error", "files", "serial", "retry", "waited")
+    __slots__ = ("event", "error", "files", "serial", "retry", "waited", "replication",
+                 "replication_error")
 
     def __init__(self, files: dict[str, bytes], serial: bool, retry: bool, waited: bool) -> None:
         self.event = threading.Event()
         self.error: BaseException | None = None
+        # what the after-commit callback returned for the commit that held
+        # the ticket (or how it failed): set before the event
+        self.replication: object = None
+        self.replication_error: BaseException | None = None
         self.files = files
         self.serial = serial
         self.retry = retry
@@ -115,7 +126,7 @@ class _GroupWriter:
     pending content for it (memory stays bounded while failing).
     """
 
-    def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes]], None],
+    def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes]], object],
                  serial_data: Callable[[], tuple[str, bytes]],
                  scratch: uio.ScratchPool | None = None, *,
                  write_files: WriteFilesFn = uio.write_files_atomic,
@@ -211,11 +222,18 @@ class _GroupWriter:
                 if stopping:
                     return
                 continue
-            self._succeeded(tickets)
+            # replication is queued before the waiters wake up, so that a
+            # waiter can wait for its quorum with the callback's answer
+            token: object = None
+            hook_error: BaseException | None = None
             try:
-                self._after_commit(batch)
-            except Exception:  # replication must never stop the writer
+                token = self._after_commit(batch)
+            except Exception as exc:  # replication must never stop the writer
                 logger.exception("Job queue replication callback failed")
+                hook_error = exc
+            for t in tickets:
+                t.replication, t.replication_error = token, hook_error
+            self._succeeded(tickets)
 
     def _failed(self, tickets: list[_Ticket], exc: OSError, stopping: bool) -> None:
         with self._cond:
@@ -273,6 +291,7 @@ class JobStorage:
                  replicate_rename: ReplicateRenameFn | None = None,
                  replicate_batch: ReplicateBatchFn | None = None,
                  replicate_drain: ReplicateDrainFn | None = None,
+                 wait_replicated: WaitReplicatedFn | None = None,
                  write_files: WriteFilesFn = uio.write_files_atomic,
                  clock: Callable[[], float] = time.monotonic,
                  wait: WaitFn = _cond_wait) -> None:
@@ -287,6 +306,7 @@ class JobStorage:
         self._replicate_rename = replicate_rename
         self._replicate_batch = replicate_batch
         self._replicate_drain = replicate_drain
+        self._wait_replicated = wait_replicated
         self._drain_lock = threading.Lock()
         self._lock = threading.Lock()
         self._last_id = 0
@@ -375,7 +395,7 @@ class JobStorage:
         return archived_job_file_name(self.archive_dir, job_id)
 
     def write_jobs(self, items: Iterable[tuple[int, bytes]], *, wait: bool = True,
-                   serial: bool = False, retry: bool = False) -> None:
+                   serial: bool = False, retry: bool = False, quorum: bool = False) -> None:
         """Write job files durably (and the serial when ``serial``).
 
         With ``wait`` the call returns once the data is durable.  A failed
@@ -386,6 +406,11 @@ class JobStorage:
         ``wait`` the write is only scheduled, and retried until it succeeds
         (used for batched log messages).  Writes of one file reach the disk
         in the order of the calls.
+
+        With ``quorum`` (new jobs; needs ``wait``) the call returns only
+        once ``wait_replicated`` (when given) confirmed that the commit's
+        files reached a strict majority of the master candidates; else
+        :class:`errors.JobQueueQuorumError` (the files stay written here).
         """
         writer = self._writer
         if writer is None:
@@ -397,6 +422,13 @@ class JobStorage:
             if ticket.error is not None:
                 raise errors.JobQueueError(
                     f"Cannot write job file: {ticket.error}") from ticket.error
+            if quorum and self._wait_replicated is not None:
+                if ticket.replication_error is not None:
+                    raise errors.JobQueueQuorumError(
+                        f"The new job files could not be handed to replication"
+                        f" ({ticket.replication_error}); not acknowledged, submit again"
+                    ) from ticket.replication_error
+                self._wait_replicated(ticket.replication)
 
     @property
     def write_error(self) -> str | None:
@@ -405,14 +437,13 @@ class JobStorage:
         error = writer.error if writer is not None else None
         return None if error is None else str(error)
 
-    def _after_commit(self, batch: dict[str, bytes]) -> None:
+    def _after_commit(self, batch: dict[str, bytes]) -> object:
         if self._replicate_batch is not None:
-            self._replicate_batch(batch)
-            return
-        if self._replicate is None:
-            return
-        for path, data in batch.items():
-            self._replicate(path, data)
+            return self._replicate_batch(batch)
+        if self._replicate is not None:
+            for path, data in batch.items():
+                self._replicate(path, data)
+        return None
 
     # reads -----------------------------------------------------------------
     def list_job_ids(self) -> list[int]:

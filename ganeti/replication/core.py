@@ -24,7 +24,12 @@ The plan keeps:
   failing, up to 60 s), and are forgotten once they are no longer
   candidates;
 * **flush marks**: what "everything queued so far was sent" means, as
-  counters (:meth:`ReplicationPlan.flush_mark`, :meth:`ReplicationPlan.flushed`).
+  counters (:meth:`ReplicationPlan.flush_mark`, :meth:`ReplicationPlan.flushed`);
+* **the quorum of job-file updates**: for every file update sent, whether
+  a strict majority of the master candidates (the master counting as one)
+  now holds it (:func:`quorum_needed`, :meth:`ReplicationPlan.quorum_outcome`):
+  a new job is acknowledged only then (doc/design/replication.md,
+  Invariant 1).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from ganeti.objects import ConfigData, Node
 
 __all__ = ["ReplicationPlan", "ConfigPush", "ConfigSend", "PushOutcome", "JobBatch",
            "Segment", "FileUpdate", "Renames", "DrainFlag", "QueueCopy", "JobOp",
-           "FlushMark", "merge_op", "replication_targets", "plan_queue_copy",
+           "FlushMark", "merge_op", "replication_targets", "plan_queue_copy", "quorum_needed",
            "REPLICATION_TIMEOUT", "JOB_LINGER", "QUEUE_RESYNC_INTERVAL",
            "QUEUE_RESYNC_MAX_INTERVAL", "QUEUE_COPY_CHUNK"]
 
@@ -53,6 +58,16 @@ QUEUE_RESYNC_INTERVAL = 5.0
 QUEUE_RESYNC_MAX_INTERVAL = 60.0
 #: bytes of job files per request when a whole queue is copied to a candidate
 QUEUE_COPY_CHUNK = 4 << 20
+#: file updates whose quorum failed that the plan remembers (a waiter asks
+#: right after its update was sent, so a short history is enough)
+QUORUM_FAILURES_KEPT = 64
+
+
+def quorum_needed(candidates: int) -> int:
+    """How many of ``candidates`` other master candidates must hold a job file
+    so that, with the master's own copy, a strict majority of all
+    ``candidates + 1`` master candidates holds it (0 with none)."""
+    return (candidates + 1) // 2
 
 
 # --- targets ----------------------------------------------------------------------
@@ -174,11 +189,13 @@ def merge_op(into: JobOp, later: JobOp) -> bool:
 class Segment:
     """A run of merged operations of one kind in the job-file stream.
 
-    ``upto`` is the sequence number of the last operation merged into it.
+    ``first`` and ``upto`` are the sequence numbers of the first and the
+    last operation merged into it.
     """
 
     op: JobOp
     upto: int
+    first: int = 0
 
 
 @dataclass(frozen=True)
@@ -251,6 +268,8 @@ class ReplicationPlan:
         self._job_queued = 0
         self._job_done = 0
         self._job_busy = False
+        # file updates sent to fewer candidates than a quorum: (first, upto, why)
+        self._quorum_failed: list[tuple[int, int, str]] = []
         # candidates that missed a job-file operation
         self._stale: set[str] = set()
         self._resync_at = 0.0
@@ -361,6 +380,9 @@ class ReplicationPlan:
             else:
                 self._cand_serial[cand] = max(self._cand_serial.get(cand, 0), send.push.serial)
         if send.carried is not None:
+            if isinstance(send.carried.op, FileUpdate):
+                self.file_update_done(send.carried, send.push.candidates,
+                                      None if outcome is None else outcome.candidates_failed)
             self._job_busy = False
             self._job_done = max(self._job_done, send.carried.upto)
         if outcome is None:
@@ -374,14 +396,16 @@ class ReplicationPlan:
         self._last_ssconf = None if failed else send.push.ssconf
 
     # job files -------------------------------------------------------------------------
-    def queue_job_op(self, op: JobOp) -> None:
+    def queue_job_op(self, op: JobOp) -> int:
         """Append ``op`` to the job-file stream, merged into the last pending
-        segment when that is of the same kind."""
+        segment when that is of the same kind; its sequence number (for
+        :meth:`quorum_outcome`)."""
         self._job_queued += 1
         if self._segments and merge_op(self._segments[-1].op, op):
             self._segments[-1].upto = self._job_queued
         else:
-            self._segments.append(Segment(op, self._job_queued))
+            self._segments.append(Segment(op, self._job_queued, self._job_queued))
+        return self._job_queued
 
     @property
     def jobs_pending(self) -> bool:
@@ -419,6 +443,43 @@ class ReplicationPlan:
         """Report a batch handed out by :meth:`take_jobs` (and its resync) as sent."""
         self._job_busy = False
         self._job_done = max(self._job_done, batch.upto)
+
+    # quorum of file updates ---------------------------------------------------------
+    def file_update_done(self, segment: Segment, targets: list[str],
+                         failed: Iterable[str] | None) -> None:
+        """Record how the file update ``segment`` sent to ``targets`` went.
+
+        ``failed`` lists the targets that did not confirm it (None: nothing
+        is known, all count as failed).  Fewer confirmations than
+        :func:`quorum_needed` make every operation of the segment fail its
+        quorum (see :meth:`quorum_outcome`).  Call before the segment's
+        batch is reported done.
+        """
+        bad = set(targets) if failed is None else set(failed) & set(targets)
+        confirmed = len(targets) - len(bad)
+        need = quorum_needed(len(targets))
+        if confirmed >= need:
+            return
+        why = (f"stored on {confirmed + 1} of {len(targets) + 1} master candidates, a strict"
+               f" majority ({need + 1}) is needed; not stored on {', '.join(sorted(bad))}")
+        kept = self._quorum_failed[-(QUORUM_FAILURES_KEPT - 1):]
+        self._quorum_failed = [*kept, (segment.first or segment.upto, segment.upto, why)]
+
+    def quorum_outcome(self, seq: int) -> tuple[bool, str | None]:
+        """``(known, failure)`` for the job-file operation numbered ``seq``.
+
+        ``known`` is False while the operation has not been sent; then
+        ``failure`` is None when a strict majority of the candidates
+        confirmed it, else why not.  A failure forgotten meanwhile (more
+        than :data:`QUORUM_FAILURES_KEPT` later ones) reads as success:
+        waiters ask right after their send.
+        """
+        if self._job_done < seq:
+            return False, None
+        for first, upto, why in self._quorum_failed:
+            if first <= seq <= upto:
+                return True, why
+        return True, None
 
     # stale candidates ----------------------------------------------------------------
     def mark_stale(self, node_names: Iterable[str]) -> None:

@@ -369,10 +369,43 @@ class Replicator:
         return PushOutcome(failed, bool(others_failed) or timed_out)
 
     # job files -----------------------------------------------------------------------
-    def replicate_job_files(self, batch: dict[str, bytes]) -> None:
-        """Queue the files of one committed batch ``{path: content}``; returns at once."""
+    def replicate_job_files(self, batch: dict[str, bytes]) -> int:
+        """Queue the files of one committed batch ``{path: content}``; returns at once.
+
+        The answer is the batch's sequence number, for
+        :meth:`wait_job_quorum` (0 for an empty batch: nothing to wait for).
+        """
         if batch:
-            self._queue_job_op(FileUpdate(dict(batch)))
+            return self._queue_job_op(FileUpdate(dict(batch)))
+        return 0
+
+    def wait_job_quorum(self, seq: object, timeout: float | None = None) -> None:
+        """Wait until the job-file batch ``seq`` (from :meth:`replicate_job_files`)
+        is on a strict majority of the master candidates (the master counting
+        as one).
+
+        Raises :class:`errors.JobQueueQuorumError` when its send reached
+        fewer candidates, or when ``timeout`` (default: twice the RPC
+        timeout plus five seconds: one batch may be on the wire before ours)
+        runs out first.  Returns at once for 0 (nothing was queued).
+        """
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            raise errors.JobQueueQuorumError(
+                f"Job files were not handed to replication ({seq!r}): not acknowledged")
+        if seq <= 0:
+            return
+        if timeout is None:
+            timeout = 2 * self.timeout + 5.0
+        with self._cond:
+            known = self._cond.wait_for(lambda: self._plan.quorum_outcome(seq)[0], timeout)
+            failure = self._plan.quorum_outcome(seq)[1]
+        if not known:
+            raise errors.JobQueueQuorumError(
+                f"The new job files did not reach the master candidates within {timeout:g}s;"
+                " not acknowledged, submit again")
+        if failure is not None:
+            raise errors.JobQueueQuorumError(
+                f"The new job files are {failure}; not acknowledged, submit again")
 
     def replicate_job_file(self, path: str, data: bytes) -> None:
         """Queue one job queue file (see :meth:`replicate_job_files`)."""
@@ -399,14 +432,15 @@ class Replicator:
         if names:
             self._queue_job_op(QueueCopy(names))
 
-    def _queue_job_op(self, op: JobOp) -> None:
+    def _queue_job_op(self, op: JobOp) -> int:
         with self._cond:
-            self._plan.queue_job_op(op)
+            seq = self._plan.queue_job_op(op)
             self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
             self._cond.notify_all()
             inline = self._stopped
         if inline:
             self._job_loop(once=True)
+        return seq
 
     def _job_loop(self, once: bool = False) -> None:
         plan = self._plan
@@ -450,7 +484,9 @@ class Replicator:
             op = segment.op
             try:
                 if isinstance(op, FileUpdate):
-                    self._send_updates(op.files)
+                    targets, failed = self._send_updates(op.files)
+                    with self._cond:
+                        self._plan.file_update_done(segment, targets, failed)
                 elif isinstance(op, QueueCopy):
                     self._send_queue(op.nodes)
                 elif isinstance(op, DrainFlag):
@@ -464,6 +500,8 @@ class Replicator:
                         targets = self._plan.still_candidates(op.nodes)
                     else:
                         targets = self._plan.candidates()
+                    if isinstance(op, FileUpdate):
+                        self._plan.file_update_done(segment, targets, None)
                     self._plan.mark_stale(targets)
         self._resync_stale()
 
@@ -476,14 +514,18 @@ class Replicator:
             with self._cond:
                 self._plan.mark_stale(node_names)
 
-    def _send_updates(self, files: dict[str, bytes]) -> None:
+    def _send_updates(self, files: dict[str, bytes]) -> tuple[list[str], list[str]]:
+        """One ``jobqueue_update_many`` to every candidate; ``(targets, failed)``."""
         candidates = self._candidates()
         if self.rpc is None or not candidates:
-            return
+            return [], []
         items = _wire_files(self.paths.root, files.items())
         res = self.rpc.call("jobqueue_update_many", candidates, [items], timeout=self.timeout)
         names = ", ".join(sorted(os.path.basename(p) for p in files))
-        self._mark_stale(report_failures(f"Job queue replication of {names}", res))
+        failed = report_failures(f"Job queue replication of {names}", res)
+        self._mark_stale(failed)
+        # an offline node answers nothing: it holds no copy either
+        return candidates, failed + [n for n, r in res.items() if r.offline and n not in failed]
 
     def _resync_stale(self) -> None:
         """Send the whole queue to the stale candidates whose resync is due.

@@ -465,7 +465,8 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
                          replicate_rename=replicator.replicate_rename,
                          replicate_batch=replicator.replicate_job_files,
-                         replicate_drain=replicator.replicate_drain_flag)
+                         replicate_drain=replicator.replicate_drain_flag,
+                         wait_replicated=replicator.wait_job_quorum)
     storage.open()
     redactor = redactor if redactor is not None else Redactor()
     redactor.add_source(VersionedSource(lambda: cfg.committed().get_serial_no(),

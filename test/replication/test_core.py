@@ -413,3 +413,62 @@ def test_candidate_lag_of_a_first_failed_push_is_at_least_one() -> None:
     plan = _plan()
     _push(plan, 9, outcome=PushOutcome([C2]))
     assert plan.candidate_lag() == {C2: 1, C3: 0}
+
+
+# --- quorum of new job files (doc/design/replication.md, Invariant 1) ----------------
+
+@pytest.mark.parametrize("others, need", [(0, 0), (1, 1), (2, 1), (3, 2), (4, 2)],
+                         ids=["alone", "two", "three", "four", "five"])
+def test_quorum_needed_is_a_strict_majority_with_the_master(others: int, need: int) -> None:
+    assert core.quorum_needed(others) == need
+    assert (need + 1) * 2 > others + 1          # with the master's copy: a strict majority
+    assert need * 2 <= others + 1               # one fewer is not
+
+
+def test_a_file_update_is_unknown_until_sent_then_confirmed() -> None:
+    plan = _plan()
+    seq = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    assert plan.quorum_outcome(seq) == (False, None)
+    batch = _jobs(plan)
+    plan.file_update_done(batch.segments[0], [C2, C3], [C3])    # master + C2: 2 of 3
+    plan.jobs_done(batch)
+    assert plan.quorum_outcome(seq) == (True, None)
+
+
+def test_a_file_update_on_a_minority_fails_every_operation_merged_into_it() -> None:
+    plan = _plan()
+    first = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    second = plan.queue_job_op(FileUpdate({"q/job-2": b"2"}))     # merged with the first
+    batch = _jobs(plan)
+    assert len(batch.segments) == 1
+    plan.file_update_done(batch.segments[0], [C2, C3], [C2, C3])
+    plan.jobs_done(batch)
+    for seq in (first, second):
+        known, why = plan.quorum_outcome(seq)
+        assert known and why is not None and "1 of 3" in why and "node2, node3" in why
+    later = plan.queue_job_op(FileUpdate({"q/job-3": b"3"}))
+    batch = _jobs(plan)
+    plan.file_update_done(batch.segments[0], [C2, C3], [])
+    plan.jobs_done(batch)
+    assert plan.quorum_outcome(later) == (True, None)            # only its own send counts
+
+
+def test_a_file_update_carried_by_a_config_push_gets_the_push_outcome() -> None:
+    plan = _plan()
+    seq = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    plan.queue_config(1, b"one", SSCONF)
+    send = _config(plan)
+    assert send.files
+    plan.config_done(send, None)               # broke off: nobody confirmed
+    known, why = plan.quorum_outcome(seq)
+    assert known and why is not None
+
+
+def test_without_other_candidates_the_master_alone_is_the_quorum() -> None:
+    plan = ReplicationPlan(FakeClock())
+    plan.set_targets([], [N4])
+    seq = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    batch = _jobs(plan)
+    plan.file_update_done(batch.segments[0], [], [])
+    plan.jobs_done(batch)
+    assert plan.quorum_outcome(seq) == (True, None)

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes import FakeClock, FakeRpc, make_config  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
+from ganeti import errors  # noqa: E402
 from ganeti.utils.payload import decode_payload
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.replication import Replicator, driver  # noqa: E402
@@ -509,4 +510,44 @@ def test_a_symlinked_job_entry_is_not_followed_nor_replicated(tmp_path, caplog) 
     os.symlink(outside, os.path.join(q, "serial"))
     with pytest.raises(OSError, match="Untrusted queue serial"):
         driver.read_queue_files(paths)
+    rep.stop(timeout=5)
+
+
+def test_wait_job_quorum_returns_once_a_majority_holds_the_files(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)       # master + 2 candidates
+
+    def fail_on_3(node: str, args: list[Any]) -> Any:
+        if node == node_name(3):
+            raise errors.RemoteError("disk full")
+        return None
+
+    rpc.set_handler("jobqueue_update_many", fail_on_3)
+    seq = rep.replicate_job_files({os.path.join(paths.queue_dir, "job-1"): b"1"})
+    rep.wait_job_quorum(seq, timeout=10)                     # master + node2: 2 of 3
+    rep.stop(timeout=5)
+
+
+def test_wait_job_quorum_refuses_files_on_a_minority(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+
+    def fail(node: str, args: list[Any]) -> Any:
+        raise errors.RemoteError("disk full")
+
+    rpc.set_handler("jobqueue_update_many", fail)
+    seq = rep.replicate_job_files({os.path.join(paths.queue_dir, "job-1"): b"1"})
+    with pytest.raises(errors.JobQueueQuorumError, match="1 of 3 master candidates"):
+        rep.wait_job_quorum(seq, timeout=10)
+    rep.stop(timeout=5)
+
+
+def test_wait_job_quorum_gives_up_after_its_timeout(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    gate = Gate()
+    rpc.set_handler("jobqueue_update_many", gate)
+    try:
+        seq = rep.replicate_job_files({os.path.join(paths.queue_dir, "job-1"): b"1"})
+        with pytest.raises(errors.JobQueueQuorumError, match="within"):
+            rep.wait_job_quorum(seq, timeout=0.2)
+    finally:
+        gate.release.set()
     rep.stop(timeout=5)

@@ -1,0 +1,120 @@
+"""New jobs are acknowledged only on a quorum (doc/design/replication.md, Invariant 1).
+
+The storage hands each committed batch to ``replicate_batch`` and a
+submission waits for ``wait_replicated`` with its answer; here both are
+plain functions standing in for the replicator (whose quorum rules are
+tested in test/replication/).  The queue under test is the real one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pytest
+
+from ganeti import errors, serializer
+from ganeti.jqueue import JobQueue, JobStorage
+from ganeti.jqueue import storage as st
+from ganeti.pathutils import Paths
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Quorum:
+    """Counts replicated batches; ``fail`` makes the next waits refuse."""
+
+    def __init__(self) -> None:
+        self.batches: list[dict[str, bytes]] = []
+        self.waited: list[object] = []
+        self.fail = False
+        self.lock = threading.Lock()
+
+    def replicate(self, batch: dict[str, bytes]) -> int:
+        with self.lock:
+            self.batches.append(dict(batch))
+            return len(self.batches)
+
+    def wait(self, token: object) -> None:
+        self.waited.append(token)
+        if self.fail:
+            raise errors.JobQueueQuorumError("stored on 1 of 3 master candidates")
+
+
+RAN: list[str] = []
+
+
+class Recorder:
+    """Records the ``job=N`` of every opcode it runs."""
+
+    def execute_opcode(self, op: Any, cbs: Any) -> Any:
+        RAN.extend(r[1].split(";")[0] for r in op.reason if r[0].startswith("gnt:opcode:"))
+        cbs.notify_start()
+        return True
+
+
+def _queue(paths: Paths, quorum: Quorum) -> JobQueue:
+    storage = JobStorage(paths, sync_mode=st.SYNC_NONE, replicate_batch=quorum.replicate,
+                         wait_replicated=quorum.wait)
+    storage.open()
+    q = JobQueue(storage, Recorder, workers=1)
+    q.load()
+    return q
+
+
+def _on_disk(paths: Paths, job_id: int) -> dict[str, Any]:
+    with open(os.path.join(paths.queue_dir, f"job-{job_id}"), "rb") as fh:
+        return serializer.loads(fh.read())
+
+
+def test_a_submission_waits_for_the_quorum_of_its_own_batch(tmp_path) -> None:
+    quorum = Quorum()
+    q = _queue(Paths(root=str(tmp_path)), quorum)
+    try:
+        job_id = q.submit_job([{"OP_ID": "OP_TEST_DELAY", "duration": 0}])
+        assert quorum.waited and isinstance(quorum.waited[-1], int)
+        # the batch waited for holds the new job file and the queue serial
+        names = {os.path.basename(p) for p in quorum.batches[quorum.waited[-1] - 1]}
+        assert {f"job-{job_id}", "serial"} <= names
+    finally:
+        q.shutdown(5)
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["SubmitJob", "SubmitManyJobs"])
+def test_a_job_without_quorum_is_refused_failed_and_its_id_never_reused(tmp_path,
+                                                                        many: bool) -> None:
+    paths = Paths(root=str(tmp_path))
+    quorum = Quorum()
+    q = _queue(paths, quorum)
+    q.start()
+    op = {"OP_ID": "OP_TEST_DELAY", "duration": 0}
+    try:
+        quorum.fail = True
+        with pytest.raises(errors.JobQueueQuorumError, match="1 of 3"):
+            if many:
+                q.submit_many_jobs([[op], [op]])
+            else:
+                q.submit_job([op])
+        refused = [1, 2] if many else [1]
+        for job_id in refused:
+            data = _on_disk(paths, job_id)        # written here, finished as failed
+            assert [o["status"] for o in data["ops"]] == ["error"]
+            assert data["ops"][0]["result"][0] == "JobQueueQuorumError"
+            assert q.query_jobs([job_id], ["status"])[0] == ["error"]
+        quorum.fail = False
+        RAN.clear()
+        good = q.submit_job([op])
+        assert good == refused[-1] + 1
+        q.wait_for_job_change(good, ["status"], None, -1, 1.0)
+    finally:
+        quorum.fail = False
+        q.shutdown(5)
+    # a restarted master finds the refused jobs finished, not queued
+    q = _queue(paths, Quorum())
+    try:
+        q.start()
+        assert [q.query_jobs([i], ["status"])[0] for i in refused] == [["error"]] * len(refused)
+    finally:
+        q.shutdown(5)
+    assert not any(f"job={i}" in RAN for i in refused)
