@@ -61,7 +61,7 @@ def _float_arg(args: list[str], name: str, default: float) -> float:
 def master_failover(opts: Any, args: list[str]) -> int:
     """Make this master candidate the master (see the module docstring)."""
     from ganeti import bootstrap, pathutils
-    from ganeti.failover import quorum, takeover, vote
+    from ganeti.failover import catchup, quorum, takeover, vote
     from ganeti.failover.lease import LEASE_DURATION, RESERVE_BLOCK
     from ganeti.utils import net
     if opts.no_voting and not opts.yes_do_it:
@@ -86,6 +86,8 @@ def master_failover(opts: Any, args: list[str]) -> int:
     old = takeover.master_ip_params(data)["name"]
     rpc = takeover.node_rpc(paths, data, me, timeout_scale=scale)
     out(f"Master vote on {me} (the master is {old}):")
+    if not opts.no_voting:
+        catchup.catch_up_jobs(rpc, paths, data, me, out)
     decision = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER,
                                no_voting=opts.no_voting)
     out(decision.message)
@@ -101,6 +103,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
     if stopped and not opts.no_voting:
         # the old master flushed its last job updates: vote again for the final numbers
         data = takeover.load_local_config(paths)
+        catchup.catch_up_jobs(rpc, paths, data, me, out)
         final = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER)
         if not final.ok:
             out(final.message)
@@ -116,6 +119,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
                                         else final.epoch))
         takeover.set_epoch(rpc, decision.epoch)
     new = takeover.write_takeover_config(paths, data, me, decision)
+    catchup.clear_drain_flag(paths, out)
     serial = takeover.raise_queue_serial(paths, decision.queue_serial)
     out(f"{me}: configuration serial {new.serial_no}, master epoch {decision.epoch},"
         f" next job id {serial + 1}")

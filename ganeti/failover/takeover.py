@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ganeti import configfile, errors, serializer, ssconf
-from ganeti.failover import quorum, vote
+from ganeti.failover import catchup, quorum, vote
 from ganeti.objects import ConfigData, Node
 from ganeti.pathutils import Paths
 from ganeti.replication import copy_queue
@@ -241,6 +241,8 @@ def startup_vote(paths: Paths, me: str, *, no_voting: bool, retry_for: float,
                 f"This node ({me}) is not the master in its configuration (the master is"
                 f" {master.name if master else 'unknown'}); refusing to start")
     rpc = node_rpc(paths, data, me, timeout_scale=timeout_scale)
+    if not no_voting:
+        catchup.catch_up_before_startup(rpc, paths, data, me, log)
     decision = quorum.run_vote(rpc, data, me, mode=vote.MODE_STARTUP, no_voting=no_voting,
                                retry_for=retry_for, log=log)
     if not decision.ok:

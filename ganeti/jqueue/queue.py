@@ -331,11 +331,13 @@ class JobQueue:
             self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True,
                                     quorum=True)
         except errors.JobQueueQuorumError as exc:
+            named = errors.JobQueueQuorumError(
+                f"Job {', '.join(str(j.id) for j in jobs)} not acknowledged: {exc}")
             with self._lock:   # released when the failed jobs retire
                 self._held_secrets.update((job_id, texts) for job_id, texts in held.items()
                                           if texts)
-            self._fail_unacknowledged(jobs, exc)
-            raise
+            self._fail_unacknowledged(jobs, named)
+            raise named from exc
         except BaseException:
             with self._lock:
                 self._table.unreserve(j.id for j in jobs)

@@ -339,6 +339,12 @@ _ROWS = [
          "What the node believes: {master, candidate, epoch, reserved_job_id,"
          " reserved_serial} and, on a"
          " master candidate, config_serial, job_id (highest, archive included), queue_serial."),
+    _row("jobqueue_log", [], URGENT,
+         "This node's job log: {ids: [[first, last], ...] of every job file in the queue"
+         " and its archive, serial: the queue serial}."),
+    _row("jobqueue_fetch", [("job_ids", list)], FAST,
+         "[[id, 'queue'|'archive', content], ...] of those job ids held here (at most"
+         " about 8 MiB per answer; ask again for the rest)."),
     _row("master_lease", [("master", str), ("epoch", int), ("reserve_job_id", int),
                           ("reserve_serial", int)], URGENT,
          "Confirm the master's lease: accept its epoch (refused if older than one"

@@ -638,6 +638,24 @@ def _push_everything(context: MasterContext, *, with_queue: bool) -> None:
         replicator.replicate_queue_to(candidates)
 
 
+def _catch_up_candidates(context: MasterContext) -> None:
+    """Queue a copy of this master's whole queue to every candidate.
+
+    What candidates missed before this start (a previous master's replication
+    in memory was lost with it, or they were down) reaches them now, with
+    the queue serial and drain flag, before any new job file: nothing about
+    stale candidates survives a restart otherwise (doc/design/replication.md,
+    "Master start-up").
+    """
+    replicator = context.replicator
+    if not isinstance(replicator, Replicator):
+        return
+    candidates, _ = replicator.targets()
+    if candidates:
+        logger.info("Bringing the job queue of %s up to date", ", ".join(candidates))
+        replicator.replicate_queue_to(candidates)
+
+
 class _State:
     def __init__(self, context: MasterContext, server: MasterServer) -> None:
         self.context = context
@@ -664,6 +682,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     if decision is not None and (opts.no_voting or decision.stale):
         # nodes that still name another master (or hold an older config) get ours
         _push_everything(context, with_queue=opts.no_voting)
+    if decision is not None and not opts.no_voting:
+        _catch_up_candidates(context)
     dispatcher = LuxiDispatcher(context, guard=guard)
     server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
                           client_timeout=opts.client_timeout,
