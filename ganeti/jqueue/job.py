@@ -290,7 +290,7 @@ def job_from_disk(data: Any) -> QueuedJob:
                         end_timestamp=data.get("end_timestamp"))
     except (KeyError, TypeError, ValueError) as exc:
         raise errors.JobFileCorrupted(f"Invalid job data: {exc}") from exc
-    job.extra = {k: data[k] for k in ("livelock", "process_id") if k in data}
+    job.extra = {k: data[k] for k in ("livelock", "process_id", "epoch") if k in data}
     serials = [e[0] for op in ops for e in op.log
                if isinstance(e, list) and e and isinstance(e[0], int)]
     job.log_serial = max(serials, default=0)

@@ -100,7 +100,8 @@ class JobQueue:
     job start and end latencies are observed, or None; ``redactor``: the
     secret values scrubbed from results, errors and log entries (default:
     a new :class:`~ganeti.redact.Redactor`, which still knows the jobs'
-    own private values).
+    own private values); ``epoch()``: the master epoch recorded in each
+    new job file (None: none recorded).
     """
 
     def __init__(self, storage: JobStorage, processor_factory: ProcessorFactory, *,
@@ -109,8 +110,10 @@ class JobQueue:
                  monotonic: Callable[[], float] = time.monotonic,
                  size_limits: tuple[int, int] | None = None,
                  events: EventBus | None = None, metrics: MasterMetrics | None = None,
-                 redactor: redact.Redactor | None = None) -> None:
+                 redactor: redact.Redactor | None = None,
+                 epoch: Callable[[], int | None] = lambda: None) -> None:
         self.storage = storage
+        self._epoch = epoch
         self.redactor = redactor if redactor is not None else redact.Redactor()
         self._held_secrets: dict[int, list[str]] = {}   # job id -> texts held in redactor
         self.events = events
@@ -223,7 +226,7 @@ class JobQueue:
         self._check_accepting(ignore_drain, 1)
         job_ops = jsubmit.validate_ops(ops, relative_ok=False)
         job_id = self._allocate(1)[0]
-        job = jsubmit.build_job(job_id, job_ops, self._clock())
+        job = jsubmit.build_job(job_id, job_ops, self._clock(), self._epoch())
         self._store_new([job])
         return job_id
 
@@ -264,7 +267,7 @@ class JobQueue:
                 results[idx] = [False, str(exc)]
                 continue
             assigned.append(job_id)
-            new_jobs.append(jsubmit.build_job(job_id, job_ops, self._clock()))
+            new_jobs.append(jsubmit.build_job(job_id, job_ops, self._clock(), self._epoch()))
             results[idx] = [True, job_id]
         try:
             if new_jobs:

@@ -65,13 +65,19 @@ def resolve_relative(depends: list[Any] | None, idx: int,
     return resolved
 
 
-def build_job(job_id: int, ops: list[opcodes.OpCode], now: float) -> QueuedJob:
+def build_job(job_id: int, ops: list[opcodes.OpCode], now: float,
+              epoch: int | None = None) -> QueuedJob:
     """A new queued job ``job_id`` received at ``now``; each opcode gets its
-    ``gnt:opcode:*`` reason entry."""
+    ``gnt:opcode:*`` reason entry.  ``epoch``, the master epoch of the
+    master accepting it, is recorded in the job file (key ``epoch``,
+    doc/protocols/jobs.md, "Job file format")."""
     ts_ns = int(now * 1e9)
     qops = []
     for idx, op in enumerate(ops):
         op.reason = list(op.reason) + [[f"gnt:opcode:{op.OP_ID[3:].lower()}",
                                         f"job={job_id};index={idx}", ts_ns]]
         qops.append(QueuedOpCode.from_opcode(op))
-    return QueuedJob(id=job_id, ops=qops, received_timestamp=split_time(now))
+    job = QueuedJob(id=job_id, ops=qops, received_timestamp=split_time(now))
+    if epoch is not None:
+        job.extra["epoch"] = epoch
+    return job

@@ -472,7 +472,8 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     redactor.add_source(VersionedSource(lambda: cfg.committed().get_serial_no(),
                                         lambda: cfg.committed().get_private_values()))
     jq = JobQueue(storage, lambda: Processor(context), workers=workers, events=bus,
-                  size_limits=queue_limits, metrics=figures, redactor=redactor)
+                  size_limits=queue_limits, metrics=figures, redactor=redactor,
+                  epoch=lambda: cfg.get_cluster_info().master_epoch)
     context.jqueue = jq
 
     def _jobs_by_status() -> dict[str, int]:

@@ -118,3 +118,20 @@ def test_a_job_without_quorum_is_refused_failed_and_its_id_never_reused(tmp_path
     finally:
         q.shutdown(5)
     assert not any(f"job={i}" in RAN for i in refused)
+
+
+def test_each_new_job_file_records_the_epoch_of_the_master_that_accepted_it(tmp_path) -> None:
+    paths = Paths(root=str(tmp_path))
+    epoch = [4]
+    storage = JobStorage(paths, sync_mode=st.SYNC_NONE)
+    storage.open()
+    q = JobQueue(storage, Recorder, workers=1, epoch=lambda: epoch[0])
+    q.load()
+    op = {"OP_ID": "OP_TEST_DELAY", "duration": 0}
+    try:
+        first = q.submit_job([op])
+        epoch[0] = 5
+        second = q.submit_many_jobs([[op]])[0][1]
+    finally:
+        q.shutdown(5)
+    assert _on_disk(paths, first)["epoch"] == 4 and _on_disk(paths, second)["epoch"] == 5

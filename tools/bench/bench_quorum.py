@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""The cost of acknowledging a job only on a quorum of master candidates.
+
+doc/design/replication.md, Invariant 1: ``SubmitJob`` answers once the new
+job file is on the master's disk and on a strict majority of the master
+candidates.  For 1, 3 and 5 candidates (a virtual cluster of that many
+nodes, all candidates, no SSH servers), ``CLIENTS`` clients each submit
+``JOBS`` no-op jobs (``OP_TEST_DELAY`` 0 s) one ``SubmitJob`` at a time;
+printed per cluster size: the acknowledged-job rate (jobs/s from the first
+submission to the last answer), the rate until every job finished, and the
+submit latency p50/p99.
+
+With ``--baseline DIR`` (a checkout of another revision, e.g. ``git
+worktree add /tmp/base main``) every size is measured for both trees in
+the same run, alternating, the daemons of each run from its own tree, and
+the change is printed.  Target: the no-op job rate with 3 candidates
+within 20 % of the baseline's.
+
+Run: ``.venv/bin/python tools/bench/bench_quorum.py [--baseline DIR]``
+(about a minute per tree and size on an idle 2-CPU machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.environ.get("BENCH_REPO") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+
+from ganeti import errors, luxi  # noqa: E402
+from ganeti.tools import vcluster  # noqa: E402
+
+SIZES = (1, 3, 5)
+CLIENTS = 8
+JOBS = 40
+NOOP = {"OP_ID": "OP_TEST_DELAY", "duration": 0.0}
+TARGET = 0.20
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def _client_run(socket_path: str, count: int, latencies: list[float], ids: list[int],
+                failures: list[str]) -> None:
+    try:
+        with luxi.Client(socket_path, connect_timeout=10, rw_timeout=120) as cl:
+            for _ in range(count):
+                t0 = time.monotonic()
+                job_id = cl.SubmitJob([NOOP])
+                latencies.append(time.monotonic() - t0)
+                ids.append(int(job_id))
+    except errors.GanetiError as exc:
+        failures.append(str(exc))
+
+
+def _wait_finished(socket_path: str, ids: list[int], deadline: float) -> None:
+    with luxi.Client(socket_path, rw_timeout=120) as cl:
+        while time.monotonic() < deadline:
+            rows = cl.QueryJobs(ids, ["status"])
+            if all(row and row[0] in ("success", "error", "canceled") for row in rows):
+                return
+            time.sleep(0.05)
+    raise errors.GanetiError("The no-op jobs did not finish in time")
+
+
+def measure(nodes: int) -> dict[str, float]:
+    """One measurement on a fresh ``nodes``-node virtual cluster."""
+    with tempfile.TemporaryDirectory(prefix="bench-quorum-") as tmp:
+        directory = os.path.join(tmp, "vc")
+        vc = vcluster.create(directory, nodes, use_ssh=False)
+        try:
+            socket_path = vc.paths(vcluster.current_master(vc).name).master_socket
+            # warm-up: connections, first replication pushes
+            _client_run(socket_path, 5, [], [], [])
+            latencies: list[float] = []
+            ids: list[int] = []
+            failures: list[str] = []
+            threads = [threading.Thread(target=_client_run,
+                                        args=(socket_path, JOBS, latencies, ids, failures))
+                       for _ in range(CLIENTS)]
+            t0 = time.monotonic()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(300)
+            acked = time.monotonic() - t0
+            if failures:
+                raise errors.GanetiError(f"Submissions failed: {failures[:3]}")
+            _wait_finished(socket_path, ids, time.monotonic() + 300)
+            finished = time.monotonic() - t0
+        finally:
+            vcluster.destroy(directory)
+    return {"ack_rate": len(ids) / acked, "done_rate": len(ids) / finished,
+            "p50_ms": 1000 * _percentile(latencies, 50),
+            "p99_ms": 1000 * _percentile(latencies, 99)}
+
+
+def _one(tree: str, nodes: int) -> dict[str, float]:
+    """:func:`measure` in a new process running ``tree``'s code."""
+    env = {**os.environ, "BENCH_REPO": tree, "PYTHONPATH": tree}
+    res = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(nodes)],
+                         env=env, capture_output=True, text=True, timeout=900, check=False)
+    if res.returncode != 0:
+        raise errors.GanetiError(f"Measurement of {tree} with {nodes} nodes failed:\n"
+                                 f"{res.stdout}{res.stderr}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _line(label: str, fig: dict[str, float]) -> str:
+    return (f"  {label:9s} acknowledged {fig['ack_rate']:7.1f} jobs/s, finished"
+            f" {fig['done_rate']:7.1f} jobs/s, submit latency p50 {fig['p50_ms']:6.1f} ms"
+            f" p99 {fig['p99_ms']:6.1f} ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", help="a checkout of the revision to compare with")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    opts = parser.parse_args()
+    if opts.one:
+        print(json.dumps(measure(opts.one)))
+        return 0
+    print(f"{CLIENTS} clients x {JOBS} no-op SubmitJob each; load average"
+          f" {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    for nodes in opts.sizes:
+        print(f"{nodes} master candidate(s):", flush=True)
+        after = _one(REPO, nodes)
+        if opts.baseline:
+            before = _one(os.path.abspath(opts.baseline), nodes)
+            print(_line("baseline", before), flush=True)
+        print(_line("this tree", after), flush=True)
+        if opts.baseline:
+            change = after["done_rate"] / before["done_rate"] - 1
+            print(f"  no-op job rate {change:+.0%} ({'OK' if change >= -TARGET else 'SLOW'},"
+                  f" target within {TARGET:.0%})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
