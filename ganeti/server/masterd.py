@@ -403,7 +403,8 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                   event_buffer: int = events.DEFAULT_CAPACITY,
                   queue_limits: tuple[int, int] | None = None,
                   write_checks: list[Callable[[], None]] | None = None,
-                  redactor: Redactor | None = None) -> MasterContext:
+                  redactor: Redactor | None = None,
+                  job_quorum: bool = True) -> MasterContext:
     """Open the config, build the lock manager, RPC runner, event bus and job queue.
 
     The queue is loaded but its workers are not started; ``queue_limits``
@@ -413,6 +414,9 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     ``redactor`` (the daemon's, which its log handlers use; default a new
     one) learns the config's private values and scrubs the job queue's
     results and log entries (:mod:`ganeti.redact`).
+    ``job_quorum`` False (``--no-voting``) acknowledges new jobs once they
+    are on this node's disk, without waiting for a majority of the
+    candidates (doc/design/replication.md, Invariant 1).
     """
     change_hooks: list[Callable[[bytes, int], None]] = []
 
@@ -466,7 +470,7 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
                          replicate_rename=replicator.replicate_rename,
                          replicate_batch=replicator.replicate_job_files,
                          replicate_drain=replicator.replicate_drain_flag,
-                         wait_replicated=replicator.wait_job_quorum)
+                         wait_replicated=replicator.wait_job_quorum if job_quorum else None)
     storage.open()
     redactor = redactor if redactor is not None else Redactor()
     redactor.add_source(VersionedSource(lambda: cfg.committed().get_serial_no(),
@@ -588,7 +592,8 @@ def _vote(paths: Paths, opts: argparse.Namespace) -> Decision:
     me = netutils.hostname()
     if opts.no_voting:
         logger.warning("Starting WITHOUT the master vote (--no-voting --yes-do-it): this"
-                       " node's configuration and job queue will overwrite the other nodes'")
+                       " node's configuration and job queue will overwrite the other nodes',"
+                       " and new jobs are acknowledged without a majority of the candidates")
     decision = takeover.startup_vote(paths, me, no_voting=opts.no_voting,
                                      retry_for=opts.vote_timeout,
                                      timeout_scale=opts.rpc_timeout_scale,
@@ -678,7 +683,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
                             node_info_max_age=opts.node_info_max_age,
                             event_buffer=opts.event_buffer,
                             queue_limits=(opts.queue_limits[0], opts.queue_limits[1]),
-                            write_checks=write_checks, redactor=runtime.redactor)
+                            write_checks=write_checks, redactor=runtime.redactor,
+                            job_quorum=not opts.no_voting)
     guard = _guard(context, opts, write_checks)
     if decision is not None and (opts.no_voting or decision.stale):
         # nodes that still name another master (or hold an older config) get ours
