@@ -47,6 +47,10 @@ def format_error(err: BaseException) -> tuple[int, str]:
     if isinstance(err, errors.JobQueueFull):
         return EXIT_FAILURE, ("Failure: the job queue is full and doesn't accept new job"
                               " submissions until old jobs are archived")
+    if isinstance(err, errors.JobQueueQuorumError):
+        return EXIT_FAILURE, ("Failure: the job was not stored on a majority of the master"
+                              " candidates and was not accepted; submit it again (check the"
+                              f" job named first):\n{err}")
     if isinstance(err, errors.JobLost):
         return EXIT_FAILURE, f"Error checking job status: {err}"
     if isinstance(err, errors.NoMasterError):
