@@ -13,6 +13,7 @@ import math
 
 from ganeti import errors
 from ganeti.utils import io as uio
+from ganeti.utils import localfile
 
 __all__ = ["read_pause", "write_pause", "check_until"]
 
@@ -29,11 +30,15 @@ def check_until(until: object) -> float | None:
 
 
 def read_pause(path: str, now: float) -> int | None:
-    """The pause-until time (whole seconds) at ``path`` if it lies after ``now``, else None."""
+    """The pause-until time (whole seconds) at ``path`` if it lies after ``now``, else None.
+
+    The file is read without following a symbolic link; a link, a FIFO or a
+    directory there means "not paused" (:mod:`ganeti.utils.localfile`).
+    """
     try:
-        with open(path, "rb") as fh:
-            until = float(fh.read().strip() or b"0")
-    except (OSError, ValueError):
+        raw = localfile.read_local(path, what="watcher pause file", max_size=4096)
+        until = float((raw or b"").strip() or b"0")
+    except (OSError, ValueError, errors.GanetiError):
         return None
     return int(until) if math.isfinite(until) and until > now else None
 

@@ -54,6 +54,7 @@ from ganeti import errors
 from ganeti.pathutils import Paths, get_paths
 from ganeti.redact import Redactor
 from ganeti.server.logsetup import LogHandle, setup_logging
+from ganeti.utils import localfile
 
 __all__ = ["PidFile", "DaemonRuntime", "build_parser", "run_daemon", "raise_fd_limit"]
 
@@ -65,17 +66,30 @@ _READY = b"OK"
 class PidFile:
     """A pid file held with an exclusive ``flock`` for the daemon's lifetime.
 
-    The lock belongs to the open file, so it survives the daemonizing
-    forks and disappears when the daemon dies, even without cleanup.
+    The lock belongs to the open file description, so it survives the
+    daemonizing forks and disappears when the daemon dies, even without
+    cleanup.  Every descriptor of that description holds it, so the
+    processes the daemon itself forks (noded's request and spare children)
+    must not keep one: :meth:`keep_out_of_children` closes the descriptor
+    in every child forked afterwards (``os.register_at_fork``; closing, not
+    ``LOCK_UN``, which would drop the daemon's own lock), and exec'd
+    programs never get it (``O_CLOEXEC``).  A child still running when the
+    daemon is killed then cannot keep a new copy from starting.
+
+    The path is opened without following a symbolic link
+    (:mod:`ganeti.utils.localfile`); something other than a regular file
+    there is moved aside with a warning.
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._fd: int | None = None
+        self._hooked = False
 
     def acquire(self) -> None:
         """Lock the pid file; raises :class:`errors.LockError` if another copy runs."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = localfile.open_local(self.path, os.O_RDWR | os.O_CREAT, 0o644, what="pid file",
+                                  replace=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -95,6 +109,25 @@ class PidFile:
         if self._fd is None:
             raise errors.ProgrammerError("Pid file is not locked")
         return self._fd
+
+    def keep_out_of_children(self) -> None:
+        """From now on, close the pid file in every process this one forks.
+
+        Call it in the daemon's final process (after daemonizing): the
+        daemonizing forks themselves must carry the lock over.
+        """
+        if not self._hooked:
+            self._hooked = True
+            os.register_at_fork(after_in_child=self._close_in_child)
+
+    def _close_in_child(self) -> None:
+        """In a freshly forked child: drop our descriptor (the parent keeps the lock)."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
 
     def write_pid(self, pid: int | None = None) -> None:
         """Store ``pid`` (default: ours) in the locked file."""
@@ -316,6 +349,7 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
          notify_fd: int | None) -> tuple[int, bool]:
     """Run the daemon; its exit status, and whether it asked to be restarted."""
     pidfile.write_pid()
+    pidfile.keep_out_of_children()
     redactor = Redactor()
     logs = setup_logging(paths.daemon_log_file(name), debug=options.debug,
                          stderr=options.foreground, program=name, redactor=redactor)

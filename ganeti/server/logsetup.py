@@ -24,7 +24,10 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
+
+from ganeti import errors
+from ganeti.utils import localfile
 
 from ganeti.redact import Redactor
 
@@ -37,7 +40,26 @@ _DEBUG_FORMAT = ("%(asctime)s: {program} pid=%(process)d %(levelname)s"
 
 
 class ReopenableFileHandler(logging.handlers.WatchedFileHandler):
-    """A file handler that can be told to reopen its file (SIGHUP)."""
+    """A file handler that can be told to reopen its file (SIGHUP).
+
+    The log file is opened without following a symbolic link
+    (:mod:`ganeti.utils.localfile`); a link, directory or FIFO at its path
+    is moved aside, and the first line of the new file says so.
+    """
+
+    def _open(self) -> Any:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        note = ""
+        try:
+            fd = localfile.open_local(self.baseFilename, flags, 0o644, what="log file")
+        except errors.UntrustedFileError as exc:
+            aside = localfile.move_aside(self.baseFilename)
+            note = f"{exc}; moved it aside to {aside}\n"
+            fd = localfile.open_local(self.baseFilename, flags, 0o644, what="log file")
+        stream = os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+        if note:
+            stream.write(note)
+        return stream
 
     def reopen(self) -> None:
         """Close and reopen the log file (e.g. after log rotation)."""

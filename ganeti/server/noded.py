@@ -61,6 +61,13 @@ it; see :mod:`ganeti.server.noded_spare`.  Before waiting, a spare resets
 its signals, closes the parent's sockets and runs one in-process dummy
 ``version`` dispatch over a socketpair (no TLS, no file I/O) to touch the
 code it will run.  Idle spares count against nothing.
+
+Children never hold the daemon's pid-file lock (the runner closes it in
+every forked child: :meth:`ganeti.server.daemon.PidFile.keep_out_of_children`)
+and get :data:`noded_keepalive.RECLAIM_SIGNAL` when the parent dies
+(``PR_SET_PDEATHSIG``): an idle kept child closes at once, a busy one
+after its reply, an idle spare sees its channel close.  So a node daemon
+killed with SIGKILL can be started again at once (doc/watcher.md).
 """
 
 from __future__ import annotations
@@ -88,6 +95,7 @@ from ganeti.pathutils import Paths
 from ganeti.redact import Redactor
 from ganeti.rpc import defs
 from ganeti.server import noded_handshake, noded_keepalive, noded_spare
+from ganeti.utils import process
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context",
            "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
@@ -695,6 +703,12 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             signal.signal(signum, signal.SIG_DFL)
         self.reclaim = noded_keepalive.Reclaim()
         self.reclaim.install()
+        # a dead parent reclaims every slot: an idle kept child closes at once,
+        # a busy one after its reply (the pid file is already closed here:
+        # daemon.PidFile.keep_out_of_children)
+        process.set_parent_death_signal(noded_keepalive.RECLAIM_SIGNAL)
+        if os.getppid() != self.parent_pid:
+            self.reclaim.requested = True
         if self._wakeup is not None:
             for fd in self._wakeup:
                 os.close(fd)

@@ -1,12 +1,13 @@
 """Whether a daemon runs, from its pid file: light enough for the CLI's start-up.
 
 doc/cli-startup.md: a ``gnt-*`` command imports only a small set of
-modules; this one needs nothing beyond :mod:`os`.
+modules; this one needs nothing beyond :mod:`os` (and :mod:`stat`, which :mod:`os` imports).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 
 __all__ = ["running_pid", "is_zombie"]
 
@@ -20,13 +21,17 @@ def running_pid(path: str) -> int | None:
     """The pid in the pid file ``path`` if that process runs, else None.
 
     A missing or unreadable file, a non-number, and a process that exited
-    (a zombie included) all give None.
+    (a zombie included) all give None; so does anything but a regular file
+    at ``path`` (a symbolic link is not followed, a FIFO does not block).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO planted there cannot block the reader
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         raw = os.read(fd, _MAX_PID_FILE)
     except OSError:
         return None

@@ -1,7 +1,9 @@
-"""Running external commands with a timeout and captured output."""
+"""Running external commands with a timeout and captured output; a forked
+child's tie to its parent (:func:`set_parent_death_signal`)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -9,7 +11,27 @@ from dataclasses import dataclass
 
 from ganeti import errors
 
-__all__ = ["RunResult", "run_command"]
+__all__ = ["RunResult", "run_command", "set_parent_death_signal"]
+
+#: prctl(2) option: the signal this process gets when its parent dies
+_PR_SET_PDEATHSIG = 1
+
+
+def set_parent_death_signal(signum: int) -> bool:
+    """Ask the kernel to send ``signum`` to this process when its parent dies.
+
+    For a freshly forked child (``prctl(PR_SET_PDEATHSIG)``, Linux).  The
+    signal comes when the *thread* that forked it ends, so fork from a
+    thread that lives as long as the parent (the main thread).  A parent
+    that died before the call sends nothing: compare ``os.getppid()`` with
+    the parent's pid afterwards.  False where ``prctl`` is not available.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return False
+    return bool(prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signum), 0, 0, 0) == 0)
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,14 @@ def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
         clock: Callable[[], float] = time.time) -> int:
     """One watcher pass on this node; returns the exit status."""
     lock = state.WatcherLock(paths.watcher_lock_file)
-    if not lock.acquire():
+    try:
+        acquired = lock.acquire()
+    except (errors.GanetiError, OSError) as exc:
+        msg = f"Cannot take the watcher lock: {exc}; not running (remove or fix it)"
+        logger.error("%s", msg)
+        sys.stderr.write(msg + "\n")
+        return EXIT_FAILED
+    if not acquired:
         holder = lock.holder()
         msg = ("Another watcher is already running on this node"
                f"{f' (pid {holder})' if holder else ''}; exiting")

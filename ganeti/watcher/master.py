@@ -411,7 +411,11 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
         _log_plan(group, new_state)
         # attempts count when decided, so a crash between here and the submission
         # cannot make the watcher retry without limit
-        state.save_state(path, new_state)
+        try:
+            state.save_state(path, new_state)
+        except (OSError, errors.GanetiError) as exc:
+            logger.error("Cannot save the watcher state of group %s to %s: %s", groups[uuid],
+                         path, exc)
         statuses += [(i.name, i.status) for i in instances.get(uuid, [])]
     if opts.verify_disks and report.groups:
         verify_disks(cl, report.groups, opts, clock=clock)

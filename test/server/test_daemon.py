@@ -37,6 +37,13 @@ SCRIPT = textwrap.dedent("""
 
     def exec_fn(rt, state):
         assert state == "state"
+        if MODE == "fork":   # a child that outlives a killed daemon (as noded's may)
+            child = os.fork()
+            if child == 0:
+                import time
+                time.sleep(60)
+                os._exit(0)
+            open(rt.options.marker + ".child", "w").write(str(child))
         log.info("serving")
         rt.stop_event.wait(120)   # bounded: a stuck test daemon dies by itself
 
@@ -152,6 +159,55 @@ def test_foreground_mode(env, tmp_path) -> None:
     assert proc.returncode == 0
     assert "serving" in err
     assert not os.path.exists(paths.pid_file(NAME))
+
+
+@pytest.mark.integration  # starts a daemon
+def test_a_child_of_a_killed_daemon_does_not_keep_a_new_copy_from_starting(env,
+                                                                            tmp_path) -> None:
+    script, paths, environ, started = env
+    marker = str(tmp_path / "marker")
+    first = _start(script, environ, "fork", "--marker", marker)
+    assert first.returncode == 0, first.stderr
+    pid = int(open(paths.pid_file(NAME)).read())
+    started.append(pid)
+    assert _wait_for(lambda: os.path.exists(marker + ".child")
+                     and open(marker + ".child").read().strip() != "")
+    child = int(open(marker + ".child").read())
+    started.append(child)
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_for(lambda: not _alive(pid))
+    assert _alive(child)                     # the child still runs ...
+    second = _start(script, environ, "ok", "--marker", marker)
+    assert second.returncode == 0, second.stderr   # ... and holds no lock
+    pid2 = int(open(paths.pid_file(NAME)).read())
+    started.append(pid2)
+    assert pid2 not in (pid, child) and _alive(pid2)
+
+
+@pytest.mark.parametrize("kind", ["symlink", "directory", "fifo"])
+def test_a_non_file_at_the_pid_file_path_is_moved_aside(tmp_path, kind: str,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "x.pid"
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    if kind == "symlink":
+        path.symlink_to(target)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    pidfile = daemon.PidFile(str(path))
+    with caplog.at_level(logging.WARNING):
+        pidfile.acquire()
+    try:
+        pidfile.write_pid(4242)
+        assert path.is_file() and not path.is_symlink()
+        assert path.read_text() == "4242\n"
+        assert target.read_text() == "keep me\n"   # never written through the link
+        assert os.path.lexists(str(path) + ".invalid-1")
+        assert "moved it aside" in caplog.text
+    finally:
+        pidfile.release()
 
 
 def test_pid_file_lock_in_process(tmp_path) -> None:

@@ -31,3 +31,12 @@ def test_symlink_is_not_followed(tmp_path) -> None:
     link = tmp_path / "d.pid"
     link.symlink_to(real)
     assert pidfile.running_pid(str(link)) is None
+
+
+def test_a_fifo_or_directory_is_no_pid_file_and_does_not_block(tmp_path) -> None:
+    fifo = tmp_path / "fifo.pid"
+    os.mkfifo(fifo)
+    assert pidfile.running_pid(str(fifo)) is None
+    directory = tmp_path / "dir.pid"
+    directory.mkdir()
+    assert pidfile.running_pid(str(directory)) is None

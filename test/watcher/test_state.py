@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ganeti import errors
 from ganeti.pathutils import Paths
 from ganeti.watcher import core, nodes, state
 
@@ -48,6 +49,44 @@ def test_second_lock_holder_is_refused(tmp_path: Path) -> None:
     assert second.holder() == str(os.getpid())
     first.release()
     assert second.acquire()
+
+
+def test_a_symlink_at_the_lock_path_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    (tmp_path / "lock").symlink_to(target)
+    lock = state.WatcherLock(str(tmp_path / "lock"))
+    with pytest.raises(errors.UntrustedFileError, match="is a symbolic link"):
+        lock.acquire()
+    assert target.read_text() == "keep me\n" and (tmp_path / "lock").is_symlink()
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink", "fifo"])
+def test_a_non_file_at_the_state_path_is_moved_aside_and_the_state_starts_empty(
+        tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "watcher.g1.data"
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "symlink":
+        path.symlink_to(target)
+    else:
+        os.mkfifo(path)
+    with caplog.at_level(logging.WARNING):
+        assert state.load_state(str(path)) == core.GroupState()
+    assert "moved it aside" in caplog.text
+    st = core.GroupState(attempts={"i1": core.Attempts(1, 5.0)})
+    state.save_state(str(path), st)
+    assert state.load_state(str(path)) == st
+    assert target.read_text() == "keep me\n"
+
+
+def test_a_directory_at_the_status_path_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "instance-status"
+    path.mkdir()
+    state.write_instance_status(str(path), [("a", "running")])
+    assert path.read_text() == "a running\n"
 
 
 def _hook(directory: Path, name: str, body: str, mode: int = 0o755) -> None:
