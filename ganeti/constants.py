@@ -209,6 +209,9 @@ ADMINST_OFFLINE = "offline"
 ADMINST_ALL = frozenset([ADMINST_UP, ADMINST_DOWN, ADMINST_OFFLINE])
 ADMIN_SOURCE = "admin"
 USER_SOURCE = "user"
+#: in the error of a start/stop refused for its ``expected_admin_state``
+#: (doc/protocols/opcodes.md); the watcher logs such a refusal as a skip
+ADMIN_STATE_CHANGED = "admin state changed"
 INSTST_RUNNING = "running"
 INSTST_ADMINDOWN = "ADMIN_down"
 INSTST_ADMINOFFLINE = "ADMIN_offline"

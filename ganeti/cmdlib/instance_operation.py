@@ -11,6 +11,7 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters
 from ganeti.aliases import FeedbackFn
+from ganeti.objects import Instance
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
                                     rpc_one, with_secret_osparams)
@@ -28,7 +29,7 @@ ALREADY_RUNNING = "is already running"
 
 __all__ = ["LUInstanceRemove", "LUInstanceStartup", "LUInstanceShutdown", "LUInstanceReboot",
            "LUInstanceReinstall", "LUInstanceRename", "LUInstanceConsole",
-           "shutdown_instance", "remove_disks", "check_os"]
+           "shutdown_instance", "remove_disks", "check_os", "check_expected_admin_state"]
 
 
 def shutdown_instance(lu: InstanceLU, timeout: int, *, ignore_failures: bool = False) -> None:
@@ -105,13 +106,40 @@ class LUInstanceRemove(InstanceLU[OpInstanceRemove]):
         return None
 
 
+def check_expected_admin_state(inst: Instance, state: str | None, source: str | None,
+                               action: str) -> None:
+    """Refuse unless ``inst``'s admin state (and its source) is what the job expected.
+
+    ``state``/``source`` None expect nothing.  Called under the instance's
+    lock, so an operator's start or stop after the client decided (the
+    watcher decides minutes before its job runs) is never undone.  Raises
+    :class:`errors.OpPrereqError` (``ECODE_STATE``); its message contains
+    :data:`constants.ADMIN_STATE_CHANGED`.
+    """
+    if (state is None or inst.admin_state == state) and \
+            (source is None or inst.admin_state_source == source):
+        return
+    expected = " ".join(filter(None, [state and f"'{state}'",
+                                      source and f"(source {source})"]))
+    raise errors.OpPrereqError(
+        f"Instance {inst.name}: {constants.ADMIN_STATE_CHANGED} since the job was submitted:"
+        f" it is '{inst.admin_state}' (source {inst.admin_state_source}), the job expected"
+        f" {expected}; not {action} it", errors.ECODE_STATE)
+
+
 class LUInstanceStartup(InstanceLU[OpInstanceStartup]):
-    """Start the instance on its primary node."""
+    """Start the instance on its primary node.
+
+    With ``expected_admin_state``/``_source`` the start is refused when the
+    instance's admin state is no longer that (:func:`check_expected_admin_state`).
+    """
 
     HPATH = "instance-start"
 
     def CheckInstance(self) -> None:
         inst = self.instance
+        check_expected_admin_state(inst, self.op.expected_admin_state,
+                                   self.op.expected_admin_state_source, "starting")
         if inst.admin_state == constants.ADMINST_OFFLINE:
             raise errors.OpPrereqError(f"Instance {inst.name} is marked offline",
                                        errors.ECODE_STATE)
@@ -156,6 +184,8 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
     HPATH = "instance-stop"
 
     def CheckInstance(self) -> None:
+        check_expected_admin_state(self.instance, self.op.expected_admin_state,
+                                   self.op.expected_admin_state_source, "stopping")
         if self.instance.admin_state == constants.ADMINST_OFFLINE and not self.op.force:
             raise errors.OpPrereqError(f"Instance {self.instance.name} is marked offline",
                                        errors.ECODE_STATE)

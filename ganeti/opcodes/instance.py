@@ -91,6 +91,11 @@ def _check_beparams_change(value: dict[str, Any], where: str) -> None:
     parameters.check_params("be", value, allow_default=True)
 
 
+_EXPECTED_DOC = ("refuse (wrong_state) unless the instance's admin state (and its source)"
+                 " is still this when the job holds the instance's lock; for a client"
+                 " that decided earlier, such as the watcher")
+
+
 @dataclass(kw_only=True)
 class OpInstanceBase(OpCode):
     """Common base: an operation on one instance, named by ``instance_name``."""
@@ -159,6 +164,10 @@ class OpInstanceStartup(OpInstanceBase):
     beparams: dict[str, Any] = param({}, check=_check_beparams)
     no_remember: bool = False
     startup_paused: bool = False
+    expected_admin_state: str | None = param(None, choices=sorted(constants.ADMINST_ALL),
+                                             doc=_EXPECTED_DOC)
+    expected_admin_state_source: str | None = param(
+        None, choices=[constants.ADMIN_SOURCE, constants.USER_SOURCE], doc=_EXPECTED_DOC)
 
 
 @dataclass(kw_only=True)
@@ -171,6 +180,10 @@ class OpInstanceShutdown(OpInstanceBase):
     no_remember: bool = False
     admin_state_source: str | None = param(None, choices=[constants.ADMIN_SOURCE,
                                                           constants.USER_SOURCE])
+    expected_admin_state: str | None = param(None, choices=sorted(constants.ADMINST_ALL),
+                                             doc=_EXPECTED_DOC)
+    expected_admin_state_source: str | None = param(
+        None, choices=[constants.ADMIN_SOURCE, constants.USER_SOURCE], doc=_EXPECTED_DOC)
 
 
 @dataclass(kw_only=True)

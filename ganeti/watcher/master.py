@@ -260,12 +260,18 @@ def _reason(text: str, clock: Callable[[], float]) -> list[list[Any]]:
 
 def _jobs_for(plan: core.Plan, clock: Callable[[], float]) -> list[tuple[str, opcodes.OpCode]]:
     ops: list[tuple[str, opcodes.OpCode]] = []
+    # the jobs re-check under the instance's lock what the plan saw (admin
+    # state up, and for ERROR_down set by the admin): a start or stop by an
+    # operator since collect() makes them refuse instead of undoing it
     for name in plan.restart:
         ops.append((name, op_instance.OpInstanceStartup(
-            instance_name=name, reason=_reason("Restarting ERROR_down instance", clock))))
+            instance_name=name, expected_admin_state=constants.ADMINST_UP,
+            expected_admin_state_source=constants.ADMIN_SOURCE,
+            reason=_reason("Restarting ERROR_down instance", clock))))
     for name in plan.cleanup:
         ops.append((name, op_instance.OpInstanceShutdown(
             instance_name=name, admin_state_source=constants.USER_SOURCE,
+            expected_admin_state=constants.ADMINST_UP,
             reason=_reason("Cleaning up USER_down instance", clock))))
     for name in plan.activate_disks:
         ops.append((name, op_instance.OpInstanceActivateDisks(
@@ -293,20 +299,42 @@ def _log_plan(report: GroupReport, new_state: core.GroupState) -> None:
                        name, core.MAX_ATTEMPTS)
 
 
+def _admin_state_refusal(opresult: Any) -> str | None:
+    """The message when a job's result is its start/stop refused because the
+    instance's admin state changed (``expected_admin_state``), else None."""
+    for result in opresult if isinstance(opresult, list) else []:
+        if (isinstance(result, list) and len(result) == 2
+                and result[0] == "OpPrereqError" and isinstance(result[1], list)
+                and result[1] and isinstance(result[1][0], str)
+                and constants.ADMIN_STATE_CHANGED in result[1][0]):
+            return result[1][0]
+    return None
+
+
 def _wait_for_jobs(cl: LuxiClient, ids: list[int], timeout: float,
                    clock: Callable[[], float] = time.monotonic,
-                   sleep: Callable[[float], None] = time.sleep) -> list[int]:
-    """Wait until the jobs ``ids`` finish (at most ``timeout``); the failed ones."""
+                   sleep: Callable[[float], None] = time.sleep,
+                   names: dict[int, str] | None = None) -> list[int]:
+    """Wait until the jobs ``ids`` finish (at most ``timeout``); the failed ones.
+
+    A job refused because its instance's admin state changed since the
+    pass decided (an operator started or stopped it) is logged as a skip,
+    not as a failure; ``names`` maps job ids to instance names for that.
+    """
     deadline = clock() + timeout
     pending = list(ids)
     failed: list[int] = []
     while pending:
-        rows = cl.call("QueryJobs", [pending, ["id", "status"]])
+        rows = cl.call("QueryJobs", [pending, ["id", "status", "opresult"]])
         still = []
         for job_id, row in zip(pending, rows):
             status = row[1] if row else None
             if status in constants.JOBS_FINALIZED:
-                if status != constants.JOB_STATUS_SUCCESS:
+                refusal = _admin_state_refusal(row[2]) if len(row) > 2 else None
+                if status != constants.JOB_STATUS_SUCCESS and refusal is not None:
+                    logger.info("Skipping instance %s (job %s): %s",
+                                (names or {}).get(job_id, "?"), job_id, refusal)
+                elif status != constants.JOB_STATUS_SUCCESS:
                     failed.append(job_id)
                     logger.warning("Watcher job %s ended with status %s", job_id, status)
                 else:
@@ -447,7 +475,8 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
     if archived:
         logger.info("Archived %s finished job(s) older than %ss", archived, opts.job_age)
     if opts.wait_jobs:
-        ids = [job for group in report.groups for job in group.jobs.values()]
-        if ids:
-            report.failed_jobs = _wait_for_jobs(cl, ids, opts.wait_timeout)
+        names = {job: name for group in report.groups for name, job in group.jobs.items()}
+        if names:
+            report.failed_jobs = _wait_for_jobs(cl, list(names), opts.wait_timeout,
+                                                names=names)
     return report

@@ -933,3 +933,40 @@ def test_short_names_resolve_in_lus_queries_and_tags(env: Any) -> None:
         env.run("OP_INSTANCE_SHUTDOWN", instance_name="web")
     with pytest.raises(errors.OpPrereqError, match="not known"):
         _query(env, ["name"], ["=", "name", "web"])
+
+
+@pytest.mark.parametrize("op_id,change,expected,source", [
+    ("OP_INSTANCE_STARTUP", "shutdown", "up", None),
+    ("OP_INSTANCE_STARTUP", "user-shutdown", "up", "admin"),
+    ("OP_INSTANCE_SHUTDOWN", "startup", "down", None),
+], ids=["start-after-admin-stop", "start-after-user-stop", "stop-after-start"])
+def test_start_or_stop_refused_when_the_admin_state_changed(env: Any, op_id: str, change: str,
+                                                            expected: str,
+                                                            source: str | None) -> None:
+    _create(env, template="diskless")
+    if change == "shutdown":
+        env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    elif change == "user-shutdown":
+        env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1", admin_state_source="user")
+        inst = env.cfg.get_instance_info_by_name("inst1")
+        env.cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP, constants.USER_SOURCE)
+    else:
+        env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+        env.run("OP_INSTANCE_STARTUP", instance_name="inst1")
+    running = set(env.rpc.running["node1"])
+    before = env.raw()
+    params: dict[str, Any] = {"expected_admin_state": expected}
+    if source:
+        params["expected_admin_state_source"] = source
+    with pytest.raises(errors.OpPrereqError, match=constants.ADMIN_STATE_CHANGED) as info:
+        env.run(op_id, instance_name="inst1", **params)
+    assert info.value.ecode == errors.ECODE_STATE
+    assert env.raw() == before and set(env.rpc.running["node1"]) == running
+
+
+def test_start_with_the_expected_admin_state_runs(env: Any) -> None:
+    _create(env, template="diskless")
+    env.rpc.running["node1"].clear()            # crashed: ERROR_down
+    env.run("OP_INSTANCE_STARTUP", instance_name="inst1", expected_admin_state="up",
+            expected_admin_state_source="admin")
+    assert _query(env, ["status"]) == [["running"]]

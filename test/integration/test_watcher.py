@@ -385,3 +385,151 @@ def test_corrupt_state_file_is_reset(vc):
     assert "is corrupt" in text and "resetting it" in text
     assert serializer.loads(open(state_file(vc)).read())["version"] == 1
     assert "is corrupt" not in master_log(vc)
+
+
+def _wait(cond, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_an_operators_shutdown_while_the_pass_waits_is_not_undone(vc, tmp_path):
+    """The pass decides to restart a crashed instance, then waits for verify-disks;
+    the operator shuts the instance down meanwhile: the startup job is refused
+    under the instance's lock (expected_admin_state) and logged as a skip."""
+    hold, name = "a-hold.vcluster", "shut1.vcluster"
+    add(vc, hold, N2)
+    add(vc, name, N3)
+    fake_hv(vc, N3).simulate_crash(name)
+    assert status_of(vc, name) == "ERROR_down"
+    # a reboot of a-hold.vcluster holds its instance lock in a pre-hook until
+    # released; the group's verify-disks job (locks sorted: a-hold first) waits
+    # for it before it takes shut1's lock
+    hooks = vc.paths(N1).hooks_dir("instance-reboot", "pre")
+    os.makedirs(hooks, exist_ok=True)
+    held, release = tmp_path / "held", tmp_path / "release"
+    hook = os.path.join(hooks, "50-hold")
+    with open(hook, "w") as fh:
+        fh.write(f"#!/bin/sh\ntouch {held}\n"
+                 f"for i in $(seq 600); do [ -e {release} ] && exit 0; sleep 0.1; done\n")
+    os.chmod(hook, 0o755)
+    log_file = vc.paths(N1).daemon_log_file(constants.WATCHER)
+    offset = os.path.getsize(log_file) if os.path.exists(log_file) else 0
+    watcher = None
+    try:
+        cl = luxi.Client(vc.paths(N1).master_socket)
+        cl.SubmitJob([{"OP_ID": "OP_INSTANCE_REBOOT", "instance_name": hold,
+                       "reboot_type": "soft"}])
+        assert _wait(held.exists)
+        watcher = subprocess.Popen([sys.executable, vcluster.WATCHER, "--wait-children"],
+                                   env=vc.env(N1), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert _wait(lambda: any(j[2].startswith("GROUP_VERIFY_DISKS") for j in jobs(vc)))
+        vc.ok("gnt-instance", "shutdown", "--timeout", "0", name)   # the operator
+        assert status_of(vc, name) == "ADMIN_down"
+        release.touch()
+        _out, err = watcher.communicate(timeout=240)
+        assert watcher.returncode == 0, err
+    finally:
+        release.touch()
+        os.remove(hook)
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait(timeout=30)
+    with open(log_file, encoding="utf-8") as fh:
+        fh.seek(offset)
+        text = fh.read()
+    assert f"Restarting instance {name} (attempt 1 of 5)" in text
+    assert f"Skipping instance {name}" in text and constants.ADMIN_STATE_CHANGED in text
+    assert "ended with status error" not in text
+    assert status_of(vc, name) == "ADMIN_down"                   # not undone
+    (job,) = [j for j in jobs(vc) if j[2] == f"INSTANCE_STARTUP({name})"]
+    assert job[1] == "error"
+    assert constants.ADMIN_STATE_CHANGED in vc.ok("gnt-job", "info", job[0])
+    remove(vc, name)
+    remove(vc, hold)
+
+
+def test_a_directory_at_the_state_path_does_not_stop_the_pass(vc):
+    name = "statedir1.vcluster"
+    add(vc, name, N2)
+    master_log(vc)
+    path = state_file(vc)
+    os.remove(path)
+    os.mkdir(path)
+    os.mkdir(os.path.join(path, "inside"))
+    fake_hv(vc, N2).simulate_crash(name)
+    text = master_log(vc)
+    assert "moved it aside" in text and "is a directory" not in text.replace("was a directory",
+                                                                            "")
+    assert f"Restarting instance {name} (attempt 1 of 5)" in text
+    assert status_of(vc, name) == "running"
+    assert os.path.isfile(path) and serializer.loads(open(path).read())["version"] == 1
+    assert os.path.isdir(os.path.join(path + ".invalid-1", "inside"))   # kept for a look
+    remove(vc, name)
+
+
+def test_a_symlink_at_the_lock_path_is_refused_and_its_target_untouched(vc, tmp_path):
+    lock = vc.paths(N2).watcher_lock_file
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    if os.path.lexists(lock):
+        os.remove(lock)
+    os.symlink(target, lock)
+    try:
+        code, text = watch(vc, N2)[N2]
+    finally:
+        os.remove(lock)
+    assert code == 1
+    assert "Cannot take the watcher lock" in text and "is a symbolic link" in text
+    assert target.read_text() == "keep me\n"
+    code, text = watch(vc, N2)[N2]
+    assert code == 0, text
+
+
+def _noded_children(vc, node: str) -> set[int]:
+    from ganeti.server.noded_spare import CHILD_COMM
+    pid = bootstrap.daemon_pid(vc.paths(node), constants.NODED)
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = [int(x) for x in fh.read().split()]
+    except OSError:
+        return set()
+    found = set()
+    for child in children:
+        try:
+            with open(f"/proc/{child}/comm") as fh:
+                if fh.read().strip() == CHILD_COMM:
+                    found.add(child)
+        except OSError:
+            pass
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_node_daemon_killed_with_a_kept_child_is_restarted_at_once(vc):
+    """kill -9 of noded while a kept-connection child idles (it would for 15 s):
+    the child holds no pid-file lock, so the next pass starts a new node daemon,
+    and the child goes away with its parent."""
+    assert _wait(lambda: (vc.ok("gnt-instance", "list") is not None
+                          and bool(_noded_children(vc, N2))), timeout=30)
+    kept = _noded_children(vc, N2)
+    noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    os.kill(noded, signal.SIGKILL)
+    code, text = watch(vc, N2)[N2]
+    assert code == 0, text
+    assert "started the node daemon" in text and "Another copy" not in text
+    new = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    assert new not in (None, noded)
+    assert _wait(lambda: not any(_alive(pid) for pid in kept), timeout=10)
+    assert "node2.vcluster" in vc.ok("gnt-node", "list", "-o", "name,mfree")
