@@ -199,6 +199,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             raise errors.OpPrereqError(f"Invalid instance name '{op.instance_name}': {exc}",
                                        errors.ECODE_INVAL) from None
         if op.mode == constants.INSTANCE_CREATE:
+            if op.disk_template is None:
+                op.disk_template = self._default_template()
             self._check_template_args()   # an import reads them from the export first
         if op.pnode is not None and op.iallocator:
             raise errors.OpPrereqError("Give either a primary node or an iallocator, not both",
@@ -219,6 +221,15 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.check_ip: str | None = None
         if op.name_check:
             op.instance_name, self.check_ip = check_instance_name(self, op.instance_name)
+
+    def _default_template(self) -> str:
+        """The template of a creation that names none: the cluster's first enabled
+        one (as Ganeti does); :class:`errors.OpPrereqError` when none is enabled."""
+        enabled = self.cfg.get_cluster_info().enabled_disk_templates
+        if not enabled:
+            raise errors.OpPrereqError("No disk template given and none is enabled in the"
+                                       " cluster", errors.ECODE_STATE)
+        return enabled[0]
 
     def _check_template_args(self) -> None:
         op = self.op

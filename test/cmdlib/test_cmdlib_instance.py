@@ -935,6 +935,15 @@ def test_short_names_resolve_in_lus_queries_and_tags(env: Any) -> None:
         _query(env, ["name"], ["=", "name", "web"])
 
 
+def test_create_without_a_disk_template_takes_the_first_enabled_one(env: Any) -> None:
+    # the cluster enables diskless, file, sharedfile: Ganeti takes the first
+    params = {"instance_name": "inst1", "os_type": "tinyos", "pnode": "node1", "nics": [{}],
+              "name_check": False, "ip_check": False, "disks": []}
+    assert env.run("OP_INSTANCE_CREATE", **params) == ["node1"]
+    inst = env.cfg.get_instance_info_by_name("inst1")
+    assert inst.disk_template == "diskless"
+
+
 @pytest.mark.parametrize("op_id,change,expected,source", [
     ("OP_INSTANCE_STARTUP", "shutdown", "up", None),
     ("OP_INSTANCE_STARTUP", "user-shutdown", "up", "admin"),

@@ -416,3 +416,25 @@ def test_verify_warns_when_rapi_is_down(vc):
     finally:
         vcluster.start(vc.cluster, N1)
     assert request(vc, "GET", "/version")[0] == 200
+
+
+def test_create_without_a_disk_template_uses_the_clusters_first_enabled_one(vc):
+    """OP_INSTANCE_CREATE without disk_template, over RAPI and over LUXI: the
+    cluster's first enabled template (as Ganeti), not "Disk template 'None'"."""
+    from ganeti import cli, luxi
+    cl = luxi.Client(vc.paths(N1).master_socket)
+    first = cl.QueryClusterInfo()["enabled_disk_templates"][0]
+    disks = [] if first == constants.DT_DISKLESS else [{"size": 8}]
+    body = {"__version__": 1, "name": "notemplate1.example.com", "os": "tinyos",
+            "mode": "create", "disks": disks, "nics": [{}], "pnode": N2,
+            "name_check": False, "ip_check": False, "start": False}
+    submit_ok(vc, "POST", "/2/instances", body)
+    cli.submit_opcode_and_wait({"OP_ID": "OP_INSTANCE_CREATE",
+                                "instance_name": "notemplate2.example.com",
+                                "os_type": "tinyos", "disks": disks, "nics": [{}],
+                                "pnode": N2, "name_check": False, "ip_check": False,
+                                "start": False}, None, cl, feedback_fn=None)
+    for name in ("notemplate1.example.com", "notemplate2.example.com"):
+        status, inst, _ = request(vc, "GET", f"/2/instances/{name}")
+        assert status == 200 and inst["disk_template"] == first
+        submit_ok(vc, "DELETE", f"/2/instances/{name}")
