@@ -166,25 +166,81 @@ def current_master(vc: VCluster) -> VNode:
     return vc.node(vc.master)
 
 
-def pick_free_port(addresses: Sequence[str], *, attempts: int = 100,
-                   rng: random.Random | None = None) -> int:
-    """A random TCP port free on every address."""
+#: the lowest port a virtual cluster uses
+PORT_MIN = 20000
+_EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+
+
+def port_range(range_file: str = _EPHEMERAL_RANGE_FILE) -> tuple[int, int]:
+    """The ports a virtual cluster picks from: :data:`PORT_MIN` up to just below the
+    kernel's ephemeral range (where outgoing connections take their local port),
+    so a client socket never holds a daemon's port when it restarts."""
+    try:
+        with open(range_file, encoding="ascii") as fh:
+            low = int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return (PORT_MIN, low - 1) if low - 1 > PORT_MIN + 1000 else (PORT_MIN, 60000)
+
+
+class PortReservation:
+    """A TCP port held on every address until :meth:`release` (see :func:`reserve_port`)."""
+
+    def __init__(self, port: int, sockets: list[socket.socket]) -> None:
+        self.port = port
+        self._sockets = sockets
+
+    def release(self) -> None:
+        """Close the holding sockets (the daemons that bound the port keep it)."""
+        for sock in self._sockets:
+            sock.close()
+        self._sockets = []
+
+    def __enter__(self) -> PortReservation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def reserve_port(addresses: Sequence[str], *, attempts: int = 200,
+                 rng: random.Random | None = None) -> PortReservation:
+    """A random TCP port free on every address, held until released.
+
+    Picking and holding are one step: the port is bound on each address
+    without ``SO_REUSEADDR`` (so it fails wherever anything is bound, a
+    reservation of another cluster being created included), then the
+    sockets get ``SO_REUSEADDR`` and stay bound without listening.  Our
+    daemons (which bind with ``SO_REUSEADDR``) can still bind and listen
+    on it; every other reservation, and the kernel's choice of a local
+    port for outgoing connections, skip it.  So virtual clusters created
+    side by side never pick the same port (``Address already in use``).
+    """
     rng = rng or random.Random()
+    low, high = port_range()
     for _ in range(attempts):
-        port = rng.randint(20000, 60000)
+        port = rng.randint(low, high)
         socks: list[socket.socket] = []
         try:
             for address in addresses:
                 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                 socks.append(sock)
                 sock.bind((address, port))
-            return port
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         except OSError:
-            continue
-        finally:
             for sock in socks:
                 sock.close()
+            continue
+        return PortReservation(port, socks)
     raise errors.GanetiError(f"No free TCP port found on {', '.join(addresses)}")
+
+
+def pick_free_port(addresses: Sequence[str], *, attempts: int = 200,
+                   rng: random.Random | None = None) -> int:
+    """A random TCP port free on every address right now (not held: prefer
+    :func:`reserve_port` where something else may pick ports meanwhile)."""
+    with reserve_port(addresses, attempts=attempts, rng=rng) as reservation:
+        return reservation.port
 
 
 #: variables of the caller's environment that every virtual node's environment keeps
@@ -333,14 +389,35 @@ def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAK
     vnodes = [VNode(name=f"node{k}.vcluster", ip=f"{base_ip}.{k}",
                     root=os.path.join(directory, f"node{k}")) for k in range(1, nodes + 1)]
     addresses = [n.ip for n in vnodes]
-    noded_port = noded_port or pick_free_port(addresses)
-    if use_ssh:
-        ssh_port = ssh_port or pick_free_port(addresses)
-        while ssh_port == noded_port:
-            ssh_port = pick_free_port(addresses)
-    rapi_port = pick_free_port(addresses)
-    while rapi_port in (noded_port, ssh_port):
-        rapi_port = pick_free_port(addresses)
+    # the ports stay reserved until every daemon listens on them (reserve_port)
+    reserved: list[PortReservation] = []
+    try:
+        noded_port = noded_port or _reserve(addresses, reserved)
+        if use_ssh:
+            ssh_port = ssh_port or _reserve(addresses, reserved)
+        rapi_port = _reserve(addresses, reserved)
+        return _create(directory, vnodes, hypervisor=hypervisor, noded_port=noded_port,
+                       ssh_port=ssh_port if use_ssh else None, rapi_port=rapi_port,
+                       offline_add=offline_add, masterd_args=masterd_args,
+                       kvm_accel=kvm_accel, log=log)
+    finally:
+        for reservation in reserved:
+            reservation.release()
+
+
+def _reserve(addresses: Sequence[str], reserved: list[PortReservation]) -> int:
+    """Reserve one more port (distinct from the ones in ``reserved``, which hold theirs)."""
+    reservation = reserve_port(addresses)
+    reserved.append(reservation)
+    return reservation.port
+
+
+def _create(directory: str, vnodes: list[VNode], *, hypervisor: str, noded_port: int,
+            ssh_port: int | None, rapi_port: int, offline_add: bool,
+            masterd_args: Sequence[str], kvm_accel: str, log: Log) -> VCluster:
+    """:func:`create` once the ports are chosen (and reserved)."""
+    use_ssh = ssh_port is not None
+    nodes = len(vnodes)
     vc = VCluster(directory=directory, cluster_name=CLUSTER_NAME, noded_port=noded_port,
                   ssh_port=ssh_port if use_ssh else None, master=vnodes[0].name,
                   hypervisor=hypervisor, masterd_args=list(masterd_args), nodes=vnodes,
