@@ -35,7 +35,7 @@ from ganeti.rapi import resources, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.logsetup import AccessLog
 from ganeti.server.luxiserver import fix_mmap_threshold, limit_malloc_arenas, release_memory
-from ganeti.utils import jsonshape
+from ganeti.utils import jsonshape, localfile
 
 __all__ = ["MAX_BODY", "MAX_ANONYMOUS_BODY", "MAX_JSON_DEPTH", "MAX_JSON_VALUES",
            "TRIM_AFTER", "body_limit", "decode_body", "REQUEST_TIMEOUT", "DeadlineReader", "UsersTable", "RapiServer", "make_tls_context",
@@ -106,7 +106,11 @@ class DeadlineReader(io.RawIOBase):
 
 
 class UsersTable:
-    """The users file, kept current: :meth:`reload` keeps the old table on errors."""
+    """The users file, kept current: :meth:`reload` keeps the old table on errors.
+
+    The file is opened without following a symbolic link; a link, FIFO or
+    directory at its path is an error (logged, the old table stays).
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -121,12 +125,13 @@ class UsersTable:
     def reload(self) -> bool:
         """Read the file again; False (and a log line) when it is broken."""
         try:
-            with open(self.path, encoding="utf-8") as fh:
+            fd = localfile.open_local(self.path, os.O_RDONLY, what="RAPI users file")
+            with open(fd, encoding="utf-8") as fh:
                 mode = os.fstat(fh.fileno()).st_mode
                 text = fh.read()
         except FileNotFoundError:
             text, mode = "", 0
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, errors.UntrustedFileError) as exc:
             logger.error("Cannot read the RAPI users file %s: %s; keeping the previous"
                          " users", self.path, exc)
             return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.message
+import os
 import ssl
 import sys
 from pathlib import Path
@@ -104,6 +105,23 @@ def test_users_table_keeps_old_table_on_error(tmp_path, caplog):
     path.chmod(0o644)
     assert table.reload() is True and set(table.get()) == {"jill"}
     assert "accessible by others" in caplog.text
+
+
+def test_users_file_is_not_read_through_a_symlink_or_a_fifo(tmp_path, caplog):
+    path = tmp_path / "users"
+    path.write_text("jack pw write\n")
+    path.chmod(0o600)
+    table = rapi.UsersTable(str(path))
+    other = tmp_path / "other"
+    other.write_text("mallory pw write\n")
+    path.unlink()
+    path.symlink_to(other)
+    assert table.reload() is False and set(table.get()) == {"jack"}
+    assert "is a symbolic link" in caplog.text
+    path.unlink()
+    os.mkfifo(path)
+    assert table.reload() is False and set(table.get()) == {"jack"}   # did not block
+    assert "is a FIFO" in caplog.text
 
 
 def test_listen_backlog_takes_a_burst_of_clients():
