@@ -533,3 +533,20 @@ def test_a_node_daemon_killed_with_a_kept_child_is_restarted_at_once(vc):
     assert new not in (None, noded)
     assert _wait(lambda: not any(_alive(pid) for pid in kept), timeout=10)
     assert "node2.vcluster" in vc.ok("gnt-node", "list", "-o", "name,mfree")
+
+
+def test_a_directory_at_the_node_daemons_pid_file_path_does_not_keep_it_down(vc):
+    paths = vc.paths(N3)
+    noded = bootstrap.daemon_pid(paths, constants.NODED)
+    os.kill(noded, signal.SIGKILL)
+    assert _wait(lambda: not _alive(noded), timeout=10)
+    pid_file = paths.pid_file(constants.NODED)
+    if os.path.lexists(pid_file):
+        os.remove(pid_file)
+    os.mkdir(pid_file)
+    code, text = watch(vc, N3)[N3]
+    assert code == 0, text
+    assert "started the node daemon" in text
+    assert os.path.isfile(pid_file) and os.path.isdir(pid_file + ".invalid-1")
+    assert bootstrap.daemon_pid(paths, constants.NODED) not in (None, noded)
+    os.rmdir(pid_file + ".invalid-1")
