@@ -249,6 +249,25 @@ def test_log_reopen(tmp_path) -> None:
     assert "second" in text and "ganeti-noded" in text and "hidden" not in text
 
 
+def test_a_symlink_at_the_log_path_is_moved_aside_not_written_through(tmp_path) -> None:
+    logfile = tmp_path / "node-daemon.log"
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    logfile.symlink_to(target)
+    logger = logging.getLogger("test.logsetup.symlink")
+    logger.propagate = False
+    handle = logsetup.setup_logging(str(logfile), program="ganeti-noded", logger=logger)
+    try:
+        logger.info("hello")
+    finally:
+        handle.close()
+    assert target.read_text() == "keep me\n"
+    assert not logfile.is_symlink()
+    text = logfile.read_text()
+    assert "is a symbolic link" in text and "moved it aside" in text and "hello" in text
+    assert os.path.islink(str(logfile) + ".invalid-1")
+
+
 def test_access_log_common_log_format(tmp_path) -> None:
     line = logsetup.format_access_line("127.0.0.1", "jack", 'GET /2/info HTTP/1.1', 200, 2326,
                                        when=971186136.0)
