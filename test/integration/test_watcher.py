@@ -550,3 +550,24 @@ def test_a_directory_at_the_node_daemons_pid_file_path_does_not_keep_it_down(vc)
     assert os.path.isfile(pid_file) and os.path.isdir(pid_file + ".invalid-1")
     assert bootstrap.daemon_pid(paths, constants.NODED) not in (None, noded)
     os.rmdir(pid_file + ".invalid-1")
+
+
+def test_a_node_daemon_killed_during_a_request_is_restarted_while_the_child_finishes(vc):
+    """A child busy with a request (a node-side delay) when noded dies holds no
+    pid-file lock: the next pass starts a new node daemon while the child
+    still runs; the child finishes its request and exits."""
+    before = _noded_children(vc, N2)
+    cl = luxi.Client(vc.paths(N1).master_socket)
+    job = cl.SubmitJob([{"OP_ID": "OP_TEST_DELAY", "duration": 6.0, "on_master": False,
+                         "on_nodes": [N2]}])
+    assert _wait(lambda: bool(_noded_children(vc, N2) - before), timeout=30)
+    busy = _noded_children(vc, N2) - before
+    noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    os.kill(noded, signal.SIGKILL)
+    code, text = watch(vc, N2, "--no-verify-disks")[N2]
+    assert code == 0, text
+    assert "started the node daemon" in text and "Another copy" not in text
+    assert bootstrap.daemon_pid(vc.paths(N2), constants.NODED) not in (None, noded)
+    assert _wait(lambda: not any(_alive(pid) for pid in busy), timeout=30)
+    assert _wait(lambda: cl.QueryJobs([job], ["status"])[0][0] in ("success", "error"),
+                 timeout=60)
