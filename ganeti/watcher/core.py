@@ -67,6 +67,9 @@ class InstanceView:
     has_disks: bool = True
     #: a job owns, or waits for, the instance's lock
     locked: bool = False
+    #: who last set the admin state (``admin`` or ``user``); the restart and
+    #: clean-up jobs expect it unchanged (doc/watcher.md)
+    admin_source: str = constants.ADMIN_SOURCE
 
 
 @dataclass(frozen=True)

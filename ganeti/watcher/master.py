@@ -54,7 +54,7 @@ RAPI_TIMEOUT = 10.0
 #: seconds the pass waits for its verify-disks jobs (all groups together)
 VERIFY_DISKS_TIMEOUT = 300.0
 _INSTANCE_FIELDS = ["name", "status", "admin_state", "pnode", "pnode.group", "snodes",
-                    "disk_template"]
+                    "disk_template", "admin_state_source"]
 _NODE_FIELDS = ["name", "group.uuid", "offline", "bootid"]
 
 
@@ -243,12 +243,13 @@ def collect(cl: LuxiClient) -> tuple[dict[str, str], dict[str, list[core.NodeVie
             name=name, offline=bool(offline), bootid=bootid if isinstance(bootid, str) and bootid
             else None))
     instances: dict[str, list[core.InstanceView]] = {uuid: [] for uuid in groups}
-    for name, status, admin, pnode, group, snodes, template in _rows(
+    for name, status, admin, pnode, group, snodes, template, source in _rows(
             cl.call("Query", [constants.QR_INSTANCE, _INSTANCE_FIELDS, None])):
         instances.setdefault(group, []).append(core.InstanceView(
             name=name, status=status or "", admin_up=admin == constants.ADMINST_UP,
             pnode=pnode or "", snodes=tuple(snodes or ()),
-            has_disks=template != constants.DT_DISKLESS, locked=name in locked))
+            has_disks=template != constants.DT_DISKLESS, locked=name in locked,
+            admin_source=source or constants.ADMIN_SOURCE))
     return groups, nodes, instances
 
 
@@ -258,20 +259,23 @@ def _reason(text: str, clock: Callable[[], float]) -> list[list[Any]]:
     return [[core.REASON_SOURCE, text, int(clock() * 1e9)]]
 
 
-def _jobs_for(plan: core.Plan, clock: Callable[[], float]) -> list[tuple[str, opcodes.OpCode]]:
+def _jobs_for(plan: core.Plan, clock: Callable[[], float],
+              sources: dict[str, str]) -> list[tuple[str, opcodes.OpCode]]:
+    """The jobs of ``plan``; ``sources``: the admin state source each instance had."""
     ops: list[tuple[str, opcodes.OpCode]] = []
-    # the jobs re-check under the instance's lock what the plan saw (admin
-    # state up, and for ERROR_down set by the admin): a start or stop by an
-    # operator since collect() makes them refuse instead of undoing it
+    # the restart and clean-up jobs re-check under the instance's lock what
+    # the plan saw (admin state up, set by the same source): a start or stop
+    # by an operator since collect() makes them refuse instead of undoing it
     for name in plan.restart:
         ops.append((name, op_instance.OpInstanceStartup(
             instance_name=name, expected_admin_state=constants.ADMINST_UP,
-            expected_admin_state_source=constants.ADMIN_SOURCE,
+            expected_admin_state_source=sources.get(name, constants.ADMIN_SOURCE),
             reason=_reason("Restarting ERROR_down instance", clock))))
     for name in plan.cleanup:
         ops.append((name, op_instance.OpInstanceShutdown(
             instance_name=name, admin_state_source=constants.USER_SOURCE,
             expected_admin_state=constants.ADMINST_UP,
+            expected_admin_state_source=sources.get(name, constants.ADMIN_SOURCE),
             reason=_reason("Cleaning up USER_down instance", clock))))
     for name in plan.activate_disks:
         ops.append((name, op_instance.OpInstanceActivateDisks(
@@ -458,8 +462,9 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
                                 " them inactive)", name)
                 for name, why in group.plan.skipped[known:]:
                     logger.info("Skipping instance %s: %s", name, why)
+    sources = {inst.name: inst.admin_source for insts in instances.values() for inst in insts}
     submissions = [(group, name, op) for group in report.groups
-                   for name, op in _jobs_for(group.plan, clock)]
+                   for name, op in _jobs_for(group.plan, clock, sources)]
     if submissions:
         results = cl.call("SubmitManyJobs", [[[opcodes.to_dict(op)] for _g, _n, op
                                                in submissions]])

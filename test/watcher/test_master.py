@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,9 @@ class FakeLuxi:
         raise AssertionError(f"unexpected LUXI call {method}")
 
 
-def _inst(name: str, status: str, pnode: str = "n1") -> tuple[Any, ...]:
-    return (name, status, "up", pnode, "g1", [], "file")
+def _inst(name: str, status: str, pnode: str = "n1",
+          source: str = "admin") -> tuple[Any, ...]:
+    return (name, status, "up", pnode, "g1", [], "file", source)
 
 
 def test_pass_submits_jobs_with_the_watcher_reason(tmp_path: Path) -> None:
@@ -175,3 +177,33 @@ def test_verify_job_that_does_not_finish_in_time_is_not_waited_for(tmp_path: Pat
                         clock=clock, monotonic=clock)
     assert calls == [10.0, 10.0, 5.0] and report.verify_result is None
     assert "did not finish in time" in caplog.text
+
+
+def test_restart_and_cleanup_jobs_expect_the_admin_state_the_pass_saw(tmp_path: Path) -> None:
+    cl = FakeLuxi([_inst("a", "ERROR_down"), _inst("b", "USER_down", source="user")])
+    paths = Paths(root=str(tmp_path))
+    Path(paths.data_dir).mkdir(parents=True)
+    master.master_pass(cl, paths, master.MasterOptions(job_age=60.0, verify_disks=False),
+                       clock=FakeClock(5000.0))
+    expected = {job[0]["instance_name"]: (job[0]["expected_admin_state"],
+                                          job[0]["expected_admin_state_source"])
+                for job in cl.submitted}
+    assert expected == {"a": ("up", "admin"), "b": ("up", "user")}
+
+
+def test_a_refused_job_is_logged_as_a_skip_not_a_failure(caplog: Any) -> None:
+    refusal = ["OpPrereqError", [f"Instance a: {constants.ADMIN_STATE_CHANGED} since the job"
+                                 " was submitted: ...; not starting it", "wrong_state"]]
+
+    class Jobs:
+        def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+            assert method == "QueryJobs"
+            return [[7, constants.JOB_STATUS_ERROR, [refusal]],
+                    [8, constants.JOB_STATUS_ERROR, [["OpExecError", ["boom"]]]]]
+
+    with caplog.at_level(logging.INFO):
+        failed = master._wait_for_jobs(Jobs(), [7, 8], 10.0, names={7: "a", 8: "b"})
+    assert failed == [8]
+    assert "Skipping instance a (job 7)" in caplog.text
+    assert "Watcher job 8 ended with status error" in caplog.text
+    assert "Watcher job 7" not in caplog.text
