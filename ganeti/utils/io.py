@@ -206,6 +206,43 @@ class ScratchPool:
         return found
 
 
+#: flags that keep an open from following a symbolic link or blocking on a FIFO
+_NO_LINK = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _create_temp(path: str, mode: int) -> int:
+    """Open the temporary file ``path`` for writing, never through a link.
+
+    A regular leftover of the same name is truncated and reused; anything
+    else there (a symbolic link planted at the predictable name, a FIFO) is
+    removed first, so no link's target is ever written.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NO_LINK, mode)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise
+    os.unlink(path)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_LINK, mode)
+
+
+def _open_spare(path: str) -> int:
+    """Open a pooled spare inode for rewriting; -1 when it is gone or not a regular file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _NO_LINK)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.EISDIR, errno.ELOOP, errno.ENXIO):
+            return -1
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return -1
+    return fd
+
+
 def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
                        sync: str = SYNC_FSYNC, scratch: ScratchPool | None = None) -> None:
     """Replace every ``{path: data}`` atomically, with one durability barrier.
@@ -236,15 +273,14 @@ def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
                 tmp = scratch.take()
             fd = -1
             if tmp is not None:
-                try:
-                    fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
-                except FileNotFoundError:
+                fd = _open_spare(tmp)
+                if fd < 0:
                     tmp = None
             pooled = tmp is not None
             if tmp is None:
                 tmp = (scratch.new_name() if scratch is not None and dirname == scratch.directory
                        else os.path.join(dirname, f".{base}.tmp{os.getpid()}.{seq}"))
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+                fd = _create_temp(tmp, mode)
             temps.append((tmp, path, pooled))
             try:
                 os.fchmod(fd, mode)    # not the umask's, nor a leftover's

@@ -224,3 +224,15 @@ def test_read_regular_file_never_follows_a_symlink(tmp_path) -> None:
             io.read_regular_file(str(tmp_path / name))
         assert str(info.value.args[0]) == f"{name} {why}"
         assert info.value.args[1] == str(tmp_path / name)
+
+
+def test_write_files_atomic_never_writes_through_a_link_at_its_temporary_name(tmp_path) -> None:
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    seq = next(io._batch_seq) + 1           # the name the next batch uses
+    planted = tmp_path / f".f.tmp{os.getpid()}.{seq}"
+    planted.symlink_to(target)
+    io.write_files_atomic({str(tmp_path / "f"): b"new\n"}, sync=io.SYNC_NONE)
+    assert (tmp_path / "f").read_bytes() == b"new\n"
+    assert target.read_text() == "keep me\n"
+    assert not os.path.lexists(planted)
