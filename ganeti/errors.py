@@ -40,6 +40,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      +-- UnitParseError          a size such as "10G" cannot be parsed
  +-- UntrustedFileError      a file to read is a symbolic link or not a regular file
  +-- NotMasterError          this node may not act as master (vote refused, or fenced)
+      +-- MasterFailingOverError the master is handing over: submit again shortly
 
 Errors cross LUXI and are stored in job results as ``[ClassName,
 [args...]]`` (doc/protocols/luxi.md, "Errors"); :func:`encode_exception`
@@ -67,7 +68,7 @@ __all__ = [
     "LuxiTimeoutError", "ConnectionClosedError", "NoMasterError",
     "QueryFilterParseError", "ResolverError", "CertificateError",
     "CommandError", "RetryTimeout", "TagError", "UnitParseError", "UntrustedFileError",
-    "NotMasterError",
+    "NotMasterError", "MasterFailingOverError",
     "encode_exception", "decode_exception", "maybe_raise", "get_error_code",
 ]
 
@@ -279,6 +280,12 @@ class NotMasterError(GanetiError):
     """Raised when this node may not act as the master: the master vote did
     not confirm it, or a node refused its master epoch as older than one it
     has accepted (doc/design/failover.md)."""
+
+
+class MasterFailingOverError(NotMasterError):
+    """Raised for a submission while the master drains for a planned failover
+    (doc/design/failover.md, "Planned failover under load"): retryable, the
+    job was not accepted and its id not used."""
 
 
 def _all_error_classes() -> dict[str, type[GanetiError]]:

@@ -5,15 +5,23 @@ accepts jobs and writes its configuration only while a strict majority of
 nodes confirmed it within the last ``duration`` seconds (counted from when
 the confirmation was *sent*), and hands out job ids and config serials
 only up to what such a majority reserved.
-Once a node refused its epoch, the master is fenced for good.
+Once a majority of the nodes refused its epoch, the master is fenced for good.
+
+Master epochs are distinct per taker: :func:`next_epoch` encodes the pair
+(number, taker rank) as ``number * EPOCH_STRIDE + rank``, so two nodes
+taking over at once never claim the same epoch and the nodes order them
+(doc/design/failover.md, "Concurrent takers").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["MasterLease", "Renewal", "LEASE_DURATION", "RESERVE_BLOCK", "SYNC", "ASYNC"]
+from ganeti import errors
+
+__all__ = ["MasterLease", "Renewal", "LEASE_DURATION", "RESERVE_BLOCK", "SYNC", "ASYNC",
+           "EPOCH_STRIDE", "next_epoch", "taker_rank", "epoch_parts"]
 
 #: seconds a majority confirmation lets the master accept jobs
 LEASE_DURATION = 6.0
@@ -21,6 +29,33 @@ LEASE_DURATION = 6.0
 RESERVE_BLOCK = 1000
 SYNC = "sync"
 ASYNC = "async"
+#: epochs per epoch number: the rank of a taker (its place among the
+#: configuration's node names) is the low part of its epoch
+EPOCH_STRIDE = 1 << 16
+
+
+def taker_rank(names: Sequence[str], me: str) -> int:
+    """``me``'s rank (1-based) among the sorted node names; 0 when it is not one of them."""
+    ordered = sorted(set(names))
+    return ordered.index(me) + 1 if me in ordered else 0
+
+
+def next_epoch(highest_seen: int, rank: int) -> int:
+    """The epoch a taker of ``rank`` claims: the next epoch number above
+    ``highest_seen``, with ``rank`` as the low part.
+
+    Two takers that saw the same epochs claim different epochs; the one of
+    higher rank wins where both reach a node.  Raises
+    :class:`errors.ProgrammerError` for a rank outside ``[0, EPOCH_STRIDE)``.
+    """
+    if not 0 <= rank < EPOCH_STRIDE:
+        raise errors.ProgrammerError(f"Taker rank {rank} outside 0..{EPOCH_STRIDE - 1}")
+    return (max(highest_seen, 0) // EPOCH_STRIDE + 1) * EPOCH_STRIDE + rank
+
+
+def epoch_parts(epoch: int) -> tuple[int, int]:
+    """``(number, rank)`` of an epoch made by :func:`next_epoch`."""
+    return divmod(epoch, EPOCH_STRIDE)
 
 
 @dataclass(frozen=True)
@@ -50,6 +85,10 @@ class MasterLease:
         self.fenced: str | None = None
         self.last_failure: str | None = None
 
+    def now(self) -> float:
+        """The lease's clock."""
+        return self._clock()
+
     def start_renewal(self, last_id: int, count: int = 0, serial: int = 0) -> Renewal:
         """A renewal to send now: job ids up to a block above ``last_id + count``
         and config serials up to a block above ``serial`` stay reserved (the
@@ -73,13 +112,15 @@ class MasterLease:
         if self.fenced is None:
             self.fenced = why
 
-    def need(self, last_id: int, count: int, serial: int = 0) -> str | None:
+    def need(self, last_id: int, count: int, serial: int = 0, *,
+             timed: bool = True) -> str | None:
         """:data:`SYNC` (renew before going on), :data:`ASYNC` (renew soon) or None.
 
         For ``count`` more jobs after ``last_id``, or a config write of
-        ``serial``.
+        ``serial``.  ``timed=False`` (a ``--no-voting`` master) looks at the
+        reservations only.
         """
-        now = self._clock()
+        now = self._clock() if timed else float("-inf")
         if now >= self.valid_until or last_id + count > self.reserved \
                 or serial > self.reserved_serial:
             return SYNC
@@ -89,12 +130,14 @@ class MasterLease:
             return ASYNC
         return None
 
-    def refusal(self, last_id: int, count: int, serial: int = 0) -> str | None:
+    def refusal(self, last_id: int, count: int, serial: int = 0, *,
+                timed: bool = True) -> str | None:
         """Why ``count`` more jobs (or a config write of ``serial``) may not
-        go ahead now (None: they may)."""
+        go ahead now (None: they may); ``timed=False`` ignores the lease's
+        expiry (the reservations still hold)."""
         if self.fenced is not None:
             return self.fenced
-        if self._clock() >= self.valid_until:
+        if timed and self._clock() >= self.valid_until:
             return ("The master lease has expired: a majority of the nodes has not confirmed"
                     f" this master recently ({self.last_failure or 'no confirmation yet'});"
                     " refusing jobs and configuration changes until it can reach them")

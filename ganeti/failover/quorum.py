@@ -13,9 +13,10 @@ fenced flag set by the RPC runner.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from ganeti import errors
@@ -25,12 +26,27 @@ from ganeti.objects import ConfigData
 from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner
 
-__all__ = ["collect_answers", "run_vote", "renew_lease", "MasterGuard", "config_node_names"]
+__all__ = ["collect_answers", "run_vote", "renew_lease", "MasterGuard", "config_node_names",
+           "new_master_from"]
 
 logger = logging.getLogger(__name__)
 
 #: seconds one vote question may take per node
 VOTE_RPC_TIMEOUT = 5.0
+
+
+_ACCEPTED_FROM = re.compile(r"epoch (\d+) accepted from (\S+?);")
+
+
+def new_master_from(refusals: Iterable[str]) -> str | None:
+    """The master of the newest epoch named in ``Fenced:`` refusals, or None."""
+    best: tuple[int, str] | None = None
+    for text in refusals:
+        match = _ACCEPTED_FROM.search(text)
+        if match and match.group(2) != "unknown":
+            seen = (int(match.group(1)), match.group(2))
+            best = seen if best is None or seen > best else best
+    return best[1] if best else None
 
 
 def config_node_names(data: ConfigData) -> list[str]:
@@ -134,7 +150,10 @@ class MasterGuard:
     called before every submission, :meth:`check_config_write` before
     every configuration write; the RPC runner calls :meth:`on_fenced` when
     a node refuses our epoch.
-    With ``enforce=False`` (``--no-voting``) only fencing refuses jobs.
+    With ``enforce=False`` (``--no-voting``) the lease's expiry is not
+    enforced, but its reservations are: a renewal confirmed by any node
+    (its own included) counts, and jobs and serials beyond what was so
+    recorded are refused (doc/design/failover.md, "--no-voting").
     """
 
     def __init__(self, rpc: RpcRunner, nodes: Callable[[], tuple[list[str], str, int]],
@@ -152,16 +171,63 @@ class MasterGuard:
         self._renew_lock = threading.Lock()
         self.lease = MasterLease(clock, duration=duration)
         self._async: threading.Thread | None = None
+        self._suspect: str | None = None
+        self._draining_until = float("-inf")
+        #: called once, with the reason, when a majority fenced this master
+        self.on_step_down: Callable[[str], None] | None = None
 
     def on_fenced(self, node: str, message: str) -> None:
-        """A node refused our epoch: this daemon is no longer the master."""
+        """A node refused our epoch: ask every node (a renewal round) for the verdict.
+
+        One refusal alone never fences (a node may be confused, or hold the
+        epoch of a takeover that lost); the master steps down only when a
+        strict majority refuses its epoch in that round (:meth:`renew`).
+        """
+        with self._lock:
+            if self.lease.fenced is not None or self._renew_lock.locked():
+                return   # a round under way gives the verdict
+            self._suspect = f"node {node} refused this master's changes ({message})"
+        logger.warning("Node %s refused our epoch (%s): asking every node", node, message)
+        self._renew_async()
+
+    def _verdict(self, names: Sequence[str], failed: dict[str, str]) -> str | None:
+        """Why a strict majority of ``names`` fenced us (None: it did not)."""
+        refusals = {n: m for n, m in failed.items() if m.startswith(defs.FENCED_PREFIX)}
+        if len(refusals) * 2 <= len(names):
+            return None
+        newest = new_master_from(refusals.values())
+        where = f"; the master is {newest}" if newest else ""
+        return (f"This node is no longer the master{where}: {len(refusals)} of {len(names)}"
+                f" nodes refused this master's epoch ({'; '.join(sorted(refusals.values()))})."
+                " Use the master named by gnt-cluster getmaster")
+
+    def _fence(self, why: str) -> None:
         with self._lock:
             first = self.lease.fenced is None
-            self.lease.fence(f"This node is no longer the master: node {node} refused this"
-                             f" master's changes ({message}); refusing jobs. Stop this master"
-                             " daemon; the current master is named by gnt-cluster getmaster")
+            self.lease.fence(why)
         if first:
-            logger.error("Fenced by node %s: %s; refusing jobs from now on", node, message)
+            logger.error("Fenced by a majority: %s; refusing every request from now on", why)
+            if self.on_step_down is not None:
+                try:
+                    self.on_step_down(why)
+                except Exception:  # stepping down must not break the renewal thread
+                    logger.exception("Stepping down failed")
+
+    def drain(self, seconds: float) -> None:
+        """Refuse submissions (retryably) for ``seconds`` from now; 0 ends a drain.
+
+        A planned failover drains the old master before its final vote
+        (doc/design/failover.md, "Planned failover under load"); the drain
+        ends by itself so that a failover that gave up leaves a working master.
+        """
+        with self._lock:
+            self._draining_until = self.lease.now() + seconds if seconds > 0 else float("-inf")
+
+    @property
+    def draining(self) -> bool:
+        """Whether submissions are refused because a failover is under way."""
+        with self._lock:
+            return self.lease.now() < self._draining_until
 
     @property
     def fenced(self) -> str | None:
@@ -178,17 +244,24 @@ class MasterGuard:
         with self._renew_lock:
             serial = max(serial, self._serial())
             with self._lock:
-                if only_if_due and self.lease.need(self._last_id(), count, serial) != SYNC:
+                if only_if_due and self.lease.need(self._last_id(), count, serial,
+                                                   timed=self.enforce) != SYNC:
                     return True
             names, master, epoch = self._nodes()
             with self._lock:
                 renewal: Renewal = self.lease.start_renewal(self._last_id(), count, serial)
             count, failed = renew_lease(self.rpc, names, master, epoch, renewal.reserve,
                                         renewal.reserve_serial, timeout=self.timeout)
-            ok = count * 2 > len(names)
+            # a --no-voting master records its reservation wherever it can
+            ok = count * 2 > len(names) or (not self.enforce and count > 0)
+            verdict = None if ok else self._verdict(names, failed)
+            if verdict is not None:
+                self._fence(verdict)
+                return False
             with self._lock:
                 if ok:
                     self.lease.confirmed(renewal)
+                    self._suspect = None
                 else:
                     why = ", ".join(f"{n}: {m}" for n, m in sorted(failed.items()))
                     self.lease.failed(f"{count} of {len(names)} confirmed; {why}")
@@ -216,18 +289,27 @@ class MasterGuard:
         """
         self._check(0, serial)
 
+    def check_request(self) -> None:
+        """Raise :class:`errors.NotMasterError` once a majority fenced this master
+        (every LUXI request is refused then, with the new master's name)."""
+        with self._lock:
+            if self.lease.fenced is not None:
+                raise errors.NotMasterError(self.lease.fenced)
+
     def _check(self, count: int, serial: int) -> None:
         with self._lock:
             if self.lease.fenced is not None:
                 raise errors.NotMasterError(self.lease.fenced)
-            if not self.enforce:
-                return
-            need = self.lease.need(self._last_id(), count, serial)
+            if count and self.lease.now() < self._draining_until:
+                raise errors.MasterFailingOverError(
+                    "The master is failing over: it accepts no new jobs now; submit again"
+                    " in a few seconds (to the new master, named by gnt-cluster getmaster)")
+            need = self.lease.need(self._last_id(), count, serial, timed=self.enforce)
         if need == SYNC:
             self.renew(count, only_if_due=True, serial=serial)
         elif need == ASYNC:
             self._renew_async()
         with self._lock:
-            why = self.lease.refusal(self._last_id(), count, serial)
+            why = self.lease.refusal(self._last_id(), count, serial, timed=self.enforce)
         if why is not None:
             raise errors.NotMasterError(why)

@@ -145,13 +145,99 @@ def test_guard_reserves_config_serials():
         guard.check_config_write(11 + guard.lease.block + 1)
 
 
-def test_guard_fenced_for_good():
+_REFUSAL = ("Fenced: master epoch 0 (from node1) is older than epoch 65538 accepted from"
+            " node2; master_lease refused")
+
+
+def _wait_for(predicate, limit: float = 5.0) -> bool:
+    done = threading.Event()
+    for _ in range(int(limit / 0.01)):
+        if predicate():
+            return True
+        done.wait(0.01)
+    return predicate()
+
+
+def test_guard_one_refusal_only_triggers_a_round():
     clock = FakeClock()
     rpc = FakeRpc()
     rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
     guard = _guard(rpc, clock, [0])
     guard.check_submit(1)
-    guard.on_fenced("node2", "Fenced: master epoch 0 (from node1) is older than epoch 1")
-    with pytest.raises(errors.NotMasterError, match="no longer the master: node node2"):
+    rounds = len(rpc.calls_to("master_lease"))
+    guard.on_fenced("node2", _REFUSAL)
+    # a renewal round asks everybody; a majority still confirms: not fenced
+    assert _wait_for(lambda: len(rpc.calls_to("master_lease")) >= rounds + 3)
+    assert _wait_for(lambda: not guard._renew_lock.locked())
+    assert guard.fenced is None
+    guard.check_submit(1)
+    guard.check_request()
+
+
+def test_guard_fenced_by_a_majority_for_good():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    guard = _guard(rpc, clock, [0])
+    steps: list[str] = []
+    guard.on_step_down = steps.append
+    guard.check_submit(1)
+    for node in ("node2", "node3"):
+        rpc.set_failure("master_lease", node, _REFUSAL)
+    assert guard.renew() is False
+    assert guard.fenced is not None and "the master is node2" in guard.fenced
+    assert len(steps) == 1 and "2 of 3 nodes refused" in steps[0]
+    with pytest.raises(errors.NotMasterError, match="no longer the master; the master is node2"):
         guard.check_submit(1)
-    assert guard.fenced is not None
+    with pytest.raises(errors.NotMasterError, match="the master is node2"):
+        guard.check_request()
+    # for good: a later confirmation changes nothing
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    guard.renew()
+    assert guard.fenced is not None and len(steps) == 1
+
+
+def test_guard_drain_refuses_submissions_retryably_then_ends():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    guard = _guard(rpc, clock, [0])
+    guard.drain(10.0)
+    assert guard.draining
+    with pytest.raises(errors.MasterFailingOverError, match="failing over"):
+        guard.check_submit(1)
+    guard.check_request()                      # queries still answered
+    guard.check_config_write(1)                # running jobs still finish
+    clock.advance(11.0)
+    assert not guard.draining
+    guard.check_submit(1)
+    guard.drain(10.0)
+    guard.drain(0)
+    guard.check_submit(1)
+
+
+def test_guard_without_voting_enforces_only_the_reservation():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    for node in ("node2", "node3"):
+        rpc.set_failure("master_lease", node, "timed out")
+    last = [0]
+    guard = quorum.MasterGuard(rpc, lambda: (NAMES, "node1", 0), lambda: last[0],
+                               clock=clock, duration=6.0, timeout=1.0, enforce=False)
+    guard.check_submit(5)                      # its own node recorded the reservation
+    assert guard.lease.reserved == 5 + guard.lease.block
+    clock.advance(60.0)                        # no expiry without voting
+    last[0] = 10
+    guard.check_submit(1)
+    rpc.set_failure("master_lease", "node1", "timed out")   # now nobody records it
+    last[0] = guard.lease.reserved
+    with pytest.raises(errors.NotMasterError, match="reserved only up to"):
+        guard.check_submit(1)
+
+
+def test_new_master_from_refusals():
+    assert quorum.new_master_from([_REFUSAL]) == "node2"
+    assert quorum.new_master_from(["timed out"]) is None
+    assert quorum.new_master_from([
+        _REFUSAL, _REFUSAL.replace("65538", "131073").replace("node2;", "node3;")]) == "node3"
