@@ -34,6 +34,7 @@ KNOWN_METHODS = frozenset([
     "QueryNetworks", "QueryExports", "QueryConfigValues",
     "QueryClusterInfo", "QueryTags", "QueryFilters", "ReplaceFilter",
     "DeleteFilter", "SetDrainFlag", "SetWatcherPause", "WaitForEvents", "QueryMetrics",
+    "DrainMaster",
 ])
 
 
@@ -177,6 +178,7 @@ METHOD_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
     "SetWatcherPause": (("until", "number|null"),),
     "WaitForEvents": (("last_id", "int|null"), ("event_filter", "any"), ("timeout", "number")),
     "QueryMetrics": (),
+    "DrainMaster": (("seconds", "number"),),
 }
 
 #: Most events one ``WaitForEvents`` answer carries (the client asks again

@@ -14,7 +14,13 @@ under an exclusive ``flock`` of ``master_epoch.lock``.
 * ``master_lease`` confirms a master's lease and stores its job id
   reservation (fenced);
 * ``node_stop_master`` stops the master daemon and ``ganeti-rapi`` here and
-  takes the master IP down (fenced).
+  takes the master IP down (fenced);
+* ``master_claim`` promises this node to one taker of a failover
+  (doc/design/failover.md, "Concurrent takers"): a promise does not fence
+  the running master, it only makes the node refuse a *new* epoch from
+  another taker (``master_lease``) and other claims, until it expires;
+* ``master_drain`` asks the master daemon here to stop accepting jobs for a
+  while (a planned failover) and to flush its replication.
 """
 
 from __future__ import annotations
@@ -35,13 +41,16 @@ from ganeti.backend.masterip import node_deactivate_master_ip
 from ganeti.rpc import defs
 from ganeti.utils import io as uio
 
-__all__ = ["master_vote_info", "master_lease", "node_stop_master"]
+__all__ = ["master_vote_info", "master_lease", "node_stop_master", "master_claim",
+           "master_drain"]
 
 logger = logging.getLogger(__name__)
 
 EPOCH_FILE_NAME = "master_epoch"
 _JOB_RE = re.compile(r"job-([0-9]+)")
 _STOP_TIMEOUT = 15.0
+#: seconds a takeover's claim holds a node (a taker that died frees it then)
+CLAIM_TTL = 60.0
 
 
 def epoch_file(ctx: NodeContext) -> str:
@@ -73,7 +82,17 @@ def read_state(ctx: NodeContext) -> dict[str, Any]:
         raise errors.OpExecError("The master epoch file is not a JSON object")
     return {"epoch": int(data.get("epoch") or 0), "master": str(data.get("master") or ""),
             "reserved_job_id": int(data.get("reserved_job_id") or 0),
-            "reserved_serial": int(data.get("reserved_serial") or 0)}
+            "reserved_serial": int(data.get("reserved_serial") or 0),
+            "claim_epoch": int(data.get("claim_epoch") or 0),
+            "claim_master": str(data.get("claim_master") or ""),
+            "claim_until": float(data.get("claim_until") or 0.0)}
+
+
+def _live_claim(state: dict[str, Any], now: float) -> tuple[int, str] | None:
+    """The unexpired claim ``(epoch, taker)`` in ``state``, or None."""
+    if state["claim_epoch"] and now < state["claim_until"]:
+        return state["claim_epoch"], state["claim_master"]
+    return None
 
 
 def _write_state(ctx: NodeContext, state: dict[str, Any]) -> None:
@@ -102,6 +121,14 @@ def check_epoch(ctx: NodeContext, procedure: str, epoch: int, master: str,
             # one epoch, one master: two takeovers that picked the same epoch
             msg = (f"{defs.FENCED_PREFIX} master epoch {epoch} (from {master}) was accepted"
                    f" from {state['master']} already; {procedure} refused")
+            logger.warning("%s", msg)
+            raise errors.NotMasterError(msg)
+        claim = _live_claim(state, time.time())
+        if procedure == "master_lease" and epoch > state["epoch"] and claim is not None \
+                and claim[0] > epoch and claim[1] != master:
+            # a new epoch, but another taker claimed this node for a newer one
+            msg = (f"{defs.FENCED_PREFIX} master epoch {epoch} (from {master or 'unknown'}) is"
+                   f" older than epoch {claim[0]} claimed by {claim[1]}; {procedure} refused")
             logger.warning("%s", msg)
             raise errors.NotMasterError(msg)
         changed = False
@@ -205,6 +232,61 @@ def master_lease(ctx: NodeContext, master: str, epoch: int, reserve_job_id: int,
     """
     state = check_epoch(ctx, "master_lease", epoch, master, reserve_job_id, reserve_serial)
     return {"master": _ssconf(ctx, "master_node"), "epoch": state["epoch"]}
+
+
+def master_claim(ctx: NodeContext, master: str, epoch: int, seen: int) -> dict[str, Any]:
+    """Promise this node to ``master`` taking over with ``epoch``.
+
+    ``seen`` is the newest epoch the taker saw in its vote.  Refused (the
+    :data:`~ganeti.rpc.defs.FENCED_PREFIX` text, naming the other taker)
+    when the node accepted an epoch newer than ``seen``, or another taker's
+    unexpired claim is newer than ``seen``: someone else got ahead since
+    the taker's vote.  A claim does not change which master the node
+    obeys; it expires after :data:`CLAIM_TTL` seconds.  Idempotent for the
+    same taker.  Returns ``{"epoch", "claim_epoch", "claim_master"}``.
+    """
+    now = time.time()
+    with _locked(ctx):
+        state = read_state(ctx)
+        claim = _live_claim(state, now)
+        if state["epoch"] > seen and state["epoch"] != epoch:
+            msg = (f"{defs.FENCED_PREFIX} claim of master epoch {epoch} by {master} refused:"
+                   f" epoch {state['epoch']} accepted from {state['master'] or 'unknown'};"
+                   f" newer than {seen} the taker saw")
+            logger.warning("%s", msg)
+            raise errors.NotMasterError(msg)
+        if claim is not None and claim[1] != master and claim[0] > seen:
+            msg = (f"{defs.FENCED_PREFIX} claim of master epoch {epoch} by {master} refused:"
+                   f" epoch {claim[0]} accepted from {claim[1]}; claimed by another taker")
+            logger.warning("%s", msg)
+            raise errors.NotMasterError(msg)
+        state.update(claim_epoch=max(epoch, claim[0] if claim and claim[1] == master else 0),
+                     claim_master=master, claim_until=now + CLAIM_TTL)
+        try:
+            _write_state(ctx, state)
+        except OSError as exc:
+            raise errors.OpExecError(f"Cannot store the master claim: {exc}") from exc
+        logger.info("Claimed by %s for master epoch %s", master, epoch)
+        return {"epoch": state["epoch"], "claim_epoch": state["claim_epoch"],
+                "claim_master": master}
+
+
+def master_drain(ctx: NodeContext, seconds: float) -> dict[str, Any]:
+    """Make the master daemon here refuse submissions for ``seconds`` (0: accept
+    again) and flush its replication (LUXI ``DrainMaster``).
+
+    Returns the master daemon's answer ``{"last_job_id", "flushed"}``;
+    fails when no master daemon runs here.
+    """
+    from ganeti import luxi
+    client = luxi.Client(ctx.paths.master_socket, connect_timeout=5.0, rw_timeout=30.0)
+    try:
+        result = client.call("DrainMaster", [float(seconds)])
+    finally:
+        client.close()
+    if not isinstance(result, dict):
+        raise errors.OpExecError(f"Unexpected DrainMaster answer {result!r}")
+    return result
 
 
 def _pid(ctx: NodeContext, daemon: str) -> int | None:

@@ -47,92 +47,13 @@ def master_ping(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
-def _float_arg(args: list[str], name: str, default: float) -> float:
-    """The value of ``name VALUE`` among the master daemon arguments, else ``default``."""
-    for idx, arg in enumerate(args[:-1]):
-        if arg == name:
-            try:
-                return float(args[idx + 1])
-            except ValueError:
-                return default
-    return default
-
-
-def master_failover(opts: Any, args: list[str]) -> int:
-    """Make this master candidate the master (see the module docstring)."""
-    from ganeti import bootstrap, pathutils
-    from ganeti.failover import catchup, quorum, takeover, vote
-    from ganeti.failover.lease import LEASE_DURATION, RESERVE_BLOCK
-    from ganeti.utils import net
-    if opts.no_voting and not opts.yes_do_it:
-        cli.to_stderr("--no-voting skips the master vote: this node's configuration and job"
-                      " queue then overwrite every other node's, even if they are newer."
-                      " Confirm with --yes-do-it")
-        return cli.EXIT_USAGE
-    started = time.monotonic()
-    paths = pathutils.get_paths()
-    me = net.hostname()
-    extra = masterd_args()
-    scale = _float_arg(extra, "--rpc-timeout-scale", 1.0)
-    lease = _float_arg(extra, "--lease-duration", LEASE_DURATION)
-
-    def out(line: str) -> None:
-        if os.environ.get("GANETI_FAILOVER_TIMES"):   # benchmarks: where the time goes
-            line = f"[{time.monotonic() - started:6.2f}s] {line}"
-        cli.to_stdout(line)
-
-    data = takeover.load_local_config(paths)
-    takeover.check_taker(data, me)
-    old = takeover.master_ip_params(data)["name"]
-    rpc = takeover.node_rpc(paths, data, me, timeout_scale=scale)
-    out(f"Master vote on {me} (the master is {old}):")
-    if not opts.no_voting:
-        catchup.catch_up_jobs(rpc, paths, data, me, out)
-    decision = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER,
-                               no_voting=opts.no_voting)
-    out(decision.message)
-    if not decision.ok:
-        cli.to_stderr(f"Failover refused: {decision.reason}")
-        return cli.EXIT_FAILURE
-    takeover.set_epoch(rpc, decision.epoch)
-    if old in decision.missing:
-        out(f"{old}: not stopped (no answer to the vote: {decision.missing[old]})")
-        stopped = False
-    else:
-        stopped = takeover.stop_old_master(rpc, data, out)
-    if stopped and not opts.no_voting:
-        # the old master flushed its last job updates: vote again for the final numbers
-        data = takeover.load_local_config(paths)
-        catchup.catch_up_jobs(rpc, paths, data, me, out)
-        final = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER)
-        if not final.ok:
-            out(final.message)
-            cli.to_stderr(f"Failover refused after stopping {old}: {final.reason}. Start the"
-                          f" master daemon on {old} again, or fail over to the node with the"
-                          " newer data")
-            return cli.EXIT_FAILURE
-        decision = vote.Decision(True, final.reason, final.message,
-                                 queue_serial=final.queue_serial,
-                                 config_serial=final.config_serial, missing=final.missing,
-                                 # our own epoch, unless someone accepted a newer one meanwhile
-                                 epoch=(decision.epoch if final.epoch - 1 <= decision.epoch
-                                        else final.epoch))
-        takeover.set_epoch(rpc, decision.epoch)
-    new = takeover.write_takeover_config(paths, data, me, decision)
-    catchup.clear_drain_flag(paths, out)
-    serial = takeover.raise_queue_serial(paths, decision.queue_serial)
-    out(f"{me}: configuration serial {new.serial_no}, master epoch {decision.epoch},"
-        f" next job id {serial + 1}")
-    takeover.fence_majority(rpc, new, me, decision.epoch, serial + RESERVE_BLOCK,
-                            new.serial_no + RESERVE_BLOCK, out)
-    if not stopped:
-        out(f"waiting {lease:g}s for the master lease of {old} to run out")
-        time.sleep(lease + 0.5)
-    failed = takeover.push_config(rpc, paths, new, me, out, skip=decision.missing)
-    if opts.no_voting:
-        failed += takeover.push_queue(rpc, paths, new, me, out)
-    # both at once: the RAPI daemon only needs the master daemon for requests
+def _start_daemons(paths: Any, me: str, extra: list[str], out: Any) -> None:
+    """Start the master daemon and ``ganeti-rapi`` here, both at once (the RAPI
+    daemon only needs the master daemon for requests)."""
     import threading
+
+    from ganeti import bootstrap
+    from ganeti.failover import faultpoints
     rapi_error: list[str] = []
 
     def _rapi() -> None:
@@ -147,13 +68,59 @@ def master_failover(opts: Any, args: list[str]) -> int:
         bootstrap.start_masterd(paths, extra_args=extra)
     finally:
         rapi.join()
+    faultpoints.reached("after_masterd_start")
     out(f"{me}: ganeti-masterd started")
     out(f"{me}: ganeti-rapi NOT started: {rapi_error[0]}" if rapi_error
         else f"{me}: ganeti-rapi started")
+
+
+def master_failover(opts: Any, args: list[str]) -> int:
+    """Make this master candidate the master (see the module docstring).
+
+    Resumes a takeover interrupted on this node; on a node that is the
+    master in its configuration but runs no master daemon (a takeover
+    killed after its push), starts the daemons.
+    """
+    from ganeti import bootstrap, constants, pathutils
+    from ganeti.failover import takeover
+    from ganeti.failover.lease import LEASE_DURATION
+    from ganeti.utils import net
+    if opts.no_voting and not opts.yes_do_it:
+        cli.to_stderr("--no-voting skips the master vote: this node's configuration and job"
+                      " queue then overwrite every other node's, even if they are newer."
+                      " Confirm with --yes-do-it")
+        return cli.EXIT_USAGE
+    started = time.monotonic()
+    paths = pathutils.get_paths()
+    me = net.hostname()
+    extra = masterd_args()
+    scale = takeover.float_option(extra, "--rpc-timeout-scale", 1.0)
+    lease = takeover.float_option(extra, "--lease-duration", LEASE_DURATION)
+
+    def out(line: str) -> None:
+        if os.environ.get("GANETI_FAILOVER_TIMES"):   # benchmarks: where the time goes
+            line = f"[{time.monotonic() - started:6.2f}s] {line}"
+        cli.to_stdout(line)
+
+    if takeover.read_marker(paths) is None:
+        data = takeover.load_local_config(paths)
+        if takeover.master_ip_params(data)["name"] == me \
+                and bootstrap.daemon_pid(paths, constants.MASTERD) is None:
+            out(f"{me} is the master in its configuration but its master daemon does not run"
+                " (an interrupted takeover?): starting the daemons")
+            _start_daemons(paths, me, extra, out)
+            return cli.EXIT_SUCCESS
+    try:
+        done = takeover.take_over(paths, me, no_voting=opts.no_voting, out=out,
+                                  timeout_scale=scale, lease=lease)
+    except takeover.TakeoverRefused as exc:
+        cli.to_stderr(str(exc))
+        return cli.EXIT_FAILURE
+    _start_daemons(paths, me, extra, out)
     out(f"{me} is the master now ({time.monotonic() - started:.2f}s);"
-        f" {old} stays a master candidate")
-    if failed:
-        out(f"Warning: not updated: {', '.join(sorted(set(failed)))}; they get the"
+        f" {done.old} stays a master candidate")
+    if done.failed:
+        out(f"Warning: not updated: {', '.join(sorted(set(done.failed)))}; they get the"
             " configuration with the next change")
     return cli.EXIT_SUCCESS
 

@@ -2,9 +2,16 @@
 master daemon's start-up vote.
 
 doc/design/failover.md, "Takeover".  Every step is a function that does one
-thing and reports what it did through ``out`` (one line per node); the
-client (``ganeti.client.gnt_cluster_master``) runs them in order and starts
-the daemons, the master daemon calls :func:`startup_vote`.
+thing and reports what it did through ``out`` (one line per node);
+:func:`take_over` runs them in order (the client then starts the daemons),
+the master daemon calls :func:`startup_vote`.
+
+A takeover is resumable: once its claim won, a marker file
+(:func:`marker_file`) records the epoch, and once the configuration is
+written also the numbers decided; a rerun of ``gnt-cluster
+master-failover``, the watcher or a plain ``ganeti-masterd`` start on the
+taker sees the marker and finishes the takeover (or rolls it back when
+another master won meanwhile) through :func:`take_over`.
 """
 
 from __future__ import annotations
@@ -12,12 +19,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ganeti import configfile, errors, serializer, ssconf
-from ganeti.failover import catchup, quorum, vote
+from ganeti.failover import catchup, faultpoints, quorum, vote
+from ganeti.failover.lease import (EPOCH_STRIDE, LEASE_DURATION, RESERVE_BLOCK, next_epoch,
+                                   taker_rank)
 from ganeti.objects import ConfigData, Node
 from ganeti.pathutils import Paths
 from ganeti.replication import copy_queue
@@ -28,7 +38,9 @@ from ganeti.utils import payload
 
 __all__ = ["Out", "load_local_config", "node_rpc", "master_ip_params", "check_taker",
            "stop_old_master", "write_takeover_config", "raise_queue_serial", "fence_majority",
-           "push_config", "push_queue", "startup_vote"]
+           "push_config", "push_queue", "startup_vote", "Marker", "marker_file", "read_marker",
+           "write_marker", "clear_marker", "claim_majority", "drain_old_master", "Outcome",
+           "take_over", "TakeoverRefused", "DRAIN_SECONDS", "split_claims", "float_option"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +49,16 @@ Out = Callable[[str], None]
 #: seconds each takeover step may wait for a node (a dead node must not
 #: stall the failover; the master daemon stop itself takes up to 15 s)
 STEP_TIMEOUT = 20.0
+#: seconds the old master refuses submissions during a planned failover
+#: (it accepts again by itself if the takeover gives up without telling it)
+DRAIN_SECONDS = 30.0
+MARKER_NAME = "takeover_in_progress"
+_BACKUP_SUFFIX = ".pre-takeover"
+
+
+class TakeoverRefused(errors.NotMasterError):
+    """A takeover was refused, or lost to another taker; the text says what
+    was left as it was (nothing, or a configuration restored)."""
 
 
 class _Fence:
@@ -248,6 +270,300 @@ def startup_vote(paths: Paths, me: str, *, no_voting: bool, retry_for: float,
     if not decision.ok:
         raise errors.NotMasterError(f"Master vote refused: {decision.message}")
     if no_voting:
+        # a new epoch of its own (distinct from any taker's), recorded on every
+        # node that answers by the daemon's first lease renewal
+        epoch = next_epoch(decision.epoch - 1, taker_rank(quorum.config_node_names(data), me))
+        decision = dataclasses.replace(decision, epoch=epoch)
         write_takeover_config(paths, data, me, decision)
         raise_queue_serial(paths, decision.queue_serial)
     return decision
+
+
+# --- the resumable takeover (doc/design/failover.md, "Takeover") --------------
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """A takeover in progress on this node: its claimed epoch and the old master;
+    ``queue_serial``/``config_serial`` once the configuration is being written;
+    ``stopped``: the old master confirmed that it stopped."""
+
+    taker: str
+    epoch: int
+    old_master: str
+    queue_serial: int | None = None
+    config_serial: int | None = None
+    stopped: bool = False
+
+
+def marker_file(paths: Paths) -> str:
+    """Where a takeover in progress on this node is recorded."""
+    return os.path.join(paths.data_dir, MARKER_NAME)
+
+
+def read_marker(paths: Paths) -> Marker | None:
+    """The takeover in progress here, or None (:class:`errors.ConfigurationError`
+    for a marker that cannot be read)."""
+    try:
+        raw = serializer.loads(uio.read_file(marker_file(paths)))
+    except FileNotFoundError:
+        return None
+    except (OSError, errors.GanetiError) as exc:
+        raise errors.ConfigurationError(f"Cannot read the takeover marker: {exc}") from exc
+    try:
+        return Marker(taker=str(raw["taker"]), epoch=int(raw["epoch"]),
+                      old_master=str(raw.get("old_master") or ""),
+                      queue_serial=raw.get("queue_serial"),
+                      config_serial=raw.get("config_serial"),
+                      stopped=bool(raw.get("stopped")))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise errors.ConfigurationError(f"Invalid takeover marker {raw!r}") from exc
+
+
+def write_marker(paths: Paths, marker: Marker) -> None:
+    """Record ``marker`` (atomically, synced)."""
+    os.makedirs(paths.data_dir, exist_ok=True)
+    uio.write_file_atomic(marker_file(paths), serializer.dumps(dataclasses.asdict(marker)),
+                          mode=0o600)
+
+
+def clear_marker(paths: Paths) -> None:
+    """The takeover is over: forget the marker and the configuration backup."""
+    for path in (marker_file(paths), paths.config_file + _BACKUP_SUFFIX):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def drain_old_master(rpc: RpcRunner, old: str, seconds: float, out: Out) -> bool:
+    """Ask the old master to refuse submissions for ``seconds`` and flush its
+    replication; whether it did (a dead or old master simply does not)."""
+    res = rpc.call("master_drain", [old], [float(seconds)], timeout=STEP_TIMEOUT)[old]
+    if res.fail_msg:
+        out(f"{old}: not drained ({res.fail_msg})")
+        return False
+    got = res.payload if isinstance(res.payload, dict) else {}
+    if seconds > 0:
+        out(f"{old}: accepts no new jobs now (last job id {got.get('last_job_id')}),"
+            f" replication {'flushed' if got.get('flushed') else 'NOT flushed'}")
+    return True
+
+
+def _claim_round(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int,
+                 seen: int) -> tuple[int, dict[str, str]]:
+    res = rpc.call("master_claim", list(names), [me, epoch, seen],
+                   timeout=min(5.0, rpc.timeout_for("master_claim")))
+    ok = sum(1 for r in res.values() if not r.fail_msg)
+    return ok, {n: r.fail_msg for n, r in res.items() if r.fail_msg}
+
+
+def claim_majority(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int, seen: int,
+                   out: Out) -> int:
+    """Claim a strict majority of ``names`` for ``epoch``; the epoch claimed.
+
+    Two takers of the same round claim distinct epochs, and every node
+    promises itself to the first claim above what the taker saw, so at
+    most one gets a majority.  When nobody can have one (the nodes split
+    between takers), only the taker of the highest epoch tries once more,
+    above all of them; the others give up.  Raises
+    :class:`TakeoverRefused` (nothing stopped, nothing written) when this
+    node does not win.
+    """
+    need = len(names) // 2 + 1
+    for attempt in (1, 2):
+        ok, failed = _claim_round(rpc, names, me, epoch, seen)
+        if ok >= need:
+            out(f"master epoch {epoch} claimed by {ok} of {len(names)} nodes")
+            return epoch
+        rivals = split_claims(failed)
+        unknown = len(failed) - sum(rivals.values())
+        others = "; ".join(f"{n}: {m}" for n, m in sorted(failed.items()))
+        if attempt == 1 and rivals and max(rivals) < epoch \
+                and all(count + unknown < need for count in rivals.values()):
+            out(f"the nodes split between takers ({others}); claiming again above them")
+            seen = max(seen, max(rivals))
+            epoch = next_epoch(seen, epoch % EPOCH_STRIDE)
+            continue
+        raise TakeoverRefused(
+            f"Failover given up: only {ok} of {len(names)} nodes accepted this node's claim"
+            f" of master epoch {epoch}; another takeover got ahead ({others}). Nothing was"
+            " stopped or written here; gnt-cluster getmaster names the master once it is done")
+    raise errors.ProgrammerError("unreachable")
+
+
+_RIVAL_CLAIM = re.compile(r"epoch (\d+) accepted from \S+; claimed by another taker")
+
+
+def split_claims(failed: Mapping[str, str]) -> dict[int, int]:
+    """``{rival epoch: nodes it holds}`` from claim refusals by other takers'
+    claims (refusals for an epoch already accepted, and failures, are not counted)."""
+    out: dict[int, int] = {}
+    for message in failed.values():
+        match = _RIVAL_CLAIM.search(message)
+        if match:
+            out[int(match.group(1))] = out.get(int(match.group(1)), 0) + 1
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What :func:`take_over` did: the old master, whether it confirmed its stop,
+    the epoch taken, the nodes not updated, and whether it resumed a takeover."""
+
+    old: str
+    stopped: bool
+    epoch: int
+    failed: list[str]
+    resumed: bool = False
+
+
+def float_option(args: Sequence[str], name: str, default: float) -> float:
+    """The value of ``name VALUE`` among master daemon arguments, else ``default``."""
+    for idx, arg in enumerate(args[:-1]):
+        if arg == name:
+            try:
+                return float(args[idx + 1])
+            except ValueError:
+                return default
+    return default
+
+
+def _restore(paths: Paths, marker: Marker, out: Out) -> None:
+    """Lost to another master after writing our configuration: put the old one back."""
+    backup = paths.config_file + _BACKUP_SUFFIX
+    try:
+        current = load_local_config(paths)
+    except errors.GanetiError:
+        current = None
+    if current is not None and current.cluster.master_epoch != marker.epoch:
+        out("this node's configuration was replaced by the new master's already")
+    elif os.path.exists(backup):
+        raw = uio.read_file(backup)
+        configfile.write_config_file(paths.config_file, raw)
+        old = configfile.load_config_data(paths.config_file)
+        ssconf.write_ssconf_files(paths, ssconf.compute_ssconf_values(old))
+        out("this node's previous configuration and ssconf restored")
+    clear_marker(paths)
+
+
+def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
+            timeout_scale: float, lease: float, sleep: Callable[[float], None],
+            skip: Mapping[str, str] | None = None, resumed: bool = False) -> Outcome:
+    """The steps after the numbers were decided: config (again if needed),
+    epoch on a majority, the push; then the marker goes."""
+    data = load_local_config(paths)
+    taker = _node_by_name(data, me)
+    if taker is None or data.cluster.master_node != taker.uuid \
+            or data.cluster.master_epoch != marker.epoch:
+        data = write_takeover_config(paths, data, me, vote.Decision(
+            True, "resumed", "resumed", config_serial=marker.config_serial or 0,
+            epoch=marker.epoch))
+    catchup.clear_drain_flag(paths, out)
+    serial = raise_queue_serial(paths, marker.queue_serial or 0)
+    out(f"{me}: configuration serial {data.serial_no}, master epoch {marker.epoch},"
+        f" next job id {serial + 1}")
+    rpc = node_rpc(paths, data, me, epoch=marker.epoch, timeout_scale=timeout_scale)
+    try:
+        fence_majority(rpc, data, me, marker.epoch, serial + RESERVE_BLOCK,
+                       data.serial_no + RESERVE_BLOCK, out)
+    except errors.NotMasterError as exc:
+        if not no_voting:
+            _restore(paths, marker, out)
+            raise TakeoverRefused(f"Failover given up: {exc}. Another master took over"
+                                  " meanwhile (gnt-cluster getmaster names it)") from exc
+        out(f"Warning: --no-voting: {exc}")
+    faultpoints.reached("after_epoch_record")
+    if not marker.stopped:
+        out(f"waiting {lease:g}s for the master lease of {marker.old_master} to run out")
+        sleep(lease + 0.5)
+    failed = push_config(rpc, paths, data, me, out, skip=skip)
+    faultpoints.reached("after_config_push")
+    if no_voting:
+        failed += push_queue(rpc, paths, data, me, out)
+    clear_marker(paths)
+    return Outcome(marker.old_master, marker.stopped, marker.epoch, failed, resumed)
+
+
+def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
+              timeout_scale: float = 1.0, lease: float = LEASE_DURATION,
+              sleep: Callable[[float], None] = time.sleep) -> Outcome:
+    """Make this node the master, up to (not including) starting its daemons.
+
+    Resumes a takeover recorded by :func:`read_marker`.  Raises
+    :class:`TakeoverRefused` when the vote refuses or another taker wins
+    (with what was left as it was), :class:`errors.OpPrereqError` when this
+    node cannot take over at all.
+    """
+    marker = read_marker(paths)
+    if marker is not None and marker.taker != me:
+        clear_marker(paths)   # a copied data directory: not ours
+        marker = None
+    if marker is not None and marker.queue_serial is not None:
+        out(f"Resuming the takeover of master epoch {marker.epoch} (interrupted after the"
+            " configuration write)")
+        return _finish(paths, me, marker, out, no_voting=no_voting,
+                       timeout_scale=timeout_scale, lease=lease, sleep=sleep, resumed=True)
+    if marker is not None:
+        out(f"Resuming the takeover of master epoch {marker.epoch} (interrupted before the"
+            " configuration write): starting it again")
+    data = load_local_config(paths)
+    check_taker(data, me)
+    old = master_ip_params(data)["name"]
+    rpc = node_rpc(paths, data, me, timeout_scale=timeout_scale)
+    names = quorum.config_node_names(data)
+    faultpoints.reached("before_vote")
+    out(f"Master vote on {me} (the master is {old}):")
+    drained = (not no_voting and bool(old) and old != me
+               and drain_old_master(rpc, old, DRAIN_SECONDS, out))
+    try:
+        if not no_voting:
+            catchup.catch_up_jobs(rpc, paths, data, me, out)
+        decision = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER, no_voting=no_voting)
+        out(decision.message)
+        if not decision.ok:
+            raise TakeoverRefused(f"Failover refused: {decision.reason}")
+        seen = decision.epoch - 1
+        epoch = next_epoch(seen, taker_rank(names, me))
+        if no_voting:
+            try:
+                epoch = claim_majority(rpc, names, me, epoch, seen, out)
+            except TakeoverRefused as exc:
+                out(f"Warning: --no-voting: {exc}")
+        else:
+            epoch = claim_majority(rpc, names, me, epoch, seen, out)
+    except errors.GanetiError:
+        if drained:
+            drain_old_master(rpc, old, 0, out)
+        raise
+    set_epoch(rpc, epoch)
+    marker = Marker(me, epoch, old, stopped=False)
+    write_marker(paths, marker)
+    if old in decision.missing or not old or old == me:
+        out(f"{old}: not stopped (no answer to the vote:"
+            f" {decision.missing.get(old, 'not reachable')})")
+        stopped = False
+    else:
+        stopped = stop_old_master(rpc, data, out)
+    faultpoints.reached("after_stop_old_master")
+    if stopped and not no_voting:
+        # the old master flushed its last job updates: vote again for the final numbers
+        data = load_local_config(paths)
+        catchup.catch_up_jobs(rpc, paths, data, me, out)
+        final = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER)
+        if not final.ok:
+            out(final.message)
+            clear_marker(paths)
+            raise TakeoverRefused(
+                f"Failover refused after stopping {old}: {final.reason}. Start the master"
+                f" daemon on {old} again (ganeti-masterd there, or its watcher), or fail over"
+                " to the node with the newer data")
+        decision = final
+    backup = paths.config_file + _BACKUP_SUFFIX
+    uio.write_file_atomic(backup, uio.read_file(paths.config_file), mode=0o600)
+    marker = dataclasses.replace(marker, queue_serial=decision.queue_serial,
+                                 config_serial=decision.config_serial, stopped=stopped)
+    write_marker(paths, marker)
+    write_takeover_config(paths, data, me, dataclasses.replace(decision, epoch=epoch))
+    faultpoints.reached("after_config_write")
+    return _finish(paths, me, marker, out, no_voting=no_voting, timeout_scale=timeout_scale,
+                   lease=lease, sleep=sleep, skip=decision.missing)

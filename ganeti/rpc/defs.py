@@ -350,6 +350,13 @@ _ROWS = [
          "Confirm the master's lease: accept its epoch (refused if older than one"
          " accepted) and store its job id and config serial reservations."
          " -> {master (ssconf), epoch}"),
+    _row("master_claim", [("master", str), ("epoch", int), ("seen", int)], URGENT,
+         "Promise the node to a taker of epoch (refused when the node accepted, or another"
+         " taker claimed, an epoch newer than seen); expires after 60 s."
+         " -> {epoch, claim_epoch, claim_master}"),
+    _row("master_drain", [("seconds", float)], URGENT,
+         "The master daemon on the node refuses submissions for seconds (0: accepts again)"
+         " and flushes its replication. -> {last_job_id, flushed}"),
     _row("node_stop_master", [("master_params", dict), ("use_external_mip_script", bool)],
          FAST, "Stop ganeti-rapi and the master daemon on the node, then take the master IP"
          " down. -> {masterd: stopped?, rapi: stopped?, ip: error or null}"),

@@ -121,6 +121,7 @@ class LuxiDispatcher:
             "SetWatcherPause": self._set_watcher_pause,
             "WaitForEvents": self._wait_for_events,
             "QueryMetrics": self._query_metrics,
+            "DrainMaster": self._drain_master,
         }
         # methods whose response frame is made (or cached) as a whole: name ->
         # frame maker, called with the request's arguments; None: ask the handler
@@ -143,6 +144,11 @@ class LuxiDispatcher:
             req = luxi.parse_request(frame)
         except errors.GanetiError as exc:
             return luxi.encode_response(False, exc)
+        if self.guard is not None:
+            try:   # a master fenced by a majority answers nothing but who the master is
+                self.guard.check_request()
+            except errors.NotMasterError as exc:
+                return luxi.encode_response(False, exc)
         entry = self._methods.get(req.method)
         if entry is None:
             return luxi.encode_response(False, errors.ProtocolError(
@@ -172,6 +178,23 @@ class LuxiDispatcher:
             return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
 
     # handlers ------------------------------------------------------------------
+    def _drain_master(self, seconds: float) -> dict[str, Any]:
+        """Refuse submissions for ``seconds`` (0: accept again), then flush the
+        replication (doc/design/failover.md, "Planned failover under load")."""
+        if seconds < 0 or seconds > 600:
+            raise errors.ParameterError("DrainMaster: seconds must be within 0..600",
+                                        errors.ECODE_INVAL)
+        if self.guard is not None:
+            self.guard.drain(seconds)
+        flushed = True
+        replicator = self.context.replicator
+        if seconds > 0 and isinstance(replicator, Replicator):
+            flushed = replicator.flush(timeout=min(seconds, 20.0))
+        logger.warning("Draining for a failover: %s", f"{seconds:g}s, replication"
+                       f" {'flushed' if flushed else 'NOT flushed'}" if seconds > 0 else "ended")
+        return {"last_job_id": self.context.require_jqueue().storage.last_id,
+                "flushed": flushed}
+
     def _cluster_info_frame(self) -> bytes:
         """The QueryClusterInfo response, encoded once per configuration state.
 
@@ -587,6 +610,19 @@ def start_master_ip(context: MasterContext) -> threading.Thread | None:
     return thread
 
 
+def _resume_takeover(paths: Paths, opts: argparse.Namespace) -> None:
+    """Finish a takeover interrupted on this node before voting (doc/design/failover.md,
+    "Interrupted takeovers"); raises when it was refused or lost."""
+    marker = takeover.read_marker(paths)
+    if marker is None:
+        return
+    logger.warning("A takeover of master epoch %s was interrupted here: finishing it",
+                   marker.epoch)
+    takeover.take_over(paths, netutils.hostname(), out=lambda line: logger.warning(
+        "Takeover: %s", line), timeout_scale=opts.rpc_timeout_scale,
+        lease=opts.lease_duration)
+
+
 def _vote(paths: Paths, opts: argparse.Namespace) -> Decision:
     """The start-up vote (doc/design/failover.md, "Master daemon startup"); raises if refused."""
     me = netutils.hostname()
@@ -675,6 +711,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     gc.disable()       # loading makes only long-lived objects: no collections meanwhile
     luxiserver.limit_malloc_arenas()
     luxiserver.fix_mmap_threshold()   # big blocks go back to the system when freed
+    if not opts.no_rpc and not opts.no_voting:
+        _resume_takeover(runtime.paths, opts)
     decision = _vote(runtime.paths, opts) if not opts.no_rpc else None
     write_checks: list[Callable[[], None]] = []
     context = build_context(runtime.paths, workers=opts.workers, sync_mode=opts.sync_mode,
@@ -686,6 +724,12 @@ def _prepare(runtime: DaemonRuntime) -> _State:
                             write_checks=write_checks, redactor=runtime.redactor,
                             job_quorum=not opts.no_voting)
     guard = _guard(context, opts, write_checks)
+    if guard is not None and opts.no_voting:
+        # doc/design/failover.md, "--no-voting": the new epoch and an id
+        # reservation on every node that answers, before the first job
+        if not guard.renew():
+            logger.warning("--no-voting: no node recorded this master's epoch and job id"
+                           " reservation; jobs are refused until one does")
     if decision is not None and (opts.no_voting or decision.stale):
         # nodes that still name another master (or hold an older config) get ours
         _push_everything(context, with_queue=opts.no_voting)

@@ -252,8 +252,9 @@ def _status_of(exc: errors.GanetiError) -> int:
         return exc.status
     if isinstance(exc, errors.OpPrereqError):
         return 404 if exc.ecode == errors.ECODE_NOENT else 400
-    if isinstance(exc, (errors.JobQueueFull, errors.JobQueueDrainError)):
-        return 503
+    if isinstance(exc, (errors.JobQueueFull, errors.JobQueueDrainError,
+                        errors.NotMasterError)):
+        return 503     # NotMasterError: a fenced or failing-over master (doc/design/failover.md)
     if isinstance(exc, (errors.NoMasterError, errors.LuxiTimeoutError,
                         errors.ConnectionClosedError)):
         return 502

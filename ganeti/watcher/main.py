@@ -150,6 +150,27 @@ def _rapi_pass(opts: argparse.Namespace, paths: pathutils.Paths, store: ssconf.S
     return True
 
 
+def _resume_takeover(paths: pathutils.Paths, me: str) -> bool:
+    """Finish a takeover interrupted on this node (doc/design/failover.md,
+    "Interrupted takeovers"); whether there was one and it finished."""
+    import shlex
+
+    from ganeti.failover import takeover
+    from ganeti.failover.lease import LEASE_DURATION
+    if takeover.read_marker(paths) is None:
+        return False
+    args = shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
+    logger.warning("A takeover was interrupted on this node: finishing it")
+    try:
+        takeover.take_over(paths, me, out=lambda line: logger.warning("Takeover: %s", line),
+                           timeout_scale=takeover.float_option(args, "--rpc-timeout-scale", 1.0),
+                           lease=takeover.float_option(args, "--lease-duration", LEASE_DURATION))
+    except errors.GanetiError as exc:
+        logger.error("Could not finish the interrupted takeover: %s", exc)
+        return False
+    return True
+
+
 def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
         clock: Callable[[], float] = time.time) -> int:
     """One watcher pass on this node; returns the exit status."""
@@ -184,6 +205,8 @@ def run(opts: argparse.Namespace, paths: pathutils.Paths, *,
             return EXIT_FAILED
         me = net.hostname()
         _node_pass(paths, me, store)
+        if _resume_takeover(paths, me):
+            master_name = store.get_master_node()
         if me != master_name:
             return EXIT_OK
         factory = _luxi_factory(paths)

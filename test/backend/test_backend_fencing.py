@@ -109,3 +109,31 @@ def test_leaving_the_cluster_forgets_the_epoch(ctx):
     fencing.check_epoch(ctx, "upload_file", 3, "node2")
     node.node_leave_cluster(ctx, False)
     assert fencing.read_state(ctx)["epoch"] == 0
+
+
+def test_claim_goes_to_the_first_taker_of_a_round(ctx):
+    # two takers saw epoch 0 and claim distinct epochs: the node promises the first
+    assert fencing.master_claim(ctx, "node2", 65538, 0)["claim_master"] == "node2"
+    with pytest.raises(errors.NotMasterError) as exc:
+        fencing.master_claim(ctx, "node3", 65539, 0)
+    assert str(exc.value).startswith(defs.FENCED_PREFIX)
+    assert "epoch 65538 accepted from node2; claimed by another taker" in str(exc.value)
+    # idempotent for the same taker; the running master is not fenced by a claim
+    fencing.master_claim(ctx, "node2", 65538, 0)
+    fencing.check_epoch(ctx, "jobqueue_update", 0, "node1")
+    assert fencing.master_lease(ctx, "node1", 0, 10, 10)["epoch"] == 0
+    # but another taker's new epoch below the claim is refused
+    with pytest.raises(errors.NotMasterError, match="claimed by node2"):
+        fencing.master_lease(ctx, "node3", 65537, 0, 0)
+    assert fencing.master_lease(ctx, "node2", 65538, 0, 0)["epoch"] == 65538
+
+
+def test_claim_refused_after_a_newer_epoch_and_claims_expire(ctx, monkeypatch):
+    fencing.check_epoch(ctx, "upload_file", 65538, "node2")
+    with pytest.raises(errors.NotMasterError, match="newer than 0 the taker saw"):
+        fencing.master_claim(ctx, "node3", 65539, 0)
+    fencing.master_claim(ctx, "node3", 131075, 65538)
+    now = fencing.time.time()
+    monkeypatch.setattr(fencing.time, "time", lambda: now + fencing.CLAIM_TTL + 1)
+    # the claim of a taker that died expires: another taker may claim
+    assert fencing.master_claim(ctx, "node1", 131073, 65538)["claim_master"] == "node1"

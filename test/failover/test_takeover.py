@@ -58,3 +58,45 @@ def test_raise_queue_serial_never_lowers(paths):
 def test_master_ip_params():
     params = takeover.master_ip_params(_data())
     assert params["name"] == "node1" and params["uuid"] == "u1"
+
+
+def test_marker_round_trip_and_clear(paths):
+    assert takeover.read_marker(paths) is None
+    marker = takeover.Marker("node2", 65538, "node1")
+    takeover.write_marker(paths, marker)
+    assert takeover.read_marker(paths) == marker
+    done = takeover.Marker("node2", 65538, "node1", queue_serial=1014, config_serial=9,
+                           stopped=True)
+    takeover.write_marker(paths, done)
+    assert takeover.read_marker(paths) == done
+    takeover.clear_marker(paths)
+    assert takeover.read_marker(paths) is None
+    takeover.clear_marker(paths)                  # idempotent
+
+
+def test_corrupt_marker_is_an_error(paths):
+    os.makedirs(paths.data_dir, exist_ok=True)
+    with open(takeover.marker_file(paths), "w") as fh:
+        fh.write('{"epoch": 3}')
+    with pytest.raises(errors.ConfigurationError, match="Invalid takeover marker"):
+        takeover.read_marker(paths)
+
+
+def test_split_claims_counts_rival_claims_only():
+    failed = {
+        "node1": "Fenced: claim of master epoch 65539 by node3 refused: epoch 65537 accepted"
+                 " from node1; claimed by another taker",
+        "node2": "Fenced: claim of master epoch 65539 by node3 refused: epoch 65538 accepted"
+                 " from node2; claimed by another taker",
+        "node4": "Error contacting node node4: timed out",
+        "node5": "Fenced: claim of master epoch 65539 by node3 refused: epoch 65540 accepted"
+                 " from node4; newer than 0 the taker saw",
+    }
+    assert takeover.split_claims(failed) == {65537: 1, 65538: 1}
+
+
+def test_float_option():
+    args = ["--rpc-timeout-scale", "0.05", "--lease-duration", "x"]
+    assert takeover.float_option(args, "--rpc-timeout-scale", 1.0) == 0.05
+    assert takeover.float_option(args, "--lease-duration", 6.0) == 6.0
+    assert takeover.float_option(args, "--vote-timeout", 60.0) == 60.0
