@@ -20,12 +20,26 @@ from __future__ import annotations
 from ganeti import errors
 
 __all__ = ["EXIT_SUCCESS", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_INTERRUPTED", "format_error",
-           "format_job_error"]
+           "format_job_error", "master_hint"]
 
 EXIT_SUCCESS = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+
+def master_hint() -> str:
+    """On a node that is not the master, a line naming the master (from ssconf), else ""."""
+    from ganeti import pathutils, ssconf
+    from ganeti.utils import net
+    try:
+        master = ssconf.SimpleStore(pathutils.get_paths()).get_master_node()
+    except (errors.GanetiError, OSError):
+        return ""
+    me = net.hostname()
+    if not master or master == me:
+        return ""
+    return f"\nThis node ({me}) is not the master; the master is {master}: run the command there"
 
 
 def format_error(err: BaseException) -> tuple[int, str]:
@@ -54,7 +68,7 @@ def format_error(err: BaseException) -> tuple[int, str]:
     if isinstance(err, errors.JobLost):
         return EXIT_FAILURE, f"Error checking job status: {err}"
     if isinstance(err, errors.NoMasterError):
-        return EXIT_FAILURE, str(err)
+        return EXIT_FAILURE, str(err) + master_hint()
     if isinstance(err, errors.NotMasterError):
         return EXIT_FAILURE, f"Failure: not the master:\n{err}"
     if isinstance(err, errors.LuxiTimeoutError):
