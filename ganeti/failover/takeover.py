@@ -32,6 +32,7 @@ from ganeti.objects import ConfigData, Node
 from ganeti.pathutils import Paths
 from ganeti.replication import copy_queue
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
+from ganeti.rpc import defs
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
 from ganeti.utils import payload
@@ -352,41 +353,54 @@ def drain_old_master(rpc: RpcRunner, old: str, seconds: float, out: Out) -> bool
 def _claim_round(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int,
                  seen: int) -> tuple[int, dict[str, str]]:
     res = rpc.call("master_claim", list(names), [me, epoch, seen],
-                   timeout=min(5.0, rpc.timeout_for("master_claim")))
+                   timeout=min(5.0, rpc.timeouts[defs.CALLS["master_claim"].timeout]))
     ok = sum(1 for r in res.values() if not r.fail_msg)
     return ok, {n: r.fail_msg for n, r in res.items() if r.fail_msg}
 
 
+#: claim rounds a taker tries before it gives up
+CLAIM_ROUNDS = 3
+
+
 def claim_majority(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int, seen: int,
-                   out: Out) -> int:
+                   out: Out, *, sleep: Callable[[float], None] = time.sleep) -> int:
     """Claim a strict majority of ``names`` for ``epoch``; the epoch claimed.
 
     Two takers of the same round claim distinct epochs, and every node
     promises itself to the first claim above what the taker saw, so at
     most one gets a majority.  When nobody can have one (the nodes split
-    between takers), only the taker of the highest epoch tries once more,
-    above all of them; the others give up.  Raises
+    between takers), only the taker of the highest epoch claims again,
+    above all of them; nodes that did not answer are asked again (a claim
+    is idempotent); at most :data:`CLAIM_ROUNDS` rounds.  Raises
     :class:`TakeoverRefused` (nothing stopped, nothing written) when this
     node does not win.
     """
     need = len(names) // 2 + 1
-    for attempt in (1, 2):
+    for attempt in range(1, CLAIM_ROUNDS + 1):
         ok, failed = _claim_round(rpc, names, me, epoch, seen)
         if ok >= need:
             out(f"master epoch {epoch} claimed by {ok} of {len(names)} nodes")
             return epoch
         rivals = split_claims(failed)
-        unknown = len(failed) - sum(rivals.values())
+        ahead = [m for m in failed.values() if "the taker saw" in m]
+        unknown = len(failed) - sum(rivals.values()) - len(ahead)
         others = "; ".join(f"{n}: {m}" for n, m in sorted(failed.items()))
-        if attempt == 1 and rivals and max(rivals) < epoch \
-                and all(count + unknown < need for count in rivals.values()):
-            out(f"the nodes split between takers ({others}); claiming again above them")
-            seen = max(seen, max(rivals))
-            epoch = next_epoch(seen, epoch % EPOCH_STRIDE)
+        hopeless = bool(ahead) or any(count >= need for count in rivals.values()) \
+            or (bool(rivals) and max(rivals) > epoch)
+        if attempt < CLAIM_ROUNDS and not hopeless:
+            if rivals and all(count + unknown < need for count in rivals.values()):
+                out(f"the nodes split between takers ({others}); claiming again above them")
+                seen = max(seen, max(rivals))
+                epoch = next_epoch(seen, epoch % EPOCH_STRIDE)
+            else:
+                out(f"only {ok} of {len(names)} nodes answered the claim ({others});"
+                    " asking again")
+                sleep(0.5 * attempt)
             continue
+        why = "another takeover got ahead" if hopeless else "too few nodes answered"
         raise TakeoverRefused(
             f"Failover given up: only {ok} of {len(names)} nodes accepted this node's claim"
-            f" of master epoch {epoch}; another takeover got ahead ({others}). Nothing was"
+            f" of master epoch {epoch}; {why} ({others}). Nothing was"
             " stopped or written here; gnt-cluster getmaster names the master once it is done")
     raise errors.ProgrammerError("unreachable")
 

@@ -100,3 +100,72 @@ def test_float_option():
     assert takeover.float_option(args, "--rpc-timeout-scale", 1.0) == 0.05
     assert takeover.float_option(args, "--lease-duration", 6.0) == 6.0
     assert takeover.float_option(args, "--vote-timeout", 60.0) == 60.0
+
+
+def _claims(rpc, answers):
+    """FakeRpc answering master_claim per node: a payload dict or a refusal text."""
+    def handler(node, args):
+        got = answers[node](args) if callable(answers[node]) else answers[node]
+        if isinstance(got, str):
+            raise errors.RpcError(got)
+        return got
+    rpc.set_handler("master_claim", handler)
+
+
+def _rival(epoch, node):
+    return (f"Fenced: claim refused: epoch {epoch} accepted from {node}; claimed by another"
+            " taker")
+
+
+def test_claim_won_by_a_majority():
+    from test.fakes.fakerpc import FakeRpc
+    rpc = FakeRpc()
+    _claims(rpc, {"node1": {}, "node2": {}, "node3": _rival(65537, "node1")})
+    lines = []
+    assert takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node2", 65538, 0,
+                                   lines.append) == 65538
+    assert lines == ["master epoch 65538 claimed by 2 of 3 nodes"]
+
+
+def test_claim_lost_to_a_rival_majority_gives_up():
+    from test.fakes.fakerpc import FakeRpc
+    rpc = FakeRpc()
+    _claims(rpc, {"node1": _rival(65539, "node3"), "node2": {},
+                  "node3": _rival(65539, "node3")})
+    with pytest.raises(takeover.TakeoverRefused, match="another takeover got ahead"):
+        takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node2", 65538, 0,
+                                lambda line: None, sleep=lambda s: None)
+    assert len(rpc.calls_to("master_claim")) == 1        # one round only
+
+
+def test_split_claims_highest_taker_claims_again_above():
+    from test.fakes.fakerpc import FakeRpc
+    rpc = FakeRpc()
+    # three takers, each node promised to a different one; node3 (rank 3) is highest
+    _claims(rpc, {"node1": lambda a: _rival(65537, "node1") if a[1] < 131072 else {},
+                  "node2": lambda a: _rival(65538, "node2") if a[1] < 131072 else {},
+                  "node3": {}})
+    epoch = takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node3", 65539, 0,
+                                    lambda line: None, sleep=lambda s: None)
+    assert epoch == 2 * 65536 + 3
+    # the lower takers give up instead
+    rpc2 = FakeRpc()
+    _claims(rpc2, {"node1": _rival(65537, "node1"), "node2": {},
+                   "node3": _rival(65539, "node3")})
+    with pytest.raises(takeover.TakeoverRefused):
+        takeover.claim_majority(rpc2, ["node1", "node2", "node3"], "node2", 65538, 0,
+                                lambda line: None, sleep=lambda s: None)
+
+
+def test_claim_asks_again_when_nodes_did_not_answer():
+    from test.fakes.fakerpc import FakeRpc
+    rpc = FakeRpc()
+    calls = {"n": 0}
+
+    def slow(args):
+        calls["n"] += 1
+        return "Error contacting node node3: timed out" if calls["n"] == 1 else {}
+    _claims(rpc, {"node1": "Error contacting node node1: timed out", "node2": {},
+                  "node3": slow})
+    assert takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node2", 65538, 0,
+                                   lambda line: None, sleep=lambda s: None) == 65538

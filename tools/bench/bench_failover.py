@@ -13,16 +13,24 @@ new master daemon, which a busy machine stretches).  ``BENCH_VERBOSE=1``
 prints each failover's steps with their times.
 Target (issue 15): under 3 s.
 
-Run: ``.venv/bin/python tools/bench/bench_failover.py`` (about 60 s).
+``--load RATE``: during each failover a client submits RATE no-op jobs a
+second to whichever node is the master (retrying a refused one after the
+pause of its rate); printed besides: jobs acknowledged and refused during
+the failover (a planned failover drains the old master: its refusals are
+the retryable ``MasterFailingOverError``; doc/design/failover.md).
+
+Run: ``.venv/bin/python tools/bench/bench_failover.py [--load 50]`` (about 60 s).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -102,7 +110,43 @@ def _failover(vc: vcluster.VCluster, target: vcluster.VNode) -> tuple[float, flo
     return command, time.monotonic() - started, job
 
 
+class _Load:
+    """Submits ``rate`` no-op jobs a second to the current master in a thread."""
+
+    def __init__(self, vc: vcluster.VCluster, rate: float) -> None:
+        self.vc = vc
+        self.rate = rate
+        self.stop = threading.Event()
+        self.acked = 0
+        self.refused: dict[str, int] = {}
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                master = vcluster.current_master(self.vc)
+                luxi.Client(self.vc.paths(master).master_socket, connect_timeout=1.0,
+                            rw_timeout=20.0).SubmitJob([DELAY_OP])
+                self.acked += 1
+            except errors.GanetiError as exc:
+                kind = type(exc).__name__
+                self.refused[kind] = self.refused.get(kind, 0) + 1
+            self.stop.wait(1.0 / self.rate)
+
+    def __enter__(self) -> _Load:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(60)
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--load", type=float, default=0.0, metavar="RATE",
+                        help="no-op jobs a second submitted during each failover")
+    opts = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-failover-") as tmp:
         directory = os.path.join(tmp, "vc")
         print(f"Creating a {NODES}-node virtual cluster...", flush=True)
@@ -114,15 +158,24 @@ def main() -> int:
             for target in (vc.nodes[1], vc.nodes[2], vc.nodes[0]):
                 _wait_replicated(vc)
                 old = vcluster.current_master(vc).name
-                command, total, job = _failover(vc, target)
+                if opts.load > 0:
+                    with _Load(vc, opts.load) as load:
+                        time.sleep(1.0)
+                        command, total, job = _failover(vc, target)
+                    extra = (f"; under {opts.load:g} jobs/s: {load.acked} acknowledged,"
+                             f" refused {load.refused or 'none'}")
+                else:
+                    command, total, job = _failover(vc, target)
+                    extra = ""
                 totals.append(total)
                 print(f"  {old} -> {target.name}: command {command:.2f}s, first job"
-                      f" ({job}) accepted after {total:.2f}s", flush=True)
+                      f" ({job}) accepted after {total:.2f}s{extra}", flush=True)
             median = statistics.median(totals)
-            load = os.getloadavg()[0]
-            print(f"failover to accepting jobs, {NODES} nodes, {JOBS} jobs in the queue:"
+            cpu_load = os.getloadavg()[0]
+            print(f"failover to accepting jobs, {NODES} nodes, {JOBS} jobs in the queue"
+                  f"{f', {opts.load:g} jobs/s submitted' if opts.load > 0 else ''}:"
                   f" median {median:.2f}s (target < {TARGET_S:g}s)"
-                  f" {'OK' if median < TARGET_S else 'SLOW'}; load average {load:.1f}"
+                  f" {'OK' if median < TARGET_S else 'SLOW'}; load average {cpu_load:.1f}"
                   f" on {os.cpu_count()} CPUs")
         finally:
             vcluster.destroy(directory)
