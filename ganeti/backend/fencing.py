@@ -89,8 +89,9 @@ def read_state(ctx: NodeContext) -> dict[str, Any]:
 
 
 def _live_claim(state: dict[str, Any], now: float) -> tuple[int, str] | None:
-    """The unexpired claim ``(epoch, taker)`` in ``state``, or None."""
-    if state["claim_epoch"] and now < state["claim_until"]:
+    """The claim ``(epoch, taker)`` in ``state`` that still holds, or None: a claim
+    ends when it expires or once its epoch (or a newer one) was accepted."""
+    if state["claim_epoch"] > state["epoch"] and now < state["claim_until"]:
         return state["claim_epoch"], state["claim_master"]
     return None
 
@@ -235,40 +236,50 @@ def master_lease(ctx: NodeContext, master: str, epoch: int, reserve_job_id: int,
 
 
 def master_claim(ctx: NodeContext, master: str, epoch: int, seen: int) -> dict[str, Any]:
-    """Promise this node to ``master`` taking over with ``epoch``.
+    """Promise this node to ``master`` taking over with ``epoch`` (0: release its claim).
 
     ``seen`` is the newest epoch the taker saw in its vote.  Refused (the
-    :data:`~ganeti.rpc.defs.FENCED_PREFIX` text, naming the other taker)
-    when the node accepted an epoch newer than ``seen``, or another taker's
-    unexpired claim is newer than ``seen``: someone else got ahead since
-    the taker's vote.  A claim does not change which master the node
-    obeys; it expires after :data:`CLAIM_TTL` seconds.  Idempotent for the
-    same taker.  Returns ``{"epoch", "claim_epoch", "claim_master"}``.
+    :data:`~ganeti.rpc.defs.FENCED_PREFIX` text) when the node accepted an
+    epoch newer than ``seen`` (a takeover finished meanwhile), or another
+    taker's claim still holds (naming it).  A claim does not change which
+    master the node obeys; it ends after :data:`CLAIM_TTL` seconds, when
+    its epoch is accepted, or when its taker releases it.  Idempotent for
+    the same taker.  Returns ``{"epoch", "claim_epoch", "claim_master"}``.
     """
     now = time.time()
     with _locked(ctx):
         state = read_state(ctx)
         claim = _live_claim(state, now)
+        if epoch == 0:
+            if claim is not None and claim[1] == master:
+                state.update(claim_epoch=0, claim_master="", claim_until=0.0)
+                _store(ctx, state, "claim release")
+            return {"epoch": state["epoch"], "claim_epoch": state["claim_epoch"],
+                    "claim_master": state["claim_master"]}
         if state["epoch"] > seen and state["epoch"] != epoch:
             msg = (f"{defs.FENCED_PREFIX} claim of master epoch {epoch} by {master} refused:"
                    f" epoch {state['epoch']} accepted from {state['master'] or 'unknown'};"
                    f" newer than {seen} the taker saw")
             logger.warning("%s", msg)
             raise errors.NotMasterError(msg)
-        if claim is not None and claim[1] != master and claim[0] > seen:
+        if claim is not None and claim[1] != master:
             msg = (f"{defs.FENCED_PREFIX} claim of master epoch {epoch} by {master} refused:"
                    f" epoch {claim[0]} accepted from {claim[1]}; claimed by another taker")
             logger.warning("%s", msg)
             raise errors.NotMasterError(msg)
-        state.update(claim_epoch=max(epoch, claim[0] if claim and claim[1] == master else 0),
+        state.update(claim_epoch=max(epoch, claim[0] if claim else 0),
                      claim_master=master, claim_until=now + CLAIM_TTL)
-        try:
-            _write_state(ctx, state)
-        except OSError as exc:
-            raise errors.OpExecError(f"Cannot store the master claim: {exc}") from exc
+        _store(ctx, state, "claim")
         logger.info("Claimed by %s for master epoch %s", master, epoch)
         return {"epoch": state["epoch"], "claim_epoch": state["claim_epoch"],
                 "claim_master": master}
+
+
+def _store(ctx: NodeContext, state: dict[str, Any], what: str) -> None:
+    try:
+        _write_state(ctx, state)
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot store the master {what}: {exc}") from exc
 
 
 def master_drain(ctx: NodeContext, seconds: float) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
             line = f"[{time.monotonic() - started:6.2f}s] {line}"
         cli.to_stdout(line)
 
-    if takeover.read_marker(paths) is None:
+    if takeover.read_marker(paths) is None and not opts.no_voting:
         data = takeover.load_local_config(paths)
         if takeover.master_ip_params(data)["name"] == me \
                 and bootstrap.daemon_pid(paths, constants.MASTERD) is None:

@@ -41,7 +41,8 @@ __all__ = ["Out", "load_local_config", "node_rpc", "master_ip_params", "check_ta
            "stop_old_master", "write_takeover_config", "raise_queue_serial", "fence_majority",
            "push_config", "push_queue", "startup_vote", "Marker", "marker_file", "read_marker",
            "write_marker", "clear_marker", "claim_majority", "drain_old_master", "Outcome",
-           "take_over", "TakeoverRefused", "DRAIN_SECONDS", "split_claims", "float_option"]
+           "take_over", "TakeoverRefused", "DRAIN_SECONDS", "split_claims", "float_option",
+           "release_claims"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,13 +115,14 @@ def master_ip_params(data: ConfigData) -> dict[str, Any]:
             "netdev": cluster.master_netdev, "ip_family": cluster.primary_ip_family}
 
 
-def check_taker(data: ConfigData, me: str) -> Node:
-    """This node's entry; refuses a non-candidate or the current master."""
+def check_taker(data: ConfigData, me: str, *, allow_master: bool = False) -> Node:
+    """This node's entry; refuses a non-candidate or (unless ``allow_master``,
+    for ``--no-voting``) the master named by ``data``."""
     node = _node_by_name(data, me)
     if node is None:
         raise errors.OpPrereqError(f"This node ({me}) is not in the cluster configuration",
                                    errors.ECODE_STATE)
-    if data.cluster.master_node == node.uuid:
+    if data.cluster.master_node == node.uuid and not allow_master:
         raise errors.OpPrereqError(f"This node ({me}) is already the master",
                                    errors.ECODE_STATE)
     if not node.master_candidate or node.offline:
@@ -366,12 +368,12 @@ def claim_majority(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int, se
                    out: Out, *, sleep: Callable[[float], None] = time.sleep) -> int:
     """Claim a strict majority of ``names`` for ``epoch``; the epoch claimed.
 
-    Two takers of the same round claim distinct epochs, and every node
-    promises itself to the first claim above what the taker saw, so at
-    most one gets a majority.  When nobody can have one (the nodes split
-    between takers), only the taker of the highest epoch claims again,
-    above all of them; nodes that did not answer are asked again (a claim
-    is idempotent); at most :data:`CLAIM_ROUNDS` rounds.  Raises
+    A node promises itself to one taker at a time, so at most one holds a
+    majority.  A taker gives up (and releases the nodes it got) when a
+    takeover finished meanwhile, another taker holds a majority, or
+    another taker claims a newer epoch; otherwise (the nodes split between
+    takers of lower epochs, who give up, or nodes did not answer) it asks
+    again, at most :data:`CLAIM_ROUNDS` rounds.  Raises
     :class:`TakeoverRefused` (nothing stopped, nothing written) when this
     node does not win.
     """
@@ -382,27 +384,26 @@ def claim_majority(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int, se
             out(f"master epoch {epoch} claimed by {ok} of {len(names)} nodes")
             return epoch
         rivals = split_claims(failed)
-        ahead = [m for m in failed.values() if "the taker saw" in m]
-        unknown = len(failed) - sum(rivals.values()) - len(ahead)
+        ahead = any("the taker saw" in m for m in failed.values())
         others = "; ".join(f"{n}: {m}" for n, m in sorted(failed.items()))
-        hopeless = bool(ahead) or any(count >= need for count in rivals.values()) \
+        hopeless = ahead or any(count >= need for count in rivals.values()) \
             or (bool(rivals) and max(rivals) > epoch)
         if attempt < CLAIM_ROUNDS and not hopeless:
-            if rivals and all(count + unknown < need for count in rivals.values()):
-                out(f"the nodes split between takers ({others}); claiming again above them")
-                seen = max(seen, max(rivals))
-                epoch = next_epoch(seen, epoch % EPOCH_STRIDE)
-            else:
-                out(f"only {ok} of {len(names)} nodes answered the claim ({others});"
-                    " asking again")
-                sleep(0.5 * attempt)
+            out(f"only {ok} of {len(names)} nodes accepted the claim ({others}); asking again")
+            sleep(0.5 * attempt)
             continue
-        why = "another takeover got ahead" if hopeless else "too few nodes answered"
+        release_claims(rpc, names, me)
+        why = "another takeover got ahead" if hopeless else "too few nodes accepted it"
         raise TakeoverRefused(
             f"Failover given up: only {ok} of {len(names)} nodes accepted this node's claim"
             f" of master epoch {epoch}; {why} ({others}). Nothing was"
             " stopped or written here; gnt-cluster getmaster names the master once it is done")
     raise errors.ProgrammerError("unreachable")
+
+
+def release_claims(rpc: RpcRunner, names: Sequence[str], me: str) -> None:
+    """Release this taker's claims (best effort: an unreleased one expires)."""
+    rpc.call("master_claim", list(names), [me, 0, 0], timeout=5.0)
 
 
 _RIVAL_CLAIM = re.compile(r"epoch (\d+) accepted from \S+; claimed by another taker")
@@ -521,7 +522,7 @@ def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
         out(f"Resuming the takeover of master epoch {marker.epoch} (interrupted before the"
             " configuration write): starting it again")
     data = load_local_config(paths)
-    check_taker(data, me)
+    check_taker(data, me, allow_master=no_voting)
     old = master_ip_params(data)["name"]
     rpc = node_rpc(paths, data, me, timeout_scale=timeout_scale)
     names = quorum.config_node_names(data)
@@ -566,6 +567,7 @@ def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
         final = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER)
         if not final.ok:
             out(final.message)
+            release_claims(rpc, names, me)
             clear_marker(paths)
             raise TakeoverRefused(
                 f"Failover refused after stopping {old}: {final.reason}. Start the master"

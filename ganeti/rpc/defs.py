@@ -351,8 +351,9 @@ _ROWS = [
          " accepted) and store its job id and config serial reservations."
          " -> {master (ssconf), epoch}"),
     _row("master_claim", [("master", str), ("epoch", int), ("seen", int)], URGENT,
-         "Promise the node to a taker of epoch (refused when the node accepted, or another"
-         " taker claimed, an epoch newer than seen); expires after 60 s."
+         "Promise the node to a taker of epoch (refused when the node accepted an epoch"
+         " newer than seen, or another taker's claim holds); epoch 0 releases the taker's"
+         " claim; a claim ends after 60 s or once its epoch is accepted."
          " -> {epoch, claim_epoch, claim_master}"),
     _row("master_drain", [("seconds", float)], URGENT,
          "The master daemon on the node refuses submissions for seconds (0: accepts again)"

@@ -137,3 +137,15 @@ def test_claim_refused_after_a_newer_epoch_and_claims_expire(ctx, monkeypatch):
     monkeypatch.setattr(fencing.time, "time", lambda: now + fencing.CLAIM_TTL + 1)
     # the claim of a taker that died expires: another taker may claim
     assert fencing.master_claim(ctx, "node1", 131073, 65538)["claim_master"] == "node1"
+
+
+def test_claim_released_by_its_taker_or_ended_by_its_epoch(ctx):
+    fencing.master_claim(ctx, "node2", 65538, 0)
+    fencing.master_claim(ctx, "node3", 0, 0)            # not node3's: nothing happens
+    with pytest.raises(errors.NotMasterError, match="claimed by another taker"):
+        fencing.master_claim(ctx, "node3", 65539, 0)
+    fencing.master_claim(ctx, "node2", 0, 0)            # released
+    fencing.master_claim(ctx, "node3", 65539, 0)
+    # once the claimed epoch is accepted, the claim no longer holds
+    fencing.master_lease(ctx, "node3", 65539, 0, 0)
+    fencing.master_claim(ctx, "node4", 131076, 65539)

@@ -32,6 +32,7 @@ def test_check_taker():
     assert takeover.check_taker(data, "node2").uuid == "u2"
     with pytest.raises(errors.OpPrereqError, match="already the master"):
         takeover.check_taker(data, "node1")
+    assert takeover.check_taker(data, "node1", allow_master=True).uuid == "u1"   # --no-voting
     with pytest.raises(errors.OpPrereqError, match="not an online master candidate"):
         takeover.check_taker(data, "node3")
     with pytest.raises(errors.OpPrereqError, match="not in the cluster"):
@@ -135,26 +136,37 @@ def test_claim_lost_to_a_rival_majority_gives_up():
     with pytest.raises(takeover.TakeoverRefused, match="another takeover got ahead"):
         takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node2", 65538, 0,
                                 lambda line: None, sleep=lambda s: None)
-    assert len(rpc.calls_to("master_claim")) == 1        # one round only
+    # one round only, then the release
+    assert [args for _, args in rpc.calls_to("master_claim")] == [["node2", 65538, 0],
+                                                                  ["node2", 0, 0]]
 
 
-def test_split_claims_highest_taker_claims_again_above():
+def test_split_claims_highest_taker_asks_again_the_others_give_up():
     from test.fakes.fakerpc import FakeRpc
     rpc = FakeRpc()
-    # three takers, each node promised to a different one; node3 (rank 3) is highest
-    _claims(rpc, {"node1": lambda a: _rival(65537, "node1") if a[1] < 131072 else {},
-                  "node2": lambda a: _rival(65538, "node2") if a[1] < 131072 else {},
+    # three takers, each node promised to a different one; node3's epoch is the highest:
+    # the others give up and release, so its second round gets them
+    rounds = {"node1": 0, "node2": 0}
+
+    def held(node, epoch):
+        def answer(args):
+            rounds[node] += 1
+            return _rival(epoch, node) if rounds[node] == 1 else {}
+        return answer
+    _claims(rpc, {"node1": held("node1", 65537), "node2": held("node2", 65538),
                   "node3": {}})
-    epoch = takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node3", 65539, 0,
-                                    lambda line: None, sleep=lambda s: None)
-    assert epoch == 2 * 65536 + 3
-    # the lower takers give up instead
+    lines = []
+    assert takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node3", 65539, 0,
+                                   lines.append, sleep=lambda s: None) == 65539
+    assert "asking again" in lines[0]
+    # a lower taker gives up at once and releases what it got
     rpc2 = FakeRpc()
     _claims(rpc2, {"node1": _rival(65537, "node1"), "node2": {},
                    "node3": _rival(65539, "node3")})
-    with pytest.raises(takeover.TakeoverRefused):
+    with pytest.raises(takeover.TakeoverRefused, match="another takeover got ahead"):
         takeover.claim_majority(rpc2, ["node1", "node2", "node3"], "node2", 65538, 0,
                                 lambda line: None, sleep=lambda s: None)
+    assert rpc2.calls_to("master_claim")[-1][1] == ["node2", 0, 0]
 
 
 def test_claim_asks_again_when_nodes_did_not_answer():

@@ -113,7 +113,9 @@ def test_concurrent_takers_exactly_one_wins(vc5, takers):
         out, _ = proc.communicate(timeout=300)
         results[name] = (proc.returncode, out)
     winners = [n for n, (code, _) in results.items() if code == 0]
-    assert len(winners) == 1, results
+    for name, (code, out) in results.items():
+        print(f"--- {name} (exit {code}):\n{out}")
+    assert len(winners) == 1, {n: code for n, (code, _) in results.items()}
     winner = winners[0]
     for name, (code, out) in results.items():
         if name == winner:
@@ -223,6 +225,8 @@ def test_fenced_master_answers_who_the_master_is(vc3):
     assert _one_master(vc3) == taker
     bootstrap.stop_daemon(vc3.paths(old), constants.MASTERD)
     bootstrap.stop_daemon(vc3.paths(old), constants.RAPI)
+    # the new master's next change reaches the old one too
+    _check_everyone_follows(vc3, taker, 0)
 
 
 # --- --no-voting, then a normal failover -----------------------------------------------
