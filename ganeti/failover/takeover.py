@@ -26,7 +26,7 @@ from typing import Any
 
 from ganeti import configfile, errors, serializer, ssconf
 from ganeti.failover import catchup, faultpoints, quorum, vote
-from ganeti.failover.lease import (EPOCH_STRIDE, LEASE_DURATION, RESERVE_BLOCK, next_epoch,
+from ganeti.failover.lease import (LEASE_DURATION, RESERVE_BLOCK, next_epoch,
                                    taker_rank)
 from ganeti.objects import ConfigData, Node
 from ganeti.pathutils import Paths
