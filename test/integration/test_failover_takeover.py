@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import ssl
@@ -231,28 +232,46 @@ def test_fenced_master_answers_who_the_master_is(vc3):
 
 # --- --no-voting, then a normal failover -----------------------------------------------
 
+def _reservation(vc: VirtualCluster, node: str) -> tuple[int, int]:
+    """``(epoch, reserved job id)`` a node recorded (var/lib/ganeti/master_epoch)."""
+    with open(os.path.join(vc.paths(node).data_dir, "master_epoch")) as fh:
+        state = json.load(fh)
+    return int(state.get("epoch") or 0), int(state.get("reserved_job_id") or 0)
+
+
 def test_no_voting_master_crashed_then_failover_reuses_no_id(vc3):
     old = _one_master(vc3)
     taker = next(n for n in vc3.names if n != old)
+    epoch_before = max(_reservation(vc3, n)[0] for n in vc3.names)
     code, out = failover(vc3, taker, "--no-voting", "--yes-do-it")
     assert code == 0, out
     assert _one_master(vc3) == taker
     ids = []
     for _ in range(3):
-        job, text = submit(vc3, taker, "gnt-debug", "delay", "0")
+        job, text = submit(vc3, taker, "gnt-debug", "delay", "0", wait=True)
         assert job is not None, text
         ids.append(job)
+    # it took a new epoch and recorded its reservation on the nodes it reached
+    others = [n for n in vc3.names if n != taker]
+    for name in vc3.names:
+        epoch, reserved = _reservation(vc3, name)
+        assert epoch > epoch_before and reserved >= max(ids), (name, epoch, reserved)
+    reserved = min(_reservation(vc3, n)[1] for n in vc3.names)
+    # its jobs reached the candidates (so that the next vote does not find it newer)
+    assert _wait(lambda: all(os.path.exists(os.path.join(vc3.paths(n).queue_dir,
+                                                         f"job-{max(ids)}")) for n in others))
     # the --no-voting master crashes (SIGKILL: no clean-up)
     pid = bootstrap.daemon_pid(vc3.paths(taker), constants.MASTERD)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     assert _wait(lambda: not masterd_running(vc3, taker))
     bootstrap.stop_daemon(vc3.paths(taker), constants.RAPI)
-    other = next(n for n in vc3.names if n not in (taker,))
-    code, out = failover(vc3, other)
+    code, out = failover(vc3, others[0])
     assert code == 0, out
-    job, text = submit(vc3, other, "gnt-debug", "delay", "0", wait=True)
-    assert job is not None and job > max(ids), (ids, text)
+    job, text = submit(vc3, others[0], "gnt-debug", "delay", "0", wait=True)
+    # above every id the crashed master could have handed out
+    assert job is not None and job > reserved > max(ids), (ids, reserved, text)
+    _check_everyone_follows(vc3, others[0], job)
 
 
 # --- a planned failover under load ---------------------------------------------------
