@@ -60,19 +60,54 @@ def test_config_writes_need_the_lease(wired):
     assert cfg.get_serial_no() == serial              # undone
 
 
-def test_fenced_master_refuses_jobs_and_writes(wired):
+def _call(disp, method, args):
+    frame = luxi.encode_request(method, args, None).rstrip(b"\x03")
+    return luxi.parse_response(disp.handle(frame).rstrip(b"\x03"))
+
+
+_OPS = [opcodes.to_dict(opcodes.OpTestDelay(duration=0))]
+_REFUSAL = ("Fenced: master epoch 0 (from node1) is older than epoch 65538 accepted from"
+            " node2; master_lease refused")
+
+
+def test_one_refusal_does_not_fence(wired):
     ctx, rpc, clock, guard = wired
     disp = masterd.LuxiDispatcher(ctx, guard=guard)
-    frame = luxi.encode_request("SubmitJob", [[opcodes.to_dict(opcodes.OpTestDelay(duration=0))]],
-                                None).rstrip(b"\x03")
+    assert _call(disp, "SubmitJob", [_OPS]) > 0
+    # one node refuses our epoch (as the RPC runner reports it): a round, still a majority
+    ctx.rpc.on_fenced(node_name(2), _REFUSAL)
+    guard.renew()
+    assert guard.fenced is None
+    assert _call(disp, "SubmitJob", [_OPS]) > 0
 
-    def submit():
-        return luxi.parse_response(disp.handle(frame).rstrip(b"\x03"))
 
-    assert submit() > 0
-    # a node refuses our epoch (as the RPC runner reports it)
-    ctx.rpc.on_fenced(node_name(2), "Fenced: master epoch 0 (from node1) is older than epoch 1")
-    with pytest.raises(errors.NotMasterError, match="no longer the master: node node2"):
-        submit()
+def test_fenced_by_a_majority_refuses_every_request_and_writes(wired):
+    ctx, rpc, clock, guard = wired
+    disp = masterd.LuxiDispatcher(ctx, guard=guard)
+    assert _call(disp, "SubmitJob", [_OPS]) > 0
+    for name in (node_name(2), node_name(3)):
+        rpc.set_failure("master_lease", name, _REFUSAL)
+    assert guard.renew() is False
+    with pytest.raises(errors.NotMasterError, match="no longer the master; the master is node2"):
+        _call(disp, "SubmitJob", [_OPS])
+    with pytest.raises(errors.NotMasterError, match="the master is node2"):
+        _call(disp, "QueryClusterInfo", [])
     with pytest.raises(errors.ConfigurationError, match="no longer the master"):
         ctx.cfg.update(ctx.cfg.get_cluster_info())
+
+
+def test_drain_master_refuses_submissions_retryably(wired):
+    ctx, rpc, clock, guard = wired
+    disp = masterd.LuxiDispatcher(ctx, guard=guard)
+    last = _call(disp, "SubmitJob", [_OPS])
+    answer = _call(disp, "DrainMaster", [30])
+    assert answer == {"last_job_id": last, "flushed": True}
+    with pytest.raises(errors.MasterFailingOverError, match="failing over"):
+        _call(disp, "SubmitJob", [_OPS])
+    with pytest.raises(errors.MasterFailingOverError):
+        _call(disp, "SubmitManyJobs", [[_OPS]])
+    assert _call(disp, "QueryClusterInfo", [])            # queries go on
+    with pytest.raises(errors.ParameterError, match="within 0..600"):
+        _call(disp, "DrainMaster", [-1])
+    _call(disp, "DrainMaster", [0])
+    assert _call(disp, "SubmitJob", [_OPS]) > last

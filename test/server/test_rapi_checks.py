@@ -163,3 +163,11 @@ def test_deadline_reader_ends_a_dripped_request_and_restores_the_timeout() -> No
     assert min(sock.timeouts) < 10.0          # the last reads waited only the time left
     reader.disarm()
     assert reader.readinto(buf) == 1
+
+
+@pytest.mark.parametrize("exc", [errors.NotMasterError("This node is no longer the master;"
+                                                       " the master is node2"),
+                                 errors.MasterFailingOverError("The master is failing over")],
+                         ids=["fenced", "failing-over"])
+def test_not_the_master_is_503(exc):
+    assert rapi._status_of(exc) == 503
