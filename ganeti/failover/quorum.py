@@ -151,8 +151,9 @@ class MasterGuard:
     every configuration write; the RPC runner calls :meth:`on_fenced` when
     a node refuses our epoch.
     With ``enforce=False`` (``--no-voting``) the lease's expiry is not
-    enforced, but its reservations are: a renewal confirmed by any node
-    (its own included) counts, and jobs and serials beyond what was so
+    enforced, but its reservations are: a renewal counts when confirmed by
+    a majority or by at least as many nodes (its own included) as the
+    first renewal reached, and jobs and serials beyond what was so
     recorded are refused (doc/design/failover.md, "--no-voting").
     """
 
@@ -173,6 +174,7 @@ class MasterGuard:
         self._async: threading.Thread | None = None
         self._suspect: str | None = None
         self._draining_until = float("-inf")
+        self._first_reach: int | None = None
         #: called once, with the reason, when a majority fenced this master
         self.on_step_down: Callable[[str], None] | None = None
 
@@ -252,8 +254,13 @@ class MasterGuard:
                 renewal: Renewal = self.lease.start_renewal(self._last_id(), count, serial)
             count, failed = renew_lease(self.rpc, names, master, epoch, renewal.reserve,
                                         renewal.reserve_serial, timeout=self.timeout)
-            # a --no-voting master records its reservation wherever it can
-            ok = count * 2 > len(names) or (not self.enforce and count > 0)
+            # a --no-voting master records its reservation on whatever nodes it
+            # reaches, but never on fewer than its first renewal reached: cut
+            # off from those, it uses up what it reserved and stops
+            ok = count * 2 > len(names) or (
+                not self.enforce and count > 0 and count >= (self._first_reach or 0))
+            if ok and not self.enforce and self._first_reach is None:
+                self._first_reach = min(count, len(names) // 2 + 1)
             verdict = None if ok else self._verdict(names, failed)
             if verdict is not None:
                 self._fence(verdict)

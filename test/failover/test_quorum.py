@@ -241,3 +241,19 @@ def test_new_master_from_refusals():
     assert quorum.new_master_from(["timed out"]) is None
     assert quorum.new_master_from([
         _REFUSAL, _REFUSAL.replace("65538", "131073").replace("node2;", "node3;")]) == "node3"
+
+
+def test_guard_without_voting_needs_the_nodes_it_first_reached():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    rpc.set_failure("master_lease", "node3", "timed out")
+    last = [0]
+    guard = quorum.MasterGuard(rpc, lambda: (NAMES, "node1", 0), lambda: last[0],
+                               clock=clock, duration=6.0, timeout=1.0, enforce=False)
+    guard.check_submit(1)                      # node1 and node2 recorded it
+    first = guard.lease.reserved
+    rpc.set_failure("master_lease", "node2", "timed out")   # now cut off from node2
+    last[0] = first
+    with pytest.raises(errors.NotMasterError, match=f"reserved only up to {first}"):
+        guard.check_submit(1)
