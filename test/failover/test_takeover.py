@@ -181,3 +181,39 @@ def test_claim_asks_again_when_nodes_did_not_answer():
                   "node3": slow})
     assert takeover.claim_majority(rpc, ["node1", "node2", "node3"], "node2", 65538, 0,
                                    lambda line: None, sleep=lambda s: None) == 65538
+
+
+def _before_takeover(paths) -> takeover.Marker:
+    """node2 wrote its takeover configuration (epoch 65538) after keeping the old one."""
+    configfile.write_config_file(paths.config_file, serializer.dumps_bytes(_data()))
+    with open(paths.config_file, "rb") as src, \
+            open(paths.config_file + ".pre-takeover", "wb") as dst:
+        dst.write(src.read())
+    marker = takeover.Marker("node2", 65538, "node1", queue_serial=99, config_serial=12)
+    takeover.write_marker(paths, marker)
+    decision = vote.Decision(True, "ok", "ok", config_serial=12, epoch=65538)
+    takeover.write_takeover_config(paths, _data(), "node2", decision)
+    return marker
+
+
+def test_lost_takeover_restores_the_previous_configuration(paths):
+    marker = _before_takeover(paths)
+    lines = []
+    takeover._restore(paths, marker, lines.append)
+    data = configfile.load_config_data(paths.config_file)
+    assert data.cluster.master_node == "u1" and data.serial_no == 7
+    assert ssconf.SimpleStore(paths).get_master_node() == "node1"
+    assert takeover.read_marker(paths) is None
+    assert not os.path.exists(paths.config_file + ".pre-takeover")
+    assert lines == ["this node's previous configuration and ssconf restored"]
+
+
+def test_lost_takeover_keeps_the_winners_configuration(paths):
+    marker = _before_takeover(paths)
+    winner = vote.Decision(True, "ok", "ok", config_serial=20, epoch=65539)
+    takeover.write_takeover_config(paths, _data(), "node1", winner)   # its push arrived
+    lines = []
+    takeover._restore(paths, marker, lines.append)
+    assert configfile.load_config_data(paths.config_file).cluster.master_epoch == 65539
+    assert takeover.read_marker(paths) is None
+    assert lines == ["this node's configuration was replaced by the new master's already"]
