@@ -23,7 +23,8 @@ from ganeti.pathutils import Paths, archived_job_file_name, job_file_name
 from ganeti.rpc.client import RpcRunner
 from ganeti.utils import io as uio
 
-__all__ = ["catch_up_jobs", "catch_up_before_startup", "clear_drain_flag", "candidate_names"]
+__all__ = ["catch_up_jobs", "catch_up_before_startup", "clear_drain_flag", "candidate_names",
+           "raise_queue_serial"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,11 @@ def candidate_names(data: ConfigData, me: str) -> list[str]:
     return sorted(names | {me})
 
 
-def _raise_serial(paths: Paths, serial: int) -> int:
+def raise_queue_serial(paths: Paths, serial: int) -> int:
+    """Raise this node's queue serial to at least ``serial``; the serial now.
+
+    The serial file is read without following a link (an untrusted or
+    unreadable one counts as 0)."""
     try:
         current = int((uio.read_regular_file(paths.queue_serial_file) or b"0").strip() or b"0")
     except (errors.UntrustedFileError, ValueError):
@@ -102,7 +107,7 @@ def catch_up_jobs(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str, out: 
         count = _fetch(rpc, paths, node, ids)
         out(f"{me}: fetched {count} job(s) from {node}"
             f" ({joblog.to_ranges(ids)[:5]}{'...' if len(ids) > 5 else ''})")
-    serial = _raise_serial(paths, plan.serial)
+    serial = raise_queue_serial(paths, plan.serial)
     out(f"{me}: job queue caught up: {plan.reason}; queue serial {serial}")
 
 

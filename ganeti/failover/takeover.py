@@ -26,6 +26,7 @@ from typing import Any
 
 from ganeti import configfile, errors, serializer, ssconf
 from ganeti.failover import catchup, faultpoints, quorum, vote
+from ganeti.failover.catchup import raise_queue_serial
 from ganeti.failover.lease import (LEASE_DURATION, RESERVE_BLOCK, next_epoch,
                                    taker_rank)
 from ganeti.objects import ConfigData, Node
@@ -173,19 +174,6 @@ def write_takeover_config(paths: Paths, data: ConfigData, me: str, decision: vot
     configfile.write_config_file(paths.config_file, serializer.dumps_bytes(new))
     ssconf.write_ssconf_files(paths, ssconf.compute_ssconf_values(new))
     return new
-
-
-def raise_queue_serial(paths: Paths, serial: int) -> int:
-    """Raise this node's queue serial to at least ``serial``; the serial now."""
-    try:
-        current = int(uio.read_file(paths.queue_serial_file).strip() or b"0")
-    except (OSError, ValueError):
-        current = 0
-    if serial > current:
-        os.makedirs(paths.queue_dir, exist_ok=True)
-        uio.write_file_atomic(paths.queue_serial_file, f"{serial}\n", mode=0o640)
-        return serial
-    return current
 
 
 def fence_majority(rpc: RpcRunner, data: ConfigData, me: str, epoch: int, reserve: int,
