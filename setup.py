@@ -20,6 +20,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.2", "hypothesis>=6.100", "ruff>=0.5",
-                 "mypy>=2.4", "types-paramiko>=5.1"],
+                 "mypy>=2.4", "types-paramiko>=5.1", "PyYAML>=6.0",
+                 "types-PyYAML>=6.0"],
     },
 )

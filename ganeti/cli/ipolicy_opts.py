@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["IGNORE_IPOLICY_OPT", "BOUNDS_SPECS_OPT", "STD_SPECS_OPT", "DISK_TEMPLATES_OPT",
            "VCPU_RATIO_OPT", "SPINDLE_RATIO_OPT", "SPECS_OPTS", "CLUSTER_IPOLICY_OPTS",
            "GROUP_IPOLICY_OPTS", "parse_bounds_specs", "ipolicy_changes", "default_source",
-           "format_ipolicy"]
+           "ipolicy_info"]
 
 _DEFAULT = "default"
 
@@ -171,42 +171,39 @@ def default_source(disk_templates: Any) -> Callable[[], dict[str, Any]]:
     return source
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) if value else "(none)"
-    return str(value)
+def ipolicy_info(policy: dict[str, Any], custom: dict[str, Any] | None = None) -> list[Any]:
+    """The ``Instance policy`` entry of ``gnt-cluster info`` / ``gnt-group info``.
 
-
-def _spec_lines(spec: dict[str, Any], pad: str) -> list[str]:
-    return [f"{pad}{key}: {spec[key]}" for key in sorted(spec)]
-
-
-def format_ipolicy(policy: dict[str, Any], custom: dict[str, Any] | None = None,
-                   indent: int = 1) -> list[str]:
-    """``gnt-cluster info`` / ``gnt-group info`` lines of an (effective) policy.
-
-    With ``custom`` (a group's own keys), inherited values are marked
-    ``default (...)`` as Ganeti does.
+    ``(key, value)`` pairs for :func:`ganeti.cli.info.format_info`, with
+    Ganeti's keys: ``bounds specs`` (a list of ``{min/N: SPEC, max/N:
+    SPEC}``), ``std`` (cluster only), ``allowed disk templates``,
+    ``vcpu-ratio``, ``spindle-ratio``.  With ``custom`` (a group's own
+    keys), inherited values read ``default (VALUE)`` as in Ganeti.
     """
-    pad = "  " * indent
-    out: list[str] = []
-
-    def inherited(key: str) -> bool:
-        return custom is not None and key not in custom
-
-    minmax = policy.get("minmax") or []
-    out.append(f"{pad}bounds specs:{' default' if inherited('minmax') else ''}")
+    from ganeti.cli.info import params_info   # lazy: CLI start-up
+    cluster = custom is None
+    own = policy if custom is None else custom
+    minmax = own.get("minmax") or []
+    inherited_minmax = not minmax
+    if inherited_minmax:
+        minmax = policy.get("minmax") or []
+    bounds = []
     for idx, pair in enumerate(minmax):
-        out.append(f"{pad}  - max/{idx}:")
-        out.extend(_spec_lines(pair.get("max") or {}, pad + "      "))
-        out.append(f"{pad}    min/{idx}:")
-        out.extend(_spec_lines(pair.get("min") or {}, pad + "      "))
-    if "std" in policy:
-        out.append(f"{pad}std:{' default' if inherited('std') else ''}")
-        out.extend(_spec_lines(policy["std"], pad + "  "))
-    for key, label in (("disk-templates", "allowed disk templates"),
-                       ("vcpu-ratio", "vcpu-ratio"), ("spindle-ratio", "spindle-ratio")):
-        if key in policy:
-            value = _fmt(policy[key])
-            out.append(f"{pad}{label}: {f'default ({value})' if inherited(key) else value}")
+        bounds.append([(f"{key}/{idx}", params_info({} if inherited_minmax else pair.get(key),
+                                                    pair.get(key) or {}))
+                       for key in ("min", "max")])
+    out: list[Any] = [("bounds specs", bounds)]
+    if cluster and "std" in policy:
+        out.append(("std", params_info(policy["std"], policy["std"])))
+    templates = own.get("disk-templates")
+    if templates is not None:
+        out.append(("allowed disk templates", ", ".join(templates)))
+    else:
+        out.append(("allowed disk templates",
+                    f"default ({', '.join(policy.get('disk-templates') or [])})"))
+    for key in ("vcpu-ratio", "spindle-ratio"):
+        if key in own:
+            out.append((key, own[key]))
+        elif key in policy:
+            out.append((key, f"default ({policy[key]})"))
     return out

@@ -161,95 +161,101 @@ def destroy_cluster(opts: Any, args: list[str]) -> int:
 
 # --- information ------------------------------------------------------------------------
 
-def _fmt_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value)
+def _csv_or_none(values: Any) -> str:
+    return ", ".join(str(v) for v in values) if values else "(none)"
+
+
+#: (label, QueryClusterInfo key) of Ganeti's ``Cluster parameters`` section.
+_CLUSTER_PARAMETERS = (
+    ("candidate pool size", "candidate_pool_size"),
+    ("maximal number of jobs running simultaneously", "max_running_jobs"),
+    ("maximal number of jobs simultaneously tracked by the scheduler", "max_tracked_jobs"),
+    ("mac prefix", "mac_prefix"),
+    ("master netdev", "master_netdev"),
+    ("master netmask", "master_netmask"),
+    ("use external master IP address setup script", "use_external_mip_script"),
+    ("lvm volume group", "volume_group_name"),
+    ("lvm reserved volumes", "reserved_lvs"),
+    ("drbd usermode helper", "drbd_usermode_helper"),
+    ("file storage path", "file_storage_dir"),
+    ("shared file storage path", "shared_file_storage_dir"),
+    ("gluster storage path", "gluster_storage_dir"),
+    ("maintenance of node health", "maintain_node_health"),
+    ("uid pool", "uid_pool"),
+    ("default instance allocator", "default_iallocator"),
+    ("default instance allocator parameters", "default_iallocator_params"),
+    ("primary ip version", "primary_ip_version"),
+    ("preallocation wipe disks", "prealloc_wipe_disks"),
+    ("OS search path", "os_search_path"),
+    ("enabled disk templates", "enabled_disk_templates"),
+    ("install image", "install_image"),
+    ("instance communication network", "instance_communication_network"),
+    ("zeroing image", "zeroing_image"),
+    ("compression tools", "compression_tools"),
+    ("enabled user shutdown", "enabled_user_shutdown"),
+    ("modify ssh setup", "modify_ssh_setup"),
+    ("ssh_key_type", "ssh_key_type"),
+    ("ssh_key_bits", "ssh_key_bits"),
+)
+
+
+def _cluster_parameter(key: str, value: Any) -> Any:
+    if key in ("reserved_lvs", "uid_pool"):
+        return _csv_or_none(value)
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) if value else "(none)"
-    if value is None or value == "":
-        return "(none)" if value is None else ""
-    return str(value)
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        from ganeti.cli import info
+        return info.grouped_params_info(value)
+    return value
 
 
-def _print_dict(data: Any, indent: int, out: list[str]) -> None:
-    pad = "  " * indent
-    if not isinstance(data, dict):
-        out.append(f"{pad}{_fmt_value(data)}")
-        return
-    for key in sorted(data):
-        value = data[key]
-        if isinstance(value, dict):
-            out.append(f"{pad}{key}:")
-            _print_dict(value, indent + 1, out)
-        else:
-            out.append(f"{pad}{key}: {_fmt_value(value)}")
+def _data_collectors(result: dict[str, Any]) -> dict[str, Any]:
+    """``{name: {active, interval}}`` (interval in seconds, as Ganeti's ``1.000s``)."""
+    intervals = result.get("data_collector_interval") or {}
+    return {name: {"active": active,
+                   "interval": f"{(intervals.get(name) or 0) / 1e6:.3f}s"}
+            for name, active in (result.get("enabled_data_collectors") or {}).items()}
 
 
-def format_cluster_info(info: dict[str, Any]) -> list[str]:
-    """Ganeti-like ``gnt-cluster info`` lines for a QueryClusterInfo dict."""
-    arch = info.get("architecture") or ["?", "?"]
-    out = [
-        f"Cluster name: {info.get('name')}",
-        f"Cluster UUID: {info.get('uuid')}",
-        f"Creation time: {cli.format_timestamp(info.get('ctime'))}",
-        f"Modification time: {cli.format_timestamp(info.get('mtime'))}",
-        f"Master node: {info.get('master')}",
-        f"Architecture (this node): {arch[0]} ({arch[1]})",
-        f"Tags: {_fmt_value(info.get('tags') or [])}",
-        f"Default hypervisor: {info.get('default_hypervisor')}",
-        f"Enabled hypervisors: {_fmt_value(info.get('enabled_hypervisors'))}",
-        "Hypervisor parameters:",
+def format_cluster_info(result: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``gnt-cluster info`` for a QueryClusterInfo dict: Ganeti's keys and nesting."""
+    from ganeti.cli import info   # lazy: CLI start-up
+    arch = result.get("architecture") or ["?", "?"]
+    enabled_hv = result.get("enabled_hypervisors") or []
+    hvparams = {hv: p for hv, p in (result.get("hvparams") or {}).items() if hv in enabled_hv}
+    params = [(label, _cluster_parameter(key, result[key]))
+              for label, key in _CLUSTER_PARAMETERS if key in result]
+    return [
+        ("Cluster name", result.get("name")),
+        ("Cluster UUID", result.get("uuid")),
+        ("Creation time", cli.format_timestamp(result.get("ctime"))),
+        ("Modification time", cli.format_timestamp(result.get("mtime"))),
+        ("Master node", result.get("master")),
+        ("Architecture (this node)", f"{arch[0]} ({arch[1]})"),
+        ("Tags", _csv_or_none(info.nice_sort(result.get("tags") or []))),
+        ("Default hypervisor", result.get("default_hypervisor")),
+        ("Enabled hypervisors", ", ".join(enabled_hv)),
+        ("Hypervisor parameters", info.grouped_params_info(hvparams)),
+        ("OS-specific hypervisor parameters", info.grouped_params_info(result.get("os_hvp"))),
+        ("OS parameters", info.grouped_params_info(result.get("osparams"))),
+        ("Hidden OSes", ", ".join(result.get("hidden_os") or [])),
+        ("Blacklisted OSes", ", ".join(result.get("blacklisted_os") or [])),
+        ("Cluster parameters", params),
+        ("Default node parameters", info.grouped_params_info(result.get("ndparams"))),
+        ("Default instance parameters", info.grouped_params_info(result.get("beparams"))),
+        ("Default nic parameters", info.grouped_params_info(result.get("nicparams"))),
+        ("Default disk parameters", info.grouped_params_info(result.get("diskparams"))),
+        ("Instance policy - limits for instances",
+         ipolicy_opts.ipolicy_info(result.get("ipolicy") or {})),
+        ("Data collectors", _data_collectors(result)),
     ]
-    _print_dict(info.get("hvparams") or {}, 1, out)
-    out.append("OS-specific hypervisor parameters:")
-    _print_dict(info.get("os_hvp") or {}, 1, out)
-    out.append("OS parameters:")
-    _print_dict(info.get("osparams") or {}, 1, out)
-    out.append(f"Hidden OSes: {_fmt_value(info.get('hidden_os') or [])}")
-    out.append(f"Blacklisted OSes: {_fmt_value(info.get('blacklisted_os') or [])}")
-    out.append("Cluster parameters:")
-    for label, key in (("candidate pool size", "candidate_pool_size"),
-                       ("maximal number of jobs running simultaneously", "max_running_jobs"),
-                       ("maximal number of jobs simultaneously tracked by the scheduler",
-                        "max_tracked_jobs"),
-                       ("master netdev", "master_netdev"),
-                       ("master netmask", "master_netmask"),
-                       ("use external master IP address setup script",
-                        "use_external_mip_script"),
-                       ("lvm volume group", "volume_group_name"),
-                       ("file storage path", "file_storage_dir"),
-                       ("shared file storage path", "shared_file_storage_dir"),
-                       ("maintenance of node health", "maintain_node_health"),
-                       ("uid pool", "uid_pool"),
-                       ("default instance allocator", "default_iallocator"),
-                       ("default instance allocator parameters",
-                        "default_iallocator_params"),
-                       ("primary ip version", "primary_ip_version"),
-                       ("preallocation wipe disks", "prealloc_wipe_disks"),
-                       ("OS search path", "os_search_path"),
-                       ("enabled disk templates", "enabled_disk_templates"),
-                       ("enabled user shutdown", "enabled_user_shutdown"),
-                       ("compression tools", "compression_tools")):
-        if key in info:
-            out.append(f"  {label}: {_fmt_value(info[key])}")
-    out.append("Default node parameters:")
-    _print_dict(info.get("ndparams") or {}, 1, out)
-    out.append("Default instance parameters:")
-    _print_dict(info.get("beparams") or {}, 1, out)
-    out.append("Default nic parameters:")
-    _print_dict(info.get("nicparams") or {}, 1, out)
-    out.append("Default disk parameters:")
-    _print_dict(info.get("diskparams") or {}, 1, out)
-    out.append("Instance policy - limits for instances:")
-    out.extend(ipolicy_opts.format_ipolicy(info.get("ipolicy") or {}))
-    return out
 
 
 def show_cluster_info(opts: Any, args: list[str]) -> int:
-    """Show the cluster's name, master, parameters and defaults."""
-    info = cli.get_client(opts).QueryClusterInfo()
-    for line in format_cluster_info(info):
-        cli.to_stdout(line)
+    """Show the cluster's name, master, parameters and defaults (YAML, doc/commands.md)."""
+    from ganeti.cli import info
+    info.print_info(format_cluster_info(cli.get_client(opts).QueryClusterInfo()))
     return cli.EXIT_SUCCESS
 
 

@@ -113,37 +113,25 @@ INFO_FIELDS = ["name", "uuid", "alloc_policy", "node_cnt", "pinst_cnt", "ndparam
                "custom_ipolicy", "tags"]
 
 
-def _params_lines(values: dict[str, Any], custom: dict[str, Any], pad: str) -> list[str]:
-    out = []
-    for key in sorted(values):
-        value = values[key]
-        if isinstance(value, dict):
-            out.append(f"{pad}{key}:")
-            out += _params_lines(value, custom.get(key) or {}, pad + "  ")
-        else:
-            shown = str(value) if key in custom else f"default ({value})"
-            out.append(f"{pad}{key}: {shown}")
-    return out
-
-
-def format_group_info(group: dict[str, Any]) -> list[str]:
-    """Ganeti-like ``gnt-group info`` lines for one group's query fields."""
-    out = [f"Node group: {group['name']}",
-           f"  UUID: {group['uuid']}",
-           f"  Number of nodes: {group['node_cnt']}",
-           f"  Number of primary instances: {group['pinst_cnt']}",
-           f"  Allocation policy: {group['alloc_policy']}",
-           f"  Tags: {', '.join(group.get('tags') or []) or '(none)'}",
-           "  Node parameters:"]
-    out += _params_lines(group.get("ndparams") or {}, group.get("custom_ndparams") or {},
-                         "    ")
-    out.append("  Disk parameters:")
-    out += _params_lines(group.get("diskparams") or {}, group.get("custom_diskparams") or {},
-                         "    ")
-    out.append("  Instance policy - limits for instances:")
-    out += ipolicy_opts.format_ipolicy(group.get("ipolicy") or {},
-                                       group.get("custom_ipolicy") or {}, indent=2)
-    return out
+def format_group_info(group: dict[str, Any]) -> list[tuple[str, Any]]:
+    """One group's ``gnt-group info`` entry: Ganeti's keys (``Node group``, ``Node
+    parameters``, ``Disk parameters``, ``Instance policy``) and ours (UUID, counts,
+    allocation policy, tags)."""
+    from ganeti.cli import info   # lazy: CLI start-up
+    return [
+        ("Node group", group["name"]),
+        ("UUID", group["uuid"]),
+        ("Number of nodes", group["node_cnt"]),
+        ("Number of primary instances", group["pinst_cnt"]),
+        ("Allocation policy", group["alloc_policy"]),
+        ("Tags", ", ".join(group.get("tags") or [])),
+        ("Node parameters", info.params_info(group.get("custom_ndparams"),
+                                             group.get("ndparams"))),
+        ("Disk parameters", info.params_info(group.get("custom_diskparams"),
+                                             group.get("diskparams"))),
+        ("Instance policy", ipolicy_opts.ipolicy_info(group.get("ipolicy") or {},
+                                                      group.get("custom_ipolicy") or {})),
+    ]
 
 
 def show_group_info(opts: Any, args: list[str]) -> int:
@@ -155,9 +143,8 @@ def show_group_info(opts: Any, args: list[str]) -> int:
     if missing:
         raise errors.OpPrereqError(f"Node group(s) not found: {', '.join(missing)}",
                                    errors.ECODE_NOENT)
-    for group in sorted(groups, key=lambda g: g["name"]):
-        for line in format_group_info(group):
-            cli.to_stdout(line)
+    from ganeti.cli import info
+    info.print_info([format_group_info(group) for group in sorted(groups, key=lambda g: g["name"])])
     return cli.EXIT_SUCCESS
 
 

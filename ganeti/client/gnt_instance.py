@@ -541,62 +541,16 @@ def console(opts: Any, args: list[str]) -> int:
     return 0
 
 
-def _fmt_params(title: str, actual: dict[str, Any], custom: dict[str, Any]) -> list[str]:
-    lines = [f"  {title}:"]
-    for key in sorted(actual):
-        mark = "" if key in custom else "default ("
-        end = "" if key in custom else ")"
-        lines.append(f"    {key}: {mark}{actual[key]}{end}")
-    return lines
-
-
 def show_info(opts: Any, args: list[str]) -> int:
-    """Show static and runtime information of instances."""
+    """Show static and runtime information of instances (YAML, doc/commands.md)."""
     if not args and not opts.show_all:
         return cli.usage_error(opts.command, "Give instance names or --all")
     result = cli.submit_opcode_and_wait(_op("OP_INSTANCE_QUERY_DATA", instances=list(args),
                                             static=opts.static), opts)
-    out = cli.to_stdout
-    for name in sorted(result):
-        d = result[name]
-        out(f"Instance name: {d['name']}")
-        out(f"UUID: {d['uuid']}")
-        out(f"Serial number: {d['serial_no']}")
-        out(f"Creation time: {cli.format_timestamp(d['ctime'])}")
-        out(f"Modification time: {cli.format_timestamp(d['mtime'])}")
-        out(f"State: configured to be {d['config_state']}"
-            + ("" if opts.static else f", actual state is {d['run_state'] or 'unknown'}"
-               f" ({d['status']})"))
-        out("  Nodes:")
-        out(f"    - primary: {d['pnode']}")
-        out(f"    - secondaries: {', '.join(d['snodes'])}")
-        out(f"  Operating system: {d['os']}")
-        out(f"  Hypervisor: {d['hypervisor']}")
-        out(f"  Disk template: {d['disk_template']}")
-        if not opts.static and d.get("oper_ram") is not None:
-            out(f"  Runtime memory: {d['oper_ram']} MiB, vcpus: {d['oper_vcpus']}")
-        if not opts.static and d.get("jobs"):
-            from ganeti import progress   # lazy: most instances run no job
-            out("  Running jobs:")
-            for job in d["jobs"]:
-                out(f"    - {progress.render_runtime_job(job)}")
-        for line in _fmt_params("Hypervisor parameters", d["hv_actual"], d["hv_instance"]):
-            out(line)
-        for line in _fmt_params("Back-end parameters", d["be_actual"], d["be_instance"]):
-            out(line)
-        for line in _fmt_params("OS parameters", d["os_actual"], d["os_instance"]):
-            out(line)
-        out("  NICs:")
-        # rows as Ganeti 3.0: [name, uuid, ip, mac, mode, link, vlan, network, netinfo]
-        for idx, nic in enumerate(d["nics"]):
-            out(f"    - nic/{idx}: MAC: {nic[3]}, IP: {nic[2]}, mode: {nic[4]},"
-                f" link: {nic[5]}")
-        out("  Disks:")
-        for disk in d["disks"]:
-            out(f"    - {disk['iv_name']}: {disk['dev_type']}, size {disk['size']}M,"
-                f" mode {disk['mode']}" + (f", on {disk['logical_id'][1]}"
-                                           if len(disk["logical_id"]) > 1 else ""))
-        out(f"  Tags: {', '.join(d['tags'])}")
+    from ganeti.cli import info
+    from ganeti.client.instance_info import format_instance_info
+    info.print_info([format_instance_info(result[name], static=opts.static)
+                     for name in sorted(result)])
     return 0
 
 

@@ -8,7 +8,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "list_jobs", "show_job_info", "watch_job", "wait_job",
+__all__ = ["main", "commands", "list_jobs", "show_job_info", "format_job_info", "watch_job", "wait_job",
            "cancel_jobs", "archive_jobs", "auto_archive_jobs", "change_priority",
            "submit_file", "LIST_DEFAULT_FIELDS", "INFO_FIELDS", "UNARCHIVED_FILTER"]
 
@@ -73,56 +73,66 @@ def _format_value(value: Any) -> str:
     return serializer.dumps(value)
 
 
-def _print_job(row: list[Any]) -> None:
+def _timestamp(ts: Any, prior: Any = None) -> str:
+    """A job timestamp as Ganeti's info shows it: time (delta to ``prior``), or unknown."""
+    if ts is None:
+        return "unknown (None)"
+    return cli.format_timestamp(ts) + _delta(prior, ts)
+
+
+def _at(values: Any, idx: int) -> Any:
+    return values[idx] if values and idx < len(values) else None
+
+
+def format_job_info(row: list[Any]) -> list[tuple[str, Any]]:
+    """One job's ``gnt-job info`` entry (Ganeti's keys; ``Priority`` is ours)."""
     (job_id, ops, status, priority, received, started, ended, opstatus, oplog,
      opresult, opstart, opexec, opend, oppriority) = row
-    out = cli.to_stdout
-    out(f"Job ID: {job_id}")
-    out(f"  Status: {status}")
-    out(f"  Priority: {priority}")
-    out(f"  Received:         {cli.format_timestamp(received)}")
-    out(f"  Processing start: {cli.format_timestamp(started)}{_delta(received, started)}")
-    out(f"  Processing end:   {cli.format_timestamp(ended)}{_delta(started, ended)}")
     t_received, t_ended = cli.merge_time(received), cli.merge_time(ended)
-    if t_received is not None and t_ended is not None:
-        out(f"  Total processing time: {t_ended - t_received:.6f} seconds")
-    out("  Opcodes:")
+    data: list[tuple[str, Any]] = [
+        ("Job ID", job_id), ("Status", status), ("Priority", priority),
+        ("Received", _timestamp(received)),
+        ("Processing start", _timestamp(started, received)),
+        ("Processing end", _timestamp(ended, started)),
+        ("Total processing time", f"{t_ended - t_received:.6f} seconds"
+         if t_received is not None and t_ended is not None else "N/A")]
+    opcodes = []
     for idx, op in enumerate(ops or []):
-        op_id = op.get("OP_ID", "?") if isinstance(op, dict) else "?"
-        out(f"    - Opcode: {op_id}")
-        out(f"      Status: {opstatus[idx] if opstatus else '-'}")
+        entry: list[tuple[str, Any]] = [
+            ("Opcode", op.get("OP_ID", "?") if isinstance(op, dict) else "?"),
+            ("Status", _at(opstatus, idx))]
         if oppriority:
-            out(f"      Priority: {oppriority[idx]}")
-        out(f"      Processing start: {cli.format_timestamp(opstart[idx] if opstart else None)}")
-        out(f"      Execution start:  {cli.format_timestamp(opexec[idx] if opexec else None)}")
-        out(f"      Processing end:   {cli.format_timestamp(opend[idx] if opend else None)}")
-        out("      Input fields:")
-        if isinstance(op, dict):
-            for key in sorted(op):
-                if key != "OP_ID":
-                    out(f"        {key}: {_format_value(op[key])}")
-        out(f"      Result: {_format_value(opresult[idx]) if opresult else '-'}")
-        log = oplog[idx] if oplog else []
-        if log:
-            out("      Execution log:")
-            for serial, timestamp, log_type, message in log:
-                text = cli.format_log_message(log_type, message)
-                out(f"        {serial}:{cli.format_timestamp(timestamp)}:{log_type} {text}")
-        else:
-            out("      No execution log")
+            entry.append(("Priority", _at(oppriority, idx)))
+        entry += [("Processing start", _timestamp(_at(opstart, idx))),
+                  ("Execution start", _timestamp(_at(opexec, idx))),
+                  ("Processing end", _timestamp(_at(opend, idx))),
+                  ("Input fields", op if isinstance(op, dict) else {}),
+                  ("Result", _at(opresult, idx)),
+                  ("Execution log", [
+                      [("Time", cli.format_timestamp(timestamp)),
+                       ("Content", (serial, log_type,
+                                    cli.format_log_message(log_type, message)))]
+                      for serial, timestamp, log_type, message in (_at(oplog, idx) or [])])]
+        opcodes.append(entry)
+    data.append(("Opcodes", opcodes))
+    return data
 
 
 def show_job_info(opts: Any, args: list[str]) -> int:
-    """Show the details of jobs: timestamps, opcodes, results and logs."""
+    """Show the details of jobs: timestamps, opcodes, results and logs (YAML)."""
+    from ganeti.cli import info
     ids = _job_ids(args)
     rows = cli.get_client(opts).QueryJobs(ids, INFO_FIELDS)
     code = cli.EXIT_SUCCESS
+    found = []
     for job_id, row in zip(ids, rows):
         if row is None:
             cli.to_stderr(f"Job ID {job_id} not found")
             code = cli.EXIT_FAILURE
             continue
-        _print_job(row)
+        found.append(format_job_info(row))
+    if found:
+        info.print_info(found)
     return code
 
 

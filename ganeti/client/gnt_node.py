@@ -17,14 +17,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["main", "commands", "add_node", "remove_node", "list_nodes", "list_fields",
-           "show_node_info", "modify_node", "powercycle_node", "list_storage", "modify_storage",
+           "show_node_info", "format_node_info", "modify_node", "powercycle_node", "list_storage", "modify_storage",
            "repair_storage", "LIST_DEFAULT_FIELDS", "INFO_FIELDS", "STORAGE_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
                        "pinst_cnt", "sinst_cnt"]
 INFO_FIELDS = ["name", "pip", "sip", "master_candidate", "drained", "offline",
                "master_capable", "vm_capable", "group", "pinst_list", "sinst_list",
-               "ndparams"]
+               "ndparams", "powered", "custom_ndparams"]
 
 
 def _yes_no(value: str | None) -> bool | None:
@@ -106,30 +106,30 @@ def show_node_info(opts: Any, args: list[str]) -> int:
         missing = [a for a in args if a not in found]
         raise errors.OpPrereqError(f"Node(s) not found: {', '.join(missing)}",
                                    errors.ECODE_NOENT)
-    idx = {name: i for i, name in enumerate(INFO_FIELDS)}
-    for row in rows:
-        def get(field: str) -> Any:
-            return _value(row, idx[field])
-        cli.to_stdout(f"Node name: {get('name')}")
-        cli.to_stdout(f"  primary ip: {get('pip')}")
-        cli.to_stdout(f"  secondary ip: {get('sip')}")
-        for label, field in (("master candidate", "master_candidate"),
-                             ("drained", "drained"), ("offline", "offline"),
-                             ("master_capable", "master_capable"),
-                             ("vm_capable", "vm_capable"), ("group", "group")):
-            cli.to_stdout(f"  {label}: {get(field)}")
-        for label, field in (("primary for instances", "pinst_list"),
-                             ("secondary for instances", "sinst_list")):
-            insts = get(field) or []
-            cli.to_stdout(f"  {label}:" + ("" if insts else " (none)"))
-            for inst in insts:
-                cli.to_stdout(f"    - {inst}")
-        ndp = get("ndparams")
-        if isinstance(ndp, dict):
-            cli.to_stdout("  node parameters:")
-            for key in sorted(ndp):
-                cli.to_stdout(f"    {key}: {ndp[key]}")
+    from ganeti.cli import info   # lazy: CLI start-up
+    info.print_info([format_node_info(dict(zip(INFO_FIELDS, (_value(row, i)
+                                                            for i in range(len(INFO_FIELDS))))))
+                     for row in rows])
     return cli.EXIT_SUCCESS
+
+
+def format_node_info(node: dict[str, Any]) -> list[tuple[str, Any]]:
+    """One node's ``gnt-node info`` entry (Ganeti's keys; ``group`` is ours)."""
+    from ganeti.cli import info
+    data: list[tuple[str, Any]] = [
+        ("Node name", node["name"]), ("primary ip", node["pip"]),
+        ("secondary ip", node["sip"]), ("master candidate", node["master_candidate"]),
+        ("drained", node["drained"]), ("offline", node["offline"])]
+    if node.get("powered") is not None:
+        data.append(("powered", node["powered"]))
+    data += [("master_capable", node["master_capable"]), ("vm_capable", node["vm_capable"]),
+             ("group", node.get("group"))]
+    if node["vm_capable"]:
+        data += [("primary for instances", info.nice_sort(node.get("pinst_list") or [])),
+                 ("secondary for instances", info.nice_sort(node.get("sinst_list") or []))]
+    data.append(("node parameters", info.params_info(node.get("custom_ndparams"),
+                                                     node.get("ndparams"))))
+    return data
 
 
 def modify_node(opts: Any, args: list[str]) -> int:

@@ -8,7 +8,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "list_os", "diagnose_os", "show_os_info"]
+__all__ = ["main", "commands", "list_os", "diagnose_os", "show_os_info", "format_os_info"]
 
 _FIELDS = ["name", "valid", "variants", "parameters", "api_versions", "node_status",
            "hidden", "blacklisted"]
@@ -59,19 +59,27 @@ def diagnose_os(opts: Any, args: list[str]) -> int:
     return 1 if bad else 0
 
 
+def format_os_info(os_: dict[str, Any]) -> list[Any]:
+    """One OS's ``gnt-os info`` entries, Ganeti's layout: ``- valid: True`` items."""
+    items: list[Any] = [[("valid", os_["valid"])], [("hidden", os_["hidden"])],
+                        [("blacklisted", os_["blacklisted"])]]
+    if os_["valid"]:
+        items += [[("API versions", sorted(os_["api_versions"] or []))],
+                  [("variants", list(os_["variants"] or []))],
+                  [("parameters", [[(name, doc)] for name, doc in os_["parameters"] or []])]]
+    return items
+
+
 def show_os_info(opts: Any, args: list[str]) -> int:
-    """Show details of OSes."""
-    for os_ in _query(opts, list(args)):
-        cli.to_stdout(f"OS: {os_['name']}")
-        cli.to_stdout(f"  hidden: {os_['hidden']}")
-        cli.to_stdout(f"  blacklisted: {os_['blacklisted']}")
-        cli.to_stdout(f"  valid: {os_['valid']}")
-        cli.to_stdout(f"  API versions: {', '.join(str(a) for a in os_['api_versions'])}")
-        cli.to_stdout(f"  variants: {', '.join(os_['variants'])}")
-        cli.to_stdout("  parameters:")
-        for name, doc in os_["parameters"]:
-            cli.to_stdout(f"    - {name}: {doc}")
-    return 0
+    """Show details of OSes (YAML: OS name -> list of properties; doc/commands.md)."""
+    from ganeti.cli import info
+    found = _query(opts, list(args))
+    missing = [name for name in args if name not in {o["name"] for o in found}]
+    if found:
+        info.print_info([(os_["name"], format_os_info(os_)) for os_ in found])
+    for name in missing:
+        cli.to_stderr(f"OS {name} not found")
+    return 1 if missing else 0
 
 
 HIDDEN_OPT = cli.Option("--hidden", dest="show_hidden", action="store_true", default=False,

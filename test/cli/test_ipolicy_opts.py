@@ -89,14 +89,17 @@ def test_legacy_specs_need_one_pair() -> None:
                                      current=lambda: two)
 
 
-def test_format_cluster_and_group_policy() -> None:
+def test_ipolicy_info_cluster_and_group() -> None:
+    import yaml
+
+    from ganeti.cli import info
     pol = ipolicy.default_ipolicy(["file", "plain"])
-    lines = ipolicy_opts.format_ipolicy(pol)
-    assert lines[0] == "  bounds specs:" and "  - max/0:" in lines[1]
-    assert "        memory-size: 32768" in lines
-    assert "  allowed disk templates: file, plain" in lines
-    assert "  vcpu-ratio: 4.0" in lines
-    group = ipolicy_opts.format_ipolicy(pol, {"vcpu-ratio": 4.0}, indent=2)
-    assert "    vcpu-ratio: 4.0" in group
-    assert "    spindle-ratio: default (32.0)" in group
-    assert group[0] == "    bounds specs: default"
+    cluster = yaml.safe_load(info.format_info(ipolicy_opts.ipolicy_info(pol)))
+    assert cluster["bounds specs"][0]["max/0"]["memory-size"] == 32768
+    assert cluster["allowed disk templates"] == "file, plain"
+    assert cluster["vcpu-ratio"] == 4.0 and "std" in cluster
+    group = yaml.safe_load(info.format_info(ipolicy_opts.ipolicy_info(pol, {"vcpu-ratio": 4.0})))
+    assert group["vcpu-ratio"] == 4.0
+    assert group["spindle-ratio"] == "default (32.0)"
+    assert group["bounds specs"][0]["min/0"]["memory-size"].startswith("default (")
+    assert group["allowed disk templates"] == "default (file, plain)" and "std" not in group
