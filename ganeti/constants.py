@@ -119,6 +119,8 @@ RS_NODATA = 2
 RS_UNAVAIL = 3
 RS_OFFLINE = 4
 QFT_UNKNOWN = "unknown"
+#: exit code of a gnt-* list / list-fields asked for an unknown field (Ganeti's)
+EXIT_UNKNOWN_FIELD = 14
 QFT_TEXT = "text"
 QFT_BOOL = "bool"
 QFT_NUMBER = "number"

@@ -3,8 +3,8 @@
 * :mod:`ganeti.cli.options`: ``*_OPT`` option objects, positional argument
   specs (``ArgJobId``...), ``-o`` field selection, priorities;
 * :mod:`ganeti.cli.output`: printing, timestamps, query tables and filters;
-* :mod:`ganeti.cli.failure`: the exit codes (0 ok, 1 failure, 2 usage, 130
-  interrupted) and Ganeti's error texts;
+* :mod:`ganeti.cli.failure`: the exit codes (0 ok, 1 failure, 2 usage, 14
+  unknown field, 130 interrupted) and Ganeti's error texts;
 * :mod:`ganeti.cli.jobs`: submitting opcodes, ``--submit``, following a
   job and printing its log;
 * :mod:`ganeti.cli.verbs`: the ``list`` and ``list-fields`` verbs of a
@@ -19,8 +19,8 @@ LUXI, opcodes and the query package are imported when first used.
 
 from __future__ import annotations
 
-from ganeti.cli.failure import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_SUCCESS, EXIT_USAGE,
-                                format_error, format_job_error)
+from ganeti.cli.failure import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_SUCCESS,
+                                EXIT_UNKNOWN_FIELD, EXIT_USAGE, format_error, format_job_error)
 from ganeti.cli.jobs import (JOBS_UNFINISHED, format_log_message, get_client, job_result,
                              load_opcode_file, op_to_dict, poll_job, read_json_file,
                              send_job, set_generic_opcode_opts, submit_opcode_and_wait,
@@ -45,7 +45,8 @@ __all__ = [
     "UNITS_OPT", "FILTER_OPT", "VERBOSE_OPT", "DEBUG_OPT", "FORCE_OPT", "DRY_RUN_OPT",
     "REASON_OPT", "TIMEOUT_OPT",
     # failure
-    "EXIT_SUCCESS", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_INTERRUPTED", "format_error",
+    "EXIT_SUCCESS", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_UNKNOWN_FIELD", "EXIT_INTERRUPTED",
+    "format_error",
     "format_job_error",
     # main
     "generic_main", "usage_error", "Command",

@@ -7,6 +7,8 @@ Exit codes (the same for every tool):
   master could not be reached;
 * ``2`` (:data:`EXIT_USAGE`): bad usage: unknown verb, bad option, wrong
   number of arguments;
+* ``14`` (:data:`EXIT_UNKNOWN_FIELD`): a ``list`` or ``list-fields`` was
+  asked for a field the resource does not have (Ganeti's code);
 * ``130`` (:data:`EXIT_INTERRUPTED`): interrupted with Ctrl-C (a submitted
   job keeps running).
 
@@ -17,14 +19,15 @@ for a verb's uncaught error and :mod:`ganeti.cli.jobs` for a failed job.
 
 from __future__ import annotations
 
-from ganeti import errors
+from ganeti import constants, errors
 
-__all__ = ["EXIT_SUCCESS", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_INTERRUPTED", "format_error",
-           "format_job_error", "master_hint"]
+__all__ = ["EXIT_SUCCESS", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_UNKNOWN_FIELD",
+           "EXIT_INTERRUPTED", "format_error", "format_job_error", "master_hint"]
 
 EXIT_SUCCESS = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_UNKNOWN_FIELD = constants.EXIT_UNKNOWN_FIELD
 EXIT_INTERRUPTED = 130
 
 

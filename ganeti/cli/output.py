@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "to_stdout", "lines_to_stdout", "to_stderr", "confirm", "format_query_table", "format_timestamp", "merge_time",
-    "build_query_filter", "generic_query_list",
+    "build_query_filter", "generic_query_list", "warn_unknown_fields",
 ]
 
 
@@ -114,12 +114,19 @@ def generic_query_list(cl: Any, resource: str, fields: list[str], qfilter: Any, 
                        units: str | None = None) -> int:
     """Run ``Query`` and print the table; returns the exit code.
 
-    Unknown fields print a warning on stderr and give exit code 1.
+    Unknown fields print a warning on stderr (the table is printed all the
+    same, their cells empty) and give exit code 14, Ganeti's
+    ``EXIT_UNKNOWN_FIELD``.
     """
     result = cl.Query(resource, fields, qfilter)
     lines_to_stdout(format_query_table(result, headers=headers, separator=separator, units=units))
-    unknown = [f["name"] for f in result["fields"] if f.get("kind") == constants.QFT_UNKNOWN]
+    return warn_unknown_fields(result["fields"])
+
+
+def warn_unknown_fields(fdefs: list[dict[str, Any]]) -> int:
+    """Warn on stderr about fields of kind ``unknown``; 14 if there are any, else 0."""
+    unknown = [f["name"] for f in fdefs if f.get("kind") == constants.QFT_UNKNOWN]
     if unknown:
-        to_stderr(f"Warning: unknown field(s): {', '.join(unknown)}")
-        return 1
+        to_stderr(f"Warning: Queried for unknown fields {', '.join(unknown)}")
+        return constants.EXIT_UNKNOWN_FIELD
     return 0

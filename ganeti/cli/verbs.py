@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ganeti.cli.jobs import get_client
 from ganeti.cli.options import parse_fields
-from ganeti.cli.output import build_query_filter, generic_query_list, to_stdout
+from ganeti.cli.output import (build_query_filter, generic_query_list, to_stdout,
+                               warn_unknown_fields)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -36,7 +37,11 @@ def query_list_verb(resource: str, default_fields: list[str]) -> Verb:
 
 
 def list_fields_verb(resource: str) -> Verb:
-    """The ``list-fields`` verb of a resource: name, type, title and description."""
+    """The ``list-fields`` verb of a resource: name, type, title and description.
+
+    Asked for a field the resource does not have, it warns and exits 14
+    (Ganeti's ``EXIT_UNKNOWN_FIELD``), as ``list`` does.
+    """
 
     def verb(opts: Any, args: list[str]) -> int:
         result = get_client(opts).QueryFields(resource, args or None)
@@ -53,6 +58,6 @@ def list_fields_verb(resource: str) -> Verb:
                      for r in table]
         for line in lines:
             to_stdout(line.rstrip())
-        return 0
+        return warn_unknown_fields(result.get("fields", []))
     verb.__doc__ = f"List the fields of the {resource} resource (for list -o)."
     return verb

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ganeti import cli, constants
+from ganeti import cli, constants, errors
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -75,11 +75,11 @@ def show_os_info(opts: Any, args: list[str]) -> int:
     from ganeti.cli import info
     found = _query(opts, list(args))
     missing = [name for name in args if name not in {o["name"] for o in found}]
-    if found:
-        info.print_info([(os_["name"], format_os_info(os_)) for os_ in found])
-    for name in missing:
-        cli.to_stderr(f"OS {name} not found")
-    return 1 if missing else 0
+    if missing:
+        raise errors.OpPrereqError(f"OS(es) not found: {', '.join(missing)}",
+                                   errors.ECODE_NOENT)
+    info.print_info([(os_["name"], format_os_info(os_)) for os_ in found])
+    return 0
 
 
 HIDDEN_OPT = cli.Option("--hidden", dest="show_hidden", action="store_true", default=False,

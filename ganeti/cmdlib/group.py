@@ -409,8 +409,9 @@ GROUP_FIELDS = query.make_table([
     query.FieldDef("custom_ipolicy", "CustomInstancePolicy", constants.QFT_OTHER,
                    "Custom instance policy limitations",
                    lambda ctx, g: dict(g.ipolicy)),
+    # ours (Ganeti 3.0 has networks only as gnt-network's): unlisted
     query.FieldDef("networks", "Networks", constants.QFT_OTHER, "Connected networks",
-                   lambda ctx, g: sorted(g.networks)),
+                   lambda ctx, g: sorted(g.networks), listed=False),
     query.tags_field(), query.uuid_field("Group"), query.serial_no_field("Group"),
     *query.timestamp_fields("Group"),
 ])

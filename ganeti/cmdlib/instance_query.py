@@ -208,18 +208,25 @@ def _nicp(ctx: InstanceQueryContext, nic: NIC) -> dict[str, Any]:
 
 
 def _f(name: str, title: str, kind: str, doc: str, getter: Any,
-       needs: frozenset[str] = frozenset()) -> query.FieldDef:
-    return query.FieldDef(name, title, kind, doc, getter, needs)
+       needs: frozenset[str] = frozenset(), *, listed: bool = True) -> query.FieldDef:
+    return query.FieldDef(name, title, kind, doc, getter, needs, listed)
 
 
-def _indexed(name: str, title: str, kind: str, doc: str, count: int, listget: Any) -> list[Any]:
+def _indexed(name: str, title: str, kind: str, doc: str, count: int, listget: Any,
+             *, listed: bool = True) -> list[Any]:
     result = []
     for i in range(count):
         def getter(ctx: Any, inst: Instance, i: int = i) -> Any:
             values = listget(ctx, inst)
             return values[i] if i < len(values) else query.UNAVAIL
-        result.append(_f(f"{name}/{i}", f"{title}/{i}", kind, f"{doc} of item {i}", getter))
+        result.append(_f(f"{name}/{i}", f"{title}/{i}", kind, f"{doc} of item {i}", getter,
+                         listed=listed))
     return result
+
+
+#: Hypervisor parameters Ganeti keeps at cluster level only (no ``hv/`` field
+#: there); ours may be set per instance, so their fields exist, unlisted.
+_CLUSTER_LEVEL_HV = frozenset(["migration_bandwidth", "migration_mode", "migration_port"])
 
 
 def param_title(kind: str, key: str) -> str:
@@ -254,7 +261,8 @@ def _param_fields() -> list[query.FieldDef]:
         defs = [table[key] for table in parameters.HV_PARAMETERS.values() if key in table]
         result.append(_f(f"hv/{key}", param_title("hv", key), _param_kind(defs),
                          f"The effective hypervisor parameter '{key}'",
-                         lambda ctx, inst, key=key: ctx.hv(inst).get(key, query.UNAVAIL)))
+                         lambda ctx, inst, key=key: ctx.hv(inst).get(key, query.UNAVAIL),
+                         listed=key not in _CLUSTER_LEVEL_HV))
     return result
 
 
@@ -297,7 +305,7 @@ INSTANCE_FIELDS = query.make_table([
     _f("oper_ram", "Memory", _UNIT, "Actual memory usage", _live_value("memory"), LIVE),
     _f("oper_vcpus", "VCPUs", _NUM, "Actual number of VCPUs", _live_value("vcpus"), LIVE),
     _f("hv_jobs", "Jobs", _OTHER, "Running migrations, mirrors and disk copies, with"
-       " their progress (doc/progress.md)", runtime_jobs, LIVE),
+       " their progress (doc/progress.md)", runtime_jobs, LIVE, listed=False),
     query.simple_field("disk_template", "Disk_template", _TEXT, "Disk template",
                        "disk_template"),
     query.simple_field("hypervisor", "Hypervisor", _TEXT, "Hypervisor", "hypervisor"),
@@ -306,7 +314,7 @@ INSTANCE_FIELDS = query.make_table([
     _f("disk.count", "Disks", _NUM, "Number of disks", lambda ctx, inst: len(inst.disks)),
     _f("disk.sizes", "Disk_sizes", _OTHER, "Disk sizes (MiB)", _disk_sizes),
     _f("disk.modes", "Disk_modes", _OTHER, "Disk modes",
-       lambda ctx, inst: [d.mode for d in ctx.inst_disks(inst)]),
+       lambda ctx, inst: [d.mode for d in ctx.inst_disks(inst)], listed=False),
     _f("disk.names", "Disk_names", _OTHER, "Disk names",
        lambda ctx, inst: [d.name for d in ctx.inst_disks(inst)]),
     _f("disk.uuids", "Disk_UUIDs", _OTHER, "Disk UUIDs", lambda ctx, inst: list(inst.disks)),
@@ -316,7 +324,7 @@ INSTANCE_FIELDS = query.make_table([
        lambda ctx, inst: sum(_disk_sizes(ctx, inst))),
     *_indexed("disk.size", "Disk", _UNIT, "Disk size", _MAX_DISKS, _disk_sizes),
     *_indexed("disk.mode", "DiskMode", _TEXT, "Disk mode", _MAX_DISKS,
-              lambda ctx, inst: [d.mode for d in ctx.inst_disks(inst)]),
+              lambda ctx, inst: [d.mode for d in ctx.inst_disks(inst)], listed=False),
     _f("nic.count", "NICs", _NUM, "Number of NICs", lambda ctx, inst: len(inst.nics)),
     _f("nic.macs", "NIC_MACs", _OTHER, "NIC MAC addresses", _nic_attr("mac")),
     _f("nic.ips", "NIC_IPs", _OTHER, "NIC IP addresses", _nic_attr("ip")),
@@ -415,8 +423,8 @@ def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) ->
     for inst in insts:
         pnode = ctx.nodes.get(inst.primary_node)
         entry = None if static else ctx.live_entry(inst)
-        if isinstance(entry, query.fields.Sentinel):
-            run_state = None
+        if static or isinstance(entry, query.fields.Sentinel):
+            run_state = None   # Ganeti's: no actual state without the nodes' data
         else:
             run_state = "up" if entry is not None and entry.get("state") == 0 else "down"
         disks = []

@@ -44,6 +44,9 @@ class QueryResource:
     #: all item names, for resources whose items may be named by a unique
     #: short name (nodes, instances: "node2" for "node2.example.com")
     all_names: Callable[[MasterContext], list[str]] | None = None
+    #: the field whose values given in a simple filter order the rows
+    #: (default ``namefield``; jobs: their ids)
+    order_field: str | None = None
 
 
 #: Job fields a job summary lacks: asking for (or filtering on) one of them
@@ -193,7 +196,8 @@ def _export_resource() -> QueryResource:
 def build_resources() -> dict[str, QueryResource]:
     """The resource table; add one row per new resource here."""
     return {
-        constants.QR_JOB: QueryResource(constants.QR_JOB, JOB_FIELDS, _collect_jobs, None),
+        constants.QR_JOB: QueryResource(constants.QR_JOB, JOB_FIELDS, _collect_jobs, None,
+                                        order_field="id"),
         constants.QR_LOCK: QueryResource(constants.QR_LOCK, LOCK_FIELDS, _collect_locks, "name"),
         constants.QR_INSTANCE: _instance_resource(),
         constants.QR_OS: _os_resource(),
@@ -246,7 +250,8 @@ def run_query(context: MasterContext, what: Any, fields: Any, qfilter: Any) -> d
     qfilter = _expand_short_names(context, res, qfilter)
     needs = query.required_data(res.table, fields, qfilter)
     items, ctx = res.collect(context, qfilter, needs)
-    return query.query(res.table, items, ctx, fields, qfilter, namefield=res.namefield)
+    return query.query(res.table, items, ctx, fields, qfilter, namefield=res.namefield,
+                       order_field=res.order_field)
 
 
 def run_query_fields(what: Any, fields: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.query.fields import FieldDef, FieldTable, Sentinel, fielddef_to_dict, unknown_field
-from ganeti.query.filter import compile_filter, filter_fields
+from ganeti.query.filter import compile_filter, filter_fields, requested_names
 
 __all__ = ["query", "execute", "query_fields", "old_style_rows", "resolve_fields",
            "required_data", "nice_sort_key"]
@@ -82,7 +82,8 @@ def _cell_sort_key(cell: list[Any]) -> tuple[Any, ...]:
 
 def query(table: FieldTable, items: Iterable[Any], ctx: Any, field_names: Sequence[str],
           qfilter: Any = None, *, namefield: str | None = "name",
-          sort_key: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+          sort_key: Callable[[Any], Any] | None = None,
+          order_field: str | None = None) -> dict[str, Any]:
     """Evaluate a query; returns ``{"fields": [fielddef dicts], "data": [rows]}``.
 
     Each row holds one ``[status, value]`` cell per requested field, where
@@ -92,7 +93,10 @@ def query(table: FieldTable, items: Iterable[Any], ctx: Any, field_names: Sequen
     requested) matches.  Row order: by ``sort_key(item)`` if given; otherwise
     by the ``namefield`` value with :func:`nice_sort_key` when the table has
     that field; otherwise (``namefield=None`` or not in the table) the order
-    of ``items``.  Getters are called with ``(ctx, item)``.
+    of ``items``.  A simple name filter (names given on the command line,
+    :func:`requested_names`) on ``order_field`` (default: ``namefield``; job
+    ids: ``"id"``) puts the rows in the order of its names, as Ganeti does.
+    Getters are called with ``(ctx, item)``.
 
     Raises :class:`errors.QueryFilterParseError` for an invalid filter and
     :class:`errors.ParameterError` for malformed field names.
@@ -112,6 +116,13 @@ def query(table: FieldTable, items: Iterable[Any], ctx: Any, field_names: Sequen
         else:
             name_getter = table[namefield].getter
             selected.sort(key=lambda item: nice_sort_key(name_getter(ctx, item)))
+    order_field = namefield if order_field is None else order_field
+    if order_field is not None and order_field in table:
+        wanted = _ordering_names(qfilter, order_field)
+        if wanted:
+            selected = _in_requested_order(selected, wanted, table[order_field].getter, ctx,
+                                           name_col is not None)
+            name_col = None
 
     getters = [fdef.getter for fdef in fdefs]
     data: list[list[list[Any]]] = []
@@ -131,16 +142,38 @@ def query(table: FieldTable, items: Iterable[Any], ctx: Any, field_names: Sequen
     return {"fields": [fielddef_to_dict(fdef) for fdef in fdefs], "data": data}
 
 
+def _ordering_names(qfilter: Any, field: str) -> list[Any] | None:
+    """The names of a simple name filter, also as one conjunct of an ``&``
+    (``gnt-job list 3 1`` adds "not archived" to its id filter)."""
+    names = requested_names(qfilter, field)
+    if names is None and isinstance(qfilter, list) and qfilter[:1] == ["&"]:
+        found = [n for n in (requested_names(sub, field) for sub in qfilter[1:]) if n]
+        names = found[0] if len(found) == 1 else None
+    return names
+
+
+def _in_requested_order(selected: list[Any], wanted: list[Any], getter: Callable[..., Any],
+                        ctx: Any, unsorted: bool) -> list[Any]:
+    """``selected`` in the order of ``wanted`` (names not in it last, in name order)."""
+    position = {name: idx for idx, name in enumerate(wanted)}
+    names = [getter(ctx, item) for item in selected]
+    order = sorted(range(len(selected)),
+                   key=lambda i: (position.get(names[i], len(position)),
+                                  nice_sort_key(names[i]) if unsorted else 0))
+    return [selected[i] for i in order]
+
+
 #: The name used in doc/design/contracts.md for :func:`query`.
 execute = query
 
 
 def query_fields(table: FieldTable, field_names: Sequence[str] | None = None) -> dict[str, Any]:
-    """Field definitions: ``{"fields": [...]}``; all of them sorted by name when
-    ``field_names`` is None, else those named in order (unknown ones with kind
-    ``unknown``)."""
+    """Field definitions: ``{"fields": [...]}``; all listed ones (not the
+    extensions, ``FieldDef.listed``) in :func:`nice_sort_key` order of their
+    names when ``field_names`` is None, else those named in order (unknown
+    ones with kind ``unknown``)."""
     if field_names is None:
-        fdefs = [table[name] for name in sorted(table)]
+        fdefs = [table[name] for name in sorted(table, key=nice_sort_key) if table[name].listed]
     else:
         fdefs = resolve_fields(table, field_names)
     return {"fields": [fielddef_to_dict(fdef) for fdef in fdefs]}

@@ -71,6 +71,10 @@ class FieldDef:
     for runtime data from node RPC); :func:`ganeti.query.required_data`
     unions it over the requested and filtered fields so the caller collects
     only what is used.
+
+    ``listed`` False marks an extension of ours (a field Ganeti 3.0 does not
+    have): answered when named, left out of the full field list so that
+    ``gnt-* list-fields`` shows Ganeti's set (doc/compat.md, "Query fields").
     """
 
     name: str
@@ -79,6 +83,7 @@ class FieldDef:
     doc: str
     getter: Getter = field(compare=False, repr=False)
     needs: frozenset[str] = frozenset()
+    listed: bool = True
 
 
 FieldTable = Mapping[str, FieldDef]

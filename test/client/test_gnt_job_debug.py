@@ -72,10 +72,10 @@ def test_job_list_filter_text() -> None:
     assert cl.calls[1][1][2] == ["==", "status", "error"]
 
 
-def test_job_list_unknown_field_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+def test_job_list_unknown_field_exit_14(capsys: pytest.CaptureFixture[str]) -> None:
     cl = FakeClient({"Query": {"fields": [{"name": "x", "title": "x", "kind": "unknown",
                                            "doc": ""}], "data": [[[1, None]]]}})
-    assert run(gnt_job, ["list", "-o", "x"], cl) == 1
+    assert run(gnt_job, ["list", "-o", "x"], cl) == 14
     assert "unknown field" in capsys.readouterr().err
 
 

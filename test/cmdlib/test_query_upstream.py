@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,7 @@ def test_aliases_parameters_and_unavailable_fields(tmp_path) -> None:
     assert fields["hv/vnc_tls"]["kind"] == "bool"
 
 
-def test_every_upstream_field_is_known_with_its_kind() -> None:
+def _upstream_fields() -> dict[str, Any]:
     if not os.path.exists("/usr/share/ganeti/3.0/ganeti/query.py"):
         if os.environ.get("GANETI_TEST_REQUIRE_UPSTREAM") == "1":
             pytest.fail("ganeti-3.0 is not installed (make compat-deps)")
@@ -53,7 +54,28 @@ def test_every_upstream_field_is_known_with_its_kind() -> None:
     res = subprocess.run(["/usr/bin/python3", "-E", "-s", DRIVER], capture_output=True,
                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
-    upstream = json.loads(res.stdout)
+    result: dict[str, Any] = json.loads(res.stdout)
+    return result
+
+
+@pytest.mark.parametrize("what", ["instance", "node", "group", "job", "os", "export"])
+def test_the_full_field_list_is_upstreams_in_its_order(what: str) -> None:
+    # Ganeti's QA (GenericQueryFieldsTest): `gnt-* list-fields` lists exactly
+    # Ganeti's fields in NiceSort order; our extensions are answered when named
+    upstream = _upstream_fields()
+    ours = [f["name"] for f in cq.run_query_fields(what, None)["fields"]]
+    assert ours == upstream["nicesorted"][what]
+
+
+def test_our_extensions_are_answered_when_named() -> None:
+    names = ["hv_jobs", "disk.modes", "disk.mode/0", "hv/migration_mode"]
+    fields = cq.run_query_fields("instance", names)["fields"]
+    assert [f["name"] for f in fields] == names and "unknown" not in {f["kind"] for f in fields}
+    assert cq.run_query_fields("group", ["networks"])["fields"][0]["kind"] == "other"
+
+
+def test_every_upstream_field_is_known_with_its_kind() -> None:
+    upstream = _upstream_fields()
     for what in RESOURCES:
         ours = {f["name"]: f for f in cq.run_query_fields(what, None)["fields"]}
         missing = sorted(set(upstream[what]) - set(ours))

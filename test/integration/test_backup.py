@@ -48,10 +48,10 @@ def _sha(path: str) -> str:
 
 def _disks(vc, name: str) -> list[str]:
     """The disk image paths of an instance (from gnt-instance info; shared ones too)."""
-    info = vc.ok("gnt-instance", "info", name)
+    import yaml
+    (info,) = yaml.safe_load(vc.ok("gnt-instance", "info", name))
     (pnode,) = rows(vc, "pnode", name)[0]
-    paths = [line.split(", on ", 1)[1].strip() for line in info.splitlines()
-             if line.strip().lstrip("- ").startswith("disk/") and ", on " in line]
+    paths = [disk["logical_id"][-1] for disk in info["Disks"]]
     return [p if os.path.exists(p) else vc.paths(pnode).root + p for p in paths]
 
 

@@ -88,8 +88,8 @@ def test_add_boots_the_guest_from_its_disk(vc):
 
 def test_info_shows_live_figures(vc):
     out = vc.ok("gnt-instance", "info", INST)
-    assert "actual state is up (running)" in out
-    assert "Runtime memory: 128 MiB, vcpus: 1" in out
+    assert "actual state is up\n" in out and "Status: running\n" in out
+    assert "Runtime memory: 128 MiB\n" in out and "Runtime vcpus: 1\n" in out
     assert vc.ok("gnt-instance", "list", "--no-headers", "--separator=|", "-o",
                  "status,oper_ram,oper_vcpus", INST).split() == ["running|128|1"]
 

@@ -19,6 +19,7 @@ import time
 
 import guest_helpers
 import pytest
+import yaml
 from failover_helpers import submit
 from instance_helpers import NOCHECK, rows
 from vcluster_harness import VirtualCluster
@@ -70,7 +71,8 @@ def test_a_block_job_shows_in_info_and_hv_jobs(vc, tmp_path):
         time.sleep(1.2)     # a second sample later: the rate is measured from two
         info = _wait(lambda: (out := vc.ok("gnt-instance", "info", INST))
                      and "MiB/s, eta" in out and out, "a measured rate")
-        assert "  Running jobs:\n    - block mirror disk/0: " in info
+        (running,) = yaml.safe_load(info)[0]["Running jobs"]
+        assert running.startswith("block mirror disk/0: "), info
         assert "limit 1 MiB/s" in info
     finally:
         hv.qmp_command(INST, "block-job-cancel", device="disk0")
@@ -95,7 +97,8 @@ def test_a_throttled_live_migration_shows_as_a_migration_job(vc):
     assert "bandwidth=8" in cell
     info = _wait(lambda: "MiB/s, eta" in (out := vc.ok("gnt-instance", "info", MIG)) and out,
                  "the migration with a rate", timeout=60)
-    assert "  Running jobs:\n    - migration: " in info and "limit 8 MiB/s" in info, info
+    (running,) = yaml.safe_load(info)[0]["Running jobs"]
+    assert running.startswith("migration: ") and "limit 8 MiB/s" in running, info
     watch = vc.run("gnt-job", "watch", str(job), timeout=240)
     assert watch.returncode == 0, watch.stdout + watch.stderr
     lines = [line for line in watch.stdout.splitlines() if " migration: " in line]

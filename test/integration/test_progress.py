@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 import pytest
+import yaml
 from instance_helpers import NOCHECK, fake_hv, rows
 from vcluster_harness import VirtualCluster
 
@@ -111,7 +112,8 @@ def test_a_throttled_migration_shows_while_it_runs_and_is_gone_after(vc):
     cell = _wait_running_migration(vc)
     assert "bandwidth=8" in cell
     info = vc.ok("gnt-instance", "info", INST)
-    assert "  Running jobs:\n    - migration: " in info and "limit 8 MiB/s" in info, info
+    (running,) = yaml.safe_load(info)[0]["Running jobs"]
+    assert running.startswith("migration: ") and "limit 8 MiB/s" in running, info
     rapi_info = _rapi_job(vc, _rapi(vc, "GET", f"/2/instances/{INST}/info"))
     assert rapi_info["status"] == "success"
     jobs = rapi_info["opresult"][0][INST]["jobs"]
@@ -152,8 +154,9 @@ def test_a_failed_migration_ends_its_log_with_the_error(vc):
     assert _hv_jobs(vc) == ""
     assert rows(vc, "pnode,status", INST) == [[N2, "running"]]
     # gnt-job info prints the entries of the unknown-to-upstream type as text
-    text = vc.ok("gnt-job", "info", str(job_id))
-    assert ":progress migration: failed at " in text
+    (info,) = yaml.safe_load(vc.ok("gnt-job", "info", str(job_id)))
+    contents = [e["Content"] for e in info["Opcodes"][0]["Execution log"]]
+    assert any(c[1] == "progress" and c[2].startswith("migration: failed at ") for c in contents)
 
 
 def _run_in_pty(vc, argv: list[str], timeout: float = 120.0,

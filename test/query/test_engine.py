@@ -112,8 +112,9 @@ def test_query_fields_named_keeps_order_and_unknown(fields: q.FieldTable) -> Non
 def test_old_style_rows(fields: q.FieldTable, items: list[Any], ctx: Any) -> None:
     result = q.query(fields, items, ctx, ["name", "status", "nosuch", "tags"],
                      ["|", ["==", "name", "web2"], ["==", "name", "db1"]])
-    assert q.old_style_rows(result) == [["db1", "running", None, ["db", "prod"]],
-                                        ["web2", None, None, ["web"]]]
+    # names given: rows in their order (Ganeti's), not sorted
+    assert q.old_style_rows(result) == [["web2", None, None, ["web"]],
+                                        ["db1", "running", None, ["db", "prod"]]]
 
 
 @pytest.mark.parametrize(("names", "qfilter", "expected"), [
@@ -153,3 +154,26 @@ def test_dict_items(fields: q.FieldTable) -> None:
     jobs = [{"id": 10, "status": "running"}, {"id": 9}]
     result = q.query(table, jobs, None, ["id", "status"], namefield="id")
     assert result["data"] == [[[N, 9], [ND, None]], [[N, 10], [N, "running"]]]
+
+
+def test_names_come_back_in_the_order_given(fields: q.FieldTable, items: list[Any],
+                                            ctx: Any) -> None:
+    names = ["web2", "db1"]
+    qfilter = ["|"] + [["==", "name", n] for n in names]
+    for wanted in (["name"], ["status"], ["status", "name"]):   # name column or not
+        result = q.query(fields, items, ctx, wanted + ["name"], qfilter)
+        assert [row[-1][1] for row in result["data"]] == names
+    other = q.query(fields, items, ctx, ["name"],
+                    ["|", ["==", "name", "web2"], ["==", "status", "running"]])
+    assert [row[0][1] for row in other["data"]] == ["db1", "web2", "web10"]   # not names: sorted
+
+
+def test_order_field_and_a_conjunct_of_names(fields: q.FieldTable, items: list[Any],
+                                             ctx: Any) -> None:
+    names = ["web10", "db1"]
+    simple = ["|"] + [["==", "name", n] for n in names]
+    result = q.query(fields, items, ctx, ["name"], ["&", simple, ["!", ["==", "name", "x"]]])
+    assert [row[0][1] for row in result["data"]] == names
+    # no namefield (jobs): order_field names the field the given values order
+    result = q.query(fields, items, ctx, ["name"], simple, namefield=None, order_field="name")
+    assert [row[0][1] for row in result["data"]] == names
