@@ -292,10 +292,13 @@ def submit_opcode_and_wait(op: Any, opts: Any = None, cl: Any = None, *,
 
 def submit_or_send(op: Any, opts: Any, cl: Any = None, *,
                    feedback_fn: FeedbackFn | None = _print_log_entry) -> Any:
-    """With ``--submit`` print ``JobID: <n>`` on stderr and return None;
+    """With ``--submit`` print ``JobID: <n>`` on stderr (and, with
+    ``--print-jobid``, the bare id on stdout, as Ganeti) and return None;
     otherwise submit, follow the job and return the opcode's result."""
     if getattr(opts, "submit_only", False):
         job_id = send_job([op], opts, cl)
+        if getattr(opts, "print_jobid", False):
+            to_stdout(str(job_id))
         to_stderr(f"JobID: {job_id}")
         return None
     return submit_opcode_and_wait(op, opts, cl, feedback_fn=feedback_fn)

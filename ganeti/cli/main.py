@@ -14,7 +14,8 @@ import sys
 from ganeti import constants, errors
 from ganeti.cli import argparse_lite
 from ganeti.cli.failure import EXIT_INTERRUPTED, EXIT_SUCCESS, EXIT_USAGE, format_error
-from ganeti.cli.options import COMMON_OPTS, Arg, Option, check_arguments
+from ganeti.cli.options import (COMMON_OPTS, PRINT_JOBID_OPT, SUBMIT_OPT, Arg, Option,
+                                check_arguments)
 from ganeti.cli.output import to_stderr, to_stdout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -63,10 +64,15 @@ def _usage_line(prog: str, verb: str, command: Command) -> str:
 
 
 def _verb_options(command: Command) -> list[Option]:
-    """The verb's options plus :data:`COMMON_OPTS`, one per ``dest`` (first wins)."""
+    """The verb's options plus :data:`COMMON_OPTS`, one per ``dest`` (first wins).
+
+    A verb that takes ``--submit`` also takes ``--print-jobid`` (Ganeti's
+    ``SUBMIT_OPTS``): the job id on stdout.
+    """
     seen: set[str] = set()
     result = []
-    for opt in list(command[2]) + COMMON_OPTS:
+    extra = [PRINT_JOBID_OPT] if SUBMIT_OPT in command[2] else []
+    for opt in list(command[2]) + extra + COMMON_OPTS:
         if opt.dest in seen:
             continue
         seen.add(opt.dest)

@@ -102,16 +102,18 @@ def build_query_filter(args: list[str], force_filter: bool, *, namefield: str = 
 
 
 def format_query_table(result: dict[str, Any], *, headers: bool = True,
-                       separator: str | None = None, units: str | None = None) -> list[str]:
-    """Format a Query result (``fields`` + ``data``) as Ganeti-style table lines."""
+                       separator: str | None = None, units: str | None = None,
+                       verbose: bool = False) -> list[str]:
+    """Format a Query result (``fields`` + ``data``) as Ganeti-style table lines
+    (``verbose``: cells without a value say why, e.g. ``(offline)``, not ``*``)."""
     from ganeti import query
     return query.format_table(result["fields"], result["data"], headers=headers,
-                              separator=separator, units=units)
+                              separator=separator, units=units, verbose=verbose)
 
 
 def generic_query_list(cl: Any, resource: str, fields: list[str], qfilter: Any, *,
                        headers: bool = True, separator: str | None = None,
-                       units: str | None = None) -> int:
+                       units: str | None = None, verbose: bool = False) -> int:
     """Run ``Query`` and print the table; returns the exit code.
 
     Unknown fields print a warning on stderr (the table is printed all the
@@ -119,7 +121,8 @@ def generic_query_list(cl: Any, resource: str, fields: list[str], qfilter: Any, 
     ``EXIT_UNKNOWN_FIELD``.
     """
     result = cl.Query(resource, fields, qfilter)
-    lines_to_stdout(format_query_table(result, headers=headers, separator=separator, units=units))
+    lines_to_stdout(format_query_table(result, headers=headers, separator=separator, units=units,
+                                       verbose=verbose))
     return warn_unknown_fields(result["fields"])
 
 

@@ -31,7 +31,7 @@ def query_list_verb(resource: str, default_fields: list[str]) -> Verb:
         qfilter = build_query_filter(args, opts.force_filter)
         return generic_query_list(get_client(opts), resource, fields, qfilter,
                                   headers=not opts.no_headers, separator=opts.separator,
-                                  units=opts.units)
+                                  units=opts.units, verbose=bool(getattr(opts, "verbose", 0)))
     verb.__doc__ = f"List {resource}s (the default fields, or those given with -o)."
     return verb
 

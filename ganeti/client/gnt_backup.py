@@ -44,7 +44,8 @@ def export_instance(opts: Any, args: list[str]) -> int:
         "OP_BACKUP_EXPORT", instance_name=args[0], target_node=opts.node,
         shutdown=opts.shutdown, shutdown_timeout=opts.shutdown_timeout,
         remove_instance=opts.remove_instance, ignore_remove_failures=opts.ignore_remove_failures,
-        compress=opts.compress, mode=constants.EXPORT_MODE_LOCAL), opts)
+        compress=opts.compress, mode=constants.EXPORT_MODE_LOCAL,
+        long_sleep=opts.long_sleep or None), opts)
     if result is None:   # --submit
         return 0
     finalized, disks = result
@@ -127,10 +128,15 @@ _IMPORT_OPTS = [gi.TEMPLATE_OPT, gi.DISK_OPT, gi.SIZE_OPT, gi.NET_OPT, gi.NO_NIC
                 gi.NONAMECHECK_OPT, gi.NOIPCHECK_OPT, gi.TAGS_OPT, gi.FSDIR_OPT,
                 gi.FDRIVER_OPT, SRC_NODE_OPT, SRC_DIR_OPT, IDENTIFY_DEFAULTS_OPT, cli.SUBMIT_OPT]
 
+LONG_SLEEP_OPT = cli.Option("--long-sleep", dest="long_sleep", action="store_true",
+                            default=False,
+                            help="Allow long shutdowns when backing up instances"
+                                 " (accepted for Ganeti's scripts; no effect here)")
+
 commands: dict[str, cli.Command] = {
     "export": (export_instance, gi.ONE_INSTANCE,
                [EXPORT_NODE_OPT, NOSHUTDOWN_OPT, gi.SHUTDOWN_TIMEOUT_OPT, REMOVE_OPT,
-                IGNORE_REMOVE_OPT, COMPRESS_OPT, cli.SUBMIT_OPT],
+                IGNORE_REMOVE_OPT, COMPRESS_OPT, LONG_SLEEP_OPT, cli.SUBMIT_OPT],
                "-n NODE [--noshutdown] [--remove-instance] INSTANCE",
                "Export an instance to a node"),
     "import": (import_instance, gi.ONE_INSTANCE, _IMPORT_OPTS,

@@ -233,6 +233,12 @@ HOTPLUG_IF_POSSIBLE_OPT = O("--hotplug-if-possible", dest="hotplug_if_possible",
                             action="store_true", default=False,
                             help="Hotplug where the hypervisor can, else apply the changes"
                                  " at the next start")
+NOHOTPLUG_OPT = O("--no-hotplug", dest="no_hotplug", action="store_true", default=False,
+                  help="Do not hotplug (our default; Ganeti's default is to hotplug)")
+OPPORTUNISTIC_OPT = O("--opportunistic-locking", dest="opportunistic_locking",
+                      action="store_true", default=False,
+                      help="With an iallocator, lock only the nodes free at the time"
+                           " (passed to the master in the opcode)")
 ABSOLUTE_OPT = O("--absolute", dest="absolute", action="store_true", default=False,
                  help="AMOUNT is the new size, not the increase")
 STATIC_OPT = O("-s", "--static", dest="static", action="store_true", default=False,
@@ -282,7 +288,8 @@ def add_instance(opts: Any, args: list[str]) -> int:
              no_install=opts.no_install, name_check=opts.name_check, ip_check=opts.ip_check,
              tags=[t for t in (opts.tags or "").split(",") if t],
              file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
-             ignore_ipolicy=opts.ignore_ipolicy or None)
+             ignore_ipolicy=opts.ignore_ipolicy or None,
+             opportunistic_locking=opts.opportunistic_locking or None)
     cli.submit_or_send(op, opts)
     return 0
 
@@ -454,6 +461,8 @@ def rename(opts: Any, args: list[str]) -> int:
 
 def modify(opts: Any, args: list[str]) -> int:
     """Change parameters, NICs and disks of an instance."""
+    if opts.no_hotplug and (opts.hotplug or opts.hotplug_if_possible):
+        return cli.usage_error(opts.command, "--no-hotplug contradicts --hotplug")
     _, hvparams = parse_hv(opts.hvparams)
     op = _op("OP_INSTANCE_SET_PARAMS", instance_name=args[0],
              beparams=parse_kv(opts.beparams), hvparams=hvparams,
@@ -565,7 +574,7 @@ ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_O
             OSP_OPT, OSP_PRIVATE_OPT, OSP_SECRET_OPT, PNODE_OPT, relocation.IALLOCATOR_OPT,
             NOSTART_OPT, NOINSTALL_OPT,
             NONAMECHECK_OPT, NOIPCHECK_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
-            IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT]
+            IGNORE_IPOLICY_OPT, OPPORTUNISTIC_OPT, cli.SUBMIT_OPT]
 
 commands: dict[str, cli.Command] = {
     "add": (add_instance, ONE_INSTANCE, ADD_OPTS, "-t TEMPLATE [options] INSTANCE",
@@ -607,7 +616,7 @@ commands: dict[str, cli.Command] = {
                                       DISK_OPT, NET_OPT,
                                       OFFLINE_OPT, ONLINE_OPT, IGNORE_IPOLICY_OPT,
                                       RUNTIME_MEM_OPT, HOTPLUG_OPT, HOTPLUG_IF_POSSIBLE_OPT,
-                                      cli.FORCE_OPT, cli.SUBMIT_OPT],
+                                      NOHOTPLUG_OPT, cli.FORCE_OPT, cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,
                                             OSP_SECRET_OPT, cli.SUBMIT_OPT],

@@ -164,7 +164,12 @@ def wait_job(opts: Any, args: list[str]) -> int:
 
 
 def cancel_jobs(opts: Any, args: list[str]) -> int:
-    """Cancel queued or waiting jobs (``--kill``: also running ones)."""
+    """Cancel queued or waiting jobs (``--kill``: also running ones, confirmed
+    with ``--yes-do-it`` as in Ganeti)."""
+    if opts.kill and not opts.yes_do_it:
+        from ganeti import errors
+        raise errors.OpPrereqError("The --kill option must be confirmed with --yes-do-it",
+                                   errors.ECODE_INVAL)
     cl = cli.get_client(opts)
     code = cli.EXIT_SUCCESS
     for job_id in _job_ids(args):
@@ -217,6 +222,8 @@ def submit_file(opts: Any, args: list[str]) -> int:
     cl = cli.get_client(opts)
     if opts.submit_only:
         job_id = cli.send_job(ops, opts, cl)
+        if opts.print_jobid:
+            cli.to_stdout(str(job_id))
         cli.to_stderr(f"JobID: {job_id}")
         return cli.EXIT_SUCCESS
     results = cli.submit_opcodes_and_wait(ops, opts, cl)
@@ -234,7 +241,9 @@ def _status_opt(group: str, text: str) -> cli.Option:
 _ARCHIVED_OPT = cli.Option("--archived", dest="archived", action="store_true", default=False,
                            help="Include archived jobs in the list")
 _KILL_OPT = cli.Option("--kill", dest="kill", action="store_true", default=False,
-                       help="Kill the job even if it is running")
+                       help="Kill the job even if it is running (with --yes-do-it)")
+_YES_DO_IT_OPT = cli.Option("--yes-do-it", "--ya-rly", dest="yes_do_it", action="store_true",
+                            default=False, help="Confirm --kill")
 
 commands: dict[str, cli.Command] = {
     "list": (list_jobs, [cli.ArgJobId()],
@@ -255,7 +264,8 @@ commands: dict[str, cli.Command] = {
               "Follow a job's log messages until it finishes"),
     "wait": (wait_job, cli.ARGS_ONE_JOB, [cli.TIMEOUT_OPT], "JOB_ID",
              "Wait for a job to finish; the exit code tells whether it succeeded"),
-    "cancel": (cancel_jobs, [cli.ArgJobId(min=1)], [_KILL_OPT], "[--kill] JOB_ID...",
+    "cancel": (cancel_jobs, [cli.ArgJobId(min=1)], [_KILL_OPT, _YES_DO_IT_OPT],
+               "[--kill --yes-do-it] JOB_ID...",
                "Cancel queued or waiting jobs"),
     "archive": (archive_jobs, [cli.ArgJobId(min=1)], [], "JOB_ID...",
                 "Move finished jobs to the archive"),

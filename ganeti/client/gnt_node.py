@@ -267,7 +267,8 @@ commands: dict[str, cli.Command] = {
     "remove": (remove_node, [cli.ArgNode(min=1, max=1)], _JOB_OPTS, "[options] NODE",
                "Remove a node from the cluster"),
     "list": (list_nodes, [cli.ArgNode()],
-             [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.UNITS_OPT, cli.FILTER_OPT],
+             [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.UNITS_OPT, cli.FILTER_OPT,
+              cli.VERBOSE_OPT],
              "[options] [NODE...]",
              "List nodes (default fields: name, dtotal, dfree, mtotal, mnode, mfree,"
              " pinst_cnt, sinst_cnt; roles with -o name,role: M master, C candidate,"

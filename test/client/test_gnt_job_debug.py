@@ -110,8 +110,10 @@ def test_job_cancel_archive_autoarchive_priority(capsys: pytest.CaptureFixture[s
                      "ArchiveJob": lambda jid: jid != 9,
                      "AutoArchiveJobs": [3, 0],
                      "ChangeJobPriority": [True, "ok"]})
+    assert run(gnt_job, ["cancel", "--kill", "2"], cl) == 1       # not confirmed: no call
+    assert "--yes-do-it" in capsys.readouterr().err and cl.calls == []
     assert run(gnt_job, ["cancel", "1"], cl) == 0
-    assert run(gnt_job, ["cancel", "--kill", "2"], cl) == 1
+    assert run(gnt_job, ["cancel", "--kill", "--yes-do-it", "2"], cl) == 1
     assert run(gnt_job, ["archive", "1", "2"], cl) == 0
     assert run(gnt_job, ["archive", "9"], cl) == 1
     assert run(gnt_job, ["autoarchive", "all"], cl) == 0

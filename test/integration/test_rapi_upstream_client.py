@@ -259,7 +259,7 @@ def test_cancel_a_waiting_job(vc, main_results, tmp_path):
                    == "running", "the delay job to run", tries=1200)
         r = run_driver(vc, "cancel", tmp_path)
     finally:
-        vc.run("gnt-job", "cancel", "--kill", delay_job)
+        vc.run("gnt-job", "cancel", "--kill", "--yes-do-it", delay_job)
     assert isinstance(r["blocked"], int) and r["blocked.status_before"] == "waiting"
     success, _message = r["cancel"]
     assert success is True

@@ -1,4 +1,9 @@
-"""Every ``gnt-* info`` prints YAML with Ganeti's keys (doc/commands.md, "info output").
+"""Ganeti's QA scenarios for ``info`` and ``list`` (doc/commands.md, doc/compat.md).
+
+Every ``gnt-* info`` prints YAML with Ganeti's keys ("info output"), and
+every ``gnt-* list``/``list-fields`` follows Ganeti's QA checks
+(qa_utils.GenericQueryTest, GenericQueryFieldsTest): exit code 14 for an
+unknown field, names in the order given, the field lists in NiceSort order.
 
 A real 2-node virtual cluster: each info command's stdout is parsed with a
 YAML parser (PyYAML's safe loader, as Ganeti's QA reads it) and the keys
@@ -183,3 +188,138 @@ def test_our_keys_cover_upstreams(vc, scratch, argv):
     if argv[0] == "gnt-instance":
         for key in ("Nodes", "Disks", "NICs"):
             assert _keys(theirs[0][key]) <= _keys(ours[0][key]), key
+
+
+# --- list and list-fields ------------------------------------------------------------
+
+LIST_TOOLS = ("gnt-instance", "gnt-node", "gnt-group", "gnt-job", "gnt-backup")
+
+
+@pytest.mark.parametrize("tool", LIST_TOOLS)
+def test_unknown_field_exits_14(vc, tool):
+    res = vc.run(tool, "list", "--output=field/does/not/exist")
+    assert res.returncode == 14, res.stdout + res.stderr
+    assert "unknown fields field/does/not/exist" in res.stderr
+    res = vc.run(tool, "list-fields", "field/does/not/exist")
+    assert res.returncode == 14, res.stdout + res.stderr
+    listed = vc.ok(tool, "list-fields", "--separator=|", "--no-headers")
+    assert listed.splitlines() and "field/does/not/exist" not in listed
+
+
+def _names(vc, tool: str, *names: str, field: str = "name") -> list[str]:
+    return vc.ok(tool, "list", "--separator=|", "--no-headers", "--output", field,
+                 *names).split()
+
+
+def test_names_come_back_in_the_order_given(vc):
+    vc.ok("gnt-group", "add", "agroup")
+    try:
+        for tool, field in (("gnt-instance", "name"), ("gnt-node", "name"),
+                            ("gnt-group", "name"), ("gnt-job", "id")):
+            names = _names(vc, tool, field=field)
+            assert len(names) >= 2, (tool, names)
+            if tool != "gnt-job":
+                assert names == info_nice_sorted(names), (tool, names)
+            else:
+                assert names == sorted(names, key=int)
+            assert _names(vc, tool, *reversed(names), field=field) == names[::-1], tool
+            mixed = names[1:] + names[:1]
+            assert _names(vc, tool, *mixed, field=field) == mixed, tool
+    finally:
+        vc.ok("gnt-group", "remove", "agroup")
+
+
+def info_nice_sorted(names: list[str]) -> list[str]:
+    from ganeti.cli.info import nice_sort
+    return nice_sort(names)
+
+
+def test_unknown_names_fail(vc):
+    for tool in ("gnt-instance", "gnt-node", "gnt-group"):
+        res = vc.run(tool, "list", "this.name.certainly.does.not.exist")
+        assert res.returncode != 0, (tool, res.stdout)
+
+
+def test_our_extensions_are_unlisted_but_answered(vc):
+    listed = [line.split("|", 1)[0] for line in vc.ok(
+        "gnt-instance", "list-fields", "--separator=|", "--no-headers").splitlines()]
+    assert "hv_jobs" not in listed and "disk.modes" not in listed and "name" in listed
+    assert "hv/migration_mode" not in listed and "disk.mode/0" not in listed
+    named = vc.ok("gnt-instance", "list-fields", "--separator=|", "--no-headers", "hv_jobs",
+                  "hv/migration_mode")
+    assert [line.split("|")[0] for line in named.splitlines()] == ["hv_jobs",
+                                                                   "hv/migration_mode"]
+    assert _names(vc, "gnt-instance", FILE1, field="hv/migration_mode") == ["live"]
+    assert "networks" not in vc.ok("gnt-group", "list-fields", "--no-headers")
+
+
+def test_upstream_list_keeps_the_order_given(vc, scratch):
+    out = upstream_cli.run(vc, scratch, "gnt-node", "list", "--no-headers", "-o", "name",
+                           N2, N1)
+    assert out.returncode == 0 and out.stdout.split() == [N2, N1], out.stdout + out.stderr
+    res = upstream_cli.run(vc, scratch, "gnt-instance", "list", "-o", "field/does/not/exist")
+    assert res.returncode == 14, res.stdout + res.stderr
+
+
+# --- options Ganeti's QA uses ------------------------------------------------------
+
+def test_print_jobid_on_stdout(vc):
+    res = vc.run("gnt-debug", "delay", "--print-jobid", "0.01")
+    assert res.returncode == 0, res.stderr
+    job_id = int(res.stdout.strip())
+    assert _names(vc, "gnt-job", str(job_id), field="status") == ["success"]
+    res = vc.run("gnt-debug", "delay", "--submit", "--print-jobid", "0.01")
+    assert res.returncode == 0, res.stderr
+    job_id = int(res.stdout.strip())
+    assert res.stderr.strip() == f"JobID: {job_id}"
+    vc.ok("gnt-job", "wait", str(job_id))
+
+
+def test_cancel_kill_needs_yes_do_it(vc):
+    res = vc.run("gnt-debug", "delay", "--submit", "--print-jobid", "-i", "300")
+    job_id = res.stdout.strip()
+    try:
+        res = vc.run("gnt-job", "cancel", "--kill", job_id)
+        assert res.returncode == 1 and "--yes-do-it" in res.stderr
+        assert _names(vc, "gnt-job", job_id, field="status")[0] in ("queued", "waiting",
+                                                                     "running")
+    finally:
+        vc.ok("gnt-job", "cancel", "--kill", "--yes-do-it", job_id)
+    vc.run("gnt-job", "wait", job_id, timeout=120)
+    assert _names(vc, "gnt-job", job_id, field="status") == ["canceled"]
+
+
+def test_every_tool_has_version(vc):
+    tools = sorted(name for name in os.listdir(os.path.join(os.path.dirname(__file__), "..", "..",
+                                                            "scripts"))
+                   if name.startswith("gnt-"))
+    assert len(tools) >= 7
+    for tool in tools:
+        out = vc.ok(tool, "--version")
+        assert out.startswith(f"{tool} (ganeti") and out.strip().split()[-1][0].isdigit(), out
+
+
+def test_node_list_verbose(vc):
+    short = vc.ok("gnt-node", "list", "--no-headers", "--separator=|", "-o", "name,hv_state", N1)
+    assert short.strip() == f"{N1}|-"
+    verbose = vc.ok("gnt-node", "list", "--verbose", "--no-headers", "--separator=|", "-o",
+                    "name,hv_state", N1)
+    assert verbose.strip() == f"{N1}|(unavail)"
+
+
+def test_modify_no_hotplug_and_add_opportunistic_locking(vc):
+    vc.ok("gnt-instance", "modify", "--no-hotplug", "-B", "vcpus=2", DLESS1)
+    assert _names(vc, "gnt-instance", DLESS1, field="be/vcpus") == ["2"]
+    res = vc.run("gnt-instance", "modify", "--no-hotplug", "--hotplug", "-B", "vcpus=1", DLESS1)
+    assert res.returncode == 2 and "--no-hotplug" in res.stderr
+    assert _names(vc, "gnt-instance", DLESS1, field="be/vcpus") == ["2"]
+    name = "yopp1.example.com"
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N2, "--no-start",
+          "--opportunistic-locking", *NOCHECK, name)
+    vc.ok("gnt-instance", "remove", "-f", name)
+
+
+def test_export_long_sleep(vc):
+    vc.ok("gnt-backup", "export", "--long-sleep", "-n", N2, FILE1)
+    assert FILE1 in vc.ok("gnt-backup", "list", "--no-headers", "-o", "export")
+    vc.ok("gnt-backup", "remove", FILE1)
