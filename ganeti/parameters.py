@@ -71,8 +71,10 @@ P_ENUM = "enum"     # a string out of ``choices``
 
 NAMESPACES = ("hv", "be", "nic", "nd", "disk", "os")
 
-_TRUE = frozenset(["true", "yes", "on", "1", "y", "t"])
-_FALSE = frozenset(["false", "no", "off", "0", "n", "f"])
+#: the only texts a boolean parameter takes (any case), as in Ganeti:
+#: ``-B auto_balance=1`` or ``=yes`` is refused, not guessed
+_TRUE = frozenset(["true"])
+_FALSE = frozenset(["false"])
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ def test_cli_strings_are_converted_to_their_types() -> None:
     checked = parameters.check_params(
         "be", {"maxmem": "1G", "minmem": "512M", "vcpus": "3", "auto_balance": "false"})
     assert checked == {"maxmem": 1024, "minmem": 512, "vcpus": 3, "auto_balance": False}
-    hv = parameters.check_params("hv", {"acpi": "yes", "migration_port": "9000",
+    hv = parameters.check_params("hv", {"acpi": "True", "migration_port": "9000",
                                         "boot_order": "cdrom"}, constants.HT_KVM)
     assert hv == {"acpi": True, "migration_port": 9000, "boot_order": "cdrom"}
     nd = parameters.check_params("nd", {"cpu_speed": "1.5", "ssh_port": 2222})
@@ -33,6 +33,10 @@ def test_legacy_memory_sets_maxmem_and_minmem() -> None:
     ("be", {"maxmem": "lots"}, None, "'maxmem'"),
     ("be", {"minmem": 512, "maxmem": 256}, None, "'minmem'"),
     ("be", {"auto_balance": "maybe"}, None, "'auto_balance'"),
+    ("be", {"auto_balance": "1"}, None, "'auto_balance'"),     # Ganeti: booleans only
+    ("be", {"auto_balance": "yes"}, None, "'auto_balance'"),
+    ("be", {"auto_balance": "off"}, None, "'auto_balance'"),
+    ("be", {"auto_balance": 2}, None, "'auto_balance'"),
     ("hv", {"boot_order": "usb"}, constants.HT_KVM, "'boot_order'"),
     ("hv", {"migration_port": 70000}, constants.HT_KVM, "'migration_port'"),
     ("hv", {"kernel_path": 5}, constants.HT_KVM, "'kernel_path'"),

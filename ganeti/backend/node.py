@@ -212,6 +212,15 @@ def _ssconf_value(ctx: NodeContext, key: str) -> str | None:
         return None
 
 
+def _oob_path_problem(local: str, canonical: str) -> str:
+    """Why the out-of-band program ``canonical`` cannot run here ('' if it can)."""
+    if not os.path.isfile(local):
+        return f"out of band path '{canonical}' does not exist or is not a file"
+    if not os.access(local, os.X_OK):
+        return f"out of band path '{canonical}' is not executable"
+    return ""
+
+
 def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, Any]:
     """Run the requested checks; return ``{check: result}``.
 
@@ -226,6 +235,8 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
     * ``hostname`` (ignored) -> this node's own name
     * ``cluster_name`` (ignored) -> the cluster name of this node's ssconf
       (the master compares it with ``cluster_name``)
+    * ``oob_paths`` ([canonical paths of out-of-band programs]) -> one text
+      per path: empty when it is an executable file here, else the problem
 
     Unknown check names are listed under ``"unsupported"``.
     """
@@ -249,6 +260,10 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
             result[check] = ctx.hostname
         elif check == "cluster_name":
             result[check] = _ssconf_value(ctx, "cluster_name")
+        elif check == "oob_paths":
+            if not isinstance(arg, (list, tuple)):
+                raise errors.OpExecError("oob_paths check needs a list of paths")
+            result[check] = [_oob_path_problem(ctx.local_path(str(p)), str(p)) for p in arg]
         else:
             unsupported.append(check)
     if unsupported:

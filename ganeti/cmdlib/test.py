@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ganeti import constants, errors, locking
@@ -18,12 +17,16 @@ class LUTestDelay(NoHooksLU[OpTestDelay]):
 
     Without ``no_locks`` the node locks of ``on_nodes`` are held
     (exclusively, as upstream), so delays on the same node serialise.
+    (Ganeti also locks the master node for a sleep ``on_master``; ours does
+    not yet: doc/compat.md.)
 
-    With ``interruptible`` the master-side sleep ends at once when the job
-    is killed (``CancelJob`` with ``kill``, ``gnt-job cancel --kill``) and
-    the opcode fails with "Delay interrupted" (the job ends ``canceled``);
-    the check is also made between ``repeat`` iterations.  Node-side delays
-    run in the node daemons and are not interrupted.
+    The master-side sleep ends at once when the job is killed (``CancelJob``
+    with ``kill``, ``gnt-job cancel --kill --yes-do-it``; in Ganeti a kill
+    ends the job's process) and the opcode fails with "Delay interrupted"
+    (the job ends ``canceled``); the check is also made between ``repeat``
+    iterations.  ``interruptible`` is accepted for Ganeti's clients (its
+    QA-socket mechanism is not implemented).  Node-side delays run in the
+    node daemons and are not interrupted.
     """
 
     REQ_BGL = False
@@ -55,11 +58,8 @@ class LUTestDelay(NoHooksLU[OpTestDelay]):
 
     def _delay(self) -> None:
         if self.op.on_master and self.op.duration > 0:
-            if self.op.interruptible:
-                if self.proc.wait_interrupt(self.op.duration):
-                    raise errors.OpExecError("Delay interrupted: the job was killed")
-            else:
-                time.sleep(self.op.duration)
+            if self.proc.wait_interrupt(self.op.duration):
+                raise errors.OpExecError("Delay interrupted: the job was killed")
         if self.node_names:
             if self.rpc is None:
                 raise errors.OpExecError("Node RPC is not available on this master")
@@ -75,7 +75,7 @@ class LUTestDelay(NoHooksLU[OpTestDelay]):
             self._delay()
         else:
             for i in range(self.op.repeat):
-                if self.op.interruptible and self.proc.wait_interrupt(0):
+                if self.proc.wait_interrupt(0):
                     raise errors.OpExecError("Delay interrupted: the job was killed")
                 self.LogInfo(f"Test delay iteration {i + 1}/{self.op.repeat}")
                 self._delay()

@@ -23,7 +23,12 @@ the group's other nodes and the checksums of the cluster files, and
 compares those with the master's own files: ``config.data`` on master
 candidates, ``server.pem`` and the ssconf files everywhere.  The
 ``cluster-verify`` post hooks run on the group's nodes and their failures
-are folded into the result (``ENODEHOOKS``).  Instances whose primary node
+are folded into the result (``ENODEHOOKS``).  As in Ganeti, the
+out-of-band program of the nodes (``oob_program``) must be an executable
+file on the master candidates and master-capable nodes (``ENODEOOBPATH``),
+and the config check refuses a file storage directory of an enabled
+``file``/``sharedfile`` template below a system directory such as ``/boot``
+(``ENODEFILESTORAGEPATHUNUSABLE``, :data:`FORBIDDEN_FILE_STORAGE_PATHS`).  Instances whose primary node
 is in the group and that break the group's instance policy are reported as
 warnings (``EINSTANCEPOLICY``, naming each spec and value; doc/ipolicy.md).
 """
@@ -35,7 +40,7 @@ import os
 import time
 from typing import Any
 
-from ganeti import constants, crypto, ipolicy, locking, opcodes
+from ganeti import constants, crypto, ipolicy, locking, opcodes, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import policy
 from ganeti.cmdlib.base import NoHooksLU
@@ -48,10 +53,29 @@ from ganeti.utils import io as uio
 
 __all__ = ["LUClusterVerify", "LUClusterVerifyConfig", "LUClusterVerifyGroup",
            "LUClusterVerifyDisks", "Reporter",
-           "format_verify_line", "NODE_MAX_CLOCK_SKEW"]
+           "format_verify_line", "NODE_MAX_CLOCK_SKEW", "FORBIDDEN_FILE_STORAGE_PATHS",
+           "file_storage_path_problem"]
 
 #: Clock differences (seconds) between master and node tolerated by verify.
 NODE_MAX_CLOCK_SKEW = 150.0
+
+#: Directories (and everything below them) that may not hold file storage,
+#: as in Ganeti: system and home directories.
+FORBIDDEN_FILE_STORAGE_PATHS = frozenset(
+    ["/boot", "/dev", "/etc", "/home", "/proc", "/root", "/sys"]
+    + [f"{prefix}/{sub}" for prefix in ("", "/usr", "/usr/local")
+       for sub in ("bin", "lib", "lib32", "lib64", "sbin")])
+
+
+def file_storage_path_problem(path: str) -> str:
+    """Why ``path`` may not be a file storage directory ('' when it may)."""
+    if not os.path.isabs(path):
+        return f"file storage path '{path}' is not absolute"
+    norm = os.path.normpath(path)
+    for bad in sorted(FORBIDDEN_FILE_STORAGE_PATHS):
+        if norm == bad or norm.startswith(bad + "/"):
+            return f"file storage path '{path}' is forbidden (below {bad})"
+    return ""
 
 ETYPE_ERROR = "ERROR"
 ETYPE_WARNING = "WARNING"
@@ -169,6 +193,14 @@ class LUClusterVerifyConfig(NoHooksLU[OpClusterVerifyConfig]):
             rep.report("ECLUSTERCERT", OT_CLUSTER, "", msg, warning=expiring)
         feedback_fn("* Verifying hypervisor parameters")
         cluster = self.cfg.get_cluster_info()
+        master = self.cfg.get_master_node_name()
+        for template, code, path in (
+                (constants.DT_FILE, "ENODEFILESTORAGEPATHUNUSABLE", cluster.file_storage_dir),
+                (constants.DT_SHARED_FILE, "ENODESHAREDFILESTORAGEPATHUNUSABLE",
+                 cluster.shared_file_storage_dir)):
+            if template in cluster.enabled_disk_templates:
+                problem = file_storage_path_problem(path or "")
+                rep.error_if(problem, code, OT_NODE, master, problem)
         for hv in cluster.hvparams:
             rep.error_if(hv not in constants.HYPER_TYPES, "ECLUSTERCFG", OT_CLUSTER, "",
                          f"unknown hypervisor '{hv}' in the cluster hypervisor parameters")
@@ -285,6 +317,10 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         files = [to_canonical(paths.root, p) for p in everywhere + cand_files]
         checks = {"version": None, "filelist": files, "nodelist": nodelist, "hooks": None,
                   "time": None, "hostname": None, "cluster_name": None}
+        oob_paths = sorted({parameters.fill_ndparams(cluster, self.group, n).get("oob_program")
+                            or "" for n in online} - {""})
+        if oob_paths:
+            checks["oob_paths"] = oob_paths
         feedback_fn(f"* Gathering data ({len(online)} nodes)")
         before = {p: _sha1(p) for p in everywhere + cand_files}
         start = time.time()
@@ -336,6 +372,10 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
             for other, err in sorted((data.get("nodelist") or {}).items()):
                 rep.report("ENODENET", OT_NODE, node.name,
                            f"tcp communication with node '{other}': {err}")
+            if node.master_candidate or node.master_capable:
+                # as Ganeti: the out-of-band program runs on the master (candidates)
+                for problem in data.get("oob_paths") or []:
+                    rep.error_if(problem, "ENODEOOBPATH", OT_NODE, node.name, problem)
         feedback_fn("* Verifying configuration file consistency")
         self._check_files(rep, online, answers, master_sums, cand_files)
         self._run_hooks(rep, online, feedback_fn)

@@ -170,3 +170,19 @@ def test_powercycle_with_an_unknown_hypervisor_fails_at_once(ctx) -> None:
     with pytest.raises(errors.HypervisorError):
         node.node_powercycle(ctx, "nosuch", {})
     assert ctx.after_response == []
+
+
+def test_node_verify_oob_paths(ctx) -> None:
+    good = ctx.local_path("/opt/oob-good")
+    bad = ctx.local_path("/opt/oob-not-executable")
+    os.makedirs(os.path.dirname(good), exist_ok=True)
+    for path, mode in ((good, 0o500), (bad, 0o400)):
+        with open(path, "w") as fh:
+            fh.write("#!/bin/sh\n")
+        os.chmod(path, mode)
+    res = node.node_verify(ctx, {"oob_paths": ["/opt/oob-good", "/opt/oob-not-executable",
+                                               "/opt/oob-missing"]}, "c")
+    good_msg, bad_msg, missing_msg = res["oob_paths"]
+    assert good_msg == ""
+    assert "not executable" in bad_msg and "/opt/oob-not-executable" in bad_msg
+    assert "does not exist" in missing_msg

@@ -149,3 +149,48 @@ def test_unknown_group_is_noent(tmp_path) -> None:
     with pytest.raises(errors.OpPrereqError) as info:
         run_opcode(ctx, ocluster.OpClusterVerify(group_name="nosuch"))
     assert info.value.ecode == errors.ECODE_NOENT
+
+
+def test_oob_path_problems_fail_verify(tmp_path) -> None:
+    cfg, rpc, ctx, _, answers = _setup(tmp_path, nodes=2)
+    cluster = cfg.get_cluster_info()
+    cluster.ndparams["oob_program"] = "/opt/oob"
+    cfg.update(cluster)
+    seen: list = []
+
+    def node_verify(node, args):
+        seen.append(args[0].get("oob_paths"))
+        return {"version": [constants.PROTOCOL_VERSION, constants.RELEASE_VERSION],
+                "filelist": {}, "nodelist": {}, "time": __import__("time").time(),
+                "hostname": node, "cluster_name": args[1],
+                "oob_paths": ["out of band path '/opt/oob' is not executable"]}
+    rpc.set_handler("node_verify", node_verify)
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    assert result is False and seen[0] == ["/opt/oob"]
+    assert any(m.startswith("  - ERROR:ENODEOOBPATH:node:node1.example.com:out of band path")
+               for m in msgs)
+
+
+@pytest.mark.parametrize("path,bad", [
+    ("/boot/", True), ("/boot", True), ("/etc/ganeti/x", True), ("/usr/local/lib/x", True),
+    ("relative", True), ("/srv/ganeti/file-storage", False), ("/bootx", False),
+    ("/usr/share/x", False)])
+def test_file_storage_path_problem(path, bad) -> None:
+    from ganeti.cmdlib import verify
+    assert bool(verify.file_storage_path_problem(path)) is bad
+
+
+def test_forbidden_file_storage_dir_fails_config_verify(tmp_path) -> None:
+    cfg, rpc, ctx, _, _ = _setup(tmp_path)
+    cluster = cfg.get_cluster_info()
+    cluster.file_storage_dir = "/boot/"
+    if constants.DT_FILE not in cluster.enabled_disk_templates:
+        cluster.enabled_disk_templates.append(constants.DT_FILE)
+    cfg.update(cluster)
+    result, msgs, _ = run_opcode(ctx, ocluster.OpClusterVerifyConfig(error_codes=True))
+    assert result is False
+    assert any("ENODEFILESTORAGEPATHUNUSABLE" in m and "/boot/" in m for m in msgs), msgs
+    cluster.enabled_disk_templates.remove(constants.DT_FILE)   # not enabled: not checked
+    cfg.update(cluster)
+    result, msgs, _ = run_opcode(ctx, ocluster.OpClusterVerifyConfig(error_codes=True))
+    assert not any("FILESTORAGEPATH" in m for m in msgs), msgs

@@ -106,8 +106,19 @@ def test_interruptible_repeat_checks_between_iterations() -> None:
     assert cbs.messages == []         # no iteration started
 
 
-def test_plain_delay_ignores_interruption() -> None:
+def test_plain_delay_ends_at_a_kill_too() -> None:
+    # Ganeti's kill ends the job's process, whatever the delay; ours ends the sleep
     cbs = NullCallbacks()
+    thread, outcome = _run_in_thread(opcodes.OpTestDelay(duration=600, on_master=True), cbs)
+    thread.join(0.2)
+    assert thread.is_alive()
     cbs.interrupted.set()
+    thread.join(30)
+    assert not thread.is_alive(), "the delay ignored the kill"
+    assert "interrupted" in str(outcome.get("error"))
+
+
+def test_plain_delay_without_a_kill_runs_its_iterations() -> None:
+    cbs = NullCallbacks()
     assert run_with(opcodes.OpTestDelay(duration=0.05, on_master=True, repeat=2), cbs) is None
     assert len(cbs.messages) == 2

@@ -323,3 +323,43 @@ def test_export_long_sleep(vc):
     vc.ok("gnt-backup", "export", "--long-sleep", "-n", N2, FILE1)
     assert FILE1 in vc.ok("gnt-backup", "list", "--no-headers", "-o", "export")
     vc.ok("gnt-backup", "remove", FILE1)
+
+
+# --- behaviour Ganeti's QA checks ----------------------------------------------------
+
+def _wait_job_status(vc, job_id: str, wanted: set[str], rounds: int = 600) -> str:
+    import time
+    status = ""
+    for _ in range(rounds):
+        status = _names(vc, "gnt-job", job_id, field="status")[0]
+        if status in wanted:
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} stayed {status}")
+
+
+def test_kill_ends_a_running_plain_delay(vc):
+    res = vc.run("gnt-debug", "delay", "--submit", "--print-jobid", "300")
+    job_id = res.stdout.strip()
+    _wait_job_status(vc, job_id, {"running"})
+    vc.ok("gnt-job", "cancel", "--kill", "--yes-do-it", job_id)
+    # bounded by the wait command's own timeout, far below the 300 s delay
+    vc.run("gnt-job", "wait", job_id, timeout=120)
+    assert _names(vc, "gnt-job", job_id, field="status") == ["canceled"]
+
+
+def test_boolean_parameters_take_booleans_only(vc):
+    before = info(vc, "gnt-cluster", "info")["Default instance parameters"]
+    for value in ("1", "yes", "0", "maybe"):
+        res = vc.run("gnt-cluster", "modify", "-B", f"auto_balance={value}")
+        assert res.returncode != 0 and "auto_balance" in res.stderr, (value, res.stderr)
+        res = vc.run("gnt-instance", "modify", "-B", f"auto_balance={value}", DLESS1)
+        assert res.returncode != 0 and "auto_balance" in res.stderr, (value, res.stderr)
+    assert info(vc, "gnt-cluster", "info")["Default instance parameters"] == before
+    vc.ok("gnt-cluster", "modify", "-B", "auto_balance=False")
+    try:
+        # Ganeti's QA: gnt-cluster info | grep '^ *auto_balance: False$'
+        import re
+        assert re.search(r"^ *auto_balance: False$", vc.ok("gnt-cluster", "info"), re.M)
+    finally:
+        vc.ok("gnt-cluster", "modify", "-B", "auto_balance=True")

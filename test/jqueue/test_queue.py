@@ -292,6 +292,18 @@ def _wait_status(q: JobQueue, job_id: int, wanted: set[str]) -> str:
     raise AssertionError(f"job {job_id} never reached {wanted}")
 
 
+def test_kill_interrupts_a_running_plain_delay(tmp_path) -> None:
+    q = _real_queue(tmp_path)
+    try:
+        job_id = q.submit_job([delay(600)])
+        _wait_status(q, job_id, {"running"})
+        ok, msg = q.cancel_job(job_id, kill=True)
+        assert ok, msg
+        assert _wait_status(q, job_id, constants.JOBS_FINALIZED) == "canceled"
+    finally:
+        q.shutdown(10)
+
+
 def test_kill_interrupts_running_interruptible_delay(tmp_path) -> None:
     q = _real_queue(tmp_path)
     try:
@@ -311,10 +323,25 @@ def test_kill_interrupts_running_interruptible_delay(tmp_path) -> None:
         q.shutdown(10)
 
 
+class _UninterruptibleFirst:
+    """A processor whose opcodes with comment ``slow`` sleep 1 s, deaf to kills
+    (every LU that does not look at ``wait_interrupt``; OP_TEST_DELAY does)."""
+
+    def execute_opcode(self, op: Any, cbs: Any) -> Any:
+        cbs.notify_start()
+        if op.comment == "slow":
+            time.sleep(1.0)
+        return None
+
+
 def test_kill_lets_a_plain_opcode_finish_then_cancels_the_rest(tmp_path) -> None:
-    q = _real_queue(tmp_path)
+    storage = JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_NONE)
+    storage.open()
+    q = JobQueue(storage, _UninterruptibleFirst, workers=2)
+    q.load()
+    q.start()
     try:
-        job_id = q.submit_job([delay(2.0), delay(0)])
+        job_id = q.submit_job([{**delay(0), "comment": "slow"}, delay(0)])
         _wait_status(q, job_id, {"running"})
         ok, msg = q.cancel_job(job_id, kill=True)
         assert ok, msg
