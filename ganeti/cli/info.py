@@ -20,13 +20,13 @@ A string is written plain when a YAML 1.1 or 1.2 parser reads it back as
 the same string, else quoted: ``'...'`` (quotes doubled), or ``"..."`` with
 escapes when it holds line breaks or control characters.  So ``a: b``
 (a colon and a space), ``#x``, ``- x``, ``''``, ``yes``, ``null``, ``123``,
-``1.5``, ``12:30`` or ``2026-01-01`` come back as strings, never as
-mappings, booleans, nulls, numbers or dates.
+``1.5``, ``12:30`` or ``2026-01-01`` (anything that starts like a number)
+come back as strings, never as mappings, booleans, nulls, numbers or dates.
+No regular expressions: the module is on the start-up path of the info verbs
+(doc/cli-startup.md).
 """
 
 from __future__ import annotations
-
-import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -42,35 +42,47 @@ _SPECIAL_WORDS = frozenset(
     w for base in ("y", "yes", "n", "no", "true", "false", "on", "off", "null", "~")
     for w in (base, base.capitalize(), base.upper()))
 
-#: Plain scalars that a YAML 1.1 or 1.2 parser resolves to a number or a
-#: date (the int, float and timestamp types of yaml.org/type, with ``_``,
-#: ``0x``/``0o``/``0b``, sexagesimal ``12:30``, ``.inf``/``.nan``): quoted.
-_NUMBER_OR_DATE = re.compile(
-    r"[-+]?(\.[0-9_]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?"
-    r"|[-+]?0[xXoObB][0-9a-fA-F_]+"
-    r"|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?"
-    r"|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|[-+.]"
-    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
-    r"(([Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\.[0-9]*)?"
-    r"([ \t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?)?")
-
 #: Characters that may not start a plain scalar.
 _BAD_FIRST = frozenset("[]{},#&*!|>'\"%@`")
 
 #: Characters that end a plain scalar in a flow sequence (``[a, b]``).
 _FLOW_CHARS = frozenset(",[]{}")
 
-_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff]")
+#: Characters written as escapes inside double quotes: control characters,
+#: line and paragraph separators, byte order mark, non-characters (a tab too).
+_ESCAPED = frozenset([chr(c) for c in range(0x20)] + [chr(c) for c in range(0x7f, 0xa0)]
+                     + ["\u2028", "\u2029", "\ufeff", "\ufffe", "\uffff"])
+
+_DIGITS = frozenset("0123456789")
+
+
+def _needs_escapes(text: str) -> bool:
+    return any(c in _ESCAPED or "\ud800" <= c <= "\udfff" for c in text)
+
+
+def _number_like(text: str) -> bool:
+    """True if a YAML 1.1 or 1.2 parser may read ``text`` as a number or a date.
+
+    Conservative (no regular expressions: CLI start-up): anything starting
+    with a digit, or with a sign or dot and then a digit or dot, and the
+    special floats ``.inf``/``.nan``.
+    """
+    first = text[0]
+    if first in _DIGITS:
+        return True
+    if first in "+-." and len(text) > 1 and (text[1] in _DIGITS or text[1] == "."):
+        return True
+    return text.lower() in (".", "+", ".inf", "+.inf", "-.inf", ".nan")
 
 
 def _plain_ok(text: str, flow: bool) -> bool:
     """True if ``text`` written unquoted reads back as the same string."""
     if not text or text != text.strip(" ") or text in _SPECIAL_WORDS or text in ("=", "<<"):
         return False
-    if "\t" in text or _UNPRINTABLE.search(text):
+    if _needs_escapes(text):
         return False
     first = text[0]
-    if first in _BAD_FIRST or _NUMBER_OR_DATE.fullmatch(text):
+    if first in _BAD_FIRST or _number_like(text):
         return False
     if first in "-?:" and (len(text) == 1 or text[1] == " "):
         return False
@@ -93,7 +105,7 @@ def _double_quoted(text: str) -> str:
             out.append("\\n")
         elif char == "\t":
             out.append("\\t")
-        elif _UNPRINTABLE.match(char):
+        elif char in _ESCAPED or "\ud800" <= char <= "\udfff":
             out.append(f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
         else:
             out.append(char)
@@ -113,7 +125,7 @@ def quote_scalar(value: Any, *, flow: bool = False) -> str:
     text = str(value)
     if _plain_ok(text, flow):
         return text
-    if "\t" in text or _UNPRINTABLE.search(text):
+    if _needs_escapes(text):
         return _double_quoted(text)
     return "'" + text.replace("'", "''") + "'"
 
@@ -233,7 +245,10 @@ def param_value(value: Any) -> Any:
 
 def nice_sort(names: Any) -> list[str]:
     """Names in natural order (``node2`` before ``node10``), as Ganeti lists them."""
-    def key(name: str) -> list[Any]:
-        return [(0, int(part), "") if part.isdigit() else (1, 0, part)
-                for part in re.split(r"(\d+)", str(name))]
+    from itertools import groupby
+
+    def key(name: Any) -> list[tuple[int, int, str]]:
+        return [(0, int(part), "") if digits else (1, 0, part)
+                for digits, chars in groupby(str(name), key=str.isdigit)
+                for part in ["".join(chars)]]
     return sorted(names, key=key)

@@ -55,7 +55,7 @@ def test_instance_like_layout() -> None:
     "-.inf", ".NaN", "0x1f", "0o17", "12:30", "12:34:56:11:22:33", "2026-01-01",
     "2026-01-01 10:00:00.123456", "1e3", "[a]", "{a}", "*ref", "&anchor", "!tag", "|", ">",
     "'q'", '"d"', "%x", "@x", "`x", "---", "...", "=", "<<", "line\nbreak", "tab\there",
-    "bell\x07", "1_000", "0b101", "1:20.5", "2026-01-01T10:00:00Z", "+.inf", "-.5e3", "it's", 'say "hi"', "back\\slash", "ünïcode: ü", "True", "False", "None",
+    "bell\x07", "10.0.0.1", "1.0G", "2026-01-01 10:00:00.0 (delta 0.5s)", ".", "+", "1_000", "0b101", "1:20.5", "2026-01-01T10:00:00Z", "+.inf", "-.5e3", "it's", 'say "hi"', "back\\slash", "ünïcode: ü", "True", "False", "None",
 ], ids=repr)
 def test_strings_read_back_as_the_same_string(text: str) -> None:
     out = info.format_info([("key", text), ("list", [text]), ("flow", (1, text, "x"))])
@@ -69,8 +69,7 @@ def test_strings_read_back_as_the_same_string(text: str) -> None:
 def test_plain_where_it_reads_back_plain() -> None:
     for text in ("node1.example.com", "default (True)", "drbd, size 1.0G", "a:b",
                  "aa:00:00:00:00:01", "/dev/drbd0 (147:0) in sync, status ok",
-                 "x - y", "a#b", "nic/0", "-x", "2026-01-01 10:00:00.000000 (delta 0.5s)",
-                 "1.0G", "10.0.0.1"):
+                 "x - y", "a#b", "nic/0", "-x", "unknown (None)"):
         assert info.quote_scalar(text) == text
 
 

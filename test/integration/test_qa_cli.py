@@ -363,3 +363,41 @@ def test_boolean_parameters_take_booleans_only(vc):
         assert re.search(r"^ *auto_balance: False$", vc.ok("gnt-cluster", "info"), re.M)
     finally:
         vc.ok("gnt-cluster", "modify", "-B", "auto_balance=True")
+
+
+def _verify_ok(vc) -> bool:
+    return vc.run("gnt-cluster", "verify", timeout=300).returncode == 0
+
+
+def test_verify_refuses_a_forbidden_file_storage_dir(vc):
+    assert _verify_ok(vc)
+    before = info(vc, "gnt-cluster", "info")["Cluster parameters"]["file storage path"]
+    vc.ok("gnt-cluster", "modify", "--file-storage-dir=/boot/")
+    try:
+        res = vc.run("gnt-cluster", "verify", timeout=300)
+        assert res.returncode != 0 and "/boot/" in res.stdout + res.stderr
+    finally:
+        vc.ok("gnt-cluster", "modify", f"--file-storage-dir={before}")
+    assert _verify_ok(vc)
+
+
+def test_verify_checks_the_oob_program(vc):
+    prog = "/opt/yoob-helper"
+    vc.ok("gnt-cluster", "modify", "--node-parameters", "oob_program=/opt/yoob-missing")
+    try:
+        res = vc.run("gnt-cluster", "verify", timeout=300)
+        assert res.returncode != 0 and "ENODEOOBPATH" in res.stdout + res.stderr
+        for node in (N1, N2):
+            local = vc.paths(node).root + prog
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            with open(local, "w") as fh:
+                fh.write("#!/bin/sh\nexit 0\n")
+            os.chmod(local, 0o400)
+        vc.ok("gnt-cluster", "modify", "--node-parameters", f"oob_program={prog}")
+        res = vc.run("gnt-cluster", "verify", timeout=300)
+        assert res.returncode != 0 and "not executable" in res.stdout + res.stderr
+        for node in (N1, N2):
+            os.chmod(vc.paths(node).root + prog, 0o500)
+        assert _verify_ok(vc)
+    finally:
+        vc.ok("gnt-cluster", "modify", "--node-parameters", "oob_program=")
