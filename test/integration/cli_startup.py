@@ -42,7 +42,7 @@ ALLOWED_GANETI = frozenset({
     "ganeti.utils", "ganeti.utils.units", "ganeti.utils.pidfile",
     "ganeti.cli", "ganeti.cli.argparse_lite", "ganeti.cli.failure", "ganeti.cli.ipolicy_opts",
     "ganeti.cli.jobs", "ganeti.cli.main", "ganeti.cli.options", "ganeti.cli.output",
-    "ganeti.cli.verbs",
+    "ganeti.cli.verbs", "ganeti.cli.info",
     "ganeti.client", "ganeti.client.cluster_common", "ganeti.client.gnt_backup",
     "ganeti.client.gnt_cluster", "ganeti.client.gnt_cluster_crypto",
     "ganeti.client.gnt_cluster_master", "ganeti.client.gnt_debug", "ganeti.client.gnt_group",
