@@ -28,6 +28,8 @@ No regular expressions: the module is on the start-up path of the info verbs
 
 from __future__ import annotations
 
+import functools
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -57,6 +59,9 @@ _DIGITS = frozenset("0123456789")
 
 
 def _needs_escapes(text: str) -> bool:
+    # fast path: every escaped character is unprintable for str.isprintable
+    if text.isprintable():
+        return False
     return any(c in _ESCAPED or "\ud800" <= c <= "\udfff" for c in text)
 
 
@@ -122,7 +127,12 @@ def quote_scalar(value: Any, *, flow: bool = False) -> str:
         return str(value)
     if isinstance(value, float):
         return _float_text(value)
-    text = str(value)
+    return _quote_text(str(value), flow)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quote_text(text: str, flow: bool) -> str:
+    """A text as YAML (memoised: keys and default values repeat a lot on a page)."""
     if _plain_ok(text, flow):
         return text
     if _needs_escapes(text):
