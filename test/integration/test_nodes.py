@@ -50,9 +50,10 @@ def test_list_default_fields_and_headers(vc):
 
 
 def test_info(vc):
-    out = vc.ok("gnt-node", "info", "node2.vcluster")
-    assert "Node name: node2.vcluster" in out
-    assert "primary ip: 127.0.1.2" in out
+    import yaml
+    (node,) = yaml.safe_load(vc.ok("gnt-node", "info", "node2.vcluster"))
+    assert node["Node name"] == "node2.vcluster"
+    assert node["primary ip"] == "127.0.1.2"     # quoted: it starts like a number
     res = vc.run("gnt-node", "info", "nosuch.vcluster")
     assert res.returncode == 1
 
