@@ -269,7 +269,7 @@ def test_an_export_killed_mid_copy_ends_canceled(vc):
     while "disk/0: sending" not in vc.ok("gnt-job", "info", job):
         assert time.monotonic() < deadline, vc.ok("gnt-job", "info", job)
         time.sleep(0.2)
-    vc.ok("gnt-job", "cancel", "--kill", job)
+    vc.ok("gnt-job", "cancel", "--kill", "--yes-do-it", job)
     vc.run("gnt-job", "watch", job, timeout=90)
     deadline = time.monotonic() + 60
     status = ""
@@ -308,7 +308,7 @@ def test_an_import_killed_mid_copy_ends_canceled_and_leaves_nothing(vc):
     while "disk/0: sending" not in vc.ok("gnt-job", "info", job):
         assert time.monotonic() < deadline, vc.ok("gnt-job", "info", job)
         time.sleep(0.2)
-    vc.ok("gnt-job", "cancel", "--kill", job)
+    vc.ok("gnt-job", "cancel", "--kill", "--yes-do-it", job)
     vc.run("gnt-job", "watch", job, timeout=90)
     deadline = time.monotonic() + 60
     status = ""
