@@ -1,4 +1,4 @@
-"""The YAML layout of every ``gnt-* info`` command (doc/commands.md, "info output").
+"""The YAML layout of every ``gnt-* info`` command (doc/commands.md, "Common behaviour").
 
 Ganeti prints ``gnt-instance info``, ``gnt-node info``, ``gnt-cluster info``...
 as YAML that scripts (and Ganeti's own QA) read with a YAML parser:

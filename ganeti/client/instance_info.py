@@ -1,6 +1,6 @@
 """The ``gnt-instance info`` page: one instance's query data as :mod:`ganeti.cli.info` data.
 
-Ganeti's keys and nesting (doc/commands.md, "info output"): ``Instance
+Ganeti's keys and nesting (doc/commands.md, "Common behaviour"): ``Instance
 name``, ``State``, ``Nodes`` (``primary``/``group``, ``secondaries``),
 ``Hypervisor parameters`` (own values, or ``default (VALUE)``), ``NICs``
 (``nic/N`` with MAC, IP, mode, link...), ``Disks`` (``disk/N: TYPE, size

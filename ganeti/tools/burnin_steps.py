@@ -125,11 +125,21 @@ def _rename(b: Burner, old: str, new: str) -> dict[str, Any]:
                name_check=b.opts.name_check, ip_check=b.opts.ip_check)
 
 
+def _disk_sizes(b: Burner) -> list[int]:
+    """The instances' disk sizes now: the created sizes, plus the growth once
+    the grow-disks step is done (an import must declare disks that hold the
+    exported images: doc/exports.md)."""
+    grown = any(r.name == "grow-disks" and r.status == "done" for r in b.results)
+    if not grown:
+        return list(b.opts.disk_size)
+    return [size + growth for size, growth in zip(b.opts.disk_size, b.opts.disk_growth)]
+
+
 def _create_op(b: Burner, name: str, pnode: str | None, snode: str | None,
                **extra: Any) -> dict[str, Any]:
     o = b.opts
     return _op("OP_INSTANCE_CREATE", instance_name=name,
-               disks=[{"size": size} for size in o.disk_size], disk_template=o.disk_template,
+               disks=[{"size": size} for size in _disk_sizes(b)], disk_template=o.disk_template,
                nics=[dict(n) for n in o.nics], os_type=o.os, pnode=pnode, snode=snode,
                start=True, ip_check=o.ip_check, name_check=o.name_check, wait_for_sync=True,
                file_driver="loop", iallocator=o.iallocator, beparams=o.beparams,

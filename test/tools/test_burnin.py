@@ -240,7 +240,10 @@ def test_export_import_job_uses_upstream_opcodes() -> None:
     assert remove["ignore_failures"] is True
     assert (create["mode"], create["src_node"], create["src_path"], create["pnode"]) == \
         ("import", "node3", "i1", "node1")
-    assert create["disks"] == [{"size": 16}] and create["disk_template"] == "file"
+    # the import declares the disks as grown (16 + 8): they must hold the exported images
+    assert create["disks"] == [{"size": 24}] and create["disk_template"] == "file"
+    creates = [ops[0] for ops in cl.jobs.values() if ops[0]["OP_ID"] == "OP_INSTANCE_CREATE"]
+    assert creates and all(op["disks"] == [{"size": 16}] for op in creates)
     assert remove_export == {"OP_ID": "OP_BACKUP_REMOVE", "instance_name": "i1",
                              "reason": remove_export["reason"]}
     assert "    import from node3 to node1" in lines
