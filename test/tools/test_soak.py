@@ -19,7 +19,7 @@ def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
         [sys.executable, str(SOAK), "--cycles", "2", "--max-up", "0.3", "--idle", "20",
          "--noded-conns", "20", "--clients", "2", "--calls", "2", "--full-seconds", "1",
          "--probe-timeout", "5", "--rapi-requests", "200", "--failover-scenarios", "1",
-         "--seed", "7"],
+         "--master-rounds", "0", "--seed", "7"],
         capture_output=True, text=True, timeout=230, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     figures = proc.stdout.split("== figures\n", 1)[1].splitlines()

@@ -24,14 +24,20 @@ Scenarios (tools/soak/README.md describes each and its figure line):
 * ``exports``: seeded tampered exports (flipped, truncated, appended,
   oversized, foreign or special image files, bad config.ini bytes)
   imported on a 2-node virtual cluster; none may be accepted
-  (``--export-imports``, default 200).
+  (``--export-imports``, default 200);
+* ``master``: seeded rounds of the master-role fault injection (clients
+  submitting while failovers are killed at named fault points, raced,
+  and the master killed, paused, cut off or restarted), checking that no
+  acknowledged job is lost, changed or duplicated, no id reused, never two
+  masters, and a master back within the stated time
+  (``--master-rounds``, default 1,000).
 
 Everything runs in a temporary directory that is removed at the end
 (``--keep`` keeps it).  Exit status 1 when kill9 or fulldisk saw the queue
 break a promise, rapi got a bad answer, rapi-memory saw an anonymous large
 body read, rapi-smuggle saw a hostile body accepted, failover saw the invariant broken,
 exports saw a tampered import accepted or leaving something behind,
-or a scenario crashed; the DoS
+master found any violation, or a scenario crashed; the DoS
 figures are only reported.
 """
 
@@ -62,12 +68,13 @@ for _path in (_REPO, os.path.join(_REPO, "test", "integration"), _HERE):
 import soak_dos  # noqa: E402
 import soak_exports  # noqa: E402
 import soak_failover  # noqa: E402
+import soak_master  # noqa: E402
 import soak_queue  # noqa: E402
 import soak_rapi  # noqa: E402
 import soak_rapi_abuse  # noqa: E402
 
 SCENARIOS = ("kill9", "fulldisk", "luxi", "noded", "rapi", "rapi-memory", "rapi-smuggle",
-             "failover", "exports")
+             "failover", "exports", "master")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -110,12 +117,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="imports of tampered exports (default 200)")
     parser.add_argument("--export-time-limit", type=float, default=1800.0,
                         help="stop the tampered imports after this many seconds (default 1800)")
+    parser.add_argument("--master-rounds", type=int, default=1000,
+                        help="seeded master-role fault rounds (default 1000)")
+    parser.add_argument("--master-time-limit", type=float, default=43200.0,
+                        help="stop the master-role rounds after this many seconds"
+                             " (default 43200)")
+    parser.add_argument("--master-first-seed", type=int, default=None,
+                        help="seed of the first master-role round, the next ones count up"
+                             " (default: from --seed)")
+    parser.add_argument("--master-plan", choices=sorted(soak_master.PLANS), default=None,
+                        help="use only this fault plan (default: each round's seed picks one)")
+    parser.add_argument("--master-rounds-per-cluster", type=int, default=25,
+                        help="rounds on one virtual cluster before a fresh one (default 25)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from time)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
     for name in ("cycles", "idle", "noded_conns", "clients", "calls", "rapi_requests",
                  "rapi_memory_rounds", "rapi_memory_clients", "failover_scenarios",
-                 "export_imports"):
+                 "export_imports", "master_rounds"):
         if getattr(opts, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     return opts
@@ -185,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         "exports": lambda d: soak_exports.run_exports(
             d, imports=opts.export_imports, rng=rng, time_limit=opts.export_time_limit,
             log=log),
+        "master": lambda d: soak_master.run_master(
+            d, rounds=opts.master_rounds, rng=rng, time_limit=opts.master_time_limit, log=log,
+            first_seed=opts.master_first_seed, plan=opts.master_plan,
+            rounds_per_cluster=max(1, opts.master_rounds_per_cluster)),
     }
     base = tempfile.mkdtemp(prefix="ganeti-soak-")
     lines: list[str] = []
