@@ -14,8 +14,9 @@ writes at any moment, and a master acknowledged a job within
 The racing and killing stories depend on timing: their tests run a few
 rounds (three takers, then two, twice; a kill before, then during a
 failover) and stop at the first violation.
-One cluster serves the module; a fresh one replaces it after a round
-that left no master.  The cases marked ``xfail(strict=True)`` fail on the current failover
+Every test starts on a fresh cluster (a round's outcome depends on what
+earlier rounds left behind); a round that left no master also gets a
+fresh one after it.  The cases marked ``xfail(strict=True)`` fail on the current failover
 because of issue 24 (the reason names what breaks); flip them once it is
 fixed.  Reproduce one round with ``tools/soak/soak.py --only master
 --master-plan PLAN --master-first-seed SEED --master-rounds 1``.
@@ -33,11 +34,13 @@ from ganeti.failover import faultpoints
 
 pytestmark = pytest.mark.timeout(600)
 
-ISSUE = "issue 24: "
+def _issue24(what: str) -> pytest.MarkDecorator:
+    """Expected to fail on the current failover, for ``what`` (an assertion, not a crash)."""
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"issue 24: {what}")
 
 
 class _Clusters:
-    """One 4-node virtual cluster for the module, made afresh after a round left no master."""
+    """A test's 4-node virtual cluster, made afresh after a round that left no master."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -60,9 +63,9 @@ class _Clusters:
             self.current.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def clusters(tmp_path_factory):
-    pool = _Clusters(str(tmp_path_factory.mktemp("vcmf")))
+    pool = _Clusters(str(tmp_path_factory.mktemp("vcmf")))   # short: LUXI socket paths
     try:
         yield pool
     finally:
@@ -86,12 +89,11 @@ def _rounds(clusters: _Clusters, *rounds: tuple[str, int]) -> RoundResult:
 
 
 @pytest.mark.parametrize("point, seed", [
-    pytest.param("after_config_write", 101, marks=pytest.mark.xfail(
-        strict=True, reason=ISSUE + "the takeover never reaches fault point after_config_write"
-                                    " (a failover killed there leaves no master)")),
-    pytest.param("after_epoch_record", 102, marks=pytest.mark.xfail(
-        strict=True, reason=ISSUE + "the takeover never reaches fault point"
-                                    " after_epoch_record")),
+    pytest.param("after_config_write", 101, marks=_issue24(
+        "the takeover never reaches fault point after_config_write (a failover killed there"
+        " leaves no master)")),
+    pytest.param("after_epoch_record", 102, marks=_issue24(
+        "the takeover never reaches fault point after_epoch_record")),
 ], ids=["after_config_write", "after_epoch_record"])
 def test_failover_killed_at_a_fault_point_is_recovered(clusters, point: str, seed: int) -> None:
     result = _rounds(clusters, (f"point-{point}", seed))
@@ -100,29 +102,25 @@ def test_failover_killed_at_a_fault_point_is_recovered(clusters, point: str, see
     assert result.violations == [], _explain(result)
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE + "racing takers leave no working master"
-                                              " (no_master)")
+@_issue24("racing takers leave no working master (no_master)")
 def test_racing_takers_leave_exactly_one_master(clusters) -> None:
     result = _rounds(clusters, ("race-3", 202), ("race-2", 201), ("race-2", 1201))
     assert result.violations == [], _explain(result)
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE + "jobs acknowledged by a master killed during a"
-                                              " failover are lost (lost)")
+@_issue24("jobs acknowledged by a master killed during a failover are lost (lost)")
 def test_master_killed_during_a_failover_loses_no_acknowledged_job(clusters) -> None:
     result = _rounds(clusters, ("kill-master", 301), ("kill-master", 1301))
     assert result.violations == [], _explain(result)
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE + "a cut-off master acknowledges jobs the new"
-                                              " master never gets (lost)")
+@_issue24("a cut-off master acknowledges jobs the new master never gets (lost)")
 def test_cut_off_master_loses_no_acknowledged_job(clusters) -> None:
     result = _rounds(clusters, ("isolate-master", 401))
     assert result.violations == [], _explain(result)
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE + "a planned failover is refused while clients"
-                                              " submit (stale data)")
+@_issue24("a planned failover is refused while clients submit (stale data)")
 def test_planned_failover_under_load_succeeds(clusters) -> None:
     result = _rounds(clusters, ("failover-under-load", 501))
     assert [code for _, code in result.failovers] == [0], _explain(result)
