@@ -103,6 +103,9 @@ def run_master(workdir: str, *, rounds: int, rng: random.Random, time_limit: flo
             earlier.update({a.job_id: a.marker for a in result.history.acks})
             figures.add(result)
             log(f"master: {result.summary()}")
+            if result.violations:       # what happened, to read with the daemons' logs
+                for step in result.steps:
+                    log(f"master:   {step}")
             for violation in result.violations[:10]:
                 log(f"master:   VIOLATION {violation}")
             if result.history.recovered_after is None:
