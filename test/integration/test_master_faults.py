@@ -13,12 +13,13 @@ writes at any moment, and a master acknowledged a job within
 
 The racing and killing stories depend on timing: their tests run a few
 rounds (three takers, then two, twice; four kills) and stop at the
-first violation.
-Every test starts on a fresh cluster (a round's outcome depends on what
-earlier rounds left behind); a round that left no master also gets a
-fresh one after it.  The cases marked ``xfail(strict=True)`` fail on the current failover
-because of issue 24 (the reason names what breaks); flip them once it is
-fixed.  Reproduce one round with ``tools/soak/soak.py --only master
+first violation; the fault-point test stops a failover at each named
+point in turn.  Every test starts on a fresh cluster (a round's outcome
+depends on what earlier rounds left behind); a round that left no master
+also gets a fresh one after it.  Before the quorum write and the
+resumable takeover (issue 24) every one of these tests failed
+(doc/design/failover.md, "Fault injection").
+Reproduce one round with ``tools/soak/soak.py --only master
 --master-plan PLAN --master-first-seed SEED --master-rounds 1``.
 """
 
@@ -33,11 +34,6 @@ from vcluster_harness import VirtualCluster
 from ganeti.failover import faultpoints
 
 pytestmark = pytest.mark.timeout(600)
-
-def _issue24(what: str) -> pytest.MarkDecorator:
-    """Expected to fail on the current failover, for ``what`` (an assertion, not a crash)."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"issue 24: {what}")
-
 
 class _Clusters:
     """A test's 4-node virtual cluster, made afresh after a round that left no master."""
@@ -88,27 +84,20 @@ def _rounds(clusters: _Clusters, *rounds: tuple[str, int]) -> RoundResult:
     return result
 
 
-@pytest.mark.parametrize("point, seed", [
-    pytest.param("after_config_write", 101, marks=_issue24(
-        "the takeover never reaches fault point after_config_write (a failover killed there"
-        " leaves no master)")),
-    pytest.param("after_epoch_record", 102, marks=_issue24(
-        "the takeover never reaches fault point after_epoch_record")),
-], ids=["after_config_write", "after_epoch_record"])
-def test_failover_killed_at_a_fault_point_is_recovered(clusters, point: str, seed: int) -> None:
-    result = _rounds(clusters, (f"point-{point}", seed))
-    stopped = [code for _, code in result.failovers[:1]]
-    assert stopped == [faultpoints.EXIT_STATUS], _explain(result)
-    assert result.violations == [], _explain(result)
+def test_failover_killed_at_each_fault_point_is_recovered(clusters) -> None:
+    """One round per named point, in takeover order, on one cluster."""
+    for seed, point in enumerate(faultpoints.POINTS, start=101):
+        result = _rounds(clusters, (f"point-{point}", seed))
+        stopped = [code for _, code in result.failovers[:1]]
+        assert stopped == [faultpoints.EXIT_STATUS], _explain(result)
+        assert result.violations == [], _explain(result)
 
 
-@_issue24("racing takers leave no working master (no_master)")
 def test_racing_takers_leave_exactly_one_master(clusters) -> None:
     result = _rounds(clusters, ("race-3", 202), ("race-2", 201), ("race-2", 1201))
     assert result.violations == [], _explain(result)
 
 
-@_issue24("jobs acknowledged by a master killed during a failover are lost (lost)")
 def test_master_killed_during_a_failover_loses_no_acknowledged_job(clusters) -> None:
     # seeds whose kill comes just before the failover (a kill during it may come after
     # the failover stopped the old master, which flushes its replication)
@@ -116,13 +105,11 @@ def test_master_killed_during_a_failover_loses_no_acknowledged_job(clusters) -> 
     assert result.violations == [], _explain(result)
 
 
-@_issue24("a cut-off master acknowledges jobs the new master never gets (lost)")
 def test_cut_off_master_loses_no_acknowledged_job(clusters) -> None:
     result = _rounds(clusters, ("isolate-master", 401))
     assert result.violations == [], _explain(result)
 
 
-@_issue24("a planned failover is refused while clients submit (stale data)")
 def test_planned_failover_under_load_succeeds(clusters) -> None:
     result = _rounds(clusters, ("failover-under-load", 501))
     assert [code for _, code in result.failovers] == [0], _explain(result)
