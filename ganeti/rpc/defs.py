@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "FENCED_CALLS", "FENCED_PREFIX", "KEEPALIVE_CALLS", "epoch_query", "parse_epoch_query",
+    "FENCED_CALLS", "FENCED_PREFIX", "KEEPALIVE_CALLS", "KEEPALIVE_WRITE_CALLS", "epoch_query", "parse_epoch_query",
     "URGENT", "FAST", "NORMAL", "SLOW", "TMO_4HRS", "TMO_1DAY", "TIMEOUTS",
     "ANY", "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
 ]
@@ -378,6 +378,13 @@ FENCED_PREFIX = "Fenced:"
 #: daemon child, with earlier requests of this set (doc/protocols/rpc.md,
 #: "Kept connections"); every other procedure runs in a fresh child of its own
 KEEPALIVE_CALLS = frozenset(["version", "node_info", "all_instances_info", "instance_list"])
+#: the job-queue replication writes that may also share a kept connection
+#: (doc/protocols/rpc.md, "Kept connections"): fenced per request like on a
+#: connection of their own, no after-response work, and the same request
+#: sent again at once (its kept connection closed before the reply) changes
+#: nothing more, as the master sends a candidate's writes one at a time
+KEEPALIVE_WRITE_CALLS = frozenset(["jobqueue_update_many", "jobqueue_rename",
+                                   "jobqueue_set_drain_flag"])
 
 CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}
 

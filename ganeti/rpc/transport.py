@@ -21,14 +21,17 @@ Every socket gets ``TCP_NODELAY``: without it a request costs ~46 ms
 
 Kept connections (doc/protocols/rpc.md, "Kept connections"): with
 ``keepalive=True`` (the master daemon's transport) the read-only
-procedures of :data:`rpc.defs.KEEPALIVE_CALLS` are sent with
+procedures of :data:`rpc.defs.KEEPALIVE_CALLS` and the job-queue
+replication writes of :data:`rpc.defs.KEEPALIVE_WRITE_CALLS` are sent with
 ``Connection: keep-alive`` and, when the node keeps the connection, the
 next such call to the node reuses it (at most :data:`KEEPALIVE_PER_NODE`
 idle per node, each for at most :data:`KEEPALIVE_IDLE` seconds, less if the
 node's ``Keep-Alive: timeout`` is shorter).  A kept connection the node
 closed meanwhile (before any byte of the reply) is replaced by a new one
-once: these procedures change nothing, so sending one twice is safe.
-Every other procedure gets a connection of its own, as before.
+once: the read-only procedures change nothing, and the master's replicator
+sends a candidate's queue writes one at a time, so writing the same files
+(renaming, setting the flag) again at once leaves the node as one request
+would.  Every other procedure gets a connection of its own, as before.
 """
 
 from __future__ import annotations
@@ -164,7 +167,9 @@ class HttpsTransport:
         ``timeout`` bounds every socket operation and the whole exchange.
         """
         deadline = time.monotonic() + timeout
-        keep = self.keepalive and procedure.split("?", 1)[0] in defs.KEEPALIVE_CALLS
+        name = procedure.split("?", 1)[0]
+        keep = self.keepalive and (name in defs.KEEPALIVE_CALLS
+                                   or name in defs.KEEPALIVE_WRITE_CALLS)
         headers = {"Host": f"{address}:{port}", "Content-Type": "application/json",
                    "User-Agent": USER_AGENT}
         request = framing.build_request("POST", f"/{procedure}", headers, body, keep_alive=keep,

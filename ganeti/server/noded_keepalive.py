@@ -10,11 +10,13 @@ The rules (doc/protocols/rpc.md, "Kept connections"):
 * Only on request: the client sends ``Connection: keep-alive``; HTTP/1.1's
   implicit keep-alive is not enough, so every other client still gets one
   request per connection.
-* Only the read-only procedures of :data:`rpc.defs.KEEPALIVE_CALLS`, and
-  only after a ``200`` reply with no after-response work: once a request
-  outside the set arrives on a kept connection it is refused (400) and the
-  connection closed.  So every procedure that changes the node still runs
-  in a fresh child of its own, and a kept child never ran one.
+* Only the read-only procedures of :data:`rpc.defs.KEEPALIVE_CALLS` and
+  the job-queue replication writes of :data:`rpc.defs.KEEPALIVE_WRITE_CALLS`
+  (fenced per request, no after-response work), and only after a ``200``
+  reply with no after-response work: once a request outside these sets
+  arrives on a kept connection it is refused (400) and the connection
+  closed.  So every other procedure that changes the node still runs in a
+  fresh child of its own, and a kept child never ran one.
 * Bounded: an idle kept connection is closed after ``keepalive_timeout``
   seconds, and after :data:`MAX_REQUESTS` requests.
 * Reclaimed: a kept child holds one of the daemon's request slots; when a
@@ -59,8 +61,11 @@ def wants_keepalive(head: framing.RequestHead) -> bool:
 
 
 def may_share(head: framing.RequestHead) -> bool:
-    """True if the request may run in a child that already answered one (a read-only POST)."""
-    return head.method == "POST" and _procedure(head) in defs.KEEPALIVE_CALLS
+    """True if the request may run in a child that already answered one (a POST of
+    a read-only procedure or of a job-queue replication write)."""
+    procedure = _procedure(head)
+    return head.method == "POST" and (procedure in defs.KEEPALIVE_CALLS
+                                      or procedure in defs.KEEPALIVE_WRITE_CALLS)
 
 
 def may_keep(head: framing.RequestHead, status: int, served: int, *, timeout: float,

@@ -9,6 +9,7 @@ back when a connection waits for one.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 
@@ -149,3 +150,35 @@ def test_waiting_connection_reclaims_an_idle_kept_slot(tmp_path) -> None:
         assert json.loads(kept.post(node.address, node.port, "version", b"[]", 10)) == \
             [True, constants.PROTOCOL_VERSION]
         kept.close()
+
+
+def _queue_write(name: str, content: str, epoch: int, *, keep: bool = True) -> bytes:
+    body = json.dumps([[[f"/var/lib/ganeti/queue/{name}", content]]]).encode()
+    return _request(f"jobqueue_update_many?epoch={epoch}&master=node-e{epoch}", body, keep=keep)
+
+
+def test_queue_writes_share_one_child_and_are_fenced_per_request(cluster) -> None:
+    node = cluster.nodes[0]
+    queue = node.paths.queue_dir
+    with _connect(cluster) as tls:
+        parser = framing.ResponseParser()
+        for idx in (1, 2):
+            tls.sendall(_queue_write(f"job-{idx}", f"v{idx}", 5))
+            reply = _read_reply(tls, parser)
+            assert reply is not None and reply.status == 200 and reply.keep_alive
+            assert json.loads(reply.body) == [True, None]
+        kept = node.request_children()
+        assert len(kept) == 1        # both writes in the one child, which waits for more
+        # an older master's write on the same kept connection is refused, writes nothing
+        tls.sendall(_queue_write("job-3", "old", 4))
+        refused = _read_reply(tls, parser)
+        assert refused is not None and refused.status == 200
+        assert json.loads(refused.body)[1].startswith("Fenced:")
+        # a procedure outside the sets still needs a connection of its own
+        tls.sendall(_request("test_delay", b"[0]", keep=True))
+        other = _read_reply(tls, parser)
+        assert other is not None and other.status == 400
+    for idx in (1, 2):
+        with open(os.path.join(queue, f"job-{idx}"), encoding="utf-8") as fh:
+            assert fh.read() == f"v{idx}"
+    assert not os.path.exists(os.path.join(queue, "job-3"))

@@ -211,6 +211,18 @@ def test_changing_calls_never_use_a_kept_connection(cert_file: str) -> None:
     assert b"Connection: close" in heads[1]
 
 
+def test_queue_replication_writes_reuse_a_kept_connection(cert_file: str) -> None:
+    port, thread, heads = _keepalive_server(cert_file, [3])
+    client = transport.HttpsTransport(cert_file, keepalive=True)
+    for procedure in ("jobqueue_update_many?epoch=1&master=m", "jobqueue_rename",
+                      "jobqueue_set_drain_flag"):
+        assert client.post("127.0.0.1", port, procedure, b"[]", 10) == b"[1]\n"
+    client.close()
+    thread.join(10)
+    assert len(heads) == 3   # all three on the one connection the server accepted
+    assert all(b"Connection: keep-alive" in head for head in heads)
+
+
 def test_kept_connection_closed_by_the_node_is_replaced_once(cert_file: str) -> None:
     port, thread, heads = _keepalive_server(cert_file, [1, 1])
     client = transport.HttpsTransport(cert_file, keepalive=True)

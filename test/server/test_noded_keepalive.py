@@ -32,11 +32,25 @@ def test_keepalive_calls_are_read_only_rows() -> None:
     assert not defs.KEEPALIVE_CALLS & defs.FENCED_CALLS
 
 
+def test_kept_queue_writes_are_fenced_rows() -> None:
+    # the epoch check runs per request (noded dispatch), on a kept connection too
+    assert defs.KEEPALIVE_WRITE_CALLS <= defs.FENCED_CALLS
+
+
+def test_a_kept_queue_write_may_keep_its_connection() -> None:
+    assert ka.may_keep(_head("jobqueue_update_many?epoch=2&master=n1"), 200, 3, timeout=15.0,
+                       refusing=False)
+
+
 @pytest.mark.parametrize(("procedure", "method", "shared"), [
     ("version", "POST", True), ("all_instances_info?epoch=3&master=n1", "POST", True),
     ("node_info", "POST", True), ("instance_start", "POST", False),
     ("upload_file", "POST", False), ("version", "GET", False),
-], ids=["version", "with-query", "node_info", "changing", "fenced", "not-post"])
+    ("jobqueue_update_many?epoch=3&master=n1", "POST", True), ("jobqueue_rename", "POST", True),
+    ("jobqueue_set_drain_flag", "POST", True), ("jobqueue_sync", "POST", False),
+    ("replicate_state", "POST", False),
+], ids=["version", "with-query", "node_info", "changing", "fenced", "not-post",
+        "queue-update", "queue-rename", "queue-drain", "queue-copy", "config-push"])
 def test_may_share(procedure, method, shared) -> None:
     assert ka.may_share(_head(procedure, method=method)) is shared
 
