@@ -19,11 +19,11 @@ it imports mechanisms (config, ssconf, rpc) and is imported by
 
 from __future__ import annotations
 
-from ganeti.replication.core import (JOB_LINGER, QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
+from ganeti.replication.core import (QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
                                      QUEUE_RESYNC_MAX_INTERVAL, REPLICATION_TIMEOUT,
                                      ReplicationPlan, replication_targets)
 from ganeti.replication.driver import Replicator, copy_queue, read_queue_files, report_failures
 
 __all__ = ["Replicator", "ReplicationPlan", "replication_targets", "report_failures",
-           "read_queue_files", "copy_queue", "REPLICATION_TIMEOUT", "JOB_LINGER",
+           "read_queue_files", "copy_queue", "REPLICATION_TIMEOUT",
            "QUEUE_RESYNC_INTERVAL", "QUEUE_RESYNC_MAX_INTERVAL", "QUEUE_COPY_CHUNK"]

@@ -15,43 +15,45 @@ The plan keeps:
   (a serial not newer than one already queued is ignored), one push is
   handed out at a time, and the ssconf values go along only when they
   differ from the last ones delivered everywhere;
-* **the job-file stream**: an ordered list of :class:`Segment`, where
-  consecutive operations of the same kind merge (:func:`merge_op`) and
-  every other order is kept; one batch is handed out at a time, and a
-  config push may carry the first segment when it is a file update;
+* **the job-file stream**: an ordered log of :class:`Segment`, where
+  consecutive operations of the same kind merge (:func:`merge_op`) until
+  a candidate's lane takes them, and every other order is kept.  Each
+  online candidate has a *lane* (:class:`LaneBatch`): its own position in
+  the log and at most one batch on the wire, so a candidate gets every
+  file's versions in order, the next batch goes out as soon as the lane's
+  previous one was answered, and a slow or paused candidate delays only
+  its own lane;
 * **stale candidates**: nodes that missed a job-file operation get the
-  whole queue one resync interval later (5 s, doubling while they keep
-  failing, up to 60 s), and are forgotten once they are no longer
-  candidates;
+  whole queue in their lane one resync interval later (5 s, doubling per
+  node while it keeps failing, up to 60 s), and are forgotten once they
+  are no longer candidates;
 * **flush marks**: what "everything queued so far was sent" means, as
   counters (:meth:`ReplicationPlan.flush_mark`, :meth:`ReplicationPlan.flushed`);
-* **the quorum of job-file updates**: for every file update sent, whether
-  a strict majority of the master candidates (the master counting as one)
-  now holds it (:func:`quorum_needed`, :meth:`ReplicationPlan.quorum_outcome`):
-  a new job is acknowledged only then (doc/design/replication.md,
-  Invariant 1).
+* **the quorum of job-file updates**: for every file update, which of the
+  candidates it was meant for confirmed or failed it; it is decided as
+  soon as a strict majority of the master candidates (the master counting
+  as one) holds it, or can no longer hold it (:func:`quorum_needed`,
+  :meth:`ReplicationPlan.quorum_outcome`): a new job is acknowledged only
+  then (doc/design/replication.md, Invariant 1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ganeti.objects import ConfigData, Node
 
-__all__ = ["ReplicationPlan", "ConfigPush", "ConfigSend", "PushOutcome", "JobBatch",
+__all__ = ["ReplicationPlan", "ConfigPush", "ConfigSend", "PushOutcome", "LaneBatch",
            "Segment", "FileUpdate", "Renames", "DrainFlag", "QueueCopy", "JobOp",
            "FlushMark", "merge_op", "replication_targets", "plan_queue_copy", "quorum_needed",
-           "REPLICATION_TIMEOUT", "JOB_LINGER", "QUEUE_RESYNC_INTERVAL",
+           "REPLICATION_TIMEOUT", "QUEUE_RESYNC_INTERVAL",
            "QUEUE_RESYNC_MAX_INTERVAL", "QUEUE_COPY_CHUNK"]
 
 #: Seconds a replication fan-out may take: jobs wait for config replication
 #: before reporting success, so a hung candidate must not stall them for a
 #: full RPC timeout.
 REPLICATION_TIMEOUT = 15.0
-#: How long the job replication thread leaves freshly queued job files for a
-#: config push (already pending or in flight) to carry in the same RPC.
-JOB_LINGER = 0.05
 #: seconds before resynchronising a candidate that missed job-file updates; it
 #: doubles while the node keeps failing, up to QUEUE_RESYNC_MAX_INTERVAL
 QUEUE_RESYNC_INTERVAL = 5.0
@@ -101,23 +103,15 @@ class ConfigPush:
 class ConfigSend:
     """A config push as handed out: what goes to whom.
 
-    The candidates get the config bytes, the ssconf values when
-    ``ssconf_changed``, and ``files`` (the job-file update it carries, or
-    none); ``ssconf_nodes`` (the other online nodes, only when the values
-    changed) get the ssconf values alone.
+    The candidates get the config bytes and the ssconf values when
+    ``ssconf_changed``; ``ssconf_nodes`` (the other online nodes, only
+    when the values changed) get the ssconf values alone.  Job files go
+    in the candidates' lanes, never with a push.
     """
 
     push: ConfigPush
     ssconf_changed: bool
     ssconf_nodes: list[str]
-    carried: Segment | None
-
-    @property
-    def files(self) -> dict[str, bytes]:
-        """The job files carried along (``{path: content}``, maybe empty)."""
-        if self.carried is not None and isinstance(self.carried.op, FileUpdate):
-            return self.carried.op.files
-        return {}
 
 
 @dataclass(frozen=True)
@@ -190,21 +184,31 @@ class Segment:
     """A run of merged operations of one kind in the job-file stream.
 
     ``first`` and ``upto`` are the sequence numbers of the first and the
-    last operation merged into it.
+    last operation merged into it.  A file update also records its quorum:
+    the candidates it is meant for (``targets``, those of its time) and
+    which of them confirmed or failed it so far.
     """
 
     op: JobOp
     upto: int
     first: int = 0
+    targets: tuple[str, ...] = ()
+    confirmed: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
-class JobBatch:
-    """The job-file segments handed out to be sent in order (maybe none:
-    a resync on its own), then the resync of stale candidates."""
+class LaneBatch:
+    """What one candidate's lane sends next, in order: ``segments`` (maybe
+    none), then, with ``resync``, the whole queue (it was stale).
 
+    ``upto`` is the lane's position in the stream once it is sent.
+    """
+
+    node: str
     segments: list[Segment]
     upto: int
+    resync: bool = False
 
 
 @dataclass(frozen=True)
@@ -240,12 +244,11 @@ class ReplicationPlan:
     """The state of the master's replication, and every decision about it.
 
     Not thread-safe: the driver calls it under one lock.  Work is handed
-    out by :meth:`take_config` and :meth:`take_jobs` and must be reported
-    back with :meth:`config_done` and :meth:`jobs_done`; until then the
-    same kind of work is not handed out again, so config pushes never
-    overlap and job-file sends never overlap (a candidate gets each
-    file's versions in order).  A config push that carries a job segment
-    counts as a job-file send.
+    out by :meth:`take_config` and :meth:`take_lane` and must be reported
+    back with :meth:`config_done` and :meth:`lane_done`; until then the
+    same kind of work is not handed out again for the same target, so
+    config pushes never overlap and each candidate has at most one
+    job-file batch on the wire (it gets each file's versions in order).
     """
 
     def __init__(self, clock: Callable[[], float], *,
@@ -263,23 +266,42 @@ class ReplicationPlan:
         self._cfg_done = 0
         self._cand_serial: dict[str, int] = {}   # candidate -> newest serial it got
         self._cfg_busy = False
-        # job files
-        self._segments: list[Segment] = []
+        # job files: the log (segments some lane has still to take), and the lanes
+        self._log: list[Segment] = []
         self._job_queued = 0
-        self._job_done = 0
-        self._job_busy = False
-        # file updates sent to fewer candidates than a quorum: (first, upto, why)
+        self._taken = 0                          # newest sequence number any lane took
+        self._lane_at: dict[str, int] = {}       # candidate -> position in the stream
+        self._lane_busy: set[str] = set()
+        self._lane_sent: dict[str, int] = {}     # candidate -> position reported back
+        # file updates whose quorum is not decided yet, oldest first
+        self._undecided: list[Segment] = []
+        # file updates whose quorum failed: (first, upto, why)
         self._quorum_failed: list[tuple[int, int, str]] = []
         # candidates that missed a job-file operation
         self._stale: set[str] = set()
-        self._resync_at = 0.0
-        self._resync_backoff = resync_interval
+        self._resync_at: dict[str, float] = {}     # stale node -> when its resync is due
+        self._backoff: dict[str, float] = {}       # node -> its current resync interval
 
     # targets ---------------------------------------------------------------------
     def set_targets(self, candidates: list[str], nodes: list[str]) -> None:
-        """Replace the targets (see :func:`replication_targets`)."""
+        """Replace the targets (see :func:`replication_targets`).
+
+        A new candidate's lane starts after everything queued so far (it
+        gets the queue by a :class:`QueueCopy`); a node that is no longer
+        a candidate loses its lane and counts as failed for the file
+        updates still waiting for it.
+        """
         self._candidates = list(candidates)
         self._nodes = list(nodes)
+        for gone in set(self._lane_at) - set(candidates):
+            del self._lane_at[gone]
+            del self._lane_sent[gone]
+            self._skip(gone, self._job_queued)
+        for name in candidates:
+            if name not in self._lane_at:
+                self._lane_at[name] = self._lane_sent[name] = self._job_queued
+        self.forget_stale()
+        self._trim()
 
     def targets(self) -> tuple[list[str], list[str]]:
         """``(candidates, all other online nodes)`` as node names."""
@@ -319,11 +341,6 @@ class ReplicationPlan:
         """Whether a config push is handed out and not reported back yet."""
         return self._cfg_busy
 
-    @property
-    def config_active(self) -> bool:
-        """A config push is pending or under way (it may carry job files)."""
-        return self._cfg_pending is not None or self._cfg_busy
-
     def queued_serial(self) -> int:
         """The newest config serial queued."""
         return self._cfg_queued
@@ -338,36 +355,25 @@ class ReplicationPlan:
         queued = self._cfg_queued
         return {c: max(0, queued - self._cand_serial.get(c, queued)) for c in self._candidates}
 
-    def take_config(self, carry_jobs: bool = True) -> ConfigSend | None:
-        """Hand out the newest pending push, or None (nothing pending, or one under way).
-
-        With ``carry_jobs``, when no job-file send is under way and the
-        first pending job segment is a file update, the push carries it.
-        """
+    def take_config(self) -> ConfigSend | None:
+        """Hand out the newest pending push, or None (nothing pending, or one under way)."""
         push = self._cfg_pending
         if push is None or self._cfg_busy:
             return None
         self._cfg_pending = None
         self._cfg_busy = True
-        carried = None
-        if carry_jobs and not self._job_busy and self._segments \
-                and isinstance(self._segments[0].op, FileUpdate):
-            carried = self._segments.pop(0)
-            self._job_busy = True
         changed = push.ssconf != self._last_ssconf
         others = [n for n in push.nodes if n not in push.candidates] if changed else []
-        return ConfigSend(push, changed, others, carried)
+        return ConfigSend(push, changed, others)
 
     def config_done(self, send: ConfigSend, outcome: PushOutcome | None) -> None:
         """Report a push handed out by :meth:`take_config` as attempted.
 
         ``outcome`` None means it broke off (an unexpected error): nothing
-        is known about the nodes, so every candidate of the push owes the
-        job files it carried (all become stale) and the last delivered
-        ssconf values are kept.  Otherwise candidates that missed the
-        carried job files become stale, and a failed ssconf delivery makes
-        the next push send the values again.  The serial counts as
-        replicated either way: per-node failures are only logged.
+        is known about the nodes, and the last delivered ssconf values are
+        kept.  Otherwise a failed ssconf delivery makes the next push send
+        the values again.  The serial counts as replicated either way:
+        per-node failures are only logged.
         """
         self._cfg_busy = False
         before = self._cfg_done
@@ -379,103 +385,172 @@ class ReplicationPlan:
                 self._cand_serial.setdefault(cand, before or send.push.serial - 1)
             else:
                 self._cand_serial[cand] = max(self._cand_serial.get(cand, 0), send.push.serial)
-        if send.carried is not None:
-            if isinstance(send.carried.op, FileUpdate):
-                self.file_update_done(send.carried, send.push.candidates,
-                                      None if outcome is None else outcome.candidates_failed)
-            self._job_busy = False
-            self._job_done = max(self._job_done, send.carried.upto)
         if outcome is None:
-            if send.files:
-                self.mark_stale(send.push.candidates)
             return
-        if send.files:
-            self.mark_stale(outcome.candidates_failed)
         failed = send.ssconf_changed and bool(outcome.candidates_failed
                                               or outcome.ssconf_nodes_failed)
         self._last_ssconf = None if failed else send.push.ssconf
 
     # job files -------------------------------------------------------------------------
     def queue_job_op(self, op: JobOp) -> int:
-        """Append ``op`` to the job-file stream, merged into the last pending
-        segment when that is of the same kind; its sequence number (for
-        :meth:`quorum_outcome`)."""
-        self._job_queued += 1
-        if self._segments and merge_op(self._segments[-1].op, op):
-            self._segments[-1].upto = self._job_queued
-        else:
-            self._segments.append(Segment(op, self._job_queued, self._job_queued))
-        return self._job_queued
+        """Append ``op`` to the job-file stream; its sequence number (for
+        :meth:`quorum_outcome`).
 
-    @property
-    def jobs_pending(self) -> bool:
-        """Whether job-file segments wait to be handed out."""
-        return bool(self._segments)
-
-    @property
-    def jobs_busy(self) -> bool:
-        """Whether a job-file send (or a push carrying one) is under way."""
-        return self._job_busy
-
-    def take_jobs(self, resync_alone: bool = True) -> JobBatch | None:
-        """Hand out every pending segment, in order, or None.
-
-        None while a job-file send is under way, and when nothing is
-        pending unless ``resync_alone`` and a resync is due: then the
-        batch has no segments and only resynchronises (and flushes wait
-        for it like for an operation).
+        It is merged into the last segment of the log when that is of the
+        same kind and no lane has taken it yet.  A file update is meant
+        for the current candidates; with none, its quorum (the master
+        alone) is there at once.
         """
-        if self._job_busy:
+        self._job_queued += 1
+        seq = self._job_queued
+        if not self._lane_at:
+            return seq      # nobody to send it to
+        last = self._log[-1] if self._log else None
+        if last is not None and last.upto > self._taken and merge_op(last.op, op):
+            last.upto = seq
+            return seq
+        segment = Segment(op, seq, seq)
+        if isinstance(op, FileUpdate):
+            segment.targets = tuple(self._candidates)
+            self._undecided.append(segment)
+        self._log.append(segment)
+        return seq
+
+    def lane_nodes(self) -> list[str]:
+        """The candidates that have a lane (sorted)."""
+        return sorted(self._lane_at)
+
+    def has_lane(self, node: str) -> bool:
+        """Whether ``node`` (still) has a lane: it is a candidate."""
+        return node in self._lane_at
+
+    def _pending_for(self, node: str) -> list[Segment]:
+        at = self._lane_at[node]
+        return [seg for seg in self._log if seg.upto > at
+                and (not isinstance(seg.op, QueueCopy) or node in seg.op.nodes)]
+
+    def lane_pending(self, node: str) -> bool:
+        """Whether ``node``'s lane has something to send now (segments, or a due resync)."""
+        if node not in self._lane_at or node in self._lane_busy:
+            return False
+        return bool(self._pending_for(node)) or self.resync_due(node)
+
+    def lane_busy(self, node: str) -> bool:
+        """Whether ``node``'s lane has a batch on the wire."""
+        return node in self._lane_busy
+
+    def take_lane(self, node: str, resync_alone: bool = True) -> LaneBatch | None:
+        """Hand out everything ``node``'s lane has to send now, or None.
+
+        None while the lane has a batch on the wire, for a node without a
+        lane, and when nothing is pending unless ``resync_alone`` and the
+        node is stale with its resync due: then the batch has no segments
+        and only resynchronises (and flushes wait for it like for an
+        operation).  A due resync also follows a batch's segments.
+        """
+        if node not in self._lane_at or node in self._lane_busy:
             return None
-        if self._segments:
-            segments, self._segments = self._segments, []
-            upto = segments[-1].upto
-        elif resync_alone and self.resync_due():
-            segments = []
+        segments = self._pending_for(node)
+        resync = self.resync_due(node)
+        if segments:
+            upto = self._log[-1].upto
+        elif resync and resync_alone:
             self._job_queued += 1
             upto = self._job_queued
         else:
             return None
-        self._job_busy = True
-        return JobBatch(segments, upto)
+        if resync:
+            self._stale.discard(node)
+            del self._resync_at[node]
+        self._lane_busy.add(node)
+        self._lane_at[node] = upto
+        self._taken = max(self._taken, upto)
+        return LaneBatch(node, segments, upto, resync)
 
-    def jobs_done(self, batch: JobBatch) -> None:
-        """Report a batch handed out by :meth:`take_jobs` (and its resync) as sent."""
-        self._job_busy = False
-        self._job_done = max(self._job_done, batch.upto)
+    def lane_done(self, batch: LaneBatch, sent: int, resync_failed: bool = False) -> list[str]:
+        """Report a batch handed out by :meth:`take_lane`; why the file updates
+        whose quorum failed with this report failed (usually none).
 
-    # quorum of file updates ---------------------------------------------------------
-    def file_update_done(self, segment: Segment, targets: list[str],
-                         failed: Iterable[str] | None) -> None:
-        """Record how the file update ``segment`` sent to ``targets`` went.
-
-        ``failed`` lists the targets that did not confirm it (None: nothing
-        is known, all count as failed).  Fewer confirmations than
-        :func:`quorum_needed` make every operation of the segment fail its
-        quorum (see :meth:`quorum_outcome`).  Call before the segment's
-        batch is reported done.
+        The first ``sent`` segments were confirmed by the node; the others
+        failed or were not tried.  A failure makes the node stale, and its
+        lane skips what was queued meanwhile (its resync brings the whole
+        queue), counting as failed for those file updates; not when the
+        batch's resync (sent after the segments, reading the master's
+        files then) worked.  A failed resync (``resync_failed``) keeps it
+        stale, with a longer backoff.
         """
-        bad = set(targets) if failed is None else set(failed) & set(targets)
-        confirmed = len(targets) - len(bad)
+        node = batch.node
+        failures_before = len(self._quorum_failed)
+        self._lane_busy.discard(node)
+        if node in self._lane_at:
+            self._lane_sent[node] = batch.upto
+        for idx, segment in enumerate(batch.segments):
+            if idx < sent:
+                segment.confirmed.add(node)
+            else:
+                segment.failed.add(node)
+            self._decide(segment)
+        if batch.resync:
+            self.resync_done(node, resync_failed)
+        caught_up = batch.resync and not resync_failed   # the copy, read later, has it all
+        if sent < len(batch.segments) and node in self._lane_at and not caught_up:
+            self._skip(node, self._job_queued)
+            self._lane_at[node] = self._lane_sent[node] = self._job_queued
+            self.mark_stale([node])
+        self._trim()
+        return [why for _, _, why in self._quorum_failed[failures_before:]]
+
+    def _skip(self, node: str, upto: int) -> None:
+        """``node`` will not confirm the undecided file updates up to ``upto``."""
+        for segment in list(self._undecided):
+            if segment.first <= upto and node in segment.targets \
+                    and node not in segment.confirmed:
+                segment.failed.add(node)
+                self._decide(segment)
+
+    def _decide(self, segment: Segment) -> None:
+        """Decide a file update's quorum once a majority holds it or no longer can."""
+        if segment not in self._undecided:
+            return
+        targets = set(segment.targets)
+        confirmed = len(segment.confirmed & targets)
+        bad = segment.failed & targets
         need = quorum_needed(len(targets))
         if confirmed >= need:
-            return
-        why = (f"stored on {confirmed + 1} of {len(targets) + 1} master candidates, a strict"
-               f" majority ({need + 1}) is needed; not stored on {', '.join(sorted(bad))}")
-        kept = self._quorum_failed[-(QUORUM_FAILURES_KEPT - 1):]
-        self._quorum_failed = [*kept, (segment.first or segment.upto, segment.upto, why)]
+            self._undecided.remove(segment)
+        elif len(targets) - len(bad) < need:
+            self._undecided.remove(segment)
+            why = (f"stored on {confirmed + 1} of {len(targets) + 1} master candidates, a"
+                   f" strict majority ({need + 1}) is needed; not stored on"
+                   f" {', '.join(sorted(bad))}")
+            kept = self._quorum_failed[-(QUORUM_FAILURES_KEPT - 1):]
+            self._quorum_failed = [*kept, (segment.first or segment.upto, segment.upto, why)]
 
+    def _trim(self) -> None:
+        """Drop the segments every lane has taken."""
+        if not self._lane_at:
+            self._log = []
+            return
+        low = min(self._lane_at.values())
+        while self._log and self._log[0].upto <= low:
+            self._log.pop(0)
+
+    # quorum of file updates ---------------------------------------------------------
     def quorum_outcome(self, seq: int) -> tuple[bool, str | None]:
         """``(known, failure)`` for the job-file operation numbered ``seq``.
 
-        ``known`` is False while the operation has not been sent; then
-        ``failure`` is None when a strict majority of the candidates
-        confirmed it, else why not.  A failure forgotten meanwhile (more
-        than :data:`QUORUM_FAILURES_KEPT` later ones) reads as success:
-        waiters ask right after their send.
+        ``known`` is False while a strict majority of the candidates has
+        neither confirmed the operation's file update nor become unable
+        to; then ``failure`` is None when a majority confirmed it, else
+        why not.  A failure forgotten meanwhile (more than
+        :data:`QUORUM_FAILURES_KEPT` later ones) reads as success:
+        waiters ask right after theirs was decided.
         """
-        if self._job_done < seq:
+        if seq > self._job_queued:
             return False, None
+        for segment in self._undecided:
+            if segment.first <= seq <= segment.upto:
+                return False, None
         for first, upto, why in self._quorum_failed:
             if first <= seq <= upto:
                 return True, why
@@ -485,57 +560,65 @@ class ReplicationPlan:
     def mark_stale(self, node_names: Iterable[str]) -> None:
         """Remember candidates that missed a job-file operation.
 
-        The first resync comes one backoff interval later (an immediate one
-        would most likely fail the same way, and could cross a request of
-        the failed operation still running on the node).
+        A node's first resync comes one backoff interval later (an
+        immediate one would most likely fail the same way, and could cross
+        a request of the failed operation still running on the node);
+        more failures before it do not postpone it.
         """
-        names = set(node_names)
-        if not names:
-            return
-        if not self._stale:
-            self._resync_at = self._clock() + self._resync_backoff
-        self._stale.update(names)
+        now = self._clock()
+        for name in node_names:
+            if name not in self._stale:
+                self._stale.add(name)
+                self._resync_at[name] = now + self._backoff.get(name, self._resync_interval)
 
     def stale(self) -> set[str]:
         """The candidates waiting for a resync."""
         return set(self._stale)
 
-    def resync_due(self) -> bool:
-        """Whether a stale candidate's resync is due now."""
-        return bool(self._stale) and self._clock() >= self._resync_at
+    def resync_due(self, node: str | None = None) -> bool:
+        """Whether ``node``'s resync (any stale node's, without one) is due now."""
+        now = self._clock()
+        nodes = self._stale if node is None else self._stale & {node}
+        return any(now >= self._resync_at[name] for name in nodes)
 
-    def resync_wait(self) -> float | None:
-        """Seconds until a stale candidate's next resync (None: nobody is stale)."""
-        if not self._stale:
+    def resync_wait(self, node: str | None = None) -> float | None:
+        """Seconds until ``node``'s (without one: the next) resync; None when not stale."""
+        nodes = self._stale if node is None else self._stale & {node}
+        if not nodes:
             return None
-        return max(0.05, self._resync_at - self._clock())
+        return max(0.05, min(self._resync_at[name] for name in nodes) - self._clock())
 
-    def take_resync(self) -> list[str]:
-        """The stale nodes to send the whole queue to now (sorted), or [].
+    def forget_stale(self) -> None:
+        """Forget stale nodes that are no longer candidates."""
+        for name in self._stale - set(self._lane_at):
+            self._stale.discard(name)
+            self._resync_at.pop(name, None)
+            self._backoff.pop(name, None)
 
-        [] before the resync is due.  Once due, the stale set is emptied;
-        nodes no longer candidates are forgotten.  A non-empty answer must
-        be followed by :meth:`resync_done` once the copy was attempted.
-        """
-        if not self.resync_due():
-            return []
-        stale = sorted(self._stale & set(self._candidates))
-        self._stale.clear()
-        return stale
-
-    def resync_done(self) -> None:
-        """After a resync: if a node is stale again, back off (doubling, bounded)."""
-        if self._stale:
-            self._resync_backoff = min(self._resync_backoff * 2, self._resync_max_interval)
-            self._resync_at = self._clock() + self._resync_backoff
-        else:
-            self._resync_backoff = self._resync_interval
+    def resync_done(self, node: str, failed: bool) -> None:
+        """After ``node``'s resync: when it failed the node stays stale and its
+        interval doubles (up to the maximum); else the interval starts over."""
+        if not failed:
+            self._backoff.pop(node, None)
+            return
+        backoff = min(self._backoff.get(node, self._resync_interval) * 2,
+                      self._resync_max_interval)
+        self._backoff[node] = backoff
+        if node in self._lane_at:
+            self._stale.add(node)
+            self._resync_at[node] = self._clock() + backoff
 
     # flush -------------------------------------------------------------------------------
     def flush_mark(self) -> FlushMark:
         """A mark of everything queued so far (config and job files)."""
         return FlushMark(self._cfg_queued, self._job_queued)
 
+    def _lane_done_upto(self, node: str) -> int:
+        if node in self._lane_busy or self._pending_for(node):
+            return self._lane_sent[node]
+        return self._job_queued
+
     def flushed(self, mark: FlushMark) -> bool:
-        """Whether everything queued up to ``mark`` was attempted."""
-        return self._cfg_done >= mark.serial and self._job_done >= mark.job_seq
+        """Whether everything queued up to ``mark`` was attempted on every lane."""
+        return self._cfg_done >= mark.serial and all(
+            self._lane_done_upto(node) >= mark.job_seq for node in self._lane_at)

@@ -23,11 +23,11 @@ from ganeti import configfile, errors, ssconf
 from ganeti.aliases import FeedbackFn
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.pathutils import Paths
-from ganeti.replication.core import (JOB_LINGER, QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
+from ganeti.replication.core import (QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
                                      QUEUE_RESYNC_MAX_INTERVAL, REPLICATION_TIMEOUT,
-                                     ConfigSend, DrainFlag, FileUpdate, JobBatch, JobOp,
+                                     ConfigSend, DrainFlag, FileUpdate, JobOp, LaneBatch,
                                      PushOutcome, QueueCopy, Renames, ReplicationPlan,
-                                     plan_queue_copy, replication_targets)
+                                     Segment, plan_queue_copy, replication_targets)
 from ganeti.rpc.client import RpcResult, RpcRunner
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
@@ -154,23 +154,26 @@ class Replicator:
     * **config** (:meth:`on_config_change`, the ConfigWriter's
       ``on_change``): sends the newest pending push, one
       ``replicate_state`` RPC per online candidate (config bytes compressed
-      once per push, zlib + base64, :mod:`ganeti.utils.payload`; the
-      ssconf values when they changed, and the first pending job-file
-      update), and, when the ssconf values changed, writes the local
-      ssconf files and sends ``write_ssconf_files`` to the other online
-      nodes in parallel.  :meth:`wait_replicated` blocks until a serial
-      (or a newer one) has been pushed: the processor calls it after
-      ``Exec`` so a job never reports success before its config change
-      reached the candidates.
-    * **jobs** (:meth:`replicate_job_files` after each group commit,
-      :meth:`replicate_rename` on archiving, :meth:`replicate_drain_flag`,
-      :meth:`replicate_queue_to` for new candidates): sends the plan's
-      segments in order, one ``jobqueue_update_many``,
-      ``jobqueue_rename``, ``jobqueue_set_drain_flag`` or queue copy each,
-      then resynchronises stale candidates (:func:`copy_queue`), also on
-      its own when the queue is idle.  While a config push is pending or
-      in flight it lingers up to ``job_linger`` seconds so that the push
-      can carry the files.
+      once per push, zlib + base64, :mod:`ganeti.utils.payload`, and the
+      ssconf values when they changed), and, when the ssconf values
+      changed, writes the local ssconf files and sends
+      ``write_ssconf_files`` to the other online nodes in parallel.
+      :meth:`wait_replicated` blocks until a serial (or a newer one) has
+      been pushed: the processor calls it after ``Exec`` so a job never
+      reports success before its config change reached the candidates.
+    * **one lane per candidate** (:meth:`replicate_job_files` after each
+      group commit, :meth:`replicate_rename` on archiving,
+      :meth:`replicate_drain_flag`, :meth:`replicate_queue_to` for new
+      candidates): each candidate's thread sends what the plan hands its
+      lane, in order, consecutive file updates in one
+      ``jobqueue_update_many``, then ``jobqueue_rename``,
+      ``jobqueue_set_drain_flag`` or a queue copy; when the candidate is
+      stale and its resync due, the whole queue (:func:`copy_queue`), also
+      on its own when the queue is idle.  The lanes do not wait for each
+      other: a new job's quorum (:meth:`wait_job_quorum`) is there as
+      soon as a majority of the lanes confirmed its files.  These calls go
+      on the node's kept connection (doc/protocols/rpc.md, "Kept
+      connections").
 
     Failures are logged by :func:`report_failures`; a later push sends
     the full newest data again.  Without RPC only the local ssconf files
@@ -180,18 +183,17 @@ class Replicator:
 
     ``clock`` sets the plan's resync times; the threads' waits are real
     condition timeouts computed from it.  With a fake clock, advancing it
-    wakes nothing: a test makes the job thread look again by queuing an
-    operation (its batch runs a resync that is due).
+    wakes nothing: a test makes the lanes look again by queuing an
+    operation (a lane's batch runs a resync that is due).
     """
 
     def __init__(self, paths: Paths, rpc: RpcRunner | None, *,
-                 timeout: float = REPLICATION_TIMEOUT, job_linger: float = JOB_LINGER,
+                 timeout: float = REPLICATION_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic,
                  resync_interval: float = QUEUE_RESYNC_INTERVAL) -> None:
         self.paths = paths
         self.rpc = rpc
         self.timeout = timeout
-        self.job_linger = job_linger
         # the plan and the flags below are guarded by _cond
         self._cond = threading.Condition()
         self._plan = ReplicationPlan(clock, resync_interval=resync_interval,
@@ -199,7 +201,7 @@ class Replicator:
         self._stopped = False
         self._ssconf_values = ssconf.SsconfValues()
         self._cfg_thread: threading.Thread | None = None
-        self._job_thread: threading.Thread | None = None
+        self._lanes: dict[str, threading.Thread] = {}
 
     # targets ---------------------------------------------------------------------
     def refresh_targets(self, cfg: ConfigReader) -> None:
@@ -207,6 +209,7 @@ class Replicator:
         candidates, nodes = replication_targets(cfg.get_config_data())
         with self._cond:
             self._plan.set_targets(candidates, nodes)
+            self._cond.notify_all()     # lanes of former candidates end
 
     def targets(self) -> tuple[list[str], list[str]]:
         """``(candidates, all other online nodes)`` as node names."""
@@ -241,7 +244,7 @@ class Replicator:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        for thread in (self._cfg_thread, self._job_thread):
+        for thread in (self._cfg_thread, *self._lanes.values()):
             if thread is not None:
                 thread.join(timeout=5)
         return done
@@ -274,6 +277,7 @@ class Replicator:
         values = self._ssconf_values(config_data)
         with self._cond:
             self._plan.set_targets(candidates, nodes)
+            self._cond.notify_all()     # lanes of former candidates end
             if not self._plan.queue_config(serial, data, values):
                 return      # stale (out of order): never replace newer bytes
             self._ensure_thread("_cfg_thread", self._config_loop, "replicator-config")
@@ -316,7 +320,7 @@ class Replicator:
                     self._cond.wait_for(lambda: not plan.config_busy)
                 else:
                     self._cond.wait_for(lambda: plan.config_pending or self._stopped)
-                send = plan.take_config(carry_jobs=not once)
+                send = plan.take_config()
                 if send is None:
                     return
             outcome: PushOutcome | None = None
@@ -358,8 +362,7 @@ class Replicator:
             canonical = to_canonical(self.paths.root, self.paths.config_file)
             res = rpc.call("replicate_state", push.candidates,
                            [[canonical, payload.encode_payload(push.data)],
-                            values if send.ssconf_changed else None,
-                            _wire_files(self.paths.root, send.files.items())],
+                            values if send.ssconf_changed else None, []],
                            timeout=self.timeout)
             failed = report_failures("Configuration replication", res)
         timed_out = False
@@ -435,145 +438,156 @@ class Replicator:
     def _queue_job_op(self, op: JobOp) -> int:
         with self._cond:
             seq = self._plan.queue_job_op(op)
-            self._ensure_thread("_job_thread", self._job_loop, "replicator-jobs")
-            self._cond.notify_all()
             inline = self._stopped
+            if not inline:
+                self._ensure_lanes()
+            self._cond.notify_all()
         if inline:
-            self._job_loop(once=True)
+            self._run_lanes_once()
         return seq
 
-    def _job_loop(self, once: bool = False) -> None:
+    def _ensure_lanes(self) -> None:
+        """A thread for every candidate's lane (called with ``_cond`` held)."""
+        for node in self._plan.lane_nodes():
+            thread = self._lanes.get(node)
+            if thread is None or not thread.is_alive():
+                thread = threading.Thread(target=self._lane_loop, args=(node,),
+                                          name=f"replicator-{node}", daemon=True)
+                self._lanes[node] = thread
+                thread.start()
+        for node in [n for n, t in self._lanes.items() if not t.is_alive()]:
+            del self._lanes[node]
+
+    def _run_lanes_once(self) -> None:
+        """After :meth:`stop`: send every lane's pending work in the caller's thread."""
+        plan = self._plan
+        with self._cond:
+            nodes = plan.lane_nodes()
+        for node in nodes:
+            with self._cond:
+                self._cond.wait_for(lambda: not plan.lane_busy(node), self.timeout + 5.0)
+                batch = plan.take_lane(node, resync_alone=False)
+            if batch is not None:
+                self._run_lane_batch(batch)
+
+    def _lane_loop(self, node: str) -> None:
+        """One candidate's lane: send what the plan hands it, one batch at a time."""
         plan = self._plan
         while True:
             with self._cond:
-                if once:
-                    self._cond.wait_for(lambda: not plan.jobs_busy)
-                else:
-                    # idle with a stale candidate: wake up for its next resync.
-                    # The timeout is recomputed after every wake-up: a config
-                    # push that carried job files may have made a node stale
-                    while not (plan.jobs_pending or self._stopped or plan.resync_due()):
-                        self._cond.wait(plan.resync_wait())
-                    if plan.config_active:
-                        # a config push may carry them: give it a moment
-                        self._cond.wait_for(
-                            lambda: self._stopped or not plan.jobs_pending
-                            or not plan.config_active,
-                            self.job_linger)
-                    self._cond.wait_for(lambda: not plan.jobs_busy or self._stopped)
-                batch = plan.take_jobs(resync_alone=not once and not self._stopped)
-                if batch is None:
-                    if once or self._stopped:
+                while True:
+                    if not plan.has_lane(node):
+                        return          # no longer a candidate
+                    batch = plan.take_lane(node, resync_alone=not self._stopped)
+                    if batch is not None:
+                        break
+                    if self._stopped:
                         return
-                    continue
-            self._send_batch(batch)
-            with self._cond:
-                plan.jobs_done(batch)
-                self._cond.notify_all()
-            if once:
-                return
+                    # idle (or a stale node): wake up for new work or the resync;
+                    # the timeout is recomputed after every wake-up
+                    self._cond.wait(plan.resync_wait(node))
+            self._run_lane_batch(batch)
 
-    def _send_batch(self, batch: JobBatch) -> None:
-        """Send the batch's segments in order, then resynchronise stale candidates.
-
-        A segment whose send raises (a bug, a job file that is not UTF-8)
-        is logged, and its targets become stale: nothing is known about
-        which of them got it.
-        """
-        for segment in batch.segments:
-            op = segment.op
-            try:
-                if isinstance(op, FileUpdate):
-                    targets, failed = self._send_updates(op.files)
-                    with self._cond:
-                        self._plan.file_update_done(segment, targets, failed)
-                elif isinstance(op, QueueCopy):
-                    self._send_queue(op.nodes)
-                elif isinstance(op, DrainFlag):
-                    self._send_drain(op.flag)
-                else:
-                    self._send_renames(op.pairs)
-            except Exception:  # the thread must survive anything
-                logger.exception("Job queue replication failed")
-                with self._cond:
-                    if isinstance(op, QueueCopy):
-                        targets = self._plan.still_candidates(op.nodes)
-                    else:
-                        targets = self._plan.candidates()
-                    if isinstance(op, FileUpdate):
-                        self._plan.file_update_done(segment, targets, None)
-                    self._plan.mark_stale(targets)
-        self._resync_stale()
-
-    def _candidates(self) -> list[str]:
-        with self._cond:
-            return self._plan.candidates()
-
-    def _mark_stale(self, node_names: list[str]) -> None:
-        if node_names:
-            with self._cond:
-                self._plan.mark_stale(node_names)
-
-    def _send_updates(self, files: dict[str, bytes]) -> tuple[list[str], list[str]]:
-        """One ``jobqueue_update_many`` to every candidate; ``(targets, failed)``."""
-        candidates = self._candidates()
-        if self.rpc is None or not candidates:
-            return [], []
-        items = _wire_files(self.paths.root, files.items())
-        res = self.rpc.call("jobqueue_update_many", candidates, [items], timeout=self.timeout)
-        names = ", ".join(sorted(os.path.basename(p) for p in files))
-        failed = report_failures(f"Job queue replication of {names}", res)
-        self._mark_stale(failed)
-        # an offline node answers nothing: it holds no copy either
-        return candidates, failed + [n for n, r in res.items() if r.offline and n not in failed]
-
-    def _resync_stale(self) -> None:
-        """Send the whole queue to the stale candidates whose resync is due.
-
-        Runs after the segments of a batch, so it reads files at least as
-        new as any of them (or on its own when the queue is idle).  A copy
-        that raises is logged and counts as failed on every node it was
-        for: they stay stale, and the backoff grows.
-        """
-        with self._cond:
-            stale = self._plan.take_resync()
-        if not stale:
-            return
-        logger.info("Resynchronising the job queue of %s", ", ".join(stale))
+    def _run_lane_batch(self, batch: LaneBatch) -> None:
+        """Send ``batch`` and report it to the plan (never raises)."""
+        sent, resync_failed = 0, False
         try:
-            self._send_queue(stale)
+            sent = self._send_lane(batch)
         except Exception:  # the thread must survive anything
-            logger.exception("Job queue resynchronisation of %s failed", ", ".join(stale))
-            self._mark_stale(stale)
+            logger.exception("Job queue replication to %s failed", batch.node)
+        if batch.resync:
+            resync_failed = not self._resync(batch.node)
         with self._cond:
-            self._plan.resync_done()
+            for why in self._plan.lane_done(batch, sent, resync_failed):
+                # (before a flush can return)
+                logger.error("New job files not acknowledged: %s", why)
+            self._cond.notify_all()
 
-    def _send_queue(self, node_names: list[str]) -> None:
-        # only to current candidates (re-checked before each part): the targets
-        # are refreshed by the config change that promoted a node before its
-        # LU asks for the copy
+    def _send_lane(self, batch: LaneBatch) -> int:
+        """Send the segments of ``batch`` to its node in order, consecutive file
+        updates in one request; how many were confirmed before the first failure."""
+        node = batch.node
+        sent = 0
+        for group in _group_updates(batch.segments):
+            op = group[0].op
+            if isinstance(op, FileUpdate):
+                files: dict[str, bytes] = {}
+                for segment in group:
+                    assert isinstance(segment.op, FileUpdate)
+                    files.update(segment.op.files)
+                ok = self._send_updates(node, files)
+            elif isinstance(op, QueueCopy):
+                ok = self._send_queue(node)
+            elif isinstance(op, DrainFlag):
+                ok = self._send_one(node, "jobqueue_set_drain_flag", [op.flag],
+                                    "Job queue drain flag replication")
+            else:
+                rename = [[to_canonical(self.paths.root, old), to_canonical(self.paths.root, new)]
+                          for old, new in op.pairs]
+                ok = self._send_one(node, "jobqueue_rename", [rename],
+                                    "Job queue rename replication")
+            if not ok:
+                break
+            sent += len(group)
+        return sent
+
+    def _send_one(self, node: str, procedure: str, args: list[object], what: str) -> bool:
+        """``procedure(*args)`` on ``node``; whether it succeeded.
+
+        A failure is logged as a warning: the node becomes stale and gets
+        the whole queue later; a file update that misses its quorum
+        because of it is logged as an error (:meth:`_run_lane_batch`).
+        """
         if self.rpc is None:
-            return
+            return True
+        res = self.rpc.call(procedure, [node], args, timeout=self.timeout)[node]
+        if res.fail_msg:
+            logger.warning("%s failed on node %s: %s", what, node, res.fail_msg)
+        return not res.fail_msg and not res.offline
+
+    def _send_updates(self, node: str, files: dict[str, bytes]) -> bool:
+        """One ``jobqueue_update_many`` with ``files`` to ``node``; whether it confirmed."""
+        items = _wire_files(self.paths.root, files.items())
+        names = ", ".join(sorted(os.path.basename(p) for p in files))
+        # an offline node answers nothing: it holds no copy either
+        return self._send_one(node, "jobqueue_update_many", [items],
+                              f"Job queue replication of {names}")
+
+    def _resync(self, node: str) -> bool:
+        """Send the whole queue to the stale ``node`` (its resync is due); whether it worked.
+
+        Runs after the segments of the lane's batch, so it reads files at
+        least as new as any of them (or on its own when the queue is
+        idle).  A copy that raises is logged and counts as failed.
+        """
+        logger.info("Resynchronising the job queue of %s", node)
+        try:
+            return self._send_queue(node)
+        except Exception:  # the thread must survive anything
+            logger.exception("Job queue resynchronisation of %s failed", node)
+            return False
+
+    def _send_queue(self, node: str) -> bool:
+        """The whole queue to ``node`` while it is a candidate (re-checked before
+        each part); whether it got it."""
+        if self.rpc is None:
+            return True
 
         def still_wanted(names: list[str]) -> list[str]:
             with self._cond:
                 return self._plan.still_candidates(names)
 
-        self._mark_stale(copy_queue(self.rpc, self.paths, list(node_names),
-                                    timeout=self.timeout, still_wanted=still_wanted))
+        return not copy_queue(self.rpc, self.paths, [node], timeout=self.timeout,
+                              still_wanted=still_wanted)
 
-    def _send_drain(self, flag: bool) -> None:
-        candidates = self._candidates()
-        if self.rpc is None or not candidates:
-            return
-        res = self.rpc.call("jobqueue_set_drain_flag", candidates, [flag], timeout=self.timeout)
-        self._mark_stale(report_failures("Job queue drain flag replication", res))
 
-    def _send_renames(self, pairs: list[tuple[str, str]]) -> None:
-        candidates = self._candidates()
-        if self.rpc is None or not candidates:
-            return
-        rename = [[to_canonical(self.paths.root, old), to_canonical(self.paths.root, new)]
-                  for old, new in pairs]
-        res = self.rpc.call("jobqueue_rename", candidates, [rename], timeout=self.timeout)
-        self._mark_stale(report_failures("Job queue rename replication", res))
+def _group_updates(segments: list[Segment]) -> list[list[Segment]]:
+    """``segments`` in runs: consecutive file updates together, every other alone."""
+    groups: list[list[Segment]] = []
+    for segment in segments:
+        if groups and isinstance(segment.op, FileUpdate) \
+                and isinstance(groups[-1][0].op, FileUpdate):
+            groups[-1].append(segment)
+        else:
+            groups.append([segment])
+    return groups

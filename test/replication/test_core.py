@@ -13,8 +13,9 @@ from fakes.clock import FakeClock  # noqa: E402
 
 from ganeti.objects import Cluster, ConfigData, Node  # noqa: E402
 from ganeti.replication import core  # noqa: E402
-from ganeti.replication.core import (ConfigSend, DrainFlag, FileUpdate, JobBatch,  # noqa: E402
-                                     JobOp, PushOutcome, QueueCopy, Renames, ReplicationPlan)
+from ganeti.replication.core import (ConfigSend, DrainFlag, FileUpdate,  # noqa: E402
+                                     JobOp, LaneBatch, PushOutcome, QueueCopy, Renames,
+                                     ReplicationPlan)
 
 C2, C3, N4 = "node2", "node3", "node4"
 SSCONF = {"master_node": "node1"}
@@ -26,14 +27,14 @@ def _plan(clock: FakeClock | None = None, **kw) -> ReplicationPlan:
     return plan
 
 
-def _config(plan: ReplicationPlan, carry_jobs: bool = True) -> ConfigSend:
-    send = plan.take_config(carry_jobs)
+def _config(plan: ReplicationPlan) -> ConfigSend:
+    send = plan.take_config()
     assert send is not None
     return send
 
 
-def _jobs(plan: ReplicationPlan) -> JobBatch:
-    batch = plan.take_jobs()
+def _lane(plan: ReplicationPlan, node: str = C2, **kw) -> LaneBatch:
+    batch = plan.take_lane(node, **kw)
     assert batch is not None
     return batch
 
@@ -47,18 +48,20 @@ def _push(plan: ReplicationPlan, serial: int, ssconf: dict[str, str] | None = No
     return send
 
 
-def _send_jobs(plan: ReplicationPlan) -> list[JobOp]:
-    """Take and complete one job batch; returns its operations."""
-    batch = _jobs(plan)
-    plan.jobs_done(batch)
+def _send_jobs(plan: ReplicationPlan, node: str = C2) -> list[JobOp]:
+    """Take and confirm one lane batch of ``node``; returns its operations."""
+    batch = _lane(plan, node)
+    plan.lane_done(batch, len(batch.segments))
     return [seg.op for seg in batch.segments]
 
 
 def _stale_after_failure(plan: ReplicationPlan, node: str = C3) -> None:
     plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
-    batch = _jobs(plan)
-    plan.mark_stale([node])           # the driver reports the node's failure
-    plan.jobs_done(batch)
+    batch = _lane(plan, node)
+    plan.lane_done(batch, 0)          # the node failed it
+    for other in plan.lane_nodes():   # the others confirmed it
+        if other != node and not plan.lane_busy(other) and other not in plan.stale():
+            _send_jobs(plan, other)
 
 
 # --- targets ------------------------------------------------------------------------
@@ -103,7 +106,7 @@ def test_one_config_push_at_a_time() -> None:
     plan.queue_config(1, b"one", SSCONF)
     first = _config(plan)
     plan.queue_config(2, b"two", SSCONF)
-    assert plan.config_busy and plan.config_active and plan.take_config() is None
+    assert plan.config_busy and plan.config_pending and plan.take_config() is None
     plan.config_done(first, PushOutcome([]))
     assert _config(plan).push.serial == 2
 
@@ -163,76 +166,15 @@ def test_a_broken_off_push_keeps_the_last_delivered_ssconf() -> None:
     assert not _push(plan, 3).ssconf_changed
 
 
-# --- job files riding along ---------------------------------------------------------
+# --- the job-file stream and its lanes ---------------------------------------------
 
-def test_a_config_push_carries_the_first_pending_file_update() -> None:
+def test_a_config_push_carries_no_job_files() -> None:
     plan = _plan()
     plan.queue_job_op(FileUpdate({"q/job-7": b"7"}))
-    plan.queue_job_op(Renames([("q/job-7", "q/archive/job-7")]))
     plan.queue_config(1, b"one", SSCONF)
-    send = _config(plan)
-    assert send.files == {"q/job-7": b"7"}
-    assert plan.jobs_busy and plan.take_jobs() is None     # the push sends job files now
-    mark = plan.flush_mark()
-    plan.config_done(send, PushOutcome([]))
-    assert not plan.jobs_busy and not plan.flushed(mark)   # the rename is still to go
-    assert _send_jobs(plan) == [Renames([("q/job-7", "q/archive/job-7")])]
-    assert plan.flushed(mark)
+    _config(plan)
+    assert plan.lane_pending(C2) and plan.lane_pending(C3)   # the lanes send them
 
-
-@pytest.mark.parametrize("first", [Renames([("a", "b")]), DrainFlag(True), QueueCopy([C3])],
-                         ids=["rename", "drain", "copy"])
-def test_a_config_push_carries_only_a_leading_file_update(first) -> None:
-    plan = _plan()
-    plan.queue_job_op(first)
-    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
-    plan.queue_config(1, b"one", SSCONF)
-    send = _config(plan)
-    assert send.carried is None and send.files == {} and plan.jobs_pending
-
-
-def test_a_config_push_carries_nothing_while_job_files_are_on_the_wire() -> None:
-    plan = _plan()
-    plan.queue_job_op(FileUpdate({"q/job-1": b"1a"}))
-    batch = _jobs(plan)
-    plan.queue_job_op(FileUpdate({"q/job-1": b"1b"}))
-    plan.queue_config(1, b"one", SSCONF)
-    assert _config(plan).files == {}            # 1b must not overtake 1a
-    plan.jobs_done(batch)
-
-
-def test_without_carrying_a_push_leaves_the_job_files() -> None:
-    plan = _plan()
-    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
-    plan.queue_config(1, b"one", SSCONF)
-    assert _config(plan, carry_jobs=False).files == {} and plan.jobs_pending
-
-
-def test_candidates_missing_carried_files_become_stale() -> None:
-    clock = FakeClock()
-    plan = _plan(clock)
-    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
-    _push(plan, 1, outcome=PushOutcome([C3]))
-    assert plan.stale() == {C3}
-    _push(plan, 2, outcome=PushOutcome([C2]))        # no job files: nothing missed
-    assert plan.stale() == {C3}
-
-
-def test_a_broken_off_push_leaves_every_candidate_owing_its_carried_files() -> None:
-    clock = FakeClock()
-    plan = _plan(clock)
-    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
-    plan.queue_config(1, b"one", SSCONF)
-    send = _config(plan)
-    assert send.files
-    plan.config_done(send, None)                     # it raised: nobody known to have them
-    assert plan.flushed(plan.flush_mark()) and not plan.jobs_pending
-    assert plan.stale() == {C2, C3}
-    clock.advance(core.QUEUE_RESYNC_INTERVAL)
-    assert plan.take_resync() == [C2, C3]
-
-
-# --- the job-file stream ------------------------------------------------------------
 
 def test_job_updates_coalesce_and_renames_keep_their_place() -> None:
     plan = _plan()
@@ -240,9 +182,10 @@ def test_job_updates_coalesce_and_renames_keep_their_place() -> None:
                Renames([("job-1", "archive/job-1")]), FileUpdate({"job-2": b"2b"}),
                FileUpdate({"job-2": b"2c"})):
         plan.queue_job_op(op)
-    assert _send_jobs(plan) == [FileUpdate({"job-1": b"1c", "job-2": b"2a"}),
-                                Renames([("job-1", "archive/job-1")]),
-                                FileUpdate({"job-2": b"2c"})]
+    expected = [FileUpdate({"job-1": b"1c", "job-2": b"2a"}),
+                Renames([("job-1", "archive/job-1")]), FileUpdate({"job-2": b"2c"})]
+    assert _send_jobs(plan, C2) == expected
+    assert _send_jobs(plan, C3) == expected      # every lane gets the same stream
 
 
 def test_renames_and_copies_append_and_the_last_drain_flag_wins() -> None:
@@ -254,15 +197,53 @@ def test_renames_and_copies_append_and_the_last_drain_flag_wins() -> None:
                                 QueueCopy([C2, C3])]
 
 
-def test_job_batches_never_overlap() -> None:
+def test_a_queue_copy_goes_only_to_its_nodes() -> None:
+    plan = _plan()
+    plan.queue_job_op(QueueCopy([C3]))
+    assert plan.take_lane(C2) is None and _send_jobs(plan, C3) == [QueueCopy([C3])]
+
+
+def test_a_lane_has_one_batch_on_the_wire() -> None:
     plan = _plan()
     plan.queue_job_op(FileUpdate({"job-1": b"1a"}))
-    batch = _jobs(plan)
+    batch = _lane(plan, C2)
     plan.queue_job_op(FileUpdate({"job-1": b"1b"}))
-    assert plan.jobs_busy and plan.take_jobs() is None
-    plan.jobs_done(batch)
-    assert _send_jobs(plan) == [FileUpdate({"job-1": b"1b"})]
-    assert plan.take_jobs() is None                  # idle, nobody stale
+    assert plan.lane_busy(C2) and plan.take_lane(C2) is None
+    plan.lane_done(batch, 1)
+    assert _send_jobs(plan, C2) == [FileUpdate({"job-1": b"1b"})]
+    assert plan.take_lane(C2) is None                  # idle, nobody stale
+
+
+def test_lanes_do_not_wait_for_each_other() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"job-1": b"1a"}))
+    held = _lane(plan, C3)                              # C3's batch hangs
+    assert _send_jobs(plan, C2) == [FileUpdate({"job-1": b"1a"})]
+    plan.queue_job_op(FileUpdate({"job-1": b"1b"}))
+    plan.queue_job_op(FileUpdate({"job-2": b"2a"}))
+    assert _send_jobs(plan, C2) == [FileUpdate({"job-1": b"1b", "job-2": b"2a"})]
+    plan.lane_done(held, 1)
+    # C3 then gets what it missed, in order, in the segments the others took
+    assert _send_jobs(plan, C3) == [FileUpdate({"job-1": b"1b", "job-2": b"2a"})]
+
+
+def test_a_segment_taken_by_a_lane_takes_no_more_merges() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"job-1": b"1a"}))
+    first = _lane(plan, C2)
+    plan.queue_job_op(FileUpdate({"job-1": b"1b"}))
+    assert first.segments[0].op == FileUpdate({"job-1": b"1a"})   # unchanged on the wire
+    assert [seg.op for seg in _lane(plan, C3).segments] == [
+        FileUpdate({"job-1": b"1a"}), FileUpdate({"job-1": b"1b"})]
+
+
+def test_a_failing_lane_skips_its_backlog_and_becomes_stale() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"job-1": b"1"}))
+    batch = _lane(plan, C3)
+    plan.queue_job_op(FileUpdate({"job-2": b"2"}))      # queued while C3 fails
+    plan.lane_done(batch, 0)
+    assert plan.stale() == {C3} and plan.take_lane(C3) is None   # the resync brings it all
 
 
 def test_flush_marks_cover_what_was_queued_before_them() -> None:
@@ -271,20 +252,27 @@ def test_flush_marks_cover_what_was_queued_before_them() -> None:
     plan.queue_job_op(FileUpdate({"job-1": b"1"}))
     plan.queue_config(3, b"three", SSCONF)
     mark = plan.flush_mark()
-    batch = _jobs(plan)
+    b2, b3 = _lane(plan, C2), _lane(plan, C3)
     plan.queue_job_op(DrainFlag(True))               # after the mark: not waited for
-    plan.jobs_done(batch)
+    plan.lane_done(b2, 1)
+    assert not plan.flushed(mark)                    # C3's lane is still on the wire
+    plan.lane_done(b3, 1)
     assert not plan.flushed(mark)                    # the config push is still to go
-    plan.config_done(_config(plan, carry_jobs=False), PushOutcome([]))
+    plan.config_done(_config(plan), PushOutcome([]))
     assert plan.flushed(mark) and not plan.flushed(plan.flush_mark())
 
 
 def test_job_operations_go_to_the_current_candidates() -> None:
     plan = _plan()
     assert plan.candidates() == [C2, C3]
-    plan.set_targets([C2], [C2, C3])
-    assert plan.candidates() == [C2]
+    plan.set_targets([C2], [C2, C3, N4])
+    assert plan.candidates() == [C2] and plan.lane_nodes() == [C2]
     assert plan.still_candidates([C3, C2, N4]) == [C2]
+    plan.queue_job_op(DrainFlag(True))
+    plan.set_targets([C2, C3], [C2, C3, N4])         # promoted again: from now on
+    assert plan.take_lane(C3) is None
+    plan.queue_job_op(DrainFlag(False))
+    assert _send_jobs(plan, C3) == [DrainFlag(False)]
 
 
 # --- stale candidates and their resync ----------------------------------------------
@@ -295,21 +283,34 @@ def test_the_first_resync_waits_one_interval() -> None:
     _stale_after_failure(plan)
     assert plan.stale() == {C3} and not plan.resync_due()
     assert plan.resync_wait() == pytest.approx(core.QUEUE_RESYNC_INTERVAL)
-    assert plan.take_resync() == [] and plan.stale() == {C3}      # not due: kept
+    assert plan.take_lane(C3) is None and plan.stale() == {C3}    # not due: kept
     clock.advance(core.QUEUE_RESYNC_INTERVAL)
-    assert plan.resync_due() and plan.take_resync() == [C3]
-    assert plan.stale() == set()
-    plan.resync_done()
+    batch = _lane(plan, C3)
+    assert batch.resync and batch.segments == [] and plan.stale() == set()
+    plan.lane_done(batch, 0)
 
 
-def test_more_failures_before_the_resync_do_not_postpone_it() -> None:
+def test_a_due_resync_follows_the_lane_segments() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    _stale_after_failure(plan)
+    clock.advance(core.QUEUE_RESYNC_INTERVAL)
+    plan.queue_job_op(Renames([("a", "b")]))
+    batch = _lane(plan, C3)
+    assert batch.resync and [seg.op for seg in batch.segments] == [Renames([("a", "b")])]
+
+
+def test_each_node_has_its_own_resync_time() -> None:
     clock = FakeClock()
     plan = _plan(clock)
     _stale_after_failure(plan, C3)
     clock.advance(3.0)
     _stale_after_failure(plan, C2)
+    _stale_after_failure(plan, C3)                   # more failures do not postpone it
     clock.advance(core.QUEUE_RESYNC_INTERVAL - 3.0)
-    assert plan.take_resync() == [C2, C3]
+    assert plan.resync_due(C3) and not plan.resync_due(C2)
+    assert plan.resync_wait(C2) == pytest.approx(3.0)
+    assert _lane(plan, C3).resync and not _lane(plan, C2).resync
 
 
 def test_the_resync_backoff_doubles_up_to_a_minute_and_resets_on_success() -> None:
@@ -319,14 +320,13 @@ def test_the_resync_backoff_doubles_up_to_a_minute_and_resets_on_success() -> No
     waits = []
     for _ in range(6):
         clock.advance(plan.resync_wait())
-        assert plan.take_resync() == [C3]
-        plan.mark_stale([C3])                        # the copy failed too
-        plan.resync_done()
+        batch = _lane(plan, C3)
+        assert batch.resync
+        plan.lane_done(batch, 0, resync_failed=True)     # the copy failed too
         waits.append(plan.resync_wait())
     assert waits == [10.0, 20.0, 40.0, 60.0, 60.0, 60.0]
     clock.advance(60.0)
-    assert plan.take_resync() == [C3]
-    plan.resync_done()                               # it worked
+    plan.lane_done(_lane(plan, C3), 0)                   # it worked
     _stale_after_failure(plan)
     assert plan.resync_wait() == core.QUEUE_RESYNC_INTERVAL
 
@@ -346,25 +346,25 @@ def test_a_stale_node_that_left_the_candidates_is_forgotten() -> None:
     _stale_after_failure(plan)
     plan.set_targets([C2], [C2, C3, N4])             # demoted
     clock.advance(core.QUEUE_RESYNC_INTERVAL)
-    assert plan.take_resync() == [] and plan.stale() == set()
+    assert plan.take_lane(C3) is None and plan.stale() == set()
+    assert not plan.resync_due()
 
 
 def test_an_idle_queue_still_resyncs_a_stale_candidate() -> None:
     clock = FakeClock()
     plan = _plan(clock)
     _stale_after_failure(plan)
-    assert plan.take_jobs() is None                  # not due yet
+    assert plan.take_lane(C3) is None                # not due yet
     clock.advance(core.QUEUE_RESYNC_INTERVAL)
-    assert plan.take_jobs(resync_alone=False) is None
+    assert plan.lane_pending(C3)
+    assert plan.take_lane(C3, resync_alone=False) is None
     mark = plan.flush_mark()
-    batch = _jobs(plan)
-    assert batch.segments == []
+    batch = _lane(plan, C3)
+    assert batch.segments == [] and batch.resync
     assert not plan.flushed(plan.flush_mark())       # a flush now waits for the resync
-    assert plan.take_resync() == [C3]
-    plan.resync_done()
-    plan.jobs_done(batch)
+    plan.lane_done(batch, 0)
     assert plan.flushed(mark) and plan.flushed(plan.flush_mark())
-    assert plan.take_jobs() is None                  # caught up: no more copies
+    assert plan.take_lane(C3) is None                # caught up: no more copies
 
 
 def test_the_resync_interval_is_a_parameter() -> None:
@@ -372,9 +372,7 @@ def test_the_resync_interval_is_a_parameter() -> None:
     plan = _plan(clock, resync_interval=0.5, resync_max_interval=1.0)
     _stale_after_failure(plan)
     clock.advance(0.5)
-    assert plan.take_resync() == [C3]
-    plan.mark_stale([C3])
-    plan.resync_done()
+    plan.lane_done(_lane(plan, C3), 0, resync_failed=True)
     assert plan.resync_wait() == 1.0
 
 
@@ -425,50 +423,58 @@ def test_quorum_needed_is_a_strict_majority_with_the_master(others: int, need: i
     assert need * 2 <= others + 1               # one fewer is not
 
 
-def test_a_file_update_is_unknown_until_sent_then_confirmed() -> None:
+def test_a_file_update_is_known_once_a_majority_confirmed_it() -> None:
     plan = _plan()
     seq = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
     assert plan.quorum_outcome(seq) == (False, None)
-    batch = _jobs(plan)
-    plan.file_update_done(batch.segments[0], [C2, C3], [C3])    # master + C2: 2 of 3
-    plan.jobs_done(batch)
-    assert plan.quorum_outcome(seq) == (True, None)
+    held = _lane(plan, C3)                                      # C3 does not answer
+    assert plan.quorum_outcome(seq) == (False, None)
+    _send_jobs(plan, C2)
+    assert plan.quorum_outcome(seq) == (True, None)             # master + C2: 2 of 3
+    plan.lane_done(held, 0)
+    assert plan.quorum_outcome(seq) == (True, None)             # decided stays decided
 
 
 def test_a_file_update_on_a_minority_fails_every_operation_merged_into_it() -> None:
     plan = _plan()
     first = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
     second = plan.queue_job_op(FileUpdate({"q/job-2": b"2"}))     # merged with the first
-    batch = _jobs(plan)
-    assert len(batch.segments) == 1
-    plan.file_update_done(batch.segments[0], [C2, C3], [C2, C3])
-    plan.jobs_done(batch)
+    b2 = _lane(plan, C2)
+    assert len(b2.segments) == 1
+    assert plan.lane_done(b2, 0) == []             # C3 may still make it
+    assert plan.quorum_outcome(first) == (False, None)
+    failures = plan.lane_done(_lane(plan, C3), 0)
+    assert len(failures) == 1
     for seq in (first, second):
         known, why = plan.quorum_outcome(seq)
-        assert known and why is not None and "1 of 3" in why and "node2, node3" in why
+        assert known and why == failures[0]
+        assert "1 of 3" in why and "node2, node3" in why
+
+
+def test_a_later_file_update_gets_its_own_outcome() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    plan.lane_done(_lane(plan, C2), 0)
+    plan.lane_done(_lane(plan, C3), 0)
     later = plan.queue_job_op(FileUpdate({"q/job-3": b"3"}))
-    batch = _jobs(plan)
-    plan.file_update_done(batch.segments[0], [C2, C3], [])
-    plan.jobs_done(batch)
+    _send_jobs(plan, C3)
     assert plan.quorum_outcome(later) == (True, None)            # only its own send counts
 
 
-def test_a_file_update_carried_by_a_config_push_gets_the_push_outcome() -> None:
-    plan = _plan()
+def test_a_demoted_candidate_no_longer_counts_for_a_pending_quorum() -> None:
+    plan = ReplicationPlan(FakeClock())
+    plan.set_targets([C2, C3, N4], [C2, C3, N4])                 # need 2 of 3
     seq = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
-    plan.queue_config(1, b"one", SSCONF)
-    send = _config(plan)
-    assert send.files
-    plan.config_done(send, None)               # broke off: nobody confirmed
+    _send_jobs(plan, C2)
+    plan.set_targets([C2, C3], [C2, C3, N4])                     # N4 demoted
+    plan.lane_done(_lane(plan, C3), 0)
     known, why = plan.quorum_outcome(seq)
-    assert known and why is not None
+    assert known and why is not None and "node3, node4" in why
 
 
 def test_without_other_candidates_the_master_alone_is_the_quorum() -> None:
     plan = ReplicationPlan(FakeClock())
     plan.set_targets([], [N4])
     seq = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
-    batch = _jobs(plan)
-    plan.file_update_done(batch.segments[0], [], [])
-    plan.jobs_done(batch)
     assert plan.quorum_outcome(seq) == (True, None)
+    assert plan.flushed(plan.flush_mark())

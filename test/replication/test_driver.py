@@ -26,24 +26,39 @@ from ganeti import errors  # noqa: E402
 from ganeti.utils.payload import decode_payload
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.replication import Replicator, driver  # noqa: E402
-from ganeti.replication.core import FileUpdate  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
 
 class Gate:
-    """An RPC handler that blocks its first call until released."""
+    """An RPC handler that blocks its calls (to ``nodes``, default all) until released."""
 
-    def __init__(self) -> None:
+    def __init__(self, nodes: tuple[str, ...] = ()) -> None:
         self.entered = threading.Event()
         self.release = threading.Event()
         self.calls = 0
+        self.nodes = nodes
 
     def __call__(self, node: str, args: list[Any]) -> Any:
+        if self.nodes and node not in self.nodes:
+            return None
         self.calls += 1
         self.entered.set()
         assert self.release.wait(20), "gate never released"
         return None
+
+    def wait_calls(self, count: int) -> bool:
+        """Wait (bounded) until ``count`` calls are held."""
+        deadline = time.monotonic() + 10
+        while self.calls < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.calls >= count
+
+
+def _lane(rpc: FakeRpc, node: str) -> list[tuple[str, list[Any]]]:
+    """The job-queue calls one candidate got, in order (each lane calls one node)."""
+    return [(proc, args) for proc, nodes, args in rpc.calls
+            if proc.startswith("jobqueue_") and node in nodes]
 
 
 def _setup(tmp_path, clock=None, resync_interval=driver.QUEUE_RESYNC_INTERVAL, **kw):
@@ -118,7 +133,7 @@ def test_job_updates_coalesce_and_renames_keep_their_place(tmp_path) -> None:
     rpc.set_handler("jobqueue_update_many", gate)
     try:
         rep.replicate_job_files({os.path.join(q, "job-1"): b"1a"})
-        assert gate.entered.wait(10)
+        assert gate.wait_calls(2)                    # both lanes hold 1a on the wire
         rep.replicate_job_files({os.path.join(q, "job-1"): b"1b",
                                  os.path.join(q, "job-2"): b"2a"})
         rep.replicate_job_file(os.path.join(q, "job-1"), b"1c")
@@ -128,10 +143,8 @@ def test_job_updates_coalesce_and_renames_keep_their_place(tmp_path) -> None:
     finally:
         gate.release.set()
     assert rep.flush(timeout=10)
-    sent = [(proc, args) for proc, nodes, args in rpc.calls
-            if proc.startswith("jobqueue_")]
-    assert all(nodes == [node_name(2), node_name(3)] for _, nodes, _ in rpc.calls)
-    assert sent == [
+    assert all(len(nodes) == 1 for _, nodes, _ in rpc.calls)      # one call per lane
+    assert _lane(rpc, node_name(2)) == _lane(rpc, node_name(3)) == [
         ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
         ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1c"],
                                    ["/var/lib/ganeti/queue/job-2", "2a"]]]),
@@ -158,7 +171,7 @@ def test_queue_copy_to_a_new_candidate_is_ordered_with_updates(tmp_path) -> None
     rpc.set_handler("jobqueue_update_many", gate)
     try:
         rep.replicate_job_files({job1: b"1a"})
-        assert gate.entered.wait(10)
+        assert gate.wait_calls(2)
         write(job1, b"1b")
         rep.replicate_queue_to([node_name(3)])
         write(job1, b"1c")            # the copy reads what is on disk when it is sent
@@ -166,13 +179,16 @@ def test_queue_copy_to_a_new_candidate_is_ordered_with_updates(tmp_path) -> None
     finally:
         gate.release.set()
     assert rep.flush(timeout=10)
-    both = [node_name(2), node_name(3)]
-    assert rpc.calls == [
-        ("jobqueue_update_many", both, [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
-        ("jobqueue_sync", [node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1c"],
-                                            ["/var/lib/ganeti/queue/serial", "1\n"]],
-                                           ["job-1", "serial"], 1]),
-        ("jobqueue_update_many", both, [[["/var/lib/ganeti/queue/job-1", "1c"]]]),
+    assert _lane(rpc, node_name(3)) == [
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
+        ("jobqueue_sync", [[["/var/lib/ganeti/queue/job-1", "1c"],
+                            ["/var/lib/ganeti/queue/serial", "1\n"]],
+                           ["job-1", "serial"], 1]),
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1c"]]]),
+    ]
+    assert _lane(rpc, node_name(2)) == [        # the copy is for node3 only
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1a"]]]),
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "1c"]]]),
     ]
     rep.stop(timeout=5)
 
@@ -183,14 +199,14 @@ def test_drain_flag_changes_coalesce_to_the_last(tmp_path) -> None:
     rpc.set_handler("jobqueue_update_many", gate)
     try:
         rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"1")
-        assert gate.entered.wait(10)
+        assert gate.wait_calls(2)
         rep.replicate_drain_flag(True)
         rep.replicate_drain_flag(False)
     finally:
         gate.release.set()
     assert rep.flush(timeout=10)
-    assert [(proc, nodes, args) for proc, nodes, args in rpc.calls][1:] == [
-        ("jobqueue_set_drain_flag", [node_name(2), node_name(3)], [False])]
+    for node in (node_name(2), node_name(3)):
+        assert _lane(rpc, node)[1:] == [("jobqueue_set_drain_flag", [False])]
     rep.stop(timeout=5)
 
 
@@ -208,34 +224,34 @@ def test_a_candidate_that_missed_updates_gets_the_whole_queue(tmp_path) -> None:
     update(os.path.join(q, "job-1"), b"1")
     assert rep.flush(timeout=10)
     # no copy at once: the first resync waits one interval
-    assert [c[0] for c in rpc.calls] == ["jobqueue_update_many"]
+    assert [c[0] for c in _lane(rpc, node_name(3))] == ["jobqueue_update_many"]
     clock.advance(driver.QUEUE_RESYNC_INTERVAL)
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
-    assert [c[:2] for c in rpc.calls[1:]] == [
-        ("jobqueue_update_many", [node_name(2), node_name(3)]),
-        ("jobqueue_sync", [node_name(3)])]                  # failed: next try in 2 intervals
+    assert [c[0] for c in _lane(rpc, node_name(3))[1:]] == [
+        "jobqueue_update_many", "jobqueue_sync"]            # failed: next try in 2 intervals
     clock.advance(driver.QUEUE_RESYNC_INTERVAL)
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
-    assert [c[0] for c in rpc.calls[3:]] == ["jobqueue_update_many"]
+    assert [c[0] for c in _lane(rpc, node_name(3))[3:]] == ["jobqueue_update_many"]
     # the node is back; once the backoff has passed the next operation brings it all
     rpc.set_result("jobqueue_update_many", node_name(3), None)
     rpc.set_result("jobqueue_sync", node_name(3), [])
     clock.advance(driver.QUEUE_RESYNC_INTERVAL)
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
-    assert rpc.calls[4:] == [
-        ("jobqueue_update_many", [node_name(2), node_name(3)],
-         [[["/var/lib/ganeti/queue/job-2", "2"]]]),
-        ("jobqueue_sync", [node_name(3)], [[["/var/lib/ganeti/queue/job-1", "1"],
-                                            ["/var/lib/ganeti/queue/job-2", "2"],
-                                            ["/var/lib/ganeti/queue/serial", "2\n"]],
-                                           ["job-1", "job-2", "serial"], 2])]
+    assert _lane(rpc, node_name(3))[4:] == [
+        ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-2", "2"]]]),
+        ("jobqueue_sync", [[["/var/lib/ganeti/queue/job-1", "1"],
+                            ["/var/lib/ganeti/queue/job-2", "2"],
+                            ["/var/lib/ganeti/queue/serial", "2\n"]],
+                           ["job-1", "job-2", "serial"], 2])]
     # caught up: no more copies
     update(os.path.join(q, "job-2"), b"2")
     assert rep.flush(timeout=10)
-    assert [c[0] for c in rpc.calls[6:]] == ["jobqueue_update_many"]
+    assert [c[0] for c in _lane(rpc, node_name(3))[6:]] == ["jobqueue_update_many"]
+    # node2 never missed anything: updates only
+    assert {c[0] for c in _lane(rpc, node_name(2))} == {"jobqueue_update_many"}
     rep.stop(timeout=5)
 
 
@@ -358,46 +374,44 @@ def test_flush_waits_for_a_resync_in_flight(tmp_path) -> None:
     rep.stop(timeout=5)
 
 
-def test_a_stale_mark_from_a_carrying_push_wakes_the_idle_job_thread(tmp_path) -> None:
-    # The job thread idles with nobody stale (no timeout).  A job-file update
-    # is queued and the config thread takes it along before the job thread
-    # looked; the push misses node3, which becomes stale.  The job thread
-    # must now wait for node3's resync, not for the next job-file operation.
-    cfg, rpc, rep, paths = _setup(tmp_path, resync_interval=0.2, nodes=3)
-    os.makedirs(paths.queue_dir)
-    job1 = os.path.join(paths.queue_dir, "job-1")
-    synced = threading.Event()
-
-    def sync(node: str, args: list[Any]) -> list[str]:
-        synced.set()
-        return []
-
-    rpc.set_handler("jobqueue_sync", sync)
-    rep.replicate_job_file(job1, b"1")
-    assert rep.flush(timeout=10)
-    time.sleep(0.1)                   # let the job thread settle in its idle wait
-    rpc.set_failure("replicate_state", node_name(3), "down")
-    # play the config thread's steps under the replicator's lock, so that
-    # it takes the update before the job thread can see it (the race this
-    # test is about; the threads' own order is not under a test's control)
-    with rep._cond:
-        rep._plan.queue_job_op(FileUpdate({job1: b"1b"}))
-        rep._cond.notify_all()                        # as replicate_job_file
-        assert rep._plan.queue_config(cfg.get_serial_no() + 1, b"{}", {})
-        send = rep._plan.take_config()
-        assert send is not None and send.files
-    outcome = rep._push_config(send)
-    with rep._cond:
-        rep._plan.config_done(send, outcome)
-        rep._cond.notify_all()
-    assert rep.stale_candidates() == {node_name(3)}
+def test_a_held_candidate_delays_neither_the_quorum_nor_the_other_lanes(tmp_path) -> None:
+    # doc/design/replication.md, "Lanes": node3's request hangs (a paused node);
+    # node2 confirms every batch, and with the master that is a majority of 3
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    gate = Gate(nodes=(node_name(3),))
+    rpc.set_handler("jobqueue_update_many", gate)
     try:
-        assert synced.wait(5), "the idle job thread never resynced the stale candidate"
-        assert rep.flush(timeout=10)
-        assert rep.stale_candidates() == set()
-        assert rpc.calls_to("jobqueue_sync")[-1][0] == [node_name(3)]
+        for idx in range(1, 4):
+            seq = rep.replicate_job_files({os.path.join(paths.queue_dir, f"job-{idx}"): b"x"})
+            rep.wait_job_quorum(seq, timeout=10)        # no wait for node3
+            assert gate.wait_calls(1)
+        assert gate.calls == 1                          # node3 holds its first batch
+        assert len(_lane(rpc, node_name(2))) == 3       # node2 got all three, one by one
+        assert rep.flush(timeout=0.2) is False          # node3's lane is not done
     finally:
-        rep.stop(timeout=5)
+        gate.release.set()
+    assert rep.flush(timeout=10)
+    # node3 then gets what was queued meanwhile, in one request after the held one
+    assert [args for _, args in _lane(rpc, node_name(3))] == [
+        [[["/var/lib/ganeti/queue/job-1", "x"]]],
+        [[["/var/lib/ganeti/queue/job-2", "x"], ["/var/lib/ganeti/queue/job-3", "x"]]]]
+    rep.stop(timeout=5)
+
+
+def test_a_config_push_in_flight_does_not_hold_job_files(tmp_path) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    gate = Gate()
+    rpc.set_handler("replicate_state", gate)
+    try:
+        _tag(cfg, "a")
+        assert gate.entered.wait(10)                    # a config push on the wire
+        seq = rep.replicate_job_files({os.path.join(paths.queue_dir, "job-1"): b"1"})
+        rep.wait_job_quorum(seq, timeout=10)
+        assert all(args[2] == [] for _, args in rpc.calls_to("replicate_state"))
+    finally:
+        gate.release.set()
+    assert rep.flush(timeout=10)
+    rep.stop(timeout=5)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -461,7 +475,8 @@ def test_a_job_file_send_that_raises_makes_its_targets_stale(tmp_path, caplog,
     clock.advance(driver.QUEUE_RESYNC_INTERVAL)
     rep.replicate_drain_flag(False)
     assert rep.flush(timeout=10)
-    assert [nodes for nodes, _ in rpc.calls_to("jobqueue_sync")] == [sorted(stale)]
+    # (one copy per lane)
+    assert sorted(n for nodes, _ in rpc.calls_to("jobqueue_sync") for n in nodes) == sorted(stale)
     assert rep.stale_candidates() == set()
     rep.stop(timeout=5)
 

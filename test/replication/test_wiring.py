@@ -124,38 +124,8 @@ def test_job_files_go_to_candidates_only(tmp_path) -> None:
     assert rpc.calls_to("jobqueue_update") == []
 
 
-def test_job_files_ride_along_with_a_config_push(tmp_path) -> None:
+def test_job_files_are_sent_in_a_request_of_their_own(tmp_path) -> None:
     cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3, candidates=2)
-    rep.job_linger = 30.0        # the push below must carry them, however slow the machine
-    entered, release = threading.Event(), threading.Event()
-
-    def slow_push(node, args):
-        entered.set()
-        assert release.wait(10)
-        return []
-    rpc.set_handler("replicate_state", slow_push)
-    node = cfg.get_node_info_by_name(node_name(3))
-    node.tags.append("a")
-    cfg.update(node)
-    serial_a = cfg.get_serial_no()
-    assert entered.wait(10)                       # push of the first change is in flight
-    job_file = os.path.join(paths.queue_dir, "job-7")
-    rep.replicate_job_files({job_file: b'{"id": 7}'})
-    node.tags.append("b")
-    cfg.update(node)                              # a second push is now pending
-    release.set()
-    assert rep.flush(timeout=10)
-    assert serial_a < cfg.get_serial_no()
-    pushes = rpc.calls_to("replicate_state")
-    assert len(pushes) == 2
-    assert pushes[0][1][2] == []
-    assert pushes[1][1][2] == [["/var/lib/ganeti/queue/job-7", '{"id": 7}']]
-    assert rpc.calls_to("jobqueue_update_many") == []   # no request of their own
-
-
-def test_job_files_are_sent_alone_without_config_activity(tmp_path) -> None:
-    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3, candidates=2)
-    rep.job_linger = 30.0        # must not matter: no config push is pending
     rep.replicate_job_files({os.path.join(paths.queue_dir, "job-8"): b"{}"})
     assert rep.flush(timeout=10)
     (nodes, (files,)), = rpc.calls_to("jobqueue_update_many")
@@ -163,7 +133,7 @@ def test_job_files_are_sent_alone_without_config_activity(tmp_path) -> None:
     assert rpc.calls_to("replicate_state") == []
 
 
-def test_more_than_half_failing_is_logged_as_error(tmp_path, caplog) -> None:
+def test_a_missed_quorum_is_logged_as_error(tmp_path, caplog) -> None:
     cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=4)
     rpc.set_failure("jobqueue_update", node_name(2), "down")
     rpc.set_failure("jobqueue_update_many", node_name(2), "down")
@@ -176,7 +146,9 @@ def test_more_than_half_failing_is_logged_as_error(tmp_path, caplog) -> None:
     with caplog.at_level(logging.WARNING):
         rep.replicate_job_file(os.path.join(paths.queue_dir, "job-1"), b"{}")
         assert rep.flush(timeout=10)
-    assert [r.levelno for r in caplog.records] == [logging.ERROR, logging.ERROR]
+    # a warning per failing node, and an error: the file is on 2 of 4 candidates
+    assert sorted(r.levelno for r in caplog.records) == [logging.WARNING, logging.WARNING,
+                                                        logging.ERROR]
 
 
 def test_processor_waits_for_replication_before_success(tmp_path, monkeypatch) -> None:
