@@ -381,6 +381,11 @@ class JobQueue:
 
         An id above the queue serial is accepted and the serial raised to
         it, durably and before the job is registered, so ids never repeat.
+        The job is adopted only once its file is durable here and on a
+        strict majority of the master candidates, like a new job
+        (doc/design/replication.md, Invariant 1); otherwise
+        :class:`errors.JobQueueQuorumError` is raised and the job is not
+        adopted (its file stays; a later ``PickupJob`` may adopt it).
         A queued or waiting job is then scheduled like one loaded at
         start-up (a running one is failed, a canceling one canceled, see
         :meth:`load`); a finished job is only registered.
@@ -394,9 +399,14 @@ class JobQueue:
             with self._lock:
                 bump = self._table.reserve_existing(job_id)
             try:
-                if rewrite or bump:
-                    data = [(job_id, self._encode(job))] if rewrite else []
-                    self.storage.write_jobs(data, serial=bump)
+                # adopted means durable here and on a quorum, like a new job
+                # (doc/design/replication.md, Invariant 1): the file is
+                # written (and replicated) even when unchanged
+                self.storage.write_jobs([(job_id, self._encode(job))], serial=bump, quorum=True)
+            except errors.JobQueueQuorumError as exc:
+                raise errors.JobQueueQuorumError(
+                    f"Job {job_id} not picked up: {exc}; its file stays, pick it up"
+                    " again") from exc
             finally:
                 with self._lock:
                     self._table.unreserve([job_id])

@@ -135,3 +135,50 @@ def test_each_new_job_file_records_the_epoch_of_the_master_that_accepted_it(tmp_
     finally:
         q.shutdown(5)
     assert _on_disk(paths, first)["epoch"] == 4 and _on_disk(paths, second)["epoch"] == 5
+
+
+def _job_file_for_pickup(paths: Paths, job_id: int) -> None:
+    """A queued job file written by another process (as PickupJob expects)."""
+    q = _queue(Paths(root=str(paths.root) + "-other"), Quorum())
+    try:
+        other = q.submit_job([{"OP_ID": "OP_TEST_DELAY", "duration": 0}])
+    finally:
+        q.shutdown(5)
+    with open(os.path.join(str(paths.root) + "-other", "var/lib/ganeti/queue",
+                           f"job-{other}"), "rb") as fh:
+        data = serializer.loads(fh.read())
+    data["id"] = job_id
+    with open(os.path.join(paths.queue_dir, f"job-{job_id}"), "wb") as fh:
+        fh.write(serializer.dumps(data).encode())
+
+
+def test_a_picked_up_job_waits_for_its_quorum(tmp_path) -> None:
+    paths = Paths(root=str(tmp_path / "root"))
+    quorum = Quorum()
+    q = _queue(paths, quorum)
+    try:
+        _job_file_for_pickup(paths, 7)
+        q.pickup_job(7)
+        # the batch waited for holds the adopted job's file and the raised serial
+        names = {os.path.basename(p) for p in quorum.batches[quorum.waited[-1] - 1]}
+        assert {"job-7", "serial"} <= names
+        assert q.query_jobs([7], ["status"])[0] is not None
+    finally:
+        q.shutdown(5)
+
+
+def test_a_pickup_without_quorum_is_refused_and_can_be_repeated(tmp_path) -> None:
+    paths = Paths(root=str(tmp_path / "root"))
+    quorum = Quorum()
+    q = _queue(paths, quorum)
+    try:
+        _job_file_for_pickup(paths, 7)
+        quorum.fail = True
+        with pytest.raises(errors.JobQueueQuorumError, match="Job 7 not picked up"):
+            q.pickup_job(7)
+        assert q.query_jobs([7], ["status"]) == [None]      # not adopted
+        quorum.fail = False
+        q.pickup_job(7)                                     # the file stayed: adopted now
+        assert q.query_jobs([7], ["status"])[0] == ["queued"]
+    finally:
+        q.shutdown(5)
