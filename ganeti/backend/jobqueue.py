@@ -31,10 +31,14 @@ _KEEP_ON_PURGE = ("lock",)
 _JOB_FILE_RE = re.compile(r"job-([0-9]+)")
 
 
-def queue_file_path(ctx: NodeContext, file_name: str) -> str:
+def queue_file_path(ctx: NodeContext, file_name: str,
+                    resolved: dict[str, str] | None = None) -> str:
     """This node's path for a queue file name, refusing names escaping the queue.
 
-    Raises :class:`errors.OpExecError`.
+    ``resolved`` (one dict per request) remembers the real path of each
+    directory seen, so that a batch of files in one directory resolves it
+    once; a name whose last part is a symbolic link, ``.`` or ``..`` is
+    resolved in full every time.  Raises :class:`errors.OpExecError`.
     """
     if not file_name or "\x00" in file_name:
         raise errors.OpExecError(f"Invalid queue file name {file_name!r}")
@@ -43,9 +47,24 @@ def queue_file_path(ctx: NodeContext, file_name: str) -> str:
         candidate = ctx.local_path(file_name)
     else:
         candidate = os.path.join(queue_dir, file_name)
-    if not os.path.isdir(queue_dir):
-        os.makedirs(queue_dir, mode=0o750, exist_ok=True)
-    return ctx.inside(queue_dir, candidate, "queue file")
+    if resolved is None:
+        if not os.path.isdir(queue_dir):
+            os.makedirs(queue_dir, mode=0o750, exist_ok=True)
+        return ctx.inside(queue_dir, candidate, "queue file")
+    if "" not in resolved:
+        if not os.path.isdir(queue_dir):
+            os.makedirs(queue_dir, mode=0o750, exist_ok=True)
+        resolved[""] = os.path.realpath(queue_dir)
+    parent, base = os.path.split(candidate)
+    if base in ("", ".", "..") or os.path.islink(candidate):
+        return ctx.inside(queue_dir, candidate, "queue file")
+    if parent not in resolved:
+        resolved[parent] = os.path.realpath(parent)
+    real = os.path.join(resolved[parent], base)
+    top = resolved[""]
+    if real == top or not real.startswith(top.rstrip(os.sep) + os.sep):
+        raise errors.OpExecError(f"Refusing queue file {candidate!r}: not inside {queue_dir}")
+    return real
 
 
 def jobqueue_update(ctx: NodeContext, file_name: str, content: str) -> None:
@@ -77,20 +96,27 @@ def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
     if not isinstance(files, list):
         raise errors.OpExecError("files must be a list of [file_name, content]")
     checked: list[tuple[str, str, str]] = []
+    resolved: dict[str, str] = {}
     for entry in files:
         if not isinstance(entry, (list, tuple)) or len(entry) != 2 \
                 or not isinstance(entry[0], str) or not isinstance(entry[1], str):
             raise errors.OpExecError(f"Invalid queue file entry {entry!r}:"
                                      " expected [file_name, content]")
-        checked.append((entry[0], queue_file_path(ctx, entry[0]), entry[1]))
+        checked.append((entry[0], queue_file_path(ctx, entry[0], resolved), entry[1]))
     batch: dict[str, bytes] = {}
+    present: set[str] = set()
     for file_name, path, content in checked:
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
-        except OSError as exc:
-            raise errors.OpExecError(f"Cannot write queue file {file_name}: {exc}") from exc
-        # the parent may itself be a link: check again after creating it
-        ctx.inside(ctx.paths.queue_dir, path, "queue file")
+        parent = os.path.dirname(path)
+        if parent not in present:
+            if not os.path.isdir(parent):
+                try:
+                    os.makedirs(parent, mode=0o750, exist_ok=True)
+                except OSError as exc:
+                    raise errors.OpExecError(
+                        f"Cannot write queue file {file_name}: {exc}") from exc
+                # the parent may itself be a link: check again after creating it
+                ctx.inside(ctx.paths.queue_dir, path, "queue file")
+            present.add(parent)
         batch.pop(path, None)      # a later entry for the same file wins, in its place
         batch[path] = content.encode("utf-8")
     # a new job is acknowledged only once this returns on a quorum of the

@@ -37,6 +37,35 @@ def test_update_refuses_symlink_out(ctx, tmp_path) -> None:
     assert list(outside.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", [
+    "../config.data", "/var/lib/ganeti/config.data", "/var/lib/ganeti/queue/../config.data",
+    "/var/lib/ganeti/queue", "archive/../../x", "link/job-1", "job-link",
+], ids=["dotdot", "other-abs", "abs-dotdot", "queue-dir-itself", "nested-dotdot",
+        "dir-link-out", "file-link-out"])
+def test_a_batch_with_one_escaping_name_writes_nothing(ctx, tmp_path, name: str) -> None:
+    # the batch resolves each directory once (jobqueue.queue_file_path's
+    # ``resolved``): the same names as one by one are refused
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, os.path.join(ctx.paths.queue_dir, "link"))
+    os.symlink(outside / "target", os.path.join(ctx.paths.queue_dir, "job-link"))
+    with pytest.raises(errors.OpExecError):
+        jobqueue.jobqueue_update_many(ctx, [["job-1", "one"], ["archive/0/job-2", "two"],
+                                            [name, "evil"]])
+    assert list(outside.iterdir()) == []
+    assert not os.path.exists(os.path.join(ctx.paths.queue_dir, "job-1"))
+    assert not os.path.exists(ctx.paths.config_file)
+
+
+def test_a_batch_resolving_directories_once_writes_every_file(ctx) -> None:
+    jobqueue.jobqueue_update_many(ctx, [["job-1", "one"], ["/var/lib/ganeti/queue/job-2", "two"],
+                                        ["archive/0/job-3", "three"], ["job-1", "uno"]])
+    q = ctx.paths.queue_dir
+    assert open(os.path.join(q, "job-1")).read() == "uno"
+    assert open(os.path.join(q, "job-2")).read() == "two"
+    assert open(os.path.join(q, "archive", "0", "job-3")).read() == "three"
+
+
 def test_rename(ctx) -> None:
     jobqueue.jobqueue_update(ctx, "job-5", "five")
     jobqueue.jobqueue_rename(ctx, [["job-5", "archive/0/job-5"]])
