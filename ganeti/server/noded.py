@@ -4,7 +4,8 @@ Wire protocol (doc/protocols/rpc.md, "Response"): ``POST /<procedure>`` with a J
 list of positional arguments; the reply is ``[true, payload]`` or
 ``[false, "message"]`` with ``Server: Ganeti <version>`` and
 ``Connection: close`` (one request per connection), except on a kept
-connection (read-only procedures, :mod:`ganeti.server.noded_keepalive`).
+connection (read-only procedures and the job-queue replication writes,
+:mod:`ganeti.server.noded_keepalive`).
 
 Status codes:
 
@@ -180,7 +181,8 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
             self.method = head.method
             if served and not noded_keepalive.may_share(head):
                 self.send_json(400, [False, f"{_procedure(head)[:80]!r} needs a connection of"
-                                     " its own (only read-only procedures share one)"])
+                                     " its own (only read-only procedures and queue writes"
+                                     " share one)"])
                 return False
             if head.method == "POST" and _procedure(head) == diskstream.STREAM_PROCEDURE:
                 self.send_json(*self._receive_stream(parser))
