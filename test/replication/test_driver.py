@@ -377,7 +377,7 @@ def test_flush_waits_for_a_resync_in_flight(tmp_path) -> None:
 
 
 def test_a_held_candidate_delays_neither_the_quorum_nor_the_other_lanes(tmp_path) -> None:
-    # doc/design/replication.md, "Lanes": node3's request hangs (a paused node);
+    # doc/design/replication.md, "Job files: one lane per candidate": node3's request hangs (a paused node);
     # node2 confirms every batch, and with the master that is a majority of 3
     cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
     gate = Gate(nodes=(node_name(3),))

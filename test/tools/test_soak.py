@@ -19,13 +19,16 @@ def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
         [sys.executable, str(SOAK), "--cycles", "2", "--max-up", "0.3", "--idle", "20",
          "--noded-conns", "20", "--clients", "2", "--calls", "2", "--full-seconds", "1",
          "--probe-timeout", "5", "--rapi-requests", "200", "--failover-scenarios", "1",
-         "--master-rounds", "0", "--seed", "7"],
+         "--master-rounds", "0", "--rapi-memory-rounds", "1", "--rapi-memory-clients", "2",
+         "--export-imports", "2", "--seed", "7"],
         capture_output=True, text=True, timeout=230, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     figures = proc.stdout.split("== figures\n", 1)[1].splitlines()
     assert [line.split(":", 1)[0] for line in figures] == \
-        ["kill9", "fulldisk", "luxi-dos", "noded-dos", "rapi", "failover", "soak"]
-    kill9, fulldisk, luxi_dos, noded_dos, rapi, failover, verdict = figures
+        ["kill9", "fulldisk", "luxi-dos", "noded-dos", "rapi", "rapi-memory", "rapi-smuggle",
+         "failover", "exports", "master", "soak"]
+    (kill9, fulldisk, luxi_dos, noded_dos, rapi, rapi_memory, rapi_smuggle, failover, exports,
+     master, verdict) = figures
     assert re.match(r"kill9: cycles=2/2 acknowledged=\d+ lost=0 reused_ids=0 finished_changed=0 ",
                     kill9), kill9
     assert fulldisk.startswith("fulldisk: skipped (") or \
@@ -36,5 +39,11 @@ def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
                     noded_dos), noded_dos
     assert re.match(r"rapi: sent=200/200 connections=\d+ rate=\d+/s bad_answers=0 .*"
                     r"alive_after=True serial_unchanged=True", rapi), rapi
+    assert re.match(r"rapi-memory: rounds=1 .* big_not_refused=0 ", rapi_memory), rapi_memory
+    assert re.match(r"rapi-smuggle: routes=\d+ requests=\d+ accepted=0 .*serial_unchanged=True",
+                    rapi_smuggle), rapi_smuggle
     assert re.match(r"failover: scenarios=1 steps=6 .* violations=0 ", failover), failover
+    assert re.match(r"exports: imports=2/2 .* silently_accepted=0 leftovers=0 leaks=0 ",
+                    exports), exports
+    assert re.match(r"master: rounds=0/0 .* violations=0 ", master), master
     assert verdict == "soak: ok"
