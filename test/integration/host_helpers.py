@@ -18,7 +18,29 @@ import time
 from collections.abc import Sequence
 
 __all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls",
-           "qemu_reason"]
+           "qemu_reason", "process_tree"]
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, parents first: pausing a node daemon means
+    pausing its forked children too (its kept-connection children go on
+    serving node RPC on their own)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo and len(tree) < 1000:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
 
 
 def qemu_reason(binary: str = "qemu-system-x86_64") -> str:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from failover_helpers import MASTERD_ARGS, masterd_running
+from host_helpers import process_tree
 from master_history import Ack, History, Violation, check, count_by_kind
 from vcluster_harness import VirtualCluster
 
@@ -251,7 +252,9 @@ class Nemesis:
         self.note(f"kill -9 daemons of {node}")
 
     def pause(self, node: str) -> None:
-        pids = self.daemon_pids(node)
+        # the daemons' forked children too: a node daemon's kept-connection
+        # children would otherwise go on serving node RPC
+        pids = [member for pid in self.daemon_pids(node) for member in process_tree(pid)]
         for pid in pids:
             _signal(pid, signal.SIGSTOP)
         self.paused += pids

@@ -13,6 +13,7 @@ import ssl
 import time
 
 import pytest
+from host_helpers import process_tree
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 from ganeti import bootstrap, constants, crypto
@@ -384,7 +385,9 @@ def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
     stopped = bootstrap.daemon_pid(vc.paths("node3"), constants.NODED)
     assert killed and stopped
     os.kill(killed, signal.SIGKILL)
-    os.kill(stopped, signal.SIGSTOP)
+    paused = process_tree(stopped)       # its kept-connection children too
+    for pid in paused:
+        os.kill(pid, signal.SIGSTOP)
     try:
         # a hang fails the 60 s limit: the master's RPC timeouts are scaled to 0.05 (3 s
         # for "urgent"), so the unreachable nodes give up long before
@@ -394,7 +397,8 @@ def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
         assert rows["node2.vcluster"] in ("?", "-") and rows["node3.vcluster"] in ("?", "-")
         assert rows["node1.vcluster"] not in ("?", "-")
     finally:
-        os.kill(stopped, signal.SIGCONT)
+        for pid in paused:
+            os.kill(pid, signal.SIGCONT)
         bootstrap.stop_daemon(vc.paths("node3"), constants.NODED)
         for name in ("node2", "node3"):
             node = vc.cluster.node(name)

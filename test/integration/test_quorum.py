@@ -23,6 +23,7 @@ import time
 
 import pytest
 from failover_helpers import MASTERD_ARGS, failover, masterd_running
+from host_helpers import process_tree
 from vcluster_harness import VirtualCluster
 
 from ganeti import bootstrap, constants, luxi
@@ -182,26 +183,6 @@ def test_a_candidate_that_missed_jobs_gets_them_after_a_master_restart(vc):
     assert _wait(same)
 
 
-def _process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (noded's kept children serve the lanes)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [pid]
-    while todo and len(tree) < 1000:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
-
-
 def test_a_paused_candidate_does_not_hold_acknowledgements(vc):
     # doc/design/replication.md, "Job files: one lane per candidate": with three
     # candidates the master and one other hold a majority; the paused one's
@@ -210,7 +191,7 @@ def test_a_paused_candidate_does_not_hold_acknowledgements(vc):
     paused = [n for n in (N1, N2, N3) if n != master][1]
     pid = bootstrap.daemon_pid(vc.paths(paused), constants.NODED)
     assert pid is not None
-    stopped = _process_tree(pid)
+    stopped = process_tree(pid)
     for member in stopped:
         os.kill(member, signal.SIGSTOP)
     try:
