@@ -98,8 +98,8 @@ def test_node_evacuation_moves_running_instances_with_dependencies(vc):
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert _on(vc, N1) == [] and _on(vc, N2) == ["big", "dl1", "dl2", "sf1", "small1"]
-    assert rows(vc, "name,status", "sf1", "dl1", "dl2") == [
-        ["dl1", "running"], ["dl2", "ADMIN_down"], ["sf1", "running"]]
+    assert rows(vc, "name,status", "sf1", "dl1", "dl2") == [     # in the order given
+        ["sf1", "running"], ["dl1", "running"], ["dl2", "ADMIN_down"]]
     ids = _submitted(out)
     assert len(ids) == 4
     jobs = _client(vc).QueryJobs(ids, ["id", "status", "ops", "opexec", "end_ts"])

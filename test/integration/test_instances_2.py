@@ -133,8 +133,8 @@ def test_node_daemon_down_gives_error_nodedown(vc):
     paths = vc.paths(N3)
     bootstrap.stop_daemon(paths, constants.NODED, timeout=10.0)
     try:
-        assert rows(vc, "name,status", RUN3, RUN1) == [[RUN1, "running"],
-                                                       [RUN3, "ERROR_nodedown"]]
+        assert rows(vc, "name,status", RUN3, RUN1) == [[RUN3, "ERROR_nodedown"],  # as given
+                                                       [RUN1, "running"]]
         # an operation needing the node fails cleanly
         res = vc.run("gnt-instance", "reboot", RUN3)
         assert res.returncode != 0 and N3 in res.stdout + res.stderr
