@@ -29,6 +29,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from ganeti import (config, configfile, constants, errors, events, locking, luxi, query,
@@ -247,20 +248,28 @@ class LuxiDispatcher:
 
     def _job_list_frame(self, what: Any, fields: Any, qfilter: Any) -> bytes | None:
         """The ``Query`` response for the plain job list (``gnt-job list``:
-        the filter ``UNARCHIVED_FILTER`` alone, fields a job summary holds),
+        the filter ``UNARCHIVED_FILTER`` alone, fields a job summary holds)
+        and for the unfiltered listing of every job (archived ones included),
         its rows' JSON kept per finished job (:class:`SummaryRowCache`);
         None for any other query.  Byte for byte the frame of
         ``cmdlib_query.run_query``'s result: the unarchived jobs in id
         order, every cell normal.
         """
-        if (what != constants.QR_JOB or qfilter != cmdlib_query.UNARCHIVED_FILTER
+        if (what != constants.QR_JOB
+                or (qfilter != cmdlib_query.UNARCHIVED_FILTER and qfilter is not None)
                 or not fields or not SUMMARY_FIELDS.issuperset(fields)):
             return None   # (the arguments were checked: fields is a list of strings)
-        get_summaries = getattr(self.context.require_jqueue(), "get_summaries", None)
-        if get_summaries is None:   # (test fakes of the queue)
+        jq = self.context.require_jqueue()
+        get_summaries = getattr(jq, "get_summaries", None)
+        get_archived = getattr(jq, "get_archived_summaries", None)
+        if get_summaries is None or get_archived is None:   # (test fakes of the queue)
             return None
+        summaries = [s for s in get_summaries(None) if s is not None]
+        if qfilter is None:        # every job, the archived ones too (from memory)
+            summaries += get_archived(exclude={s.id for s in summaries})
+            summaries.sort(key=attrgetter("id"))
         fielddefs = query.query_fields(cmdlib_query.JOB_FIELDS, fields)["fields"]
-        rows = self._job_rows.rows_json(get_summaries(None), fields)
+        rows = self._job_rows.rows_json(summaries, fields)
         text = f'{{"success":true,"result":{{"fields":{serializer.dumps(fielddefs)},"data":{rows}}}}}'
         return text.encode("utf-8") + luxi.ETX
 
