@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 _CHUNK = 32768
 _POLL = 0.1
 _PIPE_GRACE = 2.0  # how long to wait for output after the command exited
+#: how long a finished exec request waits for the client's EOF before closing
+_CLIENT_EOF_WAIT = 2.0
 #: paramiko's per-connection messages (resets by clients that hang up early
 #: are normal); quiet unless --debug
 TRANSPORT_LOGGER = f"{__name__}.transport"
@@ -323,7 +325,7 @@ class SshServer:
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
-            _finish(chan, 127, f"cannot run {self.shell}: {exc}\n".encode())
+            _finish(chan, 127, f"cannot run {self.shell}: {exc}\n".encode(), wait_eof=True)
             return
         with self._lock:
             self._procs.add(proc)
@@ -361,7 +363,7 @@ class SshServer:
             with self._lock:
                 self._procs.discard(proc)
         code = proc.returncode
-        _finish(chan, code if code >= 0 else 128 - code, b"")
+        _finish(chan, code if code >= 0 else 128 - code, b"", wait_eof=True)
 
 
     def _run_pty(self, chan: paramiko.Channel, transport: paramiko.Transport,
@@ -488,7 +490,26 @@ def _pump_out(pipe: object, send: Callable[[bytes], None]) -> None:
             pass
 
 
-def _finish(chan: paramiko.Channel, status: int, stderr: bytes) -> None:
+def _wait_for_client_eof(chan: paramiko.Channel) -> None:
+    """Wait (bounded) until the client has sent its EOF on the channel.
+
+    paramiko answers an exec request (SUCCESS) only after
+    ``check_channel_exec_request`` returned, in the transport's thread, while
+    the command already runs in ours: a quick command could otherwise close
+    the channel before that answer is sent, and the client's ``exec_command``
+    then fails with "Channel closed" although the command ran.  A client sends
+    its EOF only after it got the answer (``ganeti.ssh`` always sends one), so
+    waiting for it orders the close after the answer; a client that never
+    sends one costs :data:`_CLIENT_EOF_WAIT` at most."""
+    deadline = time.monotonic() + _CLIENT_EOF_WAIT
+    while not (chan.eof_received or chan.closed) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _finish(chan: paramiko.Channel, status: int, stderr: bytes, *,
+            wait_eof: bool = False) -> None:
+    if wait_eof:
+        _wait_for_client_eof(chan)
     try:
         if stderr:
             chan.sendall_stderr(stderr)
