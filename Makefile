@@ -61,7 +61,7 @@ typecheck: venv
 
 # hail (ganeti-htools-3.0) is installed by debian-deps: its oracle tests must not skip.
 # As root, compat-deps has installed upstream's CLI: its tests must not skip either.
-# The 25 slowest tests are listed at the end: the suite must stay under 15 minutes.
+# The 25 slowest tests are listed at the end: `make test` must stay under 25 minutes.
 unit: venv
 	GANETI_TEST_REQUIRE_HAIL=1 GANETI_TEST_REQUIRE_UPSTREAM=$$([ "$$(id -u)" = 0 ] && echo 1) \
 	  $(VPY) -m pytest test --durations=25
