@@ -18,7 +18,29 @@ import time
 from collections.abc import Sequence
 
 __all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls",
-           "qemu_reason", "process_tree"]
+           "qemu_reason", "process_tree", "request_children"]
+
+
+def request_children(pid: int | None) -> set[int]:
+    """The children of the node daemon ``pid`` that serve (or served) a
+    connection, by their process name (empty when it runs none or is gone)."""
+    from ganeti.server.noded_spare import CHILD_COMM
+    if pid is None:
+        return set()
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = [int(x) for x in fh.read().split()]
+    except OSError:
+        return set()
+    found = set()
+    for child in children:
+        try:
+            with open(f"/proc/{child}/comm") as fh:
+                if fh.read().strip() == CHILD_COMM:
+                    found.add(child)
+        except OSError:
+            pass
+    return found
 
 
 def process_tree(pid: int) -> list[int]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from host_helpers import request_children
 from vcluster_harness import VirtualCluster
 
 from ganeti import bootstrap, constants
-from ganeti.server.noded_spare import CHILD_COMM
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -24,20 +24,7 @@ def _request_children(vc, node: str) -> set[int]:
     """The node daemon's children that serve (or served) a connection."""
     pid = bootstrap.daemon_pid(vc.paths(node), constants.NODED)
     assert pid is not None
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            children = [int(x) for x in fh.read().split()]
-    except OSError:
-        return set()
-    found = set()
-    for child in children:
-        try:
-            with open(f"/proc/{child}/comm") as fh:
-                if fh.read().strip() == CHILD_COMM:
-                    found.add(child)
-        except OSError:
-            pass
-    return found
+    return request_children(pid)
 
 
 def _settled(vc, node: str, want: set[int] | None = None) -> set[int]:

@@ -18,6 +18,7 @@ import sys
 import time
 
 import pytest
+from host_helpers import request_children
 from instance_helpers import NOCHECK, disk_files, fake_hv, status_of
 from vcluster_harness import VirtualCluster
 
@@ -491,22 +492,7 @@ def test_a_symlink_at_the_lock_path_is_refused_and_its_target_untouched(vc, tmp_
 
 
 def _noded_children(vc, node: str) -> set[int]:
-    from ganeti.server.noded_spare import CHILD_COMM
-    pid = bootstrap.daemon_pid(vc.paths(node), constants.NODED)
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            children = [int(x) for x in fh.read().split()]
-    except OSError:
-        return set()
-    found = set()
-    for child in children:
-        try:
-            with open(f"/proc/{child}/comm") as fh:
-                if fh.read().strip() == CHILD_COMM:
-                    found.add(child)
-        except OSError:
-            pass
-    return found
+    return request_children(bootstrap.daemon_pid(vc.paths(node), constants.NODED))
 
 
 def _alive(pid: int) -> bool:
