@@ -18,7 +18,21 @@ from typing import Any
 
 from ganeti import errors
 
-__all__ = ["ACCEPTED_AT_DEFAULT", "NULL_IS_DEFAULT", "is_default", "drop_defaults"]
+__all__ = ["ACCEPTED_AT_DEFAULT", "NULL_IS_DEFAULT", "NAMED_ONLY", "is_default",
+           "drop_defaults"]
+
+#: Ganeti 3.0's opcodes we do not implement but name: the iallocator answers
+#: and relocation plans carry them (doc/protocols/iallocator.md), burnin
+#: sends them (doc/burnin.md).  ``OP_ID`` -> {parameter: (annotation,
+#: required)}, the parameters we send (facts from Ganeti 3.0.2's opcode
+#: definitions); :mod:`ganeti.opcodes.wire` has a constant and a function
+#: for each, the envelope parameters added.
+NAMED_ONLY: dict[str, dict[str, tuple[str, bool]]] = {
+    "OP_INSTANCE_REPLACE_DISKS": {
+        "instance_name": ("str", True), "mode": ("str", True),
+        "disks": ("list[int]", False), "remote_node": ("str | None", False),
+        "iallocator": ("str | None", False), "early_release": ("bool", False)},
+}
 
 #: OP_ID -> {upstream parameter not implemented here: Ganeti 3.0's default}
 ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {

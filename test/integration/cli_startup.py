@@ -39,6 +39,7 @@ VERBS: tuple[tuple[str, ...], ...] = (
 ALLOWED_GANETI = frozenset({
     "ganeti", "ganeti.constants", "ganeti.errors", "ganeti.luxi", "ganeti.private",
     "ganeti.serializer", "ganeti.pathutils", "ganeti.ssconfstore", "ganeti.query",
+    "ganeti.opcodes", "ganeti.opcodes.wire",
     "ganeti.utils", "ganeti.utils.units", "ganeti.utils.pidfile",
     "ganeti.cli", "ganeti.cli.argparse_lite", "ganeti.cli.failure", "ganeti.cli.ipolicy_opts",
     "ganeti.cli.jobs", "ganeti.cli.main", "ganeti.cli.options", "ganeti.cli.output",

@@ -1,0 +1,213 @@
+"""Generate :mod:`ganeti.opcodes.wire` from the opcode classes.
+
+``tools/gen_opwire.py`` rewrites ``ganeti/opcodes/wire.py`` (``--check``
+exits 1 when the committed file is stale; so does
+``test/opcodes/test_wire.py``).  :func:`render` is pure: the registry and
+the names of the opcodes we only name (:data:`ganeti.opcodes.upstream.NAMED_ONLY`)
+in, the module's text out.  doc/design/contracts.md, "Adding an opcode".
+
+Each opcode gets a ``OP_*`` constant and one function named after its
+``OP_ID`` (``OP_INSTANCE_STARTUP`` -> ``instance_startup``): its required
+fields are positional-or-keyword, in declaration order, the others
+keyword-only with the default :data:`~ganeti.opcodes.wire.NOT_SENT`; the
+annotations are the fields' own, with ``Private`` written ``Any`` (a
+client sends the plain value, the master wraps it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+
+from ganeti import errors
+from ganeti.opcodes.base import OpCode
+
+__all__ = ["render", "current", "function_name", "WIRE_PATH"]
+
+#: the generated module
+WIRE_PATH = pathlib.Path(__file__).with_name("wire.py")
+
+#: names an annotation may use in the generated module (builtins and ``Any``)
+_KNOWN_NAMES = frozenset({"str", "int", "float", "bool", "None", "list", "dict", "Any"})
+_WIDTH = 100
+
+_HEADER = '''\
+"""Opcodes on the wire: one typed keyword function per opcode, returning its dict.
+
+GENERATED from the opcode classes by ``tools/gen_opwire.py``;
+do not edit (test/opcodes/test_wire.py fails when this file is stale).
+doc/design/contracts.md, "Adding an opcode".
+
+``instance_startup("web1", force=True)`` returns ``{"OP_ID":
+"OP_INSTANCE_STARTUP", "instance_name": "web1", "force": True}``: a
+keyword left out is not sent (the master applies the opcode class's
+default), a keyword given is sent as given, ``None`` included.
+:func:`drop_none` leaves out the ``None`` values instead (a front end's
+"option not given").  Code that names an opcode without building one (a
+table keyed by ``OP_ID``, a check of an answer) uses the ``OP_*``
+constants here, never a string: ``test/opcodes/test_no_op_literals.py``
+refuses ``"OP_..."`` literals outside ``ganeti/opcodes/``.
+
+Imports nothing at run time: the ``gnt-*`` commands build their opcodes
+with it and keep their start-up budget (doc/cli-startup.md).
+"""
+
+from __future__ import annotations
+
+# typing.TYPE_CHECKING without importing typing (the CLI's start-up path)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class _NotSent:
+    """The default of every optional keyword: the key is not sent."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_SENT"
+
+
+#: the default of every optional keyword: not sent (the master's default applies)
+NOT_SENT: Any = _NotSent()
+
+
+def _op(op_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not NOT_SENT}}
+
+
+def drop_none(op: dict[str, Any]) -> dict[str, Any]:
+    """``op`` without its ``None`` values (options a front end was not given)."""
+    return {k: v for k, v in op.items() if v is not None}
+
+'''
+
+
+def function_name(op_id: str) -> str:
+    """``OP_INSTANCE_STARTUP`` -> ``instance_startup``."""
+    if not op_id.startswith("OP_"):
+        raise errors.ProgrammerError(f"Opcode id {op_id!r} must start with 'OP_'")
+    return op_id[3:].lower()
+
+
+def _annotation(cls: type[OpCode], name: str) -> str:
+    """The source text of field ``name``'s annotation, ``Private`` written ``Any``."""
+    for klass in cls.__mro__:
+        text = klass.__dict__.get("__annotations__", {}).get(name)
+        if text is not None:
+            break
+    else:
+        raise errors.ProgrammerError(f"{cls.__name__}.{name} has no annotation")
+    if not isinstance(text, str):   # every opcode module uses postponed annotations
+        raise errors.ProgrammerError(f"{cls.__name__}.{name}: annotation is not a string")
+    return _checked(re.sub(r"\bPrivate\b", "Any", text), f"{cls.__name__}.{name}")
+
+
+def _checked(text: str, where: str) -> str:
+    """``text``, an annotation the generated module can write without imports."""
+    unknown = set(re.findall(r"[A-Za-z_]\w*", text)) - _KNOWN_NAMES
+    if unknown:
+        raise errors.ProgrammerError(
+            f"{where}: annotation {text!r} names {sorted(unknown)}, which the"
+            " generated module cannot import")
+    return text
+
+
+#: a parameter of a generated function: (name, annotation, required)
+Param = tuple[str, str, bool]
+
+
+def _params(cls: type[OpCode]) -> list[Param]:
+    """The fields of ``cls`` as parameters: its own first, then the envelope's."""
+    envelope = {f.name for f in dataclasses.fields(OpCode)}
+    fields = sorted(dataclasses.fields(cls), key=lambda f: f.name in envelope)
+    return [(f.name, _annotation(cls, f.name), _required(f)) for f in fields]
+
+
+def _named_only_params(op_id: str, table: Mapping[str, tuple[str, bool]]) -> list[Param]:
+    """The parameters of an opcode we only name: ``table``'s, then the envelope's."""
+    own = [(name, _checked(ann, f"{op_id}.{name}"), req) for name, (ann, req) in table.items()]
+    return own + _params(OpCode)
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _wrap(head: str, items: Sequence[str], tail: str, indent: str = " " * 8) -> list[str]:
+    """``head`` + ``items`` joined by ", " + ``tail``, wrapped at :data:`_WIDTH`."""
+    lines: list[str] = []
+    line = head
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else tail)
+        sep = "" if line.endswith(("(", "[", "{")) or not line.strip() else " "
+        if len(line) + len(sep) + len(piece) > _WIDTH and line.strip():
+            lines.append(line.rstrip())
+            line = indent + piece
+        else:
+            line = line + sep + piece
+    lines.append(line)
+    return lines
+
+
+def _docstring(text: str) -> list[str]:
+    """A one-paragraph docstring, wrapped at :data:`_WIDTH`."""
+    if len(text) + 10 <= _WIDTH:
+        return [f'    """{text}"""']
+    return textwrap.wrap(text, _WIDTH - 4, initial_indent='    """',
+                         subsequent_indent="    ") + ['    """']
+
+
+def _function(op_id: str, params: Sequence[Param], doc: str) -> list[str]:
+    """One opcode's function: required parameters positional, the others keyword-only."""
+    required = [f"{name}: {ann}" for name, ann, req in params if req]
+    optional = [f"{name}: {ann} = NOT_SENT" for name, ann, req in params if not req]
+    items = required + ["*"] + optional if optional else required
+    lines = ["", ""]
+    lines += _wrap(f"def {function_name(op_id)}(", items, ") -> dict[str, Any]:")
+    lines += _docstring(doc)
+    lines.append(f"    return _op({op_id}, locals())")
+    return lines
+
+
+def _doc(cls: type[OpCode]) -> str:
+    return (cls.__doc__ or cls.__name__).strip().splitlines()[0]
+
+
+def render(registry: Mapping[str, type[OpCode]],
+           named_only: Mapping[str, Mapping[str, tuple[str, bool]]]) -> str:
+    """The text of ``ganeti/opcodes/wire.py`` for ``registry`` (``OP_ID`` -> class)
+    and the opcodes ``named_only`` (``OP_ID`` -> {parameter: (annotation, required)})."""
+    ids = sorted(registry)
+    clash = sorted(set(ids) & set(named_only))
+    if clash:
+        raise errors.ProgrammerError(f"{clash} are implemented: not named-only")
+    every = sorted([*ids, *named_only])
+    exports = ["NOT_SENT", "OP_IDS", "drop_none", *every, *(function_name(i) for i in every)]
+    out = [_HEADER.rstrip("\n"), "", ""]
+    out += _wrap("__all__ = [", [f'"{name}"' for name in exports], "]", indent="    ")
+    out += ["", "#: the ``OP_ID`` of every opcode the master implements"]
+    out += [f'{op_id} = "{op_id}"' for op_id in ids]
+    out += _wrap("OP_IDS = frozenset({", ids, "})", indent="    ")
+    if named_only:
+        out += ["", "#: Ganeti's opcodes that documents we read or write name, not implemented"
+                    " here", "#: (ganeti/opcodes/upstream.py, NAMED_ONLY)"]
+        out += [f'{op_id} = "{op_id}"' for op_id in sorted(named_only)]
+    functions = {op_id: _function(op_id, _params(registry[op_id]), _doc(registry[op_id]))
+                 for op_id in ids}
+    for op_id, table in named_only.items():
+        functions[op_id] = _function(op_id, _named_only_params(op_id, table),
+                                     "Ganeti's opcode, not implemented here (see NAMED_ONLY).")
+    for op_id in every:
+        out += functions[op_id]
+    return "\n".join(out) + "\n"
+
+
+def current() -> str:
+    """The module's text for the opcodes as they are now."""
+    from ganeti.opcodes import registry, upstream
+    return render(registry.OP_REGISTRY, upstream.NAMED_ONLY)

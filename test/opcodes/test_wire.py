@@ -1,0 +1,152 @@
+"""ganeti/opcodes/wire.py: generated from the opcode classes, current, import-free.
+
+The committed module must be what ``tools/gen_opwire.py`` writes from the
+classes as they are (as trio checks its generated files); each function
+must have its class's fields with their annotations, send only the
+keywords given, and build a dict the master accepts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ganeti import errors, opcodes
+from ganeti.opcodes import OP_REGISTRY, upstream, wire, wiregen
+from ganeti.opcodes.base import OpCode, param
+
+REPO = wiregen.WIRE_PATH.parents[2]
+
+
+def test_committed_module_is_current() -> None:
+    assert wiregen.WIRE_PATH.read_text() == wiregen.current(), \
+        "ganeti/opcodes/wire.py is stale: run tools/gen_opwire.py"
+
+
+def test_the_freshness_check_sees_a_new_opcode() -> None:
+    @dataclass(kw_only=True)
+    class OpNodeFrobnicate(OpCode):
+        """Frobnicate a node."""
+        node_name: str
+        hard: bool = False
+
+    registry = {**OP_REGISTRY, OpNodeFrobnicate.OP_ID: OpNodeFrobnicate}
+    text = wiregen.render(registry, upstream.NAMED_ONLY)
+    assert text != wiregen.current()
+    assert "def node_frobnicate(node_name: str, *, hard: bool = NOT_SENT," in text
+    assert 'OP_NODE_FROBNICATE = "OP_NODE_FROBNICATE"' in text
+
+
+def test_the_generator_refuses_an_annotation_it_cannot_write() -> None:
+    import collections
+
+    @dataclass(kw_only=True)
+    class OpNodeOdd(OpCode):
+        """A field of a type the generated module could not name."""
+        counts: collections.Counter = param(None)
+
+    with pytest.raises(errors.ProgrammerError, match="Counter"):
+        wiregen.render({OpNodeOdd.OP_ID: OpNodeOdd}, {})
+
+
+def test_tools_script_checks_the_committed_file() -> None:
+    res = subprocess.run([sys.executable, str(REPO / "tools" / "gen_opwire.py"), "--check"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("op_id", sorted(OP_REGISTRY))
+def test_function_has_the_fields_of_its_class(op_id: str) -> None:
+    cls = OP_REGISTRY[op_id]
+    fn = getattr(wire, wiregen.function_name(op_id))
+    params = inspect.signature(fn).parameters
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    assert set(params) == set(fields)
+    for name, f in fields.items():
+        required = (f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING)
+        p = params[name]
+        assert (p.default is inspect.Parameter.empty) == required, name
+        assert p.kind == (inspect.Parameter.POSITIONAL_OR_KEYWORD if required
+                          else inspect.Parameter.KEYWORD_ONLY), name
+        assert p.annotation == re.sub(r"\bPrivate\b", "Any", str(f.type)), name
+    assert getattr(wire, op_id) == op_id
+    assert op_id in wire.OP_IDS
+
+
+def test_op_ids_are_the_registry() -> None:
+    assert wire.OP_IDS == frozenset(OP_REGISTRY)
+    assert not set(upstream.NAMED_ONLY) & wire.OP_IDS
+
+
+def _sample(cls: type[OpCode], f: dataclasses.Field) -> Any:
+    """A valid value for the required field ``f``."""
+    choices = f.metadata.get("choices")
+    if choices:
+        return sorted(choices)[0]
+    text = str(f.type)
+    if text.startswith("list"):
+        return []
+    return {"str": "x", "float": 1.0, "int": 1, "bool": True}[text]
+
+
+@pytest.mark.parametrize("op_id", sorted(OP_REGISTRY))
+def test_required_only_builds_the_opcode_the_master_accepts(op_id: str) -> None:
+    cls = OP_REGISTRY[op_id]
+    required = {f.name: _sample(cls, f) for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    data = getattr(wire, wiregen.function_name(op_id))(**required)
+    assert data == {"OP_ID": op_id, **required}       # no default is sent
+    op = opcodes.from_dict(data)
+    assert type(op) is cls
+
+
+def test_keywords_given_are_sent_as_given_none_included() -> None:
+    assert wire.instance_startup("web1", force=False, startup_paused=None) == {  # type: ignore[arg-type]
+        "OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "web1", "force": False,
+        "startup_paused": None}
+    assert wire.instance_startup(instance_name="web1") == {
+        "OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "web1"}
+    assert wire.tags_get(kind="cluster", name=None) == {
+        "OP_ID": "OP_TAGS_GET", "kind": "cluster", "name": None}
+
+
+def test_not_sent_and_drop_none_leave_keys_out() -> None:
+    op = wire.instance_migrate("web1", mode=None, cleanup=False, target_node=wire.NOT_SENT)
+    assert op == {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "web1", "mode": None,
+                  "cleanup": False}
+    assert wire.drop_none(op) == {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "web1",
+                                  "cleanup": False}
+
+
+def test_a_keyword_the_opcode_does_not_have_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        wire.node_remove(node_name="n1", no_such_parameter=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        wire.instance_startup()  # type: ignore[call-arg]
+
+
+def test_named_only_opcodes_have_a_constant_and_a_function() -> None:
+    assert wire.OP_INSTANCE_REPLACE_DISKS == "OP_INSTANCE_REPLACE_DISKS"
+    assert wire.instance_replace_disks("web1", "replace_new_secondary", remote_node="n2") == {
+        "OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": "web1",
+        "mode": "replace_new_secondary", "remote_node": "n2"}
+    with pytest.raises(errors.OpCodeError, match="Unknown opcode"):
+        opcodes.from_dict(wire.instance_replace_disks("web1", "replace_auto"))
+
+
+def test_importing_it_imports_nothing_else() -> None:
+    """The gnt-* start-up budget (doc/cli-startup.md): no typing, no opcode classes."""
+    code = ("import sys; before = set(sys.modules); import ganeti.opcodes.wire;"
+            " print(sorted(set(sys.modules) - before))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True, cwd=REPO)
+    assert res.stdout.strip() == str(sorted(["__future__", "ganeti", "ganeti.opcodes",
+                                             "ganeti.opcodes.wire"]))
