@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ganeti import cli, constants, errors
 from ganeti.client import gnt_instance as gi
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -17,10 +18,6 @@ __all__ = ["main", "commands", "LIST_DEFAULT_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["node", "export"]
 O = cli.Option
-
-
-def _op(op_id: str, **params: Any) -> dict[str, Any]:
-    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not None}}
 
 
 def _size(value: Any) -> int:
@@ -40,12 +37,11 @@ def export_instance(opts: Any, args: list[str]) -> int:
     """Export an instance to a node (exit 1 when the export failed)."""
     if not opts.node:
         return cli.usage_error(opts.command, "The target node (-n) is required")
-    result = cli.submit_or_send(_op(
-        "OP_BACKUP_EXPORT", instance_name=args[0], target_node=opts.node,
-        shutdown=opts.shutdown, shutdown_timeout=opts.shutdown_timeout,
-        remove_instance=opts.remove_instance, ignore_remove_failures=opts.ignore_remove_failures,
-        compress=opts.compress, mode=constants.EXPORT_MODE_LOCAL,
-        long_sleep=opts.long_sleep or None), opts)
+    result = cli.submit_or_send(wire.drop_none(wire.backup_export(
+        instance_name=args[0], target_node=opts.node, shutdown=opts.shutdown,
+        shutdown_timeout=opts.shutdown_timeout, remove_instance=opts.remove_instance,
+        ignore_remove_failures=opts.ignore_remove_failures, compress=opts.compress,
+        mode=constants.EXPORT_MODE_LOCAL, long_sleep=opts.long_sleep or wire.NOT_SENT)), opts)
     if result is None:   # --submit
         return 0
     finalized, disks = result
@@ -71,15 +67,19 @@ def import_instance(opts: Any, args: list[str]) -> int:
     pnode, snode = opts.node, None
     if pnode and ":" in pnode:
         pnode, snode = pnode.split(":", 1)
-    op = _op("OP_INSTANCE_CREATE", instance_name=args[0], mode=constants.INSTANCE_IMPORT,
-                src_node=opts.src_node, src_path=opts.src_dir, os_type=opts.os,
-                osparams=gi.parse_kv(opts.osparams), disk_template=opts.disk_template,
-                disks=disks, nics=nics, beparams=gi.parse_kv(opts.beparams),
-                hvparams=hvparams, hypervisor=hv, pnode=pnode, snode=snode,
-                iallocator=opts.iallocator, start=opts.start, name_check=opts.name_check,
-                ip_check=opts.ip_check, identify_defaults=opts.identify_defaults,
-                tags=[t for t in (opts.tags or "").split(",") if t],
-                file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver)
+    op = wire.drop_none(wire.instance_create(instance_name=args[0], mode=constants.INSTANCE_IMPORT,
+                                             src_node=opts.src_node, src_path=opts.src_dir,
+                                             os_type=opts.os, osparams=gi.parse_kv(opts.osparams),
+                                             disk_template=opts.disk_template, disks=disks,
+                                             nics=nics, beparams=gi.parse_kv(opts.beparams),
+                                             hvparams=hvparams, hypervisor=hv, pnode=pnode,
+                                             snode=snode, iallocator=opts.iallocator,
+                                             start=opts.start, name_check=opts.name_check,
+                                             ip_check=opts.ip_check,
+                                             identify_defaults=opts.identify_defaults,
+                                             tags=[t for t in (opts.tags or "").split(",") if t],
+                                             file_storage_dir=opts.file_storage_dir,
+                                             file_driver=opts.file_driver))
     cli.submit_or_send(op, opts)
     return 0
 
@@ -96,7 +96,7 @@ def list_exports(opts: Any, args: list[str]) -> int:
 
 def remove_export(opts: Any, args: list[str]) -> int:
     """Remove the exports of an instance."""
-    cli.submit_or_send(_op("OP_BACKUP_REMOVE", instance_name=args[0]), opts)
+    cli.submit_or_send(wire.backup_remove(instance_name=args[0]), opts)
     return 0
 
 

@@ -25,6 +25,7 @@ from ganeti.cli import ipolicy_opts
 from ganeti.client import gnt_cluster_master, tags_common
 from ganeti.client.cluster_common import masterd_args, node_ssh_targets
 from ganeti.client.gnt_cluster_crypto import renew_crypto, renew_crypto_opcode
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
     bootstrap.start_masterd(paths, extra_args=masterd_args())
     bootstrap.start_rapi(paths)
     cl = luxi.Client(paths.master_socket)
-    cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_POST_INIT"}, opts, cl, feedback_fn=None)
+    cli.submit_opcode_and_wait(wire.cluster_post_init(), opts, cl, feedback_fn=None)
     ssh_port = int(ndparams.get("ssh_port") or 22)
     why = bootstrap.record_own_host_key(paths, master_ip, ssh_port)
     if why is not None:
@@ -138,7 +139,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
                       f" {paths.known_hosts_file} ({why}); a console opened from another"
                       " node refuses this one until it is")
     if opts.master_netdev:
-        cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_ACTIVATE_MASTER_IP"}, opts, cl,
+        cli.submit_opcode_and_wait(wire.cluster_activate_master_ip(), opts, cl,
                                    feedback_fn=None)
     return cli.EXIT_SUCCESS
 
@@ -151,7 +152,7 @@ def destroy_cluster(opts: Any, args: list[str]) -> int:
         return cli.EXIT_FAILURE
     from ganeti import bootstrap, pathutils
     paths = pathutils.get_paths()
-    cli.submit_opcode_and_wait({"OP_ID": "OP_CLUSTER_DESTROY"}, opts)
+    cli.submit_opcode_and_wait(wire.cluster_destroy(), opts)
     bootstrap.stop_daemon(paths, constants.RAPI)
     bootstrap.stop_daemon(paths, constants.MASTERD)
     bootstrap.stop_daemon(paths, constants.NODED)
@@ -286,7 +287,7 @@ def _bool_arg(value: str | None) -> bool | None:
 
 def modify_cluster(opts: Any, args: list[str]) -> int:
     """Change cluster parameters (only the given ones)."""
-    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_SET_PARAMS"}
+    op: dict[str, Any] = wire.cluster_set_params()
     values = {
         "enabled_hypervisors": _csv(opts.enabled_hypervisors),
         "enabled_disk_templates": _csv(opts.enabled_disk_templates),
@@ -321,16 +322,16 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
 
 def redist_conf(opts: Any, args: list[str]) -> int:
     """Push the configuration and cluster files to all nodes again."""
-    _submit({"OP_ID": "OP_CLUSTER_REDIST_CONF"}, opts)
+    _submit(wire.cluster_redist_conf(), opts)
     return cli.EXIT_SUCCESS
 
 
 def verify_cluster(opts: Any, args: list[str]) -> int:
     """Verify the cluster; exit 1 when errors were found."""
-    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_VERIFY", "error_codes": opts.error_codes,
-                          "verbose": bool(opts.verbose),
-                          "skip_checks": _csv(opts.skip_checks) or [],
-                          "ignore_errors": _csv(opts.ignore_errors) or []}
+    op: dict[str, Any] = wire.cluster_verify(error_codes=opts.error_codes,
+                                             verbose=bool(opts.verbose),
+                                             skip_checks=_csv(opts.skip_checks) or [],
+                                             ignore_errors=_csv(opts.ignore_errors) or [])
     if opts.group_name:
         op["group_name"] = opts.group_name
     cl = cli.get_client(opts)
@@ -389,7 +390,7 @@ def verify_disks(opts: Any, args: list[str]) -> int:
     Exit 1 when a node could not be asked, a disk is missing or an
     activation failed.
     """
-    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_VERIFY_DISKS"}
+    op: dict[str, Any] = wire.cluster_verify_disks()
     if opts.group_name:
         op["group_name"] = opts.group_name
     cl = cli.get_client(opts)
@@ -412,8 +413,7 @@ def verify_disks(opts: Any, args: list[str]) -> int:
         for name in activate:
             cli.to_stdout(f"Activating disks for instance '{name}'")
             try:
-                cli.submit_opcode_and_wait({"OP_ID": "OP_INSTANCE_ACTIVATE_DISKS",
-                                            "instance_name": name}, opts, cl)
+                cli.submit_opcode_and_wait(wire.instance_activate_disks(instance_name=name), opts, cl)
             except errors.GanetiError as exc:
                 cli.to_stderr(f"Error activating disks for instance {name}:"
                               f" {cli.format_job_error(exc)}")
@@ -567,7 +567,7 @@ def copy_file(opts: Any, args: list[str]) -> int:
 
 def activate_master_ip(opts: Any, args: list[str]) -> int:
     """Activate the master IP address on the master node."""
-    _submit({"OP_ID": "OP_CLUSTER_ACTIVATE_MASTER_IP"}, opts)
+    _submit(wire.cluster_activate_master_ip(), opts)
     return cli.EXIT_SUCCESS
 
 
@@ -576,7 +576,7 @@ def deactivate_master_ip(opts: Any, args: list[str]) -> int:
     if not cli.confirm("This will disable the master IP. All the open connections to the"
                        " master IP will be closed.", forced=opts.confirm, flag="--yes"):
         return cli.EXIT_FAILURE
-    _submit({"OP_ID": "OP_CLUSTER_DEACTIVATE_MASTER_IP"}, opts)
+    _submit(wire.cluster_deactivate_master_ip(), opts)
     return cli.EXIT_SUCCESS
 
 

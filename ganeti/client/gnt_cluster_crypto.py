@@ -11,6 +11,7 @@ import os
 
 from ganeti import cli, constants, errors
 from ganeti.client.cluster_common import masterd_args, node_ssh_targets
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -46,10 +47,9 @@ def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
                                    " --new-rapi-certificate, --rapi-certificate,"
                                    " --new-cluster-domain-secret or --cluster-domain-secret",
                                    errors.ECODE_INVAL)
-    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_RENEW_CRYPTO",
-                          "new_cluster_certificate": bool(opts.new_cluster_cert),
-                          "new_rapi_cert": bool(opts.new_rapi_cert),
-                          "new_cluster_domain_secret": bool(opts.new_cds)}
+    op: dict[str, Any] = wire.cluster_renew_crypto(
+        new_cluster_certificate=bool(opts.new_cluster_cert), new_rapi_cert=bool(opts.new_rapi_cert),
+        new_cluster_domain_secret=bool(opts.new_cds))
     if opts.rapi_cert_file:
         op["rapi_cert_pem"] = _read_text(opts.rapi_cert_file, "RAPI certificate")
     if opts.cds_file:

@@ -6,6 +6,7 @@ import time
 
 from ganeti import cli
 from ganeti.client import relocation
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -23,15 +24,9 @@ def delay(opts: Any, args: list[str]) -> int:
         duration = float(args[0])
     except ValueError:
         return cli.usage_error(opts.command, f"invalid duration '{args[0]}' (seconds expected)")
-    op = {
-        "OP_ID": "OP_TEST_DELAY",
-        "duration": duration,
-        "on_master": opts.on_master,
-        "on_nodes": list(opts.on_nodes),
-        "repeat": opts.repeat,
-        "interruptible": opts.interruptible,
-        "no_locks": opts.no_locks,
-    }
+    op = wire.test_delay(duration=duration, on_master=opts.on_master, on_nodes=list(opts.on_nodes),
+                         repeat=opts.repeat, interruptible=opts.interruptible,
+                         no_locks=opts.no_locks)
     cli.submit_or_send(op, opts)
     return cli.EXIT_SUCCESS
 

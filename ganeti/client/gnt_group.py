@@ -10,6 +10,7 @@ from __future__ import annotations
 from ganeti import cli, constants, errors
 from ganeti.cli import ipolicy_opts
 from ganeti.client import relocation, tags_common
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _cluster_policy(opts: Any) -> Any:
 
 def add_group(opts: Any, args: list[str]) -> int:
     """Create an empty node group (``OP_GROUP_ADD``)."""
-    op = _group_params(opts, {"OP_ID": "OP_GROUP_ADD", "group_name": args[0]},
+    op = _group_params(opts, wire.group_add(group_name=args[0]),
                        _cluster_policy(opts))
     cli.submit_or_send(op, opts)
     return cli.EXIT_SUCCESS
@@ -75,7 +76,7 @@ def add_group(opts: Any, args: list[str]) -> int:
 
 def modify_group(opts: Any, args: list[str]) -> int:
     """Change a group's allocation policy and parameters (``OP_GROUP_SET_PARAMS``)."""
-    op = _group_params(opts, {"OP_ID": "OP_GROUP_SET_PARAMS", "group_name": args[0]},
+    op = _group_params(opts, wire.group_set_params(group_name=args[0]),
                        _effective_policy(opts, args[0]))
     if len(op) == 2:
         cli.to_stderr("Please give at least one of the parameters.")
@@ -90,21 +91,20 @@ def modify_group(opts: Any, args: list[str]) -> int:
 
 def remove_group(opts: Any, args: list[str]) -> int:
     """Remove an empty node group (``OP_GROUP_REMOVE``)."""
-    cli.submit_or_send({"OP_ID": "OP_GROUP_REMOVE", "group_name": args[0]}, opts)
+    cli.submit_or_send(wire.group_remove(group_name=args[0]), opts)
     return cli.EXIT_SUCCESS
 
 
 def rename_group(opts: Any, args: list[str]) -> int:
     """Rename a node group (``OP_GROUP_RENAME``)."""
-    cli.submit_or_send({"OP_ID": "OP_GROUP_RENAME", "group_name": args[0],
-                        "new_name": args[1]}, opts)
+    cli.submit_or_send(wire.group_rename(group_name=args[0], new_name=args[1]), opts)
     return cli.EXIT_SUCCESS
 
 
 def assign_nodes(opts: Any, args: list[str]) -> int:
     """Move nodes into a group (``OP_GROUP_ASSIGN_NODES``)."""
-    cli.submit_or_send({"OP_ID": "OP_GROUP_ASSIGN_NODES", "group_name": args[0],
-                        "nodes": args[1:], "force": bool(opts.force)}, opts)
+    cli.submit_or_send(wire.group_assign_nodes(group_name=args[0], nodes=args[1:],
+                                               force=bool(opts.force)), opts)
     return cli.EXIT_SUCCESS
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ganeti import cli, constants, errors
 from ganeti.cli.ipolicy_opts import IGNORE_IPOLICY_OPT
 from ganeti.client import relocation
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -18,10 +19,6 @@ __all__ = ["main", "commands", "LIST_DEFAULT_FIELDS", "parse_kv", "parse_indexed
            "parse_mods", "parse_hv"]
 
 LIST_DEFAULT_FIELDS = ["name", "hypervisor", "os", "pnode", "status", "oper_ram"]
-
-
-def _op(op_id: str, **params: Any) -> dict[str, Any]:
-    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not None}}
 
 
 # --- argument parsing ------------------------------------------------------------
@@ -278,18 +275,17 @@ def add_instance(opts: Any, args: list[str]) -> int:
     snode = None
     if pnode and ":" in pnode:
         pnode, snode = pnode.split(":", 1)
-    op = _op("OP_INSTANCE_CREATE", instance_name=name, mode=constants.INSTANCE_CREATE,
-             os_type=opts.os, osparams=parse_kv(opts.osparams),
-             osparams_private=parse_kv(opts.osparams_private) or None,
-             osparams_secret=parse_kv(opts.osparams_secret) or None, disk_template=template,
-             disks=disks, nics=nics, beparams=parse_kv(opts.beparams), hvparams=hvparams,
-             hypervisor=hv, pnode=pnode, snode=snode, iallocator=opts.iallocator,
-             start=opts.start,
-             no_install=opts.no_install, name_check=opts.name_check, ip_check=opts.ip_check,
-             tags=[t for t in (opts.tags or "").split(",") if t],
-             file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
-             ignore_ipolicy=opts.ignore_ipolicy or None,
-             opportunistic_locking=opts.opportunistic_locking or None)
+    op = wire.drop_none(wire.instance_create(
+        instance_name=name, mode=constants.INSTANCE_CREATE, os_type=opts.os,
+        osparams=parse_kv(opts.osparams),
+        osparams_private=parse_kv(opts.osparams_private) or wire.NOT_SENT,
+        osparams_secret=parse_kv(opts.osparams_secret) or None, disk_template=template, disks=disks,
+        nics=nics, beparams=parse_kv(opts.beparams), hvparams=hvparams, hypervisor=hv, pnode=pnode,
+        snode=snode, iallocator=opts.iallocator, start=opts.start, no_install=opts.no_install,
+        name_check=opts.name_check, ip_check=opts.ip_check,
+        tags=[t for t in (opts.tags or "").split(",") if t], file_storage_dir=opts.file_storage_dir,
+        file_driver=opts.file_driver, ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT,
+        opportunistic_locking=opts.opportunistic_locking or wire.NOT_SENT))
     cli.submit_or_send(op, opts)
     return 0
 
@@ -304,9 +300,9 @@ def remove_instance(opts: Any, args: list[str]) -> int:
     if not _confirm(opts, f"This will remove the volumes of the instance {name} (including"
                           " mirrors), thus removing all the data of the instance."):
         return 1
-    cli.submit_or_send(_op("OP_INSTANCE_REMOVE", instance_name=name,
-                           ignore_failures=opts.ignore_failures,
-                           shutdown_timeout=opts.shutdown_timeout), opts)
+    cli.submit_or_send(wire.drop_none(wire.instance_remove(instance_name=name,
+                                                           ignore_failures=opts.ignore_failures,
+                                                           shutdown_timeout=opts.shutdown_timeout)), opts)
     return 0
 
 
@@ -390,28 +386,26 @@ def _run_many(opts: Any, ops: list[dict[str, Any]] | None) -> int:
 def startup(opts: Any, args: list[str]) -> int:
     """Start instances."""
     names = _select(opts, args)
-    return _run_many(opts, [_op("OP_INSTANCE_STARTUP", instance_name=n, force=opts.force,
-                                no_remember=opts.no_remember,
-                                startup_paused=opts.startup_paused,
-                                beparams=parse_kv(opts.beparams),
-                                hvparams=parse_hv(opts.hvparams)[1]) for n in names]
+    return _run_many(opts, [wire.drop_none(wire.instance_startup(
+        instance_name=n, force=opts.force, no_remember=opts.no_remember,
+        startup_paused=opts.startup_paused, beparams=parse_kv(opts.beparams),
+        hvparams=parse_hv(opts.hvparams)[1])) for n in names]
                      if names is not None else None)
 
 
 def shutdown(opts: Any, args: list[str]) -> int:
     """Stop instances."""
     names = _select(opts, args)
-    return _run_many(opts, [_op("OP_INSTANCE_SHUTDOWN", instance_name=n, timeout=opts.timeout,
-                                no_remember=opts.no_remember) for n in names]
+    return _run_many(opts, [wire.drop_none(wire.instance_shutdown(
+        instance_name=n, timeout=opts.timeout, no_remember=opts.no_remember)) for n in names]
                      if names is not None else None)
 
 
 def reboot(opts: Any, args: list[str]) -> int:
     """Reboot instances."""
     names = _select(opts, args)
-    return _run_many(opts, [_op("OP_INSTANCE_REBOOT", instance_name=n,
-                                reboot_type=opts.reboot_type,
-                                shutdown_timeout=opts.shutdown_timeout) for n in names]
+    return _run_many(opts, [wire.drop_none(wire.instance_reboot(
+        instance_name=n, reboot_type=opts.reboot_type, shutdown_timeout=opts.shutdown_timeout)) for n in names]
                      if names is not None else None)
 
 
@@ -420,21 +414,20 @@ def failover(opts: Any, args: list[str]) -> int:
     if not _confirm(opts, f"Failover will happen to image {args[0]}. This requires a shutdown"
                           " of the instance. Continue?"):
         return 1
-    cli.submit_or_send(_op("OP_INSTANCE_FAILOVER", instance_name=args[0],
-                           target_node=opts.target_node, iallocator=opts.iallocator,
-                           ignore_consistency=opts.ignore_consistency,
-                           shutdown_timeout=opts.shutdown_timeout,
-                           ignore_ipolicy=opts.ignore_ipolicy or None), opts)
+    cli.submit_or_send(wire.drop_none(wire.instance_failover(
+        instance_name=args[0], target_node=opts.target_node, iallocator=opts.iallocator,
+        ignore_consistency=opts.ignore_consistency, shutdown_timeout=opts.shutdown_timeout,
+        ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT)), opts)
     return 0
 
 
 def migrate(opts: Any, args: list[str]) -> int:
     """Migrate an instance (live unless --non-live)."""
     mode = opts.migration_mode or (None if opts.live else constants.HT_MIGRATION_NONLIVE)
-    cli.submit_or_send(_op("OP_INSTANCE_MIGRATE", instance_name=args[0], mode=mode,
-                           target_node=opts.target_node, iallocator=opts.iallocator,
-                           cleanup=opts.cleanup, with_disks=opts.with_disks or None,
-                           ignore_ipolicy=opts.ignore_ipolicy or None), opts)
+    cli.submit_or_send(wire.drop_none(wire.instance_migrate(
+        instance_name=args[0], mode=mode, target_node=opts.target_node, iallocator=opts.iallocator,
+        cleanup=opts.cleanup, with_disks=opts.with_disks or wire.NOT_SENT,
+        ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT)), opts)
     return 0
 
 
@@ -442,18 +435,16 @@ def move(opts: Any, args: list[str]) -> int:
     """Move an instance by copying its disks."""
     if not opts.target_node:
         return cli.usage_error(opts.command, "The target node (-n) is required")
-    cli.submit_or_send(_op("OP_INSTANCE_MOVE", instance_name=args[0],
-                           target_node=opts.target_node,
-                           shutdown_timeout=opts.shutdown_timeout,
-                           ignore_ipolicy=opts.ignore_ipolicy or None), opts)
+    cli.submit_or_send(wire.drop_none(wire.instance_move(
+        instance_name=args[0], target_node=opts.target_node, shutdown_timeout=opts.shutdown_timeout,
+        ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT)), opts)
     return 0
 
 
 def rename(opts: Any, args: list[str]) -> int:
     """Rename an instance."""
-    result = cli.submit_or_send(_op("OP_INSTANCE_RENAME", instance_name=args[0],
-                                    new_name=args[1], name_check=opts.name_check,
-                                    ip_check=opts.ip_check), opts)
+    result = cli.submit_or_send(wire.drop_none(wire.instance_rename(
+        instance_name=args[0], new_name=args[1], name_check=opts.name_check, ip_check=opts.ip_check)), opts)
     if result:
         cli.to_stdout(f"Instance '{args[0]}' renamed to '{result}'")
     return 0
@@ -464,20 +455,18 @@ def modify(opts: Any, args: list[str]) -> int:
     if opts.no_hotplug and (opts.hotplug or opts.hotplug_if_possible):
         return cli.usage_error(opts.command, "--no-hotplug contradicts --hotplug")
     _, hvparams = parse_hv(opts.hvparams)
-    op = _op("OP_INSTANCE_SET_PARAMS", instance_name=args[0],
-             beparams=parse_kv(opts.beparams), hvparams=hvparams,
-             osparams=parse_kv(opts.osparams) if opts.osparams else None,
-             osparams_private=parse_kv(opts.osparams_private) if opts.osparams_private
-             else None,
-             os_name=opts.os,
-             offline=True if opts.offline else (False if opts.online else None),
-             disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"),
-             ignore_ipolicy=opts.ignore_ipolicy or None,
-             runtime_mem=_size(opts.runtime_mem, "runtime memory")
-             if opts.runtime_mem is not None else None,
-             force=True if opts.force else None,
-             hotplug=True if opts.hotplug else None,
-             hotplug_if_possible=True if opts.hotplug_if_possible else None)
+    op = wire.drop_none(wire.instance_set_params(
+        instance_name=args[0], beparams=parse_kv(opts.beparams), hvparams=hvparams,
+        osparams=parse_kv(opts.osparams) if opts.osparams else None,
+        osparams_private=parse_kv(opts.osparams_private) if opts.osparams_private else None,
+        os_name=opts.os, offline=True if opts.offline else (False if opts.online else None),
+        disks=parse_mods(opts.disks, "disk"), nics=parse_mods(opts.nics, "NIC"),
+        ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT,
+        runtime_mem=_size(opts.runtime_mem, "runtime memory")
+        if opts.runtime_mem is not None else None,
+        force=True if opts.force else wire.NOT_SENT,
+        hotplug=True if opts.hotplug else wire.NOT_SENT,
+        hotplug_if_possible=True if opts.hotplug_if_possible else wire.NOT_SENT))
     result = cli.submit_or_send(op, opts)
     if result:
         cli.to_stdout(f"Modified instance {args[0]}")
@@ -491,12 +480,11 @@ def reinstall(opts: Any, args: list[str]) -> int:
     if not _confirm(opts, f"This will reinstall the instance {args[0]} and remove all"
                           " data. Continue?"):
         return 1
-    cli.submit_or_send(_op("OP_INSTANCE_REINSTALL", instance_name=args[0], os_type=opts.os,
-                           osparams=parse_kv(opts.osparams) if opts.osparams else None,
-                           osparams_private=parse_kv(opts.osparams_private)
-                           if opts.osparams_private else None,
-                           osparams_secret=parse_kv(opts.osparams_secret)
-                           if opts.osparams_secret else None), opts)
+    cli.submit_or_send(wire.drop_none(wire.instance_reinstall(
+        instance_name=args[0], os_type=opts.os,
+        osparams=parse_kv(opts.osparams) if opts.osparams else None,
+        osparams_private=parse_kv(opts.osparams_private) if opts.osparams_private else None,
+        osparams_secret=parse_kv(opts.osparams_secret) if opts.osparams_secret else None)), opts)
     return 0
 
 
@@ -506,14 +494,14 @@ def grow_disk(opts: Any, args: list[str]) -> int:
         disk = int(args[1])
     except ValueError:
         return cli.usage_error(opts.command, f"Invalid disk index {args[1]!r}")
-    cli.submit_or_send(_op("OP_INSTANCE_GROW_DISK", instance_name=args[0], disk=disk,
-                           amount=_size(args[2], "amount"), absolute=opts.absolute), opts)
+    cli.submit_or_send(wire.drop_none(wire.instance_grow_disk(
+        instance_name=args[0], disk=disk, amount=_size(args[2], "amount"), absolute=opts.absolute)), opts)
     return 0
 
 
 def activate_disks(opts: Any, args: list[str]) -> int:
     """Assemble the disks of an instance and print where they are."""
-    result = cli.submit_or_send(_op("OP_INSTANCE_ACTIVATE_DISKS", instance_name=args[0]), opts)
+    result = cli.submit_or_send(wire.instance_activate_disks(instance_name=args[0]), opts)
     for node, iv_name, path in result or []:
         cli.to_stdout(f"{node}:{iv_name}:{path}")
     return 0
@@ -521,8 +509,8 @@ def activate_disks(opts: Any, args: list[str]) -> int:
 
 def deactivate_disks(opts: Any, args: list[str]) -> int:
     """Shut down the disks of an instance."""
-    cli.submit_or_send(_op("OP_INSTANCE_DEACTIVATE_DISKS", instance_name=args[0],
-                           force=opts.force), opts)
+    cli.submit_or_send(wire.drop_none(wire.instance_deactivate_disks(
+        instance_name=args[0], force=opts.force)), opts)
     return 0
 
 
@@ -534,7 +522,7 @@ def console(opts: Any, args: list[str]) -> int:
     cluster's SSH on a remote terminal elsewhere (:mod:`ganeti.client.console`);
     ``--show-cmd`` prints the command (elsewhere: the ``ssh`` command line).
     """
-    result = cli.submit_opcode_and_wait(_op("OP_INSTANCE_CONSOLE", instance_name=args[0]), opts)
+    result = cli.submit_opcode_and_wait(wire.instance_console(instance_name=args[0]), opts)
     if not isinstance(result, dict):
         cli.to_stdout(str(result))
         return 0
@@ -554,8 +542,8 @@ def show_info(opts: Any, args: list[str]) -> int:
     """Show static and runtime information of instances (YAML, doc/commands.md)."""
     if not args and not opts.show_all:
         return cli.usage_error(opts.command, "Give instance names or --all")
-    result = cli.submit_opcode_and_wait(_op("OP_INSTANCE_QUERY_DATA", instances=list(args),
-                                            static=opts.static), opts)
+    result = cli.submit_opcode_and_wait(wire.drop_none(wire.instance_query_data(
+        instances=list(args), static=opts.static)), opts)
     from ganeti.cli import info
     from ganeti.client.instance_info import format_instance_info
     info.print_info([format_instance_info(result[name], static=opts.static)

@@ -11,6 +11,7 @@ import os
 
 from ganeti import cli, constants, errors
 from ganeti.client import relocation, tags_common
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -51,8 +52,7 @@ def add_node(opts: Any, args: list[str]) -> int:
                          or constants.DEFAULT_NODED_PORT)
         cli.to_stdout(f"-- Setting up node {name} ({primary_ip}) over SSH")
         bootstrap.setup_node_ssh(paths, primary_ip, ssh_port=ssh_port, noded_port=noded_port)
-    op: dict[str, Any] = {"OP_ID": "OP_NODE_ADD", "node_name": name, "primary_ip": primary_ip,
-                          "readd": bool(opts.readd)}
+    op: dict[str, Any] = wire.node_add(node_name=name, primary_ip=primary_ip, readd=bool(opts.readd))
     if opts.secondary_ip:
         op["secondary_ip"] = opts.secondary_ip
     if opts.nodegroup:
@@ -69,7 +69,7 @@ def add_node(opts: Any, args: list[str]) -> int:
 
 def remove_node(opts: Any, args: list[str]) -> int:
     """Remove a node from the cluster (its node daemon stops and forgets the cluster)."""
-    cli.submit_or_send({"OP_ID": "OP_NODE_REMOVE", "node_name": args[0]}, opts)
+    cli.submit_or_send(wire.node_remove(node_name=args[0]), opts)
     return cli.EXIT_SUCCESS
 
 
@@ -79,8 +79,7 @@ def powercycle_node(opts: Any, args: list[str]) -> int:
     if not cli.confirm(f"Are you sure you want to hard powercycle node {name}?",
                        forced=opts.confirm, flag="--yes"):
         return 2
-    result = cli.submit_or_send({"OP_ID": "OP_NODE_POWERCYCLE", "node_name": name,
-                                 "force": bool(opts.force)}, opts)
+    result = cli.submit_or_send(wire.node_powercycle(node_name=name, force=bool(opts.force)), opts)
     if result:
         cli.to_stderr(str(result))
     return cli.EXIT_SUCCESS
@@ -135,7 +134,7 @@ def format_node_info(node: dict[str, Any]) -> list[tuple[str, Any]]:
 def modify_node(opts: Any, args: list[str]) -> int:
     """Change a node's roles and parameters (candidate, drained, offline...)."""
     from ganeti.client.gnt_cluster import parse_keyval
-    op: dict[str, Any] = {"OP_ID": "OP_NODE_SET_PARAMS", "node_name": args[0]}
+    op: dict[str, Any] = wire.node_set_params(node_name=args[0])
     for key in ("master_candidate", "drained", "offline", "master_capable", "vm_capable"):
         value = _yes_no(getattr(opts, key))
         if value is not None:
@@ -180,8 +179,7 @@ def list_storage(opts: Any, args: list[str]) -> int:
         raise errors.OpPrereqError(f"Unknown storage field(s): {', '.join(unknown)} (valid:"
                                    f" {', '.join(constants.VALID_STORAGE_FIELDS)})",
                                    errors.ECODE_INVAL)
-    op = {"OP_ID": "OP_NODE_QUERY_STORAGE", "nodes": list(args), "output_fields": fields,
-          "storage_type": opts.storage_type}
+    op = wire.node_query_storage(nodes=list(args), output_fields=fields, storage_type=opts.storage_type)
     rows = cli.submit_opcode_and_wait(op, opts) or []
     fdefs = [{"name": f, "title": STORAGE_FIELDS[f][0], "kind": STORAGE_FIELDS[f][1]}
              for f in fields]
@@ -200,17 +198,16 @@ def modify_storage(opts: Any, args: list[str]) -> int:
         changes[constants.SF_ALLOCATABLE] = _yes_no(opts.allocatable)
     if not changes:
         raise errors.OpPrereqError("No changes given (use --allocatable)", errors.ECODE_INVAL)
-    cli.submit_or_send({"OP_ID": "OP_NODE_MODIFY_STORAGE", "node_name": node,
-                        "storage_type": stype, "name": name, "changes": changes}, opts)
+    cli.submit_or_send(wire.node_modify_storage(node_name=node, storage_type=stype, name=name,
+                                                changes=changes), opts)
     return cli.EXIT_SUCCESS
 
 
 def repair_storage(opts: Any, args: list[str]) -> int:
     """Repair a storage unit: NODE STORAGE_TYPE NAME (OP_REPAIR_NODE_STORAGE)."""
     node, stype, name = args
-    cli.submit_or_send({"OP_ID": "OP_REPAIR_NODE_STORAGE", "node_name": node,
-                        "storage_type": stype, "name": name,
-                        "ignore_consistency": bool(opts.ignore_consistency)}, opts)
+    cli.submit_or_send(wire.repair_node_storage(node_name=node, storage_type=stype, name=name,
+                                                ignore_consistency=bool(opts.ignore_consistency)), opts)
     return cli.EXIT_SUCCESS
 
 

@@ -18,6 +18,7 @@ plan (the master refuses it when the config changed since).
 from __future__ import annotations
 
 from ganeti import cli, errors, serializer
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -175,9 +176,9 @@ def node_evacuate(opts: Any, args: list[str]) -> int:
         return cli.usage_error(opts.command, "Give only one of -p, -s and --all")
     if opts.remote_node and opts.iallocator:
         return cli.usage_error(opts.command, "Give either -n or -I, not both")
-    op = {"OP_ID": "OP_NODE_EVACUATE", "node_name": args[0],
-          "mode": chosen[0] if chosen else "all", "remote_node": opts.remote_node,
-          "iallocator": opts.iallocator, "early_release": opts.early_release}
+    op = wire.node_evacuate(node_name=args[0], mode=chosen[0] if chosen else "all",
+                            remote_node=opts.remote_node, iallocator=opts.iallocator,
+                            early_release=opts.early_release)
     if opts.with_disks:
         op["with_disks"] = True
     if not (opts.plan or opts.apply_plan or opts.submit_only) and not cli.confirm(
@@ -189,8 +190,8 @@ def node_evacuate(opts: Any, args: list[str]) -> int:
 def node_migrate(opts: Any, args: list[str]) -> int:
     """Migrate every primary instance off a node."""
     mode = opts.migration_mode or (None if opts.live else "non-live")
-    op = {"OP_ID": "OP_NODE_MIGRATE", "node_name": args[0], "mode": mode,
-          "target_node": opts.target_node, "iallocator": opts.iallocator}
+    op = wire.node_migrate(node_name=args[0], mode=mode, target_node=opts.target_node,
+                           iallocator=opts.iallocator)
     if opts.with_disks:
         op["with_disks"] = True
     if not opts.submit_only and not cli.confirm(
@@ -204,17 +205,15 @@ def node_migrate(opts: Any, args: list[str]) -> int:
 
 def change_group(opts: Any, args: list[str]) -> int:
     """Move an instance into another node group."""
-    op = {"OP_ID": "OP_INSTANCE_CHANGE_GROUP", "instance_name": args[0],
-          "target_groups": list(opts.to or []), "iallocator": opts.iallocator,
-          "early_release": opts.early_release}
+    op = wire.instance_change_group(instance_name=args[0], target_groups=list(opts.to or []),
+                                    iallocator=opts.iallocator, early_release=opts.early_release)
     return run_relocation(opts, op, check_target="instance_name")
 
 
 def group_evacuate(opts: Any, args: list[str]) -> int:
     """Move every instance of a group into other groups."""
-    op = {"OP_ID": "OP_GROUP_EVACUATE", "group_name": args[0],
-          "target_groups": list(opts.to or []), "iallocator": opts.iallocator,
-          "early_release": opts.early_release}
+    op = wire.group_evacuate(group_name=args[0], target_groups=list(opts.to or []),
+                             iallocator=opts.iallocator, early_release=opts.early_release)
     return run_relocation(opts, op, check_target="group_name")
 
 
@@ -235,8 +234,7 @@ def _batch_specs(path: str) -> list[dict[str, Any]]:
 
 def batch_create(opts: Any, args: list[str]) -> int:
     """Create the instances of a JSON spec file, placed together by the allocator."""
-    op = {"OP_ID": "OP_INSTANCE_MULTI_ALLOC", "instances": _batch_specs(args[0]),
-          "iallocator": opts.iallocator}
+    op = wire.instance_multi_alloc(instances=_batch_specs(args[0]), iallocator=opts.iallocator)
     result = cli.submit_or_send(op, opts)
     if result is None:
         return 0
@@ -313,15 +311,14 @@ def test_allocator(opts: Any, args: list[str]) -> int:
         disks = [{"size": int(s), "mode": "rw"} for s in _csv(opts.disks)]
     except ValueError:
         return cli.usage_error(opts.command, f"invalid --disks {opts.disks!r} (MiB,...)")
-    op: dict[str, Any] = {
-        "OP_ID": "OP_TEST_ALLOCATOR", "direction": opts.direction, "mode": opts.mode,
-        "name": args[0] if opts.mode in ("allocate", "relocate") else "",
-        "memory": opts.memory, "vcpus": opts.vcpus, "disks": disks,
-        "nics": [{"mac": "auto", "ip": None} for _ in range(opts.nics)], "os": opts.os,
-        "disk_template": opts.disk_template, "tags": _csv(opts.tags),
-        "instances": list(args) if opts.mode in ("node-evacuate", "change-group") else [],
-        "evac_mode": opts.evac_mode, "target_groups": _csv(opts.target_groups),
-        "relocate_from": _csv(opts.relocate_from), "iallocator": opts.iallocator}
+    op: dict[str, Any] = wire.test_allocator(
+        direction=opts.direction, mode=opts.mode,
+        name=args[0] if opts.mode in ("allocate", "relocate") else "", memory=opts.memory,
+        vcpus=opts.vcpus, disks=disks, nics=[{"mac": "auto", "ip": None} for _ in range(opts.nics)],
+        os=opts.os, disk_template=opts.disk_template, tags=_csv(opts.tags),
+        instances=list(args) if opts.mode in ("node-evacuate", "change-group") else [],
+        evac_mode=opts.evac_mode, target_groups=_csv(opts.target_groups),
+        relocate_from=_csv(opts.relocate_from), iallocator=opts.iallocator)
     if opts.mode == "multi-allocate":
         op["instances"] = [{"name": name, "disk_template": opts.disk_template,
                             "memory": opts.memory, "vcpus": opts.vcpus, "disks": disks,

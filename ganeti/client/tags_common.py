@@ -7,19 +7,17 @@ Each factory returns a ``commands`` table row for one tag kind
 from __future__ import annotations
 
 from ganeti import cli, constants
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["add_tags", "list_tags", "remove_tags", "search_tags", "FROM_FILE_OPT"]
 
 FROM_FILE_OPT = cli.Option("--from", dest="tags_source", default=None, metavar="FILE",
                            help="Read the tags from FILE (one a line, '-' for stdin)")
-
-
-def _op(op_id: str, **params: Any) -> dict[str, Any]:
-    return {"OP_ID": op_id, **params}
 
 
 def _split(kind: str, args: list[str]) -> tuple[str | None, list[str]]:
@@ -48,28 +46,29 @@ def _name_args(kind: str, extra_min: int) -> list[cli.Arg]:
             cli.ArgUnknown(min=extra_min, name="TAG")]
 
 
-def _change_tags(kind: str, op_id: str, description: str) -> cli.Command:
-    """An ``add-tags``/``remove-tags`` row: ``op_id`` with the given tags."""
+def _change_tags(kind: str, build: Callable[..., dict[str, Any]],
+                 description: str) -> cli.Command:
+    """An ``add-tags``/``remove-tags`` row: the opcode of ``build`` with the given tags."""
     def verb(opts: Any, args: list[str]) -> int:
         name, tags = _split(kind, args)
         tags = _extend_from_file(opts, tags)
         if not tags:
             return cli.usage_error(opts.command, "No tags given")
-        cli.submit_or_send(_op(op_id, kind=kind, name=name, tags=tags), opts)
+        cli.submit_or_send(build(kind=kind, name=name, tags=tags), opts)
         return 0
     return (verb, _name_args(kind, 0), [FROM_FILE_OPT, cli.SUBMIT_OPT], "", description)
 
 
 def add_tags(kind: str) -> cli.Command:
     """The ``add-tags`` row for ``kind``."""
-    return _change_tags(kind, "OP_TAGS_SET", f"Add tags to the {kind}")
+    return _change_tags(kind, wire.tags_set, f"Add tags to the {kind}")
 
 
 def list_tags(kind: str) -> cli.Command:
     """The ``list-tags`` row for ``kind``."""
     def verb(opts: Any, args: list[str]) -> int:
         name, _ = _split(kind, args)
-        result = cli.submit_opcode_and_wait(_op("OP_TAGS_GET", kind=kind, name=name), opts)
+        result = cli.submit_opcode_and_wait(wire.tags_get(kind=kind, name=name), opts)
         for tag in sorted(result or []):
             cli.to_stdout(tag)
         return 0
@@ -80,13 +79,13 @@ def list_tags(kind: str) -> cli.Command:
 
 def remove_tags(kind: str) -> cli.Command:
     """The ``remove-tags`` row for ``kind``."""
-    return _change_tags(kind, "OP_TAGS_DEL", f"Remove tags from the {kind}")
+    return _change_tags(kind, wire.tags_del, f"Remove tags from the {kind}")
 
 
 def search_tags() -> cli.Command:
     """The ``search-tags PATTERN`` row (gnt-cluster)."""
     def verb(opts: Any, args: list[str]) -> int:
-        result = cli.submit_opcode_and_wait(_op("OP_TAGS_SEARCH", pattern=args[0]), opts)
+        result = cli.submit_opcode_and_wait(wire.tags_search(pattern=args[0]), opts)
         if not result:
             return 1
         for path, tag in result:

@@ -42,6 +42,7 @@ from ganeti.objects import Instance
 from ganeti.opcodes.group import OpGroupEvacuate
 from ganeti.opcodes.instance import OpInstanceChangeGroup, OpInstanceCreate, OpInstanceMultiAlloc
 from ganeti.opcodes.node import OpNodeEvacuate, OpNodeMigrate
+from ganeti.opcodes import wire
 
 __all__ = ["LUNodeEvacuate", "LUNodeMigrate", "LUInstanceChangeGroup", "LUGroupEvacuate",
            "LUInstanceMultiAlloc"]
@@ -153,14 +154,13 @@ def _chain(jobs: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
 
 def _move_opcode(inst: Instance, target: str | None) -> dict[str, Any]:
     if inst.disk_template in LOCAL_TEMPLATES:     # only sent with with_disks
-        op: dict[str, Any] = {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": inst.name,
-                              "with_disks": True}
+        op: dict[str, Any] = wire.instance_migrate(instance_name=inst.name, with_disks=True)
         if target is not None:
             op["target_node"] = target
         return op
-    op_id = "OP_INSTANCE_MIGRATE" if inst.admin_state == constants.ADMINST_UP \
-        else "OP_INSTANCE_FAILOVER"
-    op = {"OP_ID": op_id, "instance_name": inst.name}
+    build = wire.instance_migrate if inst.admin_state == constants.ADMINST_UP \
+        else wire.instance_failover
+    op = build(instance_name=inst.name)
     if target is not None:
         op["target_node"] = target
     return op
@@ -207,8 +207,9 @@ class LUNodeEvacuate(_RelocationLU[OpNodeEvacuate]):
         jobs = []
         for inst in insts:
             if is_int_mirror(inst.disk_template):
-                jobs.append([{"OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": inst.name,
-                              "mode": "replace_new_secondary", "remote_node": self.remote_name}])
+                jobs.append([wire.instance_replace_disks(instance_name=inst.name,
+                                                         mode="replace_new_secondary",
+                                                         remote_node=self.remote_name)])
             else:
                 jobs.append([_move_opcode(inst, self.remote_name)])
         return _chain(jobs)
@@ -239,11 +240,11 @@ class LUNodeMigrate(_RelocationLU[OpNodeMigrate]):
                                               with_disks=self.op.with_disks)
 
     def adjust(self, op: dict[str, Any]) -> dict[str, Any]:
-        if op.get("OP_ID") not in ("OP_INSTANCE_MIGRATE", "OP_INSTANCE_FAILOVER"):
+        if op.get("OP_ID") not in (wire.OP_INSTANCE_MIGRATE, wire.OP_INSTANCE_FAILOVER):
             return op
-        new = {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": op["instance_name"],
-               "allow_runtime_changes": self.op.allow_runtime_changes,
-               "ignore_ipolicy": self.op.ignore_ipolicy}
+        new = wire.instance_migrate(instance_name=op["instance_name"],
+                                    allow_runtime_changes=self.op.allow_runtime_changes,
+                                    ignore_ipolicy=self.op.ignore_ipolicy)
         for key in ("target_node", "depends", "with_disks"):
             if key in op:
                 new[key] = op[key]
@@ -333,11 +334,11 @@ class LUInstanceMultiAlloc(NoHooksLU[OpInstanceMultiAlloc]):
             raise errors.OpPrereqError("No instances given", errors.ECODE_INVAL)
         for idx, data in enumerate(self.op.instances):
             fields = {k: v for k, v in data.items() if k != "OP_ID"}
-            if data.get("OP_ID", "OP_INSTANCE_CREATE") != "OP_INSTANCE_CREATE":
+            if data.get("OP_ID", wire.OP_INSTANCE_CREATE) != wire.OP_INSTANCE_CREATE:
                 raise errors.OpPrereqError(f"Instance {idx}: not an OP_INSTANCE_CREATE",
                                            errors.ECODE_INVAL)
             try:
-                create = opcodes.from_dict({**fields, "OP_ID": "OP_INSTANCE_CREATE"})
+                create = opcodes.from_dict({**fields, "OP_ID": wire.OP_INSTANCE_CREATE})
             except errors.GanetiError as exc:
                 raise errors.OpPrereqError(f"Instance {idx}: {exc}", errors.ECODE_INVAL) from None
             assert isinstance(create, OpInstanceCreate)

@@ -16,13 +16,14 @@ from typing import Any
 
 from ganeti import errors, serializer
 from ganeti.iallocator import document as doc
+from ganeti.opcodes import wire
 
 __all__ = ["Answer", "Move", "Failure", "parse_answer", "parse_data", "check_result",
            "RELOCATION_OPCODES", "MAX_SHOWN_OUTPUT"]
 
 #: Opcodes an evacuation or group change answer may contain.
-RELOCATION_OPCODES = frozenset(["OP_INSTANCE_MIGRATE", "OP_INSTANCE_FAILOVER",
-                                "OP_INSTANCE_REPLACE_DISKS"])
+RELOCATION_OPCODES = frozenset([wire.OP_INSTANCE_MIGRATE, wire.OP_INSTANCE_FAILOVER,
+                                wire.OP_INSTANCE_REPLACE_DISKS])
 #: Characters of a malformed answer quoted in the error.
 MAX_SHOWN_OUTPUT = 2000
 

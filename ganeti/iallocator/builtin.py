@@ -33,6 +33,7 @@ from ganeti import constants, errors
 from ganeti.iallocator import document as doc
 from ganeti.iallocator.model import (ClusterModel, GroupModel, InstanceModel, is_int_mirror,
                                      is_mirrored, not_mirrored_reason)
+from ganeti.opcodes import wire
 
 __all__ = ["allocate", "NAME", "migrate_opcode", "replace_secondary_opcode",
            "with_disks_opcode"]
@@ -159,8 +160,8 @@ def _best_secondary(model: ClusterModel, inst: InstanceModel, group: GroupModel,
 
 def migrate_opcode(inst: InstanceModel, target: str | None) -> dict[str, Any]:
     """Migrate (running) or fail over (stopped) ``inst``, to ``target`` unless DRBD."""
-    op_id = "OP_INSTANCE_MIGRATE" if inst.up else "OP_INSTANCE_FAILOVER"
-    op: dict[str, Any] = {"OP_ID": op_id, "instance_name": inst.name}
+    build = wire.instance_migrate if inst.up else wire.instance_failover
+    op = build(instance_name=inst.name)
     if target is not None and not is_int_mirror(inst.disk_template):
         op["target_node"] = target
     return op
@@ -168,14 +169,13 @@ def migrate_opcode(inst: InstanceModel, target: str | None) -> dict[str, Any]:
 
 def with_disks_opcode(inst: InstanceModel, target: str) -> dict[str, Any]:
     """Move ``inst`` and its local disks to ``target`` (live when it runs)."""
-    return {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": inst.name,
-            "target_node": target, "with_disks": True}
+    return wire.instance_migrate(instance_name=inst.name, target_node=target, with_disks=True)
 
 
 def replace_secondary_opcode(inst: InstanceModel, node: str) -> dict[str, Any]:
     """Give DRBD ``inst`` a new secondary ``node``."""
-    return {"OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": inst.name,
-            "mode": "replace_new_secondary", "remote_node": node}
+    return wire.instance_replace_disks(instance_name=inst.name, mode="replace_new_secondary",
+                                       remote_node=node)
 
 
 # --- request handlers -------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 from ganeti import errors
 from ganeti.iallocator import answer as answer_mod
 from ganeti.iallocator.model import ClusterModel, is_int_mirror
+from ganeti.opcodes import wire
 
 __all__ = ["answer_jobs", "make_plan", "check_plan", "PLAN_VERSION", "apply_opcode"]
 
@@ -59,7 +60,7 @@ def answer_jobs(jobs: list[list[dict[str, Any]]], *, early_release: bool = False
             new = copy.deepcopy(op)
             if "depends" in new:
                 new["depends"] = _check_depends(new["depends"], index)
-            if new["OP_ID"] == "OP_INSTANCE_REPLACE_DISKS" and early_release:
+            if new["OP_ID"] == wire.OP_INSTANCE_REPLACE_DISKS and early_release:
                 new["early_release"] = True
             for key, value in (extra or {}).items():
                 new.setdefault(key, copy.deepcopy(value))
@@ -76,12 +77,12 @@ def apply_opcode(model: ClusterModel, op: dict[str, Any]) -> tuple[str, list[str
         return name, [], []
     old = list(inst.nodes)
     new = list(old)
-    if op["OP_ID"] in ("OP_INSTANCE_MIGRATE", "OP_INSTANCE_FAILOVER"):
+    if op["OP_ID"] in (wire.OP_INSTANCE_MIGRATE, wire.OP_INSTANCE_FAILOVER):
         if is_int_mirror(inst.disk_template) and len(old) > 1:
             new = [old[1], old[0]] + old[2:]
         elif op.get("target_node"):
             new = [str(op["target_node"])]
-    elif op["OP_ID"] == "OP_INSTANCE_REPLACE_DISKS" and op.get("remote_node") and len(old) > 1:
+    elif op["OP_ID"] == wire.OP_INSTANCE_REPLACE_DISKS and op.get("remote_node") and len(old) > 1:
         new = [old[0], str(op["remote_node"])]
     if new != old and all(n in model.nodes for n in new):
         model.place(inst, new)

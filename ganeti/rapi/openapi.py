@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ganeti import constants
+from ganeti.opcodes import wire
 
 __all__ = ["OPENAPI_VERSION", "Param", "Doc", "DOCS", "document", "operation_id"]
 
@@ -131,7 +132,7 @@ DOCS: dict[tuple[str, str], Doc] = {
         media_type="text/event-stream"),
     ("PUT", "/2/redistribute-config"): Doc("Redistribute the configuration to all nodes"),
     ("PUT", "/2/modify"): Doc("Change cluster parameters",
-                              body=_opbody("OP_CLUSTER_SET_PARAMS")),
+                              body=_opbody(wire.OP_CLUSTER_SET_PARAMS)),
     **_tag_docs("/2/tags", "cluster"),
     ("GET", "/2/jobs"): Doc("Jobs", (_BULK,), result={"type": "array", "items": _OBJ}),
     ("GET", "/2/jobs/{job_id}"): Doc("One job", result=_OBJ),
@@ -155,7 +156,7 @@ DOCS: dict[tuple[str, str], Doc] = {
         body={"type": "string", "enum": ["master-candidate", "regular", "drained",
                                          "offline"]}),
     ("POST", _NODE + "/modify"): Doc("Change node parameters",
-                                     body=_opbody("OP_NODE_SET_PARAMS")),
+                                     body=_opbody(wire.OP_NODE_SET_PARAMS)),
     ("POST", _NODE + "/powercycle"): Doc("Power-cycle a node", (_FORCE,)),
     ("GET", _NODE + "/storage"): Doc(
         "Storage units of a node (a job; its result: one row of values per unit)",
@@ -169,19 +170,19 @@ DOCS: dict[tuple[str, str], Doc] = {
             "ignore_consistency", description="ignore the consistency of the disks"))),
     ("POST", _NODE + "/evacuate"): Doc(
         "Move a node's instances elsewhere (one job each; the result lists them)", (_PLAN,),
-        body=_opbody("OP_NODE_EVACUATE", mode={**_STR, "enum": list(constants.NODE_EVAC_MODES)},
+        body=_opbody(wire.OP_NODE_EVACUATE, mode={**_STR, "enum": list(constants.NODE_EVAC_MODES)},
                      remote_node=_STR, iallocator=_STR, early_release={"type": "boolean"},
                      with_disks={"type": "boolean"})),
     ("POST", _NODE + "/migrate"): Doc(
         "Migrate every primary instance off a node", body=_opbody(
-            "OP_NODE_MIGRATE", mode=_STR, live={"type": "boolean"}, target_node=_STR,
+            wire.OP_NODE_MIGRATE, mode=_STR, live={"type": "boolean"}, target_node=_STR,
             iallocator=_STR, with_disks={"type": "boolean"})),
     **_tag_docs(_NODE + "/tags", "node"),
     # instances
     ("GET", "/2/instances"): Doc("Instances", (_BULK,), result=_LIST),
     ("POST", "/2/instances"): Doc(
         "Create an instance (request version 1)",
-        body=_opbody("OP_INSTANCE_CREATE", ["__version__"],
+        body=_opbody(wire.OP_INSTANCE_CREATE, ["__version__"],
                      __version__={"type": "integer", "enum": [1]},
                      name={**_STR, "description": "alias of instance_name"},
                      os={**_STR, "description": "alias of os_type"},
@@ -194,9 +195,9 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("POST", _INST + "/reboot"): Doc("Reboot an instance", (
         Param("type", "str", "hard, soft or full"),
         Param("ignore_secondaries", description="ignore errors on secondary nodes")),
-        body=_opbody("OP_INSTANCE_REBOOT")),
+        body=_opbody(wire.OP_INSTANCE_REBOOT)),
     ("PUT", _INST + "/shutdown"): Doc("Shut an instance down", (_NO_REMEMBER,),
-                                      body=_opbody("OP_INSTANCE_SHUTDOWN")),
+                                      body=_opbody(wire.OP_INSTANCE_SHUTDOWN)),
     ("PUT", _INST + "/startup"): Doc("Start an instance", (_FORCE, _NO_REMEMBER)),
     ("POST", _INST + "/reinstall"): Doc(
         "Reinstall an instance (request version 1 in the body, or query parameters)",
@@ -207,28 +208,28 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("PUT", _INST + "/activate-disks"): Doc(
         "Activate an instance's disks",
         (Param("ignore_size", description="ignore the recorded disk sizes"),),
-        body=_opbody("OP_INSTANCE_ACTIVATE_DISKS")),
+        body=_opbody(wire.OP_INSTANCE_ACTIVATE_DISKS)),
     ("PUT", _INST + "/deactivate-disks"): Doc(
         "Deactivate an instance's disks", (_FORCE,),
-        body=_opbody("OP_INSTANCE_DEACTIVATE_DISKS")),
+        body=_opbody(wire.OP_INSTANCE_DEACTIVATE_DISKS)),
     ("PUT", _INST + "/rename"): Doc("Rename an instance", body=_opbody(
-        "OP_INSTANCE_RENAME", ["new_name"], new_name=_STR)),
+        wire.OP_INSTANCE_RENAME, ["new_name"], new_name=_STR)),
     ("PUT", _INST + "/modify"): Doc("Change instance parameters",
-                                    body=_opbody("OP_INSTANCE_SET_PARAMS")),
+                                    body=_opbody(wire.OP_INSTANCE_SET_PARAMS)),
     ("PUT", _INST + "/migrate"): Doc(
         "Live-migrate an instance (with_disks: also its local disks)",
-        body=_opbody("OP_INSTANCE_MIGRATE", with_disks={"type": "boolean"})),
+        body=_opbody(wire.OP_INSTANCE_MIGRATE, with_disks={"type": "boolean"})),
     ("PUT", _INST + "/failover"): Doc("Fail an instance over",
-                                      body=_opbody("OP_INSTANCE_FAILOVER")),
+                                      body=_opbody(wire.OP_INSTANCE_FAILOVER)),
     ("PUT", _INST + "/prepare-export"): Doc(
         "Prepare an export of an instance", (Param("mode", description="export mode"
                                                    " (only local)"),),
-        body=_opbody("OP_BACKUP_PREPARE")),
+        body=_opbody(wire.OP_BACKUP_PREPARE)),
     ("PUT", _INST + "/export"): Doc("Export an instance to a node", body=_opbody(
-        "OP_BACKUP_EXPORT", destination={**_STR, "description": "alias of target_node"})),
+        wire.OP_BACKUP_EXPORT, destination={**_STR, "description": "alias of target_node"})),
     ("POST", _INST + "/disk/{disk_index}/grow"): Doc(
         "Grow one disk of an instance", body=_opbody(
-            "OP_INSTANCE_GROW_DISK", ["amount"],
+            wire.OP_INSTANCE_GROW_DISK, ["amount"],
             amount={"type": "integer", "description": "MiB to add (the new size with"
                                                       " absolute)"},
             absolute={"type": "boolean"}, wait_for_sync={"type": "boolean"})),
@@ -238,28 +239,28 @@ DOCS: dict[tuple[str, str], Doc] = {
             k: _STR for k in ("instance", "kind", "message", "host", "user", "command")}}),
     ("PUT", _INST + "/change-group"): Doc(
         "Move an instance into another node group (jobs from the allocator)", (_PLAN,),
-        body=_opbody("OP_INSTANCE_CHANGE_GROUP", target_groups=_STRS, iallocator=_STR)),
+        body=_opbody(wire.OP_INSTANCE_CHANGE_GROUP, target_groups=_STRS, iallocator=_STR)),
     ("POST", "/2/instances-multi-alloc"): Doc(
         "Create many instances placed by one allocator request", body=_opbody(
-            "OP_INSTANCE_MULTI_ALLOC", ["instances"],
+            wire.OP_INSTANCE_MULTI_ALLOC, ["instances"],
             instances={"type": "array", "items": _OBJ}, iallocator=_STR)),
     **_tag_docs(_INST + "/tags", "instance"),
     # groups
     ("GET", "/2/groups"): Doc("Node groups", (_BULK,), result=_LIST),
     ("POST", "/2/groups"): Doc("Add a node group", body=_opbody(
-        "OP_GROUP_ADD", name={**_STR, "description": "alias of group_name"})),
+        wire.OP_GROUP_ADD, name={**_STR, "description": "alias of group_name"})),
     ("GET", _GROUP): Doc("One node group", result=_OBJ),
     ("DELETE", _GROUP): Doc("Remove a node group"),
     ("PUT", _GROUP + "/rename"): Doc("Rename a node group", body=_opbody(
-        "OP_GROUP_RENAME", ["new_name"], new_name=_STR)),
+        wire.OP_GROUP_RENAME, ["new_name"], new_name=_STR)),
     ("PUT", _GROUP + "/modify"): Doc("Change a node group's allocation policy, parameters"
                                      " and instance policy (doc/ipolicy.md)",
-                                     body=_opbody("OP_GROUP_SET_PARAMS")),
+                                     body=_opbody(wire.OP_GROUP_SET_PARAMS)),
     ("PUT", _GROUP + "/assign-nodes"): Doc("Move nodes into a group", body=_opbody(
-        "OP_GROUP_ASSIGN_NODES", ["nodes"], nodes=_STRS)),
+        wire.OP_GROUP_ASSIGN_NODES, ["nodes"], nodes=_STRS)),
     ("PUT", _GROUP + "/evacuate"): Doc(
         "Move every instance of a group into other groups", (_PLAN,),
-        body=_opbody("OP_GROUP_EVACUATE", target_groups=_STRS, iallocator=_STR)),
+        body=_opbody(wire.OP_GROUP_EVACUATE, target_groups=_STRS, iallocator=_STR)),
     **_tag_docs(_GROUP + "/tags", "node group"),
     # query2
     ("GET", "/2/query/{resource}"): Doc("Query a resource (query2)", (_FIELDS,), result=_OBJ),

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from ganeti import constants, errors, luxi, opcodes
 from ganeti.rapi import openapi, stream, uri
 from ganeti.rapi.opinput import ANY_JSON, NO_BODY, STRINGS, Body
+from ganeti.opcodes import wire
 
 __all__ = ["Ctx", "Route", "RawBody", "ROUTES", "FEATURES", "match", "dispatch", "dispatch_ops",
            "write_routes",
@@ -182,10 +183,6 @@ def _metrics(ctx: Ctx) -> RawBody:
 
 # --- helpers ------------------------------------------------------------------------------
 
-def _op(op_id: str, **params: Any) -> dict[str, Any]:
-    return {"OP_ID": op_id, **params}
-
-
 def _from_body(ctx: Ctx, fixed: dict[str, Any]) -> dict[str, Any]:
     """The row's opcode from its accepted body (:func:`dispatch` checked the keys
     and renamed the aliases) and the ``fixed`` values from the path."""
@@ -267,12 +264,11 @@ def _tags_routes(prefix: str, kind: str, arg: str | None) -> list[Route]:
         return ctx.args[arg] if arg else None
     return [
         Route(prefix, "GET", read=lambda c: c.call("QueryTags", kind, name(c) or ""),
-              opcode="OP_TAGS_GET"),
-        Route(prefix, "PUT", build=lambda c: [_op("OP_TAGS_SET", kind=kind, name=name(c),
-                                                  tags=_tags(c))], opcode="OP_TAGS_SET",
+              opcode=wire.OP_TAGS_GET),
+        Route(prefix, "PUT", build=lambda c: [wire.tags_set(kind=kind, name=name(c), tags=_tags(c))], opcode=wire.OP_TAGS_SET,
               body=STRINGS),
-        Route(prefix, "DELETE", build=lambda c: [_op("OP_TAGS_DEL", kind=kind, name=name(c),
-                                                     tags=_tags(c))], opcode="OP_TAGS_DEL",
+        Route(prefix, "DELETE", build=lambda c: [wire.tags_del(
+            kind=kind, name=name(c), tags=_tags(c))], opcode=wire.OP_TAGS_DEL,
               body=STRINGS),
     ]
 
@@ -328,7 +324,7 @@ def _node_role(ctx: Ctx) -> str:
     return _ROLE_NAMES.get(role, role)
 
 
-_ROLE_FLAGS = {
+_ROLE_FLAGS: dict[str, dict[str, Any]] = {
     "master-candidate": dict(master_candidate=True, offline=False, drained=False),
     "regular": dict(master_candidate=False, offline=False, drained=False),
     "drained": dict(master_candidate=False, offline=False, drained=True),
@@ -345,8 +341,8 @@ def _set_node_role(ctx: Ctx) -> list[dict[str, Any]]:
     flags = _ROLE_FLAGS.get(role)
     if flags is None:
         raise _bad(f"Unknown node role '{role}'")
-    return [_op("OP_NODE_SET_PARAMS", node_name=ctx.args["node"], force=ctx.qbool("force"),
-                auto_promote=ctx.qbool("auto-promote"), **flags)]
+    return [wire.node_set_params(node_name=ctx.args["node"], force=ctx.qbool("force"),
+                                 auto_promote=ctx.qbool("auto-promote"), **flags)]
 
 
 # --- instances ----------------------------------------------------------------------------
@@ -355,8 +351,8 @@ def _set_node_role(ctx: Ctx) -> list[dict[str, Any]]:
 #: ``instances`` entry of a multi-allocation): the opcode's parameters, with
 #: Ganeti's RAPI names ``name`` and ``os``
 _CREATE_ALIASES = {"name": "instance_name", "os": "os_type"}
-_CREATE_ENTRY = Body(op_id="OP_INSTANCE_CREATE", aliases=_CREATE_ALIASES)
-_CREATE_BODY = Body(op_id="OP_INSTANCE_CREATE", aliases=_CREATE_ALIASES,
+_CREATE_ENTRY = Body(op_id=wire.OP_INSTANCE_CREATE, aliases=_CREATE_ALIASES)
+_CREATE_BODY = Body(op_id=wire.OP_INSTANCE_CREATE, aliases=_CREATE_ALIASES,
                     extra=frozenset({"__version__"}))
 
 
@@ -397,11 +393,11 @@ def _instance_reinstall(ctx: Ctx) -> list[dict[str, Any]]:
     if not isinstance(start, bool):
         raise _bad("'start' must be a boolean")
     private = {key: body[key] for key in _REINSTALL_PRIVATE if body.get(key) is not None}
-    ops = [_op("OP_INSTANCE_SHUTDOWN", instance_name=_inst(ctx)),
-           _op("OP_INSTANCE_REINSTALL", instance_name=_inst(ctx), os_type=os_name,
-               osparams=osparams, **private)]
+    ops = [wire.instance_shutdown(instance_name=_inst(ctx)),
+           wire.instance_reinstall(instance_name=_inst(ctx), os_type=os_name, osparams=osparams,
+                                   **private)]
     if start:
-        ops.append(_op("OP_INSTANCE_STARTUP", instance_name=_inst(ctx), force=False))
+        ops.append(wire.instance_startup(instance_name=_inst(ctx), force=False))
     return ops
 
 
@@ -412,8 +408,8 @@ def _instance_reboot(ctx: Ctx) -> list[dict[str, Any]]:
 
 
 def _instance_startup(ctx: Ctx) -> list[dict[str, Any]]:
-    return [_op("OP_INSTANCE_STARTUP", instance_name=_inst(ctx), force=ctx.qbool("force"),
-                no_remember=ctx.qbool("no_remember"))]
+    return [wire.instance_startup(instance_name=_inst(ctx), force=ctx.qbool("force"),
+                                  no_remember=ctx.qbool("no_remember"))]
 
 
 def _instance_shutdown(ctx: Ctx) -> list[dict[str, Any]]:
@@ -457,7 +453,7 @@ def _instance_console(ctx: Ctx) -> Any:
     if not row["oper_state"]:
         raise errors.HttpError(f"Instance console unavailable: {row['name']} is not running",
                                503)
-    return _run_job(ctx, [_op("OP_INSTANCE_CONSOLE", instance_name=row["name"])])[0]
+    return _run_job(ctx, [wire.instance_console(instance_name=row["name"])])[0]
 
 
 def _run_job(ctx: Ctx, ops: list[dict[str, Any]]) -> list[Any]:
@@ -497,33 +493,34 @@ def _node_storage(ctx: Ctx) -> list[dict[str, Any]]:
     fields = ctx.qstr("output_fields")
     if not fields:
         raise _bad("Missing the required 'output_fields' parameter")
-    return [_op("OP_NODE_QUERY_STORAGE", nodes=[ctx.args["node"]],
-                storage_type=_storage_type(ctx), output_fields=fields.split(","))]
+    return [wire.node_query_storage(nodes=[ctx.args["node"]], storage_type=_storage_type(ctx),
+                                    output_fields=fields.split(","))]
 
 
-def _storage_unit_name(ctx: Ctx) -> str:
+def _storage_unit(ctx: Ctx) -> tuple[str, str]:
+    """The storage unit's ``(storage_type, name)``, both required."""
     name = ctx.qstr("name")
     if not name:
         raise _bad("Missing the required 'name' parameter")
-    if not _storage_type(ctx):
+    stype = _storage_type(ctx)
+    if not stype:
         raise _bad("Missing the required 'storage_type' parameter")
-    return name
+    return stype, name
 
 
 def _node_storage_modify(ctx: Ctx) -> list[dict[str, Any]]:
-    name = _storage_unit_name(ctx)
+    stype, name = _storage_unit(ctx)
     changes = {}
     if ctx.qstr(constants.SF_ALLOCATABLE) is not None:
         changes[constants.SF_ALLOCATABLE] = ctx.qbool(constants.SF_ALLOCATABLE)
-    return [_op("OP_NODE_MODIFY_STORAGE", node_name=ctx.args["node"],
-                storage_type=_storage_type(ctx), name=name, changes=changes)]
+    return [wire.node_modify_storage(node_name=ctx.args["node"], storage_type=stype, name=name,
+                                     changes=changes)]
 
 
 def _node_storage_repair(ctx: Ctx) -> list[dict[str, Any]]:
-    name = _storage_unit_name(ctx)
-    return [_op("OP_REPAIR_NODE_STORAGE", node_name=ctx.args["node"],
-                storage_type=_storage_type(ctx), name=name,
-                ignore_consistency=ctx.qbool("ignore_consistency"))]
+    stype, name = _storage_unit(ctx)
+    return [wire.repair_node_storage(node_name=ctx.args["node"], storage_type=stype, name=name,
+                                     ignore_consistency=ctx.qbool("ignore_consistency"))]
 
 
 def _relocation(path: str, method: str, op_id: str, key: str, arg: str) -> Route:
@@ -582,9 +579,9 @@ ROUTES: list[Route] = [
     Route("/2/features", "GET", read=lambda c: list(FEATURES)),
     Route("/2/openapi.json", "GET", read=lambda c: openapi.document(ROUTES)),
     Route("/2/os", "GET", read=_os_list),
-    Route("/2/redistribute-config", "PUT", build=lambda c: [_op("OP_CLUSTER_REDIST_CONF")],
-          opcode="OP_CLUSTER_REDIST_CONF"),
-    _op_row("/2/modify", "PUT", "OP_CLUSTER_SET_PARAMS"),
+    Route("/2/redistribute-config", "PUT", build=lambda c: [wire.cluster_redist_conf()],
+          opcode=wire.OP_CLUSTER_REDIST_CONF),
+    _op_row("/2/modify", "PUT", wire.OP_CLUSTER_SET_PARAMS),
     *_tags_routes("/2/tags", constants.TAG_CLUSTER, None),
     Route("/2/jobs", "GET", read=_jobs),
     Route("/2/jobs/{job_id}", "GET", read=_job),
@@ -596,81 +593,78 @@ ROUTES: list[Route] = [
                                                      N_FIELDS)),
     Route(_NODE, "GET", read=_node_get),
     Route(_NODE + "/role", "GET", read=_node_role),
-    Route(_NODE + "/role", "PUT", build=_set_node_role, opcode="OP_NODE_SET_PARAMS",
+    Route(_NODE + "/role", "PUT", build=_set_node_role, opcode=wire.OP_NODE_SET_PARAMS,
           body=ANY_JSON),     # a bare JSON string, checked by the row
-    _op_row(_NODE + "/modify", "POST", "OP_NODE_SET_PARAMS", args=_NODE_ARG),
+    _op_row(_NODE + "/modify", "POST", wire.OP_NODE_SET_PARAMS, args=_NODE_ARG),
     Route(_NODE + "/powercycle", "POST",
-          build=lambda c: [_op("OP_NODE_POWERCYCLE", node_name=c.args["node"],
-                               force=c.qbool("force"))], opcode="OP_NODE_POWERCYCLE"),
-    Route(_NODE + "/storage", "GET", build=_node_storage, opcode="OP_NODE_QUERY_STORAGE",
+          build=lambda c: [wire.node_powercycle(node_name=c.args["node"], force=c.qbool("force"))], opcode=wire.OP_NODE_POWERCYCLE),
+    Route(_NODE + "/storage", "GET", build=_node_storage, opcode=wire.OP_NODE_QUERY_STORAGE,
           access="write"),      # the LU locks nodes: write-only, as in Ganeti
     Route(_NODE + "/storage/modify", "PUT", build=_node_storage_modify,
-          opcode="OP_NODE_MODIFY_STORAGE"),
+          opcode=wire.OP_NODE_MODIFY_STORAGE),
     Route(_NODE + "/storage/repair", "PUT", build=_node_storage_repair,
-          opcode="OP_REPAIR_NODE_STORAGE"),
-    _relocation(_NODE + "/evacuate", "POST", "OP_NODE_EVACUATE", "node_name", "node"),
-    _op_row(_NODE + "/migrate", "POST", "OP_NODE_MIGRATE", args=_NODE_ARG),
+          opcode=wire.OP_REPAIR_NODE_STORAGE),
+    _relocation(_NODE + "/evacuate", "POST", wire.OP_NODE_EVACUATE, "node_name", "node"),
+    _op_row(_NODE + "/migrate", "POST", wire.OP_NODE_MIGRATE, args=_NODE_ARG),
     *_tags_routes(_NODE + "/tags", constants.TAG_NODE, "node"),
     # instances
     Route("/2/instances", "GET", read=lambda c: _listing(c, constants.QR_INSTANCE,
                                                          "/2/instances", I_FIELDS,
                                                          fix=_with_memory)),
-    Route("/2/instances", "POST", build=_instance_create, opcode="OP_INSTANCE_CREATE",
+    Route("/2/instances", "POST", build=_instance_create, opcode=wire.OP_INSTANCE_CREATE,
           body=_CREATE_BODY),
     Route("/2/instances-multi-alloc", "POST", build=_multi_alloc,
-          opcode="OP_INSTANCE_MULTI_ALLOC", body=Body(op_id="OP_INSTANCE_MULTI_ALLOC")),
+          opcode=wire.OP_INSTANCE_MULTI_ALLOC, body=Body(op_id=wire.OP_INSTANCE_MULTI_ALLOC)),
     Route(_INST, "GET", read=_instance_get),
     Route(_INST, "DELETE", build=lambda c: [_from_body(c, {"instance_name": _inst(c),
                                                            "ignore_failures": False})],
-          opcode="OP_INSTANCE_REMOVE",
-          body=Body(op_id="OP_INSTANCE_REMOVE",
+          opcode=wire.OP_INSTANCE_REMOVE,
+          body=Body(op_id=wire.OP_INSTANCE_REMOVE,
                     fixed=frozenset({"instance_name", "ignore_failures"}))),
     Route(_INST + "/info", "GET",
-          build=lambda c: [_op("OP_INSTANCE_QUERY_DATA", instances=[_inst(c)],
-                               static=c.qbool("static"))], opcode="OP_INSTANCE_QUERY_DATA"),
-    Route(_INST + "/reboot", "POST", build=_instance_reboot, opcode="OP_INSTANCE_REBOOT",
-          body=Body(op_id="OP_INSTANCE_REBOOT",
+          build=lambda c: [wire.instance_query_data(instances=[_inst(c)], static=c.qbool("static"))], opcode=wire.OP_INSTANCE_QUERY_DATA),
+    Route(_INST + "/reboot", "POST", build=_instance_reboot, opcode=wire.OP_INSTANCE_REBOOT,
+          body=Body(op_id=wire.OP_INSTANCE_REBOOT,
                     fixed=frozenset({"instance_name", "reboot_type", "ignore_secondaries"}))),
-    Route(_INST + "/shutdown", "PUT", build=_instance_shutdown, opcode="OP_INSTANCE_SHUTDOWN",
-          body=Body(op_id="OP_INSTANCE_SHUTDOWN",
+    Route(_INST + "/shutdown", "PUT", build=_instance_shutdown, opcode=wire.OP_INSTANCE_SHUTDOWN,
+          body=Body(op_id=wire.OP_INSTANCE_SHUTDOWN,
                     fixed=frozenset({"instance_name", "no_remember"}))),
-    Route(_INST + "/startup", "PUT", build=_instance_startup, opcode="OP_INSTANCE_STARTUP"),
+    Route(_INST + "/startup", "PUT", build=_instance_startup, opcode=wire.OP_INSTANCE_STARTUP),
     Route(_INST + "/reinstall", "POST", build=_instance_reinstall,
-          opcode="OP_INSTANCE_REINSTALL", body=_REINSTALL_BODY,
-          also=("OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_STARTUP")),
-    _inst_row("/activate-disks", "PUT", "OP_INSTANCE_ACTIVATE_DISKS",
+          opcode=wire.OP_INSTANCE_REINSTALL, body=_REINSTALL_BODY,
+          also=(wire.OP_INSTANCE_SHUTDOWN, wire.OP_INSTANCE_STARTUP)),
+    _inst_row("/activate-disks", "PUT", wire.OP_INSTANCE_ACTIVATE_DISKS,
               ignore_size="ignore_size"),
-    _inst_row("/deactivate-disks", "PUT", "OP_INSTANCE_DEACTIVATE_DISKS", force="force"),
-    _inst_row("/rename", "PUT", "OP_INSTANCE_RENAME"),
-    _inst_row("/modify", "PUT", "OP_INSTANCE_SET_PARAMS",
+    _inst_row("/deactivate-disks", "PUT", wire.OP_INSTANCE_DEACTIVATE_DISKS, force="force"),
+    _inst_row("/rename", "PUT", wire.OP_INSTANCE_RENAME),
+    _inst_row("/modify", "PUT", wire.OP_INSTANCE_SET_PARAMS,
               {"custom_beparams": "beparams", "custom_hvparams": "hvparams"}),
-    _inst_row("/migrate", "PUT", "OP_INSTANCE_MIGRATE"),
-    _inst_row("/failover", "PUT", "OP_INSTANCE_FAILOVER"),
+    _inst_row("/migrate", "PUT", wire.OP_INSTANCE_MIGRATE),
+    _inst_row("/failover", "PUT", wire.OP_INSTANCE_FAILOVER),
     Route(_INST + "/prepare-export", "PUT",
-          build=lambda c: [_op("OP_BACKUP_PREPARE", instance_name=_inst(c),
-                               mode=c.qstr("mode") or constants.EXPORT_MODE_LOCAL)],
-          opcode="OP_BACKUP_PREPARE"),
-    _inst_row("/export", "PUT", "OP_BACKUP_EXPORT", {"destination": "target_node"}),
+          build=lambda c: [wire.backup_prepare(instance_name=_inst(c),
+                                               mode=c.qstr("mode") or constants.EXPORT_MODE_LOCAL)],
+          opcode=wire.OP_BACKUP_PREPARE),
+    _inst_row("/export", "PUT", wire.OP_BACKUP_EXPORT, {"destination": "target_node"}),
     Route(_INST + "/disk/{disk_index}/grow", "POST", build=_instance_grow_disk,
-          opcode="OP_INSTANCE_GROW_DISK",
-          body=Body(op_id="OP_INSTANCE_GROW_DISK", fixed=frozenset({"instance_name", "disk"}))),
-    Route(_INST + "/console", "GET", read=_instance_console, opcode="OP_INSTANCE_CONSOLE",
+          opcode=wire.OP_INSTANCE_GROW_DISK,
+          body=Body(op_id=wire.OP_INSTANCE_GROW_DISK, fixed=frozenset({"instance_name", "disk"}))),
+    Route(_INST + "/console", "GET", read=_instance_console, opcode=wire.OP_INSTANCE_CONSOLE,
           access="write"),
-    _relocation(_INST + "/change-group", "PUT", "OP_INSTANCE_CHANGE_GROUP", "instance_name",
+    _relocation(_INST + "/change-group", "PUT", wire.OP_INSTANCE_CHANGE_GROUP, "instance_name",
                 "instance"),
     *_tags_routes(_INST + "/tags", constants.TAG_INSTANCE, "instance"),
     # groups
     Route("/2/groups", "GET", read=lambda c: _listing(c, constants.QR_GROUP, "/2/groups",
                                                       G_FIELDS, key="name")),
-    _op_row("/2/groups", "POST", "OP_GROUP_ADD", aliases={"name": "group_name"}),
+    _op_row("/2/groups", "POST", wire.OP_GROUP_ADD, aliases={"name": "group_name"}),
     Route(_GROUP, "GET", read=lambda c: _one(c, constants.QR_GROUP, c.args["group"], G_FIELDS)),
-    Route(_GROUP, "DELETE", build=lambda c: [_op("OP_GROUP_REMOVE",
-                                                 group_name=c.args["group"])],
-          opcode="OP_GROUP_REMOVE"),
-    _op_row(_GROUP + "/rename", "PUT", "OP_GROUP_RENAME", args=_GROUP_ARG),
-    _op_row(_GROUP + "/modify", "PUT", "OP_GROUP_SET_PARAMS", args=_GROUP_ARG),
-    _op_row(_GROUP + "/assign-nodes", "PUT", "OP_GROUP_ASSIGN_NODES", args=_GROUP_ARG),
-    _relocation(_GROUP + "/evacuate", "PUT", "OP_GROUP_EVACUATE", "group_name", "group"),
+    Route(_GROUP, "DELETE", build=lambda c: [wire.group_remove(group_name=c.args["group"])],
+          opcode=wire.OP_GROUP_REMOVE),
+    _op_row(_GROUP + "/rename", "PUT", wire.OP_GROUP_RENAME, args=_GROUP_ARG),
+    _op_row(_GROUP + "/modify", "PUT", wire.OP_GROUP_SET_PARAMS, args=_GROUP_ARG),
+    _op_row(_GROUP + "/assign-nodes", "PUT", wire.OP_GROUP_ASSIGN_NODES, args=_GROUP_ARG),
+    _relocation(_GROUP + "/evacuate", "PUT", wire.OP_GROUP_EVACUATE, "group_name", "group"),
     *_tags_routes(_GROUP + "/tags", constants.TAG_NODEGROUP, "group"),
     # query2
     Route("/2/query/{resource}", "GET", read=_query_get),

@@ -25,7 +25,8 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.cli.failure import format_job_error
-from ganeti.tools.burnin_jobs import BurninFailure, Job, JobRunner, Out, StepResult, log_line, op
+from ganeti.opcodes import wire
+from ganeti.tools.burnin_jobs import BurninFailure, Job, JobRunner, Out, StepResult, log_line
 from ganeti.tools.burnin_opts import BurninOptions, parse_args
 from ganeti.tools.burnin_steps import STEPS, Step
 
@@ -87,7 +88,7 @@ class Burner:
         if not nodes:
             raise errors.OpPrereqError("No usable nodes (all offline or drained)",
                                        errors.ECODE_STATE)
-        diagnose = op("OP_OS_DIAGNOSE", output_fields=["name", "variants", "hidden"], names=[])
+        diagnose = wire.os_diagnose(output_fields=["name", "variants", "hidden"], names=[])
         (results,) = self.runner.run("setup", [Job("(cluster)", [diagnose])], parallel=False)
         oses = results[0] or []
         if not any(opts.os in _os_names(name, variants) for name, variants, _ in oses):

@@ -19,7 +19,7 @@ from ganeti.cli.jobs import format_log_message, poll_job, set_generic_opcode_opt
 from ganeti.cli.output import merge_time
 from ganeti.tools.burnin_opts import BurninOptions
 
-__all__ = ["Job", "JobRunner", "BurninFailure", "StepResult", "log_line", "op", "Out"]
+__all__ = ["Job", "JobRunner", "BurninFailure", "StepResult", "log_line", "Out"]
 
 LOG_HEADERS = {0: "- ", 1: "* ", 2: ""}
 
@@ -29,11 +29,6 @@ Out = Callable[[str], None]
 def log_line(msg: str, indent: int = 0) -> str:
     """One output line as upstream prints it: ``- step``, ``  * instance``, ``    detail``."""
     return f"{'  ' * indent}{LOG_HEADERS.get(indent, '  ')}{msg}"
-
-
-def op(op_id: str, **params: Any) -> dict[str, Any]:
-    """An opcode dict (``None`` parameters left out: the master's defaults apply)."""
-    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not None}}
 
 
 class BurninFailure(errors.GanetiError):

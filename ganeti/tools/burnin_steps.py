@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ganeti import constants
 from ganeti.tools.burnin_jobs import Job
+from ganeti.opcodes import wire
 
 if TYPE_CHECKING:
     from ganeti.tools.burnin import Burner
@@ -49,10 +50,6 @@ MOVABLE = frozenset([constants.DT_PLAIN, constants.DT_FILE])
 IMPEXP = frozenset([constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE,
                     constants.DT_PLAIN, constants.DT_DRBD8, constants.DT_RBD, constants.DT_EXT,
                     constants.DT_GLUSTER])
-
-
-def _op(op_id: str, **params: Any) -> dict[str, Any]:
-    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not None}}
 
 
 @dataclass(frozen=True)
@@ -113,16 +110,17 @@ def _always(b: Burner) -> str | None:
 # --- common opcodes ------------------------------------------------------------
 
 def _stop(name: str) -> dict[str, Any]:
-    return _op("OP_INSTANCE_SHUTDOWN", instance_name=name)
+    return wire.instance_shutdown(instance_name=name)
 
 
 def _start(name: str) -> dict[str, Any]:
-    return _op("OP_INSTANCE_STARTUP", instance_name=name, force=False)
+    return wire.instance_startup(instance_name=name, force=False)
 
 
 def _rename(b: Burner, old: str, new: str) -> dict[str, Any]:
-    return _op("OP_INSTANCE_RENAME", instance_name=old, new_name=new,
-               name_check=b.opts.name_check, ip_check=b.opts.ip_check)
+    return wire.drop_none(wire.instance_rename(instance_name=old, new_name=new,
+                                               name_check=b.opts.name_check,
+                                               ip_check=b.opts.ip_check))
 
 
 def _disk_sizes(b: Burner) -> list[int]:
@@ -138,13 +136,16 @@ def _disk_sizes(b: Burner) -> list[int]:
 def _create_op(b: Burner, name: str, pnode: str | None, snode: str | None,
                **extra: Any) -> dict[str, Any]:
     o = b.opts
-    return _op("OP_INSTANCE_CREATE", instance_name=name,
-               disks=[{"size": size} for size in _disk_sizes(b)], disk_template=o.disk_template,
-               nics=[dict(n) for n in o.nics], os_type=o.os, pnode=pnode, snode=snode,
-               start=True, ip_check=o.ip_check, name_check=o.name_check, wait_for_sync=True,
-               file_driver="loop", iallocator=o.iallocator, beparams=o.beparams,
-               hvparams=dict(o.hvparams), hypervisor=o.hypervisor, osparams=dict(o.osparams),
-               **extra)
+    return wire.drop_none(wire.instance_create(instance_name=name,
+                                               disks=[{"size": size} for size in _disk_sizes(b)],
+                                               disk_template=o.disk_template,
+                                               nics=[dict(n) for n in o.nics], os_type=o.os,
+                                               pnode=pnode, snode=snode, start=True,
+                                               ip_check=o.ip_check, name_check=o.name_check,
+                                               wait_for_sync=True, file_driver="loop",
+                                               iallocator=o.iallocator, beparams=o.beparams,
+                                               hvparams=dict(o.hvparams), hypervisor=o.hypervisor,
+                                               osparams=dict(o.osparams), **extra))
 
 
 def _placement(b: Burner, pnode: str, snode: str) -> tuple[str | None, str | None, str]:
@@ -210,7 +211,7 @@ def _runtime_memory(b: Burner) -> None:
     size = b.opts.minmem_size
     _each(b, "Setting instance runtime memory", "runtime-memory",
           lambda name: _logged(b, (f"Set memory to {size} MB",), [
-              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, runtime_mem=size)]),
+              wire.instance_set_params(instance_name=name, runtime_mem=size)]),
           check=False)
 
 
@@ -226,8 +227,8 @@ def _grow(b: Burner) -> None:
         for idx, growth in enumerate(b.opts.disk_growth):
             if growth > 0:
                 b.log(f"increase disk/{idx} by {growth} MB", 2)
-                out.append(_op("OP_INSTANCE_GROW_DISK", instance_name=name, disk=idx,
-                               amount=growth, wait_for_sync=True, ignore_ipolicy=True))
+                out.append(wire.instance_grow_disk(instance_name=name, disk=idx, amount=growth,
+                                                   wait_for_sync=True, ignore_ipolicy=True))
         return out
     _each(b, "Growing disks", "grow-disks", ops, check=False)
 
@@ -243,9 +244,9 @@ def _replace1(b: Burner) -> None:
         out = []
         for mode in (REPLACE_DISK_SEC, REPLACE_DISK_PRI):
             b.log(f"run {mode}", 2)
-            out.append(_op("OP_INSTANCE_REPLACE_DISKS", instance_name=name, mode=mode,
-                           disks=list(range(len(b.opts.disk_size))),
-                           early_release=b.opts.early_release))
+            out.append(wire.drop_none(wire.instance_replace_disks(
+                instance_name=name, mode=mode, disks=list(range(len(b.opts.disk_size))),
+                early_release=b.opts.early_release)))
         return out
     _each(b, "Replacing disks on the same nodes", "replace1", ops, check=False)
 
@@ -257,9 +258,10 @@ def _replace2(b: Burner) -> None:
     def ops(name: str) -> Ops:
         text = f"with iallocator {alloc}" if alloc else tnodes[name]
         return _logged(b, (f"run {REPLACE_DISK_CHG} {text}",), [
-            _op("OP_INSTANCE_REPLACE_DISKS", instance_name=name, mode=REPLACE_DISK_CHG,
-                remote_node=None if alloc else tnodes[name], iallocator=alloc, disks=[],
-                early_release=b.opts.early_release)])
+            wire.drop_none(wire.instance_replace_disks(instance_name=name, mode=REPLACE_DISK_CHG,
+                                                       remote_node=None if alloc else tnodes[name],
+                                                       iallocator=alloc, disks=[],
+                                                       early_release=b.opts.early_release))])
     _each(b, "Changing the secondary node", "replace2", ops, check=False)
 
 
@@ -289,8 +291,8 @@ def _failover(b: Burner) -> None:
     def ops(name: str) -> Ops:
         target = targets()[name]
         return _logged(b, (f"to {target}",) if target else (), [
-            _op("OP_INSTANCE_FAILOVER", instance_name=name, ignore_consistency=False,
-                target_node=target)])
+            wire.drop_none(wire.instance_failover(instance_name=name, ignore_consistency=False,
+                                                  target_node=target))])
     _each(b, "Failing over instances", "failover", ops)
 
 
@@ -298,7 +300,7 @@ def _move(b: Burner) -> None:
     tnodes = _by_instance(b, 1)
     _each(b, "Moving instances", "move",
           lambda name: _logged(b, (f"to {tnodes[name]}",), [
-              _op("OP_INSTANCE_MOVE", instance_name=name, target_node=tnodes[name])]))
+              wire.drop_none(wire.instance_move(instance_name=name, target_node=tnodes[name]))]))
 
 
 def _migrate(b: Burner) -> None:
@@ -308,8 +310,8 @@ def _migrate(b: Burner) -> None:
         target = targets()[name]
         text = "migration and migration cleanup" + (f" (to {target})" if target else "")
         return _logged(b, (text,), [
-            _op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=False, target_node=target),
-            _op("OP_INSTANCE_MIGRATE", instance_name=name, cleanup=True)])
+            wire.drop_none(wire.instance_migrate(instance_name=name, cleanup=False, target_node=target)),
+            wire.instance_migrate(instance_name=name, cleanup=True)])
     _each(b, "Migrating instances", "migrate", ops, check=False)
 
 
@@ -330,12 +332,12 @@ def _import_export(b: Burner) -> None:
                  f"import from {enode} {text.replace('on ', 'to ', 1)}", "remove export")
         # src_path relative to the export directory: the instance's name
         return _logged(b, lines, [
-            _op("OP_BACKUP_EXPORT", instance_name=name, target_node=enode,
-                mode=EXPORT_MODE_LOCAL, shutdown=True),
-            _op("OP_INSTANCE_REMOVE", instance_name=name, ignore_failures=True),
+            wire.drop_none(wire.backup_export(instance_name=name, target_node=enode,
+                                              mode=EXPORT_MODE_LOCAL, shutdown=True)),
+            wire.instance_remove(instance_name=name, ignore_failures=True),
             _create_op(b, name, p, s, mode=constants.INSTANCE_IMPORT, src_node=enode,
                        src_path=name),
-            _op("OP_BACKUP_REMOVE", instance_name=name)])
+            wire.backup_remove(instance_name=name)])
     _each(b, "Exporting and re-importing instances", "export-import", ops)
 
 
@@ -344,8 +346,8 @@ def _reinstall(b: Burner) -> None:
           lambda name: _logged(b, ("reinstall without passing the OS",
                                    "reinstall specifying the OS"), [
               _stop(name),
-              _op("OP_INSTANCE_REINSTALL", instance_name=name),
-              _op("OP_INSTANCE_REINSTALL", instance_name=name, os_type=b.opts.os),
+              wire.instance_reinstall(instance_name=name),
+              wire.drop_none(wire.instance_reinstall(instance_name=name, os_type=b.opts.os)),
               _start(name)]))
 
 
@@ -354,8 +356,8 @@ def _reboot(b: Burner) -> None:
         out = []
         for rtype in b.opts.reboot_types:
             b.log(f"reboot with type '{rtype}'", 2)
-            out.append(_op("OP_INSTANCE_REBOOT", instance_name=name, reboot_type=rtype,
-                           ignore_secondaries=False))
+            out.append(wire.instance_reboot(instance_name=name, reboot_type=rtype,
+                                            ignore_secondaries=False))
         return out
     _each(b, "Rebooting instances", "reboot", ops)
 
@@ -388,21 +390,21 @@ def _rename_same(b: Burner) -> None:
 
 def _activate_disks(b: Burner) -> None:
     def ops(name: str) -> Ops:
-        act = _op("OP_INSTANCE_ACTIVATE_DISKS", instance_name=name)
+        act = wire.instance_activate_disks(instance_name=name)
         return _logged(b, ("activate disks when online", "activate disks when offline",
                            "deactivate disks (when offline)"), [
             act, _stop(name), dict(act),
-            _op("OP_INSTANCE_DEACTIVATE_DISKS", instance_name=name), _start(name)])
+            wire.instance_deactivate_disks(instance_name=name), _start(name)])
     _each(b, "Activating/deactivating disks", "activate-disks", ops)
 
 
 def _add_remove_disks(b: Burner) -> None:
     _each(b, "Adding and removing disks", "add-remove-disks",
           lambda name: _logged(b, ("adding a disk", "removing last disk"), [
-              _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
-                  disks=[[DDM_ADD, {"size": b.opts.disk_size[0]}]]),
+              wire.instance_set_params(instance_name=name,
+                                       disks=[[DDM_ADD, {"size": b.opts.disk_size[0]}]]),
               _stop(name),
-              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, disks=[[DDM_REMOVE, {}]]),
+              wire.instance_set_params(instance_name=name, disks=[[DDM_REMOVE, {}]]),
               _start(name)]))
 
 
@@ -415,10 +417,10 @@ def _disks_rule(b: Burner) -> str | None:
 def _add_remove_nics(b: Burner) -> None:
     _each(b, "Adding and removing NICs", "add-remove-nics",
           lambda name: _logged(b, ("adding a NIC", "changing a NIC", "removing last NIC"), [
-              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, nics=[[DDM_ADD, {}]]),
-              _op("OP_INSTANCE_SET_PARAMS", instance_name=name,
-                  nics=[[DDM_MODIFY, -1, {"mac": VALUE_GENERATE}]]),
-              _op("OP_INSTANCE_SET_PARAMS", instance_name=name, nics=[[DDM_REMOVE, {}]])]),
+              wire.instance_set_params(instance_name=name, nics=[[DDM_ADD, {}]]),
+              wire.instance_set_params(instance_name=name,
+                                       nics=[[DDM_MODIFY, -1, {"mac": VALUE_GENERATE}]]),
+              wire.instance_set_params(instance_name=name, nics=[[DDM_REMOVE, {}]])]),
           check=False)
 
 
@@ -456,8 +458,7 @@ def _remove(b: Burner) -> None:
             b.to_remove.remove(name)
             continue
         b.log(f"instance {name}", 1)
-        jobs.append(Job(name, [_op("OP_INSTANCE_REMOVE", instance_name=name,
-                                   ignore_failures=True)],
+        jobs.append(Job(name, [wire.instance_remove(instance_name=name, ignore_failures=True)],
                         on_success=functools.partial(b.to_remove.remove, name)))
     b.runner.run("remove", jobs, keep_going=True)
 

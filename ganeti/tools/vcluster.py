@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from ganeti import bootstrap, constants, errors, serializer, ssh
 from ganeti.pathutils import Paths
 from ganeti.tools import tinylinux
+from ganeti.opcodes import wire
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
            "start", "stop", "destroy", "current_master", "isolate", "heal",
@@ -487,8 +488,8 @@ def _add_nodes_locally(vc: VCluster, nodes: Sequence[VNode], *, offline: bool = 
         return
     cl = luxi.Client(master.master_socket)
     for node in nodes:
-        cli.submit_opcode_and_wait({"OP_ID": "OP_NODE_ADD", "node_name": node.name,
-                                    "primary_ip": node.ip, "readd": False}, None, cl,
+        cli.submit_opcode_and_wait(wire.node_add(node_name=node.name, primary_ip=node.ip,
+                                                 readd=False), None, cl,
                                    feedback_fn=None)
 
 

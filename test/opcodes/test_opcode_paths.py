@@ -1,9 +1,9 @@
 """Every opcode has a logical unit, and a way in from the command line.
 
 "A way in" is a ``gnt-*`` module (``ganeti/client``) that builds the opcode
-(its ``OP_ID`` string or its class), or an entry of :data:`OTHER_PATHS`
-saying who submits it instead; such an entry is checked too, so the table
-cannot go stale in either direction.
+(its :mod:`ganeti.opcodes.wire` function or constant, or its class), or an
+entry of :data:`OTHER_PATHS` saying who submits it instead; such an entry
+is checked too, so the table cannot go stale in either direction.
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ def _sources(directory: str) -> dict[str, str]:
 
 
 def _builds(source: str, op_id: str) -> bool:
+    """Whether ``source`` builds ``op_id``: its wire function (``wire.node_add``), its
+    ``wire.OP_*`` constant (a row keyed by it), or its class."""
     cls = OP_REGISTRY[op_id]
-    return f'"{op_id}"' in source or re.search(rf"\b{cls.__name__}\b", source) is not None
+    return (re.search(rf"\bwire\.(?:{op_id[3:].lower()}|{op_id})\b", source) is not None
+            or re.search(rf"\b{cls.__name__}\b", source) is not None)
 
 
 CLIENT = _sources("client")
@@ -75,6 +78,9 @@ def test_other_paths_name_real_opcodes() -> None:
 def test_the_check_can_fail() -> None:
     # an opcode nobody builds is found missing, a built one is found
     assert not any(_builds(text, "OP_QUERY") for text in CLIENT.values())
-    assert _builds('cli.submit_or_send({"OP_ID": "OP_NODE_POWERCYCLE"})', "OP_NODE_POWERCYCLE")
+    assert _builds("cli.submit_or_send(wire.node_powercycle(node_name=n))", "OP_NODE_POWERCYCLE")
+    assert _builds("Route(path, opcode=wire.OP_NODE_POWERCYCLE)", "OP_NODE_POWERCYCLE")
+    assert not _builds("wire.node_powercycle_x(n)", "OP_NODE_POWERCYCLE")
+    assert not _builds("wire.OP_NODE_POWERCYCLE_X", "OP_NODE_POWERCYCLE")
     assert _builds("opcodes.OpNodePowercycle(node_name=n)", "OP_NODE_POWERCYCLE")
     assert not _builds("OpNodePowercycleX", "OP_NODE_POWERCYCLE")

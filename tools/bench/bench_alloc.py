@@ -34,6 +34,7 @@ from ganeti import constants, luxi, serializer  # noqa: E402
 from ganeti.iallocator import builtin, document  # noqa: E402
 from ganeti.objects import default_ipolicy  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVAC_INSTANCES = 50
@@ -127,12 +128,11 @@ def bench_vcluster_evacuation(count: int = EVAC_INSTANCES) -> float:
                            env={**os.environ, **vcluster.node_env(vc, vc.master_node)},
                            check=True, stdout=subprocess.DEVNULL)
             # the virtual nodes have this machine's few CPUs: allow 50 vCPUs on each
-            _wait(cl, [cl.SubmitJob([{"OP_ID": "OP_CLUSTER_SET_PARAMS",
-                                      "ipolicy": {"vcpu-ratio": 64.0}}])])
-            ops = [[{"OP_ID": "OP_INSTANCE_CREATE", "instance_name": f"ev{k:03d}.example.com",
-                     "disk_template": "diskless", "os_type": "tinyos", "pnode": first,
-                     "no_install": True, "name_check": False, "ip_check": False,
-                     "beparams": {"maxmem": 128, "minmem": 128}, "nics": [{}]}]
+            _wait(cl, [cl.SubmitJob([wire.cluster_set_params(ipolicy={"vcpu-ratio": 64.0})])])
+            ops = [[wire.instance_create(instance_name=f"ev{k:03d}.example.com",
+                                         disk_template="diskless", os_type="tinyos", pnode=first,
+                                         no_install=True, name_check=False, ip_check=False,
+                                         beparams={"maxmem": 128, "minmem": 128}, nics=[{}])]
                    for k in range(count)]
             _wait(cl, [int(v) for ok, v in cl.SubmitManyJobs(ops) if ok])
             start = time.perf_counter()

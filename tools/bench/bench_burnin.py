@@ -31,6 +31,7 @@ sys.path.insert(0, REPO)
 
 from ganeti import opcodes  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 RUNS = 3
 BURNIN = os.path.join(REPO, "tools", "burnin")
@@ -40,7 +41,7 @@ ONE_NODE_SET = ["--no-failover", "--no-migrate", "--no-move", "--no-replace1",
                 "--no-add-disks"]
 UPSTREAM = {"serial": 16.9, "parallel": 13.5}
 TARGET = {"serial": 3.0, "parallel": 2.0}
-HAVE_IMPEXP = "OP_BACKUP_EXPORT" in opcodes.OP_REGISTRY
+HAVE_IMPEXP = wire.OP_BACKUP_EXPORT in opcodes.OP_REGISTRY
 
 
 def _burnin(vc: vcluster.VCluster, argv: list[str]) -> tuple[float, str]:

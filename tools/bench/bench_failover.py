@@ -38,11 +38,12 @@ sys.path.insert(0, REPO)
 
 from ganeti import errors, luxi  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 NODES = 5
 JOBS = 1000
 TARGET_S = 3.0
-DELAY_OP = {"OP_ID": "OP_TEST_DELAY", "duration": 0.0}
+DELAY_OP = wire.test_delay(duration=0.0)
 
 
 def _fill_queue(vc: vcluster.VCluster, count: int) -> None:

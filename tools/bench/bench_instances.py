@@ -36,6 +36,7 @@ sys.path.insert(0, REPO)
 
 from ganeti import bootstrap, constants, luxi  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import fill_config  # noqa: E402
@@ -49,9 +50,9 @@ JOB_TIMEOUT = 60.0
 
 
 def _create_op(name: str, node: str) -> dict[str, Any]:
-    return {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": name, "disk_template": "diskless",
-            "os_type": "tinyos", "pnode": node, "start": False, "no_install": True,
-            "name_check": False, "ip_check": False, "disks": [], "nics": [{}]}
+    return wire.instance_create(instance_name=name, disk_template="diskless", os_type="tinyos",
+                                pnode=node, start=False, no_install=True, name_check=False,
+                                ip_check=False, disks=[], nics=[{}])
 
 
 def _run_jobs(cl: luxi.Client, ops: list[dict[str, Any]]) -> float:
@@ -129,13 +130,13 @@ def main() -> int:
             print(f"created {CREATE_COUNT} in {elapsed:.2f} s", flush=True)
             batch = names[:START_COUNT]
             figures["start_100_s"] = _run_jobs(cl, [
-                {"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": n} for n in batch])
+                wire.instance_startup(instance_name=n) for n in batch])
             running = cl.Query("instance", ["status"], None)["data"]
             assert sum(1 for row in running if row[0][1] == "running") == START_COUNT
             figures["stop_100_s"] = _run_jobs(cl, [
-                {"OP_ID": "OP_INSTANCE_SHUTDOWN", "instance_name": n} for n in batch])
+                wire.instance_shutdown(instance_name=n) for n in batch])
             # keep 100 running for the live-field list
-            _run_jobs(cl, [{"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": n} for n in batch])
+            _run_jobs(cl, [wire.instance_startup(instance_name=n) for n in batch])
             cfg_size = os.path.getsize(master.config_file)
             figures["config_kib_200"] = cfg_size / 1024
             fill_config(vc, LIST_COUNT)

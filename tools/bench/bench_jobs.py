@@ -21,9 +21,10 @@ sys.path.insert(0, _REPO)
 sys.path.insert(0, os.path.join(_REPO, "test", "integration"))
 
 from ganeti import serializer  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import LuxiConnection, prepare_root, start_masterd  # noqa: E402
 
-NOOP = {"OP_ID": "OP_TEST_DELAY", "duration": 0.0}
+NOOP = wire.test_delay(duration=0.0)
 
 
 def _wait_all(conn: LuxiConnection, ids: list[int], deadline: float) -> None:
@@ -65,7 +66,7 @@ def bench_wfjc_latency(tmp: str, samples: int = 20) -> list[float]:
     try:
         with LuxiConnection(handle.socket_path, timeout=60) as conn:
             for _ in range(samples):
-                job_id = conn.call("SubmitJob", [[{"OP_ID": "OP_TEST_DELAY", "duration": 0.05}]])
+                job_id = conn.call("SubmitJob", [[wire.test_delay(duration=0.05)]])
                 prev = None
                 while True:
                     res = conn.call("WaitForJobChange", [job_id, ["status", "end_ts"], prev, -1, 10])

@@ -50,6 +50,7 @@ from ganeti.jqueue.job import QueuedJob, QueuedOpCode, job_to_disk, split_time  
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup  # noqa: E402
 from ganeti.rpc import client as rpc_client  # noqa: E402
 from ganeti.rpc import defs as rpc_defs  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 INSTANCES = 1000
 NODES = 10
@@ -102,11 +103,12 @@ def _config(tmp: str) -> ConfigWriter:
 
 
 def _job_file() -> dict[str, Any]:
-    op = opcodes.from_dict({
-        "OP_ID": "OP_INSTANCE_CREATE", "instance_name": "inst0001.example.com",
-        "mode": "create", "os_type": "debootstrap+default", "disk_template": "plain",
-        "disks": [{"size": 10240}, {"size": 20480}], "nics": [{"mac": "auto"}],
-        "beparams": {"maxmem": 2048}, "pnode": "node1.example.com", "tags": ["web"]})
+    op = opcodes.from_dict(wire.instance_create(instance_name="inst0001.example.com", mode="create",
+                                                os_type="debootstrap+default",
+                                                disk_template="plain",
+                                                disks=[{"size": 10240}, {"size": 20480}],
+                                                nics=[{"mac": "auto"}], beparams={"maxmem": 2048},
+                                                pnode="node1.example.com", tags=["web"]))
     qop = QueuedOpCode.from_opcode(op)
     job = QueuedJob(id=12345, ops=[qop], received_timestamp=split_time(1700000000.25))
     now = 1700000001.0

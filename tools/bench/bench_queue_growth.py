@@ -32,9 +32,10 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 sys.path.insert(0, _REPO)
 sys.path.insert(0, os.path.join(_REPO, "test", "integration"))
 
+from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import LuxiConnection, start_masterd  # noqa: E402
 
-NOOP = {"OP_ID": "OP_TEST_DELAY", "duration": 0.0}
+NOOP = wire.test_delay(duration=0.0)
 BATCH = 50
 ROUND = 500
 

@@ -50,13 +50,14 @@ sys.path.insert(0, REPO)
 
 from ganeti import errors, luxi  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 SIZES = (1, 3, 5)
 CLIENTS = 8
 JOBS = 40
 MANY = 250
 MANY_ROUNDS = 2
-NOOP = {"OP_ID": "OP_TEST_DELAY", "duration": 0.0}
+NOOP = wire.test_delay(duration=0.0)
 TARGET = 0.20
 
 

@@ -31,6 +31,7 @@ sys.path.insert(0, REPO)
 
 from ganeti import bootstrap, constants, luxi  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import fill_config, use_bytecode_cache  # noqa: E402
@@ -90,7 +91,7 @@ def _submit_noops(cl: luxi.Client, count: int) -> list[int]:
     ids: list[int] = []
     for start in range(0, count, SUBMIT_BATCH):
         n = min(SUBMIT_BATCH, count - start)
-        res = cl.SubmitManyJobs([[{"OP_ID": "OP_TEST_DELAY", "duration": 0}]
+        res = cl.SubmitManyJobs([[wire.test_delay(duration=0)]
                                  for _ in range(n)])
         for ok, value in res:
             if not ok:

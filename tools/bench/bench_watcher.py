@@ -30,6 +30,7 @@ sys.path.insert(0, REPO)
 
 from ganeti import constants, luxi  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
+from ganeti.opcodes import wire  # noqa: E402
 
 INSTANCES = 100
 RUNS = 5
@@ -37,9 +38,9 @@ TARGET = 0.3
 
 
 def _create_op(name: str, node: str) -> dict[str, Any]:
-    return {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": name, "disk_template": "diskless",
-            "os_type": "tinyos", "pnode": node, "start": True, "no_install": True,
-            "name_check": False, "ip_check": False, "disks": [], "nics": [{}]}
+    return wire.instance_create(instance_name=name, disk_template="diskless", os_type="tinyos",
+                                pnode=node, start=True, no_install=True, name_check=False,
+                                ip_check=False, disks=[], nics=[{}])
 
 
 def _wait_all(cl: luxi.Client, ids: list[int], timeout: float = 300.0) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganeti import errors, luxi, serializer
+from ganeti.opcodes import wire
 from host_helpers import fill, mount_tmpfs, umount
 from masterd_harness import MasterdHandle, prepare_root, start_masterd
 
@@ -34,7 +35,7 @@ _CALL_TIMEOUT = 30.0         # seconds for one LUXI call of the checker
 
 
 def _delay(duration: float) -> dict[str, Any]:
-    return {"OP_ID": "OP_TEST_DELAY", "duration": duration}
+    return wire.test_delay(duration=duration)
 
 
 def _tally(counter: Counter[str]) -> str:

@@ -32,6 +32,7 @@ import soak_rapi
 from ganeti import bootstrap, constants
 from ganeti.rapi import resources
 from ganeti.server import rapi as rapi_server
+from ganeti.opcodes import wire
 
 #: the body an attacker announces (just under the authenticated limit)
 BIG_BODY = 9_900_000
@@ -180,14 +181,14 @@ class SmuggleFigures:
 def _bodies(route: resources.Route) -> list[Any]:
     """The hostile bodies tried on ``route``."""
     bodies: list[Any] = [
-        {"OP_ID": "OP_TEST_DELAY", "duration": 0},
-        {"OP_ID": "OP_CLUSTER_DESTROY"},
+        wire.test_delay(duration=0),
+        wire.cluster_destroy(),
         {"no_such_key": 1},
-        {"OP_ID": route.opcode or "OP_TEST_DELAY", "no_such_key": 1},
+        {"OP_ID": route.opcode or wire.OP_TEST_DELAY, "no_such_key": 1},
     ]
     bodies += [{key: "other"} for key in sorted(route.body.fixed)]
     if route.path == "/2/instances-multi-alloc":
-        bodies.append({"instances": [{"OP_ID": "OP_CLUSTER_DESTROY"}]})
+        bodies.append({"instances": [wire.cluster_destroy()]})
         bodies.append({"instances": [{"instance_name": "x", "disk_template": "diskless",
                                       "no_such_key": 1}]})
     if route.path == "/2/instances":
