@@ -7,9 +7,10 @@ doc/design/contracts.md, "Adding an opcode".
 ``instance_startup("web1", force=True)`` returns ``{"OP_ID":
 "OP_INSTANCE_STARTUP", "instance_name": "web1", "force": True}``: a
 keyword left out is not sent (the master applies the opcode class's
-default), a keyword given is sent as given, ``None`` included.
-:func:`drop_none` leaves out the ``None`` values instead (a front end's
-"option not given").  Code that names an opcode without building one (a
+default), a keyword given is sent as given, ``None`` included, unless it
+is :data:`NOT_SENT` (``force=opts.force or NOT_SENT``: sent only when
+true).  :func:`drop_none` leaves out the ``None`` values instead (a front
+end's "option not given").  Code that names an opcode without building one (a
 table keyed by ``OP_ID``, a check of an answer) uses the ``OP_*``
 constants here, never a string: ``test/opcodes/test_no_op_literals.py``
 refuses ``"OP_..."`` literals outside ``ganeti/opcodes/``.

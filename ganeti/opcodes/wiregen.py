@@ -3,10 +3,11 @@
 ``tools/gen_opwire.py`` rewrites ``ganeti/opcodes/wire.py`` (``--check``
 exits 1 when the committed file is stale; so does
 ``test/opcodes/test_wire.py``).  :func:`render` is pure: the registry and
-the names of the opcodes we only name (:data:`ganeti.opcodes.upstream.NAMED_ONLY`)
-in, the module's text out.  doc/design/contracts.md, "Adding an opcode".
+the opcodes we only name (:data:`ganeti.opcodes.upstream.NAMED_ONLY`, with
+the parameters we send) in, the module's text out.
+doc/design/contracts.md, "Adding an opcode".
 
-Each opcode gets a ``OP_*`` constant and one function named after its
+Each opcode gets an ``OP_*`` constant and one function named after its
 ``OP_ID`` (``OP_INSTANCE_STARTUP`` -> ``instance_startup``): its required
 fields are positional-or-keyword, in declaration order, the others
 keyword-only with the default :data:`~ganeti.opcodes.wire.NOT_SENT`; the
@@ -44,9 +45,10 @@ doc/design/contracts.md, "Adding an opcode".
 ``instance_startup("web1", force=True)`` returns ``{"OP_ID":
 "OP_INSTANCE_STARTUP", "instance_name": "web1", "force": True}``: a
 keyword left out is not sent (the master applies the opcode class's
-default), a keyword given is sent as given, ``None`` included.
-:func:`drop_none` leaves out the ``None`` values instead (a front end's
-"option not given").  Code that names an opcode without building one (a
+default), a keyword given is sent as given, ``None`` included, unless it
+is :data:`NOT_SENT` (``force=opts.force or NOT_SENT``: sent only when
+true).  :func:`drop_none` leaves out the ``None`` values instead (a front
+end's "option not given").  Code that names an opcode without building one (a
 table keyed by ``OP_ID``, a check of an answer) uses the ``OP_*``
 constants here, never a string: ``test/opcodes/test_no_op_literals.py``
 refuses ``"OP_..."`` literals outside ``ganeti/opcodes/``.
