@@ -57,7 +57,8 @@ def process_tree(pid: int) -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [pid]
+    tree: list[int] = []
+    todo = [pid]
     while todo and len(tree) < 1000:
         current = todo.pop()
         tree.append(current)
