@@ -34,7 +34,6 @@ import logging
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -47,12 +46,13 @@ from ganeti import ipolicy as gipolicy
 from ganeti import constants, crypto, errors, objects, parameters, serializer, ssconf, ssh
 from ganeti.pathutils import Paths, get_paths
 from ganeti.utils import io as uio
+from ganeti.utils import net as netutils
 from ganeti.utils import pidfile
 from ganeti.utils import validation
 
 __all__ = [
     "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "DAEMONS_DIR", "resolve_host",
-    "authorized_keys_file", "make_node_dirs", "init_cluster", "noded_argv",
+    "authorized_keys_file", "make_node_dirs", "init_cluster", "primary_ip_family", "noded_argv",
     "start_noded", "start_masterd", "start_rapi", "wait_for_rapi", "ENV_RAPI_BIND", "wait_for_noded", "wait_for_masterd",
     "stop_daemon", "daemon_pid", "join_payload", "prepare_node_join", "setup_node_ssh",
     "record_own_host_key",
@@ -62,7 +62,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: environment variable naming an ``/etc/hosts``-style file consulted first
-ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
+ENV_HOSTS_FILE = netutils.ENV_HOSTS_FILE
+#: the IPv4 address of a name: ``$GANETI_HOSTS_FILE`` first, then DNS
+resolve_host = netutils.resolve_host
 #: the address ganeti-rapi listens on when started by :func:`start_rapi` (default: all)
 ENV_RAPI_BIND = constants.ENV_RAPI_BIND
 DEFAULT_DISK_TEMPLATES = (constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE)
@@ -70,41 +72,6 @@ DEFAULT_DISK_TEMPLATES = (constants.DT_DISKLESS, constants.DT_FILE, constants.DT
 DAEMONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "daemons")
 _REMOTE_PYTHON = "python3"
-
-
-# --- names ------------------------------------------------------------------
-
-def _hosts_lookup(path: str, name: str) -> str | None:
-    try:
-        text = uio.read_file(path).decode("utf-8", "replace")
-    except OSError as exc:
-        raise errors.ResolverError(f"{name}: cannot read hosts file {path}: {exc}") from exc
-    name = name.lower()
-    for line in text.splitlines():
-        fields = line.split("#", 1)[0].split()
-        if len(fields) >= 2 and name in (f.lower() for f in fields[1:]):
-            return fields[0]
-    return None
-
-
-def resolve_host(name: str, *, env: Mapping[str, str] | None = None) -> str:
-    """The IPv4 address of ``name``: ``$GANETI_HOSTS_FILE`` first, then DNS.
-
-    Raises :class:`errors.ResolverError` when neither knows the name.
-    """
-    env = os.environ if env is None else env
-    hosts = env.get(ENV_HOSTS_FILE)
-    if hosts:
-        found = _hosts_lookup(hosts, name)
-        if found:
-            return found
-    try:
-        infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        raise errors.ResolverError(f"{name}: {exc}") from exc
-    if not infos:
-        raise errors.ResolverError(f"{name}: no IPv4 address")
-    return str(infos[0][4][0])
 
 
 # --- local files ----------------------------------------------------------------
@@ -174,6 +141,25 @@ def _default_params(hypervisors: Sequence[str], templates: Sequence[str],
     }
 
 
+def primary_ip_family(version: int, master_ip: str) -> int:
+    """The address family (``AF_INET`` 2, ``AF_INET6`` 10, as Ganeti stores it) of
+    ``--primary-ip-version``; OpPrereqError when it is not 4 or 6 or the master's
+    primary IP is not of that version."""
+    import ipaddress
+    if version not in (4, 6):
+        raise errors.OpPrereqError(f"Invalid primary IP version {version!r} (4 or 6)",
+                                   errors.ECODE_INVAL)
+    try:
+        actual = ipaddress.ip_address(master_ip).version
+    except ValueError:
+        raise errors.OpPrereqError(f"Invalid primary IP {master_ip!r}",
+                                   errors.ECODE_INVAL) from None
+    if actual != version:
+        raise errors.OpPrereqError(f"The master's primary IP {master_ip} is not an IPv{version}"
+                                   " address (give --primary-ip)", errors.ECODE_INVAL)
+    return 2 if version == 4 else 10
+
+
 def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip: str,
                  secondary_ip: str | None = None, cluster_ip: str | None = None,
                  enabled_hypervisors: Sequence[str] = (constants.HT_FAKE,),
@@ -188,11 +174,14 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                  nicparams: Mapping[str, Any] | None = None,
                  ndparams: Mapping[str, Any] | None = None,
                  ipolicy: Mapping[str, Any] | None = None,
+                 primary_ip_version: int = 4,
                  clock: Callable[[], float] = time.time) -> objects.ConfigData:
     """Create the master node's files and the initial configuration.
 
     The instance policy is Ganeti's default with the enabled disk
     templates, changed by ``ipolicy`` (a change set, doc/ipolicy.md).
+    ``primary_ip_version`` (4 or 6) is the family of every node's primary
+    IP; the master's primary IP must be of it.
 
     Does not start daemons.  Raises :class:`errors.OpPrereqError` for bad
     arguments and :class:`errors.ConfigurationError` when a cluster
@@ -229,6 +218,7 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
         raise errors.OpPrereqError("The following disk templates are allowed by the ipolicy,"
                                    f" but not enabled on the cluster: {', '.join(extra)}",
                                    errors.ECODE_INVAL)
+    ip_family = primary_ip_family(primary_ip_version, master_ip)
     mip_ip = cluster_ip or master_ip
     ip_limit = 128 if ":" in mip_ip else 32
     if master_netmask is None:
@@ -258,6 +248,7 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     cluster = objects.Cluster(
         cluster_name=cluster_name, uuid=str(uuidlib.uuid4()), master_node=node_uuid,
         master_ip=mip_ip, master_netdev=master_netdev, master_netmask=master_netmask,
+        primary_ip_family=ip_family,
         use_external_mip_script=use_external_mip_script,
         # node-local: stored as seen from a root of "/" so that every node
         # (each with its own root in a virtual cluster) maps it below its root

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 
 from ganeti import constants, errors
 
-__all__ = ["hostname", "resolve_hostname", "tcp_ping", "TCP_PING_TIMEOUT"]
+__all__ = ["hostname", "resolve_hostname", "resolve_host", "tcp_ping", "TCP_PING_TIMEOUT",
+           "ENV_HOSTS_FILE"]
+
+#: environment variable naming an ``/etc/hosts``-style file :func:`resolve_host`
+#: consults first (a virtual cluster's names, doc/vcluster.md)
+ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
 
 #: seconds :func:`tcp_ping` waits for an answer by default
 TCP_PING_TIMEOUT = 2.0
@@ -41,6 +47,40 @@ def resolve_hostname(name: str) -> tuple[str, str]:
     if not addresses:
         raise errors.ResolverError(f"{name}: no IPv4 address")
     return fqdn.lower(), addresses[0]
+
+
+def _hosts_lookup(path: str, name: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise errors.ResolverError(f"{name}: cannot read hosts file {path}: {exc}") from exc
+    name = name.lower()
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 2 and name in (f.lower() for f in fields[1:]):
+            return fields[0]
+    return None
+
+
+def resolve_host(name: str, *, env: Mapping[str, str] | None = None) -> str:
+    """The IPv4 address of ``name``: ``$GANETI_HOSTS_FILE`` first, then DNS.
+
+    Raises :class:`errors.ResolverError` when neither knows the name.
+    """
+    env = os.environ if env is None else env
+    hosts = env.get(ENV_HOSTS_FILE)
+    if hosts:
+        found = _hosts_lookup(hosts, name)
+        if found:
+            return found
+    try:
+        infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise errors.ResolverError(f"{name}: {exc}") from exc
+    if not infos:
+        raise errors.ResolverError(f"{name}: no IPv4 address")
+    return str(infos[0][4][0])
 
 
 def tcp_ping(ip: str, port: int, timeout: float = TCP_PING_TIMEOUT) -> bool:
