@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["IGNORE_IPOLICY_OPT", "BOUNDS_SPECS_OPT", "STD_SPECS_OPT", "DISK_TEMPLATES_OPT",
            "VCPU_RATIO_OPT", "SPINDLE_RATIO_OPT", "SPECS_OPTS", "CLUSTER_IPOLICY_OPTS",
            "GROUP_IPOLICY_OPTS", "parse_bounds_specs", "ipolicy_changes", "default_source",
-           "ipolicy_info"]
+           "ipolicy_info", "ipolicy_command"]
 
 _DEFAULT = "default"
 
@@ -207,3 +207,23 @@ def ipolicy_info(policy: dict[str, Any], custom: dict[str, Any] | None = None) -
         elif key in policy:
             out.append((key, f"default ({policy[key]})"))
     return out
+
+
+def _specs_text(specs: dict[str, Any]) -> str:
+    return ",".join(f"{key}={value}" for key, value in sorted(specs.items()))
+
+
+def ipolicy_command(policy: dict[str, Any], *, group: bool) -> str:
+    """The instance policy options that re-create ``policy``'s specs (Ganeti's
+    ``show-ispecs-cmd``): `` --ipolicy-std-specs K=V,...`` (cluster only) and
+    `` --ipolicy-bounds-specs min:K=V,.../max:K=V,...//...``, keys sorted; only
+    complete min/max pairs are shown; "" when there are no specs."""
+    out = []
+    std = policy.get("std")
+    if not group and std:
+        out.append(f" {STD_SPECS_OPT.flags[0]} {_specs_text(std)}")
+    pairs = [f"min:{_specs_text(pair['min'])}/max:{_specs_text(pair['max'])}"
+             for pair in policy.get("minmax") or [] if pair.get("min") and pair.get("max")]
+    if pairs:
+        out.append(f" {BOUNDS_SPECS_OPT.flags[0]} {'//'.join(pairs)}")
+    return "".join(out)

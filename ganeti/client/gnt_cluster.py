@@ -22,7 +22,7 @@ import time
 
 from ganeti import cli, constants, errors
 from ganeti.cli import ipolicy_opts
-from ganeti.client import gnt_cluster_master, tags_common
+from ganeti.client import gnt_cluster_maint, gnt_cluster_master, tags_common
 from ganeti.client.cluster_common import masterd_args, node_ssh_targets
 from ganeti.client.gnt_cluster_crypto import renew_crypto, renew_crypto_opcode
 from ganeti.opcodes import wire
@@ -126,7 +126,8 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         hvparams=parse_hvparams(opts.hvparams), beparams=parse_keyval(opts.beparams),
         nicparams=parse_keyval(opts.nicparams), ndparams=ndparams,
         ipolicy=ipolicy_opts.ipolicy_changes(opts, group=False, current=ipolicy_opts.default_source(
-            _csv(opts.enabled_disk_templates) or bootstrap.DEFAULT_DISK_TEMPLATES)))
+            _csv(opts.enabled_disk_templates) or bootstrap.DEFAULT_DISK_TEMPLATES)),
+        primary_ip_version=opts.primary_ip_version)
     bootstrap.start_noded(paths, master_ip, noded_port)
     bootstrap.start_masterd(paths, extra_args=masterd_args())
     bootstrap.start_rapi(paths)
@@ -304,6 +305,9 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "maintain_node_health": _bool_arg(opts.maintain_node_health),
         "prealloc_wipe_disks": _bool_arg(opts.prealloc_wipe_disks),
         "max_running_jobs": opts.max_running_jobs,
+        "max_tracked_jobs": opts.max_tracked_jobs,
+        "install_image": opts.install_image,
+        "instance_communication_network": opts.instance_communication_network,
         "default_iallocator": opts.default_iallocator,
         "default_iallocator_params": parse_keyval(opts.default_iallocator_params,
                                                   "iallocator parameters"),
@@ -619,6 +623,17 @@ WIPE_OPT = _O("--prealloc-wipe-disks", dest="prealloc_wipe_disks", default=None,
               " with zeros before use (doc/storage.md, \"Wiping disks\")")
 MAXJOBS_OPT = _O("--max-running-jobs", dest="max_running_jobs", type=int, default=None,
                  metavar="N", help="Maximum number of jobs running at once")
+MAXTRACK_OPT = _O("--max-tracked-jobs", dest="max_tracked_jobs", type=int, default=None,
+                  metavar="N", help="Maximum number of jobs tracked by the scheduler")
+IMAGE_OPT = _O("--install-image", dest="install_image", default=None, metavar="IMAGE",
+               help="Absolute path or URL of the image that runs OS scripts safely (stored"
+                    " and shown; not used here, doc/compat.md); '' clears it")
+ICN_OPT = _O("--instance-communication-network", dest="instance_communication_network",
+             default=None, metavar="NETWORK", help="Network name for instance communication"
+             " (stored and shown; no network is created here, doc/compat.md); '' clears it")
+PIPV_OPT = _O("--primary-ip-version", dest="primary_ip_version", type=int, default=4,
+              choices=[4, 6], metavar="4|6", help="Cluster-wide IP version of the primary"
+              " IP addresses (default 4)")
 IALLOC_OPT = _O("-I", "--default-iallocator", dest="default_iallocator", default=None,
                 metavar="NAME", help="Default instance allocator")
 IALLOCP_OPT = _O("--default-iallocator-params", dest="default_iallocator_params",
@@ -649,6 +664,29 @@ NEWCDS_OPT = _O("--new-cluster-domain-secret", dest="new_cds", action="store_tru
                 default=False, help="Generate a new cluster domain secret")
 CDSFILE_OPT = _O("--cluster-domain-secret", dest="cds_file", default=None, metavar="FILE",
                  help="Install the cluster domain secret read from FILE")
+NEWHMAC_OPT = _O("--new-confd-hmac-key", dest="new_confd_hmac_key", action="store_true",
+                 default=False, help="Generate a new confd HMAC key")
+NEWNODECERT_OPT = _O("--new-node-certificates", dest="new_node_cert", action="store_true",
+                     default=False, help="Generate new node certificates (here: the one"
+                     " cluster certificate all node daemons use)")
+_UNSUPPORTED = " (not supported here: refused, doc/compat.md)"
+RENEW_COMPAT_OPTS = [
+    _O("--new-ssh-keys", dest="new_ssh_keys", action="store_true", default=False,
+       help="Generate new node SSH keys" + _UNSUPPORTED),
+    _O("--no-ssh-key-check", dest="ssh_key_check", action="store_false", default=True,
+       help="Disable SSH key fingerprint checking (accepted; no effect)"),
+    _O("--ssh-key-type", dest="ssh_key_type", default=None, choices=["rsa", "dsa", "ecdsa"],
+       help="Type of the SSH keys to generate (with --new-ssh-keys)" + _UNSUPPORTED),
+    _O("--ssh-key-bits", dest="ssh_key_bits", type=int, default=None, metavar="BITS",
+       help="Length of the SSH keys to generate (with --new-ssh-keys)" + _UNSUPPORTED),
+    _O("--new-spice-certificate", dest="new_spice_cert", action="store_true", default=False,
+       help="Generate a new SPICE certificate" + _UNSUPPORTED),
+    _O("--spice-certificate", dest="spice_cert", default=None, metavar="FILE",
+       help="Install this SPICE certificate" + _UNSUPPORTED),
+    _O("--spice-ca-certificate", dest="spice_cacert", default=None, metavar="FILE",
+       help="The CA certificate of the SPICE certificate" + _UNSUPPORTED),
+    cli.VERBOSE_OPT,
+]
 NETMASK_OPT = _O("--master-netmask", dest="master_netmask", type=int, default=None,
                  metavar="BITS", help="Prefix length of the master IP address (e.g. 32)")
 EXTMIP_OPT = _O("--use-external-mip-script", dest="use_external_mip_script", default=None,
@@ -659,10 +697,11 @@ CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
 
 _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
               SFSDIR_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT,
-              NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
+              PIPV_OPT, NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
                 SFSDIR_OPT, POOL_OPT,
-                HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, IALLOC_OPT,
+                HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, MAXTRACK_OPT,
+                IMAGE_OPT, ICN_OPT, IALLOC_OPT,
                 IALLOCP_OPT,
                 *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 
@@ -700,8 +739,9 @@ commands: dict[str, cli.Command] = {
     "copyfile": (copy_file, [cli.ArgFile(min=1, max=1)], [NODES_OPT], "[-n NODE...] FILE",
                  "Copy a file to the same path on all other nodes (or the given ones)"),
     "renew-crypto": (renew_crypto, cli.ARGS_NONE,
-                     [NEWCERT_OPT, NEWRAPI_OPT, RAPIFILE_OPT, NEWCDS_OPT, CDSFILE_OPT,
-                      cli.FORCE_OPT], "[options]",
+                     [NEWCERT_OPT, NEWNODECERT_OPT, NEWRAPI_OPT, RAPIFILE_OPT, NEWHMAC_OPT,
+                      NEWCDS_OPT, CDSFILE_OPT, *RENEW_COMPAT_OPTS, cli.FORCE_OPT],
+                     "[options]",
                      "Renew the cluster certificate (restarts the daemons), the RAPI"
                      " certificate and/or the cluster domain secret on all nodes"),
     "activate-master-ip": (activate_master_ip, cli.ARGS_NONE, [cli.SUBMIT_OPT], "",
@@ -720,6 +760,8 @@ commands.update({
 })
 # master-failover, master-ping, getmaster (doc/design/failover.md)
 commands.update(gnt_cluster_master.commands)
+# rename, repair-disk-sizes, show-ispecs-cmd
+commands.update(gnt_cluster_maint.commands)
 
 
 def main(argv: list[str] | None = None) -> int:

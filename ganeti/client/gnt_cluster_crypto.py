@@ -41,15 +41,31 @@ def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
     if opts.new_cds and opts.cds_file:
         raise errors.OpPrereqError("Only one of --new-cluster-domain-secret and"
                                    " --cluster-domain-secret can be given", errors.ECODE_INVAL)
+    unsupported = [flag for flag, given in (
+        ("--new-ssh-keys", getattr(opts, "new_ssh_keys", False)),
+        ("--ssh-key-type", getattr(opts, "ssh_key_type", None)),
+        ("--ssh-key-bits", getattr(opts, "ssh_key_bits", None)),
+        ("--new-spice-certificate", getattr(opts, "new_spice_cert", False)),
+        ("--spice-certificate", getattr(opts, "spice_cert", None)),
+        ("--spice-ca-certificate", getattr(opts, "spice_cacert", None))) if given]
+    if unsupported:
+        raise errors.OpPrereqError(f"Not supported here: {', '.join(unsupported)} (no SSH key"
+                                   " renewal, no SPICE console; doc/compat.md)",
+                                   errors.ECODE_INVAL)
     if not (opts.new_cluster_cert or opts.new_rapi_cert or opts.rapi_cert_file
-            or opts.new_cds or opts.cds_file):
+            or opts.new_cds or opts.cds_file or getattr(opts, "new_confd_hmac_key", False)
+            or getattr(opts, "new_node_cert", False)):
         raise errors.OpPrereqError("Nothing to do: give --new-cluster-certificate,"
-                                   " --new-rapi-certificate, --rapi-certificate,"
+                                   " --new-node-certificates, --new-rapi-certificate,"
+                                   " --rapi-certificate, --new-confd-hmac-key,"
                                    " --new-cluster-domain-secret or --cluster-domain-secret",
                                    errors.ECODE_INVAL)
     op: dict[str, Any] = wire.cluster_renew_crypto(
         new_cluster_certificate=bool(opts.new_cluster_cert), new_rapi_cert=bool(opts.new_rapi_cert),
-        new_cluster_domain_secret=bool(opts.new_cds))
+        new_cluster_domain_secret=bool(opts.new_cds),
+        node_certificates=bool(getattr(opts, "new_node_cert", False)) or wire.NOT_SENT,
+        new_confd_hmac_key=bool(getattr(opts, "new_confd_hmac_key", False)) or wire.NOT_SENT,
+        verbose=bool(getattr(opts, "verbose", 0)) or wire.NOT_SENT)
     if opts.rapi_cert_file:
         op["rapi_cert_pem"] = _read_text(opts.rapi_cert_file, "RAPI certificate")
     if opts.cds_file:
@@ -107,12 +123,15 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
         cli.to_stderr(str(exc.args[0]))
         return cli.EXIT_FAILURE
     new_rapi = bool(opts.new_rapi_cert or opts.rapi_cert_file)
-    what = [name for flag, name in ((opts.new_cluster_cert, "the cluster certificate"),
+    new_cert = bool(opts.new_cluster_cert or getattr(opts, "new_node_cert", False))
+    what = [name for flag, name in ((new_cert, "the cluster certificate"),
+                                    (getattr(opts, "new_confd_hmac_key", False),
+                                     "the confd HMAC key"),
                                     (new_rapi, "the RAPI certificate"),
                                     (opts.new_cds or opts.cds_file,
                                      "the cluster domain secret")) if flag]
     text = f"This replaces {', '.join(what)} on all nodes."
-    if opts.new_cluster_cert:
+    if new_cert:
         text += " All node daemons, the master daemon and the RAPI daemon will be restarted."
     elif new_rapi:
         text += " The RAPI daemon will reload it."
@@ -123,7 +142,7 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
     paths = pathutils.get_paths()
     cl = cli.get_client(opts)
     cli.submit_opcode_and_wait(op, opts, cl)
-    if not opts.new_cluster_cert:
+    if not new_cert:
         if new_rapi and not _reload_rapi(paths):
             return cli.EXIT_FAILURE
         cli.to_stdout(f"Renewed {', '.join(what)}"

@@ -142,6 +142,8 @@ def modify_node(opts: Any, args: list[str]) -> int:
     ndparams = parse_keyval(opts.ndparams, "node parameters")
     if ndparams:
         op["ndparams"] = ndparams
+    if opts.secondary_ip:
+        op["secondary_ip"] = opts.secondary_ip
     if len(op) == 2:
         cli.to_stderr("Please give at least one of the parameters.")
         return cli.EXIT_FAILURE
@@ -224,6 +226,8 @@ IGNORE_CONSIST_OPT = _O("--ignore-consistency", dest="ignore_consistency",
                         help="Ignore the consistency of the disks on the unit")
 SIP_OPT = _O("-s", "--secondary-ip", dest="secondary_ip", default=None, metavar="IP",
              help="Secondary IP of the node (default: the primary IP)")
+SIP_MODIFY_OPT = _O("-s", "--secondary-ip", dest="secondary_ip", default=None, metavar="IP",
+                    help="New secondary IP of the node (IPv4, used by no other node)")
 PIP_OPT = _O("--primary-ip", dest="primary_ip", default=None, metavar="IP",
              help="Primary IP of the node (default: resolve the name through"
                   " $GANETI_HOSTS_FILE or DNS)")
@@ -237,6 +241,9 @@ VMC_OPT = _O("--vm-capable", dest="vm_capable", default=None, choices=_YN,
              help="Whether the node may run instances")
 NDP_OPT = _O("--node-parameters", dest="ndparams", default=None, metavar="key=val,...",
              help="Node parameters (e.g. ssh_port=2222)")
+NOSSH_KEYCHECK_OPT = _O("--no-ssh-key-check", dest="ssh_key_check", action="store_false",
+                       default=True, help="Accepted for compatibility: the node's SSH host"
+                       " key is always taken on first use (doc/compat.md)")
 NOSETUP_OPT = _O("--no-node-setup", dest="no_node_setup", action="store_true", default=False,
                  help="Do not prepare the node over SSH (its node daemon already runs with"
                       " the cluster certificate)")
@@ -258,6 +265,7 @@ _JOB_OPTS = [cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 commands: dict[str, cli.Command] = {
     "add": (add_node, [cli.ArgNode(min=1, max=1)],
             [SIP_OPT, PIP_OPT, READD_OPT, GROUP_OPT, MC_OPT, VMC_OPT, NDP_OPT, NOSETUP_OPT,
+             NOSSH_KEYCHECK_OPT,
              *_JOB_OPTS], "[options] NODE",
             "Add a node: set it up over SSH (certificate, key, node daemon), then add it"
             " to the configuration"),
@@ -293,9 +301,9 @@ commands: dict[str, cli.Command] = {
                        " STORAGE_TYPE NAME", "Repair a storage unit"),
     "modify": (modify_node, [cli.ArgNode(min=1, max=1)],
                [CAND_OPT, DRAIN_OPT, OFFLINE_OPT, MC_OPT, VMC_OPT, NDP_OPT, AUTOPROMOTE_OPT,
-                cli.FORCE_OPT, *_JOB_OPTS], "[options] NODE",
-               "Change a node's roles (-C/-D/-O, --master-capable, --vm-capable) and"
-               " parameters"),
+                SIP_MODIFY_OPT, cli.FORCE_OPT, *_JOB_OPTS], "[options] NODE",
+               "Change a node's roles (-C/-D/-O, --master-capable, --vm-capable),"
+               " secondary IP (-s) and parameters"),
 }
 
 

@@ -8,7 +8,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "list_os", "diagnose_os", "show_os_info", "format_os_info"]
+__all__ = ["main", "commands", "list_os", "diagnose_os", "show_os_info", "format_os_info",
+           "modify_os", "modify_os_opcode"]
 
 _FIELDS = ["name", "valid", "variants", "parameters", "api_versions", "node_status",
            "hidden", "blacklisted"]
@@ -82,14 +83,85 @@ def show_os_info(opts: Any, args: list[str]) -> int:
     return 0
 
 
+def _yes_no(value: str | None, flag: str) -> bool | None:
+    if value is None:
+        return None
+    if value not in ("yes", "no"):
+        raise errors.ParameterError(f"{flag} takes yes or no, not {value!r}",
+                                    errors.ECODE_INVAL)
+    return value == "yes"
+
+
+def modify_os_opcode(opts: Any, os_name: str) -> dict[str, Any] | None:
+    """The OP_CLUSTER_SET_PARAMS dict of ``gnt-os modify`` (as Ganeti's: the OS's
+    hypervisor parameters ``os_hvp``, its parameters ``osparams`` and
+    ``osparams_private_cluster``, and ``[add|remove, OS]`` changes of
+    ``hidden_os``/``blacklisted_os``), or None when no change was given.
+
+    Raises :class:`errors.ParameterError` for a malformed option value.
+    """
+    from ganeti.client.gnt_cluster import parse_hvparams, parse_keyval
+    if not os_name or not os_name[0].isalnum() or not all(
+            c.isascii() and (c.isalnum() or c in "_.+-") for c in os_name):
+        raise errors.ParameterError(f"Invalid OS name {os_name!r} (letters, digits, '_',"
+                                    " '.', '+' and '-')", errors.ECODE_INVAL)
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_SET_PARAMS"}
+    hvp = parse_hvparams(opts.hvparams)
+    if hvp:
+        op["os_hvp"] = {os_name: hvp}
+    osp = parse_keyval(opts.osparams, "OS parameters")
+    if osp:
+        op["osparams"] = {os_name: osp}
+    private = parse_keyval(opts.osparams_private, "private OS parameters")
+    if private:
+        op["osparams_private_cluster"] = {os_name: private}
+    for key, flag, value in (("hidden_os", "--hidden", opts.hidden),
+                             ("blacklisted_os", "--blacklisted", opts.blacklisted)):
+        wanted = _yes_no(value, flag)
+        if wanted is not None:
+            op[key] = [["add" if wanted else "remove", os_name]]
+    return op if len(op) > 1 else None
+
+
+def modify_os(opts: Any, args: list[str]) -> int:
+    """Change the cluster's settings for one OS: hidden, blacklisted, OS-specific
+    hypervisor parameters (-H) and OS parameters (-O); OP_CLUSTER_SET_PARAMS."""
+    op = modify_os_opcode(opts, args[0])
+    if op is None:
+        cli.to_stderr("At least one of OS parameters or hypervisor parameters must be passed")
+        return cli.EXIT_FAILURE
+    cli.submit_or_send(op, opts)
+    return cli.EXIT_SUCCESS
+
+
 HIDDEN_OPT = cli.Option("--hidden", dest="show_hidden", action="store_true", default=False,
                         help="Also list hidden OSes")
+
+_YN = ["yes", "no"]
+MODIFY_OPTS = [
+    cli.Option("-H", "--hypervisor-parameters", dest="hvparams", action="append", default=[],
+               metavar="HV:key=val,...", help="Hypervisor parameters for instances of this"
+               " OS (repeatable; key=default removes one)"),
+    cli.Option("-O", "--os-parameters", dest="osparams", default=None, metavar="key=val,...",
+               help="OS parameters (key=default removes one)"),
+    cli.Option("--os-parameters-private", dest="osparams_private", default=None,
+               metavar="key=val,...", help="Private OS parameters (not supported here:"
+               " refused, doc/compat.md)"),
+    cli.Option("--hidden", dest="hidden", default=None, choices=_YN,
+               help="Hide the OS from 'gnt-os list' (yes) or show it again (no)"),
+    cli.Option("--blacklisted", dest="blacklisted", default=None, choices=_YN,
+               help="Refuse new instances of the OS (yes) or allow them again (no)"),
+    cli.SUBMIT_OPT, cli.PRINT_JOBID_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT,
+]
 
 commands: dict[str, cli.Command] = {
     "list": (list_os, cli.ARGS_NONE, [cli.NOHDR_OPT, HIDDEN_OPT], "", "List the valid OSes"),
     "diagnose": (diagnose_os, cli.ARGS_NONE, [], "", "Diagnose the OSes on all nodes"),
     "info": (show_os_info, [cli.ArgUnknown(name="OS")], [], "[OS...]",
              "Show information about OSes"),
+    "modify": (modify_os, [cli.ArgUnknown(min=1, max=1, name="OS")], MODIFY_OPTS,
+               "[options] OS", "Change the cluster's settings for an OS: hidden,"
+               " blacklisted, hypervisor parameters (-H) and OS parameters (-O)"),
 }
 
 

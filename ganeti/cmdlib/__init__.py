@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ganeti.cmdlib import cluster, query, test
+from ganeti.cmdlib import cluster, cluster_maint, query, test
 from ganeti.cmdlib import instance_create, instance_migration, instance_operation, instance_query, instance_set_params, os, tags  # noqa: E501
 from ganeti.cmdlib import backup, group, node, node_storage, roles, verify
 from ganeti.cmdlib import allocator, relocation
@@ -18,7 +18,7 @@ from ganeti.opcodes.base import op_id_from_class_name
 
 __all__ = ["LU_REGISTRY", "LogicalUnit", "NoHooksLU"]
 
-_MODULES: tuple[ModuleType, ...] = (test, cluster, query)
+_MODULES: tuple[ModuleType, ...] = (test, cluster, cluster_maint, query)
 _MODULES += (instance_create, instance_operation, instance_migration, instance_set_params, instance_query, tags, os)  # noqa: E501
 _MODULES += (node, group, verify)
 _MODULES += (roles, backup)

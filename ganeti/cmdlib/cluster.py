@@ -232,6 +232,26 @@ def _check_uid_pool(value: Any, where: str) -> list[list[int]]:
     return result
 
 
+_URL_RE = re.compile(r"^(https?|ftps?)://[^\s]+$")
+_NETWORK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def _check_image(value: str) -> str:
+    """``install_image``: '' (none), an absolute path or a URL (http, https, ftp, ftps)."""
+    if value and not (_URL_RE.match(value) or (os.path.isabs(value) and "\0" not in value)):
+        raise errors.ParameterError(f"Install image must be an absolute path or a URL, got"
+                                    f" {value!r}", errors.ECODE_INVAL)
+    return value
+
+
+def _check_network_name(value: str) -> str:
+    """``instance_communication_network``: '' (none) or a network name."""
+    if value and not _NETWORK_NAME_RE.match(value):
+        raise errors.ParameterError(f"Invalid instance communication network name {value!r}"
+                                    " (letters, digits, '_', '.' and '-')", errors.ECODE_INVAL)
+    return value
+
+
 def _apply_os_list(current: list[str], mods: list[Any], where: str) -> list[str]:
     result = list(current)
     for mod in mods:
@@ -382,6 +402,11 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
             if broken:
                 self.LogWarning("After the ipolicy change the following instances violate"
                                 f" it: {', '.join(broken)}")
+        if op.install_image is not None:
+            new["install_image"] = _check_image(op.install_image)
+        if op.instance_communication_network is not None:
+            new["instance_communication_network"] = _check_network_name(
+                op.instance_communication_network)
         if op.hidden_os is not None:
             new["hidden_os"] = _apply_os_list(cluster.hidden_os, op.hidden_os, "hidden_os")
         if op.blacklisted_os is not None:
@@ -480,8 +505,12 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
         if op.cluster_domain_secret is not None and not str(op.cluster_domain_secret.get()).strip():
             raise errors.OpPrereqError("The cluster domain secret must not be empty",
                                        errors.ECODE_INVAL)
+        if op.renew_ssh_keys:
+            raise errors.OpPrereqError("Renewing the nodes' SSH keys is not supported",
+                                       errors.ECODE_INVAL)
         if not (op.new_cluster_certificate or op.new_rapi_cert or op.rapi_cert_pem is not None
-                or op.new_cluster_domain_secret or op.cluster_domain_secret is not None):
+                or op.new_cluster_domain_secret or op.cluster_domain_secret is not None
+                or op.new_confd_hmac_key or op.node_certificates):
             raise errors.OpPrereqError("Nothing to renew", errors.ECODE_INVAL)
 
     def _other_nodes(self) -> list[str]:
@@ -556,14 +585,18 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         op = self.op
-        if op.renew_ssh_keys:
-            self.LogWarning("Renewing SSH keys is not supported; skipped")
+        if op.new_confd_hmac_key:
+            paths = self.context.paths
+            uio.write_file_atomic(paths.confd_hmac_key, secrets.token_hex(32) + "\n",
+                                  mode=0o400)
+            self._distribute(paths.confd_hmac_key)
+            feedback_fn("Confd HMAC key distributed")
         if op.new_rapi_cert or op.rapi_cert_pem is not None:
             feedback_fn(f"RAPI certificate {self._renew_rapi_cert()} distributed")
         if op.new_cluster_domain_secret or op.cluster_domain_secret is not None:
             self._renew_domain_secret()
             feedback_fn("Cluster domain secret distributed")
-        if not op.new_cluster_certificate:
+        if not (op.new_cluster_certificate or op.node_certificates):
             return None
         fingerprint = self._renew_cluster_cert()
         feedback_fn(f"New cluster certificate {fingerprint} distributed; restart the"

@@ -47,6 +47,19 @@ def _check_ip(value: str, what: str) -> str:
         raise errors.OpPrereqError(f"Invalid {what} '{value}'", errors.ECODE_INVAL) from None
 
 
+def _check_secondary_ip(cfg: ConfigReader, value: str, node_uuid: str | None) -> str:
+    """A node's new secondary IP: an IPv4 address (as Ganeti's) no other node uses."""
+    sip = _check_ip(value, "secondary IP")
+    if ipaddress.ip_address(sip).version != 4:
+        raise errors.OpPrereqError(f"Secondary IP ({sip}) needs to be a valid IPv4 address",
+                                   errors.ECODE_INVAL)
+    for other in cfg.get_all_nodes_info().values():
+        if other.uuid != node_uuid and sip in (other.primary_ip, other.secondary_ip):
+            raise errors.OpPrereqError(f"IP address {sip} is already used by node"
+                                       f" {other.name}", errors.ECODE_NOTUNIQUE)
+    return sip
+
+
 def rpc_for_address(rpc: RpcRunner, name: str, address: str) -> Any:
     """An RPC runner reaching ``name`` at ``address`` (a node not (yet) usable via config).
 
@@ -136,6 +149,8 @@ class LUNodeAdd(LogicalUnit[OpNodeAdd]):
                         f"Cannot resolve node name {self.node_name}: {exc}",
                         errors.ECODE_RESOLVER) from exc
         self.primary_ip: str = primary_ip
+        if self.given_sip is not None:
+            _check_secondary_ip(cfg, self.given_sip, existing.uuid if existing else None)
         self.secondary_ip: str = self.given_sip or (
             existing.secondary_ip if existing else primary_ip)
         for other in cfg.get_all_nodes_info().values():
@@ -353,7 +368,7 @@ class LUNodeSetParams(LogicalUnit[OpNodeSetParams]):
         self.ndparams = (parameters.check_params("nd", op.ndparams, allow_default=True)
                          if op.ndparams is not None else None)
         if op.secondary_ip is not None:
-            self.secondary_ip = _check_ip(op.secondary_ip, "secondary IP")
+            self.secondary_ip = _check_secondary_ip(cfg, op.secondary_ip, node.uuid)
         if op.vm_capable is False and not op.force:
             primary, secondary = cfg.node_instances(node.uuid)
             if primary or secondary:

@@ -12,7 +12,8 @@ from ganeti.private import Private
 __all__ = ["OpClusterQuery", "OpClusterPostInit", "OpClusterDestroy", "OpClusterSetParams",
            "OpClusterRedistConf", "OpClusterVerify", "OpClusterVerifyConfig",
            "OpClusterVerifyGroup", "OpClusterVerifyDisks", "OpClusterRenewCrypto", "OpClusterActivateMasterIp",
-           "OpClusterDeactivateMasterIp", "VERIFY_OPTIONAL_CHECKS",
+           "OpClusterDeactivateMasterIp", "OpClusterRename", "OpClusterRepairDiskSizes",
+           "VERIFY_OPTIONAL_CHECKS",
            "ALL_OPCODES"]
 
 #: Checks ``skip_checks`` may name (as Ganeti: nplusone memory, disk lists).
@@ -70,6 +71,11 @@ class OpClusterSetParams(OpCode):
     ipolicy: dict[str, Any] | None = None
     hidden_os: list[Any] | None = None
     blacklisted_os: list[Any] | None = None
+    install_image: str | None = param(None, doc="absolute path or URL of the image running"
+                                      " OS scripts (not used here: stored and shown); '' clears")
+    instance_communication_network: str | None = param(
+        None, doc="network name for instance communication (stored and shown, no network is"
+        " created); '' clears")
     force: bool = False
 
 
@@ -139,6 +145,10 @@ class OpClusterRenewCrypto(OpCode):
     generates a new RAPI certificate, ``rapi_cert_pem`` installs the given
     one (key and certificate, PEM); ``new_cluster_domain_secret`` /
     ``cluster_domain_secret`` do the same for the cluster domain secret.
+    ``new_confd_hmac_key`` generates a new confd HMAC key (ours: this field
+    is not Ganeti's, whose client renews the key itself); ``node_certificates``
+    renews the node daemons' certificate, which here is the cluster
+    certificate (one for all nodes).  ``renew_ssh_keys`` is refused.
     The result is the new cluster certificate's fingerprint, or None when it
     was not renewed.  ``rapi_cert_pem`` (it holds a private key) and
     ``cluster_domain_secret`` are private (:mod:`ganeti.private`).
@@ -149,6 +159,7 @@ class OpClusterRenewCrypto(OpCode):
     rapi_cert_pem: Private | None = None
     new_cluster_domain_secret: bool = False
     cluster_domain_secret: Private | None = None
+    new_confd_hmac_key: bool = False
     node_certificates: bool = False
     renew_ssh_keys: bool = False
     ssh_key_type: str | None = None
@@ -167,7 +178,30 @@ class OpClusterDeactivateMasterIp(OpCode):
     """Deactivate the master IP address on the master node (setup script ``stop``)."""
 
 
-ALL_OPCODES = (OpClusterQuery, OpClusterPostInit, OpClusterDestroy, OpClusterSetParams,
+@dataclass(kw_only=True)
+class OpClusterRename(OpCode):
+    """Rename the cluster; the master IP becomes the new name's address.
+
+    Result: the new cluster name.
+    """
+
+    OP_DSC_FIELD = "name"
+
+    name: str
+
+
+@dataclass(kw_only=True)
+class OpClusterRepairDiskSizes(OpCode):
+    """Record the real sizes of instance disks where the configuration differs.
+
+    ``instances``: the instances to check (default: all).  Result: a list of
+    ``[instance, disk index, "size", new size in MiB]`` per repaired disk.
+    """
+
+    instances: list[str] = param([])
+
+
+ALL_OPCODES = (OpClusterRename, OpClusterRepairDiskSizes, OpClusterQuery, OpClusterPostInit, OpClusterDestroy, OpClusterSetParams,
                OpClusterRedistConf, OpClusterVerify, OpClusterVerifyConfig,
                OpClusterVerifyGroup, OpClusterVerifyDisks, OpClusterRenewCrypto, OpClusterActivateMasterIp,
                OpClusterDeactivateMasterIp)
