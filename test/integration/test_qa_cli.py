@@ -402,3 +402,191 @@ def test_verify_checks_the_oob_program(vc):
         assert _verify_ok(vc)
     finally:
         vc.ok("gnt-cluster", "modify", "--node-parameters", "oob_program=")
+
+
+# --- verbs and options of Ganeti's QA (issue 34, points 3-4) --------------------------
+
+def _ssconf(vc, node: str, key: str) -> str:
+    with open(os.path.join(vc.paths(node).data_dir, f"ssconf_{key}")) as fh:
+        return fh.read().strip()
+
+
+def _wait_ssconf(vc, node: str, key: str, wanted: str, rounds: int = 300,
+                 part: bool = False) -> None:
+    """Wait (bounded) until ssconf ``key`` of ``node`` is ``wanted`` (or contains it)."""
+    import time
+    value = ""
+    for _ in range(rounds):
+        value = _ssconf(vc, node, key)
+        if value == wanted or (part and wanted in value.splitlines()):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"ssconf_{key} of {node} stayed {value!r}, not {wanted!r}")
+
+
+def test_cluster_rename_and_back(vc):
+    hosts = os.path.join(vc.directory, "hosts")
+    with open(hosts) as fh:
+        original = fh.read()
+    master_ip = vc.cluster.nodes[0].ip
+    with open(hosts, "a") as fh:
+        fh.write(f"{master_ip} yrenamed.vcluster\n")
+    try:
+        res = vc.run("gnt-cluster", "rename", "yrenamed.vcluster")
+        assert res.returncode == 1 and "--force" in res.stderr          # asks first
+        res = vc.run("gnt-cluster", "rename", "-f", "not-in-any.hosts-file.invalid")
+        assert res.returncode != 0 and "Cannot resolve the new cluster name" in res.stderr
+        assert info(vc, "gnt-cluster", "info")["Cluster name"] == "cluster.vcluster"
+        out = vc.ok("gnt-cluster", "rename", "-f", "yrenamed.vcluster")
+        assert "Cluster renamed from 'cluster.vcluster' to 'yrenamed.vcluster'" in out
+        cluster = info(vc, "gnt-cluster", "info")
+        assert cluster["Cluster name"] == "yrenamed.vcluster"
+        _wait_ssconf(vc, N2, "cluster_name", "yrenamed.vcluster")
+        assert _ssconf(vc, N2, "master_ip") == master_ip               # same address
+    finally:
+        vc.run("gnt-cluster", "rename", "-f", "cluster.vcluster")
+        with open(hosts, "w") as fh:
+            fh.write(original)
+    assert info(vc, "gnt-cluster", "info")["Cluster name"] == "cluster.vcluster"
+    _wait_ssconf(vc, N2, "cluster_name", "cluster.vcluster")
+
+
+def _disk_file(vc, instance: str, node: str) -> str:
+    (inst,) = info(vc, "gnt-instance", "info", instance)
+    _driver, path = inst["Disks"][0]["logical_id"]
+    return vc.paths(node).root + path
+
+
+def test_repair_disk_sizes(vc):
+    path = _disk_file(vc, FILE1, N1)
+    assert os.path.getsize(path) == 16 << 20
+    assert vc.ok("gnt-cluster", "repair-disk-sizes") == ""
+    os.truncate(path, 17 << 20)
+    try:
+        out = vc.ok("gnt-cluster", "repair-disk-sizes", FILE1)
+        assert f"Disk 0 of instance {FILE1}: size is now 17" in out
+        (inst,) = info(vc, "gnt-instance", "info", "-s", FILE1)
+        assert inst["Disks"][0]["disk/0"] == "file, size 17M"
+    finally:
+        os.truncate(path, 16 << 20)
+        vc.ok("gnt-cluster", "repair-disk-sizes")
+    (inst,) = info(vc, "gnt-instance", "info", "-s", FILE1)
+    assert inst["Disks"][0]["disk/0"] == "file, size 16M"
+    res = vc.run("gnt-cluster", "repair-disk-sizes", "no.such.instance")
+    assert res.returncode != 0 and "no.such.instance" in res.stderr
+
+
+def test_show_ispecs_cmd(vc):
+    out = vc.ok("gnt-cluster", "show-ispecs-cmd").strip()
+    assert out.startswith("gnt-cluster init --ipolicy-std-specs ") and \
+        " --ipolicy-bounds-specs min:" in out and out.endswith(" cluster.vcluster")
+
+
+def test_os_modify(vc):
+    vc.ok("gnt-os", "modify", "--hidden", "yes", "--blacklisted", "yes", "-H",
+          "fake:migration_mode=live", "tinyos")
+    try:
+        assert "tinyos+default" not in vc.ok("gnt-os", "list", "--no-headers").split()
+        (name, items), = info(vc, "gnt-os", "info", "tinyos").items()
+        props = {k: v for item in items for k, v in item.items()}
+        assert props["hidden"] is True and props["blacklisted"] is True
+        cluster = info(vc, "gnt-cluster", "info")
+        assert cluster["Hidden OSes"] == "tinyos" and cluster["Blacklisted OSes"] == "tinyos"
+        assert cluster["OS-specific hypervisor parameters"]["tinyos"]["fake"] == {
+            "migration_mode": "live"}
+        res = vc.run("gnt-os", "modify", "tinyos")
+        assert res.returncode == 1 and "At least one of" in res.stderr
+        res = vc.run("gnt-os", "modify", "-H", "fake:no_such_param=1", "tinyos")
+        assert res.returncode != 0 and "no_such_param" in res.stderr
+    finally:
+        vc.ok("gnt-os", "modify", "--hidden", "no", "--blacklisted", "no", "-H",
+              "fake:-migration_mode", "tinyos")
+    assert "tinyos+default" in vc.ok("gnt-os", "list", "--no-headers").split()
+    cluster = info(vc, "gnt-cluster", "info")
+    assert not cluster["Hidden OSes"] and not cluster["Blacklisted OSes"]
+    assert not cluster["OS-specific hypervisor parameters"]
+
+
+def _cluster_param(vc, label: str) -> Any:
+    params = info(vc, "gnt-cluster", "info")["Cluster parameters"]
+    return params[label]
+
+
+def test_cluster_modify_image_network_tracked_jobs(vc):
+    tracked = "maximal number of jobs simultaneously tracked by the scheduler"
+    before = _cluster_param(vc, tracked)
+    vc.ok("gnt-cluster", "modify", "--install-image", "/srv/images/install.img",
+          "--instance-communication-network", "ycomm-net", "--max-tracked-jobs", "31")
+    try:
+        assert _cluster_param(vc, "install image") == "/srv/images/install.img"
+        assert _cluster_param(vc, "instance communication network") == "ycomm-net"
+        assert _cluster_param(vc, tracked) == 31
+        for argv in (("--install-image", "relative.img"),
+                     ("--instance-communication-network", "bad name"),
+                     ("--max-tracked-jobs", "0")):
+            res = vc.run("gnt-cluster", "modify", *argv)
+            assert res.returncode != 0, argv
+        assert _cluster_param(vc, "install image") == "/srv/images/install.img"
+        assert _cluster_param(vc, tracked) == 31
+    finally:
+        vc.ok("gnt-cluster", "modify", "--install-image", "",
+              "--instance-communication-network", "", "--max-tracked-jobs", str(before))
+    assert not _cluster_param(vc, "install image")
+
+
+def test_node_modify_secondary_ip(vc):
+    original = vc.ok("gnt-node", "list", "--no-headers", "-o", "sip", N2).strip()
+    vc.ok("gnt-node", "modify", "--secondary-ip", "192.0.2.77", N2)
+    try:
+        assert vc.ok("gnt-node", "list", "--no-headers", "-o", "sip", N2).strip() == \
+            "192.0.2.77"
+        (node,) = info(vc, "gnt-node", "info", N2)
+        assert node["secondary ip"] == "192.0.2.77"
+        _wait_ssconf(vc, N2, "node_secondary_ips", f"{N2} 192.0.2.77", part=True)
+        n1_sip = vc.ok("gnt-node", "list", "--no-headers", "-o", "sip", N1).strip()
+        res = vc.run("gnt-node", "modify", "-s", n1_sip, N2)
+        assert res.returncode != 0 and "already used by node" in res.stderr
+    finally:
+        vc.ok("gnt-node", "modify", "--secondary-ip", original, N2)
+    assert vc.ok("gnt-node", "list", "--no-headers", "-o", "sip", N2).strip() == original
+
+
+def test_upstream_runs_the_new_verbs(vc, scratch):
+    ours = vc.ok("gnt-cluster", "show-ispecs-cmd").strip()
+    res = upstream_cli.run(vc, scratch, "gnt-cluster", "show-ispecs-cmd")
+    assert res.returncode == 0 and res.stdout.strip() == ours, res.stdout + res.stderr
+    res = upstream_cli.run(vc, scratch, "gnt-cluster", "repair-disk-sizes")
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = upstream_cli.run(vc, scratch, "gnt-os", "modify", "--hidden=yes", "tinyos")
+    assert res.returncode == 0, res.stdout + res.stderr
+    try:
+        assert info(vc, "gnt-cluster", "info")["Hidden OSes"] == "tinyos"
+    finally:
+        res = upstream_cli.run(vc, scratch, "gnt-os", "modify", "--hidden=no", "tinyos")
+        assert res.returncode == 0, res.stdout + res.stderr
+    assert not info(vc, "gnt-cluster", "info")["Hidden OSes"]
+    res = upstream_cli.run(vc, scratch, "gnt-cluster", "modify", "--max-tracked-jobs", "29")
+    assert res.returncode == 0, res.stdout + res.stderr
+    try:
+        assert _cluster_param(vc, "maximal number of jobs simultaneously tracked by the"
+                              " scheduler") == 29
+    finally:
+        vc.ok("gnt-cluster", "modify", "--max-tracked-jobs", "25")
+
+
+def test_upstream_cluster_rename(vc, scratch):
+    hosts = os.path.join(vc.directory, "hosts")
+    with open(hosts) as fh:
+        original = fh.read()
+    with open(hosts, "a") as fh:
+        fh.write(f"{vc.cluster.nodes[0].ip} yupstream.vcluster\n")
+    try:
+        res = upstream_cli.run(vc, scratch, "gnt-cluster", "rename", "-f", "yupstream.vcluster")
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "Cluster renamed from 'cluster.vcluster' to 'yupstream.vcluster'" in res.stdout
+        assert info(vc, "gnt-cluster", "info")["Cluster name"] == "yupstream.vcluster"
+    finally:
+        vc.run("gnt-cluster", "rename", "-f", "cluster.vcluster")
+        with open(hosts, "w") as fh:
+            fh.write(original)
+    assert info(vc, "gnt-cluster", "info")["Cluster name"] == "cluster.vcluster"
