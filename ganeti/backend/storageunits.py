@@ -11,13 +11,14 @@ measured through its nearest existing parent.  See doc/storage.md.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from ganeti import constants, errors
 from ganeti.backend.context import NodeContext
 from ganeti.backend.node import storage_path
 
-__all__ = ["storage_list"]
+__all__ = ["storage_list", "volume_list"]
 
 _MIB = 1024 * 1024
 #: the fields a unit of a file based type reports
@@ -79,3 +80,42 @@ def storage_list(ctx: NodeContext, su_name: str, su_args: list, name: str | None
     if name is not None and os.path.normpath(name) != directory:
         return []
     return [_file_unit(ctx, su_name, directory, list(fields))]
+
+
+def _unit_dir(ctx: NodeContext, stype: str, directory: str) -> str:
+    """This node's path of a storage directory (a ``sharedfile`` directory outside
+    the node root, the virtual cluster's shared one, as written)."""
+    if (stype == constants.ST_SHARED_FILE and not ctx.paths.contains(directory)
+            and os.path.isdir(directory)):
+        return directory
+    return ctx.local_path(directory)
+
+
+def volume_list(ctx: NodeContext, units: list) -> list[list[Any]]:
+    """The disk files below the given storage directories (``gnt-node volumes``).
+
+    ``units``: ``[[storage type, canonical directory], ...]`` (``file``,
+    ``sharedfile``).  One ``[directory, name relative to it, size in bytes]``
+    per regular file (symbolic links are not followed); a directory that does
+    not exist holds nothing.  Raises :class:`errors.StorageError` for another
+    storage type or a directory that is not absolute.
+    """
+    out: list[list[Any]] = []
+    for unit in units:
+        if (not isinstance(unit, (list, tuple)) or len(unit) != 2
+                or unit[0] not in constants.STS_REPORT or not isinstance(unit[1], str)
+                or not os.path.isabs(unit[1])):
+            raise errors.StorageError(f"Invalid storage unit {unit!r}: expected [file or"
+                                      " sharedfile, absolute directory]")
+        directory = os.path.normpath(unit[1])
+        local = _unit_dir(ctx, unit[0], directory)
+        for dirpath, _dirs, files in os.walk(local, followlinks=False):
+            for fname in files:
+                path = os.path.join(dirpath, fname)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue    # removed while we walked
+                if stat.S_ISREG(st.st_mode):
+                    out.append([directory, os.path.relpath(path, local), st.st_size])
+    return out

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["main", "commands", "add_node", "remove_node", "list_nodes", "list_fields",
-           "show_node_info", "format_node_info", "modify_node", "powercycle_node", "list_storage", "modify_storage",
+           "show_node_info", "format_node_info", "modify_node", "powercycle_node", "list_storage", "list_volumes", "modify_storage",
            "repair_storage", "LIST_DEFAULT_FIELDS", "INFO_FIELDS", "STORAGE_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
@@ -192,6 +192,33 @@ def list_storage(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
+#: ``volumes`` columns (Ganeti's titles; ``size`` in MiB, shown with --units)
+VOLUME_TITLES = {"node": "Node", "phys": "PhysDev", "vg": "VG", "name": "Name",
+                 "size": "Size", "instance": "Instance"}
+
+
+def list_volumes(opts: Any, args: list[str]) -> int:
+    """List the volumes of nodes (OP_NODE_QUERYVOLS): here the disk files below the
+    file storage directories, with the instance each belongs to."""
+    from ganeti import query
+    fields = cli.parse_fields(opts.output, list(VOLUME_TITLES))
+    unknown = [f for f in fields if f not in VOLUME_TITLES]
+    if unknown:
+        raise errors.OpPrereqError(f"Unknown output fields selected: {', '.join(unknown)}"
+                                   f" (valid: {', '.join(VOLUME_TITLES)})", errors.ECODE_INVAL)
+    rows = cli.submit_opcode_and_wait({"OP_ID": "OP_NODE_QUERYVOLS", "nodes": list(args),
+                                       "output_fields": fields}, opts) or []
+    fdefs = [{"name": f, "title": VOLUME_TITLES[f],
+              "kind": constants.QFT_UNIT if f == "size" else constants.QFT_TEXT}
+             for f in fields]
+    cells = [[[constants.RS_NORMAL, int(v) if f == "size" else v]
+              for f, v in zip(fields, row)] for row in rows]
+    for line in query.format_table(fdefs, cells, headers=not opts.no_headers,
+                                   separator=opts.separator, units=opts.units):
+        cli.to_stdout(line)
+    return cli.EXIT_SUCCESS
+
+
 def modify_storage(opts: Any, args: list[str]) -> int:
     """Change a storage unit: NODE STORAGE_TYPE NAME (OP_NODE_MODIFY_STORAGE)."""
     node, stype, name = args
@@ -291,6 +318,10 @@ commands: dict[str, cli.Command] = {
                       STORAGE_TYPE_OPT, cli.PRIORITY_OPT], "[options] [NODE...]",
                      "List the storage units of nodes (fields: node, type, name, size,"
                      " used, free, allocatable)"),
+    "volumes": (list_volumes, [cli.ArgNode()],
+                [cli.NOHDR_OPT, cli.SEP_OPT, cli.UNITS_OPT, cli.FIELDS_OPT, cli.PRIORITY_OPT],
+                "[options] [NODE...]", "List the volumes of nodes: the disk files of the"
+                " file storage directories (fields: node, phys, vg, name, size, instance)"),
     "modify-storage": (modify_storage, [cli.ArgUnknown(min=3, max=3,
                                                        name="NODE STORAGE_TYPE NAME")],
                        [ALLOCATABLE_OPT, *_JOB_OPTS], "[--allocatable yes|no] NODE"

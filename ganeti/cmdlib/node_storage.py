@@ -14,6 +14,7 @@ Listing takes the node locks shared (like Ganeti, which is why RAPI's
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ganeti import constants, errors, locking, query
@@ -22,10 +23,12 @@ from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import storage_dir_for
 from ganeti.objects import Cluster, Node
-from ganeti.opcodes.node_storage import (OpNodeModifyStorage, OpNodeQueryStorage,
+from ganeti.opcodes.node_storage import (VOLUME_FIELDS, OpNodeModifyStorage,
+                                         OpNodeQueryStorage, OpNodeQueryvols,
                                          OpRepairNodeStorage)
 
-__all__ = ["LUNodeQueryStorage", "LUNodeModifyStorage", "LURepairNodeStorage",
+__all__ = ["LUNodeQueryStorage", "LUNodeModifyStorage", "LURepairNodeStorage", "LUNodeQueryvols",
+           "volume_rows",
            "default_storage_type", "check_storage_type"]
 
 #: the fields the master fills in itself (the node reports the others)
@@ -176,3 +179,86 @@ class LURepairNodeStorage(NoHooksLU[OpRepairNodeStorage]):
     def Exec(self, feedback_fn: FeedbackFn) -> Any:   # pragma: no cover - no such type here
         raise errors.OpExecError(f"Repairing '{self.op.storage_type}' storage is not"
                                  " implemented")
+
+
+_MIB = 1024 * 1024
+
+
+def volume_rows(node_name: str, files: list[Any], owners: dict[str, str],
+                fields: list[str]) -> list[list[str]]:
+    """``gnt-node volumes`` rows of one node from its ``volume_list`` answer, sorted
+    by path: ``phys`` the file's path, ``vg`` its storage directory, ``name`` the
+    path below it, ``size`` MiB (rounded down), ``instance`` the owner of the
+    disk with that path in ``owners`` (``{path: instance name}``) or ``-``.
+    Values are texts, as Ganeti's."""
+    rows = []
+    for directory, name, size in files:
+        phys = os.path.join(directory, name)
+        values = {"node": node_name, "phys": phys, "vg": directory, "name": name,
+                  "size": str(int(size) // _MIB), "instance": owners.get(phys, "-")}
+        rows.append((phys, [values[f] for f in fields]))
+    return [row for _, row in sorted(rows, key=lambda r: r[0])]
+
+
+class LUNodeQueryvols(NoHooksLU[OpNodeQueryvols]):
+    """List the disk files of the enabled file based templates' storage directories
+    on nodes (Ganeti: the logical volumes), with the instance each belongs to.
+
+    Offline nodes are skipped; a node that does not answer is a warning.
+    """
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        unknown = [f for f in self.op.output_fields if f not in VOLUME_FIELDS]
+        if unknown or not self.op.output_fields:
+            raise errors.OpPrereqError(f"Unknown output fields selected: {', '.join(unknown)}"
+                                       f" (valid: {', '.join(VOLUME_FIELDS)})",
+                                       errors.ECODE_INVAL)
+        if self.op.nodes:
+            self.nodes = [expand_node(self.cfg, name) for name in self.op.nodes]
+            self.needed_locks = {locking.LEVEL_NODE: [n.uuid for n in self.nodes]}
+        else:
+            self.nodes = []
+            self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks = {locking.LEVEL_NODE: 1}
+
+    def _units(self) -> list[list[str]]:
+        cluster = self.cfg.get_cluster_info()
+        paths = getattr(self.context, "paths", None)
+        return [[stype, storage_dir_for(cluster, constants.STORAGE_TYPE_TEMPLATE[stype], None,
+                                        paths.root if paths is not None else None)]
+                for stype in (constants.ST_FILE, constants.ST_SHARED_FILE)
+                if constants.STORAGE_TYPE_TEMPLATE[stype] in cluster.enabled_disk_templates]
+
+    def _owners(self) -> dict[str, dict[str, str]]:
+        """``{node uuid: {disk file path: instance name}}`` of the file based disks."""
+        out: dict[str, dict[str, str]] = {}
+        for inst in self.cfg.get_all_instances_info().values():
+            for disk in self.cfg.get_instance_disks(inst.uuid):
+                if disk.dev_type in (constants.DT_FILE, constants.DT_SHARED_FILE) \
+                        and len(disk.logical_id) == 2:
+                    for node_uuid in disk.nodes or [inst.primary_node]:
+                        out.setdefault(node_uuid, {})[
+                            os.path.normpath(str(disk.logical_id[1]))] = inst.name
+        return out
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        nodes = self.nodes or list(self.cfg.get_all_nodes_info().values())
+        wanted = sorted((n for n in nodes if not n.offline),
+                        key=lambda n: query.nice_sort_key(n.name))
+        units = self._units()
+        if not wanted or not units:
+            return []
+        results = self.require_rpc().call_volume_list([n.name for n in wanted], units)
+        owners = self._owners()
+        rows: list[list[str]] = []
+        for node in wanted:
+            res = results.get(node.name)
+            if res is None or res.fail_msg:
+                self.LogWarning(f"Can't compute volume data on node {node.name}:"
+                                f" {res.fail_msg if res is not None else 'no answer'}")
+                continue
+            rows += volume_rows(node.name, res.payload or [], owners.get(node.uuid, {}),
+                                list(self.op.output_fields))
+        return rows

@@ -12,7 +12,12 @@ from typing import Any
 from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
-__all__ = ["OpNodeQueryStorage", "OpNodeModifyStorage", "OpRepairNodeStorage", "ALL_OPCODES"]
+__all__ = ["OpNodeQueryStorage", "OpNodeModifyStorage", "OpRepairNodeStorage",
+           "OpNodeQueryvols", "VOLUME_FIELDS", "ALL_OPCODES"]
+
+#: ``gnt-node volumes`` fields (Ganeti's): node, device path, volume group (here:
+#: the storage directory), volume name (the file below it), size (MiB), instance
+VOLUME_FIELDS = ("node", "phys", "vg", "name", "size", "instance")
 
 _TYPES = sorted(constants.STORAGE_TYPES)
 
@@ -56,4 +61,13 @@ class OpRepairNodeStorage(OpCode):
     ignore_consistency: bool = False
 
 
-ALL_OPCODES = (OpNodeQueryStorage, OpNodeModifyStorage, OpRepairNodeStorage)
+@dataclass(kw_only=True)
+class OpNodeQueryvols(OpCode):
+    """The volumes (here: the disk files of the file storage directories) of ``nodes``
+    (all nodes when empty): one row of ``output_fields`` values (texts) per volume."""
+
+    output_fields: list[str]
+    nodes: list[str] = param([])
+
+
+ALL_OPCODES = (OpNodeQueryStorage, OpNodeModifyStorage, OpRepairNodeStorage, OpNodeQueryvols)

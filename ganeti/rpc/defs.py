@@ -273,6 +273,9 @@ _ROWS = [
                           ("fields", list)], FAST,
          "Storage units of type su_name (file/sharedfile: su_args [directory]), only"
          " name if given: [[value per field], ...] (doc/storage.md)."),
+    _row("volume_list", [("units", list)], FAST,
+         "Disk files below storage directories [[type, directory], ...] (gnt-node volumes):"
+         " [[directory, relative name, size in bytes], ...]."),
     # --- OS definitions ---
     _row("os_diagnose", [], FAST,
          "[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...]"

@@ -253,3 +253,34 @@ def test_renew_crypto_refuses_ssh_keys(tmp_path) -> None:
     with pytest.raises(errors.OpPrereqError, match="SSH keys is not supported"):
         run_opcode(ctx, ocluster.OpClusterRenewCrypto(renew_ssh_keys=True))
     assert not rpc.calls_to("upload_file")
+
+
+# --- node volumes (OP_NODE_QUERYVOLS) ---------------------------------------------------
+
+def test_node_volumes_lists_files_with_their_instances(tmp_path) -> None:
+    from ganeti.opcodes.node_storage import OpNodeQueryvols
+
+    def build(cfg) -> None:
+        cfg.get_cluster_info().enabled_disk_templates = [constants.DT_FILE]
+        _add(cfg, "a", 1, [8, 16])
+
+    cfg, rpc, ctx = _setup(tmp_path, build)
+    fdir = "/srv/ganeti/file-storage"   # canonical: below the master's root in make_config
+
+    def answer(node: str, args: list[Any]) -> list[Any]:
+        (units,) = args
+        assert units == [["file", fdir]]
+        if node == N1:
+            return [["/srv", "a/d1", 16 * MIB], ["/srv", "a/d0", 8 * MIB + 1],
+                    ["/srv", "stray", MIB]]
+        return []
+    rpc.set_handler("volume_list", answer)
+    result, _, _ = run_opcode(ctx, OpNodeQueryvols(output_fields=[
+        "node", "phys", "vg", "name", "size", "instance"]))
+    assert result == [[N1, "/srv/a/d0", "/srv", "a/d0", "8", "a"],
+                      [N1, "/srv/a/d1", "/srv", "a/d1", "16", "a"],
+                      [N1, "/srv/stray", "/srv", "stray", "1", "-"]]
+    result, _, _ = run_opcode(ctx, OpNodeQueryvols(nodes=[N2], output_fields=["name"]))
+    assert result == []
+    with pytest.raises(errors.OpPrereqError, match="Unknown output fields selected: pv"):
+        run_opcode(ctx, OpNodeQueryvols(output_fields=["name", "pv"]))

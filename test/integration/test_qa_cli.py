@@ -590,3 +590,24 @@ def test_upstream_cluster_rename(vc, scratch):
         with open(hosts, "w") as fh:
             fh.write(original)
     assert info(vc, "gnt-cluster", "info")["Cluster name"] == "cluster.vcluster"
+
+
+def test_node_volumes(vc):
+    path = _disk_file(vc, FILE1, N1)[len(vc.paths(N1).root):]
+    out = vc.ok("gnt-node", "volumes", "--no-headers", "--separator=|", N1)
+    rows = [line.split("|") for line in out.splitlines()]
+    assert [N1, path, os.path.dirname(os.path.dirname(path)),
+            os.path.relpath(path, os.path.dirname(os.path.dirname(path))), "16", FILE1] in rows
+    header = vc.ok("gnt-node", "volumes", N1).splitlines()[0].split()
+    assert header == ["Node", "PhysDev", "VG", "Name", "Size", "Instance"]
+    assert vc.ok("gnt-node", "volumes", "--no-headers", "-o", "instance", N2).split() == []
+    res = vc.run("gnt-node", "volumes", "-o", "pv", N1)
+    assert res.returncode != 0 and "Unknown output fields" in res.stderr
+
+
+def test_upstream_node_volumes(vc, scratch):
+    ours = vc.ok("gnt-node", "volumes", "--no-headers", "--separator=|", "--units=m")
+    res = upstream_cli.run(vc, scratch, "gnt-node", "volumes", "--no-headers",
+                           "--separator=|", "--units=m")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout == ours
