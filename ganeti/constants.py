@@ -95,6 +95,15 @@ ELOG_MESSAGE = "message"
 ELOG_MESSAGE_LIST = "message-list"
 ELOG_REMOTE_IMPORT = "remote-import"
 ELOG_JQUEUE_TEST = "jqueue-test"
+#: OP_TEST_JQUEUE's notifications (Ganeti's ``gnt-debug test-jobqueue`` protocol):
+#: the log message is ``[socket path, test, argument]``
+JQT_EXPANDNAMES = "expandnames"
+JQT_EXEC = "exec"
+JQT_STARTMSG = "startmsg"
+JQT_LOGMSG = "logmsg"
+JQT_ALL = frozenset([JQT_EXPANDNAMES, JQT_EXEC, JQT_STARTMSG, JQT_LOGMSG])
+#: prefix of OP_TEST_JQUEUE's test messages in that protocol
+JQT_MSGPREFIX = "TESTMSG="
 ELOG_DELAY_TEST = "delay-test"
 #: typed progress of a long operation: the message is a dict (doc/progress.md)
 ELOG_PROGRESS = "progress"

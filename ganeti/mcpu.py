@@ -215,6 +215,11 @@ class Processor:
             priority = max(constants.OP_PRIO_HIGHEST, priority - 1)
             self._cbs.set_priority(priority)
 
+    def notify_waiting(self) -> None:
+        """Mark the running opcode *waiting* (for locks) now, as Ganeti shows it
+        during ``ExpandNames`` (``OP_TEST_JQUEUE``'s notifications check it)."""
+        self._notify_waiting()
+
     def _notify_waiting(self) -> None:
         notify = getattr(self._cbs, "notify_waiting", None)
         if notify is not None:      # callbacks from before the waiting state

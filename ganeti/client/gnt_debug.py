@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "delay", "submit_job", "show_locks", "show_metrics",
+__all__ = ["main", "commands", "delay", "submit_job", "test_jobqueue", "show_locks", "show_metrics",
            "LOCK_DEFAULT_FIELDS"]
 
 LOCK_DEFAULT_FIELDS = ["name", "mode", "owner", "pending"]
@@ -29,6 +29,12 @@ def delay(opts: Any, args: list[str]) -> int:
                          no_locks=opts.no_locks)
     cli.submit_or_send(op, opts)
     return cli.EXIT_SUCCESS
+
+
+def test_jobqueue(opts: Any, args: list[str]) -> int:
+    """Run Ganeti's job queue tests against the master (doc/commands.md)."""
+    from ganeti.client import debug_jobqueue
+    return debug_jobqueue.test_jobqueue(opts, args)
 
 
 def submit_job(opts: Any, args: list[str]) -> int:
@@ -122,6 +128,9 @@ commands: dict[str, cli.Command] = {
                    "[options] FILE...",
                    "Submit the opcodes in JSON files (a list of opcode objects each)"
                    " as jobs and wait for them"),
+    "test-jobqueue": (test_jobqueue, cli.ARGS_NONE, [cli.PRIORITY_OPT], "",
+                      "Test the job queue: submission checks, dependencies, and test jobs"
+                      " whose notifications check the job's status"),
     "locks": (show_locks, [cli.ArgUnknown(name="LOCK")],
               [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, _INTERVAL_OPT, _COUNT_OPT],
               "[options] [LOCK...]",

@@ -83,16 +83,66 @@ class LUTestDelay(NoHooksLU[OpTestDelay]):
 
 
 class LUTestJqueue(NoHooksLU[OpTestJqueue]):
-    """Log the given messages, then fail if asked to (tests the queue)."""
+    """Log the given messages, then fail if asked to (tests the queue).
+
+    Without notifications each message goes to the job log as a
+    ``jqueue-test`` entry and no lock is taken.  With ``notify_waitlock`` or
+    ``notify_exec`` (Ganeti's ``gnt-debug test-jobqueue`` sets both) the LU
+    follows Ganeti's protocol: it takes the master node's lock; at each
+    step it logs ``[socket path, test, argument]`` (``jqueue-test``) and
+    waits for the client to connect to that Unix socket and confirm
+    (:func:`ganeti.utils.rendezvous.wait_for_peer`): ``expandnames`` while
+    the job is *waiting* (``notify_waitlock``), ``exec`` when it runs
+    (``notify_exec``), then ``startmsg`` (the message count), each message as
+    a plain log line ``TESTMSG=<message>`` followed by ``logmsg`` (how many
+    were sent).  A client that does not connect within 20 s or confirm
+    within 60 s fails the opcode (OpPrereqError at ``expandnames``,
+    OpExecError later).
+    """
 
     REQ_BGL = False
+    CONNECT_TIMEOUT = 20.0
+    CONFIRM_TIMEOUT = 60.0
+
+    @property
+    def _protocol(self) -> bool:
+        return self.op.notify_waitlock or self.op.notify_exec
+
+    def _notify(self, test: str, arg: Any, errcls: type[errors.GanetiError]) -> None:
+        from ganeti.utils.rendezvous import wait_for_peer
+        try:
+            wait_for_peer(lambda path: self.proc.log(constants.ELOG_JQUEUE_TEST,
+                                                     [path, test, arg]),
+                          connect_timeout=self.CONNECT_TIMEOUT,
+                          confirm_timeout=self.CONFIRM_TIMEOUT)
+        except OSError as exc:
+            raise errcls(f"Job queue test notification '{test}' failed: {exc}") from exc
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
+        if not self._protocol:
+            return
+        if self.op.notify_waitlock:
+            self.proc.notify_waiting()
+            self._notify(constants.JQT_EXPANDNAMES, None, errors.OpPrereqError)
+        self.LogInfo("Expanding names")
+        self.needed_locks = {locking.LEVEL_NODE: [self.cfg.get_master_node()]}
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
-        for msg in self.op.log_messages:
-            self.proc.log(constants.ELOG_JQUEUE_TEST, msg)
+        if not self._protocol:
+            for msg in self.op.log_messages:
+                self.proc.log(constants.ELOG_JQUEUE_TEST, msg)
+        else:
+            if self.op.notify_exec:
+                self._notify(constants.JQT_EXEC, None, errors.OpExecError)
+            self.LogInfo("Executing")
+            if self.op.log_messages:
+                self._notify(constants.JQT_STARTMSG, len(self.op.log_messages),
+                             errors.OpExecError)
+                for idx, msg in enumerate(self.op.log_messages):
+                    self.LogInfo(f"Sending log message {idx + 1}")
+                    feedback_fn(constants.JQT_MSGPREFIX + msg)
+                    self._notify(constants.JQT_LOGMSG, idx + 1, errors.OpExecError)
         if self.op.fail:
             raise errors.OpExecError("Opcode failure was requested")
         return True

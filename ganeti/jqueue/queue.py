@@ -238,6 +238,7 @@ class JobQueue:
         """
         if not isinstance(jobs, list):
             raise errors.ParameterError("SubmitManyJobs expects a list of jobs", errors.ECODE_INVAL)
+        jsubmit.check_many_priorities(jobs)
         self._check_accepting(ignore_drain, len(jobs))
         results: list[list[Any]] = []
         validated: list[list[opcodes.OpCode] | None] = []

@@ -11,10 +11,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti import errors, opcodes
+from ganeti import constants, errors, opcodes
 from ganeti.jqueue.job import QueuedJob, QueuedOpCode, split_time
 
 __all__ = ["validate_ops", "resolve_relative", "build_job"]
+
+
+def check_submit_priority(priority: Any, idx: int) -> None:
+    """Refuse (:class:`errors.ParameterError`) a submitted opcode's priority outside
+    Ganeti's submittable ones (low 10, normal 0, high -10); the wider range
+    -20..19 is for the priorities the queue itself gives waiting opcodes."""
+    if priority not in constants.OP_PRIO_SUBMIT_VALID or isinstance(priority, bool):
+        raise errors.ParameterError(
+            f"Opcode {idx}: priority {priority!r} is not valid for a submitted job (valid:"
+            f" {', '.join(map(str, sorted(constants.OP_PRIO_SUBMIT_VALID)))})",
+            errors.ECODE_INVAL)
+
+
+def check_many_priorities(jobs: list[Any]) -> None:
+    """``SubmitManyJobs``: an opcode priority :func:`check_submit_priority` refuses
+    fails the whole call, as Ganeti 3.0's (other errors fail only their job)."""
+    for ops in jobs:
+        for idx, data in enumerate(ops if isinstance(ops, list) else []):
+            if isinstance(data, dict) and "priority" in data:
+                check_submit_priority(data["priority"], idx)
 
 
 def validate_ops(ops: Any, relative_ok: bool) -> list[opcodes.OpCode]:
@@ -34,6 +54,7 @@ def validate_ops(ops: Any, relative_ok: bool) -> list[opcodes.OpCode]:
             op = opcodes.from_dict(data)
         except errors.OpPrereqError as exc:
             raise type(exc)(f"Opcode {idx}: {exc}", exc.ecode) from exc
+        check_submit_priority(op.priority, idx)
         if not relative_ok and any(d[0] < 0 for d in op.depends or []):
             raise errors.ParameterError(
                 f"Opcode {idx}: relative job dependencies are only valid in SubmitManyJobs",

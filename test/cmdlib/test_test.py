@@ -122,3 +122,58 @@ def test_plain_delay_without_a_kill_runs_its_iterations() -> None:
     cbs = NullCallbacks()
     assert run_with(opcodes.OpTestDelay(duration=0.05, on_master=True, repeat=2), cbs) is None
     assert len(cbs.messages) == 2
+
+
+class _MasterCfg(FakeConfig):
+    def get_master_node(self) -> str:
+        return "uuid-node1"
+
+
+def run_jq(op: opcodes.OpCode, cbs: NullCallbacks) -> Any:
+    ctx = MasterContext(paths=Paths(root="/x"), cfg=_MasterCfg(), rpc=FakeRpc())
+    return Processor(ctx).execute_opcode(op, cbs)
+
+
+def _answering_peer(seen: list[Any]) -> Any:
+    """A feedback_fn playing gnt-debug test-jobqueue: connect to each announced socket
+    and close it again (the confirmation); every entry is recorded."""
+    import socket
+
+    def feedback(*args: Any) -> None:
+        seen.append(args)
+        if len(args) == 2 and args[0] == "jqueue-test":
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(args[1][0])
+    return feedback
+
+
+def test_jqueue_protocol_notifies_and_prefixes_messages() -> None:
+    seen: list[Any] = []
+    cbs = NullCallbacks(feedback_fn=_answering_peer(seen))
+    assert run_jq(opcodes.OpTestJqueue(notify_waitlock=True, notify_exec=True,
+                                         log_messages=["a", ""]), cbs) is True
+    notes = [(a[1][1], a[1][2]) for a in seen if a[0] == "jqueue-test"]
+    assert notes == [("expandnames", None), ("exec", None), ("startmsg", 2), ("logmsg", 1),
+                     ("logmsg", 2)]
+    texts = [a[-1] for a in seen if a[0] != "jqueue-test"]
+    assert [t for t in texts if t.startswith("TESTMSG=")] == ["TESTMSG=a", "TESTMSG="]
+
+
+def test_jqueue_without_notifications_logs_plain_messages() -> None:
+    seen: list[Any] = []
+    run_with(opcodes.OpTestJqueue(log_messages=["hello", "world"]),
+             NullCallbacks(feedback_fn=lambda *a: seen.append(a)))
+    assert seen == [("jqueue-test", "hello"), ("jqueue-test", "world")]
+
+
+def test_jqueue_notification_without_a_client_fails(monkeypatch) -> None:
+    from ganeti.cmdlib.test import LUTestJqueue
+    monkeypatch.setattr(LUTestJqueue, "CONNECT_TIMEOUT", 0.05)
+    seen: list[Any] = []
+    with pytest.raises(errors.OpExecError, match="notification 'exec' failed: no client"):
+        run_jq(opcodes.OpTestJqueue(notify_exec=True),
+                 NullCallbacks(feedback_fn=lambda *a: seen.append(a)))
+    (path, test, arg), = [a[1] for a in seen if a[0] == "jqueue-test"]
+    assert (test, arg) == ("exec", None)
+    import os
+    assert not os.path.exists(path) and not os.path.exists(os.path.dirname(path))

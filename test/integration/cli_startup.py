@@ -46,7 +46,8 @@ ALLOWED_GANETI = frozenset({
     "ganeti.cli.verbs", "ganeti.cli.info",
     "ganeti.client", "ganeti.client.cluster_common", "ganeti.client.gnt_backup",
     "ganeti.client.gnt_cluster", "ganeti.client.gnt_cluster_crypto",
-    "ganeti.client.gnt_cluster_master", "ganeti.client.gnt_debug", "ganeti.client.gnt_group",
+    "ganeti.client.gnt_cluster_maint", "ganeti.client.gnt_cluster_master", "ganeti.client.gnt_debug",
+    "ganeti.client.gnt_group",
     "ganeti.client.gnt_instance", "ganeti.client.gnt_job", "ganeti.client.gnt_node",
     "ganeti.client.gnt_os", "ganeti.client.relocation", "ganeti.client.tags_common",
 })

@@ -611,3 +611,16 @@ def test_upstream_node_volumes(vc, scratch):
                            "--separator=|", "--units=m")
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout == ours
+
+
+def test_upstream_test_jobqueue(vc, scratch):
+    res = upstream_cli.run(vc, scratch, "gnt-debug", "test-jobqueue", timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Job queue test successful" in res.stdout
+
+
+def test_our_test_jobqueue(vc):
+    out = vc.ok("gnt-debug", "test-jobqueue", timeout=600)
+    for line in ("Job submission tests were successful", "Job dependency tests were successful",
+                 "Ignoring error for 'job fail' test", "Job queue test successful"):
+        assert line in out, out

@@ -487,3 +487,12 @@ def test_queue_size_bounds_unarchived_jobs(tmp_path, monkeypatch) -> None:
         if env.gate is not None:
             env.gate.set()
         env.queue.shutdown(5)
+
+
+@pytest.mark.parametrize("prio", [-11, -9, -1, 1, 9, 11, 19, -20])
+def test_only_submittable_priorities_are_accepted(env: Env, prio: int) -> None:
+    with pytest.raises(errors.ParameterError, match=f"priority {prio} is not valid"):
+        env.queue.submit_job([delay(0, priority=prio)])
+    with pytest.raises(errors.ParameterError, match=f"priority {prio} is not valid"):
+        env.queue.submit_many_jobs([[delay(0)], [delay(0), delay(0, priority=prio)]])
+    assert env.queue.submit_many_jobs([[delay(0, priority=10)], [delay(0, priority=-10)]])[0][0]
