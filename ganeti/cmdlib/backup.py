@@ -19,6 +19,7 @@ from typing import Any
 
 from ganeti import constants, errors, exportinfo, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import backup_remote
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.impexp import Transfer, run_transfers
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance, expand_node,
@@ -26,6 +27,7 @@ from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instan
 from ganeti.cmdlib.instance_operation import remove_disks, shutdown_instance
 from ganeti.context import MasterContext
 from ganeti.opcodes.backup import OpBackupExport, OpBackupPrepare, OpBackupRemove
+from ganeti.utils import net as netutils
 
 __all__ = ["LUBackupPrepare", "LUBackupExport", "LUBackupRemove", "EXPORT_FIELDS",
            "collect_exports", "query_exports", "build_export_info"]
@@ -95,10 +97,23 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
 
     HPATH = "instance-export"
 
+    #: seconds to wait for each destination of a remote export to answer
+    REMOTE_CONNECT_TIMEOUT = 10.0
+
+    @property
+    def _remote(self) -> bool:
+        return self.op.mode == constants.EXPORT_MODE_REMOTE
+
     def CheckArguments(self) -> None:
         op = self.op
-        _check_local(op.mode)
-        if not isinstance(op.target_node, str) or not op.target_node:
+        if self._remote:
+            # upstream's parameters; checked against the domain secret in CheckInstance
+            if not op.x509_key_name:
+                raise errors.OpPrereqError("Missing X509 key name for encryption",
+                                           errors.ECODE_INVAL)
+            if not op.destination_x509_ca:
+                raise errors.OpPrereqError("Missing destination X509 CA", errors.ECODE_INVAL)
+        elif not isinstance(op.target_node, str) or not op.target_node:
             raise errors.OpPrereqError("An export needs the target node (a node name)",
                                        errors.ECODE_INVAL)
         if op.compress != "none":
@@ -112,13 +127,41 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                                        " down before", errors.ECODE_INVAL)
 
     def ExpandExtra(self) -> None:
+        if self._remote:
+            return
         self.target = expand_node(self.cfg, str(self.op.target_node))
         self.op.target_node = self.target.name
         self.op.target_node_uuid = self.target.uuid
         self.extra_node_uuids.append(self.target.uuid)
 
+    def _check_remote(self) -> None:
+        """A remote export: check upstream's parameters, then try each destination.
+
+        Raises OpPrereqError for bad parameters (``ECODE_INVAL``) and for a
+        destination that does not answer (``ECODE_ENVIRON``); when all answer,
+        refuses the export itself (the transfer to another cluster is not
+        implemented, doc/compat.md).  Nothing changes in every case.
+        """
+        try:
+            with open(self.context.paths.cluster_domain_secret, encoding="utf-8") as fh:
+                cds = fh.read().strip()
+        except OSError as exc:
+            raise errors.OpPrereqError(f"Cannot read the cluster domain secret: {exc}",
+                                       errors.ECODE_ENVIRON) from exc
+        dests = backup_remote.check_remote_export(cds, self.op, len(self.disks))
+        for idx, (host, port, _magic) in enumerate(dests):
+            why = netutils.connect_error(host, port, self.REMOTE_CONNECT_TIMEOUT)
+            if why is not None:
+                raise errors.OpPrereqError(f"Destination {host}:{port} of disk {idx} is not"
+                                           f" reachable: {why}", errors.ECODE_ENVIRON)
+        raise errors.OpPrereqError("Exporting to another cluster is not supported: the"
+                                   " destinations answer, but this cluster cannot send disks"
+                                   " to another cluster (doc/compat.md)", errors.ECODE_INVAL)
+
     def CheckInstance(self) -> None:
         check_node_online(self.pnode, " as primary node")
+        if self._remote:
+            self._check_remote()
         target = self.cfg.get_node_info(self.target.uuid)
         if target is None:
             raise errors.OpPrereqError(f"Node {self.op.target_node} is not in the cluster",

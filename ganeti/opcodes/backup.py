@@ -1,8 +1,10 @@
 """Export opcodes (doc/exports.md): prepare, export and remove instance exports.
 
 Parameter names are upstream Ganeti's.  Only the ``local`` mode exists
-here (an export to a node of this cluster); ``remote`` (to another
-cluster, with X509 certificates) is refused by the logical units.
+here (an export to a node of this cluster); for ``remote`` (to another
+cluster, with X509 certificates) the export's parameters are checked as
+Ganeti's and its destinations tried, then it is refused
+(:mod:`ganeti.cmdlib.backup_remote`); ``OP_BACKUP_PREPARE`` refuses it.
 """
 
 from __future__ import annotations

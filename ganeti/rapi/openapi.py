@@ -226,7 +226,11 @@ DOCS: dict[tuple[str, str], Doc] = {
                                                    " (only local)"),),
         body=_opbody(wire.OP_BACKUP_PREPARE)),
     ("PUT", _INST + "/export"): Doc("Export an instance to a node", body=_opbody(
-        wire.OP_BACKUP_EXPORT, destination={**_STR, "description": "alias of target_node"})),
+        wire.OP_BACKUP_EXPORT, destination={"description": "alias of target_node: a node"
+                                            " name (mode local) or one signed [host, port,"
+                                            " magic, hmac, salt] per disk (mode remote:"
+                                            " checked and tried, then refused;"
+                                            " doc/compat.md)"})),
     ("POST", _INST + "/disk/{disk_index}/grow"): Doc(
         "Grow one disk of an instance", body=_opbody(
             wire.OP_INSTANCE_GROW_DISK, ["amount"],

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 
 from ganeti import constants, errors
 
-__all__ = ["hostname", "resolve_hostname", "resolve_host", "tcp_ping", "TCP_PING_TIMEOUT",
+__all__ = ["hostname", "resolve_hostname", "resolve_host", "tcp_ping", "connect_error",
+           "TCP_PING_TIMEOUT",
            "ENV_HOSTS_FILE"]
 
 #: environment variable naming an ``/etc/hosts``-style file :func:`resolve_host`
@@ -98,3 +99,13 @@ def tcp_ping(ip: str, port: int, timeout: float = TCP_PING_TIMEOUT) -> bool:
         return True
     except OSError:
         return False
+
+
+def connect_error(host: str, port: int, timeout: float) -> str | None:
+    """Why a TCP connection to ``host:port`` cannot be made within ``timeout``
+    seconds (a refusal included), or None when it can (it is closed again)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__

@@ -438,3 +438,51 @@ def test_create_without_a_disk_template_uses_the_clusters_first_enabled_one(vc):
         status, inst, _ = request(vc, "GET", f"/2/instances/{name}")
         assert status == 200 and inst["disk_template"] == first
         submit_ok(vc, "DELETE", f"/2/instances/{name}")
+
+
+def test_remote_export_parameters_and_unreachable_target(vc):
+    """PUT /2/instances/NAME/export with mode=remote: upstream's parameters are checked
+    against the cluster domain secret and the destinations are tried; a refused export
+    changes nothing (doc/compat.md)."""
+    import socket
+
+    from ganeti import crypto
+    from ganeti.cmdlib import backup_remote as br
+    name = "rapirx.example.com"
+    submit_ok(vc, "POST", "/2/instances", {
+        "__version__": 1, "name": name, "os": "tinyos", "mode": "create",
+        "disk_template": "file", "disks": [{"size": 8}], "nics": [{}], "pnode": N2,
+        "name_check": False, "ip_check": False, "start": True})
+    with open(vc.paths(N1).cluster_domain_secret) as fh:
+        cds = fh.read().strip()
+    _key, cert = crypto.generate_self_signed_cert("other.cluster")
+    with socket.socket() as probe:              # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+
+    def export(port: int, secret: str = cds) -> dict[str, Any]:
+        body = {"mode": "remote", "shutdown": True,
+                "destination": [br.sign_disk_info(secret, "ab", 0, "127.0.0.1", port, "mg")],
+                "x509_key_name": ["key1", br.sha1_hmac(secret, "key1", "s"), "s"],
+                "destination_x509_ca": br.sign_certificate(secret, cert.decode(), "5a")}
+        status, job_id, _ = request(vc, "PUT", f"/2/instances/{name}/export", body,
+                                    auth=WRITER)
+        assert status == 200, job_id
+        job = wait_job(vc, job_id)
+        assert job["status"] == "error", job
+        return job
+
+    try:
+        job = export(closed)
+        assert f"Destination 127.0.0.1:{closed} of disk 0 is not reachable" in str(
+            job["opresult"])
+        assert "HMAC" in str(export(closed, "f" * 64)["opresult"])
+        with socket.socket() as listener:       # a destination that answers
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(4)
+            job = export(listener.getsockname()[1])
+        assert "Exporting to another cluster is not supported" in str(job["opresult"])
+        inst = request(vc, "GET", f"/2/instances/{name}")[1]
+        assert inst["oper_state"] is True and inst["admin_state"] == "up"
+    finally:
+        submit_ok(vc, "DELETE", f"/2/instances/{name}")

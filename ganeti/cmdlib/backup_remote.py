@@ -1,0 +1,144 @@
+"""The parameters of a remote export (``OP_BACKUP_EXPORT`` with ``mode=remote``).
+
+A remote export sends an instance's disks to another cluster sharing this
+cluster's domain secret.  As in Ganeti, the other cluster hands out (and
+signs with HMAC-SHA1 over the shared secret, a salt in front of the text):
+
+- ``x509_key_name``: ``[name, hmac(name), salt]``;
+- ``destination_x509_ca``: its CA certificate (PEM) after a header line
+  ``X-Ganeti-Signature: SALT/HMAC`` (the HMAC of the certificate's PEM);
+- ``target_node``: one ``[host, port, magic, hmac, salt]`` per disk, the
+  HMAC over ``"INDEX:HOST:PORT:MAGIC"``.
+
+:func:`check_remote_export` checks all of these (nothing here does I/O; the
+LU reads the secret and tries the destinations).  The transfer itself is
+not implemented (doc/compat.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from typing import Any
+
+from ganeti import errors
+
+__all__ = ["SIGNATURE_HEADER", "sha1_hmac", "sign_certificate", "sign_disk_info",
+           "check_key_name", "load_signed_ca", "check_disk_info", "check_remote_export"]
+
+SIGNATURE_HEADER = "X-Ganeti-Signature"
+_SIGNATURE_RE = re.compile(rf"^{re.escape(SIGNATURE_HEADER)}:\s*([0-9a-f]+)/([0-9a-f]+)$",
+                           re.I)
+_PEM_RE = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.S)
+
+
+def sha1_hmac(key: str, msg: str, salt: str = "") -> str:
+    """Ganeti's HMAC-SHA1 of ``salt + msg`` under ``key`` (hex)."""
+    return hmac.new(key.encode(), (salt + msg).encode(), hashlib.sha1).hexdigest()
+
+
+def _hmac_ok(key: str, msg: str, digest: Any, salt: Any) -> bool:
+    return (isinstance(digest, str) and isinstance(salt, str)
+            and hmac.compare_digest(sha1_hmac(key, msg, salt), digest.lower()))
+
+
+def _bad(msg: str) -> errors.OpPrereqError:
+    return errors.OpPrereqError(msg, errors.ECODE_INVAL)
+
+
+def _sane_pem(pem: str) -> str:
+    """The certificate of ``pem`` parsed and written out again (PEM)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    match = _PEM_RE.search(pem)
+    if match is None:
+        raise ValueError("no PEM certificate")
+    cert = x509.load_pem_x509_certificate(match.group(0).encode())
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def sign_certificate(cds: str, cert_pem: str, salt: str) -> str:
+    """``cert_pem`` with Ganeti's signature header (what the other cluster sends)."""
+    sane = _sane_pem(cert_pem)
+    return f"{SIGNATURE_HEADER}: {salt}/{sha1_hmac(cds, sane, salt)}\n\n{sane}"
+
+
+def sign_disk_info(cds: str, salt: str, idx: int, host: str, port: int, magic: str
+                   ) -> list[Any]:
+    """One disk's destination ``[host, port, magic, hmac, salt]`` (the other side's)."""
+    return [host, port, magic, sha1_hmac(cds, f"{idx}:{host}:{port}:{magic}", salt), salt]
+
+
+def check_key_name(cds: str, key_name: Any) -> str:
+    """The X509 key name of ``[name, hmac, salt]``; OpPrereqError when malformed or
+    not signed with ``cds``."""
+    if not key_name:
+        raise _bad("Missing X509 key name for encryption")
+    if not isinstance(key_name, (list, tuple)) or len(key_name) != 3:
+        raise _bad(f"Invalid data for X509 key name: {key_name!r} (expected [name, hmac,"
+                   " salt])")
+    name, digest, salt = key_name
+    if not isinstance(name, str) or not _hmac_ok(cds, name, digest, salt):
+        raise _bad("HMAC for X509 key name is wrong")
+    return name
+
+
+def load_signed_ca(cds: str, pem: Any) -> str:
+    """The destination CA certificate (PEM) of a signed ``pem``; OpPrereqError when
+    missing, unsigned, not a certificate, or not signed with ``cds``."""
+    if not pem:
+        raise _bad("Missing destination X509 CA")
+    if not isinstance(pem, str):
+        raise _bad("Unable to load destination X509 CA (not a text)")
+    signature = None
+    for line in pem.splitlines():
+        if line.startswith("---"):
+            break
+        match = _SIGNATURE_RE.match(line.strip())
+        if match:
+            signature = match.groups()
+    if signature is None:
+        raise _bad("Unable to load destination X509 CA (X509 certificate signature is"
+                   " missing)")
+    try:
+        sane = _sane_pem(pem)
+    except ValueError as exc:
+        raise _bad(f"Unable to load destination X509 CA ({exc})") from None
+    salt, digest = signature
+    if not _hmac_ok(cds, sane, digest, salt):
+        raise _bad("Unable to load destination X509 CA (X509 certificate signature is"
+                   " invalid)")
+    return sane
+
+
+def check_disk_info(cds: str, idx: int, info: Any) -> tuple[str, int, str]:
+    """``(host, port, magic)`` of disk ``idx``'s signed destination; OpPrereqError
+    ("Destination information for disk N does not match: ...") otherwise."""
+    def bad(why: str) -> errors.OpPrereqError:
+        return _bad(f"Destination information for disk {idx} does not match: {why}")
+    if not isinstance(info, (list, tuple)) or len(info) != 5:
+        raise bad(f"Invalid data: {info!r} (expected [host, port, magic, hmac, salt])")
+    host, port, magic, digest, salt = info
+    if not (host and port and magic):
+        raise bad("Missing destination host, port or magic")
+    if not _hmac_ok(cds, f"{idx}:{host}:{port}:{magic}", digest, salt):
+        raise bad("HMAC is wrong")
+    if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int) \
+            or not 0 < port < 65536:
+        raise bad(f"Invalid host or port: {host!r}:{port!r}")
+    return host, port, str(magic)
+
+
+def check_remote_export(cds: str, op: Any, disk_count: int) -> list[tuple[str, int, str]]:
+    """Check a remote export's ``x509_key_name``, ``destination_x509_ca`` and
+    ``target_node`` (one destination per disk) against the cluster domain secret;
+    returns the destinations ``(host, port, magic)``.  Raises OpPrereqError."""
+    check_key_name(cds, op.x509_key_name)
+    load_signed_ca(cds, op.destination_x509_ca)
+    targets = op.target_node
+    if not isinstance(targets, list):
+        raise _bad("A remote export needs a list of destinations, one per disk")
+    if len(targets) != disk_count:
+        raise _bad(f"Expected {disk_count} targets, got {len(targets)}")
+    return [check_disk_info(cds, idx, info) for idx, info in enumerate(targets)]
