@@ -88,6 +88,29 @@ def test_init_cluster_refuses_bad_arguments(tmp_path, kwargs):
     assert not os.path.exists(paths.config_file)
 
 
+@pytest.mark.parametrize("version,ip,match", [
+    (5, "127.0.1.1", "Invalid primary IP version 5"),
+    (6, "127.0.1.1", "not an IPv6 address"),
+    (4, "2001:db8::1", "not an IPv4 address"),
+], ids=["bad-version", "v6-with-v4-ip", "v4-with-v6-ip"])
+def test_init_cluster_primary_ip_version_refusals(tmp_path, version, ip, match):
+    paths = Paths(root=str(tmp_path / "n1"))
+    with pytest.raises(errors.OpPrereqError, match=match):
+        bootstrap.init_cluster(paths, "clu.example", master_name="n1.example", master_ip=ip,
+                               primary_ip_version=version)
+    assert not os.path.exists(paths.config_file) and not os.path.exists(paths.server_pem)
+
+
+def test_init_cluster_primary_ip_version_6(tmp_path):
+    paths = Paths(root=str(tmp_path / "n1"))
+    data = bootstrap.init_cluster(paths, "clu.example", master_name="n1.example",
+                                  master_ip="2001:db8::1", primary_ip_version=6)
+    assert data.cluster.primary_ip_family == 10 and data.cluster.master_netmask == 128
+    v4 = bootstrap.init_cluster(Paths(root=str(tmp_path / "n2")), "clu.example",
+                                master_name="n1.example", master_ip="127.0.1.1")
+    assert v4.cluster.primary_ip_family == 2
+
+
 def test_init_cluster_refuses_bad_names(tmp_path):
     paths = Paths(root=str(tmp_path / "n1"))
     with pytest.raises(errors.OpPrereqError):

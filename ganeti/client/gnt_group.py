@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "commands", "add_group", "modify_group", "remove_group", "rename_group",
            "assign_nodes", "show_group_info", "format_group_info", "parse_diskparams",
-           "list_groups", "list_fields", "LIST_DEFAULT_FIELDS"]
+           "list_groups", "list_fields", "show_ispecs_cmd", "LIST_DEFAULT_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "node_cnt", "pinst_cnt", "alloc_policy", "ndparams"]
 
@@ -148,6 +148,24 @@ def show_group_info(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
+def show_ispecs_cmd(opts: Any, args: list[str]) -> int:
+    """Print the ``gnt-group add`` command line re-creating each group's instance specs
+    (its own ones; with --include-defaults the effective ones), as Ganeti's."""
+    field = "ipolicy" if opts.include_defaults else "custom_ipolicy"
+    qfilter = ["|"] + [["==", "name", name] for name in args] if args else None
+    result = cli.get_client(opts).Query(constants.QR_GROUP, ["name", field], qfilter)
+    rows = [(row[0][1], row[1][1] or {}) for row in result["data"]]
+    missing = sorted(set(args) - {name for name, _ in rows})
+    if missing:
+        raise errors.OpPrereqError(f"Node group(s) not found: {', '.join(missing)}",
+                                   errors.ECODE_NOENT)
+    order = {name: idx for idx, name in enumerate(args)}
+    for name, policy in sorted(rows, key=lambda r: (order.get(r[0], 0), r[0])):
+        cli.to_stdout(f"gnt-group add{ipolicy_opts.ipolicy_command(policy, group=True)}"
+                      f" {name}")
+    return cli.EXIT_SUCCESS
+
+
 list_groups = cli.query_list_verb(constants.QR_GROUP, LIST_DEFAULT_FIELDS)
 list_fields = cli.list_fields_verb(constants.QR_GROUP)
 
@@ -193,6 +211,12 @@ commands: dict[str, cli.Command] = {
              " ndparams)"),
     "list-fields": (list_fields, [cli.ArgUnknown(name="FIELD")], [cli.NOHDR_OPT, cli.SEP_OPT],
                     "[FIELD...]", "List the fields available for 'list -o'"),
+    "show-ispecs-cmd": (show_ispecs_cmd, [cli.ArgUnknown(name="GROUP")],
+                        [_O("--include-defaults", dest="include_defaults",
+                            action="store_true", default=False,
+                            help="Show the effective specs (with the cluster's defaults)")],
+                        "[--include-defaults] [GROUP...]",
+                        "Show the command line to re-create the groups' instance specs"),
 }
 
 commands.update(relocation.GROUP_ROWS)

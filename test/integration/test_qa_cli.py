@@ -565,13 +565,6 @@ def test_upstream_runs_the_new_verbs(vc, scratch):
         res = upstream_cli.run(vc, scratch, "gnt-os", "modify", "--hidden=no", "tinyos")
         assert res.returncode == 0, res.stdout + res.stderr
     assert not info(vc, "gnt-cluster", "info")["Hidden OSes"]
-    res = upstream_cli.run(vc, scratch, "gnt-cluster", "modify", "--max-tracked-jobs", "29")
-    assert res.returncode == 0, res.stdout + res.stderr
-    try:
-        assert _cluster_param(vc, "maximal number of jobs simultaneously tracked by the"
-                              " scheduler") == 29
-    finally:
-        vc.ok("gnt-cluster", "modify", "--max-tracked-jobs", "25")
 
 
 def test_upstream_cluster_rename(vc, scratch):
@@ -624,3 +617,12 @@ def test_our_test_jobqueue(vc):
     for line in ("Job submission tests were successful", "Job dependency tests were successful",
                  "Ignoring error for 'job fail' test", "Job queue test successful"):
         assert line in out, out
+
+
+def test_group_show_ispecs_cmd_matches_upstream(vc, scratch):
+    for argv in ((), ("--include-defaults", "default")):
+        ours = vc.ok("gnt-group", "show-ispecs-cmd", *argv)
+        res = upstream_cli.run(vc, scratch, "gnt-group", "show-ispecs-cmd", *argv)
+        assert res.returncode == 0 and res.stdout == ours, (argv, ours, res.stdout + res.stderr)
+    assert ours.startswith("gnt-group add --ipolicy-bounds-specs min:")
+    assert vc.ok("gnt-group", "show-ispecs-cmd") == "gnt-group add default\n"
