@@ -33,7 +33,6 @@ OTHER_PATHS = {
     "OP_QUERY": (None, "the CLI calls the Query LUXI method; for RAPI and gnt-job submit"),
     "OP_QUERY_FIELDS": (None, "the CLI calls the QueryFields LUXI method; for RAPI and"
                               " gnt-job submit"),
-    "OP_TEST_JQUEUE": (None, "a job queue test opcode: gnt-job submit and the tests"),
 }
 
 
