@@ -21,6 +21,7 @@ import socket
 import time
 
 from ganeti import cli, constants, errors
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -39,8 +40,8 @@ def invalid_priorities() -> list[int]:
     return sorted({p + d for p in edges for d in (-1, 1)} - constants.OP_PRIO_SUBMIT_VALID)
 
 
-def _delay(**kw: Any) -> dict[str, Any]:
-    return {"OP_ID": "OP_TEST_DELAY", "duration": 0, **kw}
+def _delay(duration: float = 0, **kw: Any) -> dict[str, Any]:
+    return wire.test_delay(duration, **kw)
 
 
 def _expect_refusal(what: str, call: Any) -> None:
@@ -139,8 +140,8 @@ def _test_mode(cl: Any, title: str, fails: list[bool], expect_status: list[str])
     cli.to_stdout(title)
     texts = [f"Testing {title}", "Hello World", "A", "", "B", "Foo|bar|baz",
              time.strftime("%Y-%m-%d_%H_%M_%S")]
-    ops = [{"OP_ID": "OP_TEST_JQUEUE", "notify_waitlock": True, "notify_exec": True,
-            "log_messages": texts, "fail": fail} for fail in fails]
+    ops = [wire.test_jqueue(notify_waitlock=True, notify_exec=True, log_messages=texts,
+                            fail=fail) for fail in fails]
     job_id = cl.SubmitJob(ops)
     reporter = JobQueueTestReporter(cl, job_id)
     failed = any(fails)

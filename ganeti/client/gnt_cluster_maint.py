@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ganeti import cli
 from ganeti.cli import ipolicy_opts
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def rename_cluster(opts: Any, args: list[str]) -> int:
                        " the node and the change may not go through.",
                        forced=opts.force):
         return cli.EXIT_FAILURE
-    result = cli.submit_or_send({"OP_ID": "OP_CLUSTER_RENAME", "name": new_name}, opts, cl)
+    result = cli.submit_or_send(wire.cluster_rename(new_name), opts, cl)
     if result:
         cli.to_stdout(f"Cluster renamed from '{old_name}' to '{result}'")
     return cli.EXIT_SUCCESS
@@ -36,8 +37,7 @@ def rename_cluster(opts: Any, args: list[str]) -> int:
 
 def repair_disk_sizes(opts: Any, args: list[str]) -> int:
     """Record the real sizes of instance disks (OP_CLUSTER_REPAIR_DISK_SIZES)."""
-    result = cli.submit_or_send({"OP_ID": "OP_CLUSTER_REPAIR_DISK_SIZES",
-                                 "instances": list(args)}, opts)
+    result = cli.submit_or_send(wire.cluster_repair_disk_sizes(instances=list(args)), opts)
     for change in result if isinstance(result, list) else []:
         if isinstance(change, list) and len(change) == 4:
             cli.to_stdout(f"Disk {change[1]} of instance {change[0]}: {change[2]} is now"

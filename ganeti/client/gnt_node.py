@@ -206,8 +206,8 @@ def list_volumes(opts: Any, args: list[str]) -> int:
     if unknown:
         raise errors.OpPrereqError(f"Unknown output fields selected: {', '.join(unknown)}"
                                    f" (valid: {', '.join(VOLUME_TITLES)})", errors.ECODE_INVAL)
-    rows = cli.submit_opcode_and_wait({"OP_ID": "OP_NODE_QUERYVOLS", "nodes": list(args),
-                                       "output_fields": fields}, opts) or []
+    rows = cli.submit_opcode_and_wait(wire.node_queryvols(fields, nodes=list(args)),
+                                      opts) or []
     fdefs = [{"name": f, "title": VOLUME_TITLES[f],
               "kind": constants.QFT_UNIT if f == "size" else constants.QFT_TEXT}
              for f in fields]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ganeti import cli, constants, errors
+from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def modify_os_opcode(opts: Any, os_name: str) -> dict[str, Any] | None:
             c.isascii() and (c.isalnum() or c in "_.+-") for c in os_name):
         raise errors.ParameterError(f"Invalid OS name {os_name!r} (letters, digits, '_',"
                                     " '.', '+' and '-')", errors.ECODE_INVAL)
-    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_SET_PARAMS"}
+    op: dict[str, Any] = {}
     hvp = parse_hvparams(opts.hvparams)
     if hvp:
         op["os_hvp"] = {os_name: hvp}
@@ -120,7 +121,7 @@ def modify_os_opcode(opts: Any, os_name: str) -> dict[str, Any] | None:
         wanted = _yes_no(value, flag)
         if wanted is not None:
             op[key] = [["add" if wanted else "remove", os_name]]
-    return op if len(op) > 1 else None
+    return wire.cluster_set_params(**op) if op else None
 
 
 def modify_os(opts: Any, args: list[str]) -> int:

@@ -52,33 +52,35 @@ def drop_none(op: dict[str, Any]) -> dict[str, Any]:
 __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PREPARE",
     "OP_BACKUP_REMOVE", "OP_CLUSTER_ACTIVATE_MASTER_IP", "OP_CLUSTER_DEACTIVATE_MASTER_IP",
     "OP_CLUSTER_DESTROY", "OP_CLUSTER_POST_INIT", "OP_CLUSTER_QUERY", "OP_CLUSTER_REDIST_CONF",
-    "OP_CLUSTER_RENEW_CRYPTO", "OP_CLUSTER_SET_PARAMS", "OP_CLUSTER_VERIFY",
-    "OP_CLUSTER_VERIFY_CONFIG", "OP_CLUSTER_VERIFY_DISKS", "OP_CLUSTER_VERIFY_GROUP",
-    "OP_GROUP_ADD", "OP_GROUP_ASSIGN_NODES", "OP_GROUP_EVACUATE", "OP_GROUP_REMOVE",
-    "OP_GROUP_RENAME", "OP_GROUP_SET_PARAMS", "OP_GROUP_VERIFY_DISKS", "OP_INSTANCE_ACTIVATE_DISKS",
-    "OP_INSTANCE_CHANGE_GROUP", "OP_INSTANCE_CONSOLE", "OP_INSTANCE_CREATE",
-    "OP_INSTANCE_DEACTIVATE_DISKS", "OP_INSTANCE_FAILOVER", "OP_INSTANCE_GROW_DISK",
-    "OP_INSTANCE_MIGRATE", "OP_INSTANCE_MOVE", "OP_INSTANCE_MULTI_ALLOC", "OP_INSTANCE_QUERY_DATA",
-    "OP_INSTANCE_REBOOT", "OP_INSTANCE_REINSTALL", "OP_INSTANCE_REMOVE", "OP_INSTANCE_RENAME",
+    "OP_CLUSTER_RENAME", "OP_CLUSTER_RENEW_CRYPTO", "OP_CLUSTER_REPAIR_DISK_SIZES",
+    "OP_CLUSTER_SET_PARAMS", "OP_CLUSTER_VERIFY", "OP_CLUSTER_VERIFY_CONFIG",
+    "OP_CLUSTER_VERIFY_DISKS", "OP_CLUSTER_VERIFY_GROUP", "OP_GROUP_ADD", "OP_GROUP_ASSIGN_NODES",
+    "OP_GROUP_EVACUATE", "OP_GROUP_REMOVE", "OP_GROUP_RENAME", "OP_GROUP_SET_PARAMS",
+    "OP_GROUP_VERIFY_DISKS", "OP_INSTANCE_ACTIVATE_DISKS", "OP_INSTANCE_CHANGE_GROUP",
+    "OP_INSTANCE_CONSOLE", "OP_INSTANCE_CREATE", "OP_INSTANCE_DEACTIVATE_DISKS",
+    "OP_INSTANCE_FAILOVER", "OP_INSTANCE_GROW_DISK", "OP_INSTANCE_MIGRATE", "OP_INSTANCE_MOVE",
+    "OP_INSTANCE_MULTI_ALLOC", "OP_INSTANCE_QUERY_DATA", "OP_INSTANCE_REBOOT",
+    "OP_INSTANCE_REINSTALL", "OP_INSTANCE_REMOVE", "OP_INSTANCE_RENAME",
     "OP_INSTANCE_REPLACE_DISKS", "OP_INSTANCE_SET_PARAMS", "OP_INSTANCE_SHUTDOWN",
     "OP_INSTANCE_STARTUP", "OP_NODE_ADD", "OP_NODE_EVACUATE", "OP_NODE_MIGRATE",
-    "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE", "OP_NODE_QUERY_STORAGE", "OP_NODE_REMOVE",
-    "OP_NODE_SET_PARAMS", "OP_OS_DIAGNOSE", "OP_QUERY", "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE",
-    "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET", "OP_TEST_ALLOCATOR",
-    "OP_TEST_DELAY", "OP_TEST_JQUEUE", "backup_export", "backup_prepare", "backup_remove",
-    "cluster_activate_master_ip", "cluster_deactivate_master_ip", "cluster_destroy",
-    "cluster_post_init", "cluster_query", "cluster_redist_conf", "cluster_renew_crypto",
-    "cluster_set_params", "cluster_verify", "cluster_verify_config", "cluster_verify_disks",
-    "cluster_verify_group", "group_add", "group_assign_nodes", "group_evacuate", "group_remove",
-    "group_rename", "group_set_params", "group_verify_disks", "instance_activate_disks",
-    "instance_change_group", "instance_console", "instance_create", "instance_deactivate_disks",
-    "instance_failover", "instance_grow_disk", "instance_migrate", "instance_move",
-    "instance_multi_alloc", "instance_query_data", "instance_reboot", "instance_reinstall",
-    "instance_remove", "instance_rename", "instance_replace_disks", "instance_set_params",
-    "instance_shutdown", "instance_startup", "node_add", "node_evacuate", "node_migrate",
-    "node_modify_storage", "node_powercycle", "node_query_storage", "node_remove",
-    "node_set_params", "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del",
-    "tags_get", "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
+    "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE", "OP_NODE_QUERYVOLS", "OP_NODE_QUERY_STORAGE",
+    "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS", "OP_OS_DIAGNOSE", "OP_QUERY", "OP_QUERY_FIELDS",
+    "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET",
+    "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "backup_export", "backup_prepare",
+    "backup_remove", "cluster_activate_master_ip", "cluster_deactivate_master_ip",
+    "cluster_destroy", "cluster_post_init", "cluster_query", "cluster_redist_conf",
+    "cluster_rename", "cluster_renew_crypto", "cluster_repair_disk_sizes", "cluster_set_params",
+    "cluster_verify", "cluster_verify_config", "cluster_verify_disks", "cluster_verify_group",
+    "group_add", "group_assign_nodes", "group_evacuate", "group_remove", "group_rename",
+    "group_set_params", "group_verify_disks", "instance_activate_disks", "instance_change_group",
+    "instance_console", "instance_create", "instance_deactivate_disks", "instance_failover",
+    "instance_grow_disk", "instance_migrate", "instance_move", "instance_multi_alloc",
+    "instance_query_data", "instance_reboot", "instance_reinstall", "instance_remove",
+    "instance_rename", "instance_replace_disks", "instance_set_params", "instance_shutdown",
+    "instance_startup", "node_add", "node_evacuate", "node_migrate", "node_modify_storage",
+    "node_powercycle", "node_queryvols", "node_query_storage", "node_remove", "node_set_params",
+    "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del", "tags_get",
+    "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
 
 #: the ``OP_ID`` of every opcode the master implements
 OP_BACKUP_EXPORT = "OP_BACKUP_EXPORT"
@@ -90,7 +92,9 @@ OP_CLUSTER_DESTROY = "OP_CLUSTER_DESTROY"
 OP_CLUSTER_POST_INIT = "OP_CLUSTER_POST_INIT"
 OP_CLUSTER_QUERY = "OP_CLUSTER_QUERY"
 OP_CLUSTER_REDIST_CONF = "OP_CLUSTER_REDIST_CONF"
+OP_CLUSTER_RENAME = "OP_CLUSTER_RENAME"
 OP_CLUSTER_RENEW_CRYPTO = "OP_CLUSTER_RENEW_CRYPTO"
+OP_CLUSTER_REPAIR_DISK_SIZES = "OP_CLUSTER_REPAIR_DISK_SIZES"
 OP_CLUSTER_SET_PARAMS = "OP_CLUSTER_SET_PARAMS"
 OP_CLUSTER_VERIFY = "OP_CLUSTER_VERIFY"
 OP_CLUSTER_VERIFY_CONFIG = "OP_CLUSTER_VERIFY_CONFIG"
@@ -126,6 +130,7 @@ OP_NODE_EVACUATE = "OP_NODE_EVACUATE"
 OP_NODE_MIGRATE = "OP_NODE_MIGRATE"
 OP_NODE_MODIFY_STORAGE = "OP_NODE_MODIFY_STORAGE"
 OP_NODE_POWERCYCLE = "OP_NODE_POWERCYCLE"
+OP_NODE_QUERYVOLS = "OP_NODE_QUERYVOLS"
 OP_NODE_QUERY_STORAGE = "OP_NODE_QUERY_STORAGE"
 OP_NODE_REMOVE = "OP_NODE_REMOVE"
 OP_NODE_SET_PARAMS = "OP_NODE_SET_PARAMS"
@@ -142,19 +147,19 @@ OP_TEST_DELAY = "OP_TEST_DELAY"
 OP_TEST_JQUEUE = "OP_TEST_JQUEUE"
 OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_CLUSTER_ACTIVATE_MASTER_IP, OP_CLUSTER_DEACTIVATE_MASTER_IP, OP_CLUSTER_DESTROY,
-    OP_CLUSTER_POST_INIT, OP_CLUSTER_QUERY, OP_CLUSTER_REDIST_CONF, OP_CLUSTER_RENEW_CRYPTO,
-    OP_CLUSTER_SET_PARAMS, OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_DISKS,
-    OP_CLUSTER_VERIFY_GROUP, OP_GROUP_ADD, OP_GROUP_ASSIGN_NODES, OP_GROUP_EVACUATE,
-    OP_GROUP_REMOVE, OP_GROUP_RENAME, OP_GROUP_SET_PARAMS, OP_GROUP_VERIFY_DISKS,
-    OP_INSTANCE_ACTIVATE_DISKS, OP_INSTANCE_CHANGE_GROUP, OP_INSTANCE_CONSOLE, OP_INSTANCE_CREATE,
-    OP_INSTANCE_DEACTIVATE_DISKS, OP_INSTANCE_FAILOVER, OP_INSTANCE_GROW_DISK, OP_INSTANCE_MIGRATE,
-    OP_INSTANCE_MOVE, OP_INSTANCE_MULTI_ALLOC, OP_INSTANCE_QUERY_DATA, OP_INSTANCE_REBOOT,
-    OP_INSTANCE_REINSTALL, OP_INSTANCE_REMOVE, OP_INSTANCE_RENAME, OP_INSTANCE_SET_PARAMS,
-    OP_INSTANCE_SHUTDOWN, OP_INSTANCE_STARTUP, OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_MIGRATE,
-    OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE, OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE,
-    OP_NODE_SET_PARAMS, OP_OS_DIAGNOSE, OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE,
-    OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY,
-    OP_TEST_JQUEUE})
+    OP_CLUSTER_POST_INIT, OP_CLUSTER_QUERY, OP_CLUSTER_REDIST_CONF, OP_CLUSTER_RENAME,
+    OP_CLUSTER_RENEW_CRYPTO, OP_CLUSTER_REPAIR_DISK_SIZES, OP_CLUSTER_SET_PARAMS, OP_CLUSTER_VERIFY,
+    OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_DISKS, OP_CLUSTER_VERIFY_GROUP, OP_GROUP_ADD,
+    OP_GROUP_ASSIGN_NODES, OP_GROUP_EVACUATE, OP_GROUP_REMOVE, OP_GROUP_RENAME, OP_GROUP_SET_PARAMS,
+    OP_GROUP_VERIFY_DISKS, OP_INSTANCE_ACTIVATE_DISKS, OP_INSTANCE_CHANGE_GROUP,
+    OP_INSTANCE_CONSOLE, OP_INSTANCE_CREATE, OP_INSTANCE_DEACTIVATE_DISKS, OP_INSTANCE_FAILOVER,
+    OP_INSTANCE_GROW_DISK, OP_INSTANCE_MIGRATE, OP_INSTANCE_MOVE, OP_INSTANCE_MULTI_ALLOC,
+    OP_INSTANCE_QUERY_DATA, OP_INSTANCE_REBOOT, OP_INSTANCE_REINSTALL, OP_INSTANCE_REMOVE,
+    OP_INSTANCE_RENAME, OP_INSTANCE_SET_PARAMS, OP_INSTANCE_SHUTDOWN, OP_INSTANCE_STARTUP,
+    OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_MIGRATE, OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE,
+    OP_NODE_QUERYVOLS, OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OS_DIAGNOSE,
+    OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH,
+    OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE})
 
 #: Ganeti's opcodes that documents we read or write name, not implemented here
 #: (ganeti/opcodes/upstream.py, NAMED_ONLY)
@@ -238,17 +243,33 @@ def cluster_redist_conf(*, dry_run: bool | None = NOT_SENT, debug_level: int | N
     return _op(OP_CLUSTER_REDIST_CONF, locals())
 
 
-def cluster_renew_crypto(*, new_cluster_certificate: bool = NOT_SENT,
-        new_rapi_cert: bool = NOT_SENT, rapi_cert_pem: Any | None = NOT_SENT,
-        new_cluster_domain_secret: bool = NOT_SENT, cluster_domain_secret: Any | None = NOT_SENT,
-        node_certificates: bool = NOT_SENT, renew_ssh_keys: bool = NOT_SENT,
-        ssh_key_type: str | None = NOT_SENT, ssh_key_bits: int | None = NOT_SENT,
-        verbose: bool = NOT_SENT, debug: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
+def cluster_rename(name: str, *, dry_run: bool | None = NOT_SENT,
         debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
         depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
         reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+    """Rename the cluster; the master IP becomes the new name's address."""
+    return _op(OP_CLUSTER_RENAME, locals())
+
+
+def cluster_renew_crypto(*, new_cluster_certificate: bool = NOT_SENT,
+        new_rapi_cert: bool = NOT_SENT, rapi_cert_pem: Any | None = NOT_SENT,
+        new_cluster_domain_secret: bool = NOT_SENT, cluster_domain_secret: Any | None = NOT_SENT,
+        new_confd_hmac_key: bool = NOT_SENT, node_certificates: bool = NOT_SENT,
+        renew_ssh_keys: bool = NOT_SENT, ssh_key_type: str | None = NOT_SENT,
+        ssh_key_bits: int | None = NOT_SENT, verbose: bool = NOT_SENT, debug: bool = NOT_SENT,
+        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
+        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
+        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
     """Renew cluster crypto material and push it to every online node."""
     return _op(OP_CLUSTER_RENEW_CRYPTO, locals())
+
+
+def cluster_repair_disk_sizes(*, instances: list[str] = NOT_SENT, dry_run: bool | None = NOT_SENT,
+        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
+        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
+        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+    """Record the real sizes of instance disks where the configuration differs."""
+    return _op(OP_CLUSTER_REPAIR_DISK_SIZES, locals())
 
 
 def cluster_set_params(*, enabled_hypervisors: list[str] | None = NOT_SENT,
@@ -270,7 +291,8 @@ def cluster_set_params(*, enabled_hypervisors: list[str] | None = NOT_SENT,
         use_external_mip_script: bool | None = NOT_SENT, uid_pool: list[Any] | None = NOT_SENT,
         add_uids: list[Any] | None = NOT_SENT, remove_uids: list[Any] | None = NOT_SENT,
         ipolicy: dict[str, Any] | None = NOT_SENT, hidden_os: list[Any] | None = NOT_SENT,
-        blacklisted_os: list[Any] | None = NOT_SENT, force: bool = NOT_SENT,
+        blacklisted_os: list[Any] | None = NOT_SENT, install_image: str | None = NOT_SENT,
+        instance_communication_network: str | None = NOT_SENT, force: bool = NOT_SENT,
         dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
         priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
         comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
@@ -638,6 +660,14 @@ def node_powercycle(node_name: str, *, node_uuid: str | None = NOT_SENT, force: 
         comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
     """Hard-reset a node through its hypervisor (``force`` is needed for the master)."""
     return _op(OP_NODE_POWERCYCLE, locals())
+
+
+def node_queryvols(output_fields: list[str], *, nodes: list[str] = NOT_SENT,
+        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
+        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
+        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+    """The volumes (here: the disk files of the file storage directories) of ``nodes``"""
+    return _op(OP_NODE_QUERYVOLS, locals())
 
 
 def node_query_storage(output_fields: list[str], *, storage_type: str | None = NOT_SENT,
