@@ -326,10 +326,9 @@ def wait_for_rapi(address: str, port: int, *, timeout: float = 30.0,
                   clock: Callable[[], float] = time.monotonic) -> None:
     """Wait until a TLS handshake with ``address:port`` succeeds."""
     import socket
-    import ssl
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
+
+    from ganeti.http import tls
+    ctx = tls.probe_context()
     deadline = clock() + timeout
     last: Exception | None = None
     while clock() < deadline:

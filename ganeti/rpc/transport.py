@@ -46,6 +46,7 @@ from typing import Callable, NamedTuple, Protocol
 
 from ganeti import constants, errors, serializer
 from ganeti.http import framing
+from ganeti.http.tls import node_client_context
 from ganeti.rpc import defs
 
 __all__ = ["Transport", "HttpsTransport", "FunctionTransport", "make_client_context",
@@ -67,22 +68,8 @@ class Transport(Protocol):
              timeout: float) -> bytes: ...
 
 
-def make_client_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLContext:
-    """A TLS >= 1.2 client context presenting ``cert_file`` and trusting ``ca_file``.
-
-    ``ca_file`` defaults to ``cert_file`` (the shared cluster certificate).
-    Raises :class:`errors.CertificateError` when the files cannot be loaded.
-    """
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    try:
-        ctx.load_cert_chain(cert_file)
-        ctx.load_verify_locations(cafile=ca_file or cert_file)
-    except (OSError, ssl.SSLError) as exc:
-        raise errors.CertificateError(f"Cannot load the cluster certificate {cert_file}: {exc}") from exc
-    return ctx
+#: the node RPC client's TLS context (:func:`ganeti.http.tls.node_client_context`)
+make_client_context = node_client_context
 
 
 _RECV_SIZE = 256 * 1024

@@ -31,6 +31,7 @@ from ganeti.backend import blockdev, impexp
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
+from ganeti.http.tls import node_client_context
 from ganeti.pathutils import Paths
 from ganeti.rpc import transport
 
@@ -121,7 +122,7 @@ def send(ctx: NodeContext, job: dict[str, Any], progress: Callable[[int, int | N
     digest = hashlib.sha256()
     done = 0
     try:
-        tls_ctx = context or transport.make_client_context(ctx.paths.server_pem)
+        tls_ctx = context or node_client_context(ctx.paths.server_pem)
         try:
             sock = socket.create_connection((host, port), CONNECT_TIMEOUT)
         except OSError as exc:

@@ -92,6 +92,7 @@ from ganeti import backend, constants, diskstream, errors, redact, serializer
 from ganeti.backend import fencing, impexp
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
+from ganeti.http.tls import node_client_context, node_server_context
 from ganeti.pathutils import Paths
 from ganeti.redact import Redactor
 from ganeti.rpc import defs
@@ -118,24 +119,8 @@ _PID = struct.Struct("=i")
 _T = TypeVar("_T")
 
 
-def make_server_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLContext:
-    """TLS >= 1.2 server context: present ``cert_file``, require a client cert signed by ``ca_file``.
-
-    ``ca_file`` defaults to ``cert_file`` (the shared cluster certificate).
-    Raises :class:`errors.CertificateError`.
-    """
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    # One request per connection; the master's transport keeps the session
-    # of each node and resumes it (one TLS 1.3 ticket is enough).
-    ctx.num_tickets = 1
-    try:
-        ctx.load_cert_chain(cert_file)
-        ctx.load_verify_locations(cafile=ca_file or cert_file)
-    except (OSError, ssl.SSLError) as exc:
-        raise errors.CertificateError(f"Cannot load the cluster certificate {cert_file}: {exc}") from exc
-    return ctx
+#: the node daemon's TLS context (:func:`ganeti.http.tls.node_server_context`)
+make_server_context = node_server_context
 
 
 _RECV_SIZE = 256 * 1024
@@ -649,21 +634,17 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             except LookupError:
                 pass
         ours, theirs = socket.socketpair()
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_REQUIRED
         reply: list[bytes] = []
 
         def client() -> None:
             try:
-                ctx.load_cert_chain(self.paths.server_pem)
-                ctx.load_verify_locations(cafile=self.paths.server_pem)
-                with ctx.wrap_socket(theirs) as tls:
-                    tls.sendall(b"POST /version HTTP/1.1\r\nHost: localhost\r\n"
-                                b"Content-Length: 2\r\n\r\n[]")
-                    while chunk := tls.recv(65536):
+                ctx = node_client_context(self.paths.server_pem)
+                with ctx.wrap_socket(theirs) as conn:
+                    conn.sendall(b"POST /version HTTP/1.1\r\nHost: localhost\r\n"
+                                 b"Content-Length: 2\r\n\r\n[]")
+                    while chunk := conn.recv(65536):
                         reply.append(chunk)
-            except (OSError, ssl.SSLError) as exc:
+            except (OSError, ssl.SSLError, errors.CertificateError) as exc:
                 logger.warning("Warm-up client failed: %s", exc)
 
         thread = threading.Thread(target=client, name="noded-warm-up", daemon=True)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, crypto, errors, events, luxi, serializer
+from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
 from ganeti.rapi import resources, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
@@ -177,16 +178,8 @@ def _watch_files(targets: list[tuple[str, Callable[[], Any]]], stop: threading.E
                 reload()
 
 
-def make_tls_context(pem: str) -> ssl.SSLContext:
-    """The server's TLS context: TLS 1.2+, no renegotiation, key and cert from ``pem``."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
-    # a client that ends its side early (no close_notify) gets our 400, not a TLS
-    # alert; safe because no request is delimited by the end of the stream
-    ctx.options |= ssl.OP_IGNORE_UNEXPECTED_EOF
-    ctx.load_cert_chain(pem)
-    return ctx
+#: the server's TLS context (kept under its old name for callers and tests)
+make_tls_context = rapi_server_context
 
 
 def _fingerprint(pem: str) -> str:

@@ -168,17 +168,13 @@ def rapi_answers(address: str, port: int, cert_file: str, *,
     answer).
     """
     import http.client
-    import ssl
+    from ganeti.http import tls
 
     from ganeti import serializer
     try:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        ctx.load_verify_locations(cafile=cert_file)
-    except (OSError, ssl.SSLError) as exc:
-        return f"cannot load the RAPI certificate {cert_file}: {exc}"
+        ctx = tls.rapi_client_context(cert_file)
+    except errors.CertificateError as exc:
+        return f"cannot load the RAPI certificate {cert_file}: {exc.__cause__ or exc}"
     conn = http.client.HTTPSConnection(address, port, timeout=timeout, context=ctx)
     try:
         conn.request("GET", "/version")

@@ -1,0 +1,95 @@
+"""Every TLS context of the cluster, in one place (doc/daemons.md, "The HTTP package").
+
+No other module builds an :class:`ssl.SSLContext`; a test checks it
+(``test/http/test_tls.py``).  Two trust models:
+
+* **Node RPC** (noded, the RPC transport, the disk streams of
+  import/export): mutual TLS with the shared cluster certificate
+  ``server.pem`` (key and certificate in one file).  Each end presents it
+  and trusts only it as CA; host names are not checked: possession of the
+  cluster key is what authenticates a peer (Ganeti <= 2.12 style).
+* **RAPI**: the daemon presents ``rapi.pem``; clients authenticate with a
+  user and password.  The watcher checks the daemon's certificate against
+  ``rapi.pem`` (by file, not by host name); bootstrap only waits until a
+  handshake succeeds.
+
+TLS 1.2 is the minimum everywhere.  Loading a certificate raises
+:class:`errors.CertificateError` (the file is missing, unreadable or not
+a key and certificate).
+"""
+
+from __future__ import annotations
+
+import ssl
+
+from ganeti import errors
+
+__all__ = ["node_server_context", "node_client_context", "rapi_server_context",
+           "rapi_client_context", "probe_context"]
+
+
+def _load(ctx: ssl.SSLContext, what: str, *, chain: str | None = None,
+          ca_file: str | None = None) -> ssl.SSLContext:
+    """Load ``chain`` (key and certificate) and the CA ``ca_file`` into ``ctx``."""
+    try:
+        if chain is not None:
+            ctx.load_cert_chain(chain)
+        if ca_file is not None:
+            ctx.load_verify_locations(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.CertificateError(f"Cannot load {what} {chain or ca_file}: {exc}") from exc
+    return ctx
+
+
+def node_server_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLContext:
+    """The node daemon's context: present ``cert_file``, require a client
+    certificate signed by ``ca_file`` (default: ``cert_file``)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    # One request per connection; the master's transport keeps the session
+    # of each node and resumes it (one TLS 1.3 ticket is enough).
+    ctx.num_tickets = 1
+    return _load(ctx, "the cluster certificate", chain=cert_file, ca_file=ca_file or cert_file)
+
+
+def node_client_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLContext:
+    """A node RPC client's context: present ``cert_file``, trust ``ca_file``
+    (default: ``cert_file``), no host name check."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return _load(ctx, "the cluster certificate", chain=cert_file, ca_file=ca_file or cert_file)
+
+
+def rapi_server_context(pem: str) -> ssl.SSLContext:
+    """The RAPI daemon's context: key and certificate from ``pem``, no
+    renegotiation, no compression."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
+    # a client that ends its side early (no close_notify) gets our 400, not a TLS
+    # alert; safe because no request is delimited by the end of the stream
+    ctx.options |= ssl.OP_IGNORE_UNEXPECTED_EOF
+    return _load(ctx, "the RAPI certificate", chain=pem)
+
+
+def rapi_client_context(ca_file: str) -> ssl.SSLContext:
+    """A RAPI client's context that trusts only ``ca_file`` (the cluster's
+    ``rapi.pem``); the host name is not checked (the daemon is asked by address)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return _load(ctx, "the RAPI certificate", ca_file=ca_file)
+
+
+def probe_context() -> ssl.SSLContext:
+    """A client context that checks nothing: only to see that a daemon
+    completes a handshake (bootstrap waiting for RAPI); never for data."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
