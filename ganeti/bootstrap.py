@@ -325,17 +325,14 @@ def start_rapi(paths: Paths, *, env: Mapping[str, str] | None = None,
 def wait_for_rapi(address: str, port: int, *, timeout: float = 30.0,
                   clock: Callable[[], float] = time.monotonic) -> None:
     """Wait until a TLS handshake with ``address:port`` succeeds."""
-    import socket
-
-    from ganeti.http import tls
+    from ganeti.http import client, tls
     ctx = tls.probe_context()
     deadline = clock() + timeout
     last: Exception | None = None
     while clock() < deadline:
         try:
-            with socket.create_connection((address, port), timeout=2.0) as sock:
-                with ctx.wrap_socket(sock):
-                    return
+            client.probe(address, port, ctx, 2.0)
+            return
         except OSError as exc:
             last = exc
             time.sleep(0.05)

@@ -45,7 +45,7 @@ import time
 from typing import Callable, NamedTuple, Protocol
 
 from ganeti import constants, errors, serializer
-from ganeti.http import framing
+from ganeti.http import client, framing
 from ganeti.http.tls import node_client_context
 from ganeti.rpc import defs
 
@@ -72,17 +72,9 @@ class Transport(Protocol):
 make_client_context = node_client_context
 
 
-_RECV_SIZE = 256 * 1024
-
-
-def _set_remaining(sock: ssl.SSLSocket, deadline: float) -> None:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError("deadline passed")
-    sock.settimeout(remaining)
-
-
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, client.NoResponse):
+        return str(exc)
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return "timed out"
     if isinstance(exc, ssl.SSLError):
@@ -94,10 +86,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return f"{type(exc).__name__}: {exc}"
-
-
-class _Stale(Exception):
-    """A kept connection ended before any byte of the reply: the node closed it meanwhile."""
 
 
 class _Kept(NamedTuple):
@@ -168,7 +156,7 @@ class HttpsTransport:
                 try:
                     response = self._round_trip(kept, address, port, request, deadline, keep,
                                                 reused=True)
-                except _Stale:
+                except client.StaleConnection:
                     response = None
             if response is None:
                 tls = self._connect(address, port, timeout)
@@ -234,48 +222,19 @@ class HttpsTransport:
 
     def _connect(self, address: str, port: int, timeout: float) -> ssl.SSLSocket:
         """A new TLS connection to the node (resuming its last session)."""
-        sock = socket.create_connection((address, port), timeout,
-                                        source_address=(self.source, 0) if self.source else None)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return self.context.wrap_socket(sock, server_hostname=address,
-                                            session=self._sessions.get((address, port)))
-        except BaseException:
-            sock.close()
-            raise
+        return client.connect(address, port, self.context, timeout, source=self.source,
+                              session=self._sessions.get((address, port)))
 
     def _round_trip(self, tls: ssl.SSLSocket, address: str, port: int, request: bytes,
                     deadline: float, keep: bool, *, reused: bool = False) -> framing.Response:
         """Send ``request`` on ``tls``, read the reply; the connection is closed or kept.
 
-        On a ``reused`` connection, raises :class:`_Stale` when it ended
-        before any byte of the reply.  Only moves bytes: :mod:`ganeti.http.framing` parses the reply.
+        On a ``reused`` connection, raises :class:`client.StaleConnection` when it
+        ended before any byte of the reply (:func:`ganeti.http.client.exchange`).
         """
-        parser = framing.ResponseParser(max_body_size=MAX_RESPONSE_SIZE)
         try:
-            _set_remaining(tls, deadline)
-            try:
-                tls.sendall(request)
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                if not reused:
-                    raise
-                raise _Stale() from exc
-            while (response := parser.next_response()) is None:
-                _set_remaining(tls, deadline)
-                try:
-                    chunk = tls.recv(_RECV_SIZE)
-                except ConnectionResetError as exc:
-                    if not reused or parser.buffered or parser.head() is not None:
-                        raise
-                    raise _Stale() from exc
-                if chunk:
-                    parser.feed(chunk)
-                elif parser.head() is None:
-                    if reused and not parser.buffered:
-                        raise _Stale()
-                    raise errors.RpcTransportError("connection closed without a reply")
-                else:
-                    parser.feed_eof()
+            response, parser = client.exchange(tls, request, deadline=deadline,
+                                               max_body_size=MAX_RESPONSE_SIZE, reused=reused)
         except errors.HttpError as exc:
             tls.close()
             raise errors.RpcTransportError(f"malformed reply: {exc}") from exc

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import ssl
 import sys
 import time
@@ -30,7 +29,7 @@ from ganeti import constants, diskstream, errors, osapi, serializer
 from ganeti.backend import blockdev, impexp
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
-from ganeti.http import framing
+from ganeti.http import client, framing
 from ganeti.http.tls import node_client_context
 from ganeti.pathutils import Paths
 from ganeti.rpc import transport
@@ -91,15 +90,10 @@ def open_source(ctx: NodeContext, source: Any) -> Source:
 
 
 def _read_reply(tls: ssl.SSLSocket) -> list[Any]:
-    parser = framing.ResponseParser(max_body_size=1024 * 1024)
-    while (response := parser.next_response()) is None:
-        chunk = tls.recv(65536)
-        if chunk:
-            parser.feed(chunk)
-        elif parser.head() is None:
-            raise errors.OpExecError("The receiving node closed the stream without an answer")
-        else:
-            parser.feed_eof()
+    try:
+        response = client.read_response(tls, framing.ResponseParser(max_body_size=1024 * 1024))
+    except client.NoResponse as exc:
+        raise errors.OpExecError("The receiving node closed the stream without an answer") from exc
     try:
         reply = serializer.loads(response.body)
     except errors.SerializationError as exc:
@@ -124,12 +118,11 @@ def send(ctx: NodeContext, job: dict[str, Any], progress: Callable[[int, int | N
     try:
         tls_ctx = context or node_client_context(ctx.paths.server_pem)
         try:
-            sock = socket.create_connection((host, port), CONNECT_TIMEOUT)
-        except OSError as exc:
+            conn = client.connect(host, port, tls_ctx, CONNECT_TIMEOUT)
+        except OSError as exc:   # refused, unreachable, or the TLS handshake failed
             raise errors.OpExecError(f"Cannot connect to {host}:{port}:"
                                      f" {exc.strerror or exc}") from exc
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with tls_ctx.wrap_socket(sock, server_hostname=host) as tls:
+        with conn as tls:
             tls.settimeout(IO_TIMEOUT)
             try:
                 tls.sendall(framing.build_request(

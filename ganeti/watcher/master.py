@@ -158,6 +158,10 @@ def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], 
         start=restart or start)
 
 
+#: the largest answer to ``GET /version`` the watcher reads (the daemon sends a few bytes)
+_MAX_VERSION_BODY = 64 * 1024
+
+
 def rapi_answers(address: str, port: int, cert_file: str, *,
                  timeout: float = RAPI_TIMEOUT) -> str | None:
     """None when the RAPI daemon at ``address:port`` answers ``GET /version``; else why not.
@@ -167,27 +171,22 @@ def rapi_answers(address: str, port: int, cert_file: str, *,
     asked by address); ``timeout`` bounds each step (connect, handshake,
     answer).
     """
-    import http.client
-    from ganeti.http import tls
+    from ganeti.http import client, tls
 
     from ganeti import serializer
     try:
         ctx = tls.rapi_client_context(cert_file)
     except errors.CertificateError as exc:
         return f"cannot load the RAPI certificate {cert_file}: {exc.__cause__ or exc}"
-    conn = http.client.HTTPSConnection(address, port, timeout=timeout, context=ctx)
     try:
-        conn.request("GET", "/version")
-        resp = conn.getresponse()
-        body = resp.read()
-    except (OSError, http.client.HTTPException) as exc:   # ssl.SSLError is an OSError
+        resp = client.request(address, port, ctx, "GET", "/version", timeout=timeout,
+                              max_body_size=_MAX_VERSION_BODY)
+    except (OSError, errors.HttpError) as exc:   # ssl.SSLError is an OSError
         return f"GET https://{address}:{port}/version failed: {exc}"
-    finally:
-        conn.close()
     if resp.status != 200:
         return f"GET /version answered {resp.status} {resp.reason}"
     try:
-        version = serializer.loads(body)
+        version = serializer.loads(resp.body)
     except errors.GanetiError as exc:
         return f"GET /version answered no JSON: {exc}"
     if not isinstance(version, int) or isinstance(version, bool):
