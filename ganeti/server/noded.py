@@ -30,7 +30,7 @@ before the body is read.
 Processes: the parent accepts TCP connections and keeps each one, without
 blocking, until the client's ClientHello has arrived whole (TLS >= 1.2;
 the client must present the cluster certificate, otherwise the handshake
-fails and no HTTP reply is sent); see :mod:`ganeti.server.noded_handshake`.
+fails and no HTTP reply is sent); see :mod:`ganeti.http.handshake`.
 Then the connection goes to an idle pre-forked *spare* child, which does
 the handshake itself (the fast path), or, when no spare is free, when
 ``max_child_handshakes`` children are already in their handshake, or when
@@ -58,7 +58,7 @@ through a wakeup pipe), so the parent never waits for a child.
 
 Spare children (``--spare-children N``, default 1; 0 forks only on
 demand) are forked ahead of time and each serves one connection handed to
-it; see :mod:`ganeti.server.noded_spare`.  Before waiting, a spare resets
+it; see :mod:`ganeti.http.spare`.  Before waiting, a spare resets
 its signals, closes the parent's sockets and runs one in-process dummy
 ``version`` dispatch over a socketpair (no TLS, no file I/O) to touch the
 code it will run.  Idle spares count against nothing.
@@ -73,31 +73,25 @@ killed with SIGKILL can be started again at once (doc/watcher.md).
 
 from __future__ import annotations
 
-import collections
-import errno
-import gc
 import logging
 import os
-import selectors
 import signal
 import socket
 import socketserver
 import ssl
-import struct
 import threading
 import time
-from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
+from typing import Any, Callable, TypeVar
 
 from ganeti import backend, constants, diskstream, errors, redact, serializer
 from ganeti.backend import fencing, impexp
 from ganeti.backend.context import NodeContext
-from ganeti.http import framing
+from ganeti.http import forking, framing, handshake
 from ganeti.http.tls import node_client_context, node_server_context
 from ganeti.pathutils import Paths
 from ganeti.redact import Redactor
 from ganeti.rpc import defs
-from ganeti.server import noded_handshake, noded_keepalive, noded_spare
-from ganeti.utils import process
+from ganeti.server import noded_keepalive
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context",
            "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
@@ -115,7 +109,6 @@ DEFAULT_SPARE_CHILDREN = 1
 #: children (spares that took a ClientHello) in their TLS handshake at once
 DEFAULT_MAX_CHILD_HANDSHAKES = 4
 _WARM_REQUEST = b"POST /version HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]"
-_PID = struct.Struct("=i")
 _T = TypeVar("_T")
 
 
@@ -335,27 +328,18 @@ def _procedure(head: framing.RequestHead) -> str:
     return head.target.split("?", 1)[0].lstrip("/")
 
 
-class _Waiting(NamedTuple):
-    """An established connection waiting for a request slot."""
+class NodedServer(forking.ForkingServer):
+    """The accepting parent; see the module docstring for the process model
+    (the engine: :class:`ganeti.http.forking.ForkingServer`)."""
 
-    tls: ssl.SSLSocket
-    address: Any
-    deadline: float
-
-
-class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
-    """The accepting parent; see the module docstring for the process model."""
-
-    allow_reuse_address = True
-    request_queue_size = 256
-    block_on_close = False
+    warm_request = _WARM_REQUEST
 
     def __init__(self, address: str, port: int, ssl_context: ssl.SSLContext, paths: Paths,
                  hostname: str, *, max_children: int = DEFAULT_MAX_CHILDREN,
                  busy_wait: float = DEFAULT_BUSY_WAIT,
                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 handshake_timeout: float = noded_handshake.HANDSHAKE_TIMEOUT,
-                 max_handshakes: int = noded_handshake.DEFAULT_MAX_PENDING,
+                 handshake_timeout: float = handshake.HANDSHAKE_TIMEOUT,
+                 max_handshakes: int = handshake.DEFAULT_MAX_PENDING,
                  max_child_handshakes: int = DEFAULT_MAX_CHILD_HANDSHAKES,
                  spare_children: int = DEFAULT_SPARE_CHILDREN,
                  keepalive_timeout: float = noded_keepalive.DEFAULT_KEEPALIVE_TIMEOUT,
@@ -364,259 +348,19 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         #: the secret values scrubbed from replies and log lines: a request's
         #: private values are held while it runs (see run_procedure)
         self.redactor = redactor if redactor is not None else Redactor()
-        self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        self.ssl_context = ssl_context
         self.paths = paths
         self.hostname = hostname
-        self.max_children = max_children
-        self.max_busy_children = max(1, max_children // 4)
-        self.busy_wait = busy_wait
-        self.request_timeout = request_timeout
-        #: seconds a kept connection may idle (0: one request per connection)
-        self.keepalive_timeout = keepalive_timeout
-        #: in a request child: whether the parent asked for its slot back
-        self.reclaim = noded_keepalive.Reclaim()
-        #: request children already asked to give their slot back
-        self._reclaimed: set[int] = set()
-        self.handshake_timeout = handshake_timeout
-        self.max_child_handshakes = max_child_handshakes
-        #: children serving a peer that completed its handshake
-        self.active_children: set[int] = set()
-        #: spares that took a ClientHello and have not reported the handshake done
-        self.handshaking_children: set[int] = set()
-        self.busy_children: set[int] = set()
-        self.busy_reply = False
         #: the context of the procedure this process ran (a child serves one request)
         self.request_ctx: NodeContext | None = None
-        self.parent_pid = os.getpid()
-        self._clock = clock
-        self._wakeup: tuple[int, int] | None = None
-        #: spares write their pid here once their handshake is done
-        self._authenticated: tuple[int, int] | None = None
-        self._selector = selectors.DefaultSelector()
-        #: handshakes in progress (parent side)
-        self.handshakes = noded_handshake.HandshakePool(
-            ssl_context, self._selector, timeout=handshake_timeout,
-            max_pending=min(max_handshakes, noded_handshake.fd_budget()), take_hello=self._take_hello,
-            clock=clock)
-        #: the idle pre-forked children
-        self.spares = noded_spare.SparePool(spare_children, self._run_spare)
-        #: established connections waiting for a request slot, oldest first
-        self.waiting: collections.deque[_Waiting] = collections.deque()
-        # binds last: a failed bind calls server_close(), which needs the pools above
-        super().__init__((address, port), NodedRequestHandler)
-
-    # --- parent side ---
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, addr = super().get_request()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock, addr
-
-    def collect_children(self, *, blocking: bool = False) -> None:
-        """Reap every finished child; never waits (``blocking`` is ignored)."""
-        for children in (self.active_children, self.handshaking_children, self.busy_children):
-            for pid in list(children):
-                if noded_spare.reaped(pid):
-                    children.discard(pid)
-        self._reclaimed &= self.active_children
-        self.spares.reap()
-
-    def children_count(self) -> int:
-        """Children currently running (busy responders and handshaking spares included)."""
-        return (len(self.active_children) + len(self.handshaking_children)
-                + len(self.busy_children))
-
-    def _take_hello(self, sock: socket.socket, client_address: Any) -> bool:
-        """Fast path: hand a connection whose ClientHello is in to an idle spare, if allowed."""
-        if (self.waiting or len(self.handshaking_children) >= self.max_child_handshakes
-                or len(self.active_children) + len(self.handshaking_children)
-                >= self.max_children):
-            return False
-        pid = self.spares.hand_over(sock)
-        if pid is None:
-            return False
-        self.handshaking_children.add(pid)
-        sock.close()
-        return True
-
-    def _read_authenticated(self, fd: int) -> None:
-        """Spares whose handshake is done now hold request slots."""
-        try:
-            data = os.read(fd, _PID.size * 256)
-        except BlockingIOError:
-            return
-        for (pid,) in _PID.iter_unpack(data[:len(data) - len(data) % _PID.size]):
-            if pid in self.handshaking_children:
-                self.handshaking_children.discard(pid)
-                self.active_children.add(pid)
-
-    def _notify_authenticated(self) -> None:
-        """In a spare: take the name of a request child and tell the parent the
-        handshake is done (no-op elsewhere)."""
-        if self._authenticated is not None and os.getpid() != self.parent_pid:
-            noded_spare.set_comm(noded_spare.CHILD_COMM)   # it holds a request slot now
-            try:
-                os.write(self._authenticated[1], _PID.pack(os.getpid()))
-            except OSError as exc:
-                logger.debug("Cannot report the handshake to the parent: %s", exc)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """Serve an established connection: fork its child, or let it wait for a slot."""
-        self.collect_children()
-        if len(self.active_children) < self.max_children and not self.waiting:
-            self._fork(request, client_address, busy=False)
-        else:
-            self.waiting.append(_Waiting(request, client_address,
-                                         self._clock() + self.busy_wait))
-            self._reclaim_slots()
-            self._serve_waiting()
-
-    def _reclaim_slots(self) -> None:
-        """A connection waits for a slot: ask the request children to give theirs back."""
-        self._reclaimed |= noded_keepalive.reclaim(self.active_children - self._reclaimed)
-
-    def _serve_waiting(self) -> None:
-        """Fork for waiting connections while slots are free; answer or drop the expired ones."""
-        while self.waiting and len(self.active_children) < self.max_children:
-            conn = self.waiting.popleft()
-            self._fork(conn.tls, conn.address, busy=False)
-        now = self._clock()
-        while self.waiting and self.waiting[0].deadline <= now:
-            conn = self.waiting.popleft()
-            if len(self.busy_children) >= self.max_busy_children:
-                logger.warning("Too many requests; dropping connection from %s", conn.address[0])
-                self.shutdown_request(conn.tls)
-                continue
-            logger.warning("Node daemon busy (%d children); refusing %s",
-                           len(self.active_children), conn.address[0])
-            self._fork(conn.tls, conn.address, busy=True)
-
-    def _fork(self, request: Any, client_address: Any, *, busy: bool) -> None:
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            logger.error("Cannot fork for a request from %s: %s", client_address[0], exc)
-            self.shutdown_request(request)
-            return
-        if pid:
-            (self.busy_children if busy else self.active_children).add(pid)
-            self.close_request(request)
-            return
-        self._run_child(request, client_address, busy)
-
-    def close_request(self, request: Any) -> None:
-        """The parent's copy of a connection a child took: close it, leave the peer alone."""
-        request.close()
-
-    def _next_timeout(self) -> float:
-        deadlines = [self._clock() + 1.0]
-        delay = self.spares.refill_delay()
-        if delay is not None:
-            deadlines.append(self._clock() + delay)
-        pending = self.handshakes.next_deadline()
-        if pending is not None:
-            deadlines.append(pending)
-        if self.waiting:
-            deadlines.append(self.waiting[0].deadline)
-        return max(0.005, min(deadlines) - self._clock())
-
-    def serve(self, stop_event: threading.Event) -> None:
-        """Accept connections and advance handshakes until ``stop_event`` is set (main thread only)."""
-        rfd, wfd = os.pipe()
-        os.set_blocking(rfd, False)
-        os.set_blocking(wfd, False)
-        self._wakeup = (rfd, wfd)
-        old_wakeup = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
-        old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
-        # ignored here, so that a child forked before it sets its handler never dies of it
-        old_reclaim = signal.signal(noded_keepalive.RECLAIM_SIGNAL, signal.SIG_IGN)
-        self.socket.setblocking(False)
-        arfd, awfd = os.pipe()
-        os.set_blocking(arfd, False)
-        self._authenticated = (arfd, awfd)
-        sel = self._selector
-        sel.register(self.socket, selectors.EVENT_READ, "accept")
-        sel.register(rfd, selectors.EVENT_READ, "wakeup")
-        sel.register(arfd, selectors.EVENT_READ, "authenticated")
-        logger.info("Listening on %s:%d", *self.server_address[:2])
-        # Keep the objects created so far out of the collector: a child then
-        # neither collects nor touches (and so copies) the parent's pages.
-        gc.collect()
-        gc.freeze()
-        try:
-            self.spares.refill()
-            while not stop_event.is_set():
-                for key, _ in sel.select(timeout=self._next_timeout()):
-                    if key.data == "wakeup":
-                        self._drain(rfd)
-                    elif key.data == "authenticated":
-                        self._read_authenticated(arfd)
-                    elif key.data == "accept":
-                        self._accept_all()
-                    elif noded_handshake.is_pending(key.data):
-                        done = self.handshakes.advance(key.data)
-                        if done is not None:
-                            self._established(done)
-                self.handshakes.expire()
-                self.collect_children()
-                self._serve_waiting()
-                if not stop_event.is_set():
-                    self.spares.refill()
-        finally:
-            self._reclaim_slots()   # kept connections end with the daemon
-            self.spares.stop()
-            self.handshakes.close_all()
-            for conn in self.waiting:
-                self.shutdown_request(conn.tls)
-            self.waiting.clear()
-            sel.unregister(self.socket)
-            sel.unregister(rfd)
-            sel.unregister(arfd)
-            signal.signal(signal.SIGCHLD, old_chld)
-            signal.signal(noded_keepalive.RECLAIM_SIGNAL, old_reclaim)
-            signal.set_wakeup_fd(old_wakeup)
-            for fd in (rfd, wfd, arfd, awfd):
-                os.close(fd)
-            self._wakeup = None
-            self._authenticated = None
-
-    @staticmethod
-    def _drain(fd: int) -> None:
-        try:
-            while os.read(fd, 4096):
-                pass
-        except BlockingIOError:
-            pass
-
-    def _established(self, done: noded_handshake.Established) -> None:
-        try:
-            self.process_request(done.tls, done.address)
-        except Exception:
-            logger.exception("Cannot handle a connection from %s", done.address[0])
-            self.shutdown_request(done.tls)
-
-    def _accept_all(self) -> None:
-        for _ in range(256):
-            try:
-                request, client_address = self.get_request()
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE):
-                    # out of descriptors: the oldest silent peer makes room
-                    if self.handshakes.evict_oldest():
-                        continue
-                    logger.error("accept failed: %s", exc)
-                    return
-                if exc.errno in (errno.ENOBUFS, errno.ENOMEM):
-                    logger.error("accept failed: %s", exc)
-                    return
-                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
-                    continue
-                raise
-            done = self.handshakes.add(request, client_address)
-            if done is not None:
-                self._established(done)
+        limits = forking.Limits(max_children=max_children, busy_wait=busy_wait,
+                                request_timeout=request_timeout,
+                                keepalive_timeout=keepalive_timeout,
+                                handshake_timeout=handshake_timeout,
+                                max_handshakes=max_handshakes,
+                                max_child_handshakes=max_child_handshakes,
+                                max_body_size=MAX_REQUEST_SIZE)
+        super().__init__(address, port, ssl_context, NodedRequestHandler, limits=limits,
+                         spare_children=spare_children, clock=clock)
 
     def warm_up(self) -> None:
         """Answer one ``version`` request in-process over a socketpair.
@@ -671,149 +415,16 @@ class NodedServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         """Ask the accepting parent to stop and start again, same options (from a child)."""
         os.kill(self.parent_pid, signal.SIGUSR2)
 
-    def server_close(self) -> None:
-        self.spares.stop()
-        self.handshakes.close_all()
-        self._selector.close()
-        super().server_close()
-
-    # --- child side ---
-    def _child_setup(self, keep: Any = None) -> None:
-        """In a fresh child: default signals, drop the parent's sockets (but ``keep``) and bookkeeping."""
-        gc.disable()   # short-lived: exits before garbage matters
-        signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
-        self.reclaim = noded_keepalive.Reclaim()
-        self.reclaim.install()
-        # a dead parent reclaims every slot: an idle kept child closes at once,
-        # a busy one after its reply (the pid file is already closed here:
-        # daemon.PidFile.keep_out_of_children)
-        process.set_parent_death_signal(noded_keepalive.RECLAIM_SIGNAL)
-        if os.getppid() != self.parent_pid:
-            self.reclaim.requested = True
-        if self._wakeup is not None:
-            for fd in self._wakeup:
-                os.close(fd)
-            self._wakeup = None
-        if self._authenticated is not None:
-            os.close(self._authenticated[0])   # the write end stays: a spare reports on it
-        self.socket.close()
-        self.handshakes.detach()
-        self._selector.close()
-        for conn in self.waiting:
-            if conn.tls is not keep:
-                conn.tls.close()
-        self.waiting.clear()
-        self.spares.detach()
-        self.active_children = set()
-        self.handshaking_children = set()
-        self.busy_children = set()
-        self._reclaimed = set()
-
-    def _prewarm(self) -> None:
-        """Run a dummy ``version`` request over a socketpair (no TLS, no file I/O).
-
-        Touches (and so copies, ahead of time) the pages the real request
-        will touch: the handler, the parser, the dispatch, the serializer.
-        """
-        ours, theirs = socket.socketpair()
-        try:
-            theirs.sendall(_WARM_REQUEST)
-            theirs.shutdown(socket.SHUT_WR)
-            ours.settimeout(1.0)
-            NodedRequestHandler(ours, ("spare-warm-up", 0), self)
-            theirs.settimeout(1.0)
-            theirs.recv(65536)
-            self.ssl_context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_side=True)
-        except (OSError, ssl.SSLError) as exc:
-            logger.debug("Spare warm-up failed: %s", exc)
-        finally:
-            ours.close()
-            theirs.close()
-
-    def _run_spare(self, channel: socket.socket) -> NoReturn:
-        """Spare child (forked by the pool): warm up, wait for one connection, serve it, exit.
-
-        The connection comes with its ClientHello in; the spare does the
-        handshake (reporting it to the parent once done), then the request.
-        """
-        noded_spare.set_comm(noded_spare.SPARE_COMM)
-
-        def connection() -> tuple[socket.socket, Any] | None:
-            self._prewarm()
-            request = noded_spare.receive_connection(channel)
-            if request is None:   # the parent is shutting down or gone
-                return None
-            try:
-                return request, request.getpeername()
-            except OSError:   # the client already went away
-                self.shutdown_request(request)
-                return None
-
-        self._child_main(connection)
-
-    def _run_child(self, request: socket.socket, client_address: Any, busy: bool) -> NoReturn:
-        """Request child forked for an established ``request``: serve it, exit."""
-        noded_spare.set_comm(noded_spare.CHILD_COMM)
-        self.busy_reply = busy
-        self._child_main(lambda: (request, client_address), keep=request)
-
-    def _child_main(self, connection: Callable[[], tuple[socket.socket, Any] | None],
-                    keep: Any = None) -> NoReturn:
-        """In a fresh child: set up, serve the connection ``connection()`` gives (if any), exit.
-
-        Exits 0 when served (or there was nothing to serve), 1 when the
-        request failed (logged); the connection is shut down either way.
-        """
-        status = 1
-        request: socket.socket | None = None
-        client_address: Any = ("?", 0)
-        try:
-            self._child_setup(keep)
-            got = connection()
-            if got is not None:
-                request, client_address = got
-                self.finish_request(request, client_address)
-            status = 0
-        except BaseException:
-            logger.exception("Request from %s failed", client_address[0])
-        finally:
-            try:
-                if request is not None:
-                    self.shutdown_request(request)
-            finally:
-                logging.shutdown()
-                os._exit(status)
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
+    def serve_connection(self, tls: ssl.SSLSocket, client_address: Any) -> None:
         """The HTTP request, then the after-response callbacks.
 
-        ``request`` is a TLS connection whose handshake is done (from the
-        parent's :class:`noded_handshake.HandshakePool`), or a plain socket
-        whose handshake is done here (a spare's, the in-process warm-up,
-        tests), within ``handshake_timeout`` seconds.  The callbacks run even when the reply could not be
-        delivered (the client went away): the procedure has run, so a node
-        that has left the cluster must still stop its daemon.
+        The callbacks run even when the reply could not be delivered (the
+        client went away): the procedure has run, so a node that has left
+        the cluster must still stop its daemon.
         """
-        if isinstance(request, ssl.SSLSocket):
-            tls = request
-        else:
-            if request.gettimeout() is None:
-                request.settimeout(self.handshake_timeout)
-            try:
-                tls = self.ssl_context.wrap_socket(request, server_side=True)
-            except (OSError, ssl.SSLError) as exc:
-                logger.info("TLS handshake with %s failed: %s", client_address[0], exc)
-                return
-            self._notify_authenticated()
         self.request_ctx = None
         try:
-            NodedRequestHandler(tls, client_address, self)
-            try:
-                tls.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
+            super().serve_connection(tls, client_address)
         finally:
             ctx, self.request_ctx = self.request_ctx, None
             callbacks: list[Callable[[], None]] = ctx.after_response if ctx else []

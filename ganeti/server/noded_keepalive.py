@@ -24,18 +24,15 @@ The rules (doc/protocols/rpc.md, "Kept connections"):
   request children (:data:`RECLAIM_SIGNAL`): an idle kept child closes its
   connection at once, a busy one after its current reply.
 
-This module holds the policy and the child's signal state; the loop is
-``NodedRequestHandler.handle`` in :mod:`ganeti.server.noded`.
+This module holds the policy; the child's signal state (:class:`Reclaim`,
+re-exported here) belongs to the server core :mod:`ganeti.http.forking`;
+the loop is ``NodedRequestHandler.handle`` in :mod:`ganeti.server.noded`.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-from collections.abc import Iterable
-from typing import Any
-
 from ganeti.http import framing
+from ganeti.http.forking import RECLAIM_SIGNAL, Reclaim, Reclaimed, reclaim
 from ganeti.rpc import defs
 
 __all__ = ["wants_keepalive", "may_share", "may_keep", "reply_headers", "reclaim", "Reclaim",
@@ -46,8 +43,6 @@ __all__ = ["wants_keepalive", "may_share", "may_keep", "reply_headers", "reclaim
 DEFAULT_KEEPALIVE_TIMEOUT = 15.0
 #: requests one kept connection (one child) serves at most
 MAX_REQUESTS = 1000
-#: sent by the parent to its request children when a connection waits for a slot
-RECLAIM_SIGNAL = signal.SIGUSR1
 
 
 def _procedure(head: framing.RequestHead) -> str:
@@ -81,48 +76,7 @@ def may_keep(head: framing.RequestHead, status: int, served: int, *, timeout: fl
             and may_share(head) and served + 1 < MAX_REQUESTS)
 
 
-def reclaim(pids: Iterable[int]) -> set[int]:
-    """In the parent: send :data:`RECLAIM_SIGNAL` to the request children ``pids``; those signalled."""
-    sent = set()
-    for pid in pids:
-        try:
-            os.kill(pid, RECLAIM_SIGNAL)
-        except ProcessLookupError:
-            continue
-        sent.add(pid)
-    return sent
-
-
 def reply_headers(timeout: float, left: int) -> dict[str, str]:
     """The headers of a reply after which the connection stays open
     (``Connection: keep-alive`` comes from the framing)."""
     return {"Keep-Alive": f"timeout={int(timeout)}, max={left}"}
-
-
-class Reclaimed(Exception):
-    """Raised by the signal handler in an idle kept child: close the connection now."""
-
-
-class Reclaim:
-    """A request child's view of :data:`RECLAIM_SIGNAL`: asked to give its slot back?
-
-    :meth:`install` (in the child, at once after the fork; the parent
-    ignores the signal, so a child never dies of it before) sets the
-    handler.  While :attr:`idle` (waiting for the next request on a kept
-    connection) the handler raises :class:`Reclaimed`; otherwise it sets
-    :attr:`requested` and the child closes after its current reply.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.idle = False
-
-    def install(self) -> None:
-        """Handle :data:`RECLAIM_SIGNAL` in this process."""
-        signal.signal(RECLAIM_SIGNAL, self._handler)
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        self.requested = True
-        if self.idle:
-            self.idle = False
-            raise Reclaimed()

@@ -12,7 +12,8 @@ from typing import Any
 
 from ganeti import backend, constants, errors
 from ganeti.pathutils import Paths
-from ganeti.server import daemon, noded_handshake, noded_keepalive
+from ganeti.http import handshake
+from ganeti.server import daemon, noded_keepalive
 from ganeti.server.noded import (DEFAULT_BIND_ADDRESS, DEFAULT_MAX_CHILDREN,
                                  DEFAULT_REQUEST_TIMEOUT, DEFAULT_SPARE_CHILDREN, NodedServer,
                                  make_server_context)
@@ -35,11 +36,11 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                              f" request each (default {DEFAULT_SPARE_CHILDREN}; 0 forks on"
                              " demand only)")
     parser.add_argument("--handshake-timeout", type=float,
-                        default=noded_handshake.HANDSHAKE_TIMEOUT, metavar="SECONDS",
+                        default=handshake.HANDSHAKE_TIMEOUT, metavar="SECONDS",
                         help="seconds a client has to complete its TLS handshake"
                              " (default %(default)s)")
     parser.add_argument("--max-handshakes", type=int,
-                        default=noded_handshake.DEFAULT_MAX_PENDING,
+                        default=handshake.DEFAULT_MAX_PENDING,
                         help="TLS handshakes pending at once; beyond that the oldest is closed"
                              " (default %(default)s)")
     parser.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT,

@@ -24,7 +24,7 @@ __all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "Sl
 def request_children(pid: int | None) -> set[int]:
     """The children of the node daemon ``pid`` that serve (or served) a
     connection, by their process name (empty when it runs none or is gone)."""
-    from ganeti.server.noded_spare import CHILD_COMM
+    from ganeti.http.spare import CHILD_COMM
     if pid is None:
         return set()
     try:

@@ -37,7 +37,7 @@ from ganeti import crypto, errors
 from ganeti.pathutils import Paths
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc.transport import HttpsTransport
-from ganeti.server.noded_spare import CHILD_COMM, SPARE_COMM
+from ganeti.http.spare import CHILD_COMM, SPARE_COMM
 from ganeti.tools.vcluster import pick_free_port
 
 __all__ = ["REPO_ROOT", "NODED_SCRIPT", "make_cluster_cert", "make_node_root",

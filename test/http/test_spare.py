@@ -1,4 +1,4 @@
-"""noded_spare.SparePool with real forks: spares take handed-over connections, die, get replaced."""
+"""ganeti.http.spare.SparePool with real forks: spares take handed-over connections, die, get replaced."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fakes import FakeClock
-from ganeti.server import noded_spare
+from ganeti.http import spare as noded_spare
 
 EXIT_NO_CONNECTION = 3
 

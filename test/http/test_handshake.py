@@ -1,4 +1,4 @@
-"""noded_handshake.HandshakePool: non-blocking server handshakes over socketpairs, stepped time."""
+"""ganeti.http.handshake.HandshakePool: non-blocking server handshakes over socketpairs, stepped time."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from ganeti.rpc import transport
-from ganeti.server import noded, noded_handshake
+from ganeti.http import handshake as noded_handshake
+from ganeti.server import noded
 
 
 class Clock:
