@@ -1,4 +1,8 @@
-"""HTTP for node RPC: :mod:`ganeti.http.framing` turns bytes into messages and back.
+"""The one HTTP package (doc/protocols/rpc.md, "The HTTP package").
 
-No sockets here: the daemons and the RPC transport own the I/O.
+:mod:`~ganeti.http.framing` turns bytes into messages and back (no
+sockets); :mod:`~ganeti.http.tls` builds every TLS context;
+:mod:`~ganeti.http.client` is the HTTPS client; :mod:`~ganeti.http.forking`
+(with :mod:`~ganeti.http.handshake` and :mod:`~ganeti.http.spare`) is the
+forking server core the node daemon runs on.
 """

@@ -1,4 +1,4 @@
-"""The HTTPS client: connect, send one request, read its response (doc/daemons.md, "The HTTP package").
+"""The HTTPS client: connect, send one request, read its response (doc/protocols/rpc.md, "The HTTP package").
 
 Every HTTPS client of the product goes through here: node RPC
 (:mod:`ganeti.rpc.transport`, which adds kept connections and TLS

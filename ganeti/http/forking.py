@@ -1,6 +1,6 @@
 """The forking HTTPS server core: accept, TLS handshakes, request slots, one child per connection.
 
-The node daemon's connection engine (doc/daemons.md, "The HTTP package");
+The node daemon's connection engine (doc/protocols/rpc.md, "The HTTP package");
 what a request *means* is the handler's business (``NodedRequestHandler``
 in :mod:`ganeti.server.noded`), plugged in as a
 :class:`socketserver.BaseRequestHandler` class.

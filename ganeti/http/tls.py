@@ -1,4 +1,4 @@
-"""Every TLS context of the cluster, in one place (doc/daemons.md, "The HTTP package").
+"""Every TLS context of the cluster, in one place (doc/protocols/rpc.md, "The HTTP package").
 
 No other module builds an :class:`ssl.SSLContext`; a test checks it
 (``test/http/test_tls.py``).  Two trust models:
