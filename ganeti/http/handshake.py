@@ -1,4 +1,4 @@
-"""noded's TLS handshakes, watched (and if need be done) by the parent without blocking.
+"""TLS handshakes of the forking server (noded), watched and if need be done by the parent without blocking.
 
 Why: before its handshake is done a peer has proved nothing (the cluster
 certificate is checked during the handshake), so it must not cost a

@@ -1,4 +1,4 @@
-"""noded's spare children: forked ahead of time, each serves one connection handed to it.
+"""Spare children of the forking server (noded): forked ahead of time, each serves one connection.
 
 Why: to take the fork and the child's warm-up (copy-on-write page faults)
 off a request's critical path (``--spare-children N``, default 1; 0 forks

@@ -27,6 +27,12 @@ Status codes:
 The method, the busy flag and the procedure are checked from the head,
 before the body is read.
 
+This module holds the request handler and the daemon's wiring; the
+connection engine described below (accept loop, handshakes, request
+slots, spare children) is the HTTP package's forking server core,
+:class:`ganeti.http.forking.ForkingServer`, with its bounds in one
+:class:`ganeti.http.forking.Limits`.
+
 Processes: the parent accepts TCP connections and keeps each one, without
 blocking, until the client's ClientHello has arrived whole (TLS >= 1.2;
 the client must present the cluster certificate, otherwise the handshake
