@@ -1,4 +1,4 @@
-"""The RAPI daemon: HTTPS on the standard library's threaded HTTP server.
+"""The RAPI daemon: HTTPS on the HTTP package's threaded core, requests parsed by ``http.server``.
 
 ``ganeti-rapi`` runs on the master node, serves :mod:`ganeti.rapi.resources`
 and talks to the master daemon over LUXI only (one client per thread).
@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import http.server
-import io
 import logging
 import os
-import socket
 import ssl
 import stat
 import threading
@@ -30,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, crypto, errors, events, luxi, serializer
+from ganeti.http.threaded import DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
 from ganeti.rapi import resources, stream, users
@@ -58,52 +57,7 @@ TRIM_AFTER = 256 * 1024
 #: a request whose head (or then body) takes longer than this to arrive (seconds),
 #: or a client silent for this long, is dropped
 REQUEST_TIMEOUT = 10.0
-#: after our last answer, input is read and dropped for at most this long and this
-#: much, so that a client still sending gets the answer rather than a reset
-LINGER_TIME = 2.0
-LINGER_BYTES = 1024 * 1024
 _RESPONSES = http.server.BaseHTTPRequestHandler.responses
-
-
-class DeadlineReader(io.RawIOBase):
-    """A socket's input with a total deadline, not only a timeout per read.
-
-    The standard library's server times out each ``recv`` on its own, so a
-    client sending one byte every few seconds could hold a request thread
-    forever.  :meth:`arm` starts a deadline (for a request's head, then
-    for its body); every read after it raises :class:`TimeoutError`, and
-    each ``recv`` waits at most the time left.  :meth:`disarm` ends it
-    (while the request runs, nothing is read).  The socket's own timeout
-    is put back after each read, so writes keep theirs.
-    """
-
-    def __init__(self, sock: Any, timeout: float, clock: Callable[[], float]) -> None:
-        super().__init__()
-        self._sock = sock
-        self._timeout = timeout
-        self._clock = clock
-        self.deadline: float | None = None
-
-    def arm(self) -> None:
-        self.deadline = self._clock() + self._timeout
-
-    def disarm(self) -> None:
-        self.deadline = None
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: Any) -> int:
-        if self.deadline is None:
-            return int(self._sock.recv_into(buf))
-        left = self.deadline - self._clock()
-        if left <= 0:
-            raise TimeoutError("request not received in time")
-        self._sock.settimeout(min(left, self._timeout))
-        try:
-            return int(self._sock.recv_into(buf))
-        finally:
-            self._sock.settimeout(self._timeout)
 
 
 class UsersTable:
@@ -256,7 +210,7 @@ def _status_of(exc: errors.GanetiError) -> int:
     return 500
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(TlsConnectionMixin, http.server.BaseHTTPRequestHandler):
     server: RapiServer
     protocol_version = "HTTP/1.1"
     server_version = "Ganeti-RAPI/2"
@@ -270,37 +224,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     _allow: list[str] = []
     _body_unread = False
     _large = False          # this request read a body of TRIM_AFTER bytes or more
-    _input: DeadlineReader
     raw_requestline: bytes
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.request_timeout)
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._input = DeadlineReader(self.connection, self.server.request_timeout,
-                                     self.server.clock)
-        self.rfile.close()      # the stdlib's reader (it holds a reference to the socket)
-        self.rfile = io.BufferedReader(self._input, self.rbufsize if self.rbufsize > 0
-                                       else io.DEFAULT_BUFFER_SIZE)
 
     def handle_one_request(self) -> None:
         """One request; its head (and later its body) must arrive within the timeout."""
-        self._input.arm()
+        self.deadline_input.arm()
         try:
             super().handle_one_request()
         finally:
-            self._input.disarm()
-
-    def handle(self) -> None:
-        try:
-            self.connection.do_handshake()
-        except (ssl.SSLError, OSError) as exc:
-            logger.debug("TLS handshake with %s failed: %s", self.client_address[0], exc)
-            return
-        try:
-            super().handle()
-        except (TimeoutError, ssl.SSLError, ConnectionError) as exc:
-            logger.debug("Connection from %s dropped: %s", self.client_address[0], exc)
+            self.deadline_input.disarm()
 
     def parse_request(self) -> bool:
         """The stdlib's parser, except that HTTP/0.9 (no version, no headers) gets a 400."""
@@ -442,11 +374,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         length = check_request_body(method, self.headers, limit)
         body: Any = None
         if length:
-            self._input.arm()
+            self.deadline_input.arm()
             try:
                 data = self.rfile.read(length)
             finally:
-                self._input.disarm()
+                self.deadline_input.disarm()
             self._body_unread = False
             if len(data) != length:
                 self.close_connection = True
@@ -459,14 +391,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return resources.dispatch(route, ctx)
 
 
-class RapiServer(http.server.ThreadingHTTPServer):
-    """The threaded HTTPS server; TLS handshakes run in the request threads."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-    # socketserver's default backlog of 5 drops the SYNs of a burst of clients
-    # (a 1 s retransmit each): 50 concurrent clients had a p95 of 1.5 s
-    request_queue_size = 128
+class RapiServer(ThreadedServer):
+    """The RAPI daemon's server: the HTTP package's threaded core
+    (:mod:`ganeti.http.threaded`: a thread per connection, TLS handshakes
+    in it, deadlines, lingering close) with the users, the access log, the
+    LUXI clients and the event bus."""
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,
@@ -474,8 +403,7 @@ class RapiServer(http.server.ThreadingHTTPServer):
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
                  keepalive: float = stream.KEEPALIVE, request_timeout: float = REQUEST_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(address, _Handler)
-        self._tls = tls
+        super().__init__(address, tls, _Handler, request_timeout=request_timeout, clock=clock)
         #: the key and certificate file :meth:`reload_certificate` reads
         self.pem = pem
         self.fingerprint: str | None = _fingerprint(pem) if pem else None
@@ -487,18 +415,8 @@ class RapiServer(http.server.ThreadingHTTPServer):
         #: the local copy of the master's events (fed by a stream.EventRelay)
         self.event_bus = events.EventBus() if event_bus is None else event_bus
         self.keepalive = keepalive
-        #: the time a request's head, and then its body, may take to arrive
-        self.request_timeout = request_timeout
-        self.clock = clock
         #: set at shutdown: event streams end
         self.stopping = threading.Event()
-
-    def get_request(self) -> tuple[Any, Any]:
-        """Accept a connection and wrap it in the current TLS context (handshake later,
-        in the request thread)."""
-        sock, address = self.socket.accept()
-        return self._tls.wrap_socket(sock, server_side=True,
-                                     do_handshake_on_connect=False), address
 
     def reload_certificate(self) -> bool:
         """Load :attr:`pem` again for the connections accepted from now on.
@@ -515,32 +433,11 @@ class RapiServer(http.server.ThreadingHTTPServer):
             logger.error("Cannot load the RAPI certificate %s (%s); keeping the previous one",
                          self.pem, exc)
             return False
-        self._tls = tls
+        self.tls_context = tls
         if fingerprint != self.fingerprint:
             logger.info("RAPI certificate reloaded from %s (%s)", self.pem, fingerprint)
         self.fingerprint = fingerprint
         return True
-
-    def shutdown_request(self, request: Any) -> None:
-        """Close a connection the lingering way: our FIN first, then drain its input.
-
-        Closing a socket with unread input sends a reset, which can destroy
-        an answer the client has not read yet (a 414 to a request line it is
-        still sending).  Bounded by :data:`LINGER_TIME` and :data:`LINGER_BYTES`.
-        """
-        try:
-            request.shutdown(socket.SHUT_WR)     # for TLS: ends the TLS layer too
-            request.settimeout(LINGER_TIME)
-            deadline = time.monotonic() + LINGER_TIME
-            drained = 0
-            while drained < LINGER_BYTES and time.monotonic() < deadline:
-                data = request.recv(65536)
-                if not data:
-                    break
-                drained += len(data)
-        except OSError:
-            pass
-        self.close_request(request)
 
     def luxi_client(self) -> luxi.Client:
         """This thread's LUXI client (one connection per thread)."""

@@ -1,0 +1,83 @@
+"""ganeti.http.threaded: a line-echo handler on the threaded core over real TLS on loopback."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import ssl
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from ganeti.http import threaded, tls
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class _LineEcho(socketserver.StreamRequestHandler):
+    """Reads one line (within the server's request deadline) and sends it back."""
+
+    deadline_input: threaded.DeadlineReader
+
+    def handle(self) -> None:
+        self.deadline_input.arm()
+        try:
+            line = self.rfile.readline(1024)
+        finally:
+            self.deadline_input.disarm()
+        self.wfile.write(b"echo " + line)
+
+
+class _Handler(threaded.TlsConnectionMixin, _LineEcho):
+    pass
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[tuple[str, int]]:
+    from noded_harness import make_cluster_cert
+    pem = make_cluster_cert(tmp_path_factory.mktemp("cert"))
+    srv = threaded.ThreadedServer(("127.0.0.1", 0), tls.rapi_server_context(pem), _Handler,
+                                  request_timeout=1.0)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.start()
+    yield srv.server_address
+    srv.shutdown()
+    thread.join(10)
+    srv.server_close()
+
+
+def _connect(address: tuple[str, int]) -> ssl.SSLSocket:
+    raw = socket.create_connection(address, timeout=10)
+    return tls.probe_context().wrap_socket(raw)
+
+
+def _read_all(conn: ssl.SSLSocket) -> bytes:
+    data = b""
+    for _ in range(100):
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_a_line_is_answered_over_tls(server) -> None:
+    with _connect(server) as conn:
+        conn.sendall(b"hello\n")
+        assert _read_all(conn) == b"echo hello\n"
+
+
+def test_a_client_slower_than_the_deadline_is_dropped(server) -> None:
+    # half a line, then silence: the 1 s deadline ends the read, nothing is echoed
+    with _connect(server) as conn:
+        conn.sendall(b"hal")
+        assert _read_all(conn) == b""
+
+
+def test_a_stalled_handshake_holds_no_other_client(server) -> None:
+    with socket.create_connection(server, timeout=10) as silent:
+        silent.sendall(b"")   # a TCP peer that never starts TLS
+        with _connect(server) as conn:
+            conn.sendall(b"next\n")
+            assert _read_all(conn) == b"echo next\n"
