@@ -29,7 +29,7 @@ phase) so the result is identical.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from ganeti import constants, errors
 from ganeti.pathutils import Paths
@@ -38,8 +38,13 @@ __all__ = ["HooksMaster", "HooksCall", "NodeFilter", "build_env", "format_env_va
 
 logger = logging.getLogger(__name__)
 
-# call_hooks_runner(node_names, hpath, phase, env) -> {node: RpcResult}
-HooksCall = Callable[[Sequence[str], str, str, dict], dict[str, Any]]
+class HooksCall(Protocol):
+    """``rpc.call_hooks_runner``: ``(node_names, *, hpath, phase, env) -> {node: RpcResult}``."""
+
+    def __call__(self, node_or_nodes: Sequence[str], *, hpath: str, phase: str,
+                 env: dict[str, Any]) -> Mapping[str, Any]: ...
+
+
 # node_filter(node_names, hpath, phase) -> the nodes that may have scripts
 NodeFilter = Callable[[list[str], str, str], list[str]]
 
@@ -153,7 +158,7 @@ class HooksMaster:
             nodes = list(self.node_filter(list(nodes), self.hpath, phase))
         if not nodes:
             return {}
-        results = self.hooks_call(nodes, self.hpath, phase, env)
+        results = self.hooks_call(nodes, hpath=self.hpath, phase=phase, env=env)
         reported: dict[str, list[tuple[str, int, str]]] = {}
         for node in nodes:
             res = results.get(node)

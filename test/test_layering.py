@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     "ganeti.opcodes": 2,
     "ganeti.rpc": 2,
     "ganeti.rpc.defs": 2,
+    "ganeti.rpc.results": 2,
     "ganeti.exportinfo": 2,
     "ganeti.diskstream": 2,
     # 3. mechanisms
@@ -84,6 +85,8 @@ LAYERS: dict[str, int] = {
     "ganeti.http": 3,
     "ganeti.rpc.client": 3,
     "ganeti.rpc.transport": 3,
+    "ganeti.rpc.stubs": 3,
+    "ganeti.rpc.gen": 3,
     # 4. logic: master side
     "ganeti.context": 4,
     "ganeti.hooksmaster": 4,

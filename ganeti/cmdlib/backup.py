@@ -23,7 +23,7 @@ from ganeti.cmdlib import backup_remote
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.impexp import Transfer, run_transfers
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance, expand_node,
-                                    remove_instance_lock, rpc_one)
+                                    remove_instance_lock)
 from ganeti.cmdlib.instance_operation import remove_disks, shutdown_instance
 from ganeti.context import MasterContext
 from ganeti.opcodes.backup import OpBackupExport, OpBackupPrepare, OpBackupRemove
@@ -184,13 +184,15 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
     def _start_again(self, feedback_fn: FeedbackFn) -> None:
         feedback_fn(f"Starting instance {self.instance.name} again")
         data = self.rpc_instance()
-        rpc_one(self, "instance_start", self.pnode.name, data, data["disks_info"], False,
-                prefix=f"Could not start instance {self.instance.name} again")
+        self.require_rpc().call_instance_start(
+            self.pnode.name, instance=data, disks=data["disks_info"], startup_paused=False,
+        ).one(self.pnode.name, f"Could not start instance {self.instance.name} again")
 
     def _export(self, feedback_fn: FeedbackFn) -> str:
         inst, target = self.instance, self.target.name
-        rpc_one(self, "export_stage", target, inst.name, True,
-                prefix=f"Cannot prepare the export directory on {target}")
+        self.require_rpc().call_export_stage(
+            target, instance_name=inst.name, create=True,
+        ).one(target, f"Cannot prepare the export directory on {target}")
         try:
             data = self.rpc_instance()
             images: list[str | None] = []
@@ -208,10 +210,12 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
             run_transfers(self, transfers, feedback_fn)
             digests: list[str | None] = [_confirmed_sha256(x.result) for x in transfers]
             info = build_export_info(self, images, time.time(), digests)
-            return rpc_one(self, "finalize_export", target, inst.name, exportinfo.build(info),
-                           prefix=f"Cannot finalize the export on {target}")
+            return self.require_rpc().call_finalize_export(
+                target, instance_name=inst.name, config=exportinfo.build(info),
+            ).one(target, f"Cannot finalize the export on {target}")
         except BaseException:
-            res = self.require_rpc().call_export_stage([target], inst.name, False).get(target)
+            res = self.require_rpc().call_export_stage(
+                [target], instance_name=inst.name, create=False).get(target)
             if res is None or res.failed:
                 self.LogWarning(f"Could not remove the unfinished export on {target}:"
                                 f" {res.fail_msg if res else 'no answer'}")
@@ -225,7 +229,7 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
             if res.failed or self.instance.name not in (res.payload or []):
                 continue
             feedback_fn(f"Removing the older export of {self.instance.name} on {node}")
-            gone = rpc.call_export_remove([node], self.instance.name).get(node)
+            gone = rpc.call_export_remove([node], export=self.instance.name).get(node)
             if gone is None or gone.failed:
                 self.LogWarning(f"Could not remove the older export on {node}:"
                                 f" {gone.fail_msg if gone else 'no answer'}")
@@ -278,7 +282,7 @@ class LUBackupRemove(NoHooksLU[OpBackupRemove]):
                 continue
             if name in exports:
                 found = True
-                res = rpc.call_export_remove([node], name).get(node)
+                res = rpc.call_export_remove([node], export=name).get(node)
                 if res is None or res.failed:
                     self.LogWarning(f"Could not remove the export of {name} on {node}:"
                                     f" {res.fail_msg if res else 'no answer'}")

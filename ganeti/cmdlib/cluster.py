@@ -538,8 +538,9 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
                 with open(tmp, encoding="utf-8") as fh:
                     content = fh.read()
                 canonical = "/" + os.path.relpath(paths.server_pem, paths.root)
-                res = self.rpc.call_upload_file(others, canonical, content, 0o600, None, None,
-                                                None)
+                res = self.rpc.call_upload_file(
+                    others, file_name=canonical, content=content, mode=0o600, uid=None, gid=None,
+                    mtime=None)
                 for name in sorted(n for n, r in res.items() if r.fail_msg):
                     self.LogWarning(f"Cannot update the certificate on {name}:"
                                     f" {res[name].fail_msg}")

@@ -210,7 +210,8 @@ def upload_files(rpc: RpcRunner, paths: Paths, node_names: list[str], files: Ite
             logger.warning("Cannot read %s for distribution: %s", path, exc)
             continue
         canonical = to_canonical(paths.root, path)
-        results = rpc.call_upload_file(node_names, canonical, content, mode, None, None, None)
+        results = rpc.call_upload_file(
+            node_names, file_name=canonical, content=content, mode=mode, uid=None, gid=None, mtime=None)
         failed.update(report_failures(f"Upload of {canonical}", results, feedback_fn))
     return sorted(failed)
 
@@ -246,7 +247,7 @@ def redistribute(context: MasterContext, feedback_fn: FeedbackFn | None = None,
     if all_names:
         failed.update(upload_files(rpc, paths, all_names, files_for_all_nodes(paths),
                                    feedback_fn))
-        res = rpc.call_write_ssconf_files(all_names, values)
+        res = rpc.call_write_ssconf_files(all_names, values=values)
         failed.update(report_failures("Writing ssconf files", res, feedback_fn))
     return sorted(failed)
 

@@ -18,7 +18,7 @@ from typing import Any
 from ganeti import constants
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.instance import disk_rpc_dicts, rpc_one
+from ganeti.cmdlib.instance import disk_rpc_dicts
 from ganeti.objects import Disk
 
 __all__ = ["WIPE_CHUNK", "wipe_wanted", "wipe_disks"]
@@ -54,7 +54,8 @@ def wipe_disks(lu: LogicalUnit[Any], node: str, instance: str,
             done = 0
             while offset + done < end:
                 size = min(WIPE_CHUNK, end - offset - done)
-                written = rpc_one(lu, "blockdev_wipe", node, data, offset + done, size,
-                                  prefix=f"Cannot wipe disk {idx} of {instance} on {node}")
+                written = lu.require_rpc().call_blockdev_wipe(
+                    node, disk=data, offset=offset + done, size=size,
+                ).one(node, f"Cannot wipe disk {idx} of {instance} on {node}")
                 done += int(written) if isinstance(written, int) and written > 0 else size
                 rep.update(done)

@@ -3,7 +3,6 @@ disks) and the ``group`` resource."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters, query, serializer
@@ -321,10 +320,11 @@ class LUGroupVerifyDisks(NoHooksLU[OpGroupVerifyDisks]):
         missing: dict[str, list[list[Any]]] = {}
         if not targets:
             return [node_errors, [], missing]
-        args: dict[str, Sequence[Any]] = {
-            name: [[[serializer.to_data(disk), inst.name, idx] for inst, idx, disk in entries]]
+        disks: dict[str, list[Any]] = {
+            name: [[serializer.to_data(disk), inst.name, idx] for inst, idx, disk in entries]
             for name, entries in targets.items()}
-        results = self.require_rpc().call_map("blockdev_getstatus", args)
+        results = self.require_rpc().per_node(disks, lambda rpc, node: rpc.call_blockdev_getstatus(
+            node, disks=disks[node]))
         for node_name in sorted(targets):
             entries = targets[node_name]
             res = results.get(node_name)

@@ -103,7 +103,7 @@ class HookDirsCache:
             started = self.clock()
         results: dict[str, Any] = {}
         try:
-            results = self.rpc.call("hooks_list", todo, [], timeout=HOOKS_LIST_TIMEOUT)
+            results = self.rpc.call_hooks_list(todo, rpc_timeout=HOOKS_LIST_TIMEOUT)
         except Exception as exc:  # never let the shortcut break an operation
             logger.warning("Cannot list hook directories: %s", exc)
         finally:

@@ -30,7 +30,6 @@ from typing import Any
 from ganeti import diskstream, errors
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.instance import rpc_one
 
 __all__ = ["Transfer", "run_transfers", "node_address", "POLL_INTERVAL", "LOST_AFTER",
            "STALL_TIMEOUT", "Stall"]
@@ -69,7 +68,7 @@ def node_address(lu: LogicalUnit[Any], node_name: str) -> tuple[str, int]:
 
 
 def _status(lu: LogicalUnit[Any], node: str, transfer_id: str) -> dict[str, Any] | None:
-    res = lu.require_rpc().call_impexp_status([node], [transfer_id]).get(node)
+    res = lu.require_rpc().call_impexp_status([node], ids=[transfer_id]).get(node)
     if res is None or res.failed or not isinstance(res.payload, list) or not res.payload:
         raise errors.RpcError(res.fail_msg if res is not None and res.fail_msg else "no answer")
     status = res.payload[0]
@@ -96,8 +95,9 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
              clock: Callable[[], float], sleep: Sleep, poll: float,
              lost_after: float, stall_after: float) -> dict[str, Any]:
     address, port = node_address(lu, xfer.dst_node)
-    transfer_id = rpc_one(lu, "impexp_send", xfer.src_node, xfer.source, xfer.dest, address,
-                          port, prefix=f"{xfer.label}: cannot start the transfer on"
+    transfer_id = lu.require_rpc().call_impexp_send(
+        xfer.src_node, source=xfer.source, dest=xfer.dest, host=address, port=port,
+    ).one(xfer.src_node, f"{xfer.label}: cannot start the transfer on"
                           f" {xfer.src_node}")
     finished = False
     try:
@@ -150,8 +150,8 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
     finally:
         rpc = lu.require_rpc()
         if not finished:
-            rpc.call_impexp_abort([xfer.src_node], transfer_id)
-        res = rpc.call_impexp_cleanup([xfer.src_node], transfer_id).get(xfer.src_node)
+            rpc.call_impexp_abort([xfer.src_node], transfer_id=transfer_id)
+        res = rpc.call_impexp_cleanup([xfer.src_node], transfer_id=transfer_id).get(xfer.src_node)
         if res is None or res.failed:
             lu.LogWarning(f"Could not remove the state of transfer {transfer_id} on"
                           f" {xfer.src_node}: {res.fail_msg if res else 'no answer'}")

@@ -32,7 +32,7 @@ __all__ = [
     "with_secret_osparams",
     "InstanceLU", "expand_instance", "expand_node", "instance_rpc_dict", "disk_rpc_dicts",
     "file_logical_id", "storage_dir_for", "runtime_status", "instance_hook_env",
-    "rpc_one", "check_node_online", "add_instance_lock", "remove_instance_lock",
+    "check_node_online", "add_instance_lock", "remove_instance_lock",
     "hv_list_and_params", "InstanceOpT",
 ]
 
@@ -146,15 +146,6 @@ def hv_list_and_params(cfg: ConfigReader) -> tuple[list[str], dict[str, dict[str
     cluster = cfg.get_cluster_info()
     hvs = list(cluster.enabled_hypervisors)
     return hvs, {hv: parameters.fill_hvparams(cluster, hv) for hv in hvs}
-
-
-def rpc_one(lu: LogicalUnit[Any], proc: str, node_name: str, *args: Any, prefix: str = "") -> Any:
-    """Call ``proc`` on one node; return the payload or raise OpExecError."""
-    result = getattr(lu.require_rpc(), f"call_{proc}")([node_name], *args).get(node_name)
-    if result is None:
-        raise errors.OpExecError(f"{prefix or proc}: no answer from node {node_name}")
-    result.raise_on_failure(prefix or f"{proc} failed on node {node_name}")
-    return result.payload
 
 
 def runtime_status(inst: Instance, pnode: Node | None, live: dict[str, Any] | None,

@@ -24,7 +24,7 @@ from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
                                     file_logical_id, instance_hook_env, instance_rpc_dict,
                                     with_secret_osparams,
-                                    remove_instance_lock, rpc_one, storage_dir_for)
+                                    remove_instance_lock, storage_dir_for)
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Cluster, Disk, Instance, Node
 from ganeti.opcodes import instance as opcodes_instance
@@ -345,8 +345,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if op.os_type and self.rpc is not None:
             full = parameters.fill_osparams(cluster, op.os_type, self.osparams)
             hidden = {**reveal(op.osparams_private), **reveal(op.osparams_secret)}
-            res = self.rpc.call_os_validate([pnode.name], True, op.os_type, ["parameters"],
-                                            full, hidden).get(pnode.name)
+            res = self.rpc.call_os_validate(
+                [pnode.name], required=True, osname=op.os_type, checks=["parameters"], osparams=full,
+                osparams_private=hidden).get(pnode.name)
             if res is None or res.failed:
                 msg = res.fail_msg if res is not None else "no answer"
                 raise errors.OpPrereqError(f"OS '{op.os_type}' not usable on node {pnode.name}:"
@@ -408,8 +409,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         for disk in disks:
             if disk.dev_type == constants.DT_DISKLESS or self.rpc is None:
                 continue
-            res = self.rpc.call_blockdev_remove([self.pnode.name],
-                                                instance_rpc_disk(disk)).get(self.pnode.name)
+            res = self.rpc.call_blockdev_remove(
+                [self.pnode.name], disk=instance_rpc_disk(disk)).get(self.pnode.name)
             if res is None or res.failed:
                 self.LogWarning(f"Could not remove disk {disk.iv_name} on {self.pnode.name}:"
                                 f" {res.fail_msg if res else 'no answer'}")
@@ -423,9 +424,10 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 if disk.dev_type == constants.DT_DISKLESS:
                     continue
                 feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {pname}")
-                rpc_one(self, "blockdev_create", pname, instance_rpc_disk(disk), disk.size,
-                        inst.name, True, f"originstname+{inst.name}", False,
-                        prefix=f"Can't create disk {disk.iv_name} on node {pname}")
+                self.require_rpc().call_blockdev_create(
+                    pname, disk=instance_rpc_disk(disk), size=disk.size, owner_instance_name=inst.name,
+                    on_primary=True, info=f"originstname+{inst.name}", excl_stor=False,
+                ).one(pname, f"Can't create disk {disk.iv_name} on node {pname}")
                 created.append(disk)
         except errors.GanetiError:
             self._remove_disks(created)
@@ -452,10 +454,11 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         elif not op.no_install and op.os_type:
             feedback_fn(f"* running the instance OS create scripts on {pname}")
             try:
-                rpc_one(self, "instance_os_add", pname,
-                        with_secret_osparams(instance_rpc_dict(cfg, inst), op.osparams_secret),
-                        False,
-                        op.debug_level or 0, prefix=f"Could not add OS to instance {inst.name}"
+                self.require_rpc().call_instance_os_add(
+                    pname,
+                    instance=with_secret_osparams(instance_rpc_dict(cfg, inst), op.osparams_secret),
+                    reinstall=False, debug=op.debug_level or 0,
+                ).one(pname, f"Could not add OS to instance {inst.name}"
                         f" on node {pname}")
             except errors.GanetiError:
                 self.LogWarning("OS installation failed; removing the instance again")
@@ -466,9 +469,10 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
             feedback_fn(f"* starting instance {inst.name} on {pname}")
             try:
-                rpc_one(self, "instance_start", pname, instance_rpc_dict(cfg, inst),
-                        instance_rpc_dict(cfg, inst)["disks_info"], False,
-                        prefix=f"Could not start instance {inst.name}")
+                self.require_rpc().call_instance_start(
+                    pname, instance=instance_rpc_dict(cfg, inst),
+                    disks=instance_rpc_dict(cfg, inst)["disks_info"], startup_paused=False,
+                ).one(pname, f"Could not start instance {inst.name}")
             except errors.GanetiError:
                 cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_DOWN)
                 raise

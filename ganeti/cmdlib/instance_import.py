@@ -27,8 +27,7 @@ from ganeti import constants, errors, exportinfo, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.impexp import Transfer, run_transfers
-from ganeti.cmdlib.instance import (check_node_online, expand_node, instance_rpc_dict, rpc_one,
-                                    with_secret_osparams)
+from ganeti.cmdlib.instance import (check_node_online, expand_node, instance_rpc_dict, with_secret_osparams)
 from ganeti.objects import Instance
 from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.pathutils import Paths
@@ -142,8 +141,9 @@ def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[ImportImage | None]:
     op = lu.op
     _find_source(lu)
     assert op.src_node is not None and op.src_path is not None
-    text = rpc_one(lu, "export_info", op.src_node, op.src_path,
-                   prefix=f"No export or invalid export found in {op.src_path} on"
+    text = lu.require_rpc().call_export_info(
+        op.src_node, path=op.src_path,
+    ).one(op.src_node, f"No export or invalid export found in {op.src_path} on"
                    f" {op.src_node}")
     try:
         info = exportinfo.parse(text)

@@ -33,16 +33,17 @@ another node group must meet that group's instance policy; with
 from __future__ import annotations
 
 import time
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from ganeti import constants, errors, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, instance_mirror, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
-                                    expand_instance, expand_node, rpc_one)
+                                    expand_instance, expand_node)
 from ganeti.iallocator import document
 from ganeti.objects import Node
 from ganeti.opcodes.instance import OpInstanceFailover, OpInstanceMigrate, OpInstanceMove
+from ganeti.rpc.results import RpcResults
 
 __all__ = ["LUInstanceMigrate", "LUInstanceFailover", "LUInstanceMove", "MIGRATION_POLL",
            "COPY_CHUNK", "cleanup_plan", "local_disks_cleanup_plan", "migration_summary",
@@ -174,27 +175,30 @@ class _TargetLU(InstanceLU[_TargetOpT]):
         if inst.admin_state == constants.ADMINST_UP:
             feedback_fn(f"* starting instance {inst.name} on {dst.name}")
             data = self.rpc_instance()
-            rpc_one(self, "instance_start", dst.name, data, data["disks_info"], False,
-                    prefix=f"Could not start instance {inst.name} on {dst.name}")
+            self.require_rpc().call_instance_start(
+                dst.name, instance=data, disks=data["disks_info"], startup_paused=False,
+            ).one(dst.name, f"Could not start instance {inst.name} on {dst.name}")
 
     def _running_on(self, node_name: str) -> dict[str, Any] | None:
         inst = self.instance
-        return rpc_one(self, "instance_info", node_name, inst.name, inst.hypervisor, {})
+        return self.require_rpc().call_instance_info(
+            node_name, instance_name=inst.name, hypervisor=inst.hypervisor, hvparams={}).one(node_name)
 
     def _assemble_on_target(self) -> None:
         for idx, disk in enumerate(self.disks):
             if disk.dev_type == constants.DT_DISKLESS:
                 continue
-            rpc_one(self, "blockdev_assemble", self.target.name, disk_rpc_dicts([disk])[0],
-                    self.instance.name, True, idx,
-                    prefix=f"Could not assemble disk {idx} on {self.target.name}")
+            self.require_rpc().call_blockdev_assemble(
+                self.target.name, disk=disk_rpc_dicts([disk])[0], instance_name=self.instance.name,
+                as_primary=True, idx=idx,
+            ).one(self.target.name, f"Could not assemble disk {idx} on {self.target.name}")
 
     def _shutdown_disks(self, node_name: str) -> None:
         for disk in self.disks:
             if disk.dev_type == constants.DT_DISKLESS or self.rpc is None:
                 continue
-            res = self.rpc.call_blockdev_shutdown([node_name],
-                                                  disk_rpc_dicts([disk])[0]).get(node_name)
+            res = self.rpc.call_blockdev_shutdown(
+                [node_name], disk=disk_rpc_dicts([disk])[0]).get(node_name)
             if res is None or res.failed:
                 self.LogWarning(f"Could not shut down disk {disk.iv_name} on {node_name}")
 
@@ -273,11 +277,13 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if self.op.with_disks:
             return self._migrate_with_disks(feedback_fn, data, live)
         feedback_fn(f"* checking and preparing the migration {src.name} -> {dst.name}")
-        info = rpc_one(self, "migration_info", src.name, data,
-                       prefix=f"Could not get migration information from {src.name}")
+        info = self.require_rpc().call_migration_info(
+            src.name, instance=data,
+        ).one(src.name, f"Could not get migration information from {src.name}")
         self._assemble_on_target()
-        accepted = rpc_one(self, "accept_instance", dst.name, data, info, dst.primary_ip,
-                           prefix=f"Target node {dst.name} refused the instance")
+        accepted = self.require_rpc().call_accept_instance(
+            dst.name, instance=data, info=info, target=dst.primary_ip,
+        ).one(dst.name, f"Target node {dst.name} refused the instance")
         feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
         success = False
         try:
@@ -306,11 +312,13 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         inst, src, dst = self.instance, self.pnode, self.target
         tracker = progress.MigrationProgress(lambda op: self.progress_reporter(op))
         with tracker:
-            rpc_one(self, "instance_migrate", src.name, data, dst.name, dst.primary_ip,
-                    live, accepted, prefix=f"Could not migrate instance {inst.name}")
+            self.require_rpc().call_instance_migrate(
+                src.name, instance=data, target_node=dst.name, target_address=dst.primary_ip, live=live,
+                target_info=accepted).one(src.name, f"Could not migrate instance {inst.name}")
             deadline = time.monotonic() + MIGRATION_MAX_WAIT
             while True:
-                status = rpc_one(self, "instance_get_migration_status", src.name, data) or {}
+                status = self.require_rpc().call_instance_get_migration_status(
+                    src.name, instance=data).one(src.name) or {}
                 tracker.update({k: v for k, v in status.items() if k != "disks"})
                 state = status.get("status")
                 if state == "completed":
@@ -358,23 +366,26 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         inst, src, dst = self.instance, self.pnode, self.target
         copy = self._disk_copy(feedback_fn, data)
         feedback_fn(f"* preparing the migration with disks {src.name} -> {dst.name}")
-        info = rpc_one(self, "migration_info", src.name, data,
-                       prefix=f"Could not get migration information from {src.name}")
+        info = self.require_rpc().call_migration_info(
+            src.name, instance=data,
+        ).one(src.name, f"Could not get migration information from {src.name}")
         on_target = False     # an incoming instance may exist on the target
         resuming = False      # the target was asked to resume the guest
         try:
             copy.create_target_disks()
             self._assemble_on_target()
             on_target = True
-            accepted = rpc_one(self, "accept_instance", dst.name, data, info, dst.primary_ip,
-                               prefix=f"Target node {dst.name} refused the instance")
+            accepted = self.require_rpc().call_accept_instance(
+                dst.name, instance=data, info=info, target=dst.primary_ip,
+            ).one(dst.name, f"Target node {dst.name} refused the instance")
             copy.mirror()
             feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
             self._migrate_memory(data, live, accepted or {}, feedback_fn)
             copy.complete()
             resuming = True
-            rpc_one(self, "instance_finalize_migration_dst", dst.name, data, info, True,
-                    prefix=f"Could not resume {inst.name} on {dst.name}")
+            self.require_rpc().call_instance_finalize_migration_dst(
+                dst.name, instance=data, info=info, success=True,
+            ).one(dst.name, f"Could not resume {inst.name} on {dst.name}")
         except errors.GanetiError as exc:
             if not (resuming and self._runs_on(dst.name)):
                 copy.abort()
@@ -385,7 +396,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             # the answer was lost, but the guest runs there on complete disks
             self.LogWarning(f"{exc}; the instance runs on {dst.name} all the same")
         res = self.require_rpc().call_instance_finalize_migration_src(
-            [src.name], data, True, live).get(src.name)
+            [src.name], instance=data, success=True, live=live).get(src.name)
         if res is None or res.failed:
             self.LogWarning(f"instance_finalize_migration_src on {src.name} failed:"
                             f" {res.fail_msg if res else 'no answer'}")
@@ -405,13 +416,18 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
 
     def _finalize(self, data: dict[str, Any], info: Any, success: bool, live: bool) -> None:
         src, dst = self.pnode, self.target
-        for node, proc, args in ((dst.name, "instance_finalize_migration_dst",
-                                  (data, info, success)),
-                                 (src.name, "instance_finalize_migration_src",
-                                  (data, success, live))):
-            res = getattr(self.rpc, f"call_{proc}")([node], *args).get(node)
+        rpc = self.require_rpc()
+        steps: list[tuple[str, Callable[[], RpcResults]]] = [
+            (dst.name, lambda: rpc.call_instance_finalize_migration_dst(
+                dst.name, instance=data, info=info, success=success)),
+            (src.name, lambda: rpc.call_instance_finalize_migration_src(
+                src.name, instance=data, success=success, live=live)),
+        ]
+        for node, step in steps:
+            results = step()
+            res = results.get(node)
             if res is None or res.failed:
-                msg = f"{proc} on {node} failed: {res.fail_msg if res else 'no answer'}"
+                msg = f"{results.procedure} on {node} failed: {res.fail_msg if res else 'no answer'}"
                 if success:
                     raise errors.OpExecError(msg)
                 self.LogWarning(msg)
@@ -429,7 +445,9 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             if node is None or node.offline:
                 states[node.uuid if node else ""] = None
                 continue
-            info = rpc_one(self, "instance_info", node.name, inst.name, inst.hypervisor, {})
+            info = self.require_rpc().call_instance_info(
+                node.name, instance_name=inst.name, hypervisor=inst.hypervisor, hvparams={},
+            ).one(node.name)
             states[node.uuid] = None if info is None else str(info.get("hv_state") or "running")
         src_state, dst_state = states[self.pnode.uuid], states[self.target.uuid]
         local = inst.disk_template in instance_mirror.LOCAL_TEMPLATES
@@ -452,10 +470,12 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             feedback_fn(f"Instance {inst.name} runs on {dst.name}: finishing the migration"
                         " and updating the config")
             if dst_state != "running":
-                rpc_one(self, "instance_finalize_migration_dst", dst.name, data, {}, True,
-                        prefix=f"Could not resume instance {inst.name} on {dst.name}")
+                self.require_rpc().call_instance_finalize_migration_dst(
+                    dst.name, instance=data, info={}, success=True,
+                ).one(dst.name, f"Could not resume instance {inst.name} on {dst.name}")
             if src_state is not None:
-                self._cleanup_call("instance_finalize_migration_src", src.name, data, True, live)
+                self._warn_failed(src.name, self.require_rpc().call_instance_finalize_migration_src(
+                    src.name, instance=data, success=True, live=live))
             self._switch_primary()
             self.pnode = dst
             self._shutdown_disks(src.name)
@@ -463,21 +483,24 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             feedback_fn(f"Instance {inst.name} stays on {src.name}: removing what the"
                         f" migration left on {dst.name}")
             if dst_state is not None:
-                self._cleanup_call("instance_finalize_migration_dst", dst.name, data, {}, False)
+                self._warn_failed(dst.name, self.require_rpc().call_instance_finalize_migration_dst(
+                    dst.name, instance=data, info={}, success=False))
                 self._shutdown_disks(dst.name)
             if plan == CLEANUP_SOURCE and src_state != "running":
-                rpc_one(self, "instance_finalize_migration_src", src.name, data, False, live,
-                        prefix=f"Could not resume instance {inst.name} on {src.name}")
+                self.require_rpc().call_instance_finalize_migration_src(
+                    src.name, instance=data, success=False, live=live,
+                ).one(src.name, f"Could not resume instance {inst.name} on {src.name}")
         if local_copy is not None:
             local_copy.cleanup(target_won=plan == CLEANUP_TARGET,
                                source_runs=src_state in _ALIVE)
         return None
 
-    def _cleanup_call(self, proc: str, node: str, *args: Any) -> None:
-        """A finalize call whose failure is only a warning (the leftover may be gone)."""
-        res = getattr(self.require_rpc(), f"call_{proc}")([node], *args).get(node)
+    def _warn_failed(self, node: str, results: RpcResults) -> None:
+        """Warn about a finalize call whose failure is fine (the leftover may be gone)."""
+        res = results.get(node)
         if res is None or res.failed:
-            self.LogWarning(f"{proc} on {node} failed: {res.fail_msg if res else 'no answer'}")
+            self.LogWarning(f"{results.procedure} on {node} failed:"
+                            f" {res.fail_msg if res else 'no answer'}")
 
 
 def migration_summary(status: dict[str, Any]) -> str:
@@ -570,8 +593,8 @@ class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
         src = self.pnode
         if not src.offline:
             feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
-            res = self.require_rpc().call_instance_shutdown([src.name], self.rpc_instance(),
-                                                  self.op.shutdown_timeout).get(src.name)
+            res = self.require_rpc().call_instance_shutdown(
+                [src.name], instance=self.rpc_instance(), timeout=self.op.shutdown_timeout).get(src.name)
             if res is None or res.failed:
                 msg = f"Could not shutdown {inst.name} on {src.name}:" \
                       f" {res.fail_msg if res else 'no answer'}"
@@ -603,8 +626,9 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
         inst = self.instance
         src, dst = self.pnode, self.target
         feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
-        rpc_one(self, "instance_shutdown", src.name, self.rpc_instance(),
-                self.op.shutdown_timeout, prefix=f"Could not shutdown {inst.name}")
+        self.require_rpc().call_instance_shutdown(
+            src.name, instance=self.rpc_instance(), timeout=self.op.shutdown_timeout,
+        ).one(src.name, f"Could not shutdown {inst.name}")
         self._shutdown_disks(src.name)
         created = []
         copy = self.instance.disk_template == constants.DT_FILE
@@ -614,20 +638,21 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
                     continue
                 data = disk_rpc_dicts([disk])[0]
                 feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {dst.name}")
-                rpc_one(self, "blockdev_create", dst.name, data, disk.size, inst.name, True,
-                        f"originstname+{inst.name}", False,
-                        prefix=f"Could not create disk {idx} on {dst.name}")
+                self.require_rpc().call_blockdev_create(
+                    dst.name, disk=data, size=disk.size, owner_instance_name=inst.name, on_primary=True,
+                    info=f"originstname+{inst.name}", excl_stor=False,
+                ).one(dst.name, f"Could not create disk {idx} on {dst.name}")
                 created.append(data)
                 instance_mirror.copy_disk(self, src.name, dst.name, data, disk.size, idx,
                                           inst.name)
         except errors.GanetiError:
             for data in created:
-                self.require_rpc().call_blockdev_remove([dst.name], data)
+                self.require_rpc().call_blockdev_remove([dst.name], disk=data)
             raise
         self._switch_primary()
         if copy:
             for data in (disk_rpc_dicts(self.disks)):
-                res = self.require_rpc().call_blockdev_remove([src.name], data).get(src.name)
+                res = self.require_rpc().call_blockdev_remove([src.name], disk=data).get(src.name)
                 if res is None or res.failed:
                     self.LogWarning(f"Could not remove the old disk on {src.name}")
         self._start_on_target(feedback_fn)

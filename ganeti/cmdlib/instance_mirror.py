@@ -32,7 +32,7 @@ from typing import Any
 from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.instance import disk_rpc_dicts, rpc_one
+from ganeti.cmdlib.instance import disk_rpc_dicts
 from ganeti.objects import Disk, Node
 
 __all__ = ["DiskCopy", "copy_disk", "LOCAL_TEMPLATES", "STALL_TIMEOUT", "POLL", "COPY_CHUNK"]
@@ -63,18 +63,19 @@ def copy_disk(lu: LogicalUnit[Any], src: str, dst: str, disk_data: dict[str, Any
     with lu.progress_reporter("disk-copy", end=total, instance=instance_name,
                               device=f"disk/{idx}") as rep:
         while offset < total:
-            chunk = rpc_one(lu, "blockdev_read_chunk", src, disk_data, offset,
-                            min(COPY_CHUNK, total - offset))
+            chunk = lu.require_rpc().call_blockdev_read_chunk(
+                src, disk=disk_data, offset=offset, length=min(COPY_CHUNK, total - offset)).one(src)
             if not chunk["zero"] and chunk["length"]:
-                rpc_one(lu, "blockdev_write_chunk", dst, disk_data, offset, chunk["data"])
+                lu.require_rpc().call_blockdev_write_chunk(
+                    dst, disk=disk_data, offset=offset, data=chunk["data"]).one(dst)
             if not chunk["length"]:
                 break
             offset += chunk["length"]
             rep.update(offset)
             if chunk.get("eof"):
                 break
-        a = rpc_one(lu, "blockdev_checksum", src, disk_data)
-        b = rpc_one(lu, "blockdev_checksum", dst, disk_data)
+        a = lu.require_rpc().call_blockdev_checksum(src, disk=disk_data).one(src)
+        b = lu.require_rpc().call_blockdev_checksum(dst, disk=disk_data).one(dst)
         if a != b:
             raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
 
@@ -110,9 +111,10 @@ class DiskCopy:
         """Create every disk on the target at its size; remembers them for the undo."""
         for idx, disk in enumerate(self.disks):
             ddict = disk_rpc_dicts([disk])[0]
-            rpc_one(self.lu, "blockdev_create", self.target.name, ddict, disk.size, self.name,
-                    True, f"originstname+{self.name}", False,
-                    prefix=f"Could not create disk {idx} on {self.target.name}")
+            self.lu.require_rpc().call_blockdev_create(
+                self.target.name, disk=ddict, size=disk.size, owner_instance_name=self.name,
+                on_primary=True, info=f"originstname+{self.name}", excl_stor=False,
+            ).one(self.target.name, f"Could not create disk {idx} on {self.target.name}")
             self.created.append(ddict)
 
     def remove_target_disks(self) -> None:
@@ -128,7 +130,7 @@ class DiskCopy:
 
     def _remove(self, node: str, ddict: dict[str, Any]) -> None:
         rpc = self.lu.require_rpc()
-        res = rpc.call_blockdev_remove([node], ddict).get(node)
+        res = rpc.call_blockdev_remove([node], disk=ddict).get(node)
         if res is None or res.failed:
             self.lu.LogWarning(f"Could not remove disk {ddict.get('uuid')} of {self.name}"
                                f" on {node}: {res.fail_msg if res else 'no answer'}")
@@ -152,16 +154,17 @@ class DiskCopy:
         :meth:`complete`.
         """
         src, dst = self.source.name, self.target.name
-        exports = rpc_one(self.lu, "instance_mirror_accept", dst, self.data,
-                          self.target.primary_ip,
-                          prefix=f"Target node {dst} cannot receive the disks")
+        exports = self.lu.require_rpc().call_instance_mirror_accept(
+            dst, instance=self.data, address=self.target.primary_ip,
+        ).one(dst, f"Target node {dst} cannot receive the disks")
         self.exported = True
         total = sum(d.size for d in self.disks)
         self.feedback_fn(f"* copying {len(self.disks)} disk(s), {total} MiB, to {dst}"
                          f" (NBD port {exports.get('port')})")
         self.mirroring = True
-        rpc_one(self.lu, "instance_mirror_start", src, self.data, exports,
-                prefix=f"Could not start copying the disks of {self.name}")
+        self.lu.require_rpc().call_instance_mirror_start(
+            src, instance=self.data, target=exports,
+        ).one(src, f"Could not start copying the disks of {self.name}")
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -171,9 +174,9 @@ class DiskCopy:
         total = sum(d.size for d in self.disks) * _MIB
         with self.lu.progress_reporter("mirror", end=total, clock=self.clock) as rep:
             while True:
-                status = rpc_one(self.lu, "instance_mirror_status", self.source.name,
-                                 self.data,
-                                 prefix=f"Could not follow the disk copy of {self.name}")
+                status = self.lu.require_rpc().call_instance_mirror_status(
+                    self.source.name, instance=self.data,
+                ).one(self.source.name, f"Could not follow the disk copy of {self.name}")
                 state = status.get("status")
                 disks = status.get("disks") or []
                 done = sum(int(d.get("cur", 0)) for d in disks)
@@ -196,11 +199,13 @@ class DiskCopy:
 
     def complete(self) -> None:
         """After the memory migration (guest stopped): finish the copies, stop the exports."""
-        rpc_one(self.lu, "instance_mirror_finish", self.source.name, self.data, True,
-                prefix=f"Could not complete the disk copy of {self.name}")
+        self.lu.require_rpc().call_instance_mirror_finish(
+            self.source.name, instance=self.data, success=True,
+        ).one(self.source.name, f"Could not complete the disk copy of {self.name}")
         self.mirroring = False
-        rpc_one(self.lu, "instance_mirror_release", self.target.name, self.data,
-                prefix=f"Could not stop the disk exports on {self.target.name}")
+        self.lu.require_rpc().call_instance_mirror_release(
+            self.target.name, instance=self.data,
+        ).one(self.target.name, f"Could not stop the disk exports on {self.target.name}")
         self.exported = False
 
     def cleanup(self, *, target_won: bool, source_runs: bool) -> None:
@@ -223,15 +228,15 @@ class DiskCopy:
         """Cancel the copies on the source and the exports on the target (warnings only)."""
         rpc = self.lu.require_rpc()
         if self.mirroring:
-            res = rpc.call_instance_mirror_finish([self.source.name], self.data,
-                                                  False).get(self.source.name)
+            res = rpc.call_instance_mirror_finish(
+                [self.source.name], instance=self.data, success=False).get(self.source.name)
             if res is None or res.failed:
                 self.lu.LogWarning(f"Could not cancel the disk copy on {self.source.name}:"
                                    f" {res.fail_msg if res else 'no answer'}")
             self.mirroring = False
         if self.exported:
-            res = rpc.call_instance_mirror_release([self.target.name],
-                                                   self.data).get(self.target.name)
+            res = rpc.call_instance_mirror_release(
+                [self.target.name], instance=self.data).get(self.target.name)
             if res is None or res.failed:
                 self.lu.LogWarning(f"Could not stop the disk exports on {self.target.name}:"
                                    f" {res.fail_msg if res else 'no answer'}")

@@ -14,7 +14,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.objects import Instance
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
-                                    rpc_one, with_secret_osparams)
+                                    with_secret_osparams)
 from ganeti.cmdlib.instance_create import check_instance_name, check_ip_free
 from ganeti.opcodes.instance import (OpInstanceConsole, OpInstanceReboot, OpInstanceReinstall,
                                      OpInstanceRemove, OpInstanceRename, OpInstanceShutdown,
@@ -39,8 +39,9 @@ def shutdown_instance(lu: InstanceLU, timeout: int, *, ignore_failures: bool = F
         lu.LogWarning(f"Primary node {pnode.name} is offline; not stopping the instance")
         return
     try:
-        rpc_one(lu, "instance_shutdown", pnode.name, lu.rpc_instance(), timeout,
-                prefix=f"Could not shutdown instance {lu.instance.name} on node {pnode.name}")
+        lu.require_rpc().call_instance_shutdown(
+            pnode.name, instance=lu.rpc_instance(), timeout=timeout,
+        ).one(pnode.name, f"Could not shutdown instance {lu.instance.name} on node {pnode.name}")
     except errors.OpExecError as exc:
         if not ignore_failures:
             raise
@@ -57,8 +58,9 @@ def remove_disks(lu: InstanceLU, *, ignore_failures: bool = False) -> None:
             if node is None or node.offline:
                 continue
             try:
-                rpc_one(lu, "blockdev_remove", node.name, disk_rpc_dicts([disk])[0],
-                        prefix=f"Could not remove disk {disk.iv_name} on node {node.name}")
+                lu.require_rpc().call_blockdev_remove(
+                    node.name, disk=disk_rpc_dicts([disk])[0],
+                ).one(node.name, f"Could not remove disk {disk.iv_name} on node {node.name}")
             except errors.OpExecError as exc:
                 if not ignore_failures:
                     raise
@@ -74,8 +76,9 @@ def check_os(lu: InstanceLU, node_name: str, os_name: str, osparams: dict[str, A
     """
     if lu.rpc is None:
         return
-    res = lu.rpc.call_os_validate([node_name], True, os_name, ["parameters"],
-                                  osparams, hidden or {}).get(node_name)
+    res = lu.rpc.call_os_validate(
+        [node_name], required=True, osname=os_name, checks=["parameters"], osparams=osparams,
+        osparams_private=hidden or {}).get(node_name)
     if res is None or res.failed:
         raise errors.OpPrereqError(f"OS '{os_name}' not usable on node {node_name}:"
                                    f" {res.fail_msg if res else 'no answer'}",
@@ -164,8 +167,9 @@ class LUInstanceStartup(InstanceLU[OpInstanceStartup]):
         # ALREADY_RUNNING) and cleans up one that shut down by itself
         if self.rpc is None:
             raise errors.OpExecError("Node RPC is not available on this master")
-        res = self.rpc.call_instance_start([self.pnode.name], data, data["disks_info"],
-                                           self.op.startup_paused).get(self.pnode.name)
+        res = self.rpc.call_instance_start(
+            [self.pnode.name], instance=data, disks=data["disks_info"],
+            startup_paused=self.op.startup_paused).get(self.pnode.name)
         if res is None:
             raise errors.OpExecError(f"Could not start instance {inst.name}: no answer"
                                      f" from node {self.pnode.name}")
@@ -203,8 +207,9 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
         if self.pnode.offline:
             feedback_fn(f"Primary node {self.pnode.name} is offline; only the state changed")
             return None
-        rpc_one(self, "instance_shutdown", self.pnode.name, self.rpc_instance(), self.op.timeout,
-                prefix=f"Could not shutdown instance {inst.name}")
+        self.require_rpc().call_instance_shutdown(
+            self.pnode.name, instance=self.rpc_instance(), timeout=self.op.timeout,
+        ).one(self.pnode.name, f"Could not shutdown instance {inst.name}")
         return None
 
 
@@ -225,20 +230,26 @@ class LUInstanceReboot(InstanceLU[OpInstanceReboot]):
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
         data = self.rpc_instance()
-        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor,
-                       data["hvparams"])
+        live = self.require_rpc().call_instance_info(
+            self.pnode.name, instance_name=inst.name, hypervisor=inst.hypervisor,
+            hvparams=data["hvparams"]).one(self.pnode.name)
         running = live is not None and live.get("state") == 0
         if not running or self.op.reboot_type == constants.REBOOT_FULL:
             if running:
-                rpc_one(self, "instance_shutdown", self.pnode.name, data,
-                        self.op.shutdown_timeout, prefix=f"Could not shutdown {inst.name}")
+                self.require_rpc().call_instance_shutdown(
+                    self.pnode.name, instance=data, timeout=self.op.shutdown_timeout,
+                ).one(self.pnode.name, f"Could not shutdown {inst.name}")
             elif live is not None:
-                rpc_one(self, "instance_shutdown", self.pnode.name, data, 0)
-            rpc_one(self, "instance_start", self.pnode.name, data, data["disks_info"], False,
-                    prefix=f"Could not start instance {inst.name} for the full reboot")
+                self.require_rpc().call_instance_shutdown(
+                    self.pnode.name, instance=data, timeout=0).one(self.pnode.name)
+            self.require_rpc().call_instance_start(
+                self.pnode.name, instance=data, disks=data["disks_info"], startup_paused=False,
+            ).one(self.pnode.name, f"Could not start instance {inst.name} for the full reboot")
         else:
-            rpc_one(self, "instance_reboot", self.pnode.name, data, self.op.reboot_type,
-                    self.op.shutdown_timeout, prefix=f"Could not reboot instance {inst.name}")
+            self.require_rpc().call_instance_reboot(
+                self.pnode.name, instance=data, reboot_type=self.op.reboot_type,
+                shutdown_timeout=self.op.shutdown_timeout,
+            ).one(self.pnode.name, f"Could not reboot instance {inst.name}")
         return None
 
 
@@ -248,7 +259,9 @@ def _check_stopped(lu: InstanceLU, what: str) -> None:
         raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it before"
                                    f" {what}", errors.ECODE_STATE)
     if lu.rpc is not None and not lu.pnode.offline:
-        live = rpc_one(lu, "instance_info", lu.pnode.name, inst.name, inst.hypervisor, {})
+        live = lu.require_rpc().call_instance_info(
+            lu.pnode.name, instance_name=inst.name, hypervisor=inst.hypervisor, hvparams={},
+        ).one(lu.pnode.name)
         if live is not None and live.get("state") == 0:
             raise errors.OpPrereqError(f"Instance {inst.name} is running on {lu.pnode.name};"
                                        f" stop it before {what}", errors.ECODE_STATE)
@@ -288,10 +301,10 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
             inst.osparams_private = self.new_osparams_private
             self.cfg.update(inst)
         feedback_fn(f"Running the instance OS create scripts on {self.pnode.name}")
-        rpc_one(self, "instance_os_add", self.pnode.name,
-                with_secret_osparams(self.rpc_instance(), self.op.osparams_secret), True,
-                self.op.debug_level or 0,
-                prefix=f"Could not install OS for instance {inst.name} on {self.pnode.name}")
+        self.require_rpc().call_instance_os_add(
+            self.pnode.name, instance=with_secret_osparams(self.rpc_instance(), self.op.osparams_secret),
+            reinstall=True, debug=self.op.debug_level or 0,
+        ).one(self.pnode.name, f"Could not install OS for instance {inst.name} on {self.pnode.name}")
         return None
 
 
@@ -357,8 +370,9 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
                                                       driver)))
         if renames:
             devlist = [[disk_rpc_dicts([d])[0], new_id] for d, new_id in renames]
-            rpc_one(self, "blockdev_rename", self.pnode.name, devlist,
-                    prefix=f"Could not rename the disks of {old_name}")
+            self.require_rpc().call_blockdev_rename(
+                self.pnode.name, devlist=devlist,
+            ).one(self.pnode.name, f"Could not rename the disks of {old_name}")
         with self.cfg.batch():
             for disk, new_id in renames:
                 disk.logical_id = new_id
@@ -374,8 +388,9 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
         inst = self.instance
         if not inst.os or self.rpc is None:
             return
-        res = self.rpc.call_instance_run_rename([self.pnode.name], self.rpc_instance(),
-                                                old_name, self.op.debug_level or 0)
+        res = self.rpc.call_instance_run_rename(
+            [self.pnode.name], instance=self.rpc_instance(), old_name=old_name,
+            debug=self.op.debug_level or 0)
         r = res.get(self.pnode.name)
         if r is None or r.failed:
             self.LogWarning(f"Could not run the OS rename script for {inst.name}:"
@@ -392,9 +407,12 @@ class LUInstanceConsole(InstanceLU[OpInstanceConsole]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
-        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor, {})
+        live = self.require_rpc().call_instance_info(
+            self.pnode.name, instance_name=inst.name, hypervisor=inst.hypervisor, hvparams={},
+        ).one(self.pnode.name)
         if live is None or live.get("state") != 0:
             raise errors.OpExecError(f"Instance {inst.name} is not running")
-        return rpc_one(self, "instance_console_info", self.pnode.name, self.rpc_instance(),
-                       prefix=f"Could not get the console of {inst.name}")
+        return self.require_rpc().call_instance_console_info(
+            self.pnode.name, instance=self.rpc_instance(),
+        ).one(self.pnode.name, f"Could not get the console of {inst.name}")
 

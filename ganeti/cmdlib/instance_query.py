@@ -176,8 +176,8 @@ def _collect_consoles(context: MasterContext, cfg: ConfigReader, items: list[Ins
                 rest.append(inst)
             else:
                 by_node[node] = inst
-        results = context.rpc.call_map("instance_console_info", {
-            node: [instance_rpc_dict(cfg, inst)] for node, inst in by_node.items()})
+        results = context.rpc.per_node(by_node, lambda rpc, node: rpc.call_instance_console_info(
+            node, instance=instance_rpc_dict(cfg, by_node[node])))
         for node, inst in by_node.items():
             res = results.get(node)
             if res is not None and not res.failed and isinstance(res.payload, dict):
@@ -376,7 +376,8 @@ def _collect_live(context: MasterContext,
     if context.rpc is None:
         return live, {n.uuid for n in nodes}
     hvs, hvparams = hv_list_and_params(cfg)
-    results = context.rpc.call_all_instances_info([n.name for n in nodes], hvs, hvparams)
+    results = context.rpc.call_all_instances_info(
+        [n.name for n in nodes], hypervisor_list=hvs, all_hvparams=hvparams)
     for node in nodes:
         res = results.get(node.name)
         if res is None or res.failed or not isinstance(res.payload, dict):

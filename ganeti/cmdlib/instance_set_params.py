@@ -15,7 +15,7 @@ from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import disk_wipe, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
-                                    file_logical_id, rpc_one, storage_dir_for)
+                                    file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
 from ganeti.cmdlib.instance_operation import check_os
 from ganeti.objects import NIC, Disk
@@ -195,7 +195,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         """
         check_node_online(self.pnode, " as primary node")
         res = self.require_rpc().call_hotplug_supported(
-            [self.pnode.name], self.rpc_instance()).get(self.pnode.name)
+            [self.pnode.name], instance=self.rpc_instance()).get(self.pnode.name)
         problem = "no answer from the node" if res is None else res.fail_msg
         if problem is None:
             return True
@@ -214,8 +214,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         whether that is a warning or fatal).
         """
         res = self.require_rpc().call_hotplug_device(
-            [self.pnode.name], self.rpc_instance(), action, dev_type,
-            idx).get(self.pnode.name)
+            [self.pnode.name], instance=self.rpc_instance(), action=action, dev_type=dev_type, idx=idx,
+        ).get(self.pnode.name)
         problem = "no answer from the node" if res is None else res.fail_msg
         if problem is None:
             feedback_fn(f"* hotplug: {dev_type} {idx} "
@@ -237,7 +237,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         inst, op = self.instance, self.op
         assert op.runtime_mem is not None
         check_node_online(self.pnode, " as primary node")
-        live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor, {})
+        live = self.require_rpc().call_instance_info(
+            self.pnode.name, instance_name=inst.name, hypervisor=inst.hypervisor, hvparams={},
+        ).one(self.pnode.name)
         if live is None or live.get("state") != 0:
             raise errors.OpPrereqError(f"Instance {inst.name} is not running; its runtime"
                                        " memory cannot change", errors.ECODE_STATE)
@@ -376,8 +378,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                                  " it was not removed")
                 disk = cfg.get_instance_disks(inst.uuid)[idx]
                 if disk.dev_type != constants.DT_DISKLESS:
-                    res = self.require_rpc().call_blockdev_remove([self.pnode.name],
-                                                                  disk_rpc_dicts([disk])[0])
+                    res = self.require_rpc().call_blockdev_remove(
+                        [self.pnode.name], disk=disk_rpc_dicts([disk])[0])
                     r = res.get(self.pnode.name)
                     if r is None or r.failed:
                         self.LogWarning(f"Could not remove disk {idx} on {self.pnode.name}")
@@ -393,8 +395,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     changes.append([f"disk.name/{idx}", disk.name])
                 cfg.update(disk)
         if op.runtime_mem is not None:
-            rpc_one(self, "instance_balloon_memory", self.pnode.name, self.rpc_instance(),
-                    op.runtime_mem, prefix="Cannot modify instance runtime memory")
+            self.require_rpc().call_instance_balloon_memory(
+                self.pnode.name, instance=self.rpc_instance(), memory=op.runtime_mem,
+            ).one(self.pnode.name, "Cannot modify instance runtime memory")
             changes.append(["runtime_memory", op.runtime_mem])
         if op.offline is not None:
             state = constants.ADMINST_OFFLINE if op.offline else constants.ADMINST_DOWN
@@ -421,9 +424,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     name=spec["name"], logical_id=logical_id, iv_name=f"disk/{idx}",
                     nodes=[inst.primary_node])
         feedback_fn(f"* creating disk {idx} ({spec['size']} MiB) on {self.pnode.name}")
-        rpc_one(self, "blockdev_create", self.pnode.name, disk_rpc_dicts([disk])[0], disk.size,
-                inst.name, True, f"originstname+{inst.name}", False,
-                prefix=f"Could not create disk {idx}")
+        self.require_rpc().call_blockdev_create(
+            self.pnode.name, disk=disk_rpc_dicts([disk])[0], size=disk.size,
+            owner_instance_name=inst.name, on_primary=True, info=f"originstname+{inst.name}",
+            excl_stor=False).one(self.pnode.name, f"Could not create disk {idx}")
         cfg.add_instance_disk(inst.uuid, disk, idx)
 
 
@@ -456,10 +460,12 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
         if self.delta == 0:
             return None
         data = disk_rpc_dicts([disk])[0]
-        rpc_one(self, "blockdev_grow", self.pnode.name, data, self.delta, True, False, False,
-                prefix=f"Cannot grow disk {self.op.disk}")
-        new_size = rpc_one(self, "blockdev_grow", self.pnode.name, data, self.delta, False,
-                           False, False, prefix=f"Growing disk {self.op.disk} failed")
+        self.require_rpc().call_blockdev_grow(
+            self.pnode.name, disk=data, amount=self.delta, dryrun=True, backingstore=False,
+            excl_stor=False).one(self.pnode.name, f"Cannot grow disk {self.op.disk}")
+        new_size = self.require_rpc().call_blockdev_grow(
+            self.pnode.name, disk=data, amount=self.delta, dryrun=False, backingstore=False,
+            excl_stor=False).one(self.pnode.name, f"Growing disk {self.op.disk} failed")
         old_size = disk.size
         disk.size = new_size if isinstance(new_size, int) and new_size > 0 \
             else disk.size + self.delta
@@ -476,7 +482,7 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
     def _tell_guest(self, feedback_fn: FeedbackFn) -> None:
         """Let the running instance see the new size (a warning if it cannot)."""
         res = self.require_rpc().call_instance_resize_disk(
-            [self.pnode.name], self.rpc_instance(), self.op.disk).get(self.pnode.name)
+            [self.pnode.name], instance=self.rpc_instance(), idx=self.op.disk).get(self.pnode.name)
         problem = "no answer from the node" if res is None else res.fail_msg
         if problem is not None:
             self.LogWarning(f"The running instance was not told of the new size ({problem});"
@@ -498,9 +504,10 @@ class LUInstanceActivateDisks(InstanceLU[OpInstanceActivateDisks]):
         for idx, disk in enumerate(self.disks):
             if disk.dev_type == constants.DT_DISKLESS:
                 continue
-            out = rpc_one(self, "blockdev_assemble", self.pnode.name, disk_rpc_dicts([disk])[0],
-                          self.instance.name, True, idx,
-                          prefix=f"Cannot activate disk {idx} of {self.instance.name}")
+            out = self.require_rpc().call_blockdev_assemble(
+                self.pnode.name, disk=disk_rpc_dicts([disk])[0], instance_name=self.instance.name,
+                as_primary=True, idx=idx,
+            ).one(self.pnode.name, f"Cannot activate disk {idx} of {self.instance.name}")
             result.append([self.pnode.name, disk.iv_name or f"disk/{idx}",
                            (out or {}).get("link") or (out or {}).get("path")])
         self.cfg.set_instance_disks_active(self.instance.uuid, True)
@@ -513,7 +520,9 @@ class LUInstanceDeactivateDisks(InstanceLU[OpInstanceDeactivateDisks]):
     def CheckInstance(self) -> None:
         inst = self.instance
         if not self.op.force and not self.pnode.offline and self.rpc is not None:
-            live = rpc_one(self, "instance_info", self.pnode.name, inst.name, inst.hypervisor, {})
+            live = self.require_rpc().call_instance_info(
+                self.pnode.name, instance_name=inst.name, hypervisor=inst.hypervisor, hvparams={},
+            ).one(self.pnode.name)
             if live is not None and live.get("state") == 0:
                 raise errors.OpPrereqError(f"Instance {inst.name} is running; stop it first",
                                            errors.ECODE_STATE)
@@ -523,7 +532,7 @@ class LUInstanceDeactivateDisks(InstanceLU[OpInstanceDeactivateDisks]):
             if disk.dev_type == constants.DT_DISKLESS or self.pnode.offline:
                 continue
             res = self.require_rpc().call_blockdev_shutdown(
-                [self.pnode.name], disk_rpc_dicts([disk])[0]).get(self.pnode.name)
+                [self.pnode.name], disk=disk_rpc_dicts([disk])[0]).get(self.pnode.name)
             if res is None or res.failed:
                 msg = f"Could not shut down disk {disk.iv_name}"
                 if not self.op.force:

@@ -282,7 +282,7 @@ class LUNodeRemove(LogicalUnit[OpNodeRemove]):
             if flush is not None and not flush(DEMOTE_FLUSH_TIMEOUT):
                 self.LogWarning(f"Replication still in flight while {node.name} leaves")
             runner = rpc_for_address(self.rpc, node.name, node.primary_ip)
-            res = runner.call_node_leave_cluster([node.name], False)[node.name]
+            res = runner.call_node_leave_cluster([node.name], modify_ssh_setup=False)[node.name]
             if res.fail_msg:
                 self.LogWarning(f"Errors encountered on the remote node while leaving"
                                 f" the cluster: {res.fail_msg}")
@@ -458,8 +458,8 @@ class LUNodePowercycle(NoHooksLU[OpNodePowercycle]):
         cluster = self.cfg.get_cluster_info()
         hv_name = cluster.primary_hypervisor
         hvparams = dict(cluster.hvparams.get(hv_name, {}))
-        res = self.require_rpc().call_node_powercycle([self.node.name], hv_name,
-                                                      hvparams)[self.node.name]
+        res = self.require_rpc().call_node_powercycle(
+            [self.node.name], hypervisor=hv_name, hvparams=hvparams)[self.node.name]
         res.raise_on_failure(f"Failed to schedule the power cycle of {self.node.name}")
         return res.payload
 
@@ -626,8 +626,9 @@ def collect_live(context: MasterContext, nodes: list[Node]) -> dict[str, Any]:
             return live
     cluster = context.committed_cfg().get_cluster_info()
     hv = cluster.primary_hypervisor
-    results = context.rpc.call_node_info([n.name for n in online], _storage_units(cluster),
-                                         [[hv, dict(cluster.hvparams.get(hv, {}))]])
+    results = context.rpc.call_node_info(
+        [n.name for n in online], storage_units=_storage_units(cluster),
+        hv_specs=[[hv, dict(cluster.hvparams.get(hv, {}))]])
     fetched: dict[str, Any] = {}
     for node in online:
         res = results.get(node.name)

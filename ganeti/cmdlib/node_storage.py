@@ -112,9 +112,9 @@ class LUNodeQueryStorage(NoHooksLU[OpNodeQueryStorage]):
                                     key=lambda n: query.nice_sort_key(n.name))
         if not wanted:
             return []
-        results = self.require_rpc().call_storage_list([n.name for n in wanted],
-                                                      self.storage_type, self._su_args(),
-                                                      self.op.name, asked)
+        results = self.require_rpc().call_storage_list(
+            [n.name for n in wanted], su_name=self.storage_type, su_args=self._su_args(),
+            name=self.op.name, fields=asked)
         rows: list[list[Any]] = []
         for node in wanted:
             res = results.get(node.name)

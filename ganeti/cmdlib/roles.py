@@ -132,15 +132,16 @@ def master_ip_hooks_env(params: dict[str, Any]) -> dict[str, Any]:
             "CLUSTER_IP_VERSION": "6" if params["ip_family"] == _AF_INET6 else "4"}
 
 
-def _call(rpc: RpcRunner | None, procedure: str, params: dict[str, Any], use_external: bool,
-          what: str) -> bool:
+def _call(rpc: RpcRunner | None, params: dict[str, Any], use_external: bool, what: str) -> bool:
     if not params.get("netdev"):
         logger.info("No master network device configured; master IP %s skipped", what)
         return False
     if rpc is None:
         raise errors.OpExecError(f"Cannot {what} the master IP: node RPC is not available")
     node = params["name"]
-    res = rpc.call(procedure, [node], [params, use_external])[node]
+    method = (rpc.call_node_activate_master_ip if what == "activate"
+              else rpc.call_node_deactivate_master_ip)
+    res = method(node, master_params=params, use_external_mip_script=use_external)[node]
     if res.fail_msg:
         raise errors.OpExecError(f"Could not {what} the master IP {params['ip']} on"
                                  f" {params['netdev']} of node {node}: {res.fail_msg}")
@@ -159,7 +160,7 @@ def activate_master_ip(cfg: ConfigWriter, rpc: RpcRunner | None,
     params = master_ip_params(cfg) if params is None else params
     if use_external is None:
         use_external = cfg.get_cluster_info().use_external_mip_script
-    return _call(rpc, "node_activate_master_ip", params, use_external, "activate")
+    return _call(rpc, params, use_external, "activate")
 
 
 def deactivate_master_ip(cfg: ConfigWriter, rpc: RpcRunner | None,
@@ -169,7 +170,7 @@ def deactivate_master_ip(cfg: ConfigWriter, rpc: RpcRunner | None,
     params = master_ip_params(cfg) if params is None else params
     if use_external is None:
         use_external = cfg.get_cluster_info().use_external_mip_script
-    return _call(rpc, "node_deactivate_master_ip", params, use_external, "deactivate")
+    return _call(rpc, params, use_external, "deactivate")
 
 
 _MasterIpOpT = TypeVar("_MasterIpOpT", OpClusterActivateMasterIp, OpClusterDeactivateMasterIp)

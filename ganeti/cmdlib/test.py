@@ -63,7 +63,7 @@ class LUTestDelay(NoHooksLU[OpTestDelay]):
         if self.node_names:
             if self.rpc is None:
                 raise errors.OpExecError("Node RPC is not available on this master")
-            results = self.rpc.call_test_delay(self.node_names, self.op.duration)
+            results = self.rpc.call_test_delay(self.node_names, duration=self.op.duration)
             for node in self.node_names:
                 res = results.get(node)
                 if res is None:

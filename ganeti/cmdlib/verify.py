@@ -324,8 +324,8 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         feedback_fn(f"* Gathering data ({len(online)} nodes)")
         before = {p: _sha1(p) for p in everywhere + cand_files}
         start = time.time()
-        results = rpc.call_node_verify([n.name for n in online], checks,
-                                       cluster.cluster_name) if online else {}
+        results = rpc.call_node_verify(
+            [n.name for n in online], checks=checks, cluster_name=cluster.cluster_name) if online else {}
         end = time.time()
         after = {p: _sha1(p) for p in everywhere + cand_files}
         # a file that changed on the master meanwhile (a concurrent job) is not compared

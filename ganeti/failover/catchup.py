@@ -65,7 +65,7 @@ def _fetch(rpc: RpcRunner, paths: Paths, node: str, ids: list[int]) -> int:
     for _ in range(MAX_FETCH_ROUNDS):
         if not todo:
             break
-        res = rpc.call("jobqueue_fetch", [node], [todo], timeout=CATCH_UP_TIMEOUT)[node]
+        res = rpc.call_jobqueue_fetch([node], job_ids=todo, rpc_timeout=CATCH_UP_TIMEOUT)[node]
         if res.fail_msg:
             raise errors.NotMasterError(f"Cannot fetch jobs from {node}: {res.fail_msg}")
         answer = res.payload if isinstance(res.payload, list) else []
@@ -98,7 +98,7 @@ def catch_up_jobs(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str, out: 
     """
     names = candidate_names(data, me)
     logs: dict[str, joblog.NodeLog | str] = {}
-    for name, res in rpc.call("jobqueue_log", names, timeout=CATCH_UP_TIMEOUT).items():
+    for name, res in rpc.call_jobqueue_log(names, rpc_timeout=CATCH_UP_TIMEOUT).items():
         logs[name] = res.fail_msg if res.fail_msg else joblog.log_from_data(name, res.payload)
     plan = joblog.plan_catch_up(me, names, logs)
     if not plan.ok:

@@ -65,7 +65,7 @@ def collect_answers(rpc: RpcRunner, names: Sequence[str], *,
         timeout = min(VOTE_RPC_TIMEOUT,
                       rpc.timeouts[defs.CALLS["master_vote_info"].timeout])
     out: dict[str, vote.NodeAnswer | str] = {}
-    for name, res in rpc.call("master_vote_info", list(names), timeout=timeout).items():
+    for name, res in rpc.call_master_vote_info(list(names), rpc_timeout=timeout).items():
         out[name] = res.fail_msg if res.fail_msg else vote.answer_from_data(name, res.payload)
     return out
 
@@ -120,8 +120,9 @@ def renew_lease(rpc: RpcRunner, names: Sequence[str], master: str, epoch: int, r
     failed: dict[str, str] = {}
 
     def ask(name: str) -> None:
-        res = rpc.call("master_lease", [name], [master, epoch, reserve, reserve_serial],
-                       timeout=timeout)[name]
+        res = rpc.call_master_lease(
+            [name], master=master, epoch=epoch, reserve_job_id=reserve, reserve_serial=reserve_serial,
+            rpc_timeout=timeout)[name]
         with cond:
             if res.fail_msg:
                 failed[name] = res.fail_msg

@@ -140,8 +140,9 @@ def stop_old_master(rpc: RpcRunner, data: ConfigData, out: Out) -> bool:
     if not old:
         out("old master: not in the configuration, nothing to stop")
         return False
-    res = rpc.call("node_stop_master", [old],
-                   [params, data.cluster.use_external_mip_script], timeout=STEP_TIMEOUT)[old]
+    res = rpc.call_node_stop_master(
+        [old], master_params=params, use_external_mip_script=data.cluster.use_external_mip_script,
+        rpc_timeout=STEP_TIMEOUT)[old]
     if res.fail_msg:
         out(f"{old}: could not stop the master daemons: {res.fail_msg}")
         return False
@@ -207,9 +208,9 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
     others = sorted(n.name for n in online if not n.master_candidate)
     failed: list[str] = []
     if candidates:
-        res = rpc.call("replicate_state", candidates,
-                       [[to_canonical(paths.root, paths.config_file), raw], values, []],
-                       timeout=STEP_TIMEOUT)
+        res = rpc.call_replicate_state(
+            candidates, config=[to_canonical(paths.root, paths.config_file), raw], ssconf_values=values,
+            queue_files=[], rpc_timeout=STEP_TIMEOUT)
         bad = [name for name in candidates if res[name].fail_msg]
         failed += bad
         for name in candidates:
@@ -217,7 +218,7 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
                                if name in bad else
                                f"configuration (serial {data.serial_no}) and ssconf updated"))
     if others:
-        res = rpc.call("write_ssconf_files", others, [values], timeout=STEP_TIMEOUT)
+        res = rpc.call_write_ssconf_files(others, values=values, rpc_timeout=STEP_TIMEOUT)
         bad = [name for name in others if res[name].fail_msg]
         failed += bad
         for name in others:
@@ -329,7 +330,7 @@ def clear_marker(paths: Paths) -> None:
 def drain_old_master(rpc: RpcRunner, old: str, seconds: float, out: Out) -> bool:
     """Ask the old master to refuse submissions for ``seconds`` and flush its
     replication; whether it did (a dead or old master simply does not)."""
-    res = rpc.call("master_drain", [old], [float(seconds)], timeout=STEP_TIMEOUT)[old]
+    res = rpc.call_master_drain([old], seconds=float(seconds), rpc_timeout=STEP_TIMEOUT)[old]
     if res.fail_msg:
         out(f"{old}: not drained ({res.fail_msg})")
         return False
@@ -342,8 +343,9 @@ def drain_old_master(rpc: RpcRunner, old: str, seconds: float, out: Out) -> bool
 
 def _claim_round(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int,
                  seen: int) -> tuple[int, dict[str, str]]:
-    res = rpc.call("master_claim", list(names), [me, epoch, seen],
-                   timeout=min(5.0, rpc.timeouts[defs.CALLS["master_claim"].timeout]))
+    res = rpc.call_master_claim(
+        list(names), master=me, epoch=epoch, seen=seen,
+        rpc_timeout=min(5.0, rpc.timeouts[defs.CALLS["master_claim"].timeout]))
     ok = sum(1 for r in res.values() if not r.fail_msg)
     return ok, {n: r.fail_msg for n, r in res.items() if r.fail_msg}
 
@@ -391,7 +393,7 @@ def claim_majority(rpc: RpcRunner, names: Sequence[str], me: str, epoch: int, se
 
 def release_claims(rpc: RpcRunner, names: Sequence[str], me: str) -> None:
     """Release this taker's claims (best effort: an unreleased one expires)."""
-    rpc.call("master_claim", list(names), [me, 0, 0], timeout=5.0)
+    rpc.call_master_claim(list(names), master=me, epoch=0, seen=0, rpc_timeout=5.0)
 
 
 _RIVAL_CLAIM = re.compile(r"epoch (\d+) accepted from \S+; claimed by another taker")

@@ -28,7 +28,7 @@ from ganeti.replication.core import (QUEUE_COPY_CHUNK, QUEUE_RESYNC_INTERVAL,
                                      ConfigSend, DrainFlag, FileUpdate, JobOp, LaneBatch,
                                      PushOutcome, QueueCopy, Renames, ReplicationPlan,
                                      Segment, plan_queue_copy, replication_targets)
-from ganeti.rpc.client import RpcResult, RpcRunner
+from ganeti.rpc.client import RpcResult, RpcResults, RpcRunner
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils import io as uio
 from ganeti.utils import payload
@@ -132,9 +132,10 @@ def copy_queue(rpc: RpcRunner, paths: Paths, node_names: list[str], *,
             break
         items = _wire_files(paths.root, part)
         if idx < len(parts) - 1:
-            res = rpc.call("jobqueue_update_many", targets, [items], timeout=timeout)
+            res = rpc.call_jobqueue_update_many(targets, files=items, rpc_timeout=timeout)
         else:
-            res = rpc.call("jobqueue_sync", targets, [items, names, serial], timeout=timeout)
+            res = rpc.call_jobqueue_sync(
+                targets, files=items, names=names, serial=serial, rpc_timeout=timeout)
         bad = report_failures("Job queue copy", res)
         failed.extend(bad)
         targets = [name for name in targets if name not in bad]
@@ -349,8 +350,8 @@ class Replicator:
         if send.ssconf_nodes:
             def _ssconf() -> None:
                 try:
-                    res = rpc.call("write_ssconf_files", send.ssconf_nodes, [values],
-                                   timeout=self.timeout)
+                    res = rpc.call_write_ssconf_files(
+                        send.ssconf_nodes, values=values, rpc_timeout=self.timeout)
                     others_failed.extend(report_failures("ssconf update", res))
                 except Exception:  # not delivered: the next push sends the values again
                     logger.exception("ssconf update of %s failed", ", ".join(send.ssconf_nodes))
@@ -360,10 +361,10 @@ class Replicator:
         failed: list[str] = []
         if push.candidates:
             canonical = to_canonical(self.paths.root, self.paths.config_file)
-            res = rpc.call("replicate_state", push.candidates,
-                           [[canonical, payload.encode_payload(push.data)],
-                            values if send.ssconf_changed else None, []],
-                           timeout=self.timeout)
+            res = rpc.call_replicate_state(
+                push.candidates, config=[canonical, payload.encode_payload(push.data)],
+                ssconf_values=values if send.ssconf_changed else None, queue_files=[],
+                rpc_timeout=self.timeout)
             failed = report_failures("Configuration replication", res)
         timed_out = False
         if worker is not None:
@@ -519,20 +520,21 @@ class Replicator:
             elif isinstance(op, QueueCopy):
                 ok = self._send_queue(node)
             elif isinstance(op, DrainFlag):
-                ok = self._send_one(node, "jobqueue_set_drain_flag", [op.flag],
-                                    "Job queue drain flag replication")
+                flag = op.flag
+                ok = self._send_one(node, lambda rpc, tmo: rpc.call_jobqueue_set_drain_flag(
+                    node, drain_flag=flag, rpc_timeout=tmo), "Job queue drain flag replication")
             else:
                 rename = [[to_canonical(self.paths.root, old), to_canonical(self.paths.root, new)]
                           for old, new in op.pairs]
-                ok = self._send_one(node, "jobqueue_rename", [rename],
-                                    "Job queue rename replication")
+                ok = self._send_one(node, lambda rpc, tmo: rpc.call_jobqueue_rename(
+                    node, rename=rename, rpc_timeout=tmo), "Job queue rename replication")
             if not ok:
                 break
             sent += len(group)
         return sent
 
-    def _send_one(self, node: str, procedure: str, args: list[object], what: str) -> bool:
-        """``procedure(*args)`` on ``node``; whether it succeeded.
+    def _send_one(self, node: str, send: Callable[[RpcRunner, float], RpcResults], what: str) -> bool:
+        """``send(rpc, timeout)`` (one typed call to ``node``); whether it succeeded.
 
         A failure is logged as a warning: the node becomes stale and gets
         the whole queue later; a file update that misses its quorum
@@ -540,7 +542,7 @@ class Replicator:
         """
         if self.rpc is None:
             return True
-        res = self.rpc.call(procedure, [node], args, timeout=self.timeout)[node]
+        res = send(self.rpc, self.timeout)[node]
         if res.fail_msg:
             logger.warning("%s failed on node %s: %s", what, node, res.fail_msg)
         return not res.fail_msg and not res.offline
@@ -550,8 +552,8 @@ class Replicator:
         items = _wire_files(self.paths.root, files.items())
         names = ", ".join(sorted(os.path.basename(p) for p in files))
         # an offline node answers nothing: it holds no copy either
-        return self._send_one(node, "jobqueue_update_many", [items],
-                              f"Job queue replication of {names}")
+        return self._send_one(node, lambda rpc, tmo: rpc.call_jobqueue_update_many(
+            node, files=items, rpc_timeout=tmo), f"Job queue replication of {names}")
 
     def _resync(self, node: str) -> bool:
         """Send the whole queue to the stale ``node`` (its resync is due); whether it worked.

@@ -4,6 +4,7 @@
 
     runner = RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem))
     results = runner.call_version(["node1", "node2"])
+    version = runner.call_version("node1").one("node1", "Cannot get the version")
     for name, res in results.items():
         res.raise_on_failure(f"Cannot get the version of {name}")
         print(res.payload)
@@ -19,24 +20,29 @@
   returns when all answered or the timeout passed once per "wave" of
   ``MAX_PARALLEL`` nodes, whichever is first: a dead or hung node costs at
   most the timeout and never hides the other nodes' results.
-* ``call_<procedure>(node_names, *args, **kwargs)`` methods are generated
-  from :data:`ganeti.rpc.defs.CALLS`, with the rows' argument names.
+* The typed ``call_<procedure>(node_or_nodes, *, arg=..., rpc_timeout=None)``
+  methods come from :class:`ganeti.rpc.stubs.RpcStubs`, generated from
+  :data:`ganeti.rpc.defs.CALLS` (``python -m ganeti.rpc.gen``); they return
+  :class:`~ganeti.rpc.results.RpcResults` (``.one(node, what)``).
+  :meth:`RpcRunner.call` and :meth:`RpcRunner.call_map` are the untyped
+  layer below them, used only inside ``ganeti/rpc/`` and by wire tests.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ganeti import constants, errors, serializer
 from ganeti.rpc import defs
+from ganeti.rpc.results import RpcResult, RpcResults
+from ganeti.rpc.stubs import Nodes, RpcStubs
 
-__all__ = ["RpcResult", "RpcRunner", "Resolver", "StaticResolver", "ConfigResolver", "NodeSource",
+__all__ = ["RpcResult", "RpcResults", "RpcRunner", "node_list", "collect_per_node", "Resolver",
+           "StaticResolver", "ConfigResolver", "NodeSource",
            "default_noded_port", "encode_args", "decode_response", "OFFLINE_MSG", "MAX_PARALLEL",
            "CallObserver"]
 
@@ -62,35 +68,6 @@ def default_noded_port(environ: dict[str, str] | None = None) -> int:
         except ValueError:
             raise errors.ProgrammerError(f"Invalid {constants.ENV_NODED_PORT}={value!r}") from None
     return constants.DEFAULT_NODED_PORT
-
-
-@dataclass
-class RpcResult:
-    """The outcome of one procedure on one node.
-
-    ``fail_msg`` is None on success; otherwise it says why (for transport
-    failures it names the node and its address).
-    """
-
-    node: str
-    payload: Any = None
-    fail_msg: str | None = None
-    offline: bool = False
-    call: str = ""
-
-    @property
-    def failed(self) -> bool:
-        return self.fail_msg is not None
-
-    def raise_on_failure(self, prefix: str | None = None) -> None:
-        """Raise :class:`errors.OpExecError` ``"<prefix>: <fail_msg>"`` if failed."""
-        if self.fail_msg is None:
-            return
-        msg = f"{prefix}: {self.fail_msg}" if prefix else self.fail_msg
-        raise errors.OpExecError(msg)
-
-    # Ganeti-compatible spelling
-    Raise = raise_on_failure
 
 
 class StaticResolver:
@@ -169,7 +146,49 @@ def decode_response(body: bytes) -> tuple[bool, Any]:
     return data[0], data[1]
 
 
-class RpcRunner:
+def node_list(node_or_nodes: Nodes) -> list[str]:
+    """The node names a stub was given: one name, or the names of an iterable, once each."""
+    if isinstance(node_or_nodes, str):
+        return [node_or_nodes]
+    return list(dict.fromkeys(node_or_nodes))
+
+
+class _Recorder(RpcStubs):
+    """Stubs that only record what they were asked (for :func:`collect_per_node`)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, list[str], list[Any], float | None]] = []
+
+    def _rpc(self, procedure: str, node_or_nodes: Nodes, args: list[Any],
+             rpc_timeout: float | None) -> RpcResults:
+        self.seen.append((procedure, node_list(node_or_nodes), args, rpc_timeout))
+        return RpcResults(procedure)
+
+
+def collect_per_node(nodes: Iterable[str], build: Callable[[RpcStubs, str], object]
+                     ) -> tuple[str, dict[str, list[Any]], float | None]:
+    """``(procedure, {node: args}, rpc_timeout)`` of ``build(stubs, node)`` for each node.
+
+    ``build`` must call exactly one stub, for that node, and the same
+    procedure for every node; anything else is a :class:`errors.ProgrammerError`.
+    """
+    recorder = _Recorder()
+    node_args: dict[str, list[Any]] = {}
+    for node in dict.fromkeys(nodes):
+        before = len(recorder.seen)
+        build(recorder, node)
+        calls = recorder.seen[before:]
+        if len(calls) != 1 or calls[0][1] != [node] or calls[0][0] != recorder.seen[0][0]:
+            raise errors.ProgrammerError(
+                f"per_node: the builder must call one procedure (always the same) for node {node},"
+                f" got {[(c[0], c[1]) for c in calls]}")
+        node_args[node] = calls[0][2]
+    if not recorder.seen:
+        return "", {}, None
+    return recorder.seen[0][0], node_args, recorder.seen[0][3]
+
+
+class RpcRunner(RpcStubs):
     """Calls node procedures on many nodes in parallel.
 
     ``timeouts`` overrides the seconds of timeout classes (see
@@ -200,24 +219,40 @@ class RpcRunner:
         self.fence = fence
         self.on_fenced = on_fenced
 
-    if TYPE_CHECKING:
-        # The call_<procedure> stubs are set from rpc.defs at the end of this
-        # module; to the type checker each is a call returning the results.
-        def __getattr__(self, name: str) -> Callable[..., dict[str, RpcResult]]: ...
+    def _rpc(self, procedure: str, node_or_nodes: Nodes, args: list[Any],
+             rpc_timeout: float | None) -> RpcResults:
+        """What every typed stub runs: :meth:`call` with the row-ordered ``args``."""
+        return self.call(procedure, node_list(node_or_nodes), args, timeout=rpc_timeout)
+
+    def per_node(self, nodes: Iterable[str], build: Callable[[RpcStubs, str], object]) -> RpcResults:
+        """One procedure with different arguments per node, as one fan-out.
+
+        ``build(stubs, node)`` calls one typed stub for ``node``::
+
+            rpc.per_node(names, lambda r, n: r.call_blockdev_getstatus(n, disks=disks[n]))
+        """
+        procedure, node_args, timeout = collect_per_node(nodes, build)
+        if not procedure:
+            return RpcResults()
+        return self.call_map(procedure, node_args, timeout=timeout)
 
     def timeout_for(self, procedure: str) -> float:
         """Seconds a call of ``procedure`` may take."""
         return self.timeouts[defs.CALLS[procedure].timeout]
 
     def call(self, procedure: str, node_names: Iterable[str], args: Sequence[Any] = (), *,
-             timeout: float | None = None) -> dict[str, RpcResult]:
-        """Run ``procedure(*args)`` on every node; ``{node_name: RpcResult}``."""
+             timeout: float | None = None) -> RpcResults:
+        """Run ``procedure(*args)`` on every node; ``{node_name: RpcResult}``.
+
+        Untyped: code outside ``ganeti/rpc/`` calls the typed stubs instead
+        (``test/rpc/test_rpc_stubs.py`` checks).
+        """
         names = list(dict.fromkeys(node_names))
         return self.call_map(procedure, {name: args for name in names}, timeout=timeout)
 
-    def call_map(self, procedure: str, node_args: dict[str, Sequence[Any]], *,
-                 timeout: float | None = None) -> dict[str, RpcResult]:
-        """Like :meth:`call` with per-node arguments ``{node_name: args}``."""
+    def call_map(self, procedure: str, node_args: Mapping[str, Sequence[Any]], *,
+                 timeout: float | None = None) -> RpcResults:
+        """Like :meth:`call` with per-node arguments ``{node_name: args}`` (see :meth:`per_node`)."""
         call = defs.CALLS.get(procedure)
         if call is None:
             raise errors.ProgrammerError(f"Unknown RPC procedure {procedure!r}")
@@ -242,7 +277,7 @@ class RpcRunner:
             results[entry[0]] = self._one(procedure, entry, encoded[entry[0]], tmo)
         elif todo:
             results.update(self._fan_out(procedure, todo, encoded, tmo))
-        return {name: results[name] for name in node_args}
+        return RpcResults(procedure, [(name, results[name]) for name in node_args])
 
     def _one(self, procedure: str, entry: NodeAddress, body: bytes, tmo: float) -> RpcResult:
         if self.observer is None:
@@ -320,28 +355,3 @@ class RpcRunner:
                         f"Error contacting node {name} ({address}:{port}): timed out after {tmo:g}s",
                         False, procedure)
         return results
-
-
-def _make_stub(call: defs.RpcCall) -> Callable[..., dict[str, RpcResult]]:
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-              inspect.Parameter("node_names", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-               for name in call.arg_names]
-    signature = inspect.Signature(params)
-
-    def stub(*args: Any, **kwargs: Any) -> dict[str, RpcResult]:
-        bound = signature.bind(*args, **kwargs)
-        self = bound.arguments["self"]
-        values = [bound.arguments[name] for name in call.arg_names]
-        return self.call(call.name, bound.arguments["node_names"], values)
-
-    stub.__name__ = f"call_{call.name}"
-    stub.__qualname__ = f"RpcRunner.call_{call.name}"
-    stub.__doc__ = f"{call.doc}\n\nTimeout class: {call.timeout}."
-    stub.__signature__ = signature  # type: ignore[attr-defined]
-    return stub
-
-
-for _call in defs.CALLS.values():
-    setattr(RpcRunner, f"call_{_call.name}", _make_stub(_call))
-del _call

@@ -336,7 +336,7 @@ class LuxiDispatcher:
                       if n.name != master and not n.offline]
             if not others:
                 return until
-            results = rpc.call("set_watcher_pause", sorted(others), [until])
+            results = rpc.call_set_watcher_pause(sorted(others), until=until)
         failed = [f"{name} ({res.fail_msg})" for name, res in sorted(results.items())
                   if res.fail_msg and not res.offline]
         if failed:

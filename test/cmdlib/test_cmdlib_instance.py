@@ -14,13 +14,21 @@ from ganeti.config import ConfigWriter
 from ganeti.context import MasterContext
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
-from ganeti.rpc.client import RpcResult
+from ganeti.rpc.client import RpcResult, RpcResults, collect_per_node, node_list
+from ganeti.rpc.stubs import Nodes, RpcStubs
+
+from fakes.fakerpc import check_call
 
 NODES = ["node1", "node2", "node3"]
 
 
-class FakeNodes:
-    """A tiny simulation of the node side: running instances, disks, OSes."""
+class FakeNodes(RpcStubs):
+    """A tiny simulation of the node side: running instances, disks, OSes.
+
+    The typed ``call_<name>`` stubs are the generated ones; arguments are
+    checked against the row like FakeRpc does, then ``do_<name>(node, *args)``
+    answers.
+    """
 
     def __init__(self) -> None:
         self.running: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in NODES}
@@ -31,27 +39,30 @@ class FakeNodes:
         self.delay: dict[str, float] = {}
         self.lock = threading.Lock()
 
-    def __getattr__(self, name: str) -> Any:
-        if not name.startswith("call_"):
-            raise AttributeError(name)
-        proc = name[5:]
+    def _rpc(self, proc: str, node_or_nodes: Nodes, args: list[Any],
+             rpc_timeout: float | None) -> RpcResults:
+        check_call(proc, args)
+        out = RpcResults(proc)
+        for node in node_list(node_or_nodes):
+            with self.lock:
+                self.calls.append((proc, node))
+            if proc in self.delay:
+                time.sleep(self.delay[proc])
+            if proc in self.fail:
+                out[node] = RpcResult(node, None, self.fail[proc], call=proc)
+                continue
+            try:
+                out[node] = RpcResult(node, getattr(self, "do_" + proc)(node, *args), call=proc)
+            except errors.GanetiError as exc:
+                out[node] = RpcResult(node, None, str(exc), call=proc)
+        return out
 
-        def call(nodes: list[str], *args: Any) -> dict[str, RpcResult]:
-            out = {}
-            for node in nodes:
-                with self.lock:
-                    self.calls.append((proc, node))
-                if proc in self.delay:
-                    time.sleep(self.delay[proc])
-                if proc in self.fail:
-                    out[node] = RpcResult(node, None, self.fail[proc])
-                    continue
-                try:
-                    out[node] = RpcResult(node, getattr(self, "do_" + proc)(node, *args))
-                except errors.GanetiError as exc:
-                    out[node] = RpcResult(node, None, str(exc))
-            return out
-        return call
+    def per_node(self, nodes: Any, build: Any) -> RpcResults:
+        proc, node_args, timeout = collect_per_node(nodes, build)
+        out = RpcResults(proc)
+        for node, args in node_args.items():
+            out.update(self._rpc(proc, node, args, timeout))
+        return out
 
     def do_os_validate(self, node: str, required: bool, osname: str, checks: list,
                        params: dict, private: dict) -> bool:

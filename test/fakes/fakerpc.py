@@ -6,9 +6,17 @@
     rpc.set_result("version", "node2", 1)     # payload for one node
     rpc.set_failure("node_verify", "node3", "connection refused")
     rpc.set_handler("node_info", lambda node, args: {...})   # computed payloads
-    res = rpc.call_version(["node1", "node2"])               # {name: RpcResult}
+    res = rpc.call_version(["node1", "node2"])               # RpcResults {name: RpcResult}
+    rpc.call_test_delay("node1", duration=1.0).one("node1")  # payload or OpExecError
     rpc.calls_to("upload_file")               # [(node_names, args), ...]
-    rpc.call_map("blockdev_getstatus", {"node2": [[...]]})   # per-node arguments
+    rpc.per_node(names, lambda r, n: r.call_blockdev_getstatus(n, disks=d[n]))
+
+The typed ``call_<procedure>`` methods are the generated ones the real
+runner has (:class:`ganeti.rpc.stubs.RpcStubs`).  Every call is checked
+against its row in :data:`ganeti.rpc.defs.CALLS` the way the node daemon
+checks it (after a JSON round trip): a wrong argument count or type raises
+:class:`errors.ProgrammerError`, so an LU test fails where a real node
+would have refused the call.
 
 Offline nodes (``node.offline`` in the config) get an offline RpcResult and
 are *not* recorded as calls, like the real runner (no network traffic).
@@ -16,14 +24,14 @@ are *not* recorded as calls, like the real runner (no network traffic).
 
 from __future__ import annotations
 
-import inspect
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ganeti import constants, errors
+from ganeti import constants, errors, serializer
 from ganeti.rpc import defs
-from ganeti.rpc.client import OFFLINE_MSG, RpcResult
+from ganeti.rpc.client import OFFLINE_MSG, RpcResult, RpcResults, collect_per_node, node_list
+from ganeti.rpc.stubs import Nodes, RpcStubs
 
 __all__ = ["FakeRpc", "default_payload"]
 
@@ -47,7 +55,19 @@ def default_payload(procedure: str, node: str, args: list[Any]) -> Any:
     return None
 
 
-class FakeRpc:
+def check_call(procedure: str, args: Sequence[Any]) -> list[Any]:
+    """``args`` as the node would decode them; ProgrammerError if the row refuses them."""
+    row = defs.CALLS.get(procedure)
+    if row is None:
+        raise errors.ProgrammerError(f"Unknown RPC procedure {procedure!r}")
+    decoded = serializer.loads(serializer.dumps_bytes(list(args)))
+    why = defs.check_args(row, decoded)
+    if why is not None:
+        raise errors.ProgrammerError(f"FakeRpc refused the call: {why}")
+    return list(args)
+
+
+class FakeRpc(RpcStubs):
     """Stands in for :class:`ganeti.rpc.client.RpcRunner` in LU tests."""
 
     def __init__(self, cfg: Any = None) -> None:
@@ -97,13 +117,20 @@ class FakeRpc:
         node = self.cfg.get_node_info_by_name(name)
         return bool(node is not None and node.offline)
 
+    def _rpc(self, procedure: str, node_or_nodes: Nodes, args: list[Any],
+             rpc_timeout: float | None) -> RpcResults:
+        return self.call(procedure, node_list(node_or_nodes), args, timeout=rpc_timeout)
+
+    def per_node(self, nodes: Iterable[str], build: Callable[[RpcStubs, str], object]) -> RpcResults:
+        """Like RpcRunner.per_node: one procedure, arguments per node."""
+        procedure, node_args, timeout = collect_per_node(nodes, build)
+        return self.call_map(procedure, node_args, timeout=timeout) if procedure else RpcResults()
+
     def call(self, procedure: str, node_names: Iterable[str], args: Sequence[Any] = (), *,
-             timeout: float | None = None) -> dict[str, RpcResult]:
-        """Like RpcRunner.call: ``{node_name: RpcResult}``."""
-        if procedure not in defs.CALLS:
-            raise errors.ProgrammerError(f"Unknown RPC procedure {procedure!r}")
+             timeout: float | None = None) -> RpcResults:
+        """Like RpcRunner.call: ``{node_name: RpcResult}``, after checking ``args``."""
+        args = check_call(procedure, args)
         names = list(dict.fromkeys(node_names))
-        args = list(args)
         results: dict[str, RpcResult] = {}
         online = []
         for name in names:
@@ -118,12 +145,12 @@ class FakeRpc:
                 self.calls.append((procedure, online, args))
         for name in online:
             results[name] = self._answer(procedure, name, args)
-        return {name: results[name] for name in names}
+        return RpcResults(procedure, [(name, results[name]) for name in names])
 
-    def call_map(self, procedure: str, node_args: dict[str, Sequence[Any]], *,
-                 timeout: float | None = None) -> dict[str, RpcResult]:
+    def call_map(self, procedure: str, node_args: Mapping[str, Sequence[Any]], *,
+                 timeout: float | None = None) -> RpcResults:
         """Like RpcRunner.call_map: per-node arguments ``{node_name: args}``."""
-        results: dict[str, RpcResult] = {}
+        results = RpcResults(procedure)
         for name, args in node_args.items():
             results.update(self.call(procedure, [name], args, timeout=timeout))
         return results
@@ -141,18 +168,3 @@ class FakeRpc:
             except errors.RpcError as exc:
                 return RpcResult(name, None, str(exc), False, procedure)
         return RpcResult(name, default_payload(procedure, name, args), None, False, procedure)
-
-    def __getattr__(self, attr: str) -> Any:
-        if not attr.startswith("call_") or attr[5:] not in defs.CALLS:
-            raise AttributeError(attr)
-        row = defs.CALLS[attr[5:]]
-        params = [inspect.Parameter("node_names", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                   for n in row.arg_names]
-        sig = inspect.Signature(params)
-
-        def stub(*a: Any, **kw: Any) -> dict[str, RpcResult]:
-            bound = sig.bind(*a, **kw)
-            return self.call(row.name, bound.arguments["node_names"],
-                             [bound.arguments[n] for n in row.arg_names])
-        return stub

@@ -110,12 +110,15 @@ def test_bad_request_through_transport(cluster) -> None:
 
 def test_upload_file_allowed_and_refused(cluster) -> None:
     runner = cluster.runner()
-    res = runner.call_upload_file(cluster.names, "/var/lib/ganeti/known_hosts", "hosts\n",
-                                  0o644, None, None, None)
+    res = runner.call_upload_file(
+        cluster.names, file_name="/var/lib/ganeti/known_hosts", content="hosts\n", mode=0o644, uid=None,
+        gid=None, mtime=None)
     assert all(not r.failed for r in res.values()), res
     for node in cluster.nodes:
         assert open(node.paths.known_hosts_file).read() == "hosts\n"
-    bad = runner.call_upload_file(cluster.names[:1], "/etc/passwd", "x", 0o644, None, None, None)
+    bad = runner.call_upload_file(
+        cluster.names[:1], file_name="/etc/passwd", content="x", mode=0o644, uid=None, gid=None,
+        mtime=None)
     assert "not an allowed cluster file" in bad[cluster.names[0]].fail_msg
     assert not os.path.exists(os.path.join(cluster.nodes[0].paths.root, "etc", "passwd"))
 
@@ -124,11 +127,13 @@ def test_upload_file_refuses_setuid_and_foreign_owner(cluster) -> None:
     runner = cluster.runner()
     name = cluster.names[0]
     path = cluster.nodes[0].paths.rapi_users_file
-    setuid = runner.call_upload_file([name], "/var/lib/ganeti/rapi/users", "u\n", 0o4755,
-                                     None, None, None)
+    setuid = runner.call_upload_file(
+        [name], file_name="/var/lib/ganeti/rapi/users", content="u\n", mode=0o4755, uid=None, gid=None,
+        mtime=None)
     assert "Refusing mode 4755" in setuid[name].fail_msg
-    owner = runner.call_upload_file([name], "/var/lib/ganeti/rapi/users", "u\n", 0o640,
-                                    os.geteuid() + 4242, None, None)
+    owner = runner.call_upload_file(
+        [name], file_name="/var/lib/ganeti/rapi/users", content="u\n", mode=0o640,
+        uid=os.geteuid() + 4242, gid=None, mtime=None)
     assert "Refusing uid" in owner[name].fail_msg
     assert not os.path.exists(path)
 
@@ -136,10 +141,11 @@ def test_upload_file_refuses_setuid_and_foreign_owner(cluster) -> None:
 def test_jobqueue_update_refuses_escape(cluster) -> None:
     runner = cluster.runner()
     node = cluster.nodes[0]
-    ok = runner.call_jobqueue_update([node.name], "/var/lib/ganeti/queue/job-3", '{"id": 3}')
+    ok = runner.call_jobqueue_update(
+        [node.name], file_name="/var/lib/ganeti/queue/job-3", content='{"id": 3}')
     assert not ok[node.name].failed
     assert open(os.path.join(node.paths.queue_dir, "job-3")).read() == '{"id": 3}'
-    bad = runner.call_jobqueue_update([node.name], "../config.data", "evil")
+    bad = runner.call_jobqueue_update([node.name], file_name="../config.data", content="evil")
     assert "not inside" in bad[node.name].fail_msg
     assert not os.path.exists(node.paths.config_file)
 
@@ -156,8 +162,8 @@ def test_hooks_runner_over_rpc(cluster) -> None:
         with open(path, "w") as fh:
             fh.write("#!/bin/sh\n" + body + "\n")
         os.chmod(path, mode)
-    res = cluster.runner().call_hooks_runner([node.name], "cluster-verify", "post",
-                                             {"GANETI_X": "y"})[node.name]
+    res = cluster.runner().call_hooks_runner(
+        [node.name], hpath="cluster-verify", phase="post", env={"GANETI_X": "y"})[node.name]
     assert not res.failed, res.fail_msg
     assert [r[:2] for r in res.payload] == [
         ["01-first", constants.HKR_FAIL], ["02-second", constants.HKR_SUCCESS],
@@ -384,7 +390,7 @@ def test_node_leave_cluster_stops_daemon(tmp_path) -> None:
     with NodedCluster(tmp_path, 1) as c:
         node = c.nodes[0]
         open(node.paths.config_file, "w").close()
-        res = c.runner().call_node_leave_cluster([node.name], False)[node.name]
+        res = c.runner().call_node_leave_cluster([node.name], modify_ssh_setup=False)[node.name]
         assert not res.failed, res.fail_msg
         node.proc.wait(timeout=10)
         assert node.proc.returncode == 0

@@ -40,7 +40,7 @@ def cluster(tmp_path_factory):
     with NodedCluster(base, 2) as c:
         for n in c.nodes:
             install_tinyos(n.paths.root)
-        res = c.runner().call_write_ssconf_files(c.names, {"shared_file_storage_dir": shared})
+        res = c.runner().call_write_ssconf_files(c.names, values={"shared_file_storage_dir": shared})
         for r in res.values():
             r.raise_on_failure("ssconf")
         c.shared_dir = shared
@@ -81,34 +81,41 @@ def test_file_instance_lifecycle(cluster) -> None:
     n1, n2 = cluster.names
     name = "web1.example.com"
     disk = _disk(name, "disk-web1", 4)
-    created = _ok(rpc.call_blockdev_create([n1], disk, 4, name, True, "", False), n1)
+    created = _ok(rpc.call_blockdev_create(
+        [n1], disk=disk, size=4, owner_instance_name=name, on_primary=True, info="", excl_stor=False,
+    ), n1)
     assert created["path"] == f"{FILE_DIR}/{name}/disk-web1.file.disk0"
     inst = _inst(name, [disk])
-    log = _ok(rpc.call_instance_os_add([n1], inst, False, 0), n1)
+    log = _ok(rpc.call_instance_os_add([n1], instance=inst, reinstall=False, debug=0), n1)
     assert log.startswith("/var/log/ganeti/os/add-tinyos-")
     local = os.path.join(cluster.nodes[0].paths.root, created["path"].lstrip("/"))
     with open(local, "rb") as fh:
         assert fh.read(11) == b"TINYOS-BOOT"
 
-    free_before = _ok(rpc.call_node_info([n1], [], [["fake", {}]]), n1)["hv"][0]["memory_free"]
-    _ok(rpc.call_instance_start([n1], inst, [disk], False), n1)
-    infos = rpc.call_all_instances_info([n1, n2], ["fake"], {"fake": {}})
+    free_before = _ok(rpc.call_node_info(
+        [n1], storage_units=[], hv_specs=[["fake", {}]]), n1)["hv"][0]["memory_free"]
+    _ok(rpc.call_instance_start([n1], instance=inst, disks=[disk], startup_paused=False), n1)
+    infos = rpc.call_all_instances_info([n1, n2], hypervisor_list=["fake"], all_hvparams={"fake": {}})
     assert _ok(infos, n1)[name]["state"] == 0 and _ok(infos, n1)[name]["memory"] == 256
     assert name not in _ok(infos, n2)
-    assert _ok(rpc.call_instance_list([n1], ["fake"], {"fake": {}}), n1) == [name]
-    hv = _ok(rpc.call_node_info([n1], [], [["fake", {}]]), n1)["hv"][0]
+    assert _ok(rpc.call_instance_list(
+        [n1], hypervisor_list=["fake"], all_hvparams={"fake": {}}), n1) == [name]
+    hv = _ok(rpc.call_node_info([n1], storage_units=[], hv_specs=[["fake", {}]]), n1)["hv"][0]
     assert hv["memory_free"] == free_before - 256 and hv["instance_count"] >= 1
 
     # errors come back as [false, msg]
-    assert "already running" in _err(rpc.call_instance_start([n1], inst, [disk], False), n1)
-    _ok(rpc.call_instance_reboot([n1], inst, "full", 5.0), n1)
-    assert _ok(rpc.call_instance_info([n1], name, "fake", {}), n1)["hv_state"] == "running"
+    assert "already running" in _err(rpc.call_instance_start(
+        [n1], instance=inst, disks=[disk], startup_paused=False), n1)
+    _ok(rpc.call_instance_reboot([n1], instance=inst, reboot_type="full", shutdown_timeout=5.0), n1)
+    assert _ok(rpc.call_instance_info(
+        [n1], instance_name=name, hypervisor="fake", hvparams={}), n1)["hv_state"] == "running"
 
-    _ok(rpc.call_instance_shutdown([n1], inst, 5.0), n1)
-    assert _ok(rpc.call_instance_info([n1], name, "fake", {}), n1) is None
-    _ok(rpc.call_blockdev_shutdown([n1], disk), n1)
-    _ok(rpc.call_blockdev_remove([n1], disk), n1)
-    assert _ok(rpc.call_blockdev_find([n1], disk), n1) is None
+    _ok(rpc.call_instance_shutdown([n1], instance=inst, timeout=5.0), n1)
+    assert _ok(rpc.call_instance_info(
+        [n1], instance_name=name, hypervisor="fake", hvparams={}), n1) is None
+    _ok(rpc.call_blockdev_shutdown([n1], disk=disk), n1)
+    _ok(rpc.call_blockdev_remove([n1], disk=disk), n1)
+    assert _ok(rpc.call_blockdev_find([n1], disk=disk), n1) is None
     assert not os.path.exists(local)
 
 
@@ -117,21 +124,28 @@ def test_errors_are_clear(cluster) -> None:
     n1 = cluster.names[0]
     name = "bad1.example.com"
     disk = _disk(name, "disk-bad1", 1)
-    assert "does not exist" in _err(rpc.call_instance_start([n1], _inst(name, [disk]),
-                                                            [disk], False), n1)
-    _ok(rpc.call_blockdev_create([n1], disk, 1, name, True, "", False), n1)
+    assert "does not exist" in _err(rpc.call_instance_start(
+        [n1], instance=_inst(name, [disk]), disks=[disk], startup_paused=False), n1)
+    _ok(rpc.call_blockdev_create(
+        [n1], disk=disk, size=1, owner_instance_name=name, on_primary=True, info="", excl_stor=False,
+    ), n1)
     try:
-        msg = _err(rpc.call_instance_os_add([n1], _inst(name, [disk], os_name="nosuchos"),
-                                            False, 0), n1)
+        msg = _err(rpc.call_instance_os_add(
+            [n1], instance=_inst(name, [disk], os_name="nosuchos"), reinstall=False, debug=0), n1)
         assert "nosuchos" in msg and "not found" in msg
-        msg = _err(rpc.call_os_validate([n1], True, "tinyos", ["parameters"],
-                                        {"fill": "lots"}, {}), n1)
+        msg = _err(rpc.call_os_validate(
+            [n1], required=True, osname="tinyos", checks=["parameters"], osparams={"fill": "lots"},
+            osparams_private={}), n1)
         assert "fill" in msg
-        assert _ok(rpc.call_os_validate([n1], False, "nosuchos", [], {}, {}), n1) is False
+        assert _ok(rpc.call_os_validate(
+            [n1], required=False, osname="nosuchos", checks=[], osparams={}, osparams_private={},
+        ), n1) is False
         assert "already exists" in _err(
-            rpc.call_blockdev_create([n1], disk, 1, name, True, "", False), n1)
+            rpc.call_blockdev_create(
+                [n1], disk=disk, size=1, owner_instance_name=name, on_primary=True, info="",
+                excl_stor=False), n1)
     finally:
-        _ok(rpc.call_blockdev_remove([n1], disk), n1)
+        _ok(rpc.call_blockdev_remove([n1], disk=disk), n1)
     rows = _ok(rpc.call_os_diagnose([n1]), n1)
     assert [r[:3] for r in rows] == [["tinyos", "/srv/ganeti/os/tinyos", True]]
 
@@ -142,26 +156,30 @@ def test_live_migration_of_sharedfile_instance(cluster) -> None:
     a2 = cluster.nodes[1].address
     name = "mig1.example.com"
     disk = _disk(name, "disk-mig1", 2, "sharedfile", cluster.shared_dir)
-    created = _ok(rpc.call_blockdev_create([n1], disk, 2, name, True, "", False), n1)
+    created = _ok(rpc.call_blockdev_create(
+        [n1], disk=disk, size=2, owner_instance_name=name, on_primary=True, info="", excl_stor=False,
+    ), n1)
     assert created["path"].startswith(cluster.shared_dir)
     inst = _inst(name, [disk], "sharedfile")
-    _ok(rpc.call_instance_os_add([n1], inst, False, 0), n1)
-    _ok(rpc.call_instance_start([n1], inst, [disk], False), n1)
-    _ok(rpc.call_instance_migratable([n1], inst), n1)
+    _ok(rpc.call_instance_os_add([n1], instance=inst, reinstall=False, debug=0), n1)
+    _ok(rpc.call_instance_start([n1], instance=inst, disks=[disk], startup_paused=False), n1)
+    _ok(rpc.call_instance_migratable([n1], instance=inst), n1)
 
-    info = _ok(rpc.call_migration_info([n1], inst), n1)
-    assert _ok(rpc.call_blockdev_assemble([n2], disk, name, True, 0), n2)["path"] == created["path"]
-    _ok(rpc.call_accept_instance([n2], inst, info, a2), n2)
-    _ok(rpc.call_instance_migrate([n1], inst, n2, a2, True, {}), n1)
-    assert _ok(rpc.call_instance_get_migration_status([n1], inst), n1)["status"] == "completed"
-    _ok(rpc.call_instance_finalize_migration_dst([n2], inst, info, True), n2)
-    _ok(rpc.call_instance_finalize_migration_src([n1], inst, True, True), n1)
+    info = _ok(rpc.call_migration_info([n1], instance=inst), n1)
+    assert _ok(rpc.call_blockdev_assemble(
+        [n2], disk=disk, instance_name=name, as_primary=True, idx=0), n2)["path"] == created["path"]
+    _ok(rpc.call_accept_instance([n2], instance=inst, info=info, target=a2), n2)
+    _ok(rpc.call_instance_migrate(
+        [n1], instance=inst, target_node=n2, target_address=a2, live=True, target_info={}), n1)
+    assert _ok(rpc.call_instance_get_migration_status([n1], instance=inst), n1)["status"] == "completed"
+    _ok(rpc.call_instance_finalize_migration_dst([n2], instance=inst, info=info, success=True), n2)
+    _ok(rpc.call_instance_finalize_migration_src([n1], instance=inst, success=True, live=True), n1)
 
-    infos = rpc.call_all_instances_info([n1, n2], ["fake"], {"fake": {}})
+    infos = rpc.call_all_instances_info([n1, n2], hypervisor_list=["fake"], all_hvparams={"fake": {}})
     assert name not in _ok(infos, n1)
     assert _ok(infos, n2)[name]["state"] == 0
-    _ok(rpc.call_instance_shutdown([n2], inst, 5.0), n2)
-    _ok(rpc.call_blockdev_remove([n2], disk), n2)
+    _ok(rpc.call_instance_shutdown([n2], instance=inst, timeout=5.0), n2)
+    _ok(rpc.call_blockdev_remove([n2], disk=disk), n2)
     assert not os.path.exists(created["path"])
 
 
@@ -171,8 +189,12 @@ def test_copy_file_disk_between_nodes(cluster) -> None:
     name = "move1.example.com"
     size = 6
     disk = _disk(name, "disk-move1", size)
-    _ok(rpc.call_blockdev_create([n1], disk, size, name, True, "", False), n1)
-    _ok(rpc.call_blockdev_create([n2], disk, size, name, True, "", False), n2)
+    _ok(rpc.call_blockdev_create(
+        [n1], disk=disk, size=size, owner_instance_name=name, on_primary=True, info="", excl_stor=False,
+    ), n1)
+    _ok(rpc.call_blockdev_create(
+        [n2], disk=disk, size=size, owner_instance_name=name, on_primary=True, info="", excl_stor=False,
+    ), n2)
     data = os.urandom(3 * MIB + 12345)
     src_local = os.path.join(cluster.nodes[0].paths.root, disk["logical_id"][1].lstrip("/"))
     dst_local = os.path.join(cluster.nodes[1].paths.root, disk["logical_id"][1].lstrip("/"))
@@ -181,19 +203,19 @@ def test_copy_file_disk_between_nodes(cluster) -> None:
         fh.write(data)
     chunk, offset, zero_chunks = 2 * MIB, 0, 0
     for _ in range(100):
-        part = _ok(rpc.call_blockdev_read_chunk([n1], disk, offset, chunk), n1)
+        part = _ok(rpc.call_blockdev_read_chunk([n1], disk=disk, offset=offset, length=chunk), n1)
         if part["zero"]:
             zero_chunks += 1
         else:
-            assert _ok(rpc.call_blockdev_write_chunk([n2], disk, offset, part["data"]),
+            assert _ok(rpc.call_blockdev_write_chunk([n2], disk=disk, offset=offset, data=part["data"]),
                        n2) == part["length"]
         offset += part["length"]
         if part["eof"]:
             break
     assert offset == size * MIB and zero_chunks >= 1
-    sums = rpc.call_blockdev_checksum([n1, n2], disk)
+    sums = rpc.call_blockdev_checksum([n1, n2], disk=disk)
     assert _ok(sums, n1) == _ok(sums, n2)
     with open(src_local, "rb") as a, open(dst_local, "rb") as b:
         assert hashlib.sha1(a.read()).digest() == hashlib.sha1(b.read()).digest()
     for node in (n1, n2):
-        _ok(rpc.call_blockdev_remove([node], disk), node)
+        _ok(rpc.call_blockdev_remove([node], disk=disk), node)

@@ -70,7 +70,8 @@ def test_read_only_calls_share_one_child(cluster) -> None:
     for _ in range(3):
         assert runner.call_version(cluster.names)[node.name].payload == \
             constants.PROTOCOL_VERSION
-        res = runner.call_all_instances_info(cluster.names, [constants.HT_FAKE], {})
+        res = runner.call_all_instances_info(
+            cluster.names, hypervisor_list=[constants.HT_FAKE], all_hvparams={})
         assert res[node.name].payload == {}
     assert node.request_children() == children
     runner.transport.close()
@@ -83,7 +84,7 @@ def test_a_changing_call_gets_a_child_of_its_own(cluster) -> None:
     runner = cluster.runner(keepalive=True)
     runner.call_version(cluster.names)
     kept = node.request_children()
-    res = runner.call_test_delay(cluster.names, 0.0)[node.name]
+    res = runner.call_test_delay(cluster.names, duration=0.0)[node.name]
     assert not res.failed, res.fail_msg
     # its child ran, answered and exited; the kept child is the only one left
     assert _wait_for(lambda: node.request_children() == kept)
@@ -143,7 +144,7 @@ def test_waiting_connection_reclaims_an_idle_kept_slot(tmp_path) -> None:
         kept.post(node.address, node.port, "version", b"[]", 10)
         assert len(node.request_children()) == 1   # holds the only slot, idle
         # another client's request waits for the slot: the kept child gives it back
-        res = c.runner().call_test_delay(c.names, 0.0)[node.name]
+        res = c.runner().call_test_delay(c.names, duration=0.0)[node.name]
         assert not res.failed, res.fail_msg
         assert _wait_for(lambda: not node.request_children())
         # the kept connection was closed by the node: the next call opens a new one

@@ -36,10 +36,10 @@ def test_call_returns_payload_per_node() -> None:
 
 def test_generated_stub_binds_named_args() -> None:
     runner = client.RpcRunner(_resolver(), FunctionTransport(_echo))
-    res = runner.call_hooks_runner(["n1"], "node-add", phase="pre", env={"A": "1"})
+    res = runner.call_hooks_runner(["n1"], hpath="node-add", phase="pre", env={"A": "1"})
     assert res["n1"].payload["args"] == ["node-add", "pre", {"A": "1"}]
     params = list(inspect.signature(client.RpcRunner.call_upload_file).parameters)
-    assert params == ["self", "node_names", *defs.CALLS["upload_file"].arg_names]
+    assert params == ["self", "node_or_nodes", *defs.CALLS["upload_file"].arg_names, "rpc_timeout"]
     with pytest.raises(TypeError):
         runner.call_test_delay(["n1"])          # missing duration
 
@@ -163,7 +163,7 @@ def test_timeout_classes_overridable() -> None:
     runner = client.RpcRunner(_resolver(), FunctionTransport(
         lambda a, p, proc, b, timeout: got.append(timeout) or b"[true, null]"),
         timeouts={"normal": 2.5})
-    runner.call_test_delay(["n1"], 0.0)
+    runner.call_test_delay(["n1"], duration=0.0)
     runner.call_version(["n1"])
     runner.call("version", ["n1"], [], timeout=0.1)
     assert got == [2.5, defs.TIMEOUTS["urgent"], 0.1]
