@@ -343,13 +343,14 @@ def wait_for_rapi(address: str, port: int, *, timeout: float = 30.0,
 def wait_for_noded(address: str, port: int, cert_file: str, *, timeout: float = 30.0,
                    clock: Callable[[], float] = time.monotonic) -> None:
     """Wait until the node daemon at ``address:port`` answers ``version``."""
+    from ganeti.rpc.client import probe_version
     from ganeti.rpc.transport import HttpsTransport
     transport = HttpsTransport(cert_file)
     deadline = clock() + timeout
     last: Exception | None = None
     while clock() < deadline:
         try:
-            transport.post(address, port, "version", b"[]", 2.0)
+            probe_version(transport, address, port, 2.0)
             return
         except errors.GanetiError as exc:
             last = exc

@@ -41,7 +41,8 @@ from ganeti.rpc import defs
 from ganeti.rpc.results import RpcResult, RpcResults
 from ganeti.rpc.stubs import Nodes, RpcStubs
 
-__all__ = ["RpcResult", "RpcResults", "RpcRunner", "node_list", "collect_per_node", "Resolver",
+__all__ = ["RpcResult", "RpcResults", "RpcRunner", "node_list", "collect_per_node", "probe_version",
+           "Resolver",
            "StaticResolver", "ConfigResolver", "NodeSource",
            "default_noded_port", "encode_args", "decode_response", "OFFLINE_MSG", "MAX_PARALLEL",
            "CallObserver"]
@@ -144,6 +145,21 @@ def decode_response(body: bytes) -> tuple[bool, Any]:
     if (not isinstance(data, list) or len(data) != 2 or not isinstance(data[0], bool)):
         raise errors.RpcTransportError(f"invalid reply (not [success, payload]): {str(data)[:200]}")
     return data[0], data[1]
+
+
+def probe_version(transport: Any, address: str, port: int, timeout: float) -> Any:
+    """The ``version`` answer of the node daemon at ``address:port``, asked once.
+
+    For liveness probes before a node is in any configuration (bootstrap,
+    the watcher).  Raises :class:`errors.RpcError` when the daemon does not
+    answer within ``timeout`` seconds or refuses.
+    """
+    runner = RpcRunner(StaticResolver({address: (address, port, False)}, default_port=port),
+                       transport, timeouts={defs.CALLS["version"].timeout: timeout})
+    result = runner.call_version(address)[address]
+    if result.fail_msg is not None:
+        raise errors.RpcError(result.fail_msg)
+    return result.payload
 
 
 def node_list(node_or_nodes: Nodes) -> list[str]:

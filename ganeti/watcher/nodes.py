@@ -103,9 +103,10 @@ def run_hooks(paths: Paths, *, timeout: float = HOOK_TIMEOUT) -> list[HookResult
 def noded_answers(paths: Paths, address: str, port: int, *,
                   timeout: float = NODED_TIMEOUT) -> bool:
     """True when the node daemon at ``address:port`` answers ``version``."""
+    from ganeti.rpc.client import probe_version
     from ganeti.rpc.transport import HttpsTransport
     try:
-        HttpsTransport(paths.server_pem).post(address, port, "version", b"[]", timeout)
+        probe_version(HttpsTransport(paths.server_pem), address, port, timeout)
     except errors.GanetiError as exc:
         logger.debug("Node daemon at %s:%s does not answer: %s", address, port, exc)
         return False

@@ -7,7 +7,8 @@
 * :meth:`RpcResults.one` returns the payload or raises naming ``what``;
 * nothing outside ``ganeti/rpc/`` calls a procedure by its string name
   (``rpc_one(``, ``getattr(rpc, f"call_...")``, ``rpc.call("name", ...)``,
-  ``call_map``); the checker is also seen finding each pattern.
+  ``call_map``, ``transport.post(..., "version", ...)``); the checker is
+  also seen finding each pattern.
 """
 
 from __future__ import annotations
@@ -164,6 +165,20 @@ def test_per_node_of_no_nodes_calls_nothing() -> None:
     assert seen == []
 
 
+def test_probe_version_asks_version_once_and_returns_the_answer() -> None:
+    seen: list[tuple[str, bytes]] = []
+    assert client.probe_version(_runner(seen, b"[true, 2080000]").transport, "10.0.0.9", 1811,
+                                2.0) == 2080000
+    assert seen == [("version", b"[]")]
+
+
+def test_probe_version_raises_when_the_daemon_does_not_answer() -> None:
+    def post(address: str, port: int, procedure: str, body: bytes, timeout: float) -> bytes:
+        raise errors.RpcTransportError("connection refused")
+    with pytest.raises(errors.RpcError, match="connection refused"):
+        client.probe_version(FunctionTransport(post), "10.0.0.9", 1811, 2.0)
+
+
 # --- nobody outside ganeti/rpc/ calls a procedure by its string name ---------------------
 
 #: text patterns, refused in every source file outside ganeti/rpc/
@@ -181,7 +196,11 @@ def string_name_calls(source: str) -> list[str]:
             found.append(f"{lineno}: {line.strip()}")
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("call", "call_map")):
+                and node.func.attr in ("call", "call_map", "post")):
+            continue
+        if node.func.attr == "post":     # the transport, with a procedure name
+            if any(isinstance(a, ast.Constant) and a.value in defs.CALLS for a in node.args):
+                found.append(f"{node.lineno}: {ast.unparse(node)[:100]}")
             continue
         first = node.args[0] if node.args else None
         by_name = isinstance(first, ast.Constant) and first.value in defs.CALLS
@@ -200,8 +219,9 @@ def test_checker_finds_every_refused_pattern() -> None:
         'self.context.rpc.call(procedure, [node], args)',
         'cl.call("version", [])',
         'self.require_rpc().call_map("blockdev_getstatus", args)',
+        'HttpsTransport(pem).post(address, port, "version", b"[]", 2.0)',
     ])
-    assert sorted({int(hit.split(":")[0]) for hit in string_name_calls(bad)}) == [1, 2, 3, 4, 5, 6, 7]
+    assert sorted({int(hit.split(":")[0]) for hit in string_name_calls(bad)}) == [1, 2, 3, 4, 5, 6, 7, 8]
 
 
 def test_checker_accepts_typed_calls_and_luxi() -> None:
@@ -210,6 +230,7 @@ def test_checker_accepts_typed_calls_and_luxi() -> None:
         ' info="", excl_stor=False).one(node, "Cannot create")',
         'cl.call("QueryClusterInfo", [])',
         'subprocess.call(cmd)',
+        'client.post("/2/instances", body)',
     ])
     assert string_name_calls(good) == []
 
