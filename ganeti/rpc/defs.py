@@ -1,18 +1,21 @@
 """The node RPC procedures, one declarative row each.
 
-Both sides are generated from :data:`CALLS`: the master's
-``RpcRunner.call_<name>`` stubs (``rpc/client.py``) and the node daemon's
-dispatch (``server/noded.py`` -> ``backend.get_function(name)``).  Only
-procedures listed here are reachable on a node.
+Both sides are generated from :data:`CALLS`: the master's typed
+``call_<name>(node_or_nodes, *, <arguments>)`` stubs (``rpc/stubs.py``,
+written by ``python -m ganeti.rpc.gen``, inherited by ``RpcRunner``) and the
+node daemon's dispatch (``server/noded.py`` -> ``backend.get_function(name)``).
+Only procedures listed here are reachable on a node.
 
-Adding a procedure is a two-line change plus the body:
+Adding a procedure (doc/design/contracts.md, "Adding a node procedure"):
 
 1. a row here: ``_row("node_powercycle", [("hypervisor", str)], FAST, "doc")``;
-2. a function ``node_powercycle(ctx, hypervisor)`` in one of the
+2. ``python -m ganeti.rpc.gen`` to regenerate ``rpc/stubs.py``;
+3. a function ``node_powercycle(ctx, hypervisor)`` in one of the
    ``backend`` domain modules (listed in ``backend.DOMAIN_MODULES``).
 
 ``test/rpc/test_rpc_defs.py`` checks that every row has a backend function
-whose parameters (after ``ctx``) are exactly the row's argument names.
+whose parameters (after ``ctx``) are exactly the row's argument names;
+``test/rpc/test_rpc_stubs.py`` that the committed stubs are fresh.
 
 Timeout policy
 --------------
@@ -35,7 +38,8 @@ overrides them per class (tests shorten them to fractions of a second).
 
 Argument types
 --------------
-Arguments are positional on the wire (a JSON list) and named here.  A type
+Arguments are positional on the wire (a JSON list) and named here (the
+stubs take them by keyword).  A type
 is one of ``str, int, float, bool, list, dict``, a tuple of them, ``None``
 (JSON null) inside such a tuple, or :data:`ANY`.  ``int`` refuses booleans,
 ``float`` accepts integers.  :func:`check_args` validates a decoded

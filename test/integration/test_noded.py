@@ -253,7 +253,8 @@ def test_busy_daemon_answers_503(tmp_path) -> None:
         assert _wait_for(lambda: not node.request_children())
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             # long enough that a loaded machine still asks while both children sleep
-            slow = [pool.submit(runner.call_test_delay, [node.name], 8.0) for _ in range(2)]
+            slow = [pool.submit(lambda: runner.call_test_delay([node.name], duration=8.0))
+                    for _ in range(2)]
             # both requests hold their slots: not just two children (a spare
             # just forked has the daemon's name until it names itself)
             assert _wait_for(lambda: len(node.serving_children()) == 2)
