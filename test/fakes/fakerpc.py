@@ -33,7 +33,7 @@ from ganeti.rpc import defs
 from ganeti.rpc.client import OFFLINE_MSG, RpcResult, RpcResults, collect_per_node, node_list
 from ganeti.rpc.stubs import Nodes, RpcStubs
 
-__all__ = ["FakeRpc", "default_payload"]
+__all__ = ["FakeRpc", "check_call", "default_payload"]
 
 Handler = Callable[[str, list[Any]], Any]
 
@@ -56,7 +56,11 @@ def default_payload(procedure: str, node: str, args: list[Any]) -> Any:
 
 
 def check_call(procedure: str, args: Sequence[Any]) -> list[Any]:
-    """``args`` as the node would decode them; ProgrammerError if the row refuses them."""
+    """``args`` as a list, once the row accepts them as the node would decode them.
+
+    Raises :class:`errors.ProgrammerError` for an unknown procedure or
+    arguments the row refuses (count or types, after a JSON round trip).
+    """
     row = defs.CALLS.get(procedure)
     if row is None:
         raise errors.ProgrammerError(f"Unknown RPC procedure {procedure!r}")
