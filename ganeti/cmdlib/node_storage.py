@@ -250,7 +250,7 @@ class LUNodeQueryvols(NoHooksLU[OpNodeQueryvols]):
         units = self._units()
         if not wanted or not units:
             return []
-        results = self.require_rpc().call_volume_list([n.name for n in wanted], units)
+        results = self.require_rpc().call_volume_list([n.name for n in wanted], units=units)
         owners = self._owners()
         rows: list[list[str]] = []
         for node in wanted:

@@ -357,6 +357,13 @@ class RpcStubs:
         """
         return self._rpc("storage_list", node_or_nodes, [su_name, su_args, name, fields], rpc_timeout)
 
+    def call_volume_list(self, node_or_nodes: Nodes, *, units: JsonList,
+                         rpc_timeout: float | None = None) -> RpcResults:
+        """Disk files below storage directories [[type, directory], ...] (gnt-node volumes):
+        [[directory, relative name, size in bytes], ...]. [fast]
+        """
+        return self._rpc("volume_list", node_or_nodes, [units], rpc_timeout)
+
     def call_os_diagnose(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:
         """[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...] in search
         order. [fast]
