@@ -168,10 +168,10 @@ class LUClusterRepairDiskSizes(NoHooksLU[OpClusterRepairDiskSizes]):
                     per_node.setdefault(node.name, []).append((inst, idx, disk))
         if not per_node:
             return []
-        results = self.require_rpc().call_map(
-            "blockdev_getdimensions",
-            {name: [[serializer.to_data(d) for _, _, d in entries]]
-             for name, entries in per_node.items()})
+        disks = {name: [serializer.to_data(d) for _, _, d in entries]
+                 for name, entries in per_node.items()}
+        results = self.require_rpc().per_node(disks, lambda rpc, node: rpc.call_blockdev_getdimensions(
+            node, disks=disks[node]))
         changed: list[list[Any]] = []
         for node_name in sorted(per_node):
             entries = per_node[node_name]
