@@ -5,31 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fakes.fakerpc import FakeRpc
 
 from ganeti import errors, opcodes
 from ganeti.context import MasterContext
 from ganeti.mcpu import NullCallbacks, Processor
 from ganeti.pathutils import Paths
 from test.test_mcpu import FakeConfig
-
-
-class FakeResult:
-    def __init__(self, fail_msg: str | None = None) -> None:
-        self.fail_msg = fail_msg
-
-    def raise_on_failure(self, prefix: str | None = None) -> None:
-        if self.fail_msg:
-            raise errors.OpExecError(f"{prefix}: {self.fail_msg}")
-
-
-class FakeRpc:
-    def __init__(self, fail: str | None = None) -> None:
-        self.calls: list[tuple[list[str], float]] = []
-        self.fail = fail
-
-    def call_test_delay(self, nodes: list[str], duration: float) -> dict[str, Any]:
-        self.calls.append((list(nodes), duration))
-        return {n: FakeResult(self.fail) for n in nodes}
 
 
 def run(op: opcodes.OpCode, rpc: Any) -> Any:
@@ -41,18 +23,19 @@ def test_delay_on_nodes_calls_rpc_by_name() -> None:
     rpc = FakeRpc()
     run(opcodes.OpTestDelay(duration=0.5, on_master=False, on_nodes=["node2", "node1"],
                             repeat=2), rpc)
-    assert rpc.calls == [(["node2", "node1"], 0.5)] * 2
+    assert rpc.calls_to("test_delay") == [(["node2", "node1"], [0.5])] * 2
 
 
 def test_delay_on_node_uuids() -> None:
     rpc = FakeRpc()
     run(opcodes.OpTestDelay(duration=0, on_master=False, on_node_uuids=["u2"]), rpc)
-    assert rpc.calls == [(["node2"], 0.0)]
+    assert rpc.calls_to("test_delay") == [(["node2"], [0.0])]
 
 
 def test_node_failure_is_exec_error() -> None:
     with pytest.raises(errors.OpExecError, match="boom"):
-        run(opcodes.OpTestDelay(duration=0, on_master=False, on_nodes=["node1"]), FakeRpc("boom"))
+        run(opcodes.OpTestDelay(duration=0, on_master=False, on_nodes=["node1"]),
+            FakeRpc().set_failure("test_delay", "node1", "boom"))
 
 
 def test_both_node_forms_refused() -> None:
