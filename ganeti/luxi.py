@@ -212,9 +212,14 @@ def check_args(method: str, args: list[Any]) -> None:
                 errors.ECODE_INVAL)
 
 
-def encode_message(obj: Any) -> bytes:
-    """JSON-encode ``obj`` and append ETX; :class:`errors.SerializationError` if it cannot be."""
-    data = serializer.dumps_bytes(obj)
+def encode_message(obj: Any, *, spliced: bool = False) -> bytes:
+    """JSON-encode ``obj`` and append ETX; :class:`errors.SerializationError` if it cannot be.
+
+    ``spliced``: ``obj`` may hold :class:`ganeti.serializer.Encoded` text
+    (:func:`ganeti.serializer.dumps_spliced`).
+    """
+    data = (serializer.dumps_spliced(obj).encode("utf-8") if spliced
+            else serializer.dumps_bytes(obj))
     if ETX in data:  # JSON escapes control characters; this is a bug if hit
         raise errors.ProgrammerError("ETX inside an encoded LUXI message")
     return data + ETX
@@ -228,11 +233,15 @@ def encode_request(method: str, args: list[Any], version: int | None = None) -> 
     return encode_message(msg)
 
 
-def encode_response(success: bool, result: Any) -> bytes:
-    """Frame a response; an exception as ``result`` is encoded as an error."""
+def encode_response(success: bool, result: Any, *, spliced: bool = False) -> bytes:
+    """Frame a response; an exception as ``result`` is encoded as an error.
+
+    ``spliced``: ``result`` may hold already encoded JSON
+    (:class:`ganeti.serializer.Encoded`), written verbatim.
+    """
     if isinstance(result, BaseException):
         result = errors.encode_exception(result)
-    return encode_message({"success": success, "result": result})
+    return encode_message({"success": success, "result": result}, spliced=spliced)
 
 
 def parse_request(frame: bytes) -> Request:

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     _Conv = Callable[[Any, str], Any]
 
 __all__ = ["dumps", "dumps_bytes", "loads", "to_data", "from_data",
-           "dumps_signed", "loads_signed", "FragmentCache"]
+           "dumps_signed", "loads_signed", "FragmentCache", "Encoded", "dumps_spliced"]
 
 _WHITESPACE = " \t\n\r"
 _SCALARS = (str, int, float, bool, type(None))
@@ -126,6 +126,36 @@ def dumps(data: Any, *, pretty: bool = False) -> str:
 def dumps_bytes(data: Any, *, pretty: bool = False) -> bytes:
     """Like :func:`dumps`, as UTF-8 bytes."""
     return dumps(data, pretty=pretty).encode("utf-8")
+
+
+class Encoded:
+    """JSON text made by this module earlier, to be spliced into a document
+    verbatim by :func:`dumps_spliced` (a cached list of query rows, say)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def dumps_spliced(data: Any) -> str:
+    """Like :func:`dumps`, with :class:`Encoded` values written as their text.
+
+    An :class:`Encoded` may stand for ``data`` itself or for a value in its
+    dicts (dicts inside dicts, string keys); everything else is encoded as
+    :func:`dumps` does it, so the result is byte for byte what :func:`dumps`
+    gives for the decoded document.
+    """
+    if isinstance(data, Encoded):
+        return data.text
+    if type(data) is not dict:
+        return _encode(data)
+    parts = []
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise errors.SerializationError(f"dumps_spliced: key {key!r} is not a string")
+        parts.append(f"{_c_quote(key)}:{dumps_spliced(value)}")
+    return "{" + ",".join(parts) + "}"
 
 
 # --- decoding -------------------------------------------------------------------
@@ -437,7 +467,7 @@ class FragmentCache:
     encode again are found by comparing lists of the values, serials and
     mtimes in C, and the document is one join of the kept bytes (one
     6 MB buffer: every big buffer is fresh memory in the master, see
-    ``luxiserver.fix_mmap_threshold``, and costs page faults) instead
+    ``tuning.fix_mmap_threshold``, and costs page faults) instead
     of a Python loop over every entry and three copies of the text
     (doc/scale.md has the figures).
     """

@@ -10,8 +10,7 @@ queue shows a state in the table only once it is on disk
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, errors, serializer
@@ -19,8 +18,7 @@ from ganeti.jqueue.job import QueuedJob, check_fields, copy_job, get_job_field
 from ganeti.jqueue.summary import SUMMARY_FIELDS, JobSummary
 from ganeti.jqueue.table import JobTable
 
-__all__ = ["job_ids", "get_jobs", "get_summaries", "query_jobs", "wait_for_job_change",
-           "SummaryRowCache"]
+__all__ = ["job_ids", "get_jobs", "get_summaries", "query_jobs", "wait_for_job_change"]
 
 
 def job_ids(table: JobTable) -> list[int]:
@@ -49,46 +47,6 @@ def get_summaries(table: JobTable, ids: list[Any] | None) -> list[JobSummary | Q
     with table.lock:
         wanted = table.ids() if ids is None else ids
         return [table.summary(i) for i in wanted]
-
-
-class SummaryRowCache:
-    """The JSON text of ``job`` query rows made from job summaries, kept
-    for one field list at a time (the last one asked for).
-
-    A row is ``[[RS_NORMAL, value], ...]`` with one cell per field, as
-    :func:`ganeti.query.query` makes it.  A row is reused while the job's
-    summary is the *same object*: a finished job keeps its summary until it
-    is archived, a live job is summarized anew on every lookup (so its row
-    is always made fresh).  Thread-safe.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._fields: tuple[str, ...] = ()
-        self._rows: dict[int, tuple[Any, str]] = {}
-
-    def rows_json(self, summaries: Sequence[Any], fields: Sequence[str]) -> str:
-        """The JSON list of the rows of ``summaries`` (in their order; None
-        entries skipped) for ``fields``, all in
-        :data:`~ganeti.jqueue.summary.SUMMARY_FIELDS`."""
-        key = tuple(fields)
-        normal = constants.RS_NORMAL
-        parts = []
-        with self._lock:
-            old = self._rows if key == self._fields else {}
-            new: dict[int, tuple[Any, str]] = {}
-            for job in summaries:
-                if job is None:
-                    continue
-                hit = old.get(job.id)
-                if hit is not None and hit[0] is job:
-                    text = hit[1]
-                else:
-                    text = serializer.dumps([[normal, job.get_field(f)] for f in key])
-                new[job.id] = (job, text)
-                parts.append(text)
-            self._fields, self._rows = key, new
-        return "[" + ",".join(parts) + "]"
 
 
 def query_jobs(table: JobTable, ids: list[Any] | None,

@@ -20,7 +20,8 @@ The sequence is:
    ``ganeti-noded && echo started`` means what it says;
 5. set up logging (``<log_dir>/<DAEMON_LOG_NAMES[name]>``), install the
    signal handlers and call ``state = prepare_fn(runtime)`` (bind sockets,
-   open the config...);
+   open the config...), with the daemon's process tuning
+   (:mod:`ganeti.server.tuning`) applied before and after it;
 6. ``exec_fn(runtime, state)`` runs the daemon; it should return soon after
    ``runtime.stop_event`` is set.
 
@@ -54,6 +55,7 @@ from ganeti import errors
 from ganeti.pathutils import Paths, get_paths
 from ganeti.redact import Redactor
 from ganeti.server.logsetup import LogHandle, setup_logging
+from ganeti.server.tuning import Tuning, after_prepare, before_prepare
 from ganeti.utils import localfile
 
 __all__ = ["PidFile", "DaemonRuntime", "build_parser", "run_daemon", "raise_fd_limit"]
@@ -241,11 +243,12 @@ def run_daemon(name: str, *, exec_fn: Callable[[DaemonRuntime, Any], None] | Non
                check_fn: Callable[[argparse.Namespace, Paths], None] | None = None,
                add_options: Callable[[argparse.ArgumentParser], None] | None = None,
                description: str = "", argv: list[str] | None = None,
-               paths: Paths | None = None) -> int:
+               paths: Paths | None = None, tuning: Tuning | None = None) -> int:
     """Run a daemon as described in the module docstring; returns the exit status.
 
     ``exec_fn`` defaults to waiting for a stop request.  ``paths`` defaults
-    to ``get_paths()`` (``$GANETI_ROOTDIR``).
+    to ``get_paths()`` (``$GANETI_ROOTDIR``).  ``tuning`` (heap and garbage
+    collector, :mod:`ganeti.server.tuning`) is applied around ``prepare_fn``.
     """
     options = build_parser(name, description, add_options).parse_args(argv)
     paths = paths or get_paths()
@@ -260,7 +263,8 @@ def run_daemon(name: str, *, exec_fn: Callable[[DaemonRuntime, Any], None] | Non
         sys.stderr.write(f"{name}: cannot start: {exc}\n")
         return 1
     if options.foreground:
-        code, restart = _run(name, options, paths, pidfile, prepare_fn, exec_fn, None)
+        code, restart = _run(name, options, paths, pidfile, prepare_fn, exec_fn, None,
+                             tuning)
         if restart:
             _restart(name, argv)
         return code
@@ -281,7 +285,8 @@ def run_daemon(name: str, *, exec_fn: Callable[[DaemonRuntime, Any], None] | Non
             detach_process=True, files_preserve=[pidfile.fileno(), wfd],
             signal_map={}, umask=0o022, working_directory="/", prevent_core=False)
         context.open()
-        code, restart = _run(name, options, paths, pidfile, prepare_fn, exec_fn, wfd)
+        code, restart = _run(name, options, paths, pidfile, prepare_fn, exec_fn, wfd,
+                             tuning)
         if restart:
             _restart(name, argv)
     except BaseException:   # never return into the caller's stack from a fork
@@ -346,7 +351,7 @@ def _notify(fd: int | None, message: bytes) -> None:
 def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
          prepare_fn: Callable[[DaemonRuntime], Any] | None,
          exec_fn: Callable[[DaemonRuntime, Any], None] | None,
-         notify_fd: int | None) -> tuple[int, bool]:
+         notify_fd: int | None, tuning: Tuning | None = None) -> tuple[int, bool]:
     """Run the daemon; its exit status, and whether it asked to be restarted."""
     pidfile.write_pid()
     pidfile.keep_out_of_children()
@@ -363,7 +368,11 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
     }
     try:
         try:
+            if tuning is not None:
+                before_prepare(tuning)
             state = prepare_fn(runtime) if prepare_fn is not None else None
+            if tuning is not None:
+                after_prepare(tuning)
         except Exception as exc:
             logger.exception("%s failed to start", name)
             _notify(notify_fd, f"{type(exc).__name__}: {exc}".encode("utf-8", "replace"))

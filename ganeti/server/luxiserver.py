@@ -49,10 +49,10 @@ import time
 from typing import Callable, Generic, Protocol, TypeVar
 
 from ganeti import constants, errors, luxi
+from ganeti.server.tuning import release_memory
 
 __all__ = ["MasterServer", "Dispatcher", "DEFAULT_MAX_CLIENTS", "DEFAULT_CLIENT_TIMEOUT",
-           "DEFAULT_NEW_CLIENT_TIMEOUT", "DEFAULT_MAX_WORKERS", "DEFAULT_MAX_BUFFERED",
-           "release_memory", "limit_malloc_arenas", "fix_mmap_threshold", "MMAP_THRESHOLD"]
+           "DEFAULT_NEW_CLIENT_TIMEOUT", "DEFAULT_MAX_WORKERS", "DEFAULT_MAX_BUFFERED"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,61 +75,6 @@ class Dispatcher(Protocol):
     """What the server needs: one request frame in, one response frame out (never raises)."""
 
     def handle(self, frame: bytes) -> bytes: ...
-
-
-def release_memory() -> None:
-    """Give freed C heap memory back to the system (glibc ``malloc_trim``; no-op elsewhere)."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
-
-
-#: glibc ``mallopt`` parameter numbers of ``M_ARENA_MAX`` and ``M_MMAP_THRESHOLD``
-_M_ARENA_MAX = -8
-_M_MMAP_THRESHOLD = -3
-#: C allocations at least this large get their own mapping (glibc's initial default)
-MMAP_THRESHOLD = 128 * 1024
-
-
-def _mallopt(param: int, value: int) -> bool:
-    try:
-        import ctypes
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(param, value))
-
-
-def limit_malloc_arenas(count: int = 2) -> bool:
-    """Let the C heap use at most ``count`` glibc arenas (``M_ARENA_MAX``).
-
-    By default every thread that allocates may get its own arena (up to
-    eight per core), and each keeps the memory freed in it: the LUXI and
-    job worker threads of a master answering 10,000-instance lists then
-    hold tens of MiB each (doc/scale.md).  Call it before starting
-    threads; False where there is no glibc.
-    """
-    return _mallopt(_M_ARENA_MAX, count)
-
-
-def fix_mmap_threshold(size: int = MMAP_THRESHOLD) -> bool:
-    """Give every C allocation of ``size`` bytes or more its own mapping, for good.
-
-    By default glibc raises this threshold to the size of each mapped
-    block freed (up to 32 MiB): after the first multi-MiB reply or
-    configuration text is freed, the next ones (the 6 MB configuration
-    of 10,000 instances, 1-10 MB query frames, node RPC answers) come
-    from the heap, whose freed space stays part of the process between
-    smaller live blocks.  Fixed, a big block goes back to the system when
-    it is freed: the master's RSS after the scale benchmark's queries,
-    verify and instance starts went from 169 to about 140 MiB
-    (doc/scale.md).  False where there is no glibc.
-    """
-    return _mallopt(_M_MMAP_THRESHOLD, size)
 
 
 class _Workers(Generic[_T]):

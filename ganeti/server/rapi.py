@@ -34,7 +34,8 @@ from ganeti.pathutils import Paths
 from ganeti.rapi import resources, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.logsetup import AccessLog
-from ganeti.server.luxiserver import fix_mmap_threshold, limit_malloc_arenas, release_memory
+from ganeti.server import tuning
+from ganeti.server.tuning import release_memory
 from ganeti.utils import jsonshape, localfile
 
 __all__ = ["MAX_BODY", "MAX_ANONYMOUS_BODY", "MAX_JSON_DEPTH", "MAX_JSON_VALUES",
@@ -468,10 +469,6 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
 
 def _prepare(runtime: DaemonRuntime) -> RapiServer:
     paths, opts = runtime.paths, runtime.options
-    # before the request threads exist: few arenas, big blocks mapped on their
-    # own, so that memory freed after a burst of large bodies goes back
-    limit_malloc_arenas()
-    fix_mmap_threshold()
     table = UsersTable(paths.rapi_users_file)
     access = AccessLog(paths.log_file(constants.RAPI_ACCESS_LOG))
     server = RapiServer((opts.bind, opts.port), make_tls_context(paths.rapi_pem),
@@ -510,5 +507,5 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``daemons/ganeti-rapi``."""
     return run_daemon(constants.RAPI, add_options=_add_options, check_fn=_check,
                       prepare_fn=_prepare, exec_fn=_serve, description="Ganeti Remote API",
-                      argv=argv)
+                      argv=argv, tuning=tuning.RAPI)
 

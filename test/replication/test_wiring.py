@@ -25,7 +25,7 @@ from ganeti.jqueue import storage as jstorage  # noqa: E402
 from ganeti.mcpu import NullCallbacks, Processor  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.replication import Replicator  # noqa: E402
-from ganeti.server import masterd  # noqa: E402
+from ganeti.server import mastercontext, masterd  # noqa: E402
 
 
 def _replicating_config(tmp_path, **kw):
@@ -262,7 +262,7 @@ def test_build_context_wires_replication_and_hooks(tmp_path, monkeypatch) -> Non
         fake.append(FakeRpc(cfg))
         return fake[0]
 
-    monkeypatch.setattr(masterd, "_build_rpc", build_rpc)
+    monkeypatch.setattr(mastercontext, "_build_rpc", build_rpc)
     ctx = masterd.build_context(paths, workers=1, sync_mode=jstorage.SYNC_NONE)
     try:
         assert isinstance(ctx.hooks_runner, HooksRunner)

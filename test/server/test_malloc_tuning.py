@@ -1,4 +1,4 @@
-"""luxiserver.fix_mmap_threshold: big C blocks keep their own mapping after a bigger one was freed."""
+"""tuning.fix_mmap_threshold: big C blocks keep their own mapping after a bigger one was freed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 _SCRIPT = r"""
 import ctypes, sys
 sys.path.insert(0, sys.argv[1])
-from ganeti.server import luxiserver
+from ganeti.server import tuning
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in (
@@ -27,7 +27,7 @@ libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
 libc.mallinfo2.restype = MallInfo2
 if sys.argv[2] == "fixed":
-    assert luxiserver.fix_mmap_threshold()
+    assert tuning.fix_mmap_threshold()
 big = libc.malloc(16 * 1024 * 1024)   # mapped; freeing it raises glibc's dynamic threshold
 libc.free(big)
 before = libc.mallinfo2().hblkhd

@@ -18,7 +18,7 @@ from fakes.fakeconfig import node_name  # noqa: E402
 from ganeti import errors, luxi, opcodes  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
-from ganeti.server import masterd  # noqa: E402
+from ganeti.server import mastercontext, masterd, masterstart  # noqa: E402
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def wired(tmp_path, monkeypatch):
         fake.append(FakeRpc(cfg))
         return fake[0]
 
-    monkeypatch.setattr(masterd, "_build_rpc", build_rpc)
+    monkeypatch.setattr(mastercontext, "_build_rpc", build_rpc)
     monkeypatch.setenv("GANETI_HOSTNAME", node_name(1))
     checks: list = []
     ctx = masterd.build_context(paths, workers=1, sync_mode=jstorage.SYNC_NONE,
@@ -41,7 +41,7 @@ def wired(tmp_path, monkeypatch):
     rpc.set_handler("master_lease", lambda node, args: {"master": node_name(1), "epoch": 0})
     clock = FakeClock()
     opts = argparse.Namespace(lease_duration=6.0, rpc_timeout_scale=1.0, no_voting=False)
-    guard = masterd._guard(ctx, opts, checks, clock=clock)
+    guard = masterstart.make_guard(ctx, opts, checks, clock=clock)
     yield ctx, rpc, clock, guard
     ctx.replicator.stop(timeout=10)
 

@@ -17,7 +17,7 @@ from fakes import make_config  # noqa: E402
 from ganeti import constants, luxi, serializer  # noqa: E402
 from ganeti.cmdlib import query as cmdlib_query  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
-from ganeti.jqueue.lookup import SummaryRowCache  # noqa: E402
+from ganeti.query.answercache import AnswerCache  # noqa: E402
 from ganeti.jqueue.summary import JobSummary  # noqa: E402
 from ganeti.objects import NIC, Instance  # noqa: E402
 from ganeti.pathutils import Paths  # noqa: E402
@@ -97,7 +97,7 @@ def test_job_list_frame_is_the_general_answer(tmp_path) -> None:
 def test_row_cache_reuses_rows_of_the_same_summary_only() -> None:
     one = JobSummary(1, "success", 0, ["success"], [0], ["TEST_DELAY"], [1, 0], [1, 1], [1, 2])
     two = JobSummary(2, "error", 0, ["error"], [0], ["TEST_DELAY"], None, None, None)
-    cache = SummaryRowCache()
+    cache = AnswerCache()
     text = cache.rows_json([one, None, two], ["id", "status"])
     assert text == '[[[0,1],[0,"success"]],[[0,2],[0,"error"]]]'
     assert cache.rows_json([one], ["id", "status"]) == '[[[0,1],[0,"success"]]]'

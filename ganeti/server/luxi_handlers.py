@@ -1,0 +1,354 @@
+"""The LUXI methods of the master daemon: one handler per row of the LUXI table.
+
+:class:`LuxiDispatcher` turns one request frame into one response frame
+(``handle(frame) -> bytes``, never raising for bad input): it decodes the
+request, checks the master's fencing, looks the method up, checks the
+arguments against the method's row of :data:`ganeti.luxi.METHODS`
+(doc/protocols/luxi.md) and runs the handler.  Answers that are asked for
+again and again unchanged come whole from one
+:class:`~ganeti.query.answercache.AnswerCache`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+from ganeti import constants, errors, events, luxi, query, serializer, watcherpause
+from ganeti.cmdlib import backup as cmdlib_backup
+from ganeti.cmdlib import query as cmdlib_query
+from ganeti.cmdlib.cluster import cluster_info
+from ganeti.cmdlib.common import find_instance, find_node
+from ganeti.context import MasterContext
+from ganeti.failover.quorum import MasterGuard
+from ganeti.jqueue.summary import SUMMARY_FIELDS
+from ganeti.query.answercache import AnswerCache
+from ganeti.replication import Replicator
+
+__all__ = ["LuxiDispatcher"]
+
+logger = logging.getLogger(__name__)
+
+
+class LuxiDispatcher:
+    """Maps LUXI method names to handlers; ``handle(frame) -> response bytes``."""
+
+    def __init__(self, context: MasterContext, clock: Callable[[], float] = time.time,
+                 guard: MasterGuard | None = None) -> None:
+        self.context = context
+        self._clock = clock
+        self._pause_lock = threading.Lock()
+        jq = context.require_jqueue()
+        # the master lease and fencing (doc/design/failover.md); None: not checked
+        self.guard = guard
+
+        def check(count: int = 1) -> None:
+            if self.guard is not None:
+                self.guard.check_submit(count)
+
+        def many(jobs: Any) -> Any:
+            check(len(jobs) if isinstance(jobs, list) else 1)
+            return jq.submit_many_jobs(jobs)
+
+        def one(ops: Any, ignore_drain: bool = False) -> int:
+            check()
+            return jq.submit_job(ops, ignore_drain=ignore_drain)
+
+        # name -> handler; the arguments are checked against luxi.METHOD_ARGS first
+        self._methods: dict[str, Callable[..., Any]] = {
+            "SubmitJob": one,
+            "SubmitJobToDrainedQueue": lambda ops: one(ops, ignore_drain=True),
+            "SubmitManyJobs": many,
+            "WaitForJobChange": jq.wait_for_job_change,
+            "PickupJob": jq.pickup_job,
+            "CancelJob": self._cancel_job,
+            "ArchiveJob": jq.archive_job,
+            "AutoArchiveJobs": jq.auto_archive_jobs,
+            "ChangeJobPriority": jq.change_job_priority,
+            "QueryJobs": self._query_jobs,
+            "Query": lambda what, fields, qfilter:
+                cmdlib_query.run_query(context, what, fields, qfilter),
+            "QueryFields": cmdlib_query.run_query_fields,
+            "QueryInstances": lambda names, fields, use_locking=False:
+                self._query_old_style(constants.QR_INSTANCE, names, fields),
+            "QueryNetworks": lambda names, fields, use_locking=False:
+                self._query_networks(names, fields),
+            "QueryNodes": lambda names, fields, use_locking=False:
+                self._query_old_style(constants.QR_NODE, names, fields),
+            "QueryGroups": lambda names, fields, use_locking=False:
+                self._query_old_style(constants.QR_GROUP, names, fields),
+            "QueryExports": lambda nodes, use_locking=False:
+                cmdlib_backup.query_exports(context, nodes, use_locking),
+            "QueryConfigValues": self._query_config_values,
+            "QueryClusterInfo": lambda: cluster_info(context.committed_cfg()),  # see _frames
+            "QueryTags": self._query_tags,
+            "SetDrainFlag": self._set_drain_flag,
+            "SetWatcherPause": self._set_watcher_pause,
+            "WaitForEvents": self._wait_for_events,
+            "QueryMetrics": self._query_metrics,
+            "DrainMaster": self._drain_master,
+        }
+        # methods whose response frame is made (or cached) as a whole: name ->
+        # frame maker, called with the request's arguments; None: ask the handler
+        self._frames: dict[str, Callable[..., bytes | None]] = {
+            "QueryClusterInfo": self._cluster_info_frame,
+            "Query": self._query_frame,
+        }
+        self._answers = AnswerCache()
+        unchecked = set(self._methods) - set(luxi.METHOD_ARGS)
+        if unchecked:
+            raise errors.ProgrammerError(f"LUXI methods without an argument table row:"
+                                         f" {sorted(unchecked)}")
+
+    def handle(self, frame: bytes) -> bytes:
+        """Answer one request frame; never raises for bad input."""
+        try:
+            req = luxi.parse_request(frame)
+        except errors.GanetiError as exc:
+            return luxi.encode_response(False, exc)
+        if self.guard is not None:
+            try:   # a master fenced by a majority answers nothing but who the master is
+                self.guard.check_request()
+            except errors.NotMasterError as exc:
+                return luxi.encode_response(False, exc)
+        entry = self._methods.get(req.method)
+        if entry is None:
+            return luxi.encode_response(False, errors.ProtocolError(
+                f"Unknown or unsupported LUXI method '{req.method}'"))
+        try:
+            luxi.check_args(req.method, req.args)
+        except errors.ParameterError as exc:
+            return luxi.encode_response(False, exc)
+        make_frame = self._frames.get(req.method)
+        try:
+            if make_frame is not None:
+                made = make_frame(*req.args)
+                if made is not None:
+                    return made
+            result = entry(*req.args)
+        except errors.GanetiError as exc:
+            logger.debug("LUXI %s failed: %s", req.method, exc)
+            return luxi.encode_response(False, exc)
+        except Exception as exc:  # bad input must never kill the daemon
+            logger.exception("LUXI %s failed unexpectedly", req.method)
+            return luxi.encode_response(False, errors.GanetiError(
+                f"Internal error in {req.method}: {type(exc).__name__}: {exc}"))
+        try:
+            return luxi.encode_response(True, result)
+        except (TypeError, ValueError, errors.GanetiError) as exc:
+            logger.exception("Cannot encode the result of %s", req.method)
+            return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
+
+    # handlers ------------------------------------------------------------------
+    def _drain_master(self, seconds: float) -> dict[str, Any]:
+        """Refuse submissions for ``seconds`` (0: accept again), then flush the
+        replication (doc/design/failover.md, "Planned failover under load")."""
+        if seconds < 0 or seconds > 600:
+            raise errors.ParameterError("DrainMaster: seconds must be within 0..600",
+                                        errors.ECODE_INVAL)
+        if self.guard is not None:
+            self.guard.drain(seconds)
+        flushed = True
+        replicator = self.context.replicator
+        if seconds > 0 and isinstance(replicator, Replicator):
+            flushed = replicator.flush(timeout=min(seconds, 20.0))
+        logger.warning("Draining for a failover: %s", f"{seconds:g}s, replication"
+                       f" {'flushed' if flushed else 'NOT flushed'}" if seconds > 0 else "ended")
+        return {"last_job_id": self.context.require_jqueue().storage.last_id,
+                "flushed": flushed}
+
+    def _cluster_info_frame(self) -> bytes:
+        """The QueryClusterInfo response, encoded once per configuration state.
+
+        Keyed on the config serial and the cluster object's own serial and
+        mtime (a change undone after a failed write and made again reuses a
+        config serial, never the cluster's mtime); everything in the answer
+        comes from the cluster object and the master node's name.
+        """
+        cfg = self.context.committed_cfg()
+        cluster = cfg.get_cluster_info()
+        key = (cfg.get_serial_no(), cluster.serial_no, cluster.mtime, cfg.get_master_node_name())
+        return self._answers.frame("QueryClusterInfo", key,
+                                   lambda: luxi.encode_response(True, cluster_info(cfg)))
+
+    def _query_frame(self, what: Any, fields: Any, qfilter: Any) -> bytes | None:
+        """A ``Query`` response made here, or None (the handler answers it):
+        :meth:`_job_list_frame`, or :meth:`_config_query_frame`."""
+        if what == constants.QR_JOB:
+            return self._job_list_frame(what, fields, qfilter)
+        if what == constants.QR_INSTANCE:
+            return self._config_query_frame(what, fields, qfilter)
+        return None
+
+    def _config_query_frame(self, what: str, fields: Any, qfilter: Any) -> bytes | None:
+        """The response of a query that reads the committed configuration
+        only (no field or filter needs live or other data), kept for the
+        last such query: asked again while the committed configuration is
+        the same tree (the same reader object: every commit makes a new
+        one), the same frame.  None for queries that need more.
+        """
+        table = cmdlib_query.RESOURCES[what].table
+        try:
+            if query.required_data(table, fields, qfilter):
+                return None
+        except errors.GanetiError:
+            return None   # (the general path reports bad fields)
+        reader = self.context.committed_cfg()
+        return self._answers.frame(
+            "config-query", serializer.dumps([what, fields, qfilter]),
+            lambda: luxi.encode_response(True, cmdlib_query.run_query(self.context, what,
+                                                                      fields, qfilter)),
+            source=reader)
+
+    def _job_list_frame(self, what: Any, fields: Any, qfilter: Any) -> bytes | None:
+        """The ``Query`` response for the plain job list (``gnt-job list``:
+        the filter ``UNARCHIVED_FILTER`` alone, fields a job summary holds)
+        and for the unfiltered listing of every job (archived ones included),
+        its rows' JSON kept per finished job (:meth:`AnswerCache.rows_json`);
+        None for any other query.  Byte for byte the frame of
+        ``cmdlib_query.run_query``'s result: the unarchived jobs in id
+        order, every cell normal.
+        """
+        if (what != constants.QR_JOB
+                or (qfilter != cmdlib_query.UNARCHIVED_FILTER and qfilter is not None)
+                or not fields or not SUMMARY_FIELDS.issuperset(fields)):
+            return None   # (the arguments were checked: fields is a list of strings)
+        jq = self.context.require_jqueue()
+        get_summaries = getattr(jq, "get_summaries", None)
+        get_archived = getattr(jq, "get_archived_summaries", None)
+        if get_summaries is None or get_archived is None:   # (test fakes of the queue)
+            return None
+        summaries = [s for s in get_summaries(None) if s is not None]
+        if qfilter is None:        # every job, the archived ones too (from memory)
+            summaries += get_archived(exclude={s.id for s in summaries})
+            summaries.sort(key=attrgetter("id"))
+        fielddefs = query.query_fields(cmdlib_query.JOB_FIELDS, fields)["fields"]
+        rows = serializer.Encoded(self._answers.rows_json(summaries, fields))
+        return luxi.encode_response(True, {"fields": fielddefs, "data": rows}, spliced=True)
+
+    def _query_old_style(self, what: str, names: Any, fields: Any) -> list[list[Any]]:
+        if names is not None and not isinstance(names, list):
+            raise errors.ParameterError(f"Query{what.capitalize()}s: names must be a list",
+                                        errors.ECODE_INVAL)
+        result = cmdlib_query.run_query(self.context, what, fields,
+                                        query.make_simple_filter("name", names))
+        return query.old_style_rows(result)
+
+    @staticmethod
+    def _query_networks(names: Any, fields: Any) -> list[list[Any]]:
+        """Old-style QueryNetworks: this project has no networks yet, so no rows;
+        naming a network is an unknown-entity error (doc/protocols/luxi.md)."""
+        if names:
+            raise errors.OpPrereqError(f"Network(s) {', '.join(map(str, names))} not known",
+                                       errors.ECODE_NOENT)
+        return []
+
+    def _wait_for_events(self, last_id: int | None, event_filter: Any,
+                         timeout: float) -> dict[str, Any]:
+        """Events after ``last_id`` matching the filter, long-polling up to
+        ``timeout`` (capped like WaitForJobChange); doc/protocols/events.md."""
+        bus = self.context.events
+        if bus is None:
+            raise errors.ProgrammerError("This master daemon publishes no events")
+        flt = events.EventFilter.from_wire(event_filter)
+        timeout = min(max(0.0, timeout), constants.LUXI_WFJC_TIMEOUT)
+        cursor, found = bus.wait(last_id, flt, timeout, limit=luxi.WAIT_FOR_EVENTS_LIMIT)
+        return {"last_id": cursor, "events": [events.event_to_dict(e) for e in found]}
+
+    def _query_metrics(self) -> list[dict[str, Any]]:
+        """The master's figures as plain data (doc/metrics.md)."""
+        figures = self.context.metrics
+        return figures.snapshot() if figures is not None else []
+
+    def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
+        return self.context.require_jqueue().cancel_job(job_id, kill=bool(kill))
+
+    def _query_jobs(self, job_ids: Any, fields: Any) -> Any:
+        if job_ids is not None and not isinstance(job_ids, list):
+            raise errors.ParameterError("QueryJobs: job ids must be a list or null",
+                                        errors.ECODE_INVAL)
+        return self.context.require_jqueue().query_jobs(job_ids, fields)
+
+    def _watcher_pause(self) -> int | None:
+        return watcherpause.read_pause(self.context.paths.watcher_pause_file, self._clock())
+
+    def _set_watcher_pause(self, until: Any) -> Any:
+        """Store the pause on the master, then on every other online node (as Ganeti).
+
+        Nodes that fail are named in an :class:`errors.OpExecError`; the
+        pause is set everywhere else.
+        """
+        until = watcherpause.check_until(until)
+        with self._pause_lock:   # concurrent requests: the last one wins everywhere
+            watcherpause.write_pause(self.context.paths.watcher_pause_file, until)
+            cfg, rpc = self.context.committed_cfg(), self.context.rpc
+            if rpc is None:
+                return until
+            master = cfg.get_master_node_name()
+            others = [n.name for n in cfg.get_all_nodes_info().values()
+                      if n.name != master and not n.offline]
+            if not others:
+                return until
+            results = rpc.call_set_watcher_pause(sorted(others), until=until)
+        failed = [f"{name} ({res.fail_msg})" for name, res in sorted(results.items())
+                  if res.fail_msg and not res.offline]
+        if failed:
+            raise errors.OpExecError("Watcher pause was set where possible, but failed on"
+                                     f" the following node(s): {', '.join(failed)}")
+        return until
+
+    def _set_drain_flag(self, flag: Any) -> bool:
+        if not isinstance(flag, bool):
+            raise errors.ParameterError("SetDrainFlag: expected a boolean", errors.ECODE_INVAL)
+        self.context.require_jqueue().set_drain_flag(flag)
+        return True
+
+    def _query_config_values(self, fields: Any) -> list[Any]:
+        if not isinstance(fields, list):
+            raise errors.ParameterError("QueryConfigValues: fields must be a list",
+                                        errors.ECODE_INVAL)
+        cfg = self.context.committed_cfg()
+        cluster = cfg.get_cluster_info()
+        jq = self.context.require_jqueue()
+        getters: dict[str, Callable[[], Any]] = {
+            "cluster_name": lambda: cluster.cluster_name,
+            "master_node": lambda: cfg.get_master_node_name(),
+            "drain_flag": lambda: jq.is_drained(),
+            "watcher_pause": self._watcher_pause,
+            "volume_group_name": lambda: cluster.volume_group_name,
+            "enabled_hypervisors": lambda: list(cluster.enabled_hypervisors),
+            "default_hypervisor": lambda: cluster.primary_hypervisor,
+            "cluster_tags": lambda: sorted(cluster.tags),
+            "uuid": lambda: cluster.uuid,
+            "software_version": lambda: constants.RELEASE_VERSION,
+        }
+        result = []
+        for name in fields:
+            getter = getters.get(name) if isinstance(name, str) else None
+            if getter is None:
+                raise errors.ParameterError(f"Unknown config value '{name}'", errors.ECODE_INVAL)
+            result.append(getter())
+        return result
+
+    def _query_tags(self, kind: Any, name: Any) -> list[str]:
+        cfg = self.context.committed_cfg()
+        if kind == constants.TAG_CLUSTER:
+            obj: Any = cfg.get_cluster_info()
+        elif kind == constants.TAG_NODE:
+            obj = find_node(cfg, name) if isinstance(name, str) else None
+        elif kind == constants.TAG_INSTANCE:
+            obj = find_instance(cfg, name) if isinstance(name, str) else None
+        elif kind == constants.TAG_NODEGROUP:
+            obj = cfg.get_nodegroup_by_name(name)
+        elif kind == constants.TAG_NETWORK:
+            data = cfg.get_config_data()
+            obj = next((n for n in data.networks.values() if n.name == name), None)
+        else:
+            raise errors.ParameterError(f"Invalid tag kind '{kind}'", errors.ECODE_INVAL)
+        if obj is None:
+            raise errors.OpPrereqError(f"{kind} '{name}' not found", errors.ECODE_NOENT)
+        return sorted(obj.tags)
