@@ -18,25 +18,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["ETX", "KNOWN_METHODS", "FrameBuffer", "encode_message",
+__all__ = ["ETX", "METHODS", "Method", "KINDS", "FrameBuffer", "encode_message",
            "encode_request", "encode_response", "parse_request",
            "parse_response", "Request", "Client", "JOB_NOTCHANGED",
-           "IDEMPOTENT_METHODS", "default_master_socket", "METHOD_ARGS", "check_args",
+           "IDEMPOTENT_METHODS", "default_master_socket", "check_args",
            "WAIT_FOR_EVENTS_LIMIT"]
 
 ETX = b"\x03"
-
-KNOWN_METHODS = frozenset([
-    "SubmitJob", "SubmitJobToDrainedQueue", "SubmitManyJobs",
-    "WaitForJobChange", "PickupJob", "CancelJob", "ArchiveJob",
-    "AutoArchiveJobs", "ChangeJobPriority", "Query", "QueryFields",
-    "QueryJobs", "QueryInstances", "QueryNodes", "QueryGroups",
-    "QueryNetworks", "QueryExports", "QueryConfigValues",
-    "QueryClusterInfo", "QueryTags", "QueryFilters", "ReplaceFilter",
-    "DeleteFilter", "SetDrainFlag", "SetWatcherPause", "WaitForEvents", "QueryMetrics",
-    "DrainMaster",
-])
-
 
 class Request:
     """A decoded LUXI request (immutable; a plain class to keep imports lean)."""
@@ -126,60 +114,150 @@ def _is_number(value: Any) -> bool:
             and abs(value) <= _INT_MAX)
 
 
-#: Argument kind -> (check, what the error says is expected).
-_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "any": (lambda v: True, "anything"),
-    "bool": (lambda v: isinstance(v, bool), "a boolean"),
-    "int": (_is_int, "an integer"),
-    "number": (_is_number, "a number"),
-    "number|null": (lambda v: v is None or _is_number(v), "a number or null"),
-    "str": (lambda v: isinstance(v, str), "a string"),
-    "str|null": (lambda v: v is None or isinstance(v, str), "a string or null"),
-    "job_id": (_is_job_id, "a job id (a positive integer)"),
+#: Argument kind -> (check, what the error says is expected, Python type).
+KINDS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
+    "any": (lambda v: True, "anything", "Any"),
+    "bool": (lambda v: isinstance(v, bool), "a boolean", "bool"),
+    "int": (_is_int, "an integer", "int"),
+    "number": (_is_number, "a number", "float"),
+    "number|null": (lambda v: v is None or _is_number(v), "a number or null", "float | None"),
+    "str": (lambda v: isinstance(v, str), "a string", "str"),
+    "str|null": (lambda v: v is None or isinstance(v, str), "a string or null", "str | None"),
+    "job_id": (_is_job_id, "a job id (a positive integer)", "int | str"),
     "job_ids|null": (lambda v: v is None or (isinstance(v, list) and all(map(_is_job_id, v))),
-                     "a list of job ids (positive integers) or null"),
-    "int|null": (lambda v: v is None or _is_int(v), "an integer or null"),
-    "fields": (_is_str_list, "a list of field names (strings)"),
-    "fields|null": (lambda v: v is None or _is_str_list(v), "a list of strings or null"),
-    "names|null": (lambda v: v is None or _is_str_list(v), "a list of names (strings) or null"),
+                     "a list of job ids (positive integers) or null",
+                     "list[int] | None"),
+    "int|null": (lambda v: v is None or _is_int(v), "an integer or null", "int | None"),
+    "fields": (_is_str_list, "a list of field names (strings)", "list[str]"),
+    "fields|null": (lambda v: v is None or _is_str_list(v), "a list of strings or null",
+                    "list[str] | None"),
+    "names|null": (lambda v: v is None or _is_str_list(v), "a list of names (strings) or null",
+                   "list[str] | None"),
     "ops": (lambda v: isinstance(v, list) and all(isinstance(o, dict) for o in v),
-            "a list of opcodes (objects)"),
+            "a list of opcodes (objects)", "list[Any]"),
     "jobs": (lambda v: isinstance(v, list) and all(
         isinstance(j, list) and all(isinstance(o, dict) for o in j) for j in v),
-             "a list of jobs (lists of opcodes)"),
+             "a list of jobs (lists of opcodes)", "list[list[Any]]"),
 }
 
-#: Method -> (argument name, kind) per argument; a ``?`` after the name
-#: marks an optional trailing argument.  The master checks every request
-#: against this table before running it (doc/protocols/luxi.md).
-METHOD_ARGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "SubmitJob": (("ops", "ops"),),
-    "SubmitJobToDrainedQueue": (("ops", "ops"),),
-    "SubmitManyJobs": (("jobs", "jobs"),),
-    "WaitForJobChange": (("job_id", "job_id"), ("fields", "fields"), ("prev_job_info", "any"),
-                         ("prev_log_serial", "int|null"), ("timeout", "number")),
-    "PickupJob": (("job_id", "job_id"),),
-    "CancelJob": (("job_id", "job_id"), ("kill?", "bool")),
-    "ArchiveJob": (("job_id", "job_id"),),
-    "AutoArchiveJobs": (("age", "number"), ("timeout", "number")),
-    "ChangeJobPriority": (("job_id", "job_id"), ("priority", "int")),
-    "QueryJobs": (("job_ids", "job_ids|null"), ("fields", "fields")),
-    "Query": (("what", "str"), ("fields", "fields"), ("qfilter", "any")),
-    "QueryFields": (("what", "str"), ("fields", "fields|null")),
-    "QueryInstances": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
-    "QueryNodes": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
-    "QueryNetworks": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
-    "QueryGroups": (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool")),
-    "QueryExports": (("nodes", "names|null"), ("use_locking?", "bool")),
-    "QueryConfigValues": (("fields", "fields"),),
-    "QueryClusterInfo": (),
-    "QueryTags": (("kind", "str"), ("name", "str|null")),
-    "SetDrainFlag": (("flag", "bool"),),
-    "SetWatcherPause": (("until", "number|null"),),
-    "WaitForEvents": (("last_id", "int|null"), ("event_filter", "any"), ("timeout", "number")),
-    "QueryMetrics": (),
-    "DrainMaster": (("seconds", "number"),),
-}
+class Method:
+    """One row of the LUXI table: a method, its typed arguments and how to call it.
+
+    ``args``: ``(name, kind)`` per argument, in wire order; a ``?`` after
+    the name marks an optional trailing argument (the master accepts the
+    request without it).  ``kind`` is a key of :data:`KINDS`, which gives
+    its check (both ends), its Python type and what an error says.
+    ``idempotent``: a client may re-send the call once after the
+    connection broke mid-call (reads, and changes with the same effect when
+    repeated; never submissions).  ``wait``: the name of the argument that
+    says how long the master may take (a long poll): the client's read
+    timeout is at least that plus ten seconds.  ``result``: the Python type
+    of the answer.  ``client``: the client method's name when it differs,
+    and ``defaults``: Python default values of the client's arguments.
+    A plain class (no dataclasses: the CLI imports this module).
+    """
+
+    __slots__ = ("name", "args", "idempotent", "wait", "result", "doc", "client", "defaults")
+    name: str
+    args: tuple[tuple[str, str], ...]
+    idempotent: bool
+    wait: str | None
+    result: str
+    doc: str
+    client: str
+    defaults: dict[str, str]
+
+    def __init__(self, name: str, args: tuple[tuple[str, str], ...], *, idempotent: bool,
+                 result: str, doc: str, wait: str | None = None, client: str | None = None,
+                 defaults: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.args = args
+        self.idempotent = idempotent
+        self.wait = wait
+        self.result = result
+        self.doc = doc
+        self.client = client or name
+        self.defaults = defaults or {}
+
+    def arg_names(self) -> list[str]:
+        """The argument names in wire order, without the ``?`` marks."""
+        return [name.rstrip("?") for name, _ in self.args]
+
+    def __repr__(self) -> str:
+        return f"Method({self.name!r})"
+
+
+_IDS = "job_ids|null"
+_QUERY_OLD = (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool"))
+
+#: The LUXI methods the master serves, one row each: the one place they are
+#: listed.  The master checks every request against its row before running
+#: it (doc/protocols/luxi.md); the :class:`Client` methods are generated from
+#: it (``tools/gen_luxi_client.py``), and so is the test fake.
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("SubmitJob", (("ops", "ops"),), idempotent=False, result="int",
+           doc="Submit one job (a list of opcodes); returns its id."),
+    Method("SubmitJobToDrainedQueue", (("ops", "ops"),), idempotent=False, result="int",
+           doc="Like SubmitJob, ignoring the drain flag."),
+    Method("SubmitManyJobs", (("jobs", "jobs"),), idempotent=False, result="list[list[Any]]",
+           doc="Submit several jobs; returns [success, job_id_or_error] per job."),
+    Method("WaitForJobChange", (("job_id", "job_id"), ("fields", "fields"),
+                                ("prev_job_info", "any"), ("prev_log_serial", "int|null"),
+                                ("timeout", "number")),
+           idempotent=True, wait="timeout", result="Any", client="WaitForJobChangeOnce",
+           defaults={"timeout": "constants.LUXI_WFJC_TIMEOUT"},
+           doc='One wait for a job change: "nochange" or [job_info, log_entries].'),
+    Method("PickupJob", (("job_id", "job_id"),), idempotent=False, result="Any",
+           doc="Adopt a job written to the queue by another process."),
+    Method("CancelJob", (("job_id", "job_id"), ("kill?", "bool")), idempotent=True,
+           result="list[Any]", defaults={"kill": "False"},
+           doc="Cancel a queued or waiting job; returns [success, message]."),
+    Method("ArchiveJob", (("job_id", "job_id"),), idempotent=True, result="bool",
+           doc="Archive a finished job; returns whether it was archived."),
+    Method("AutoArchiveJobs", (("age", "number"), ("timeout", "number")), idempotent=True,
+           wait="timeout", result="list[int]",
+           doc="Archive jobs older than age seconds (-1: all); returns [archived, left]."),
+    Method("ChangeJobPriority", (("job_id", "job_id"), ("priority", "int")), idempotent=True,
+           result="list[Any]", doc="Change a job's priority; returns [success, message]."),
+    Method("QueryJobs", (("job_ids", _IDS), ("fields", "fields")), idempotent=True,
+           result="list[Any]", doc="Rows of job fields; None in place of an unknown job."),
+    Method("Query", (("what", "str"), ("fields", "fields"), ("qfilter", "any")),
+           idempotent=True, result="dict[str, Any]",
+           doc="Query2: {fields: [fielddefs], data: [[[status, value], ...], ...]}."),
+    Method("QueryFields", (("what", "str"), ("fields", "fields|null")), idempotent=True,
+           result="dict[str, Any]", doc="Field definitions of a resource: {fields: [...]}."),
+    Method("QueryInstances", _QUERY_OLD, idempotent=True, result="list[Any]",
+           defaults={"use_locking": "False"}, doc="Old-style instance query (rows)."),
+    Method("QueryNodes", _QUERY_OLD, idempotent=True, result="list[Any]",
+           defaults={"use_locking": "False"}, doc="Old-style node query (rows)."),
+    Method("QueryGroups", _QUERY_OLD, idempotent=True, result="list[Any]",
+           defaults={"use_locking": "False"}, doc="Old-style node group query (rows)."),
+    Method("QueryNetworks", _QUERY_OLD, idempotent=True, result="list[Any]",
+           defaults={"use_locking": "False"}, doc="Old-style network query (rows)."),
+    Method("QueryExports", (("nodes", "names|null"), ("use_locking?", "bool")),
+           idempotent=True, result="dict[str, Any]", defaults={"use_locking": "False"},
+           doc="Exports per node."),
+    Method("QueryConfigValues", (("fields", "fields"),), idempotent=True, result="list[Any]",
+           doc="Cluster configuration values (cluster_name, drain_flag, ...)."),
+    Method("QueryClusterInfo", (), idempotent=True, result="dict[str, Any]",
+           doc="The cluster information dict."),
+    Method("QueryTags", (("kind", "str"), ("name", "str|null")), idempotent=True,
+           result="list[str]",
+           doc="Tags of one object (kind: cluster, node, instance, nodegroup, network)."),
+    Method("SetDrainFlag", (("flag", "bool"),), idempotent=True, result="Any",
+           doc="Set or clear the job queue drain flag."),
+    Method("SetWatcherPause", (("until", "number|null"),), idempotent=True, result="Any",
+           doc="Pause the watcher until a timestamp (None: resume)."),
+    Method("WaitForEvents", (("last_id", "int|null"), ("event_filter", "any"),
+                             ("timeout", "number")),
+           idempotent=True, wait="timeout", result="dict[str, Any]",
+           defaults={"event_filter": "None", "timeout": "constants.LUXI_WFJC_TIMEOUT"},
+           doc="Events after last_id (None: from now), waiting up to timeout."),
+    Method("QueryMetrics", (), idempotent=True, result="list[dict[str, Any]]",
+           doc="The master daemon's figures (metric families, see ganeti.metrics)."),
+    Method("DrainMaster", (("seconds", "number"),), idempotent=True, result="dict[str, Any]",
+           doc="Refuse submissions for seconds (0: accept again), then flush the replication."),
+)}
 
 #: Most events one ``WaitForEvents`` answer carries (the client asks again
 #: from the cursor it got for the rest).
@@ -187,22 +265,25 @@ WAIT_FOR_EVENTS_LIMIT = 500
 
 
 def check_args(method: str, args: list[Any]) -> None:
-    """Check ``args`` of a request against :data:`METHOD_ARGS`.
+    """Check ``args`` of a request against the method's row of :data:`METHODS`.
 
-    Raises :class:`errors.ParameterError` (``wrong_input``) naming the
-    method and the argument for a wrong count or type; a method not in
-    the table is not checked here.
+    The one argument check of LUXI, on both ends: the master runs it on
+    every request, the :class:`Client` before it sends.  Raises
+    :class:`errors.ParameterError` (``wrong_input``) naming the method and
+    the argument for a wrong count or type; a method not in the table is
+    not checked here.
     """
-    spec = METHOD_ARGS.get(method)
-    if spec is None:
+    row = METHODS.get(method)
+    if row is None:
         return
+    spec = row.args
     required = sum(1 for name, _ in spec if not name.endswith("?"))
     if not required <= len(args) <= len(spec):
         want = str(required) if required == len(spec) else f"{required} to {len(spec)}"
         raise errors.ParameterError(f"{method} takes {want} argument(s), got {len(args)}",
                                     errors.ECODE_INVAL)
     for (name, kind), value in zip(spec, args):
-        check, expected = _KINDS[kind]
+        check, expected, _ = KINDS[kind]
         if not check(value):
             shown = serializer.dumps(value)
             if len(shown) > 80:
@@ -287,13 +368,10 @@ def parse_response(frame: bytes) -> Any:
 
 JOB_NOTCHANGED = "nochange"
 
-# Methods that may be re-sent after the connection broke mid-call: they
-# either only read or have the same effect when repeated.  Submissions are
-# never re-sent (the first attempt may have created the job).
-IDEMPOTENT_METHODS = KNOWN_METHODS - frozenset([
-    "SubmitJob", "SubmitJobToDrainedQueue", "SubmitManyJobs", "PickupJob",
-    "ReplaceFilter",
-])
+#: Methods that may be re-sent after the connection broke mid-call (the
+#: rows marked ``idempotent``).  Submissions are never re-sent (the first
+#: attempt may have created the job).
+IDEMPOTENT_METHODS = frozenset(m.name for m in METHODS.values() if m.idempotent)
 
 _RECV_SIZE = 65536
 
@@ -357,8 +435,10 @@ class Client:
     connection breaks, calls in :data:`IDEMPOTENT_METHODS` are re-sent once
     on a fresh connection; submissions are not.
 
-    Every method goes through :meth:`call`, so a fake client only needs to
-    replace that one method.  Not thread-safe: use one client per thread.
+    The LUXI methods are generated from :data:`METHODS`
+    (``tools/gen_luxi_client.py``); every one goes through :meth:`call`, so
+    a fake client only needs to replace that one method
+    (``test/fakes/fakeluxi.py``).  Not thread-safe: use one client per thread.
     """
 
     def __init__(self, address: str | None = None, *,
@@ -451,9 +531,14 @@ class Client:
     def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
         """Send one request and return its result (or raise its error).
 
-        ``timeout`` overrides the read timeout for this call only.
+        ``timeout`` overrides the read timeout for this call only.  The
+        arguments are checked against the method's row of :data:`METHODS`
+        first (:func:`check_args`: a wrong one raises
+        :class:`errors.ParameterError` and nothing is sent).
         """
-        data = encode_request(method, list(args), self.version)
+        args = list(args)
+        check_args(method, args)
+        data = encode_request(method, args, self.version)
         read_timeout = self.rw_timeout if timeout is None else timeout
         retry = method in IDEMPOTENT_METHODS
         for attempt in (0, 1):
@@ -487,31 +572,6 @@ class Client:
             return parse_response(frame)
         raise errors.ProgrammerError("unreachable")  # pragma: no cover
 
-    # --- jobs -----------------------------------------------------------
-    def SubmitJob(self, ops: list[Any]) -> int:
-        """Submit one job (a list of opcodes); returns its id."""
-        return self.call("SubmitJob", [_ops_to_data(ops)])
-
-    def SubmitJobToDrainedQueue(self, ops: list[Any]) -> int:
-        """Like :meth:`SubmitJob`, ignoring the drain flag."""
-        return self.call("SubmitJobToDrainedQueue", [_ops_to_data(ops)])
-
-    def SubmitManyJobs(self, jobs: list[list[Any]]) -> list[list[Any]]:
-        """Submit several jobs; returns ``[success, job_id_or_error]`` per job."""
-        return self.call("SubmitManyJobs", [[_ops_to_data(ops) for ops in jobs]])
-
-    def WaitForJobChangeOnce(self, job_id: int, fields: list[str], prev_job_info: Any,
-                             prev_log_serial: int,
-                             timeout: float = constants.LUXI_WFJC_TIMEOUT) -> Any:
-        """One ``WaitForJobChange`` call: ``"nochange"`` or ``[job_info, log_entries]``.
-
-        Raises :class:`errors.JobLost` for an unknown job.
-        """
-        read_timeout = max(self.rw_timeout, timeout + 10)
-        return self.call("WaitForJobChange",
-                         [job_id, fields, prev_job_info, prev_log_serial, timeout],
-                         timeout=read_timeout)
-
     def WaitForJobChange(self, job_id: int, fields: list[str], prev_job_info: Any,
                          prev_log_serial: int, *, max_wait: float | None = None,
                          clock: Any = None) -> Any:
@@ -536,68 +596,82 @@ class Client:
             if result != JOB_NOTCHANGED:
                 return result
 
-    def WaitForEvents(self, last_id: int | None, event_filter: Any = None,
-                      timeout: float = constants.LUXI_WFJC_TIMEOUT) -> dict[str, Any]:
-        """Events after ``last_id`` (None: from now), waiting up to ``timeout``.
+    # --- the LUXI methods, one per row of METHODS ---------------------------
+    # --- generated by tools/gen_luxi_client.py from METHODS: do not edit ---
+    def SubmitJob(self, ops: list[Any]) -> int:
+        """Submit one job (a list of opcodes); returns its id."""
+        return self.call("SubmitJob", [_ops_to_data(ops)])
 
-        ``event_filter`` is None or ``{"jobs": [ids], "filter": qfilter}``.
-        Returns ``{"last_id": cursor, "events": [event dicts]}`` (see
-        :func:`ganeti.events.event_to_dict`); ask again from ``last_id``.
-        """
-        return self.call("WaitForEvents", [last_id, event_filter, timeout],
+    def SubmitJobToDrainedQueue(self, ops: list[Any]) -> int:
+        """Like SubmitJob, ignoring the drain flag."""
+        return self.call("SubmitJobToDrainedQueue", [_ops_to_data(ops)])
+
+    def SubmitManyJobs(self, jobs: list[list[Any]]) -> list[list[Any]]:
+        """Submit several jobs; returns [success, job_id_or_error] per job."""
+        return self.call("SubmitManyJobs", [[_ops_to_data(ops) for ops in jobs]])
+
+    def WaitForJobChangeOnce(self, job_id: int | str, fields: list[str], prev_job_info: Any,
+                             prev_log_serial: int | None,
+                             timeout: float = constants.LUXI_WFJC_TIMEOUT) -> Any:
+        """One wait for a job change: "nochange" or [job_info, log_entries]."""
+        return self.call("WaitForJobChange", [job_id, fields, prev_job_info, prev_log_serial,
+                                              timeout],
                          timeout=max(self.rw_timeout, timeout + 10))
 
-    def CancelJob(self, job_id: int, kill: bool = False) -> list[Any]:
-        """Cancel a queued/waiting job; returns ``[success, message]``."""
+    def PickupJob(self, job_id: int | str) -> Any:
+        """Adopt a job written to the queue by another process."""
+        return self.call("PickupJob", [job_id])
+
+    def CancelJob(self, job_id: int | str, kill: bool = False) -> list[Any]:
+        """Cancel a queued or waiting job; returns [success, message]."""
         return self.call("CancelJob", [job_id, kill])
 
-    def ArchiveJob(self, job_id: int) -> bool:
+    def ArchiveJob(self, job_id: int | str) -> bool:
         """Archive a finished job; returns whether it was archived."""
         return self.call("ArchiveJob", [job_id])
 
     def AutoArchiveJobs(self, age: float, timeout: float) -> list[int]:
-        """Archive jobs older than ``age`` seconds (-1: all); ``[archived, left]``."""
+        """Archive jobs older than age seconds (-1: all); returns [archived, left]."""
         return self.call("AutoArchiveJobs", [age, timeout],
                          timeout=max(self.rw_timeout, timeout + 10))
 
-    def ChangeJobPriority(self, job_id: int, priority: int) -> list[Any]:
-        """Change a job's priority; returns ``[success, message]``."""
+    def ChangeJobPriority(self, job_id: int | str, priority: int) -> list[Any]:
+        """Change a job's priority; returns [success, message]."""
         return self.call("ChangeJobPriority", [job_id, priority])
-
-    def PickupJob(self, job_id: int) -> Any:
-        """Ask the master to adopt a job written to the queue by another process."""
-        return self.call("PickupJob", [job_id])
-
-    # --- queries --------------------------------------------------------
-    def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
-        """Query2: ``{"fields": [fielddefs], "data": [[[status, value], ...], ...]}``."""
-        return self.call("Query", [what, fields, qfilter])
-
-    def QueryFields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
-        """Field definitions of a resource: ``{"fields": [fielddefs]}``."""
-        return self.call("QueryFields", [what, fields])
 
     def QueryJobs(self, job_ids: list[int] | None, fields: list[str]) -> list[Any]:
         """Rows of job fields; None in place of an unknown job."""
         return self.call("QueryJobs", [job_ids, fields])
 
-    def QueryInstances(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+    def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+        """Query2: {fields: [fielddefs], data: [[[status, value], ...], ...]}."""
+        return self.call("Query", [what, fields, qfilter])
+
+    def QueryFields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
+        """Field definitions of a resource: {fields: [...]}."""
+        return self.call("QueryFields", [what, fields])
+
+    def QueryInstances(self, names: list[str] | None, fields: list[str],
+                       use_locking: bool = False) -> list[Any]:
         """Old-style instance query (rows)."""
         return self.call("QueryInstances", [names, fields, use_locking])
 
-    def QueryNodes(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+    def QueryNodes(self, names: list[str] | None, fields: list[str],
+                   use_locking: bool = False) -> list[Any]:
         """Old-style node query (rows)."""
         return self.call("QueryNodes", [names, fields, use_locking])
 
-    def QueryGroups(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+    def QueryGroups(self, names: list[str] | None, fields: list[str],
+                    use_locking: bool = False) -> list[Any]:
         """Old-style node group query (rows)."""
         return self.call("QueryGroups", [names, fields, use_locking])
 
-    def QueryNetworks(self, names: list[str], fields: list[str], use_locking: bool) -> list[Any]:
+    def QueryNetworks(self, names: list[str] | None, fields: list[str],
+                      use_locking: bool = False) -> list[Any]:
         """Old-style network query (rows)."""
         return self.call("QueryNetworks", [names, fields, use_locking])
 
-    def QueryExports(self, nodes: list[str], use_locking: bool) -> dict[str, Any]:
+    def QueryExports(self, nodes: list[str] | None, use_locking: bool = False) -> dict[str, Any]:
         """Exports per node."""
         return self.call("QueryExports", [nodes, use_locking])
 
@@ -609,15 +683,10 @@ class Client:
         """The cluster information dict."""
         return self.call("QueryClusterInfo", [])
 
-    def QueryMetrics(self) -> list[dict[str, Any]]:
-        """The master daemon's figures (metric families, see ``ganeti.metrics``)."""
-        return self.call("QueryMetrics", [])
-
-    def QueryTags(self, kind: str, name: str) -> list[str]:
+    def QueryTags(self, kind: str, name: str | None) -> list[str]:
         """Tags of one object (kind: cluster, node, instance, nodegroup, network)."""
         return self.call("QueryTags", [kind, name])
 
-    # --- queue / watcher flags ------------------------------------------
     def SetDrainFlag(self, flag: bool) -> Any:
         """Set or clear the job queue drain flag."""
         return self.call("SetDrainFlag", [flag])
@@ -625,3 +694,18 @@ class Client:
     def SetWatcherPause(self, until: float | None) -> Any:
         """Pause the watcher until a timestamp (None: resume)."""
         return self.call("SetWatcherPause", [until])
+
+    def WaitForEvents(self, last_id: int | None, event_filter: Any = None,
+                      timeout: float = constants.LUXI_WFJC_TIMEOUT) -> dict[str, Any]:
+        """Events after last_id (None: from now), waiting up to timeout."""
+        return self.call("WaitForEvents", [last_id, event_filter, timeout],
+                         timeout=max(self.rw_timeout, timeout + 10))
+
+    def QueryMetrics(self) -> list[dict[str, Any]]:
+        """The master daemon's figures (metric families, see ganeti.metrics)."""
+        return self.call("QueryMetrics", [])
+
+    def DrainMaster(self, seconds: float) -> dict[str, Any]:
+        """Refuse submissions for seconds (0: accept again), then flush the replication."""
+        return self.call("DrainMaster", [seconds])
+    # --- end of generated methods ---

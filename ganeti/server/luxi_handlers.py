@@ -35,63 +35,27 @@ logger = logging.getLogger(__name__)
 
 
 class LuxiDispatcher:
-    """Maps LUXI method names to handlers; ``handle(frame) -> response bytes``."""
+    """Answers LUXI requests: ``handle(frame) -> response bytes``.
+
+    Each row of :data:`ganeti.luxi.METHODS` is served by the method of this
+    class with the row's name, called with the request's arguments once
+    they passed the row's check (:func:`ganeti.luxi.check_args`).
+    """
 
     def __init__(self, context: MasterContext, clock: Callable[[], float] = time.time,
                  guard: MasterGuard | None = None) -> None:
         self.context = context
         self._clock = clock
         self._pause_lock = threading.Lock()
-        jq = context.require_jqueue()
         # the master lease and fencing (doc/design/failover.md); None: not checked
         self.guard = guard
-
-        def check(count: int = 1) -> None:
-            if self.guard is not None:
-                self.guard.check_submit(count)
-
-        def many(jobs: Any) -> Any:
-            check(len(jobs) if isinstance(jobs, list) else 1)
-            return jq.submit_many_jobs(jobs)
-
-        def one(ops: Any, ignore_drain: bool = False) -> int:
-            check()
-            return jq.submit_job(ops, ignore_drain=ignore_drain)
-
-        # name -> handler; the arguments are checked against luxi.METHOD_ARGS first
+        # one handler per row of the LUXI table: the method of this class of
+        # the same name, taking the row's arguments (test_luxi_table checks)
+        missing = [name for name in luxi.METHODS if not callable(getattr(self, name, None))]
+        if missing:
+            raise errors.ProgrammerError(f"LUXI methods without a handler: {missing}")
         self._methods: dict[str, Callable[..., Any]] = {
-            "SubmitJob": one,
-            "SubmitJobToDrainedQueue": lambda ops: one(ops, ignore_drain=True),
-            "SubmitManyJobs": many,
-            "WaitForJobChange": jq.wait_for_job_change,
-            "PickupJob": jq.pickup_job,
-            "CancelJob": self._cancel_job,
-            "ArchiveJob": jq.archive_job,
-            "AutoArchiveJobs": jq.auto_archive_jobs,
-            "ChangeJobPriority": jq.change_job_priority,
-            "QueryJobs": self._query_jobs,
-            "Query": lambda what, fields, qfilter:
-                cmdlib_query.run_query(context, what, fields, qfilter),
-            "QueryFields": cmdlib_query.run_query_fields,
-            "QueryInstances": lambda names, fields, use_locking=False:
-                self._query_old_style(constants.QR_INSTANCE, names, fields),
-            "QueryNetworks": lambda names, fields, use_locking=False:
-                self._query_networks(names, fields),
-            "QueryNodes": lambda names, fields, use_locking=False:
-                self._query_old_style(constants.QR_NODE, names, fields),
-            "QueryGroups": lambda names, fields, use_locking=False:
-                self._query_old_style(constants.QR_GROUP, names, fields),
-            "QueryExports": lambda nodes, use_locking=False:
-                cmdlib_backup.query_exports(context, nodes, use_locking),
-            "QueryConfigValues": self._query_config_values,
-            "QueryClusterInfo": lambda: cluster_info(context.committed_cfg()),  # see _frames
-            "QueryTags": self._query_tags,
-            "SetDrainFlag": self._set_drain_flag,
-            "SetWatcherPause": self._set_watcher_pause,
-            "WaitForEvents": self._wait_for_events,
-            "QueryMetrics": self._query_metrics,
-            "DrainMaster": self._drain_master,
-        }
+            name: getattr(self, name) for name in luxi.METHODS}
         # methods whose response frame is made (or cached) as a whole: name ->
         # frame maker, called with the request's arguments; None: ask the handler
         self._frames: dict[str, Callable[..., bytes | None]] = {
@@ -99,10 +63,6 @@ class LuxiDispatcher:
             "Query": self._query_frame,
         }
         self._answers = AnswerCache()
-        unchecked = set(self._methods) - set(luxi.METHOD_ARGS)
-        if unchecked:
-            raise errors.ProgrammerError(f"LUXI methods without an argument table row:"
-                                         f" {sorted(unchecked)}")
 
     def handle(self, frame: bytes) -> bytes:
         """Answer one request frame; never raises for bad input."""
@@ -143,8 +103,70 @@ class LuxiDispatcher:
             logger.exception("Cannot encode the result of %s", req.method)
             return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
 
-    # handlers ------------------------------------------------------------------
-    def _drain_master(self, seconds: float) -> dict[str, Any]:
+    # handlers: one per row of luxi.METHODS, same names and arguments ------------
+    def _check_submit(self, count: int = 1) -> None:
+        if self.guard is not None:
+            self.guard.check_submit(count)
+
+    def SubmitJob(self, ops: list[Any]) -> int:
+        self._check_submit()
+        return self.context.require_jqueue().submit_job(ops)
+
+    def SubmitJobToDrainedQueue(self, ops: list[Any]) -> int:
+        self._check_submit()
+        return self.context.require_jqueue().submit_job(ops, ignore_drain=True)
+
+    def SubmitManyJobs(self, jobs: list[list[Any]]) -> Any:
+        self._check_submit(len(jobs))
+        return self.context.require_jqueue().submit_many_jobs(jobs)
+
+    def WaitForJobChange(self, job_id: Any, fields: list[str], prev_job_info: Any,
+                         prev_log_serial: int | None, timeout: float) -> Any:
+        return self.context.require_jqueue().wait_for_job_change(
+            job_id, fields, prev_job_info, prev_log_serial, timeout)
+
+    def PickupJob(self, job_id: Any) -> Any:
+        return self.context.require_jqueue().pickup_job(job_id)
+
+    def ArchiveJob(self, job_id: Any) -> Any:
+        return self.context.require_jqueue().archive_job(job_id)
+
+    def AutoArchiveJobs(self, age: float, timeout: float) -> Any:
+        return self.context.require_jqueue().auto_archive_jobs(age, timeout)
+
+    def ChangeJobPriority(self, job_id: Any, priority: int) -> Any:
+        return self.context.require_jqueue().change_job_priority(job_id, priority)
+
+    def Query(self, what: str, fields: list[str], qfilter: Any) -> Any:
+        return cmdlib_query.run_query(self.context, what, fields, qfilter)
+
+    def QueryFields(self, what: str, fields: list[str] | None) -> Any:
+        return cmdlib_query.run_query_fields(what, fields)
+
+    def QueryInstances(self, names: Any, fields: list[str],
+                       use_locking: bool = False) -> list[list[Any]]:
+        return self._query_old_style(constants.QR_INSTANCE, names, fields)
+
+    def QueryNodes(self, names: Any, fields: list[str],
+                   use_locking: bool = False) -> list[list[Any]]:
+        return self._query_old_style(constants.QR_NODE, names, fields)
+
+    def QueryGroups(self, names: Any, fields: list[str],
+                    use_locking: bool = False) -> list[list[Any]]:
+        return self._query_old_style(constants.QR_GROUP, names, fields)
+
+    def QueryNetworks(self, names: Any, fields: list[str],
+                      use_locking: bool = False) -> list[list[Any]]:
+        return self._query_networks(names, fields)
+
+    def QueryExports(self, nodes: list[str] | None, use_locking: bool = False) -> Any:
+        return cmdlib_backup.query_exports(self.context, nodes, use_locking)
+
+    def QueryClusterInfo(self) -> Any:
+        """(Answered by :meth:`_cluster_info_frame`; this is its uncached form.)"""
+        return cluster_info(self.context.committed_cfg())
+
+    def DrainMaster(self, seconds: float) -> dict[str, Any]:
         """Refuse submissions for ``seconds`` (0: accept again), then flush the
         replication (doc/design/failover.md, "Planned failover under load")."""
         if seconds < 0 or seconds > 600:
@@ -247,7 +269,7 @@ class LuxiDispatcher:
                                        errors.ECODE_NOENT)
         return []
 
-    def _wait_for_events(self, last_id: int | None, event_filter: Any,
+    def WaitForEvents(self, last_id: int | None, event_filter: Any,
                          timeout: float) -> dict[str, Any]:
         """Events after ``last_id`` matching the filter, long-polling up to
         ``timeout`` (capped like WaitForJobChange); doc/protocols/events.md."""
@@ -259,15 +281,15 @@ class LuxiDispatcher:
         cursor, found = bus.wait(last_id, flt, timeout, limit=luxi.WAIT_FOR_EVENTS_LIMIT)
         return {"last_id": cursor, "events": [events.event_to_dict(e) for e in found]}
 
-    def _query_metrics(self) -> list[dict[str, Any]]:
+    def QueryMetrics(self) -> list[dict[str, Any]]:
         """The master's figures as plain data (doc/metrics.md)."""
         figures = self.context.metrics
         return figures.snapshot() if figures is not None else []
 
-    def _cancel_job(self, job_id: Any, kill: Any = False) -> list[Any]:
+    def CancelJob(self, job_id: Any, kill: bool = False) -> list[Any]:
         return self.context.require_jqueue().cancel_job(job_id, kill=bool(kill))
 
-    def _query_jobs(self, job_ids: Any, fields: Any) -> Any:
+    def QueryJobs(self, job_ids: Any, fields: list[str]) -> Any:
         if job_ids is not None and not isinstance(job_ids, list):
             raise errors.ParameterError("QueryJobs: job ids must be a list or null",
                                         errors.ECODE_INVAL)
@@ -276,7 +298,7 @@ class LuxiDispatcher:
     def _watcher_pause(self) -> int | None:
         return watcherpause.read_pause(self.context.paths.watcher_pause_file, self._clock())
 
-    def _set_watcher_pause(self, until: Any) -> Any:
+    def SetWatcherPause(self, until: Any) -> Any:
         """Store the pause on the master, then on every other online node (as Ganeti).
 
         Nodes that fail are named in an :class:`errors.OpExecError`; the
@@ -301,13 +323,13 @@ class LuxiDispatcher:
                                      f" the following node(s): {', '.join(failed)}")
         return until
 
-    def _set_drain_flag(self, flag: Any) -> bool:
+    def SetDrainFlag(self, flag: Any) -> bool:
         if not isinstance(flag, bool):
             raise errors.ParameterError("SetDrainFlag: expected a boolean", errors.ECODE_INVAL)
         self.context.require_jqueue().set_drain_flag(flag)
         return True
 
-    def _query_config_values(self, fields: Any) -> list[Any]:
+    def QueryConfigValues(self, fields: Any) -> list[Any]:
         if not isinstance(fields, list):
             raise errors.ParameterError("QueryConfigValues: fields must be a list",
                                         errors.ECODE_INVAL)
@@ -334,7 +356,7 @@ class LuxiDispatcher:
             result.append(getter())
         return result
 
-    def _query_tags(self, kind: Any, name: Any) -> list[str]:
+    def QueryTags(self, kind: Any, name: Any) -> list[str]:
         cfg = self.context.committed_cfg()
         if kind == constants.TAG_CLUSTER:
             obj: Any = cfg.get_cluster_info()

@@ -1,0 +1,80 @@
+"""The LUXI table (``luxi.METHODS``) is the one list of LUXI methods: the
+generated client methods are fresh, and the master's handlers and the
+client's methods take exactly the row's arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sys
+from types import ModuleType
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
+
+from ganeti import errors, luxi  # noqa: E402
+from ganeti.server.luxi_handlers import LuxiDispatcher  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROWS = list(luxi.METHODS.values())
+
+
+def _generator() -> ModuleType:
+    path = os.path.join(REPO, "tools", "gen_luxi_client.py")
+    spec = importlib.util.spec_from_file_location("gen_luxi_client", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_client_methods_are_fresh() -> None:
+    gen = _generator()
+    with open(gen.TARGET, encoding="utf-8") as fh:
+        text = fh.read()
+    assert gen.splice(text, gen.render()) == text, \
+        "ganeti/luxi.py is stale: run tools/gen_luxi_client.py"
+
+
+def test_the_freshness_check_sees_a_stale_block() -> None:
+    gen = _generator()
+    with open(gen.TARGET, encoding="utf-8") as fh:
+        text = fh.read()
+    stale = text.replace('"""Set or clear the job queue drain flag."""', '"""Old doc."""')
+    assert stale != text and gen.splice(stale, gen.render()) != stale
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_the_handler_takes_the_rows_arguments(row: luxi.Method) -> None:
+    handler = getattr(LuxiDispatcher, row.name)
+    params = list(inspect.signature(handler).parameters.values())[1:]
+    assert [p.name for p in params] == row.arg_names()
+    optional = [p.name for p in params if p.default is not inspect.Parameter.empty]
+    assert optional == [n.rstrip("?") for n, _ in row.args if n.endswith("?")]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_the_client_method_takes_the_rows_arguments(row: luxi.Method) -> None:
+    method = getattr(luxi.Client, row.client)
+    names = list(inspect.signature(method).parameters)[1:]
+    assert names == row.arg_names()
+    for name in row.defaults:
+        assert name in names
+
+
+def test_every_kind_and_wait_argument_exists() -> None:
+    for row in ROWS:
+        for raw, kind in row.args:
+            assert kind in luxi.KINDS, (row.name, raw)
+        assert row.wait is None or row.wait in row.arg_names()
+
+
+def test_the_client_checks_arguments_before_sending() -> None:
+    """A wrong argument is refused on the client with the master's message, nothing sent."""
+    client = luxi.Client("/nonexistent/socket")   # a send would raise NoMasterError
+    with pytest.raises(errors.ParameterError, match="CancelJob: argument 'job_id' must be"):
+        client.CancelJob({"a": 1})   # type: ignore[arg-type]
+    with pytest.raises(errors.ParameterError, match="QueryTags takes 2 argument"):
+        client.call("QueryTags", ["cluster"])
