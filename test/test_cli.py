@@ -8,30 +8,18 @@ from typing import Any
 
 import pytest
 
+from fakes import FakeLuxi
+
 from ganeti import cli, constants, errors
 
 
-class FakeClient:
-    """Records calls; WaitForJobChange answers from a script."""
-
-    def __init__(self, changes: list[Any] | None = None,
-                 final: list[Any] | None = None, job_id: int = 17) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-        self.changes = list(changes or [])
-        self.final = final or ["success", ["success"], [None]]
-        self.job_id = job_id
-
-    def SubmitJob(self, ops: list[Any]) -> int:
-        self.calls.append(("SubmitJob", (ops,)))
-        return self.job_id
-
-    def WaitForJobChange(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(("WaitForJobChange", args))
-        return self.changes.pop(0)
-
-    def QueryJobs(self, ids: Any, fields: list[str]) -> list[Any]:
-        self.calls.append(("QueryJobs", (ids, fields)))
-        return [self.final]
+def _client(changes: list[Any] | None = None, final: list[Any] | None = None,
+            job_id: int = 17) -> FakeLuxi:
+    """A fake LUXI client: WaitForJobChange answers from ``changes`` in turn."""
+    script = list(changes or [])
+    return FakeLuxi({"SubmitJob": job_id,
+                     "WaitForJobChange": lambda *args: script.pop(0),
+                     "QueryJobs": [final or ["success", ["success"], [None]]]})
 
 
 def _entry(serial: int, msg: str, ts: float = 1795993310.5) -> list[Any]:
@@ -224,7 +212,7 @@ def test_op_to_dict_copies_dicts_and_converts_objects() -> None:
 
 def test_poll_job_prints_log_lines_and_returns_results(capsys: pytest.CaptureFixture[str]) -> None:
     ts = 1795993310.25
-    cl = FakeClient(changes=[
+    cl = _client(changes=[
         [["running"], [_entry(1, "first", ts)]],
         "nochange",
         [["success"], [_entry(2, "second", ts), _entry(3, "third", ts)]],
@@ -233,14 +221,14 @@ def test_poll_job_prints_log_lines_and_returns_results(capsys: pytest.CaptureFix
     out = capsys.readouterr().out.splitlines()
     assert out == [f"{time.ctime(ts)} first", f"{time.ctime(ts)} second",
                    f"{time.ctime(ts)} third"]
-    waits = [args for name, args in cl.calls if name == "WaitForJobChange"]
-    assert waits[0][2:4] == (None, -1)
-    assert waits[1][2:4] == (["running"], 1)
-    assert waits[2][2:4] == (["running"], 1)
+    waits = cl.args_of("WaitForJobChange")
+    assert waits[0][2:4] == [None, -1]
+    assert waits[1][2:4] == [["running"], 1]
+    assert waits[2][2:4] == [["running"], 1]
 
 
 def test_poll_job_raises_the_job_error() -> None:
-    cl = FakeClient(changes=[[["error"], []]],
+    cl = _client(changes=[[["error"], []]],
                     final=["error", ["error"], [["OpPrereqError", ["bad node", "unknown_entity"]]]])
     with pytest.raises(errors.OpPrereqError) as info:
         cli.poll_job(3, cl, feedback_fn=None)
@@ -249,10 +237,10 @@ def test_poll_job_raises_the_job_error() -> None:
 
 def test_poll_job_canceled_and_lost() -> None:
     with pytest.raises(errors.OpExecError, match="canceled"):
-        cli.poll_job(3, FakeClient(changes=[[["canceled"], []]],
-                                   final=["canceled", ["canceled"], [None]]))
+        cli.poll_job(3, _client(changes=[[["canceled"], []]],
+                                final=["canceled", ["canceled"], [None]]))
     with pytest.raises(errors.JobLost):
-        cli.poll_job(3, FakeClient(changes=[None]))
+        cli.poll_job(3, _client(changes=[None]))
 
 
 def test_job_result_partial_failure() -> None:
@@ -261,7 +249,7 @@ def test_job_result_partial_failure() -> None:
 
 
 def test_submit_or_send_submit_only_prints_jobid_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    cl = FakeClient()
+    cl = _client()
     opts = _Opts(submit_only=True)
     assert cli.submit_or_send({"OP_ID": "OP_TEST_DELAY", "duration": 0}, opts, cl) is None
     captured = capsys.readouterr()
@@ -272,7 +260,7 @@ def test_submit_or_send_submit_only_prints_jobid_on_stderr(capsys: pytest.Captur
 
 
 def test_submit_or_send_waits_without_submit() -> None:
-    cl = FakeClient(changes=[[["success"], []]], final=["success", ["success"], ["done"]])
+    cl = _client(changes=[[["success"], []]], final=["success", ["success"], ["done"]])
     assert cli.submit_or_send({"OP_ID": "OP_TEST_DELAY"}, _Opts(), cl) == "done"
 
 

@@ -78,3 +78,25 @@ def test_the_client_checks_arguments_before_sending() -> None:
         client.CancelJob({"a": 1})   # type: ignore[arg-type]
     with pytest.raises(errors.ParameterError, match="QueryTags takes 2 argument"):
         client.call("QueryTags", ["cluster"])
+
+
+def test_the_fake_is_shaped_by_the_table() -> None:
+    from fakes import FakeLuxi
+    from fakes.fakeluxi import NoAnswer
+    from ganeti import opcodes
+
+    fake = FakeLuxi({"QueryTags": ["a"]})
+    assert fake.QueryTags("cluster", None) == ["a"]
+    assert fake.SubmitJob([opcodes.OpTestDelay(duration=0.0)]) == 1   # objects become dicts
+    assert fake.submitted[0][0]["OP_ID"] == "OP_TEST_DELAY"
+    assert fake.calls[0] == ("QueryTags", ["cluster", None])
+    with pytest.raises(errors.ParameterError, match="QueryTags: argument 'kind'"):
+        fake.QueryTags(5, None)   # type: ignore[arg-type]
+    with pytest.raises(errors.ProtocolError, match="Unknown or unsupported LUXI method"):
+        fake.call("QueryFilters", [[], ["uuid"]])
+    with pytest.raises(NoAnswer):
+        fake.QueryClusterInfo()
+    with pytest.raises(errors.ProgrammerError, match="no LUXI method"):
+        FakeLuxi({"QueryTag": []})
+    # calls the table refuses were not recorded; one without an answer was
+    assert [name for name, _ in fake.calls] == ["QueryTags", "SubmitJob", "QueryClusterInfo"]

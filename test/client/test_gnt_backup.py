@@ -4,27 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakes import FakeLuxi
+
 from ganeti.cli import main as climain
 from ganeti.client import gnt_backup
 
 
-class FakeClient:
-    def __init__(self) -> None:
-        self.jobs: list[list[dict[str, Any]]] = []
-        self.queries: list[Any] = []
-
-    def SubmitJob(self, ops: list[dict[str, Any]]) -> int:
-        self.jobs.append(ops)
-        return len(self.jobs)
-
-    def Query(self, what: str, fields: list[str], qfilter: Any) -> Any:
-        self.queries.append((what, fields, qfilter))
-        return {"fields": [{"name": f, "title": f, "kind": "text", "doc": ""} for f in fields],
-                "data": [[[0, "node1"], [0, "inst1"]]]}
+def _query(what: str, fields: list[str], qfilter: Any) -> Any:
+    return {"fields": [{"name": f, "title": f, "kind": "text", "doc": ""} for f in fields],
+            "data": [[[0, "node1"], [0, "inst1"]]]}
 
 
-def _run(argv: list[str]) -> tuple[int, FakeClient]:
-    cl = FakeClient()
+def _run(argv: list[str]) -> tuple[int, FakeLuxi]:
+    cl = FakeLuxi({"Query": _query})
     rc = climain.generic_main(gnt_backup.commands, argv, prog="gnt-backup",
                               client_factory=lambda: cl)
     return rc, cl
@@ -33,11 +25,11 @@ def _run(argv: list[str]) -> tuple[int, FakeClient]:
 def test_export_options() -> None:
     rc, cl = _run(["export", "-n", "node2", "--noshutdown", "--submit", "inst1"])
     assert rc == 0
-    (op,) = cl.jobs[0]
+    (op,) = cl.submitted[0]
     assert (op["OP_ID"], op["instance_name"], op["target_node"], op["shutdown"], op["mode"]) \
         == ("OP_BACKUP_EXPORT", "inst1", "node2", False, "local")
     rc, cl = _run(["export", "-n", "node2", "--remove-instance", "--submit", "inst1"])
-    assert cl.jobs[0][0]["remove_instance"] is True and cl.jobs[0][0]["shutdown"] is True
+    assert cl.submitted[0][0]["remove_instance"] is True and cl.submitted[0][0]["shutdown"] is True
 
 
 def test_export_needs_the_node() -> None:
@@ -49,7 +41,7 @@ def test_import_options() -> None:
                    "-t", "file", "--disk", "0:size=1G", "--no-name-check", "--no-ip-check",
                    "--submit", "inst1"])
     assert rc == 0
-    (op,) = cl.jobs[0]
+    (op,) = cl.submitted[0]
     assert (op["OP_ID"], op["mode"], op["src_node"], op["src_path"], op["pnode"]) == \
         ("OP_INSTANCE_CREATE", "import", "node2", "old1", "node3")
     assert op["disks"] == [{"size": 1024}] and op["disk_template"] == "file"
@@ -59,9 +51,9 @@ def test_import_options() -> None:
 def test_list_by_node_and_remove(capsys: Any) -> None:
     rc, cl = _run(["list", "--node", "node1", "--node", "node2"])
     assert rc == 0
-    assert cl.queries == [("export", ["node", "export"],
-                           ["|", ["==", "node", "node1"], ["==", "node", "node2"]])]
+    assert cl.args_of("Query") == [["export", ["node", "export"],
+                                    ["|", ["==", "node", "node1"], ["==", "node", "node2"]]]]
     assert "inst1" in capsys.readouterr().out
     rc, cl = _run(["remove", "--submit", "inst1"])
-    (op,) = cl.jobs[0]
+    (op,) = cl.submitted[0]
     assert (op["OP_ID"], op["instance_name"]) == ("OP_BACKUP_REMOVE", "inst1")

@@ -6,29 +6,19 @@ from typing import Any
 
 import pytest
 
+from fakes import FakeLuxi
+
 from ganeti import errors
 from ganeti.client import gnt_instance, gnt_os
 
 
-class FakeClient:
-    def __init__(self, query_result: Any = None) -> None:
-        self.jobs: list[list[dict[str, Any]]] = []
-        self.query_result = query_result
+def _client(query_result: Any = None) -> FakeLuxi:
+    """A fake LUXI client; ``Query`` answers ``query_result`` when given."""
+    return FakeLuxi({} if query_result is None else {"Query": query_result})
 
-    def SubmitJob(self, ops: list[dict[str, Any]]) -> int:
-        self.jobs.append(ops)
-        return len(self.jobs)
 
-    def SubmitManyJobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
-        result = []
-        for ops in jobs:
-            self.jobs.append(ops)
-            result.append([True, len(self.jobs)])
-        return result
-
-    def Query(self, what: str, fields: list[str], qfilter: Any) -> Any:
-        self.last_query = (what, fields, qfilter)
-        return self.query_result
+def _last_query(cl: FakeLuxi) -> tuple[Any, ...]:
+    return tuple(cl.args_of("Query")[-1])
 
 
 def test_parse_helpers() -> None:
@@ -50,7 +40,7 @@ def test_parse_helpers() -> None:
 
 
 def test_add_submits_create_opcode(capsys: Any) -> None:
-    cl = FakeClient()
+    cl = _client()
     from ganeti.cli import main as climain
     rc = climain.generic_main(gnt_instance.commands,
                               ["add", "-t", "file", "--disk", "0:size=1G,mode=rw", "-o",
@@ -58,7 +48,7 @@ def test_add_submits_create_opcode(capsys: Any) -> None:
                                "--submit", "inst1"], prog="gnt-instance",
                               client_factory=lambda: cl)
     assert rc == 0
-    op = cl.jobs[0][0]
+    op = cl.submitted[0][0]
     assert op["OP_ID"] == "OP_INSTANCE_CREATE" and op["instance_name"] == "inst1"
     assert op["disks"] == [{"size": 1024, "mode": "rw"}] and op["start"] is False
     assert op["beparams"] == {"maxmem": "256M"} and op["pnode"] == "node1"
@@ -73,12 +63,12 @@ def test_add_submits_create_opcode(capsys: Any) -> None:
      "inst2.example.com"],
 ], ids=["add", "rename"])
 def test_no_name_and_ip_check_flags_reach_the_opcode(argv: list[str]) -> None:
-    cl = FakeClient()
+    cl = _client()
     from ganeti.cli import main as climain
     rc = climain.generic_main(gnt_instance.commands, argv, prog="gnt-instance",
                               client_factory=lambda: cl)
     assert rc == 0
-    op = cl.jobs[0][0]
+    op = cl.submitted[0][0]
     assert op["name_check"] is False and op["ip_check"] is False
     if argv[0] == "add":
         assert op["nics"] == [{"ip": "auto"}]    # resolved (or refused) by the master
@@ -87,7 +77,7 @@ def test_no_name_and_ip_check_flags_reach_the_opcode(argv: list[str]) -> None:
 def test_add_requires_template() -> None:
     from ganeti.cli import main as climain
     rc = climain.generic_main(gnt_instance.commands, ["add", "inst1"], prog="gnt-instance",
-                              client_factory=FakeClient)
+                              client_factory=_client)
     assert rc == 2
 
 
@@ -98,21 +88,21 @@ def test_list_default_fields(capsys: Any) -> None:
         ("os", "OS", "text"), ("pnode", "Primary_node", "text"),
         ("status", "Status", "text"), ("oper_ram", "Memory", "unit")]]
     data = [[[0, "i1"], [0, "fake"], [0, "tinyos"], [0, "node1"], [0, "ADMIN_down"], [3, None]]]
-    cl = FakeClient({"fields": fields, "data": data})
+    cl = _client({"fields": fields, "data": data})
     rc = climain.generic_main(gnt_instance.commands, ["list"], prog="gnt-instance",
                               client_factory=lambda: cl)
     assert rc == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["Instance", "Hypervisor", "OS", "Primary_node", "Status", "Memory"]
     assert out[1].split() == ["i1", "fake", "tinyos", "node1", "ADMIN_down", "-"]
-    assert cl.last_query[1] == gnt_instance.LIST_DEFAULT_FIELDS
+    assert _last_query(cl)[1] == gnt_instance.LIST_DEFAULT_FIELDS
 
 
 def test_gnt_os_diagnose_reports_missing(capsys: Any) -> None:
     from ganeti.cli import main as climain
     row = [[0, "x"], [0, False], [0, []], [0, []], [0, [20]],
            [0, {"node1": [["/p", True, "", [], [], [20]]], "node2": []}], [0, False], [0, False]]
-    cl = FakeClient({"fields": [], "data": [row]})
+    cl = _client({"fields": [], "data": [row]})
     rc = climain.generic_main(gnt_os.commands, ["diagnose"], prog="gnt-os",
                               client_factory=lambda: cl)
     assert rc == 1
@@ -121,19 +111,19 @@ def test_gnt_os_diagnose_reports_missing(capsys: Any) -> None:
 
 def test_shutdown_by_tags_needs_force_multiple(capsys: Any) -> None:
     from ganeti.cli import main as climain
-    cl = FakeClient({"fields": [], "data": [[[0, "i1"]], [[0, "i2"]]]})
+    cl = _client({"fields": [], "data": [[[0, "i1"]], [[0, "i2"]]]})
     rc = climain.generic_main(gnt_instance.commands, ["shutdown", "--tags", "web", "db"],
                               prog="gnt-instance", client_factory=lambda: cl)
-    assert rc == 1 and cl.jobs == []
+    assert rc == 1 and cl.submitted == []
     assert "--force-multiple" in capsys.readouterr().err
-    assert cl.last_query == ("instance", ["name"],
+    assert _last_query(cl) == ("instance", ["name"],
                              ["|", ["=[]", "tags", "web"], ["=[]", "tags", "db"]])
     rc = climain.generic_main(gnt_instance.commands,
                               ["shutdown", "--tags", "--force-multiple", "--submit",
                                "--timeout", "5", "web"],
                               prog="gnt-instance", client_factory=lambda: cl)
     assert rc == 0
-    assert [(ops[0]["OP_ID"], ops[0]["instance_name"], ops[0]["timeout"]) for ops in cl.jobs] \
+    assert [(ops[0]["OP_ID"], ops[0]["instance_name"], ops[0]["timeout"]) for ops in cl.submitted] \
         == [("OP_INSTANCE_SHUTDOWN", "i1", 5), ("OP_INSTANCE_SHUTDOWN", "i2", 5)]
 
 
@@ -148,12 +138,12 @@ def test_every_option_has_help() -> None:
     (["--runtime-memory", "1G", "-f"], {"runtime_mem": 1024, "force": True}),
 ], ids=["short", "long-force"])
 def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
-    cl = FakeClient()
+    cl = _client()
     from ganeti.cli import main as climain
     rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
                               prog="gnt-instance", client_factory=lambda: cl)
     assert rc == 0
-    (op,) = cl.jobs[0]
+    (op,) = cl.submitted[0]
     assert op["OP_ID"] == "OP_INSTANCE_SET_PARAMS" and op["instance_name"] == "inst1"
     assert {k: op.get(k) for k in expect} == expect
     assert ("force" in op) == ("force" in expect)
@@ -166,12 +156,12 @@ def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
     (["--net", "0:remove"], {"nics": [["remove", 0, {}]]}),
 ], ids=["hotplug", "if-possible", "neither"])
 def test_modify_hotplug_flags(argv: list[str], expect: dict[str, Any]) -> None:
-    cl = FakeClient()
+    cl = _client()
     from ganeti.cli import main as climain
     rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
                               prog="gnt-instance", client_factory=lambda: cl)
     assert rc == 0
-    (op,) = cl.jobs[0]
+    (op,) = cl.submitted[0]
     assert {k: op.get(k) for k in expect} == expect
     # not given: left out, so the master's defaults apply
     for flag in ("hotplug", "hotplug_if_possible"):
@@ -182,12 +172,12 @@ def test_migrate_with_disks_sets_the_opcode_parameter() -> None:
     from ganeti.cli import main as climain
     for argv, expected in ((["migrate", "-f", "--submit", "inst1"], None),
                            (["migrate", "-f", "--with-disks", "--submit", "inst1"], True)):
-        cl = FakeClient()
+        cl = _client()
         rc = climain.generic_main(gnt_instance.commands, argv, prog="gnt-instance",
                                   client_factory=lambda: cl)
         assert rc == 0
-        assert cl.jobs[0][0]["OP_ID"] == "OP_INSTANCE_MIGRATE"
-        assert cl.jobs[0][0].get("with_disks") is expected
+        assert cl.submitted[0][0]["OP_ID"] == "OP_INSTANCE_MIGRATE"
+        assert cl.submitted[0][0].get("with_disks") is expected
 
 
 @pytest.mark.parametrize("argv, op_id, expected", [
@@ -204,11 +194,11 @@ def test_migrate_with_disks_sets_the_opcode_parameter() -> None:
 ], ids=["add", "reinstall", "modify", "add-without"])
 def test_private_and_secret_os_parameters(argv: list[str], op_id: str,
                                           expected: dict[str, Any]) -> None:
-    cl = FakeClient()
+    cl = _client()
     from ganeti.cli import main as climain
     rc = climain.generic_main(gnt_instance.commands, [*argv[:-1], "--submit", argv[-1]],
                               prog="gnt-instance", client_factory=lambda: cl)
     assert rc == 0
-    op = cl.jobs[0][0]
+    op = cl.submitted[0][0]
     assert op["OP_ID"] == op_id
     assert {k: op[k] for k in ("osparams_private", "osparams_secret") if k in op} == expected

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from ganeti import errors, opcodes
+from fakes import FakeLuxi
+
+from ganeti import errors, luxi, opcodes
 from ganeti.opcodes import upstream
 from ganeti.rapi import opinput
 from ganeti.rapi import resources as res
@@ -17,19 +19,10 @@ _ARGS = {"node": "n1", "instance": "i1", "group": "g1", "job_id": "1", "disk_ind
          "resource": "instance"}
 
 
-class RecordingLuxi:
-    """Records calls; a submission gets job 42, anything else an empty answer."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, list[Any]]] = []
-
-    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-        self.calls.append((method, args))
-        return 42 if method == "SubmitJob" else {"fields": [], "data": []}
-
-    @property
-    def submitted(self) -> list[Any]:
-        return [a[0] for m, a in self.calls if m == "SubmitJob"]
+def _recording() -> FakeLuxi:
+    """Records calls; a submission gets job 42, any other method an empty query answer."""
+    empty = {"fields": [], "data": []}
+    return FakeLuxi({**{name: empty for name in luxi.METHODS}, "SubmitJob": 42})
 
 
 def _path(route: res.Route) -> str:
@@ -37,7 +30,7 @@ def _path(route: res.Route) -> str:
                     for s in route.path.split("/"))
 
 
-def _run(route: res.Route, body: Any, client: RecordingLuxi) -> Any:
+def _run(route: res.Route, body: Any, client: FakeLuxi) -> Any:
     ctx = res.Ctx(method=route.method, args={k: v for k, v in _ARGS.items()
                                              if "{" + k + "}" in route.path},
                   query={}, body=body, client=client, path=_path(route), clock=lambda: 1.0)
@@ -55,7 +48,7 @@ def _ids(route: res.Route) -> str:
     {"no_such_parameter": 1},
 ], ids=["delay", "destroy", "unknown"])
 def test_no_row_accepts_op_id_or_unknown_keys(route, body):
-    client = RecordingLuxi()
+    client = _recording()
     with pytest.raises(errors.HttpError) as exc:
         _run(route, body, client)
     assert exc.value.status == 400
@@ -66,7 +59,7 @@ def test_no_row_accepts_op_id_or_unknown_keys(route, body):
 
 
 def test_an_op_id_is_named_as_such():
-    client = RecordingLuxi()
+    client = _recording()
     (route,) = [r for r in res.ROUTES if (r.method, r.path) == ("PUT", "/2/modify")]
     with pytest.raises(errors.HttpError, match="the resource chooses the opcode"):
         _run(route, {"OP_ID": "OP_TEST_DELAY", "duration": 0}, client)
@@ -86,7 +79,7 @@ def test_submitting_rows_derive_their_keys_from_their_opcode():
 
 
 def test_path_parameters_cannot_come_from_the_body():
-    client = RecordingLuxi()
+    client = _recording()
     (route,) = [r for r in res.ROUTES if (r.method, r.path) == ("PUT", "/2/instances/"
                                                                 "{instance}/modify")]
     with pytest.raises(errors.HttpError, match="'instance_name' .set by the resource"):
@@ -121,7 +114,7 @@ def test_only_opcodes_ganeti_offers_over_rapi_are_reachable():
 def test_a_builder_cannot_submit_another_rows_opcode():
     row = res.Route("/x", "PUT", build=lambda c: [{"OP_ID": "OP_TEST_DELAY", "duration": 0}],
                     opcode="OP_CLUSTER_REDIST_CONF")
-    client = RecordingLuxi()
+    client = _recording()
     with pytest.raises(errors.ProgrammerError):
         _run(row, None, client)
     assert client.submitted == []
@@ -129,7 +122,7 @@ def test_a_builder_cannot_submit_another_rows_opcode():
 
 def test_multi_alloc_entries_are_checked_like_creations():
     (route,) = [r for r in res.ROUTES if r.path == "/2/instances-multi-alloc"]
-    client = RecordingLuxi()
+    client = _recording()
     good = {"name": "a", "os": "tinyos", "disk_template": "diskless"}
     _run(route, {"instances": [good]}, client)
     (op,) = client.submitted[0]
@@ -145,14 +138,14 @@ def test_multi_alloc_entries_are_checked_like_creations():
 @pytest.mark.parametrize("body", [None, {}])
 def test_a_row_without_body_takes_an_empty_one(body):
     (route,) = [r for r in res.ROUTES if r.path.endswith("/startup")]
-    client = RecordingLuxi()
+    client = _recording()
     assert _run(route, body, client) == 42
 
 
 @pytest.mark.parametrize("body", [[1], "x", {"force": True}])
 def test_a_row_without_body_refuses_one(body):
     (route,) = [r for r in res.ROUTES if r.path.endswith("/startup")]
-    client = RecordingLuxi()
+    client = _recording()
     with pytest.raises(errors.HttpError) as exc:
         _run(route, body, client)
     assert exc.value.status == 400 and client.calls == []
@@ -211,7 +204,7 @@ def test_the_keys_ganetis_client_sends_are_accepted(key):
 def test_tag_rows_take_the_tags_again_as_their_body():
     """Ganeti's client (AddNodeTags) repeats the tags in the body; nothing else fits."""
     (route,) = [r for r in res.ROUTES if (r.method, r.path) == ("PUT", "/2/nodes/{node}/tags")]
-    client = RecordingLuxi()
+    client = _recording()
     ctx = res.Ctx(method="PUT", args={"node": "n1"}, query={"tag": ["a", "b"]},
                   body=["b", "a"], client=client, path="/2/nodes/n1/tags", clock=lambda: 1.0)
     assert res.dispatch(route, ctx) == 42

@@ -6,35 +6,30 @@ from typing import Any
 
 import pytest
 
+from fakes import FakeLuxi
+
 from ganeti import errors, opcodes
 from ganeti.rapi import resources as res
 
 
-class FakeLuxi:
-    """Answers Query from canned rows; records every call."""
+def _fake(rows: dict[str, list[dict[str, Any]]] | None = None,
+          outcome: tuple[str, list[Any]] | None = None) -> FakeLuxi:
+    """A fake LUXI client: Query answers from canned rows (a filter matches the name
+    exactly), a submission is job 42; with ``outcome`` (status, results) the
+    submitted job has run: WaitForJobChange and QueryJobs give it."""
+    tables = rows or {}
 
-    def __init__(self, rows: dict[str, list[dict[str, Any]]] | None = None) -> None:
-        self.rows = rows or {}
-        self.calls: list[tuple[str, list[Any]]] = []
+    def query(what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+        items = tables.get(what, [])
+        if qfilter is not None:
+            items = [i for i in items if i["name"] == qfilter[2]]
+        return {"fields": [], "data": [[[0, i[f]] if f in i else [2, None] for f in fields]
+                                       for i in items]}
 
-    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-        self.calls.append((method, args))
-        if method == "Query":
-            what, fields, qfilter = args
-            items = self.rows.get(what, [])
-            if qfilter is not None:
-                items = [i for i in items if i["name"] == qfilter[2]]
-            return {"fields": [], "data": [[[0, i[f]] if f in i else [2, None] for f in fields]
-                                           for i in items]}
-        if method == "SubmitJob":
-            return 42
-        if method == "QueryTags":
-            return ["t1"]
-        raise AssertionError(f"unexpected {method}")
-
-    @property
-    def submitted(self) -> list[list[dict[str, Any]]]:
-        return [a[0] for m, a in self.calls if m == "SubmitJob"]
+    fake = FakeLuxi({"Query": query, "SubmitJob": 42, "QueryTags": ["t1"]})
+    if outcome is not None:
+        fake.answer_with(WaitForJobChange=[[outcome[0]], []], QueryJobs=[list(outcome)])
+    return fake
 
 
 def run(method: str, path: str, client: FakeLuxi, body: Any = None,
@@ -73,7 +68,7 @@ def test_match_404_405():
 
 
 def test_simple_reads():
-    fake = FakeLuxi()
+    fake = _fake()
     assert run("GET", "/version", fake) == 2
     assert run("GET", "/", fake) is None
     assert run("GET", "/2/features", fake) == ["instance-create-reqv1",
@@ -82,7 +77,7 @@ def test_simple_reads():
 
 
 def test_node_listing_bulk_and_role():
-    fake = FakeLuxi({"node": [{"name": "n1", "role": "M"}, {"name": "n2", "role": "C"}]})
+    fake = _fake({"node": [{"name": "n1", "role": "M"}, {"name": "n2", "role": "C"}]})
     assert run("GET", "/2/nodes", fake) == [{"id": "n1", "uri": "/2/nodes/n1"},
                                             {"id": "n2", "uri": "/2/nodes/n2"}]
     bulk = run("GET", "/2/nodes", fake, query={"bulk": ["1"]})
@@ -96,12 +91,12 @@ def test_node_listing_bulk_and_role():
 
 def test_bad_boolean_is_400():
     with pytest.raises(errors.HttpError) as exc:
-        run("GET", "/2/nodes", FakeLuxi(), query={"bulk": ["yes"]})
+        run("GET", "/2/nodes", _fake(), query={"bulk": ["yes"]})
     assert exc.value.status == 400
 
 
 def test_set_role_builds_node_set_params():
-    fake = FakeLuxi()
+    fake = _fake()
     assert run("PUT", "/2/nodes/n2/role", fake, body="drained", query={"force": ["1"]}) == 42
     (op,) = fake.submitted[0]
     assert (op["OP_ID"], op["drained"], op["master_candidate"], op["force"],
@@ -117,7 +112,7 @@ def test_set_role_builds_node_set_params():
 
 
 def test_instance_create_reqv1_aliases_reason_and_dry_run():
-    fake = FakeLuxi()
+    fake = _fake()
     body = {"__version__": 1, "name": "i1", "os": "tinyos", "mode": "create",
             "disk_template": "diskless", "disks": [], "nics": [], "name_check": False,
             "ip_check": False}
@@ -136,14 +131,14 @@ def test_instance_create_reqv1_aliases_reason_and_dry_run():
     [1, 2],
 ])
 def test_instance_create_rejects(body):
-    fake = FakeLuxi()
+    fake = _fake()
     with pytest.raises(errors.HttpError):
         run("POST", "/2/instances", fake, body=body)
     assert fake.submitted == []
 
 
 def test_invalid_opcode_parameter_is_not_submitted():
-    fake = FakeLuxi()
+    fake = _fake()
     with pytest.raises(errors.HttpError, match="no_such_param") as exc:
         run("PUT", "/2/instances/i1/modify", fake, body={"no_such_param": 1})
     assert exc.value.status == 400
@@ -153,7 +148,7 @@ def test_invalid_opcode_parameter_is_not_submitted():
 
 
 def test_reinstall_reqv1_is_one_job_of_three_opcodes():
-    fake = FakeLuxi()
+    fake = _fake()
     run("POST", "/2/instances/i1/reinstall", fake, body={"os": "tinyos", "start": True})
     assert [o["OP_ID"] for o in fake.submitted[0]] == [
         "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_REINSTALL", "OP_INSTANCE_STARTUP"]
@@ -170,7 +165,7 @@ def test_reinstall_reqv1_is_one_job_of_three_opcodes():
      "OP_INSTANCE_SET_PARAMS"),
 ], ids=["create", "reinstall", "modify"])
 def test_private_and_secret_os_parameters_reach_the_opcode(method, path, body, op_id):
-    fake = FakeLuxi()
+    fake = _fake()
     run(method, path, fake, body=body)
     op = [o for o in fake.submitted[0] if o["OP_ID"] == op_id][0]
     assert op["osparams_private"] == {"token": "tok-1"}
@@ -178,7 +173,7 @@ def test_private_and_secret_os_parameters_reach_the_opcode(method, path, body, o
 
 
 def test_tags():
-    fake = FakeLuxi()
+    fake = _fake()
     assert run("GET", "/2/instances/i1/tags", fake) == ["t1"]
     run("PUT", "/2/instances/i1/tags", fake, query={"tag": ["a", "b"]})
     assert fake.submitted[0][0]["tags"] == ["a", "b"]
@@ -187,7 +182,7 @@ def test_tags():
 
 
 def test_listing_keys_and_node_aliases():
-    fake = FakeLuxi({"group": [{"name": "default"}],
+    fake = _fake({"group": [{"name": "default"}],
                      "node": [{"name": "n1", "sip": "192.0.2.1", "role": "M"}]})
     # groups are listed by "name" (the client library reads g["name"]), the rest by "id"
     assert run("GET", "/2/groups", fake) == [{"name": "default", "uri": "/2/groups/default"}]
@@ -198,7 +193,7 @@ def test_listing_keys_and_node_aliases():
 
 def test_instance_beparams_memory_for_old_clients():
     inst = {"name": "i1", "beparams": {"maxmem": 256, "minmem": 128, "vcpus": 1}}
-    fake = FakeLuxi({"instance": [inst]})
+    fake = _fake({"instance": [inst]})
     assert run("GET", "/2/instances/i1", fake)["beparams"]["memory"] == 256
     (bulk,) = run("GET", "/2/instances", fake, query={"bulk": ["1"]})
     assert bulk["beparams"] == {"maxmem": 256, "minmem": 128, "vcpus": 1, "memory": 256}
@@ -206,7 +201,7 @@ def test_instance_beparams_memory_for_old_clients():
 
 
 def test_instance_modify_custom_aliases_and_delete_body():
-    fake = FakeLuxi()
+    fake = _fake()
     run("PUT", "/2/instances/i1/modify", fake, body={"custom_beparams": {"vcpus": 2}})
     assert fake.submitted[0][0]["beparams"] == {"vcpus": 2}
     run("DELETE", "/2/instances/i1", fake, body={"shutdown_timeout": 5})
@@ -217,11 +212,7 @@ def test_instance_modify_custom_aliases_and_delete_body():
 
 
 def test_query_put_takes_qfilter():
-    class QueryLuxi(FakeLuxi):
-        def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-            self.calls.append((method, args))
-            return {"fields": [], "data": []}
-    fake = QueryLuxi()
+    fake = FakeLuxi({"Query": {"fields": [], "data": []}})
     qfilter = ["=", "name", "n1"]
     run("PUT", "/2/query/node", fake, body={"fields": ["name"], "qfilter": qfilter,
                                             "filter": qfilter})
@@ -233,7 +224,7 @@ def test_query_put_takes_qfilter():
 
 
 def test_group_modify_builds_group_set_params():
-    fake = FakeLuxi()
+    fake = _fake()
     body = {"alloc_policy": "last_resort", "ipolicy": {"vcpu-ratio": 2}}
     assert run("PUT", "/2/groups/rack2/modify", fake, body=body) == 42
     (ops,) = fake.submitted
@@ -242,7 +233,7 @@ def test_group_modify_builds_group_set_params():
 
 
 def test_export_and_prepare_export():
-    fake = FakeLuxi()
+    fake = _fake()
     run("PUT", "/2/instances/i1/export", fake, body={"destination": "n2", "shutdown": False})
     (op,) = fake.submitted[0]
     assert (op["OP_ID"], op["instance_name"], op["target_node"], op["shutdown"]) == \
@@ -255,7 +246,7 @@ def test_export_and_prepare_export():
 # --- node storage, disk grow, console ------------------------------------------------------
 
 def test_node_storage_rows_build_ganetis_opcodes():
-    client = FakeLuxi()
+    client = _fake()
     assert run("GET", "/2/nodes/n1/storage", client,
                query={"storage_type": ["file"], "output_fields": ["name,free"]}) == 42
     run("PUT", "/2/nodes/n1/storage/modify", client,
@@ -282,14 +273,14 @@ def test_node_storage_rows_build_ganetis_opcodes():
     ("POST", "/2/instances/i1/disk/x/grow", {}, "disk index"),
 ], ids=["no-fields", "no-name", "no-type", "bad-type", "bad-index"])
 def test_node_storage_and_grow_refusals(method, path, query, match):
-    client = FakeLuxi()
+    client = _fake()
     with pytest.raises((errors.HttpError, errors.ParameterError), match=match):
         run(method, path, client, body={"amount": 1} if "grow" in path else None, query=query)
     assert client.submitted == []
 
 
 def test_grow_disk_takes_the_index_from_the_path_and_the_rest_from_the_body():
-    client = FakeLuxi()
+    client = _fake()
     run("POST", "/2/instances/i1/disk/1/grow", client, body={"amount": 512, "absolute": False})
     ((op,),) = client.submitted
     assert (op["OP_ID"], op["instance_name"], op["disk"], op["amount"]) == \
@@ -298,30 +289,12 @@ def test_grow_disk_takes_the_index_from_the_path_and_the_rest_from_the_body():
         run("POST", "/2/instances/i1/disk/1/grow", client, body={"amount": 1, "disk": 0})
 
 
-class JobLuxi(FakeLuxi):
-    """Also runs the submitted job: WaitForJobChange/QueryJobs give ``outcome``."""
-
-    def __init__(self, rows: Any, outcome: tuple[str, list[Any]]) -> None:
-        super().__init__(rows)
-        self.outcome = outcome
-
-    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-        if method == "WaitForJobChange":
-            self.calls.append((method, args))
-            return [[self.outcome[0]], []]
-        if method == "QueryJobs":
-            self.calls.append((method, args))
-            return [list(self.outcome)]
-        return super().call(method, args, timeout=timeout)
-
-
 CONSOLE = {"instance": "i1.example.com", "kind": "message", "message": "fake console"}
 
 
 def test_console_answers_the_jobs_result_for_a_short_name():
-    client = JobLuxi({"instance": [{"name": "i1.example.com", "oper_state": True}]},
-                     ("success", [CONSOLE]))
-    client.rows["instance"][0]["name"] = "i1"     # the fake matches names exactly
+    # (the fake matches names exactly: the short name is the one it knows)
+    client = _fake({"instance": [{"name": "i1", "oper_state": True}]}, ("success", [CONSOLE]))
     assert run("GET", "/2/instances/i1/console", client) == CONSOLE
     ((op,),) = client.submitted
     assert op["OP_ID"] == "OP_INSTANCE_CONSOLE"
@@ -337,7 +310,7 @@ def test_console_answers_the_jobs_result_for_a_short_name():
      ("error", [["OpPrereqError", ["Instance 'i1' not known", "unknown_entity"]]]), 404),
 ], ids=["stopped", "unknown", "stopped-meanwhile", "removed-meanwhile"])
 def test_console_errors(rows, outcome, status):
-    client = JobLuxi({"instance": rows}, outcome)
+    client = _fake({"instance": rows}, outcome)
     with pytest.raises(errors.HttpError) as info:
         run("GET", "/2/instances/i1/console", client)
     assert info.value.status == status
@@ -354,7 +327,7 @@ def _submitted(fake: FakeLuxi) -> dict[str, Any]:
     ("PUT", "/2/groups/g1/evacuate", "OP_GROUP_EVACUATE", "group_name"),
 ])
 def test_relocation_rows_and_plan(method, path, op_id, key):
-    fake = FakeLuxi()
+    fake = _fake()
     run(method, path, fake, body={"iallocator": "hail"})
     op = _submitted(fake)
     assert op["OP_ID"] == op_id and op[key] == path.split("/")[3] and op["iallocator"] == "hail"
@@ -364,7 +337,7 @@ def test_relocation_rows_and_plan(method, path, op_id, key):
 
 
 def test_node_migrate_and_multi_alloc_rows():
-    fake = FakeLuxi()
+    fake = _fake()
     run("POST", "/2/nodes/n1/migrate", fake, body={"mode": "non-live"})
     assert _submitted(fake)["OP_ID"] == "OP_NODE_MIGRATE"
     spec = {"instance_name": "x", "disk_template": "diskless"}
@@ -379,7 +352,7 @@ def test_node_migrate_and_multi_alloc_rows():
     ("POST", "/2/nodes/n1/migrate", "OP_NODE_MIGRATE"),
 ])
 def test_with_disks_reaches_the_opcode(method, path, op_id):
-    fake = FakeLuxi()
+    fake = _fake()
     run(method, path, fake, body={"with_disks": True})
     op = _submitted(fake)
     assert op["OP_ID"] == op_id and op["with_disks"] is True

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fakes import FakeLuxi
 from fakes.clock import FakeClock
 
 from ganeti import constants, errors
@@ -17,20 +18,26 @@ INSTANCES = ["i1", "i2", "i3"]
 NOCHECK = ["--no-name-check", "--no-ip-check"]
 
 
-class FakeLuxi:
-    """Jobs finish at once (each costs one fake second); ``fail`` picks failing opcodes."""
+class SimLuxi(FakeLuxi):
+    """A simulated queue behind the table-shaped fake: jobs finish at once (each costs
+    one fake second); ``fail`` picks failing opcodes."""
 
     def __init__(self, clock: FakeClock, *, nodes: list[str] | None = None,
                  fail: Callable[[dict[str, Any]], str | None] | None = None,
                  nic_mode: str = constants.NIC_MODE_BRIDGED,
                  templates: tuple[str, ...] = ("diskless", "file", "sharedfile")) -> None:
+        super().__init__()
+        self.answer_with(SubmitJob=self._submit_job, SubmitManyJobs=self._submit_many_jobs,
+                         WaitForJobChange=self._wait_for_job_change,
+                         QueryJobs=self._query_jobs, Query=self._query,
+                         QueryNodes=self._query_nodes, QueryClusterInfo=self._cluster_info)
         self.clock = clock
         self.nodes = nodes if nodes is not None else list(NODES)
         self.fail = fail or (lambda op: None)
         self.nic_mode = nic_mode
         self.templates = list(templates)
         self.jobs: dict[int, list[dict[str, Any]]] = {}
-        self.calls: list[tuple[str, list[int]]] = []   # (SubmitJob|SubmitManyJobs, ids)
+        self.submissions: list[tuple[str, list[int]]] = []   # (SubmitJob|SubmitManyJobs, ids)
         self.results: dict[int, tuple[str, list[str], list[Any]]] = {}
         self.existing: dict[str, str] = {}       # instance -> primary node
 
@@ -62,35 +69,35 @@ class FakeLuxi:
         self.results[job_id] = ("error" if failed else "success", statuses, results)
         return job_id
 
-    def SubmitJob(self, ops: list[dict[str, Any]]) -> int:
+    def _submit_job(self, ops: list[dict[str, Any]]) -> int:
         job_id = self._run(ops)
-        self.calls.append(("SubmitJob", [job_id]))
+        self.submissions.append(("SubmitJob", [job_id]))
         return job_id
 
-    def SubmitManyJobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
+    def _submit_many_jobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
         ids = [self._run(ops) for ops in jobs]
-        self.calls.append(("SubmitManyJobs", ids))
+        self.submissions.append(("SubmitManyJobs", ids))
         return [[True, i] for i in ids]
 
-    def WaitForJobChange(self, job_id: int, fields: list[str], prev: Any, serial: int,
-                         max_wait: float | None = None) -> Any:
+    def _wait_for_job_change(self, job_id: int, fields: list[str], prev: Any, serial: int,
+                             timeout: float) -> Any:
         self.clock.advance(1.0)
         status = self.results[job_id][0]
         return [[status], [[1, [1700000000, 0], "message", f"job {job_id} log line"]]]
 
-    def QueryJobs(self, ids: list[int], fields: list[str]) -> list[Any]:
+    def _query_jobs(self, ids: list[int], fields: list[str]) -> list[Any]:
         return [list(self.results[i]) for i in ids]
 
-    def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+    def _query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
         assert what == "instance" and qfilter is None
         values = {"name": lambda n: n, "pnode": lambda n: self.existing[n]}
         return {"fields": [], "data": [[[0, values[f](n)] for f in fields]
                                        for n in sorted(self.existing)]}
 
-    def QueryNodes(self, names: list[str], fields: list[str], lock: bool) -> list[Any]:
+    def _query_nodes(self, names: list[str], fields: list[str], lock: bool) -> list[Any]:
         return [[n, False, False] for n in (names or self.nodes)]
 
-    def QueryClusterInfo(self) -> dict[str, Any]:
+    def _cluster_info(self) -> dict[str, Any]:
         return {"default_hypervisor": "fake", "enabled_disk_templates": self.templates,
                 "nicparams": {"default": {"mode": self.nic_mode, "link": "br0"}}}
 
@@ -105,7 +112,7 @@ class FakeLuxi:
                 if op_id is None or op["OP_ID"] == op_id]
 
 
-def _run(argv: list[str], client: FakeLuxi, clock: FakeClock) -> tuple[int, list[str], list[str]]:
+def _run(argv: list[str], client: SimLuxi, clock: FakeClock) -> tuple[int, list[str], list[str]]:
     out: list[str] = []
     err: list[str] = []
     opts = burnin_opts.parse_args(argv)
@@ -188,7 +195,7 @@ def test_main_bad_usage_exits_2(capsys: Any) -> None:
 
 def test_diskless_run_order_skips_and_placement() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     rc, lines, err = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, "--rename", "spare",
                            *INSTANCES], cl, clock)
     assert rc == 0 and err == []
@@ -227,7 +234,7 @@ def test_diskless_run_order_skips_and_placement() -> None:
 
 def test_export_import_job_uses_upstream_opcodes() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     rc, lines, _ = _run(["-o", "tinyos", "-t", "file", *NOCHECK, "--disk-size", "16M",
                          "--disk-growth", "8M", *INSTANCES], cl, clock)
     assert rc == 0
@@ -251,7 +258,7 @@ def test_export_import_job_uses_upstream_opcodes() -> None:
 
 def test_file_template_moves_and_grows_but_does_not_fail_over() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     rc, lines, _ = _run(["-o", "tinyos", "-t", "file", *NOCHECK, "--disk-size", "16M,8M",
                          "--disk-growth", "8M,0", "i1", "i2"], cl, clock)
     assert rc == 0
@@ -267,7 +274,7 @@ def test_file_template_moves_and_grows_but_does_not_fail_over() -> None:
 
 def test_one_node_option_set_leaves_no_unexplained_skip() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock, nodes=["node1"])
+    cl = SimLuxi(clock, nodes=["node1"])
     argv = ["-o", "tinyos", "-t", "diskless", *NOCHECK, "--no-failover", "--no-migrate",
             "--no-move", "--no-replace1", "--no-replace2", "--no-reinstall",
             "--no-importexport", "--no-activate-disks", "--no-add-disks", "i1", "i2"]
@@ -282,7 +289,7 @@ def test_one_node_option_set_leaves_no_unexplained_skip() -> None:
 
 def test_routed_cluster_skips_nic_changes_with_the_reason() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock, nic_mode=constants.NIC_MODE_ROUTED)
+    cl = SimLuxi(clock, nic_mode=constants.NIC_MODE_ROUTED)
     rc, lines, _ = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, "i1"], cl, clock)
     assert rc == 0
     assert "- Skipping NIC addition/removal (the cluster's default NIC mode is routed, not" \
@@ -291,7 +298,7 @@ def test_routed_cluster_skips_nic_changes_with_the_reason() -> None:
 
 def test_template_not_enabled_refused_before_any_job() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock, templates=("diskless",))
+    cl = SimLuxi(clock, templates=("diskless",))
     opts = burnin_opts.parse_args(["-o", "tinyos", "-t", "file", "i1"])
     with pytest.raises(errors.OpPrereqError, match="not enabled"):
         burnin.Burner(opts, cl, out=lambda s: None, clock=clock).read_state()
@@ -302,31 +309,31 @@ def test_unknown_os_refused() -> None:
     clock = FakeClock()
     opts = burnin_opts.parse_args(["-o", "debootstrap", "-t", "diskless", "i1"])
     with pytest.raises(errors.OpPrereqError, match="debootstrap"):
-        burnin.Burner(opts, FakeLuxi(clock), out=lambda s: None, clock=clock).read_state()
+        burnin.Burner(opts, SimLuxi(clock), out=lambda s: None, clock=clock).read_state()
 
 
 # --- serial and parallel --------------------------------------------------------
 
 def test_serial_submits_one_job_at_a_time() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES], cl, clock)
-    assert {kind for kind, _ in cl.calls} == {"SubmitJob"}
+    assert {kind for kind, _ in cl.submissions} == {"SubmitJob"}
 
 
 def test_parallel_submits_each_step_together_and_is_faster() -> None:
     argv = ["-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES]
     clock = FakeClock()
-    serial = FakeLuxi(clock)
+    serial = SimLuxi(clock)
     _, serial_lines, _ = _run(argv, serial, clock)
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     rc, lines, _ = _run(["-p", *argv], cl, clock)
     assert rc == 0
-    many = [ids for kind, ids in cl.calls if kind == "SubmitManyJobs"]
+    many = [ids for kind, ids in cl.submissions if kind == "SubmitManyJobs"]
     assert many and all(len(ids) == 3 for ids in many)
     # the OS diagnose is the only single job
-    assert [cl.jobs[ids[0]][0]["OP_ID"] for kind, ids in cl.calls if kind == "SubmitJob"] \
+    assert [cl.jobs[ids[0]][0]["OP_ID"] for kind, ids in cl.submissions if kind == "SubmitJob"] \
         == ["OP_OS_DIAGNOSE"]
     # the same jobs either way
     assert sorted(o["OP_ID"] for o in cl.ops()) == sorted(o["OP_ID"] for o in serial.ops())
@@ -335,7 +342,7 @@ def test_parallel_submits_each_step_together_and_is_faster() -> None:
 
 def test_step_times_come_from_the_clock() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     _, lines, _ = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, "i1", "i2"], cl, clock)
     rows = _timing_rows(lines)
     # each job costs one fake second in the fake
@@ -356,7 +363,7 @@ def _fail_on(op_id: str, instance: str, message: str = "node2: disk full"
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
 def test_failure_stops_removes_what_was_created_and_exits_1(parallel: bool) -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock, fail=_fail_on("OP_INSTANCE_REBOOT", "i2"))
+    cl = SimLuxi(clock, fail=_fail_on("OP_INSTANCE_REBOOT", "i2"))
     argv = ["-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES]
     rc, lines, err = _run((["-p"] if parallel else []) + argv, cl, clock)
     assert rc == 1
@@ -375,7 +382,7 @@ def test_failure_stops_removes_what_was_created_and_exits_1(parallel: bool) -> N
 
 def test_keep_instances_keeps_them_after_a_failure() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock, fail=_fail_on("OP_INSTANCE_FAILOVER", "i1"))
+    cl = SimLuxi(clock, fail=_fail_on("OP_INSTANCE_FAILOVER", "i1"))
     rc, lines, err = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, "-K", *INSTANCES],
                           cl, clock)
     assert rc == 1 and err
@@ -385,7 +392,7 @@ def test_keep_instances_keeps_them_after_a_failure() -> None:
 
 def test_parallel_create_failure_removes_only_the_created_ones() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock, fail=_fail_on("OP_INSTANCE_CREATE", "i2", "OS create failed"))
+    cl = SimLuxi(clock, fail=_fail_on("OP_INSTANCE_CREATE", "i2", "OS create failed"))
     rc, _, err = _run(["-p", "-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES],
                       cl, clock)
     assert rc == 1 and "OS create failed" in err[0]
@@ -394,7 +401,7 @@ def test_parallel_create_failure_removes_only_the_created_ones() -> None:
 
 def test_verbose_prints_the_job_log() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     _, lines, _ = _run(["-v", "-o", "tinyos", "-t", "diskless", *NOCHECK, "i1"], cl, clock)
     assert any(line.startswith("        ") and line.endswith("job 2 log line")
                for line in lines)
@@ -407,7 +414,7 @@ def test_failed_import_leaves_the_instance_gone_and_the_others_removed() -> None
             return "import script failed"
         return None
     clock = FakeClock()
-    cl = FakeLuxi(clock, fail=fail)
+    cl = SimLuxi(clock, fail=fail)
     rc, lines, err = _run(["-o", "tinyos", "-t", "file", *NOCHECK, *INSTANCES], cl, clock)
     assert rc == 1 and "export-import" in err[0] and "import script failed" in err[0]
     assert "  * instance i2 (gone already)" in lines
@@ -419,7 +426,7 @@ def test_removal_goes_on_past_a_failed_removal() -> None:
         return "node1 is down" if op["OP_ID"] == "OP_INSTANCE_REMOVE" \
             and op["instance_name"] == "i1" else None
     clock = FakeClock()
-    cl = FakeLuxi(clock, fail=fail)
+    cl = SimLuxi(clock, fail=fail)
     rc, lines, err = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, "--no-importexport",
                            *INSTANCES], cl, clock)
     assert rc == 1 and err[0].startswith("burnin: remove: job ") and "node1 is down" in err[0]
@@ -429,7 +436,7 @@ def test_removal_goes_on_past_a_failed_removal() -> None:
 
 def test_failover_and_migration_targets_stay_within_the_selected_nodes() -> None:
     clock = FakeClock()
-    cl = FakeLuxi(clock)
+    cl = SimLuxi(clock)
     rc, _, _ = _run(["-o", "tinyos", "-t", "sharedfile", *NOCHECK, "-n", "node1,node3",
                      "--disk-size", "8M", "--disk-growth", "4M", "i1", "i2", "i3"], cl, clock)
     assert rc == 0
@@ -473,7 +480,7 @@ def web() -> Any:
 def _http_burner(name: str, clock: FakeClock) -> burnin.Burner:
     opts = burnin_opts.parse_args(["-o", "tinyos", "-t", "diskless", "-C", "--net-timeout",
                                    "3", name])
-    return burnin.Burner(opts, FakeLuxi(clock), out=lambda s: None, clock=clock,
+    return burnin.Burner(opts, SimLuxi(clock), out=lambda s: None, clock=clock,
                          sleep=clock.advance)
 
 
@@ -506,11 +513,11 @@ def test_http_check_gives_up_after_the_net_timeout(web: Any) -> None:
 def test_a_failed_query_inside_a_step_still_cleans_up() -> None:
     clock = FakeClock()
 
-    class QueryDown(FakeLuxi):
-        def Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+    class QueryDown(SimLuxi):
+        def _query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
             if fields == ["name", "pnode"]:
                 raise errors.LuxiError("master socket closed")
-            return super().Query(what, fields, qfilter)
+            return super()._query(what, fields, qfilter)
     cl = QueryDown(clock)
     rc, _, err = _run(["-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES], cl, clock)
     assert rc == 1 and err[0].startswith("burnin: failover: (cluster): ")
@@ -521,14 +528,14 @@ def test_a_failed_query_inside_a_step_still_cleans_up() -> None:
 def test_a_refused_submission_in_parallel_is_a_failure() -> None:
     clock = FakeClock()
 
-    class Refusing(FakeLuxi):
-        def SubmitManyJobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
+    class Refusing(SimLuxi):
+        def _submit_many_jobs(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
             answers = []
             for ops in jobs:
                 if ops[0]["OP_ID"] == "OP_INSTANCE_CREATE" and ops[0]["instance_name"] == "i2":
                     answers.append([False, ["OpPrereqError", ["queue is drained", "wrong_state"]]])
                 else:
-                    answers.append([True, self.SubmitJob(ops)])
+                    answers.append([True, self._submit_job(ops)])
             return answers
     cl = Refusing(clock)
     rc, _, err = _run(["-p", "-o", "tinyos", "-t", "diskless", *NOCHECK, *INSTANCES], cl, clock)

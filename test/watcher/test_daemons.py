@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fakes import FakeLuxi
+
 from ganeti import constants, crypto, errors
 from ganeti.pathutils import Paths
 from ganeti.watcher import main, master
@@ -214,13 +216,9 @@ def test_daemon_timeout_option() -> None:
 def test_ensure_masterd_probes_with_the_timeout_given(tmp_path: Path) -> None:
     asked: list[float] = []
 
-    class _Client:
-        def call(self, method: str, args: list) -> dict:
-            return {}
-
-    def factory(timeout: float) -> _Client:
+    def factory(timeout: float) -> FakeLuxi:
         asked.append(timeout)
-        return _Client()
+        return FakeLuxi({"QueryClusterInfo": {}})
     paths = Paths(root=str(tmp_path))
     assert master.ensure_masterd(paths, factory, timeout=2.0) is None   # it answers
     assert asked == [2.0]

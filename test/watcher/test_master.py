@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from fakes import FakeClock
+from fakes import FakeClock, FakeLuxi
 
 from ganeti import constants
 from ganeti.pathutils import Paths
@@ -18,17 +18,20 @@ def _cells(*values: Any) -> list[list[Any]]:
             for v in values]
 
 
-class FakeLuxi:
-    """Answers the watcher's queries from tables; records submissions."""
+class WatcherLuxi(FakeLuxi):
+    """Answers the watcher's queries from tables; runs its verify-disks jobs at once."""
 
     def __init__(self, instances: list[tuple[Any, ...]], locks: list[tuple[Any, ...]] = ()):
+        super().__init__()
+        self.answer_with(Query=self._query, SubmitManyJobs=self._submit_many,
+                         WaitForJobChange=self._wait, QueryJobs=self._query_jobs,
+                         ArchiveJob=self._archive, AutoArchiveJobs=self._auto_archive)
         self.tables = {
             constants.QR_GROUP: [("g1", "default")],
             constants.QR_NODE: [("n1", "g1", False, "b1"), ("n2", "g1", False, None)],
             constants.QR_INSTANCE: instances,
             constants.QR_LOCK: list(locks),
         }
-        self.submitted: list[list[dict[str, Any]]] = []
         self.archived: list[list[Any]] = []
         #: verify-disks: the jobs, each group's result (default: clean), the status
         self.verify_jobs: dict[int, dict[str, Any]] = {}
@@ -36,31 +39,37 @@ class FakeLuxi:
         self.verify_status = constants.JOB_STATUS_SUCCESS
         self.archived_jobs: list[int] = []
 
-    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-        if method == "Query":
-            return {"fields": [], "data": [_cells(*row) for row in self.tables[args[0]]]}
-        if method == "SubmitManyJobs":
-            if all(job[0]["OP_ID"] == "OP_GROUP_VERIFY_DISKS" for job in args[0]):
-                ids = [900 + len(self.verify_jobs) + k for k in range(len(args[0]))]
-                self.verify_jobs.update({i: job[0] for i, job in zip(ids, args[0])})
-                return [[True, i] for i in ids]
-            self.submitted += args[0]
-            return [[True, 100 + k] for k in range(len(args[0]))]
-        if method == "WaitForJobChange":
-            assert args[0] in self.verify_jobs
-            return [[self.verify_status], [[1, [0, 0], "message", "WARNING: planted"]]]
-        if method == "QueryJobs":
-            ((job,), _fields) = args
-            group = self.verify_jobs[job]["group_name"]
-            return [[self.verify_status,
-                     [self.verify_results.get(group, [{}, [], {}])]]]
-        if method == "ArchiveJob":
-            self.archived_jobs.append(args[0])
-            return True
-        if method == "AutoArchiveJobs":
-            self.archived.append(args)
-            return [3, 0]
-        raise AssertionError(f"unexpected LUXI call {method}")
+    @property
+    def submitted(self) -> list[list[dict[str, Any]]]:
+        """The jobs submitted, but the verify-disks ones."""
+        return [job for job in super().submitted if job[0]["OP_ID"] != "OP_GROUP_VERIFY_DISKS"]
+
+    def _query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+        return {"fields": [], "data": [_cells(*row) for row in self.tables[what]]}
+
+    def _submit_many(self, jobs: list[list[dict[str, Any]]]) -> list[list[Any]]:
+        if all(job[0]["OP_ID"] == "OP_GROUP_VERIFY_DISKS" for job in jobs):
+            ids = [900 + len(self.verify_jobs) + k for k in range(len(jobs))]
+            self.verify_jobs.update({i: job[0] for i, job in zip(ids, jobs)})
+            return [[True, i] for i in ids]
+        return [[True, 100 + k] for k in range(len(jobs))]
+
+    def _wait(self, job_id: int, *_args: Any) -> Any:
+        assert job_id in self.verify_jobs
+        return [[self.verify_status], [[1, [0, 0], "message", "WARNING: planted"]]]
+
+    def _query_jobs(self, job_ids: list[int], fields: list[str]) -> list[Any]:
+        (job,) = job_ids
+        group = self.verify_jobs[job]["group_name"]
+        return [[self.verify_status, [self.verify_results.get(group, [{}, [], {}])]]]
+
+    def _archive(self, job_id: int) -> bool:
+        self.archived_jobs.append(job_id)
+        return True
+
+    def _auto_archive(self, age: float, timeout: float) -> list[int]:
+        self.archived.append([age, timeout])
+        return [3, 0]
 
 
 def _inst(name: str, status: str, pnode: str = "n1",
@@ -69,7 +78,7 @@ def _inst(name: str, status: str, pnode: str = "n1",
 
 
 def test_pass_submits_jobs_with_the_watcher_reason(tmp_path: Path) -> None:
-    cl = FakeLuxi([_inst("a", "ERROR_down"), _inst("b", "USER_down"), _inst("c", "running"),
+    cl = WatcherLuxi([_inst("a", "ERROR_down"), _inst("b", "USER_down"), _inst("c", "running"),
                    _inst("d", "ERROR_down", pnode="n2")])
     paths = Paths(root=str(tmp_path))
     Path(paths.data_dir).mkdir(parents=True)
@@ -91,7 +100,7 @@ def test_pass_submits_jobs_with_the_watcher_reason(tmp_path: Path) -> None:
 
 
 def test_instances_locked_by_a_job_are_skipped(tmp_path: Path) -> None:
-    cl = FakeLuxi([_inst("a", "ERROR_down"), _inst("b", "ERROR_down"), _inst("c", "ERROR_down")],
+    cl = WatcherLuxi([_inst("a", "ERROR_down"), _inst("b", "ERROR_down"), _inst("c", "ERROR_down")],
                   locks=[("instance/a", ["job-7"], []),
                          ("instance/b", [], [["exclusive", ["job-8"]]]),
                          ("instance/c", [], [])])
@@ -103,7 +112,7 @@ def test_instances_locked_by_a_job_are_skipped(tmp_path: Path) -> None:
 
 
 def test_negative_job_age_still_archives_everything_finished(tmp_path: Path) -> None:
-    cl = FakeLuxi([])
+    cl = WatcherLuxi([])
     paths = Paths(root=str(tmp_path))
     Path(paths.data_dir).mkdir(parents=True)
     master.master_pass(cl, paths, master.MasterOptions(job_age=-1), clock=FakeClock())
@@ -117,7 +126,7 @@ def _paths(tmp_path: Path) -> Paths:
 
 
 def test_verify_disks_runs_per_group_and_activates_inactive_disks(tmp_path: Path) -> None:
-    cl = FakeLuxi([_inst("a", "running"), _inst("b", "running"), _inst("c", "ERROR_down"),
+    cl = WatcherLuxi([_inst("a", "running"), _inst("b", "running"), _inst("c", "ERROR_down"),
                    _inst("d", "running", pnode="n2"), _inst("e", "running"),
                    _inst("f", "running")],
                   locks=[("instance/e", ["job-3"], [])])
@@ -139,7 +148,7 @@ def test_verify_disks_runs_per_group_and_activates_inactive_disks(tmp_path: Path
 
 
 def test_no_verify_disks_submits_no_verify_job(tmp_path: Path) -> None:
-    cl = FakeLuxi([_inst("a", "running")])
+    cl = WatcherLuxi([_inst("a", "running")])
     cl.verify_results["g1"] = [{}, ["a"], {}]
     master.master_pass(cl, _paths(tmp_path), master.MasterOptions(verify_disks=False),
                        clock=FakeClock())
@@ -147,7 +156,7 @@ def test_no_verify_disks_submits_no_verify_job(tmp_path: Path) -> None:
 
 
 def test_failed_verify_job_is_kept_and_activates_nothing(tmp_path: Path, caplog) -> None:
-    cl = FakeLuxi([_inst("a", "running")])
+    cl = WatcherLuxi([_inst("a", "running")])
     cl.verify_results["g1"] = [{}, ["a"], {}]
     cl.verify_status = constants.JOB_STATUS_ERROR
     master.master_pass(cl, _paths(tmp_path), master.MasterOptions(), clock=FakeClock())
@@ -157,20 +166,17 @@ def test_failed_verify_job_is_kept_and_activates_nothing(tmp_path: Path, caplog)
 
 def test_verify_job_that_does_not_finish_in_time_is_not_waited_for(tmp_path: Path,
                                                                    caplog) -> None:
-    cl = FakeLuxi([_inst("a", "running")])
+    cl = WatcherLuxi([_inst("a", "running")])
     cl.verify_status = constants.JOB_STATUS_RUNNING
     clock = FakeClock(100.0)
     calls = []
-    real = cl.call
 
-    def call(method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-        if method == "WaitForJobChange":
-            calls.append(args[4])
-            clock.advance(args[4])          # the master waited that long
-            return "nochange"
-        return real(method, args, timeout=timeout)
+    def wait(job_id: int, fields: list[str], prev: Any, serial: Any, timeout: float) -> Any:
+        calls.append(timeout)
+        clock.advance(timeout)          # the master waited that long
+        return "nochange"
 
-    cl.call = call  # type: ignore[method-assign]
+    cl.answer_with(WaitForJobChange=wait)
     (group,) = master.collect(cl)[0]
     report = master.GroupReport(uuid=group, name="default", plan=master.core.Plan())
     master.verify_disks(cl, [report], master.MasterOptions(verify_timeout=25.0),
@@ -180,7 +186,7 @@ def test_verify_job_that_does_not_finish_in_time_is_not_waited_for(tmp_path: Pat
 
 
 def test_restart_and_cleanup_jobs_expect_the_admin_state_the_pass_saw(tmp_path: Path) -> None:
-    cl = FakeLuxi([_inst("a", "ERROR_down"), _inst("b", "USER_down", source="user")])
+    cl = WatcherLuxi([_inst("a", "ERROR_down"), _inst("b", "USER_down", source="user")])
     paths = Paths(root=str(tmp_path))
     Path(paths.data_dir).mkdir(parents=True)
     master.master_pass(cl, paths, master.MasterOptions(job_age=60.0, verify_disks=False),
@@ -195,14 +201,10 @@ def test_a_refused_job_is_logged_as_a_skip_not_a_failure(caplog: Any) -> None:
     refusal = ["OpPrereqError", [f"Instance a: {constants.ADMIN_STATE_CHANGED} since the job"
                                  " was submitted: ...; not starting it", "wrong_state"]]
 
-    class Jobs:
-        def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-            assert method == "QueryJobs"
-            return [[7, constants.JOB_STATUS_ERROR, [refusal]],
-                    [8, constants.JOB_STATUS_ERROR, [["OpExecError", ["boom"]]]]]
-
+    jobs = FakeLuxi({"QueryJobs": [[7, constants.JOB_STATUS_ERROR, [refusal]],
+                                   [8, constants.JOB_STATUS_ERROR, [["OpExecError", ["boom"]]]]]})
     with caplog.at_level(logging.INFO):
-        failed = master._wait_for_jobs(Jobs(), [7, 8], 10.0, names={7: "a", 8: "b"})
+        failed = master._wait_for_jobs(jobs, [7, 8], 10.0, names={7: "a", 8: "b"})
     assert failed == [8]
     assert "Skipping instance a (job 7)" in caplog.text
     assert "Watcher job 8 ended with status error" in caplog.text
