@@ -1,6 +1,6 @@
-"""The ``TYPE_CHECKING = False`` start-up trick stays fenced (STYLE.md, "Fence speed
-tricks"; doc/cli-startup.md): only the modules every ``gnt-*`` command imports
-at start-up may set it; everything else imports ``typing`` plainly."""
+"""The ``TYPE_CHECKING = False`` start-up trick stays fenced (doc/cli-startup.md):
+only the modules every ``gnt-*`` command imports at start-up may set it;
+everything else imports ``typing`` plainly."""
 
 from __future__ import annotations
 

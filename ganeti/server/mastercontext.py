@@ -1,7 +1,7 @@
 """The master's context: configuration, locks, node RPC, replication, events, job queue.
 
 :func:`build_context` builds the one :class:`~ganeti.context.MasterContext`
-the master daemon passes down (STYLE.md, "Global state"); the daemon's
+the master daemon passes down (no hidden global state); the daemon's
 start-up (:mod:`ganeti.server.masterd`) calls it once.
 """
 
