@@ -34,6 +34,15 @@ __all__ = ["LuxiDispatcher"]
 logger = logging.getLogger(__name__)
 
 
+class _Frame:
+    """A whole response frame a handler made (or took from the answer cache)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
 class LuxiDispatcher:
     """Answers LUXI requests: ``handle(frame) -> response bytes``.
 
@@ -56,12 +65,6 @@ class LuxiDispatcher:
             raise errors.ProgrammerError(f"LUXI methods without a handler: {missing}")
         self._methods: dict[str, Callable[..., Any]] = {
             name: getattr(self, name) for name in luxi.METHODS}
-        # methods whose response frame is made (or cached) as a whole: name ->
-        # frame maker, called with the request's arguments; None: ask the handler
-        self._frames: dict[str, Callable[..., bytes | None]] = {
-            "QueryClusterInfo": self._cluster_info_frame,
-            "Query": self._query_frame,
-        }
         self._answers = AnswerCache()
 
     def handle(self, frame: bytes) -> bytes:
@@ -83,12 +86,7 @@ class LuxiDispatcher:
             luxi.check_args(req.method, req.args)
         except errors.ParameterError as exc:
             return luxi.encode_response(False, exc)
-        make_frame = self._frames.get(req.method)
         try:
-            if make_frame is not None:
-                made = make_frame(*req.args)
-                if made is not None:
-                    return made
             result = entry(*req.args)
         except errors.GanetiError as exc:
             logger.debug("LUXI %s failed: %s", req.method, exc)
@@ -97,6 +95,8 @@ class LuxiDispatcher:
             logger.exception("LUXI %s failed unexpectedly", req.method)
             return luxi.encode_response(False, errors.GanetiError(
                 f"Internal error in {req.method}: {type(exc).__name__}: {exc}"))
+        if isinstance(result, _Frame):
+            return result.data
         try:
             return luxi.encode_response(True, result)
         except (TypeError, ValueError, errors.GanetiError) as exc:
@@ -138,6 +138,9 @@ class LuxiDispatcher:
         return self.context.require_jqueue().change_job_priority(job_id, priority)
 
     def Query(self, what: str, fields: list[str], qfilter: Any) -> Any:
+        made = self._query_frame(what, fields, qfilter)
+        if made is not None:
+            return _Frame(made)
         return cmdlib_query.run_query(self.context, what, fields, qfilter)
 
     def QueryFields(self, what: str, fields: list[str] | None) -> Any:
@@ -162,9 +165,8 @@ class LuxiDispatcher:
     def QueryExports(self, nodes: list[str] | None, use_locking: bool = False) -> Any:
         return cmdlib_backup.query_exports(self.context, nodes, use_locking)
 
-    def QueryClusterInfo(self) -> Any:
-        """(Answered by :meth:`_cluster_info_frame`; this is its uncached form.)"""
-        return cluster_info(self.context.committed_cfg())
+    def QueryClusterInfo(self) -> _Frame:
+        return _Frame(self._cluster_info_frame())
 
     def DrainMaster(self, seconds: float) -> dict[str, Any]:
         """Refuse submissions for ``seconds`` (0: accept again), then flush the

@@ -52,7 +52,7 @@ def test_job_list_frame_is_the_general_answer(tmp_path) -> None:
     jq = ctx.jqueue
     try:
         dispatcher = masterd.LuxiDispatcher(ctx)
-        fast = dispatcher._frames["Query"]
+        fast = dispatcher._query_frame
         assert fast("job", ["id"], UNARCHIVED).startswith(b'{"success":true')   # empty queue
         assert fast("job", ["id"], UNARCHIVED) == _general_frame(ctx, ["id"], UNARCHIVED)
         jq.start()
@@ -142,9 +142,9 @@ def test_config_only_instance_query_frame_is_kept_per_committed_config(tmp_path)
         assert changed == luxi.encode_response(True, cmdlib_query.run_query(ctx, "instance",
                                                                             fields, None))
         # live fields and bad arguments are not made here
-        assert dispatcher._frames["Query"]("instance", ["name", "status"], None) is None
-        assert dispatcher._frames["Query"]("instance", ["name"], ["=", "nosuch", 1]) is None
-        assert dispatcher._frames["Query"]("node", ["name"], None) is None
+        assert dispatcher._query_frame("instance", ["name", "status"], None) is None
+        assert dispatcher._query_frame("instance", ["name"], ["=", "nosuch", 1]) is None
+        assert dispatcher._query_frame("node", ["name"], None) is None
         unknown = serializer.loads(_instance_frame(dispatcher, ["name"], ["=", "nosuch", 1])[:-1])
         assert unknown["success"] is False
     finally:
