@@ -292,7 +292,7 @@ def master_drain(ctx: NodeContext, seconds: float) -> dict[str, Any]:
     from ganeti import luxi
     client = luxi.Client(ctx.paths.master_socket, connect_timeout=5.0, rw_timeout=30.0)
     try:
-        result = client.call("DrainMaster", [float(seconds)])
+        result = client.DrainMaster(float(seconds))
     finally:
         client.close()
     if not isinstance(result, dict):
