@@ -174,6 +174,7 @@ class FakeQmp:
         self._listener.listen(8)
         self._listener.setblocking(False)
         self._conn: _Conn | None = None
+        self._clients: list[qmp.QmpClient] = []
 
     # --- the script -----------------------------------------------------------------
 
@@ -314,8 +315,9 @@ class FakeQmp:
 
     def client(self, timeout: float = 5.0, clock: Callable[[], float] | None = None,
                on_silence: Callable[[float], None] | None = None) -> qmp.QmpClient:
-        """A connected :class:`QmpClient` of this peer (close it, or use :meth:`session`)."""
+        """A connected :class:`QmpClient` of this peer (:meth:`close` closes it too)."""
         made = _PumpedClient(self, timeout, clock, on_silence)
+        self._clients.append(made)
         made.connect()
         return made
 
@@ -329,7 +331,9 @@ class FakeQmp:
             made.close()
 
     def close(self) -> None:
-        """Close the sockets; fail when the client sent anything the table refuses."""
+        """Close the clients and sockets; fail when a client sent anything the table refuses."""
+        for made in self._clients:
+            made.close()
         if self._conn is not None:
             self._conn.sock.close()
             self._conn = None

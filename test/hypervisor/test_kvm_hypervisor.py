@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
 
 import pytest
 
+from fakes.fakeqmp import FakeQmp
 from ganeti import constants, errors, hypervisor, parameters, pathutils, serializer
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import hypervisor as kvmhv
@@ -167,28 +167,18 @@ def test_migration_of_a_dead_instance_is_refused(hv):
     assert "not running" in status["info"]
 
 
-class _SourceQmp:
-    """A running source's QMP: records the commands, says ``running``."""
-
-    def __init__(self) -> None:
-        self.commands: list[str] = []
-
-    def execute(self, command: str, **arguments: object) -> dict:
-        self.commands.append(command)
-        return {"status": "running"}
-
-
 @pytest.mark.parametrize("accel,live,stop", [("tcg", True, True), ("kvm", True, False),
                                              ("kvm", False, True), ("tcg", False, True)])
-def test_a_live_migration_under_tcg_is_copied_paused(hv, monkeypatch, accel, live, stop):
+def test_a_live_migration_under_tcg_is_copied_paused(hv, monkeypatch, qmp_peer, accel, live,
+                                                      stop):
     # qemu's TCG loses guest writes during a live copy (doc/kvm.md, "Migration")
     _record(hv, "i3", pid=None, accel=accel)
-    client = _SourceQmp()
+    fake = qmp_peer({"query-status": {"status": "running"}})   # a running source
     monkeypatch.setattr(hv, "_pid", lambda name: 4242)
-    monkeypatch.setattr(hv, "_qmp", lambda name: contextlib.nullcontext(client))
+    monkeypatch.setattr(hv, "_qmp", fake.session)
     hv.migrate_instance("i3", "node2", "127.0.0.1", live, {"port": 8102})
-    assert client.commands[1:] == ["migrate-set-capabilities", "migrate-set-parameters",
-                                   *(["stop"] if stop else []), "migrate"]
+    assert fake.names()[1:] == ["migrate-set-capabilities", "migrate-set-parameters",
+                                *(["stop"] if stop else []), "migrate"]
     record = hv.migration_state("i3")
     assert record["live"] is live and record["run"] is True   # a failure resumes it
 
@@ -199,37 +189,33 @@ def test_node_info_from_proc(hv):
     assert info["cpu_total"] >= 1 and info["accel"] == "tcg"
 
 
-class _PowerButtonQmp:
-    """A QMP client whose guest powers off on the ``presses``-th ACPI power-button press."""
-
-    def __init__(self, presses: int) -> None:
-        self.presses = presses
-        self.commands: list[str] = []
-
-    def execute(self, command: str, **arguments: object) -> dict:
-        self.commands.append(command)
-        done = self.commands.count("system_powerdown") >= self.presses
+def _power_button(qmp_peer, presses: int) -> FakeQmp:
+    """A QMP peer whose guest powers off on the ``presses``-th ACPI power-button press."""
+    def status() -> dict:
+        done = fake.names().count("system_powerdown") >= presses
         return {"status": "shutdown" if done else "running"}
+    fake = qmp_peer({"query-status": status})
+    return fake
 
 
-def test_powerdown_presses_the_button_again_while_waiting(tmp_path, monkeypatch):
+def test_powerdown_presses_the_button_again_while_waiting(tmp_path, monkeypatch, qmp_peer):
     now = [0.0]
     hv = KvmHypervisor(pathutils.Paths(root=str(tmp_path)), monotonic=lambda: now[0],
                        sleep=lambda s: now.__setitem__(0, now[0] + s), accel="auto")
-    client = _PowerButtonQmp(presses=3)
-    monkeypatch.setattr(hv, "_qmp", lambda name: contextlib.nullcontext(client))
+    fake = _power_button(qmp_peer, presses=3)
+    monkeypatch.setattr(hv, "_qmp", fake.session)
     assert hv._powerdown("inst1", timeout=60.0)
     # pressed at 0 s, then every POWERDOWN_REPEAT seconds until the guest obeyed
-    assert client.commands.count("system_powerdown") == 3
+    assert fake.names().count("system_powerdown") == 3
     assert now[0] == pytest.approx(2 * POWERDOWN_REPEAT, abs=0.5)
 
 
-def test_powerdown_presses_until_the_timeout(tmp_path, monkeypatch):
+def test_powerdown_presses_until_the_timeout(tmp_path, monkeypatch, qmp_peer):
     now = [0.0]
     hv = KvmHypervisor(pathutils.Paths(root=str(tmp_path)), monotonic=lambda: now[0],
                        sleep=lambda s: now.__setitem__(0, now[0] + s), accel="auto")
-    client = _PowerButtonQmp(presses=1000)
-    monkeypatch.setattr(hv, "_qmp", lambda name: contextlib.nullcontext(client))
+    fake = _power_button(qmp_peer, presses=1000)
+    monkeypatch.setattr(hv, "_qmp", fake.session)
     hv._powerdown("inst1", timeout=10.5)
-    assert client.commands.count("system_powerdown") == 4  # at 0, 3, 6 and 9 s
+    assert fake.names().count("system_powerdown") == 4  # at 0, 3, 6 and 9 s
     assert now[0] == pytest.approx(10.5, abs=0.5)

@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from fakes.fakeqmp import FakeQmp, Replies
 from ganeti import errors
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import migration, qmp
 
 
-class ScriptedQemu:
-    """``execute`` answering from a table; records every command."""
+@pytest.fixture
+def qemu(qmp_peer) -> Callable[[dict[str, Any]], tuple[FakeQmp, qmp.QmpClient]]:
+    """Makes a scripted QMP peer and a client connected to it.
 
-    def __init__(self, answers: dict[str, Any]) -> None:
-        self.answers = answers
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def execute(self, command: str, **arguments: Any) -> Any:
-        self.calls.append((command, arguments))
-        answer = self.answers.get(command, {})
-        if callable(answer):
-            answer = answer(**arguments)
-        if isinstance(answer, list) and answer and command in ("query-migrate",
-                                                               "query-status"):
-            answer = answer.pop(0) if len(answer) > 1 else answer[0]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    def names(self) -> list[str]:
-        return [name for name, _ in self.calls]
+    A list answers ``query-migrate`` and ``query-status`` one item per call
+    (the last repeating).
+    """
+    def make(answers: dict[str, Any]) -> tuple[FakeQmp, qmp.QmpClient]:
+        fake = qmp_peer({name: Replies(*answer) if isinstance(answer, list) and answer
+                         and name in ("query-migrate", "query-status") else answer
+                         for name, answer in answers.items()})
+        return fake, fake.client()
+    return make
 
 
 @pytest.mark.parametrize("address,port,uri", [
@@ -73,11 +67,12 @@ def test_copies_paused_under_tcg_or_when_not_live():
     assert not migration.copies_paused(True, "kvm")
 
 
-def test_run_commands_stops_at_the_first_refusal():
-    qemu = ScriptedQemu({"stop": qmp.QmpCommandError("stop", "GenericError", "no")})
+def test_run_commands_stops_at_the_first_refusal(qemu):
+    fake, client = qemu({"stop": qmp.QmpCommandError("stop", "GenericError", "no")})
     with pytest.raises(qmp.QmpCommandError):
-        migration.run_commands(qemu.execute, [("a", {}), ("stop", {}), ("migrate", {})])
-    assert qemu.names() == ["a", "stop"]
+        migration.run_commands(client.execute, [("cont", {}), ("stop", {}),
+                                                ("migrate", {"uri": "tcp:192.0.2.7:8102"})])
+    assert fake.names() == ["cont", "stop"]
 
 
 def _busy(uri: str) -> Any:
@@ -87,26 +82,26 @@ def _busy(uri: str) -> Any:
     return {}
 
 
-def test_listen_incoming_skips_ports_in_use():
-    qemu = ScriptedQemu({"migrate-incoming": _busy})
-    assert migration.listen_incoming(qemu.execute, "192.0.2.7", [8102, 8103, 8104, 8105]) == 8104
-    assert qemu.calls[0][0] == "migrate-set-capabilities"
-    assert [a["uri"] for c, a in qemu.calls[1:]] == [
+def test_listen_incoming_skips_ports_in_use(qemu):
+    fake, client = qemu({"migrate-incoming": _busy})
+    assert migration.listen_incoming(client.execute, "192.0.2.7", [8102, 8103, 8104, 8105]) == 8104
+    assert fake.calls[0][0] == "migrate-set-capabilities"
+    assert [a["uri"] for c, a in fake.calls[1:]] == [
         "tcp:192.0.2.7:8102", "tcp:192.0.2.7:8103", "tcp:192.0.2.7:8104"]
 
 
-def test_listen_incoming_refuses_a_full_range_naming_it():
-    qemu = ScriptedQemu({"migrate-incoming": _busy})
+def test_listen_incoming_refuses_a_full_range_naming_it(qemu):
+    fake, client = qemu({"migrate-incoming": _busy})
     with pytest.raises(errors.HypervisorError, match="192.0.2.7: ports 8102-8103 are all in use"):
-        migration.listen_incoming(qemu.execute, "192.0.2.7", [8102, 8103])
+        migration.listen_incoming(client.execute, "192.0.2.7", [8102, 8103])
 
 
-def test_listen_incoming_passes_other_errors_on():
-    qemu = ScriptedQemu({"migrate-incoming": qmp.QmpCommandError(
+def test_listen_incoming_passes_other_errors_on(qemu):
+    fake, client = qemu({"migrate-incoming": qmp.QmpCommandError(
         "migrate-incoming", "GenericError", "Cannot assign requested address")})
     with pytest.raises(qmp.QmpCommandError, match="Cannot assign"):
-        migration.listen_incoming(qemu.execute, "192.0.2.99", [8102, 8103])
-    assert len(qemu.calls) == 2
+        migration.listen_incoming(client.execute, "192.0.2.99", [8102, 8103])
+    assert len(fake.calls) == 2
 
 
 ACTIVE = {"status": "active", "total-time": 501, "expected-downtime": 30,
@@ -152,42 +147,42 @@ def test_parse_status_ignores_odd_figures():
     assert out == {"status": "active", "info": "active", "ram": {"transferred": 5}}
 
 
-def test_abort_cancels_a_running_transfer_and_resumes():
-    qemu = ScriptedQemu({"query-migrate": [ACTIVE, {"status": "cancelling"},
+def test_abort_cancels_a_running_transfer_and_resumes(qemu):
+    fake, client = qemu({"query-migrate": [ACTIVE, {"status": "cancelling"},
                                            {"status": "cancelled"}],
                          "query-status": [{"status": "paused"}, {"status": "running"}]})
     slept: list[float] = []
-    assert migration.abort_outgoing(qemu.execute, True, slept.append) == "running"
-    assert qemu.names() == ["query-migrate", "migrate_cancel", "query-migrate",
+    assert migration.abort_outgoing(client.execute, True, slept.append) == "running"
+    assert fake.names() == ["query-migrate", "migrate_cancel", "query-migrate",
                             "query-migrate", "query-status", "cont", "query-status"]
     assert slept == [0.1]
 
 
-def test_abort_after_a_failed_live_transfer_has_nothing_to_do():
-    qemu = ScriptedQemu({"query-migrate": {"status": "failed"},
+def test_abort_after_a_failed_live_transfer_has_nothing_to_do(qemu):
+    fake, client = qemu({"query-migrate": {"status": "failed"},
                          "query-status": {"status": "running"}})
-    assert migration.abort_outgoing(qemu.execute, True, lambda s: None) == "running"
-    assert qemu.names() == ["query-migrate", "query-status"]
+    assert migration.abort_outgoing(client.execute, True, lambda s: None) == "running"
+    assert fake.names() == ["query-migrate", "query-status"]
 
 
-def test_abort_leaves_an_admin_paused_guest_paused():
-    qemu = ScriptedQemu({"query-migrate": {"status": "failed"},
+def test_abort_leaves_an_admin_paused_guest_paused(qemu):
+    fake, client = qemu({"query-migrate": {"status": "failed"},
                          "query-status": {"status": "paused"}})
-    assert migration.abort_outgoing(qemu.execute, False, lambda s: None) == "paused"
-    assert "cont" not in qemu.names()
+    assert migration.abort_outgoing(client.execute, False, lambda s: None) == "paused"
+    assert "cont" not in fake.names()
 
 
-def test_abort_resumes_a_fully_sent_guest():
-    qemu = ScriptedQemu({"query-migrate": COMPLETED,
+def test_abort_resumes_a_fully_sent_guest(qemu):
+    fake, client = qemu({"query-migrate": COMPLETED,
                          "query-status": [{"status": "postmigrate"}, {"status": "running"}]})
-    assert migration.abort_outgoing(qemu.execute, True, lambda s: None) == "running"
-    assert "cont" in qemu.names()
+    assert migration.abort_outgoing(client.execute, True, lambda s: None) == "running"
+    assert "cont" in fake.names()
 
 
-def test_abort_gives_up_on_a_transfer_that_does_not_stop():
-    qemu = ScriptedQemu({"query-migrate": ACTIVE})
+def test_abort_gives_up_on_a_transfer_that_does_not_stop(qemu):
+    fake, client = qemu({"query-migrate": ACTIVE})
     with pytest.raises(errors.HypervisorError, match="did not stop"):
-        migration.abort_outgoing(qemu.execute, True, lambda s: None, attempts=3)
+        migration.abort_outgoing(client.execute, True, lambda s: None, attempts=3)
 
 
 @pytest.mark.parametrize("before,run,calls,after", [
@@ -195,17 +190,17 @@ def test_abort_gives_up_on_a_transfer_that_does_not_stop():
     ("paused", False, ["query-status"], "paused"),
     ("running", True, ["query-status"], "running"),
 ], ids=["resume", "stay-paused", "already-running"])
-def test_resume(before, run, calls, after):
-    qemu = ScriptedQemu({"query-status": [{"status": before}, {"status": "running"}]})
-    assert migration.resume(qemu.execute, run) == after
-    assert qemu.names() == calls
+def test_resume(before, run, calls, after, qemu):
+    fake, client = qemu({"query-status": [{"status": before}, {"status": "running"}]})
+    assert migration.resume(client.execute, run) == after
+    assert fake.names() == calls
 
 
-def test_resume_refuses_an_incomplete_incoming_migration():
-    qemu = ScriptedQemu({"query-status": {"status": "inmigrate"}})
+def test_resume_refuses_an_incomplete_incoming_migration(qemu):
+    fake, client = qemu({"query-status": {"status": "inmigrate"}})
     with pytest.raises(errors.HypervisorError, match="not completed"):
-        migration.resume(qemu.execute, True)
-    assert "cont" not in qemu.names()
+        migration.resume(client.execute, True)
+    assert "cont" not in fake.names()
 
 
 @pytest.mark.parametrize("status,stopped", [

@@ -4,10 +4,12 @@ test/integration/test_kvm_mirror_qemu.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from fakes.fakeqmp import FakeQmp, Replies
 from ganeti import errors
 from ganeti.hypervisor.kvm import mirror, qmp
 
@@ -29,29 +31,36 @@ def _job(device: str, offset: int, length: int, status: str = "running",
             "status": status, "ready": ready, "speed": 0, "type": "mirror", **extra}
 
 
-class ScriptedQmp:
-    """Answers commands from a table; ``query-block-jobs`` replies come from a list."""
+def _answers(jobs: list[list[dict[str, Any]]] | None,
+             refuse: dict[str, str]) -> dict[str, Any]:
+    """The peer's script: ``query-block``, ``query-block-jobs`` from ``jobs``, refusals.
 
-    def __init__(self, jobs: list[list[dict[str, Any]]] | None = None,
-                 refuse: dict[str, str] | None = None) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.jobs = list(jobs or [[]])
-        self.refuse = dict(refuse or {})
+    A refusal is keyed by the command, or by ``command:port`` for the port of
+    an ``nbd-server-start``.
+    """
+    def answer(command: str) -> Callable[..., Any]:
+        def reply(**arguments: Any) -> Any:
+            key = f"{command}:{arguments.get('addr', {}).get('data', {}).get('port', '')}"
+            for name in (key, command):
+                if name in refuse:
+                    raise qmp.QmpCommandError(command, "GenericError", refuse[name])
+            return {}
+        return reply
 
-    def execute(self, command: str, **arguments: Any) -> Any:
-        self.calls.append((command, arguments))
-        key = f"{command}:{arguments.get('addr', {}).get('data', {}).get('port', '')}"
-        for name in (key, command):
-            if name in self.refuse:
-                raise qmp.QmpCommandError(command, "GenericError", self.refuse[name])
-        if command == "query-block":
-            return QUERY_BLOCK
-        if command == "query-block-jobs":
-            return self.jobs.pop(0) if len(self.jobs) > 1 else self.jobs[0]
-        return {}
+    script: dict[str, Any] = {name.split(":")[0]: answer(name.split(":")[0]) for name in refuse}
+    script["query-block"] = QUERY_BLOCK
+    script["query-block-jobs"] = Replies(*(jobs or [[]]))
+    return script
 
-    def names(self) -> list[str]:
-        return [c for c, _ in self.calls]
+
+@pytest.fixture
+def scripted(qmp_peer) -> Callable[..., tuple[FakeQmp, qmp.QmpClient]]:
+    """Makes a scripted QMP peer (``_answers``) and a client connected to it."""
+    def make(jobs: list[list[dict[str, Any]]] | None = None,
+             refuse: dict[str, str] | None = None) -> tuple[FakeQmp, qmp.QmpClient]:
+        fake = qmp_peer(_answers(jobs, dict(refuse or {})))
+        return fake, fake.client()
+    return make
 
 
 def test_disks_are_found_by_drive_id_in_index_order():
@@ -114,109 +123,109 @@ def test_summarize(jobs, status, info):
     assert info in got[1]
 
 
-def test_start_exports_takes_the_first_free_port():
-    client = ScriptedQmp(refuse={"nbd-server-start:10809": "Address already in use",
+def test_start_exports_takes_the_first_free_port(scripted):
+    fake, client = scripted(refuse={"nbd-server-start:10809": "Address already in use",
                                  "nbd-server-stop": "NBD server not running"})
     target = mirror.start_exports(client, "192.0.2.7", ports=range(10809, 10812))
     assert target == {"host": "192.0.2.7", "port": 10810,
                       "exports": [{"device": "disk0", "size": 64 * MIB},
                                   {"device": "disk1", "size": 16 * MIB}]}
-    assert client.names() == ["query-block", "nbd-server-stop", "nbd-server-start",
+    assert fake.names() == ["query-block", "nbd-server-stop", "nbd-server-start",
                               "nbd-server-start", "block-export-add", "block-export-add"]
-    assert client.calls[-1][1]["node-name"] == "#block300"
+    assert fake.calls[-1][1]["node-name"] == "#block300"
 
 
-def test_start_exports_without_a_free_port():
-    client = ScriptedQmp(refuse={"nbd-server-start": "Address already in use"})
+def test_start_exports_without_a_free_port(scripted):
+    fake, client = scripted(refuse={"nbd-server-start": "Address already in use"})
     with pytest.raises(errors.HypervisorError, match="Address already in use"):
         mirror.start_exports(client, "192.0.2.7", ports=range(10809, 10811))
 
 
-def test_a_failed_export_stops_the_server():
-    client = ScriptedQmp(refuse={"block-export-add": "boom"})
+def test_a_failed_export_stops_the_server(scripted):
+    fake, client = scripted(refuse={"block-export-add": "boom"})
     with pytest.raises(qmp.QmpCommandError):
         mirror.start_exports(client, "192.0.2.7", ports=[10809])
-    assert client.names()[-1] == "nbd-server-stop"
+    assert fake.names()[-1] == "nbd-server-stop"
 
 
-def test_start_mirrors_one_job_per_disk():
-    client = ScriptedQmp()
+def test_start_mirrors_one_job_per_disk(scripted):
+    fake, client = scripted()
     target = {"host": "192.0.2.7", "port": 10810,
               "exports": [{"device": "disk0", "size": 64 * MIB},
                           {"device": "disk1", "size": 16 * MIB}]}
     assert mirror.start_mirrors(client, target, 8 * MIB) == ["disk0", "disk1"]
-    mirrors = [a for c, a in client.calls if c == "drive-mirror"]
+    mirrors = [a for c, a in fake.calls if c == "drive-mirror"]
     assert [m["target"] for m in mirrors] == ["nbd://192.0.2.7:10810/disk0",
                                               "nbd://192.0.2.7:10810/disk1"]
     assert {m["speed"] for m in mirrors} == {8 * MIB}
 
 
-def test_start_mirrors_cancels_what_it_started_on_failure():
-    client = ScriptedQmp(jobs=[[], [_job("disk0", 0, 8)], [_job("disk0", 0, 8, "concluded")]],
+def test_start_mirrors_cancels_what_it_started_on_failure(scripted):
+    fake, client = scripted(jobs=[[], [_job("disk0", 0, 8)], [_job("disk0", 0, 8, "concluded")]],
                          refuse={"drive-mirror": "boom"})
     target = {"host": "h", "port": 1, "exports": [{"device": "disk0", "size": 64 * MIB},
                                                   {"device": "disk1", "size": 16 * MIB}]}
     with pytest.raises(qmp.QmpCommandError):
         mirror.start_mirrors(client, target, 0)
-    assert "drive-mirror" in client.names()
+    assert "drive-mirror" in fake.names()
 
 
-def test_complete_cancels_ready_jobs_and_dismisses_them():
+def test_complete_cancels_ready_jobs_and_dismisses_them(scripted):
     ready = [_job("disk0", 8, 8, "ready", True), _job("disk1", 8, 8, "ready", True)]
     done = [_job("disk0", 9, 9, "concluded"), _job("disk1", 8, 8, "concluded")]
-    client = ScriptedQmp(jobs=[ready, done])
+    fake, client = scripted(jobs=[ready, done])
     final = mirror.complete_mirrors(client, clock=lambda: 0.0, sleep=lambda s: None)
     assert [j["cur"] for j in final] == [9, 8]
-    assert [a for c, a in client.calls if c == "block-job-cancel"] == [
+    assert [a for c, a in fake.calls if c == "block-job-cancel"] == [
         {"device": "ganeti-mirror-disk0"}, {"device": "ganeti-mirror-disk1"}]  # not forced
-    assert [a["id"] for c, a in client.calls if c == "job-dismiss"] == [
+    assert [a["id"] for c, a in fake.calls if c == "job-dismiss"] == [
         "ganeti-mirror-disk0", "ganeti-mirror-disk1"]
 
 
-def test_complete_refuses_a_mirror_that_does_not_get_ready():
+def test_complete_refuses_a_mirror_that_does_not_get_ready(scripted):
     behind = [_job("disk0", 8, 8, "ready", True), _job("disk1", 1, 8)]
     ticks = iter(range(1000))
-    client = ScriptedQmp(jobs=[behind] * 6 + [
+    fake, client = scripted(jobs=[behind] * 6 + [
         behind, [_job("disk0", 8, 8, "concluded"),
                  _job("disk1", 1, 8, "concluded", error="Operation canceled")]])
     with pytest.raises(errors.HypervisorError, match="Cannot complete.*9/16 bytes"):
         mirror.complete_mirrors(client, timeout=5, clock=lambda: float(next(ticks)),
                                 sleep=lambda s: None)
-    assert {a.get("force") for c, a in client.calls if c == "block-job-cancel"} == {True}
+    assert {a.get("force") for c, a in fake.calls if c == "block-job-cancel"} == {True}
 
 
-def test_complete_waits_for_a_mirror_paused_while_the_guest_stopped():
+def test_complete_waits_for_a_mirror_paused_while_the_guest_stopped(scripted):
     # qemu pauses block jobs while it stops the guest: one may not be ready yet
     paused = [_job("disk0", 8, 8, "ready", True), _job("disk1", 7, 8, "paused")]
     ready = [_job("disk0", 8, 8, "ready", True), _job("disk1", 8, 8, "ready", True)]
     done = [_job("disk0", 8, 8, "concluded"), _job("disk1", 8, 8, "concluded")]
-    client = ScriptedQmp(jobs=[paused, paused, ready, done])
+    fake, client = scripted(jobs=[paused, paused, ready, done])
     final = mirror.complete_mirrors(client, clock=lambda: 0.0, sleep=lambda s: None)
     assert [j["status"] for j in final] == ["concluded", "concluded"]
-    assert [a for c, a in client.calls if c == "block-job-cancel"] == [
+    assert [a for c, a in fake.calls if c == "block-job-cancel"] == [
         {"device": "ganeti-mirror-disk0"}, {"device": "ganeti-mirror-disk1"}]  # not forced
 
 
-def test_complete_reports_an_error_at_the_end():
+def test_complete_reports_an_error_at_the_end(scripted):
     ready = [_job("disk0", 8, 8, "ready", True), _job("disk1", 8, 8, "ready", True)]
     done = [_job("disk0", 8, 8, "concluded"),
             _job("disk1", 8, 8, "concluded", error="Input/output error")]
-    client = ScriptedQmp(jobs=[ready, done])
+    fake, client = scripted(jobs=[ready, done])
     with pytest.raises(errors.HypervisorError, match="disk1: Input/output error"):
         mirror.complete_mirrors(client, clock=lambda: 0.0, sleep=lambda s: None)
 
 
-def test_waiting_for_the_end_is_bounded():
+def test_waiting_for_the_end_is_bounded(scripted):
     ticks = iter(range(1000))
-    client = ScriptedQmp(jobs=[[_job("disk0", 1, 8)]])
+    fake, client = scripted(jobs=[[_job("disk0", 1, 8)]])
     with pytest.raises(errors.HypervisorError, match="did not end within 5s"):
         mirror.abort_mirrors(client, timeout=5, clock=lambda: float(next(ticks)),
                              sleep=lambda s: None)
 
 
-def test_stop_exports_tells_whether_a_server_ran():
-    assert mirror.stop_exports(ScriptedQmp()) is True
-    assert mirror.stop_exports(ScriptedQmp(refuse={"nbd-server-stop": "not running"})) is False
+def test_stop_exports_tells_whether_a_server_ran(scripted):
+    assert mirror.stop_exports(scripted()[1]) is True
+    assert mirror.stop_exports(scripted(refuse={"nbd-server-stop": "not running"})[1]) is False
 
 
 def test_status_disks_has_the_contract_keys_only():
