@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from fakes.fakeqmp import FakeQmp
 from ganeti import errors, pathutils, serializer
 from ganeti.hypervisor import base, fake
 from ganeti.hypervisor.kvm import cmdline, hotplug, qmp
@@ -153,100 +154,92 @@ class StepClock:
         return self.now
 
 
-class ScriptedClient:
-    """Stands in for QmpClient: answers by command, events on demand, a log.
+def _connect(qmp_peer: Any, answers: dict[str, Any] | None = None,
+             after: dict[str, list[tuple[str, dict[str, Any]]]] | None = None,
+             clock: StepClock | None = None) -> tuple[FakeQmp, qmp.QmpClient]:
+    """A scripted QMP peer and a real client of it.
 
-    Waiting for an event that never comes lets ``clock`` run to the timeout.
+    ``clock`` is the client's: when the peer has nothing more to say, a wait
+    for an event runs it to the wait's deadline, then times out.
     """
+    peer = qmp_peer(answers, after=after)
+    if clock is None:
+        return peer, peer.client()
+    step = clock
 
-    def __init__(self, errors_by_command: dict[str, qmp.QmpError] | None = None,
-                 events: list[qmp.QmpEvent] | None = None,
-                 answers: dict[str, Any] | None = None, clock: StepClock | None = None) -> None:
-        self.errors = errors_by_command or {}
-        self.events = list(events or [])
-        self.answers = answers or {}
-        self.clock = clock or StepClock()
-        self.log: list[tuple[str, dict[str, Any]]] = []
-
-    def execute(self, command: str, **args: Any) -> Any:
-        self.log.append((command, args))
-        if command in self.errors:
-            raise self.errors[command]
-        return self.answers.get(command, {})
-
-    def wait_event(self, name: str, timeout: float | None = None) -> qmp.QmpEvent:
-        if not self.events:
-            self.clock.now += timeout or 0.0
-            raise qmp.QmpError("Timeout waiting for QMP")
-        return self.events.pop(0)
+    def reach(deadline: float) -> None:
+        step.now = max(step.now, deadline)
+    return peer, peer.client(clock=step, on_silence=reach)
 
 
-def test_unplug_waits_for_the_devices_own_event() -> None:
-    client = ScriptedClient(events=[
-        qmp.QmpEvent("DEVICE_DELETED", {"path": "/machine/peripheral/nic1/virtio-backend"}),
-        qmp.QmpEvent("DEVICE_DELETED", {"device": "nic1", "path": "/machine/peripheral/nic1"})])
-    hotplug.unplug(client, "nic1", 30.0, StepClock())  # type: ignore[arg-type]
-    assert client.log == [("device_del", {"id": "nic1"})]
+def test_unplug_waits_for_the_devices_own_event(qmp_peer: Any) -> None:
+    peer, client = _connect(qmp_peer, after={"device_del": [
+        ("DEVICE_DELETED", {"path": "/machine/peripheral/nic1/virtio-backend"}),
+        ("DEVICE_DELETED", {"device": "nic1", "path": "/machine/peripheral/nic1"})]})
+    hotplug.unplug(client, "nic1", 30.0, StepClock())
+    assert peer.calls == [("device_del", {"id": "nic1"})]
     assert client.events == []
 
 
-def test_unplug_of_a_missing_device_is_fine_and_a_silent_guest_an_error() -> None:
-    gone = ScriptedClient({"device_del": qmp.QmpCommandError("device_del", "DeviceNotFound",
-                                                             "no nic1")})
-    hotplug.unplug(gone, "nic1", 30.0, StepClock())  # type: ignore[arg-type]
-    silent = ScriptedClient()
+def test_unplug_of_a_missing_device_is_fine_and_a_silent_guest_an_error(qmp_peer: Any) -> None:
+    _, gone = _connect(qmp_peer, {"device_del": qmp.QmpCommandError(
+        "device_del", "DeviceNotFound", "no nic1")})
+    hotplug.unplug(gone, "nic1", 30.0, StepClock())
+    clock = StepClock()
+    _, silent = _connect(qmp_peer, clock=clock)
     with pytest.raises(errors.HypervisorError, match="did not release device nic1 within 5s"):
-        hotplug.unplug(silent, "nic1", 5.0, silent.clock)  # type: ignore[arg-type]
-    assert silent.clock.now == 5.0
-    refused = ScriptedClient({"device_del": qmp.QmpCommandError("device_del", "GenericError",
-                                                                "bus does not hotplug")})
+        hotplug.unplug(silent, "nic1", 5.0, clock)
+    assert clock.now == 5.0
+    _, refused = _connect(qmp_peer, {"device_del": qmp.QmpCommandError(
+        "device_del", "GenericError", "bus does not hotplug")})
     with pytest.raises(qmp.QmpCommandError, match="bus does not hotplug"):
-        hotplug.unplug(refused, "nic1", 5.0, StepClock())  # type: ignore[arg-type]
+        hotplug.unplug(refused, "nic1", 5.0, StepClock())
 
 
-def test_a_failed_device_add_takes_the_backend_away_again() -> None:
+def test_a_failed_device_add_takes_the_backend_away_again(qmp_peer: Any) -> None:
     failing = {"device_add": qmp.QmpCommandError("device_add", "GenericError", "no slot")}
-    nic_client = ScriptedClient(dict(failing))
+    nic_peer, nic_client = _connect(qmp_peer, dict(failing))
     nic = hotplug.NicDevice(mac="m", device="hotnic-x", netdev="hotnet-x")
     with pytest.raises(qmp.QmpCommandError, match="no slot"):
-        hotplug.plug_nic(nic_client, nic, "paravirtual", False)  # type: ignore[arg-type]
-    assert [c for c, _ in nic_client.log] == ["netdev_add", "device_add", "netdev_del"]
-    disk_client = ScriptedClient(dict(failing))
+        hotplug.plug_nic(nic_client, nic, "paravirtual", False)
+    assert nic_peer.names() == ["netdev_add", "device_add", "netdev_del"]
+    disk_peer, disk_client = _connect(qmp_peer, dict(failing))
     disk = hotplug.DiskDevice(path="/d", node="hotdisk-x", device="hotvd-x")
     with pytest.raises(qmp.QmpCommandError):
-        hotplug.plug_disk(disk_client, disk, "paravirtual", "default")  # type: ignore[arg-type]
-    assert disk_client.log[-1] == ("blockdev-del", {"node-name": "hotdisk-x"})
+        hotplug.plug_disk(disk_client, disk, "paravirtual", "default")
+    assert disk_peer.calls[-1] == ("blockdev-del", {"node-name": "hotdisk-x"})
 
 
-def test_whole_operations_keep_the_record_in_step() -> None:
+def test_whole_operations_keep_the_record_in_step(qmp_peer: Any) -> None:
     runtime = _runtime()
-    client = ScriptedClient(events=[qmp.QmpEvent("DEVICE_DELETED", {"device": "nic0"})])
+    peer, client = _connect(qmp_peer, after={"device_del": [("DEVICE_DELETED",
+                                                             {"device": "nic0"})]})
     nic = base.NicSpec(mac="aa:00:00:00:00:03", uuid=UUID)
-    dev = hotplug.add_nic(client, runtime, "inst1", nic, 1, cmdline.NETDEV_USER)  # type: ignore[arg-type]
+    dev = hotplug.add_nic(client, runtime, "inst1", nic, 1, cmdline.NETDEV_USER)
     assert [n["mac"] for n in runtime["spec"]["nics"]] == [
         "aa:00:00:00:00:01", "aa:00:00:00:00:03", "aa:00:00:00:00:02"]
     assert [n.device for n in hotplug.devices_of(runtime).nics] == ["nic0", dev.device, "nic1"]
     assert runtime["argv"][-4:] == hotplug.nic_argv(dev, "paravirtual")
-    hotplug.remove_nic(client, runtime, base.NicSpec(mac="x", uuid="u0"), 5.0,  # type: ignore[arg-type]
-                       StepClock())
+    hotplug.remove_nic(client, runtime, base.NicSpec(mac="x", uuid="u0"), 5.0, StepClock())
     assert [n.device for n in hotplug.devices_of(runtime).nics] == [dev.device, "nic1"]
     assert "net0" not in " ".join(runtime["argv"])
-    assert ("netdev_del", {"id": "net0"}) in client.log
+    assert ("netdev_del", {"id": "net0"}) in peer.calls
     with pytest.raises(errors.HypervisorError, match="has no NIC"):
-        hotplug.remove_nic(client, runtime, base.NicSpec(mac="x", uuid="u0"), 5.0,  # type: ignore[arg-type]
-                           StepClock())
+        hotplug.remove_nic(client, runtime, base.NicSpec(mac="x", uuid="u0"), 5.0, StepClock())
 
 
-def test_a_failed_step_leaves_the_record_alone() -> None:
+def test_a_failed_step_leaves_the_record_alone(qmp_peer: Any) -> None:
     runtime = _runtime()
     before = json.dumps(runtime, sort_keys=True)
-    client = ScriptedClient({"device_add": qmp.QmpCommandError("device_add", "E", "no")})
+    _, client = _connect(qmp_peer, {"device_add": qmp.QmpCommandError("device_add", "E", "no")})
     with pytest.raises(qmp.QmpCommandError):
-        hotplug.add_disk(client, runtime, "/d/1", UUID, 1)  # type: ignore[arg-type]
-    silent = ScriptedClient(answers={"query-block": [
-        {"device": "disk0", "qdev": "/machine/peripheral-anon/device[0]/virtio-backend"}]})
+        hotplug.add_disk(client, runtime, "/d/1", UUID, 1)
+    clock = StepClock()
+    _, silent = _connect(qmp_peer, {"query-block": [
+        {"device": "disk0", "qdev": "/machine/peripheral-anon/device[0]/virtio-backend"}]},
+        clock=clock)
     with pytest.raises(errors.HypervisorError, match="device\\[0\\] within 2s"):
-        hotplug.remove_disk(silent, runtime, "/d/0", 2.0, silent.clock)  # type: ignore[arg-type]
+        hotplug.remove_disk(silent, runtime, "/d/0", 2.0, clock)
     assert json.dumps(runtime, sort_keys=True) == before
 
 
@@ -259,22 +252,22 @@ def test_other_hypervisors_refuse_hotplug_and_do_not_resize(tmp_path: Any) -> No
         hv.hot_add_nic("inst1", base.NicSpec(mac="m"), 0)
 
 
-def test_balloon_sets_the_target_within_the_started_memory() -> None:
+def test_balloon_sets_the_target_within_the_started_memory(qmp_peer: Any) -> None:
     runtime = _runtime()
     runtime["spec"]["memory"] = 128
-    client = ScriptedClient(answers={"query-balloon": {"actual": 96 * 1024 * 1024}})
-    hotplug.balloon(client, runtime, 64)  # type: ignore[arg-type]
-    assert client.log == [("balloon", {"value": 64 * 1024 * 1024})]
+    peer, client = _connect(qmp_peer, {"query-balloon": {"actual": 96 * 1024 * 1024}})
+    hotplug.balloon(client, runtime, 64)
+    assert peer.calls == [("balloon", {"value": 64 * 1024 * 1024})]
     assert runtime["balloon"] == 64
-    assert hotplug.query_balloon(client) == 96  # type: ignore[arg-type]
+    assert hotplug.query_balloon(client) == 96
     with pytest.raises(errors.HypervisorError, match="cannot grow to 256 MiB"):
-        hotplug.balloon(client, runtime, 256)  # type: ignore[arg-type]
-    old = ScriptedClient({"balloon": qmp.QmpCommandError("balloon", "DeviceNotActive", "none"),
-                          "query-balloon": qmp.QmpCommandError("query-balloon",
-                                                               "DeviceNotActive", "none")})
+        hotplug.balloon(client, runtime, 256)
+    _, old = _connect(qmp_peer, {
+        "balloon": qmp.QmpCommandError("balloon", "DeviceNotActive", "none"),
+        "query-balloon": qmp.QmpCommandError("query-balloon", "DeviceNotActive", "none")})
     with pytest.raises(errors.HypervisorError, match="has no balloon device"):
-        hotplug.balloon(old, runtime, 64)  # type: ignore[arg-type]
-    assert hotplug.query_balloon(old) is None  # type: ignore[arg-type]
+        hotplug.balloon(old, runtime, 64)
+    assert hotplug.query_balloon(old) is None
 
 
 def test_pin_argv_puts_every_pci_device_where_it_is() -> None:
@@ -298,27 +291,26 @@ def test_pin_argv_puts_every_pci_device_where_it_is() -> None:
     assert "drive=disk0" not in " ".join(hotplug.drop_argv(pinned, ["disk0"]))
 
 
-def test_pci_slots_reads_qom_addresses() -> None:
-    class Qom(ScriptedClient):
-        def execute(self, command: str, **args: Any) -> Any:
-            self.log.append((command, args))
-            if command == "query-block":
-                return [{"device": "disk0",
-                         "qdev": "/machine/peripheral-anon/device[0]/virtio-backend"}]
-            devfn = {"/machine/peripheral-anon/device[0]": 5 << 3,
-                     "/machine/peripheral/nic0": 2 << 3,
-                     "/machine/peripheral/nic1": (3 << 3) | 1}.get(args["path"])
-            if devfn is None:
-                raise qmp.QmpCommandError(command, "DeviceNotFound", "no")
-            return devfn
+def test_pci_slots_reads_qom_addresses(qmp_peer: Any) -> None:
+    def qom_get(path: str, property: str) -> Any:
+        devfn = {"/machine/peripheral-anon/device[0]": 5 << 3,
+                 "/machine/peripheral/nic0": 2 << 3,
+                 "/machine/peripheral/nic1": (3 << 3) | 1}.get(path)
+        if devfn is None:
+            raise qmp.QmpCommandError("qom-get", "DeviceNotFound", "no")
+        return devfn
+    _, client = _connect(qmp_peer, {
+        "query-block": [{"device": "disk0",
+                         "qdev": "/machine/peripheral-anon/device[0]/virtio-backend"}],
+        "qom-get": qom_get})
     argv = _runtime()["argv"] + ["-device", "usb-tablet,id=tab0"]
-    assert hotplug.pci_slots(Qom(), argv) == {"disk0": "0x5", "nic0": "0x2", "nic1": "0x3.1"}
+    assert hotplug.pci_slots(client, argv) == {"disk0": "0x5", "nic0": "0x2", "nic1": "0x3.1"}
 
 
-def test_a_migration_target_gets_the_recorded_machine_on_its_paths() -> None:
+def test_a_migration_target_gets_the_recorded_machine_on_its_paths(qmp_peer: Any) -> None:
     runtime = _runtime()
     assert hotplug.migration_template(runtime) is None    # the spec describes it
-    hotplug.add_disk(ScriptedClient(), runtime, "/src/d,1", UUID, 1)  # type: ignore[arg-type]
+    hotplug.add_disk(_connect(qmp_peer)[1], runtime, "/src/d,1", UUID, 1)
     template = hotplug.migration_template(runtime)
     assert template is not None and template["disks"] == ["/d/0", "/src/d,1"]
     argv, devices = hotplug.retarget(template, ["/dst/0", "/dst/1"], "/usr/bin/qemu-x")
