@@ -20,7 +20,8 @@ The script, per command name (``answers``):
 * nothing: ``{}``.
 
 ``after`` queues events sent right behind the reply to a command (each
-list is sent once), :meth:`FakeQmp.emit` queues one for the next read.
+list is sent once), :meth:`FakeQmp.emit` queues one for the next read
+(before the greeting when no client is connected, as qemu does).
 Every command is recorded in :attr:`FakeQmp.calls` (without the
 negotiation) and every decoded line in :attr:`FakeQmp.lines`.
 
@@ -273,7 +274,9 @@ class FakeQmp:
             sock.setblocking(False)
             self._conn = _Conn(sock)
             self.connections += 1
-            self._send(self._conn, [GREETING])
+            # like qemu, events queued while no client was connected come first
+            out, self._outbox = self._outbox, []
+            self._send(self._conn, [*out, GREETING])
             self._drain(self._conn)
         if self._conn is not None and self._outbox:
             out, self._outbox = self._outbox, []

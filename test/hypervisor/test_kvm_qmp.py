@@ -78,6 +78,9 @@ def test_errors_are_hypervisor_errors():
 
 
 # --- client against a scripted server ------------------------------------------
+# Servers that break the protocol on purpose (stale ids, no greeting, silence, a cut
+# line, a long socket path) are raw byte scripts here; a well-behaved qemu is the
+# scripted peer of test/fakes/fakeqmp.py.
 
 Script = Callable[[socket.socket], None]
 
@@ -196,22 +199,14 @@ def test_client_refuses_a_server_without_greeting():
     thread.join(5)
 
 
-def test_client_keeps_an_event_that_comes_before_the_greeting():
+def test_client_keeps_an_event_that_comes_before_the_greeting(qmp_peer):
     # qemu flushes an event queued while the previous client left before the greeting
-    def script(conn: socket.socket) -> None:
-        buf = bytearray()
-        conn.sendall(b'{"event": "MIGRATION", "data": {"status": "completed"},'
-                     b' "timestamp": {"seconds": 3, "microseconds": 0}}\r\n' + GREETING)
-        cmd = _read_command(conn, buf)
-        conn.sendall(b'{"return": {}, "id": %d}\r\n' % cmd["id"])
-        conn.recv(1)
-
-    path, thread = _serve(script)
-    with qmp.QmpClient(path, timeout=5) as client:
-        assert client.greeting is not None
-        assert [(e.name, e.data) for e in client.events] == [
-            ("MIGRATION", {"status": "completed"})]
-    thread.join(5)
+    peer = qmp_peer()
+    peer.emit("MIGRATION", {"status": "completed"})
+    client = peer.client()
+    assert client.greeting is not None
+    assert [(e.name, e.data) for e in client.events] == [("MIGRATION", {"status": "completed"})]
+    assert peer.lines == [{"execute": "qmp_capabilities", "id": 1}]
 
 
 def test_client_reaches_a_socket_with_a_long_path(tmp_path):
