@@ -8,8 +8,9 @@ import socket
 
 import pytest
 
-from fakes.fakeqmp import COMMANDS, FakeQmp, Replies, check_command
-from ganeti.hypervisor.kvm import migration, qmp
+from fakes.fakeqmp import COMMANDS, MAX_ANSWER, FakeQmp, Replies, check_command
+from ganeti import errors
+from ganeti.hypervisor.kvm import cmdline, hotplug, migration, mirror, qmp
 
 KVM_DIR = os.path.join(os.path.dirname(__file__), "..", "ganeti", "hypervisor", "kvm")
 
@@ -147,3 +148,35 @@ def test_the_table_has_every_command_the_kvm_code_sends():
     for command, arguments in migration.outgoing_commands(
             {"migration_bandwidth": 5, "migration_downtime": 100}, "tcp:h:1", False):
         assert check_command(command, arguments) is None
+
+
+_TAP = hotplug.NicDevice(mac="aa:00:00:00:00:01", device="hotnic-a", netdev="hotnet-a",
+                         kind=cmdline.NETDEV_TAP, ifname="gnt0")
+_USER = hotplug.NicDevice(mac="aa:00:00:00:00:02", device="hotnic-b", netdev="hotnet-b")
+_HOT = hotplug.DiskDevice(path="/d/1", node="hotdisk-a", device="hotvd-a")
+_BOOT = hotplug.DiskDevice(path="/d/0", drive="disk0")
+
+
+@pytest.mark.parametrize("command,arguments", [
+    ("netdev_add", hotplug.netdev_add_args(_TAP, vhost=True)),
+    ("netdev_add", hotplug.netdev_add_args(_USER)),
+    ("device_add", hotplug.nic_device_args(_TAP, "paravirtual")),
+    ("blockdev-add", hotplug.blockdev_add_args(_HOT, "none")),
+    ("device_add", hotplug.disk_device_args(_HOT, "paravirtual", "writethrough")),
+    ("block_resize", hotplug.block_resize_args(_HOT, 1 << 20)),
+    ("block_resize", hotplug.block_resize_args(_BOOT, 1 << 20)),
+    ("balloon", hotplug.balloon_args(64)),
+    ("nbd-server-start", mirror.nbd_server_args("192.0.2.1", 10809)),
+    ("block-export-add", mirror.export_args("disk0", "#block1")),
+    ("drive-mirror", mirror.mirror_args("disk0", "192.0.2.1", 10809, 1 << 20)),
+], ids=["netdev-tap", "netdev-user", "nic-device", "blockdev", "disk-device", "resize-node",
+        "resize-drive", "balloon", "nbd-server", "export", "mirror"])
+def test_the_table_takes_the_arguments_the_kvm_builders_make(command, arguments):
+    assert check_command(command, arguments) is None
+
+
+def test_an_answer_too_big_for_one_send_is_a_clear_error():
+    with FakeQmp({"query-block": "x" * (MAX_ANSWER + 1)}) as fake:
+        with fake.session() as client:
+            with pytest.raises(errors.ProgrammerError, match="more than the 65536"):
+                client.execute("query-block")

@@ -58,7 +58,12 @@ from typing import Any
 from ganeti import errors, serializer
 from ganeti.hypervisor.kvm import qmp
 
-__all__ = ["COMMANDS", "CommandArgs", "FakeQmp", "Replies", "GREETING"]
+__all__ = ["COMMANDS", "CommandArgs", "FakeQmp", "Replies", "GREETING", "MAX_ANSWER",
+           "check_command"]
+
+#: Most bytes sent for one line of the client (the answers wait in the socket
+#: buffer until the client reads, in the same thread).
+MAX_ANSWER = 64 * 1024
 
 #: The greeting of every connection (shaped like qemu 7.2's).
 GREETING: dict[str, Any] = {"QMP": {"version": {"qemu": {"micro": 0, "minor": 2, "major": 7},
@@ -308,6 +313,10 @@ class FakeQmp:
     @staticmethod
     def _send(conn: _Conn, messages: list[dict[str, Any]]) -> None:
         data = b"".join(serializer.dumps_bytes(m) + b"\r\n" for m in messages)
+        if len(data) > MAX_ANSWER:
+            # the client reads only after the peer returns: more would not fit the socket
+            raise errors.ProgrammerError(f"fakeqmp: an answer of {len(data)} bytes is more"
+                                         f" than the {MAX_ANSWER} the peer can send at once")
         conn.sock.setblocking(True)
         try:
             conn.sock.sendall(data)
