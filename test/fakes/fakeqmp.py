@@ -289,7 +289,7 @@ class FakeQmp:
 
     def _drain(self, conn: _Conn) -> None:
         eof = False
-        while True:
+        for _ in range(1024):          # bounded: 64 MiB a pump, far beyond any test
             try:
                 chunk = conn.sock.recv(65536)
             except BlockingIOError:
