@@ -50,7 +50,8 @@ from ganeti.http.tls import node_client_context
 from ganeti.rpc import defs
 
 __all__ = ["Transport", "HttpsTransport", "FunctionTransport", "make_client_context",
-           "MAX_RESPONSE_SIZE", "USER_AGENT", "KEEPALIVE_PER_NODE", "KEEPALIVE_IDLE"]
+           "MAX_RESPONSE_SIZE", "USER_AGENT", "KEEPALIVE_PER_NODE", "KEEPALIVE_IDLE",
+           "CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT"]
 
 MAX_RESPONSE_SIZE = 128 * 1024 * 1024
 USER_AGENT = f"Ganeti RPC client {constants.RELEASE_VERSION}"
@@ -58,6 +59,13 @@ USER_AGENT = f"Ganeti RPC client {constants.RELEASE_VERSION}"
 KEEPALIVE_PER_NODE = 2
 #: seconds an idle kept connection is reused at most (the node daemon's default is 15)
 KEEPALIVE_IDLE = 10.0
+#: seconds a new connection may take to be accepted by the node's kernel (TCP): the
+#: answer does not depend on the daemon, so only a lost packet (two SYN retries fit)
+#: or a cut-off node makes it wait
+CONNECT_TIMEOUT = 5.0
+#: seconds the TLS handshake may take once connected: the node daemon itself gives a
+#: handshake 5 s from its accept (doc/protocols/rpc.md), the rest is margin for that accept
+HANDSHAKE_TIMEOUT = 10.0
 _KEEPALIVE_TIMEOUT = re.compile(r"timeout=(\d+)")
 
 
@@ -70,6 +78,14 @@ class Transport(Protocol):
 
 #: the node RPC client's TLS context (:func:`ganeti.http.tls.node_client_context`)
 make_client_context = node_client_context
+
+
+def _bounded(limit: float, deadline: float) -> float:
+    """``limit`` seconds, or fewer if ``deadline`` comes first (TimeoutError once passed)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("deadline passed")
+    return min(limit, remaining)
 
 
 def _reason(exc: BaseException) -> str:
@@ -139,7 +155,10 @@ class HttpsTransport:
              timeout: float) -> bytes:
         """POST ``body`` to ``https://address:port/procedure``; the 200 reply body.
 
-        ``timeout`` bounds every socket operation and the whole exchange.
+        ``timeout`` bounds every socket operation and the whole exchange; a new
+        connection must also be made within :data:`CONNECT_TIMEOUT` and its TLS
+        handshake done within :data:`HANDSHAKE_TIMEOUT` (a cut-off or hung node
+        fails then, not at the end of a long call's timeout).
         """
         deadline = time.monotonic() + timeout
         name = procedure.split("?", 1)[0]
@@ -159,7 +178,7 @@ class HttpsTransport:
                 except client.StaleConnection:
                     response = None
             if response is None:
-                tls = self._connect(address, port, timeout)
+                tls = self._connect(address, port, deadline)
                 response = self._round_trip(tls, address, port, request, deadline, keep)
         except OSError as exc:
             raise errors.RpcTransportError(_reason(exc)) from exc
@@ -220,10 +239,12 @@ class HttpsTransport:
         if not kept:
             tls.close()
 
-    def _connect(self, address: str, port: int, timeout: float) -> ssl.SSLSocket:
-        """A new TLS connection to the node (resuming its last session)."""
-        return client.connect(address, port, self.context, timeout, source=self.source,
-                              session=self._sessions.get((address, port)))
+    def _connect(self, address: str, port: int, deadline: float) -> ssl.SSLSocket:
+        """A new TLS connection to the node (resuming its last session), made within
+        :data:`CONNECT_TIMEOUT` and :data:`HANDSHAKE_TIMEOUT`, and by ``deadline``."""
+        return client.connect(address, port, self.context, _bounded(CONNECT_TIMEOUT, deadline),
+                              handshake_timeout=_bounded(HANDSHAKE_TIMEOUT, deadline),
+                              source=self.source, session=self._sessions.get((address, port)))
 
     def _round_trip(self, tls: ssl.SSLSocket, address: str, port: int, request: bytes,
                     deadline: float, keep: bool, *, reused: bool = False) -> framing.Response:

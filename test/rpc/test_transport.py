@@ -257,3 +257,36 @@ def test_expired_kept_connections_of_other_nodes_are_closed(cert_file: str) -> N
     client.close()
     thread1.join(10)
     thread2.join(10)
+
+
+@pytest.mark.timeout(60)
+def test_a_node_that_never_does_the_handshake_fails_before_the_call_timeout(
+        cert_file: str, monkeypatch) -> None:
+    # a hung node daemon: its kernel accepts the connection (backlog), nobody answers the
+    # ClientHello; the call's own timeout (600 s here) is not waited for
+    monkeypatch.setattr(transport, "HANDSHAKE_TIMEOUT", 0.5)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    try:
+        with pytest.raises(errors.RpcTransportError, match="timed out"):
+            transport.HttpsTransport(cert_file).post("127.0.0.1", listener.getsockname()[1],
+                                                     "version", b"[]", 600)
+    finally:
+        listener.close()
+
+
+def test_a_connection_is_given_the_connect_timeout_or_less(cert_file: str,
+                                                           monkeypatch) -> None:
+    seen: list[float] = []
+
+    def refuse(address, timeout, source_address=None):
+        seen.append(timeout)
+        raise ConnectionRefusedError()
+
+    monkeypatch.setattr(transport.socket, "create_connection", refuse)
+    https = transport.HttpsTransport(cert_file)
+    for call_timeout in (2.0, 600.0):
+        with pytest.raises(errors.RpcTransportError, match="connection refused"):
+            https.post("127.0.0.1", 1, "version", b"[]", call_timeout)
+    assert 0 < seen[0] <= 2.0 and seen[1] == transport.CONNECT_TIMEOUT
