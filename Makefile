@@ -62,9 +62,10 @@ typecheck: venv
 # hail (ganeti-htools-3.0) is installed by debian-deps: its oracle tests must not skip.
 # As root, compat-deps has installed upstream's CLI: its tests must not skip either.
 # The 25 slowest tests are listed at the end: `make test` must stay under 25 minutes.
+# Tests marked `soak` (longer repetitions of what is covered once) run in `make soak`.
 unit: venv
 	GANETI_TEST_REQUIRE_HAIL=1 GANETI_TEST_REQUIRE_UPSTREAM=$$([ "$$(id -u)" = 0 ] && echo 1) \
-	  $(VPY) -m pytest test --durations=25
+	  $(VPY) -m pytest test -m "not soak" --durations=25
 
 test: venv debian-deps compat-deps lint typecheck unit
 
@@ -93,6 +94,7 @@ SOAK_ARGS ?= --cycles 20 --idle 200 --noded-conns 100 --calls 5 --rapi-requests 
 	--export-imports 60
 soak: venv
 	@$(VPY) -m compileall -q ganeti >/dev/null
+	$(VPY) -m pytest test -m soak -p no:cacheprovider
 	$(VPY) tools/soak/soak.py $(SOAK_ARGS)
 
 clean:
