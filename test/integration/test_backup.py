@@ -34,7 +34,7 @@ DLESS1 = "bdless1.example.com"
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcb"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcb"), nodes=3, use_ssh=False) as cluster:
         yield cluster
 
 

@@ -35,7 +35,7 @@ DISK_MIB = 1
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vct"), nodes=2) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vct"), nodes=2, use_ssh=False) as cluster:
         cluster.ok("gnt-instance", "add", "-t", "file", "--disk", f"0:size={DISK_MIB}M",
                    "-o", "tinyos", "-n", N1, *NOCHECK, SRC)
         (disk,) = disk_files(cluster, N1, SRC)

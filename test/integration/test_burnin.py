@@ -41,7 +41,7 @@ HAVE_IMPEXP = "OP_BACKUP_EXPORT" in opcodes.OP_REGISTRY
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcb"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcb"), nodes=3, use_ssh=False) as cluster:
         yield cluster
 
 

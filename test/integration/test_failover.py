@@ -214,7 +214,7 @@ def test_two_nodes_masterd_vote_retry_refusal_and_override(vc2):
 
 @pytest.fixture
 def vc3(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcf3"), nodes=3,
+    with VirtualCluster(tmp_path_factory.mktemp("vcf3"), nodes=3, use_ssh=False,
                         masterd_args=MASTERD_ARGS) as cluster:
         yield cluster
 

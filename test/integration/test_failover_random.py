@@ -23,7 +23,7 @@ HISTORY: list[str] = []
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcfr"), nodes=3,
+    with VirtualCluster(tmp_path_factory.mktemp("vcfr"), nodes=3, use_ssh=False,
                         masterd_args=MASTERD_ARGS) as vc:
         yield vc, Ledger()
 

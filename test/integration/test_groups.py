@@ -12,7 +12,7 @@ N3 = "node3.vcluster"
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcg"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcg"), nodes=3, use_ssh=False) as cluster:
         yield cluster
 
 

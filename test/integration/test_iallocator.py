@@ -37,7 +37,7 @@ N1, N2, N3, N4 = (f"node{i}.vcluster" for i in (1, 2, 3, 4))
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcia"), nodes=4) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcia"), nodes=4, use_ssh=False) as cluster:
         cluster.ok("gnt-group", "add", "--alloc-policy", "last_resort", "other")
         cluster.ok("gnt-group", "assign-nodes", "other", N3, N4)
         # the virtual nodes have this machine's few CPUs: room for the tests' vCPUs

@@ -41,7 +41,7 @@ exit 0
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcj"), nodes=3,
+    with VirtualCluster(tmp_path_factory.mktemp("vcj"), nodes=3, use_ssh=False,
                         masterd_args=SHORT_RPC_TIMEOUTS) as cluster:
         install_os(cluster, "brokenos", {"create": _BROKEN_CREATE})
         install_os(cluster, "slowos", {"create": _SLOW_CREATE})

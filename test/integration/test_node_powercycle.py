@@ -22,7 +22,7 @@ INST = "cycled.example.com"
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcp"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcp"), nodes=3, use_ssh=False) as cluster:
         yield cluster
 
 

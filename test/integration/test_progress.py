@@ -43,7 +43,7 @@ WRITER = ("writer", "wpass")
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcp"), nodes=2) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcp"), nodes=2, use_ssh=False) as cluster:
         path = cluster.paths(N1).rapi_users_file
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as fh:

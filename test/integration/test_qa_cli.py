@@ -35,7 +35,7 @@ DLESS1 = "ydless1.example.com"
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcy"), nodes=2) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcy"), nodes=2, use_ssh=False) as cluster:
         cluster.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=16M", "-o", "tinyos",
                    "-n", N1, "-B", "maxmem=128,minmem=128", "-H", "fake:migration_mode=live",
                    "--net", "0:mac=aa:00:00:00:01:01,ip=192.0.2.10,link=br7", *NOCHECK, FILE1)

@@ -38,7 +38,7 @@ READER = ("reader", "rpass")
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcr"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcr"), nodes=3, use_ssh=False) as cluster:
         write_users(cluster, USERS)
         yield cluster
 

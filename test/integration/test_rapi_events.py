@@ -29,7 +29,7 @@ MAX_MESSAGES = 200
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vce"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vce"), nodes=3, use_ssh=False) as cluster:
         yield cluster
 
 

@@ -29,7 +29,7 @@ TIME_LIMIT = 300.0
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcf"), nodes=1) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcf"), nodes=1, use_ssh=False) as cluster:
         path = cluster.paths(N1).rapi_users_file
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path + ".tmp", "w") as fh:

@@ -56,7 +56,7 @@ def vc(tmp_path_factory):
     reason = _library_missing()
     if reason:
         pytest.skip(reason)
-    with VirtualCluster(tmp_path_factory.mktemp("vcu"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcu"), nodes=3, use_ssh=False) as cluster:
         write_users(cluster, USERS)
         yield cluster
 

@@ -18,7 +18,7 @@ NODE4 = "node4.vcluster"
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcr"), nodes=4) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcr"), nodes=4, use_ssh=False) as cluster:
         yield cluster
 
 

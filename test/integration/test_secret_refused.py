@@ -63,7 +63,7 @@ exit 0
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcr"), nodes=3,
+    with VirtualCluster(tmp_path_factory.mktemp("vcr"), nodes=3, use_ssh=False,
                         masterd_args=["-d"]) as cluster:
         yield cluster
 

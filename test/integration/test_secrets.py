@@ -40,7 +40,7 @@ ALLOWED = ("config.data", "cluster-domain-secret", "users")   # users: the RAPI 
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcs"), nodes=3,
+    with VirtualCluster(tmp_path_factory.mktemp("vcs"), nodes=3, use_ssh=False,
                         masterd_args=["-d"]) as cluster:
         yield cluster
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcka"), nodes=2) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcka"), nodes=2, use_ssh=False) as cluster:
         yield cluster
 
 

@@ -32,7 +32,7 @@ N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vcw"), nodes=3) as cluster:
+    with VirtualCluster(tmp_path_factory.mktemp("vcw"), nodes=3, use_ssh=False) as cluster:
         yield cluster
 
 
