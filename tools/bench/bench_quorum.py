@@ -5,44 +5,51 @@ doc/design/replication.md, Invariant 1: ``SubmitJob`` answers once the new
 job file is on the master's disk and on a strict majority of the master
 candidates.  For 1, 3 and 5 candidates (a virtual cluster of that many
 nodes, all candidates, no SSH servers), ``CLIENTS`` clients each submit
-``JOBS`` no-op jobs (``OP_TEST_DELAY`` 0 s) one ``SubmitJob`` at a time;
-printed per cluster size: the acknowledged-job rate (jobs/s from the first
-submission to the last answer), the rate until every job finished, and the
-submit latency p50/p99; then the no-op job rate through ``SubmitManyJobs``
-(``MANY_ROUNDS`` calls of ``MANY`` jobs, until all finished, as
-tools/bench/bench_jobs.py measures it).
+``JOBS`` no-op jobs (``OP_TEST_DELAY`` 0 s) one ``SubmitJob`` at a time
+(a *burst*); printed per cluster size: the rate until every job of a
+burst finished, the submit latency p50/p99, and the no-op job rate
+through ``SubmitManyJobs`` (``MANY_ROUNDS`` calls of ``MANY`` jobs, until
+all finished, as tools/bench/bench_jobs.py measures it).
 
-With ``--baseline DIR`` (a checkout of another revision, e.g. ``git
-worktree add /tmp/base main``) every size is measured for both trees in
-the same run, alternating, the daemons of each run from its own tree, and
-the change is printed.  As the machine is shared and noisy, every rate is
-also printed as a ratio to the *single-node rate* measured in the same
-run (one node: the master alone, no other candidate, so no quorum wait;
-the baseline tree's when given, else this tree's).  Target
-(doc/design/replication.md, "Measurements"): the no-op job rate with 3
-candidates at least 0.8 of the single-node rate before the quorum write.
-A single ``SubmitJob`` waits for its batch to be confirmed by a majority
-of the candidates' lanes (one kept connection each, a durable write on the
-node), so the sequential clients' figures measure that round trip;
-batches grow with concurrency, so ``SubmitManyJobs`` pays it about once
-per call.
+Every cluster is made once and kept for the whole run (one worker
+process each, running its tree's code); ``--rounds`` bursts go to each
+cluster in turn, every round in another order, so that a busy moment of
+a shared machine falls on all sizes alike.  Rates are the medians of the
+rounds, latencies the percentiles over every submission of all rounds.
+
+Every figure is printed with its ratio to the same tree's *single-node*
+figure measured in the same run (one node: the master alone, no other
+candidate, so no quorum wait; a noisy machine slows both alike): the
+rate, the submit latency p50 and p99, and the ``SubmitManyJobs`` rate, for
+1, 3 and 5 candidates.  Target (doc/design/replication.md, "Measurements";
+issues 24 and 33): the no-op job rate with 3 candidates at least 0.8 of
+the single-node rate.  With ``--baseline DIR`` (a checkout of another
+revision, e.g. ``git worktree add /tmp/base main``) every size is
+measured for both trees in the same run, alternating, the daemons of each
+run from its own tree, and both tables are printed.  A ``SubmitJob`` is
+acknowledged once its files are durable on the master's disk and on a
+majority of the candidates: the master's batch is committed locally, then
+confirmed by a majority of the candidates' lanes (group commit on both
+sides, see doc/design/replication.md), so the sequential clients' latency
+measures both writes, one after the other.
 
 Run: ``.venv/bin/python tools/bench/bench_quorum.py [--baseline DIR]
-[--rounds N]`` (about a minute per tree, size and round on an idle 2-CPU
-machine; with ``--rounds`` every figure is the best of its rounds, which
-are interleaved, as other work only ever slows a run down).
+[--rounds N] [--sizes 1 3 5]`` (a few minutes on a 2-CPU machine, most of
+it making the clusters).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from typing import Any
 
 REPO = os.environ.get("BENCH_REPO") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,9 +61,11 @@ from ganeti.opcodes import wire  # noqa: E402
 
 SIZES = (1, 3, 5)
 CLIENTS = 8
-JOBS = 40
+JOBS = 25
+ROUNDS = 6
 MANY = 250
-MANY_ROUNDS = 2
+MANY_ROUNDS = 2       # SubmitManyJobs calls per measurement of that rate
+MANY_MEASURED = 2     # the first rounds also measure the SubmitManyJobs rate
 NOOP = wire.test_delay(duration=0.0)
 TARGET = 0.20
 
@@ -89,37 +98,48 @@ def _wait_finished(socket_path: str, ids: list[int], deadline: float) -> None:
     raise errors.GanetiError("The no-op jobs did not finish in time")
 
 
-def measure(nodes: int) -> dict[str, float]:
-    """One measurement on a fresh ``nodes``-node virtual cluster."""
+def burst(socket_path: str) -> dict[str, object]:
+    """``CLIENTS`` x ``JOBS`` sequential ``SubmitJob``; the rates and every latency (s)."""
+    latencies: list[float] = []
+    ids: list[int] = []
+    failures: list[str] = []
+    threads = [threading.Thread(target=_client_run,
+                                args=(socket_path, JOBS, latencies, ids, failures))
+               for _ in range(CLIENTS)]
+    t0 = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    acked = time.monotonic() - t0
+    if failures:
+        raise errors.GanetiError(f"Submissions failed: {failures[:3]}")
+    _wait_finished(socket_path, ids, time.monotonic() + 300)
+    finished = time.monotonic() - t0
+    return {"ack_rate": len(ids) / acked, "done_rate": len(ids) / finished,
+            "latencies": latencies}
+
+
+def serve(nodes: int) -> None:
+    """Worker: a ``nodes``-node virtual cluster kept for the whole run; for
+    each line of stdin (``burst``, ``many``) one measurement as a JSON line."""
     with tempfile.TemporaryDirectory(prefix="bench-quorum-") as tmp:
         directory = os.path.join(tmp, "vc")
-        vc = vcluster.create(directory, nodes, use_ssh=False)
         try:
+            vc = vcluster.create(directory, nodes, use_ssh=False)
             socket_path = vc.paths(vcluster.current_master(vc).name).master_socket
             # warm-up: connections, first replication pushes
             _client_run(socket_path, 5, [], [], [])
-            latencies: list[float] = []
-            ids: list[int] = []
-            failures: list[str] = []
-            threads = [threading.Thread(target=_client_run,
-                                        args=(socket_path, JOBS, latencies, ids, failures))
-                       for _ in range(CLIENTS)]
-            t0 = time.monotonic()
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(300)
-            acked = time.monotonic() - t0
-            if failures:
-                raise errors.GanetiError(f"Submissions failed: {failures[:3]}")
-            _wait_finished(socket_path, ids, time.monotonic() + 300)
-            finished = time.monotonic() - t0
-            many = _many_rate(socket_path)
+            print(json.dumps({"ready": nodes}), flush=True)
+            for line in sys.stdin:
+                if line.strip() == "burst":
+                    print(json.dumps(burst(socket_path)), flush=True)
+                elif line.strip() == "many":
+                    print(json.dumps({"many_rate": _many_rate(socket_path)}), flush=True)
+                else:
+                    break
         finally:
             vcluster.destroy(directory)
-    return {"ack_rate": len(ids) / acked, "done_rate": len(ids) / finished,
-            "p50_ms": 1000 * _percentile(latencies, 50),
-            "p99_ms": 1000 * _percentile(latencies, 99), "many_rate": many}
 
 
 def _many_rate(socket_path: str) -> float:
@@ -134,36 +154,94 @@ def _many_rate(socket_path: str) -> float:
     return len(ids) / (time.monotonic() - t0)
 
 
-def _one(tree: str, nodes: int) -> dict[str, float]:
-    """:func:`measure` in a new process running ``tree``'s code."""
-    env = {**os.environ, "BENCH_REPO": tree, "PYTHONPATH": tree}
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(nodes)],
-                         env=env, capture_output=True, text=True, timeout=900, check=False)
-    if res.returncode != 0:
-        raise errors.GanetiError(f"Measurement of {tree} with {nodes} nodes failed:\n"
-                                 f"{res.stdout}{res.stderr}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+class _Worker:
+    """A :func:`serve` process running ``tree``'s code on its own cluster."""
+
+    def __init__(self, tree: str, nodes: int) -> None:
+        env = {**os.environ, "BENCH_REPO": tree, "PYTHONPATH": tree}
+        self.tree, self.nodes = tree, nodes
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--serve", str(nodes)], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.bursts: list[dict[str, Any]] = []
+        self.many: list[float] = []
+        self._answer()
+
+    def _answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise errors.GanetiError(f"The {self.nodes}-node worker of {self.tree} failed"
+                                     f" (exit status {self.proc.wait(60)})")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def ask(self, what: str) -> None:
+        """One ``burst`` or ``many`` measurement on this worker's cluster."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(what + "\n")
+        self.proc.stdin.flush()
+        answer = self._answer()
+        if what == "many":
+            self.many.append(float(answer["many_rate"]))
+        else:
+            self.bursts.append(answer)
+
+    def close(self) -> None:
+        """End the worker (it destroys its cluster)."""
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def figures(self) -> dict[str, float]:
+        """Median rates of the bursts, latency p50/p99 over all of them."""
+        latencies = [x for b in self.bursts for x in b["latencies"]]
+        return {"done_rate": statistics.median(float(b["done_rate"]) for b in self.bursts),
+                "ack_rate": statistics.median(float(b["ack_rate"]) for b in self.bursts),
+                "p50_ms": 1000 * _percentile(latencies, 50),
+                "p99_ms": 1000 * _percentile(latencies, 99),
+                "many_rate": statistics.median(self.many)}
 
 
-def _line(label: str, fig: dict[str, float], ref: dict[str, float]) -> str:
-    return (f"  {label:9s} SubmitManyJobs {fig['many_rate']:6.1f} jobs/s"
-            f" ({fig['many_rate'] / ref['many_rate']:4.2f}x);"
-            f" {CLIENTS} x SubmitJob: acknowledged {fig['ack_rate']:6.1f} jobs/s, finished"
-            f" {fig['done_rate']:6.1f} jobs/s ({fig['done_rate'] / ref['done_rate']:4.2f}x),"
-            f" latency p50 {fig['p50_ms']:6.1f} ms p99 {fig['p99_ms']:6.1f} ms")
+def _ratio(value: float, ref: float) -> str:
+    return f"{value / ref:4.2f}x" if ref else "  n/a"
+
+
+def _table(label: str, sizes: list[int], figures: dict[tuple[str, int], dict[str, float]]) -> \
+        list[str]:
+    """One tree's rows: every figure and its ratio to the same tree's
+    single-node figure of the same run."""
+    ref = figures[label, 1]
+    lines = [f"{label}: ratios (x) against its single-node figures of this run",
+             f"  {'candidates':>10s}  {CLIENTS} x SubmitJob rate   latency p50        latency p99"
+             "        SubmitManyJobs"]
+    for nodes in sizes:
+        fig = figures[label, nodes]
+        lines.append(
+            f"  {nodes:10d}  {fig['done_rate']:6.1f} jobs/s {_ratio(fig['done_rate'], ref['done_rate'])}"
+            f"  {fig['p50_ms']:6.1f} ms {_ratio(fig['p50_ms'], ref['p50_ms'])}"
+            f"  {fig['p99_ms']:6.1f} ms {_ratio(fig['p99_ms'], ref['p99_ms'])}"
+            f"  {fig['many_rate']:6.1f} jobs/s {_ratio(fig['many_rate'], ref['many_rate'])}")
+    return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", help="a checkout of the revision to compare with")
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="measure everything this many times, interleaved; print the"
-                        " best of each figure")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help="bursts per cluster, interleaved across the clusters")
     opts = parser.parse_args()
-    if opts.one:
-        print(json.dumps(measure(opts.one)))
+    if opts.serve:
+        serve(opts.serve)
         return 0
     print(f"{CLIENTS} clients x {JOBS} no-op SubmitJob each; load average"
           f" {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
@@ -171,25 +249,38 @@ def main() -> int:
     trees = [("this tree", REPO)]
     if opts.baseline:
         trees.insert(0, ("baseline", os.path.abspath(opts.baseline)))
-    figures: dict[tuple[str, int], dict[str, float]] = {}
-    for _ in range(opts.rounds):
+    workers: dict[tuple[str, int], _Worker] = {}
+    try:
         for nodes in sizes:
             for label, tree in trees:
-                fig = _one(tree, nodes)
-                best = figures.setdefault((label, nodes), fig)
-                for key, value in fig.items():   # best of the rounds: noise only slows
-                    best[key] = (min if key.endswith("_ms") else max)(best[key], value)
-    ref_label = trees[0][0]
-    ref = figures[ref_label, 1]
-    print(f"best of {opts.rounds} round(s); ratios (x) against the single-node rate of"
-          f" {ref_label}, same run; load average now {os.getloadavg()[0]:.1f}")
+                workers[label, nodes] = _Worker(tree, nodes)
+        order = list(workers.values())
+        for round_no in range(opts.rounds):   # interleaved, each round in another order
+            shift = round_no % len(order)
+            for worker in order[shift:] + order[:shift]:
+                worker.ask("burst")
+            if round_no < MANY_MEASURED:
+                for worker in order[shift:] + order[:shift]:
+                    worker.ask("many")
+    finally:
+        for worker in workers.values():
+            worker.close()
+    figures = {key: worker.figures() for key, worker in workers.items()}
+    print(f"{opts.rounds} interleaved rounds on kept clusters: rates are medians,"
+          f" latencies over all rounds; load average now {os.getloadavg()[0]:.1f}")
+    for label, _ in trees:
+        print("\n".join(_table(label, sizes, figures)))
+    if opts.baseline:
+        base, this = figures["baseline", 1], figures["this tree", 1]
+        print(f"single node, this tree against the baseline: rate"
+              f" {_ratio(this['done_rate'], base['done_rate'])}, p50"
+              f" {_ratio(this['p50_ms'], base['p50_ms'])}")
+    ref = figures["this tree", 1]
     for nodes in sizes:
-        print(f"{nodes} master candidate(s):")
-        for label, _ in trees:
-            print(_line(label, figures[label, nodes], ref))
-    if 3 in sizes:
-        ratio = figures["this tree", 3]["done_rate"] / ref["done_rate"]
-        print(f"no-op job rate, {CLIENTS} x SubmitJob with 3 candidates: {ratio:.2f}x the"
+        if nodes == 1:
+            continue
+        ratio = figures["this tree", nodes]["done_rate"] / ref["done_rate"]
+        print(f"no-op job rate, {CLIENTS} x SubmitJob with {nodes} candidates: {ratio:.2f}x the"
               f" single-node rate ({'OK' if ratio >= 1 - TARGET else 'SLOW'}, target"
               f" >= {1 - TARGET:.2f}x)")
     return 0
