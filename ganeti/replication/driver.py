@@ -195,8 +195,14 @@ class Replicator:
         self.paths = paths
         self.rpc = rpc
         self.timeout = timeout
-        # the plan and the flags below are guarded by _cond
-        self._cond = threading.Condition()
+        # the plan and the flags below are guarded by one lock, with two
+        # conditions: _cond for the threads and flushes (work queued, sends
+        # done), _decided for the submitters waiting for a quorum (only
+        # lane_done and set_targets decide one), so that queuing work, which
+        # every submission and commit does, wakes no submitter
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)
+        self._decided = threading.Condition(lock)
         self._plan = ReplicationPlan(clock, resync_interval=resync_interval,
                                      resync_max_interval=QUEUE_RESYNC_MAX_INTERVAL)
         self._stopped = False
@@ -211,6 +217,7 @@ class Replicator:
         with self._cond:
             self._plan.set_targets(candidates, nodes)
             self._cond.notify_all()     # lanes of former candidates end
+            self._decided.notify_all()  # their file updates may be decided now
 
     def targets(self) -> tuple[list[str], list[str]]:
         """``(candidates, all other online nodes)`` as node names."""
@@ -245,6 +252,7 @@ class Replicator:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
+            self._decided.notify_all()
         for thread in (self._cfg_thread, *self._lanes.values()):
             if thread is not None:
                 thread.join(timeout=5)
@@ -279,6 +287,7 @@ class Replicator:
         with self._cond:
             self._plan.set_targets(candidates, nodes)
             self._cond.notify_all()     # lanes of former candidates end
+            self._decided.notify_all()  # their file updates may be decided now
             if not self._plan.queue_config(serial, data, values):
                 return      # stale (out of order): never replace newer bytes
             self._ensure_thread("_cfg_thread", self._config_loop, "replicator-config")
@@ -401,7 +410,8 @@ class Replicator:
         if timeout is None:
             timeout = 2 * self.timeout + 5.0
         with self._cond:
-            known = self._cond.wait_for(lambda: self._plan.quorum_outcome(seq)[0], timeout)
+            known = self._decided.wait_for(lambda: self._plan.quorum_outcome(seq)[0],
+                                           timeout)
             failure = self._plan.quorum_outcome(seq)[1]
         if not known:
             raise errors.JobQueueQuorumError(
@@ -503,6 +513,7 @@ class Replicator:
                 # (before a flush can return)
                 logger.error("New job files not acknowledged: %s", why)
             self._cond.notify_all()
+            self._decided.notify_all()
 
     def _send_lane(self, batch: LaneBatch) -> int:
         """Send the segments of ``batch`` to its node in order, consecutive file
