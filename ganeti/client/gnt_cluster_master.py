@@ -116,7 +116,19 @@ def master_failover(opts: Any, args: list[str]) -> int:
     except takeover.TakeoverRefused as exc:
         cli.to_stderr(str(exc))
         return cli.EXIT_FAILURE
-    _start_daemons(paths, me, extra, out)
+    try:
+        _start_daemons(paths, me, extra, out)
+    except errors.GanetiError as exc:
+        now = takeover.master_ip_params(takeover.load_local_config(paths))["name"]
+        if now == me:
+            raise
+        # a later takeover (another candidate's) replaced this one before its
+        # master daemon started: that one is the master, nothing here runs
+        from ganeti import bootstrap, constants
+        bootstrap.stop_daemon(paths, constants.RAPI)
+        cli.to_stderr(f"Failover superseded: {now} took over after this node did and is"
+                      f" the master now; this node's master daemon did not start ({exc})")
+        return cli.EXIT_FAILURE
     out(f"{me} is the master now ({time.monotonic() - started:.2f}s);"
         f" {done.old} stays a master candidate")
     if done.failed:

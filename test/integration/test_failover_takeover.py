@@ -116,13 +116,24 @@ def test_concurrent_takers_exactly_one_wins(vc5, takers):
     winners = [n for n, (code, _) in results.items() if code == 0]
     for name, (code, out) in results.items():
         print(f"--- {name} (exit {code}):\n{out}")
-    assert len(winners) == 1, {n: code for n, (code, _) in results.items()}
-    winner = winners[0]
+    assert winners, {n: code for n, (code, _) in results.items()}
+    winner = _one_master(vc5)
+    assert winner in winners, (winner, winners)
+    for name in winners:
+        # on a loaded machine a taker may start only after another one finished:
+        # then it takes over from that one, a planned failover of its own (its vote
+        # names it as the master), never a second master beside it
+        if name != winner:
+            assert any(f"(the master is {name})" in out
+                       for other, (code, out) in results.items() if other != name), results
     for name, (code, out) in results.items():
-        if name == winner:
+        if code == 0:
             continue
-        # the loser says why and stopped nothing of its own
-        assert ("Failover given up" in out or "Failover refused" in out), out
+        # the loser says why and stopped nothing of its own; on a loaded machine
+        # a taker may start late enough to take over from an earlier winner whose
+        # master daemon was still starting: that one says it was superseded
+        assert ("Failover given up" in out or "Failover refused" in out
+                or "Failover superseded" in out), out
         assert not masterd_running(vc5, name)
     assert _one_master(vc5) == winner
     _check_everyone_follows(vc5, winner, last)
