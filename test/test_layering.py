@@ -70,7 +70,7 @@ LAYERS: dict[str, int] = {
     "ganeti.config.reader": 3,
     "ganeti.config.writer": 3,
     "ganeti.mastermetrics": 3,
-    "ganeti.configcheck": 3,
+    "ganeti.config.check": 3,
     "ganeti.configfile": 3,
     "ganeti.ssconf": 3,
     "ganeti.ssconfstore": 1,

@@ -81,7 +81,7 @@ over one tree), :mod:`ganeti.config.commit` (publishing: the copy-on-write
 snapshot trees and which one is committed) and :mod:`ganeti.config.writer`
 (``ConfigWriter``: the mutators, the durable write and the rollback).  The document itself
 (read, decode, write, restore) is :mod:`ganeti.configfile`, the
-consistency check :mod:`ganeti.configcheck`.
+consistency check :mod:`ganeti.config.check`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, ContextManager
 
-from ganeti import configcheck, errors
+from ganeti import errors
+from ganeti.config import check as configcheck
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Node, NodeGroup, instance_all_nodes
 
 __all__ = ["ConfigReader"]
