@@ -71,7 +71,7 @@ LAYERS: dict[str, int] = {
     "ganeti.config.writer": 3,
     "ganeti.mastermetrics": 3,
     "ganeti.config.check": 3,
-    "ganeti.configfile": 3,
+    "ganeti.config.file": 3,
     "ganeti.ssconf": 3,
     "ganeti.ssconfstore": 1,
     "ganeti.watcherpause": 3,

@@ -80,7 +80,7 @@ but snapshots (and waits) once, at the end of the outermost batch.
 over one tree), :mod:`ganeti.config.commit` (publishing: the copy-on-write
 snapshot trees and which one is committed) and :mod:`ganeti.config.writer`
 (``ConfigWriter``: the mutators, the durable write and the rollback).  The document itself
-(read, decode, write, restore) is :mod:`ganeti.configfile`, the
+(read, decode, write, restore) is :mod:`ganeti.config.file`, the
 consistency check :mod:`ganeti.config.check`.
 """
 

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ganeti.config.reader import ConfigReader
-from ganeti.configfile import STORES
+from ganeti.config.file import STORES
 from ganeti.objects import ConfigData, NodeGroup
 
 __all__ = ["Change", "Publications", "clone", "publish", "replaced_keys"]

@@ -15,10 +15,11 @@ import time
 import uuid as uuidlib
 from typing import Any, Callable, Iterable, Iterator
 
-from ganeti import configfile, constants, errors, serializer
+from ganeti import constants, errors, serializer
+from ganeti.config import file as configfile
 from ganeti.config.commit import Change, Publications, clone, publish
 from ganeti.config.reader import ConfigReader
-from ganeti.configfile import load_config_data, sync_members as _sync_members
+from ganeti.config.file import load_config_data, sync_members as _sync_members
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
 from ganeti.utils import io
 from ganeti.utils.groupcommit import GroupCommitter

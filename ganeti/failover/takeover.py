@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ganeti import configfile, errors, serializer, ssconf
+from ganeti import errors, serializer, ssconf
+from ganeti.config import file as configfile
 from ganeti.failover import catchup, faultpoints, quorum, vote
 from ganeti.failover.catchup import raise_queue_serial
 from ganeti.failover.lease import (LEASE_DURATION, RESERVE_BLOCK, next_epoch,

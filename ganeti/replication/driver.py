@@ -19,7 +19,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from ganeti import configfile, errors, ssconf
+from ganeti import errors, ssconf
+from ganeti.config import file as configfile
 from ganeti.aliases import FeedbackFn
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.pathutils import Paths

@@ -11,7 +11,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ganeti import config, configfile, constants, events, locking
+from ganeti import config, constants, events, locking
+from ganeti.config import file as configfile
 from ganeti.cmdlib import liveinfo
 from ganeti.cmdlib.hooksrunner import HooksRunner
 from ganeti.configevents import ConfigEventTracker

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ganeti import configfile, errors, serializer, ssconf
+from ganeti import errors, serializer, ssconf
+from ganeti.config import file as configfile
 from ganeti.failover import takeover, vote
 from ganeti.objects import Cluster, ConfigData, Node
 from ganeti.pathutils import Paths

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from ganeti import configfile
+from ganeti.config import file as configfile
 from ganeti.utils import io as uio
 
 _write_files_atomic = uio.write_files_atomic   # the real one, even if a test patches uio

@@ -18,7 +18,8 @@ from fakes import FakeRpc, GatedWriter, make_config  # noqa: E402
 from fakes.fakeconfig import make_cluster_context, node_name  # noqa: E402
 
 from ganeti.utils.payload import decode_payload
-from ganeti import configfile, opcodes, serializer, ssconf  # noqa: E402
+from ganeti import opcodes, serializer, ssconf  # noqa: E402
+from ganeti.config import file as configfile  # noqa: E402
 from ganeti.cmdlib import test as cmdlib_test  # noqa: E402
 from ganeti.cmdlib.hooksrunner import HooksRunner  # noqa: E402
 from ganeti.jqueue import storage as jstorage  # noqa: E402
