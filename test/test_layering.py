@@ -81,7 +81,7 @@ LAYERS: dict[str, int] = {
     "ganeti.iallocator": 3,
     "ganeti.query": 3,
     "ganeti.events": 3,
-    "ganeti.configevents": 3,
+    "ganeti.config.events": 3,
     "ganeti.http": 3,
     "ganeti.rpc.client": 3,
     "ganeti.rpc.transport": 3,

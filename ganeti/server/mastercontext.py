@@ -15,7 +15,7 @@ from ganeti import config, constants, events, locking
 from ganeti.config import file as configfile
 from ganeti.cmdlib import liveinfo
 from ganeti.cmdlib.hooksrunner import HooksRunner
-from ganeti.configevents import ConfigEventTracker
+from ganeti.config.events import ConfigEventTracker
 from ganeti.context import MasterContext
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage

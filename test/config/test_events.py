@@ -1,13 +1,14 @@
-"""ganeti.configevents: instance and node events from configuration writes."""
+"""ganeti.config.events: instance and node events from configuration writes."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from ganeti import configevents, constants, events
+from ganeti import constants, events
+from ganeti.config import events as configevents
 from ganeti.config import ConfigWriter
-from ganeti.configevents import ConfigEventTracker
+from ganeti.config.events import ConfigEventTracker
 from ganeti.objects import Instance
 from ganeti.pathutils import Paths
 from fakes.fakeconfig import make_config, node_name
