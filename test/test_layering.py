@@ -74,7 +74,7 @@ LAYERS: dict[str, int] = {
     "ganeti.config.file": 3,
     "ganeti.ssconf": 3,
     "ganeti.ssconfstore": 1,
-    "ganeti.watcherpause": 3,
+    "ganeti.watcher.pause": 3,
     "ganeti.crypto": 3,
     "ganeti.ssh": 3,
     "ganeti.luxi": 3,
@@ -107,6 +107,11 @@ LAYERS: dict[str, int] = {
     "ganeti.rapi": 5,
     "ganeti.tools": 5,
     "ganeti.watcher": 5,
+    "ganeti.watcher.core": 5,
+    "ganeti.watcher.main": 5,
+    "ganeti.watcher.master": 5,
+    "ganeti.watcher.nodes": 5,
+    "ganeti.watcher.state": 5,
     # 6. wiring
     "ganeti.server": 6,
 }

@@ -10,7 +10,8 @@ import socket
 import time
 from typing import Any
 
-from ganeti import constants, errors, serializer, watcherpause
+from ganeti import constants, errors, serializer
+from ganeti.watcher import pause as watcherpause
 from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from ganeti import constants, errors, events, luxi, query, serializer, watcherpause
+from ganeti import constants, errors, events, luxi, query, serializer
+from ganeti.watcher import pause as watcherpause
 from ganeti.cmdlib import backup as cmdlib_backup
 from ganeti.cmdlib import query as cmdlib_query
 from ganeti.cmdlib.cluster import cluster_info

@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ganeti import constants, errors, pathutils, ssconf, watcherpause
+from ganeti import constants, errors, pathutils, ssconf
+from ganeti.watcher import pause as watcherpause
 from ganeti.utils import net
 from ganeti.watcher import master, nodes, state
 

@@ -1,4 +1,4 @@
-"""The watcher pause file (ganeti.watcherpause)."""
+"""The watcher pause file (ganeti.watcher.pause)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ganeti import errors, watcherpause
+from ganeti import errors
+from ganeti.watcher import pause as watcherpause
 
 
 def test_round_trip_and_expiry(tmp_path) -> None:
