@@ -89,7 +89,6 @@ LAYERS: dict[str, int] = {
     "ganeti.rpc.gen": 3,
     # 4. logic: master side
     "ganeti.context": 4,
-    "ganeti.hooksmaster": 4,
     "ganeti.cmdlib": 4,
     "ganeti.mcpu": 4,
     "ganeti.jqueue": 4,
@@ -116,7 +115,7 @@ LAYERS: dict[str, int] = {
     "ganeti.server": 6,
 }
 
-MASTER_SIDE = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.jqueue", "ganeti.hooksmaster",
+MASTER_SIDE = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.jqueue",
                "ganeti.context", "ganeti.replication", "ganeti.failover")
 NODE_SIDE = ("ganeti.backend", "ganeti.hypervisor", "ganeti.storage", "ganeti.osapi")
 PLUGINS = ("ganeti.hypervisor", "ganeti.storage")
@@ -127,7 +126,7 @@ FRONT_END_NEVER = ("ganeti.cmdlib", "ganeti.mcpu", "ganeti.backend")
 #: its own group and those before it, never those after it.
 MASTER_ORDER: tuple[tuple[str, ...], ...] = (
     ("ganeti.context",),
-    ("ganeti.hooksmaster", "ganeti.replication"),
+    ("ganeti.replication",),
     ("ganeti.failover",),
     ("ganeti.cmdlib",),
     ("ganeti.mcpu",),
@@ -353,8 +352,8 @@ def _tree(tmp_path: pathlib.Path, files: Mapping[str, str]) -> Tree:
      "ganeti.cmdlib.bad imports ganeti.jqueue, which comes after it"),
     ("mcpu.py", "import ganeti.jqueue.queue\n",
      "ganeti.mcpu imports ganeti.jqueue.queue, which comes after it"),
-    ("hooksmaster.py", "from ganeti.cmdlib import base\n",
-     "ganeti.hooksmaster imports ganeti.cmdlib, which comes after it"),
+    ("replication/bad.py", "from ganeti.cmdlib import base\n",
+     "ganeti.replication.bad imports ganeti.cmdlib, which comes after it"),
     ("osapi.py", "from ganeti.backend import node\n",
      "ganeti.osapi imports ganeti.backend, which comes after it"),
     ("mcpu.py", "from ganeti.backend import node\n",
@@ -373,7 +372,7 @@ def _tree(tmp_path: pathlib.Path, files: Mapping[str, str]) -> Tree:
     ("errors.py", "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from ganeti import config\n",
      "ganeti.errors (layer 1) imports ganeti.config (layer 3)"),
 ], ids=["foundation-up", "mechanism-up", "cmdlib-mcpu", "lazy-cmdlib-jqueue",
-        "relative-cmdlib-jqueue", "mcpu-jqueue", "hooksmaster-cmdlib", "osapi-backend",
+        "relative-cmdlib-jqueue", "mcpu-jqueue", "replication-cmdlib", "osapi-backend",
         "master-node", "node-master", "plugin", "front-end", "unlisted",
         "unlisted-in-listed-package", "imports-unlisted", "type-only-up"])
 def test_checker_rejects(tmp_path: pathlib.Path, rel: str, source: str, expected: str) -> None:
@@ -385,11 +384,11 @@ def test_checker_rejects(tmp_path: pathlib.Path, rel: str, source: str, expected
 
 def test_checker_accepts_a_well_behaved_module(tmp_path: pathlib.Path) -> None:
     tree = _tree(tmp_path, {"cmdlib/base.py": "",
-                            "cmdlib/good.py": "from ganeti import errors, locking, hooksmaster\n"
+                            "cmdlib/good.py": "from ganeti import errors, locking, replication\n"
                                               "from ganeti.cmdlib import base\n"
                                               "from . import base as again\n"})
     assert tree.imports("ganeti.cmdlib.good") == [
-        "ganeti.errors", "ganeti.locking", "ganeti.hooksmaster", "ganeti.cmdlib.base"]
+        "ganeti.errors", "ganeti.locking", "ganeti.replication", "ganeti.cmdlib.base"]
     assert _check(tree, "ganeti.cmdlib.good") == []
 
 

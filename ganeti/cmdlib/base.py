@@ -70,7 +70,7 @@ from ganeti import constants, errors, opcodes, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.config import ConfigWriter
 from ganeti.context import MasterContext
-from ganeti.hooksmaster import HooksMaster
+from ganeti.cmdlib.hooksmaster import HooksMaster
 from ganeti.locking import GanetiLockManager
 from ganeti.rpc.client import RpcRunner
 

@@ -19,7 +19,7 @@ from ganeti import constants
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.config import ConfigWriter
-from ganeti.hooksmaster import HooksMaster
+from ganeti.cmdlib.hooksmaster import HooksMaster
 from ganeti.pathutils import Paths
 from ganeti.rpc.client import RpcRunner
 

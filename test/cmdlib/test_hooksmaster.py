@@ -1,4 +1,4 @@
-"""Tests for ganeti.hooksmaster with a fake hooks_runner call."""
+"""Tests for ganeti.cmdlib.hooksmaster with a fake hooks_runner call."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from ganeti import constants, errors
-from ganeti.hooksmaster import HooksMaster, build_env
+from ganeti.cmdlib.hooksmaster import HooksMaster, build_env
 from ganeti.rpc.client import OFFLINE_MSG, RpcResult
 
 OK, FAIL, SKIP = constants.HKR_SUCCESS, constants.HKR_FAIL, constants.HKR_SKIP
