@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ganeti.events import EventBus
     from ganeti.jqueue import JobQueue
     from ganeti.locking import GanetiLockManager, LockMonitor
-    from ganeti.mastermetrics import MasterMetrics
+    from ganeti.metrics.master import MasterMetrics
     from ganeti.rpc.client import RpcRunner
 
 __all__ = ["MasterContext", "ConfigReplicator"]
@@ -62,7 +62,7 @@ class MasterContext:
       for the live fields of node queries, or None (always ask the nodes).
     * ``events``: the :class:`ganeti.events.EventBus` job, instance and node
       events are published on (LUXI ``WaitForEvents``), or None.
-    * ``metrics``: the :class:`ganeti.mastermetrics.MasterMetrics` the
+    * ``metrics``: the :class:`ganeti.metrics.master.MasterMetrics` the
       processor reports lock waits to, or None.
     * ``runtime_jobs``: the :class:`ganeti.progress.RuntimeTable` of disk
       copies running in jobs, merged into the instances' ``jobs`` runtime

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ganeti import metrics
-from ganeti.mastermetrics import MasterMetrics
+from ganeti.metrics.master import MasterMetrics
 
 
 def test_openmetrics_text_of_each_kind_is_exact() -> None:

@@ -67,7 +67,7 @@ from ganeti.jqueue.table import JobTable
 
 if TYPE_CHECKING:
     from ganeti.events import EventBus
-    from ganeti.mastermetrics import MasterMetrics
+    from ganeti.metrics.master import MasterMetrics
 
 __all__ = ["JobQueue", "ProcessorFactory", "MSG_MASTER_STOPPED", "MSG_CANCELED", "MSG_PREV_FAILED"]
 

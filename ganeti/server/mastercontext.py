@@ -19,7 +19,7 @@ from ganeti.config.events import ConfigEventTracker
 from ganeti.context import MasterContext
 from ganeti.jqueue import JobQueue, JobStorage
 from ganeti.jqueue import storage as jstorage
-from ganeti.mastermetrics import MasterMetrics
+from ganeti.metrics.master import MasterMetrics
 from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
 from ganeti.redact import Redactor, VersionedSource
