@@ -31,6 +31,10 @@ from ganeti.backend.context import NodeContext
 from ganeti.hypervisor import base as hv_base
 from ganeti.utils import io as uio
 
+# The node daemon loads the backend before it forks a child per request:
+# the hypervisor implementations are imported here, once, in the parent.
+hypervisor.import_all()
+
 __all__ = [
     "instance_start", "instance_shutdown", "instance_reboot", "instance_info",
     "all_instances_info", "instance_list", "instance_console_info", "instance_migratable",

@@ -20,7 +20,8 @@ Writing a new hypervisor
    forks per request, so nothing may live in memory between calls.
 4. Raise :class:`errors.HypervisorError` with a message that names the
    instance for every refusal or failure; never let ``OSError`` escape.
-5. Register the class in ``HYPERVISORS`` in ``ganeti/hypervisor/__init__.py``.
+5. Register its module and class name in ``HYPERVISORS`` in
+   ``ganeti/hypervisor/__init__.py``.
 
 Migration is split into steps so that node RPC can carry the data between
 the two nodes; the master drives them in this order::
