@@ -37,7 +37,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ganeti import constants, errors, hvchecks
+from ganeti import constants, errors
+from ganeti.hypervisor import checks as hvchecks
 from ganeti.objects import PP_DEFAULT, Cluster, Instance, Node, NodeGroup
 from ganeti.utils import units
 

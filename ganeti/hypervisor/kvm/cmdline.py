@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti import errors, hvchecks
+from ganeti import errors
+from ganeti.hypervisor import checks as hvchecks
 from ganeti.hypervisor import base
 
 __all__ = [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ganeti import constants, errors, hvchecks, parameters
+from ganeti import constants, errors, parameters
+from ganeti.hypervisor import checks as hvchecks
 
 
 @pytest.mark.parametrize("text,expected", [
