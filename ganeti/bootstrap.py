@@ -7,12 +7,10 @@ Master side (run by ``gnt-cluster init`` on the future master node):
   RAPI certificate, the HMAC key and cluster domain secret, the cluster SSH
   key (kept when one already exists, so that a pre-seeded key works), the
   initial :class:`~ganeti.objects.ConfigData` and the ssconf files;
-* :func:`start_noded` / :func:`start_masterd` start the daemons (they
-  daemonize themselves) and :func:`wait_for_noded` / :func:`wait_for_masterd`
-  wait until they answer.  With a master network device, the master IP
-  comes up when the master daemon starts (best effort) and ``gnt-cluster
-  init`` also activates it with ``OP_CLUSTER_ACTIVATE_MASTER_IP``, so that
-  an error is reported.
+* :mod:`ganeti.daemonctl` starts the daemons and waits until they answer.
+  With a master network device, the master IP comes up when the master
+  daemon starts (best effort) and ``gnt-cluster init`` also activates it
+  with ``OP_CLUSTER_ACTIVATE_MASTER_IP``, so that an error is reported.
 
 Node side (``gnt-node add``): :func:`setup_node_ssh` connects to the new
 node with the cluster SSH key and runs ``python3 -m ganeti.bootstrap join``
@@ -33,8 +31,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import signal
-import subprocess
 import sys
 import time
 import uuid as uuidlib
@@ -43,20 +39,17 @@ from typing import Any
 
 from ganeti import config as gconfig
 from ganeti import ipolicy as gipolicy
-from ganeti import constants, crypto, errors, objects, parameters, serializer, ssconf, ssh
+from ganeti import constants, crypto, daemonctl, errors, objects, parameters, serializer, ssconf, ssh
 from ganeti.pathutils import Paths, get_paths
 from ganeti.utils import io as uio
 from ganeti.utils import net as netutils
-from ganeti.utils import pidfile
 from ganeti.utils import validation
 
 __all__ = [
-    "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "DAEMONS_DIR", "resolve_host",
-    "authorized_keys_file", "make_node_dirs", "init_cluster", "primary_ip_family", "noded_argv",
-    "start_noded", "start_masterd", "start_rapi", "wait_for_rapi", "ENV_RAPI_BIND", "wait_for_noded", "wait_for_masterd",
-    "stop_daemon", "daemon_pid", "join_payload", "prepare_node_join", "setup_node_ssh",
-    "record_own_host_key",
-    "restart_noded_ssh", "remove_cluster_files", "node_tool_main",
+    "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "resolve_host", "authorized_keys_file",
+    "make_node_dirs", "init_cluster", "primary_ip_family", "join_payload", "prepare_node_join",
+    "setup_node_ssh", "record_own_host_key", "restart_noded_ssh", "remove_cluster_files",
+    "node_tool_main",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,12 +58,7 @@ logger = logging.getLogger(__name__)
 ENV_HOSTS_FILE = netutils.ENV_HOSTS_FILE
 #: the IPv4 address of a name: ``$GANETI_HOSTS_FILE`` first, then DNS
 resolve_host = netutils.resolve_host
-#: the address ganeti-rapi listens on when started by :func:`start_rapi` (default: all)
-ENV_RAPI_BIND = constants.ENV_RAPI_BIND
 DEFAULT_DISK_TEMPLATES = (constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE)
-#: where ``ganeti-noded``/``ganeti-masterd`` live (next to the package)
-DAEMONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "daemons")
 _REMOTE_PYTHON = "python3"
 
 
@@ -265,171 +253,6 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     return data
 
 
-# --- daemons ----------------------------------------------------------------------
-
-def _daemon_env(paths: Paths, env: Mapping[str, str] | None) -> dict[str, str]:
-    out = dict(os.environ if env is None else env)
-    out[constants.ENV_ROOTDIR] = paths.root
-    return out
-
-
-def noded_argv(bind: str, port: int, *, python: str | None = None) -> list[str]:
-    """The command line that starts (and daemonizes) a node daemon."""
-    return [python or sys.executable, os.path.join(DAEMONS_DIR, constants.NODED),
-            "-b", bind, "-p", str(port)]
-
-
-def _run_starter(argv: list[str], env: dict[str, str], what: str, timeout: float) -> None:
-    try:
-        res = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                             timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise errors.OpExecError(f"Starting {what} took more than {timeout}s") from exc
-    if res.returncode != 0:
-        text = (res.stderr or res.stdout).decode("utf-8", "replace").strip()
-        raise errors.OpExecError(f"Cannot start {what} (exit {res.returncode}): {text}")
-
-
-def start_noded(paths: Paths, bind: str, port: int, *, env: Mapping[str, str] | None = None,
-                timeout: float = 30.0) -> None:
-    """Start ``ganeti-noded`` for ``paths`` on ``bind:port`` and wait until it answers."""
-    _run_starter(noded_argv(bind, port), _daemon_env(paths, env), "the node daemon", timeout)
-    wait_for_noded(bind, port, paths.server_pem, timeout=timeout)
-
-
-def start_masterd(paths: Paths, *, env: Mapping[str, str] | None = None,
-                  extra_args: Sequence[str] = (), timeout: float = 30.0) -> None:
-    """Start ``ganeti-masterd`` for ``paths`` and wait until LUXI answers."""
-    argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.MASTERD), *extra_args]
-    _run_starter(argv, _daemon_env(paths, env), "the master daemon", timeout)
-    wait_for_masterd(paths, timeout=timeout)
-
-
-def start_rapi(paths: Paths, *, env: Mapping[str, str] | None = None,
-               timeout: float = 30.0) -> None:
-    """Start ``ganeti-rapi`` for ``paths`` (the master) and wait until it accepts TLS.
-
-    The port comes from ``$GANETI_RAPI_PORT`` (default 5080) and the address
-    from ``$GANETI_RAPI_BIND`` (default: all addresses).
-    """
-    full = _daemon_env(paths, env)
-    port = int(full.get(constants.ENV_RAPI_PORT) or constants.DEFAULT_RAPI_PORT)
-    bind = full.get(ENV_RAPI_BIND) or ""
-    argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.RAPI), "-p", str(port)]
-    if bind:
-        argv += ["-b", bind]
-    _run_starter(argv, full, "the RAPI daemon", timeout)
-    wait_for_rapi(bind or "127.0.0.1", port, timeout=timeout)
-
-
-def wait_for_rapi(address: str, port: int, *, timeout: float = 30.0,
-                  clock: Callable[[], float] = time.monotonic) -> None:
-    """Wait until a TLS handshake with ``address:port`` succeeds."""
-    from ganeti.http import client, tls
-    ctx = tls.probe_context()
-    deadline = clock() + timeout
-    last: Exception | None = None
-    while clock() < deadline:
-        try:
-            client.probe(address, port, ctx, 2.0)
-            return
-        except OSError as exc:
-            last = exc
-            time.sleep(0.05)
-    raise errors.OpExecError(f"RAPI daemon at {address}:{port} not answering after"
-                             f" {timeout}s: {last}")
-
-
-def wait_for_noded(address: str, port: int, cert_file: str, *, timeout: float = 30.0,
-                   clock: Callable[[], float] = time.monotonic) -> None:
-    """Wait until the node daemon at ``address:port`` answers ``version``."""
-    from ganeti.rpc.client import probe_version
-    from ganeti.rpc.transport import HttpsTransport
-    transport = HttpsTransport(cert_file)
-    deadline = clock() + timeout
-    last: Exception | None = None
-    while clock() < deadline:
-        try:
-            probe_version(transport, address, port, 2.0)
-            return
-        except errors.GanetiError as exc:
-            last = exc
-            time.sleep(0.05)
-    raise errors.OpExecError(f"Node daemon at {address}:{port} not answering after"
-                             f" {timeout}s: {last}")
-
-
-def wait_for_masterd(paths: Paths, *, timeout: float = 30.0,
-                     clock: Callable[[], float] = time.monotonic) -> None:
-    """Wait until the master daemon of ``paths`` answers a LUXI query."""
-    from ganeti import luxi
-    deadline = clock() + timeout
-    last: Exception | None = None
-    while clock() < deadline:
-        try:
-            luxi.Client(paths.master_socket, connect_timeout=2.0,
-                        rw_timeout=5.0).QueryConfigValues(["cluster_name"])
-            return
-        except errors.GanetiError as exc:
-            last = exc
-            time.sleep(0.05)
-    raise errors.OpExecError(f"Master daemon not answering after {timeout}s: {last}")
-
-
-def daemon_pid(paths: Paths, daemon: str) -> int | None:
-    """The pid of a running ``daemon`` (from its pid file), or None."""
-    return pidfile.running_pid(paths.pid_file(daemon))
-
-
-def stop_daemon(paths: Paths, daemon: str, *, timeout: float = 15.0,
-                clock: Callable[[], float] = time.monotonic) -> bool:
-    """SIGTERM a running ``daemon`` and wait (SIGKILL after ``timeout``).
-
-    Returns True if a process was stopped, False if none was running.
-    """
-    pid = daemon_pid(paths, daemon)
-    if pid is None:
-        return False
-    _signal_and_wait(pid, timeout, clock)
-    return True
-
-
-def _signal_and_wait(pid: int, timeout: float, clock: Callable[[], float]) -> None:
-    try:
-        os.kill(pid, signal.SIGCONT)
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = clock() + timeout
-    while clock() < deadline:
-        if not _alive(pid):
-            return
-        time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    deadline = clock() + 5.0
-    while clock() < deadline and _alive(pid):
-        time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return not pidfile.is_zombie(pid)   # a zombie is as good as dead
-
-
 def remove_cluster_files(paths: Paths) -> None:
     """Remove the cluster files of a node (config, ssconf, keys, queue)."""
     import glob
@@ -476,8 +299,8 @@ def prepare_node_join(paths: Paths, payload: Mapping[str, Any], *,
         uio.write_file_atomic(paths.ssh_key_file, str(payload["ssh_key"]), mode=0o600)
         uio.write_file_atomic(paths.ssh_key_file + ".pub", str(payload["ssh_pub"]), mode=0o644)
         _add_authorized_key(paths, str(payload["ssh_pub"]).strip())
-    stop_daemon(paths, constants.NODED)
-    start_noded(paths, str(payload["bind"]), int(payload["port"]), env=env)
+    daemonctl.stop_daemon(paths, constants.NODED)
+    daemonctl.start_noded(paths, str(payload["bind"]), int(payload["port"]), env=env)
 
 
 def _ssh_runner(paths: Paths, port: int) -> ssh.SshRunner:
@@ -522,7 +345,7 @@ def setup_node_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: int
         raise errors.OpExecError(
             f"Node setup on {node_ip} failed (exit {res.exit_code}): "
             f"{(res.stderr or res.stdout).strip()}")
-    wait_for_noded(node_ip, noded_port, paths.server_pem, timeout=timeout)
+    daemonctl.wait_for_noded(node_ip, noded_port, paths.server_pem, timeout=timeout)
 
 
 def restart_noded_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: int,
@@ -546,7 +369,7 @@ def node_tool_main(argv: Sequence[str] | None = None) -> int:
     paths = get_paths()
     try:
         if argv[0] == "stop-noded":
-            stop_daemon(paths, constants.NODED)
+            daemonctl.stop_daemon(paths, constants.NODED)
             return 0
         try:
             payload = serializer.loads(sys.stdin.read() or "{}")
@@ -555,8 +378,8 @@ def node_tool_main(argv: Sequence[str] | None = None) -> int:
         if argv[0] == "join":
             prepare_node_join(paths, payload)
         else:
-            stop_daemon(paths, constants.NODED)
-            start_noded(paths, str(payload["bind"]), int(payload["port"]))
+            daemonctl.stop_daemon(paths, constants.NODED)
+            daemonctl.start_noded(paths, str(payload["bind"]), int(payload["port"]))
     except (errors.GanetiError, OSError, KeyError) as exc:
         sys.stderr.write(f"{argv[0]} failed: {exc}\n")
         return 1

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ganeti import bootstrap, config, constants, crypto, errors, ssconf, ssh
+from ganeti import bootstrap, config, constants, crypto, daemonctl, errors, ssconf, ssh
 from ganeti.utils import pidfile
 from ganeti.client import gnt_cluster
 from ganeti.pathutils import Paths
@@ -129,14 +129,14 @@ def test_prepare_node_join_starts_noded(tmp_path):
     try:
         bootstrap.prepare_node_join(node, payload)
         assert open(node.server_pem).read() == open(master.server_pem).read()
-        assert bootstrap.daemon_pid(node, constants.NODED) is not None
+        assert daemonctl.daemon_pid(node, constants.NODED) is not None
         # the master's certificate is accepted by the new node daemon
-        bootstrap.wait_for_noded("127.0.1.2", port, master.server_pem, timeout=5)
+        daemonctl.wait_for_noded("127.0.1.2", port, master.server_pem, timeout=5)
         blob = ssh.load_public_key(master.ssh_key_file + ".pub")[1]
         assert blob in ssh.read_authorized_keys(bootstrap.authorized_keys_file(node))
     finally:
-        bootstrap.stop_daemon(node, constants.NODED)
-    assert bootstrap.daemon_pid(node, constants.NODED) is None
+        daemonctl.stop_daemon(node, constants.NODED)
+    assert daemonctl.daemon_pid(node, constants.NODED) is None
 
 
 def test_node_tool_main_usage_and_bad_input(tmp_path):
@@ -181,7 +181,7 @@ def test_daemon_pid_ignores_dead_and_zombie_processes(tmp_path):
             fh.write(f"{pid}\n")
 
     write_pid(os.getpid())
-    assert bootstrap.daemon_pid(paths, constants.NODED) == os.getpid()
+    assert daemonctl.daemon_pid(paths, constants.NODED) == os.getpid()
     # a daemon killed without cleanup whose parent has not reaped it yet
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
@@ -190,7 +190,7 @@ def test_daemon_pid_ignores_dead_and_zombie_processes(tmp_path):
     write_pid(child.pid)
     try:
         assert pidfile.is_zombie(child.pid)
-        assert bootstrap.daemon_pid(paths, constants.NODED) is None
+        assert daemonctl.daemon_pid(paths, constants.NODED) is None
     finally:
         child.wait()
-    assert bootstrap.daemon_pid(paths, constants.NODED) is None    # gone altogether
+    assert daemonctl.daemon_pid(paths, constants.NODED) is None    # gone altogether

@@ -76,6 +76,7 @@ LAYERS: dict[str, int] = {
     "ganeti.ssconfstore": 1,
     "ganeti.watcher.pause": 3,
     "ganeti.crypto": 3,
+    "ganeti.daemonctl": 3,
     "ganeti.ssh": 3,
     "ganeti.luxi": 3,
     "ganeti.iallocator": 3,

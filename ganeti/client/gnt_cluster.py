@@ -98,7 +98,7 @@ def _submit(op: dict[str, Any], opts: Any, **kwargs: Any) -> Any:
 
 def init_cluster(opts: Any, args: list[str]) -> int:
     """Initialise a new cluster with this node as its master."""
-    from ganeti import bootstrap, luxi, pathutils
+    from ganeti import bootstrap, daemonctl, luxi, pathutils
     from ganeti.utils import net
 
     paths = pathutils.get_paths()
@@ -128,9 +128,9 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         ipolicy=ipolicy_opts.ipolicy_changes(opts, group=False, current=ipolicy_opts.default_source(
             _csv(opts.enabled_disk_templates) or bootstrap.DEFAULT_DISK_TEMPLATES)),
         primary_ip_version=opts.primary_ip_version)
-    bootstrap.start_noded(paths, master_ip, noded_port)
-    bootstrap.start_masterd(paths, extra_args=masterd_args())
-    bootstrap.start_rapi(paths)
+    daemonctl.start_noded(paths, master_ip, noded_port)
+    daemonctl.start_masterd(paths, extra_args=masterd_args())
+    daemonctl.start_rapi(paths)
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait(wire.cluster_post_init(), opts, cl, feedback_fn=None)
     ssh_port = int(ndparams.get("ssh_port") or 22)
@@ -151,12 +151,12 @@ def destroy_cluster(opts: Any, args: list[str]) -> int:
         cli.to_stderr("Destroying a cluster is irreversible. If you really want to destroy"
                       " this cluster, supply the --yes-do-it option.")
         return cli.EXIT_FAILURE
-    from ganeti import bootstrap, pathutils
+    from ganeti import bootstrap, daemonctl, pathutils
     paths = pathutils.get_paths()
     cli.submit_opcode_and_wait(wire.cluster_destroy(), opts)
-    bootstrap.stop_daemon(paths, constants.RAPI)
-    bootstrap.stop_daemon(paths, constants.MASTERD)
-    bootstrap.stop_daemon(paths, constants.NODED)
+    daemonctl.stop_daemon(paths, constants.RAPI)
+    daemonctl.stop_daemon(paths, constants.MASTERD)
+    daemonctl.stop_daemon(paths, constants.NODED)
     bootstrap.remove_cluster_files(paths)
     return cli.EXIT_SUCCESS
 

@@ -81,8 +81,8 @@ def _reload_rapi(paths: Any) -> bool:
     """
     import signal
 
-    from ganeti import bootstrap
-    pid = bootstrap.daemon_pid(paths, constants.RAPI)
+    from ganeti import daemonctl
+    pid = daemonctl.daemon_pid(paths, constants.RAPI)
     if pid is not None:
         try:
             os.kill(pid, signal.SIGHUP)
@@ -90,7 +90,7 @@ def _reload_rapi(paths: Any) -> bool:
         except OSError as exc:
             cli.to_stderr(f"Signalling the RAPI daemon (pid {pid}) failed: {exc}")
     try:
-        bootstrap.start_rapi(paths)
+        daemonctl.start_rapi(paths)
     except errors.GanetiError as exc:
         cli.to_stderr(f"Starting the RAPI daemon failed: {exc}")
         return False
@@ -100,10 +100,10 @@ def _reload_rapi(paths: Any) -> bool:
 def _restart_rapi(paths: Any) -> bool:
     """Stop this (master) node's RAPI daemon and start it again (it starts whenever
     the master daemon does); False on failure."""
-    from ganeti import bootstrap
-    bootstrap.stop_daemon(paths, constants.RAPI)
+    from ganeti import daemonctl
+    daemonctl.stop_daemon(paths, constants.RAPI)
     try:
-        bootstrap.start_rapi(paths)
+        daemonctl.start_rapi(paths)
     except errors.GanetiError as exc:
         cli.to_stderr(f"Restarting the RAPI daemon failed: {exc}")
         return False
@@ -137,7 +137,7 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
         text += " The RAPI daemon will reload it."
     if not cli.confirm(text, forced=getattr(opts, "force", False)):
         return cli.EXIT_FAILURE
-    from ganeti import bootstrap, pathutils
+    from ganeti import bootstrap, daemonctl, pathutils
     from ganeti.utils import net
     paths = pathutils.get_paths()
     cl = cli.get_client(opts)
@@ -154,15 +154,15 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
     for name, addr, ssh_port in node_ssh_targets(paths):
         try:
             if name == me:
-                bootstrap.stop_daemon(paths, constants.NODED)
-                bootstrap.start_noded(paths, addr, port)
+                daemonctl.stop_daemon(paths, constants.NODED)
+                daemonctl.start_noded(paths, addr, port)
             else:
                 bootstrap.restart_noded_ssh(paths, addr, ssh_port=ssh_port, noded_port=port)
         except errors.GanetiError as exc:
             cli.to_stderr(f"Restarting the node daemon on {name} failed: {exc}")
             failed = True
-    bootstrap.stop_daemon(paths, constants.MASTERD)
-    bootstrap.start_masterd(paths, extra_args=masterd_args())
+    daemonctl.stop_daemon(paths, constants.MASTERD)
+    daemonctl.start_masterd(paths, extra_args=masterd_args())
     if not _restart_rapi(paths):    # it starts whenever the master daemon does
         failed = True
     cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")

@@ -52,20 +52,20 @@ def _start_daemons(paths: Any, me: str, extra: list[str], out: Any) -> None:
     daemon only needs the master daemon for requests)."""
     import threading
 
-    from ganeti import bootstrap
+    from ganeti import daemonctl
     from ganeti.failover import faultpoints
     rapi_error: list[str] = []
 
     def _rapi() -> None:
         try:
-            bootstrap.start_rapi(paths)
+            daemonctl.start_rapi(paths)
         except errors.GanetiError as exc:
             rapi_error.append(str(exc))
 
     rapi = threading.Thread(target=_rapi, name="start-rapi")
     rapi.start()
     try:
-        bootstrap.start_masterd(paths, extra_args=extra)
+        daemonctl.start_masterd(paths, extra_args=extra)
     finally:
         rapi.join()
     faultpoints.reached("after_masterd_start")
@@ -81,7 +81,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
     master in its configuration but runs no master daemon (a takeover
     killed after its push), starts the daemons.
     """
-    from ganeti import bootstrap, constants, pathutils
+    from ganeti import constants, daemonctl, pathutils
     from ganeti.failover import takeover
     from ganeti.failover.lease import LEASE_DURATION
     from ganeti.utils import net
@@ -105,7 +105,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
     if takeover.read_marker(paths) is None and not opts.no_voting:
         data = takeover.load_local_config(paths)
         if takeover.master_ip_params(data)["name"] == me \
-                and bootstrap.daemon_pid(paths, constants.MASTERD) is None:
+                and daemonctl.daemon_pid(paths, constants.MASTERD) is None:
             out(f"{me} is the master in its configuration but its master daemon does not run"
                 " (an interrupted takeover?): starting the daemons")
             _start_daemons(paths, me, extra, out)

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from ganeti import bootstrap, constants, errors, serializer, ssh
+from ganeti import bootstrap, constants, daemonctl, errors, serializer, ssh
 from ganeti.pathutils import Paths
 from ganeti.tools import tinylinux
 from ganeti.opcodes import wire
@@ -257,7 +257,7 @@ def node_env(vc: VCluster, node: VNode) -> dict[str, str]:
         constants.ENV_NODED_PORT: str(vc.noded_port),
         # the RAPI daemon, on the master only, listens on the master's address
         constants.ENV_RAPI_PORT: str(vc.rapi_port or constants.DEFAULT_RAPI_PORT),
-        bootstrap.ENV_RAPI_BIND: node.ip,
+        daemonctl.ENV_RAPI_BIND: node.ip,
         bootstrap.ENV_HOSTS_FILE: os.path.join(vc.directory, HOSTS_FILE),
         # node RPC from this node leaves from its own address (partitions)
         constants.ENV_SOURCE_ADDRESS: node.ip,
@@ -343,7 +343,7 @@ def _sshd_argv(vc: VCluster, node: VNode) -> list[str]:
 def _start_sshds(vc: VCluster, nodes: Sequence[VNode], timeout: float = 30.0) -> None:
     procs = []
     for node in nodes:
-        if bootstrap.daemon_pid(Paths(root=node.root), SSHD_NAME) is not None:
+        if daemonctl.daemon_pid(Paths(root=node.root), SSHD_NAME) is not None:
             continue
         procs.append((node, subprocess.Popen(
             _sshd_argv(vc, node), env={**os.environ, "PYTHONPATH": REPO_ROOT},
@@ -499,7 +499,7 @@ def _add_nodes_to_config(vc: VCluster, nodes: Sequence[VNode]) -> None:
     master_node = vc.master_node
     master = vc.paths(master_node)
     env = _full_env(vc, master_node)
-    bootstrap.stop_daemon(master, constants.MASTERD)
+    daemonctl.stop_daemon(master, constants.MASTERD)
     cfg = config.ConfigWriter(master.config_file)
     with cfg.batch():
         for node in nodes:
@@ -508,7 +508,7 @@ def _add_nodes_to_config(vc: VCluster, nodes: Sequence[VNode]) -> None:
     values = ssconf.compute_ssconf_values(cfg.committed().get_config_data())
     for node in [master_node, *nodes]:
         ssconf.write_ssconf_files(Paths(root=node.root), values)
-    bootstrap.start_masterd(master, env=env, extra_args=vc.masterd_args)
+    daemonctl.start_masterd(master, env=env, extra_args=vc.masterd_args)
 
 
 def new_boot_id(node: VNode) -> str:
@@ -538,17 +538,17 @@ def start(vc: VCluster, node: str | None = None) -> None:
         _start_sshds(vc, targets)
     for vnode in targets:
         paths = Paths(root=vnode.root)
-        if bootstrap.daemon_pid(paths, constants.NODED) is None and \
+        if daemonctl.daemon_pid(paths, constants.NODED) is None and \
                 os.path.exists(paths.server_pem):
             new_boot_id(vnode)
-            bootstrap.start_noded(paths, vnode.ip, vc.noded_port, env=_full_env(vc, vnode))
+            daemonctl.start_noded(paths, vnode.ip, vc.noded_port, env=_full_env(vc, vnode))
     for vnode in targets:
         paths = Paths(root=vnode.root)
         env = _full_env(vc, vnode)
-        if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.MASTERD) is None:
-            bootstrap.start_masterd(paths, env=env, extra_args=vc.masterd_args)
-        if _is_master(vc, vnode) and bootstrap.daemon_pid(paths, constants.RAPI) is None:
-            bootstrap.start_rapi(paths, env=env)
+        if _is_master(vc, vnode) and daemonctl.daemon_pid(paths, constants.MASTERD) is None:
+            daemonctl.start_masterd(paths, env=env, extra_args=vc.masterd_args)
+        if _is_master(vc, vnode) and daemonctl.daemon_pid(paths, constants.RAPI) is None:
+            daemonctl.start_rapi(paths, env=env)
 
 
 def stop(vc: VCluster, node: str | None = None) -> None:
@@ -564,7 +564,7 @@ def stop(vc: VCluster, node: str | None = None) -> None:
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(roots)))) as pool:
         for daemons in ((constants.RAPI, constants.MASTERD), (constants.NODED, SSHD_NAME)):
             jobs = [(paths, daemon) for paths in roots for daemon in daemons]
-            list(pool.map(lambda job: bootstrap.stop_daemon(job[0], job[1], timeout=10.0), jobs))
+            list(pool.map(lambda job: daemonctl.stop_daemon(job[0], job[1], timeout=10.0), jobs))
 
 
 # --- partitions ------------------------------------------------------------------------

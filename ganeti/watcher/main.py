@@ -117,7 +117,7 @@ def rapi_address(opts: argparse.Namespace, env: Mapping[str, str], store: ssconf
                  me: str) -> str:
     """Where the master's RAPI daemon is asked: ``--rapi-ip``, else its bind address.
 
-    The bind address is ``$GANETI_RAPI_BIND`` (as :func:`ganeti.bootstrap.start_rapi`
+    The bind address is ``$GANETI_RAPI_BIND`` (as :func:`ganeti.daemonctl.start_rapi`
     starts the daemon); a daemon listening on all addresses is asked on the
     master node's primary address (loopback if ssconf does not know it).
     """

@@ -139,7 +139,7 @@ def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], 
     (SIGTERM, then SIGKILL).  Raises :class:`errors.OpExecError` when it
     cannot be brought back.
     """
-    from ganeti import bootstrap
+    from ganeti import daemonctl
 
     def probe() -> str | None:
         try:
@@ -150,11 +150,11 @@ def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], 
 
     def start() -> None:
         extra = shlex.split(os.environ.get("GANETI_MASTERD_ARGS", ""))
-        bootstrap.start_masterd(paths, env=os.environ, extra_args=extra)
+        daemonctl.start_masterd(paths, env=os.environ, extra_args=extra)
 
     return ensure_daemon(
-        "master daemon", probe, pid_of=lambda: bootstrap.daemon_pid(paths, constants.MASTERD),
-        stop=lambda: bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0),
+        "master daemon", probe, pid_of=lambda: daemonctl.daemon_pid(paths, constants.MASTERD),
+        stop=lambda: daemonctl.stop_daemon(paths, constants.MASTERD, timeout=10.0),
         start=restart or start)
 
 
@@ -203,14 +203,14 @@ def ensure_rapi(paths: Paths, address: str, port: int, *,
     answering within :data:`RAPI_TIMEOUT`) is stopped first, at most once;
     :class:`errors.OpExecError` when it cannot be brought back.  The new
     daemon is started as ``gnt-cluster init`` starts it
-    (:func:`ganeti.bootstrap.start_rapi`).
+    (:func:`ganeti.daemonctl.start_rapi`).
     """
-    from ganeti import bootstrap
+    from ganeti import daemonctl
     return ensure_daemon(
         "RAPI daemon", probe or (lambda: rapi_answers(address, port, paths.rapi_pem)),
-        pid_of=lambda: bootstrap.daemon_pid(paths, constants.RAPI),
-        stop=lambda: bootstrap.stop_daemon(paths, constants.RAPI, timeout=10.0),
-        start=restart or (lambda: bootstrap.start_rapi(paths, env=os.environ)))
+        pid_of=lambda: daemonctl.daemon_pid(paths, constants.RAPI),
+        stop=lambda: daemonctl.stop_daemon(paths, constants.RAPI, timeout=10.0),
+        start=restart or (lambda: daemonctl.start_rapi(paths, env=os.environ)))
 
 
 # --- reading the cluster ------------------------------------------------------------------

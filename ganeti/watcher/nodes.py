@@ -119,18 +119,18 @@ def ensure_noded(paths: Paths, address: str, port: int, *,
 
     Raises :class:`errors.OpExecError` when it cannot be started.
     """
-    from ganeti import bootstrap   # only needed when something is wrong
+    from ganeti import daemonctl   # only needed when something is wrong
     check = answers or (lambda: noded_answers(paths, address, port))
-    pid = bootstrap.daemon_pid(paths, constants.NODED)
+    pid = daemonctl.daemon_pid(paths, constants.NODED)
     if pid is not None and check():
         return None
     if pid is not None:
         logger.warning("The node daemon (pid %s) does not answer; stopping it", pid)
-        bootstrap.stop_daemon(paths, constants.NODED, timeout=10.0)
+        daemonctl.stop_daemon(paths, constants.NODED, timeout=10.0)
         what = f"restarted the hung node daemon (old pid {pid})"
     else:
         logger.warning("The node daemon is not running; starting it")
         what = "started the node daemon"
-    bootstrap.start_noded(paths, address, port, env=os.environ)
-    logger.info("The node daemon is back (pid %s)", bootstrap.daemon_pid(paths, constants.NODED))
+    daemonctl.start_noded(paths, address, port, env=os.environ)
+    logger.info("The node daemon is back (pid %s)", daemonctl.daemon_pid(paths, constants.NODED))
     return what

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ganeti import bootstrap, constants, serializer
+from ganeti import constants, daemonctl, serializer
 from ganeti.tools import vcluster
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
@@ -25,11 +25,11 @@ _JOB_ID = re.compile(r"JobID: (\d+)")
 
 
 def masterd_running(vc: VirtualCluster, node: str) -> bool:
-    return bootstrap.daemon_pid(vc.paths(node), constants.MASTERD) is not None
+    return daemonctl.daemon_pid(vc.paths(node), constants.MASTERD) is not None
 
 
 def rapi_running(vc: VirtualCluster, node: str) -> bool:
-    return bootstrap.daemon_pid(vc.paths(node), constants.RAPI) is not None
+    return daemonctl.daemon_pid(vc.paths(node), constants.RAPI) is not None
 
 
 def submit(vc: VirtualCluster, node: str, *argv: str,

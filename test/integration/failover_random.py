@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from failover_helpers import Ledger, failover, masterd_running, submit
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants, errors
+from ganeti import constants, daemonctl, errors
 from ganeti.tools import vcluster
 
 __all__ = ["Scenario", "run_scenario", "settle"]
@@ -43,7 +43,7 @@ def settle(vc: VirtualCluster) -> None:
     master = _master(vc)
     if not masterd_running(vc, master):
         try:
-            bootstrap.start_masterd(vc.paths(master), env=vc.env(master),
+            daemonctl.start_masterd(vc.paths(master), env=vc.env(master),
                                     extra_args=vc.cluster.masterd_args)
         except errors.GanetiError:
             # the current master's own data is stale: fail over to a candidate
@@ -101,5 +101,5 @@ def run_scenario(vc: VirtualCluster, ledger: Ledger, seed: int, *, steps: int = 
     settle(vc)
     ledger.check(vc)
     assert masterd_running(vc, _master(vc)), f"no master daemon after {done}"
-    assert bootstrap.daemon_pid(vc.paths(_master(vc)), constants.MASTERD)
+    assert daemonctl.daemon_pid(vc.paths(_master(vc)), constants.MASTERD)
     return done

@@ -41,7 +41,7 @@ from host_helpers import process_tree
 from master_history import Ack, History, Violation, check, count_by_kind
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants, errors, luxi, serializer
+from ganeti import constants, daemonctl, errors, luxi, serializer
 from ganeti.failover import faultpoints
 from ganeti.pathutils import archived_job_file_name
 from ganeti.tools import vcluster
@@ -242,7 +242,7 @@ class Nemesis:
 
     def daemon_pids(self, node: str) -> list[int]:
         paths = self.vc.paths(node)
-        pids = [bootstrap.daemon_pid(paths, d)
+        pids = [daemonctl.daemon_pid(paths, d)
                 for d in (constants.MASTERD, constants.NODED, constants.RAPI)]
         return [p for p in pids if p is not None]
 
@@ -435,7 +435,7 @@ def recover(vc: VirtualCluster, nem: Nemesis, clients: Clients, *, since: float,
             nem.note(f"recovery: vcluster start: {str(exc).splitlines()[0][:160]}")
         for node in vc.names:        # a plain ganeti-masterd start where a config names itself
             if (master_view(vc, node) or (0, False))[1] and not masterd_running(vc, node):
-                bootstrap.start_masterd(vc.paths(node), env=vc.env(node),
+                daemonctl.start_masterd(vc.paths(node), env=vc.env(node),
                                         extra_args=vc.cluster.masterd_args)
 
     def watcher(_attempt: int) -> None:

@@ -16,7 +16,7 @@ import pytest
 from host_helpers import process_tree
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
-from ganeti import bootstrap, constants, crypto
+from ganeti import constants, crypto, daemonctl
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -140,14 +140,14 @@ def test_renew_crypto_restarts_daemons_with_the_new_certificate(vc):
 
     before = certs()
     assert len(before) == 1
-    rapi = bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI)
+    rapi = daemonctl.daemon_pid(vc.paths("node1"), constants.RAPI)
     assert rapi is not None
     assert vc.run("gnt-cluster", "renew-crypto", "--new-cluster-certificate").returncode == 1
     vc.ok("gnt-cluster", "renew-crypto", "--new-cluster-certificate", "--force")
     after = certs()
     assert len(after) == 1 and after != before
     # the RAPI daemon went down and came back with the master daemon
-    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) not in (None, rapi)
+    assert daemonctl.daemon_pid(vc.paths("node1"), constants.RAPI) not in (None, rapi)
     res = vc.run("gnt-cluster", "verify")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "RAPI daemon" not in res.stderr
@@ -188,16 +188,16 @@ def _wait_served(vc, cert: bytes) -> bytes:
 def test_new_rapi_certificate_is_reloaded_without_a_restart(vc):
     old_cert = _served_rapi_cert(vc)
     assert old_cert == _rapi_pem_cert(vc, "node1")
-    rapi = bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI)
-    masterd = bootstrap.daemon_pid(vc.paths("node1"), constants.MASTERD)
+    rapi = daemonctl.daemon_pid(vc.paths("node1"), constants.RAPI)
+    masterd = daemonctl.daemon_pid(vc.paths("node1"), constants.MASTERD)
     out = vc.ok("gnt-cluster", "renew-crypto", "--new-rapi-certificate", "--force")
     assert "the RAPI daemon reloads it" in out
     new_cert = _rapi_pem_cert(vc, "node1")
     assert new_cert != old_cert
     assert {_rapi_pem_cert(vc, n) for n in vc.names} == {new_cert}
     assert _wait_served(vc, new_cert) == new_cert
-    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) == rapi
-    assert bootstrap.daemon_pid(vc.paths("node1"), constants.MASTERD) == masterd
+    assert daemonctl.daemon_pid(vc.paths("node1"), constants.RAPI) == rapi
+    assert daemonctl.daemon_pid(vc.paths("node1"), constants.MASTERD) == masterd
     # a rapi.pem replaced by hand is picked up too (inotify), still the same process
     key, cert = crypto.generate_self_signed_cert("rapi.by-hand")
     pem = vc.paths("node1").rapi_pem
@@ -205,7 +205,7 @@ def test_new_rapi_certificate_is_reloaded_without_a_restart(vc):
     os.replace(pem + ".new", pem)
     hand_cert = _rapi_pem_cert(vc, "node1")
     assert _wait_served(vc, hand_cert) == hand_cert
-    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) == rapi
+    assert daemonctl.daemon_pid(vc.paths("node1"), constants.RAPI) == rapi
     log = open(vc.paths("node1").daemon_log_file(constants.RAPI)).read()
     assert crypto.cert_fingerprint(cert) in log     # "RAPI certificate reloaded ... (sha256:..)"
 
@@ -313,7 +313,7 @@ def test_verify_detects_tampered_file_and_redist_fixes_it(vc):
 
 def test_verify_detects_stopped_node_daemon(vc):
     paths = vc.paths("node3")
-    assert bootstrap.stop_daemon(paths, constants.NODED)
+    assert daemonctl.stop_daemon(paths, constants.NODED)
     try:
         res = vc.run("gnt-cluster", "verify")
         assert res.returncode == 1
@@ -327,7 +327,7 @@ def test_verify_detects_stopped_node_daemon(vc):
         assert not os.path.exists(paths.watcher_pause_file)
     finally:
         node = vc.cluster.node("node3")
-        bootstrap.start_noded(paths, node.ip, vc.cluster.noded_port, env=vc.env("node3"))
+        daemonctl.start_noded(paths, node.ip, vc.cluster.noded_port, env=vc.env("node3"))
     vc.ok("gnt-cluster", "watcher", "continue")
     assert not any(os.path.exists(vc.paths(n).watcher_pause_file) for n in vc.names)
 
@@ -365,14 +365,14 @@ def test_candidate_that_missed_updates_catches_up(vc):
     first = _new_job_file(vc, master, "gnt-debug", "delay", "0")
     # (earlier tests stopped node daemons too: this also waits for those copies)
     assert _wait_same_queue(vc, master, node3, submit=True)
-    assert bootstrap.stop_daemon(node3, constants.NODED)
+    assert daemonctl.stop_daemon(node3, constants.NODED)
     try:
         vc.ok("gnt-job", "archive", first[4:])              # a rename node3 misses
         missed = _new_job_file(vc, master, "gnt-debug", "delay", "0")   # and updates
         assert first in _queue_top(node3) and missed not in _queue_top(node3)
     finally:
         node = vc.cluster.node("node3")
-        bootstrap.start_noded(node3, node.ip, vc.cluster.noded_port, env=vc.env("node3"))
+        daemonctl.start_noded(node3, node.ip, vc.cluster.noded_port, env=vc.env("node3"))
     # the next job-file updates bring node3 the whole queue (retried every few seconds)
     assert _wait_same_queue(vc, master, node3, submit=True)
     assert missed in _queue_top(node3) and first not in _queue_top(node3)
@@ -381,8 +381,8 @@ def test_candidate_that_missed_updates_catches_up(vc):
 
 
 def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
-    killed = bootstrap.daemon_pid(vc.paths("node2"), constants.NODED)
-    stopped = bootstrap.daemon_pid(vc.paths("node3"), constants.NODED)
+    killed = daemonctl.daemon_pid(vc.paths("node2"), constants.NODED)
+    stopped = daemonctl.daemon_pid(vc.paths("node3"), constants.NODED)
     assert killed and stopped
     os.kill(killed, signal.SIGKILL)
     paused = process_tree(stopped)       # its kept-connection children too
@@ -399,9 +399,9 @@ def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
     finally:
         for pid in paused:
             os.kill(pid, signal.SIGCONT)
-        bootstrap.stop_daemon(vc.paths("node3"), constants.NODED)
+        daemonctl.stop_daemon(vc.paths("node3"), constants.NODED)
         for name in ("node2", "node3"):
             node = vc.cluster.node(name)
-            bootstrap.start_noded(vc.paths(name), node.ip, vc.cluster.noded_port,
+            daemonctl.start_noded(vc.paths(name), node.ip, vc.cluster.noded_port,
                                   env=vc.env(name))
     assert vc.run("gnt-cluster", "verify").returncode == 0

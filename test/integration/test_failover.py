@@ -169,8 +169,8 @@ def vc2(tmp_path_factory):
 
 
 def test_two_nodes_masterd_vote_retry_refusal_and_override(vc2):
-    from ganeti import bootstrap
-    bootstrap.stop_daemon(vc2.paths(N1), constants.MASTERD)
+    from ganeti import daemonctl
+    daemonctl.stop_daemon(vc2.paths(N1), constants.MASTERD)
     vcluster.stop(vc2.cluster, "node2")
     # the other node down: a clear refusal after the bounded retry, never a hang
     started = time.monotonic()
@@ -186,7 +186,7 @@ def test_two_nodes_masterd_vote_retry_refusal_and_override(vc2):
     try:
         time.sleep(2.0)
         assert proc.poll() is None          # still voting
-        bootstrap.start_noded(vc2.paths(N2), vc2.cluster.node(N2).ip, vc2.cluster.noded_port,
+        daemonctl.start_noded(vc2.paths(N2), vc2.cluster.node(N2).ip, vc2.cluster.noded_port,
                               env=vc2.env(N2))
         assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
     finally:
@@ -196,7 +196,7 @@ def test_two_nodes_masterd_vote_retry_refusal_and_override(vc2):
     log = open(vc2.paths(N1).daemon_log_file(constants.MASTERD)).read()
     assert "asking again" in log and "2 of 2 nodes answered and confirm" in log
     # the override: only with --yes-do-it, then loudly
-    bootstrap.stop_daemon(vc2.paths(N1), constants.MASTERD)
+    daemonctl.stop_daemon(vc2.paths(N1), constants.MASTERD)
     vcluster.stop(vc2.cluster, "node2")
     res = _masterd(vc2, N1, "--no-voting")
     assert res.returncode != 0 and "confirm with --yes-do-it" in res.stderr
@@ -230,8 +230,8 @@ def test_stale_candidate_refused_then_forced(vc3):
         serial3 = config_serial(vc3, N3)
         assert serial3 < serial1
         # the master daemon goes down before node3 catches up; node3 comes back
-        from ganeti import bootstrap
-        bootstrap.stop_daemon(vc3.paths(N1), constants.MASTERD)
+        from ganeti import daemonctl
+        daemonctl.stop_daemon(vc3.paths(N1), constants.MASTERD)
     finally:
         vcluster.heal(vc3.cluster, "node3")
     code, out = failover(vc3, N3)
@@ -286,8 +286,8 @@ def test_cut_off_master_is_fenced(vc3, monkeypatch):
     assert res.fail_msg and res.fail_msg.startswith("Fenced: master epoch 0 (from node1.vcluster)")
     assert ssconf_master(vc3, N3) == N2
     # and it refuses to start again as master
-    from ganeti import bootstrap
-    bootstrap.stop_daemon(vc3.paths(N1), constants.MASTERD)
+    from ganeti import daemonctl
+    daemonctl.stop_daemon(vc3.paths(N1), constants.MASTERD)
     res = _masterd(vc3, N1)
     assert res.returncode != 0 and "Master vote refused" in res.stderr
     assert vc3.ok("gnt-cluster", "getmaster", node=N3).strip() == N2

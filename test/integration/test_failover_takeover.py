@@ -31,7 +31,7 @@ import pytest
 from failover_helpers import MASTERD_ARGS, failover, masterd_running, ssconf_master, submit
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants, errors, luxi
+from ganeti import constants, daemonctl, errors, luxi
 from ganeti.failover import faultpoints
 from ganeti.tools import vcluster
 
@@ -233,7 +233,7 @@ def _rapi_get(vc: VirtualCluster, node: str, path: str) -> tuple[int, bytes]:
 def test_fenced_master_answers_who_the_master_is(vc3):
     old = _one_master(vc3)
     taker = next(n for n in vc3.names if n != old)
-    noded = bootstrap.daemon_pid(vc3.paths(old), constants.NODED)
+    noded = daemonctl.daemon_pid(vc3.paths(old), constants.NODED)
     assert noded is not None
     os.kill(noded, signal.SIGSTOP)       # the old master's node daemon hangs
     try:
@@ -255,8 +255,8 @@ def test_fenced_master_answers_who_the_master_is(vc3):
     status, body = _rapi_get(vc3, old, "/2/info")
     assert status == 503 and b"no longer the master" in body
     assert _one_master(vc3) == taker
-    bootstrap.stop_daemon(vc3.paths(old), constants.MASTERD)
-    bootstrap.stop_daemon(vc3.paths(old), constants.RAPI)
+    daemonctl.stop_daemon(vc3.paths(old), constants.MASTERD)
+    daemonctl.stop_daemon(vc3.paths(old), constants.RAPI)
     # the new master's next change reaches the old one too
     _check_everyone_follows(vc3, taker, 0)
 
@@ -292,11 +292,11 @@ def test_no_voting_master_crashed_then_failover_reuses_no_id(vc3):
     assert _wait(lambda: all(os.path.exists(os.path.join(vc3.paths(n).queue_dir,
                                                          f"job-{max(ids)}")) for n in others))
     # the --no-voting master crashes (SIGKILL: no clean-up)
-    pid = bootstrap.daemon_pid(vc3.paths(taker), constants.MASTERD)
+    pid = daemonctl.daemon_pid(vc3.paths(taker), constants.MASTERD)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     assert _wait(lambda: not masterd_running(vc3, taker))
-    bootstrap.stop_daemon(vc3.paths(taker), constants.RAPI)
+    daemonctl.stop_daemon(vc3.paths(taker), constants.RAPI)
     code, out = failover(vc3, others[0])
     assert code == 0, out
     job, text = submit(vc3, others[0], "gnt-debug", "delay", "0", wait=True)

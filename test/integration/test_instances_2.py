@@ -16,7 +16,7 @@ from instance_helpers import (NOCHECK, config_bytes, disk_files, fake_hv, instal
                               start_behind_masters_back, status_of)
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
-from ganeti import bootstrap, constants, luxi
+from ganeti import constants, daemonctl, luxi
 from ganeti.tools import vcluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -131,7 +131,7 @@ def test_running_on_wrong_node(vc):
 
 def test_node_daemon_down_gives_error_nodedown(vc):
     paths = vc.paths(N3)
-    bootstrap.stop_daemon(paths, constants.NODED, timeout=10.0)
+    daemonctl.stop_daemon(paths, constants.NODED, timeout=10.0)
     try:
         assert rows(vc, "name,status", RUN3, RUN1) == [[RUN3, "ERROR_nodedown"],  # as given
                                                        [RUN1, "running"]]

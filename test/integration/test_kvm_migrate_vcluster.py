@@ -28,7 +28,7 @@ from instance_helpers import NOCHECK, rows
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 from fakes import tickguest
-from ganeti import bootstrap, constants
+from ganeti import constants, daemonctl
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from ganeti.tools import vcluster
 from test.integration import host_helpers
@@ -157,7 +157,7 @@ def test_cleanup_resumes_the_paused_source_and_kills_the_incoming_qemu(vc):
     job = _throttled_migration(vc, "--non-live")
     assert _qemu_status(vc, N2) == "paused"
     for node in (N1, N2):          # the job loses both nodes mid-way
-        bootstrap.stop_daemon(vc.paths(node), constants.NODED, timeout=10.0)
+        daemonctl.stop_daemon(vc.paths(node), constants.NODED, timeout=10.0)
     try:
         assert _job_status(vc, job) == "error"
     finally:

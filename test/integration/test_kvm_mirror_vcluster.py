@@ -28,7 +28,7 @@ from instance_helpers import NOCHECK, config_bytes, disk_files, rows, status_of
 from vcluster_harness import VirtualCluster
 
 from fakes import tickguest
-from ganeti import bootstrap, constants, serializer
+from ganeti import constants, daemonctl, serializer
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from ganeti.tools import vcluster
 from test.integration import host_helpers
@@ -198,7 +198,7 @@ def test_cleanup_after_the_master_died_during_the_copy(vc):
         _wait(lambda: _pid(vc, N2), "the incoming qemu on node2")
         _wait(lambda: os.path.exists(_hv(vc, N2).qmp_socket(INST)), "its QMP socket")
         _wait(lambda: _hv(vc, N1).qmp_command(INST, "query-block-jobs"), "the disk copy")
-        os.kill(bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD), signal.SIGKILL)
+        os.kill(daemonctl.daemon_pid(vc.paths(N1), constants.MASTERD), signal.SIGKILL)
         proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -20,7 +20,7 @@ from instance_helpers import NOCHECK, status_of
 from vcluster_harness import VirtualCluster
 
 from fakes import bootsector
-from ganeti import bootstrap, constants
+from ganeti import constants, daemonctl
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from ganeti.tools import vcluster
 from test.integration import host_helpers
@@ -98,7 +98,7 @@ def test_shutdown_then_start_a_booting_guest(vc):
 
 def test_node_daemon_restart_finds_the_instance(vc):
     pid = _pid(vc)
-    bootstrap.stop_daemon(vc.paths(NODE), constants.NODED, timeout=10.0)
+    daemonctl.stop_daemon(vc.paths(NODE), constants.NODED, timeout=10.0)
     vcluster.start(vc.cluster, NODE)
     assert _pid(vc) == pid
     _wait(lambda: vc.run("gnt-instance", "list", "--no-headers", "-o", "status",

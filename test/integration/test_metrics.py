@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
-from ganeti import bootstrap, constants, luxi
+from ganeti import constants, daemonctl, luxi
 from ganeti.tools import vcluster
 
 pytestmark = pytest.mark.timeout(300)
@@ -117,7 +117,7 @@ def test_rpc_failures_and_replication_lag_move_when_a_candidate_is_down(vc):
     paths3 = vc.paths(N3)
     before = _families(vc)
     assert _count(before, "ganeti_replication_lag_serials", candidate=N3) == 0
-    bootstrap.stop_daemon(paths3, constants.NODED, timeout=10.0)
+    daemonctl.stop_daemon(paths3, constants.NODED, timeout=10.0)
     try:
         vc.ok("gnt-cluster", "add-tags", "while-node3-is-down")
         vc.ok("gnt-cluster", "remove-tags", "while-node3-is-down")

@@ -12,7 +12,7 @@ import pytest
 from instance_helpers import NOCHECK, fake_hv, status_of
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants
+from ganeti import constants, daemonctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -29,7 +29,7 @@ def vc(tmp_path_factory):
 def _wait_for_new_noded(vc, node: str, old_pid: int, limit: float = 30.0) -> int:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        pid = bootstrap.daemon_pid(vc.paths(node), constants.NODED)
+        pid = daemonctl.daemon_pid(vc.paths(node), constants.NODED)
         if pid is not None and pid != old_pid:
             return pid
         time.sleep(0.1)
@@ -37,11 +37,11 @@ def _wait_for_new_noded(vc, node: str, old_pid: int, limit: float = 30.0) -> int
 
 
 def test_powercycle_asks_and_refuses_without_yes(vc):
-    old_pid = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    old_pid = daemonctl.daemon_pid(vc.paths(N2), constants.NODED)
     res = vc.run("gnt-node", "powercycle", N2)
     assert res.returncode == 2
     assert f"Are you sure you want to hard powercycle node {N2}? Use --yes" in res.stderr
-    assert bootstrap.daemon_pid(vc.paths(N2), constants.NODED) == old_pid
+    assert daemonctl.daemon_pid(vc.paths(N2), constants.NODED) == old_pid
     assert fake_hv(vc, N2).powercycles() == []
 
 
@@ -55,7 +55,7 @@ def test_powercycle_of_the_master_needs_force(vc):
 def test_powercycle_drops_the_guests_and_restarts_the_node_daemon(vc):
     vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N2, *NOCHECK, INST)
     assert status_of(vc, INST) == "running"
-    old_pid = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    old_pid = daemonctl.daemon_pid(vc.paths(N2), constants.NODED)
     assert old_pid is not None
     res = vc.run("gnt-node", "powercycle", "--yes", N2)
     assert res.returncode == 0, res.stderr

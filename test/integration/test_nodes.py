@@ -11,7 +11,7 @@ import time
 import pytest
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants, luxi
+from ganeti import constants, daemonctl, luxi
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -119,9 +119,9 @@ def test_remove_and_add_again(vc):
     # the removed node forgot the cluster and its node daemon stopped
     paths = vc.paths("node4")
     deadline = time.monotonic() + 30
-    while bootstrap.daemon_pid(paths, constants.NODED) and time.monotonic() < deadline:
+    while daemonctl.daemon_pid(paths, constants.NODED) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert bootstrap.daemon_pid(paths, constants.NODED) is None, (
+    assert daemonctl.daemon_pid(paths, constants.NODED) is None, (
         f"gnt-node remove said:\n{out}\nnode4's node daemon log:\n"
         f"{_log_tail(paths.daemon_log_file(constants.NODED))}\nmaster daemon log:\n"
         f"{_log_tail(vc.paths(vc.names[0]).daemon_log_file(constants.MASTERD))}")
@@ -176,12 +176,12 @@ def test_destroy_needs_the_master_alone(vc):
     assert vc.run("gnt-cluster", "destroy", "--yes-do-it").returncode == 1  # nodes left
     for name in ("node2.vcluster", "node3.vcluster", "node4.vcluster"):
         vc.ok("gnt-node", "remove", name)
-    assert bootstrap.daemon_pid(vc.paths("node1"), constants.RAPI) is not None
+    assert daemonctl.daemon_pid(vc.paths("node1"), constants.RAPI) is not None
     vc.ok("gnt-cluster", "destroy", "--yes-do-it")
     master = vc.paths("node1")
     assert not os.path.exists(master.config_file)
     with pytest.raises(ConnectionRefusedError):   # the RAPI daemon is gone too
         socket.create_connection((vc.cluster.master_node.ip, vc.cluster.rapi_port),
                                  timeout=10).close()
-    assert bootstrap.daemon_pid(master, constants.MASTERD) is None
-    assert bootstrap.daemon_pid(master, constants.NODED) is None
+    assert daemonctl.daemon_pid(master, constants.MASTERD) is None
+    assert daemonctl.daemon_pid(master, constants.NODED) is None

@@ -26,7 +26,7 @@ from failover_helpers import MASTERD_ARGS, failover, masterd_running
 from host_helpers import process_tree
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants, luxi
+from ganeti import constants, daemonctl, luxi
 from ganeti.tools import vcluster
 
 pytestmark = pytest.mark.timeout(600)
@@ -81,7 +81,7 @@ def _held(vc: VirtualCluster, node: str) -> set[int]:
 
 
 def _kill_masterd(vc: VirtualCluster, node: str) -> None:
-    pid = bootstrap.daemon_pid(vc.paths(node), constants.MASTERD)
+    pid = daemonctl.daemon_pid(vc.paths(node), constants.MASTERD)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     assert _wait(lambda: not _alive(pid), 30)
@@ -100,7 +100,7 @@ def _alive(pid: int) -> bool:
 
 
 def _stop_noded(vc: VirtualCluster, node: str) -> None:
-    assert bootstrap.stop_daemon(vc.paths(node), constants.NODED, timeout=10.0) is not False
+    assert daemonctl.stop_daemon(vc.paths(node), constants.NODED, timeout=10.0) is not False
 
 
 def _start_noded(vc: VirtualCluster, node: str) -> None:
@@ -161,7 +161,7 @@ def test_a_candidate_that_missed_jobs_gets_them_after_a_master_restart(vc):
         _kill_masterd(vc, master)                     # its stale-candidate memory is gone
     _start_noded(vc, late)
     assert not set(acked) & _held(vc, late)
-    bootstrap.start_masterd(vc.paths(master), env=vc.env(master), extra_args=MASTERD_ARGS)
+    daemonctl.start_masterd(vc.paths(master), env=vc.env(master), extra_args=MASTERD_ARGS)
     assert _wait(lambda: set(acked) <= _held(vc, late)), sorted(_held(vc, late))
     # and their content becomes the master's (the jobs ran meanwhile)
     with _client(vc, master) as cl:
@@ -189,7 +189,7 @@ def test_a_paused_candidate_does_not_hold_acknowledgements(vc):
     # lane waits on its own and catches up once the node runs again
     master = vcluster.current_master(vc.cluster).name
     paused = [n for n in (N1, N2, N3) if n != master][1]
-    pid = bootstrap.daemon_pid(vc.paths(paused), constants.NODED)
+    pid = daemonctl.daemon_pid(vc.paths(paused), constants.NODED)
     assert pid is not None
     stopped = process_tree(pid)
     for member in stopped:

@@ -406,10 +406,10 @@ def test_access_log_has_user_not_password(vc):
 
 
 def test_verify_warns_when_rapi_is_down(vc):
-    from ganeti import bootstrap
+    from ganeti import daemonctl
     res = vc.run("gnt-cluster", "verify")
     assert "RAPI daemon" not in res.stderr
-    bootstrap.stop_daemon(vc.paths(N1), constants.RAPI)
+    daemonctl.stop_daemon(vc.paths(N1), constants.RAPI)
     try:
         res = vc.run("gnt-cluster", "verify")
         assert "WARNING: the RAPI daemon (ganeti-rapi) is not running" in res.stderr

@@ -22,7 +22,7 @@ from test_rapi import READER, USERS, WRITER, _concrete, _tls, addr, job_serial, 
     wait_job, wait_until, write_users
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants
+from ganeti import constants, daemonctl
 from ganeti.rapi import resources
 from ganeti.server import rapi as rapi_server
 
@@ -179,7 +179,7 @@ def _rss_kib(pid: int) -> int:
 
 
 def test_parallel_large_bodies_leave_the_daemon_small(vc):
-    pid = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    pid = daemonctl.daemon_pid(vc.paths(N1), constants.RAPI)
     assert pid is not None
     before = _rss_kib(pid)
     replies: list[bytes] = []

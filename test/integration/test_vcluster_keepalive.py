@@ -9,7 +9,7 @@ import pytest
 from host_helpers import request_children
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants
+from ganeti import constants, daemonctl
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -22,7 +22,7 @@ def vc(tmp_path_factory):
 
 def _request_children(vc, node: str) -> set[int]:
     """The node daemon's children that serve (or served) a connection."""
-    pid = bootstrap.daemon_pid(vc.paths(node), constants.NODED)
+    pid = daemonctl.daemon_pid(vc.paths(node), constants.NODED)
     assert pid is not None
     return request_children(pid)
 

@@ -22,7 +22,7 @@ from host_helpers import request_children
 from instance_helpers import NOCHECK, disk_files, fake_hv, status_of
 from vcluster_harness import VirtualCluster
 
-from ganeti import bootstrap, constants, luxi, serializer
+from ganeti import constants, daemonctl, luxi, serializer
 from ganeti.tools import vcluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -96,9 +96,9 @@ def rapi_version(vc) -> tuple[int, bytes]:
 
 
 def test_killed_node_daemon_master_daemon_and_rapi_daemon_are_back_after_one_pass(vc):
-    noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
-    masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
-    rapi = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    noded = daemonctl.daemon_pid(vc.paths(N2), constants.NODED)
+    masterd = daemonctl.daemon_pid(vc.paths(N1), constants.MASTERD)
+    rapi = daemonctl.daemon_pid(vc.paths(N1), constants.RAPI)
     assert rapi is not None
     os.kill(noded, signal.SIGKILL)
     os.kill(masterd, signal.SIGKILL)
@@ -108,9 +108,9 @@ def test_killed_node_daemon_master_daemon_and_rapi_daemon_are_back_after_one_pas
     assert "started the master daemon" in result[N1][1]
     assert "RAPI daemon: started the RAPI daemon" in result[N1][1]
     assert result[N1][0] == 0, result[N1][1]
-    new_noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
-    new_masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
-    new_rapi = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    new_noded = daemonctl.daemon_pid(vc.paths(N2), constants.NODED)
+    new_masterd = daemonctl.daemon_pid(vc.paths(N1), constants.MASTERD)
+    new_rapi = daemonctl.daemon_pid(vc.paths(N1), constants.RAPI)
     assert new_noded not in (None, noded) and new_masterd not in (None, masterd)
     assert new_rapi not in (None, rapi)
     assert "node2.vcluster" in vc.ok("gnt-node", "list", "-o", "name,mfree")
@@ -119,7 +119,7 @@ def test_killed_node_daemon_master_daemon_and_rapi_daemon_are_back_after_one_pas
 
 
 def test_hung_master_daemon_is_killed_and_restarted(vc):
-    masterd = bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD)
+    masterd = daemonctl.daemon_pid(vc.paths(N1), constants.MASTERD)
     os.kill(masterd, signal.SIGSTOP)
     try:
         text = master_log(vc, "--daemon-timeout", "3")     # (default 15 s)
@@ -129,12 +129,12 @@ def test_hung_master_daemon_is_killed_and_restarted(vc):
         except ProcessLookupError:
             pass
     assert f"restarted the hung master daemon (old pid {masterd})" in text
-    assert bootstrap.daemon_pid(vc.paths(N1), constants.MASTERD) not in (None, masterd)
+    assert daemonctl.daemon_pid(vc.paths(N1), constants.MASTERD) not in (None, masterd)
     vc.ok("gnt-cluster", "info")
 
 
 def test_hung_rapi_daemon_is_killed_and_restarted(vc):
-    rapi = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    rapi = daemonctl.daemon_pid(vc.paths(N1), constants.RAPI)
     assert rapi is not None and rapi_version(vc)[0] == 2
     os.kill(rapi, signal.SIGSTOP)
     try:
@@ -145,12 +145,12 @@ def test_hung_rapi_daemon_is_killed_and_restarted(vc):
         except ProcessLookupError:
             pass
     assert f"RAPI daemon: restarted the hung RAPI daemon (old pid {rapi})" in text
-    assert bootstrap.daemon_pid(vc.paths(N1), constants.RAPI) not in (None, rapi)
+    assert daemonctl.daemon_pid(vc.paths(N1), constants.RAPI) not in (None, rapi)
     assert rapi_version(vc)[0] == 2
     # a healthy RAPI daemon is left alone by the next pass
-    again = bootstrap.daemon_pid(vc.paths(N1), constants.RAPI)
+    again = daemonctl.daemon_pid(vc.paths(N1), constants.RAPI)
     assert "RAPI daemon:" not in master_log(vc)
-    assert bootstrap.daemon_pid(vc.paths(N1), constants.RAPI) == again
+    assert daemonctl.daemon_pid(vc.paths(N1), constants.RAPI) == again
 
 
 def test_crashed_instance_is_restarted_by_one_pass(vc):
@@ -492,7 +492,7 @@ def test_a_symlink_at_the_lock_path_is_refused_and_its_target_untouched(vc, tmp_
 
 
 def _noded_children(vc, node: str) -> set[int]:
-    return request_children(bootstrap.daemon_pid(vc.paths(node), constants.NODED))
+    return request_children(daemonctl.daemon_pid(vc.paths(node), constants.NODED))
 
 
 def _alive(pid: int) -> bool:
@@ -510,12 +510,12 @@ def test_a_node_daemon_killed_with_a_kept_child_is_restarted_at_once(vc):
     assert _wait(lambda: (vc.ok("gnt-instance", "list") is not None
                           and bool(_noded_children(vc, N2))), timeout=30)
     kept = _noded_children(vc, N2)
-    noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    noded = daemonctl.daemon_pid(vc.paths(N2), constants.NODED)
     os.kill(noded, signal.SIGKILL)
     code, text = watch(vc, N2)[N2]
     assert code == 0, text
     assert "started the node daemon" in text and "Another copy" not in text
-    new = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    new = daemonctl.daemon_pid(vc.paths(N2), constants.NODED)
     assert new not in (None, noded)
     assert _wait(lambda: not any(_alive(pid) for pid in kept), timeout=10)
     assert "node2.vcluster" in vc.ok("gnt-node", "list", "-o", "name,mfree")
@@ -523,7 +523,7 @@ def test_a_node_daemon_killed_with_a_kept_child_is_restarted_at_once(vc):
 
 def test_a_directory_at_the_node_daemons_pid_file_path_does_not_keep_it_down(vc):
     paths = vc.paths(N3)
-    noded = bootstrap.daemon_pid(paths, constants.NODED)
+    noded = daemonctl.daemon_pid(paths, constants.NODED)
     os.kill(noded, signal.SIGKILL)
     assert _wait(lambda: not _alive(noded), timeout=10)
     pid_file = paths.pid_file(constants.NODED)
@@ -534,7 +534,7 @@ def test_a_directory_at_the_node_daemons_pid_file_path_does_not_keep_it_down(vc)
     assert code == 0, text
     assert "started the node daemon" in text
     assert os.path.isfile(pid_file) and os.path.isdir(pid_file + ".invalid-1")
-    assert bootstrap.daemon_pid(paths, constants.NODED) not in (None, noded)
+    assert daemonctl.daemon_pid(paths, constants.NODED) not in (None, noded)
     os.rmdir(pid_file + ".invalid-1")
 
 
@@ -548,12 +548,12 @@ def test_a_node_daemon_killed_during_a_request_is_restarted_while_the_child_fini
                          "on_nodes": [N2]}])
     assert _wait(lambda: bool(_noded_children(vc, N2) - before), timeout=30)
     busy = _noded_children(vc, N2) - before
-    noded = bootstrap.daemon_pid(vc.paths(N2), constants.NODED)
+    noded = daemonctl.daemon_pid(vc.paths(N2), constants.NODED)
     os.kill(noded, signal.SIGKILL)
     code, text = watch(vc, N2, "--no-verify-disks")[N2]
     assert code == 0, text
     assert "started the node daemon" in text and "Another copy" not in text
-    assert bootstrap.daemon_pid(vc.paths(N2), constants.NODED) not in (None, noded)
+    assert daemonctl.daemon_pid(vc.paths(N2), constants.NODED) not in (None, noded)
     assert _wait(lambda: not any(_alive(pid) for pid in busy), timeout=30)
     assert _wait(lambda: cl.QueryJobs([job], ["status"])[0][0] in ("success", "error"),
                  timeout=60)

@@ -82,12 +82,12 @@ def test_start_brings_up_every_node_daemon_before_the_master_daemon(tmp_path, mo
         Path(Paths(root=node.root).server_pem).write_text("cert")
         os.makedirs(os.path.dirname(Paths(root=node.root).vnode_boot_id_file), exist_ok=True)
     calls: list[tuple[str, str]] = []
-    monkeypatch.setattr(vcluster.bootstrap, "daemon_pid", lambda paths, name: None)
-    monkeypatch.setattr(vcluster.bootstrap, "start_noded",
+    monkeypatch.setattr(vcluster.daemonctl, "daemon_pid", lambda paths, name: None)
+    monkeypatch.setattr(vcluster.daemonctl, "start_noded",
                         lambda paths, ip, port, env: calls.append(("noded", ip)))
-    monkeypatch.setattr(vcluster.bootstrap, "start_masterd",
+    monkeypatch.setattr(vcluster.daemonctl, "start_masterd",
                         lambda paths, env, extra_args: calls.append(("masterd", paths.root)))
-    monkeypatch.setattr(vcluster.bootstrap, "start_rapi",
+    monkeypatch.setattr(vcluster.daemonctl, "start_rapi",
                         lambda paths, env: calls.append(("rapi", paths.root)))
     vcluster.start(vc)
     kinds = [kind for kind, _ in calls]

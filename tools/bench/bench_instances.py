@@ -34,7 +34,7 @@ from typing import Any
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
-from ganeti import bootstrap, constants, luxi  # noqa: E402
+from ganeti import constants, daemonctl, luxi  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 
@@ -102,7 +102,7 @@ def _command(vc: vcluster.VCluster, argv: list[str]):
 
 
 def _masterd_rss_kib(vc: vcluster.VCluster) -> int:
-    pid = bootstrap.daemon_pid(vc.paths(vc.master_node), constants.MASTERD)
+    pid = daemonctl.daemon_pid(vc.paths(vc.master_node), constants.MASTERD)
     if pid is None:
         raise RuntimeError("master daemon not running")
     with open(f"/proc/{pid}/status") as fh:

@@ -29,7 +29,7 @@ from typing import Any
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
-from ganeti import bootstrap, constants, luxi  # noqa: E402
+from ganeti import constants, daemonctl, luxi  # noqa: E402
 from ganeti.tools import vcluster  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 
@@ -102,7 +102,7 @@ def _submit_noops(cl: luxi.Client, count: int) -> list[int]:
 
 def _masterd_cpu_s(vc: vcluster.VCluster) -> float:
     """CPU seconds (user + system) the master daemon used so far."""
-    pid = bootstrap.daemon_pid(vc.paths(vc.master_node), constants.MASTERD)
+    pid = daemonctl.daemon_pid(vc.paths(vc.master_node), constants.MASTERD)
     if pid is None:
         raise RuntimeError("master daemon not running")
     with open(f"/proc/{pid}/stat") as fh:
@@ -157,7 +157,7 @@ def _instance_cycle(vc: vcluster.VCluster, name: str, runs: int) -> float:
 
 
 def _masterd_rss_mib(vc: vcluster.VCluster) -> float:
-    pid = bootstrap.daemon_pid(vc.paths(vc.master_node), constants.MASTERD)
+    pid = daemonctl.daemon_pid(vc.paths(vc.master_node), constants.MASTERD)
     if pid is None:
         raise RuntimeError("master daemon not running")
     with open(f"/proc/{pid}/status") as fh:
@@ -170,10 +170,10 @@ def _masterd_rss_mib(vc: vcluster.VCluster) -> float:
 def _restart_masterd(vc: vcluster.VCluster) -> float:
     """Seconds from starting ganeti-masterd until LUXI answers."""
     paths = vc.paths(vc.master_node)
-    bootstrap.stop_daemon(paths, constants.MASTERD, timeout=30.0)
+    daemonctl.stop_daemon(paths, constants.MASTERD, timeout=30.0)
     env = vcluster.node_env(vc, vc.master_node)
     started = time.perf_counter()
-    bootstrap.start_masterd(paths, env={**os.environ, **env}, extra_args=vc.masterd_args,
+    daemonctl.start_masterd(paths, env={**os.environ, **env}, extra_args=vc.masterd_args,
                             timeout=120.0)
     return time.perf_counter() - started
 

@@ -8,7 +8,7 @@ import sys
 import time
 import uuid as uuidlib
 
-from ganeti import bootstrap, constants, serializer
+from ganeti import constants, daemonctl, serializer
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Instance
 from ganeti.pathutils import Paths
@@ -58,7 +58,7 @@ def fill_config(vc: vcluster.VCluster, total: int, *, half_running: bool = False
     "running" in its node's fake hypervisor (its state file written directly).
     """
     paths = vc.paths(vc.master_node.name)
-    bootstrap.stop_daemon(paths, constants.MASTERD, timeout=10.0)
+    daemonctl.stop_daemon(paths, constants.MASTERD, timeout=10.0)
     cfg = ConfigWriter(paths.config_file)
     nodes = []
     for vnode in vc.nodes:

@@ -29,7 +29,7 @@ from typing import Any
 import rapi_fuzz
 import soak_rapi
 
-from ganeti import bootstrap, constants
+from ganeti import constants, daemonctl
 from ganeti.rapi import resources
 from ganeti.server import rapi as rapi_server
 from ganeti.opcodes import wire
@@ -113,7 +113,7 @@ def run_rapi_memory(workdir: str, *, rounds: int = 3, clients: int = 6,
     """Parallel anonymous large bodies against a real ganeti-rapi; its memory figures."""
     figures = MemoryFigures(rounds=rounds, clients=clients)
     with soak_rapi.rapi_cluster(workdir) as (vc, address):
-        pid = bootstrap.daemon_pid(vc.paths(vc.master_node.name), constants.RAPI)
+        pid = daemonctl.daemon_pid(vc.paths(vc.master_node.name), constants.RAPI)
         if pid is None:
             raise RuntimeError("ganeti-rapi is not running")
         figures.rss_before = figures.rss_peak = _rss_kib(pid)
