@@ -47,9 +47,9 @@ from ganeti.utils import validation
 
 __all__ = [
     "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "resolve_host", "authorized_keys_file",
-    "make_node_dirs", "init_cluster", "primary_ip_family", "join_payload", "prepare_node_join",
-    "setup_node_ssh", "record_own_host_key", "restart_noded_ssh", "remove_cluster_files",
-    "node_tool_main",
+    "add_authorized_key", "make_node_dirs", "init_cluster", "primary_ip_family",
+    "join_payload", "prepare_node_join", "setup_node_ssh", "record_own_host_key",
+    "restart_noded_ssh", "remove_cluster_files", "node_tool_main",
 ]
 
 logger = logging.getLogger(__name__)
@@ -79,7 +79,11 @@ def make_node_dirs(paths: Paths) -> None:
         os.makedirs(directory, exist_ok=True)
 
 
-def _add_authorized_key(paths: Paths, line: str) -> None:
+def add_authorized_key(paths: Paths, line: str) -> None:
+    """Add the SSH public key ``line`` to the node's ``authorized_keys`` (once).
+
+    Raises :class:`errors.CommandError` for a line that is not a public key.
+    """
     path = authorized_keys_file(paths)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     parsed = ssh.parse_public_key_line(line)
@@ -224,7 +228,7 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     uio.write_file_atomic(paths.confd_hmac_key, secrets.token_hex(32) + "\n", mode=0o400)
     uio.write_file_atomic(paths.cluster_domain_secret, secrets.token_hex(32) + "\n",
                           mode=0o400)
-    _add_authorized_key(paths, _ensure_ssh_key(paths, cluster_name))
+    add_authorized_key(paths, _ensure_ssh_key(paths, cluster_name))
 
     now = clock()
     node_uuid, group_uuid = str(uuidlib.uuid4()), str(uuidlib.uuid4())
@@ -298,7 +302,7 @@ def prepare_node_join(paths: Paths, payload: Mapping[str, Any], *,
     if payload.get("ssh_key") and payload.get("ssh_pub"):
         uio.write_file_atomic(paths.ssh_key_file, str(payload["ssh_key"]), mode=0o600)
         uio.write_file_atomic(paths.ssh_key_file + ".pub", str(payload["ssh_pub"]), mode=0o644)
-        _add_authorized_key(paths, str(payload["ssh_pub"]).strip())
+        add_authorized_key(paths, str(payload["ssh_pub"]).strip())
     daemonctl.stop_daemon(paths, constants.NODED)
     daemonctl.start_noded(paths, str(payload["bind"]), int(payload["port"]), env=env)
 

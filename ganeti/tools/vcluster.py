@@ -445,7 +445,7 @@ def _create(directory: str, vnodes: list[VNode], *, hypervisor: str, noded_port:
         new_boot_id(node)
     pub = ssh.generate_cluster_key(master_paths.ssh_key_file, comment="ganeti@vcluster")
     for node in vnodes:
-        bootstrap._add_authorized_key(Paths(root=node.root), pub)
+        bootstrap.add_authorized_key(Paths(root=node.root), pub)
     if use_ssh:
         log(f"Starting {nodes} SSH servers on port {ssh_port}")
         _start_sshds(vc, vnodes)
