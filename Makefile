@@ -55,7 +55,7 @@ lint: venv
 	@$(VPY) -m compileall -q ganeti >/dev/null
 	$(VENV)/bin/ruff check ganeti daemons scripts tools test
 
-# mypy over ganeti/ and tools/bench/ ([tool.mypy] in pyproject.toml).
+# mypy over ganeti/, tools/bench/ and tools/harness/ ([tool.mypy] in pyproject.toml).
 typecheck: venv
 	$(VPY) -m mypy
 

@@ -12,7 +12,7 @@ from ganeti import bootstrap, config, constants, crypto, daemonctl, errors, ssco
 from ganeti.utils import pidfile
 from ganeti.client import gnt_cluster
 from ganeti.pathutils import Paths
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 
 def test_resolve_host_prefers_hosts_file(tmp_path):

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from ganeti import errors, ssh
-from ganeti.tools.sshserver import SshServer
+from tools.harness.sshserver import SshServer
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,5 +1,5 @@
-"""Admin and development tools (front-end layer).
+"""Admin tools (front-end layer): burnin, the iallocator runner, the master IP setup.
 
-* :mod:`ganeti.tools.sshserver`: a small paramiko SSH server, one per
-  virtual node of ``tools/vcluster`` (no root, no system sshd needed)
+The development harness (virtual clusters, their SSH server, the tinylinux
+guest) is not part of the product: it lives in ``tools/harness/``.
 """

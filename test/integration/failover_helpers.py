@@ -9,7 +9,7 @@ import re
 import pytest
 
 from ganeti import constants, daemonctl, serializer
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 __all__ = ["MASTERD_ARGS", "needs_partitions", "masterd_running", "rapi_running", "submit",

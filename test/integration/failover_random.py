@@ -16,7 +16,7 @@ from failover_helpers import Ledger, failover, masterd_running, submit
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, daemonctl, errors
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 __all__ = ["Scenario", "run_scenario", "settle"]
 

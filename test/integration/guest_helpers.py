@@ -1,4 +1,4 @@
-"""Talk to a tinylinux guest (ganeti/tools/tinylinux.py) from a test: its serial log and its shell.
+"""Talk to a tinylinux guest (tools/harness/tinylinux.py) from a test: its serial log and its shell.
 
 The guest prints ``tinylinux: booted <hostname>`` once per boot and
 ``tinylinux: uptime <seconds>`` every two seconds on its serial console,
@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from ganeti import errors
 from ganeti.hypervisor.kvm.qmp import connect_unix
-from ganeti.tools.tinylinux import BOOT_LINE, UPTIME_LINE
+from tools.harness.tinylinux import BOOT_LINE, UPTIME_LINE
 
 __all__ = ["BOOT_LINE", "UPTIME_LINE", "read_log", "log_lines", "boot_count", "uptimes",
            "wait_for_line", "wait_for", "SerialConsole"]

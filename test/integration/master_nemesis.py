@@ -44,7 +44,7 @@ from vcluster_harness import VirtualCluster
 from ganeti import constants, daemonctl, errors, luxi, serializer
 from ganeti.failover import faultpoints
 from ganeti.pathutils import archived_job_file_name
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 __all__ = ["MASTERD_ARGS", "RECOVERY_LIMIT", "PLANS", "Clients", "RoundResult", "run_round",
            "recover", "make_cluster"]

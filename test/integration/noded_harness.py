@@ -38,7 +38,7 @@ from ganeti.pathutils import Paths
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc.transport import HttpsTransport
 from ganeti.http.spare import CHILD_COMM, SPARE_COMM
-from ganeti.tools.vcluster import pick_free_port
+from tools.harness.vcluster import pick_free_port
 
 __all__ = ["REPO_ROOT", "NODED_SCRIPT", "make_cluster_cert", "make_node_root",
            "pick_free_port", "node_address", "NodedProcess", "NodedCluster"]

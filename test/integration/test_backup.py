@@ -22,7 +22,7 @@ from instance_helpers import NOCHECK, disk_files, install_os, rows, status_of
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, exportinfo
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -19,7 +19,7 @@ from instance_helpers import node_files
 from vcluster_harness import VirtualCluster
 
 from ganeti import opcodes
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -25,7 +25,7 @@ from failover_helpers import (MASTERD_ARGS, Ledger, config_serial, failover, mas
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, pathutils, ssh
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(400)
 

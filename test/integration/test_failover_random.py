@@ -13,7 +13,7 @@ from failover_helpers import MASTERD_ARGS, Ledger
 from failover_random import run_scenario
 from vcluster_harness import VirtualCluster
 
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(900)
 

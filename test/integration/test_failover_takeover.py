@@ -33,7 +33,7 @@ from vcluster_harness import VirtualCluster
 
 from ganeti import constants, daemonctl, errors, luxi
 from ganeti.failover import faultpoints
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(900)
 

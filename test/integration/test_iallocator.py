@@ -20,7 +20,7 @@ from instance_helpers import NOCHECK, config_bytes, fail_unchanged, field, rows
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, luxi, serializer
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 #: upstream's hail, when installed (Debian: ganeti-htools-3.0)
 HAIL = next((p for p in ("/usr/lib/ganeti/iallocators/hail",

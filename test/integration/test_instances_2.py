@@ -17,7 +17,7 @@ from instance_helpers import (NOCHECK, config_bytes, disk_files, fake_hv, instal
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 from ganeti import constants, daemonctl, luxi
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -1,6 +1,6 @@
 """``gnt-instance console`` away from the primary: the serial console over the cluster's SSH.
 
-A 2-node kvm virtual cluster *with* SSH servers (ganeti/tools/sshserver.py,
+A 2-node kvm virtual cluster *with* SSH servers (tools/harness/sshserver.py,
 which runs commands on a pty after ``pty-req``); a tinylinux instance on
 node2; ``gnt-instance console`` runs on node1 (the master) on a pty of its
 own, reaches node2 over SSH with the cluster key, runs socat there on a
@@ -24,7 +24,7 @@ from vcluster_harness import VirtualCluster
 
 from ganeti import constants
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(600),

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(600),

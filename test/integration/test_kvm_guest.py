@@ -1,7 +1,7 @@
 """The tinylinux guest's lifecycle on a 2-node kvm virtual cluster (real qemu, a real Linux).
 
 ``tools/vcluster create --hypervisor kvm`` installs the ``tinylinux`` OS on
-every node (the guest is built once and cached: ganeti/tools/tinylinux.py);
+every node (the guest is built once and cached: tools/harness/tinylinux.py);
 ``gnt-instance add -o tinylinux`` then gives a guest that boots from its
 disk with no hypervisor parameter.  Covers: add (the booted line on the
 serial console), live figures in ``gnt-instance info``, the shell on the
@@ -24,7 +24,7 @@ from vcluster_harness import VirtualCluster
 
 from ganeti import constants
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(600),

@@ -5,7 +5,7 @@ TCG: it has no operating system, so it never releases an unplugged device;
 plugging in, resizing, the refused removal (the device stays, the record
 too) and the command line kept in runtime.json (a second qemu started from
 it has the hotplugged devices in the same PCI slots) are checked with it.
-The last test boots the tinylinux guest (ganeti/tools/tinylinux.py), which
+The last test boots the tinylinux guest (tools/harness/tinylinux.py), which
 releases unplugged devices: a removed boot NIC leaves a hole in the PCI
 slots that the next NIC fills, and the recorded command line still gives
 the same layout.
@@ -198,7 +198,7 @@ def test_the_balloon_takes_a_target(hv, tmp_path):
 
 @pytest.fixture(scope="module")
 def tinylinux_guest():
-    from ganeti.tools import tinylinux
+    from tools.harness import tinylinux
     return tinylinux.build()
 
 

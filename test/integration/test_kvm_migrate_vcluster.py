@@ -30,7 +30,7 @@ from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 from fakes import tickguest
 from ganeti import constants, daemonctl
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(600),

@@ -25,7 +25,7 @@ from vcluster_harness import VirtualCluster
 
 from ganeti import constants
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(600),

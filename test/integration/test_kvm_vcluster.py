@@ -22,7 +22,7 @@ from vcluster_harness import VirtualCluster
 from fakes import bootsector
 from ganeti import constants, daemonctl
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(300),

@@ -1,6 +1,6 @@
 """Online changes through the daemons on a 2-node kvm virtual cluster, seen by a Linux guest.
 
-A ``tinylinux`` instance (ganeti/tools/tinylinux.py: a Debian kernel and a
+A ``tinylinux`` instance (tools/harness/tinylinux.py: a Debian kernel and a
 busybox shell on the serial console) runs on real qemu.  ``gnt-instance
 grow-disk`` of the running instance and ``gnt-instance modify --hotplug``
 (NIC and disk added, then removed) are checked from qemu's side over QMP

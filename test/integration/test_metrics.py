@@ -17,7 +17,7 @@ import pytest
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 from ganeti import constants, daemonctl, luxi
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -32,7 +32,7 @@ from instance_helpers import NOCHECK, fake_hv, rows
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, progress
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -27,7 +27,7 @@ from host_helpers import process_tree
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, daemonctl, luxi
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -25,7 +25,7 @@ from vcluster_harness import VirtualCluster
 
 from ganeti import constants
 from ganeti.rapi import resources
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)
 

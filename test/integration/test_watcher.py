@@ -2,7 +2,7 @@
 
 Every pass is one ``daemons/ganeti-watcher --wait-children`` per node (the
 master last), run with the node's environment by ``tools/vcluster
-watcher``'s :func:`ganeti.tools.vcluster.run_watcher`.  Each test removes
+watcher``'s :func:`tools.harness.vcluster.run_watcher`.  Each test removes
 the instances it made, so the passes of later tests find nothing of it.
 """
 
@@ -23,7 +23,7 @@ from instance_helpers import NOCHECK, disk_files, fake_hv, status_of
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, daemonctl, luxi, serializer
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -11,7 +11,7 @@
         res = vc.run("gnt-node", "list", "-o", "name,role")
         assert res.returncode == 0
 
-Ports are picked free per cluster (by :func:`ganeti.tools.vcluster.create`),
+Ports are picked free per cluster (by :func:`tools.harness.vcluster.create`),
 so clusters of parallel tests never clash.  ``close()`` destroys the cluster
 (stops daemons, kills stragglers, removes the directory); it also runs at
 interpreter exit as a safety net.
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ganeti.pathutils import Paths
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 __all__ = ["VirtualCluster", "SHORT_RPC_TIMEOUTS"]
 

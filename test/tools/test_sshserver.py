@@ -1,4 +1,4 @@
-"""ganeti.tools.sshserver: in-process and as a separate process."""
+"""tools.harness.sshserver: in-process and as a separate process."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import paramiko
 import pytest
 
 from ganeti import errors, ssh
-from ganeti.tools.sshserver import SshServer, read_env_file
+from tools.harness.sshserver import SshServer, read_env_file
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -252,7 +252,7 @@ def _server_argv(keys: dict[str, str], tmp_path: pathlib.Path, *extra: str) -> l
     env_file = tmp_path / "env"
     env_file.write_text(f"PATH={os.environ['PATH']}\nGANETI_HOSTNAME=node2\n"
                         f"GANETI_ROOTDIR={tmp_path / 'node2'}\n")
-    return [sys.executable, "-m", "ganeti.tools.sshserver", "--bind", HOST,
+    return [sys.executable, "-m", "tools.harness.sshserver", "--bind", HOST,
             "--host-key", keys["hostkey"], "--authorized-keys", keys["auth"],
             "--env-file", str(env_file), "--pidfile", str(tmp_path / "sshd.pid"), *extra]
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ganeti import errors
-from ganeti.tools import tinylinux
+from tools.harness import tinylinux
 
 
 def _parse_newc(data: bytes) -> list[tuple[str, int, bytes]]:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ganeti.pathutils import Paths
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 
 def _vc(tmp_path: Path, n: int = 3) -> vcluster.VCluster:

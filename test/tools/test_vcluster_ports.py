@@ -6,7 +6,7 @@ import random
 import socket
 from pathlib import Path
 
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 ADDRESSES = ["127.0.1.1", "127.0.1.2"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ganeti import errors
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 
 def test_state_file_round_trips_indented(tmp_path: Path) -> None:

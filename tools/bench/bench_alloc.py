@@ -33,7 +33,7 @@ from typing import Any  # noqa: E402
 from ganeti import constants, luxi, serializer  # noqa: E402
 from ganeti.iallocator import builtin, document  # noqa: E402
 from ganeti.objects import default_ipolicy  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(REPO, "test", "integration"))
 from benchlib import use_bytecode_cache  # noqa: E402
 from cli_startup import FLOOR_ARGV, VERBS, verb_argv  # noqa: E402
 
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 
 #: a verb's own CPU time above the floor that counts as over budget (seconds)
 TARGET = 0.030

@@ -38,7 +38,7 @@ sys.path.insert(0, REPO)
 
 from ganeti import cli, luxi  # noqa: E402
 from ganeti.client import gnt_node  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 
 RUNS = 10
 TARGET_MS = 60.0

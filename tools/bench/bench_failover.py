@@ -37,7 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 
 from ganeti import errors, luxi  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 
 NODES = 5

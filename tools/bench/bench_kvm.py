@@ -2,7 +2,7 @@
 """Start and stop of a kvm instance running the tinylinux guest (1-node virtual cluster).
 
 A ``file`` instance of the ``tinylinux`` OS (128 MiB, 64 MiB disk; the
-guest of ganeti/tools/tinylinux.py, built or found in its cache) is
+guest of tools/harness/tinylinux.py, built or found in its cache) is
 started ``RUNS`` times.  Printed per run: the wall time of
 ``gnt-instance startup`` (job, RPC, qemu start), the time from the
 command's start to the guest's ``tinylinux: booted`` line in its serial
@@ -34,7 +34,7 @@ import guest_helpers  # noqa: E402
 import host_helpers  # noqa: E402
 from ganeti import constants  # noqa: E402
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 
 INST = "bench-kvm.example.com"
 RUNS = 5

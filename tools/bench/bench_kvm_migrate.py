@@ -39,7 +39,7 @@ import host_helpers  # noqa: E402
 from fakes import tickguest  # noqa: E402
 from ganeti import constants  # noqa: E402
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 
 INST = "bench-mig.example.com"
 MEMORY_MIB = 256

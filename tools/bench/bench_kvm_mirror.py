@@ -53,7 +53,7 @@ from fakes import bootsector, tickguest  # noqa: E402
 from ganeti import constants, errors, parameters, pathutils  # noqa: E402
 from ganeti.hypervisor import base  # noqa: E402
 from ganeti.hypervisor.kvm.hypervisor import KVM_DEVICE, KvmHypervisor  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 
 NAME = "bench-mirror.example.com"
 SIZE = 1024 * 1024 * 1024

@@ -56,7 +56,7 @@ REPO = os.environ.get("BENCH_REPO") or os.path.dirname(
 sys.path.insert(0, REPO)
 
 from ganeti import errors, luxi  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 
 SIZES = (1, 3, 5)

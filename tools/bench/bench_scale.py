@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 
 from ganeti import constants, daemonctl, luxi  # noqa: E402
-from ganeti.tools import vcluster  # noqa: E402
+from tools.harness import vcluster  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -12,7 +12,7 @@ from ganeti import constants, daemonctl, serializer
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Instance
 from ganeti.pathutils import Paths
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 __all__ = ["fill_config", "use_bytecode_cache"]
 

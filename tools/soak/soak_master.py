@@ -26,7 +26,7 @@ from master_history import KINDS
 from master_nemesis import PLANS, RECOVERY_LIMIT, RoundResult, make_cluster, run_round
 from vcluster_harness import VirtualCluster
 
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 __all__ = ["MasterFigures", "run_master", "PLANS"]
 

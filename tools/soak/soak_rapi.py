@@ -20,7 +20,7 @@ from typing import Any
 
 import rapi_fuzz
 
-from ganeti.tools import vcluster
+from tools.harness import vcluster
 
 _USERS = "writer wpass write\nreader rpass read\n"
 #: the write user of the users file (name, password)

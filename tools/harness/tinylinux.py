@@ -184,7 +184,7 @@ def module_load_order(available: dict[str, list[str]], wanted: Sequence[str]) ->
 def init_script() -> str:
     """The guest's ``/init`` (a busybox shell script, PID 1)."""
     return f"""#!/bin/busybox sh
-# tinylinux /init (built by ganeti/tools/tinylinux.py; see doc/kvm.md)
+# tinylinux /init (built by tools/harness/tinylinux.py; see doc/kvm.md)
 /bin/busybox --install -s /bin
 export PATH=/bin HOME=/root PS1='tinylinux# '
 mkdir -p /proc /sys /dev /tmp /root

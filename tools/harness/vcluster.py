@@ -11,7 +11,7 @@ Node ``k`` is named ``node<k>.vcluster`` with the address ``<base-ip>.<k>``
 (default 127.0.1.k); the cluster is ``cluster.vcluster`` (resolving to the
 master's address).  Every node runs a node daemon on the cluster's noded
 port (one free port picked per cluster, the same on every address) and,
-unless ``--no-ssh``, a paramiko SSH server (:mod:`ganeti.tools.sshserver`)
+unless ``--no-ssh``, a paramiko SSH server (:mod:`tools.harness.sshserver`)
 on the cluster's SSH port; the cluster's ``ndparams`` ``ssh_port`` is set to
 it.  The SSH servers run commands with the node's environment, so a remote
 ``gnt-*`` or ``python3 -m ganeti.bootstrap`` acts on that node's root.
@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 
 from ganeti import bootstrap, constants, daemonctl, errors, serializer, ssh
 from ganeti.pathutils import Paths
-from ganeti.tools import tinylinux
+from tools.harness import tinylinux
 from ganeti.opcodes import wire
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
@@ -331,7 +331,7 @@ def _write_env_file(vc: VCluster, node: VNode) -> str:
 
 def _sshd_argv(vc: VCluster, node: VNode) -> list[str]:
     paths = Paths(root=node.root)
-    return [sys.executable, "-m", "ganeti.tools.sshserver", "--bind", node.ip,
+    return [sys.executable, "-m", "tools.harness.sshserver", "--bind", node.ip,
             "--port", str(vc.ssh_port),
             "--host-key", os.path.join(node.root, "etc", "ssh", "ssh_host_ed25519_key"),
             "--authorized-keys", bootstrap.authorized_keys_file(paths),
@@ -369,7 +369,7 @@ def create(directory: str, nodes: int = 3, *, hypervisor: str = constants.HT_FAK
     """Create and start a virtual cluster of ``nodes`` nodes in ``directory``.
 
     With the kvm hypervisor every node also gets the ``tinylinux`` OS (its
-    guest built first, or found in the cache: :mod:`ganeti.tools.tinylinux`;
+    guest built first, or found in the cache: :mod:`tools.harness.tinylinux`;
     a failed build is logged and leaves only ``tinyos``), and its node
     daemon runs with ``$GANETI_KVM_ACCEL=kvm_accel``.
 

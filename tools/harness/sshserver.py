@@ -26,7 +26,7 @@ File copies (:meth:`ganeti.ssh.SshRunner.put_file`) use plain exec with
 
 Run as a process::
 
-    python -m ganeti.tools.sshserver --bind 127.0.1.2 --port 2222 \\
+    python -m tools.harness.sshserver --bind 127.0.1.2 --port 2222 \\
         --host-key F --authorized-keys F --env-file F --pidfile F [--daemonize]
 
 ``--port 0`` picks a free port; in the foreground the server prints
@@ -550,7 +550,7 @@ def _daemonize() -> int:
 
 
 def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m ganeti.tools.sshserver",
+    parser = argparse.ArgumentParser(prog="python -m tools.harness.sshserver",
                                      description="SSH server for a virtual cluster node")
     parser.add_argument("--bind", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=22, help="port (0: any free port)")
