@@ -1,7 +1,8 @@
 """The development harness: virtual clusters of real daemons (doc/vcluster.md).
 
 It lives outside the ``ganeti`` package (nothing in ``ganeti/`` imports it,
-and it calls only public functions of ganeti modules):
+and it calls only public functions of ganeti modules; checked by
+``test/tools/test_harness_boundary.py``):
 
 * :mod:`tools.harness.vcluster`: create, start, stop and destroy a virtual
   cluster (the ``tools/vcluster`` command);
