@@ -22,8 +22,9 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import backup_remote
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.impexp import Transfer, run_transfers
-from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance, expand_node,
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance,
                                     remove_instance_lock)
+from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance_operation import remove_disks, shutdown_instance
 from ganeti.context import MasterContext
 from ganeti.opcodes.backup import OpBackupExport, OpBackupPrepare, OpBackupRemove

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from ganeti import constants, errors, locking, parameters, serializer
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.common import find_instance, find_node
+from ganeti.cmdlib.common import find_instance
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.objects import Cluster, Disk, Instance, Node
 from ganeti.opcodes.instance import OpInstanceBase
@@ -30,7 +30,7 @@ from ganeti.private import Private, reveal
 
 __all__ = [
     "with_secret_osparams",
-    "InstanceLU", "expand_instance", "expand_node", "instance_rpc_dict", "disk_rpc_dicts",
+    "InstanceLU", "expand_instance", "instance_rpc_dict", "disk_rpc_dicts",
     "file_logical_id", "storage_dir_for", "runtime_status", "instance_hook_env",
     "check_node_online", "add_instance_lock", "remove_instance_lock",
     "hv_list_and_params", "InstanceOpT",
@@ -49,15 +49,6 @@ def expand_instance(cfg: ConfigWriter, name: str) -> Instance:
     if inst is None:
         raise errors.OpPrereqError(f"Instance '{name}' not known", errors.ECODE_NOENT)
     return inst
-
-
-def expand_node(cfg: ConfigWriter, name: str) -> Node:
-    """The node called ``name`` (or with that UUID, or a unique short name);
-    ECODE_NOENT if unknown."""
-    node = find_node(cfg, name)
-    if node is None:
-        raise errors.OpPrereqError(f"Node '{name}' not known", errors.ECODE_NOENT)
-    return node
 
 
 def check_node_online(node: Node, what: str = "") -> None:

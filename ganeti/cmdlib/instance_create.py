@@ -21,10 +21,10 @@ from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, disk_wipe, instance_import, policy
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, expand_node,
-                                    file_logical_id, instance_hook_env, instance_rpc_dict,
-                                    with_secret_osparams,
+from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, file_logical_id,
+                                    instance_hook_env, instance_rpc_dict, with_secret_osparams,
                                     remove_instance_lock, storage_dir_for)
+from ganeti.cmdlib.common import expand_node
 from ganeti.config import ConfigWriter
 from ganeti.objects import NIC, Cluster, Disk, Instance, Node
 from ganeti.opcodes import instance as opcodes_instance

@@ -27,7 +27,8 @@ from ganeti import constants, errors, exportinfo, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.impexp import Transfer, run_transfers
-from ganeti.cmdlib.instance import (check_node_online, expand_node, instance_rpc_dict, with_secret_osparams)
+from ganeti.cmdlib.instance import (check_node_online, instance_rpc_dict, with_secret_osparams)
+from ganeti.cmdlib.common import expand_node
 from ganeti.objects import Instance
 from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.pathutils import Paths

@@ -38,8 +38,8 @@ from typing import Any, Callable, TypeVar
 from ganeti import constants, errors, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, instance_mirror, policy
-from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
-                                    expand_instance, expand_node)
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
+from ganeti.cmdlib.common import expand_node
 from ganeti.iallocator import document
 from ganeti.objects import Node
 from ganeti.opcodes.instance import OpInstanceFailover, OpInstanceMigrate, OpInstanceMove

@@ -34,7 +34,8 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator
 from ganeti.cmdlib.instance_mirror import LOCAL_TEMPLATES
 from ganeti.cmdlib.base import NoHooksLU
-from ganeti.cmdlib.instance import expand_instance, expand_node
+from ganeti.cmdlib.instance import expand_instance
+from ganeti.cmdlib.common import expand_node
 from ganeti.iallocator import document, plan
 from ganeti.iallocator.answer import Failure
 from ganeti.iallocator.model import is_int_mirror, is_mirrored, not_mirrored_reason
