@@ -61,8 +61,9 @@ LAYERS: dict[str, int] = {
     "ganeti.rpc": 2,
     "ganeti.rpc.defs": 2,
     "ganeti.rpc.results": 2,
-    "ganeti.exportinfo": 2,
-    "ganeti.diskstream": 2,
+    "ganeti.impexp": 2,
+    "ganeti.impexp.info": 2,
+    "ganeti.impexp.stream": 2,
     # 3. mechanisms
     "ganeti.locking": 3,
     "ganeti.config": 3,

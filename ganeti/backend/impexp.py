@@ -6,7 +6,7 @@ and renamed into place by :func:`finalize_export`, so a failed export never
 shows up: :func:`export_list` skips staging directories, and the next
 export of the instance, or the master's clean-up, removes them.
 
-Disk data moves as a stream (:mod:`ganeti.diskstream`) from a *sender*
+Disk data moves as a stream (:mod:`ganeti.impexp.stream`) from a *sender*
 process on the node holding the data to the node daemon of the node that
 writes it.  :func:`impexp_send` starts the sender
 (:mod:`ganeti.server.impexp_worker`) and returns at once with a transfer
@@ -37,7 +37,9 @@ import uuid as uuidlib
 from collections.abc import Callable
 from typing import IO, Any
 
-from ganeti import constants, diskstream, errors, exportinfo, osapi, serializer
+from ganeti import constants, errors, osapi, serializer
+from ganeti.impexp import stream as diskstream
+from ganeti.impexp import info as exportinfo
 from ganeti.backend import blockdev
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
@@ -149,7 +151,7 @@ def open_export_file(ctx: NodeContext, export: str, name: str) -> tuple[IO[bytes
     """Open file ``name`` of export ``export`` for reading: ``(file, size, label)``.
 
     ``name`` must be a plain file name of the export's own directory
-    (:func:`ganeti.exportinfo.check_dump_name`); the file is opened
+    (:func:`ganeti.impexp.info.check_dump_name`); the file is opened
     without following a symbolic link and without blocking, and must be a
     regular file (a FIFO, device, socket or directory is refused).  The
     label (``export NAME, file FILE``) names both relative to the export

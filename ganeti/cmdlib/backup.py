@@ -2,7 +2,7 @@
 and LUXI QueryExports (doc/exports.md).
 
 An export of instance ``I`` to node ``N`` is ``<export dir>/I/`` on ``N``:
-``config.ini`` (:mod:`ganeti.exportinfo`) and one image per disk, each
+``config.ini`` (:mod:`ganeti.impexp.info`) and one image per disk, each
 made by the OS ``export`` script on the primary node (a raw copy for an
 instance without OS) and streamed to ``N`` (:mod:`ganeti.cmdlib.impexp`).
 The directory is built as ``I.new`` and renamed at the end; any failure
@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ganeti import constants, errors, exportinfo, locking, parameters, query, serializer
+from ganeti import constants, errors, locking, parameters, query, serializer
+from ganeti.impexp import info as exportinfo
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import backup_remote
 from ganeti.cmdlib.base import NoHooksLU

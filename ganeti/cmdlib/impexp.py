@@ -27,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti import diskstream, errors
+from ganeti import errors
+from ganeti.impexp import stream as diskstream
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 

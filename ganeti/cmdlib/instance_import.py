@@ -23,7 +23,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti import constants, errors, exportinfo, parameters
+from ganeti import constants, errors, parameters
+from ganeti.impexp import info as exportinfo
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.impexp import Transfer, run_transfers

@@ -5,7 +5,7 @@
 ``DIR/job.json``, opens the source (an instance disk, through the OS
 ``export`` script when the instance has an OS, or an image file of an
 export), connects to the receiving node daemon with the cluster
-certificate and sends the frames of :mod:`ganeti.diskstream`, computing
+certificate and sends the frames of :mod:`ganeti.impexp.stream`, computing
 the SHA-256 as it goes.  ``DIR/status.json`` says how far it got
 (``{state, done, total, elapsed, error, size, sha256}``), rewritten
 atomically at most every :data:`STATUS_INTERVAL` seconds and at the end.
@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from ganeti import constants, diskstream, errors, osapi, serializer
+from ganeti import constants, errors, osapi, serializer
+from ganeti.impexp import stream as diskstream
 from ganeti.backend import blockdev, impexp
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext

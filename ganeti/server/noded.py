@@ -89,7 +89,8 @@ import threading
 import time
 from typing import Any, Callable, TypeVar
 
-from ganeti import backend, constants, diskstream, errors, redact, serializer
+from ganeti import backend, constants, errors, redact, serializer
+from ganeti.impexp import stream as diskstream
 from ganeti.backend import fencing, impexp
 from ganeti.backend.context import NodeContext
 from ganeti.http import forking, framing, handshake

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from ganeti import diskstream, errors, serializer
+from ganeti import errors, serializer
+from ganeti.impexp import stream as diskstream
 from ganeti.backend import blockdev, impexp
 from ganeti.objects import Disk
 from ganeti.storage.filestorage import file_logical_id

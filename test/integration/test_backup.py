@@ -21,7 +21,8 @@ from host_helpers import mount_tmpfs, skip_unless, umount
 from instance_helpers import NOCHECK, disk_files, install_os, rows, status_of
 from vcluster_harness import VirtualCluster
 
-from ganeti import constants, exportinfo
+from ganeti import constants
+from ganeti.impexp import info as exportinfo
 from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)

@@ -23,7 +23,7 @@ import pytest
 from instance_helpers import NOCHECK, disk_files, install_os, rows, status_of
 from vcluster_harness import VirtualCluster
 
-from ganeti import exportinfo
+from ganeti.impexp import info as exportinfo
 
 pytestmark = pytest.mark.timeout(300)
 

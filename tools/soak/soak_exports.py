@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from instance_helpers import NOCHECK, disk_files
 from vcluster_harness import VirtualCluster
 
-from ganeti import exportinfo
+from ganeti.impexp import info as exportinfo
 
 __all__ = ["ExportFigures", "run_exports", "TAMPERS"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ganeti import diskstream, errors
+from ganeti import errors
+from ganeti.impexp import stream as diskstream
 
 
 def test_frames_decode_from_any_split() -> None:

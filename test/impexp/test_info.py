@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ganeti import errors, exportinfo
-from ganeti.exportinfo import ExportDisk, ExportInfo, ExportNic
+from ganeti import errors
+from ganeti.impexp import info as exportinfo
+from ganeti.impexp.info import ExportDisk, ExportInfo, ExportNic
 
 
 def _info() -> ExportInfo:
