@@ -43,6 +43,7 @@ from ganeti.impexp import info as exportinfo
 from ganeti.backend import blockdev
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
+from ganeti.utils import io as uio
 
 __all__ = ["export_list", "export_info", "export_remove", "export_stage", "finalize_export",
            "impexp_send", "impexp_status", "impexp_abort", "impexp_cleanup"]
@@ -86,24 +87,6 @@ def _rmtree(path: str) -> None:
         pass
     except OSError as exc:
         raise errors.OpExecError(f"Cannot remove {path}: {exc}") from exc
-
-
-def write_atomic(path: str, data: bytes, mode: int = 0o640) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # --- export directories --------------------------------------------------------------------
@@ -239,7 +222,8 @@ def finalize_export(ctx: NodeContext, instance_name: str, config: str) -> str:
     if not os.path.isdir(staging):
         raise errors.OpExecError(f"No export of {instance_name} in progress on this node")
     try:
-        write_atomic(os.path.join(staging, constants.EXPORT_CONF_FILE), config.encode("utf-8"))
+        uio.write_file_atomic(os.path.join(staging, constants.EXPORT_CONF_FILE), config.encode("utf-8"),
+                              mode=0o640)
         old = None
         if os.path.exists(final):
             old = f"{staging}.old-{os.getpid()}"
@@ -277,13 +261,13 @@ def impexp_send(ctx: NodeContext, source: dict, dest: dict, host: str, port: int
     os.makedirs(directory, mode=0o750)
     job = {"source": source, "dest": dest, "host": host, "port": port,
            "root": ctx.paths.root, "hostname": ctx.hostname}
-    write_atomic(os.path.join(directory, JOB_FILE), serializer.dumps_bytes(job), 0o600)
+    uio.write_file_atomic(os.path.join(directory, JOB_FILE), serializer.dumps_bytes(job), mode=0o600)
     env = {**os.environ, "PYTHONPATH": _package_root()}
     with open(os.path.join(directory, "worker.log"), "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "ganeti.server.impexp_worker", directory],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                 close_fds=True, start_new_session=True, cwd="/")
-    write_atomic(os.path.join(directory, PID_FILE), str(proc.pid).encode("ascii"))
+    uio.write_file_atomic(os.path.join(directory, PID_FILE), str(proc.pid).encode("ascii"), mode=0o640)
     return transfer_id
 
 

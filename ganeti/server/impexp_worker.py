@@ -34,6 +34,7 @@ from ganeti.http import client, framing
 from ganeti.http.tls import node_client_context
 from ganeti.pathutils import Paths
 from ganeti.rpc import transport
+from ganeti.utils import io as uio
 
 __all__ = ["main", "send", "open_source", "Source", "STATUS_INTERVAL", "CONNECT_TIMEOUT"]
 
@@ -194,7 +195,7 @@ class _Status:
     def write(self, **changes: Any) -> None:
         self.data.update(changes)
         self.data["elapsed"] = round(self.clock() - self.started, 3)
-        impexp.write_atomic(self.path, json.dumps(self.data).encode("utf-8"))
+        uio.write_file_atomic(self.path, json.dumps(self.data).encode("utf-8"), mode=0o640)
         self.last = self.clock()
 
     def progress(self, done: int, total: int | None) -> None:
