@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pytest
 
 from ganeti import bootstrap, config, constants, crypto, daemonctl, errors, ssconf, ssh
-from ganeti.utils import pidfile
 from ganeti.client import gnt_cluster
 from ganeti.pathutils import Paths
 from tools.harness import vcluster
@@ -170,27 +168,3 @@ def test_copyfile_path_mapping(tmp_path):
     assert gnt_cluster._remote_path_expr(paths, inside) == '"${GANETI_ROOTDIR:-}"/etc/x'
     assert gnt_cluster._remote_path_expr(paths, "/opt/y z") == "'/opt/y z'"
     assert gnt_cluster._remote_path_expr(Paths(root="/"), "/etc/x") == "/etc/x"
-
-
-def test_daemon_pid_ignores_dead_and_zombie_processes(tmp_path):
-    paths = Paths(root=str(tmp_path))
-    os.makedirs(paths.run_dir, exist_ok=True)
-
-    def write_pid(pid: int) -> None:
-        with open(paths.pid_file(constants.NODED), "w") as fh:
-            fh.write(f"{pid}\n")
-
-    write_pid(os.getpid())
-    assert daemonctl.daemon_pid(paths, constants.NODED) == os.getpid()
-    # a daemon killed without cleanup whose parent has not reaped it yet
-    child = subprocess.Popen(["true"])
-    deadline = time.monotonic() + 10
-    while not pidfile.is_zombie(child.pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    write_pid(child.pid)
-    try:
-        assert pidfile.is_zombie(child.pid)
-        assert daemonctl.daemon_pid(paths, constants.NODED) is None
-    finally:
-        child.wait()
-    assert daemonctl.daemon_pid(paths, constants.NODED) is None    # gone altogether
