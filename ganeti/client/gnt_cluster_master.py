@@ -124,8 +124,7 @@ def master_failover(opts: Any, args: list[str]) -> int:
             raise
         # a later takeover (another candidate's) replaced this one before its
         # master daemon started: that one is the master, nothing here runs
-        from ganeti import bootstrap, constants
-        bootstrap.stop_daemon(paths, constants.RAPI)
+        daemonctl.stop_daemon(paths, constants.RAPI)
         cli.to_stderr(f"Failover superseded: {now} took over after this node did and is"
                       f" the master now; this node's master daemon did not start ({exc})")
         return cli.EXIT_FAILURE
