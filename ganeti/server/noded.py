@@ -16,7 +16,7 @@ Status codes:
 * ``400`` with ``[false, msg]``: the body is not JSON, not a list, or the
   arguments do not match the procedure's row (count or types);
 * ``404`` with ``[false, msg]``: no such procedure in ``rpc.defs.CALLS`` (but
-  ``impexp_stream``, a disk stream: :mod:`ganeti.diskstream`);
+  ``impexp_stream``, a disk stream: :mod:`ganeti.impexp.stream`);
 * ``405`` (``Allow: POST``) for any other standard method, ``501`` for an
   unknown one; ``503`` when the daemon is busy (see below);
 * what :mod:`ganeti.http.framing` refuses, with its status: ``400`` for
