@@ -9,6 +9,7 @@ import inspect
 import os
 import sys
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -58,10 +59,50 @@ def test_the_handler_takes_the_rows_arguments(row: luxi.Method) -> None:
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
 def test_the_client_method_takes_the_rows_arguments(row: luxi.Method) -> None:
     method = getattr(luxi.Client, row.client)
-    names = list(inspect.signature(method).parameters)[1:]
+    params = list(inspect.signature(method).parameters.values())[1:]
+    names = [p.name for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     assert names == row.arg_names()
     for name in row.defaults:
         assert name in names
+    # and one keyword of the client's own, never sent: this call's read timeout
+    assert [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY] == \
+        ["read_timeout"]
+
+
+class _TimeoutSeen(luxi.Client):
+    """A client whose one seam records the read timeout each call asked for."""
+
+    def __init__(self) -> None:
+        super().__init__("(no socket)", rw_timeout=180.0)
+        self.seen: list[tuple[str, list[Any], float | None]] = []
+
+    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+        self.seen.append((method, list(args), timeout))
+        return [0, 0]
+
+
+def test_read_timeout_sets_the_calls_read_timeout_and_nothing_on_the_wire() -> None:
+    client = _TimeoutSeen()
+    client.QueryJobs([1], ["status"])
+    client.QueryJobs([1], ["status"], read_timeout=5.0)
+    client.AutoArchiveJobs(3600.0, 30.0)            # a long poll: at least its wait + 10
+    client.AutoArchiveJobs(3600.0, 30.0, read_timeout=60.0)
+    client.WaitForJobChangeOnce(7, ["status"], None, -1, 200.0)
+    assert client.seen == [
+        ("QueryJobs", [[1], ["status"]], None),
+        ("QueryJobs", [[1], ["status"]], 5.0),
+        ("AutoArchiveJobs", [3600.0, 30.0], 180.0),
+        ("AutoArchiveJobs", [3600.0, 30.0], 60.0),
+        ("WaitForJobChange", [7, ["status"], None, -1, 200.0], 210.0),
+    ]
+
+
+def test_the_generator_refuses_an_argument_named_read_timeout() -> None:
+    gen = _generator()
+    row = luxi.Method("Bad", (("read_timeout", "number"),), idempotent=True, result="Any",
+                      doc="A row whose argument would shadow the client's keyword.")
+    with pytest.raises(SystemExit, match="reserved"):
+        gen._method(row)
 
 
 def test_every_kind_and_wait_argument_exists() -> None:

@@ -11,8 +11,8 @@ parameters of its own opcode, derived from the opcode class), and
 row runs: a body never chooses the opcode.  Paths are matched segment by
 segment before percent-decoding (:mod:`ganeti.rapi.uri`).  Adding a
 resource is adding a row to :data:`ROUTES`.  Nothing here opens a socket:
-the client passed in only needs a ``call(method, args)`` method (a
-:class:`ganeti.luxi.Client`).
+the client passed in is a :class:`ganeti.luxi.Client` (or its fake), called
+through its typed methods.
 
 Paths, parameters and results follow Ganeti's Remote API v2 (doc/rapi.md).
 """
@@ -23,7 +23,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ganeti import constants, errors, luxi, opcodes
 from ganeti.rapi import openapi, stream, uri
@@ -73,10 +73,6 @@ _ROLE_NAMES = {"M": "master", "C": "master-candidate", "R": "regular", "D": "dra
                "O": "offline"}
 
 
-class LuxiLike(Protocol):
-    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any: ...
-
-
 def _bad(msg: str) -> errors.HttpError:
     return errors.HttpError(msg, 400)
 
@@ -89,7 +85,7 @@ class Ctx:
     args: dict[str, str]
     query: dict[str, list[str]]
     body: Any
-    client: LuxiLike
+    client: luxi.Client
     user: str | None = None
     path: str = ""
     clock: Callable[[], float] = time.time
@@ -117,9 +113,6 @@ class Ctx:
         if not isinstance(self.body, dict):
             raise _bad("The request body must be a JSON object")
         return dict(self.body)
-
-    def call(self, method: str, *args: Any) -> Any:
-        return self.client.call(method, list(args))
 
 
 Reader = Callable[[Ctx], Any]
@@ -178,7 +171,7 @@ def _metrics(ctx: Ctx) -> RawBody:
     """``GET /metrics``: the master's figures in the OpenMetrics text format."""
     from ganeti import metrics
     return RawBody(metrics.OPENMETRICS_CONTENT_TYPE,
-                   metrics.render_openmetrics(ctx.call("QueryMetrics")))
+                   metrics.render_openmetrics(ctx.client.QueryMetrics()))
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -212,7 +205,7 @@ def _cell(cell: Any) -> Any:
 
 
 def _query(ctx: Ctx, what: str, fields: list[str], qfilter: Any = None) -> list[dict[str, Any]]:
-    res = ctx.call("Query", what, fields, qfilter)
+    res = ctx.client.Query(what, fields, qfilter)
     return [{f: _cell(c) for f, c in zip(fields, row)} for row in res["data"]]
 
 
@@ -263,7 +256,7 @@ def _tags_routes(prefix: str, kind: str, arg: str | None) -> list[Route]:
     def name(ctx: Ctx) -> str | None:
         return ctx.args[arg] if arg else None
     return [
-        Route(prefix, "GET", read=lambda c: c.call("QueryTags", kind, name(c) or ""),
+        Route(prefix, "GET", read=lambda c: c.client.QueryTags(kind, name(c) or ""),
               opcode=wire.OP_TAGS_GET),
         Route(prefix, "PUT", build=lambda c: [wire.tags_set(kind=kind, name=name(c), tags=_tags(c))], opcode=wire.OP_TAGS_SET,
               body=STRINGS),
@@ -277,14 +270,14 @@ def _tags_routes(prefix: str, kind: str, arg: str | None) -> list[Route]:
 
 def _jobs(ctx: Ctx) -> list[dict[str, Any]]:
     fields = J_FIELDS_BULK if ctx.qbool("bulk") else ["id"]
-    rows = [r for r in ctx.call("QueryJobs", None, fields) if r is not None]
+    rows = [r for r in ctx.client.QueryJobs(None, fields) if r is not None]
     if ctx.qbool("bulk"):
         return [dict(zip(fields, r)) for r in rows]
     return [{"id": r[0], "uri": f"/2/jobs/{r[0]}"} for r in rows]
 
 
 def _job(ctx: Ctx) -> dict[str, Any]:
-    (row,) = ctx.call("QueryJobs", [_job_id(ctx)], J_FIELDS)
+    (row,) = ctx.client.QueryJobs([_job_id(ctx)], J_FIELDS)
     if row is None:
         raise errors.HttpError(f"Job {_job_id(ctx)} not found", 404)
     return dict(zip(J_FIELDS, row))
@@ -301,8 +294,9 @@ def _job_wait(ctx: Ctx) -> Any:
         raise _bad("'previous_job_info' must be a list")
     if prev_serial is not None and not isinstance(prev_serial, int):
         raise _bad("'previous_log_serial' must be a number")
-    res = ctx.call("WaitForJobChange", _job_id(ctx), fields, prev_info,
-                   -1 if prev_serial is None else prev_serial, WAIT_TIMEOUT)
+    res = ctx.client.WaitForJobChangeOnce(_job_id(ctx), fields, prev_info,
+                                          -1 if prev_serial is None else prev_serial,
+                                          WAIT_TIMEOUT)
     if not res or res == luxi.JOB_NOTCHANGED:
         return None
     if isinstance(res, list) and len(res) == 2:
@@ -466,14 +460,14 @@ def _run_job(ctx: Ctx, ops: list[dict[str, Any]]) -> list[Any]:
     deadline = ctx.clock() + JOB_WAIT_TIMEOUT
     prev: Any = None
     while True:
-        res = ctx.call("WaitForJobChange", job_id, ["status"], prev, -1, WAIT_TIMEOUT)
+        res = ctx.client.WaitForJobChangeOnce(job_id, ["status"], prev, -1, WAIT_TIMEOUT)
         if isinstance(res, list) and len(res) == 2:
             prev = res[0]
         if prev and prev[0] in constants.JOBS_FINALIZED:
             break
         if ctx.clock() >= deadline or not res:
             raise errors.HttpError(f"Job {job_id} did not finish in time", 504)
-    ((status, opresult),) = ctx.call("QueryJobs", [job_id], ["status", "opresult"])
+    ((status, opresult),) = ctx.client.QueryJobs([job_id], ["status", "opresult"])
     if status == constants.JOB_STATUS_SUCCESS:
         return list(opresult)
     failure = next((r for r in opresult or [] if isinstance(r, list) and len(r) == 2), None)
@@ -540,7 +534,7 @@ def _query_get(ctx: Ctx) -> Any:
     fields = _query_fields_param(ctx)
     if not fields:
         raise _bad("Missing 'fields' query argument")
-    return ctx.call("Query", ctx.args["resource"], fields, None)
+    return ctx.client.Query(ctx.args["resource"], fields, None)
 
 
 def _query_put(ctx: Ctx) -> Any:
@@ -551,11 +545,11 @@ def _query_put(ctx: Ctx) -> Any:
     qfilter = body.get("qfilter", body.get("filter"))
     if "qfilter" in body and "filter" in body and body["filter"] != body["qfilter"]:
         raise _bad("'qfilter' and 'filter' are aliases; they must not differ")
-    return ctx.call("Query", ctx.args["resource"], fields, qfilter)
+    return ctx.client.Query(ctx.args["resource"], fields, qfilter)
 
 
 def _query_fields(ctx: Ctx) -> Any:
-    return ctx.call("QueryFields", ctx.args["resource"], _query_fields_param(ctx))
+    return ctx.client.QueryFields(ctx.args["resource"], _query_fields_param(ctx))
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -575,7 +569,7 @@ ROUTES: list[Route] = [
     Route("/version", "GET", read=lambda c: RAPI_VERSION),
     Route("/metrics", "GET", read=_metrics),
     Route("/2", "GET", read=lambda c: None),
-    Route("/2/info", "GET", read=lambda c: c.call("QueryClusterInfo")),
+    Route("/2/info", "GET", read=lambda c: c.client.QueryClusterInfo()),
     Route("/2/features", "GET", read=lambda c: list(FEATURES)),
     Route("/2/openapi.json", "GET", read=lambda c: openapi.document(ROUTES)),
     Route("/2/os", "GET", read=_os_list),
@@ -585,7 +579,7 @@ ROUTES: list[Route] = [
     *_tags_routes("/2/tags", constants.TAG_CLUSTER, None),
     Route("/2/jobs", "GET", read=_jobs),
     Route("/2/jobs/{job_id}", "GET", read=_job),
-    Route("/2/jobs/{job_id}", "DELETE", read=lambda c: c.call("CancelJob", _job_id(c))),
+    Route("/2/jobs/{job_id}", "DELETE", read=lambda c: c.client.CancelJob(_job_id(c))),
     Route("/2/jobs/{job_id}/wait", "GET", read=_job_wait, access="write", body=_WAIT_BODY),
     Route("/2/events", "GET", read=stream.open_stream),    # Server-Sent Events
     # nodes
@@ -758,4 +752,4 @@ def dispatch_ops(ops: list[dict[str, Any]], ctx: Ctx) -> Any:
     ops = _add_generic(ops, ctx)
     for op in ops:
         opcodes.from_dict(op)   # raises ParameterError/OpCodeError: the caller answers 400
-    return ctx.call("SubmitJob", ops)
+    return ctx.client.SubmitJob(ops)

@@ -33,9 +33,9 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from ganeti import constants, errors, opcodes
+from ganeti import constants, errors, luxi, opcodes
 from ganeti.opcodes import group as op_group
 from ganeti.opcodes import instance as op_instance
 from ganeti.pathutils import Paths
@@ -58,11 +58,9 @@ _INSTANCE_FIELDS = ["name", "status", "admin_state", "pnode", "pnode.group", "sn
 _NODE_FIELDS = ["name", "group.uuid", "offline", "bootid"]
 
 
-class LuxiClient(Protocol):
-    """The part of :class:`ganeti.luxi.Client` the watcher uses."""
-
-    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
-        ...
+#: the watcher's LUXI client: the typed methods of :class:`ganeti.luxi.Client`
+#: (tests pass ``test/fakes/fakeluxi.py``'s FakeLuxi, which is one)
+LuxiClient = luxi.Client
 
 
 @dataclass(frozen=True)
@@ -143,7 +141,7 @@ def ensure_masterd(paths: Paths, client_factory: Callable[[float], LuxiClient], 
 
     def probe() -> str | None:
         try:
-            client_factory(timeout).call("QueryClusterInfo", [])
+            client_factory(timeout).QueryClusterInfo()
         except errors.GanetiError as exc:
             return str(exc)
         return None
@@ -225,21 +223,21 @@ def collect(cl: LuxiClient) -> tuple[dict[str, str], dict[str, list[core.NodeVie
                                      dict[str, list[core.InstanceView]]]:
     """``(group uuid -> name, nodes by group uuid, instances by group uuid)``."""
     groups = {uuid: name for uuid, name in
-              _rows(cl.call("Query", [constants.QR_GROUP, ["uuid", "name"], None]))}
+              _rows(cl.Query(constants.QR_GROUP, ["uuid", "name"], None))}
     locked = set()
-    for name, owner, pending in _rows(cl.call("Query", [constants.QR_LOCK,
-                                                        ["name", "owner", "pending"], None])):
+    for name, owner, pending in _rows(cl.Query(constants.QR_LOCK,
+                                                       ["name", "owner", "pending"], None)):
         if isinstance(name, str) and name.startswith("instance/") and (owner or pending):
             locked.add(name.partition("/")[2])
     nodes: dict[str, list[core.NodeView]] = {uuid: [] for uuid in groups}
-    for name, group, offline, bootid in _rows(cl.call("Query", [constants.QR_NODE,
-                                                                _NODE_FIELDS, None])):
+    for name, group, offline, bootid in _rows(cl.Query(constants.QR_NODE,
+                                                               _NODE_FIELDS, None)):
         nodes.setdefault(group, []).append(core.NodeView(
             name=name, offline=bool(offline), bootid=bootid if isinstance(bootid, str) and bootid
             else None))
     instances: dict[str, list[core.InstanceView]] = {uuid: [] for uuid in groups}
     for name, status, admin, pnode, group, snodes, template, source in _rows(
-            cl.call("Query", [constants.QR_INSTANCE, _INSTANCE_FIELDS, None])):
+            cl.Query(constants.QR_INSTANCE, _INSTANCE_FIELDS, None)):
         instances.setdefault(group, []).append(core.InstanceView(
             name=name, status=status or "", admin_up=admin == constants.ADMINST_UP,
             pnode=pnode or "", snodes=tuple(snodes or ()),
@@ -324,7 +322,7 @@ def _wait_for_jobs(cl: LuxiClient, ids: list[int], timeout: float,
     pending = list(ids)
     failed: list[int] = []
     while pending:
-        rows = cl.call("QueryJobs", [pending, ["id", "status", "opresult"]])
+        rows = cl.QueryJobs(pending, ["id", "status", "opresult"])
         still = []
         for job_id, row in zip(pending, rows):
             status = row[1] if row else None
@@ -366,8 +364,8 @@ def _wait_job(cl: LuxiClient, job_id: int, deadline: float,
         if left <= 0:
             return None
         wait = min(left, 10.0)
-        answer = cl.call("WaitForJobChange", [job_id, ["status"], prev_info, serial, wait],
-                         timeout=wait + 10.0)
+        answer = cl.WaitForJobChangeOnce(job_id, ["status"], prev_info, serial, wait,
+                                         read_timeout=wait + 10.0)
         if answer is None:
             return None
         if answer == "nochange":
@@ -394,7 +392,7 @@ def verify_disks(cl: LuxiClient, groups: list[GroupReport], opts: MasterOptions,
     ops = [op_group.OpGroupVerifyDisks(group_name=g.uuid, priority=constants.OP_PRIO_LOW,
                                        reason=_reason("Verifying disks", clock))
            for g in groups]
-    results = cl.call("SubmitManyJobs", [[[opcodes.to_dict(op)] for op in ops]])
+    results = cl.SubmitManyJobs([[op] for op in ops])
     deadline = monotonic() + opts.verify_timeout
     for group, (ok, job) in zip(groups, results):
         if not ok:
@@ -405,13 +403,13 @@ def verify_disks(cl: LuxiClient, groups: list[GroupReport], opts: MasterOptions,
             logger.warning("Verify-disks job %s of group %s did not finish in time; not"
                            " waiting for it", job, group.name)
             continue
-        ((status, opresult),) = cl.call("QueryJobs", [[int(job)], ["status", "opresult"]])
+        ((status, opresult),) = cl.QueryJobs([int(job)], ["status", "opresult"])
         if status != constants.JOB_STATUS_SUCCESS or not opresult:
             logger.warning("Verify-disks job %s of group %s ended with status %s: %s", job,
                            group.name, status, opresult)
             continue
         group.verify_result = opresult[0]
-        cl.call("ArchiveJob", [int(job)])
+        cl.ArchiveJob(int(job))
         bad_nodes, inactive, missing = group.verify_result
         for node, msg in sorted(bad_nodes.items()):
             logger.warning("Verify-disks could not check node %s: %s", node, msg)
@@ -461,8 +459,7 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
     submissions = [(group, name, op) for group in report.groups
                    for name, op in _jobs_for(group.plan, clock, sources)]
     if submissions:
-        results = cl.call("SubmitManyJobs", [[[opcodes.to_dict(op)] for _g, _n, op
-                                               in submissions]])
+        results = cl.SubmitManyJobs([[op] for _g, _n, op in submissions])
         for (group, name, op), (ok, job) in zip(submissions, results):
             if ok:
                 group.jobs[name] = int(job)
@@ -470,7 +467,7 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
             else:
                 logger.error("Cannot submit %s for %s: %s", op.OP_ID, name, job)
     state.write_instance_status(paths.watcher_instance_status_file, statuses)
-    archived, _left = cl.call("AutoArchiveJobs", [opts.job_age, 30.0], timeout=60.0)
+    archived, _left = cl.AutoArchiveJobs(opts.job_age, 30.0, read_timeout=60.0)
     report.archived = int(archived)
     if archived:
         logger.info("Archived %s finished job(s) older than %ss", archived, opts.job_age)

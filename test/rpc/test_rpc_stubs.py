@@ -7,8 +7,10 @@
 * :meth:`RpcResults.one` returns the payload or raises naming ``what``;
 * nothing outside ``ganeti/rpc/`` calls a procedure by its string name
   (``rpc_one(``, ``getattr(rpc, f"call_...")``, ``rpc.call("name", ...)``,
-  ``call_map``, ``transport.post(..., "version", ...)``); the checker is
-  also seen finding each pattern.
+  ``call_map``, ``transport.post(..., "version", ...)``), and nothing outside
+  ``ganeti/luxi.py`` calls a LUXI method by its string name
+  (``cl.call("QueryJobs", ...)``: the client's typed methods instead); the
+  checker is also seen finding each pattern.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 
 import pytest
 
-from ganeti import errors, serializer
+from ganeti import errors, luxi, serializer
 from ganeti.rpc import client, defs, gen, stubs
 from ganeti.rpc.results import RpcResult, RpcResults
 from ganeti.rpc.transport import FunctionTransport
@@ -190,8 +192,9 @@ _AST_NEEDED = re.compile(r"\.(?:call|call_map|post)\(")
 _RPC_RECEIVER = re.compile(r"rpc|runner", re.IGNORECASE)
 
 
-def string_name_calls(source: str) -> list[str]:
-    """Lines of ``source`` that call a node procedure by its string name."""
+def string_name_calls(source: str, *, luxi_names: bool = True) -> list[str]:
+    """Lines of ``source`` that call a node procedure (or, with ``luxi_names``,
+    a LUXI method) by its string name."""
     found = []
     for lineno, line in enumerate(source.splitlines(), 1):
         if any(p.search(line) for p in _TEXT_PATTERNS):
@@ -207,7 +210,8 @@ def string_name_calls(source: str) -> list[str]:
                 found.append(f"{node.lineno}: {ast.unparse(node)[:100]}")
             continue
         first = node.args[0] if node.args else None
-        by_name = isinstance(first, ast.Constant) and first.value in defs.CALLS
+        by_name = isinstance(first, ast.Constant) and (
+            first.value in defs.CALLS or (luxi_names and first.value in luxi.METHODS))
         on_runner = bool(_RPC_RECEIVER.search(ast.unparse(node.func.value)))
         if by_name or on_runner:
             found.append(f"{node.lineno}: {ast.unparse(node)[:100]}")
@@ -224,19 +228,32 @@ def test_checker_finds_every_refused_pattern() -> None:
         'cl.call("version", [])',
         'self.require_rpc().call_map("blockdev_getstatus", args)',
         'HttpsTransport(pem).post(address, port, "version", b"[]", 2.0)',
+        'cl.call("QueryClusterInfo", [])',
+        'client_factory(15.0).call("AutoArchiveJobs", [3600, 30.0], timeout=60.0)',
+        'self.client.call("SubmitManyJobs", [[op] for op in ops])',
     ])
-    assert sorted({int(hit.split(":")[0]) for hit in string_name_calls(bad)}) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert sorted({int(hit.split(":")[0]) for hit in string_name_calls(bad)}) == \
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 
 
 def test_checker_accepts_typed_calls_and_luxi() -> None:
     good = '\n'.join([
         'rpc.call_blockdev_create(node, disk=d, size=1, owner_instance_name="i", on_primary=True,'
         ' info="", excl_stor=False).one(node, "Cannot create")',
-        'cl.call("QueryClusterInfo", [])',
+        'cl.QueryClusterInfo()',
+        'cl.AutoArchiveJobs(3600, 30.0, read_timeout=60.0)',
         'subprocess.call(cmd)',
         'client.post("/2/instances", body)',
     ])
     assert string_name_calls(good) == []
+
+
+def test_checker_lets_the_luxi_module_call_its_own_methods_by_name() -> None:
+    """``ganeti/luxi.py`` is where the typed methods turn into ``call("Name", ...)``."""
+    own = 'return self.call("QueryClusterInfo", [], timeout=read_timeout)'
+    assert string_name_calls(own, luxi_names=False) == []
+    assert string_name_calls(own) != []
+    assert string_name_calls('self.call("version", [])', luxi_names=False) != []
 
 
 #: files that may talk to the transport by procedure name, and why
@@ -259,8 +276,11 @@ def test_no_procedure_called_by_string_name_outside_rpc() -> None:
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith("ganeti/rpc/") or rel in _ALLOWED:
             continue
-        offenders += [f"{rel}:{hit}" for hit in string_name_calls(path.read_text(encoding="utf-8"))]
-    assert offenders == [], "call the typed stubs (rpc.call_<name>(node, arg=...)) instead"
+        source = path.read_text(encoding="utf-8")
+        offenders += [f"{rel}:{hit}" for hit in
+                      string_name_calls(source, luxi_names=rel != "ganeti/luxi.py")]
+    assert offenders == [], ("call the typed stubs (rpc.call_<name>(node, arg=...)) or the"
+                             " LUXI client's typed methods (cl.QueryJobs(...)) instead")
 
 
 def test_the_scan_sees_the_product_and_its_entry_points() -> None:

@@ -20,18 +20,18 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 sys.path.insert(0, _REPO)
 sys.path.insert(0, os.path.join(_REPO, "test", "integration"))
 
-from ganeti import serializer  # noqa: E402
+from ganeti import luxi, serializer  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
-from masterd_harness import LuxiConnection, prepare_root, start_masterd  # noqa: E402
+from masterd_harness import prepare_root, start_masterd  # noqa: E402
 
 NOOP = wire.test_delay(duration=0.0)
 
 
-def _wait_all(conn: LuxiConnection, ids: list[int], deadline: float) -> None:
+def _wait_all(conn: luxi.Client, ids: list[int], deadline: float) -> None:
     for job_id in ids:
         prev = None
         while time.monotonic() < deadline:
-            res = conn.call("WaitForJobChange", [job_id, ["status"], prev, -1, 10])
+            res = conn.WaitForJobChangeOnce(job_id, ["status"], prev, -1, 10)
             if res == "nochange":
                 continue
             prev = res[0]
@@ -45,15 +45,15 @@ def bench_throughput(tmp: str, count: int = 1000, rounds: int = 2) -> list[float
     handle = start_masterd(tmp, workers=25)
     rates = []
     try:
-        with LuxiConnection(handle.socket_path, timeout=120) as conn:
+        with luxi.Client(handle.socket_path, rw_timeout=120) as conn:
             for _ in range(rounds):
                 t0 = time.monotonic()
-                res = conn.call("SubmitManyJobs", [[[NOOP] for _ in range(count)]])
+                res = conn.SubmitManyJobs([[NOOP] for _ in range(count)])
                 ids = [r[1] for r in res if r[0]]
                 assert len(ids) == count, res[:3]
                 _wait_all(conn, ids, t0 + 60)
                 rates.append(count / (time.monotonic() - t0))
-            statuses = conn.call("QueryJobs", [None, ["status"]])
+            statuses = conn.QueryJobs(None, ["status"])
             assert all(s == ["success"] for s in statuses), "some no-op job failed"
     finally:
         handle.stop()
@@ -64,12 +64,12 @@ def bench_wfjc_latency(tmp: str, samples: int = 20) -> list[float]:
     handle = start_masterd(tmp, workers=4)
     latencies = []
     try:
-        with LuxiConnection(handle.socket_path, timeout=60) as conn:
+        with luxi.Client(handle.socket_path, rw_timeout=60) as conn:
             for _ in range(samples):
-                job_id = conn.call("SubmitJob", [[wire.test_delay(duration=0.05)]])
+                job_id = conn.SubmitJob([wire.test_delay(duration=0.05)])
                 prev = None
                 while True:
-                    res = conn.call("WaitForJobChange", [job_id, ["status", "end_ts"], prev, -1, 10])
+                    res = conn.WaitForJobChangeOnce(job_id, ["status", "end_ts"], prev, -1, 10)
                     seen = time.time()
                     if res == "nochange":
                         continue
@@ -107,7 +107,8 @@ def bench_startup(tmp: str, count: int = 10000) -> tuple[float, float, int]:
         ready = _ready_time(handle.log_path)
         with open(f"/proc/{handle.pid}/status") as fh:
             rss = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
-        loaded = len(handle.call("QueryJobs", [None, ["id"]]))
+        with luxi.Client(handle.socket_path, rw_timeout=60) as conn:
+            loaded = len(conn.QueryJobs(None, ["id"]))
         assert loaded == count, loaded
     finally:
         handle.stop()

@@ -32,32 +32,33 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 sys.path.insert(0, _REPO)
 sys.path.insert(0, os.path.join(_REPO, "test", "integration"))
 
+from ganeti import luxi  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
-from masterd_harness import LuxiConnection, start_masterd  # noqa: E402
+from masterd_harness import start_masterd  # noqa: E402
 
 NOOP = wire.test_delay(duration=0.0)
 BATCH = 50
 ROUND = 500
 
 
-def _submit(conn: LuxiConnection, count: int) -> list[int]:
+def _submit(conn: luxi.Client, count: int) -> list[int]:
     ids: list[int] = []
     for start in range(0, count, BATCH):
-        res = conn.call("SubmitManyJobs", [[[NOOP] for _ in range(min(BATCH, count - start))]])
+        res = conn.SubmitManyJobs([[NOOP] for _ in range(min(BATCH, count - start))])
         ids.extend(r[1] for r in res if r[0])
         if not all(r[0] for r in res):
             raise RuntimeError(f"submission refused: {res[0]}")
     return ids
 
 
-def _wait_all(conn: LuxiConnection, ids: list[int], timeout: float = 300.0) -> None:
+def _wait_all(conn: luxi.Client, ids: list[int], timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     for job_id in ids:
         prev = None
         while True:
             if time.monotonic() > deadline:
                 raise RuntimeError("jobs did not finish in time")
-            res = conn.call("WaitForJobChange", [job_id, ["status"], prev, -1, 10])
+            res = conn.WaitForJobChangeOnce(job_id, ["status"], prev, -1, 10)
             if res == "nochange":
                 continue
             prev = res[0]
@@ -65,19 +66,19 @@ def _wait_all(conn: LuxiConnection, ids: list[int], timeout: float = 300.0) -> N
                 break
 
 
-def _round(conn: LuxiConnection) -> float:
+def _round(conn: luxi.Client) -> float:
     started = time.perf_counter()
     _wait_all(conn, _submit(conn, ROUND))
     return ROUND / (time.perf_counter() - started)
 
 
-def _listing_ms(conn: LuxiConnection) -> tuple[float, int]:
-    conn.call("Query", ["job", ["id", "status", "summary"], None])      # warm-up
+def _listing_ms(conn: luxi.Client) -> tuple[float, int]:
+    conn.Query("job", ["id", "status", "summary"], None)      # warm-up
     times = []
     rows = 0
     for _ in range(5):
         started = time.perf_counter()
-        rows = len(conn.call("Query", ["job", ["id", "status", "summary"], None])["data"])
+        rows = len(conn.Query("job", ["id", "status", "summary"], None)["data"])
         times.append(time.perf_counter() - started)
     return statistics.median(times) * 1000, rows
 
@@ -87,18 +88,18 @@ def main() -> int:
     base = tempfile.mkdtemp(prefix="bench-queue-growth-")
     handle = start_masterd(base, workers=25)
     try:
-        with LuxiConnection(handle.socket_path, timeout=300) as conn:
+        with luxi.Client(handle.socket_path, rw_timeout=300) as conn:
             fresh = max(_round(conn) for _ in range(3))
             _wait_all(conn, _submit(conn, 1000 - 3 * ROUND))
             early_ms, early_rows = _listing_ms(conn)
             while True:
-                total = len(conn.call("Query", ["job", ["id"], None])["data"])
+                total = len(conn.Query("job", ["id"], None)["data"])
                 if total >= 10000 - 3 * ROUND:
                     break
                 _wait_all(conn, _submit(conn, min(2000, 10000 - 3 * ROUND - total)))
             full = max(_round(conn) for _ in range(3))
             full_ms, full_rows = _listing_ms(conn)
-            unarchived = len(conn.call("Query", ["job", ["id"], ["!", ["?", "archived"]]])["data"])
+            unarchived = len(conn.Query("job", ["id"], ["!", ["?", "archived"]])["data"])
     finally:
         handle.stop()
         shutil.rmtree(base, ignore_errors=True)
