@@ -31,6 +31,8 @@ Deadlines: a handshake within :attr:`Limits.handshake_timeout` of the
 accept, each read of a request within :attr:`Limits.request_timeout`, an
 idle kept connection at most :attr:`Limits.keepalive_timeout`; bodies at
 most :attr:`Limits.max_body_size` (the handler's parser enforces it).
+:class:`~ganeti.http.limits.Limits` is the one bounds value of the server
+cores (the LUXI server takes it too); it is re-exported here.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ import struct
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, NoReturn
 
 from ganeti.http import handshake, spare
+from ganeti.http.limits import Limits
 from ganeti.utils import process
 
 __all__ = ["ForkingServer", "Limits", "Reclaim", "Reclaimed", "reclaim", "RECLAIM_SIGNAL"]
@@ -62,33 +64,8 @@ logger = logging.getLogger(__name__)
 _PID = struct.Struct("=i")
 #: sent by the parent to its request children when a connection waits for a slot
 RECLAIM_SIGNAL = signal.SIGUSR1
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The bounds the server core keeps on connections and requests (seconds, bytes, counts)."""
-
-    #: children serving a peer that completed its handshake, at once
-    max_children: int = 64
-    #: seconds an established connection waits for a slot before it is answered busy
-    busy_wait: float = 0.5
-    #: seconds each read (or write) of a request may wait for the peer
-    request_timeout: float = 5.0
-    #: seconds a kept connection may idle between requests (0: one request per connection)
-    keepalive_timeout: float = 15.0
-    #: seconds from the accept to the end of the TLS handshake
-    handshake_timeout: float = handshake.HANDSHAKE_TIMEOUT
-    #: handshakes pending in the parent at once (beyond: the oldest is closed)
-    max_handshakes: int = handshake.DEFAULT_MAX_PENDING
-    #: spares that took a ClientHello and are in their handshake, at once
-    max_child_handshakes: int = 4
-    #: the largest request body
-    max_body_size: int = 128 * 1024 * 1024
-
-    @property
-    def max_busy_children(self) -> int:
-        """Short-lived children answering busy, at once."""
-        return max(1, self.max_children // 4)
+#: the bounds unless the server is given others (a frozen value: shared safely)
+_DEFAULT_LIMITS = Limits()
 
 
 def reclaim(pids: Iterable[int]) -> set[int]:
@@ -160,7 +137,7 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
 
     def __init__(self, address: str, port: int, ssl_context: ssl.SSLContext,
                  handler_class: type[socketserver.BaseRequestHandler], *,
-                 limits: Limits = Limits(), spare_children: int = 1,
+                 limits: Limits = _DEFAULT_LIMITS, spare_children: int = 1,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         self.ssl_context = ssl_context

@@ -7,27 +7,34 @@ the loop's selector; only a connection with a complete request in hand
 takes a worker thread, for as long as its requests run (so a
 ``WaitForJobChange`` long poll holds one, as it must).
 
-Limits (``ganeti-masterd`` options; doc/protocols/luxi.md):
+Limits: one :class:`ganeti.http.limits.Limits`, the bounds value the HTTP
+cores take too (defaults :data:`DEFAULT_LIMITS`, set by ``ganeti-masterd``
+options; doc/protocols/luxi.md).  The fields it reads:
 
-* ``max_clients`` (default :data:`DEFAULT_MAX_CLIENTS`) connections at
+* ``max_connections`` (``--max-clients``, default 4096) connections at
   once.  A new connection beyond that closes the connection idle the
   longest (one that never completed a request first); the LUXI client
   reconnects transparently before its next call.  Only when every
   connection has a request running is the new one refused with a
   ``LuxiError`` ("Too many concurrent LUXI connections").
-* ``new_client_timeout`` (default 10 s): a connection that has not yet
-  completed a request is closed after that long without data.
-* ``client_timeout`` (default 300 s): a connection that has completed a
-  request is closed after that long idle between requests.
-* ``max_message``: a larger frame gets a ``ProtocolError`` response and
-  the connection is closed (the stream can no longer be trusted).
-* ``max_buffered`` (default twice :data:`constants.LUXI_MAX_MESSAGE`):
-  all connections' partial frames together; beyond that the connection
-  with the most buffered input gets a ``ProtocolError`` and is closed.
-  The buffer of a connection that received a large frame is dropped once
-  the frame is handled, and the C heap is trimmed, so memory goes back.
-* ``max_workers`` (default 256): requests running at once; more wait for
-  a worker in arrival order.
+* ``request_timeout`` (``--new-client-timeout``, default 10 s): a
+  connection that has not yet completed a request is closed after that
+  long without data.
+* ``keepalive_timeout`` (``--client-timeout``, default 300 s): a
+  connection that has completed a request is closed after that long idle
+  between requests.
+* ``max_body_size`` (``--max-message``, default
+  :data:`constants.LUXI_MAX_MESSAGE`): a larger frame gets a
+  ``ProtocolError`` response and the connection is closed (the stream can
+  no longer be trusted).
+* ``max_buffered`` (``--max-buffered``, default twice
+  :data:`constants.LUXI_MAX_MESSAGE`): all connections' partial frames
+  together; beyond that the connection with the most buffered input gets
+  a ``ProtocolError`` and is closed.  The buffer of a connection that
+  received a large frame is dropped once the frame is handled, and the C
+  heap is trimmed, so memory goes back.
+* ``max_children`` (default 256): requests running at once (worker
+  threads); more wait for a worker in arrival order.
 
 Requests of one connection run one after the other, in order; while one
 runs nothing more is read from that connection.  :meth:`serve_forever`
@@ -49,18 +56,17 @@ import time
 from typing import Callable, Generic, Protocol, TypeVar
 
 from ganeti import constants, errors, luxi
+from ganeti.http.limits import Limits
 from ganeti.server.tuning import release_memory
 
-__all__ = ["MasterServer", "Dispatcher", "DEFAULT_MAX_CLIENTS", "DEFAULT_CLIENT_TIMEOUT",
-           "DEFAULT_NEW_CLIENT_TIMEOUT", "DEFAULT_MAX_WORKERS", "DEFAULT_MAX_BUFFERED"]
+__all__ = ["MasterServer", "Dispatcher", "DEFAULT_LIMITS", "Limits"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_CLIENTS = 4096
-DEFAULT_CLIENT_TIMEOUT = 300.0
-DEFAULT_NEW_CLIENT_TIMEOUT = 10.0
-DEFAULT_MAX_WORKERS = 256
-DEFAULT_MAX_BUFFERED = 2 * constants.LUXI_MAX_MESSAGE
+#: the LUXI server's bounds unless ``ganeti-masterd``'s options say otherwise
+DEFAULT_LIMITS = Limits(max_connections=4096, keepalive_timeout=300.0, request_timeout=10.0,
+                        max_body_size=constants.LUXI_MAX_MESSAGE,
+                        max_buffered=2 * constants.LUXI_MAX_MESSAGE, max_children=256)
 #: seconds a reply may take to be written (the client reads it)
 SEND_TIMEOUT = 60.0
 #: frames at least this large get their buffer dropped and the heap trimmed after use
@@ -142,19 +148,15 @@ class MasterServer:
     """The LUXI server on the UNIX socket ``path``; see the module docstring."""
 
     def __init__(self, path: str, dispatcher: Dispatcher, *,
-                 max_clients: int = DEFAULT_MAX_CLIENTS,
-                 client_timeout: float = DEFAULT_CLIENT_TIMEOUT,
-                 new_client_timeout: float = DEFAULT_NEW_CLIENT_TIMEOUT,
-                 max_message: int = constants.LUXI_MAX_MESSAGE,
-                 max_buffered: int = DEFAULT_MAX_BUFFERED,
-                 max_workers: int = DEFAULT_MAX_WORKERS,
+                 limits: Limits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.dispatcher = dispatcher
-        self.max_clients = max(1, max_clients)
-        self.client_timeout = client_timeout
-        self.new_client_timeout = new_client_timeout
-        self.max_message = max_message
-        self.max_buffered = max(max_buffered, max_message)
+        self.limits = limits
+        self.max_clients = max(1, limits.max_connections)
+        self.client_timeout = limits.keepalive_timeout
+        self.new_client_timeout = limits.request_timeout
+        self.max_message = limits.max_body_size
+        self.max_buffered = max(limits.max_buffered, limits.max_body_size)
         self.stopping = False
         self._clock = clock
         os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
@@ -173,7 +175,7 @@ class MasterServer:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
-        self._workers: _Workers[_Conn] = _Workers(self._work, max_workers)
+        self._workers: _Workers[_Conn] = _Workers(self._work, limits.max_children)
         # idle connections by last activity, oldest first: never served / served
         self._idle_new: collections.OrderedDict[_Conn, None] = collections.OrderedDict()
         self._idle_known: collections.OrderedDict[_Conn, None] = collections.OrderedDict()

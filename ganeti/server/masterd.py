@@ -22,6 +22,7 @@ SIGTERM: stop accepting, let running opcodes finish (bounded by
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import time
@@ -47,21 +48,21 @@ logger = logging.getLogger(__name__)
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=constants.DEFAULT_JOB_WORKERS,
                         help="number of job worker threads")
-    parser.add_argument("--max-clients", type=int, default=luxiserver.DEFAULT_MAX_CLIENTS,
+    parser.add_argument("--max-clients", type=int, default=luxiserver.DEFAULT_LIMITS.max_connections,
                         help="maximum number of open LUXI connections; a new one beyond that"
                              " closes the one idle the longest (default %(default)s)")
     parser.add_argument("--client-timeout", type=float,
-                        default=luxiserver.DEFAULT_CLIENT_TIMEOUT,
+                        default=luxiserver.DEFAULT_LIMITS.keepalive_timeout,
                         help="seconds before an idle LUXI connection that has completed a"
                              " request is closed (default %(default)s)")
     parser.add_argument("--new-client-timeout", type=float,
-                        default=luxiserver.DEFAULT_NEW_CLIENT_TIMEOUT,
+                        default=luxiserver.DEFAULT_LIMITS.request_timeout,
                         help="seconds before a LUXI connection that has not completed a"
                              " request yet is closed when silent (default %(default)s)")
-    parser.add_argument("--max-buffered", type=int, default=luxiserver.DEFAULT_MAX_BUFFERED,
+    parser.add_argument("--max-buffered", type=int, default=luxiserver.DEFAULT_LIMITS.max_buffered,
                         help="bytes of partial LUXI messages kept for all connections"
                              " together (default %(default)s)")
-    parser.add_argument("--max-message", type=int, default=constants.LUXI_MAX_MESSAGE,
+    parser.add_argument("--max-message", type=int, default=luxiserver.DEFAULT_LIMITS.max_body_size,
                         help="maximum LUXI message size in bytes")
     parser.add_argument("--shutdown-timeout", type=float, default=60.0,
                         help="seconds to wait for running opcodes at shutdown")
@@ -153,10 +154,11 @@ def _prepare(runtime: DaemonRuntime) -> _State:
     if decision is not None and not opts.no_voting:
         masterstart.catch_up_candidates(context)
     dispatcher = LuxiDispatcher(context, guard=guard)
-    server = MasterServer(runtime.paths.master_socket, dispatcher, max_clients=opts.max_clients,
-                          client_timeout=opts.client_timeout,
-                          new_client_timeout=opts.new_client_timeout,
-                          max_message=opts.max_message, max_buffered=opts.max_buffered)
+    limits = dataclasses.replace(luxiserver.DEFAULT_LIMITS, max_connections=opts.max_clients,
+                                 keepalive_timeout=opts.client_timeout,
+                                 request_timeout=opts.new_client_timeout,
+                                 max_body_size=opts.max_message, max_buffered=opts.max_buffered)
+    server = MasterServer(runtime.paths.master_socket, dispatcher, limits=limits)
 
     def _stop() -> None:
         server.stopping = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 
@@ -30,10 +31,12 @@ class Echo:
 def make(tmp_path):
     servers = []
 
-    def _make(**kwargs):
+    def _make(**limits):
         clock = Clock()
         srv = luxiserver.MasterServer(str(tmp_path / f"sock{len(servers)}"), Echo(),
-                                      clock=clock, **kwargs)
+                                      clock=clock,
+                                      limits=dataclasses.replace(luxiserver.DEFAULT_LIMITS,
+                                                                 **limits))
         srv.clock = clock
         thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01},
                                   daemon=True)
@@ -45,6 +48,18 @@ def make(tmp_path):
     for srv in servers:
         srv.shutdown()
         srv.server_close()
+
+
+def test_the_luxi_limits_are_the_http_cores_limits_with_luxis_values() -> None:
+    """One bounds value for every server core; LUXI keeps its own defaults."""
+    from ganeti import constants
+    from ganeti.http import forking, limits
+
+    assert luxiserver.Limits is limits.Limits is forking.Limits
+    assert luxiserver.DEFAULT_LIMITS == limits.Limits(
+        max_connections=4096, keepalive_timeout=300.0, request_timeout=10.0,
+        max_body_size=constants.LUXI_MAX_MESSAGE, max_buffered=2 * constants.LUXI_MAX_MESSAGE,
+        max_children=256)
 
 
 def _connect(srv) -> socket.socket:
@@ -86,7 +101,7 @@ def _wait_connections(srv, count: int, idle: bool = False) -> None:
 
 
 def test_silent_connection_gets_the_short_timeout(make) -> None:
-    srv = make(new_client_timeout=10.0, client_timeout=300.0)
+    srv = make(request_timeout=10.0, keepalive_timeout=300.0)
     with _connect(srv) as sock:
         _wait_connections(srv, 1)
         srv.clock.now += 9.9
@@ -100,7 +115,7 @@ def test_silent_connection_gets_the_short_timeout(make) -> None:
 
 
 def test_served_connection_gets_the_long_timeout(make) -> None:
-    srv = make(new_client_timeout=10.0, client_timeout=300.0)
+    srv = make(request_timeout=10.0, keepalive_timeout=300.0)
     with _connect(srv) as sock:
         assert _call(sock) == {"success": True, "result": "QueryClusterInfo"}
         _wait_connections(srv, 1, idle=True)
@@ -112,7 +127,7 @@ def test_served_connection_gets_the_long_timeout(make) -> None:
 
 
 def test_full_server_closes_the_connection_idle_the_longest(make) -> None:
-    srv = make(max_clients=2)
+    srv = make(max_connections=2)
     old, newer = _connect(srv), _connect(srv)
     try:
         assert _call(old)["success"] and _call(newer)["success"]
@@ -130,7 +145,7 @@ def test_full_server_closes_the_connection_idle_the_longest(make) -> None:
 
 
 def test_partial_messages_are_bounded_across_connections(make) -> None:
-    srv = make(max_message=1000, max_buffered=1000)
+    srv = make(max_body_size=1000, max_buffered=1000)
     small, big = _connect(srv), _connect(srv)
     try:
         small.sendall(b"[" * 300)
