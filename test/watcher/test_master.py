@@ -38,6 +38,12 @@ class WatcherLuxi(FakeLuxi):
         self.verify_results: dict[str, list[Any]] = {}
         self.verify_status = constants.JOB_STATUS_SUCCESS
         self.archived_jobs: list[int] = []
+        #: (method, read timeout asked for) of every call, in order
+        self.read_timeouts: list[tuple[str, float | None]] = []
+
+    def call(self, method: str, args: list[Any], *, timeout: float | None = None) -> Any:
+        self.read_timeouts.append((method, timeout))
+        return super().call(method, args, timeout=timeout)
 
     @property
     def submitted(self) -> list[list[dict[str, Any]]]:
@@ -117,6 +123,18 @@ def test_negative_job_age_still_archives_everything_finished(tmp_path: Path) -> 
     Path(paths.data_dir).mkdir(parents=True)
     master.master_pass(cl, paths, master.MasterOptions(job_age=-1), clock=FakeClock())
     assert cl.archived == [[-1, 30.0]]
+
+
+def test_the_pass_gives_its_long_calls_their_own_read_timeouts(tmp_path: Path) -> None:
+    """AutoArchiveJobs waits up to 60 s for its answer, a job wait its poll + 10 s; the rest
+    the client's default (through the typed methods' read_timeout, never on the wire)."""
+    cl = WatcherLuxi([_inst("a", "running")])
+    master.master_pass(cl, _paths(tmp_path), master.MasterOptions(), clock=FakeClock(5000.0))
+    asked = dict(cl.read_timeouts)
+    assert asked["AutoArchiveJobs"] == 60.0
+    assert asked["WaitForJobChange"] == 20.0            # a 10 s poll, plus 10 s
+    assert asked["Query"] is None and asked["SubmitManyJobs"] is None
+    assert cl.archived == [[6 * 3600.0, 30.0]]
 
 
 def _paths(tmp_path: Path) -> Paths:
