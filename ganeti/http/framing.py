@@ -28,7 +28,9 @@ The subset of HTTP/1.1 (RFC 9112) we speak, checked strictly:
 * **Limits**, checked as soon as the bytes are in: the head (start line,
   headers and the blank line) at most ``max_head_size`` bytes and ``max_headers`` header lines
   (431), the body at most ``max_body_size`` bytes (413, known from the head
-  before any body byte is read).
+  before any body byte is read).  With ``max_line_size`` a request parser
+  also bounds each line: a longer request line is a 414, a longer header
+  line a 431 (the RAPI daemon's statuses, doc/rapi.md).
 
 Every violation raises :class:`errors.HttpError`; its ``status`` is the
 reply a server sends for it.  Header names are lower-cased in parsed heads;
@@ -49,7 +51,8 @@ from typing import Generic, TypeVar
 from ganeti import errors
 
 __all__ = ["RequestHead", "Request", "ResponseHead", "Response", "RequestParser",
-           "ResponseParser", "build_request", "build_response", "reason_phrase", "http_date",
+           "ResponseParser", "build_request", "build_response", "build_stream_head", "reason_phrase",
+           "http_date",
            "DEFAULT_MAX_HEAD_SIZE", "DEFAULT_MAX_HEADERS", "DEFAULT_MAX_BODY_SIZE"]
 
 DEFAULT_MAX_HEAD_SIZE = 64 * 1024
@@ -167,10 +170,13 @@ class _Parser:
 
     def __init__(self, *, max_head_size: int = DEFAULT_MAX_HEAD_SIZE,
                  max_headers: int = DEFAULT_MAX_HEADERS,
-                 max_body_size: int = DEFAULT_MAX_BODY_SIZE) -> None:
+                 max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+                 max_line_size: int | None = None) -> None:
         self.max_head_size = max_head_size
         self.max_headers = max_headers
         self.max_body_size = max_body_size
+        #: the longest line of a head (its line end included); None: only the head is bounded
+        self.max_line_size = max_line_size
         self._buf = bytearray()
         self._scan = 0          # where the search for the end of the head resumes
         self._head_len = 0      # bytes of the current message's head, blank line included
@@ -208,6 +214,8 @@ class _Parser:
             return self._head
         buf = self._buf
         match = _HEAD_END.search(buf, self._scan)
+        if self.max_line_size is not None:
+            self._check_lines(len(buf) if match is None else match.end())
         if match is None:
             if len(buf) >= self.max_head_size:   # its end could not fit any more
                 raise self._error(f"Message head too long (over {self.max_head_size} bytes)", 431)
@@ -226,6 +234,32 @@ class _Parser:
         self._head = head
         self._head_len = match.end()
         return head
+
+    def _check_lines(self, end: int) -> None:
+        """Refuse a line of ``self._buf[:end]`` (the head so far) longer than
+        :attr:`max_line_size`: 414 for the request line, 431 for a header line."""
+        assert self.max_line_size is not None
+        limit, buf, start = self.max_line_size, self._buf, 0
+        while start < end:
+            stop = buf.find(b"\n", start, end)
+            length = (end if stop < 0 else stop + 1) - start
+            if length > limit:
+                if start == 0:
+                    raise self._error(f"Request line too long (over {limit} bytes)", 414)
+                raise self._error(f"Header line too long (over {limit} bytes)", 431)
+            if stop < 0:
+                return
+            start = stop + 1
+
+    def start_line(self) -> str | None:
+        """The first line of the message being received, once complete (without its
+        line end); None while it is incomplete.  Nothing is consumed: a server may
+        judge a request line before its headers arrive."""
+        stop = self._buf.find(b"\n")
+        if stop < 0:
+            return None
+        line = self._buf[:stop].decode("latin-1")
+        return line[:-1] if line.endswith("\r") else line
 
     def _parse_headers(self, lines: list[str]) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -315,7 +349,21 @@ class RequestParser(_Parser):
     :meth:`feed_eof` when the connection ended cleanly between requests.
     Both raise :class:`errors.HttpError` (see the module docstring); the
     parser is then unusable: answer the error and close the connection.
+
+    With ``defer_body_checks`` a head is returned even when its
+    ``Transfer-Encoding`` or ``Content-Length`` would be refused (its
+    :attr:`RequestHead.content_length` is then 0): the caller judges them
+    itself, later (RAPI answers routing and credentials first), refuses the
+    request and closes the connection.
     """
+
+    def __init__(self, *, max_head_size: int = DEFAULT_MAX_HEAD_SIZE,
+                 max_headers: int = DEFAULT_MAX_HEADERS,
+                 max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+                 max_line_size: int | None = None, defer_body_checks: bool = False) -> None:
+        super().__init__(max_head_size=max_head_size, max_headers=max_headers,
+                         max_body_size=max_body_size, max_line_size=max_line_size)
+        self.defer_body_checks = defer_body_checks
 
     def head(self) -> RequestHead | None:
         """The head of the next request, once complete; None while more bytes are needed."""
@@ -338,7 +386,12 @@ class RequestParser(_Parser):
             raise self._error(f"Bad request line {lines[0][:100]!r}")
         method, target, version = parts
         headers = self._parse_headers(lines[1:])
-        length = self._content_length(headers)
+        try:
+            length = self._content_length(headers)
+        except errors.HttpError:
+            if not self.defer_body_checks:
+                raise
+            length = 0
         return RequestHead(method=method, target=target, version=version, headers=headers,
                            content_length=length or 0,
                            keep_alive=self._keep_alive(version, headers))
@@ -435,6 +488,12 @@ def build_request(method: str, target: str, headers: HeaderItems = (), body: byt
         raise errors.ProgrammerError(f"Bad HTTP request target {method!r} {target!r}")
     return _head_bytes(f"{method} {target} HTTP/1.1", headers, len(body), keep_alive,
                        announce_keep_alive) + body
+
+
+def build_stream_head(status: int, headers: HeaderItems = ()) -> bytes:
+    """The head of a response whose body ends when the connection closes (no
+    ``Content-Length``; ``Connection: close``), e.g. a Server-Sent Events stream."""
+    return _head_bytes(f"HTTP/1.1 {status} {reason_phrase(status)}", headers, None, False)
 
 
 def build_response(status: int, headers: HeaderItems = (), body: bytes = b"", *,

@@ -1,4 +1,4 @@
-"""The threaded HTTPS server core: one thread per connection, TLS in that thread, deadlines, lingering close.
+"""The threaded HTTPS server core: a bounded pool of threads, TLS in them, deadlines, lingering close.
 
 The RAPI daemon's connection engine (doc/protocols/rpc.md, "The HTTP
 package"); what a request *means* is the handler's business.  What it
@@ -6,9 +6,16 @@ owns:
 
 * **Accept** without blocking on a peer: the accepting thread only wraps
   the socket (:attr:`ThreadedServer.tls_context`, which may be replaced
-  for new connections, e.g. a reloaded certificate); the TLS handshake
-  runs in the connection's own thread (:meth:`TlsConnectionMixin.handle`),
-  within :attr:`ThreadedServer.request_timeout`.
+  for new connections, e.g. a reloaded certificate) and hands it to the
+  :class:`WorkerPool`; the TLS handshake runs in the worker
+  (:meth:`TlsConnectionMixin.handle`), within
+  :attr:`ThreadedServer.request_timeout`.
+* **Bounds**: at most ``workers`` connections are served at once (more
+  wait for a worker, in the order they came), at most
+  ``max_connections`` are open (a connection over it is closed at once).
+  A response that lasts (an event stream) calls :meth:`WorkerPool.detach`:
+  its thread leaves the pool and a new worker takes its place, so
+  long-lived responses never starve requests.
 * **Deadlines**, not only a timeout per read: :class:`DeadlineReader`
   gives a request's head, and then its body, one total deadline, so a
   client dripping a byte every few seconds cannot hold a thread.
@@ -18,9 +25,8 @@ owns:
   client still sending gets our answer rather than a reset.
 * ``TCP_NODELAY`` on every connection.
 
-Requests are parsed by the handler class plugged in: for RAPI still the
-standard library's ``BaseHTTPRequestHandler`` (why: doc/protocols/rpc.md,
-"The HTTP package").
+Requests are parsed by the handler class plugged in (for RAPI:
+``ganeti/server/rapi.py`` on :mod:`ganeti.http.framing`).
 """
 
 from __future__ import annotations
@@ -28,14 +34,16 @@ from __future__ import annotations
 import io
 import logging
 import socket
+import queue
 import socketserver
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ThreadedServer", "TlsConnectionMixin", "DeadlineReader", "LINGER_TIME",
-           "LINGER_BYTES"]
+__all__ = ["ThreadedServer", "TlsConnectionMixin", "DeadlineReader", "WorkerPool",
+           "LINGER_TIME", "LINGER_BYTES", "DEFAULT_WORKERS", "DEFAULT_MAX_CONNECTIONS"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +51,89 @@ logger = logging.getLogger(__name__)
 #: much, so that a client still sending gets the answer rather than a reset
 LINGER_TIME = 2.0
 LINGER_BYTES = 1024 * 1024
+#: connections served at once, and connections open at most (served or waiting)
+DEFAULT_WORKERS = 64
+DEFAULT_MAX_CONNECTIONS = 1024
+
+
+class WorkerPool:
+    """At most ``size`` threads run the submitted functions, started as needed.
+
+    A function that will run long (an event stream) calls :meth:`detach`
+    from its worker: that thread leaves the pool when the function
+    returns, and the pool may start another one at once.
+    """
+
+    def __init__(self, size: int, name: str = "worker") -> None:
+        if size < 1:
+            raise ValueError(f"a worker pool needs at least one thread, not {size}")
+        self.size = size
+        self._name = name
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._workers = 0       # threads in the pool (detached ones not counted)
+        self._idle = 0          # of those, waiting for work
+        self._pending = 0       # submitted, not yet taken
+        self._local = threading.local()
+        self._closed = False
+
+    @property
+    def workers(self) -> int:
+        """Threads in the pool now (detached ones are not)."""
+        with self._lock:
+            return self._workers
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` in a worker (at once if one is free, else when one is)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("worker pool is shut down")
+            self._pending += 1
+            self._grow()
+        self._queue.put(fn)
+
+    def detach(self) -> None:
+        """From a worker: leave the pool after the current function (see the class)."""
+        if getattr(self._local, "detached", True):
+            return      # not a worker of this pool, or already detached
+        self._local.detached = True
+        with self._lock:
+            self._workers -= 1
+            self._grow()
+
+    def shutdown(self) -> None:
+        """Let idle workers end; busy ones end after their function (not waited for)."""
+        with self._lock:
+            self._closed = True
+            count = self._workers
+        for _ in range(count):
+            self._queue.put(None)
+
+    def _grow(self) -> None:
+        # under the lock: a new thread when work waits that no idle worker will take
+        if self._pending > self._idle and self._workers < self.size and not self._closed:
+            self._workers += 1
+            threading.Thread(target=self._run, name=f"{self._name}-{self._workers}",
+                             daemon=True).start()
+
+    def _run(self) -> None:
+        self._local.detached = False
+        while True:
+            with self._lock:
+                self._idle += 1
+            fn = self._queue.get()
+            with self._lock:
+                self._idle -= 1
+                if fn is not None:
+                    self._pending -= 1
+            if fn is None:
+                return
+            try:
+                fn()
+            except Exception:   # the function's own business; the worker goes on
+                logger.exception("Unexpected error in a pool worker")
+            if self._local.detached:
+                return
 
 
 class DeadlineReader(io.RawIOBase):
@@ -84,10 +175,9 @@ class DeadlineReader(io.RawIOBase):
             self._sock.settimeout(self._timeout)
 
 
-class ThreadedServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    """Accepts TLS connections and serves each in a thread of its own (see the module docstring)."""
+class ThreadedServer(socketserver.TCPServer):
+    """Accepts TLS connections and serves each on a :class:`WorkerPool` (see the module docstring)."""
 
-    daemon_threads = True
     allow_reuse_address = True
     # socketserver's default backlog of 5 drops the SYNs of a burst of clients
     # (a 1 s retransmit each): 50 concurrent clients had a p95 of 1.5 s
@@ -95,8 +185,16 @@ class ThreadedServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
 
     def __init__(self, address: tuple[str, int], tls_context: ssl.SSLContext,
                  handler_class: type[socketserver.BaseRequestHandler], *,
-                 request_timeout: float, clock: Callable[[], float] = time.monotonic) -> None:
+                 request_timeout: float, clock: Callable[[], float] = time.monotonic,
+                 workers: int = DEFAULT_WORKERS,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
         super().__init__(address, handler_class)
+        #: the threads serving connections
+        self.pool = WorkerPool(workers, name="http")
+        #: connections open at most (served or waiting for a worker)
+        self.max_connections = max_connections
+        self._open = 0
+        self._open_lock = threading.Lock()
         #: wraps the connections accepted from now on (replace it to reload)
         self.tls_context = tls_context
         #: the time a request's head, and then its body, may take to arrive
@@ -109,6 +207,40 @@ class ThreadedServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         sock, address = self.socket.accept()
         return self.tls_context.wrap_socket(sock, server_side=True,
                                             do_handshake_on_connect=False), address
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Queue the connection for a worker; over :attr:`max_connections`, close it."""
+        with self._open_lock:
+            full = self._open >= self.max_connections
+            if not full:
+                self._open += 1
+        if full:
+            logger.warning("Connection from %s refused: %d connections open",
+                           client_address[0], self.max_connections)
+            self.close_request(request)
+            return
+        try:
+            self.pool.submit(lambda: self._serve_connection(request, client_address))
+        except RuntimeError:        # shutting down
+            self._closed_one()
+            self.close_request(request)
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self._closed_one()
+            self.shutdown_request(request)
+
+    def _closed_one(self) -> None:
+        with self._open_lock:
+            self._open -= 1
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.pool.shutdown()
 
     def shutdown_request(self, request: Any) -> None:
         """Close a connection the lingering way: our FIN first, then drain its input.

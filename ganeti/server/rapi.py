@@ -1,4 +1,4 @@
-"""The RAPI daemon: HTTPS on the HTTP package's threaded core, requests parsed by ``http.server``.
+"""The RAPI daemon: HTTPS on the HTTP package's threaded core, requests parsed by its framing.
 
 ``ganeti-rapi`` runs on the master node, serves :mod:`ganeti.rapi.resources`
 and talks to the master daemon over LUXI only (one client per thread).
@@ -16,18 +16,21 @@ streams Server-Sent Events from a local copy of the master's event stream
 from __future__ import annotations
 
 import argparse
-import http.server
 import logging
 import os
+import platform
+import re
+import socketserver
 import ssl
 import stat
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ganeti import constants, crypto, errors, events, luxi, serializer
+from ganeti.http import framing
 from ganeti.http.threaded import DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
@@ -40,7 +43,8 @@ from ganeti.utils import jsonshape, localfile
 
 __all__ = ["MAX_BODY", "MAX_ANONYMOUS_BODY", "MAX_JSON_DEPTH", "MAX_JSON_VALUES",
            "TRIM_AFTER", "body_limit", "decode_body", "REQUEST_TIMEOUT", "DeadlineReader", "UsersTable", "RapiServer", "make_tls_context",
-           "check_request_body", "main"]
+           "check_request_body", "check_request_line", "error_body", "RequestHeaders", "MAX_LINE",
+           "MAX_HEADERS", "MAX_HEAD", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +62,6 @@ TRIM_AFTER = 256 * 1024
 #: a request whose head (or then body) takes longer than this to arrive (seconds),
 #: or a client silent for this long, is dropped
 REQUEST_TIMEOUT = 10.0
-_RESPONSES = http.server.BaseHTTPRequestHandler.responses
 
 
 class UsersTable:
@@ -211,119 +214,149 @@ def _status_of(exc: errors.GanetiError) -> int:
     return 500
 
 
-class _Handler(TlsConnectionMixin, http.server.BaseHTTPRequestHandler):
-    server: RapiServer
-    protocol_version = "HTTP/1.1"
-    server_version = "Ganeti-RAPI/2"
-    timeout = REQUEST_TIMEOUT
-    error_content_type = "application/json"
-    # errors found before the version is parsed get a status line too
-    default_request_version = "HTTP/1.0"
+#: a request line (its line end included) over this many bytes gets 414, a header
+#: line 431; more than MAX_HEADERS header lines 431; a whole head over MAX_HEAD 431
+MAX_LINE = 65536
+MAX_HEADERS = 100
+MAX_HEAD = 2 * MAX_LINE
+#: the methods RAPI serves; any other gets 501
+METHODS = frozenset({"GET", "PUT", "POST", "DELETE"})
+#: the Server header of every answer
+SERVER_VERSION = f"Ganeti-RAPI/2 Python/{platform.python_version()}"
+_VERSION_WORD = re.compile(r"HTTP/(\d+)\.(\d+)")
 
+
+def check_request_line(line: str) -> None:
+    """Refuse a request line RAPI answers before its headers arrive (pure).
+
+    Raises :class:`errors.HttpError`: 400 for an HTTP/0.9 request (no
+    version, so no headers follow), 505 for HTTP/2 and later.  Any other
+    malformed line is left to :mod:`ganeti.http.framing` (400).
+    """
+    words = line.split()
+    if len(words) == 2:
+        raise errors.HttpError("HTTP/0.9 requests are not supported", 400)
+    if len(words) == 3 and (m := _VERSION_WORD.fullmatch(words[2])) and int(m.group(1)) >= 2:
+        raise errors.HttpError(f"Invalid HTTP version ({words[2][:20]})", 505)
+
+
+class RequestHeaders:
+    """A request's headers, looked up by name in any case (what the checks read)."""
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self._headers = headers
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._headers.get(name.lower(), default)
+
+    def get_all(self, name: str) -> list[str] | None:
+        """A list-valued header's values (repeated headers arrive joined with ", ")."""
+        value = self._headers.get(name.lower())
+        return None if value is None else [v.strip() for v in value.split(",")]
+
+
+def error_body(status: int, explain: str | None = None) -> bytes:
+    """The JSON body of an error answer: code, reason phrase and explanation (pure)."""
+    short = framing.reason_phrase(status) or "Error"
+    return serializer.dumps({"code": status, "message": short,
+                             "explain": explain or short}).encode()
+
+
+class _Close(Exception):
+    """The connection ends now, without an answer (the peer went away or timed out)."""
+
+
+class _HttpConnection(socketserver.StreamRequestHandler):
+    """One connection's requests, parsed by :mod:`ganeti.http.framing`, answered in turn."""
+
+    server: RapiServer
+    deadline_input: DeadlineReader
     _user: str | None = None
     _size: int | None = None
     _allow: list[str] = []
-    _body_unread = False
     _large = False          # this request read a body of TRIM_AFTER bytes or more
-    raw_requestline: bytes
+    _body_unread = False    # the request has a body not read (yet)
+    _close = False          # the connection ends after this answer
+    _requestline = ""
+    _method = ""
 
-    def handle_one_request(self) -> None:
-        """One request; its head (and later its body) must arrive within the timeout."""
-        self.deadline_input.arm()
+    def handle(self) -> None:
+        parser = framing.RequestParser(max_head_size=MAX_HEAD, max_headers=MAX_HEADERS,
+                                       max_body_size=MAX_BODY, max_line_size=MAX_LINE,
+                                       defer_body_checks=True)
+        self._buf = bytearray(65536)
+        while True:
+            self._user, self._size, self._allow, self._large = None, None, [], False
+            self._requestline, self._method, self._close = "", "", False
+            self._body_unread = False
+            self.deadline_input.arm()
+            try:
+                head = self._read_head(parser)
+            except errors.HttpError as exc:
+                self._close = True
+                self._send_error(exc.status, str(exc))
+                return
+            finally:
+                self.deadline_input.disarm()
+            if head is None:
+                return
+            try:
+                self._serve(head, parser)
+            finally:
+                if self._large:
+                    release_memory()
+            if self._close or not head.keep_alive:
+                return
+
+    def _receive(self, parser: framing.RequestParser) -> None:
+        """Feed the parser what the socket has (within the armed deadline)."""
+        count = self.deadline_input.readinto(self._buf)
+        if count:
+            parser.feed(bytes(self._buf[:count]))
+        else:
+            parser.feed_eof()
+
+    def _read_head(self, parser: framing.RequestParser) -> framing.RequestHead | None:
+        """The next request's head; None when the client closed between requests."""
+        line_checked = False
+        while True:
+            if not line_checked and (line := parser.start_line()) is not None:
+                self._requestline, line_checked = line, True
+                check_request_line(line)
+            head = parser.head()
+            if head is not None:
+                return head
+            if parser.eof:
+                return None
+            self._receive(parser)
+
+    def _serve(self, head: framing.RequestHead, parser: framing.RequestParser) -> None:
+        self._method = head.method
+        self._body_unread = (head.headers.get("transfer-encoding") is not None
+                             or any(v != "0" for v in
+                                    RequestHeaders(head.headers).get_all("content-length") or []))
+        if head.method not in METHODS:
+            self._close = True
+            self._send_error(501, f"Unsupported method ({head.method[:40]!r})")
+            return
+        if not self._body_unread:
+            parser.next_request()       # no body: the request is consumed
         try:
-            super().handle_one_request()
-        finally:
-            self.deadline_input.disarm()
-
-    def parse_request(self) -> bool:
-        """The stdlib's parser, except that HTTP/0.9 (no version, no headers) gets a 400."""
-        line = str(self.raw_requestline, "iso-8859-1")
-        if len(line.split()) == 2:
-            self.command, self.request_version = "", self.default_request_version
-            self.requestline = line.rstrip("\r\n")
-            self.close_connection = True
-            self.send_error(400, "HTTP/0.9 requests are not supported")
-            return False
-        self._body_unread = False
-        ok = super().parse_request()
-        if ok:
-            self._body_unread = (self.headers.get("Transfer-Encoding") is not None
-                                 or any(v.strip() != "0" for v in
-                                        self.headers.get_all("Content-Length") or []))
-        return ok
-
-    # one function for every method: unknown ones get the server's 501
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_PUT(self) -> None:
-        self._serve("PUT")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-    def log_request(self, code: Any = "-", size: Any = "-") -> None:
-        status = int(code) if str(code).isdigit() else 0
-        self.server.access_log.log(self.client_address[0], self._user,
-                                   self.requestline, status, self._size)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-        logger.debug("%s: " + format, self.client_address[0], *args)
-
-    def send_error(self, code: int, message: str | None = None,
-                   explain: str | None = None) -> None:
-        """Every error, ours and the stdlib parser's, as a Ganeti JSON error body."""
-        short = _RESPONSES.get(code, ("Error", ""))[0]
-        body = serializer.dumps({"code": code, "message": short,
-                                 "explain": explain or message or short}).encode()
-        self._size = len(body)
-        self.send_response(code, short)
-        if code == 401:
-            self.send_header("WWW-Authenticate", f'Basic realm="{users.REALM}"')
-        if code == 405 and getattr(self, "_allow", None):
-            self.send_header("Allow", ", ".join(self._allow))
-        if code in (400, 413, 414, 431, 501) or code >= 500 or self._body_unread:
-            # an unread body would be taken for the next request
-            self.close_connection = True
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self._send_body(body)
-
-    def _send_body(self, body: bytes, content_type: str = "application/json") -> None:
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _serve(self, method: str) -> None:
-        self._user, self._size, self._allow, self._large = None, None, [], False
-        try:
-            self._serve_checked(method)
-        finally:
-            if self._large:
-                release_memory()
-
-    def _serve_checked(self, method: str) -> None:
-        try:
-            result = self._process(method)
+            result = self._process(head, parser)
             if isinstance(result, stream.StreamRequest):
-                result = result.resumed(self.headers.get("Last-Event-ID"))
+                result = result.resumed(head.headers.get("last-event-id"))
         except (TimeoutError, ConnectionError, ssl.SSLError):
-            self.close_connection = True
+            self._close = True
             raise
         except errors.GanetiError as exc:
             status = _status_of(exc)
             if status >= 500:
-                logger.error("%s %s failed: %s", method, self.path, exc)
-            self.send_error(status, explain=str(exc))
+                logger.error("%s %s failed: %s", head.method, head.target, exc)
+            self._send_error(status, str(exc))
             return
         except Exception:   # never a traceback to the client
-            logger.exception("Unexpected error in %s %s", method, self.path)
-            self.send_error(500, explain="Internal error; see the RAPI daemon's log")
+            logger.exception("Unexpected error in %s %s", head.method, head.target)
+            self._send_error(500, "Internal error; see the RAPI daemon's log")
             return
         if isinstance(result, stream.StreamRequest):
             self._stream(result)
@@ -333,21 +366,48 @@ class _Handler(TlsConnectionMixin, http.server.BaseHTTPRequestHandler):
             content_type, body = result.content_type, result.body
         else:
             body = serializer.dumps(result).encode()
+        self._answer(200, [("Content-Type", content_type)], body)
+
+    def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        """Send one answer (and log it); a reply to HEAD has no body."""
         self._size = len(body)
-        self.send_response(200)
-        self._send_body(body, content_type)
+        head = [("Server", SERVER_VERSION), ("Date", framing.http_date(time.time()))]
+        self.wfile.write(framing.build_response(status, head + headers, body,
+                                                keep_alive=not self._close,
+                                                head_only=self._method == "HEAD"))
+        self._log(status)
+
+    def _log(self, status: int) -> None:
+        self.server.access_log.log(self.client_address[0], self._user, self._requestline,
+                                   status, self._size)
+
+    def _send_error(self, status: int, explain: str | None = None) -> None:
+        """Every error as a Ganeti JSON error body; the connection closes after those that
+        leave the stream in doubt (a body unread would be taken for the next request)."""
+        headers = [("Content-Type", "application/json")]
+        if status == 401:
+            headers.append(("WWW-Authenticate", f'Basic realm="{users.REALM}"'))
+        if status == 405 and self._allow:
+            headers.append(("Allow", ", ".join(self._allow)))
+        if status in (400, 413, 414, 431, 501) or status >= 500 or self._body_unread:
+            self._close = True
+        try:
+            self._answer(status, headers, error_body(status, explain))
+        except (OSError, ValueError) as exc:
+            logger.debug("Error answer to %s not sent: %s", self.client_address[0], exc)
 
     def _stream(self, request: stream.StreamRequest) -> None:
-        """Serve ``GET /2/events``: headers once subscribed, then events until
-        the client goes away (the body ends when the connection closes)."""
-        self.close_connection = True
+        """Serve ``GET /2/events``: the head once subscribed, then events until the
+        client goes away (the body ends when the connection closes).  The thread
+        leaves the server's worker pool first: a stream never holds a worker."""
+        self._close = True
+        self.server.pool.detach()
 
         def begin() -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
+            self.wfile.write(framing.build_stream_head(200, [
+                ("Server", SERVER_VERSION), ("Date", framing.http_date(time.time())),
+                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]))
+            self._log(200)
 
         try:
             stream.serve_events(self.server.event_bus, request, self.wfile.write, begin=begin,
@@ -355,48 +415,69 @@ class _Handler(TlsConnectionMixin, http.server.BaseHTTPRequestHandler):
         except (TimeoutError, ConnectionError, ssl.SSLError) as exc:
             logger.debug("Event stream to %s ended: %s", self.client_address[0], exc)
 
-    def _process(self, method: str) -> Any:
-        url = urllib.parse.urlsplit(self.path)
+    def _read_body(self, head: framing.RequestHead, parser: framing.RequestParser) -> bytes:
+        """The request's body (``Content-Length`` bytes), within the request deadline."""
+        if (head.headers.get("expect", "").lower() == "100-continue"
+                and head.version == "HTTP/1.1"):
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        self.deadline_input.arm()
+        try:
+            while True:
+                try:
+                    request = parser.next_request()
+                except errors.HttpError as exc:
+                    self._close = True
+                    raise errors.HttpError("Request body ended early", 400) from exc
+                if request is not None:
+                    return request.body
+                self._receive(parser)
+        finally:
+            self.deadline_input.disarm()
+
+    def _process(self, head: framing.RequestHead, parser: framing.RequestParser) -> Any:
+        url = urllib.parse.urlsplit(head.target)
         try:
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True,
                                           strict_parsing=bool(url.query), errors="strict")
         except (ValueError, UnicodeDecodeError) as exc:
             raise errors.HttpError(f"Invalid query string: {exc}", 400) from exc
         path = url.path     # raw: split at "/" before decoding (ganeti.rapi.uri)
+        method = head.method
+        headers = RequestHeaders(head.headers)
         self._allow = resources.allowed_methods(path)
         route, args = resources.match(method, path)
-        decision = users.authorize(self.server.users.get(), self.headers.get("Authorization"),
+        decision = users.authorize(self.server.users.get(), headers.get("Authorization"),
                                    needs_write=route.needs_write,
                                    require_auth=self.server.require_auth)
         self._user = decision.user
         if decision.status != 200:
             raise errors.HttpError(decision.message, decision.status)
         limit = body_limit(decision.user is not None)
-        length = check_request_body(method, self.headers, limit)
+        length = check_request_body(method, headers, limit)
         body: Any = None
-        if length:
-            self.deadline_input.arm()
-            try:
-                data = self.rfile.read(length)
-            finally:
-                self.deadline_input.disarm()
+        if self._body_unread:
+            data = self._read_body(head, parser)
             self._body_unread = False
-            if len(data) != length:
-                self.close_connection = True
-                raise errors.HttpError("Request body ended early", 400)
-            self._large = length >= TRIM_AFTER
-            body = decode_body(data)
+            if length:
+                self._large = length >= TRIM_AFTER
+                body = decode_body(data)
             del data
         ctx = resources.Ctx(method=method, args=args, query=query, body=body,
                             client=self.server.luxi_client(), user=decision.user, path=path)
         return resources.dispatch(route, ctx)
 
 
+class _Handler(TlsConnectionMixin, _HttpConnection):
+    """A RAPI connection: TLS handshake in the worker, then its requests."""
+
+    server: RapiServer
+
+
 class RapiServer(ThreadedServer):
     """The RAPI daemon's server: the HTTP package's threaded core
-    (:mod:`ganeti.http.threaded`: a thread per connection, TLS handshakes
-    in it, deadlines, lingering close) with the users, the access log, the
-    LUXI clients and the event bus."""
+    (:mod:`ganeti.http.threaded`: a bounded worker pool, TLS handshakes in
+    it, deadlines, lingering close) with the users, the access log, the
+    LUXI clients (one per worker thread) and the event bus."""
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,

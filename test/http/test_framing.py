@@ -432,3 +432,59 @@ def test_garbage_never_crashes_the_parser(data: bytes) -> None:
             pass
     except errors.HttpError as exc:
         assert exc.status in (400, 413, 431, 501)
+
+
+# --- the RAPI daemon's options: line limits, deferred body checks, the start line -----------
+
+def test_a_long_request_line_is_a_414_before_its_end_arrives() -> None:
+    parser = framing.RequestParser(max_line_size=100, max_head_size=1000)
+    parser.feed(b"GET /" + b"a" * 200)
+    with pytest.raises(errors.HttpError) as info:
+        parser.head()
+    assert info.value.status == 414
+
+
+def test_a_long_header_line_is_a_431_and_short_lines_pass() -> None:
+    err = _refused(b"GET / HTTP/1.1\r\nX-A: " + b"v" * 200 + b"\r\n\r\n",
+                   max_line_size=100, max_head_size=1000)
+    assert err.status == 431 and "Header line" in str(err)
+    request = _parse_one(b"GET / HTTP/1.1\r\nX-A: " + b"v" * 90 + b"\r\n\r\n",
+                         max_line_size=100, max_head_size=1000)
+    assert request.headers["x-a"] == "v" * 90
+
+
+def test_without_a_line_limit_a_long_head_is_a_431() -> None:
+    err = _refused(b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\n\r\n", max_head_size=1000)
+    assert err.status == 431
+
+
+@pytest.mark.parametrize("headers", [b"Transfer-Encoding: chunked\r\n",
+                                     b"Content-Length: 99999\r\n", b"Content-Length: x\r\n"],
+                         ids=["chunked", "too-large", "invalid"])
+def test_deferred_body_checks_give_the_head(headers: bytes) -> None:
+    data = b"PUT /x HTTP/1.1\r\n" + headers + b"\r\n"
+    strict = framing.RequestParser(max_body_size=100)
+    strict.feed(data)
+    with pytest.raises(errors.HttpError):
+        strict.head()
+    lenient = framing.RequestParser(max_body_size=100, defer_body_checks=True)
+    lenient.feed(data)
+    head = lenient.head()
+    assert head is not None and head.target == "/x" and head.content_length == 0
+
+
+def test_start_line_is_seen_before_the_headers_and_not_consumed() -> None:
+    parser = framing.RequestParser()
+    parser.feed(b"GET /version HTTP/1.1")
+    assert parser.start_line() is None
+    parser.feed(b"\r\nHost: x\r\n")
+    assert parser.start_line() == "GET /version HTTP/1.1" and parser.head() is None
+    parser.feed(b"\r\n")
+    request = parser.next_request()
+    assert request is not None and request.target == "/version"
+
+
+def test_stream_head_has_no_content_length() -> None:
+    head = framing.build_stream_head(200, [("Content-Type", "text/event-stream")])
+    assert head == (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Connection: close\r\n\r\n")

@@ -81,3 +81,53 @@ def test_a_stalled_handshake_holds_no_other_client(server) -> None:
         with _connect(server) as conn:
             conn.sendall(b"next\n")
             assert _read_all(conn) == b"echo next\n"
+
+
+# --- the worker pool ----------------------------------------------------------------------------
+
+def test_the_pool_runs_at_most_its_size_at_once() -> None:
+    import time
+    pool = threaded.WorkerPool(2, name="t")
+    release, lock = threading.Event(), threading.Lock()
+    running, peak, done = [0], [0], threading.Semaphore(0)
+
+    def job() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        release.wait(10)
+        with lock:
+            running[0] -= 1
+        done.release()
+
+    for _ in range(5):
+        pool.submit(job)
+    for _ in range(50):             # let the workers pick up what they can
+        if running[0] == 2:
+            break
+        time.sleep(0.02)
+    assert running[0] == 2 and pool.workers == 2
+    release.set()
+    assert all(done.acquire(timeout=10) for _ in range(5))
+    assert peak[0] == 2
+    pool.shutdown()
+
+
+def test_a_detached_job_leaves_its_worker_to_others() -> None:
+    pool = threaded.WorkerPool(1, name="t")
+    hold, ran = threading.Event(), threading.Event()
+
+    def long_lived() -> None:
+        pool.detach()
+        hold.wait(10)
+
+    pool.submit(long_lived)
+    pool.submit(ran.set)            # with one worker, it runs only if the first detached
+    assert ran.wait(10)
+    hold.set()
+    pool.shutdown()
+
+
+def test_a_pool_needs_a_thread() -> None:
+    with pytest.raises(ValueError):
+        threaded.WorkerPool(0)
