@@ -269,7 +269,7 @@ class TlsConnectionMixin(socketserver.StreamRequestHandler):
     ``TCP_NODELAY``, and reads through a :class:`DeadlineReader` (:attr:`deadline_input`).
 
     Put it first among the bases (``class H(TlsConnectionMixin,
-    BaseHTTPRequestHandler)``): its :meth:`handle` does the handshake and
+    MyHttpConnection)``): its :meth:`handle` does the handshake and
     then the next class's.  The subclass arms :attr:`deadline_input`
     before each request's head (and body) and disarms it after.
     """

@@ -31,7 +31,7 @@ from typing import Any
 
 from ganeti import constants, crypto, errors, events, luxi, serializer
 from ganeti.http import framing
-from ganeti.http.threaded import DeadlineReader, ThreadedServer, TlsConnectionMixin
+from ganeti.http.threaded import DEFAULT_WORKERS, DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
 from ganeti.rapi import resources, stream, users
@@ -484,8 +484,10 @@ class RapiServer(ThreadedServer):
                  pem: str | None = None,
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
                  keepalive: float = stream.KEEPALIVE, request_timeout: float = REQUEST_TIMEOUT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(address, tls, _Handler, request_timeout=request_timeout, clock=clock)
+                 clock: Callable[[], float] = time.monotonic,
+                 workers: int = DEFAULT_WORKERS) -> None:
+        super().__init__(address, tls, _Handler, request_timeout=request_timeout, clock=clock,
+                         workers=workers)
         #: the key and certificate file :meth:`reload_certificate` reads
         self.pem = pem
         self.fingerprint: str | None = _fingerprint(pem) if pem else None

@@ -213,3 +213,42 @@ def test_certificate_reload_for_new_connections(tmp_path):
         for thread in threads:
             thread.join(10)
         srv.server_close()
+
+
+# --- a bounded pool: event streams do not hold its workers ----------------------------------
+
+def test_open_event_streams_leave_the_one_worker_to_requests(tmp_path):
+    key, cert = crypto.generate_self_signed_cert("rapi.test")
+    crypto.write_pem_pair(str(tmp_path / "rapi.pem"), key, cert)
+    (tmp_path / "users").write_text("")
+    srv = rapi.RapiServer(("127.0.0.1", 0), rapi.make_tls_context(str(tmp_path / "rapi.pem")),
+                          users_table=rapi.UsersTable(str(tmp_path / "users")),
+                          access_log=AccessLog(str(tmp_path / "access.log")),
+                          luxi_address=str(tmp_path / "no-masterd"), workers=1)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.start()
+    streams = []
+    try:
+        for _ in range(3):      # three streams, each opened while the others stay open
+            fuzzer = rapi_fuzz.Fuzzer(srv.server_address, timeout=15)
+            streams.append(fuzzer)
+            sock = fuzzer._connect()
+            sock.sendall(b"GET /2/events HTTP/1.1\r\nHost: x\r\n\r\n")
+            status = fuzzer._fh.readline(1000)
+            assert status.startswith(b"HTTP/1.1 200 ")
+            head = b""
+            for _ in range(20):
+                line = fuzzer._fh.readline(1000)
+                head += line
+                if line in (b"\r\n", b""):
+                    break
+            assert b"text/event-stream" in head.lower() and b"content-length" not in head.lower()
+        (answer,) = _exchange(srv.server_address, _VERSION)
+        assert answer.status == 200 and answer.body == b"2"
+    finally:
+        srv.stopping.set()
+        for fuzzer in streams:
+            fuzzer.close()
+        srv.shutdown()
+        thread.join(10)
+        srv.server_close()

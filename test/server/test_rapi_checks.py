@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.message
+import json
 import os
 import ssl
 import sys
@@ -171,3 +172,34 @@ def test_deadline_reader_ends_a_dripped_request_and_restores_the_timeout() -> No
                          ids=["fenced", "failing-over"])
 def test_not_the_master_is_503(exc):
     assert rapi._status_of(exc) == 503
+
+
+# --- the request line and headers, as RAPI judges them ----------------------------------------
+
+@pytest.mark.parametrize(("line", "status"), [
+    ("GET /version", 400), ("GET /version HTTP/2.0", 505), ("GET / HTTP/3.1", 505),
+], ids=["http09", "http2", "http3"])
+def test_request_lines_answered_before_the_headers(line: str, status: int) -> None:
+    with pytest.raises(errors.HttpError) as info:
+        rapi.check_request_line(line)
+    assert info.value.status == status
+
+
+@pytest.mark.parametrize("line", ["GET /version HTTP/1.1", "GET /version HTTP/1.0",
+                                  "NOT-HTTP", "GET / HTTP/1.1 extra", "GET / HTTP/x.y"])
+def test_other_request_lines_are_left_to_the_framing(line: str) -> None:
+    rapi.check_request_line(line)
+
+
+def test_request_headers_by_any_case_and_list_values() -> None:
+    headers = rapi.RequestHeaders({"content-length": "2, 2", "authorization": "Basic x"})
+    assert headers.get("Authorization") == "Basic x" and headers.get("X-None") is None
+    assert headers.get_all("Content-Length") == ["2", "2"]
+    assert rapi.check_request_body("PUT", rapi.RequestHeaders(
+        {"content-length": "2", "content-type": "application/json"})) == 2
+
+
+def test_error_body_is_ganeti_json() -> None:
+    assert json.loads(rapi.error_body(414)) == {
+        "code": 414, "message": "Request-URI Too Long", "explain": "Request-URI Too Long"}
+    assert json.loads(rapi.error_body(400, "bad"))["explain"] == "bad"
