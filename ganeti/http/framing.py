@@ -180,6 +180,8 @@ class _Parser:
         self._buf = bytearray()
         self._scan = 0          # where the search for the end of the head resumes
         self._head_len = 0      # bytes of the current message's head, blank line included
+        self._line_start = 0    # where the line limit's check resumes (a line's start)
+        self._line_no = 0       # and which line of the head that is (0: the start line)
         self._head: RequestHead | ResponseHead | None = None
         self._eof = False
 
@@ -239,17 +241,19 @@ class _Parser:
         """Refuse a line of ``self._buf[:end]`` (the head so far) longer than
         :attr:`max_line_size`: 414 for the request line, 431 for a header line."""
         assert self.max_line_size is not None
-        limit, buf, start = self.max_line_size, self._buf, 0
+        limit, buf, start = self.max_line_size, self._buf, self._line_start
         while start < end:
             stop = buf.find(b"\n", start, end)
             length = (end if stop < 0 else stop + 1) - start
             if length > limit:
-                if start == 0:
+                if self._line_no == 0:
                     raise self._error(f"Request line too long (over {limit} bytes)", 414)
                 raise self._error(f"Header line too long (over {limit} bytes)", 431)
             if stop < 0:
-                return
+                break
             start = stop + 1
+            self._line_no += 1
+        self._line_start = start    # complete lines are not looked at again
 
     def start_line(self) -> str | None:
         """The first line of the message being received, once complete (without its
@@ -337,6 +341,7 @@ class _Parser:
         self._head = None
         self._head_len = 0
         self._scan = 0
+        self._line_start = self._line_no = 0
         return body
 
 

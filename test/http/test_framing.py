@@ -488,3 +488,16 @@ def test_stream_head_has_no_content_length() -> None:
     head = framing.build_stream_head(200, [("Content-Type", "text/event-stream")])
     assert head == (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                     b"Connection: close\r\n\r\n")
+
+
+def test_line_limits_hold_when_bytes_come_one_by_one_and_for_the_next_request() -> None:
+    parser = framing.RequestParser(max_line_size=40, max_head_size=1000)
+    first = b"GET /a HTTP/1.1\r\nX-A: " + b"v" * 30 + b"\r\n\r\n"
+    for byte in first:
+        parser.feed(bytes([byte]))
+        parser.head()
+    assert parser.next_request() is not None
+    parser.feed(b"GET /b HTTP/1.1\r\nX-B: " + b"w" * 60)
+    with pytest.raises(errors.HttpError) as info:
+        parser.head()
+    assert info.value.status == 431
