@@ -51,9 +51,12 @@ logger = logging.getLogger(__name__)
 #: much, so that a client still sending gets the answer rather than a reset
 LINGER_TIME = 2.0
 LINGER_BYTES = 1024 * 1024
-#: connections served at once, and connections open at most (served or waiting)
-DEFAULT_WORKERS = 64
+#: connections open at most (served or waiting), and connections served at once:
+#: as many, because a worker holds its connection while it waits for the client's
+#: next request (a selector for idle connections would let fewer serve more); a
+#: smaller pool would let that many slow or idle clients hold up everyone else
 DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_WORKERS = DEFAULT_MAX_CONNECTIONS
 
 
 class WorkerPool:
