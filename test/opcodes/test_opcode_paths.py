@@ -24,8 +24,9 @@ OTHER_PATHS = {
     "OP_CLUSTER_VERIFY_GROUP": ("cmdlib/verify.py", "gnt-cluster verify's job submits it"),
     "OP_GROUP_VERIFY_DISKS": ("cmdlib/verify.py", "gnt-cluster verify-disks's job submits it"
                               " (and the watcher, once per group)"),
-    "OP_BACKUP_PREPARE": ("rapi/resources.py", "PUT /2/instances/[name]/prepare-export;"
-                                               " upstream's gnt-backup has no verb for it"),
+    "OP_BACKUP_PREPARE": ("rapi/resources/instances.py", "PUT /2/instances/[name]/"
+                                                         "prepare-export; upstream's gnt-backup has"
+                                                         " no verb for it"),
     "OP_CLUSTER_QUERY": (None, "the CLI asks QueryClusterInfo over LUXI; for RAPI and"
                                " gnt-job submit"),
     "OP_OS_DIAGNOSE": (None, "gnt-os queries the os resource over LUXI; for RAPI and"
