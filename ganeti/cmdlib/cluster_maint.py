@@ -173,14 +173,11 @@ class LUClusterRepairDiskSizes(NoHooksLU[OpClusterRepairDiskSizes]):
         results = self.require_rpc().per_node(disks, lambda rpc, node: rpc.call_blockdev_getdimensions(
             node, disks=disks[node]))
         changed: list[list[Any]] = []
-        for node_name in sorted(per_node):
+        for node_name, payload in results.answered(
+                sorted(per_node), lambda node, why: self.LogWarning(
+                    f"Failure in blockdev_getdimensions call to node {node}: {why}")):
             entries = per_node[node_name]
-            res = results.get(node_name)
-            if res is None or res.failed:
-                self.LogWarning(f"Failure in blockdev_getdimensions call to node {node_name}:"
-                                f" {res.fail_msg if res is not None else 'no answer'}")
-                continue
-            outcomes = size_mismatches([d for _, _, d in entries], res.payload)
+            outcomes = size_mismatches([d for _, _, d in entries], payload)
             for (inst, idx, disk), outcome in zip(entries, outcomes):
                 if isinstance(outcome, str):
                     self.LogWarning(f"Disk {idx} of instance {inst.name} {outcome}, ignoring")

@@ -116,15 +116,12 @@ class LUNodeQueryStorage(NoHooksLU[OpNodeQueryStorage]):
             [n.name for n in wanted], su_name=self.storage_type, su_args=self._su_args(),
             name=self.op.name, fields=asked)
         rows: list[list[Any]] = []
-        for node in wanted:
-            res = results.get(node.name)
-            if res is None or res.fail_msg:
-                self.LogWarning(f"Cannot get the storage units of {node.name}:"
-                                f" {res.fail_msg if res is not None else 'no answer'}")
-                continue
-            units = [dict(zip(asked, unit)) for unit in res.payload or []]
+        for name, payload in results.answered(
+                [n.name for n in wanted],
+                lambda node, why: self.LogWarning(f"Cannot get the storage units of {node}: {why}")):
+            units = [dict(zip(asked, unit)) for unit in payload or []]
             for unit in sorted(units, key=lambda u: query.nice_sort_key(str(u[constants.SF_NAME]))):
-                unit[constants.SF_NODE] = node.name
+                unit[constants.SF_NODE] = name
                 unit[constants.SF_TYPE] = self.storage_type
                 rows.append([unit[f] for f in fields])
         return rows
@@ -253,12 +250,10 @@ class LUNodeQueryvols(NoHooksLU[OpNodeQueryvols]):
         results = self.require_rpc().call_volume_list([n.name for n in wanted], units=units)
         owners = self._owners()
         rows: list[list[str]] = []
-        for node in wanted:
-            res = results.get(node.name)
-            if res is None or res.fail_msg:
-                self.LogWarning(f"Can't compute volume data on node {node.name}:"
-                                f" {res.fail_msg if res is not None else 'no answer'}")
-                continue
-            rows += volume_rows(node.name, res.payload or [], owners.get(node.uuid, {}),
+        uuids = {n.name: n.uuid for n in wanted}
+        for name, payload in results.answered(
+                uuids, lambda node, why: self.LogWarning(
+                    f"Can't compute volume data on node {node}: {why}")):
+            rows += volume_rows(name, payload or [], owners.get(uuids[name], {}),
                                 list(self.op.output_fields))
         return rows

@@ -10,6 +10,7 @@ order the nodes were given, with :meth:`RpcResults.one` for the common
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,3 +69,17 @@ class RpcResults(dict[str, RpcResult]):
             raise errors.OpExecError(f"{what or self.procedure}: no answer from node {node}")
         result.raise_on_failure(what or f"{self.procedure} failed on node {node}")
         return result.payload
+
+    def answered(self, nodes: Iterable[str],
+                 warn: Callable[[str, str], None]) -> Iterator[tuple[str, Any]]:
+        """``(node, payload)`` of each of ``nodes`` that answered, in that order.
+
+        For a node that failed or was not called, ``warn(node, why)`` is
+        called instead (``why`` is the failure message, or ``no answer``).
+        """
+        for node in nodes:
+            result = self.get(node)
+            if result is None or result.failed:
+                warn(node, (result.fail_msg or "failed") if result is not None else "no answer")
+                continue
+            yield node, result.payload

@@ -134,6 +134,18 @@ def test_one_raises_naming_what_and_the_node_message() -> None:
         res.one("n1")
 
 
+def test_answered_yields_the_payloads_in_order_and_warns_for_the_others() -> None:
+    res = RpcResults("volume_list", {
+        "n1": RpcResult("n1", payload=[1]),
+        "n2": RpcResult("n2", fail_msg="disk on fire"),
+        "n3": RpcResult("n3", payload=[3]),
+    })
+    warned: list[tuple[str, str]] = []
+    got = list(res.answered(["n3", "n2", "n4", "n1"], lambda node, why: warned.append((node, why))))
+    assert got == [("n3", [3]), ("n1", [1])]
+    assert warned == [("n2", "disk on fire"), ("n4", "no answer")]
+
+
 def test_one_refuses_a_node_that_was_not_called() -> None:
     res = _runner([]).call_version("n1")
     with pytest.raises(errors.OpExecError, match="version: no answer from node n2"):
