@@ -24,7 +24,7 @@ from __future__ import annotations
 # typing.TYPE_CHECKING without importing typing (the CLI's start-up path)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypedDict, Unpack
 
 
 class _NotSent:
@@ -41,7 +41,14 @@ NOT_SENT: Any = _NotSent()
 
 
 def _op(op_id: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not NOT_SENT}}
+    """The opcode dict: ``params`` (a function's ``locals()``) with its envelope merged in;
+    a keyword that is neither the opcode's nor the envelope's is a ``TypeError``."""
+    unknown = set(params["envelope"]) - _ENVELOPE_KEYS
+    if unknown:
+        raise TypeError(f"{op_id} has no parameter {', '.join(sorted(unknown))}")
+    sent = {**params, **params["envelope"]}
+    return {"OP_ID": op_id, **{k: v for k, v in sent.items()
+                               if k != "envelope" and v is not NOT_SENT}}
 
 
 def drop_none(op: dict[str, Any]) -> dict[str, Any]:
@@ -161,6 +168,22 @@ OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH,
     OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE})
 
+
+if TYPE_CHECKING:
+    class Envelope(TypedDict, total=False):
+        """The fields every opcode has (``OpCode``'s); any may be left out."""
+
+        dry_run: bool | None
+        debug_level: int | None
+        priority: int
+        depends: list[Any] | None
+        comment: str | None
+        reason: list[Any]
+
+
+#: the keywords ``**envelope`` takes (``_op`` refuses any other)
+_ENVELOPE_KEYS = frozenset({"dry_run", "debug_level", "priority", "depends", "comment", "reason"})
+
 #: Ganeti's opcodes that documents we read or write name, not implemented here
 #: (ganeti/opcodes/upstream.py, NAMED_ONLY)
 OP_INSTANCE_REPLACE_DISKS = "OP_INSTANCE_REPLACE_DISKS"
@@ -174,9 +197,7 @@ def backup_export(instance_name: str, *, instance_uuid: str | None = NOT_SENT,
         destination_x509_ca: str | None = NOT_SENT, zero_free_space: bool = NOT_SENT,
         zeroing_timeout_fixed: int | None = NOT_SENT,
         zeroing_timeout_per_mib: float | None = NOT_SENT, long_sleep: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Export an instance (its config and disk images) to a node; returns (bool, [bool per
     disk]).
     """
@@ -184,69 +205,48 @@ def backup_export(instance_name: str, *, instance_uuid: str | None = NOT_SENT,
 
 
 def backup_prepare(instance_name: str, mode: str, *, instance_uuid: str | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Prepare an instance export (``local``: nothing to prepare; returns None)."""
     return _op(OP_BACKUP_PREPARE, locals())
 
 
 def backup_remove(instance_name: str, *, instance_uuid: str | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Remove the exports of an instance (also of one no longer in the cluster)."""
     return _op(OP_BACKUP_REMOVE, locals())
 
 
-def cluster_activate_master_ip(*, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_activate_master_ip(**envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Activate the master IP address on the master node (setup script ``start``)."""
     return _op(OP_CLUSTER_ACTIVATE_MASTER_IP, locals())
 
 
-def cluster_deactivate_master_ip(*, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_deactivate_master_ip(**envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Deactivate the master IP address on the master node (setup script ``stop``)."""
     return _op(OP_CLUSTER_DEACTIVATE_MASTER_IP, locals())
 
 
-def cluster_destroy(*, dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_destroy(**envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Destroy the cluster: only possible with the master as the last node."""
     return _op(OP_CLUSTER_DESTROY, locals())
 
 
-def cluster_post_init(*, dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_post_init(**envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Run the cluster-init post hooks (submitted right after ``gnt-cluster init``)."""
     return _op(OP_CLUSTER_POST_INIT, locals())
 
 
-def cluster_query(*, dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_query(**envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Return the cluster information dict (same as LUXI QueryClusterInfo)."""
     return _op(OP_CLUSTER_QUERY, locals())
 
 
-def cluster_redist_conf(*, dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_redist_conf(**envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Push the configuration, ssconf and cluster files to all nodes."""
     return _op(OP_CLUSTER_REDIST_CONF, locals())
 
 
-def cluster_rename(name: str, *, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_rename(name: str, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Rename the cluster; the master IP becomes the new name's address."""
     return _op(OP_CLUSTER_RENAME, locals())
 
@@ -257,17 +257,13 @@ def cluster_renew_crypto(*, new_cluster_certificate: bool = NOT_SENT,
         new_confd_hmac_key: bool = NOT_SENT, node_certificates: bool = NOT_SENT,
         renew_ssh_keys: bool = NOT_SENT, ssh_key_type: str | None = NOT_SENT,
         ssh_key_bits: int | None = NOT_SENT, verbose: bool = NOT_SENT, debug: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Renew cluster crypto material and push it to every online node."""
     return _op(OP_CLUSTER_RENEW_CRYPTO, locals())
 
 
-def cluster_repair_disk_sizes(*, instances: list[str] = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_repair_disk_sizes(*, instances: list[str] = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Record the real sizes of instance disks where the configuration differs."""
     return _op(OP_CLUSTER_REPAIR_DISK_SIZES, locals())
 
@@ -293,9 +289,7 @@ def cluster_set_params(*, enabled_hypervisors: list[str] | None = NOT_SENT,
         ipolicy: dict[str, Any] | None = NOT_SENT, hidden_os: list[Any] | None = NOT_SENT,
         blacklisted_os: list[Any] | None = NOT_SENT, install_image: str | None = NOT_SENT,
         instance_communication_network: str | None = NOT_SENT, force: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change cluster parameters; only the given (non-null) fields change."""
     return _op(OP_CLUSTER_SET_PARAMS, locals())
 
@@ -303,27 +297,20 @@ def cluster_set_params(*, enabled_hypervisors: list[str] | None = NOT_SENT,
 def cluster_verify(*, group_name: str | None = NOT_SENT, error_codes: bool = NOT_SENT,
         debug_simulate_errors: bool = NOT_SENT, skip_checks: list[str] = NOT_SENT,
         ignore_errors: list[str] = NOT_SENT, verbose: bool = NOT_SENT,
-        verify_clutter: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        verify_clutter: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Submit one VERIFY_CONFIG job and one VERIFY_GROUP job per node group."""
     return _op(OP_CLUSTER_VERIFY, locals())
 
 
 def cluster_verify_config(*, error_codes: bool = NOT_SENT, debug_simulate_errors: bool = NOT_SENT,
         ignore_errors: list[str] = NOT_SENT, verbose: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Verify the configuration and the cluster-wide state; result True if clean."""
     return _op(OP_CLUSTER_VERIFY_CONFIG, locals())
 
 
-def cluster_verify_disks(*, group_name: str | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def cluster_verify_disks(*, group_name: str | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Submit one OP_GROUP_VERIFY_DISKS job per node group (or for ``group_name``)."""
     return _op(OP_CLUSTER_VERIFY_DISKS, locals())
 
@@ -331,10 +318,7 @@ def cluster_verify_disks(*, group_name: str | None = NOT_SENT, dry_run: bool | N
 def cluster_verify_group(group_name: str, *, error_codes: bool = NOT_SENT,
         debug_simulate_errors: bool = NOT_SENT, skip_checks: list[str] = NOT_SENT,
         ignore_errors: list[str] = NOT_SENT, verbose: bool = NOT_SENT,
-        verify_clutter: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        verify_clutter: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Verify the nodes of one group; result True if no error was found."""
     return _op(OP_CLUSTER_VERIFY_GROUP, locals())
 
@@ -343,18 +327,14 @@ def group_add(group_name: str, *, alloc_policy: str | None = NOT_SENT,
         ndparams: dict[str, Any] | None = NOT_SENT,
         diskparams: dict[str, dict[str, Any]] | None = NOT_SENT,
         ipolicy: dict[str, Any] | None = NOT_SENT, hv_state: dict[str, Any] | None = NOT_SENT,
-        disk_state: dict[str, Any] | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        disk_state: dict[str, Any] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Add a node group."""
     return _op(OP_GROUP_ADD, locals())
 
 
 def group_assign_nodes(group_name: str, nodes: list[str], *, force: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Move nodes into a node group."""
     return _op(OP_GROUP_ASSIGN_NODES, locals())
 
@@ -362,26 +342,18 @@ def group_assign_nodes(group_name: str, nodes: list[str], *, force: bool = NOT_S
 def group_evacuate(group_name: str, *, target_groups: list[str] = NOT_SENT,
         iallocator: str | None = NOT_SENT, early_release: bool = NOT_SENT,
         sequential: bool = NOT_SENT, force_failover: bool = NOT_SENT, plan_only: bool = NOT_SENT,
-        apply_plan: dict[str, Any] | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        apply_plan: dict[str, Any] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Move every instance of a group to other groups; result as OP_NODE_EVACUATE."""
     return _op(OP_GROUP_EVACUATE, locals())
 
 
-def group_remove(group_name: str, *, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def group_remove(group_name: str, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Remove an empty node group."""
     return _op(OP_GROUP_REMOVE, locals())
 
 
-def group_rename(group_name: str, new_name: str, *, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def group_rename(group_name: str, new_name: str, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Rename a node group."""
     return _op(OP_GROUP_RENAME, locals())
 
@@ -390,27 +362,19 @@ def group_set_params(group_name: str, *, alloc_policy: str | None = NOT_SENT,
         ndparams: dict[str, Any] | None = NOT_SENT,
         diskparams: dict[str, dict[str, Any]] | None = NOT_SENT,
         ipolicy: dict[str, Any] | None = NOT_SENT, hv_state: dict[str, Any] | None = NOT_SENT,
-        disk_state: dict[str, Any] | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        disk_state: dict[str, Any] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change a node group's allocation policy and parameters."""
     return _op(OP_GROUP_SET_PARAMS, locals())
 
 
-def group_verify_disks(group_name: str, *, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def group_verify_disks(group_name: str, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Check the disks of a group's instances (doc/protocols/opcodes.md, "Verify disks")."""
     return _op(OP_GROUP_VERIFY_DISKS, locals())
 
 
 def instance_activate_disks(instance_name: str, *, ignore_size: bool = NOT_SENT,
-        wait_for_sync: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        wait_for_sync: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Assemble the disks of an instance; returns [(node, iv_name, path)]."""
     return _op(OP_INSTANCE_ACTIVATE_DISKS, locals())
 
@@ -418,17 +382,12 @@ def instance_activate_disks(instance_name: str, *, ignore_size: bool = NOT_SENT,
 def instance_change_group(instance_name: str, *, target_groups: list[str] = NOT_SENT,
         iallocator: str | None = NOT_SENT, early_release: bool = NOT_SENT,
         plan_only: bool = NOT_SENT, apply_plan: dict[str, Any] | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Move an instance to another node group (jobs from the allocator); result as evacuate."""
     return _op(OP_INSTANCE_CHANGE_GROUP, locals())
 
 
-def instance_console(instance_name: str, *, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def instance_console(instance_name: str, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """How to reach the console of a running instance (a console dict)."""
     return _op(OP_INSTANCE_CONSOLE, locals())
 
@@ -447,18 +406,13 @@ def instance_create(instance_name: str, *, mode: str = NOT_SENT, os_type: str | 
         file_driver: str | None = NOT_SENT, ignore_ipolicy: bool = NOT_SENT,
         opportunistic_locking: bool = NOT_SENT, src_node: str | None = NOT_SENT,
         src_node_uuid: str | None = NOT_SENT, src_path: str | None = NOT_SENT,
-        identify_defaults: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        identify_defaults: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Create an instance: allocate disks, install the OS, start it."""
     return _op(OP_INSTANCE_CREATE, locals())
 
 
 def instance_deactivate_disks(instance_name: str, *, force: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Shut down the disks of a stopped instance."""
     return _op(OP_INSTANCE_DEACTIVATE_DISKS, locals())
 
@@ -466,19 +420,14 @@ def instance_deactivate_disks(instance_name: str, *, force: bool = NOT_SENT,
 def instance_failover(instance_name: str, *, ignore_consistency: bool = NOT_SENT,
         shutdown_timeout: int = NOT_SENT, target_node: str | None = NOT_SENT,
         iallocator: str | None = NOT_SENT, cleanup: bool = NOT_SENT,
-        ignore_ipolicy: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        ignore_ipolicy: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Fail an instance over: stop it, start it on another node."""
     return _op(OP_INSTANCE_FAILOVER, locals())
 
 
 def instance_grow_disk(instance_name: str, disk: int, amount: int, *, absolute: bool = NOT_SENT,
         wait_for_sync: bool = NOT_SENT, ignore_ipolicy: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Grow one disk by ``amount`` MiB (or to ``amount`` with ``absolute``)."""
     return _op(OP_INSTANCE_GROW_DISK, locals())
 
@@ -488,47 +437,34 @@ def instance_migrate(instance_name: str, *, mode: str | None = NOT_SENT,
         iallocator: str | None = NOT_SENT, cleanup: bool = NOT_SENT,
         allow_failover: bool = NOT_SENT, allow_runtime_changes: bool = NOT_SENT,
         ignore_ipolicy: bool = NOT_SENT, ignore_hvversions: bool = NOT_SENT,
-        with_disks: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        with_disks: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Live (or non-live) migrate an instance to another node."""
     return _op(OP_INSTANCE_MIGRATE, locals())
 
 
 def instance_move(instance_name: str, target_node: str, *, shutdown_timeout: int = NOT_SENT,
         compress: str = NOT_SENT, ignore_consistency: bool = NOT_SENT,
-        ignore_ipolicy: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        ignore_ipolicy: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Move an instance by copying its disks to ``target_node``."""
     return _op(OP_INSTANCE_MOVE, locals())
 
 
 def instance_multi_alloc(*, instances: list[dict[str, Any]] = NOT_SENT,
         iallocator: str | None = NOT_SENT, opportunistic_locking: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Create many instances placed together by the allocator (one create job each)."""
     return _op(OP_INSTANCE_MULTI_ALLOC, locals())
 
 
 def instance_query_data(*, instances: list[str] = NOT_SENT, static: bool = NOT_SENT,
-        use_locking: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        use_locking: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Detailed data of instances (``gnt-instance info``), by name."""
     return _op(OP_INSTANCE_QUERY_DATA, locals())
 
 
 def instance_reboot(instance_name: str, *, reboot_type: str = NOT_SENT,
         ignore_secondaries: bool = NOT_SENT, shutdown_timeout: int = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Reboot a running instance (soft, hard or full)."""
     return _op(OP_INSTANCE_REBOOT, locals())
 
@@ -536,38 +472,27 @@ def instance_reboot(instance_name: str, *, reboot_type: str = NOT_SENT,
 def instance_reinstall(instance_name: str, *, os_type: str | None = NOT_SENT,
         force_variant: bool = NOT_SENT, osparams: dict[str, Any] | None = NOT_SENT,
         osparams_private: dict[str, Any] | None = NOT_SENT,
-        osparams_secret: dict[str, Any] | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        osparams_secret: dict[str, Any] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Reinstall the OS of a stopped instance (optionally a new OS)."""
     return _op(OP_INSTANCE_REINSTALL, locals())
 
 
 def instance_remove(instance_name: str, *, shutdown_timeout: int = NOT_SENT,
-        ignore_failures: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        ignore_failures: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Remove an instance: stop it, remove its disks and its config entry."""
     return _op(OP_INSTANCE_REMOVE, locals())
 
 
 def instance_rename(instance_name: str, new_name: str, *, name_check: bool = NOT_SENT,
-        ip_check: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        ip_check: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Rename a stopped instance; returns the new name."""
     return _op(OP_INSTANCE_RENAME, locals())
 
 
 def instance_replace_disks(instance_name: str, mode: str, *, disks: list[int] = NOT_SENT,
         remote_node: str | None = NOT_SENT, iallocator: str | None = NOT_SENT,
-        early_release: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        early_release: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Ganeti's opcode, not implemented here (see NAMED_ONLY)."""
     return _op(OP_INSTANCE_REPLACE_DISKS, locals())
 
@@ -579,10 +504,7 @@ def instance_set_params(instance_name: str, *, nics: list[Any] = NOT_SENT,
         force_variant: bool = NOT_SENT, offline: bool | None = NOT_SENT,
         runtime_mem: int | None = NOT_SENT, force: bool = NOT_SENT, wait_for_sync: bool = NOT_SENT,
         hotplug: bool = NOT_SENT, hotplug_if_possible: bool = NOT_SENT,
-        ignore_ipolicy: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        ignore_ipolicy: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change an instance's parameters, NICs and disks; returns the changes."""
     return _op(OP_INSTANCE_SET_PARAMS, locals())
 
@@ -590,10 +512,8 @@ def instance_set_params(instance_name: str, *, nics: list[Any] = NOT_SENT,
 def instance_shutdown(instance_name: str, *, timeout: int = NOT_SENT, force: bool = NOT_SENT,
         ignore_offline_nodes: bool = NOT_SENT, no_remember: bool = NOT_SENT,
         admin_state_source: str | None = NOT_SENT, expected_admin_state: str | None = NOT_SENT,
-        expected_admin_state_source: str | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        expected_admin_state_source: str | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Stop an instance (soft for ``timeout`` seconds, then hard)."""
     return _op(OP_INSTANCE_SHUTDOWN, locals())
 
@@ -602,10 +522,8 @@ def instance_startup(instance_name: str, *, force: bool = NOT_SENT,
         ignore_offline_nodes: bool = NOT_SENT, hvparams: dict[str, Any] = NOT_SENT,
         beparams: dict[str, Any] = NOT_SENT, no_remember: bool = NOT_SENT,
         startup_paused: bool = NOT_SENT, expected_admin_state: str | None = NOT_SENT,
-        expected_admin_state_source: str | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        expected_admin_state_source: str | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Start an instance (and remember it should run, unless no_remember)."""
     return _op(OP_INSTANCE_STARTUP, locals())
 
@@ -615,9 +533,7 @@ def node_add(node_name: str, *, primary_ip: str | None = NOT_SENT,
         master_capable: bool | None = NOT_SENT, vm_capable: bool | None = NOT_SENT,
         ndparams: dict[str, Any] | None = NOT_SENT, node_setup: bool = NOT_SENT,
         hv_state: dict[str, Any] | None = NOT_SENT, disk_state: dict[str, Any] | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Add a node whose node daemon already runs (set up by the CLI over SSH)."""
     return _op(OP_NODE_ADD, locals())
 
@@ -626,10 +542,8 @@ def node_evacuate(node_name: str, *, node_uuid: str | None = NOT_SENT, mode: str
         remote_node: str | None = NOT_SENT, iallocator: str | None = NOT_SENT,
         early_release: bool = NOT_SENT, ignore_soft_errors: bool = NOT_SENT,
         with_disks: bool = NOT_SENT, plan_only: bool = NOT_SENT,
-        apply_plan: dict[str, Any] | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        apply_plan: dict[str, Any] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Move the instances off a node; result ``{"jobs": [[ok, id|error], ...], ...}``."""
     return _op(OP_NODE_EVACUATE, locals())
 
@@ -638,51 +552,39 @@ def node_migrate(node_name: str, *, node_uuid: str | None = NOT_SENT, mode: str 
         live: bool | None = NOT_SENT, target_node: str | None = NOT_SENT,
         iallocator: str | None = NOT_SENT, allow_runtime_changes: bool = NOT_SENT,
         ignore_ipolicy: bool = NOT_SENT, with_disks: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Live-migrate the primary instances off a node (one job each); result as evacuate."""
     return _op(OP_NODE_MIGRATE, locals())
 
 
 def node_modify_storage(node_name: str, storage_type: str, name: str, *,
         node_uuid: str | None = NOT_SENT, changes: dict[str, Any] = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change fields (``changes``, e.g. ``allocatable``) of one storage unit."""
     return _op(OP_NODE_MODIFY_STORAGE, locals())
 
 
 def node_powercycle(node_name: str, *, node_uuid: str | None = NOT_SENT, force: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Hard-reset a node through its hypervisor (``force`` is needed for the master)."""
     return _op(OP_NODE_POWERCYCLE, locals())
 
 
 def node_queryvols(output_fields: list[str], *, nodes: list[str] = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """The volumes (here: the disk files of the file storage directories) of ``nodes``"""
     return _op(OP_NODE_QUERYVOLS, locals())
 
 
 def node_query_storage(output_fields: list[str], *, storage_type: str | None = NOT_SENT,
-        nodes: list[str] = NOT_SENT, name: str | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        nodes: list[str] = NOT_SENT, name: str | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """The storage units of ``nodes`` (all nodes when empty): one row per unit,"""
     return _op(OP_NODE_QUERY_STORAGE, locals())
 
 
 def node_remove(node_name: str, *, node_uuid: str | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Remove a node (not the master, not one with instances)."""
     return _op(OP_NODE_REMOVE, locals())
 
@@ -692,75 +594,55 @@ def node_set_params(node_name: str, *, node_uuid: str | None = NOT_SENT, force: 
         drained: bool | None = NOT_SENT, auto_promote: bool = NOT_SENT,
         master_capable: bool | None = NOT_SENT, vm_capable: bool | None = NOT_SENT,
         secondary_ip: str | None = NOT_SENT, ndparams: dict[str, Any] | None = NOT_SENT,
-        powered: bool | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        powered: bool | None = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change a node's flags; result: list of ``[param, new value]``."""
     return _op(OP_NODE_SET_PARAMS, locals())
 
 
 def os_diagnose(output_fields: list[str], *, names: list[str] = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Query the OS definitions of the nodes (legacy; same data as the os resource)."""
     return _op(OP_OS_DIAGNOSE, locals())
 
 
 def query(what: str, fields: list[str], *, qfilter: Any = NOT_SENT, use_locking: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Query a resource: fields and rows, optionally filtered."""
     return _op(OP_QUERY, locals())
 
 
-def query_fields(what: str, *, fields: list[str] | None = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def query_fields(what: str, *, fields: list[str] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Describe the fields of a resource (all of them when ``fields`` is null)."""
     return _op(OP_QUERY_FIELDS, locals())
 
 
 def repair_node_storage(node_name: str, storage_type: str, name: str, *,
         node_uuid: str | None = NOT_SENT, ignore_consistency: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Repair one storage unit (Ganeti: fix the consistency of an LVM volume group)."""
     return _op(OP_REPAIR_NODE_STORAGE, locals())
 
 
 def tags_del(kind: str, tags: list[str], *, name: str | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Remove tags from one object (all must be present)."""
     return _op(OP_TAGS_DEL, locals())
 
 
 def tags_get(kind: str, *, name: str | None = NOT_SENT, use_locking: bool = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """The tags of one object (``name`` is None for the cluster)."""
     return _op(OP_TAGS_GET, locals())
 
 
-def tags_search(pattern: str, *, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+def tags_search(pattern: str, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Search every tag for a regular expression; returns [(path, tag)]."""
     return _op(OP_TAGS_SEARCH, locals())
 
 
 def tags_set(kind: str, tags: list[str], *, name: str | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Add tags to one object."""
     return _op(OP_TAGS_SET, locals())
 
@@ -772,27 +654,21 @@ def test_allocator(mode: str, *, direction: str = NOT_SENT, name: str = NOT_SENT
         group_name: str | None = NOT_SENT, instances: list[Any] = NOT_SENT,
         evac_mode: str = NOT_SENT, target_groups: list[str] = NOT_SENT,
         relocate_from: list[str] = NOT_SENT, iallocator: str | None = NOT_SENT,
-        dry_run: bool | None = NOT_SENT, debug_level: int | None = NOT_SENT,
-        priority: int = NOT_SENT, depends: list[Any] | None = NOT_SENT,
-        comment: str | None = NOT_SENT, reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Build an iallocator request (doc/protocols/iallocator.md): show its input document"""
     return _op(OP_TEST_ALLOCATOR, locals())
 
 
 def test_delay(duration: float, *, on_master: bool = NOT_SENT, on_nodes: list[str] = NOT_SENT,
         on_node_uuids: list[str] | None = NOT_SENT, repeat: int = NOT_SENT,
-        interruptible: bool = NOT_SENT, no_locks: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        interruptible: bool = NOT_SENT, no_locks: bool = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Sleep for a while on the master and/or on some nodes."""
     return _op(OP_TEST_DELAY, locals())
 
 
 def test_jqueue(*, notify_waitlock: bool = NOT_SENT, notify_exec: bool = NOT_SENT,
-        log_messages: list[str] = NOT_SENT, fail: bool = NOT_SENT, dry_run: bool | None = NOT_SENT,
-        debug_level: int | None = NOT_SENT, priority: int = NOT_SENT,
-        depends: list[Any] | None = NOT_SENT, comment: str | None = NOT_SENT,
-        reason: list[Any] = NOT_SENT) -> dict[str, Any]:
+        log_messages: list[str] = NOT_SENT, fail: bool = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Write log messages and optionally fail (tests the queue itself)."""
     return _op(OP_TEST_JQUEUE, locals())

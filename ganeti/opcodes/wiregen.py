@@ -12,7 +12,11 @@ Each opcode gets an ``OP_*`` constant and one function named after its
 fields are positional-or-keyword, in declaration order, the others
 keyword-only with the default :data:`~ganeti.opcodes.wire.NOT_SENT`; the
 annotations are the fields' own, with ``Private`` written ``Any`` (a
-client sends the plain value, the master wraps it).
+client sends the plain value, the master wraps it).  The fields every
+opcode shares (:class:`~ganeti.opcodes.base.OpCode`'s: ``dry_run``,
+``priority``, ``depends``...) are one ``**envelope: Unpack[Envelope]``
+per function, ``Envelope`` a ``TypedDict`` of their annotations, so mypy
+still checks them by name and type while the module says them once.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from __future__ import annotations
 # typing.TYPE_CHECKING without importing typing (the CLI's start-up path)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypedDict, Unpack
 
 
 class _NotSent:
@@ -79,7 +83,14 @@ NOT_SENT: Any = _NotSent()
 
 
 def _op(op_id: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"OP_ID": op_id, **{k: v for k, v in params.items() if v is not NOT_SENT}}
+    """The opcode dict: ``params`` (a function's ``locals()``) with its envelope merged in;
+    a keyword that is neither the opcode's nor the envelope's is a ``TypeError``."""
+    unknown = set(params["envelope"]) - _ENVELOPE_KEYS
+    if unknown:
+        raise TypeError(f"{op_id} has no parameter {', '.join(sorted(unknown))}")
+    sent = {**params, **params["envelope"]}
+    return {"OP_ID": op_id, **{k: v for k, v in sent.items()
+                               if k != "envelope" and v is not NOT_SENT}}
 
 
 def drop_none(op: dict[str, Any]) -> dict[str, Any]:
@@ -123,17 +134,42 @@ def _checked(text: str, where: str) -> str:
 Param = tuple[str, str, bool]
 
 
+#: the name of every function's ``**`` parameter (never an opcode field)
+ENVELOPE_PARAM = "envelope"
+
+
+def _envelope_names() -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(OpCode))
+
+
 def _params(cls: type[OpCode]) -> list[Param]:
-    """The fields of ``cls`` as parameters: its own first, then the envelope's."""
-    envelope = {f.name for f in dataclasses.fields(OpCode)}
-    fields = sorted(dataclasses.fields(cls), key=lambda f: f.name in envelope)
+    """The fields of ``cls`` as parameters, the envelope's (``OpCode``'s) left out."""
+    shared = _envelope_names()
+    fields = [f for f in dataclasses.fields(cls) if f.name not in shared]
+    if any(f.name == ENVELOPE_PARAM for f in fields):
+        raise errors.ProgrammerError(f"{cls.__name__}: a field may not be named"
+                                     f" {ENVELOPE_PARAM!r}")
     return [(f.name, _annotation(cls, f.name), _required(f)) for f in fields]
 
 
+def _envelope() -> list[str]:
+    """The ``Envelope`` TypedDict: ``OpCode``'s fields, all optional."""
+    lines = ["", "", "if TYPE_CHECKING:",
+             "    class Envelope(TypedDict, total=False):",
+             '        """The fields every opcode has (``OpCode``\'s); any may be left out."""', ""]
+    lines += [f"        {f.name}: {_annotation(OpCode, f.name)}"
+              for f in dataclasses.fields(OpCode)]
+    lines += ["", "", "#: the keywords ``**envelope`` takes (``_op`` refuses any other)"]
+    lines += _wrap("_ENVELOPE_KEYS = frozenset({",
+                   [f'"{f.name}"' for f in dataclasses.fields(OpCode)], "})", indent="    ")
+    return lines
+
+
 def _named_only_params(op_id: str, table: Mapping[str, tuple[str, bool]]) -> list[Param]:
-    """The parameters of an opcode we only name: ``table``'s, then the envelope's."""
-    own = [(name, _checked(ann, f"{op_id}.{name}"), req) for name, (ann, req) in table.items()]
-    return own + _params(OpCode)
+    """The parameters of an opcode we only name (``table``'s; the envelope's come apart)."""
+    if ENVELOPE_PARAM in table:
+        raise errors.ProgrammerError(f"{op_id}: a parameter may not be named {ENVELOPE_PARAM!r}")
+    return [(name, _checked(ann, f"{op_id}.{name}"), req) for name, (ann, req) in table.items()]
 
 
 def _required(f: dataclasses.Field) -> bool:
@@ -165,10 +201,12 @@ def _docstring(text: str) -> list[str]:
 
 
 def _function(op_id: str, params: Sequence[Param], doc: str) -> list[str]:
-    """One opcode's function: required parameters positional, the others keyword-only."""
+    """One opcode's function: required parameters positional, the others keyword-only,
+    the envelope's fields as ``**envelope``."""
     required = [f"{name}: {ann}" for name, ann, req in params if req]
     optional = [f"{name}: {ann} = NOT_SENT" for name, ann, req in params if not req]
-    items = required + ["*"] + optional if optional else required
+    items = required + (["*"] + optional if optional else [])
+    items.append(f"**{ENVELOPE_PARAM}: Unpack[Envelope]")
     lines = ["", ""]
     lines += _wrap(f"def {function_name(op_id)}(", items, ") -> dict[str, Any]:")
     lines += _docstring(doc)
@@ -195,6 +233,7 @@ def render(registry: Mapping[str, type[OpCode]],
     out += ["", "#: the ``OP_ID`` of every opcode the master implements"]
     out += [f'{op_id} = "{op_id}"' for op_id in ids]
     out += _wrap("OP_IDS = frozenset({", ids, "})", indent="    ")
+    out += _envelope()
     if named_only:
         out += ["", "#: Ganeti's opcodes that documents we read or write name, not implemented"
                     " here", "#: (ganeti/opcodes/upstream.py, NAMED_ONLY)"]

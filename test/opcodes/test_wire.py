@@ -66,8 +66,12 @@ def test_tools_script_checks_the_committed_file() -> None:
 def test_function_has_the_fields_of_its_class(op_id: str) -> None:
     cls = OP_REGISTRY[op_id]
     fn = getattr(wire, wiregen.function_name(op_id))
-    params = inspect.signature(fn).parameters
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    params = dict(inspect.signature(fn).parameters)
+    envelope = params.pop("envelope")
+    assert envelope.kind == inspect.Parameter.VAR_KEYWORD
+    assert envelope.annotation == "Unpack[Envelope]"
+    shared = {f.name for f in dataclasses.fields(OpCode)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name not in shared}
     assert set(params) == set(fields)
     for name, f in fields.items():
         required = (f.default is dataclasses.MISSING
@@ -126,9 +130,20 @@ def test_not_sent_and_drop_none_leave_keys_out() -> None:
                                   "cleanup": False}
 
 
+def test_the_envelope_fields_are_keywords_of_every_function() -> None:
+    assert wire.node_remove("n1", priority=-10, dry_run=True, reason=[["a", "b", 1]]) == {
+        "OP_ID": "OP_NODE_REMOVE", "node_name": "n1", "priority": -10, "dry_run": True,
+        "reason": [["a", "b", 1]]}
+    assert wire.cluster_verify(debug_level=wire.NOT_SENT) == {"OP_ID": "OP_CLUSTER_VERIFY"}
+    assert wire._ENVELOPE_KEYS == {
+        f.name for f in dataclasses.fields(OpCode)}
+
+
 def test_a_keyword_the_opcode_does_not_have_is_a_type_error() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="no_such_parameter"):
         wire.node_remove(node_name="n1", no_such_parameter=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="bogus"):
+        wire.cluster_verify(bogus=1)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         wire.instance_startup()  # type: ignore[call-arg]
 
