@@ -60,6 +60,9 @@ class Disk:
     ``size`` is in MiB, ``logical_id`` is template specific (e.g.
     ``[vg, lv_name]`` for plain, ``[driver, path]`` for file) and ``nodes``
     lists the UUIDs of the nodes holding the data (primary first).
+    ``children`` are the disks this one is built on (a tree, as in Ganeti:
+    a DRBD disk has its data and metadata volumes as children; plain and
+    file disks have none; doc/storage.md, "The device model").
     """
 
     uuid: str = ""
@@ -72,6 +75,7 @@ class Disk:
     nodes: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     spindles: int | None = None
+    children: list[Disk] = field(default_factory=list)
     serial_no: int = 0
     ctime: float = 0.0
     mtime: float = 0.0

@@ -1,9 +1,13 @@
 """Block device procedures: create, remove, assemble, grow, rename, query, copy.
 
-A *disk dict* is ``serializer.to_data(objects.Disk)``: the storage type is
-``dev_type`` (``diskless``, ``file``, ``sharedfile``), the volume is named
-by ``logical_id`` (``[driver, path]`` for file based templates, built by the
-master with ``storage.filestorage.file_logical_id``) and ``size`` is MiB.
+A *disk dict* is ``serializer.to_data(objects.Disk)``: the device type is
+``dev_type`` (``diskless``, ``file``, ``sharedfile``, ``plain``), the volume
+is named by ``logical_id`` (``[driver, path]`` for file based templates,
+built by the master with ``storage.filestorage.file_logical_id``;
+``[vg, lv_name]`` for ``plain``), ``size`` is MiB and ``children`` are the
+disks it is built on.  Create, assemble, shutdown and remove walk the whole
+tree (:mod:`ganeti.storage.tree`); the other procedures act on the top disk.
+LVM commands run through ``ctx.storage_runner``.
 
 File based disks must lie in an allowed directory of the node (see
 :mod:`ganeti.storage.filestorage`).  The storage directory used for each
@@ -29,10 +33,12 @@ import base64
 import hashlib
 import logging
 import os
+import stat
 from typing import Any
 
 from ganeti import constants, errors, objects, serializer, storage
 from ganeti.backend.context import NodeContext
+from ganeti.storage import tree
 from ganeti.storage.base import MIB, DiskSpec
 
 __all__ = [
@@ -57,7 +63,8 @@ _SSCONF_STORAGE_KEYS = {
 # --- helpers shared with backend.instance and backend.os ---------------------
 
 def parse_disk(data: Any, instance_name: str = "", index: int = 0) -> tuple[str, DiskSpec]:
-    """``(template, DiskSpec)`` of a disk dict; raises :class:`errors.StorageError`."""
+    """``(dev_type, DiskSpec)`` of a disk dict, children included;
+    raises :class:`errors.StorageError`."""
     if not isinstance(data, dict):
         raise errors.StorageError(f"Invalid disk description {data!r}: expected a disk object")
     try:
@@ -66,11 +73,22 @@ def parse_disk(data: Any, instance_name: str = "", index: int = 0) -> tuple[str,
         raise errors.StorageError(f"Invalid disk description: {exc}") from exc
     if "dev_type" not in data:
         raise errors.StorageError(f"Disk {disk.uuid or '?'} has no dev_type")
+    return disk.dev_type, _spec_of(disk, instance_name, index, depth=0)
+
+
+#: deepest disk tree accepted (DRBD over LVs is 2 levels)
+_MAX_TREE_DEPTH = 4
+
+
+def _spec_of(disk: objects.Disk, instance_name: str, index: int, depth: int) -> DiskSpec:
+    if depth > _MAX_TREE_DEPTH:
+        raise errors.StorageError(f"Disk {disk.uuid}: disk tree deeper than {_MAX_TREE_DEPTH}")
     if not isinstance(disk.size, int) or isinstance(disk.size, bool):
         raise errors.StorageError(f"Disk {disk.uuid}: invalid size {disk.size!r}")
-    spec = DiskSpec(uuid=disk.uuid, size=disk.size, logical_id=tuple(disk.logical_id),
-                    instance_name=instance_name, index=index, name=disk.name, mode=disk.mode)
-    return disk.dev_type, spec
+    children = tuple(_spec_of(c, instance_name, index, depth + 1) for c in disk.children)
+    return DiskSpec(uuid=disk.uuid, size=disk.size, logical_id=tuple(disk.logical_id),
+                    instance_name=instance_name, index=index, name=disk.name, mode=disk.mode,
+                    dev_type=disk.dev_type, children=children, spindles=disk.spindles)
 
 
 def _ssconf_value(ctx: NodeContext, key: str) -> str | None:
@@ -81,11 +99,24 @@ def _ssconf_value(ctx: NodeContext, key: str) -> str | None:
         return None
 
 
-def storage_for(ctx: NodeContext, template: str) -> storage.BaseStorage:
-    """The storage plug-in of ``template`` on this node (see module docstring)."""
+def storage_for(ctx: NodeContext, template: str, *,
+                exclusive_storage: bool = False) -> storage.BaseStorage:
+    """The device class of ``template`` on this node (see module docstring)."""
     key = _SSCONF_STORAGE_KEYS.get(template)
     storage_dir = _ssconf_value(ctx, key) if key else None
-    return storage.get_storage(template, ctx.paths, storage_dir=storage_dir)
+    return storage.get_storage(template, ctx.paths, storage_dir=storage_dir,
+                               runner=ctx.storage_runner, exclusive_storage=exclusive_storage)
+
+
+def factory_for(ctx: NodeContext, *, exclusive_storage: bool = False) -> tree.DeviceFactory:
+    """The ``dev_type -> device`` function of this node for the tree walks."""
+    made: dict[str, storage.BaseStorage] = {}
+
+    def factory(dev_type: str) -> storage.BaseStorage:
+        if dev_type not in made:
+            made[dev_type] = storage_for(ctx, dev_type, exclusive_storage=exclusive_storage)
+        return made[dev_type]
+    return factory
 
 
 def wire_path(ctx: NodeContext, path: str) -> str:
@@ -134,7 +165,7 @@ def _remove_links_to(ctx: NodeContext, target: str) -> None:
 def assemble_disk(ctx: NodeContext, data: Any, instance_name: str, idx: int) -> tuple[str, str]:
     """Assemble one disk dict; ``(template, local path)`` (``""`` for diskless)."""
     template, spec = parse_disk(data, instance_name, idx)
-    path = storage_for(ctx, template).assemble(spec)
+    path = tree.assemble_tree(factory_for(ctx), spec)
     if path:
         _make_link(ctx, instance_name, idx, path)
     return template, path
@@ -147,17 +178,20 @@ def blockdev_create(ctx: NodeContext, disk: dict, size: int, owner_instance_name
     """Create the volume of ``disk`` with ``size`` MiB.
 
     Returns ``{"path": wire path ("" for diskless), "logical_id": [...],
-    "size": MiB}``.  Refuses an existing volume, sizes < 1 and
-    ``excl_stor`` (exclusive storage is an LVM feature).  ``on_primary``
-    and ``info`` (volume tags on LVM) do not matter for file storage.
+    "size": MiB}``.  The children of the disk are created first; a failure
+    removes again what this call created.  Refuses an existing volume,
+    sizes < 1 and ``excl_stor`` (exclusive storage, an LVM feature) for
+    other types than ``plain``.  ``on_primary`` and ``info`` (volume tags on
+    LVM) are not used.
     """
-    if excl_stor:
+    if excl_stor and disk.get("dev_type") != constants.DT_PLAIN:
         raise errors.StorageError("Exclusive storage is not supported by"
                                   f" disk template {disk.get('dev_type')!r}")
     template, spec = parse_disk(disk, owner_instance_name)
     spec = DiskSpec(uuid=spec.uuid, size=size, logical_id=spec.logical_id,
-                    instance_name=owner_instance_name, name=spec.name, mode=spec.mode)
-    path = storage_for(ctx, template).create(spec)
+                    instance_name=owner_instance_name, name=spec.name, mode=spec.mode,
+                    dev_type=template, children=spec.children, spindles=spec.spindles)
+    path = tree.create_tree(factory_for(ctx, exclusive_storage=excl_stor), spec)
     logger.info("Created disk %s of %s (%s, %d MiB, on_primary=%s, info=%r)",
                 spec.uuid, owner_instance_name, template, size, on_primary, info)
     return {"path": wire_path(ctx, path), "logical_id": list(spec.logical_id), "size": size}
@@ -172,7 +206,7 @@ def blockdev_remove(ctx: NodeContext, disk: dict) -> None:
             _remove_links_to(ctx, store.get_path(spec))
         except errors.StorageError:
             pass
-    store.remove(spec)
+    tree.remove_tree(factory_for(ctx), spec)
 
 
 def blockdev_assemble(ctx: NodeContext, disk: dict, instance_name: str, as_primary: bool,
@@ -194,7 +228,7 @@ def blockdev_shutdown(ctx: NodeContext, disk: dict) -> None:
     """Undo assemble: drop the instance-disks links to the volume (data stays)."""
     template, spec = parse_disk(disk)
     store = storage_for(ctx, template)
-    store.shutdown(spec)
+    tree.shutdown_tree(factory_for(ctx), spec)
     if template != constants.DT_DISKLESS:
         _remove_links_to(ctx, store.get_path(spec))
 
@@ -207,12 +241,12 @@ def blockdev_grow(ctx: NodeContext, disk: dict, amount: int, dryrun: bool,
     would have is returned).  ``backingstore`` (grow the data volume, not
     the mirror) makes no difference for file storage.
     """
-    if excl_stor:
+    if excl_stor and disk.get("dev_type") != constants.DT_PLAIN:
         raise errors.StorageError("Exclusive storage is not supported for this disk template")
     if not isinstance(amount, int) or amount < 0:
         raise errors.StorageError(f"Invalid grow amount {amount!r} MiB")
     template, spec = parse_disk(disk)
-    store = storage_for(ctx, template)
+    store = storage_for(ctx, template, exclusive_storage=excl_stor)
     if dryrun:
         return store.get_size(spec) + amount if template != constants.DT_DISKLESS else 0
     return store.grow(spec, amount)
@@ -240,6 +274,9 @@ def _dimensions(ctx: NodeContext, data: Any) -> list[Any] | None:
     if template == constants.DT_DISKLESS:
         return [0, None]
     store = storage_for(ctx, template)
+    if template not in constants.DTS_FILEBASED:
+        found = store.status(spec)
+        return None if found is None else [found.size * MIB, found.spindles]
     try:
         path = store.get_path(spec)
         return [os.stat(path).st_size, None]
@@ -250,7 +287,8 @@ def _dimensions(ctx: NodeContext, data: Any) -> list[Any] | None:
 def blockdev_getdimensions(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
     """``[[size_bytes, spindles], ...]`` per disk; None for a missing volume.
 
-    Spindles are None for file storage.
+    Spindles are None for file storage; for ``plain`` the number of physical
+    volumes the LV lies on.
     """
     return [_dimensions(ctx, d) for d in disks]
 
@@ -265,8 +303,13 @@ def _status(ctx: NodeContext, entry: Any) -> list[Any] | None:
     if template == constants.DT_DISKLESS:
         return [0, True]
     try:
-        path = storage_for(ctx, template).get_path(spec)
-        size = os.stat(path).st_size if os.path.isfile(path) else None
+        store = storage_for(ctx, template)
+        if template in constants.DTS_FILEBASED:
+            path = store.get_path(spec)
+            size = os.stat(path).st_size if os.path.isfile(path) else None
+        else:
+            found = store.status(spec)
+            path, size = ("", None) if found is None else (found.path, found.size * MIB)
     except (errors.StorageError, OSError):
         return None
     if size is None:
@@ -313,9 +356,21 @@ def _file_path(ctx: NodeContext, disk: dict) -> str:
         raise errors.StorageError("Diskless disks hold no data to transfer")
     store = storage_for(ctx, template)
     path = store.get_path(spec)
-    if not os.path.isfile(path):
+    if not (os.path.isfile(path) or _is_block_device(path)):
         raise errors.StorageError(f"Disk {spec.uuid} ({path}) does not exist")
     return path
+
+
+def _is_block_device(path: str) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _end(fd: int) -> int:
+    """The size in bytes of the open file or block device ``fd``."""
+    return os.lseek(fd, 0, os.SEEK_END)
 
 
 def _check_range(offset: int, length: int) -> None:
@@ -337,7 +392,7 @@ def blockdev_read_chunk(ctx: NodeContext, disk: dict, offset: int, length: int) 
     path = _file_path(ctx, disk)
     try:
         with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+            size = _end(fh.fileno())
             fh.seek(offset)
             chunk = fh.read(length)
     except OSError as exc:
@@ -361,7 +416,7 @@ def blockdev_write_chunk(ctx: NodeContext, disk: dict, offset: int, data: str) -
     path = _file_path(ctx, disk)
     try:
         with open(path, "r+b") as fh:
-            size = os.fstat(fh.fileno()).st_size
+            size = _end(fh.fileno())
             if offset + len(chunk) > size:
                 raise errors.StorageError(
                     f"Write of {len(chunk)} bytes at offset {offset} exceeds the size of"
@@ -388,7 +443,7 @@ def blockdev_wipe(ctx: NodeContext, disk: dict, offset: int, size: int) -> int:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
         try:
-            end = os.fstat(fd).st_size
+            end = _end(fd)
             if offset + size > end:
                 raise errors.StorageError(f"Wipe of {size} bytes at offset {offset} exceeds"
                                           f" the size of disk {path} ({end} bytes)")

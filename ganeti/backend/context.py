@@ -16,6 +16,7 @@ from typing import Callable
 from ganeti import constants, errors
 from ganeti.pathutils import Paths
 from ganeti.rpc import defs
+from ganeti.storage.runner import CommandRunner, system_runner
 
 __all__ = ["NodeContext", "HOOKS_SCRIPT_TIMEOUT"]
 
@@ -30,6 +31,8 @@ class NodeContext:
     has been sent; ``node_leave_cluster`` queues ``stop_daemon`` there (the
     server sets it to "terminate the node daemon"), ``node_powercycle``
     queues ``restart_daemon`` ("start the node daemon again, same options").
+    ``storage_runner`` runs the storage commands (LVM: doc/storage.md);
+    tests put a recording runner there.
     """
 
     paths: Paths
@@ -41,6 +44,7 @@ class NodeContext:
     after_response: list[Callable[[], None]] = field(default_factory=list)
     stop_daemon: Callable[[], None] = lambda: None
     restart_daemon: Callable[[], None] = lambda: None
+    storage_runner: CommandRunner = system_runner
 
     def local_path(self, canonical: str) -> str:
         """This node's path for a canonical (root ``/``) path."""

@@ -1,8 +1,10 @@
-"""Storage plug-ins: a registry per disk template and a factory.
+"""Block device classes: a registry per device type and a factory.
 
-``STORAGE_TYPES`` maps a disk template (``constants.DT_*``) to its class;
-:func:`get_storage` builds one for a node.  ``plain``, ``drbd`` and the
-other templates are not implemented yet and are refused clearly.
+``STORAGE_TYPES`` maps a device type (``objects.Disk.dev_type``, one of
+``constants.DT_*``) to its class; :func:`get_storage` builds one for a node
+and :func:`device_factory` gives the ``dev_type -> device`` function the
+tree walks of :mod:`ganeti.storage.tree` take.  ``drbd`` and the other
+types are not implemented yet and are refused clearly.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ganeti import constants, errors, pathutils
-from ganeti.storage.base import BaseStorage, DiskSpec
+from ganeti.storage.base import BaseStorage, BlockDevice, DeviceStatus, DiskSpec
 from ganeti.storage.diskless import DisklessStorage
 from ganeti.storage.filestorage import FileStorage, SharedFileStorage
+from ganeti.storage.runner import CommandRunner, system_runner
+from ganeti.storage.tree import DeviceFactory
 
-__all__ = ["STORAGE_TYPES", "get_storage", "BaseStorage", "DiskSpec"]
+__all__ = ["STORAGE_TYPES", "get_storage", "device_factory", "BaseStorage", "BlockDevice",
+           "DeviceStatus", "DiskSpec", "DeviceFactory", "CommandRunner"]
 
 STORAGE_TYPES: dict[str, type[BaseStorage]] = {
     constants.DT_DISKLESS: DisklessStorage,
@@ -24,13 +29,16 @@ STORAGE_TYPES: dict[str, type[BaseStorage]] = {
 
 
 def get_storage(template: str, paths: pathutils.Paths, *, storage_dir: str | None = None,
-                allowed_paths: Sequence[str] = ()) -> BaseStorage:
-    """The storage object for ``template`` on the node described by ``paths``.
+                allowed_paths: Sequence[str] = (), runner: CommandRunner = system_runner,
+                exclusive_storage: bool = False) -> BaseStorage:
+    """The device object for ``template`` (a dev_type) on the node of ``paths``.
 
     ``storage_dir`` is the cluster's ``file_storage_dir`` or
-    ``shared_file_storage_dir`` (file based templates only; default: the
+    ``shared_file_storage_dir`` (file based types only; default: the
     node's own); ``allowed_paths`` adds directories to the allow-list.
-    Raises :class:`errors.StorageError` for unsupported templates.
+    ``runner`` runs the external commands of ``plain`` (LVM), and
+    ``exclusive_storage`` is the node's parameter of that name.
+    Raises :class:`errors.StorageError` for unsupported types.
     """
     cls = STORAGE_TYPES.get(template)
     if cls is None:
@@ -39,3 +47,21 @@ def get_storage(template: str, paths: pathutils.Paths, *, storage_dir: str | Non
     if issubclass(cls, FileStorage):
         return cls(paths, storage_dir=storage_dir, allowed_paths=allowed_paths)
     return cls(paths)
+
+
+def device_factory(paths: pathutils.Paths, *, storage_dirs: dict[str, str | None] | None = None,
+                   runner: CommandRunner = system_runner,
+                   exclusive_storage: bool = False) -> DeviceFactory:
+    """A ``dev_type -> device`` function for the tree walks (one object per type).
+
+    ``storage_dirs`` gives the storage directory per file based type.
+    """
+    dirs = storage_dirs or {}
+    made: dict[str, BaseStorage] = {}
+
+    def factory(dev_type: str) -> BaseStorage:
+        if dev_type not in made:
+            made[dev_type] = get_storage(dev_type, paths, storage_dir=dirs.get(dev_type),
+                                         runner=runner, exclusive_storage=exclusive_storage)
+        return made[dev_type]
+    return factory

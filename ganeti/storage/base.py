@@ -1,11 +1,20 @@
-"""The storage interface: one class per disk template.
+"""The block device interface: one class per device type.
 
-A storage plug-in runs on a node and is called only by ``ganeti.backend``.
+A disk is a tree, as in Ganeti: an ``objects.Disk`` has a ``dev_type``, a
+``logical_id`` naming its volume and ``children`` (the devices it is built
+on; a DRBD disk has its data and metadata LVs as children, a ``plain``,
+``file`` or ``sharedfile`` disk none).  The node side has one device class
+per ``dev_type``, each handling one node of the tree;
+:mod:`ganeti.storage.tree` composes them for a whole tree (children first on
+create and assemble, parents first on shutdown and remove).
+
+A device class runs on a node and is called only by ``ganeti.backend``.
 It never sees config objects: the backend turns an ``objects.Disk`` into a
-:class:`DiskSpec` (uuid, size in MiB, logical_id, owning instance...).
-One storage object serves every disk of its template on the node; it is
-built per request by ``storage.get_storage(template, paths, ...)`` and
-keeps no state in memory.
+:class:`DiskSpec` (uuid, size in MiB, logical_id, children, owning
+instance...).  One device object serves every disk of its type on the node;
+it is built per request by ``storage.get_storage(dev_type, paths, ...)`` and
+keeps no state in memory.  Classes that run external commands take a
+command runner (:mod:`ganeti.storage.runner`) so that tests can record them.
 
 Writing a new storage type
 --------------------------
@@ -32,7 +41,7 @@ from typing import Any
 
 from ganeti import constants, errors, pathutils
 
-__all__ = ["DiskSpec", "BaseStorage", "MIB", "DEFAULT_CHUNK_SIZE"]
+__all__ = ["DiskSpec", "DeviceStatus", "BaseStorage", "BlockDevice", "MIB", "DEFAULT_CHUNK_SIZE"]
 
 MIB = 1024 * 1024
 DEFAULT_CHUNK_SIZE = MIB
@@ -40,10 +49,13 @@ DEFAULT_CHUNK_SIZE = MIB
 
 @dataclass(frozen=True)
 class DiskSpec:
-    """A disk as a storage plug-in needs it.
+    """A disk (one node of a disk tree) as a device class needs it.
 
-    ``logical_id`` is the template-specific id from the config (for file
-    based templates ``(driver, path)``); ``size`` is in MiB.
+    ``logical_id`` is the type-specific id from the config (for file based
+    templates ``(driver, path)``, for ``plain`` ``(vg, lv_name)``); ``size``
+    is in MiB; ``children`` are the specs of the devices it is built on;
+    ``spindles`` the number of physical volumes asked for (``plain`` with
+    exclusive storage).
     """
 
     uuid: str
@@ -53,10 +65,28 @@ class DiskSpec:
     index: int = 0
     name: str | None = None
     mode: str = constants.DISK_RDWR
+    dev_type: str = ""
+    children: tuple[DiskSpec, ...] = ()
+    spindles: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceStatus:
+    """What :meth:`BaseStorage.status` reports of an existing volume.
+
+    ``size`` in MiB; ``active`` whether the volume is usable now (an LV
+    activated; a file always); ``spindles`` the physical volumes it lies on
+    (None where the notion does not apply).
+    """
+
+    path: str
+    size: int
+    active: bool
+    spindles: int | None = None
 
 
 class BaseStorage(abc.ABC):
-    """Abstract storage for one disk template on one node."""
+    """Abstract block device class: one device type on one node."""
 
     #: the constants.DT_* this class implements
     TEMPLATE: str = ""
@@ -112,6 +142,23 @@ class BaseStorage(abc.ABC):
     def verify(self) -> list[str]:
         """Problems with this storage on the node (empty list: all fine)."""
 
+    def attach(self, disk: DiskSpec) -> bool:
+        """Find an existing volume of ``disk`` (Ganeti's *attach*): True if it exists."""
+        return self.exists(disk)
+
+    def status(self, disk: DiskSpec) -> DeviceStatus | None:
+        """Path, size and activity of the volume; None when it does not exist."""
+        try:
+            return DeviceStatus(path=self.get_path(disk), size=self.get_size(disk), active=True)
+        except errors.StorageError:
+            return None
+
+    def snapshot(self, disk: DiskSpec, size: int) -> tuple[Any, ...]:
+        """Make a point-in-time copy of the volume (``size`` MiB of change room);
+        return its logical id.  Only types that can do it override this."""
+        raise errors.StorageError(f"Disk {disk.uuid}: device type '{self.TEMPLATE}' cannot"
+                                  " make snapshots")
+
     def exists(self, disk: DiskSpec) -> bool:
         """True when the volume of ``disk`` exists on this node."""
         try:
@@ -119,3 +166,7 @@ class BaseStorage(abc.ABC):
         except errors.StorageError:
             return False
         return True
+
+
+#: the name the device model uses for the interface
+BlockDevice = BaseStorage
