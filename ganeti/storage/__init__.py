@@ -15,6 +15,7 @@ from ganeti import constants, errors, pathutils
 from ganeti.storage.base import BaseStorage, BlockDevice, DeviceStatus, DiskSpec
 from ganeti.storage.diskless import DisklessStorage
 from ganeti.storage.filestorage import FileStorage, SharedFileStorage
+from ganeti.storage.lvm import LogicalVolume
 from ganeti.storage.runner import CommandRunner, system_runner
 from ganeti.storage.tree import DeviceFactory
 
@@ -25,6 +26,7 @@ STORAGE_TYPES: dict[str, type[BaseStorage]] = {
     constants.DT_DISKLESS: DisklessStorage,
     constants.DT_FILE: FileStorage,
     constants.DT_SHARED_FILE: SharedFileStorage,
+    constants.DT_PLAIN: LogicalVolume,
 }
 
 
@@ -46,6 +48,8 @@ def get_storage(template: str, paths: pathutils.Paths, *, storage_dir: str | Non
                                   f" (supported: {', '.join(sorted(STORAGE_TYPES))})")
     if issubclass(cls, FileStorage):
         return cls(paths, storage_dir=storage_dir, allowed_paths=allowed_paths)
+    if issubclass(cls, LogicalVolume):
+        return cls(paths, runner=runner, exclusive_storage=exclusive_storage)
     return cls(paths)
 
 

@@ -1,0 +1,407 @@
+"""The LVM logical volume device (``plain``) and the LVM storage units.
+
+A ``plain`` disk is one logical volume ``<disk uuid>.disk<N>`` in the
+cluster's volume group; its ``logical_id`` is ``(vg_name, lv_name)`` and
+its path ``/dev/<vg>/<lv>``.  Every LVM command goes through the command
+runner (:mod:`ganeti.storage.runner`); their output is read by the pure
+``parse_*`` functions below.  The commands (doc/storage.md, "Commands run
+on the nodes"):
+
+* create: ``vgs`` (the VG must exist and have room: checked before
+  anything is made), then ``lvcreate -L<size>m -n <lv> --wipesignatures y
+  -y <vg> [pv...]``;
+* remove: ``lvs`` (a missing volume is fine), ``lvremove -f <vg>/<lv>``;
+* grow: ``vgs`` (room), ``lvextend -L+<n>m <vg>/<lv>``;
+* rename: ``lvrename <vg> <old> <new>``;
+* snapshot: ``lvcreate -s -L<size>m -n <lv>.snap <vg>/<lv>``;
+* size/status: ``lvs --noheadings --units m --nosuffix --separator '|'
+  -o lv_name,vg_name,lv_size,lv_attr,devices <vg>/<lv>``;
+* assemble: ``lvchange -ay <vg>/<lv>``; shutdown leaves the volume active
+  (as Ganeti does: a deactivated LV is of no use to anyone else).
+
+Exclusive storage (Ganeti's ``exclusive_storage`` node parameter): a
+volume gets physical volumes of its own.  The create then picks
+``spindles`` (default 1) empty PVs with enough free space together and
+names them to ``lvcreate``; the *spindles* of a volume are the number of
+PVs it lies on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti import constants, errors, pathutils
+from ganeti.storage import base
+from ganeti.storage.runner import CommandRunner, run_checked, system_runner
+
+__all__ = ["LogicalVolume", "LvInfo", "VgInfo", "PvInfo", "parse_lvs", "parse_vgs",
+           "parse_pvs", "check_lvm_name", "lv_name_for", "list_vgs", "list_pvs",
+           "list_lvs", "set_pv_allocatable", "repair_vg", "SNAPSHOT_SUFFIX"]
+
+#: the separator asked of lvs/vgs/pvs (never part of an LVM name)
+SEP = "|"
+_REPORT = ["--noheadings", "--units", "m", "--nosuffix", "--separator", SEP]
+_LV_FIELDS = "lv_name,vg_name,lv_size,lv_attr,devices"
+_VG_FIELDS = "vg_name,vg_size,vg_free,pv_count"
+_PV_FIELDS = "pv_name,vg_name,pv_size,pv_free,pv_attr"
+SNAPSHOT_SUFFIX = ".snap"
+_NAME_RE = re.compile(r"^[A-Za-z0-9+_.][A-Za-z0-9+_.-]*$")
+_DEVICE_RE = re.compile(r"^(.+)\((\d+)\)$")
+
+
+# --- pure parts ------------------------------------------------------------
+
+def lv_name_for(disk_uuid: str, index: int) -> str:
+    """The volume name of disk ``index`` (as Ganeti: ``<uuid>.disk<N>``)."""
+    return f"{disk_uuid}.disk{index}"
+
+
+def check_lvm_name(name: Any, what: str) -> str:
+    """``name`` if it is a valid LVM VG/LV name, else :class:`errors.StorageError`."""
+    if (not isinstance(name, str) or not 0 < len(name) <= 127 or name in (".", "..")
+            or not _NAME_RE.match(name)):
+        raise errors.StorageError(f"Invalid {what} name {name!r}")
+    return name
+
+
+@dataclass(frozen=True)
+class LvInfo:
+    """One logical volume from ``lvs``: size in MiB, its ``lv_attr`` and PVs."""
+
+    vg: str
+    name: str
+    size: int
+    attr: str
+    pvs: tuple[str, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """Whether the volume is activated (5th ``lv_attr`` character ``a``)."""
+        return len(self.attr) > 4 and self.attr[4] == "a"
+
+    @property
+    def is_snapshot(self) -> bool:
+        return self.attr[:1] in ("s", "S")
+
+
+@dataclass(frozen=True)
+class VgInfo:
+    """One volume group from ``vgs``; sizes in MiB."""
+
+    name: str
+    size: int
+    free: int
+    pv_count: int
+
+
+@dataclass(frozen=True)
+class PvInfo:
+    """One physical volume from ``pvs``; sizes in MiB; ``vg`` "" when in none."""
+
+    name: str
+    vg: str
+    size: int
+    free: int
+    allocatable: bool
+
+    @property
+    def used(self) -> int:
+        return self.size - self.free
+
+
+def _mib(text: str, where: str) -> int:
+    try:
+        return int(float(text.strip()))
+    except ValueError:
+        raise errors.StorageError(f"Cannot parse size {text!r} in {where} output") from None
+
+
+def _rows(output: str, columns: int, where: str) -> Iterator[list[str]]:
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        row = [c.strip() for c in line.strip().split(SEP)]
+        if len(row) != columns:
+            raise errors.StorageError(f"Cannot parse {where} output line {line.strip()!r}:"
+                                      f" expected {columns} fields")
+        yield row
+
+
+def parse_lvs(output: str) -> list[LvInfo]:
+    """Volumes from ``lvs ... -o lv_name,vg_name,lv_size,lv_attr,devices``.
+
+    ``lvs`` prints one line per segment; the lines of one volume are merged
+    and its PVs collected from ``devices`` (``/dev/vda(0),/dev/vdb(12)``).
+    """
+    merged: dict[tuple[str, str], LvInfo] = {}
+    for name, vg, size, attr, devices in _rows(output, 5, "lvs"):
+        pvs = []
+        for dev in filter(None, devices.split(",")):
+            m = _DEVICE_RE.match(dev)
+            pvs.append(m.group(1) if m else dev)
+        key = (vg, name)
+        old = merged.get(key)
+        if old is None:
+            merged[key] = LvInfo(vg, name, _mib(size, "lvs"), attr, tuple(dict.fromkeys(pvs)))
+        else:
+            merged[key] = LvInfo(vg, name, old.size, old.attr,
+                                 tuple(dict.fromkeys(old.pvs + tuple(pvs))))
+    return list(merged.values())
+
+
+def parse_vgs(output: str) -> list[VgInfo]:
+    """Volume groups from ``vgs ... -o vg_name,vg_size,vg_free,pv_count``."""
+    result = []
+    for name, size, free, count in _rows(output, 4, "vgs"):
+        try:
+            pv_count = int(count)
+        except ValueError:
+            raise errors.StorageError(f"Cannot parse PV count {count!r} in vgs output") from None
+        result.append(VgInfo(name, _mib(size, "vgs"), _mib(free, "vgs"), pv_count))
+    return result
+
+
+def parse_pvs(output: str) -> list[PvInfo]:
+    """Physical volumes from ``pvs ... -o pv_name,vg_name,pv_size,pv_free,pv_attr``.
+
+    A PV is allocatable when the first ``pv_attr`` character is ``a``.
+    """
+    return [PvInfo(name, vg, _mib(size, "pvs"), _mib(free, "pvs"), attr[:1] == "a")
+            for name, vg, size, free, attr in _rows(output, 5, "pvs")]
+
+
+def pick_exclusive_pvs(pvs: Iterable[PvInfo], vg: str, size: int, count: int) -> list[str]:
+    """``count`` empty allocatable PVs of ``vg`` holding ``size`` MiB together.
+
+    The largest ones are taken first; raises :class:`errors.StorageError` when
+    there are not enough.
+    """
+    empty = sorted((p for p in pvs if p.vg == vg and p.allocatable and p.used == 0),
+                   key=lambda p: (-p.free, p.name))[:count]
+    if len(empty) < count or sum(p.free for p in empty) < size:
+        raise errors.StorageError(
+            f"Exclusive storage: volume group {vg} has not {count} empty physical"
+            f" volume(s) holding {size} MiB together")
+    return [p.name for p in empty]
+
+
+# --- listing and maintenance (storage units) --------------------------------
+
+def list_vgs(runner: CommandRunner, names: Iterable[str] = ()) -> list[VgInfo]:
+    """The volume groups of this node (only ``names`` if given)."""
+    out = run_checked(runner, ["vgs", *_REPORT, "-o", _VG_FIELDS, *names],
+                      "Cannot list volume groups")
+    return parse_vgs(out)
+
+
+def list_pvs(runner: CommandRunner) -> list[PvInfo]:
+    """The physical volumes of this node."""
+    return parse_pvs(run_checked(runner, ["pvs", *_REPORT, "-o", _PV_FIELDS],
+                                 "Cannot list physical volumes"))
+
+
+def list_lvs(runner: CommandRunner, vg: str) -> list[LvInfo]:
+    """The logical volumes of volume group ``vg``."""
+    check_lvm_name(vg, "volume group")
+    return parse_lvs(run_checked(runner, ["lvs", *_REPORT, "-o", _LV_FIELDS, vg],
+                                 f"Cannot list the volumes of volume group {vg}"))
+
+
+def set_pv_allocatable(runner: CommandRunner, pv: str, allocatable: bool) -> None:
+    """``pvchange -x y|n <pv>``: allow or forbid new extents on ``pv``."""
+    if not isinstance(pv, str) or not pv.startswith("/"):
+        raise errors.StorageError(f"Invalid physical volume {pv!r}")
+    run_checked(runner, ["pvchange", "-x", "y" if allocatable else "n", pv],
+                f"Cannot change physical volume {pv}")
+
+
+def repair_vg(runner: CommandRunner, vg: str) -> None:
+    """``vgreduce --removemissing <vg>``: drop the PVs the group has lost."""
+    check_lvm_name(vg, "volume group")
+    run_checked(runner, ["vgreduce", "--removemissing", vg],
+                f"Cannot repair volume group {vg}")
+
+
+# --- the device class -------------------------------------------------------
+
+class LogicalVolume(base.BaseStorage):
+    """``plain``: one LVM logical volume per disk (see the module docstring)."""
+
+    TEMPLATE = constants.DT_PLAIN
+
+    def __init__(self, paths: pathutils.Paths, *, runner: CommandRunner = system_runner,
+                 exclusive_storage: bool = False) -> None:
+        super().__init__(paths)
+        self.runner = runner
+        self.exclusive_storage = exclusive_storage
+
+    @staticmethod
+    def split_id(disk: base.DiskSpec) -> tuple[str, str]:
+        """``(vg, lv)`` of the disk's logical id, validated."""
+        lid = disk.logical_id
+        if not isinstance(lid, (tuple, list)) or len(lid) != 2:
+            raise errors.StorageError(f"Invalid logical id {lid!r} for plain disk {disk.uuid}:"
+                                      " expected (vg_name, lv_name)")
+        return (check_lvm_name(lid[0], "volume group"),
+                check_lvm_name(lid[1], "logical volume"))
+
+    def get_path(self, disk: base.DiskSpec) -> str:
+        vg, lv = self.split_id(disk)
+        return f"/dev/{vg}/{lv}"
+
+    def _lookup(self, vg: str, lv: str) -> LvInfo | None:
+        """The volume ``vg/lv``, or None when it does not exist."""
+        result = self.runner(["lvs", *_REPORT, "-o", _LV_FIELDS, f"{vg}/{lv}"])
+        if result.failed:
+            # lvs fails for a missing volume; tell that from a missing VG/tool
+            if not self._vg(vg, required=False):
+                raise errors.StorageError(f"Volume group '{vg}' does not exist on this node")
+            return None
+        found = [i for i in parse_lvs(result.stdout) if i.vg == vg and i.name == lv]
+        return found[0] if found else None
+
+    def _must_exist(self, disk: base.DiskSpec) -> LvInfo:
+        vg, lv = self.split_id(disk)
+        info = self._lookup(vg, lv)
+        if info is None:
+            raise errors.StorageError(f"Disk {disk.uuid}: logical volume {vg}/{lv} does not exist")
+        return info
+
+    def _vg(self, vg: str, *, required: bool = True) -> VgInfo | None:
+        result = self.runner(["vgs", *_REPORT, "-o", _VG_FIELDS, vg])
+        found = [] if result.failed else [i for i in parse_vgs(result.stdout) if i.name == vg]
+        if not found:
+            if required:
+                raise errors.StorageError(f"Volume group '{vg}' does not exist on this node")
+            return None
+        return found[0]
+
+    def check_free(self, disk: base.DiskSpec, amount: int) -> VgInfo:
+        """Refuse (nothing created) unless the disk's VG exists with ``amount`` MiB free."""
+        vg, lv = self.split_id(disk)
+        info = self._vg(vg)
+        assert info is not None
+        if info.free < amount:
+            raise errors.StorageError(
+                f"Not enough free space in volume group {vg} for disk {disk.uuid}"
+                f" ({lv}): {amount} MiB needed, {info.free} MiB free")
+        return info
+
+    def create(self, disk: base.DiskSpec) -> str:
+        """``lvcreate`` the volume after checking the VG and its free space."""
+        if not isinstance(disk.size, int) or isinstance(disk.size, bool) or disk.size <= 0:
+            raise errors.StorageError(f"Invalid size {disk.size!r} MiB for disk {disk.uuid}")
+        vg, lv = self.split_id(disk)
+        self.check_free(disk, disk.size)
+        if self._lookup(vg, lv) is not None:
+            raise errors.StorageError(f"Disk {disk.uuid}: logical volume {vg}/{lv} already exists")
+        pvs: list[str] = []
+        if self.exclusive_storage:
+            pvs = pick_exclusive_pvs(list_pvs(self.runner), vg, disk.size, disk.spindles or 1)
+        run_checked(self.runner, ["lvcreate", f"-L{disk.size}m", "-n", lv,
+                                  "--wipesignatures", "y", "-y", vg, *pvs],
+                    f"Cannot create logical volume {vg}/{lv} for disk {disk.uuid}")
+        return self.get_path(disk)
+
+    def remove(self, disk: base.DiskSpec) -> None:
+        vg, lv = self.split_id(disk)
+        if not self._vg(vg, required=False) or self._lookup(vg, lv) is None:
+            return
+        run_checked(self.runner, ["lvremove", "-f", f"{vg}/{lv}"],
+                    f"Cannot remove logical volume {vg}/{lv} of disk {disk.uuid}")
+
+    def grow(self, disk: base.DiskSpec, amount: int) -> int:
+        if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+            raise errors.StorageError(f"Invalid grow amount {amount!r} MiB for disk {disk.uuid}")
+        vg, lv = self.split_id(disk)
+        info = self._must_exist(disk)
+        if amount == 0:
+            return info.size
+        self.check_free(disk, amount)
+        run_checked(self.runner, ["lvextend", f"-L+{amount}m", f"{vg}/{lv}"],
+                    f"Cannot grow logical volume {vg}/{lv} of disk {disk.uuid}")
+        return self._must_exist(disk).size
+
+    def assemble(self, disk: base.DiskSpec) -> str:
+        vg, lv = self.split_id(disk)
+        info = self._must_exist(disk)
+        if not info.active:
+            run_checked(self.runner, ["lvchange", "-ay", f"{vg}/{lv}"],
+                        f"Cannot activate logical volume {vg}/{lv} of disk {disk.uuid}")
+        return self.get_path(disk)
+
+    def shutdown(self, disk: base.DiskSpec) -> None:
+        self.split_id(disk)   # validates the id; the volume stays active (as Ganeti)
+
+    def rename(self, disk: base.DiskSpec, new_logical_id: tuple[Any, ...]) -> tuple[Any, ...]:
+        vg, lv = self.split_id(disk)
+        new_vg, new_lv = self.split_id(base.DiskSpec(uuid=disk.uuid, size=disk.size,
+                                                     logical_id=tuple(new_logical_id)))
+        if new_vg != vg:
+            raise errors.StorageError(f"Disk {disk.uuid}: cannot move logical volume {vg}/{lv}"
+                                      f" to another volume group ({new_vg})")
+        if new_lv == lv:
+            return (vg, lv)
+        self._must_exist(disk)
+        run_checked(self.runner, ["lvrename", vg, lv, new_lv],
+                    f"Cannot rename logical volume {vg}/{lv} to {new_lv}")
+        return (vg, new_lv)
+
+    def snapshot(self, disk: base.DiskSpec, size: int) -> tuple[Any, ...]:
+        """``lvcreate -s``: a snapshot ``<lv>.snap`` with ``size`` MiB of change room."""
+        if not isinstance(size, int) or size <= 0:
+            raise errors.StorageError(f"Invalid snapshot size {size!r} MiB for disk {disk.uuid}")
+        vg, lv = self.split_id(disk)
+        self._must_exist(disk)
+        self.check_free(disk, size)
+        snap = check_lvm_name(lv + SNAPSHOT_SUFFIX, "logical volume")
+        run_checked(self.runner, ["lvcreate", "-s", f"-L{size}m", "-n", snap, f"{vg}/{lv}"],
+                    f"Cannot snapshot logical volume {vg}/{lv} of disk {disk.uuid}")
+        return (vg, snap)
+
+    def get_size(self, disk: base.DiskSpec) -> int:
+        return self._must_exist(disk).size
+
+    def status(self, disk: base.DiskSpec) -> base.DeviceStatus | None:
+        vg, lv = self.split_id(disk)
+        info = self._lookup(vg, lv)
+        if info is None:
+            return None
+        return base.DeviceStatus(path=self.get_path(disk), size=info.size, active=info.active,
+                                 spindles=len(info.pvs) or None)
+
+    def export_stream(self, disk: base.DiskSpec,
+                      chunk_size: int = base.DEFAULT_CHUNK_SIZE) -> Iterator[bytes]:
+        path = self.assemble(disk)
+        try:
+            fh = open(path, "rb")
+        except OSError as exc:
+            raise errors.StorageError(f"Cannot open {path} of disk {disk.uuid}: {exc}") from exc
+
+        def chunks() -> Iterator[bytes]:
+            with fh:
+                while chunk := fh.read(chunk_size):
+                    yield chunk
+        return chunks()
+
+    def import_stream(self, disk: base.DiskSpec, chunks: Iterable[bytes]) -> int:
+        limit = self.get_size(disk) * base.MIB
+        path = self.assemble(disk)
+        written = 0
+        try:
+            with open(path, "r+b") as fh:
+                for chunk in chunks:
+                    if written + len(chunk) > limit:
+                        raise errors.StorageError(f"Import into disk {disk.uuid} ({path})"
+                                                  f" exceeds its size of {limit // base.MIB} MiB")
+                    fh.write(chunk)
+                    written += len(chunk)
+        except OSError as exc:
+            raise errors.StorageError(f"Cannot write {path} of disk {disk.uuid}: {exc}") from exc
+        return written
+
+    def verify(self) -> list[str]:
+        return []
