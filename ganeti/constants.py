@@ -178,6 +178,8 @@ DISK_TEMPLATES = frozenset([DT_DISKLESS, DT_FILE, DT_SHARED_FILE, DT_PLAIN,
 DTS_INT_MIRROR = frozenset([DT_DRBD8])
 DTS_EXT_MIRROR = frozenset([DT_SHARED_FILE, DT_RBD, DT_EXT, DT_GLUSTER, DT_BLOCK, DT_DISKLESS])
 DTS_FILEBASED = frozenset([DT_FILE, DT_SHARED_FILE, DT_GLUSTER])
+#: the templates whose disks are LVM volumes in the cluster's volume group
+DTS_LVM = frozenset([DT_PLAIN, DT_DRBD8])
 DISK_RDWR = "rw"
 DISK_RDONLY = "ro"
 

@@ -14,6 +14,7 @@ from ganeti import constants, errors, serializer
 from ganeti.watcher import pause as watcherpause
 from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
+from ganeti.storage import lvm
 
 __all__ = [
     "version", "node_info", "node_verify", "master_node_name", "node_leave_cluster",
@@ -122,9 +123,26 @@ def _storage_info(ctx: NodeContext, unit: Any, figures: dict[str, Any]) -> dict[
         result["storage_free"] = st.f_bavail * st.f_frsize // (1024 * 1024)
     elif stype == constants.DT_DISKLESS:
         result.update({"storage_size": 0, "storage_free": 0})
+    elif stype == constants.ST_LVM_VG:
+        result.update(_vg_info(ctx, key))
     else:
         result["error"] = f"Storage type {stype!r} is not reported yet"
     return result
+
+
+def _vg_info(ctx: NodeContext, vg: Any) -> dict[str, Any]:
+    """``storage_size``/``storage_free`` (and Ganeti's ``vg_size``/``vg_free``,
+    the same figures) of volume group ``vg`` in MiB, or an ``error``."""
+    try:
+        found = [i for i in lvm.list_vgs(ctx.storage_runner, [lvm.check_lvm_name(vg, "volume"
+                                                                               " group")])
+                 if i.name == vg]
+    except errors.StorageError as exc:
+        return {"error": str(exc)}
+    if not found:
+        return {"error": f"Volume group '{vg}' does not exist on this node"}
+    return {"storage_size": found[0].size, "storage_free": found[0].free,
+            "vg_size": found[0].size, "vg_free": found[0].free}
 
 
 def node_info(ctx: NodeContext, storage_units: list, hv_specs: list) -> dict[str, Any]:
@@ -139,7 +157,8 @@ def node_info(ctx: NodeContext, storage_units: list, hv_specs: list) -> dict[str
     ``memory_dom0`` and the running instances) plus ``instance_count``;
     the top-level memory/cpu figures follow the first hypervisor.  File
     storage units report ``storage_size``/``storage_free`` (MiB) of the
-    file system holding the directory.
+    file system holding the directory; an ``lvm-vg`` unit (key: the volume
+    group) those of the VG, also as ``vg_size``/``vg_free``.
     """
     from ganeti.backend import instance as _instance   # instance imports nothing of node
     figures = _host_figures(ctx)

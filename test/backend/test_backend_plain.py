@@ -1,0 +1,111 @@
+"""The blockdev procedures and node_info for plain (LVM) disks, with the node's
+storage commands going to a recording runner (no LVM needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fakes.cmdrunner import RecordingRunner
+
+from ganeti import errors, objects, serializer
+from ganeti.backend import blockdev, node
+
+UUID = "5b0e7c55-9d2a-4a43-8f1e-0c6d2b8f4e21"
+LV = f"{UUID}.disk0"
+LV_LINE = f"  {LV}|xenvg|128.00|-wi-a-----|/dev/vdb(0)\n"
+
+
+@pytest.fixture
+def runner(ctx) -> RecordingRunner:
+    rec = RecordingRunner().on("vgs", stdout="  xenvg|1020.00|500.00|1\n").on("lvs", rc=5)
+    ctx.storage_runner = rec
+    return rec
+
+
+def plain_disk(size: int = 128, **kw) -> dict:
+    return serializer.to_data(objects.Disk(uuid=UUID, dev_type="plain", size=size,
+                                           logical_id=["xenvg", LV], **kw))
+
+
+def test_create_plain(ctx, runner) -> None:
+    res = blockdev.blockdev_create(ctx, plain_disk(), 128, "inst1", True, "", False)
+    assert res == {"path": f"/dev/xenvg/{LV}", "logical_id": ["xenvg", LV], "size": 128}
+    assert runner.commands("lvcreate") == [
+        ["lvcreate", "-L128m", "-n", LV, "--wipesignatures", "y", "-y", "xenvg"]]
+
+
+def test_create_plain_refused_when_the_vg_is_full(ctx, runner) -> None:
+    with pytest.raises(errors.StorageError, match="Not enough free space in volume group xenvg"):
+        blockdev.blockdev_create(ctx, plain_disk(), 600, "inst1", True, "", False)
+    assert "lvcreate" not in runner.programs()
+
+
+def test_exclusive_storage_only_for_plain(ctx, runner) -> None:
+    runner.on("pvs", stdout="  /dev/vdb|xenvg|1020.00|1020.00|a--\n")
+    blockdev.blockdev_create(ctx, plain_disk(), 128, "inst1", True, "", True)
+    assert runner.commands("lvcreate")[0][-1] == "/dev/vdb"
+    file_disk = serializer.to_data(objects.Disk(uuid="f", dev_type="file", size=1,
+                                                logical_id=["loop", "/x/y"]))
+    with pytest.raises(errors.StorageError, match="Exclusive storage"):
+        blockdev.blockdev_create(ctx, file_disk, 1, "inst1", True, "", True)
+
+
+def test_remove_assemble_find_grow(ctx, runner) -> None:
+    runner.on("lvs", stdout=LV_LINE)
+    blockdev.blockdev_remove(ctx, plain_disk())
+    assert runner.commands("lvremove") == [["lvremove", "-f", f"xenvg/{LV}"]]
+    found = blockdev.blockdev_find(ctx, plain_disk())
+    assert found is not None and found["dev_path"] == f"/dev/xenvg/{LV}" and found["size"] == 128
+    assert blockdev.blockdev_getdimensions(ctx, [plain_disk()]) == [[128 * 1024 * 1024, 1]]
+    assert blockdev.blockdev_grow(ctx, plain_disk(), 64, True, False, False) == 192
+    assert "lvextend" not in runner.programs()
+    blockdev.blockdev_grow(ctx, plain_disk(), 64, False, False, False)
+    assert runner.commands("lvextend") == [["lvextend", "-L+64m", f"xenvg/{LV}"]]
+
+
+def test_missing_volume(ctx, runner) -> None:
+    assert blockdev.blockdev_find(ctx, plain_disk()) is None
+    assert blockdev.blockdev_getdimensions(ctx, [plain_disk()]) == [None]
+    assert blockdev.blockdev_getstatus(ctx, [[plain_disk(), "inst1", 0]]) == [None]
+    blockdev.blockdev_remove(ctx, plain_disk())          # idempotent
+    assert "lvremove" not in runner.programs()
+
+
+def test_a_disk_tree_is_created_children_first_and_rolled_back(ctx, runner) -> None:
+    """A plain disk over a plain child (no such template: it shows the walk)."""
+    child = objects.Disk(uuid="c", dev_type="plain", size=64, logical_id=["xenvg", "c.disk0"])
+    data = plain_disk(children=[child])
+    runner.on("lvcreate", "-L128m", rc=5, stderr="no extents")
+    after_child: list[str] = []
+    real = runner.__call__
+
+    def tracking(argv):
+        if argv[0] == "lvs" and argv[-1] == "xenvg/c.disk0" and runner.commands("lvcreate"):
+            after_child.append("lvs")
+            runner.calls.append(list(argv))
+            return RecordingRunner().on("lvs", stdout="  c.disk0|xenvg|64.00|-wi-a-----|x(0)\n")(
+                argv)
+        return real(argv)
+    ctx.storage_runner = tracking
+    with pytest.raises(errors.StorageError, match="no extents"):
+        blockdev.blockdev_create(ctx, data, 128, "inst1", True, "", False)
+    assert [c[3] for c in runner.commands("lvcreate")] == ["c.disk0", LV]
+    assert runner.commands("lvremove") == [["lvremove", "-f", "xenvg/c.disk0"]]
+
+
+def test_parse_disk_keeps_the_tree(ctx) -> None:
+    child = objects.Disk(uuid="c", dev_type="plain", size=64, logical_id=["xenvg", "c"])
+    template, spec = blockdev.parse_disk(plain_disk(children=[child], spindles=2))
+    assert template == "plain" and spec.spindles == 2
+    assert [dataclasses.astuple(c)[:3] for c in spec.children] == [("c", 64, ("xenvg", "c"))]
+
+
+def test_node_info_reports_the_vg(ctx, runner) -> None:
+    info = node.node_info(ctx, [["lvm-vg", "xenvg", {}]], [])
+    assert info["storage"] == [{"type": "lvm-vg", "name": "xenvg", "storage_size": 1020,
+                                "storage_free": 500, "vg_size": 1020, "vg_free": 500}]
+    runner.on("vgs", rc=5, stderr='Volume group "xenvg" not found')
+    info = node.node_info(ctx, [["lvm-vg", "xenvg", {}]], [])
+    assert "error" in info["storage"][0] and "storage_free" not in info["storage"][0]
