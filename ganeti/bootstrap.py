@@ -160,6 +160,7 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                  use_external_mip_script: bool = False,
                  file_storage_dir: str | None = None,
                  shared_file_storage_dir: str | None = None,
+                 vg_name: str | None = None,
                  candidate_pool_size: int = constants.DEFAULT_CANDIDATE_POOL_SIZE,
                  hvparams: Mapping[str, Mapping[str, Any]] | None = None,
                  beparams: Mapping[str, Any] | None = None,
@@ -173,7 +174,8 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     The instance policy is Ganeti's default with the enabled disk
     templates, changed by ``ipolicy`` (a change set, doc/ipolicy.md).
     ``primary_ip_version`` (4 or 6) is the family of every node's primary
-    IP; the master's primary IP must be of it.
+    IP; the master's primary IP must be of it.  ``vg_name`` is the LVM
+    volume group of ``plain`` disks, needed when an LVM template is enabled.
 
     Does not start daemons.  Raises :class:`errors.OpPrereqError` for bad
     arguments and :class:`errors.ConfigurationError` when a cluster
@@ -199,6 +201,9 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     if bad:
         raise errors.OpPrereqError(f"Unknown disk template(s): {', '.join(bad)}",
                                    errors.ECODE_INVAL)
+    if vg_name is not None:
+        validation.check_vg_name(vg_name)
+    validation.check_lvm_templates(templates, vg_name)
     if candidate_pool_size < 1:
         raise errors.OpPrereqError("The candidate pool size must be at least 1",
                                    errors.ECODE_INVAL)
@@ -246,6 +251,7 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
         # (each with its own root in a virtual cluster) maps it below its root
         file_storage_dir=file_storage_dir or Paths("/").file_storage_dir,
         shared_file_storage_dir=shared_file_storage_dir or paths.shared_file_storage_dir,
+        volume_group_name=vg_name,
         enabled_hypervisors=hvs, enabled_disk_templates=templates,
         candidate_pool_size=candidate_pool_size, ctime=now, mtime=now, **params)
     data = objects.ConfigData(cluster=cluster, nodes={node_uuid: node},

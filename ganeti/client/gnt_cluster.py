@@ -121,6 +121,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         use_external_mip_script=bool(_bool_arg(opts.use_external_mip_script)),
         file_storage_dir=opts.file_storage_dir,
         shared_file_storage_dir=opts.shared_file_storage_dir,
+        vg_name=opts.vg_name or None,
         candidate_pool_size=(opts.candidate_pool_size
                              or constants.DEFAULT_CANDIDATE_POOL_SIZE),
         hvparams=parse_hvparams(opts.hvparams), beparams=parse_keyval(opts.beparams),
@@ -299,6 +300,7 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "candidate_pool_size": opts.candidate_pool_size,
         "file_storage_dir": opts.file_storage_dir,
         "shared_file_storage_dir": opts.shared_file_storage_dir,
+        "vg_name": opts.vg_name,
         "master_netdev": opts.master_netdev,
         "master_netmask": opts.master_netmask,
         "use_external_mip_script": _bool_arg(opts.use_external_mip_script),
@@ -597,6 +599,9 @@ NETDEV_OPT = _O("--master-netdev", dest="master_netdev", default=None, metavar="
                 help="Network device for the master IP address")
 FSDIR_OPT = _O("--file-storage-dir", dest="file_storage_dir", default=None, metavar="DIR",
                help="Directory for file-based instance disks")
+VG_OPT = _O("--vg-name", dest="vg_name", default=None, metavar="VG",
+            help="LVM volume group of plain disks (needed to enable plain; modify: ''"
+            " removes it)")
 SFSDIR_OPT = _O("--shared-file-storage-dir", dest="shared_file_storage_dir", default=None,
                 metavar="DIR", help="Directory for shared-file instance disks")
 POOL_OPT = _O("-C", "--candidate-pool-size", dest="candidate_pool_size", type=int,
@@ -696,10 +701,10 @@ CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
                  help="Do not ask for confirmation")
 
 _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
-              SFSDIR_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT,
+              SFSDIR_OPT, VG_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT,
               PIPV_OPT, NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
-                SFSDIR_OPT, POOL_OPT,
+                SFSDIR_OPT, VG_OPT, POOL_OPT,
                 HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, MAXTRACK_OPT,
                 IMAGE_OPT, ICN_OPT, IALLOC_OPT,
                 IALLOCP_OPT,

@@ -24,6 +24,7 @@ from typing import Any
 from ganeti import constants, crypto, errors, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import policy
+from ganeti.utils import validation
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
                                   redistribute, upload_files)
@@ -278,7 +279,7 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OP_TARGET": self.cfg.get_cluster_info().cluster_name,
-                "NEW_VG_NAME": ""}
+                "NEW_VG_NAME": self.op.vg_name or ""}
 
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         return cluster_hooks_nodes(self.cfg)
@@ -379,6 +380,7 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
                     raise errors.ParameterError(f"Parameter '{name}' must be an absolute"
                                                 f" path, got {value!r}", errors.ECODE_INVAL)
                 new[name] = os.path.normpath(value) if value else value
+        self._check_vg_name(cluster, new)
         if op.mac_prefix is not None:
             prefix = op.mac_prefix.lower()
             if not _MAC_PREFIX_RE.match(prefix):
@@ -413,6 +415,26 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
             new["blacklisted_os"] = _apply_os_list(cluster.blacklisted_os, op.blacklisted_os,
                                                    "blacklisted_os")
         self.new_values = new
+
+    def _check_vg_name(self, cluster: Cluster, new: dict[str, Any]) -> None:
+        """``vg_name`` ('' removes it) and Ganeti's rule that plain/drbd need one,
+        checked when either changes."""
+        op = self.op
+        if op.vg_name is not None:
+            new["volume_group_name"] = validation.check_vg_name(op.vg_name) if op.vg_name \
+                else None
+        if op.vg_name == "":
+            users = sorted(i.name for i in self.cfg.get_all_instances_info().values()
+                           if i.disk_template in constants.DTS_LVM)
+            if users:
+                raise errors.OpPrereqError("Cannot remove the volume group name while"
+                                           f" instances use LVM disks: {', '.join(users)}",
+                                           errors.ECODE_STATE)
+        if op.vg_name is None and "enabled_disk_templates" not in new:
+            return
+        validation.check_lvm_templates(
+            new.get("enabled_disk_templates", cluster.enabled_disk_templates),
+            new.get("volume_group_name", cluster.volume_group_name))
 
     def _moves_master_ip(self, cluster: Cluster) -> bool:
         return any(key in self.new_values and self.new_values[key] != getattr(cluster, key)

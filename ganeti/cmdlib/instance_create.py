@@ -19,7 +19,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, disk_wipe, instance_import, policy
+from ganeti.cmdlib import allocator, disk_wipe, instance_import, lvm, policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, file_logical_id,
                                     instance_hook_env, instance_rpc_dict, with_secret_osparams,
@@ -39,7 +39,7 @@ __all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "build
            "check_instance_name", "check_ip_free", "IP_CHECK_TIMEOUT"]
 
 SUPPORTED_TEMPLATES = frozenset([constants.DT_DISKLESS, constants.DT_FILE,
-                                 constants.DT_SHARED_FILE])
+                                 constants.DT_SHARED_FILE, constants.DT_PLAIN])
 _MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 _MAC_AUTO = ("auto", "generate", None, "")
 #: seconds the IP check waits for the address to answer (a lost SYN is
@@ -115,8 +115,28 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
         mode = spec.get("mode") or constants.DISK_RDWR
         if mode not in (constants.DISK_RDWR, constants.DISK_RDONLY):
             raise errors.OpPrereqError(f"Disk {idx}: invalid mode {mode!r}", errors.ECODE_INVAL)
-        result.append({"size": size, "mode": mode, "name": spec.get("name")})
+        entry = {"size": size, "mode": mode, "name": spec.get("name")}
+        if template in constants.DTS_LVM:
+            entry.update(_lvm_disk_params(idx, spec))
+        result.append(entry)
     return result
+
+
+def _lvm_disk_params(idx: int, spec: dict[str, Any]) -> dict[str, Any]:
+    """``vg`` and ``spindles`` of an LVM disk spec, when given (checked)."""
+    extra: dict[str, Any] = {}
+    if spec.get("vg"):
+        try:
+            extra["vg"] = validation.check_vg_name(spec["vg"])
+        except errors.OpPrereqError as exc:
+            raise errors.OpPrereqError(f"Disk {idx}: {exc}", errors.ECODE_INVAL) from None
+    spindles = spec.get("spindles")
+    if spindles is not None:
+        if not isinstance(spindles, int) or isinstance(spindles, bool) or spindles < 1:
+            raise errors.OpPrereqError(f"Disk {idx}: invalid spindles {spindles!r} (a"
+                                       " positive number)", errors.ECODE_INVAL)
+        extra["spindles"] = spindles
+    return extra
 
 
 def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool = True,
@@ -335,11 +355,20 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             if storage_dir is not None:
                 logical_id = file_logical_id(storage_dir, op.instance_name, uuid, idx,
                                              op.file_driver or "loop")
+            elif op.disk_template == constants.DT_PLAIN:
+                logical_id = lvm.lv_logical_id(lvm.disk_vg(cluster, spec), uuid, idx)
             self.new_disks.append(Disk(uuid=uuid, dev_type=op.disk_template, size=spec["size"],
                                        mode=spec["mode"], name=spec["name"],
                                        logical_id=logical_id, iv_name=f"disk/{idx}",
-                                       nodes=[pnode.uuid]))
+                                       nodes=[pnode.uuid], spindles=spec.get("spindles")))
         self.new_inst = inst
+        self.excl_stor = False
+        if op.disk_template == constants.DT_PLAIN:
+            # the volume groups must exist on the node and have room: nothing is made otherwise
+            lvm.check_vg_free(self, [pnode], lvm.required_vg_sizes(
+                (d.logical_id[0], d.size) for d in self.new_disks))
+            self.excl_stor = lvm.exclusive_storage(cluster, pnode,
+                                                   cfg.get_nodegroup(pnode.group))
         if op.ip_check and self.check_ip is not None:
             check_ip_free(self.check_ip, op.instance_name)
         if op.os_type and self.rpc is not None:
@@ -426,7 +455,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {pname}")
                 self.require_rpc().call_blockdev_create(
                     pname, disk=instance_rpc_disk(disk), size=disk.size, owner_instance_name=inst.name,
-                    on_primary=True, info=f"originstname+{inst.name}", excl_stor=False,
+                    on_primary=True, info=f"originstname+{inst.name}", excl_stor=self.excl_stor,
                 ).one(pname, f"Can't create disk {disk.iv_name} on node {pname}")
                 created.append(disk)
         except errors.GanetiError:

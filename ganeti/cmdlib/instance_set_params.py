@@ -13,7 +13,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import disk_wipe, policy
+from ganeti.cmdlib import disk_wipe, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
@@ -420,6 +420,13 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                        paths.root if paths is not None else None)
                 driver = "loop"
             logical_id = file_logical_id(sdir, inst.name, uuid, idx, driver)
+        excl_stor = False
+        if inst.disk_template == constants.DT_PLAIN:
+            cluster = cfg.get_cluster_info()
+            logical_id = lvm.lv_logical_id(lvm.disk_vg(cluster, spec), uuid, idx)
+            lvm.check_vg_free(self, [self.pnode], {logical_id[0]: spec["size"]})
+            excl_stor = lvm.exclusive_storage(cluster, self.pnode,
+                                              cfg.get_nodegroup(self.pnode.group))
         disk = Disk(uuid=uuid, dev_type=inst.disk_template, size=spec["size"], mode=spec["mode"],
                     name=spec["name"], logical_id=logical_id, iv_name=f"disk/{idx}",
                     nodes=[inst.primary_node])
@@ -427,7 +434,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         self.require_rpc().call_blockdev_create(
             self.pnode.name, disk=disk_rpc_dicts([disk])[0], size=disk.size,
             owner_instance_name=inst.name, on_primary=True, info=f"originstname+{inst.name}",
-            excl_stor=False).one(self.pnode.name, f"Could not create disk {idx}")
+            excl_stor=excl_stor).one(self.pnode.name, f"Could not create disk {idx}")
         cfg.add_instance_disk(inst.uuid, disk, idx)
 
 
@@ -451,6 +458,8 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
                                        f" {op.amount} MiB", errors.ECODE_INVAL)
         if self.delta == 0 and not op.absolute:
             raise errors.OpPrereqError("Growing by 0 MiB does nothing", errors.ECODE_INVAL)
+        if disk.dev_type == constants.DT_PLAIN and self.delta > 0:
+            lvm.check_vg_free(self, [self.pnode], {disk.logical_id[0]: self.delta})
 
     def HookExtra(self) -> dict[str, Any]:
         return {"DISK": self.op.disk, "AMOUNT": self.delta, "ABSOLUTE": self.op.absolute}

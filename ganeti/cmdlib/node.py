@@ -598,13 +598,31 @@ NODE_FIELDS = query.make_table([
 ])
 
 
-def _storage_units(cluster: Cluster) -> list[list[Any]]:
+def _file_storage_units(cluster: Cluster) -> list[list[Any]]:
     if constants.DT_FILE in cluster.enabled_disk_templates and cluster.file_storage_dir:
         return [[constants.DT_FILE, cluster.file_storage_dir, {}]]
     if (constants.DT_SHARED_FILE in cluster.enabled_disk_templates
             and cluster.shared_file_storage_dir):
         return [[constants.DT_SHARED_FILE, cluster.shared_file_storage_dir, {}]]
     return []
+
+
+def _storage_units(cluster: Cluster) -> list[list[Any]]:
+    """The storage units node_info reports, the one DFree/DTotal and the
+    iallocator's free_disk/total_disk show first: the cluster's volume group
+    (``lvm-vg``) when an LVM template is enabled and a VG is set, before the
+    file storage unit if an LVM template is enabled before the file ones
+    (as in Ganeti: the first enabled template's storage counts)."""
+    units = _file_storage_units(cluster)
+    enabled = cluster.enabled_disk_templates
+    lvm_at = [i for i, t in enumerate(enabled) if t in constants.DTS_LVM]
+    if not lvm_at or not cluster.volume_group_name:
+        return units
+    vg_unit = [constants.ST_LVM_VG, cluster.volume_group_name, {}]
+    file_at = [i for i, t in enumerate(enabled) if t in constants.DTS_FILEBASED]
+    if not file_at or lvm_at[0] < file_at[0]:
+        return [vg_unit, *units]
+    return [*units, vg_unit]
 
 
 def collect_live(context: MasterContext, nodes: list[Node]) -> dict[str, Any]:

@@ -58,6 +58,8 @@ class OpClusterSetParams(OpCode):
     default_iallocator_params: dict[str, Any] | None = None
     file_storage_dir: str | None = None
     shared_file_storage_dir: str | None = None
+    vg_name: str | None = param(None, doc="the LVM volume group of plain/drbd disks;"
+                                " '' removes it (refused while such templates are enabled)")
     maintain_node_health: bool | None = None
     prealloc_wipe_disks: bool | None = None
     modify_etc_hosts: bool | None = None

@@ -40,7 +40,7 @@ ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
         'disk_state': None, 'drbd_helper': None,
         'enabled_data_collectors': None, 'enabled_user_shutdown': None,
         'gluster_storage_dir': None, 'hv_state': None, 'osparams_private_cluster': None,
-        'reserved_lvs': None, 'vg_name': None, 'zeroing_image': None},
+        'reserved_lvs': None, 'zeroing_image': None},
     "OP_GROUP_ASSIGN_NODES": {'node_uuids': None},
     "OP_INSTANCE_ACTIVATE_DISKS": {'instance_uuid': None},
     "OP_INSTANCE_CHANGE_GROUP": {'instance_uuid': None},

@@ -281,15 +281,15 @@ def cluster_set_params(*, enabled_hypervisors: list[str] | None = NOT_SENT,
         default_iallocator: str | None = NOT_SENT,
         default_iallocator_params: dict[str, Any] | None = NOT_SENT,
         file_storage_dir: str | None = NOT_SENT, shared_file_storage_dir: str | None = NOT_SENT,
-        maintain_node_health: bool | None = NOT_SENT, prealloc_wipe_disks: bool | None = NOT_SENT,
-        modify_etc_hosts: bool | None = NOT_SENT, mac_prefix: str | None = NOT_SENT,
-        master_netdev: str | None = NOT_SENT, master_netmask: int | None = NOT_SENT,
-        use_external_mip_script: bool | None = NOT_SENT, uid_pool: list[Any] | None = NOT_SENT,
-        add_uids: list[Any] | None = NOT_SENT, remove_uids: list[Any] | None = NOT_SENT,
-        ipolicy: dict[str, Any] | None = NOT_SENT, hidden_os: list[Any] | None = NOT_SENT,
-        blacklisted_os: list[Any] | None = NOT_SENT, install_image: str | None = NOT_SENT,
-        instance_communication_network: str | None = NOT_SENT, force: bool = NOT_SENT,
-        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        vg_name: str | None = NOT_SENT, maintain_node_health: bool | None = NOT_SENT,
+        prealloc_wipe_disks: bool | None = NOT_SENT, modify_etc_hosts: bool | None = NOT_SENT,
+        mac_prefix: str | None = NOT_SENT, master_netdev: str | None = NOT_SENT,
+        master_netmask: int | None = NOT_SENT, use_external_mip_script: bool | None = NOT_SENT,
+        uid_pool: list[Any] | None = NOT_SENT, add_uids: list[Any] | None = NOT_SENT,
+        remove_uids: list[Any] | None = NOT_SENT, ipolicy: dict[str, Any] | None = NOT_SENT,
+        hidden_os: list[Any] | None = NOT_SENT, blacklisted_os: list[Any] | None = NOT_SENT,
+        install_image: str | None = NOT_SENT, instance_communication_network: str | None = NOT_SENT,
+        force: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change cluster parameters; only the given (non-null) fields change."""
     return _op(OP_CLUSTER_SET_PARAMS, locals())
 

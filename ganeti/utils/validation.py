@@ -7,12 +7,13 @@ import re
 from ganeti import constants, errors
 
 __all__ = ["is_valid_hostname", "check_hostname", "is_valid_script_name",
-           "check_script_name", "check_tag"]
+           "check_script_name", "check_tag", "check_vg_name", "check_lvm_templates"]
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME_RE = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
 _SCRIPT_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
 _TAG_RE = re.compile(r"^[\w.+*/:@-]+$")
+_VG_NAME_RE = re.compile(r"^[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}$")
 MAX_HOSTNAME_LEN = 253
 
 
@@ -60,3 +61,22 @@ def check_tag(tag: object) -> str:
     if not _TAG_RE.fullmatch(tag):
         raise errors.TagError(f"Tag contains invalid characters: {tag!r}")
     return tag
+
+
+def check_vg_name(name: object) -> str:
+    """``name`` if it is a valid LVM volume group name (``lvm(8)``: letters,
+    digits, ``+_.-``, not starting with ``-``, not ``.``/``..``, at most 127
+    characters), else :class:`errors.OpPrereqError`."""
+    if not isinstance(name, str) or name in (".", "..") or not _VG_NAME_RE.match(name):
+        raise errors.OpPrereqError(f"Invalid volume group name {name!r}", errors.ECODE_INVAL)
+    return name
+
+
+def check_lvm_templates(enabled_templates: list[str], vg_name: str | None) -> None:
+    """Ganeti's rule: an LVM based template (``plain``, ``drbd``) may only be
+    enabled when the cluster has a volume group name (``--vg-name``)."""
+    lvm = [t for t in enabled_templates if t in constants.DTS_LVM]
+    if lvm and not vg_name:
+        raise errors.OpPrereqError(
+            f"Disk template(s) {', '.join(lvm)} need a volume group: give one with --vg-name"
+            " (or do not enable them)", errors.ECODE_INVAL)

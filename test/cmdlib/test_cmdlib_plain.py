@@ -1,0 +1,169 @@
+"""The plain (LVM) template on the master side: --vg-name, the rule that plain needs
+a VG, disk generation (<uuid>.disk<N> in the cluster's VG) and the VG space checks
+before anything is created; against a real ConfigWriter and the fake nodes of
+test_cmdlib_instance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cmdlib.test_cmdlib_instance import FakeNodes, _create, env  # noqa: F401 - env: a fixture
+
+from ganeti import constants, errors
+from ganeti.cmdlib import lvm
+
+
+class LvmNodes(FakeNodes):
+    """FakeNodes with a volume group per node: ``vgs[node] = {vg: free MiB}``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.vgs: dict[str, dict[str, int]] = {}
+        self.created: list[dict[str, Any]] = []
+
+    def do_node_info(self, node: str, storage_units: list, hv_specs: list) -> dict:
+        units = []
+        for stype, key, _params in storage_units:
+            free = self.vgs.get(node, {}).get(key)
+            if stype != constants.ST_LVM_VG:
+                units.append({"type": stype, "name": key, "error": "not a VG"})
+            elif free is None:
+                units.append({"type": stype, "name": key,
+                              "error": f"Volume group '{key}' does not exist on this node"})
+            else:
+                units.append({"type": stype, "name": key, "storage_size": 4096,
+                              "storage_free": free, "vg_size": 4096, "vg_free": free})
+        return {"name": node, "storage": units, "hv": []}
+
+    def do_blockdev_create(self, node: str, disk: dict, size: int, *rest: Any) -> dict:
+        self.created.append({"disk": disk, "excl_stor": rest[-1]})
+        return super().do_blockdev_create(node, disk, size, *rest)
+
+
+@pytest.fixture
+def lenv(env: Any) -> Any:  # noqa: F811 - the imported fixture
+    nodes = LvmNodes()
+    env.ctx.rpc = nodes
+    env.rpc = nodes
+    nodes.vgs = {n: {"xenvg": 1024} for n in ("node1", "node2", "node3")}
+    env.run("OP_CLUSTER_SET_PARAMS", vg_name="xenvg",
+            enabled_disk_templates=["plain", "diskless", "file", "sharedfile"])
+    return env
+
+
+def test_plain_needs_a_volume_group(env: Any) -> None:  # noqa: F811
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="plain need a volume group.*--vg-name"):
+        env.run("OP_CLUSTER_SET_PARAMS", enabled_disk_templates=["plain", "file"])
+    assert env.raw() == before
+
+
+@pytest.mark.parametrize("vg", ["-bad", "a b", "a/b", ".."], ids=["dash", "space", "slash",
+                                                                  "dotdot"])
+def test_invalid_vg_name_is_refused(env: Any, vg: str) -> None:  # noqa: F811
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="Invalid volume group name"):
+        env.run("OP_CLUSTER_SET_PARAMS", vg_name=vg)
+    assert env.raw() == before
+
+
+def test_vg_name_set_and_removed(lenv: Any) -> None:
+    assert lenv.cfg.get_cluster_info().volume_group_name == "xenvg"
+    with pytest.raises(errors.OpPrereqError, match="plain need a volume group"):
+        lenv.run("OP_CLUSTER_SET_PARAMS", vg_name="")
+    lenv.run("OP_CLUSTER_SET_PARAMS", vg_name="", enabled_disk_templates=["file"])
+    assert lenv.cfg.get_cluster_info().volume_group_name is None
+
+
+def test_create_plain_makes_lvs_named_by_disk_uuid(lenv: Any) -> None:
+    _create(lenv, template="plain", disks=[{"size": 128}, {"size": 256}], start=False)
+    inst = lenv.cfg.get_instance_info_by_name("inst1")
+    disks = lenv.cfg.get_instance_disks(inst.uuid)
+    assert [d.dev_type for d in disks] == ["plain", "plain"]
+    assert [d.logical_id for d in disks] == [["xenvg", f"{disks[0].uuid}.disk0"],
+                                             ["xenvg", f"{disks[1].uuid}.disk1"]]
+    assert [c["disk"]["logical_id"] for c in lenv.rpc.created] == [d.logical_id for d in disks]
+    assert [c["excl_stor"] for c in lenv.rpc.created] == [False, False]
+
+
+def test_create_plain_with_a_disk_in_another_vg_and_spindles(lenv: Any) -> None:
+    lenv.rpc.vgs["node1"]["fastvg"] = 512
+    _create(lenv, template="plain", disks=[{"size": 128, "vg": "fastvg", "spindles": 2}],
+            start=False)
+    disk = lenv.cfg.get_instance_disks(lenv.cfg.get_instance_info_by_name("inst1").uuid)[0]
+    assert disk.logical_id[0] == "fastvg" and disk.spindles == 2
+
+
+@pytest.mark.parametrize("vgs,disks,match", [
+    ({}, [{"size": 128}], "Volume group 'xenvg' does not exist"),
+    ({"xenvg": 300}, [{"size": 128}, {"size": 256}],
+     "Not enough disk space on target node node1 vg xenvg: required 384 MiB, available 300"),
+], ids=["missing-vg", "too-little-space"])
+def test_create_plain_refused_before_anything_is_made(lenv: Any, vgs: dict, disks: list,
+                                                      match: str) -> None:
+    lenv.rpc.vgs["node1"] = vgs
+    before = lenv.raw()
+    with pytest.raises(errors.OpPrereqError, match=match):
+        _create(lenv, template="plain", disks=disks)
+    assert lenv.raw() == before
+    assert lenv.rpc.created == [] and not lenv.rpc.disks["node1"]
+
+
+def test_grow_plain_checks_the_vg(lenv: Any) -> None:
+    _create(lenv, template="plain", start=False)
+    lenv.rpc.vgs["node1"]["xenvg"] = 100
+    with pytest.raises(errors.OpPrereqError, match="required 200 MiB, available 100"):
+        lenv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=200)
+    lenv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)
+    disk = lenv.cfg.get_instance_disks(lenv.cfg.get_instance_info_by_name("inst1").uuid)[0]
+    assert disk.size == 128 + 64
+
+
+def test_exclusive_storage_is_passed_to_the_node(lenv: Any) -> None:
+    lenv.run("OP_CLUSTER_SET_PARAMS", ndparams={"exclusive_storage": True})
+    _create(lenv, template="plain", start=False)
+    assert [c["excl_stor"] for c in lenv.rpc.created] == [True]
+
+
+def test_rename_keeps_the_volumes(lenv: Any) -> None:
+    _create(lenv, template="plain", start=False)
+    before = [d.logical_id for d in lenv.cfg.get_instance_disks(
+        lenv.cfg.get_instance_info_by_name("inst1").uuid)]
+    lenv.run("OP_INSTANCE_RENAME", instance_name="inst1", new_name="inst2",
+             name_check=False, ip_check=False)
+    after = [d.logical_id for d in lenv.cfg.get_instance_disks(
+        lenv.cfg.get_instance_info_by_name("inst2").uuid)]
+    assert after == before
+    assert ("blockdev_rename", "node1") not in lenv.rpc.calls
+
+
+def test_vg_free_of_reads_the_node_info_payload() -> None:
+    payload = {"storage": [{"type": "file", "name": "/x", "storage_free": 5},
+                           {"type": "lvm-vg", "name": "xenvg", "vg_free": 77}]}
+    assert lvm.vg_free_of(payload, "xenvg") == 77
+    assert "not reported" in str(lvm.vg_free_of(payload, "other"))
+    assert lvm.required_vg_sizes([("a", 1), ("b", 2), ("a", 3)]) == {"a": 4, "b": 2}
+    assert lvm.lv_logical_id("xenvg", "u", 3) == ["xenvg", "u.disk3"]
+
+
+def test_node_list_dfree_comes_from_the_vg(lenv: Any) -> None:
+    from ganeti.cmdlib import query as cquery
+    lenv.rpc.vgs["node2"]["xenvg"] = 700
+    res = cquery.run_query(lenv.ctx, "node", ["name", "dtotal", "dfree"], None)
+    rows = {r[0][1]: [c[1] for c in r[1:]] for r in res["data"]}
+    assert rows["node1"] == [4096, 1024] and rows["node2"] == [4096, 700]
+
+
+@pytest.mark.parametrize("enabled,vg,first", [
+    (["plain", "file"], "xenvg", "lvm-vg"),
+    (["file", "plain"], "xenvg", "file"),
+    (["plain", "file"], None, "file"),
+    (["diskless"], "xenvg", None),
+], ids=["plain-first", "file-first", "no-vg", "no-lvm"])
+def test_storage_units_order(enabled: list, vg: str | None, first: str | None) -> None:
+    from ganeti.cmdlib.node import _storage_units
+    from ganeti.objects import Cluster
+    units = _storage_units(Cluster(enabled_disk_templates=enabled, volume_group_name=vg,
+                                   file_storage_dir="/srv/f"))
+    assert (units[0][0] if units else None) == first
