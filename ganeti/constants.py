@@ -196,9 +196,10 @@ ST_GLUSTER = "gluster"
 STORAGE_TYPES = frozenset([ST_FILE, ST_SHARED_FILE, ST_LVM_PV, ST_LVM_VG, ST_DISKLESS,
                            ST_BLOCK, ST_RADOS, ST_EXT, ST_GLUSTER])
 #: the storage types whose units this project can list (the others: a clear error)
-STS_REPORT = frozenset([ST_FILE, ST_SHARED_FILE])
+STS_REPORT = frozenset([ST_FILE, ST_SHARED_FILE, ST_LVM_PV, ST_LVM_VG])
 #: the disk template whose storage a storage type is
-STORAGE_TYPE_TEMPLATE = {ST_FILE: DT_FILE, ST_SHARED_FILE: DT_SHARED_FILE}
+STORAGE_TYPE_TEMPLATE = {ST_FILE: DT_FILE, ST_SHARED_FILE: DT_SHARED_FILE, ST_LVM_PV: DT_PLAIN,
+                         ST_LVM_VG: DT_PLAIN}
 # storage unit fields
 SF_NODE = "node"
 SF_TYPE = "type"

@@ -2,11 +2,13 @@
 
 A storage unit is the place a storage type keeps instance disks in on one
 node.  This project lists the units of the file based types, ``file`` and
-``sharedfile`` (the storage directory); every other type of Ganeti's list
-(``lvm-vg``, ``lvm-pv``, ...) is refused with a clear error.  As in
-Ganeti, only LVM physical volumes have a modifiable field (``allocatable``)
-and only LVM volume groups a repair operation (``fix-consistency``), so
-modifying or repairing a file storage unit is refused too (doc/storage.md).
+``sharedfile`` (the storage directory), and of LVM, ``lvm-vg`` (volume
+groups) and ``lvm-pv`` (physical volumes); every other type of Ganeti's
+list is refused with a clear error.  As in Ganeti, only LVM physical
+volumes have a modifiable field (``allocatable``, node procedure
+``storage_modify``) and only LVM volume groups a repair operation
+(``fix-consistency``, ``storage_execute``), so modifying or repairing a file
+storage unit is refused (doc/storage.md).
 
 Listing takes the node locks shared (like Ganeti, which is why RAPI's
 ``GET /2/nodes/[node]/storage`` needs a write user).
@@ -36,8 +38,13 @@ _MASTER_FIELDS = frozenset([constants.SF_NODE, constants.SF_TYPE])
 
 
 def default_storage_type(cluster: Cluster) -> str:
-    """The storage type to list when none is given: that of the first enabled
-    disk template that has reportable storage (``file`` before ``sharedfile``)."""
+    """The storage type to list when none is given: ``lvm-vg`` when ``plain`` is
+    enabled before the file based templates, else that of the first enabled
+    file based one (``file`` before ``sharedfile``)."""
+    enabled = cluster.enabled_disk_templates
+    if constants.DT_PLAIN in enabled and not any(
+            t in constants.DTS_FILEBASED for t in enabled[:enabled.index(constants.DT_PLAIN)]):
+        return constants.ST_LVM_VG
     for stype in (constants.ST_FILE, constants.ST_SHARED_FILE):
         if constants.STORAGE_TYPE_TEMPLATE[stype] in cluster.enabled_disk_templates:
             return stype
@@ -99,6 +106,8 @@ class LUNodeQueryStorage(NoHooksLU[OpNodeQueryStorage]):
         self.nodes = [self.cfg.get_node_info(n.uuid) or n for n in self.nodes]
 
     def _su_args(self) -> list[Any]:
+        if self.storage_type in (constants.ST_LVM_VG, constants.ST_LVM_PV):
+            return []
         paths = getattr(self.context, "paths", None)
         return [storage_dir_for(self.cfg.get_cluster_info(),
                                 constants.STORAGE_TYPE_TEMPLATE[self.storage_type], None,
@@ -150,9 +159,13 @@ class LUNodeModifyStorage(NoHooksLU[OpNodeModifyStorage]):
     def CheckPrereq(self) -> None:
         check_storage_type(self.cfg.get_cluster_info(), self.op.storage_type)
 
-    def Exec(self, feedback_fn: FeedbackFn) -> Any:   # pragma: no cover - no such type here
-        raise errors.OpExecError(f"Modifying '{self.op.storage_type}' storage is not"
-                                 " implemented")
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        op = self.op
+        self.require_rpc().call_storage_modify(
+            self.node.name, su_name=op.storage_type, su_args=[], name=op.name,
+            changes=dict(op.changes)).one(self.node.name, f"Cannot modify storage unit"
+                                                          f" '{op.name}' on {self.node.name}")
+        return None
 
 
 class LURepairNodeStorage(NoHooksLU[OpRepairNodeStorage]):
@@ -173,9 +186,13 @@ class LURepairNodeStorage(NoHooksLU[OpRepairNodeStorage]):
     def CheckPrereq(self) -> None:
         check_storage_type(self.cfg.get_cluster_info(), self.op.storage_type)
 
-    def Exec(self, feedback_fn: FeedbackFn) -> Any:   # pragma: no cover - no such type here
-        raise errors.OpExecError(f"Repairing '{self.op.storage_type}' storage is not"
-                                 " implemented")
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        op = self.op
+        self.require_rpc().call_storage_execute(
+            self.node.name, su_name=op.storage_type, su_args=[], name=op.name,
+            op=constants.SO_FIX_CONSISTENCY).one(
+                self.node.name, f"Cannot repair storage unit '{op.name}' on {self.node.name}")
+        return None
 
 
 _MIB = 1024 * 1024
@@ -185,12 +202,14 @@ def volume_rows(node_name: str, files: list[Any], owners: dict[str, str],
                 fields: list[str]) -> list[list[str]]:
     """``gnt-node volumes`` rows of one node from its ``volume_list`` answer, sorted
     by path: ``phys`` the file's path, ``vg`` its storage directory, ``name`` the
-    path below it, ``size`` MiB (rounded down), ``instance`` the owner of the
+    path below it (for a logical volume: ``/dev/<vg>/<lv>``, the VG, the LV), ``size`` MiB (rounded down), ``instance`` the owner of the
     disk with that path in ``owners`` (``{path: instance name}``) or ``-``.
     Values are texts, as Ganeti's."""
     rows = []
     for directory, name, size in files:
-        phys = os.path.join(directory, name)
+        # an LVM row names its volume group, a file row its (absolute) directory
+        phys = os.path.join(directory, name) if directory.startswith("/") \
+            else f"/dev/{directory}/{name}"
         values = {"node": node_name, "phys": phys, "vg": directory, "name": name,
                   "size": str(int(size) // _MIB), "instance": owners.get(phys, "-")}
         rows.append((phys, [values[f] for f in fields]))
@@ -199,7 +218,8 @@ def volume_rows(node_name: str, files: list[Any], owners: dict[str, str],
 
 class LUNodeQueryvols(NoHooksLU[OpNodeQueryvols]):
     """List the disk files of the enabled file based templates' storage directories
-    on nodes (Ganeti: the logical volumes), with the instance each belongs to.
+    and the logical volumes of the cluster's volume group on nodes, with the
+    instance each belongs to.
 
     Offline nodes are skipped; a node that does not answer is a warning.
     """
@@ -223,13 +243,17 @@ class LUNodeQueryvols(NoHooksLU[OpNodeQueryvols]):
     def _units(self) -> list[list[str]]:
         cluster = self.cfg.get_cluster_info()
         paths = getattr(self.context, "paths", None)
-        return [[stype, storage_dir_for(cluster, constants.STORAGE_TYPE_TEMPLATE[stype], None,
-                                        paths.root if paths is not None else None)]
-                for stype in (constants.ST_FILE, constants.ST_SHARED_FILE)
-                if constants.STORAGE_TYPE_TEMPLATE[stype] in cluster.enabled_disk_templates]
+        units = [[stype, storage_dir_for(cluster, constants.STORAGE_TYPE_TEMPLATE[stype], None,
+                                         paths.root if paths is not None else None)]
+                 for stype in (constants.ST_FILE, constants.ST_SHARED_FILE)
+                 if constants.STORAGE_TYPE_TEMPLATE[stype] in cluster.enabled_disk_templates]
+        if cluster.volume_group_name and any(t in constants.DTS_LVM
+                                             for t in cluster.enabled_disk_templates):
+            units.append([constants.ST_LVM_VG, cluster.volume_group_name])
+        return units
 
     def _owners(self) -> dict[str, dict[str, str]]:
-        """``{node uuid: {disk file path: instance name}}`` of the file based disks."""
+        """``{node uuid: {disk path: instance name}}`` of the file based and plain disks."""
         out: dict[str, dict[str, str]] = {}
         for inst in self.cfg.get_all_instances_info().values():
             for disk in self.cfg.get_instance_disks(inst.uuid):
@@ -238,6 +262,10 @@ class LUNodeQueryvols(NoHooksLU[OpNodeQueryvols]):
                     for node_uuid in disk.nodes or [inst.primary_node]:
                         out.setdefault(node_uuid, {})[
                             os.path.normpath(str(disk.logical_id[1]))] = inst.name
+                elif disk.dev_type == constants.DT_PLAIN and len(disk.logical_id) == 2:
+                    vg, lv = disk.logical_id
+                    for node_uuid in disk.nodes or [inst.primary_node]:
+                        out.setdefault(node_uuid, {})[f"/dev/{vg}/{lv}"] = inst.name
         return out
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:

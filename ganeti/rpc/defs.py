@@ -278,8 +278,17 @@ _ROWS = [
          "Storage units of type su_name (file/sharedfile: su_args [directory]), only"
          " name if given: [[value per field], ...] (doc/storage.md)."),
     _row("volume_list", [("units", list)], FAST,
-         "Disk files below storage directories [[type, directory], ...] (gnt-node volumes):"
-         " [[directory, relative name, size in bytes], ...]."),
+         "Disk files below storage directories [[type, directory], ...] and LVs of"
+         " [[lvm-vg, vg], ...] (gnt-node volumes): [[directory or vg, relative name or"
+         " lv, size in bytes], ...]."),
+    _row("storage_modify", [("su_name", str), ("su_args", list), ("name", str),
+                            ("changes", dict)], FAST,
+         "Change fields of a storage unit: only an lvm-pv's allocatable (pvchange -x)."
+         " -> None"),
+    _row("storage_execute", [("su_name", str), ("su_args", list), ("name", str),
+                             ("op", str)], NORMAL,
+         "Run an operation on a storage unit: only fix-consistency of an lvm-vg"
+         " (vgreduce --removemissing). -> None"),
     # --- OS definitions ---
     _row("os_diagnose", [], FAST,
          "[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...]"

@@ -359,10 +359,22 @@ class RpcStubs:
 
     def call_volume_list(self, node_or_nodes: Nodes, *, units: JsonList,
                          rpc_timeout: float | None = None) -> RpcResults:
-        """Disk files below storage directories [[type, directory], ...] (gnt-node volumes):
-        [[directory, relative name, size in bytes], ...]. [fast]
+        """Disk files below storage directories [[type, directory], ...] and LVs of [[lvm-vg, vg], ...]
+        (gnt-node volumes): [[directory or vg, relative name or lv, size in bytes], ...]. [fast]
         """
         return self._rpc("volume_list", node_or_nodes, [units], rpc_timeout)
+
+    def call_storage_modify(self, node_or_nodes: Nodes, *, su_name: str, su_args: JsonList,
+                            name: str, changes: JsonDict, rpc_timeout: float | None = None) -> RpcResults:
+        """Change fields of a storage unit: only an lvm-pv's allocatable (pvchange -x). -> None [fast]"""
+        return self._rpc("storage_modify", node_or_nodes, [su_name, su_args, name, changes], rpc_timeout)
+
+    def call_storage_execute(self, node_or_nodes: Nodes, *, su_name: str, su_args: JsonList,
+                             name: str, op: str, rpc_timeout: float | None = None) -> RpcResults:
+        """Run an operation on a storage unit: only fix-consistency of an lvm-vg (vgreduce
+        --removemissing). -> None [normal]
+        """
+        return self._rpc("storage_execute", node_or_nodes, [su_name, su_args, name, op], rpc_timeout)
 
     def call_os_diagnose(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:
         """[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...] in search

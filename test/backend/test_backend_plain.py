@@ -109,3 +109,43 @@ def test_node_info_reports_the_vg(ctx, runner) -> None:
     runner.on("vgs", rc=5, stderr='Volume group "xenvg" not found')
     info = node.node_info(ctx, [["lvm-vg", "xenvg", {}]], [])
     assert "error" in info["storage"][0] and "storage_free" not in info["storage"][0]
+
+
+PVS = "  /dev/vdb|xenvg|1020.00|520.00|a--\n  /dev/vdc|xenvg|1020.00|1020.00|u--\n"
+
+
+def test_storage_list_vgs_and_pvs(ctx, runner) -> None:
+    from ganeti.backend import storageunits
+    runner.on("pvs", stdout=PVS)
+    assert storageunits.storage_list(ctx, "lvm-vg", [], None,
+                                     ["name", "size", "used", "free", "allocatable"]) == \
+        [["xenvg", 1020, 520, 500, True]]
+    assert storageunits.storage_list(ctx, "lvm-pv", [], None, ["name", "used", "allocatable"]) \
+        == [["/dev/vdb", 500, True], ["/dev/vdc", 0, False]]
+    assert storageunits.storage_list(ctx, "lvm-pv", [], "/dev/vdc", ["free"]) == [[1020]]
+
+
+def test_storage_modify_and_execute(ctx, runner) -> None:
+    from ganeti.backend import storageunits
+    storageunits.storage_modify(ctx, "lvm-pv", [], "/dev/vdb", {"allocatable": False})
+    storageunits.storage_execute(ctx, "lvm-vg", [], "xenvg", "fix-consistency")
+    assert runner.commands("pvchange") == [["pvchange", "-x", "n", "/dev/vdb"]]
+    assert runner.commands("vgreduce") == [["vgreduce", "--removemissing", "xenvg"]]
+    for call in (lambda: storageunits.storage_modify(ctx, "lvm-vg", [], "xenvg",
+                                                     {"allocatable": False}),
+                 lambda: storageunits.storage_modify(ctx, "lvm-pv", [], "/dev/vdb", {"size": 1}),
+                 lambda: storageunits.storage_modify(ctx, "lvm-pv", [], "/dev/vdb",
+                                                     {"allocatable": "no"}),
+                 lambda: storageunits.storage_execute(ctx, "lvm-pv", [], "/dev/vdb",
+                                                      "fix-consistency")):
+        with pytest.raises(errors.StorageError):
+            call()
+    assert len(runner.commands("pvchange")) == 1 and len(runner.commands("vgreduce")) == 1
+
+
+def test_volume_list_of_a_vg(ctx, runner) -> None:
+    from ganeti.backend import storageunits
+    runner.on("lvs", stdout=LV_LINE + "  other|xenvg|4.00|-wi-------|/dev/vdb(9)\n")
+    assert storageunits.volume_list(ctx, [["lvm-vg", "xenvg"]]) == [
+        ["xenvg", LV, 128 << 20], ["xenvg", "other", 4 << 20]]
+    assert runner.commands("lvs")[-1][-1] == "xenvg"

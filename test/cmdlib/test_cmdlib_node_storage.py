@@ -59,10 +59,11 @@ def test_query_storage_one_node_by_short_name_and_failing_node_warns(tmp_path) -
 
 @pytest.mark.parametrize(("params", "match"), [
     ({"output_fields": ["name", "bogus"]}, "Unknown output field"),
-    ({"output_fields": ["name"], "storage_type": "lvm-vg"}, "not supported"),
+    ({"output_fields": ["name"], "storage_type": "rados"}, "not supported"),
+    ({"output_fields": ["name"], "storage_type": "lvm-vg"}, "'plain' is not among"),
     ({"output_fields": ["name"], "storage_type": "sharedfile"}, "not enabled"),
     ({"output_fields": ["name"], "nodes": ["nosuch"]}, "unknown"),
-], ids=["field", "lvm", "not-enabled", "node"])
+], ids=["field", "unsupported", "lvm-not-enabled", "not-enabled", "node"])
 def test_query_storage_refusals(tmp_path, params, match) -> None:
     cfg, rpc, ctx = _setup(tmp_path)
     with pytest.raises(errors.OpPrereqError, match=match):
@@ -80,13 +81,13 @@ def test_default_type_needs_a_file_based_template(tmp_path) -> None:
     (ops.OpNodeModifyStorage(node_name="node2", storage_type="file", name="/x",
                              changes={"allocatable": False}), "can not be modified"),
     (ops.OpNodeModifyStorage(node_name="node2", storage_type="lvm-pv", name="/dev/sda",
-                             changes={"allocatable": False}), "not supported"),
+                             changes={"allocatable": False}), "not enabled"),
     (ops.OpNodeModifyStorage(node_name="node2", storage_type="lvm-pv", name="/dev/sda",
                              changes={"size": 1}), "no modifiable field"),
     (ops.OpRepairNodeStorage(node_name="node2", storage_type="sharedfile", name="/x"),
      "can not be repaired"),
     (ops.OpRepairNodeStorage(node_name="node2", storage_type="lvm-vg", name="xenvg"),
-     "not supported"),
+     "not enabled"),
 ], ids=["modify-file", "modify-lvm-pv", "modify-field", "repair-sharedfile", "repair-lvm-vg"])
 def test_modify_and_repair_are_refused_clearly(tmp_path, op, match) -> None:
     cfg, rpc, ctx = _setup(tmp_path)
@@ -124,10 +125,11 @@ def test_storage_list_missing_directory_holds_nothing(nctx) -> None:
 
 
 @pytest.mark.parametrize(("stype", "args", "fields", "match"), [
-    ("lvm-vg", ["xenvg"], ["name"], "not supported"),
+    ("rados", [], ["name"], "not supported"),
+    ("lvm-vg", ["xenvg"], ["name"], "takes no arguments"),
     ("file", ["/srv"], ["node"], "Unknown storage field"),
     ("file", ["relative"], ["name"], "directory"),
-], ids=["type", "field", "args"])
+], ids=["type", "lvm-args", "field", "args"])
 def test_storage_list_refusals(nctx, stype, args, fields, match) -> None:
     with pytest.raises(errors.StorageError, match=match):
         storageunits.storage_list(nctx, stype, args, None, fields)

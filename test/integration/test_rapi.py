@@ -253,6 +253,8 @@ def test_node_storage_through_the_cli_and_rapi(vc):
     assert [r[:3] for r in rows] == [[n, "file", FILE_DIR] for n in (N1, N2, N3)]
     assert all(int(r[3]) >= int(r[5]) > 0 and r[6] == "Y" for r in rows), rows
     res = vc.run("gnt-node", "list-storage", "-t", "lvm-vg")
+    assert res.returncode != 0 and "'plain' is not among" in res.stderr
+    res = vc.run("gnt-node", "list-storage", "-t", "rados")
     assert res.returncode != 0 and "not supported" in res.stderr
     res = vc.run("gnt-node", "modify-storage", "--allocatable", "no", N2, "file", FILE_DIR)
     assert res.returncode != 0 and "can not be modified" in res.stderr
