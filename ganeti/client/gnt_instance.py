@@ -155,6 +155,8 @@ OSP_SECRET_OPT = O("--os-parameters-secret", dest="osparams_secret", default=Non
                    help="Secret OS parameters: given to the OS scripts of this operation"
                         " only, never stored, shown or logged (give them again for every"
                         " reinstall)")
+RECREATE_DISK_OPT = O("--disk", dest="recreate_disks", action="append", default=None,
+                      metavar="N", help="A disk to recreate (repeatable; default: all)")
 PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]",
               help="Primary node (and secondary node, for mirrored templates)")
 NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True,
@@ -499,6 +501,20 @@ def grow_disk(opts: Any, args: list[str]) -> int:
     return 0
 
 
+def recreate_disks(opts: Any, args: list[str]) -> int:
+    """Recreate the missing volumes of a stopped instance's disks."""
+    disks = []
+    for text in opts.recreate_disks or []:
+        try:
+            disks.append(int(text))
+        except ValueError:
+            return cli.usage_error(opts.command, f"Invalid disk index {text!r}")
+    nodes = [n for n in (opts.node or "").replace(":", ",").split(",") if n]
+    cli.submit_or_send(wire.instance_recreate_disks(instance_name=args[0], disks=disks,
+                                                    nodes=nodes), opts)
+    return 0
+
+
 def activate_disks(opts: Any, args: list[str]) -> int:
     """Assemble the disks of an instance and print where they are."""
     result = cli.submit_or_send(wire.instance_activate_disks(instance_name=args[0]), opts)
@@ -612,6 +628,10 @@ commands: dict[str, cli.Command] = {
     "grow-disk": (grow_disk, [cli.ArgUnknown(min=3, max=3, name="INSTANCE DISK AMOUNT")],
                   [ABSOLUTE_OPT, cli.SUBMIT_OPT], "[--absolute] INSTANCE DISK AMOUNT",
                   "Grow a disk of an instance"),
+    "recreate-disks": (recreate_disks, ONE_INSTANCE, [RECREATE_DISK_OPT, PNODE_OPT,
+                                                      cli.SUBMIT_OPT],
+                       "[--disk N]... [-n NODE] INSTANCE",
+                       "Recreate the missing disk volumes of a stopped instance"),
     "activate-disks": (activate_disks, ONE_INSTANCE, [cli.SUBMIT_OPT], "INSTANCE",
                        "Activate the disks of an instance"),
     "deactivate-disks": (deactivate_disks, ONE_INSTANCE, [cli.FORCE_OPT, cli.SUBMIT_OPT],

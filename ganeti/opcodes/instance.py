@@ -23,7 +23,7 @@ __all__ = [
     "OpInstanceReboot", "OpInstanceReinstall", "OpInstanceRename", "OpInstanceSetParams",
     "OpInstanceMigrate", "OpInstanceFailover", "OpInstanceMove", "OpInstanceGrowDisk",
     "OpInstanceActivateDisks", "OpInstanceDeactivateDisks", "OpInstanceConsole",
-    "OpInstanceQueryData", "OpInstanceChangeGroup", "OpInstanceMultiAlloc", "ALL_OPCODES", "DDM_ADD", "DDM_MODIFY", "DDM_REMOVE", "DDMS",
+    "OpInstanceQueryData", "OpInstanceChangeGroup", "OpInstanceMultiAlloc", "OpInstanceRecreateDisks", "ALL_OPCODES", "DDM_ADD", "DDM_MODIFY", "DDM_REMOVE", "DDMS",
     "MAX_DISK_SIZE", "check_disk_size",
 ]
 
@@ -291,6 +291,20 @@ class OpInstanceGrowDisk(OpInstanceBase):
 
 
 @dataclass(kw_only=True)
+class OpInstanceRecreateDisks(OpInstanceBase):
+    """Recreate the missing volumes of a stopped instance's disks.
+
+    All disks, or those in ``disks``, on the instance's nodes; existing
+    volumes are left alone (doc/storage.md, "The plain template").
+    """
+
+    disks: list[Any] = param([], doc="disk indices, or Ganeti's [index, {parameters}]"
+                             " pairs (only empty parameters: sizes cannot change here)")
+    nodes: list[str] = param([], doc="the instance's own nodes (moving to others is not"
+                             " supported)")
+
+
+@dataclass(kw_only=True)
 class OpInstanceActivateDisks(OpInstanceBase):
     """Assemble the disks of an instance; returns [(node, iv_name, path)]."""
 
@@ -349,5 +363,5 @@ class OpInstanceMultiAlloc(OpCode):
 ALL_OPCODES = (OpInstanceCreate, OpInstanceRemove, OpInstanceStartup, OpInstanceShutdown,
                OpInstanceReboot, OpInstanceReinstall, OpInstanceRename, OpInstanceSetParams,
                OpInstanceMigrate, OpInstanceFailover, OpInstanceMove, OpInstanceGrowDisk,
-               OpInstanceActivateDisks, OpInstanceDeactivateDisks, OpInstanceConsole,
+               OpInstanceRecreateDisks, OpInstanceActivateDisks, OpInstanceDeactivateDisks, OpInstanceConsole,
                OpInstanceQueryData, OpInstanceChangeGroup, OpInstanceMultiAlloc)

@@ -51,6 +51,8 @@ ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
         'snode_uuid': None, 'source_handshake': None, 'source_instance_name': None,
         'source_shutdown_timeout': 120, 'source_x509_ca': None},
     "OP_INSTANCE_DEACTIVATE_DISKS": {'instance_uuid': None},
+    "OP_INSTANCE_RECREATE_DISKS": {'iallocator': None, 'instance_uuid': None,
+        'node_uuids': None},
     "OP_INSTANCE_FAILOVER": {'instance_uuid': None, 'target_node_uuid': None},
     "OP_INSTANCE_GROW_DISK": {'instance_uuid': None},
     "OP_INSTANCE_MIGRATE": {'instance_uuid': None, 'target_node_uuid': None},

@@ -67,14 +67,14 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "OP_INSTANCE_CONSOLE", "OP_INSTANCE_CREATE", "OP_INSTANCE_DEACTIVATE_DISKS",
     "OP_INSTANCE_FAILOVER", "OP_INSTANCE_GROW_DISK", "OP_INSTANCE_MIGRATE", "OP_INSTANCE_MOVE",
     "OP_INSTANCE_MULTI_ALLOC", "OP_INSTANCE_QUERY_DATA", "OP_INSTANCE_REBOOT",
-    "OP_INSTANCE_REINSTALL", "OP_INSTANCE_REMOVE", "OP_INSTANCE_RENAME",
-    "OP_INSTANCE_REPLACE_DISKS", "OP_INSTANCE_SET_PARAMS", "OP_INSTANCE_SHUTDOWN",
-    "OP_INSTANCE_STARTUP", "OP_NODE_ADD", "OP_NODE_EVACUATE", "OP_NODE_MIGRATE",
-    "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE", "OP_NODE_QUERYVOLS", "OP_NODE_QUERY_STORAGE",
-    "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS", "OP_OS_DIAGNOSE", "OP_QUERY", "OP_QUERY_FIELDS",
-    "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET",
-    "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "backup_export", "backup_prepare",
-    "backup_remove", "cluster_activate_master_ip", "cluster_deactivate_master_ip",
+    "OP_INSTANCE_RECREATE_DISKS", "OP_INSTANCE_REINSTALL", "OP_INSTANCE_REMOVE",
+    "OP_INSTANCE_RENAME", "OP_INSTANCE_REPLACE_DISKS", "OP_INSTANCE_SET_PARAMS",
+    "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_STARTUP", "OP_NODE_ADD", "OP_NODE_EVACUATE",
+    "OP_NODE_MIGRATE", "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE", "OP_NODE_QUERYVOLS",
+    "OP_NODE_QUERY_STORAGE", "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS", "OP_OS_DIAGNOSE", "OP_QUERY",
+    "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH",
+    "OP_TAGS_SET", "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "backup_export",
+    "backup_prepare", "backup_remove", "cluster_activate_master_ip", "cluster_deactivate_master_ip",
     "cluster_destroy", "cluster_post_init", "cluster_query", "cluster_redist_conf",
     "cluster_rename", "cluster_renew_crypto", "cluster_repair_disk_sizes", "cluster_set_params",
     "cluster_verify", "cluster_verify_config", "cluster_verify_disks", "cluster_verify_group",
@@ -82,12 +82,12 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "group_set_params", "group_verify_disks", "instance_activate_disks", "instance_change_group",
     "instance_console", "instance_create", "instance_deactivate_disks", "instance_failover",
     "instance_grow_disk", "instance_migrate", "instance_move", "instance_multi_alloc",
-    "instance_query_data", "instance_reboot", "instance_reinstall", "instance_remove",
-    "instance_rename", "instance_replace_disks", "instance_set_params", "instance_shutdown",
-    "instance_startup", "node_add", "node_evacuate", "node_migrate", "node_modify_storage",
-    "node_powercycle", "node_queryvols", "node_query_storage", "node_remove", "node_set_params",
-    "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del", "tags_get",
-    "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
+    "instance_query_data", "instance_reboot", "instance_recreate_disks", "instance_reinstall",
+    "instance_remove", "instance_rename", "instance_replace_disks", "instance_set_params",
+    "instance_shutdown", "instance_startup", "node_add", "node_evacuate", "node_migrate",
+    "node_modify_storage", "node_powercycle", "node_queryvols", "node_query_storage", "node_remove",
+    "node_set_params", "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del",
+    "tags_get", "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
 
 #: the ``OP_ID`` of every opcode the master implements
 OP_BACKUP_EXPORT = "OP_BACKUP_EXPORT"
@@ -126,6 +126,7 @@ OP_INSTANCE_MOVE = "OP_INSTANCE_MOVE"
 OP_INSTANCE_MULTI_ALLOC = "OP_INSTANCE_MULTI_ALLOC"
 OP_INSTANCE_QUERY_DATA = "OP_INSTANCE_QUERY_DATA"
 OP_INSTANCE_REBOOT = "OP_INSTANCE_REBOOT"
+OP_INSTANCE_RECREATE_DISKS = "OP_INSTANCE_RECREATE_DISKS"
 OP_INSTANCE_REINSTALL = "OP_INSTANCE_REINSTALL"
 OP_INSTANCE_REMOVE = "OP_INSTANCE_REMOVE"
 OP_INSTANCE_RENAME = "OP_INSTANCE_RENAME"
@@ -161,12 +162,13 @@ OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_GROUP_VERIFY_DISKS, OP_INSTANCE_ACTIVATE_DISKS, OP_INSTANCE_CHANGE_GROUP,
     OP_INSTANCE_CONSOLE, OP_INSTANCE_CREATE, OP_INSTANCE_DEACTIVATE_DISKS, OP_INSTANCE_FAILOVER,
     OP_INSTANCE_GROW_DISK, OP_INSTANCE_MIGRATE, OP_INSTANCE_MOVE, OP_INSTANCE_MULTI_ALLOC,
-    OP_INSTANCE_QUERY_DATA, OP_INSTANCE_REBOOT, OP_INSTANCE_REINSTALL, OP_INSTANCE_REMOVE,
-    OP_INSTANCE_RENAME, OP_INSTANCE_SET_PARAMS, OP_INSTANCE_SHUTDOWN, OP_INSTANCE_STARTUP,
-    OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_MIGRATE, OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE,
-    OP_NODE_QUERYVOLS, OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OS_DIAGNOSE,
-    OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH,
-    OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE})
+    OP_INSTANCE_QUERY_DATA, OP_INSTANCE_REBOOT, OP_INSTANCE_RECREATE_DISKS, OP_INSTANCE_REINSTALL,
+    OP_INSTANCE_REMOVE, OP_INSTANCE_RENAME, OP_INSTANCE_SET_PARAMS, OP_INSTANCE_SHUTDOWN,
+    OP_INSTANCE_STARTUP, OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_MIGRATE, OP_NODE_MODIFY_STORAGE,
+    OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS, OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE,
+    OP_NODE_SET_PARAMS, OP_OS_DIAGNOSE, OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE,
+    OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY,
+    OP_TEST_JQUEUE})
 
 
 if TYPE_CHECKING:
@@ -467,6 +469,12 @@ def instance_reboot(instance_name: str, *, reboot_type: str = NOT_SENT,
         **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Reboot a running instance (soft, hard or full)."""
     return _op(OP_INSTANCE_REBOOT, locals())
+
+
+def instance_recreate_disks(instance_name: str, *, disks: list[Any] = NOT_SENT,
+        nodes: list[str] = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Recreate the missing volumes of a stopped instance's disks."""
+    return _op(OP_INSTANCE_RECREATE_DISKS, locals())
 
 
 def instance_reinstall(instance_name: str, *, os_type: str | None = NOT_SENT,

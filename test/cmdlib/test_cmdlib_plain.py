@@ -36,6 +36,11 @@ class LvmNodes(FakeNodes):
                               "storage_free": free, "vg_size": 4096, "vg_free": free})
         return {"name": node, "storage": units, "hv": []}
 
+    def do_blockdev_find(self, node: str, disk: dict) -> dict | None:
+        if disk["uuid"] not in self.disks[node]:
+            return None
+        return {"dev_path": "/dev/" + "/".join(disk["logical_id"]), "size": disk["size"]}
+
     def do_blockdev_create(self, node: str, disk: dict, size: int, *rest: Any) -> dict:
         self.created.append({"disk": disk, "excl_stor": rest[-1]})
         return super().do_blockdev_create(node, disk, size, *rest)
@@ -167,3 +172,65 @@ def test_storage_units_order(enabled: list, vg: str | None, first: str | None) -
     units = _storage_units(Cluster(enabled_disk_templates=enabled, volume_group_name=vg,
                                    file_storage_dir="/srv/f"))
     assert (units[0][0] if units else None) == first
+
+
+def _disks(e: Any, name: str = "inst1") -> list:
+    return e.cfg.get_instance_disks(e.cfg.get_instance_info_by_name(name).uuid)
+
+
+def test_recreate_disks_makes_the_missing_volumes_again(lenv: Any) -> None:
+    _create(lenv, template="plain", disks=[{"size": 128}, {"size": 64}], start=False)
+    disks = _disks(lenv)
+    lenv.rpc.disks["node1"].discard(disks[1].uuid)          # the LV of disk 1 is lost
+    lenv.rpc.created.clear()
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
+    assert [c["disk"]["logical_id"] for c in lenv.rpc.created] == [disks[1].logical_id]
+    assert disks[1].uuid in lenv.rpc.disks["node1"]
+    lenv.rpc.created.clear()
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[0, [1, {}]])
+    assert lenv.rpc.created == []                             # all exist: nothing made
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"disks": [2]}, "Invalid disk index 2"),
+    ({"disks": [0, 0]}, "given twice"),
+    ({"disks": [[0, {"size": 1}]]}, "changing disk parameters"),
+    ({"nodes": ["node2"]}, "other nodes is not supported"),
+], ids=["index", "twice", "params", "nodes"])
+def test_recreate_disks_refusals(lenv: Any, params: dict, match: str) -> None:
+    _create(lenv, template="plain", start=False)
+    lenv.rpc.disks["node1"].clear()
+    lenv.rpc.created.clear()
+    before = lenv.raw()
+    with pytest.raises(errors.OpPrereqError, match=match):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", **params)
+    assert lenv.rpc.created == [] and lenv.raw() == before
+
+
+def test_recreate_disks_refuses_a_running_instance_and_a_full_vg(lenv: Any) -> None:
+    _create(lenv, template="plain")
+    with pytest.raises(errors.OpPrereqError, match="marked to be up"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
+    lenv.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    lenv.rpc.disks["node1"].clear()
+    lenv.rpc.vgs["node1"]["xenvg"] = 100
+    lenv.rpc.created.clear()
+    with pytest.raises(errors.OpPrereqError, match="required 128 MiB, available 100"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
+    assert lenv.rpc.created == []
+
+
+def test_recreate_disks_failing_removes_what_it_made(lenv: Any) -> None:
+    _create(lenv, template="plain", disks=[{"size": 8}, {"size": 8}], start=False)
+    lenv.rpc.disks["node1"].clear()
+    disks = _disks(lenv)
+    real = lenv.rpc.do_blockdev_create
+
+    def second_fails(node: str, disk: dict, size: int, *rest: Any) -> dict:
+        if disk["uuid"] == disks[1].uuid:
+            raise errors.StorageError("lvcreate failed")
+        return real(node, disk, size, *rest)
+    lenv.rpc.do_blockdev_create = second_fails
+    with pytest.raises(errors.OpExecError, match="Cannot recreate disk 1"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
+    assert lenv.rpc.disks["node1"] == set()

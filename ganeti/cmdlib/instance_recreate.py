@@ -1,0 +1,126 @@
+"""OP_INSTANCE_RECREATE_DISKS: make the missing volumes of an instance's disks again.
+
+For an instance whose volumes were lost (a replaced disk, a removed LV): the
+instance must be stopped; for each selected disk (all by default) the
+primary node is asked whether the volume exists (``blockdev_find``), and
+the missing ones are created again with the same ``logical_id`` and size,
+after the same volume group space check as ``gnt-instance add``
+(:mod:`ganeti.cmdlib.lvm`).  Existing volumes are left alone.  A creation
+that fails removes the volumes this job made.  Moving the disks to other
+nodes (Ganeti's ``nodes``/``iallocator``) and changing disk parameters are
+refused clearly.  The data is not restored: reinstall the OS or import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import constants, errors
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import disk_wipe, lvm
+from ganeti.cmdlib.common import expand_node
+from ganeti.cmdlib.instance import InstanceLU, check_node_online, disk_rpc_dicts
+from ganeti.objects import Disk
+from ganeti.opcodes.instance import OpInstanceRecreateDisks
+
+__all__ = ["LUInstanceRecreateDisks", "selected_disks"]
+
+
+def selected_disks(spec: list[Any], count: int) -> list[int]:
+    """The disk indices of ``spec`` (indices or ``[index, {}]`` pairs; empty: all).
+
+    :class:`errors.OpPrereqError` for bad or repeated indices and for
+    parameters (this project does not change disks while recreating them).
+    """
+    if not spec:
+        return list(range(count))
+    indices: list[int] = []
+    for entry in spec:
+        params: Any = {}
+        if isinstance(entry, (list, tuple)) and len(entry) == 2:
+            entry, params = entry
+        if not isinstance(entry, int) or isinstance(entry, bool) or not 0 <= entry < count:
+            raise errors.OpPrereqError(f"Invalid disk index {entry!r} (the instance has"
+                                       f" {count} disk(s))", errors.ECODE_INVAL)
+        if params:
+            raise errors.OpPrereqError(f"Disk {entry}: changing disk parameters while"
+                                       " recreating is not supported", errors.ECODE_INVAL)
+        if entry in indices:
+            raise errors.OpPrereqError(f"Disk {entry} given twice", errors.ECODE_INVAL)
+        indices.append(entry)
+    return sorted(indices)
+
+
+class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
+    """Recreate missing disk volumes of a stopped instance on its primary node."""
+
+    HPATH = "instance-recreate-disks"
+
+    def CheckInstance(self) -> None:
+        inst, op = self.instance, self.op
+        if inst.disk_template == constants.DT_DISKLESS or not self.disks:
+            raise errors.OpPrereqError(f"Instance {inst.name} has no disks",
+                                       errors.ECODE_INVAL)
+        self.indices = selected_disks(op.disks, len(self.disks))
+        if op.nodes:
+            wanted = {expand_node(self.cfg, name).uuid for name in op.nodes}
+            if wanted != set(self.cfg.get_instance_nodes(inst.uuid)):
+                raise errors.OpPrereqError("Recreating disks on other nodes is not supported;"
+                                           " give the instance's own nodes or none",
+                                           errors.ECODE_INVAL)
+        check_node_online(self.pnode, " as primary node")
+        if inst.admin_state == constants.ADMINST_UP:
+            raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
+                                       " first", errors.ECODE_STATE)
+        rpc = self.require_rpc()
+        live = rpc.call_instance_info(self.pnode.name, instance_name=inst.name,
+                                      hypervisor=inst.hypervisor, hvparams={}).one(self.pnode.name)
+        if live is not None and live.get("state") == 0:   # as deactivate-disks checks
+            raise errors.OpPrereqError(f"Instance {inst.name} is running; stop it first",
+                                       errors.ECODE_STATE)
+        self.missing: list[tuple[int, Disk]] = []
+        for idx in self.indices:
+            disk = self.disks[idx]
+            found = rpc.call_blockdev_find(self.pnode.name, disk=disk_rpc_dicts([disk])[0]).one(
+                self.pnode.name, f"Cannot look for disk {idx}")
+            if found is None:
+                self.missing.append((idx, disk))
+        lvm.check_vg_free(self, [self.pnode], lvm.required_vg_sizes(
+            (d.logical_id[0], d.size) for _, d in self.missing
+            if d.dev_type == constants.DT_PLAIN))
+
+    def HookExtra(self) -> dict[str, Any]:
+        return {"RECREATE_DISKS": " ".join(str(i) for i in self.indices)}
+
+    def _remove(self, disks: list[Disk]) -> None:
+        for disk in disks:
+            res = self.require_rpc().call_blockdev_remove(
+                [self.pnode.name], disk=disk_rpc_dicts([disk])[0]).get(self.pnode.name)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not remove disk {disk.iv_name} again")
+
+    def Exec(self, feedback_fn: FeedbackFn) -> Any:
+        inst, pname = self.instance, self.pnode.name
+        excl = lvm.exclusive_storage(self.cfg.get_cluster_info(), self.pnode,
+                                     self.cfg.get_nodegroup(self.pnode.group))
+        if not self.missing:
+            feedback_fn(f"* every selected disk of {inst.name} exists; nothing to recreate")
+            return None
+        created: list[Disk] = []
+        try:
+            for idx, disk in self.missing:
+                feedback_fn(f"* recreating disk {idx} ({disk.size} MiB) on {pname}")
+                self.require_rpc().call_blockdev_create(
+                    pname, disk=disk_rpc_dicts([disk])[0], size=disk.size,
+                    owner_instance_name=inst.name, on_primary=True,
+                    info=f"originstname+{inst.name}",
+                    excl_stor=excl and disk.dev_type == constants.DT_PLAIN,
+                ).one(pname, f"Cannot recreate disk {idx} on node {pname}")
+                created.append(disk)
+            if disk_wipe.wipe_wanted(self):
+                disk_wipe.wipe_disks(self, pname, inst.name,
+                                     [(i, d, 0) for i, d in self.missing], feedback_fn)
+        except BaseException:
+            self._remove(created)
+            raise
+        return None
