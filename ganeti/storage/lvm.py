@@ -366,8 +366,12 @@ class LogicalVolume(base.BaseStorage):
         return self._must_exist(disk).size
 
     def status(self, disk: base.DiskSpec) -> base.DeviceStatus | None:
+        """None when the volume, or its whole volume group, does not exist."""
         vg, lv = self.split_id(disk)
-        info = self._lookup(vg, lv)
+        try:
+            info = self._lookup(vg, lv)
+        except errors.StorageError:
+            return None     # _lookup raises only for a missing volume group
         if info is None:
             return None
         return base.DeviceStatus(path=self.get_path(disk), size=info.size, active=info.active,

@@ -236,6 +236,7 @@ def test_status_and_size():
                                                    active=False, spindles=1)
     assert dev.attach(disk())
     assert make(vg_runner()).status(disk()) is None
+    assert make(RecordingRunner().on("vgs", rc=5).on("lvs", rc=5)).status(disk()) is None
     assert not make(vg_runner()).attach(disk())
 
 
