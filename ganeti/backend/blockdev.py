@@ -110,13 +110,9 @@ def storage_for(ctx: NodeContext, template: str, *,
 
 def factory_for(ctx: NodeContext, *, exclusive_storage: bool = False) -> tree.DeviceFactory:
     """The ``dev_type -> device`` function of this node for the tree walks."""
-    made: dict[str, storage.BaseStorage] = {}
-
-    def factory(dev_type: str) -> storage.BaseStorage:
-        if dev_type not in made:
-            made[dev_type] = storage_for(ctx, dev_type, exclusive_storage=exclusive_storage)
-        return made[dev_type]
-    return factory
+    return storage.device_factory(
+        ctx.paths, storage_dirs={t: _ssconf_value(ctx, k) for t, k in _SSCONF_STORAGE_KEYS.items()},
+        runner=ctx.storage_runner, exclusive_storage=exclusive_storage)
 
 
 def wire_path(ctx: NodeContext, path: str) -> str:
