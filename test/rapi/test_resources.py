@@ -289,6 +289,15 @@ def test_grow_disk_takes_the_index_from_the_path_and_the_rest_from_the_body():
         run("POST", "/2/instances/i1/disk/1/grow", client, body={"amount": 1, "disk": 0})
 
 
+
+def test_recreate_disks_takes_the_instance_from_the_path():
+    client = _fake()
+    run("POST", "/2/instances/i1/recreate-disks", client, body={"disks": [1]})
+    ((op,),) = client.submitted
+    assert (op["OP_ID"], op["instance_name"], op["disks"]) == \
+        ("OP_INSTANCE_RECREATE_DISKS", "i1", [1])
+    with pytest.raises(errors.HttpError):
+        run("POST", "/2/instances/i1/recreate-disks", client, body={"bogus": 1})
 CONSOLE = {"instance": "i1.example.com", "kind": "message", "message": "fake console"}
 
 

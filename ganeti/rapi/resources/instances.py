@@ -220,6 +220,9 @@ ROUTES: list[Route] = [
     _inst_row("/deactivate-disks", "PUT", wire.OP_INSTANCE_DEACTIVATE_DISKS, Doc(
         "Deactivate an instance's disks", (FORCE,),
         body=opbody(wire.OP_INSTANCE_DEACTIVATE_DISKS)), force="force"),
+    _inst_row("/recreate-disks", "POST", wire.OP_INSTANCE_RECREATE_DISKS, Doc(
+        "Recreate the missing disk volumes of a stopped instance",
+        body=opbody(wire.OP_INSTANCE_RECREATE_DISKS))),
     _inst_row("/rename", "PUT", wire.OP_INSTANCE_RENAME, Doc("Rename an instance", body=opbody(
         wire.OP_INSTANCE_RENAME, ["new_name"], new_name=STR))),
     _inst_row("/modify", "PUT", wire.OP_INSTANCE_SET_PARAMS,
