@@ -74,6 +74,8 @@ def _disk_spec(params: dict[str, Any]) -> dict[str, Any]:
     spec = dict(params)
     if "size" in spec:
         spec["size"] = _size(spec["size"], "disk size")
+    if isinstance(spec.get("spindles"), str) and spec["spindles"].isdigit():
+        spec["spindles"] = int(spec["spindles"])
     return spec
 
 

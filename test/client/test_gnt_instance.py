@@ -202,3 +202,8 @@ def test_private_and_secret_os_parameters(argv: list[str], op_id: str,
     op = cl.submitted[0][0]
     assert op["OP_ID"] == op_id
     assert {k: op[k] for k in ("osparams_private", "osparams_secret") if k in op} == expected
+
+
+def test_plain_disk_options_vg_and_spindles() -> None:
+    assert gnt_instance.parse_mods(["add:size=1G,vg=fastvg,spindles=2"], "disk") == \
+        [["add", -1, {"size": 1024, "vg": "fastvg", "spindles": 2}]]
