@@ -23,7 +23,7 @@ from typing import Any
 
 from ganeti import constants, crypto, errors, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import policy
+from ganeti.cmdlib import lvm, policy
 from ganeti.utils import validation
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
@@ -417,8 +417,9 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
         self.new_values = new
 
     def _check_vg_name(self, cluster: Cluster, new: dict[str, Any]) -> None:
-        """``vg_name`` ('' removes it) and Ganeti's rule that plain/drbd need one,
-        checked when either changes."""
+        """``vg_name`` ('' removes it; a new one must exist on the online
+        vm-capable nodes) and Ganeti's rule that plain/drbd need one, checked
+        when either changes."""
         op = self.op
         if op.vg_name is not None:
             new["volume_group_name"] = validation.check_vg_name(op.vg_name) if op.vg_name \
@@ -435,6 +436,11 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
         validation.check_lvm_templates(
             new.get("enabled_disk_templates", cluster.enabled_disk_templates),
             new.get("volume_group_name", cluster.volume_group_name))
+        vg = new.get("volume_group_name")
+        if vg and vg != cluster.volume_group_name:
+            # as Ganeti: the group must exist on every node that can host instances
+            lvm.check_vg_free(self, [n for n in self.cfg.get_all_nodes_info().values()
+                                     if not n.offline and n.vm_capable], {vg: 0})
 
     def _moves_master_ip(self, cluster: Cluster) -> bool:
         return any(key in self.new_values and self.new_values[key] != getattr(cluster, key)

@@ -81,6 +81,18 @@ def test_vg_name_set_and_removed(lenv: Any) -> None:
     assert lenv.cfg.get_cluster_info().volume_group_name is None
 
 
+def test_a_new_vg_must_exist_on_the_nodes(lenv: Any) -> None:
+    lenv.rpc.vgs["node1"]["newvg"] = 10
+    before = lenv.raw()
+    with pytest.raises(errors.OpPrereqError,
+                       match="Node node2: Volume group 'newvg' does not exist"):
+        lenv.run("OP_CLUSTER_SET_PARAMS", vg_name="newvg")
+    assert lenv.raw() == before
+    lenv.rpc.vgs["node2"]["newvg"] = lenv.rpc.vgs["node3"]["newvg"] = 10
+    lenv.run("OP_CLUSTER_SET_PARAMS", vg_name="newvg")
+    assert lenv.cfg.get_cluster_info().volume_group_name == "newvg"
+
+
 def test_create_plain_makes_lvs_named_by_disk_uuid(lenv: Any) -> None:
     _create(lenv, template="plain", disks=[{"size": 128}, {"size": 256}], start=False)
     inst = lenv.cfg.get_instance_info_by_name("inst1")
