@@ -257,6 +257,8 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
       (the master compares it with ``cluster_name``)
     * ``oob_paths`` ([canonical paths of out-of-band programs]) -> one text
       per path: empty when it is an executable file here, else the problem
+    * ``lvlist`` (a volume group) -> ``{lv name: [size MiB, active]}``, or
+      a text saying why the group cannot be listed (missing, LVM failing)
 
     Unknown check names are listed under ``"unsupported"``.
     """
@@ -284,11 +286,23 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
             if not isinstance(arg, (list, tuple)):
                 raise errors.OpExecError("oob_paths check needs a list of paths")
             result[check] = [_oob_path_problem(ctx.local_path(str(p)), str(p)) for p in arg]
+        elif check == "lvlist":
+            result[check] = _lvlist(ctx, arg)
         else:
             unsupported.append(check)
     if unsupported:
         result["unsupported"] = sorted(unsupported)
     return result
+
+
+def _lvlist(ctx: NodeContext, vg: Any) -> dict[str, list[Any]] | str:
+    """``{lv name: [size MiB, active]}`` of volume group ``vg``, or the problem."""
+    try:
+        return {lv.name: [lv.size, lv.active]
+                for lv in lvm.list_lvs(ctx.storage_runner, lvm.check_lvm_name(vg, "volume"
+                                                                              " group"))}
+    except errors.StorageError as exc:
+        return str(exc)
 
 
 def master_node_name(ctx: NodeContext) -> str:

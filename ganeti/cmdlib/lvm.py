@@ -12,7 +12,7 @@ nodes' ``node_info``, that each volume group exists and has room
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ganeti import constants, errors
 from ganeti.cmdlib.base import LogicalUnit
@@ -20,7 +20,7 @@ from ganeti.objects import Cluster, Node
 from ganeti.utils import validation
 
 __all__ = ["lv_logical_id", "disk_vg", "required_vg_sizes", "check_vg_free", "vg_free_of",
-           "exclusive_storage"]
+           "exclusive_storage", "VolumeProblem", "volume_problems"]
 
 
 def lv_logical_id(vg: str, disk_uuid: str, index: int) -> list[str]:
@@ -93,3 +93,42 @@ def exclusive_storage(cluster: Cluster, node: Node, group: Any) -> bool:
     """The node's ``exclusive_storage`` parameter (filled from group and cluster)."""
     from ganeti import parameters
     return bool(parameters.fill_ndparams(cluster, group, node).get("exclusive_storage"))
+
+
+class VolumeProblem(NamedTuple):
+    """One finding of :func:`volume_problems`, in cluster verify's terms."""
+
+    code: str          #: EINSTANCEMISSINGDISK, EINSTANCEFAULTYDISK, ENODEORPHANLV
+    otype: str         #: "instance" or "node"
+    name: str          #: the instance or node named
+    message: str
+    warning: bool = False
+
+
+def volume_problems(node: str, vg: str, expected: Mapping[str, tuple[str, int]],
+                    found: Mapping[str, Any]) -> list[VolumeProblem]:
+    """Compare the volumes of ``vg`` a node has with those the config puts there.
+
+    ``expected``: ``{lv name: (instance name, size MiB)}``; ``found``: the
+    node's ``lvlist`` answer ``{lv name: [size MiB, active]}``.  A missing
+    volume and a smaller one are errors of the instance, a larger one a
+    warning (LVM rounds sizes up to whole extents), a volume no instance owns
+    an error of the node (as Ganeti's ``ENODEORPHANLV``).  Pure.
+    """
+    out = []
+    for lv, (inst, size) in sorted(expected.items()):
+        have = found.get(lv)
+        if have is None:
+            out.append(VolumeProblem("EINSTANCEMISSINGDISK", "instance", inst,
+                                     f"volume {vg}/{lv} is missing on node {node}"))
+            continue
+        real = have[0] if isinstance(have, (list, tuple)) and have else None
+        if isinstance(real, int) and real != size:
+            out.append(VolumeProblem("EINSTANCEFAULTYDISK", "instance", inst,
+                                     f"volume {vg}/{lv} on node {node} has {real} MiB,"
+                                     f" the configuration says {size} MiB",
+                                     warning=real > size))
+    for lv in sorted(set(found) - set(expected)):
+        out.append(VolumeProblem("ENODEORPHANLV", "node", node,
+                                 f"volume {vg}/{lv} is unknown"))
+    return out

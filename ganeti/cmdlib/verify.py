@@ -31,6 +31,11 @@ and the config check refuses a file storage directory of an enabled
 (``ENODEFILESTORAGEPATHUNUSABLE``, :data:`FORBIDDEN_FILE_STORAGE_PATHS`).  Instances whose primary node
 is in the group and that break the group's instance policy are reported as
 warnings (``EINSTANCEPOLICY``, naming each spec and value; doc/ipolicy.md).
+With a volume group set and ``plain`` (or ``drbd``) enabled, each node lists
+its volumes (``lvlist``): a group it cannot list is ``ENODELVM``, a volume of
+an instance's disk that is missing ``EINSTANCEMISSINGDISK``, one of another
+size ``EINSTANCEFAULTYDISK`` (smaller: error, larger: warning), a volume no
+disk owns ``ENODEORPHANLV`` (doc/storage.md).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from typing import Any
 
 from ganeti import constants, crypto, ipolicy, locking, opcodes, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import policy
+from ganeti.cmdlib import lvm, policy
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
 from ganeti.opcodes.cluster import (OpClusterVerify, OpClusterVerifyConfig, OpClusterVerifyDisks,
@@ -260,6 +265,27 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                          f"File {canonical} differs from the master's copy on node(s)"
                          f" {', '.join(differ)}")
 
+    def _check_volumes(self, rep: Reporter, nodes: list[Any], answers: dict[str, Any],
+                       vg: str) -> None:
+        """Missing VG, missing/wrong-sized/orphan volumes (doc/storage.md)."""
+        expected: dict[str, dict[str, tuple[str, int]]] = {}
+        for inst in self.cfg.get_all_instances_info().values():
+            for disk in self.cfg.get_instance_disks(inst.uuid):
+                if disk.dev_type == constants.DT_PLAIN and len(disk.logical_id) == 2 \
+                        and disk.logical_id[0] == vg:
+                    for uuid in disk.nodes or [inst.primary_node]:
+                        expected.setdefault(uuid, {})[str(disk.logical_id[1])] = \
+                            (inst.name, disk.size)
+        for node in nodes:
+            if node.name not in answers or not node.vm_capable:
+                continue
+            found = answers[node.name].get("lvlist")
+            if not isinstance(found, dict):
+                rep.report("ENODELVM", OT_NODE, node.name, f"LVM problem on node: {found}")
+                continue
+            for p in lvm.volume_problems(node.name, vg, expected.get(node.uuid, {}), found):
+                rep.report(p.code, p.otype, p.name, p.message, warning=p.warning)
+
     def _run_hooks(self, rep: Reporter, nodes: list[Any], feedback_fn: FeedbackFn) -> None:
         runner = getattr(self.context, "hooks_runner", None)
         if runner is None or not hasattr(runner, "run_path"):
@@ -315,12 +341,17 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         nodelist = [[n.name, n.primary_ip] + ([node_port] if node_port else [])
                     for n in online]
         files = [to_canonical(paths.root, p) for p in everywhere + cand_files]
-        checks = {"version": None, "filelist": files, "nodelist": nodelist, "hooks": None,
-                  "time": None, "hostname": None, "cluster_name": None}
+        checks: dict[str, Any] = {"version": None, "filelist": files, "nodelist": nodelist,
+                                  "hooks": None, "time": None, "hostname": None,
+                                  "cluster_name": None}
         oob_paths = sorted({parameters.fill_ndparams(cluster, self.group, n).get("oob_program")
                             or "" for n in online} - {""})
         if oob_paths:
             checks["oob_paths"] = oob_paths
+        vg = cluster.volume_group_name if any(
+            t in constants.DTS_LVM for t in cluster.enabled_disk_templates) else None
+        if vg:
+            checks["lvlist"] = vg
         feedback_fn(f"* Gathering data ({len(online)} nodes)")
         before = {p: _sha1(p) for p in everywhere + cand_files}
         start = time.time()
@@ -376,6 +407,9 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                 # as Ganeti: the out-of-band program runs on the master (candidates)
                 for problem in data.get("oob_paths") or []:
                     rep.error_if(problem, "ENODEOOBPATH", OT_NODE, node.name, problem)
+        if vg:
+            feedback_fn("* Verifying the volumes of volume group " + vg)
+            self._check_volumes(rep, online, answers, vg)
         feedback_fn("* Verifying configuration file consistency")
         self._check_files(rep, online, answers, master_sums, cand_files)
         self._run_hooks(rep, online, feedback_fn)

@@ -149,3 +149,11 @@ def test_volume_list_of_a_vg(ctx, runner) -> None:
     assert storageunits.volume_list(ctx, [["lvm-vg", "xenvg"]]) == [
         ["xenvg", LV, 128 << 20], ["xenvg", "other", 4 << 20]]
     assert runner.commands("lvs")[-1][-1] == "xenvg"
+
+
+def test_node_verify_lvlist(ctx, runner) -> None:
+    runner.on("lvs", stdout=LV_LINE)
+    assert node.node_verify(ctx, {"lvlist": "xenvg"}, "c")["lvlist"] == {LV: [128, True]}
+    runner.on("lvs", rc=5, stderr='Volume group "xenvg" not found')
+    assert "not found" in node.node_verify(ctx, {"lvlist": "xenvg"}, "c")["lvlist"]
+    assert "Invalid" in node.node_verify(ctx, {"lvlist": "../x"}, "c")["lvlist"]
