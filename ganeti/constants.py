@@ -180,6 +180,8 @@ DTS_EXT_MIRROR = frozenset([DT_SHARED_FILE, DT_RBD, DT_EXT, DT_GLUSTER, DT_BLOCK
 DTS_FILEBASED = frozenset([DT_FILE, DT_SHARED_FILE, DT_GLUSTER])
 #: the templates whose disks are LVM volumes in the cluster's volume group
 DTS_LVM = frozenset([DT_PLAIN, DT_DRBD8])
+#: templates whose disks a running instance can be exported from a snapshot of
+DTS_SNAPSHOT_CAPABLE = frozenset([DT_PLAIN])
 DISK_RDWR = "rw"
 DISK_RDONLY = "ro"
 

@@ -44,7 +44,7 @@ from ganeti.storage.base import MIB, DiskSpec
 __all__ = [
     "blockdev_create", "blockdev_remove", "blockdev_assemble", "blockdev_shutdown",
     "blockdev_grow", "blockdev_rename", "blockdev_getdimensions", "blockdev_getstatus",
-    "blockdev_find",
+    "blockdev_find", "blockdev_snapshot",
     "blockdev_read_chunk", "blockdev_write_chunk", "blockdev_checksum", "blockdev_wipe",
 ]
 
@@ -248,6 +248,18 @@ def blockdev_grow(ctx: NodeContext, disk: dict, amount: int, dryrun: bool,
     return store.grow(spec, amount)
 
 
+def blockdev_snapshot(ctx: NodeContext, disk: dict, snap_size: int) -> list[Any]:
+    """A point-in-time copy of ``disk`` with ``snap_size`` MiB of change room.
+
+    Returns the snapshot's logical id (``plain``: ``[vg, "<lv>.snap"]``, a
+    volume of the disk's type); the caller removes it with
+    :func:`blockdev_remove` when done (``gnt-backup export --noshutdown``,
+    doc/exports.md).  Types that cannot make snapshots refuse.
+    """
+    template, spec = parse_disk(disk)
+    return list(storage_for(ctx, template).snapshot(spec, snap_size))
+
+
 def blockdev_rename(ctx: NodeContext, devlist: list) -> list[list[Any]]:
     """Rename volumes: ``[[disk, new_logical_id], ...]``; return the new ids.
 
@@ -352,6 +364,8 @@ def _file_path(ctx: NodeContext, disk: dict) -> str:
         raise errors.StorageError("Diskless disks hold no data to transfer")
     store = storage_for(ctx, template)
     path = store.get_path(spec)
+    if template == constants.DT_PLAIN and not _is_block_device(path):
+        path = store.assemble(spec)     # an inactive LV (after a reboot): lvchange -ay
     if not (os.path.isfile(path) or _is_block_device(path)):
         raise errors.StorageError(f"Disk {spec.uuid} ({path}) does not exist")
     return path

@@ -8,6 +8,10 @@ instance without OS) and streamed to ``N`` (:mod:`ganeti.cmdlib.impexp`).
 The directory is built as ``I.new`` and renamed at the end; any failure
 removes it.  With ``shutdown`` (the default) a running instance is stopped
 for the copy and started again afterwards, also when the export failed;
+without it (``--noshutdown``) the ``plain`` disks of a running instance are
+exported from an LVM snapshot (``blockdev_snapshot``), removed again after
+the copy whatever its outcome (doc/exports.md, "Exports of running
+instances");
 ``remove_instance`` removes it after a successful export instead.  Older
 exports of the instance on other nodes are removed after a success.
 """
@@ -28,11 +32,12 @@ from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instan
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance_operation import remove_disks, shutdown_instance
 from ganeti.context import MasterContext
+from ganeti.objects import Disk
 from ganeti.opcodes.backup import OpBackupExport, OpBackupPrepare, OpBackupRemove
 from ganeti.utils import net as netutils
 
 __all__ = ["LUBackupPrepare", "LUBackupExport", "LUBackupRemove", "EXPORT_FIELDS",
-           "collect_exports", "query_exports", "build_export_info"]
+           "collect_exports", "query_exports", "build_export_info", "snapshot_disk"]
 
 
 def _check_local(mode: str) -> None:
@@ -84,6 +89,15 @@ def build_export_info(lu: InstanceLU[Any], images: list[str | None], timestamp: 
         hvparams=parameters.fill_instance_hvparams(cluster, inst),
         beparams=parameters.fill_instance_beparams(cluster, inst),
         osparams=dict(inst.osparams), osparams_private=dict(inst.osparams_private))
+
+
+def snapshot_disk(disk: Disk, logical_id: Any) -> dict[str, Any]:
+    """The disk dict of a snapshot of ``disk`` whose volume is ``logical_id``
+    (same type and size, no children).  Pure."""
+    if not isinstance(logical_id, list) or not all(isinstance(x, str) for x in logical_id):
+        raise errors.OpExecError(f"Invalid snapshot of disk {disk.uuid}: {logical_id!r}")
+    return serializer.to_data(Disk(uuid=disk.uuid, dev_type=disk.dev_type, size=disk.size,
+                                   logical_id=list(logical_id), mode=constants.DISK_RDONLY))
 
 
 def _confirmed_sha256(result: dict[str, Any] | None) -> str:
@@ -190,13 +204,57 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
             self.pnode.name, instance=data, disks=data["disks_info"], startup_paused=False,
         ).one(self.pnode.name, f"Could not start instance {self.instance.name} again")
 
-    def _export(self, feedback_fn: FeedbackFn) -> str:
+    def _snapshot_disks(self, data: dict[str, Any],
+                        feedback_fn: FeedbackFn) -> dict[int, dict[str, Any]]:
+        """Snapshot the ``plain`` disks of the running instance on its primary node.
+
+        Points ``data["disks_info"]`` at the snapshots (what the transfers
+        read) and returns them by disk index; on a failure the snapshots
+        made so far are removed again and the error raised.
+        """
+        node = self.pnode.name
+        snaps: dict[int, dict[str, Any]] = {}
+        try:
+            for idx, disk in enumerate(self.disks):
+                if disk.dev_type not in constants.DTS_SNAPSHOT_CAPABLE:
+                    continue
+                feedback_fn(f"Creating a snapshot of disk/{idx} on node {node}")
+                snap = snapshot_disk(disk, self.require_rpc().call_blockdev_snapshot(
+                    node, disk=serializer.to_data(disk), snap_size=disk.size,
+                ).one(node, f"Cannot snapshot disk/{idx} of {self.instance.name} on {node}"))
+                snaps[idx] = snap
+                data["disks_info"][idx] = snap
+        except BaseException:
+            self._remove_snapshots(snaps)
+            raise
+        return snaps
+
+    def _remove_snapshots(self, snaps: dict[int, dict[str, Any]]) -> None:
+        """Remove the snapshots, then point the instance's disk links back at its
+        volumes (reading a snapshot linked it there); only warns."""
+        node, rpc = self.pnode.name, self.require_rpc()
+        for idx, snap in sorted(snaps.items()):
+            res = rpc.call_blockdev_remove([node], disk=snap).get(node)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not remove the snapshot of disk/{idx} on {node}:"
+                                f" {res.fail_msg if res else 'no answer'}")
+            res = rpc.call_blockdev_assemble(
+                [node], disk=serializer.to_data(self.disks[idx]),
+                instance_name=self.instance.name, as_primary=True, idx=idx).get(node)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not re-activate disk/{idx} on {node}:"
+                                f" {res.fail_msg if res else 'no answer'}")
+
+    def _export(self, feedback_fn: FeedbackFn, *, running: bool = False) -> str:
         inst, target = self.instance, self.target.name
         self.require_rpc().call_export_stage(
             target, instance_name=inst.name, create=True,
         ).one(target, f"Cannot prepare the export directory on {target}")
+        snaps: dict[int, dict[str, Any]] = {}
         try:
             data = self.rpc_instance()
+            if running:
+                snaps = self._snapshot_disks(data, feedback_fn)
             images: list[str | None] = []
             transfers = []
             for idx, disk in enumerate(self.disks):
@@ -204,12 +262,15 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                 images.append(image)
                 transfers.append(Transfer(
                     label=f"disk/{idx}", src_node=self.pnode.name, dst_node=target,
-                    source={"kind": "disk", "disk": serializer.to_data(disk), "index": idx,
-                            "instance": data},
+                    source={"kind": "disk", "disk": snaps.get(idx, serializer.to_data(disk)),
+                            "index": idx, "instance": data},
                     dest={"kind": "export", "instance_name": inst.name, "file": image,
                           "limit": disk.size * 1024 * 1024, "label": f"disk/{idx}"},
                     op="export", instance=inst.name))
-            run_transfers(self, transfers, feedback_fn)
+            try:
+                run_transfers(self, transfers, feedback_fn)
+            finally:
+                self._remove_snapshots(snaps)
             digests: list[str | None] = [_confirmed_sha256(x.result) for x in transfers]
             info = build_export_info(self, images, time.time(), digests)
             return self.require_rpc().call_finalize_export(
@@ -243,8 +304,9 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
             feedback_fn(f"Shutting down instance {inst.name}")
             shutdown_instance(self, op.shutdown_timeout)
             stopped = True
+        running = not stopped and inst.admin_state == constants.ADMINST_UP
         try:
-            path = self._export(feedback_fn)
+            path = self._export(feedback_fn, running=running)
         except BaseException:
             if stopped:
                 try:

@@ -37,7 +37,7 @@ from typing import Any, Callable, TypeVar
 
 from ganeti import constants, errors, progress
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, instance_mirror, policy
+from ganeti.cmdlib import allocator, instance_mirror, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
 from ganeti.cmdlib.common import expand_node
 from ganeti.iallocator import document
@@ -607,6 +607,13 @@ class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
         return None
 
 
+#: templates gnt-instance move handles; the disks of the second set are copied (a
+#: sharedfile disk is already on the target, diskless has none)
+MOVABLE_TEMPLATES = frozenset([constants.DT_FILE, constants.DT_PLAIN, constants.DT_DISKLESS,
+                               constants.DT_SHARED_FILE])
+COPIED_TEMPLATES = frozenset([constants.DT_FILE, constants.DT_PLAIN])
+
+
 class LUInstanceMove(_TargetLU[OpInstanceMove]):
     """Copy the disks to the target node, then run the instance there."""
 
@@ -617,10 +624,12 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
     def CheckInstance(self) -> None:
         super().CheckInstance()
         check_node_online(self.pnode, " as primary node")
-        if self.instance.disk_template not in (constants.DT_FILE, constants.DT_DISKLESS,
-                                               constants.DT_SHARED_FILE):
+        if self.instance.disk_template not in MOVABLE_TEMPLATES:
             raise errors.OpPrereqError(f"Disk template {self.instance.disk_template} cannot"
                                        " be moved", errors.ECODE_STATE)
+        # plain: the target's volume groups must have room for every volume first
+        lvm.check_vg_free(self, [self.target], lvm.required_vg_sizes(
+            (d.logical_id[0], d.size) for d in self.disks if d.dev_type == constants.DT_PLAIN))
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
@@ -631,7 +640,9 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
         ).one(src.name, f"Could not shutdown {inst.name}")
         self._shutdown_disks(src.name)
         created = []
-        copy = self.instance.disk_template == constants.DT_FILE
+        copy = self.instance.disk_template in COPIED_TEMPLATES
+        excl = lvm.exclusive_storage(self.cfg.get_cluster_info(), dst,
+                                     self.cfg.get_nodegroup(dst.group))
         try:
             for idx, disk in enumerate(self.disks):
                 if not copy:
@@ -640,7 +651,8 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
                 feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {dst.name}")
                 self.require_rpc().call_blockdev_create(
                     dst.name, disk=data, size=disk.size, owner_instance_name=inst.name, on_primary=True,
-                    info=f"originstname+{inst.name}", excl_stor=False,
+                    info=f"originstname+{inst.name}",
+                    excl_stor=excl and disk.dev_type == constants.DT_PLAIN,
                 ).one(dst.name, f"Could not create disk {idx} on {dst.name}")
                 created.append(data)
                 instance_mirror.copy_disk(self, src.name, dst.name, data, disk.size, idx,

@@ -265,6 +265,9 @@ _ROWS = [
     _row("blockdev_find", [("disk", dict)], FAST,
          "{dev_path, size, major, minor, sync_percent, estimated_time, is_degraded,"
          " ldisk_status} or None when the volume does not exist."),
+    _row("blockdev_snapshot", [("disk", dict), ("snap_size", int)], NORMAL,
+         "Snapshot the volume (snap_size MiB of change room; plain only)."
+         " -> logical_id of the snapshot (remove it with blockdev_remove)"),
     _row("blockdev_read_chunk", [("disk", dict), ("offset", int), ("length", int)], NORMAL,
          "Read <= 16 MiB at offset. -> {data base64 ('' if zero), length, zero, size, eof}"),
     _row("blockdev_write_chunk", [("disk", dict), ("offset", int), ("data", str)], NORMAL,

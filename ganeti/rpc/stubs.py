@@ -330,6 +330,13 @@ class RpcStubs:
         """
         return self._rpc("blockdev_find", node_or_nodes, [disk], rpc_timeout)
 
+    def call_blockdev_snapshot(self, node_or_nodes: Nodes, *, disk: JsonDict, snap_size: int,
+                               rpc_timeout: float | None = None) -> RpcResults:
+        """Snapshot the volume (snap_size MiB of change room; plain only). -> logical_id of the
+        snapshot (remove it with blockdev_remove) [normal]
+        """
+        return self._rpc("blockdev_snapshot", node_or_nodes, [disk, snap_size], rpc_timeout)
+
     def call_blockdev_read_chunk(self, node_or_nodes: Nodes, *, disk: JsonDict, offset: int,
                                  length: int, rpc_timeout: float | None = None) -> RpcResults:
         """Read <= 16 MiB at offset. -> {data base64 ('' if zero), length, zero, size, eof} [normal]"""

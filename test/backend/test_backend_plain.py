@@ -157,3 +157,25 @@ def test_node_verify_lvlist(ctx, runner) -> None:
     runner.on("lvs", rc=5, stderr='Volume group "xenvg" not found')
     assert "not found" in node.node_verify(ctx, {"lvlist": "xenvg"}, "c")["lvlist"]
     assert "Invalid" in node.node_verify(ctx, {"lvlist": "../x"}, "c")["lvlist"]
+
+
+def test_snapshot_for_an_export(ctx, runner) -> None:
+    runner.on("lvs", stdout=LV_LINE)
+    assert blockdev.blockdev_snapshot(ctx, plain_disk(), 128) == ["xenvg", f"{LV}.snap"]
+    assert runner.commands("lvcreate") == [
+        ["lvcreate", "-s", "-L128m", "-n", f"{LV}.snap", f"xenvg/{LV}"]]
+    runner.on("vgs", stdout="  xenvg|1020.00|100.00|1\n")
+    with pytest.raises(errors.StorageError, match="Not enough free space.*128 MiB needed"):
+        blockdev.blockdev_snapshot(ctx, plain_disk(), 128)
+    assert len(runner.commands("lvcreate")) == 1
+    file_disk = serializer.to_data(objects.Disk(uuid="f", dev_type="file", size=1,
+                                                logical_id=["loop", "/x/y"]))
+    with pytest.raises(errors.StorageError, match="cannot make snapshots"):
+        blockdev.blockdev_snapshot(ctx, file_disk, 1)
+
+
+def test_reading_an_inactive_volume_activates_it_first(ctx, runner) -> None:
+    runner.on("lvs", stdout=LV_LINE.replace("-wi-a-----", "-wi-------"))
+    with pytest.raises(errors.StorageError, match="does not exist"):
+        blockdev.blockdev_read_chunk(ctx, plain_disk(), 0, 4096)   # no /dev here
+    assert runner.commands("lvchange") == [["lvchange", "-ay", f"xenvg/{LV}"]]
