@@ -41,13 +41,15 @@ from ganeti import config as gconfig
 from ganeti import ipolicy as gipolicy
 from ganeti import constants, crypto, daemonctl, errors, objects, parameters, serializer, ssconf, ssh
 from ganeti.pathutils import Paths, get_paths
+from ganeti.storage import lvm
+from ganeti.storage.runner import CommandRunner, system_runner
 from ganeti.utils import io as uio
 from ganeti.utils import net as netutils
 from ganeti.utils import validation
 
 __all__ = [
     "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "resolve_host", "authorized_keys_file",
-    "add_authorized_key", "make_node_dirs", "init_cluster", "primary_ip_family",
+    "add_authorized_key", "make_node_dirs", "init_cluster", "check_master_vg", "primary_ip_family",
     "join_payload", "prepare_node_join", "setup_node_ssh", "record_own_host_key",
     "restart_noded_ssh", "remove_cluster_files", "node_tool_main",
 ]
@@ -152,6 +154,19 @@ def primary_ip_family(version: int, master_ip: str) -> int:
     return 2 if version == 4 else 10
 
 
+def check_master_vg(vg_name: str, runner: CommandRunner) -> None:
+    """Refuse a volume group that does not exist on this node (:class:`errors.OpPrereqError`)."""
+    try:
+        found = [vg.name for vg in lvm.list_vgs(runner, [vg_name])]
+    except errors.StorageError as exc:
+        raise errors.OpPrereqError(f"Volume group '{vg_name}' does not exist on the master"
+                                   f" node (or LVM fails there): {exc}",
+                                   errors.ECODE_ENVIRON) from exc
+    if vg_name not in found:
+        raise errors.OpPrereqError(f"Volume group '{vg_name}' does not exist on the master"
+                                   " node", errors.ECODE_ENVIRON)
+
+
 def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip: str,
                  secondary_ip: str | None = None, cluster_ip: str | None = None,
                  enabled_hypervisors: Sequence[str] = (constants.HT_FAKE,),
@@ -168,14 +183,17 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                  ndparams: Mapping[str, Any] | None = None,
                  ipolicy: Mapping[str, Any] | None = None,
                  primary_ip_version: int = 4,
-                 clock: Callable[[], float] = time.time) -> objects.ConfigData:
+                 clock: Callable[[], float] = time.time,
+                 storage_runner: CommandRunner = system_runner) -> objects.ConfigData:
     """Create the master node's files and the initial configuration.
 
     The instance policy is Ganeti's default with the enabled disk
     templates, changed by ``ipolicy`` (a change set, doc/ipolicy.md).
     ``primary_ip_version`` (4 or 6) is the family of every node's primary
     IP; the master's primary IP must be of it.  ``vg_name`` is the LVM
-    volume group of ``plain`` disks, needed when an LVM template is enabled.
+    volume group of ``plain`` disks, needed when an LVM template is enabled;
+    it must exist on this (the master) node (``vgs`` through
+    ``storage_runner``), as in Ganeti.
 
     Does not start daemons.  Raises :class:`errors.OpPrereqError` for bad
     arguments and :class:`errors.ConfigurationError` when a cluster
@@ -207,6 +225,8 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     if candidate_pool_size < 1:
         raise errors.OpPrereqError("The candidate pool size must be at least 1",
                                    errors.ECODE_INVAL)
+    if vg_name is not None:
+        check_master_vg(vg_name, storage_runner)
     params = _default_params(hvs, templates, hvparams, beparams, nicparams, ndparams)
     params["ipolicy"] = gipolicy.check_ipolicy(gipolicy.update_ipolicy(
         gipolicy.default_ipolicy(templates), ipolicy))

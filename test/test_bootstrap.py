@@ -168,3 +168,23 @@ def test_copyfile_path_mapping(tmp_path):
     assert gnt_cluster._remote_path_expr(paths, inside) == '"${GANETI_ROOTDIR:-}"/etc/x'
     assert gnt_cluster._remote_path_expr(paths, "/opt/y z") == "'/opt/y z'"
     assert gnt_cluster._remote_path_expr(Paths(root="/"), "/etc/x") == "/etc/x"
+
+
+def test_init_refuses_a_volume_group_missing_on_the_master(tmp_path):
+    """--vg-name: the VG must exist here (vgs); refused before anything is written."""
+    from fakes.cmdrunner import RecordingRunner
+    paths = Paths(root=str(tmp_path / "n1"))
+    kw = {"master_name": "n1.example", "master_ip": "127.0.1.1", "vg_name": "xenvg",
+          "enabled_disk_templates": ["plain", "file"]}
+    for runner, match in [
+            (RecordingRunner().on("vgs", rc=5, stderr="Volume group \"xenvg\" not found"),
+             "'xenvg' does not exist on the master node.*not found"),
+            (RecordingRunner().on("vgs", stdout="  othervg|1020.00|500.00|1\n"),
+             "'xenvg' does not exist on the master node")]:
+        with pytest.raises(errors.OpPrereqError, match=match):
+            bootstrap.init_cluster(paths, "clu.example", storage_runner=runner, **kw)
+        assert runner.commands("vgs")[0][-1] == "xenvg"
+        assert not os.path.exists(paths.root) or os.listdir(paths.root) == []
+    ok = RecordingRunner().on("vgs", stdout="  xenvg|1020.00|500.00|1\n")
+    data = bootstrap.init_cluster(paths, "clu.example", storage_runner=ok, **kw)
+    assert data.cluster.volume_group_name == "xenvg"

@@ -177,8 +177,8 @@ def blockdev_create(ctx: NodeContext, disk: dict, size: int, owner_instance_name
     "size": MiB}``.  The children of the disk are created first; a failure
     removes again what this call created.  Refuses an existing volume,
     sizes < 1 and ``excl_stor`` (exclusive storage, an LVM feature) for
-    other types than ``plain``.  ``on_primary`` and ``info`` (volume tags on
-    LVM) are not used.
+    other types than ``plain``.  ``info`` tags a ``plain`` volume (Ganeti's
+    ``originstname+<instance>``); ``on_primary`` is not used.
     """
     if excl_stor and disk.get("dev_type") != constants.DT_PLAIN:
         raise errors.StorageError("Exclusive storage is not supported by"
@@ -186,7 +186,8 @@ def blockdev_create(ctx: NodeContext, disk: dict, size: int, owner_instance_name
     template, spec = parse_disk(disk, owner_instance_name)
     spec = DiskSpec(uuid=spec.uuid, size=size, logical_id=spec.logical_id,
                     instance_name=owner_instance_name, name=spec.name, mode=spec.mode,
-                    dev_type=template, children=spec.children, spindles=spec.spindles)
+                    dev_type=template, children=spec.children, spindles=spec.spindles,
+                    tag=info)
     path = tree.create_tree(factory_for(ctx, exclusive_storage=excl_stor), spec)
     logger.info("Created disk %s of %s (%s, %d MiB, on_primary=%s, info=%r)",
                 spec.uuid, owner_instance_name, template, size, on_primary, info)

@@ -469,12 +469,14 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
         if self.delta == 0:
             return None
         data = disk_rpc_dicts([disk])[0]
+        excl = disk.dev_type == constants.DT_PLAIN and lvm.exclusive_storage(
+            self.cfg.get_cluster_info(), self.pnode, self.cfg.get_nodegroup(self.pnode.group))
         self.require_rpc().call_blockdev_grow(
             self.pnode.name, disk=data, amount=self.delta, dryrun=True, backingstore=False,
-            excl_stor=False).one(self.pnode.name, f"Cannot grow disk {self.op.disk}")
+            excl_stor=excl).one(self.pnode.name, f"Cannot grow disk {self.op.disk}")
         new_size = self.require_rpc().call_blockdev_grow(
             self.pnode.name, disk=data, amount=self.delta, dryrun=False, backingstore=False,
-            excl_stor=False).one(self.pnode.name, f"Growing disk {self.op.disk} failed")
+            excl_stor=excl).one(self.pnode.name, f"Growing disk {self.op.disk} failed")
         old_size = disk.size
         disk.size = new_size if isinstance(new_size, int) and new_size > 0 \
             else disk.size + self.delta

@@ -55,7 +55,8 @@ class DiskSpec:
     templates ``(driver, path)``, for ``plain`` ``(vg, lv_name)``); ``size``
     is in MiB; ``children`` are the specs of the devices it is built on;
     ``spindles`` the number of physical volumes asked for (``plain`` with
-    exclusive storage).
+    exclusive storage); ``tag`` a text the volume is labelled with where the
+    type can (an LVM tag, Ganeti's ``originstname+<instance>``).
     """
 
     uuid: str
@@ -68,6 +69,7 @@ class DiskSpec:
     dev_type: str = ""
     children: tuple[DiskSpec, ...] = ()
     spindles: int | None = None
+    tag: str = ""
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,12 @@ runner (:mod:`ganeti.storage.runner`); their output is read by the pure
 on the nodes"):
 
 * create: ``vgs`` (the VG must exist and have room: checked before
-  anything is made), then ``lvcreate -L<size>m -n <lv> --wipesignatures y
-  -y <vg> [pv...]``;
+  anything is made), then ``lvcreate -L<size>m -n <lv> [--addtag <tag>]
+  --wipesignatures y -y <vg> [pv...]`` (the tag: Ganeti's
+  ``originstname+<instance>``, from the master's ``info``);
 * remove: ``lvs`` (a missing volume is fine), ``lvremove -f <vg>/<lv>``;
-* grow: ``vgs`` (room), ``lvextend -L+<n>m <vg>/<lv>``;
+* grow: ``vgs`` (room), ``lvextend -L+<n>m <vg>/<lv> [pv...]`` (with
+  exclusive storage the PVs the volume lies on, which must have the room);
 * rename: ``lvrename <vg> <old> <new>``;
 * snapshot: ``lvcreate -s -L<size>m -n <lv>.snap <vg>/<lv>``;
 * size/status: ``lvs --noheadings --units m --nosuffix --separator '|'
@@ -39,7 +41,7 @@ from ganeti.storage.runner import CommandRunner, run_checked, system_runner
 
 __all__ = ["LogicalVolume", "LvInfo", "VgInfo", "PvInfo", "parse_lvs", "parse_vgs",
            "parse_pvs", "check_lvm_name", "lv_name_for", "list_vgs", "list_pvs",
-           "list_lvs", "set_pv_allocatable", "repair_vg", "SNAPSHOT_SUFFIX"]
+           "list_lvs", "set_pv_allocatable", "repair_vg", "SNAPSHOT_SUFFIX", "lvm_tag"]
 
 #: the separator asked of lvs/vgs/pvs (never part of an LVM name)
 SEP = "|"
@@ -50,6 +52,9 @@ _PV_FIELDS = "pv_name,vg_name,pv_size,pv_free,pv_attr"
 SNAPSHOT_SUFFIX = ".snap"
 _NAME_RE = re.compile(r"^[A-Za-z0-9+_.][A-Za-z0-9+_.-]*$")
 _DEVICE_RE = re.compile(r"^(.+)\((\d+)\)$")
+#: characters LVM does not take in a tag, and the length we keep of one
+_TAG_BAD_RE = re.compile(r"[^A-Za-z0-9_+.\-/=!:&#]")
+TAG_MAX = 128
 
 
 # --- pure parts ------------------------------------------------------------
@@ -57,6 +62,12 @@ _DEVICE_RE = re.compile(r"^(.+)\((\d+)\)$")
 def lv_name_for(disk_uuid: str, index: int) -> str:
     """The volume name of disk ``index`` (as Ganeti: ``<uuid>.disk<N>``)."""
     return f"{disk_uuid}.disk{index}"
+
+
+def lvm_tag(text: str) -> str:
+    """``text`` as a valid LVM tag: characters LVM refuses become ``_``, at most
+    :data:`TAG_MAX` characters ("" stays "": no tag)."""
+    return _TAG_BAD_RE.sub("_", text)[:TAG_MAX]
 
 
 def check_lvm_name(name: Any, what: str) -> str:
@@ -188,6 +199,21 @@ def pick_exclusive_pvs(pvs: Iterable[PvInfo], vg: str, size: int, count: int) ->
     return [p.name for p in empty]
 
 
+def pick_grow_pvs(pvs: Iterable[PvInfo], vg: str, own: Iterable[str], amount: int) -> list[str]:
+    """Exclusive storage: the PVs a volume already lies on (``own``), when they
+    have ``amount`` MiB free together; a volume never spreads to PVs of others.
+
+    Raises :class:`errors.StorageError` otherwise.  Pure.
+    """
+    mine = sorted(set(own))
+    free = sum(p.free for p in pvs if p.vg == vg and p.name in mine and p.allocatable)
+    if not mine or free < amount:
+        raise errors.StorageError(
+            f"Exclusive storage: the physical volumes of the volume"
+            f" ({', '.join(mine) or 'none known'}) have {free} MiB free, {amount} MiB needed")
+    return mine
+
+
 # --- listing and maintenance (storage units) --------------------------------
 
 def list_vgs(runner: CommandRunner, names: Iterable[str] = ()) -> list[VgInfo]:
@@ -301,7 +327,8 @@ class LogicalVolume(base.BaseStorage):
         pvs: list[str] = []
         if self.exclusive_storage:
             pvs = pick_exclusive_pvs(list_pvs(self.runner), vg, disk.size, disk.spindles or 1)
-        run_checked(self.runner, ["lvcreate", f"-L{disk.size}m", "-n", lv,
+        tag = ["--addtag", lvm_tag(disk.tag)] if lvm_tag(disk.tag) else []
+        run_checked(self.runner, ["lvcreate", f"-L{disk.size}m", "-n", lv, *tag,
                                   "--wipesignatures", "y", "-y", vg, *pvs],
                     f"Cannot create logical volume {vg}/{lv} for disk {disk.uuid}")
         return self.get_path(disk)
@@ -321,7 +348,10 @@ class LogicalVolume(base.BaseStorage):
         if amount == 0:
             return info.size
         self.check_free(disk, amount)
-        run_checked(self.runner, ["lvextend", f"-L+{amount}m", f"{vg}/{lv}"],
+        pvs: list[str] = []
+        if self.exclusive_storage:
+            pvs = pick_grow_pvs(list_pvs(self.runner), vg, info.pvs, amount)
+        run_checked(self.runner, ["lvextend", f"-L+{amount}m", f"{vg}/{lv}", *pvs],
                     f"Cannot grow logical volume {vg}/{lv} of disk {disk.uuid}")
         return self._must_exist(disk).size
 

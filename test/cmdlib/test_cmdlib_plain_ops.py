@@ -185,3 +185,19 @@ def test_plain_disks_are_wiped_when_the_cluster_asks(lenv: Any) -> None:  # noqa
     assert wiped == [("node1", f"{disk.uuid}.disk0", 0, 16 << 20)]
     lenv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=8)
     assert wiped[-1] == ("node1", f"{disk.uuid}.disk0", 16 << 20, 8 << 20)
+
+
+def test_grow_passes_exclusive_storage(lenv: Any) -> None:  # noqa: F811
+    grows: list[bool] = []
+    real = lenv.rpc.do_blockdev_grow
+
+    def grow(node: str, disk: dict, amount: int, dryrun: bool, backing: bool,
+             excl: bool) -> int:
+        grows.append(excl)
+        return real(node, disk, amount, dryrun, backing, excl)
+    lenv.rpc.do_blockdev_grow = grow
+    _create(lenv, template="plain", start=False)
+    lenv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=8)
+    lenv.run("OP_CLUSTER_SET_PARAMS", ndparams={"exclusive_storage": True})
+    lenv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=8)
+    assert grows == [False, False, True, True]      # dry run, then the grow

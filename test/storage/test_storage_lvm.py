@@ -258,3 +258,35 @@ def test_storage_unit_commands():
                             ["vgreduce", "--removemissing", "xenvg"]]
     with pytest.raises(errors.StorageError):
         lvm.set_pv_allocatable(runner, "vdb", True)
+
+
+def test_create_tags_the_volume_with_its_instance():
+    runner = vg_runner()
+    make(runner).create(base.DiskSpec(uuid=UUID, size=64, dev_type=constants.DT_PLAIN,
+                                      logical_id=("xenvg", f"{UUID}.disk0"),
+                                      tag="originstname+inst1.example.com"))
+    assert runner.commands("lvcreate")[0][3:6] == [f"{UUID}.disk0", "--addtag",
+                                                   "originstname+inst1.example.com"]
+    assert lvm.lvm_tag("originstname+a b\u00e9") == "originstname+a_b_"
+    assert len(lvm.lvm_tag("x" * 500)) == lvm.TAG_MAX and lvm.lvm_tag("") == ""
+
+
+def test_pick_grow_pvs_stays_on_the_volumes_own_pvs():
+    pvs = [lvm.PvInfo("/dev/a", "xenvg", 100, 40, True),
+           lvm.PvInfo("/dev/b", "xenvg", 100, 30, True),
+           lvm.PvInfo("/dev/c", "xenvg", 900, 900, True)]     # empty: another volume's to take
+    assert lvm.pick_grow_pvs(pvs, "xenvg", ["/dev/b", "/dev/a"], 70) == ["/dev/a", "/dev/b"]
+    with pytest.raises(errors.StorageError, match="have 70 MiB free, 71 MiB needed"):
+        lvm.pick_grow_pvs(pvs, "xenvg", ["/dev/a", "/dev/b"], 71)
+
+
+def test_grow_with_exclusive_storage_names_the_volumes_pvs():
+    runner = vg_runner().on("lvs", stdout=lv_line()).on("pvs", stdout=PVS)
+    with pytest.raises(errors.StorageError, match=r"\(/dev/vdb\) have 0 MiB free"):
+        make(runner, excl=True).grow(disk(), 32)     # it lies on /dev/vdb (full)
+    assert "lvextend" not in runner.programs()
+    runner = vg_runner().on("lvs", stdout=lv_line().replace("/dev/vdb", "/dev/vdc")) \
+        .on("pvs", stdout=PVS.replace("u--", "a--"))
+    make(runner, excl=True).grow(disk(), 32)
+    assert runner.commands("lvextend") == [["lvextend", "-L+32m", f"xenvg/{UUID}.disk0",
+                                            "/dev/vdc"]]
