@@ -311,6 +311,7 @@ def _status(ctx: NodeContext, entry: Any) -> list[Any] | None:
     template, spec = parse_disk(data, instance_name, idx)
     if template == constants.DT_DISKLESS:
         return [0, True]
+    usable = True     # an LV must be activated too (it is not after a reboot)
     try:
         store = storage_for(ctx, template)
         if template in constants.DTS_FILEBASED:
@@ -319,13 +320,14 @@ def _status(ctx: NodeContext, entry: Any) -> list[Any] | None:
         else:
             found = store.status(spec)
             path, size = ("", None) if found is None else (found.path, found.size * MIB)
+            usable = found is not None and found.active
     except (errors.StorageError, OSError):
         return None
     if size is None:
         return None
     link = _link_name(ctx, instance_name, idx)
     try:
-        active = os.path.islink(link) and os.readlink(link) == path
+        active = usable and os.path.islink(link) and os.readlink(link) == path
     except OSError:
         active = False
     return [size, active]

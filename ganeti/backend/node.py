@@ -257,7 +257,8 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
       (the master compares it with ``cluster_name``)
     * ``oob_paths`` ([canonical paths of out-of-band programs]) -> one text
       per path: empty when it is an executable file here, else the problem
-    * ``lvlist`` (a volume group) -> ``{lv name: [size MiB, active]}``, or
+    * ``lvlist`` (a volume group) -> ``{lv name: [size MiB, active, extent size
+      of the group in MiB (0: unknown)]}``, or
       a text saying why the group cannot be listed (missing, LVM failing)
 
     Unknown check names are listed under ``"unsupported"``.
@@ -296,9 +297,9 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
 
 
 def _lvlist(ctx: NodeContext, vg: Any) -> dict[str, list[Any]] | str:
-    """``{lv name: [size MiB, active]}`` of volume group ``vg``, or the problem."""
+    """``{lv name: [size MiB, active, extent MiB]}`` of volume group ``vg``, or the problem."""
     try:
-        return {lv.name: [lv.size, lv.active]
+        return {lv.name: [lv.size, lv.active, lv.extent]
                 for lv in lvm.list_lvs(ctx.storage_runner, lvm.check_lvm_name(vg, "volume"
                                                                               " group"))}
     except errors.StorageError as exc:

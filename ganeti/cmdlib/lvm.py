@@ -20,7 +20,7 @@ from ganeti.objects import Cluster, Node
 from ganeti.utils import validation
 
 __all__ = ["lv_logical_id", "disk_vg", "required_vg_sizes", "check_vg_free", "vg_free_of",
-           "exclusive_storage", "VolumeProblem", "volume_problems"]
+           "exclusive_storage", "VolumeProblem", "volume_problems", "size_matches"]
 
 
 def lv_logical_id(vg: str, disk_uuid: str, index: int) -> list[str]:
@@ -95,6 +95,18 @@ def exclusive_storage(cluster: Cluster, node: Node, group: Any) -> bool:
     return bool(parameters.fill_ndparams(cluster, group, node).get("exclusive_storage"))
 
 
+def size_matches(recorded: int, real: int, extent: Any) -> bool:
+    """Whether a volume of ``real`` MiB is right for a disk of ``recorded`` MiB: the
+    same, or ``recorded`` rounded up to whole extents of ``extent`` MiB (LVM makes
+    every volume a whole number of extents; ``extent`` 0 or not a number: unknown).
+    Pure."""
+    if real == recorded:
+        return True
+    if not isinstance(extent, int) or isinstance(extent, bool) or extent <= 0:
+        return False
+    return real == -(-recorded // extent) * extent
+
+
 class VolumeProblem(NamedTuple):
     """One finding of :func:`volume_problems`, in cluster verify's terms."""
 
@@ -110,10 +122,11 @@ def volume_problems(node: str, vg: str, expected: Mapping[str, tuple[str, int]],
     """Compare the volumes of ``vg`` a node has with those the config puts there.
 
     ``expected``: ``{lv name: (instance name, size MiB)}``; ``found``: the
-    node's ``lvlist`` answer ``{lv name: [size MiB, active]}``.  A missing
-    volume and a smaller one are errors of the instance, a larger one a
-    warning (LVM rounds sizes up to whole extents), a volume no instance owns
-    an error of the node (as Ganeti's ``ENODEORPHANLV``).  Pure.
+    node's ``lvlist`` answer ``{lv name: [size MiB, active, extent MiB]}``.  A
+    missing volume and a smaller one are errors of the instance, a larger one
+    a warning, unless it is the size rounded up to whole extents, as LVM
+    makes it (:func:`size_matches`); a volume no instance owns is an error of
+    the node (as Ganeti's ``ENODEORPHANLV``).  Pure.
     """
     out = []
     for lv, (inst, size) in sorted(expected.items()):
@@ -123,7 +136,8 @@ def volume_problems(node: str, vg: str, expected: Mapping[str, tuple[str, int]],
                                      f"volume {vg}/{lv} is missing on node {node}"))
             continue
         real = have[0] if isinstance(have, (list, tuple)) and have else None
-        if isinstance(real, int) and real != size:
+        extent = have[2] if isinstance(have, (list, tuple)) and len(have) > 2 else 0
+        if isinstance(real, int) and not size_matches(size, real, extent):
             out.append(VolumeProblem("EINSTANCEFAULTYDISK", "instance", inst,
                                      f"volume {vg}/{lv} on node {node} has {real} MiB,"
                                      f" the configuration says {size} MiB",

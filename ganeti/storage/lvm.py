@@ -17,7 +17,9 @@ on the nodes"):
 * rename: ``lvrename <vg> <old> <new>``;
 * snapshot: ``lvcreate -s -L<size>m -n <lv>.snap <vg>/<lv>``;
 * size/status: ``lvs --noheadings --units m --nosuffix --separator '|'
-  -o lv_name,vg_name,lv_size,lv_attr,devices <vg>/<lv>``;
+  -o lv_name,vg_name,lv_size,lv_attr,devices,vg_extent_size <vg>/<lv>``
+  (LVM rounds a size up to whole extents: :func:`rounded_size`; a volume
+  so rounded reports the size it was asked for, doc/storage.md);
 * assemble: ``lvchange -ay <vg>/<lv>``; shutdown leaves the volume active
   (as Ganeti does: a deactivated LV is of no use to anyone else).
 
@@ -41,12 +43,12 @@ from ganeti.storage.runner import CommandRunner, run_checked, system_runner
 
 __all__ = ["LogicalVolume", "LvInfo", "VgInfo", "PvInfo", "parse_lvs", "parse_vgs",
            "parse_pvs", "check_lvm_name", "lv_name_for", "list_vgs", "list_pvs",
-           "list_lvs", "set_pv_allocatable", "repair_vg", "SNAPSHOT_SUFFIX", "lvm_tag"]
+           "list_lvs", "set_pv_allocatable", "repair_vg", "SNAPSHOT_SUFFIX", "lvm_tag", "rounded_size"]
 
 #: the separator asked of lvs/vgs/pvs (never part of an LVM name)
 SEP = "|"
 _REPORT = ["--noheadings", "--units", "m", "--nosuffix", "--separator", SEP]
-_LV_FIELDS = "lv_name,vg_name,lv_size,lv_attr,devices"
+_LV_FIELDS = "lv_name,vg_name,lv_size,lv_attr,devices,vg_extent_size"
 _VG_FIELDS = "vg_name,vg_size,vg_free,pv_count"
 _PV_FIELDS = "pv_name,vg_name,pv_size,pv_free,pv_attr"
 SNAPSHOT_SUFFIX = ".snap"
@@ -70,6 +72,12 @@ def lvm_tag(text: str) -> str:
     return _TAG_BAD_RE.sub("_", text)[:TAG_MAX]
 
 
+def rounded_size(size: int, extent: int) -> int:
+    """``size`` MiB rounded up to whole extents of ``extent`` MiB, as ``lvcreate`` and
+    ``lvextend`` do (``extent`` 0: unknown, ``size`` unchanged).  Pure."""
+    return -(-size // extent) * extent if extent > 0 else size
+
+
 def check_lvm_name(name: Any, what: str) -> str:
     """``name`` if it is a valid LVM VG/LV name, else :class:`errors.StorageError`."""
     if (not isinstance(name, str) or not 0 < len(name) <= 127 or name in (".", "..")
@@ -87,6 +95,8 @@ class LvInfo:
     size: int
     attr: str
     pvs: tuple[str, ...] = ()
+    #: the extent size of its VG in MiB (0: not reported)
+    extent: int = 0
 
     @property
     def active(self) -> bool:
@@ -130,11 +140,14 @@ def _mib(text: str, where: str) -> int:
         raise errors.StorageError(f"Cannot parse size {text!r} in {where} output") from None
 
 
-def _rows(output: str, columns: int, where: str) -> Iterator[list[str]]:
+def _rows(output: str, columns: int, where: str, optional: int = 0) -> Iterator[list[str]]:
+    """The rows of ``columns`` fields (the last ``optional`` ones may be absent: "")."""
     for line in output.splitlines():
         if not line.strip():
             continue
         row = [c.strip() for c in line.strip().split(SEP)]
+        if columns - optional <= len(row) < columns:
+            row += [""] * (columns - len(row))
         if len(row) != columns:
             raise errors.StorageError(f"Cannot parse {where} output line {line.strip()!r}:"
                                       f" expected {columns} fields")
@@ -142,13 +155,13 @@ def _rows(output: str, columns: int, where: str) -> Iterator[list[str]]:
 
 
 def parse_lvs(output: str) -> list[LvInfo]:
-    """Volumes from ``lvs ... -o lv_name,vg_name,lv_size,lv_attr,devices``.
+    """Volumes from ``lvs ... -o lv_name,vg_name,lv_size,lv_attr,devices[,vg_extent_size]``.
 
     ``lvs`` prints one line per segment; the lines of one volume are merged
     and its PVs collected from ``devices`` (``/dev/vda(0),/dev/vdb(12)``).
     """
     merged: dict[tuple[str, str], LvInfo] = {}
-    for name, vg, size, attr, devices in _rows(output, 5, "lvs"):
+    for name, vg, size, attr, devices, extent in _rows(output, 6, "lvs", optional=1):
         pvs = []
         for dev in filter(None, devices.split(",")):
             m = _DEVICE_RE.match(dev)
@@ -156,10 +169,11 @@ def parse_lvs(output: str) -> list[LvInfo]:
         key = (vg, name)
         old = merged.get(key)
         if old is None:
-            merged[key] = LvInfo(vg, name, _mib(size, "lvs"), attr, tuple(dict.fromkeys(pvs)))
+            merged[key] = LvInfo(vg, name, _mib(size, "lvs"), attr, tuple(dict.fromkeys(pvs)),
+                                 _mib(extent, "lvs") if extent else 0)
         else:
             merged[key] = LvInfo(vg, name, old.size, old.attr,
-                                 tuple(dict.fromkeys(old.pvs + tuple(pvs))))
+                                 tuple(dict.fromkeys(old.pvs + tuple(pvs))), old.extent)
     return list(merged.values())
 
 
@@ -404,7 +418,10 @@ class LogicalVolume(base.BaseStorage):
             return None     # _lookup raises only for a missing volume group
         if info is None:
             return None
-        return base.DeviceStatus(path=self.get_path(disk), size=info.size, active=info.active,
+        # LVM rounded the size asked for up to whole extents: that is the size recorded
+        size = disk.size if 0 < disk.size < info.size == rounded_size(disk.size, info.extent) \
+            else info.size
+        return base.DeviceStatus(path=self.get_path(disk), size=size, active=info.active,
                                  spindles=len(info.pvs) or None)
 
     def export_stream(self, disk: base.DiskSpec,

@@ -152,8 +152,10 @@ def test_volume_list_of_a_vg(ctx, runner) -> None:
 
 
 def test_node_verify_lvlist(ctx, runner) -> None:
-    runner.on("lvs", stdout=LV_LINE)
-    assert node.node_verify(ctx, {"lvlist": "xenvg"}, "c")["lvlist"] == {LV: [128, True]}
+    runner.on("lvs", stdout=LV_LINE)     # without vg_extent_size: extent 0 (unknown)
+    assert node.node_verify(ctx, {"lvlist": "xenvg"}, "c")["lvlist"] == {LV: [128, True, 0]}
+    runner.on("lvs", stdout=LV_LINE.replace("\n", "|4.00\n"))
+    assert node.node_verify(ctx, {"lvlist": "xenvg"}, "c")["lvlist"] == {LV: [128, True, 4]}
     runner.on("lvs", rc=5, stderr='Volume group "xenvg" not found')
     assert "not found" in node.node_verify(ctx, {"lvlist": "xenvg"}, "c")["lvlist"]
     assert "Invalid" in node.node_verify(ctx, {"lvlist": "../x"}, "c")["lvlist"]
@@ -179,3 +181,24 @@ def test_reading_an_inactive_volume_activates_it_first(ctx, runner) -> None:
     with pytest.raises(errors.StorageError, match="does not exist"):
         blockdev.blockdev_read_chunk(ctx, plain_disk(), 0, 4096)   # no /dev here
     assert runner.commands("lvchange") == [["lvchange", "-ay", f"xenvg/{LV}"]]
+
+
+def test_a_volume_lvm_rounded_up_reports_the_size_asked_for(ctx, runner) -> None:
+    """130 MiB asked, 4 MiB extents: LVM made 132 MiB; status and dimensions say 130
+    (doc/storage.md, "Sizes and extents"); a volume larger than that says so."""
+    runner.on("lvs", stdout=LV_LINE.replace("128.00", "132.00").replace("\n", "|4.00\n"))
+    assert blockdev.blockdev_getdimensions(ctx, [plain_disk(130)]) == [[130 << 20, 1]]
+    assert blockdev.blockdev_getstatus(ctx, [[plain_disk(130), "inst1", 0]])[0][0] == 130 << 20
+    assert blockdev.blockdev_getdimensions(ctx, [plain_disk(128)]) == [[132 << 20, 1]]
+    assert blockdev.blockdev_getdimensions(ctx, [plain_disk(124)]) == [[132 << 20, 1]]
+
+
+def test_an_inactive_volume_is_not_active_for_verify_disks(ctx, runner, tmp_path) -> None:
+    """After a reboot an LV is inactive: verify-disks must see it, even with the link."""
+    import os
+    os.makedirs(ctx.paths.instance_disks_dir, exist_ok=True)
+    os.symlink(f"/dev/xenvg/{LV}", os.path.join(ctx.paths.instance_disks_dir, "inst1:0"))
+    runner.on("lvs", stdout=LV_LINE)
+    assert blockdev.blockdev_getstatus(ctx, [[plain_disk(), "inst1", 0]]) == [[128 << 20, True]]
+    runner.on("lvs", stdout=LV_LINE.replace("-wi-a-----", "-wi-------"))
+    assert blockdev.blockdev_getstatus(ctx, [[plain_disk(), "inst1", 0]]) == [[128 << 20, False]]

@@ -56,3 +56,14 @@ def test_volume_problems_larger_is_a_warning() -> None:
     (p,) = lvm.volume_problems("n1", "vg", {"a": ("i", 10)}, {"a": [12, True]})
     assert p.warning and p.code == "EINSTANCEFAULTYDISK"
     assert lvm.volume_problems("n1", "vg", {}, {}) == []
+
+
+def test_volume_problems_a_size_rounded_up_to_whole_extents_is_right() -> None:
+    """130 MiB asked in a VG of 4 MiB extents is a 132 MiB volume: not wrong-sized."""
+    assert lvm.volume_problems("n1", "vg", {"a": ("i", 130)}, {"a": [132, True, 4]}) == []
+    (p,) = lvm.volume_problems("n1", "vg", {"a": ("i", 130)}, {"a": [136, True, 4]})
+    assert p.warning and "136 MiB" in p.message
+    (p,) = lvm.volume_problems("n1", "vg", {"a": ("i", 130)}, {"a": [132, True, 0]})
+    assert p.warning                           # extent unknown: the plain comparison
+    assert lvm.size_matches(128, 128, 0) and lvm.size_matches(1, 32, 32)
+    assert not lvm.size_matches(130, 128, 4) and not lvm.size_matches(130, 132, True)
