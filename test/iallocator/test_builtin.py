@@ -297,3 +297,21 @@ def test_not_a_document():
         _run({})
     with pytest.raises(errors.OpPrereqError, match="type"):
         _run({"request": {"type": "bogus"}})
+
+
+def test_plain_is_placed_by_the_free_space_of_the_volume_group():
+    """free_disk of a node is its VG's vg_free when plain is enabled first
+    (doc/storage.md): a node whose VG cannot hold the disks is never chosen, even
+    with the most free memory; the reported free space already excludes the volumes
+    of the instances there (not subtracted twice)."""
+    nodes = {"n1": node(free=10000, free_disk=4096), "n2": node(free=30000, free_disk=1000)}
+    doc = cluster(nodes, request=alloc_request(template="plain", disks=[2048]))
+    assert _run(doc)["result"] == ["n1"]
+    nodes["n1"]["free_disk"] = 1500
+    answer = _run(cluster(nodes, request=alloc_request(template="plain", disks=[2048])))
+    assert answer["success"] is False and "FailDisk: 2" in answer["info"]
+    # n1's 3000 MiB free already excludes the volume of the instance there
+    insts = {"old": instance(["n1"], template="plain")}
+    nodes["n1"]["free_disk"] = 3000
+    doc = cluster(nodes, insts, request=alloc_request(template="plain", disks=[2048]))
+    assert _run(doc)["result"] == ["n1"]
