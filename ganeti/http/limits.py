@@ -1,8 +1,8 @@
 """The bounds a server core keeps on connections and requests: one value for every core.
 
-The node daemon's forking HTTPS core (:mod:`ganeti.http.forking`) and the
-master's LUXI server (:mod:`ganeti.server.luxiserver`, ETX framing) take
-the same :class:`Limits`; each reads the fields that apply to its engine
+The node daemon's forking HTTPS core (:mod:`ganeti.http.forking`), RAPI's
+threaded core (:mod:`ganeti.http.threaded`) and the master's LUXI server
+(:mod:`ganeti.server.luxiserver`, ETX framing) take the same :class:`Limits`; each reads the fields that apply to its engine
 (said per field below).  The defaults are the node daemon's; the LUXI
 server's are :data:`ganeti.server.luxiserver.DEFAULT_LIMITS`.  A plain
 value with no I/O (doc/protocols/rpc.md, "The HTTP package";
@@ -24,7 +24,8 @@ class Limits:
     """The bounds the server core keeps on connections and requests (seconds, bytes, counts)."""
 
     #: requests served at once: noded's children serving a peer that
-    #: completed its handshake, LUXI's worker threads (more wait in order)
+    #: completed its handshake, LUXI's and the threaded core's worker threads
+    #: (more wait in order)
     max_children: int = 64
     #: seconds an established connection waits for a slot before it is answered busy (noded)
     busy_wait: float = 0.5
@@ -44,7 +45,8 @@ class Limits:
     #: the largest request body (noded) or message (LUXI, one ETX frame)
     max_body_size: int = 128 * 1024 * 1024
     #: open connections at once; a new one beyond closes the one idle the
-    #: longest (LUXI; noded's caps are ``max_handshakes`` and ``max_children``)
+    #: longest (LUXI) or is closed at once (threaded); noded's caps are
+    #: ``max_handshakes`` and ``max_children``
     max_connections: int = 4096
     #: bytes of partial requests buffered for all connections together;
     #: beyond, the connection with the most is closed (LUXI)

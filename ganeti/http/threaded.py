@@ -10,9 +10,11 @@ owns:
   :class:`WorkerPool`; the TLS handshake runs in the worker
   (:meth:`TlsConnectionMixin.handle`), within
   :attr:`ThreadedServer.request_timeout`.
-* **Bounds**: at most ``workers`` connections are served at once (more
-  wait for a worker, in the order they came), at most
-  ``max_connections`` are open (a connection over it is closed at once).
+* **Bounds**, one :class:`~ganeti.http.limits.Limits` value as every
+  server core takes (:data:`DEFAULT_LIMITS`): at most ``max_children``
+  connections are served at once (more wait for a worker, in the order
+  they came), at most ``max_connections`` are open (a connection over it
+  is closed at once), ``request_timeout`` is the deadline below.
   A response that lasts (an event stream) calls :meth:`WorkerPool.detach`:
   its thread leaves the pool and a new worker takes its place, so
   long-lived responses never starve requests.
@@ -42,8 +44,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ganeti.http.limits import Limits
+
 __all__ = ["ThreadedServer", "TlsConnectionMixin", "DeadlineReader", "WorkerPool",
-           "LINGER_TIME", "LINGER_BYTES", "DEFAULT_WORKERS", "DEFAULT_MAX_CONNECTIONS"]
+           "LINGER_TIME", "LINGER_BYTES", "DEFAULT_WORKERS", "DEFAULT_MAX_CONNECTIONS",
+           "DEFAULT_LIMITS"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +62,10 @@ LINGER_BYTES = 1024 * 1024
 #: smaller pool would let that many slow or idle clients hold up everyone else
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_WORKERS = DEFAULT_MAX_CONNECTIONS
+#: the threaded core's bounds: the fields it reads are ``max_children`` (its
+#: workers), ``max_connections`` and ``request_timeout`` (RAPI's 10 s)
+DEFAULT_LIMITS = Limits(max_children=DEFAULT_WORKERS, max_connections=DEFAULT_MAX_CONNECTIONS,
+                        request_timeout=10.0)
 
 
 class WorkerPool:
@@ -188,20 +197,20 @@ class ThreadedServer(socketserver.TCPServer):
 
     def __init__(self, address: tuple[str, int], tls_context: ssl.SSLContext,
                  handler_class: type[socketserver.BaseRequestHandler], *,
-                 request_timeout: float, clock: Callable[[], float] = time.monotonic,
-                 workers: int = DEFAULT_WORKERS,
-                 max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+                 limits: Limits = DEFAULT_LIMITS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(address, handler_class)
+        self.limits = limits
         #: the threads serving connections
-        self.pool = WorkerPool(workers, name="http")
+        self.pool = WorkerPool(limits.max_children, name="http")
         #: connections open at most (served or waiting for a worker)
-        self.max_connections = max_connections
+        self.max_connections = limits.max_connections
         self._open = 0
         self._open_lock = threading.Lock()
         #: wraps the connections accepted from now on (replace it to reload)
         self.tls_context = tls_context
         #: the time a request's head, and then its body, may take to arrive
-        self.request_timeout = request_timeout
+        self.request_timeout = limits.request_timeout
         self.clock = clock
 
     def get_request(self) -> tuple[Any, Any]:

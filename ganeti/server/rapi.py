@@ -16,6 +16,7 @@ streams Server-Sent Events from a local copy of the master's event stream
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import platform
@@ -31,7 +32,8 @@ from typing import Any
 
 from ganeti import constants, crypto, errors, events, luxi, serializer
 from ganeti.http import framing
-from ganeti.http.threaded import DEFAULT_WORKERS, DeadlineReader, ThreadedServer, TlsConnectionMixin
+from ganeti.http.limits import Limits
+from ganeti.http.threaded import DEFAULT_LIMITS, DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
 from ganeti.rapi import resources, stream, users
@@ -42,7 +44,7 @@ from ganeti.server.tuning import release_memory
 from ganeti.utils import jsonshape, localfile
 
 __all__ = ["MAX_BODY", "MAX_ANONYMOUS_BODY", "MAX_JSON_DEPTH", "MAX_JSON_VALUES",
-           "TRIM_AFTER", "body_limit", "decode_body", "REQUEST_TIMEOUT", "DeadlineReader", "UsersTable", "RapiServer", "make_tls_context",
+           "TRIM_AFTER", "body_limit", "decode_body", "REQUEST_TIMEOUT", "LIMITS", "DeadlineReader", "UsersTable", "RapiServer", "make_tls_context",
            "check_request_body", "check_request_line", "error_body", "RequestHeaders", "MAX_LINE",
            "MAX_HEADERS", "MAX_HEAD", "main"]
 
@@ -62,6 +64,8 @@ TRIM_AFTER = 256 * 1024
 #: a request whose head (or then body) takes longer than this to arrive (seconds),
 #: or a client silent for this long, is dropped
 REQUEST_TIMEOUT = 10.0
+#: the daemon's connection bounds (the threaded core's defaults; doc/rapi.md)
+LIMITS = dataclasses.replace(DEFAULT_LIMITS, request_timeout=REQUEST_TIMEOUT)
 
 
 class UsersTable:
@@ -483,11 +487,9 @@ class RapiServer(ThreadedServer):
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,
                  pem: str | None = None,
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
-                 keepalive: float = stream.KEEPALIVE, request_timeout: float = REQUEST_TIMEOUT,
-                 clock: Callable[[], float] = time.monotonic,
-                 workers: int = DEFAULT_WORKERS) -> None:
-        super().__init__(address, tls, _Handler, request_timeout=request_timeout, clock=clock,
-                         workers=workers)
+                 keepalive: float = stream.KEEPALIVE, limits: Limits = LIMITS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(address, tls, _Handler, limits=limits, clock=clock)
         #: the key and certificate file :meth:`reload_certificate` reads
         self.pem = pem
         self.fingerprint: str | None = _fingerprint(pem) if pem else None

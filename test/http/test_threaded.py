@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import socketserver
 import ssl
@@ -38,7 +39,7 @@ def server(tmp_path_factory) -> Iterator[tuple[str, int]]:
     from noded_harness import make_cluster_cert
     pem = make_cluster_cert(tmp_path_factory.mktemp("cert"))
     srv = threaded.ThreadedServer(("127.0.0.1", 0), tls.rapi_server_context(pem), _Handler,
-                                  request_timeout=1.0)
+                                  limits=dataclasses.replace(threaded.DEFAULT_LIMITS, request_timeout=1.0))
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1})
     thread.start()
     yield srv.server_address

@@ -7,6 +7,7 @@ wrong or broken answer (found by test_rapi_fuzz.py).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import threading
@@ -125,7 +126,7 @@ def quick_server(tmp_path_factory):
     srv = rapi.RapiServer(("127.0.0.1", 0), rapi.make_tls_context(str(tmp / "rapi.pem")),
                           users_table=rapi.UsersTable(str(tmp / "users")),
                           access_log=AccessLog(str(tmp / "access.log")),
-                          luxi_address=str(tmp / "no-masterd"), request_timeout=1.0)
+                          luxi_address=str(tmp / "no-masterd"), limits=dataclasses.replace(rapi.LIMITS, request_timeout=1.0))
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1})
     thread.start()
     yield srv.server_address
@@ -224,7 +225,7 @@ def test_open_event_streams_leave_the_one_worker_to_requests(tmp_path):
     srv = rapi.RapiServer(("127.0.0.1", 0), rapi.make_tls_context(str(tmp_path / "rapi.pem")),
                           users_table=rapi.UsersTable(str(tmp_path / "users")),
                           access_log=AccessLog(str(tmp_path / "access.log")),
-                          luxi_address=str(tmp_path / "no-masterd"), workers=1)
+                          luxi_address=str(tmp_path / "no-masterd"), limits=dataclasses.replace(rapi.LIMITS, max_children=1))
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1})
     thread.start()
     streams = []
