@@ -109,8 +109,8 @@ def fake_apt(monkeypatch):
     """Package versions without apt; a build that only writes stand-in files, counted."""
     versions = {"kernel": "6.1.1-1", "busybox": "1:1.35.0-4"}
     builds: list[str] = []
-    monkeypatch.setattr(tinylinux, "_kernel_package", lambda meta: "linux-image-6.1.0-9-cloud-amd64")
-    monkeypatch.setattr(tinylinux, "_candidate_version", lambda package: versions["kernel"])
+    monkeypatch.setattr(tinylinux, "versioned_kernel_package", lambda meta: "linux-image-6.1.0-9-cloud-amd64")
+    monkeypatch.setattr(tinylinux, "candidate_version", lambda package: versions["kernel"])
     monkeypatch.setattr(tinylinux, "_installed_version", lambda package: versions["busybox"])
 
     def build_into(target, work, kpkg, kver, bbver, bb_installed, log):

@@ -50,7 +50,8 @@ from ganeti import errors
 
 __all__ = ["Guest", "CACHE_ENV", "KERNEL_META_PACKAGE", "BOOT_LINE", "UPTIME_LINE",
            "default_cache_dir", "build", "install", "find_installed", "newc_archive",
-           "module_info", "module_load_order", "init_script", "main"]
+           "module_info", "module_load_order", "init_script", "main", "versioned_kernel_package",
+           "candidate_version", "unpack_package", "kernel_modules"]
 
 CACHE_ENV = "GANETI_TINYLINUX_CACHE"
 KERNEL_META_PACKAGE = "linux-image-cloud-amd64"
@@ -224,7 +225,7 @@ def _run(argv: Sequence[str], *, cwd: str | None = None) -> str:
     return proc.stdout
 
 
-def _kernel_package(meta: str) -> str:
+def versioned_kernel_package(meta: str) -> str:
     """The versioned ``linux-image-*`` package the meta package depends on."""
     for line in _run(["apt-cache", "depends", meta]).splitlines():
         key, _, value = line.strip().partition(":")
@@ -234,7 +235,7 @@ def _kernel_package(meta: str) -> str:
     raise errors.CommandError(f"{meta} depends on no linux-image package (apt-cache depends)")
 
 
-def _candidate_version(package: str) -> str:
+def candidate_version(package: str) -> str:
     for line in _run(["apt-cache", "policy", package]).splitlines():
         key, _, value = line.strip().partition(":")
         if key == "Candidate" and value.strip() not in ("", "(none)"):
@@ -254,7 +255,7 @@ def _installed_version(package: str) -> str | None:
     return None
 
 
-def _unpack(package: str, version: str, workdir: str, dest: str) -> None:
+def unpack_package(package: str, version: str, workdir: str, dest: str) -> None:
     """``apt-get download`` one package version and ``dpkg -x`` it into ``dest``."""
     _run(["apt-get", "download", "-q", f"{package}={version}"], cwd=workdir)
     debs = [n for n in os.listdir(workdir) if n.startswith(package + "_") and n.endswith(".deb")]
@@ -292,7 +293,7 @@ def find_installed(directory: str) -> Guest | None:
     return _load(directory) if _complete(directory) else None
 
 
-def _modules(tree: str, release: str) -> dict[str, tuple[str, list[str]]]:
+def kernel_modules(tree: str, release: str) -> dict[str, tuple[str, list[str]]]:
     """Module name -> (path, dependencies) of an unpacked kernel tree."""
     found: dict[str, tuple[str, list[str]]] = {}
     base = os.path.join(tree, "lib", "modules", release)
@@ -328,7 +329,7 @@ def _build_into(target: str, work: str, kernel_package: str, kernel_version: str
                 busybox_version: str, busybox_installed: bool, log: Log) -> None:
     tree = os.path.join(work, "kernel")
     log(f"Fetching {kernel_package} {kernel_version} (apt-get download, dpkg -x)")
-    _unpack(kernel_package, kernel_version, work, tree)
+    unpack_package(kernel_package, kernel_version, work, tree)
     releases = os.listdir(os.path.join(tree, "lib", "modules"))
     if len(releases) != 1:
         raise errors.CommandError(f"{kernel_package} holds modules for {releases}")
@@ -338,9 +339,9 @@ def _build_into(target: str, work: str, kernel_package: str, kernel_version: str
     else:
         log(f"Fetching {BUSYBOX_PACKAGE} {busybox_version}")
         bb_tree = os.path.join(work, "busybox")
-        _unpack(BUSYBOX_PACKAGE, busybox_version, work, bb_tree)
+        unpack_package(BUSYBOX_PACKAGE, busybox_version, work, bb_tree)
         busybox = os.path.join(bb_tree, "bin", "busybox")
-    available = _modules(tree, release)
+    available = kernel_modules(tree, release)
     order = module_load_order({n: deps for n, (_, deps) in available.items()}, WANTED_MODULES)
     os.makedirs(target)
     shutil.copyfile(os.path.join(tree, "boot", f"vmlinuz-{release}"),
@@ -363,12 +364,12 @@ def build(cache_dir: str | None = None, *, meta_package: str = KERNEL_META_PACKA
     """
     log = log or (lambda msg: None)
     cache_dir = os.path.abspath(cache_dir or default_cache_dir())
-    kernel_package = _kernel_package(meta_package)
-    kernel_version = _candidate_version(kernel_package)
+    kernel_package = versioned_kernel_package(meta_package)
+    kernel_version = candidate_version(kernel_package)
     busybox_version = _installed_version(BUSYBOX_PACKAGE)
     busybox_installed = busybox_version is not None and os.path.exists("/bin/busybox")
     if not busybox_installed:
-        busybox_version = _candidate_version(BUSYBOX_PACKAGE)
+        busybox_version = candidate_version(BUSYBOX_PACKAGE)
     assert busybox_version is not None
     target = os.path.join(cache_dir, _key(kernel_package, kernel_version, busybox_version))
     if _complete(target):
