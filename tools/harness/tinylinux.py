@@ -304,7 +304,7 @@ def kernel_modules(tree: str, release: str) -> dict[str, tuple[str, list[str]]]:
             path = os.path.join(dirpath, name)
             with open(path, "rb") as fh:
                 info = module_info(fh.read())
-            deps = [d for d in info.get("depends", "").split(",") if d]
+            deps = [d.replace("-", "_") for d in info.get("depends", "").split(",") if d]
             found[info.get("name", name[:-3]).replace("-", "_")] = (path, deps)
     return found
 

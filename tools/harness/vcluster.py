@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 
 from ganeti import bootstrap, constants, daemonctl, errors, serializer, ssh
 from ganeti.pathutils import Paths
+from tools.harness import guestcli as guest_cli
 from tools.harness import tinylinux
 from ganeti.opcodes import wire
 
@@ -741,6 +742,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--kvm-accel", choices=("auto", "kvm", "tcg"), default=DEFAULT_KVM_ACCEL,
                    help=f"kvm acceleration of the nodes (default {DEFAULT_KVM_ACCEL};"
                         " see doc/kvm.md)")
+    p.add_argument("--guests", action="store_true",
+                   help="every node is a qemu guest with its own kernel, disks and address"
+                        " (root; doc/vcluster.md, \"Guest clusters\")")
+    p.add_argument("--memory", type=int, default=None, metavar="MIB",
+                   help="--guests: RAM per guest in MiB (default 640)")
+    p.add_argument("--disks", type=int, default=None, metavar="N",
+                   help="--guests: LVM disks per guest (default 1)")
+    p.add_argument("--disk-size", type=int, default=None, metavar="GIB",
+                   help="--guests: size of each LVM disk in GiB, sparse (default 4)")
+    p.add_argument("--vg-name", default=None,
+                   help="--guests: the volume group on the LVM disks (default xenvg)")
+    p.add_argument("--guest-accel", choices=("auto", "kvm", "tcg"), default="auto",
+                   help="--guests: how qemu runs the guests (default auto: KVM where it"
+                        " boots the guest kernel, TCG otherwise)")
+    p = sub.add_parser("ssh", help="--guests clusters: run CMD on NODE as root")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("node")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD")
     p = sub.add_parser("env", help="print export lines to act as the master (or NODE)")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("node", nargs="?")
@@ -769,6 +788,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def log(msg: str) -> None:
         sys.stderr.write(msg + "\n")
 
+    if (opts.action == "create" and opts.guests) or (
+            opts.action != "create" and guest_cli.is_guest_cluster(opts.directory)):
+        return guest_cli.main(opts, log)
     try:
         if opts.action == "create":
             started = time.monotonic()
@@ -804,6 +826,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print("  " + line.split(" ", 4)[-1] if " pid=" in line else "  " + line)
                     failed += code != 0
                 return 1 if failed else 0
+            elif opts.action == "ssh":
+                raise errors.ParameterError(f"{vc.directory} is not a guest cluster: its nodes"
+                                            " share this machine (use env)",
+                                            errors.ECODE_INVAL)
             elif opts.action == "list":
                 master = current_master(vc).name
                 for node in vc.nodes:

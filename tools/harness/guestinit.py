@@ -1,0 +1,193 @@
+"""PID 1 of a guest-cluster node, after the initramfs handed over (doc/vcluster.md).
+
+Runs inside the guest as ``<python> -m tools.harness.guestinit`` from the
+repository (visible through the host's root, read-only), on every boot,
+with the node's writable ``/etc``, ``/var``, ``/root`` and ``/srv`` already
+overlaid (:mod:`tools.harness.guestimage`).  Like a distribution's init it:
+
+1. reads the node's settings from ``/etc/vcluster-guest/guest.json`` and
+   its daemons' environment from ``/etc/vcluster-guest/env`` (both written
+   by the host into the state disk when the cluster was made);
+2. creates the LVM volume group on the extra disks at the first boot
+   (``pvcreate`` + ``vgcreate``), and activates it on every boot
+   (``vgchange -ay``); LVM runs without udev (``/etc/lvm/lvm.conf``);
+3. starts OpenSSH's ``sshd`` (``/etc/vcluster-guest/sshd_config``, port 22;
+   its host key made at the first boot), then the node daemon when the node belongs to a cluster (it has
+   ``server.pem``), then the master daemon and RAPI when ssconf names this
+   node the master: the same :mod:`ganeti.daemonctl` calls the host's
+   virtual cluster makes, with the standard paths (root ``/``);
+4. prints :data:`tools.harness.guestimage.READY_LINE` and the boot id on
+   the console, and reaps orphans for ever.
+
+The ``ganeti`` modules are imported only once the node has joined a
+cluster: under TCG every import costs, and a fresh node only needs sshd.
+Nothing here runs on the host; the pure part (:func:`lvm_setup_commands`)
+is tested there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from tools.harness.guestimage import READY_LINE
+
+__all__ = ["CONFIG_DIR", "lvm_setup_commands", "read_env_file", "main"]
+
+#: where the host puts the node's settings (in the /etc overlay's upper layer)
+CONFIG_DIR = "/etc/vcluster-guest"
+_MASTERD_TRIES = 3
+
+
+def _say(msg: str) -> None:
+    sys.stdout.write(f"vcluster-guest: {msg}\n")
+    sys.stdout.flush()
+
+
+def read_env_file(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (blank lines and ``#`` comments skipped) as a dict."""
+    env = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            env[key.strip()] = value
+    return env
+
+
+def lvm_setup_commands(vg_name: str, disks: Sequence[str], vg_exists: bool) -> list[list[str]]:
+    """The LVM commands of a boot: create the VG on ``disks`` once, activate it always.
+
+    No disks: nothing to do (the node has no volume group).
+    """
+    if not disks:
+        return []
+    cmds: list[list[str]] = []
+    if not vg_exists:
+        cmds.append(["pvcreate", "-ff", "-y", *disks])
+        cmds.append(["vgcreate", vg_name, *disks])
+    cmds.append(["vgchange", "-ay", vg_name])
+    return cmds
+
+
+def _run(argv: Sequence[str]) -> bool:
+    try:
+        res = subprocess.run(list(argv), capture_output=True, text=True, timeout=120,
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _say(f"{argv[0]} failed: {exc}")
+        return False
+    if res.returncode != 0:
+        _say(f"{' '.join(argv)} failed ({res.returncode}): {res.stderr.strip()[-300:]}")
+    return res.returncode == 0
+
+
+def _data_disks() -> list[str]:
+    """``/dev/vdb`` ... (``/dev/vda`` is the state disk)."""
+    names = sorted(n for n in os.listdir("/dev") if n.startswith("vd") and n[2:].isalpha())
+    return [f"/dev/{n}" for n in names if n != "vda"]
+
+
+def _setup_lvm(vg_name: str) -> None:
+    if not vg_name:
+        return
+    exists = subprocess.run(["vgs", vg_name], capture_output=True, timeout=60,
+                            check=False).returncode == 0
+    for argv in lvm_setup_commands(vg_name, _data_disks(), exists):
+        if not _run(argv):
+            return
+
+
+def _start_sshd() -> None:
+    """OpenSSH's sshd with the node's config; its host key is made at the first boot."""
+    key = os.path.join(CONFIG_DIR, "ssh_host_ed25519_key")
+    if not os.path.exists(key):
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    _run(["/usr/sbin/sshd", "-f", os.path.join(CONFIG_DIR, "sshd_config"),
+          "-E", "/var/log/vcluster-sshd.log"])
+
+
+def _start_daemons(conf: dict[str, object]) -> None:
+    """noded when the node has joined; masterd and RAPI when ssconf names it master."""
+    from ganeti import bootstrap, constants, daemonctl, errors, ssconf
+    from ganeti.pathutils import Paths
+
+    paths = Paths("/")
+    if not os.path.exists(paths.server_pem):
+        return
+    bootstrap.make_node_dirs(paths)
+    ip, port = str(conf["ip"]), int(str(conf.get("noded_port", constants.DEFAULT_NODED_PORT)))
+    try:
+        daemonctl.start_noded(paths, ip, port, timeout=120.0)
+    except errors.GanetiError as exc:
+        _say(f"the node daemon did not start: {exc}")
+        return
+    try:
+        master = ssconf.SimpleStore(paths).get_master_node()
+    except errors.GanetiError:
+        return
+    if master != conf["name"]:
+        return
+    # masterd asks a majority of node daemons to confirm it: the others may still boot
+    for attempt in range(1, _MASTERD_TRIES + 1):
+        try:
+            daemonctl.start_masterd(paths)
+            daemonctl.start_rapi(paths)
+            return
+        except errors.GanetiError as exc:
+            _say(f"master daemon start {attempt}/{_MASTERD_TRIES} failed: {exc}")
+            time.sleep(5)
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
+
+
+def _reap_forever() -> None:
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0)
+        except ChildProcessError:
+            signal.pause()
+            continue
+        except InterruptedError:
+            continue
+        if pid == 0:
+            signal.pause()
+
+
+def main() -> None:
+    """Boot the node (see the module docstring); never returns as PID 1."""
+    try:
+        _boot()
+    except Exception as exc:  # PID 1 must not exit: the kernel would panic
+        _say(f"boot failed: {exc!r}")
+    if os.getpid() == 1:
+        _reap_forever()
+
+
+def _boot() -> None:
+    with open(os.path.join(CONFIG_DIR, "guest.json")) as fh:
+        conf = json.load(fh)
+    with open(os.path.join(CONFIG_DIR, "env")) as fh:
+        os.environ.update(read_env_file(fh.read()))
+    _setup_lvm(str(conf.get("vg_name") or ""))
+    _start_sshd()
+    _start_daemons(conf)
+    sys.stdout.write(f"{READY_LINE} {conf['name']} {_boot_id()}\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
