@@ -18,3 +18,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in pathlib.Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def _guest_cluster_session(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The session's guest cluster object (made on first use, destroyed at the end)."""
+    from test.integration.guest_cluster_harness import GuestClusterFixture, support_problem
+
+    why = support_problem()
+    if why:
+        pytest.skip(f"no guest cluster: {why}")
+    cluster = GuestClusterFixture(str(tmp_path_factory.mktemp("guests")), nodes=3)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def guest_cluster(_guest_cluster_session):  # type: ignore[no-untyped-def]
+    """The session's 3-node guest cluster, running (test/integration/guest_cluster_harness.py).
+
+    Shared by every module that asks for it: one cluster per session (it
+    is made again only if a test destroyed it).
+    """
+    return _guest_cluster_session.ensure_running()

@@ -331,14 +331,14 @@ def boot_count(gc: GuestCluster, node: GuestNode) -> int:
     return text.count(f"{guestimage.READY_LINE} {node.name} ")
 
 
-def wait_ready(gc: GuestCluster, nodes: Sequence[GuestNode], before: dict[str, int], *,
+def wait_ready(gc: GuestCluster, nodes: Sequence[GuestNode], *,
                timeout: float = _BOOT_TIMEOUT) -> None:
-    """Wait until each node printed one more ready line than ``before`` and answers SSH."""
+    """Wait until each node's console (of this boot) says ready and it answers SSH."""
     deadline = time.monotonic() + timeout
     pending = list(nodes)
     while pending:
         node = pending[0]
-        if boot_count(gc, node) > before.get(node.name, 0):
+        if boot_count(gc, node) > 0:
             try:
                 if not run_on(gc, node.name, "true", timeout=30).failed:
                     pending.pop(0)
@@ -370,11 +370,11 @@ def precompile(repo: str, python: str) -> None:
 
 
 def _boot(gc: GuestCluster, nodes: Sequence[GuestNode]) -> None:
+    """Start the guests of ``nodes`` (their console logs start afresh) and wait for them."""
     precompile(gc.repo, gc.python)
-    before = {n.name: boot_count(gc, n) for n in nodes}
     for node in nodes:
         guestvm.start_guest(gc.spec(node))
-    wait_ready(gc, nodes, before)
+    wait_ready(gc, nodes)
 
 
 # --- create / start / stop / destroy --------------------------------------------------------

@@ -16,7 +16,7 @@ overlaid (:mod:`tools.harness.guestimage`).  Like a distribution's init it:
    ``server.pem``), then the master daemon and RAPI when ssconf names this
    node the master: the same :mod:`ganeti.daemonctl` calls the host's
    virtual cluster makes, with the standard paths (root ``/``);
-4. prints :data:`tools.harness.guestimage.READY_LINE` and the boot id on
+4. prints :data:`tools.harness.guestimage.READY_LINE`, the boot id and the uptime on
    the console, and reaps orphans for ever.
 
 The ``ganeti`` modules are imported only once the node has joined a
@@ -185,7 +185,9 @@ def _boot() -> None:
     _setup_lvm(str(conf.get("vg_name") or ""))
     _start_sshd()
     _start_daemons(conf)
-    sys.stdout.write(f"{READY_LINE} {conf['name']} {_boot_id()}\n")
+    with open("/proc/uptime") as fh:
+        uptime = fh.read().split()[0]
+    sys.stdout.write(f"{READY_LINE} {conf['name']} {_boot_id()} uptime {uptime}\n")
     sys.stdout.flush()
 
 

@@ -18,7 +18,8 @@ A node's qemu boots :mod:`tools.harness.guestimage`'s kernel and
 initramfs with the host's ``/`` shared by a ``virtiofsd`` of its own
 (``-o sandbox=chroot``; the guest mounts it read-only), its state disk
 (``/dev/vda``, ext4) and its data disks (``/dev/vdb`` ...), daemonized,
-with its serial console in ``console.log`` and QMP on ``qmp.sock``.
+with its serial console in ``console.log`` (earlier boots' in
+``console.old.log``) and QMP on ``qmp.sock``.
 Powering a node off kills qemu at once, as a crash would.
 """
 
@@ -43,7 +44,8 @@ __all__ = ["GuestSpec", "SUBNET_POOL", "HOST_SUFFIX", "QEMU", "VIRTIOFSD", "brid
            "tap_name", "mac_address", "pick_subnet", "node_address", "host_address",
            "qemu_argv", "virtiofsd_argv", "network_support", "used_networks",
            "create_network", "destroy_network", "make_state_disk", "make_data_disks",
-           "start_guest", "kill_guest", "guest_running", "choose_accel", "NETWORK_LOCK"]
+           "start_guest", "kill_guest", "guest_running", "choose_accel", "NETWORK_LOCK",
+           "read_pid", "process_alive"]
 
 #: the /16 the clusters' /24 subnets come from
 SUBNET_POOL = ipaddress.IPv4Network("10.213.0.0/16")
@@ -283,7 +285,8 @@ def make_data_disks(directory: str, count: int, size_gib: int) -> tuple[str, ...
 
 # --- processes ----------------------------------------------------------------------------
 
-def _read_pid(path: str) -> int | None:
+def read_pid(path: str) -> int | None:
+    """The pid in a pid file (None: no file or no number)."""
     try:
         with open(path) as fh:
             return int(fh.read().strip())
@@ -291,7 +294,8 @@ def _read_pid(path: str) -> int | None:
         return None
 
 
-def _alive(pid: int | None) -> bool:
+def process_alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
     if pid is None:
         return False
     try:
@@ -303,7 +307,7 @@ def _alive(pid: int | None) -> bool:
 
 def guest_running(spec: GuestSpec) -> bool:
     """Whether the node's qemu runs."""
-    return _alive(_read_pid(spec.qemu_pidfile))
+    return process_alive(read_pid(spec.qemu_pidfile))
 
 
 def start_guest(spec: GuestSpec, *, timeout: float = 30.0) -> None:
@@ -315,6 +319,7 @@ def start_guest(spec: GuestSpec, *, timeout: float = 30.0) -> None:
     if guest_running(spec):
         return
     kill_guest(spec)
+    _keep_old_console(spec)
     for path in (spec.vfs_socket, spec.qmp_socket):
         if os.path.lexists(path):
             os.unlink(path)
@@ -338,17 +343,27 @@ def start_guest(spec: GuestSpec, *, timeout: float = 30.0) -> None:
                                   f" {res.stderr.strip()[-500:]}")
 
 
+def _keep_old_console(spec: GuestSpec) -> None:
+    """Move the last boot's console output to ``console.old.log`` (qemu truncates the file)."""
+    if not os.path.exists(spec.console_log):
+        return
+    with open(spec.console_log, "rb") as src, \
+            open(os.path.join(spec.directory, "console.old.log"), "ab") as dst:
+        shutil.copyfileobj(src, dst)
+    os.unlink(spec.console_log)
+
+
 def kill_guest(spec: GuestSpec, *, timeout: float = 10.0) -> None:
     """Power the node off at once (SIGKILL to qemu, as a crash), and stop its virtiofsd."""
-    pids = [p for p in (_read_pid(spec.qemu_pidfile), _read_pid(spec.virtiofsd_pidfile))
-            if _alive(p)]
+    pids = [p for p in (read_pid(spec.qemu_pidfile), read_pid(spec.virtiofsd_pidfile))
+            if p is not None and process_alive(p)]
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         _reap(pids)
         time.sleep(0.05)
     _reap(pids)

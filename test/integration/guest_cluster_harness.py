@@ -1,0 +1,95 @@
+"""One guest cluster per test session (tools/harness/guestcluster.py, doc/vcluster.md).
+
+A 3-node guest cluster costs about a minute (more under load), so every
+module that needs one shares the session's: request the ``guest_cluster``
+fixture (test/integration/conftest.py).  It skips with the named reason
+where guests cannot run (not root, no bridge or tap devices, no qemu or
+virtiofsd), and is destroyed at the end of the session, or at interpreter
+exit as a safety net.  A test that powers a node off must start it again
+before it returns.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+from collections.abc import Sequence
+
+from ganeti import errors
+from ganeti.utils.process import RunResult
+from tools.harness import guestcluster, guestvm
+
+__all__ = ["GuestClusterFixture", "support_problem", "VCLUSTER"]
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VCLUSTER = os.path.join(_REPO, "tools", "vcluster")
+
+
+def support_problem() -> str | None:
+    """Why no guest cluster can run here (None: it can)."""
+    why = guestvm.network_support()
+    if why:
+        return why
+    probe = "vcgprobe" + str(os.getpid() % 100000)
+    res = subprocess.run(["ip", "link", "add", probe[:15], "type", "bridge"],
+                         capture_output=True, text=True, timeout=30, check=False)
+    if res.returncode != 0:
+        return f"cannot make a bridge here: {res.stderr.strip()}"
+    subprocess.run(["ip", "link", "del", probe[:15]], capture_output=True, timeout=30,
+                   check=False)
+    return None
+
+
+class GuestClusterFixture:
+    """A running guest cluster and the ways tests drive it."""
+
+    def __init__(self, directory: str, nodes: int = 3) -> None:
+        self.directory = os.path.abspath(directory)
+        self.num_nodes = nodes
+        self.gc: guestcluster.GuestCluster | None = None
+
+    def ensure_running(self) -> GuestClusterFixture:
+        """Create the cluster unless it exists (after a destroy: again)."""
+        if self.gc is not None and guestcluster.is_guest_cluster(self.directory):
+            return self
+        atexit.register(self.close)
+        try:
+            self.gc = guestcluster.create(self.directory, self.num_nodes)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Destroy the cluster (idempotent)."""
+        if os.path.exists(self.directory):
+            guestcluster.destroy(self.directory)
+
+    @property
+    def cluster(self) -> guestcluster.GuestCluster:
+        assert self.gc is not None, "guest cluster not started"
+        return self.gc
+
+    def ssh(self, node: str, command: str | Sequence[str], *, timeout: float = 120.0
+            ) -> RunResult:
+        """Run a command inside ``node`` (as root, over SSH)."""
+        return guestcluster.run_on(self.cluster, node, command, timeout=timeout)
+
+    def gnt(self, *argv: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+        """Run ``gnt-*`` on the host through the env wrappers (``tools/vcluster env``)."""
+        env = dict(os.environ)
+        env["PATH"] = os.path.join(self.directory, "bin") + os.pathsep + env.get("PATH", "")
+        return subprocess.run(list(argv), env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def vcluster(self, *args: str, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+        """Run ``tools/vcluster ARGS`` (the operator's command)."""
+        return subprocess.run([self.cluster.python, VCLUSTER, *args], capture_output=True,
+                              text=True, timeout=timeout, check=False)
+
+    def boot_id(self, node: str) -> str:
+        res = self.ssh(node, "cat /proc/sys/kernel/random/boot_id")
+        if res.failed:
+            raise errors.CommandError(f"boot id of {node}: {res.fail_reason}")
+        return res.stdout.strip()

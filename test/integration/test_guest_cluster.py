@@ -1,0 +1,111 @@
+"""The guest cluster: every node a qemu guest with its own kernel (doc/vcluster.md).
+
+One 3-node guest cluster for the session (the ``guest_cluster`` fixture,
+test/integration/guest_cluster_harness.py), driven as an operator would:
+the host's ``gnt-*`` through the ``tools/vcluster env`` wrappers,
+``tools/vcluster stop/start/ssh/watcher/destroy``, RAPI from the host.
+Skipped with the reason where guests cannot run (not root, no bridges).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import urllib.request
+
+import pytest
+
+from test.integration.guest_cluster_harness import GuestClusterFixture
+from tools.harness import guestcluster, guestvm
+
+# creating the cluster (first test) takes a minute, several under load
+pytestmark = pytest.mark.timeout(900)
+
+
+def test_cluster_verifies_clean(guest_cluster: GuestClusterFixture) -> None:
+    res = guest_cluster.gnt("gnt-cluster", "verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ERROR" not in res.stdout
+
+
+def test_command_reaches_every_node(guest_cluster: GuestClusterFixture) -> None:
+    res = guest_cluster.gnt("gnt-cluster", "command", "hostname")
+    assert res.returncode == 0, res.stdout + res.stderr
+    names = {line.strip() for line in res.stdout.splitlines()}
+    assert {"node1.vcluster", "node2.vcluster", "node3.vcluster"} <= names
+    assert res.stdout.count("return code = 0") == 3
+
+
+def test_lvm_works_inside_a_guest(guest_cluster: GuestClusterFixture) -> None:
+    vg = guest_cluster.cluster.vg_name
+    res = guest_cluster.ssh("node2", ["vgs", "--noheadings", "-o", "vg_name,pv_count"])
+    assert not res.failed, res.stderr
+    assert res.stdout.split()[:2] == [vg, "1"]
+    res = guest_cluster.ssh("node2", f"lvcreate -q -L 8m -n guesttest {vg} >/dev/null &&"
+                                     f" lvs --noheadings -o lv_name,lv_size {vg} &&"
+                                     f" test -b /dev/{vg}/guesttest &&"
+                                     f" lvremove -q -f {vg}/guesttest >/dev/null")
+    assert not res.failed, res.stdout + res.stderr
+    assert "guesttest" in res.stdout
+    res = guest_cluster.ssh("node2", ["lvs", "--noheadings", vg])
+    assert not res.failed and "guesttest" not in res.stdout
+
+
+def test_rapi_is_reachable_from_the_host(guest_cluster: GuestClusterFixture) -> None:
+    master = guestcluster.current_master(guest_cluster.cluster)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(f"https://{master.ip}:5080/2/info", context=context,
+                                timeout=60) as resp:
+        info = json.loads(resp.read())
+    assert info["name"] == guest_cluster.cluster.cluster_name
+
+
+def test_node_powered_off_comes_back(guest_cluster: GuestClusterFixture) -> None:
+    gc = guest_cluster.cluster
+    node = gc.node("node3")
+    before = guest_cluster.boot_id("node3")
+    marker = "/var/lib/ganeti/guest-test-marker"
+    assert not guest_cluster.ssh("node3", f"echo kept > {marker}; sync").failed
+
+    res = guest_cluster.vcluster("stop", gc.directory, "node3")
+    assert res.returncode == 0, res.stderr
+    assert not guestvm.guest_running(gc.spec(node))
+    assert "stopped" in guest_cluster.vcluster("list", gc.directory).stdout
+
+    res = guest_cluster.vcluster("start", gc.directory, "node3")
+    assert res.returncode == 0, res.stderr
+    assert guest_cluster.boot_id("node3") != before
+    res = guest_cluster.ssh("node3", f"cat {marker}; ls /etc/ganeti /var/lib/ganeti")
+    assert not res.failed and res.stdout.startswith("kept\n") and "server.pem" in res.stdout
+    # its node daemon answers the master again
+    check = ("python3 -c 'from ganeti import daemonctl; daemonctl.wait_for_noded("
+             f"\"{node.ip}\", 1811, \"/var/lib/ganeti/server.pem\", timeout=120)'")
+    res = guest_cluster.ssh("node1", check, timeout=180)
+    assert not res.failed, res.stdout + res.stderr
+    res = guest_cluster.vcluster("watcher", gc.directory)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_destroy_leaves_nothing(guest_cluster: GuestClusterFixture) -> None:
+    """Last: the session's cluster is made again if a later module asks for it."""
+    gc = guest_cluster.cluster
+    pids = [p for p in (guestvm.read_pid(gc.spec(n).qemu_pidfile) for n in gc.nodes) if p]
+    assert pids
+    res = guest_cluster.vcluster("destroy", gc.directory)
+    assert res.returncode == 0, res.stderr
+    assert not os.path.exists(gc.directory)
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                           check=True).stdout
+    assert gc.bridge not in links
+    assert not any(os.path.exists(f"/proc/{pid}") and guestvm.process_alive(pid) for pid in pids)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    assert gc.directory.encode() not in fh.read()
+            except OSError:
+                continue
