@@ -11,7 +11,7 @@ all: test
 # System packages some features and tests need (only installed when missing, as root;
 # doc/dependencies.md says which needs what).
 DEBIAN_PACKAGES := tzdata python3-ganeti-rapi ganeti-htools-3.0 nftables qemu-system-x86 qemu-utils \
-  syslinux syslinux-common mtools dosfstools busybox-static cpio
+  syslinux syslinux-common mtools dosfstools busybox-static cpio lvm2 openssh-server
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

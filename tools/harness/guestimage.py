@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ganeti import errors
-from tools.harness import tinylinux
+from tools.harness import guestinit, tinylinux
 
 __all__ = ["Image", "CACHE_ENV", "WANTED_MODULES", "PROBE_LINE", "READY_LINE", "STATE_LABEL",
            "OVERLAY_DIRS", "default_cache_dir", "init_script", "kernel_cmdline",
@@ -58,7 +58,7 @@ WANTED_MODULES = ("virtio_pci", "virtio_blk", "virtio_net", "fuse", "virtiofs", 
 #: what ``/init`` prints when probing (``vcg.probe=1``) before powering off
 PROBE_LINE = "vcluster-guest: probe ok"
 #: what the guest's PID 1 prints once its daemons are started
-READY_LINE = "vcluster-guest: ready"
+READY_LINE = guestinit.READY_LINE
 #: the label of the state disk's ext4 file system
 STATE_LABEL = "vcstate"
 #: host directories that get a writable overlay kept on the state disk
@@ -160,7 +160,7 @@ mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
 mkdir -p /newroot/run/state
 mount --move /state /newroot/run/state
-echo "vcluster-guest: root ready $vcg_host"
+echo "vcluster-guest: [$(cut -d' ' -f1 /proc/uptime)] root ready $vcg_host"
 exec switch_root /newroot /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \\
   PYTHONPATH="$vcg_repo" DM_DISABLE_UDEV=1 HOME=/root \\
   "$vcg_python" -m tools.harness.guestinit

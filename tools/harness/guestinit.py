@@ -16,7 +16,7 @@ overlaid (:mod:`tools.harness.guestimage`).  Like a distribution's init it:
    ``server.pem``), then the master daemon and RAPI when ssconf names this
    node the master: the same :mod:`ganeti.daemonctl` calls the host's
    virtual cluster makes, with the standard paths (root ``/``);
-4. prints :data:`tools.harness.guestimage.READY_LINE`, the boot id and the uptime on
+4. prints :data:`READY_LINE`, the node's name, the boot id and the uptime on
    the console, and reaps orphans for ever.
 
 The ``ganeti`` modules are imported only once the node has joined a
@@ -35,9 +35,10 @@ import sys
 import time
 from collections.abc import Sequence
 
-from tools.harness.guestimage import READY_LINE
+#: what PID 1 prints once the daemons are started (then the name, boot id, uptime)
+READY_LINE = "vcluster-guest: ready"
 
-__all__ = ["CONFIG_DIR", "lvm_setup_commands", "read_env_file", "main"]
+__all__ = ["CONFIG_DIR", "READY_LINE", "lvm_setup_commands", "read_env_file", "main"]
 
 #: where the host puts the node's settings (in the /etc overlay's upper layer)
 CONFIG_DIR = "/etc/vcluster-guest"
@@ -45,7 +46,7 @@ _MASTERD_TRIES = 3
 
 
 def _say(msg: str) -> None:
-    sys.stdout.write(f"vcluster-guest: {msg}\n")
+    sys.stdout.write(f"vcluster-guest: [{_uptime()}] {msg}\n")
     sys.stdout.flush()
 
 
@@ -145,6 +146,14 @@ def _start_daemons(conf: dict[str, object]) -> None:
             time.sleep(5)
 
 
+def _uptime() -> str:
+    try:
+        with open("/proc/uptime") as fh:
+            return fh.read().split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
 def _boot_id() -> str:
     try:
         with open("/proc/sys/kernel/random/boot_id") as fh:
@@ -182,12 +191,12 @@ def _boot() -> None:
         conf = json.load(fh)
     with open(os.path.join(CONFIG_DIR, "env")) as fh:
         os.environ.update(read_env_file(fh.read()))
+    _say("init started")
     _setup_lvm(str(conf.get("vg_name") or ""))
     _start_sshd()
+    _say("sshd started")
     _start_daemons(conf)
-    with open("/proc/uptime") as fh:
-        uptime = fh.read().split()[0]
-    sys.stdout.write(f"{READY_LINE} {conf['name']} {_boot_id()} uptime {uptime}\n")
+    sys.stdout.write(f"{READY_LINE} {conf['name']} {_boot_id()} uptime {_uptime()}\n")
     sys.stdout.flush()
 
 

@@ -74,6 +74,9 @@ class GuestSpec:
     memory_mib: int
     accel: str
     data_disks: tuple[str, ...]
+    #: virtual CPUs (under TCG one host thread each: a guest running two
+    #: commands at once, as the master does during ``create``, uses both cores)
+    cpus: int = 2
 
     @property
     def state_disk(self) -> str:
@@ -157,7 +160,7 @@ def qemu_argv(spec: GuestSpec, *, qemu: str = QEMU) -> list[str]:
     """qemu's command line for a node guest (daemonized; see the module docstring)."""
     cpu = "host" if spec.accel == "kvm" else "max"
     argv = [qemu, "-name", spec.name, "-machine", f"q35,accel={spec.accel}", "-cpu", cpu,
-            "-smp", "1", "-m", f"{spec.memory_mib}M",
+            "-smp", str(spec.cpus), "-m", f"{spec.memory_mib}M",
             "-object", f"memory-backend-memfd,id=mem,size={spec.memory_mib}M,share=on",
             "-numa", "node,memdev=mem",
             "-kernel", spec.kernel, "-initrd", spec.initrd, "-append", spec.cmdline,
