@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import ssl
 import subprocess
 import urllib.request
 
 import pytest
 
+from ganeti import constants, daemonctl
 from test.integration.guest_cluster_harness import GuestClusterFixture
 from tools.harness import guestcluster, guestvm
 
@@ -64,7 +66,8 @@ def test_rapi_is_reachable_from_the_host(guest_cluster: GuestClusterFixture) -> 
     assert info["name"] == guest_cluster.cluster.cluster_name
 
 
-def test_node_powered_off_comes_back(guest_cluster: GuestClusterFixture) -> None:
+def test_node_powered_off_comes_back(guest_cluster: GuestClusterFixture,
+                                     tmp_path: pathlib.Path) -> None:
     gc = guest_cluster.cluster
     node = gc.node("node3")
     before = guest_cluster.boot_id("node3")
@@ -81,12 +84,13 @@ def test_node_powered_off_comes_back(guest_cluster: GuestClusterFixture) -> None
     assert guest_cluster.boot_id("node3") != before
     res = guest_cluster.ssh("node3", f"cat {marker}; ls /etc/ganeti /var/lib/ganeti")
     assert not res.failed and res.stdout.startswith("kept\n") and "server.pem" in res.stdout
-    # its node daemon answers the master again
-    check = ("python3 -c 'from ganeti import daemonctl; daemonctl.wait_for_noded("
-             f"\"{node.ip}\", 1811, \"/var/lib/ganeti/server.pem\", timeout=120)'")
-    res = guest_cluster.ssh("node1", check, timeout=180)
-    assert not res.failed, res.stdout + res.stderr
-    res = guest_cluster.vcluster("watcher", gc.directory)
+    # its node daemon answers with the cluster certificate (mutual TLS, as node RPC does)
+    pem = guest_cluster.ssh("node1", "cat /var/lib/ganeti/server.pem")
+    assert not pem.failed
+    cert = tmp_path / "server.pem"
+    cert.write_text(pem.stdout)
+    daemonctl.wait_for_noded(node.ip, constants.DEFAULT_NODED_PORT, str(cert), timeout=120)
+    res = guest_cluster.vcluster("watcher", gc.directory, "node3")
     assert res.returncode == 0, res.stdout + res.stderr
 
 

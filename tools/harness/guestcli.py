@@ -30,7 +30,7 @@ def _create(opts: argparse.Namespace, log: Log) -> int:
                     disk_count=gcl.DEFAULT_DISK_COUNT if opts.disks is None else opts.disks,
                     disk_size_gib=opts.disk_size or gcl.DEFAULT_DISK_SIZE_GIB,
                     vg_name=gcl.DEFAULT_VG_NAME if opts.vg_name is None else opts.vg_name,
-                    accel=opts.guest_accel, log=log)
+                    accel=opts.guest_accel, master_ssh=opts.master_ssh, log=log)
     log(f"Guest cluster with {len(gc.nodes)} nodes ({gc.accel.upper()}) ready in"
         f" {time.monotonic() - started:.1f}s; use it with:")
     log(f"  eval \"$(tools/vcluster env {gc.directory})\"")

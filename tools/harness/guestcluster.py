@@ -393,9 +393,12 @@ def _write_seed(files: dict[str, tuple[int, str]], seed: str) -> None:
 
 def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_MIB,
            disk_count: int = DEFAULT_DISK_COUNT, disk_size_gib: int = DEFAULT_DISK_SIZE_GIB,
-           vg_name: str = DEFAULT_VG_NAME, accel: str = "auto",
+           vg_name: str = DEFAULT_VG_NAME, accel: str = "auto", master_ssh: bool = False,
            log: Log | None = None) -> GuestCluster:
     """Create and boot a guest cluster of ``nodes`` nodes in ``directory``, then init it.
+
+    The other nodes join as :func:`_add_nodes` says (``master_ssh``: plain
+    ``gnt-node add`` on the master, SSH setup included).
 
     Raises :class:`errors.CommandError` naming the reason when guests cannot
     run here (root, tools; :func:`guestvm.network_support`), and
@@ -454,20 +457,51 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
     log(f"Guests up after {time.monotonic() - started:.1f}s; initialising {gc.cluster_name}")
     run_gnt(gc, init_argv(gc, accepts_vg_name=_init_accepts_vg_name()),
             node=gnodes[0].name)
-    _add_nodes(gc, gnodes[1:], log)
+    _add_nodes(gc, gnodes[1:], log, master_ssh=master_ssh)
     gc.create_seconds = round(time.monotonic() - started, 1)
     gc.save()
     return gc
 
 
-def _add_nodes(gc: GuestCluster, nodes: Sequence[GuestNode], log: Log) -> None:
-    """``gnt-node add`` of every node on node1, side by side (their SSH setups overlap;
-    the jobs take their locks as usual)."""
+def _add_nodes(gc: GuestCluster, nodes: Sequence[GuestNode], log: Log, *,
+               master_ssh: bool) -> None:
+    """Add ``nodes`` on node1, side by side (the jobs take their locks as usual).
+
+    ``master_ssh``: plain ``gnt-node add NODE``, whose client on the master
+    prepares the node over SSH.  Otherwise the host runs that same remote
+    step (``python3 -m ganeti.bootstrap join`` with the master's join data
+    on stdin) on every new node over its own SSH, then the master runs
+    ``gnt-node add --no-node-setup NODE``: the same end state, without the
+    master's SSH client (paramiko takes ~10 s to import under TCG, twice at
+    once on the master's CPUs).
+    """
     from concurrent.futures import ThreadPoolExecutor
+
+    master = gc.nodes[0].name
+    payload: dict[str, object] = {}
+    if not master_ssh:
+        res = run_on(gc, master, ["cat", Paths("/").server_pem])
+        if res.failed:
+            raise errors.CommandError(f"Cannot read the cluster certificate on {master}:"
+                                      f" {res.fail_reason}")
+        with open(gc.key_file) as fh:
+            key = fh.read()
+        with open(gc.key_file + ".pub") as fh:
+            pub = fh.read()
+        payload = {"server_pem": res.stdout, "ssh_key": key, "ssh_pub": pub,
+                   "port": constants.DEFAULT_NODED_PORT}
 
     def add(node: GuestNode) -> None:
         log(f"Adding {node.name}")
-        run_gnt(gc, ["gnt-node", "add", node.name], node=gc.nodes[0].name)
+        if master_ssh:
+            run_gnt(gc, ["gnt-node", "add", node.name], node=master)
+            return
+        res = run_on(gc, node.name, "python3 -m ganeti.bootstrap join", timeout=300,
+                     input_data=json.dumps({**payload, "bind": node.ip}))
+        if res.failed:
+            raise errors.CommandError(f"Joining {node.name} failed ({res.fail_reason}):"
+                                      f" {res.stderr.strip()}")
+        run_gnt(gc, ["gnt-node", "add", "--no-node-setup", node.name], node=master)
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(nodes)))) as pool:
         for future in [pool.submit(add, n) for n in nodes]:

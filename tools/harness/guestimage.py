@@ -155,12 +155,12 @@ hostname "$vcg_host"
 ip link set lo up
 ip addr add "$vcg_ip/$vcg_prefix" dev eth0 || fail "cannot configure eth0"
 ip link set eth0 up
+echo "vcluster-guest: [$(cut -d' ' -f1 /proc/uptime)] root ready $vcg_host"
 mount --move /proc /newroot/proc
 mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
 mkdir -p /newroot/run/state
 mount --move /state /newroot/run/state
-echo "vcluster-guest: [$(cut -d' ' -f1 /proc/uptime)] root ready $vcg_host"
 exec switch_root /newroot /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \\
   PYTHONPATH="$vcg_repo" DM_DISABLE_UDEV=1 HOME=/root \\
   "$vcg_python" -m tools.harness.guestinit

@@ -116,12 +116,13 @@ def _start_sshd() -> None:
 
 def _start_daemons(conf: dict[str, object]) -> None:
     """noded when the node has joined; masterd and RAPI when ssconf names it master."""
-    from ganeti import bootstrap, constants, daemonctl, errors, ssconf
     from ganeti.pathutils import Paths
 
     paths = Paths("/")
     if not os.path.exists(paths.server_pem):
-        return
+        return       # not in a cluster yet: nothing more to import
+    from ganeti import bootstrap, constants, daemonctl, errors, ssconf
+
     bootstrap.make_node_dirs(paths)
     ip, port = str(conf["ip"]), int(str(conf.get("noded_port", constants.DEFAULT_NODED_PORT)))
     try:

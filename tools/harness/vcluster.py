@@ -756,6 +756,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--guest-accel", choices=("auto", "kvm", "tcg"), default="auto",
                    help="--guests: how qemu runs the guests (default auto: KVM where it"
                         " boots the guest kernel, TCG otherwise)")
+    p.add_argument("--master-ssh", action="store_true",
+                   help="--guests: plain 'gnt-node add' on the master, its SSH setup"
+                        " included (default: the host prepares the nodes over SSH, then"
+                        " 'gnt-node add --no-node-setup'; faster under TCG)")
     p = sub.add_parser("ssh", help="--guests clusters: run CMD on NODE as root")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("node")
