@@ -82,7 +82,7 @@ test-calendar: venv debian-deps
 
 demo: venv debian-deps
 	@$(VPY) -m compileall -q ganeti >/dev/null
-	$(VPY) tools/demo $(if $(KVM),--kvm)
+	$(VPY) tools/demo $(if $(KVM),--kvm) $(if $(STORAGE),--storage)
 
 bench: venv
 	@$(VPY) -m compileall -q ganeti >/dev/null
