@@ -108,7 +108,7 @@ class GuestCluster:
 
     def spec(self, node: GuestNode) -> guestvm.GuestSpec:
         """What qemu needs to boot ``node``."""
-        image = os.path.join(self.image_dir)
+        image = self.image_dir
         cmdline = guestimage.kernel_cmdline(
             hostname=node.name, address=node.ip,
             prefix=ipaddress.IPv4Network(self.subnet).prefixlen, python=self.python,
@@ -286,25 +286,48 @@ def run_on(gc: GuestCluster, node: str, command: str | Sequence[str], *,
     return _runner(gc).run(vnode.ip, command, timeout=timeout, input_data=input_data)
 
 
+def _ssconf_master(gc: GuestCluster, node: GuestNode) -> str | None:
+    """The master ``node``'s ssconf names (None: no answer)."""
+    try:
+        res = _runner(gc, connect_timeout=5.0).run(
+            node.ip, ["cat", Paths("/").ssconf_file("master_node")], timeout=20)
+    except errors.CommandError:
+        return None
+    return res.stdout.strip() or None if not res.failed else None
+
+
 def current_master(gc: GuestCluster) -> GuestNode:
-    """The master the most running nodes' ssconf names (node1 when none answers)."""
-    votes: dict[str, int] = {}
-    path = Paths("/").ssconf_file("master_node")
-    for node in gc.nodes:
-        if not guestvm.guest_running(gc.spec(node)):
+    """The master now: a running node whose own ssconf names itself.
+
+    The master found last time (``DIR/master``) is asked first, so one SSH
+    call usually settles it; otherwise each running node is asked in turn
+    and the node it names is asked to confirm.  Node1 when none answers.
+    """
+    last_file = os.path.join(gc.directory, "master")
+    try:
+        with open(last_file) as fh:
+            last = fh.read().strip()
+    except OSError:
+        last = ""
+    candidates = sorted(gc.nodes, key=lambda n: n.name != last)
+    running = [n for n in candidates if guestvm.guest_running(gc.spec(n))]
+    asked: dict[str, str | None] = {}
+    for node in running:
+        named = asked.setdefault(node.name, _ssconf_master(gc, node))
+        if named is None:
             continue
         try:
-            res = _runner(gc, connect_timeout=5.0).run(node.ip, ["cat", path], timeout=20)
-        except errors.CommandError:
-            continue
-        name = res.stdout.strip()
-        if not res.failed and name:
-            votes[name] = votes.get(name, 0) + 1
-    for name in sorted(votes, key=lambda n: -votes[n]):
-        try:
-            return gc.node(name)
+            target = gc.node(named)
         except errors.ParameterError:
             continue
+        if target.name not in asked and target in running:
+            asked[target.name] = _ssconf_master(gc, target)
+        if asked.get(target.name) == target.name:
+            if target.name != last:
+                with open(last_file + ".tmp", "w") as fh:
+                    fh.write(target.name + "\n")
+                os.replace(last_file + ".tmp", last_file)
+            return target
     return gc.nodes[0]
 
 

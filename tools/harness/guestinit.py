@@ -9,8 +9,9 @@ overlaid (:mod:`tools.harness.guestimage`).  Like a distribution's init it:
    its daemons' environment from ``/etc/vcluster-guest/env`` (both written
    by the host into the state disk when the cluster was made);
 2. creates the LVM volume group on the extra disks at the first boot
-   (``pvcreate`` + ``vgcreate``), and activates it on every boot
-   (``vgchange -ay``); LVM runs without udev (``/etc/lvm/lvm.conf``);
+   (``pvcreate`` + ``vgcreate``; then ``/etc/vcluster-guest/vg-made``
+   marks it done), and activates it at every later boot (``vgchange
+   -ay``); LVM runs without udev (``/etc/lvm/lvm.conf``);
 3. starts OpenSSH's ``sshd`` (``/etc/vcluster-guest/sshd_config``, port 22;
    its host key made at the first boot), then the node daemon when the node belongs to a cluster (it has
    ``server.pem``), then the master daemon and RAPI when ssconf names this
@@ -68,12 +69,9 @@ def lvm_setup_commands(vg_name: str, disks: Sequence[str], vg_exists: bool) -> l
     """
     if not disks:
         return []
-    cmds: list[list[str]] = []
-    if not vg_exists:
-        cmds.append(["pvcreate", "-ff", "-y", *disks])
-        cmds.append(["vgcreate", vg_name, *disks])
-    cmds.append(["vgchange", "-ay", vg_name])
-    return cmds
+    if not vg_exists:      # vgcreate leaves the new VG active
+        return [["pvcreate", "-ff", "-y", *disks], ["vgcreate", vg_name, *disks]]
+    return [["vgchange", "-ay", vg_name]]
 
 
 def _run(argv: Sequence[str]) -> bool:
@@ -95,13 +93,21 @@ def _data_disks() -> list[str]:
 
 
 def _setup_lvm(vg_name: str) -> None:
+    """Make the VG at the first boot (then leave a mark), activate it at the others.
+
+    Without the mark, ``vgs`` decides: disks that hold the VG are never
+    initialised again.
+    """
     if not vg_name:
         return
-    exists = subprocess.run(["vgs", vg_name], capture_output=True, timeout=60,
-                            check=False).returncode == 0
+    mark = os.path.join(CONFIG_DIR, "vg-made")
+    exists = os.path.exists(mark) or subprocess.run(
+        ["vgs", vg_name], capture_output=True, timeout=60, check=False).returncode == 0
     for argv in lvm_setup_commands(vg_name, _data_disks(), exists):
         if not _run(argv):
             return
+    with open(mark, "w") as fh:
+        fh.write(vg_name + "\n")
 
 
 def _start_sshd() -> None:
