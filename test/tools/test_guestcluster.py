@@ -226,7 +226,12 @@ def test_init_argv_passes_the_vg_only_when_init_accepts_it() -> None:
     assert "--vg-name" not in guestcluster.init_argv(gc, accepts_vg_name=False)
     argv = guestcluster.init_argv(gc, accepts_vg_name=True)
     assert argv[argv.index("--vg-name") + 1] == "xenvg"
+    assert argv[argv.index("--enabled-disk-templates") + 1].split(",")[0] == "plain"
     assert argv[:2] == ["gnt-cluster", "init"] and argv[-1] == "cluster.vcluster"
+
+
+def test_init_accepts_the_vg_name_now() -> None:
+    assert guestcluster.init_accepts_vg_name()
 
 
 # --- the host's env -----------------------------------------------------------------------

@@ -43,7 +43,7 @@ __all__ = ["GuestNode", "GuestCluster", "DATA_FILE", "sshd_config", "precompile"
            "DEFAULT_STATE_DISK_MIB", "DEFAULT_VG_NAME", "is_guest_cluster", "load", "create",
            "start", "stop", "destroy", "run_on", "current_master", "env_lines",
            "wrapper_script", "hosts_text", "env_text", "lvm_conf", "seed_files",
-           "init_argv", "run_gnt", "run_watcher", "boot_count", "wait_ready"]
+           "init_argv", "init_accepts_vg_name", "run_gnt", "run_watcher", "boot_count", "wait_ready"]
 
 DATA_FILE = "guests.json"
 DOMAIN = "vcluster"
@@ -235,18 +235,20 @@ def init_argv(gc: GuestCluster, *, accepts_vg_name: bool) -> list[str]:
     """``gnt-cluster init`` as node1 runs it."""
     argv = ["gnt-cluster", "init", "--enabled-hypervisors", constants.HT_FAKE,
             "--specs-disk-size", "min=1"]
-    # THE VOLUME GROUP: `gnt-cluster init --vg-name` comes with the plain template
-    # (issue 27, second part); until then the cluster is made without it and the
-    # guests' VG is simply there for LVM to use.
+    # the guests' VG is the cluster's, and plain is enabled (first: the default
+    # template, as on an LVM cluster), where `gnt-cluster init` knows --vg-name
     if accepts_vg_name and gc.vg_name:
-        argv += ["--vg-name", gc.vg_name]
+        from ganeti import bootstrap
+        templates = [constants.DT_PLAIN, *(t for t in bootstrap.DEFAULT_DISK_TEMPLATES
+                                           if t != constants.DT_PLAIN)]
+        argv += ["--vg-name", gc.vg_name, "--enabled-disk-templates", ",".join(templates)]
     return argv + [gc.cluster_name]
 
 
-def _init_accepts_vg_name() -> bool:
+def init_accepts_vg_name() -> bool:
     from ganeti.client import gnt_cluster
     options = gnt_cluster.commands["init"][2]
-    return any("--vg-name" in getattr(opt, "_long_opts", ()) for opt in options)
+    return any("--vg-name" in getattr(opt, "flags", ()) for opt in options)
 
 
 def wrapper_script(gc: GuestCluster, tool: str) -> str:
@@ -478,7 +480,7 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
     log(f"Booting {nodes} guests ({memory_mib} MiB each)")
     _boot(gc, gnodes)
     log(f"Guests up after {time.monotonic() - started:.1f}s; initialising {gc.cluster_name}")
-    run_gnt(gc, init_argv(gc, accepts_vg_name=_init_accepts_vg_name()),
+    run_gnt(gc, init_argv(gc, accepts_vg_name=init_accepts_vg_name()),
             node=gnodes[0].name)
     _add_nodes(gc, gnodes[1:], log, master_ssh=master_ssh)
     gc.create_seconds = round(time.monotonic() - started, 1)
