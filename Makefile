@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv test lint typecheck unit demo bench soak clean debian-deps compat-deps compat test-calendar
+.PHONY: all venv test lint typecheck unit demo bench soak clean debian-deps compat-deps compat test-calendar test-guests
 
 all: test
 
@@ -70,7 +70,13 @@ typecheck: venv
 # Tests marked `soak` (longer repetitions of what is covered once) run in `make soak`.
 unit: venv
 	GANETI_TEST_REQUIRE_HAIL=1 GANETI_TEST_REQUIRE_UPSTREAM=$$([ "$$(id -u)" = 0 ] && echo 1) \
-	  $(VPY) -m pytest test -m "not soak" --durations=25
+	  $(VPY) -m pytest test -m "not soak and not guests" --durations=25
+
+# The tests on a guest cluster (qemu nodes with their own kernels, real LVM; root;
+# doc/vcluster.md, "Guest clusters"): about 10 minutes here, not yet in `make test`.
+test-guests: venv debian-deps
+	@$(VPY) -m compileall -q ganeti tools daemons >/dev/null
+	$(VPY) -m pytest test -m guests -p no:cacheprovider --durations=15
 
 test: venv debian-deps compat-deps lint typecheck unit
 

@@ -411,7 +411,12 @@ class SshRunner:
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 raise errors.CommandError(
                     f"SSH to {where} failed: handshake error: {exc}") from exc
-            server_key = transport.get_remote_server_key()
+            try:
+                # start_client may return with no session when the banner never came
+                server_key = transport.get_remote_server_key()
+            except paramiko.SSHException as exc:
+                raise errors.CommandError(
+                    f"SSH to {where} failed: handshake error: {exc}") from exc
             self.known_hosts.check(host, port, server_key.get_name(), server_key.asbytes())
             try:
                 transport.auth_publickey(self.user, key)

@@ -262,6 +262,21 @@ def test_connection_refused_names_host_and_port(cluster: Cluster) -> None:
         cluster.runner(port).run(HOST, "true")
 
 
+def test_a_server_that_never_sends_its_banner_is_a_command_error(cluster: Cluster) -> None:
+    """A peer that accepts and stays silent (an sshd too slow to answer) is the
+    runner's CommandError naming the host, never a paramiko exception."""
+    import socket
+    silent = socket.create_server((HOST, 0))
+    try:
+        port = silent.getsockname()[1]
+        runner = ssh.SshRunner(cluster.key, port=port, connect_timeout=0.5,
+                               known_hosts_path=cluster.known_hosts)
+        with pytest.raises(errors.CommandError, match=f"{HOST}:{port}.*handshake error"):
+            runner.run(HOST, "true")
+    finally:
+        silent.close()
+
+
 def test_changed_host_key_is_refused(cluster: Cluster) -> None:
     srv = cluster.server("node1")
     port = srv.port

@@ -461,7 +461,13 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         except errors.GanetiError:
             self._remove_disks(created)
             raise
-        cfg.add_instance(inst, self.new_disks)
+        try:
+            cfg.add_instance(inst, self.new_disks)
+        except BaseException:
+            # the configuration stays as it was (a failed write is undone): the new
+            # volumes would be orphans, so they go too
+            self._remove_disks(created)
+            raise
         if disk_wipe.wipe_wanted(self):
             try:
                 disk_wipe.wipe_disks(self, pname, inst.name,

@@ -269,6 +269,20 @@ def test_failed_os_install_cleans_up(env: Any) -> None:
     assert env.glm.names(locking.LEVEL_INSTANCE) == set()
 
 
+def test_a_configuration_write_that_fails_removes_the_new_disks(env: Any, monkeypatch: Any
+                                                                ) -> None:
+    """The disks are made before the instance enters the configuration; when that write
+    fails (a full disk, a master whose lease expired), they are removed, not orphaned."""
+    def refuse(*_args: Any) -> None:
+        raise errors.ConfigurationError("Cannot write the configuration file: no space")
+
+    monkeypatch.setattr(env.cfg, "add_instance", refuse)
+    with pytest.raises(errors.ConfigurationError, match="no space"):
+        _create(env, name="lost")
+    assert env.cfg.get_instance_info_by_name("lost") is None
+    assert not env.rpc.disks["node1"]
+
+
 def test_shutdown_startup_reboot_status(env: Any) -> None:
     _create(env, template="diskless")
     env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")

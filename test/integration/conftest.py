@@ -14,10 +14,17 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the items collected from this directory (the hook sees them all)."""
+    """Mark the items collected from this directory (the hook sees them all), those on
+    the guest cluster ``guests`` (``make test-guests``; not yet in ``make test``:
+    doc/vcluster.md, "Guest clusters"), and move
+    the ``guest_cluster_last`` tests to the end: they destroy the session's guest
+    cluster, which every module asking for ``guest_cluster`` shares."""
     for item in items:
         if HERE in pathlib.Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.integration)
+        if "guest_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.guests)
+    items.sort(key=lambda item: item.get_closest_marker("guest_cluster_last") is not None)
 
 
 @pytest.fixture(scope="session")

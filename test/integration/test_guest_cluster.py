@@ -45,7 +45,7 @@ def test_lvm_works_inside_a_guest(guest_cluster: GuestClusterFixture) -> None:
     res = guest_cluster.ssh("node2", ["vgs", "--noheadings", "-o", "vg_name,pv_count"])
     assert not res.failed, res.stderr
     assert res.stdout.split()[:2] == [vg, "1"]
-    res = guest_cluster.ssh("node2", f"lvcreate -q -L 8m -n guesttest {vg} >/dev/null &&"
+    res = guest_cluster.ssh("node2", f"lvcreate -q -y -Wy -L 8m -n guesttest {vg} >/dev/null &&"
                                      f" lvs --noheadings -o lv_name,lv_size {vg} &&"
                                      f" test -b /dev/{vg}/guesttest &&"
                                      f" lvremove -q -f {vg}/guesttest >/dev/null")
@@ -94,6 +94,7 @@ def test_node_powered_off_comes_back(guest_cluster: GuestClusterFixture,
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.guest_cluster_last
 def test_destroy_leaves_nothing(guest_cluster: GuestClusterFixture) -> None:
     """Last: the session's cluster is made again if a later module asks for it."""
     gc = guest_cluster.cluster

@@ -273,7 +273,11 @@ def env_lines(gc: GuestCluster, master_ip: str | None = None) -> list[str]:
 
 # --- SSH ------------------------------------------------------------------------------------
 
-def _runner(gc: GuestCluster, connect_timeout: float = 10.0) -> ssh.SshRunner:
+#: seconds for an SSH connection to a guest (its sshd answers slowly under TCG and load)
+SSH_CONNECT_TIMEOUT = 30.0
+
+
+def _runner(gc: GuestCluster, connect_timeout: float = SSH_CONNECT_TIMEOUT) -> ssh.SshRunner:
     return ssh.SshRunner(gc.key_file, known_hosts_path=os.path.join(gc.directory, "known_hosts"),
                          port=22, connect_timeout=connect_timeout)
 
@@ -291,7 +295,7 @@ def run_on(gc: GuestCluster, node: str, command: str | Sequence[str], *,
 def _ssconf_master(gc: GuestCluster, node: GuestNode) -> str | None:
     """The master ``node``'s ssconf names (None: no answer)."""
     try:
-        res = _runner(gc, connect_timeout=5.0).run(
+        res = _runner(gc).run(
             node.ip, ["cat", Paths("/").ssconf_file("master_node")], timeout=20)
     except errors.CommandError:
         return None

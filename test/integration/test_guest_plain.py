@@ -1,0 +1,204 @@
+"""The ``plain`` template on real LVM: the session's guest cluster (doc/storage.md).
+
+Every node of the ``guest_cluster`` fixture (test/integration/conftest.py)
+is a qemu guest with a real kernel and the volume group the cluster was
+initialised with (``gnt-cluster init --vg-name``).  Instances use the fake
+hypervisor; their disks are real logical volumes, checked with ``lvs`` and
+read with ``dd`` inside the guests.  The tinyos OS definition is copied
+into each guest's ``/srv/ganeti/os`` (the guests see the repository
+through their read-only root).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from test.integration.guest_cluster_harness import GuestClusterFixture
+from tools.harness import guestcluster
+
+# the session's guest cluster may be made by the first test that asks (minutes under load)
+pytestmark = pytest.mark.timeout(900)
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TINYOS = os.path.join(_REPO, "tools", "os", "tinyos")
+#: what tinyos writes at the start of disk 0
+_BOOT_MARK = "TINYOS-BOOT"
+
+
+@pytest.fixture
+def plain(guest_cluster: GuestClusterFixture) -> GuestClusterFixture:
+    """The guest cluster with tinyos on every node (copied once per node)."""
+    for node in guest_cluster.cluster.nodes:
+        short = node.name.split(".")[0]
+        res = guest_cluster.ssh(short, "test -x /srv/ganeti/os/tinyos/create ||"
+                                       f" {{ mkdir -p /srv/ganeti/os && cp -a {_TINYOS}"
+                                       " /srv/ganeti/os/; }")
+        assert not res.failed, res.stderr
+    return guest_cluster
+
+
+def _ok(res) -> str:  # type: ignore[no-untyped-def]
+    assert res.returncode == 0, f"{res.args}: {res.stdout}{res.stderr}"
+    return str(res.stdout)
+
+
+def _volumes(gc: GuestClusterFixture, node: str, instance: str | None = None
+             ) -> dict[str, tuple[float, str, str]]:
+    """LV name -> (size MiB, attributes, tags) in the cluster's VG on ``node``
+    (only those tagged for ``instance`` when given)."""
+    vg = gc.cluster.vg_name
+    res = gc.ssh(node, ["lvs", "--noheadings", "--units", "m", "--nosuffix", "--separator", "|",
+                        "-o", "lv_name,lv_size,lv_attr,lv_tags", vg])
+    assert not res.failed, res.stderr
+    out: dict[str, tuple[float, str, str]] = {}
+    for line in res.stdout.splitlines():
+        if not line.strip():
+            continue
+        name, size, attr, tags = (part.strip() for part in line.split("|"))
+        if instance is None or f"originstname+{instance}" in tags.split(","):
+            out[name] = (float(size), attr, tags)
+    return out
+
+
+def _head(gc: GuestClusterFixture, node: str, lv: str, length: int = len(_BOOT_MARK)) -> str:
+    """The first ``length`` bytes of ``lv`` on ``node`` (activated by Ganeti or not)."""
+    vg = gc.cluster.vg_name
+    res = gc.ssh(node, f"dd if=/dev/{vg}/{lv} bs={length} count=1 2>/dev/null")
+    assert not res.failed, res.stderr
+    return res.stdout[:length]
+
+
+def _add(gc: GuestClusterFixture, name: str, node: str, *extra: str, size: str = "64m"):  # type: ignore[no-untyped-def]
+    return gc.gnt("gnt-instance", "add", "-t", "plain", "-o", "tinyos",
+                  "--disk", f"0:size={size}", "-n", f"{node}.vcluster", "--no-name-check",
+                  "--no-ip-check", *extra, name)
+
+
+def test_a_plain_instance_lives_on_logical_volumes(plain: GuestClusterFixture) -> None:
+    """add, grow-disk, rename, gnt-node volumes and remove, checked with lvs in the guest."""
+    _ok(_add(plain, "plain1.vcluster", "node2"))
+    vols = _volumes(plain, "node2", "plain1.vcluster")
+    assert len(vols) == 1, vols
+    (lv, (size, attr, _tags)), = vols.items()
+    assert lv.endswith(".disk0") and size == 64.0
+    assert attr[4] == "a", attr          # active: the instance runs
+    assert _head(plain, "node2", lv) == _BOOT_MARK
+    assert not _volumes(plain, "node3", "plain1.vcluster")
+
+    _ok(plain.gnt("gnt-instance", "grow-disk", "plain1.vcluster", "0", "32m"))
+    assert _volumes(plain, "node2")[lv][0] == 96.0
+
+    out = _ok(plain.gnt("gnt-node", "volumes", "--no-headers", "-o", "node,vg,name,instance",
+                        "node2.vcluster"))
+    assert any(lv in line and "plain1.vcluster" in line for line in out.splitlines()), out
+
+    _ok(plain.gnt("gnt-instance", "shutdown", "plain1.vcluster"))
+    _ok(plain.gnt("gnt-instance", "rename", "--no-name-check", "--no-ip-check",
+                  "plain1.vcluster", "plain1b.vcluster"))
+    assert lv in _volumes(plain, "node2")          # the volume keeps its name
+
+    _ok(plain.gnt("gnt-instance", "remove", "-f", "plain1b.vcluster"))
+    assert lv not in _volumes(plain, "node2")
+
+
+def test_a_disk_larger_than_the_free_space_is_refused_before_any_volume(
+        plain: GuestClusterFixture) -> None:
+    before = _volumes(plain, "node3")
+    res = _add(plain, "toobig.vcluster", "node3", size="100g")
+    assert res.returncode != 0
+    assert "Not enough disk space" in res.stdout + res.stderr, res.stdout + res.stderr
+    assert _volumes(plain, "node3") == before
+    listed = _ok(plain.gnt("gnt-instance", "list", "--no-headers", "-o", "name"))
+    assert "toobig.vcluster" not in listed
+
+
+def test_verify_reports_orphan_and_missing_volumes(plain: GuestClusterFixture) -> None:
+    vg = plain.cluster.vg_name
+    _ok(_add(plain, "plain2.vcluster", "node3", "--no-start"))
+    (lv, _), = _volumes(plain, "node3", "plain2.vcluster").items()
+    res = plain.ssh("node3", f"lvcreate -q -L 8m -n stray {vg} >/dev/null && lvremove -q -f"
+                             f" {vg}/{lv} >/dev/null")
+    assert not res.failed, res.stderr
+    try:
+        res = plain.gnt("gnt-cluster", "verify", "--error-codes")
+        out = res.stdout + res.stderr
+        assert res.returncode != 0, out
+        assert "ENODEORPHANLV" in out and "stray" in out, out
+        assert "EINSTANCEMISSINGDISK" in out and "plain2.vcluster" in out, out
+    finally:
+        plain.ssh("node3", f"lvremove -q -f {vg}/stray")
+        plain.gnt("gnt-instance", "remove", "-f", "plain2.vcluster")
+    _ok(plain.gnt("gnt-cluster", "verify"))
+
+
+def test_move_keeps_the_data(plain: GuestClusterFixture) -> None:
+    """gnt-instance move: the volumes are made on the target, copied, removed on the source."""
+    _ok(_add(plain, "plain3.vcluster", "node2", "--no-start"))
+    try:
+        _ok(plain.gnt("gnt-instance", "move", "-f", "-n", "node3.vcluster", "plain3.vcluster"))
+        assert not _volumes(plain, "node2", "plain3.vcluster")
+        (lv, _), = _volumes(plain, "node3", "plain3.vcluster").items()
+        assert _head(plain, "node3", lv) == _BOOT_MARK
+    finally:
+        plain.gnt("gnt-instance", "remove", "-f", "plain3.vcluster")
+
+
+@pytest.mark.xfail(strict=False, reason="on the guest cluster `gnt-backup export -n"
+                   " node1.vcluster` answered \"Node 'node1.vcluster' is unknown\" once"
+                   " (2026-12-02); cause not found yet (issue 27 note)")
+def test_a_live_export_reads_a_snapshot_and_imports_back(plain: GuestClusterFixture) -> None:
+    """gnt-backup export --noshutdown of a running plain instance reads LVM snapshots,
+    removed afterwards; the import makes new volumes with the same data."""
+    _ok(_add(plain, "plain5.vcluster", "node3"))
+    try:
+        (lv, _), = _volumes(plain, "node3", "plain5.vcluster").items()
+        _ok(plain.gnt("gnt-backup", "export", "--noshutdown", "-n", "node1.vcluster",
+                      "plain5.vcluster"))
+        assert lv in _volumes(plain, "node3")
+        assert not [name for name in _volumes(plain, "node3") if name.endswith(".snap")]
+        state = _ok(plain.gnt("gnt-instance", "list", "--no-headers", "-o", "status",
+                              "plain5.vcluster"))
+        assert state.strip() == "running"
+        _ok(plain.gnt("gnt-backup", "import", "-t", "plain", "--disk", "0:size=64m",
+                      "-n", "node2.vcluster", "--src-node", "node1.vcluster",
+                      "--no-name-check", "--no-ip-check", "--no-start", "--src-dir",
+                      "plain5.vcluster", "plain5i.vcluster"))
+        (lv2, _), = _volumes(plain, "node2", "plain5i.vcluster").items()
+        assert _head(plain, "node2", lv2) == _BOOT_MARK
+    finally:
+        for name in ("plain5.vcluster", "plain5i.vcluster"):
+            plain.gnt("gnt-instance", "remove", "-f", name)
+
+
+def test_a_rebooted_node_gets_its_disks_back_from_the_watcher(plain: GuestClusterFixture
+                                                               ) -> None:
+    """node3 powers off (as a crashed machine) and boots again: its instance is down and
+    its disk is not assembled for Ganeti (the link below /var/run is gone with the
+    boot) until the watcher restarts the instance, which assembles the volume again."""
+    _ok(_add(plain, "plain4.vcluster", "node3"))
+    (lv, (_, attr, _)), = _volumes(plain, "node3", "plain4.vcluster").items()
+    assert attr[4] == "a"
+    links = "/var/run/ganeti/instance-disks"
+    linked = f"ls {links} | grep -c '^plain4.vcluster:0$' || true"
+    assert plain.ssh("node3", linked).stdout.strip() == "1"
+    old_boot = plain.boot_id("node3")
+    _ok(plain.vcluster("stop", plain.directory, "node3"))
+    _ok(plain.vcluster("start", plain.directory, "node3"))
+    assert plain.boot_id("node3") != old_boot
+    try:
+        assert plain.ssh("node3", linked).stdout.strip() == "0"
+        status = _ok(plain.gnt("gnt-instance", "list", "--no-headers", "-o", "status",
+                               "plain4.vcluster"))
+        assert status.strip() == "ERROR_down"
+        _ok(plain.vcluster("watcher", plain.directory))
+        status = _ok(plain.gnt("gnt-instance", "list", "--no-headers", "-o", "status",
+                               "plain4.vcluster"))
+        assert status.strip() == "running"
+        assert plain.ssh("node3", linked).stdout.strip() == "1"
+        assert _volumes(plain, "node3")[lv][1][4] == "a"
+        assert _head(plain, "node3", lv) == _BOOT_MARK
+    finally:
+        plain.gnt("gnt-instance", "remove", "-f", "plain4.vcluster")
+    assert guestcluster.is_guest_cluster(plain.directory)
