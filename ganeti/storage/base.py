@@ -41,7 +41,8 @@ from typing import Any
 
 from ganeti import constants, errors, pathutils
 
-__all__ = ["DiskSpec", "DeviceStatus", "BaseStorage", "BlockDevice", "MIB", "DEFAULT_CHUNK_SIZE"]
+__all__ = ["DiskSpec", "DeviceStatus", "BaseStorage", "BlockDevice", "MIB", "DEFAULT_CHUNK_SIZE",
+           "write_chunks"]
 
 MIB = 1024 * 1024
 DEFAULT_CHUNK_SIZE = MIB
@@ -172,3 +173,21 @@ class BaseStorage(abc.ABC):
 
 #: the name the device model uses for the interface
 BlockDevice = BaseStorage
+
+
+def write_chunks(path: str, chunks: Iterable[bytes], limit: int, disk: DiskSpec) -> int:
+    """Write ``chunks`` into ``path`` (a disk file or block device) from offset 0 and
+    return the bytes written; more than ``limit`` bytes is refused (the disk's size),
+    and every failure is a :class:`errors.StorageError` naming the disk."""
+    written = 0
+    try:
+        with open(path, "r+b") as fh:
+            for chunk in chunks:
+                if written + len(chunk) > limit:
+                    raise errors.StorageError(f"Import into disk {disk.uuid} ({path}) exceeds"
+                                              f" its size of {limit // MIB} MiB")
+                fh.write(chunk)
+                written += len(chunk)
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot write {path} of disk {disk.uuid}: {exc}") from exc
+    return written

@@ -269,20 +269,11 @@ class FileStorage(base.BaseStorage):
     def import_stream(self, disk: base.DiskSpec, chunks: Iterable[bytes]) -> int:
         """Write the data from offset 0; refuses more data than the disk holds."""
         path = self._must_exist(disk)
-        written = 0
         try:
             limit = os.stat(path).st_size
-            with open(path, "r+b") as fh:
-                for chunk in chunks:
-                    if written + len(chunk) > limit:
-                        raise errors.StorageError(
-                            f"Import into disk {disk.uuid} ({path}) exceeds its size"
-                            f" of {limit // base.MIB} MiB")
-                    fh.write(chunk)
-                    written += len(chunk)
         except OSError as exc:
             raise errors.StorageError(f"Cannot write disk file {path}: {exc}") from exc
-        return written
+        return base.write_chunks(path, chunks, limit, disk)
 
     def verify(self) -> list[str]:
         problems = []

@@ -440,19 +440,7 @@ class LogicalVolume(base.BaseStorage):
 
     def import_stream(self, disk: base.DiskSpec, chunks: Iterable[bytes]) -> int:
         limit = self.get_size(disk) * base.MIB
-        path = self.assemble(disk)
-        written = 0
-        try:
-            with open(path, "r+b") as fh:
-                for chunk in chunks:
-                    if written + len(chunk) > limit:
-                        raise errors.StorageError(f"Import into disk {disk.uuid} ({path})"
-                                                  f" exceeds its size of {limit // base.MIB} MiB")
-                    fh.write(chunk)
-                    written += len(chunk)
-        except OSError as exc:
-            raise errors.StorageError(f"Cannot write {path} of disk {disk.uuid}: {exc}") from exc
-        return written
+        return base.write_chunks(self.assemble(disk), chunks, limit, disk)
 
     def verify(self) -> list[str]:
         return []

@@ -73,24 +73,10 @@ Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Image:
+class Image(tinylinux.KernelBuild):
     """One build: the kernel, the initramfs and where they came from."""
 
-    directory: str
-    kernel_package: str
-    kernel_version: str
-    kernel_release: str
     modules: tuple[str, ...]
-
-    @property
-    def kernel(self) -> str:
-        """Path of the kernel image."""
-        return os.path.join(self.directory, "vmlinuz")
-
-    @property
-    def initrd(self) -> str:
-        """Path of the initramfs."""
-        return os.path.join(self.directory, "initrd.img")
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> str:

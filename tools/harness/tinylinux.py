@@ -48,7 +48,8 @@ from dataclasses import asdict, dataclass
 
 from ganeti import errors
 
-__all__ = ["Guest", "CACHE_ENV", "KERNEL_META_PACKAGE", "BOOT_LINE", "UPTIME_LINE",
+__all__ = ["KernelBuild", "Guest", "CACHE_ENV", "KERNEL_META_PACKAGE", "BOOT_LINE",
+           "UPTIME_LINE",
            "default_cache_dir", "build", "install", "find_installed", "newc_archive",
            "module_info", "module_load_order", "init_script", "main", "versioned_kernel_package",
            "candidate_version", "unpack_package", "kernel_modules"]
@@ -74,15 +75,14 @@ Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Guest:
-    """One build of the guest: its files and what it was made from."""
+class KernelBuild:
+    """A directory holding a Debian kernel (``vmlinuz``) and an initramfs
+    (``initrd.img``) built for it, and the kernel package they came from."""
 
     directory: str
     kernel_package: str
     kernel_version: str
     kernel_release: str
-    busybox_version: str
-    modules: tuple[str, ...]
 
     @property
     def kernel(self) -> str:
@@ -93,6 +93,14 @@ class Guest:
     def initrd(self) -> str:
         """Path of the initramfs."""
         return os.path.join(self.directory, "initrd.img")
+
+
+@dataclass(frozen=True)
+class Guest(KernelBuild):
+    """One build of the guest: its files and what it was made from."""
+
+    busybox_version: str
+    modules: tuple[str, ...]
 
 
 def default_cache_dir(environ: dict[str, str] | None = None) -> str:
