@@ -4,14 +4,11 @@ Every node of the ``guest_cluster`` fixture (test/integration/conftest.py)
 is a qemu guest with a real kernel and the volume group the cluster was
 initialised with (``gnt-cluster init --vg-name``).  Instances use the fake
 hypervisor; their disks are real logical volumes, checked with ``lvs`` and
-read with ``dd`` inside the guests.  The tinyos OS definition is copied
-into each guest's ``/srv/ganeti/os`` (the guests see the repository
-through their read-only root).
+read with ``dd`` inside the guests.  Every guest has the tinyos OS
+definition in ``/srv/ganeti/os`` (seeded on its state disk).
 """
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -21,21 +18,13 @@ from tools.harness import guestcluster
 # the session's guest cluster may be made by the first test that asks (minutes under load)
 pytestmark = pytest.mark.timeout(900)
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_TINYOS = os.path.join(_REPO, "tools", "os", "tinyos")
 #: what tinyos writes at the start of disk 0
 _BOOT_MARK = "TINYOS-BOOT"
 
 
 @pytest.fixture
 def plain(guest_cluster: GuestClusterFixture) -> GuestClusterFixture:
-    """The guest cluster with tinyos on every node (copied once per node)."""
-    for node in guest_cluster.cluster.nodes:
-        short = node.name.split(".")[0]
-        res = guest_cluster.ssh(short, "test -x /srv/ganeti/os/tinyos/create ||"
-                                       f" {{ mkdir -p /srv/ganeti/os && cp -a {_TINYOS}"
-                                       " /srv/ganeti/os/; }")
-        assert not res.failed, res.stderr
+    """The guest cluster (its nodes have tinyos in /srv/ganeti/os from their first boot)."""
     return guest_cluster
 
 

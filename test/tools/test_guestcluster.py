@@ -190,6 +190,8 @@ def test_seed_files_give_the_private_key_to_node1_only() -> None:
     assert '"vg_name": "xenvg"' in two["etc/upper/vcluster-guest/guest.json"][1]
     assert "udev_sync = 0" in two["etc/upper/lvm/lvm.conf"][1]
     assert "ListenAddress 10.213.7.2" in two["etc/upper/vcluster-guest/sshd_config"][1]
+    assert two["srv/upper/ganeti/os/tinyos/create"][0] == 0o755
+    assert two["srv/upper/ganeti/os/tinyos/create"][1].startswith("#!/bin/sh")
     assert all(path.split("/", 1)[0] in guestimage.OVERLAY_DIRS and
                path.split("/")[1] == "upper" for path in two)
 

@@ -55,6 +55,7 @@ DEFAULT_STATE_DISK_MIB = 2048
 #: the volume group Ganeti uses by default
 DEFAULT_VG_NAME = "xenvg"
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TINYOS = os.path.join(_REPO_ROOT, "tools", "os", "tinyos")
 _BOOT_TIMEOUT = 240.0
 
 Log = Callable[[str], None]
@@ -223,6 +224,13 @@ def seed_files(gc: GuestCluster, node: GuestNode, cluster_pub: str,
         # the host's root may have a .bashrc (bash reads it for SSH commands)
         "root/upper/.bashrc": (0o644, "# guest-cluster node: nothing here\n"),
     }
+    # the tinyos OS definition (tools/os/tinyos), as the host cluster's nodes have it
+    os_dir = root.os_search_path[0].lstrip("/")
+    assert os_dir.startswith("srv/")
+    for name in sorted(os.listdir(_TINYOS)):
+        with open(os.path.join(_TINYOS, name), encoding="utf-8") as fh:
+            mode = 0o755 if os.access(os.path.join(_TINYOS, name), os.X_OK) else 0o644
+            files[f"srv/upper/{os_dir[4:]}/tinyos/{name}"] = (mode, fh.read())
     if cluster_key is not None:
         key = root.ssh_key_file.lstrip("/")
         assert key.startswith("var/")
