@@ -134,9 +134,9 @@ def test_move_keeps_the_data(plain: GuestClusterFixture) -> None:
         plain.gnt("gnt-instance", "remove", "-f", "plain3.vcluster")
 
 
-@pytest.mark.xfail(strict=False, reason="on the guest cluster `gnt-backup export -n"
-                   " node1.vcluster` answered \"Node 'node1.vcluster' is unknown\" once"
-                   " (2026-12-02); cause not found yet (issue 27 note)")
+@pytest.mark.xfail(strict=True, reason="on the guest cluster `gnt-backup export -n"
+                   " node1.vcluster` (the master) answers \"Node 'node1.vcluster' is"
+                   " unknown\" (seen in every run); cause not found yet (issue 27 note)")
 def test_a_live_export_reads_a_snapshot_and_imports_back(plain: GuestClusterFixture) -> None:
     """gnt-backup export --noshutdown of a running plain instance reads LVM snapshots,
     removed afterwards; the import makes new volumes with the same data."""
