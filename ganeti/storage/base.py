@@ -42,7 +42,7 @@ from typing import Any
 from ganeti import constants, errors, pathutils
 
 __all__ = ["DiskSpec", "DeviceStatus", "BaseStorage", "BlockDevice", "MIB", "DEFAULT_CHUNK_SIZE",
-           "write_chunks"]
+           "read_chunks", "write_chunks"]
 
 MIB = 1024 * 1024
 DEFAULT_CHUNK_SIZE = MIB
@@ -191,3 +191,26 @@ def write_chunks(path: str, chunks: Iterable[bytes], limit: int, disk: DiskSpec)
     except OSError as exc:
         raise errors.StorageError(f"Cannot write {path} of disk {disk.uuid}: {exc}") from exc
     return written
+
+
+def read_chunks(path: str, chunk_size: int, disk: DiskSpec) -> Iterator[bytes]:
+    """The data of ``path`` (a disk file or block device) in chunks of ``chunk_size``;
+    the file is opened at once (a failure raises here), read as the chunks are taken;
+    every failure is a :class:`errors.StorageError` naming the disk."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot open {path} of disk {disk.uuid}: {exc}") from exc
+
+    def chunks() -> Iterator[bytes]:
+        with fh:
+            while True:
+                try:
+                    chunk = fh.read(chunk_size)
+                except OSError as exc:
+                    raise errors.StorageError(f"Cannot read {path} of disk {disk.uuid}:"
+                                              f" {exc}") from exc
+                if not chunk:
+                    return
+                yield chunk
+    return chunks()

@@ -247,24 +247,7 @@ class FileStorage(base.BaseStorage):
 
     def export_stream(self, disk: base.DiskSpec,
                       chunk_size: int = base.DEFAULT_CHUNK_SIZE) -> Iterator[bytes]:
-        path = self._must_exist(disk)
-        try:
-            fh = open(path, "rb")
-        except OSError as exc:
-            raise errors.StorageError(f"Cannot open disk file {path}: {exc}") from exc
-        return self._read_chunks(fh, path, chunk_size)
-
-    @staticmethod
-    def _read_chunks(fh: Any, path: str, chunk_size: int) -> Iterator[bytes]:
-        with fh:
-            while True:
-                try:
-                    chunk = fh.read(chunk_size)
-                except OSError as exc:
-                    raise errors.StorageError(f"Cannot read disk file {path}: {exc}") from exc
-                if not chunk:
-                    return
-                yield chunk
+        return base.read_chunks(self._must_exist(disk), chunk_size, disk)
 
     def import_stream(self, disk: base.DiskSpec, chunks: Iterable[bytes]) -> int:
         """Write the data from offset 0; refuses more data than the disk holds."""

@@ -426,17 +426,7 @@ class LogicalVolume(base.BaseStorage):
 
     def export_stream(self, disk: base.DiskSpec,
                       chunk_size: int = base.DEFAULT_CHUNK_SIZE) -> Iterator[bytes]:
-        path = self.assemble(disk)
-        try:
-            fh = open(path, "rb")
-        except OSError as exc:
-            raise errors.StorageError(f"Cannot open {path} of disk {disk.uuid}: {exc}") from exc
-
-        def chunks() -> Iterator[bytes]:
-            with fh:
-                while chunk := fh.read(chunk_size):
-                    yield chunk
-        return chunks()
+        return base.read_chunks(self.assemble(disk), chunk_size, disk)
 
     def import_stream(self, disk: base.DiskSpec, chunks: Iterable[bytes]) -> int:
         limit = self.get_size(disk) * base.MIB
