@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from ganeti import constants, errors, ssh
 from ganeti.pathutils import Paths
 from ganeti.utils.process import RunResult
-from tools.harness import guestimage, guestvm
+from tools.harness import guestimage, guestvm, procscan
 
 __all__ = ["GuestNode", "GuestCluster", "DATA_FILE", "sshd_config", "precompile", "CLUSTER_NAME", "DOMAIN",
            "DEFAULT_MEMORY_MIB", "DEFAULT_DISK_COUNT", "DEFAULT_DISK_SIZE_GIB",
@@ -570,20 +570,11 @@ def stop(gc: GuestCluster, node: str | None = None) -> None:
 
 
 def _stragglers(directory: str) -> list[int]:
-    """Pids of processes whose command line names a file below ``directory``."""
-    found = []
+    """Pids of the qemu and virtiofsd processes whose command line names a file below
+    ``directory``."""
     marker = (directory.rstrip("/") + "/").encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-        except OSError:
-            continue
-        if marker in cmdline and (b"qemu" in cmdline or b"virtiofsd" in cmdline):
-            found.append(int(entry))
-    return found
+    return procscan.pids_whose("cmdline", lambda cmdline: marker in cmdline and (
+        b"qemu" in cmdline or b"virtiofsd" in cmdline))
 
 
 def destroy(directory: str, *, log: Log | None = None) -> None:

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from ganeti import bootstrap, constants, daemonctl, errors, serializer, ssh
 from ganeti.pathutils import Paths
 from tools.harness import guestcli as guest_cli
-from tools.harness import tinylinux
+from tools.harness import procscan, tinylinux
 from ganeti.opcodes import wire
 
 __all__ = ["VNode", "VCluster", "REPO_ROOT", "create", "load", "node_env", "env_lines",
@@ -675,20 +675,9 @@ def run_watcher(vc: VCluster, node: str | None = None, args: Sequence[str] = ("-
 
 def _stragglers(directory: str) -> list[int]:
     """Pids of our processes whose GANETI_ROOTDIR lies below ``directory``."""
-    found = []
     prefix = f"{constants.ENV_ROOTDIR}={directory.rstrip('/')}/".encode()
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if any(item.startswith(prefix) for item in env):
-            found.append(int(entry))
-    return found
+    return procscan.pids_whose("environ", lambda environ: any(
+        item.startswith(prefix) for item in environ.split(b"\0")))
 
 
 def destroy(directory: str, *, log: Log | None = None) -> None:
