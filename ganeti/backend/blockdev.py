@@ -34,12 +34,14 @@ import hashlib
 import logging
 import os
 import stat
+from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, errors, objects, serializer, storage
 from ganeti.backend.context import NodeContext
 from ganeti.storage import tree
 from ganeti.storage.base import MIB, DiskSpec
+from ganeti.storage.lvm import LogicalVolume
 
 __all__ = [
     "blockdev_create", "blockdev_remove", "blockdev_assemble", "blockdev_shutdown",
@@ -278,11 +280,29 @@ def blockdev_rename(ctx: NodeContext, devlist: list) -> list[list[Any]]:
     return result
 
 
-def _dimensions(ctx: NodeContext, data: Any) -> list[Any] | None:
+StoreOf = Callable[[str], storage.BaseStorage]
+
+
+def _batch_stores(ctx: NodeContext) -> StoreOf:
+    """``template -> device class`` for one call about many disks: each class made once,
+    the LV class looking volumes up in one ``lvs`` per volume group."""
+    made: dict[str, storage.BaseStorage] = {}
+
+    def store_of(template: str) -> storage.BaseStorage:
+        if template not in made:
+            store = storage_for(ctx, template)
+            if isinstance(store, LogicalVolume):
+                store.remember_listings()
+            made[template] = store
+        return made[template]
+    return store_of
+
+
+def _dimensions(store_of: StoreOf, data: Any) -> list[Any] | None:
     template, spec = parse_disk(data)
     if template == constants.DT_DISKLESS:
         return [0, None]
-    store = storage_for(ctx, template)
+    store = store_of(template)
     if template not in constants.DTS_FILEBASED:
         found = store.status(spec)
         return None if found is None else [found.size * MIB, found.spindles]
@@ -299,10 +319,11 @@ def blockdev_getdimensions(ctx: NodeContext, disks: list) -> list[list[Any] | No
     Spindles are None for file storage; for ``plain`` the number of physical
     volumes the LV lies on.
     """
-    return [_dimensions(ctx, d) for d in disks]
+    store_of = _batch_stores(ctx)
+    return [_dimensions(store_of, d) for d in disks]
 
 
-def _status(ctx: NodeContext, entry: Any) -> list[Any] | None:
+def _status(ctx: NodeContext, store_of: StoreOf, entry: Any) -> list[Any] | None:
     if not isinstance(entry, (list, tuple)) or len(entry) != 3 \
             or not isinstance(entry[1], str) or not isinstance(entry[2], int):
         raise errors.StorageError(f"Invalid disk status entry {entry!r}:"
@@ -313,7 +334,7 @@ def _status(ctx: NodeContext, entry: Any) -> list[Any] | None:
         return [0, True]
     usable = True     # an LV must be activated too (it is not after a reboot)
     try:
-        store = storage_for(ctx, template)
+        store = store_of(template)
         if template in constants.DTS_FILEBASED:
             path = store.get_path(spec)
             size = os.stat(path).st_size if os.path.isfile(path) else None
@@ -342,7 +363,8 @@ def blockdev_getstatus(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
     disk gives ``[0, True]``.  Used by the master's verify-disks
     (doc/protocols/opcodes.md, "Verify disks").
     """
-    return [_status(ctx, entry) for entry in disks]
+    store_of = _batch_stores(ctx)
+    return [_status(ctx, store_of, entry) for entry in disks]
 
 
 def blockdev_find(ctx: NodeContext, disk: dict) -> dict[str, Any] | None:

@@ -277,6 +277,14 @@ class LogicalVolume(base.BaseStorage):
         super().__init__(paths)
         self.runner = runner
         self.exclusive_storage = exclusive_storage
+        #: the volume groups' listings taken so far, once :meth:`remember_listings` is on
+        self._listings: dict[str, dict[str, LvInfo]] | None = None
+
+    def remember_listings(self) -> None:
+        """From now on look volumes up in one ``lvs`` listing per volume group, taken at
+        the first lookup: for a batch of queries on one node (verify-disks asks the
+        status of every disk at once), not for a device that changes meanwhile."""
+        self._listings = {}
 
     @staticmethod
     def split_id(disk: base.DiskSpec) -> tuple[str, str]:
@@ -294,6 +302,13 @@ class LogicalVolume(base.BaseStorage):
 
     def _lookup(self, vg: str, lv: str) -> LvInfo | None:
         """The volume ``vg/lv``, or None when it does not exist."""
+        if self._listings is not None:
+            if vg not in self._listings:
+                if self._vg(vg, required=False) is None:
+                    raise errors.StorageError(f"Volume group '{vg}' does not exist on this node")
+                self._listings[vg] = {i.name: i for i in list_lvs(self.runner, vg)
+                                      if i.vg == vg}
+            return self._listings[vg].get(lv)
         result = self.runner(["lvs", *_REPORT, "-o", _LV_FIELDS, f"{vg}/{lv}"])
         if result.failed:
             # lvs fails for a missing volume; tell that from a missing VG/tool

@@ -25,8 +25,8 @@ def runner(ctx) -> RecordingRunner:
 
 
 def plain_disk(size: int = 128, **kw) -> dict:
-    return serializer.to_data(objects.Disk(uuid=UUID, dev_type="plain", size=size,
-                                           logical_id=["xenvg", LV], **kw))
+    kw.setdefault("logical_id", ["xenvg", LV])
+    return serializer.to_data(objects.Disk(uuid=UUID, dev_type="plain", size=size, **kw))
 
 
 def test_create_plain(ctx, runner) -> None:
@@ -202,3 +202,18 @@ def test_an_inactive_volume_is_not_active_for_verify_disks(ctx, runner, tmp_path
     assert blockdev.blockdev_getstatus(ctx, [[plain_disk(), "inst1", 0]]) == [[128 << 20, True]]
     runner.on("lvs", stdout=LV_LINE.replace("-wi-a-----", "-wi-------"))
     assert blockdev.blockdev_getstatus(ctx, [[plain_disk(), "inst1", 0]]) == [[128 << 20, False]]
+
+
+def test_a_batch_of_statuses_lists_each_volume_group_once(ctx, runner) -> None:
+    """verify-disks asks for every disk of a node at once: one lvs of the VG serves them
+    all (and a missing volume is None, a volume of a missing VG too)."""
+    other = LV_LINE.replace(LV, "b2.disk0")
+    runner.on("lvs", stdout=LV_LINE + other)
+    entries = [[plain_disk(), "inst1", 0],
+               [plain_disk(logical_id=["xenvg", "b2.disk0"]), "inst2", 0],
+               [plain_disk(logical_id=["xenvg", "gone.disk0"]), "inst3", 0]]
+    assert [None if r is None else r[0] for r in blockdev.blockdev_getstatus(ctx, entries)] \
+        == [128 << 20, 128 << 20, None]
+    assert blockdev.blockdev_getdimensions(ctx, [e[0] for e in entries])[2] is None
+    assert len(runner.commands("lvs")) == 2          # one per call, not one per disk
+    assert all(c[-1] == "xenvg" for c in runner.commands("lvs"))
