@@ -26,11 +26,25 @@ TCP_PING_TIMEOUT = 2.0
 
 
 def hostname() -> str:
-    """This node's name: ``$GANETI_HOSTNAME`` when set, else the FQDN."""
+    """This node's name: ``$GANETI_HOSTNAME`` when set, else the FQDN.
+
+    The FQDN is the system host name resolved *forwards* (the resolver's
+    canonical name, as Ganeti does), never by a reverse lookup of its
+    address: a cluster name that shares the master's address in
+    ``/etc/hosts`` must not become the master node's name.  When the name
+    does not resolve, the host name itself is the answer.
+    """
     name = os.environ.get(constants.ENV_HOSTNAME)
     if name:
         return name.lower()
-    return socket.getfqdn().lower()
+    system = socket.gethostname()
+    try:
+        infos = socket.getaddrinfo(system, None, 0, socket.SOCK_STREAM, 0,
+                                   socket.AI_CANONNAME)
+    except (OSError, UnicodeError):
+        return system.lower()
+    canonical = next((info[3] for info in infos if info[3]), "")
+    return (canonical or system).lower()
 
 
 def resolve_hostname(name: str) -> tuple[str, str]:

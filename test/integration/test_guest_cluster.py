@@ -32,6 +32,16 @@ def test_cluster_verifies_clean(guest_cluster: GuestClusterFixture) -> None:
     assert "ERROR" not in res.stdout
 
 
+def test_every_node_is_known_by_its_own_name(guest_cluster: GuestClusterFixture) -> None:
+    """The master node is node1.vcluster, not the cluster name that shares its address
+    in /etc/hosts (the node's name is resolved forwards)."""
+    res = guest_cluster.gnt("gnt-node", "list", "--no-headers", "-o", "name")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.split() == ["node1.vcluster", "node2.vcluster", "node3.vcluster"]
+    res = guest_cluster.gnt("gnt-cluster", "getmaster")
+    assert res.stdout.strip() == "node1.vcluster", res.stdout + res.stderr
+
+
 def test_command_reaches_every_node(guest_cluster: GuestClusterFixture) -> None:
     res = guest_cluster.gnt("gnt-cluster", "command", "hostname")
     assert res.returncode == 0, res.stdout + res.stderr

@@ -18,6 +18,35 @@ def test_hostname_prefers_the_environment(monkeypatch: Any) -> None:
     assert net.hostname() == "node7.vcluster"
 
 
+def test_hostname_resolves_forwards_not_by_address(monkeypatch: Any) -> None:
+    """The canonical name of the system host name, even when another name (the
+    cluster's) comes first for the same address in /etc/hosts."""
+    monkeypatch.delenv(constants.ENV_HOSTNAME, raising=False)
+    monkeypatch.setattr(socket, "gethostname", lambda: "node1")
+    monkeypatch.setattr(socket, "gethostbyaddr", lambda addr: pytest.fail("reverse lookup"))
+    monkeypatch.setattr(socket, "getfqdn", lambda *a: pytest.fail("reverse lookup"))
+
+    def getaddrinfo(host: str, port: Any, family: int = 0, type_: int = 0, proto: int = 0,
+                    flags: int = 0) -> list[tuple[Any, ...]]:
+        assert host == "node1" and flags & socket.AI_CANONNAME
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "Node1.Example.COM",
+                 ("192.0.2.1", 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    assert net.hostname() == "node1.example.com"
+
+
+def test_hostname_falls_back_to_the_system_name(monkeypatch: Any) -> None:
+    monkeypatch.delenv(constants.ENV_HOSTNAME, raising=False)
+    monkeypatch.setattr(socket, "gethostname", lambda: "Lonely")
+
+    def getaddrinfo(*args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    assert net.hostname() == "lonely"
+
+
 def test_resolve_localhost() -> None:
     fqdn, ip = net.resolve_hostname("localhost")
     assert fqdn == fqdn.lower() and fqdn.startswith("localhost")
