@@ -19,7 +19,7 @@ setup(
         "inotify-simple>=1.3",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.2", "hypothesis>=6.100", "ruff>=0.5",
+        "test": ["pytest>=8", "pytest-timeout>=2.2", "pytest-xdist>=3.5", "hypothesis>=6.100", "ruff>=0.5",
                  "mypy>=2.4", "types-paramiko>=5.1", "PyYAML>=6.0",
                  "types-PyYAML>=6.0"],
     },

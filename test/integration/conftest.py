@@ -14,17 +14,19 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the items collected from this directory (the hook sees them all), those on
-    the guest cluster ``guests`` (``make test-guests``; not yet in ``make test``:
-    doc/vcluster.md, "Guest clusters"), and move
-    the ``guest_cluster_last`` tests to the end: they destroy the session's guest
-    cluster, which every module asking for ``guest_cluster`` shares."""
+    """Mark the items collected from this directory (the hook sees them all)
+    ``integration`` and those on the guest cluster ``guests``; put the guest
+    tests first (on ``make test``'s two workers their module group is the
+    longest, so it starts at once: test/conftest.py) and the
+    ``guest_cluster_last`` ones last among them: they destroy the cluster
+    the other guest tests share."""
     for item in items:
         if HERE in pathlib.Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.integration)
         if "guest_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.guests)
-    items.sort(key=lambda item: item.get_closest_marker("guest_cluster_last") is not None)
+    items.sort(key=lambda item: (item.get_closest_marker("guests") is None,
+                                 item.get_closest_marker("guest_cluster_last") is not None))
 
 
 @pytest.fixture(scope="session")
