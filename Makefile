@@ -71,10 +71,15 @@ typecheck: venv
 # Two pytest-xdist workers; a module's tests stay on one worker, and the guest-cluster
 # tests (qemu nodes, real LVM; root) form one group started first
 # (test/conftest.py; README.md, "Tests").
+# Their temporary directories are below a short fresh one (kept when a test fails): a
+# worker's adds "popen-gwN/" to every path, and a virtual cluster's Unix sockets must
+# stay within the 107 bytes of a socket address.
 TEST_WORKERS ?= 2
 unit: venv
+	tmp=$$(mktemp -d /tmp/gtXXXX) && \
 	GANETI_TEST_REQUIRE_HAIL=1 GANETI_TEST_REQUIRE_UPSTREAM=$$([ "$$(id -u)" = 0 ] && echo 1) \
-	  $(VPY) -m pytest test -m "not soak" -n $(TEST_WORKERS) --no-loadscope-reorder --durations=25
+	  $(VPY) -m pytest test -m "not soak" -n $(TEST_WORKERS) --no-loadscope-reorder \
+	  --basetemp=$$tmp/t --durations=25; rc=$$?; [ $$rc -eq 0 ] && rm -rf $$tmp; exit $$rc
 
 # Only the tests on a guest cluster (doc/vcluster.md, "Guest clusters"): 8-10 minutes.
 test-guests: venv debian-deps

@@ -1,0 +1,84 @@
+"""Upstream Ganeti's burnin (Debian package ``ganeti-3.0``) with ``-t plain`` against our
+master on the session's guest cluster (doc/compat.md, doc/storage.md).
+
+Burnin runs on the master node, unchanged, with Debian's python3: the
+guest's root is the host's, so the package ``make test`` installs on the
+host (``compat-deps``) is there too.  Our master answers on the standard
+socket path; upstream's query socket (``ganeti-query``) is the same socket,
+given that name in a private mount namespace for the run only.  Every step
+burnin runs for a non-mirrored LVM template is asserted: add, stop/start,
+grow disks, move to the other node, export/import, reinstall, reboot,
+rename, NICs, activate/deactivate disks, remove.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+import pytest
+
+from test.integration import upstream_cli
+from test.integration.guest_cluster_harness import GuestClusterFixture
+
+pytestmark = pytest.mark.timeout(1200)
+
+BURNIN = os.path.join(upstream_cli.UPSTREAM_DIR, "burnin")
+
+#: in a private mount namespace: the master socket also as ganeti-query, then the command
+_NS_SCRIPT = r"""
+set -e
+mount --make-rprivate /
+d=$(mktemp -d)
+mkdir "$d/orig" "$d/sock"
+mount --bind /var/run/ganeti/socket "$d/orig"
+ln -s "$d/orig/ganeti-master" "$d/sock/ganeti-master"
+ln -s "$d/orig/ganeti-master" "$d/sock/ganeti-query"
+mount --bind "$d/sock" /var/run/ganeti/socket
+exec "$@"
+"""
+
+#: what this cluster does not have: confd (add/detach disks)
+_SKIPS = ("--no-confd", "--no-add-disks")
+
+_STEPS = ("Creating instances", "Stopping and starting instances", "Growing disks",
+          "Moving instances", "Exporting and re-importing instances",
+          "Reinstalling instances", "Rebooting instances",
+          "Renaming the instances to their own name", "Adding and removing NICs",
+          "Activating/deactivating disks", "Removing instances")
+
+
+@pytest.fixture
+def upstream_burnin() -> str:
+    if not os.path.exists(BURNIN):
+        reason = f"{BURNIN} is missing (make compat-deps installs ganeti-3.0)"
+        if os.environ.get(upstream_cli.REQUIRE_ENV) == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return BURNIN
+
+
+def test_upstream_burnin_with_plain_disks(guest_cluster: GuestClusterFixture,
+                                          upstream_burnin: str) -> None:
+    names = ["burn1.vcluster", "burn2.vcluster"]
+    argv = [upstream_cli.SYSTEM_PYTHON, "-E", "-s", upstream_burnin, "-o", "tinyos+default",
+            "-t", "plain", "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
+            "-n", "node2.vcluster,node3.vcluster", "--no-ip-check", "--no-name-check",
+            *_SKIPS, *names]
+    master = guest_cluster.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
+    res = guest_cluster.ssh(master, ["unshare", "-m", "sh", "-c", _NS_SCRIPT, "sh", *argv],
+                            timeout=1100)
+    out = res.stdout + res.stderr
+    assert not res.failed, f"{shlex.join(argv)}:\n{out}"
+    for step in _STEPS:
+        assert f"- {step}" in out, f"{step} missing:\n{out}"
+    listed = guest_cluster.gnt("gnt-instance", "list", "--no-headers", "-o", "name").stdout
+    assert not set(names) & set(listed.split())
+    vg = guest_cluster.cluster.vg_name
+    for node in ("node2", "node3"):
+        lvs = guest_cluster.ssh(node, ["lvs", "--noheadings", "-o", "lv_name,lv_tags", vg])
+        assert not lvs.failed, lvs.stderr
+        assert not [line for line in lvs.stdout.splitlines() if "burn" in line], lvs.stdout
+    jobs = guest_cluster.gnt("gnt-job", "list", "--no-headers", "-o", "status,summary").stdout
+    assert "success INSTANCE_CREATE(burn1.vcluster)" in " ".join(jobs.split())
+    assert "success INSTANCE_MOVE(burn2.vcluster)" in " ".join(jobs.split())
