@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ganeti import constants, daemonctl
+from ganeti import constants, daemonctl, errors
 from ganeti.pathutils import Paths
 from ganeti.utils import pidfile
 
@@ -81,3 +81,42 @@ def test_stop_daemon_kills_a_process_that_ignores_sigterm(tmp_path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_master_daemons_start_side_by_side(tmp_path, monkeypatch) -> None:
+    """masterd and RAPI are started at once: each fake waits for the other to have begun
+    (a barrier that would break if they ran one after the other)."""
+    import threading
+
+    paths = Paths(root=str(tmp_path))
+    both = threading.Barrier(2, timeout=10)
+    started = []
+
+    def fake(name):  # type: ignore[no-untyped-def]
+        def start(p, **kwargs):  # type: ignore[no-untyped-def]
+            assert p is paths
+            both.wait()
+            started.append((name, kwargs.get("extra_args", ())))
+        return start
+
+    monkeypatch.setattr(daemonctl, "start_masterd", fake("masterd"))
+    monkeypatch.setattr(daemonctl, "start_rapi", fake("rapi"))
+    monkeypatch.setattr(daemonctl, "stop_daemon", lambda *a, **k: pytest.fail("stopped"))
+    daemonctl.start_master_daemons(paths, extra_args=["--no-voting"])
+    assert sorted(started) == [("masterd", ["--no-voting"]), ("rapi", ())]
+
+
+def test_a_master_daemon_that_cannot_start_stops_the_other(tmp_path, monkeypatch) -> None:
+    paths = Paths(root=str(tmp_path))
+    stopped = []
+
+    def masterd(p, **kwargs):  # type: ignore[no-untyped-def]
+        raise errors.OpExecError("Cannot start the master daemon (exit 1): no vote")
+
+    monkeypatch.setattr(daemonctl, "start_masterd", masterd)
+    monkeypatch.setattr(daemonctl, "start_rapi", lambda p, **kwargs: None)
+    monkeypatch.setattr(daemonctl, "stop_daemon",
+                        lambda p, daemon, **k: stopped.append(daemon) or True)
+    with pytest.raises(errors.OpExecError, match="no vote"):
+        daemonctl.start_master_daemons(paths)
+    assert stopped == [constants.RAPI, constants.MASTERD]

@@ -130,8 +130,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
             _csv(opts.enabled_disk_templates) or bootstrap.DEFAULT_DISK_TEMPLATES)),
         primary_ip_version=opts.primary_ip_version)
     daemonctl.start_noded(paths, master_ip, noded_port)
-    daemonctl.start_masterd(paths, extra_args=masterd_args())
-    daemonctl.start_rapi(paths)
+    daemonctl.start_master_daemons(paths, extra_args=masterd_args())
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait(wire.cluster_post_init(), opts, cl, feedback_fn=None)
     ssh_port = int(ndparams.get("ssh_port") or 22)
