@@ -150,6 +150,21 @@ def test_init_script_mounts_the_host_root_read_only_and_overlays() -> None:
     assert text.rstrip().endswith('"$vcg_python" -m tools.harness.guestinit')
 
 
+def test_init_script_shows_a_repository_the_guests_tmpfs_would_hide() -> None:
+    """A clone in /tmp (its venv too) is bind-mounted from the host's root, kept at
+    /run/hostroot, after the guest's own tmpfs went on /tmp and /run."""
+    text = guestimage.init_script()
+    view = text.index("mount --bind /newroot /hostview")
+    assert view < text.index("for d in ")           # before the overlays cover it
+    moved = text.index("mount --move /hostview /newroot/run/hostroot")
+    assert moved > text.index("tmpfs /newroot/tmp")
+    loop = text[moved:]
+    assert 'for p in "$vcg_repo" "${vcg_python%/bin/*}"; do' in loop
+    assert "/tmp/?*|/run/?*) " in loop
+    assert 'mount --bind "/newroot/run/hostroot$p" "/newroot$p"' in loop
+    assert loop.index("/newroot/run/hostroot$p") < loop.index("switch_root")
+
+
 def test_initramfs_entries_hold_busybox_modules_and_init() -> None:
     entries = guestimage.initramfs_entries(b"BB", [("dm_mod", b"M1"), ("drbd", b"M2")])
     names = [name for name, _, _ in entries]

@@ -16,7 +16,10 @@ node's state disk (the first virtio disk, ext4) and puts an overlay on
 mounts tmpfs on ``/run`` and ``/tmp``, brings up ``lo`` and ``eth0`` with
 the node's address, sets the host name, and hands over to the real root:
 ``<python> -m tools.harness.guestinit`` runs as PID 1 from the repository
-(visible at the same path through the host's root).  Everything comes from
+(visible at the same path through the host's root).  The host's root stays
+visible, unchanged, at ``/run/hostroot``; a repository or Python
+environment below ``/tmp`` or ``/run`` (a fresh clone in ``/tmp``, say),
+which the guest's own tmpfs would hide, is bind-mounted from there.  Everything comes from
 the kernel command line (``vcg.*`` words, :func:`kernel_cmdline`), so one
 build serves every node and every cluster.
 
@@ -129,6 +132,8 @@ for word in $(cat /proc/cmdline); do
 done
 if [ -n "$vcg_probe" ]; then echo "{PROBE_LINE}"; poweroff -f; fi
 mount -t virtiofs -o ro hostroot /newroot || fail "cannot mount the host's root (virtiofs)"
+mkdir -p /hostview
+mount --bind /newroot /hostview
 mount -t ext4 /dev/vda /state || fail "cannot mount the state disk /dev/vda"
 for d in {overlays}; do
   mkdir -p /state/$d/upper /state/$d/work
@@ -136,7 +141,14 @@ for d in {overlays}; do
 done
 mount -t tmpfs -o mode=0755 tmpfs /newroot/run
 mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
-mkdir -p /newroot/run/lock /newroot/run/lvm
+mkdir -p /newroot/run/lock /newroot/run/lvm /newroot/run/hostroot
+mount --move /hostview /newroot/run/hostroot
+# the repository and Python's environment where the guest's own /tmp or /run hide them
+for p in "$vcg_repo" "${{vcg_python%/bin/*}}"; do
+  case "$p" in
+    /tmp/?*|/run/?*) mkdir -p "/newroot$p" && mount --bind "/newroot/run/hostroot$p" "/newroot$p" || fail "cannot show $p" ;;
+  esac
+done
 hostname "$vcg_host"
 ip link set lo up
 ip addr add "$vcg_ip/$vcg_prefix" dev eth0 || fail "cannot configure eth0"
