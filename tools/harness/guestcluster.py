@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import asdict, dataclass, field
 
 from ganeti import constants, errors, ssh
@@ -434,7 +435,7 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
            log: Log | None = None) -> GuestCluster:
     """Create and boot a guest cluster of ``nodes`` nodes in ``directory``, then init it.
 
-    The other nodes join as :func:`_add_nodes` says (``master_ssh``: plain
+    The other nodes join as :func:`_init_and_add` says (``master_ssh``: plain
     ``gnt-node add`` on the master, SSH setup included).
 
     Raises :class:`errors.CommandError` naming the reason when guests cannot
@@ -492,57 +493,75 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
     log(f"Booting {nodes} guests ({memory_mib} MiB each)")
     _boot(gc, gnodes)
     log(f"Guests up after {time.monotonic() - started:.1f}s; initialising {gc.cluster_name}")
-    run_gnt(gc, init_argv(gc, accepts_vg_name=init_accepts_vg_name()),
-            node=gnodes[0].name)
-    _add_nodes(gc, gnodes[1:], log, master_ssh=master_ssh)
+    _init_and_add(gc, log, master_ssh=master_ssh)
     gc.create_seconds = round(time.monotonic() - started, 1)
     gc.save()
     return gc
 
 
-def _add_nodes(gc: GuestCluster, nodes: Sequence[GuestNode], log: Log, *,
-               master_ssh: bool) -> None:
-    """Add ``nodes`` on node1, side by side (the jobs take their locks as usual).
+def _init_and_add(gc: GuestCluster, log: Log, *, master_ssh: bool) -> None:
+    """``gnt-cluster init`` on node1, then every other node added, side by side.
 
-    ``master_ssh``: plain ``gnt-node add NODE``, whose client on the master
-    prepares the node over SSH.  Otherwise the host runs that same remote
-    step (``python3 -m ganeti.bootstrap join`` with the master's join data
-    on stdin) on every new node over its own SSH, then the master runs
-    ``gnt-node add --no-node-setup NODE``: the same end state, without the
-    master's SSH client (paramiko takes ~10 s to import under TCG, twice at
-    once on the master's CPUs).
+    ``master_ssh``: plain ``gnt-node add NODE`` on the master once ``init``
+    is done; its client prepares the node over SSH.  Otherwise the host
+    runs that same remote step (``python3 -m ganeti.bootstrap join``, the
+    master's join data on stdin) on every new node over its own SSH, then
+    the master runs ``gnt-node add --no-node-setup NODE``: the same end
+    state, without the master's SSH client (paramiko takes ~10 s to import
+    under TCG, twice at once on the master's CPUs).  The joins need only
+    the cluster certificate, so they begin as soon as ``init`` has written
+    it, while its daemons are still starting.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    master = gc.nodes[0].name
-    payload: dict[str, object] = {}
-    if not master_ssh:
-        res = run_on(gc, master, ["cat", Paths("/").server_pem])
-        if res.failed:
-            raise errors.CommandError(f"Cannot read the cluster certificate on {master}:"
-                                      f" {res.fail_reason}")
-        with open(gc.key_file) as fh:
-            key = fh.read()
-        with open(gc.key_file + ".pub") as fh:
-            pub = fh.read()
-        payload = {"server_pem": res.stdout, "ssh_key": key, "ssh_pub": pub,
-                   "port": constants.DEFAULT_NODED_PORT}
+    master, others = gc.nodes[0], gc.nodes[1:]
+    argv = init_argv(gc, accepts_vg_name=init_accepts_vg_name())
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(others))) + 1) as pool:
+        init = pool.submit(run_gnt, gc, argv, node=master.name)
+        joins = []
+        if others and not master_ssh:
+            payload = _join_payload(gc, _cluster_cert(gc, master, init))
+            joins = [pool.submit(_join, gc, node, payload, log) for node in others]
+        init.result()
+        for joined in joins:
+            joined.result()
+        option = [] if master_ssh else ["--no-node-setup"]
+        adds = [pool.submit(run_gnt, gc, ["gnt-node", "add", *option, node.name],
+                            node=master.name) for node in others]
+        for added in adds:
+            added.result()
 
-    def add(node: GuestNode) -> None:
-        log(f"Adding {node.name}")
-        if master_ssh:
-            run_gnt(gc, ["gnt-node", "add", node.name], node=master)
-            return
-        res = run_on(gc, node.name, "python3 -m ganeti.bootstrap join", timeout=300,
-                     input_data=json.dumps({**payload, "bind": node.ip}))
-        if res.failed:
-            raise errors.CommandError(f"Joining {node.name} failed ({res.fail_reason}):"
-                                      f" {res.stderr.strip()}")
-        run_gnt(gc, ["gnt-node", "add", "--no-node-setup", node.name], node=master)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(nodes)))) as pool:
-        for future in [pool.submit(add, n) for n in nodes]:
-            future.result()
+def _cluster_cert(gc: GuestCluster, master: GuestNode, init: Any) -> str:
+    """The cluster certificate on ``master`` as soon as ``init`` (a future) has written it."""
+    path = Paths("/").server_pem
+    while True:
+        done = init.done()
+        res = run_on(gc, master.name, f"cat {shlex.quote(path)} 2>/dev/null || true")
+        if not res.failed and "END CERTIFICATE" in res.stdout:  # written whole (renamed)
+            return res.stdout
+        if done:
+            init.result()       # init failed: its error
+            raise errors.CommandError(f"No cluster certificate on {master.name} after init")
+        time.sleep(1.0)
+
+
+def _join_payload(gc: GuestCluster, server_pem: str) -> dict[str, object]:
+    with open(gc.key_file) as fh:
+        key = fh.read()
+    with open(gc.key_file + ".pub") as fh:
+        pub = fh.read()
+    return {"server_pem": server_pem, "ssh_key": key, "ssh_pub": pub,
+            "port": constants.DEFAULT_NODED_PORT}
+
+
+def _join(gc: GuestCluster, node: GuestNode, payload: dict[str, object], log: Log) -> None:
+    log(f"Adding {node.name}")
+    res = run_on(gc, node.name, "python3 -m ganeti.bootstrap join", timeout=300,
+                 input_data=json.dumps({**payload, "bind": node.ip}))
+    if res.failed:
+        raise errors.CommandError(f"Joining {node.name} failed ({res.fail_reason}):"
+                                  f" {res.stderr.strip()}")
 
 
 def _write_wrappers(gc: GuestCluster) -> None:
