@@ -35,16 +35,32 @@ from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.pathutils import Paths
 from ganeti.private import Private
 
-__all__ = ["read_export", "import_disks", "ImportImage", "EXPORT_DIR"]
+__all__ = ["read_export", "import_disks", "ImportImage", "EXPORT_DIR", "FOREIGN_EXPORT_DIRS",
+           "source_name"]
 
 #: the export directory in canonical form (as node RPC names paths)
 EXPORT_DIR = Paths(root="/").export_dir
+
+#: where Debian's Ganeti packages keep exports: their clients (upstream's burnin) name an
+#: export by an absolute path below it, which means the export of that name here
+#: (doc/exports.md, "Source paths")
+FOREIGN_EXPORT_DIRS = ("/var/lib/ganeti/export",)
+
+
+def source_name(src_path: str) -> str:
+    """``src_path`` with a :data:`FOREIGN_EXPORT_DIRS` prefix made a name (else as is)."""
+    for foreign in FOREIGN_EXPORT_DIRS:
+        if src_path.startswith(foreign + "/"):
+            rest = posixpath.normpath(src_path[len(foreign) + 1:])
+            if rest not in (".", "..") and not rest.startswith("../"):
+                return rest
+    return src_path
 
 
 def _find_source(lu: LogicalUnit[OpInstanceCreate]) -> None:
     """Set ``op.src_node`` (searching the online nodes) and ``op.src_path``."""
     op, cfg = lu.op, lu.cfg
-    op.src_path = op.src_path or op.instance_name
+    op.src_path = source_name(op.src_path or op.instance_name)
     if op.src_node is not None:
         node = expand_node(cfg, op.src_node)
         check_node_online(node, " (export source)")

@@ -147,3 +147,15 @@ def test_waiting_for_the_answer_after_the_last_byte_is_no_stall() -> None:
     run_transfers(lu, [_xfer()], lambda m: None, clock=clock, sleep=clock.sleep, poll=1.0,
                   stall_after=10.0)
     assert clock() - 1000.0 == pytest.approx(30.0)
+
+
+def test_a_debian_export_path_names_the_export_of_that_name() -> None:
+    """Upstream clients built for Debian name exports below /var/lib/ganeti/export."""
+    from ganeti.cmdlib.instance_import import source_name
+
+    assert source_name("/var/lib/ganeti/export/burn1.example.com") == "burn1.example.com"
+    assert source_name("/var/lib/ganeti/export/a/../web1") == "web1"
+    # anything else stays as given (the node confines it to its export dir)
+    for path in ("/var/lib/ganeti/export/../config.data", "/var/lib/ganeti/export/",
+                 "/var/lib/ganeti/exportx/web1", "/srv/ganeti/export/web1", "web1"):
+        assert source_name(path) == path
