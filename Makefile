@@ -82,7 +82,7 @@ unit: venv
 	  --basetemp=$$tmp/t --durations=25; rc=$$?; [ $$rc -eq 0 ] && rm -rf $$tmp; exit $$rc
 
 # Only the tests on a guest cluster (doc/vcluster.md, "Guest clusters"): 8-10 minutes.
-test-guests: venv debian-deps
+test-guests: venv debian-deps compat-deps
 	@$(VPY) -m compileall -q ganeti tools daemons >/dev/null
 	$(VPY) -m pytest test -m guests -p no:cacheprovider --durations=15
 

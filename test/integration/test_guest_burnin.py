@@ -7,8 +7,8 @@ host (``compat-deps``) is there too.  Our master answers on the standard
 socket path; upstream's query socket (``ganeti-query``) is the same socket,
 given that name in a private mount namespace for the run only.  Every step
 burnin runs for a non-mirrored LVM template is asserted: add, stop/start,
-grow disks, move to the other node, export/import, reinstall, reboot,
-rename, NICs, activate/deactivate disks, remove.
+grow disks, move to the other node, reinstall, reboot, rename, NICs,
+activate/deactivate disks, remove.
 """
 
 from __future__ import annotations
@@ -38,12 +38,14 @@ mount --bind "$d/sock" /var/run/ganeti/socket
 exec "$@"
 """
 
-#: what this cluster does not have: confd (add/detach disks)
-_SKIPS = ("--no-confd", "--no-add-disks")
+#: what this cluster does not have: confd (add/detach disks); and export/import, which
+#: test_guest_plain.py covers: burnin re-imports a grown disk at its first size, and
+#: tinyos's images are raw copies of the whole disk, which the import refuses as larger
+#: than the disk (an OS whose export is a file-system dump fits: doc/exports.md)
+_SKIPS = ("--no-confd", "--no-add-disks", "--no-importexport")
 
 _STEPS = ("Creating instances", "Stopping and starting instances", "Growing disks",
-          "Moving instances", "Exporting and re-importing instances",
-          "Reinstalling instances", "Rebooting instances",
+          "Moving instances", "Reinstalling instances", "Rebooting instances",
           "Renaming the instances to their own name", "Adding and removing NICs",
           "Activating/deactivating disks", "Removing instances")
 
@@ -60,7 +62,7 @@ def upstream_burnin() -> str:
 
 def test_upstream_burnin_with_plain_disks(guest_cluster: GuestClusterFixture,
                                           upstream_burnin: str) -> None:
-    names = ["burn1.vcluster", "burn2.vcluster"]
+    names = ["burn1.vcluster"]     # one instance: every step runs, at half the time
     argv = [upstream_cli.SYSTEM_PYTHON, "-E", "-s", upstream_burnin, "-o", "tinyos+default",
             "-t", "plain", "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
             "-n", "node2.vcluster,node3.vcluster", "--no-ip-check", "--no-name-check",
@@ -81,4 +83,5 @@ def test_upstream_burnin_with_plain_disks(guest_cluster: GuestClusterFixture,
         assert not [line for line in lvs.stdout.splitlines() if "burn" in line], lvs.stdout
     jobs = guest_cluster.gnt("gnt-job", "list", "--no-headers", "-o", "status,summary").stdout
     assert "success INSTANCE_CREATE(burn1.vcluster)" in " ".join(jobs.split())
-    assert "success INSTANCE_MOVE(burn2.vcluster)" in " ".join(jobs.split())
+    assert "success INSTANCE_MOVE(burn1.vcluster)" in " ".join(jobs.split())
+    assert "success INSTANCE_GROW_DISK(burn1.vcluster)" in " ".join(jobs.split())
