@@ -32,7 +32,7 @@ from ganeti.hypervisor.kvm import qmp
 from ganeti.utils import io as uio
 from ganeti.utils import process
 
-__all__ = ["RunDir", "RUNTIME_FILE", "JOB_SAMPLES_FILE", "PIDFILE", "QMP_SOCKET",
+__all__ = ["RunDir", "runs_instance", "RUNTIME_FILE", "JOB_SAMPLES_FILE", "PIDFILE", "QMP_SOCKET",
            "SERIAL_SOCKET", "SERIAL_LOG", "QUIT_TIMEOUT", "process_exited"]
 
 logger = logging.getLogger(__name__)
@@ -47,6 +47,24 @@ SERIAL_LOG = "serial.log"
 _LOCK = ".lock"
 #: seconds a ``quit`` gets before SIGKILL, and SIGKILL before giving up
 QUIT_TIMEOUT = 10.0
+
+
+def runs_instance(pid: int, name: str) -> bool:
+    """Whether process ``pid`` is alive (not a zombie) and a qemu running ``name``."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            words = fh.read().split(b"\0")
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    if stat.rpartition(b")")[2].split()[:1] == [b"Z"]:
+        return False
+    try:
+        idx = words.index(b"-name")
+    except ValueError:
+        return False
+    return words[idx + 1:idx + 2] == [os.fsencode(name)]
 
 
 class RunDir:
@@ -169,23 +187,7 @@ class RunDir:
             pid = int(uio.read_file(self.path(name, PIDFILE)).strip())
         except (OSError, ValueError):
             return None
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                words = fh.read().split(b"\0")
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            return None
-        # a zombie (state Z) is dead; the pid must still run *this* instance
-        if stat.rpartition(b")")[2].split()[:1] == [b"Z"]:
-            return None
-        try:
-            idx = words.index(b"-name")
-        except ValueError:
-            return None
-        if words[idx + 1:idx + 2] != [os.fsencode(name)]:
-            return None
-        return pid
+        return pid if runs_instance(pid, name) else None
 
     @contextlib.contextmanager
     def qmp(self, name: str) -> Iterator[qmp.QmpClient]:
@@ -248,8 +250,10 @@ class RunDir:
 
     def wait_gone(self, name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` s until ``name`` has no qemu; False if it still has."""
+        # qemu removes its pid file on quit before it has exited: follow the process
+        pid = self.pid(name)
         deadline = self.monotonic() + timeout
-        while self.pid(name) is not None:
+        while self.pid(name) is not None or (pid is not None and runs_instance(pid, name)):
             if self.monotonic() >= deadline:
                 return False
             self.sleep(0.1)
