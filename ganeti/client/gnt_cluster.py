@@ -96,6 +96,11 @@ def _submit(op: dict[str, Any], opts: Any, **kwargs: Any) -> Any:
 
 # --- init / destroy ------------------------------------------------------------------
 
+#: seconds each daemon of a new cluster may take to start and answer: a slow node (an
+#: emulated one, or one under load) spends most of them importing
+INIT_START_TIMEOUT = 120.0
+
+
 def init_cluster(opts: Any, args: list[str]) -> int:
     """Initialise a new cluster with this node as its master."""
     from ganeti import bootstrap, daemonctl, luxi, pathutils
@@ -129,8 +134,9 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         ipolicy=ipolicy_opts.ipolicy_changes(opts, group=False, current=ipolicy_opts.default_source(
             _csv(opts.enabled_disk_templates) or bootstrap.DEFAULT_DISK_TEMPLATES)),
         primary_ip_version=opts.primary_ip_version)
-    daemonctl.start_noded(paths, master_ip, noded_port)
-    daemonctl.start_master_daemons(paths, extra_args=masterd_args())
+    daemonctl.start_noded(paths, master_ip, noded_port, timeout=INIT_START_TIMEOUT)
+    daemonctl.start_master_daemons(paths, extra_args=masterd_args(),
+                                   timeout=INIT_START_TIMEOUT)
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait(wire.cluster_post_init(), opts, cl, feedback_fn=None)
     ssh_port = int(ndparams.get("ssh_port") or 22)
