@@ -240,13 +240,14 @@ class RunDir:
 
     def quit(self, name: str) -> None:
         """QMP ``quit``, then SIGKILL if qemu is not gone within :data:`QUIT_TIMEOUT`."""
+        known = self.pid(name)
         try:
             with self.qmp(name) as client:
                 client.execute("quit")
         except qmp.QmpError as exc:
             logger.info("QMP quit of %s failed (%s), killing it", name, exc)
         if not self.wait_gone(name, QUIT_TIMEOUT):
-            self.kill(name)
+            self.kill(name, known)
 
     def wait_gone(self, name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` s until ``name`` has no qemu; False if it still has."""
@@ -259,9 +260,12 @@ class RunDir:
             self.sleep(0.1)
         return True
 
-    def kill(self, name: str) -> None:
-        """SIGKILL ``name``'s qemu (if any) and wait until it has exited."""
+    def kill(self, name: str, known_pid: int | None = None) -> None:
+        """SIGKILL ``name``'s qemu (if any; ``known_pid`` when its pid file is gone) and
+        wait until it has exited."""
         pid = self.pid(name)
+        if pid is None and known_pid is not None and runs_instance(known_pid, name):
+            pid = known_pid
         if pid is None:
             return
         try:
