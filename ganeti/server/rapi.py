@@ -116,7 +116,10 @@ class UsersTable:
 def _watch_files(targets: list[tuple[str, Callable[[], Any]]], stop: threading.Event,
                  wake: threading.Event) -> None:
     """Call a target's function when its file changes (inotify on the file's directory),
-    and every target's when ``wake`` is set (SIGHUP)."""
+    and every target's when ``wake`` is set (SIGHUP).
+
+    Every target is reloaded once as soon as the watches are in place, so a
+    change made between the daemon's start and the watches is not missed."""
     import inotify_simple  # type: ignore[import-untyped]
     flags = inotify_simple.flags
     mask = (flags.CLOSE_WRITE | flags.MOVED_TO | flags.MOVED_FROM | flags.CREATE
@@ -127,6 +130,7 @@ def _watch_files(targets: list[tuple[str, Callable[[], Any]]], stop: threading.E
             directory, name = os.path.split(path)
             os.makedirs(directory, exist_ok=True)
             by_watch.setdefault(ino.add_watch(directory, mask), {})[name] = reload
+        wake.set()
         while not stop.is_set():
             events = ino.read(timeout=250)
             if wake.is_set():
