@@ -11,14 +11,14 @@ protocol and the methods: doc/protocols/luxi.md.
 
 from __future__ import annotations
 
-from ganeti import constants, errors, serializer
+from ganeti import constants, errors, serializer, wiretypes
+from ganeti.wiretypes import JobId
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["ETX", "METHODS", "Method", "KINDS", "FrameBuffer", "encode_message",
+__all__ = ["ETX", "METHODS", "Method", "OPS", "JOBS", "FrameBuffer", "encode_message",
            "encode_request", "encode_response", "parse_request",
            "parse_response", "Request", "Client", "JOB_NOTCHANGED",
            "IDEMPOTENT_METHODS", "default_master_socket", "check_args",
@@ -91,62 +91,23 @@ class FrameBuffer:
 
 
 # --- argument types -----------------------------------------------------------
+# Annotations of the one validator of every wire (ganeti.wiretypes).
 
-_INT_MAX = 2 ** 63 - 1
+#: a job's opcodes on the wire: JSON objects (the client sends opcode objects
+#: as their dicts; the master validates each opcode when it builds the job)
+OPS = list[dict[str, object]]
+#: several jobs' opcodes
+JOBS = list[OPS]
 
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= _INT_MAX
-
-
-def _is_job_id(value: Any) -> bool:
-    if isinstance(value, str) and value.isdigit() and value.isascii():
-        value = int(value) if len(value) <= 19 else 0
-    return _is_int(value) and value > 0
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and abs(value) <= _INT_MAX)
-
-
-#: Argument kind -> (check, what the error says is expected, Python type).
-KINDS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
-    "any": (lambda v: True, "anything", "Any"),
-    "bool": (lambda v: isinstance(v, bool), "a boolean", "bool"),
-    "int": (_is_int, "an integer", "int"),
-    "number": (_is_number, "a number", "float"),
-    "number|null": (lambda v: v is None or _is_number(v), "a number or null", "float | None"),
-    "str": (lambda v: isinstance(v, str), "a string", "str"),
-    "str|null": (lambda v: v is None or isinstance(v, str), "a string or null", "str | None"),
-    "job_id": (_is_job_id, "a job id (a positive integer)", "int | str"),
-    "job_ids|null": (lambda v: v is None or (isinstance(v, list) and all(map(_is_job_id, v))),
-                     "a list of job ids (positive integers) or null",
-                     "list[int] | None"),
-    "int|null": (lambda v: v is None or _is_int(v), "an integer or null", "int | None"),
-    "fields": (_is_str_list, "a list of field names (strings)", "list[str]"),
-    "fields|null": (lambda v: v is None or _is_str_list(v), "a list of strings or null",
-                    "list[str] | None"),
-    "names|null": (lambda v: v is None or _is_str_list(v), "a list of names (strings) or null",
-                   "list[str] | None"),
-    "ops": (lambda v: isinstance(v, list) and all(isinstance(o, dict) for o in v),
-            "a list of opcodes (objects)", "list[Any]"),
-    "jobs": (lambda v: isinstance(v, list) and all(
-        isinstance(j, list) and all(isinstance(o, dict) for o in j) for j in v),
-             "a list of jobs (lists of opcodes)", "list[list[Any]]"),
-}
 
 class Method:
     """One row of the LUXI table: a method, its typed arguments and how to call it.
 
-    ``args``: ``(name, kind)`` per argument, in wire order; a ``?`` after
+    ``args``: ``(name, type)`` per argument, in wire order; a ``?`` after
     the name marks an optional trailing argument (the master accepts the
-    request without it).  ``kind`` is a key of :data:`KINDS`, which gives
-    its check (both ends), its Python type and what an error says.
+    request without it).  ``type`` is an annotation of
+    :mod:`ganeti.wiretypes`, whose validator checks it on both ends and
+    whose text the generated client method uses.
     ``idempotent``: a client may re-send the call once after the
     connection broke mid-call (reads, and changes with the same effect when
     repeated; never submissions).  ``wait``: the name of the argument that
@@ -159,7 +120,7 @@ class Method:
 
     __slots__ = ("name", "args", "idempotent", "wait", "result", "doc", "client", "defaults")
     name: str
-    args: tuple[tuple[str, str], ...]
+    args: tuple[tuple[str, Any], ...]
     idempotent: bool
     wait: str | None
     result: str
@@ -167,7 +128,7 @@ class Method:
     client: str
     defaults: dict[str, str]
 
-    def __init__(self, name: str, args: tuple[tuple[str, str], ...], *, idempotent: bool,
+    def __init__(self, name: str, args: tuple[tuple[str, Any], ...], *, idempotent: bool,
                  result: str, doc: str, wait: str | None = None, client: str | None = None,
                  defaults: dict[str, str] | None = None) -> None:
         self.name = name
@@ -187,44 +148,43 @@ class Method:
         return f"Method({self.name!r})"
 
 
-_IDS = "job_ids|null"
-_QUERY_OLD = (("names", "names|null"), ("fields", "fields"), ("use_locking?", "bool"))
+_QUERY_OLD = (("names", list[str] | None), ("fields", list[str]), ("use_locking?", bool))
 
 #: The LUXI methods the master serves, one row each: the one place they are
 #: listed.  The master checks every request against its row before running
 #: it (doc/protocols/luxi.md); the :class:`Client` methods are generated from
 #: it (``tools/gen_luxi_client.py``), and so is the test fake.
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("SubmitJob", (("ops", "ops"),), idempotent=False, result="int",
+    Method("SubmitJob", (("ops", OPS),), idempotent=False, result="int",
            doc="Submit one job (a list of opcodes); returns its id."),
-    Method("SubmitJobToDrainedQueue", (("ops", "ops"),), idempotent=False, result="int",
+    Method("SubmitJobToDrainedQueue", (("ops", OPS),), idempotent=False, result="int",
            doc="Like SubmitJob, ignoring the drain flag."),
-    Method("SubmitManyJobs", (("jobs", "jobs"),), idempotent=False, result="list[list[Any]]",
+    Method("SubmitManyJobs", (("jobs", JOBS),), idempotent=False, result="list[list[Any]]",
            doc="Submit several jobs; returns [success, job_id_or_error] per job."),
-    Method("WaitForJobChange", (("job_id", "job_id"), ("fields", "fields"),
-                                ("prev_job_info", "any"), ("prev_log_serial", "int|null"),
-                                ("timeout", "number")),
+    Method("WaitForJobChange", (("job_id", JobId), ("fields", list[str]),
+                                ("prev_job_info", object), ("prev_log_serial", int | None),
+                                ("timeout", float)),
            idempotent=True, wait="timeout", result="Any", client="WaitForJobChangeOnce",
            defaults={"timeout": "constants.LUXI_WFJC_TIMEOUT"},
            doc='One wait for a job change: "nochange" or [job_info, log_entries].'),
-    Method("PickupJob", (("job_id", "job_id"),), idempotent=False, result="Any",
+    Method("PickupJob", (("job_id", JobId),), idempotent=False, result="Any",
            doc="Adopt a job written to the queue by another process."),
-    Method("CancelJob", (("job_id", "job_id"), ("kill?", "bool")), idempotent=True,
+    Method("CancelJob", (("job_id", JobId), ("kill?", bool)), idempotent=True,
            result="list[Any]", defaults={"kill": "False"},
            doc="Cancel a queued or waiting job; returns [success, message]."),
-    Method("ArchiveJob", (("job_id", "job_id"),), idempotent=True, result="bool",
+    Method("ArchiveJob", (("job_id", JobId),), idempotent=True, result="bool",
            doc="Archive a finished job; returns whether it was archived."),
-    Method("AutoArchiveJobs", (("age", "number"), ("timeout", "number")), idempotent=True,
+    Method("AutoArchiveJobs", (("age", float), ("timeout", float)), idempotent=True,
            wait="timeout", result="list[int]",
            doc="Archive jobs older than age seconds (-1: all); returns [archived, left]."),
-    Method("ChangeJobPriority", (("job_id", "job_id"), ("priority", "int")), idempotent=True,
+    Method("ChangeJobPriority", (("job_id", JobId), ("priority", int)), idempotent=True,
            result="list[Any]", doc="Change a job's priority; returns [success, message]."),
-    Method("QueryJobs", (("job_ids", _IDS), ("fields", "fields")), idempotent=True,
+    Method("QueryJobs", (("job_ids", list[JobId] | None), ("fields", list[str])), idempotent=True,
            result="list[Any]", doc="Rows of job fields; None in place of an unknown job."),
-    Method("Query", (("what", "str"), ("fields", "fields"), ("qfilter", "any")),
+    Method("Query", (("what", str), ("fields", list[str]), ("qfilter", object)),
            idempotent=True, result="dict[str, Any]",
            doc="Query2: {fields: [fielddefs], data: [[[status, value], ...], ...]}."),
-    Method("QueryFields", (("what", "str"), ("fields", "fields|null")), idempotent=True,
+    Method("QueryFields", (("what", str), ("fields", list[str] | None)), idempotent=True,
            result="dict[str, Any]", doc="Field definitions of a resource: {fields: [...]}."),
     Method("QueryInstances", _QUERY_OLD, idempotent=True, result="list[Any]",
            defaults={"use_locking": "False"}, doc="Old-style instance query (rows)."),
@@ -234,28 +194,28 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            defaults={"use_locking": "False"}, doc="Old-style node group query (rows)."),
     Method("QueryNetworks", _QUERY_OLD, idempotent=True, result="list[Any]",
            defaults={"use_locking": "False"}, doc="Old-style network query (rows)."),
-    Method("QueryExports", (("nodes", "names|null"), ("use_locking?", "bool")),
+    Method("QueryExports", (("nodes", list[str] | None), ("use_locking?", bool)),
            idempotent=True, result="dict[str, Any]", defaults={"use_locking": "False"},
            doc="Exports per node."),
-    Method("QueryConfigValues", (("fields", "fields"),), idempotent=True, result="list[Any]",
+    Method("QueryConfigValues", (("fields", list[str]),), idempotent=True, result="list[Any]",
            doc="Cluster configuration values (cluster_name, drain_flag, ...)."),
     Method("QueryClusterInfo", (), idempotent=True, result="dict[str, Any]",
            doc="The cluster information dict."),
-    Method("QueryTags", (("kind", "str"), ("name", "str|null")), idempotent=True,
+    Method("QueryTags", (("kind", str), ("name", str | None)), idempotent=True,
            result="list[str]",
            doc="Tags of one object (kind: cluster, node, instance, nodegroup, network)."),
-    Method("SetDrainFlag", (("flag", "bool"),), idempotent=True, result="Any",
+    Method("SetDrainFlag", (("flag", bool),), idempotent=True, result="Any",
            doc="Set or clear the job queue drain flag."),
-    Method("SetWatcherPause", (("until", "number|null"),), idempotent=True, result="Any",
+    Method("SetWatcherPause", (("until", float | None),), idempotent=True, result="Any",
            doc="Pause the watcher until a timestamp (None: resume)."),
-    Method("WaitForEvents", (("last_id", "int|null"), ("event_filter", "any"),
-                             ("timeout", "number")),
+    Method("WaitForEvents", (("last_id", int | None), ("event_filter", object),
+                             ("timeout", float)),
            idempotent=True, wait="timeout", result="dict[str, Any]",
            defaults={"event_filter": "None", "timeout": "constants.LUXI_WFJC_TIMEOUT"},
            doc="Events after last_id (None: from now), waiting up to timeout."),
     Method("QueryMetrics", (), idempotent=True, result="list[dict[str, Any]]",
            doc="The master daemon's figures (metric families, see ganeti.metrics)."),
-    Method("DrainMaster", (("seconds", "number"),), idempotent=True, result="dict[str, Any]",
+    Method("DrainMaster", (("seconds", float),), idempotent=True, result="dict[str, Any]",
            doc="Refuse submissions for seconds (0: accept again), then flush the replication."),
 )}
 
@@ -282,15 +242,11 @@ def check_args(method: str, args: list[Any]) -> None:
         want = str(required) if required == len(spec) else f"{required} to {len(spec)}"
         raise errors.ParameterError(f"{method} takes {want} argument(s), got {len(args)}",
                                     errors.ECODE_INVAL)
-    for (name, kind), value in zip(spec, args):
-        check, expected, _ = KINDS[kind]
-        if not check(value):
-            shown = serializer.dumps(value)
-            if len(shown) > 80:
-                shown = shown[:77] + "..."
-            raise errors.ParameterError(
-                f"{method}: argument '{name.rstrip('?')}' must be {expected}, got {shown}",
-                errors.ECODE_INVAL)
+    for (name, tp), value in zip(spec, args):
+        try:
+            wiretypes.check_value(tp, value, name.rstrip("?"), max_items=None)
+        except errors.ParameterError as exc:
+            raise errors.ParameterError(f"{method}: {exc.args[0]}", errors.ECODE_INVAL) from None
 
 
 def encode_message(obj: Any, *, spliced: bool = False) -> bytes:

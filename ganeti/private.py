@@ -38,6 +38,13 @@ class Private:
     """A value shown as :data:`REDACTED` everywhere; :meth:`get` gives it."""
 
     __slots__ = ("_value",)
+    #: what a wrong value's error says is expected (:mod:`ganeti.wiretypes`)
+    wire_doc = "a private string or number"
+
+    @staticmethod
+    def wire_check(value: Any, where: str) -> Private:
+        """The validator's check of a ``Private`` annotation (:mod:`ganeti.wiretypes`)."""
+        return check_not_redacted(value, where)
 
     def __init__(self, value: Any) -> None:
         self._value = value.get() if isinstance(value, Private) else value

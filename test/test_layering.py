@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "ganeti.pathutils": 1,
     "ganeti.serializer": 1,
     "ganeti.private": 1,
+    "ganeti.wiretypes": 1,
     "ganeti.redact": 1,
     "ganeti.utils": 1,
     "ganeti.aliases": 1,

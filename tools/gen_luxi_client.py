@@ -2,7 +2,7 @@
 """Generate the typed methods of ``ganeti.luxi.Client`` from the LUXI table.
 
 The methods live in ``ganeti/luxi.py`` between the two marker lines below,
-one per row of ``luxi.METHODS``: typed arguments (from ``luxi.KINDS``), the
+one per row of ``luxi.METHODS``: typed arguments (the rows' annotations), the
 row's client defaults, its doc line, opcode objects turned into dicts, and
 a read timeout stretched for long polls.  Every method also takes the
 keyword ``read_timeout`` (seconds) for a caller that needs its own read
@@ -48,20 +48,24 @@ def _wrap(opening: str, items: list[str], closing: str, width: int = 99) -> str:
 
 def _method(row: object) -> str:
     """The source of one client method (4-space class indent)."""
-    from ganeti import luxi
+    from ganeti import luxi, wiretypes
     assert isinstance(row, luxi.Method)
+    # the client takes opcode objects too, and turns them into dicts
+    # (and a list of ids as ints: a list type is invariant for mypy)
+    names: dict[object, str] = {luxi.OPS: "list[Any]", luxi.JOBS: "list[list[Any]]",
+                                list[luxi.JobId]: "list[int]"}
     params, values = [], []
-    for raw, kind in row.args:
+    for raw, tp in row.args:
         name = raw.rstrip("?")
         if name == READ_TIMEOUT:
             raise SystemExit(f"{row.name}: argument name {READ_TIMEOUT!r} is reserved for"
                              " the client's read timeout")
-        annotation = luxi.KINDS[kind][2]
+        annotation = wiretypes.annotation_text(tp, names)
         default = row.defaults.get(name)
         params.append(f"{name}: {annotation}" + (f" = {default}" if default else ""))
-        if kind == "ops":
+        if tp == luxi.OPS:
             values.append(f"_ops_to_data({name})")
-        elif kind == "jobs":
+        elif tp == luxi.JOBS:
             values.append(f"[_ops_to_data(ops) for ops in {name}]")
         else:
             values.append(name)

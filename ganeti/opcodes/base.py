@@ -5,10 +5,10 @@ Every operation is a ``@dataclass(kw_only=True)`` subclass of
 (``OpTestDelay`` -> ``OP_TEST_DELAY``); ``OP_DSC_FIELD`` names the field
 shown in job summaries (``TEST_DELAY(0.0)``).
 
-Fields are validated from their annotations in one place
-(:func:`check_value`); extra constraints go into the field metadata with
-:func:`param`.  Every value also gets type-level bounds, whatever its
-annotation (``Any`` included, at any depth): integers fit a signed 64-bit
+Fields are validated from their annotations by the one validator of every
+wire (:func:`ganeti.wiretypes.check_value`); extra constraints go into the
+field metadata with :func:`param`.  Every value also gets type-level
+bounds, whatever its annotation (``Any`` included, at any depth): integers fit a signed 64-bit
 word (:data:`INT_MIN`..:data:`INT_MAX`), floats are finite, and a list or
 dict holds at most :data:`MAX_ITEMS` entries (a field's ``max_len`` may
 lower that), so a request too large or a number out of range is refused
@@ -27,9 +27,7 @@ run time::
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
-import types
 import typing
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -37,18 +35,14 @@ from typing import Any, ClassVar
 
 from ganeti import constants, errors
 from ganeti.opcodes import upstream
-from ganeti.private import Private, check_not_redacted
+from ganeti.wiretypes import (INT_MAX, INT_MIN, MAX_ITEMS, check_data, check_value,
+                              check_len as _check_len, check_number as _check_number)
 
 __all__ = ["OpCode", "param", "check_value", "check_data", "op_id_from_class_name",
            "validate_depends", "validate_reason", "INT_MIN", "INT_MAX", "MAX_ITEMS"]
 
 _FINAL = sorted(constants.JOBS_FINALIZED)
 
-#: Type-level range of every integer in an opcode (a signed 64-bit word).
-INT_MIN = -(2 ** 63)
-INT_MAX = 2 ** 63 - 1
-#: Most entries of any list or dict in an opcode (a field's ``max_len`` may be lower).
-MAX_ITEMS = 10_000
 
 
 def op_id_from_class_name(name: str) -> str:
@@ -80,115 +74,6 @@ def param(default: Any = dataclasses.MISSING, *, doc: str = "",
     if default is dataclasses.MISSING:
         return field(metadata=meta)
     return field(default=default, metadata=meta)
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def check_value(tp: Any, value: Any, where: str) -> Any:
-    """Check ``value`` against the annotation ``tp``; returns it (ints become
-    floats where a float is expected).
-
-    A :class:`~ganeti.private.Private` annotation wraps the value (see
-    :mod:`ganeti.private`).  Raises :class:`errors.ParameterError` naming
-    ``where``, also for values outside the type-level bounds (see the
-    module docstring).
-    """
-    if tp is Any:
-        check_data(value, where)
-        return value
-    if tp is Private:
-        return check_not_redacted(value, where)
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        last: errors.ParameterError | None = None
-        for arm in args:
-            if arm is type(None):
-                continue
-            try:
-                return check_value(arm, value, where)
-            except errors.ParameterError as exc:
-                last = exc
-        raise last or errors.ParameterError(f"Parameter '{where}': invalid value {value!r}",
-                                            errors.ECODE_INVAL)
-    if origin is typing.Literal:
-        if value not in args:
-            raise errors.ParameterError(
-                f"Parameter '{where}' must be one of {list(args)}, got {value!r}", errors.ECODE_INVAL)
-        return value
-    if origin in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise errors.ParameterError(
-                f"Parameter '{where}' must be a list, got {type(value).__name__}", errors.ECODE_INVAL)
-        _check_len(value, MAX_ITEMS, where)
-        inner = args[0] if args else Any
-        return [check_value(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise errors.ParameterError(
-                f"Parameter '{where}' must be a dict, got {type(value).__name__}", errors.ECODE_INVAL)
-        _check_len(value, MAX_ITEMS, where)
-        kt, vt = args if len(args) == 2 else (Any, Any)
-        return {check_value(kt, k, f"{where} key"): check_value(vt, v, f"{where}.{k}")
-                for k, v in value.items()}
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            _check_number(value, where)
-            return float(value)
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return _check_number(value, where)
-    elif tp is type(None):
-        if value is None:
-            return None
-    elif isinstance(tp, type) and isinstance(value, tp):
-        return value
-    raise errors.ParameterError(
-        f"Parameter '{where}' must be of type {_type_name(tp)}, got {type(value).__name__} ({value!r})",
-        errors.ECODE_INVAL)
-
-
-def _check_len(value: Any, limit: int, where: str) -> None:
-    if len(value) > limit:
-        raise errors.ParameterError(
-            f"Parameter '{where}' has {len(value)} entries, at most {limit} are allowed",
-            errors.ECODE_INVAL)
-
-
-def _check_number(value: Any, where: str) -> Any:
-    """``value`` if it is a finite number inside the type-level range; raises otherwise."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise errors.ParameterError(
-                f"Parameter '{where}' must be a finite number, got {value!r}", errors.ECODE_INVAL)
-    elif not INT_MIN <= value <= INT_MAX:
-        raise errors.ParameterError(
-            f"Parameter '{where}' is out of range ({INT_MIN}..{INT_MAX}): {value!r}",
-            errors.ECODE_INVAL)
-    return value
-
-
-def check_data(value: Any, where: str) -> None:
-    """Apply the type-level bounds to free-form data (an ``Any`` field), at every depth.
-
-    Raises :class:`errors.ParameterError` naming the offending element.
-    """
-    if isinstance(value, (bool, str)) or value is None:
-        return
-    if isinstance(value, (int, float)):
-        _check_number(value, where)
-    elif isinstance(value, dict):
-        _check_len(value, MAX_ITEMS, where)
-        for key, item in value.items():
-            check_data(item, f"{where}.{key}")
-    elif isinstance(value, (list, tuple)):
-        _check_len(value, MAX_ITEMS, where)
-        for i, item in enumerate(value):
-            check_data(item, f"{where}[{i}]")
 
 
 def validate_depends(value: Any) -> list[list[Any]] | None:

@@ -39,11 +39,11 @@ overrides them per class (tests shorten them to fractions of a second).
 Argument types
 --------------
 Arguments are positional on the wire (a JSON list) and named here (the
-stubs take them by keyword).  A type
-is one of ``str, int, float, bool, list, dict``, a tuple of them, ``None``
-(JSON null) inside such a tuple, or :data:`ANY`.  ``int`` refuses booleans,
-``float`` accepts integers.  :func:`check_args` validates a decoded
-argument list against a row; both sides use it.
+stubs take them by keyword).  A type is an annotation of the one validator
+of every wire, :mod:`ganeti.wiretypes`: here ``str, int, float, bool, list,
+dict``, or one of them ``| None``.  ``int`` refuses booleans, ``float``
+accepts integers.  :func:`check_args` validates a decoded argument list
+against a row with it; both sides use it.
 
 Paths on the wire
 -----------------
@@ -67,10 +67,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ganeti import errors, wiretypes
+
 __all__ = [
     "FENCED_CALLS", "FENCED_PREFIX", "KEEPALIVE_CALLS", "KEEPALIVE_WRITE_CALLS", "epoch_query", "parse_epoch_query",
     "URGENT", "FAST", "NORMAL", "SLOW", "TMO_4HRS", "TMO_1DAY", "TIMEOUTS",
-    "ANY", "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
+    "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
 ]
 
 URGENT = "urgent"
@@ -85,15 +87,7 @@ TIMEOUTS: dict[str, float] = {
 }
 
 
-class _Any:
-    """Marker type: any JSON value is accepted."""
-
-    def __repr__(self) -> str:
-        return "ANY"
-
-
-ANY = _Any()
-ArgType = Any  # a type, a tuple of types/None, or ANY
+ArgType = Any  # an annotation of ganeti.wiretypes
 
 
 @dataclass(frozen=True)
@@ -116,8 +110,8 @@ def _row(name: str, args: list[tuple[str, ArgType]], timeout: str, doc: str) -> 
     return RpcCall(name, tuple(args), timeout, doc)
 
 
-_OPT_INT = (int, None)
-_OPT_FLOAT = (float, None)
+_OPT_INT = int | None
+_OPT_FLOAT = float | None
 
 _ROWS = [
     # --- node ---
@@ -276,7 +270,7 @@ _ROWS = [
          "Overwrite size bytes (<= 1 GiB) at offset with zeros, fsync'ed. -> bytes written"),
     _row("blockdev_checksum", [("disk", dict)], SLOW,
          "{sha1, size} of the whole volume (to verify a copy)."),
-    _row("storage_list", [("su_name", str), ("su_args", list), ("name", (str, None)),
+    _row("storage_list", [("su_name", str), ("su_args", list), ("name", str | None),
                           ("fields", list)], FAST,
          "Storage units of type su_name (file/sharedfile: su_args [directory]), only"
          " name if given: [[value per field], ...] (doc/storage.md)."),
@@ -337,7 +331,7 @@ _ROWS = [
     _row("hooks_list", [], URGENT,
          "Names of the non-empty <hpath>-<phase>.d directories under the node's"
          " hooks directory (sorted)."),
-    _row("replicate_state", [("config", (list, None)), ("ssconf_values", (dict, None)),
+    _row("replicate_state", [("config", list | None), ("ssconf_values", dict | None),
                              ("queue_files", list)], FAST,
          "One replication push to a master candidate: write config ([canonical name,"
          " content] or null), ssconf values (or null) and queue files like"
@@ -408,32 +402,6 @@ KEEPALIVE_WRITE_CALLS = frozenset(["jobqueue_update_many", "jobqueue_rename",
 CALLS: dict[str, RpcCall] = {row.name: row for row in _ROWS}
 
 
-def _type_name(tp: ArgType) -> str:
-    if tp is ANY:
-        return "any"
-    if tp is None:
-        return "null"
-    if isinstance(tp, tuple):
-        return " or ".join(_type_name(t) for t in tp)
-    return tp.__name__
-
-
-def _matches(value: Any, tp: ArgType) -> bool:
-    if tp is ANY:
-        return True
-    if isinstance(tp, tuple):
-        return any(_matches(value, t) for t in tp)
-    if tp is None:
-        return value is None
-    if tp is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if tp is list:
-        return isinstance(value, (list, tuple))
-    return isinstance(value, tp)
-
-
 def check_args(call: RpcCall, args: Any) -> str | None:
     """Why ``args`` does not fit ``call`` (a readable message), or None if it does."""
     if not isinstance(args, (list, tuple)):
@@ -442,9 +410,10 @@ def check_args(call: RpcCall, args: Any) -> str | None:
         return (f"{call.name}: expected {len(call.args)} argument(s)"
                 f" ({', '.join(call.arg_names) or 'none'}), got {len(args)}")
     for (name, tp), value in zip(call.args, args):
-        if not _matches(value, tp):
-            return (f"{call.name}: argument {name!r} must be {_type_name(tp)},"
-                    f" not {type(value).__name__}")
+        try:
+            wiretypes.check_value(tp, value, name, max_items=None)
+        except errors.ParameterError as exc:
+            return f"{call.name}: {exc.args[0]}"
     return None
 
 

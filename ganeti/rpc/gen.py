@@ -18,6 +18,7 @@ import sys
 import textwrap
 from collections.abc import Mapping
 
+from ganeti import wiretypes
 from ganeti.rpc import defs
 
 __all__ = ["render", "annotation", "STUBS_PATH", "RESERVED", "main"]
@@ -27,7 +28,7 @@ STUBS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stubs.py"
 #: stub parameters of their own: no row may name an argument like them
 RESERVED = frozenset(["self", "node_or_nodes", "rpc_timeout"])
 
-_NAMES = {str: "str", int: "int", float: "float", bool: "bool", list: "JsonList", dict: "JsonDict"}
+_NAMES: dict[object, str] = {list: "JsonList", dict: "JsonDict"}
 
 _HEADER = '''\
 """Typed ``call_<procedure>`` methods, one per row of :mod:`ganeti.rpc.defs`.
@@ -73,16 +74,7 @@ class RpcStubs:
 
 def annotation(tp: defs.ArgType) -> str:
     """The Python annotation text for a row's argument type."""
-    if tp is defs.ANY:
-        return "Any"
-    if tp is None:
-        return "None"
-    if isinstance(tp, tuple):
-        return " | ".join(annotation(t) for t in tp)
-    try:
-        return _NAMES[tp]
-    except (KeyError, TypeError):
-        raise ValueError(f"no annotation for RPC argument type {tp!r}") from None
+    return wiretypes.annotation_text(tp, _NAMES)
 
 
 def _wrap(head: str, items: list[str], tail: str, indent: str) -> list[str]:

@@ -38,7 +38,8 @@ VERBS: tuple[tuple[str, ...], ...] = (
 #: configuration, bootstrap, RPC, TLS, ...) is a start-up regression
 ALLOWED_GANETI = frozenset({
     "ganeti", "ganeti.constants", "ganeti.errors", "ganeti.luxi", "ganeti.private",
-    "ganeti.serializer", "ganeti.pathutils", "ganeti.ssconfstore", "ganeti.query",
+    "ganeti.serializer", "ganeti.wiretypes", "ganeti.pathutils", "ganeti.ssconfstore",
+    "ganeti.query",
     "ganeti.opcodes", "ganeti.opcodes.wire",
     "ganeti.utils", "ganeti.utils.units", "ganeti.utils.pidfile",
     "ganeti.cli", "ganeti.cli.argparse_lite", "ganeti.cli.failure", "ganeti.cli.ipolicy_opts",

@@ -34,13 +34,13 @@ def test_positional_arguments_are_refused() -> None:
 
 @pytest.mark.parametrize("kwargs, why", [
     ({"disk": {}, "amount": "10", "dryrun": True, "backingstore": False, "excl_stor": False},
-     "argument 'amount' must be int, not str"),
+     "Parameter 'amount' must be an integer, got '10'"),
     ({"disk": {}, "amount": True, "dryrun": True, "backingstore": False, "excl_stor": False},
-     "argument 'amount' must be int, not bool"),
+     "Parameter 'amount' must be an integer, got True"),
     ({"disk": [], "amount": 1, "dryrun": True, "backingstore": False, "excl_stor": False},
-     "argument 'disk' must be dict, not list"),
+     r"Parameter 'disk' must be an object, got \[\]"),
     ({"disk": {}, "amount": 1, "dryrun": None, "backingstore": False, "excl_stor": False},
-     "argument 'dryrun' must be bool, not NoneType"),
+     "Parameter 'dryrun' must be a boolean, got None"),
 ], ids=["str-for-int", "bool-for-int", "list-for-dict", "null-for-bool"])
 def test_wrong_argument_type_is_refused(kwargs: dict[str, Any], why: str) -> None:
     rpc: Any = FakeRpc()

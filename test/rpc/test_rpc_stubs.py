@@ -48,7 +48,7 @@ def test_generator_check_mode_reports_fresh_file() -> None:
 
 
 def test_generator_sees_a_changed_row() -> None:
-    extra = defs.RpcCall("node_powercycle_twice", (("hypervisor", str), ("count", (int, None))),
+    extra = defs.RpcCall("node_powercycle_twice", (("hypervisor", str), ("count", int | None)),
                          defs.FAST, "Made up for this test.")
     text = gen.render({**defs.CALLS, extra.name: extra})
     assert text != gen.render()
