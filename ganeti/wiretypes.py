@@ -188,6 +188,8 @@ def check_value(tp: Any, value: Any, where: str, max_items: int | None = MAX_ITE
     elif tp is list or tp is dict:
         if isinstance(value, (list, tuple) if tp is list else dict):
             return value
+    elif isinstance(tp, (_GENERIC, _UNION)):
+        return _check_generic(tp, value, where, max_items)
     elif (wire_check := getattr(tp, "wire_check", None)) is not None:
         return wire_check(value, where)
     elif tp is _typing_attr("Any"):
