@@ -1,19 +1,20 @@
-"""The forking HTTPS server core: accept, TLS handshakes, request slots, one child per connection.
+"""The forking runner of the HTTPS accept loop: request slots, one child per connection.
 
-The node daemon's connection engine (doc/protocols/rpc.md, "The HTTP package");
+The node daemon's connection engine (doc/protocols/rpc.md, "The HTTP package"):
+the one accept loop (:class:`ganeti.http.acceptor.AcceptLoop`: listening,
+accepting, TLS handshakes, eviction) with a child process per connection;
 what a request *means* is the handler's business (``NodedRequestHandler``
 in :mod:`ganeti.server.noded`), plugged in as a
 :class:`socketserver.BaseRequestHandler` class.
 
 The parent never blocks and never waits for a child:
 
-* **Accept and handshake.**  Accepted connections wait in a
+* **Handshakes.**  Accepted connections wait in the loop's
   :class:`~ganeti.http.handshake.HandshakePool` (no process) until their
   ClientHello is in; then an idle pre-forked spare child
   (:class:`~ganeti.http.spare.SparePool`) takes the connection and does
-  the handshake itself, or the parent does it and forks a child that
-  inherits the established connection.  Out of descriptors, the oldest
-  silent peer is evicted.
+  the handshake itself (:meth:`ForkingServer.take_hello`), or the parent
+  does it and forks a child that inherits the established connection.
 * **Request slots.**  At most :attr:`Limits.max_children` children whose
   peer completed the handshake run at once; an established connection
   beyond that waits (in the parent) up to :attr:`Limits.busy_wait`
@@ -38,22 +39,19 @@ cores (the LUXI server takes it too); it is re-exported here.
 from __future__ import annotations
 
 import collections
-import errno
 import gc
 import logging
 import os
-import selectors
 import signal
 import socket
-import socketserver
 import ssl
 import struct
-import threading
 import time
 from collections.abc import Iterable
 from typing import Any, Callable, NamedTuple, NoReturn
 
-from ganeti.http import handshake, spare
+from ganeti.http import spare
+from ganeti.http.acceptor import AcceptLoop
 from ganeti.http.limits import Limits
 from ganeti.utils import process
 
@@ -117,7 +115,7 @@ class _Waiting(NamedTuple):
     deadline: float
 
 
-class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
+class ForkingServer(AcceptLoop):
     """The accepting parent (see the module docstring); ``handler_class`` serves a connection.
 
     Subclasses add what their handler needs and may override
@@ -126,35 +124,26 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
     a socketpair before it waits, to copy the pages a real one touches).
     The handler finds the bounds on its server: :attr:`limits`,
     :attr:`request_timeout`, :attr:`keepalive_timeout`, :attr:`busy_reply`
-    (answer busy) and :attr:`reclaim`.
+    (answer busy) and :attr:`reclaim`.  :meth:`serve` runs in the main
+    thread (it takes the signals it needs).
     """
 
-    allow_reuse_address = True
-    request_queue_size = 256
-    block_on_close = False
     #: a request a spare answers to itself before it waits (empty: none)
     warm_request: bytes = b""
 
     def __init__(self, address: str, port: int, ssl_context: ssl.SSLContext,
-                 handler_class: type[socketserver.BaseRequestHandler], *,
+                 handler_class: Callable[[Any, Any, Any], object], *,
                  limits: Limits = _DEFAULT_LIMITS, spare_children: int = 1,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        self.ssl_context = ssl_context
-        self.limits = limits
-        #: serves one connection when called as ``handler_class(conn, address, server)``
-        self.handler_class: Callable[[Any, Any, ForkingServer], object] = handler_class
         self.max_children = limits.max_children
         self.max_busy_children = limits.max_busy_children
         self.busy_wait = limits.busy_wait
-        self.request_timeout = limits.request_timeout
         #: seconds a kept connection may idle (0: one request per connection)
         self.keepalive_timeout = limits.keepalive_timeout
         #: in a request child: whether the parent asked for its slot back
         self.reclaim = Reclaim()
         #: request children already asked to give their slot back
         self._reclaimed: set[int] = set()
-        self.handshake_timeout = limits.handshake_timeout
         self.max_child_handshakes = limits.max_child_handshakes
         #: children serving a peer that completed its handshake
         self.active_children: set[int] = set()
@@ -164,31 +153,19 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         #: in a child forked for a connection that found no slot: answer busy
         self.busy_reply = False
         self.parent_pid = os.getpid()
-        self._clock = clock
-        self._wakeup: tuple[int, int] | None = None
         #: spares write their pid here once their handshake is done
         self._authenticated: tuple[int, int] | None = None
-        self._selector = selectors.DefaultSelector()
-        #: handshakes in progress (parent side)
-        self.handshakes = handshake.HandshakePool(
-            ssl_context, self._selector, timeout=limits.handshake_timeout,
-            max_pending=min(limits.max_handshakes, handshake.fd_budget()),
-            take_hello=self._take_hello, clock=clock)
+        self._signals: tuple[Any, ...] | None = None
         #: the idle pre-forked children
         self.spares = spare.SparePool(spare_children, self._run_spare)
         #: established connections waiting for a request slot, oldest first
         self.waiting: collections.deque[_Waiting] = collections.deque()
-        # binds last: a failed bind calls server_close(), which needs the pools above
-        super().__init__((address, port), handler_class)
+        super().__init__((address, port), ssl_context, handler_class, limits=limits,
+                         clock=clock)
 
-    # --- parent side ---
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, addr = super().get_request()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock, addr
-
-    def collect_children(self, *, blocking: bool = False) -> None:
-        """Reap every finished child; never waits (``blocking`` is ignored)."""
+    # --- parent side: the runner's hooks ---
+    def collect_children(self) -> None:
+        """Reap every finished child; never waits."""
         for children in (self.active_children, self.handshaking_children, self.busy_children):
             for pid in list(children):
                 if spare.reaped(pid):
@@ -201,7 +178,7 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         return (len(self.active_children) + len(self.handshaking_children)
                 + len(self.busy_children))
 
-    def _take_hello(self, sock: socket.socket, client_address: Any) -> bool:
+    def take_hello(self, sock: socket.socket, address: Any) -> bool:
         """Fast path: hand a connection whose ClientHello is in to an idle spare, if allowed."""
         if (self.waiting or len(self.handshaking_children) >= self.max_child_handshakes
                 or len(self.active_children) + len(self.handshaking_children)
@@ -214,10 +191,11 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         sock.close()
         return True
 
-    def _read_authenticated(self, fd: int) -> None:
+    def _read_authenticated(self) -> None:
         """Spares whose handshake is done now hold request slots."""
+        assert self._authenticated is not None
         try:
-            data = os.read(fd, _PID.size * 256)
+            data = os.read(self._authenticated[0], _PID.size * 256)
         except BlockingIOError:
             return
         for (pid,) in _PID.iter_unpack(data[:len(data) - len(data) % _PID.size]):
@@ -235,14 +213,13 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             except OSError as exc:
                 logger.debug("Cannot report the handshake to the parent: %s", exc)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def run_connection(self, tls: ssl.SSLSocket, address: Any) -> None:
         """Serve an established connection: fork its child, or let it wait for a slot."""
         self.collect_children()
         if len(self.active_children) < self.max_children and not self.waiting:
-            self._fork(request, client_address, busy=False)
+            self._fork(tls, address, busy=False)
         else:
-            self.waiting.append(_Waiting(request, client_address,
-                                         self._clock() + self.busy_wait))
+            self.waiting.append(_Waiting(tls, address, self._clock() + self.busy_wait))
             self._reclaim_slots()
             self._serve_waiting()
 
@@ -283,120 +260,58 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         """The parent's copy of a connection a child took: close it, leave the peer alone."""
         request.close()
 
-    def _next_timeout(self) -> float:
-        deadlines = [self._clock() + 1.0]
+    def loop_deadline(self) -> float | None:
+        deadlines = []
         delay = self.spares.refill_delay()
         if delay is not None:
             deadlines.append(self._clock() + delay)
-        pending = self.handshakes.next_deadline()
-        if pending is not None:
-            deadlines.append(pending)
         if self.waiting:
             deadlines.append(self.waiting[0].deadline)
-        return max(0.005, min(deadlines) - self._clock())
+        return min(deadlines) if deadlines else None
 
-    def serve(self, stop_event: threading.Event) -> None:
-        """Accept connections and advance handshakes until ``stop_event`` is set (main thread only)."""
-        rfd, wfd = os.pipe()
-        os.set_blocking(rfd, False)
-        os.set_blocking(wfd, False)
-        self._wakeup = (rfd, wfd)
-        old_wakeup = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+    def loop_started(self) -> None:
+        """Signals (SIGCHLD wakes the loop), the spares' report pipe, the spares."""
+        old_wakeup = signal.set_wakeup_fd(self.wake_fd, warn_on_full_buffer=False)
         old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
         # ignored here, so that a child forked before it sets its handler never dies of it
         old_reclaim = signal.signal(RECLAIM_SIGNAL, signal.SIG_IGN)
-        self.socket.setblocking(False)
+        self._signals = (old_wakeup, old_chld, old_reclaim)
         arfd, awfd = os.pipe()
         os.set_blocking(arfd, False)
         self._authenticated = (arfd, awfd)
-        sel = self._selector
-        sel.register(self.socket, selectors.EVENT_READ, "accept")
-        sel.register(rfd, selectors.EVENT_READ, "wakeup")
-        sel.register(arfd, selectors.EVENT_READ, "authenticated")
-        logger.info("Listening on %s:%d", *self.server_address[:2])
+        self.watch(arfd, self._read_authenticated)
         # Keep the objects created so far out of the collector: a child then
         # neither collects nor touches (and so copies) the parent's pages.
         gc.collect()
         gc.freeze()
-        try:
+        self.spares.refill()
+
+    def loop_tick(self, stopping: bool) -> None:
+        self.collect_children()
+        self._serve_waiting()
+        if not stopping:
             self.spares.refill()
-            while not stop_event.is_set():
-                for key, _ in sel.select(timeout=self._next_timeout()):
-                    if key.data == "wakeup":
-                        self._drain(rfd)
-                    elif key.data == "authenticated":
-                        self._read_authenticated(arfd)
-                    elif key.data == "accept":
-                        self._accept_all()
-                    elif handshake.is_pending(key.data):
-                        done = self.handshakes.advance(key.data)
-                        if done is not None:
-                            self._established(done)
-                self.handshakes.expire()
-                self.collect_children()
-                self._serve_waiting()
-                if not stop_event.is_set():
-                    self.spares.refill()
-        finally:
-            self._reclaim_slots()   # kept connections end with the daemon
-            self.spares.stop()
-            self.handshakes.close_all()
-            for conn in self.waiting:
-                self.shutdown_request(conn.tls)
-            self.waiting.clear()
-            sel.unregister(self.socket)
-            sel.unregister(rfd)
-            sel.unregister(arfd)
+
+    def loop_stopped(self) -> None:
+        self._reclaim_slots()   # kept connections end with the daemon
+        self.spares.stop()
+        for conn in self.waiting:
+            self.shutdown_request(conn.tls)
+        self.waiting.clear()
+        if self._signals is not None:
+            old_wakeup, old_chld, old_reclaim = self._signals
             signal.signal(signal.SIGCHLD, old_chld)
             signal.signal(RECLAIM_SIGNAL, old_reclaim)
             signal.set_wakeup_fd(old_wakeup)
-            for fd in (rfd, wfd, arfd, awfd):
+            self._signals = None
+        if self._authenticated is not None:
+            self.unwatch(self._authenticated[0])
+            for fd in self._authenticated:
                 os.close(fd)
-            self._wakeup = None
             self._authenticated = None
-
-    @staticmethod
-    def _drain(fd: int) -> None:
-        try:
-            while os.read(fd, 4096):
-                pass
-        except BlockingIOError:
-            pass
-
-    def _established(self, done: handshake.Established) -> None:
-        try:
-            self.process_request(done.tls, done.address)
-        except Exception:
-            logger.exception("Cannot handle a connection from %s", done.address[0])
-            self.shutdown_request(done.tls)
-
-    def _accept_all(self) -> None:
-        for _ in range(256):
-            try:
-                request, client_address = self.get_request()
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE):
-                    # out of descriptors: the oldest silent peer makes room
-                    if self.handshakes.evict_oldest():
-                        continue
-                    logger.error("accept failed: %s", exc)
-                    return
-                if exc.errno in (errno.ENOBUFS, errno.ENOMEM):
-                    logger.error("accept failed: %s", exc)
-                    return
-                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
-                    continue
-                raise
-            done = self.handshakes.add(request, client_address)
-            if done is not None:
-                self._established(done)
 
     def server_close(self) -> None:
         self.spares.stop()
-        self.handshakes.close_all()
-        self._selector.close()
         super().server_close()
 
     # --- child side ---
@@ -414,15 +329,9 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
         process.set_parent_death_signal(RECLAIM_SIGNAL)
         if os.getppid() != self.parent_pid:
             self.reclaim.requested = True
-        if self._wakeup is not None:
-            for fd in self._wakeup:
-                os.close(fd)
-            self._wakeup = None
         if self._authenticated is not None:
             os.close(self._authenticated[0])   # the write end stays: a spare reports on it
-        self.socket.close()
-        self.handshakes.detach()
-        self._selector.close()
+        self.detach_in_child()
         for conn in self.waiting:
             if conn.tls is not keep:
                 conn.tls.close()
@@ -449,7 +358,7 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             self.handler_class(ours, ("spare-warm-up", 0), self)
             theirs.settimeout(1.0)
             theirs.recv(65536)
-            self.ssl_context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_side=True)
+            self.tls_context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_side=True)
         except (OSError, ssl.SSLError) as exc:
             logger.debug("Spare warm-up failed: %s", exc)
         finally:
@@ -524,7 +433,7 @@ class ForkingServer(socketserver.ForkingMixIn, socketserver.TCPServer):
             if request.gettimeout() is None:
                 request.settimeout(self.handshake_timeout)
             try:
-                tls = self.ssl_context.wrap_socket(request, server_side=True)
+                tls = self.tls_context.wrap_socket(request, server_side=True)
             except (OSError, ssl.SSLError) as exc:
                 logger.info("TLS handshake with %s failed: %s", client_address[0], exc)
                 return

@@ -138,7 +138,8 @@ class HandshakePool:
                  timeout: float = HANDSHAKE_TIMEOUT, max_pending: int = DEFAULT_MAX_PENDING,
                  take_hello: Callable[[socket.socket, Any], bool] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._ctx = ssl_context
+        #: the context new connections are wrapped in (replace it to reload a certificate)
+        self.context = ssl_context
         self._take_hello = take_hello
         self._selector = selector
         self.timeout = timeout
@@ -196,6 +197,10 @@ class HandshakePool:
             if data:
                 logger.info("Not TLS from %s; closing", entry.address[0])
                 self.failed += 1
+                try:    # consumed, so that the close is a FIN rather than a reset
+                    entry.sock.recv(len(data))
+                except OSError:
+                    pass
             self._drop(entry, registered)
             return None
         if registered:   # the TLS socket (if any) is a new object: registered anew
@@ -206,7 +211,7 @@ class HandshakePool:
             return None
         # a ClientHello in pieces, or the fast path declined: the parent does the handshake
         try:
-            entry.sock = self._ctx.wrap_socket(entry.sock, server_side=True,
+            entry.sock = self.context.wrap_socket(entry.sock, server_side=True,
                                                do_handshake_on_connect=False)
         except (OSError, ssl.SSLError) as exc:
             logger.info("TLS setup for %s failed: %s", entry.address[0], exc)

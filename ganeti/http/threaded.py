@@ -1,31 +1,27 @@
-"""The threaded HTTPS server core: a bounded pool of threads, TLS in them, deadlines, lingering close.
+"""The threaded runner of the HTTPS accept loop: a bounded pool of threads, deadlines, lingering close.
 
 The RAPI daemon's connection engine (doc/protocols/rpc.md, "The HTTP
-package"); what a request *means* is the handler's business.  What it
-owns:
+package"): the one accept loop (:class:`ganeti.http.acceptor.AcceptLoop`:
+listening, accepting, TLS handshakes without a thread, eviction) with a
+:class:`WorkerPool` that runs established connections; what a request
+*means* is the handler's business.  What it adds:
 
-* **Accept** without blocking on a peer: the accepting thread only wraps
-  the socket (:attr:`ThreadedServer.tls_context`, which may be replaced
-  for new connections, e.g. a reloaded certificate) and hands it to the
-  :class:`WorkerPool`; the TLS handshake runs in the worker
-  (:meth:`TlsConnectionMixin.handle`), within
-  :attr:`ThreadedServer.request_timeout`.
 * **Bounds**, one :class:`~ganeti.http.limits.Limits` value as every
   server core takes (:data:`DEFAULT_LIMITS`): at most ``max_children``
   connections are served at once (more wait for a worker, in the order
   they came), at most ``max_connections`` are open (a connection over it
-  is closed at once), ``request_timeout`` is the deadline below.
-  A response that lasts (an event stream) calls :meth:`WorkerPool.detach`:
-  its thread leaves the pool and a new worker takes its place, so
-  long-lived responses never starve requests.
+  is closed at once), ``request_timeout`` is the deadline below, and
+  ``handshake_timeout`` bounds the handshake the loop does before a
+  worker sees the connection.  A response that lasts (an event stream)
+  calls :meth:`WorkerPool.detach`: its thread leaves the pool and a new
+  worker takes its place, so long-lived responses never starve requests.
 * **Deadlines**, not only a timeout per read: :class:`DeadlineReader`
   gives a request's head, and then its body, one total deadline, so a
   client dripping a byte every few seconds cannot hold a thread.
-* **Lingering close** (:meth:`ThreadedServer.shutdown_request`): our FIN
+* **Lingering close** (:meth:`ThreadedServer.linger_close`): our FIN
   first, then the client's remaining input is read and dropped (at most
   :data:`LINGER_TIME` seconds and :data:`LINGER_BYTES` bytes), so that a
   client still sending gets our answer rather than a reset.
-* ``TCP_NODELAY`` on every connection.
 
 Requests are parsed by the handler class plugged in (for RAPI:
 ``ganeti/server/rapi.py`` on :mod:`ganeti.http.framing`).
@@ -44,6 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ganeti.http.acceptor import AcceptLoop
 from ganeti.http.limits import Limits
 
 __all__ = ["ThreadedServer", "TlsConnectionMixin", "DeadlineReader", "WorkerPool",
@@ -63,9 +60,10 @@ LINGER_BYTES = 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_WORKERS = DEFAULT_MAX_CONNECTIONS
 #: the threaded core's bounds: the fields it reads are ``max_children`` (its
-#: workers), ``max_connections`` and ``request_timeout`` (RAPI's 10 s)
+#: workers), ``max_connections``, ``request_timeout`` (RAPI's 10 s), and the
+#: accept loop's ``handshake_timeout`` and ``max_handshakes``
 DEFAULT_LIMITS = Limits(max_children=DEFAULT_WORKERS, max_connections=DEFAULT_MAX_CONNECTIONS,
-                        request_timeout=10.0)
+                        request_timeout=10.0, handshake_timeout=10.0)
 
 
 class WorkerPool:
@@ -187,64 +185,51 @@ class DeadlineReader(io.RawIOBase):
             self._sock.settimeout(self._timeout)
 
 
-class ThreadedServer(socketserver.TCPServer):
-    """Accepts TLS connections and serves each on a :class:`WorkerPool` (see the module docstring)."""
+class ThreadedServer(AcceptLoop):
+    """Accepts TLS connections and serves each established one on a :class:`WorkerPool`
+    (see the module docstring).  :meth:`serve_forever` runs in any one thread;
+    :meth:`shutdown` from another stops it."""
 
-    allow_reuse_address = True
-    # socketserver's default backlog of 5 drops the SYNs of a burst of clients
-    # (a 1 s retransmit each): 50 concurrent clients had a p95 of 1.5 s
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], tls_context: ssl.SSLContext,
-                 handler_class: type[socketserver.BaseRequestHandler], *,
+                 handler_class: Callable[[Any, Any, Any], object], *,
                  limits: Limits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(address, handler_class)
-        self.limits = limits
         #: the threads serving connections
         self.pool = WorkerPool(limits.max_children, name="http")
         #: connections open at most (served or waiting for a worker)
         self.max_connections = limits.max_connections
         self._open = 0
         self._open_lock = threading.Lock()
-        #: wraps the connections accepted from now on (replace it to reload)
-        self.tls_context = tls_context
-        #: the time a request's head, and then its body, may take to arrive
-        self.request_timeout = limits.request_timeout
         self.clock = clock
+        super().__init__(address, tls_context, handler_class, limits=limits, clock=clock)
 
-    def get_request(self) -> tuple[Any, Any]:
-        """Accept a connection and wrap it in the current TLS context (handshake later,
-        in the connection's thread)."""
-        sock, address = self.socket.accept()
-        return self.tls_context.wrap_socket(sock, server_side=True,
-                                            do_handshake_on_connect=False), address
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """Queue the connection for a worker; over :attr:`max_connections`, close it."""
+    def run_connection(self, tls: ssl.SSLSocket, address: Any) -> None:
+        """Queue an established connection for a worker; over :attr:`max_connections`, close it."""
         with self._open_lock:
             full = self._open >= self.max_connections
             if not full:
                 self._open += 1
         if full:
             logger.warning("Connection from %s refused: %d connections open",
-                           client_address[0], self.max_connections)
-            self.close_request(request)
+                           address[0], self.max_connections)
+            self.close_request(tls)
             return
         try:
-            self.pool.submit(lambda: self._serve_connection(request, client_address))
+            self.pool.submit(lambda: self._serve_connection(tls, address))
         except RuntimeError:        # shutting down
             self._closed_one()
-            self.close_request(request)
+            self.close_request(tls)
 
     def _serve_connection(self, request: Any, client_address: Any) -> None:
         try:
-            self.finish_request(request, client_address)
+            self.handler_class(request, client_address, self)
         except Exception:
-            self.handle_error(request, client_address)
+            logger.exception("Error serving a connection from %s", client_address[0])
         finally:
             self._closed_one()
-            self.shutdown_request(request)
+            self.linger_close(request)
 
     def _closed_one(self) -> None:
         with self._open_lock:
@@ -254,12 +239,13 @@ class ThreadedServer(socketserver.TCPServer):
         super().server_close()
         self.pool.shutdown()
 
-    def shutdown_request(self, request: Any) -> None:
-        """Close a connection the lingering way: our FIN first, then drain its input.
+    def linger_close(self, request: Any) -> None:
+        """Close a served connection the lingering way: our FIN first, then drain its input.
 
         Closing a socket with unread input sends a reset, which can destroy
         an answer the client has not read yet (a 414 to a request line it is
-        still sending).  Bounded by :data:`LINGER_TIME` and :data:`LINGER_BYTES`.
+        still sending).  Bounded by :data:`LINGER_TIME` and :data:`LINGER_BYTES`;
+        runs in the worker, never in the accept loop.
         """
         try:
             request.shutdown(socket.SHUT_WR)     # for TLS: ends the TLS layer too
@@ -277,22 +263,23 @@ class ThreadedServer(socketserver.TCPServer):
 
 
 class TlsConnectionMixin(socketserver.StreamRequestHandler):
-    """For the handler of a :class:`ThreadedServer`: TLS handshake in the thread,
-    ``TCP_NODELAY``, and reads through a :class:`DeadlineReader` (:attr:`deadline_input`).
+    """For the handler of a :class:`ThreadedServer`: the request timeout on the
+    connection (its handshake is done already) and reads through a
+    :class:`DeadlineReader` (:attr:`deadline_input`).
 
     Put it first among the bases (``class H(TlsConnectionMixin,
-    MyHttpConnection)``): its :meth:`handle` does the handshake and
-    then the next class's.  The subclass arms :attr:`deadline_input`
-    before each request's head (and body) and disarms it after.
+    MyHttpConnection)``): its :meth:`handle` runs the next class's and
+    drops a connection that times out or breaks.  The subclass arms
+    :attr:`deadline_input` before each request's head (and body) and
+    disarms it after.
     """
 
-    server: ThreadedServer
+    server: ThreadedServer  # type: ignore[assignment]  # the accept loop, not a socketserver server
     deadline_input: DeadlineReader
 
     def setup(self) -> None:
         super().setup()
         self.connection.settimeout(self.server.request_timeout)
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.deadline_input = DeadlineReader(self.connection, self.server.request_timeout,
                                              self.server.clock)
         self.rfile.close()      # the stdlib's reader (it holds a reference to the socket)
@@ -300,13 +287,8 @@ class TlsConnectionMixin(socketserver.StreamRequestHandler):
                                        else io.DEFAULT_BUFFER_SIZE)
 
     def handle(self) -> None:
-        """The TLS handshake (within the request timeout), then the connection; a
-        connection that times out, breaks or fails TLS is dropped (logged at debug)."""
-        try:
-            self.connection.do_handshake()
-        except (ssl.SSLError, OSError) as exc:
-            logger.debug("TLS handshake with %s failed: %s", self.client_address[0], exc)
-            return
+        """The connection; one that times out, breaks or fails TLS is dropped
+        (logged at debug)."""
         try:
             super().handle()
         except (TimeoutError, ssl.SSLError, ConnectionError) as exc:

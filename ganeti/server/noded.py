@@ -141,7 +141,7 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
     """
 
     request: socket.socket
-    server: NodedServer
+    server: NodedServer  # type: ignore[assignment]  # the accept loop, not a socketserver server
     #: the request's method, once its head is in
     method: str = ""
 

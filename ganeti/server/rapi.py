@@ -277,7 +277,7 @@ class _Close(Exception):
 class _HttpConnection(socketserver.StreamRequestHandler):
     """One connection's requests, parsed by :mod:`ganeti.http.framing`, answered in turn."""
 
-    server: RapiServer
+    server: RapiServer  # type: ignore[assignment]  # the accept loop, not a socketserver server
     deadline_input: DeadlineReader
     _user: str | None = None
     _size: int | None = None
