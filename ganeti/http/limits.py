@@ -36,9 +36,10 @@ class Limits:
     #: seconds a connection that completed a request may idle before the
     #: next (noded: 0 is one request per connection)
     keepalive_timeout: float = 15.0
-    #: seconds from the accept to the end of the TLS handshake (noded)
+    #: seconds from the accept to the end of the TLS handshake (the accept
+    #: loop of both HTTPS cores)
     handshake_timeout: float = handshake.HANDSHAKE_TIMEOUT
-    #: handshakes pending in the parent at once (beyond: the oldest is closed) (noded)
+    #: handshakes pending in the accept loop at once (beyond: the oldest is closed)
     max_handshakes: int = handshake.DEFAULT_MAX_PENDING
     #: spares that took a ClientHello and are in their handshake, at once (noded)
     max_child_handshakes: int = 4

@@ -476,16 +476,16 @@ class _HttpConnection(socketserver.StreamRequestHandler):
 
 
 class _Handler(TlsConnectionMixin, _HttpConnection):
-    """A RAPI connection: TLS handshake in the worker, then its requests."""
+    """A RAPI connection (its TLS handshake done by the accept loop): its requests."""
 
     server: RapiServer
 
 
 class RapiServer(ThreadedServer):
     """The RAPI daemon's server: the HTTP package's threaded core
-    (:mod:`ganeti.http.threaded`: a bounded worker pool, TLS handshakes in
-    it, deadlines, lingering close) with the users, the access log, the
-    LUXI clients (one per worker thread) and the event bus."""
+    (:mod:`ganeti.http.threaded`: the accept loop with its TLS handshakes,
+    a bounded worker pool, deadlines, lingering close) with the users, the
+    access log, the LUXI clients (one per worker thread) and the event bus."""
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,

@@ -166,13 +166,13 @@ def test_untrusted_queue_entries_are_quarantined_and_masterd_starts(
 
 @pytest.mark.parametrize("method,args,needle", [
     ("CancelJob", [{"a": 1}], "'job_id' must be a job id"),
-    ("QueryJobs", [[{"a": 1}], ["id"]], "'job_ids' must be a list of job ids"),
-    ("QueryJobs", [None, [{"a": 1}]], "'fields' must be a list"),
+    ("QueryJobs", [[{"a": 1}], ["id"]], "'job_ids[0]' must be a job id"),
+    ("QueryJobs", [None, [{"a": 1}]], "'fields[0]' must be a string"),
     ("ArchiveJob", [[1]], "'job_id' must be a job id"),
     ("ChangeJobPriority", [1, "high"], "'priority' must be an integer"),
     ("WaitForJobChange", [{"a": 1}, ["status"], None, None, 1], "'job_id'"),
     ("QueryNodes", [None, ["name"], "yes"], "'use_locking' must be a boolean"),
-    ("SubmitJob", ["OP_TEST_DELAY"], "'ops' must be a list of opcodes"),
+    ("SubmitJob", ["OP_TEST_DELAY"], "'ops' must be a list of objects"),
 ], ids=lambda v: v if isinstance(v, str) and v.isalpha() else None)
 def test_wrong_typed_luxi_arguments_get_a_clear_error(master: MasterdHandle, method: str,
                                                       args: list[Any], needle: str) -> None:
