@@ -15,6 +15,12 @@ listening, accepting, TLS handshakes without a thread, eviction) with a
   worker sees the connection.  A response that lasts (an event stream)
   calls :meth:`WorkerPool.detach`: its thread leaves the pool and a new
   worker takes its place, so long-lived responses never starve requests.
+* **Idle connections wait in the loop**, not in a worker: when a kept
+  connection has answered a request and nothing of the next one is in,
+  the handler parks it (:meth:`TlsConnectionMixin.may_park`); the loop
+  watches it for at most ``keepalive_timeout`` seconds and hands it to a
+  worker again once the client sends, so a thousand idle keep-alive
+  clients hold no thread.
 * **Deadlines**, not only a timeout per read: :class:`DeadlineReader`
   gives a request's head, and then its body, one total deadline, so a
   client dripping a byte every few seconds cannot hold a thread.
@@ -29,6 +35,8 @@ Requests are parsed by the handler class plugged in (for RAPI:
 
 from __future__ import annotations
 
+import collections
+import functools
 import io
 import logging
 import socket
@@ -53,17 +61,18 @@ logger = logging.getLogger(__name__)
 #: much, so that a client still sending gets the answer rather than a reset
 LINGER_TIME = 2.0
 LINGER_BYTES = 1024 * 1024
-#: connections open at most (served or waiting), and connections served at once:
-#: as many, because a worker holds its connection while it waits for the client's
-#: next request (a selector for idle connections would let fewer serve more); a
-#: smaller pool would let that many slow or idle clients hold up everyone else
+#: connections open at most (served, parked or waiting), and connections served at
+#: once: as many, because a worker holds its connection while the client's request
+#: head is still arriving (up to the request deadline); a smaller pool would let
+#: that many slow clients hold up everyone else (idle ones are parked in the loop)
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_WORKERS = DEFAULT_MAX_CONNECTIONS
 #: the threaded core's bounds: the fields it reads are ``max_children`` (its
-#: workers), ``max_connections``, ``request_timeout`` (RAPI's 10 s), and the
-#: accept loop's ``handshake_timeout`` and ``max_handshakes``
+#: workers), ``max_connections``, ``request_timeout`` (RAPI's 10 s),
+#: ``keepalive_timeout`` (a parked idle connection) and the accept loop's
+#: ``handshake_timeout`` and ``max_handshakes``
 DEFAULT_LIMITS = Limits(max_children=DEFAULT_WORKERS, max_connections=DEFAULT_MAX_CONNECTIONS,
-                        request_timeout=10.0, handshake_timeout=10.0)
+                        request_timeout=10.0, handshake_timeout=10.0, keepalive_timeout=10.0)
 
 
 class WorkerPool:
@@ -203,7 +212,18 @@ class ThreadedServer(AcceptLoop):
         self._open = 0
         self._open_lock = threading.Lock()
         self.clock = clock
+        #: seconds a parked idle connection may wait for its next request
+        self.idle_timeout = limits.keepalive_timeout
+        #: connections parked by workers, not yet watched by the loop (any thread appends)
+        self._to_park: collections.deque[tuple[Any, Any]] = collections.deque()
+        #: parked connections the loop watches, by descriptor, oldest first (loop thread only)
+        self._parked: dict[int, tuple[Any, Any, float]] = {}
         super().__init__(address, tls_context, handler_class, limits=limits, clock=clock)
+
+    @property
+    def parked(self) -> int:
+        """Idle connections waiting in the loop for their next request now."""
+        return len(self._parked) + len(self._to_park)
 
     def run_connection(self, tls: ssl.SSLSocket, address: Any) -> None:
         """Queue an established connection for a worker; over :attr:`max_connections`, close it."""
@@ -223,13 +243,59 @@ class ThreadedServer(AcceptLoop):
             self.close_request(tls)
 
     def _serve_connection(self, request: Any, client_address: Any) -> None:
+        park = False
         try:
-            self.handler_class(request, client_address, self)
+            handler = self.handler_class(request, client_address, self)
+            park = getattr(handler, "parked", False) is True
         except Exception:
             logger.exception("Error serving a connection from %s", client_address[0])
         finally:
-            self._closed_one()
-            self.linger_close(request)
+            if park:
+                self._to_park.append((request, client_address))
+                self.wake()
+            else:
+                self._closed_one()
+                self.linger_close(request)
+
+    # --- parked idle connections (the loop's thread) ---
+    def loop_tick(self, stopping: bool) -> None:
+        while self._to_park:
+            request, address = self._to_park.popleft()
+            if stopping:
+                self._end_parked(request)
+                continue
+            fd = request.fileno()
+            self._parked[fd] = (request, address, self._clock() + self.idle_timeout)
+            self.watch(fd, functools.partial(self._resume, fd))
+        now = self._clock()
+        while self._parked:
+            fd, (request, _, deadline) = next(iter(self._parked.items()))
+            if deadline > now and not stopping:
+                break
+            del self._parked[fd]
+            self.unwatch(fd)
+            self._end_parked(request)
+
+    def loop_deadline(self) -> float | None:
+        for _, _, deadline in self._parked.values():
+            return deadline
+        return None
+
+    def loop_stopped(self) -> None:
+        self.loop_tick(stopping=True)
+
+    def _resume(self, fd: int) -> None:
+        """A parked connection has input (or was closed): a worker serves it again."""
+        request, address, _ = self._parked.pop(fd)
+        self.unwatch(fd)
+        try:
+            self.pool.submit(lambda: self._serve_connection(request, address))
+        except RuntimeError:        # shutting down
+            self._end_parked(request)
+
+    def _end_parked(self, request: Any) -> None:
+        self._closed_one()
+        self.shutdown_request(request)
 
     def _closed_one(self) -> None:
         with self._open_lock:
@@ -276,6 +342,17 @@ class TlsConnectionMixin(socketserver.StreamRequestHandler):
 
     server: ThreadedServer  # type: ignore[assignment]  # the accept loop, not a socketserver server
     deadline_input: DeadlineReader
+    #: set by :meth:`may_park`: the connection goes back to the loop, not closed
+    parked = False
+
+    def may_park(self, buffered: int) -> bool:
+        """After an answer on a kept connection: park it if nothing of the next
+        request is in (``buffered``: bytes the handler's parser holds).  True
+        means the handler returns now and the loop keeps the connection."""
+        if buffered or self.connection.pending():
+            return False
+        self.parked = True
+        return True
 
     def setup(self) -> None:
         super().setup()

@@ -315,6 +315,13 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                     release_memory()
             if self._close or not head.keep_alive:
                 return
+            if self.may_park(parser.buffered):   # idle: the accept loop keeps it, not a thread
+                return
+
+    def may_park(self, buffered: int) -> bool:
+        """Whether the idle connection went back to the accept loop (the
+        threaded core's :class:`TlsConnectionMixin` says; not without it)."""
+        return False
 
     def _receive(self, parser: framing.RequestParser) -> None:
         """Feed the parser what the socket has (within the armed deadline)."""

@@ -8,6 +8,7 @@ import socketserver
 import ssl
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,90 @@ def test_a_detached_job_leaves_its_worker_to_others() -> None:
 def test_a_pool_needs_a_thread() -> None:
     with pytest.raises(ValueError):
         threaded.WorkerPool(0)
+
+
+# --- idle kept connections wait in the loop -----------------------------------------------------
+
+class _KeptEcho(socketserver.StreamRequestHandler):
+    """Echoes lines on a kept connection; between lines it parks the connection."""
+
+    deadline_input: threaded.DeadlineReader
+    may_park: Any
+
+    def handle(self) -> None:
+        data = bytearray()
+        chunk = bytearray(1024)
+        while True:
+            while b"\n" not in data:
+                self.deadline_input.arm()
+                try:
+                    count = self.deadline_input.readinto(chunk)
+                finally:
+                    self.deadline_input.disarm()
+                if not count:
+                    return
+                data += chunk[:count]
+            line, _, rest = bytes(data).partition(b"\n")
+            data = bytearray(rest)
+            self.wfile.write(b"echo " + line + b"\n")
+            if self.may_park(len(data)):
+                return
+
+
+class _KeptHandler(threaded.TlsConnectionMixin, _KeptEcho):
+    pass
+
+
+@pytest.fixture
+def small_pool(tmp_path) -> Iterator[threaded.ThreadedServer]:
+    """Two workers, a long request deadline and a 1 s idle limit."""
+    from noded_harness import make_cluster_cert
+    pem = make_cluster_cert(tmp_path)
+    limits = dataclasses.replace(threaded.DEFAULT_LIMITS, max_children=2, request_timeout=30.0,
+                                 keepalive_timeout=1.0)
+    srv = threaded.ThreadedServer(("127.0.0.1", 0), tls.rapi_server_context(pem), _KeptHandler,
+                                  limits=limits)
+    thread = threading.Thread(target=srv.serve_forever)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    thread.join(10)
+    srv.server_close()
+
+
+def _line(conn: ssl.SSLSocket, text: bytes) -> bytes:
+    conn.sendall(text + b"\n")
+    got = b""
+    while not got.endswith(b"\n"):
+        chunk = conn.recv(100)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def test_idle_kept_connections_hold_no_worker(small_pool) -> None:
+    """Five kept connections on two workers: each is answered again after the
+    others spoke, which needs the idle ones to give their worker back."""
+    conns = [_connect(small_pool.server_address) for _ in range(5)]
+    try:
+        for round_ in (b"one", b"two"):
+            for i, conn in enumerate(conns):
+                assert _line(conn, round_ + b"%d" % i) == b"echo " + round_ + b"%d\n" % i
+        assert small_pool.pool.workers <= 2
+        for _ in range(100):
+            if small_pool.parked == 5:
+                break
+            threading.Event().wait(0.02)
+        assert small_pool.parked == 5
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def test_a_parked_connection_is_closed_after_the_idle_limit(small_pool) -> None:
+    with _connect(small_pool.server_address) as conn:
+        assert _line(conn, b"hi") == b"echo hi\n"
+        conn.settimeout(10)
+        assert conn.recv(100) == b""        # closed by the loop after 1 s idle
+    assert small_pool.parked == 0
