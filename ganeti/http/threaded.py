@@ -41,6 +41,7 @@ import io
 import logging
 import socket
 import queue
+import select
 import socketserver
 import ssl
 import threading
@@ -52,7 +53,7 @@ from ganeti.http.acceptor import AcceptLoop
 from ganeti.http.limits import Limits
 
 __all__ = ["ThreadedServer", "TlsConnectionMixin", "DeadlineReader", "WorkerPool",
-           "LINGER_TIME", "LINGER_BYTES", "DEFAULT_WORKERS", "DEFAULT_MAX_CONNECTIONS",
+           "LINGER_TIME", "LINGER_BYTES", "PARK_AFTER", "DEFAULT_WORKERS", "DEFAULT_MAX_CONNECTIONS",
            "DEFAULT_LIMITS"]
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,10 @@ logger = logging.getLogger(__name__)
 #: much, so that a client still sending gets the answer rather than a reset
 LINGER_TIME = 2.0
 LINGER_BYTES = 1024 * 1024
+#: a kept connection whose client says nothing for this long after an answer is
+#: parked in the loop; a client that closes or asks again sooner (most do) is
+#: served on by its worker, without the round trip through the loop
+PARK_AFTER = 0.05
 #: connections open at most (served, parked or waiting), and connections served at
 #: once: as many, because a worker holds its connection while the client's request
 #: head is still arriving (up to the request deadline); a smaller pool would let
@@ -347,9 +352,13 @@ class TlsConnectionMixin(socketserver.StreamRequestHandler):
 
     def may_park(self, buffered: int) -> bool:
         """After an answer on a kept connection: park it if nothing of the next
-        request is in (``buffered``: bytes the handler's parser holds).  True
-        means the handler returns now and the loop keeps the connection."""
+        request is in (``buffered``: bytes the handler's parser holds) within
+        :data:`PARK_AFTER` seconds.  True means the handler returns now and the
+        loop keeps the connection; False, the handler reads on (the next
+        request, or the end of a client that closes after its answer)."""
         if buffered or self.connection.pending():
+            return False
+        if select.select([self.connection], [], [], PARK_AFTER)[0]:
             return False
         self.parked = True
         return True
