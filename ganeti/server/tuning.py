@@ -49,8 +49,9 @@ class Tuning:
 
 #: the master daemon: LUXI and job worker threads answering large queries
 MASTERD = Tuning(malloc_arenas=2, fixed_mmap_threshold=True, freeze_after_prepare=True)
-#: the RAPI daemon: request threads handling large bodies
-RAPI = Tuning(malloc_arenas=2, fixed_mmap_threshold=True)
+#: the RAPI daemon: request threads handling large bodies and decoding large
+#: query answers (a full collection over the loaded modules per big decode)
+RAPI = Tuning(malloc_arenas=2, fixed_mmap_threshold=True, freeze_after_prepare=True)
 
 
 def _mallopt(param: int, value: int) -> bool:
