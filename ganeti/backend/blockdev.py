@@ -45,7 +45,8 @@ from ganeti.storage.lvm import LogicalVolume
 
 __all__ = [
     "blockdev_create", "blockdev_remove", "blockdev_assemble", "blockdev_shutdown",
-    "blockdev_grow", "blockdev_rename", "blockdev_getdimensions", "blockdev_getstatus",
+    "blockdev_grow", "blockdev_rename", "blockdev_setinfo", "blockdev_getdimensions",
+    "blockdev_getstatus",
     "blockdev_find", "blockdev_snapshot",
     "blockdev_read_chunk", "blockdev_write_chunk", "blockdev_checksum", "blockdev_wipe",
 ]
@@ -278,6 +279,13 @@ def blockdev_rename(ctx: NodeContext, devlist: list) -> list[list[Any]]:
             raise errors.StorageError(f"Invalid new logical id {entry[1]!r} for disk {spec.uuid}")
         result.append(list(storage_for(ctx, template).rename(spec, tuple(entry[1]))))
     return result
+
+
+def blockdev_setinfo(ctx: NodeContext, disk: dict, info: str) -> None:
+    """Label the volume of ``disk`` with ``info`` (an instance rename:
+    ``originstname+<new name>``); types that keep no label do nothing."""
+    template, spec = parse_disk(disk)
+    storage_for(ctx, template).set_info(spec, info)
 
 
 StoreOf = Callable[[str], storage.BaseStorage]

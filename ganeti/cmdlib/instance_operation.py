@@ -380,8 +380,23 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
             self.cfg.rename_instance(inst.uuid, new_name)
         remove_instance_lock(self, old_name)
         self.op.instance_name = new_name
+        self._label_disks(new_name)
         self._run_os_rename(old_name)
         return new_name
+
+    def _label_disks(self, new_name: str) -> None:
+        """Tag the instance's logical volumes with its new name (their
+        ``originstname+`` tag, as at creation); a failure is only a warning."""
+        volumes = [d for d in self.disks if d.dev_type == constants.DT_PLAIN]
+        if not volumes or self.rpc is None:
+            return
+        node = self.pnode.name
+        for disk in volumes:
+            res = self.rpc.call_blockdev_setinfo(
+                [node], disk=disk_rpc_dicts([disk])[0], info=f"originstname+{new_name}").get(node)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not update the tag of disk {disk.uuid} on {node}:"
+                                f" {res.fail_msg if res else 'no answer'}")
 
     def _run_os_rename(self, old_name: str) -> None:
         """The OS rename script on the primary; a failure is only a warning."""

@@ -251,6 +251,9 @@ _ROWS = [
          "Grow the volume by amount MiB (dryrun: only check). -> new size MiB"),
     _row("blockdev_rename", [("devlist", list)], NORMAL,
          "Rename volumes [[disk, new_logical_id], ...]. -> [new_logical_id, ...]"),
+    _row("blockdev_setinfo", [("disk", dict), ("info", str)], NORMAL,
+         "Label the volume with info (plain: its originstname+ tag; other types keep"
+         " nothing). -> None"),
     _row("blockdev_getdimensions", [("disks", list)], FAST,
          "[[size_bytes, spindles] or None (missing), ...] per disk dict."),
     _row("blockdev_getstatus", [("disks", list)], FAST,

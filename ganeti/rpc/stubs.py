@@ -311,6 +311,13 @@ class RpcStubs:
         """Rename volumes [[disk, new_logical_id], ...]. -> [new_logical_id, ...] [normal]"""
         return self._rpc("blockdev_rename", node_or_nodes, [devlist], rpc_timeout)
 
+    def call_blockdev_setinfo(self, node_or_nodes: Nodes, *, disk: JsonDict, info: str,
+                              rpc_timeout: float | None = None) -> RpcResults:
+        """Label the volume with info (plain: its originstname+ tag; other types keep nothing). -> None
+        [normal]
+        """
+        return self._rpc("blockdev_setinfo", node_or_nodes, [disk, info], rpc_timeout)
+
     def call_blockdev_getdimensions(self, node_or_nodes: Nodes, *, disks: JsonList,
                                     rpc_timeout: float | None = None) -> RpcResults:
         """[[size_bytes, spindles] or None (missing), ...] per disk dict. [fast]"""

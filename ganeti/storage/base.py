@@ -156,6 +156,12 @@ class BaseStorage(abc.ABC):
         except errors.StorageError:
             return None
 
+    def set_info(self, disk: DiskSpec, text: str) -> None:
+        """Label the volume with ``text`` (Ganeti's ``originstname+<instance>``),
+        replacing its earlier label, where the type can hold one (an LVM tag);
+        the other types keep nothing and do nothing."""
+        del disk, text
+
     def snapshot(self, disk: DiskSpec, size: int) -> tuple[Any, ...]:
         """Make a point-in-time copy of the volume (``size`` MiB of change room);
         return its logical id.  Only types that can do it override this."""

@@ -34,6 +34,7 @@ class FakeNodes(RpcStubs):
         self.running: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in NODES}
         self.disks: dict[str, set[str]] = {n: set() for n in NODES}
         self.oses = {"tinyos"}
+        self.disk_info: dict[str, str] = {}  # disk uuid -> its label (blockdev_setinfo)
         self.fail: dict[str, str] = {}       # proc -> message
         self.calls: list[tuple[str, str]] = []
         self.delay: dict[str, float] = {}
@@ -88,6 +89,9 @@ class FakeNodes(RpcStubs):
 
     def do_blockdev_rename(self, node: str, devlist: list) -> list:
         return [new for _, new in devlist]
+
+    def do_blockdev_setinfo(self, node: str, disk: dict, info: str) -> None:
+        self.disk_info[disk["uuid"]] = info
 
     def do_instance_os_add(self, node: str, inst: dict, reinstall: bool, debug: int) -> str:
         return "/log"

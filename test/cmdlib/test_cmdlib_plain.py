@@ -153,6 +153,9 @@ def test_rename_keeps_the_volumes(lenv: Any) -> None:
         lenv.cfg.get_instance_info_by_name("inst2").uuid)]
     assert after == before
     assert ("blockdev_rename", "node1") not in lenv.rpc.calls
+    disks = lenv.cfg.get_instance_disks(lenv.cfg.get_instance_info_by_name("inst2").uuid)
+    assert {d.uuid: lenv.rpc.disk_info.get(d.uuid) for d in disks} == {
+        d.uuid: "originstname+inst2" for d in disks}      # the volumes' tags follow the name
 
 
 def test_vg_free_of_reads_the_node_info_payload() -> None:

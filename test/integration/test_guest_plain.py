@@ -89,6 +89,8 @@ def test_a_plain_instance_lives_on_logical_volumes(plain: GuestClusterFixture) -
     _ok(plain.gnt("gnt-instance", "rename", "--no-name-check", "--no-ip-check",
                   "plain1.vcluster", "plain1b.vcluster"))
     assert lv in _volumes(plain, "node2")          # the volume keeps its name
+    assert lv in _volumes(plain, "node2", "plain1b.vcluster")   # and is tagged with the new one
+    assert not _volumes(plain, "node2", "plain1.vcluster")
 
     _ok(plain.gnt("gnt-instance", "remove", "-f", "plain1b.vcluster"))
     assert lv not in _volumes(plain, "node2")

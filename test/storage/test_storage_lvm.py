@@ -290,3 +290,22 @@ def test_grow_with_exclusive_storage_names_the_volumes_pvs():
     make(runner, excl=True).grow(disk(), 32)
     assert runner.commands("lvextend") == [["lvextend", "-L+32m", f"xenvg/{UUID}.disk0",
                                             "/dev/vdc"]]
+
+
+def test_set_info_replaces_the_instance_tag_and_keeps_the_others():
+    tags = ("lvs", *lvm._REPORT, "-o", "lv_tags")
+    runner = vg_runner().on("lvs", stdout=lv_line()).on(
+        *tags, stdout="  originstname+old.example.com,backup-keep\n")
+    make(runner).set_info(disk(), "originstname+new.example.com")
+    assert runner.commands("lvchange") == [
+        ["lvchange", "--deltag", "originstname+old.example.com",
+         "--addtag", "originstname+new.example.com", f"xenvg/{UUID}.disk0"]]
+
+
+def test_set_info_changes_nothing_when_the_tag_is_right_and_refuses_a_missing_volume():
+    tags = ("lvs", *lvm._REPORT, "-o", "lv_tags")
+    runner = vg_runner().on("lvs", stdout=lv_line()).on(*tags, stdout="originstname+x.example\n")
+    make(runner).set_info(disk(), "originstname+x.example")
+    assert runner.commands("lvchange") == []
+    with pytest.raises(errors.StorageError, match="does not exist|not found|missing"):
+        make(vg_runner()).set_info(disk(), "originstname+x.example")
