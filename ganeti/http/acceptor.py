@@ -277,19 +277,17 @@ class AcceptLoop:
         request.close()
 
     def detach_in_child(self) -> None:
-        """In a forked child: close this process's copies of the loop's descriptors."""
-        self.socket.close()
+        """In a forked child: close this process's copies of the loop's descriptors
+        (the pending handshakes' sockets too; their peers see nothing)."""
         self.handshakes.detach()
-        self._selector.close()
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._close_descriptors()
 
     def server_close(self) -> None:
         """Close the listening socket and everything the loop holds."""
         self.handshakes.close_all()
+        self._close_descriptors()
+
+    def _close_descriptors(self) -> None:
         self._selector.close()
         self.socket.close()
         for fd in (self._wake_r, self._wake_w):
