@@ -167,7 +167,7 @@ class FakeHypervisor(base.BaseHypervisor):
         except FileNotFoundError:
             return []
         cache_path = os.path.join(self.state_dir, _CACHE_NAME)
-        rebuild = False     # no usable cache: write one in any case
+        rebuild = False     # no usable cache: write one if there is any state
         try:
             cache = serializer.loads(uio.read_file(cache_path))
             kept = cache["files"] if cache.get("version") == _CACHE_VERSION else {}
@@ -176,7 +176,7 @@ class FakeHypervisor(base.BaseHypervisor):
         except (OSError, errors.SerializationError, AttributeError, KeyError, TypeError):
             kept, rebuild = {}, True
         settled = time.time_ns() - _CACHE_SETTLE_NS
-        states, keep, changed = [], {}, rebuild
+        states, keep, changed = [], {}, False
         for entry in entries:
             if not entry.endswith(_SUFFIX) or entry.startswith("."):
                 continue
@@ -198,7 +198,7 @@ class FakeHypervisor(base.BaseHypervisor):
             states.append(state)
             if st.st_mtime_ns < settled:
                 keep[entry] = [ident, state]
-        if changed or len(keep) != len(kept):
+        if changed or len(keep) != len(kept) or (rebuild and states):
             try:
                 uio.write_file_atomic(cache_path, serializer.dumps(
                     {"version": _CACHE_VERSION, "files": keep}), mode=0o640, fsync=False)

@@ -54,7 +54,9 @@ def node_files(vc: Any) -> dict[str, tuple[int, str]]:
     """Every disk image and fake-hypervisor state file of every node.
 
     ``{path: (size, sha1 of the first 64 KiB)}``, which is enough to see that
-    nothing was created, removed, grown or rewritten.
+    nothing was created, removed, grown or rewritten.  The fake hypervisor's
+    ``.states-cache`` is left out: a read (the memory a node reports) may
+    refresh it, and it holds nothing but what the state files say.
     """
     found: dict[str, tuple[int, str]] = {}
     tops = []
@@ -67,6 +69,8 @@ def node_files(vc: Any) -> dict[str, tuple[int, str]]:
             if "/os/" in dirpath + "/" and "/srv/ganeti/os" in dirpath:
                 continue
             for fname in files:
+                if fname == ".states-cache" and os.path.basename(dirpath) == "fake-hypervisor":
+                    continue
                 path = os.path.join(dirpath, fname)
                 try:
                     st = os.stat(path)
@@ -97,7 +101,9 @@ def fail_unchanged(vc: Any, *argv: str, expect: str = "") -> str:
     assert "Traceback" not in out, out
     after = snapshot(vc)
     assert after[0] == before[0], f"{argv} changed config.data"
-    assert after[1] == before[1], f"{argv} changed disk/state files"
+    changed = sorted(path for path in set(before[1]) | set(after[1])
+                     if before[1].get(path) != after[1].get(path))
+    assert not changed, f"{argv} changed disk/state files: {changed}"
     return out
 
 
