@@ -167,6 +167,9 @@ DT_DISKLESS = "diskless"
 DT_FILE = "file"
 DT_SHARED_FILE = "sharedfile"
 DT_PLAIN = "plain"
+#: how a volume's label naming its instance starts, Ganeti's ``originstname+<instance>``
+#: (an LVM tag of ``plain`` volumes, set at creation and moved by a rename)
+DISK_INFO_PREFIX = "originstname+"
 DT_BLOCK = "blockdev"
 DT_DRBD8 = "drbd"
 DT_RBD = "rbd"

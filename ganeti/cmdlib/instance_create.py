@@ -455,7 +455,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {pname}")
                 self.require_rpc().call_blockdev_create(
                     pname, disk=instance_rpc_disk(disk), size=disk.size, owner_instance_name=inst.name,
-                    on_primary=True, info=f"originstname+{inst.name}", excl_stor=self.excl_stor,
+                    on_primary=True, info=constants.DISK_INFO_PREFIX + inst.name, excl_stor=self.excl_stor,
                 ).one(pname, f"Can't create disk {disk.iv_name} on node {pname}")
                 created.append(disk)
         except errors.GanetiError:

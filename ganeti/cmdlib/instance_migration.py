@@ -651,7 +651,7 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
                 feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {dst.name}")
                 self.require_rpc().call_blockdev_create(
                     dst.name, disk=data, size=disk.size, owner_instance_name=inst.name, on_primary=True,
-                    info=f"originstname+{inst.name}",
+                    info=constants.DISK_INFO_PREFIX + inst.name,
                     excl_stor=excl and disk.dev_type == constants.DT_PLAIN,
                 ).one(dst.name, f"Could not create disk {idx} on {dst.name}")
                 created.append(data)

@@ -113,7 +113,7 @@ class DiskCopy:
             ddict = disk_rpc_dicts([disk])[0]
             self.lu.require_rpc().call_blockdev_create(
                 self.target.name, disk=ddict, size=disk.size, owner_instance_name=self.name,
-                on_primary=True, info=f"originstname+{self.name}", excl_stor=False,
+                on_primary=True, info=constants.DISK_INFO_PREFIX + self.name, excl_stor=False,
             ).one(self.target.name, f"Could not create disk {idx} on {self.target.name}")
             self.created.append(ddict)
 

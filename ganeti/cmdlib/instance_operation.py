@@ -393,7 +393,7 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
         node = self.pnode.name
         for disk in volumes:
             res = self.rpc.call_blockdev_setinfo(
-                [node], disk=disk_rpc_dicts([disk])[0], info=f"originstname+{new_name}").get(node)
+                [node], disk=disk_rpc_dicts([disk])[0], info=constants.DISK_INFO_PREFIX + new_name).get(node)
             if res is None or res.failed:
                 self.LogWarning(f"Could not update the tag of disk {disk.uuid} on {node}:"
                                 f" {res.fail_msg if res else 'no answer'}")

@@ -113,7 +113,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
                 self.require_rpc().call_blockdev_create(
                     pname, disk=disk_rpc_dicts([disk])[0], size=disk.size,
                     owner_instance_name=inst.name, on_primary=True,
-                    info=f"originstname+{inst.name}",
+                    info=constants.DISK_INFO_PREFIX + inst.name,
                     excl_stor=excl and disk.dev_type == constants.DT_PLAIN,
                 ).one(pname, f"Cannot recreate disk {idx} on node {pname}")
                 created.append(disk)

@@ -433,7 +433,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         feedback_fn(f"* creating disk {idx} ({spec['size']} MiB) on {self.pnode.name}")
         self.require_rpc().call_blockdev_create(
             self.pnode.name, disk=disk_rpc_dicts([disk])[0], size=disk.size,
-            owner_instance_name=inst.name, on_primary=True, info=f"originstname+{inst.name}",
+            owner_instance_name=inst.name, on_primary=True, info=constants.DISK_INFO_PREFIX + inst.name,
             excl_stor=excl_stor).one(self.pnode.name, f"Could not create disk {idx}")
         cfg.add_instance_disk(inst.uuid, disk, idx)
 

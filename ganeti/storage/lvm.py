@@ -43,8 +43,7 @@ from ganeti.storage.runner import CommandRunner, run_checked, system_runner
 
 __all__ = ["LogicalVolume", "LvInfo", "VgInfo", "PvInfo", "parse_lvs", "parse_vgs",
            "parse_pvs", "check_lvm_name", "lv_name_for", "list_vgs", "list_pvs",
-           "list_lvs", "set_pv_allocatable", "repair_vg", "SNAPSHOT_SUFFIX", "lvm_tag", "rounded_size",
-           "INFO_TAG_PREFIX"]
+           "list_lvs", "set_pv_allocatable", "repair_vg", "SNAPSHOT_SUFFIX", "lvm_tag", "rounded_size"]
 
 #: the separator asked of lvs/vgs/pvs (never part of an LVM name)
 SEP = "|"
@@ -58,8 +57,6 @@ _DEVICE_RE = re.compile(r"^(.+)\((\d+)\)$")
 #: characters LVM does not take in a tag, and the length we keep of one
 _TAG_BAD_RE = re.compile(r"[^A-Za-z0-9_+.\-/=!:&#]")
 TAG_MAX = 128
-#: how the tag naming a volume's instance starts (``originstname+<instance>``)
-INFO_TAG_PREFIX = "originstname+"
 
 
 # --- pure parts ------------------------------------------------------------
@@ -420,7 +417,7 @@ class LogicalVolume(base.BaseStorage):
         new = lvm_tag(text)
         out = run_checked(self.runner, ["lvs", *_REPORT, "-o", "lv_tags", f"{vg}/{lv}"],
                           f"Cannot read the tags of logical volume {vg}/{lv}")
-        old = [tag for tag in out.strip().split(",") if tag.startswith(INFO_TAG_PREFIX)]
+        old = [tag for tag in out.strip().split(",") if tag.startswith(constants.DISK_INFO_PREFIX)]
         args = [arg for tag in old if tag != new for arg in ("--deltag", tag)]
         if new and new not in old:
             args += ["--addtag", new]
