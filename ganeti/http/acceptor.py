@@ -90,7 +90,8 @@ class AcceptLoop:
         self.limits = limits
         self.request_timeout = limits.request_timeout
         self.handshake_timeout = limits.handshake_timeout
-        self._clock = clock
+        #: monotonic seconds, for every deadline of the loop and its runner
+        self.clock = clock
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         try:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -221,7 +222,7 @@ class AcceptLoop:
             pass    # a full pipe wakes it all the same; a closed one: the loop is gone
 
     def _timeout(self) -> float:
-        now = self._clock()
+        now = self.clock()
         deadlines = [now + _MAX_SLEEP]
         for deadline in (self.handshakes.next_deadline(), self.loop_deadline()):
             if deadline is not None:

@@ -219,7 +219,7 @@ class ForkingServer(AcceptLoop):
         if len(self.active_children) < self.max_children and not self.waiting:
             self._fork(tls, address, busy=False)
         else:
-            self.waiting.append(_Waiting(tls, address, self._clock() + self.busy_wait))
+            self.waiting.append(_Waiting(tls, address, self.clock() + self.busy_wait))
             self._reclaim_slots()
             self._serve_waiting()
 
@@ -232,7 +232,7 @@ class ForkingServer(AcceptLoop):
         while self.waiting and len(self.active_children) < self.max_children:
             conn = self.waiting.popleft()
             self._fork(conn.tls, conn.address, busy=False)
-        now = self._clock()
+        now = self.clock()
         while self.waiting and self.waiting[0].deadline <= now:
             conn = self.waiting.popleft()
             if len(self.busy_children) >= self.max_busy_children:
@@ -264,7 +264,7 @@ class ForkingServer(AcceptLoop):
         deadlines = []
         delay = self.spares.refill_delay()
         if delay is not None:
-            deadlines.append(self._clock() + delay)
+            deadlines.append(self.clock() + delay)
         if self.waiting:
             deadlines.append(self.waiting[0].deadline)
         return min(deadlines) if deadlines else None

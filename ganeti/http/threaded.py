@@ -216,7 +216,6 @@ class ThreadedServer(AcceptLoop):
         self.max_connections = limits.max_connections
         self._open = 0
         self._open_lock = threading.Lock()
-        self.clock = clock
         #: seconds a parked idle connection may wait for its next request
         self.idle_timeout = limits.keepalive_timeout
         #: connections parked by workers, not yet watched by the loop (any thread appends)
@@ -241,11 +240,14 @@ class ThreadedServer(AcceptLoop):
                            address[0], self.max_connections)
             self.close_request(tls)
             return
+        self._to_worker(tls, address)
+
+    def _to_worker(self, request: Any, address: Any) -> None:
+        """Serve an open connection on the pool (it is closed if the pool is shutting down)."""
         try:
-            self.pool.submit(lambda: self._serve_connection(tls, address))
+            self.pool.submit(lambda: self._serve_connection(request, address))
         except RuntimeError:        # shutting down
-            self._closed_one()
-            self.close_request(tls)
+            self._end_parked(request)
 
     def _serve_connection(self, request: Any, client_address: Any) -> None:
         park = False
@@ -270,9 +272,9 @@ class ThreadedServer(AcceptLoop):
                 self._end_parked(request)
                 continue
             fd = request.fileno()
-            self._parked[fd] = (request, address, self._clock() + self.idle_timeout)
+            self._parked[fd] = (request, address, self.clock() + self.idle_timeout)
             self.watch(fd, functools.partial(self._resume, fd))
-        now = self._clock()
+        now = self.clock()
         while self._parked:
             fd, (request, _, deadline) = next(iter(self._parked.items()))
             if deadline > now and not stopping:
@@ -293,12 +295,10 @@ class ThreadedServer(AcceptLoop):
         """A parked connection has input (or was closed): a worker serves it again."""
         request, address, _ = self._parked.pop(fd)
         self.unwatch(fd)
-        try:
-            self.pool.submit(lambda: self._serve_connection(request, address))
-        except RuntimeError:        # shutting down
-            self._end_parked(request)
+        self._to_worker(request, address)
 
     def _end_parked(self, request: Any) -> None:
+        """End a connection counted as open that no worker serves (parked or not yet taken)."""
         self._closed_one()
         self.shutdown_request(request)
 
