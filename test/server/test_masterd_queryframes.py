@@ -9,6 +9,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Collection
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -35,13 +36,17 @@ def _general_frame(ctx, fields: list[str], qfilter) -> bytes:
     return luxi.encode_response(True, cmdlib_query.run_query(ctx, "job", fields, qfilter))
 
 
-def _wait_finished(jq, ids: list[int]) -> None:
+def _wait_status(jq, ids: list[int], statuses: Collection[str]) -> None:
     for _ in range(2000):   # a bound on the polls, not a time
         rows = jq.query_jobs(ids, ["status"])
-        if all(row[0] in constants.JOBS_FINALIZED for row in rows):
+        if all(row[0] in statuses for row in rows):
             return
         time.sleep(0.01)
-    raise AssertionError(f"jobs {ids} did not finish")
+    raise AssertionError(f"jobs {ids} did not reach {sorted(statuses)}")
+
+
+def _wait_finished(jq, ids: list[int]) -> None:
+    _wait_status(jq, ids, constants.JOBS_FINALIZED)
 
 
 def test_job_list_frame_is_the_general_answer(tmp_path) -> None:
@@ -62,6 +67,8 @@ def test_job_list_frame_is_the_general_answer(tmp_path) -> None:
         _wait_finished(jq, done + [failed])
         # a live job too (cancelled at the end)
         running = jq.submit_job([{"OP_ID": "OP_TEST_DELAY", "duration": 60, "interruptible": True}])
+        # compared only once it runs: queued -> running between two frames is a real change
+        _wait_status(jq, [running], [constants.JOB_STATUS_RUNNING])
         for fields in (["id", "status", "summary"], ["id", "priority", "opstatus", "oppriority",
                                                       "received_ts", "start_ts", "end_ts",
                                                       "archived", "summary"], ["status", "id"]):
