@@ -274,7 +274,8 @@ class AcceptLoop:
         self.close_request(request)
 
     def close_request(self, request: Any) -> None:
-        """Close this process's copy of a connection."""
+        """Close this process's copy of a connection, leaving the peer alone (e.g. the
+        parent's copy of a connection a forked child took)."""
         request.close()
 
     def detach_in_child(self) -> None:

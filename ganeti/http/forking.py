@@ -256,10 +256,6 @@ class ForkingServer(AcceptLoop):
             return
         self._run_child(request, client_address, busy)
 
-    def close_request(self, request: Any) -> None:
-        """The parent's copy of a connection a child took: close it, leave the peer alone."""
-        request.close()
-
     def loop_deadline(self) -> float | None:
         deadlines = []
         delay = self.spares.refill_delay()
