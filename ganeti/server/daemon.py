@@ -340,10 +340,16 @@ def _wait_for_startup(name: str, pid: int, rfd: int) -> int:
 
 
 def _notify(fd: int | None, message: bytes) -> None:
+    """Tell the starting process how the start went.  A starter that gave up waiting
+    (its timeout passed: a master vote can wait long for a majority of nodes) has
+    closed its end; the daemon runs on all the same."""
     if fd is None:
         return
     try:
         os.write(fd, message)
+    except OSError as exc:
+        logger.warning("The process that started this daemon stopped waiting (%s);"
+                       " running on", exc.strerror or exc)
     finally:
         os.close(fd)
 

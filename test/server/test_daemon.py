@@ -283,3 +283,23 @@ def test_access_log_common_log_format(tmp_path) -> None:
     access.close()
     assert open(path + ".1").read().count("\n") == 1
     assert open(path).read() == '10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /version HTTP/1.1" 200 1\n'
+
+
+def test_a_starter_that_stopped_waiting_does_not_kill_the_daemon(tmp_path, caplog) -> None:
+    """A master daemon may wait long for its vote: when the process that started it
+    gave up (its end of the pipe closed), telling it "ready" must not end the daemon."""
+    import logging
+    import os
+
+    from ganeti.server import daemon
+    rfd, wfd = os.pipe()
+    os.close(rfd)
+    with caplog.at_level(logging.WARNING):
+        daemon._notify(wfd, b"ready")     # EPIPE (SIGPIPE is ignored by Python)
+    assert "stopped waiting" in caplog.text
+    try:
+        os.fstat(wfd)
+    except OSError:
+        pass
+    else:
+        raise AssertionError("the notify pipe was left open")
