@@ -11,7 +11,11 @@ overlaid (:mod:`tools.harness.guestimage`).  Like a distribution's init it:
 2. creates the LVM volume group on the extra disks at the first boot
    (``pvcreate`` + ``vgcreate``; then ``/etc/vcluster-guest/vg-made``
    marks it done), and activates it at every later boot (``vgchange
-   -ay``); LVM runs without udev (``/etc/lvm/lvm.conf``);
+   -ay``); LVM runs without udev (``/etc/lvm/lvm.conf``); and sets DRBD's
+   usermode helper to ``/bin/true`` (:data:`DRBD_HELPER`, the cluster's
+   ``drbd_usermode_helper``: an operator's ``modprobe.d`` option; without
+   it the kernel runs ``drbdadm``, which has no configuration here and
+   refuses every resync);
 3. starts OpenSSH's ``sshd`` (``/etc/vcluster-guest/sshd_config``, port 22;
    its host key made at the first boot), then the node daemon when the node belongs to a cluster (it has
    ``server.pem``), then the master daemon and RAPI when ssconf names this
@@ -44,6 +48,12 @@ __all__ = ["CONFIG_DIR", "READY_LINE", "lvm_setup_commands", "read_env_file", "m
 #: where the host puts the node's settings (in the /etc overlay's upper layer)
 CONFIG_DIR = "/etc/vcluster-guest"
 _MASTERD_TRIES = 3
+#: seconds one master daemon start may take: its vote waits for a majority of the
+#: nodes, which may still be booting
+_MASTERD_TIMEOUT = 90.0
+#: the DRBD module's usermode helper on guest nodes, and where the module takes it
+DRBD_HELPER = "/bin/true"
+_DRBD_HELPER_PARAM = "/sys/module/drbd/parameters/usermode_helper"
 
 
 def _say(msg: str) -> None:
@@ -110,6 +120,14 @@ def _setup_lvm(vg_name: str) -> None:
         fh.write(vg_name + "\n")
 
 
+def _setup_drbd() -> None:
+    try:
+        with open(_DRBD_HELPER_PARAM, "w") as fh:
+            fh.write(DRBD_HELPER)
+    except OSError as exc:
+        _say(f"cannot set the DRBD usermode helper: {exc}")
+
+
 def _start_sshd() -> None:
     """OpenSSH's sshd with the node's config; its host key is made at the first boot."""
     key = os.path.join(CONFIG_DIR, "ssh_host_ed25519_key")
@@ -145,7 +163,7 @@ def _start_daemons(conf: dict[str, object]) -> None:
     # masterd asks a majority of node daemons to confirm it: the others may still boot
     for attempt in range(1, _MASTERD_TRIES + 1):
         try:
-            daemonctl.start_masterd(paths)
+            daemonctl.start_masterd(paths, timeout=_MASTERD_TIMEOUT)
             daemonctl.start_rapi(paths)
             return
         except errors.GanetiError as exc:
@@ -200,6 +218,7 @@ def _boot() -> None:
         os.environ.update(read_env_file(fh.read()))
     _say("init started")
     _setup_lvm(str(conf.get("vg_name") or ""))
+    _setup_drbd()
     _start_sshd()
     _say("sshd started")
     _start_daemons(conf)
