@@ -187,6 +187,17 @@ DTS_LVM = frozenset([DT_PLAIN, DT_DRBD8])
 DTS_SNAPSHOT_CAPABLE = frozenset([DT_PLAIN])
 DISK_RDWR = "rw"
 DISK_RDONLY = "ro"
+#: a disk's local data as blockdev_find reports it (Ganeti's ldisk status)
+LDS_OKAY = "ok"
+LDS_UNKNOWN = "unknown"
+LDS_FAULTY = "faulty"
+#: DRBD: the TCP ports the cluster hands out (Ganeti's tcpudp_port_pool range) and
+#: the minors a node may use
+FIRST_DRBD_PORT = 11000
+LAST_DRBD_PORT = 14999
+MAX_DRBD_MINOR = 255
+#: MiB of the metadata volume of every DRBD disk, as Ganeti's
+DRBD_META_SIZE = 128
 
 # Storage types (gnt-node list-storage, RAPI /2/nodes/[node]/storage; doc/storage.md)
 ST_FILE = "file"

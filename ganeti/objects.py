@@ -21,6 +21,7 @@ its instance defaults Ganeti-style: ``beparams`` and ``nicparams`` are
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from ganeti import constants, ipolicy
 
 __all__ = ["PP_DEFAULT", "NIC", "Disk", "Instance", "Node", "NodeGroup",
            "Network", "Cluster", "ConfigData", "instance_all_nodes",
-           "instance_secondary_nodes", "default_ipolicy"]
+           "instance_secondary_nodes", "disk_tree", "default_ipolicy"]
 
 # Key of the single profile in Cluster.beparams / Cluster.nicparams.
 PP_DEFAULT = "default"
@@ -112,6 +113,14 @@ class Instance:
     serial_no: int = 0
     ctime: float = 0.0
     mtime: float = 0.0
+
+
+def disk_tree(disk: Disk) -> Iterator[Disk]:
+    """``disk`` and every disk it is built on, parents first (a DRBD disk, then its
+    data and metadata volumes)."""
+    yield disk
+    for child in disk.children:
+        yield from disk_tree(child)
 
 
 def instance_all_nodes(instance: Instance, disks: list[Disk]) -> list[str]:

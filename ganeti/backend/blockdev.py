@@ -30,6 +30,7 @@ data, reading :func:`blockdev_read_chunk` on the source and writing
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import logging
 import os
@@ -39,7 +40,7 @@ from typing import Any
 
 from ganeti import constants, errors, objects, serializer, storage
 from ganeti.backend.context import NodeContext
-from ganeti.storage import tree
+from ganeti.storage import drbd, tree
 from ganeti.storage.base import MIB, DiskSpec
 from ganeti.storage.lvm import LogicalVolume
 
@@ -69,14 +70,22 @@ def parse_disk(data: Any, instance_name: str = "", index: int = 0) -> tuple[str,
     """``(dev_type, DiskSpec)`` of a disk dict, children included;
     raises :class:`errors.StorageError`."""
     if not isinstance(data, dict):
-        raise errors.StorageError(f"Invalid disk description {data!r}: expected a disk object")
+        raise errors.StorageError("Invalid disk description: expected a disk object, got"
+                                  f" {type(data).__name__}")
+    dynamic = data.get(drbd.DYNAMIC_KEY) or {}
+    if not isinstance(dynamic, dict):
+        raise errors.StorageError(f"Invalid {drbd.DYNAMIC_KEY}: expected an object")
     try:
-        disk = serializer.from_data(objects.Disk, data)
+        disk = serializer.from_data(objects.Disk, {k: v for k, v in data.items()
+                                                   if k != drbd.DYNAMIC_KEY})
     except errors.SerializationError as exc:
         raise errors.StorageError(f"Invalid disk description: {exc}") from exc
     if "dev_type" not in data:
         raise errors.StorageError(f"Disk {disk.uuid or '?'} has no dev_type")
-    return disk.dev_type, _spec_of(disk, instance_name, index, depth=0)
+    spec = _spec_of(disk, instance_name, index, depth=0)
+    if dynamic:
+        spec = dataclasses.replace(spec, dynamic=dynamic)
+    return disk.dev_type, spec
 
 
 #: deepest disk tree accepted (DRBD over LVs is 2 levels)
@@ -108,14 +117,15 @@ def storage_for(ctx: NodeContext, template: str, *,
     key = _SSCONF_STORAGE_KEYS.get(template)
     storage_dir = _ssconf_value(ctx, key) if key else None
     return storage.get_storage(template, ctx.paths, storage_dir=storage_dir,
-                               runner=ctx.storage_runner, exclusive_storage=exclusive_storage)
+                               runner=ctx.storage_runner, exclusive_storage=exclusive_storage,
+                               hostname=ctx.hostname)
 
 
 def factory_for(ctx: NodeContext, *, exclusive_storage: bool = False) -> tree.DeviceFactory:
     """The ``dev_type -> device`` function of this node for the tree walks."""
     return storage.device_factory(
         ctx.paths, storage_dirs={t: _ssconf_value(ctx, k) for t, k in _SSCONF_STORAGE_KEYS.items()},
-        runner=ctx.storage_runner, exclusive_storage=exclusive_storage)
+        runner=ctx.storage_runner, exclusive_storage=exclusive_storage, hostname=ctx.hostname)
 
 
 def wire_path(ctx: NodeContext, path: str) -> str:
@@ -161,10 +171,15 @@ def _remove_links_to(ctx: NodeContext, target: str) -> None:
             logger.warning("Cannot remove disk link %s: %s", link, exc)
 
 
-def assemble_disk(ctx: NodeContext, data: Any, instance_name: str, idx: int) -> tuple[str, str]:
-    """Assemble one disk dict; ``(template, local path)`` (``""`` for diskless)."""
+def assemble_disk(ctx: NodeContext, data: Any, instance_name: str, idx: int,
+                  as_primary: bool = True) -> tuple[str, str]:
+    """Assemble one disk dict; ``(template, local path)`` (``""`` for diskless).
+    ``as_primary``: the instance runs here, a mirror is made primary."""
     template, spec = parse_disk(data, instance_name, idx)
-    path = tree.assemble_tree(factory_for(ctx), spec)
+    factory = factory_for(ctx)
+    path = tree.assemble_tree(factory, spec)
+    if as_primary:
+        factory(template).open(spec)
     if path:
         _make_link(ctx, instance_name, idx, path)
     return template, path
@@ -181,17 +196,26 @@ def blockdev_create(ctx: NodeContext, disk: dict, size: int, owner_instance_name
     removes again what this call created.  Refuses an existing volume,
     sizes < 1 and ``excl_stor`` (exclusive storage, an LVM feature) for
     other types than ``plain``.  ``info`` tags a ``plain`` volume (Ganeti's
-    ``originstname+<instance>``); ``on_primary`` is not used.
+    ``originstname+<instance>``).  A ``drbd`` disk is set up and connected
+    once made, and on the primary (``on_primary``; the master creates it on
+    the secondary first) made primary with force: the initial sync starts.
     """
     if excl_stor and disk.get("dev_type") != constants.DT_PLAIN:
         raise errors.StorageError("Exclusive storage is not supported by"
                                   f" disk template {disk.get('dev_type')!r}")
     template, spec = parse_disk(disk, owner_instance_name)
-    spec = DiskSpec(uuid=spec.uuid, size=size, logical_id=spec.logical_id,
-                    instance_name=owner_instance_name, name=spec.name, mode=spec.mode,
-                    dev_type=template, children=spec.children, spindles=spec.spindles,
-                    tag=info)
-    path = tree.create_tree(factory_for(ctx, exclusive_storage=excl_stor), spec)
+    spec = dataclasses.replace(spec, size=size, instance_name=owner_instance_name, tag=info)
+    factory = factory_for(ctx, exclusive_storage=excl_stor)
+    path = tree.create_tree(factory, spec)
+    try:
+        factory(template).activate_new(spec, on_primary)
+    except errors.StorageError as exc:
+        try:
+            tree.remove_tree(factory, spec)
+        except errors.StorageError as again:
+            raise errors.StorageError(f"{exc}; removing what was created failed too:"
+                                      f" {again}") from exc
+        raise
     logger.info("Created disk %s of %s (%s, %d MiB, on_primary=%s, info=%r)",
                 spec.uuid, owner_instance_name, template, size, on_primary, info)
     return {"path": wire_path(ctx, path), "logical_id": list(spec.logical_id), "size": size}
@@ -217,7 +241,7 @@ def blockdev_assemble(ctx: NodeContext, disk: dict, instance_name: str, as_prima
     instance-disks/<instance>:<idx> symlink or None, "uri": None}``.
     Raises if the volume does not exist.
     """
-    _, path = assemble_disk(ctx, disk, instance_name, idx)
+    _, path = assemble_disk(ctx, disk, instance_name, idx, as_primary)
     link = _link_name(ctx, instance_name, idx) if path and instance_name else None
     logger.info("Assembled disk %d of %s (primary=%s): %s", idx, instance_name, as_primary, path)
     return {"path": wire_path(ctx, path), "link": wire_path(ctx, link) if link else None,
@@ -380,15 +404,39 @@ def blockdev_find(ctx: NodeContext, disk: dict) -> dict[str, Any] | None:
 
     ``{"dev_path": wire path, "size": MiB, "major": None, "minor": None,
     "sync_percent": None, "estimated_time": None, "is_degraded": False,
-    "ldisk_status": "ok"}`` (Ganeti's BlockDevStatus fields).
+    "ldisk_status": "ok"}`` (Ganeti's BlockDevStatus fields).  A ``drbd``
+    disk fills in its minor, the resync's percent and estimated seconds,
+    ``is_degraded`` and ``ldisk_status`` (``ok``/``unknown``/``faulty``)
+    from its side's state, and adds ``drbd``: ``{"cstate", "role",
+    "peer_role", "disk", "peer_disk", "out_of_sync_kib"}``.
     """
     template, spec = parse_disk(disk)
     store = storage_for(ctx, template)
     if not store.exists(spec):
         return None
-    return {"dev_path": wire_path(ctx, store.get_path(spec)), "size": store.get_size(spec),
-            "major": None, "minor": None, "sync_percent": None, "estimated_time": None,
-            "is_degraded": False, "ldisk_status": "ok"}
+    result: dict[str, Any] = {
+        "dev_path": wire_path(ctx, store.get_path(spec)), "size": store.get_size(spec),
+        "major": None, "minor": None, "sync_percent": None, "estimated_time": None,
+        "is_degraded": False, "ldisk_status": constants.LDS_OKAY}
+    if template == constants.DT_DRBD8:
+        result.update(drbd_state(store, spec))
+    return result
+
+
+def drbd_state(store: storage.BaseStorage, spec: DiskSpec) -> dict[str, Any]:
+    """The mirror fields of :func:`blockdev_find` for this node's side of a DRBD disk."""
+    assert isinstance(store, drbd.DrbdDevice)
+    minor = store.side(spec).minor
+    status = store.mirror_status(spec)
+    if status is None:
+        return {"major": drbd.DRBD_MAJOR, "minor": minor, "is_degraded": True,
+                "ldisk_status": constants.LDS_UNKNOWN, "drbd": {"cstate": "Unconfigured"}}
+    return {"major": drbd.DRBD_MAJOR, "minor": minor, "sync_percent": status.sync_percent,
+            "estimated_time": status.est_time, "is_degraded": status.is_degraded,
+            "ldisk_status": status.ldisk_status,
+            "drbd": {"cstate": status.cstate, "role": status.role,
+                     "peer_role": status.peer_role, "disk": status.disk,
+                     "peer_disk": status.peer_disk, "out_of_sync_kib": status.out_of_sync}}
 
 
 def _file_path(ctx: NodeContext, disk: dict) -> str:

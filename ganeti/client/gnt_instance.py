@@ -161,6 +161,9 @@ RECREATE_DISK_OPT = O("--disk", dest="recreate_disks", action="append", default=
                       metavar="N", help="A disk to recreate (repeatable; default: all)")
 PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]",
               help="Primary node (and secondary node, for mirrored templates)")
+NO_WAIT_SYNC_OPT = O("--no-wait-for-sync", dest="wait_for_sync", action="store_false",
+                     default=True, help="Do not wait for the new mirrors (drbd) to sync;"
+                     " the instance starts with its disks degraded")
 NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True,
                 help="Do not start the instance after creating it")
 NOINSTALL_OPT = O("--no-install", dest="no_install", action="store_true", default=False,
@@ -286,6 +289,7 @@ def add_instance(opts: Any, args: list[str]) -> int:
         osparams_secret=parse_kv(opts.osparams_secret) or None, disk_template=template, disks=disks,
         nics=nics, beparams=parse_kv(opts.beparams), hvparams=hvparams, hypervisor=hv, pnode=pnode,
         snode=snode, iallocator=opts.iallocator, start=opts.start, no_install=opts.no_install,
+        wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False,
         name_check=opts.name_check, ip_check=opts.ip_check,
         tags=[t for t in (opts.tags or "").split(",") if t], file_storage_dir=opts.file_storage_dir,
         file_driver=opts.file_driver, ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT,
@@ -578,7 +582,7 @@ def _tag_rows() -> dict[str, cli.Command]:
 
 ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_OPT, OS_OPT,
             OSP_OPT, OSP_PRIVATE_OPT, OSP_SECRET_OPT, PNODE_OPT, relocation.IALLOCATOR_OPT,
-            NOSTART_OPT, NOINSTALL_OPT,
+            NOSTART_OPT, NOINSTALL_OPT, NO_WAIT_SYNC_OPT,
             NONAMECHECK_OPT, NOIPCHECK_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
             IGNORE_IPOLICY_OPT, OPPORTUNISTIC_OPT, cli.SUBMIT_OPT]
 

@@ -65,6 +65,37 @@ def _logical_id(disk: dict[str, Any]) -> Pairs:
     return [("logical_id", str(lid))]
 
 
+def device_status_text(status: Any) -> str:
+    """One side's block device status as Ganeti prints it ("/dev/drbd0 (147:0) in
+    sync, status ok"), with the DRBD state after it. Pure."""
+    if not isinstance(status, dict):
+        return str(status)
+    pct, eta = status.get("sync_percent"), status.get("estimated_time")
+    major = "N/A" if status.get("major") is None else status.get("major")
+    minor = "N/A" if status.get("minor") is None else status.get("minor")
+    state = status.get("drbd")
+    if isinstance(state, dict) and state.get("cstate") == "Unconfigured":
+        return f"{status.get('dev_path')} ({major}:{minor}) not active"
+    if isinstance(pct, (int, float)):
+        sync = f"*RECOVERING* {pct:5.2f}%, ETA {f'{eta}s' if eta is not None else 'unknown'}"
+    elif status.get("is_degraded"):
+        sync = "*DEGRADED*"
+    else:
+        sync = "in sync"
+    ldisk = status.get("ldisk_status")
+    extra = {"faulty": " *MISSING DISK*", "unknown": " *UNCERTAIN STATE*"}.get(str(ldisk), "")
+    text = (f"{status.get('dev_path')} ({major}:{minor}) {sync}, status"
+            f" {'*DEGRADED*' if status.get('is_degraded') else 'ok'}{extra}")
+    if isinstance(state, dict):
+        parts = [str(state.get("cstate"))]
+        if state.get("role"):
+            parts.append(f"{state.get('role')}/{state.get('peer_role')}")
+        if state.get("disk"):
+            parts.append(f"{state.get('disk')}/{state.get('peer_disk')}")
+        text += f" ({', '.join(parts)})"
+    return text
+
+
 def _disk(idx: int, disk: dict[str, Any], top_level: bool) -> Pairs:
     if top_level:
         title = disk.get("iv_name") or f"disk/{idx}"
@@ -78,7 +109,7 @@ def _disk(idx: int, disk: dict[str, Any], top_level: bool) -> Pairs:
     data += _logical_id(disk)
     for key, label in (("pstatus", "on primary"), ("sstatus", "on secondary")):
         if disk.get(key):
-            data.append((label, str(disk[key])))
+            data.append((label, device_status_text(disk[key])))
     data.append(("name", str(disk.get("name"))))
     data.append(("UUID", str(disk.get("uuid"))))
     if disk.get("children"):

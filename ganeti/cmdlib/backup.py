@@ -24,7 +24,7 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters, query, serializer
 from ganeti.impexp import info as exportinfo
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import backup_remote
+from ganeti.cmdlib import backup_remote, drbd
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.impexp import Transfer, run_transfers
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance,
@@ -220,7 +220,7 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                     continue
                 feedback_fn(f"Creating a snapshot of disk/{idx} on node {node}")
                 snap = snapshot_disk(disk, self.require_rpc().call_blockdev_snapshot(
-                    node, disk=serializer.to_data(disk), snap_size=disk.size,
+                    node, disk=drbd.rpc_disk(disk, self.cfg), snap_size=disk.size,
                 ).one(node, f"Cannot snapshot disk/{idx} of {self.instance.name} on {node}"))
                 snaps[idx] = snap
                 data["disks_info"][idx] = snap
@@ -262,7 +262,7 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                 images.append(image)
                 transfers.append(Transfer(
                     label=f"disk/{idx}", src_node=self.pnode.name, dst_node=target,
-                    source={"kind": "disk", "disk": snaps.get(idx, serializer.to_data(disk)),
+                    source={"kind": "disk", "disk": snaps.get(idx, drbd.rpc_disk(disk, self.cfg)),
                             "index": idx, "instance": data},
                     dest={"kind": "export", "instance_name": inst.name, "file": image,
                           "limit": disk.size * 1024 * 1024, "label": f"disk/{idx}"},

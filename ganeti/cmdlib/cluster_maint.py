@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti import constants, errors, locking, serializer
+from ganeti import constants, errors, locking
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import drbd
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.instance import expand_instance
 from ganeti.cmdlib.roles import activate_master_ip, deactivate_master_ip, master_ip_params
@@ -168,7 +169,7 @@ class LUClusterRepairDiskSizes(NoHooksLU[OpClusterRepairDiskSizes]):
                     per_node.setdefault(node.name, []).append((inst, idx, disk))
         if not per_node:
             return []
-        disks = {name: [serializer.to_data(d) for _, _, d in entries]
+        disks = {name: [drbd.rpc_disk(d, self.cfg) for _, _, d in entries]
                  for name, entries in per_node.items()}
         results = self.require_rpc().per_node(disks, lambda rpc, node: rpc.call_blockdev_getdimensions(
             node, disks=disks[node]))

@@ -45,7 +45,7 @@ def wipe_disks(lu: LogicalUnit[Any], node: str, instance: str,
         if disk.dev_type == constants.DT_DISKLESS or disk.size <= start_mib:
             continue
         offset, end = start_mib * _MIB, disk.size * _MIB
-        data = disk_rpc_dicts([disk])[0]
+        data = disk_rpc_dicts([disk], lu.cfg)[0]
         feedback_fn(f"* wiping disk {disk.iv_name or f'disk/{idx}'} of {instance} on {node}"
                     f" ({(end - offset) // _MIB} MiB"
                     f"{f' from {start_mib} MiB' if start_mib else ''})")

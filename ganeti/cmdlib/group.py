@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti import constants, errors, ipolicy, locking, parameters, query, serializer
+from ganeti import constants, errors, ipolicy, locking, parameters, query
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import policy
+from ganeti.cmdlib import drbd, policy
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node, select_named
 from ganeti.config import ConfigReader
@@ -321,7 +321,7 @@ class LUGroupVerifyDisks(NoHooksLU[OpGroupVerifyDisks]):
         if not targets:
             return [node_errors, [], missing]
         disks: dict[str, list[Any]] = {
-            name: [[serializer.to_data(disk), inst.name, idx] for inst, idx, disk in entries]
+            name: [[drbd.rpc_disk(disk, self.cfg), inst.name, idx] for inst, idx, disk in entries]
             for name, entries in targets.items()}
         results = self.require_rpc().per_node(disks, lambda rpc, node: rpc.call_blockdev_getstatus(
             node, disks=disks[node]))

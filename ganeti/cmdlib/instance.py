@@ -20,6 +20,7 @@ import os
 from typing import Any, TypeVar
 
 from ganeti import constants, errors, locking, parameters, serializer
+from ganeti.cmdlib import drbd
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import find_instance
 from ganeti.config import ConfigReader, ConfigWriter
@@ -92,9 +93,10 @@ def file_logical_id(storage_dir: str, instance_name: str, disk_uuid: str, index:
     return [driver, os.path.join(storage_dir, instance_name, f"{disk_uuid}.file.disk{index}")]
 
 
-def disk_rpc_dicts(disks: list[Disk]) -> list[dict[str, Any]]:
-    """Disks as the node procedures take them."""
-    return [serializer.to_data(d) for d in disks]
+def disk_rpc_dicts(disks: list[Disk], cfg: ConfigReader | None = None) -> list[dict[str, Any]]:
+    """Disks as the node procedures take them (a DRBD disk needs ``cfg``:
+    :func:`ganeti.cmdlib.drbd.rpc_disk`)."""
+    return drbd.rpc_disks(disks, cfg)
 
 
 def instance_rpc_dict(cfg: ConfigReader, inst: Instance, disks: list[Disk] | None = None, *,
@@ -116,7 +118,7 @@ def instance_rpc_dict(cfg: ConfigReader, inst: Instance, disks: list[Disk] | Non
         nic["nicparams"] = parameters.fill_nicparams(cluster, nic.get("nicparams"))
     if disks is None:
         disks = cfg.get_instance_disks(inst.uuid)
-    data["disks_info"] = disk_rpc_dicts(disks)
+    data["disks_info"] = disk_rpc_dicts(disks, cfg)
     return data
 
 

@@ -19,13 +19,13 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, disk_wipe, instance_import, lvm, policy
+from ganeti.cmdlib import allocator, disk_wipe, drbd, instance_import, lvm, policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, file_logical_id,
                                     instance_hook_env, instance_rpc_dict, with_secret_osparams,
                                     remove_instance_lock, storage_dir_for)
 from ganeti.cmdlib.common import expand_node
-from ganeti.config import ConfigWriter
+from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.objects import NIC, Cluster, Disk, Instance, Node
 from ganeti.opcodes import instance as opcodes_instance
 from ganeti.opcodes.instance import OpInstanceCreate
@@ -39,7 +39,8 @@ __all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "build
            "check_instance_name", "check_ip_free", "IP_CHECK_TIMEOUT"]
 
 SUPPORTED_TEMPLATES = frozenset([constants.DT_DISKLESS, constants.DT_FILE,
-                                 constants.DT_SHARED_FILE, constants.DT_PLAIN])
+                                 constants.DT_SHARED_FILE, constants.DT_PLAIN,
+                                 constants.DT_DRBD8])
 _MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 _MAC_AUTO = ("auto", "generate", None, "")
 #: seconds the IP check waits for the address to answer (a lost SYN is
@@ -228,9 +229,20 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         #: None: the allocator picks the node in CheckPrereq (op.iallocator, the
         #: cluster's default_iallocator, or the built-in one)
         self.pnode_name = op.pnode
-        if op.snode is not None:
+        #: DRBD reservations (node_a, node_b, port, minor_a, minor_b), released at the end
+        self.drbd_reserved: list[tuple[str, str, int, int, int]] = []
+        self.snode: Node | None = None
+        mirrored = op.disk_template in constants.DTS_INT_MIRROR
+        if op.snode is not None and not mirrored and op.mode == constants.INSTANCE_CREATE:
             raise errors.OpPrereqError(f"Disk template {op.disk_template or '?'} takes no"
                                        " secondary node", errors.ECODE_INVAL)
+        if mirrored and op.pnode is not None and op.snode is None:
+            raise errors.OpPrereqError(f"Disk template {op.disk_template} needs a secondary"
+                                       " node (-n PNODE:SNODE), or an iallocator",
+                                       errors.ECODE_INVAL)
+        if op.snode is not None and op.snode == op.pnode:
+            raise errors.OpPrereqError("The secondary node must differ from the primary"
+                                       " node", errors.ECODE_INVAL)
         if op.file_driver and op.file_driver not in ("loop", "blktap", "blktap2"):
             raise errors.OpPrereqError(f"Invalid file driver '{op.file_driver}'",
                                        errors.ECODE_INVAL)
@@ -272,6 +284,13 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             self.pnode = expand_node(self.cfg, self.pnode_name)
             self.op.pnode = self.pnode.name
             node_locks = [self.pnode.uuid]
+            if self.op.snode is not None:
+                self.snode = expand_node(self.cfg, self.op.snode)
+                self.op.snode = self.snode.name
+                if self.snode.uuid == self.pnode.uuid:
+                    raise errors.OpPrereqError("The secondary node must differ from the"
+                                               " primary node", errors.ECODE_INVAL)
+                node_locks.append(self.snode.uuid)
         add_instance_lock(self, self.op.instance_name)
         self.needed_locks = {locking.LEVEL_INSTANCE: [self.op.instance_name],
                              locking.LEVEL_NODE: node_locks,
@@ -283,6 +302,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if self.generated_macs:
             self.cfg.release_macs(self.generated_macs)
             self.generated_macs = []
+        if self.drbd_reserved:
+            self.cfg.release_drbd(self.drbd_reserved)
+            self.drbd_reserved = []
 
     def CheckPrereq(self) -> None:
         try:
@@ -313,6 +335,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             raise errors.OpPrereqError(f"Can't use drained node {pnode.name}", errors.ECODE_STATE)
         if not pnode.vm_capable:
             raise errors.OpPrereqError(f"Node {pnode.name} is not vm_capable", errors.ECODE_STATE)
+        if op.disk_template in constants.DTS_INT_MIRROR:
+            self._check_snode(pnode)
         if op.disk_template not in cluster.enabled_disk_templates:
             raise errors.OpPrereqError(
                 f"Disk template '{op.disk_template}' is not enabled in the cluster (enabled:"
@@ -357,6 +381,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                                              op.file_driver or "loop")
             elif op.disk_template == constants.DT_PLAIN:
                 logical_id = lvm.lv_logical_id(lvm.disk_vg(cluster, spec), uuid, idx)
+            elif op.disk_template == constants.DT_DRBD8:
+                self.new_disks.append(self._new_drbd_disk(cluster, pnode, spec, uuid, idx))
+                continue
             self.new_disks.append(Disk(uuid=uuid, dev_type=op.disk_template, size=spec["size"],
                                        mode=spec["mode"], name=spec["name"],
                                        logical_id=logical_id, iv_name=f"disk/{idx}",
@@ -369,6 +396,10 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 (d.logical_id[0], d.size) for d in self.new_disks))
             self.excl_stor = lvm.exclusive_storage(cluster, pnode,
                                                    cfg.get_nodegroup(pnode.group))
+        elif op.disk_template == constants.DT_DRBD8:
+            assert self.snode is not None
+            lvm.check_vg_free(self, [pnode, self.snode], lvm.required_vg_sizes(
+                (c.logical_id[0], c.size) for d in self.new_disks for c in d.children))
         if op.ip_check and self.check_ip is not None:
             check_ip_free(self.check_ip, op.instance_name)
         if op.os_type and self.rpc is not None:
@@ -381,6 +412,40 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 msg = res.fail_msg if res is not None else "no answer"
                 raise errors.OpPrereqError(f"OS '{op.os_type}' not usable on node {pnode.name}:"
                                            f" {msg}", errors.ECODE_INVAL)
+
+    def _check_snode(self, pnode: Node) -> None:
+        """The secondary node of a mirrored template: known, online, usable, not the primary."""
+        if self.snode is None:
+            raise errors.OpPrereqError(f"Disk template {self.op.disk_template} needs a"
+                                       " secondary node", errors.ECODE_INVAL)
+        snode = self.cfg.get_node_info(self.snode.uuid)
+        if snode is None:
+            raise errors.OpPrereqError(f"Node '{self.op.snode}' not known", errors.ECODE_NOENT)
+        if snode.uuid == pnode.uuid:
+            raise errors.OpPrereqError("The secondary node must differ from the primary node",
+                                       errors.ECODE_INVAL)
+        check_node_online(snode, " as secondary node")
+        if snode.drained:
+            raise errors.OpPrereqError(f"Can't use drained node {snode.name}", errors.ECODE_STATE)
+        if not snode.vm_capable:
+            raise errors.OpPrereqError(f"Node {snode.name} is not vm_capable", errors.ECODE_STATE)
+        self.snode = snode
+
+    def _new_drbd_disk(self, cluster: Cluster, pnode: Node, spec: dict[str, Any], uuid: str,
+                       idx: int) -> Disk:
+        """A new DRBD disk between the primary and the secondary: port, minors reserved."""
+        assert self.snode is not None
+        try:
+            port, pminor, sminor = self.cfg.allocate_drbd(pnode.uuid, self.snode.uuid)
+        except errors.ConfigurationError as exc:
+            raise errors.OpPrereqError(str(exc), errors.ECODE_NORES) from None
+        self.drbd_reserved.append((pnode.uuid, self.snode.uuid, port, pminor, sminor))
+        return drbd.make_drbd_disk(
+            uuid=uuid, index=idx, size=spec["size"], vg=lvm.disk_vg(cluster, spec),
+            mode=spec["mode"], name=spec["name"], nodes=(pnode.uuid, self.snode.uuid),
+            port=port, minors=(pminor, sminor), secret=drbd.new_secret(),
+            child_uuids=(str(uuidlib.uuid4()), str(uuidlib.uuid4())),
+            spindles=spec.get("spindles"))
 
     def _allocate_node(self) -> None:
         """Ask the allocator for the primary node (all node locks are held, shared)."""
@@ -396,6 +461,12 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         answer.require_success(name)
         self.pnode = expand_node(self.cfg, answer.nodes[0])
         op.pnode = self.pnode.name
+        if op.disk_template in constants.DTS_INT_MIRROR:
+            if len(answer.nodes) < 2:
+                raise errors.OpPrereqError(f"Allocator {op.iallocator or 'hail'} gave no"
+                                           " secondary node", errors.ECODE_NORES)
+            self.snode = expand_node(self.cfg, answer.nodes[1])
+            op.snode = self.snode.name
         self.LogInfo(f"Selected nodes for instance {op.instance_name} via iallocator {name}:"
                      f" {', '.join(answer.nodes)}")
 
@@ -434,15 +505,34 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 remove_instance_lock(self, self.op.instance_name)
             raise
 
+    def _disk_nodes(self, disk: Disk) -> list[str]:
+        """Names of the nodes holding ``disk`` (a DRBD disk: secondary first)."""
+        if disk.dev_type in constants.DTS_INT_MIRROR and self.snode is not None:
+            return [self.snode.name, self.pnode.name]
+        return [self.pnode.name]
+
     def _remove_disks(self, disks: list[Disk]) -> None:
         for disk in disks:
             if disk.dev_type == constants.DT_DISKLESS or self.rpc is None:
                 continue
-            res = self.rpc.call_blockdev_remove(
-                [self.pnode.name], disk=instance_rpc_disk(disk)).get(self.pnode.name)
-            if res is None or res.failed:
-                self.LogWarning(f"Could not remove disk {disk.iv_name} on {self.pnode.name}:"
-                                f" {res.fail_msg if res else 'no answer'}")
+            for node in self._disk_nodes(disk):
+                res = self.rpc.call_blockdev_remove(
+                    [node], disk=instance_rpc_disk(disk, self.cfg)).get(node)
+                if res is None or res.failed:
+                    self.LogWarning(f"Could not remove disk {disk.iv_name} on {node}:"
+                                    f" {res.fail_msg if res else 'no answer'}")
+
+    def _shutdown_mirrors(self) -> None:
+        """Take the new DRBD devices down on both nodes (the instance is not started)."""
+        for disk in self.new_disks:
+            if disk.dev_type not in constants.DTS_INT_MIRROR or self.rpc is None:
+                continue
+            for node in self._disk_nodes(disk)[::-1]:
+                res = self.rpc.call_blockdev_shutdown(
+                    [node], disk=instance_rpc_disk(disk, self.cfg)).get(node)
+                if res is None or res.failed:
+                    self.LogWarning(f"Could not shut down disk {disk.iv_name} on {node}:"
+                                    f" {res.fail_msg if res else 'no answer'}")
 
     def _exec(self, feedback_fn: FeedbackFn) -> Any:
         op, cfg = self.op, self.cfg
@@ -452,12 +542,14 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             for disk in self.new_disks:
                 if disk.dev_type == constants.DT_DISKLESS:
                     continue
-                feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {pname}")
-                self.require_rpc().call_blockdev_create(
-                    pname, disk=instance_rpc_disk(disk), size=disk.size, owner_instance_name=inst.name,
-                    on_primary=True, info=constants.DISK_INFO_PREFIX + inst.name, excl_stor=self.excl_stor,
-                ).one(pname, f"Can't create disk {disk.iv_name} on node {pname}")
-                created.append(disk)
+                created.append(disk)     # removal is idempotent: a half-made disk goes too
+                for node in self._disk_nodes(disk):
+                    feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {node}")
+                    self.require_rpc().call_blockdev_create(
+                        node, disk=instance_rpc_disk(disk, cfg), size=disk.size,
+                        owner_instance_name=inst.name, on_primary=node == pname,
+                        info=constants.DISK_INFO_PREFIX + inst.name, excl_stor=self.excl_stor,
+                    ).one(node, f"Can't create disk {disk.iv_name} on node {node}")
         except errors.GanetiError:
             self._remove_disks(created)
             raise
@@ -468,6 +560,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             # volumes would be orphans, so they go too
             self._remove_disks(created)
             raise
+        self.release_reservations()     # the config holds the DRBD ports and minors now
+        if op.disk_template in constants.DTS_INT_MIRROR and op.wait_for_sync:
+            drbd.wait_for_sync(self, self.pnode, self.new_disks, feedback_fn, cfg=cfg)
         if disk_wipe.wipe_wanted(self):
             try:
                 disk_wipe.wipe_disks(self, pname, inst.name,
@@ -500,6 +595,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 self._remove_disks(created)
                 cfg.remove_instance(inst.uuid)
                 raise
+        if not op.start:
+            self._shutdown_mirrors()
         if op.start:
             cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
             feedback_fn(f"* starting instance {inst.name} on {pname}")
@@ -514,7 +611,6 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         return [pname]
 
 
-def instance_rpc_disk(disk: Disk) -> dict[str, Any]:
-    """One disk as the node procedures take it."""
-    from ganeti import serializer
-    return serializer.to_data(disk)
+def instance_rpc_disk(disk: Disk, cfg: ConfigReader | None = None) -> dict[str, Any]:
+    """One disk as the node procedures take it (:func:`ganeti.cmdlib.drbd.rpc_disk`)."""
+    return drbd.rpc_disk(disk, cfg)

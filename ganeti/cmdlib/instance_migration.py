@@ -37,7 +37,7 @@ from typing import Any, Callable, TypeVar
 
 from ganeti import constants, errors, progress
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, instance_mirror, lvm, policy
+from ganeti.cmdlib import allocator, drbd, instance_mirror, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
 from ganeti.cmdlib.common import expand_node
 from ganeti.iallocator import document
@@ -66,11 +66,15 @@ class _TargetLU(InstanceLU[_TargetOpT]):
     """An instance LU with a target node (given, or the first other usable node)."""
 
     NEED_SHARED_STORAGE = True
+    #: mirrored templates this operation handles although their disks are not shared
+    MIRRORED_OK: frozenset[str] = frozenset()
     #: what the refusal of an instance on local disks suggests
     LOCAL_DISKS_HINT = "use 'move' instead"
     #: without a target node, ask the allocator (``iallocator``, or the
     #: cluster's default when it has one); else the first other usable node
     USE_ALLOCATOR = True
+    #: an instance on mirrored disks (drbd) goes to its secondary node, nowhere else
+    MIRROR_TO_SECONDARY = True
 
     def ExpandExtra(self) -> None:
         inst = expand_instance(self.cfg, self.op.instance_name)
@@ -78,6 +82,9 @@ class _TargetLU(InstanceLU[_TargetOpT]):
         if self.op.target_node and self.allocator_name:
             raise errors.OpPrereqError("Give either a target node or an iallocator, not both",
                                        errors.ECODE_INVAL)
+        if self.MIRROR_TO_SECONDARY and inst.disk_template in constants.DTS_INT_MIRROR:
+            self._expand_secondary_target(inst)
+            return
         if self.op.target_node:
             target = expand_node(self.cfg, self.op.target_node)
         elif (self.USE_ALLOCATOR and not getattr(self.op, "cleanup", False)
@@ -98,6 +105,29 @@ class _TargetLU(InstanceLU[_TargetOpT]):
             target = candidates[0]
         self.target_uuid = target.uuid
         self.extra_node_uuids = [target.uuid]
+
+    def _expand_secondary_target(self, inst: Any) -> None:
+        """The target of a mirrored instance: its secondary node (a given target node
+        or an allocator must agree)."""
+        disks = self.cfg.get_instance_disks(inst.uuid)
+        snodes = [n for n in drbd.secondary_nodes(self, disks, inst.primary_node)]
+        if not snodes:
+            raise errors.OpPrereqError(f"Instance {inst.name} has no secondary node",
+                                       errors.ECODE_STATE)
+        if self.allocator_name:
+            raise errors.OpPrereqError(
+                f"Instance {inst.name} has disk template {inst.disk_template}: it can only"
+                f" move to its secondary node {snodes[0].name}, no allocator is asked",
+                errors.ECODE_INVAL)
+        if self.op.target_node:
+            target = expand_node(self.cfg, self.op.target_node)
+            if target.uuid != snodes[0].uuid:
+                raise errors.OpPrereqError(
+                    f"Instance {inst.name} has disk template {inst.disk_template}: it can"
+                    f" only move to its secondary node {snodes[0].name}, not {target.name}"
+                    " (change the secondary with replace-disks first)", errors.ECODE_INVAL)
+        self.target_uuid = snodes[0].uuid
+        self.extra_node_uuids = [snodes[0].uuid]
 
     def _ask_allocator(self) -> None:
         """Set the target from a ``relocate`` request (off the primary node)."""
@@ -133,7 +163,7 @@ class _TargetLU(InstanceLU[_TargetOpT]):
             raise errors.OpPrereqError(f"Node {self.target.name} is not vm_capable",
                                        errors.ECODE_STATE)
         if self.NEED_SHARED_STORAGE and inst.disk_template not in _SHARED \
-                and not self.copies_disks():
+                and inst.disk_template not in self.MIRRORED_OK and not self.copies_disks():
             raise errors.OpPrereqError(
                 f"Instance {inst.name} has disk template {inst.disk_template}, whose disks"
                 f" only exist on the primary node; {self.LOCAL_DISKS_HINT}",
@@ -162,8 +192,10 @@ class _TargetLU(InstanceLU[_TargetOpT]):
         inst = self.instance
         with self.cfg.batch():
             for disk in self.disks:
-                disk.nodes = [self.target.uuid] + [n for n in disk.nodes[1:]
-                                                   if n != self.target.uuid]
+                # a mirror keeps both nodes (the old primary is the secondary now)
+                rest = disk.nodes if disk.dev_type in constants.DTS_INT_MIRROR \
+                    else disk.nodes[1:]
+                disk.nodes = [self.target.uuid] + [n for n in rest if n != self.target.uuid]
                 self.cfg.update(disk)
             inst.primary_node = self.target.uuid
             self.cfg.update(inst)
@@ -189,7 +221,7 @@ class _TargetLU(InstanceLU[_TargetOpT]):
             if disk.dev_type == constants.DT_DISKLESS:
                 continue
             self.require_rpc().call_blockdev_assemble(
-                self.target.name, disk=disk_rpc_dicts([disk])[0], instance_name=self.instance.name,
+                self.target.name, disk=disk_rpc_dicts([disk], self.cfg)[0], instance_name=self.instance.name,
                 as_primary=True, idx=idx,
             ).one(self.target.name, f"Could not assemble disk {idx} on {self.target.name}")
 
@@ -198,7 +230,7 @@ class _TargetLU(InstanceLU[_TargetOpT]):
             if disk.dev_type == constants.DT_DISKLESS or self.rpc is None:
                 continue
             res = self.rpc.call_blockdev_shutdown(
-                [node_name], disk=disk_rpc_dicts([disk])[0]).get(node_name)
+                [node_name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(node_name)
             if res is None or res.failed:
                 self.LogWarning(f"Could not shut down disk {disk.iv_name} on {node_name}")
 
@@ -226,9 +258,14 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             # would refuse a half-done state
             self._lookup_target()
             return
+        inst = self.instance
+        if inst.disk_template in constants.DTS_INT_MIRROR:
+            raise errors.OpPrereqError(
+                f"Instance {inst.name} has disk template {inst.disk_template}: its live"
+                " migration is not supported yet; use 'gnt-instance failover'",
+                errors.ECODE_STATE)
         super().CheckInstance()
         check_node_online(self.pnode, " as primary node")
-        inst = self.instance
         if self.op.with_disks:
             if inst.disk_template not in instance_mirror.LOCAL_TEMPLATES:
                 raise errors.OpPrereqError(
@@ -581,12 +618,29 @@ class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
     """Stop the instance on its primary node and start it on the target."""
 
     HPATH = "instance-failover"
+    MIRRORED_OK = constants.DTS_INT_MIRROR
 
     def HookExtra(self) -> dict[str, Any]:
         extra = super().HookExtra()
         extra["SHUTDOWN_TIMEOUT"] = self.op.shutdown_timeout
         extra["IGNORE_CONSISTENCY"] = self.op.ignore_consistency
         return extra
+
+    def CheckInstance(self) -> None:
+        super().CheckInstance()
+        inst = self.instance
+        active = inst.admin_state == constants.ADMINST_UP or inst.disks_active
+        if inst.disk_template in constants.DTS_INT_MIRROR and active:
+            bad = drbd.check_consistent(self, self.disks, self.target)
+            if bad and not self.op.ignore_consistency:
+                raise errors.OpPrereqError(
+                    f"Disk(s) {', '.join(bad)} of instance {inst.name} are not up to date on"
+                    f" the target node {self.target.name}; failing over would lose data"
+                    " (use --ignore-consistency if the primary node is dead)",
+                    errors.ECODE_STATE)
+            if bad:
+                self.LogWarning(f"Disk(s) {', '.join(bad)} are not up to date on"
+                                f" {self.target.name}; failing over anyway")
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
@@ -603,6 +657,10 @@ class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
                 self.LogWarning(msg)
             self._shutdown_disks(src.name)
         self._switch_primary()
+        if inst.disk_template in constants.DTS_INT_MIRROR \
+                and inst.admin_state == constants.ADMINST_UP:
+            # the old primary becomes the secondary: its side waits for the new primary
+            drbd.assemble_secondaries(self, inst.name, self.disks, self.target.uuid)
         self._start_on_target(feedback_fn)
         return None
 
@@ -620,6 +678,7 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
     HPATH = "instance-move"
     NEED_SHARED_STORAGE = False
     USE_ALLOCATOR = False
+    MIRROR_TO_SECONDARY = False
 
     def CheckInstance(self) -> None:
         super().CheckInstance()
@@ -647,7 +706,7 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
             for idx, disk in enumerate(self.disks):
                 if not copy:
                     continue
-                data = disk_rpc_dicts([disk])[0]
+                data = disk_rpc_dicts([disk], self.cfg)[0]
                 feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {dst.name}")
                 self.require_rpc().call_blockdev_create(
                     dst.name, disk=data, size=disk.size, owner_instance_name=inst.name, on_primary=True,
@@ -663,7 +722,7 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
             raise
         self._switch_primary()
         if copy:
-            for data in (disk_rpc_dicts(self.disks)):
+            for data in (disk_rpc_dicts(self.disks, self.cfg)):
                 res = self.require_rpc().call_blockdev_remove([src.name], disk=data).get(src.name)
                 if res is None or res.failed:
                     self.LogWarning(f"Could not remove the old disk on {src.name}")

@@ -110,7 +110,7 @@ class DiskCopy:
     def create_target_disks(self) -> None:
         """Create every disk on the target at its size; remembers them for the undo."""
         for idx, disk in enumerate(self.disks):
-            ddict = disk_rpc_dicts([disk])[0]
+            ddict = disk_rpc_dicts([disk], self.lu.cfg)[0]
             self.lu.require_rpc().call_blockdev_create(
                 self.target.name, disk=ddict, size=disk.size, owner_instance_name=self.name,
                 on_primary=True, info=constants.DISK_INFO_PREFIX + self.name, excl_stor=False,
@@ -125,7 +125,7 @@ class DiskCopy:
 
     def remove_source_disks(self) -> None:
         """After the switch-over: remove the disks from the old primary (warnings only)."""
-        for ddict in disk_rpc_dicts(self.disks):
+        for ddict in disk_rpc_dicts(self.disks, self.lu.cfg):
             self._remove(self.source.name, ddict)
 
     def _remove(self, node: str, ddict: dict[str, Any]) -> None:
@@ -142,7 +142,7 @@ class DiskCopy:
         for idx, disk in enumerate(self.disks):
             self.feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {self.target.name}")
             copy_disk(self.lu, self.source.name, self.target.name,
-                      disk_rpc_dicts([disk])[0], disk.size, idx, self.name)
+                      disk_rpc_dicts([disk], self.lu.cfg)[0], disk.size, idx, self.name)
 
     # --- live ----------------------------------------------------------------------------------
 
@@ -221,7 +221,7 @@ class DiskCopy:
             return
         self.mirroring = source_runs
         self.abort()
-        self.created = disk_rpc_dicts(self.disks)
+        self.created = disk_rpc_dicts(self.disks, self.lu.cfg)
         self.remove_target_disks()
 
     def abort(self) -> None:

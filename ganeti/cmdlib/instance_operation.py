@@ -12,6 +12,7 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.objects import Instance
+from ganeti.cmdlib import drbd
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
                                     with_secret_osparams)
@@ -53,13 +54,16 @@ def remove_disks(lu: InstanceLU, *, ignore_failures: bool = False) -> None:
     for disk in lu.disks:
         if disk.dev_type == constants.DT_DISKLESS:
             continue
-        for uuid in disk.nodes:
+        holders = list(disk.nodes)
+        if drbd.is_drbd(disk):     # both ends, whatever the node list says
+            holders += [u for u in disk.logical_id[:2] if u not in holders]
+        for uuid in holders:
             node = lu.cfg.get_node_info(uuid)
             if node is None or node.offline:
                 continue
             try:
                 lu.require_rpc().call_blockdev_remove(
-                    node.name, disk=disk_rpc_dicts([disk])[0],
+                    node.name, disk=disk_rpc_dicts([disk], lu.cfg)[0],
                 ).one(node.name, f"Could not remove disk {disk.iv_name} on node {node.name}")
             except errors.OpExecError as exc:
                 if not ignore_failures:
@@ -167,6 +171,8 @@ class LUInstanceStartup(InstanceLU[OpInstanceStartup]):
         # ALREADY_RUNNING) and cleans up one that shut down by itself
         if self.rpc is None:
             raise errors.OpExecError("Node RPC is not available on this master")
+        # mirrors: the secondaries first, so that the primary finds its peer
+        drbd.assemble_secondaries(self, inst.name, self.disks, inst.primary_node)
         res = self.rpc.call_instance_start(
             [self.pnode.name], instance=data, disks=data["disks_info"],
             startup_paused=self.op.startup_paused).get(self.pnode.name)
@@ -210,6 +216,11 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
         self.require_rpc().call_instance_shutdown(
             self.pnode.name, instance=self.rpc_instance(), timeout=self.op.timeout,
         ).one(self.pnode.name, f"Could not shutdown instance {inst.name}")
+        if any(drbd.is_drbd(d) for d in self.disks):
+            # as Ganeti: a stopped instance's mirrors are down (primary first)
+            drbd.shutdown_mirrors(self, self.disks, [self.pnode] + drbd.secondary_nodes(
+                self, self.disks, inst.primary_node))
+            self.cfg.set_instance_disks_active(inst.uuid, False)
         return None
 
 
@@ -369,7 +380,7 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
                 renames.append((disk, file_logical_id(storage_dir, new_name, disk.uuid, idx,
                                                       driver)))
         if renames:
-            devlist = [[disk_rpc_dicts([d])[0], new_id] for d, new_id in renames]
+            devlist = [[disk_rpc_dicts([d], self.cfg)[0], new_id] for d, new_id in renames]
             self.require_rpc().call_blockdev_rename(
                 self.pnode.name, devlist=devlist,
             ).one(self.pnode.name, f"Could not rename the disks of {old_name}")
@@ -393,7 +404,7 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
         node = self.pnode.name
         for disk in volumes:
             res = self.rpc.call_blockdev_setinfo(
-                [node], disk=disk_rpc_dicts([disk])[0], info=constants.DISK_INFO_PREFIX + new_name).get(node)
+                [node], disk=disk_rpc_dicts([disk], self.cfg)[0], info=constants.DISK_INFO_PREFIX + new_name).get(node)
             if res is None or res.failed:
                 self.LogWarning(f"Could not update the tag of disk {disk.uuid} on {node}:"
                                 f" {res.fail_msg if res else 'no answer'}")

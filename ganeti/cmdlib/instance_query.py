@@ -15,12 +15,13 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters, progress, query
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import drbd
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import find_instance, select_named
 from ganeti.cmdlib.instance import hv_list_and_params, instance_rpc_dict, runtime_status
 from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
-from ganeti.objects import NIC, Instance
+from ganeti.objects import NIC, Disk, Instance
 from ganeti.opcodes.instance import OpInstanceQueryData
 
 __all__ = ["INSTANCE_FIELDS", "collect_instances", "param_title", "InstanceQueryContext",
@@ -39,6 +40,7 @@ class InstanceQueryContext:
     def __init__(self, cfg: ConfigReader, live: dict[str, Any] | None, failed: set[str],
                  runtime_table: progress.RuntimeTable | None = None) -> None:
         data = cfg.get_config_data()
+        self.cfg = cfg
         self.runtime_table = runtime_table   # disk copies running on the master
         self.cluster = data.cluster
         self.nodes = data.nodes
@@ -405,6 +407,44 @@ def _plain(value: Any) -> Any:
     return None if isinstance(value, query.fields.Sentinel) else value
 
 
+def _disk_data(lu: LogicalUnit[Any], ctx: InstanceQueryContext, inst: Instance, disk: Disk,
+               idx: int, static: bool) -> dict[str, Any]:
+    """One disk of the OP_INSTANCE_QUERY_DATA result (a DRBD secret is never shown)."""
+    data: dict[str, Any] = {
+        "iv_name": disk.iv_name or f"disk/{idx}", "size": disk.size, "mode": disk.mode,
+        "name": disk.name, "uuid": disk.uuid, "dev_type": disk.dev_type,
+        "logical_id": drbd.public_logical_id(disk),
+        "nodes": [ctx.node_name(n) for n in disk.nodes], "spindles": disk.spindles,
+        "pstatus": None, "sstatus": None,
+        "children": [_disk_data(lu, ctx, inst, c, i, True) for i, c in enumerate(disk.children)],
+        "drbd_info": None}
+    if not drbd.is_drbd(disk) or len(disk.logical_id) < 5:
+        return data
+    node_a, node_b, port, minor_a, minor_b = disk.logical_id[:5]
+    if inst.primary_node == node_b:
+        node_a, node_b, minor_a, minor_b = node_b, node_a, minor_b, minor_a
+    data["drbd_info"] = {"primary_node": ctx.node_name(node_a), "primary_minor": minor_a,
+                         "secondary_node": ctx.node_name(node_b), "secondary_minor": minor_b,
+                         "port": port}
+    if not static and lu.rpc is not None:
+        data["pstatus"] = _blockdev_status(lu, ctx, disk, node_a)
+        data["sstatus"] = _blockdev_status(lu, ctx, disk, node_b)
+    return data
+
+
+def _blockdev_status(lu: LogicalUnit[Any], ctx: InstanceQueryContext, disk: Disk,
+                     node_uuid: str) -> dict[str, Any] | None:
+    """``blockdev_find`` of ``disk`` on a node (None: offline, failed or missing)."""
+    node = ctx.nodes.get(node_uuid)
+    if node is None or node.offline or lu.rpc is None:
+        return None
+    res = lu.rpc.call_blockdev_find([node.name], disk=drbd.rpc_disk(disk, ctx.cfg)).get(
+        node.name)
+    if res is None or res.failed or not isinstance(res.payload, dict):
+        return None
+    return res.payload
+
+
 def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) -> dict[str, Any]:
     """The OP_INSTANCE_QUERY_DATA result: ``{name: details}``, from the committed config."""
     cfg = lu.cfg.committed()
@@ -430,14 +470,9 @@ def instance_query_data(lu: LogicalUnit[Any], names: list[str], static: bool) ->
             run_state = "up" if entry is not None and entry.get("state") == 0 else "down"
         disks = []
         for idx, disk in enumerate(ctx.inst_disks(inst)):
-            # Ganeti 3.0's disk keys (doc/compat.md, "Results"); no block-device
-            # status is collected (pstatus/sstatus null), disks have no children
-            disks.append({"iv_name": disk.iv_name or f"disk/{idx}", "size": disk.size,
-                          "mode": disk.mode, "name": disk.name, "uuid": disk.uuid,
-                          "dev_type": disk.dev_type, "logical_id": list(disk.logical_id),
-                          "nodes": [ctx.node_name(n) for n in disk.nodes],
-                          "spindles": disk.spindles, "pstatus": None,
-                          "sstatus": None, "children": [], "drbd_info": None})
+            # Ganeti 3.0's disk keys (doc/compat.md, "Results"); the block-device
+            # status (pstatus/sstatus) is asked of the nodes for mirrored disks only
+            disks.append(_disk_data(lu, ctx, inst, disk, idx, static))
         # Ganeti 3.0's NIC rows: [name, uuid, ip, mac, mode, link, vlan, network, netinfo]
         nics = []
         for nic in inst.nics:

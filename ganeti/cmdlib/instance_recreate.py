@@ -81,7 +81,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         self.missing: list[tuple[int, Disk]] = []
         for idx in self.indices:
             disk = self.disks[idx]
-            found = rpc.call_blockdev_find(self.pnode.name, disk=disk_rpc_dicts([disk])[0]).one(
+            found = rpc.call_blockdev_find(self.pnode.name, disk=disk_rpc_dicts([disk], self.cfg)[0]).one(
                 self.pnode.name, f"Cannot look for disk {idx}")
             if found is None:
                 self.missing.append((idx, disk))
@@ -95,7 +95,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
     def _remove(self, disks: list[Disk]) -> None:
         for disk in disks:
             res = self.require_rpc().call_blockdev_remove(
-                [self.pnode.name], disk=disk_rpc_dicts([disk])[0]).get(self.pnode.name)
+                [self.pnode.name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(self.pnode.name)
             if res is None or res.failed:
                 self.LogWarning(f"Could not remove disk {disk.iv_name} again")
 
@@ -111,7 +111,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             for idx, disk in self.missing:
                 feedback_fn(f"* recreating disk {idx} ({disk.size} MiB) on {pname}")
                 self.require_rpc().call_blockdev_create(
-                    pname, disk=disk_rpc_dicts([disk])[0], size=disk.size,
+                    pname, disk=disk_rpc_dicts([disk], self.cfg)[0], size=disk.size,
                     owner_instance_name=inst.name, on_primary=True,
                     info=constants.DISK_INFO_PREFIX + inst.name,
                     excl_stor=excl and disk.dev_type == constants.DT_PLAIN,

@@ -13,7 +13,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import disk_wipe, lvm, policy
+from ganeti.cmdlib import disk_wipe, drbd, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
@@ -379,7 +379,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 disk = cfg.get_instance_disks(inst.uuid)[idx]
                 if disk.dev_type != constants.DT_DISKLESS:
                     res = self.require_rpc().call_blockdev_remove(
-                        [self.pnode.name], disk=disk_rpc_dicts([disk])[0])
+                        [self.pnode.name], disk=disk_rpc_dicts([disk], self.cfg)[0])
                     r = res.get(self.pnode.name)
                     if r is None or r.failed:
                         self.LogWarning(f"Could not remove disk {idx} on {self.pnode.name}")
@@ -432,7 +432,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     nodes=[inst.primary_node])
         feedback_fn(f"* creating disk {idx} ({spec['size']} MiB) on {self.pnode.name}")
         self.require_rpc().call_blockdev_create(
-            self.pnode.name, disk=disk_rpc_dicts([disk])[0], size=disk.size,
+            self.pnode.name, disk=disk_rpc_dicts([disk], self.cfg)[0], size=disk.size,
             owner_instance_name=inst.name, on_primary=True, info=constants.DISK_INFO_PREFIX + inst.name,
             excl_stor=excl_stor).one(self.pnode.name, f"Could not create disk {idx}")
         cfg.add_instance_disk(inst.uuid, disk, idx)
@@ -468,7 +468,7 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
         disk = self.disks[self.op.disk]
         if self.delta == 0:
             return None
-        data = disk_rpc_dicts([disk])[0]
+        data = disk_rpc_dicts([disk], self.cfg)[0]
         excl = disk.dev_type == constants.DT_PLAIN and lvm.exclusive_storage(
             self.cfg.get_cluster_info(), self.pnode, self.cfg.get_nodegroup(self.pnode.group))
         self.require_rpc().call_blockdev_grow(
@@ -512,11 +512,15 @@ class LUInstanceActivateDisks(InstanceLU[OpInstanceActivateDisks]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         result = []
+        # mirrors: the secondaries first, so that the primary finds its peer
+        drbd.assemble_secondaries(self, self.instance.name, self.disks,
+                                  self.instance.primary_node)
         for idx, disk in enumerate(self.disks):
             if disk.dev_type == constants.DT_DISKLESS:
                 continue
             out = self.require_rpc().call_blockdev_assemble(
-                self.pnode.name, disk=disk_rpc_dicts([disk])[0], instance_name=self.instance.name,
+                self.pnode.name, disk=disk_rpc_dicts([disk], self.cfg)[0],
+                instance_name=self.instance.name,
                 as_primary=True, idx=idx,
             ).one(self.pnode.name, f"Cannot activate disk {idx} of {self.instance.name}")
             result.append([self.pnode.name, disk.iv_name or f"disk/{idx}",
@@ -543,11 +547,13 @@ class LUInstanceDeactivateDisks(InstanceLU[OpInstanceDeactivateDisks]):
             if disk.dev_type == constants.DT_DISKLESS or self.pnode.offline:
                 continue
             res = self.require_rpc().call_blockdev_shutdown(
-                [self.pnode.name], disk=disk_rpc_dicts([disk])[0]).get(self.pnode.name)
+                [self.pnode.name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(self.pnode.name)
             if res is None or res.failed:
                 msg = f"Could not shut down disk {disk.iv_name}"
                 if not self.op.force:
                     raise errors.OpExecError(msg)
                 self.LogWarning(msg)
+        drbd.shutdown_mirrors(self, self.disks, drbd.secondary_nodes(
+            self, self.disks, self.instance.primary_node), strict=not self.op.force)
         self.cfg.set_instance_disks_active(self.instance.uuid, False)
         return None

@@ -24,7 +24,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import storage_dir_for
-from ganeti.objects import Cluster, Node
+from ganeti.objects import Cluster, Node, disk_tree
 from ganeti.opcodes.node_storage import (VOLUME_FIELDS, OpNodeModifyStorage,
                                          OpNodeQueryStorage, OpNodeQueryvols,
                                          OpRepairNodeStorage)
@@ -256,7 +256,8 @@ class LUNodeQueryvols(NoHooksLU[OpNodeQueryvols]):
         """``{node uuid: {disk path: instance name}}`` of the file based and plain disks."""
         out: dict[str, dict[str, str]] = {}
         for inst in self.cfg.get_all_instances_info().values():
-            for disk in self.cfg.get_instance_disks(inst.uuid):
+            for disk in (d for top in self.cfg.get_instance_disks(inst.uuid)
+                         for d in disk_tree(top)):
                 if disk.dev_type in (constants.DT_FILE, constants.DT_SHARED_FILE) \
                         and len(disk.logical_id) == 2:
                     for node_uuid in disk.nodes or [inst.primary_node]:

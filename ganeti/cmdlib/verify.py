@@ -35,7 +35,13 @@ With a volume group set and ``plain`` (or ``drbd``) enabled, each node lists
 its volumes (``lvlist``): a group it cannot list is ``ENODELVM``, a volume of
 an instance's disk that is missing ``EINSTANCEMISSINGDISK``, one of another
 size ``EINSTANCEFAULTYDISK`` (smaller: error, larger: warning), a volume no
-disk owns ``ENODEORPHANLV`` (doc/storage.md).
+disk owns ``ENODEORPHANLV`` (doc/storage.md).  With ``drbd`` enabled each
+node's side of every DRBD disk is read (``blockdev_getmirrorstatus``): a
+disk that should be active but is not set up, is degraded (peer gone, not
+up to date), has a faulty local disk or is primary on the secondary node is
+``EINSTANCEFAULTYDISK`` (a resync running: a warning with its percent), and
+a configured minor that no disk of the node owns is ``ENODEDRBD``
+(``drbd_node_info``).
 """
 
 from __future__ import annotations
@@ -47,9 +53,10 @@ from typing import Any
 
 from ganeti import constants, crypto, ipolicy, locking, opcodes, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import lvm, policy
+from ganeti.cmdlib import drbd, lvm, policy
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
+from ganeti.objects import disk_tree
 from ganeti.opcodes.cluster import (OpClusterVerify, OpClusterVerifyConfig, OpClusterVerifyDisks,
                                     OpClusterVerifyGroup)
 from ganeti.opcodes.group import OpGroupVerifyDisks
@@ -270,7 +277,8 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         """Missing VG, missing/wrong-sized/orphan volumes (doc/storage.md)."""
         expected: dict[str, dict[str, tuple[str, int]]] = {}
         for inst in self.cfg.get_all_instances_info().values():
-            for disk in self.cfg.get_instance_disks(inst.uuid):
+            for disk in (d for top in self.cfg.get_instance_disks(inst.uuid)
+                         for d in disk_tree(top)):
                 if disk.dev_type == constants.DT_PLAIN and len(disk.logical_id) == 2 \
                         and disk.logical_id[0] == vg:
                     for uuid in disk.nodes or [inst.primary_node]:
@@ -285,6 +293,80 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                 continue
             for p in lvm.volume_problems(node.name, vg, expected.get(node.uuid, {}), found):
                 rep.report(p.code, p.otype, p.name, p.message, warning=p.warning)
+
+    def _mirror_disks(self) -> dict[str, list[tuple[Any, int, Any]]]:
+        """``{node uuid: [(instance, index, disk), ...]}`` of every DRBD disk by node."""
+        found: dict[str, list[tuple[Any, int, Any]]] = {}
+        for inst in self.cfg.get_all_instances_info().values():
+            for idx, disk in enumerate(self.cfg.get_instance_disks(inst.uuid)):
+                if drbd.is_drbd(disk) and len(disk.logical_id) >= 5:
+                    for uuid in disk.logical_id[:2]:
+                        found.setdefault(uuid, []).append((inst, idx, disk))
+        return found
+
+    def _check_mirrors(self, rep: Reporter, nodes: list[Any]) -> None:
+        """Degraded, resyncing, inactive and two-primary DRBD disks (``EINSTANCEFAULTYDISK``,
+        a resync a warning), and minors in use that no disk owns (``ENODEDRBD``)."""
+        rpc = self.require_rpc()
+        by_node = self._mirror_disks()
+        for node in nodes:
+            entries = by_node.get(node.uuid, [])
+            info = rpc.call_drbd_node_info([node.name]).get(node.name)
+            if info is None or info.failed or not isinstance(info.payload, dict):
+                rep.report("ENODEDRBD", OT_NODE, node.name, "cannot read the node's DRBD"
+                           f" state: {info.fail_msg if info is not None else 'no answer'}")
+                continue
+            if entries and not info.payload.get("version"):
+                rep.report("ENODEDRBD", OT_NODE, node.name,
+                           "the DRBD kernel module is not loaded")
+                continue
+            owned = {disk.logical_id[3] if disk.logical_id[0] == node.uuid
+                     else disk.logical_id[4] for _, _, disk in entries}
+            for minor in info.payload.get("minors") or []:
+                rep.error_if(minor not in owned, "ENODEDRBD", OT_NODE, node.name,
+                             f"unallocated drbd minor {minor} is in use")
+            if not entries:
+                continue
+            res = rpc.call_blockdev_getmirrorstatus(
+                [node.name], disks=[drbd.rpc_disk(d, self.cfg) for _, _, d in entries]
+            ).get(node.name)
+            if res is None or res.failed or not isinstance(res.payload, list) \
+                    or len(res.payload) != len(entries):
+                rep.report("ENODEDRBD", OT_NODE, node.name, "cannot read the state of its"
+                           f" DRBD disks: {res.fail_msg if res is not None else 'no answer'}")
+                continue
+            for (inst, idx, disk), state in zip(entries, res.payload):
+                self._check_mirror(rep, node, inst, idx, state)
+
+    def _check_mirror(self, rep: Reporter, node: Any, inst: Any, idx: int, state: Any) -> None:
+        if not isinstance(state, dict):
+            return       # its volumes are missing: the volume check reports that
+        should_run = inst.admin_state == constants.ADMINST_UP or inst.disks_active
+        what = f"disk/{idx} on node {node.name}"
+        mirror = state.get("drbd") or {}
+        cstate = mirror.get("cstate")
+        primary = inst.primary_node == node.uuid
+        if cstate == "Unconfigured":
+            rep.error_if(should_run, "EINSTANCEFAULTYDISK", OT_INSTANCE, inst.name,
+                         f"{what} is not active")
+            return
+        if not should_run:
+            return
+        if isinstance(state.get("sync_percent"), (int, float)):
+            eta = state.get("estimated_time")
+            rep.report("EINSTANCEFAULTYDISK", OT_INSTANCE, inst.name,
+                        f"{what} is resyncing: {state['sync_percent']:.1f}% done"
+                        + (f", {eta}s remaining" if eta is not None else ""), warning=True)
+        elif state.get("is_degraded"):
+            rep.report("EINSTANCEFAULTYDISK", OT_INSTANCE, inst.name,
+                       f"{what} is degraded (connection {cstate}, disks"
+                       f" {mirror.get('disk')}/{mirror.get('peer_disk')})")
+        if state.get("ldisk_status") == constants.LDS_FAULTY:
+            rep.report("EINSTANCEFAULTYDISK", OT_INSTANCE, inst.name,
+                       f"{what}: the local disk is faulty ({mirror.get('disk')})")
+        if not primary and mirror.get("role") == "Primary":
+            rep.report("EINSTANCEFAULTYDISK", OT_INSTANCE, inst.name,
+                       f"{what} is primary, but node {node.name} is the instance's secondary")
 
     def _run_hooks(self, rep: Reporter, nodes: list[Any], feedback_fn: FeedbackFn) -> None:
         runner = getattr(self.context, "hooks_runner", None)
@@ -410,6 +492,9 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         if vg:
             feedback_fn("* Verifying the volumes of volume group " + vg)
             self._check_volumes(rep, online, answers, vg)
+        if constants.DT_DRBD8 in cluster.enabled_disk_templates:
+            feedback_fn("* Verifying the DRBD mirrors")
+            self._check_mirrors(rep, [n for n in online if n.name in answers])
         feedback_fn("* Verifying configuration file consistency")
         self._check_files(rep, online, answers, master_sums, cand_files)
         self._run_hooks(rep, online, feedback_fn)

@@ -70,6 +70,9 @@ class ConfigWriter(ConfigReader):
         self._dirty = False
         self._reserved_macs: set[str] = set()
         self._reserved_uuids: set[str] = set()
+        # DRBD ports and (node uuid, minor) pairs handed out but not yet in the config
+        self._reserved_ports: set[int] = set()
+        self._reserved_minors: set[tuple[str, int]] = set()
         # JSON of instances/disks reused while their serial_no/mtime are unchanged
         self._fragments = serializer.FragmentCache(("instances", "disks"))
         _sync_members(self._data)
@@ -368,6 +371,51 @@ class ConfigWriter(ConfigReader):
         """
         with self._lock:
             self._reserved_macs.difference_update(mac.lower() for mac in macs)
+
+    def _drbd_in_use(self) -> tuple[set[int], set[tuple[str, int]]]:
+        ports: set[int] = set(self._reserved_ports)
+        minors: set[tuple[str, int]] = set(self._reserved_minors)
+        for disk in self._data.disks.values():
+            if disk.dev_type == constants.DT_DRBD8 and len(disk.logical_id) >= 5:
+                lid = disk.logical_id
+                ports.add(lid[2])
+                minors.update([(lid[0], lid[3]), (lid[1], lid[4])])
+        return ports, minors
+
+    def allocate_drbd(self, node_a: str, node_b: str) -> tuple[int, int, int]:
+        """``(port, minor_a, minor_b)`` for a new DRBD disk between the nodes of
+        UUIDs ``node_a`` and ``node_b``: a TCP port no DRBD disk of the cluster
+        uses (``constants.FIRST_DRBD_PORT``..``LAST_DRBD_PORT``) and the lowest
+        minor free on each node.  They stay reserved for this session until
+        :meth:`release_drbd`, so concurrent creations never share one.  Raises
+        :class:`errors.ConfigurationError` when none is free.
+        """
+        with self._lock:
+            ports, minors = self._drbd_in_use()
+            port = next((p for p in range(constants.FIRST_DRBD_PORT,
+                                          constants.LAST_DRBD_PORT + 1) if p not in ports), None)
+            if port is None:
+                raise errors.ConfigurationError("No free DRBD port left in the cluster")
+            found = []
+            for node in (node_a, node_b):
+                minor = next((m for m in range(constants.MAX_DRBD_MINOR + 1)
+                              if (node, m) not in minors), None)
+                if minor is None:
+                    raise errors.ConfigurationError(f"No free DRBD minor left on node {node}")
+                minors.add((node, minor))
+                found.append(minor)
+            self._reserved_ports.add(port)
+            self._reserved_minors.update([(node_a, found[0]), (node_b, found[1])])
+            return port, found[0], found[1]
+
+    def release_drbd(self, reservations: Iterable[tuple[str, str, int, int, int]]) -> None:
+        """Drop reservations of :meth:`allocate_drbd`: ``(node_a, node_b, port, minor_a,
+        minor_b)`` each (used by now, or free again: the logical unit ended)."""
+        with self._lock:
+            for node_a, node_b, port, minor_a, minor_b in reservations:
+                self._reserved_ports.discard(port)
+                self._reserved_minors.discard((node_a, minor_a))
+                self._reserved_minors.discard((node_b, minor_b))
 
     # ------------------------------------------------------------------
     # whole-config access

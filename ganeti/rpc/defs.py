@@ -238,12 +238,14 @@ _ROWS = [
     # --- block devices ---
     _row("blockdev_create", [("disk", dict), ("size", int), ("owner_instance_name", str),
                              ("on_primary", bool), ("info", str), ("excl_stor", bool)], NORMAL,
-         "Create the volume (size MiB). -> {path (canonical), logical_id, size}"),
+         "Create the volume (size MiB); drbd: set up and connected, and on the primary"
+         " made primary (the initial sync). -> {path (canonical), logical_id, size}"),
     _row("blockdev_remove", [("disk", dict)], NORMAL,
          "Remove the volume; a missing one is fine. -> None"),
     _row("blockdev_assemble", [("disk", dict), ("instance_name", str), ("as_primary", bool),
                                ("idx", int)], NORMAL,
-         "Activate the volume as disk idx of the instance. -> {path, link, uri}"),
+         "Activate the volume as disk idx of the instance (as_primary: the instance runs"
+         " here, a drbd side is made primary). -> {path, link, uri}"),
     _row("blockdev_shutdown", [("disk", dict)], NORMAL,
          "Deactivate the volume (data stays). -> None"),
     _row("blockdev_grow", [("disk", dict), ("amount", int), ("dryrun", bool),
@@ -261,7 +263,21 @@ _ROWS = [
          " active: the instance-disks/<instance>:<idx> link points at the volume."),
     _row("blockdev_find", [("disk", dict)], FAST,
          "{dev_path, size, major, minor, sync_percent, estimated_time, is_degraded,"
-         " ldisk_status} or None when the volume does not exist."),
+         " ldisk_status} or None when the volume does not exist; drbd adds"
+         " drbd: {cstate, role, peer_role, disk, peer_disk, out_of_sync_kib}."),
+    _row("blockdev_getmirrorstatus", [("disks", list)], FAST,
+         "Per disk dict: this node's side of the mirror (blockdev_find's fields, drbd"
+         " state included) or None (not drbd, or its volumes are missing here)."),
+    _row("blockdev_close", [("disks", list)], NORMAL,
+         "Make this node's side of the drbd disks secondary. -> None"),
+    _row("drbd_disconnect_net", [("disks", list)], NORMAL,
+         "Stop replicating the drbd disks (StandAlone; data stays). -> None"),
+    _row("drbd_attach_net", [("disks", list), ("multimaster", bool)], NORMAL,
+         "Connect the drbd disks to their peers again (multimaster: two primaries"
+         " allowed, for a live migration). -> None"),
+    _row("drbd_node_info", [], FAST,
+         "{minors: configured DRBD minors, helper: usermode helper or None, version:"
+         " /proc/drbd's first line or None}."),
     _row("blockdev_snapshot", [("disk", dict), ("snap_size", int)], NORMAL,
          "Snapshot the volume (snap_size MiB of change room; plain only)."
          " -> logical_id of the snapshot (remove it with blockdev_remove)"),

@@ -281,7 +281,9 @@ class RpcStubs:
     def call_blockdev_create(self, node_or_nodes: Nodes, *, disk: JsonDict, size: int,
                              owner_instance_name: str, on_primary: bool, info: str, excl_stor: bool,
                              rpc_timeout: float | None = None) -> RpcResults:
-        """Create the volume (size MiB). -> {path (canonical), logical_id, size} [normal]"""
+        """Create the volume (size MiB); drbd: set up and connected, and on the primary made primary
+        (the initial sync). -> {path (canonical), logical_id, size} [normal]
+        """
         return self._rpc("blockdev_create", node_or_nodes, [disk, size, owner_instance_name,
                                                             on_primary, info, excl_stor], rpc_timeout)
 
@@ -292,7 +294,9 @@ class RpcStubs:
 
     def call_blockdev_assemble(self, node_or_nodes: Nodes, *, disk: JsonDict, instance_name: str,
                                as_primary: bool, idx: int, rpc_timeout: float | None = None) -> RpcResults:
-        """Activate the volume as disk idx of the instance. -> {path, link, uri} [normal]"""
+        """Activate the volume as disk idx of the instance (as_primary: the instance runs here, a drbd
+        side is made primary). -> {path, link, uri} [normal]
+        """
         return self._rpc("blockdev_assemble", node_or_nodes, [disk, instance_name, as_primary, idx], rpc_timeout)
 
     def call_blockdev_shutdown(self, node_or_nodes: Nodes, *, disk: JsonDict,
@@ -333,9 +337,40 @@ class RpcStubs:
     def call_blockdev_find(self, node_or_nodes: Nodes, *, disk: JsonDict,
                            rpc_timeout: float | None = None) -> RpcResults:
         """{dev_path, size, major, minor, sync_percent, estimated_time, is_degraded, ldisk_status} or
-        None when the volume does not exist. [fast]
+        None when the volume does not exist; drbd adds drbd: {cstate, role, peer_role, disk,
+        peer_disk, out_of_sync_kib}. [fast]
         """
         return self._rpc("blockdev_find", node_or_nodes, [disk], rpc_timeout)
+
+    def call_blockdev_getmirrorstatus(self, node_or_nodes: Nodes, *, disks: JsonList,
+                                      rpc_timeout: float | None = None) -> RpcResults:
+        """Per disk dict: this node's side of the mirror (blockdev_find's fields, drbd state included)
+        or None (not drbd, or its volumes are missing here). [fast]
+        """
+        return self._rpc("blockdev_getmirrorstatus", node_or_nodes, [disks], rpc_timeout)
+
+    def call_blockdev_close(self, node_or_nodes: Nodes, *, disks: JsonList,
+                            rpc_timeout: float | None = None) -> RpcResults:
+        """Make this node's side of the drbd disks secondary. -> None [normal]"""
+        return self._rpc("blockdev_close", node_or_nodes, [disks], rpc_timeout)
+
+    def call_drbd_disconnect_net(self, node_or_nodes: Nodes, *, disks: JsonList,
+                                 rpc_timeout: float | None = None) -> RpcResults:
+        """Stop replicating the drbd disks (StandAlone; data stays). -> None [normal]"""
+        return self._rpc("drbd_disconnect_net", node_or_nodes, [disks], rpc_timeout)
+
+    def call_drbd_attach_net(self, node_or_nodes: Nodes, *, disks: JsonList, multimaster: bool,
+                             rpc_timeout: float | None = None) -> RpcResults:
+        """Connect the drbd disks to their peers again (multimaster: two primaries allowed, for a live
+        migration). -> None [normal]
+        """
+        return self._rpc("drbd_attach_net", node_or_nodes, [disks, multimaster], rpc_timeout)
+
+    def call_drbd_node_info(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:
+        """{minors: configured DRBD minors, helper: usermode helper or None, version: /proc/drbd's
+        first line or None}. [fast]
+        """
+        return self._rpc("drbd_node_info", node_or_nodes, [], rpc_timeout)
 
     def call_blockdev_snapshot(self, node_or_nodes: Nodes, *, disk: JsonDict, snap_size: int,
                                rpc_timeout: float | None = None) -> RpcResults:

@@ -3,8 +3,9 @@
 ``STORAGE_TYPES`` maps a device type (``objects.Disk.dev_type``, one of
 ``constants.DT_*``) to its class; :func:`get_storage` builds one for a node
 and :func:`device_factory` gives the ``dev_type -> device`` function the
-tree walks of :mod:`ganeti.storage.tree` take.  ``drbd`` and the other
-types are not implemented yet and are refused clearly.
+tree walks of :mod:`ganeti.storage.tree` take.  The types Ganeti has
+beyond these (``blockdev``, ``rbd``, ``ext``, ``gluster``) are refused
+clearly.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from ganeti import constants, errors, pathutils
 from ganeti.storage.base import BaseStorage, BlockDevice, DeviceStatus, DiskSpec
 from ganeti.storage.diskless import DisklessStorage
+from ganeti.storage.drbd import DrbdDevice
 from ganeti.storage.filestorage import FileStorage, SharedFileStorage
 from ganeti.storage.lvm import LogicalVolume
 from ganeti.storage.runner import CommandRunner, system_runner
@@ -27,19 +29,21 @@ STORAGE_TYPES: dict[str, type[BaseStorage]] = {
     constants.DT_FILE: FileStorage,
     constants.DT_SHARED_FILE: SharedFileStorage,
     constants.DT_PLAIN: LogicalVolume,
+    constants.DT_DRBD8: DrbdDevice,
 }
 
 
 def get_storage(template: str, paths: pathutils.Paths, *, storage_dir: str | None = None,
                 allowed_paths: Sequence[str] = (), runner: CommandRunner = system_runner,
-                exclusive_storage: bool = False) -> BaseStorage:
+                exclusive_storage: bool = False, hostname: str = "") -> BaseStorage:
     """The device object for ``template`` (a dev_type) on the node of ``paths``.
 
     ``storage_dir`` is the cluster's ``file_storage_dir`` or
     ``shared_file_storage_dir`` (file based types only; default: the
     node's own); ``allowed_paths`` adds directories to the allow-list.
-    ``runner`` runs the external commands of ``plain`` (LVM), and
-    ``exclusive_storage`` is the node's parameter of that name.
+    ``runner`` runs the external commands of ``plain`` (LVM) and ``drbd``,
+    ``exclusive_storage`` is the node's parameter of that name, and
+    ``hostname`` the node's name (a ``drbd`` disk finds its side by it).
     Raises :class:`errors.StorageError` for unsupported types.
     """
     cls = STORAGE_TYPES.get(template)
@@ -50,12 +54,14 @@ def get_storage(template: str, paths: pathutils.Paths, *, storage_dir: str | Non
         return cls(paths, storage_dir=storage_dir, allowed_paths=allowed_paths)
     if issubclass(cls, LogicalVolume):
         return cls(paths, runner=runner, exclusive_storage=exclusive_storage)
+    if issubclass(cls, DrbdDevice):
+        return cls(paths, hostname=hostname, runner=runner)
     return cls(paths)
 
 
 def device_factory(paths: pathutils.Paths, *, storage_dirs: dict[str, str | None] | None = None,
                    runner: CommandRunner = system_runner,
-                   exclusive_storage: bool = False) -> DeviceFactory:
+                   exclusive_storage: bool = False, hostname: str = "") -> DeviceFactory:
     """A ``dev_type -> device`` function for the tree walks (one object per type).
 
     ``storage_dirs`` gives the storage directory per file based type.
@@ -66,6 +72,7 @@ def device_factory(paths: pathutils.Paths, *, storage_dirs: dict[str, str | None
     def factory(dev_type: str) -> BaseStorage:
         if dev_type not in made:
             made[dev_type] = get_storage(dev_type, paths, storage_dir=dirs.get(dev_type),
-                                         runner=runner, exclusive_storage=exclusive_storage)
+                                         runner=runner, exclusive_storage=exclusive_storage,
+                                         hostname=hostname)
         return made[dev_type]
     return factory

@@ -35,8 +35,8 @@ Writing a new storage type
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ganeti import constants, errors, pathutils
@@ -57,7 +57,9 @@ class DiskSpec:
     is in MiB; ``children`` are the specs of the devices it is built on;
     ``spindles`` the number of physical volumes asked for (``plain`` with
     exclusive storage); ``tag`` a text the volume is labelled with where the
-    type can (an LVM tag, Ganeti's ``originstname+<instance>``).
+    type can (an LVM tag, Ganeti's ``originstname+<instance>``); ``dynamic``
+    what the master adds for one call and never stores (``drbd``: both
+    nodes' names and addresses, :mod:`ganeti.storage.drbd`).
     """
 
     uuid: str
@@ -71,6 +73,7 @@ class DiskSpec:
     children: tuple[DiskSpec, ...] = ()
     spindles: int | None = None
     tag: str = ""
+    dynamic: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,26 @@ class BaseStorage(abc.ABC):
             return DeviceStatus(path=self.get_path(disk), size=self.get_size(disk), active=True)
         except errors.StorageError:
             return None
+
+    def activate_new(self, disk: DiskSpec, on_primary: bool) -> None:
+        """Bring a volume just created (with its children) into service; ``on_primary``
+        when this node is the instance's primary.  Only a device that must be set up
+        at creation overrides this (``drbd``: attach, connect, and on the primary
+        the initial sync)."""
+        del disk, on_primary
+
+    def open(self, disk: DiskSpec, force: bool = False) -> None:
+        """Make the assembled volume writable here: the instance runs on this node.
+        Only a mirrored device does something (``drbd``: become primary; ``force``:
+        even when its data is not known to be up to date)."""
+        del disk, force
+
+    def mirror_status(self, disk: DiskSpec) -> Any:
+        """The mirror state of the volume on this node (``drbd``: a
+        :class:`ganeti.storage.drbd.DrbdStatus`), None for an unmirrored type or
+        a mirror not set up."""
+        del disk
+        return None
 
     def set_info(self, disk: DiskSpec, text: str) -> None:
         """Label the volume with ``text`` (Ganeti's ``originstname+<instance>``),

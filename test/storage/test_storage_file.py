@@ -27,8 +27,8 @@ def test_registry(tmp_path):
     paths = node(tmp_path)
     assert isinstance(storage.get_storage(constants.DT_FILE, paths), FileStorage)
     assert isinstance(storage.get_storage(constants.DT_SHARED_FILE, paths), SharedFileStorage)
-    with pytest.raises(errors.StorageError, match="drbd"):
-        storage.get_storage(constants.DT_DRBD8, paths)
+    with pytest.raises(errors.StorageError, match="rbd"):
+        storage.get_storage(constants.DT_RBD, paths)
 
 
 def test_diskless_is_noop(tmp_path):

@@ -244,12 +244,13 @@ def init_argv(gc: GuestCluster, *, accepts_vg_name: bool) -> list[str]:
     """``gnt-cluster init`` as node1 runs it."""
     argv = ["gnt-cluster", "init", "--enabled-hypervisors", constants.HT_FAKE,
             "--specs-disk-size", "min=1"]
-    # the guests' VG is the cluster's, and plain is enabled (first: the default
-    # template, as on an LVM cluster), where `gnt-cluster init` knows --vg-name
+    # the guests' VG is the cluster's, and plain (first: the default template, as
+    # on an LVM cluster) and drbd are enabled, where `gnt-cluster init` knows --vg-name
     if accepts_vg_name and gc.vg_name:
         from ganeti import bootstrap
-        templates = [constants.DT_PLAIN, *(t for t in bootstrap.DEFAULT_DISK_TEMPLATES
-                                           if t != constants.DT_PLAIN)]
+        templates = [constants.DT_PLAIN, constants.DT_DRBD8,
+                     *(t for t in bootstrap.DEFAULT_DISK_TEMPLATES
+                       if t not in (constants.DT_PLAIN, constants.DT_DRBD8))]
         argv += ["--vg-name", gc.vg_name, "--enabled-disk-templates", ",".join(templates)]
     return argv + [gc.cluster_name]
 

@@ -1,0 +1,254 @@
+"""DRBD disks on the master: making their config objects, their RPC form, the sync.
+
+A ``drbd`` disk (doc/storage.md, "DRBD") is a config :class:`Disk` whose
+``logical_id`` is ``[node_a, node_b, port, minor_a, minor_b, secret]``
+(node UUIDs; node A the primary at creation) and whose children are its
+data and metadata ``plain`` volumes, on both nodes.  The port and minors
+come from :meth:`ConfigWriter.allocate_drbd`; the secret from
+:func:`new_secret`.
+
+Every disk dict sent to a node goes through :func:`rpc_disk`, which adds,
+for a DRBD disk only, the names and replication addresses of its two nodes
+(``dynamic_params``, never stored).  :func:`public_logical_id` is what a
+query answer shows of a logical id: the DRBD secret never leaves the
+config and the node RPCs.
+
+:func:`wait_for_sync` polls the primary's ``blockdev_find`` until every
+mirror is in sync, reporting the resync as progress.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ganeti import constants, errors, serializer
+from ganeti.aliases import FeedbackFn
+from ganeti.config.reader import ConfigReader
+from ganeti.objects import Disk, Node
+
+__all__ = ["make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_secret",
+           "wait_for_sync", "drbd_peer", "HIDDEN", "SYNC_POLL", "data_lv_name", "meta_lv_name",
+           "drbd_disk_size", "is_drbd"]
+
+#: what a query shows instead of a DRBD secret
+HIDDEN = "<hidden>"
+#: seconds between two looks at a running resync
+SYNC_POLL = 2.0
+#: a sync that makes no progress for this long is reported as stuck
+SYNC_STALL = 300.0
+
+
+def is_drbd(disk: Disk) -> bool:
+    return disk.dev_type == constants.DT_DRBD8
+
+
+def new_secret() -> str:
+    """A fresh shared secret for one DRBD disk (the peers' HMAC key)."""
+    return secrets.token_hex(20)
+
+
+def data_lv_name(disk_uuid: str, index: int) -> str:
+    return f"{disk_uuid}.disk{index}_data"
+
+
+def meta_lv_name(disk_uuid: str, index: int) -> str:
+    return f"{disk_uuid}.disk{index}_meta"
+
+
+def drbd_disk_size(size: int) -> int:
+    """MiB of volume group a DRBD disk of ``size`` MiB takes on each of its nodes."""
+    return size + constants.DRBD_META_SIZE
+
+
+def make_drbd_disk(*, uuid: str, index: int, size: int, vg: str, mode: str,
+                   name: str | None, nodes: tuple[str, str], port: int,
+                   minors: tuple[int, int], secret: str, child_uuids: tuple[str, str],
+                   spindles: int | None = None) -> Disk:
+    """The config object of a new DRBD disk and its two volumes. Pure."""
+    data = Disk(uuid=child_uuids[0], dev_type=constants.DT_PLAIN, size=size,
+                logical_id=[vg, data_lv_name(uuid, index)], nodes=list(nodes),
+                spindles=spindles)
+    meta = Disk(uuid=child_uuids[1], dev_type=constants.DT_PLAIN, size=constants.DRBD_META_SIZE,
+                logical_id=[vg, meta_lv_name(uuid, index)], nodes=list(nodes))
+    return Disk(uuid=uuid, dev_type=constants.DT_DRBD8, size=size, mode=mode, name=name,
+                logical_id=[nodes[0], nodes[1], port, minors[0], minors[1], secret],
+                iv_name=f"disk/{index}", nodes=list(nodes), children=[data, meta],
+                spindles=spindles)
+
+
+def _replication_ip(node: Node) -> str:
+    return node.secondary_ip or node.primary_ip
+
+
+def rpc_disk(disk: Disk, cfg: ConfigReader | None = None) -> dict[str, Any]:
+    """``disk`` as the node procedures take it; a DRBD disk gets the names and
+    replication addresses of its two nodes (``cfg`` is needed for that)."""
+    data = serializer.to_data(disk)
+    if is_drbd(disk):
+        if cfg is None:
+            raise errors.ProgrammerError(f"Disk {disk.uuid} is a DRBD disk: its RPC form"
+                                         " needs the configuration")
+        ends = []
+        for node_uuid in disk.logical_id[:2]:
+            node = cfg.get_node_info(node_uuid)
+            if node is None:
+                raise errors.OpExecError(f"Disk {disk.iv_name or disk.uuid}: unknown DRBD"
+                                         f" node {node_uuid}")
+            ends.append([node.name, _replication_ip(node)])
+        data["dynamic_params"] = {"drbd_nodes": ends}
+    return data
+
+
+def rpc_disks(disks: Sequence[Disk], cfg: ConfigReader | None = None) -> list[dict[str, Any]]:
+    return [rpc_disk(d, cfg) for d in disks]
+
+
+def public_logical_id(disk: Disk) -> list[Any]:
+    """The logical id a query answer shows: a DRBD secret is replaced by :data:`HIDDEN`."""
+    lid = list(disk.logical_id)
+    if is_drbd(disk) and len(lid) >= 6:
+        lid[5] = HIDDEN
+    return lid
+
+
+def drbd_peer(disk: Disk, node_uuid: str) -> str | None:
+    """The other node of a DRBD disk as seen from ``node_uuid`` (None if not one of them)."""
+    a, b = disk.logical_id[0], disk.logical_id[1]
+    return b if node_uuid == a else a if node_uuid == b else None
+
+
+def _progress_line(idx_name: str, found: dict[str, Any]) -> str:
+    pct = found.get("sync_percent")
+    eta = found.get("estimated_time")
+    text = f"- device {idx_name}: {pct:.2f}% done" if isinstance(pct, (int, float)) \
+        else f"- device {idx_name}: waiting for the peer"
+    if isinstance(eta, int):
+        text += f", {eta}s remaining (estimated)"
+    return text
+
+
+def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: FeedbackFn, *,
+                  cfg: ConfigReader, clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] = time.sleep, poll: float = SYNC_POLL,
+                  stall: float = SYNC_STALL) -> bool:
+    """Wait until no DRBD disk of ``disks`` is resyncing on ``node`` (the primary);
+    True when every one ended in sync (not degraded).
+
+    Reports each disk's percent and estimated time through ``feedback_fn``
+    (Ganeti's "device disk/0: 45.20% done, 10s remaining (estimated)") and
+    ends early when nothing changed for ``stall`` seconds.
+    """
+    mirrors = [d for d in disks if is_drbd(d)]
+    if not mirrors:
+        return True
+    rpc = lu.require_rpc()
+    feedback_fn("* waiting for the instance's disks to sync")
+    last_change, last_seen = clock(), None
+    while True:
+        states = []
+        for disk in mirrors:
+            found = rpc.call_blockdev_find(node.name, disk=rpc_disk(disk, cfg)).one(
+                node.name, f"Cannot read the state of disk {disk.iv_name} on {node.name}")
+            if not isinstance(found, dict):
+                raise errors.OpExecError(f"Disk {disk.iv_name} is missing on {node.name}")
+            states.append((disk, found))
+        syncing = [(d, f) for d, f in states if f.get("sync_percent") is not None
+                   or (f.get("drbd") or {}).get("cstate") in ("WFConnection", "WFReportParams",
+                                                              "WFBitMapS", "WFBitMapT",
+                                                              "WFSyncUUID", "Connecting")]
+        if not syncing:
+            degraded = [d.iv_name for d, f in states if f.get("is_degraded")]
+            if degraded:
+                lu.LogWarning(f"Disks not in sync on {node.name}: {', '.join(degraded)}")
+                return False
+            feedback_fn("* the instance's disks are in sync")
+            return True
+        seen = tuple((d.uuid, f.get("sync_percent"), (f.get("drbd") or {}).get("cstate"))
+                     for d, f in syncing)
+        for disk, found in syncing:
+            feedback_fn(_progress_line(disk.iv_name, found))
+        now = clock()
+        if seen != last_seen:
+            last_seen, last_change = seen, now
+        elif now - last_change > stall:
+            lu.LogWarning(f"The sync of {', '.join(d.iv_name for d, _ in syncing)} on"
+                          f" {node.name} made no progress for {int(stall)}s")
+            return False
+        sleep(poll)
+
+
+def secondary_nodes(lu: Any, disks: Sequence[Disk], primary_uuid: str) -> list[Node]:
+    """The nodes other than the primary holding a mirror of ``disks`` (config objects)."""
+    found: list[Node] = []
+    for disk in disks:
+        if not is_drbd(disk):
+            continue
+        for uuid in disk.logical_id[:2]:
+            node = lu.cfg.get_node_info(uuid)
+            if uuid != primary_uuid and node is not None and node not in found:
+                found.append(node)
+    return found
+
+
+def assemble_secondaries(lu: Any, instance_name: str, disks: Sequence[Disk],
+                         primary_uuid: str, *, strict: bool = False) -> None:
+    """Set up the mirrors of ``disks`` on their secondary nodes (attached, connecting to
+    the primary, never primary themselves).  An offline or failing secondary is a
+    warning (the instance runs degraded), or an error with ``strict``."""
+    rpc = lu.require_rpc()
+    for node in secondary_nodes(lu, disks, primary_uuid):
+        if node.offline:
+            lu.LogWarning(f"Secondary node {node.name} is offline; the disks run degraded")
+            continue
+        for idx, disk in enumerate(disks):
+            if not is_drbd(disk):
+                continue
+            res = rpc.call_blockdev_assemble([node.name], disk=rpc_disk(disk, lu.cfg),
+                                             instance_name=instance_name, as_primary=False,
+                                             idx=idx).get(node.name)
+            if res is None or res.failed:
+                msg = (f"Cannot assemble disk {disk.iv_name} on secondary node {node.name}:"
+                       f" {res.fail_msg if res is not None else 'no answer'}")
+                if strict:
+                    raise errors.OpExecError(msg)
+                lu.LogWarning(msg + "; the disk runs degraded")
+
+
+def shutdown_mirrors(lu: Any, disks: Sequence[Disk], nodes: Sequence[Node], *,
+                     strict: bool = False) -> None:
+    """Take the DRBD devices of ``disks`` down on ``nodes`` (in that order; the data
+    stays on the volumes).  Offline nodes are skipped; failures are warnings unless
+    ``strict``."""
+    rpc = lu.require_rpc()
+    for node in nodes:
+        if node.offline:
+            continue
+        for disk in disks:
+            if not is_drbd(disk):
+                continue
+            res = rpc.call_blockdev_shutdown([node.name], disk=rpc_disk(disk, lu.cfg)).get(
+                node.name)
+            if res is None or res.failed:
+                msg = (f"Cannot shut down disk {disk.iv_name} on node {node.name}:"
+                       f" {res.fail_msg if res is not None else 'no answer'}")
+                if strict:
+                    raise errors.OpExecError(msg)
+                lu.LogWarning(msg)
+
+
+def check_consistent(lu: Any, disks: Sequence[Disk], node: Node) -> list[str]:
+    """The DRBD disks of ``disks`` whose data on ``node`` is not known to be up to date
+    (their iv_names; a disk the node cannot report counts as not up to date)."""
+    rpc = lu.require_rpc()
+    bad = []
+    for disk in disks:
+        if not is_drbd(disk):
+            continue
+        res = rpc.call_blockdev_find([node.name], disk=rpc_disk(disk, lu.cfg)).get(node.name)
+        found = None if res is None or res.failed else res.payload
+        if not isinstance(found, dict) or found.get("ldisk_status") != constants.LDS_OKAY:
+            bad.append(disk.iv_name)
+    return bad

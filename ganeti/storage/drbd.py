@@ -1,0 +1,517 @@
+"""The DRBD device (``drbd``): a local volume mirrored to a second node.
+
+A ``drbd`` disk is a tree (doc/storage.md, "DRBD"): the DRBD device on top
+and two ``plain`` children on each of its two nodes, the data volume (the
+disk's size) and the metadata volume (:data:`META_SIZE` MiB).  Its
+``logical_id`` is Ganeti's::
+
+    [node_a_uuid, node_b_uuid, port, minor_a, minor_b, secret]
+
+(node A is the primary when the disk is made; a failover changes the
+instance's primary node, not the id).  The master adds, to the disk dict
+of every node procedure, never to the config, the names and replication
+addresses of both nodes::
+
+    "dynamic_params": {"drbd_nodes": [[name_a, ip_a], [name_b, ip_b]]}
+
+and the device finds its own side by the node's name (:func:`local_side`).
+The ``secret`` (the HMAC key of the peers' handshake) goes only to
+``drbdsetup``'s command line; no message, log line or result of this
+module contains it.
+
+The device speaks to the kernel through a :class:`DrbdBackend`, the
+command lines of one DRBD generation.  :class:`Drbd84` is DRBD 8.4 (the
+kernel's own module), used through ``drbdsetup-84`` and ``drbdmeta``; its
+status comes from ``/proc/drbd`` (:func:`parse_proc_drbd`, pure).  A DRBD 9
+backend would be another subclass (doc/storage.md says what it changes).
+
+Commands (DRBD 8.4; resource ``resource<minor>``, volume 0):
+
+* create: ``drbdmeta --force /dev/drbd<m> v08 <meta> 0 create-md``, then
+  the device is set up as in assemble; on the primary (``on_primary``) it
+  is made primary with ``--force``, which starts the initial full sync
+  towards the peer;
+* assemble: ``new-resource``, ``new-minor``, ``drbdmeta /dev/drbd<m> v08
+  <meta> 0 apply-al`` (replays the activity log a device taken down while
+  primary leaves), ``attach <m> <data> <meta> 0 --on-io-error=detach
+  --resync-rate=<KiB>k``, ``connect resource<m>
+  ipv4:<local>:<port> ipv4:<peer>:<port> --protocol=C
+  --cram-hmac-alg=md5 --shared-secret=<secret> --after-sb-0pri=...``
+  (each step only when the device is not that far yet);
+* open (the instance's primary): ``primary <m>``; close: ``secondary <m>``;
+* shutdown and remove: ``down resource<m>`` (idempotent);
+* grow: the data volume grows first (the tree), then ``resize <m>``;
+* disconnect: ``disconnect ipv4:<local>:<port> ipv4:<peer>:<port>``.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti import constants, errors, pathutils
+from ganeti.storage import base
+from ganeti.storage.runner import CommandRunner, run_checked, system_runner
+
+__all__ = ["DrbdStatus", "DrbdSide", "DrbdBackend", "Drbd84", "DrbdDevice", "parse_proc_drbd",
+           "local_side", "META_SIZE", "PROC_DRBD", "DEFAULT_RESYNC_RATE", "DYNAMIC_KEY",
+           "read_proc_drbd", "device_path", "DRBD_MAJOR", "HELPER_PARAM"]
+
+#: size of the metadata volume of every DRBD disk (MiB), as Ganeti's
+META_SIZE = constants.DRBD_META_SIZE
+PROC_DRBD = "/proc/drbd"
+#: where the kernel module keeps its usermode helper (Ganeti's drbd_usermode_helper)
+HELPER_PARAM = "/sys/module/drbd/parameters/usermode_helper"
+#: the block device major number of DRBD devices
+DRBD_MAJOR = 147
+#: KiB/s a resync may use unless the disk parameters say otherwise (Ganeti's resync-rate)
+DEFAULT_RESYNC_RATE = 61440
+#: the key of the master's per-call annotation in a disk dict
+DYNAMIC_KEY = "dynamic_params"
+
+#: connection states of a running resync
+_SYNC_STATES = frozenset(["SyncSource", "SyncTarget", "PausedSyncS", "PausedSyncT"])
+_MINOR_RE = re.compile(r"^\s*(\d+):\s+cs:(\S+)(?:\s+ro:(\S+)/(\S+)\s+ds:(\S+)/(\S+))?")
+_SYNC_RE = re.compile(r"sync'ed:\s*([\d.]+)%")
+_FINISH_RE = re.compile(r"finish:\s*(\d+):(\d+):(\d+)")
+_OOS_RE = re.compile(r"\boos:(\d+)")
+
+
+@dataclass(frozen=True)
+class DrbdStatus:
+    """One minor as ``/proc/drbd`` shows it.
+
+    ``cstate`` is the connection state (``Connected``, ``WFConnection``,
+    ``StandAlone``, ``SyncSource``..., ``Unconfigured``); ``role`` and
+    ``peer_role`` ``Primary``/``Secondary``/``Unknown``; ``disk`` and
+    ``peer_disk`` the disk states (``UpToDate``, ``Inconsistent``,
+    ``Diskless``, ``DUnknown``...); ``sync_percent`` and ``est_time``
+    (seconds) only during a resync; ``out_of_sync`` KiB still to copy.
+    """
+
+    minor: int
+    cstate: str
+    role: str = ""
+    peer_role: str = ""
+    disk: str = ""
+    peer_disk: str = ""
+    sync_percent: float | None = None
+    est_time: int | None = None
+    out_of_sync: int = 0
+
+    @property
+    def configured(self) -> bool:
+        return self.cstate != "Unconfigured"
+
+    @property
+    def connected(self) -> bool:
+        """Talking to the peer (also while a resync runs)."""
+        return self.cstate == "Connected" or self.cstate in _SYNC_STATES
+
+    @property
+    def in_resync(self) -> bool:
+        return self.cstate in _SYNC_STATES
+
+    @property
+    def is_degraded(self) -> bool:
+        """Not a full mirror now: peer gone, a resync running, or a side not up to date."""
+        return (self.cstate != "Connected" or self.disk != "UpToDate"
+                or self.peer_disk != "UpToDate")
+
+    @property
+    def ldisk_status(self) -> str:
+        """Ganeti's local disk status: ``ok``, ``faulty`` (no usable local disk) or
+        ``unknown`` (there, but not up to date yet)."""
+        if self.disk == "UpToDate":
+            return constants.LDS_OKAY
+        if self.disk in ("Diskless", "Failed", ""):
+            return constants.LDS_FAULTY
+        return constants.LDS_UNKNOWN
+
+
+def parse_proc_drbd(text: str) -> dict[int, DrbdStatus]:
+    """Every minor of a ``/proc/drbd`` (DRBD 8.4 format). Pure."""
+    found: dict[int, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    for line in text.splitlines():
+        match = _MINOR_RE.match(line)
+        if match:
+            minor = int(match.group(1))
+            current = {"minor": minor, "cstate": match.group(2),
+                       "role": match.group(3) or "", "peer_role": match.group(4) or "",
+                       "disk": match.group(5) or "", "peer_disk": match.group(6) or ""}
+            found[minor] = current
+            continue
+        if current is None:
+            continue
+        if (sync := _SYNC_RE.search(line)) is not None:
+            current["sync_percent"] = float(sync.group(1))
+        if (finish := _FINISH_RE.search(line)) is not None:
+            h, m, s = (int(g) for g in finish.groups())
+            current["est_time"] = h * 3600 + m * 60 + s
+        if (oos := _OOS_RE.search(line)) is not None:
+            current["out_of_sync"] = int(oos.group(1))
+    result = {}
+    for minor, fields in found.items():
+        if fields["cstate"] not in _SYNC_STATES:
+            fields.pop("sync_percent", None)
+            fields.pop("est_time", None)
+        result[minor] = DrbdStatus(**fields)
+    return result
+
+
+def read_proc_drbd() -> str:
+    """The text of ``/proc/drbd`` ("" when the module is not loaded)."""
+    try:
+        with open(PROC_DRBD, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def device_path(minor: int) -> str:
+    return f"/dev/drbd{minor}"
+
+
+@dataclass(frozen=True)
+class DrbdSide:
+    """One node's view of a DRBD disk: its minor and address, and the peer's."""
+
+    minor: int
+    address: str
+    peer_minor: int
+    peer_address: str
+    port: int
+    secret: str
+
+    def __repr__(self) -> str:   # never show the secret
+        return (f"DrbdSide(minor={self.minor}, {self.address}:{self.port} <->"
+                f" {self.peer_address}:{self.port})")
+
+
+def _check_int(value: Any, what: str, uuid: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise errors.StorageError(f"Disk {uuid}: invalid DRBD {what}")
+    return value
+
+
+def local_side(disk: base.DiskSpec, hostname: str) -> DrbdSide:
+    """This node's :class:`DrbdSide` of ``disk`` (found by ``hostname`` among the
+    master's ``drbd_nodes``); :class:`errors.StorageError` when the disk dict
+    lacks them or this node is neither end.  Pure."""
+    lid = disk.logical_id
+    if len(lid) != 6:
+        raise errors.StorageError(f"Disk {disk.uuid}: a DRBD logical id has 6 fields,"
+                                  f" not {len(lid)}")
+    port = _check_int(lid[2], "port", disk.uuid)
+    minors = (_check_int(lid[3], "minor", disk.uuid), _check_int(lid[4], "minor", disk.uuid))
+    secret = lid[5]
+    if not isinstance(secret, str) or not secret:
+        raise errors.StorageError(f"Disk {disk.uuid}: no DRBD shared secret")
+    nodes = disk.dynamic.get("drbd_nodes") if disk.dynamic else None
+    if (not isinstance(nodes, (list, tuple)) or len(nodes) != 2
+            or not all(isinstance(n, (list, tuple)) and len(n) == 2
+                       and all(isinstance(x, str) and x for x in n) for n in nodes)):
+        raise errors.StorageError(f"Disk {disk.uuid}: the master did not send the DRBD"
+                                  " nodes' addresses")
+    names = [n[0] for n in nodes]
+    if hostname not in names:
+        raise errors.StorageError(f"Disk {disk.uuid}: node {hostname} is not one of its"
+                                  f" DRBD nodes ({', '.join(names)})")
+    me = names.index(hostname)
+    peer = 1 - me
+    return DrbdSide(minor=minors[me], address=nodes[me][1], peer_minor=minors[peer],
+                    peer_address=nodes[peer][1], port=port, secret=secret)
+
+
+class DrbdBackend(abc.ABC):
+    """The command lines of one DRBD generation (pure: argv lists only)."""
+
+    @abc.abstractmethod
+    def create_md(self, minor: int, meta: str) -> list[str]:
+        """Write fresh metadata on ``meta`` for ``minor``."""
+
+    @abc.abstractmethod
+    def setup(self, side: DrbdSide, data: str, meta: str, resync_rate: int,
+              status: DrbdStatus | None) -> list[list[str]]:
+        """The commands that take ``side`` from ``status`` (None: unconfigured) to
+        attached and connecting to its peer."""
+
+    @abc.abstractmethod
+    def connect(self, side: DrbdSide, dual_primary: bool = False) -> list[str]:
+        """Connect to the peer (with ``dual_primary``: both may be primary)."""
+
+    @abc.abstractmethod
+    def disconnect(self, side: DrbdSide) -> list[str]:
+        """Stop talking to the peer (the local disk stays attached)."""
+
+    @abc.abstractmethod
+    def primary(self, minor: int, force: bool = False) -> list[str]:
+        """Make ``minor`` primary (``force``: even with data not up to date)."""
+
+    @abc.abstractmethod
+    def secondary(self, minor: int) -> list[str]:
+        """Make ``minor`` secondary."""
+
+    @abc.abstractmethod
+    def down(self, minor: int) -> list[str]:
+        """Take ``minor`` down completely (no error when it is not configured)."""
+
+    @abc.abstractmethod
+    def resize(self, minor: int) -> list[str]:
+        """Take up the grown size of the backing volume."""
+
+
+class Drbd84(DrbdBackend):
+    """DRBD 8.4 through ``drbdsetup-84`` and ``drbdmeta`` (module docstring)."""
+
+    def __init__(self, drbdsetup: str = "/lib/drbd/drbdsetup-84",
+                 drbdmeta: str = "drbdmeta") -> None:
+        self.drbdsetup = drbdsetup
+        self.drbdmeta = drbdmeta
+
+    @staticmethod
+    def resource(minor: int) -> str:
+        return f"resource{minor}"
+
+    def create_md(self, minor: int, meta: str) -> list[str]:
+        return [self.drbdmeta, "--force", device_path(minor), "v08", meta, "0", "create-md"]
+
+    def setup(self, side: DrbdSide, data: str, meta: str, resync_rate: int,
+              status: DrbdStatus | None) -> list[list[str]]:
+        cmds = []
+        res, m = self.resource(side.minor), str(side.minor)
+        if status is None or not status.configured:
+            cmds += [[self.drbdsetup, "new-resource", res],
+                     [self.drbdsetup, "new-minor", res, m, "0"]]
+        if status is None or status.disk in ("", "Diskless"):
+            # a device taken down while primary leaves its activity log to replay
+            cmds.append([self.drbdmeta, device_path(side.minor), "v08", meta, "0", "apply-al"])
+            cmds.append([self.drbdsetup, "attach", m, data, meta, "0", "--on-io-error=detach",
+                         f"--resync-rate={resync_rate}k"])
+        if status is None or status.cstate in ("Unconfigured", "StandAlone"):
+            cmds.append(self.connect(side))
+        return cmds
+
+    def connect(self, side: DrbdSide, dual_primary: bool = False) -> list[str]:
+        argv = [self.drbdsetup, "connect", self.resource(side.minor),
+                f"ipv4:{side.address}:{side.port}", f"ipv4:{side.peer_address}:{side.port}",
+                "--protocol=C", "--cram-hmac-alg=md5", f"--shared-secret={side.secret}",
+                "--after-sb-0pri=discard-zero-changes", "--after-sb-1pri=consensus",
+                "--after-sb-2pri=disconnect"]
+        if dual_primary:
+            argv.append("--allow-two-primaries=yes")
+        return argv
+
+    def disconnect(self, side: DrbdSide) -> list[str]:
+        return [self.drbdsetup, "disconnect", f"ipv4:{side.address}:{side.port}",
+                f"ipv4:{side.peer_address}:{side.port}"]
+
+    def primary(self, minor: int, force: bool = False) -> list[str]:
+        return [self.drbdsetup, "primary", str(minor)] + (["--force"] if force else [])
+
+    def secondary(self, minor: int) -> list[str]:
+        return [self.drbdsetup, "secondary", str(minor)]
+
+    def down(self, minor: int) -> list[str]:
+        return [self.drbdsetup, "down", self.resource(minor)]
+
+    def resize(self, minor: int) -> list[str]:
+        return [self.drbdsetup, "resize", str(minor)]
+
+
+def _lv_path(child: base.DiskSpec) -> str:
+    lid = child.logical_id
+    if child.dev_type != constants.DT_PLAIN or len(lid) != 2 \
+            or not all(isinstance(x, str) and x for x in lid):
+        raise errors.StorageError(f"Disk {child.uuid}: a DRBD disk is built on two plain"
+                                  " volumes")
+    return f"/dev/{lid[0]}/{lid[1]}"
+
+
+class DrbdDevice(base.BaseStorage):
+    """A DRBD disk on this node: ``hostname`` picks the side (module docstring)."""
+
+    TEMPLATE = constants.DT_DRBD8
+
+    def __init__(self, paths: pathutils.Paths, *, hostname: str = "",
+                 runner: CommandRunner = system_runner, backend: DrbdBackend | None = None,
+                 read_status: Callable[[], str] = read_proc_drbd) -> None:
+        super().__init__(paths)
+        self.hostname = hostname
+        self.runner = runner
+        self.backend = backend or Drbd84()
+        self.read_status = read_status
+
+    # --- helpers -------------------------------------------------------------
+
+    def side(self, disk: base.DiskSpec) -> DrbdSide:
+        return local_side(disk, self.hostname)
+
+    def minor_status(self, minor: int) -> DrbdStatus | None:
+        """The minor's status; None when DRBD does not know it (not configured)."""
+        found = parse_proc_drbd(self.read_status()).get(minor)
+        return found if found is not None and found.configured else None
+
+    def _backing(self, disk: base.DiskSpec) -> tuple[str, str]:
+        if len(disk.children) != 2:
+            raise errors.StorageError(f"Disk {disk.uuid}: a DRBD disk has a data and a"
+                                      " metadata volume")
+        return _lv_path(disk.children[0]), _lv_path(disk.children[1])
+
+    def _run(self, argv: Sequence[str], what: str) -> str:
+        return run_checked(self.runner, argv, what)
+
+    def _setup(self, disk: base.DiskSpec, side: DrbdSide) -> None:
+        data, meta = self._backing(disk)
+        status = self.minor_status(side.minor)
+        for argv in self.backend.setup(side, data, meta, DEFAULT_RESYNC_RATE, status):
+            self._run(argv, f"Cannot set up DRBD minor {side.minor} of disk {disk.uuid}"
+                            f" ({argv[1]})")
+
+    # --- the device interface ------------------------------------------------
+
+    def create(self, disk: base.DiskSpec) -> str:
+        side = self.side(disk)
+        if self.minor_status(side.minor) is not None:
+            raise errors.StorageError(f"Disk {disk.uuid}: DRBD minor {side.minor} is already"
+                                      " in use on this node")
+        _, meta = self._backing(disk)
+        self._run(self.backend.create_md(side.minor, meta),
+                  f"Cannot write DRBD metadata of disk {disk.uuid}")
+        return device_path(side.minor)
+
+    def activate_new(self, disk: base.DiskSpec, on_primary: bool) -> None:
+        """Set the new disk up and connect it; on the primary make it primary with
+        force, overwriting the peer: the initial full sync starts."""
+        side = self.side(disk)
+        self._setup(disk, side)
+        if on_primary:
+            self._run(self.backend.primary(side.minor, force=True),
+                      f"Cannot make DRBD minor {side.minor} of disk {disk.uuid} primary")
+
+    def remove(self, disk: base.DiskSpec) -> None:
+        self.shutdown(disk)
+
+    def assemble(self, disk: base.DiskSpec) -> str:
+        side = self.side(disk)
+        self._setup(disk, side)
+        return device_path(side.minor)
+
+    def open(self, disk: base.DiskSpec, force: bool = False) -> None:
+        """Make this side primary (the instance runs here)."""
+        side = self.side(disk)
+        self._run(self.backend.primary(side.minor, force=force),
+                  f"Cannot make DRBD minor {side.minor} of disk {disk.uuid} primary")
+
+    def close(self, disk: base.DiskSpec) -> None:
+        """Make this side secondary."""
+        side = self.side(disk)
+        if self.minor_status(side.minor) is not None:
+            self._run(self.backend.secondary(side.minor),
+                      f"Cannot make DRBD minor {side.minor} of disk {disk.uuid} secondary")
+
+    def shutdown(self, disk: base.DiskSpec) -> None:
+        side = self.side(disk)
+        if self.minor_status(side.minor) is None:
+            return
+        self._run(self.backend.down(side.minor),
+                  f"Cannot shut down DRBD minor {side.minor} of disk {disk.uuid}")
+
+    def grow(self, disk: base.DiskSpec, amount: int) -> int:
+        side = self.side(disk)
+        if self.minor_status(side.minor) is not None:
+            self._run(self.backend.resize(side.minor),
+                      f"Cannot resize DRBD minor {side.minor} of disk {disk.uuid}")
+        return disk.size + amount
+
+    def rename(self, disk: base.DiskSpec, new_logical_id: tuple[Any, ...]) -> tuple[Any, ...]:
+        raise errors.StorageError(f"Disk {disk.uuid}: a DRBD disk cannot be renamed")
+
+    def get_size(self, disk: base.DiskSpec) -> int:
+        """The device's size when it is set up (from sysfs: a secondary cannot be
+        opened), else its data volume's."""
+        side = self.side(disk)
+        if self.minor_status(side.minor) is not None:
+            sectors = _sysfs_sectors(side.minor)
+            if sectors:
+                return sectors * 512 // base.MIB
+        return _block_size(self._backing(disk)[0], disk.uuid) // base.MIB
+
+    def get_path(self, disk: base.DiskSpec) -> str:
+        return device_path(self.side(disk).minor)
+
+    def exists(self, disk: base.DiskSpec) -> bool:
+        try:
+            _block_size(self._backing(disk)[1], disk.uuid)
+        except errors.StorageError:
+            return False
+        return True
+
+    def status(self, disk: base.DiskSpec) -> base.DeviceStatus | None:
+        if not self.exists(disk):
+            return None
+        side = self.side(disk)
+        # usable as a mirror: set up and talking to the peer (a side cut off from
+        # its peer counts as not active, so that verify-disks and the watcher
+        # activate the disks again, which reconnects them)
+        mirror = self.minor_status(side.minor)
+        active = mirror is not None and mirror.connected
+        try:
+            size = self.get_size(disk)
+        except errors.StorageError:
+            return None
+        return base.DeviceStatus(path=device_path(side.minor), size=size, active=active)
+
+    def mirror_status(self, disk: base.DiskSpec) -> DrbdStatus | None:
+        """The DRBD state of this side; None when the minor is not set up."""
+        return self.minor_status(self.side(disk).minor)
+
+    def disconnect(self, disk: base.DiskSpec) -> None:
+        side = self.side(disk)
+        status = self.minor_status(side.minor)
+        if status is not None and status.cstate not in ("StandAlone",):
+            self._run(self.backend.disconnect(side),
+                      f"Cannot disconnect DRBD minor {side.minor} of disk {disk.uuid}")
+
+    def connect(self, disk: base.DiskSpec, dual_primary: bool = False) -> None:
+        side = self.side(disk)
+        self._run(self.backend.connect(side, dual_primary),
+                  f"Cannot connect DRBD minor {side.minor} of disk {disk.uuid}")
+
+    def export_stream(self, disk: base.DiskSpec,
+                      chunk_size: int = base.DEFAULT_CHUNK_SIZE) -> Iterator[bytes]:
+        return base.read_chunks(self.get_path(disk), chunk_size, disk)
+
+    def import_stream(self, disk: base.DiskSpec, chunks: Iterable[bytes]) -> int:
+        limit = self.get_size(disk) * base.MIB
+        return base.write_chunks(self.get_path(disk), chunks, limit, disk)
+
+    def verify(self) -> list[str]:
+        if not os.path.exists(PROC_DRBD):
+            return ["the DRBD kernel module is not loaded (no /proc/drbd)"]
+        return []
+
+
+def _sysfs_sectors(minor: int) -> int:
+    """512-byte sectors of ``/dev/drbd<minor>`` as the kernel says (0: unknown)."""
+    try:
+        with open(f"/sys/block/drbd{minor}/size", encoding="ascii") as fh:
+            return int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _block_size(path: str, uuid: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise errors.StorageError(f"Disk {uuid}: cannot open {path}: {exc.strerror}") from exc
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)

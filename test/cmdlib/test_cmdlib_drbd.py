@@ -1,0 +1,280 @@
+"""The drbd template on the master side: disk generation (ports, minors, secret, the
+two volumes), creation on the secondary then the primary, the sync wait, start/stop
+of mirrors on both nodes, failover to the secondary, removal on both nodes, and the
+secret kept out of every answer; against a real ConfigWriter and fake nodes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from cmdlib.test_cmdlib_instance import _create, env  # noqa: F401 - env: a fixture
+from cmdlib.test_cmdlib_plain import LvmNodes
+
+from ganeti import constants, errors, mcpu, opcodes
+from ganeti.cmdlib import drbd
+from ganeti.mcpu import Processor
+
+
+class DrbdNodes(LvmNodes):
+    """LvmNodes that keep what happens to each DRBD disk, per node, in order.
+
+    ``sync[node]`` scripts the answers of blockdev_find on that node (a list of
+    payload updates used one per call; the last one stays).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, str, Any]] = []
+        self.sync: dict[str, list[dict[str, Any]]] = {}
+        self.seen_disks: list[dict[str, Any]] = []
+
+    def do_blockdev_create(self, node: str, disk: dict, size: int, owner: str,
+                           on_primary: bool, *rest: Any) -> dict:
+        self.events.append(("create", node, on_primary))
+        self.seen_disks.append(disk)
+        return super().do_blockdev_create(node, disk, size, owner, on_primary, *rest)
+
+    def do_blockdev_assemble(self, node: str, disk: dict, name: str, as_primary: bool,
+                             idx: int) -> dict:
+        self.events.append(("assemble", node, as_primary))
+        return super().do_blockdev_assemble(node, disk, name, as_primary, idx)
+
+    def do_blockdev_shutdown(self, node: str, disk: dict) -> None:
+        self.events.append(("shutdown", node, None))
+
+    def do_blockdev_remove(self, node: str, disk: dict) -> None:
+        self.events.append(("remove", node, None))
+        super().do_blockdev_remove(node, disk)
+
+    def do_blockdev_find(self, node: str, disk: dict) -> dict | None:
+        self.seen_disks.append(disk)
+        if disk["uuid"] not in self.disks[node]:
+            return None
+        script = self.sync.get(node) or [{}]
+        update = script.pop(0) if len(script) > 1 else script[0]
+        return {"dev_path": "/dev/drbd0", "size": disk["size"], "major": 147, "minor": 0,
+                "sync_percent": None, "estimated_time": None, "is_degraded": False,
+                "ldisk_status": "ok", "drbd": {"cstate": "Connected"}, **update}
+
+    def do_instance_start(self, node: str, *rest: Any) -> None:
+        self.events.append(("start", node, None))
+        return super().do_instance_start(node, *rest)
+
+
+@pytest.fixture
+def denv(env: Any, monkeypatch: Any) -> Any:  # noqa: F811 - the imported fixture
+    nodes = DrbdNodes()
+    env.ctx.rpc = nodes
+    env.rpc = nodes
+    nodes.vgs = {n: {"xenvg": 4096} for n in ("node1", "node2", "node3")}
+    templates = ["plain", "drbd", "diskless", "file", "sharedfile"]
+    env.run("OP_CLUSTER_SET_PARAMS", vg_name="xenvg", enabled_disk_templates=templates,
+            ipolicy={"disk-templates": templates})
+    monkeypatch.setattr(drbd, "SYNC_POLL", 0.0)
+    feedback: list[str] = []
+
+    class Callbacks(mcpu.NullCallbacks):
+        def feedback(self, *args: Any) -> None:
+            feedback.append(str(args[-1]))
+
+    def run(op_id: str, **params: Any) -> Any:
+        op = opcodes.from_dict({"OP_ID": op_id, **params})
+        return Processor(env.ctx).execute_opcode(op, Callbacks())
+    env.run = run
+    env.feedback = feedback
+    return env
+
+
+def _drbd(denv: Any, name: str = "inst1", pnode: str = "node1", snode: str = "node2",
+          **kw: Any) -> Any:
+    return _create(denv, name, template="drbd", pnode=pnode, snode=snode, **kw)
+
+
+def _disk(denv: Any, name: str = "inst1") -> Any:
+    inst = denv.cfg.get_instance_info_by_name(name)
+    return denv.cfg.get_instance_disks(inst.uuid)[0]
+
+
+def test_create_makes_the_secondary_first_then_the_primary(denv: Any) -> None:
+    assert _drbd(denv, start=False) == ["node1"]
+    creates = [e for e in denv.rpc.events if e[0] == "create"]
+    assert creates == [("create", "node2", False), ("create", "node1", True)]
+    disk = _disk(denv)
+    node1, node2 = "uuid-node1", "uuid-node2"
+    assert disk.dev_type == "drbd" and disk.nodes == [node1, node2]
+    assert disk.logical_id[:5] == [node1, node2, constants.FIRST_DRBD_PORT, 0, 0]
+    assert len(disk.logical_id[5]) == 40
+    data, meta = disk.children
+    assert (data.logical_id, data.size) == (["xenvg", f"{disk.uuid}.disk0_data"], 128)
+    assert (meta.logical_id, meta.size) == (["xenvg", f"{disk.uuid}.disk0_meta"], 128)
+    # the node learns both ends: names and replication addresses
+    sent = denv.rpc.seen_disks[0]
+    assert sent["dynamic_params"] == {"drbd_nodes": [["node1", "10.0.0.1"],
+                                                     ["node2", "10.0.0.2"]]}
+    # not started: the mirrors go down again on both nodes
+    assert [e[:2] for e in denv.rpc.events if e[0] == "shutdown"] == \
+        [("shutdown", "node1"), ("shutdown", "node2")]
+
+
+def test_ports_and_minors_are_never_shared(denv: Any) -> None:
+    _drbd(denv, "a", start=False)
+    _drbd(denv, "b", pnode="node1", snode="node3", start=False)
+    _drbd(denv, "c", pnode="node3", snode="node2", start=False)
+    ids = {n: _disk(denv, n).logical_id[:5] for n in "abc"}
+    assert ids["b"][2:5] == [constants.FIRST_DRBD_PORT + 1, 1, 0]
+    assert ids["c"][2:5] == [constants.FIRST_DRBD_PORT + 2, 1, 1]
+    # reservations: two allocations before either is in the config differ
+    cfg = denv.cfg
+    first = cfg.allocate_drbd("uuid-node1", "uuid-node2")
+    second = cfg.allocate_drbd("uuid-node1", "uuid-node2")
+    assert first != second and first[1] != second[1]
+    cfg.release_drbd([("uuid-node1", "uuid-node2", *first), ("uuid-node1", "uuid-node2",
+                                                             *second)])
+    assert cfg.allocate_drbd("uuid-node1", "uuid-node2") == first
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"snode": None}, "needs a secondary node"),
+    ({"snode": "node1"}, "must differ"),
+    ({"template": "plain"}, "takes no secondary node"),
+], ids=["no-snode", "same-node", "plain-with-snode"])
+def test_bad_node_choices_are_refused(denv: Any, params: dict[str, Any], match: str) -> None:
+    before = denv.raw()
+    args = {"pnode": "node1", "snode": "node2", "template": "drbd", **params}
+    template = args.pop("template")
+    with pytest.raises(errors.OpPrereqError, match=match):
+        _create(denv, "inst1", template=template, **args)
+    assert denv.raw() == before and not denv.rpc.created
+
+
+def test_no_room_on_the_secondary_creates_nothing(denv: Any) -> None:
+    denv.rpc.vgs["node2"]["xenvg"] = 200        # 128 + 128 MiB of metadata needed
+    before = denv.raw()
+    with pytest.raises(errors.OpPrereqError, match="node2.*required 256 MiB, available 200"):
+        _drbd(denv)
+    assert denv.raw() == before and not denv.rpc.created
+    # the refused creation's port and minors are free again
+    assert denv.cfg.allocate_drbd("uuid-node1", "uuid-node2")[0] == constants.FIRST_DRBD_PORT
+
+
+def test_a_failed_create_removes_on_both_nodes(denv: Any) -> None:
+    original = denv.rpc.do_blockdev_create
+
+    def failing(node: str, *args: Any) -> Any:
+        if node == "node1":
+            raise errors.StorageError("no")
+        return original(node, *args)
+    denv.rpc.do_blockdev_create = failing
+    with pytest.raises(errors.OpExecError, match="Can't create disk disk/0 on node node1"):
+        _drbd(denv)
+    assert sorted(e[1] for e in denv.rpc.events if e[0] == "remove") == ["node1", "node2"]
+    assert not denv.rpc.disks["node2"]
+    assert denv.cfg.get_instance_info_by_name("inst1") is None
+
+
+def test_the_sync_is_waited_for_and_reported(denv: Any) -> None:
+    denv.rpc.sync["node1"] = [
+        {"sync_percent": 12.5, "estimated_time": 30, "is_degraded": True},
+        {"sync_percent": 80.0, "estimated_time": 4, "is_degraded": True},
+        {}]
+    _drbd(denv, start=False)
+    text = "\n".join(denv.feedback)
+    assert "device disk/0: 12.50% done, 30s remaining (estimated)" in text
+    assert "80.00% done" in text and "disks are in sync" in text
+
+
+def test_no_wait_for_sync(denv: Any) -> None:
+    denv.rpc.sync["node1"] = [{"sync_percent": 1.0, "is_degraded": True}]
+    _drbd(denv, start=False, wait_for_sync=False)
+    assert not any("% done" in f for f in denv.feedback)
+
+
+def test_start_sets_up_the_secondary_first_and_stop_takes_both_down(denv: Any) -> None:
+    _drbd(denv, start=False)
+    denv.rpc.events.clear()
+    denv.run("OP_INSTANCE_STARTUP", instance_name="inst1")
+    assert denv.rpc.events[:2] == [("assemble", "node2", False), ("start", "node1", None)]
+    denv.rpc.events.clear()
+    denv.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    assert [e[:2] for e in denv.rpc.events if e[0] == "shutdown"] == \
+        [("shutdown", "node1"), ("shutdown", "node2")]
+    assert not denv.cfg.get_instance_info_by_name("inst1").disks_active
+
+
+def test_activate_disks_assembles_both_sides(denv: Any) -> None:
+    _drbd(denv, start=False)
+    denv.rpc.events.clear()
+    result = denv.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1")
+    assert denv.rpc.events == [("assemble", "node2", False), ("assemble", "node1", True)]
+    assert result[0][:2] == ["node1", "disk/0"]
+    denv.rpc.events.clear()
+    denv.run("OP_INSTANCE_DEACTIVATE_DISKS", instance_name="inst1")
+    assert [e[1] for e in denv.rpc.events] == ["node1", "node2"]
+
+
+def test_failover_goes_to_the_secondary_and_keeps_the_mirror(denv: Any) -> None:
+    _drbd(denv)
+    with pytest.raises(errors.OpPrereqError, match="only move to its secondary node node2"):
+        denv.run("OP_INSTANCE_FAILOVER", instance_name="inst1", target_node="node3")
+    denv.rpc.events.clear()
+    denv.run("OP_INSTANCE_FAILOVER", instance_name="inst1")
+    inst = denv.cfg.get_instance_info_by_name("inst1")
+    assert inst.primary_node == "uuid-node2"
+    assert _disk(denv).nodes == ["uuid-node2", "uuid-node1"]
+    events = [e for e in denv.rpc.events if e[0] in ("assemble", "start", "shutdown")]
+    assert events == [("shutdown", "node1", None), ("assemble", "node1", False),
+                      ("start", "node2", None)]
+    # and back
+    denv.run("OP_INSTANCE_FAILOVER", instance_name="inst1")
+    assert denv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node1"
+    assert _disk(denv).nodes == ["uuid-node1", "uuid-node2"]
+
+
+def test_failover_refuses_a_target_that_is_not_up_to_date(denv: Any) -> None:
+    _drbd(denv)
+    denv.rpc.sync["node2"] = [{"ldisk_status": "unknown", "is_degraded": True}]
+    before = denv.raw()
+    with pytest.raises(errors.OpPrereqError, match="not up to date on the target node node2"):
+        denv.run("OP_INSTANCE_FAILOVER", instance_name="inst1")
+    assert denv.raw() == before
+    denv.run("OP_INSTANCE_FAILOVER", instance_name="inst1", ignore_consistency=True)
+    assert denv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node2"
+
+
+def test_migrate_and_move_of_drbd_are_refused_clearly(denv: Any) -> None:
+    _drbd(denv)
+    with pytest.raises(errors.OpPrereqError, match="(?i)disk template drbd"):
+        denv.run("OP_INSTANCE_MOVE", instance_name="inst1", target_node="node3")
+    with pytest.raises(errors.OpPrereqError, match="use 'gnt-instance failover'"):
+        denv.run("OP_INSTANCE_MIGRATE", instance_name="inst1")
+
+
+def test_remove_removes_on_both_nodes(denv: Any) -> None:
+    _drbd(denv)
+    denv.rpc.events.clear()
+    denv.run("OP_INSTANCE_REMOVE", instance_name="inst1")
+    assert sorted(e[1] for e in denv.rpc.events if e[0] == "remove") == ["node1", "node2"]
+    assert not denv.rpc.disks["node1"] and not denv.rpc.disks["node2"]
+    assert denv.cfg.allocate_drbd("uuid-node1", "uuid-node2")[:2] == \
+        (constants.FIRST_DRBD_PORT, 0)
+
+
+def test_the_secret_is_never_in_an_answer(denv: Any) -> None:
+    _drbd(denv)
+    secret = _disk(denv).logical_id[5]
+    data = denv.run("OP_INSTANCE_QUERY_DATA", instances=["inst1"], static=False)
+    text = json.dumps(data)
+    assert secret not in text
+    disk = data["inst1"]["disks"][0]
+    assert disk["logical_id"][5] == drbd.HIDDEN
+    assert disk["drbd_info"] == {"primary_node": "node1", "primary_minor": 0,
+                                 "secondary_node": "node2", "secondary_minor": 0,
+                                 "port": constants.FIRST_DRBD_PORT}
+    assert disk["pstatus"]["ldisk_status"] == "ok" and disk["sstatus"]["minor"] == 0
+    assert [c["dev_type"] for c in disk["children"]] == ["plain", "plain"]
+    assert secret not in "\n".join(denv.feedback)
+    query = denv.run("OP_QUERY", what="instance", fields=["disk.sizes", "snodes"],
+                     qfilter=None)
+    assert secret not in json.dumps(query)

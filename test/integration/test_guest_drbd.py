@@ -1,0 +1,214 @@
+"""The ``drbd`` template on real DRBD 8.4: the session's guest cluster (doc/storage.md).
+
+Every node of the ``guest_cluster`` fixture is a qemu guest with its own
+kernel (DRBD loaded, its usermode helper ``/bin/true``) and the cluster's
+volume group.  Instances use the fake hypervisor; their disks are real
+DRBD devices over real logical volumes: the tests write data into
+``/dev/drbd<minor>`` on the primary with ``dd``, take nodes down as a crash
+would (qemu killed), and read the data back on the other node.  node1 is
+the master; the mirrors live on node2 and node3, so the master keeps its
+majority when one of them dies.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+import yaml
+
+from test.integration.guest_cluster_harness import GuestClusterFixture
+
+# the session's guest cluster may be made by the first test that asks (minutes under load)
+pytestmark = pytest.mark.timeout(1200)
+
+_PROC_LINE = re.compile(r"^\s*(\d+):\s+cs:(\S+)(?:\s+ro:(\S+)\s+ds:(\S+))?", re.M)
+
+
+def _ok(res) -> str:  # type: ignore[no-untyped-def]
+    assert res.returncode == 0, f"{res.args}: {res.stdout}{res.stderr}"
+    return str(res.stdout)
+
+
+def _add(gc: GuestClusterFixture, name: str, *extra: str, size: str = "128m"):  # type: ignore[no-untyped-def]
+    return gc.gnt("gnt-instance", "add", "-t", "drbd", "-o", "tinyos", "--disk",
+                  f"0:size={size}", "-n", "node2.vcluster:node3.vcluster", "--no-name-check",
+                  "--no-ip-check", *extra, name)
+
+
+def _minors(gc: GuestClusterFixture, node: str) -> dict[int, tuple[str, str, str]]:
+    """minor -> (connection state, roles, disk states) of the configured minors."""
+    res = gc.ssh(node, "cat /proc/drbd")
+    assert not res.failed, res.stderr
+    return {int(m): (cs, ro or "", ds or "") for m, cs, ro, ds in _PROC_LINE.findall(res.stdout)
+            if cs != "Unconfigured"}
+
+
+def _wait_in_sync(gc: GuestClusterFixture, minors: dict[str, int], timeout: float = 300.0
+                  ) -> None:
+    """Until both sides show Connected and UpToDate/UpToDate."""
+    deadline = time.monotonic() + timeout
+    seen: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        seen = {node: _minors(gc, node).get(minor) for node, minor in minors.items()}
+        if all(s is not None and s[0] == "Connected" and s[2] == "UpToDate/UpToDate"
+               for s in seen.values()):
+            return
+        time.sleep(2)
+    raise AssertionError(f"mirror not in sync after {timeout}s: {seen}")
+
+
+def _info(gc: GuestClusterFixture, name: str) -> dict:  # type: ignore[type-arg]
+    out = _ok(gc.gnt("gnt-instance", "info", name))
+    return yaml.safe_load(out)[0]
+
+
+def _disk_minors(gc: GuestClusterFixture, name: str) -> dict[str, int]:
+    """node short name -> minor of disk/0, from gnt-instance info."""
+    disk = _info(gc, name)["Disks"][0]
+    found = {}
+    for key in ("nodeA", "nodeB"):
+        node, minor = str(disk[key]).split(", minor=")
+        found[node.split(".")[0]] = int(minor)
+    return found
+
+
+def _write(gc: GuestClusterFixture, node: str, minor: int, offset_mib: int, mib: int,
+           tag: str) -> str:
+    """Write ``mib`` MiB of random data at ``offset_mib`` of /dev/drbd<minor> on ``node``
+    (kept in /tmp/<tag> there too); its sha1."""
+    res = gc.ssh(node, f"dd if=/dev/urandom of=/tmp/{tag} bs=1M count={mib} 2>/dev/null &&"
+                       f" dd if=/tmp/{tag} of=/dev/drbd{minor} bs=1M seek={offset_mib}"
+                       f" oflag=direct conv=fsync 2>/dev/null && sha1sum < /tmp/{tag}")
+    assert not res.failed, res.stderr
+    return res.stdout.split()[0]
+
+
+def _read(gc: GuestClusterFixture, node: str, minor: int, offset_mib: int, mib: int) -> str:
+    res = gc.ssh(node, f"dd if=/dev/drbd{minor} bs=1M skip={offset_mib} count={mib}"
+                       " iflag=direct 2>/dev/null | sha1sum")
+    assert not res.failed, res.stderr
+    return res.stdout.split()[0]
+
+
+def _cleanup(gc: GuestClusterFixture, name: str) -> None:
+    gc.gnt("gnt-instance", "remove", "-f", "--ignore-failures", name)
+
+
+def test_a_drbd_instance_mirrors_and_fails_over(guest_cluster: GuestClusterFixture) -> None:
+    """add (secondary, primary, initial sync), info, failover both ways with the data,
+    stop/start, remove: checked with /proc/drbd, lvs and dd inside the guests."""
+    gc = guest_cluster
+    name = "drbd1.vcluster"
+    try:
+        out = _ok(_add(gc, name))
+        assert "creating disk disk/0 (128 MiB) on node3.vcluster" in out
+        assert "disks are in sync" in out
+        minors = _disk_minors(gc, name)
+        assert set(minors) == {"node2", "node3"}
+        p = _minors(gc, "node2")[minors["node2"]]
+        s = _minors(gc, "node3")[minors["node3"]]
+        assert p == ("Connected", "Primary/Secondary", "UpToDate/UpToDate")
+        assert s == ("Connected", "Secondary/Primary", "UpToDate/UpToDate")
+        for node in ("node2", "node3"):
+            lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name,lv_size", "--units", "m",
+                                "--nosuffix", gc.cluster.vg_name]).stdout
+            assert re.search(r"\.disk0_data\s+128\.00", lvs) and \
+                re.search(r"\.disk0_meta\s+128\.00", lvs), lvs
+        disk = _info(gc, name)["Disks"][0]
+        disk_uuid = disk["UUID"]
+        assert "in sync, status ok (Connected, Primary/Secondary" in disk["on primary"]
+        assert "in sync, status ok (Connected, Secondary/Primary" in disk["on secondary"]
+        # the shared secret is in no answer: compare with what the node was given
+        show = gc.ssh("node2", f"/lib/drbd/drbdsetup-84 show {minors['node2']}").stdout
+        secret = re.search(r'shared-secret\s+"([^"]+)"', show)
+        assert secret is not None
+        assert secret.group(1) not in _ok(gc.gnt("gnt-instance", "info", name))
+        jobs = _ok(gc.gnt("gnt-job", "list", "--no-headers", "-o", "id")).split()
+        assert secret.group(1) not in _ok(gc.gnt("gnt-job", "info", *jobs))
+
+        digest = _write(gc, "node2", minors["node2"], 0, 16, "drbd1-a")
+        _ok(gc.gnt("gnt-instance", "failover", "-f", name))
+        assert _info(gc, name)["Nodes"][0]["primary"] == "node3.vcluster"
+        assert _minors(gc, "node3")[minors["node3"]][1] == "Primary/Secondary"
+        assert _read(gc, "node3", minors["node3"], 0, 16) == digest
+        digest2 = _write(gc, "node3", minors["node3"], 16, 8, "drbd1-b")
+        _ok(gc.gnt("gnt-instance", "failover", "-f", name))
+        assert _read(gc, "node2", minors["node2"], 0, 16) == digest
+        assert _read(gc, "node2", minors["node2"], 16, 8) == digest2
+
+        _ok(gc.gnt("gnt-instance", "shutdown", name))
+        assert minors["node2"] not in _minors(gc, "node2")
+        assert minors["node3"] not in _minors(gc, "node3")
+        _ok(gc.gnt("gnt-instance", "startup", name))
+        _wait_in_sync(gc, minors)
+        assert _read(gc, "node2", minors["node2"], 16, 8) == digest2
+    finally:
+        _cleanup(gc, name)
+    for node in ("node2", "node3"):
+        assert minors[node] not in _minors(gc, node)
+        lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name]).stdout
+        assert disk_uuid not in lvs
+
+
+def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestClusterFixture) -> None:
+    """The secondary dies during writes: the primary runs on degraded, verify says so,
+    verify-disks reconnects the node that came back and the resync completes.  Then
+    the primary dies: failover --ignore-consistency runs the instance on the other
+    node with every acknowledged write."""
+    gc = guest_cluster
+    name = "drbd2.vcluster"
+    stopped: list[str] = []
+    try:
+        _ok(_add(gc, name, size="192m"))
+        minors = _disk_minors(gc, name)
+        first = _write(gc, "node2", minors["node2"], 0, 32, "drbd2-a")
+
+        # the secondary dies while the primary writes
+        writer = gc.ssh("node2", f"(dd if=/dev/urandom of=/dev/drbd{minors['node2']} bs=1M"
+                                 " seek=64 count=64 oflag=direct 2>/dev/null &) ; sleep 1")
+        assert not writer.failed
+        _ok(gc.vcluster("stop", gc.directory, "node3"))
+        stopped.append("node3")
+        second = _write(gc, "node2", minors["node2"], 32, 32, "drbd2-b")
+        state = _minors(gc, "node2")[minors["node2"]]
+        assert state[0] in ("WFConnection", "StandAlone") and state[1] == "Primary/Unknown"
+        verify = gc.gnt("gnt-cluster", "verify")
+        assert verify.returncode != 0
+        assert f"instance {name}: disk/0 on node node2.vcluster is degraded" in verify.stdout
+
+        _ok(gc.vcluster("start", gc.directory, "node3"))
+        stopped.remove("node3")
+        _ok(gc.gnt("gnt-cluster", "verify-disks"))
+        _wait_in_sync(gc, minors)
+        verify = gc.gnt("gnt-cluster", "verify")
+        assert f"instance {name}: disk/0" not in verify.stdout, verify.stdout
+
+        # the primary dies: only --ignore-consistency moves the instance
+        _ok(gc.vcluster("stop", gc.directory, "node2"))
+        stopped.append("node2")
+        refused = gc.gnt("gnt-instance", "failover", "-f", name)
+        assert refused.returncode != 0
+        _ok(gc.gnt("gnt-instance", "failover", "-f", "--ignore-consistency", name))
+        listed = _ok(gc.gnt("gnt-instance", "list", "--no-headers", "-o",
+                            "pnode,snodes,status", name)).split()
+        assert listed == ["node3.vcluster", "node2.vcluster", "running"]
+        assert _read(gc, "node3", minors["node3"], 0, 32) == first
+        assert _read(gc, "node3", minors["node3"], 32, 32) == second
+        third = _write(gc, "node3", minors["node3"], 128, 16, "drbd2-c")
+
+        # the old primary comes back as the secondary and catches up
+        _ok(gc.vcluster("start", gc.directory, "node2"))
+        stopped.remove("node2")
+        _ok(gc.gnt("gnt-cluster", "verify-disks"))
+        _wait_in_sync(gc, minors)
+        assert _minors(gc, "node2")[minors["node2"]][1] == "Secondary/Primary"
+        _ok(gc.gnt("gnt-instance", "failover", "-f", name))
+        assert _read(gc, "node2", minors["node2"], 0, 32) == first
+        assert _read(gc, "node2", minors["node2"], 128, 16) == third
+    finally:
+        for node in stopped:
+            gc.vcluster("start", gc.directory, node)
+        _cleanup(gc, name)
+        gc.gnt("gnt-cluster", "redist-conf")

@@ -1,0 +1,210 @@
+"""Tests for ganeti.storage.drbd: the /proc/drbd parser on real DRBD 8.4 samples,
+the side lookup, and the device against a recording command runner (no DRBD needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakes.cmdrunner import RecordingRunner
+
+from ganeti import constants, errors, pathutils, storage
+from ganeti.storage import base, drbd, tree
+
+# taken from a DRBD 8.4.11 guest: connected, a resync running, a secondary during a
+# sync (with "want:"), a standalone primary, an unconfigured minor
+PROC = """\
+version: 8.4.11 (api:1/proto:86-101)
+srcversion: F73C670A7EC572DB9CF3E5B
+ 0: cs:Connected ro:Primary/Secondary ds:UpToDate/UpToDate C r-----
+    ns:65536 nr:0 dw:0 dr:65536 al:8 bm:0 lo:0 pe:0 ua:0 ap:0 ep:1 wo:f oos:0
+ 1: cs:SyncSource ro:Primary/Secondary ds:UpToDate/Inconsistent C r-----
+    ns:69904 nr:0 dw:0 dr:69904 al:8 bm:0 lo:0 pe:0 ua:0 ap:0 ep:1 wo:f oos:61168
+\t[==>.................] sync'ed: 17.7% (61168/65536)K
+\tfinish: 0:00:27 speed: 2,184 (2,184) K/sec
+ 2: cs:SyncTarget ro:Secondary/Primary ds:Inconsistent/UpToDate C r-----
+    ns:0 nr:76560 dw:76560 dr:0 al:8 bm:0 lo:0 pe:0 ua:0 ap:0 ep:1 wo:f oos:54512
+\t[===>................] sync'ed: 23.6% (54512/65536)K
+\tfinish: 1:02:03 speed: 2,204 (2,204) want: 2,048 K/sec
+ 3: cs:StandAlone ro:Primary/Unknown ds:UpToDate/DUnknown   r-----
+    ns:0 nr:0 dw:0 dr:0 al:8 bm:0 lo:0 pe:0 ua:0 ap:0 ep:1 wo:f oos:65536
+ 4: cs:Unconfigured
+ 5: cs:WFConnection ro:Secondary/Unknown ds:Diskless/DUnknown C r-----
+"""
+SECRET = "0123456789abcdef0123456789abcdef01234567"
+NODE_A, NODE_B = "uuid-a", "uuid-b"
+
+
+def _spec(minors=(3, 7), nodes=(("node1", "10.0.0.1"), ("node2", "10.0.0.2")), **kw):
+    children = (
+        base.DiskSpec(uuid="c-data", size=1024, logical_id=("xenvg", "d.disk0_data"),
+                      dev_type=constants.DT_PLAIN),
+        base.DiskSpec(uuid="c-meta", size=128, logical_id=("xenvg", "d.disk0_meta"),
+                      dev_type=constants.DT_PLAIN))
+    args = dict(uuid="d", size=1024, dev_type=constants.DT_DRBD8,
+                logical_id=(NODE_A, NODE_B, 11005, minors[0], minors[1], SECRET),
+                children=children,
+                dynamic={"drbd_nodes": [list(n) for n in nodes]} if nodes else {})
+    args.update(kw)
+    return base.DiskSpec(**args)
+
+
+def _device(runner, proc="", hostname="node1"):
+    return drbd.DrbdDevice(pathutils.Paths("/"), hostname=hostname, runner=runner,
+                           read_status=lambda: proc)
+
+
+def test_parse_proc_drbd_every_state():
+    found = drbd.parse_proc_drbd(PROC)
+    assert sorted(found) == [0, 1, 2, 3, 4, 5]
+    ok = found[0]
+    assert (ok.cstate, ok.role, ok.peer_role, ok.disk, ok.peer_disk) == \
+        ("Connected", "Primary", "Secondary", "UpToDate", "UpToDate")
+    assert ok.sync_percent is None and not ok.is_degraded and ok.ldisk_status == "ok"
+    src = found[1]
+    assert src.in_resync and src.connected and src.is_degraded
+    assert (src.sync_percent, src.est_time, src.out_of_sync) == (17.7, 27, 61168)
+    assert src.ldisk_status == constants.LDS_OKAY          # the source's own data is fine
+    tgt = found[2]
+    assert (tgt.sync_percent, tgt.est_time) == (23.6, 3723)
+    assert tgt.ldisk_status == constants.LDS_UNKNOWN and tgt.is_degraded
+    alone = found[3]
+    assert not alone.connected and alone.is_degraded and alone.sync_percent is None
+    assert not found[4].configured
+    assert found[5].ldisk_status == constants.LDS_FAULTY
+
+
+def test_parse_proc_drbd_without_module_or_minors():
+    assert drbd.parse_proc_drbd("") == {}
+    assert drbd.parse_proc_drbd("version: 8.4.11 (api:1/proto:86-101)\n") == {}
+
+
+def test_local_side_finds_each_end():
+    a = drbd.local_side(_spec(), "node1")
+    b = drbd.local_side(_spec(), "node2")
+    assert (a.minor, a.address, a.peer_minor, a.peer_address, a.port) == \
+        (3, "10.0.0.1", 7, "10.0.0.2", 11005)
+    assert (b.minor, b.address, b.peer_minor, b.peer_address) == (7, "10.0.0.2", 3, "10.0.0.1")
+    assert SECRET not in repr(a)
+
+
+@pytest.mark.parametrize("spec, match", [
+    (_spec(nodes=None), "did not send"),
+    (_spec(logical_id=(NODE_A, NODE_B, 1)), "6 fields"),
+    (_spec(logical_id=(NODE_A, NODE_B, "x", 1, 2, SECRET)), "port"),
+    (_spec(logical_id=(NODE_A, NODE_B, 11000, -1, 2, SECRET)), "minor"),
+    (_spec(logical_id=(NODE_A, NODE_B, 11000, 1, 2, "")), "secret"),
+    (_spec(nodes=(("node8", "10.0.0.8"), ("node9", "10.0.0.9"))), "not one of"),
+], ids=["no-nodes", "short", "port", "minor", "secret", "stranger"])
+def test_local_side_refuses_bad_descriptions(spec, match):
+    with pytest.raises(errors.StorageError, match=match) as exc:
+        drbd.local_side(spec, "node1")
+    assert SECRET not in str(exc.value)
+
+
+def test_create_writes_metadata_on_a_free_minor():
+    runner = RecordingRunner()
+    dev = _device(runner, proc="version: 8.4.11\n")
+    assert dev.create(_spec()) == "/dev/drbd3"
+    assert runner.calls == [["drbdmeta", "--force", "/dev/drbd3", "v08",
+                             "/dev/xenvg/d.disk0_meta", "0", "create-md"]]
+
+
+def test_create_refuses_a_minor_in_use():
+    runner = RecordingRunner()
+    with pytest.raises(errors.StorageError, match="minor 3 is already in use"):
+        _device(runner, proc=PROC).create(_spec())
+    assert runner.calls == []
+
+
+def test_activate_new_on_the_primary_connects_and_forces_the_initial_sync():
+    runner = RecordingRunner()
+    _device(runner).activate_new(_spec(minors=(9, 7)), on_primary=True)
+    s = "/lib/drbd/drbdsetup-84"
+    assert runner.calls == [
+        [s, "new-resource", "resource9"],
+        [s, "new-minor", "resource9", "9", "0"],
+        ["drbdmeta", "/dev/drbd9", "v08", "/dev/xenvg/d.disk0_meta", "0", "apply-al"],
+        [s, "attach", "9", "/dev/xenvg/d.disk0_data", "/dev/xenvg/d.disk0_meta", "0",
+         "--on-io-error=detach", f"--resync-rate={drbd.DEFAULT_RESYNC_RATE}k"],
+        [s, "connect", "resource9", "ipv4:10.0.0.1:11005", "ipv4:10.0.0.2:11005",
+         "--protocol=C", "--cram-hmac-alg=md5", f"--shared-secret={SECRET}",
+         "--after-sb-0pri=discard-zero-changes", "--after-sb-1pri=consensus",
+         "--after-sb-2pri=disconnect"],
+        [s, "primary", "9", "--force"]]
+
+
+def test_activate_new_on_the_secondary_never_becomes_primary():
+    runner = RecordingRunner()
+    _device(runner, hostname="node2").activate_new(_spec(minors=(9, 8)), on_primary=False)
+    assert [c[1] for c in runner.calls] == ["new-resource", "new-minor", "/dev/drbd8",
+                                            "attach", "connect"]
+    assert runner.calls[-1][3:5] == ["ipv4:10.0.0.2:11005", "ipv4:10.0.0.1:11005"]
+
+
+def test_assemble_only_does_what_is_missing():
+    # minor 3 is configured and standalone: only the connection is made again
+    runner = RecordingRunner()
+    assert _device(runner, proc=PROC).assemble(_spec()) == "/dev/drbd3"
+    assert [c[1] for c in runner.calls] == ["connect"]
+    # minor 0 is connected: nothing at all
+    runner = RecordingRunner()
+    _device(runner, proc=PROC).assemble(_spec(minors=(0, 1)))
+    assert runner.calls == []
+    # minor 5 lost its disk: attach (after the activity log), no new connection
+    runner = RecordingRunner()
+    _device(runner, proc=PROC).assemble(_spec(minors=(5, 1)))
+    assert [c[-1] if c[0] == "drbdmeta" else c[1] for c in runner.calls] == ["apply-al",
+                                                                              "attach"]
+
+
+def test_failures_name_the_disk_and_hide_the_secret():
+    runner = RecordingRunner().on("/lib/drbd/drbdsetup-84", "connect", rc=10,
+                                  stderr="Failure: (102) Local address(port) already in use.")
+    with pytest.raises(errors.StorageError) as exc:
+        _device(runner).assemble(_spec())
+    text = str(exc.value)
+    assert "minor 3 of disk d (connect)" in text and "already in use" in text
+    assert SECRET not in text
+
+
+def test_shutdown_and_remove_are_idempotent():
+    runner = RecordingRunner()
+    dev = _device(runner, proc=PROC)
+    dev.shutdown(_spec())
+    assert runner.calls == [["/lib/drbd/drbdsetup-84", "down", "resource3"]]
+    runner = RecordingRunner()
+    _device(runner, proc=PROC).remove(_spec(minors=(4, 1)))   # unconfigured: nothing to do
+    assert runner.calls == []
+
+
+def test_open_and_close():
+    runner = RecordingRunner()
+    dev = _device(runner, proc=PROC)
+    dev.open(_spec())
+    dev.close(_spec())
+    assert runner.calls == [["/lib/drbd/drbdsetup-84", "primary", "3"],
+                            ["/lib/drbd/drbdsetup-84", "secondary", "3"]]
+
+
+def test_mirror_status_of_this_side():
+    dev = _device(RecordingRunner(), proc=PROC, hostname="node2")
+    status = dev.mirror_status(_spec(minors=(9, 1)))
+    assert status is not None and status.in_resync and status.role == "Primary"
+    assert dev.mirror_status(_spec(minors=(9, 4))) is None
+
+
+def test_registered_and_built_with_the_node_name():
+    dev = storage.get_storage(constants.DT_DRBD8, pathutils.Paths("/"), hostname="node2")
+    assert isinstance(dev, drbd.DrbdDevice) and dev.hostname == "node2"
+
+
+def test_tree_creates_volumes_first_then_the_metadata():
+    runner = RecordingRunner().on("vgs", stdout="  xenvg|4092.00|4092.00|1\n")
+    factory = storage.device_factory(pathutils.Paths("/"), runner=runner, hostname="node1")
+    device = factory(constants.DT_DRBD8)
+    assert isinstance(device, drbd.DrbdDevice)
+    device.read_status = lambda: ""
+    assert tree.create_tree(factory, _spec()) == "/dev/drbd3"
+    made = [c for c in runner.calls if c[0] in ("lvcreate", "drbdmeta")]
+    assert [c[0] for c in made] == ["lvcreate", "lvcreate", "drbdmeta"]
+    assert "d.disk0_data" in made[0] and "d.disk0_meta" in made[1]
