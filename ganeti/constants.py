@@ -198,6 +198,14 @@ LAST_DRBD_PORT = 14999
 MAX_DRBD_MINOR = 255
 #: MiB of the metadata volume of every DRBD disk, as Ganeti's
 DRBD_META_SIZE = 128
+#: replace-disks modes (Ganeti's): the volumes on the primary, on the secondary, a new
+#: secondary node, or whatever side is degraded
+REPLACE_DISK_PRI = "replace_on_primary"
+REPLACE_DISK_SEC = "replace_on_secondary"
+REPLACE_DISK_CHG = "replace_new_secondary"
+REPLACE_DISK_AUTO = "replace_auto"
+REPLACE_MODES = frozenset([REPLACE_DISK_PRI, REPLACE_DISK_SEC, REPLACE_DISK_CHG,
+                           REPLACE_DISK_AUTO])
 
 # Storage types (gnt-node list-storage, RAPI /2/nodes/[node]/storage; doc/storage.md)
 ST_FILE = "file"

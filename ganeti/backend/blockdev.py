@@ -262,14 +262,22 @@ def blockdev_grow(ctx: NodeContext, disk: dict, amount: int, dryrun: bool,
     """Grow ``disk`` by ``amount`` MiB; return the new size in MiB.
 
     With ``dryrun`` nothing changes (the volume must exist; the size it
-    would have is returned).  ``backingstore`` (grow the data volume, not
-    the mirror) makes no difference for file storage.
+    would have is returned).  ``backingstore`` grows the data volume under
+    a ``drbd`` disk (each node's own; the master does it on both, then the
+    mirror itself without it: ``drbdsetup resize``); it makes no difference
+    for the other types.
     """
     if excl_stor and disk.get("dev_type") != constants.DT_PLAIN:
         raise errors.StorageError("Exclusive storage is not supported for this disk template")
     if not isinstance(amount, int) or amount < 0:
         raise errors.StorageError(f"Invalid grow amount {amount!r} MiB")
     template, spec = parse_disk(disk)
+    if template == constants.DT_DRBD8 and backingstore:
+        # the data volume under the mirror (each node grows its own)
+        if not spec.children:
+            raise errors.StorageError(f"Disk {spec.uuid}: a DRBD disk has no data volume")
+        spec = spec.children[0]
+        template = spec.dev_type
     store = storage_for(ctx, template, exclusive_storage=excl_stor)
     if dryrun:
         return store.get_size(spec) + amount if template != constants.DT_DISKLESS else 0
@@ -408,7 +416,7 @@ def blockdev_find(ctx: NodeContext, disk: dict) -> dict[str, Any] | None:
     disk fills in its minor, the resync's percent and estimated seconds,
     ``is_degraded`` and ``ldisk_status`` (``ok``/``unknown``/``faulty``)
     from its side's state, and adds ``drbd``: ``{"cstate", "role",
-    "peer_role", "disk", "peer_disk", "out_of_sync_kib"}``.
+    "peer_role", "disk", "peer_disk", "out_of_sync_kib", "sync_speed_kib"}``.
     """
     template, spec = parse_disk(disk)
     store = storage_for(ctx, template)
@@ -436,7 +444,8 @@ def drbd_state(store: storage.BaseStorage, spec: DiskSpec) -> dict[str, Any]:
             "ldisk_status": status.ldisk_status,
             "drbd": {"cstate": status.cstate, "role": status.role,
                      "peer_role": status.peer_role, "disk": status.disk,
-                     "peer_disk": status.peer_disk, "out_of_sync_kib": status.out_of_sync}}
+                     "peer_disk": status.peer_disk, "out_of_sync_kib": status.out_of_sync,
+                     "sync_speed_kib": status.speed}}
 
 
 def _file_path(ctx: NodeContext, disk: dict) -> str:

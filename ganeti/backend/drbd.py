@@ -18,7 +18,7 @@ from ganeti.backend.context import NodeContext
 from ganeti.storage import drbd
 
 __all__ = ["blockdev_getmirrorstatus", "drbd_disconnect_net", "drbd_attach_net",
-           "blockdev_close", "drbd_node_info"]
+           "blockdev_close", "drbd_node_info", "drbd_detach_local", "drbd_attach_local"]
 
 
 def _devices(ctx: NodeContext, disks: list) -> list[tuple[drbd.DrbdDevice, Any]]:
@@ -67,6 +67,20 @@ def drbd_attach_net(ctx: NodeContext, disks: list, multimaster: bool) -> None:
         if status.cstate != "StandAlone":
             store.disconnect(spec)
         store.connect(spec, dual_primary=multimaster)
+
+
+def drbd_detach_local(ctx: NodeContext, disks: list) -> None:
+    """Let go of this node's volumes under the disks (replace-disks on this node); the
+    devices run on diskless, served by their peers."""
+    for store, spec in _devices(ctx, disks):
+        store.detach_local(spec)
+
+
+def drbd_attach_local(ctx: NodeContext, disks: list, new_metadata: bool) -> None:
+    """Attach this node's volumes under the disks again (with ``new_metadata``: fresh
+    metadata first, the peer copies everything over)."""
+    for store, spec in _devices(ctx, disks):
+        store.attach_local(spec, new_metadata)
 
 
 def blockdev_close(ctx: NodeContext, disks: list) -> None:

@@ -161,6 +161,20 @@ RECREATE_DISK_OPT = O("--disk", dest="recreate_disks", action="append", default=
                       metavar="N", help="A disk to recreate (repeatable; default: all)")
 PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]",
               help="Primary node (and secondary node, for mirrored templates)")
+REPLACE_PRI_OPT = O("-p", "--on-primary", dest="on_primary", action="store_true",
+                    default=False, help="Replace the volumes on the primary node (the"
+                    " secondary's data is copied onto the new ones)")
+REPLACE_SEC_OPT = O("-s", "--on-secondary", dest="on_secondary", action="store_true",
+                    default=False, help="Replace the volumes on the secondary node")
+NEW_SECONDARY_OPT = O("-n", "--new-secondary", dest="new_secondary", default=None,
+                      metavar="NODE", help="Move the mirrors to a new secondary node")
+REPLACE_AUTO_OPT = O("-a", "--auto", dest="auto", action="store_true", default=False,
+                     help="Replace the volumes on whichever node's data is not in order")
+REPLACE_DISKS_OPT = O("--disks", dest="disks", default=None, metavar="N,N",
+                      help="Only these disks (indices; with -p or -s)")
+EARLY_RELEASE_OPT = O("--early-release", dest="early_release", action="store_true",
+                      default=False, help="Accepted (Ganeti's): the locks are released"
+                      " when the job ends")
 NO_WAIT_SYNC_OPT = O("--no-wait-for-sync", dest="wait_for_sync", action="store_false",
                      default=True, help="Do not wait for the new mirrors (drbd) to sync;"
                      " the instance starts with its disks degraded")
@@ -429,6 +443,36 @@ def failover(opts: Any, args: list[str]) -> int:
     return 0
 
 
+def replace_disks(opts: Any, args: list[str]) -> int:
+    """Replace the volumes of a drbd instance's disks (one mode of -p/-s/-n/-I/-a)."""
+    chosen = [m for m, on in ((constants.REPLACE_DISK_PRI, opts.on_primary),
+                              (constants.REPLACE_DISK_SEC, opts.on_secondary),
+                              (constants.REPLACE_DISK_CHG, bool(opts.new_secondary
+                                                                or opts.iallocator)),
+                              (constants.REPLACE_DISK_AUTO, opts.auto)) if on]
+    if len(chosen) != 1:
+        return cli.usage_error(opts.command, "Give exactly one of -p, -s, -n NODE, -I NAME"
+                                             " and -a")
+    if opts.new_secondary and opts.iallocator:
+        return cli.usage_error(opts.command, "Give either -n NODE or -I NAME, not both")
+    disks: list[int] = []
+    if opts.disks:
+        try:
+            disks = [int(i) for i in opts.disks.split(",") if i.strip()]
+        except ValueError:
+            return cli.usage_error(opts.command, f"Invalid --disks {opts.disks!r}: expected"
+                                                 " disk indices like 0,2")
+        if chosen[0] in (constants.REPLACE_DISK_CHG, constants.REPLACE_DISK_AUTO):
+            return cli.usage_error(opts.command, "--disks goes with -p or -s only (a new"
+                                                 " secondary takes every disk)")
+    cli.submit_or_send(wire.drop_none(wire.instance_replace_disks(
+        instance_name=args[0], mode=chosen[0], disks=disks or wire.NOT_SENT,
+        remote_node=opts.new_secondary, iallocator=opts.iallocator,
+        early_release=opts.early_release or wire.NOT_SENT,
+        ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT)), opts)
+    return 0
+
+
 def migrate(opts: Any, args: list[str]) -> int:
     """Migrate an instance (live unless --non-live)."""
     mode = opts.migration_mode or (None if opts.live else constants.HT_MIGRATION_NONLIVE)
@@ -611,6 +655,12 @@ commands: dict[str, cli.Command] = {
                                           IGNORE_CONSIST_OPT, SHUTDOWN_TIMEOUT_OPT,
                                           IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
                  "[-f] [-n NODE | -I NAME] INSTANCE", "Fail an instance over to another node"),
+    "replace-disks": (replace_disks, ONE_INSTANCE, [
+        REPLACE_PRI_OPT, REPLACE_SEC_OPT, NEW_SECONDARY_OPT, relocation.IALLOCATOR_OPT,
+        REPLACE_AUTO_OPT, REPLACE_DISKS_OPT, EARLY_RELEASE_OPT, IGNORE_IPOLICY_OPT,
+        cli.SUBMIT_OPT],
+        "{-p | -s | -n NODE | -I NAME | -a} [--disks N,N] [--early-release] INSTANCE",
+        "Replace the volumes under a drbd instance's disks"),
     "migrate": (migrate, ONE_INSTANCE, [cli.FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT,
                                         CLEANUP_OPT, TARGET_OPT, relocation.IALLOCATOR_OPT,
                                         relocation.WITH_DISKS_OPT, IGNORE_IPOLICY_OPT,

@@ -19,6 +19,7 @@ mirror is in sync, reporting the resync as progress.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -130,16 +131,31 @@ def _progress_line(idx_name: str, found: dict[str, Any]) -> str:
     return text
 
 
+def _syncing(found: dict[str, Any]) -> bool:
+    return found.get("sync_percent") is not None or \
+        (found.get("drbd") or {}).get("cstate") in _CONNECTING
+
+
+#: connection states on the way to Connected (or to a resync)
+_CONNECTING = frozenset(["WFConnection", "WFReportParams", "WFBitMapS", "WFBitMapT",
+                         "WFSyncUUID", "Connecting"])
+
+
 def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: FeedbackFn, *,
-                  cfg: ConfigReader, clock: Callable[[], float] = time.monotonic,
-                  sleep: Callable[[float], None] = time.sleep, poll: float = SYNC_POLL,
+                  cfg: ConfigReader, instance: str | None = None,
+                  clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] = time.sleep, poll: float | None = None,
                   stall: float = SYNC_STALL) -> bool:
     """Wait until no DRBD disk of ``disks`` is resyncing on ``node`` (the primary);
     True when every one ended in sync (not degraded).
 
     Reports each disk's percent and estimated time through ``feedback_fn``
-    (Ganeti's "device disk/0: 45.20% done, 10s remaining (estimated)") and
-    ends early when nothing changed for ``stall`` seconds.
+    (Ganeti's "device disk/0: 45.20% done, 10s remaining (estimated)"), and
+    each resync as typed progress entries in the job's log (op
+    ``drbd-resync``, bytes done of the disk's size, DRBD's own speed and
+    estimate) that also show as a ``resync`` block job in the ``instance``'s
+    ``jobs`` runtime field while it runs (seed 003; doc/progress.md).  Ends
+    early when nothing changed for ``stall`` seconds.
     """
     mirrors = [d for d in disks if is_drbd(d)]
     if not mirrors:
@@ -147,37 +163,62 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
     rpc = lu.require_rpc()
     feedback_fn("* waiting for the instance's disks to sync")
     last_change, last_seen = clock(), None
-    while True:
-        states = []
-        for disk in mirrors:
-            found = rpc.call_blockdev_find(node.name, disk=rpc_disk(disk, cfg)).one(
-                node.name, f"Cannot read the state of disk {disk.iv_name} on {node.name}")
-            if not isinstance(found, dict):
-                raise errors.OpExecError(f"Disk {disk.iv_name} is missing on {node.name}")
-            states.append((disk, found))
-        syncing = [(d, f) for d, f in states if f.get("sync_percent") is not None
-                   or (f.get("drbd") or {}).get("cstate") in ("WFConnection", "WFReportParams",
-                                                              "WFBitMapS", "WFBitMapT",
-                                                              "WFSyncUUID", "Connecting")]
-        if not syncing:
-            degraded = [d.iv_name for d, f in states if f.get("is_degraded")]
-            if degraded:
-                lu.LogWarning(f"Disks not in sync on {node.name}: {', '.join(degraded)}")
+    with contextlib.ExitStack() as stack:
+        reporters: dict[str, Any] = {}
+        while True:
+            states = []
+            for disk in mirrors:
+                found = rpc.call_blockdev_find(node.name, disk=rpc_disk(disk, cfg)).one(
+                    node.name, f"Cannot read the state of disk {disk.iv_name} on {node.name}")
+                if not isinstance(found, dict):
+                    raise errors.OpExecError(f"Disk {disk.iv_name} is missing on {node.name}")
+                states.append((disk, found))
+            for disk, found in states:
+                _report(lu, stack, reporters, disk, found, instance)
+            syncing = [(d, f) for d, f in states if _syncing(f)]
+            if not syncing:
+                degraded = [d.iv_name for d, f in states if f.get("is_degraded")]
+                if degraded:
+                    lu.LogWarning(f"Disks not in sync on {node.name}: {', '.join(degraded)}")
+                    return False
+                feedback_fn("* the instance's disks are in sync")
+                return True
+            seen = tuple((d.uuid, f.get("sync_percent"), (f.get("drbd") or {}).get("cstate"))
+                         for d, f in syncing)
+            for disk, found in syncing:
+                feedback_fn(_progress_line(disk.iv_name, found))
+            now = clock()
+            if seen != last_seen:
+                last_seen, last_change = seen, now
+            elif now - last_change > stall:
+                lu.LogWarning(f"The sync of {', '.join(d.iv_name for d, _ in syncing)} on"
+                              f" {node.name} made no progress for {int(stall)}s")
                 return False
-            feedback_fn("* the instance's disks are in sync")
-            return True
-        seen = tuple((d.uuid, f.get("sync_percent"), (f.get("drbd") or {}).get("cstate"))
-                     for d, f in syncing)
-        for disk, found in syncing:
-            feedback_fn(_progress_line(disk.iv_name, found))
-        now = clock()
-        if seen != last_seen:
-            last_seen, last_change = seen, now
-        elif now - last_change > stall:
-            lu.LogWarning(f"The sync of {', '.join(d.iv_name for d, _ in syncing)} on"
-                          f" {node.name} made no progress for {int(stall)}s")
-            return False
-        sleep(poll)
+            sleep(SYNC_POLL if poll is None else poll)
+
+
+def _report(lu: Any, stack: contextlib.ExitStack, reporters: dict[str, Any], disk: Disk,
+            found: dict[str, Any], instance: str | None) -> None:
+    """Progress entries (and the runtime block job) of one disk's resync."""
+    pct = found.get("sync_percent")
+    reporter = reporters.get(disk.uuid)
+    end = disk.size * 1024 * 1024
+    if isinstance(pct, (int, float)):
+        if reporter is None:
+            if not hasattr(lu, "progress_reporter"):
+                return
+            reporter = stack.enter_context(lu.progress_reporter(
+                "drbd-resync", end=end, instance=instance, device=disk.iv_name,
+                op_type="resync"))
+            reporters[disk.uuid] = reporter
+        speed = (found.get("drbd") or {}).get("sync_speed_kib")
+        eta = found.get("estimated_time")
+        reporter.update(int(end * pct / 100), end,
+                        rate=speed * 1024.0 if isinstance(speed, int) else None,
+                        eta=float(eta) if isinstance(eta, (int, float)) else None)
+    elif reporter is not None and not reporter.finished:
+        reporter.update(end, end)
+        reporter.finish()
 
 
 def secondary_nodes(lu: Any, disks: Sequence[Disk], primary_uuid: str) -> list[Node]:

@@ -562,7 +562,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             raise
         self.release_reservations()     # the config holds the DRBD ports and minors now
         if op.disk_template in constants.DTS_INT_MIRROR and op.wait_for_sync:
-            drbd.wait_for_sync(self, self.pnode, self.new_disks, feedback_fn, cfg=cfg)
+            drbd.wait_for_sync(self, self.pnode, self.new_disks, feedback_fn, cfg=cfg,
+                               instance=inst.name)
         if disk_wipe.wipe_wanted(self):
             try:
                 disk_wipe.wipe_disks(self, pname, inst.name,

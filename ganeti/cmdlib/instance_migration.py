@@ -17,7 +17,13 @@ Migrations and disk copies write typed progress entries into the job log
 and always a final one (doc/progress.md, "Progress entries"); a disk copy
 also shows in the instance's ``jobs`` runtime field while it runs.
 
-Migrate and failover need disks every node can reach (``diskless``,
+A ``drbd`` instance fails over and migrates to its secondary node only
+(doc/storage.md, "DRBD"): a live migration reconnects its mirrors allowing
+two primaries for the copy (``drbd_disconnect_net``/``drbd_attach_net``),
+makes the target primary, moves the memory, then the source becomes the
+secondary (``blockdev_close``) and the mirrors are reconnected with one
+primary; a failure or ``--cleanup`` leaves one primary, where the guest runs.
+Otherwise migrate and failover need disks every node can reach (``diskless``,
 ``sharedfile``); ``file`` instances move with ``move``, or with ``migrate
 --with-disks`` (``with_disks``): the disks are created on the target and
 copied while the guest runs (kvm, ``instance_mirror.DiskCopy``; a stopped
@@ -225,20 +231,52 @@ class _TargetLU(InstanceLU[_TargetOpT]):
                 as_primary=True, idx=idx,
             ).one(self.target.name, f"Could not assemble disk {idx} on {self.target.name}")
 
-    def _shutdown_disks(self, node_name: str) -> None:
+    def _shutdown_disks(self, node_name: str, keep_mirror: bool = False) -> None:
+        """Shut the disks down on ``node_name``; with ``keep_mirror`` a DRBD disk only
+        becomes secondary there (a migration: the mirror stays connected)."""
         for disk in self.disks:
             if disk.dev_type == constants.DT_DISKLESS or self.rpc is None:
                 continue
-            res = self.rpc.call_blockdev_shutdown(
-                [node_name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(node_name)
+            if keep_mirror and drbd.is_drbd(disk):
+                res = self.rpc.call_blockdev_close(
+                    [node_name], disks=[drbd.rpc_disk(disk, self.cfg)]).get(node_name)
+            else:
+                res = self.rpc.call_blockdev_shutdown(
+                    [node_name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(node_name)
             if res is None or res.failed:
-                self.LogWarning(f"Could not shut down disk {disk.iv_name} on {node_name}")
+                self.LogWarning(f"Could not shut down disk {disk.iv_name} on {node_name}:"
+                                f" {res.fail_msg if res is not None else 'no answer'}")
+
+    def _mirrored(self) -> bool:
+        return self.instance.disk_template in constants.DTS_INT_MIRROR
+
+    def _drbd_reconnect(self, multimaster: bool, primary: Node,
+                        feedback_fn: FeedbackFn) -> None:
+        """Reconnect the mirrors between the instance's two nodes, allowing two primaries
+        (``multimaster``: for the copy of a live migration) or one again; wait until
+        they are in sync (on ``primary``)."""
+        rpc = self.require_rpc()
+        disks = drbd.rpc_disks(self.disks, self.cfg)
+        nodes = [self.pnode, self.target]
+        feedback_fn("* switching the mirrors to " + ("dual-primary" if multimaster
+                                                     else "single-primary") + " mode")
+        for node in nodes:
+            rpc.call_drbd_disconnect_net(node.name, disks=disks).one(
+                node.name, f"Cannot disconnect the mirrors on {node.name}")
+        for node in nodes:
+            rpc.call_drbd_attach_net(node.name, disks=disks, multimaster=multimaster).one(
+                node.name, f"Cannot reconnect the mirrors on {node.name}")
+        if not drbd.wait_for_sync(self, primary, self.disks, feedback_fn, cfg=self.cfg,
+                                  instance=self.instance.name):
+            raise errors.OpExecError(f"The mirrors of {self.instance.name} are not in sync"
+                                     f" after reconnecting them on {primary.name}")
 
 
 class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
     """Migrate a running instance to another node (live unless mode non-live)."""
 
     HPATH = "instance-migrate"
+    MIRRORED_OK = constants.DTS_INT_MIRROR
     LOCAL_DISKS_HINT = ("migrate it with --with-disks (the disks are copied while it runs)"
                         " or use 'move'")
 
@@ -259,13 +297,20 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             self._lookup_target()
             return
         inst = self.instance
-        if inst.disk_template in constants.DTS_INT_MIRROR:
-            raise errors.OpPrereqError(
-                f"Instance {inst.name} has disk template {inst.disk_template}: its live"
-                " migration is not supported yet; use 'gnt-instance failover'",
-                errors.ECODE_STATE)
         super().CheckInstance()
         check_node_online(self.pnode, " as primary node")
+        if inst.disk_template in constants.DTS_INT_MIRROR and self.op.with_disks:
+            raise errors.OpPrereqError(f"Instance {inst.name} has mirrored disks: migrate it"
+                                       " without --with-disks", errors.ECODE_INVAL)
+        if inst.disk_template in constants.DTS_INT_MIRROR \
+                and inst.admin_state == constants.ADMINST_UP:
+            bad = drbd.check_consistent(self, self.disks, self.target)
+            if bad:
+                raise errors.OpPrereqError(
+                    f"Disk(s) {', '.join(bad)} of instance {inst.name} are not up to date on"
+                    f" the target node {self.target.name}; a migration needs both sides in"
+                    " sync (activate the disks and let them sync, or use failover"
+                    " --ignore-consistency when the primary is dead)", errors.ECODE_STATE)
         if self.op.with_disks:
             if inst.disk_template not in instance_mirror.LOCAL_TEMPLATES:
                 raise errors.OpPrereqError(
@@ -317,21 +362,30 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         info = self.require_rpc().call_migration_info(
             src.name, instance=data,
         ).one(src.name, f"Could not get migration information from {src.name}")
-        self._assemble_on_target()
-        accepted = self.require_rpc().call_accept_instance(
-            dst.name, instance=data, info=info, target=dst.primary_ip,
-        ).one(dst.name, f"Target node {dst.name} refused the instance")
-        feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
+        mirrored = self._mirrored()
+        if mirrored:
+            self._drbd_reconnect(True, src, feedback_fn)
         success = False
         try:
-            self._migrate_memory(data, live, accepted or {}, feedback_fn)
-            success = True
+            self._assemble_on_target()
+            accepted = self.require_rpc().call_accept_instance(
+                dst.name, instance=data, info=info, target=dst.primary_ip,
+            ).one(dst.name, f"Target node {dst.name} refused the instance")
+            feedback_fn(f"* migrating instance {inst.name} ({'live' if live else 'non-live'})")
+            try:
+                self._migrate_memory(data, live, accepted or {}, feedback_fn)
+                success = True
+            finally:
+                self._finalize(data, info, success, live)
         finally:
-            self._finalize(data, info, success, live)
             if not success:
-                self._shutdown_disks(dst.name)
+                self._shutdown_disks(dst.name, keep_mirror=mirrored)
+                if mirrored:
+                    self._drbd_reconnect(False, src, feedback_fn)
         self._switch_primary()
-        self._shutdown_disks(src.name)
+        self._shutdown_disks(src.name, keep_mirror=mirrored)
+        if mirrored:
+            self._drbd_reconnect(False, dst, feedback_fn)
         feedback_fn(f"* done: {inst.name} now runs on {dst.name}")
         return None
 
@@ -499,6 +553,10 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if plan == CLEANUP_NOTHING:
             if local_copy is not None:
                 local_copy.cleanup(target_won=False, source_runs=src_state in _ALIVE)
+            if self._mirrored():
+                # a migration stopped before the memory moved may have left two primaries
+                self._shutdown_disks(dst.name, keep_mirror=True)
+                self._drbd_reconnect(False, src, feedback_fn)
             feedback_fn(f"Instance {inst.name} is where the config says ({src.name});"
                         " nothing to clean up")
             return None
@@ -515,14 +573,14 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                     src.name, instance=data, success=True, live=live))
             self._switch_primary()
             self.pnode = dst
-            self._shutdown_disks(src.name)
+            self._shutdown_disks(src.name, keep_mirror=self._mirrored())
         else:
             feedback_fn(f"Instance {inst.name} stays on {src.name}: removing what the"
                         f" migration left on {dst.name}")
             if dst_state is not None:
                 self._warn_failed(dst.name, self.require_rpc().call_instance_finalize_migration_dst(
                     dst.name, instance=data, info={}, success=False))
-                self._shutdown_disks(dst.name)
+                self._shutdown_disks(dst.name, keep_mirror=self._mirrored())
             if plan == CLEANUP_SOURCE and src_state != "running":
                 self.require_rpc().call_instance_finalize_migration_src(
                     src.name, instance=data, success=False, live=live,
@@ -530,6 +588,9 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if local_copy is not None:
             local_copy.cleanup(target_won=plan == CLEANUP_TARGET,
                                source_runs=src_state in _ALIVE)
+        if self._mirrored():
+            self.pnode = src
+            self._drbd_reconnect(False, dst if plan == CLEANUP_TARGET else src, feedback_fn)
         return None
 
     def _warn_failed(self, node: str, results: RpcResults) -> None:

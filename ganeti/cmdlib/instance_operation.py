@@ -11,7 +11,7 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.objects import Instance
+from ganeti.objects import Instance, disk_tree
 from ganeti.cmdlib import drbd
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
@@ -398,16 +398,23 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
     def _label_disks(self, new_name: str) -> None:
         """Tag the instance's logical volumes with its new name (their
         ``originstname+`` tag, as at creation); a failure is only a warning."""
-        volumes = [d for d in self.disks if d.dev_type == constants.DT_PLAIN]
+        # plain disks, and the volumes under a drbd disk (on both of its nodes)
+        volumes = [d for top in self.disks for d in disk_tree(top)
+                   if d.dev_type == constants.DT_PLAIN]
         if not volumes or self.rpc is None:
             return
-        node = self.pnode.name
         for disk in volumes:
-            res = self.rpc.call_blockdev_setinfo(
-                [node], disk=disk_rpc_dicts([disk], self.cfg)[0], info=constants.DISK_INFO_PREFIX + new_name).get(node)
-            if res is None or res.failed:
-                self.LogWarning(f"Could not update the tag of disk {disk.uuid} on {node}:"
-                                f" {res.fail_msg if res else 'no answer'}")
+            for uuid in disk.nodes or [self.pnode.uuid]:
+                found = self.cfg.get_node_info(uuid)
+                if found is None or found.offline:
+                    continue
+                node = found.name
+                res = self.rpc.call_blockdev_setinfo(
+                    [node], disk=disk_rpc_dicts([disk], self.cfg)[0],
+                    info=constants.DISK_INFO_PREFIX + new_name).get(node)
+                if res is None or res.failed:
+                    self.LogWarning(f"Could not update the tag of disk {disk.uuid} on {node}:"
+                                    f" {res.fail_msg if res else 'no answer'}")
 
     def _run_os_rename(self, old_name: str) -> None:
         """The OS rename script on the primary; a failure is only a warning."""

@@ -18,7 +18,7 @@ from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dict
                                     file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
 from ganeti.cmdlib.instance_operation import check_os
-from ganeti.objects import NIC, Disk
+from ganeti.objects import NIC, Disk, Node
 from ganeti.private import reveal
 from ganeti.opcodes.instance import (DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS,
                                      OpInstanceActivateDisks, OpInstanceDeactivateDisks,
@@ -460,6 +460,19 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
             raise errors.OpPrereqError("Growing by 0 MiB does nothing", errors.ECODE_INVAL)
         if disk.dev_type == constants.DT_PLAIN and self.delta > 0:
             lvm.check_vg_free(self, [self.pnode], {disk.logical_id[0]: self.delta})
+        self.mirror_nodes: list[Node] = []
+        if drbd.is_drbd(disk) and self.delta > 0:
+            # the data volume grows on both nodes, then the mirror on the primary
+            self.mirror_nodes = drbd.secondary_nodes(self, [disk], self.instance.primary_node)
+            for node in self.mirror_nodes:
+                check_node_online(node, " as secondary node (its volume grows too)")
+            lvm.check_vg_free(self, [*self.mirror_nodes, self.pnode],
+                              {disk.children[0].logical_id[0]: self.delta})
+            if not (self.instance.disks_active
+                    or self.instance.admin_state == constants.ADMINST_UP):
+                raise errors.OpPrereqError(
+                    f"The disks of instance {self.instance.name} are not active; a mirror"
+                    " grows while it is set up (activate-disks first)", errors.ECODE_STATE)
 
     def HookExtra(self) -> dict[str, Any]:
         return {"DISK": self.op.disk, "AMOUNT": self.delta, "ABSOLUTE": self.op.absolute}
@@ -474,12 +487,20 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
         self.require_rpc().call_blockdev_grow(
             self.pnode.name, disk=data, amount=self.delta, dryrun=True, backingstore=False,
             excl_stor=excl).one(self.pnode.name, f"Cannot grow disk {self.op.disk}")
+        for node in [*self.mirror_nodes, self.pnode] if self.mirror_nodes else []:
+            feedback_fn(f"* growing the data volume of disk {self.op.disk} on {node.name}")
+            self.require_rpc().call_blockdev_grow(
+                node.name, disk=data, amount=self.delta, dryrun=False, backingstore=True,
+                excl_stor=False).one(node.name, f"Growing the data volume of disk"
+                                                f" {self.op.disk} on {node.name} failed")
         new_size = self.require_rpc().call_blockdev_grow(
             self.pnode.name, disk=data, amount=self.delta, dryrun=False, backingstore=False,
             excl_stor=excl).one(self.pnode.name, f"Growing disk {self.op.disk} failed")
         old_size = disk.size
         disk.size = new_size if isinstance(new_size, int) and new_size > 0 \
             else disk.size + self.delta
+        if drbd.is_drbd(disk) and disk.children:
+            disk.children[0].size = disk.size      # the data volume under the mirror
         self.cfg.update(disk)
         feedback_fn(f"Disk {self.op.disk} of {self.instance.name} is now {disk.size} MiB")
         if disk_wipe.wipe_wanted(self):

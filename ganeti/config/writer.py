@@ -408,6 +408,24 @@ class ConfigWriter(ConfigReader):
             self._reserved_minors.update([(node_a, found[0]), (node_b, found[1])])
             return port, found[0], found[1]
 
+    def allocate_drbd_minor(self, node: str) -> int:
+        """The lowest DRBD minor free on the node of UUID ``node`` (a new secondary of
+        an existing disk), reserved like :meth:`allocate_drbd`'s until
+        :meth:`release_drbd_minor`."""
+        with self._lock:
+            _, minors = self._drbd_in_use()
+            minor = next((m for m in range(constants.MAX_DRBD_MINOR + 1)
+                          if (node, m) not in minors), None)
+            if minor is None:
+                raise errors.ConfigurationError(f"No free DRBD minor left on node {node}")
+            self._reserved_minors.add((node, minor))
+            return minor
+
+    def release_drbd_minor(self, node: str, minor: int) -> None:
+        """Drop a reservation of :meth:`allocate_drbd_minor`."""
+        with self._lock:
+            self._reserved_minors.discard((node, minor))
+
     def release_drbd(self, reservations: Iterable[tuple[str, str, int, int, int]]) -> None:
         """Drop reservations of :meth:`allocate_drbd`: ``(node_a, node_b, port, minor_a,
         minor_b)`` each (used by now, or free again: the logical unit ended)."""

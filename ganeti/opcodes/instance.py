@@ -22,6 +22,7 @@ __all__ = [
     "OpInstanceCreate", "OpInstanceRemove", "OpInstanceStartup", "OpInstanceShutdown",
     "OpInstanceReboot", "OpInstanceReinstall", "OpInstanceRename", "OpInstanceSetParams",
     "OpInstanceMigrate", "OpInstanceFailover", "OpInstanceMove", "OpInstanceGrowDisk",
+    "OpInstanceReplaceDisks",
     "OpInstanceActivateDisks", "OpInstanceDeactivateDisks", "OpInstanceConsole",
     "OpInstanceQueryData", "OpInstanceChangeGroup", "OpInstanceMultiAlloc", "OpInstanceRecreateDisks", "ALL_OPCODES", "DDM_ADD", "DDM_MODIFY", "DDM_REMOVE", "DDMS",
     "MAX_DISK_SIZE", "check_disk_size",
@@ -269,6 +270,20 @@ class OpInstanceFailover(OpInstanceBase):
 
 
 @dataclass(kw_only=True)
+class OpInstanceReplaceDisks(OpInstanceBase):
+    """Replace the volumes of a mirrored (drbd) instance's disks: on its primary or
+    secondary node, or onto a new secondary node (``remote_node`` or the
+    ``iallocator``'s choice); ``replace_auto`` repairs the side that is degraded."""
+
+    mode: str = param(choices=sorted(constants.REPLACE_MODES))
+    disks: list[int] = param([], max_len=constants.MAX_DISKS)
+    remote_node: str | None = None
+    iallocator: str | None = None
+    early_release: bool = False
+    ignore_ipolicy: bool = False
+
+
+@dataclass(kw_only=True)
 class OpInstanceMove(OpInstanceBase):
     """Move an instance by copying its disks to ``target_node``."""
 
@@ -364,4 +379,5 @@ ALL_OPCODES = (OpInstanceCreate, OpInstanceRemove, OpInstanceStartup, OpInstance
                OpInstanceReboot, OpInstanceReinstall, OpInstanceRename, OpInstanceSetParams,
                OpInstanceMigrate, OpInstanceFailover, OpInstanceMove, OpInstanceGrowDisk,
                OpInstanceRecreateDisks, OpInstanceActivateDisks, OpInstanceDeactivateDisks, OpInstanceConsole,
-               OpInstanceQueryData, OpInstanceChangeGroup, OpInstanceMultiAlloc)
+               OpInstanceQueryData, OpInstanceChangeGroup, OpInstanceMultiAlloc,
+               OpInstanceReplaceDisks)

@@ -27,12 +27,7 @@ __all__ = ["ACCEPTED_AT_DEFAULT", "NULL_IS_DEFAULT", "NAMED_ONLY", "is_default",
 #: required)}, the parameters we send (facts from Ganeti 3.0.2's opcode
 #: definitions); :mod:`ganeti.opcodes.wire` has a constant and a function
 #: for each, the envelope parameters added.
-NAMED_ONLY: dict[str, dict[str, tuple[str, bool]]] = {
-    "OP_INSTANCE_REPLACE_DISKS": {
-        "instance_name": ("str", True), "mode": ("str", True),
-        "disks": ("list[int]", False), "remote_node": ("str | None", False),
-        "iallocator": ("str | None", False), "early_release": ("bool", False)},
-}
+NAMED_ONLY: dict[str, dict[str, tuple[str, bool]]] = {}
 
 #: OP_ID -> {upstream parameter not implemented here: Ganeti 3.0's default}
 ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
@@ -51,6 +46,7 @@ ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
         'snode_uuid': None, 'source_handshake': None, 'source_instance_name': None,
         'source_shutdown_timeout': 120, 'source_x509_ca': None},
     "OP_INSTANCE_DEACTIVATE_DISKS": {'instance_uuid': None},
+    "OP_INSTANCE_REPLACE_DISKS": {'instance_uuid': None, 'remote_node_uuid': None},
     "OP_INSTANCE_RECREATE_DISKS": {'iallocator': None, 'instance_uuid': None,
         'node_uuids': None},
     "OP_INSTANCE_FAILOVER": {'instance_uuid': None, 'target_node_uuid': None},

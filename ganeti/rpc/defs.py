@@ -275,6 +275,12 @@ _ROWS = [
     _row("drbd_attach_net", [("disks", list), ("multimaster", bool)], NORMAL,
          "Connect the drbd disks to their peers again (multimaster: two primaries"
          " allowed, for a live migration). -> None"),
+    _row("drbd_detach_local", [("disks", list)], NORMAL,
+         "Let go of this node's volumes under the drbd disks (they run diskless, served"
+         " by the peer; replace-disks). -> None"),
+    _row("drbd_attach_local", [("disks", list), ("new_metadata", bool)], NORMAL,
+         "Attach this node's volumes under the drbd disks (new_metadata: written fresh"
+         " first, the peer copies everything over). -> None"),
     _row("drbd_node_info", [], FAST,
          "{minors: configured DRBD minors, helper: usermode helper or None, version:"
          " /proc/drbd's first line or None}."),

@@ -366,6 +366,20 @@ class RpcStubs:
         """
         return self._rpc("drbd_attach_net", node_or_nodes, [disks, multimaster], rpc_timeout)
 
+    def call_drbd_detach_local(self, node_or_nodes: Nodes, *, disks: JsonList,
+                               rpc_timeout: float | None = None) -> RpcResults:
+        """Let go of this node's volumes under the drbd disks (they run diskless, served by the peer;
+        replace-disks). -> None [normal]
+        """
+        return self._rpc("drbd_detach_local", node_or_nodes, [disks], rpc_timeout)
+
+    def call_drbd_attach_local(self, node_or_nodes: Nodes, *, disks: JsonList, new_metadata: bool,
+                               rpc_timeout: float | None = None) -> RpcResults:
+        """Attach this node's volumes under the drbd disks (new_metadata: written fresh first, the peer
+        copies everything over). -> None [normal]
+        """
+        return self._rpc("drbd_attach_local", node_or_nodes, [disks, new_metadata], rpc_timeout)
+
     def call_drbd_node_info(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:
         """{minors: configured DRBD minors, helper: usermode helper or None, version: /proc/drbd's
         first line or None}. [fast]

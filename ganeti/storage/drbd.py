@@ -41,7 +41,9 @@ Commands (DRBD 8.4; resource ``resource<minor>``, volume 0):
 * open (the instance's primary): ``primary <m>``; close: ``secondary <m>``;
 * shutdown and remove: ``down resource<m>`` (idempotent);
 * grow: the data volume grows first (the tree), then ``resize <m>``;
-* disconnect: ``disconnect ipv4:<local>:<port> ipv4:<peer>:<port>``.
+* disconnect: ``disconnect ipv4:<local>:<port> ipv4:<peer>:<port>``;
+* replace the local volumes: ``detach <m>``, then (new volumes renamed in)
+  ``create-md`` and attach as above: the peer copies everything over.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ _MINOR_RE = re.compile(r"^\s*(\d+):\s+cs:(\S+)(?:\s+ro:(\S+)/(\S+)\s+ds:(\S+)/(\
 _SYNC_RE = re.compile(r"sync'ed:\s*([\d.]+)%")
 _FINISH_RE = re.compile(r"finish:\s*(\d+):(\d+):(\d+)")
 _OOS_RE = re.compile(r"\boos:(\d+)")
+_SPEED_RE = re.compile(r"speed:\s*([\d,]+)")
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,9 @@ class DrbdStatus:
     ``StandAlone``, ``SyncSource``..., ``Unconfigured``); ``role`` and
     ``peer_role`` ``Primary``/``Secondary``/``Unknown``; ``disk`` and
     ``peer_disk`` the disk states (``UpToDate``, ``Inconsistent``,
-    ``Diskless``, ``DUnknown``...); ``sync_percent`` and ``est_time``
-    (seconds) only during a resync; ``out_of_sync`` KiB still to copy.
+    ``Diskless``, ``DUnknown``...); ``sync_percent``, ``est_time``
+    (seconds) and ``speed`` (KiB/s) only during a resync; ``out_of_sync``
+    KiB still to copy.
     """
 
     minor: int
@@ -102,6 +106,8 @@ class DrbdStatus:
     sync_percent: float | None = None
     est_time: int | None = None
     out_of_sync: int = 0
+    #: KiB/s of the running resync (None outside one)
+    speed: int | None = None
 
     @property
     def configured(self) -> bool:
@@ -155,11 +161,14 @@ def parse_proc_drbd(text: str) -> dict[int, DrbdStatus]:
             current["est_time"] = h * 3600 + m * 60 + s
         if (oos := _OOS_RE.search(line)) is not None:
             current["out_of_sync"] = int(oos.group(1))
+        if (speed := _SPEED_RE.search(line)) is not None:
+            current["speed"] = int(speed.group(1).replace(",", ""))
     result = {}
     for minor, fields in found.items():
         if fields["cstate"] not in _SYNC_STATES:
             fields.pop("sync_percent", None)
             fields.pop("est_time", None)
+            fields.pop("speed", None)
         result[minor] = DrbdStatus(**fields)
     return result
 
@@ -265,6 +274,10 @@ class DrbdBackend(abc.ABC):
     def resize(self, minor: int) -> list[str]:
         """Take up the grown size of the backing volume."""
 
+    @abc.abstractmethod
+    def detach(self, minor: int) -> list[str]:
+        """Let go of the local disk (the device stays, diskless: I/O goes to the peer)."""
+
 
 class Drbd84(DrbdBackend):
     """DRBD 8.4 through ``drbdsetup-84`` and ``drbdmeta`` (module docstring)."""
@@ -322,6 +335,9 @@ class Drbd84(DrbdBackend):
 
     def resize(self, minor: int) -> list[str]:
         return [self.drbdsetup, "resize", str(minor)]
+
+    def detach(self, minor: int) -> list[str]:
+        return [self.drbdsetup, "detach", str(minor)]
 
 
 def _lv_path(child: base.DiskSpec) -> str:
@@ -470,6 +486,26 @@ class DrbdDevice(base.BaseStorage):
     def mirror_status(self, disk: base.DiskSpec) -> DrbdStatus | None:
         """The DRBD state of this side; None when the minor is not set up."""
         return self.minor_status(self.side(disk).minor)
+
+    def detach_local(self, disk: base.DiskSpec) -> None:
+        """Let go of the local volumes (replace-disks on this node): the device stays,
+        diskless, serving I/O from the peer."""
+        side = self.side(disk)
+        status = self.minor_status(side.minor)
+        if status is not None and status.disk not in ("Diskless", ""):
+            self._run(self.backend.detach(side.minor),
+                      f"Cannot detach the local disk of DRBD minor {side.minor} of disk"
+                      f" {disk.uuid}")
+
+    def attach_local(self, disk: base.DiskSpec, new_metadata: bool) -> None:
+        """Attach the local volumes (again); with ``new_metadata`` fresh metadata is
+        written first: the peer then copies everything over (a full resync)."""
+        side = self.side(disk)
+        if new_metadata:
+            _, meta = self._backing(disk)
+            self._run(self.backend.create_md(side.minor, meta),
+                      f"Cannot write DRBD metadata of disk {disk.uuid}")
+        self._setup(disk, side)
 
     def disconnect(self, disk: base.DiskSpec) -> None:
         side = self.side(disk)

@@ -74,9 +74,12 @@ def denv(env: Any, monkeypatch: Any) -> Any:  # noqa: F811 - the imported fixtur
             ipolicy={"disk-templates": templates})
     monkeypatch.setattr(drbd, "SYNC_POLL", 0.0)
     feedback: list[str] = []
+    progress: list[dict[str, Any]] = []
 
     class Callbacks(mcpu.NullCallbacks):
         def feedback(self, *args: Any) -> None:
+            if args and args[0] == constants.ELOG_PROGRESS:
+                progress.append(args[-1])
             feedback.append(str(args[-1]))
 
     def run(op_id: str, **params: Any) -> Any:
@@ -84,6 +87,7 @@ def denv(env: Any, monkeypatch: Any) -> Any:  # noqa: F811 - the imported fixtur
         return Processor(env.ctx).execute_opcode(op, Callbacks())
     env.run = run
     env.feedback = feedback
+    env.progress = progress
     return env
 
 
@@ -183,6 +187,10 @@ def test_the_sync_is_waited_for_and_reported(denv: Any) -> None:
     text = "\n".join(denv.feedback)
     assert "device disk/0: 12.50% done, 30s remaining (estimated)" in text
     assert "80.00% done" in text and "disks are in sync" in text
+    # seed 003: typed progress entries of the resync in the job's log, the last one done
+    entries = [e for e in denv.progress if e.get("op") == "drbd-resync"]
+    assert entries and entries[0]["end"] == 128 * 1024 * 1024
+    assert entries[-1]["done"] and entries[-1]["cur"] == entries[-1]["end"]
 
 
 def test_no_wait_for_sync(denv: Any) -> None:
@@ -243,12 +251,12 @@ def test_failover_refuses_a_target_that_is_not_up_to_date(denv: Any) -> None:
     assert denv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node2"
 
 
-def test_migrate_and_move_of_drbd_are_refused_clearly(denv: Any) -> None:
+def test_move_and_migrate_with_disks_of_drbd_are_refused_clearly(denv: Any) -> None:
     _drbd(denv)
     with pytest.raises(errors.OpPrereqError, match="(?i)disk template drbd"):
         denv.run("OP_INSTANCE_MOVE", instance_name="inst1", target_node="node3")
-    with pytest.raises(errors.OpPrereqError, match="use 'gnt-instance failover'"):
-        denv.run("OP_INSTANCE_MIGRATE", instance_name="inst1")
+    with pytest.raises(errors.OpPrereqError, match="without --with-disks"):
+        denv.run("OP_INSTANCE_MIGRATE", instance_name="inst1", with_disks=True)
 
 
 def test_remove_removes_on_both_nodes(denv: Any) -> None:
@@ -278,3 +286,276 @@ def test_the_secret_is_never_in_an_answer(denv: Any) -> None:
     query = denv.run("OP_QUERY", what="instance", fields=["disk.sizes", "snodes"],
                      qfilter=None)
     assert secret not in json.dumps(query)
+
+
+# --- replace-disks --------------------------------------------------------------------
+
+class ReplaceNodes(DrbdNodes):
+    """DrbdNodes that also record the replace-disks and migration steps (volume names
+    included); ``fail_at`` names steps that fail."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_at: set[str] = set()
+
+    def do_blockdev_create(self, node: str, disk: dict, size: int, owner: str,
+                           on_primary: bool, *rest: Any) -> dict:
+        if disk["dev_type"] == "plain":
+            self.events.append(("create-lv", node, disk["logical_id"][1]))
+            return {"path": "/x", "logical_id": disk["logical_id"], "size": size}
+        return super().do_blockdev_create(node, disk, size, owner, on_primary, *rest)
+
+    def do_blockdev_remove(self, node: str, disk: dict) -> None:
+        if disk["dev_type"] == "plain":
+            self.events.append(("remove-lv", node, disk["logical_id"][1]))
+            return
+        super().do_blockdev_remove(node, disk)
+
+    def do_blockdev_rename(self, node: str, devlist: list) -> list:
+        for old, new in devlist:
+            self.events.append(("rename", node, (old["logical_id"][1], new[1])))
+        return [new for _, new in devlist]
+
+    def do_node_info(self, node: str, storage_units: list, hv_specs: list) -> dict:
+        info = super().do_node_info(node, storage_units, hv_specs)
+        info.update(memory_total=8192, memory_free=8192, memory_dom0=512, cpu_total=4)
+        return info
+
+    def do_instance_resize_disk(self, node: str, inst: dict, idx: int) -> bool:
+        return True
+
+    def do_blockdev_close(self, node: str, disks: list) -> None:
+        self.events.append(("close", node, None))
+
+    def do_accept_instance(self, node: str, inst: dict, info: dict, target: str) -> None:
+        self.events.append(("accept", node, None))
+        if "accept" in self.fail_at:
+            raise errors.HypervisorError("refused")
+
+    def do_instance_migrate(self, node: str, *args: Any) -> None:
+        self.events.append(("migrate", node, None))
+        super().do_instance_migrate(node, *args)
+
+    def do_drbd_detach_local(self, node: str, disks: list) -> None:
+        self.events.append(("detach", node, None))
+
+    def do_drbd_attach_local(self, node: str, disks: list, new_metadata: bool) -> None:
+        self.events.append(("attach-local", node, new_metadata))
+
+    def do_drbd_disconnect_net(self, node: str, disks: list) -> None:
+        self.events.append(("disconnect", node, None))
+
+    def do_drbd_attach_net(self, node: str, disks: list, multimaster: bool) -> None:
+        peers = [n[0] for n in disks[0]["dynamic_params"]["drbd_nodes"]]
+        self.events.append(("attach-net", node, tuple(peers)))
+        if multimaster:
+            self.events.append(("dual", node, None))
+
+
+@pytest.fixture
+def renv(denv: Any) -> Any:
+    nodes = ReplaceNodes()
+    nodes.vgs = denv.rpc.vgs
+    denv.ctx.rpc = nodes
+    denv.rpc = nodes
+    return denv
+
+
+def _replace(lenv: Any, mode: str, **kw: Any) -> Any:
+    return lenv.run("OP_INSTANCE_REPLACE_DISKS", instance_name="inst1", mode=mode, **kw)
+
+
+@pytest.mark.parametrize("mode, node", [("replace_on_secondary", "node2"),
+                                        ("replace_on_primary", "node1")], ids=["-s", "-p"])
+def test_replace_in_place_swaps_the_volumes_under_drbd(renv: Any, mode: str, node: str) -> None:
+    _drbd(renv)
+    before = _disk(renv)
+    renv.rpc.events.clear()
+    _replace(renv, mode)
+    data, meta = (c.logical_id[1] for c in before.children)
+    steps = [e for e in renv.rpc.events if e[0] not in ("find",)]
+    assert steps[:2] == [("create-lv", node, data + ".new"), ("create-lv", node, meta + ".new")]
+    assert steps[2] == ("detach", node, None)
+    renames = [e[2] for e in steps if e[0] == "rename"]
+    assert renames[1] == (data + ".new", data) and renames[3] == (meta + ".new", meta)
+    assert renames[0][1].startswith(data + "_replaced-")
+    assert ("attach-local", node, True) in steps
+    removed = [e[2] for e in steps if e[0] == "remove-lv"]
+    assert sorted(removed) == sorted([renames[0][1], renames[2][1]])
+    assert all(e[1] == node for e in steps if e[0] in ("create-lv", "rename", "remove-lv"))
+    assert _disk(renv).logical_id == before.logical_id     # the config is unchanged
+    assert "disks are in sync" in "\n".join(renv.feedback)
+
+
+def test_replace_new_secondary_moves_the_mirror(renv: Any) -> None:
+    _drbd(renv)
+    old = _disk(renv)
+    renv.rpc.events.clear()
+    _replace(renv, "replace_new_secondary", remote_node="node3")
+    disk = _disk(renv)
+    assert disk.logical_id[:5] == ["uuid-node1", "uuid-node3", old.logical_id[2], 0, 0]
+    assert disk.logical_id[5] == old.logical_id[5]
+    assert disk.nodes == ["uuid-node1", "uuid-node3"]
+    assert all(c.nodes == ["uuid-node1", "uuid-node3"] for c in disk.children)
+    steps = [e for e in renv.rpc.events if e[0] in ("create", "shutdown", "disconnect",
+                                                    "attach-net", "remove")]
+    assert steps == [("create", "node3", False), ("shutdown", "node2", None),
+                     ("disconnect", "node1", None),
+                     ("attach-net", "node1", ("node1", "node3")), ("remove", "node2", None)]
+    inst = renv.cfg.get_instance_info_by_name("inst1")
+    assert renv.cfg.get_instance_nodes(inst.uuid) == ["uuid-node1", "uuid-node3"]
+    # the next new secondary gets the next free minor there, and the old one is free
+    _drbd(renv, "inst2", pnode="node2", snode="node3")
+    assert _disk(renv, "inst2").logical_id[3:5] == [0, 1]
+
+
+def test_replace_needs_an_up_to_date_source(renv: Any) -> None:
+    _drbd(renv)
+    renv.rpc.sync["node1"] = [{"ldisk_status": "unknown", "is_degraded": True}]
+    before = renv.raw()
+    renv.rpc.events.clear()
+    for mode, kw in (("replace_new_secondary", {"remote_node": "node3"}),
+                     ("replace_on_secondary", {})):
+        with pytest.raises(errors.OpPrereqError, match="not up to date on node node1"):
+            _replace(renv, mode, **kw)
+    assert renv.raw() == before
+    assert not [e for e in renv.rpc.events if e[0] not in ("find",)]
+
+
+def test_replace_auto_repairs_the_degraded_side(renv: Any) -> None:
+    _drbd(renv)
+    renv.rpc.events.clear()
+    _replace(renv, "replace_auto")
+    assert "No disks of instance inst1 need replacing" in renv.feedback
+    assert not [e for e in renv.rpc.events if e[0] == "create-lv"]
+    renv.rpc.sync["node2"] = [{"ldisk_status": "faulty", "is_degraded": True}, {}]
+    _replace(renv, "replace_auto")
+    assert {e[1] for e in renv.rpc.events if e[0] == "create-lv"} == {"node2"}
+    renv.rpc.sync["node1"] = [{"ldisk_status": "faulty"}]
+    renv.rpc.sync["node2"] = [{"ldisk_status": "unknown"}]
+    with pytest.raises(errors.OpPrereqError, match="not up to date on both"):
+        _replace(renv, "replace_auto")
+
+
+@pytest.mark.parametrize("mode, kw, match", [
+    ("replace_new_secondary", {}, "needs a new node"),
+    ("replace_new_secondary", {"remote_node": "node2"}, "already the secondary"),
+    ("replace_new_secondary", {"remote_node": "node1"}, "is the instance's primary"),
+    ("replace_on_secondary", {"remote_node": "node3"}, "goes with mode"),
+    ("replace_on_primary", {"disks": [3]}, "has no disk 3"),
+], ids=["no-node", "same-secondary", "primary", "node-with-s", "bad-index"])
+def test_replace_refuses_bad_requests(renv: Any, mode: str, kw: dict[str, Any],
+                                      match: str) -> None:
+    _drbd(renv)
+    before = renv.raw()
+    with pytest.raises(errors.OpPrereqError, match=match):
+        _replace(renv, mode, **kw)
+    assert renv.raw() == before
+
+
+def test_replace_refuses_other_templates(renv: Any) -> None:
+    _create(renv, "inst1", template="plain")
+    with pytest.raises(errors.OpPrereqError, match="only mirrored"):
+        _replace(renv, "replace_auto")
+
+
+def test_replace_on_a_stopped_instance_activates_then_shuts_down(renv: Any) -> None:
+    _drbd(renv, start=False)
+    renv.rpc.events.clear()
+    _replace(renv, "replace_on_secondary")
+    kinds = [(e[0], e[1]) for e in renv.rpc.events if e[0] in ("assemble", "shutdown")]
+    assert kinds[:2] == [("assemble", "node2"), ("assemble", "node1")]
+    assert not any(e[2] for e in renv.rpc.events if e[0] == "assemble")   # never primary
+    assert kinds[-2:] == [("shutdown", "node1"), ("shutdown", "node2")]
+
+
+def test_replace_new_secondary_chosen_by_the_allocator(renv: Any) -> None:
+    _drbd(renv)
+    _replace(renv, "replace_new_secondary", iallocator="ganeti-iallocator")
+    assert _disk(renv).nodes == ["uuid-node1", "uuid-node3"]
+    assert any("Selected new secondary node node3" in f for f in renv.feedback)
+
+
+# --- live migration ----------------------------------------------------------------
+
+def test_live_migration_goes_dual_primary_for_the_copy_only(renv: Any) -> None:
+    _drbd(renv)
+    renv.rpc.events.clear()
+    renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1")
+    inst = renv.cfg.get_instance_info_by_name("inst1")
+    assert inst.primary_node == "uuid-node2"
+    assert _disk(renv).nodes == ["uuid-node2", "uuid-node1"]
+    steps = [(e[0], e[1]) for e in renv.rpc.events
+             if e[0] in ("disconnect", "dual", "assemble", "accept", "migrate", "close",
+                         "attach-net", "shutdown")]
+    dual = steps.index(("dual", "node2"))
+    accept = steps.index(("accept", "node2"))
+    close = steps.index(("close", "node1"))
+    assert steps[:2] == [("disconnect", "node1"), ("disconnect", "node2")]
+    assert dual < steps.index(("assemble", "node2")) < accept
+    assert accept < steps.index(("migrate", "node1")) < close
+    # after the copy: single-primary again, nothing taken down
+    assert steps[close + 1:close + 3] == [("disconnect", "node1"), ("disconnect", "node2")]
+    assert not [s for s in steps[close:] if s[0] == "dual"]
+    assert not [s for s in steps if s[0] == "shutdown"]
+
+
+def test_a_failed_migration_leaves_one_primary_on_the_source(renv: Any) -> None:
+    _drbd(renv)
+    renv.rpc.fail_at.add("accept")
+    renv.rpc.events.clear()
+    with pytest.raises(errors.OpExecError, match="refused"):
+        renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1")
+    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node1"
+    steps = [(e[0], e[1]) for e in renv.rpc.events]
+    close = steps.index(("close", "node2"))
+    assert ("dual", "node1") in steps[:close]
+    assert not [s for s in steps[close:] if s[0] == "dual"]
+    assert [s for s in steps[close:] if s[0] == "attach-net"] == [("attach-net", "node1"),
+                                                                  ("attach-net", "node2")]
+
+
+def test_migration_needs_the_target_in_sync(renv: Any) -> None:
+    _drbd(renv)
+    renv.rpc.sync["node2"] = [{"ldisk_status": "unknown", "is_degraded": True}]
+    with pytest.raises(errors.OpPrereqError, match="a migration needs both sides in sync"):
+        renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1")
+    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node1"
+
+
+def test_grow_grows_both_volumes_then_the_mirror(renv: Any) -> None:
+    calls: list[tuple[str, bool, bool]] = []
+
+    def grow(node: str, disk: dict, amount: int, dryrun: bool, backing: bool,
+             excl: bool) -> int:
+        calls.append((node, dryrun, backing))
+        return disk["size"] + amount
+    renv.rpc.do_blockdev_grow = grow
+    _drbd(renv)
+    renv.rpc.vgs["node2"]["xenvg"] = 100
+    with pytest.raises(errors.OpPrereqError, match="node2.*required 200 MiB"):
+        renv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=200)
+    assert calls == []
+    renv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)
+    assert calls == [("node1", True, False), ("node2", False, True), ("node1", False, True),
+                     ("node1", False, False)]
+    assert _disk(renv).size == 128 + 64
+    assert [c.size for c in _disk(renv).children] == [192, 128]
+
+
+def test_grow_of_a_stopped_mirror_needs_active_disks(renv: Any) -> None:
+    _drbd(renv, start=False)
+    with pytest.raises(errors.OpPrereqError, match="activate-disks first"):
+        renv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)
+    renv.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1")
+    renv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)
+    assert _disk(renv).size == 192
+
+
+def test_the_allocator_picks_both_nodes(renv: Any) -> None:
+    _create(renv, "inst1", template="drbd", pnode=None, iallocator="ganeti-iallocator")
+    disk = _disk(renv)
+    assert len(set(disk.nodes)) == 2
+    inst = renv.cfg.get_instance_info_by_name("inst1")
+    assert disk.nodes[0] == inst.primary_node
+    assert any("Selected nodes for instance inst1" in f for f in renv.feedback)

@@ -212,3 +212,65 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
             gc.vcluster("start", gc.directory, node)
         _cleanup(gc, name)
         gc.gnt("gnt-cluster", "redist-conf")
+
+
+def test_replace_disks_and_live_migration(guest_cluster: GuestClusterFixture) -> None:
+    """migrate to the secondary (one primary before and after), replace-disks -s (new
+    volumes filled by DRBD), -n (the mirror moves to another node), each checked by
+    reading the data on the node that got the new copy."""
+    gc = guest_cluster
+    name = "drbd3.vcluster"
+    try:
+        _ok(_add(gc, name))
+        minors = _disk_minors(gc, name)
+        digest = _write(gc, "node2", minors["node2"], 0, 16, "drbd3-a")
+
+        out = _ok(gc.gnt("gnt-instance", "migrate", "-f", name))
+        assert "dual-primary" in out and "single-primary" in out
+        assert _info(gc, name)["Nodes"][0]["primary"] == "node3.vcluster"
+        assert _minors(gc, "node3")[minors["node3"]][1] == "Primary/Secondary"
+        assert _minors(gc, "node2")[minors["node2"]][1] == "Secondary/Primary"
+        assert _read(gc, "node3", minors["node3"], 0, 16) == digest
+
+        # new volumes on the secondary (node2), filled from node3
+        disk_uuid = _info(gc, name)["Disks"][0]["UUID"]
+        before = gc.ssh("node2", ["lvs", "--noheadings", "-o", "lv_name,lv_uuid",
+                                  gc.cluster.vg_name]).stdout
+        _ok(gc.gnt("gnt-instance", "replace-disks", "-s", name))
+        _wait_in_sync(gc, minors)
+        after = gc.ssh("node2", ["lvs", "--noheadings", "-o", "lv_name,lv_uuid",
+                                 gc.cluster.vg_name]).stdout
+        assert "_replaced-" not in after
+        old_ids = {line.split()[1] for line in before.splitlines() if disk_uuid in line}
+        new_ids = {line.split()[1] for line in after.splitlines() if disk_uuid in line}
+        assert len(new_ids) == 2 and not old_ids & new_ids      # other volumes, same names
+        _ok(gc.gnt("gnt-instance", "failover", "-f", name))
+        assert _read(gc, "node2", minors["node2"], 0, 16) == digest
+
+        # a new secondary: node3's side moves to node1
+        _ok(gc.gnt("gnt-instance", "replace-disks", "-n", "node1.vcluster", name))
+        listed = _ok(gc.gnt("gnt-instance", "list", "--no-headers", "-o", "pnode,snodes",
+                            name)).split()
+        assert listed == ["node2.vcluster", "node1.vcluster"]
+        moved = _disk_minors(gc, name)
+        _wait_in_sync(gc, moved)
+        assert minors["node3"] not in _minors(gc, "node3")
+        lvs3 = gc.ssh("node3", ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
+        assert disk_uuid not in lvs3.stdout
+        _ok(gc.gnt("gnt-instance", "failover", "-f", name))
+        assert _read(gc, "node1", moved["node1"], 0, 16) == digest
+
+        # grow: the data volume on both nodes, then the device
+        _ok(gc.gnt("gnt-instance", "grow-disk", name, "0", "64m"))
+        for node in ("node1", "node2"):
+            lvs = gc.ssh(node, ["lvs", "--noheadings", "--units", "m", "--nosuffix", "-o",
+                                "lv_name,lv_size", gc.cluster.vg_name]).stdout
+            assert re.search(rf"{disk_uuid}\.disk0_data\s+192\.00", lvs), lvs
+        sectors = gc.ssh("node1", f"cat /sys/block/drbd{moved['node1']}/size").stdout
+        assert int(sectors) * 512 == 192 * 1024 * 1024
+        _wait_in_sync(gc, moved)
+        assert _read(gc, "node1", moved["node1"], 0, 16) == digest
+        verify = gc.gnt("gnt-cluster", "verify")
+        assert f"instance {name}" not in verify.stdout and "drbd minor" not in verify.stdout
+    finally:
+        _cleanup(gc, name)

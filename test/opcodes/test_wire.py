@@ -148,13 +148,21 @@ def test_a_keyword_the_opcode_does_not_have_is_a_type_error() -> None:
         wire.instance_startup()  # type: ignore[call-arg]
 
 
-def test_named_only_opcodes_have_a_constant_and_a_function() -> None:
-    assert wire.OP_INSTANCE_REPLACE_DISKS == "OP_INSTANCE_REPLACE_DISKS"
-    assert wire.instance_replace_disks("web1", "replace_new_secondary", remote_node="n2") == {
-        "OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": "web1",
-        "mode": "replace_new_secondary", "remote_node": "n2"}
-    with pytest.raises(errors.OpCodeError, match="Unknown opcode"):
-        opcodes.from_dict(wire.instance_replace_disks("web1", "replace_auto"))
+def test_named_only_opcodes_render_as_functions() -> None:
+    """An opcode we only name (none today) gets a constant and a function too."""
+    text = wiregen.render({}, {"OP_TEST_NAMED": {"instance_name": ("str", True),
+                                                   "early_release": ("bool", False)}})
+    assert 'OP_TEST_NAMED = "OP_TEST_NAMED"' in text
+    assert "def test_named(instance_name: str, *, early_release: bool = NOT_SENT" in text
+
+
+def test_replace_disks_is_an_opcode_now() -> None:
+    op = opcodes.from_dict(wire.instance_replace_disks("web1", "replace_new_secondary",
+                                                       remote_node="n2"))
+    assert (op.OP_ID, op.mode, op.remote_node) == ("OP_INSTANCE_REPLACE_DISKS",
+                                                   "replace_new_secondary", "n2")
+    with pytest.raises(errors.OpPrereqError, match="mode"):
+        opcodes.from_dict(wire.instance_replace_disks("web1", "replace_everything"))
 
 
 def test_importing_it_imports_nothing_else() -> None:

@@ -62,10 +62,12 @@ def test_parse_proc_drbd_every_state():
     assert ok.sync_percent is None and not ok.is_degraded and ok.ldisk_status == "ok"
     src = found[1]
     assert src.in_resync and src.connected and src.is_degraded
-    assert (src.sync_percent, src.est_time, src.out_of_sync) == (17.7, 27, 61168)
+    assert (src.sync_percent, src.est_time, src.out_of_sync, src.speed) == \
+        (17.7, 27, 61168, 2184)
     assert src.ldisk_status == constants.LDS_OKAY          # the source's own data is fine
     tgt = found[2]
-    assert (tgt.sync_percent, tgt.est_time) == (23.6, 3723)
+    assert (tgt.sync_percent, tgt.est_time, tgt.speed) == (23.6, 3723, 2204)
+    assert ok.speed is None
     assert tgt.ldisk_status == constants.LDS_UNKNOWN and tgt.is_degraded
     alone = found[3]
     assert not alone.connected and alone.is_degraded and alone.sync_percent is None

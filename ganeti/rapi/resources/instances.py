@@ -115,6 +115,34 @@ def _instance_grow_disk(ctx: Ctx) -> list[dict[str, Any]]:
     return [from_body(ctx, {"instance_name": _inst(ctx), "disk": index})]
 
 
+def _replace_disks(ctx: Ctx) -> list[dict[str, Any]]:
+    """Ganeti's client sends ``mode``, ``disks`` ("0,1"), ``remote_node`` and
+    ``iallocator`` as query parameters; a body may carry them instead."""
+    fixed: dict[str, Any] = {"instance_name": _inst(ctx)}
+    for name in ("mode", "remote_node", "iallocator"):
+        value = ctx.qstr(name)
+        if value is not None:
+            fixed[name] = value
+    text = ctx.qstr("disks")
+    if text is not None:
+        try:
+            fixed["disks"] = [int(i) for i in text.split(",") if i.strip()]
+        except ValueError:
+            raise errors.HttpError(f"Invalid disks {text!r}: expected indices like 0,1",
+                                   400) from None
+    if ctx.qstr("early_release") is not None:
+        fixed["early_release"] = ctx.qbool("early_release")
+    body = dict(ctx.body_dict())
+    if isinstance(body.get("disks"), str):
+        try:
+            body["disks"] = [int(i) for i in body["disks"].split(",") if i.strip()]
+        except ValueError:
+            raise errors.HttpError(f"Invalid disks {body['disks']!r}: expected indices like"
+                                   " 0,1", 400) from None
+    fixed.setdefault("mode", body.pop("mode", constants.REPLACE_DISK_AUTO))
+    return [ctx.spec.opcode(body, fixed)]
+
+
 def _instance_console(ctx: Ctx) -> Any:
     """The console dict of a running instance (503 when it is not running).
 
@@ -231,6 +259,17 @@ ROUTES: list[Route] = [
     _inst_row("/migrate", "PUT", wire.OP_INSTANCE_MIGRATE, Doc(
         "Live-migrate an instance (with_disks: also its local disks)",
         body=opbody(wire.OP_INSTANCE_MIGRATE, with_disks=BOOL))),
+    Route(_INST + "/replace-disks", "POST", build=_replace_disks,
+          opcode=wire.OP_INSTANCE_REPLACE_DISKS,
+          body=Body(op_id=wire.OP_INSTANCE_REPLACE_DISKS, fixed=frozenset({"instance_name"})),
+          doc=Doc("Replace the volumes of a drbd instance's disks", (
+              Param("mode", "str", "replace_on_primary, replace_on_secondary,"
+                                   " replace_new_secondary or replace_auto (default)"),
+              Param("disks", "str", "disk indices, comma separated"),
+              Param("remote_node", "str", "the new secondary node"),
+              Param("iallocator", "str", "the allocator choosing the new secondary"),
+              Param("early_release", description="accepted")),
+              body=opbody(wire.OP_INSTANCE_REPLACE_DISKS))),
     _inst_row("/failover", "PUT", wire.OP_INSTANCE_FAILOVER, Doc(
         "Fail an instance over", body=opbody(wire.OP_INSTANCE_FAILOVER))),
     Route(_INST + "/prepare-export", "PUT",
