@@ -292,6 +292,8 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
                 self.cfg.release_drbd_minor(new.uuid, minor)
             raise errors.OpExecError(str(exc)) from None
         moved = [_with_secondary(d, old.uuid, new.uuid, m) for d, m in zip(disks, minors)]
+        # the config objects change below: the old ones are kept to remove their volumes
+        before = [copy.deepcopy(d) for d in disks]
         try:
             self._new_secondary(disks, moved, feedback_fn)
         finally:
@@ -302,7 +304,7 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
             self.LogWarning(f"Node {old.name} is offline: its old volumes are left there")
             return
         feedback_fn(f"* removing the old volumes on {old.name}")
-        for disk in disks:
+        for disk in before:
             res = rpc.call_blockdev_remove([old.name], disk=drbd.rpc_disk(disk, self.cfg)).get(
                 old.name)
             if res is None or res.failed:

@@ -309,6 +309,9 @@ class ReplaceNodes(DrbdNodes):
         if disk["dev_type"] == "plain":
             self.events.append(("remove-lv", node, disk["logical_id"][1]))
             return
+        ends = [n[0] for n in disk["dynamic_params"]["drbd_nodes"]]
+        if node not in ends:      # as the node's device class refuses it
+            raise errors.StorageError(f"node {node} is not one of its DRBD nodes")
         super().do_blockdev_remove(node, disk)
 
     def do_blockdev_rename(self, node: str, devlist: list) -> list:

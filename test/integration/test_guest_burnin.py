@@ -1,5 +1,5 @@
-"""Upstream Ganeti's burnin (Debian package ``ganeti-3.0``) with ``-t plain`` against our
-master on the session's guest cluster (doc/compat.md, doc/storage.md).
+"""Upstream Ganeti's burnin (Debian package ``ganeti-3.0``) with ``-t plain`` and ``-t
+drbd`` against our master on the session's guest cluster (doc/compat.md, doc/storage.md).
 
 Burnin runs on the master node, unchanged, with Debian's python3: the
 guest's root is the host's, so the package ``make test`` installs on the
@@ -85,3 +85,38 @@ def test_upstream_burnin_with_plain_disks(guest_cluster: GuestClusterFixture,
     assert "success INSTANCE_CREATE(burn1.vcluster)" in " ".join(jobs.split())
     assert "success INSTANCE_MOVE(burn1.vcluster)" in " ".join(jobs.split())
     assert "success INSTANCE_GROW_DISK(burn1.vcluster)" in " ".join(jobs.split())
+
+
+#: the steps burnin runs for drbd on three nodes (reinstall and reboot are the same
+#: for every template and run in the plain test above)
+_DRBD_STEPS = ("Creating instances", "Stopping and starting instances",
+               "Replacing disks on the same nodes", "Changing the secondary node",
+               "Growing disks", "Failing over instances", "Migrating instances",
+               "Renaming the instances to their own name", "Adding and removing NICs",
+               "Activating/deactivating disks", "Removing instances")
+
+
+def test_upstream_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture,
+                                         upstream_burnin: str) -> None:
+    """Every drbd step of upstream's burnin: replace-disks on each side and onto a new
+    secondary, failover, live migration and its cleanup, grow, on real DRBD."""
+    names = ["burnd1.vcluster"]
+    argv = [upstream_cli.SYSTEM_PYTHON, "-E", "-s", upstream_burnin, "-o", "tinyos+default",
+            "-t", "drbd", "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
+            "-n", "node2.vcluster,node3.vcluster,node1.vcluster", "--no-ip-check",
+            "--no-name-check", "--no-reinstall", "--no-reboot", *_SKIPS, *names]
+    master = guest_cluster.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
+    res = guest_cluster.ssh(master, ["unshare", "-m", "sh", "-c", _NS_SCRIPT, "sh", *argv],
+                            timeout=1100)
+    out = res.stdout + res.stderr
+    assert not res.failed, f"{shlex.join(argv)}:\n{out}"
+    for step in _DRBD_STEPS:
+        assert f"- {step}" in out, f"{step} missing:\n{out}"
+    jobs = " ".join(guest_cluster.gnt("gnt-job", "list", "--no-headers", "-o",
+                                      "status,summary").stdout.split())
+    for summary in ("INSTANCE_REPLACE_DISKS(burnd1.vcluster)",
+                    "INSTANCE_MIGRATE(burnd1.vcluster)", "INSTANCE_FAILOVER(burnd1.vcluster)"):
+        assert f"success {summary}" in jobs, summary
+    for node in ("node1", "node2", "node3"):
+        state = guest_cluster.ssh(node, "cat /proc/drbd").stdout
+        assert " cs:" not in state.replace(" cs:Unconfigured", ""), f"{node}: {state}"
