@@ -154,7 +154,7 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
     each resync as typed progress entries in the job's log (op
     ``drbd-resync``, bytes done of the disk's size, DRBD's own speed and
     estimate) that also show as a ``resync`` block job in the ``instance``'s
-    ``jobs`` runtime field while it runs (seed 003; doc/progress.md).  Ends
+    ``jobs`` runtime field while it runs (doc/progress.md, "Runtime jobs").  Ends
     early when nothing changed for ``stall`` seconds.
     """
     mirrors = [d for d in disks if is_drbd(d)]

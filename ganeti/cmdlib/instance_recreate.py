@@ -61,6 +61,11 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         if inst.disk_template == constants.DT_DISKLESS or not self.disks:
             raise errors.OpPrereqError(f"Instance {inst.name} has no disks",
                                        errors.ECODE_INVAL)
+        if inst.disk_template in constants.DTS_INT_MIRROR:
+            raise errors.OpPrereqError(
+                f"Instance {inst.name} has mirrored ({inst.disk_template}) disks: recreating"
+                " them is not supported yet; replace the volumes of a side that lost them"
+                " with 'gnt-instance replace-disks' (-p, -s or -n NODE)", errors.ECODE_INVAL)
         self.indices = selected_disks(op.disks, len(self.disks))
         if op.nodes:
             wanted = {expand_node(self.cfg, name).uuid for name in op.nodes}

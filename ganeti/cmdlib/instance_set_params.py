@@ -137,6 +137,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if inst.disk_template == constants.DT_DISKLESS:
                     raise errors.OpPrereqError("Cannot add disks to a diskless instance",
                                                errors.ECODE_INVAL)
+                if inst.disk_template in constants.DTS_INT_MIRROR:
+                    raise errors.OpPrereqError(
+                        f"Adding disks to a {inst.disk_template} instance is not supported"
+                        " yet", errors.ECODE_INVAL)
                 check_node_online(self.pnode, " as primary node")
                 spec = check_disk_specs(inst.disk_template, [params])[0]
                 self.disk_plan.append((dop, _index(idx, count, "disk", adding=True), spec))

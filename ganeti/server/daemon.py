@@ -63,6 +63,8 @@ __all__ = ["PidFile", "DaemonRuntime", "build_parser", "run_daemon", "raise_fd_l
 logger = logging.getLogger(__name__)
 
 _READY = b"OK"
+#: seconds a stopping daemon waits for its stop callbacks (closing servers, saving state)
+STOP_CALLBACKS_TIMEOUT = 30.0
 
 
 class PidFile:
@@ -168,6 +170,7 @@ class DaemonRuntime:
     restart_requested: bool = False
     _stop_callbacks: list[Callable[[], None]] = field(default_factory=list)
     _reopen_callbacks: list[Callable[[], None]] = field(default_factory=list)
+    _stop_thread: threading.Thread | None = None
 
     def add_stop_callback(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` (in a helper thread) when a stop is requested."""
@@ -190,7 +193,18 @@ class DaemonRuntime:
                 except Exception:   # a failing callback must not block the others
                     logger.exception("Stop callback %r failed", fn)
 
-        threading.Thread(target=_run_callbacks, name="daemon-stop", daemon=True).start()
+        self._stop_thread = threading.Thread(target=_run_callbacks, name="daemon-stop",
+                                             daemon=True)
+        self._stop_thread.start()
+
+    def wait_stop_callbacks(self, timeout: float = STOP_CALLBACKS_TIMEOUT) -> None:
+        """Wait (at most ``timeout`` seconds) until the stop callbacks ran: the main loop
+        may end as soon as the stop is requested, before the helper thread did its work."""
+        thread = self._stop_thread
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                logger.warning("The stop callbacks did not end within %.0fs", timeout)
 
     def request_restart(self) -> None:
         """Stop as :meth:`request_stop` does, then start again (see the module docstring)."""
@@ -390,6 +404,7 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
                 pass
         else:
             exec_fn(runtime, state)
+        runtime.wait_stop_callbacks()
         if runtime.restart_requested:
             logger.info("%s stopped; restarting", name)
             return 0, True

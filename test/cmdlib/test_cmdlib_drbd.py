@@ -187,7 +187,7 @@ def test_the_sync_is_waited_for_and_reported(denv: Any) -> None:
     text = "\n".join(denv.feedback)
     assert "device disk/0: 12.50% done, 30s remaining (estimated)" in text
     assert "80.00% done" in text and "disks are in sync" in text
-    # seed 003: typed progress entries of the resync in the job's log, the last one done
+    # typed progress entries of the resync in the job's log, the last one done
     entries = [e for e in denv.progress if e.get("op") == "drbd-resync"]
     assert entries and entries[0]["end"] == 128 * 1024 * 1024
     assert entries[-1]["done"] and entries[-1]["cur"] == entries[-1]["end"]
@@ -562,3 +562,20 @@ def test_the_allocator_picks_both_nodes(renv: Any) -> None:
     inst = renv.cfg.get_instance_info_by_name("inst1")
     assert disk.nodes[0] == inst.primary_node
     assert any("Selected nodes for instance inst1" in f for f in renv.feedback)
+
+
+def test_recreate_disks_of_a_mirror_points_to_replace_disks(renv: Any) -> None:
+    _drbd(renv, start=False)
+    before = renv.raw()
+    with pytest.raises(errors.OpPrereqError, match="replace-disks"):
+        renv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
+    assert renv.raw() == before
+
+
+def test_adding_a_disk_to_a_mirror_is_refused_before_anything_changes(renv: Any) -> None:
+    _drbd(renv, start=False)
+    before = renv.raw()
+    with pytest.raises(errors.OpPrereqError, match="not supported yet"):
+        renv.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                 disks=[["add", {"size": 64}]])
+    assert renv.raw() == before

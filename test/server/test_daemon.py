@@ -32,7 +32,13 @@ SCRIPT = textwrap.dedent("""
         if MODE == "fail":
             raise RuntimeError("cannot bind port 4242")
         rt.add_reopen_callback(lambda: log.info("reopened"))
-        rt.add_stop_callback(lambda: open(rt.options.marker, "w").write("stopped"))
+        def stopped():
+            if MODE == "slowstop":    # the main loop ends before this callback is done
+                import time
+                time.sleep(0.5)
+            with open(rt.options.marker, "w") as fh:
+                fh.write("stopped")
+        rt.add_stop_callback(stopped)
         return "state"
 
     def exec_fn(rt, state):
@@ -303,3 +309,20 @@ def test_a_starter_that_stopped_waiting_does_not_kill_the_daemon(tmp_path, caplo
         pass
     else:
         raise AssertionError("the notify pipe was left open")
+
+
+@pytest.mark.integration  # starts a daemon
+def test_a_stop_callback_finishes_before_the_daemon_exits(env, tmp_path) -> None:
+    """The stop callbacks run in a helper thread: the daemon waits for them before it
+    exits (it used to exit as soon as its main loop saw the stop)."""
+    script, paths, environ, started = env
+    marker = str(tmp_path / "marker")
+    first = _start(script, environ, "slowstop", "--marker", marker)
+    assert first.returncode == 0, first.stderr
+    pid = int(open(paths.pid_file(NAME)).read())
+    started.append(pid)
+    log_file = paths.daemon_log_file(NAME)
+    assert _wait_for(lambda: os.path.exists(log_file) and "serving" in open(log_file).read())
+    os.kill(pid, signal.SIGTERM)
+    assert _wait_for(lambda: not _alive(pid)), "daemon ignored SIGTERM"
+    assert open(marker).read() == "stopped"
