@@ -78,8 +78,9 @@ def main(argv: list[str]) -> int:
             vg = gc.vg_name
             raw = guestcluster.run_on(gc, "node2", f"lvcreate -q -y -L {size}m -n rawbench {vg}"
                                       f" && dd if=/dev/zero of=/dev/{vg}/rawbench bs=1M"
-                                      f" count={size} oflag=direct 2>&1 | tail -1 &&"
-                                      f" lvremove -q -f {vg}/rawbench", timeout=3600)
+                                      f" count={size} oflag=direct 2>&1 | tail -1;"
+                                      f" lvremove -q -f {vg}/rawbench >/dev/null 2>&1",
+                                      timeout=3600)
             print(f"raw write of {size} MiB on node2: {raw.stdout.strip().splitlines()[-1:]}")
             took, out = _add(gc, "bench1.vcluster", size, "node2.vcluster:node3.vcluster")
             print(f"add -t drbd, {size} MiB (create + initial sync): {took:.1f}s;"
