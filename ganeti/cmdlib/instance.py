@@ -32,7 +32,7 @@ from ganeti.private import Private, reveal
 __all__ = [
     "with_secret_osparams",
     "InstanceLU", "expand_instance", "instance_rpc_dict", "disk_rpc_dicts",
-    "file_logical_id", "storage_dir_for", "runtime_status", "instance_hook_env",
+    "file_logical_id", "storage_dir_for", "check_node_usable", "runtime_status", "instance_hook_env",
     "check_node_online", "add_instance_lock", "remove_instance_lock",
     "hv_list_and_params", "InstanceOpT",
 ]
@@ -57,6 +57,17 @@ def check_node_online(node: Node, what: str = "") -> None:
     if node.offline:
         raise errors.OpPrereqError(f"Can't use offline node {node.name}{what}",
                                    errors.ECODE_STATE)
+
+
+def check_node_usable(node: Node, what: str = "") -> None:
+    """Refuse ``node`` for new instance disks: offline, drained or not vm_capable
+    (:class:`errors.OpPrereqError`; ``what`` says its role, as for
+    :func:`check_node_online`)."""
+    check_node_online(node, what)
+    if node.drained:
+        raise errors.OpPrereqError(f"Can't use drained node {node.name}", errors.ECODE_STATE)
+    if not node.vm_capable:
+        raise errors.OpPrereqError(f"Node {node.name} is not vm_capable", errors.ECODE_STATE)
 
 
 def storage_dir_for(cluster: Cluster, template: str, subdir: str | None = None,

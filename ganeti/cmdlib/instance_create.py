@@ -21,9 +21,10 @@ from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, disk_wipe, drbd, instance_import, lvm, policy
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, file_logical_id,
-                                    instance_hook_env, instance_rpc_dict, with_secret_osparams,
-                                    remove_instance_lock, storage_dir_for)
+from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, check_node_usable,
+                                    file_logical_id, instance_hook_env, instance_rpc_dict,
+                                    remove_instance_lock, storage_dir_for,
+                                    with_secret_osparams)
 from ganeti.cmdlib.common import expand_node
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.objects import NIC, Cluster, Disk, Instance, Node
@@ -424,11 +425,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if snode.uuid == pnode.uuid:
             raise errors.OpPrereqError("The secondary node must differ from the primary node",
                                        errors.ECODE_INVAL)
-        check_node_online(snode, " as secondary node")
-        if snode.drained:
-            raise errors.OpPrereqError(f"Can't use drained node {snode.name}", errors.ECODE_STATE)
-        if not snode.vm_capable:
-            raise errors.OpPrereqError(f"Node {snode.name} is not vm_capable", errors.ECODE_STATE)
+        check_node_usable(snode, " as secondary node")
         self.snode = snode
 
     def _new_drbd_disk(self, cluster: Cluster, pnode: Node, spec: dict[str, Any], uuid: str,

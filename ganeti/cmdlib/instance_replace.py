@@ -34,7 +34,8 @@ from ganeti import constants, errors, locking
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, drbd, lvm
 from ganeti.cmdlib.common import expand_node
-from ganeti.cmdlib.instance import InstanceLU, check_node_online, expand_instance
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online, check_node_usable,
+                                    expand_instance)
 from ganeti.iallocator import document
 from ganeti.objects import Disk, Node
 from ganeti.opcodes.instance import OpInstanceReplaceDisks
@@ -163,11 +164,7 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
         if node.uuid == self.snode.uuid:
             raise errors.OpPrereqError(f"Node {node.name} is already the secondary node of"
                                        f" {inst.name}", errors.ECODE_INVAL)
-        check_node_online(node, " as the new secondary node")
-        if node.drained:
-            raise errors.OpPrereqError(f"Can't use drained node {node.name}", errors.ECODE_STATE)
-        if not node.vm_capable:
-            raise errors.OpPrereqError(f"Node {node.name} is not vm_capable", errors.ECODE_STATE)
+        check_node_usable(node, " as the new secondary node")
         self.target = node
 
     def _ask_allocator(self) -> None:
