@@ -161,6 +161,9 @@ RECREATE_DISK_OPT = O("--disk", dest="recreate_disks", action="append", default=
                       metavar="N", help="A disk to recreate (repeatable; default: all)")
 PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]",
               help="Primary node (and secondary node, for mirrored templates)")
+ALLOW_FAILOVER_OPT = O("--allow-failover", dest="allow_failover", action="store_true",
+                       default=False, help="Fail the instance over when it cannot be"
+                       " migrated because it does not run (although it should)")
 REPLACE_PRI_OPT = O("-p", "--on-primary", dest="on_primary", action="store_true",
                     default=False, help="Replace the volumes on the primary node (the"
                     " secondary's data is copied onto the new ones)")
@@ -479,6 +482,7 @@ def migrate(opts: Any, args: list[str]) -> int:
     cli.submit_or_send(wire.drop_none(wire.instance_migrate(
         instance_name=args[0], mode=mode, target_node=opts.target_node, iallocator=opts.iallocator,
         cleanup=opts.cleanup, with_disks=opts.with_disks or wire.NOT_SENT,
+        allow_failover=opts.allow_failover or wire.NOT_SENT,
         ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT)), opts)
     return 0
 
@@ -664,8 +668,9 @@ commands: dict[str, cli.Command] = {
     "migrate": (migrate, ONE_INSTANCE, [cli.FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT,
                                         CLEANUP_OPT, TARGET_OPT, relocation.IALLOCATOR_OPT,
                                         relocation.WITH_DISKS_OPT, IGNORE_IPOLICY_OPT,
-                                        cli.SUBMIT_OPT],
-                "[--non-live] [--cleanup] [--with-disks] [-n NODE | -I NAME] INSTANCE",
+                                        ALLOW_FAILOVER_OPT, cli.SUBMIT_OPT],
+                "[--non-live] [--cleanup] [--with-disks] [--allow-failover] [-n NODE | -I NAME]"
+                " INSTANCE",
                 "Migrate an instance (--with-disks: also its local disks)"),
     "move": (move, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, SHUTDOWN_TIMEOUT_OPT,
                                   IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],

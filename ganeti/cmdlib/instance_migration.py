@@ -348,8 +348,11 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         running = self._running_on(src.name)
         if running is None or running.get("state") != 0:
             if inst.admin_state == constants.ADMINST_UP:
+                if self.op.allow_failover and not self.op.with_disks:
+                    return self._fail_over(feedback_fn)
                 raise errors.OpExecError(f"Instance {inst.name} is not running on {src.name};"
-                                         " cannot migrate it (use failover)")
+                                         " cannot migrate it (use failover, or migrate"
+                                         " --allow-failover)")
             if self.op.with_disks:
                 return self._move_stopped(feedback_fn)
             feedback_fn(f"Instance {inst.name} is not running; only changing its primary node")
@@ -387,6 +390,20 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if mirrored:
             self._drbd_reconnect(False, dst, feedback_fn)
         feedback_fn(f"* done: {inst.name} now runs on {dst.name}")
+        return None
+
+    def _fail_over(self, feedback_fn: FeedbackFn) -> Any:
+        """``allow_failover``: the instance should run but does not, so there is no memory
+        to move; start it on the target instead, as a failover does."""
+        inst, src, dst = self.instance, self.pnode, self.target
+        feedback_fn(f"Instance {inst.name} is not running on {src.name}; failing it over to"
+                    f" {dst.name} (--allow-failover)")
+        if not src.offline:
+            self._shutdown_disks(src.name)
+        self._switch_primary()
+        if self._mirrored():
+            drbd.assemble_secondaries(self, inst.name, self.disks, dst.uuid)
+        self._start_on_target(feedback_fn)
         return None
 
     def _migrate_memory(self, data: dict[str, Any], live: bool, accepted: dict[str, Any],

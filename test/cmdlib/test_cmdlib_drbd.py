@@ -579,3 +579,16 @@ def test_adding_a_disk_to_a_mirror_is_refused_before_anything_changes(renv: Any)
         renv.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
                  disks=[["add", {"size": 64}]])
     assert renv.raw() == before
+
+
+def test_migrate_allow_failover_of_an_instance_that_should_run_but_does_not(renv: Any) -> None:
+    _drbd(renv)
+    renv.rpc.running["node1"].pop("inst1")      # it died; the config still says up
+    with pytest.raises(errors.OpExecError, match="--allow-failover"):
+        renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1")
+    renv.rpc.events.clear()
+    renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1", allow_failover=True)
+    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node2"
+    assert "inst1" in renv.rpc.running["node2"]
+    steps = [(e[0], e[1]) for e in renv.rpc.events if e[0] in ("shutdown", "assemble", "start")]
+    assert steps == [("shutdown", "node1"), ("assemble", "node1"), ("start", "node2")]
