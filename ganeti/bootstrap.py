@@ -176,6 +176,7 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                  file_storage_dir: str | None = None,
                  shared_file_storage_dir: str | None = None,
                  vg_name: str | None = None,
+                 drbd_helper: str | None = None,
                  candidate_pool_size: int = constants.DEFAULT_CANDIDATE_POOL_SIZE,
                  hvparams: Mapping[str, Mapping[str, Any]] | None = None,
                  beparams: Mapping[str, Any] | None = None,
@@ -193,7 +194,9 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     IP; the master's primary IP must be of it.  ``vg_name`` is the LVM
     volume group of ``plain`` disks, needed when an LVM template is enabled;
     it must exist on this (the master) node (``vgs`` through
-    ``storage_runner``), as in Ganeti.
+    ``storage_runner``), as in Ganeti.  ``drbd_helper`` is the usermode
+    helper DRBD must use on the nodes (default with ``drbd`` enabled:
+    ``/bin/true``, as Ganeti's).
 
     Does not start daemons.  Raises :class:`errors.OpPrereqError` for bad
     arguments and :class:`errors.ConfigurationError` when a cluster
@@ -221,6 +224,9 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
                                    errors.ECODE_INVAL)
     if vg_name is not None:
         validation.check_vg_name(vg_name)
+    if drbd_helper is not None and not os.path.isabs(drbd_helper):
+        raise errors.OpPrereqError(f"Invalid DRBD usermode helper {drbd_helper!r}: an"
+                                   " absolute path is needed", errors.ECODE_INVAL)
     validation.check_lvm_templates(templates, vg_name)
     if candidate_pool_size < 1:
         raise errors.OpPrereqError("The candidate pool size must be at least 1",
@@ -272,6 +278,8 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
         file_storage_dir=file_storage_dir or Paths("/").file_storage_dir,
         shared_file_storage_dir=shared_file_storage_dir or paths.shared_file_storage_dir,
         volume_group_name=vg_name,
+        drbd_usermode_helper=drbd_helper or (constants.DEFAULT_DRBD_HELPER
+                                             if constants.DT_DRBD8 in templates else None),
         enabled_hypervisors=hvs, enabled_disk_templates=templates,
         candidate_pool_size=candidate_pool_size, ctime=now, mtime=now, **params)
     data = objects.ConfigData(cluster=cluster, nodes={node_uuid: node},

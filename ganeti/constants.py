@@ -196,6 +196,8 @@ LDS_FAULTY = "faulty"
 FIRST_DRBD_PORT = 11000
 LAST_DRBD_PORT = 14999
 MAX_DRBD_MINOR = 255
+#: the DRBD usermode helper a cluster that enables drbd gets at init (Ganeti's default)
+DEFAULT_DRBD_HELPER = "/bin/true"
 #: MiB of the metadata volume of every DRBD disk, as Ganeti's
 DRBD_META_SIZE = 128
 #: replace-disks modes (Ganeti's): the volumes on the primary, on the secondary, a new

@@ -255,6 +255,8 @@ class Cluster:
     reserved_lvs: list[str] = field(default_factory=list)
     max_running_jobs: int = 20
     max_tracked_jobs: int = 25
+    #: the usermode helper DRBD must use on the nodes (Ganeti's; verify checks it)
+    drbd_usermode_helper: str | None = None
     compression_tools: list[str] = field(default_factory=lambda: ["gzip", "gzip-fast", "gzip-slow"])
     install_image: str = ""
     zeroing_image: str = ""

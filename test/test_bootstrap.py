@@ -77,6 +77,7 @@ def test_init_keeps_preseeded_ssh_key(tmp_path):
     {"candidate_pool_size": 0},
     {"hvparams": {"kvm": {"x": "1"}}},
     {"beparams": {"nosuchparam": "1"}},
+    {"drbd_helper": "bin/true"},
 ])
 def test_init_cluster_refuses_bad_arguments(tmp_path, kwargs):
     paths = Paths(root=str(tmp_path / "n1"))
@@ -188,3 +189,25 @@ def test_init_refuses_a_volume_group_missing_on_the_master(tmp_path):
     ok = RecordingRunner().on("vgs", stdout="  xenvg|1020.00|500.00|1\n")
     data = bootstrap.init_cluster(paths, "clu.example", storage_runner=ok, **kw)
     assert data.cluster.volume_group_name == "xenvg"
+
+
+def test_init_cluster_drbd_usermode_helper(tmp_path):
+    """With drbd enabled the cluster gets Ganeti's default helper, /bin/true; without,
+    none unless given."""
+    from ganeti import constants
+
+    def vgs(argv):
+        from ganeti.utils.process import RunResult
+        return RunResult(tuple(argv), 0, None, "  xenvg|1024.00|1024.00|1\n", "")
+    with_drbd = bootstrap.init_cluster(
+        Paths(root=str(tmp_path / "a")), "clu.example", master_name="n1.example",
+        master_ip="127.0.1.1", enabled_disk_templates=["drbd", "plain"], vg_name="xenvg",
+        storage_runner=vgs)
+    assert with_drbd.cluster.drbd_usermode_helper == constants.DEFAULT_DRBD_HELPER
+    plain = bootstrap.init_cluster(Paths(root=str(tmp_path / "b")), "clu.example",
+                                   master_name="n1.example", master_ip="127.0.1.1")
+    assert plain.cluster.drbd_usermode_helper is None
+    given = bootstrap.init_cluster(Paths(root=str(tmp_path / "c")), "clu.example",
+                                   master_name="n1.example", master_ip="127.0.1.1",
+                                   drbd_helper="/usr/local/bin/drbd-helper")
+    assert given.cluster.drbd_usermode_helper == "/usr/local/bin/drbd-helper"

@@ -127,6 +127,7 @@ def init_cluster(opts: Any, args: list[str]) -> int:
         file_storage_dir=opts.file_storage_dir,
         shared_file_storage_dir=opts.shared_file_storage_dir,
         vg_name=opts.vg_name or None,
+        drbd_helper=opts.drbd_helper or None,
         candidate_pool_size=(opts.candidate_pool_size
                              or constants.DEFAULT_CANDIDATE_POOL_SIZE),
         hvparams=parse_hvparams(opts.hvparams), beparams=parse_keyval(opts.beparams),
@@ -306,6 +307,7 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "file_storage_dir": opts.file_storage_dir,
         "shared_file_storage_dir": opts.shared_file_storage_dir,
         "vg_name": opts.vg_name,
+        "drbd_helper": opts.drbd_helper,
         "master_netdev": opts.master_netdev,
         "master_netmask": opts.master_netmask,
         "use_external_mip_script": _bool_arg(opts.use_external_mip_script),
@@ -604,6 +606,10 @@ NETDEV_OPT = _O("--master-netdev", dest="master_netdev", default=None, metavar="
                 help="Network device for the master IP address")
 FSDIR_OPT = _O("--file-storage-dir", dest="file_storage_dir", default=None, metavar="DIR",
                help="Directory for file-based instance disks")
+DRBD_HELPER_OPT = _O("--drbd-usermode-helper", dest="drbd_helper", default=None,
+                     metavar="HELPER", help="The usermode helper DRBD must use on the nodes"
+                     " (an absolute path; default at init with drbd enabled: /bin/true);"
+                     " gnt-cluster verify checks it")
 VG_OPT = _O("--vg-name", dest="vg_name", default=None, metavar="VG",
             help="LVM volume group of plain disks (needed to enable plain; modify: ''"
             " removes it)")
@@ -706,10 +712,10 @@ CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
                  help="Do not ask for confirmation")
 
 _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
-              SFSDIR_OPT, VG_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, PIP_OPT, SIP_OPT,
-              PIPV_OPT, NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
+              SFSDIR_OPT, VG_OPT, DRBD_HELPER_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT,
+              NDP_OPT, PIP_OPT, SIP_OPT, PIPV_OPT, NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
-                SFSDIR_OPT, VG_OPT, POOL_OPT,
+                SFSDIR_OPT, VG_OPT, DRBD_HELPER_OPT, POOL_OPT,
                 HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, MAXTRACK_OPT,
                 IMAGE_OPT, ICN_OPT, IALLOC_OPT,
                 IALLOCP_OPT,

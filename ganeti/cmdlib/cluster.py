@@ -106,7 +106,7 @@ def cluster_info(cfg: ConfigReader) -> dict[str, Any]:
         "ssh_key_bits": cluster.ssh_key_bits,
         # the rest of Ganeti 3.0's key set (doc/compat.md, "Results")
         "mac_prefix": cluster.mac_prefix,
-        "drbd_usermode_helper": None,
+        "drbd_usermode_helper": cluster.drbd_usermode_helper,
         "install_image": cluster.install_image,
         "zeroing_image": cluster.zeroing_image,
         "instance_communication_network": cluster.instance_communication_network,
@@ -353,6 +353,11 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
                 if not osparams[os_name]:
                     del osparams[os_name]
             new["osparams"] = osparams
+        if op.drbd_helper is not None:
+            if not os.path.isabs(op.drbd_helper):
+                raise errors.ParameterError(f"Invalid DRBD usermode helper {op.drbd_helper!r}:"
+                                            " an absolute path is needed", errors.ECODE_INVAL)
+            new["drbd_usermode_helper"] = op.drbd_helper
         for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
                      "default_iallocator", "maintain_node_health", "prealloc_wipe_disks",
                      "modify_etc_hosts", "master_netdev", "use_external_mip_script"):

@@ -41,7 +41,8 @@ disk that should be active but is not set up, is degraded (peer gone, not
 up to date), has a faulty local disk or is primary on the secondary node is
 ``EINSTANCEFAULTYDISK`` (a resync running: a warning with its percent), and
 a configured minor that no disk of the node owns is ``ENODEDRBD``
-(``drbd_node_info``).
+(``drbd_node_info``), and a kernel module whose usermode helper is not the
+cluster's ``drbd_usermode_helper`` is ``ENODEDRBDHELPER``.
 """
 
 from __future__ import annotations
@@ -320,6 +321,11 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                 rep.report("ENODEDRBD", OT_NODE, node.name,
                            "the DRBD kernel module is not loaded")
                 continue
+            wanted = self.cfg.get_cluster_info().drbd_usermode_helper
+            helper = info.payload.get("helper")
+            rep.error_if(wanted and info.payload.get("version") and helper != wanted,
+                         "ENODEDRBDHELPER", OT_NODE, node.name,
+                         f"wrong drbd usermode helper: {helper} (the cluster wants {wanted})")
             owned = {disk.logical_id[3] if disk.logical_id[0] == node.uuid
                      else disk.logical_id[4] for _, _, disk in entries}
             for minor in info.payload.get("minors") or []:

@@ -54,6 +54,8 @@ class OpClusterSetParams(OpCode):
     enabled_disk_templates: list[str] | None = param(None, choices=constants.DISK_TEMPLATES)
     max_running_jobs: int | None = param(None, min=1)
     max_tracked_jobs: int | None = param(None, min=1)
+    drbd_helper: str | None = param(None, doc="the usermode helper DRBD must use on the"
+                                    " nodes (an absolute path; checked by verify)")
     default_iallocator: str | None = None
     default_iallocator_params: dict[str, Any] | None = None
     file_storage_dir: str | None = None

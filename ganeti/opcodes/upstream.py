@@ -32,7 +32,7 @@ NAMED_ONLY: dict[str, dict[str, tuple[str, bool]]] = {}
 #: OP_ID -> {upstream parameter not implemented here: Ganeti 3.0's default}
 ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "OP_CLUSTER_SET_PARAMS": {'compression_tools': None, 'data_collector_interval': None,
-        'disk_state': None, 'drbd_helper': None,
+        'disk_state': None,
         'enabled_data_collectors': None, 'enabled_user_shutdown': None,
         'gluster_storage_dir': None, 'hv_state': None, 'osparams_private_cluster': None,
         'reserved_lvs': None, 'zeroing_image': None},

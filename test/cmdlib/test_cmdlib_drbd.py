@@ -592,3 +592,12 @@ def test_migrate_allow_failover_of_an_instance_that_should_run_but_does_not(renv
     assert "inst1" in renv.rpc.running["node2"]
     steps = [(e[0], e[1]) for e in renv.rpc.events if e[0] in ("shutdown", "assemble", "start")]
     assert steps == [("shutdown", "node1"), ("assemble", "node1"), ("start", "node2")]
+
+
+def test_the_cluster_drbd_usermode_helper(renv: Any) -> None:
+    renv.run("OP_CLUSTER_SET_PARAMS", drbd_helper="/bin/true")
+    assert renv.cfg.get_cluster_info().drbd_usermode_helper == "/bin/true"
+    before = renv.raw()
+    with pytest.raises(errors.GanetiError, match="absolute path"):
+        renv.run("OP_CLUSTER_SET_PARAMS", drbd_helper="true")
+    assert renv.raw() == before

@@ -1,0 +1,94 @@
+"""Cluster verify of DRBD mirrors: degraded, resyncing, inactive and two-primary sides,
+minors no disk owns and the usermode helper (the nodes' answers planted through the fake
+drbd_node_info and blockdev_getmirrorstatus)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmdlib.test_cmdlib_verify import _setup, _verify_group
+from fakes.fakeconfig import node_name
+
+from ganeti import constants, objects
+
+_OK = {"dev_path": "/dev/drbd0", "size": 128, "sync_percent": None, "estimated_time": None,
+       "is_degraded": False, "ldisk_status": "ok",
+       "drbd": {"cstate": "Connected", "role": "Secondary", "peer_role": "Primary",
+                "disk": "UpToDate", "peer_disk": "UpToDate"}}
+
+
+def _drbd_cluster(tmp_path: Any, state: dict[str, dict[str, Any]],
+                  minors: dict[str, list[int]] | None = None,
+                  helper: str = "/bin/true") -> tuple[Any, Any, Any]:
+    cfg, rpc, ctx, _, answers = _setup(tmp_path, nodes=2)
+    cluster = cfg.get_cluster_info()
+    cluster.enabled_disk_templates = ["drbd", "plain", "diskless"]
+    cluster.volume_group_name = "xenvg"
+    cluster.drbd_usermode_helper = "/bin/true"
+    cfg.update(cluster)
+    n1, n2 = (cfg.get_node_info_by_name(node_name(i)) for i in (1, 2))
+    children = [objects.Disk(uuid=f"c{i}", dev_type="plain", size=size,
+                             logical_id=["xenvg", f"d0.disk0_{kind}"], nodes=[n1.uuid, n2.uuid])
+                for i, (kind, size) in enumerate((("data", 128), ("meta", 128)))]
+    disk = objects.Disk(uuid="d0", dev_type="drbd", size=128, iv_name="disk/0",
+                        logical_id=[n1.uuid, n2.uuid, 11000, 0, 3, "s" * 40],
+                        nodes=[n1.uuid, n2.uuid], children=children)
+    cfg.add_instance(objects.Instance(name="inst1.example.com", uuid="i1",
+                                      primary_node=n1.uuid, disk_template="drbd",
+                                      admin_state=constants.ADMINST_UP), [disk])
+    for node in (node_name(1), node_name(2)):
+        answers[node] = {"lvlist": {"d0.disk0_data": [128, True], "d0.disk0_meta": [128, True]}}
+    owned = {node_name(1): [0], node_name(2): [3]}
+    rpc.set_handler("drbd_node_info", lambda node, args: {
+        "minors": (minors or owned)[node], "helper": helper, "version": "version: 8.4.11"})
+    rpc.set_handler("blockdev_getmirrorstatus", lambda node, args: [state[node]])
+    return cfg, rpc, ctx
+
+
+def _primary(**kw: Any) -> dict[str, Any]:
+    drbd = {**_OK["drbd"], "role": "Primary", "peer_role": "Secondary", **kw.pop("drbd", {})}
+    return {**_OK, **kw, "drbd": drbd}
+
+
+def test_an_in_sync_mirror_verifies_clean(tmp_path: Any) -> None:
+    _, rpc, ctx = _drbd_cluster(tmp_path, {node_name(1): _primary(), node_name(2): _OK})
+    result, msgs, _ = _verify_group(ctx)
+    assert result is True, msgs
+    # every disk dict the nodes got names both ends (and the secret stays in the RPC)
+    (_, (disks,)), = [c for c in rpc.calls_to("blockdev_getmirrorstatus")
+                      if c[0] == [node_name(2)]]
+    assert [n[0] for n in disks[0]["dynamic_params"]["drbd_nodes"]] == [node_name(1),
+                                                                        node_name(2)]
+
+
+def test_a_degraded_mirror_and_a_resync(tmp_path: Any) -> None:
+    state = {node_name(1): _primary(is_degraded=True, drbd={"cstate": "WFConnection",
+                                                            "peer_disk": "DUnknown"}),
+             node_name(2): {**_OK, "is_degraded": True, "sync_percent": 42.5,
+                            "estimated_time": 12, "ldisk_status": "unknown"}}
+    _, _, ctx = _drbd_cluster(tmp_path, state)
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    joined = "\n".join(msgs)
+    assert result is False
+    assert (f"ERROR:EINSTANCEFAULTYDISK:instance:inst1.example.com:disk/0 on node"
+            f" {node_name(1)} is degraded (connection WFConnection, disks"
+            " UpToDate/DUnknown)") in joined
+    assert (f"WARNING:EINSTANCEFAULTYDISK:instance:inst1.example.com:disk/0 on node"
+            f" {node_name(2)} is resyncing: 42.5% done, 12s remaining") in joined
+
+
+def test_inactive_two_primaries_stray_minor_and_wrong_helper(tmp_path: Any) -> None:
+    state = {node_name(1): {**_OK, "is_degraded": True, "drbd": {"cstate": "Unconfigured"}},
+             node_name(2): {**_OK, "drbd": {**_OK["drbd"], "role": "Primary"}}}
+    _, _, ctx = _drbd_cluster(tmp_path, state, minors={node_name(1): [], node_name(2): [3, 7]},
+                              helper="/sbin/drbdadm")
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    joined = "\n".join(msgs)
+    assert result is False
+    assert f"disk/0 on node {node_name(1)} is not active" in joined
+    assert (f"disk/0 on node {node_name(2)} is primary, but node {node_name(2)} is the"
+            " instance's secondary") in joined
+    assert f"ERROR:ENODEDRBD:node:{node_name(2)}:unallocated drbd minor 7 is in use" in joined
+    assert "minor 3 is in use" not in joined
+    assert (f"ERROR:ENODEDRBDHELPER:node:{node_name(1)}:wrong drbd usermode helper:"
+            " /sbin/drbdadm (the cluster wants /bin/true)") in joined
