@@ -9,7 +9,9 @@ come from :meth:`ConfigWriter.allocate_drbd`; the secret from
 
 Every disk dict sent to a node goes through :func:`rpc_disk`, which adds,
 for a DRBD disk only, the names and replication addresses of its two nodes
-(``dynamic_params``, never stored).  :func:`public_logical_id` is what a
+and the ``resync_rate`` disk parameter in force (cluster, then the primary's
+node group: ``gnt-cluster modify -D drbd:resync_rate=KIB``) as
+``dynamic_params``, never stored.  :func:`public_logical_id` is what a
 query answer shows of a logical id: the DRBD secret never leaves the
 config and the node RPCs.
 
@@ -25,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ganeti import constants, errors, serializer
+from ganeti import constants, errors, parameters, serializer
 from ganeti.aliases import FeedbackFn
 from ganeti.config.reader import ConfigReader
 from ganeti.objects import Disk, Node
@@ -93,13 +95,17 @@ def rpc_disk(disk: Disk, cfg: ConfigReader | None = None) -> dict[str, Any]:
             raise errors.ProgrammerError(f"Disk {disk.uuid} is a DRBD disk: its RPC form"
                                          " needs the configuration")
         ends = []
+        nodes = []
         for node_uuid in disk.logical_id[:2]:
             node = cfg.get_node_info(node_uuid)
             if node is None:
                 raise errors.OpExecError(f"Disk {disk.iv_name or disk.uuid}: unknown DRBD"
                                          f" node {node_uuid}")
             ends.append([node.name, _replication_ip(node)])
-        data["dynamic_params"] = {"drbd_nodes": ends}
+            nodes.append(node)
+        params = parameters.fill_diskparams(cfg.get_cluster_info(), constants.DT_DRBD8,
+                                            cfg.get_nodegroup(nodes[0].group))
+        data["dynamic_params"] = {"drbd_nodes": ends, "resync_rate": params["resync_rate"]}
     return data
 
 

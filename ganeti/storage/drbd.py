@@ -12,7 +12,8 @@ instance's primary node, not the id).  The master adds, to the disk dict
 of every node procedure, never to the config, the names and replication
 addresses of both nodes::
 
-    "dynamic_params": {"drbd_nodes": [[name_a, ip_a], [name_b, ip_b]]}
+    "dynamic_params": {"drbd_nodes": [[name_a, ip_a], [name_b, ip_b]],
+                       "resync_rate": KiB/s}
 
 and the device finds its own side by the node's name (:func:`local_side`).
 The ``secret`` (the HMAC key of the peers' handshake) goes only to
@@ -385,7 +386,10 @@ class DrbdDevice(base.BaseStorage):
     def _setup(self, disk: base.DiskSpec, side: DrbdSide) -> None:
         data, meta = self._backing(disk)
         status = self.minor_status(side.minor)
-        for argv in self.backend.setup(side, data, meta, DEFAULT_RESYNC_RATE, status):
+        rate = disk.dynamic.get("resync_rate") if disk.dynamic else None
+        if not isinstance(rate, int) or isinstance(rate, bool) or rate < 1:
+            rate = DEFAULT_RESYNC_RATE
+        for argv in self.backend.setup(side, data, meta, rate, status):
             self._run(argv, f"Cannot set up DRBD minor {side.minor} of disk {disk.uuid}"
                             f" ({argv[1]})")
 

@@ -116,7 +116,8 @@ def test_create_makes_the_secondary_first_then_the_primary(denv: Any) -> None:
     # the node learns both ends: names and replication addresses
     sent = denv.rpc.seen_disks[0]
     assert sent["dynamic_params"] == {"drbd_nodes": [["node1", "10.0.0.1"],
-                                                     ["node2", "10.0.0.2"]]}
+                                                     ["node2", "10.0.0.2"]],
+                                      "resync_rate": 61440}
     # not started: the mirrors go down again on both nodes
     assert [e[:2] for e in denv.rpc.events if e[0] == "shutdown"] == \
         [("shutdown", "node1"), ("shutdown", "node2")]
@@ -601,3 +602,9 @@ def test_the_cluster_drbd_usermode_helper(renv: Any) -> None:
     with pytest.raises(errors.GanetiError, match="absolute path"):
         renv.run("OP_CLUSTER_SET_PARAMS", drbd_helper="true")
     assert renv.raw() == before
+
+
+def test_the_resync_rate_disk_parameter_reaches_the_nodes(renv: Any) -> None:
+    renv.run("OP_CLUSTER_SET_PARAMS", diskparams={"drbd": {"resync_rate": 2048}})
+    _drbd(renv, start=False)
+    assert {d["dynamic_params"]["resync_rate"] for d in renv.rpc.seen_disks} == {2048}

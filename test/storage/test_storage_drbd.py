@@ -210,3 +210,12 @@ def test_tree_creates_volumes_first_then_the_metadata():
     made = [c for c in runner.calls if c[0] in ("lvcreate", "drbdmeta")]
     assert [c[0] for c in made] == ["lvcreate", "lvcreate", "drbdmeta"]
     assert "d.disk0_data" in made[0] and "d.disk0_meta" in made[1]
+
+
+def test_the_resync_rate_from_the_master_is_used():
+    runner = RecordingRunner()
+    spec = _spec(minors=(9, 7))
+    spec = base.DiskSpec(**{**spec.__dict__, "dynamic": {**spec.dynamic, "resync_rate": 2048}})
+    _device(runner).assemble(spec)
+    attach = [c for c in runner.calls if c[1:2] == ["attach"]]
+    assert attach and attach[0][-1] == "--resync-rate=2048k"
