@@ -60,18 +60,24 @@ def upstream_burnin() -> str:
     return BURNIN
 
 
+def _burnin(gc: GuestClusterFixture, burnin: str, template: str, nodes: str,
+            names: list[str], *extra: str) -> str:
+    """Run upstream's burnin on the master node (small sizes, our skips); its output."""
+    argv = [upstream_cli.SYSTEM_PYTHON, "-E", "-s", burnin, "-o", "tinyos+default",
+            "-t", template, "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
+            "-n", nodes, "--no-ip-check", "--no-name-check", *extra, *_SKIPS, *names]
+    master = gc.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
+    res = gc.ssh(master, ["unshare", "-m", "sh", "-c", _NS_SCRIPT, "sh", *argv], timeout=1100)
+    out = res.stdout + res.stderr
+    assert not res.failed, f"{shlex.join(argv)}:\n{out}"
+    return out
+
+
 def test_upstream_burnin_with_plain_disks(guest_cluster: GuestClusterFixture,
                                           upstream_burnin: str) -> None:
     names = ["burn1.vcluster"]     # one instance: every step runs, at half the time
-    argv = [upstream_cli.SYSTEM_PYTHON, "-E", "-s", upstream_burnin, "-o", "tinyos+default",
-            "-t", "plain", "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
-            "-n", "node2.vcluster,node3.vcluster", "--no-ip-check", "--no-name-check",
-            *_SKIPS, *names]
-    master = guest_cluster.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
-    res = guest_cluster.ssh(master, ["unshare", "-m", "sh", "-c", _NS_SCRIPT, "sh", *argv],
-                            timeout=1100)
-    out = res.stdout + res.stderr
-    assert not res.failed, f"{shlex.join(argv)}:\n{out}"
+    out = _burnin(guest_cluster, upstream_burnin, "plain", "node2.vcluster,node3.vcluster",
+                  names)
     for step in _STEPS:
         assert f"- {step}" in out, f"{step} missing:\n{out}"
     listed = guest_cluster.gnt("gnt-instance", "list", "--no-headers", "-o", "name").stdout
@@ -100,16 +106,9 @@ def test_upstream_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture,
                                          upstream_burnin: str) -> None:
     """Every drbd step of upstream's burnin: replace-disks on each side and onto a new
     secondary, failover, live migration and its cleanup, grow, on real DRBD."""
-    names = ["burnd1.vcluster"]
-    argv = [upstream_cli.SYSTEM_PYTHON, "-E", "-s", upstream_burnin, "-o", "tinyos+default",
-            "-t", "drbd", "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
-            "-n", "node2.vcluster,node3.vcluster,node1.vcluster", "--no-ip-check",
-            "--no-name-check", "--no-reinstall", "--no-reboot", *_SKIPS, *names]
-    master = guest_cluster.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
-    res = guest_cluster.ssh(master, ["unshare", "-m", "sh", "-c", _NS_SCRIPT, "sh", *argv],
-                            timeout=1100)
-    out = res.stdout + res.stderr
-    assert not res.failed, f"{shlex.join(argv)}:\n{out}"
+    out = _burnin(guest_cluster, upstream_burnin, "drbd",
+                  "node2.vcluster,node3.vcluster,node1.vcluster", ["burnd1.vcluster"],
+                  "--no-reinstall", "--no-reboot")
     for step in _DRBD_STEPS:
         assert f"- {step}" in out, f"{step} missing:\n{out}"
     jobs = " ".join(guest_cluster.gnt("gnt-job", "list", "--no-headers", "-o",
