@@ -34,7 +34,8 @@ from ganeti.objects import Disk, Node
 
 __all__ = ["make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_secret",
            "wait_for_sync", "drbd_peer", "HIDDEN", "SYNC_POLL", "data_lv_name", "meta_lv_name",
-           "drbd_disk_size", "is_drbd"]
+           "drbd_disk_size", "is_drbd", "secondary_nodes", "assemble_secondaries",
+           "shutdown_mirrors", "check_consistent", "reconnect_mirrors"]
 
 #: what a query shows instead of a DRBD secret
 HIDDEN = "<hidden>"
@@ -299,3 +300,23 @@ def check_consistent(lu: Any, disks: Sequence[Disk], node: Node) -> list[str]:
         if not isinstance(found, dict) or found.get("ldisk_status") != constants.LDS_OKAY:
             bad.append(disk.iv_name)
     return bad
+
+
+def reconnect_mirrors(lu: Any, disks: Sequence[Disk], nodes: Sequence[Node], multimaster: bool,
+                      primary: Node, feedback_fn: FeedbackFn, *, instance: str) -> None:
+    """Reconnect the mirrors of ``disks`` between ``nodes`` (their two nodes), allowing
+    two primaries (``multimaster``: the copy of a live migration) or one again, and
+    wait until they are in sync on ``primary``; :class:`errors.OpExecError` otherwise."""
+    rpc = lu.require_rpc()
+    data = rpc_disks(disks, lu.cfg)
+    feedback_fn("* switching the mirrors to " + ("dual-primary" if multimaster
+                                                 else "single-primary") + " mode")
+    for node in nodes:
+        rpc.call_drbd_disconnect_net(node.name, disks=data).one(
+            node.name, f"Cannot disconnect the mirrors on {node.name}")
+    for node in nodes:
+        rpc.call_drbd_attach_net(node.name, disks=data, multimaster=multimaster).one(
+            node.name, f"Cannot reconnect the mirrors on {node.name}")
+    if not wait_for_sync(lu, primary, disks, feedback_fn, cfg=lu.cfg, instance=instance):
+        raise errors.OpExecError(f"The mirrors of {instance} are not in sync after"
+                                 f" reconnecting them on {primary.name}")

@@ -252,24 +252,8 @@ class _TargetLU(InstanceLU[_TargetOpT]):
 
     def _drbd_reconnect(self, multimaster: bool, primary: Node,
                         feedback_fn: FeedbackFn) -> None:
-        """Reconnect the mirrors between the instance's two nodes, allowing two primaries
-        (``multimaster``: for the copy of a live migration) or one again; wait until
-        they are in sync (on ``primary``)."""
-        rpc = self.require_rpc()
-        disks = drbd.rpc_disks(self.disks, self.cfg)
-        nodes = [self.pnode, self.target]
-        feedback_fn("* switching the mirrors to " + ("dual-primary" if multimaster
-                                                     else "single-primary") + " mode")
-        for node in nodes:
-            rpc.call_drbd_disconnect_net(node.name, disks=disks).one(
-                node.name, f"Cannot disconnect the mirrors on {node.name}")
-        for node in nodes:
-            rpc.call_drbd_attach_net(node.name, disks=disks, multimaster=multimaster).one(
-                node.name, f"Cannot reconnect the mirrors on {node.name}")
-        if not drbd.wait_for_sync(self, primary, self.disks, feedback_fn, cfg=self.cfg,
-                                  instance=self.instance.name):
-            raise errors.OpExecError(f"The mirrors of {self.instance.name} are not in sync"
-                                     f" after reconnecting them on {primary.name}")
+        drbd.reconnect_mirrors(self, self.disks, [self.pnode, self.target], multimaster,
+                               primary, feedback_fn, instance=self.instance.name)
 
 
 class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):

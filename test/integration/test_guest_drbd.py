@@ -96,62 +96,6 @@ def _cleanup(gc: GuestClusterFixture, name: str) -> None:
     gc.gnt("gnt-instance", "remove", "-f", "--ignore-failures", name)
 
 
-def test_a_drbd_instance_mirrors_and_fails_over(guest_cluster: GuestClusterFixture) -> None:
-    """add (secondary, primary, initial sync), info, failover both ways with the data,
-    stop/start, remove: checked with /proc/drbd, lvs and dd inside the guests."""
-    gc = guest_cluster
-    name = "drbd1.vcluster"
-    try:
-        out = _ok(_add(gc, name))
-        assert "creating disk disk/0 (128 MiB) on node3.vcluster" in out
-        assert "disks are in sync" in out
-        minors = _disk_minors(gc, name)
-        assert set(minors) == {"node2", "node3"}
-        p = _minors(gc, "node2")[minors["node2"]]
-        s = _minors(gc, "node3")[minors["node3"]]
-        assert p == ("Connected", "Primary/Secondary", "UpToDate/UpToDate")
-        assert s == ("Connected", "Secondary/Primary", "UpToDate/UpToDate")
-        for node in ("node2", "node3"):
-            lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name,lv_size", "--units", "m",
-                                "--nosuffix", gc.cluster.vg_name]).stdout
-            assert re.search(r"\.disk0_data\s+128\.00", lvs) and \
-                re.search(r"\.disk0_meta\s+128\.00", lvs), lvs
-        disk = _info(gc, name)["Disks"][0]
-        disk_uuid = disk["UUID"]
-        assert "in sync, status ok (Connected, Primary/Secondary" in disk["on primary"]
-        assert "in sync, status ok (Connected, Secondary/Primary" in disk["on secondary"]
-        # the shared secret is in no answer: compare with what the node was given
-        show = gc.ssh("node2", f"/lib/drbd/drbdsetup-84 show {minors['node2']}").stdout
-        secret = re.search(r'shared-secret\s+"([^"]+)"', show)
-        assert secret is not None
-        assert secret.group(1) not in _ok(gc.gnt("gnt-instance", "info", name))
-        jobs = _ok(gc.gnt("gnt-job", "list", "--no-headers", "-o", "id")).split()
-        assert secret.group(1) not in _ok(gc.gnt("gnt-job", "info", *jobs))
-
-        digest = _write(gc, "node2", minors["node2"], 0, 16, "drbd1-a")
-        _ok(gc.gnt("gnt-instance", "failover", "-f", name))
-        assert _info(gc, name)["Nodes"][0]["primary"] == "node3.vcluster"
-        assert _minors(gc, "node3")[minors["node3"]][1] == "Primary/Secondary"
-        assert _read(gc, "node3", minors["node3"], 0, 16) == digest
-        digest2 = _write(gc, "node3", minors["node3"], 16, 8, "drbd1-b")
-        _ok(gc.gnt("gnt-instance", "failover", "-f", name))
-        assert _read(gc, "node2", minors["node2"], 0, 16) == digest
-        assert _read(gc, "node2", minors["node2"], 16, 8) == digest2
-
-        _ok(gc.gnt("gnt-instance", "shutdown", name))
-        assert minors["node2"] not in _minors(gc, "node2")
-        assert minors["node3"] not in _minors(gc, "node3")
-        _ok(gc.gnt("gnt-instance", "startup", name))
-        _wait_in_sync(gc, minors)
-        assert _read(gc, "node2", minors["node2"], 16, 8) == digest2
-    finally:
-        _cleanup(gc, name)
-    for node in ("node2", "node3"):
-        assert minors[node] not in _minors(gc, node)
-        lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name]).stdout
-        assert disk_uuid not in lvs
-
-
 def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestClusterFixture) -> None:
     """The secondary dies during writes: the primary runs on degraded, verify says so,
     verify-disks reconnects the node that came back and the resync completes.  Then
@@ -214,16 +158,46 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         gc.gnt("gnt-cluster", "redist-conf")
 
 
-def test_replace_disks_and_live_migration(guest_cluster: GuestClusterFixture) -> None:
-    """migrate to the secondary (one primary before and after), replace-disks -s (new
-    volumes filled by DRBD), -n (the mirror moves to another node), each checked by
-    reading the data on the node that got the new copy."""
+def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
+        guest_cluster: GuestClusterFixture) -> None:
+    """add (secondary, primary, initial sync), info, stop/start, migrate to the secondary
+    (one primary before and after), replace-disks -s (new volumes filled by DRBD), -n
+    (the mirror moves to another node), failovers, grow and remove: checked with
+    /proc/drbd, lvs and dd inside the guests, the data read on the node that got the
+    new copy."""
     gc = guest_cluster
     name = "drbd3.vcluster"
     try:
-        _ok(_add(gc, name))
+        out = _ok(_add(gc, name))
+        assert "creating disk disk/0 (128 MiB) on node3.vcluster" in out
+        assert "disks are in sync" in out
         minors = _disk_minors(gc, name)
+        assert set(minors) == {"node2", "node3"}
+        assert _minors(gc, "node2")[minors["node2"]] == \
+            ("Connected", "Primary/Secondary", "UpToDate/UpToDate")
+        assert _minors(gc, "node3")[minors["node3"]] == \
+            ("Connected", "Secondary/Primary", "UpToDate/UpToDate")
+        for node in ("node2", "node3"):
+            lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name,lv_size", "--units", "m",
+                                "--nosuffix", gc.cluster.vg_name]).stdout
+            assert re.search(r"\.disk0_data\s+128\.00", lvs) and \
+                re.search(r"\.disk0_meta\s+128\.00", lvs), lvs
+        disk = _info(gc, name)["Disks"][0]
+        assert "in sync, status ok (Connected, Primary/Secondary" in disk["on primary"]
+        assert "in sync, status ok (Connected, Secondary/Primary" in disk["on secondary"]
+        # the shared secret is in no answer: compare with what the node was given
+        show = gc.ssh("node2", f"/lib/drbd/drbdsetup-84 show {minors['node2']}").stdout
+        secret = re.search(r'shared-secret\s+"([^"]+)"', show)
+        assert secret is not None
+        assert secret.group(1) not in _ok(gc.gnt("gnt-instance", "info", name))
+        jobs = _ok(gc.gnt("gnt-job", "list", "--no-headers", "-o", "id")).split()
+        assert secret.group(1) not in _ok(gc.gnt("gnt-job", "info", *jobs))
         digest = _write(gc, "node2", minors["node2"], 0, 16, "drbd3-a")
+        _ok(gc.gnt("gnt-instance", "shutdown", name))
+        assert minors["node2"] not in _minors(gc, "node2")
+        assert minors["node3"] not in _minors(gc, "node3")
+        _ok(gc.gnt("gnt-instance", "startup", name))
+        _wait_in_sync(gc, minors)
 
         out = _ok(gc.gnt("gnt-instance", "migrate", "-f", name))
         assert "dual-primary" in out and "single-primary" in out
@@ -274,3 +248,7 @@ def test_replace_disks_and_live_migration(guest_cluster: GuestClusterFixture) ->
         assert f"instance {name}" not in verify.stdout and "drbd minor" not in verify.stdout
     finally:
         _cleanup(gc, name)
+    for node in ("node1", "node2"):
+        assert moved[node] not in _minors(gc, node)
+        lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name]).stdout
+        assert disk_uuid not in lvs
