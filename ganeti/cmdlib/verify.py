@@ -310,9 +310,16 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         a resync a warning), and minors in use that no disk owns (``ENODEDRBD``)."""
         rpc = self.require_rpc()
         by_node = self._mirror_disks()
+        # one fan-out each: the nodes' DRBD facts, then their sides of the disks
+        infos = rpc.call_drbd_node_info([n.name for n in nodes]) if nodes else {}
+        wanted_disks = {n.name: [drbd.rpc_disk(d, self.cfg) for _, _, d in by_node[n.uuid]]
+                        for n in nodes if by_node.get(n.uuid)}
+        states = rpc.per_node(wanted_disks, lambda r, name: r.call_blockdev_getmirrorstatus(
+            name, disks=wanted_disks[name])) if wanted_disks else {}
+        wanted = self.cfg.get_cluster_info().drbd_usermode_helper
         for node in nodes:
             entries = by_node.get(node.uuid, [])
-            info = rpc.call_drbd_node_info([node.name]).get(node.name)
+            info = infos.get(node.name)
             if info is None or info.failed or not isinstance(info.payload, dict):
                 rep.report("ENODEDRBD", OT_NODE, node.name, "cannot read the node's DRBD"
                            f" state: {info.fail_msg if info is not None else 'no answer'}")
@@ -321,7 +328,6 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                 rep.report("ENODEDRBD", OT_NODE, node.name,
                            "the DRBD kernel module is not loaded")
                 continue
-            wanted = self.cfg.get_cluster_info().drbd_usermode_helper
             helper = info.payload.get("helper")
             rep.error_if(wanted and info.payload.get("version") and helper != wanted,
                          "ENODEDRBDHELPER", OT_NODE, node.name,
@@ -333,9 +339,7 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                              f"unallocated drbd minor {minor} is in use")
             if not entries:
                 continue
-            res = rpc.call_blockdev_getmirrorstatus(
-                [node.name], disks=[drbd.rpc_disk(d, self.cfg) for _, _, d in entries]
-            ).get(node.name)
+            res = states.get(node.name)
             if res is None or res.failed or not isinstance(res.payload, list) \
                     or len(res.payload) != len(entries):
                 rep.report("ENODEDRBD", OT_NODE, node.name, "cannot read the state of its"
