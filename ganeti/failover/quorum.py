@@ -142,6 +142,11 @@ def renew_lease(rpc: RpcRunner, names: Sequence[str], master: str, epoch: int, r
         return len(confirmed), dict(failed)
 
 
+#: synchronous renewal rounds tried when each is confirmed only after the
+#: lease it grants has run out
+_LATE_ROUNDS = 3
+
+
 class MasterGuard:
     """The master daemon's right to accept jobs: lease, reservation, fencing.
 
@@ -314,7 +319,17 @@ class MasterGuard:
                     " in a few seconds (to the new master, named by gnt-cluster getmaster)")
             need = self.lease.need(self._last_id(), count, serial, timed=self.enforce)
         if need == SYNC:
-            self.renew(count, only_if_due=True, serial=serial)
+            # a round that a majority confirmed but that took longer than the
+            # lease itself (a loaded or stalled master) leaves the lease
+            # expired: ask again, a few times, before refusing
+            for _ in range(_LATE_ROUNDS):
+                if not self.renew(count, only_if_due=True, serial=serial):
+                    break
+                with self._lock:
+                    if not self.enforce or self.lease.now() < self.lease.valid_until:
+                        break
+                logger.warning("Master lease renewal confirmed too late (after more than"
+                               " %.1f s); renewing again", self.lease.duration)
         elif need == ASYNC:
             self._renew_async()
         with self._lock:

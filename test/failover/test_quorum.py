@@ -128,6 +128,28 @@ def test_guard_renews_before_accepting_and_refuses_without_majority():
         guard.check_submit(1)
 
 
+def test_guard_renews_again_when_a_round_is_confirmed_too_late():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    slow = [2]            # the first round's answers take 7 s in all: longer than the lease
+
+    def handler(node, args):
+        if node == "node1" and slow[0]:
+            slow[0] -= 1
+            clock.advance(7.0)
+        return {"master": "node1", "epoch": 0}
+
+    rpc.set_handler("master_lease", handler)
+    guard = _guard(rpc, clock, [0])
+    guard.check_submit(1)                     # the second, fast round is in time
+    assert len(rpc.calls_to("master_lease")) == 9
+    slow[0] = 5                               # every round too late: refused after three
+    clock.advance(7.0)
+    with pytest.raises(errors.NotMasterError, match="master lease has expired"):
+        guard.check_submit(1)
+    assert len(rpc.calls_to("master_lease")) == 18
+
+
 def test_guard_reserves_config_serials():
     clock = FakeClock()
     rpc = FakeRpc()

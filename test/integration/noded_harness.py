@@ -164,7 +164,30 @@ class NodedProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        # a request child (or spare) killed with the group may still be exiting
+        # and hold the listening socket: a connection then gets reset instead
+        # of refused; the node is dead only once the whole group is gone
+        deadline = time.monotonic() + 10
+        while self._group_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
         _LIVE.discard(self)
+
+    def _group_alive(self) -> bool:
+        """True while a process of the daemon's group still runs (zombies are done)."""
+        if self.proc is None:
+            return False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            # after the command's closing parenthesis: state, ppid, pgrp
+            if fields[0] != "Z" and int(fields[2]) == self.proc.pid:
+                return True
+        return False
 
     def stop(self, timeout: float = 5.0) -> int | None:
         """SIGTERM (after SIGCONT), wait, SIGKILL if needed; the exit status."""
