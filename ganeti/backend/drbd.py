@@ -18,7 +18,8 @@ from ganeti.backend.context import NodeContext
 from ganeti.storage import drbd
 
 __all__ = ["blockdev_getmirrorstatus", "drbd_disconnect_net", "drbd_attach_net",
-           "blockdev_close", "drbd_node_info", "drbd_detach_local", "drbd_attach_local"]
+           "blockdev_close", "drbd_node_info", "drbd_detach_local", "drbd_attach_local",
+           "drbd_adopt_local"]
 
 
 def _devices(ctx: NodeContext, disks: list) -> list[tuple[drbd.DrbdDevice, Any]]:
@@ -81,6 +82,15 @@ def drbd_attach_local(ctx: NodeContext, disks: list, new_metadata: bool) -> None
     metadata first, the peer copies everything over)."""
     for store, spec in _devices(ctx, disks):
         store.attach_local(spec, new_metadata)
+
+
+def drbd_adopt_local(ctx: NodeContext, disks: list) -> None:
+    """Set the disks up over the data already on this node's volumes: fresh
+    metadata, attached and connected, then primary with force (the peer, made
+    empty, copies everything over from here: a conversion from ``plain``)."""
+    for store, spec in _devices(ctx, disks):
+        store.attach_local(spec, True)
+        store.open(spec, force=True)
 
 
 def blockdev_close(ctx: NodeContext, disks: list) -> None:

@@ -130,7 +130,12 @@ def _os_opt(value: str | None) -> str | None:
 
 O = cli.Option
 TEMPLATE_OPT = O("-t", "--disk-template", dest="disk_template", default=None,
-                 help="Disk template: diskless, file or sharedfile")
+                 help="Disk template: diskless, file, sharedfile, plain or drbd")
+CONVERT_TEMPLATE_OPT = O("-t", "--disk-template", dest="disk_template", default=None,
+                         metavar="TEMPLATE", help="Convert the stopped instance's disks to"
+                         " this template (plain <-> drbd; drbd needs -n SNODE)")
+CONVERT_SNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="SNODE",
+                      help="The secondary node of a conversion to drbd")
 DISK_OPT = O("--disk", dest="disks", action="append", default=None, metavar="N:size=..,mode=..",
              help="Disk N (repeatable, indices 0..N-1), e.g. 0:size=10G,mode=rw")
 SIZE_OPT = O("-s", "--os-size", dest="sd_size", default=None, metavar="SIZE",
@@ -522,7 +527,9 @@ def modify(opts: Any, args: list[str]) -> int:
         if opts.runtime_mem is not None else None,
         force=True if opts.force else wire.NOT_SENT,
         hotplug=True if opts.hotplug else wire.NOT_SENT,
-        hotplug_if_possible=True if opts.hotplug_if_possible else wire.NOT_SENT))
+        hotplug_if_possible=True if opts.hotplug_if_possible else wire.NOT_SENT,
+        disk_template=opts.disk_template, remote_node=opts.node,
+        wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False))
     result = cli.submit_or_send(op, opts)
     if result:
         cli.to_stdout(f"Modified instance {args[0]}")
@@ -681,7 +688,9 @@ commands: dict[str, cli.Command] = {
                                       DISK_OPT, NET_OPT,
                                       OFFLINE_OPT, ONLINE_OPT, IGNORE_IPOLICY_OPT,
                                       RUNTIME_MEM_OPT, HOTPLUG_OPT, HOTPLUG_IF_POSSIBLE_OPT,
-                                      NOHOTPLUG_OPT, cli.FORCE_OPT, cli.SUBMIT_OPT],
+                                      NOHOTPLUG_OPT, CONVERT_TEMPLATE_OPT,
+                                      CONVERT_SNODE_OPT, NO_WAIT_SYNC_OPT, cli.FORCE_OPT,
+                                      cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,
                                             OSP_SECRET_OPT, cli.SUBMIT_OPT],

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
+import uuid as uuidlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,7 +36,8 @@ from ganeti.objects import Disk, Node
 __all__ = ["make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_secret",
            "wait_for_sync", "drbd_peer", "HIDDEN", "SYNC_POLL", "data_lv_name", "meta_lv_name",
            "drbd_disk_size", "is_drbd", "secondary_nodes", "assemble_secondaries",
-           "shutdown_mirrors", "check_consistent", "reconnect_mirrors"]
+           "shutdown_mirrors", "check_consistent", "reconnect_mirrors", "create_mirror_disk",
+           "remove_mirror_disk"]
 
 #: what a query shows instead of a DRBD secret
 HIDDEN = "<hidden>"
@@ -320,3 +322,46 @@ def reconnect_mirrors(lu: Any, disks: Sequence[Disk], nodes: Sequence[Node], mul
     if not wait_for_sync(lu, primary, disks, feedback_fn, cfg=lu.cfg, instance=instance):
         raise errors.OpExecError(f"The mirrors of {instance} are not in sync after"
                                  f" reconnecting them on {primary.name}")
+
+
+def create_mirror_disk(lu: Any, instance: str, nodes: tuple[Node, Node], *, uuid: str,
+                       index: int, spec: dict[str, Any], vg: str, feedback_fn: FeedbackFn
+                       ) -> tuple[Disk, tuple[str, str, int, int, int]]:
+    """A new DRBD disk of ``instance`` between ``nodes`` (primary, secondary), made
+    on the secondary, then on the primary (the initial sync starts); removed again
+    from both when that fails.  Returns the disk and its port and minors
+    reservation (release it once the config holds the disk)."""
+    pnode, snode = nodes
+    try:
+        port, pminor, sminor = lu.cfg.allocate_drbd(pnode.uuid, snode.uuid)
+    except errors.ConfigurationError as exc:
+        raise errors.OpExecError(str(exc)) from None
+    reserved = (pnode.uuid, snode.uuid, port, pminor, sminor)
+    disk = make_drbd_disk(uuid=uuid, index=index, size=spec["size"], vg=vg, mode=spec["mode"],
+                          name=spec.get("name"), nodes=(pnode.uuid, snode.uuid), port=port,
+                          minors=(pminor, sminor), secret=new_secret(),
+                          child_uuids=(str(uuidlib.uuid4()), str(uuidlib.uuid4())),
+                          spindles=spec.get("spindles"))
+    try:
+        for node in (snode, pnode):
+            feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {node.name}")
+            lu.require_rpc().call_blockdev_create(
+                node.name, disk=rpc_disk(disk, lu.cfg), size=disk.size,
+                owner_instance_name=instance, on_primary=node is pnode,
+                info=constants.DISK_INFO_PREFIX + instance, excl_stor=False,
+            ).one(node.name, f"Cannot create disk {disk.iv_name} on {node.name}")
+    except BaseException:
+        remove_mirror_disk(lu, disk, nodes)
+        lu.cfg.release_drbd([reserved])
+        raise
+    return disk, reserved
+
+
+def remove_mirror_disk(lu: Any, disk: Disk, nodes: Sequence[Node]) -> None:
+    """Remove a DRBD disk's devices and volumes from ``nodes`` (failures are warnings)."""
+    for node in nodes:
+        res = lu.require_rpc().call_blockdev_remove([node.name],
+                                                    disk=rpc_disk(disk, lu.cfg)).get(node.name)
+        if res is None or res.failed:
+            lu.LogWarning(f"Cannot remove disk {disk.iv_name} on {node.name}:"
+                          f" {res.fail_msg if res else 'no answer'}")

@@ -18,9 +18,10 @@ from typing import Any
 from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import disk_wipe, lvm
+from ganeti.cmdlib import instance_recreate_drbd as recreate_drbd
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import InstanceLU, check_node_online, disk_rpc_dicts
-from ganeti.objects import Disk
+from ganeti.objects import Disk, Node
 from ganeti.opcodes.instance import OpInstanceRecreateDisks
 
 __all__ = ["LUInstanceRecreateDisks", "selected_disks"]
@@ -61,13 +62,17 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         if inst.disk_template == constants.DT_DISKLESS or not self.disks:
             raise errors.OpPrereqError(f"Instance {inst.name} has no disks",
                                        errors.ECODE_INVAL)
-        if inst.disk_template in constants.DTS_INT_MIRROR:
-            raise errors.OpPrereqError(
-                f"Instance {inst.name} has mirrored ({inst.disk_template}) disks: recreating"
-                " them is not supported yet; replace the volumes of a side that lost them"
-                " with 'gnt-instance replace-disks' (-p, -s or -n NODE)", errors.ECODE_INVAL)
         self.indices = selected_disks(op.disks, len(self.disks))
-        if op.nodes:
+        #: a drbd instance's new (primary, secondary) nodes, or None
+        self.move_to: tuple[Node, Node] | None = None
+        mirrored = inst.disk_template == constants.DT_DRBD8
+        if mirrored and op.nodes:
+            nodes = [expand_node(self.cfg, name) for name in op.nodes]
+            if [n.uuid for n in nodes] != [inst.primary_node, *(
+                    u for u in self.cfg.get_instance_nodes(inst.uuid)
+                    if u != inst.primary_node)]:
+                self.move_to = recreate_drbd.check_move(self, nodes, self.indices)
+        elif op.nodes:
             wanted = {expand_node(self.cfg, name).uuid for name in op.nodes}
             if wanted != set(self.cfg.get_instance_nodes(inst.uuid)):
                 raise errors.OpPrereqError("Recreating disks on other nodes is not supported;"
@@ -84,6 +89,10 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             raise errors.OpPrereqError(f"Instance {inst.name} is running; stop it first",
                                        errors.ECODE_STATE)
         self.missing: list[tuple[int, Disk]] = []
+        if mirrored:
+            if self.move_to is None:
+                self.missing = recreate_drbd.check_missing(self, self.indices)
+            return
         for idx in self.indices:
             disk = self.disks[idx]
             found = rpc.call_blockdev_find(self.pnode.name, disk=disk_rpc_dicts([disk], self.cfg)[0]).one(
@@ -104,8 +113,18 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             if res is None or res.failed:
                 self.LogWarning(f"Could not remove disk {disk.iv_name} again")
 
+    def ExpandExtra(self) -> None:
+        # a drbd instance may move to other nodes: they are locked too
+        self.extra_node_uuids = [expand_node(self.cfg, name).uuid for name in self.op.nodes]
+
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst, pname = self.instance, self.pnode.name
+        if self.move_to is not None:
+            recreate_drbd.move(self, *self.move_to, feedback_fn)
+            return None
+        if inst.disk_template == constants.DT_DRBD8 and self.missing:
+            recreate_drbd.recreate(self, self.missing, feedback_fn)
+            return None
         excl = lvm.exclusive_storage(self.cfg.get_cluster_info(), self.pnode,
                                      self.cfg.get_nodegroup(self.pnode.group))
         if not self.missing:

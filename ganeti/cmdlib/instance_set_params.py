@@ -13,7 +13,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import disk_wipe, drbd, lvm, policy
+from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
@@ -79,8 +79,17 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         self.disk_mods = normalise_mods(op.disks, "disk")
         if not (self.nic_mods or self.disk_mods or op.beparams or op.hvparams
                 or op.osparams is not None or op.os_name or op.offline is not None
-                or op.osparams_private is not None or op.runtime_mem is not None):
+                or op.osparams_private is not None or op.runtime_mem is not None
+                or op.disk_template):
             raise errors.OpPrereqError("No changes submitted", errors.ECODE_INVAL)
+        instance_convert.check_arguments(op, bool(self.nic_mods or self.disk_mods))
+
+    def ExpandExtra(self) -> None:
+        instance_convert.expand_extra(self)
+
+    def DeclareLocks(self, level: int) -> None:
+        super().DeclareLocks(level)
+        instance_convert.declare_locks(self, level)
 
     def CheckInstance(self) -> None:
         op, inst, cfg = self.op, self.instance, self.cfg
@@ -138,9 +147,13 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     raise errors.OpPrereqError("Cannot add disks to a diskless instance",
                                                errors.ECODE_INVAL)
                 if inst.disk_template in constants.DTS_INT_MIRROR:
-                    raise errors.OpPrereqError(
-                        f"Adding disks to a {inst.disk_template} instance is not supported"
-                        " yet", errors.ECODE_INVAL)
+                    snodes = drbd.secondary_nodes(self, self.disks, inst.primary_node)
+                    if len(snodes) != 1:
+                        raise errors.OpPrereqError(
+                            f"Instance {inst.name} has {len(snodes)} secondary nodes;"
+                            " expected one", errors.ECODE_STATE)
+                    check_node_online(snodes[0], " as secondary node")
+                    self.mirror_snode = snodes[0]
                 check_node_online(self.pnode, " as primary node")
                 spec = check_disk_specs(inst.disk_template, [params])[0]
                 self.disk_plan.append((dop, _index(idx, count, "disk", adding=True), spec))
@@ -171,6 +184,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 self.disk_plan.append((dop, _index(idx, count, "disk"), params))
         if op.beparams or self.disk_mods or self.nic_mods:
             self._check_ipolicy(be)
+        if op.disk_template:
+            instance_convert.check(self)
 
     def _check_ipolicy(self, be: dict[str, Any]) -> None:
         """Refuse new sizes outside the group's policy (maxmem and minmem, as Ganeti)."""
@@ -381,7 +396,11 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                         raise errors.OpExecError(f"Cannot unplug disk {idx}: {problem};"
                                                  " it was not removed")
                 disk = cfg.get_instance_disks(inst.uuid)[idx]
-                if disk.dev_type != constants.DT_DISKLESS:
+                if drbd.is_drbd(disk):
+                    drbd.remove_mirror_disk(self, disk, [
+                        n for n in (cfg.get_node_info(u) for u in disk.logical_id[:2])
+                        if n is not None and not n.offline])
+                elif disk.dev_type != constants.DT_DISKLESS:
                     res = self.require_rpc().call_blockdev_remove(
                         [self.pnode.name], disk=disk_rpc_dicts([disk], self.cfg)[0])
                     r = res.get(self.pnode.name)
@@ -398,6 +417,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     disk.name = data["name"]
                     changes.append([f"disk.name/{idx}", disk.name])
                 cfg.update(disk)
+        if op.disk_template:
+            instance_convert.convert(self, feedback_fn)
+            changes.append(["disk_template", op.disk_template])
         if op.runtime_mem is not None:
             self.require_rpc().call_instance_balloon_memory(
                 self.pnode.name, instance=self.rpc_instance(), memory=op.runtime_mem,
@@ -424,6 +446,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                        paths.root if paths is not None else None)
                 driver = "loop"
             logical_id = file_logical_id(sdir, inst.name, uuid, idx, driver)
+        if inst.disk_template == constants.DT_DRBD8:
+            self._add_mirror(idx, spec, uuid, feedback_fn)
+            return
         excl_stor = False
         if inst.disk_template == constants.DT_PLAIN:
             cluster = cfg.get_cluster_info()
@@ -440,6 +465,32 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             owner_instance_name=inst.name, on_primary=True, info=constants.DISK_INFO_PREFIX + inst.name,
             excl_stor=excl_stor).one(self.pnode.name, f"Could not create disk {idx}")
         cfg.add_instance_disk(inst.uuid, disk, idx)
+
+
+    def _add_mirror(self, idx: int, spec: dict[str, Any], uuid: str,
+                    feedback_fn: FeedbackFn) -> None:
+        """A new drbd disk: made on the secondary, then the primary (the initial sync
+        starts), recorded, waited for; taken down again when the disks are not active."""
+        inst, cfg, snode = self.instance, self.cfg, self.mirror_snode
+        vg = lvm.disk_vg(cfg.get_cluster_info(), spec)
+        need = {vg: drbd.drbd_disk_size(spec["size"])}
+        lvm.check_vg_free(self, [self.pnode, snode], need)
+        disk, reserved = drbd.create_mirror_disk(
+            self, inst.name, (self.pnode, snode), uuid=uuid, index=idx, spec=spec, vg=vg,
+            feedback_fn=feedback_fn)
+        try:
+            cfg.add_instance_disk(inst.uuid, disk, idx)
+        except BaseException:
+            drbd.remove_mirror_disk(self, disk, (self.pnode, snode))
+            raise
+        finally:
+            cfg.release_drbd([reserved])
+        active = inst.disks_active or inst.admin_state == constants.ADMINST_UP
+        if self.op.wait_for_sync or not active:
+            drbd.wait_for_sync(self, self.pnode, [disk], feedback_fn, cfg=cfg,
+                               instance=inst.name)
+        if not active:
+            drbd.shutdown_mirrors(self, [disk], [self.pnode, snode])
 
 
 class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):

@@ -233,6 +233,13 @@ class OpInstanceSetParams(OpInstanceBase):
     runtime_mem: int | None = param(None, min=1, max=parameters.MAX_MEMORY)
     force: bool = False
     wait_for_sync: bool = True
+    #: convert the disks to this template (plain <-> drbd; the instance stopped)
+    disk_template: str | None = None
+    #: the secondary node of a conversion to drbd
+    remote_node: str | None = None
+    remote_node_uuid: str | None = None
+    #: or the allocator that picks it
+    iallocator: str | None = None
     #: plug NIC/disk changes into the running instance (refused if impossible)
     hotplug: bool = False
     #: as ``hotplug`` where the hypervisor can, else apply at the next start

@@ -281,6 +281,10 @@ _ROWS = [
     _row("drbd_attach_local", [("disks", list), ("new_metadata", bool)], NORMAL,
          "Attach this node's volumes under the drbd disks (new_metadata: written fresh"
          " first, the peer copies everything over). -> None"),
+    _row("drbd_adopt_local", [("disks", list)], NORMAL,
+         "Set the drbd disks up over this node's existing data volumes (fresh metadata)"
+         " and make this side primary with force: the peer copies everything over from"
+         " here (modify -t drbd). -> None"),
     _row("drbd_node_info", [], FAST,
          "{minors: configured DRBD minors, helper: usermode helper or None, version:"
          " /proc/drbd's first line or None}."),

@@ -380,6 +380,14 @@ class RpcStubs:
         """
         return self._rpc("drbd_attach_local", node_or_nodes, [disks, new_metadata], rpc_timeout)
 
+    def call_drbd_adopt_local(self, node_or_nodes: Nodes, *, disks: JsonList,
+                              rpc_timeout: float | None = None) -> RpcResults:
+        """Set the drbd disks up over this node's existing data volumes (fresh metadata) and make this
+        side primary with force: the peer copies everything over from here (modify -t drbd). -> None
+        [normal]
+        """
+        return self._rpc("drbd_adopt_local", node_or_nodes, [disks], rpc_timeout)
+
     def call_drbd_node_info(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:
         """{minors: configured DRBD minors, helper: usermode helper or None, version: /proc/drbd's
         first line or None}. [fast]

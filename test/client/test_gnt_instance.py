@@ -150,6 +150,24 @@ def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("argv, expect", [
+    (["-t", "drbd", "-n", "node2"], {"disk_template": "drbd", "remote_node": "node2"}),
+    (["-t", "drbd", "-n", "node2", "--no-wait-for-sync"],
+     {"disk_template": "drbd", "remote_node": "node2", "wait_for_sync": False}),
+    (["--disk-template", "plain"], {"disk_template": "plain"}),
+], ids=["to-drbd", "no-wait", "to-plain"])
+def test_modify_disk_template_conversion(argv: list[str], expect: dict[str, Any]) -> None:
+    cl = _client()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
+                              prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0
+    (op,) = cl.submitted[0]
+    assert {k: op.get(k) for k in expect} == expect
+    for key in ("remote_node", "wait_for_sync"):
+        assert (key in op) == (key in expect)       # not given: the master's default
+
+
+@pytest.mark.parametrize("argv, expect", [
     (["--hotplug", "--net", "add"], {"hotplug": True, "nics": [["add", -1, {}]]}),
     (["--hotplug-if-possible", "--disk", "1:remove"],
      {"hotplug_if_possible": True, "disks": [["remove", 1, {}]]}),

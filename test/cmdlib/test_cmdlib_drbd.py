@@ -565,23 +565,6 @@ def test_the_allocator_picks_both_nodes(renv: Any) -> None:
     assert any("Selected nodes for instance inst1" in f for f in renv.feedback)
 
 
-def test_recreate_disks_of_a_mirror_points_to_replace_disks(renv: Any) -> None:
-    _drbd(renv, start=False)
-    before = renv.raw()
-    with pytest.raises(errors.OpPrereqError, match="replace-disks"):
-        renv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
-    assert renv.raw() == before
-
-
-def test_adding_a_disk_to_a_mirror_is_refused_before_anything_changes(renv: Any) -> None:
-    _drbd(renv, start=False)
-    before = renv.raw()
-    with pytest.raises(errors.OpPrereqError, match="not supported yet"):
-        renv.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
-                 disks=[["add", {"size": 64}]])
-    assert renv.raw() == before
-
-
 def test_migrate_allow_failover_of_an_instance_that_should_run_but_does_not(renv: Any) -> None:
     _drbd(renv)
     renv.rpc.running["node1"].pop("inst1")      # it died; the config still says up

@@ -162,9 +162,9 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         guest_cluster: GuestClusterFixture) -> None:
     """add (secondary, primary, initial sync), info, stop/start, migrate to the secondary
     (one primary before and after), replace-disks -s (new volumes filled by DRBD), -n
-    (the mirror moves to another node), failovers, grow and remove: checked with
-    /proc/drbd, lvs and dd inside the guests, the data read on the node that got the
-    new copy."""
+    (the mirror moves to another node), failovers, grow, modify -t plain and -t drbd
+    (another secondary) and remove: checked with /proc/drbd, lvs and dd inside the
+    guests, the data read on the node that got the new copy."""
     gc = guest_cluster
     name = "drbd3.vcluster"
     try:
@@ -246,9 +246,63 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         assert _read(gc, "node1", moved["node1"], 0, 16) == digest
         verify = gc.gnt("gnt-cluster", "verify")
         assert f"instance {name}" not in verify.stdout and "drbd minor" not in verify.stdout
+
+        # stopped, to plain: the primary's data volume is the disk, node2 keeps nothing
+        _ok(gc.gnt("gnt-instance", "shutdown", name))
+        _ok(gc.gnt("gnt-instance", "modify", "-t", "plain", name))
+        assert _info(gc, name)["Disk template"] == "plain"
+        lv = f"/dev/{gc.cluster.vg_name}/{disk_uuid}.disk0"
+        assert _read_path(gc, "node1", lv, 16) == digest
+        lvs2 = gc.ssh("node2", ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
+        assert disk_uuid not in lvs2.stdout
+        assert moved["node1"] not in _minors(gc, "node1")
+
+        # and back to drbd with node3 as the secondary: DRBD copies the data there
+        out = _ok(gc.gnt("gnt-instance", "modify", "-t", "drbd", "-n", "node3.vcluster", name))
+        assert "disk_template -> drbd" in out
+        listed = _ok(gc.gnt("gnt-instance", "list", "--no-headers", "-o", "pnode,snodes",
+                            name)).split()
+        assert listed == ["node1.vcluster", "node3.vcluster"]
+        _ok(gc.gnt("gnt-instance", "activate-disks", name))
+        moved = _disk_minors(gc, name)
+        _wait_in_sync(gc, moved)
+        data3 = f"/dev/{gc.cluster.vg_name}/{disk_uuid}.disk0_data"
+        assert _read_path(gc, "node3", data3, 16) == digest
+        assert _read(gc, "node1", moved["node1"], 0, 16) == digest
+
+        # a second disk: a mirror of its own between the same nodes
+        _ok(gc.gnt("gnt-instance", "modify", "--disk", "add:size=32m", name))
+        second = _info(gc, name)["Disks"][1]
+        assert "in sync, status ok (Connected, Primary/Secondary" in second["on primary"]
+        for node in ("node1", "node3"):
+            lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
+            assert re.search(r"\.disk1_data", lvs.stdout), lvs.stdout
+
+        # both sides of disk 1 lost: recreate-disks makes that mirror again
+        _ok(gc.gnt("gnt-instance", "deactivate-disks", name))
+        uuid1 = second["UUID"]
+        for node in ("node1", "node3"):
+            gone = gc.ssh(node, ["lvremove", "-f", f"{gc.cluster.vg_name}/{uuid1}.disk1_data",
+                                 f"{gc.cluster.vg_name}/{uuid1}.disk1_meta"])
+            assert not gone.failed, gone.stderr
+        out = _ok(gc.gnt("gnt-instance", "recreate-disks", "--disk", "1", name))
+        for node in ("node1", "node3"):
+            lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
+            assert f"{uuid1}.disk1_meta" in lvs.stdout, (out, lvs.stdout)
+        _ok(gc.gnt("gnt-instance", "activate-disks", name))
+        assert _read(gc, "node1", moved["node1"], 0, 16) == digest     # disk 0 untouched
+        disk1 = _info(gc, name)["Disks"][1]
+        assert "status ok (Connected, Primary/Secondary" in disk1["on primary"], disk1
     finally:
         _cleanup(gc, name)
-    for node in ("node1", "node2"):
-        assert moved[node] not in _minors(gc, node)
+    for node in ("node1", "node2", "node3"):
+        if node in moved:
+            assert moved[node] not in _minors(gc, node)
         lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name]).stdout
         assert disk_uuid not in lvs
+
+
+def _read_path(gc: GuestClusterFixture, node: str, path: str, mib: int) -> str:
+    res = gc.ssh(node, f"dd if={path} bs=1M count={mib} iflag=direct 2>/dev/null | sha1sum")
+    assert not res.failed, res.stderr
+    return res.stdout.split()[0]
