@@ -54,7 +54,7 @@ from typing import Any
 
 from ganeti import constants, crypto, ipolicy, locking, opcodes, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import drbd, lvm, policy
+from ganeti.cmdlib import drbd, lvm, policy, verify_n1
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
 from ganeti.objects import disk_tree
@@ -505,6 +505,9 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         if constants.DT_DRBD8 in cluster.enabled_disk_templates:
             feedback_fn("* Verifying the DRBD mirrors")
             self._check_mirrors(rep, [n for n in online if n.name in answers])
+            feedback_fn("* Verifying N+1 Memory redundancy")
+            verify_n1.check(self, lambda code, name, msg: rep.report(code, OT_NODE, name, msg),
+                            [n for n in online if n.name in answers])
         feedback_fn("* Verifying configuration file consistency")
         self._check_files(rep, online, answers, master_sums, cand_files)
         self._run_hooks(rep, online, feedback_fn)

@@ -92,3 +92,48 @@ def test_inactive_two_primaries_stray_minor_and_wrong_helper(tmp_path: Any) -> N
     assert "minor 3 is in use" not in joined
     assert (f"ERROR:ENODEDRBDHELPER:node:{node_name(1)}:wrong drbd usermode helper:"
             " /sbin/drbdadm (the cluster wants /bin/true)") in joined
+
+
+def _with_free_memory(rpc: Any, free: dict[str, int]) -> None:
+    rpc.set_handler("node_info", lambda node, args: {"memory_free": free[node]})
+
+
+def test_n1_a_secondary_without_room_for_its_peer_instances(tmp_path: Any) -> None:
+    state = {node_name(1): _primary(), node_name(2): _OK}
+    cfg, rpc, ctx = _drbd_cluster(tmp_path, state)
+    inst = cfg.get_instance_info_by_name("inst1.example.com")
+    inst.beparams = {"minmem": 256, "maxmem": 512}
+    cfg.update(inst)
+    _with_free_memory(rpc, {node_name(1): 4096, node_name(2): 200})
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    assert result is False
+    assert (f"ERROR:ENODEN1:node:{node_name(2)}:not enough memory to accommodate instance"
+            f" failovers should node {node_name(1)} fail (256MiB needed, 200MiB"
+            " available)") in "\n".join(msgs)
+    # enough room, or an instance that does not ask for N+1: clean
+    _with_free_memory(rpc, {node_name(1): 4096, node_name(2): 256})
+    assert _verify_group(ctx)[0] is True
+    _with_free_memory(rpc, {node_name(1): 4096, node_name(2): 200})
+    inst.beparams = {"minmem": 256, "maxmem": 512, "auto_balance": False}
+    cfg.update(inst)
+    assert _verify_group(ctx)[0] is True
+
+
+def test_n1_needs_are_summed_per_failing_primary() -> None:
+    from ganeti.cmdlib import verify_n1
+    cluster = objects.Cluster()
+
+    def mirror(name: str, pnode: str, snode: str, up: bool = True,
+               mem: int = 128) -> tuple[Any, list[Any]]:
+        inst = objects.Instance(name=name, uuid=name, primary_node=pnode, disk_template="drbd",
+                                admin_state="up" if up else "down",
+                                beparams={"minmem": mem, "maxmem": mem})
+        return inst, [objects.Disk(uuid=f"{name}-d", dev_type="drbd", size=1,
+                                   logical_id=[pnode, snode, 11000, 0, 0, "x"])]
+    made = [mirror("a", "n1", "n3"), mirror("b", "n1", "n3", mem=256),
+            mirror("c", "n2", "n3"), mirror("d", "n1", "n3", up=False)]
+    needs = verify_n1.failover_needs(cluster, [i for i, _ in made],
+                                     {i.uuid: d for i, d in made})
+    assert needs == {"n3": {"n1": 384, "n2": 128}}
+    assert verify_n1.problems(needs, {"n3": 300}) == [("n3", "n1", 384, 300)]
+    assert verify_n1.problems(needs, {}) == []       # no figure: nothing said
