@@ -45,7 +45,7 @@ from ganeti.utils import units
 __all__ = [
     "VALUE_DEFAULT", "P_STR", "P_INT", "P_BOOL", "P_SIZE", "P_FLOAT",
     "P_ENUM", "ParamDef", "HV_PARAMETERS", "BE_PARAMETERS", "NIC_PARAMETERS",
-    "ND_PARAMETERS", "DISK_PARAMETERS", "NAMESPACES",
+    "ND_PARAMETERS", "DISK_PARAMETERS", "DISK_PARAM_ALIASES", "NAMESPACES", "disk_param_name",
     "param_table", "defaults", "check_params", "update_params",
     "strip_defaults", "fill_dict", "fill_hvparams", "fill_instance_hvparams",
     "fill_beparams", "fill_instance_beparams", "fill_nicparams",
@@ -305,12 +305,26 @@ DISK_PARAMETERS: dict[str, dict[str, ParamDef]] = {
     constants.DT_PLAIN: _table(
         ParamDef("stripes", P_INT, 1, "LVM stripes", minimum=1),
     ),
+    # Ganeti's names (doc/storage.md, "DRBD"); the ones spelt with "_" before are
+    # accepted and read as these (DISK_PARAM_ALIASES)
     constants.DT_DRBD8: _table(
-        ParamDef("resync_rate", P_INT, 61440, "resync speed (KiB/s)", minimum=1),
-        ParamDef("data_stripes", P_INT, 1, "stripes of the data LV", minimum=1),
-        ParamDef("meta_stripes", P_INT, 1, "stripes of the metadata LV", minimum=1),
+        ParamDef("resync-rate", P_INT, 61440, "resync speed (KiB/s)", minimum=1),
+        ParamDef("dynamic-resync", P_BOOL, False,
+                 "let DRBD adapt the resync speed (the c-* parameters) instead of a"
+                 " fixed resync-rate"),
+        ParamDef("c-plan-ahead", P_INT, 20, "dynamic resync: planning horizon (0.1 s)",
+                 minimum=0),
+        ParamDef("c-fill-target", P_INT, 0, "dynamic resync: data in flight to aim at"
+                 " (sectors; 0: use c-delay-target)", minimum=0),
+        ParamDef("c-delay-target", P_INT, 1, "dynamic resync: delay to aim at (0.1 s)",
+                 minimum=0),
+        ParamDef("c-max-rate", P_INT, 61440, "dynamic resync: highest speed (KiB/s)",
+                 minimum=0),
+        ParamDef("c-min-rate", P_INT, 4096, "dynamic resync: speed kept while the"
+                 " application writes (KiB/s)", minimum=0),
+        ParamDef("data-stripes", P_INT, 1, "stripes of the data LV", minimum=1),
+        ParamDef("meta-stripes", P_INT, 1, "stripes of the metadata LV", minimum=1),
         ParamDef("metavg", P_STR, "", "volume group of the metadata"),
-        ParamDef("dynamic_resync", P_BOOL, False, "adapt the resync speed"),
     ),
     constants.DT_RBD: _table(
         ParamDef("pool", P_STR, "rbd", "RADOS pool"),
@@ -324,6 +338,19 @@ DISK_PARAMETERS: dict[str, dict[str, ParamDef]] = {
         _ACCESS,
     ),
 }
+
+
+#: disk parameter names spelt otherwise before (template -> {old: Ganeti's name})
+DISK_PARAM_ALIASES: dict[str, dict[str, str]] = {
+    constants.DT_DRBD8: {"resync_rate": "resync-rate", "dynamic_resync": "dynamic-resync",
+                         "data_stripes": "data-stripes", "meta_stripes": "meta-stripes"},
+}
+
+
+def disk_param_name(template: str | None, key: str) -> str:
+    """``key`` under its current name (an old spelling of :data:`DISK_PARAM_ALIASES`
+    is translated)."""
+    return DISK_PARAM_ALIASES.get(template or "", {}).get(key, key)
 
 
 def param_table(namespace: str, subtype: str | None = None) -> dict[str, ParamDef] | None:
@@ -387,6 +414,9 @@ def check_params(namespace: str, values: Mapping[str, Any] | None,
     where = _where(namespace, subtype)
     result: dict[str, Any] = {}
     items = dict(values)
+    if namespace == "disk":
+        items = {disk_param_name(template, k) if isinstance(k, str) else k: v
+                 for k, v in items.items()}
     if namespace == "be" and BE_MEMORY in items:
         memory = items.pop(BE_MEMORY)
         items.setdefault("maxmem", memory)
@@ -511,9 +541,11 @@ def fill_ndparams(cluster: Cluster, group: NodeGroup | None = None,
 def fill_diskparams(cluster: Cluster, template: str,
                     group: NodeGroup | None = None) -> dict[str, Any]:
     """Effective disk parameters of ``template``: defaults <- cluster <- group."""
-    result = fill_dict(defaults("disk", template), cluster.diskparams.get(template))
+    def named(params: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {disk_param_name(template, k): v for k, v in (params or {}).items()}
+    result = fill_dict(defaults("disk", template), named(cluster.diskparams.get(template)))
     if group is not None:
-        result = fill_dict(result, group.diskparams.get(template))
+        result = fill_dict(result, named(group.diskparams.get(template)))
     return result
 
 

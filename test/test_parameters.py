@@ -68,8 +68,12 @@ def test_unknown_namespace_hypervisor_and_template() -> None:
 
 
 def test_disk_and_os_params() -> None:
-    assert parameters.check_params("disk", {"resync_rate": "1000"}, template=constants.DT_DRBD8) == \
-        {"resync_rate": 1000}
+    assert parameters.check_params("disk", {"resync-rate": "1000"},
+                                   template=constants.DT_DRBD8) == {"resync-rate": 1000}
+    # the names spelt with "_" before are read as Ganeti's
+    assert parameters.check_params("disk", {"resync_rate": "1000", "dynamic-resync": "true"},
+                                   template=constants.DT_DRBD8) == \
+        {"resync-rate": 1000, "dynamic-resync": True}
     assert parameters.check_params("os", {"dhcp": "yes", "size": 3}) == {"dhcp": "yes", "size": "3"}
 
 
@@ -119,7 +123,7 @@ def _cluster() -> Cluster:
         beparams={"default": {"maxmem": 512, "minmem": 256}},
         nicparams={"default": {"link": "br-cluster"}},
         ndparams={"ssh_port": 2222, "spindle_count": 2},
-        diskparams={constants.DT_DRBD8: {"resync_rate": 1000, "metavg": "meta"}},
+        diskparams={constants.DT_DRBD8: {"resync-rate": 1000, "metavg": "meta"}},
         osparams={"debian": {"mirror": "a", "suite": "stable"}, "debian+sid": {"suite": "sid"}},
     )
 
@@ -162,9 +166,11 @@ def test_ndparams_layering_cluster_group_node() -> None:
 
 def test_diskparams_and_osparams_layering() -> None:
     cluster = _cluster()
+    # a group stored with the old spelling still overrides the cluster
     group = NodeGroup(name="g", diskparams={constants.DT_DRBD8: {"resync_rate": 5}})
     dp = parameters.fill_diskparams(cluster, constants.DT_DRBD8, group)
-    assert dp["resync_rate"] == 5 and dp["metavg"] == "meta" and dp["data_stripes"] == 1
+    assert dp["resync-rate"] == 5 and dp["metavg"] == "meta" and dp["data-stripes"] == 1
+    assert "resync_rate" not in dp and dp["c-plan-ahead"] == 20
     osp = parameters.fill_osparams(cluster, "debian+sid", {"mirror": "b"})
     assert osp == {"mirror": "b", "suite": "sid"}
 

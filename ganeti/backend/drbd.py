@@ -48,6 +48,7 @@ def blockdev_getmirrorstatus(ctx: NodeContext, disks: list) -> list[dict[str, An
         entry: dict[str, Any] = {"dev_path": wire_path(ctx, store.get_path(spec)),
                                  "size": store.get_size(spec)}
         entry.update(drbd_state(store, spec))
+        entry["drbd"]["mismatch"] = store.setup_mismatch(spec)
         result.append(entry)
     return result
 

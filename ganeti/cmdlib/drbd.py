@@ -9,8 +9,8 @@ come from :meth:`ConfigWriter.allocate_drbd`; the secret from
 
 Every disk dict sent to a node goes through :func:`rpc_disk`, which adds,
 for a DRBD disk only, the names and replication addresses of its two nodes
-and the ``resync_rate`` disk parameter in force (cluster, then the primary's
-node group: ``gnt-cluster modify -D drbd:resync_rate=KIB``) as
+and the resync disk parameters in force (cluster, then the primary's node
+group: ``gnt-cluster modify -D drbd:resync-rate=KIB,dynamic-resync=true``) as
 ``dynamic_params``, never stored.  :func:`public_logical_id` is what a
 query answer shows of a logical id: the DRBD secret never leaves the
 config and the node RPCs.
@@ -36,7 +36,7 @@ from ganeti.objects import Disk, Node
 __all__ = ["make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_secret",
            "wait_for_sync", "drbd_peer", "HIDDEN", "SYNC_POLL", "data_lv_name", "meta_lv_name",
            "drbd_disk_size", "is_drbd", "secondary_nodes", "assemble_secondaries",
-           "shutdown_mirrors", "check_consistent", "reconnect_mirrors", "create_mirror_disk",
+           "shutdown_mirrors", "check_consistent", "resync_control", "reconnect_mirrors", "create_mirror_disk",
            "remove_mirror_disk"]
 
 #: what a query shows instead of a DRBD secret
@@ -108,8 +108,23 @@ def rpc_disk(disk: Disk, cfg: ConfigReader | None = None) -> dict[str, Any]:
             nodes.append(node)
         params = parameters.fill_diskparams(cfg.get_cluster_info(), constants.DT_DRBD8,
                                             cfg.get_nodegroup(nodes[0].group))
-        data["dynamic_params"] = {"drbd_nodes": ends, "resync_rate": params["resync_rate"]}
+        data["dynamic_params"] = {"drbd_nodes": ends, "resync_rate": params["resync-rate"],
+                                  "resync_control": resync_control(params)}
     return data
+
+
+#: the dynamic resync parameters (Ganeti's names) as drbdsetup's attach options
+_RESYNC_OPTIONS = (("c-plan-ahead", ""), ("c-fill-target", "s"), ("c-delay-target", ""),
+                   ("c-max-rate", "k"), ("c-min-rate", "k"))
+
+
+def resync_control(params: dict[str, Any]) -> dict[str, str]:
+    """drbdsetup's resync controller options for the filled disk ``params``: with
+    ``dynamic-resync`` the ``c-*`` ones, else ``c-plan-ahead`` 0 (a fixed
+    ``resync-rate``: DRBD 8.4 plans ahead by default). Pure."""
+    if not params.get("dynamic-resync"):
+        return {"c-plan-ahead": "0"}
+    return {name: f"{int(params[name])}{unit}" for name, unit in _RESYNC_OPTIONS}
 
 
 def rpc_disks(disks: Sequence[Disk], cfg: ConfigReader | None = None) -> list[dict[str, Any]]:

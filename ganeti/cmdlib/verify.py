@@ -360,6 +360,9 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
             rep.error_if(should_run, "EINSTANCEFAULTYDISK", OT_INSTANCE, inst.name,
                          f"{what} is not active")
             return
+        if mirror.get("mismatch"):
+            rep.report("EINSTANCEFAULTYDISK", OT_INSTANCE, inst.name,
+                       f"{what} {mirror['mismatch']}")
         if not should_run:
             return
         if isinstance(state.get("sync_percent"), (int, float)):

@@ -13,7 +13,8 @@ of every node procedure, never to the config, the names and replication
 addresses of both nodes::
 
     "dynamic_params": {"drbd_nodes": [[name_a, ip_a], [name_b, ip_b]],
-                       "resync_rate": KiB/s}
+                       "resync_rate": KiB/s,
+                       "resync_control": {"c-plan-ahead": "0", ...}}
 
 and the device finds its own side by the node's name (:func:`local_side`).
 The ``secret`` (the HMAC key of the peers' handshake) goes only to
@@ -57,7 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganeti import constants, errors, pathutils
-from ganeti.storage import base
+from ganeti.storage import base, drbd_show
 from ganeti.storage.runner import CommandRunner, run_checked, system_runner
 
 __all__ = ["DrbdStatus", "DrbdSide", "DrbdBackend", "Drbd84", "DrbdDevice", "parse_proc_drbd",
@@ -76,6 +77,9 @@ DEFAULT_RESYNC_RATE = 61440
 #: the key of the master's per-call annotation in a disk dict
 DYNAMIC_KEY = "dynamic_params"
 
+#: the resync controller options the master may send (``resync_control``)
+RESYNC_CONTROL_KEYS = frozenset(["c-plan-ahead", "c-fill-target", "c-delay-target",
+                                 "c-max-rate", "c-min-rate"])
 #: connection states of a running resync
 _SYNC_STATES = frozenset(["SyncSource", "SyncTarget", "PausedSyncS", "PausedSyncT"])
 _MINOR_RE = re.compile(r"^\s*(\d+):\s+cs:(\S+)(?:\s+ro:(\S+)/(\S+)\s+ds:(\S+)/(\S+))?")
@@ -242,14 +246,24 @@ class DrbdBackend(abc.ABC):
     """The command lines of one DRBD generation (pure: argv lists only)."""
 
     @abc.abstractmethod
+    def disconnect_from(self, local: str, remote: str) -> list[str]:
+        """Disconnect the connection between ``local`` and ``remote`` (``address:port``)."""
+
+    @abc.abstractmethod
+    def show(self, minor: int) -> list[str]:
+        """The command printing the device's setup (:mod:`ganeti.storage.drbd_show`)."""
+
+    @abc.abstractmethod
     def create_md(self, minor: int, meta: str) -> list[str]:
         """Write fresh metadata on ``meta`` for ``minor``."""
 
     @abc.abstractmethod
     def setup(self, side: DrbdSide, data: str, meta: str, resync_rate: int,
-              status: DrbdStatus | None) -> list[list[str]]:
+              status: DrbdStatus | None, resync_options: Sequence[str] = ()
+              ) -> list[list[str]]:
         """The commands that take ``side`` from ``status`` (None: unconfigured) to
-        attached and connecting to its peer."""
+        attached and connecting to its peer; ``resync_options`` are the resync
+        controller's attach options (``--c-plan-ahead=0`` ...)."""
 
     @abc.abstractmethod
     def connect(self, side: DrbdSide, dual_primary: bool = False) -> list[str]:
@@ -292,11 +306,15 @@ class Drbd84(DrbdBackend):
     def resource(minor: int) -> str:
         return f"resource{minor}"
 
+    def show(self, minor: int) -> list[str]:
+        return [self.drbdsetup, "show", str(minor)]
+
     def create_md(self, minor: int, meta: str) -> list[str]:
         return [self.drbdmeta, "--force", device_path(minor), "v08", meta, "0", "create-md"]
 
     def setup(self, side: DrbdSide, data: str, meta: str, resync_rate: int,
-              status: DrbdStatus | None) -> list[list[str]]:
+              status: DrbdStatus | None, resync_options: Sequence[str] = ()
+              ) -> list[list[str]]:
         cmds = []
         res, m = self.resource(side.minor), str(side.minor)
         if status is None or not status.configured:
@@ -306,7 +324,7 @@ class Drbd84(DrbdBackend):
             # a device taken down while primary leaves its activity log to replay
             cmds.append([self.drbdmeta, device_path(side.minor), "v08", meta, "0", "apply-al"])
             cmds.append([self.drbdsetup, "attach", m, data, meta, "0", "--on-io-error=detach",
-                         f"--resync-rate={resync_rate}k"])
+                         f"--resync-rate={resync_rate}k", *resync_options])
         if status is None or status.cstate in ("Unconfigured", "StandAlone"):
             cmds.append(self.connect(side))
         return cmds
@@ -322,8 +340,11 @@ class Drbd84(DrbdBackend):
         return argv
 
     def disconnect(self, side: DrbdSide) -> list[str]:
-        return [self.drbdsetup, "disconnect", f"ipv4:{side.address}:{side.port}",
-                f"ipv4:{side.peer_address}:{side.port}"]
+        return self.disconnect_from(f"{side.address}:{side.port}",
+                                    f"{side.peer_address}:{side.port}")
+
+    def disconnect_from(self, local: str, remote: str) -> list[str]:
+        return [self.drbdsetup, "disconnect", f"ipv4:{local}", f"ipv4:{remote}"]
 
     def primary(self, minor: int, force: bool = False) -> list[str]:
         return [self.drbdsetup, "primary", str(minor)] + (["--force"] if force else [])
@@ -383,15 +404,64 @@ class DrbdDevice(base.BaseStorage):
     def _run(self, argv: Sequence[str], what: str) -> str:
         return run_checked(self.runner, argv, what)
 
+    def shown(self, minor: int) -> drbd_show.DrbdShow | None:
+        """The device's setup (``drbdsetup show``); None when it cannot be read."""
+        try:
+            return drbd_show.parse_show(self._run(self.backend.show(minor),
+                                                  f"Cannot read the setup of DRBD minor {minor}"))
+        except errors.StorageError:
+            return None
+
+    def setup_mismatch(self, disk: base.DiskSpec) -> str | None:
+        """How this side's device is set up otherwise than ``disk`` wants (a wrong
+        peer, other volumes), or None; None too when it is not set up."""
+        side = self.side(disk)
+        status = self.minor_status(side.minor)
+        if status is None or not status.configured:
+            return None
+        shown = self.shown(side.minor)
+        if shown is None:
+            return None
+        data, meta = self._backing(disk)
+        return drbd_show.mismatch(shown, local=f"{side.address}:{side.port}",
+                                  remote=f"{side.peer_address}:{side.port}", disk=data,
+                                  meta=meta)
+
     def _setup(self, disk: base.DiskSpec, side: DrbdSide) -> None:
         data, meta = self._backing(disk)
         status = self.minor_status(side.minor)
+        if status is not None and status.configured:
+            self._fix_setup(disk, side, status)
+            status = self.minor_status(side.minor)
         rate = disk.dynamic.get("resync_rate") if disk.dynamic else None
         if not isinstance(rate, int) or isinstance(rate, bool) or rate < 1:
             rate = DEFAULT_RESYNC_RATE
-        for argv in self.backend.setup(side, data, meta, rate, status):
+        control = disk.dynamic.get("resync_control") if disk.dynamic else None
+        options = [f"--{k}={v}" for k, v in sorted(control.items())
+                   if k in RESYNC_CONTROL_KEYS and re.fullmatch(r"\d+[ks]?", str(v))] \
+            if isinstance(control, dict) else []
+        for argv in self.backend.setup(side, data, meta, rate, status, options):
             self._run(argv, f"Cannot set up DRBD minor {side.minor} of disk {disk.uuid}"
                             f" ({argv[1]})")
+
+    def _fix_setup(self, disk: base.DiskSpec, side: DrbdSide, status: DrbdStatus) -> None:
+        """A device talking to the wrong peer is disconnected (to be connected to the
+        right one); one on other volumes is someone else's: refused."""
+        shown = self.shown(side.minor)
+        if shown is None:
+            return
+        data, meta = self._backing(disk)
+        wrong = drbd_show.mismatch(shown, local=f"{side.address}:{side.port}",
+                                   remote=f"{side.peer_address}:{side.port}", disk=data,
+                                   meta=meta)
+        if wrong is None:
+            return
+        if shown.disk not in (None, data) or shown.meta not in (None, meta):
+            raise errors.StorageError(f"Disk {disk.uuid}: DRBD minor {side.minor} {wrong};"
+                                      " it is not this disk's device")
+        if status.cstate != "StandAlone" and shown.local and shown.remote:
+            self._run(self.backend.disconnect_from(shown.local, shown.remote),
+                      f"Cannot disconnect DRBD minor {side.minor} from its wrong peer")
 
     # --- the device interface ------------------------------------------------
 

@@ -117,7 +117,8 @@ def test_create_makes_the_secondary_first_then_the_primary(denv: Any) -> None:
     sent = denv.rpc.seen_disks[0]
     assert sent["dynamic_params"] == {"drbd_nodes": [["node1", "10.0.0.1"],
                                                      ["node2", "10.0.0.2"]],
-                                      "resync_rate": 61440}
+                                      "resync_rate": 61440,
+                                      "resync_control": {"c-plan-ahead": "0"}}
     # not started: the mirrors go down again on both nodes
     assert [e[:2] for e in denv.rpc.events if e[0] == "shutdown"] == \
         [("shutdown", "node1"), ("shutdown", "node2")]
@@ -588,6 +589,13 @@ def test_the_cluster_drbd_usermode_helper(renv: Any) -> None:
 
 
 def test_the_resync_rate_disk_parameter_reaches_the_nodes(renv: Any) -> None:
-    renv.run("OP_CLUSTER_SET_PARAMS", diskparams={"drbd": {"resync_rate": 2048}})
+    renv.run("OP_CLUSTER_SET_PARAMS", diskparams={"drbd": {"resync-rate": 2048}})
     _drbd(renv, start=False)
     assert {d["dynamic_params"]["resync_rate"] for d in renv.rpc.seen_disks} == {2048}
+    renv.run("OP_CLUSTER_SET_PARAMS", diskparams={"drbd": {"dynamic-resync": True,
+                                                           "c-max-rate": 30720}})
+    renv.rpc.seen_disks.clear()
+    _drbd(renv, "inst2", start=False)
+    assert renv.rpc.seen_disks[0]["dynamic_params"]["resync_control"] == {
+        "c-plan-ahead": "20", "c-fill-target": "0s", "c-delay-target": "1",
+        "c-max-rate": "30720k", "c-min-rate": "4096k"}

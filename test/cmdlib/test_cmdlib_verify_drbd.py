@@ -137,3 +137,13 @@ def test_n1_needs_are_summed_per_failing_primary() -> None:
     assert needs == {"n3": {"n1": 384, "n2": 128}}
     assert verify_n1.problems(needs, {"n3": 300}) == [("n3", "n1", 384, 300)]
     assert verify_n1.problems(needs, {}) == []       # no figure: nothing said
+
+
+def test_a_side_connected_to_the_wrong_peer(tmp_path: Any) -> None:
+    wrong = "is connected to the wrong peer 10.0.0.9:11000 (configured: 10.0.0.2:11000)"
+    state = {node_name(1): _primary(drbd={"mismatch": wrong}), node_name(2): _OK}
+    _, _, ctx = _drbd_cluster(tmp_path, state)
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    assert result is False
+    assert (f"ERROR:EINSTANCEFAULTYDISK:instance:inst1.example.com:disk/0 on node"
+            f" {node_name(1)} {wrong}") in "\n".join(msgs)

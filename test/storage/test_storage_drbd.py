@@ -143,20 +143,95 @@ def test_activate_new_on_the_secondary_never_becomes_primary():
     assert runner.calls[-1][3:5] == ["ipv4:10.0.0.2:11005", "ipv4:10.0.0.1:11005"]
 
 
+def _changes(runner):
+    """The recorded commands other than ``drbdsetup show`` (which only reads)."""
+    return [c for c in runner.calls if c[1:2] != ["show"]]
+
+
 def test_assemble_only_does_what_is_missing():
     # minor 3 is configured and standalone: only the connection is made again
     runner = RecordingRunner()
     assert _device(runner, proc=PROC).assemble(_spec()) == "/dev/drbd3"
-    assert [c[1] for c in runner.calls] == ["connect"]
+    assert [c[1] for c in _changes(runner)] == ["connect"]
+    assert runner.calls[0] == ["/lib/drbd/drbdsetup-84", "show", "3"]   # its setup is read
     # minor 0 is connected: nothing at all
     runner = RecordingRunner()
     _device(runner, proc=PROC).assemble(_spec(minors=(0, 1)))
-    assert runner.calls == []
+    assert _changes(runner) == []
     # minor 5 lost its disk: attach (after the activity log), no new connection
     runner = RecordingRunner()
     _device(runner, proc=PROC).assemble(_spec(minors=(5, 1)))
-    assert [c[-1] if c[0] == "drbdmeta" else c[1] for c in runner.calls] == ["apply-al",
-                                                                              "attach"]
+    assert [c[-1] if c[0] == "drbdmeta" else c[1] for c in _changes(runner)] == \
+        ["apply-al", "attach"]
+
+
+def _show(remote="10.0.0.2:11005", local="10.0.0.1:11005",
+          disk="/dev/xenvg/d.disk0_data", meta="/dev/xenvg/d.disk0_meta"):
+    """``drbdsetup show`` of a DRBD 8.4.11 guest's connected device (the secret cut)."""
+    return f"""\
+resource resource0 {{
+    options {{
+    }}
+    net {{
+        cram-hmac-alg     \t"md5";
+        shared-secret     \t"<cut>";
+        after-sb-0pri     \tdiscard-zero-changes;
+    }}
+    _remote_host {{
+        address\t\t\tipv4 {remote};
+    }}
+    _this_host {{
+        address\t\t\tipv4 {local};
+        volume 0 {{
+            device\t\t\tminor 0;
+            disk\t\t\t"{disk}";
+            meta-disk\t\t\t"{meta}" [ 0 ];
+            disk {{
+                on-io-error     \tdetach;
+            }}
+        }}
+    }}
+}}
+"""
+
+
+def test_parse_show_and_mismatch():
+    from ganeti.storage import drbd_show
+    shown = drbd_show.parse_show(_show())
+    assert shown == drbd_show.DrbdShow(local="10.0.0.1:11005", remote="10.0.0.2:11005",
+                                       disk="/dev/xenvg/d.disk0_data",
+                                       meta="/dev/xenvg/d.disk0_meta")
+    want = dict(local="10.0.0.1:11005", remote="10.0.0.2:11005",
+                disk="/dev/xenvg/d.disk0_data", meta="/dev/xenvg/d.disk0_meta")
+    assert drbd_show.mismatch(shown, **want) is None
+    wrong = drbd_show.parse_show(_show(remote="10.0.0.9:11005"))
+    assert drbd_show.mismatch(wrong, **want) == \
+        "is connected to the wrong peer 10.0.0.9:11005 (configured: 10.0.0.2:11005)"
+    other = drbd_show.parse_show(_show(disk="/dev/xenvg/x.disk0_data"))
+    assert "wrong data volume /dev/xenvg/x.disk0_data" in drbd_show.mismatch(other, **want)
+    # a standalone, diskless device shows no addresses nor volumes: nothing to compare
+    bare = drbd_show.parse_show("resource resource0 {\n    options {\n    }\n}\n")
+    assert bare == drbd_show.DrbdShow() and drbd_show.mismatch(bare, **want) is None
+
+
+def test_assemble_connects_a_device_on_the_wrong_peer_to_the_right_one():
+    runner = RecordingRunner().on("/lib/drbd/drbdsetup-84", "show",
+                                  stdout=_show(remote="10.0.0.9:11005"))
+    dev = _device(runner, proc=PROC)
+    assert dev.setup_mismatch(_spec(minors=(0, 1))) == \
+        "is connected to the wrong peer 10.0.0.9:11005 (configured: 10.0.0.2:11005)"
+    runner.calls.clear()
+    dev.assemble(_spec(minors=(0, 1)))
+    assert _changes(runner)[0] == ["/lib/drbd/drbdsetup-84", "disconnect",
+                                   "ipv4:10.0.0.1:11005", "ipv4:10.0.0.9:11005"]
+
+
+def test_assemble_refuses_a_minor_set_up_on_other_volumes():
+    runner = RecordingRunner().on("/lib/drbd/drbdsetup-84", "show",
+                                  stdout=_show(disk="/dev/xenvg/other.disk0_data"))
+    with pytest.raises(errors.StorageError, match="not this disk's device"):
+        _device(runner, proc=PROC).assemble(_spec(minors=(0, 1)))
+    assert _changes(runner) == []
 
 
 def test_failures_name_the_disk_and_hide_the_secret():
@@ -219,3 +294,13 @@ def test_the_resync_rate_from_the_master_is_used():
     _device(runner).assemble(spec)
     attach = [c for c in runner.calls if c[1:2] == ["attach"]]
     assert attach and attach[0][-1] == "--resync-rate=2048k"
+    # the resync controller's options follow; anything else the master sent is left out
+    runner = RecordingRunner()
+    control = {"c-plan-ahead": "20", "c-max-rate": "30720k", "c-min-rate": "4096k",
+               "shared-secret": "x", "c-fill-target": "1; rm"}
+    spec = base.DiskSpec(**{**spec.__dict__, "dynamic": {**spec.dynamic,
+                                                         "resync_control": control}})
+    _device(runner).assemble(spec)
+    attach = [c for c in runner.calls if c[1:2] == ["attach"]][0]
+    assert attach[attach.index("--resync-rate=2048k") + 1:] == [
+        "--c-max-rate=30720k", "--c-min-rate=4096k", "--c-plan-ahead=20"]
