@@ -306,22 +306,23 @@ DISK_PARAMETERS: dict[str, dict[str, ParamDef]] = {
         ParamDef("stripes", P_INT, 1, "LVM stripes", minimum=1),
     ),
     # Ganeti's names (doc/storage.md, "DRBD"); the ones spelt with "_" before are
-    # accepted and read as these (DISK_PARAM_ALIASES)
+    # accepted and read as these (DISK_PARAM_ALIASES); the ranges are drbdsetup 8.4's
     constants.DT_DRBD8: _table(
-        ParamDef("resync-rate", P_INT, 61440, "resync speed (KiB/s)", minimum=1),
+        ParamDef("resync-rate", P_INT, 61440, "resync speed (KiB/s)", minimum=1,
+                 maximum=4194304),
         ParamDef("dynamic-resync", P_BOOL, False,
                  "let DRBD adapt the resync speed (the c-* parameters) instead of a"
                  " fixed resync-rate"),
         ParamDef("c-plan-ahead", P_INT, 20, "dynamic resync: planning horizon (0.1 s)",
-                 minimum=0),
+                 minimum=0, maximum=300),
         ParamDef("c-fill-target", P_INT, 0, "dynamic resync: data in flight to aim at"
-                 " (sectors; 0: use c-delay-target)", minimum=0),
+                 " (sectors; 0: use c-delay-target)", minimum=0, maximum=1048576),
         ParamDef("c-delay-target", P_INT, 1, "dynamic resync: delay to aim at (0.1 s)",
-                 minimum=0),
+                 minimum=1, maximum=100),
         ParamDef("c-max-rate", P_INT, 61440, "dynamic resync: highest speed (KiB/s)",
-                 minimum=0),
+                 minimum=250, maximum=4194304),
         ParamDef("c-min-rate", P_INT, 4096, "dynamic resync: speed kept while the"
-                 " application writes (KiB/s)", minimum=0),
+                 " application writes (KiB/s)", minimum=0, maximum=4194304),
         ParamDef("data-stripes", P_INT, 1, "stripes of the data LV", minimum=1),
         ParamDef("meta-stripes", P_INT, 1, "stripes of the metadata LV", minimum=1),
         ParamDef("metavg", P_STR, "", "volume group of the metadata"),

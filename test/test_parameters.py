@@ -179,3 +179,10 @@ def test_fill_dict() -> None:
     base = {"a": 1, "b": 2}
     assert parameters.fill_dict(base, {"b": 3, "c": 4}, skip_keys=("a",)) == {"b": 3, "c": 4}
     assert base == {"a": 1, "b": 2}
+
+
+def test_drbd_resync_controller_ranges_are_drbdsetups() -> None:
+    for key, bad in (("c-delay-target", 0), ("c-max-rate", 100), ("c-plan-ahead", 301),
+                     ("resync-rate", 0)):
+        with pytest.raises(errors.ParameterError, match=key):
+            parameters.check_params("disk", {key: bad}, template=constants.DT_DRBD8)
