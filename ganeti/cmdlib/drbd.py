@@ -37,7 +37,7 @@ __all__ = ["make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_
            "wait_for_sync", "drbd_peer", "HIDDEN", "SYNC_POLL", "data_lv_name", "meta_lv_name",
            "drbd_disk_size", "is_drbd", "secondary_nodes", "assemble_secondaries",
            "shutdown_mirrors", "check_consistent", "resync_control", "reconnect_mirrors", "create_mirror_disk",
-           "remove_mirror_disk"]
+           "remove_mirror_disk", "connect_standalone"]
 
 #: what a query shows instead of a DRBD secret
 HIDDEN = "<hidden>"
@@ -380,3 +380,21 @@ def remove_mirror_disk(lu: Any, disk: Disk, nodes: Sequence[Node]) -> None:
         if res is None or res.failed:
             lu.LogWarning(f"Cannot remove disk {disk.iv_name} on {node.name}:"
                           f" {res.fail_msg if res else 'no answer'}")
+
+
+def connect_standalone(lu: Any, node: Node, disks: Sequence[Disk]) -> None:
+    """Connect the sides of ``disks`` on ``node`` that are StandAlone (after a split
+    brain DRBD leaves both ends so; a side with new volumes reconnects by itself, its
+    peer does not)."""
+    if node.offline:
+        return
+    rpc = lu.require_rpc()
+    data = rpc_disks(disks, lu.cfg)
+    states = rpc.call_blockdev_getmirrorstatus(node.name, disks=data).one(
+        node.name, f"Cannot read the mirrors' state on {node.name}")
+    alone = [d for d, state in zip(data, states or [])
+             if isinstance(state, dict) and (state.get("drbd") or {}).get("cstate")
+             == "StandAlone"]
+    if alone:
+        rpc.call_drbd_attach_net(node.name, disks=alone, multimaster=False).one(
+            node.name, f"Cannot connect the mirrors on {node.name} to their peers")

@@ -264,6 +264,8 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
             rpc.call_drbd_attach_local(node.name, disks=[drbd.rpc_disk(disk, self.cfg)],
                                        new_metadata=True).one(
                 node.name, f"Cannot attach the new volumes of {disk.iv_name} on {node.name}")
+        # the copy's source may have been left StandAlone (a split brain): connect it
+        drbd.connect_standalone(self, self.snode if node is self.pnode else self.pnode, disks)
         self._sync(disks, feedback_fn)
         feedback_fn(f"* removing the old volumes on {node.name}")
         self._remove_plain(node, [self._plain_dict(c, replaced_name(c.logical_id[1], when))

@@ -317,6 +317,8 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         states = rpc.per_node(wanted_disks, lambda r, name: r.call_blockdev_getmirrorstatus(
             name, disks=wanted_disks[name])) if wanted_disks else {}
         wanted = self.cfg.get_cluster_info().drbd_usermode_helper
+        #: (instance, disk index) -> per answering node: whether that side is StandAlone
+        alone: dict[tuple[str, int], list[bool]] = {}
         for node in nodes:
             entries = by_node.get(node.uuid, [])
             info = infos.get(node.name)
@@ -347,6 +349,17 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                 continue
             for (inst, idx, disk), state in zip(entries, res.payload):
                 self._check_mirror(rep, node, inst, idx, state)
+                if isinstance(state, dict):
+                    alone.setdefault((inst.name, idx), []).append(
+                        (state.get("drbd") or {}).get("cstate") == "StandAlone")
+        for (name, idx), sides in sorted(alone.items()):
+            # both ends refuse to talk: DRBD found their data diverged (a split
+            # brain) or someone disconnected them; neither resyncs by itself
+            rep.error_if(len(sides) == 2 and all(sides), "EINSTANCEFAULTYDISK", OT_INSTANCE,
+                         name, f"disk/{idx} is StandAlone on both nodes: DRBD refuses to"
+                         " connect them (a split brain: each side may hold writes the other"
+                         " lacks); keep the primary's data with 'gnt-instance replace-disks"
+                         " -s', or fail over first to keep the secondary's")
 
     def _check_mirror(self, rep: Reporter, node: Any, inst: Any, idx: int, state: Any) -> None:
         if not isinstance(state, dict):

@@ -299,6 +299,11 @@ class ReplaceNodes(DrbdNodes):
     def __init__(self) -> None:
         super().__init__()
         self.fail_at: set[str] = set()
+        #: connection state of the DRBD sides per node (blockdev_getmirrorstatus)
+        self.cstate: dict[str, str] = {}
+
+    def do_blockdev_getmirrorstatus(self, node: str, disks: list) -> list:
+        return [{"drbd": {"cstate": self.cstate.get(node, "Connected")}} for _ in disks]
 
     def do_blockdev_create(self, node: str, disk: dict, size: int, owner: str,
                            on_primary: bool, *rest: Any) -> dict:
@@ -390,6 +395,19 @@ def test_replace_in_place_swaps_the_volumes_under_drbd(renv: Any, mode: str, nod
     assert all(e[1] == node for e in steps if e[0] in ("create-lv", "rename", "remove-lv"))
     assert _disk(renv).logical_id == before.logical_id     # the config is unchanged
     assert "disks are in sync" in "\n".join(renv.feedback)
+
+
+def test_replace_connects_a_standalone_source_before_the_copy(renv: Any) -> None:
+    _drbd(renv)
+    renv.rpc.cstate["node1"] = "StandAlone"        # a split brain left the primary alone
+    renv.rpc.events.clear()
+    _replace(renv, "replace_on_secondary")
+    steps = [e[:2] for e in renv.rpc.events if e[0] in ("attach-local", "attach-net")]
+    assert steps == [("attach-local", "node2"), ("attach-net", "node1")]
+    renv.rpc.cstate.clear()                         # connected: left alone
+    renv.rpc.events.clear()
+    _replace(renv, "replace_on_secondary")
+    assert not [e for e in renv.rpc.events if e[0] == "attach-net"]
 
 
 def test_replace_new_secondary_moves_the_mirror(renv: Any) -> None:

@@ -147,3 +147,18 @@ def test_a_side_connected_to_the_wrong_peer(tmp_path: Any) -> None:
     assert result is False
     assert (f"ERROR:EINSTANCEFAULTYDISK:instance:inst1.example.com:disk/0 on node"
             f" {node_name(1)} {wrong}") in "\n".join(msgs)
+
+
+def test_both_sides_standalone_is_reported_as_a_split_brain(tmp_path: Any) -> None:
+    alone = {"cstate": "StandAlone", "peer_disk": "DUnknown"}
+    state = {node_name(1): _primary(is_degraded=True, drbd=alone),
+             node_name(2): {**_OK, "is_degraded": True, "drbd": {**_OK["drbd"], **alone}}}
+    _, _, ctx = _drbd_cluster(tmp_path, state)
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    assert result is False
+    assert ("ERROR:EINSTANCEFAULTYDISK:instance:inst1.example.com:disk/0 is StandAlone on"
+            " both nodes") in "\n".join(msgs)
+    # one side waiting for the other (a node away) is only degraded, not a split
+    state[node_name(2)] = _OK
+    _, _, ctx2 = _drbd_cluster(tmp_path / "again", state)
+    assert "StandAlone on both" not in "\n".join(_verify_group(ctx2)[1])

@@ -59,6 +59,19 @@ def _wait_in_sync(gc: GuestClusterFixture, minors: dict[str, int], timeout: floa
     raise AssertionError(f"mirror not in sync after {timeout}s: {seen}")
 
 
+def _wait_standalone(gc: GuestClusterFixture, minors: dict[str, int],
+                     timeout: float = 120.0) -> None:
+    """Until both sides show StandAlone (DRBD refused to connect them)."""
+    deadline = time.monotonic() + timeout
+    seen: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        seen = {node: _minors(gc, node).get(minor) for node, minor in minors.items()}
+        if all(s is not None and s[0] == "StandAlone" for s in seen.values()):
+            return
+        time.sleep(2)
+    raise AssertionError(f"the split sides are not both StandAlone after {timeout}s: {seen}")
+
+
 def _info(gc: GuestClusterFixture, name: str) -> dict:  # type: ignore[type-arg]
     out = _ok(gc.gnt("gnt-instance", "info", name))
     return yaml.safe_load(out)[0]
@@ -99,8 +112,11 @@ def _cleanup(gc: GuestClusterFixture, name: str) -> None:
 def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestClusterFixture) -> None:
     """The secondary dies during writes: the primary runs on degraded, verify says so,
     verify-disks reconnects the node that came back and the resync completes.  Then
-    the primary dies: failover --ignore-consistency runs the instance on the other
-    node with every acknowledged write."""
+    the primary, cut off, writes what its peer never sees and dies: failover
+    --ignore-consistency runs the instance on the other node with every acknowledged
+    write; when the old primary returns neither side overwrites the other (a split
+    brain, which verify reports) and replace-disks -s makes the running side's data
+    win."""
     gc = guest_cluster
     name = "drbd2.vcluster"
     stopped: list[str] = []
@@ -129,7 +145,16 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         verify = gc.gnt("gnt-cluster", "verify")
         assert f"instance {name}: disk/0" not in verify.stdout, verify.stdout
 
-        # the primary dies: only --ignore-consistency moves the instance
+        # a split: the primary, cut off from its peer, takes writes node3 never sees,
+        # then dies; only --ignore-consistency moves the instance
+        show = gc.ssh("node2", f"/lib/drbd/drbdsetup-84 show {minors['node2']}").stdout
+        ends = [re.search(rf"{side}\s*\{{\s*address\s+ipv4\s+([^;]+);", show)
+                for side in ("_this_host", "_remote_host")]
+        assert all(ends), show
+        cut = gc.ssh("node2", ["/lib/drbd/drbdsetup-84", "disconnect",
+                               *(f"ipv4:{m.group(1)}" for m in ends if m)])
+        assert not cut.failed, cut.stderr
+        lost = _write(gc, "node2", minors["node2"], 160, 16, "drbd2-lost")
         _ok(gc.vcluster("stop", gc.directory, "node2"))
         stopped.append("node2")
         refused = gc.gnt("gnt-instance", "failover", "-f", name)
@@ -141,16 +166,27 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         assert _read(gc, "node3", minors["node3"], 0, 32) == first
         assert _read(gc, "node3", minors["node3"], 32, 32) == second
         third = _write(gc, "node3", minors["node3"], 128, 16, "drbd2-c")
+        winner = _write(gc, "node3", minors["node3"], 160, 16, "drbd2-d")
+        assert winner != lost
 
-        # the old primary comes back as the secondary and catches up
+        # the old primary comes back: both sides wrote, DRBD resyncs in neither
+        # direction (a split brain) and verify says so
         _ok(gc.vcluster("start", gc.directory, "node2"))
         stopped.remove("node2")
         _ok(gc.gnt("gnt-cluster", "verify-disks"))
+        _wait_standalone(gc, minors)
+        assert _read(gc, "node3", minors["node3"], 160, 16) == winner
+        verify = gc.gnt("gnt-cluster", "verify")
+        assert f"instance {name}: disk/0 is StandAlone on both nodes" in verify.stdout, \
+            verify.stdout
+        # the operator keeps the running primary's data: node2 gets it all
+        _ok(gc.gnt("gnt-instance", "replace-disks", "-s", name))
         _wait_in_sync(gc, minors)
         assert _minors(gc, "node2")[minors["node2"]][1] == "Secondary/Primary"
         _ok(gc.gnt("gnt-instance", "failover", "-f", name))
         assert _read(gc, "node2", minors["node2"], 0, 32) == first
         assert _read(gc, "node2", minors["node2"], 128, 16) == third
+        assert _read(gc, "node2", minors["node2"], 160, 16) == winner
     finally:
         for node in stopped:
             gc.vcluster("start", gc.directory, node)
