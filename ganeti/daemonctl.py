@@ -32,11 +32,15 @@ from ganeti.pathutils import Paths
 from ganeti.utils import pidfile
 
 __all__ = [
-    "DAEMONS_DIR", "ENV_RAPI_BIND", "noded_argv", "start_noded", "start_masterd", "start_rapi",
+    "DAEMONS_DIR", "ENV_RAPI_BIND", "START_TIMEOUT", "noded_argv", "start_noded", "start_masterd", "start_rapi",
     "start_master_daemons",
     "wait_for_rapi", "wait_for_noded", "wait_for_masterd", "daemon_pid", "stop_daemon",
 ]
 
+#: seconds a daemon may take to start and answer: a daemon that fails exits at once,
+#: only one that hangs waits this long, and a loaded node (an emulated guest, a node
+#: under I/O) can take tens of seconds of imports
+START_TIMEOUT = 90.0
 #: the address ganeti-rapi listens on when started by :func:`start_rapi` (default: all)
 ENV_RAPI_BIND = constants.ENV_RAPI_BIND
 #: where ``ganeti-noded``/``ganeti-masterd`` live (next to the package)
@@ -68,14 +72,14 @@ def _run_starter(argv: list[str], env: dict[str, str], what: str, timeout: float
 
 
 def start_noded(paths: Paths, bind: str, port: int, *, env: Mapping[str, str] | None = None,
-                timeout: float = 30.0) -> None:
+                timeout: float = START_TIMEOUT) -> None:
     """Start ``ganeti-noded`` for ``paths`` on ``bind:port`` and wait until it answers."""
     _run_starter(noded_argv(bind, port), _daemon_env(paths, env), "the node daemon", timeout)
     wait_for_noded(bind, port, paths.server_pem, timeout=timeout)
 
 
 def start_masterd(paths: Paths, *, env: Mapping[str, str] | None = None,
-                  extra_args: Sequence[str] = (), timeout: float = 30.0) -> None:
+                  extra_args: Sequence[str] = (), timeout: float = START_TIMEOUT) -> None:
     """Start ``ganeti-masterd`` for ``paths`` and wait until LUXI answers."""
     argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.MASTERD), *extra_args]
     _run_starter(argv, _daemon_env(paths, env), "the master daemon", timeout)
@@ -83,7 +87,7 @@ def start_masterd(paths: Paths, *, env: Mapping[str, str] | None = None,
 
 
 def start_rapi(paths: Paths, *, env: Mapping[str, str] | None = None,
-               timeout: float = 30.0) -> None:
+               timeout: float = START_TIMEOUT) -> None:
     """Start ``ganeti-rapi`` for ``paths`` (the master) and wait until it accepts TLS.
 
     The port comes from ``$GANETI_RAPI_PORT`` (default 5080) and the address
@@ -100,7 +104,7 @@ def start_rapi(paths: Paths, *, env: Mapping[str, str] | None = None,
 
 
 def start_master_daemons(paths: Paths, *, env: Mapping[str, str] | None = None,
-                         extra_args: Sequence[str] = (), timeout: float = 30.0) -> None:
+                         extra_args: Sequence[str] = (), timeout: float = START_TIMEOUT) -> None:
     """Start the master daemon and RAPI side by side; wait until both answer.
 
     RAPI needs nothing from the master daemon to start (it asks it per
@@ -121,7 +125,7 @@ def start_master_daemons(paths: Paths, *, env: Mapping[str, str] | None = None,
         raise failures[0]
 
 
-def wait_for_rapi(address: str, port: int, *, timeout: float = 30.0,
+def wait_for_rapi(address: str, port: int, *, timeout: float = START_TIMEOUT,
                   clock: Callable[[], float] = time.monotonic) -> None:
     """Wait until a TLS handshake with ``address:port`` succeeds."""
     from ganeti.http import client, tls
@@ -139,7 +143,7 @@ def wait_for_rapi(address: str, port: int, *, timeout: float = 30.0,
                              f" {timeout}s: {last}")
 
 
-def wait_for_noded(address: str, port: int, cert_file: str, *, timeout: float = 30.0,
+def wait_for_noded(address: str, port: int, cert_file: str, *, timeout: float = START_TIMEOUT,
                    clock: Callable[[], float] = time.monotonic) -> None:
     """Wait until the node daemon at ``address:port`` answers ``version``."""
     from ganeti.rpc.client import probe_version
@@ -158,7 +162,7 @@ def wait_for_noded(address: str, port: int, cert_file: str, *, timeout: float = 
                              f" {timeout}s: {last}")
 
 
-def wait_for_masterd(paths: Paths, *, timeout: float = 30.0,
+def wait_for_masterd(paths: Paths, *, timeout: float = START_TIMEOUT,
                      clock: Callable[[], float] = time.monotonic) -> None:
     """Wait until the master daemon of ``paths`` answers a LUXI query."""
     from ganeti import luxi
