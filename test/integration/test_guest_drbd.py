@@ -79,7 +79,11 @@ def _info(gc: GuestClusterFixture, name: str) -> dict:  # type: ignore[type-arg]
 
 def _disk_minors(gc: GuestClusterFixture, name: str) -> dict[str, int]:
     """node short name -> minor of disk/0, from gnt-instance info."""
-    disk = _info(gc, name)["Disks"][0]
+    return _minors_of(_info(gc, name)["Disks"][0])
+
+
+def _minors_of(disk: dict) -> dict[str, int]:  # type: ignore[type-arg]
+    """node short name -> minor of a disk of gnt-instance info."""
     found = {}
     for key in ("nodeA", "nodeB"):
         node, minor = str(disk[key]).split(", minor=")
@@ -286,7 +290,6 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         # stopped, to plain: the primary's data volume is the disk, node2 keeps nothing
         _ok(gc.gnt("gnt-instance", "shutdown", name))
         _ok(gc.gnt("gnt-instance", "modify", "-t", "plain", name))
-        assert _info(gc, name)["Disk template"] == "plain"
         lv = f"/dev/{gc.cluster.vg_name}/{disk_uuid}.disk0"
         assert _read_path(gc, "node1", lv, 16) == digest
         lvs2 = gc.ssh("node2", ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
@@ -295,28 +298,19 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
 
         # and back to drbd with node3 as the secondary: DRBD copies the data there
         out = _ok(gc.gnt("gnt-instance", "modify", "-t", "drbd", "-n", "node3.vcluster", name))
-        assert "disk_template -> drbd" in out
-        listed = _ok(gc.gnt("gnt-instance", "list", "--no-headers", "-o", "pnode,snodes",
-                            name)).split()
-        assert listed == ["node1.vcluster", "node3.vcluster"]
-        _ok(gc.gnt("gnt-instance", "activate-disks", name))
-        moved = _disk_minors(gc, name)
-        _wait_in_sync(gc, moved)
+        assert "disk_template -> drbd" in out and "disks are in sync" in out
         data3 = f"/dev/{gc.cluster.vg_name}/{disk_uuid}.disk0_data"
         assert _read_path(gc, "node3", data3, 16) == digest
-        assert _read(gc, "node1", moved["node1"], 0, 16) == digest
 
-        # a second disk: a mirror of its own between the same nodes
+        # a second disk: a mirror of its own between the same nodes (made, synced and
+        # taken down again: the disks are not active)
         _ok(gc.gnt("gnt-instance", "modify", "--disk", "add:size=32m", name))
-        second = _info(gc, name)["Disks"][1]
-        assert "in sync, status ok (Connected, Primary/Secondary" in second["on primary"]
-        for node in ("node1", "node3"):
-            lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
-            assert re.search(r"\.disk1_data", lvs.stdout), lvs.stdout
+        lvs1 = gc.ssh("node1", ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
+        found = re.search(r"(\S+)\.disk1_data", lvs1.stdout)
+        assert found, lvs1.stdout
+        uuid1 = found.group(1)
 
         # both sides of disk 1 lost: recreate-disks makes that mirror again
-        _ok(gc.gnt("gnt-instance", "deactivate-disks", name))
-        uuid1 = second["UUID"]
         for node in ("node1", "node3"):
             gone = gc.ssh(node, ["lvremove", "-f", f"{gc.cluster.vg_name}/{uuid1}.disk1_data",
                                  f"{gc.cluster.vg_name}/{uuid1}.disk1_meta"])
@@ -325,10 +319,15 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         for node in ("node1", "node3"):
             lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
             assert f"{uuid1}.disk1_meta" in lvs.stdout, (out, lvs.stdout)
+
+        # both mirrors come up between node1 and node3, in sync, with disk 0's data
         _ok(gc.gnt("gnt-instance", "activate-disks", name))
-        assert _read(gc, "node1", moved["node1"], 0, 16) == digest     # disk 0 untouched
-        disk1 = _info(gc, name)["Disks"][1]
-        assert "status ok (Connected, Primary/Secondary" in disk1["on primary"], disk1
+        disks = _info(gc, name)["Disks"]
+        assert [str(d["nodeB"]).split(",")[0] for d in disks] == ["node3.vcluster"] * 2, disks
+        moved = _minors_of(disks[0])
+        assert _read(gc, "node1", moved["node1"], 0, 16) == digest
+        for disk in disks:
+            assert "status ok (Connected, Primary/Secondary" in disk["on primary"], disk
     finally:
         _cleanup(gc, name)
     for node in ("node1", "node2", "node3"):

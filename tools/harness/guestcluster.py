@@ -347,11 +347,42 @@ def current_master(gc: GuestCluster) -> GuestNode:
     return gc.nodes[0]
 
 
+#: exit status of :func:`run_gnt`'s guarded command when the node is not the master
+_NOT_MASTER_EXIT = 199
+
+
+def _last_master(gc: GuestCluster) -> GuestNode | None:
+    try:
+        with open(os.path.join(gc.directory, "master")) as fh:
+            name = fh.read().strip()
+        node = gc.node(name)
+    except (OSError, errors.ParameterError):
+        return None
+    return node if guestvm.guest_running(gc.spec(node)) else None
+
+
 def run_gnt(gc: GuestCluster, argv: Sequence[str], *, node: str | None = None,
             timeout: float = 300.0, check: bool = True) -> RunResult:
-    """Run ``gnt-<tool> ...`` on ``node`` (default: the current master) over SSH."""
-    target = gc.node(node) if node else current_master(gc)
-    res = run_on(gc, target.name, list(argv), timeout=timeout)
+    """Run ``gnt-<tool> ...`` on ``node`` (default: the current master) over SSH.
+
+    Without ``node`` the master found last time runs the command in the same
+    SSH call that checks it still is the master (its ssconf names itself, as
+    :func:`current_master` asks); only when it is not is the master looked up.
+    """
+    target = gc.node(node) if node else _last_master(gc)
+    res: RunResult | None = None
+    if target is not None and not node:
+        ssconf = shlex.quote(Paths("/").ssconf_file("master_node"))
+        guarded = (f'[ "$(cat {ssconf} 2>/dev/null)" = {shlex.quote(target.name)} ]'
+                   f" || exit {_NOT_MASTER_EXIT}; exec {shlex.join(argv)}")
+        # (an unreachable node raises: a command that may have run is never run twice)
+        res = run_on(gc, target.name, guarded, timeout=timeout)
+        if res.exit_code == _NOT_MASTER_EXIT:
+            res = None
+    if res is None:
+        target = gc.node(node) if node else current_master(gc)
+        res = run_on(gc, target.name, list(argv), timeout=timeout)
+    assert target is not None
     if check and res.failed:
         raise errors.CommandError(f"{' '.join(argv)} on {target.name} failed"
                                   f" ({res.fail_reason}):\n{res.stdout}{res.stderr}")
