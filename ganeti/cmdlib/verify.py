@@ -137,6 +137,12 @@ class Reporter:
         return False
 
 
+#: DRBD connection states of a side that is not talking to its peer
+_UNCONNECTED = frozenset(["StandAlone", "WFConnection", "Unconnected", "NetworkFailure",
+                          "BrokenPipe", "Timeout", "Disconnecting", "ProtocolError",
+                          "TearDown"])
+
+
 class LUClusterVerify(NoHooksLU[OpClusterVerify]):
     """Submit the config job and one job per node group (or the given group)."""
 
@@ -317,8 +323,8 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         states = rpc.per_node(wanted_disks, lambda r, name: r.call_blockdev_getmirrorstatus(
             name, disks=wanted_disks[name])) if wanted_disks else {}
         wanted = self.cfg.get_cluster_info().drbd_usermode_helper
-        #: (instance, disk index) -> per answering node: whether that side is StandAlone
-        alone: dict[tuple[str, int], list[bool]] = {}
+        #: (instance, disk index) -> (node, connection state) of each answering side
+        sides: dict[tuple[str, int], list[tuple[str, str]]] = {}
         for node in nodes:
             entries = by_node.get(node.uuid, [])
             info = infos.get(node.name)
@@ -350,16 +356,23 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
             for (inst, idx, disk), state in zip(entries, res.payload):
                 self._check_mirror(rep, node, inst, idx, state)
                 if isinstance(state, dict):
-                    alone.setdefault((inst.name, idx), []).append(
-                        (state.get("drbd") or {}).get("cstate") == "StandAlone")
-        for (name, idx), sides in sorted(alone.items()):
-            # both ends refuse to talk: DRBD found their data diverged (a split
-            # brain) or someone disconnected them; neither resyncs by itself
-            rep.error_if(len(sides) == 2 and all(sides), "EINSTANCEFAULTYDISK", OT_INSTANCE,
-                         name, f"disk/{idx} is StandAlone on both nodes: DRBD refuses to"
-                         " connect them (a split brain: each side may hold writes the other"
-                         " lacks); keep the primary's data with 'gnt-instance replace-disks"
-                         " -s', or fail over first to keep the secondary's")
+                    sides.setdefault((inst.name, idx), []).append(
+                        (node.name, str((state.get("drbd") or {}).get("cstate"))))
+        for (name, idx), seen in sorted(sides.items()):
+            # both ends up, one StandAlone and neither connected: DRBD dropped the
+            # connection and stays off (a split brain: their data diverged; the
+            # other end may wait for it again, activated by verify-disks or the
+            # watcher); neither resyncs by itself
+            conns = [c for _, c in seen]
+            rep.error_if(len(seen) == 2 and "StandAlone" in conns
+                         and all(c in _UNCONNECTED for c in conns),
+                         "EINSTANCEFAULTYDISK", OT_INSTANCE, name,
+                         f"disk/{idx} is not connected ("
+                         + ", ".join(f"{c} on {n}" for n, c in seen)
+                         + "): DRBD refuses to connect its sides (a split brain: each may"
+                         " hold writes the other lacks); keep the primary's data with"
+                         " 'gnt-instance replace-disks -s', or fail over first to keep the"
+                         " secondary's")
 
     def _check_mirror(self, rep: Reporter, node: Any, inst: Any, idx: int, state: Any) -> None:
         if not isinstance(state, dict):

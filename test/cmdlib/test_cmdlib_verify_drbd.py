@@ -149,16 +149,22 @@ def test_a_side_connected_to_the_wrong_peer(tmp_path: Any) -> None:
             f" {node_name(1)} {wrong}") in "\n".join(msgs)
 
 
-def test_both_sides_standalone_is_reported_as_a_split_brain(tmp_path: Any) -> None:
+def test_a_standalone_side_not_connected_to_its_peer_is_a_split_brain(tmp_path: Any) -> None:
     alone = {"cstate": "StandAlone", "peer_disk": "DUnknown"}
     state = {node_name(1): _primary(is_degraded=True, drbd=alone),
              node_name(2): {**_OK, "is_degraded": True, "drbd": {**_OK["drbd"], **alone}}}
     _, _, ctx = _drbd_cluster(tmp_path, state)
     result, msgs, _ = _verify_group(ctx, error_codes=True)
     assert result is False
-    assert ("ERROR:EINSTANCEFAULTYDISK:instance:inst1.example.com:disk/0 is StandAlone on"
-            " both nodes") in "\n".join(msgs)
-    # one side waiting for the other (a node away) is only degraded, not a split
-    state[node_name(2)] = _OK
+    assert ("ERROR:EINSTANCEFAULTYDISK:instance:inst1.example.com:disk/0 is not connected"
+            f" (StandAlone on {node_name(1)}, StandAlone on {node_name(2)}): DRBD refuses to"
+            " connect its sides (a split brain") in "\n".join(msgs)
+    # the other side waiting again (activated by verify-disks): still a split
+    state[node_name(2)] = {**_OK, "is_degraded": True,
+                           "drbd": {**_OK["drbd"], "cstate": "WFConnection"}}
     _, _, ctx2 = _drbd_cluster(tmp_path / "again", state)
-    assert "StandAlone on both" not in "\n".join(_verify_group(ctx2)[1])
+    assert "refuses to connect its sides" in "\n".join(_verify_group(ctx2)[1])
+    # a side waiting for its peer while the peer is away is only degraded, not a split
+    state[node_name(1)] = _primary(is_degraded=True, drbd={"cstate": "WFConnection"})
+    _, _, ctx3 = _drbd_cluster(tmp_path / "third", state)
+    assert "refuses to connect" not in "\n".join(_verify_group(ctx3)[1])

@@ -59,17 +59,19 @@ def _wait_in_sync(gc: GuestClusterFixture, minors: dict[str, int], timeout: floa
     raise AssertionError(f"mirror not in sync after {timeout}s: {seen}")
 
 
-def _wait_standalone(gc: GuestClusterFixture, minors: dict[str, int],
-                     timeout: float = 120.0) -> None:
-    """Until both sides show StandAlone (DRBD refused to connect them)."""
+def _wait_split(gc: GuestClusterFixture, minors: dict[str, int],
+                timeout: float = 120.0) -> None:
+    """Until DRBD dropped the connection for good: a side StandAlone, none connected."""
     deadline = time.monotonic() + timeout
     seen: dict[str, object] = {}
     while time.monotonic() < deadline:
         seen = {node: _minors(gc, node).get(minor) for node, minor in minors.items()}
-        if all(s is not None and s[0] == "StandAlone" for s in seen.values()):
+        states = [s[0] for s in seen.values() if s is not None]
+        if len(states) == 2 and "StandAlone" in states \
+                and all(c in ("StandAlone", "WFConnection") for c in states):
             return
         time.sleep(2)
-    raise AssertionError(f"the split sides are not both StandAlone after {timeout}s: {seen}")
+    raise AssertionError(f"the split sides are still talking after {timeout}s: {seen}")
 
 
 def _info(gc: GuestClusterFixture, name: str) -> dict:  # type: ignore[type-arg]
@@ -178,11 +180,11 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         _ok(gc.vcluster("start", gc.directory, "node2"))
         stopped.remove("node2")
         _ok(gc.gnt("gnt-cluster", "verify-disks"))
-        _wait_standalone(gc, minors)
+        _wait_split(gc, minors)
         assert _read(gc, "node3", minors["node3"], 160, 16) == winner
         verify = gc.gnt("gnt-cluster", "verify")
-        assert f"instance {name}: disk/0 is StandAlone on both nodes" in verify.stdout, \
-            verify.stdout
+        assert f"instance {name}: disk/0 is not connected" in verify.stdout, verify.stdout
+        assert "refuses to connect its sides (a split brain" in verify.stdout
         # the operator keeps the running primary's data: node2 gets it all
         _ok(gc.gnt("gnt-instance", "replace-disks", "-s", name))
         _wait_in_sync(gc, minors)
