@@ -133,11 +133,8 @@ def test_every_option_has_help() -> None:
             assert opt.kwargs.get("help"), f"gnt-instance {name}: {opt!r} has no help text"
 
 
-@pytest.mark.parametrize("argv, expect", [
-    (["-m", "512M"], {"runtime_mem": 512}),
-    (["--runtime-memory", "1G", "-f"], {"runtime_mem": 1024, "force": True}),
-], ids=["short", "long-force"])
-def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
+def _modify_op(argv: list[str]) -> dict[str, Any]:
+    """The one opcode ``gnt-instance modify ARGV --submit inst1`` submits."""
     cl = _client()
     from ganeti.cli import main as climain
     rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
@@ -145,6 +142,15 @@ def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
     assert rc == 0
     (op,) = cl.submitted[0]
     assert op["OP_ID"] == "OP_INSTANCE_SET_PARAMS" and op["instance_name"] == "inst1"
+    return dict(op)
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["-m", "512M"], {"runtime_mem": 512}),
+    (["--runtime-memory", "1G", "-f"], {"runtime_mem": 1024, "force": True}),
+], ids=["short", "long-force"])
+def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
+    op = _modify_op(argv)
     assert {k: op.get(k) for k in expect} == expect
     assert ("force" in op) == ("force" in expect)
 
@@ -156,12 +162,7 @@ def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
     (["--disk-template", "plain"], {"disk_template": "plain"}),
 ], ids=["to-drbd", "no-wait", "to-plain"])
 def test_modify_disk_template_conversion(argv: list[str], expect: dict[str, Any]) -> None:
-    cl = _client()
-    from ganeti.cli import main as climain
-    rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
-                              prog="gnt-instance", client_factory=lambda: cl)
-    assert rc == 0
-    (op,) = cl.submitted[0]
+    op = _modify_op(argv)
     assert {k: op.get(k) for k in expect} == expect
     for key in ("remote_node", "wait_for_sync"):
         assert (key in op) == (key in expect)       # not given: the master's default
@@ -174,12 +175,7 @@ def test_modify_disk_template_conversion(argv: list[str], expect: dict[str, Any]
     (["--net", "0:remove"], {"nics": [["remove", 0, {}]]}),
 ], ids=["hotplug", "if-possible", "neither"])
 def test_modify_hotplug_flags(argv: list[str], expect: dict[str, Any]) -> None:
-    cl = _client()
-    from ganeti.cli import main as climain
-    rc = climain.generic_main(gnt_instance.commands, ["modify", *argv, "--submit", "inst1"],
-                              prog="gnt-instance", client_factory=lambda: cl)
-    assert rc == 0
-    (op,) = cl.submitted[0]
+    op = _modify_op(argv)
     assert {k: op.get(k) for k in expect} == expect
     # not given: left out, so the master's defaults apply
     for flag in ("hotplug", "hotplug_if_possible"):

@@ -14,7 +14,21 @@ from ganeti import constants, errors, serializer
 
 
 class ConvertNodes(ReplaceNodes):
-    """ReplaceNodes that record the adoption of a primary's data and can fail a rename."""
+    """ReplaceNodes that record the adoption of a primary's data and can fail a rename
+    (``fail_at``) or the creations on some nodes (``fail_create_on``; ``ports``
+    records the DRBD port of every creation asked for)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_create_on: set[str] = set()
+        self.ports: list[int] = []
+
+    def do_blockdev_create(self, node: str, disk: dict, *args: Any) -> dict:
+        if disk["dev_type"] == "drbd":
+            self.ports.append(disk["logical_id"][2])
+        if node in self.fail_create_on:
+            raise errors.StorageError("lvcreate failed")
+        return super().do_blockdev_create(node, disk, *args)
 
     def do_drbd_adopt_local(self, node: str, disks: list) -> None:
         self.disks[node].update(d["uuid"] for d in disks)
@@ -189,22 +203,14 @@ def test_a_disk_added_to_a_mirror_is_made_on_both_nodes(cenv: Any) -> None:
 def test_a_disk_that_cannot_be_made_on_the_primary_is_removed_from_both(cenv: Any) -> None:
     _create(cenv, template="drbd", pnode="node1", snode="node2", start=False)
     before = [serializer.to_data(d) for d in _instance(cenv)[1]]
-
-    tried: list[int] = []
-
-    def refuse(node: str, *args: Any) -> dict:
-        tried.append(args[0]["logical_id"][2])
-        if node == "node1":
-            raise errors.StorageError("lvcreate failed")
-        return ConvertNodes.do_blockdev_create(cenv.rpc, node, *args)
-
-    cenv.rpc.do_blockdev_create = refuse
+    cenv.rpc.fail_create_on = {"node1"}
+    cenv.rpc.ports.clear()
     cenv.rpc.events.clear()
     with pytest.raises(errors.OpExecError, match="Cannot create disk disk/1 on node1"):
         _modify(cenv, disks=[["add", -1, {"size": 64}]])
     assert [serializer.to_data(d) for d in _instance(cenv)[1]] == before
     assert sorted(e[1] for e in cenv.rpc.events if e[0] == "remove") == ["node1", "node2"]
     # the reservation went too: the next disk takes the same port
-    del cenv.rpc.do_blockdev_create
+    cenv.rpc.fail_create_on = set()
     _modify(cenv, disks=[["add", -1, {"size": 64}]])
-    assert _instance(cenv)[1][1].logical_id[2] == tried[0]
+    assert _instance(cenv)[1][1].logical_id[2] == cenv.rpc.ports[0]

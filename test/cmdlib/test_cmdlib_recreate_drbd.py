@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cmdlib.test_cmdlib_convert import ConvertNodes, cenv  # noqa: F401 - cenv: a fixture
+from cmdlib.test_cmdlib_convert import cenv  # noqa: F401 - a fixture
 from cmdlib.test_cmdlib_drbd import denv  # noqa: F401 - a fixture
 from cmdlib.test_cmdlib_instance import _create, env  # noqa: F401 - a fixture
 
@@ -107,13 +107,7 @@ def test_a_failed_creation_on_the_new_nodes_changes_nothing(cenv: Any) -> None: 
     _mirror(cenv)
     _add_node(cenv, "node4")
     before = cenv.raw()
-
-    def refuse(node: str, *args: Any) -> dict:
-        if node == "node3":
-            raise errors.StorageError("lvcreate failed")
-        return ConvertNodes.do_blockdev_create(cenv.rpc, node, *args)
-
-    cenv.rpc.do_blockdev_create = refuse
+    cenv.rpc.fail_create_on = {"node3"}
     cenv.rpc.events.clear()
     with pytest.raises(errors.OpExecError, match="Cannot recreate disk disk/0 on node3"):
         _recreate(cenv, nodes=["node3", "node4"])
