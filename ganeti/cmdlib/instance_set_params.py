@@ -466,7 +466,6 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             excl_stor=excl_stor).one(self.pnode.name, f"Could not create disk {idx}")
         cfg.add_instance_disk(inst.uuid, disk, idx)
 
-
     def _add_mirror(self, idx: int, spec: dict[str, Any], uuid: str,
                     feedback_fn: FeedbackFn) -> None:
         """A new drbd disk: made on the secondary, then the primary (the initial sync
