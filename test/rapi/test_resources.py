@@ -172,6 +172,15 @@ def test_private_and_secret_os_parameters_reach_the_opcode(method, path, body, o
     assert op.get("osparams_secret") == body.get("osparams_secret")
 
 
+def test_modify_converts_the_disk_template():
+    fake = _fake()
+    run("PUT", "/2/instances/i1/modify", fake,
+        body={"disk_template": "drbd", "remote_node": "node2", "wait_for_sync": False})
+    (op,) = fake.submitted[0]
+    assert (op["OP_ID"], op["disk_template"], op["remote_node"], op["wait_for_sync"]) == \
+        ("OP_INSTANCE_SET_PARAMS", "drbd", "node2", False)
+
+
 def test_tags():
     fake = _fake()
     assert run("GET", "/2/instances/i1/tags", fake) == ["t1"]
