@@ -426,7 +426,8 @@ def verify_disks(opts: Any, args: list[str]) -> int:
         for name in activate:
             cli.to_stdout(f"Activating disks for instance '{name}'")
             try:
-                cli.submit_opcode_and_wait(wire.instance_activate_disks(instance_name=name), opts, cl)
+                cli.submit_opcode_and_wait(wire.instance_activate_disks(
+                    instance_name=name, wait_for_sync=True), opts, cl)
             except errors.GanetiError as exc:
                 cli.to_stderr(f"Error activating disks for instance {name}:"
                               f" {cli.format_job_error(exc)}")

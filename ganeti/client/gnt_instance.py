@@ -186,6 +186,13 @@ EARLY_RELEASE_OPT = O("--early-release", dest="early_release", action="store_tru
 NO_WAIT_SYNC_OPT = O("--no-wait-for-sync", dest="wait_for_sync", action="store_false",
                      default=True, help="Do not wait for the new mirrors (drbd) to sync;"
                      " the instance starts with its disks degraded")
+WAIT_SYNC_OPT = O("--wait-for-sync", dest="wait_for_sync", action="store_true",
+                  default=False, help="Wait until the mirrors (drbd) are in sync, showing"
+                  " the resync's progress")
+IGNORE_SIZE_OPT = O("--ignore-size", dest="ignore_size", action="store_true",
+                    default=False, help="Accepted (Ganeti's): the volumes are assembled"
+                    " whatever size the configuration records (see"
+                    " gnt-cluster repair-disk-sizes)")
 NOSTART_OPT = O("--no-start", dest="start", action="store_false", default=True,
                 help="Do not start the instance after creating it")
 NOINSTALL_OPT = O("--no-install", dest="no_install", action="store_true", default=False,
@@ -578,7 +585,9 @@ def recreate_disks(opts: Any, args: list[str]) -> int:
 
 def activate_disks(opts: Any, args: list[str]) -> int:
     """Assemble the disks of an instance and print where they are."""
-    result = cli.submit_or_send(wire.instance_activate_disks(instance_name=args[0]), opts)
+    result = cli.submit_or_send(wire.instance_activate_disks(
+        instance_name=args[0], wait_for_sync=True if opts.wait_for_sync else wire.NOT_SENT,
+        ignore_size=True if opts.ignore_size else wire.NOT_SENT), opts)
     for node, iv_name, path in result or []:
         cli.to_stdout(f"{node}:{iv_name}:{path}")
     return 0
@@ -702,7 +711,9 @@ commands: dict[str, cli.Command] = {
                                                       cli.SUBMIT_OPT],
                        "[--disk N]... [-n NODE] INSTANCE",
                        "Recreate the missing disk volumes of a stopped instance"),
-    "activate-disks": (activate_disks, ONE_INSTANCE, [cli.SUBMIT_OPT], "INSTANCE",
+    "activate-disks": (activate_disks, ONE_INSTANCE,
+                       [WAIT_SYNC_OPT, IGNORE_SIZE_OPT, cli.SUBMIT_OPT],
+                       "[--wait-for-sync] [--ignore-size] INSTANCE",
                        "Activate the disks of an instance"),
     "deactivate-disks": (deactivate_disks, ONE_INSTANCE, [cli.FORCE_OPT, cli.SUBMIT_OPT],
                          "[-f] INSTANCE", "Deactivate the disks of an instance"),

@@ -33,7 +33,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.config.reader import ConfigReader
 from ganeti.objects import Disk, Node
 
-__all__ = ["make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_secret",
+__all__ = ["ACTIVATE_SYNC_STALL", "make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_secret",
            "wait_for_sync", "drbd_peer", "HIDDEN", "SYNC_POLL", "data_lv_name", "meta_lv_name",
            "drbd_disk_size", "is_drbd", "secondary_nodes", "assemble_secondaries",
            "shutdown_mirrors", "check_consistent", "resync_control", "reconnect_mirrors", "create_mirror_disk",
@@ -45,6 +45,9 @@ HIDDEN = "<hidden>"
 SYNC_POLL = 2.0
 #: a sync that makes no progress for this long is reported as stuck
 SYNC_STALL = 300.0
+#: the same for activate-disks --wait-for-sync (the watcher's and verify-disks'
+#: activations): a peer still away is not waited for long
+ACTIVATE_SYNC_STALL = 15.0
 
 
 def is_drbd(disk: Disk) -> bool:

@@ -601,6 +601,12 @@ class LUInstanceActivateDisks(InstanceLU[OpInstanceActivateDisks]):
             result.append([self.pnode.name, disk.iv_name or f"disk/{idx}",
                            (out or {}).get("link") or (out or {}).get("path")])
         self.cfg.set_instance_disks_active(self.instance.uuid, True)
+        if self.op.wait_for_sync:
+            # a side that came back resyncs now: this job follows it (progress
+            # entries, the runtime block job); a peer that does not connect within
+            # ACTIVATE_SYNC_STALL seconds is not waited for (a warning)
+            drbd.wait_for_sync(self, self.pnode, self.disks, feedback_fn, cfg=self.cfg,
+                               instance=self.instance.name, stall=drbd.ACTIVATE_SYNC_STALL)
         return result
 
 

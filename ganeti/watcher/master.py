@@ -270,14 +270,16 @@ def _jobs_for(plan: core.Plan, clock: Callable[[], float],
             expected_admin_state=constants.ADMINST_UP,
             expected_admin_state_source=sources.get(name, constants.ADMIN_SOURCE),
             reason=_reason("Cleaning up USER_down instance", clock))))
+    # wait_for_sync: a mirror's resync after a node came back is followed by the job
+    # that started it (its progress and runtime block job; doc/storage.md)
     for name in plan.activate_disks:
         ops.append((name, op_instance.OpInstanceActivateDisks(
-            instance_name=name, reason=_reason("Re-activating disks after a node reboot",
-                                               clock))))
+            instance_name=name, wait_for_sync=True,
+            reason=_reason("Re-activating disks after a node reboot", clock))))
     for name in plan.inactive_disks:
         ops.append((name, op_instance.OpInstanceActivateDisks(
-            instance_name=name, reason=_reason("Activating disks verify-disks found inactive",
-                                               clock))))
+            instance_name=name, wait_for_sync=True,
+            reason=_reason("Activating disks verify-disks found inactive", clock))))
     return ops
 
 

@@ -182,6 +182,18 @@ def test_modify_hotplug_flags(argv: list[str], expect: dict[str, Any]) -> None:
         assert (flag in op) == (flag in expect)
 
 
+def test_activate_disks_wait_for_sync_and_ignore_size() -> None:
+    cl = _client()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands,
+                              ["activate-disks", "--wait-for-sync", "--ignore-size", "--submit",
+                               "inst1"], prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0
+    (op,) = cl.submitted[0]
+    assert (op["OP_ID"], op["wait_for_sync"], op["ignore_size"]) == \
+        ("OP_INSTANCE_ACTIVATE_DISKS", True, True)
+
+
 def test_migrate_with_disks_sets_the_opcode_parameter() -> None:
     from ganeti.cli import main as climain
     for argv, expected in ((["migrate", "-f", "--submit", "inst1"], None),

@@ -224,6 +224,29 @@ def test_activate_disks_assembles_both_sides(denv: Any) -> None:
     assert [e[1] for e in denv.rpc.events] == ["node1", "node2"]
 
 
+def test_activate_disks_follows_the_resync_of_a_node_that_came_back(denv: Any,
+                                                                       monkeypatch: Any
+                                                                       ) -> None:
+    _drbd(denv, start=False)
+    denv.feedback.clear()
+    denv.progress.clear()
+    # the secondary came back: its resync runs when the disks are activated
+    denv.rpc.sync["node1"] = [{"sync_percent": 40.0, "estimated_time": 6, "is_degraded": True},
+                              {}]
+    denv.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1", wait_for_sync=True)
+    assert "device disk/0: 40.00% done" in "\n".join(denv.feedback)
+    entries = [e for e in denv.progress if e.get("op") == "drbd-resync"]
+    assert entries and entries[-1]["done"]
+    # a peer that stays away is not waited for long: a warning, the disks are active
+    monkeypatch.setattr(drbd, "ACTIVATE_SYNC_STALL", 0.3)
+    denv.rpc.sync["node1"] = [{"is_degraded": True, "drbd": {"cstate": "WFConnection"}}]
+    denv.feedback.clear()
+    denv.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1", wait_for_sync=True)
+    assert "made no progress for 0s" in "\n".join(denv.feedback)
+    inst = denv.cfg.get_instance_info_by_name("inst1")
+    assert inst.disks_active
+
+
 def test_failover_goes_to_the_secondary_and_keeps_the_mirror(denv: Any) -> None:
     _drbd(denv)
     with pytest.raises(errors.OpPrereqError, match="only move to its secondary node node2"):

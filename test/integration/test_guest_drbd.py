@@ -146,7 +146,10 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
 
         _ok(gc.vcluster("start", gc.directory, "node3"))
         stopped.remove("node3")
-        _ok(gc.gnt("gnt-cluster", "verify-disks"))
+        # the activation job follows the resync it started (progress, then in sync)
+        out = _ok(gc.gnt("gnt-cluster", "verify-disks"))
+        assert f"Activating disks for instance '{name}'" in out
+        assert "disks are in sync" in out, out
         _wait_in_sync(gc, minors)
         verify = gc.gnt("gnt-cluster", "verify")
         assert f"instance {name}: disk/0" not in verify.stdout, verify.stdout

@@ -159,6 +159,8 @@ def test_verify_disks_runs_per_group_and_activates_inactive_disks(tmp_path: Path
     assert [(j[0]["OP_ID"], j[0]["instance_name"]) for j in cl.submitted] == [
         ("OP_INSTANCE_STARTUP", "c"), ("OP_INSTANCE_ACTIVATE_DISKS", "a")]
     assert "verify-disks" in cl.submitted[1][0]["reason"][0][1]
+    # the job follows the resync a reconnected mirror starts (doc/storage.md)
+    assert cl.submitted[1][0]["wait_for_sync"] is True
     plan = report.groups[0].plan
     assert plan.inactive_disks == ["a"]
     assert dict(plan.skipped) == {"b": "a disk is missing; not activating its disks",
