@@ -208,7 +208,8 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
     """add (secondary, primary, initial sync), info, stop/start, migrate to the secondary
     (one primary before and after), replace-disks -s (new volumes filled by DRBD), -n
     (the mirror moves to another node), failovers, grow, modify -t plain and -t drbd
-    (another secondary) and remove: checked with /proc/drbd, lvs and dd inside the
+    (another secondary; disk add/remove and recreate-disks of drbd are covered by
+    test/cmdlib only, to keep make test within its time) and remove: checked with /proc/drbd, lvs and dd inside the
     guests, the data read on the node that got the new copy."""
     gc = guest_cluster
     name = "drbd3.vcluster"
@@ -307,32 +308,13 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         data3 = f"/dev/{gc.cluster.vg_name}/{disk_uuid}.disk0_data"
         assert _read_path(gc, "node3", data3, 16) == digest
 
-        # a second disk: a mirror of its own between the same nodes (made, synced and
-        # taken down again: the disks are not active)
-        _ok(gc.gnt("gnt-instance", "modify", "--disk", "add:size=32m", name))
-        lvs1 = gc.ssh("node1", ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
-        found = re.search(r"(\S+)\.disk1_data", lvs1.stdout)
-        assert found, lvs1.stdout
-        uuid1 = found.group(1)
-
-        # both sides of disk 1 lost: recreate-disks makes that mirror again
-        for node in ("node1", "node3"):
-            gone = gc.ssh(node, ["lvremove", "-f", f"{gc.cluster.vg_name}/{uuid1}.disk1_data",
-                                 f"{gc.cluster.vg_name}/{uuid1}.disk1_meta"])
-            assert not gone.failed, gone.stderr
-        out = _ok(gc.gnt("gnt-instance", "recreate-disks", "--disk", "1", name))
-        for node in ("node1", "node3"):
-            lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name", gc.cluster.vg_name])
-            assert f"{uuid1}.disk1_meta" in lvs.stdout, (out, lvs.stdout)
-
-        # both mirrors come up between node1 and node3, in sync, with disk 0's data
+        # the mirror comes up between node1 and node3, in sync, with disk 0's data
         _ok(gc.gnt("gnt-instance", "activate-disks", name))
         disks = _info(gc, name)["Disks"]
-        assert [str(d["nodeB"]).split(",")[0] for d in disks] == ["node3.vcluster"] * 2, disks
+        assert str(disks[0]["nodeB"]).split(",")[0] == "node3.vcluster", disks
         moved = _minors_of(disks[0])
         assert _read(gc, "node1", moved["node1"], 0, 16) == digest
-        for disk in disks:
-            assert "status ok (Connected, Primary/Secondary" in disk["on primary"], disk
+        assert "status ok (Connected, Primary/Secondary" in disks[0]["on primary"], disks
     finally:
         _cleanup(gc, name)
     for node in ("node1", "node2", "node3"):

@@ -168,6 +168,10 @@ def env_text(gc: GuestCluster) -> str:
     return "".join(f"{k}={v}\n" for k, v in _env(gc).items())
 
 
+#: the master lease of guest clusters (seconds; the project's default is 6)
+GUEST_LEASE_DURATION = 20.0
+
+
 def _env(gc: GuestCluster) -> dict[str, str]:
     return {
         "PATH": os.pathsep.join([os.path.join(gc.repo, "scripts"),
@@ -177,6 +181,9 @@ def _env(gc: GuestCluster) -> dict[str, str]:
         "HOME": "/root",
         # no udev in the guests: LVM and device-mapper make their device nodes themselves
         "DM_DISABLE_UDEV": "1",
+        # emulated guests next to a busy host can take longer than the default 6 s
+        # lease for one renewal round (doc/vcluster.md); one word: sshd's SetEnv
+        "GANETI_MASTERD_ARGS": f"--lease-duration={GUEST_LEASE_DURATION:g}",
     }
 
 

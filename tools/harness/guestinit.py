@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -163,7 +164,8 @@ def _start_daemons(conf: dict[str, object]) -> None:
     # masterd asks a majority of node daemons to confirm it: the others may still boot
     for attempt in range(1, _MASTERD_TRIES + 1):
         try:
-            daemonctl.start_masterd(paths, timeout=_MASTERD_TIMEOUT)
+            daemonctl.start_masterd(paths, timeout=_MASTERD_TIMEOUT, extra_args=shlex.split(
+                os.environ.get("GANETI_MASTERD_ARGS", "")))
             daemonctl.start_rapi(paths)
             return
         except errors.GanetiError as exc:
