@@ -33,10 +33,11 @@ from ganeti.aliases import FeedbackFn
 from ganeti.config.reader import ConfigReader
 from ganeti.objects import Disk, Node
 
-__all__ = ["ACTIVATE_SYNC_STALL", "make_drbd_disk", "rpc_disk", "rpc_disks", "public_logical_id", "new_secret",
-           "wait_for_sync", "drbd_peer", "HIDDEN", "SYNC_POLL", "data_lv_name", "meta_lv_name",
-           "drbd_disk_size", "is_drbd", "secondary_nodes", "assemble_secondaries",
-           "shutdown_mirrors", "check_consistent", "resync_control", "reconnect_mirrors", "create_mirror_disk",
+__all__ = ["ACTIVATE_SYNC_STALL", "make_drbd_disk", "rpc_disk", "rpc_disks",
+           "public_logical_id", "new_secret", "wait_for_sync", "drbd_peer", "HIDDEN",
+           "SYNC_POLL", "data_lv_name", "meta_lv_name", "drbd_disk_size", "is_drbd",
+           "secondary_nodes", "assemble_secondaries", "shutdown_mirrors", "check_consistent",
+           "resync_control", "reconnect_mirrors", "create_mirror_disk", "make_mirror",
            "remove_mirror_disk", "connect_standalone"]
 
 #: what a query shows instead of a DRBD secret
@@ -361,13 +362,7 @@ def create_mirror_disk(lu: Any, instance: str, nodes: tuple[Node, Node], *, uuid
                           child_uuids=(str(uuidlib.uuid4()), str(uuidlib.uuid4())),
                           spindles=spec.get("spindles"))
     try:
-        for node in (snode, pnode):
-            feedback_fn(f"* creating disk {disk.iv_name} ({disk.size} MiB) on {node.name}")
-            lu.require_rpc().call_blockdev_create(
-                node.name, disk=rpc_disk(disk, lu.cfg), size=disk.size,
-                owner_instance_name=instance, on_primary=node is pnode,
-                info=constants.DISK_INFO_PREFIX + instance, excl_stor=False,
-            ).one(node.name, f"Cannot create disk {disk.iv_name} on {node.name}")
+        make_mirror(lu, instance, disk, (pnode, snode), feedback_fn)
     except BaseException:
         remove_mirror_disk(lu, disk, nodes)
         lu.cfg.release_drbd([reserved])
@@ -375,14 +370,31 @@ def create_mirror_disk(lu: Any, instance: str, nodes: tuple[Node, Node], *, uuid
     return disk, reserved
 
 
-def remove_mirror_disk(lu: Any, disk: Disk, nodes: Sequence[Node]) -> None:
-    """Remove a DRBD disk's devices and volumes from ``nodes`` (failures are warnings)."""
+def make_mirror(lu: Any, instance: str, disk: Disk, nodes: tuple[Node, Node],
+                feedback_fn: FeedbackFn, verb: str = "create") -> None:
+    """``blockdev_create`` of the DRBD ``disk`` on the secondary, then the primary of
+    ``nodes`` (primary, secondary): the primary starts the initial sync."""
+    pnode, snode = nodes
+    for node in (snode, pnode):
+        feedback_fn(f"* {verb[:-1]}ing disk {disk.iv_name} ({disk.size} MiB) on {node.name}")
+        lu.require_rpc().call_blockdev_create(
+            node.name, disk=rpc_disk(disk, lu.cfg), size=disk.size,
+            owner_instance_name=instance, on_primary=node is pnode,
+            info=constants.DISK_INFO_PREFIX + instance, excl_stor=False,
+        ).one(node.name, f"Cannot {verb} disk {disk.iv_name} on {node.name}")
+
+
+def remove_mirror_disk(lu: Any, disk: Disk, nodes: Sequence[Node],
+                       what: str | None = None) -> None:
+    """Remove ``disk`` (a DRBD disk or one of its volumes) from ``nodes``; failures are
+    warnings naming ``what`` (default: the disk)."""
     for node in nodes:
         res = lu.require_rpc().call_blockdev_remove([node.name],
                                                     disk=rpc_disk(disk, lu.cfg)).get(node.name)
         if res is None or res.failed:
-            lu.LogWarning(f"Cannot remove disk {disk.iv_name} on {node.name}:"
-                          f" {res.fail_msg if res else 'no answer'}")
+            lu.LogWarning(f"Cannot remove {what or f'disk {disk.iv_name}'} on {node.name}:"
+                          f" {res.fail_msg if res else 'no answer'}; remove it by hand"
+                          " (gnt-cluster verify lists it)")
 
 
 def connect_standalone(lu: Any, node: Node, disks: Sequence[Disk]) -> None:

@@ -148,15 +148,6 @@ def _create(lu: Any, node: Node, disk: Disk, *, on_primary: bool, what: str) -> 
     ).one(node.name, f"Cannot create {what} on {node.name}")
 
 
-def _remove(lu: Any, node: Node, disk: Disk, what: str) -> None:
-    res = lu.require_rpc().call_blockdev_remove([node.name],
-                                                disk=drbd.rpc_disk(disk, lu.cfg)).get(node.name)
-    if res is None or res.failed:
-        lu.LogWarning(f"Cannot remove {what} on {node.name}:"
-                      f" {res.fail_msg if res else 'no answer'}; remove it by hand"
-                      " (gnt-cluster verify lists it)")
-
-
 def _rename(lu: Any, node: Node, pairs: list[tuple[Disk, list[str]]], what: str) -> None:
     devlist = [[drbd.rpc_disk(disk, lu.cfg), new_id] for disk, new_id in pairs]
     lu.require_rpc().call_blockdev_rename(node.name, devlist=devlist).one(
@@ -246,9 +237,9 @@ def _prepare_volumes(lu: Any, snode: Node, disks: list[Disk], mirrors: list[Disk
                 lu.LogWarning(f"{exc}: the data of {disk.iv_name} is now in volume"
                               f" {'/'.join(data.logical_id)}")
         for meta in metas:
-            _remove(lu, pnode, meta, f"volume {'/'.join(meta.logical_id)}")
+            drbd.remove_mirror_disk(lu, meta, [pnode], f"volume {'/'.join(meta.logical_id)}")
         for mirror in on_snode:
-            _remove(lu, snode, mirror, f"the new mirror of {mirror.iv_name}")
+            drbd.remove_mirror_disk(lu, mirror, [snode], f"the new mirror of {mirror.iv_name}")
         raise
 
 
@@ -275,11 +266,13 @@ def _drbd_to_plain(lu: Any, feedback_fn: FeedbackFn) -> None:
         cfg.update(inst)
     feedback_fn("* removing the metadata volumes and the old secondary's volumes")
     for disk in old:
-        _remove(lu, pnode, disk.children[1], f"volume {'/'.join(disk.children[1].logical_id)}")
+        drbd.remove_mirror_disk(lu, disk.children[1], [pnode],
+                                f"volume {'/'.join(disk.children[1].logical_id)}")
         for snode in snodes:
             if snode.offline:
                 lu.LogWarning(f"Node {snode.name} is offline: the volumes of {disk.iv_name}"
                               " are left there")
                 continue
             for child in disk.children:
-                _remove(lu, snode, child, f"volume {'/'.join(child.logical_id)}")
+                drbd.remove_mirror_disk(lu, child, [snode],
+                                        f"volume {'/'.join(child.logical_id)}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ganeti import constants, errors
+from ganeti import errors
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import drbd, lvm
 from ganeti.cmdlib.instance import check_node_usable
@@ -102,19 +102,12 @@ def check_move(lu: Any, nodes: list[Node], indices: list[int]) -> tuple[Node, No
 def _make(lu: Any, disks: list[Disk], pnode: Node, snode: Node,
           feedback_fn: FeedbackFn) -> None:
     """Create ``disks`` on the secondary, then the primary; all removed on failure."""
-    inst = lu.instance
     made: list[Disk] = []
     try:
         for disk in disks:
             made.append(disk)
-            for node in (snode, pnode):
-                feedback_fn(f"* recreating disk {disk.iv_name} ({disk.size} MiB) on"
-                            f" {node.name}")
-                lu.require_rpc().call_blockdev_create(
-                    node.name, disk=drbd.rpc_disk(disk, lu.cfg), size=disk.size,
-                    owner_instance_name=inst.name, on_primary=node is pnode,
-                    info=constants.DISK_INFO_PREFIX + inst.name, excl_stor=False,
-                ).one(node.name, f"Cannot recreate disk {disk.iv_name} on {node.name}")
+            drbd.make_mirror(lu, lu.instance.name, disk, (pnode, snode), feedback_fn,
+                             verb="recreate")
     except BaseException:
         for disk in made:
             drbd.remove_mirror_disk(lu, disk, (snode, pnode))

@@ -419,13 +419,18 @@ class DrbdDevice(base.BaseStorage):
         status = self.minor_status(side.minor)
         if status is None or not status.configured:
             return None
+        return self._compare_setup(disk, side)[1]
+
+    def _compare_setup(self, disk: base.DiskSpec, side: DrbdSide
+                       ) -> tuple[drbd_show.DrbdShow | None, str | None]:
+        """The device's setup as shown and how it differs from ``disk`` (None: not)."""
         shown = self.shown(side.minor)
         if shown is None:
-            return None
+            return None, None
         data, meta = self._backing(disk)
-        return drbd_show.mismatch(shown, local=f"{side.address}:{side.port}",
-                                  remote=f"{side.peer_address}:{side.port}", disk=data,
-                                  meta=meta)
+        return shown, drbd_show.mismatch(shown, local=f"{side.address}:{side.port}",
+                                         remote=f"{side.peer_address}:{side.port}",
+                                         disk=data, meta=meta)
 
     def _setup(self, disk: base.DiskSpec, side: DrbdSide) -> None:
         data, meta = self._backing(disk)
@@ -447,15 +452,10 @@ class DrbdDevice(base.BaseStorage):
     def _fix_setup(self, disk: base.DiskSpec, side: DrbdSide, status: DrbdStatus) -> None:
         """A device talking to the wrong peer is disconnected (to be connected to the
         right one); one on other volumes is someone else's: refused."""
-        shown = self.shown(side.minor)
-        if shown is None:
+        shown, wrong = self._compare_setup(disk, side)
+        if shown is None or wrong is None:
             return
         data, meta = self._backing(disk)
-        wrong = drbd_show.mismatch(shown, local=f"{side.address}:{side.port}",
-                                   remote=f"{side.peer_address}:{side.port}", disk=data,
-                                   meta=meta)
-        if wrong is None:
-            return
         if shown.disk not in (None, data) or shown.meta not in (None, meta):
             raise errors.StorageError(f"Disk {disk.uuid}: DRBD minor {side.minor} {wrong};"
                                       " it is not this disk's device")
