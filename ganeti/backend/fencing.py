@@ -89,9 +89,17 @@ def read_state(ctx: NodeContext) -> dict[str, Any]:
 
 
 def _live_claim(state: dict[str, Any], now: float) -> tuple[int, str] | None:
-    """The claim ``(epoch, taker)`` in ``state`` that still holds, or None: a claim
-    ends when it expires or once its epoch (or a newer one) was accepted."""
-    if state["claim_epoch"] > state["epoch"] and now < state["claim_until"]:
+    """The claim ``(epoch, taker)`` in ``state`` that still holds, or None.
+
+    A claim ends when it expires, when its taker releases it, or once a
+    newer epoch was accepted.  Its own epoch accepted does not end it: the
+    taker sends that epoch from its first step on (stopping the old
+    master), and is still taking over until it releases its claims.
+    """
+    if now >= state["claim_until"]:
+        return None
+    if state["claim_epoch"] > state["epoch"] or (
+            state["claim_epoch"] == state["epoch"] and state["claim_master"] == state["master"]):
         return state["claim_epoch"], state["claim_master"]
     return None
 
@@ -242,8 +250,9 @@ def master_claim(ctx: NodeContext, master: str, epoch: int, seen: int) -> dict[s
     :data:`~ganeti.rpc.defs.FENCED_PREFIX` text) when the node accepted an
     epoch newer than ``seen`` (a takeover finished meanwhile), or another
     taker's claim still holds (naming it).  A claim does not change which
-    master the node obeys; it ends after :data:`CLAIM_TTL` seconds, when
-    its epoch is accepted, or when its taker releases it.  Idempotent for
+    master the node obeys; it ends after :data:`CLAIM_TTL` seconds, when a
+    newer epoch than its own is accepted, or when its taker releases it
+    (at the end of its takeover).  Idempotent for
     the same taker.  Returns ``{"epoch", "claim_epoch", "claim_master"}``.
     """
     now = time.time()

@@ -74,13 +74,15 @@ def run_vote(rpc: RpcRunner, data: ConfigData, me: str, *, mode: str,
              no_voting: bool = False, retry_for: float = 0.0,
              clock: Callable[[], float] = time.monotonic,
              sleep: Callable[[float], None] = time.sleep,
-             log: Callable[[str], None] | None = None) -> vote.Decision:
+             log: Callable[[str], None] | None = None, claimed: int = 0) -> vote.Decision:
     """Vote on ``me`` taking the master role with configuration ``data``.
 
     The taker's own answer comes from its own node daemon, with the
     configuration's master epoch.  While the only problem is that too few
-    nodes answered, asks again every second for up to ``retry_for``
-    seconds.  Never raises for a refusal: see ``Decision.ok``.
+    nodes answered (or, with ``claimed``, the epoch this node holds a
+    majority's claim of, that newer data is a pre-empted rival taker's),
+    asks again every second for up to ``retry_for`` seconds.  Never raises
+    for a refusal: see ``Decision.ok``.
     """
     names = config_node_names(data)
     deadline = clock() + retry_for
@@ -98,7 +100,7 @@ def run_vote(rpc: RpcRunner, data: ConfigData, me: str, *, mode: str,
             taker = replace(own, epoch=data.cluster.master_epoch)
             local_epoch = own.epoch
         decision = vote.decide(taker, names, answers, mode=mode, no_voting=no_voting,
-                               local_epoch=local_epoch)
+                               local_epoch=local_epoch, claimed=claimed)
         if decision.ok or not decision.retry or clock() >= deadline:
             return decision
         if log is not None:

@@ -53,6 +53,10 @@ Out = Callable[[str], None]
 #: seconds each takeover step may wait for a node (a dead node must not
 #: stall the failover; the master daemon stop itself takes up to 15 s)
 STEP_TIMEOUT = 20.0
+#: seconds a taker waits, after stopping the old master, for a rival taker it
+#: pre-empted to put back the configuration it wrote (doc/design/failover.md,
+#: "Concurrent takers")
+RIVAL_ROLLBACK_WAIT = 15.0
 #: seconds the old master refuses submissions during a planned failover
 #: (it accepts again by itself if the takeover gives up without telling it)
 DRAIN_SECONDS = 30.0
@@ -452,6 +456,11 @@ def _restore(paths: Paths, marker: Marker, out: Out) -> None:
     clear_marker(paths)
 
 
+def _reachable(data: ConfigData, skip: Mapping[str, str] | None) -> list[str]:
+    """The nodes of ``data`` except those in ``skip`` (no answer to the vote)."""
+    return [n for n in quorum.config_node_names(data) if n not in (skip or {})]
+
+
 def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
             timeout_scale: float, lease: float, sleep: Callable[[float], None],
             skip: Mapping[str, str] | None = None, resumed: bool = False) -> Outcome:
@@ -475,6 +484,7 @@ def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
     except errors.NotMasterError as exc:
         if not no_voting:
             _restore(paths, marker, out)
+            release_claims(rpc, _reachable(data, skip), me)
             raise TakeoverRefused(f"Failover given up: {exc}. Another master took over"
                                   " meanwhile (gnt-cluster getmaster names it)") from exc
         out(f"Warning: --no-voting: {exc}")
@@ -486,6 +496,9 @@ def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
     faultpoints.reached("after_config_push")
     if no_voting:
         failed += push_queue(rpc, paths, data, me, out)
+    # the claims held other takers off while this one took over
+    # (doc/design/failover.md, "Concurrent takers")
+    release_claims(rpc, _reachable(data, skip), me)
     clear_marker(paths)
     return Outcome(marker.old_master, marker.stopped, marker.epoch, failed, resumed)
 
@@ -555,7 +568,8 @@ def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
         # the old master flushed its last job updates: vote again for the final numbers
         data = load_local_config(paths)
         catchup.catch_up_jobs(rpc, paths, data, me, out)
-        final = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER)
+        final = quorum.run_vote(rpc, data, me, mode=vote.MODE_FAILOVER, claimed=epoch,
+                                retry_for=RIVAL_ROLLBACK_WAIT, sleep=sleep, log=out)
         if not final.ok:
             out(final.message)
             release_claims(rpc, names, me)

@@ -16,7 +16,12 @@ and :func:`decide` says whether the takeover may go ahead
   master, and no node may have accepted a master epoch newer than the
   taker's (a newer master exists: this one was fenced);
 * with ``no_voting`` (``--no-voting --yes-do-it``) the checks are skipped,
-  and the decision says so.
+  and the decision says so;
+* a taker that holds a majority's claim of an epoch (``claimed``) and
+  finds newer data only on rival takers of older epochs, which name
+  themselves the master, waits (``retry``): such a rival cannot have its
+  epoch accepted by a majority any more, so it puts its configuration
+  back (doc/design/failover.md, "Concurrent takers").
 
 The decision also carries what a takeover must set so that nothing is
 reused: the queue serial (every job id any answering node has seen or
@@ -91,7 +96,8 @@ class Decision:
 
     ``ok``: the takeover may go ahead.  ``retry``: it was refused only
     because too few nodes answered (worth asking again while a cluster
-    boots).  ``newer``: candidates with newer data than the taker.
+    boots), or because the newer data is a pre-empted rival taker's (worth
+    asking again while it puts its configuration back).  ``newer``: candidates with newer data than the taker.
     ``stale``: answering nodes that name another master or (candidates)
     hold an older config serial: the new master should push to them.
     ``queue_serial`` / ``config_serial`` / ``epoch``: what the new master
@@ -156,7 +162,7 @@ def _newer_parts(ans: NodeAnswer, taker: NodeAnswer) -> list[str]:
 
 def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAnswer | str],
            *, mode: str = MODE_FAILOVER, no_voting: bool = False,
-           local_epoch: int = 0) -> Decision:
+           local_epoch: int = 0, claimed: int = 0) -> Decision:
     """Whether ``taker`` may take the master role (see the module docstring).
 
     ``nodes`` are the names of every node in the taker's configuration
@@ -164,7 +170,8 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
     :class:`NodeAnswer` or to the reason they gave none.  Answers from
     nodes not in ``nodes`` are ignored.  ``taker.epoch`` is the epoch of
     the taker's configuration; ``local_epoch`` the one its own node daemon
-    accepted (it counts like another node's).
+    accepted (it counts like another node's).  ``claimed``: the epoch the
+    taker holds a majority's claim of (0: none yet).
     """
     if mode not in (MODE_STARTUP, MODE_FAILOVER):
         raise ValueError(f"Unknown vote mode {mode!r}")
@@ -215,13 +222,23 @@ def decide(taker: NodeAnswer, nodes: Sequence[str], answers: Mapping[str, NodeAn
                           f" (its master is {first.master or 'unknown'})")
     newer = []
     details = []
+    behind = []
     for ans in seen:
         if ans is taker or not ans.candidate:
             continue
         parts = _newer_parts(ans, taker)
-        if parts:
+        if parts and ans.master == ans.node and 0 < ans.epoch < claimed:
+            behind.append(f"{ans.node} (epoch {ans.epoch}, {', '.join(parts)})")
+        elif parts:
             newer.append(ans.node)
             details.append(f"{ans.node} ({', '.join(parts)})")
+    if behind and not newer:
+        return result(False, f"Newer data only on rival takers of older master epochs than"
+                      f" {claimed}, claimed by {taker.node}: {'; '.join(behind)}; waiting for"
+                      " them to put their configuration back", retry=True,
+                      newer=[b.split(" ", 1)[0] for b in behind])
+    newer += [b.split(" ", 1)[0] for b in behind]
+    details += behind
     if newer:
         return result(False, f"{taker.node} has stale data: newer on {'; '.join(details)}."
                       f" Fail over to {newer[0]} instead, or use --no-voting --yes-do-it to"

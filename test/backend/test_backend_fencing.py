@@ -139,13 +139,21 @@ def test_claim_refused_after_a_newer_epoch_and_claims_expire(ctx, monkeypatch):
     assert fencing.master_claim(ctx, "node1", 131073, 65538)["claim_master"] == "node1"
 
 
-def test_claim_released_by_its_taker_or_ended_by_its_epoch(ctx):
+def test_claim_released_by_its_taker_or_ended_by_a_newer_epoch(ctx):
     fencing.master_claim(ctx, "node2", 65538, 0)
     fencing.master_claim(ctx, "node3", 0, 0)            # not node3's: nothing happens
     with pytest.raises(errors.NotMasterError, match="claimed by another taker"):
         fencing.master_claim(ctx, "node3", 65539, 0)
     fencing.master_claim(ctx, "node2", 0, 0)            # released
     fencing.master_claim(ctx, "node3", 65539, 0)
-    # once the claimed epoch is accepted, the claim no longer holds
+    # its own epoch accepted (the taker stopping the old master) keeps the claim:
+    # a taker that saw that epoch in its vote is refused until the claim is released
+    fencing.check_epoch(ctx, "node_stop_master", 65539, "node3")
+    with pytest.raises(errors.NotMasterError, match="65539 accepted from node3; claimed by"):
+        fencing.master_claim(ctx, "node4", 131076, 65539)
     fencing.master_lease(ctx, "node3", 65539, 0, 0)
+    fencing.master_claim(ctx, "node3", 0, 0)            # the takeover is over
     fencing.master_claim(ctx, "node4", 131076, 65539)
+    # a newer epoch accepted ends a claim
+    fencing.check_epoch(ctx, "upload_file", 196612, "node1")
+    fencing.master_claim(ctx, "node5", 262149, 196612)

@@ -71,6 +71,26 @@ def test_vote_refused_at_once_for_newer_data():
     assert clock.now == 1000.0
 
 
+def test_vote_waits_for_a_preempted_rival_to_put_its_configuration_back():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rounds = []
+
+    def handler(node, args):
+        rounds.append(node)
+        if node == "node2" and len(rounds) < 7:      # the rival's own takeover data
+            return _info(master="node2", serial=1005, epoch=131073)
+        return _info()
+
+    rpc.set_handler("master_vote_info", handler)
+    logged = []
+    dec = quorum.run_vote(rpc, _data(), "node1", mode=vote.MODE_FAILOVER, retry_for=15.0,
+                          clock=clock, sleep=clock.advance, log=logged.append, claimed=196612)
+    assert dec.ok, dec.message
+    assert len(logged) == 2 and "waiting for them to put their configuration back" in logged[0]
+    assert clock.now == 1002.0
+
+
 def test_vote_uses_the_config_epoch_for_the_taker():
     rpc = FakeRpc()
     # the taker's own node daemon already accepted epoch 4 from another master

@@ -188,3 +188,23 @@ def test_stale_nodes_listed():
                "node4": cand("node4")}
     dec = decide(taker, N[:4], answers, mode=MODE_STARTUP)
     assert dec.ok and dec.stale == ["node2", "node3"]
+
+
+def test_newer_data_of_a_preempted_rival_taker_is_waited_for():
+    # node2 wrote its takeover configuration as a taker of epoch 131073; node4
+    # holds a majority's claim of 196612: node2 cannot win any more
+    taker = cand("node4", master="node1")
+    answers = {"node1": cand("node1"), "node3": cand("node3"), "node5": cand("node5"),
+               "node2": cand("node2", serial=2010, master="node2", epoch=131073)}
+    dec = decide(taker, N, answers, mode=MODE_FAILOVER, claimed=196612)
+    assert not dec.ok and dec.retry and dec.newer == ["node2"]
+    assert "rival takers of older master epochs than 196612" in dec.reason
+    assert "node2 (epoch 131073, config serial 2010 there, 10 here)" in dec.reason
+    # without a claim, or when the rival's epoch is not older, it is plain newer data
+    for kwargs in ({}, {"claimed": 131073}):
+        dec = decide(taker, N, answers, mode=MODE_FAILOVER, **kwargs)
+        assert not dec.ok and not dec.retry and "has stale data" in dec.reason
+    # a node naming another master with newer data is never waited for
+    answers["node3"] = cand("node3", serial=11)
+    dec = decide(taker, N, answers, mode=MODE_FAILOVER, claimed=196612)
+    assert not dec.ok and not dec.retry and dec.newer == ["node3", "node2"]
