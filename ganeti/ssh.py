@@ -364,7 +364,9 @@ def _command_text(command: str | Sequence[str]) -> str:
 class SshRunner:
     """Runs commands and copies files on nodes over SSH with the cluster key.
 
-    One TCP connection per call; calls are independent and thread-safe.
+    One TCP connection per call, or with ``reuse`` one kept per host (each
+    call opens its own session on it, and a connection that is gone is
+    made again); calls are independent and thread-safe.
     Connection, host key and authentication failures raise
     :class:`errors.CommandError` naming ``host:port``; a command that runs
     and fails is a normal :class:`RunResult` with its exit code.
@@ -372,9 +374,12 @@ class SshRunner:
 
     def __init__(self, key_path: str, *, known_hosts_path: str | None = None,
                  port: int = 22, user: str = "root", connect_timeout: float = 10.0,
-                 accept_new_hosts: bool = True,
+                 accept_new_hosts: bool = True, reuse: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.key_path = key_path
+        self.reuse = reuse
+        self._kept: dict[tuple[str, int], paramiko.Transport] = {}
+        self._kept_lock = threading.Lock()
         self.port = port
         self.user = user
         self.connect_timeout = connect_timeout
@@ -434,6 +439,45 @@ class SshRunner:
             raise
         return transport
 
+    def _open_session(self, host: str, port: int
+                      ) -> tuple[paramiko.Transport, paramiko.Channel]:
+        """A new session channel to ``host:port`` and its transport (with ``reuse``,
+        on the kept connection while it still works)."""
+        import paramiko
+
+        if self.reuse:
+            with self._kept_lock:
+                kept = self._kept.pop((host, port), None)
+            if kept is not None and kept.is_active():
+                try:
+                    return kept, kept.open_session(timeout=self.connect_timeout)
+                except (paramiko.SSHException, OSError, EOFError):
+                    pass        # gone (the host rebooted): connect again
+            if kept is not None:
+                kept.close()
+        transport = self._connect(host, port)
+        try:
+            return transport, transport.open_session(timeout=self.connect_timeout)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            transport.close()
+            raise errors.CommandError(
+                f"SSH to {host}:{port}: cannot open a session: {exc}") from exc
+
+    def _done(self, host: str, port: int, transport: paramiko.Transport, keep: bool) -> None:
+        """Keep ``transport`` for the next call (``reuse``, ``keep``) or close it."""
+        if self.reuse and keep and transport.is_active():
+            with self._kept_lock:
+                if self._kept.setdefault((host, port), transport) is transport:
+                    return
+        transport.close()
+
+    def close(self) -> None:
+        """Close the connections kept by ``reuse``."""
+        with self._kept_lock:
+            kept, self._kept = list(self._kept.values()), {}
+        for transport in kept:
+            transport.close()
+
     def run(self, host: str, command: str | Sequence[str], *, port: int | None = None,
             timeout: float | None = 60.0, input_data: bytes | str | None = None) -> RunResult:
         """Run ``command`` on ``host`` and wait at most ``timeout`` seconds.
@@ -450,10 +494,10 @@ class SshRunner:
         if isinstance(input_data, str):
             input_data = input_data.encode("utf-8")
         where = f"{host}:{port}"
-        transport = self._connect(host, port)
+        transport, chan = self._open_session(host, port)
+        keep = False
         try:
             try:
-                chan = transport.open_session(timeout=self.connect_timeout)
                 chan.exec_command(text)
                 # bounded: a command that never reads its stdin cannot hang us
                 chan.settimeout(timeout)
@@ -473,10 +517,12 @@ class SshRunner:
                 if code < 0:
                     raise errors.CommandError(
                         f"SSH to {where}: connection lost before {text!r} finished")
+                keep = True
             return RunResult(argv, code, None, out.decode("utf-8", "replace"),
                              err.decode("utf-8", "replace"), timed_out)
         finally:
-            transport.close()
+            chan.close()
+            self._done(host, port, transport, keep)
 
     def interactive(self, host: str, command: str | Sequence[str], *, port: int | None = None,
                     stdin_fd: int = 0, stdout_fd: int = 1, term: str | None = None) -> int:

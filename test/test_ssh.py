@@ -322,3 +322,33 @@ def test_unread_stdin_is_bounded_by_timeout(cluster: Cluster) -> None:
     # the command never reads stdin: sending 8 MiB cannot complete
     with pytest.raises(errors.CommandError, match=f"{HOST}:{srv.port}"):
         runner.run(HOST, "exec sleep 30", input_data=b"x" * (8 << 20), timeout=1.0)
+
+
+def test_reuse_keeps_one_connection_and_makes_a_new_one_when_it_is_gone(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = cluster.server()
+    connects: list[str] = []
+    real = ssh.SshRunner._connect
+
+    def counting(self: ssh.SshRunner, host: str, port: int):  # type: ignore[no-untyped-def]
+        connects.append(host)
+        return real(self, host, port)
+
+    monkeypatch.setattr(ssh.SshRunner, "_connect", counting)
+    plain = cluster.runner(srv.port)
+    assert [plain.run(HOST, f"echo {i}").stdout for i in range(2)] == ["0\n", "1\n"]
+    assert len(connects) == 2
+    connects.clear()
+    runner = cluster.runner(srv.port, reuse=True)
+    outs = [runner.run(HOST, f"echo {i}; exit {i}") for i in range(3)]
+    assert [(r.stdout, r.exit_code) for r in outs] == [("0\n", 0), ("1\n", 1), ("2\n", 2)]
+    assert len(connects) == 1
+    # the server goes away and another answers on the same port: one new connection
+    port = srv.port
+    srv.stop()
+    cluster.server(port=port)
+    assert runner.run(HOST, "echo again").stdout == "again\n"
+    assert runner.run(HOST, "echo more").stdout == "more\n"
+    assert len(connects) == 2
+    runner.close()
+    assert runner.run(HOST, "true").exit_code == 0 and len(connects) == 3

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 import subprocess
+import time
 from collections.abc import Sequence
 
 from ganeti import errors
@@ -39,6 +40,20 @@ def support_problem() -> str | None:
     subprocess.run(["ip", "link", "del", probe[:15]], capture_output=True, timeout=30,
                    check=False)
     return None
+
+
+#: a file to which every SSH, gnt and vcluster call of the tests appends its duration
+#: (doc/vcluster.md, "Guest clusters": where a guest test spends its time)
+TRACE_ENV = "GANETI_TEST_GUEST_TRACE"
+
+
+def _trace(start: float, kind: str, command: str | Sequence[str]) -> None:
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    text = command if isinstance(command, str) else " ".join(command)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"{time.monotonic() - start:7.2f} {kind}: {text[:160]}\n")
 
 
 class GuestClusterFixture:
@@ -74,19 +89,43 @@ class GuestClusterFixture:
     def ssh(self, node: str, command: str | Sequence[str], *, timeout: float = 120.0
             ) -> RunResult:
         """Run a command inside ``node`` (as root, over SSH)."""
-        return guestcluster.run_on(self.cluster, node, command, timeout=timeout)
+        start = time.monotonic()
+        try:
+            return guestcluster.run_on(self.cluster, node, command, timeout=timeout)
+        finally:
+            _trace(start, "ssh " + node, command)
 
     def gnt(self, *argv: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+        """Run ``gnt-*`` on the master, as the env wrappers do (:func:`guestcluster.run_gnt`),
+        from this process: its SSH connection to the master is kept between calls."""
+        start = time.monotonic()
+        try:
+            res = guestcluster.run_gnt(self.cluster, list(argv), timeout=timeout, check=False)
+        finally:
+            _trace(start, "gnt", argv)
+        return subprocess.CompletedProcess(list(argv), 1 if res.exit_code is None else
+                                           res.exit_code, res.stdout, res.stderr)
+
+    def wrapper(self, *argv: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
         """Run ``gnt-*`` on the host through the env wrappers (``tools/vcluster env``)."""
         env = dict(os.environ)
         env["PATH"] = os.path.join(self.directory, "bin") + os.pathsep + env.get("PATH", "")
-        return subprocess.run(list(argv), env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        start = time.monotonic()
+        try:
+            return subprocess.run(list(argv), env=env, capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+        finally:
+            _trace(start, "wrapper", argv)
 
     def vcluster(self, *args: str, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
         """Run ``tools/vcluster ARGS`` (the operator's command)."""
-        return subprocess.run([self.cluster.python, VCLUSTER, *args], capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        start = time.monotonic()
+        guestcluster.forget_connections(self.gc)     # nodes may stop or boot again
+        try:
+            return subprocess.run([self.cluster.python, VCLUSTER, *args], capture_output=True,
+                                  text=True, timeout=timeout, check=False)
+        finally:
+            _trace(start, "vcluster", args)
 
     def boot_id(self, node: str) -> str:
         res = self.ssh(node, "cat /proc/sys/kernel/random/boot_id")

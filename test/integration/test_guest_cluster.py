@@ -2,7 +2,8 @@
 
 One 3-node guest cluster for the session (the ``guest_cluster`` fixture,
 test/integration/guest_cluster_harness.py), driven as an operator would:
-the host's ``gnt-*`` through the ``tools/vcluster env`` wrappers,
+the host's ``gnt-*`` through the ``tools/vcluster env`` wrappers (the other
+modules run the wrappers' function from the test process),
 ``tools/vcluster stop/start/ssh/watcher/destroy``, RAPI from the host.
 Skipped with the reason where guests cannot run (not root, no bridges).
 """
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def test_cluster_verifies_clean(guest_cluster: GuestClusterFixture) -> None:
-    res = guest_cluster.gnt("gnt-cluster", "verify")
+    res = guest_cluster.wrapper("gnt-cluster", "verify")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "ERROR" not in res.stdout
 

@@ -44,7 +44,7 @@ __all__ = ["GuestNode", "GuestCluster", "DATA_FILE", "sshd_config", "precompile"
            "DEFAULT_STATE_DISK_MIB", "DEFAULT_VG_NAME", "is_guest_cluster", "load", "create",
            "start", "stop", "destroy", "run_on", "current_master", "env_lines",
            "wrapper_script", "hosts_text", "env_text", "lvm_conf", "seed_files",
-           "init_argv", "init_accepts_vg_name", "run_gnt", "run_watcher", "boot_count", "wait_ready"]
+           "init_argv", "init_accepts_vg_name", "run_gnt", "forget_connections", "run_watcher", "boot_count", "wait_ready"]
 
 DATA_FILE = "guests.json"
 DOMAIN = "vcluster"
@@ -294,9 +294,25 @@ def env_lines(gc: GuestCluster, master_ip: str | None = None) -> list[str]:
 SSH_CONNECT_TIMEOUT = 30.0
 
 
+#: one SSH runner per cluster directory and connect timeout in this process: it keeps
+#: a connection to each node (an SSH handshake with an emulated guest costs about 1 s)
+_RUNNERS: dict[tuple[str, float], ssh.SshRunner] = {}
+
+
 def _runner(gc: GuestCluster, connect_timeout: float = SSH_CONNECT_TIMEOUT) -> ssh.SshRunner:
-    return ssh.SshRunner(gc.key_file, known_hosts_path=os.path.join(gc.directory, "known_hosts"),
-                         port=22, connect_timeout=connect_timeout)
+    key = (gc.directory, connect_timeout)
+    runner = _RUNNERS.get(key)
+    if runner is None:
+        runner = _RUNNERS[key] = ssh.SshRunner(
+            gc.key_file, known_hosts_path=os.path.join(gc.directory, "known_hosts"), port=22,
+            connect_timeout=connect_timeout, reuse=True)
+    return runner
+
+
+def forget_connections(gc: GuestCluster | None = None) -> None:
+    """Close the SSH connections this process keeps to ``gc``'s nodes (all: None)."""
+    for key in [k for k in _RUNNERS if gc is None or k[0] == gc.directory]:
+        _RUNNERS.pop(key).close()
 
 
 def run_on(gc: GuestCluster, node: str, command: str | Sequence[str], *,
