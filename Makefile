@@ -68,13 +68,14 @@ typecheck: venv
 # As root, compat-deps has installed upstream's CLI: its tests must not skip either.
 # The 25 slowest tests are listed at the end: `make test` must stay under 25 minutes.
 # Tests marked `soak` (longer repetitions of what is covered once) run in `make soak`.
-# Two pytest-xdist workers; a module's tests stay on one worker, and the guest-cluster
-# tests (qemu nodes, real LVM; root) form one group started first
+# Three pytest-xdist workers; a module's tests stay on one worker, and the guest-cluster
+# tests (qemu nodes, real LVM; root) form two groups (drbd, the others), started first on
+# two workers with a guest cluster each, while the third runs the rest
 # (test/conftest.py; README.md, "Tests").
 # Their temporary directories are below a short fresh one (kept when a test fails): a
 # worker's adds "popen-gwN/" to every path, and a virtual cluster's Unix sockets must
 # stay within the 107 bytes of a socket address.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 unit: venv
 	tmp=$$(mktemp -d /tmp/gtXXXX) && \
 	GANETI_TEST_REQUIRE_HAIL=1 GANETI_TEST_REQUIRE_UPSTREAM=$$([ "$$(id -u)" = 0 ] && echo 1) \

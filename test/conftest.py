@@ -1,11 +1,13 @@
 """How ``make test`` spreads the suite over its pytest-xdist workers (README.md, "Tests").
 
 Every test module is one unit of work, so that a module's fixtures (its
-virtual cluster) are made once, on one worker; the guest-cluster modules
-(``test/integration/test_guest_*.py``), which share the session's guest
-cluster, are one unit together.  Units are handed out in collection order
-(``--no-loadscope-reorder``), which test/integration/conftest.py starts
-with the guest tests, the longest unit.
+virtual cluster) are made once, on one worker; the guest-cluster tests
+(``test/integration/test_guest_*.py``), which share their worker's guest
+cluster, form two units: the ``drbd`` ones, and the others.  Each runs on
+a worker of its own with a guest cluster of its own (made by the first
+test that asks), so that the two longest units run side by side.  Units
+are handed out in collection order (``--no-loadscope-reorder``), which
+test/integration/conftest.py starts with the guest tests.
 """
 
 from __future__ import annotations
@@ -14,15 +16,21 @@ from typing import Any
 
 import pytest
 
-#: the modules whose tests run on the session's guest cluster share one unit of work
+#: the modules whose tests run on a guest cluster
 GUEST_MODULE_PREFIX = "test/integration/test_guest_"
+#: the unit of the guest tests of the drbd template (their names say drbd)
+GUEST_DRBD_UNIT = "guest-cluster-drbd"
+#: the unit of the other guest tests
 GUEST_UNIT = "guest-cluster"
 
 
 def work_unit(nodeid: str) -> str:
-    """The unit of work of the test ``nodeid``: its module, or :data:`GUEST_UNIT`."""
+    """The unit of work of the test ``nodeid``: its module, :data:`GUEST_DRBD_UNIT`
+    or :data:`GUEST_UNIT`."""
     module = nodeid.split("::", 1)[0]
-    return GUEST_UNIT if module.startswith(GUEST_MODULE_PREFIX) else module
+    if not module.startswith(GUEST_MODULE_PREFIX):
+        return module
+    return GUEST_DRBD_UNIT if "drbd" in nodeid else GUEST_UNIT
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -48,7 +48,8 @@ def _guest_cluster_session(tmp_path_factory: pytest.TempPathFactory):  # type: i
 def guest_cluster(_guest_cluster_session):  # type: ignore[no-untyped-def]
     """The session's 3-node guest cluster, running (test/integration/guest_cluster_harness.py).
 
-    Shared by every module that asks for it: one cluster per session (it
-    is made again only if a test destroyed it).
+    Shared by every module that asks for it: one cluster per session, that
+    is per ``make test`` worker (test/conftest.py; it is made again only if
+    a test destroyed it).
     """
     return _guest_cluster_session.ensure_running()
