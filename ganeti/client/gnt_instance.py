@@ -536,6 +536,7 @@ def modify(opts: Any, args: list[str]) -> int:
         hotplug=True if opts.hotplug else wire.NOT_SENT,
         hotplug_if_possible=True if opts.hotplug_if_possible else wire.NOT_SENT,
         disk_template=opts.disk_template, remote_node=opts.node,
+        iallocator=opts.iallocator or wire.NOT_SENT,
         wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False))
     result = cli.submit_or_send(op, opts)
     if result:
@@ -698,8 +699,8 @@ commands: dict[str, cli.Command] = {
                                       OFFLINE_OPT, ONLINE_OPT, IGNORE_IPOLICY_OPT,
                                       RUNTIME_MEM_OPT, HOTPLUG_OPT, HOTPLUG_IF_POSSIBLE_OPT,
                                       NOHOTPLUG_OPT, CONVERT_TEMPLATE_OPT,
-                                      CONVERT_SNODE_OPT, NO_WAIT_SYNC_OPT, cli.FORCE_OPT,
-                                      cli.SUBMIT_OPT],
+                                      CONVERT_SNODE_OPT, relocation.IALLOCATOR_OPT,
+                                      NO_WAIT_SYNC_OPT, cli.FORCE_OPT, cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,
                                             OSP_SECRET_OPT, cli.SUBMIT_OPT],

@@ -27,9 +27,10 @@ from typing import Any
 
 from ganeti import constants, errors, locking
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import drbd, lvm
+from ganeti.cmdlib import allocator, drbd, lvm
 from ganeti.cmdlib.common import expand_node
-from ganeti.cmdlib.instance import check_node_online, check_node_usable
+from ganeti.cmdlib.instance import check_node_online, check_node_usable, expand_instance
+from ganeti.iallocator import document
 from ganeti.objects import Disk, Node
 
 __all__ = ["CONVERSIONS", "check_arguments", "expand_extra", "declare_locks", "check",
@@ -52,21 +53,21 @@ def check_arguments(op: Any, other_changes: bool) -> None:
         raise errors.OpPrereqError("A disk template conversion cannot be combined with"
                                    " other disk or NIC changes; run them one after the other",
                                    errors.ECODE_INVAL)
-    if op.iallocator:
-        raise errors.OpPrereqError("Choosing the new secondary with an iallocator is not"
-                                   " supported for conversions; name it with -n",
-                                   errors.ECODE_INVAL)
-    if op.disk_template == constants.DT_DRBD8 and not op.remote_node:
-        raise errors.OpPrereqError("Converting to drbd needs the secondary node (-n NODE)",
-                                   errors.ECODE_INVAL)
-    if op.disk_template != constants.DT_DRBD8 and op.remote_node:
-        raise errors.OpPrereqError(f"A secondary node goes only with -t"
+    if op.remote_node and op.iallocator:
+        raise errors.OpPrereqError("Give either the secondary node (-n) or an iallocator"
+                                   " (-I), not both", errors.ECODE_INVAL)
+    if op.disk_template == constants.DT_DRBD8 and not (op.remote_node or op.iallocator):
+        raise errors.OpPrereqError("Converting to drbd needs the secondary node (-n NODE) or"
+                                   " an iallocator to choose it (-I NAME)", errors.ECODE_INVAL)
+    if op.disk_template != constants.DT_DRBD8 and (op.remote_node or op.iallocator):
+        raise errors.OpPrereqError(f"A secondary node or an iallocator goes only with -t"
                                    f" {constants.DT_DRBD8}, not -t {op.disk_template}",
                                    errors.ECODE_INVAL)
 
 
 def expand_extra(lu: Any) -> None:
-    """The new secondary joins the node locks; a conversion holds them exclusively
+    """The new secondary joins the node locks (with an iallocator, every node of the
+    primary's group: any may be chosen); a conversion holds them exclusively
     (volumes are made, renamed and removed)."""
     op = lu.op
     if op.disk_template is None:
@@ -76,6 +77,12 @@ def expand_extra(lu: Any) -> None:
         op.remote_node = node.name
         op.remote_node_uuid = node.uuid
         lu.extra_node_uuids = [node.uuid]
+    elif op.iallocator:
+        inst = expand_instance(lu.cfg, op.instance_name)
+        pnode = lu.cfg.get_node_info(inst.primary_node)
+        group = pnode.group if pnode is not None else None
+        lu.extra_node_uuids = sorted(u for u, n in lu.cfg.get_all_nodes_info().items()
+                                     if u != inst.primary_node and n.group == group)
 
 
 def declare_locks(lu: Any, level: int) -> None:
@@ -111,6 +118,8 @@ def check(lu: Any) -> None:
     check_node_online(lu.pnode, " as primary node")
     lu.convert_snode = None
     if target == constants.DT_DRBD8:
+        if op.iallocator and not op.remote_node:
+            _ask_allocator(lu)
         snode = cfg.get_node_info(op.remote_node_uuid)
         if snode is None:
             raise errors.OpPrereqError(f"Node {op.remote_node} disappeared",
@@ -129,6 +138,21 @@ def check(lu: Any) -> None:
         lvm.check_vg_free(lu, [lu.pnode], lvm.required_vg_sizes(
             (d.logical_id[0], constants.DRBD_META_SIZE) for d in lu.disks))
         lu.convert_snode = snode
+
+
+def _ask_allocator(lu: Any) -> None:
+    """Let the iallocator choose the secondary (an ``allocate-secondary`` request)."""
+    op = lu.op
+    answer, _ = allocator.ask(lu, op.iallocator,
+                              document.allocate_secondary_request(lu.instance.name))
+    answer.require_success(allocator.allocator_name(lu, op.iallocator) or "ganeti-iallocator")
+    node = expand_node(lu.cfg, answer.nodes[0])
+    if node.uuid not in lu.extra_node_uuids:
+        raise errors.OpPrereqError(f"The iallocator chose node {node.name}, which is not in the"
+                                   " primary node's group", errors.ECODE_INVAL)
+    lu.LogInfo(f"Selected secondary node {node.name} via the iallocator")
+    op.remote_node = node.name
+    op.remote_node_uuid = node.uuid
 
 
 def convert(lu: Any, feedback_fn: FeedbackFn) -> None:

@@ -105,6 +105,10 @@ def check_result(rtype: str, result: Any, request: dict[str, Any] | None = None)
         if isinstance(wanted, int) and len(nodes) != wanted:
             raise _bad(f"{len(nodes)} node(s) returned, {wanted} required")
         return Answer(rtype, True, "", result, nodes=nodes)
+    if rtype == doc.REQ_ALLOCATE_SECONDARY:
+        if not isinstance(result, str) or not result:
+            raise _bad(f"allocate-secondary result must be a node name, got {result!r}")
+        return Answer(rtype, True, "", result, nodes=[result])
     if rtype == doc.REQ_MULTI_ALLOCATE:
         if not isinstance(result, list) or len(result) != 2:
             raise _bad("multi-allocate result must be [allocated, failed]")

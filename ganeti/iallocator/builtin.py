@@ -2,7 +2,7 @@
 
 :func:`allocate` answers every request type of doc/protocols/iallocator.md
 (``allocate``, ``multi-allocate``, ``relocate``, ``node-evacuate``,
-``change-group``) by greedy placement on a :class:`~ganeti.iallocator.model.ClusterModel`:
+``change-group``, ``allocate-secondary``) by greedy placement on a :class:`~ganeti.iallocator.model.ClusterModel`:
 each instance goes to the node (or DRBD node pair) that passes every check
 and leaves its group best balanced (lowest score), and the model is
 updated before the next decision.  Groups are tried by ``alloc_policy``:
@@ -258,6 +258,31 @@ def _do_relocate(model: ClusterModel, req: dict[str, Any]) -> tuple[str, Any]:
     return f"Request successful: new primary {single[1]}", [single[1]]
 
 
+def _do_allocate_secondary(model: ClusterModel, req: dict[str, Any]) -> tuple[str, Any]:
+    """The best secondary in its primary's group for a ``plain`` instance becoming ``drbd``
+    (its disks as DRBD needs them: data and metadata on both nodes)."""
+    name = str(req["name"])
+    inst = model.instances.get(name)
+    if inst is None:
+        raise _NoPlace(f"unknown instance {name}")
+    if inst.disk_template != constants.DT_PLAIN:
+        raise _NoPlace(f"instance {name} has disk template {inst.disk_template}; a secondary"
+                       f" is found for {constants.DT_PLAIN} instances only")
+    pgroup = model.groups.get(model.nodes[inst.primary].group) if inst.primary in model.nodes \
+        else None
+    if pgroup is None:
+        raise _NoPlace(f"instance {name} has no known group")
+    mirrored = dataclasses.replace(
+        inst, disk_template=constants.DT_DRBD8,
+        disk_space=doc.disk_space_total(constants.DT_DRBD8,
+                                        [{"size": s} for s in inst.disk_sizes]))
+    counters: Counter[str] = Counter()
+    node = _best_secondary(model, mirrored, pgroup, set(), counters)
+    if node is None:
+        raise _NoPlace(_counters_text(counters))
+    return f"Request successful: secondary {node}", node
+
+
 def _not_mirrored(inst: InstanceModel) -> str:
     return not_mirrored_reason(inst.name, inst.disk_template)
 
@@ -417,6 +442,7 @@ _HANDLERS = {
     doc.REQ_RELOCATE: _do_relocate,
     doc.REQ_NODE_EVACUATE: _do_node_evacuate,
     doc.REQ_CHANGE_GROUP: _do_change_group,
+    doc.REQ_ALLOCATE_SECONDARY: _do_allocate_secondary,
 }
 
 
@@ -437,7 +463,8 @@ def allocate(document: Any, *, capacity_checks: bool = True,
                                    errors.ECODE_INVAL)
     request = document["request"]
     rtype = doc.check_request(request)
-    if rtype in (doc.REQ_ALLOCATE, doc.REQ_RELOCATE) and not isinstance(request["name"], str):
+    if rtype in (doc.REQ_ALLOCATE, doc.REQ_RELOCATE, doc.REQ_ALLOCATE_SECONDARY) and \
+            not isinstance(request["name"], str):
         raise errors.OpPrereqError("iallocator request: key 'name' must be a string",
                                    errors.ECODE_INVAL)
     model = ClusterModel(document, capacity_checks=capacity_checks,

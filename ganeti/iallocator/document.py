@@ -18,8 +18,9 @@ from ganeti import constants, errors, ipolicy, parameters
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Node, NodeGroup
 
 __all__ = ["VERSION", "REQ_ALLOCATE", "REQ_MULTI_ALLOCATE", "REQ_RELOCATE",
-           "REQ_NODE_EVACUATE", "REQ_CHANGE_GROUP", "REQUEST_TYPES", "EVAC_MODES",
-           "build_input", "allocate_request", "multi_allocate_request", "relocate_request",
+           "REQ_NODE_EVACUATE", "REQ_CHANGE_GROUP", "REQ_ALLOCATE_SECONDARY", "REQUEST_TYPES",
+           "EVAC_MODES", "build_input", "allocate_request", "multi_allocate_request",
+           "relocate_request", "allocate_secondary_request",
            "node_evacuate_request", "change_group_request", "required_nodes",
            "disk_space_total", "group_ipolicy", "check_request", "IpolicyFn"]
 
@@ -29,8 +30,10 @@ REQ_MULTI_ALLOCATE = "multi-allocate"
 REQ_RELOCATE = "relocate"
 REQ_NODE_EVACUATE = "node-evacuate"
 REQ_CHANGE_GROUP = "change-group"
+#: a secondary node for a ``plain`` instance about to become ``drbd`` (modify -t drbd -I)
+REQ_ALLOCATE_SECONDARY = "allocate-secondary"
 REQUEST_TYPES = (REQ_ALLOCATE, REQ_MULTI_ALLOCATE, REQ_RELOCATE, REQ_NODE_EVACUATE,
-                 REQ_CHANGE_GROUP)
+                 REQ_CHANGE_GROUP, REQ_ALLOCATE_SECONDARY)
 EVAC_MODES = constants.NODE_EVAC_MODES
 
 #: ``(cluster, group) -> the group's effective ipolicy``
@@ -102,6 +105,12 @@ def relocate_request(name: str, template: str, disks: Sequence[Mapping[str, Any]
     return request
 
 
+def allocate_secondary_request(name: str) -> dict[str, Any]:
+    """The ``allocate-secondary`` request: a secondary node for ``name`` (a ``plain``
+    instance converted to ``drbd``); the answer's result is the node's name."""
+    return {"type": REQ_ALLOCATE_SECONDARY, "name": name}
+
+
 def node_evacuate_request(instances: list[str], evac_mode: str, *,
                           with_disks: bool = False) -> dict[str, Any]:
     """The ``node-evacuate`` request (``evac_mode`` one of :data:`EVAC_MODES`).
@@ -131,6 +140,7 @@ _REQUIRED = {
     REQ_RELOCATE: ("name", "relocate_from", "required_nodes", "disk_space_total"),
     REQ_NODE_EVACUATE: ("instances", "evac_mode"),
     REQ_CHANGE_GROUP: ("instances", "target_groups"),
+    REQ_ALLOCATE_SECONDARY: ("name",),
 }
 
 

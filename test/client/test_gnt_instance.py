@@ -160,11 +160,12 @@ def test_modify_runtime_memory(argv: list[str], expect: dict[str, Any]) -> None:
     (["-t", "drbd", "-n", "node2", "--no-wait-for-sync"],
      {"disk_template": "drbd", "remote_node": "node2", "wait_for_sync": False}),
     (["--disk-template", "plain"], {"disk_template": "plain"}),
-], ids=["to-drbd", "no-wait", "to-plain"])
+    (["-t", "drbd", "-I", "hail"], {"disk_template": "drbd", "iallocator": "hail"}),
+], ids=["to-drbd", "no-wait", "to-plain", "allocator"])
 def test_modify_disk_template_conversion(argv: list[str], expect: dict[str, Any]) -> None:
     op = _modify_op(argv)
     assert {k: op.get(k) for k in expect} == expect
-    for key in ("remote_node", "wait_for_sync"):
+    for key in ("remote_node", "wait_for_sync", "iallocator"):
         assert (key in op) == (key in expect)       # not given: the master's default
 
 

@@ -93,6 +93,19 @@ def test_plain_to_drbd_keeps_the_data_volume_and_mirrors_it(cenv: Any) -> None:
     assert cenv.cfg.get_instance_secondary_nodes(inst.uuid) == [s]
 
 
+def test_plain_to_drbd_with_the_secondary_chosen_by_the_allocator(cenv: Any) -> None:
+    _create(cenv, template="plain", start=False)
+    changes = _modify(cenv, disk_template="drbd", iallocator="ganeti-iallocator")
+    assert changes == [["disk_template", "drbd"]]
+    inst, disks = _instance(cenv)
+    chosen = cenv.cfg.get_instance_secondary_nodes(inst.uuid)
+    assert inst.disk_template == "drbd" and len(chosen) == 1
+    name = cenv.cfg.get_node_info(chosen[0]).name
+    assert name in ("node2", "node3") and disks[0].nodes == [_uuid(cenv, "node1"), chosen[0]]
+    assert any(f"Selected secondary node {name} via the iallocator" in line
+               for line in cenv.feedback)
+
+
 def test_drbd_to_plain_keeps_the_primary_data_volume(cenv: Any) -> None:
     _create(cenv, template="drbd", pnode="node1", snode="node2", start=False)
     _, before = _instance(cenv)
@@ -141,7 +154,9 @@ def test_a_failed_rename_undoes_the_conversion(cenv: Any) -> None:
     ({"remote_node": "node2", "beparams": {"vcpus": 2}}, "goes only with a conversion"),
     ({"disk_template": "drbd", "remote_node": "node2", "disks": [["add", -1, {"size": 8}]]},
      "cannot be combined"),
-    ({"disk_template": "drbd", "iallocator": "hail"}, "name it with -n"),
+    ({"disk_template": "drbd", "iallocator": "hail", "remote_node": "node2"}, "not both"),
+    ({"disk_template": "plain", "iallocator": "hail"}, "goes only with -t drbd"),
+    ({"disk_template": "drbd", "iallocator": "no-such-allocator"}, "no-such-allocator"),
 ])
 def test_bad_conversions_are_refused_and_change_nothing(cenv: Any, params: dict[str, Any],
                                                         match: str) -> None:

@@ -122,6 +122,14 @@ def _reloc_secondary() -> dict[str, Any]:
         "inst1", "drbd", [{"size": 1024}], ["node2"]))
 
 
+def _alloc_secondary() -> dict[str, Any]:
+    # plain on node1 becomes drbd: node3 has the most room, node4 too little disk
+    nodes = {"node1": node(free=20000), "node2": node(free=14000, free_disk=30000),
+             "node3": node(free=26000, free_disk=90000), "node4": node(free=28000, free_disk=900)}
+    insts = {"inst1": instance(["node1"], template="plain")}
+    return cluster(nodes, insts, request=document.allocate_secondary_request("inst1"))
+
+
 def _node_evacuate() -> dict[str, Any]:
     # node1 is emptied: its running sharedfile instance migrates to node3 (most free memory)
     nodes = {"node1": node(free=20000), "node2": node(free=14000), "node3": node(free=26000)}
@@ -197,6 +205,7 @@ SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
     "alloc-shared": _alloc_shared,
     "alloc-two-disks": _alloc_two_disks,
     "reloc-secondary": _reloc_secondary,
+    "alloc-secondary": _alloc_secondary,
     "node-evacuate": _node_evacuate,
     "change-group": _change_group,
     "small-disk": _small_disk,

@@ -20,6 +20,7 @@ def _run(doc, **kwargs):
     ("alloc-shared", ["node3"]),
     ("alloc-two-disks", ["node1"]),             # node2 has room for one disk, not both
     ("reloc-secondary", ["node3"]),
+    ("alloc-secondary", "node3"),               # a node name, not a list
 ])
 def test_scenario_node_choice(name, result):
     answer = _run(scenario(name))
@@ -290,6 +291,28 @@ def test_relocate_shared_storage_gives_a_new_primary():
     doc = cluster(nodes, {"x": instance(["n1"])},
                   request=document.relocate_request("x", "sharedfile", [{"size": 1024}], ["n1"]))
     assert _run(doc)["result"] == ["n2"]
+
+
+def test_allocate_secondary_picks_the_roomiest_usable_node_of_the_group():
+    nodes = _nodes(n1=20000, n2=30000, n3=10000)
+    nodes["n4"] = node("g2", free=32000)
+    doc = cluster(nodes, {"x": instance(["n1"], template="plain")},
+                  groups={"g1": "preferred", "g2": "preferred"},
+                  request=document.allocate_secondary_request("x"))
+    doc["nodes"]["n4"]["group"] = "g2"
+    answer = _run(doc)
+    assert answer["success"] and answer["result"] == "n2", answer
+    # the disk as DRBD needs it (1024 MiB data + 128 MiB metadata) must fit
+    doc["nodes"]["n2"]["free_disk"] = 1100
+    assert _run(doc)["result"] == "n3"
+    doc["nodes"]["n3"]["offline"] = True
+    answer = _run(doc)
+    assert not answer["success"] and "FailDisk: 1" in answer["info"], answer
+    # only plain instances are converted
+    doc = cluster(nodes, {"y": instance(["n1"])},
+                  request=document.allocate_secondary_request("y"))
+    answer = _run(doc)
+    assert not answer["success"] and "disk template sharedfile" in answer["info"]
 
 
 def test_not_a_document():

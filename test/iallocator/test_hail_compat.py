@@ -110,7 +110,7 @@ def _both(name, **params):
 
 
 @pytest.mark.parametrize("name", ["alloc-mirrored", "alloc-shared", "alloc-two-disks",
-                                  "reloc-secondary", "restricted-network"])
+                                  "reloc-secondary", "alloc-secondary", "restricted-network"])
 def test_hail_chooses_the_same_nodes(name):
     _, hail, ours = _both(name)
     assert hail.success and ours.success, (hail.info, ours.info)
