@@ -324,8 +324,10 @@ def write_marker(paths: Paths, marker: Marker) -> None:
 
 
 def clear_marker(paths: Paths) -> None:
-    """The takeover is over: forget the marker and the configuration backup."""
-    for path in (marker_file(paths), paths.config_file + _BACKUP_SUFFIX):
+    """The takeover is over: forget the marker and the configuration and queue serial
+    backups."""
+    for path in (marker_file(paths), paths.config_file + _BACKUP_SUFFIX,
+                 paths.queue_serial_file + _BACKUP_SUFFIX):
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -453,12 +455,21 @@ def _restore(paths: Paths, marker: Marker, out: Out) -> None:
         old = configfile.load_config_data(paths.config_file)
         ssconf.write_ssconf_files(paths, ssconf.compute_ssconf_values(old))
         out("this node's previous configuration and ssconf restored")
+        _restore_queue_serial(paths, marker)
     clear_marker(paths)
 
 
-def _reachable(data: ConfigData, skip: Mapping[str, str] | None) -> list[str]:
-    """The nodes of ``data`` except those in ``skip`` (no answer to the vote)."""
-    return [n for n in quorum.config_node_names(data) if n not in (skip or {})]
+def _restore_queue_serial(paths: Paths, marker: Marker) -> None:
+    """Put back the queue serial this takeover raised (no master daemon ran with it),
+    unless it changed since: otherwise this node looks newer to the next vote."""
+    backup = paths.queue_serial_file + _BACKUP_SUFFIX
+    try:
+        previous = uio.read_file(backup)
+        current = int((uio.read_regular_file(paths.queue_serial_file) or b"0").strip() or b"0")
+    except (OSError, ValueError, errors.GanetiError):
+        return
+    if marker.queue_serial is not None and current == marker.queue_serial:
+        uio.write_file_atomic(paths.queue_serial_file, previous, mode=0o640)
 
 
 def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
@@ -484,7 +495,7 @@ def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
     except errors.NotMasterError as exc:
         if not no_voting:
             _restore(paths, marker, out)
-            release_claims(rpc, _reachable(data, skip), me)
+            release_claims(rpc, quorum.config_node_names(data), me)
             raise TakeoverRefused(f"Failover given up: {exc}. Another master took over"
                                   " meanwhile (gnt-cluster getmaster names it)") from exc
         out(f"Warning: --no-voting: {exc}")
@@ -498,9 +509,32 @@ def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
         failed += push_queue(rpc, paths, data, me, out)
     # the claims held other takers off while this one took over
     # (doc/design/failover.md, "Concurrent takers")
-    release_claims(rpc, _reachable(data, skip), me)
+    release_claims(rpc, quorum.config_node_names(data), me)
     clear_marker(paths)
     return Outcome(marker.old_master, marker.stopped, marker.epoch, failed, resumed)
+
+
+def _check_still_ours(rpc: RpcRunner, paths: Paths, names: Sequence[str], me: str,
+                      epoch: int, seen: int, old: str) -> None:
+    """Before writing: the configuration still names ``old`` (no other taker won and
+    pushed meanwhile) and a majority still holds this taker's claim (renewed: the
+    steps since it was made may have taken a good part of its lifetime)."""
+    data = load_local_config(paths)
+    master = data.nodes.get(data.cluster.master_node)
+    now = master.name if master is not None else ""
+    why = ""
+    if now != old:
+        why = f"the configuration names {now or 'no master'} now, not {old}"
+    else:
+        ok, failed = _claim_round(rpc, names, me, epoch, seen)
+        if ok < len(names) // 2 + 1:
+            why = (f"only {ok} of {len(names)} nodes still hold this node's claim ("
+                   + "; ".join(f"{n}: {m}" for n, m in sorted(failed.items())) + ")")
+    if why:
+        release_claims(rpc, names, me)
+        clear_marker(paths)
+        raise TakeoverRefused(f"Failover given up after stopping {old}: {why}. Nothing was"
+                              " written here; gnt-cluster getmaster names the master")
 
 
 def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
@@ -579,8 +613,15 @@ def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
                 f" daemon on {old} again (ganeti-masterd there, or its watcher), or fail over"
                 " to the node with the newer data")
         decision = final
+    if not no_voting:
+        _check_still_ours(rpc, paths, names, me, epoch, seen, old)
     backup = paths.config_file + _BACKUP_SUFFIX
     uio.write_file_atomic(backup, uio.read_file(paths.config_file), mode=0o600)
+    try:
+        serial = uio.read_file(paths.queue_serial_file)
+    except FileNotFoundError:
+        serial = b"0\n"
+    uio.write_file_atomic(paths.queue_serial_file + _BACKUP_SUFFIX, serial, mode=0o600)
     marker = dataclasses.replace(marker, queue_serial=decision.queue_serial,
                                  config_serial=decision.config_serial, stopped=stopped)
     write_marker(paths, marker)

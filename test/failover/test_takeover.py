@@ -218,3 +218,42 @@ def test_lost_takeover_keeps_the_winners_configuration(paths):
     assert configfile.load_config_data(paths.config_file).cluster.master_epoch == 65539
     assert takeover.read_marker(paths) is None
     assert lines == ["this node's configuration was replaced by the new master's already"]
+
+
+def test_lost_takeover_puts_back_the_queue_serial_it_raised(paths):
+    marker = _before_takeover(paths)
+    takeover.raise_queue_serial(paths, 40)
+    with open(paths.queue_serial_file + ".pre-takeover", "w") as fh:
+        fh.write("40\n")
+    takeover.raise_queue_serial(paths, 99)                 # marker.queue_serial
+    takeover._restore(paths, marker, lambda line: None)
+    assert open(paths.queue_serial_file).read() == "40\n"  # not newer than the others now
+    assert not os.path.exists(paths.queue_serial_file + ".pre-takeover")
+    # a serial that moved on since (a new master's replication) stays
+    marker = _before_takeover(paths)
+    with open(paths.queue_serial_file + ".pre-takeover", "w") as fh:
+        fh.write("40\n")
+    takeover.raise_queue_serial(paths, 120)
+    takeover._restore(paths, marker, lambda line: None)
+    assert open(paths.queue_serial_file).read() == "120\n"
+
+
+def test_a_taker_whose_claim_or_old_master_changed_writes_nothing(paths):
+    from test.fakes.fakerpc import FakeRpc
+    names = ["node1", "node2", "node3"]
+    configfile.write_config_file(paths.config_file, serializer.dumps_bytes(_data()))
+    rpc = FakeRpc()
+    _claims(rpc, {"node1": {}, "node2": {}, "node3": {}})
+    takeover._check_still_ours(rpc, paths, names, "node2", 65538, 0, "node1")   # goes ahead
+    # the claim expired meanwhile and another taker holds node1 and node3
+    _claims(rpc, {"node1": _rival(65539, "node3"), "node2": {}, "node3": _rival(65539, "node3")})
+    takeover.write_marker(paths, takeover.Marker("node2", 65538, "node1"))
+    with pytest.raises(takeover.TakeoverRefused, match="only 1 of 3 nodes still hold"):
+        takeover._check_still_ours(rpc, paths, names, "node2", 65538, 0, "node1")
+    assert takeover.read_marker(paths) is None
+    # another taker won and pushed its configuration here during the final vote
+    _claims(rpc, {"node1": {}, "node2": {}, "node3": {}})
+    winner = vote.Decision(True, "ok", "ok", config_serial=20, epoch=65539)
+    takeover.write_takeover_config(paths, _data(), "node3", winner)
+    with pytest.raises(takeover.TakeoverRefused, match="names node3 now, not node1"):
+        takeover._check_still_ours(rpc, paths, names, "node2", 65538, 0, "node1")
