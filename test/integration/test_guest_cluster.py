@@ -4,7 +4,8 @@ One 3-node guest cluster for the session (the ``guest_cluster`` fixture,
 test/integration/guest_cluster_harness.py), driven as an operator would:
 the host's ``gnt-*`` through the ``tools/vcluster env`` wrappers (the other
 modules run the wrappers' function from the test process),
-``tools/vcluster stop/start/ssh/watcher/destroy``, RAPI from the host.
+``tools/vcluster ssh/destroy``, RAPI from the host (a node powered off and
+booted again: test_guest_plain.py, with an instance on it).
 Skipped with the reason where guests cannot run (not root, no bridges).
 """
 
@@ -12,14 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import ssl
 import subprocess
 import urllib.request
 
 import pytest
 
-from ganeti import constants, daemonctl
 from test.integration.guest_cluster_harness import GuestClusterFixture
 from tools.harness import guestcluster, guestvm
 
@@ -75,34 +74,6 @@ def test_rapi_is_reachable_from_the_host(guest_cluster: GuestClusterFixture) -> 
                                 timeout=60) as resp:
         info = json.loads(resp.read())
     assert info["name"] == guest_cluster.cluster.cluster_name
-
-
-def test_node_powered_off_comes_back(guest_cluster: GuestClusterFixture,
-                                     tmp_path: pathlib.Path) -> None:
-    gc = guest_cluster.cluster
-    node = gc.node("node3")
-    before = guest_cluster.boot_id("node3")
-    marker = "/var/lib/ganeti/guest-test-marker"
-    assert not guest_cluster.ssh("node3", f"echo kept > {marker}; sync").failed
-
-    res = guest_cluster.vcluster("stop", gc.directory, "node3")
-    assert res.returncode == 0, res.stderr
-    assert not guestvm.guest_running(gc.spec(node))
-    assert "stopped" in guest_cluster.vcluster("list", gc.directory).stdout
-
-    res = guest_cluster.vcluster("start", gc.directory, "node3")
-    assert res.returncode == 0, res.stderr
-    assert guest_cluster.boot_id("node3") != before
-    res = guest_cluster.ssh("node3", f"cat {marker}; ls /etc/ganeti /var/lib/ganeti")
-    assert not res.failed and res.stdout.startswith("kept\n") and "server.pem" in res.stdout
-    # its node daemon answers with the cluster certificate (mutual TLS, as node RPC does)
-    pem = guest_cluster.ssh("node1", "cat /var/lib/ganeti/server.pem")
-    assert not pem.failed
-    cert = tmp_path / "server.pem"
-    cert.write_text(pem.stdout)
-    daemonctl.wait_for_noded(node.ip, constants.DEFAULT_NODED_PORT, str(cert), timeout=120)
-    res = guest_cluster.vcluster("watcher", gc.directory, "node3")
-    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.guest_cluster_last

@@ -11,11 +11,13 @@ definition in ``/srv/ganeti/os`` (seeded on its state disk).
 from __future__ import annotations
 
 import os
+import pathlib
 
 import pytest
 
+from ganeti import constants, daemonctl
 from test.integration.guest_cluster_harness import GuestClusterFixture
-from tools.harness import guestcluster
+from tools.harness import guestcluster, guestvm
 
 # the session's guest cluster may be made by the first test that asks (minutes under load)
 pytestmark = pytest.mark.timeout(900)
@@ -209,11 +211,14 @@ def test_allocators_place_a_plain_disk_where_the_volume_group_has_room(
         plain.ssh(master, ["rm", "-f", link])
 
 
-def test_a_rebooted_node_gets_its_disks_back_from_the_watcher(plain: GuestClusterFixture
-                                                               ) -> None:
-    """node3 powers off (as a crashed machine) and boots again: its instance is down and
-    its disk is not assembled for Ganeti (the link below /var/run is gone with the
-    boot) until the watcher restarts the instance, which assembles the volume again."""
+def test_a_rebooted_node_gets_its_disks_back_from_the_watcher(plain: GuestClusterFixture,
+                                                               tmp_path: pathlib.Path) -> None:
+    """node3 powers off (as a crashed machine) and boots again: it keeps its state (a
+    file in /var/lib/ganeti, its certificate) and its node daemon answers with mutual
+    TLS; its instance is down and its disk is not assembled for Ganeti (the link below
+    /var/run is gone with the boot) until the watcher restarts the instance, which
+    assembles the volume again."""
+    gc = plain.cluster
     _ok(_add(plain, "plain4.vcluster", "node3"))
     (lv, (_, attr, _)), = _volumes(plain, "node3", "plain4.vcluster").items()
     assert attr[4] == "a"
@@ -221,15 +226,30 @@ def test_a_rebooted_node_gets_its_disks_back_from_the_watcher(plain: GuestCluste
     linked = f"ls {links} | grep -c '^plain4.vcluster:0$' || true"
     assert plain.ssh("node3", linked).stdout.strip() == "1"
     old_boot = plain.boot_id("node3")
+    marker = "/var/lib/ganeti/guest-test-marker"
+    assert not plain.ssh("node3", f"echo kept > {marker}; sync").failed
     _ok(plain.vcluster("stop", plain.directory, "node3"))
+    assert not guestvm.guest_running(gc.spec(gc.node("node3")))
+    assert "stopped" in _ok(plain.vcluster("list", plain.directory))
     _ok(plain.vcluster("start", plain.directory, "node3"))
     assert plain.boot_id("node3") != old_boot
+    res = plain.ssh("node3", f"cat {marker}; rm -f {marker}; ls /etc/ganeti /var/lib/ganeti")
+    assert not res.failed and res.stdout.startswith("kept\n") and "server.pem" in res.stdout
+    # its node daemon answers with the cluster certificate (mutual TLS, as node RPC does)
+    cert = tmp_path / "server.pem"
+    pem = plain.ssh("node1", "cat /var/lib/ganeti/server.pem")
+    assert not pem.failed, pem.stderr
+    cert.write_text(pem.stdout)
+    daemonctl.wait_for_noded(gc.node("node3").ip, constants.DEFAULT_NODED_PORT, str(cert),
+                             timeout=120)
     try:
         assert plain.ssh("node3", linked).stdout.strip() == "0"
         status = _ok(plain.gnt("gnt-instance", "list", "--no-headers", "-o", "status",
                                "plain4.vcluster"))
         assert status.strip() == "ERROR_down"
-        _ok(plain.vcluster("watcher", plain.directory))
+        # the master's watcher restarts the instance (the others' have nothing to do)
+        master = guestcluster.current_master(gc).name.split(".")[0]
+        _ok(plain.vcluster("watcher", plain.directory, master))
         status = _ok(plain.gnt("gnt-instance", "list", "--no-headers", "-o", "status",
                                "plain4.vcluster"))
         assert status.strip() == "running"
