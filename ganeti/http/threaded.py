@@ -49,6 +49,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ganeti.http import sending
 from ganeti.http.acceptor import AcceptLoop
 from ganeti.http.limits import Limits
 
@@ -371,6 +372,9 @@ class TlsConnectionMixin(socketserver.StreamRequestHandler):
         self.rfile.close()      # the stdlib's reader (it holds a reference to the socket)
         self.rfile = io.BufferedReader(self.deadline_input, self.rbufsize if self.rbufsize > 0
                                        else io.DEFAULT_BUFFER_SIZE)
+        # the request timeout bounds each piece of an answer, not the whole of it
+        self.wfile.close()      # the stdlib's writer: one timeout for a whole answer
+        self.wfile = sending.PieceWriter(self.connection)
 
     def handle(self) -> None:
         """The connection; one that times out, breaks or fails TLS is dropped

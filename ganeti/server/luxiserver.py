@@ -56,6 +56,7 @@ import time
 from typing import Callable, Generic, Protocol, TypeVar
 
 from ganeti import constants, errors, luxi
+from ganeti.http import sending
 from ganeti.http.limits import Limits
 from ganeti.server.tuning import release_memory
 
@@ -439,7 +440,7 @@ class MasterServer:
             conn.sock.settimeout(SEND_TIMEOUT)
             while conn.frames and not self.stopping:
                 reply = self.dispatcher.handle(conn.frames.popleft())
-                conn.sock.sendall(reply)
+                sending.send_all(conn.sock, reply)   # SEND_TIMEOUT for each piece
                 # a big answer (10,000 instances) leaves megabytes of freed heap
                 large = large or len(reply) >= LARGE_FRAME
                 del reply

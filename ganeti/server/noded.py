@@ -93,7 +93,7 @@ from ganeti import backend, constants, errors, redact, serializer
 from ganeti.impexp import stream as diskstream
 from ganeti.backend import fencing, impexp
 from ganeti.backend.context import NodeContext
-from ganeti.http import forking, framing, handshake
+from ganeti.http import forking, framing, handshake, sending
 from ganeti.http.tls import node_client_context, node_server_context
 from ganeti.pathutils import Paths
 from ganeti.redact import Redactor
@@ -249,9 +249,10 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
                        "Date": framing.http_date(time.time()),
                        "Content-Type": "application/json"}
         all_headers.update(headers or {})
-        self.request.sendall(framing.build_response(status, all_headers, body, keep_alive=keep_alive,
-                                                    announce_keep_alive=keep_alive,
-                                                    head_only=self.method == "HEAD"))
+        # in pieces: the request timeout bounds each, not the whole reply (a disk chunk)
+        sending.send_all(self.request, framing.build_response(
+            status, all_headers, body, keep_alive=keep_alive, announce_keep_alive=keep_alive,
+            head_only=self.method == "HEAD"))
         logger.debug("%s %s %d", self.client_address[0], self.method or "-", status)
 
     def _refuse(self, head: framing.RequestHead) -> _Reply | None:
