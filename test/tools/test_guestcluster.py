@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import stat
+import threading
+import time
 
 import pytest
 
@@ -132,6 +135,27 @@ def test_choose_accel_takes_an_explicit_choice_and_refuses_others() -> None:
     with pytest.raises(errors.ParameterError):
         guestvm.choose_accel(image, "xen")
 
+
+
+def test_auto_accel_probes_once_when_two_workers_ask_at_once(tmp_path, monkeypatch) -> None:
+    image = guestimage.Image(str(tmp_path), "k", "1", "r", ())
+    probes: list[int] = []
+
+    def probe(img, scratch) -> bool:
+        probes.append(1)
+        time.sleep(0.3)          # the second caller arrives during the probe
+        return False
+    monkeypatch.setattr(guestvm, "_kvm_usable", lambda: True)
+    monkeypatch.setattr(guestvm, "_probe_kvm", probe)
+    answers: list[str] = []
+    threads = [threading.Thread(target=lambda: answers.append(guestvm.choose_accel(image)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert answers == ["tcg", "tcg"] and probes == [1]
+    assert sorted(os.listdir(tmp_path)) == [".accel.lock", "accel.json"]
 
 # --- the initramfs ----------------------------------------------------------------------
 

@@ -427,19 +427,23 @@ def choose_accel(image: guestimage.Image, requested: str = "auto", *,
     if not _kvm_usable():
         return "tcg"
     cache = os.path.join(image.directory, "accel.json")
-    try:
-        with open(cache) as fh:
-            return "kvm" if json.load(fh)["kvm_boots"] else "tcg"
-    except (OSError, ValueError, KeyError):
-        pass
-    log("Probing whether KVM boots the guest kernel here (once per build)")
-    tmp = os.path.join(image.directory, f".probe-{os.getpid()}")
-    os.makedirs(tmp, exist_ok=True)
-    try:
-        boots = _probe_kvm(image, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    with open(cache + ".tmp", "w") as fh:
-        json.dump({"kvm_boots": boots}, fh)
-    os.replace(cache + ".tmp", cache)
+    # two test workers may start a guest cluster at once: one probes, the other waits
+    with open(os.path.join(image.directory, ".accel.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with open(cache) as fh:
+                return "kvm" if json.load(fh)["kvm_boots"] else "tcg"
+        except (OSError, ValueError, KeyError):
+            pass
+        log("Probing whether KVM boots the guest kernel here (once per build)")
+        tmp = os.path.join(image.directory, f".probe-{os.getpid()}")
+        os.makedirs(tmp, exist_ok=True)
+        try:
+            boots = _probe_kvm(image, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        partial = f"{cache}.{os.getpid()}.tmp"
+        with open(partial, "w") as fh:
+            json.dump({"kvm_boots": boots}, fh)
+        os.replace(partial, cache)
     return "kvm" if boots else "tcg"
