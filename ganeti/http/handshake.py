@@ -268,9 +268,9 @@ class HandshakePool:
             if entry.deadline > now:
                 break
             logger.info("TLS handshake with %s timed out", entry.address[0])
+            self.expired += 1     # counted before the close the peer sees
             self._drop(entry)
             closed += 1
-        self.expired += closed
         return closed
 
     def next_deadline(self) -> float | None:
