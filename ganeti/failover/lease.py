@@ -138,9 +138,16 @@ class MasterLease:
         if self.fenced is not None:
             return self.fenced
         if timed and self._clock() >= self.valid_until:
+            if self.last_failure:
+                why = self.last_failure
+            elif self.valid_until == float("-inf"):
+                why = "no confirmation yet"
+            else:
+                why = (f"confirmations come back later than the {self.duration:g} s lease"
+                       " after their renewal was sent: the master or the nodes are too slow")
             return ("The master lease has expired: a majority of the nodes has not confirmed"
-                    f" this master recently ({self.last_failure or 'no confirmation yet'});"
-                    " refusing jobs and configuration changes until it can reach them")
+                    f" this master recently ({why}); refusing jobs and configuration changes"
+                    " until it can reach them")
         if last_id + count > self.reserved:
             return (f"Job ids are reserved only up to {self.reserved} on a majority of the"
                     " nodes; refusing jobs until the reservation is renewed")

@@ -27,6 +27,17 @@ def test_lease_cycle():
     assert lease.need(0, 1) == SYNC and lease.refusal(0, 1) is not None
 
 
+def test_an_expiry_says_whether_it_was_never_confirmed_or_confirmed_too_late():
+    clock = FakeClock()
+    lease = MasterLease(clock, duration=1.0)
+    assert "no confirmation yet" in lease.refusal(0, 1)
+    renewal = lease.start_renewal(0, 1)
+    clock.advance(1.5)                    # a round slower than the lease itself
+    lease.confirmed(renewal)
+    why = lease.refusal(0, 1)
+    assert "later than the 1 s lease" in why and "no confirmation yet" not in why
+
+
 def test_reservation_limits_ids():
     clock = FakeClock()
     lease = MasterLease(clock, duration=6.0, block=100)

@@ -15,8 +15,9 @@ from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 __all__ = ["MASTERD_ARGS", "needs_partitions", "masterd_running", "rapi_running", "submit",
            "config_serial", "config_digest", "ssconf_master", "failover", "Ledger"]
 
-#: short RPC timeouts and a one-second master lease, so that failovers are quick
-MASTERD_ARGS = (*SHORT_RPC_TIMEOUTS, "--lease-duration", "1", "--vote-timeout", "5")
+#: short RPC timeouts and a two-second master lease, so that failovers are quick (one
+#: second was shorter than a renewal round on a loaded CI machine)
+MASTERD_ARGS = (*SHORT_RPC_TIMEOUTS, "--lease-duration", "2", "--vote-timeout", "5")
 
 needs_partitions = pytest.mark.skipif(vcluster.partition_support() is not None,
                                       reason=str(vcluster.partition_support()))

@@ -64,7 +64,7 @@ Log = Callable[[str], None]
 
 
 def make_cluster(directory: str, nodes: int = 4) -> VirtualCluster:
-    """A started virtual cluster for the rounds (short RPC timeouts, 1 s lease, no SSH)."""
+    """A started virtual cluster for the rounds (short RPC timeouts, 2 s lease, no SSH)."""
     return VirtualCluster(directory, nodes=nodes, use_ssh=False,
                           masterd_args=MASTERD_ARGS).start()
 

@@ -259,7 +259,7 @@ def test_cut_off_master_is_fenced(vc3, monkeypatch):
     try:
         code, out = failover(vc3, N2)
         assert code == 0, out
-        assert "2 of 3 nodes answered" in out and "waiting 1s for the master lease" in out
+        assert "2 of 3 nodes answered" in out and "waiting 2s for the master lease" in out
         # the cut-off old master still runs, but accepts no job
         assert masterd_running(vc3, N1)
         job1, text = submit(vc3, N1, "gnt-debug", "delay", "0")
