@@ -280,7 +280,9 @@ _DIR_OPT = cli.Option("--dir", dest="direction", default="in", choices=["in", "o
                       help="in: print the input document; out: run the allocator on it")
 _MODE_OPT = cli.Option("--mode", dest="mode", default="allocate",
                        choices=["allocate", "multi-allocate", "relocate", "node-evacuate",
-                                "change-group"], help="the request type")
+                                "change-group", "allocate-secondary"],
+                       help="the request type (allocate-secondary: a secondary node for a"
+                            " plain instance, as modify -t drbd -I asks)")
 _MEM_OPT = cli.Option("--mem", dest="memory", type=int, default=128, metavar="MiB",
                       help="memory of the instance to allocate")
 _VCPUS_OPT = cli.Option("--vcpus", dest="vcpus", type=int, default=1, help="its vCPUs")
@@ -313,7 +315,8 @@ def test_allocator(opts: Any, args: list[str]) -> int:
         return cli.usage_error(opts.command, f"invalid --disks {opts.disks!r} (MiB,...)")
     op: dict[str, Any] = wire.test_allocator(
         direction=opts.direction, mode=opts.mode,
-        name=args[0] if opts.mode in ("allocate", "relocate") else "", memory=opts.memory,
+        name=args[0] if opts.mode in ("allocate", "relocate", "allocate-secondary") else "",
+        memory=opts.memory,
         vcpus=opts.vcpus, disks=disks, nics=[{"mac": "auto", "ip": None} for _ in range(opts.nics)],
         os=opts.os, disk_template=opts.disk_template, tags=_csv(opts.tags),
         instances=list(args) if opts.mode in ("node-evacuate", "change-group") else [],

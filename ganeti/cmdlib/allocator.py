@@ -102,10 +102,17 @@ class LUTestAllocator(NoHooksLU[OpTestAllocator]):
         if op.mode == document.REQ_MULTI_ALLOCATE:
             return document.multi_allocate_request([dict(i) for i in op.instances
                                                     if isinstance(i, dict)])
-        if op.mode == document.REQ_RELOCATE:
+        if op.mode in (document.REQ_RELOCATE, document.REQ_ALLOCATE_SECONDARY):
             inst = cfg.get_instance_info_by_name(op.name)
             if inst is None:
                 raise errors.OpPrereqError(f"Instance '{op.name}' not known", errors.ECODE_NOENT)
+            if op.mode == document.REQ_ALLOCATE_SECONDARY:
+                if inst.disk_template != constants.DT_PLAIN:
+                    raise errors.OpPrereqError(
+                        f"Instance '{inst.name}' has disk template {inst.disk_template}; an"
+                        " allocate-secondary request is for a plain instance (to convert to"
+                        " drbd)", errors.ECODE_INVAL)
+                return document.allocate_secondary_request(inst.name)
             disks = [{"size": d.size} for d in cfg.get_instance_disks(inst.uuid)]
             return document.relocate_request(inst.name, inst.disk_template, disks,
                                              op.relocate_from)

@@ -61,7 +61,7 @@ class OpTestAllocator(OpCode):
 
     direction: str = param(constants.IALLOCATOR_DIR_IN, choices=constants.IALLOCATOR_DIRECTIONS)
     mode: str = param(choices=["allocate", "multi-allocate", "relocate", "node-evacuate",
-                               "change-group"])
+                               "change-group", "allocate-secondary"])
     name: str = ""
     memory: int = param(128, min=1)
     vcpus: int = param(1, min=1)

@@ -191,6 +191,23 @@ def test_test_allocator_in_and_out(env):
     assert answer["success"] is True and answer["result"][0][0][0] == "a"
 
 
+
+def test_test_allocator_asks_for_a_secondary_of_a_plain_instance(env):
+    cfg, _, ctx = env
+    _add(cfg, "p", 1, template="plain")
+    text, _, _ = run_opcode(ctx, opt.OpTestAllocator(mode="allocate-secondary", name="p"))
+    assert serializer.loads(text)["request"] == {"type": "allocate-secondary", "name": "p"}
+    text, _, _ = run_opcode(ctx, opt.OpTestAllocator(mode="allocate-secondary", name="p",
+                                                     direction="out"))
+    answer = serializer.loads(text)
+    assert answer["success"] is True, answer
+    assert answer["result"] == N2          # the one other node of node1's group
+    _add(cfg, "s", 1)
+    with pytest.raises(errors.OpPrereqError, match="for a plain instance"):
+        run_opcode(ctx, opt.OpTestAllocator(mode="allocate-secondary", name="s"))
+    with pytest.raises(errors.OpPrereqError, match="not known"):
+        run_opcode(ctx, opt.OpTestAllocator(mode="allocate-secondary", name="nosuch"))
+
 def _script(ctx, name: str, body: str) -> None:
     directory = ctx.paths.iallocator_search_path[-1]
     os.makedirs(directory, exist_ok=True)

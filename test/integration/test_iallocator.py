@@ -229,6 +229,8 @@ def test_debug_iallocator_and_default_iallocator(vc):
     answer = json.loads(vc.ok("gnt-debug", "iallocator", "--dir", "out", "--mode",
                               "node-evacuate", "dl1"))
     assert answer["success"] is True and answer["result"][0][0][0] == "dl1"
+    res = vc.run("gnt-debug", "iallocator", "--mode", "allocate-secondary", "dl1")
+    assert res.returncode != 0 and "for a plain instance" in res.stdout + res.stderr
     vc.ok("gnt-cluster", "modify", "--default-iallocator", "myalloc")
     try:
         _add(vc, "ext2")                         # no -n, no -I: the cluster's default
