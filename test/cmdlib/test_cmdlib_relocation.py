@@ -191,7 +191,6 @@ def test_test_allocator_in_and_out(env):
     assert answer["success"] is True and answer["result"][0][0][0] == "a"
 
 
-
 def test_test_allocator_asks_for_a_secondary_of_a_plain_instance(env):
     cfg, _, ctx = env
     _add(cfg, "p", 1, template="plain")
@@ -207,6 +206,7 @@ def test_test_allocator_asks_for_a_secondary_of_a_plain_instance(env):
         run_opcode(ctx, opt.OpTestAllocator(mode="allocate-secondary", name="s"))
     with pytest.raises(errors.OpPrereqError, match="not known"):
         run_opcode(ctx, opt.OpTestAllocator(mode="allocate-secondary", name="nosuch"))
+
 
 def _script(ctx, name: str, body: str) -> None:
     directory = ctx.paths.iallocator_search_path[-1]
