@@ -23,6 +23,10 @@ Verify-disks (unless turned off) runs between deciding and submitting: one
 for (at most :data:`VERIFY_DISKS_TIMEOUT` seconds in all), then archived;
 instances with inactive disks get an ``OP_INSTANCE_ACTIVATE_DISKS`` job
 with the other jobs of the pass.
+
+A node that rebooted (a new boot id) may have missed configuration pushes
+while it was down: the pass submits one ``OP_CLUSTER_REDIST_CONF`` job
+(:data:`REDIST_JOB`) with its other jobs.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganeti import constants, errors, luxi, opcodes
+from ganeti.opcodes import cluster as op_cluster
 from ganeti.opcodes import group as op_group
 from ganeti.opcodes import instance as op_instance
 from ganeti.pathutils import Paths
@@ -247,6 +252,10 @@ def collect(cl: LuxiClient) -> tuple[dict[str, str], dict[str, list[core.NodeVie
 
 
 # --- jobs -------------------------------------------------------------------------------------
+
+#: the name the configuration push of a pass has among its jobs (``GroupReport.jobs``)
+REDIST_JOB = "(configuration)"
+
 
 def _reason(text: str, clock: Callable[[], float]) -> list[list[Any]]:
     return [[core.REASON_SOURCE, text, int(clock() * 1e9)]]
@@ -460,6 +469,11 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
     sources = {inst.name: inst.admin_source for insts in instances.values() for inst in insts}
     submissions = [(group, name, op) for group in report.groups
                    for name, op in _jobs_for(group.plan, clock, sources)]
+    rebooted = [group for group in report.groups if group.plan.rebooted_nodes]
+    if rebooted:
+        # a node that was down missed the configuration written meanwhile
+        submissions.insert(0, (rebooted[0], REDIST_JOB, op_cluster.OpClusterRedistConf(
+            reason=_reason("Pushing the configuration to rebooted nodes", clock))))
     if submissions:
         results = cl.SubmitManyJobs([[op] for _g, _n, op in submissions])
         for (group, name, op), (ok, job) in zip(submissions, results):

@@ -269,8 +269,13 @@ def test_node_reboot_reactivates_the_disks_of_its_instances(vc):
     master_log(vc)                               # boot ids as they are now
     old = open(vc.paths(N3).vnode_boot_id_file).read()
     vcluster.stop(vc.cluster, N3)
+    vc.ok("gnt-cluster", "add-tags", "while-node3-was-down")   # a push node3 misses
     vcluster.start(vc.cluster, N3)               # the node "boots": a new boot id
     new = open(vc.paths(N3).vnode_boot_id_file).read().strip()
+    with open(vc.paths(N1).config_file, "rb") as fh:
+        current = fh.read()
+    with open(vc.paths(N3).config_file, "rb") as fh:
+        assert fh.read() != current
     assert new != old.strip()
     deadline = time.monotonic() + 60      # the master's live-data cache lasts a few seconds
     while vc.ok("gnt-node", "list", "--no-headers", "-o", "bootid", N3).strip() != new:
@@ -281,6 +286,12 @@ def test_node_reboot_reactivates_the_disks_of_its_instances(vc):
     assert [j[1] for j in jobs(vc)
             if j[2] == "INSTANCE_ACTIVATE_DISKS(reboot1.vcluster)"] == ["success"]
     assert "INSTANCE_ACTIVATE_DISKS" not in master_log(vc)    # only once per reboot
+    assert [j[1] for j in jobs(vc) if j[2] == "CLUSTER_REDIST_CONF"] == ["success"]
+    with open(vc.paths(N1).config_file, "rb") as fh:
+        current = fh.read()
+    with open(vc.paths(N3).config_file, "rb") as fh:
+        assert fh.read() == current             # the watcher pushed what node3 missed
+    vc.ok("gnt-cluster", "remove-tags", "while-node3-was-down")
     remove(vc, "reboot1.vcluster")
 
 

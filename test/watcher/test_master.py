@@ -229,3 +229,18 @@ def test_a_refused_job_is_logged_as_a_skip_not_a_failure(caplog: Any) -> None:
     assert "Skipping instance a (job 7)" in caplog.text
     assert "Watcher job 8 ended with status error" in caplog.text
     assert "Watcher job 7" not in caplog.text
+
+
+def test_a_rebooted_node_gets_the_configuration_pushed_again(tmp_path: Path) -> None:
+    cl = WatcherLuxi([_inst("c", "running")])
+    paths = Paths(root=str(tmp_path))
+    Path(paths.data_dir).mkdir(parents=True)
+    master.master_pass(cl, paths, master.MasterOptions(), clock=FakeClock(1000.0))
+    assert cl.submitted == []                       # the first pass only records boot ids
+    cl.tables[constants.QR_NODE] = [("n1", "g1", False, "b2"), ("n2", "g1", False, None)]
+    report = master.master_pass(cl, paths, master.MasterOptions(), clock=FakeClock(1300.0))
+    ops = [job[0]["OP_ID"] for job in cl.submitted]
+    assert ops == ["OP_CLUSTER_REDIST_CONF", "OP_INSTANCE_ACTIVATE_DISKS"]
+    assert report.groups[0].jobs[master.REDIST_JOB] == 100
+    master.master_pass(cl, paths, master.MasterOptions(), clock=FakeClock(1600.0))
+    assert len(cl.submitted) == 2                   # the same boot id: nothing more
