@@ -15,6 +15,9 @@
   (so forked request children die with it); ``children()``, ``spares()``
   (idle pre-forked children), ``request_children()`` and ``zombies()``
   look at its children in /proc.
+* :func:`in_process_server` builds a ``NodedServer`` in the test process
+  (no listening loop) and :func:`answer_in_process` has it serve one
+  connection over a socket pair, a TLS client thread at the other end.
 * :class:`NodedCluster` does that for N nodes sharing one random free port,
   and builds resolvers and RPC runners for them.
 
@@ -25,11 +28,15 @@ and, as a safety net, at interpreter exit).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +48,8 @@ from ganeti.http.spare import CHILD_COMM, SPARE_COMM
 from tools.harness.vcluster import pick_free_port
 
 __all__ = ["REPO_ROOT", "NODED_SCRIPT", "make_cluster_cert", "make_node_root",
-           "pick_free_port", "node_address", "NodedProcess", "NodedCluster"]
+           "pick_free_port", "node_address", "NodedProcess", "NodedCluster",
+           "in_process_server", "answer_in_process"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NODED_SCRIPT = REPO_ROOT / "daemons" / "ganeti-noded"
@@ -74,6 +82,51 @@ def make_node_root(root: str | os.PathLike[str], cert_file: str) -> Paths:
     crypto.write_pem_pair(paths.server_pem, key_pem, cert_pem)
     crypto.write_pem_pair(paths.client_pem, key_pem, cert_pem)
     return paths
+
+
+@contextlib.contextmanager
+def in_process_server(directory: str | os.PathLike[str], **kwargs: Any) -> Iterator[Any]:
+    """A ``NodedServer`` for node1.example.com on a fresh node root in ``directory``
+    (``kwargs`` go to the server; no spares unless asked), closed at the end; its
+    certificate file is ``server.cert_file``."""
+    from ganeti.server import noded
+    cert = make_cluster_cert(os.path.join(directory, "cert"))
+    paths = make_node_root(os.path.join(directory, "node"), cert)
+    kwargs.setdefault("spare_children", 0)
+    srv = noded.NodedServer("127.0.0.1", 0, noded.make_server_context(cert), paths,
+                            "node1.example.com", **kwargs)
+    srv.cert_file = cert
+    try:
+        yield srv
+    finally:
+        srv.server_close()
+
+
+def answer_in_process(server: Any, request: bytes, *, pause: float = 0.0) -> bytes:
+    """Have ``server`` (from :func:`in_process_server`) serve one connection: a TLS
+    client thread sends ``request`` and reads until the server closes, sleeping
+    ``pause`` seconds after each read of at most 64 KiB; the bytes it read."""
+    from ganeti.rpc import transport
+    ours, theirs = socket.socketpair()
+    ctx = transport.make_client_context(server.cert_file)
+    received = bytearray()
+
+    def client() -> None:
+        with ctx.wrap_socket(theirs, server_hostname="node1.example.com") as tls:
+            tls.sendall(request)
+            while chunk := tls.recv(64 * 1024):
+                received.extend(chunk)
+                time.sleep(pause)
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    ours.settimeout(10)
+    try:
+        server.finish_request(ours, ("127.0.0.1", 0))
+    finally:
+        ours.close()
+        thread.join(30)
+    return bytes(received)
 
 
 class NodedProcess:

@@ -20,16 +20,9 @@ from ganeti.server import noded
 
 @pytest.fixture
 def server(tmp_path):
-    from noded_harness import make_cluster_cert, make_node_root
-    cert = make_cluster_cert(tmp_path / "cert")
-    paths = make_node_root(tmp_path / "node", cert)
-    srv = noded.NodedServer("127.0.0.1", 0, noded.make_server_context(cert), paths,
-                            "node1.example.com", spare_children=0)
-    srv.cert_file = cert
-    try:
+    from noded_harness import in_process_server
+    with in_process_server(tmp_path) as srv:
         yield srv
-    finally:
-        srv.server_close()
 
 
 def _run(server, monkeypatch, close_before_reply: bool) -> list[str]:
@@ -85,25 +78,10 @@ def test_after_response_runs_when_the_client_went_away(server, monkeypatch) -> N
 def test_a_result_that_is_not_json_is_a_failed_call(server, monkeypatch) -> None:
     """The reply is encoded once; a payload it cannot encode becomes ``[False, why]``."""
     monkeypatch.setattr(noded.backend, "get_function", lambda name: lambda ctx: float("nan"))
-    ours, theirs = socket.socketpair()
-    ctx = transport.make_client_context(server.cert_file)
-    got: list[bytes] = []
-
-    def client() -> None:
-        with ctx.wrap_socket(theirs, server_hostname="node1.example.com") as tls:
-            tls.sendall(b"POST /version HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]")
-            while chunk := tls.recv(65536):
-                got.append(chunk)
-
-    thread = threading.Thread(target=client, daemon=True)
-    thread.start()
-    ours.settimeout(10)
-    try:
-        server.finish_request(ours, ("127.0.0.1", 0))
-    finally:
-        ours.close()
-        thread.join(10)
-    head, _, body = b"".join(got).partition(b"\r\n\r\n")
+    from noded_harness import answer_in_process
+    reply = answer_in_process(server, b"POST /version HTTP/1.1\r\nHost: x\r\n"
+                                      b"Content-Length: 2\r\n\r\n[]")
+    head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200")
     ok, message = json.loads(body)
     assert ok is False and "Cannot encode the reply" in message

@@ -9,13 +9,9 @@ close in the middle of the body.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 
 import pytest
 
-from ganeti.rpc import transport
 from ganeti.server import noded
 
 SIZE = 6 * 1024 * 1024
@@ -23,40 +19,17 @@ SIZE = 6 * 1024 * 1024
 
 @pytest.fixture
 def server(tmp_path):
-    from noded_harness import make_cluster_cert, make_node_root
-    cert = make_cluster_cert(tmp_path / "cert")
-    paths = make_node_root(tmp_path / "node", cert)
-    srv = noded.NodedServer("127.0.0.1", 0, noded.make_server_context(cert), paths,
-                            "node1.example.com", spare_children=0, request_timeout=0.5)
-    srv.cert_file = cert
-    try:
+    from noded_harness import in_process_server
+    with in_process_server(tmp_path, request_timeout=0.5) as srv:
         yield srv
-    finally:
-        srv.server_close()
 
 
 def test_a_slow_reader_gets_the_whole_reply(server, monkeypatch) -> None:
+    from noded_harness import answer_in_process
     monkeypatch.setattr(noded.backend, "get_function", lambda name: lambda ctx: "z" * SIZE)
-    ours, theirs = socket.socketpair()
-    ctx = transport.make_client_context(server.cert_file)
-    received = bytearray()
-
-    def client() -> None:
-        with ctx.wrap_socket(theirs, server_hostname="node1.example.com") as sock:
-            sock.sendall(b"POST /version HTTP/1.1\r\nHost: x\r\n"
-                         b"Content-Length: 2\r\n\r\n[]")
-            while data := sock.recv(64 * 1024):
-                received.extend(data)
-                time.sleep(0.01)     # 6 MiB take >= 1 s: twice the request timeout
-
-    thread = threading.Thread(target=client, daemon=True)
-    thread.start()
-    ours.settimeout(10)
-    try:
-        server.finish_request(ours, ("127.0.0.1", 0))
-    finally:
-        ours.close()
-        thread.join(30)
-    head, _, body = bytes(received).partition(b"\r\n\r\n")
+    # 6 MiB at 64 KiB per 10 ms take >= 1 s: twice the request timeout
+    reply = answer_in_process(server, b"POST /version HTTP/1.1\r\nHost: x\r\n"
+                                      b"Content-Length: 2\r\n\r\n[]", pause=0.01)
+    head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200")
     assert json.loads(body) == [True, "z" * SIZE]
