@@ -7,14 +7,20 @@ runner (:mod:`ganeti.storage.runner`); their output is read by the pure
 ``parse_*`` functions below.  The commands (doc/storage.md, "Commands run
 on the nodes"):
 
-* create: ``vgs`` (the VG must exist and have room: checked before
-  anything is made), then ``lvcreate -L<size>m -n <lv> [--addtag <tag>]
-  --wipesignatures y -y <vg> [pv...]`` (the tag: Ganeti's
-  ``originstname+<instance>``, from the master's ``info``);
-* remove: ``lvs`` (a missing volume is fine), ``lvremove -f <vg>/<lv>``;
-* grow: ``vgs`` (room), ``lvextend -L+<n>m <vg>/<lv> [pv...]`` (with
-  exclusive storage the PVs the volume lies on, which must have the room);
-* rename: ``lvrename <vg> <old> <new>``;
+* create: ``lvcreate -L<size>m -n <lv> [--addtag <tag>] --wipesignatures y
+  -y <vg> [pv...]`` (the tag: Ganeti's ``originstname+<instance>``, from
+  the master's ``info``).  A failed ``lvcreate`` makes nothing; only then
+  ``vgs`` and ``lvs`` say why in the operator's terms (no such VG, not
+  enough room, the volume exists).  Every LVM command costs a process
+  start and a device scan (half a second and more on a small node), so
+  the common path runs one;
+* remove: ``lvremove -f <vg>/<lv>``; when it fails, ``lvs`` (and ``vgs``)
+  tell a volume already gone (fine) from a real failure;
+* grow: ``lvs`` (the volume), ``vgs`` (room), ``lvextend -L+<n>m <vg>/<lv>
+  [pv...]`` (with exclusive storage the PVs the volume lies on, which must
+  have the room), ``lvs`` (the new size);
+* rename: ``lvrename <vg> <old> <new>`` (``lvs`` after a failure: a missing
+  volume is said so);
 * snapshot: ``lvcreate -s -L<size>m -n <lv>.snap <vg>/<lv>``;
 * size/status: ``lvs --noheadings --units m --nosuffix --separator '|'
   -o lv_name,vg_name,lv_size,lv_attr,devices,vg_extent_size <vg>/<lv>``
@@ -39,7 +45,7 @@ from typing import Any
 
 from ganeti import constants, errors, pathutils
 from ganeti.storage import base
-from ganeti.storage.runner import CommandRunner, run_checked, system_runner
+from ganeti.storage.runner import CommandRunner, failure, run_checked, system_runner
 
 __all__ = ["LogicalVolume", "LvInfo", "VgInfo", "PvInfo", "parse_lvs", "parse_vgs",
            "parse_pvs", "check_lvm_name", "lv_name_for", "list_vgs", "list_pvs",
@@ -346,28 +352,38 @@ class LogicalVolume(base.BaseStorage):
         return info
 
     def create(self, disk: base.DiskSpec) -> str:
-        """``lvcreate`` the volume after checking the VG and its free space."""
+        """``lvcreate`` the volume; after a failure (nothing made), why: no VG, no room,
+        the volume exists, or LVM's own reason."""
         if not isinstance(disk.size, int) or isinstance(disk.size, bool) or disk.size <= 0:
             raise errors.StorageError(f"Invalid size {disk.size!r} MiB for disk {disk.uuid}")
         vg, lv = self.split_id(disk)
-        self.check_free(disk, disk.size)
-        if self._lookup(vg, lv) is not None:
-            raise errors.StorageError(f"Disk {disk.uuid}: logical volume {vg}/{lv} already exists")
         pvs: list[str] = []
         if self.exclusive_storage:
+            self.check_free(disk, disk.size)
             pvs = pick_exclusive_pvs(list_pvs(self.runner), vg, disk.size, disk.spindles or 1)
         tag = ["--addtag", lvm_tag(disk.tag)] if lvm_tag(disk.tag) else []
-        run_checked(self.runner, ["lvcreate", f"-L{disk.size}m", "-n", lv, *tag,
-                                  "--wipesignatures", "y", "-y", vg, *pvs],
-                    f"Cannot create logical volume {vg}/{lv} for disk {disk.uuid}")
+        result = self.runner(["lvcreate", f"-L{disk.size}m", "-n", lv, *tag,
+                              "--wipesignatures", "y", "-y", vg, *pvs])
+        if result.failed:
+            self.check_free(disk, disk.size)
+            if self._lookup(vg, lv) is not None:
+                raise errors.StorageError(
+                    f"Disk {disk.uuid}: logical volume {vg}/{lv} already exists")
+            raise failure(result, f"Cannot create logical volume {vg}/{lv} for disk {disk.uuid}")
         return self.get_path(disk)
 
     def remove(self, disk: base.DiskSpec) -> None:
+        """``lvremove``; a volume (or volume group) that is not there is removed already."""
         vg, lv = self.split_id(disk)
-        if not self._vg(vg, required=False) or self._lookup(vg, lv) is None:
+        result = self.runner(["lvremove", "-f", f"{vg}/{lv}"])
+        if not result.failed:
             return
-        run_checked(self.runner, ["lvremove", "-f", f"{vg}/{lv}"],
-                    f"Cannot remove logical volume {vg}/{lv} of disk {disk.uuid}")
+        try:
+            if self._lookup(vg, lv) is None:
+                return
+        except errors.StorageError:     # no such volume group: nothing to remove
+            return
+        raise failure(result, f"Cannot remove logical volume {vg}/{lv} of disk {disk.uuid}")
 
     def grow(self, disk: base.DiskSpec, amount: int) -> int:
         if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
@@ -404,9 +420,10 @@ class LogicalVolume(base.BaseStorage):
                                       f" to another volume group ({new_vg})")
         if new_lv == lv:
             return (vg, lv)
-        self._must_exist(disk)
-        run_checked(self.runner, ["lvrename", vg, lv, new_lv],
-                    f"Cannot rename logical volume {vg}/{lv} to {new_lv}")
+        result = self.runner(["lvrename", vg, lv, new_lv])
+        if result.failed:
+            self._must_exist(disk)
+            raise failure(result, f"Cannot rename logical volume {vg}/{lv} to {new_lv}")
         return (vg, new_lv)
 
     def set_info(self, disk: base.DiskSpec, text: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from ganeti import errors
 from ganeti.utils import process
 
-__all__ = ["CommandRunner", "system_runner", "run_checked", "COMMAND_TIMEOUT"]
+__all__ = ["CommandRunner", "system_runner", "run_checked", "failure", "COMMAND_TIMEOUT"]
 
 #: the signature every runner has
 CommandRunner = Callable[[Sequence[str]], process.RunResult]
@@ -48,7 +48,12 @@ def run_checked(runner: CommandRunner, argv: Sequence[str], what: str) -> str:
     """
     result = runner(argv)
     if result.failed:
-        detail = result.stderr.strip() or result.stdout.strip()
-        raise errors.StorageError(f"{what}: {result.fail_reason}"
-                                  + (f": {detail}" if detail else ""))
+        raise failure(result, what)
     return result.stdout
+
+
+def failure(result: process.RunResult, what: str) -> errors.StorageError:
+    """The error :func:`run_checked` raises for the failed ``result``: ``what``, the
+    command's reason and its stderr."""
+    detail = result.stderr.strip() or result.stdout.strip()
+    return errors.StorageError(f"{what}: {result.fail_reason}" + (f": {detail}" if detail else ""))

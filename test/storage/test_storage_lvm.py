@@ -106,37 +106,44 @@ def vg_runner(free: str = "886.00") -> RecordingRunner:
     return RecordingRunner().on("vgs", stdout=f"  xenvg|2040.00|{free}|2\n").on("lvs", rc=5)
 
 
-def test_create_runs_lvcreate_after_checking_the_vg():
+def test_create_runs_one_lvcreate():
     runner = vg_runner()
     assert make(runner).create(disk()) == f"/dev/xenvg/{UUID}.disk0"
-    assert runner.programs()[0] == "vgs" and runner.programs()[-1] == "lvcreate"
-    assert runner.commands("vgs")[0][-1] == "xenvg"
+    assert runner.programs() == ["lvcreate"]     # each LVM command costs a device scan
     assert runner.commands("lvcreate") == [
         ["lvcreate", "-L64m", "-n", f"{UUID}.disk0", "--wipesignatures", "y", "-y", "xenvg"]]
-    assert runner.commands("lvs")[0][:6] == ["lvs", "--noheadings", "--units", "m",
-                                             "--nosuffix", "--separator"]
 
 
-def test_create_refuses_missing_vg_before_creating_anything():
+def _refused(runner: RecordingRunner, match: str) -> None:
+    """create fails with ``match``; only the failed lvcreate and read-only listings ran."""
+    with pytest.raises(errors.StorageError, match=match):
+        make(runner).create(disk())
+    assert runner.programs()[0] == "lvcreate"
+    assert set(runner.programs()[1:]) <= {"vgs", "lvs"}
+
+
+def test_create_says_the_vg_is_missing():
     runner = RecordingRunner().on("vgs", rc=5, stderr='Volume group "xenvg" not found')
-    with pytest.raises(errors.StorageError, match="Volume group 'xenvg' does not exist"):
-        make(runner).create(disk())
-    assert "lvcreate" not in runner.programs()
+    runner.on("lvcreate", rc=5, stderr='  Volume group "xenvg" not found\n')
+    _refused(runner, "Volume group 'xenvg' does not exist")
 
 
-def test_create_refuses_too_little_space_before_creating_anything():
-    runner = vg_runner(free="63.99")
-    with pytest.raises(errors.StorageError,
-                       match=rf"Not enough free space in volume group xenvg for disk {UUID}"
-                             r".*64 MiB needed, 63 MiB free"):
-        make(runner).create(disk())
-    assert "lvcreate" not in runner.programs()
+def test_create_says_there_is_too_little_space():
+    runner = vg_runner(free="63.99").on("lvcreate", rc=5, stderr="  Insufficient free extents\n")
+    _refused(runner, rf"Not enough free space in volume group xenvg for disk {UUID}"
+                     r".*64 MiB needed, 63 MiB free")
 
 
-def test_create_refuses_an_existing_volume():
+def test_create_says_the_volume_exists():
     runner = vg_runner().on("lvs", stdout=lv_line())
-    with pytest.raises(errors.StorageError, match="already exists"):
-        make(runner).create(disk())
+    runner.on("lvcreate", rc=5, stderr=f'  Logical Volume "{UUID}.disk0" already exists\n')
+    _refused(runner, "already exists")
+
+
+def test_create_with_exclusive_storage_checks_the_room_first():
+    runner = vg_runner(free="10.00")
+    with pytest.raises(errors.StorageError, match="Not enough free space"):
+        make(runner, excl=True).create(disk(size=100, spindles=1))
     assert "lvcreate" not in runner.programs()
 
 
@@ -173,12 +180,17 @@ def test_exclusive_storage_gives_lvcreate_empty_pvs():
 
 
 def test_remove_is_idempotent():
-    runner = vg_runner()
-    make(runner).remove(disk())
-    assert "lvremove" not in runner.programs()
-    runner = RecordingRunner().on("vgs", rc=5)       # no VG at all: nothing to remove
-    make(runner).remove(disk())
-    assert "lvremove" not in runner.programs()
+    runner = vg_runner().on("lvremove", rc=5, stderr="  Failed to find logical volume\n")
+    make(runner).remove(disk())                     # lvs finds nothing: removed already
+    runner = RecordingRunner().on("vgs", rc=5).on("lvs", rc=5).on("lvremove", rc=5)
+    make(runner).remove(disk())                     # no VG at all: nothing to remove
+
+
+def test_remove_of_a_volume_in_use_fails():
+    runner = vg_runner().on("lvs", stdout=lv_line())
+    runner.on("lvremove", rc=5, stderr="  Logical volume xenvg/x in use.\n")
+    with pytest.raises(errors.StorageError, match="Cannot remove logical volume.*in use"):
+        make(runner).remove(disk())
 
 
 def test_remove_existing():
@@ -210,6 +222,10 @@ def test_rename_within_the_vg():
         make(runner).rename(disk(), ("othervg", "new"))
     with pytest.raises(errors.StorageError, match="Invalid logical volume name"):
         make(runner).rename(disk(), ("xenvg", "bad name"))
+    runner = vg_runner().on("lvrename", rc=5, stderr="  Existing logical volume not found\n")
+    with pytest.raises(errors.StorageError, match="does not exist"):
+        make(runner).rename(disk(), ("xenvg", "new"))
+    assert runner.programs()[0] == "lvrename"
 
 
 def test_snapshot():
