@@ -14,8 +14,9 @@ on the nodes"):
   enough room, the volume exists).  Every LVM command costs a process
   start and a device scan (half a second and more on a small node), so
   the common path runs one;
-* remove: ``lvremove -f <vg>/<lv>``; when it fails, ``lvs`` (and ``vgs``)
-  tell a volume already gone (fine) from a real failure;
+* remove: ``lvremove -f <vg>/<lv>``; when it fails, ``vgs`` and ``lvs <vg>``
+  tell a volume already gone (fine: listings that worked do not show it)
+  from a real failure (also when a listing fails: no proof it is gone);
 * grow: ``lvs`` (the volume), ``vgs`` (room), ``lvextend -L+<n>m <vg>/<lv>
   [pv...]`` (with exclusive storage the PVs the volume lies on, which must
   have the room), ``lvs`` (the new size);
@@ -38,6 +39,7 @@ PVs it lies on.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ from typing import Any
 from ganeti import constants, errors, pathutils
 from ganeti.storage import base
 from ganeti.storage.runner import CommandRunner, failure, run_checked, system_runner
+from ganeti.utils.process import RunResult
 
 __all__ = ["LogicalVolume", "LvInfo", "VgInfo", "PvInfo", "parse_lvs", "parse_vgs",
            "parse_pvs", "check_lvm_name", "lv_name_for", "list_vgs", "list_pvs",
@@ -273,6 +276,16 @@ def repair_vg(runner: CommandRunner, vg: str) -> None:
 
 # --- the device class -------------------------------------------------------
 
+@contextlib.contextmanager
+def _explaining(result: RunResult, what: str) -> Iterator[None]:
+    """Around the look-ups that explain the failed command ``result``: an error they
+    raise (no such group, no room, ...) also carries the command's own reason."""
+    try:
+        yield
+    except errors.StorageError as exc:
+        raise errors.StorageError(f"{exc} ({failure(result, what)})") from None
+
+
 class LogicalVolume(base.BaseStorage):
     """``plain``: one LVM logical volume per disk (see the module docstring)."""
 
@@ -365,25 +378,32 @@ class LogicalVolume(base.BaseStorage):
         result = self.runner(["lvcreate", f"-L{disk.size}m", "-n", lv, *tag,
                               "--wipesignatures", "y", "-y", vg, *pvs])
         if result.failed:
-            self.check_free(disk, disk.size)
-            if self._lookup(vg, lv) is not None:
-                raise errors.StorageError(
-                    f"Disk {disk.uuid}: logical volume {vg}/{lv} already exists")
-            raise failure(result, f"Cannot create logical volume {vg}/{lv} for disk {disk.uuid}")
+            what = f"Cannot create logical volume {vg}/{lv} for disk {disk.uuid}"
+            with _explaining(result, what):
+                self.check_free(disk, disk.size)
+                if self._lookup(vg, lv) is not None:
+                    raise errors.StorageError(
+                        f"Disk {disk.uuid}: logical volume {vg}/{lv} already exists")
+            raise failure(result, what)
         return self.get_path(disk)
 
     def remove(self, disk: base.DiskSpec) -> None:
         """``lvremove``; a volume (or volume group) that is not there is removed already."""
         vg, lv = self.split_id(disk)
         result = self.runner(["lvremove", "-f", f"{vg}/{lv}"])
-        if not result.failed:
-            return
-        try:
-            if self._lookup(vg, lv) is None:
-                return
-        except errors.StorageError:     # no such volume group: nothing to remove
+        if not result.failed or self._absent(vg, lv):
             return
         raise failure(result, f"Cannot remove logical volume {vg}/{lv} of disk {disk.uuid}")
+
+    def _absent(self, vg: str, lv: str) -> bool:
+        """Whether listings that worked show no volume ``vg/lv`` (its group gone, or the
+        volume not in it); False when a listing failed too (LVM itself broken: no proof)."""
+        try:
+            if vg not in {info.name for info in list_vgs(self.runner)}:
+                return True
+            return lv not in {info.name for info in list_lvs(self.runner, vg) if info.vg == vg}
+        except errors.StorageError:
+            return False
 
     def grow(self, disk: base.DiskSpec, amount: int) -> int:
         if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
@@ -422,8 +442,10 @@ class LogicalVolume(base.BaseStorage):
             return (vg, lv)
         result = self.runner(["lvrename", vg, lv, new_lv])
         if result.failed:
-            self._must_exist(disk)
-            raise failure(result, f"Cannot rename logical volume {vg}/{lv} to {new_lv}")
+            what = f"Cannot rename logical volume {vg}/{lv} to {new_lv}"
+            with _explaining(result, what):
+                self._must_exist(disk)
+            raise failure(result, what)
         return (vg, new_lv)
 
     def set_info(self, disk: base.DiskSpec, text: str) -> None:

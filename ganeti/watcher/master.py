@@ -471,7 +471,9 @@ def master_pass(cl: LuxiClient, paths: Paths, opts: MasterOptions, *,
                    for name, op in _jobs_for(group.plan, clock, sources)]
     rebooted = [group for group in report.groups if group.plan.rebooted_nodes]
     if rebooted:
-        # a node that was down missed the configuration written meanwhile
+        # a node that was down missed the configuration written meanwhile (if the
+        # state file cannot be saved, every pass sees the reboot again and pushes
+        # again: harmless, and the error above is logged each time)
         submissions.insert(0, (rebooted[0], REDIST_JOB, op_cluster.OpClusterRedistConf(
             reason=_reason("Pushing the configuration to rebooted nodes", clock))))
     if submissions:

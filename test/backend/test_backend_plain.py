@@ -72,6 +72,7 @@ def test_missing_volume(ctx, runner) -> None:
     assert blockdev.blockdev_getdimensions(ctx, [plain_disk()]) == [None]
     assert blockdev.blockdev_getstatus(ctx, [[plain_disk(), "inst1", 0]]) == [None]
     runner.on("lvremove", rc=5, stderr="  Failed to find logical volume\n")
+    runner.on("lvs", "--noheadings", stdout="")          # the group lists no such volume
     blockdev.blockdev_remove(ctx, plain_disk())          # idempotent
 
 

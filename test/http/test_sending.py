@@ -121,3 +121,48 @@ def test_small_and_odd_sized_messages_arrive_whole() -> None:
         thread.join(10)
         theirs.close()
         assert bytes(got) == data
+
+
+class _Recorder:
+    """A socket stand-in: records each sendall's length; ``timeout`` as given."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.sent: list[int] = []
+        self.timeout = timeout
+
+    def gettimeout(self) -> float | None:
+        return self.timeout
+
+    def sendall(self, data) -> None:
+        self.sent.append(memoryview(data).nbytes)
+
+
+def test_a_trickling_peer_runs_out_of_the_whole_message_deadline() -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 3.0              # each piece takes 3 s: within a 5 s timeout
+        return now[0]
+    sock = _Recorder(5.0)
+    size = 16 * sending.PIECE      # 4 MiB: allowed 5 s + 32 s at MIN_RATE
+    with pytest.raises(TimeoutError, match="slower than"):
+        sending.send_all(sock, b"a" * size, clock=clock)   # type: ignore[arg-type]
+    assert 0 < len(sock.sent) < 16
+    sock = _Recorder(None)         # no timeout on the socket: no deadline either
+    sending.send_all(sock, b"a" * size, clock=clock)       # type: ignore[arg-type]
+    assert sum(sock.sent) == size
+
+
+def test_pieces_are_counted_in_bytes_not_items() -> None:
+    import array
+    items = array.array("i", range(sending.PIECE // 2))    # 2 pieces of bytes
+    sock = _Recorder(5.0)
+    sending.send_all(sock, memoryview(items))               # type: ignore[arg-type]
+    assert sock.sent == [sending.PIECE, sending.PIECE]
+
+
+def test_a_closed_piece_writer_refuses_to_write() -> None:
+    writer = sending.PieceWriter(_Recorder(5.0))            # type: ignore[arg-type]
+    writer.close()
+    with pytest.raises(ValueError):
+        writer.write(b"x")

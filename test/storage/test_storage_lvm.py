@@ -137,7 +137,8 @@ def test_create_says_there_is_too_little_space():
 def test_create_says_the_volume_exists():
     runner = vg_runner().on("lvs", stdout=lv_line())
     runner.on("lvcreate", rc=5, stderr=f'  Logical Volume "{UUID}.disk0" already exists\n')
-    _refused(runner, "already exists")
+    _refused(runner, r"already exists \(Cannot create .*lvcreate: exited with status 5:"
+                     r" .*already exists\)")
 
 
 def test_create_with_exclusive_storage_checks_the_room_first():
@@ -181,9 +182,21 @@ def test_exclusive_storage_gives_lvcreate_empty_pvs():
 
 def test_remove_is_idempotent():
     runner = vg_runner().on("lvremove", rc=5, stderr="  Failed to find logical volume\n")
-    make(runner).remove(disk())                     # lvs finds nothing: removed already
-    runner = RecordingRunner().on("vgs", rc=5).on("lvs", rc=5).on("lvremove", rc=5)
-    make(runner).remove(disk())                     # no VG at all: nothing to remove
+    runner.on("lvs", stdout=lv_line(1))             # the group lists other volumes only
+    make(runner).remove(disk())
+    runner = RecordingRunner().on("vgs", stdout="  othervg|2040.00|886.00|1\n")
+    runner.on("lvremove", rc=5, stderr='  Volume group "xenvg" not found\n')
+    make(runner).remove(disk())                     # no such VG: nothing to remove
+
+
+def test_remove_fails_when_lvm_cannot_say_the_volume_is_gone():
+    runner = RecordingRunner().on("vgs", rc=5).on("lvs", rc=5)
+    runner.on("lvremove", rc=127, stderr="lvremove: not found")
+    with pytest.raises(errors.StorageError, match="Cannot remove logical volume"):
+        make(runner).remove(disk())
+    runner = vg_runner().on("lvremove", rc=5, stderr="  device-mapper: remove ioctl failed\n")
+    with pytest.raises(errors.StorageError, match="remove ioctl failed"):
+        make(runner).remove(disk())                 # lvs of the group fails: no proof
 
 
 def test_remove_of_a_volume_in_use_fails():
