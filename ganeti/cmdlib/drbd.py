@@ -46,6 +46,9 @@ HIDDEN = "<hidden>"
 SYNC_POLL = 2.0
 #: a sync that makes no progress for this long is reported as stuck
 SYNC_STALL = 300.0
+#: seconds a degraded mirror that is not resyncing yet is given to begin (just after
+#: its set-up: the peers may still be exchanging their state)
+SYNC_SETTLE = 20.0
 #: the same for activate-disks --wait-for-sync (the watcher's and verify-disks'
 #: activations): a peer still away is not waited for long
 ACTIVATE_SYNC_STALL = 15.0
@@ -191,6 +194,7 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
     rpc = lu.require_rpc()
     feedback_fn("* waiting for the instance's disks to sync")
     last_change, last_seen = clock(), None
+    started = last_change
     with contextlib.ExitStack() as stack:
         reporters: dict[str, Any] = {}
         while True:
@@ -206,6 +210,10 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
             syncing = [(d, f) for d, f in states if _syncing(f)]
             if not syncing:
                 degraded = [d.iv_name for d, f in states if f.get("is_degraded")]
+                if degraded and clock() - started < SYNC_SETTLE:
+                    # just set up, a mirror may not have begun its resync yet
+                    sleep(SYNC_POLL if poll is None else poll)
+                    continue
                 if degraded:
                     lu.LogWarning(f"Disks not in sync on {node.name}: {', '.join(degraded)}")
                     return False
