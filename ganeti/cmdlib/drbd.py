@@ -210,7 +210,7 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
             syncing = [(d, f) for d, f in states if _syncing(f)]
             if not syncing:
                 degraded = [d.iv_name for d, f in states if f.get("is_degraded")]
-                if degraded and clock() - started < SYNC_SETTLE:
+                if degraded and clock() - started < min(SYNC_SETTLE, stall):
                     # just set up, a mirror may not have begun its resync yet
                     sleep(SYNC_POLL if poll is None else poll)
                     continue

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ganeti import errors
+from ganeti.utils import io
 from tools.harness import guestimage
 
 __all__ = ["GuestSpec", "SUBNET_POOL", "HOST_SUFFIX", "QEMU", "VIRTIOFSD", "bridge_name",
@@ -442,8 +443,5 @@ def choose_accel(image: guestimage.Image, requested: str = "auto", *,
             boots = _probe_kvm(image, tmp)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        partial = f"{cache}.{os.getpid()}.tmp"
-        with open(partial, "w") as fh:
-            json.dump({"kvm_boots": boots}, fh)
-        os.replace(partial, cache)
+        io.write_file_atomic(cache, json.dumps({"kvm_boots": boots}), fsync=False)
     return "kvm" if boots else "tcg"
