@@ -213,6 +213,15 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            idempotent=True, wait="timeout", result="dict[str, Any]",
            defaults={"event_filter": "None", "timeout": "constants.LUXI_WFJC_TIMEOUT"},
            doc="Events after last_id (None: from now), waiting up to timeout."),
+    Method("QueryFilters", (("uuids", list[str] | None), ("fields", list[str])),
+           idempotent=True, result="list[Any]",
+           doc="Old-style job filter rule query (rows; uuids empty or None: all)."),
+    Method("ReplaceFilter", (("uuid", str | None), ("priority", int), ("predicates", list),
+                             ("action", object), ("reason", list)),
+           idempotent=False, result="str",
+           doc="Add (uuid None) or replace a job filter rule; returns its UUID."),
+    Method("DeleteFilter", (("uuid", str),), idempotent=True, result="Any",
+           doc="Remove a job filter rule."),
     Method("QueryMetrics", (), idempotent=True, result="list[dict[str, Any]]",
            doc="The master daemon's figures (metric families, see ganeti.metrics)."),
     Method("DrainMaster", (("seconds", float),), idempotent=True, result="dict[str, Any]",
@@ -672,6 +681,21 @@ class Client:
         return self.call("WaitForEvents", [last_id, event_filter, timeout],
                          timeout=(max(self.rw_timeout, timeout + 10) if read_timeout is None
                                   else read_timeout))
+
+    def QueryFilters(self, uuids: list[str] | None, fields: list[str], *,
+                     read_timeout: float | None = None) -> list[Any]:
+        """Old-style job filter rule query (rows; uuids empty or None: all)."""
+        return self.call("QueryFilters", [uuids, fields], timeout=read_timeout)
+
+    def ReplaceFilter(self, uuid: str | None, priority: int, predicates: list, action: Any,
+                      reason: list, *, read_timeout: float | None = None) -> str:
+        """Add (uuid None) or replace a job filter rule; returns its UUID."""
+        return self.call("ReplaceFilter", [uuid, priority, predicates, action, reason],
+                         timeout=read_timeout)
+
+    def DeleteFilter(self, uuid: str, *, read_timeout: float | None = None) -> Any:
+        """Remove a job filter rule."""
+        return self.call("DeleteFilter", [uuid], timeout=read_timeout)
 
     def QueryMetrics(self, *, read_timeout: float | None = None) -> list[dict[str, Any]]:
         """The master daemon's figures (metric families, see ganeti.metrics)."""

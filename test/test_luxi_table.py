@@ -135,7 +135,7 @@ def test_the_fake_is_shaped_by_the_table() -> None:
     with pytest.raises(errors.ParameterError, match="QueryTags: Parameter 'kind'"):
         fake.QueryTags(5, None)   # type: ignore[arg-type]
     with pytest.raises(errors.ProtocolError, match="Unknown or unsupported LUXI method"):
-        fake.call("QueryFilters", [[], ["uuid"]])
+        fake.call("QueryNothing", [[], ["uuid"]])
     with pytest.raises(NoAnswer):
         fake.QueryClusterInfo()
     with pytest.raises(errors.ProgrammerError, match="no LUXI method"):

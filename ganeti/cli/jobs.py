@@ -209,7 +209,9 @@ def job_result(job_id: int, status: str, opstatus: list[str], opresult: list[Any
     if status == constants.JOB_STATUS_SUCCESS:
         return opresult
     if status == constants.JOB_STATUS_CANCELED:
-        raise errors.OpExecError(f"Job {job_id} was canceled")
+        why = next((r for r in opresult if isinstance(r, str) and r.startswith("Job rejected")),
+                   None)   # a job filter rule's rejection names the rule
+        raise errors.OpExecError(f"Job {job_id} was canceled" + (f": {why}" if why else ""))
     has_ok = False
     for idx, (op_status, result) in enumerate(zip(opstatus, opresult)):
         if op_status == constants.OP_STATUS_SUCCESS:

@@ -28,7 +28,8 @@ from ganeti.query.filter import OP_AND, OP_NOT, OP_TRUE
 from ganeti.utils.names import expand_names
 
 __all__ = ["QueryResource", "RESOURCES", "run_query", "run_query_fields",
-           "LUQuery", "LUQueryFields", "JOB_FIELDS", "LOCK_FIELDS", "UNARCHIVED_FILTER"]
+           "LUQuery", "LUQueryFields", "JOB_FIELDS", "LOCK_FIELDS", "FILTER_FIELDS",
+           "UNARCHIVED_FILTER"]
 
 Collect = Callable[[MasterContext, Any, set[str]], tuple[list[Any], Any]]
 
@@ -162,6 +163,34 @@ def _collect_locks(context: MasterContext, qfilter: Any, needs: set[str]) -> tup
     return (list(monitor.query()) if monitor is not None else []), None
 
 
+def _filter_getter(key: str) -> Callable[[Any, Any], Any]:
+    return lambda ctx, rule: rule.get(key)
+
+
+#: Fields of the ``filter`` resource (job filter rules, doc/jobfilters.md),
+#: Ganeti's names, titles and kinds.
+FILTER_FIELDS = query.make_table([
+    query.FieldDef("action", "Action", constants.QFT_OTHER, "Filter action",
+                   _filter_getter("action")),
+    query.FieldDef("predicates", "Predicates", constants.QFT_OTHER, "List of filter predicates",
+                   _filter_getter("predicates")),
+    query.FieldDef("priority", "Priority", constants.QFT_OTHER, "Filter priority",
+                   _filter_getter("priority")),
+    query.FieldDef("reason_trail", "ReasonTrail", constants.QFT_OTHER,
+                   "Reason why this filter was added", _filter_getter("reason_trail")),
+    query.FieldDef("uuid", "UUID", constants.QFT_OTHER, "Filter ID", _filter_getter("uuid")),
+    query.FieldDef("watermark", "Watermark", constants.QFT_OTHER,
+                   "Highest job ID used at the time when the filter was added",
+                   _filter_getter("watermark")),
+])
+
+
+def _collect_filters(context: MasterContext, qfilter: Any,
+                     needs: set[str]) -> tuple[list[Any], Any]:
+    rules = context.committed_cfg().get_filters()
+    return [rules[uuid] for uuid in sorted(rules)], None
+
+
 def _node_group_cluster_resources() -> dict[str, QueryResource]:
     """Rows for ``node``, ``group`` and ``cluster`` (fields live in their LU modules)."""
     from ganeti.cmdlib import cluster, group, node
@@ -199,6 +228,8 @@ def build_resources() -> dict[str, QueryResource]:
         constants.QR_JOB: QueryResource(constants.QR_JOB, JOB_FIELDS, _collect_jobs, None,
                                         order_field="id"),
         constants.QR_LOCK: QueryResource(constants.QR_LOCK, LOCK_FIELDS, _collect_locks, "name"),
+        constants.QR_FILTER: QueryResource(constants.QR_FILTER, FILTER_FIELDS, _collect_filters,
+                                           "uuid"),
         constants.QR_INSTANCE: _instance_resource(),
         constants.QR_OS: _os_resource(),
         constants.QR_EXPORT: _export_resource(),

@@ -79,6 +79,11 @@ class ConfigReader:
         with self._lock:
             return self._data.serial_no
 
+    def get_filters(self) -> dict[str, dict[str, Any]]:
+        """The job filter rules, by UUID (doc/jobfilters.md); stored dicts."""
+        with self._lock:
+            return self._data.filters
+
     def get_cluster_info(self) -> Cluster:
         """The Cluster object itself."""
         with self._lock:

@@ -640,6 +640,24 @@ class ConfigWriter(ConfigReader):
             self._save()
 
     # ------------------------------------------------------------------
+    # job filter rules (doc/jobfilters.md)
+
+    def set_filter(self, rule: dict[str, Any]) -> None:
+        """Add or replace the job filter rule ``rule`` (keyed by its ``uuid``)."""
+        with self._mutation():
+            self._data.filters = {**self._data.filters, rule["uuid"]: dict(rule)}
+            self._save()
+
+    def remove_filter(self, uuid: str) -> None:
+        """Remove job filter rule ``uuid``; :class:`errors.OpPrereqError` if unknown."""
+        with self._mutation():
+            if uuid not in self._data.filters:
+                raise errors.OpPrereqError(f"Filter rule with UUID {uuid} does not exist",
+                                           errors.ECODE_NOENT)
+            self._data.filters = {u: r for u, r in self._data.filters.items() if u != uuid}
+            self._save()
+
+    # ------------------------------------------------------------------
     # generic update
 
     def update(self, obj: Cluster | Node | NodeGroup | Instance | Disk | Network) -> None:

@@ -55,6 +55,7 @@ from ganeti import constants, errors, opcodes, redact, serializer
 from ganeti.jqueue import adopt as jadopt
 from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import deps as jdeps
+from ganeti.jqueue import filters as jfilters
 from ganeti.jqueue import lookup as jlookup
 from ganeti.jqueue import notify as jnotify
 from ganeti.jqueue import submission as jsubmit
@@ -142,6 +143,7 @@ class JobQueue:
         self._stopping = False
         self._index = jsummary.IndexKeeper(storage.queue_dir, self._table, storage.job_path)
         self._index_stop = threading.Event()
+        self.filter_gate = jfilters.FilterGate()      # job filter rules (doc/jobfilters.md)
 
     @property
     def table(self) -> JobTable:
@@ -329,6 +331,7 @@ class JobQueue:
         and their ids stay used) and :class:`errors.JobQueueQuorumError`
         is raised.
         """
+        self._reject_at_submission(jobs)
         held = {j.id: self.redactor.add(redact.private_values([op.op for op in j.ops]))
                 for j in jobs}
         try:
@@ -353,8 +356,11 @@ class JobQueue:
         with self._lock:
             for job in jobs:
                 self._table.add_live(job)
-                self._push(job)
                 jnotify.job_submitted(self.events, job)
+                if job.is_finalized():      # rejected by a filter rule
+                    self._retire(job)
+                else:
+                    self._push(job)
             self._changed.notify_all()
 
     def _fail_unacknowledged(self, jobs: list[QueuedJob], exc: errors.JobQueueQuorumError) -> None:
@@ -428,14 +434,76 @@ class JobQueue:
         if job.id in self._owned:
             self._repush.add(job.id)
             return
+        self.filter_gate.unhold(job.id)
         self._queued.add(job.id)
         heapq.heappush(self._heap, (job.priority(), job.id))
         self._work.notify()
+
+    # job filter rules (doc/jobfilters.md) ------------------------------------
+    @staticmethod
+    def _view(job: QueuedJob) -> jfilters.JobView:
+        return jfilters.JobView(job.id, [op.input for op in job.ops])
+
+    def _filter(self, job: QueuedJob) -> jfilters.FilterRule | Literal[False] | None:
+        """(lock held) The filter rules' word on ``job``, about to be taken:
+        None (run it), False (held back: a PAUSE or a full RATE_LIMIT) or
+        the REJECT rule.  A job that has started is not filtered again."""
+        if not self.filter_gate.filtering or job.status() != constants.JOB_STATUS_QUEUED:
+            return None
+        what, rule = self.filter_gate.check(self._view(job))
+        if what == jfilters.HOLD:
+            return False
+        return rule if what == jfilters.REJECTED else None
+
+    def _reject_at_submission(self, jobs: list[QueuedJob]) -> None:
+        """New jobs a REJECT rule applies to are stored canceled, naming it."""
+        with self._lock:
+            if not self.filter_gate.rejects:
+                return
+            rejected = [(job, self.filter_gate.rejecting(self._view(job))) for job in jobs]
+        now = self._clock()
+        for job, rule in rejected:
+            if rule is not None:
+                job.finalize_ops(0, constants.OP_STATUS_CANCELED,
+                                 jfilters.rejection_message(rule), now)
+
+    def set_filter_rules(self, rules: list[jfilters.FilterRule]) -> None:
+        """Use ``rules`` from now on (masterd calls this at start and after
+        every change of the configuration's filters).
+
+        Held jobs are looked at again; queued jobs a REJECT rule now
+        applies to are canceled, naming the rule.  Running jobs go on.
+        """
+        with self._lock:
+            running = [self._view(job) for job in self._table.live_jobs()
+                       if job.status() != constants.JOB_STATUS_QUEUED]
+            for job_id in self.filter_gate.set_rules(rules, running):
+                job = self._table.live(job_id)
+                if job is not None:
+                    self._push(job)
+            doomed = [(job, rule) for job in self._table.live_jobs()
+                      if job.id not in self._owned
+                      and job.status() == constants.JOB_STATUS_QUEUED
+                      and (rule := self.filter_gate.rejecting(self._view(job))) is not None]
+            for job, _ in doomed:
+                self._queued.discard(job.id)
+                self._owned.add(job.id)
+        for job, rule in doomed:
+            try:
+                self._finalize(job, functools.partial(
+                    self._cancel_from, idx=0, msg=jfilters.rejection_message(rule)))
+            finally:
+                with self._lock:
+                    self._owned.discard(job.id)
+                    self._repush.discard(job.id)
+                    if self._table.live(job.id) is job:   # not written: back to the queue
+                        self._push(job)
 
     def _worker(self) -> None:
         while True:
             with self._lock:
                 job = None
+                rejected: jfilters.FilterRule | Literal[False] | None = None
                 while job is None:
                     if self._stopping:
                         return
@@ -445,13 +513,20 @@ class JobQueue:
                         if cand is None or job_id not in self._queued or prio != cand.priority():
                             continue
                         self._queued.discard(job_id)
+                        rejected = self._filter(cand)
+                        if rejected is False:
+                            continue            # held back by a filter rule
                         self._owned.add(job_id)
                         job = cand
                         break
                     if job is None:
                         self._work.wait()
             try:
-                self._run_job(job)
+                if isinstance(rejected, jfilters.FilterRule):
+                    self._finalize(job, functools.partial(
+                        self._cancel_from, idx=0, msg=jfilters.rejection_message(rejected)))
+                else:
+                    self._run_job(job)
             except Exception:  # a worker must survive anything
                 logger.exception("Unexpected error while running job %s", job.id)
             finally:
@@ -728,6 +803,10 @@ class JobQueue:
         self._write_locks.pop(job.id, None)   # a late taker finds the job not live
         self.redactor.release(self._held_secrets.pop(job.id, ()))
         self._queued.discard(job.id)
+        for held in self.filter_gate.release(job.id):
+            hjob = self._table.live(held)
+            if hjob is not None:
+                self._push(hjob)
         self._cycle_failed.pop(job.id, None)
         self.deps.remove_job(job.id)
         for waiter in self.deps.job_finished(job.id):

@@ -29,6 +29,7 @@ from ganeti.failover.quorum import MasterGuard
 from ganeti.jqueue.summary import SUMMARY_FIELDS
 from ganeti.query.answercache import AnswerCache
 from ganeti.replication import Replicator
+from ganeti.server.filterrules import FilterRules
 
 __all__ = ["LuxiDispatcher"]
 
@@ -67,6 +68,7 @@ class LuxiDispatcher:
         self._methods: dict[str, Callable[..., Any]] = {
             name: getattr(self, name) for name in luxi.METHODS}
         self._answers = AnswerCache()
+        self._filters = FilterRules(context)
 
     def handle(self, frame: bytes) -> bytes:
         """Answer one request frame; never raises for bad input."""
@@ -283,6 +285,19 @@ class LuxiDispatcher:
         timeout = min(max(0.0, timeout), constants.LUXI_WFJC_TIMEOUT)
         cursor, found = bus.wait(last_id, flt, timeout, limit=luxi.WAIT_FOR_EVENTS_LIMIT)
         return {"last_id": cursor, "events": [events.event_to_dict(e) for e in found]}
+
+    def QueryFilters(self, uuids: list[str] | None, fields: list[str]) -> list[list[Any]]:
+        """Rows of job filter rule fields (doc/jobfilters.md)."""
+        result = cmdlib_query.run_query(self.context, constants.QR_FILTER, fields,
+                                        query.make_simple_filter("uuid", uuids or None))
+        return query.old_style_rows(result)
+
+    def ReplaceFilter(self, uuid: str | None, priority: int, predicates: list[Any],
+                      action: Any, reason: list[Any]) -> str:
+        return self._filters.replace(uuid, priority, predicates, action, reason)
+
+    def DeleteFilter(self, uuid: str) -> None:
+        self._filters.delete(uuid)
 
     def QueryMetrics(self) -> list[dict[str, Any]]:
         """The master's figures as plain data (doc/metrics.md)."""

@@ -34,7 +34,7 @@ from ganeti.context import MasterContext
 from ganeti.failover.lease import LEASE_DURATION
 from ganeti.jqueue import storage as jstorage
 from ganeti.pathutils import Paths
-from ganeti.server import luxiserver, masterstart, tuning
+from ganeti.server import filterrules, luxiserver, masterstart, tuning
 from ganeti.server.daemon import DaemonRuntime, raise_fd_limit, run_daemon
 from ganeti.server.luxi_handlers import LuxiDispatcher
 from ganeti.server.luxiserver import MasterServer
@@ -173,6 +173,7 @@ def _serve(runtime: DaemonRuntime, state: _State) -> None:
     # the job workers start after tuning.MASTERD froze what _prepare loaded (the
     # config's trees and the queue: long-lived, kept out of the GC's scans, or every
     # big query pays a full collection of 10,000 instances, about 80 ms; doc/scale.md)
+    filterrules.apply_rules(state.context)
     state.context.require_jqueue().start()
     masterstart.start_master_ip(state.context)
     try:

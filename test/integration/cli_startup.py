@@ -30,6 +30,7 @@ VERBS: tuple[tuple[str, ...], ...] = (
     ("gnt-group", "list"), ("gnt-group", "info"),
     ("gnt-job", "list"),
     ("gnt-os", "list"), ("gnt-os", "diagnose"),
+    ("gnt-filter", "list"), ("gnt-filter", "info"),
     ("gnt-backup", "list"),
     ("gnt-debug", "delay", "0"),
 )
@@ -50,7 +51,7 @@ ALLOWED_GANETI = frozenset({
     "ganeti.client.gnt_cluster_maint", "ganeti.client.gnt_cluster_master", "ganeti.client.gnt_debug",
     "ganeti.client.gnt_group",
     "ganeti.client.gnt_instance", "ganeti.client.gnt_job", "ganeti.client.gnt_node",
-    "ganeti.client.gnt_os", "ganeti.client.relocation", "ganeti.client.tags_common",
+    "ganeti.client.gnt_os", "ganeti.client.gnt_filter", "ganeti.client.relocation", "ganeti.client.tags_common",
 })
 
 #: the standard library modules a verb may import beyond the bare interpreter's

@@ -265,3 +265,27 @@ def test_cancel_a_waiting_job(vc, main_results, tmp_path):
     assert success is True
     assert r["cancel.ok"] is False and r["cancel.status"]["status"] == "canceled"
     assert r["node3_role"] == "master-candidate"
+
+
+def test_job_filter_rules(vc, tmp_path):
+    # doc/jobfilters.md: upstream's client adds, lists, replaces and deletes rules
+    r = run_driver(vc, "filters", tmp_path)
+    uuid = r["add"]
+    assert isinstance(uuid, str) and len(uuid) == 36
+    assert r["list"] == [uuid]
+    (bulk,) = r["list_bulk"]
+    assert bulk == r["get"]
+    assert bulk["uuid"] == uuid and bulk["priority"] == 5 and bulk["action"] == "CONTINUE"
+    assert bulk["predicates"] == [["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]]
+    sources = [entry[0] for entry in bulk["reason_trail"]]
+    assert sources[0] == "qa" and "gnt:client" in sources and sources[-1] == "luxid"
+    assert r["reader_add"]["code"] == 403
+    assert r["replace"] == uuid
+    assert r["get_replaced"]["action"] == "REJECT" and r["get_replaced"]["priority"] == 0
+    assert r["get_replaced"]["watermark"] >= bulk["watermark"]
+    assert r["bad_action"]["code"] == 400 and "DROP" in r["bad_action"]["error"]
+    assert r["list_after_bad"] == [uuid]          # the refused rule changed nothing
+    assert r["delete"] is None
+    assert r["delete_again"]["code"] in (400, 404)
+    assert "does not exist" in r["delete_again"]["error"]
+    assert r["list_after"] == []

@@ -202,6 +202,33 @@ def test_progress_entries_in_upstream_clients(vc, scratch):
     vc.ok("gnt-instance", "remove", "-f", name)
 
 
+def test_job_filter_rules(vc, scratch):
+    # doc/jobfilters.md: upstream's gnt-filter makes, shows and removes rules on our master
+    uuid = up(vc, scratch, "gnt-filter", "add", "--reason", "qa pink bunny", "--action",
+              "REJECT", "--predicates",
+              '[["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]]').strip()
+    try:
+        listed = up(vc, scratch, "gnt-filter", "list", "--no-headers", "--output=uuid")
+        assert listed.split() == [uuid]
+        lines = up(vc, scratch, "gnt-filter", "info", uuid).splitlines()
+        assert lines[0] == f"UUID: {uuid}" and lines[4] == "  Action: REJECT"
+        assert int(lines[1].split("Watermark: ")[1]) >= 1
+        fields = up(vc, scratch, "gnt-filter", "list-fields", "--no-headers")
+        assert sorted(f.split()[0] for f in fields.splitlines()) == [
+            "action", "predicates", "priority", "reason_trail", "uuid", "watermark"]
+        # the rule works on upstream's own submissions and on ours
+        res = upstream_cli.run(vc, scratch, "gnt-debug", "delay", "0.01")
+        assert res.returncode != 0
+        ours = vc.run("gnt-debug", "delay", "0.01")
+        assert ours.returncode != 0 and uuid in ours.stdout + ours.stderr
+        up(vc, scratch, "gnt-filter", "replace", "--action", "RATE_LIMIT 3", uuid)
+        assert "RATE_LIMIT,3" in vc.ok("gnt-filter", "list", "--no-headers", "-o", "action")
+    finally:
+        up(vc, scratch, "gnt-filter", "delete", uuid)
+    assert vc.ok("gnt-filter", "list", "--no-headers").strip() == ""
+    up(vc, scratch, "gnt-debug", "delay", "0.01")
+
+
 def test_debug_locks(vc, scratch):
     out = up(vc, scratch, "gnt-debug", "locks")
     assert "cluster/BGL" in out
@@ -234,7 +261,7 @@ def test_upstream_luxi_client_script(vc, scratch):
     assert r["archived_query"] == [[r["archived_id"]]]   # still found by id, as 3.0 (archive)
     archived, left = r["autoarchive"]
     assert archived >= 3 and left == 0
-    assert r["filters_error"] is not None              # no job filters here (doc/compat.md)
+    assert r["filters"] == []        # job filter rules (doc/jobfilters.md): none left
 
 
 def test_instance_list_params(vc, scratch):

@@ -8,7 +8,7 @@ it is plain Python 3 without ``from __future__`` niceties beyond the
 standard library.
 
 Usage: ``python3 -I upstream_rapi_driver.py CONFIG_JSON``.  The
-configuration names the phase to run (``main`` or ``cancel``), the
+configuration names the phase to run (``main``, ``cancel`` or ``filters``), the
 daemon's address and credentials, the CA file and the cluster's names.
 The driver prints one JSON object on stdout: one key per step, its value
 the library's result, or ``{"error": message, "code": code}`` when the
@@ -200,12 +200,33 @@ def phase_cancel(cfg: dict[str, Any], rec: Recorder) -> None:
     rec.step("node3_role", cl.GetNodeRole, cfg["node3"])
 
 
+def phase_filters(cfg: dict[str, Any], rec: Recorder) -> None:
+    """Job filter rules: add, list, get, replace, a job they reject, delete."""
+    cl = make_client(cfg, cfg["writer"], cfg["writer_password"])
+    reader = make_client(cfg, cfg["reader"], cfg["reader_password"])
+    uuid = rec.step("add", cl.AddFilter, 5, [["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]],
+                    "CONTINUE", reason_trail=[("qa", "filters", 1)])
+    rec.step("list", reader.GetFilters)
+    rec.step("list_bulk", reader.GetFilters, bulk=True)
+    rec.step("get", reader.GetFilter, uuid)
+    rec.step("reader_add", reader.AddFilter, 0, [], "REJECT")
+    rec.step("replace", cl.ReplaceFilter, uuid, 0,
+             [["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]], "REJECT")
+    rec.step("get_replaced", reader.GetFilter, uuid)
+    rec.step("bad_action", cl.AddFilter, 0, [], "DROP")
+    rec.step("list_after_bad", reader.GetFilters)
+    rec.step("delete", cl.DeleteFilter, uuid)
+    rec.step("delete_again", cl.DeleteFilter, uuid)
+    rec.step("list_after", reader.GetFilters)
+
+
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as fh:
         cfg = json.load(fh)
     rec = Recorder()
     rec.results["library"] = rapi_client.__file__
-    {"main": phase_main, "cancel": phase_cancel}[cfg["phase"]](cfg, rec)
+    {"main": phase_main, "cancel": phase_cancel,
+     "filters": phase_filters}[cfg["phase"]](cfg, rec)
     json.dump(rec.results, sys.stdout, sort_keys=True)
     return 0
 

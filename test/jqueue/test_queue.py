@@ -185,6 +185,9 @@ def test_priority_order_with_one_worker(tmp_path) -> None:
     try:
         env.queue.start()
         blocker = env.queue.submit_job([delay(0, comment="gate")])
+        deadline = time.monotonic() + TIMEOUT   # the one worker holds the blocker first
+        while not env.order and time.monotonic() < deadline:
+            time.sleep(0.005)
         low = env.queue.submit_job([delay(0, priority=10, comment="low")])
         normal = env.queue.submit_job([delay(0, comment="normal")])
         high = env.queue.submit_job([delay(0, priority=-10, comment="high")])
