@@ -15,11 +15,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MAX_LINES = 800
 
-#: Over the limit today: ``jqueue/queue.py``, being reworked by another
-#: change (the job queue's quorum group commit).
-OVER_TODAY = frozenset({
-    "ganeti/jqueue/queue.py",
-})
+#: Over the limit today: none (``jqueue/queue.py`` was, until its operator
+#: controls moved to ``jqueue/control.py``).
+OVER_TODAY: frozenset[str] = frozenset()
 
 
 def line_counts(root: pathlib.Path) -> dict[str, int]:
