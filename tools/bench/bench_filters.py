@@ -38,6 +38,7 @@ from ganeti import luxi  # noqa: E402
 from ganeti.jqueue import filters as jfilters  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import start_masterd  # noqa: E402
+import benchlib  # noqa: E402
 
 NOOP = wire.test_delay(duration=0.0)
 BATCH = 50
@@ -63,15 +64,7 @@ def _round(conn: luxi.Client) -> float:
     for _ in range(ROUND // BATCH):
         res = conn.SubmitManyJobs([[NOOP] for _ in range(BATCH)])
         ids.extend(r[1] for r in res)
-    for job_id in ids:
-        prev = None
-        while True:
-            res = conn.WaitForJobChangeOnce(job_id, ["status"], prev, -1, 10)
-            if res == "nochange":
-                continue
-            prev = res[0]
-            if prev[0] in ("success", "error", "canceled"):
-                break
+    benchlib.wait_jobs(conn, ids, time.monotonic() + 300)
     return ROUND / (time.perf_counter() - started)
 
 

@@ -23,22 +23,13 @@ sys.path.insert(0, os.path.join(_REPO, "test", "integration"))
 from ganeti import luxi, serializer  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import prepare_root, start_masterd  # noqa: E402
+import benchlib  # noqa: E402
 
 NOOP = wire.test_delay(duration=0.0)
 
 
 def _wait_all(conn: luxi.Client, ids: list[int], deadline: float) -> None:
-    for job_id in ids:
-        prev = None
-        while time.monotonic() < deadline:
-            res = conn.WaitForJobChangeOnce(job_id, ["status"], prev, -1, 10)
-            if res == "nochange":
-                continue
-            prev = res[0]
-            if prev[0] in ("success", "error", "canceled"):
-                break
-        else:
-            raise RuntimeError("jobs did not finish in time")
+    benchlib.wait_jobs(conn, ids, deadline)
 
 
 def bench_throughput(tmp: str, count: int = 1000, rounds: int = 2) -> list[float]:

@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(_REPO, "test", "integration"))
 from ganeti import luxi  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import start_masterd  # noqa: E402
+import benchlib  # noqa: E402
 
 NOOP = wire.test_delay(duration=0.0)
 BATCH = 50
@@ -52,18 +53,7 @@ def _submit(conn: luxi.Client, count: int) -> list[int]:
 
 
 def _wait_all(conn: luxi.Client, ids: list[int], timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    for job_id in ids:
-        prev = None
-        while True:
-            if time.monotonic() > deadline:
-                raise RuntimeError("jobs did not finish in time")
-            res = conn.WaitForJobChangeOnce(job_id, ["status"], prev, -1, 10)
-            if res == "nochange":
-                continue
-            prev = res[0]
-            if prev[0] in ("success", "error", "canceled"):
-                break
+    benchlib.wait_jobs(conn, ids, time.monotonic() + timeout)
 
 
 def _round(conn: luxi.Client) -> float:

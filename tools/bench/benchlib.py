@@ -7,6 +7,7 @@ import os
 import sys
 import time
 import uuid as uuidlib
+from typing import Any
 
 from ganeti import constants, daemonctl, serializer
 from ganeti.config import ConfigWriter
@@ -14,7 +15,7 @@ from ganeti.objects import NIC, Instance
 from ganeti.pathutils import Paths
 from tools.harness import vcluster
 
-__all__ = ["fill_config", "use_bytecode_cache"]
+__all__ = ["fill_config", "use_bytecode_cache", "wait_jobs"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,6 +36,22 @@ def use_bytecode_cache(directory: str) -> None:
     sys.dont_write_bytecode = False
     sys.pycache_prefix = directory
     compileall.compile_dir(os.path.join(REPO, "ganeti"), quiet=1)
+
+
+def wait_jobs(conn: Any, ids: list[int], deadline: float) -> None:
+    """Wait (``WaitForJobChangeOnce`` on LUXI client ``conn``) until every job
+    of ``ids`` has finished; RuntimeError past ``deadline`` (monotonic)."""
+    for job_id in ids:
+        prev = None
+        while True:
+            if time.monotonic() > deadline:
+                raise RuntimeError("jobs did not finish in time")
+            res = conn.WaitForJobChangeOnce(job_id, ["status"], prev, -1, 10)
+            if res == "nochange":
+                continue
+            prev = res[0]
+            if prev[0] in ("success", "error", "canceled"):
+                break
 
 
 def _fake_running(vc: vcluster.VCluster, node_name: str, inst: Instance) -> None:
