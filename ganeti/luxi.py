@@ -220,7 +220,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
                              ("action", object), ("reason", list)),
            idempotent=False, result="str",
            doc="Add (uuid None) or replace a job filter rule; returns its UUID."),
-    Method("DeleteFilter", (("uuid", str),), idempotent=True, result="Any",
+    Method("DeleteFilter", (("uuid", str),), idempotent=False, result="Any",
            doc="Remove a job filter rule."),
     Method("QueryMetrics", (), idempotent=True, result="list[dict[str, Any]]",
            doc="The master daemon's figures (metric families, see ganeti.metrics)."),

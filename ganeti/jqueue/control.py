@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Literal
@@ -26,6 +27,11 @@ from ganeti.jqueue.storage import JobStorage
 from ganeti.jqueue.table import JobTable
 
 __all__ = ["JobControl"]
+
+logger = logging.getLogger(__name__)
+
+#: opcode states of a job that has not begun to run
+_NOT_STARTED = frozenset([constants.OP_STATUS_QUEUED, constants.OP_STATUS_WAITING])
 
 # A change applied to a copy of a job before it is written (see JobQueue._commit).
 _Change = Callable[[QueuedJob], "bool | None"]
@@ -69,16 +75,39 @@ class JobControl:
     def _view(job: QueuedJob) -> jfilters.JobView:
         return jfilters.JobView(job.id, [op.input for op in job.ops])
 
+    @staticmethod
+    def _unstarted(job: QueuedJob) -> bool:
+        """Whether no opcode of ``job`` has begun to run: the filter rules
+        apply only to such jobs (a job waiting for a dependency is one)."""
+        return all(op.exec_timestamp is None and op.status in _NOT_STARTED for op in job.ops)
+
     def _filter(self, job: QueuedJob) -> jfilters.FilterRule | Literal[False] | None:
         """(lock held) The filter rules' word on ``job``, about to be taken:
         None (run it), False (held back: a PAUSE or a full RATE_LIMIT) or
-        the REJECT rule.  A job that has started is not filtered again."""
-        if not self.filter_gate.filtering or job.status() != constants.JOB_STATUS_QUEUED:
+        the REJECT rule.  A job that has begun to run is not filtered again;
+        an error here lets the job run (a worker must not die of it)."""
+        if not self.filter_gate.filtering or not self._unstarted(job):
             return None
-        what, rule = self.filter_gate.check(self._view(job))
+        try:
+            what, rule = self.filter_gate.check(self._view(job))
+        except Exception:   # a defect in a rule's matching: say so, hold nothing back
+            logger.exception("Job filter rules failed on job %s; it runs", job.id)
+            return None
         if what == jfilters.HOLD:
             return False
         return rule if what == jfilters.REJECTED else None
+
+    def _release_slot(self, job_id: int) -> None:
+        """(lock held) ``job_id`` ended or waits for a dependency: its
+        RATE_LIMIT slot (if any) is free, and as many jobs as there are
+        free slots of that rule, the most urgent first, are looked at again."""
+        def urgency(held: int) -> tuple[int, int]:
+            job = self._table.live(held)
+            return (job.priority() if job is not None else 0, held)
+        for held in self.filter_gate.release(job_id, urgency):
+            job = self._table.live(held)
+            if job is not None:
+                self._push(job)
 
     def _reject_at_submission(self, jobs: list[QueuedJob]) -> None:
         """New jobs a REJECT rule applies to are stored canceled, naming it."""
@@ -96,27 +125,38 @@ class JobControl:
         """Use ``rules`` from now on (masterd calls this at start and after
         every change of the configuration's filters).
 
-        Held jobs are looked at again; queued jobs a REJECT rule now
-        applies to are canceled, naming the rule.  Running jobs go on.
+        The RATE_LIMIT slots of the jobs taken by workers or running are
+        counted again, held jobs are looked at again, and queued jobs a
+        REJECT rule now applies to are canceled, naming the rule, by a
+        thread of their own (the caller does not wait for their writes).
+        Running jobs go on.
         """
         with self._lock:
             running = [self._view(job) for job in self._table.live_jobs()
-                       if job.status() != constants.JOB_STATUS_QUEUED]
+                       if job.id in self._owned or not self._unstarted(job)]
             for job_id in self.filter_gate.set_rules(rules, running):
                 job = self._table.live(job_id)
                 if job is not None:
                     self._push(job)
             doomed = [(job, rule) for job in self._table.live_jobs()
-                      if job.id not in self._owned
-                      and job.status() == constants.JOB_STATUS_QUEUED
+                      if job.id not in self._owned and self._unstarted(job)
                       and (rule := self.filter_gate.rejecting(self._view(job))) is not None]
             for job, _ in doomed:
                 self._queued.discard(job.id)
                 self._owned.add(job.id)
+        if doomed:
+            threading.Thread(target=self._reject_jobs, args=(doomed,), daemon=True,
+                             name="filter-reject").start()
+
+    def _reject_jobs(self, doomed: list[tuple[QueuedJob, jfilters.FilterRule]]) -> None:
+        """Cancel jobs taken by :meth:`set_filter_rules`, each naming its
+        REJECT rule; a job whose write did not happen goes back to the queue."""
         for job, rule in doomed:
             try:
                 self._finalize(job, functools.partial(
                     self._cancel_from, idx=0, msg=jfilters.rejection_message(rule)))
+            except Exception:   # give the job back below, whatever happened
+                logger.exception("Cannot cancel job %s for filter rule %s", job.id, rule.uuid)
             finally:
                 with self._lock:
                     self._owned.discard(job.id)

@@ -185,9 +185,10 @@ def check_reason(value: Any) -> list[list[Any]]:
 
 
 def _check_expression(expr: Any, fields: frozenset[str] | None, where: str,
-                      depth: int = 0) -> None:
+                      depth: int = 0, *, job_ids: bool = False) -> None:
     """Raise ParameterError unless ``expr`` is a filter over ``fields``
-    (None: any field name)."""
+    (None: any field name); ``job_ids``: comparisons of the job id with an
+    integer or ``"watermark"`` only (the ``jobid`` predicate)."""
     if depth > _MAX_DEPTH:
         raise errors.ParameterError(f"{where}: expression nested deeper than {_MAX_DEPTH}",
                                     errors.ECODE_INVAL)
@@ -198,13 +199,13 @@ def _check_expression(expr: Any, fields: frozenset[str] | None, where: str,
     op, args = expr[0], expr[1:]
     if op in ("&", "|"):
         for sub in args:
-            _check_expression(sub, fields, where, depth + 1)
+            _check_expression(sub, fields, where, depth + 1, job_ids=job_ids)
         return
     if op == "!":
         if len(args) != 1:
             raise errors.ParameterError(f"{where}: '!' takes one expression",
                                         errors.ECODE_INVAL)
-        _check_expression(args[0], fields, where, depth + 1)
+        _check_expression(args[0], fields, where, depth + 1, job_ids=job_ids)
         return
     if op == "?":
         want = 1
@@ -224,6 +225,11 @@ def _check_expression(expr: Any, fields: frozenset[str] | None, where: str,
         raise errors.ParameterError(
             f"{where}: unknown field {name!r} (known: {', '.join(sorted(fields))})",
             errors.ECODE_INVAL)
+    if job_ids and op != "?" and (op not in _EQUALITY and op not in _ORDERING
+                                  or not (_is_int(args[1]) or args[1] == "watermark")):
+        raise errors.ParameterError(
+            f"{where}: the job id is compared (=, !=, <, <=, >, >=) with an integer or"
+            f" \"watermark\", got {expr!r}", errors.ECODE_INVAL)
     if op == "=~":
         if not isinstance(args[1], str):
             raise errors.ParameterError(f"{where}: '=~' takes a regular expression string",
@@ -253,7 +259,8 @@ def check_predicates(value: Any) -> list[Any]:
                 f"Predicate '{pred[0]}' takes one expression, got {pred[1:]!r}",
                 errors.ECODE_INVAL)
         fields = {"jobid": frozenset(["id"]), "reason": _REASON_FIELDS}.get(pred[0])
-        _check_expression(pred[1], fields, f"Predicate '{pred[0]}'")
+        _check_expression(pred[1], fields, f"Predicate '{pred[0]}'",
+                          job_ids=pred[0] == "jobid")
     return value
 
 
@@ -429,6 +436,7 @@ class FilterGate:
 
     def __init__(self) -> None:
         self.rules: list[FilterRule] = []
+        self._by_uuid: dict[str, FilterRule] = {}
         #: whether some rule can hold a job back or reject it (else every job runs)
         self.filtering = False
         #: whether some rule rejects
@@ -470,9 +478,12 @@ class FilterGate:
         """``job_id`` goes back to the queue (it is checked again when taken)."""
         self._held.pop(job_id, None)
 
-    def release(self, job_id: int) -> list[int]:
-        """``job_id`` ended: its slot is free; returns the held jobs to look
-        at again (those held by the rule whose slot it had)."""
+    def release(self, job_id: int,
+                urgency: Callable[[int], Any] | None = None) -> list[int]:
+        """``job_id`` ended (or waits for a dependency): its slot is free.
+        Returns the held jobs to look at again: of those held by the rule
+        whose slot it had, as many as it has free slots, the first by
+        ``urgency`` (a sort key of a job id; default: the id)."""
         self._held.pop(job_id, None)
         uuid = self._slots.pop(job_id, None)
         if uuid is None:
@@ -482,7 +493,10 @@ class FilterGate:
             self._taken[uuid] = left
         else:
             self._taken.pop(uuid, None)
-        waiting = [jid for jid, rule in self._held.items() if rule == uuid]
+        rule = self._by_uuid.get(uuid)
+        free = rule.limit - left if rule is not None else 0
+        waiting = sorted((jid for jid, held_by in self._held.items() if held_by == uuid),
+                         key=urgency)[:max(free, 0)]
         for jid in waiting:
             del self._held[jid]
         return waiting
@@ -491,6 +505,7 @@ class FilterGate:
         """Use ``rules`` from now on; ``running``: the jobs that have started
         and not ended.  Returns every held job (all are looked at again)."""
         self.rules = ordered(rules)
+        self._by_uuid = {rule.uuid: rule for rule in self.rules}
         kinds = {rule.kind for rule in self.rules}
         self.filtering = bool(kinds & {PAUSE, REJECT, RATE_LIMIT})
         self.rejects = REJECT in kinds

@@ -546,8 +546,10 @@ class JobQueue(JobControl):
                 self._finalize(job, lambda j: self._cancel_from(j, idx))
                 return
             outcome = self._check_dependencies(job, idx)
-            if outcome is None:
-                return              # waiting; woken when the dependency ends
+            if outcome is None:     # waiting; woken when the dependency ends
+                with self._lock:
+                    self._release_slot(job.id)
+                return
             if outcome is not True:
                 self._finalize(job, outcome)
                 return
@@ -744,10 +746,7 @@ class JobQueue(JobControl):
         self._write_locks.pop(job.id, None)   # a late taker finds the job not live
         self.redactor.release(self._held_secrets.pop(job.id, ()))
         self._queued.discard(job.id)
-        for held in self.filter_gate.release(job.id):
-            hjob = self._table.live(held)
-            if hjob is not None:
-                self._push(hjob)
+        self._release_slot(job.id)
         self._cycle_failed.pop(job.id, None)
         self.deps.remove_job(job.id)
         for waiter in self.deps.job_finished(job.id):

@@ -37,7 +37,7 @@ def _stored_rules(context: MasterContext) -> list[jfilters.FilterRule]:
     for uuid, data in sorted(context.committed_cfg().get_filters().items()):
         try:
             rules.append(jfilters.rule_from_dict(data))
-        except errors.GanetiError as exc:   # a hand-edited configuration: skip, say so
+        except Exception as exc:   # a hand-edited configuration: skip, say so
             logger.error("Ignoring malformed job filter rule %s: %s", uuid, exc)
     return rules
 

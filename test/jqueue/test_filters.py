@@ -69,6 +69,11 @@ def test_good_predicates_pass(preds: list[Any]) -> None:
     ([["opcode", ["=~", "OP_ID", "("]]], "invalid regular expression"),
     ([["opcode", ["!", ["?", "a"], ["?", "b"]]]], "'!' takes one expression"),
     ([["opcode", "OP_ID"]], "must be a list starting with an operator"),
+    # the job id is compared with numbers or the watermark only
+    ([["jobid", ["=~", "id", "watermark"]]], "compared"),
+    ([["jobid", ["=[]", "id", 1]]], "compared"),
+    ([["jobid", [">", "id", "7"]]], "compared"),
+    ([["jobid", ["!", ["=", "id", True]]]], "compared"),
 ])
 def test_bad_predicates_are_refused_with_the_reason(preds: Any, words: str) -> None:
     with pytest.raises(errors.ParameterError, match=words.replace("(", r"\(")):
@@ -173,8 +178,9 @@ def test_the_gate_counts_rate_limit_slots_and_wakes_the_held_when_one_frees() ->
     assert gate.check(job(4))[0] == jf.HOLD
     assert gate.slots_taken() == {"lim": 2}
     assert gate.held() == {3: "lim", 4: "lim"}
-    assert sorted(gate.release(1)) == [3, 4]
-    assert gate.slots_taken() == {"lim": 1} and gate.held() == {}
+    # one slot is free: one held job, the most urgent, is looked at again
+    assert gate.release(1, urgency=lambda jid: -jid) == [4]
+    assert gate.slots_taken() == {"lim": 1} and gate.held() == {3: "lim"}
     assert gate.release(99) == []
 
 
@@ -189,6 +195,8 @@ def test_new_rules_recount_the_running_jobs_and_release_every_held_job() -> None
     assert gate.check(job(5))[0] == jf.HOLD
     assert gate.release(1) == [5]
     assert gate.check(job(5))[0] == jf.RUN
+    assert gate.check(job(6))[0] == jf.HOLD
+    assert gate.release(5) == [6]
 
 
 def test_unhold_forgets_a_held_job() -> None:

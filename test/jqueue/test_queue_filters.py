@@ -96,3 +96,51 @@ def test_a_running_job_is_not_touched_by_a_new_reject(env):
     env.queue.set_filter_rules([rule("r", jf.REJECT)])
     env.gate.set()
     assert env.wait_final(job_id) == constants.JOB_STATUS_SUCCESS
+
+
+def test_a_job_waiting_for_a_dependency_gives_its_slot_back(tmp_path):
+    # RATE_LIMIT 1: y (more urgent) is taken first and waits for x; if y kept its
+    # slot, x could never start and neither job would ever end
+    env = Env(tmp_path, workers=1)
+    env.gate = threading.Event()
+    try:
+        env.queue.start()
+        env.queue.set_filter_rules([rule("lim", [jf.RATE_LIMIT, 1],
+                                         [["opcode", ["=", "comment", "lim"]]])])
+        blocker = gated(env)
+        wait_for(lambda: len(env.order) == 1, "the blocker in the processor")
+        x = env.queue.submit_job([delay(0, comment="lim")])
+        y = env.queue.submit_job([delay(0, comment="lim", priority=-10,
+                                        depends=[[x, ["success"]]])])
+        env.gate.set()
+        for job in (blocker, x, y):
+            assert env.wait_final(job) == constants.JOB_STATUS_SUCCESS
+        assert env.queue.filter_gate.slots_taken() == {}
+    finally:
+        env.gate.set()
+        env.queue.shutdown(5)
+
+
+def test_new_rules_count_the_jobs_workers_have_taken(env):
+    # a job taken by a worker is still "queued" until its opcode runs: it keeps
+    # its slot when the rules change, so the held job stays held
+    limit = rule("lim", [jf.RATE_LIMIT, 1])
+    env.queue.set_filter_rules([limit])
+    first, second = gated(env), gated(env)
+    wait_for(lambda: env.queue.filter_gate.held() == {second: "lim"}, "the second job held")
+    env.queue.set_filter_rules([limit, rule("c", jf.CONTINUE, priority=1)])
+    time.sleep(0.3)
+    assert len(env.order) == 1 and env.queue.filter_gate.slots_taken() == {"lim": 1}
+    env.gate.set()
+    assert env.wait_final(first) == env.wait_final(second) == constants.JOB_STATUS_SUCCESS
+
+
+def test_only_jobs_that_have_not_begun_to_run_are_filtered(env):
+    from ganeti.jqueue.control import JobControl
+    from ganeti.jqueue.job import QueuedJob
+    job_id = env.queue.submit_job([delay(0), delay(0)])
+    (job,) = env.queue.get_jobs([job_id])
+    assert isinstance(job, QueuedJob) and JobControl._unstarted(job)
+    job.ops[0].status = constants.OP_STATUS_SUCCESS      # half run (as after a restart)
+    job.ops[0].exec_timestamp = [1, 0]
+    assert not JobControl._unstarted(job)
