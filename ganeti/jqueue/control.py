@@ -86,7 +86,7 @@ class JobControl:
         None (run it), False (held back: a PAUSE or a full RATE_LIMIT) or
         the REJECT rule.  A job that has begun to run is not filtered again;
         an error here lets the job run (a worker must not die of it)."""
-        if not self.filter_gate.filtering or not self._unstarted(job):
+        if not self._unstarted(job):
             return None
         try:
             what, rule = self.filter_gate.check(self._view(job))

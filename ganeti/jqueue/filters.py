@@ -42,7 +42,7 @@ __all__ = ["ACCEPT", "PAUSE", "REJECT", "CONTINUE", "RATE_LIMIT", "ACTIONS", "PR
            "FilterRule", "JobView", "check_priority", "check_predicates", "check_action",
            "check_reason", "parse_action_text", "action_text", "rule_from_dict", "ordered",
            "matches", "applying", "verdict", "RUN", "HOLD", "REJECTED", "rejection_message",
-           "FilterGate"]
+           "FilterGate", "ADHOC_PREFIX", "adhoc_buckets"]
 
 ACCEPT = "ACCEPT"
 PAUSE = "PAUSE"
@@ -422,84 +422,127 @@ def rejection_message(rule: FilterRule) -> str:
     return f"Job rejected by job filter rule {rule.uuid}"
 
 
+#: the start of a reason that rate-limits ad hoc: ``rate-limit:N:LABEL``
+ADHOC_PREFIX = "rate-limit:"
+
+
+def adhoc_buckets(job: JobView) -> list[tuple[str, int]]:
+    """The ad-hoc rate-limit buckets of ``job``: ``(key, n)`` for every
+    distinct reason ``rate-limit:N:LABEL`` (N a positive integer) in the
+    reason trails of its opcodes, as Ganeti's scheduler reads them; the key
+    is the reason itself, so the same label with another N is another
+    bucket."""
+    found: dict[str, int] = {}
+    for op in job.ops:
+        for entry in op.get("reason") or ():
+            if (isinstance(entry, (list, tuple)) and len(entry) == 3
+                    and isinstance(entry[1], str) and entry[1].startswith(ADHOC_PREFIX)):
+                count = entry[1][len(ADHOC_PREFIX):].split(":", 1)[0]
+                if count.isdigit() and int(count) > 0:
+                    found.setdefault(entry[1], int(count))
+    return list(found.items())
+
+
 class FilterGate:
-    """The queue's filter state: the rules, the RATE_LIMIT slots of running
+    """The queue's filter state: the rules, the rate-limit slots of running
     jobs and the jobs held back.  Pure bookkeeping: the queue calls it
     under its own lock and does the I/O (doc/jobfilters.md, "In the queue").
 
-    A job takes a slot of the RATE_LIMIT rule that applied when it
-    started, and gives it back when it ends (:meth:`release`).  Replacing
-    the rules (:meth:`set_rules`) recounts the slots of the running jobs
-    against the new rules, as Ganeti does: a rule added while jobs it
-    matches run limits new starts until those have ended.
+    Slots are counted per *bucket*: a RATE_LIMIT rule (keyed by its UUID)
+    or an ad-hoc ``rate-limit:N:LABEL`` reason (:func:`adhoc_buckets`,
+    keyed by the reason).  A job takes a slot of each of its buckets when
+    it starts, and gives them back when it ends or waits for a dependency
+    (:meth:`release`).  Replacing the rules (:meth:`set_rules`) recounts
+    the slots of the running jobs against the new rules, as Ganeti does: a
+    rule added while jobs it matches run limits new starts until those
+    have ended.
     """
 
     def __init__(self) -> None:
         self.rules: list[FilterRule] = []
         self._by_uuid: dict[str, FilterRule] = {}
-        #: whether some rule can hold a job back or reject it (else every job runs)
+        #: whether some rule can hold a job back or reject it
         self.filtering = False
         #: whether some rule rejects
         self.rejects = False
-        self._slots: dict[int, str] = {}           # running job id -> rule uuid
-        self._taken: dict[str, int] = {}           # rule uuid -> slots taken
-        self._held: dict[int, str] = {}            # held job id -> rule uuid
+        self._slots: dict[int, list[str]] = {}     # running job id -> its buckets
+        self._taken: dict[str, int] = {}           # bucket -> slots taken
+        self._adhoc_limits: dict[str, int] = {}    # ad-hoc bucket -> its N
+        self._held: dict[int, str] = {}            # held job id -> the bucket or rule holding it
 
     def held(self) -> dict[int, str]:
-        """The jobs held back, with the rule holding each."""
+        """The jobs held back, with the rule (UUID) or ad-hoc bucket holding each."""
         return dict(self._held)
 
     def slots_taken(self) -> dict[str, int]:
-        """Slots taken per RATE_LIMIT rule."""
+        """Slots taken per bucket (RATE_LIMIT rule UUID or ad-hoc reason)."""
         return dict(self._taken)
 
     def check(self, job: JobView) -> tuple[str, FilterRule | None]:
-        """The :func:`verdict` for a job about to start; a RUN under a
-        RATE_LIMIT rule takes its slot, a HOLD is remembered."""
-        if not self.filtering:
-            return RUN, None
-        what, rule = verdict(self.rules, job, self._taken)
-        if what == RUN and rule is not None and rule.kind == RATE_LIMIT:
-            self._take(job.id, rule.uuid)
-        elif what == HOLD and rule is not None:
-            self._held[job.id] = rule.uuid
-        return what, rule
+        """The :func:`verdict` for a job about to start, then its ad-hoc
+        buckets: a RUN takes a slot of each bucket, a HOLD is remembered."""
+        buckets = adhoc_buckets(job)
+        rule: FilterRule | None = None
+        if self.filtering:
+            what, rule = verdict(self.rules, job, self._taken)
+            if what == HOLD and rule is not None:
+                self._held[job.id] = rule.uuid
+            if what != RUN:
+                return what, rule
+            if rule is not None and rule.kind == RATE_LIMIT:
+                buckets.insert(0, (rule.uuid, rule.limit))
+        for key, limit in buckets:
+            if self._taken.get(key, 0) >= limit:
+                self._held[job.id] = key
+                return HOLD, rule
+        self._take(job.id, buckets)
+        return RUN, rule
 
     def rejecting(self, job: JobView) -> FilterRule | None:
         """The REJECT rule that applies to ``job``, or None."""
         rule = applying(self.rules, job) if self.rejects else None
         return rule if rule is not None and rule.kind == REJECT else None
 
-    def _take(self, job_id: int, uuid: str) -> None:
-        self._slots[job_id] = uuid
-        self._taken[uuid] = self._taken.get(uuid, 0) + 1
+    def _take(self, job_id: int, buckets: list[tuple[str, int]]) -> None:
+        if not buckets:
+            return
+        self._slots[job_id] = [key for key, _ in buckets]
+        for key, limit in buckets:
+            self._taken[key] = self._taken.get(key, 0) + 1
+            if key not in self._by_uuid:
+                self._adhoc_limits[key] = limit
 
     def unhold(self, job_id: int) -> None:
         """``job_id`` goes back to the queue (it is checked again when taken)."""
         self._held.pop(job_id, None)
 
+    def _limit(self, key: str) -> int:
+        rule = self._by_uuid.get(key)
+        return rule.limit if rule is not None else self._adhoc_limits.get(key, 0)
+
     def release(self, job_id: int,
                 urgency: Callable[[int], Any] | None = None) -> list[int]:
-        """``job_id`` ended (or waits for a dependency): its slot is free.
-        Returns the held jobs to look at again: of those held by the rule
-        whose slot it had, as many as it has free slots, the first by
+        """``job_id`` ended (or waits for a dependency): its slots are free.
+        Returns the held jobs to look at again: for each of its buckets, of
+        the jobs held by it, as many as it has free slots, the first by
         ``urgency`` (a sort key of a job id; default: the id)."""
         self._held.pop(job_id, None)
-        uuid = self._slots.pop(job_id, None)
-        if uuid is None:
-            return []
-        left = self._taken.get(uuid, 1) - 1
-        if left > 0:
-            self._taken[uuid] = left
-        else:
-            self._taken.pop(uuid, None)
-        rule = self._by_uuid.get(uuid)
-        free = rule.limit - left if rule is not None else 0
-        waiting = sorted((jid for jid, held_by in self._held.items() if held_by == uuid),
-                         key=urgency)[:max(free, 0)]
-        for jid in waiting:
-            del self._held[jid]
-        return waiting
+        woken: list[int] = []
+        for key in self._slots.pop(job_id, ()):
+            left = self._taken.get(key, 1) - 1
+            if left > 0:
+                self._taken[key] = left
+            else:
+                self._taken.pop(key, None)
+            free = self._limit(key) - left
+            if left <= 0:
+                self._adhoc_limits.pop(key, None)
+            waiting = sorted((jid for jid, held_by in self._held.items() if held_by == key),
+                             key=urgency)[:max(free, 0)]
+            for jid in waiting:
+                del self._held[jid]
+            woken.extend(waiting)
+        return woken
 
     def set_rules(self, rules: Iterable[FilterRule], running: Iterable[JobView]) -> list[int]:
         """Use ``rules`` from now on; ``running``: the jobs that have started
@@ -511,10 +554,13 @@ class FilterGate:
         self.rejects = REJECT in kinds
         self._slots.clear()
         self._taken.clear()
+        self._adhoc_limits.clear()
         for job in running:
+            buckets = adhoc_buckets(job)
             rule = applying(self.rules, job) if self.rules else None
             if rule is not None and rule.kind == RATE_LIMIT:
-                self._take(job.id, rule.uuid)
+                buckets.insert(0, (rule.uuid, rule.limit))
+            self._take(job.id, buckets)
         waiting = list(self._held)
         self._held.clear()
         return waiting

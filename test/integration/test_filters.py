@@ -184,3 +184,21 @@ def test_rules_are_configuration_and_survive_a_master_failover(vc):
     finally:
         rc, out = failover(vc, N1)
         assert rc == 0, out
+
+
+def test_adhoc_rate_limit_by_reason(vc):
+    # Ganeti's QA (TestAdHocReasonRateLimit): no rule, a reason "rate-limit:2:..."
+    jobs = [submit_delay(vc, "--interruptible", "--reason=rate-limit:2:hello", "300")
+            for _ in range(3)]
+    try:
+        wait_status(vc, jobs[0], "running")
+        wait_status(vc, jobs[1], "running")
+        time.sleep(1.0)
+        assert status(vc, jobs[2]) == "queued"
+        other = submit_delay(vc, "--reason=rate-limit:2:another", "0.01")
+        wait_status(vc, other, "success")          # another bucket is not held
+        vc.ok("gnt-job", "cancel", "--kill", "--yes-do-it", str(jobs[0]))
+        wait_status(vc, jobs[2], "running")
+    finally:
+        for job in jobs:
+            vc.run("gnt-job", "cancel", "--kill", "--yes-do-it", str(job))

@@ -208,3 +208,44 @@ def test_unhold_forgets_a_held_job() -> None:
     assert gate.rejecting(job(5)) is None
     gate.set_rules([rule("r")], [])
     assert gate.rejecting(job(5)).uuid == "r"
+
+
+# -- ad-hoc rate limits (a reason "rate-limit:N:LABEL") ------------------------------
+
+def adhoc(job_id: int, *reasons: str) -> jf.JobView:
+    return jf.JobView(job_id, [{"OP_ID": "OP_TEST_DELAY",
+                                "reason": [["gnt:user", r, 1] for r in reasons]}])
+
+
+def test_adhoc_buckets_are_read_from_the_reasons() -> None:
+    assert jf.adhoc_buckets(adhoc(1, "rate-limit:2:hello", "rate-limit:2:hello",
+                                  "rate-limit:3:x:y", "rate-limit:0:z", "rate-limit:a:b",
+                                  "maintenance")) == [("rate-limit:2:hello", 2),
+                                                      ("rate-limit:3:x:y", 3)]
+    assert jf.adhoc_buckets(job(1)) == []
+
+
+def test_adhoc_limits_need_no_rule_and_free_their_slots() -> None:
+    gate = jf.FilterGate()
+    assert [gate.check(adhoc(i, "rate-limit:2:hello"))[0] for i in (1, 2, 3)] == [
+        jf.RUN, jf.RUN, jf.HOLD]
+    assert gate.held() == {3: "rate-limit:2:hello"}
+    # another label, or the same label with another N, is another bucket
+    assert gate.check(adhoc(4, "rate-limit:2:other"))[0] == jf.RUN
+    assert gate.check(adhoc(5, "rate-limit:3:hello"))[0] == jf.RUN
+    assert gate.check(job(6))[0] == jf.RUN
+    assert gate.release(1) == [3]
+    assert gate.check(adhoc(3, "rate-limit:2:hello"))[0] == jf.RUN
+
+
+def test_a_job_needs_a_free_slot_in_every_bucket_it_is_in() -> None:
+    gate = jf.FilterGate()
+    gate.set_rules([rule("lim", action=[jf.RATE_LIMIT, 5])], [])
+    assert gate.check(adhoc(1, "rate-limit:1:a"))[0] == jf.RUN
+    assert gate.slots_taken() == {"lim": 1, "rate-limit:1:a": 1}
+    assert gate.check(adhoc(2, "rate-limit:1:a"))[0] == jf.HOLD
+    assert gate.slots_taken() == {"lim": 1, "rate-limit:1:a": 1}   # nothing taken by the hold
+    # a rule change recounts the running job in both buckets
+    assert gate.set_rules([rule("lim", action=[jf.RATE_LIMIT, 5])], [adhoc(1, "rate-limit:1:a")]) \
+        == [2]
+    assert gate.slots_taken() == {"lim": 1, "rate-limit:1:a": 1}

@@ -144,3 +144,17 @@ def test_only_jobs_that_have_not_begun_to_run_are_filtered(env):
     job.ops[0].status = constants.OP_STATUS_SUCCESS      # half run (as after a restart)
     job.ops[0].exec_timestamp = [1, 0]
     assert not JobControl._unstarted(job)
+
+
+def test_adhoc_rate_limit_by_reason_keeps_n_running(env):
+    def limited() -> int:
+        return env.queue.submit_job([delay(0, comment="gate",
+                                           reason=[["gnt:user", "rate-limit:2:hello", 1]])])
+    jobs = [limited() for _ in range(3)]
+    wait_for(lambda: env.queue.filter_gate.held() == {jobs[2]: "rate-limit:2:hello"},
+             "the third job held")
+    wait_for(lambda: len(env.order) == 2, "two jobs in the processor")
+    env.gate.set()
+    for job in jobs:
+        assert env.wait_final(job) == constants.JOB_STATUS_SUCCESS
+    assert env.queue.filter_gate.slots_taken() == {}
