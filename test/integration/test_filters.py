@@ -202,3 +202,26 @@ def test_adhoc_rate_limit_by_reason(vc):
     finally:
         for job in jobs:
             vc.run("gnt-job", "cancel", "--kill", "--yes-do-it", str(job))
+
+
+def test_a_rule_pauses_instance_creations_until_it_accepts_them(vc):
+    from instance_helpers import NOCHECK
+    pause = add(vc, "--action", "PAUSE",
+                "--predicates", '[["opcode", ["=", "OP_ID", "OP_INSTANCE_CREATE"]]]')
+    name = "paused1.example.com"
+    try:
+        out = vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N1,
+                    "--no-start", *NOCHECK, "--submit", "--print-jobid", name)
+        job = int(out.split()[0])
+        vc.ok("gnt-debug", "delay", "0.01")          # other jobs run meanwhile
+        time.sleep(1.0)
+        assert status(vc, job) == "queued"
+        assert name not in vc.ok("gnt-instance", "list", "--no-headers", "-o", "name")
+        # the same rule, now accepting: the creation runs
+        vc.ok("gnt-filter", "replace", "--action", "ACCEPT", "--predicates",
+              '[["opcode", ["=", "OP_ID", "OP_INSTANCE_CREATE"]]]', pause)
+        wait_status(vc, job, "success")
+        assert name in vc.ok("gnt-instance", "list", "--no-headers", "-o", "name")
+    finally:
+        vc.ok("gnt-filter", "delete", pause)
+        vc.run("gnt-instance", "remove", "-f", name)
