@@ -8,6 +8,10 @@ a worker of its own with a guest cluster of its own (made by the first
 test that asks), so that the two longest units run side by side.  Units
 are handed out in collection order (``--no-loadscope-reorder``), which
 test/integration/conftest.py starts with the guest tests.
+
+Hypothesis's per-example deadline is off for the whole suite: tests never
+assert wall-clock time, and a loaded machine (a whole suite on two CPUs
+beside qemu guests) made examples exceed the default 200 ms.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 #: the modules whose tests run on a guest cluster
 GUEST_MODULE_PREFIX = "test/integration/test_guest_"
