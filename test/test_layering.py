@@ -58,6 +58,7 @@ LAYERS: dict[str, int] = {
     "ganeti.parameters": 2,
     "ganeti.hypervisor.checks": 2,
     "ganeti.ipolicy": 2,
+    "ganeti.netpool": 2,
     "ganeti.opcodes": 2,
     "ganeti.rpc": 2,
     "ganeti.rpc.defs": 2,

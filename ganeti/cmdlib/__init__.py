@@ -12,7 +12,7 @@ from types import ModuleType
 from ganeti.cmdlib import cluster, cluster_maint, query, test
 from ganeti.cmdlib import instance_create, instance_migration, instance_operation, instance_query, instance_set_params, os, tags  # noqa: E501
 from ganeti.cmdlib import instance_recreate, instance_replace
-from ganeti.cmdlib import backup, group, node, node_storage, roles, verify
+from ganeti.cmdlib import backup, group, network, node, node_storage, roles, verify
 from ganeti.cmdlib import allocator, relocation
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.opcodes.base import op_id_from_class_name
@@ -25,6 +25,7 @@ _MODULES += (node, group, verify)
 _MODULES += (roles, backup)
 _MODULES += (node_storage, instance_recreate, instance_replace)
 _MODULES += (allocator, relocation)
+_MODULES += (network,)
 
 
 def _build_registry() -> dict[str, type[LogicalUnit]]:

@@ -217,6 +217,12 @@ def _os_resource() -> QueryResource:
     return QueryResource(constants.QR_OS, cmdlib_os.OS_FIELDS, cmdlib_os.collect_os)
 
 
+def _network_resource() -> QueryResource:
+    from ganeti.cmdlib import network
+    return QueryResource(constants.QR_NETWORK, network.NETWORK_FIELDS, network.collect_networks,
+                         "name")
+
+
 def _export_resource() -> QueryResource:
     from ganeti.cmdlib import backup
     return QueryResource(constants.QR_EXPORT, backup.EXPORT_FIELDS, backup.collect_exports, None)
@@ -233,6 +239,7 @@ def build_resources() -> dict[str, QueryResource]:
         constants.QR_INSTANCE: _instance_resource(),
         constants.QR_OS: _os_resource(),
         constants.QR_EXPORT: _export_resource(),
+        constants.QR_NETWORK: _network_resource(),
         **_node_group_cluster_resources(),
     }
 

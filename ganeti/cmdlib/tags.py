@@ -14,7 +14,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import find_instance, find_node
 from ganeti.config import ConfigWriter
-from ganeti.objects import Cluster, Instance, Node, NodeGroup
+from ganeti.objects import Cluster, Instance, Network, Node, NodeGroup
 from ganeti.opcodes.tags import OpTagsDel, OpTagsGet, OpTagsSearch, OpTagsSet
 from ganeti.utils import validation
 
@@ -22,7 +22,7 @@ __all__ = ["LUTagsGet", "LUTagsSet", "LUTagsDel", "LUTagsSearch", "tag_target", 
 
 
 #: The config objects that carry tags.
-TagTarget = Cluster | Instance | Node | NodeGroup
+TagTarget = Cluster | Instance | Node | NodeGroup | Network
 
 
 def tag_target(cfg: ConfigWriter, kind: str, name: str | None) -> TagTarget:
@@ -31,13 +31,15 @@ def tag_target(cfg: ConfigWriter, kind: str, name: str | None) -> TagTarget:
         return cfg.get_cluster_info()
     if not name:
         raise errors.OpPrereqError(f"Tag kind '{kind}' needs an object name", errors.ECODE_INVAL)
-    obj: Instance | Node | NodeGroup | None
+    obj: Instance | Node | NodeGroup | Network | None
     if kind == constants.TAG_INSTANCE:
         obj = find_instance(cfg, name)
     elif kind == constants.TAG_NODE:
         obj = find_node(cfg, name)
     elif kind == constants.TAG_NODEGROUP:
         obj = cfg.get_nodegroup_by_name(name) or cfg.get_nodegroup(name)
+    elif kind == constants.TAG_NETWORK:
+        obj = cfg.get_network_by_name(name) or cfg.get_network(name)
     else:
         raise errors.OpPrereqError(f"Tags of kind '{kind}' are not supported",
                                    errors.ECODE_INVAL)
@@ -58,7 +60,7 @@ class _TagsLU(NoHooksLU[_TagOpT]):
         op = self.op
         obj = tag_target(self.cfg, op.kind, op.name)
         self.needed_locks = {}
-        if isinstance(obj, Cluster):
+        if isinstance(obj, (Cluster, Network)):     # no lock level of its own
             self.REQ_BGL = not self.SHARED
         elif isinstance(obj, Instance):
             self.needed_locks[locking.LEVEL_INSTANCE] = [obj.name]

@@ -18,7 +18,8 @@ from typing import Any, ContextManager
 
 from ganeti import errors
 from ganeti.config import check as configcheck
-from ganeti.objects import Cluster, ConfigData, Disk, Instance, Node, NodeGroup, instance_all_nodes
+from ganeti.objects import (Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup,
+                            instance_all_nodes)
 
 __all__ = ["ConfigReader"]
 
@@ -165,6 +166,22 @@ class ConfigReader:
         with self._lock:
             uuid = self._names()["nodegroup"].get(name)
             return None if uuid is None else self._data.nodegroups[uuid]
+
+    def get_network(self, uuid: str) -> Network | None:
+        """The network with ``uuid``, or None."""
+        with self._lock:
+            return self._data.networks.get(uuid)
+
+    def get_network_by_name(self, name: str) -> Network | None:
+        """The network called ``name``, or None."""
+        with self._lock:
+            uuid = self._names()["network"].get(name)
+            return None if uuid is None else self._data.networks[uuid]
+
+    def get_all_networks_info(self) -> dict[str, Network]:
+        """All networks, by UUID."""
+        with self._lock:
+            return self._data.networks
 
     def get_all_nodegroups_info(self) -> dict[str, NodeGroup]:
         """All node groups, by UUID."""

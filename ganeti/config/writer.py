@@ -524,6 +524,37 @@ class ConfigWriter(ConfigReader):
             self._save()
 
     # ------------------------------------------------------------------
+    # networks (doc/networks.md)
+
+    def add_network(self, network: Network) -> None:
+        """Add a network; raises :class:`errors.ConfigurationError` on clashes."""
+        with self._mutation():
+            self._check_name_free(network.name, "network")
+            self._new_uuid(network)
+            self._touch(network, new=True)
+            self._data.networks[network.uuid] = network
+            self._index_add("network", network.name, network.uuid)
+            self._save()
+
+    def remove_network(self, uuid: str) -> None:
+        """Remove a network no node group is connected to.
+
+        Raises :class:`errors.ConfigurationError` if unknown or still connected.
+        """
+        with self._mutation():
+            network = self._data.networks.get(uuid)
+            if network is None:
+                raise errors.ConfigurationError(f"Unknown network {uuid}")
+            groups = [g.name for g in self._data.nodegroups.values() if uuid in g.networks]
+            if groups:
+                raise errors.ConfigurationError(
+                    f"Network {network.name} is still connected to node group(s)"
+                    f" {', '.join(sorted(groups))}")
+            self._forget("networks", uuid)
+            self._invalidate()
+            self._save()
+
+    # ------------------------------------------------------------------
     # instances and disks
 
     def _check_disk(self, disk: Disk) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from ganeti import errors
 from ganeti.opcodes import cluster, query, test
 from ganeti.opcodes import instance, os, tags
-from ganeti.opcodes import backup, group, node, node_storage
+from ganeti.opcodes import backup, group, network, node, node_storage
 from ganeti.opcodes.base import OpCode, build, param
 from ganeti.opcodes.cluster import OpClusterQuery
 from ganeti.opcodes.query import OpQuery, OpQueryFields
@@ -31,6 +31,7 @@ _MODULES += (instance, tags, os)
 _MODULES += (node, group)
 _MODULES += (backup,)
 _MODULES += (node_storage,)
+_MODULES += (network,)
 
 OP_REGISTRY: dict[str, type[OpCode]] = {
     cls.OP_ID: cls for mod in _MODULES for cls in mod.ALL_OPCODES

@@ -69,25 +69,28 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "OP_INSTANCE_MULTI_ALLOC", "OP_INSTANCE_QUERY_DATA", "OP_INSTANCE_REBOOT",
     "OP_INSTANCE_RECREATE_DISKS", "OP_INSTANCE_REINSTALL", "OP_INSTANCE_REMOVE",
     "OP_INSTANCE_RENAME", "OP_INSTANCE_REPLACE_DISKS", "OP_INSTANCE_SET_PARAMS",
-    "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_STARTUP", "OP_NODE_ADD", "OP_NODE_EVACUATE",
-    "OP_NODE_MIGRATE", "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE", "OP_NODE_QUERYVOLS",
-    "OP_NODE_QUERY_STORAGE", "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS", "OP_OS_DIAGNOSE", "OP_QUERY",
-    "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH",
-    "OP_TAGS_SET", "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "backup_export",
-    "backup_prepare", "backup_remove", "cluster_activate_master_ip", "cluster_deactivate_master_ip",
-    "cluster_destroy", "cluster_post_init", "cluster_query", "cluster_redist_conf",
-    "cluster_rename", "cluster_renew_crypto", "cluster_repair_disk_sizes", "cluster_set_params",
-    "cluster_verify", "cluster_verify_config", "cluster_verify_disks", "cluster_verify_group",
-    "group_add", "group_assign_nodes", "group_evacuate", "group_remove", "group_rename",
-    "group_set_params", "group_verify_disks", "instance_activate_disks", "instance_change_group",
-    "instance_console", "instance_create", "instance_deactivate_disks", "instance_failover",
-    "instance_grow_disk", "instance_migrate", "instance_move", "instance_multi_alloc",
-    "instance_query_data", "instance_reboot", "instance_recreate_disks", "instance_reinstall",
-    "instance_remove", "instance_rename", "instance_replace_disks", "instance_set_params",
-    "instance_shutdown", "instance_startup", "node_add", "node_evacuate", "node_migrate",
-    "node_modify_storage", "node_powercycle", "node_queryvols", "node_query_storage", "node_remove",
-    "node_set_params", "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del",
-    "tags_get", "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
+    "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_STARTUP", "OP_NETWORK_ADD", "OP_NETWORK_CONNECT",
+    "OP_NETWORK_DISCONNECT", "OP_NETWORK_REMOVE", "OP_NETWORK_SET_PARAMS", "OP_NODE_ADD",
+    "OP_NODE_EVACUATE", "OP_NODE_MIGRATE", "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE",
+    "OP_NODE_QUERYVOLS", "OP_NODE_QUERY_STORAGE", "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS",
+    "OP_OS_DIAGNOSE", "OP_QUERY", "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL",
+    "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET", "OP_TEST_ALLOCATOR", "OP_TEST_DELAY",
+    "OP_TEST_JQUEUE", "backup_export", "backup_prepare", "backup_remove",
+    "cluster_activate_master_ip", "cluster_deactivate_master_ip", "cluster_destroy",
+    "cluster_post_init", "cluster_query", "cluster_redist_conf", "cluster_rename",
+    "cluster_renew_crypto", "cluster_repair_disk_sizes", "cluster_set_params", "cluster_verify",
+    "cluster_verify_config", "cluster_verify_disks", "cluster_verify_group", "group_add",
+    "group_assign_nodes", "group_evacuate", "group_remove", "group_rename", "group_set_params",
+    "group_verify_disks", "instance_activate_disks", "instance_change_group", "instance_console",
+    "instance_create", "instance_deactivate_disks", "instance_failover", "instance_grow_disk",
+    "instance_migrate", "instance_move", "instance_multi_alloc", "instance_query_data",
+    "instance_reboot", "instance_recreate_disks", "instance_reinstall", "instance_remove",
+    "instance_rename", "instance_replace_disks", "instance_set_params", "instance_shutdown",
+    "instance_startup", "network_add", "network_connect", "network_disconnect", "network_remove",
+    "network_set_params", "node_add", "node_evacuate", "node_migrate", "node_modify_storage",
+    "node_powercycle", "node_queryvols", "node_query_storage", "node_remove", "node_set_params",
+    "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del", "tags_get",
+    "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
 
 #: the ``OP_ID`` of every opcode the master implements
 OP_BACKUP_EXPORT = "OP_BACKUP_EXPORT"
@@ -134,6 +137,11 @@ OP_INSTANCE_REPLACE_DISKS = "OP_INSTANCE_REPLACE_DISKS"
 OP_INSTANCE_SET_PARAMS = "OP_INSTANCE_SET_PARAMS"
 OP_INSTANCE_SHUTDOWN = "OP_INSTANCE_SHUTDOWN"
 OP_INSTANCE_STARTUP = "OP_INSTANCE_STARTUP"
+OP_NETWORK_ADD = "OP_NETWORK_ADD"
+OP_NETWORK_CONNECT = "OP_NETWORK_CONNECT"
+OP_NETWORK_DISCONNECT = "OP_NETWORK_DISCONNECT"
+OP_NETWORK_REMOVE = "OP_NETWORK_REMOVE"
+OP_NETWORK_SET_PARAMS = "OP_NETWORK_SET_PARAMS"
 OP_NODE_ADD = "OP_NODE_ADD"
 OP_NODE_EVACUATE = "OP_NODE_EVACUATE"
 OP_NODE_MIGRATE = "OP_NODE_MIGRATE"
@@ -165,10 +173,11 @@ OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_INSTANCE_GROW_DISK, OP_INSTANCE_MIGRATE, OP_INSTANCE_MOVE, OP_INSTANCE_MULTI_ALLOC,
     OP_INSTANCE_QUERY_DATA, OP_INSTANCE_REBOOT, OP_INSTANCE_RECREATE_DISKS, OP_INSTANCE_REINSTALL,
     OP_INSTANCE_REMOVE, OP_INSTANCE_RENAME, OP_INSTANCE_REPLACE_DISKS, OP_INSTANCE_SET_PARAMS,
-    OP_INSTANCE_SHUTDOWN, OP_INSTANCE_STARTUP, OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_MIGRATE,
-    OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS, OP_NODE_QUERY_STORAGE,
-    OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OS_DIAGNOSE, OP_QUERY, OP_QUERY_FIELDS,
-    OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET,
+    OP_INSTANCE_SHUTDOWN, OP_INSTANCE_STARTUP, OP_NETWORK_ADD, OP_NETWORK_CONNECT,
+    OP_NETWORK_DISCONNECT, OP_NETWORK_REMOVE, OP_NETWORK_SET_PARAMS, OP_NODE_ADD, OP_NODE_EVACUATE,
+    OP_NODE_MIGRATE, OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS,
+    OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OS_DIAGNOSE, OP_QUERY,
+    OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET,
     OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE})
 
 
@@ -534,6 +543,43 @@ def instance_startup(instance_name: str, *, force: bool = NOT_SENT,
         **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Start an instance (and remember it should run, unless no_remember)."""
     return _op(OP_INSTANCE_STARTUP, locals())
+
+
+def network_add(network_name: str, network: str, *, gateway: str | None = NOT_SENT,
+        network6: str | None = NOT_SENT, gateway6: str | None = NOT_SENT,
+        mac_prefix: str | None = NOT_SENT, add_reserved_ips: list[str] | None = NOT_SENT,
+        conflicts_check: bool = NOT_SENT, tags: list[str] = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Add an IP network with its address pool."""
+    return _op(OP_NETWORK_ADD, locals())
+
+
+def network_connect(group_name: str, network_name: str, network_mode: str, network_link: str, *,
+        network_vlan: str = NOT_SENT, conflicts_check: bool = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Connect a network to a node group with a NIC mode, link and VLAN."""
+    return _op(OP_NETWORK_CONNECT, locals())
+
+
+def network_disconnect(group_name: str, network_name: str,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Disconnect a network from a node group (no instance there may use it)."""
+    return _op(OP_NETWORK_DISCONNECT, locals())
+
+
+def network_remove(network_name: str, *, force: bool = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Remove a network connected to no node group."""
+    return _op(OP_NETWORK_REMOVE, locals())
+
+
+def network_set_params(network_name: str, *, gateway: str | None = NOT_SENT,
+        network6: str | None = NOT_SENT, gateway6: str | None = NOT_SENT,
+        mac_prefix: str | None = NOT_SENT, add_reserved_ips: list[str] | None = NOT_SENT,
+        remove_reserved_ips: list[str] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Change a network's gateways, IPv6 network, MAC prefix and reserved addresses."""
+    return _op(OP_NETWORK_SET_PARAMS, locals())
 
 
 def node_add(node_name: str, *, primary_ip: str | None = NOT_SENT,

@@ -163,7 +163,7 @@ class LuxiDispatcher:
 
     def QueryNetworks(self, names: Any, fields: list[str],
                       use_locking: bool = False) -> list[list[Any]]:
-        return self._query_networks(names, fields)
+        return self._query_old_style(constants.QR_NETWORK, names, fields)
 
     def QueryExports(self, nodes: list[str] | None, use_locking: bool = False) -> Any:
         return cmdlib_backup.query_exports(self.context, nodes, use_locking)
@@ -264,15 +264,6 @@ class LuxiDispatcher:
         result = cmdlib_query.run_query(self.context, what, fields,
                                         query.make_simple_filter("name", names))
         return query.old_style_rows(result)
-
-    @staticmethod
-    def _query_networks(names: Any, fields: Any) -> list[list[Any]]:
-        """Old-style QueryNetworks: this project has no networks yet, so no rows;
-        naming a network is an unknown-entity error (doc/protocols/luxi.md)."""
-        if names:
-            raise errors.OpPrereqError(f"Network(s) {', '.join(map(str, names))} not known",
-                                       errors.ECODE_NOENT)
-        return []
 
     def WaitForEvents(self, last_id: int | None, event_filter: Any,
                          timeout: float) -> dict[str, Any]:

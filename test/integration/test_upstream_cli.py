@@ -229,6 +229,30 @@ def test_job_filter_rules(vc, scratch):
     up(vc, scratch, "gnt-debug", "delay", "0.01")
 
 
+def test_networks(vc, scratch):
+    # doc/networks.md: upstream's gnt-network adds, shows, connects and removes networks
+    up(vc, scratch, "gnt-network", "add", "--network=198.51.100.0/29",
+       "--gateway=198.51.100.1", "--add-reserved-ips=198.51.100.3", "upnet")
+    try:
+        out = up(vc, scratch, "gnt-network", "list", "--no-headers", "-o",
+                 "name,network,gateway,free_count,map")
+        assert out.split() == ["upnet", "198.51.100.0/29", "198.51.100.1", "4", "XX.X...X"]
+        up(vc, scratch, "gnt-network", "connect", "-N", "mode=bridged,link=br9", "upnet")
+        info = up(vc, scratch, "gnt-network", "info", "upnet")
+        assert "Network name: upnet" in info and "  Free: 4 (50.00%)" in info
+        assert "default (mode:bridged link:br9 vlan:" in info
+        fields = up(vc, scratch, "gnt-network", "list-fields", "--no-headers")
+        assert {f.split()[0] for f in fields.splitlines()} == {
+            f.split()[0] for f in vc.ok("gnt-network", "list-fields", "--no-headers").splitlines()}
+        up(vc, scratch, "gnt-network", "modify", "--add-reserved-ips=198.51.100.4", "upnet")
+        assert vc.ok("gnt-network", "list", "--no-headers", "-o", "map", "upnet").strip() \
+            == "XX.XX..X"
+        up(vc, scratch, "gnt-network", "disconnect", "upnet")
+    finally:
+        up(vc, scratch, "gnt-network", "remove", "upnet")
+    assert vc.ok("gnt-network", "list", "--no-headers").strip() == ""
+
+
 def test_debug_locks(vc, scratch):
     out = up(vc, scratch, "gnt-debug", "locks")
     assert "cluster/BGL" in out
