@@ -31,6 +31,7 @@ VERBS: tuple[tuple[str, ...], ...] = (
     ("gnt-job", "list"),
     ("gnt-os", "list"), ("gnt-os", "diagnose"),
     ("gnt-filter", "list"), ("gnt-filter", "info"),
+    ("gnt-network", "list"), ("gnt-network", "info"),
     ("gnt-backup", "list"),
     ("gnt-debug", "delay", "0"),
 )
@@ -51,7 +52,8 @@ ALLOWED_GANETI = frozenset({
     "ganeti.client.gnt_cluster_maint", "ganeti.client.gnt_cluster_master", "ganeti.client.gnt_debug",
     "ganeti.client.gnt_group",
     "ganeti.client.gnt_instance", "ganeti.client.gnt_job", "ganeti.client.gnt_node",
-    "ganeti.client.gnt_os", "ganeti.client.gnt_filter", "ganeti.client.relocation", "ganeti.client.tags_common",
+    "ganeti.client.gnt_os", "ganeti.client.gnt_filter", "ganeti.client.gnt_network",
+    "ganeti.client.relocation", "ganeti.client.tags_common",
 })
 
 #: the standard library modules a verb may import beyond the bare interpreter's
