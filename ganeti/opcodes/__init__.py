@@ -17,7 +17,7 @@ from __future__ import annotations
 # start-up path through ganeti.opcodes.wire (doc/cli-startup.md)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ganeti.opcodes import backup, cluster, group, instance, node, node_storage
+    from ganeti.opcodes import backup, cluster, group, instance, network, node, node_storage
     from ganeti.opcodes import os, query, tags, test
     from ganeti.opcodes.base import OpCode, param
     from ganeti.opcodes.registry import OP_REGISTRY, from_dict, to_dict
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["OP_REGISTRY", "OpCode", "param", "from_dict", "to_dict",
            "OpTestDelay", "OpTestJqueue", "OpClusterQuery", "OpQuery", "OpQueryFields",
-           "backup", "cluster", "group", "instance", "node", "node_storage", "os", "query",
-           "tags", "test"]
+           "backup", "cluster", "group", "instance", "network", "node", "node_storage", "os",
+           "query", "tags", "test"]
 
 
 def __getattr__(name: str) -> object:
