@@ -84,6 +84,9 @@ def _groups(opts: Any, names: list[str]) -> list[str]:
 def connect_network(opts: Any, args: list[str]) -> int:
     """Connect a network to node groups (all without names): one job per group."""
     params = parse_nic_params(opts.nicparams)
+    if not params["link"]:       # as Ganeti: the cluster's default NIC link
+        nic_defaults = cli.get_client(opts).QueryClusterInfo().get("nicparams", {})
+        params["link"] = str(nic_defaults.get("default", nic_defaults).get("link") or "")
     # Ganeti 2.x's positional form: NETWORK MODE LINK [GROUP...]
     names = list(args[1:])
     if not opts.nicparams and len(names) >= 2 and names[0] in constants.NIC_VALID_MODES:
@@ -121,7 +124,7 @@ def format_info(row: dict[str, Any]) -> list[str]:
     lines.append("         (X) used    (.) free")
     if row["external_reservations"]:
         lines.append("  externally reserved IPs:")
-        lines.append(f"    {row['external_reservations']}")
+        lines.extend(f"    {line}" for line in _wrapped(row["external_reservations"]))
     if row["group_list"]:
         lines.append("  connected to node groups:")
         for group, mode, link, vlan in row["group_list"]:
@@ -134,6 +137,42 @@ def format_info(row: dict[str, Any]) -> list[str]:
             lines.append(f"    {name}")
     else:
         lines.append("  not used by any instances")
+    return lines
+
+
+def _group_list_text(groups: Any) -> Any:
+    """Ganeti's list cell of ``group_list``: ``name (mode, link, vlan)``, comma-joined."""
+    if not isinstance(groups, list):
+        return groups
+    return ", ".join(f"{g[0]} ({g[1]}, {g[2]}, {g[3]})" for g in groups)
+
+
+def list_networks(opts: Any, args: list[str]) -> int:
+    """List networks (the default fields, or those given with -o)."""
+    from ganeti.cli.options import parse_fields
+    from ganeti.cli.output import (build_query_filter, format_query_table, lines_to_stdout,
+                                   warn_unknown_fields)
+    fields = parse_fields(opts.output, LIST_FIELDS)
+    result = cli.get_client(opts).Query(constants.QR_NETWORK, fields,
+                                        build_query_filter(args, opts.force_filter))
+    if "group_list" in fields:
+        col = fields.index("group_list")
+        for row in result["data"]:
+            row[col] = [row[col][0], _group_list_text(row[col][1])]
+    lines_to_stdout(format_query_table(result, headers=not opts.no_headers,
+                                       separator=opts.separator, units=opts.units,
+                                       verbose=bool(opts.verbose)))
+    return warn_unknown_fields(result["fields"])
+
+
+def _wrapped(text: str, width: int = 64) -> list[str]:
+    """``text`` (comma-separated items) cut into lines of at most ``width`` characters."""
+    lines: list[str] = []
+    for item in text.split(", "):
+        if lines and len(lines[-1]) + 2 + len(item) <= width:
+            lines[-1] += ", " + item
+        else:
+            lines.append(item)
     return lines
 
 
@@ -194,7 +233,7 @@ commands: dict[str, cli.Command] = {
                 "Connect a network to node groups (every group without names)"),
     "disconnect": (disconnect_network, _NET_GROUPS, _JOB_OPTS, "NETWORK [GROUP...]",
                    "Disconnect a network from node groups (every group without names)"),
-    "list": (verbs.query_list_verb(constants.QR_NETWORK, LIST_FIELDS),
+    "list": (list_networks,
              [cli.ArgUnknown(name="NETWORK")],
              [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.VERBOSE_OPT, cli.UNITS_OPT,
               cli.FILTER_OPT],

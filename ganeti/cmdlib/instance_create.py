@@ -141,6 +141,16 @@ def _lvm_disk_params(idx: int, spec: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
+def check_no_networks(specs: Any, first: int = 0) -> None:
+    """Refuse NIC specs that name a network: not supported yet (doc/networks.md);
+    ``first``: the index of the first spec."""
+    for idx, spec in enumerate(specs or [], first):
+        if isinstance(spec, dict) and spec.get("network"):
+            raise errors.OpPrereqError(
+                f"NIC {idx}: NICs on networks (network={spec['network']}) are not supported"
+                " yet; give mode and link instead (doc/networks.md)", errors.ECODE_INVAL)
+
+
 def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool = True,
                auto_ip: str | None = None, generated: list[str] | None = None) -> list[NIC]:
     """NIC objects from dicts ``{mac, ip, mode, link, name, network}``.
@@ -185,8 +195,8 @@ def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool
         elif not isinstance(ip, str) or not re.match(r"^[0-9a-fA-F:.]+$", ip):
             raise errors.OpPrereqError(f"NIC {idx}: invalid IP address {ip!r}",
                                        errors.ECODE_INVAL)
-        nics.append(NIC(mac=mac, ip=ip, name=spec.get("name"), network=spec.get("network"),
-                        nicparams=nicparams))
+        check_no_networks([spec], idx)
+        nics.append(NIC(mac=mac, ip=ip, name=spec.get("name"), nicparams=nicparams))
     return nics
 
 
@@ -211,6 +221,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if op.mode not in (constants.INSTANCE_CREATE, constants.INSTANCE_IMPORT):
             raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
                                        " (only 'create' and 'import')", errors.ECODE_INVAL)
+        check_no_networks(op.nics)
         if op.ip_check and not op.name_check:
             # the IP address to check comes from resolving the name
             raise errors.OpPrereqError("Cannot do an IP address check without a name check"

@@ -16,13 +16,14 @@ import re
 from typing import Any
 
 from ganeti import constants, errors, query
+from ganeti.utils import validation
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, select_named
 from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
 from ganeti.netpool import AddressPool, check_address_in, check_network6
-from ganeti.objects import Instance, Network, NodeGroup
+from ganeti.objects import Instance, Network, NodeGroup, instance_all_nodes
 from ganeti.opcodes.network import (OpNetworkAdd, OpNetworkConnect, OpNetworkDisconnect,
                                     OpNetworkRemove, OpNetworkSetParams)
 
@@ -32,6 +33,8 @@ __all__ = ["LUNetworkAdd", "LUNetworkRemove", "LUNetworkSetParams", "LUNetworkCo
 
 _MAC_PREFIX_RE = re.compile(r"^[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+#: a VLAN of a connection: "" (none), ".N" (untagged/access) then ":N" (trunk) parts
+_VLAN_RE = re.compile(r"^(\.\d+)?(:\d+)*$")
 
 
 def expand_network(cfg: ConfigReader, name: str) -> Network:
@@ -87,9 +90,18 @@ def _nics_in(inst: Instance, network: ipaddress.IPv4Network) -> list[str]:
 
 
 def _group_instances(cfg: ConfigReader, group: NodeGroup) -> list[Instance]:
+    """Instances with a node (primary or secondary) in ``group``."""
     nodes = {uuid for uuid, node in cfg.get_all_nodes_info().items() if node.group == group.uuid}
     return [inst for inst in cfg.get_all_instances_info().values()
-            if inst.primary_node in nodes]
+            if nodes.intersection(instance_all_nodes(inst, cfg.get_instance_disks(inst.uuid)))]
+
+
+def _node_addresses(cfg: ConfigReader) -> list[str]:
+    """The master IP and every node's primary and secondary IP."""
+    found = [cfg.get_cluster_info().master_ip]
+    for node in cfg.get_all_nodes_info().values():
+        found += [node.primary_ip, node.secondary_ip]
+    return [addr for addr in found if addr]
 
 
 class LUNetworkAdd(LogicalUnit[OpNetworkAdd]):
@@ -118,6 +130,19 @@ class LUNetworkAdd(LogicalUnit[OpNetworkAdd]):
         self.gateway6 = (_gateway6(self.op.gateway6, self.network6)
                          if self.op.gateway6 else None)
         self.mac_prefix = _mac_prefix(self.op.mac_prefix) if self.op.mac_prefix else None
+        self.tags = sorted({validation.check_tag(tag) for tag in self.op.tags})
+        if len(self.tags) > constants.MAX_TAGS_PER_OBJ:
+            raise errors.ParameterError(f"Too many tags ({len(self.tags)}, at most"
+                                        f" {constants.MAX_TAGS_PER_OBJ})", errors.ECODE_INVAL)
+        if self.op.conflicts_check:
+            # as Ganeti: the cluster's own addresses inside the subnet are never given out
+            for addr in _node_addresses(self.cfg):
+                try:
+                    inside = ipaddress.IPv4Address(addr) in self.pool.network
+                except ValueError:
+                    continue
+                if inside and not self.pool.is_reserved(addr, external=True):
+                    self.pool.reserve(addr, external=True)
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OP_TARGET": self.op.network_name, "NETWORK_NAME": self.op.network_name,
@@ -138,7 +163,7 @@ class LUNetworkAdd(LogicalUnit[OpNetworkAdd]):
                       mac_prefix=self.mac_prefix,
                       reservations=self.pool.reservations_text(),
                       ext_reservations=self.pool.ext_reservations_text(),
-                      tags=sorted(set(self.op.tags)))
+                      tags=self.tags)
         self.cfg.add_network(net)
         return None
 
@@ -187,40 +212,46 @@ class LUNetworkSetParams(LogicalUnit[OpNetworkSetParams]):
     def CheckPrereq(self) -> None:
         op = self.op
         self.net = expand_network(self.cfg, op.network_name)
-        if not any(v is not None for v in (op.gateway, op.network6, op.gateway6, op.mac_prefix,
-                                           op.add_reserved_ips, op.remove_reserved_ips)):
+        if not any(v for v in (op.gateway, op.network6, op.gateway6, op.mac_prefix,
+                               op.add_reserved_ips, op.remove_reserved_ips)):
             raise errors.OpPrereqError("Please give at least one change", errors.ECODE_INVAL)
         self.pool = pool_of(self.net)
+        bounds = {str(self.pool.network.network_address),
+                  str(self.pool.network.broadcast_address)}
         self.gateway = self.net.gateway
-        if op.gateway is not None:
-            if self.gateway:
-                self.pool.release(self.gateway, external=True)
-            if _none(op.gateway):
-                self.gateway = None
-            else:
-                self.gateway = check_address_in(op.gateway, self.pool.network, "gateway")
-                if self.pool.is_reserved(self.gateway):
+        if op.gateway:
+            new = None if _none(op.gateway) else check_address_in(op.gateway, self.pool.network,
+                                                                 "gateway")
+            if new != self.gateway:
+                if new is not None and (new in bounds or self.pool.is_reserved(new)
+                                        or self.pool.is_reserved(new, external=True)):
                     raise errors.OpPrereqError(
-                        f"Gateway {self.gateway} is the address of an instance's NIC",
+                        f"Gateway {new} is already reserved (the network or broadcast"
+                        " address, an instance's NIC or an external reservation)",
                         errors.ECODE_STATE)
-                if not self.pool.is_reserved(self.gateway, external=True):
-                    self.pool.reserve(self.gateway, external=True)
+                if self.gateway and self.pool.is_reserved(self.gateway, external=True):
+                    self.pool.release(self.gateway, external=True)
+                if new is not None:
+                    self.pool.reserve(new, external=True)
+                self.gateway = new
         for addr in op.add_reserved_ips or []:
             self.pool.reserve(addr, external=True)
         for addr in op.remove_reserved_ips or []:
-            if addr == self.gateway:
-                raise errors.OpPrereqError(f"Cannot release the gateway {addr}",
-                                           errors.ECODE_INVAL)
+            if addr == self.gateway or addr in bounds:
+                raise errors.OpPrereqError(
+                    f"Cannot release {addr}: it is the gateway, the network or the broadcast"
+                    " address", errors.ECODE_INVAL)
             self.pool.release(addr, external=True)
         self.network6 = self.net.network6
-        if op.network6 is not None:
+        if op.network6:
             self.network6 = None if _none(op.network6) else check_network6(op.network6)
         self.gateway6 = self.net.gateway6
-        if op.gateway6 is not None:
-            self.gateway6 = None if _none(op.gateway6) else _gateway6(op.gateway6,
-                                                                      self.network6)
+        if op.gateway6:
+            self.gateway6 = None if _none(op.gateway6) else op.gateway6
+        if self.gateway6 is not None:
+            self.gateway6 = _gateway6(self.gateway6, self.network6)
         self.mac_prefix = self.net.mac_prefix
-        if op.mac_prefix is not None:
+        if op.mac_prefix:
             self.mac_prefix = None if _none(op.mac_prefix) else _mac_prefix(op.mac_prefix)
 
     def BuildHooksEnv(self) -> dict[str, Any]:
@@ -257,6 +288,10 @@ class LUNetworkConnect(LogicalUnit[OpNetworkConnect]):
         if not self.op.network_link:
             raise errors.ParameterError("A network needs a link to connect it (the bridge,"
                                         " routing table or switch)", errors.ECODE_INVAL)
+        if not _VLAN_RE.match(self.op.network_vlan):
+            raise errors.ParameterError(
+                f"Invalid VLAN {self.op.network_vlan!r} ('.N' for one VLAN, ':N:M...' for a"
+                " trunk, or both)", errors.ECODE_INVAL)
         self.params = {"mode": self.op.network_mode, "link": self.op.network_link,
                        "vlan": self.op.network_vlan}
         subnet = ipaddress.IPv4Network(self.net.network)
@@ -285,9 +320,11 @@ class LUNetworkConnect(LogicalUnit[OpNetworkConnect]):
             feedback_fn(f"WARNING: {conflict}: an address in {self.net.network} outside the"
                         " network's pool")
         current = self.group.networks.get(self.net.uuid)
-        if current == self.params:
+        if current is not None:   # as Ganeti: an existing connection is kept
             feedback_fn(f"Network '{self.net.name}' is already connected to group"
-                        f" '{self.group.name}' with these parameters")
+                        f" '{self.group.name}'"
+                        + ("" if current == self.params else
+                           " with other parameters; disconnect it first to change them"))
             return None
         self.group.networks = {**self.group.networks, self.net.uuid: dict(self.params)}
         self.cfg.update(self.group)
@@ -352,8 +389,8 @@ class NetworkQueryData:
         for group in self.groups:
             params = group.networks.get(net.uuid)
             if params is not None:
-                rows.append([group.name, params.get("mode") or "-", params.get("link") or "-",
-                             params.get("vlan") or "-"])
+                rows.append([group.name, *(str(params.get(key, "-"))
+                                           for key in ("mode", "link", "vlan"))])
         return sorted(rows)
 
     def inst_list(self, net: Network) -> list[str]:

@@ -157,6 +157,7 @@ class LUTagsSearch(NoHooksLU[OpTagsSearch]):
         objs += [(f"/instances/{i.name}", i) for i in data.instances.values()]
         objs += [(f"/nodes/{n.name}", n) for n in data.nodes.values()]
         objs += [(f"/nodegroup/{g.name}", g) for g in data.nodegroups.values()]
+        objs += [(f"/network/{n.name}", n) for n in data.networks.values()]
         result = []
         for path, obj in objs:
             for tag in sorted(obj.tags):

@@ -76,3 +76,57 @@ def test_connect_checks_conflicting_addresses_and_disconnect_checks_users(ctx):
         run_opcode(ctx, opcodes.OpNetworkDisconnect(group_name=group.name, network_name="net1"))
     with pytest.raises(errors.OpPrereqError, match="disconnect it first"):
         run_opcode(ctx, opcodes.OpNetworkRemove(network_name="net1"))
+
+
+def test_a_gateway_or_release_never_frees_the_bounds_or_a_reservation(ctx):
+    add(ctx, gateway="10.1.0.1", add_reserved_ips=["10.1.0.9"])
+    net = ctx.cfg.get_network_by_name("net1")
+    for gateway in ("10.1.0.0", "10.1.0.255", "10.1.0.9"):
+        with pytest.raises(errors.OpPrereqError, match="already reserved"):
+            run_opcode(ctx, opcodes.OpNetworkSetParams(network_name="net1", gateway=gateway))
+    for addr in ("10.1.0.0", "10.1.0.255", "10.1.0.1"):
+        with pytest.raises(errors.OpPrereqError, match="Cannot release"):
+            run_opcode(ctx, opcodes.OpNetworkSetParams(network_name="net1",
+                                                       remove_reserved_ips=[addr]))
+    assert pool_of(net).external_reservations() == ["10.1.0.0", "10.1.0.1", "10.1.0.9",
+                                                     "10.1.0.255"]
+    with pytest.raises(errors.OpPrereqError, match="Please give at least one change"):
+        run_opcode(ctx, opcodes.OpNetworkSetParams(network_name="net1", add_reserved_ips=[]))
+
+
+def test_ipv6_gateway_stays_inside_the_ipv6_subnet(ctx):
+    add(ctx, network6="2001:db8:1::/64", gateway6="2001:db8:1::1")
+    with pytest.raises(errors.OpPrereqError, match="not in 2001:db8:2::/64"):
+        run_opcode(ctx, opcodes.OpNetworkSetParams(network_name="net1",
+                                                   network6="2001:db8:2::/64"))
+
+
+def test_add_reserves_the_cluster_addresses_and_checks_tags(ctx):
+    node = next(iter(ctx.cfg.get_all_nodes_info().values()))
+    base = ".".join(node.primary_ip.split(".")[:3]) + ".0/24"
+    add(ctx, "near", network=base)
+    assert node.primary_ip in pool_of(ctx.cfg.get_network_by_name("near")).external_reservations()
+    add(ctx, "free", network=base, conflicts_check=False)
+    assert node.primary_ip not in \
+        pool_of(ctx.cfg.get_network_by_name("free")).external_reservations()
+    with pytest.raises(errors.TagError, match="invalid characters"):
+        add(ctx, "badtags", tags=["no spaces allowed"])
+    assert ctx.cfg.get_network_by_name("badtags") is None
+
+
+def test_an_existing_connection_is_kept(ctx):
+    add(ctx)
+    group = ctx.cfg.get_nodegroup(ctx.cfg.get_default_nodegroup())
+    op = opcodes.OpNetworkConnect(group_name=group.name, network_name="net1",
+                                  network_mode="bridged", network_link="br1",
+                                  network_vlan=".100")
+    run_opcode(ctx, op)
+    other = opcodes.OpNetworkConnect(group_name=group.name, network_name="net1",
+                                     network_mode="routed", network_link="rt1")
+    _, feedback, _ = run_opcode(ctx, other)
+    assert any("disconnect it first" in msg for msg in feedback)
+    assert list(group.networks.values()) == [{"mode": "bridged", "link": "br1", "vlan": ".100"}]
+    with pytest.raises(errors.OpPrereqError, match="Invalid VLAN"):
+        run_opcode(ctx, opcodes.OpNetworkConnect(group_name=group.name, network_name="net1",
+                                                 network_mode="bridged", network_link="b",
+                                                 network_vlan="bogus vlan!"))

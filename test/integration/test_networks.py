@@ -90,7 +90,7 @@ def test_modify_gateway_reservations_and_prefix(vc):
 
 def test_connect_disconnect_and_remove(vc):
     vc.ok("gnt-network", "connect", "-N", "mode=bridged,link=br100,vlan=.100", "net1")
-    assert field(vc, "net1", "group_cnt") == ["1"]
+    assert field(vc, "net1", "group_cnt,group_list") == ["1", "default (bridged, br100, .100)"]
     info = vc.ok("gnt-network", "info", "net1")
     assert "    default (mode:bridged link:br100 vlan:.100)" in info
     res = vc.run("gnt-network", "remove", "net1")
@@ -106,3 +106,17 @@ def test_connect_disconnect_and_remove(vc):
     assert "net1" not in names(vc)
     res = vc.run("gnt-network", "remove", "net1")
     assert res.returncode != 0 and "not found" in res.stdout + res.stderr
+
+
+def test_nics_on_networks_are_refused_until_supported(vc):
+    vc.ok("gnt-network", "add", "--network", "203.0.113.0/24", "nicnet")
+    try:
+        res = vc.run("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start",
+                     "--no-name-check", "--no-ip-check", "--net", "0:network=nicnet",
+                     "nicinst.example.com")
+        assert res.returncode != 0 and "not supported yet" in res.stdout + res.stderr
+        vc.ok("gnt-network", "add-tags", "nicnet", "blue")
+        assert "/network/nicnet\tblue" in vc.ok("gnt-cluster", "search-tags", "blu") \
+            .replace(" ", "\t")
+    finally:
+        vc.ok("gnt-network", "remove", "nicnet")
