@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from ganeti import constants
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(600)
@@ -115,6 +116,12 @@ def test_nics_on_networks_are_refused_until_supported(vc):
                      "--no-name-check", "--no-ip-check", "--net", "0:network=nicnet",
                      "nicinst.example.com")
         assert res.returncode != 0 and "not supported yet" in res.stdout + res.stderr
+        # without -N: bridged, on the cluster's default link (as Ganeti)
+        vc.ok("gnt-network", "connect", "nicnet")
+        # (the virtual cluster keeps Ganeti's default NIC link)
+        assert field(vc, "nicnet", "group_list") == [
+            f"default (bridged, {constants.DEFAULT_BRIDGE}, )"]
+        vc.ok("gnt-network", "disconnect", "nicnet")
         vc.ok("gnt-network", "add-tags", "nicnet", "blue")
         assert "/network/nicnet\tblue" in vc.ok("gnt-cluster", "search-tags", "blu") \
             .replace(" ", "\t")
