@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from ganeti import constants, errors, query
 from ganeti.utils import validation
@@ -104,20 +104,33 @@ def _node_addresses(cfg: ConfigReader) -> list[str]:
     return [addr for addr in found if addr]
 
 
-class LUNetworkAdd(LogicalUnit[OpNetworkAdd]):
+_NetOpT = TypeVar("_NetOpT", OpNetworkAdd, OpNetworkRemove, OpNetworkSetParams,
+                   OpNetworkConnect, OpNetworkDisconnect)
+
+
+class _NetworkLU(LogicalUnit[_NetOpT]):
+    """What the network LUs share: the Big Ganeti Lock alone (exclusively:
+    ``REQ_BGL``), hooks of type NETWORK on the cluster's hook nodes."""
+
+    HTYPE = constants.HTYPE_NETWORK
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return cluster_hooks_nodes(self.cfg)
+
+
+class LUNetworkAdd(_NetworkLU[OpNetworkAdd]):
     """Add a network: its subnet, pool, gateways and MAC prefix."""
 
     HPATH = "network-add"
-    HTYPE = constants.HTYPE_NETWORK
 
     def CheckArguments(self) -> None:
         if not _NAME_RE.match(self.op.network_name):
             raise errors.ParameterError(
                 f"Invalid network name {self.op.network_name!r} (letters, digits, '_', '.',"
                 " '+', '-')", errors.ECODE_INVAL)
-
-    def ExpandNames(self) -> None:
-        self.needed_locks = {}
 
     def CheckPrereq(self) -> None:
         if self.cfg.get_network_by_name(self.op.network_name) is not None:
@@ -152,9 +165,6 @@ class LUNetworkAdd(LogicalUnit[OpNetworkAdd]):
                 "NETWORK_MAC_PREFIX": self.mac_prefix or "",
                 "NETWORK_TAGS": " ".join(self.op.tags)}
 
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        return cluster_hooks_nodes(self.cfg)
-
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         gateway = (check_address_in(self.op.gateway, self.pool.network, "gateway")
                    if self.op.gateway else None)
@@ -168,14 +178,10 @@ class LUNetworkAdd(LogicalUnit[OpNetworkAdd]):
         return None
 
 
-class LUNetworkRemove(LogicalUnit[OpNetworkRemove]):
+class LUNetworkRemove(_NetworkLU[OpNetworkRemove]):
     """Remove a network no node group is connected to."""
 
     HPATH = "network-remove"
-    HTYPE = constants.HTYPE_NETWORK
-
-    def ExpandNames(self) -> None:
-        self.needed_locks = {}
 
     def CheckPrereq(self) -> None:
         self.net = expand_network(self.cfg, self.op.network_name)
@@ -189,25 +195,18 @@ class LUNetworkRemove(LogicalUnit[OpNetworkRemove]):
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OP_TARGET": self.net.name, "NETWORK_NAME": self.net.name}
 
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        return cluster_hooks_nodes(self.cfg)
-
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         self.cfg.remove_network(self.net.uuid)
         return None
 
 
-class LUNetworkSetParams(LogicalUnit[OpNetworkSetParams]):
+class LUNetworkSetParams(_NetworkLU[OpNetworkSetParams]):
     """Change a network's gateways, IPv6 subnet, MAC prefix and external reservations.
 
     ``none`` clears the gateways, the IPv6 subnet and the MAC prefix.
     """
 
     HPATH = "network-modify"
-    HTYPE = constants.HTYPE_NETWORK
-
-    def ExpandNames(self) -> None:
-        self.needed_locks = {}
 
     def CheckPrereq(self) -> None:
         op = self.op
@@ -260,9 +259,6 @@ class LUNetworkSetParams(LogicalUnit[OpNetworkSetParams]):
                 "NETWORK_SUBNET6": self.network6 or "", "NETWORK_GATEWAY6": self.gateway6 or "",
                 "NETWORK_MAC_PREFIX": self.mac_prefix or ""}
 
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        return cluster_hooks_nodes(self.cfg)
-
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         net = self.net
         net.gateway, net.network6, net.gateway6 = self.gateway, self.network6, self.gateway6
@@ -273,14 +269,10 @@ class LUNetworkSetParams(LogicalUnit[OpNetworkSetParams]):
         return None
 
 
-class LUNetworkConnect(LogicalUnit[OpNetworkConnect]):
+class LUNetworkConnect(_NetworkLU[OpNetworkConnect]):
     """Connect a network to a node group: NICs on it there get this mode, link and VLAN."""
 
     HPATH = "network-connect"
-    HTYPE = constants.HTYPE_NETWORK
-
-    def ExpandNames(self) -> None:
-        self.needed_locks = {}
 
     def CheckPrereq(self) -> None:
         self.net = expand_network(self.cfg, self.op.network_name)
@@ -312,9 +304,6 @@ class LUNetworkConnect(LogicalUnit[OpNetworkConnect]):
                 "GROUP_NETWORK_LINK": self.op.network_link,
                 "GROUP_NETWORK_VLAN": self.op.network_vlan}
 
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        return cluster_hooks_nodes(self.cfg)
-
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         for conflict in self.conflicts:
             feedback_fn(f"WARNING: {conflict}: an address in {self.net.network} outside the"
@@ -331,14 +320,10 @@ class LUNetworkConnect(LogicalUnit[OpNetworkConnect]):
         return None
 
 
-class LUNetworkDisconnect(LogicalUnit[OpNetworkDisconnect]):
+class LUNetworkDisconnect(_NetworkLU[OpNetworkDisconnect]):
     """Disconnect a network from a node group no instance there uses it in."""
 
     HPATH = "network-disconnect"
-    HTYPE = constants.HTYPE_NETWORK
-
-    def ExpandNames(self) -> None:
-        self.needed_locks = {}
 
     def CheckPrereq(self) -> None:
         self.net = expand_network(self.cfg, self.op.network_name)
@@ -353,9 +338,6 @@ class LUNetworkDisconnect(LogicalUnit[OpNetworkDisconnect]):
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OP_TARGET": self.net.name, "NETWORK_NAME": self.net.name,
                 "GROUP_NAME": self.group.name}
-
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        return cluster_hooks_nodes(self.cfg)
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         if self.net.uuid not in self.group.networks:
