@@ -15,6 +15,7 @@ from ganeti import constants
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = [
@@ -113,14 +114,22 @@ def format_query_table(result: dict[str, Any], *, headers: bool = True,
 
 def generic_query_list(cl: Any, resource: str, fields: list[str], qfilter: Any, *,
                        headers: bool = True, separator: str | None = None,
-                       units: str | None = None, verbose: bool = False) -> int:
+                       units: str | None = None, verbose: bool = False,
+                       cells: dict[str, Callable[[Any], Any]] | None = None) -> int:
     """Run ``Query`` and print the table; returns the exit code.
 
+    ``cells``: per field, a function turning a value into what the table
+    shows (Ganeti's list format overrides, e.g. a network's group list).
     Unknown fields print a warning on stderr (the table is printed all the
     same, their cells empty) and give exit code 14, Ganeti's
     ``EXIT_UNKNOWN_FIELD``.
     """
     result = cl.Query(resource, fields, qfilter)
+    for name, shown in (cells or {}).items():
+        if name in fields:
+            col = fields.index(name)
+            for row in result["data"]:
+                row[col] = [row[col][0], shown(row[col][1])]
     lines_to_stdout(format_query_table(result, headers=headers, separator=separator, units=units,
                                        verbose=verbose))
     return warn_unknown_fields(result["fields"])

@@ -8,7 +8,8 @@ and prints with :mod:`ganeti.cli.output`.
 from __future__ import annotations
 
 from ganeti.cli.jobs import get_client
-from ganeti.cli.options import parse_fields
+from ganeti.cli.options import (FIELDS_OPT, FILTER_OPT, NOHDR_OPT, SEP_OPT, UNITS_OPT,
+                                 VERBOSE_OPT, parse_fields)
 from ganeti.cli.output import (build_query_filter, generic_query_list, to_stdout,
                                warn_unknown_fields)
 
@@ -20,18 +21,26 @@ if TYPE_CHECKING:
     #: A verb of a commands table: ``(opts, args) -> exit code``.
     Verb: TypeAlias = Callable[[Any, list[str]], int]
 
-__all__ = ["query_list_verb", "list_fields_verb"]
+__all__ = ["query_list_verb", "list_fields_verb", "LIST_OPTS", "LIST_FIELDS_OPTS"]
+
+#: the options of a ``list`` verb made by :func:`query_list_verb`
+LIST_OPTS = [NOHDR_OPT, SEP_OPT, FIELDS_OPT, VERBOSE_OPT, UNITS_OPT, FILTER_OPT]
+#: the options of a ``list-fields`` verb made by :func:`list_fields_verb`
+LIST_FIELDS_OPTS = [NOHDR_OPT, SEP_OPT]
 
 
-def query_list_verb(resource: str, default_fields: list[str]) -> Verb:
-    """The ``list`` verb of a resource: default fields or ``-o``, names or ``-F``."""
+def query_list_verb(resource: str, default_fields: list[str],
+                    cells: dict[str, Callable[[Any], Any]] | None = None) -> Verb:
+    """The ``list`` verb of a resource: default fields or ``-o``, names or ``-F``
+    (``cells``: see :func:`ganeti.cli.output.generic_query_list`)."""
 
     def verb(opts: Any, args: list[str]) -> int:
         fields = parse_fields(opts.output, default_fields)
         qfilter = build_query_filter(args, opts.force_filter)
         return generic_query_list(get_client(opts), resource, fields, qfilter,
                                   headers=not opts.no_headers, separator=opts.separator,
-                                  units=opts.units, verbose=bool(getattr(opts, "verbose", 0)))
+                                  units=opts.units, verbose=bool(getattr(opts, "verbose", 0)),
+                                  cells=cells)
     verb.__doc__ = f"List {resource}s (the default fields, or those given with -o)."
     return verb
 

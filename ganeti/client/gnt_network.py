@@ -147,24 +147,6 @@ def _group_list_text(groups: Any) -> Any:
     return ", ".join(f"{g[0]} ({g[1]}, {g[2]}, {g[3]})" for g in groups)
 
 
-def list_networks(opts: Any, args: list[str]) -> int:
-    """List networks (the default fields, or those given with -o)."""
-    from ganeti.cli.options import parse_fields
-    from ganeti.cli.output import (build_query_filter, format_query_table, lines_to_stdout,
-                                   warn_unknown_fields)
-    fields = parse_fields(opts.output, LIST_FIELDS)
-    result = cli.get_client(opts).Query(constants.QR_NETWORK, fields,
-                                        build_query_filter(args, opts.force_filter))
-    if "group_list" in fields:
-        col = fields.index("group_list")
-        for row in result["data"]:
-            row[col] = [row[col][0], _group_list_text(row[col][1])]
-    lines_to_stdout(format_query_table(result, headers=not opts.no_headers,
-                                       separator=opts.separator, units=opts.units,
-                                       verbose=bool(opts.verbose)))
-    return warn_unknown_fields(result["fields"])
-
-
 def _wrapped(text: str, width: int = 64) -> list[str]:
     """``text`` (comma-separated items) cut into lines of at most ``width`` characters."""
     lines: list[str] = []
@@ -233,14 +215,14 @@ commands: dict[str, cli.Command] = {
                 "Connect a network to node groups (every group without names)"),
     "disconnect": (disconnect_network, _NET_GROUPS, _JOB_OPTS, "NETWORK [GROUP...]",
                    "Disconnect a network from node groups (every group without names)"),
-    "list": (list_networks,
+    "list": (verbs.query_list_verb(constants.QR_NETWORK, LIST_FIELDS,
+                                   {"group_list": _group_list_text}),
              [cli.ArgUnknown(name="NETWORK")],
-             [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, cli.VERBOSE_OPT, cli.UNITS_OPT,
-              cli.FILTER_OPT],
+             verbs.LIST_OPTS,
              "[-o FIELDS] [NETWORK...]",
              "List networks; default fields: " + ", ".join(LIST_FIELDS)),
     "list-fields": (verbs.list_fields_verb(constants.QR_NETWORK), [cli.ArgUnknown(name="FIELD")],
-                    [cli.NOHDR_OPT, cli.SEP_OPT], "[field...]", "List the fields of networks"),
+                    verbs.LIST_FIELDS_OPTS, "[field...]", "List the fields of networks"),
     "info": (show_network_info, [cli.ArgUnknown(name="NETWORK")], [], "[NETWORK...]",
              "Show networks: subnet, pool usage map, groups and instances"),
     "add-tags": tags_common.add_tags(constants.TAG_NETWORK),
