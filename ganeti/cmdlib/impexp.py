@@ -15,7 +15,9 @@ A sending node that does not answer for ``lost_after`` seconds counts as
 dead; a transfer that moves no byte for ``stall_after`` seconds
 (:data:`STALL_TIMEOUT`) before all its bytes are sent is stopped and fails
 (after that, the sender's own I/O timeout bounds the wait for the
-receiver's answer); and a job killed while a
+receiver's answer); before its first byte a transfer gets
+:data:`START_TIMEOUT` (the sending process starts, connects within its own
+connect timeout, and the receiver opens its side); and a job killed while a
 transfer runs (``gnt-job cancel --kill``) stops it at the next poll, so
 the job ends ``canceled`` instead of waiting for the copy.
 """
@@ -33,12 +35,15 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 
 __all__ = ["Transfer", "run_transfers", "node_address", "POLL_INTERVAL", "LOST_AFTER",
-           "STALL_TIMEOUT", "Stall"]
+           "STALL_TIMEOUT", "START_TIMEOUT", "Stall"]
 
 POLL_INTERVAL = 0.25
 LOST_AFTER = 10.0
 #: seconds a transfer may go without moving a byte before it is stopped
 STALL_TIMEOUT = 60.0
+#: seconds a transfer may take to move its first byte (a loaded sending node
+#: takes a while to start the sending process and the receiver to open its side)
+START_TIMEOUT = 120.0
 #: ``sleep(seconds)``: True when the job was interrupted (killed) meanwhile
 Sleep = Callable[[float], "bool | None"]
 
@@ -79,22 +84,25 @@ def _status(lu: LogicalUnit[Any], node: str, transfer_id: str) -> dict[str, Any]
 @dataclass
 class Stall:
     """Pure progress watch: :meth:`seen` reports bytes done at a time; True when no byte
-    moved for ``after`` seconds."""
+    moved for ``after`` seconds (for ``first`` seconds, when larger, while none has
+    moved yet)."""
 
     after: float
     started: float
     done: int = -1
+    first: float = 0.0
 
     def seen(self, done: int, now: float) -> bool:
         if done != self.done:
             self.done, self.started = done, now
             return False
-        return now - self.started >= self.after
+        limit = max(self.after, self.first) if done <= 0 else self.after
+        return now - self.started >= limit
 
 
 def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
              clock: Callable[[], float], sleep: Sleep, poll: float,
-             lost_after: float, stall_after: float) -> dict[str, Any]:
+             lost_after: float, stall_after: float, start_after: float) -> dict[str, Any]:
     address, port = node_address(lu, xfer.dst_node)
     transfer_id = lu.require_rpc().call_impexp_send(
         xfer.src_node, source=xfer.source, dest=xfer.dest, host=address, port=port,
@@ -105,7 +113,7 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
         with lu.progress_reporter(xfer.op, clock=clock, instance=xfer.instance,
                                   device=xfer.label) as reporter:
             last_answer = clock()
-            stall = Stall(stall_after, last_answer)
+            stall = Stall(stall_after, last_answer, first=start_after)
 
             def pause() -> None:
                 if sleep(poll):
@@ -140,8 +148,9 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
                 # receiver's answer (its OS script may still be writing)
                 sending = not total or done < int(total)
                 if stall.seen(done, clock()) and sending:
+                    waited = stall_after if done > 0 else max(stall_after, start_after)
                     raise errors.OpExecError(f"{xfer.label}: no data moved for"
-                                             f" {stall_after:.0f} s (after {done} bytes);"
+                                             f" {waited:.0f} s (after {done} bytes);"
                                              " the transfer was stopped")
                 pause()
         feedback_fn(f"{xfer.label}: {diskstream.format_progress(done, total, elapsed)}"
@@ -161,7 +170,8 @@ def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
 def run_transfers(lu: LogicalUnit[Any], transfers: list[Transfer], feedback_fn: FeedbackFn, *,
                   clock: Callable[[], float] = time.monotonic,
                   sleep: Sleep | None = None, poll: float = POLL_INTERVAL,
-                  lost_after: float = LOST_AFTER, stall_after: float = STALL_TIMEOUT) -> None:
+                  lost_after: float = LOST_AFTER, stall_after: float = STALL_TIMEOUT,
+                  start_after: float = START_TIMEOUT) -> None:
     """Run ``transfers`` in order, filling each one's ``result``; see the module docstring.
 
     ``sleep`` waits between polls and answers True when the job was
@@ -171,4 +181,5 @@ def run_transfers(lu: LogicalUnit[Any], transfers: list[Transfer], feedback_fn: 
     for xfer in transfers:
         feedback_fn(f"{xfer.label}: sending from {xfer.src_node} to {xfer.dst_node}")
         xfer.result = _run_one(lu, xfer, feedback_fn, clock=clock, sleep=wait, poll=poll,
-                               lost_after=lost_after, stall_after=stall_after)
+                               lost_after=lost_after, stall_after=stall_after,
+                               start_after=start_after)

@@ -123,6 +123,25 @@ def test_stall_is_pure() -> None:
     assert not stall.seen(10, 13.9) and stall.seen(10, 14.0)
 
 
+def test_the_first_byte_gets_the_start_window() -> None:
+    stall = Stall(5.0, 0.0, first=20.0)
+    assert not stall.seen(0, 0.0) and not stall.seen(0, 19.9) and stall.seen(0, 20.0)
+    stall = Stall(5.0, 0.0, first=20.0)
+    assert not stall.seen(0, 1.0) and not stall.seen(3, 2.0)
+    assert not stall.seen(3, 6.9) and stall.seen(3, 7.0)   # then the usual window
+
+
+def test_a_transfer_that_never_starts_is_stopped_after_the_start_window() -> None:
+    clock = FakeClock()
+    lu, rpc = _setup([{"state": "running", "done": 0, "total": None, "elapsed": 0}] * 50)
+    with pytest.raises(errors.OpExecError, match=r"disk/0: no data moved for 30 s \(after 0"
+                       r" bytes\); the transfer was stopped"):
+        run_transfers(lu, [_xfer()], lambda m: None, clock=clock, sleep=clock.sleep,
+                      poll=1.0, stall_after=10.0, start_after=30.0)
+    assert clock() - 1000.0 == pytest.approx(30.0)
+    assert rpc.calls_to("impexp_abort") == [(["n1"], ["t-1"])]
+
+
 def test_a_killed_job_stops_its_transfer_at_the_next_poll() -> None:
     lu, rpc = _setup([{"state": "running", "done": 5, "total": 100, "elapsed": 1}] * 10)
     waits: list[float] = []

@@ -198,9 +198,20 @@ def test_resume(before, run, calls, after, qemu):
 
 def test_resume_refuses_an_incomplete_incoming_migration(qemu):
     fake, client = qemu({"query-status": {"status": "inmigrate"}})
+    slept: list[float] = []
     with pytest.raises(errors.HypervisorError, match="not completed"):
-        migration.resume(client.execute, True)
+        migration.resume(client.execute, True, slept.append, attempts=4)
     assert "cont" not in fake.names()
+    assert fake.names() == ["query-status"] * 4 and slept == [0.2] * 3
+
+
+def test_resume_waits_for_the_target_to_load_the_device_state(qemu):
+    fake, client = qemu({"query-status": [{"status": "inmigrate"}, {"status": "inmigrate"},
+                                          {"status": "paused"}, {"status": "running"}]})
+    slept: list[float] = []
+    assert migration.resume(client.execute, True, slept.append, attempts=10) == "running"
+    assert fake.names() == ["query-status"] * 3 + ["cont", "query-status"]
+    assert slept == [0.2, 0.2]
 
 
 @pytest.mark.parametrize("status,stopped", [

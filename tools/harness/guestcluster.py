@@ -169,7 +169,7 @@ def env_text(gc: GuestCluster) -> str:
 
 
 #: the master lease of guest clusters (seconds; the project's default is 6)
-GUEST_LEASE_DURATION = 20.0
+GUEST_LEASE_DURATION = 40.0
 
 
 def _env(gc: GuestCluster) -> dict[str, str]:

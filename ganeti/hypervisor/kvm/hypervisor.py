@@ -47,6 +47,10 @@ KVM_DEVICE = "/dev/kvm"
 START_TIMEOUT = 60.0
 #: seconds between two ACPI power-button presses while a stop waits for the guest
 POWERDOWN_REPEAT = 3.0
+#: times (0.2 s apart, so 30 s) the target is asked whether it left ``inmigrate``
+#: after the source reported the migration completed: a loaded target loads the
+#: device state a while after the last byte arrived
+_RESUME_ATTEMPTS = 150
 
 #: QMP RunState -> our HV_STATE_*
 _RUNSTATES = {
@@ -698,7 +702,8 @@ class KvmHypervisor(base.BaseHypervisor):
             record = runtime.get("migration") or {}
             run = bool(info.get("running", record.get("run", True)))
             with self._qmp(name) as client:
-                status = migration.resume(client.execute, run)
+                status = migration.resume(client.execute, run, time.sleep,
+                                          attempts=_RESUME_ATTEMPTS)
             runtime.pop("migration", None)
             if isinstance(info.get("start_time"), (int, float)):
                 runtime["start_time"] = info["start_time"]

@@ -199,13 +199,21 @@ def abort_outgoing(execute: Execute, resume_guest: bool,
     return status
 
 
-def resume(execute: Execute, run: bool) -> str:
+def resume(execute: Execute, run: bool, sleep: Callable[[float], None] = lambda s: None,
+           attempts: int = 1) -> str:
     """Target: after the memory arrived, ``cont`` when the guest should run.
 
-    Returns the run state; raises when the memory has not (fully) arrived,
-    i.e. qemu is still ``inmigrate``.
+    The source reports ``completed`` once it sent the last bytes; the target
+    may still be loading the device state, so it is asked up to ``attempts``
+    times, ``sleep(0.2)`` apart, whether it left ``inmigrate``.  Returns the
+    run state; raises when the memory has not (fully) arrived by then.
     """
     status = str(execute("query-status").get("status"))
+    for _ in range(attempts - 1):
+        if status != "inmigrate":
+            break
+        sleep(0.2)
+        status = str(execute("query-status").get("status"))
     if status == "inmigrate":
         raise errors.HypervisorError("The incoming migration has not completed")
     if run and status in ("paused", "prelaunch"):
