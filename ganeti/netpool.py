@@ -317,6 +317,24 @@ class AddressPool:
             if index < self._hint:
                 self._hint = index
 
+    def mark(self, address: str, used: bool) -> None:
+        """Set whether ``address`` is reserved for an instance, whatever it was before
+        (idempotent; an external reservation of it stays).
+
+        Raises :class:`~ganeti.errors.ParameterError` if it is malformed or
+        outside the network.
+        """
+        index = self._index(address)
+        if (self._res[index] == _ONE) == used:
+            return
+        self._res[index] = _ONE if used else _ZERO
+        if self._ext[index] == _ONE:
+            return
+        self._used[index] = _TAKEN if used else _FREE
+        self._taken += 1 if used else -1
+        if not used and index < self._hint:
+            self._hint = index
+
     def generate_free(self) -> str:
         """The lowest free address (not reserved by this call).
 

@@ -346,6 +346,8 @@ def build_os_env(os_def: OSDefinition, inst: OSInstance, *,
             env[pre + "NAME"] = nic.name
         if nic.mode == constants.NIC_MODE_BRIDGED:
             env[pre + "BRIDGE"] = nic.link
+        for key, value in nic.network_env:
+            env[pre + key] = value
         if nic_frontend:
             env[pre + "FRONTEND_TYPE"] = str(nic_frontend)
     for key, value in inst.hvparams.items():

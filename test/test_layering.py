@@ -72,6 +72,7 @@ LAYERS: dict[str, int] = {
     "ganeti.config.commit": 3,
     "ganeti.config.reader": 3,
     "ganeti.config.writer": 3,
+    "ganeti.config.netusers": 3,
     "ganeti.metrics.master": 3,
     "ganeti.config.check": 3,
     "ganeti.config.file": 3,

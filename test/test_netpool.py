@@ -297,3 +297,21 @@ def test_a_nearly_full_16() -> None:
     assert pool.reserved_count == 60002 and pool.free_count == 65536 - 60002
     assert pool.generate_free() == "10.0.234.97"         # index 60001
     assert pool.map.count(".") == pool.free_count
+
+
+def test_mark_sets_the_instance_bit_whatever_it_was() -> None:
+    pool = AddressPool.initialize("192.0.2.0/29", "192.0.2.1")
+    pool.mark("192.0.2.2", True)
+    pool.mark("192.0.2.2", True)          # idempotent
+    assert pool.is_reserved("192.0.2.2") and pool.free_count == 4
+    assert pool.generate_free() == "192.0.2.3"
+    pool.mark("192.0.2.1", True)          # the gateway, external: taken once
+    assert pool.free_count == 4 and pool.is_reserved("192.0.2.1")
+    pool.mark("192.0.2.1", False)
+    assert pool.is_reserved("192.0.2.1", external=True) and pool.free_count == 4
+    pool.mark("192.0.2.2", False)
+    pool.mark("192.0.2.2", False)
+    assert not pool.is_reserved("192.0.2.2") and pool.free_count == 5
+    assert pool.generate_free() == "192.0.2.2"
+    with pytest.raises(errors.ParameterError, match="not inside"):
+        pool.mark("198.51.100.1", True)

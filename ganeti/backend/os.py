@@ -93,11 +93,15 @@ def os_instance(ctx: NodeContext, instance: dict) -> osapi.OSInstance:
     disks = tuple(_os_disk(ctx, d, inst.name, idx)
                   for idx, d in enumerate(binstance.instance_disks_info(instance)))
     nics = []
-    for nic in inst.nics:
+    netinfo = instance.get("nics_netinfo") or []
+    for idx, nic in enumerate(inst.nics):
         params = nic.nicparams or {}
+        net = netinfo[idx] if idx < len(netinfo) and isinstance(netinfo[idx], dict) else {}
         nics.append(osapi.OSNic(mac=nic.mac, ip=nic.ip,
                                 mode=params.get("mode", constants.NIC_MODE_BRIDGED),
-                                link=str(params.get("link", "")), uuid=nic.uuid, name=nic.name))
+                                link=str(params.get("link", "")), uuid=nic.uuid, name=nic.name,
+                                network_env=tuple(sorted((str(k), str(v))
+                                                         for k, v in net.items()))))
     private = inst.osparams_private or {}
     osparams = {**(inst.osparams or {}), **private}
     return osapi.OSInstance(name=inst.name, os=inst.os, hypervisor=inst.hypervisor,

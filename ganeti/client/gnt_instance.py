@@ -205,6 +205,11 @@ NOIPCHECK_OPT = O("--no-ip-check", dest="ip_check", action="store_false", defaul
                   help="Do not check that the resolved IP address is free (by default the "
                        "command fails when a host answers a TCP connect to it, even with "
                        "a refusal)")
+NOCONFLICTS_OPT = O("--no-conflicts-check", dest="conflicts_check", action="store_false",
+                    default=True,
+                    help="Do not check NIC addresses for conflicts: an address taken in its"
+                         " network, or inside a network of the node group the NIC is not on"
+                         " (doc/networks.md)")
 TAGS_OPT = O("--tags", dest="tags", default=None, metavar="TAG,TAG",
              help="Tags to put on the new instance, comma separated")
 FSDIR_OPT = O("--file-storage-dir", dest="file_storage_dir", default=None,
@@ -320,6 +325,7 @@ def add_instance(opts: Any, args: list[str]) -> int:
         snode=snode, iallocator=opts.iallocator, start=opts.start, no_install=opts.no_install,
         wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False,
         name_check=opts.name_check, ip_check=opts.ip_check,
+        conflicts_check=wire.NOT_SENT if opts.conflicts_check else False,
         tags=[t for t in (opts.tags or "").split(",") if t], file_storage_dir=opts.file_storage_dir,
         file_driver=opts.file_driver, ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT,
         opportunistic_locking=opts.opportunistic_locking or wire.NOT_SENT))
@@ -537,6 +543,7 @@ def modify(opts: Any, args: list[str]) -> int:
         hotplug_if_possible=True if opts.hotplug_if_possible else wire.NOT_SENT,
         disk_template=opts.disk_template, remote_node=opts.node,
         iallocator=opts.iallocator or wire.NOT_SENT,
+        conflicts_check=wire.NOT_SENT if opts.conflicts_check else False,
         wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False))
     result = cli.submit_or_send(op, opts)
     if result:
@@ -648,7 +655,7 @@ def _tag_rows() -> dict[str, cli.Command]:
 ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_OPT, OS_OPT,
             OSP_OPT, OSP_PRIVATE_OPT, OSP_SECRET_OPT, PNODE_OPT, relocation.IALLOCATOR_OPT,
             NOSTART_OPT, NOINSTALL_OPT, NO_WAIT_SYNC_OPT,
-            NONAMECHECK_OPT, NOIPCHECK_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
+            NONAMECHECK_OPT, NOIPCHECK_OPT, NOCONFLICTS_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
             IGNORE_IPOLICY_OPT, OPPORTUNISTIC_OPT, cli.SUBMIT_OPT]
 
 commands: dict[str, cli.Command] = {
@@ -700,7 +707,8 @@ commands: dict[str, cli.Command] = {
                                       RUNTIME_MEM_OPT, HOTPLUG_OPT, HOTPLUG_IF_POSSIBLE_OPT,
                                       NOHOTPLUG_OPT, CONVERT_TEMPLATE_OPT,
                                       CONVERT_SNODE_OPT, relocation.IALLOCATOR_OPT,
-                                      NO_WAIT_SYNC_OPT, cli.FORCE_OPT, cli.SUBMIT_OPT],
+                                      NO_WAIT_SYNC_OPT, NOCONFLICTS_OPT, cli.FORCE_OPT,
+                                      cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,
                                             OSP_SECRET_OPT, cli.SUBMIT_OPT],

@@ -20,7 +20,7 @@ import os
 from typing import Any, TypeVar
 
 from ganeti import constants, errors, locking, parameters, serializer
-from ganeti.cmdlib import drbd
+from ganeti.cmdlib import drbd, instance_networks
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import find_instance
 from ganeti.config import ConfigReader, ConfigWriter
@@ -127,6 +127,9 @@ def instance_rpc_dict(cfg: ConfigReader, inst: Instance, disks: list[Disk] | Non
         else dict(inst.osparams)
     for nic in data["nics"]:
         nic["nicparams"] = parameters.fill_nicparams(cluster, nic.get("nicparams"))
+    netinfo = instance_networks.netinfo_list(cfg, inst.nics)
+    if netinfo is not None:
+        data["nics_netinfo"] = netinfo
     if disks is None:
         disks = cfg.get_instance_disks(inst.uuid)
     data["disks_info"] = disk_rpc_dicts(disks, cfg)
@@ -228,7 +231,12 @@ def instance_hook_env(cfg: ConfigWriter, inst: Instance, disks: list[Disk] | Non
         env[f"INSTANCE_NIC{idx}_MODE"] = nicp.get("mode")
         env[f"INSTANCE_NIC{idx}_LINK"] = nicp.get("link")
         env[f"INSTANCE_NIC{idx}_NAME"] = nic.name or ""
-        if nicp.get("mode") == constants.NIC_MODE_BRIDGED:
+        env[f"INSTANCE_NIC{idx}_UUID"] = nic.uuid
+        env[f"INSTANCE_NIC{idx}_VLAN"] = nicp.get("vlan", "")
+        net = cfg.get_network(nic.network) if nic.network else None
+        if net is not None:
+            env.update(instance_networks.network_env(net, f"INSTANCE_NIC{idx}_"))
+        if nicp.get("mode") in (constants.NIC_MODE_BRIDGED, constants.NIC_MODE_OVS):
             env[f"INSTANCE_NIC{idx}_BRIDGE"] = nicp.get("link")
     for key, value in be.items():
         env[f"INSTANCE_BE_{key}"] = value

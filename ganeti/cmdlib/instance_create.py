@@ -26,8 +26,10 @@ from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, check_
                                     remove_instance_lock, storage_dir_for,
                                     with_secret_osparams)
 from ganeti.cmdlib.common import expand_node
+from ganeti.cmdlib.instance_networks import IP_POOL, attach_networks
 from ganeti.config import ConfigReader, ConfigWriter
-from ganeti.objects import NIC, Cluster, Disk, Instance, Node
+from ganeti.config.netusers import Holding
+from ganeti.objects import NIC, Cluster, Disk, Instance, Node, NodeGroup
 from ganeti.opcodes import instance as opcodes_instance
 from ganeti.opcodes.instance import OpInstanceCreate
 from ganeti.private import reveal
@@ -141,22 +143,14 @@ def _lvm_disk_params(idx: int, spec: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
-def check_no_networks(specs: Any, first: int = 0) -> None:
-    """Refuse NIC specs that name a network: not supported yet (doc/networks.md);
-    ``first``: the index of the first spec."""
-    for idx, spec in enumerate(specs or [], first):
-        if isinstance(spec, dict) and spec.get("network"):
-            raise errors.OpPrereqError(
-                f"NIC {idx}: NICs on networks (network={spec['network']}) are not supported"
-                " yet; give mode and link instead (doc/networks.md)", errors.ECODE_INVAL)
-
-
 def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool = True,
                auto_ip: str | None = None, generated: list[str] | None = None) -> list[NIC]:
     """NIC objects from dicts ``{mac, ip, mode, link, name, network}``.
 
     ``ip`` ``auto`` takes ``auto_ip`` (the address the instance name
-    resolved to); without one (no name check) it is refused.  MACs
+    resolved to); without one (no name check) it is refused.  ``network``
+    (a name) and ``ip`` ``pool`` are kept as given:
+    :func:`ganeti.cmdlib.instance_networks.attach_networks` resolves them.  MACs
     generated (and so reserved) are appended to ``generated`` as they are
     made, also when a later NIC is refused: the caller releases them
     (:meth:`ConfigWriter.release_macs`).
@@ -186,6 +180,8 @@ def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool
         ip = spec.get("ip")
         if ip in ("", "none", None):
             ip = None
+        elif isinstance(ip, str) and ip.lower() == IP_POOL:
+            ip = IP_POOL
         elif isinstance(ip, str) and ip.lower() == "auto":
             if auto_ip is None:
                 raise errors.OpPrereqError(f"NIC {idx}: ip=auto needs the instance name check"
@@ -195,8 +191,12 @@ def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool
         elif not isinstance(ip, str) or not re.match(r"^[0-9a-fA-F:.]+$", ip):
             raise errors.OpPrereqError(f"NIC {idx}: invalid IP address {ip!r}",
                                        errors.ECODE_INVAL)
-        check_no_networks([spec], idx)
-        nics.append(NIC(mac=mac, ip=ip, name=spec.get("name"), nicparams=nicparams))
+        network = spec.get("network")
+        if network is not None and (not isinstance(network, str)
+                                    or network.lower() in ("", "none")):
+            network = None
+        nics.append(NIC(mac=mac, ip=ip, name=spec.get("name"), network=network,
+                        nicparams=nicparams))
     return nics
 
 
@@ -216,12 +216,13 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         op = self.op
         #: MACs generated for the NICs, released when the LU ends
         self.generated_macs: list[str] = []
+        #: network addresses handed out for the NICs, released when the LU ends
+        self.held_ips: list[Holding] = []
         #: import mode: the image (canonical path on src_node) per disk
         self.src_images: list[instance_import.ImportImage | None] = []
         if op.mode not in (constants.INSTANCE_CREATE, constants.INSTANCE_IMPORT):
             raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
                                        " (only 'create' and 'import')", errors.ECODE_INVAL)
-        check_no_networks(op.nics)
         if op.ip_check and not op.name_check:
             # the IP address to check comes from resolving the name
             raise errors.OpPrereqError("Cannot do an IP address check without a name check"
@@ -314,6 +315,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         if self.generated_macs:
             self.cfg.release_macs(self.generated_macs)
             self.generated_macs = []
+        if self.held_ips:
+            self.cfg.release_ips(self.held_ips)
+            self.held_ips = []
         if self.drbd_reserved:
             self.cfg.release_drbd(self.drbd_reserved)
             self.drbd_reserved = []
@@ -366,6 +370,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
         self.nics = build_nics(cfg, op.nics, auto_ip=self.check_ip,
                                generated=self.generated_macs)
+        attach_networks(cfg, self.nics, op.nics,
+                        cfg.get_nodegroup(pnode.group) or NodeGroup(name=pnode.group),
+                        check=op.conflicts_check, held=self.held_ips)
         used = _macs_in_use(cfg)
         seen: set[str] = set()
         for nic in self.nics:
@@ -455,13 +462,23 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             child_uuids=(str(uuidlib.uuid4()), str(uuidlib.uuid4())),
             spindles=spec.get("spindles"))
 
+    def _allocator_nic(self, spec: Any) -> Any:
+        """A NIC spec for the allocator: its network named by UUID (as the node groups'
+        connections are), so that only connected groups are chosen."""
+        if not isinstance(spec, dict) or not isinstance(spec.get("network"), str):
+            return spec
+        net = self.cfg.get_network_by_name(spec["network"]) or self.cfg.get_network(
+            spec["network"])
+        return {**spec, "network": net.uuid} if net is not None else spec
+
     def _allocate_node(self) -> None:
         """Ask the allocator for the primary node (all node locks are held, shared)."""
         op, cluster = self.op, self.cfg.get_cluster_info()
         assert op.disk_template is not None  # set by the op or, for an import, by the export
         request = allocator.allocate_request_for(
             cluster, name=op.instance_name, disk_template=op.disk_template,
-            disks=self.disk_specs, nics=op.nics, beparams=op.beparams,
+            disks=self.disk_specs, nics=[self._allocator_nic(n) for n in op.nics],
+            beparams=op.beparams,
             os_name=op.os_type or "", tags=list(op.tags),
             hypervisor=op.hypervisor or cluster.primary_hypervisor, group_name=op.group_name)
         answer, _ = allocator.ask(self, op.iallocator, request)

@@ -337,6 +337,7 @@ INSTANCE_FIELDS = query.make_table([
        lambda ctx, inst: [ctx.network_name(n.network) for n in inst.nics]),
     _f("nic.modes", "NIC_modes", _OTHER, "NIC modes", _nic_param("mode")),
     _f("nic.links", "NIC_links", _OTHER, "NIC links", _nic_param("link")),
+    _f("nic.vlans", "NIC_VLANs", _OTHER, "NIC VLANs", _nic_param("vlan")),
     _f("nic.bridges", "NIC_bridges", _OTHER, "NIC bridges (bridged mode)",
        lambda ctx, inst: [p.get("link") if p.get("mode") == constants.NIC_MODE_BRIDGED else None
                           for p in (_nicp(ctx, n) for n in inst.nics)]),
@@ -344,6 +345,7 @@ INSTANCE_FIELDS = query.make_table([
     *_indexed("nic.ip", "NicIP", _TEXT, "NIC IP address", _MAX_NICS, _nic_attr("ip")),
     *_indexed("nic.mode", "NicMode", _TEXT, "NIC mode", _MAX_NICS, _nic_param("mode")),
     *_indexed("nic.link", "NicLink", _TEXT, "NIC link", _MAX_NICS, _nic_param("link")),
+    *_indexed("nic.vlan", "NicVLAN", _TEXT, "NIC VLAN", _MAX_NICS, _nic_param("vlan")),
     _f("beparams", "BackendParameters", _OTHER, "Effective backend parameters",
        lambda ctx, inst: ctx.be(inst)),
     _f("hvparams", "HypervisorParameters", _OTHER, "Effective hypervisor parameters",

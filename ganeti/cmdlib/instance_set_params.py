@@ -17,8 +17,10 @@ from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
+from ganeti.cmdlib.instance_networks import attach_networks
+from ganeti.config.netusers import Holding
 from ganeti.cmdlib.instance_operation import check_os
-from ganeti.objects import NIC, Disk, Node
+from ganeti.objects import NIC, Disk, Node, NodeGroup
 from ganeti.private import reveal
 from ganeti.opcodes.instance import (DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS,
                                      OpInstanceActivateDisks, OpInstanceDeactivateDisks,
@@ -75,6 +77,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         op = self.op
         #: MACs generated for added or changed NICs, released when the LU ends
         self.generated_macs: list[str] = []
+        #: network addresses handed out for the NICs, released when the LU ends
+        self.held_ips: list[Holding] = []
         self.nic_mods = normalise_mods(op.nics, "NIC")
         self.disk_mods = normalise_mods(op.disks, "disk")
         if not (self.nic_mods or self.disk_mods or op.beparams or op.hvparams
@@ -284,6 +288,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             if nop == DDM_ADD:
                 nic = build_nics(cfg, [params], generated=self.generated_macs)[0]
                 real = _index(idx, len(macs), "NIC", adding=True)
+                attach_networks(cfg, [nic], [params], self._group(), check=self.op.conflicts_check,
+                                held=self.held_ips, first=real)
                 self._check_mac(nic.mac, used, macs)
                 macs.insert(real, nic.mac)
                 if len(macs) > constants.MAX_NICS:
@@ -307,17 +313,48 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                         self._check_mac(built.mac, used, macs[:real] + macs[real + 1:])
                     spec["mac"] = built.mac
                     macs[real] = built.mac
-                if "ip" in params:
-                    spec["ip"] = built.ip
+                if "ip" in params or "network" in params:
+                    self._plan_nic_network(real, params, built, spec)
                 if "name" in params:
                     spec["name"] = params["name"] or None
                 self.nic_plan.append((nop, real, spec))
 
+    def _group(self) -> NodeGroup:
+        """The node group of the instance's primary node (its network connections)."""
+        node = self.cfg.get_node_info(self.instance.primary_node)
+        group = self.cfg.get_nodegroup(node.group) if node is not None else None
+        return group or NodeGroup(name="?")
+
+    def _plan_nic_network(self, real: int, params: dict[str, Any], built: NIC,
+                          spec: dict[str, Any]) -> None:
+        """A modification of NIC ``real``'s ``ip`` or ``network``: the NIC it would be,
+        its network resolved and its address handed out (doc/networks.md)."""
+        current = self.instance.nics[real]
+        target = current.network
+        if "network" in params:
+            found = built.network and (self.cfg.get_network_by_name(built.network)
+                                       or self.cfg.get_network(built.network))
+            target = found.uuid if found else built.network
+        ip = built.ip if "ip" in params else current.ip
+        if target and target == current.network and ip == current.ip:
+            spec["ip"], spec["network"] = ip, target       # nothing moves
+            return
+        nic = NIC(mac=current.mac, ip=ip, network=built.network if "network" in params
+                  else current.network, nicparams=dict(current.nicparams))
+        attach_networks(self.cfg, [nic], [params], self._group(),
+                        check=self.op.conflicts_check, held=self.held_ips, first=real)
+        spec["ip"], spec["network"] = nic.ip, nic.network
+        if nic.network:
+            spec["nicparams"] = {**spec.get("nicparams", {}), **nic.nicparams}
+
     def release_reservations(self) -> None:
-        """Release the MACs generated here (in use by now, or free again)."""
+        """Release the MACs and addresses handed out here (in use by now, or free again)."""
         if self.generated_macs:
             self.cfg.release_macs(self.generated_macs)
             self.generated_macs = []
+        if self.held_ips:
+            self.cfg.release_ips(self.held_ips)
+            self.held_ips = []
 
     @staticmethod
     def _check_mac(mac: str, used: set[str], own: list[str]) -> None:
@@ -374,6 +411,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if "ip" in data:
                     nic.ip = data["ip"]
                     changes.append([f"nic.ip/{idx}", nic.ip])
+                if "network" in data and data["network"] != nic.network:
+                    nic.network = data["network"]
+                    changes.append([f"nic.network/{idx}", nic.network])
                 if "name" in data:
                     nic.name = data["name"]
                     changes.append([f"nic.name/{idx}", nic.name])

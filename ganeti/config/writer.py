@@ -18,9 +18,11 @@ from typing import Any, Callable, Iterable, Iterator
 from ganeti import constants, errors, serializer
 from ganeti.config import file as configfile
 from ganeti.config.commit import Change, Publications, clone, publish
+from ganeti.config.netusers import (Holding, NetUsers, apply_to_pools, nic_holdings,
+                                    pick_address)
 from ganeti.config.reader import ConfigReader
 from ganeti.config.file import load_config_data, sync_members as _sync_members
-from ganeti.objects import Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
+from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
 from ganeti.utils import io
 from ganeti.utils.groupcommit import GroupCommitter
 
@@ -73,6 +75,10 @@ class ConfigWriter(ConfigReader):
         # DRBD ports and (node uuid, minor) pairs handed out but not yet in the config
         self._reserved_ports: set[int] = set()
         self._reserved_minors: set[tuple[str, int]] = set()
+        # (network uuid, address) handed out by reserve_ip but not yet in the config
+        self._reserved_ips: set[Holding] = set()
+        # which instances hold which network addresses (rebuilt after a rollback)
+        self._net_users = NetUsers(self._data.instances.values())
         # JSON of instances/disks reused while their serial_no/mtime are unchanged
         self._fragments = serializer.FragmentCache(("instances", "disks"))
         _sync_members(self._data)
@@ -261,6 +267,7 @@ class ConfigWriter(ConfigReader):
             self._dirty = False
             self._changed = set()
             self._invalidate()
+            self._net_users = NetUsers(self._data.instances.values())
             self._fragments.clear()
 
     def _notify(self, serial: int, raw: bytes) -> None:
@@ -371,6 +378,39 @@ class ConfigWriter(ConfigReader):
         """
         with self._lock:
             self._reserved_macs.difference_update(mac.lower() for mac in macs)
+
+    def reserve_ip(self, net_uuid: str, address: str | None = None, *,
+                   check: bool = True) -> str:
+        """Hand out an address of network ``net_uuid`` to a logical unit until it ends.
+
+        ``address`` None: the lowest address neither reserved in the pool
+        nor handed out; else that address, refused (``OpPrereqError``) when
+        taken unless ``check`` is False (Ganeti's ``--no-conflicts-check``).
+        The pool itself changes only with the instance
+        (:mod:`ganeti.config.netusers`); :meth:`release_ips` drops what was
+        handed out.
+        """
+        with self._lock:
+            net = self._data.networks.get(net_uuid)
+            if net is None:
+                raise errors.OpPrereqError(f"Network {net_uuid} not found", errors.ECODE_NOENT)
+            address = pick_address(net, {a for n, a in self._reserved_ips if n == net_uuid},
+                                   address, check=check)
+            self._reserved_ips.add((net_uuid, address))
+            return address
+
+    def release_ips(self, holdings: Iterable[Holding]) -> None:
+        """Drop what :meth:`reserve_ip` handed out (held by an instance by now, or free)."""
+        with self._lock:
+            self._reserved_ips.difference_update(holdings)
+
+    def _sync_networks(self, inst_uuid: str, nics: list[NIC]) -> None:
+        """Make the pools say what ``inst_uuid``'s NICs now hold (config lock held)."""
+        changed = self._net_users.replace(inst_uuid, nic_holdings(nics))
+        if not changed:
+            return
+        for net in apply_to_pools(self._data.networks, changed):
+            self._touch(net)
 
     def _drbd_in_use(self) -> tuple[set[int], set[tuple[str, int]]]:
         ports: set[int] = set(self._reserved_ports)
@@ -584,6 +624,9 @@ class ConfigWriter(ConfigReader):
                         f"Instance {instance.name}: MAC {nic.mac} is already in use")
                 if mac:
                     new_macs.add(mac)
+                if nic.network and nic.network not in self._data.networks:
+                    raise errors.ConfigurationError(
+                        f"Instance {instance.name}: unknown network {nic.network}")
             self._new_uuid(instance)
             for nic in instance.nics:
                 if not nic.uuid:
@@ -598,6 +641,7 @@ class ConfigWriter(ConfigReader):
             self._data.instances[instance.uuid] = instance
             macs.update(new_macs)
             self._index_add("instance", instance.name, instance.uuid)
+            self._sync_networks(instance.uuid, instance.nics)
             self._save()
 
     def remove_instance(self, uuid: str) -> None:
@@ -607,6 +651,7 @@ class ConfigWriter(ConfigReader):
             for disk in inst.disks:
                 self._forget("disks", disk)
             self._forget("instances", uuid)
+            self._sync_networks(uuid, [])
             self._invalidate()
             self._save()
 
@@ -718,6 +763,13 @@ class ConfigWriter(ConfigReader):
                 if isinstance(obj, Node) and obj.group not in d.nodegroups:
                     raise errors.ConfigurationError(
                         f"Node {obj.name}: unknown node group {obj.group}")
+                if isinstance(obj, Instance):
+                    unknown = [n.network for n in obj.nics
+                               if n.network and n.network not in d.networks]
+                    if unknown:
+                        raise errors.ConfigurationError(
+                            f"Instance {obj.name}: unknown network {unknown[0]}")
+                    self._sync_networks(obj.uuid, obj.nics)
             else:
                 raise errors.ConfigurationError(
                     f"update() cannot store a {type(obj).__name__}")

@@ -238,6 +238,9 @@ class OpInstanceSetParams(OpInstanceBase):
     #: the secondary node of a conversion to drbd
     remote_node: str | None = None
     remote_node_uuid: str | None = None
+    #: refuse NIC addresses taken in their network, or inside a connected network
+    #: the NIC is not on (doc/networks.md)
+    conflicts_check: bool = True
     #: or the allocator that picks it
     iallocator: str | None = None
     #: plug NIC/disk changes into the running instance (refused if impossible)

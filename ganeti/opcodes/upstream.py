@@ -57,7 +57,7 @@ ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "OP_INSTANCE_REINSTALL": {'instance_uuid': None},
     "OP_INSTANCE_REMOVE": {'instance_uuid': None},
     "OP_INSTANCE_RENAME": {'instance_uuid': None},
-    "OP_INSTANCE_SET_PARAMS": {'conflicts_check': True, 'ext_params': {},
+    "OP_INSTANCE_SET_PARAMS": {'ext_params': {},
         'file_driver': None, 'file_storage_dir': None,
         'instance_communication': None, 'instance_uuid': None, 'pnode': None,
         'pnode_uuid': None},

@@ -519,9 +519,10 @@ def instance_set_params(instance_name: str, *, nics: list[Any] = NOT_SENT,
         force_variant: bool = NOT_SENT, offline: bool | None = NOT_SENT,
         runtime_mem: int | None = NOT_SENT, force: bool = NOT_SENT, wait_for_sync: bool = NOT_SENT,
         disk_template: str | None = NOT_SENT, remote_node: str | None = NOT_SENT,
-        remote_node_uuid: str | None = NOT_SENT, iallocator: str | None = NOT_SENT,
-        hotplug: bool = NOT_SENT, hotplug_if_possible: bool = NOT_SENT,
-        ignore_ipolicy: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        remote_node_uuid: str | None = NOT_SENT, conflicts_check: bool = NOT_SENT,
+        iallocator: str | None = NOT_SENT, hotplug: bool = NOT_SENT,
+        hotplug_if_possible: bool = NOT_SENT, ignore_ipolicy: bool = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change an instance's parameters, NICs and disks; returns the changes."""
     return _op(OP_INSTANCE_SET_PARAMS, locals())
 

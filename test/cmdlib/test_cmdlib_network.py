@@ -130,3 +130,96 @@ def test_an_existing_connection_is_kept(ctx):
         run_opcode(ctx, opcodes.OpNetworkConnect(group_name=group.name, network_name="net1",
                                                  network_mode="bridged", network_link="b",
                                                  network_vlan="bogus vlan!"))
+
+
+# -- NICs on networks (doc/networks.md, "NICs on networks") --------------------------
+
+def _connect(ctx, net: str = "net1", **params) -> None:
+    group = ctx.cfg.get_nodegroup(ctx.cfg.get_default_nodegroup())
+    run_opcode(ctx, opcodes.OpNetworkConnect(
+        network_name=net, group_name=group.name,
+        network_mode=params.get("mode", "bridged"), network_link=params.get("link", "br100"),
+        network_vlan=params.get("vlan", "")))
+
+
+def _create(ctx, name: str, *nics: dict, conflicts_check: bool = True):
+    from ganeti.opcodes.instance import OpInstanceCreate
+    node = ctx.cfg.get_node_info(ctx.cfg.get_master_node()).name
+    return run_opcode(ctx, OpInstanceCreate(
+        instance_name=name, disk_template="diskless", nics=list(nics), os_type="tinyos",
+        pnode=node, name_check=False, ip_check=False, no_install=True, start=False,
+        conflicts_check=conflicts_check))
+
+
+def _ips(ctx, name: str) -> list[tuple[str | None, str | None]]:
+    inst = ctx.cfg.get_instance_info_by_name(name)
+    nets = {n.uuid: n.name for n in ctx.cfg.get_all_networks_info().values()}
+    return [(nic.ip, nets.get(nic.network or "")) for nic in inst.nics]
+
+
+def test_nics_take_addresses_and_parameters_from_their_network(ctx):
+    add(ctx, gateway="10.1.0.1")
+    _connect(ctx, mode="bridged", link="br100", vlan=".100")
+    _create(ctx, "web1", {"network": "net1", "ip": "pool"}, {"network": "net1", "ip": "pool"},
+            {"ip": "192.168.7.7"})
+    assert _ips(ctx, "web1") == [("10.1.0.2", "net1"), ("10.1.0.3", "net1"),
+                                 ("192.168.7.7", None)]
+    inst = ctx.cfg.get_instance_info_by_name("web1")
+    assert inst.nics[0].nicparams == {"mode": "bridged", "link": "br100", "vlan": ".100"}
+    pool = pool_of(ctx.cfg.get_network_by_name("net1"))
+    assert pool.is_reserved("10.1.0.2") and pool.is_reserved("10.1.0.3")
+    _create(ctx, "web2", {"network": "net1", "ip": "10.1.0.20"})
+    assert _ips(ctx, "web2") == [("10.1.0.20", "net1")]
+    assert ctx.cfg._reserved_ips == set()     # handed-out addresses end with the LU
+
+
+@pytest.mark.parametrize("nic,message", [
+    ({"network": "net1", "ip": "10.1.0.1"}, "10.1.0.1 of network net1 is already in use"),
+    ({"network": "net1", "ip": "10.9.0.1"}, "not inside"),
+    ({"network": "nope", "ip": "pool"}, "network 'nope' not found"),
+    ({"network": "net1", "ip": "pool", "link": "br0"}, "do not give them"),
+    ({"ip": "pool"}, "ip=pool needs a network"),
+    ({"ip": "10.1.0.50"}, "belongs to network net1"),
+    ({"network": "net2", "ip": "pool"}, "not connected to node group"),
+], ids=["taken", "outside", "unknown", "link-given", "pool-without-network", "conflict",
+        "not-connected"])
+def test_bad_nics_on_networks_are_refused_and_change_nothing(ctx, nic, message):
+    add(ctx, gateway="10.1.0.1")
+    add(ctx, "net2", network="10.2.0.0/24")
+    _connect(ctx)
+    before = ctx.cfg.get_serial_no()
+    with pytest.raises(errors.OpPrereqError, match=message):
+        _create(ctx, "bad", nic)
+    assert ctx.cfg.get_instance_info_by_name("bad") is None
+    assert ctx.cfg.get_serial_no() == before and ctx.cfg._reserved_ips == set()
+
+
+def test_no_conflicts_check_allows_a_taken_address_and_removal_releases(ctx):
+    """(Removal through the daemons: test/integration/test_networks.py.)"""
+    add(ctx, gateway="10.1.0.1")
+    _connect(ctx)
+    _create(ctx, "web1", {"network": "net1", "ip": "10.1.0.5"})
+    _create(ctx, "web2", {"network": "net1", "ip": "10.1.0.5"}, {"ip": "10.1.0.77"},
+            conflicts_check=False)
+    ctx.cfg.remove_instance(ctx.cfg.get_instance_info_by_name("web1").uuid)
+    assert pool_of(ctx.cfg.get_network_by_name("net1")).is_reserved("10.1.0.5")
+    ctx.cfg.remove_instance(ctx.cfg.get_instance_info_by_name("web2").uuid)
+    pool = pool_of(ctx.cfg.get_network_by_name("net1"))
+    assert not pool.is_reserved("10.1.0.5") and pool.free_count == 253
+
+
+def test_hooks_and_os_scripts_see_the_network(ctx):
+    from ganeti.cmdlib.instance import instance_hook_env, instance_rpc_dict
+    add(ctx, gateway="10.1.0.1", mac_prefix="aa:00:01", tags=["lab"])
+    _connect(ctx, vlan=".7")
+    _create(ctx, "web1", {"network": "net1", "ip": "pool"})
+    inst = ctx.cfg.get_instance_info_by_name("web1")
+    env = instance_hook_env(ctx.cfg, inst)
+    net = ctx.cfg.get_network_by_name("net1")
+    assert {k: v for k, v in env.items() if "NETWORK" in k or k.endswith("VLAN")} == {
+        "INSTANCE_NIC0_NETWORK_NAME": "net1", "INSTANCE_NIC0_NETWORK_UUID": net.uuid,
+        "INSTANCE_NIC0_NETWORK_TAGS": "lab", "INSTANCE_NIC0_NETWORK_SUBNET": "10.1.0.0/24",
+        "INSTANCE_NIC0_NETWORK_GATEWAY": "10.1.0.1",
+        "INSTANCE_NIC0_NETWORK_MAC_PREFIX": "aa:00:01", "INSTANCE_NIC0_VLAN": ".7"}
+    data = instance_rpc_dict(ctx.cfg, inst)
+    assert data["nics_netinfo"][0]["NETWORK_GATEWAY"] == "10.1.0.1"

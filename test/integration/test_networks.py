@@ -7,9 +7,14 @@ removed; bad input is refused and changes nothing.
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import signal
+import time
+
 import pytest
 
-from ganeti import constants
+from ganeti import constants, daemonctl, luxi
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(600)
@@ -109,13 +114,9 @@ def test_connect_disconnect_and_remove(vc):
     assert res.returncode != 0 and "not found" in res.stdout + res.stderr
 
 
-def test_nics_on_networks_are_refused_until_supported(vc):
+def test_connect_without_parameters_and_tags(vc):
     vc.ok("gnt-network", "add", "--network", "203.0.113.0/24", "nicnet")
     try:
-        res = vc.run("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start",
-                     "--no-name-check", "--no-ip-check", "--net", "0:network=nicnet",
-                     "nicinst.example.com")
-        assert res.returncode != 0 and "not supported yet" in res.stdout + res.stderr
         # without -N: bridged, on the cluster's default link (as Ganeti)
         vc.ok("gnt-network", "connect", "nicnet")
         # (the virtual cluster keeps Ganeti's default NIC link)
@@ -127,3 +128,152 @@ def test_nics_on_networks_are_refused_until_supported(vc):
             .replace(" ", "\t")
     finally:
         vc.ok("gnt-network", "remove", "nicnet")
+
+
+# -- NICs on networks ---------------------------------------------------------------
+
+ADD = ("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "--no-start",
+       "--no-name-check", "--no-ip-check")
+
+
+def _nics(vc: VirtualCluster, name: str) -> list[str]:
+    out = vc.ok("gnt-instance", "list", "--no-headers", "--separator", "|", "-o",
+                "nic.ips,nic.networks.names,nic.modes,nic.links,nic.vlans", name)
+    return out.strip().split("|")
+
+
+def _pool(vc: VirtualCluster, net: str) -> tuple[int, str]:
+    free, mapping = field(vc, net, "free_count,map")
+    return int(free), mapping
+
+
+def test_nics_take_their_address_and_link_from_the_network(vc):
+    vc.ok("gnt-network", "add", "--network", "198.51.100.0/29", "--gateway", "198.51.100.1",
+          "lan")
+    vc.ok("gnt-network", "connect", "-N", "mode=bridged,link=br7,vlan=.7", "lan", "default")
+    try:
+        vc.ok(*ADD, "--net", "0:network=lan,ip=pool", "--net", "1:network=lan,ip=198.51.100.5",
+              "nic1.example.com")
+        assert _nics(vc, "nic1.example.com") == [
+            "198.51.100.2,198.51.100.5", "lan,lan", "bridged,bridged", "br7,br7", ".7,.7"]
+        assert _pool(vc, "lan") == (3, "XXX..X.X")
+        assert field(vc, "lan", "inst_list") == ["nic1.example.com"]
+        # a taken address is refused and changes nothing; --no-conflicts-check allows it
+        res = vc.run(*ADD, "--net", "0:network=lan,ip=198.51.100.5", "nic2.example.com")
+        assert res.returncode != 0 and "already in use" in res.stdout + res.stderr
+        assert _pool(vc, "lan") == (3, "XXX..X.X")
+        res = vc.run(*ADD, "--net", "0:ip=198.51.100.6", "nic2.example.com")
+        assert res.returncode != 0 and "belongs to network lan" in res.stdout + res.stderr
+        vc.ok(*ADD, "--no-conflicts-check", "--net", "0:network=lan,ip=198.51.100.5",
+              "nic2.example.com")
+        # modify: a NIC added from the pool, one moved off the network; removal releases
+        vc.ok("gnt-instance", "modify", "--net", "add:network=lan,ip=pool", "nic2.example.com")
+        assert _nics(vc, "nic2.example.com")[0] == "198.51.100.5,198.51.100.3"
+        assert _pool(vc, "lan") == (2, "XXXX.X.X")
+        vc.ok("gnt-instance", "modify", "--net", "1:remove", "nic2.example.com")
+        assert _pool(vc, "lan") == (3, "XXX..X.X")
+        vc.ok("gnt-instance", "remove", "-f", "nic1.example.com")
+        assert _pool(vc, "lan") == (4, "XX...X.X")      # nic2 still holds .5
+        vc.ok("gnt-instance", "remove", "-f", "nic2.example.com")
+        assert _pool(vc, "lan") == (5, "XX.....X")
+        res = vc.run(*ADD, "--net", "0:ip=pool", "nic3.example.com")
+        assert res.returncode != 0 and "needs a network" in res.stdout + res.stderr
+    finally:
+        for name in ("nic1.example.com", "nic2.example.com"):
+            vc.run("gnt-instance", "remove", "-f", name)
+        vc.run("gnt-network", "disconnect", "lan", "default")
+        vc.ok("gnt-network", "remove", "lan")
+
+
+def _create_op(name: str, node: str) -> dict:
+    # (the instances' virtual CPUs are past the policy's ratio on two nodes: ignored)
+    return {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": name, "mode": "create",
+            "disk_template": "diskless", "disks": [], "os_type": "tinyos", "no_install": True,
+            "start": False, "name_check": False, "ip_check": False, "pnode": node,
+            "ignore_ipolicy": True, "nics": [{"network": "pool100", "ip": "pool"}]}
+
+
+def _holders(vc: VirtualCluster, names: list[str]) -> dict[str, str]:
+    """``{instance: its address}`` of the instances of ``names`` that exist."""
+    out = vc.ok("gnt-instance", "list", "--no-headers", "--separator", "|", "-o",
+                "name,nic.ips,nic.networks.names")
+    rows = [line.split("|") for line in out.splitlines()]
+    found = {r[0]: r[1] for r in rows if r[0] in names}
+    assert all(r[2] == "pool100" for r in rows if r[0] in names)
+    return found
+
+
+def _reserved(vc: VirtualCluster) -> set[str]:
+    mapping = _pool(vc, "pool100")[1]
+    # .0 (network) and .255 (broadcast) are reserved externally
+    return {f"10.77.0.{i}" for i, c in enumerate(mapping) if c == "X" and 0 < i < 255}
+
+
+def _submit(vc: VirtualCluster, names: list[str]) -> list[int]:
+    client = luxi.Client(vc.paths(vc.names[0]).master_socket)
+    answers = client.SubmitManyJobs([[_create_op(n, vc.names[i % len(vc.names)])]
+                                     for i, n in enumerate(names)])
+    assert all(ok for ok, _ in answers), answers
+    return [job_id for _, job_id in answers]
+
+
+def test_a_hundred_parallel_creates_get_each_address_once(vc):
+    """100 creations with ip=pool submitted at once; the master daemon is killed while
+    they run and started again: every address is given once, and the pool holds exactly
+    the addresses of the instances that exist (nothing leaked, nothing given twice);
+    the ones that did not happen are submitted again."""
+    master = vc.names[0]
+    vc.ok("gnt-network", "add", "--network", "10.77.0.0/24", "pool100")
+    vc.ok("gnt-network", "connect", "pool100")
+    names = [f"p{i:03d}.example.com" for i in range(100)]
+    try:
+        _submit(vc, names)
+        deadline = time.monotonic() + 120
+        while len(_holders(vc, names)) < 10 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pid = daemonctl.daemon_pid(vc.paths(master), constants.MASTERD)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while daemonctl.daemon_pid(vc.paths(master), constants.MASTERD) == pid \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        daemonctl.start_masterd(vc.paths(master), env=vc.env(master))
+        daemonctl.wait_for_masterd(vc.paths(master))
+        _wait_idle(vc)
+        held = _holders(vc, names)
+        assert 10 <= len(held) <= 100
+        assert len(set(held.values())) == len(held)              # never given twice
+        assert _reserved(vc) == set(held.values())               # nothing leaked
+        missing = [n for n in names if n not in held]
+        if missing:
+            for job_id in _submit(vc, missing):
+                res = vc.run("gnt-job", "wait", str(job_id))
+                assert res.returncode == 0, res.stdout + res.stderr
+        held = _holders(vc, names)
+        assert len(held) == 100
+        assert set(held.values()) == {f"10.77.0.{i}" for i in range(1, 101)}
+        assert _reserved(vc) == set(held.values())
+        # half of them go; the pool gives their addresses again, lowest first
+        for name in names[::2]:
+            vc.ok("gnt-instance", "remove", "-f", name)
+        assert _reserved(vc) == {held[n] for n in names[1::2]}
+        lowest = min((held[n] for n in names[::2]), key=ipaddress.IPv4Address)
+        vc.ok(*ADD, "--net", "0:network=pool100,ip=pool", "again.example.com")
+        assert _nics(vc, "again.example.com")[0] == lowest
+        vc.ok("gnt-instance", "remove", "-f", "again.example.com")
+    finally:
+        for name in [*names, "again.example.com"]:
+            vc.run("gnt-instance", "remove", "-f", "--submit", name)
+        _wait_idle(vc)
+        vc.run("gnt-network", "disconnect", "pool100")
+        vc.ok("gnt-network", "remove", "pool100")
+
+
+def _wait_idle(vc: VirtualCluster) -> None:
+    """Wait for every job of the queue to end."""
+    out = vc.ok("gnt-job", "list", "--no-headers", "-o", "id,status")
+    for line in out.splitlines():
+        job_id, status = line.split()[:2]
+        if status in ("queued", "waiting", "running", "canceling"):
+            vc.run("gnt-job", "wait", job_id)

@@ -247,8 +247,25 @@ def test_networks(vc, scratch):
         up(vc, scratch, "gnt-network", "modify", "--add-reserved-ips=198.51.100.4", "upnet")
         assert vc.ok("gnt-network", "list", "--no-headers", "-o", "map", "upnet").strip() \
             == "XX.XX..X"
+        # upstream's gnt-instance puts NICs on the network: an address from the pool
+        # (the lowest free one), one given, and --no-conflicts-check
+        name = "netinst.example.com"
+        up(vc, scratch, "gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N2,
+           "--no-start", "--no-name-check", "--no-ip-check", "--net", "0:network=upnet,ip=pool",
+           "--net", "1:network=upnet,ip=198.51.100.6", name)
+        assert rows(vc, "nic.ips,nic.networks.names,nic.links", name) == \
+            [["198.51.100.2,198.51.100.6", "upnet,upnet", "br9,br9"]]
+        info = up(vc, scratch, "gnt-network", "info", "upnet")
+        assert name in info
+        up(vc, scratch, "gnt-instance", "modify", "--no-conflicts-check", "--net",
+           "1:ip=198.51.100.4", name)
+        assert rows(vc, "nic.ips", name) == [["198.51.100.2,198.51.100.4"]]
+        up(vc, scratch, "gnt-instance", "remove", "-f", name)
+        assert vc.ok("gnt-network", "list", "--no-headers", "-o", "map", "upnet").strip() \
+            == "XX.XX..X"
         up(vc, scratch, "gnt-network", "disconnect", "upnet")
     finally:
+        vc.run("gnt-instance", "remove", "-f", "netinst.example.com")
         up(vc, scratch, "gnt-network", "remove", "upnet")
     assert vc.ok("gnt-network", "list", "--no-headers").strip() == ""
 

@@ -1,0 +1,120 @@
+"""NICs on networks: what an instance's NIC takes from its network (doc/networks.md,
+"NICs on networks").
+
+A NIC spec that names a ``network`` gets the mode, link and VLAN of that
+network's connection to the node group of the instance's primary node,
+and its ``ip``: ``pool`` takes the lowest free address of the network, an
+address is reserved as given (refused when taken, unless
+``--no-conflicts-check``).  The addresses are handed out by the
+configuration writer until the logical unit ends; the pool itself
+changes in the same write as the instance (:mod:`ganeti.config.netusers`).
+A NIC without a network may not take ``ip=pool``, nor (with the conflicts
+check) an address inside a network connected to the group.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from ganeti import errors
+from ganeti.config import ConfigReader, ConfigWriter
+from ganeti.config.netusers import Holding
+from ganeti.objects import NIC, Network, NodeGroup
+
+__all__ = ["IP_POOL", "attach_networks", "network_env", "netinfo_list"]
+
+#: the ``ip`` value asking for a free address of the NIC's network
+IP_POOL = "pool"
+
+
+def attach_networks(cfg: ConfigWriter, nics: list[NIC], specs: list[dict[str, Any]],
+                    group: NodeGroup, *, check: bool, held: list[Holding],
+                    first: int = 0) -> None:
+    """Resolve the networks of ``nics`` (built from ``specs``, index ``first`` on).
+
+    ``nic.network`` holds the name (or UUID) given and becomes the
+    network's UUID; the NIC's parameters become the group connection's.
+    Addresses handed out are appended to ``held`` as they are (the caller
+    releases them: :meth:`ConfigWriter.release_ips`).  Raises
+    :class:`errors.OpPrereqError` naming the NIC.
+    """
+    connected = [net for uuid in group.networks
+                 if (net := cfg.get_network(uuid)) is not None]
+    for idx, (nic, spec) in enumerate(zip(nics, specs), first):
+        if not nic.network:
+            _check_plain_nic(idx, nic, connected, group, check)
+            continue
+        net = cfg.get_network_by_name(nic.network) or cfg.get_network(nic.network)
+        if net is None:
+            raise errors.OpPrereqError(f"NIC {idx}: network '{nic.network}' not found",
+                                       errors.ECODE_NOENT)
+        given = [key for key in ("mode", "link", "bridge", "vlan") if spec.get(key)]
+        if given:
+            raise errors.OpPrereqError(
+                f"NIC {idx}: with a network ({net.name}) the NIC's {', '.join(given)} come"
+                f" from the network's connection to group {group.name}; do not give them",
+                errors.ECODE_INVAL)
+        conn = group.networks.get(net.uuid)
+        if conn is None:
+            raise errors.OpPrereqError(
+                f"NIC {idx}: network {net.name} is not connected to node group {group.name}"
+                " (gnt-network connect)", errors.ECODE_INVAL)
+        nic.network = net.uuid
+        nic.nicparams = {key: conn[key] for key in ("mode", "link", "vlan")
+                         if conn.get(key) not in (None, "")}
+        if nic.ip is None:
+            continue
+        if nic.ip == IP_POOL:
+            try:
+                nic.ip = cfg.reserve_ip(net.uuid)
+            except errors.OpPrereqError as exc:
+                raise errors.OpPrereqError(f"NIC {idx}: {exc.args[0]}", exc.args[1]) from None
+        else:
+            try:
+                nic.ip = cfg.reserve_ip(net.uuid, nic.ip, check=check)
+            except errors.OpPrereqError as exc:
+                raise errors.OpPrereqError(f"NIC {idx}: {exc.args[0]}", exc.args[1]) from None
+        held.append((net.uuid, nic.ip))
+
+
+def _check_plain_nic(idx: int, nic: NIC, connected: list[Network], group: NodeGroup,
+                     check: bool) -> None:
+    if nic.ip == IP_POOL:
+        raise errors.OpPrereqError(f"NIC {idx}: ip=pool needs a network (network=NAME)",
+                                   errors.ECODE_INVAL)
+    if not nic.ip or not check:
+        return
+    try:
+        addr = ipaddress.ip_address(nic.ip)
+    except ValueError:
+        return
+    for net in connected:
+        if addr.version == 4 and addr in ipaddress.IPv4Network(net.network):
+            raise errors.OpPrereqError(
+                f"NIC {idx}: the address {nic.ip} belongs to network {net.name}, connected"
+                f" to group {group.name}, but the NIC is not on it (give network={net.name},"
+                " or --no-conflicts-check)", errors.ECODE_STATE)
+
+
+def network_env(net: Network, prefix: str = "") -> dict[str, str]:
+    """A network's variables for hooks and OS scripts, Ganeti's names after ``prefix``:
+    ``NETWORK_NAME``, ``_UUID``, ``_TAGS``, and when set ``_SUBNET``, ``_GATEWAY``,
+    ``_SUBNET6``, ``_GATEWAY6``, ``_MAC_PREFIX``."""
+    env = {f"{prefix}NETWORK_NAME": net.name, f"{prefix}NETWORK_UUID": net.uuid,
+           f"{prefix}NETWORK_TAGS": " ".join(sorted(net.tags))}
+    for key, value in (("SUBNET", net.network), ("GATEWAY", net.gateway),
+                       ("SUBNET6", net.network6), ("GATEWAY6", net.gateway6),
+                       ("MAC_PREFIX", net.mac_prefix)):
+        if value:
+            env[f"{prefix}NETWORK_{key}"] = value
+    return env
+
+
+def netinfo_list(cfg: ConfigReader, nics: list[NIC]) -> list[dict[str, str] | None] | None:
+    """``nics_netinfo`` of an instance RPC dict: per NIC, the :func:`network_env` of
+    its network (the node gives it to the OS scripts as ``NIC_n_NETWORK_*``); None
+    when no NIC is on a network."""
+    infos = [network_env(net) if nic.network and (net := cfg.get_network(nic.network))
+             else None for nic in nics]
+    return infos if any(infos) else None
