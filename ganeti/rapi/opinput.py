@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+import typing
 from typing import Any
 
 from ganeti import errors, opcodes
@@ -35,6 +36,21 @@ def opcode_params(op_id: str) -> frozenset[str]:
         raise errors.ProgrammerError(f"RAPI row names unknown opcode {op_id!r}")
     names = {f.name for f in dataclasses.fields(cls)}
     return frozenset(names | set(upstream.ACCEPTED_AT_DEFAULT.get(op_id, {})))
+
+
+def _not_nullable(op_id: str) -> frozenset[str]:
+    """The parameters of ``op_id`` whose type does not take None."""
+    found = _NOT_NULLABLE.get(op_id)
+    if found is None:
+        cls = opcodes.OP_REGISTRY[op_id]
+        hints = typing.get_type_hints(cls)
+        found = _NOT_NULLABLE[op_id] = frozenset(
+            f.name for f in dataclasses.fields(cls)
+            if type(None) not in typing.get_args(hints[f.name]) and hints[f.name] is not Any)
+    return found
+
+
+_NOT_NULLABLE: dict[str, frozenset[str]] = {}
 
 
 def _quoted(keys: list[str]) -> str:
@@ -151,6 +167,10 @@ class Body:
         if set(fixed) - self.fixed:
             raise errors.ProgrammerError(f"{self.op_id}: fixed values"
                                          f" {sorted(set(fixed) - self.fixed)} not declared")
+        # as in Ganeti, a parameter sent as null is one not sent (its default applies):
+        # Ganeti's client sends every optional argument, null when not given
+        unset = _not_nullable(self.op_id)
+        body = {k: v for k, v in body.items() if v is not None or k not in unset}
         return {**body, **fixed, "OP_ID": self.op_id}
 
 

@@ -289,3 +289,29 @@ def test_job_filter_rules(vc, tmp_path):
     assert r["delete_again"]["code"] in (400, 404)
     assert "does not exist" in r["delete_again"]["error"]
     assert r["list_after"] == []
+
+
+def test_networks(vc, tmp_path):
+    # doc/networks.md, doc/rapi.md: upstream's client drives /2/networks
+    r = run_driver(vc, "networks", tmp_path)
+    assert r["create.ok"] is True and r["create.status"]["status"] == "success"
+    assert r["list"] == ["rapinet"]
+    (bulk,) = r["list_bulk"]
+    assert bulk["name"] == "rapinet" and bulk["network"] == "192.0.2.0/28"
+    assert bulk["gateway"] == "192.0.2.1" and bulk["free_count"] == 12
+    assert bulk["external_reservations"] == "192.0.2.0, 192.0.2.1, 192.0.2.9, 192.0.2.15"
+    assert bulk["tags"] == ["lab"] and bulk["group_list"] == [] and bulk["inst_list"] == []
+    assert r["get"] == bulk
+    assert r["reader_create"]["code"] == 403
+    # a refused network: the job fails, naming the reason, and nothing is added
+    assert r["bad.ok"] is False and "/16" in str(r["bad.failure"])
+    assert r["modify.ok"] is True
+    assert r["connect.ok"] is True
+    connected = r["get_connected"]
+    assert connected["mac_prefix"] == "aa:00:77" and connected["free_count"] == 11
+    assert connected["group_list"] == [["default", "bridged", "br5", ".5"]]
+    assert sorted(r["tags"]) == ["blue", "lab"] and r["tags_after"] == ["blue"]
+    assert r["delete_connected.ok"] is False and "disconnect it first" in str(
+        r["delete_connected.failure"])
+    assert r["disconnect.ok"] is True and r["delete.ok"] is True
+    assert r["list_after"] == [] and r["get_gone"]["code"] == 404

@@ -220,13 +220,40 @@ def phase_filters(cfg: dict[str, Any], rec: Recorder) -> None:
     rec.step("list_after", reader.GetFilters)
 
 
+def phase_networks(cfg: dict[str, Any], rec: Recorder) -> None:
+    """Networks: create, list, get, modify, connect, tags, a bad one, disconnect, delete."""
+    cl = make_client(cfg, cfg["writer"], cfg["writer_password"])
+    reader = make_client(cfg, cfg["reader"], cfg["reader_password"])
+    submit(rec, cl, "create", cl.CreateNetwork, "rapinet", "192.0.2.0/28",
+           gateway="192.0.2.1", add_reserved_ips="192.0.2.9", tags="lab")
+    rec.step("list", reader.GetNetworks)
+    rec.step("list_bulk", reader.GetNetworks, bulk=True)
+    rec.step("get", reader.GetNetwork, "rapinet")
+    rec.step("reader_create", reader.CreateNetwork, "nope", "192.0.2.64/28")
+    submit(rec, cl, "bad", cl.CreateNetwork, "badnet", "10.0.0.0/15")
+    submit(rec, cl, "modify", cl.ModifyNetwork, "rapinet", mac_prefix="aa:00:77",
+           add_reserved_ips=["192.0.2.10"])   # (a list here: the body as given)
+    submit(rec, cl, "connect", cl.ConnectNetwork, "rapinet", "default", "bridged", "br5",
+           vlan=".5")
+    rec.step("get_connected", reader.GetNetwork, "rapinet")
+    submit(rec, cl, "add_tags", cl.AddNetworkTags, "rapinet", ["blue"])
+    rec.step("tags", reader.GetNetworkTags, "rapinet")
+    submit(rec, cl, "delete_tags", cl.DeleteNetworkTags, "rapinet", ["lab"])
+    rec.step("tags_after", reader.GetNetworkTags, "rapinet")
+    submit(rec, cl, "delete_connected", cl.DeleteNetwork, "rapinet")
+    submit(rec, cl, "disconnect", cl.DisconnectNetwork, "rapinet", "default")
+    submit(rec, cl, "delete", cl.DeleteNetwork, "rapinet")
+    rec.step("list_after", reader.GetNetworks)
+    rec.step("get_gone", reader.GetNetwork, "rapinet")
+
+
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as fh:
         cfg = json.load(fh)
     rec = Recorder()
     rec.results["library"] = rapi_client.__file__
     {"main": phase_main, "cancel": phase_cancel,
-     "filters": phase_filters}[cfg["phase"]](cfg, rec)
+     "filters": phase_filters, "networks": phase_networks}[cfg["phase"]](cfg, rec)
     json.dump(rec.results, sys.stdout, sort_keys=True)
     return 0
 

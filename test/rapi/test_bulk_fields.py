@@ -1,7 +1,7 @@
 """The ``bulk=1`` field lists: every field Ganeti's RAPI returns, each known to our queries.
 
 The lists below are Ganeti's (doc/rapi.md: "Returned fields" of
-``/2/instances``, ``/2/nodes``, ``/2/groups``, ``/2/jobs`` and
+``/2/instances``, ``/2/nodes``, ``/2/groups``, ``/2/networks``, ``/2/jobs`` and
 ``/2/jobs/[job_id]``), written out here on purpose: the test fails when a
 field is dropped from :mod:`ganeti.rapi.resources` or when a query table
 stops knowing one (RAPI would then answer ``null`` for it).
@@ -14,6 +14,7 @@ import pytest
 from ganeti import constants
 from ganeti.cmdlib import query as cquery
 from ganeti.rapi import resources as res
+from ganeti.rapi.resources import networks
 
 _COMMON = ["ctime", "mtime", "uuid", "serial_no", "tags"]
 
@@ -32,6 +33,9 @@ GANETI_NODE_FIELDS = [
 GANETI_GROUP_FIELDS = [
     "alloc_policy", "name", "node_cnt", "node_list", "ipolicy", "custom_ipolicy",
     "diskparams", "custom_diskparams", "ndparams", "custom_ndparams", *_COMMON]
+GANETI_NETWORK_FIELDS = [
+    "name", "network", "gateway", "network6", "gateway6", "mac_prefix", "free_count",
+    "reserved_count", "map", "group_list", "inst_list", "external_reservations", *_COMMON]
 GANETI_JOB_FIELDS_BULK = ["id", "ops", "status", "summary", "opstatus", "received_ts",
                           "start_ts", "end_ts"]
 GANETI_JOB_FIELDS = [*GANETI_JOB_FIELDS_BULK, "oplog", "opresult"]
@@ -40,6 +44,7 @@ CASES = [
     ("instances", constants.QR_INSTANCE, res.I_FIELDS, GANETI_INSTANCE_FIELDS),
     ("nodes", constants.QR_NODE, res.N_FIELDS, GANETI_NODE_FIELDS),
     ("groups", constants.QR_GROUP, res.G_FIELDS, GANETI_GROUP_FIELDS),
+    ("networks", constants.QR_NETWORK, networks.NET_FIELDS, GANETI_NETWORK_FIELDS),
     ("jobs-bulk", constants.QR_JOB, res.J_FIELDS_BULK, GANETI_JOB_FIELDS_BULK),
     ("job", constants.QR_JOB, res.J_FIELDS, GANETI_JOB_FIELDS),
 ]

@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeLuxi
 
 from ganeti import errors, luxi, opcodes
-from ganeti.opcodes import upstream
+from ganeti.opcodes import base as opbase, upstream
 from ganeti.rapi import opinput
 from ganeti.rapi import resources as res
 
@@ -98,7 +98,8 @@ _UPSTREAM_RAPI = {
     "OP_INSTANCE_RECREATE_DISKS", "OP_INSTANCE_REPLACE_DISKS",
     "OP_INSTANCE_REBOOT", "OP_INSTANCE_REINSTALL", "OP_INSTANCE_REMOVE", "OP_INSTANCE_RENAME",
     "OP_INSTANCE_SET_PARAMS", "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_STARTUP",
-    "OP_NODE_EVACUATE", "OP_NODE_MIGRATE", "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE",
+    "OP_NETWORK_ADD", "OP_NETWORK_CONNECT", "OP_NETWORK_DISCONNECT", "OP_NETWORK_REMOVE",
+    "OP_NETWORK_SET_PARAMS", "OP_NODE_EVACUATE", "OP_NODE_MIGRATE", "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE",
     "OP_NODE_QUERY_STORAGE", "OP_NODE_SET_PARAMS", "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL",
     "OP_TAGS_GET", "OP_TAGS_SET",
 }
@@ -217,3 +218,15 @@ def test_tag_rows_take_the_tags_again_as_their_body():
                                         path="/2/nodes/n1/tags"))
         assert exc.value.status == 400
     assert len(client.submitted) == 1
+
+
+def test_a_null_parameter_is_one_not_sent_unless_it_takes_null():
+    # Ganeti's client sends every optional argument of CreateNetwork, null when not given
+    body = opinput.Body(op_id="OP_NETWORK_ADD", aliases={"name": "network_name"})
+    accepted = body.accept({"name": "n1", "network": "192.0.2.0/24", "tags": None,
+                            "add_reserved_ips": None, "gateway": None})
+    op = body.opcode(accepted, {})
+    assert "tags" not in op and op["gateway"] is None and op["add_reserved_ips"] is None
+    built = opbase.build(opcodes.OP_REGISTRY["OP_NETWORK_ADD"],
+                          {k: v for k, v in op.items() if k != "OP_ID"})
+    assert built.tags == [] and built.gateway is None

@@ -6,7 +6,8 @@ job), the opcode it submits, the body it accepts
 (:class:`ganeti.rapi.opinput.Body`) and its OpenAPI text
 (:class:`ganeti.rapi.openapi.Doc`).  The rows live with their handlers in
 one module per resource family (:mod:`.cluster`, :mod:`.jobs`,
-:mod:`.nodes`, :mod:`.instances`, :mod:`.groups`, :mod:`.query`, :mod:`.filters`; what
+:mod:`.nodes`, :mod:`.instances`, :mod:`.groups`, :mod:`.networks`, :mod:`.query`,
+:mod:`.filters`; what
 they share in :mod:`.base`); :data:`ROUTES` is their concatenation, the
 one table that :func:`match` routes by, the server checks users by
 (:func:`write_routes`) and ``GET /2/openapi.json`` is generated from
@@ -31,7 +32,8 @@ from typing import Any
 
 from ganeti import errors
 from ganeti.rapi import openapi, uri
-from ganeti.rapi.resources import cluster, filters, groups, instances, jobs, nodes, query
+from ganeti.rapi.resources import (cluster, filters, groups, instances, jobs, networks, nodes,
+                                   query)
 from ganeti.rapi.resources.base import (FEATURES, G_FIELDS, I_FIELDS, J_FIELDS, J_FIELDS_BULK,
                                         N_ALIASES, N_FIELDS, RAPI_REASON_SOURCE, RAPI_VERSION,
                                         Ctx, RawBody, Route, dispatch_ops)
@@ -54,6 +56,7 @@ ROUTES: list[Route] = [
     Route("/2/openapi.json", "GET", read=_openapi,
           doc=openapi.Doc("This document (OpenAPI 3)", result=openapi.OBJ)),
     *cluster.ROUTES, *jobs.ROUTES, *nodes.ROUTES, *instances.ROUTES, *groups.ROUTES,
+    *networks.ROUTES,
     *query.ROUTES, *filters.ROUTES,
 ]
 
