@@ -116,7 +116,8 @@ def _nic_spec(nic: objects.NIC) -> hv_base.NicSpec:
     params = nic.nicparams or {}
     return hv_base.NicSpec(mac=nic.mac, ip=nic.ip,
                            mode=params.get("mode", constants.NIC_MODE_BRIDGED),
-                           link=str(params.get("link", "")), uuid=nic.uuid, name=nic.name)
+                           link=str(params.get("link", "")), uuid=nic.uuid, name=nic.name,
+                           vlan=str(params.get("vlan") or ""))
 
 
 def instance_spec(inst: objects.Instance) -> hv_base.InstanceSpec:

@@ -26,7 +26,7 @@ from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, check_
                                     remove_instance_lock, storage_dir_for,
                                     with_secret_osparams)
 from ganeti.cmdlib.common import expand_node
-from ganeti.cmdlib.instance_networks import IP_POOL, attach_networks
+from ganeti.cmdlib.instance_networks import IP_POOL, attach_networks, check_routed
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.config.netusers import Holding
 from ganeti.objects import NIC, Cluster, Disk, Instance, Node, NodeGroup
@@ -373,6 +373,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         attach_networks(cfg, self.nics, op.nics,
                         cfg.get_nodegroup(pnode.group) or NodeGroup(name=pnode.group),
                         check=op.conflicts_check, held=self.held_ips)
+        check_routed(cluster, self.nics)
         used = _macs_in_use(cfg)
         seen: set[str] = set()
         for nic in self.nics:

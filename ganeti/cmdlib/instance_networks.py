@@ -17,12 +17,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ganeti import errors
+from ganeti import constants, errors, parameters
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.config.netusers import Holding
-from ganeti.objects import NIC, Network, NodeGroup
+from ganeti.objects import NIC, Cluster, Network, NodeGroup
 
-__all__ = ["IP_POOL", "attach_networks", "network_env", "netinfo_list"]
+__all__ = ["IP_POOL", "attach_networks", "check_routed", "network_env", "netinfo_list"]
 
 #: the ``ip`` value asking for a free address of the NIC's network
 IP_POOL = "pool"
@@ -76,6 +76,16 @@ def attach_networks(cfg: ConfigWriter, nics: list[NIC], specs: list[dict[str, An
             except errors.OpPrereqError as exc:
                 raise errors.OpPrereqError(f"NIC {idx}: {exc.args[0]}", exc.args[1]) from None
         held.append((net.uuid, nic.ip))
+
+
+def check_routed(cluster: Cluster, nics: list[NIC], first: int = 0) -> None:
+    """Refuse a routed NIC without an address (the node routes that address to it),
+    as Ganeti does."""
+    for idx, nic in enumerate(nics, first):
+        mode = parameters.fill_nicparams(cluster, nic.nicparams).get("mode")
+        if mode == constants.NIC_MODE_ROUTED and not nic.ip:
+            raise errors.OpPrereqError(f"NIC {idx}: a routed NIC needs an IP address (the"
+                                       " node routes it to the NIC)", errors.ECODE_INVAL)
 
 
 def _check_plain_nic(idx: int, nic: NIC, connected: list[Network], group: NodeGroup,

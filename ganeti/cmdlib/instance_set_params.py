@@ -17,7 +17,7 @@ from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
-from ganeti.cmdlib.instance_networks import attach_networks
+from ganeti.cmdlib.instance_networks import attach_networks, check_routed
 from ganeti.config.netusers import Holding
 from ganeti.cmdlib.instance_operation import check_os
 from ganeti.objects import NIC, Disk, Node, NodeGroup
@@ -290,6 +290,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 real = _index(idx, len(macs), "NIC", adding=True)
                 attach_networks(cfg, [nic], [params], self._group(), check=self.op.conflicts_check,
                                 held=self.held_ips, first=real)
+                check_routed(cfg.get_cluster_info(), [nic], real)
                 self._check_mac(nic.mac, used, macs)
                 macs.insert(real, nic.mac)
                 if len(macs) > constants.MAX_NICS:

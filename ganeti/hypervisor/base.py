@@ -97,6 +97,8 @@ class NicSpec:
     link: str = ""
     uuid: str = ""
     name: str | None = None
+    #: the NIC's VLAN parameter (doc/kvm.md, "NIC modes"); "" for none
+    vlan: str = ""
     #: the NIC's network for the OS scripts: ``(NETWORK_NAME, ...)`` variables
     #: (doc/networks.md), empty when the NIC is on no network
     network_env: tuple[tuple[str, str], ...] = ()

@@ -377,7 +377,7 @@ def test_set_params(env: Any) -> None:
     _create(env, start=False)
     changes = env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
                       beparams={"maxmem": "256M", "minmem": 256},
-                      nics=[["add", -1, {"mode": "routed", "link": "100"}]],
+                      nics=[["add", -1, {"mode": "routed", "link": "100", "ip": "10.0.0.9"}]],
                       disks=[["add", -1, {"size": 64}], ["modify", 0, {"mode": "ro"}]])
     assert ["be/maxmem", 256] in changes
     rows = _query(env, ["be/maxmem", "nic.count", "nic.modes", "disk.sizes", "disk.modes"])

@@ -223,3 +223,11 @@ def test_hooks_and_os_scripts_see_the_network(ctx):
         "INSTANCE_NIC0_NETWORK_MAC_PREFIX": "aa:00:01", "INSTANCE_NIC0_VLAN": ".7"}
     data = instance_rpc_dict(ctx.cfg, inst)
     assert data["nics_netinfo"][0]["NETWORK_GATEWAY"] == "10.1.0.1"
+
+
+def test_a_routed_nic_needs_an_address(ctx):
+    with pytest.raises(errors.OpPrereqError, match="NIC 1: a routed NIC needs an IP"):
+        _create(ctx, "r1", {"mode": "bridged", "link": "br0"}, {"mode": "routed", "link": "100"})
+    _create(ctx, "r1", {"mode": "routed", "link": "100", "ip": "192.0.2.44"})
+    assert ctx.cfg.get_instance_info_by_name("r1").nics[0].nicparams == {
+        "mode": "routed", "link": "100"}

@@ -131,12 +131,18 @@ def test_start_refuses_missing_disks(hv, tmp_path):
     assert hv.list_instances() == []
 
 
-def test_start_refuses_routed_nics(hv):
+@pytest.mark.parametrize("nic,message", [
+    (dict(mode=constants.NIC_MODE_ROUTED, vlan=".5"), "NIC 0: A routed NIC takes no VLAN"),
+    (dict(mode=constants.NIC_MODE_OVS), "NIC 0: An openvswitch NIC needs a link"),
+    (dict(mode="macvtap", link="x"), "NIC 0: Unknown NIC mode"),
+    (dict(link="br0", vlan=".99999"), "NIC 0: Invalid NIC VLAN"),
+], ids=["routed-vlan", "ovs-no-link", "unknown-mode", "bad-vlan"])
+def test_start_refuses_bad_nics_before_qemu(hv, nic, message):
     spec = base.InstanceSpec(name="i1", hvparams={"kvm_path": sys.executable},
-                             nics=(base.NicSpec(mac="aa:00:00:00:00:01",
-                                                mode=constants.NIC_MODE_ROUTED),))
-    with pytest.raises(errors.HypervisorError, match="routed"):
+                             nics=(base.NicSpec(mac="aa:00:00:00:00:01", **nic),))
+    with pytest.raises(errors.HypervisorError, match=message):
         hv.start_instance(spec, [])
+    assert hv.list_instances() == []
 
 
 def test_console_is_the_serial_socket_or_vnc(hv):

@@ -33,9 +33,9 @@ from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline, hotplug, migration, mirror, qmp, rundir, vmjobs
+from ganeti.hypervisor.kvm import (cmdline, hotplug, migration, mirror, nicmodes, qmp, rundir,
+                                   taps, vmjobs)
 from ganeti.hypervisor.kvm.rundir import RUNTIME_FILE
-from ganeti.utils import process
 
 __all__ = ["KvmHypervisor", "QEMU_BINARY", "KVM_DEVICE", "RUNTIME_FILE", "qmp_state"]
 
@@ -185,11 +185,14 @@ class KvmHypervisor(base.BaseHypervisor):
             f"No qemu binary: kvm_path {path or '(empty)'} missing and {QEMU_BINARY} not on PATH")
 
     def _nic_kind(self, name: str, idx: int, nic: base.NicSpec) -> str:
-        """A tap on the NIC's bridge when it exists, else user mode (logged)."""
-        if nic.mode != constants.NIC_MODE_BRIDGED:
-            raise errors.HypervisorError(
-                f"Instance {name}: NIC mode {nic.mode} is not supported by kvm yet")
-        if nic.link and os.path.isdir(f"/sys/class/net/{nic.link}/bridge"):
+        """A tap (doc/kvm.md, "NIC modes"); for a bridged NIC whose bridge does not
+        exist, user mode (logged).  Raises for a bad mode or VLAN."""
+        try:
+            nicmodes.plan_up(nic.mode, nic.link, nic.vlan, "check", nic.ip)
+        except errors.HypervisorError as exc:
+            raise errors.HypervisorError(f"Instance {name} NIC {idx}: {exc}") from None
+        if nic.mode != constants.NIC_MODE_BRIDGED or \
+                os.path.isdir(f"/sys/class/net/{nic.link}/bridge"):
             return cmdline.NETDEV_TAP
         logger.info("Instance %s NIC %d: bridge %r not found, using user-mode"
                     " networking (test convenience, doc/kvm.md)", name, idx, nic.link)
@@ -199,7 +202,7 @@ class KvmHypervisor(base.BaseHypervisor):
         backends = []
         for idx, nic in enumerate(spec.nics):
             kind = self._nic_kind(spec.name, idx, nic)
-            backends.append(cmdline.NicBackend(kind, hotplug.tap_name(spec.name, str(idx))
+            backends.append(cmdline.NicBackend(kind, taps.free_name(spec.name, idx)
                                                if kind == cmdline.NETDEV_TAP else ""))
         return backends
 
@@ -288,17 +291,7 @@ class KvmHypervisor(base.BaseHypervisor):
                      backends: Sequence[cmdline.NicBackend]) -> None:
         for nic, backend in zip(spec.nics, backends):
             if backend.kind == cmdline.NETDEV_TAP:
-                self._attach_tap(spec.name, backend.ifname, nic.link)
-
-    @staticmethod
-    def _attach_tap(name: str, ifname: str, bridge: str) -> None:
-        for argv in (["ip", "link", "set", ifname, "master", bridge],
-                     ["ip", "link", "set", ifname, "up"]):
-            result = process.run_command(argv, timeout=30)
-            if result.failed:
-                raise errors.HypervisorError(
-                    f"Instance {name}: cannot attach {ifname} to"
-                    f" {bridge}: {result.fail_reason} {result.stderr.strip()}")
+                taps.attach(spec.name, backend.ifname, nic)
 
     def _powerdown(self, name: str, timeout: float) -> bool:
         """ACPI powerdown, then wait for the guest to reach ``shutdown``.
@@ -330,7 +323,8 @@ class KvmHypervisor(base.BaseHypervisor):
         Removes the instance's files afterwards.  Raises
         :class:`errors.HypervisorError` for an unknown instance.
         """
-        if self.read_runtime(name) is None:
+        runtime = self.read_runtime(name)
+        if runtime is None:
             raise errors.HypervisorError(f"Instance {name} is not running")
         with self.rundir.locked(name):
             if self._pid(name) is not None:
@@ -341,6 +335,7 @@ class KvmHypervisor(base.BaseHypervisor):
                     else:
                         logger.info("Instance %s ignored ACPI powerdown for %ss", name, soft)
                 self.rundir.quit(name)
+            taps.detach_all(name, runtime)
             self.rundir.clean_files(name, runtime_too=True)
             self.rundir.remove_dir(name)
         logger.info("Stopped kvm instance %s (force=%s)", name, force)
@@ -496,12 +491,14 @@ class KvmHypervisor(base.BaseHypervisor):
         kind = self._nic_kind(name, idx, nic)
         dev = self._online(name, "hotplug a NIC", hotplug.add_nic, name, nic, idx, kind)
         if dev.kind == cmdline.NETDEV_TAP:
-            self._attach_tap(name, dev.ifname, nic.link)
+            taps.attach(name, dev.ifname, nic)
 
     def hot_del_nic(self, name: str, nic: base.NicSpec) -> None:
         """Unplug ``nic`` (found by UUID, else MAC); the guest must release it."""
-        self._online(name, "unplug a NIC", hotplug.remove_nic, nic, self.unplug_timeout,
-                     self.monotonic)
+        dev = self._online(name, "unplug a NIC", hotplug.remove_nic, nic, self.unplug_timeout,
+                           self.monotonic)
+        if dev is not None and dev.ifname:
+            taps.run_steps(name, dev.ifname, nicmodes.plan_down(nic.mode, nic.link, dev.ifname))
 
     def hot_add_disk(self, name: str, path: str, uuid: str, idx: int) -> None:
         """Plug the disk on ``path`` in as disk ``idx`` (virtio-blk-pci)."""
@@ -746,7 +743,9 @@ class KvmHypervisor(base.BaseHypervisor):
                 raise errors.HypervisorError(
                     f"Instance {name} runs on this node ({status}) and is not an incoming"
                     " migration; not killing it")
+        runtime = self.read_runtime(name)
         self.rundir.drop(name)
+        taps.detach_all(name, runtime)
 
     def migration_state(self, name: str) -> dict[str, Any] | None:
         """The migration record of ``name`` (role, address/port or uri), if any."""

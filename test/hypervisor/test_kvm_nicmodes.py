@@ -1,0 +1,82 @@
+"""The node steps of each kvm NIC mode (pure; doc/kvm.md, "NIC modes")."""
+
+from __future__ import annotations
+
+import pytest
+
+from ganeti import errors
+from ganeti.hypervisor.kvm import nicmodes
+from ganeti.hypervisor.kvm.nicmodes import Vlan, parse_vlan, plan_down, plan_up
+
+
+@pytest.mark.parametrize("text,untagged,tagged", [
+    ("", None, ()), (None, None, ()), (".100", 100, ()), ("100", 100, ()),
+    (":100:200", None, (100, 200)), (".7:8:9", 7, (8, 9)), (":4094", None, (4094,)),
+])
+def test_parse_vlan(text, untagged, tagged):
+    assert parse_vlan(text) == Vlan(untagged, tagged)
+
+
+@pytest.mark.parametrize("text", [".", "x", ".1.2", ":0", ".4095", "1:", "-5", ":a"])
+def test_parse_vlan_refuses(text):
+    with pytest.raises(errors.HypervisorError, match="Invalid NIC VLAN"):
+        parse_vlan(text)
+
+
+def test_bridged():
+    assert plan_up("bridged", "br0", "", "tap0", None) == [
+        ("ip", "link", "set", "tap0", "master", "br0"), ("ip", "link", "set", "tap0", "up")]
+    assert plan_up("bridged", "br0", ".10:20", "tap0", None) == [
+        ("ip", "link", "set", "tap0", "master", "br0"),
+        ("bridge", "vlan", "del", "dev", "tap0", "vid", "1"),
+        ("bridge", "vlan", "add", "dev", "tap0", "vid", "10", "pvid", "untagged"),
+        ("bridge", "vlan", "add", "dev", "tap0", "vid", "20"),
+        ("ip", "link", "set", "tap0", "up")]
+    assert plan_down("bridged", "br0", "tap0") == []
+
+
+@pytest.mark.parametrize("vlan,settings", [
+    ("", []),
+    (".100", ["tag=100", "vlan_mode=access"]),
+    (":100:200", ["vlan_mode=trunk", "trunks=100,200"]),
+    (".5:6", ["tag=5", "vlan_mode=native-untagged", "trunks=6"]),
+])
+def test_openvswitch(vlan, settings):
+    steps = plan_up("openvswitch", "sw0", vlan, "tap1", "192.0.2.5")
+    assert steps[0] == ("ovs-vsctl", "--may-exist", "add-port", "sw0", "tap1")
+    assert steps[-1] == ("ip", "link", "set", "tap1", "up")
+    middle = steps[1:-1]
+    assert middle == ([("ovs-vsctl", "set", "port", "tap1", *settings)] if settings else [])
+    assert plan_down("openvswitch", "sw0", "tap1") == [
+        ("ovs-vsctl", "--if-exists", "del-port", "sw0", "tap1")]
+
+
+def test_routed():
+    w = nicmodes.WRITE
+    assert plan_up("routed", "100", "", "tap2", "192.0.2.9") == [
+        ("ip", "link", "set", "tap2", "up"),
+        (w, "/proc/sys/net/ipv4/conf/tap2/proxy_arp", "1"),
+        (w, "/proc/sys/net/ipv4/conf/tap2/forwarding", "1"),
+        ("ip", "route", "replace", "192.0.2.9/32", "dev", "tap2", "table", "100")]
+    assert plan_up("routed", "", "", "tap2", "2001:db8::5")[-3:] == [
+        (w, "/proc/sys/net/ipv6/conf/tap2/proxy_ndp", "1"),
+        (w, "/proc/sys/net/ipv6/conf/tap2/forwarding", "1"),
+        ("ip", "-6", "route", "replace", "2001:db8::5/128", "dev", "tap2")]
+    assert plan_up("routed", "", "", "tap2", None) == [
+        ("ip", "link", "set", "tap2", "up"),
+        (w, "/proc/sys/net/ipv4/conf/tap2/proxy_arp", "1"),
+        (w, "/proc/sys/net/ipv4/conf/tap2/forwarding", "1")]
+    assert plan_down("routed", "100", "tap2") == []
+
+
+@pytest.mark.parametrize("args,message", [
+    (("routed", "", ".5", "t", "192.0.2.1"), "takes no VLAN"),
+    (("routed", "", "", "t", "nope"), "Invalid NIC address"),
+    (("bridged", "", "", "t", None), "needs a link"),
+    (("openvswitch", "", "", "t", None), "needs a link"),
+    (("macvtap", "x", "", "t", None), "Unknown NIC mode"),
+    (("bridged", "br0", ".x", "t", None), "Invalid NIC VLAN"),
+])
+def test_refusals(args, message):
+    with pytest.raises(errors.HypervisorError, match=message):
+        plan_up(*args)
