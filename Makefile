@@ -10,10 +10,11 @@ all: test
 
 # System packages some features and tests need (only installed when missing, as root,
 # without recommended packages; doc/dependencies.md says which needs what).  Some bring
-# init scripts (openssh-server, lvm2, drbd-utils): nothing may start on the host, so a policy-rc.d
+# init scripts (openssh-server, lvm2, drbd-utils, openvswitch-switch): nothing may start on the host, so a policy-rc.d
 # that forbids every start is in place for the install when the host has none.
 DEBIAN_PACKAGES := tzdata python3-ganeti-rapi ganeti-htools-3.0 nftables qemu-system-x86 qemu-utils \
-  syslinux syslinux-common mtools dosfstools busybox-static cpio lvm2 drbd-utils openssh-server
+  syslinux syslinux-common mtools dosfstools busybox-static cpio lvm2 drbd-utils openssh-server \
+  openvswitch-switch
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
