@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from ganeti import constants, errors, query
 from ganeti.utils import validation
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.instance_networks import network_env
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, select_named
 from ganeti.config import ConfigReader
@@ -193,7 +194,7 @@ class LUNetworkRemove(_NetworkLU[OpNetworkRemove]):
                 " disconnect it first (gnt-network disconnect)", errors.ECODE_STATE)
 
     def BuildHooksEnv(self) -> dict[str, Any]:
-        return {"OP_TARGET": self.net.name, "NETWORK_NAME": self.net.name}
+        return {"OP_TARGET": self.net.name, **network_env(self.net)}
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         self.cfg.remove_network(self.net.uuid)
@@ -299,7 +300,7 @@ class LUNetworkConnect(_NetworkLU[OpNetworkConnect]):
                 errors.ECODE_STATE)
 
     def BuildHooksEnv(self) -> dict[str, Any]:
-        return {"OP_TARGET": self.net.name, "NETWORK_NAME": self.net.name,
+        return {"OP_TARGET": self.net.name, **network_env(self.net),
                 "GROUP_NAME": self.group.name, "GROUP_NETWORK_MODE": self.op.network_mode,
                 "GROUP_NETWORK_LINK": self.op.network_link,
                 "GROUP_NETWORK_VLAN": self.op.network_vlan}
@@ -336,7 +337,7 @@ class LUNetworkDisconnect(_NetworkLU[OpNetworkDisconnect]):
                 f" {', '.join(users)}", errors.ECODE_STATE)
 
     def BuildHooksEnv(self) -> dict[str, Any]:
-        return {"OP_TARGET": self.net.name, "NETWORK_NAME": self.net.name,
+        return {"OP_TARGET": self.net.name, **network_env(self.net),
                 "GROUP_NAME": self.group.name}
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:

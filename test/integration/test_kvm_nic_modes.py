@@ -200,6 +200,13 @@ def test_openvswitch_vlans_isolate_and_survive_a_live_migration(vc, switch):
         with _console(vc, N1, b) as con:
             assert con.run("ip -4 addr show eth0 | grep -c 10.60.0.2") == "1"
             assert _ping(con, "10.60.0.1") and not _ping(con, "10.60.0.3")
+        # a NIC hotplugged on the switch gets its port and VLAN; unplugged, the port goes
+        vc.ok("gnt-instance", "modify", "--hotplug", "--net",
+              f"add:{ovs},vlan=:300:301", a)
+        (hot,) = [p for p in switch.ports() if p not in (tap_a, tap_b2, tap_c)]
+        assert switch.vsctl("get", "port", hot, "trunks") == "[300, 301]"
+        vc.ok("gnt-instance", "modify", "--hotplug", "--net", "1:remove", a)
+        assert switch.ports() == sorted([tap_a, tap_b2, tap_c])
     finally:
         for name in (a, b, c):
             vc.run("gnt-instance", "remove", "-f", name)
