@@ -372,7 +372,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                                generated=self.generated_macs)
         attach_networks(cfg, self.nics, op.nics,
                         cfg.get_nodegroup(pnode.group) or NodeGroup(name=pnode.group),
-                        check=op.conflicts_check, held=self.held_ips)
+                        check=op.conflicts_check, held=self.held_ips,
+                        generated=self.generated_macs)
         check_routed(cluster, self.nics)
         used = _macs_in_use(cfg)
         seen: set[str] = set()

@@ -30,14 +30,16 @@ IP_POOL = "pool"
 
 def attach_networks(cfg: ConfigWriter, nics: list[NIC], specs: list[dict[str, Any]],
                     group: NodeGroup, *, check: bool, held: list[Holding],
-                    first: int = 0) -> None:
+                    first: int = 0, generated: list[str] | None = None) -> None:
     """Resolve the networks of ``nics`` (built from ``specs``, index ``first`` on).
 
     ``nic.network`` holds the name (or UUID) given and becomes the
     network's UUID; the NIC's parameters become the group connection's.
     Addresses handed out are appended to ``held`` as they are (the caller
-    releases them: :meth:`ConfigWriter.release_ips`).  Raises
-    :class:`errors.OpPrereqError` naming the NIC.
+    releases them: :meth:`ConfigWriter.release_ips`).  A MAC generated for
+    the NIC (in ``generated``) is made again with the network's MAC prefix
+    when it has one, as Ganeti does.  Raises :class:`errors.OpPrereqError`
+    naming the NIC.
     """
     connected = [net for uuid in group.networks
                  if (net := cfg.get_network(uuid)) is not None]
@@ -63,6 +65,12 @@ def attach_networks(cfg: ConfigWriter, nics: list[NIC], specs: list[dict[str, An
         nic.network = net.uuid
         nic.nicparams = {key: conn[key] for key in ("mode", "link", "vlan")
                          if conn.get(key) not in (None, "")}
+        if net.mac_prefix and generated is not None and nic.mac in generated \
+                and not nic.mac.startswith(net.mac_prefix.lower() + ":"):
+            old, nic.mac = nic.mac, cfg.generate_mac(net.mac_prefix)
+            generated.append(nic.mac)
+            cfg.release_macs([old])
+            generated.remove(old)
         if nic.ip is None:
             continue
         if nic.ip == IP_POOL:

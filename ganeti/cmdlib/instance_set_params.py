@@ -8,6 +8,7 @@ Every change is checked in CheckPrereq before any is applied.
 
 from __future__ import annotations
 
+import copy
 import uuid as uuidlib
 from typing import Any
 
@@ -282,6 +283,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         used = {nic.mac.lower() for other in cfg.get_all_instances_info().values()
                 if other.uuid != inst.uuid for nic in other.nics if nic.mac}
         macs = [nic.mac for nic in inst.nics]
+        #: the NICs as the changes so far leave them (what a later change sees)
+        self.nic_sim = [copy.copy(nic) for nic in inst.nics]
         # (op, real index, the new NIC for add / None for remove / changes for modify)
         self.nic_plan: list[tuple[str, int, NIC | dict[str, Any] | None]] = []
         for nop, idx, params in self.nic_mods:
@@ -289,10 +292,11 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 nic = build_nics(cfg, [params], generated=self.generated_macs)[0]
                 real = _index(idx, len(macs), "NIC", adding=True)
                 attach_networks(cfg, [nic], [params], self._group(), check=self.op.conflicts_check,
-                                held=self.held_ips, first=real)
+                                held=self.held_ips, first=real, generated=self.generated_macs)
                 check_routed(cfg.get_cluster_info(), [nic], real)
                 self._check_mac(nic.mac, used, macs)
                 macs.insert(real, nic.mac)
+                self.nic_sim.insert(real, copy.copy(nic))
                 if len(macs) > constants.MAX_NICS:
                     raise errors.OpPrereqError(f"Instance {inst.name} would have {len(macs)}"
                                                f" NICs, at most {constants.MAX_NICS} are"
@@ -301,6 +305,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             elif nop == DDM_REMOVE:
                 real = _index(idx, len(macs), "NIC")
                 macs.pop(real)
+                self.nic_sim.pop(real)
                 self.nic_plan.append((nop, real, None))
             else:
                 real = _index(idx, len(macs), "NIC")
@@ -314,10 +319,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                         self._check_mac(built.mac, used, macs[:real] + macs[real + 1:])
                     spec["mac"] = built.mac
                     macs[real] = built.mac
-                if "ip" in params or "network" in params:
-                    self._plan_nic_network(real, params, built, spec)
+                self._plan_nic_network(real, params, built, spec)
                 if "name" in params:
                     spec["name"] = params["name"] or None
+                self._simulate(real, spec)
                 self.nic_plan.append((nop, real, spec))
 
     def _group(self) -> NodeGroup:
@@ -328,14 +333,24 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
 
     def _plan_nic_network(self, real: int, params: dict[str, Any], built: NIC,
                           spec: dict[str, Any]) -> None:
-        """A modification of NIC ``real``'s ``ip`` or ``network``: the NIC it would be,
-        its network resolved and its address handed out (doc/networks.md)."""
-        current = self.instance.nics[real]
+        """A modification of NIC ``real``: on a network (staying, or moving to one) its
+        mode, link and VLAN are the connection's (refused when given); a new ``ip``
+        or ``network`` is resolved and its address handed out (doc/networks.md)."""
+        current = self.nic_sim[real]
         target = current.network
         if "network" in params:
             found = built.network and (self.cfg.get_network_by_name(built.network)
                                        or self.cfg.get_network(built.network))
             target = found.uuid if found else built.network
+        given = [key for key in ("mode", "link", "vlan", "bridge") if params.get(key)]
+        if target and given:
+            name = getattr(self.cfg.get_network(target), "name", target)
+            raise errors.OpPrereqError(
+                f"NIC {real}: on network {name} its {', '.join(given)} come from the"
+                " network's connection to the node group; change the connection, or take"
+                " the NIC off the network (network=none)", errors.ECODE_INVAL)
+        if "ip" not in params and "network" not in params:
+            return
         ip = built.ip if "ip" in params else current.ip
         if target and target == current.network and ip == current.ip:
             spec["ip"], spec["network"] = ip, target       # nothing moves
@@ -346,7 +361,22 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                         check=self.op.conflicts_check, held=self.held_ips, first=real)
         spec["ip"], spec["network"] = nic.ip, nic.network
         if nic.network:
-            spec["nicparams"] = {**spec.get("nicparams", {}), **nic.nicparams}
+            # the connection's parameters, as they are (none kept from before)
+            spec["nicparams"], spec["replace_nicparams"] = dict(nic.nicparams), True
+        check_routed(self.cfg.get_cluster_info(), [
+            NIC(ip=nic.ip, nicparams=spec["nicparams"] if nic.network else
+                {**current.nicparams, **spec.get("nicparams", {})})], real)
+
+    def _simulate(self, real: int, spec: dict[str, Any]) -> None:
+        """Apply a planned modification to the simulated NIC ``real``."""
+        nic = self.nic_sim[real]
+        if spec.get("replace_nicparams"):
+            nic.nicparams = dict(spec["nicparams"])
+        else:
+            nic.nicparams = {**nic.nicparams, **spec.get("nicparams", {})}
+        for key in ("mac", "ip", "network", "name"):
+            if key in spec and spec[key] != "":
+                setattr(nic, key, spec[key])
 
     def release_reservations(self) -> None:
         """Release the MACs and addresses handed out here (in use by now, or free again)."""
@@ -401,7 +431,12 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if replug:
                     self._hotplug_nic(DDM_REMOVE, idx, feedback_fn)
                 nic = inst.nics[idx]
-                for key, value in sorted(data.get("nicparams", {}).items()):
+                if data.get("replace_nicparams"):
+                    nic.nicparams = dict(data["nicparams"])
+                    changes.extend([f"nic.{key}/{idx}", value]
+                                   for key, value in sorted(nic.nicparams.items()))
+                for key, value in sorted(data.get("nicparams", {}).items()
+                                         if not data.get("replace_nicparams") else []):
                     nic.nicparams = parameters.update_params(nic.nicparams, {key: value})
                     changes.append([f"nic.{key}/{idx}", value])
                 if "mac" in data:

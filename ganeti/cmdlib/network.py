@@ -192,6 +192,12 @@ class LUNetworkRemove(_NetworkLU[OpNetworkRemove]):
             raise errors.OpPrereqError(
                 f"Network '{self.net.name}' is connected to node group(s) {', '.join(groups)};"
                 " disconnect it first (gnt-network disconnect)", errors.ECODE_STATE)
+        users = sorted(inst.name for inst in self.cfg.get_all_instances_info().values()
+                       if any(nic.network == self.net.uuid for nic in inst.nics))
+        if users:
+            raise errors.OpPrereqError(
+                f"Network '{self.net.name}' is used by the NICs of instance(s)"
+                f" {', '.join(users)}", errors.ECODE_STATE)
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OP_TARGET": self.net.name, **network_env(self.net)}

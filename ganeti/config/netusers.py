@@ -111,9 +111,10 @@ def pick_address(net: Network, handed_out: set[str], address: str | None, *,
 
     ``handed_out``: addresses given to logical units still running.  Raises
     :class:`errors.OpPrereqError`: no free address (``ECODE_NORES``), an
-    address outside the network (``ECODE_INVAL``), or, with ``check``, one
-    already reserved or handed out (``ECODE_NOTUNIQUE``; Ganeti's
-    ``--no-conflicts-check`` turns the check off).
+    address outside the network (``ECODE_INVAL``), one an instance holds or
+    a running job was given (``ECODE_NOTUNIQUE``, always), or, with
+    ``check``, one reserved externally (``ECODE_NOTUNIQUE``; Ganeti's
+    ``--no-conflicts-check`` allows that one, as Ganeti does).
     """
     pool = AddressPool(net.network, net.reservations, net.ext_reservations)
     try:
@@ -122,10 +123,13 @@ def pick_address(net: Network, handed_out: set[str], address: str | None, *,
         if address is None:
             return pool.generate_free()
         address = check_address_in(address, pool.network, "IP address")
-        if check and (pool.is_reserved(address) or pool.is_reserved(address, external=True)):
+        if pool.is_reserved(address):
+            raise errors.OpPrereqError(f"IP address {address} of network {net.name} is"
+                                       " already in use", errors.ECODE_NOTUNIQUE)
+        if check and pool.is_reserved(address, external=True):
             raise errors.OpPrereqError(
-                f"IP address {address} of network {net.name} is already in use (use"
-                " --no-conflicts-check to use it anyway)", errors.ECODE_NOTUNIQUE)
+                f"IP address {address} of network {net.name} is reserved externally (use"
+                " --no-conflicts-check to give it anyway)", errors.ECODE_NOTUNIQUE)
         return address
     except errors.ParameterError as exc:
         raise errors.OpPrereqError(f"Network {net.name}: {exc}", errors.ECODE_INVAL) from None

@@ -254,6 +254,7 @@ class ConfigWriter(ConfigReader):
         later are dropped and removed ones restored.  If this fails the
         writer is broken (see the module docstring).
         """
+        old = None
         try:
             old = configfile.decode_config(raw)
             self._touched = configfile.restore_tree(self._data, old, self._touched, serial)
@@ -267,7 +268,9 @@ class ConfigWriter(ConfigReader):
             self._dirty = False
             self._changed = set()
             self._invalidate()
-            self._net_users = NetUsers(self._data.instances.values())
+            # from the document, as the pools are: unsaved edits of working instances
+            # reach the pools with their own update()
+            self._net_users = NetUsers((old or self._data).instances.values())
             self._fragments.clear()
 
     def _notify(self, serial: int, raw: bytes) -> None:
@@ -384,8 +387,9 @@ class ConfigWriter(ConfigReader):
         """Hand out an address of network ``net_uuid`` to a logical unit until it ends.
 
         ``address`` None: the lowest address neither reserved in the pool
-        nor handed out; else that address, refused (``OpPrereqError``) when
-        taken unless ``check`` is False (Ganeti's ``--no-conflicts-check``).
+        nor handed out; else that address, refused (``OpPrereqError``) when an
+        instance holds it or a job was given it, or when it is reserved
+        externally unless ``check`` is False (Ganeti's ``--no-conflicts-check``).
         The pool itself changes only with the instance
         (:mod:`ganeti.config.netusers`); :meth:`release_ips` drops what was
         handed out.
@@ -406,10 +410,16 @@ class ConfigWriter(ConfigReader):
 
     def _sync_networks(self, inst_uuid: str, nics: list[NIC]) -> None:
         """Make the pools say what ``inst_uuid``'s NICs now hold (config lock held)."""
+        before = self._net_users.held_by(inst_uuid)
         changed = self._net_users.replace(inst_uuid, nic_holdings(nics))
         if not changed:
             return
-        for net in apply_to_pools(self._data.networks, changed):
+        try:
+            touched = apply_to_pools(self._data.networks, changed)
+        except errors.GanetiError:
+            self._net_users.replace(inst_uuid, before)
+            raise
+        for net in touched:
             self._touch(net)
 
     def _drbd_in_use(self) -> tuple[set[int], set[tuple[str, int]]]:
@@ -590,6 +600,11 @@ class ConfigWriter(ConfigReader):
                 raise errors.ConfigurationError(
                     f"Network {network.name} is still connected to node group(s)"
                     f" {', '.join(sorted(groups))}")
+            users = [i.name for i in self._data.instances.values()
+                     if any(nic.network == uuid for nic in i.nics)]
+            if users:
+                raise errors.ConfigurationError(
+                    f"Network {network.name} is used by instance(s) {', '.join(sorted(users))}")
             self._forget("networks", uuid)
             self._invalidate()
             self._save()
@@ -633,6 +648,7 @@ class ConfigWriter(ConfigReader):
                     nic.uuid = self._generate_uuid()
             for disk in disks:
                 self._check_disk(disk)
+            self._sync_networks(instance.uuid, instance.nics)   # may refuse: nothing added yet
             for disk in disks:
                 self._touch(disk, new=True)
                 self._data.disks[disk.uuid] = disk
@@ -641,17 +657,16 @@ class ConfigWriter(ConfigReader):
             self._data.instances[instance.uuid] = instance
             macs.update(new_macs)
             self._index_add("instance", instance.name, instance.uuid)
-            self._sync_networks(instance.uuid, instance.nics)
             self._save()
 
     def remove_instance(self, uuid: str) -> None:
         """Remove an instance and its disks."""
         with self._mutation():
             inst = self._get_instance(uuid)
+            self._sync_networks(uuid, [])
             for disk in inst.disks:
                 self._forget("disks", disk)
             self._forget("instances", uuid)
-            self._sync_networks(uuid, [])
             self._invalidate()
             self._save()
 
@@ -764,11 +779,6 @@ class ConfigWriter(ConfigReader):
                     raise errors.ConfigurationError(
                         f"Node {obj.name}: unknown node group {obj.group}")
                 if isinstance(obj, Instance):
-                    unknown = [n.network for n in obj.nics
-                               if n.network and n.network not in d.networks]
-                    if unknown:
-                        raise errors.ConfigurationError(
-                            f"Instance {obj.name}: unknown network {unknown[0]}")
                     self._sync_networks(obj.uuid, obj.nics)
             else:
                 raise errors.ConfigurationError(

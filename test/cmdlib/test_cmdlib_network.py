@@ -174,7 +174,7 @@ def test_nics_take_addresses_and_parameters_from_their_network(ctx):
 
 
 @pytest.mark.parametrize("nic,message", [
-    ({"network": "net1", "ip": "10.1.0.1"}, "10.1.0.1 of network net1 is already in use"),
+    ({"network": "net1", "ip": "10.1.0.1"}, "10.1.0.1 of network net1 is reserved externally"),
     ({"network": "net1", "ip": "10.9.0.1"}, "not inside"),
     ({"network": "nope", "ip": "pool"}, "network 'nope' not found"),
     ({"network": "net1", "ip": "pool", "link": "br0"}, "do not give them"),
@@ -194,18 +194,51 @@ def test_bad_nics_on_networks_are_refused_and_change_nothing(ctx, nic, message):
     assert ctx.cfg.get_serial_no() == before and ctx.cfg._reserved_ips == set()
 
 
-def test_no_conflicts_check_allows_a_taken_address_and_removal_releases(ctx):
+def test_no_conflicts_check_allows_an_external_address_never_a_taken_one(ctx):
     """(Removal through the daemons: test/integration/test_networks.py.)"""
-    add(ctx, gateway="10.1.0.1")
+    add(ctx, gateway="10.1.0.1", add_reserved_ips=["10.1.0.9"])
     _connect(ctx)
     _create(ctx, "web1", {"network": "net1", "ip": "10.1.0.5"})
-    _create(ctx, "web2", {"network": "net1", "ip": "10.1.0.5"}, {"ip": "10.1.0.77"},
+    with pytest.raises(errors.OpPrereqError, match="10.1.0.5 of network net1 is already in"):
+        _create(ctx, "web2", {"network": "net1", "ip": "10.1.0.5"}, conflicts_check=False)
+    with pytest.raises(errors.OpPrereqError, match="reserved externally"):
+        _create(ctx, "web2", {"network": "net1", "ip": "10.1.0.9"})
+    _create(ctx, "web2", {"network": "net1", "ip": "10.1.0.9"}, {"ip": "10.1.0.77"},
             conflicts_check=False)
-    ctx.cfg.remove_instance(ctx.cfg.get_instance_info_by_name("web1").uuid)
-    assert pool_of(ctx.cfg.get_network_by_name("net1")).is_reserved("10.1.0.5")
     ctx.cfg.remove_instance(ctx.cfg.get_instance_info_by_name("web2").uuid)
     pool = pool_of(ctx.cfg.get_network_by_name("net1"))
-    assert not pool.is_reserved("10.1.0.5") and pool.free_count == 253
+    assert pool.is_reserved("10.1.0.9", external=True) and not pool.is_reserved("10.1.0.9")
+    ctx.cfg.remove_instance(ctx.cfg.get_instance_info_by_name("web1").uuid)
+    pool = pool_of(ctx.cfg.get_network_by_name("net1"))
+    assert not pool.is_reserved("10.1.0.5") and pool.free_count == 252
+
+
+def _modify(ctx, name: str, *mods, conflicts_check: bool = True):
+    from ganeti.opcodes.instance import OpInstanceSetParams
+    return run_opcode(ctx, OpInstanceSetParams(instance_name=name, nics=list(mods),
+                                               conflicts_check=conflicts_check))
+
+
+def test_modify_moves_nics_between_networks_with_the_connections_parameters(ctx):
+    add(ctx, gateway="10.1.0.1", mac_prefix="aa:11:22")
+    add(ctx, "net2", network="10.2.0.0/24")
+    _connect(ctx, vlan=".100")
+    _connect(ctx, "net2", link="br200")
+    _create(ctx, "web1", {"network": "net1", "ip": "pool"})
+    inst = ctx.cfg.get_instance_info_by_name("web1")
+    assert inst.nics[0].mac.startswith("aa:11:22:")      # the network's MAC prefix
+    _modify(ctx, "web1", ["modify", 0, {"network": "net2", "ip": "pool"}])
+    assert _ips(ctx, "web1") == [("10.2.0.1", "net2")]
+    # the old connection's VLAN is not kept
+    assert inst.nics[0].nicparams == {"mode": "bridged", "link": "br200"}
+    assert not pool_of(ctx.cfg.get_network_by_name("net1")).is_reserved("10.1.0.2")
+    with pytest.raises(errors.OpPrereqError, match="come from the network's connection"):
+        _modify(ctx, "web1", ["modify", 0, {"link": "br9"}])
+    # an add then a modify of the added NIC in one change: the second sees the first
+    _modify(ctx, "web1", ["add", 0, {"mode": "bridged", "link": "br0"}],
+            ["modify", 1, {"ip": "10.2.0.50"}])
+    assert _ips(ctx, "web1") == [(None, None), ("10.2.0.50", "net2")]
+    assert ctx.cfg._reserved_ips == set()
 
 
 def test_hooks_and_os_scripts_see_the_network(ctx):

@@ -26,6 +26,11 @@ def test_parse_vlan_refuses(text):
 def test_bridged():
     assert plan_up("bridged", "br0", "", "tap0", None) == [
         ("ip", "link", "set", "tap0", "master", "br0"), ("ip", "link", "set", "tap0", "up")]
+    # the port leaves the bridge's default VLAN (none to leave when it has none)
+    assert plan_up("bridged", "br0", ":20", "tap0", None, default_pvid=7)[1] == (
+        "bridge", "vlan", "del", "dev", "tap0", "vid", "7")
+    assert ("bridge", "vlan", "del", "dev", "tap0", "vid", "1") not in plan_up(
+        "bridged", "br0", ":20", "tap0", None, default_pvid=0)
     assert plan_up("bridged", "br0", ".10:20", "tap0", None) == [
         ("ip", "link", "set", "tap0", "master", "br0"),
         ("bridge", "vlan", "del", "dev", "tap0", "vid", "1"),
@@ -42,11 +47,11 @@ def test_bridged():
     (".5:6", ["tag=5", "vlan_mode=native-untagged", "trunks=6"]),
 ])
 def test_openvswitch(vlan, settings):
+    # one transaction: a port left from before goes, with its old VLAN settings
     steps = plan_up("openvswitch", "sw0", vlan, "tap1", "192.0.2.5")
-    assert steps[0] == ("ovs-vsctl", "--may-exist", "add-port", "sw0", "tap1")
-    assert steps[-1] == ("ip", "link", "set", "tap1", "up")
-    middle = steps[1:-1]
-    assert middle == ([("ovs-vsctl", "set", "port", "tap1", *settings)] if settings else [])
+    assert steps == [("ovs-vsctl", "--if-exists", "del-port", "tap1", "--", "add-port", "sw0",
+                      "tap1", *(("--", "set", "port", "tap1", *settings) if settings else ())),
+                     ("ip", "link", "set", "tap1", "up")]
     assert plan_down("openvswitch", "sw0", "tap1") == [
         ("ovs-vsctl", "--if-exists", "del-port", "sw0", "tap1")]
 

@@ -149,33 +149,43 @@ def _pool(vc: VirtualCluster, net: str) -> tuple[int, str]:
 
 def test_nics_take_their_address_and_link_from_the_network(vc):
     vc.ok("gnt-network", "add", "--network", "198.51.100.0/29", "--gateway", "198.51.100.1",
-          "lan")
+          "--add-reserved-ips", "198.51.100.6", "lan")
     vc.ok("gnt-network", "connect", "-N", "mode=bridged,link=br7,vlan=.7", "lan", "default")
     try:
+        assert _pool(vc, "lan") == (4, "XX....XX")
         vc.ok(*ADD, "--net", "0:network=lan,ip=pool", "--net", "1:network=lan,ip=198.51.100.5",
               "nic1.example.com")
         assert _nics(vc, "nic1.example.com") == [
             "198.51.100.2,198.51.100.5", "lan,lan", "bridged,bridged", "br7,br7", ".7,.7"]
-        assert _pool(vc, "lan") == (3, "XXX..X.X")
+        assert _pool(vc, "lan") == (2, "XXX..XXX")
         assert field(vc, "lan", "inst_list") == ["nic1.example.com"]
-        # a taken address is refused and changes nothing; --no-conflicts-check allows it
-        res = vc.run(*ADD, "--net", "0:network=lan,ip=198.51.100.5", "nic2.example.com")
-        assert res.returncode != 0 and "already in use" in res.stdout + res.stderr
-        assert _pool(vc, "lan") == (3, "XXX..X.X")
-        res = vc.run(*ADD, "--net", "0:ip=198.51.100.6", "nic2.example.com")
+        # an address an instance holds is refused, even with --no-conflicts-check
+        for extra in ((), ("--no-conflicts-check",)):
+            res = vc.run(*ADD, *extra, "--net", "0:network=lan,ip=198.51.100.5",
+                         "nic2.example.com")
+            assert res.returncode != 0 and "already in use" in res.stdout + res.stderr
+        res = vc.run(*ADD, "--net", "0:ip=198.51.100.4", "nic2.example.com")
         assert res.returncode != 0 and "belongs to network lan" in res.stdout + res.stderr
-        vc.ok(*ADD, "--no-conflicts-check", "--net", "0:network=lan,ip=198.51.100.5",
+        # an externally reserved one only with --no-conflicts-check
+        res = vc.run(*ADD, "--net", "0:network=lan,ip=198.51.100.6", "nic2.example.com")
+        assert res.returncode != 0 and "reserved externally" in res.stdout + res.stderr
+        assert _pool(vc, "lan") == (2, "XXX..XXX")
+        vc.ok(*ADD, "--no-conflicts-check", "--net", "0:network=lan,ip=198.51.100.6",
               "nic2.example.com")
-        # modify: a NIC added from the pool, one moved off the network; removal releases
+        # modify: a NIC added from the pool, then unplugged; removal releases
         vc.ok("gnt-instance", "modify", "--net", "add:network=lan,ip=pool", "nic2.example.com")
-        assert _nics(vc, "nic2.example.com")[0] == "198.51.100.5,198.51.100.3"
-        assert _pool(vc, "lan") == (2, "XXXX.X.X")
+        assert _nics(vc, "nic2.example.com")[0] == "198.51.100.6,198.51.100.3"
+        assert _pool(vc, "lan") == (1, "XXXX.XXX")
+        res = vc.run("gnt-instance", "modify", "--net", "1:link=br9", "nic2.example.com")
+        assert res.returncode != 0 and "connection" in res.stdout + res.stderr
         vc.ok("gnt-instance", "modify", "--net", "1:remove", "nic2.example.com")
-        assert _pool(vc, "lan") == (3, "XXX..X.X")
+        assert _pool(vc, "lan") == (2, "XXX..XXX")
+        res = vc.run("gnt-network", "remove", "lan")
+        assert res.returncode != 0
         vc.ok("gnt-instance", "remove", "-f", "nic1.example.com")
-        assert _pool(vc, "lan") == (4, "XX...X.X")      # nic2 still holds .5
+        assert _pool(vc, "lan") == (4, "XX....XX")
         vc.ok("gnt-instance", "remove", "-f", "nic2.example.com")
-        assert _pool(vc, "lan") == (5, "XX.....X")
+        assert _pool(vc, "lan") == (4, "XX....XX")        # .6 stays reserved externally
         res = vc.run(*ADD, "--net", "0:ip=pool", "nic3.example.com")
         assert res.returncode != 0 and "needs a network" in res.stdout + res.stderr
     finally:

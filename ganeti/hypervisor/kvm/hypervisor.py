@@ -283,7 +283,9 @@ class KvmHypervisor(base.BaseHypervisor):
                 self._attach_taps(spec, backends)
                 self.rundir.pin_vcpus(spec.name, affinity)
             except errors.HypervisorError:
+                runtime = self.read_runtime(spec.name)
                 self.rundir.kill(spec.name)
+                taps.detach_all(spec.name, runtime)
                 self.rundir.clean_files(spec.name, runtime_too=True)
                 raise
 
@@ -623,7 +625,9 @@ class KvmHypervisor(base.BaseHypervisor):
                 runtime["migration"] = dict(record, port=port)
                 self.rundir.write_runtime(spec.name, runtime)
         except errors.HypervisorError:
+            left = self.read_runtime(spec.name)
             self.rundir.drop(spec.name)
+            taps.detach_all(spec.name, left)
             raise
         logger.info("Instance %s: incoming migration on %s port %d", spec.name, target, port)
         return {"address": target, "port": port}

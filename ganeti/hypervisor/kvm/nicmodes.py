@@ -11,7 +11,8 @@ membership and its routes):
   member of VLAN N (its PVID, instead of VLAN 1), ``:N:M`` a tagged member
   of VLANs N and M (a trunk), ``.N:M`` both.
 * ``openvswitch``: the tap becomes a port of the Open vSwitch switch
-  ``link``; ``.N`` an access port of VLAN N (``tag``), ``:N:M`` a trunk of
+  ``link`` (a port of that name left from before is replaced, in the same
+  transaction); ``.N`` an access port of VLAN N (``tag``), ``:N:M`` a trunk of
   N and M (``trunks``), ``.N:M`` untagged N plus tagged M
   (``vlan_mode=native-untagged``).  :func:`plan_down` removes the port
   (Open vSwitch keeps it in its database otherwise).
@@ -88,8 +89,12 @@ def _sysctl(ifname: str, family: str, key: str, value: str) -> Step:
     return (WRITE, f"/proc/sys/net/{family}/conf/{ifname}/{key}", value)
 
 
-def plan_up(mode: str, link: str, vlan: str | None, ifname: str, ip: str | None) -> list[Step]:
+def plan_up(mode: str, link: str, vlan: str | None, ifname: str, ip: str | None, *,
+            default_pvid: int = 1) -> list[Step]:
     """The steps that put the tap ``ifname`` of a NIC on its network.
+
+    ``default_pvid``: the VLAN a new port of the bridge ``link`` gets
+    (bridged NICs with a VLAN leave it).
 
     Raises :class:`errors.HypervisorError` for an unknown mode, a missing
     link (bridged, openvswitch), a bad VLAN, or a VLAN on a routed NIC.
@@ -100,7 +105,9 @@ def plan_up(mode: str, link: str, vlan: str | None, ifname: str, ip: str | None)
             raise errors.HypervisorError("A bridged NIC needs a link (the bridge)")
         steps: list[Step] = [("ip", "link", "set", ifname, "master", link)]
         if not parsed.empty:
-            steps.append(("bridge", "vlan", "del", "dev", ifname, "vid", "1"))
+            if default_pvid:
+                steps.append(("bridge", "vlan", "del", "dev", ifname, "vid",
+                              str(default_pvid)))
             if parsed.untagged is not None:
                 steps.append(("bridge", "vlan", "add", "dev", ifname, "vid",
                               str(parsed.untagged), "pvid", "untagged"))
@@ -110,7 +117,6 @@ def plan_up(mode: str, link: str, vlan: str | None, ifname: str, ip: str | None)
     if mode == constants.NIC_MODE_OVS:
         if not link:
             raise errors.HypervisorError("An openvswitch NIC needs a link (the switch)")
-        steps = [("ovs-vsctl", "--may-exist", "add-port", link, ifname)]
         settings: list[str] = []
         if parsed.untagged is not None and parsed.tagged:
             settings = [f"tag={parsed.untagged}", "vlan_mode=native-untagged",
@@ -119,9 +125,13 @@ def plan_up(mode: str, link: str, vlan: str | None, ifname: str, ip: str | None)
             settings = [f"tag={parsed.untagged}", "vlan_mode=access"]
         elif parsed.tagged:
             settings = ["vlan_mode=trunk", f"trunks={','.join(map(str, parsed.tagged))}"]
+        # one transaction: a port left from before (a crash, a node reboot) goes
+        # first, with whatever VLAN settings it had
+        command: Step = ("ovs-vsctl", "--if-exists", "del-port", ifname, "--", "add-port",
+                         link, ifname)
         if settings:
-            steps.append(("ovs-vsctl", "set", "port", ifname, *settings))
-        return steps + [("ip", "link", "set", ifname, "up")]
+            command += ("--", "set", "port", ifname, *settings)
+        return [command, ("ip", "link", "set", ifname, "up")]
     if mode == constants.NIC_MODE_ROUTED:
         if not parsed.empty:
             raise errors.HypervisorError(f"A routed NIC takes no VLAN (got {vlan!r})")

@@ -7,7 +7,7 @@ import logging
 import os
 from typing import Any
 
-from ganeti import errors
+from ganeti import constants, errors
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import hotplug, nicmodes
 from ganeti.utils import process
@@ -38,7 +38,11 @@ def run_steps(name: str, ifname: str, steps: list[nicmodes.Step]) -> None:
                 raise errors.HypervisorError(f"Instance {name}: cannot set {step[1]} for"
                                              f" {ifname}: {exc.strerror or exc}") from exc
             continue
-        result = process.run_command(list(step), timeout=30)
+        try:
+            result = process.run_command(list(step), timeout=30)
+        except errors.CommandError as exc:   # not installed, not executable
+            raise errors.HypervisorError(f"Instance {name}: cannot run {step[0]} for"
+                                         f" {ifname}: {exc}") from exc
         if result.failed:
             raise errors.HypervisorError(
                 f"Instance {name}: {' '.join(step)} failed for {ifname}:"
@@ -46,8 +50,31 @@ def run_steps(name: str, ifname: str, steps: list[nicmodes.Step]) -> None:
 
 
 def attach(name: str, ifname: str, nic: base.NicSpec) -> None:
-    """Put the tap ``ifname`` on the NIC's network (its mode's steps)."""
-    run_steps(name, ifname, nicmodes.plan_up(nic.mode, nic.link, nic.vlan, ifname, nic.ip))
+    """Put the tap ``ifname`` on the NIC's network (its mode's steps).
+
+    A bridged NIC with a VLAN needs a bridge that filters VLANs (else the
+    guest would silently not be isolated): refused otherwise, naming it.
+    """
+    pvid = 1
+    if nic.mode == constants.NIC_MODE_BRIDGED and not nicmodes.parse_vlan(nic.vlan).empty:
+        sysfs = f"/sys/class/net/{nic.link}/bridge"
+        if _read(f"{sysfs}/vlan_filtering") != "1":
+            raise errors.HypervisorError(
+                f"Instance {name}: bridge {nic.link} does not filter VLANs (vlan_filtering"
+                f" is off), so VLAN {nic.vlan} would not isolate the NIC; turn it on"
+                f" (ip link set {nic.link} type bridge vlan_filtering 1)")
+        found = _read(f"{sysfs}/default_pvid")
+        pvid = int(found) if found and found.isdigit() else 0
+    run_steps(name, ifname, nicmodes.plan_up(nic.mode, nic.link, nic.vlan, ifname, nic.ip,
+                                             default_pvid=pvid))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return fh.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def detach_all(name: str, runtime: dict[str, Any] | None) -> None:
@@ -68,5 +95,5 @@ def detach_all(name: str, runtime: dict[str, Any] | None) -> None:
                                    dev.ifname)
         try:
             run_steps(name, dev.ifname, steps)
-        except errors.HypervisorError as exc:
+        except errors.GanetiError as exc:
             logger.warning("%s", exc)
