@@ -287,10 +287,14 @@ class LUNetworkConnect(_NetworkLU[OpNetworkConnect]):
         if not self.op.network_link:
             raise errors.ParameterError("A network needs a link to connect it (the bridge,"
                                         " routing table or switch)", errors.ECODE_INVAL)
-        if not _VLAN_RE.match(self.op.network_vlan):
+        vids = [int(v) for v in re.split(r"[.:]", self.op.network_vlan) if v.isdigit()]
+        if not _VLAN_RE.match(self.op.network_vlan) or any(not 1 <= v <= 4094 for v in vids):
             raise errors.ParameterError(
                 f"Invalid VLAN {self.op.network_vlan!r} ('.N' for one VLAN, ':N:M...' for a"
-                " trunk, or both)", errors.ECODE_INVAL)
+                " trunk, or both; VLAN ids 1-4094)", errors.ECODE_INVAL)
+        if self.op.network_vlan and self.op.network_mode == constants.NIC_MODE_ROUTED:
+            raise errors.ParameterError("A routed connection takes no VLAN",
+                                        errors.ECODE_INVAL)
         self.params = {"mode": self.op.network_mode, "link": self.op.network_link,
                        "vlan": self.op.network_vlan}
         subnet = ipaddress.IPv4Network(self.net.network)

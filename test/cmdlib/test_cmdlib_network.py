@@ -264,3 +264,13 @@ def test_a_routed_nic_needs_an_address(ctx):
     _create(ctx, "r1", {"mode": "routed", "link": "100", "ip": "192.0.2.44"})
     assert ctx.cfg.get_instance_info_by_name("r1").nics[0].nicparams == {
         "mode": "routed", "link": "100"}
+
+
+@pytest.mark.parametrize("mode,vlan,message", [
+    ("bridged", ".5000", "VLAN ids 1-4094"), ("bridged", ".1.2", "Invalid VLAN"),
+    ("routed", ".5", "routed connection takes no VLAN")])
+def test_connect_refuses_bad_vlans(ctx, mode, vlan, message):
+    add(ctx)
+    with pytest.raises(errors.ParameterError, match=message):
+        _connect(ctx, mode=mode, vlan=vlan)
+    assert ctx.cfg.get_nodegroup(ctx.cfg.get_default_nodegroup()).networks == {}

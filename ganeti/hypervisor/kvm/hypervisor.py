@@ -497,10 +497,15 @@ class KvmHypervisor(base.BaseHypervisor):
 
     def hot_del_nic(self, name: str, nic: base.NicSpec) -> None:
         """Unplug ``nic`` (found by UUID, else MAC); the guest must release it."""
+        # the port as the running qemu has it (the configuration may have changed since)
+        running = [n for n in ((self.read_runtime(name) or {}).get("spec") or {}).get("nics") or []
+                   if (nic.uuid and n.get("uuid") == nic.uuid) or n.get("mac") == nic.mac]
+        mode, link = (str(running[0].get("mode") or ""), str(running[0].get("link") or "")) \
+            if running else (nic.mode, nic.link)
         dev = self._online(name, "unplug a NIC", hotplug.remove_nic, nic, self.unplug_timeout,
                            self.monotonic)
         if dev is not None and dev.ifname:
-            taps.run_steps(name, dev.ifname, nicmodes.plan_down(nic.mode, nic.link, dev.ifname))
+            taps.run_steps(name, dev.ifname, nicmodes.plan_down(mode, link, dev.ifname))
 
     def hot_add_disk(self, name: str, path: str, uuid: str, idx: int) -> None:
         """Plug the disk on ``path`` in as disk ``idx`` (virtio-blk-pci)."""
