@@ -287,3 +287,51 @@ def _wait_idle(vc: VirtualCluster) -> None:
         job_id, status = line.split()[:2]
         if status in ("queued", "waiting", "running", "canceling"):
             vc.run("gnt-job", "wait", job_id)
+
+
+def _env_file(path: str) -> dict[str, str]:
+    with open(path) as fh:
+        return dict(line.split("=", 1) for line in fh.read().splitlines() if "=" in line)
+
+
+def test_hooks_and_os_scripts_get_the_networks_variables(vc, tmp_path):
+    from instance_helpers import install_os
+    out = str(tmp_path)
+    install_os(vc, "envos", {"create": f"#!/bin/sh\nenv > '{out}/os-create.env'\nexit 0\n"})
+    for node in vc.names:
+        hook_dir = vc.paths(node).hooks_dir("instance-add", "post")
+        os.makedirs(hook_dir, exist_ok=True)
+        script = os.path.join(hook_dir, "50-env")
+        with open(script, "w") as fh:
+            fh.write(f"#!/bin/sh\nenv > '{out}/hook-{node}.env'\n")
+        os.chmod(script, 0o755)
+    vc.ok("gnt-network", "add", "--network", "192.0.2.0/28", "--gateway", "192.0.2.1",
+          "--mac-prefix", "aa:0e:0f", "--tags", "lab", "envnet")
+    vc.ok("gnt-network", "connect", "-N", "mode=bridged,link=br3,vlan=.3", "envnet")
+    name = "envinst.example.com"
+    try:
+        vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "envos", "--no-start", "-n",
+              vc.names[0], "--no-name-check", "--no-ip-check",
+              "--net", "0:network=envnet,ip=pool", name)
+        hook = _env_file(f"{out}/hook-{vc.names[0]}.env")
+        net_uuid = field(vc, "envnet", "uuid")[0]
+        assert {k: v for k, v in hook.items() if k.startswith("GANETI_INSTANCE_NIC0_")
+                and ("NETWORK" in k or k.endswith(("_IP", "_VLAN", "_LINK")))} == {
+            "GANETI_INSTANCE_NIC0_IP": "192.0.2.2", "GANETI_INSTANCE_NIC0_LINK": "br3",
+            "GANETI_INSTANCE_NIC0_VLAN": ".3", "GANETI_INSTANCE_NIC0_NETWORK_NAME": "envnet",
+            "GANETI_INSTANCE_NIC0_NETWORK_UUID": net_uuid,
+            "GANETI_INSTANCE_NIC0_NETWORK_TAGS": "lab",
+            "GANETI_INSTANCE_NIC0_NETWORK_SUBNET": "192.0.2.0/28",
+            "GANETI_INSTANCE_NIC0_NETWORK_GATEWAY": "192.0.2.1",
+            "GANETI_INSTANCE_NIC0_NETWORK_MAC_PREFIX": "aa:0e:0f"}
+        osenv = _env_file(f"{out}/os-create.env")
+        assert osenv["NIC_0_IP"] == "192.0.2.2" and osenv["NIC_0_NETWORK_NAME"] == "envnet"
+        assert osenv["NIC_0_NETWORK_GATEWAY"] == "192.0.2.1"
+        assert osenv["NIC_0_NETWORK_SUBNET"] == "192.0.2.0/28"
+        assert osenv["NIC_0_MAC"].startswith("aa:0e:0f:")
+    finally:
+        vc.run("gnt-instance", "remove", "-f", name)
+        vc.run("gnt-network", "disconnect", "envnet")
+        vc.ok("gnt-network", "remove", "envnet")
+        for node in vc.names:
+            os.remove(os.path.join(vc.paths(node).hooks_dir("instance-add", "post"), "50-env"))
