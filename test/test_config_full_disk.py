@@ -44,10 +44,6 @@ def _initial() -> ConfigData:
     return ConfigData(cluster=cluster, nodes={"n1": n1, "n2": n2}, nodegroups={"g1": group})
 
 
-def _flaky_writer(disk: FlakyDisk):
-    return lambda path, raw: disk({path: raw}, mode=0o640)
-
-
 @pytest.fixture
 def disk() -> FlakyDisk:
     return FlakyDisk()
@@ -55,8 +51,8 @@ def disk() -> FlakyDisk:
 
 @pytest.fixture
 def cfg(tmp_path, disk) -> ConfigWriter:
-    return ConfigWriter.initialize(str(tmp_path / "config.data"), _initial(), clock=Clock(),
-                                   rng=random.Random(3), write_fn=_flaky_writer(disk))
+    return disk.writer(str(tmp_path / "config.data"), _initial(), clock=Clock(),
+                       rng=random.Random(3))
 
 
 def _file(cfg: ConfigWriter) -> bytes:
@@ -178,7 +174,7 @@ def test_a_change_that_cannot_be_serialised_is_undone(cfg) -> None:
 
 def test_replicator_gets_no_push_for_a_failed_save(tmp_path, disk) -> None:
     cfg = make_config(tmp_path, nodes=3)
-    cfg._write_fn = _flaky_writer(disk)
+    cfg._write_fn = disk.config_write_fn()
     paths = Paths(root=str(tmp_path / "root"))
     rpc = FakeRpc(cfg)
     rep = Replicator(paths, rpc, timeout=5.0, clock=time.monotonic)

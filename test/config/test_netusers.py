@@ -49,9 +49,8 @@ def disk() -> FlakyDisk:
 
 @pytest.fixture
 def cfg(tmp_path, disk) -> ConfigWriter:
-    return ConfigWriter.initialize(str(tmp_path / "config.data"), _initial(), clock=Clock(),
-                                   rng=random.Random(3),
-                                   write_fn=lambda path, raw: disk({path: raw}, mode=0o640))
+    return disk.writer(str(tmp_path / "config.data"), _initial(), clock=Clock(),
+                       rng=random.Random(3))
 
 
 def _inst(name: str, *ips: str | None, network: str | None = "net1") -> Instance:

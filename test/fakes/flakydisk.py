@@ -45,6 +45,15 @@ class FlakyDisk:
             self.writes.append(dict(files))
             self._cond.notify_all()
 
+    def config_write_fn(self) -> Any:
+        """A ``ConfigWriter`` ``write_fn`` that writes through this disk."""
+        return lambda path, raw: self({path: raw}, mode=0o640)
+
+    def writer(self, path: str, data: Any, **kwargs: Any) -> Any:
+        """A new ``ConfigWriter`` of ``data`` at ``path`` that writes through this disk."""
+        from ganeti.config import ConfigWriter
+        return ConfigWriter.initialize(path, data, write_fn=self.config_write_fn(), **kwargs)
+
     def wait_failures(self, count: int, timeout: float = 10.0) -> None:
         """Block until ``count`` writes have failed (AssertionError after
         ``timeout`` real seconds)."""
