@@ -4,8 +4,9 @@
 A NIC spec that names a ``network`` gets the mode, link and VLAN of that
 network's connection to the node group of the instance's primary node,
 and its ``ip``: ``pool`` takes the lowest free address of the network, an
-address is reserved as given (refused when taken, unless
-``--no-conflicts-check``).  The addresses are handed out by the
+address is reserved as given (refused when an instance holds it or a
+running job was given it; when it is reserved externally, unless
+``--no-conflicts-check``, as in Ganeti).  The addresses are handed out by the
 configuration writer until the logical unit ends; the pool itself
 changes in the same write as the instance (:mod:`ganeti.config.netusers`).
 A NIC without a network may not take ``ip=pool``, nor (with the conflicts
