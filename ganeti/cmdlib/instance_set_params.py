@@ -320,6 +320,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     spec["mac"] = built.mac
                     macs[real] = built.mac
                 self._plan_nic_network(real, params, built, spec)
+                if spec.get("mac") and "mac" not in params:
+                    macs[real] = spec["mac"]
                 if "name" in params:
                     spec["name"] = params["name"] or None
                 self._simulate(real, spec)
@@ -363,6 +365,14 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         if nic.network:
             # the connection's parameters, as they are (none kept from before)
             spec["nicparams"], spec["replace_nicparams"] = dict(nic.nicparams), True
+        if nic.network != current.network and "mac" not in params:
+            # another network's MAC prefix: a new MAC with it, as Ganeti does
+            prefixes = [getattr(self.cfg.get_network(n), "mac_prefix", None) if n else None
+                        for n in (current.network, nic.network)]
+            if prefixes[0] != prefixes[1]:
+                mac = self.cfg.generate_mac(prefixes[1])
+                self.generated_macs.append(mac)
+                spec["mac"] = mac
         check_routed(self.cfg.get_cluster_info(), [
             NIC(ip=nic.ip, nicparams=spec["nicparams"] if nic.network else
                 {**current.nicparams, **spec.get("nicparams", {})})], real)

@@ -229,6 +229,9 @@ def test_modify_moves_nics_between_networks_with_the_connections_parameters(ctx)
     assert inst.nics[0].mac.startswith("aa:11:22:")      # the network's MAC prefix
     _modify(ctx, "web1", ["modify", 0, {"network": "net2", "ip": "pool"}])
     assert _ips(ctx, "web1") == [("10.2.0.1", "net2")]
+    # net2 has no MAC prefix of its own: a new MAC with the cluster's
+    cluster_prefix = ctx.cfg.get_cluster_info().mac_prefix
+    assert inst.nics[0].mac.startswith(cluster_prefix + ":")
     # the old connection's VLAN is not kept
     assert inst.nics[0].nicparams == {"mode": "bridged", "link": "br200"}
     assert not pool_of(ctx.cfg.get_network_by_name("net1")).is_reserved("10.1.0.2")
