@@ -39,14 +39,17 @@ def opcode_params(op_id: str) -> frozenset[str]:
 
 
 def _not_nullable(op_id: str) -> frozenset[str]:
-    """The parameters of ``op_id`` whose type does not take None."""
+    """The parameters of ``op_id`` whose type does not take None, and the Ganeti 3.0
+    ones accepted at a default that is not None."""
     found = _NOT_NULLABLE.get(op_id)
     if found is None:
         cls = opcodes.OP_REGISTRY[op_id]
         hints = typing.get_type_hints(cls)
         found = _NOT_NULLABLE[op_id] = frozenset(
-            f.name for f in dataclasses.fields(cls)
-            if type(None) not in typing.get_args(hints[f.name]) and hints[f.name] is not Any)
+            {f.name for f in dataclasses.fields(cls)
+             if type(None) not in typing.get_args(hints[f.name]) and hints[f.name] is not Any}
+            | {name for name, default in upstream.ACCEPTED_AT_DEFAULT.get(op_id, {}).items()
+               if default is not None})
     return found
 
 

@@ -230,3 +230,11 @@ def test_a_null_parameter_is_one_not_sent_unless_it_takes_null():
     built = opbase.build(opcodes.OP_REGISTRY["OP_NETWORK_ADD"],
                           {k: v for k, v in op.items() if k != "OP_ID"})
     assert built.tags == [] and built.gateway is None
+
+
+def test_a_null_upstream_parameter_accepted_at_its_default_is_dropped():
+    body = opinput.Body(op_id="OP_INSTANCE_SET_PARAMS")
+    op = body.opcode(body.accept({"instance_name": "i1", "ext_params": None,
+                                  "pnode": None}), {})
+    assert "ext_params" not in op        # default {}: null is "not sent"
+    assert op["pnode"] is None           # default None: kept, and accepted at it
