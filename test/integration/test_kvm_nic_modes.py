@@ -1,10 +1,12 @@
 """kvm NIC modes with real packets between tinylinux guests (doc/kvm.md, "NIC modes").
 
-A 2-node kvm virtual cluster (both nodes on this host) and an Open vSwitch
-the test starts itself: ``ovsdb-server`` and ``ovs-vswitchd`` from Debian's
-``openvswitch-switch`` with a private run directory (``OVS_RUNDIR``, which
-the node daemons' ``ovs-vsctl`` follows) and a switch on the userspace
-datapath (no kernel module needed).
+Everything runs in a network namespace the test makes (its own loopback,
+taps, routes and switch; the host's network is never touched): a 2-node
+kvm virtual cluster and an Open vSwitch the test starts there itself,
+``ovsdb-server`` and ``ovs-vswitchd`` from Debian's ``openvswitch-switch``
+with a private run directory (``OVS_RUNDIR``, which the node daemons'
+``ovs-vsctl`` follows) and a switch on the userspace datapath (no kernel
+module needed).
 
 * ``openvswitch`` with VLANs: two guests on VLAN 100 reach each other, a
   third on VLAN 200 reaches neither; one of the VLAN-100 guests migrates
@@ -12,7 +14,7 @@ datapath (no kernel module needed).
   before it resumes there: the other guest still reaches it (the failure of
   Ganeti's issue 944), and the source's port is gone.
 * ``routed``: the node routes the guest's address to its tap and answers
-  ARP for it; the guest reaches the host's own address.
+  ARP for it; the guest reaches the namespace's own address.
 
 Skips (naming the reason) only when qemu cannot run or Open vSwitch is
 missing (``make debian-deps`` installs it) or the test is not root.
@@ -20,6 +22,7 @@ missing (``make debian-deps`` installs it) or the test is not root.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -36,6 +39,7 @@ from vcluster_harness import VirtualCluster
 from ganeti import constants
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from test.integration import host_helpers
+from tools.harness import tinylinux
 
 
 def _ovs_reason() -> str:
@@ -111,8 +115,36 @@ class Switch:
         return self.vsctl("get", "port", port, "tag")
 
 
+#: ``unshare``/``setns`` flag of a network namespace
+CLONE_NEWNET = 0x40000000
+#: the host's address in the namespace (on its loopback) that a routed guest reaches
+HOST_ADDRESS = "10.62.0.1"
+
+
 @pytest.fixture(scope="module")
-def switch() -> Iterator[Switch]:
+def netns() -> Iterator[None]:
+    """This thread (and what it starts: the cluster's daemons, qemu, Open vSwitch) in a
+    new network namespace, with its loopback up; back to the original one after."""
+    tinylinux.build()       # first, while packages can still be fetched (cached after)
+    libc = ctypes.CDLL(None, use_errno=True)
+    original = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        if libc.unshare(CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"unshare(CLONE_NEWNET): {os.strerror(err)}")
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=30)
+        subprocess.run(["ip", "addr", "add", f"{HOST_ADDRESS}/32", "dev", "lo"], check=True,
+                       timeout=30)
+        yield
+    finally:
+        if libc.setns(original, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns back to the original namespace: {os.strerror(err)}")
+        os.close(original)
+
+
+@pytest.fixture(scope="module")
+def switch(netns) -> Iterator[Switch]:
     sw = Switch()
     sw.start()
     saved = os.environ.get("OVS_RUNDIR")
@@ -213,12 +245,6 @@ def test_openvswitch_vlans_isolate_and_survive_a_live_migration(vc, switch):
     assert switch.ports() == []             # every port went with its instance
 
 
-def _host_address() -> str:
-    out = subprocess.run(["ip", "-4", "route", "get", "192.0.2.1"], capture_output=True,
-                         text=True, check=False, timeout=30).stdout.split()
-    return out[out.index("src") + 1] if "src" in out else "127.0.0.1"
-
-
 def test_a_routed_nic_is_reached_through_its_host_route(vc):
     name, address = "routed.example.com", "10.61.0.5"
     try:
@@ -229,7 +255,7 @@ def test_a_routed_nic_is_reached_through_its_host_route(vc):
         assert f"dev {tap}" in route
         with open(f"/proc/sys/net/ipv4/conf/{tap}/proxy_arp") as fh:
             assert fh.read().strip() == "1"
-        host = _host_address()
+        host = HOST_ADDRESS            # the namespace's own address
         with _console(vc, N1, name) as con:
             con.run(f"ip link set eth0 up && ip addr add {address}/32 dev eth0"
                     " && ip route add default dev eth0")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-import os
+import socket
 from typing import Any
 
 from ganeti import constants, errors
@@ -21,9 +21,17 @@ def free_name(instance: str, idx: int) -> str:
     """The tap name of NIC ``idx``: the instance's usual one, or its alternative while
     the usual one exists (a migration between two nodes of one host)."""
     usual = hotplug.tap_name(instance, str(idx))
-    if not os.path.exists(f"/sys/class/net/{usual}"):
-        return usual
-    return hotplug.tap_name(instance, f"{idx}b")
+    return hotplug.tap_name(instance, f"{idx}b") if _exists(usual) else usual
+
+
+def _exists(ifname: str) -> bool:
+    """Whether this network namespace has a device ``ifname`` (asked of the kernel:
+    ``/sys`` shows the namespace it was mounted in)."""
+    try:
+        socket.if_nametoindex(ifname)
+    except OSError:
+        return False
+    return True
 
 
 def run_steps(name: str, ifname: str, steps: list[nicmodes.Step]) -> None:
