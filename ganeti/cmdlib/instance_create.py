@@ -26,7 +26,7 @@ from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, check_
                                     remove_instance_lock, storage_dir_for,
                                     with_secret_osparams)
 from ganeti.cmdlib.common import expand_node
-from ganeti.cmdlib.instance_networks import IP_POOL, attach_networks, check_routed
+from ganeti.cmdlib.instance_networks import IP_POOL, attach_networks, check_routed, find_network
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.config.netusers import Holding
 from ganeti.objects import NIC, Cluster, Disk, Instance, Node, NodeGroup
@@ -469,8 +469,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         connections are), so that only connected groups are chosen."""
         if not isinstance(spec, dict) or not isinstance(spec.get("network"), str):
             return spec
-        net = self.cfg.get_network_by_name(spec["network"]) or self.cfg.get_network(
-            spec["network"])
+        net = find_network(self.cfg, spec["network"])
         return {**spec, "network": net.uuid} if net is not None else spec
 
     def _allocate_node(self) -> None:

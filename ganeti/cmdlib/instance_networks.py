@@ -23,10 +23,16 @@ from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.config.netusers import Holding
 from ganeti.objects import NIC, Cluster, Network, NodeGroup
 
-__all__ = ["IP_POOL", "attach_networks", "check_routed", "network_env", "netinfo_list"]
+__all__ = ["IP_POOL", "find_network", "attach_networks", "check_routed", "network_env",
+           "netinfo_list"]
 
 #: the ``ip`` value asking for a free address of the NIC's network
 IP_POOL = "pool"
+
+
+def find_network(cfg: ConfigReader, name: str) -> Network | None:
+    """The network called ``name``, or with that UUID; None when there is none."""
+    return cfg.get_network_by_name(name) or cfg.get_network(name)
 
 
 def attach_networks(cfg: ConfigWriter, nics: list[NIC], specs: list[dict[str, Any]],
@@ -48,7 +54,7 @@ def attach_networks(cfg: ConfigWriter, nics: list[NIC], specs: list[dict[str, An
         if not nic.network:
             _check_plain_nic(idx, nic, connected, group, check)
             continue
-        net = cfg.get_network_by_name(nic.network) or cfg.get_network(nic.network)
+        net = find_network(cfg, nic.network)
         if net is None:
             raise errors.OpPrereqError(f"NIC {idx}: network '{nic.network}' not found",
                                        errors.ECODE_NOENT)
@@ -74,16 +80,11 @@ def attach_networks(cfg: ConfigWriter, nics: list[NIC], specs: list[dict[str, An
             generated.remove(old)
         if nic.ip is None:
             continue
-        if nic.ip == IP_POOL:
-            try:
-                nic.ip = cfg.reserve_ip(net.uuid)
-            except errors.OpPrereqError as exc:
-                raise errors.OpPrereqError(f"NIC {idx}: {exc.args[0]}", exc.args[1]) from None
-        else:
-            try:
-                nic.ip = cfg.reserve_ip(net.uuid, nic.ip, check=check)
-            except errors.OpPrereqError as exc:
-                raise errors.OpPrereqError(f"NIC {idx}: {exc.args[0]}", exc.args[1]) from None
+        try:
+            nic.ip = cfg.reserve_ip(net.uuid, None if nic.ip == IP_POOL else nic.ip,
+                                    check=check)
+        except errors.OpPrereqError as exc:
+            raise errors.OpPrereqError(f"NIC {idx}: {exc.args[0]}", exc.args[1]) from None
         held.append((net.uuid, nic.ip))
 
 

@@ -18,7 +18,7 @@ from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
                                     file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
-from ganeti.cmdlib.instance_networks import attach_networks, check_routed
+from ganeti.cmdlib.instance_networks import attach_networks, check_routed, find_network
 from ganeti.config.netusers import Holding
 from ganeti.cmdlib.instance_operation import check_os
 from ganeti.objects import NIC, Disk, Node, NodeGroup
@@ -341,8 +341,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         current = self.nic_sim[real]
         target = current.network
         if "network" in params:
-            found = built.network and (self.cfg.get_network_by_name(built.network)
-                                       or self.cfg.get_network(built.network))
+            found = find_network(self.cfg, built.network) if built.network else None
             target = found.uuid if found else built.network
         given = [key for key in ("mode", "link", "vlan", "bridge") if params.get(key)]
         if target and given:
@@ -441,14 +440,14 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if replug:
                     self._hotplug_nic(DDM_REMOVE, idx, feedback_fn)
                 nic = inst.nics[idx]
-                if data.get("replace_nicparams"):
+                if data.get("replace_nicparams"):   # the new network's connection, whole
                     nic.nicparams = dict(data["nicparams"])
                     changes.extend([f"nic.{key}/{idx}", value]
                                    for key, value in sorted(nic.nicparams.items()))
-                for key, value in sorted(data.get("nicparams", {}).items()
-                                         if not data.get("replace_nicparams") else []):
-                    nic.nicparams = parameters.update_params(nic.nicparams, {key: value})
-                    changes.append([f"nic.{key}/{idx}", value])
+                else:
+                    for key, value in sorted(data.get("nicparams", {}).items()):
+                        nic.nicparams = parameters.update_params(nic.nicparams, {key: value})
+                        changes.append([f"nic.{key}/{idx}", value])
                 if "mac" in data:
                     if not data["mac"]:
                         self.generated_macs.append(cfg.generate_mac())

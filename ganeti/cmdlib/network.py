@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ganeti import constants, errors, query
 from ganeti.utils import validation
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib.instance_networks import network_env
+from ganeti.cmdlib.instance_networks import find_network, network_env
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, select_named
 from ganeti.config import ConfigReader
@@ -40,7 +40,7 @@ _VLAN_RE = re.compile(r"^(\.\d+)?(:\d+)*$")
 
 def expand_network(cfg: ConfigReader, name: str) -> Network:
     """The network called ``name`` (or with that UUID); ECODE_NOENT if unknown."""
-    net = cfg.get_network_by_name(name) or cfg.get_network(name)
+    net = find_network(cfg, name)
     if net is None:
         raise errors.OpPrereqError(f"Network '{name}' not found", errors.ECODE_NOENT)
     return net

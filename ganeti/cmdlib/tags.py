@@ -13,6 +13,7 @@ from ganeti import constants, errors, locking
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import find_instance, find_node
+from ganeti.cmdlib.instance_networks import find_network
 from ganeti.config import ConfigWriter
 from ganeti.objects import Cluster, Instance, Network, Node, NodeGroup
 from ganeti.opcodes.tags import OpTagsDel, OpTagsGet, OpTagsSearch, OpTagsSet
@@ -39,7 +40,7 @@ def tag_target(cfg: ConfigWriter, kind: str, name: str | None) -> TagTarget:
     elif kind == constants.TAG_NODEGROUP:
         obj = cfg.get_nodegroup_by_name(name) or cfg.get_nodegroup(name)
     elif kind == constants.TAG_NETWORK:
-        obj = cfg.get_network_by_name(name) or cfg.get_network(name)
+        obj = find_network(cfg, name)
     else:
         raise errors.OpPrereqError(f"Tags of kind '{kind}' are not supported",
                                    errors.ECODE_INVAL)
