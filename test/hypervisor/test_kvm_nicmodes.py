@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ganeti import errors
@@ -85,3 +87,28 @@ def test_routed():
 def test_refusals(args, message):
     with pytest.raises(errors.HypervisorError, match=message):
         plan_up(*args)
+
+
+def _details(kind: str | None, **data: object) -> str:
+    info: dict[str, object] = {"info_data": data}
+    if kind:
+        info["info_kind"] = kind
+    return json.dumps([{"ifname": "br0", "linkinfo": info}])
+
+
+def test_bridge_vlan_pvid():
+    assert nicmodes.bridge_vlan_pvid("br0", _details("bridge", vlan_filtering=1,
+                                                      vlan_default_pvid=1)) == 1
+    assert nicmodes.bridge_vlan_pvid("br0", _details("bridge", vlan_filtering=1,
+                                                      vlan_default_pvid=0)) == 0
+    with pytest.raises(errors.HypervisorError, match=r"bridge br0 does not filter VLANs"
+                       r".*ip link set br0 type bridge vlan_filtering 1"):
+        nicmodes.bridge_vlan_pvid("br0", _details("bridge", vlan_filtering=0))
+    with pytest.raises(errors.HypervisorError, match="br0 is not a bridge"):
+        nicmodes.bridge_vlan_pvid("br0", _details("veth"))
+    with pytest.raises(errors.HypervisorError, match="br0 is not a bridge"):
+        nicmodes.bridge_vlan_pvid("br0", json.dumps([{"ifname": "br0"}]))
+    with pytest.raises(errors.HypervisorError, match="Cannot read the settings of br0"):
+        nicmodes.bridge_vlan_pvid("br0", "not json")
+    with pytest.raises(errors.HypervisorError, match="Cannot read the settings of br0"):
+        nicmodes.bridge_vlan_pvid("br0", '{"a": 1}')

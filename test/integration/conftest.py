@@ -6,11 +6,15 @@ tests elsewhere that start one carry the marker themselves.
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
+#: a running guest cluster's directory (``tools/vcluster create DIR --guests``) for the
+#: guest tests to use instead of making their own (doc/vcluster.md, "Guest clusters")
+REUSE_ENV = "GANETI_TEST_GUEST_CLUSTER"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,6 +38,13 @@ def _guest_cluster_session(tmp_path_factory: pytest.TempPathFactory):  # type: i
     """The session's guest cluster object (made on first use, destroyed at the end)."""
     from test.integration.guest_cluster_harness import GuestClusterFixture, support_problem
 
+    reuse = os.environ.get(REUSE_ENV)
+    if reuse:           # a developer's running cluster: used as it is, and left running
+        from tools.harness import guestcluster
+        kept = GuestClusterFixture(reuse)
+        kept.gc = guestcluster.load(os.path.abspath(reuse))
+        yield kept
+        return
     why = support_problem()
     if why:
         pytest.skip(f"no guest cluster: {why}")

@@ -7,7 +7,7 @@ files qemu boots: the kernel of Debian's ``linux-image-<abi>-cloud-amd64``
 (fetched and unpacked like the tinylinux guest's, by
 :mod:`tools.harness.tinylinux`) and an initramfs holding busybox, the
 kernel modules a node needs (virtio, virtiofs, overlay, device-mapper,
-DRBD, loop, tun, bridge; with their dependencies) and ``/init``
+DRBD, loop, tun, bridge, veth, 8021q; with their dependencies) and ``/init``
 (:func:`init_script`).
 
 ``/init`` loads the modules, mounts the host's root read-only, mounts the
@@ -57,7 +57,7 @@ CACHE_ENV = "GANETI_GUEST_IMAGE_CACHE"
 #: modules loaded at boot, dependencies first (absent ones are built in)
 WANTED_MODULES = ("virtio_pci", "virtio_blk", "virtio_net", "fuse", "virtiofs", "overlay",
                   "dm_mod", "dm_snapshot", "dm_mirror", "dm_thin_pool", "drbd", "loop",
-                  "tun", "bridge", "button", "evdev")
+                  "tun", "bridge", "veth", "8021q", "button", "evdev")
 #: what ``/init`` prints when probing (``vcg.probe=1``) before powering off
 PROBE_LINE = "vcluster-guest: probe ok"
 #: what the guest's PID 1 prints once its daemons are started

@@ -28,11 +28,12 @@ Steps are data: an argv tuple to run, or ``("write", path, text)`` for a
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 
 from ganeti import constants, errors
 
-__all__ = ["Step", "Vlan", "parse_vlan", "plan_up", "plan_down", "WRITE"]
+__all__ = ["Step", "Vlan", "parse_vlan", "plan_up", "plan_down", "bridge_vlan_pvid", "WRITE"]
 
 #: a step: an argv, or (:data:`WRITE`, path, text)
 Step = tuple[str, ...]
@@ -160,3 +161,24 @@ def plan_down(mode: str, link: str, ifname: str) -> list[Step]:
     if mode == constants.NIC_MODE_OVS and link:
         return [("ovs-vsctl", "--if-exists", "del-port", link, ifname)]
     return []
+
+
+def bridge_vlan_pvid(link: str, details: str) -> int:
+    """The VLAN a new port of the bridge ``link`` joins (0: none), from ``details``,
+    the output of ``ip -details -json link show dev LINK``; raises
+    :class:`errors.HypervisorError` when ``link`` is not a bridge that filters
+    VLANs (a VLAN there would silently not isolate the NIC)."""
+    try:
+        info = (json.loads(details) or [{}])[0].get("linkinfo") or {}
+    except (ValueError, AttributeError, IndexError, KeyError, TypeError) as exc:
+        raise errors.HypervisorError(f"Cannot read the settings of {link}: {exc}") from None
+    if info.get("info_kind") != "bridge":
+        raise errors.HypervisorError(f"{link} is not a bridge, so it cannot carry VLANs")
+    data = info.get("info_data") or {}
+    if data.get("vlan_filtering") != 1:
+        raise errors.HypervisorError(
+            f"bridge {link} does not filter VLANs (vlan_filtering is off), so a VLAN"
+            f" would not isolate the NIC; turn it on (ip link set {link} type bridge"
+            " vlan_filtering 1)")
+    pvid = data.get("vlan_default_pvid", 1)
+    return pvid if isinstance(pvid, int) and pvid >= 0 else 1

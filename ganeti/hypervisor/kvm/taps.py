@@ -62,27 +62,26 @@ def attach(name: str, ifname: str, nic: base.NicSpec) -> None:
 
     A bridged NIC with a VLAN needs a bridge that filters VLANs (else the
     guest would silently not be isolated): refused otherwise, naming it.
+    The bridge's settings are asked of the kernel of this network namespace
+    (``ip -details -json link show``; ``/sys`` shows the namespace it was
+    mounted in).
     """
     pvid = 1
     if nic.mode == constants.NIC_MODE_BRIDGED and not nicmodes.parse_vlan(nic.vlan).empty:
-        sysfs = f"/sys/class/net/{nic.link}/bridge"
-        if _read(f"{sysfs}/vlan_filtering") != "1":
-            raise errors.HypervisorError(
-                f"Instance {name}: bridge {nic.link} does not filter VLANs (vlan_filtering"
-                f" is off), so VLAN {nic.vlan} would not isolate the NIC; turn it on"
-                f" (ip link set {nic.link} type bridge vlan_filtering 1)")
-        found = _read(f"{sysfs}/default_pvid")
-        pvid = int(found) if found and found.isdigit() else 0
+        try:
+            shown = process.run_command(["ip", "-details", "-json", "link", "show", "dev",
+                                         nic.link], timeout=30)
+        except errors.CommandError as exc:
+            raise errors.HypervisorError(f"Instance {name}: cannot run ip: {exc}") from exc
+        if shown.failed:
+            raise errors.HypervisorError(f"Instance {name}: no bridge {nic.link} for"
+                                         f" {ifname}: {shown.stderr.strip()}")
+        try:
+            pvid = nicmodes.bridge_vlan_pvid(nic.link, shown.stdout)
+        except errors.HypervisorError as exc:
+            raise errors.HypervisorError(f"Instance {name}: {exc}") from None
     run_steps(name, ifname, nicmodes.plan_up(nic.mode, nic.link, nic.vlan, ifname, nic.ip,
                                              default_pvid=pvid))
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii") as fh:
-            return fh.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def detach_all(name: str, runtime: dict[str, Any] | None) -> None:
