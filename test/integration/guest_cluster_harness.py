@@ -12,12 +12,16 @@ before it returns.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import json
 import os
+import shlex
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from ganeti import errors
+from ganeti import constants, errors
 from ganeti.utils.process import RunResult
 from tools.harness import guestcluster, guestvm
 
@@ -126,6 +130,41 @@ class GuestClusterFixture:
                                   text=True, timeout=timeout, check=False)
         finally:
             _trace(start, "vcluster", args)
+
+    def python(self, node: str, code: str, *, timeout: float = 120.0) -> str:
+        """Run Python ``code`` inside ``node`` with the repository importable (the
+        host's root is the guest's); its standard output."""
+        gc = self.cluster
+        res = self.ssh(node, f"PYTHONPATH={shlex.quote(gc.repo)} {shlex.quote(gc.python)}"
+                             f" -c {shlex.quote(code)}", timeout=timeout)
+        if res.failed:
+            raise errors.CommandError(f"python on {node}: {res.fail_reason} {res.stderr}")
+        return res.stdout
+
+    def qmp(self, node: str, instance: str, command: str) -> Any:
+        """The answer of the QMP ``command`` from the kvm instance's qemu on ``node``."""
+        code = ("import json; from ganeti import pathutils;"
+                " from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor;"
+                f" print(json.dumps(KvmHypervisor(pathutils.Paths()).qmp_command("
+                f"{instance!r}, {command!r})))")
+        return json.loads(self.python(node, code))
+
+    @contextlib.contextmanager
+    def kvm_enabled(self) -> Iterator[None]:
+        """kvm enabled beside the fake hypervisor for the block, fake alone after.
+
+        qemu runs under TCG inside the emulated nodes, where a guest OS takes
+        minutes to boot: tests use kvm instances for what the node does
+        around qemu (taps, disks, QMP), not for their guests.
+        """
+        res = self.gnt("gnt-cluster", "modify", "--enabled-hypervisors",
+                       f"{constants.HT_FAKE},{constants.HT_KVM}")
+        if res.returncode != 0:
+            raise errors.CommandError(f"enabling kvm: {res.stdout}{res.stderr}")
+        try:
+            yield
+        finally:
+            self.gnt("gnt-cluster", "modify", "--enabled-hypervisors", constants.HT_FAKE)
 
     def boot_id(self, node: str) -> str:
         res = self.ssh(node, "cat /proc/sys/kernel/random/boot_id")

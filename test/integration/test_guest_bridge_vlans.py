@@ -28,7 +28,6 @@ Open vSwitch (test/integration/test_kvm_nic_modes.py).
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterator
 
 import pytest
@@ -68,15 +67,13 @@ def _vlans(gc: GuestClusterFixture) -> dict[str, dict[int, set[str]]]:
 def bridged(guest_cluster: GuestClusterFixture) -> Iterator[GuestClusterFixture]:
     """The guest cluster with kvm enabled and node1's two bridges; undone after."""
     gc = guest_cluster
-    _ok(gc.gnt("gnt-cluster", "modify", "--enabled-hypervisors",
-               f"{constants.HT_FAKE},{constants.HT_KVM}"))
-    _sh(gc, f"ip link add {BRIDGE} type bridge vlan_filtering 1 && ip link set {BRIDGE} up"
-            f" && ip link add {PLAIN_BRIDGE} type bridge && ip link set {PLAIN_BRIDGE} up")
-    try:
-        yield gc
-    finally:
-        gc.ssh(NODE, f"ip link del {BRIDGE}; ip link del {PLAIN_BRIDGE}")
-        gc.gnt("gnt-cluster", "modify", "--enabled-hypervisors", constants.HT_FAKE)
+    with gc.kvm_enabled():
+        _sh(gc, f"ip link add {BRIDGE} type bridge vlan_filtering 1 && ip link set {BRIDGE}"
+                f" up && ip link add {PLAIN_BRIDGE} type bridge && ip link set {PLAIN_BRIDGE} up")
+        try:
+            yield gc
+        finally:
+            gc.ssh(NODE, f"ip link del {BRIDGE}; ip link del {PLAIN_BRIDGE}")
 
 
 def _add(gc: GuestClusterFixture, name: str, *nets: str, start: bool = True):  # type: ignore[no-untyped-def]
@@ -144,15 +141,13 @@ _ENDS = {
 }
 
 
-def _attach_script(gc: GuestClusterFixture) -> str:
+def _attach_code() -> str:
     """Put each veth's node end on the bridge as the node daemon puts a tap."""
     calls = "; ".join(
         f"taps.attach('probe', {ns!r}, NicSpec(mac='', mode='bridged', link={BRIDGE!r},"
         f" vlan={vlan!r}))" for ns, (vlan, _) in _ENDS.items())
-    code = ("from ganeti.hypervisor.base import NicSpec; "
+    return ("from ganeti.hypervisor.base import NicSpec; "
             f"from ganeti.hypervisor.kvm import taps; {calls}")
-    return (f"PYTHONPATH={shlex.quote(gc.cluster.repo)} {shlex.quote(gc.cluster.python)}"
-            f" -c {shlex.quote(code)}")
 
 
 @pytest.fixture
@@ -166,7 +161,7 @@ def ends(bridged: GuestClusterFixture) -> Iterator[GuestClusterFixture]:
         lines += [f"ip netns exec {ns} {line}" for line in inside]
     try:
         _sh(gc, " && ".join(lines))
-        _sh(gc, _attach_script(gc))
+        gc.python(NODE, _attach_code())
         yield gc
     finally:
         gc.ssh(NODE, "; ".join(f"ip link del {ns}; ip netns del {ns}" for ns in _ENDS))

@@ -98,6 +98,36 @@ def test_a_plain_instance_lives_on_logical_volumes(plain: GuestClusterFixture) -
     assert lv not in _volumes(plain, "node2")
 
 
+def _qemu_sizes(gc: GuestClusterFixture, node: str, instance: str) -> dict[str, int]:
+    """Image file -> size in bytes, as the instance's qemu sees its disks (QMP)."""
+    return {e["inserted"]["file"]: e["inserted"]["image"]["virtual-size"]
+            for e in gc.qmp(node, instance, "query-block") if e.get("inserted")}
+
+
+def test_grow_disk_of_a_running_kvm_instance_reaches_its_qemu(plain: GuestClusterFixture
+                                                               ) -> None:
+    """grow-disk of a running kvm instance on plain: lvextend, then qemu is told (QMP
+    block_resize) without a restart; its qemu runs under TCG inside the node."""
+    name = "plainkvm.vcluster"
+    with plain.kvm_enabled():
+        try:
+            _ok(_add(plain, name, "node3", "-H", constants.HT_KVM, "-B", "memory=128"))
+            (lv,) = _volumes(plain, "node3", name)
+            path = f"/dev/{plain.cluster.vg_name}/{lv}"
+            pid = plain.ssh("node3", "pgrep qemu-system-x86").stdout.split()
+            assert len(pid) == 1, pid
+            assert list(_qemu_sizes(plain, "node3", name).values()) == [64 << 20]
+            _ok(plain.gnt("gnt-instance", "grow-disk", name, "0", "32m"))
+            assert _volumes(plain, "node3")[lv][0] == 96.0
+            sizes = _qemu_sizes(plain, "node3", name)
+            assert list(sizes.values()) == [96 << 20], (path, sizes)
+            # the same qemu: grown while it ran
+            assert plain.ssh("node3", "pgrep qemu-system-x86").stdout.split() == pid
+        finally:
+            plain.gnt("gnt-instance", "remove", "-f", name)
+    assert not _volumes(plain, "node3", name)
+
+
 def test_a_disk_larger_than_the_free_space_is_refused_before_any_volume(
         plain: GuestClusterFixture) -> None:
     before = _volumes(plain, "node3")

@@ -138,8 +138,10 @@ def test_hotplug_needs_a_running_instance(hv, tmp_path):
     with pytest.raises(errors.HypervisorError, match="not running"):
         hv.hotplug_supported(NAME)
     disk = bootsector.disk_image(str(tmp_path / "disk0"), poweroff=True)
-    hv.start_instance(_spec(), [disk])
-    hv.hotplug_supported(NAME)       # running (or about to power off) is fine
+    # paused first (a guest that powers off at once may be off before the check)
+    hv.start_instance(_spec(), [disk], startup_paused=True)
+    hv.hotplug_supported(NAME)       # paused is fine
+    hv.qmp_command(NAME, "cont")     # (running is fine: the other tests hotplug into one)
     for _ in range(600):
         if hv.get_instance_info(NAME)["state"] == base.HV_STATE_SHUTDOWN:
             break
