@@ -149,6 +149,16 @@ class GuestClusterFixture:
                 f"{instance!r}, {command!r})))")
         return json.loads(self.python(node, code))
 
+    def kvm_info(self, node: str, instance: str) -> dict[str, Any] | None:
+        """The kvm hypervisor's view of ``instance`` on ``node`` (``pid``, ``state``,
+        ...), None when no qemu of it runs there."""
+        code = ("import json; from ganeti import pathutils;"
+                " from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor;"
+                f" print(json.dumps(KvmHypervisor(pathutils.Paths()).get_instance_info("
+                f"{instance!r})))")
+        info = json.loads(self.python(node, code))
+        return info if isinstance(info, dict) else None
+
     @contextlib.contextmanager
     def kvm_enabled(self) -> Iterator[None]:
         """kvm enabled beside the fake hypervisor for the block, fake alone after.
