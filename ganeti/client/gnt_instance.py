@@ -440,7 +440,8 @@ def shutdown(opts: Any, args: list[str]) -> int:
     """Stop instances."""
     names = _select(opts, args)
     return _run_many(opts, [wire.drop_none(wire.instance_shutdown(
-        instance_name=n, timeout=opts.timeout, no_remember=opts.no_remember)) for n in names]
+        instance_name=n, timeout=opts.timeout, no_remember=opts.no_remember,
+        force=opts.force)) for n in names]
                      if names is not None else None)
 
 

@@ -196,9 +196,11 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
     def CheckInstance(self) -> None:
         check_expected_admin_state(self.instance, self.op.expected_admin_state,
                                    self.op.expected_admin_state_source, "stopping")
-        if self.instance.admin_state == constants.ADMINST_OFFLINE and not self.op.force:
-            raise errors.OpPrereqError(f"Instance {self.instance.name} is marked offline",
-                                       errors.ECODE_STATE)
+        if self.instance.admin_state == constants.ADMINST_OFFLINE:
+            if not self.op.force:
+                raise errors.OpPrereqError(f"Instance {self.instance.name} is marked offline",
+                                           errors.ECODE_STATE)
+            self.LogWarning("Ignoring the offline instance check (--force)")
         if not self.op.ignore_offline_nodes:
             check_node_online(self.pnode, " as primary node")
 
@@ -207,7 +209,8 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
-        if not self.op.no_remember:
+        # an offline instance (stopped with --force) stays offline, as in Ganeti
+        if not self.op.no_remember and inst.admin_state != constants.ADMINST_OFFLINE:
             source = self.op.admin_state_source or constants.ADMIN_SOURCE
             self.cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_DOWN, source)
         if self.pnode.offline:

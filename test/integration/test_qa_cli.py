@@ -319,6 +319,29 @@ def test_modify_no_hotplug_and_add_opportunistic_locking(vc):
     vc.ok("gnt-instance", "remove", "-f", name)
 
 
+def test_an_offline_instance_stops_only_with_force_and_stays_offline(vc):
+    # Ganeti's QA, TestInstanceStoppedModify: shutdown needs --force, start never works
+    name = "yoffline1.example.com"
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N2, "--no-start",
+          *NOCHECK, name)
+    try:
+        vc.ok("gnt-instance", "modify", "--online", name)
+        vc.ok("gnt-instance", "modify", "--offline", name)
+        res = vc.run("gnt-instance", "shutdown", name)
+        assert res.returncode == 1 and "is marked offline" in res.stderr
+        out = vc.ok("gnt-instance", "shutdown", "--force", name)
+        assert "offline" in out.lower()                     # the check it skipped, said
+        assert _names(vc, "gnt-instance", name, field="admin_state") == ["offline"]
+        for start in (("startup",), ("startup", "--force")):
+            res = vc.run("gnt-instance", *start, name)
+            assert res.returncode == 1 and "is marked offline" in res.stderr
+        vc.ok("gnt-instance", "modify", "--offline", name)      # offline to offline
+        vc.ok("gnt-instance", "modify", "--online", name)
+        assert _names(vc, "gnt-instance", name, field="admin_state") == ["down"]
+    finally:
+        vc.run("gnt-instance", "remove", "-f", name)
+
+
 def test_export_long_sleep(vc):
     vc.ok("gnt-backup", "export", "--long-sleep", "-n", N2, FILE1)
     assert FILE1 in vc.ok("gnt-backup", "list", "--no-headers", "-o", "export")
