@@ -225,8 +225,9 @@ def modify_storage(opts: Any, args: list[str]) -> int:
     changes: dict[str, Any] = {}
     if opts.allocatable is not None:
         changes[constants.SF_ALLOCATABLE] = _yes_no(opts.allocatable)
-    if not changes:
-        raise errors.OpPrereqError("No changes given (use --allocatable)", errors.ECODE_INVAL)
+    if not changes:             # as Ganeti: nothing to do is not an error
+        cli.to_stderr("No changes to perform, exiting.")
+        return cli.EXIT_SUCCESS
     cli.submit_or_send(wire.node_modify_storage(node_name=node, storage_type=stype, name=name,
                                                 changes=changes), opts)
     return cli.EXIT_SUCCESS

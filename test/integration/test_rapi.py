@@ -214,8 +214,17 @@ def test_group_modify(vc):
                                 {"ipolicy": {"std": {"memory-size": 256}}}, auth=WRITER)
     job = wait_job(vc, job_id)
     assert job["status"] == "error" and "'std' cannot be set in a group" in str(job["opresult"])
+    # Ganeti's QA (TestRapiNodeGroups) puts back what GET gave: custom_* are the group's own
+    mine = ("alloc_policy", "custom_ndparams", "custom_ipolicy", "custom_diskparams")
+    status, group, _ = request(vc, "GET", "/2/groups/default")
+    submit_ok(vc, "PUT", "/2/groups/default/modify", {k: group[k] for k in mine})
+    after = request(vc, "GET", "/2/groups/default")[1]
+    assert {k: after[k] for k in mine} == {k: group[k] for k in mine}
+    status, res, _ = request(vc, "PUT", "/2/groups/default/modify",
+                             {"custom_ipolicy": {}, "ipolicy": {}}, auth=WRITER)
+    assert status == 400 and "aliases" in str(res)
     submit_ok(vc, "PUT", "/2/groups/default/modify",
-              {"alloc_policy": "preferred", "ipolicy": {"vcpu-ratio": "default"}})
+              {"alloc_policy": "preferred", "custom_ipolicy": {"vcpu-ratio": "default"}})
     assert request(vc, "GET", "/2/groups/default")[1]["custom_ipolicy"] == {}
 
 
@@ -258,6 +267,9 @@ def test_node_storage_through_the_cli_and_rapi(vc):
     assert res.returncode != 0 and "not supported" in res.stderr
     res = vc.run("gnt-node", "modify-storage", "--allocatable", "no", N2, "file", FILE_DIR)
     assert res.returncode != 0 and "can not be modified" in res.stderr
+    # no change given: nothing to do, not an error (as Ganeti; its QA's TestNodeStorage)
+    res = vc.run("gnt-node", "modify-storage", N2, "file", FILE_DIR)
+    assert res.returncode == 0 and "No changes to perform" in res.stderr
     res = vc.run("gnt-node", "repair-storage", N2, "file", FILE_DIR)
     assert res.returncode != 0 and "can not be repaired" in res.stderr
     # RAPI (a write-only GET: the LU locks the node), the node by its short name

@@ -239,6 +239,12 @@ def test_group_modify_builds_group_set_params():
     (ops,) = fake.submitted
     assert ops[0]["OP_ID"] == "OP_GROUP_SET_PARAMS" and ops[0]["group_name"] == "rack2"
     assert ops[0]["alloc_policy"] == "last_resort" and ops[0]["ipolicy"] == {"vcpu-ratio": 2}
+    # the names GET answers with stand for the opcode's (as in Ganeti)
+    run("PUT", "/2/groups/rack2/modify", fake, body={"custom_ndparams": {"spindle_count": 2},
+                                                     "custom_ipolicy": {}, "custom_diskparams": {}})
+    op = fake.submitted[1][0]
+    assert (op["ndparams"], op["ipolicy"], op["diskparams"]) == ({"spindle_count": 2}, {}, {})
+    assert not any(key.startswith("custom_") for key in op)
 
 
 def test_export_and_prepare_export():

@@ -28,9 +28,14 @@ ROUTES: list[Route] = [
     op_row(_GROUP + "/rename", "PUT", wire.OP_GROUP_RENAME, Doc(
         "Rename a node group", body=opbody(wire.OP_GROUP_RENAME, ["new_name"], new_name=STR)),
            args=_GROUP_ARG),
+    # the group's own (unfilled) dicts as GET returns them are accepted back, as in Ganeti
     op_row(_GROUP + "/modify", "PUT", wire.OP_GROUP_SET_PARAMS, Doc(
         "Change a node group's allocation policy, parameters and instance policy"
-        " (doc/ipolicy.md)", body=opbody(wire.OP_GROUP_SET_PARAMS)), args=_GROUP_ARG),
+        " (doc/ipolicy.md); ``custom_ndparams``, ``custom_ipolicy`` and"
+        " ``custom_diskparams`` stand for ``ndparams``, ``ipolicy`` and ``diskparams``",
+        body=opbody(wire.OP_GROUP_SET_PARAMS)), args=_GROUP_ARG,
+           aliases={"custom_ndparams": "ndparams", "custom_ipolicy": "ipolicy",
+                    "custom_diskparams": "diskparams"}),
     op_row(_GROUP + "/assign-nodes", "PUT", wire.OP_GROUP_ASSIGN_NODES, Doc(
         "Move nodes into a group", body=opbody(wire.OP_GROUP_ASSIGN_NODES, ["nodes"],
                                                nodes=STRS)), args=_GROUP_ARG),
