@@ -119,7 +119,7 @@ class LUOsDiagnose(NoHooksLU[OpOsDiagnose]):
         self.needed_locks = {}
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
-        qfilter = query.make_simple_filter("name", self.op.names) if self.op.names else None
+        qfilter = query.legacy_os_filter(list(self.op.output_fields), self.op.names)
         items, ctx = collect_os(self.context, qfilter, set())
         res = query.query(OS_FIELDS, items, ctx, self.op.output_fields, qfilter)
         return query.old_style_rows(res)

@@ -55,7 +55,7 @@ _SUBMODULE = {
                      "serial_no_field", "simple_field", "tags_field", "timestamp_fields",
                      "unknown_field", "uuid_field"], "fields"),
     **dict.fromkeys(["compile_filter", "filter_fields", "make_simple_filter",
-                     "requested_names"], "filter"),
+                     "requested_names", "legacy_os_filter"], "filter"),
     **dict.fromkeys(["format_cell", "format_table"], "format"),
     **dict.fromkeys(["glob_to_regex", "is_filter_text", "make_filter", "parse_filter_text"],
                     "textfilter"),
@@ -70,8 +70,8 @@ if TYPE_CHECKING:  # the same names, for the type checker (test_query_exports ch
                                      Getter, dict_field, fielddef_to_dict, make_table,
                                      serial_no_field, simple_field, tags_field, timestamp_fields,
                                      unknown_field, uuid_field)
-    from ganeti.query.filter import (compile_filter, filter_fields, make_simple_filter,
-                                     requested_names)
+    from ganeti.query.filter import (compile_filter, filter_fields, legacy_os_filter,
+                                     make_simple_filter, requested_names)
     from ganeti.query.format import format_cell, format_table
     from ganeti.query.textfilter import (glob_to_regex, is_filter_text, make_filter,
                                          parse_filter_text)
@@ -97,6 +97,7 @@ __all__ = [
     "simple_field", "dict_field", "tags_field", "uuid_field", "serial_no_field",
     "timestamp_fields",
     "compile_filter", "filter_fields", "requested_names", "make_simple_filter",
+    "legacy_os_filter",
     "parse_filter_text", "is_filter_text", "make_filter", "glob_to_regex",
     "query", "execute", "query_fields", "old_style_rows", "resolve_fields", "required_data",
     "nice_sort_key",

@@ -39,7 +39,7 @@ from ganeti.query.fields import FieldTable, Sentinel
 from ganeti.utils import units
 
 __all__ = ["compile_filter", "filter_fields", "requested_names", "make_simple_filter",
-           "Predicate", "OP_AND", "OP_OR", "OP_NOT", "OP_TRUE", "OP_EQUAL",
+           "Predicate", "legacy_os_filter", "OP_AND", "OP_OR", "OP_NOT", "OP_TRUE", "OP_EQUAL",
            "OP_EQUAL_LEGACY", "OP_NOT_EQUAL", "OP_LT", "OP_LE", "OP_GT", "OP_GE",
            "OP_REGEXP", "OP_CONTAINS", "ALL_OPERATORS"]
 
@@ -289,3 +289,18 @@ def make_simple_filter(namefield: str, names: Any) -> list[Any] | None:
     if not names:
         return None
     return [OP_OR] + [[OP_EQUAL, namefield, name] for name in names]
+
+
+def legacy_os_filter(fields: list[str], names: list[str] | None = None) -> Any:
+    """The filter of the legacy OS listings (OP_OS_DIAGNOSE, RAPI ``/2/os``), as in
+    Ganeti: hidden, blacklisted and invalid OSes are left out unless the field
+    saying so is asked for; ``names`` restricts it to those."""
+    parts: list[Any] = [[OP_NOT, [OP_TRUE, f]] for f in ("hidden", "blacklisted")
+                        if f not in fields]
+    if "valid" not in fields:
+        parts.append([OP_TRUE, "valid"])
+    if names:
+        parts.insert(0, make_simple_filter("name", names))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else [OP_AND, *parts]

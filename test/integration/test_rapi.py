@@ -503,3 +503,15 @@ def test_remote_export_parameters_and_unreachable_target(vc):
         assert inst["oper_state"] is True and inst["admin_state"] == "up"
     finally:
         submit_ok(vc, "DELETE", f"/2/instances/{name}")
+
+
+def test_os_list_leaves_out_hidden_and_blacklisted_oses(vc):
+    # as Ganeti's /2/os (its OP_OS_DIAGNOSE filter; its QA's TestOsValid checks it)
+    assert "tinyos+default" in request(vc, "GET", "/2/os")[1]
+    for flag in ("--hidden", "--blacklisted"):
+        vc.ok("gnt-os", "modify", flag, "yes", "tinyos")
+        try:
+            assert not [n for n in request(vc, "GET", "/2/os")[1] if n.startswith("tinyos")]
+        finally:
+            vc.ok("gnt-os", "modify", flag, "no", "tinyos")
+    assert "tinyos+default" in request(vc, "GET", "/2/os")[1]

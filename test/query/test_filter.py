@@ -160,3 +160,22 @@ def test_make_simple_filter_round_trips(names: Any) -> None:
     assert flt == ["|", ["==", "name", "db1"], ["==", "name", "web2"]]
     assert q.requested_names(flt) == ["db1", "web2"]
     assert names(flt) == ["web2", "db1"]
+
+
+def test_legacy_os_filter_hides_what_is_not_asked_for():
+    from ganeti.cmdlib.os import OS_FIELDS
+    from ganeti.query.filter import legacy_os_filter
+    rows = [{"name": "a", "valid": True, "hidden": False, "blacklisted": False},
+            {"name": "h", "valid": True, "hidden": True, "blacklisted": False},
+            {"name": "b", "valid": True, "hidden": False, "blacklisted": True},
+            {"name": "x", "valid": False, "hidden": False, "blacklisted": False}]
+
+    def kept(fields, names=None):
+        pred = q.compile_filter(OS_FIELDS, legacy_os_filter(fields, names))
+        return [r["name"] for r in rows if pred(None, r)]
+
+    assert kept(["name"]) == ["a"]
+    assert kept(["name", "hidden"]) == ["a", "h"]
+    assert kept(["name", "valid", "hidden", "blacklisted"]) == ["a", "h", "b", "x"]
+    assert legacy_os_filter(["name", "valid", "hidden", "blacklisted"]) is None
+    assert kept(["name", "hidden"], ["h", "b"]) == ["h"]

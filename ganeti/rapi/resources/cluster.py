@@ -3,7 +3,7 @@ operating systems, cluster changes and cluster tags (pure)."""
 
 from __future__ import annotations
 
-from ganeti import constants
+from ganeti import constants, query
 from ganeti.opcodes import wire
 from ganeti.rapi.openapi import OBJ, STR, STRS, Doc, opbody
 from ganeti.rapi.resources.base import (FEATURES, RAPI_VERSION, Ctx, RawBody, Route, op_row,
@@ -21,7 +21,8 @@ def _metrics(ctx: Ctx) -> RawBody:
 
 def _os_list(ctx: Ctx) -> list[str]:
     names: list[str] = []
-    for row in query_rows(ctx, constants.QR_OS, ["name", "variants"]):
+    fields = ["name", "variants"]       # valid, not hidden, not blacklisted: as in Ganeti
+    for row in query_rows(ctx, constants.QR_OS, fields, query.legacy_os_filter(fields)):
         variants = row.get("variants") or []
         names.extend([f"{row['name']}+{v}" for v in variants] if variants else [row["name"]])
     return names
