@@ -30,13 +30,15 @@ LIST_FIELDS_OPTS = [NOHDR_OPT, SEP_OPT]
 
 
 def query_list_verb(resource: str, default_fields: list[str],
-                    cells: dict[str, Callable[[Any], Any]] | None = None) -> Verb:
+                    cells: dict[str, Callable[[Any], Any]] | None = None, *,
+                    namefield: str = "name") -> Verb:
     """The ``list`` verb of a resource: default fields or ``-o``, names or ``-F``
-    (``cells``: see :func:`ganeti.cli.output.generic_query_list`)."""
+    (``cells``: see :func:`ganeti.cli.output.generic_query_list`; ``namefield``:
+    the field the arguments name, such as a filter rule's ``uuid``)."""
 
     def verb(opts: Any, args: list[str]) -> int:
         fields = parse_fields(opts.output, default_fields)
-        qfilter = build_query_filter(args, opts.force_filter)
+        qfilter = build_query_filter(args, opts.force_filter, namefield=namefield)
         return generic_query_list(get_client(opts), resource, fields, qfilter,
                                   headers=not opts.no_headers, separator=opts.separator,
                                   units=opts.units, verbose=bool(getattr(opts, "verbose", 0)),

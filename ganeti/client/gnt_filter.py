@@ -118,7 +118,7 @@ commands: dict[str, cli.Command] = {
                 "Replace a job filter rule, or add it with that UUID; the watermark is"
                 " set anew"),
     "delete": (delete_filter, _UUID, [], "<filter-uuid>", "Remove a job filter rule"),
-    "list": (verbs.query_list_verb(constants.QR_FILTER, LIST_FIELDS),
+    "list": (verbs.query_list_verb(constants.QR_FILTER, LIST_FIELDS, namefield="uuid"),
              [cli.ArgUnknown(name="filter-uuid")],
              verbs.LIST_OPTS,
              "[-o FIELDS] [filter-uuid...]",

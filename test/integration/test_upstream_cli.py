@@ -210,6 +210,9 @@ def test_job_filter_rules(vc, scratch):
     try:
         listed = up(vc, scratch, "gnt-filter", "list", "--no-headers", "--output=uuid")
         assert listed.split() == [uuid]
+        # a rule named on the command line by its UUID (upstream's QA does it with ours)
+        for run in (vc.ok, lambda *a: up(vc, scratch, *a)):
+            assert run("gnt-filter", "list", "--no-headers", "-o", "uuid", uuid).split() == [uuid]
         lines = up(vc, scratch, "gnt-filter", "info", uuid).splitlines()
         assert lines[0] == f"UUID: {uuid}" and lines[4] == "  Action: REJECT"
         assert int(lines[1].split("Watermark: ")[1]) >= 1
