@@ -402,7 +402,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         headers = [("Content-Type", "application/json")]
         if status == 401:
             headers.append(("WWW-Authenticate", f'Basic realm="{users.REALM}"'))
-        if status == 405 and self._allow:
+        if status == 501 and self._allow:      # a known path with another method
             headers.append(("Allow", ", ".join(self._allow)))
         if status in (400, 413, 414, 431, 501) or status >= 500 or self._body_unread:
             self._close = True

@@ -130,7 +130,7 @@ class _Gen:
         if choice == 3:     # a known path with a method it does not have
             path = self.rng.choice(["/version", "/2/info", "/2/features", "/2/os"])
             return Case("path", _request(self.rng.choice(["PUT", "POST", "DELETE"]), path),
-                        frozenset({405}))
+                        frozenset({501}))
         if choice == 4:     # a request line too long for the server
             path = "/" + "a" * self.rng.randint(70000, 100000)
             return Case("path", _request("GET", path), frozenset({414}))

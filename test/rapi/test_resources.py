@@ -57,13 +57,13 @@ def test_write_rows_include_the_write_only_get():
     assert ("/2/instances", "POST") in writes and ("/2/instances", "GET") not in writes
 
 
-def test_match_404_405():
+def test_match_404_501():
     with pytest.raises(errors.HttpError) as exc:
         res.match("GET", "/2/nothing")
     assert exc.value.status == 404
     with pytest.raises(errors.HttpError) as exc:
         res.match("POST", "/2/info")
-    assert exc.value.status == 405
+    assert exc.value.status == 501       # Ganeti's "not implemented" (HTTP would say 405)
     assert res.allowed_methods("/2/instances/x") == ["DELETE", "GET"]
 
 

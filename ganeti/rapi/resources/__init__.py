@@ -74,8 +74,9 @@ def match(method: str, path: str, routes: list[Route] | None = None
     segment is percent-decoded (:func:`ganeti.rapi.uri.split_path`), so
     ``%2F`` never separates segments.  Raises :class:`errors.HttpError`
     404 for an unknown path (a path argument holding a slash included),
-    405 (the allowed methods in the message) for a known path with
-    another method, 400 for a segment that is not UTF-8.
+    501 (the allowed methods in the message; Ganeti's "not implemented",
+    where HTTP would say 405) for a known path with another method, 400 for
+    a segment that is not UTF-8.
     """
     segments = uri.split_path(path)
     allowed: list[str] = []
@@ -88,7 +89,7 @@ def match(method: str, path: str, routes: list[Route] | None = None
         allowed.append(route.method)
     if allowed:
         raise errors.HttpError(f"Method {method} is not supported; allowed: "
-                               f"{', '.join(sorted(set(allowed)))}", 405)
+                               f"{', '.join(sorted(set(allowed)))}", 501)
     raise errors.HttpError(f"Resource {uri.shown(path)} not found", 404)
 
 
