@@ -378,12 +378,18 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
                 raise errors.ParameterError(f"Invalid master netmask {op.master_netmask}"
                                             f" (0..{limit})", errors.ECODE_INVAL)
             new["master_netmask"] = op.master_netmask
-        for name in ("file_storage_dir", "shared_file_storage_dir"):
+        enabled = new.get("enabled_disk_templates", cluster.enabled_disk_templates)
+        for name, template in (("file_storage_dir", constants.DT_FILE),
+                               ("shared_file_storage_dir", constants.DT_SHARED_FILE)):
             value = getattr(op, name)
             if value is not None:
                 if value and not os.path.isabs(value):
                     raise errors.ParameterError(f"Parameter '{name}' must be an absolute"
                                                 f" path, got {value!r}", errors.ECODE_INVAL)
+                if not value and template in enabled:     # as Ganeti
+                    raise errors.OpPrereqError(
+                        f"Unsetting the '{template}' storage directory while having"
+                        f" '{template}' storage enabled is not permitted", errors.ECODE_INVAL)
                 new[name] = os.path.normpath(value) if value else value
         self._check_vg_name(cluster, new)
         if op.mac_prefix is not None:

@@ -402,6 +402,13 @@ def test_verify_refuses_a_forbidden_file_storage_dir(vc):
     finally:
         vc.ok("gnt-cluster", "modify", f"--file-storage-dir={before}")
     assert _verify_ok(vc)
+    # unset while file storage is enabled: refused, as Ganeti (its QA's
+    # TestClusterModifyFileStorageDir), and nothing changes
+    for option, template in (("--file-storage-dir=", "file"),
+                             ("--shared-file-storage-dir=", "sharedfile")):
+        res = vc.run("gnt-cluster", "modify", option)
+        assert res.returncode == 1 and f"Unsetting the '{template}' storage" in res.stderr
+    assert info(vc, "gnt-cluster", "info")["Cluster parameters"]["file storage path"] == before
 
 
 def test_verify_checks_the_oob_program(vc):
