@@ -64,15 +64,17 @@ def _usage_line(prog: str, verb: str, command: Command) -> str:
 
 
 def _verb_options(command: Command) -> list[Option]:
-    """The verb's options plus :data:`COMMON_OPTS`, one per ``dest`` (first wins).
+    """The verb's options (several may share a ``dest``: ``--name-check`` and
+    ``--no-name-check``), then those of :data:`COMMON_OPTS` whose ``dest`` the
+    verb's do not set already.
 
     A verb that takes ``--submit`` also takes ``--print-jobid`` (Ganeti's
     ``SUBMIT_OPTS``): the job id on stdout.
     """
-    seen: set[str] = set()
-    result = []
+    result = list(dict.fromkeys(command[2]))
+    seen = {opt.dest for opt in result}
     extra = [PRINT_JOBID_OPT] if SUBMIT_OPT in command[2] else []
-    for opt in list(command[2]) + extra + COMMON_OPTS:
+    for opt in extra + COMMON_OPTS:
         if opt.dest in seen:
             continue
         seen.add(opt.dest)

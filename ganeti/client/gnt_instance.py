@@ -205,6 +205,18 @@ NOIPCHECK_OPT = O("--no-ip-check", dest="ip_check", action="store_false", defaul
                   help="Do not check that the resolved IP address is free (by default the "
                        "command fails when a host answers a TCP connect to it, even with "
                        "a refusal)")
+#: rename checks nothing unless asked, as Ganeti's (``--no-*`` accepted: the default)
+RENAME_CHECK_OPTS = [
+    O("--name-check", dest="name_check", action="store_true", default=False,
+      help="Check the new name: it must resolve (DNS or /etc/hosts) to itself or itself"
+           " plus a domain, and the instance takes the resolved FQDN"),
+    O("--ip-check", dest="ip_check", action="store_true", default=False,
+      help="Check that nothing answers at the new name's address (needs --name-check)"),
+    O("--no-name-check", dest="name_check", action="store_false", default=False,
+      help="Do not check the new name (the default)"),
+    O("--no-ip-check", dest="ip_check", action="store_false", default=False,
+      help="Do not check the new name's address (the default)"),
+]
 NOCONFLICTS_OPT = O("--no-conflicts-check", dest="conflicts_check", action="store_false",
                     default=True,
                     help="Do not check NIC addresses for conflicts: an address taken in its"
@@ -700,7 +712,7 @@ commands: dict[str, cli.Command] = {
     "move": (move, ONE_INSTANCE, [cli.FORCE_OPT, TARGET_OPT, SHUTDOWN_TIMEOUT_OPT,
                                   IGNORE_IPOLICY_OPT, cli.SUBMIT_OPT],
              "-n NODE INSTANCE", "Move an instance by copying its disks"),
-    "rename": (rename, NEW_NAME_ARGS, [NONAMECHECK_OPT, NOIPCHECK_OPT, cli.SUBMIT_OPT],
+    "rename": (rename, NEW_NAME_ARGS, [*RENAME_CHECK_OPTS, cli.SUBMIT_OPT],
                "INSTANCE NEW_NAME", "Rename an instance"),
     "modify": (modify, ONE_INSTANCE, [BE_OPT, HV_OPT, OSP_OPT, OSP_PRIVATE_OPT, OS_OPT,
                                       DISK_OPT, NET_OPT,

@@ -234,3 +234,22 @@ def test_private_and_secret_os_parameters(argv: list[str], op_id: str,
 def test_plain_disk_options_vg_and_spindles() -> None:
     assert gnt_instance.parse_mods(["add:size=1G,vg=fastvg,spindles=2"], "disk") == \
         [["add", -1, {"size": 1024, "vg": "fastvg", "spindles": 2}]]
+
+
+@pytest.mark.parametrize("flags,checks", [
+    ([], (False, False)),                                  # Ganeti's rename checks nothing
+    (["--name-check"], (True, False)),
+    (["--name-check", "--ip-check"], (True, True)),
+    (["--no-name-check", "--no-ip-check"], (False, False)),
+], ids=["default", "name", "name-and-ip", "no-checks"])
+def test_rename_checks_only_what_it_is_asked_to(flags: list[str],
+                                                checks: tuple[bool, bool]) -> None:
+    cl = _client()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands,
+                              ["rename", *flags, "--submit", "inst1.example.com",
+                               "inst2.example.com"], prog="gnt-instance",
+                              client_factory=lambda: cl)
+    assert rc == 0
+    op = cl.submitted[0][0]
+    assert (op["name_check"], op["ip_check"]) == checks
