@@ -518,6 +518,13 @@ def _spindles(ctx: NodeQueryData, node: Node) -> Any:
     return value if isinstance(value, query.fields.Sentinel) else 0
 
 
+def _powered(ctx: Any, node: Any) -> Any:
+    """``powered``: unavailable without an out-of-band program, as in Ganeti (nothing
+    could know or change the node's power)."""
+    nd = parameters.fill_ndparams(ctx.cluster, ctx.groups.get(node.group), node)
+    return node.powered if nd.get("oob_program") else query.UNAVAIL
+
+
 def _group_name(ctx: NodeQueryData, node: Node) -> Any:
     group = ctx.groups.get(node.group)
     return group.name if group else query.UNAVAIL
@@ -539,8 +546,8 @@ NODE_FIELDS = query.make_table([
                        "Whether node is drained", "drained"),
     query.simple_field("offline", "Offline", constants.QFT_BOOL,
                        "Whether node is marked offline", "offline"),
-    query.simple_field("powered", "Powered", constants.QFT_BOOL,
-                       "Whether node is thought to be powered on", "powered"),
+    query.FieldDef("powered", "Powered", constants.QFT_BOOL,
+                   "Whether node is thought to be powered on", _powered),
     query.FieldDef("master", "IsMaster", constants.QFT_BOOL, "Whether node is master",
                    lambda ctx, n: n.uuid == ctx.master_uuid),
     query.FieldDef("role", "Role", constants.QFT_TEXT,

@@ -427,11 +427,18 @@ def test_verify_checks_the_oob_program(vc):
         vc.ok("gnt-cluster", "modify", "--node-parameters", f"oob_program={prog}")
         res = vc.run("gnt-cluster", "verify", timeout=300)
         assert res.returncode != 0 and "not executable" in res.stdout + res.stderr
+        # with an out-of-band program, the power state is known (Ganeti's QA, TestClusterEpo)
+        assert _powered(vc) == ["Y", "Y"]
         for node in (N1, N2):
             os.chmod(vc.paths(node).root + prog, 0o500)
         assert _verify_ok(vc)
     finally:
         vc.ok("gnt-cluster", "modify", "--node-parameters", "oob_program=")
+    assert _powered(vc) == ["(unavail)", "(unavail)"]       # and without, unavailable
+
+
+def _powered(vc) -> list[str]:
+    return vc.ok("gnt-node", "list", "--verbose", "--no-headers", "-o", "powered").split()
 
 
 # --- verbs and options of Ganeti's QA (issue 34, points 3-4) --------------------------
