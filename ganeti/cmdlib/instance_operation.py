@@ -228,15 +228,20 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
 
 
 class LUInstanceReboot(InstanceLU[OpInstanceReboot]):
-    """Reboot the instance: soft, hard (stop + start) or full (with disks)."""
+    """Reboot the instance: soft, hard (stop + start) or full (with disks).
+
+    As in Ganeti, an instance that is not running (stopped, or marked
+    down) is started, whatever the type, and marked up; only an instance
+    marked offline is refused.
+    """
 
     HPATH = "instance-reboot"
 
     def CheckInstance(self) -> None:
+        if self.instance.admin_state == constants.ADMINST_OFFLINE:
+            raise errors.OpPrereqError(f"Instance {self.instance.name} is marked offline"
+                                       " (mark it online first)", errors.ECODE_STATE)
         check_node_online(self.pnode, " as primary node")
-        if self.instance.admin_state != constants.ADMINST_UP:
-            raise errors.OpPrereqError(f"Instance {self.instance.name} is not marked to be up"
-                                       " (start it first)", errors.ECODE_STATE)
 
     def HookExtra(self) -> dict[str, Any]:
         return {"REBOOT_TYPE": self.op.reboot_type, "SHUTDOWN_TIMEOUT": self.op.shutdown_timeout}
@@ -256,14 +261,21 @@ class LUInstanceReboot(InstanceLU[OpInstanceReboot]):
             elif live is not None:
                 self.require_rpc().call_instance_shutdown(
                     self.pnode.name, instance=data, timeout=0).one(self.pnode.name)
+            else:
+                feedback_fn(f"Instance {inst.name} was not running, starting it now")
+                # mirrors of a stopped instance are down: the secondaries first
+                drbd.assemble_secondaries(self, inst.name, self.disks, inst.primary_node)
             self.require_rpc().call_instance_start(
                 self.pnode.name, instance=data, disks=data["disks_info"], startup_paused=False,
             ).one(self.pnode.name, f"Could not start instance {inst.name} for the full reboot")
+            if self.disks and not inst.disks_active:
+                self.cfg.set_instance_disks_active(inst.uuid, True)
         else:
             self.require_rpc().call_instance_reboot(
                 self.pnode.name, instance=data, reboot_type=self.op.reboot_type,
                 shutdown_timeout=self.op.shutdown_timeout,
             ).one(self.pnode.name, f"Could not reboot instance {inst.name}")
+        self.cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_UP)
         return None
 
 

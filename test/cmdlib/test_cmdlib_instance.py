@@ -302,6 +302,26 @@ def test_shutdown_startup_reboot_status(env: Any) -> None:
     assert _query(env, ["status"]) == [["ERROR_down"]]
 
 
+@pytest.mark.parametrize("rtype", ["soft", "hard", "full"])
+def test_reboot_of_a_stopped_instance_starts_it(env: Any, rtype: str) -> None:
+    # as Ganeti's (its QA's TestInstanceReboot): reboot of a stopped instance starts it
+    _create(env)
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    assert _query(env, ["status"]) == [["ADMIN_down"]]
+    env.run("OP_INSTANCE_REBOOT", instance_name="inst1", reboot_type=rtype)
+    assert _query(env, ["status", "admin_state"]) == [["running", "up"]]
+    assert "inst1" in env.rpc.running["node1"]
+
+
+def test_reboot_of_an_offline_instance_is_refused(env: Any) -> None:
+    _create(env, start=False)
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", offline=True)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="offline"):
+        env.run("OP_INSTANCE_REBOOT", instance_name="inst1", reboot_type="hard")
+    assert env.raw() == before and "inst1" not in env.rpc.running["node1"]
+
+
 def test_status_values_for_node_states(env: Any) -> None:
     _create(env, template="diskless")
     env.rpc.running["node2"]["inst1"] = env.rpc.running["node1"].pop("inst1")

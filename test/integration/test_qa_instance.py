@@ -1,0 +1,38 @@
+"""Scenarios of Ganeti's QA (``qa/qa_instance.py``) on a 2-node virtual cluster.
+
+Each test runs the commands one QA test runs and expects what it expects
+(success, or ``fail=True``: a non-zero exit that changes nothing).  One
+cluster is shared by the module; each test makes its own instance.
+"""
+
+from __future__ import annotations
+
+import pytest
+from instance_helpers import NOCHECK, fake_hv, rows, status_of
+from vcluster_harness import VirtualCluster
+
+pytestmark = pytest.mark.timeout(240)
+
+N1, N2 = "node1.vcluster", "node2.vcluster"
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vcqa"), nodes=2) as cluster:
+        yield cluster
+
+
+def _add(vc, name: str, template: str = "file", *extra: str) -> None:
+    vc.ok("gnt-instance", "add", "-t", template, "--disk", "0:size=8M", "-o", "tinyos",
+          "-n", N1, *NOCHECK, *extra, name)
+
+
+def test_reboot_starts_a_stopped_instance(vc):
+    # TestInstanceReboot: shutdown, then reboot; the instance is running again
+    name = "reboot.example.com"
+    _add(vc, name)
+    vc.ok("gnt-instance", "shutdown", name)
+    assert status_of(vc, name) == "ADMIN_down"
+    vc.ok("gnt-instance", "reboot", name)
+    assert rows(vc, "status,admin_state", name) == [["running", "up"]]
+    assert fake_hv(vc, N1).get_instance_state(name) is not None
