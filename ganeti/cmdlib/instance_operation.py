@@ -30,7 +30,8 @@ ALREADY_RUNNING = "is already running"
 
 __all__ = ["LUInstanceRemove", "LUInstanceStartup", "LUInstanceShutdown", "LUInstanceReboot",
            "LUInstanceReinstall", "LUInstanceRename", "LUInstanceConsole",
-           "shutdown_instance", "remove_disks", "check_os", "check_expected_admin_state"]
+           "shutdown_instance", "remove_disks", "check_os", "check_expected_admin_state",
+           "check_stopped"]
 
 
 def shutdown_instance(lu: InstanceLU, timeout: int, *, ignore_failures: bool = False) -> None:
@@ -279,7 +280,12 @@ class LUInstanceReboot(InstanceLU[OpInstanceReboot]):
         return None
 
 
-def _check_stopped(lu: InstanceLU, what: str) -> None:
+def check_stopped(lu: InstanceLU, what: str) -> None:
+    """Refuse (``ECODE_STATE``) an instance marked up or running on its primary node.
+
+    ``what`` ends the message ("stop it before ``what``").  An offline
+    primary node is not asked.
+    """
     inst = lu.instance
     if inst.admin_state == constants.ADMINST_UP:
         raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it before"
@@ -301,7 +307,7 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
     def CheckInstance(self) -> None:
         inst = self.instance
         check_node_online(self.pnode, " as primary node")
-        _check_stopped(self, "reinstalling")
+        check_stopped(self, "reinstalling")
         self.new_os = self.op.os_type or inst.os
         if not self.new_os:
             raise errors.OpPrereqError(f"Instance {inst.name} has no OS; give one",
@@ -368,7 +374,7 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
                 and self.cfg.get_instance_info_by_name(self.op.new_name) is not None:
             raise errors.OpPrereqError(f"Instance '{self.op.new_name}' is already in the"
                                        " cluster", errors.ECODE_EXISTS)
-        _check_stopped(self, "renaming")
+        check_stopped(self, "renaming")
         if self.op.ip_check and self.new_ip is not None:
             check_ip_free(self.new_ip, self.op.new_name)
 

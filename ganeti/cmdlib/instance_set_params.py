@@ -20,7 +20,7 @@ from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dict
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
 from ganeti.cmdlib.instance_networks import attach_networks, check_routed, find_network
 from ganeti.config.netusers import Holding
-from ganeti.cmdlib.instance_operation import check_os
+from ganeti.cmdlib.instance_operation import check_os, check_stopped
 from ganeti.objects import NIC, Disk, Node, NodeGroup
 from ganeti.private import reveal
 from ganeti.opcodes.instance import (DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS,
@@ -135,9 +135,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                      else inst.osparams_private)
         if op.runtime_mem is not None:
             self._check_runtime_mem(be)
-        if op.offline is True and inst.admin_state == constants.ADMINST_UP:
-            raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
-                                       " before marking it offline", errors.ECODE_STATE)
+        if op.offline is not None:
+            # as Ganeti: either way only for a stopped instance (online means down)
+            check_stopped(self, "marking it offline" if op.offline else
+                          "marking it online (it must be offline first)")
         self._plan_nics()
         #: whether NIC/disk changes are plugged into the running instance
         self.hotplug = False

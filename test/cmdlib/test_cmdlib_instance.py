@@ -414,6 +414,35 @@ def test_set_params(env: Any) -> None:
     assert env.raw() == before
 
 
+@pytest.mark.parametrize("offline", [True, False], ids=["offline", "online"])
+def test_marking_a_running_instance_offline_or_online_is_refused(env: Any,
+                                                                  offline: bool) -> None:
+    # as Ganeti's (its QA's TestInstanceModify): both need a stopped instance
+    _create(env)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="marked to be up"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", offline=offline)
+    assert env.raw() == before
+    assert _query(env, ["status", "admin_state"]) == [["running", "up"]]
+
+
+def test_marking_offline_an_instance_running_behind_the_masters_back_is_refused(
+        env: Any) -> None:
+    _create(env, start=False)
+    env.rpc.running["node1"]["inst1"] = {"memory": 128, "vcpus": 1, "state": 0, "time": 1}
+    with pytest.raises(errors.OpPrereqError, match="is running on node1"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", offline=True)
+
+
+def test_stopped_instance_goes_offline_and_online(env: Any) -> None:
+    # as Ganeti's QA's TestInstanceStoppedModify: online -> online, offline -> offline too
+    _create(env, start=False)
+    for offline, state in ((False, "down"), (True, "offline"), (True, "offline"),
+                           (False, "down")):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", offline=offline)
+        assert _query(env, ["admin_state"]) == [[state]]
+
+
 def test_grow_disk(env: Any) -> None:
     _create(env, start=False)
     env.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)

@@ -8,7 +8,7 @@ cluster is shared by the module; each test makes its own instance.
 from __future__ import annotations
 
 import pytest
-from instance_helpers import NOCHECK, fake_hv, rows, status_of
+from instance_helpers import NOCHECK, fail_unchanged, fake_hv, rows, status_of
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -36,3 +36,19 @@ def test_reboot_starts_a_stopped_instance(vc):
     vc.ok("gnt-instance", "reboot", name)
     assert rows(vc, "status,admin_state", name) == [["running", "up"]]
     assert fake_hv(vc, N1).get_instance_state(name) is not None
+
+
+def test_modify_offline_or_online_of_a_running_instance_fails(vc):
+    # TestInstanceModify: both fail while the instance runs; TestInstanceStoppedModify:
+    # both work once it is stopped
+    name = "online.example.com"
+    _add(vc, name)
+    fail_unchanged(vc, "gnt-instance", "modify", "--offline", name, expect="marked to be up")
+    fail_unchanged(vc, "gnt-instance", "modify", "--online", name, expect="marked to be up")
+    assert rows(vc, "status,admin_state", name) == [["running", "up"]]
+    vc.ok("gnt-instance", "shutdown", name)
+    vc.ok("gnt-instance", "modify", "--online", name)
+    vc.ok("gnt-instance", "modify", "--offline", name)
+    assert rows(vc, "status,admin_state", name) == [["ADMIN_offline", "offline"]]
+    vc.ok("gnt-instance", "modify", "--online", name)
+    assert rows(vc, "status,admin_state", name) == [["ADMIN_down", "down"]]
