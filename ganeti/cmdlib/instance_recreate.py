@@ -5,8 +5,9 @@ instance must be stopped; for each selected disk (all by default) the
 primary node is asked whether the volume exists (``blockdev_find``), and
 the missing ones are created again with the same ``logical_id`` and size,
 after the same volume group space check as ``gnt-instance add``
-(:mod:`ganeti.cmdlib.lvm`).  Existing volumes are left alone.  A creation
-that fails removes the volumes this job made.  Moving the disks to other
+(:mod:`ganeti.cmdlib.lvm`).  As in Ganeti, a selected disk that still
+exists is refused (before anything is made): only missing disks are
+recreated in place.  A creation that fails removes the volumes this job made.  Moving the disks to other
 nodes (Ganeti's ``nodes``/``iallocator``) and changing disk parameters are
 refused clearly.  The data is not restored: reinstall the OS or import.
 """
@@ -97,8 +98,12 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             disk = self.disks[idx]
             found = rpc.call_blockdev_find(self.pnode.name, disk=disk_rpc_dicts([disk], self.cfg)[0]).one(
                 self.pnode.name, f"Cannot look for disk {idx}")
-            if found is None:
-                self.missing.append((idx, disk))
+            if found is not None:     # as Ganeti: only missing disks are recreated
+                raise errors.OpPrereqError(
+                    f"Disk {idx} of instance {inst.name} exists on node {self.pnode.name};"
+                    " recreate-disks makes only missing disks (leave it out with --disk,"
+                    " or remove its volume first)", errors.ECODE_STATE)
+            self.missing.append((idx, disk))
         lvm.check_vg_free(self, [self.pnode], lvm.required_vg_sizes(
             (d.logical_id[0], d.size) for _, d in self.missing
             if d.dev_type == constants.DT_PLAIN))
@@ -127,9 +132,6 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             return None
         excl = lvm.exclusive_storage(self.cfg.get_cluster_info(), self.pnode,
                                      self.cfg.get_nodegroup(self.pnode.group))
-        if not self.missing:
-            feedback_fn(f"* every selected disk of {inst.name} exists; nothing to recreate")
-            return None
         created: list[Disk] = []
         try:
             for idx, disk in self.missing:

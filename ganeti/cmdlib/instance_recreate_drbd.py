@@ -4,8 +4,8 @@
 Without ``-n`` a selected mirror whose volumes are gone from *both* of its
 nodes is made again there, with the same logical id; a mirror that lost
 its volumes on one node only is refused (``replace-disks -p|-s`` copies
-the other side's data back; recreating would throw it away), one that has
-both is left alone.  With ``-n PNODE:SNODE`` every disk is made anew on
+the other side's data back; recreating would throw it away), and so is
+one that has both (as in Ganeti: only missing disks are recreated).  With ``-n PNODE:SNODE`` every disk is made anew on
 those two nodes (new minors, port and secret) and the instance's primary
 becomes ``PNODE``: the way back for an instance whose nodes are both lost.
 The mirrors are made on the secondary, then the primary (empty data,
@@ -45,7 +45,7 @@ def _nodes_of(lu: Any, disk: Disk) -> tuple[Node, Node]:
 
 
 def check_missing(lu: Any, indices: list[int]) -> list[tuple[int, Disk]]:
-    """The selected mirrors gone from both their nodes; refuses a half-lost one."""
+    """The selected mirrors, all gone from both their nodes; refuses any other."""
     missing = []
     need: dict[str, dict[str, int]] = {}
     for idx in indices:
@@ -58,7 +58,10 @@ def check_missing(lu: Any, indices: list[int]) -> list[tuple[int, Disk]]:
                                            errors.ECODE_STATE)
         here = {node.name: _exists(lu, node, disk) for node in (pnode, snode)}
         if all(here.values()):
-            continue
+            raise errors.OpPrereqError(
+                f"Disk {idx} of instance {lu.instance.name} exists on {pnode.name} and"
+                f" {snode.name}; recreate-disks makes only missing disks (leave it out with"
+                " --disk, or give other nodes with -n PNODE:SNODE)", errors.ECODE_STATE)
         if any(here.values()):
             lost = next(name for name, ok in here.items() if not ok)
             side = "-p" if lost == pnode.name else "-s"

@@ -198,12 +198,23 @@ def test_recreate_disks_makes_the_missing_volumes_again(lenv: Any) -> None:
     disks = _disks(lenv)
     lenv.rpc.disks["node1"].discard(disks[1].uuid)          # the LV of disk 1 is lost
     lenv.rpc.created.clear()
-    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[1])
     assert [c["disk"]["logical_id"] for c in lenv.rpc.created] == [disks[1].logical_id]
     assert disks[1].uuid in lenv.rpc.disks["node1"]
+
+
+@pytest.mark.parametrize("disks", [[], [1], [0, [1, {}]]], ids=["all", "one", "pairs"])
+def test_recreate_disks_of_an_existing_disk_is_refused(lenv: Any, disks: list) -> None:
+    # as Ganeti's (its QA's TestRecreateDisks: "Disks exist: this should fail")
+    _create(lenv, template="plain", disks=[{"size": 128}, {"size": 64}], start=False)
+    lenv.rpc.disks["node1"].discard(_disks(lenv)[0].uuid)    # disk 0 is lost, 1 is not
     lenv.rpc.created.clear()
-    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[0, [1, {}]])
-    assert lenv.rpc.created == []                             # all exist: nothing made
+    before = lenv.raw()
+    with pytest.raises(errors.OpPrereqError, match="Disk 1 of instance inst1 exists on node node1"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=disks)
+    assert lenv.rpc.created == [] and lenv.raw() == before
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[0])
+    assert [c["disk"]["uuid"] for c in lenv.rpc.created] == [_disks(lenv)[0].uuid]
 
 
 @pytest.mark.parametrize("params,match", [

@@ -7,8 +7,10 @@ cluster is shared by the module; each test makes its own instance.
 
 from __future__ import annotations
 
+import os
+
 import pytest
-from instance_helpers import NOCHECK, fail_unchanged, fake_hv, rows, status_of
+from instance_helpers import NOCHECK, disk_files, fail_unchanged, fake_hv, rows, status_of
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -52,3 +54,19 @@ def test_modify_offline_or_online_of_a_running_instance_fails(vc):
     assert rows(vc, "status,admin_state", name) == [["ADMIN_offline", "offline"]]
     vc.ok("gnt-instance", "modify", "--online", name)
     assert rows(vc, "status,admin_state", name) == [["ADMIN_down", "down"]]
+
+
+def test_recreate_disks_over_existing_disks_fails(vc):
+    # TestRecreateDisks: refused while running; "Disks exist: this should fail" once
+    # stopped; in place once the disks are destroyed
+    name = "recreate.example.com"
+    _add(vc, name)
+    fail_unchanged(vc, "gnt-instance", "recreate-disks", name, expect="stop it")
+    vc.ok("gnt-instance", "stop", name)
+    fail_unchanged(vc, "gnt-instance", "recreate-disks", name, expect="exists")
+    (disk,) = disk_files(vc, N1, name)
+    os.unlink(disk)
+    vc.ok("gnt-instance", "recreate-disks", name)
+    assert disk_files(vc, N1, name) == [disk] and os.path.getsize(disk) == 8 << 20
+    vc.ok("gnt-instance", "activate-disks", name)
+    vc.ok("gnt-instance", "deactivate-disks", name)
