@@ -83,7 +83,9 @@ def parse_mods(values: list[str] | None, what: str) -> list[list[Any]]:
     """``add:size=1G`` / ``remove`` / ``N:mode=ro`` -> ``[[op, index, params]]``.
 
     An index may carry the operation as a flag: ``N:add,...``, ``N:remove``,
-    ``N:modify,...`` (the default for an index).
+    ``N:modify,...`` (the default for an index).  As in Ganeti, an existing
+    NIC or disk may be named by its name or UUID instead of its index
+    (``NAME:remove``); it is sent as given, the master resolves it.
     """
     result: list[list[Any]] = []
     for value in values or []:
@@ -94,11 +96,14 @@ def parse_mods(values: list[str] | None, what: str) -> list[list[Any]]:
         if head in ("add", "remove"):
             result.append([head, -1, params])
         else:
+            if not head:
+                raise errors.OpPrereqError(f"Invalid {what} modification {value!r}",
+                                           errors.ECODE_INVAL)
+            idx: int | str
             try:
                 idx = int(head)
             except ValueError:
-                raise errors.OpPrereqError(f"Invalid {what} modification {value!r}",
-                                           errors.ECODE_INVAL) from None
+                idx = head          # a name or UUID
             ops = [op for op in ("add", "remove", "modify") if params.get(op) is True]
             if len(ops) > 1:
                 raise errors.OpPrereqError(f"Invalid {what} modification {value!r}: more"

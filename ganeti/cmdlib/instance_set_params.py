@@ -31,9 +31,14 @@ __all__ = ["LUInstanceSetParams", "LUInstanceGrowDisk", "LUInstanceActivateDisks
            "LUInstanceDeactivateDisks", "normalise_mods"]
 
 
-def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int, dict[str, Any]]]:
-    """``[[op, idx, params]]`` from the accepted forms; raises OpPrereqError."""
-    result = []
+def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int | str, dict[str, Any]]]:
+    """``[[op, identifier, params]]`` from the accepted forms; raises OpPrereqError.
+
+    The identifier is an index (an int, or a text of one) or, as in Ganeti,
+    the name or UUID of an existing NIC/disk (a text, resolved by
+    :func:`_index` against the items as the earlier changes leave them).
+    """
+    result: list[tuple[str, int | str, dict[str, Any]]] = []
     for entry in mods:
         if not isinstance(entry, (list, tuple)) or len(entry) not in (2, 3):
             raise errors.OpPrereqError(f"Invalid {what} modification {entry!r}",
@@ -41,30 +46,48 @@ def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int, dict[str,
         if len(entry) == 2:
             first, params = entry
             if first in DDMS:
-                op, idx = first, -1
+                op, ident = first, -1
             else:
-                op, idx = DDM_MODIFY, first
+                op, ident = DDM_MODIFY, first
         else:
-            op, idx, params = entry
+            op, ident, params = entry
         if op not in DDMS:
             raise errors.OpPrereqError(f"Invalid {what} operation {op!r}", errors.ECODE_INVAL)
+        if isinstance(ident, bool) or not isinstance(ident, (int, str)) or ident == "":
+            raise errors.OpPrereqError(f"Invalid {what} index {ident!r}", errors.ECODE_INVAL)
         try:
-            idx = int(idx)
-        except (TypeError, ValueError):
-            raise errors.OpPrereqError(f"Invalid {what} index {idx!r}",
-                                       errors.ECODE_INVAL) from None
+            ident = int(ident)
+        except ValueError:
+            pass                    # a name or UUID
         if not isinstance(params, dict):
             raise errors.OpPrereqError(f"Invalid {what} parameters {params!r}",
                                        errors.ECODE_INVAL)
-        result.append((op, idx, dict(params)))
+        result.append((op, ident, dict(params)))
     return result
 
 
-def _index(idx: int, count: int, what: str, *, adding: bool = False) -> int:
+def _index(ident: int | str, items: list[tuple[str | None, str | None]], what: str, *,
+           adding: bool = False) -> int:
+    """The real index of ``ident`` among ``items`` (``(uuid, name)`` of each, in order).
+
+    An index (-1 = the last, or the end when ``adding``), else a name or
+    UUID of an item (not for ``adding``, as in Ganeti).  Raises
+    :class:`errors.OpPrereqError` (``ECODE_NOENT`` for an unknown name).
+    """
+    count = len(items)
+    if isinstance(ident, str):
+        if adding:
+            raise errors.OpPrereqError(f"Invalid {what} index {ident!r}: a new {what} is"
+                                       " placed by index (-1 = at the end)", errors.ECODE_INVAL)
+        for real, (uuid, name) in enumerate(items):
+            if ident in (uuid, name):
+                return real
+        raise errors.OpPrereqError(f"Cannot find {what} with identifier {ident}",
+                                   errors.ECODE_NOENT)
     limit = count + 1 if adding else count
-    real = (limit - 1 if idx == -1 else idx)
+    real = (limit - 1 if ident == -1 else ident)
     if not 0 <= real < limit:
-        raise errors.OpPrereqError(f"Invalid {what} index {idx} (the instance has {count})",
+        raise errors.OpPrereqError(f"Invalid {what} index {ident} (the instance has {count})",
                                    errors.ECODE_INVAL)
     return real
 
@@ -144,7 +167,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         self.hotplug = False
         if (op.hotplug or op.hotplug_if_possible) and (self.nic_mods or self.disk_mods):
             self.hotplug = self._check_hotplug()
-        count = len(self.disks)
+        # (uuid, name) of each disk as the changes so far leave them
+        sim: list[tuple[str | None, str | None]] = [(d.uuid, d.name) for d in self.disks]
         # (op, real index, spec for add / changed values for modify / {} for remove)
         self.disk_plan: list[tuple[str, int, dict[str, Any]]] = []
         for dop, idx, params in self.disk_mods:
@@ -162,22 +186,24 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     self.mirror_snode = snodes[0]
                 check_node_online(self.pnode, " as primary node")
                 spec = check_disk_specs(inst.disk_template, [params])[0]
-                self.disk_plan.append((dop, _index(idx, count, "disk", adding=True), spec))
-                count += 1
-                if count > constants.MAX_DISKS:
-                    raise errors.OpPrereqError(f"Instance {inst.name} would have {count} disks,"
-                                               f" at most {constants.MAX_DISKS} are allowed",
-                                               errors.ECODE_STATE)
+                real = _index(idx, sim, "disk", adding=True)
+                self.disk_plan.append((dop, real, spec))
+                sim.insert(real, (None, spec.get("name")))
+                if len(sim) > constants.MAX_DISKS:
+                    raise errors.OpPrereqError(f"Instance {inst.name} would have {len(sim)}"
+                                               f" disks, at most {constants.MAX_DISKS} are"
+                                               " allowed", errors.ECODE_STATE)
             elif dop == DDM_REMOVE:
                 if inst.admin_state == constants.ADMINST_UP and not self.hotplug:
                     raise errors.OpPrereqError("Stop the instance before removing disks"
                                                " (or unplug them with --hotplug)",
                                                errors.ECODE_STATE)
-                if count <= 1:
+                real = _index(idx, sim, "disk")
+                if len(sim) <= 1:
                     raise errors.OpPrereqError("Cannot remove the last disk of an instance",
                                                errors.ECODE_INVAL)
-                self.disk_plan.append((dop, _index(idx, count, "disk"), {}))
-                count -= 1
+                self.disk_plan.append((dop, real, {}))
+                sim.pop(real)
             else:
                 unknown = set(params) - {"mode", "name"}
                 if unknown:
@@ -187,7 +213,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if params.get("mode") not in (None, constants.DISK_RDWR, constants.DISK_RDONLY):
                     raise errors.OpPrereqError(f"Invalid disk mode {params['mode']!r}",
                                                errors.ECODE_INVAL)
-                self.disk_plan.append((dop, _index(idx, count, "disk"), params))
+                real = _index(idx, sim, "disk")
+                self.disk_plan.append((dop, real, params))
+                if "name" in params:
+                    sim[real] = (sim[real][0], params["name"] or None)
         if op.beparams or self.disk_mods or self.nic_mods:
             self._check_ipolicy(be)
         if op.disk_template:
@@ -291,7 +320,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         for nop, idx, params in self.nic_mods:
             if nop == DDM_ADD:
                 nic = build_nics(cfg, [params], generated=self.generated_macs)[0]
-                real = _index(idx, len(macs), "NIC", adding=True)
+                real = _index(idx, self._nic_ids(), "NIC", adding=True)
                 attach_networks(cfg, [nic], [params], self._group(), check=self.op.conflicts_check,
                                 held=self.held_ips, first=real, generated=self.generated_macs)
                 check_routed(cfg.get_cluster_info(), [nic], real)
@@ -304,12 +333,12 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                                " allowed", errors.ECODE_STATE)
                 self.nic_plan.append((nop, real, nic))
             elif nop == DDM_REMOVE:
-                real = _index(idx, len(macs), "NIC")
+                real = _index(idx, self._nic_ids(), "NIC")
                 macs.pop(real)
                 self.nic_sim.pop(real)
                 self.nic_plan.append((nop, real, None))
             else:
-                real = _index(idx, len(macs), "NIC")
+                real = _index(idx, self._nic_ids(), "NIC")
                 if not params:
                     raise errors.OpPrereqError(f"No changes for NIC {idx}", errors.ECODE_INVAL)
                 built = build_nics(cfg, [{**params, "mac": params.get("mac") or "auto"}],
@@ -376,6 +405,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         check_routed(self.cfg.get_cluster_info(), [
             NIC(ip=nic.ip, nicparams=spec["nicparams"] if nic.network else
                 {**current.nicparams, **spec.get("nicparams", {})})], real)
+
+    def _nic_ids(self) -> list[tuple[str | None, str | None]]:
+        """``(uuid, name)`` of each NIC as the changes so far leave them."""
+        return [(nic.uuid, nic.name) for nic in self.nic_sim]
 
     def _simulate(self, real: int, spec: dict[str, Any]) -> None:
         """Apply a planned modification to the simulated NIC ``real``."""

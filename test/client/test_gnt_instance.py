@@ -35,6 +35,11 @@ def test_parse_helpers() -> None:
          ["add", 2, {"link": "br0"}]]
     with pytest.raises(errors.OpPrereqError, match="more than one"):
         gnt_instance.parse_mods(["0:modify,remove"], "NIC")
+    # as Ganeti's (its QA's TestInstanceDeviceNames): a name or UUID instead of an index
+    assert gnt_instance.parse_mods(["test_device:remove", "data:name=renamed"], "disk") == \
+        [["remove", "test_device", {}], ["modify", "data", {"name": "renamed"}]]
+    with pytest.raises(errors.OpPrereqError, match="Invalid disk modification"):
+        gnt_instance.parse_mods([":remove"], "disk")
     assert gnt_instance.parse_hv("fake:migration_mode=non-live") == \
         ("fake", {"migration_mode": "non-live"})
 

@@ -443,6 +443,36 @@ def test_stopped_instance_goes_offline_and_online(env: Any) -> None:
         assert _query(env, ["admin_state"]) == [[state]]
 
 
+def test_set_params_names_disks_and_nics_by_name_or_uuid(env: Any) -> None:
+    # as Ganeti's (its QA's TestInstanceDeviceNames): index, name or UUID
+    _create(env, start=False, disks=[{"size": 64, "name": "boot"}, {"size": 32, "name": "data"},
+                                     {"size": 16}],
+            nics=[{"name": "front"}, {"name": "back"}])
+    inst = env.cfg.get_instance_info_by_name("inst1")
+    third = env.cfg.get_instance_disks(inst.uuid)[2].uuid
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            disks=[["remove", "data", {}], ["modify", third, {"name": "logs"}],
+                   ["modify", "logs", {"mode": "ro"}]],
+            nics=[["remove", "front", {}]])
+    assert _query(env, ["disk.sizes", "disk.names", "disk.modes", "nic.names"]) == \
+        [[[64, 16], ["boot", "logs"], ["rw", "ro"], ["back"]]]
+
+
+@pytest.mark.parametrize("mods,match", [
+    ({"disks": [["remove", "nosuch", {}]]}, "Cannot find disk with identifier nosuch"),
+    ({"nics": [["modify", "nosuch", {"link": "br1"}]]}, "Cannot find NIC with identifier"),
+    ({"disks": [["add", "boot", {"size": 8}]]}, "placed by index"),
+    # a name removed by an earlier change of the same job is gone
+    ({"disks": [["remove", "boot", {}], ["remove", "boot", {}]]}, "Cannot find disk"),
+], ids=["unknown-disk", "unknown-nic", "add-by-name", "removed-before"])
+def test_set_params_refuses_bad_identifiers(env: Any, mods: dict, match: str) -> None:
+    _create(env, start=False, disks=[{"size": 64, "name": "boot"}, {"size": 32}, {"size": 16}])
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match=match):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", **mods)
+    assert env.raw() == before
+
+
 def test_grow_disk(env: Any) -> None:
     _create(env, start=False)
     env.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)

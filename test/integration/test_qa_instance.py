@@ -70,3 +70,20 @@ def test_recreate_disks_over_existing_disks_fails(vc):
     assert disk_files(vc, N1, name) == [disk] and os.path.getsize(disk) == 8 << 20
     vc.ok("gnt-instance", "activate-disks", name)
     vc.ok("gnt-instance", "deactivate-disks", name)
+
+
+@pytest.mark.parametrize("dev,options", [("disk", ",size=8M"), ("net", "")])
+def test_device_added_by_index_is_removed_by_name(vc, dev, options):
+    # TestInstanceDeviceNames: -1:add,name=test_device, then test_device:remove
+    name = f"names-{dev}.example.com"
+    _add(vc, name)
+    field = "disk.names" if dev == "disk" else "nic.names"
+    vc.ok("gnt-instance", "modify", f"--{dev}=-1:add,name=test_device{options}",
+          "--no-hotplug", name)
+    assert rows(vc, field, name) == [["-,test_device"]]
+    if dev == "disk":
+        vc.ok("gnt-instance", "stop", name)     # ours removes a disk only when stopped
+    vc.ok("gnt-instance", "modify", f"--{dev}=test_device:remove", "--no-hotplug", name)
+    assert rows(vc, field, name) == [["-"]]
+    fail_unchanged(vc, "gnt-instance", "modify", f"--{dev}=test_device:remove", name,
+                   expect="Cannot find")
