@@ -141,22 +141,21 @@ class GuestClusterFixture:
             raise errors.CommandError(f"python on {node}: {res.fail_reason} {res.stderr}")
         return res.stdout
 
-    def qmp(self, node: str, instance: str, command: str) -> Any:
-        """The answer of the QMP ``command`` from the kvm instance's qemu on ``node``."""
+    def _kvm(self, node: str, call: str) -> Any:
+        """What ``KvmHypervisor(<node's paths>).<call>`` returns inside ``node`` (JSON)."""
         code = ("import json; from ganeti import pathutils;"
                 " from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor;"
-                f" print(json.dumps(KvmHypervisor(pathutils.Paths()).qmp_command("
-                f"{instance!r}, {command!r})))")
+                f" print(json.dumps(KvmHypervisor(pathutils.Paths()).{call}))")
         return json.loads(self.python(node, code))
+
+    def qmp(self, node: str, instance: str, command: str) -> Any:
+        """The answer of the QMP ``command`` from the kvm instance's qemu on ``node``."""
+        return self._kvm(node, f"qmp_command({instance!r}, {command!r})")
 
     def kvm_info(self, node: str, instance: str) -> dict[str, Any] | None:
         """The kvm hypervisor's view of ``instance`` on ``node`` (``pid``, ``state``,
         ...), None when no qemu of it runs there."""
-        code = ("import json; from ganeti import pathutils;"
-                " from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor;"
-                f" print(json.dumps(KvmHypervisor(pathutils.Paths()).get_instance_info("
-                f"{instance!r})))")
-        info = json.loads(self.python(node, code))
+        info = self._kvm(node, f"get_instance_info({instance!r})")
         return info if isinstance(info, dict) else None
 
     @contextlib.contextmanager
