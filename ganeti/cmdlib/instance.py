@@ -34,7 +34,7 @@ __all__ = [
     "InstanceLU", "expand_instance", "instance_rpc_dict", "disk_rpc_dicts",
     "file_logical_id", "storage_dir_for", "check_node_usable", "runtime_status", "instance_hook_env",
     "check_node_online", "add_instance_lock", "remove_instance_lock",
-    "hv_list_and_params", "InstanceOpT",
+    "hv_list_and_params", "InstanceOpT", "check_device_names",
 ]
 
 #: The opcode of an :class:`InstanceLU` (it names the instance).
@@ -57,6 +57,33 @@ def check_node_online(node: Node, what: str = "") -> None:
     if node.offline:
         raise errors.OpPrereqError(f"Can't use offline node {node.name}{what}",
                                    errors.ECODE_STATE)
+
+
+def check_device_names(kind: str, items: list[tuple[str | None, str | None]]) -> None:
+    """Refuse, as Ganeti does, bad names among one instance's disks (or NICs).
+
+    ``items`` is ``(uuid, name)`` per device (uuid None for a new one; name
+    None or ``none`` for none).  A name may not be a number (it would read
+    as an index), the name of another device or another device's UUID
+    (:class:`errors.OpPrereqError`, ``ECODE_INVAL``/``ECODE_NOTUNIQUE``).
+    """
+    taken = {uuid for uuid, _ in items if uuid}
+    for _, given in items:
+        name = None if given is None else str(given)   # an API may send a number
+        if name is None or name.lower() == "none":
+            continue
+        try:
+            int(name)
+        except ValueError:
+            pass
+        else:
+            raise errors.OpPrereqError(f"Invalid {kind} name '{name}': a name may not be a"
+                                       " number (it would read as an index)",
+                                       errors.ECODE_INVAL)
+        if name in taken:
+            raise errors.OpPrereqError(f"The {kind} name '{name}' is already used by another"
+                                       f" {kind} of the instance", errors.ECODE_NOTUNIQUE)
+        taken.add(name)
 
 
 def check_node_usable(node: Node, what: str = "") -> None:

@@ -21,9 +21,9 @@ from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, disk_wipe, drbd, instance_import, lvm, policy
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.instance import (add_instance_lock, check_node_online, check_node_usable,
-                                    file_logical_id, instance_hook_env, instance_rpc_dict,
-                                    remove_instance_lock, storage_dir_for,
+from ganeti.cmdlib.instance import (add_instance_lock, check_device_names, check_node_online,
+                                    check_node_usable, file_logical_id, instance_hook_env,
+                                    instance_rpc_dict, remove_instance_lock, storage_dir_for,
                                     with_secret_osparams)
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance_networks import IP_POOL, attach_networks, check_routed, find_network
@@ -283,6 +283,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 f"Disk template '{op.disk_template}' is not supported (supported:"
                 f" {', '.join(sorted(SUPPORTED_TEMPLATES))})", errors.ECODE_INVAL)
         self.disk_specs = check_disk_specs(op.disk_template, op.disks)
+        check_device_names("disk", [(None, spec["name"]) for spec in self.disk_specs])
+        check_device_names("NIC", [(None, nic.get("name")) if isinstance(nic, dict)
+                                   else (None, None) for nic in op.nics])
         if op.mode == constants.INSTANCE_CREATE and not op.no_install and not op.os_type:
             raise errors.OpPrereqError("No OS given (use os_type, or no_install)",
                                        errors.ECODE_INVAL)

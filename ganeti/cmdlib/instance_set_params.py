@@ -15,8 +15,8 @@ from typing import Any
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
-from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts,
-                                    file_logical_id, storage_dir_for)
+from ganeti.cmdlib.instance import (InstanceLU, check_device_names, check_node_online,
+                                    disk_rpc_dicts, file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
 from ganeti.cmdlib.instance_networks import attach_networks, check_routed, find_network
 from ganeti.config.netusers import Holding
@@ -217,6 +217,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 self.disk_plan.append((dop, real, params))
                 if "name" in params:
                     sim[real] = (sim[real][0], params["name"] or None)
+        check_device_names("disk", sim)
+        check_device_names("NIC", self._nic_ids())
         if op.beparams or self.disk_mods or self.nic_mods:
             self._check_ipolicy(be)
         if op.disk_template:

@@ -473,6 +473,40 @@ def test_set_params_refuses_bad_identifiers(env: Any, mods: dict, match: str) ->
     assert env.raw() == before
 
 
+@pytest.mark.parametrize("mods,match", [
+    ({"disks": [["add", -1, {"size": 8, "name": "new"}], ["add", -1, {"size": 8, "name": "new"}]]},
+     "disk name 'new' is already used"),
+    ({"disks": [["modify", 1, {"name": "boot"}]]}, "disk name 'boot' is already used"),
+    ({"disks": [["add", -1, {"size": 8, "name": "2"}]]}, "may not be a number"),
+    ({"nics": [["add", -1, {"name": "front"}]]}, "NIC name 'front' is already used"),
+    ({"nics": [["modify", 0, {"name": "7"}]]}, "may not be a number"),
+], ids=["two-new", "renamed-onto", "numeric", "nic-taken", "nic-numeric"])
+def test_set_params_refuses_clashing_or_numeric_device_names(env: Any, mods: dict,
+                                                             match: str) -> None:
+    # as Ganeti's (its QA's TestInstanceDeviceNames)
+    _create(env, start=False, disks=[{"size": 64, "name": "boot"}, {"size": 32}],
+            nics=[{"name": "front"}])
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match=match):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", **mods)
+    assert env.raw() == before
+
+
+def test_set_params_takes_a_name_given_up_in_the_same_job(env: Any) -> None:
+    _create(env, start=False, disks=[{"size": 64, "name": "boot"}, {"size": 32}])
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            disks=[["modify", 0, {"name": "old"}], ["modify", 1, {"name": "boot"}]])
+    assert _query(env, ["disk.names"]) == [[["old", "boot"]]]
+
+
+@pytest.mark.parametrize("kw", [{"disks": [{"size": 8, "name": "a"}, {"size": 8, "name": "a"}]},
+                                {"nics": [{"name": "1"}]}], ids=["disk-twice", "nic-numeric"])
+def test_create_refuses_clashing_or_numeric_device_names(env: Any, kw: dict) -> None:
+    with pytest.raises(errors.OpPrereqError, match="already used|may not be a number"):
+        _create(env, **kw)
+    assert env.cfg.get_instance_info_by_name("inst1") is None
+
+
 def test_grow_disk(env: Any) -> None:
     _create(env, start=False)
     env.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)

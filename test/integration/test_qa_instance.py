@@ -87,3 +87,8 @@ def test_device_added_by_index_is_removed_by_name(vc, dev, options):
     assert rows(vc, field, name) == [["-"]]
     fail_unchanged(vc, "gnt-instance", "modify", f"--{dev}=test_device:remove", name,
                    expect="Cannot find")
+    # two new devices of one name, and a name that reads as an index, are refused
+    fail_unchanged(vc, "gnt-instance", "modify", f"--{dev}=-1:add,name=test_device{options}",
+                   f"--{dev}=-1:add,name=test_device{options}", "--no-hotplug", name)
+    fail_unchanged(vc, "gnt-instance", "modify", f"--{dev}=-1:add,name=2{options}",
+                   "--no-hotplug", name)
