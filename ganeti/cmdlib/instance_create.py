@@ -38,8 +38,8 @@ from ganeti.utils import net as netutils
 from ganeti.utils import units
 from ganeti.utils import validation
 
-__all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "build_nics",
-           "check_instance_name", "check_ip_free", "IP_CHECK_TIMEOUT"]
+__all__ = ["LUInstanceCreate", "SUPPORTED_TEMPLATES", "check_disk_specs", "check_spindles",
+           "build_nics", "check_instance_name", "check_ip_free", "IP_CHECK_TIMEOUT"]
 
 SUPPORTED_TEMPLATES = frozenset([constants.DT_DISKLESS, constants.DT_FILE,
                                  constants.DT_SHARED_FILE, constants.DT_PLAIN,
@@ -124,6 +124,19 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
             entry.update(_lvm_disk_params(idx, spec))
         result.append(entry)
     return result
+
+
+def check_spindles(specs: list[dict[str, Any]], excl_stor: bool) -> None:
+    """Refuse ``spindles`` in disk specs unless exclusive storage is on (as Ganeti).
+
+    ``excl_stor``: the ``exclusive_storage`` node parameter of any of the
+    instance's nodes.  :class:`errors.OpPrereqError` (``ECODE_INVAL``).
+    """
+    for idx, spec in enumerate(specs):
+        if not excl_stor and isinstance(spec, dict) and spec.get("spindles") is not None:
+            raise errors.OpPrereqError(f"Disk {idx}: spindles can be given only when"
+                                       " exclusive storage is active (node parameter"
+                                       " exclusive_storage)", errors.ECODE_INVAL)
 
 
 def _lvm_disk_params(idx: int, spec: dict[str, Any]) -> dict[str, Any]:
@@ -391,6 +404,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                         hvparams=self.hvparams, beparams=self.beparams, osparams=self.osparams,
                         osparams_private=reveal(op.osparams_private), tags=list(op.tags),
                         admin_state=constants.ADMINST_DOWN)
+        check_spindles(op.disks, any(
+            lvm.exclusive_storage(cluster, node, cfg.get_nodegroup(node.group))
+            for node in (pnode, self.snode) if node is not None))
         self.new_disks: list[Disk] = []
         storage_dir = None
         if op.disk_template in constants.DTS_FILEBASED:

@@ -17,7 +17,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_device_names, check_node_online,
                                     disk_rpc_dicts, file_logical_id, storage_dir_for)
-from ganeti.cmdlib.instance_create import build_nics, check_disk_specs
+from ganeti.cmdlib.instance_create import build_nics, check_disk_specs, check_spindles
 from ganeti.cmdlib.instance_networks import attach_networks, check_routed, find_network
 from ganeti.config.netusers import Holding
 from ganeti.cmdlib.instance_operation import check_os, check_stopped
@@ -185,6 +185,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     check_node_online(snodes[0], " as secondary node")
                     self.mirror_snode = snodes[0]
                 check_node_online(self.pnode, " as primary node")
+                check_spindles([params], self._exclusive_storage())
                 spec = check_disk_specs(inst.disk_template, [params])[0]
                 real = _index(idx, sim, "disk", adding=True)
                 self.disk_plan.append((dop, real, spec))
@@ -407,6 +408,13 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         check_routed(self.cfg.get_cluster_info(), [
             NIC(ip=nic.ip, nicparams=spec["nicparams"] if nic.network else
                 {**current.nicparams, **spec.get("nicparams", {})})], real)
+
+    def _exclusive_storage(self) -> bool:
+        """Whether any node of the instance has the exclusive_storage node parameter."""
+        cluster = self.cfg.get_cluster_info()
+        return any(lvm.exclusive_storage(cluster, node, self.cfg.get_nodegroup(node.group))
+                   for uuid in self.cfg.get_instance_nodes(self.instance.uuid)
+                   if (node := self.cfg.get_node_info(uuid)) is not None)
 
     def _nic_ids(self) -> list[tuple[str | None, str | None]]:
         """``(uuid, name)`` of each NIC as the changes so far leave them."""

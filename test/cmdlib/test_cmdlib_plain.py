@@ -106,6 +106,7 @@ def test_create_plain_makes_lvs_named_by_disk_uuid(lenv: Any) -> None:
 
 def test_create_plain_with_a_disk_in_another_vg_and_spindles(lenv: Any) -> None:
     lenv.rpc.vgs["node1"]["fastvg"] = 512
+    lenv.run("OP_CLUSTER_SET_PARAMS", ndparams={"exclusive_storage": True})
     _create(lenv, template="plain", disks=[{"size": 128, "vg": "fastvg", "spindles": 2}],
             start=False)
     disk = lenv.cfg.get_instance_disks(lenv.cfg.get_instance_info_by_name("inst1").uuid)[0]
@@ -135,6 +136,30 @@ def test_grow_plain_checks_the_vg(lenv: Any) -> None:
     lenv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)
     disk = lenv.cfg.get_instance_disks(lenv.cfg.get_instance_info_by_name("inst1").uuid)[0]
     assert disk.size == 128 + 64
+
+
+@pytest.mark.parametrize("template", ["plain", "file"])
+def test_spindles_are_refused_without_exclusive_storage(lenv: Any, template: str) -> None:
+    # as Ganeti's (its QA's TestInstanceModifyDisks, TestRecreateDisks)
+    before = lenv.raw()
+    with pytest.raises(errors.OpPrereqError, match="exclusive storage"):
+        _create(lenv, template=template, disks=[{"size": 128, "spindles": 1}])
+    assert lenv.raw() == before and lenv.rpc.created == []
+    _create(lenv, template=template, start=False)
+    with pytest.raises(errors.OpPrereqError, match="exclusive storage"):
+        lenv.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                 disks=[["add", -1, {"size": 64, "spindles": 1}]])
+    assert _query_sizes(lenv) == [128]
+    node = lenv.cfg.get_node_info_by_name("node1")      # exclusive storage on one node
+    node.ndparams = {"exclusive_storage": True}
+    lenv.cfg.update(node)
+    lenv.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+             disks=[["add", -1, {"size": 64, "spindles": 1}]])
+    assert _query_sizes(lenv) == [128, 64]
+
+
+def _query_sizes(lenv: Any) -> list[int]:
+    return [d.size for d in _disks(lenv)]
 
 
 def test_exclusive_storage_is_passed_to_the_node(lenv: Any) -> None:

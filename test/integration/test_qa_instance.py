@@ -92,3 +92,16 @@ def test_device_added_by_index_is_removed_by_name(vc, dev, options):
                    f"--{dev}=-1:add,name=test_device{options}", "--no-hotplug", name)
     fail_unchanged(vc, "gnt-instance", "modify", f"--{dev}=-1:add,name=2{options}",
                    "--no-hotplug", name)
+
+
+def test_spindles_are_refused_without_exclusive_storage(vc):
+    # TestInstanceModifyDisks (spindles unsupported): add with spindles fails, without works
+    name = "spindles.example.com"
+    _add(vc, name)
+    fail_unchanged(vc, "gnt-instance", "modify", "--disk", "add:size=8M,spindles=1",
+                   "--no-hotplug", name, expect="exclusive storage")
+    vc.ok("gnt-instance", "modify", "--disk", "add:size=8M", "--no-hotplug", name)
+    assert rows(vc, "disk.count", name) == [["2"]]
+    fail_unchanged(vc, "gnt-instance", "add", "-t", "file", "--disk", "0:size=8M,spindles=1",
+                   "-o", "tinyos", "-n", N1, *NOCHECK, "spindles2.example.com",
+                   expect="exclusive storage")
