@@ -333,3 +333,22 @@ DEFAULT_CANDIDATE_POOL_SIZE = 10
 DEFAULT_MAC_PREFIX = "aa:00:00"
 DEFAULT_BRIDGE = "xen-br0"
 DEFAULT_SHUTDOWN_TIMEOUT = 120
+
+# Out-of-band node management (doc/oob.md): the commands of the ``oob_program``
+# node parameter, the health item statuses it may report, and the limits
+OOB_POWER_ON = "power-on"
+OOB_POWER_OFF = "power-off"
+OOB_POWER_CYCLE = "power-cycle"
+OOB_POWER_STATUS = "power-status"
+OOB_HEALTH = "health"
+OOB_COMMANDS = (OOB_POWER_ON, OOB_POWER_OFF, OOB_POWER_CYCLE, OOB_POWER_STATUS, OOB_HEALTH)
+#: the key of ``power-status``'s answer
+OOB_POWER_STATUS_POWERED = "powered"
+OOB_STATUS_OK = "OK"
+OOB_STATUS_WARNING = "WARNING"
+OOB_STATUS_CRITICAL = "CRITICAL"
+OOB_STATUS_UNKNOWN = "UNKNOWN"
+OOB_STATUSES = (OOB_STATUS_OK, OOB_STATUS_WARNING, OOB_STATUS_CRITICAL, OOB_STATUS_UNKNOWN)
+#: seconds the program may run before it is killed; seconds between two power-ons
+OOB_TIMEOUT = 60
+OOB_POWER_DELAY = 2.0

@@ -14,11 +14,12 @@ from ganeti import constants, errors, serializer
 from ganeti.watcher import pause as watcherpause
 from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
+from ganeti.utils import process
 from ganeti.storage import lvm
 
 __all__ = [
     "version", "node_info", "node_verify", "master_node_name", "node_leave_cluster",
-    "node_demote_from_mc", "set_watcher_pause", "node_powercycle",
+    "node_demote_from_mc", "set_watcher_pause", "node_powercycle", "run_oob",
 ]
 
 logger = logging.getLogger(__name__)
@@ -239,6 +240,38 @@ def _oob_path_problem(local: str, canonical: str) -> str:
     if not os.access(local, os.X_OK):
         return f"out of band path '{canonical}' is not executable"
     return ""
+
+
+def run_oob(ctx: NodeContext, oob_program: str, command: str, remote_node: str,
+            timeout: int) -> str:
+    """Run the out-of-band program ``oob_program COMMAND REMOTE_NODE``; its standard output.
+
+    ``oob_program`` is canonical (below this node's root on a virtual node).
+    The program is killed after ``timeout`` seconds.  A program that cannot
+    run, times out or exits with a status other than 0 is an
+    :class:`errors.OpExecError` carrying its status and output (its error
+    message is on standard error, doc/oob.md); the master checks the output.
+    """
+    if command not in constants.OOB_COMMANDS:
+        raise errors.OpExecError(f"Unknown out-of-band command '{command}'")
+    local = ctx.local_path(oob_program)
+    problem = _oob_path_problem(local, oob_program)
+    if problem:
+        raise errors.OpExecError(problem)
+    shown = f"'{oob_program} {command} {remote_node}'"
+    try:
+        res = process.run_command([local, command, remote_node], timeout=timeout)
+    except errors.CommandError as exc:
+        raise errors.OpExecError(f"{shown} cannot run: {exc}") from exc
+    if res.timed_out:
+        raise errors.OpExecError(f"{shown} was killed after its timeout of {timeout}s")
+    if res.failed:
+        why = (f"killed by signal {res.signal}" if res.signal is not None
+               else f"exit status {res.exit_code}")
+        output = (res.stderr.strip() or res.stdout.strip())[-2000:]
+        raise errors.OpExecError(f"{shown} failed ({why}); output: {output}")
+    logger.info("Out-of-band command %s succeeded", shown)
+    return res.stdout
 
 
 def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, Any]:

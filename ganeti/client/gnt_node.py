@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ganeti import cli, constants, errors
-from ganeti.client import relocation, tags_common
+from ganeti.client import node_oob, relocation, tags_common
 from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -135,7 +135,8 @@ def modify_node(opts: Any, args: list[str]) -> int:
     """Change a node's roles and parameters (candidate, drained, offline...)."""
     from ganeti.client.gnt_cluster import parse_keyval
     op: dict[str, Any] = wire.node_set_params(node_name=args[0])
-    for key in ("master_candidate", "drained", "offline", "master_capable", "vm_capable"):
+    for key in ("master_candidate", "drained", "offline", "master_capable", "vm_capable",
+                "powered"):
         value = _yes_no(getattr(opts, key))
         if value is not None:
             op[key] = value
@@ -281,6 +282,9 @@ DRAIN_OPT = _O("-D", "--drained", dest="drained", default=None, choices=_YN,
                help="Mark the node drained (no new instances) or undrain it")
 OFFLINE_OPT = _O("-O", "--offline", dest="offline", default=None, choices=_YN,
                  help="Mark the node offline (skipped by RPC) or online")
+POWERED_OPT = _O("--node-powered", dest="powered", default=None, choices=_YN,
+                 help="Record the node as powered on or off (only for a node with an"
+                      " out-of-band program; doc/oob.md)")
 CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
                  help="Do not ask for confirmation")
 POWERCYCLE_FORCE_OPT = _O("-f", "--force", dest="force", action="store_true", default=False,
@@ -333,13 +337,14 @@ commands: dict[str, cli.Command] = {
                        " STORAGE_TYPE NAME", "Repair a storage unit"),
     "modify": (modify_node, [cli.ArgNode(min=1, max=1)],
                [CAND_OPT, DRAIN_OPT, OFFLINE_OPT, MC_OPT, VMC_OPT, NDP_OPT, AUTOPROMOTE_OPT,
-                SIP_MODIFY_OPT, cli.FORCE_OPT, *_JOB_OPTS], "[options] NODE",
+                SIP_MODIFY_OPT, POWERED_OPT, cli.FORCE_OPT, *_JOB_OPTS], "[options] NODE",
                "Change a node's roles (-C/-D/-O, --master-capable, --vm-capable),"
                " secondary IP (-s) and parameters"),
 }
 
 
 commands.update(relocation.NODE_ROWS)
+commands.update(node_oob.NODE_ROWS)
 commands.update({
     "add-tags": tags_common.add_tags(constants.TAG_NODE),
     "list-tags": tags_common.list_tags(constants.TAG_NODE),

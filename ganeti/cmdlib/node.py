@@ -25,6 +25,7 @@ from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats,
                                   decide_self_promotion, expand_group, expand_node,
                                   is_eligible, node_role, redistribute, select_named)
+from ganeti.cmdlib.oob import oob_program
 from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
 from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
@@ -361,6 +362,14 @@ class LUNodeSetParams(LogicalUnit[OpNodeSetParams]):
                     f"Not enough master candidates (desired {should}, new value will be"
                     f" {remaining}), please use --auto-promote or make another node a"
                     " candidate first", errors.ECODE_STATE)
+        if oob_program(cfg, node):
+            if op.offline is False and not (node.powered or op.powered is True):
+                raise errors.OpPrereqError(f"Node {node.name} needs to be turned on before its"
+                                           " offline status can be reset", errors.ECODE_STATE)
+        elif op.powered is not None:
+            raise errors.OpPrereqError(f"Unable to change powered state for node {node.name}"
+                                       " as it does not support out-of-band handling",
+                                       errors.ECODE_STATE)
         if op.offline is False and node.offline and self.rpc is not None:
             _check_version(self.rpc, node.name, node.primary_ip)
         self.new_mc = new_mc

@@ -1,4 +1,4 @@
-"""Node opcodes: add, remove, modify, power-cycle."""
+"""Node opcodes: add, remove, modify, power-cycle, out-of-band commands."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
 __all__ = ["OpNodeAdd", "OpNodeRemove", "OpNodeSetParams", "OpNodePowercycle", "OpNodeEvacuate",
-           "OpNodeMigrate", "ALL_OPCODES"]
+           "OpNodeMigrate", "OpOobCommand", "ALL_OPCODES"]
 
 
 @dataclass(kw_only=True)
@@ -75,6 +75,26 @@ class OpNodePowercycle(OpCode):
     force: bool = False
 
 
+@dataclass(kw_only=True)
+class OpOobCommand(OpCode):
+    """Run the out-of-band program of nodes (default: all) and check its answer.
+
+    Result: per node, sorted by name, ``[[RS_NORMAL, name], [status, data]]``
+    (doc/oob.md).
+    """
+
+    node_names: list[str] = param([], doc="nodes to run the command against (default: all)")
+    node_uuids: list[str] | None = None
+    command: str = param(choices=constants.OOB_COMMANDS, doc="the out-of-band command")
+    timeout: int = param(constants.OOB_TIMEOUT, min=1,
+                         doc="seconds before the out-of-band program is killed")
+    ignore_status: bool = param(False, doc="power off nodes not marked offline")
+    force_master: bool = param(False, doc="allow power-off and power-cycle of the master"
+                                          " (not in Ganeti 3.0, doc/compat.md)")
+    power_delay: float = param(constants.OOB_POWER_DELAY, min=0,
+                               doc="seconds to wait between powering on two nodes")
+
+
 #: The relocation opcodes' plan fields (doc/protocols/iallocator.md, "Plans"):
 #: ``plan_only`` returns the job graph instead of submitting it;
 #: ``apply_plan`` submits exactly a plan made by ``plan_only``.
@@ -120,4 +140,4 @@ class OpNodeMigrate(OpCode):
 
 
 ALL_OPCODES = (OpNodeAdd, OpNodeRemove, OpNodeSetParams, OpNodePowercycle, OpNodeEvacuate,
-               OpNodeMigrate)
+               OpNodeMigrate, OpOobCommand)

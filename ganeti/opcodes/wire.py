@@ -73,9 +73,9 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "OP_NETWORK_DISCONNECT", "OP_NETWORK_REMOVE", "OP_NETWORK_SET_PARAMS", "OP_NODE_ADD",
     "OP_NODE_EVACUATE", "OP_NODE_MIGRATE", "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE",
     "OP_NODE_QUERYVOLS", "OP_NODE_QUERY_STORAGE", "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS",
-    "OP_OS_DIAGNOSE", "OP_QUERY", "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL",
-    "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET", "OP_TEST_ALLOCATOR", "OP_TEST_DELAY",
-    "OP_TEST_JQUEUE", "backup_export", "backup_prepare", "backup_remove",
+    "OP_OOB_COMMAND", "OP_OS_DIAGNOSE", "OP_QUERY", "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE",
+    "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET", "OP_TEST_ALLOCATOR",
+    "OP_TEST_DELAY", "OP_TEST_JQUEUE", "backup_export", "backup_prepare", "backup_remove",
     "cluster_activate_master_ip", "cluster_deactivate_master_ip", "cluster_destroy",
     "cluster_post_init", "cluster_query", "cluster_redist_conf", "cluster_rename",
     "cluster_renew_crypto", "cluster_repair_disk_sizes", "cluster_set_params", "cluster_verify",
@@ -89,8 +89,8 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "instance_startup", "network_add", "network_connect", "network_disconnect", "network_remove",
     "network_set_params", "node_add", "node_evacuate", "node_migrate", "node_modify_storage",
     "node_powercycle", "node_queryvols", "node_query_storage", "node_remove", "node_set_params",
-    "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del", "tags_get",
-    "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
+    "oob_command", "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del",
+    "tags_get", "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue"]
 
 #: the ``OP_ID`` of every opcode the master implements
 OP_BACKUP_EXPORT = "OP_BACKUP_EXPORT"
@@ -151,6 +151,7 @@ OP_NODE_QUERYVOLS = "OP_NODE_QUERYVOLS"
 OP_NODE_QUERY_STORAGE = "OP_NODE_QUERY_STORAGE"
 OP_NODE_REMOVE = "OP_NODE_REMOVE"
 OP_NODE_SET_PARAMS = "OP_NODE_SET_PARAMS"
+OP_OOB_COMMAND = "OP_OOB_COMMAND"
 OP_OS_DIAGNOSE = "OP_OS_DIAGNOSE"
 OP_QUERY = "OP_QUERY"
 OP_QUERY_FIELDS = "OP_QUERY_FIELDS"
@@ -176,9 +177,9 @@ OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_INSTANCE_SHUTDOWN, OP_INSTANCE_STARTUP, OP_NETWORK_ADD, OP_NETWORK_CONNECT,
     OP_NETWORK_DISCONNECT, OP_NETWORK_REMOVE, OP_NETWORK_SET_PARAMS, OP_NODE_ADD, OP_NODE_EVACUATE,
     OP_NODE_MIGRATE, OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS,
-    OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OS_DIAGNOSE, OP_QUERY,
-    OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET,
-    OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE})
+    OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OOB_COMMAND, OP_OS_DIAGNOSE,
+    OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH,
+    OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE})
 
 
 if TYPE_CHECKING:
@@ -652,6 +653,14 @@ def node_set_params(node_name: str, *, node_uuid: str | None = NOT_SENT, force: 
         powered: bool | None = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change a node's flags; result: list of ``[param, new value]``."""
     return _op(OP_NODE_SET_PARAMS, locals())
+
+
+def oob_command(command: str, *, node_names: list[str] = NOT_SENT,
+        node_uuids: list[str] | None = NOT_SENT, timeout: int = NOT_SENT,
+        ignore_status: bool = NOT_SENT, force_master: bool = NOT_SENT,
+        power_delay: float = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Run the out-of-band program of nodes (default: all) and check its answer."""
+    return _op(OP_OOB_COMMAND, locals())
 
 
 def os_diagnose(output_fields: list[str], *, names: list[str] = NOT_SENT,

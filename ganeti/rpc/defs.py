@@ -131,6 +131,11 @@ _ROWS = [
     _row("node_powercycle", [("hypervisor", str), ("hvparams", dict)], NORMAL,
          "Hard-reset the node through its hypervisor once the answer is sent, then"
          " restart the node daemon; returns a message for the operator."),
+    _row("run_oob", [("oob_program", str), ("command", str), ("remote_node", str),
+                     ("timeout", int)], NORMAL,
+         "Run the out-of-band program (a canonical path) with COMMAND REMOTE_NODE, killed"
+         " after TIMEOUT seconds; returns its standard output (the master checks it), fails"
+         " with its exit status and output (doc/oob.md)."),
     _row("set_watcher_pause", [("until", _OPT_FLOAT)], FAST,
          "Store the watcher pause-until timestamp on the node (null: not paused)."),
     # --- files ---
@@ -412,7 +417,7 @@ FENCED_CALLS = frozenset([
     "jobqueue_sync", "jobqueue_purge", "jobqueue_set_drain_flag", "jobqueue_update_many",
     "replicate_state", "node_demote_from_mc", "node_activate_master_ip",
     "node_deactivate_master_ip", "node_stop_master", "master_lease", "node_leave_cluster",
-    "set_watcher_pause",
+    "set_watcher_pause", "run_oob",
 ])
 #: how a node's refusal of an old epoch starts (the master recognises it)
 FENCED_PREFIX = "Fenced:"

@@ -71,6 +71,14 @@ class RpcStubs:
         """
         return self._rpc("node_powercycle", node_or_nodes, [hypervisor, hvparams], rpc_timeout)
 
+    def call_run_oob(self, node_or_nodes: Nodes, *, oob_program: str, command: str,
+                     remote_node: str, timeout: int, rpc_timeout: float | None = None) -> RpcResults:
+        """Run the out-of-band program (a canonical path) with COMMAND REMOTE_NODE, killed after
+        TIMEOUT seconds; returns its standard output (the master checks it), fails with its exit
+        status and output (doc/oob.md). [normal]
+        """
+        return self._rpc("run_oob", node_or_nodes, [oob_program, command, remote_node, timeout], rpc_timeout)
+
     def call_set_watcher_pause(self, node_or_nodes: Nodes, *, until: float | None,
                                rpc_timeout: float | None = None) -> RpcResults:
         """Store the watcher pause-until timestamp on the node (null: not paused). [fast]"""
