@@ -161,6 +161,11 @@ class Paths:
         return os.path.join(self.rapi_users_dir, "users")
 
     @property
+    def rapi_tokens_file(self) -> str:
+        """The RAPI API tokens (digests only; doc/rapi.md, "API tokens")."""
+        return os.path.join(self.rapi_users_dir, "tokens")
+
+    @property
     def confd_hmac_key(self) -> str:
         return os.path.join(self.data_dir, "hmac.key")
 

@@ -6,7 +6,8 @@ become path parameters), one operation per row method, the query
 parameters, body and result of each row from its :class:`Doc` (the row's
 ``doc``), the generic ``dry-run``
 and ``reason`` parameters on every row that submits a job, and the
-write requirement as a security requirement (HTTP Basic).  A row that
+credentials a row needs as a security requirement (HTTP Basic, or an API
+token as Bearer) with the role it needs as ``x-ganeti-role``.  A row that
 submits a job answers with the job id (a bare JSON number); every error
 is Ganeti's ``{"code", "message", "explain"}`` body.  ``GET
 /2/openapi.json`` serves the result (doc/rapi.md).
@@ -32,6 +33,7 @@ __all__ = ["OPENAPI_VERSION", "Param", "Doc", "document", "operation_id", "opbod
 #: the OpenAPI version the document follows
 OPENAPI_VERSION = "3.0.3"
 _BASIC = "basicAuth"
+_BEARER = "bearerAuth"
 _JSON = "application/json"
 
 
@@ -46,6 +48,10 @@ class RouteLike(Protocol):
     def opcode(self) -> str | None: ...
     @property
     def needs_write(self) -> bool: ...
+    @property
+    def needs_auth(self) -> bool: ...
+    @property
+    def role_label(self) -> str: ...
     @property
     def build(self) -> Any: ...
     @property
@@ -162,11 +168,14 @@ def _operation(route: RouteLike) -> dict[str, Any]:
             "default": _error("an error"),
         },
         # reads are open unless the daemon runs with --require-authentication
-        "security": [{_BASIC: []}] if route.needs_write else [{}, {_BASIC: []}],
-        "x-ganeti-access": "write" if route.needs_write else "read",
+        "security": ([{_BASIC: []}, {_BEARER: []}] if route.needs_auth
+                     else [{}, {_BASIC: []}, {_BEARER: []}]),
+        "x-ganeti-access": ("write" if route.needs_write else
+                            "auth" if route.needs_auth else "read"),
+        "x-ganeti-role": route.role_label,
     }
-    if route.needs_write:
-        op["responses"]["403"] = _error("the user may not write")
+    if route.needs_auth:
+        op["responses"]["403"] = _error("the user's role does not allow it")
     if route.opcode:
         op["x-ganeti-opcode"] = route.opcode
     if params:
@@ -188,11 +197,14 @@ def document(routes: Iterable[RouteLike]) -> dict[str, Any]:
         "info": {"title": "Ganeti Remote API", "version": f"2 (ganeti {constants.RELEASE_VERSION})",
                  "description": "RAPI v2 as this project serves it (doc/rapi.md). Reads are"
                                 " open unless the daemon runs with"
-                                " --require-authentication; writes need a user with the"
-                                " write option. Booleans are 0 or 1."},
+                                " --require-authentication; each operation needs the role"
+                                " in its x-ganeti-role (readonly, operator, admin)."
+                                " Booleans are 0 or 1."},
         "paths": paths,
         "components": {
-            "securitySchemes": {_BASIC: {"type": "http", "scheme": "basic"}},
+            "securitySchemes": {_BASIC: {"type": "http", "scheme": "basic"},
+                                _BEARER: {"type": "http", "scheme": "bearer",
+                                           "description": "an API token (POST /2/tokens)"}},
             "schemas": {
                 "Error": {"type": "object", "required": ["code", "message", "explain"],
                           "properties": {"code": {"type": "integer"}, "message": STR,

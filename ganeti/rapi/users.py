@@ -10,10 +10,13 @@ File format (``var/lib/ganeti/rapi/users``, see doc/rapi.md)::
 The password is in clear, ``{cleartext}...`` or ``{HA1}...`` (the md5 hex
 digest of ``user:Ganeti Remote API:password``); the prefix is
 case-insensitive.  Options are comma separated; unknown options are
-ignored (Ganeti does the same), a user without options may only read.
+ignored (Ganeti does the same).  The options name the user's role
+(:mod:`ganeti.rapi.roles`): ``admin``, ``operator``, ``readonly``, and
+Ganeti's ``write`` (= ``admin``) and ``read`` (= ``readonly``); the
+largest named wins, a user without any is ``readonly``.  ``owner`` limits
+an operator's instance actions to the instances tagged ``owner:<user>``.
 
-:func:`authorize` takes the parsed table and the request's facts and
-returns a :class:`Decision`; the server only turns it into a status code.
+The decision on a request is :mod:`ganeti.rapi.auth`'s.
 """
 
 from __future__ import annotations
@@ -25,14 +28,17 @@ import hmac
 from dataclasses import dataclass
 
 from ganeti import errors
+from ganeti.rapi import roles
 
-__all__ = ["REALM", "ACCESS_READ", "ACCESS_WRITE", "User", "parse_users",
-           "check_password", "parse_basic_auth", "Decision", "authorize"]
+__all__ = ["REALM", "ACCESS_READ", "ACCESS_WRITE", "OWNER", "User", "parse_users",
+           "check_password", "parse_basic_auth", "DUMMY"]
 
 REALM = "Ganeti Remote API"
 ACCESS_READ = "read"
 ACCESS_WRITE = "write"
-_KNOWN_OPTIONS = frozenset([ACCESS_READ, ACCESS_WRITE])
+#: the option that limits an operator to the instances tagged ``owner:<user>``
+OWNER = "owner"
+_KNOWN_OPTIONS = frozenset([*roles.OPTION_ROLES, OWNER])
 
 
 @dataclass(frozen=True)
@@ -44,8 +50,17 @@ class User:
     options: frozenset[str]
 
     @property
+    def role(self) -> roles.Role:
+        return roles.role_from_options(self.options)
+
+    @property
     def can_write(self) -> bool:
-        return ACCESS_WRITE in self.options
+        return self.role >= roles.Role.ADMIN
+
+    @property
+    def owner_only(self) -> bool:
+        """Whether the user's instance actions are limited to its own (``owner``)."""
+        return OWNER in self.options and self.role < roles.Role.ADMIN
 
 
 def parse_users(text: str) -> dict[str, User]:
@@ -103,41 +118,5 @@ def parse_basic_auth(header: str) -> tuple[str, str] | None:
     return user, password
 
 
-@dataclass(frozen=True)
-class Decision:
-    """The outcome of :func:`authorize`: an HTTP status (200 = go on) and the user."""
-
-    status: int
-    user: str | None = None
-    message: str = ""
-
-
-_DUMMY = User("", "{cleartext}" + "x" * 32, frozenset())
-
-
-def authorize(users: dict[str, User], header: str | None, *, needs_write: bool,
-              require_auth: bool) -> Decision:
-    """Decide on one request.
-
-    Reads pass without credentials unless ``require_auth``; a write needs a
-    valid user with the ``write`` option.  Missing, malformed or wrong
-    credentials give 401 (one message for unknown user and bad password);
-    a valid user without ``write`` on a write gives 403.
-    """
-    needed = needs_write or require_auth
-    if header is None:
-        if not needed:
-            return Decision(200)
-        return Decision(401, message="Authentication required")
-    creds = parse_basic_auth(header)
-    if creds is None:
-        return Decision(401, message="Malformed or unsupported Authorization header")
-    name, password = creds
-    user = users.get(name)
-    # compare even for an unknown user, so both cases take the same path
-    ok = check_password(user or _DUMMY, password) and user is not None
-    if not ok or user is None:
-        return Decision(401, message="Invalid user name or password")
-    if needs_write and not user.can_write:
-        return Decision(403, user=name, message="Permission denied: no write access")
-    return Decision(200, user=name)
+#: the user a password is checked against when the name is unknown (same work either way)
+DUMMY = User("", "{cleartext}" + "x" * 32, frozenset())

@@ -10,7 +10,11 @@ come from ``var/lib/ganeti/rapi/users``, reloaded when the file changes
 table.  Requests are logged to ``rapi-access.log`` in
 Common Log Format (the user name, never the credentials).  ``GET /2/events``
 streams Server-Sent Events from a local copy of the master's event stream
-(:mod:`ganeti.rapi.stream`, one LUXI long-poll relay thread).  See doc/rapi.md.
+(:mod:`ganeti.rapi.stream`, one LUXI long-poll relay thread).  Credentials
+are a users-file user (Basic), an API token (Bearer, ``var/lib/ganeti/rapi/tokens``)
+or a web console session (``/ui/login``); each row needs a role
+(:mod:`ganeti.rapi.auth`, :mod:`ganeti.rapi.roles`); a refusal is a 403
+logged with the user.  See doc/rapi.md.
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ from ganeti.http.limits import Limits
 from ganeti.http.threaded import DEFAULT_LIMITS, DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
-from ganeti.rapi import resources, stream, users
+from ganeti.rapi import auth, resources, roles, sessions, stream, users
 from ganeti.server.daemon import DaemonRuntime, run_daemon
+from ganeti.server.rapiauth import Sessions, TokenFile
 from ganeti.server.logsetup import AccessLog
 from ganeti.server import tuning
 from ganeti.server.tuning import release_memory
@@ -174,12 +179,14 @@ def decode_body(data: bytes) -> Any:
         raise errors.HttpError(f"Invalid JSON in the request body: {exc}", 400) from exc
 
 
-def check_request_body(method: str, headers: Any, limit: int = MAX_BODY) -> int:
+def check_request_body(method: str, headers: Any, limit: int = MAX_BODY,
+                       types: tuple[str, ...] = ("application/json",)) -> int:
     """The body length to read, after the header checks (pure).
 
     Raises :class:`errors.HttpError`: 501 for a ``Transfer-Encoding``, 400
     for a bad ``Content-Length``, 413 over ``limit`` (before anything of
-    the body is read), 415 for a body that is not ``application/json``.
+    the body is read), 415 for a body whose type is not in ``types``
+    (``application/json`` but for the login form).
     """
     if headers.get("Transfer-Encoding") is not None:
         raise errors.HttpError("Transfer-Encoding is not supported; send Content-Length",
@@ -200,8 +207,8 @@ def check_request_body(method: str, headers: Any, limit: int = MAX_BODY) -> int:
     length = int(digits)
     if length:
         ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise errors.HttpError("Request body must be application/json, not"
+        if ctype not in types:
+            raise errors.HttpError(f"Request body must be {' or '.join(types)}, not"
                                    f" {ctype or 'missing'}", 415)
     return length
 
@@ -270,6 +277,43 @@ def error_body(status: int, explain: str | None = None) -> bytes:
                              "explain": explain or short}).encode()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Reply:
+    """A JSON answer with headers of its own (the login's cookie)."""
+
+    data: Any
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+#: the web console's paths (served outside the resource table)
+UI_PREFIX = "/ui"
+_FORM = "application/x-www-form-urlencoded"
+_NO_STORE = ("Cache-Control", "no-store")
+
+
+def login_credentials(ctype: str, data: bytes) -> tuple[str, str]:
+    """``(user, password)`` of a login body, a form or a JSON object (pure).
+
+    Raises :class:`errors.HttpError` 400 when either is missing.
+    """
+    fields: dict[str, Any]
+    if ctype == _FORM:
+        try:
+            pairs = urllib.parse.parse_qs(data.decode("utf-8"), keep_blank_values=True,
+                                          strict_parsing=bool(data), errors="strict")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise errors.HttpError(f"Invalid login form: {exc}", 400) from exc
+        fields = {k: v[-1] for k, v in pairs.items()}
+    else:
+        fields = decode_body(data) if data else {}
+        if not isinstance(fields, dict):
+            raise errors.HttpError("The login body must be a JSON object", 400)
+    user, password = fields.get("user"), fields.get("password")
+    if not isinstance(user, str) or not user or not isinstance(password, str):
+        raise errors.HttpError("Give 'user' and 'password'", 400)
+    return user, password
+
+
 class _Close(Exception):
     """The connection ends now, without an answer (the peer went away or timed out)."""
 
@@ -287,6 +331,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
     _close = False          # the connection ends after this answer
     _requestline = ""
     _method = ""
+    _ui = False             # a web console path: no Basic challenge on a 401
 
     def handle(self) -> None:
         parser = framing.RequestParser(max_head_size=MAX_HEAD, max_headers=MAX_HEADERS,
@@ -296,6 +341,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         while True:
             self._user, self._size, self._allow, self._large = None, None, [], False
             self._requestline, self._method, self._close = "", "", False
+            self._ui = False
             self._body_unread = False
             self.deadline_input.arm()
             try:
@@ -376,6 +422,10 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         if isinstance(result, stream.StreamRequest):
             self._stream(result)
             return
+        if isinstance(result, _Reply):
+            self._answer(200, [("Content-Type", "application/json"), *result.headers],
+                         serializer.dumps(result.data).encode())
+            return
         content_type = "application/json"
         if isinstance(result, resources.RawBody):
             content_type, body = result.content_type, result.body
@@ -400,8 +450,11 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         """Every error as a Ganeti JSON error body; the connection closes after those that
         leave the stream in doubt (a body unread would be taken for the next request)."""
         headers = [("Content-Type", "application/json")]
-        if status == 401:
+        if status == 401 and not self._ui:
             headers.append(("WWW-Authenticate", f'Basic realm="{users.REALM}"'))
+        if status == 403:
+            logger.warning("Refused %s to user %s from %s: %s", self._method, self._user,
+                           self.client_address[0], explain)
         if status == 501 and self._allow:      # a known path with another method
             headers.append(("Allow", ", ".join(self._allow)))
         if status in (400, 413, 414, 431, 501) or status >= 500 or self._body_unread:
@@ -459,15 +512,15 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         path = url.path     # raw: split at "/" before decoding (ganeti.rapi.uri)
         method = head.method
         headers = RequestHeaders(head.headers)
+        if path == UI_PREFIX or path.startswith(UI_PREFIX + "/"):
+            self._ui = True
+            return self._serve_ui(method, path, headers, head, parser)
         self._allow = resources.allowed_methods(path)
         route, args = resources.match(method, path)
-        decision = users.authorize(self.server.users.get(), headers.get("Authorization"),
-                                   needs_write=route.needs_write,
-                                   require_auth=self.server.require_auth)
-        self._user = decision.user
-        if decision.status != 200:
-            raise errors.HttpError(decision.message, decision.status)
-        limit = body_limit(decision.user is not None)
+        principal = self._authorize(headers, method, route.required_role,
+                                    route.needs_auth or self.server.require_auth,
+                                    f"{route.method} {route.path}")
+        limit = body_limit(principal is not None)
         length = check_request_body(method, headers, limit)
         body: Any = None
         if self._body_unread:
@@ -478,8 +531,77 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                 body = decode_body(data)
             del data
         ctx = resources.Ctx(method=method, args=args, query=query, body=body,
-                            client=self.server.luxi_client(), user=decision.user, path=path)
+                            client=self.server.luxi_client(),
+                            user=principal.user if principal else None, path=path,
+                            principal=principal, tokens=self.server.tokens)
         return resources.dispatch(route, ctx)
+
+    def _authorize(self, headers: RequestHeaders, method: str, need: roles.Role,
+                   needs_auth: bool, what: str) -> auth.Principal | None:
+        """The request's principal (None: anonymous), or the 401/403 as an HttpError."""
+        server = self.server
+        ident = auth.identify(server.users.get(), headers.get("Authorization"),
+                              headers.get("Cookie"), token=server.tokens.verify,
+                              session=server.sessions.lookup)
+        decision = auth.decide(ident, need=need, needs_auth=needs_auth, method=method,
+                               csrf=headers.get(sessions.CSRF_HEADER), what=what)
+        self._user = decision.user
+        if decision.status != 200:
+            raise errors.HttpError(decision.message, decision.status)
+        return decision.principal
+
+    def _serve_ui(self, method: str, path: str, headers: RequestHeaders,
+                  head: framing.RequestHead, parser: framing.RequestParser) -> Any:
+        """The web console's session paths: ``POST /ui/login``, ``POST /ui/logout``,
+        ``GET /ui/session`` (doc/rapi.md, "Sessions")."""
+        paths = {f"{UI_PREFIX}/login": "POST", f"{UI_PREFIX}/logout": "POST",
+                 f"{UI_PREFIX}/session": "GET"}
+        if path not in paths:
+            raise errors.HttpError(f"Resource {path[:40]!r} not found", 404)
+        if method != paths[path]:
+            self._allow = [paths[path]]
+            raise errors.HttpError(f"Method {method} is not supported; allowed:"
+                                   f" {paths[path]}", 501)
+        if path == f"{UI_PREFIX}/login":
+            return self._login(headers, head, parser)
+        principal = self._authorize(headers, method, roles.Role.READONLY, True, f"{method} {path}")
+        assert principal is not None
+        if principal.via != auth.VIA_SESSION or principal.session is None:
+            raise errors.HttpError("This path is for a web console session", 400)
+        if path == f"{UI_PREFIX}/session":
+            return _Reply({"user": principal.user, "role": principal.role.label,
+                           "csrf_token": principal.session.csrf}, (_NO_STORE,))
+        sid = sessions.cookie_value(headers.get("Cookie"))
+        if sid is not None:
+            self.server.sessions.drop(sid)
+        logger.info("User %s logged out of the web console", principal.user)
+        return _Reply({"logged_out": True}, (("Set-Cookie", sessions.clear_cookie()),
+                                              _NO_STORE))
+
+    def _login(self, headers: RequestHeaders, head: framing.RequestHead,
+               parser: framing.RequestParser) -> _Reply:
+        length = check_request_body("POST", headers, MAX_ANONYMOUS_BODY,
+                                    types=("application/json", _FORM))
+        data = b""
+        if self._body_unread:
+            data = self._read_body(head, parser)
+            self._body_unread = False
+        ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        name, password = login_credentials(ctype, data[:length])
+        user = self.server.users.get().get(name)
+        ok = users.check_password(user or users.DUMMY, password) and user is not None
+        if not ok or user is None:
+            logger.warning("Failed web console login for user %r from %s", name[:64],
+                           self.client_address[0])
+            raise errors.HttpError("Invalid user name or password", 401)
+        self._user = user.name
+        sid, session = self.server.sessions.create(user.name)
+        logger.info("User %s logged in to the web console from %s", user.name,
+                    self.client_address[0])
+        return _Reply({"user": user.name, "role": user.role.label,
+                       "csrf_token": session.csrf,
+                       "idle_timeout": int(sessions.IDLE_TIMEOUT)},
+                      (("Set-Cookie", sessions.set_cookie(sid)), _NO_STORE))
 
 
 class _Handler(TlsConnectionMixin, _HttpConnection):
@@ -496,7 +618,8 @@ class RapiServer(ThreadedServer):
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext, *,
                  users_table: UsersTable, access_log: AccessLog, luxi_address: str,
-                 pem: str | None = None,
+                 pem: str | None = None, token_file: TokenFile | None = None,
+                 session_store: Sessions | None = None,
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
                  keepalive: float = stream.KEEPALIVE, limits: Limits = LIMITS,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -505,6 +628,10 @@ class RapiServer(ThreadedServer):
         self.pem = pem
         self.fingerprint: str | None = _fingerprint(pem) if pem else None
         self.users = users_table
+        #: the API tokens (by default beside the users file) and the console's sessions
+        self.tokens = token_file if token_file is not None else TokenFile(
+            os.path.join(os.path.dirname(users_table.path), "tokens"))
+        self.sessions = session_store if session_store is not None else Sessions()
         self.access_log = access_log
         self.require_auth = require_auth
         self._luxi_address = luxi_address
@@ -566,13 +693,15 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
 def _prepare(runtime: DaemonRuntime) -> RapiServer:
     paths, opts = runtime.paths, runtime.options
     table = UsersTable(paths.rapi_users_file)
+    token_file = TokenFile(paths.rapi_tokens_file)
     access = AccessLog(paths.log_file(constants.RAPI_ACCESS_LOG))
     server = RapiServer((opts.bind, opts.port), make_tls_context(paths.rapi_pem),
-                        users_table=table, access_log=access,
+                        users_table=table, access_log=access, token_file=token_file,
                         luxi_address=paths.master_socket, pem=paths.rapi_pem,
                         require_auth=opts.require_authentication)
     wake = threading.Event()
-    targets = [(table.path, table.reload), (paths.rapi_pem, server.reload_certificate)]
+    targets = [(table.path, table.reload), (token_file.path, token_file.reload),
+               (paths.rapi_pem, server.reload_certificate)]
     threading.Thread(target=_watch_files, args=(targets, runtime.stop_event, wake),
                      name="rapi-files", daemon=True).start()
     runtime.add_reopen_callback(access.reopen)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ganeti import serializer
-from ganeti.rapi import openapi
+from ganeti.rapi import openapi, roles
 from ganeti.rapi import resources as res
 
 _METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -147,11 +147,13 @@ def test_each_operation_is_its_rows_doc(doc):
 @pytest.mark.parametrize("route", res.ROUTES, ids=lambda r: f"{r.method} {r.path}")
 def test_operation_carries_the_row(doc, route):
     op = doc["paths"][route.path][route.method.lower()]
-    if route.needs_write:
-        assert op["security"] == [{"basicAuth": []}] and "403" in op["responses"]
-        assert op["x-ganeti-access"] == "write"
+    if route.needs_auth:
+        assert op["security"] == [{"basicAuth": []}, {"bearerAuth": []}]
+        assert "403" in op["responses"]
+        assert op["x-ganeti-access"] == ("write" if route.needs_write else "auth")
     else:
         assert {} in op["security"] and op["x-ganeti-access"] == "read"
+    assert op["x-ganeti-role"] == roles.row_role(route).label
     assert op.get("x-ganeti-opcode") == route.opcode
     names = {p["name"] for p in op.get("parameters", []) if p["in"] == "query"}
     (result,) = [c["schema"] for c in op["responses"]["200"]["content"].values()]
@@ -192,7 +194,9 @@ def test_a_row_without_docs_still_appears():
     extra = res.Route("/2/new-thing", "POST", build=lambda c: [], opcode="OP_TEST_DELAY")
     doc = openapi.document([*res.ROUTES, extra])
     op = doc["paths"]["/2/new-thing"]["post"]
-    assert op["summary"] == "OP_TEST_DELAY" and op["security"] == [{"basicAuth": []}]
+    assert op["summary"] == "OP_TEST_DELAY" and op["security"] == [{"basicAuth": []},
+                                                                      {"bearerAuth": []}]
+    assert op["x-ganeti-role"] == "admin"     # a new row's opcode is an admin's by default
     assert structural_problems(doc) == []
 
 

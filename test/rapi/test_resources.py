@@ -46,8 +46,9 @@ def test_table_rows_are_unique_and_name_real_opcodes():
     for route in res.ROUTES:
         if route.build is not None:
             assert route.opcode in opcodes.OP_REGISTRY, route
-        assert route.needs_write == (route.method != "GET" and route.access != "read"
+        assert route.needs_write == (route.method != "GET" and route.access not in ("read", "auth")
                                      or route.access == "write")
+        assert route.needs_auth == (route.needs_write or route.access == "auth")
 
 
 def test_write_rows_include_the_write_only_get():

@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from ganeti import errors
-from ganeti.rapi import users
+from ganeti.rapi import roles, users
 
 
 def _basic(user: str, password: str) -> str:
@@ -30,6 +30,8 @@ def test_parse_schemes_and_options():
     assert TABLE["jack"].can_write and TABLE["anne"].can_write
     assert not TABLE["jill"].can_write and not TABLE["bob"].can_write
     assert TABLE["anne"].options == {"read", "write"}      # unknown option dropped
+    assert (TABLE["jack"].role, TABLE["jill"].role, TABLE["bob"].role) == (
+        roles.Role.ADMIN, roles.Role.READONLY, roles.Role.READONLY)
     assert users.check_password(TABLE["jack"], "pw1")
     assert users.check_password(TABLE["jill"], "pw2")
     assert not users.check_password(TABLE["jill"], HA1)    # the digest is not the password
@@ -49,24 +51,21 @@ def test_parse_errors_name_the_line(text):
                                     "Basic " + base64.b64encode(b"\xff:\xfe").decode()])
 def test_malformed_headers(header):
     assert users.parse_basic_auth(header) is None
-    assert users.authorize(TABLE, header, needs_write=True, require_auth=False).status == 401
 
 
-def test_matrix():
-    def status(header, write, require=False):
-        return users.authorize(TABLE, header, needs_write=write, require_auth=require).status
-    assert status(None, False) == 200
-    assert status(None, False, require=True) == 401
-    assert status(None, True) == 401
-    assert status(_basic("jill", "pw2"), True) == 403
-    assert status(_basic("jill", "pw2"), False, require=True) == 200
-    assert status(_basic("jack", "pw1"), True) == 200
-    assert status(_basic("jack", "bad"), True) == 401
-    assert status(_basic("bob", "pw4"), True) == 403
+@pytest.mark.parametrize("options, role", [
+    ("", roles.Role.READONLY), ("read", roles.Role.READONLY), ("readonly", roles.Role.READONLY),
+    ("write", roles.Role.ADMIN), ("read,write", roles.Role.ADMIN), ("admin", roles.Role.ADMIN),
+    ("operator", roles.Role.OPERATOR), ("read,operator", roles.Role.OPERATOR),
+    ("OPERATOR,bogus", roles.Role.OPERATOR), ("operator,write", roles.Role.ADMIN),
+], ids=lambda v: v if isinstance(v, str) else v.label)
+def test_options_name_the_role(options, role):
+    user = users.parse_users(f"u pw {options}\n")["u"]
+    assert user.role == role
+    assert user.can_write == (role == roles.Role.ADMIN)
 
 
-def test_unknown_user_and_bad_password_look_the_same():
-    a = users.authorize(TABLE, _basic("nobody", "x"), needs_write=True, require_auth=False)
-    b = users.authorize(TABLE, _basic("jack", "x"), needs_write=True, require_auth=False)
-    assert (a.status, a.message, a.user) == (b.status, b.message, b.user) == \
-        (401, a.message, None)
+def test_owner_option_limits_operators_not_admins():
+    table = users.parse_users("op pw operator,owner\nad pw write,owner\nplain pw operator\n")
+    assert table["op"].owner_only
+    assert not table["ad"].owner_only and not table["plain"].owner_only

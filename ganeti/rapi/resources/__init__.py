@@ -31,16 +31,17 @@ import dataclasses
 from typing import Any
 
 from ganeti import errors
-from ganeti.rapi import openapi, uri
+from ganeti.opcodes import wire
+from ganeti.rapi import openapi, roles, uri
 from ganeti.rapi.resources import (cluster, filters, groups, instances, jobs, networks, nodes,
-                                   query)
+                                   query, tokens)
 from ganeti.rapi.resources.base import (FEATURES, G_FIELDS, I_FIELDS, J_FIELDS, J_FIELDS_BULK,
                                         N_ALIASES, N_FIELDS, RAPI_REASON_SOURCE, RAPI_VERSION,
                                         Ctx, RawBody, Route, dispatch_ops)
 
 __all__ = ["Ctx", "Route", "RawBody", "ROUTES", "FEATURES", "match", "dispatch", "dispatch_ops",
            "write_routes",
-           "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
+           "check_opcodes", "OWNER_TAG_PREFIX", "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS", "J_FIELDS", "J_FIELDS_BULK",
            "RAPI_REASON_SOURCE", "RAPI_VERSION", "allowed_methods"]
 
 
@@ -57,7 +58,7 @@ ROUTES: list[Route] = [
           doc=openapi.Doc("This document (OpenAPI 3)", result=openapi.OBJ)),
     *cluster.ROUTES, *jobs.ROUTES, *nodes.ROUTES, *instances.ROUTES, *groups.ROUTES,
     *networks.ROUTES,
-    *query.ROUTES, *filters.ROUTES,
+    *query.ROUTES, *filters.ROUTES, *tokens.ROUTES,
 ]
 
 
@@ -114,6 +115,8 @@ def dispatch(route: Route, ctx: Ctx) -> Any:
     """
     ctx = dataclasses.replace(ctx, body=route.body.accept(ctx.body), spec=route.body)
     if route.read is not None:
+        if route.needs_write and ctx.principal is not None and ctx.principal.owner_only:
+            _check_owned_read(route, ctx, ctx.principal.user)
         return route.read(ctx)
     assert route.build is not None
     ops = route.build(ctx)
@@ -121,4 +124,64 @@ def dispatch(route: Route, ctx: Ctx) -> Any:
     if foreign:
         raise errors.ProgrammerError(f"{route.method} {route.path} built {foreign},"
                                      f" not its own {sorted(route.opcodes)}")
+    if route.needs_write:
+        check_opcodes(ops, ctx)
     return dispatch_ops(ops, ctx)
+
+
+#: an instance tagged ``owner:<user>`` is ``<user>``'s (for users with the ``owner`` option)
+OWNER_TAG_PREFIX = "owner:"
+
+
+def _owned(op: dict[str, Any], ctx: Ctx, user: str) -> str | None:
+    """Why an owner-limited ``user`` may not submit ``op`` (None: it may)."""
+    tag = OWNER_TAG_PREFIX + user
+    if op.get("OP_ID") in (wire.OP_TAGS_SET, wire.OP_TAGS_DEL):
+        if op.get("kind") != "instance":
+            return "it may tag its own instances only"
+        if any(str(t).startswith(OWNER_TAG_PREFIX) for t in op.get("tags") or []):
+            return f"it may not change '{OWNER_TAG_PREFIX}' tags"
+        name = op.get("name")
+    else:
+        name = op.get("instance_name")
+    if not isinstance(name, str) or not name:
+        return "it may act on its own instances only"
+    if tag not in ctx.client.QueryTags("instance", name):
+        return f"instance '{name}' is not tagged '{tag}'"
+    return None
+
+
+def _check_owned_read(route: Route, ctx: Ctx, user: str) -> None:
+    """An owner-limited user's write-only read (``console``, a job wait): on its own
+    instance, or a row without an opcode that only reads (the job wait)."""
+    name = ctx.args.get("instance")
+    if name is not None:
+        why = _owned({"instance_name": name}, ctx, user)
+    elif route.method == "GET" and not route.opcodes:
+        why = None
+    else:
+        why = "it may act on its own instances only"
+    if why is not None:
+        raise errors.HttpError(f"Permission denied: user '{user}' is limited to its own"
+                               f" instances; {why}", 403)
+
+
+def check_opcodes(ops: list[dict[str, Any]], ctx: Ctx) -> None:
+    """Refuse (403) opcodes the request's principal may not submit: by their role
+    (:func:`ganeti.rapi.roles.opcode_role`), and for a user with the ``owner``
+    option, any opcode but one on an instance tagged ``owner:<user>``.  An
+    anonymous context (no principal: the server lets no write through without
+    one) is not judged here."""
+    principal = ctx.principal
+    if principal is None:
+        return
+    for op in ops:
+        need = roles.opcode_role(op)
+        if principal.role < need:
+            raise errors.HttpError(roles.refusal(principal.user, principal.role, need,
+                                                 str(op.get("OP_ID"))), 403)
+        if principal.owner_only:
+            why = _owned(op, ctx, principal.user)
+            if why is not None:
+                raise errors.HttpError(f"Permission denied: user '{principal.user}' is"
+                                       f" limited to its own instances; {why}", 403)

@@ -20,7 +20,9 @@ from typing import Any
 
 from ganeti import constants, errors, luxi, opcodes
 from ganeti.opcodes import wire
-from ganeti.rapi import uri
+from ganeti.rapi import roles, uri
+from ganeti.rapi.auth import Principal
+from ganeti.rapi.tokens import TokenService
 from ganeti.rapi.openapi import STRS, TAG, Doc
 from ganeti.rapi.opinput import NO_BODY, STRINGS, Body
 
@@ -83,6 +85,10 @@ class Ctx:
     clock: Callable[[], float] = time.time
     #: the row's body declaration (set by :func:`dispatch`)
     spec: Body = NO_BODY
+    #: who sent it (None: anonymous); the server sets it
+    principal: Principal | None = None
+    #: the API tokens (the ``/2/tokens`` rows); the server sets it
+    tokens: TokenService | None = None
 
     def qstr(self, name: str, default: str | None = None) -> str | None:
         values = self.query.get(name)
@@ -120,7 +126,8 @@ class Route:
     read: Reader | None = None
     build: Builder | None = None
     opcode: str | None = None          # the opcode a write submits
-    access: str = ""                   # "read"/"write"; default: write unless GET
+    access: str = ""                   # "read"/"write"/"auth"; default: write unless GET
+    role: str = ""                     # the role it needs; default: from its opcodes
     body: Body = NO_BODY               # what the request body may say
     also: tuple[str, ...] = ()         # other opcodes of the row's job (reinstall)
     doc: Doc | None = None             # its OpenAPI text (every row of ROUTES has one)
@@ -133,6 +140,12 @@ class Route:
         if self.body.op_id is not None and self.body.op_id != self.opcode:
             raise errors.ProgrammerError(f"{self.method} {self.path}: body of"
                                          f" {self.body.op_id}, row of {self.opcode}")
+        if self.access not in ("", "read", "write", "auth"):
+            raise errors.ProgrammerError(f"{self.method} {self.path}: unknown access"
+                                         f" {self.access!r}")
+        if self.role and roles.parse_role(self.role) is None:
+            raise errors.ProgrammerError(f"{self.method} {self.path}: unknown role"
+                                         f" {self.role!r}")
         object.__setattr__(self, "segments", uri.template_segments(self.path))
 
     @property
@@ -150,6 +163,21 @@ class Route:
         if self.access:
             return self.access == "write"
         return self.method != "GET"
+
+    @property
+    def needs_auth(self) -> bool:
+        """Whether it needs credentials even without ``--require-authentication``
+        (a write, or an ``auth`` row: one that answers per user)."""
+        return self.needs_write or self.access == "auth"
+
+    @property
+    def required_role(self) -> roles.Role:
+        """The smallest role that may use it (:func:`ganeti.rapi.roles.row_role`)."""
+        return roles.row_role(self)
+
+    @property
+    def role_label(self) -> str:
+        return self.required_role.label
 
 
 @dataclass(frozen=True)

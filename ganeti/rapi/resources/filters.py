@@ -61,14 +61,14 @@ _UUID_RESULT = {**STR, "description": "the rule's UUID"}
 ROUTES: list[Route] = [
     Route("/2/filters", "GET", read=_filters,
           doc=Doc("Job filter rules", (BULK,), result={"type": "array", "items": OBJ})),
-    Route("/2/filters", "POST", read=lambda c: _replace(c, None), body=_BODY,
+    Route("/2/filters", "POST", read=lambda c: _replace(c, None), body=_BODY, role="admin",
           doc=Doc("Add a job filter rule", body=_RULE_BODY, result=_UUID_RESULT)),
     Route("/2/filters/{filter_uuid}", "GET", read=_filter, doc=Doc("One job filter rule",
                                                                    result=OBJ)),
     Route("/2/filters/{filter_uuid}", "PUT", read=lambda c: _replace(c, c.args["filter_uuid"]),
-          body=_BODY, doc=Doc("Replace a job filter rule (or add it with this UUID)",
+          body=_BODY, role="admin", doc=Doc("Replace a job filter rule (or add it with this UUID)",
                               body=_RULE_BODY, result=_UUID_RESULT)),
     Route("/2/filters/{filter_uuid}", "DELETE",
-          read=lambda c: c.client.DeleteFilter(c.args["filter_uuid"]),
+          read=lambda c: c.client.DeleteFilter(c.args["filter_uuid"]), role="admin",
           doc=Doc("Remove a job filter rule", result={"nullable": True})),
 ]

@@ -62,8 +62,10 @@ ROUTES: list[Route] = [
           doc=Doc("Jobs", (BULK,), result={"type": "array", "items": OBJ})),
     Route("/2/jobs/{job_id}", "GET", read=_job, doc=Doc("One job", result=OBJ)),
     Route("/2/jobs/{job_id}", "DELETE", read=lambda c: c.client.CancelJob(_job_id(c)),
+          role="operator",
           doc=Doc("Cancel a job", result={"type": "array", "description": "[success, message]"})),
-    Route("/2/jobs/{job_id}/wait", "GET", read=_job_wait, access="write", body=_WAIT_BODY,
+    Route("/2/jobs/{job_id}/wait", "GET", read=_job_wait, access="write", role="operator",
+          body=_WAIT_BODY,
           doc=Doc("Wait (up to 10 s) for a job to change",
                   body={"type": "object", "required": ["fields"], "properties": {
                       "fields": STRS, "previous_job_info": {"type": "array", "nullable": True},

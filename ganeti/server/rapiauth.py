@@ -1,0 +1,120 @@
+"""The RAPI daemon's credential state: the tokens file and the session store (I/O, locks).
+
+:class:`TokenFile` is the persistent :class:`ganeti.rapi.tokens.TokenService`
+the ``/2/tokens`` rows use: the table in memory under a lock, written
+through to ``var/lib/ganeti/rapi/tokens`` (atomically, mode 0600, only
+digests) on every change before the change is answered, and reloaded
+when the file changes on disk (a cluster file upload, SIGHUP).  A revoked
+token is gone from memory when the revocation is answered.
+:class:`Sessions` is the locked :class:`ganeti.rapi.sessions.SessionStore`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from ganeti import errors
+from ganeti.rapi import sessions, tokens
+from ganeti.rapi.roles import Role
+from ganeti.utils import localfile
+
+__all__ = ["TokenFile", "Sessions"]
+
+logger = logging.getLogger(__name__)
+
+
+class TokenFile:
+    """The API tokens, kept in memory and on disk."""
+
+    def __init__(self, path: str, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._table = tokens.TokenTable()
+        self.reload()
+
+    def now(self) -> float:
+        return self._clock()
+
+    def reload(self) -> bool:
+        """Read the file again; False (and a log line, the table kept) when it is broken."""
+        try:
+            data = localfile.read_local(self.path, what="RAPI tokens file")
+            loaded = tokens.loads(data.decode("utf-8") if data else "")
+        except (OSError, UnicodeDecodeError, errors.GanetiError) as exc:
+            logger.error("Cannot load the RAPI tokens file %s: %s; keeping the previous"
+                         " tokens", self.path, exc)
+            return False
+        with self._lock:
+            self._table.tokens = loaded
+        logger.info("Loaded %d RAPI tokens from %s", len(loaded), self.path)
+        return True
+
+    def _save(self) -> None:
+        localfile.write_local_atomic(self.path, self._table.dumps(), mode=0o600,
+                                     what="RAPI tokens file")
+
+    def create(self, user: str, role: Role, *, expires: float | None,
+               comment: str) -> tuple[tokens.Token, str]:
+        with self._lock:
+            now = self._clock()
+            self._table.purge(now)
+            token, text = self._table.create(user, role, now, expires=expires,
+                                             comment=comment)
+            try:
+                self._save()
+            except OSError as exc:
+                del self._table.tokens[token.id]
+                raise errors.HttpError(f"Cannot save the new token: {exc}", 500) from exc
+        logger.info("RAPI token %s made for user %s (role %s)", token.id, user, role.label)
+        return token, text
+
+    def list(self) -> list[tokens.Token]:
+        with self._lock:
+            return sorted(self._table.tokens.values(), key=lambda t: (t.user, t.created))
+
+    def get(self, token_id: str) -> tokens.Token | None:
+        with self._lock:
+            return self._table.tokens.get(token_id)
+
+    def revoke(self, token_id: str) -> tokens.Token | None:
+        with self._lock:
+            gone = self._table.revoke(token_id)
+            if gone is not None:
+                try:
+                    self._save()
+                except OSError as exc:
+                    # still revoked in memory: it stops working now, and at the next
+                    # successful save on disk too
+                    logger.error("Token %s revoked but the tokens file was not written: %s",
+                                 token_id, exc)
+        if gone is not None:
+            logger.info("RAPI token %s of user %s revoked", gone.id, gone.user)
+        return gone
+
+    def verify(self, text: str) -> tokens.Token | None:
+        with self._lock:
+            return self._table.verify(text, self._clock())
+
+
+class Sessions:
+    """The web console's sessions, under a lock."""
+
+    def __init__(self, store: sessions.SessionStore | None = None) -> None:
+        self._store = sessions.SessionStore() if store is None else store
+        self._lock = threading.Lock()
+
+    def create(self, user: str) -> tuple[str, sessions.Session]:
+        with self._lock:
+            return self._store.create(user)
+
+    def lookup(self, sid: str) -> sessions.Session | None:
+        with self._lock:
+            return self._store.lookup(sid)
+
+    def drop(self, sid: str) -> bool:
+        with self._lock:
+            return self._store.drop(sid)
