@@ -33,7 +33,8 @@ def allowed_upload_files() -> frozenset[str]:
     canon = Paths(root="/")
     return frozenset([
         canon.config_file, canon.server_pem, canon.client_pem, canon.rapi_pem,
-        canon.known_hosts_file, canon.rapi_users_file, canon.confd_hmac_key,
+        canon.known_hosts_file, canon.rapi_users_file, canon.rapi_tokens_file,
+        canon.confd_hmac_key,
         canon.cluster_domain_secret, canon.file_storage_paths_file,
     ])
 

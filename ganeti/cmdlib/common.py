@@ -191,7 +191,8 @@ def adjust_candidate_pool(cfg: ConfigWriter, exceptions: Iterable[str] = (),
 def files_for_all_nodes(paths: Paths) -> list[str]:
     """Local cluster files every node gets (those that exist on the master)."""
     candidates = [paths.server_pem, paths.client_pem, paths.known_hosts_file, paths.rapi_pem,
-                  paths.confd_hmac_key, paths.cluster_domain_secret, paths.rapi_users_file]
+                  paths.confd_hmac_key, paths.cluster_domain_secret, paths.rapi_users_file,
+                  paths.rapi_tokens_file]
     return [p for p in candidates if os.path.isfile(p)]
 
 
