@@ -22,7 +22,7 @@ import time
 
 from ganeti import cli, constants, errors
 from ganeti.cli import ipolicy_opts
-from ganeti.client import gnt_cluster_maint, gnt_cluster_master, tags_common
+from ganeti.client import cluster_epo, gnt_cluster_maint, gnt_cluster_master, tags_common
 from ganeti.client.cluster_common import masterd_args, node_ssh_targets
 from ganeti.client.gnt_cluster_crypto import renew_crypto, renew_crypto_opcode
 from ganeti.opcodes import wire
@@ -779,6 +779,7 @@ commands.update({
 commands.update(gnt_cluster_master.commands)
 # rename, repair-disk-sizes, show-ispecs-cmd
 commands.update(gnt_cluster_maint.commands)
+commands.update(cluster_epo.EPO_ROWS)   # epo (doc/oob.md)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -151,3 +151,29 @@ def test_modify_powered_needs_an_oob_program(vc):
         assert out.returncode == 1 and _table(out.stdout)[N3] == "(unavail)"
     finally:
         vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=default", N3)
+
+
+def test_epo_of_the_master_needs_all(vc):
+    res = vc.run("gnt-cluster", "epo", "-f", N1, N3)
+    assert res.returncode == 1
+    assert f"{N1} is the master node, please do a master-failover" in res.stderr
+    assert _noded(vc, N3) is not None
+
+
+def test_epo_powers_a_node_off_with_its_instances_and_back_on(vc):
+    inst = "epo.example.com"
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N3, *NOCHECK, inst)
+    res = vc.run("gnt-cluster", "epo", "-f", N3)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"Submit shutdown of instance {inst}" in res.stdout
+    assert "All instances have been stopped successfully" in res.stdout
+    assert _noded(vc, N3) is None and fake_hv(vc, N3).list_instances() == []
+    assert _node_flags(vc, N3) == ("N", "N")           # powered off without going offline
+
+    res = vc.run("gnt-cluster", "epo", "--on", "-f", N3)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"Node {N3} became available" in res.stdout
+    assert f"Submit startup of instance {inst}" in res.stdout
+    assert _noded(vc, N3) is not None and _node_flags(vc, N3) == ("N", "Y")
+    assert fake_hv(vc, N3).list_instances() == [inst]
+    assert status_of(vc, inst) == "running"

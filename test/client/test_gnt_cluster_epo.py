@@ -1,0 +1,89 @@
+"""``gnt-cluster epo`` on the client side: the plan (pure), the refusals, the jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fakes import FakeLuxi
+
+from ganeti import cli, constants
+from ganeti.client import cluster_epo, gnt_cluster
+
+N, U = constants.RS_NORMAL, constants.RS_UNAVAIL
+# name, master, pinst_list, sinst_list, powered, offline, pip
+MASTER = ["m", True, ["im"], [], True, False, "10.0.0.1"]
+A = ["a", False, ["i1"], ["i2"], True, False, "10.0.0.2"]
+B = ["b", False, ["i2"], [], True, False, "10.0.0.3"]
+NO_OOB = ["c", False, ["i3"], [], None, False, "10.0.0.4"]
+OFF = ["d", False, [], [], False, False, "10.0.0.5"]
+OFFLINE = ["e", False, ["i4"], [], False, True, "10.0.0.6"]
+
+
+def test_plan_off_lists_the_instances_and_the_nodes_to_power() -> None:
+    plan = cluster_epo.plan([A, B, NO_OOB, OFF, OFFLINE], on=False, show_all=False)
+    assert plan.error is None
+    assert plan.nodes == ["a", "b"]
+    assert plan.instances == {"i1": {"a"}, "i2": {"a", "b"}, "i3": {"c"}}
+    assert plan.messages == [
+        "Node c does not support out-of-band handling, it can not be handled in a fully"
+        " automated manner", "Node d is already in desired power state, skipping",
+        "Node e is already in desired power state, skipping"]
+
+
+def test_plan_on_skips_the_master_and_offline_unpowered_nodes() -> None:
+    plan = cluster_epo.plan([MASTER, A, OFF, OFFLINE], on=True, show_all=True)
+    assert plan.nodes == ["d"]
+    assert plan.instances == {"im": set(), "i1": {"a"}, "i2": {"a"}}
+    assert plan.all_nodes == ["m", "a", "d", "e"]
+
+
+def test_plan_off_of_the_master() -> None:
+    assert "m is the master node, please do a master-failover" in str(
+        cluster_epo.plan([MASTER, A], on=False, show_all=False).error)
+    kept = cluster_epo.plan([MASTER, A], on=False, show_all=True)
+    assert kept.nodes == ["a"] and "use --force-master" in kept.messages[0]
+    assert cluster_epo.plan([MASTER, A], on=False, show_all=True,
+                            force_master=True).nodes == ["m", "a"]
+
+
+def _run(argv: list[str], cl: FakeLuxi) -> int:
+    return cli.generic_main(gnt_cluster.commands, argv, "gnt-cluster", client_factory=lambda: cl)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["epo", "--groups", "--all"], "Only one of --groups or --all are allowed"),
+    (["epo", "--all", "a"], "Arguments in combination with --all are not allowed"),
+], ids=["groups-and-all", "args-and-all"])
+def test_epo_refusals(argv, message, capsys) -> None:
+    cl = FakeLuxi()
+    assert _run(argv, cl) == 1
+    assert message in capsys.readouterr().err
+    assert cl.calls == []
+
+
+def _cells(row: list[Any]) -> list[list[Any]]:
+    return [[U, None] if value is None else [N, value] for value in row]
+
+
+def test_epo_off_stops_the_instances_then_powers_the_nodes_off(capsys) -> None:
+    oob_result = [[[N, "a"], [N, None]]]
+    cl = FakeLuxi({
+        "Query": {"fields": [], "data": [_cells(A)]},
+        "SubmitManyJobs": [[True, 1], [True, 2]],
+        "WaitForJobChange": [["success"], []],
+        "QueryJobs": lambda ids, fields: [["success", ["success"],
+                                           [oob_result if ids == [3] else None]]],
+        "SubmitJob": 3,
+    })
+    assert _run(["epo", "-f", "--shutdown-timeout", "7", "--oob-timeout", "9", "a"], cl) == 0
+    (jobs,) = [args[0] for method, args in cl.calls if method == "SubmitManyJobs"]
+    assert [(op["OP_ID"], op["instance_name"], op["timeout"], op["no_remember"])
+            for (op,) in jobs] == [("OP_INSTANCE_SHUTDOWN", "i1", 7, True),
+                                   ("OP_INSTANCE_SHUTDOWN", "i2", 7, True)]
+    ((oob,),) = [args[0] for method, args in cl.calls if method == "SubmitJob"]
+    assert (oob["command"], oob["node_names"], oob["ignore_status"], oob["timeout"]) == (
+        "power-off", ["a"], True, 9)
+    out = capsys.readouterr().out
+    assert "Submit shutdown of instance i1" in out
+    assert "All instances have been stopped successfully" in out
