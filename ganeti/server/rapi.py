@@ -564,6 +564,8 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                                    f" {paths[path]}", 501)
         if path == f"{UI_PREFIX}/login":
             return self._login(headers, head, parser)
+        if self._body_unread:       # answered unread: the connection closes after the 400
+            raise errors.HttpError(f"{path} takes no request body", 400)
         principal = self._authorize(headers, method, roles.Role.READONLY, True, f"{method} {path}")
         assert principal is not None
         if principal.via != auth.VIA_SESSION or principal.session is None:

@@ -34,6 +34,8 @@ class TokenFile:
         self._clock = clock
         self._lock = threading.Lock()
         self._table = tokens.TokenTable()
+        #: ids revoked in memory whose removal from the file failed: a reload skips them
+        self._revoked: set[str] = set()
         self.reload()
 
     def now(self) -> float:
@@ -49,7 +51,7 @@ class TokenFile:
                          " tokens", self.path, exc)
             return False
         with self._lock:
-            self._table.tokens = loaded
+            self._table.tokens = {k: t for k, t in loaded.items() if k not in self._revoked}
         logger.info("Loaded %d RAPI tokens from %s", len(loaded), self.path)
         return True
 
@@ -87,8 +89,9 @@ class TokenFile:
                 try:
                     self._save()
                 except OSError as exc:
-                    # still revoked in memory: it stops working now, and at the next
-                    # successful save on disk too
+                    # still revoked in memory (and kept out of a reload): it stops
+                    # working now, and on disk at the next successful save
+                    self._revoked.add(gone.id)
                     logger.error("Token %s revoked but the tokens file was not written: %s",
                                  token_id, exc)
         if gone is not None:

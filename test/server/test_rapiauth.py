@@ -1,0 +1,67 @@
+"""The RAPI daemon's tokens file (written atomically, 0600, digests only) and its reloads."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from ganeti import errors
+from ganeti.rapi.roles import Role
+from ganeti.server import rapiauth
+from ganeti.utils import localfile
+
+
+def _file(tmp_path) -> rapiauth.TokenFile:
+    return rapiauth.TokenFile(str(tmp_path / "tokens"), clock=lambda: 1000.0)
+
+
+def test_a_new_token_is_on_disk_as_a_digest_with_mode_0600(tmp_path):
+    tf = _file(tmp_path)
+    token, text = tf.create("ann", Role.OPERATOR, expires=None, comment="")
+    on_disk = (tmp_path / "tokens").read_text()
+    assert stat.S_IMODE(os.stat(tmp_path / "tokens").st_mode) == 0o600
+    assert token.digest in on_disk and text.split("_", 2)[2] not in on_disk
+    assert _file(tmp_path).verify(text) == token          # a restarted daemon knows it
+    assert [name for name in os.listdir(tmp_path)] == ["tokens"]   # no temporary left
+
+
+def test_revocation_is_at_once_and_on_disk(tmp_path):
+    tf = _file(tmp_path)
+    token, text = tf.create("ann", Role.ADMIN, expires=None, comment="")
+    assert tf.revoke(token.id) == token and tf.verify(text) is None
+    assert token.id not in (tmp_path / "tokens").read_text()
+    assert _file(tmp_path).verify(text) is None
+
+
+def full_disk(*args: object, **kwargs: object) -> None:
+    raise OSError(28, "No space left on device")
+
+
+def test_a_revocation_not_saved_stays_revoked_through_a_reload(tmp_path, monkeypatch):
+    tf = _file(tmp_path)
+    token, text = tf.create("ann", Role.ADMIN, expires=None, comment="")
+    monkeypatch.setattr(localfile, "write_local_atomic", full_disk)
+    assert tf.revoke(token.id) == token
+    assert token.id in (tmp_path / "tokens").read_text()    # the file still has it
+    assert tf.reload() and tf.verify(text) is None
+
+
+def test_a_create_not_saved_is_undone(tmp_path, monkeypatch):
+    tf = _file(tmp_path)
+    monkeypatch.setattr(localfile, "write_local_atomic", full_disk)
+    with pytest.raises(errors.HttpError, match="Cannot save"):
+        tf.create("ann", Role.ADMIN, expires=None, comment="")
+    assert tf.list() == []
+
+
+def test_reload_takes_a_copied_file_and_keeps_the_table_on_a_broken_one(tmp_path):
+    master = rapiauth.TokenFile(str(tmp_path / "m" / "tokens"))
+    os.makedirs(tmp_path / "m", exist_ok=True)
+    token, text = master.create("ann", Role.ADMIN, expires=None, comment="")
+    tf = _file(tmp_path)
+    (tmp_path / "tokens").write_text((tmp_path / "m" / "tokens").read_text())
+    assert tf.reload() and tf.verify(text) == token
+    (tmp_path / "tokens").write_text("{broken")
+    assert not tf.reload() and tf.verify(text) == token
