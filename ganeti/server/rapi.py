@@ -582,6 +582,10 @@ class _HttpConnection(socketserver.StreamRequestHandler):
 
     def _login(self, headers: RequestHeaders, head: framing.RequestHead,
                parser: framing.RequestParser) -> _Reply:
+        origin = headers.get("Origin")
+        if origin is not None and urllib.parse.urlsplit(origin).netloc != headers.get("Host"):
+            # a login form posted from another site (login CSRF)
+            raise errors.HttpError("Permission denied: a login from another origin", 403)
         length = check_request_body("POST", headers, MAX_ANONYMOUS_BODY,
                                     types=("application/json", _FORM))
         data = b""

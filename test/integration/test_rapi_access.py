@@ -205,6 +205,18 @@ def test_login_with_json_and_a_wrong_password(vc):
     assert status == 200 and answer["role"] == "operator"
 
 
+def test_login_from_another_origin_is_refused(vc):
+    creds = {"user": "olga", "password": "opass"}
+    host, port = vc.cluster.master_node.ip, vc.cluster.rapi_port
+    status, answer, resp = request(vc, "POST", "/ui/login", creds,
+                                   headers={"Origin": "https://evil.example"})
+    assert status == 403 and resp.getheader("Set-Cookie") is None
+    assert "another origin" in answer["explain"]
+    status, _, resp = request(vc, "POST", "/ui/login", creds,
+                              headers={"Origin": f"https://{host}:{port}"})
+    assert status == 200 and resp.getheader("Set-Cookie")
+
+
 def test_session_write_needs_the_csrf_token(vc):
     pair, csrf, _ = _login(vc, OLGA)
     path = f"/2/instances/{THEIRS}/startup"
