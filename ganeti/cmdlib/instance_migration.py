@@ -41,7 +41,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, TypeVar
 
-from ganeti import constants, errors, progress
+from ganeti import constants, errors, parameters, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, drbd, instance_mirror, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
@@ -283,6 +283,11 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         inst = self.instance
         super().CheckInstance()
         check_node_online(self.pnode, " as primary node")
+        if inst.admin_state != constants.ADMINST_UP and not self.op.with_disks \
+                and not self._failover_allowed():    # as Ganeti: nothing to migrate
+            raise errors.OpPrereqError(
+                f"Instance {inst.name} is marked {inst.admin_state}, it cannot be migrated;"
+                " use failover, or migrate --allow-failover", errors.ECODE_STATE)
         if inst.disk_template in constants.DTS_INT_MIRROR and self.op.with_disks:
             raise errors.OpPrereqError(f"Instance {inst.name} has mirrored disks: migrate it"
                                        " without --with-disks", errors.ECODE_INVAL)
@@ -307,12 +312,15 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                     f"Hypervisor {inst.hypervisor} cannot migrate instance {inst.name} with"
                     " its disks while it runs; use 'move'", errors.ECODE_STATE)
 
+    def _failover_allowed(self) -> bool:   # allow_failover, or be/always_failover
+        return bool(self.op.allow_failover or parameters.fill_beparams(
+            self.cfg.get_cluster_info(), self.instance.beparams).get("always_failover"))
+
     def _live(self) -> bool:
         if self.op.live is not None:
             return self.op.live
         if self.op.mode is not None:
             return self.op.mode == constants.HT_MIGRATION_LIVE
-        from ganeti import parameters
         hvp = parameters.fill_instance_hvparams(self.cfg.get_cluster_info(), self.instance)
         return hvp.get("migration_mode", constants.HT_MIGRATION_LIVE) == \
             constants.HT_MIGRATION_LIVE
@@ -339,7 +347,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                                          " --allow-failover)")
             if self.op.with_disks:
                 return self._move_stopped(feedback_fn)
-            feedback_fn(f"Instance {inst.name} is not running; only changing its primary node")
+            feedback_fn(f"Instance {inst.name} is stopped: failing over (primary node only)")
             self._switch_primary()
             return None
         data = self.rpc_instance()

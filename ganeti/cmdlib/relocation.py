@@ -246,6 +246,9 @@ class LUNodeMigrate(_RelocationLU[OpNodeMigrate]):
         new = wire.instance_migrate(instance_name=op["instance_name"],
                                     allow_runtime_changes=self.op.allow_runtime_changes,
                                     ignore_ipolicy=self.op.ignore_ipolicy)
+        inst = self.cfg.get_instance_info_by_name(op["instance_name"])
+        if inst is not None and inst.admin_state != constants.ADMINST_UP:
+            new["allow_failover"] = True    # a stopped instance only changes its primary node
         for key in ("target_node", "depends", "with_disks"):
             if key in op:
                 new[key] = op[key]

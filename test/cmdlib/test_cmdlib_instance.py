@@ -517,6 +517,26 @@ def test_grow_disk(env: Any) -> None:
                 absolute=True)
 
 
+@pytest.mark.parametrize("how", [{}, {"allow_failover": True}, {"always_failover": True}],
+                         ids=["refused", "allow-failover", "always-failover"])
+def test_migrate_of_a_stopped_instance_needs_failover(env: Any, how: dict) -> None:
+    # as Ganeti's (its QA's TestInstanceMigrate): migrate --force of a stopped instance
+    # fails; with --allow-failover (or be/always_failover) it fails over
+    _create(env, name="shared", template="sharedfile", start=False,
+            beparams={"always_failover": True} if "always_failover" in how else {})
+    op = {"instance_name": "shared", "target_node": "node2",
+          **({"allow_failover": True} if "allow_failover" in how else {})}
+    if not how:
+        before = env.raw()
+        with pytest.raises(errors.OpPrereqError, match="allow-failover"):
+            env.run("OP_INSTANCE_MIGRATE", **op)
+        assert env.raw() == before
+        assert _query(env, ["pnode", "status"]) == [["node1", "ADMIN_down"]]
+        return
+    env.run("OP_INSTANCE_MIGRATE", **op)
+    assert _query(env, ["pnode", "status"]) == [["node2", "ADMIN_down"]]
+
+
 def test_migrate_failover_move(env: Any) -> None:
     _create(env, name="shared", template="sharedfile")
     env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2")

@@ -105,3 +105,17 @@ def test_spindles_are_refused_without_exclusive_storage(vc):
     fail_unchanged(vc, "gnt-instance", "add", "-t", "file", "--disk", "0:size=8M,spindles=1",
                    "-o", "tinyos", "-n", N1, *NOCHECK, "spindles2.example.com",
                    expect="exclusive storage")
+
+
+def test_migrate_of_a_stopped_instance_needs_allow_failover(vc):
+    # TestInstanceMigrate: after shutdown, migrate --force fails; with --allow-failover
+    # it works; started again, migrate --force works
+    name = "migrate.example.com"
+    _add(vc, name, "sharedfile")
+    vc.ok("gnt-instance", "shutdown", name)
+    fail_unchanged(vc, "gnt-instance", "migrate", "--force", name, expect="--allow-failover")
+    vc.ok("gnt-instance", "migrate", "--force", "--allow-failover", name)
+    assert rows(vc, "pnode,status", name) == [[N2, "ADMIN_down"]]
+    vc.ok("gnt-instance", "start", name)
+    vc.ok("gnt-instance", "migrate", "--force", name)
+    assert rows(vc, "pnode,status", name) == [[N1, "running"]]
