@@ -119,7 +119,10 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
         mode = spec.get("mode") or constants.DISK_RDWR
         if mode not in (constants.DISK_RDWR, constants.DISK_RDONLY):
             raise errors.OpPrereqError(f"Disk {idx}: invalid mode {mode!r}", errors.ECODE_INVAL)
-        entry = {"size": size, "mode": mode, "name": spec.get("name")}
+        name = spec.get("name")
+        if isinstance(name, str) and name.lower() in ("", "none"):
+            name = None                 # as Ganeti: name=none is no name
+        entry = {"size": size, "mode": mode, "name": name}
         if template in constants.DTS_LVM:
             entry.update(_lvm_disk_params(idx, spec))
         result.append(entry)
@@ -208,8 +211,10 @@ def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool
         if network is not None and (not isinstance(network, str)
                                     or network.lower() in ("", "none")):
             network = None
-        nics.append(NIC(mac=mac, ip=ip, name=spec.get("name"), network=network,
-                        nicparams=nicparams))
+        name = spec.get("name")
+        nics.append(NIC(mac=mac, ip=ip, network=network, nicparams=nicparams,
+                        name=None if isinstance(name, str) and name.lower() in ("", "none")
+                        else name))
     return nics
 
 

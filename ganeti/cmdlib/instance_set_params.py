@@ -34,6 +34,8 @@ __all__ = ["LUInstanceSetParams", "LUInstanceGrowDisk", "LUInstanceActivateDisks
 def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int | str, dict[str, Any]]]:
     """``[[op, identifier, params]]`` from the accepted forms; raises OpPrereqError.
 
+    A ``name`` of ``none`` (any case) or ``""`` becomes None (no name).
+
     The identifier is an index (an int, or a text of one) or, as in Ganeti,
     the name or UUID of an existing NIC/disk (a text, resolved by
     :func:`_index` against the items as the earlier changes leave them).
@@ -62,7 +64,11 @@ def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int | str, dic
         if not isinstance(params, dict):
             raise errors.OpPrereqError(f"Invalid {what} parameters {params!r}",
                                        errors.ECODE_INVAL)
-        result.append((op, ident, dict(params)))
+        params = dict(params)
+        name = params.get("name")
+        if isinstance(name, str) and name.lower() in ("", "none"):
+            params["name"] = None       # as Ganeti: name=none takes the name away
+        result.append((op, ident, params))
     return result
 
 

@@ -492,6 +492,16 @@ def test_set_params_refuses_clashing_or_numeric_device_names(env: Any, mods: dic
     assert env.raw() == before
 
 
+def test_device_name_none_is_no_name(env: Any) -> None:
+    # as Ganeti (its QA's TestInstanceDeviceNames renames a nameless disk back to "none")
+    _create(env, start=False, disks=[{"size": 64, "name": "none"}, {"size": 32, "name": "b"}],
+            nics=[{"name": "None"}])
+    assert _query(env, ["disk.names", "nic.names"]) == [[[None, "b"], [None]]]
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            disks=[["modify", "b", {"name": "NONE"}]], nics=[["modify", 0, {"name": "x"}]])
+    assert _query(env, ["disk.names", "nic.names"]) == [[[None, None], ["x"]]]
+
+
 def test_set_params_takes_a_name_given_up_in_the_same_job(env: Any) -> None:
     _create(env, start=False, disks=[{"size": 64, "name": "boot"}, {"size": 32}])
     env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",

@@ -119,3 +119,15 @@ def test_migrate_of_a_stopped_instance_needs_allow_failover(vc):
     vc.ok("gnt-instance", "start", name)
     vc.ok("gnt-instance", "migrate", "--force", name)
     assert rows(vc, "pnode,status", name) == [[N1, "running"]]
+
+
+def test_disks_renamed_by_index_and_back_by_name(vc):
+    # TestInstanceDeviceNames: rename by index, back by name; two disks of one name fail
+    name = "rename-disks.example.com"
+    _add(vc, name, "file", "--disk", "1:size=8M,name=second")
+    for idx, orig in enumerate(["none", "second"]):
+        vc.ok("gnt-instance", "modify", f"--disk={idx}:modify,name=renamed", name)
+        vc.ok("gnt-instance", "modify", f"--disk=renamed:modify,name={orig}", name)
+    assert rows(vc, "disk.names", name) == [["-,second"]]
+    fail_unchanged(vc, "gnt-instance", "modify", "--disk=0:modify,name=same_name",
+                   "--disk=1:modify,name=same_name", name, expect="already used")
