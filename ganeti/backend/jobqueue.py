@@ -29,6 +29,33 @@ _JOB_FILE_MODE = 0o640
 # Files that stay when the queue is purged.
 _KEEP_ON_PURGE = ("lock",)
 _JOB_FILE_RE = re.compile(r"job-([0-9]+)")
+# Recycled inodes for the job files of this process, per queue directory
+# (utils.io.ScratchPool); keyed by process too: a node daemon child must
+# not use a pool it inherited from its parent.
+_SCRATCH: dict[tuple[int, str], uio.ScratchPool] = {}
+
+
+def _scratch_pool(queue_dir: str) -> uio.ScratchPool:
+    """This process's pool of spare inodes in the (resolved) ``queue_dir``.
+
+    As on the master (jqueue/storage.py): a replicated job file is
+    rewritten three times or more, and replacing it by a rename frees its
+    old inode, which on a busy filesystem waits for the journal.  The first
+    use adopts the spares left by earlier processes (claimed by rename, so
+    two children never share one).
+    """
+    key = (os.getpid(), queue_dir)
+    pool = _SCRATCH.get(key)
+    if pool is None:
+        for stale in [k for k in _SCRATCH if k[0] != key[0]]:
+            del _SCRATCH[stale]
+        pool = uio.ScratchPool(queue_dir)
+        try:
+            pool.adopt_leftovers()
+        except OSError:
+            pass                           # no queue directory yet: nothing to adopt
+        _SCRATCH[key] = pool
+    return pool
 
 
 def queue_file_path(ctx: NodeContext, file_name: str,
@@ -125,7 +152,9 @@ def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
     # queue writer does
     sync = uio.SYNC_SYNCFS if len(batch) > 1 else uio.SYNC_FSYNC
     try:
-        uio.write_files_atomic(batch, mode=_JOB_FILE_MODE, sync=sync)
+        uio.write_files_atomic(batch, mode=_JOB_FILE_MODE, sync=sync,
+                               scratch=_scratch_pool(resolved.get("") or
+                                                     os.path.realpath(ctx.paths.queue_dir)))
     except OSError as exc:
         raise errors.OpExecError(f"Cannot write queue files: {exc}") from exc
 

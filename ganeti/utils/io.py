@@ -186,23 +186,34 @@ class ScratchPool:
 
         They are usable at once (nobody reads them); those beyond ``limit``
         are removed.  Deleting them all would only make the filesystem
-        allocate new inodes again.
+        allocate new inodes again.  Each one is claimed by renaming it to a
+        name of this pool first, so that two processes adopting at the same
+        time (node daemon children) never share a spare: the one whose
+        rename fails leaves it to the other.
         """
         with self._lock:
             mine = {path for _, path in self._spares}
         found = 0
         for name in os.listdir(self.directory):
             path = os.path.join(self.directory, name)
-            if name.startswith(self.PREFIX) and path not in mine:
-                found += 1
-                with self._lock:
-                    if len(self._spares) < self.limit:
-                        self._spares.appendleft((0.0, path))
-                        continue
+            if not name.startswith(self.PREFIX) or path in mine:
+                continue
+            with self._lock:
+                keep = len(self._spares) < self.limit
+            if not keep:
                 try:
                     os.unlink(path)
                 except OSError:
                     pass
+                continue
+            claimed = self.new_name()
+            try:
+                os.rename(path, claimed)
+            except OSError:
+                continue                   # another process claimed it
+            found += 1
+            with self._lock:
+                self._spares.appendleft((0.0, claimed))
         return found
 
 
@@ -229,18 +240,28 @@ def _create_temp(path: str, mode: int) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_LINK, mode)
 
 
-def _open_spare(path: str) -> int:
-    """Open a pooled spare inode for rewriting; -1 when it is gone or not a regular file."""
+def _open_spare(path: str) -> tuple[int, int]:
+    """Open a pooled spare inode for rewriting: its descriptor and its current
+    size; (-1, 0) when it is gone or not a regular file.
+
+    The spare is not truncated here: the new data is written over the old
+    blocks and the file is cut to the new length afterwards
+    (:func:`write_files_atomic`).  Truncating to zero first frees every
+    block, a journal transaction of its own that waits for any commit in
+    progress (on a disk shared with other busy writers, the most expensive
+    step of a queue write); overwriting allocated blocks needs none.
+    """
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _NO_LINK)
+        fd = os.open(path, os.O_WRONLY | _NO_LINK)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.EISDIR, errno.ELOOP, errno.ENXIO):
-            return -1
+            return -1, 0
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        return -1
-    return fd
+        return -1, 0
+    return fd, st.st_size
 
 
 def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
@@ -271,9 +292,9 @@ def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
             tmp = None
             if scratch is not None and dirname == scratch.directory:
                 tmp = scratch.take()
-            fd = -1
+            fd, stale = -1, 0
             if tmp is not None:
-                fd = _open_spare(tmp)
+                fd, stale = _open_spare(tmp)
                 if fd < 0:
                     tmp = None
             pooled = tmp is not None
@@ -287,6 +308,8 @@ def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
+                if stale > len(data):
+                    os.ftruncate(fd, len(data))     # the spare's old tail
                 if sync == SYNC_FSYNC:
                     os.fsync(fd)
             finally:

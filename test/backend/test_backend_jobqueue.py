@@ -146,7 +146,9 @@ def test_sync_writes_all_and_archives_what_the_master_archived(ctx) -> None:
                                       ["job-2", "job-3", "job-4", "serial"], 10007)
     assert archived == ["job-1", "job-10007"]   # job-4: named (sent in an earlier part)
     # drain cleared; job-10008 is newer than the master's serial: left alone
-    assert sorted(os.listdir(q)) == ["archive", "job-10008", "job-2", "job-3", "serial"]
+    # (besides the spare inodes of the rewrites, see the next test)
+    assert sorted(n for n in os.listdir(q) if not n.startswith(".scratch-")) \
+        == ["archive", "job-10008", "job-2", "job-3", "serial"]
     with open(os.path.join(q, "job-2")) as fh:
         assert fh.read() == "2"
     with open(os.path.join(q, "archive", "0", "job-1")) as fh:
@@ -163,3 +165,22 @@ def test_sync_refuses_bad_names_and_changes_nothing(ctx) -> None:
     with pytest.raises(errors.OpExecError):
         jobqueue.jobqueue_sync(ctx, [["job-2", "2"], ["../config.data", "evil"]], ["job-2"], 2)
     assert os.listdir(ctx.paths.queue_dir) == ["job-1"]
+
+
+def test_a_rewritten_job_file_keeps_its_old_inode_as_a_spare(ctx) -> None:
+    """A replicated job file is swapped with a spare inode, not renamed over
+    (the old inode is kept for the next write instead of being freed).  The
+    sync above leaves such spares too."""
+    jobqueue.jobqueue_update_many(ctx, [["job-1", "v1"], ["job-2", "a"]])
+    path = os.path.join(ctx.paths.queue_dir, "job-1")
+    first_inode = os.stat(path).st_ino
+    jobqueue.jobqueue_update_many(ctx, [["job-1", "v2 longer"]])
+    with open(path) as fh:
+        assert fh.read() == "v2 longer"
+    spares = [n for n in os.listdir(ctx.paths.queue_dir) if n.startswith(".scratch-")]
+    assert [os.stat(os.path.join(ctx.paths.queue_dir, n)).st_ino for n in spares] \
+        == [first_inode]
+    # a process started later (a new node daemon child) adopts it
+    jobqueue._SCRATCH.clear()
+    jobqueue.jobqueue_update_many(ctx, [["job-2", "b"]])
+    assert os.stat(os.path.join(ctx.paths.queue_dir, "job-2")).st_ino == first_inode

@@ -177,6 +177,33 @@ def test_scratch_pool_limit_and_leftovers(tmp_path) -> None:
     assert fresh.take() is not None                 # usable at once
 
 
+def test_a_spare_with_longer_old_data_is_cut_to_the_new_length(tmp_path) -> None:
+    clock = _Clock()
+    pool = io.ScratchPool(str(tmp_path), cooling=0.0, clock=clock)
+    target = str(tmp_path / "job-1")
+    io.write_files_atomic({target: b"x" * 5000}, scratch=pool)
+    io.write_files_atomic({target: b"y" * 3000}, scratch=pool)   # the 5000-byte inode is a spare
+    io.write_files_atomic({target: b"short"}, scratch=pool)      # written over it
+    with open(target, "rb") as fh:
+        assert fh.read() == b"short"
+    assert os.path.getsize(target) == 5
+
+
+def test_two_pools_adopting_the_same_leftovers_never_share_one(tmp_path, monkeypatch) -> None:
+    for n in range(6):
+        (tmp_path / f".scratch-999-{n}").write_bytes(b"old")
+    first, second = io.ScratchPool(str(tmp_path)), io.ScratchPool(str(tmp_path))
+    # the second lists the directory before the first renames the spares away
+    listing = os.listdir(tmp_path)
+    assert first.adopt_leftovers() == 6
+    monkeypatch.setattr(io.os, "listdir", lambda _path: listing)
+    assert second.adopt_leftovers() == 0            # every rename found them gone
+    monkeypatch.undo()
+    taken = {first.take() for _ in range(6)}
+    assert len(taken) == 6 and None not in taken
+    assert all(os.path.basename(str(p)).startswith(f".scratch-{os.getpid()}-") for p in taken)
+
+
 def test_write_files_atomic_without_exchange_support(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(io, "_exchange_works", False)
     pool = io.ScratchPool(str(tmp_path), cooling=0.0)
