@@ -3,11 +3,14 @@
 As Ganeti's (doc/oob.md, "Emergency power-off"): off stops every instance
 of the selected nodes (``OP_INSTANCE_SHUTDOWN`` with ``no_remember``, one
 job each, so they stay marked up) and then powers the nodes off through
-their out-of-band program (``OP_OOB_COMMAND power-off`` with
-``ignore_status``); ``--on`` powers them on, waits until each node's
-daemon port accepts connections again and starts every instance whose
-nodes are all back.  :func:`plan` (which nodes and instances) is pure; the
-rest is the shell that queries, submits and waits.
+their out-of-band program (``OP_OOB_COMMAND power-off``); ``--on`` powers
+them on, waits until each node's daemon port accepts connections again
+and starts every instance whose nodes are all back.  Unlike Ganeti's, the
+nodes are marked offline in the power-off job (and online again by
+``--on`` once they answer): a powered-off master candidate left online
+would count against the majority of candidates every new job must be
+stored on (doc/design/failover.md).  :func:`plan` (which nodes and instances) is pure;
+the rest is the shell that queries, submits and waits.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class EpoPlan:
         self.messages: list[str] = []
         self.error: str | None = None
         self.all_nodes: list[str] = []
+        #: the nodes of ``nodes`` marked offline now
+        self.offline: list[str] = []
 
 
 def plan(rows: list[list[Any]], *, on: bool, show_all: bool,
@@ -57,14 +62,15 @@ def plan(rows: list[list[Any]], *, on: bool, show_all: bool,
     As Ganeti's: instances of online nodes are listed (an instance on the
     master needs no node back); the master is skipped for ``on``, and is an
     error for ``off`` unless ``show_all``; a node without out-of-band
-    program, or already in the wanted state, is reported and skipped; an
-    offline node is powered only if recorded powered.  Ours: with
-    ``show_all`` the master is left powered on unless ``force_master``.
+    program, or already in the wanted state, is reported and skipped.
+    Ours: with ``show_all`` the master is left powered on unless
+    ``force_master``; ``on`` also powers on offline nodes recorded
+    unpowered (an EPO leaves its nodes so) and lists their instances.
     """
     result = EpoPlan()
     for name, master, pinsts, sinsts, powered, offline, _pip in rows:
         result.all_nodes.append(name)
-        if not offline:
+        if not offline or (on and powered is False):
             for inst in list(pinsts or []) + list(sinsts or []):
                 needed = result.instances.setdefault(inst, set())
                 if not master:
@@ -84,8 +90,10 @@ def plan(rows: list[list[Any]], *, on: bool, show_all: bool,
                                    " not be handled in a fully automated manner")
         elif powered == on:
             result.messages.append(f"Node {name} is already in desired power state, skipping")
-        elif not offline or powered:
+        else:
             result.nodes.append(name)
+            if offline:
+                result.offline.append(name)
     return result
 
 
@@ -152,13 +160,17 @@ def _instances(opts: Any, cl: Any, names: list[str], start: bool) -> bool:
     return False
 
 
-def _power(opts: Any, cl: Any, nodes: list[str], on: bool) -> bool:
-    """Power ``nodes`` on or off through OP_OOB_COMMAND; whether all of them did."""
-    op = wire.oob_command(constants.OOB_POWER_ON if on else constants.OOB_POWER_OFF,
-                          node_names=nodes, ignore_status=True, timeout=opts.oob_timeout,
-                          power_delay=opts.power_delay,
-                          force_master=opts.force_master or wire.NOT_SENT)
-    result = cli.submit_opcode_and_wait(op, opts, cl)
+def _power(opts: Any, cl: Any, nodes: list[str], on: bool, *,
+           mark_offline: list[str] | None = None) -> bool:
+    """Power ``nodes`` on or off through OP_OOB_COMMAND, first marking ``mark_offline``
+    offline in the same job; whether all of them did."""
+    ops = [wire.node_set_params(node_name=node, offline=True, auto_promote=True)
+           for node in mark_offline or []]
+    ops.append(wire.oob_command(constants.OOB_POWER_ON if on else constants.OOB_POWER_OFF,
+                                node_names=nodes, ignore_status=True,
+                                timeout=opts.oob_timeout, power_delay=opts.power_delay,
+                                force_master=opts.force_master or wire.NOT_SENT))
+    result = cli.submit_opcodes_and_wait(ops, opts, cl)[-1]
     ok = True
     for (_, name), (status, _data) in result:
         if status != constants.RS_NORMAL:
@@ -167,11 +179,23 @@ def _power(opts: Any, cl: Any, nodes: list[str], on: bool) -> bool:
     return ok
 
 
+def _online(opts: Any, cl: Any, node: str) -> bool:
+    """Mark a node that answers again online; whether that worked."""
+    try:
+        cli.submit_opcode_and_wait(wire.node_set_params(node_name=node, offline=False),
+                                   opts, cl, feedback_fn=None)
+    except errors.GanetiError as exc:
+        cli.to_stderr(f"Node {node} could not be marked online: {cli.format_job_error(exc)}")
+        return False
+    return True
+
+
 def _wait_and_start(opts: Any, cl: Any, addresses: dict[str, str],
-                    instances: dict[str, set[str]], *,
+                    instances: dict[str, set[str]], offline: list[str], *,
                     probe: Callable[[str], bool], clock: Callable[[], float] = time.monotonic,
                     sleep: Callable[[float], None] = time.sleep) -> bool:
-    """Start each instance once its nodes answer; False when some never did."""
+    """Start each instance once its nodes answer (the ``offline`` ones marked online
+    first); False when some never did."""
     down, up = set(addresses), set[str]()
     pending = dict(instances)
     ok = True
@@ -191,10 +215,17 @@ def _wait_and_start(opts: Any, cl: Any, addresses: dict[str, str],
         for node in sorted(down):
             if probe(addresses[node]):
                 cli.to_stdout(f"Node {node} became available")
-                up.add(node)
-        down -= up
+                down.discard(node)
+                if node not in offline or _online(opts, cl, node):
+                    up.add(node)
+                else:
+                    ok = False
         if down:
             sleep(PING_INTERVAL)
+
+
+def _is_master(rows: list[list[Any]], name: str) -> bool:
+    return any(row[0] == name and row[1] for row in rows)
 
 
 def epo(opts: Any, args: list[str]) -> int:
@@ -220,7 +251,9 @@ def epo(opts: Any, args: list[str]) -> int:
         if not _instances(opts, cl, sorted(todo.instances), False):
             cli.to_stderr("Please investigate and stop instances manually before continuing")
             return cli.EXIT_FAILURE
-        if todo.nodes and not _power(opts, cl, todo.nodes, False):
+        mark = [n for n in todo.nodes if n not in todo.offline and not (
+            opts.force_master and _is_master(rows, n))]
+        if todo.nodes and not _power(opts, cl, todo.nodes, False, mark_offline=mark):
             return cli.EXIT_FAILURE
         return cli.EXIT_SUCCESS
     if todo.nodes and not _power(opts, cl, todo.nodes, True):
@@ -234,7 +267,7 @@ def epo(opts: Any, args: list[str]) -> int:
         from ganeti.utils import net
         return net.connect_error(address, port, PING_TIMEOUT) is None
 
-    if not _wait_and_start(opts, cl, addresses, todo.instances, probe=probe):
+    if not _wait_and_start(opts, cl, addresses, todo.instances, todo.offline, probe=probe):
         cli.to_stderr("Please investigate and start stopped instances manually")
         return cli.EXIT_FAILURE
     return cli.EXIT_SUCCESS

@@ -31,10 +31,10 @@ def test_plan_off_lists_the_instances_and_the_nodes_to_power() -> None:
         "Node e is already in desired power state, skipping"]
 
 
-def test_plan_on_skips_the_master_and_offline_unpowered_nodes() -> None:
+def test_plan_on_skips_the_master_and_brings_back_offline_unpowered_nodes() -> None:
     plan = cluster_epo.plan([MASTER, A, OFF, OFFLINE], on=True, show_all=True)
-    assert plan.nodes == ["d"]
-    assert plan.instances == {"im": set(), "i1": {"a"}, "i2": {"a"}}
+    assert plan.nodes == ["d", "e"] and plan.offline == ["e"]
+    assert plan.instances == {"im": set(), "i1": {"a"}, "i2": {"a"}, "i4": {"e"}}
     assert plan.all_nodes == ["m", "a", "d", "e"]
 
 
@@ -81,7 +81,9 @@ def test_epo_off_stops_the_instances_then_powers_the_nodes_off(capsys) -> None:
     assert [(op["OP_ID"], op["instance_name"], op["timeout"], op["no_remember"])
             for (op,) in jobs] == [("OP_INSTANCE_SHUTDOWN", "i1", 7, True),
                                    ("OP_INSTANCE_SHUTDOWN", "i2", 7, True)]
-    ((oob,),) = [args[0] for method, args in cl.calls if method == "SubmitJob"]
+    ((offline, oob),) = [args[0] for method, args in cl.calls if method == "SubmitJob"]
+    assert (offline["OP_ID"], offline["node_name"], offline["offline"],
+            offline["auto_promote"]) == ("OP_NODE_SET_PARAMS", "a", True, True)
     assert (oob["command"], oob["node_names"], oob["ignore_status"], oob["timeout"]) == (
         "power-off", ["a"], True, 9)
     out = capsys.readouterr().out

@@ -168,7 +168,7 @@ def test_epo_powers_a_node_off_with_its_instances_and_back_on(vc):
     assert f"Submit shutdown of instance {inst}" in res.stdout
     assert "All instances have been stopped successfully" in res.stdout
     assert _noded(vc, N3) is None and fake_hv(vc, N3).list_instances() == []
-    assert _node_flags(vc, N3) == ("N", "N")           # powered off without going offline
+    assert _node_flags(vc, N3) == ("Y", "N")           # offline: no job waits for it
 
     res = vc.run("gnt-cluster", "epo", "--on", "-f", N3)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -177,3 +177,20 @@ def test_epo_powers_a_node_off_with_its_instances_and_back_on(vc):
     assert _noded(vc, N3) is not None and _node_flags(vc, N3) == ("N", "Y")
     assert fake_hv(vc, N3).list_instances() == [inst]
     assert status_of(vc, inst) == "running"
+
+
+def test_epo_all_keeps_the_master_and_brings_the_cluster_back(vc):
+    running = {n for n in (INST, "epo.example.com") if status_of(vc, n) == "running"}
+    res = vc.run("gnt-cluster", "epo", "--all", "-f")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"Node {N1} is the master node, it stays powered on" in res.stdout
+    assert (_noded(vc, N1), _noded(vc, N2), _noded(vc, N3))[1:] == (None, None)
+    assert _noded(vc, N1) is not None
+    assert [_node_flags(vc, n) for n in (N1, N2, N3)] == [("N", "Y"), ("Y", "N"), ("Y", "N")]
+
+    res = vc.run("gnt-cluster", "epo", "--all", "--on", "-f")   # jobs are still accepted
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [_node_flags(vc, n) for n in (N1, N2, N3)] == [("N", "Y")] * 3
+    assert {n for n in running if status_of(vc, n) == "running"} == running == {
+        INST, "epo.example.com"}
+    vc.ok("gnt-cluster", "verify")
