@@ -194,3 +194,43 @@ def test_epo_all_keeps_the_master_and_brings_the_cluster_back(vc):
     assert {n for n in running if status_of(vc, n) == "running"} == running == {
         INST, "epo.example.com"}
     vc.ok("gnt-cluster", "verify")
+
+
+def test_the_program_protocol_through_the_master(vc, tmp_path):
+    """Ganeti's QA check of the protocol (its TestOutOfBand): a program whose output and
+    exit status the test sets; the master accepts only the right shape per command."""
+    verify, data, code = (tmp_path / name for name in ("args", "data", "code"))
+    data.write_text("")
+    code.write_text("0")
+    program = "/usr/lib/ganeti/qa-oob"
+    local = os.path.join(vc.cluster.master_node.root, program.lstrip("/"))
+    with open(local, "w", encoding="utf-8") as fh:
+        fh.write(f'#!/bin/sh\necho "$@" > {verify}\ncat {data}\nexit $(cat {code})\n')
+    os.chmod(local, 0o700)
+
+    def power(*argv: str, ok: bool) -> None:
+        res = vc.run("gnt-node", "power", "-f", "--ignore-status", *argv, N3)
+        assert (res.returncode == 0) == ok, res.stdout + res.stderr
+        assert verify.read_text().split() == [f"power-{argv[-1]}", N3]
+
+    vc.ok("gnt-node", "modify", "--node-parameters", f"oob_program={program}", N3)
+    try:
+        power("on", ok=True)
+        power("status", ok=False)                      # no output: not a power state
+        data.write_text('{"powered": true}')
+        power("status", ok=True)
+        power("on", ok=False)                          # output where none is expected
+        data.write_text('[["temp", "OK"], ["disk0", "CRITICAL"]]')
+        res = vc.run("gnt-node", "health", "--separator=|", N3)
+        assert res.returncode == 0, res.stderr
+        assert [line for line in res.stdout.splitlines() if "|" in line][1:] == [
+            f"{N3}|temp=OK", "|disk0=CRITICAL"]
+        code.write_text("1")
+        res = vc.run("gnt-node", "health", "--separator=|", N3)
+        assert res.returncode == 1 and f"{N3}|(nodata)" in res.stdout
+        assert "exit status 1" in res.stdout + res.stderr
+        data.write_text("")
+        power("off", ok=False)
+        assert _node_flags(vc, N3) == ("N", "Y")       # a failed command changes no record
+    finally:
+        vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=default", N3)
