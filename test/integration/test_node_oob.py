@@ -234,3 +234,24 @@ def test_the_program_protocol_through_the_master(vc, tmp_path):
         assert _node_flags(vc, N3) == ("N", "Y")       # a failed command changes no record
     finally:
         vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=default", N3)
+
+
+def test_epo_without_oob_stops_and_starts_the_instances(vc):
+    """Ganeti's QA TestClusterEpo: no node has a program; the instances still go down
+    (still marked up: ERROR_down) and come back."""
+    vc.ok("gnt-cluster", "modify", "--node-parameters", "oob_program=")
+    try:
+        out = vc.ok("gnt-node", "list", "--verbose", "--no-headers", "-o", "powered")
+        assert set(out.split()) == {"(unavail)"}
+        res = vc.run("gnt-cluster", "epo", "-f", "--all")
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"Node {N2} does not support out-of-band handling" in res.stdout
+        statuses = vc.ok("gnt-instance", "list", "--no-headers", "-o", "status").split()
+        assert statuses and set(statuses) == {"ERROR_down"}
+        res = vc.run("gnt-cluster", "epo", "--on", "-f", "--all")
+        assert res.returncode == 0, res.stdout + res.stderr
+        statuses = vc.ok("gnt-instance", "list", "--no-headers", "-o", "status").split()
+        assert set(statuses) == {"running"}
+    finally:
+        vc.ok("gnt-cluster", "modify", "--node-parameters",
+              f"oob_program={oob.CANONICAL_PATH}")
