@@ -89,3 +89,27 @@ def test_epo_off_stops_the_instances_then_powers_the_nodes_off(capsys) -> None:
     out = capsys.readouterr().out
     assert "Submit shutdown of instance i1" in out
     assert "All instances have been stopped successfully" in out
+
+
+def test_epo_on_starts_what_is_back_and_gives_up_after_the_timeout(capsys) -> None:
+    now = [0.0]
+    cl = FakeLuxi({"SubmitManyJobs": [[True, 5]], "WaitForJobChange": [["success"], []],
+                   "QueryJobs": [["success", ["success"], [None]]], "SubmitJob": 6})
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+    opts = type("Opts", (), {"command": "gnt-cluster epo"})()
+    ok = cluster_epo._wait_and_start(
+        opts, cl, {"a": "10.0.0.2", "b": "10.0.0.3"}, {"i1": {"a"}, "i2": {"a", "b"}}, ["a"],
+        probe=lambda address: address == "10.0.0.2", clock=lambda: now[0], sleep=sleep)
+    assert ok is False
+    submitted = [(method, args[0]) for method, args in cl.calls
+                 if method in ("SubmitJob", "SubmitManyJobs")]
+    assert [(m, [op["OP_ID"] for op in (ops if m == "SubmitJob" else [j[0] for j in ops])])
+            for m, ops in submitted] == [("SubmitJob", ["OP_NODE_SET_PARAMS"]),
+                                        ("SubmitManyJobs", ["OP_INSTANCE_STARTUP"])]
+    captured = capsys.readouterr()
+    assert "Node a became available" in captured.out
+    assert "Submit startup of instance i1" in captured.out and "i2" not in captured.out
+    assert "Time exceeded while waiting for nodes to become reachable again:\n  - b" in captured.err
+    assert now[0] >= cluster_epo.REACHABLE_TIMEOUT
