@@ -168,7 +168,9 @@ OSP_SECRET_OPT = O("--os-parameters-secret", dest="osparams_secret", default=Non
                         " only, never stored, shown or logged (give them again for every"
                         " reinstall)")
 RECREATE_DISK_OPT = O("--disk", dest="recreate_disks", action="append", default=None,
-                      metavar="N", help="A disk to recreate (repeatable; default: all)")
+                      metavar="N[:size=..,spindles=..,mode=..]",
+                      help="A disk to recreate, with changed parameters (repeatable;"
+                           " default: all)")
 PNODE_OPT = O("-n", "--node", dest="node", default=None, metavar="NODE[:SNODE]",
               help="Primary node (and secondary node, for mirrored templates)")
 ALLOW_FAILOVER_OPT = O("--allow-failover", dest="allow_failover", action="store_true",
@@ -597,12 +599,15 @@ def grow_disk(opts: Any, args: list[str]) -> int:
 
 def recreate_disks(opts: Any, args: list[str]) -> int:
     """Recreate the missing volumes of a stopped instance's disks."""
-    disks = []
+    disks: list[Any] = []
     for text in opts.recreate_disks or []:
+        idx_text, _, rest = text.partition(":")
         try:
-            disks.append(int(text))
+            idx = int(idx_text)
         except ValueError:
-            return cli.usage_error(opts.command, f"Invalid disk index {text!r}")
+            return cli.usage_error(opts.command, f"Invalid disk index {idx_text!r}")
+        # as Ganeti: N[:size=..,spindles=..,mode=..] changes the recreated disk
+        disks.append([idx, _disk_spec(parse_kv(rest, "disk"))] if rest else idx)
     nodes = [n for n in (opts.node or "").replace(":", ",").split(",") if n]
     cli.submit_or_send(wire.instance_recreate_disks(instance_name=args[0], disks=disks,
                                                     nodes=nodes), opts)

@@ -3,17 +3,21 @@
 For an instance whose volumes were lost (a replaced disk, a removed LV): the
 instance must be stopped; for each selected disk (all by default) the
 primary node is asked whether the volume exists (``blockdev_find``), and
-the missing ones are created again with the same ``logical_id`` and size,
-after the same volume group space check as ``gnt-instance add``
-(:mod:`ganeti.cmdlib.lvm`).  As in Ganeti, a selected disk that still
-exists is refused (before anything is made): only missing disks are
-recreated in place.  A creation that fails removes the volumes this job made.  Moving the disks to other
-nodes (Ganeti's ``nodes``/``iallocator``) and changing disk parameters are
-refused clearly.  The data is not restored: reinstall the OS or import.
+the missing ones are created again with the same ``logical_id``, after the
+same volume group space check as ``gnt-instance add`` (:mod:`ganeti.cmdlib.lvm`).
+As in Ganeti, a selected disk that still exists is refused (before anything
+is made): only missing disks are recreated in place; ``[index, {size,
+spindles, mode}]`` changes those parameters of the new disk (spindles only
+with exclusive storage; not for ``drbd``), written to the config once every
+disk is made.  A creation that fails removes the volumes this job made.
+Moving the disks to other nodes (Ganeti's ``nodes``/``iallocator``) is
+refused clearly, except for ``drbd``.  The data is not restored: reinstall
+the OS or import.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ganeti import constants, errors
@@ -22,21 +26,28 @@ from ganeti.cmdlib import disk_wipe, lvm
 from ganeti.cmdlib import instance_recreate_drbd as recreate_drbd
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import InstanceLU, check_node_online, disk_rpc_dicts
+from ganeti.cmdlib.instance_create import check_disk_specs, check_spindles
 from ganeti.objects import Disk, Node
 from ganeti.opcodes.instance import OpInstanceRecreateDisks
 
 __all__ = ["LUInstanceRecreateDisks", "selected_disks"]
 
 
-def selected_disks(spec: list[Any], count: int) -> list[int]:
-    """The disk indices of ``spec`` (indices or ``[index, {}]`` pairs; empty: all).
+#: the disk parameters recreate-disks may change (as Ganeti)
+CHANGEABLE = frozenset(["size", "spindles", "mode"])
 
-    :class:`errors.OpPrereqError` for bad or repeated indices and for
-    parameters (this project does not change disks while recreating them).
+
+def selected_disks(spec: list[Any], count: int) -> tuple[list[int], dict[int, dict[str, Any]]]:
+    """The disk indices of ``spec`` (indices or ``[index, {params}]`` pairs; empty: all)
+    and the parameters to change per index (``size`` in MiB, ``spindles``, ``mode``).
+
+    :class:`errors.OpPrereqError` for bad or repeated indices and for other
+    or invalid parameters.
     """
     if not spec:
-        return list(range(count))
+        return list(range(count)), {}
     indices: list[int] = []
+    changes: dict[int, dict[str, Any]] = {}
     for entry in spec:
         params: Any = {}
         if isinstance(entry, (list, tuple)) and len(entry) == 2:
@@ -44,13 +55,16 @@ def selected_disks(spec: list[Any], count: int) -> list[int]:
         if not isinstance(entry, int) or isinstance(entry, bool) or not 0 <= entry < count:
             raise errors.OpPrereqError(f"Invalid disk index {entry!r} (the instance has"
                                        f" {count} disk(s))", errors.ECODE_INVAL)
-        if params:
-            raise errors.OpPrereqError(f"Disk {entry}: changing disk parameters while"
-                                       " recreating is not supported", errors.ECODE_INVAL)
         if entry in indices:
             raise errors.OpPrereqError(f"Disk {entry} given twice", errors.ECODE_INVAL)
+        if not isinstance(params, dict) or set(params) - CHANGEABLE:
+            raise errors.OpPrereqError(f"Disk {entry}: only {', '.join(sorted(CHANGEABLE))}"
+                                       f" can be changed while recreating, not {params!r}",
+                                       errors.ECODE_INVAL)
+        if params:
+            changes[entry] = params
         indices.append(entry)
-    return sorted(indices)
+    return sorted(indices), changes
 
 
 class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
@@ -63,7 +77,9 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         if inst.disk_template == constants.DT_DISKLESS or not self.disks:
             raise errors.OpPrereqError(f"Instance {inst.name} has no disks",
                                        errors.ECODE_INVAL)
-        self.indices = selected_disks(op.disks, len(self.disks))
+        self.indices, changes = selected_disks(op.disks, len(self.disks))
+        #: the selected disks as they are to be made (with the changed parameters)
+        self.wanted = {idx: self._changed(idx, changes.get(idx, {})) for idx in self.indices}
         #: a drbd instance's new (primary, secondary) nodes, or None
         self.move_to: tuple[Node, Node] | None = None
         mirrored = inst.disk_template == constants.DT_DRBD8
@@ -95,7 +111,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
                 self.missing = recreate_drbd.check_missing(self, self.indices)
             return
         for idx in self.indices:
-            disk = self.disks[idx]
+            disk = self.wanted[idx]
             found = rpc.call_blockdev_find(self.pnode.name, disk=disk_rpc_dicts([disk], self.cfg)[0]).one(
                 self.pnode.name, f"Cannot look for disk {idx}")
             if found is not None:     # as Ganeti: only missing disks are recreated
@@ -107,6 +123,25 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         lvm.check_vg_free(self, [self.pnode], lvm.required_vg_sizes(
             (d.logical_id[0], d.size) for _, d in self.missing
             if d.dev_type == constants.DT_PLAIN))
+
+    def _changed(self, idx: int, params: dict[str, Any]) -> Disk:
+        """Disk ``idx`` with ``params`` applied (a copy; checked as Ganeti checks them)."""
+        disk = copy.copy(self.disks[idx])
+        if not params:
+            return disk
+        if self.instance.disk_template == constants.DT_DRBD8:
+            raise errors.OpPrereqError("Changing the parameters of a drbd instance's disks"
+                                       " while recreating them is not supported",
+                                       errors.ECODE_INVAL)
+        cluster = self.cfg.get_cluster_info()
+        check_spindles([params], lvm.exclusive_storage(
+            cluster, self.pnode, self.cfg.get_nodegroup(self.pnode.group)))
+        spec = check_disk_specs(self.instance.disk_template, [
+            {"size": disk.size, "mode": disk.mode, **params}])[0]
+        disk.size, disk.mode = spec["size"], spec["mode"]
+        if "spindles" in params:
+            disk.spindles = spec.get("spindles")
+        return disk
 
     def HookExtra(self) -> dict[str, Any]:
         return {"RECREATE_DISKS": " ".join(str(i) for i in self.indices)}
@@ -149,4 +184,10 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         except BaseException:
             self._remove(created)
             raise
+        stored = self.cfg.get_instance_disks(inst.uuid)
+        for idx, disk in self.missing:
+            if disk != stored[idx]:             # changed size, mode or spindles
+                stored[idx].size, stored[idx].mode = disk.size, disk.mode
+                stored[idx].spindles = disk.spindles
+                self.cfg.update(stored[idx])
         return None

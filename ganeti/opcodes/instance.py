@@ -319,12 +319,13 @@ class OpInstanceGrowDisk(OpInstanceBase):
 class OpInstanceRecreateDisks(OpInstanceBase):
     """Recreate the missing volumes of a stopped instance's disks.
 
-    All disks, or those in ``disks``, on the instance's nodes; existing
-    volumes are left alone (doc/storage.md, "The plain template").
+    All disks, or those in ``disks``, on the instance's nodes; a selected
+    disk that still exists is refused, as in Ganeti (doc/storage.md, "The
+    plain template").
     """
 
     disks: list[Any] = param([], doc="disk indices, or Ganeti's [index, {parameters}]"
-                             " pairs (only empty parameters: sizes cannot change here)")
+                             " pairs (size, spindles, mode of the new disk)")
     nodes: list[str] = param([], doc="the instance's own nodes (moving to others is not"
                              " supported)")
 

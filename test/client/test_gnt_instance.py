@@ -61,6 +61,20 @@ def test_add_submits_create_opcode(capsys: Any) -> None:
     assert "JobID: 1" in capsys.readouterr().err
 
 
+def test_recreate_disks_sends_changed_parameters() -> None:
+    # as Ganeti's (its QA's TestRecreateDisks): --disk=N:size=..,spindles=..
+    cl = _client()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands,
+                              ["recreate-disks", "--disk=0:size=1G,spindles=2", "--disk", "1",
+                               "--submit", "inst1"], prog="gnt-instance",
+                              client_factory=lambda: cl)
+    assert rc == 0
+    op = cl.submitted[0][0]
+    assert op["OP_ID"] == "OP_INSTANCE_RECREATE_DISKS"
+    assert op["disks"] == [[0, {"size": 1024, "spindles": 2}], 1]
+
+
 @pytest.mark.parametrize("argv", [
     ["add", "-t", "diskless", "-o", "tinyos", "-n", "node1", "--net", "0:ip=auto",
      "--no-name-check", "--no-ip-check", "--submit", "inst1.example.com"],

@@ -42,7 +42,7 @@ class LvmNodes(FakeNodes):
         return {"dev_path": "/dev/" + "/".join(disk["logical_id"]), "size": disk["size"]}
 
     def do_blockdev_create(self, node: str, disk: dict, size: int, *rest: Any) -> dict:
-        self.created.append({"disk": disk, "excl_stor": rest[-1]})
+        self.created.append({"disk": disk, "size": size, "excl_stor": rest[-1]})
         return super().do_blockdev_create(node, disk, size, *rest)
 
 
@@ -245,9 +245,11 @@ def test_recreate_disks_of_an_existing_disk_is_refused(lenv: Any, disks: list) -
 @pytest.mark.parametrize("params,match", [
     ({"disks": [2]}, "Invalid disk index 2"),
     ({"disks": [0, 0]}, "given twice"),
-    ({"disks": [[0, {"size": 1}]]}, "changing disk parameters"),
+    ({"disks": [[0, {"vg": "other"}]]}, "only mode, size, spindles can be changed"),
+    ({"disks": [[0, {"size": 0}]]}, "invalid size"),
+    ({"disks": [[0, {"spindles": 2}]]}, "exclusive storage"),
     ({"nodes": ["node2"]}, "other nodes is not supported"),
-], ids=["index", "twice", "params", "nodes"])
+], ids=["index", "twice", "params", "size", "spindles", "nodes"])
 def test_recreate_disks_refusals(lenv: Any, params: dict, match: str) -> None:
     _create(lenv, template="plain", start=False)
     lenv.rpc.disks["node1"].clear()
@@ -256,6 +258,32 @@ def test_recreate_disks_refusals(lenv: Any, params: dict, match: str) -> None:
     with pytest.raises(errors.OpPrereqError, match=match):
         lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", **params)
     assert lenv.rpc.created == [] and lenv.raw() == before
+
+
+def test_recreate_disks_with_a_new_size_and_mode(lenv: Any) -> None:
+    # as Ganeti's (its QA's TestRecreateDisks: "Recreate resized disks")
+    _create(lenv, template="plain", disks=[{"size": 128}, {"size": 64}], start=False)
+    lenv.rpc.disks["node1"].clear()
+    lenv.rpc.created.clear()
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1",
+             disks=[[0, {"size": 256}], [1, {"mode": "ro"}]])
+    assert [c["size"] for c in lenv.rpc.created] == [256, 64]
+    assert [(d.size, d.mode) for d in _disks(lenv)] == [(256, "rw"), (64, "ro")]
+
+
+def test_recreate_disks_failing_keeps_the_old_parameters(lenv: Any) -> None:
+    _create(lenv, template="plain", disks=[{"size": 128}], start=False)
+    lenv.rpc.disks["node1"].clear()
+    lenv.rpc.vgs["node1"]["xenvg"] = 200
+    before = lenv.raw()
+    with pytest.raises(errors.OpPrereqError, match="required 256 MiB, available 200"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[[0, {"size": 256}]])
+    assert lenv.raw() == before
+    lenv.rpc.vgs["node1"]["xenvg"] = 4096
+    lenv.rpc.fail["blockdev_create"] = "lvcreate failed"
+    with pytest.raises(errors.OpExecError, match="Cannot recreate disk 0"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[[0, {"size": 256}]])
+    assert [d.size for d in _disks(lenv)] == [128]
 
 
 def test_recreate_disks_refuses_a_running_instance_and_a_full_vg(lenv: Any) -> None:

@@ -56,6 +56,13 @@ def test_a_mirror_lost_on_one_node_is_left_to_replace_disks(cenv: Any, lost: str
     assert not [e for e in cenv.rpc.events if e[0] in ("create", "create-lv")]
 
 
+def test_changing_a_mirrors_parameters_is_refused(cenv: Any) -> None:  # noqa: F811
+    _, disks = _mirror(cenv)
+    _lose(cenv, disks[0], "node1", "node2")
+    with pytest.raises(errors.OpPrereqError, match="drbd instance's disks"):
+        _recreate(cenv, disks=[[0, {"size": 128}]])
+
+
 def test_a_mirror_on_both_nodes_is_refused(cenv: Any) -> None:  # noqa: F811
     # as Ganeti: only missing disks are recreated
     _mirror(cenv)

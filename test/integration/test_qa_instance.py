@@ -70,6 +70,13 @@ def test_recreate_disks_over_existing_disks_fails(vc):
     assert disk_files(vc, N1, name) == [disk] and os.path.getsize(disk) == 8 << 20
     vc.ok("gnt-instance", "activate-disks", name)
     vc.ok("gnt-instance", "deactivate-disks", name)
+    # spindles without exclusive storage fail; resized disks are recreated
+    os.unlink(disk)
+    fail_unchanged(vc, "gnt-instance", "recreate-disks", "--disk=0:size=16M,spindles=1", name,
+                   expect="exclusive storage")
+    vc.ok("gnt-instance", "recreate-disks", "--disk=0:size=16M", name)
+    assert os.path.getsize(disk) == 16 << 20
+    assert rows(vc, "disk.sizes", name) == [["16"]]
 
 
 @pytest.mark.parametrize("dev,options", [("disk", ",size=8M"), ("net", "")])
