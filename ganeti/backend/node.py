@@ -352,7 +352,8 @@ def _cluster_files(ctx: NodeContext) -> list[str]:
     paths = ctx.paths
     files = [paths.config_file, paths.server_pem, paths.client_pem, paths.rapi_pem,
              paths.confd_hmac_key, paths.cluster_domain_secret, paths.known_hosts_file,
-             paths.rapi_users_file, paths.queue_drain_file, paths.watcher_pause_file,
+             paths.rapi_users_file, paths.rapi_tokens_file, paths.queue_drain_file,
+             paths.watcher_pause_file,
              os.path.join(paths.data_dir, "master_epoch")]    # backend.fencing
     files.extend(glob.glob(paths.ssconf_file("*")))
     return files

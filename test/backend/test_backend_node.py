@@ -91,10 +91,14 @@ def test_node_leave_cluster(ctx) -> None:
     stopped = []
     ctx.stop_daemon = lambda: stopped.append(True)
     for path in (ctx.paths.config_file, ctx.paths.server_pem, ctx.paths.ssconf_file("x"),
-                 os.path.join(ctx.paths.queue_dir, "job-1")):
+                 os.path.join(ctx.paths.queue_dir, "job-1"), ctx.paths.rapi_users_file,
+                 ctx.paths.rapi_tokens_file):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as fh:
             fh.write("x")
     node.node_leave_cluster(ctx, False)
+    assert not os.path.exists(ctx.paths.rapi_users_file)
+    assert not os.path.exists(ctx.paths.rapi_tokens_file)     # the API tokens' digests
     assert not os.path.exists(ctx.paths.config_file)
     assert not os.path.exists(ctx.paths.server_pem)
     assert not os.path.exists(ctx.paths.ssconf_file("x"))
