@@ -129,17 +129,23 @@ def check_disk_specs(template: str, disks: list[dict[str, Any]]) -> list[dict[st
     return result
 
 
-def check_spindles(specs: list[dict[str, Any]], excl_stor: bool) -> None:
-    """Refuse ``spindles`` in disk specs unless exclusive storage is on (as Ganeti).
+def check_spindles(specs: list[dict[str, Any]], excl_stor: bool, *,
+                   required: bool = True) -> None:
+    """As Ganeti: ``spindles`` in disk specs only with exclusive storage, and then
+    (``required``: new LVM disks, not recreated ones) in every spec.
 
     ``excl_stor``: the ``exclusive_storage`` node parameter of any of the
     instance's nodes.  :class:`errors.OpPrereqError` (``ECODE_INVAL``).
     """
     for idx, spec in enumerate(specs):
-        if not excl_stor and isinstance(spec, dict) and spec.get("spindles") is not None:
+        given = isinstance(spec, dict) and spec.get("spindles") is not None
+        if given and not excl_stor:
             raise errors.OpPrereqError(f"Disk {idx}: spindles can be given only when"
                                        " exclusive storage is active (node parameter"
                                        " exclusive_storage)", errors.ECODE_INVAL)
+        if required and excl_stor and not given:
+            raise errors.OpPrereqError(f"Disk {idx}: spindles must be given when exclusive"
+                                       " storage is active", errors.ECODE_INVAL)
 
 
 def _lvm_disk_params(idx: int, spec: dict[str, Any]) -> dict[str, Any]:
@@ -411,7 +417,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                         admin_state=constants.ADMINST_DOWN)
         check_spindles(op.disks, any(
             lvm.exclusive_storage(cluster, node, cfg.get_nodegroup(node.group))
-            for node in (pnode, self.snode) if node is not None))
+            for node in (pnode, self.snode) if node is not None),
+            required=op.disk_template in constants.DTS_LVM)
         self.new_disks: list[Disk] = []
         storage_dir = None
         if op.disk_template in constants.DTS_FILEBASED:

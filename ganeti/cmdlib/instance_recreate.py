@@ -135,7 +135,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
                                        errors.ECODE_INVAL)
         cluster = self.cfg.get_cluster_info()
         check_spindles([params], lvm.exclusive_storage(
-            cluster, self.pnode, self.cfg.get_nodegroup(self.pnode.group)))
+            cluster, self.pnode, self.cfg.get_nodegroup(self.pnode.group)), required=False)
         spec = check_disk_specs(self.instance.disk_template, [
             {"size": disk.size, "mode": disk.mode, **params}])[0]
         disk.size, disk.mode = spec["size"], spec["mode"]

@@ -191,7 +191,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     check_node_online(snodes[0], " as secondary node")
                     self.mirror_snode = snodes[0]
                 check_node_online(self.pnode, " as primary node")
-                check_spindles([params], self._exclusive_storage())
+                check_spindles([params], self._exclusive_storage(),
+                               required=inst.disk_template in constants.DTS_LVM)
                 spec = check_disk_specs(inst.disk_template, [params])[0]
                 real = _index(idx, sim, "disk", adding=True)
                 self.disk_plan.append((dop, real, spec))

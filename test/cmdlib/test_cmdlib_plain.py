@@ -164,8 +164,24 @@ def _query_sizes(lenv: Any) -> list[int]:
 
 def test_exclusive_storage_is_passed_to_the_node(lenv: Any) -> None:
     lenv.run("OP_CLUSTER_SET_PARAMS", ndparams={"exclusive_storage": True})
-    _create(lenv, template="plain", start=False)
+    _create(lenv, template="plain", start=False, disks=[{"size": 128, "spindles": 1}])
     assert [c["excl_stor"] for c in lenv.rpc.created] == [True]
+
+
+def test_exclusive_storage_needs_spindles_for_new_lvm_disks(lenv: Any) -> None:
+    # as Ganeti's (its QA's TestInstanceModifyDisks with spindles supported)
+    lenv.run("OP_CLUSTER_SET_PARAMS", ndparams={"exclusive_storage": True})
+    before = lenv.raw()
+    with pytest.raises(errors.OpPrereqError, match="spindles must be given"):
+        _create(lenv, template="plain", start=False)
+    assert lenv.raw() == before and lenv.rpc.created == []
+    _create(lenv, template="plain", start=False, disks=[{"size": 128, "spindles": 1}])
+    with pytest.raises(errors.OpPrereqError, match="spindles must be given"):
+        lenv.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                 disks=[["add", -1, {"size": 64}]])
+    lenv.rpc.disks["node1"].clear()          # recreated disks keep theirs: not required
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[[0, {"size": 96}]])
+    assert [(d.size, d.spindles) for d in _disks(lenv)] == [(96, 1)]
 
 
 def test_rename_keeps_the_volumes(lenv: Any) -> None:
