@@ -138,3 +138,15 @@ def test_disks_renamed_by_index_and_back_by_name(vc):
     assert rows(vc, "disk.names", name) == [["-,second"]]
     fail_unchanged(vc, "gnt-instance", "modify", "--disk=0:modify,name=same_name",
                    "--disk=1:modify,name=same_name", name, expect="already used")
+
+
+def test_modify_sequence_of_ganetis_qa(vc):
+    # TestInstanceModify on the fake hypervisor (tinyos takes no os-image parameter):
+    # each change works, no change fails
+    name = "modify.example.com"
+    _add(vc, name)
+    for args in (["-B", "minmem=128"], ["-B", "maxmem=128"], ["-B", "minmem=128,maxmem=128"],
+                 ["-B", "vcpus=2"], ["-B", "vcpus=1"], ["-B", "vcpus=default"],
+                 ["-B", "always_failover=true"], ["-B", "always_failover=default"]):
+        vc.ok("gnt-instance", "modify", *args, name)
+    fail_unchanged(vc, "gnt-instance", "modify", name, expect="No changes")
