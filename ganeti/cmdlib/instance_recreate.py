@@ -10,9 +10,11 @@ is made): only missing disks are recreated in place; ``[index, {size,
 spindles, mode}]`` changes those parameters of the new disk (spindles only
 with exclusive storage; not for ``drbd``), written to the config once every
 disk is made.  A creation that fails removes the volumes this job made.
-Moving the disks to other nodes (Ganeti's ``nodes``/``iallocator``) is
-refused clearly, except for ``drbd``.  The data is not restored: reinstall
-the OS or import.
+``nodes`` naming one other node (every disk selected) makes the disks there
+and that node the primary (the way back for an instance whose node is lost;
+a ``drbd`` instance takes two, :mod:`instance_recreate_drbd`); Ganeti's
+``iallocator`` is not taken.  The data is not restored: reinstall the OS
+or import.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import disk_wipe, lvm
 from ganeti.cmdlib import instance_recreate_drbd as recreate_drbd
 from ganeti.cmdlib.common import expand_node
-from ganeti.cmdlib.instance import InstanceLU, check_node_online, disk_rpc_dicts
+from ganeti.cmdlib.instance import (InstanceLU, check_node_online, check_node_usable,
+                                    disk_rpc_dicts)
 from ganeti.cmdlib.instance_create import check_disk_specs, check_spindles
 from ganeti.objects import Disk, Node
 from ganeti.opcodes.instance import OpInstanceRecreateDisks
@@ -78,10 +81,10 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             raise errors.OpPrereqError(f"Instance {inst.name} has no disks",
                                        errors.ECODE_INVAL)
         self.indices, changes = selected_disks(op.disks, len(self.disks))
-        #: the selected disks as they are to be made (with the changed parameters)
-        self.wanted = {idx: self._changed(idx, changes.get(idx, {})) for idx in self.indices}
         #: a drbd instance's new (primary, secondary) nodes, or None
         self.move_to: tuple[Node, Node] | None = None
+        #: the node the disks are made on: the primary, or its replacement (-n NODE)
+        self.target: Node = self.pnode
         mirrored = inst.disk_template == constants.DT_DRBD8
         if mirrored and op.nodes:
             nodes = [expand_node(self.cfg, name) for name in op.nodes]
@@ -90,18 +93,20 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
                     if u != inst.primary_node)]:
                 self.move_to = recreate_drbd.check_move(self, nodes, self.indices)
         elif op.nodes:
-            wanted = {expand_node(self.cfg, name).uuid for name in op.nodes}
-            if wanted != set(self.cfg.get_instance_nodes(inst.uuid)):
-                raise errors.OpPrereqError("Recreating disks on other nodes is not supported;"
-                                           " give the instance's own nodes or none",
-                                           errors.ECODE_INVAL)
-        check_node_online(self.pnode, " as primary node")
+            nodes = [expand_node(self.cfg, name) for name in op.nodes]
+            if {n.uuid for n in nodes} != set(self.cfg.get_instance_nodes(inst.uuid)):
+                self.target = self._check_target(nodes)
+        #: the selected disks as they are to be made (with the changed parameters)
+        self.wanted = {idx: self._changed(idx, changes.get(idx, {})) for idx in self.indices}
+        if self.target is self.pnode:
+            check_node_online(self.pnode, " as primary node")
         if inst.admin_state == constants.ADMINST_UP:
             raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
                                        " first", errors.ECODE_STATE)
         rpc = self.require_rpc()
-        live = rpc.call_instance_info(self.pnode.name, instance_name=inst.name,
-                                      hypervisor=inst.hypervisor, hvparams={}).one(self.pnode.name)
+        live = None if self.pnode.offline else rpc.call_instance_info(
+            self.pnode.name, instance_name=inst.name, hypervisor=inst.hypervisor,
+            hvparams={}).one(self.pnode.name)
         if live is not None and live.get("state") == 0:   # as deactivate-disks checks
             raise errors.OpPrereqError(f"Instance {inst.name} is running; stop it first",
                                        errors.ECODE_STATE)
@@ -110,19 +115,31 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             if self.move_to is None:
                 self.missing = recreate_drbd.check_missing(self, self.indices)
             return
+        where = self.target.name
         for idx in self.indices:
             disk = self.wanted[idx]
-            found = rpc.call_blockdev_find(self.pnode.name, disk=disk_rpc_dicts([disk], self.cfg)[0]).one(
-                self.pnode.name, f"Cannot look for disk {idx}")
+            found = rpc.call_blockdev_find(where, disk=disk_rpc_dicts([disk], self.cfg)[0]).one(
+                where, f"Cannot look for disk {idx}")
             if found is not None:     # as Ganeti: only missing disks are recreated
                 raise errors.OpPrereqError(
-                    f"Disk {idx} of instance {inst.name} exists on node {self.pnode.name};"
+                    f"Disk {idx} of instance {inst.name} exists on node {where};"
                     " recreate-disks makes only missing disks (leave it out with --disk,"
                     " or remove its volume first)", errors.ECODE_STATE)
             self.missing.append((idx, disk))
-        lvm.check_vg_free(self, [self.pnode], lvm.required_vg_sizes(
+        lvm.check_vg_free(self, [self.target], lvm.required_vg_sizes(
             (d.logical_id[0], d.size) for _, d in self.missing
             if d.dev_type == constants.DT_PLAIN))
+
+    def _check_target(self, nodes: list[Node]) -> Node:
+        """The one new node of ``-n NODE`` (every disk is made there; as Ganeti)."""
+        if len(nodes) != 1:
+            raise errors.OpPrereqError(f"A {self.instance.disk_template} instance's disks are"
+                                       " recreated on one node: -n NODE", errors.ECODE_INVAL)
+        if self.op.disks:
+            raise errors.OpPrereqError("Recreating the disks on another node takes all of"
+                                       " them (leave out --disk)", errors.ECODE_INVAL)
+        check_node_usable(nodes[0], " as new primary node")
+        return nodes[0]
 
     def _changed(self, idx: int, params: dict[str, Any]) -> Disk:
         """Disk ``idx`` with ``params`` applied (a copy; checked as Ganeti checks them)."""
@@ -135,7 +152,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
                                        errors.ECODE_INVAL)
         cluster = self.cfg.get_cluster_info()
         check_spindles([params], lvm.exclusive_storage(
-            cluster, self.pnode, self.cfg.get_nodegroup(self.pnode.group)), required=False)
+            cluster, self.target, self.cfg.get_nodegroup(self.target.group)), required=False)
         spec = check_disk_specs(self.instance.disk_template, [
             {"size": disk.size, "mode": disk.mode, **params}])[0]
         disk.size, disk.mode = spec["size"], spec["mode"]
@@ -149,7 +166,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
     def _remove(self, disks: list[Disk]) -> None:
         for disk in disks:
             res = self.require_rpc().call_blockdev_remove(
-                [self.pnode.name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(self.pnode.name)
+                [self.target.name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(self.target.name)
             if res is None or res.failed:
                 self.LogWarning(f"Could not remove disk {disk.iv_name} again")
 
@@ -158,15 +175,15 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         self.extra_node_uuids = [expand_node(self.cfg, name).uuid for name in self.op.nodes]
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
-        inst, pname = self.instance, self.pnode.name
+        inst, pname = self.instance, self.target.name
         if self.move_to is not None:
             recreate_drbd.move(self, *self.move_to, feedback_fn)
             return None
         if inst.disk_template == constants.DT_DRBD8 and self.missing:
             recreate_drbd.recreate(self, self.missing, feedback_fn)
             return None
-        excl = lvm.exclusive_storage(self.cfg.get_cluster_info(), self.pnode,
-                                     self.cfg.get_nodegroup(self.pnode.group))
+        excl = lvm.exclusive_storage(self.cfg.get_cluster_info(), self.target,
+                                     self.cfg.get_nodegroup(self.target.group))
         created: list[Disk] = []
         try:
             for idx, disk in self.missing:
@@ -185,9 +202,15 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             self._remove(created)
             raise
         stored = self.cfg.get_instance_disks(inst.uuid)
-        for idx, disk in self.missing:
-            if disk != stored[idx]:             # changed size, mode or spindles
-                stored[idx].size, stored[idx].mode = disk.size, disk.mode
-                stored[idx].spindles = disk.spindles
-                self.cfg.update(stored[idx])
+        with self.cfg.batch():
+            for idx, disk in self.missing:
+                if disk != stored[idx] or self.target is not self.pnode:
+                    stored[idx].size, stored[idx].mode = disk.size, disk.mode
+                    stored[idx].spindles = disk.spindles
+                    stored[idx].nodes = [self.target.uuid]
+                    self.cfg.update(stored[idx])
+            if self.target is not self.pnode:
+                feedback_fn(f"* {inst.name}'s primary node is now {pname}")
+                inst.primary_node = self.target.uuid
+                self.cfg.update(inst)
         return None

@@ -326,8 +326,8 @@ class OpInstanceRecreateDisks(OpInstanceBase):
 
     disks: list[Any] = param([], doc="disk indices, or Ganeti's [index, {parameters}]"
                              " pairs (size, spindles, mode of the new disk)")
-    nodes: list[str] = param([], doc="the instance's own nodes (moving to others is not"
-                             " supported)")
+    nodes: list[str] = param([], doc="the nodes to make the disks on (another primary;"
+                             " a drbd instance: primary and secondary)")
 
 
 @dataclass(kw_only=True)

@@ -264,8 +264,9 @@ def test_recreate_disks_of_an_existing_disk_is_refused(lenv: Any, disks: list) -
     ({"disks": [[0, {"vg": "other"}]]}, "only mode, size, spindles can be changed"),
     ({"disks": [[0, {"size": 0}]]}, "invalid size"),
     ({"disks": [[0, {"spindles": 2}]]}, "exclusive storage"),
-    ({"nodes": ["node2"]}, "other nodes is not supported"),
-], ids=["index", "twice", "params", "size", "spindles", "nodes"])
+    ({"nodes": ["node2", "node3"]}, "recreated on one node"),
+    ({"nodes": ["node2"], "disks": [0]}, "leave out --disk"),
+], ids=["index", "twice", "params", "size", "spindles", "nodes", "nodes-and-disks"])
 def test_recreate_disks_refusals(lenv: Any, params: dict, match: str) -> None:
     _create(lenv, template="plain", start=False)
     lenv.rpc.disks["node1"].clear()
@@ -300,6 +301,22 @@ def test_recreate_disks_failing_keeps_the_old_parameters(lenv: Any) -> None:
     with pytest.raises(errors.OpExecError, match="Cannot recreate disk 0"):
         lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", disks=[[0, {"size": 256}]])
     assert [d.size for d in _disks(lenv)] == [128]
+
+
+def test_recreate_disks_on_another_node_makes_it_the_primary(lenv: Any) -> None:
+    # as Ganeti's (its QA's TestRecreateDisks: -n OTHER, then back with -n ORIG)
+    _create(lenv, template="plain", disks=[{"size": 128}, {"size": 64}], start=False)
+    node1 = lenv.cfg.get_node_info_by_name("node1")
+    node1.offline = True                       # the primary is lost
+    lenv.cfg.update(node1)
+    lenv.rpc.created.clear()
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", nodes=["node2"])
+    disks = _disks(lenv)
+    assert {d.uuid for d in disks} <= lenv.rpc.disks["node2"]
+    assert [d.nodes for d in disks] == [["uuid-node2"], ["uuid-node2"]]
+    assert lenv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node2"
+    with pytest.raises(errors.OpPrereqError, match="exists on node node2"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
 
 
 def test_recreate_disks_refuses_a_running_instance_and_a_full_vg(lenv: Any) -> None:

@@ -77,6 +77,14 @@ def test_recreate_disks_over_existing_disks_fails(vc):
     vc.ok("gnt-instance", "recreate-disks", "--disk=0:size=16M", name)
     assert os.path.getsize(disk) == 16 << 20
     assert rows(vc, "disk.sizes", name) == [["16"]]
+    # "Move disks away", then "Move disks back" (each time after destroying them)
+    for there, other in ((N2, N1), (N1, N2)):
+        (gone,) = disk_files(vc, other, name)
+        os.unlink(gone)
+        vc.ok("gnt-instance", "recreate-disks", "-n", there, name)
+        assert rows(vc, "pnode", name) == [[there]] and len(disk_files(vc, there, name)) == 1
+    vc.ok("gnt-instance", "start", name)
+    assert status_of(vc, name) == "running"
 
 
 @pytest.mark.parametrize("dev,options", [("disk", ",size=8M"), ("net", "")])
