@@ -609,8 +609,9 @@ def recreate_disks(opts: Any, args: list[str]) -> int:
         # as Ganeti: N[:size=..,spindles=..,mode=..] changes the recreated disk
         disks.append([idx, _disk_spec(parse_kv(rest, "disk"))] if rest else idx)
     nodes = [n for n in (opts.node or "").replace(":", ",").split(",") if n]
-    cli.submit_or_send(wire.instance_recreate_disks(instance_name=args[0], disks=disks,
-                                                    nodes=nodes), opts)
+    cli.submit_or_send(wire.instance_recreate_disks(
+        instance_name=args[0], disks=disks, nodes=nodes,
+        iallocator=opts.iallocator or wire.NOT_SENT), opts)
     return 0
 
 
@@ -740,8 +741,9 @@ commands: dict[str, cli.Command] = {
                   [ABSOLUTE_OPT, cli.SUBMIT_OPT], "[--absolute] INSTANCE DISK AMOUNT",
                   "Grow a disk of an instance"),
     "recreate-disks": (recreate_disks, ONE_INSTANCE, [RECREATE_DISK_OPT, PNODE_OPT,
+                                                      relocation.IALLOCATOR_OPT,
                                                       cli.SUBMIT_OPT],
-                       "[--disk N]... [-n NODE] INSTANCE",
+                       "[--disk N]... [-n NODE | -I NAME] INSTANCE",
                        "Recreate the missing disk volumes of a stopped instance"),
     "activate-disks": (activate_disks, ONE_INSTANCE,
                        [WAIT_SYNC_OPT, IGNORE_SIZE_OPT, cli.SUBMIT_OPT],

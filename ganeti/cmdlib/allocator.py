@@ -32,8 +32,10 @@ def ipolicy_of(cluster: Cluster, group: NodeGroup | None) -> dict[str, Any]:
 
 
 def allocator_name(lu: LogicalUnit[Any], given: str | None) -> str | None:
-    """``given``, else the cluster's default; None means the built-in allocator."""
-    return given or lu.cfg.get_cluster_info().default_iallocator or None
+    """``given``, else (also for Ganeti's shortcut ``.``) the cluster's default; None
+    means the built-in allocator."""
+    return (given if given != "." else None) \
+        or lu.cfg.get_cluster_info().default_iallocator or None
 
 
 def build_document(lu: LogicalUnit[Any], request: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ with exclusive storage; not for ``drbd``), written to the config once every
 disk is made.  A creation that fails removes the volumes this job made.
 ``nodes`` naming one other node (every disk selected) makes the disks there
 and that node the primary (the way back for an instance whose node is lost;
-a ``drbd`` instance takes two, :mod:`instance_recreate_drbd`); Ganeti's
-``iallocator`` is not taken.  The data is not restored: reinstall the OS
-or import.
+a ``drbd`` instance takes two, :mod:`instance_recreate_drbd`); or
+``iallocator`` picks the node (an ``allocate`` request for the instance,
+as Ganeti's; it may be the primary; not for ``drbd``).  The data is not restored: reinstall the OS or import.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import disk_wipe, lvm
+from ganeti.cmdlib import allocator, disk_wipe, lvm
 from ganeti.cmdlib import instance_recreate_drbd as recreate_drbd
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, check_node_usable,
@@ -96,6 +96,14 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             nodes = [expand_node(self.cfg, name) for name in op.nodes]
             if {n.uuid for n in nodes} != set(self.cfg.get_instance_nodes(inst.uuid)):
                 self.target = self._check_target(nodes)
+        if op.iallocator:
+            if mirrored:
+                raise errors.OpPrereqError("An allocator does not choose the nodes of a drbd"
+                                           " instance's disks here; give -n PNODE:SNODE",
+                                           errors.ECODE_INVAL)
+            chosen = self._ask_allocator()
+            if chosen.uuid != inst.primary_node:
+                self.target = self._check_target([chosen])
         #: the selected disks as they are to be made (with the changed parameters)
         self.wanted = {idx: self._changed(idx, changes.get(idx, {})) for idx in self.indices}
         if self.target is self.pnode:
@@ -129,6 +137,24 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         lvm.check_vg_free(self, [self.target], lvm.required_vg_sizes(
             (d.logical_id[0], d.size) for _, d in self.missing
             if d.dev_type == constants.DT_PLAIN))
+
+    def _ask_allocator(self) -> Node:
+        """The node for the disks, from an ``allocate`` request for the instance as it is
+        (as Ganeti asks; the answer may be its primary node)."""
+        inst = self.instance
+        request = allocator.allocate_request_for(
+            self.cfg.get_cluster_info(), name=inst.name, disk_template=inst.disk_template,
+            disks=[{"size": d.size, "mode": d.mode, "spindles": d.spindles} for d in self.disks],
+            nics=[{"mac": n.mac, "ip": n.ip, "network": n.network, **n.nicparams}
+                  for n in inst.nics],
+            beparams=inst.beparams, os_name=inst.os, tags=list(inst.tags),
+            hypervisor=inst.hypervisor)
+        answer, _ = allocator.ask(self, self.op.iallocator, request)
+        answer.require_success(allocator.allocator_name(self, self.op.iallocator)
+                               or "ganeti-iallocator")
+        node = expand_node(self.cfg, answer.nodes[0])
+        self.LogInfo(f"Selected node {node.name} for the disks via the iallocator")
+        return node
 
     def _check_target(self, nodes: list[Node]) -> Node:
         """The one new node of ``-n NODE`` (every disk is made there; as Ganeti)."""
@@ -171,8 +197,12 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
                 self.LogWarning(f"Could not remove disk {disk.iv_name} again")
 
     def ExpandExtra(self) -> None:
-        # a drbd instance may move to other nodes: they are locked too
-        self.extra_node_uuids = [expand_node(self.cfg, name).uuid for name in self.op.nodes]
+        # the disks may move to other nodes: they are locked too (with an allocator, all)
+        if self.op.iallocator and self.op.nodes:
+            raise errors.OpPrereqError("Give either nodes or an iallocator, not both",
+                                       errors.ECODE_INVAL)
+        self.extra_node_uuids = list(self.cfg.get_all_nodes_info()) if self.op.iallocator \
+            else [expand_node(self.cfg, name).uuid for name in self.op.nodes]
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst, pname = self.instance, self.target.name

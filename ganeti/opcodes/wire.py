@@ -479,7 +479,8 @@ def instance_reboot(instance_name: str, *, reboot_type: str = NOT_SENT,
 
 
 def instance_recreate_disks(instance_name: str, *, disks: list[Any] = NOT_SENT,
-        nodes: list[str] = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        nodes: list[str] = NOT_SENT, iallocator: str | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Recreate the missing volumes of a stopped instance's disks."""
     return _op(OP_INSTANCE_RECREATE_DISKS, locals())
 

@@ -72,7 +72,11 @@ def test_recreate_disks_sends_changed_parameters() -> None:
     assert rc == 0
     op = cl.submitted[0][0]
     assert op["OP_ID"] == "OP_INSTANCE_RECREATE_DISKS"
-    assert op["disks"] == [[0, {"size": 1024, "spindles": 2}], 1]
+    assert op["disks"] == [[0, {"size": 1024, "spindles": 2}], 1] and "iallocator" not in op
+    rc = climain.generic_main(gnt_instance.commands, ["recreate-disks", "-I", ".", "--submit",
+                                                      "inst1"], prog="gnt-instance",
+                              client_factory=lambda: cl)
+    assert rc == 0 and cl.submitted[1][0]["iallocator"] == "."
 
 
 @pytest.mark.parametrize("argv", [

@@ -319,6 +319,29 @@ def test_recreate_disks_on_another_node_makes_it_the_primary(lenv: Any) -> None:
         lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1")
 
 
+@pytest.mark.parametrize("name", ["hail", "."])
+def test_recreate_disks_where_an_allocator_says(lenv: Any, name: str) -> None:
+    # as Ganeti's (its QA's TestRecreateDisks: -I hail, then -I .)
+    real = lenv.rpc.do_node_info
+
+    def node_info(node: str, storage_units: list, hv_specs: list) -> dict:
+        return {**real(node, storage_units, hv_specs), "memory_total": 8192,
+                "memory_free": 8192, "memory_dom0": 512, "cpu_total": 4}
+    lenv.rpc.do_node_info = node_info
+    _create(lenv, template="plain", start=False)
+    node1 = lenv.cfg.get_node_info_by_name("node1")
+    node1.offline = True                # lost: the allocator takes another node
+    lenv.cfg.update(node1)
+    lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", iallocator=name)
+    inst = lenv.cfg.get_instance_info_by_name("inst1")
+    assert inst.primary_node in ("uuid-node2", "uuid-node3")
+    assert _disks(lenv)[0].nodes == [inst.primary_node]
+    assert _disks(lenv)[0].uuid in lenv.rpc.disks[inst.primary_node[len("uuid-"):]]
+    with pytest.raises(errors.OpPrereqError, match="not both"):
+        lenv.run("OP_INSTANCE_RECREATE_DISKS", instance_name="inst1", iallocator=name,
+                 nodes=["node1"])
+
+
 def test_recreate_disks_refuses_a_running_instance_and_a_full_vg(lenv: Any) -> None:
     _create(lenv, template="plain")
     with pytest.raises(errors.OpPrereqError, match="marked to be up"):

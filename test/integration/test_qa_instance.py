@@ -77,12 +77,17 @@ def test_recreate_disks_over_existing_disks_fails(vc):
     vc.ok("gnt-instance", "recreate-disks", "--disk=0:size=16M", name)
     assert os.path.getsize(disk) == 16 << 20
     assert rows(vc, "disk.sizes", name) == [["16"]]
-    # "Move disks away", then "Move disks back" (each time after destroying them)
-    for there, other in ((N2, N1), (N1, N2)):
-        (gone,) = disk_files(vc, other, name)
+    # "Move disks away" (-n, -I hail, -I .), then "Move disks back" (each time after
+    # destroying them)
+    for how in (["-n", N2], ["-I", "hail"], ["-I", "."], ["-n", N1]):
+        (pnode,) = rows(vc, "pnode", name)[0]
+        (gone,) = disk_files(vc, pnode, name)
         os.unlink(gone)
-        vc.ok("gnt-instance", "recreate-disks", "-n", there, name)
-        assert rows(vc, "pnode", name) == [[there]] and len(disk_files(vc, there, name)) == 1
+        vc.ok("gnt-instance", "recreate-disks", *how, name)
+        (there,) = rows(vc, "pnode", name)[0]
+        assert len(disk_files(vc, there, name)) == 1
+        if how[0] == "-n":
+            assert there == how[1]
     vc.ok("gnt-instance", "start", name)
     assert status_of(vc, name) == "running"
 
