@@ -64,6 +64,9 @@ def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int | str, dic
         if not isinstance(params, dict):
             raise errors.OpPrereqError(f"Invalid {what} parameters {params!r}",
                                        errors.ECODE_INVAL)
+        if op == DDM_REMOVE and params:
+            raise errors.OpPrereqError(f"No settings should be passed when removing a {what}"
+                                       f" (got {sorted(params)})", errors.ECODE_INVAL)
         params = dict(params)
         name = params.get("name")
         if isinstance(name, str) and name.lower() in ("", "none"):

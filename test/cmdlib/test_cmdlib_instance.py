@@ -464,7 +464,8 @@ def test_set_params_names_disks_and_nics_by_name_or_uuid(env: Any) -> None:
     ({"disks": [["add", "boot", {"size": 8}]]}, "placed by index"),
     # a name removed by an earlier change of the same job is gone
     ({"disks": [["remove", "boot", {}], ["remove", "boot", {}]]}, "Cannot find disk"),
-], ids=["unknown-disk", "unknown-nic", "add-by-name", "removed-before"])
+    ({"disks": [["remove", 1, {"size": 8}]]}, "No settings should be passed when removing"),
+], ids=["unknown-disk", "unknown-nic", "add-by-name", "removed-before", "remove-with-params"])
 def test_set_params_refuses_bad_identifiers(env: Any, mods: dict, match: str) -> None:
     _create(env, start=False, disks=[{"size": 64, "name": "boot"}, {"size": 32}, {"size": 16}])
     before = env.raw()
