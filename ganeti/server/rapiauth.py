@@ -6,12 +6,20 @@ through to ``var/lib/ganeti/rapi/tokens`` (atomically, mode 0600, only
 digests) on every change before the change is answered, and reloaded
 when the file changes on disk (a cluster file upload, SIGHUP).  A revoked
 token is gone from memory when the revocation is answered.
+
+A reload reads the file outside the lock, so a change may land while it
+parses: every change bumps a generation under the lock, and a reload is
+applied only when no change happened since it started (the change's own
+write is newer than what the reload read).  A reload of the very file this
+process last wrote (same inode, mtime and size: the inotify event of our
+own write) is skipped.
 :class:`Sessions` is the locked :class:`ganeti.rapi.sessions.SessionStore`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -36,13 +44,27 @@ class TokenFile:
         self._table = tokens.TokenTable()
         #: ids revoked in memory whose removal from the file failed: a reload skips them
         self._revoked: set[str] = set()
+        #: bumped under the lock by every change of the table
+        self._generation = 0
+        #: (st_ino, st_mtime_ns, st_size) of the file this process last wrote
+        self._written: tuple[int, int, int] | None = None
         self.reload()
 
     def now(self) -> float:
         return self._clock()
 
     def reload(self) -> bool:
-        """Read the file again; False (and a log line, the table kept) when it is broken."""
+        """Read the file again; False (and a log line, the table kept) when it is broken.
+
+        True without a change when the file is the one this process last wrote,
+        or when a token changed while the file was read (that change's write is
+        newer than what was read).
+        """
+        with self._lock:
+            generation = self._generation
+            written = self._written
+        if written is not None and _identity(self.path) == written:
+            return True
         try:
             data = localfile.read_local(self.path, what="RAPI tokens file")
             loaded = tokens.loads(data.decode("utf-8") if data else "")
@@ -51,13 +73,20 @@ class TokenFile:
                          " tokens", self.path, exc)
             return False
         with self._lock:
+            if self._generation != generation:
+                logger.info("RAPI tokens file %s changed by this daemon while it was"
+                            " read; that read is dropped", self.path)
+                return True
             self._table.tokens = {k: t for k, t in loaded.items() if k not in self._revoked}
         logger.info("Loaded %d RAPI tokens from %s", len(loaded), self.path)
         return True
 
     def _save(self) -> None:
+        """Write the table (the lock held); the change counts even when the write fails."""
+        self._generation += 1
         localfile.write_local_atomic(self.path, self._table.dumps(), mode=0o600,
                                      what="RAPI tokens file")
+        self._written = _identity(self.path)
 
     def create(self, user: str, role: Role, *, expires: float | None,
                comment: str) -> tuple[tokens.Token, str]:
@@ -101,6 +130,15 @@ class TokenFile:
     def verify(self, text: str) -> tokens.Token | None:
         with self._lock:
             return self._table.verify(text, self._clock())
+
+
+def _identity(path: str) -> tuple[int, int, int] | None:
+    """(st_ino, st_mtime_ns, st_size) of ``path``, None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class Sessions:

@@ -65,3 +65,30 @@ def test_reload_takes_a_copied_file_and_keeps_the_table_on_a_broken_one(tmp_path
     assert tf.reload() and tf.verify(text) == token
     (tmp_path / "tokens").write_text("{broken")
     assert not tf.reload() and tf.verify(text) == token
+
+
+def test_a_reload_in_flight_does_not_bring_back_a_token_revoked_meanwhile(tmp_path, monkeypatch):
+    tf = _file(tmp_path)
+    token, text = tf.create("ann", Role.ADMIN, expires=None, comment="")
+    (tmp_path / "upload").write_bytes((tmp_path / "tokens").read_bytes())
+    os.replace(tmp_path / "upload", tmp_path / "tokens")    # a cluster file upload
+    read = localfile.read_local
+
+    def read_then_revoke(*args: object, **kwargs: object) -> bytes:
+        data = read(*args, **kwargs)   # the old file, still holding the token
+        assert tf.revoke(token.id) == token
+        return data
+
+    monkeypatch.setattr(localfile, "read_local", read_then_revoke)
+    assert tf.reload()
+    assert tf.verify(text) is None and tf.list() == []
+
+
+def test_the_reload_of_our_own_write_is_skipped(tmp_path, monkeypatch):
+    tf = _file(tmp_path)
+    token, text = tf.create("ann", Role.ADMIN, expires=None, comment="")
+    reads: list[object] = []
+    monkeypatch.setattr(localfile, "read_local", lambda *a, **k: reads.append(a) or b"")
+    assert tf.reload() and reads == [] and tf.verify(text) == token
+    (tmp_path / "tokens").write_text("")          # another writer: read again
+    assert tf.reload() and len(reads) == 1 and tf.verify(text) is None
