@@ -213,6 +213,17 @@ def test_start_sets_up_the_secondary_first_and_stop_takes_both_down(denv: Any) -
     assert not denv.cfg.get_instance_info_by_name("inst1").disks_active
 
 
+def test_reboot_of_a_stopped_mirror_instance_sets_up_the_secondary_first(denv: Any) -> None:
+    # reboot starts a stopped instance, as Ganeti's (its QA's TestInstanceReboot)
+    _drbd(denv)
+    denv.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    denv.rpc.events.clear()
+    denv.run("OP_INSTANCE_REBOOT", instance_name="inst1", reboot_type="hard")
+    assert denv.rpc.events[:2] == [("assemble", "node2", False), ("start", "node1", None)]
+    inst = denv.cfg.get_instance_info_by_name("inst1")
+    assert inst.admin_state == "up" and inst.disks_active
+
+
 def test_activate_disks_assembles_both_sides(denv: Any) -> None:
     _drbd(denv, start=False)
     denv.rpc.events.clear()
