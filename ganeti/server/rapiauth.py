@@ -99,7 +99,8 @@ class TokenFile:
                 self._save()
             except OSError as exc:
                 del self._table.tokens[token.id]
-                raise errors.HttpError(f"Cannot save the new token: {exc}", 500) from exc
+                raise errors.HttpError(f"The token was not made: the tokens file cannot"
+                                       f" be written ({exc})", 503) from exc
         logger.info("RAPI token %s made for user %s (role %s)", token.id, user, role.label)
         return token, text
 
@@ -112,6 +113,13 @@ class TokenFile:
             return self._table.tokens.get(token_id)
 
     def revoke(self, token_id: str) -> tokens.Token | None:
+        """Remove a token; the removed one, or None when there was none.
+
+        Raises :class:`errors.HttpError` 503 when the file cannot be written:
+        the token is revoked in this daemon's memory (and kept out of reloads)
+        but still in the file, so a restart or another node would take it.
+        """
+        failure: OSError | None = None
         with self._lock:
             gone = self._table.revoke(token_id)
             if gone is not None:
@@ -121,10 +129,17 @@ class TokenFile:
                     # still revoked in memory (and kept out of a reload): it stops
                     # working now, and on disk at the next successful save
                     self._revoked.add(gone.id)
-                    logger.error("Token %s revoked but the tokens file was not written: %s",
-                                 token_id, exc)
-        if gone is not None:
-            logger.info("RAPI token %s of user %s revoked", gone.id, gone.user)
+                    failure = exc
+        if gone is None:
+            return None
+        if failure is not None:
+            logger.error("RAPI token %s of user %s revoked in memory but the tokens file"
+                         " was not written: %s", gone.id, gone.user, failure)
+            raise errors.HttpError(
+                f"Token {gone.id} is revoked in this daemon's memory only: the tokens"
+                f" file cannot be written ({failure}); it would work again after a"
+                " restart or on another node, revoke it again", 503) from failure
+        logger.info("RAPI token %s of user %s revoked", gone.id, gone.user)
         return gone
 
     def verify(self, text: str) -> tokens.Token | None:
