@@ -253,6 +253,17 @@ def test_redistribution_copies_the_tokens_file_to_the_other_nodes(vc):
     assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
 
 
+def test_token_changes_reach_the_other_nodes_without_redist_conf(vc):
+    status, made, _ = request(vc, "POST", "/2/tokens", {"comment": "failover"}, auth=BOSS)
+    assert status == 200
+    copy = vc.paths(N2).rapi_tokens_file
+    with open(copy, encoding="utf-8") as fh:
+        assert made["id"] in fh.read()
+    assert request(vc, "DELETE", f"/2/tokens/{made['id']}", auth=BOSS)[0] == 200
+    with open(copy, encoding="utf-8") as fh:
+        assert made["id"] not in fh.read()      # a new master would refuse it too
+
+
 def test_logout_with_a_body_is_refused_and_the_session_stays(vc):
     pair, csrf, _ = _login(vc, RITA)
     status, answer, _ = request(vc, "POST", "/ui/logout", {"x": 1},

@@ -6,8 +6,10 @@ import itertools
 from typing import Any
 
 import pytest
+from fakes import FakeLuxi
 
-from ganeti import errors
+from ganeti import constants, errors
+from ganeti.opcodes import wire
 from ganeti.rapi import auth, tokens
 from ganeti.rapi import resources as res
 from ganeti.rapi.roles import Role
@@ -102,10 +104,19 @@ class _Service:
         return self.table.revoke(token_id)
 
 
+def _luxi(status: str = constants.JOB_STATUS_SUCCESS) -> FakeLuxi:
+    """A master whose jobs end with ``status`` at once."""
+    failure = [["OpExecError", ["Copy of file to node2 failed"]]]
+    return FakeLuxi({"WaitForJobChange": [[status], []],
+                     "QueryJobs": [[status, [None] if status == constants.JOB_STATUS_SUCCESS
+                                    else failure]]})
+
+
 def _call(service: _Service, principal: auth.Principal | None, method: str, path: str,
-          body: Any = None) -> Any:
+          body: Any = None, *, client: FakeLuxi | None = None) -> Any:
     route, args = res.match(method, path)
-    ctx = res.Ctx(method=method, args=args, query={}, body=body, client=None,  # type: ignore[arg-type]
+    ctx = res.Ctx(method=method, args=args, query={}, body=body,
+                  client=client if client is not None else _luxi(),
                   path=path, principal=principal, tokens=service)
     try:
         return res.dispatch(route, ctx)
@@ -150,3 +161,25 @@ def test_rows_refuse(principal, body, status):
     svc = _Service()
     assert _call(svc, principal, "POST", "/2/tokens", body) == status
     assert svc.table.tokens == {}
+
+
+def test_a_change_is_answered_once_the_file_is_on_every_node():
+    svc, master = _Service(), _luxi()
+    made = _call(svc, ANN, "POST", "/2/tokens", {}, client=master)
+    assert _call(svc, ANN, "DELETE", f"/2/tokens/{made['id']}", client=master)["id"] == made["id"]
+    assert [[op["OP_ID"] for op in job] for job in master.submitted] == [
+        [wire.OP_CLUSTER_REDIST_CONF]] * 2
+
+
+def test_a_change_not_copied_to_every_node_answers_503():
+    svc = _Service()
+    made = _call(svc, ANN, "POST", "/2/tokens", {})
+    route, args = res.match("DELETE", f"/2/tokens/{made['id']}")
+    ctx = res.Ctx(method="DELETE", args=args, query={}, body=None,
+                  client=_luxi(constants.JOB_STATUS_ERROR), path="", principal=ANN, tokens=svc)
+    with pytest.raises(errors.HttpError, match="saved on the master but not yet on every"
+                       " node.*node2 failed") as caught:
+        res.dispatch(route, ctx)
+    assert caught.value.status == 503 and svc.table.tokens == {}   # revoked all the same
+    assert _call(svc, ANN, "POST", "/2/tokens", {},
+                 client=_luxi(constants.JOB_STATUS_ERROR)) == 503

@@ -26,7 +26,7 @@ from ganeti.rapi.tokens import TokenService
 from ganeti.rapi.openapi import STRS, TAG, Doc
 from ganeti.rapi.opinput import NO_BODY, STRINGS, Body
 
-__all__ = ["Ctx", "Route", "RawBody", "Reader", "Builder", "bad", "from_body",
+__all__ = ["run_job", "Ctx", "Route", "RawBody", "Reader", "Builder", "bad", "from_body",
            "op_row", "relocation", "query_rows", "listing", "one", "tags_routes",
            "dispatch_ops", "FEATURES", "I_FIELDS", "N_FIELDS", "N_ALIASES", "G_FIELDS",
            "J_FIELDS", "J_FIELDS_BULK", "RAPI_REASON_SOURCE", "RAPI_VERSION", "WAIT_TIMEOUT",
@@ -300,3 +300,31 @@ def dispatch_ops(ops: list[dict[str, Any]], ctx: Ctx) -> Any:
     for op in ops:
         opcodes.from_dict(op)   # raises ParameterError/OpCodeError: the caller answers 400
     return ctx.client.SubmitJob(ops)
+
+
+def run_job(ctx: Ctx, ops: list[dict[str, Any]]) -> list[Any]:
+    """Submit ``ops`` and wait (at most :data:`JOB_WAIT_TIMEOUT`) for their results.
+
+    A failed opcode answers like Ganeti's error classes: unknown entity
+    404, wrong input 400, anything else 503.
+    """
+    job_id = dispatch_ops(ops, ctx)
+    deadline = ctx.clock() + JOB_WAIT_TIMEOUT
+    prev: Any = None
+    while True:
+        res = ctx.client.WaitForJobChangeOnce(job_id, ["status"], prev, -1, WAIT_TIMEOUT)
+        if isinstance(res, list) and len(res) == 2:
+            prev = res[0]
+        if prev and prev[0] in constants.JOBS_FINALIZED:
+            break
+        if ctx.clock() >= deadline or not res:
+            raise errors.HttpError(f"Job {job_id} did not finish in time", 504)
+    ((status, opresult),) = ctx.client.QueryJobs([job_id], ["status", "opresult"])
+    if status == constants.JOB_STATUS_SUCCESS:
+        return list(opresult)
+    failure = next((r for r in opresult or [] if isinstance(r, list) and len(r) == 2), None)
+    kind, details = failure if failure else ("OpExecError", [f"job {job_id} {status}"])
+    message = details[0] if isinstance(details, list) and details else str(details)
+    ecode = details[1] if isinstance(details, list) and len(details) > 1 else None
+    code = 404 if ecode == errors.ECODE_NOENT else 400 if ecode == errors.ECODE_INVAL else 503
+    raise errors.HttpError(f"{kind}: {message}", code)

@@ -11,9 +11,8 @@ from ganeti.opcodes import wire
 from ganeti.rapi import uri
 from ganeti.rapi.openapi import BOOL, BULK, FORCE, LINKS, OBJ, PLAN, STR, STRS, Doc, Param, opbody
 from ganeti.rapi.opinput import Body
-from ganeti.rapi.resources.base import (I_FIELDS, JOB_WAIT_TIMEOUT, WAIT_TIMEOUT, Ctx, Route,
-                                        bad, dispatch_ops, from_body, listing, one, op_row,
-                                        relocation, tags_routes)
+from ganeti.rapi.resources.base import (I_FIELDS, Ctx, Route, bad, from_body, listing, one,
+                                        op_row, relocation, run_job, tags_routes)
 
 __all__ = ["ROUTES"]
 
@@ -154,35 +153,7 @@ def _instance_console(ctx: Ctx) -> Any:
     if not row["oper_state"]:
         raise errors.HttpError(f"Instance console unavailable: {row['name']} is not running",
                                503)
-    return _run_job(ctx, [wire.instance_console(instance_name=row["name"])])[0]
-
-
-def _run_job(ctx: Ctx, ops: list[dict[str, Any]]) -> list[Any]:
-    """Submit ``ops`` and wait (at most :data:`JOB_WAIT_TIMEOUT`) for their results.
-
-    A failed opcode answers like Ganeti's error classes: unknown entity
-    404, wrong input 400, anything else 503.
-    """
-    job_id = dispatch_ops(ops, ctx)
-    deadline = ctx.clock() + JOB_WAIT_TIMEOUT
-    prev: Any = None
-    while True:
-        res = ctx.client.WaitForJobChangeOnce(job_id, ["status"], prev, -1, WAIT_TIMEOUT)
-        if isinstance(res, list) and len(res) == 2:
-            prev = res[0]
-        if prev and prev[0] in constants.JOBS_FINALIZED:
-            break
-        if ctx.clock() >= deadline or not res:
-            raise errors.HttpError(f"Job {job_id} did not finish in time", 504)
-    ((status, opresult),) = ctx.client.QueryJobs([job_id], ["status", "opresult"])
-    if status == constants.JOB_STATUS_SUCCESS:
-        return list(opresult)
-    failure = next((r for r in opresult or [] if isinstance(r, list) and len(r) == 2), None)
-    kind, details = failure if failure else ("OpExecError", [f"job {job_id} {status}"])
-    message = details[0] if isinstance(details, list) and details else str(details)
-    ecode = details[1] if isinstance(details, list) and len(details) > 1 else None
-    code = 404 if ecode == errors.ECODE_NOENT else 400 if ecode == errors.ECODE_INVAL else 503
-    raise errors.HttpError(f"{kind}: {message}", code)
+    return run_job(ctx, [wire.instance_console(instance_name=row["name"])])[0]
 
 
 _REINSTALL_BODY = Body(extra=frozenset({"os", "start", "osparams", *_REINSTALL_PRIVATE}))

@@ -4,17 +4,25 @@ Every row needs credentials; a user sees and revokes its own tokens, an
 admin everyone's.  A token is made for its creator, with the creator's
 role or a smaller one, and cannot make tokens itself (doc/rapi.md, "API
 tokens").
+
+A change is answered once the tokens file is on every node: the row runs
+the cluster's file redistribution job (``OP_CLUSTER_REDIST_CONF``, as
+``gnt-cluster redist-conf``), so a master failover cannot bring a revoked
+token back.  When that job fails the answer is a 503 saying the change is
+saved on the master only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ganeti import errors
+from ganeti.opcodes import wire
 from ganeti.rapi.auth import VIA_TOKEN, Principal
 from ganeti.rapi.openapi import OBJ, STR, Doc
 from ganeti.rapi.opinput import Body
-from ganeti.rapi.resources.base import Ctx, Route, bad
+from ganeti.rapi.resources.base import Ctx, Route, bad, run_job
 from ganeti.rapi.roles import Role, parse_role
 from ganeti.rapi.tokens import Token, TokenService
 
@@ -49,6 +57,19 @@ def _number(body: dict[str, Any], key: str) -> float | None:
     return float(value)
 
 
+def _distribute(ctx: Ctx, what: str, advice: str) -> None:
+    """Copy the tokens file to every node (the redistribution job, waited for).
+
+    Raises :class:`errors.HttpError` 503 when the job fails or cannot run.
+    """
+    try:
+        run_job(dataclasses.replace(ctx, query={}), [wire.cluster_redist_conf()])
+    except (errors.GanetiError, OSError) as exc:
+        raise errors.HttpError(
+            f"{what} is saved on the master but not yet on every node: the file"
+            f" redistribution failed ({exc}); {advice}", 503) from exc
+
+
 def _create(ctx: Ctx) -> dict[str, Any]:
     principal, service = _who(ctx)
     if principal.via == VIA_TOKEN:
@@ -76,6 +97,8 @@ def _create(ctx: Ctx) -> dict[str, Any]:
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
         raise bad(f"'comment' must be a string of at most {MAX_COMMENT} characters")
     token, text = service.create(principal.user, role, expires=expires, comment=comment)
+    _distribute(ctx, f"New token {token.id}", "its text is not shown: revoke it, and make"
+                " another once 'gnt-cluster redist-conf' succeeds")
     return {**token.public(service.now()), "token": text}
 
 
@@ -95,6 +118,8 @@ def _revoke(ctx: Ctx) -> dict[str, Any]:
     token = _one(ctx)
     service = _who(ctx)[1]
     service.revoke(token.id)
+    _distribute(ctx, f"The revocation of token {token.id}",
+                "run 'gnt-cluster redist-conf'")
     return token.public(service.now())
 
 
