@@ -1,13 +1,18 @@
 """Browser sessions of the web console: the store, the cookie and the CSRF check (pure).
 
 ``POST /ui/login`` makes a session (:meth:`SessionStore.create`): a random
-session id, sent once as the ``ganeti_session`` cookie (``Secure``,
-``HttpOnly``, ``SameSite=Strict``, ``Path=/``), and a random CSRF token,
+session id, sent once as the ``__Host-ganeti_session`` cookie (``Secure``,
+``HttpOnly``, ``SameSite=Strict``, ``Path=/``, no ``Domain``: the ``__Host-``
+prefix makes a browser refuse it otherwise, so a sibling host cannot plant
+one), and a random CSRF token,
 returned in the answer's body.  Every request but a GET that comes with the
 cookie must carry the CSRF token in ``X-CSRF-Token`` (:func:`csrf_ok`,
 constant time).  The store keeps the SHA-256 of each session id, not the
 id; a session ends at logout, after :data:`IDLE_TIMEOUT` without a
-request, or :data:`MAX_AGE` after login.  Sessions live in the daemon's
+request, or :data:`MAX_AGE` after login.  A user has at most
+:data:`MAX_USER_SESSIONS` (a new login ends that user's least recently used
+one); when the store holds :data:`MAX_SESSIONS` live sessions a new login
+is refused (503) rather than ending another user's.  Sessions live in the daemon's
 memory only: a restart or a master failover logs everyone out.  The clock
 is passed in.
 """
@@ -21,17 +26,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["COOKIE", "CSRF_HEADER", "IDLE_TIMEOUT", "MAX_AGE", "MAX_SESSIONS", "Session",
+from ganeti import errors
+
+__all__ = ["COOKIE", "CSRF_HEADER", "IDLE_TIMEOUT", "MAX_AGE", "MAX_SESSIONS",
+           "MAX_USER_SESSIONS", "Session",
            "SessionStore", "cookie_value", "set_cookie", "clear_cookie", "csrf_ok"]
 
-COOKIE = "ganeti_session"
+COOKIE = "__Host-ganeti_session"
 CSRF_HEADER = "X-CSRF-Token"
 #: a session unused this long (seconds) ends
 IDLE_TIMEOUT = 30 * 60.0
 #: a session ends this long after login whatever its use
 MAX_AGE = 12 * 3600.0
-#: at most this many sessions; a new one beyond ends the least recently used
+#: at most this many sessions; a login beyond is refused
 MAX_SESSIONS = 4096
+#: at most this many sessions per user; a new one beyond ends the user's least recently used
+MAX_USER_SESSIONS = 16
 
 
 def _digest(sid: str) -> str:
@@ -53,9 +63,10 @@ class SessionStore:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic,
                  idle: float = IDLE_TIMEOUT, max_age: float = MAX_AGE,
-                 limit: int = MAX_SESSIONS,
+                 limit: int = MAX_SESSIONS, user_limit: int = MAX_USER_SESSIONS,
                  rand: Callable[[int], str] = secrets.token_urlsafe) -> None:
         self._clock, self.idle, self.max_age, self.limit = clock, idle, max_age, limit
+        self.user_limit = user_limit
         self._rand = rand
         self._sessions: dict[str, Session] = {}
 
@@ -63,12 +74,21 @@ class SessionStore:
         return len(self._sessions)
 
     def create(self, user: str) -> tuple[str, Session]:
-        """A new session for ``user``: its id (for the cookie, shown once) and record."""
+        """A new session for ``user``: its id (for the cookie, shown once) and record.
+
+        Ends ``user``'s least recently used sessions beyond :attr:`user_limit`;
+        raises :class:`errors.HttpError` 503 when the store is full of live
+        sessions (of any users: none of them is ended for this one).
+        """
         now = self._clock()
         self._expire(now)
-        while len(self._sessions) >= self.limit:
-            oldest = min(self._sessions, key=lambda k: self._sessions[k].last_seen)
-            del self._sessions[oldest]
+        own = [k for k, s in self._sessions.items() if s.user == user]
+        own.sort(key=lambda k: self._sessions[k].last_seen)
+        for key in own[:max(0, len(own) - self.user_limit + 1)]:
+            del self._sessions[key]
+        if len(self._sessions) >= self.limit:
+            raise errors.HttpError(f"Too many web console sessions (at most {self.limit});"
+                                   " try again later", 503)
         sid = self._rand(32)
         session = Session(user, self._rand(32), now, now)
         self._sessions[_digest(sid)] = session

@@ -188,8 +188,9 @@ def _login(vc, user: tuple[str, str]) -> tuple[str, str, Any]:
 def test_login_sets_a_secure_httponly_strict_cookie(vc):
     pair, csrf, cookie = _login(vc, OLGA)
     attrs = [a.strip() for a in cookie.split(";")]
-    assert pair.startswith("ganeti_session=") and len(pair) > 40
+    assert pair.startswith("__Host-ganeti_session=") and len(pair) > 40
     assert {"Secure", "HttpOnly", "SameSite=Strict", "Path=/"} <= set(attrs)
+    assert not any(a.lower().startswith("domain") for a in attrs)   # a __Host- cookie
     assert csrf and csrf not in cookie
     status, who, _ = request(vc, "GET", "/ui/session", headers={"Cookie": pair})
     assert status == 200 and who == {"user": "olga", "role": "operator", "csrf_token": csrf}

@@ -87,16 +87,16 @@ def test_a_refusal_names_user_and_roles():
 
 
 def test_session_writes_need_the_csrf_token():
-    cookie = f"ganeti_session={SID}"
+    cookie = f"__Host-ganeti_session={SID}"
     assert _status(cookie=cookie, need=Role.OPERATOR) == 403                  # none
     assert _status(cookie=cookie, need=Role.OPERATOR, csrf="wrong") == 403
     assert _status(cookie=cookie, need=Role.OPERATOR, csrf=SESSION.csrf) == 200
     assert _status(cookie=cookie, need=Role.READONLY, method="GET") == 200   # reads need none
     assert _status(cookie=cookie, need=Role.ADMIN, csrf=SESSION.csrf) == 403  # olga: operator
-    assert _status(cookie="ganeti_session=stale", need=Role.READONLY, method="GET") == 401
+    assert _status(cookie="__Host-ganeti_session=stale", need=Role.READONLY, method="GET") == 401
 
 
 def test_authorization_wins_over_the_cookie_and_needs_no_csrf():
-    cookie = f"ganeti_session={SID}"
+    cookie = f"__Host-ganeti_session={SID}"
     assert _status(_basic("jack", "pw1"), cookie=cookie) == 200
     assert _identify(_basic("jack", "pw1"), cookie).user == "jack"

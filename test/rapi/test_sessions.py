@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
+from ganeti import errors
 from ganeti.rapi import sessions
 
 
@@ -60,20 +63,37 @@ def test_the_store_is_bounded_and_keeps_no_session_id():
     clock.now = 1.0
     second, _ = store.create("b")
     clock.now = 2.0
-    third, _ = store.create("c")
-    assert store.lookup(first) is None and store.lookup(second) and store.lookup(third)
-    assert first not in repr(vars(store)) and third not in repr(vars(store)["_sessions"])
+    with pytest.raises(errors.HttpError, match="Too many") as caught:
+        store.create("c")                       # refused: nobody else is logged out
+    assert caught.value.status == 503
+    assert store.lookup(first) and store.lookup(second) and len(store) == 2
+    assert first not in repr(vars(store)) and second not in repr(vars(store)["_sessions"])
+    clock.now = 2.0 + sessions.IDLE_TIMEOUT    # both idle: a login gets in
+    assert store.create("c")[0] not in repr(vars(store))
+
+
+def test_a_user_beyond_its_cap_ends_its_own_oldest_session_only():
+    clock = Clock()
+    store = _store(clock, limit=10, user_limit=3)
+    others, _ = store.create("bob")
+    mine = []
+    for t in range(5):
+        clock.now = float(t + 1)
+        mine.append(store.create("ann")[0])
+    assert [store.lookup(s) is not None for s in mine] == [False, False, True, True, True]
+    assert store.lookup(others) is not None and len(store) == 4
 
 
 def test_cookie_flags_and_parsing():
     value = sessions.set_cookie("abc")
     attrs = {a.strip().split("=")[0] for a in value.split(";")}
-    assert value.startswith("ganeti_session=abc;")
+    assert value.startswith("__Host-ganeti_session=abc;") and "Domain" not in value
     assert {"Secure", "HttpOnly", "SameSite", "Path"} <= attrs
     assert "SameSite=Strict" in value
     assert "Max-Age=0" in sessions.clear_cookie()
-    assert sessions.cookie_value("a=1; ganeti_session=xyz; b=2") == "xyz"
-    assert sessions.cookie_value("ganeti_session=") is None
+    assert sessions.cookie_value("a=1; __Host-ganeti_session=xyz; b=2") == "xyz"
+    assert sessions.cookie_value("a=1; ganeti_session=xyz; b=2") is None   # no prefix
+    assert sessions.cookie_value("__Host-ganeti_session=") is None
     assert sessions.cookie_value(None) is None and sessions.cookie_value("x=y") is None
 
 
