@@ -167,6 +167,9 @@ OSP_SECRET_OPT = O("--os-parameters-secret", dest="osparams_secret", default=Non
                    help="Secret OS parameters: given to the OS scripts of this operation"
                         " only, never stored, shown or logged (give them again for every"
                         " reinstall)")
+NEW_PRIMARY_OPT = O("--new-primary", dest="new_primary", default=None, metavar="NODE",
+                    help="Make NODE the primary node, the disks having been moved there by"
+                         " hand (checks the instance is stopped, unless --force)")
 RECREATE_DISK_OPT = O("--disk", dest="recreate_disks", action="append", default=None,
                       metavar="N[:size=..,spindles=..,mode=..]",
                       help="A disk to recreate, with changed parameters (repeatable;"
@@ -562,7 +565,7 @@ def modify(opts: Any, args: list[str]) -> int:
         hotplug=True if opts.hotplug else wire.NOT_SENT,
         hotplug_if_possible=True if opts.hotplug_if_possible else wire.NOT_SENT,
         disk_template=opts.disk_template, remote_node=opts.node,
-        iallocator=opts.iallocator or wire.NOT_SENT,
+        iallocator=opts.iallocator or wire.NOT_SENT, pnode=opts.new_primary,
         conflicts_check=wire.NOT_SENT if opts.conflicts_check else False,
         wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False))
     result = cli.submit_or_send(op, opts)
@@ -731,8 +734,8 @@ commands: dict[str, cli.Command] = {
                                       RUNTIME_MEM_OPT, HOTPLUG_OPT, HOTPLUG_IF_POSSIBLE_OPT,
                                       NOHOTPLUG_OPT, CONVERT_TEMPLATE_OPT,
                                       CONVERT_SNODE_OPT, relocation.IALLOCATOR_OPT,
-                                      NO_WAIT_SYNC_OPT, NOCONFLICTS_OPT, cli.FORCE_OPT,
-                                      cli.SUBMIT_OPT],
+                                      NO_WAIT_SYNC_OPT, NOCONFLICTS_OPT, NEW_PRIMARY_OPT,
+                                      cli.FORCE_OPT, cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,
                                             OSP_SECRET_OPT, cli.SUBMIT_OPT],

@@ -1,9 +1,10 @@
 """Changing instances: parameters/NICs/disks, grow-disk, activate/deactivate disks.
 
-``OP_INSTANCE_SET_PARAMS`` takes NIC/disk changes as ``[[op, index,
-params], ...]`` (op ``add``/``modify``/``remove``, index -1 = the end) or
-the legacy two-element form ``[op, params]`` / ``[index, params]``.
-Every change is checked in CheckPrereq before any is applied.
+``OP_INSTANCE_SET_PARAMS`` takes NIC/disk changes in the forms of
+:mod:`ganeti.cmdlib.instance_mods` (an item named by index, name or UUID).
+Every change is checked in CheckPrereq before any is applied.  ``pnode``
+(``--new-primary``) only records another primary node, the disks having
+been moved there by hand, as Ganeti's.
 """
 
 from __future__ import annotations
@@ -15,90 +16,22 @@ from typing import Any
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
+from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import (InstanceLU, check_device_names, check_node_online,
                                     disk_rpc_dicts, file_logical_id, storage_dir_for)
 from ganeti.cmdlib.instance_create import build_nics, check_disk_specs, check_spindles
 from ganeti.cmdlib.instance_networks import attach_networks, check_routed, find_network
 from ganeti.config.netusers import Holding
+from ganeti.cmdlib.instance_mods import normalise_mods, resolve_index
 from ganeti.cmdlib.instance_operation import check_os, check_stopped
 from ganeti.objects import NIC, Disk, Node, NodeGroup
 from ganeti.private import reveal
-from ganeti.opcodes.instance import (DDM_ADD, DDM_MODIFY, DDM_REMOVE, DDMS,
+from ganeti.opcodes.instance import (DDM_ADD, DDM_REMOVE,
                                      OpInstanceActivateDisks, OpInstanceDeactivateDisks,
                                      OpInstanceGrowDisk, OpInstanceSetParams)
 
 __all__ = ["LUInstanceSetParams", "LUInstanceGrowDisk", "LUInstanceActivateDisks",
-           "LUInstanceDeactivateDisks", "normalise_mods"]
-
-
-def normalise_mods(mods: list[Any], what: str) -> list[tuple[str, int | str, dict[str, Any]]]:
-    """``[[op, identifier, params]]`` from the accepted forms; raises OpPrereqError.
-
-    A ``name`` of ``none`` (any case) or ``""`` becomes None (no name).
-
-    The identifier is an index (an int, or a text of one) or, as in Ganeti,
-    the name or UUID of an existing NIC/disk (a text, resolved by
-    :func:`_index` against the items as the earlier changes leave them).
-    """
-    result: list[tuple[str, int | str, dict[str, Any]]] = []
-    for entry in mods:
-        if not isinstance(entry, (list, tuple)) or len(entry) not in (2, 3):
-            raise errors.OpPrereqError(f"Invalid {what} modification {entry!r}",
-                                       errors.ECODE_INVAL)
-        if len(entry) == 2:
-            first, params = entry
-            if first in DDMS:
-                op, ident = first, -1
-            else:
-                op, ident = DDM_MODIFY, first
-        else:
-            op, ident, params = entry
-        if op not in DDMS:
-            raise errors.OpPrereqError(f"Invalid {what} operation {op!r}", errors.ECODE_INVAL)
-        if isinstance(ident, bool) or not isinstance(ident, (int, str)) or ident == "":
-            raise errors.OpPrereqError(f"Invalid {what} index {ident!r}", errors.ECODE_INVAL)
-        try:
-            ident = int(ident)
-        except ValueError:
-            pass                    # a name or UUID
-        if not isinstance(params, dict):
-            raise errors.OpPrereqError(f"Invalid {what} parameters {params!r}",
-                                       errors.ECODE_INVAL)
-        if op == DDM_REMOVE and params:
-            raise errors.OpPrereqError(f"No settings should be passed when removing a {what}"
-                                       f" (got {sorted(params)})", errors.ECODE_INVAL)
-        params = dict(params)
-        name = params.get("name")
-        if isinstance(name, str) and name.lower() in ("", "none"):
-            params["name"] = None       # as Ganeti: name=none takes the name away
-        result.append((op, ident, params))
-    return result
-
-
-def _index(ident: int | str, items: list[tuple[str | None, str | None]], what: str, *,
-           adding: bool = False) -> int:
-    """The real index of ``ident`` among ``items`` (``(uuid, name)`` of each, in order).
-
-    An index (-1 = the last, or the end when ``adding``), else a name or
-    UUID of an item (not for ``adding``, as in Ganeti).  Raises
-    :class:`errors.OpPrereqError` (``ECODE_NOENT`` for an unknown name).
-    """
-    count = len(items)
-    if isinstance(ident, str):
-        if adding:
-            raise errors.OpPrereqError(f"Invalid {what} index {ident!r}: a new {what} is"
-                                       " placed by index (-1 = at the end)", errors.ECODE_INVAL)
-        for real, (uuid, name) in enumerate(items):
-            if ident in (uuid, name):
-                return real
-        raise errors.OpPrereqError(f"Cannot find {what} with identifier {ident}",
-                                   errors.ECODE_NOENT)
-    limit = count + 1 if adding else count
-    real = (limit - 1 if ident == -1 else ident)
-    if not 0 <= real < limit:
-        raise errors.OpPrereqError(f"Invalid {what} index {ident} (the instance has {count})",
-                                   errors.ECODE_INVAL)
-    return real
+           "LUInstanceDeactivateDisks"]
 
 
 class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
@@ -117,12 +50,20 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         if not (self.nic_mods or self.disk_mods or op.beparams or op.hvparams
                 or op.osparams is not None or op.os_name or op.offline is not None
                 or op.osparams_private is not None or op.runtime_mem is not None
-                or op.disk_template):
+                or op.disk_template or op.pnode):
             raise errors.OpPrereqError("No changes submitted", errors.ECODE_INVAL)
         instance_convert.check_arguments(op, bool(self.nic_mods or self.disk_mods))
+        if op.pnode and (self.nic_mods or self.disk_mods or op.disk_template):
+            raise errors.OpPrereqError("A new primary node cannot be combined with disk or"
+                                       " NIC changes; run them one after the other",
+                                       errors.ECODE_INVAL)
 
     def ExpandExtra(self) -> None:
         instance_convert.expand_extra(self)
+        if self.op.pnode:
+            node = expand_node(self.cfg, self.op.pnode)
+            self.op.pnode = node.name
+            self.extra_node_uuids = [*self.extra_node_uuids, node.uuid]
 
     def DeclareLocks(self, level: int) -> None:
         super().DeclareLocks(level)
@@ -167,6 +108,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                      else inst.osparams_private)
         if op.runtime_mem is not None:
             self._check_runtime_mem(be)
+        #: the new primary node (--new-primary), or None
+        self.new_pnode = self._check_new_primary() if op.pnode else None
         if op.offline is not None:
             # as Ganeti: either way only for a stopped instance (online means down)
             check_stopped(self, "marking it offline" if op.offline else
@@ -197,7 +140,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 check_spindles([params], self._exclusive_storage(),
                                required=inst.disk_template in constants.DTS_LVM)
                 spec = check_disk_specs(inst.disk_template, [params])[0]
-                real = _index(idx, sim, "disk", adding=True)
+                real = resolve_index(idx, sim, "disk", adding=True)
                 self.disk_plan.append((dop, real, spec))
                 sim.insert(real, (None, spec.get("name")))
                 if len(sim) > constants.MAX_DISKS:
@@ -209,7 +152,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     raise errors.OpPrereqError("Stop the instance before removing disks"
                                                " (or unplug them with --hotplug)",
                                                errors.ECODE_STATE)
-                real = _index(idx, sim, "disk")
+                real = resolve_index(idx, sim, "disk")
                 if len(sim) <= 1:
                     raise errors.OpPrereqError("Cannot remove the last disk of an instance",
                                                errors.ECODE_INVAL)
@@ -224,7 +167,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if params.get("mode") not in (None, constants.DISK_RDWR, constants.DISK_RDONLY):
                     raise errors.OpPrereqError(f"Invalid disk mode {params['mode']!r}",
                                                errors.ECODE_INVAL)
-                real = _index(idx, sim, "disk")
+                real = resolve_index(idx, sim, "disk")
                 self.disk_plan.append((dop, real, params))
                 if "name" in params:
                     sim[real] = (sim[real][0], params["name"] or None)
@@ -333,7 +276,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         for nop, idx, params in self.nic_mods:
             if nop == DDM_ADD:
                 nic = build_nics(cfg, [params], generated=self.generated_macs)[0]
-                real = _index(idx, self._nic_ids(), "NIC", adding=True)
+                real = resolve_index(idx, self._nic_ids(), "NIC", adding=True)
                 attach_networks(cfg, [nic], [params], self._group(), check=self.op.conflicts_check,
                                 held=self.held_ips, first=real, generated=self.generated_macs)
                 check_routed(cfg.get_cluster_info(), [nic], real)
@@ -346,12 +289,12 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                                                " allowed", errors.ECODE_STATE)
                 self.nic_plan.append((nop, real, nic))
             elif nop == DDM_REMOVE:
-                real = _index(idx, self._nic_ids(), "NIC")
+                real = resolve_index(idx, self._nic_ids(), "NIC")
                 macs.pop(real)
                 self.nic_sim.pop(real)
                 self.nic_plan.append((nop, real, None))
             else:
-                real = _index(idx, self._nic_ids(), "NIC")
+                real = resolve_index(idx, self._nic_ids(), "NIC")
                 if not params:
                     raise errors.OpPrereqError(f"No changes for NIC {idx}", errors.ECODE_INVAL)
                 built = build_nics(cfg, [{**params, "mac": params.get("mac") or "auto"}],
@@ -418,6 +361,28 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         check_routed(self.cfg.get_cluster_info(), [
             NIC(ip=nic.ip, nicparams=spec["nicparams"] if nic.network else
                 {**current.nicparams, **spec.get("nicparams", {})})], real)
+
+    def _check_new_primary(self) -> Node | None:
+        """The node of ``pnode`` (None: already the primary); as Ganeti, unless
+        ``force``, refused while the instance runs on its current primary."""
+        inst, node = self.instance, expand_node(self.cfg, self.op.pnode or "")
+        if node.uuid == inst.primary_node:
+            return None
+        if inst.disk_template in constants.DTS_INT_MIRROR:
+            raise errors.OpPrereqError(f"Instance {inst.name} has mirrored disks: change its"
+                                       " primary node with failover or migrate",
+                                       errors.ECODE_INVAL)
+        check_node_online(node, " as new primary node")
+        if not self.op.force and not self.pnode.offline and self.rpc is not None:
+            res = self.rpc.call_instance_info([self.pnode.name], instance_name=inst.name,
+                                              hypervisor=inst.hypervisor, hvparams={})
+            live = res.get(self.pnode.name)
+            if live is None or live.failed:
+                self.LogWarning(f"Cannot tell whether {inst.name} runs on {self.pnode.name}")
+            elif live.payload:
+                raise errors.OpPrereqError(f"Instance {inst.name} is still running on"
+                                           f" {self.pnode.name}", errors.ECODE_STATE)
+        return node
 
     def _exclusive_storage(self) -> bool:
         """Whether any node of the instance has the exclusive_storage node parameter."""
@@ -518,6 +483,12 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                     changes.append([f"nic.name/{idx}", nic.name])
                 if replug:
                     self._hotplug_nic(DDM_ADD, idx, feedback_fn)
+        if self.new_pnode is not None:      # the disks were moved there by hand
+            for disk in cfg.get_instance_disks(inst.uuid):
+                disk.nodes = [self.new_pnode.uuid]
+                cfg.update(disk)
+            inst.primary_node = self.new_pnode.uuid
+            changes.append(["pnode", self.new_pnode.name])
         cfg.update(inst)
         for dop, idx, data in self.disk_plan:
             if dop == DDM_ADD:

@@ -248,6 +248,8 @@ class OpInstanceSetParams(OpInstanceBase):
     #: as ``hotplug`` where the hypervisor can, else apply at the next start
     hotplug_if_possible: bool = False
     ignore_ipolicy: bool = False
+    #: the new primary node, the disks having been moved there by hand (not for drbd)
+    pnode: str | None = None
 
 
 @dataclass(kw_only=True)

@@ -524,7 +524,7 @@ def instance_set_params(instance_name: str, *, nics: list[Any] = NOT_SENT,
         remote_node_uuid: str | None = NOT_SENT, conflicts_check: bool = NOT_SENT,
         iallocator: str | None = NOT_SENT, hotplug: bool = NOT_SENT,
         hotplug_if_possible: bool = NOT_SENT, ignore_ipolicy: bool = NOT_SENT,
-        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        pnode: str | None = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change an instance's parameters, NICs and disks; returns the changes."""
     return _op(OP_INSTANCE_SET_PARAMS, locals())
 

@@ -61,6 +61,15 @@ def test_add_submits_create_opcode(capsys: Any) -> None:
     assert "JobID: 1" in capsys.readouterr().err
 
 
+def test_modify_new_primary_reaches_the_opcode() -> None:
+    cl = _client()
+    from ganeti.cli import main as climain
+    rc = climain.generic_main(gnt_instance.commands, ["modify", "--new-primary=node2",
+                                                      "--submit", "inst1"],
+                              prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0 and cl.submitted[0][0]["pnode"] == "node2"
+
+
 def test_recreate_disks_sends_changed_parameters() -> None:
     # as Ganeti's (its QA's TestRecreateDisks): --disk=N:size=..,spindles=..
     cl = _client()

@@ -518,6 +518,30 @@ def test_create_refuses_clashing_or_numeric_device_names(env: Any, kw: dict) -> 
     assert env.cfg.get_instance_info_by_name("inst1") is None
 
 
+def test_new_primary_only_for_a_stopped_instance(env: Any) -> None:
+    # as Ganeti's (its QA's TestInstanceModifyPrimaryAndBack): refused while running
+    _create(env)
+    before = env.raw()
+    with pytest.raises(errors.OpPrereqError, match="still running on node1"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", pnode="node2")
+    assert env.raw() == before
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    changes = env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", pnode="node2")
+    assert ["pnode", "node2"] in changes
+    inst = env.cfg.get_instance_info_by_name("inst1")
+    assert inst.primary_node == "uuid-node2"
+    assert [d.nodes for d in env.cfg.get_instance_disks(inst.uuid)] == [["uuid-node2"]]
+    with pytest.raises(errors.OpPrereqError, match="cannot be combined"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", pnode="node1",
+                disks=[["add", -1, {"size": 8}]])
+
+
+def test_new_primary_with_force_skips_the_running_check(env: Any) -> None:
+    _create(env)
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", pnode="node3", force=True)
+    assert _query(env, ["pnode"]) == [["node3"]]
+
+
 def test_grow_disk(env: Any) -> None:
     _create(env, start=False)
     env.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)

@@ -8,6 +8,7 @@ cluster is shared by the module; each test makes its own instance.
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from instance_helpers import NOCHECK, disk_files, fail_unchanged, fake_hv, rows, status_of
@@ -163,3 +164,26 @@ def test_modify_sequence_of_ganetis_qa(vc):
                  ["-B", "always_failover=true"], ["-B", "always_failover=default"]):
         vc.ok("gnt-instance", "modify", *args, name)
     fail_unchanged(vc, "gnt-instance", "modify", name, expect="No changes")
+
+
+def test_new_primary_and_back(vc):
+    # TestInstanceModifyPrimaryAndBack (file template): refused while running; after
+    # the disk directory is copied by hand, the other node is the primary and back
+    name = "newprimary.example.com"
+    _add(vc, name)
+    fail_unchanged(vc, "gnt-instance", "modify", f"--new-primary={N2}", name,
+                   expect="still running")
+    vc.ok("gnt-instance", "shutdown", name)
+    (disk,) = disk_files(vc, N1, name)
+    root1, root2 = vc.paths(N1).root, vc.paths(N2).root
+    there = root2 + os.path.dirname(disk)[len(root1):]
+    shutil.copytree(os.path.dirname(disk), there)
+    vc.ok("gnt-instance", "modify", f"--new-primary={N2}", name)
+    vc.ok("gnt-instance", "startup", name)
+    assert rows(vc, "pnode,status", name) == [[N2, "running"]]
+    assert fake_hv(vc, N2).get_instance_state(name) is not None
+    vc.ok("gnt-instance", "shutdown", name)
+    shutil.rmtree(there)
+    vc.ok("gnt-instance", "modify", f"--new-primary={N1}", name)
+    vc.ok("gnt-instance", "startup", name)
+    assert rows(vc, "pnode,status", name) == [[N1, "running"]]
