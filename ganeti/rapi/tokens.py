@@ -28,11 +28,15 @@ from ganeti import errors, serializer
 from ganeti.rapi.roles import Role, parse_role
 
 __all__ = ["Token", "TokenTable", "TokenService", "hash_secret", "split_token", "loads",
-           "PREFIX", "MAX_TOKENS"]
+           "PREFIX", "MAX_TOKENS", "MAX_USER_TOKENS", "MAX_LIFETIME"]
 
 PREFIX = "gnt"
 #: at most this many tokens (expired ones are dropped first when a table is full)
 MAX_TOKENS = 10_000
+#: at most this many tokens per user (expired ones are dropped first)
+MAX_USER_TOKENS = 50
+#: the furthest expiry a token may have (seconds from its creation; 10 years)
+MAX_LIFETIME = 10 * 365 * 86400.0
 _TOKEN_RE = re.compile(r"gnt_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
 _ID_RE = re.compile(r"[0-9a-f]{16}")
 _FORMAT = 1
@@ -92,13 +96,22 @@ class TokenTable:
     def create(self, user: str, role: Role, now: float, *, expires: float | None = None,
                comment: str = "") -> tuple[Token, str]:
         """A new token and its text (shown once).  Raises :class:`errors.HttpError`
-        400 for an expiry not in the future, 409 when the table is full."""
+        400 for an expiry not in the future or beyond :data:`MAX_LIFETIME`, 409
+        when the table is full or ``user`` has :data:`MAX_USER_TOKENS`."""
         if expires is not None and expires <= now:
             raise errors.HttpError("The expiry must be in the future", 400)
+        if expires is not None and expires > now + MAX_LIFETIME:
+            raise errors.HttpError(f"The expiry must be at most {int(MAX_LIFETIME)} seconds"
+                                   " from now", 400)
         if len(self.tokens) >= MAX_TOKENS:
             self.purge(now)
             if len(self.tokens) >= MAX_TOKENS:
                 raise errors.HttpError(f"Too many tokens (at most {MAX_TOKENS})", 409)
+        if sum(t.user == user for t in self.tokens.values()) >= MAX_USER_TOKENS:
+            self.purge(now)
+            if sum(t.user == user for t in self.tokens.values()) >= MAX_USER_TOKENS:
+                raise errors.HttpError(f"User '{user}' has too many tokens (at most"
+                                       f" {MAX_USER_TOKENS}): revoke some first", 409)
         while True:
             token_id = self._randhex(8)
             if token_id not in self.tokens:

@@ -150,12 +150,18 @@ def test_rows_make_list_and_revoke_ones_own():
     (ANN, {"role": "god"}, 400),
     (ANN, {"expires": 999.0}, 400),                      # in the past
     (ANN, {"expires_in": -1}, 400),
+    (ANN, {"expires_in": 10 ** 400}, 400),               # float() overflows
+    (ANN, {"expires": 10 ** 400}, 400),
+    (ANN, {"expires_in": 1e300}, 400),                   # far beyond any lifetime
+    (ANN, {"expires": 1e300}, 400),
+    (ANN, {"expires": float("inf")}, 400),
     (ANN, {"expires": 2000.0, "expires_in": 5}, 400),
     (ANN, {"comment": 5}, 400),
     (ANN, {"user": "root"}, 400),                        # not a key: always oneself
     (auth.Principal("ann", Role.OPERATOR, auth.VIA_TOKEN, token_id="1"), {}, 403),
     (None, {}, 401),
-], ids=["above", "unknown-role", "past", "negative", "both", "comment", "user", "by-token",
+], ids=["above", "unknown-role", "past", "negative", "huge-in", "huge-at", "far-in",
+         "far-at", "infinite", "both", "comment", "user", "by-token",
         "anonymous"])
 def test_rows_refuse(principal, body, status):
     svc = _Service()
@@ -183,3 +189,22 @@ def test_a_change_not_copied_to_every_node_answers_503():
     assert caught.value.status == 503 and svc.table.tokens == {}   # revoked all the same
     assert _call(svc, ANN, "POST", "/2/tokens", {},
                  client=_luxi(constants.JOB_STATUS_ERROR)) == 503
+
+
+def test_a_user_has_at_most_max_user_tokens():
+    svc = _Service()
+    for _ in range(tokens.MAX_USER_TOKENS):
+        _call(svc, ANN, "POST", "/2/tokens", {})
+    assert _call(svc, ANN, "POST", "/2/tokens", {}) == 409
+    assert _call(svc, BOB, "POST", "/2/tokens", {})["user"] == "bob"   # others still may
+    gone = next(iter(svc.table.tokens))
+    _call(svc, ANN, "DELETE", f"/2/tokens/{gone}")
+    assert _call(svc, ANN, "POST", "/2/tokens", {})["user"] == "ann"
+
+
+def test_expired_tokens_do_not_count_against_the_cap():
+    table = _table()
+    for _ in range(tokens.MAX_USER_TOKENS):
+        table.create("ann", Role.ADMIN, 100.0, expires=150.0)
+    assert table.create("ann", Role.ADMIN, 200.0)[0].user == "ann"
+    assert len(table.tokens) == 1

@@ -15,6 +15,7 @@ saved on the master only.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ganeti import errors
@@ -24,7 +25,7 @@ from ganeti.rapi.openapi import OBJ, STR, Doc
 from ganeti.rapi.opinput import Body
 from ganeti.rapi.resources.base import Ctx, Route, bad, run_job
 from ganeti.rapi.roles import Role, parse_role
-from ganeti.rapi.tokens import Token, TokenService
+from ganeti.rapi.tokens import MAX_LIFETIME, Token, TokenService
 
 __all__ = ["ROUTES", "MAX_COMMENT"]
 
@@ -52,9 +53,15 @@ def _number(body: dict[str, Any], key: str) -> float | None:
     value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise bad(f"'{key}' must be a number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise bad(f"'{key}' must be a finite number")
+    return number
 
 
 def _distribute(ctx: Ctx, what: str, advice: str) -> None:
@@ -90,8 +97,8 @@ def _create(ctx: Ctx) -> dict[str, Any]:
     if expires is not None and expires_in is not None:
         raise bad("Give 'expires' or 'expires_in', not both")
     if expires_in is not None:
-        if expires_in <= 0:
-            raise bad("'expires_in' must be positive")
+        if expires_in <= 0 or expires_in > MAX_LIFETIME:
+            raise bad(f"'expires_in' must be positive and at most {int(MAX_LIFETIME)}")
         expires = service.now() + expires_in
     comment = body.get("comment") or ""
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
