@@ -45,6 +45,9 @@ from ganeti import constants, errors, parameters, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, drbd, instance_mirror, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
+from ganeti.cmdlib.migration_plan import (CLEANUP_CONFLICT, CLEANUP_LEFTOVER, CLEANUP_NOTHING,
+                                          CLEANUP_SOURCE, CLEANUP_TARGET, cleanup_plan,
+                                          local_disks_cleanup_plan, migration_summary)
 from ganeti.cmdlib.common import expand_node
 from ganeti.iallocator import document
 from ganeti.objects import Node
@@ -608,80 +611,6 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if res is None or res.failed:
             self.LogWarning(f"{results.procedure} on {node} failed:"
                             f" {res.fail_msg if res else 'no answer'}")
-
-
-def migration_summary(status: dict[str, Any]) -> str:
-    """The figures of a completed migration status as one line ("" if none).
-
-    E.g. ``250.3 MiB in 3.12 s, downtime 4 ms`` from the ``ram``,
-    ``total_time_ms`` and ``downtime_ms`` keys (doc/kvm.md, "Migration");
-    a live migration copied paused (``paused_copy``, TCG) says so instead
-    of the downtime.
-    """
-    parts = []
-    ram = status.get("ram")
-    sent = ram.get("transferred") if isinstance(ram, dict) else None
-    total = status.get("total_time_ms")
-    if isinstance(sent, int):
-        parts.append(f"{sent / (1024 * 1024):.1f} MiB"
-                     + (f" in {total / 1000:.2f} s" if isinstance(total, int) else ""))
-    elif isinstance(total, int):
-        parts.append(f"in {total / 1000:.2f} s")
-    if status.get("paused_copy"):
-        # qemu's downtime counts only its last phase: the guest was paused throughout
-        parts.append("the guest was paused for the whole copy (TCG: no live copy,"
-                     " doc/kvm.md)")
-    elif isinstance(status.get("downtime_ms"), int):
-        parts.append(f"downtime {status['downtime_ms']} ms")
-    return ", ".join(parts)
-
-
-#: cleanup_plan answers: nothing to do; the source (config primary) keeps the
-#: instance (resumed); neither side runs it, only the target's leftover goes;
-#: the target has it; both run it (an operator must decide)
-CLEANUP_NOTHING = "nothing"
-CLEANUP_SOURCE = "source"
-CLEANUP_LEFTOVER = "leftover"
-CLEANUP_TARGET = "target"
-CLEANUP_CONFLICT = "conflict"
-
-
-def local_disks_cleanup_plan(src_state: str | None, dst_state: str | None) -> str:
-    """:func:`cleanup_plan` for an instance on local disks (``--with-disks``; pure).
-
-    The target's disk copies are complete only once its guest was resumed
-    (the mirrors end before that), so the target keeps the instance only
-    when its guest runs; a paused target is a leftover, and the source
-    keeps the instance (resumed when it has a guest).
-    """
-    plan = cleanup_plan(src_state, dst_state)
-    if plan == CLEANUP_TARGET and dst_state != "running":
-        return CLEANUP_SOURCE if src_state in ("paused", "migrating") else CLEANUP_LEFTOVER
-    return plan
-
-
-def cleanup_plan(src_state: str | None, dst_state: str | None) -> str:
-    """Who keeps an instance after an interrupted migration (pure).
-
-    ``src_state``/``dst_state``: the ``hv_state`` on the config's primary
-    and on the other node (None: not there).  The target wins when its
-    guest runs, or is paused with the source gone or fully sent
-    (``migrating``: the memory arrived, only the final ``cont`` was
-    missing).  Otherwise the source keeps it when it has a guest (resumed
-    if paused or fully sent: the target never ran it); with neither, only
-    a target leftover is removed.  States are strings here: the master
-    does not import the hypervisors.
-    """
-    if src_state == "running" and dst_state == "running":
-        return CLEANUP_CONFLICT
-    if dst_state == "running" or (dst_state == "paused"
-                                  and src_state in (None, "migrating", "crashed")):
-        return CLEANUP_TARGET
-    if src_state in ("running", "paused", "migrating"):
-        if src_state == "running" and dst_state is None:
-            return CLEANUP_NOTHING
-        return CLEANUP_SOURCE
-    return CLEANUP_LEFTOVER if dst_state is not None else CLEANUP_NOTHING
 
 
 class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
