@@ -315,9 +315,13 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                     f"Hypervisor {inst.hypervisor} cannot migrate instance {inst.name} with"
                     " its disks while it runs; use 'move'", errors.ECODE_STATE)
 
-    def _failover_allowed(self) -> bool:   # allow_failover, or be/always_failover
-        return bool(self.op.allow_failover or parameters.fill_beparams(
-            self.cfg.get_cluster_info(), self.instance.beparams).get("always_failover"))
+    def _always_failover(self) -> bool:
+        """The instance's ``always_failover`` backend parameter (filled)."""
+        return bool(parameters.fill_beparams(self.cfg.get_cluster_info(),
+                                             self.instance.beparams).get("always_failover"))
+
+    def _failover_allowed(self) -> bool:
+        return self.op.allow_failover or self._always_failover()
 
     def _live(self) -> bool:
         if self.op.live is not None:
@@ -344,6 +348,8 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if running is None or running.get("state") != 0:
             if inst.admin_state == constants.ADMINST_UP:
                 if self.op.allow_failover and not self.op.with_disks:
+                    feedback_fn(f"Instance {inst.name} is not running on {src.name}"
+                                " (--allow-failover)")
                     return self._fail_over(feedback_fn)
                 raise errors.OpExecError(f"Instance {inst.name} is not running on {src.name};"
                                          " cannot migrate it (use failover, or migrate"
@@ -353,6 +359,15 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             feedback_fn(f"Instance {inst.name} is stopped: failing over (primary node only)")
             self._switch_primary()
             return None
+        if not self.op.with_disks and self._always_failover():
+            # as Ganeti: such an instance is failed over, stopped here and started there
+            feedback_fn(f"Instance {inst.name} is configured to always fail over: stopping"
+                        f" it on {src.name}")
+            self.require_rpc().call_instance_shutdown(
+                src.name, instance=self.rpc_instance(),
+                timeout=constants.DEFAULT_SHUTDOWN_TIMEOUT,
+            ).one(src.name, f"Could not shutdown {inst.name} on {src.name}")
+            return self._fail_over(feedback_fn)
         data = self.rpc_instance()
         if self.op.with_disks:
             return self._migrate_with_disks(feedback_fn, data, live)
@@ -388,11 +403,10 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         return None
 
     def _fail_over(self, feedback_fn: FeedbackFn) -> Any:
-        """``allow_failover``: the instance should run but does not, so there is no memory
-        to move; start it on the target instead, as a failover does."""
+        """Fail over instead (the instance is not running, or was just stopped for
+        ``always_failover``): start it on the target if it should run."""
         inst, src, dst = self.instance, self.pnode, self.target
-        feedback_fn(f"Instance {inst.name} is not running on {src.name}; failing it over to"
-                    f" {dst.name} (--allow-failover)")
+        feedback_fn(f"* failing {inst.name} over from {src.name} to {dst.name}")
         if not src.offline:
             self._shutdown_disks(src.name)
         self._switch_primary()

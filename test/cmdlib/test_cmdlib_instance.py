@@ -572,6 +572,17 @@ def test_migrate_of_a_stopped_instance_needs_failover(env: Any, how: dict) -> No
     assert _query(env, ["pnode", "status"]) == [["node2", "ADMIN_down"]]
 
 
+def test_migrate_of_a_running_always_failover_instance_fails_it_over(env: Any) -> None:
+    # as Ganeti's (its QA's TestInstanceMigrate with be/always_failover=true)
+    _create(env, name="shared", template="sharedfile", beparams={"always_failover": True})
+    env.rpc.calls.clear()
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2")
+    assert _query(env, ["pnode", "status"]) == [["node2", "running"]]
+    procs = [c for c in env.rpc.calls if c[0] in ("instance_migrate", "instance_shutdown",
+                                                   "instance_start")]
+    assert procs == [("instance_shutdown", "node1"), ("instance_start", "node2")]
+
+
 def test_migrate_failover_move(env: Any) -> None:
     _create(env, name="shared", template="sharedfile")
     env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2")

@@ -140,6 +140,14 @@ def test_migrate_of_a_stopped_instance_needs_allow_failover(vc):
     vc.ok("gnt-instance", "start", name)
     vc.ok("gnt-instance", "migrate", "--force", name)
     assert rows(vc, "pnode,status", name) == [[N1, "running"]]
+    # with always_failover the instance is failed over (started anew), else migrated
+    for always, there, here in (("true", N2, N1), ("false", N1, N2)):
+        vc.ok("gnt-instance", "modify", "-B", f"always_failover={always}", name)
+        before = fake_hv(vc, here).get_instance_state(name)["start_time"]
+        out = vc.ok("gnt-instance", "migrate", "--force", name)
+        assert rows(vc, "pnode,status", name) == [[there, "running"]]
+        after = fake_hv(vc, there).get_instance_state(name)["start_time"]
+        assert (after != before) == (always == "true"), out
 
 
 def test_disks_renamed_by_index_and_back_by_name(vc):
