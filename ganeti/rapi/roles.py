@@ -13,10 +13,13 @@ The role a request needs is decided twice.  Before its body is read, from
 its row (:func:`row_role`): a read needs ``readonly``; a write needs the
 smallest role that could run the row's opcodes (a row without an opcode
 states its ``role``).  After the row built its opcodes, from each opcode
-(:func:`opcode_role`): a node change that only drains or undrains is an
-operator's, any other an admin's.  An opcode not named in
-:data:`OPERATOR_OPCODES` (a new row's included) needs ``admin``: a new row
-needs no entry here to be safe.
+(:func:`opcode_role`) and its parameters (:data:`CONDITIONAL_OPCODES`): a
+node change is an operator's when it sets ``drained`` and nothing else; a
+start, stop, reboot, migration or failover when it overrides no check
+(no true ``ignore_*`` flag, no ``admin_state_source``); a tag change when it
+adds or removes no ``owner:`` tag.  Any other is an admin's.  An opcode not
+named in :data:`OPERATOR_OPCODES` or :data:`CONDITIONAL_OPCODES` (a new
+row's included) needs ``admin``: a new row needs no entry here to be safe.
 
 The users file keeps Ganeti's options: ``read`` (or no option) is
 ``readonly``, ``write`` is ``admin`` (doc/rapi.md, "Roles").
@@ -25,13 +28,13 @@ The users file keeps Ganeti's options: ``read`` (or no option) is
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ganeti.opcodes import wire
 
 __all__ = ["Role", "parse_role", "role_from_options", "OPERATOR_OPCODES",
-           "CONDITIONAL_OPCODES", "opcode_role", "row_role", "RowLike", "refusal"]
+           "CONDITIONAL_OPCODES", "OWNER_TAG_PREFIX", "describe", "opcode_role", "row_role", "RowLike", "refusal"]
 
 
 class Role(enum.IntEnum):
@@ -63,30 +66,57 @@ def role_from_options(options: Iterable[str]) -> Role:
 
 #: opcodes an operator may submit whatever their parameters
 OPERATOR_OPCODES = frozenset({
-    wire.OP_INSTANCE_STARTUP, wire.OP_INSTANCE_SHUTDOWN, wire.OP_INSTANCE_REBOOT,
-    wire.OP_INSTANCE_MIGRATE, wire.OP_INSTANCE_FAILOVER, wire.OP_NODE_MIGRATE,
-    wire.OP_TAGS_SET, wire.OP_TAGS_DEL, wire.OP_INSTANCE_CONSOLE,
-    wire.OP_NODE_QUERY_STORAGE, wire.OP_INSTANCE_QUERY_DATA,
+    wire.OP_INSTANCE_CONSOLE, wire.OP_NODE_QUERY_STORAGE, wire.OP_INSTANCE_QUERY_DATA,
 })
 
-#: node flags a drain or undrain sets (drained either way, the others only to False)
-_DRAIN_FLAGS = frozenset({"drained", "master_candidate", "offline"})
+#: the tag prefix naming an instance's owner (doc/rapi.md, "Roles")
+OWNER_TAG_PREFIX = "owner:"
 #: parameters that change nothing by themselves
 _NEUTRAL = frozenset({"OP_ID", "node_name", "node_uuid", "force", "auto_promote", "dry_run",
                       "reason", "priority", "comment", "depends", "debug_level"})
 
 
 def _drain_only(op: Mapping[str, Any]) -> bool:
-    for key, value in op.items():
-        if key in _NEUTRAL or value is None:
-            continue
-        if key not in _DRAIN_FLAGS or (key != "drained" and value is not False):
-            return False
-    return True
+    """A node change that sets ``drained`` (either way) and nothing else."""
+    changed = {k for k, v in op.items() if k not in _NEUTRAL and v is not None}
+    return changed == {"drained"}
+
+
+def _no_override(op: Mapping[str, Any]) -> bool:
+    """A lifecycle action that overrides no check: no true ``ignore_*`` flag (consistency,
+    ipolicy, hypervisor versions, offline nodes, secondaries) and no ``admin_state_source``."""
+    return (not any(v for k, v in op.items() if k.startswith("ignore_"))
+            and op.get("admin_state_source") is None)
+
+
+def _no_owner_tag(op: Mapping[str, Any]) -> bool:
+    """A tag change that adds or removes no ``owner:`` tag (they give instances away)."""
+    return not any(str(t).startswith(OWNER_TAG_PREFIX) for t in op.get("tags") or [])
 
 
 #: opcodes an operator may submit with some parameters only (the test on the opcode)
-CONDITIONAL_OPCODES: Mapping[str, Any] = {wire.OP_NODE_SET_PARAMS: _drain_only}
+CONDITIONAL_OPCODES: Mapping[str, Callable[[Mapping[str, Any]], bool]] = {
+    wire.OP_NODE_SET_PARAMS: _drain_only,
+    wire.OP_INSTANCE_STARTUP: _no_override, wire.OP_INSTANCE_SHUTDOWN: _no_override,
+    wire.OP_INSTANCE_REBOOT: _no_override, wire.OP_INSTANCE_MIGRATE: _no_override,
+    wire.OP_INSTANCE_FAILOVER: _no_override, wire.OP_NODE_MIGRATE: _no_override,
+    wire.OP_TAGS_SET: _no_owner_tag, wire.OP_TAGS_DEL: _no_owner_tag,
+}
+
+
+#: why a conditional opcode needs admin (for the 403's explanation)
+_CONDITIONS: Mapping[Callable[[Mapping[str, Any]], bool], str] = {
+    _drain_only: "an operator's only when it sets drained and nothing else",
+    _no_override: "an operator's only without ignore_* overrides or admin_state_source",
+    _no_owner_tag: f"an operator's only without '{OWNER_TAG_PREFIX}' tags",
+}
+
+
+def describe(op: Mapping[str, Any]) -> str:
+    """``op``'s id, and for a conditional opcode the condition an operator's must meet."""
+    op_id = str(op.get("OP_ID"))
+    check = CONDITIONAL_OPCODES.get(op_id)
+    return op_id if check is None else f"{op_id} ({_CONDITIONS[check]})"
 
 
 def opcode_role(op: Mapping[str, Any]) -> Role:

@@ -101,6 +101,11 @@ def test_operator_starts_and_stops_but_does_not_remove_or_modify(vc):
     _ok_job(vc, "PUT", f"/2/instances/{THEIRS}/startup", auth=OLGA)
     assert _status(vc, THEIRS) == "running"
     _ok_job(vc, "PUT", f"/2/instances/{THEIRS}/tags?tag=seen", auth=OLGA)
+    answer = _refused(vc, "PUT", f"/2/instances/{THEIRS}/tags?tag=owner:olga", auth=OLGA)
+    assert "OP_TAGS_SET (an operator's only without 'owner:' tags)" in answer["explain"]
+    answer = _refused(vc, "PUT", f"/2/instances/{THEIRS}/failover",
+                      {"ignore_consistency": True}, auth=OLGA)
+    assert "ignore_* overrides" in answer["explain"]
     answer = _refused(vc, "DELETE", f"/2/instances/{THEIRS}", auth=OLGA)
     assert "'olga'" in answer["explain"] and "needs admin" in answer["explain"]
     _refused(vc, "PUT", f"/2/instances/{THEIRS}/modify", {"beparams": {"maxmem": 256}},
@@ -114,9 +119,12 @@ def test_operator_drains_and_undrains_a_node_but_does_not_offline_it(vc):
     _ok_job(vc, "PUT", f"/2/nodes/{N2}/role", "drained", auth=OLGA)
     assert request(vc, "GET", f"/2/nodes/{N2}/role")[1] == "drained"
     answer = _refused(vc, "PUT", f"/2/nodes/{N2}/role", "offline", auth=OLGA)
-    assert "OP_NODE_SET_PARAMS needs admin" in answer["explain"]
+    assert "OP_NODE_SET_PARAMS (an operator's only when it sets drained" in answer["explain"]
+    _refused(vc, "POST", f"/2/nodes/{N2}/modify", {"drained": False, "master_candidate": False},
+             auth=OLGA)
     _ok_job(vc, "PUT", f"/2/nodes/{N2}/role", "regular", auth=OLGA)
-    assert request(vc, "GET", f"/2/nodes/{N2}/role")[1] == "regular"
+    # undrained, back in the candidate pool (it has room), as gnt-node modify -D no
+    assert request(vc, "GET", f"/2/nodes/{N2}/role")[1] == "master-candidate"
 
 
 def test_owner_limited_operator_acts_on_its_tagged_instance_only(vc):

@@ -97,11 +97,14 @@ def test_bad_boolean_is_400():
 
 
 def test_set_role_builds_node_set_params():
-    fake = _fake()
+    fake = _fake({"node": [{"name": "n2", "master_candidate": True, "offline": False,
+                            "drained": False}]})
     assert run("PUT", "/2/nodes/n2/role", fake, body="drained", query={"force": ["1"]}) == 42
     (op,) = fake.submitted[0]
-    assert (op["OP_ID"], op["drained"], op["master_candidate"], op["force"],
-            op["auto_promote"]) == ("OP_NODE_SET_PARAMS", True, False, True, False)
+    # only what changes: the drain demotes the candidate by itself
+    assert (op["OP_ID"], op["drained"], op.get("master_candidate"), op.get("offline"),
+            op["force"], op["auto_promote"]) == ("OP_NODE_SET_PARAMS", True, None, None,
+                                                 True, False)
     # the client library's SetNodeRole sends auto_promote as "auto-promote"
     run("PUT", "/2/nodes/n2/role", fake, body="offline", query={"auto-promote": ["1"]})
     (op,) = fake.submitted[1]

@@ -69,27 +69,68 @@ def test_an_unknown_role_on_a_row_is_a_programmer_error():
 
 @pytest.mark.parametrize("op, role", [
     ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n", "drained": True,
-      "master_candidate": False, "offline": False, "force": False}, Role.OPERATOR),
+      "force": False, "reason": [], "auto_promote": True}, Role.OPERATOR),
+    ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n", "drained": False}, Role.OPERATOR),
+    ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n", "drained": True,
+      "master_candidate": False}, Role.ADMIN),                  # a demotion
     ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n", "drained": False,
-      "master_candidate": False, "offline": False}, Role.OPERATOR),
+      "offline": False}, Role.ADMIN),                           # brings a node online
     ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n", "offline": True}, Role.ADMIN),
     ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n", "master_candidate": True},
      Role.ADMIN),
     ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n", "drained": True,
       "ndparams": {}}, Role.ADMIN),
+    ({"OP_ID": wire.OP_NODE_SET_PARAMS, "node_name": "n"}, Role.ADMIN),
     ({"OP_ID": wire.OP_INSTANCE_STARTUP, "instance_name": "x"}, Role.OPERATOR),
+    ({"OP_ID": wire.OP_INSTANCE_STARTUP, "instance_name": "x",
+      "ignore_offline_nodes": True}, Role.ADMIN),
+    ({"OP_ID": wire.OP_INSTANCE_SHUTDOWN, "instance_name": "x",
+      "ignore_offline_nodes": False, "admin_state_source": None}, Role.OPERATOR),
+    ({"OP_ID": wire.OP_INSTANCE_SHUTDOWN, "instance_name": "x",
+      "admin_state_source": "admin"}, Role.ADMIN),
+    ({"OP_ID": wire.OP_INSTANCE_FAILOVER, "instance_name": "x",
+      "ignore_consistency": True}, Role.ADMIN),
+    ({"OP_ID": wire.OP_INSTANCE_MIGRATE, "instance_name": "x", "ignore_ipolicy": True},
+     Role.ADMIN),
+    ({"OP_ID": wire.OP_INSTANCE_MIGRATE, "instance_name": "x", "ignore_hvversions": True},
+     Role.ADMIN),
+    ({"OP_ID": wire.OP_INSTANCE_MIGRATE, "instance_name": "x", "ignore_ipolicy": False,
+      "cleanup": True}, Role.OPERATOR),
+    ({"OP_ID": wire.OP_NODE_MIGRATE, "node_name": "n", "ignore_ipolicy": True}, Role.ADMIN),
+    ({"OP_ID": wire.OP_INSTANCE_REBOOT, "instance_name": "x",
+      "ignore_secondaries": True}, Role.ADMIN),
+    ({"OP_ID": wire.OP_TAGS_SET, "kind": "instance", "name": "x", "tags": ["env:prod"]},
+     Role.OPERATOR),
+    ({"OP_ID": wire.OP_TAGS_SET, "kind": "instance", "name": "x",
+      "tags": ["env:prod", "owner:olga"]}, Role.ADMIN),
+    ({"OP_ID": wire.OP_TAGS_DEL, "kind": "instance", "name": "x", "tags": ["owner:bob"]},
+     Role.ADMIN),
     ({"OP_ID": wire.OP_INSTANCE_REMOVE, "instance_name": "x"}, Role.ADMIN),
     ({"OP_ID": "OP_SOMETHING_NEW"}, Role.ADMIN),
-], ids=["drain", "undrain", "offline", "promote", "drain+ndparams", "startup", "remove",
+], ids=["drain", "undrain", "drain+demote", "undrain+online", "offline", "promote",
+        "drain+ndparams", "no-change", "startup", "startup-ignore-offline", "shutdown",
+        "shutdown-admin-source", "failover-ignore-consistency", "migrate-ignore-ipolicy",
+        "migrate-ignore-hvversions", "migrate-cleanup", "node-migrate-ignore-ipolicy",
+        "reboot-ignore-secondaries", "tag", "add-owner-tag", "remove-owner-tag", "remove",
         "unknown"])
 def test_opcode_roles(op, role):
     assert roles.opcode_role(op) == role
 
 
+def _node(name: str, *, master_candidate: bool = True, offline: bool = False,
+          drained: bool = False) -> Any:
+    """A master answering a node query about ``name`` with these flags."""
+    values = {"name": name, "master_candidate": master_candidate, "offline": offline,
+              "drained": drained}
+    return lambda what, fields, qfilter: {"fields": [], "data": [
+        [[0, values[f]] for f in fields]]}
+
+
 def _ctx(method: str, path: str, principal: auth.Principal | None, body: Any = None,
-         tags: list[str] | None = None) -> tuple[res.Route, res.Ctx, FakeLuxi]:
+         tags: list[str] | None = None, node: Any = None) -> tuple[res.Route, res.Ctx, FakeLuxi]:
     route, args = res.match(method, path)
-    fake = FakeLuxi({"SubmitJob": 42, "QueryTags": tags or []})
+    fake = FakeLuxi({"SubmitJob": 42, "QueryTags": tags or [],
+                     "Query": node if node is not None else _node("n1")})
     return route, res.Ctx(method=method, args=args, query={}, body=body, client=fake,
                           path=path, clock=lambda: 1000.0, principal=principal), fake
 
@@ -97,12 +138,22 @@ def _ctx(method: str, path: str, principal: auth.Principal | None, body: Any = N
 OPERATOR = auth.Principal("olga", Role.OPERATOR, auth.VIA_BASIC)
 
 
-@pytest.mark.parametrize("role, status", [("drained", None), ("regular", None),
-                                          ("offline", 403), ("master-candidate", 403)])
-def test_operator_drains_but_does_not_offline_a_node(role, status):
-    route, ctx, fake = _ctx("PUT", "/2/nodes/n1/role", OPERATOR, body=role)
+@pytest.mark.parametrize("role, flags, status", [
+    ("drained", {}, None),                                  # a candidate: demoted by the drain
+    ("regular", {"drained": True, "master_candidate": False}, None),
+    ("drained", {"offline": True, "master_candidate": False}, 403),   # brings it online
+    ("regular", {"master_candidate": True}, 403),           # a demotion
+    ("offline", {}, 403),
+    ("master-candidate", {"drained": True, "master_candidate": False}, 403),
+], ids=["drain", "undrain", "drain-offline", "demote", "offline", "promote"])
+def test_operator_drains_but_does_not_offline_a_node(role, flags, status):
+    route, ctx, fake = _ctx("PUT", "/2/nodes/n1/role", OPERATOR, body=role,
+                            node=_node("n1", **flags))
     if status is None:
         assert res.dispatch(route, ctx) == 42
+        ((op,),) = fake.submitted
+        assert op["drained"] is (role == "drained")
+        assert op.get("master_candidate") is None and op.get("offline") is None
     else:
         with pytest.raises(errors.HttpError) as exc:
             res.dispatch(route, ctx)

@@ -130,7 +130,7 @@ def dispatch(route: Route, ctx: Ctx) -> Any:
 
 
 #: an instance tagged ``owner:<user>`` is ``<user>``'s (for users with the ``owner`` option)
-OWNER_TAG_PREFIX = "owner:"
+OWNER_TAG_PREFIX = roles.OWNER_TAG_PREFIX
 
 
 def _owned(op: dict[str, Any], ctx: Ctx, user: str) -> str | None:
@@ -179,7 +179,7 @@ def check_opcodes(ops: list[dict[str, Any]], ctx: Ctx) -> None:
         need = roles.opcode_role(op)
         if principal.role < need:
             raise errors.HttpError(roles.refusal(principal.user, principal.role, need,
-                                                 str(op.get("OP_ID"))), 403)
+                                                 roles.describe(op)), 403)
         if principal.owner_only:
             why = _owned(op, ctx, principal.user)
             if why is not None:

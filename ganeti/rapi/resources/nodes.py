@@ -47,8 +47,18 @@ def _set_node_role(ctx: Ctx) -> list[dict[str, Any]]:
     flags = _ROLE_FLAGS.get(role)
     if flags is None:
         raise bad(f"Unknown node role '{role}'")
-    return [wire.node_set_params(node_name=ctx.args["node"], force=ctx.qbool("force"),
-                                 auto_promote=ctx.qbool("auto-promote"), **flags)]
+    # only the flags that change: a drain or undrain is then ``drained`` alone, an
+    # operator's (ganeti.rapi.roles); a drain demotes a candidate by itself, an undrain
+    # lets the node back into the candidate pool when it has room (gnt-node modify -D)
+    node = one(ctx, constants.QR_NODE, ctx.args["node"],
+               ["name", "master_candidate", "offline", "drained"])
+    changes = {k: v for k, v in flags.items() if node.get(k) is not v}
+    if flags["drained"]:
+        changes.pop("master_candidate", None)
+    if not changes:
+        changes = {"drained": flags["drained"]}
+    return [wire.node_set_params(node_name=node["name"], force=ctx.qbool("force"),
+                                 auto_promote=ctx.qbool("auto-promote"), **changes)]
 
 
 def _storage_type(ctx: Ctx) -> str | None:
