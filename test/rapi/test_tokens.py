@@ -208,3 +208,16 @@ def test_expired_tokens_do_not_count_against_the_cap():
         table.create("ann", Role.ADMIN, 100.0, expires=150.0)
     assert table.create("ann", Role.ADMIN, 200.0)[0].user == "ann"
     assert len(table.tokens) == 1
+
+
+def test_a_token_sees_and_revokes_itself_only():
+    svc = _Service()
+    first = _call(svc, ROOT, "POST", "/2/tokens", {})
+    second = _call(svc, ROOT, "POST", "/2/tokens", {})
+    via_first = auth.Principal("root", Role.ADMIN, auth.VIA_TOKEN, token_id=first["id"])
+    assert [t["id"] for t in _call(svc, via_first, "GET", "/2/tokens")] == [first["id"]]
+    assert _call(svc, via_first, "GET", f"/2/tokens/{second['id']}") == 404
+    assert _call(svc, via_first, "DELETE", f"/2/tokens/{second['id']}") == 404
+    assert second["id"] in svc.table.tokens
+    assert _call(svc, via_first, "DELETE", f"/2/tokens/{first['id']}")["id"] == first["id"]
+    assert list(svc.table.tokens) == [second["id"]]

@@ -1,7 +1,8 @@
 """RAPI rows of API tokens: list, create, show and revoke (pure; the table is the server's).
 
 Every row needs credentials; a user sees and revokes its own tokens, an
-admin everyone's.  A token is made for its creator, with the creator's
+admin everyone's; a request made with a token sees and revokes that token
+only (a leaked token cannot revoke its creator's others).  A token is made for its creator, with the creator's
 role or a smaller one, and cannot make tokens itself (doc/rapi.md, "API
 tokens").
 
@@ -40,7 +41,13 @@ def _who(ctx: Ctx) -> tuple[Principal, TokenService]:
 
 
 def _visible(principal: Principal, token: Token | None) -> bool:
-    return token is not None and (principal.role >= Role.ADMIN or token.user == principal.user)
+    """Whether ``principal`` may see and revoke ``token``: a request with a token,
+    that token only; another, its user's tokens (an admin's: all)."""
+    if token is None:
+        return False
+    if principal.via == VIA_TOKEN:
+        return token.id == principal.token_id
+    return principal.role >= Role.ADMIN or token.user == principal.user
 
 
 def _list(ctx: Ctx) -> list[dict[str, Any]]:
