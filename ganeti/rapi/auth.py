@@ -103,12 +103,14 @@ def identify(table: Mapping[str, users.User], authorization: str | None, cookie:
 
 
 def decide(ident: Decision, *, need: Role, needs_auth: bool, method: str,
-           csrf: str | None, what: str) -> Decision:
+           csrf: str | None, what: str, write: bool = False) -> Decision:
     """Judge the principal of ``ident`` for a request needing role ``need``.
 
     ``needs_auth``: the request needs a principal (a write, or every
     request with ``--require-authentication``); ``csrf`` is the request's
-    ``X-CSRF-Token``; ``what`` names the action in a refusal.
+    ``X-CSRF-Token``; ``what`` names the action in a refusal; ``write``: the
+    row changes something (``access="write"``) whatever its method, so a
+    session needs the CSRF header for it even as a GET (a console, a job).
     """
     if ident.status != 200:
         return ident
@@ -117,7 +119,7 @@ def decide(ident: Decision, *, need: Role, needs_auth: bool, method: str,
         if needs_auth:
             return Decision(401, message="Authentication required")
         return ident
-    if (principal.via == VIA_SESSION and method not in _SAFE_METHODS
+    if (principal.via == VIA_SESSION and (write or method not in _SAFE_METHODS)
             and (principal.session is None or not sessions.csrf_ok(principal.session, csrf))):
         return Decision(403, principal, f"Permission denied: {what} with a session needs"
                                         f" the session's {sessions.CSRF_HEADER} header")

@@ -30,7 +30,7 @@ from ganeti import errors
 
 __all__ = ["COOKIE", "CSRF_HEADER", "IDLE_TIMEOUT", "MAX_AGE", "MAX_SESSIONS",
            "MAX_USER_SESSIONS", "Session",
-           "SessionStore", "cookie_value", "set_cookie", "clear_cookie", "csrf_ok"]
+           "SessionStore", "cookie_value", "set_cookie", "clear_cookie", "csrf_ok", "same_origin"]
 
 COOKIE = "__Host-ganeti_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -146,6 +146,23 @@ def set_cookie(sid: str, max_age: float = MAX_AGE) -> str:
 def clear_cookie() -> str:
     """The ``Set-Cookie`` value that removes the cookie (logout)."""
     return f"{COOKIE}=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Strict"
+
+
+def same_origin(origin: str | None, host: str | None) -> bool:
+    """Whether a login's ``Origin`` header is this server's own (login CSRF check).
+
+    No ``Origin`` (a non-browser client) passes.  One that is present must be
+    ``https://`` with exactly the request's ``Host`` (host and port, case
+    aside), and nothing more: another site, plain ``http``, another port, a
+    ``null`` origin (a sandboxed or file page) or a missing ``Host`` fail.
+    """
+    if origin is None:
+        return True
+    if not host:
+        return False
+    scheme, sep, netloc = origin.strip().partition("://")
+    return (sep == "://" and scheme.lower() == "https" and netloc != ""
+            and netloc.lower() == host.strip().lower())
 
 
 def csrf_ok(session: Session, header: str | None) -> bool:

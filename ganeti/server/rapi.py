@@ -519,7 +519,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         route, args = resources.match(method, path)
         principal = self._authorize(headers, method, route.required_role,
                                     route.needs_auth or self.server.require_auth,
-                                    f"{route.method} {route.path}")
+                                    f"{route.method} {route.path}", write=route.needs_write)
         limit = body_limit(principal is not None)
         length = check_request_body(method, headers, limit)
         body: Any = None
@@ -537,14 +537,16 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         return resources.dispatch(route, ctx)
 
     def _authorize(self, headers: RequestHeaders, method: str, need: roles.Role,
-                   needs_auth: bool, what: str) -> auth.Principal | None:
+                   needs_auth: bool, what: str, *, write: bool = False
+                   ) -> auth.Principal | None:
         """The request's principal (None: anonymous), or the 401/403 as an HttpError."""
         server = self.server
         ident = auth.identify(server.users.get(), headers.get("Authorization"),
                               headers.get("Cookie"), token=server.tokens.verify,
                               session=server.sessions.lookup)
         decision = auth.decide(ident, need=need, needs_auth=needs_auth, method=method,
-                               csrf=headers.get(sessions.CSRF_HEADER), what=what)
+                               csrf=headers.get(sessions.CSRF_HEADER), what=what,
+                               write=write)
         self._user = decision.user
         if decision.status != 200:
             raise errors.HttpError(decision.message, decision.status)
@@ -582,8 +584,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
 
     def _login(self, headers: RequestHeaders, head: framing.RequestHead,
                parser: framing.RequestParser) -> _Reply:
-        origin = headers.get("Origin")
-        if origin is not None and urllib.parse.urlsplit(origin).netloc != headers.get("Host"):
+        if not sessions.same_origin(headers.get("Origin"), headers.get("Host")):
             # a login form posted from another site (login CSRF)
             raise errors.HttpError("Permission denied: a login from another origin", 403)
         length = check_request_body("POST", headers, MAX_ANONYMOUS_BODY,

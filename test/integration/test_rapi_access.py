@@ -221,6 +221,9 @@ def test_login_from_another_origin_is_refused(vc):
                                    headers={"Origin": "https://evil.example"})
     assert status == 403 and resp.getheader("Set-Cookie") is None
     assert "another origin" in answer["explain"]
+    for origin in (f"http://{host}:{port}", f"https://{host}:{port + 1}", "null"):
+        status, _, resp = request(vc, "POST", "/ui/login", creds, headers={"Origin": origin})
+        assert status == 403 and resp.getheader("Set-Cookie") is None, origin
     status, _, resp = request(vc, "POST", "/ui/login", creds,
                               headers={"Origin": f"https://{host}:{port}"})
     assert status == 200 and resp.getheader("Set-Cookie")
@@ -233,6 +236,9 @@ def test_session_write_needs_the_csrf_token(vc):
     assert "X-CSRF-Token" in answer["explain"]
     _refused(vc, "PUT", path, headers={"Cookie": pair, "X-CSRF-Token": csrf[:-1] + "x"})
     assert request(vc, "GET", f"/2/instances/{THEIRS}", headers={"Cookie": pair})[0] == 200
+    # a GET row that submits a job is a write: it needs the header too
+    answer = _refused(vc, "GET", f"/2/instances/{THEIRS}/console", headers={"Cookie": pair})
+    assert "X-CSRF-Token" in answer["explain"]
     _ok_job(vc, "PUT", path, headers={"Cookie": pair, "X-CSRF-Token": csrf})
     # the session has olga's role, CSRF token or not
     _refused(vc, "DELETE", f"/2/instances/{THEIRS}",

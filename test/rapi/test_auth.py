@@ -96,6 +96,20 @@ def test_session_writes_need_the_csrf_token():
     assert _status(cookie="__Host-ganeti_session=stale", need=Role.READONLY, method="GET") == 401
 
 
+def test_a_session_get_on_a_write_row_needs_the_csrf_token():
+    cookie = f"__Host-ganeti_session={SID}"
+    decide = auth.decide
+    ident = _identify(None, cookie)
+    refused = decide(ident, need=Role.OPERATOR, needs_auth=True, method="GET", csrf=None,
+                     what="GET /2/instances/[instance]/console", write=True)
+    assert refused.status == 403 and "X-CSRF-Token" in refused.message
+    assert decide(ident, need=Role.OPERATOR, needs_auth=True, method="GET",
+                  csrf=SESSION.csrf, what="X", write=True).status == 200
+    # Basic credentials need none (a browser does not send them by itself cross-site)
+    assert decide(_identify(_basic("jack", "pw1")), need=Role.OPERATOR, needs_auth=True,
+                  method="GET", csrf=None, what="X", write=True).status == 200
+
+
 def test_authorization_wins_over_the_cookie_and_needs_no_csrf():
     cookie = f"__Host-ganeti_session={SID}"
     assert _status(_basic("jack", "pw1"), cookie=cookie) == 200

@@ -11,8 +11,9 @@ from fakes import FakeLuxi
 
 from ganeti import errors, luxi, opcodes
 from ganeti.opcodes import base as opbase, upstream
-from ganeti.rapi import opinput
+from ganeti.rapi import auth, opinput
 from ganeti.rapi import resources as res
+from ganeti.rapi.roles import Role
 
 #: a value for every path argument of the table
 _ARGS = {"node": "n1", "instance": "i1", "group": "g1", "job_id": "1", "disk_index": "0",
@@ -25,6 +26,9 @@ def _recording() -> FakeLuxi:
     return FakeLuxi({**{name: empty for name in luxi.METHODS}, "SubmitJob": 42})
 
 
+_ADMIN = auth.Principal("root", Role.ADMIN, auth.VIA_BASIC)
+
+
 def _path(route: res.Route) -> str:
     return "/".join(_ARGS.get(s[1:-1], s) if s.startswith("{") else s
                     for s in route.path.split("/"))
@@ -33,7 +37,8 @@ def _path(route: res.Route) -> str:
 def _run(route: res.Route, body: Any, client: FakeLuxi) -> Any:
     ctx = res.Ctx(method=route.method, args={k: v for k, v in _ARGS.items()
                                              if "{" + k + "}" in route.path},
-                  query={}, body=body, client=client, path=_path(route), clock=lambda: 1.0)
+                  query={}, body=body, client=client, path=_path(route), clock=lambda: 1.0,
+                  principal=_ADMIN)
     return res.dispatch(route, ctx)
 
 
@@ -208,14 +213,15 @@ def test_tag_rows_take_the_tags_again_as_their_body():
     (route,) = [r for r in res.ROUTES if (r.method, r.path) == ("PUT", "/2/nodes/{node}/tags")]
     client = _recording()
     ctx = res.Ctx(method="PUT", args={"node": "n1"}, query={"tag": ["a", "b"]},
-                  body=["b", "a"], client=client, path="/2/nodes/n1/tags", clock=lambda: 1.0)
+                  body=["b", "a"], client=client, path="/2/nodes/n1/tags", clock=lambda: 1.0,
+                  principal=_ADMIN)
     assert res.dispatch(route, ctx) == 42
     assert client.submitted[0][0]["tags"] == ["a", "b"]
     for body in (["c"], [1], {"OP_ID": "OP_TEST_DELAY"}, "a"):
         with pytest.raises(errors.HttpError) as exc:
             res.dispatch(route, res.Ctx(method="PUT", args={"node": "n1"},
                                         query={"tag": ["a", "b"]}, body=body, client=client,
-                                        path="/2/nodes/n1/tags"))
+                                        path="/2/nodes/n1/tags", principal=_ADMIN))
         assert exc.value.status == 400
     assert len(client.submitted) == 1
 

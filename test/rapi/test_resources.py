@@ -9,7 +9,11 @@ import pytest
 from fakes import FakeLuxi
 
 from ganeti import errors, opcodes
+from ganeti.rapi import auth
 from ganeti.rapi import resources as res
+from ganeti.rapi.roles import Role
+
+ADMIN = auth.Principal("root", Role.ADMIN, auth.VIA_BASIC)
 
 
 def _fake(rows: dict[str, list[dict[str, Any]]] | None = None,
@@ -36,8 +40,20 @@ def run(method: str, path: str, client: FakeLuxi, body: Any = None,
         query: dict[str, list[str]] | None = None) -> Any:
     route, args = res.match(method, path)
     ctx = res.Ctx(method=method, args=args, query=query or {}, body=body, client=client,
-                  path=path, clock=lambda: 1000.0)
+                  path=path, clock=lambda: 1000.0, principal=ADMIN)
     return res.dispatch(route, ctx)
+
+
+@pytest.mark.parametrize("method, path", [("PUT", "/2/instances/x/startup"),
+                                          ("GET", "/2/instances/x/console")],
+                         ids=["job", "write-read"])
+def test_a_write_without_a_principal_fails_closed(method, path):
+    fake = _fake()
+    route, args = res.match(method, path)
+    ctx = res.Ctx(method=method, args=args, query={}, body=None, client=fake, path=path)
+    with pytest.raises(errors.HttpError) as exc:
+        res.dispatch(route, ctx)
+    assert exc.value.status == 401 and fake.calls == []
 
 
 def test_table_rows_are_unique_and_name_real_opcodes():

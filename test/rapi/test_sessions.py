@@ -102,3 +102,22 @@ def test_csrf_check():
     assert sessions.csrf_ok(session, "tok123")
     assert not sessions.csrf_ok(session, None) and not sessions.csrf_ok(session, "")
     assert not sessions.csrf_ok(session, "tok124") and not sessions.csrf_ok(session, "tok12")
+
+
+@pytest.mark.parametrize("origin, host, ok", [
+    (None, "node1:5080", True),                         # not a browser form
+    ("https://node1:5080", "node1:5080", True),
+    ("https://NODE1:5080", "node1:5080", True),
+    ("http://node1:5080", "node1:5080", False),         # plain http
+    ("https://node1:5081", "node1:5080", False),        # another port
+    ("https://node1", "node1:5080", False),
+    ("https://evil.example", "node1:5080", False),
+    ("https://evil.example@node1:5080", "node1:5080", False),
+    ("null", "node1:5080", False),                      # a sandboxed or file page
+    ("https://node1:5080", None, False),
+    ("node1:5080", "node1:5080", False),
+    ("https://", "", False),
+], ids=["none", "same", "case", "http", "port", "no-port", "other", "userinfo", "null",
+        "no-host", "no-scheme", "empty"])
+def test_login_origin(origin, host, ok):
+    assert sessions.same_origin(origin, host) is ok

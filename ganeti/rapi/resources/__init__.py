@@ -115,6 +115,8 @@ def dispatch(route: Route, ctx: Ctx) -> Any:
     """
     ctx = dataclasses.replace(ctx, body=route.body.accept(ctx.body), spec=route.body)
     if route.read is not None:
+        if route.needs_write and ctx.principal is None:
+            raise errors.HttpError("Authentication required", 401)
         if route.needs_write and ctx.principal is not None and ctx.principal.owner_only:
             _check_owned_read(route, ctx, ctx.principal.user)
         return route.read(ctx)
@@ -169,12 +171,12 @@ def _check_owned_read(route: Route, ctx: Ctx, user: str) -> None:
 def check_opcodes(ops: list[dict[str, Any]], ctx: Ctx) -> None:
     """Refuse (403) opcodes the request's principal may not submit: by their role
     (:func:`ganeti.rapi.roles.opcode_role`), and for a user with the ``owner``
-    option, any opcode but one on an instance tagged ``owner:<user>``.  An
-    anonymous context (no principal: the server lets no write through without
-    one) is not judged here."""
+    option, any opcode but one on an instance tagged ``owner:<user>``.  A write
+    without a principal is refused (401): the server lets none through, and
+    should it ever, nothing is submitted."""
     principal = ctx.principal
     if principal is None:
-        return
+        raise errors.HttpError("Authentication required", 401)
     for op in ops:
         need = roles.opcode_role(op)
         if principal.role < need:
