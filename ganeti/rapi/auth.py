@@ -27,7 +27,7 @@ from ganeti.rapi import roles, sessions, users
 from ganeti.rapi.roles import Role
 from ganeti.rapi.tokens import Token
 
-__all__ = ["Principal", "Decision", "identify", "decide", "VIA_BASIC", "VIA_TOKEN",
+__all__ = ["Principal", "Decision", "identify", "is_bearer", "decide", "VIA_BASIC", "VIA_TOKEN",
            "VIA_SESSION"]
 
 VIA_BASIC, VIA_TOKEN, VIA_SESSION = "basic", "token", "session"
@@ -70,6 +70,12 @@ def _basic(table: Mapping[str, users.User], value: str) -> Decision:
     if not ok or user is None:
         return Decision(401, message="Invalid user name or password")
     return Decision(200, Principal(user.name, user.role, VIA_BASIC, user.owner_only))
+
+
+def is_bearer(authorization: str | None) -> bool:
+    """Whether an ``Authorization`` header offers a token (``Bearer``)."""
+    return (authorization is not None
+            and authorization.strip().partition(" ")[0].lower() == "bearer")
 
 
 def identify(table: Mapping[str, users.User], authorization: str | None, cookie: str | None,

@@ -342,6 +342,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
             self._user, self._size, self._allow, self._large = None, None, [], False
             self._requestline, self._method, self._close = "", "", False
             self._ui = False
+            self._bearer = False
             self._body_unread = False
             self.deadline_input.arm()
             try:
@@ -451,9 +452,13 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         leave the stream in doubt (a body unread would be taken for the next request)."""
         headers = [("Content-Type", "application/json")]
         if status == 401 and not self._ui:
-            headers.append(("WWW-Authenticate", f'Basic realm="{users.REALM}"'))
+            # a failed token asks for a token again, not for a password
+            challenge = (f'Bearer realm="{users.REALM}", error="invalid_token"'
+                         if self._bearer else f'Basic realm="{users.REALM}"')
+            headers.append(("WWW-Authenticate", challenge))
         if status == 403:
-            logger.warning("Refused %s to user %s from %s: %s", self._method, self._user,
+            # %r: a name from the request (a user, an instance) cannot start a new log line
+            logger.warning("Refused %s to user %r from %s: %r", self._method, self._user,
                            self.client_address[0], explain)
         if status == 501 and self._allow:      # a known path with another method
             headers.append(("Allow", ", ".join(self._allow)))
@@ -541,6 +546,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                    ) -> auth.Principal | None:
         """The request's principal (None: anonymous), or the 401/403 as an HttpError."""
         server = self.server
+        self._bearer = auth.is_bearer(headers.get("Authorization"))
         ident = auth.identify(server.users.get(), headers.get("Authorization"),
                               headers.get("Cookie"), token=server.tokens.verify,
                               session=server.sessions.lookup)

@@ -91,7 +91,7 @@ def test_readonly_is_refused_a_write_with_the_reason_and_a_log_line(vc):
     assert "'rita'" in answer["explain"] and "readonly" in answer["explain"]
     assert "needs operator" in answer["explain"]
     log = _daemon_log(vc)
-    assert "Refused PUT to user rita" in log and "rpass" not in log
+    assert "Refused PUT to user 'rita'" in log and "rpass" not in log
     assert request(vc, "GET", f"/2/instances/{THEIRS}", auth=RITA)[0] == 200
 
 
@@ -159,7 +159,8 @@ def test_token_works_as_bearer_and_stops_at_once_when_revoked(vc):
     answer = _refused(vc, "PUT", f"/2/instances/{THEIRS}/startup", status=401,
                       headers=_bearer(token))
     assert "revoked" in answer["explain"]
-    assert request(vc, "GET", "/2/tokens", headers=_bearer(token))[0] == 401
+    status, _, resp = request(vc, "GET", "/2/tokens", headers=_bearer(token))
+    assert status == 401 and resp.getheader("WWW-Authenticate").startswith("Bearer ")
     assert made["id"] not in open(path, encoding="utf-8").read()
 
 

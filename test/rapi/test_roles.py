@@ -188,3 +188,16 @@ def test_owner_limited_operator_cannot_change_owner_tags():
     assert exc.value.status == 403 and "owner:" in str(exc.value)
     ctx.query = {"tag": ["env:prod"]}
     assert res.dispatch(route, ctx) == 42
+
+
+
+def test_an_instance_name_in_a_refusal_is_quoted_as_a_literal():
+    """The URI layer refuses control characters; the refusal (logged) quotes names anyway."""
+    route, ctx, fake = _ctx("PUT", "/2/instances/web/startup",
+                            auth.Principal("olga", Role.OPERATOR, auth.VIA_BASIC, True),
+                            tags=[])
+    ctx.args["instance"] = "web\nRefused PUT"
+    with pytest.raises(errors.HttpError) as exc:
+        res.dispatch(route, ctx)
+    assert "'web\\nRefused PUT'" in str(exc.value) and "\n" not in str(exc.value)
+    assert fake.submitted == []

@@ -203,3 +203,34 @@ def test_error_body_is_ganeti_json() -> None:
     assert json.loads(rapi.error_body(414)) == {
         "code": 414, "message": "Request-URI Too Long", "explain": "Request-URI Too Long"}
     assert json.loads(rapi.error_body(400, "bad"))["explain"] == "bad"
+
+
+class _Sent:
+    """What ``_send_error`` needs of a connection; the answer is kept, not sent."""
+
+    def __init__(self, *, bearer: bool = False) -> None:
+        self._ui, self._bearer, self._method, self._user = False, bearer, "PUT", "ann\nx"
+        self.client_address = ("192.0.2.1", 1)
+        self._allow: list[str] = []
+        self._body_unread = self._close = False
+        self.answers: list[tuple[int, list[tuple[str, str]]]] = []
+
+    def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.answers.append((status, headers))
+
+
+def test_a_refusal_is_logged_on_one_line_whatever_the_names(caplog):
+    conn = _Sent()
+    forged = "instance 'a\nRefused PUT to user admin from 10.0.0.1: ok' is not tagged"
+    rapi._Handler._send_error(conn, 403, forged)  # type: ignore[arg-type]
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("Refused")]
+    assert "\n" not in record.getMessage() and "'ann\\nx'" in record.getMessage()
+
+
+@pytest.mark.parametrize("bearer, challenge", [(True, "Bearer "), (False, "Basic ")],
+                         ids=["bearer", "basic"])
+def test_a_failed_credential_is_challenged_with_its_scheme(bearer, challenge):
+    conn = _Sent(bearer=bearer)
+    rapi._Handler._send_error(conn, 401, "Invalid, expired or revoked token")  # type: ignore[arg-type]
+    ((status, headers),) = conn.answers
+    assert status == 401 and dict(headers)["WWW-Authenticate"].startswith(challenge)

@@ -149,7 +149,7 @@ def _owned(op: dict[str, Any], ctx: Ctx, user: str) -> str | None:
     if not isinstance(name, str) or not name:
         return "it may act on its own instances only"
     if tag not in ctx.client.QueryTags("instance", name):
-        return f"instance '{name}' is not tagged '{tag}'"
+        return f"instance {name!r} is not tagged {tag!r}"
     return None
 
 
