@@ -4,17 +4,18 @@
 session id, sent once as the ``__Host-ganeti_session`` cookie (``Secure``,
 ``HttpOnly``, ``SameSite=Strict``, ``Path=/``, no ``Domain``: the ``__Host-``
 prefix makes a browser refuse it otherwise, so a sibling host cannot plant
-one), and a random CSRF token,
-returned in the answer's body.  Every request but a GET that comes with the
-cookie must carry the CSRF token in ``X-CSRF-Token`` (:func:`csrf_ok`,
-constant time).  The store keeps the SHA-256 of each session id, not the
-id; a session ends at logout, after :data:`IDLE_TIMEOUT` without a
-request, or :data:`MAX_AGE` after login.  A user has at most
+one), and a random CSRF token, returned in the answer's body.  A login's
+``Origin``, when sent, must be this server's (:func:`same_origin`).  Every
+request with the cookie but a GET, and every write row even as a GET, must
+carry the CSRF token in ``X-CSRF-Token`` (:func:`csrf_ok`, constant time;
+:func:`ganeti.rapi.auth.decide`).  The store keeps the SHA-256 of each
+session id, not the id; a session ends at logout, after :data:`IDLE_TIMEOUT`
+without a request, or :data:`MAX_AGE` after login.  A user has at most
 :data:`MAX_USER_SESSIONS` (a new login ends that user's least recently used
-one); when the store holds :data:`MAX_SESSIONS` live sessions a new login
-is refused (503) rather than ending another user's.  Sessions live in the daemon's
-memory only: a restart or a master failover logs everyone out.  The clock
-is passed in.
+one); when the store holds :data:`MAX_SESSIONS` live sessions a new login is
+refused (503) rather than ending another user's.  Sessions live in the
+daemon's memory only: a restart or a master failover logs everyone out.  The
+clock is passed in.
 """
 
 from __future__ import annotations
