@@ -253,6 +253,32 @@ def _check_network_name(value: str) -> str:
     return value
 
 
+#: OpClusterSetParams parameters accepted at the cluster's current value only
+_CURRENT_ONLY = ("zeroing_image", "reserved_lvs", "gluster_storage_dir", "compression_tools",
+                 "enabled_user_shutdown")
+_CURRENT_ONLY_PER_COLLECTOR = ("enabled_data_collectors", "data_collector_interval")
+
+
+def _check_unchanged(op: OpClusterSetParams, info: dict[str, Any]) -> None:
+    """Refuse a Ganeti 3.0 parameter we take but cannot change yet unless it is given at
+    the cluster's current value (``info`` is :func:`cluster_info`): so what ``GET
+    /2/info`` answered can be sent back to ``PUT /2/modify``, as Ganeti's QA does."""
+    for name in _CURRENT_ONLY:
+        value = getattr(op, name)
+        if value is not None and value != info[name]:
+            raise errors.OpPrereqError(f"Changing '{name}' is not supported yet; only its"
+                                       f" current value {info[name]!r} is accepted",
+                                       errors.ECODE_INVAL)
+    for name in _CURRENT_ONLY_PER_COLLECTOR:
+        for collector, value in (getattr(op, name) or {}).items():
+            current = info[name].get(collector)
+            if value != current:
+                raise errors.OpPrereqError(
+                    f"Changing '{name}' of data collector '{collector}' is not supported"
+                    f" yet; only its current value {current!r} is accepted",
+                    errors.ECODE_INVAL)
+
+
 def _apply_os_list(current: list[str], mods: list[Any], where: str) -> list[str]:
     result = list(current)
     for mod in mods:
@@ -425,6 +451,7 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
         if op.blacklisted_os is not None:
             new["blacklisted_os"] = _apply_os_list(cluster.blacklisted_os, op.blacklisted_os,
                                                    "blacklisted_os")
+        _check_unchanged(op, cluster_info(cfg))
         self.new_values = new
 
     def _check_vg_name(self, cluster: Cluster, new: dict[str, Any]) -> None:

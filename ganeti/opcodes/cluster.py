@@ -80,6 +80,17 @@ class OpClusterSetParams(OpCode):
     instance_communication_network: str | None = param(
         None, doc="network name for instance communication (stored and shown, no network is"
         " created); '' clears")
+    # Ganeti 3.0 parameters taken at the cluster's current value only (a no-op: /2/info's
+    # answer can be PUT back to /2/modify); changing them is refused (doc/compat.md)
+    zeroing_image: str | None = param(None, doc="only the current value (no change)")
+    reserved_lvs: list[str] | None = param(None, doc="only the current value (no change)")
+    gluster_storage_dir: str | None = param(None, doc="only the current value (no change)")
+    compression_tools: list[str] | None = param(None, doc="only the current value (no change)")
+    enabled_user_shutdown: bool | None = param(None, doc="only the current value (no change)")
+    enabled_data_collectors: dict[str, bool] | None = param(
+        None, doc="only the current values of the named collectors (no change)")
+    data_collector_interval: dict[str, int] | None = param(
+        None, doc="only the current values of the named collectors (no change)")
     force: bool = False
 
 

@@ -31,11 +31,8 @@ NAMED_ONLY: dict[str, dict[str, tuple[str, bool]]] = {}
 
 #: OP_ID -> {upstream parameter not implemented here: Ganeti 3.0's default}
 ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
-    "OP_CLUSTER_SET_PARAMS": {'compression_tools': None, 'data_collector_interval': None,
-        'disk_state': None,
-        'enabled_data_collectors': None, 'enabled_user_shutdown': None,
-        'gluster_storage_dir': None, 'hv_state': None, 'osparams_private_cluster': None,
-        'reserved_lvs': None, 'zeroing_image': None},
+    "OP_CLUSTER_SET_PARAMS": {'disk_state': None, 'hv_state': None,
+        'osparams_private_cluster': None},
     "OP_GROUP_ASSIGN_NODES": {'node_uuids': None},
     "OP_INSTANCE_ACTIVATE_DISKS": {'instance_uuid': None},
     "OP_INSTANCE_CHANGE_GROUP": {'instance_uuid': None},

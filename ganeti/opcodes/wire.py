@@ -298,7 +298,12 @@ def cluster_set_params(*, enabled_hypervisors: list[str] | None = NOT_SENT,
         remove_uids: list[Any] | None = NOT_SENT, ipolicy: dict[str, Any] | None = NOT_SENT,
         hidden_os: list[Any] | None = NOT_SENT, blacklisted_os: list[Any] | None = NOT_SENT,
         install_image: str | None = NOT_SENT, instance_communication_network: str | None = NOT_SENT,
-        force: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        zeroing_image: str | None = NOT_SENT, reserved_lvs: list[str] | None = NOT_SENT,
+        gluster_storage_dir: str | None = NOT_SENT, compression_tools: list[str] | None = NOT_SENT,
+        enabled_user_shutdown: bool | None = NOT_SENT,
+        enabled_data_collectors: dict[str, bool] | None = NOT_SENT,
+        data_collector_interval: dict[str, int] | None = NOT_SENT, force: bool = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change cluster parameters; only the given (non-null) fields change."""
     return _op(OP_CLUSTER_SET_PARAMS, locals())
 

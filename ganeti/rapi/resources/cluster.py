@@ -3,6 +3,8 @@ operating systems, cluster changes and cluster tags (pure)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ganeti import constants, query
 from ganeti.opcodes import wire
 from ganeti.rapi.openapi import OBJ, STR, STRS, Doc, opbody
@@ -28,6 +30,24 @@ def _os_list(ctx: Ctx) -> list[str]:
     return names
 
 
+#: keys of the cluster information given again under the name ``/2/modify`` takes
+#: (Ganeti's ``GET_ALIASES`` of ``/2/info``), so a GET's answer can be PUT back
+INFO_ALIASES: dict[str, str] = {
+    "volume_group_name": "vg_name",
+    "drbd_usermode_helper": "drbd_helper",
+}
+
+
+def _info(ctx: Ctx) -> dict[str, Any]:
+    """``GET /2/info``: QueryClusterInfo with the keys of ``INFO_ALIASES`` also under
+    their alias."""
+    info = dict(ctx.client.QueryClusterInfo())
+    for key, alias in INFO_ALIASES.items():
+        if key in info:
+            info[alias] = info[key]
+    return info
+
+
 #: the roots and what describes the server (the table puts ``GET /2/openapi.json`` after them)
 ROOTS: list[Route] = [
     Route("/", "GET", read=lambda c: None,
@@ -40,7 +60,7 @@ ROOTS: list[Route] = [
         media_type="application/openmetrics-text; version=1.0.0; charset=utf-8")),
     Route("/2", "GET", read=lambda c: None,
           doc=Doc("Version 2 root (no content)", result={"nullable": True})),
-    Route("/2/info", "GET", read=lambda c: c.client.QueryClusterInfo(),
+    Route("/2/info", "GET", read=_info,
           doc=Doc("Cluster information", result=OBJ)),
     Route("/2/features", "GET", read=lambda c: list(FEATURES),
           doc=Doc("Optional features this server implements", result=STRS)),
