@@ -10,6 +10,8 @@ setup(
     description="A cluster manager for virtual machines in the Ganeti 2.x tradition",
     python_requires=">=3.11",
     packages=find_packages(include=["ganeti", "ganeti.*"]),
+    # the web console's pages, scripts and style (doc/webui.md)
+    package_data={"ganeti.rapi": ["ui/*.html", "ui/*.js", "ui/*.css"]},
     scripts=sorted(glob.glob("daemons/ganeti-*") + glob.glob("scripts/gnt-*")
                    + ["scripts/ganeti-iallocator"]),
     install_requires=[

@@ -40,7 +40,7 @@ from ganeti.http.limits import Limits
 from ganeti.http.threaded import DEFAULT_LIMITS, DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
-from ganeti.rapi import auth, resources, roles, sessions, stream, users
+from ganeti.rapi import auth, resources, roles, sessions, stream, users, webui
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.rapiauth import Sessions, TokenFile
 from ganeti.server.logsetup import AccessLog
@@ -423,6 +423,10 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         if isinstance(result, stream.StreamRequest):
             self._stream(result)
             return
+        if isinstance(result, webui.Page):
+            self._answer(200, [("Content-Type", result.content_type), *webui.HEADERS],
+                         result.body)
+            return
         if isinstance(result, _Reply):
             self._answer(200, [("Content-Type", "application/json"), *result.headers],
                          serializer.dumps(result.data).encode())
@@ -561,11 +565,17 @@ class _HttpConnection(socketserver.StreamRequestHandler):
     def _serve_ui(self, method: str, path: str, headers: RequestHeaders,
                   head: framing.RequestHead, parser: framing.RequestParser) -> Any:
         """The web console's session paths: ``POST /ui/login``, ``POST /ui/logout``,
-        ``GET /ui/session`` (doc/rapi.md, "Sessions")."""
+        ``GET /ui/session`` (doc/rapi.md, "Sessions"); any other GET is one of its
+        static files (:mod:`ganeti.rapi.webui`, doc/webui.md), served to anyone."""
         paths = {f"{UI_PREFIX}/login": "POST", f"{UI_PREFIX}/logout": "POST",
                  f"{UI_PREFIX}/session": "GET"}
         if path not in paths:
-            raise errors.HttpError(f"Resource {path[:40]!r} not found", 404)
+            found = webui.page(UI_PREFIX, path) if method == "GET" else None
+            if found is None:
+                raise errors.HttpError(f"Resource {path[:40]!r} not found", 404)
+            if self._body_unread:
+                raise errors.HttpError(f"{path} takes no request body", 400)
+            return found
         if method != paths[path]:
             self._allow = [paths[path]]
             raise errors.HttpError(f"Method {method} is not supported; allowed:"

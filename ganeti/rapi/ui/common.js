@@ -1,0 +1,91 @@
+// Shared by every page of the web console: RAPI calls with the session cookie and the
+// CSRF header, the session, the navigation bar, the event stream (doc/webui.md).
+
+let csrf = null;
+
+export class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+// One RAPI request; a write carries the session's CSRF token.  Answers the decoded JSON.
+export async function api(method, path, body) {
+  const headers = { "Accept": "application/json" };
+  if (method !== "GET" && csrf) headers["X-CSRF-Token"] = csrf;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, {
+    method, headers, credentials: "same-origin", cache: "no-store",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await resp.json().catch(() => null);
+  if (!resp.ok) {
+    const msg = (data && (data.explain || data.message)) || resp.statusText;
+    throw new ApiError(resp.status, msg);
+  }
+  return data;
+}
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+export function instanceLink(name) {
+  return el("a", { href: "/ui/instance.html?name=" + encodeURIComponent(name) }, name);
+}
+
+// The logged-in session ({user, role, csrf_token}); without one, the login page.
+export async function session() {
+  try {
+    const s = await api("GET", "/ui/session");
+    csrf = s.csrf_token;
+    return s;
+  } catch (err) {
+    if (err.status === 401 || err.status === 400) {
+      location.replace("/ui/login.html?next=" + encodeURIComponent(location.pathname + location.search));
+      return new Promise(() => {});
+    }
+    throw err;
+  }
+}
+
+export async function logout() {
+  try { await api("POST", "/ui/logout"); } finally { location.assign("/ui/login.html"); }
+}
+
+// The page's header: links, who is logged in, the logout button.
+export function navbar(s) {
+  const nav = document.getElementById("nav");
+  const out = el("button", { id: "logout", type: "button" }, "Log out");
+  out.addEventListener("click", logout);
+  nav.replaceChildren(
+    el("a", { href: "/ui/" }, "Cluster"), el("a", { href: "/ui/instances.html" }, "Instances"),
+    el("span", { id: "whoami" }, `${s.user} (${s.role})`), out);
+}
+
+export function showError(err) {
+  const box = document.getElementById("error");
+  box.textContent = String(err.message || err);
+  box.hidden = false;
+}
+
+// The cluster's event stream (RAPI GET /2/events): handler(event) for each event of
+// the given types; EventSource reconnects by itself with Last-Event-ID.
+export function events(types, handler) {
+  const source = new EventSource("/2/events");
+  for (const type of types) {
+    source.addEventListener(type, (msg) => handler(JSON.parse(msg.data)));
+  }
+  return source;
+}
+
+export function statusClass(status) {
+  if (status === "running") return "ok";
+  if (status === "ADMIN_down" || status === "USER_down") return "down";
+  return "bad";
+}

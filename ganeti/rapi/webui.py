@@ -1,0 +1,67 @@
+"""The web console's static files (``/ui/``): which exist, and the headers they go with.
+
+The pages are plain HTML, CSS and JavaScript modules in ``ganeti/rapi/ui/``
+(no build step); they talk to RAPI with the session cookie (doc/webui.md).
+:func:`page` maps a request path to a file of that directory, read when
+asked; nothing outside the directory and no other file type is served.  Every
+page goes with :data:`HEADERS`: a Content-Security-Policy that lets a page
+load scripts, styles, images and connections from this origin only, never
+frames, plugins or inline scripts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+__all__ = ["CSP", "HEADERS", "STATIC_DIR", "Page", "page"]
+
+#: the directory of the console's files (installed with the package: setup.py)
+STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui")
+
+#: extension -> Content-Type of the files served
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+}
+
+#: nothing from another origin, no inline script or style, no framing, no plugins
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self';"
+       " connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self';"
+       " frame-ancestors 'none'")
+
+HEADERS: tuple[tuple[str, str], ...] = (
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+    ("Cache-Control", "no-cache"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One static file to answer with: its Content-Type and bytes."""
+
+    content_type: str
+    body: bytes
+
+
+def page(prefix: str, path: str, directory: str = STATIC_DIR) -> Page | None:
+    """The file for request ``path`` under ``prefix`` (``/ui/`` is ``index.html``), or
+    None when there is none: an unknown name or type, a hidden file, a subdirectory."""
+    name = path[len(prefix):].lstrip("/") or "index.html"
+    if "/" in name or "\\" in name or name.startswith("."):
+        return None
+    ctype = _TYPES.get(os.path.splitext(name)[1])
+    if ctype is None:
+        return None
+    try:
+        with open(os.path.join(directory, name), "rb") as fh:
+            return Page(ctype, fh.read())
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None

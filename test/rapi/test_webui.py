@@ -1,0 +1,54 @@
+"""ganeti/rapi/webui.py: which request paths are console files, and their headers."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from ganeti.rapi import webui
+
+
+@pytest.mark.parametrize("path, ctype", [
+    ("/ui/", "text/html; charset=utf-8"),
+    ("/ui", "text/html; charset=utf-8"),
+    ("/ui/login.html", "text/html; charset=utf-8"),
+    ("/ui/instances.js", "text/javascript; charset=utf-8"),
+    ("/ui/app.css", "text/css; charset=utf-8"),
+], ids=["slash", "bare", "html", "js", "css"])
+def test_console_files_are_found_with_their_type(path, ctype):
+    found = webui.page("/ui", path)
+    assert found is not None and found.content_type == ctype and found.body
+
+
+@pytest.mark.parametrize("path", [
+    "/ui/../webui.py", "/ui/..%2Fwebui.py", "/ui/sub/index.html", "/ui/.hidden.js",
+    "/ui/nothere.html", "/ui/README", "/ui/\\index.html",
+], ids=["dotdot", "encoded", "subdir", "hidden", "missing", "no-type", "backslash"])
+def test_other_paths_are_not_files(path):
+    assert webui.page("/ui", path) is None
+
+
+def test_every_file_in_the_directory_is_of_a_served_type(tmp_path):
+    (tmp_path / "a.js").write_text("x")
+    assert webui.page("/ui", "/ui/a.js", str(tmp_path)) is not None
+    assert webui.page("/ui", "/ui/index.html", str(tmp_path)) is None
+
+
+def test_pages_forbid_other_origins_inline_code_and_framing():
+    headers = dict(webui.HEADERS)
+    csp = headers["Content-Security-Policy"]
+    assert "default-src 'self'" in csp and "object-src 'none'" in csp
+    assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+    assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_html_pages_load_nothing_inline_or_from_elsewhere():
+    for name in os.listdir(webui.STATIC_DIR):
+        with open(os.path.join(webui.STATIC_DIR, name), encoding="utf-8") as fh:
+            text = fh.read()
+        assert not re.search(r"https?://", text), name
+        if name.endswith(".html"):
+            assert " style=" not in text and "<style" not in text, name
+            assert all('src="/ui/' in tag for tag in re.findall(r"<script[^>]*>", text)), name
