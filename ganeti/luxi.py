@@ -201,6 +201,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            doc="Cluster configuration values (cluster_name, drain_flag, ...)."),
     Method("QueryClusterInfo", (), idempotent=True, result="dict[str, Any]",
            doc="The cluster information dict."),
+    Method("QueryNodeDrbd", (("node", str),), idempotent=True, result="list[list[Any]]",
+           doc="DRBD minors of a node from the configuration (rows as gnt-node list-drbd)."),
     Method("QueryTags", (("kind", str), ("name", str | None)), idempotent=True,
            result="list[str]",
            doc="Tags of one object (kind: cluster, node, instance, nodegroup, network)."),
@@ -660,6 +662,10 @@ class Client:
     def QueryClusterInfo(self, *, read_timeout: float | None = None) -> dict[str, Any]:
         """The cluster information dict."""
         return self.call("QueryClusterInfo", [], timeout=read_timeout)
+
+    def QueryNodeDrbd(self, node: str, *, read_timeout: float | None = None) -> list[list[Any]]:
+        """DRBD minors of a node from the configuration (rows as gnt-node list-drbd)."""
+        return self.call("QueryNodeDrbd", [node], timeout=read_timeout)
 
     def QueryTags(self, kind: str, name: str | None, *,
                   read_timeout: float | None = None) -> list[str]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["main", "commands", "add_node", "remove_node", "list_nodes", "list_fields",
-           "show_node_info", "format_node_info", "modify_node", "powercycle_node", "list_storage", "list_volumes", "modify_storage",
+           "show_node_info", "format_node_info", "modify_node", "powercycle_node", "list_storage", "list_volumes", "list_drbd", "modify_storage",
            "repair_storage", "LIST_DEFAULT_FIELDS", "INFO_FIELDS", "STORAGE_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
@@ -220,6 +220,25 @@ def list_volumes(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
+#: ``list-drbd`` columns (Ganeti's titles)
+DRBD_TITLES = {"node": "Node", "minor": "Minor", "instance": "Instance", "disk": "Disk",
+               "role": "Role", "peer": "PeerNode"}
+
+
+def list_drbd(opts: Any, args: list[str]) -> int:
+    """List the DRBD minors the configuration gives one node (LUXI ``QueryNodeDrbd``)."""
+    from ganeti import query
+    rows = cli.get_client(opts).QueryNodeDrbd(args[0])
+    fdefs = [{"name": f, "title": title,
+              "kind": constants.QFT_NUMBER if f == "minor" else constants.QFT_TEXT}
+             for f, title in DRBD_TITLES.items()]
+    cells = [[[constants.RS_NORMAL, v] for v in row] for row in rows]
+    for line in query.format_table(fdefs, cells, headers=not opts.no_headers,
+                                   separator=opts.separator):
+        cli.to_stdout(line)
+    return cli.EXIT_SUCCESS
+
+
 def modify_storage(opts: Any, args: list[str]) -> int:
     """Change a storage unit: NODE STORAGE_TYPE NAME (OP_NODE_MODIFY_STORAGE)."""
     node, stype, name = args
@@ -327,6 +346,10 @@ commands: dict[str, cli.Command] = {
                 [cli.NOHDR_OPT, cli.SEP_OPT, cli.UNITS_OPT, cli.FIELDS_OPT, cli.PRIORITY_OPT],
                 "[options] [NODE...]", "List the volumes of nodes: the disk files of the"
                 " file storage directories (fields: node, phys, vg, name, size, instance)"),
+    "list-drbd": (list_drbd, [cli.ArgNode(min=1, max=1)], [cli.NOHDR_OPT, cli.SEP_OPT],
+                  "[--no-headers] [--separator=SEP] NODE",
+                  "List the DRBD minors of a node from the configuration (node, minor,"
+                  " instance, disk, role, peer)"),
     "modify-storage": (modify_storage, [cli.ArgUnknown(min=3, max=3,
                                                        name="NODE STORAGE_TYPE NAME")],
                        [ALLOCATABLE_OPT, *_JOB_OPTS], "[--allocatable yes|no] NODE"

@@ -33,7 +33,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.config.reader import ConfigReader
 from ganeti.objects import Disk, Node
 
-__all__ = ["ACTIVATE_SYNC_STALL", "make_drbd_disk", "rpc_disk", "rpc_disks",
+__all__ = ["ACTIVATE_SYNC_STALL", "node_drbd_minors", "make_drbd_disk", "rpc_disk", "rpc_disks",
            "public_logical_id", "new_secret", "wait_for_sync", "drbd_peer", "HIDDEN",
            "SYNC_POLL", "data_lv_name", "meta_lv_name", "drbd_disk_size", "is_drbd",
            "secondary_nodes", "assemble_secondaries", "shutdown_mirrors", "check_consistent",
@@ -150,6 +150,39 @@ def drbd_peer(disk: Disk, node_uuid: str) -> str | None:
     """The other node of a DRBD disk as seen from ``node_uuid`` (None if not one of them)."""
     a, b = disk.logical_id[0], disk.logical_id[1]
     return b if node_uuid == a else a if node_uuid == b else None
+
+
+def _minors_on(disk: Disk, node_uuid: str) -> list[tuple[int, str]]:
+    """``(minor, peer node UUID)`` of every DRBD device of ``disk`` (its children
+    included) that has ``node_uuid`` as one of its two nodes."""
+    found: list[tuple[int, str]] = []
+    if is_drbd(disk) and len(disk.logical_id) >= 5:
+        node_a, node_b, _port, minor_a, minor_b = disk.logical_id[:5]
+        if node_a == node_uuid:
+            found.append((minor_a, node_b))
+        elif node_b == node_uuid:
+            found.append((minor_b, node_a))
+    for child in disk.children:
+        found.extend(_minors_on(child, node_uuid))
+    return found
+
+
+def node_drbd_minors(cfg: ConfigReader, node_uuid: str) -> list[list[Any]]:
+    """The DRBD minors the configuration gives a node, as ``gnt-node list-drbd`` shows
+    them (Ganeti's answer to the same question): one ``[node, minor, instance,
+    "disk/N", role, peer]`` row per minor, names for nodes, ``role`` ``primary`` when
+    the node is the instance's primary node and ``secondary`` otherwise.  Sorted. Pure."""
+    def name(uuid: str) -> str:
+        node = cfg.get_node_info(uuid)
+        return node.name if node is not None else uuid
+
+    rows: list[list[Any]] = []
+    for inst in cfg.get_all_instances_info().values():
+        role = "primary" if inst.primary_node == node_uuid else "secondary"
+        for idx, disk in enumerate(cfg.get_instance_disks(inst.uuid)):
+            rows.extend([name(node_uuid), minor, inst.name, f"disk/{idx}", role, name(peer)]
+                        for minor, peer in _minors_on(disk, node_uuid))
+    return sorted(rows)
 
 
 def _progress_line(idx_name: str, found: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from ganeti import constants, errors, events, luxi, query, serializer
 from ganeti.watcher import pause as watcherpause
 from ganeti.cmdlib import backup as cmdlib_backup
 from ganeti.cmdlib import query as cmdlib_query
+from ganeti.cmdlib import drbd
 from ganeti.cmdlib.cluster import cluster_info
 from ganeti.cmdlib.common import find_instance, find_node
 from ganeti.context import MasterContext
@@ -337,6 +338,15 @@ class LuxiDispatcher:
             raise errors.ParameterError("SetDrainFlag: expected a boolean", errors.ECODE_INVAL)
         self.context.require_jqueue().set_drain_flag(flag)
         return True
+
+    def QueryNodeDrbd(self, node: str) -> list[list[Any]]:
+        """The DRBD minors the configuration gives ``node`` (Ganeti answers this from
+        confd): ``[node, minor, instance, "disk/N", role, peer]`` rows."""
+        cfg = self.context.committed_cfg()
+        found = find_node(cfg, node)
+        if found is None:
+            raise errors.OpPrereqError(f"Node '{node}' not known", errors.ECODE_NOENT)
+        return drbd.node_drbd_minors(cfg, found.uuid)
 
     def QueryConfigValues(self, fields: Any) -> list[Any]:
         if not isinstance(fields, list):

@@ -651,3 +651,19 @@ def test_the_resync_rate_disk_parameter_reaches_the_nodes(renv: Any) -> None:
     assert renv.rpc.seen_disks[0]["dynamic_params"]["resync_control"] == {
         "c-plan-ahead": "20", "c-fill-target": "0s", "c-delay-target": "1",
         "c-max-rate": "30720k", "c-min-rate": "4096k"}
+
+
+def test_node_drbd_minors_lists_each_minor_with_role_and_peer(denv: Any) -> None:
+    # gnt-node list-drbd (Ganeti's QA TestNodeListDrbd): a node's rows name it or its peer
+    _drbd(denv, "a", start=False)
+    _drbd(denv, "b", pnode="node1", snode="node3", start=False)
+    _drbd(denv, "c", pnode="node3", snode="node2", start=False)
+    _create(denv, "p", template="plain", pnode="node1", start=False)
+    rows = {n: drbd.node_drbd_minors(denv.cfg, f"uuid-{n}") for n in ("node1", "node2")}
+    assert rows["node1"] == [["node1", 0, "a", "disk/0", "primary", "node2"],
+                             ["node1", 1, "b", "disk/0", "primary", "node3"]]
+    assert rows["node2"] == [["node2", 0, "a", "disk/0", "secondary", "node1"],
+                             ["node2", 1, "c", "disk/0", "secondary", "node3"]]
+    denv.run("OP_INSTANCE_REMOVE", instance_name="a")
+    assert drbd.node_drbd_minors(denv.cfg, "uuid-node2") == [
+        ["node2", 1, "c", "disk/0", "secondary", "node3"]]

@@ -544,6 +544,16 @@ def test_os_modify(vc):
     assert not cluster["OS-specific hypervisor parameters"]
 
 
+def test_node_list_drbd(vc):
+    # Ganeti's QA TestNodeListDrbd: a node without DRBD disks prints nothing with
+    # --no-header; the header names Ganeti's columns; an unknown node fails
+    assert vc.ok("gnt-node", "list-drbd", "--no-header", N1).strip() == ""
+    assert vc.ok("gnt-node", "list-drbd", N2).split() == [
+        "Node", "Minor", "Instance", "Disk", "Role", "PeerNode"]
+    res = vc.run("gnt-node", "list-drbd", "nosuch.vcluster")
+    assert res.returncode != 0 and "nosuch.vcluster" in res.stderr
+
+
 def _cluster_param(vc, label: str) -> Any:
     params = info(vc, "gnt-cluster", "info")["Cluster parameters"]
     return params[label]
