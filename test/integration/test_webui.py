@@ -14,7 +14,10 @@ page loads anything from outside the cluster.  Helpers come from
 from __future__ import annotations
 
 import http.client
+import importlib.machinery
+import importlib.util
 import os
+import re
 import ssl
 import time
 import urllib.parse
@@ -23,6 +26,8 @@ import pytest
 import webdriver
 from test_rapi import request, wait_job, write_users
 from vcluster_harness import VirtualCluster
+
+from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -219,3 +224,30 @@ def test_no_page_loads_anything_from_outside_the_cluster(vc, browser):
     # ends: a stream still open has no resource entry yet)
     assert {origin + "/2/info", origin + "/2/instances?bulk=1", origin + "/ui/session",
             f"{origin}/2/instances/{WEB}"} <= set(seen)
+
+
+def test_the_demo_prints_the_console_address_and_a_login_that_works(vc, browser):
+    """``make demo``'s lines (tools/demo): run last, it replaces the users file."""
+    loader = importlib.machinery.SourceFileLoader(
+        "ganeti_demo", os.path.join(vcluster.REPO_ROOT, "tools", "demo"))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    assert spec is not None
+    demo = importlib.util.module_from_spec(spec)
+    loader.exec_module(demo)
+    text = demo._web_console(vc.cluster)
+    url = re.search(r"(https://\S+/ui/)", text)
+    login = re.search(r"log in as (\S+), password (\S+)", text)
+    assert url and login and url.group(1) == _origin(vc) + "/ui/"
+    b = browser
+    deadline = time.monotonic() + 10
+    while request(vc, "GET", "/2/tokens", auth=(login.group(1), login.group(2)))[0] != 200:
+        assert time.monotonic() < deadline, "the demo's users file not loaded"
+        time.sleep(0.1)
+    b.get(url.group(1))
+    b.wait("return location.pathname === '/ui/login.html'", "the login form")
+    b.type("#user", login.group(1))
+    b.type("#password", login.group(2))
+    b.click("#submit")
+    b.wait("return document.body.dataset.ready === '1' && location.pathname === '/ui/'",
+           "the overview")
+    assert b.text("#whoami") == f"{login.group(1)} (admin)"
