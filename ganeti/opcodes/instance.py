@@ -8,6 +8,7 @@ Parameter names are Ganeti's.  Disks are ``[{"size": MiB, "mode": "rw",
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +93,26 @@ def _check_beparams_change(value: dict[str, Any], where: str) -> None:
     parameters.check_params("be", value, allow_default=True)
 
 
+#: URL schemes an OS image may be fetched with (Ganeti's: http, https, ftp, ftps)
+_IMAGE_URL_RE = re.compile(r"^(https?|ftps?)://")
+
+
+def _check_os_image(value: dict[str, Any], where: str, *, allow_default: bool = False) -> None:
+    """The OS parameter ``os-image``, when given: an absolute path or a
+    URL (http, https, ftp, ftps), as Ganeti checks it; ``"default"`` too in a change."""
+    image = value.get("os-image")
+    if image is None or (allow_default and image == "default"):
+        return
+    if not isinstance(image, str) or not (_IMAGE_URL_RE.match(image) or
+                                          (image.startswith("/") and "\0" not in image)):
+        raise errors.ParameterError(f"Parameter '{where}': OS image must be an absolute path"
+                                    f" or a URL, got {image!r}", errors.ECODE_INVAL)
+
+
+def _check_os_image_change(value: dict[str, Any], where: str) -> None:
+    _check_os_image(value, where, allow_default=True)
+
+
 _EXPECTED_DOC = ("refuse (wrong_state) unless the instance's admin state (and its source)"
                  " is still this when the job holds the instance's lock; for a client"
                  " that decided earlier, such as the watcher")
@@ -112,7 +133,7 @@ class OpInstanceCreate(OpInstanceBase):
 
     mode: str = param(constants.INSTANCE_CREATE, choices=_CREATE_MODES)
     os_type: str | None = None
-    osparams: dict[str, Any] = param({})
+    osparams: dict[str, Any] = param({}, check=_check_os_image)
     osparams_private: dict[str, Private] = param({})
     #: given to the OS scripts of this operation only, never stored
     #: (doc/protocols/opcodes.md, "Private parameters")
@@ -202,7 +223,7 @@ class OpInstanceReinstall(OpInstanceBase):
 
     os_type: str | None = None
     force_variant: bool = False
-    osparams: dict[str, Any] | None = None
+    osparams: dict[str, Any] | None = param(None, check=_check_os_image)
     osparams_private: dict[str, Private] | None = None
     #: given to the OS scripts of this reinstall only, never stored
     osparams_secret: dict[str, Private] | None = None
@@ -225,7 +246,7 @@ class OpInstanceSetParams(OpInstanceBase):
     disks: list[Any] = param([], max_len=_MAX_DISK_MODS, check=_check_disk_mods)
     beparams: dict[str, Any] = param({}, check=_check_beparams_change)
     hvparams: dict[str, Any] = param({})
-    osparams: dict[str, Any] | None = None
+    osparams: dict[str, Any] | None = param(None, check=_check_os_image_change)
     osparams_private: dict[str, Private] | None = None
     os_name: str | None = None
     force_variant: bool = False

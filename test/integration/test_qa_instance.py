@@ -11,7 +11,8 @@ import os
 import shutil
 
 import pytest
-from instance_helpers import NOCHECK, disk_files, fail_unchanged, fake_hv, rows, status_of
+from instance_helpers import (NOCHECK, disk_files, fail_unchanged, fake_hv, install_os, rows,
+                              status_of)
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -195,3 +196,33 @@ def test_new_primary_and_back(vc):
     vc.ok("gnt-instance", "modify", f"--new-primary={N1}", name)
     vc.ok("gnt-instance", "startup", name)
     assert rows(vc, "pnode,status", name) == [[N1, "running"]]
+
+
+_BAD_IMAGE = "Parameter 'osparams': OS image must be an absolute path or a URL"
+
+
+def test_os_image_must_be_an_absolute_path_or_a_url(vc):
+    # TestInstanceModify sets os-image to a URL and back to default; TestInstanceReinstall
+    # fails with a relative os-image ("NonExistantOsForQa"); add checks it as Ganeti's
+    install_os(vc, "imageos", {})
+    for node in vc.names:
+        with open(os.path.join(vc.paths(node).os_search_path[0], "imageos",
+                               "parameters.list"), "w") as fh:
+            fh.write("os-image the image to install\n")
+    name = "osimage.example.com"
+    fail_unchanged(vc, "gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-o",
+                   "imageos", "-n", N1, *NOCHECK, "--no-start", "--no-install",
+                   "--os-parameters", "os-image=NonExistantOsForQa", name,
+                   expect=_BAD_IMAGE)
+    _add(vc, name, "file", "--no-start")
+    vc.ok("gnt-instance", "modify", "-o", "imageos", name)
+    url = "http://example.com/busybox.img"
+    vc.ok("gnt-instance", "modify", "--os-parameters", "os-image=" + url, name)
+    assert rows(vc, "osparams", name) == [[f"os-image={url}"]]
+    vc.ok("gnt-instance", "modify", "--os-parameters", "os-image=default", name)
+    assert "os-image" not in str(rows(vc, "osparams", name))
+    vc.ok("gnt-instance", "modify", "--os-parameters", "os-image=/srv/images/a.img", name)
+    for verb in (("modify",), ("reinstall", "-f")):
+        fail_unchanged(vc, "gnt-instance", *verb, "--os-parameters",
+                       "os-image=NonExistantOsForQa", name, expect=_BAD_IMAGE)
+    assert rows(vc, "osparams", name) == [["os-image=/srv/images/a.img"]]

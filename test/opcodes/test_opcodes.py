@@ -86,3 +86,33 @@ def test_default_lists_are_not_shared() -> None:
     b = opcodes.OpTestDelay(duration=0)
     a.on_nodes.append("x")
     assert b.on_nodes == []
+
+
+_CREATE = {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": "i1", "disk_template": "file",
+           "os_type": "tinyos", "pnode": "node1"}
+
+
+@pytest.mark.parametrize("image, ok", [
+    ("/srv/images/a.img", True), ("http://example.com/a.img", True),
+    ("https://example.com/a.img", True), ("ftp://example.com/a.img", True),
+    ("ftps://example.com/a.img", True), ("NonExistantOsForQa", False),
+    ("images/a.img", False), ("file:///srv/a.img", False), ("", False), (7, False),
+    ("default", False)], ids=str)
+def test_os_image_is_an_absolute_path_or_a_url(image: object, ok: bool) -> None:
+    # Ganeti's CheckOSImage, at instance creation and reinstall
+    for data in (_CREATE, {"OP_ID": "OP_INSTANCE_REINSTALL", "instance_name": "i1"}):
+        params = {**data, "osparams": {"os-image": image}}
+        if ok:
+            opcodes.from_dict(params)
+        else:
+            with pytest.raises(errors.ParameterError, match="absolute path or a URL"):
+                opcodes.from_dict(params)
+
+
+def test_os_image_default_resets_it_in_a_change_only() -> None:
+    modify = {"OP_ID": "OP_INSTANCE_SET_PARAMS", "instance_name": "i1"}
+    assert opcodes.from_dict({**modify, "osparams": {"os-image": "default"}}).osparams == {
+        "os-image": "default"}
+    with pytest.raises(errors.ParameterError, match="absolute path or a URL"):
+        opcodes.from_dict({**modify, "osparams": {"os-image": "NonExistantOsForQa"}})
+    assert opcodes.from_dict({**modify, "osparams": {"other": "x"}}).osparams == {"other": "x"}
