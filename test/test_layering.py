@@ -66,6 +66,8 @@ LAYERS: dict[str, int] = {
     "ganeti.impexp": 2,
     "ganeti.impexp.info": 2,
     "ganeti.impexp.stream": 2,
+    "ganeti.impexp.osimage": 2,
+    "ganeti.impexp.cloudinit": 2,
     # 3. mechanisms
     "ganeti.locking": 3,
     "ganeti.config": 3,
