@@ -59,6 +59,20 @@ class Paths:
         return self._p("var", "run", "ganeti")
 
     @property
+    def os_image_dir(self) -> str:
+        """OS images staged on a node for an install (doc/images.md)."""
+        return os.path.join(self.data_dir, "os-images")
+
+    @property
+    def cloud_init_dir(self) -> str:
+        """The instances' cloud-init NoCloud seeds on a node (doc/images.md)."""
+        return os.path.join(self.data_dir, "cloud-init")
+
+    def cloud_init_seed(self, instance_name: str) -> str:
+        """The NoCloud seed ISO of an instance, attached as a cdrom when it exists."""
+        return os.path.join(self.cloud_init_dir, f"{instance_name}.iso")
+
+    @property
     def socket_dir(self) -> str:
         return os.path.join(self.run_dir, "socket")
 

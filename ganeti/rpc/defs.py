@@ -331,6 +331,28 @@ _ROWS = [
          " -> True, or False when absent and not required"),
     _row("instance_os_add", [("instance", dict), ("reinstall", bool), ("debug", int)], SLOW,
          "Assemble instance['disks_info'] and run the OS create script. -> log path"),
+    # --- image-based installs and cloud-init seeds (doc/images.md) ---
+    _row("os_image_put_chunk", [("instance_name", str), ("offset", int), ("data", str)], NORMAL,
+         "Write base64 data (<= 8 MiB) at offset of the instance's staged OS image (0:"
+         " afresh). -> bytes written"),
+    _row("os_image_fetch", [("instance_name", str), ("url", str), ("max_size", int)], SLOW,
+         "Download an http(s) OS image to the instance's staging file (at most max_size"
+         " bytes; removed on failure). -> bytes fetched"),
+    _row("os_image_inspect", [("instance_name", str)], SLOW,
+         "{format (raw, qcow2 or None), size, virtual_size, sha256, what} of the staged"
+         " OS image."),
+    _row("os_image_write", [("instance_name", str), ("disk", dict), ("image_format", str)],
+         SLOW, "qemu-img convert the staged OS image onto the disk, then remove it."
+         " -> the disk's bytes"),
+    _row("os_image_remove", [("instance_name", str)], FAST,
+         "Remove the instance's staged OS image, if any. -> None"),
+    _row("instance_seed_build", [("instance_name", str), ("instance_uuid", str),
+                                 ("nics", list), ("osparams", dict),
+                                 ("osparams_private", dict)], NORMAL,
+         "(Re)build the instance's cloud-init NoCloud seed ISO from its NICs ([[mac,"
+         " address, gateway], ...]) and OS parameters. -> its path"),
+    _row("instance_seed_remove", [("instance_name", str)], FAST,
+         "Remove the instance's cloud-init seed ISO, if any. -> None"),
     _row("instance_run_rename", [("instance", dict), ("old_name", str), ("debug", int)], SLOW,
          "Run the OS rename script (instance['name'] is the new name). -> log path"),
     # --- exports and disk transfers (doc/exports.md) ---

@@ -476,6 +476,53 @@ class RpcStubs:
         """Assemble instance['disks_info'] and run the OS create script. -> log path [slow]"""
         return self._rpc("instance_os_add", node_or_nodes, [instance, reinstall, debug], rpc_timeout)
 
+    def call_os_image_put_chunk(self, node_or_nodes: Nodes, *, instance_name: str, offset: int,
+                                data: str, rpc_timeout: float | None = None) -> RpcResults:
+        """Write base64 data (<= 8 MiB) at offset of the instance's staged OS image (0: afresh). ->
+        bytes written [normal]
+        """
+        return self._rpc("os_image_put_chunk", node_or_nodes, [instance_name, offset, data], rpc_timeout)
+
+    def call_os_image_fetch(self, node_or_nodes: Nodes, *, instance_name: str, url: str,
+                            max_size: int, rpc_timeout: float | None = None) -> RpcResults:
+        """Download an http(s) OS image to the instance's staging file (at most max_size bytes; removed
+        on failure). -> bytes fetched [slow]
+        """
+        return self._rpc("os_image_fetch", node_or_nodes, [instance_name, url, max_size], rpc_timeout)
+
+    def call_os_image_inspect(self, node_or_nodes: Nodes, *, instance_name: str,
+                              rpc_timeout: float | None = None) -> RpcResults:
+        """{format (raw, qcow2 or None), size, virtual_size, sha256, what} of the staged OS image.
+        [slow]
+        """
+        return self._rpc("os_image_inspect", node_or_nodes, [instance_name], rpc_timeout)
+
+    def call_os_image_write(self, node_or_nodes: Nodes, *, instance_name: str, disk: JsonDict,
+                            image_format: str, rpc_timeout: float | None = None) -> RpcResults:
+        """qemu-img convert the staged OS image onto the disk, then remove it. -> the disk's bytes
+        [slow]
+        """
+        return self._rpc("os_image_write", node_or_nodes, [instance_name, disk, image_format], rpc_timeout)
+
+    def call_os_image_remove(self, node_or_nodes: Nodes, *, instance_name: str,
+                             rpc_timeout: float | None = None) -> RpcResults:
+        """Remove the instance's staged OS image, if any. -> None [fast]"""
+        return self._rpc("os_image_remove", node_or_nodes, [instance_name], rpc_timeout)
+
+    def call_instance_seed_build(self, node_or_nodes: Nodes, *, instance_name: str,
+                                 instance_uuid: str, nics: JsonList, osparams: JsonDict,
+                                 osparams_private: JsonDict, rpc_timeout: float | None = None) -> RpcResults:
+        """(Re)build the instance's cloud-init NoCloud seed ISO from its NICs ([[mac, address,
+        gateway], ...]) and OS parameters. -> its path [normal]
+        """
+        return self._rpc("instance_seed_build", node_or_nodes, [instance_name, instance_uuid, nics,
+                                                                osparams, osparams_private], rpc_timeout)
+
+    def call_instance_seed_remove(self, node_or_nodes: Nodes, *, instance_name: str,
+                                  rpc_timeout: float | None = None) -> RpcResults:
+        """Remove the instance's cloud-init seed ISO, if any. -> None [fast]"""
+        return self._rpc("instance_seed_remove", node_or_nodes, [instance_name], rpc_timeout)
+
     def call_instance_run_rename(self, node_or_nodes: Nodes, *, instance: JsonDict, old_name: str,
                                  debug: int, rpc_timeout: float | None = None) -> RpcResults:
         """Run the OS rename script (instance['name'] is the new name). -> log path [slow]"""

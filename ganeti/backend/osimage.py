@@ -1,0 +1,180 @@
+"""Image-based installs and cloud-init seeds on the node (doc/images.md).
+
+An image reaches the node as a staging file, ``<data dir>/os-images/<instance>.image``:
+pushed by the master chunk by chunk (``os_image_put_chunk``, a file of the
+master's) or fetched by the node itself (``os_image_fetch``, an http(s)
+URL).  ``os_image_inspect`` says what it is (format, sizes, sha256), the
+master decides, and ``os_image_write`` converts it onto the instance's first
+disk with ``qemu-img convert`` and removes it; ``os_image_remove`` drops it
+when the install was refused.  The NoCloud seed of an instance is an ISO 9660
+file ``<data dir>/cloud-init/<instance>.iso`` (volume id ``cidata``) made by
+``genisoimage``; the kvm hypervisor attaches it as a cdrom when it exists.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ganeti import errors
+from ganeti.backend import blockdev
+from ganeti.backend.context import NodeContext
+from ganeti.impexp import cloudinit, osimage
+from ganeti.utils import validation
+from ganeti.utils.process import run_command
+
+__all__ = ["os_image_put_chunk", "os_image_fetch", "os_image_inspect", "os_image_write",
+           "os_image_remove", "instance_seed_build", "instance_seed_remove"]
+
+#: largest chunk the master pushes in one call (before base64)
+MAX_CHUNK = 8 * 1024 * 1024
+FETCH_TIMEOUT = 30.0
+WRITE_TIMEOUT = 3600.0
+
+
+def _stage_path(ctx: NodeContext, instance_name: str) -> str:
+    validation.check_hostname(instance_name)
+    return os.path.join(ctx.paths.os_image_dir, f"{instance_name}.image")
+
+
+def seed_path(ctx: NodeContext, instance_name: str) -> str:
+    validation.check_hostname(instance_name)
+    return ctx.paths.cloud_init_seed(instance_name)
+
+
+def os_image_put_chunk(ctx: NodeContext, instance_name: str, offset: int, data: str) -> int:
+    """Write base64 ``data`` at ``offset`` of the staging file (0 starts it afresh)."""
+    chunk = base64.b64decode(data.encode("ascii"), validate=True)
+    if len(chunk) > MAX_CHUNK or offset < 0:
+        raise errors.StorageError(f"Chunk too large or bad offset ({len(chunk)} at {offset})")
+    path = _stage_path(ctx, instance_name)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    with open(path, "wb" if offset == 0 else "r+b") as fh:
+        fh.seek(offset)
+        fh.write(chunk)
+    return len(chunk)
+
+
+def os_image_fetch(ctx: NodeContext, instance_name: str, url: str, max_size: int) -> int:
+    """Download ``url`` to the staging file, at most ``max_size`` bytes; bytes fetched.
+
+    An unreachable URL, an HTTP error or a longer answer is an error; the
+    partial file is removed then.
+    """
+    if not osimage.is_url(url):
+        raise errors.StorageError(f"Not an http(s) URL: {url}")
+    path = _stage_path(ctx, instance_name)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    done = 0
+    try:
+        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as resp, \
+                open(path, "wb") as out:
+            while True:
+                block = resp.read(1024 * 1024)
+                if not block:
+                    break
+                done += len(block)
+                if done > max_size:
+                    raise errors.StorageError(f"OS image {url} is larger than the disk"
+                                              f" ({max_size} bytes)")
+                out.write(block)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        _unlink(path)
+        raise errors.StorageError(f"Cannot fetch OS image {url}: {exc}") from exc
+    except BaseException:
+        _unlink(path)
+        raise
+    return done
+
+
+def os_image_inspect(ctx: NodeContext, instance_name: str) -> dict[str, Any]:
+    """``{format (None: neither raw nor qcow2), size, virtual_size, sha256, what}``."""
+    path = _stage_path(ctx, instance_name)
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(osimage.HEADER_SIZE)
+            digest.update(header)
+            for block in iter(lambda: fh.read(1024 * 1024), b""):
+                digest.update(block)
+            size = fh.tell()
+    except OSError as exc:
+        raise errors.StorageError(f"Cannot read the staged OS image: {exc}") from exc
+    return osimage.facts(header, size, digest.hexdigest())
+
+
+def os_image_write(ctx: NodeContext, instance_name: str, disk: dict, image_format: str) -> int:
+    """Convert the staged image onto ``disk`` (kept at its size); bytes of the disk.
+
+    The staging file is removed whatever the outcome.
+    """
+    src = _stage_path(ctx, instance_name)
+    try:
+        if image_format not in osimage.FORMATS:
+            raise errors.StorageError(f"Unknown image format {image_format!r}")
+        dst = blockdev._file_path(ctx, disk)
+        res = run_command(["qemu-img", "convert", "-n", "-f", image_format, "-O", "raw",
+                           src, dst], timeout=WRITE_TIMEOUT)
+        if res.failed:
+            raise errors.StorageError(f"qemu-img convert failed: {res.fail_reason}:"
+                                      f" {res.stderr.strip()[-400:]}")
+        with open(dst, "rb") as fh:
+            return fh.seek(0, os.SEEK_END)
+    finally:
+        _unlink(src)
+
+
+def os_image_remove(ctx: NodeContext, instance_name: str) -> None:
+    """Remove the staging file of ``instance_name`` (nothing when there is none)."""
+    _unlink(_stage_path(ctx, instance_name))
+
+
+def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str, nics: list,
+                        osparams: dict, osparams_private: dict) -> str:
+    """(Re)build the instance's NoCloud seed ISO; its path.
+
+    ``nics``: ``[[mac, address or None, gateway or None], ...]``;
+    ``osparams_private[user_data]``, when set, is the whole user-data.
+    """
+    dest = seed_path(ctx, instance_name)
+    seed_nics = [cloudinit.SeedNic(mac=str(n[0]), address=n[1], gateway=n[2]) for n in nics]
+    private_doc = osparams_private.get(cloudinit.USER_DATA_PARAM)
+    docs = {"meta-data": cloudinit.meta_data(instance_uuid, instance_name),
+            "network-config": cloudinit.network_config(seed_nics),
+            "user-data": cloudinit.user_data(osparams, str(private_doc) if private_doc else None)}
+    os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(dest)) as tmp:
+        files = []
+        for name, text in docs.items():
+            fpath = os.path.join(tmp, name)
+            with open(os.open(fpath, os.O_WRONLY | os.O_CREAT, 0o600), "w",
+                      encoding="utf-8") as fh:
+                fh.write(text)
+            files.append(fpath)
+        out = os.path.join(tmp, "seed.iso")
+        res = run_command(["genisoimage", "-quiet", "-output", out, "-volid",
+                           cloudinit.VOLUME_ID, "-joliet", "-rock", *files], timeout=60)
+        if res.failed:
+            raise errors.StorageError(f"Cannot build the cloud-init seed: {res.fail_reason}:"
+                                      f" {res.stderr.strip()[-400:]}")
+        os.chmod(out, 0o600)
+        os.replace(out, dest)
+    return dest
+
+
+def instance_seed_remove(ctx: NodeContext, instance_name: str) -> None:
+    """Remove the instance's seed ISO (nothing when there is none)."""
+    _unlink(seed_path(ctx, instance_name))
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
