@@ -251,3 +251,24 @@ def test_the_demo_prints_the_console_address_and_a_login_that_works(vc, browser)
     b.wait("return document.body.dataset.ready === '1' && location.pathname === '/ui/'",
            "the overview")
     assert b.text("#whoami") == f"{login.group(1)} (admin)"
+
+
+def test_the_browser_refuses_a_load_from_elsewhere_and_inline_code(vc, browser):
+    """The Content-Security-Policy is enforced: an image from another address and an
+    inline script put into a page are blocked by Chromium (a blocked load still gets
+    a resource entry: the check above would report it)."""
+    browser.get(_origin(vc) + "/ui/login.html")
+    browser.wait("return document.readyState === 'complete'", "the login page")
+    blocked = browser.script("""
+        const seen = [];
+        document.addEventListener('securitypolicyviolation',
+                                  (e) => seen.push(e.effectiveDirective));
+        const img = document.createElement('img');
+        img.src = 'https://192.0.2.1/x.png';
+        document.body.append(img);
+        const s = document.createElement('script');
+        s.textContent = 'window.__inline = true;';
+        document.body.append(s);
+        return new Promise((done) => setTimeout(() => done(
+            [seen.sort(), window.__inline === true]), 300));""")
+    assert blocked == [["img-src", "script-src-elem"], False]
