@@ -174,3 +174,12 @@ def test_migration_parameters_use_upstream_units():
     assert cmdline.migration_parameters({"migration_bandwidth": 100,
                                          "migration_downtime": 500}) == {
         "max-bandwidth": 100 * 1024 * 1024, "downtime-limit": 500}
+
+
+def test_cloud_init_seed_is_a_readonly_cdrom_after_the_disks():
+    argv = _build(disks=["/srv/d0"], seed="/var/lib/ganeti/cloud-init/i1.example.com.iso")
+    assert _after(argv, "-drive") == [
+        "file=/srv/d0,format=raw,if=virtio,id=disk0",
+        "file=/var/lib/ganeti/cloud-init/i1.example.com.iso,format=raw,media=cdrom,"
+        "if=ide,readonly=on,id=cidata"]
+    assert "id=cidata" not in " ".join(_build(disks=["/srv/d0"]))

@@ -136,7 +136,7 @@ def _boot(hvp: dict[str, Any]) -> list[str]:
     return ["-boot", f"order={BOOT_DEVICES[order]}"]
 
 
-def _disks(hvp: dict[str, Any], disks: Sequence[str]) -> list[str]:
+def _disks(hvp: dict[str, Any], disks: Sequence[str], seed: str | None = None) -> list[str]:
     disk_type = str(_param(hvp, "disk_type", "paravirtual"))
     if disk_type not in DISK_INTERFACES:
         raise errors.HypervisorError(f"Unsupported disk_type {disk_type!r}")
@@ -152,6 +152,10 @@ def _disks(hvp: dict[str, Any], disks: Sequence[str]) -> list[str]:
     if cdrom:
         argv += ["-drive", f"file={escape_option(cdrom)},format=raw,media=cdrom,"
                            "if=ide,readonly=on,id=cdrom0"]
+    if seed:
+        # the cloud-init NoCloud seed (doc/images.md): a read-only cdrom of its own
+        argv += ["-drive", f"file={escape_option(seed)},format=raw,media=cdrom,"
+                           "if=ide,readonly=on,id=cidata"]
     return argv
 
 
@@ -199,8 +203,10 @@ def _display(hvp: dict[str, Any], vnc_port: int | None) -> list[str]:
 def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeFiles, *,
                   binary: str, accel: str, nic_backends: Sequence[NicBackend] = (),
                   startup_paused: bool = False, incoming: str | None = None,
-                  vnc_port: int | None = None) -> list[str]:
+                  vnc_port: int | None = None, seed: str | None = None) -> list[str]:
     """The argv starting ``spec`` (see the module docstring for fixed choices).
+
+    ``seed`` is the instance's cloud-init seed ISO, attached as a cdrom.
 
     ``accel`` is :data:`ACCEL_KVM` or :data:`ACCEL_TCG`; ``incoming`` a
     migration URI (the target side waits paused for the memory stream);
@@ -239,7 +245,7 @@ def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeF
     if usb_mouse:
         argv += ["-usb", "-device", f"usb-{usb_mouse}"]
     argv += _boot(hvp)
-    argv += _disks(hvp, disks)
+    argv += _disks(hvp, disks, seed)
     argv += _nics(hvp, spec.nics, nic_backends)
     # the memory balloon (gnt-instance modify --runtime-memory)
     argv += ["-device", f"virtio-balloon-pci,id={BALLOON_ID}"]

@@ -198,6 +198,11 @@ class KvmHypervisor(base.BaseHypervisor):
                     " networking (test convenience, doc/kvm.md)", name, idx, nic.link)
         return cmdline.NETDEV_USER
 
+    def _seed(self, name: str) -> str | None:
+        """The instance's cloud-init seed when the node built one (doc/images.md)."""
+        path = self.paths.cloud_init_seed(name)
+        return path if os.path.exists(path) else None
+
     def _nic_backends(self, spec: base.InstanceSpec) -> list[cmdline.NicBackend]:
         backends = []
         for idx, nic in enumerate(spec.nics):
@@ -258,7 +263,8 @@ class KvmHypervisor(base.BaseHypervisor):
                                      serial_log=rundir.SERIAL_LOG)
         argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
                                      accel=accel, nic_backends=backends,
-                                     startup_paused=startup_paused, incoming=incoming)
+                                     startup_paused=startup_paused, incoming=incoming,
+                                     seed=self._seed(spec.name))
         if template and incoming:
             argv, devices = hotplug.retarget(template, block_devices, binary)
             argv += ["-S", "-incoming", incoming]
