@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: Operations that report progress (the ``op`` of an entry).
-OPS = ("migration", "mirror", "disk-copy", "export", "import", "wipe")
+OPS = ("migration", "mirror", "disk-copy", "export", "import", "wipe", "image")
 UNIT_BYTES = "bytes"
 #: ``jobType`` values of a runtime job, and the ``opType`` values of block jobs.
 JOB_BLOCK = "block"

@@ -162,6 +162,13 @@ OSP_PRIVATE_OPT = O("--os-parameters-private", dest="osparams_private", default=
                     metavar="KEY=VAL,...",
                     help="Private OS parameters: kept in the configuration for later"
                          " reinstalls, never shown or logged")
+OS_IMAGE_OPT = O("--os-image", dest="os_image", default=None, metavar="IMAGE",
+                 help="Install from a raw or qcow2 image (an absolute path on the master or"
+                      " an http(s) URL) instead of OS scripts: the OS parameter os-image")
+OS_IMAGE_CHECKSUM_OPT = O("--os-image-checksum", dest="os_image_checksum", default=None,
+                          metavar="sha256:HEX",
+                          help="The image's expected digest, checked before anything is"
+                               " written: the OS parameter os-image-checksum")
 OSP_SECRET_OPT = O("--os-parameters-secret", dest="osparams_secret", default=None,
                    metavar="KEY=VAL,...",
                    help="Secret OS parameters: given to the OS scripts of this operation"
@@ -319,6 +326,16 @@ SELECT_OPTS = [ALL_OPT, NODE_SEL_OPT, PRIMARY_SEL_OPT, TAGS_SEL_OPT, FORCE_MULTI
 
 # --- verbs --------------------------------------------------------------------------
 
+def _image_osparams(opts: Any) -> dict[str, Any] | None:
+    """``-O`` parameters with ``--os-image`` and ``--os-image-checksum`` (doc/images.md)."""
+    params = parse_kv(opts.osparams) if opts.osparams else None
+    for key, value in (("os-image", getattr(opts, "os_image", None)),
+                       ("os-image-checksum", getattr(opts, "os_image_checksum", None))):
+        if value:
+            params = {**(params or {}), key: value}
+    return params
+
+
 def add_instance(opts: Any, args: list[str]) -> int:
     """Create an instance."""
     name = args[0]
@@ -340,7 +357,7 @@ def add_instance(opts: Any, args: list[str]) -> int:
         pnode, snode = pnode.split(":", 1)
     op = wire.drop_none(wire.instance_create(
         instance_name=name, mode=constants.INSTANCE_CREATE, os_type=opts.os,
-        osparams=parse_kv(opts.osparams),
+        osparams=_image_osparams(opts) or {},
         osparams_private=parse_kv(opts.osparams_private) or wire.NOT_SENT,
         osparams_secret=parse_kv(opts.osparams_secret) or None, disk_template=template, disks=disks,
         nics=nics, beparams=parse_kv(opts.beparams), hvparams=hvparams, hypervisor=hv, pnode=pnode,
@@ -583,7 +600,7 @@ def reinstall(opts: Any, args: list[str]) -> int:
         return 1
     cli.submit_or_send(wire.drop_none(wire.instance_reinstall(
         instance_name=args[0], os_type=opts.os,
-        osparams=parse_kv(opts.osparams) if opts.osparams else None,
+        osparams=_image_osparams(opts),
         osparams_private=parse_kv(opts.osparams_private) if opts.osparams_private else None,
         osparams_secret=parse_kv(opts.osparams_secret) if opts.osparams_secret else None)), opts)
     return 0
@@ -680,7 +697,8 @@ def _tag_rows() -> dict[str, cli.Command]:
 
 
 ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_OPT, OS_OPT,
-            OSP_OPT, OSP_PRIVATE_OPT, OSP_SECRET_OPT, PNODE_OPT, relocation.IALLOCATOR_OPT,
+            OSP_OPT, OSP_PRIVATE_OPT, OSP_SECRET_OPT, OS_IMAGE_OPT, OS_IMAGE_CHECKSUM_OPT,
+            PNODE_OPT, relocation.IALLOCATOR_OPT,
             NOSTART_OPT, NOINSTALL_OPT, NO_WAIT_SYNC_OPT,
             NONAMECHECK_OPT, NOIPCHECK_OPT, NOCONFLICTS_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
             IGNORE_IPOLICY_OPT, OPPORTUNISTIC_OPT, cli.SUBMIT_OPT]
@@ -738,7 +756,8 @@ commands: dict[str, cli.Command] = {
                                       cli.FORCE_OPT, cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,
-                                            OSP_SECRET_OPT, cli.SUBMIT_OPT],
+                                            OSP_SECRET_OPT, OS_IMAGE_OPT,
+                                            OS_IMAGE_CHECKSUM_OPT, cli.SUBMIT_OPT],
                   "[-f] [-o OS] INSTANCE", "Reinstall the OS of an instance"),
     "grow-disk": (grow_disk, [cli.ArgUnknown(min=3, max=3, name="INSTANCE DISK AMOUNT")],
                   [ABSOLUTE_OPT, cli.SUBMIT_OPT], "[--absolute] INSTANCE DISK AMOUNT",

@@ -19,7 +19,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, disk_wipe, drbd, instance_import, lvm, policy
+from ganeti.cmdlib import allocator, disk_wipe, drbd, instance_import, lvm, os_image, policy
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_device_names, check_node_online,
                                     check_node_usable, file_logical_id, instance_hook_env,
@@ -310,9 +310,10 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         check_device_names("disk", [(None, spec["name"]) for spec in self.disk_specs])
         check_device_names("NIC", [(None, nic.get("name")) if isinstance(nic, dict)
                                    else (None, None) for nic in op.nics])
-        if op.mode == constants.INSTANCE_CREATE and not op.no_install and not op.os_type:
-            raise errors.OpPrereqError("No OS given (use os_type, or no_install)",
-                                       errors.ECODE_INVAL)
+        if op.mode == constants.INSTANCE_CREATE and not op.no_install and not op.os_type \
+                and not os_image.image_of(op.osparams or {}):
+            raise errors.OpPrereqError("No OS given (use os_type, the OS parameter os-image,"
+                                       " or no_install)", errors.ECODE_INVAL)
 
     def ExpandNames(self) -> None:
         if self.cfg.get_instance_info_by_name(self.op.instance_name) is not None:
@@ -454,7 +455,16 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 (c.logical_id[0], c.size) for d in self.new_disks for c in d.children))
         if op.ip_check and self.check_ip is not None:
             check_ip_free(self.check_ip, op.instance_name)
-        if op.os_type and self.rpc is not None:
+        #: image-based install (doc/images.md): the OS parameter os-image
+        self.os_image = os_image.image_of(self.osparams) \
+            if op.mode == constants.INSTANCE_CREATE and not op.no_install else None
+        if self.os_image is not None:
+            if not self.new_disks or op.disk_template == constants.DT_DISKLESS:
+                raise errors.OpPrereqError("An OS image needs a disk to be written to",
+                                           errors.ECODE_INVAL)
+            os_image.check_local_image(self.os_image, self.osparams.get(
+                os_image.CHECKSUM_PARAM), self.new_disks[0].size)
+        if op.os_type and self.rpc is not None and self.os_image is None:
             full = parameters.fill_osparams(cluster, op.os_type, self.osparams)
             hidden = {**reveal(op.osparams_private), **reveal(op.osparams_secret)}
             res = self.rpc.call_os_validate(
@@ -595,6 +605,11 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         op, cfg = self.op, self.cfg
         inst, pname = self.new_inst, self.pnode.name
         created: list[Disk] = []
+        staged = None
+        if self.os_image is not None:
+            staged = os_image.stage_image(self, pname, inst.name, self.os_image,
+                                          self.osparams.get(os_image.CHECKSUM_PARAM),
+                                          self.new_disks[0].size, feedback_fn)
         try:
             for disk in self.new_disks:
                 if disk.dev_type == constants.DT_DISKLESS:
@@ -609,6 +624,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                     ).one(node, f"Can't create disk {disk.iv_name} on node {node}")
         except errors.GanetiError:
             self._remove_disks(created)
+            if staged is not None:
+                os_image.drop_staged(self, pname, inst.name)
             raise
         try:
             cfg.add_instance(inst, self.new_disks)
@@ -616,6 +633,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             # the configuration stays as it was (a failed write is undone): the new
             # volumes would be orphans, so they go too
             self._remove_disks(created)
+            if staged is not None:
+                os_image.drop_staged(self, pname, inst.name)
             raise
         self.release_reservations()     # the config holds the DRBD ports and minors now
         if op.disk_template in constants.DTS_INT_MIRROR and op.wait_for_sync:
@@ -636,6 +655,18 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 instance_import.import_disks(self, inst, self.src_images, pname, feedback_fn)
             except BaseException:
                 self.LogWarning("Import failed; removing the instance again")
+                self._remove_disks(created)
+                cfg.remove_instance(inst.uuid)
+                raise
+        elif staged is not None:
+            try:
+                os_image.write_image(self, pname, inst.name,
+                                     instance_rpc_disk(self.new_disks[0], cfg), staged,
+                                     feedback_fn)
+                os_image.build_seed(self, pname, inst, feedback_fn)
+            except errors.GanetiError:
+                self.LogWarning("Writing the OS image failed; removing the instance again")
+                os_image.drop_staged(self, pname, inst.name)
                 self._remove_disks(created)
                 cfg.remove_instance(inst.uuid)
                 raise

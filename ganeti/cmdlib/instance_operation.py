@@ -12,7 +12,7 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.objects import Instance, disk_tree
-from ganeti.cmdlib import drbd
+from ganeti.cmdlib import drbd, os_image
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
                                     with_secret_osparams)
@@ -109,6 +109,8 @@ class LUInstanceRemove(InstanceLU[OpInstanceRemove]):
         shutdown_instance(self, self.op.shutdown_timeout, ignore_failures=self.op.ignore_failures)
         feedback_fn(f"Removing the disks of instance {inst.name}")
         remove_disks(self, ignore_failures=self.op.ignore_failures)
+        if os_image.image_of(inst.osparams) is not None and not self.pnode.offline:
+            os_image.remove_seed(self, self.pnode.name, inst.name)
         self.cfg.remove_instance(inst.uuid)
         remove_instance_lock(self, inst.name)
         return None
@@ -309,9 +311,6 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
         check_node_online(self.pnode, " as primary node")
         check_stopped(self, "reinstalling")
         self.new_os = self.op.os_type or inst.os
-        if not self.new_os:
-            raise errors.OpPrereqError(f"Instance {inst.name} has no OS; give one",
-                                       errors.ECODE_INVAL)
         try:
             self.new_osparams = parameters.check_params("os", self.op.osparams) \
                 if self.op.osparams is not None else dict(inst.osparams)
@@ -319,6 +318,20 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
                 inst.osparams_private, reveal(self.op.osparams_private))
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
+        #: an image-based reinstall (doc/images.md): no OS scripts run
+        self.os_image = os_image.image_of(self.new_osparams)
+        if self.os_image is not None:
+            disks = self.cfg.get_instance_disks(inst.uuid)
+            if not disks:
+                raise errors.OpPrereqError("An OS image needs a disk to be written to",
+                                           errors.ECODE_INVAL)
+            self.image_disk = disks[0]
+            os_image.check_local_image(self.os_image, self.new_osparams.get(
+                os_image.CHECKSUM_PARAM), self.image_disk.size)
+            return
+        if not self.new_os:
+            raise errors.OpPrereqError(f"Instance {inst.name} has no OS; give one",
+                                       errors.ECODE_INVAL)
         cluster = self.cfg.get_cluster_info()
         check_os(self, self.pnode.name, self.new_os,
                  parameters.fill_osparams(cluster, self.new_os, self.new_osparams),
@@ -326,12 +339,24 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         inst = self.instance
+        facts = None
+        if self.os_image is not None:
+            # staged and checked first: a refused image changes nothing
+            facts = os_image.stage_image(self, self.pnode.name, inst.name, self.os_image,
+                                         self.new_osparams.get(os_image.CHECKSUM_PARAM),
+                                         self.image_disk.size, feedback_fn)
         if (self.new_os != inst.os or self.new_osparams != inst.osparams
                 or self.new_osparams_private != inst.osparams_private):
             inst.os = self.new_os
             inst.osparams = self.new_osparams
             inst.osparams_private = self.new_osparams_private
             self.cfg.update(inst)
+        if facts is not None:
+            node = self.pnode.name
+            os_image.write_image(self, node, inst.name, self.rpc_instance()["disks_info"][0],
+                                 facts, feedback_fn)
+            os_image.build_seed(self, node, inst, feedback_fn)
+            return None
         feedback_fn(f"Running the instance OS create scripts on {self.pnode.name}")
         self.require_rpc().call_instance_os_add(
             self.pnode.name, instance=with_secret_osparams(self.rpc_instance(), self.op.osparams_secret),
@@ -413,6 +438,9 @@ class LUInstanceRename(InstanceLU[OpInstanceRename]):
         remove_instance_lock(self, old_name)
         self.op.instance_name = new_name
         self._label_disks(new_name)
+        renamed = self.cfg.get_instance_info(inst.uuid)
+        if renamed is not None and os_image.image_of(renamed.osparams) is not None:
+            os_image.rename_seed(self, self.pnode.name, renamed, old_name, feedback_fn)
         self._run_os_rename(old_name)
         return new_name
 

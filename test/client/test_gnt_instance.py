@@ -285,3 +285,26 @@ def test_rename_checks_only_what_it_is_asked_to(flags: list[str],
     assert rc == 0
     op = cl.submitted[0][0]
     assert (op["name_check"], op["ip_check"]) == checks
+
+
+def test_os_image_options_are_the_os_parameters_os_image_and_checksum() -> None:
+    # Ganeti 3.0 names the image by the OS parameter os-image (doc/images.md)
+    from ganeti.cli import main as climain
+    digest = "ab" * 32
+    cl = _client()
+    rc = climain.generic_main(gnt_instance.commands,
+                              ["add", "-t", "file", "-s", "1G", "--os-image", "/srv/img.qcow2",
+                               "--os-image-checksum", f"sha256:{digest}", "-O", "user=alice",
+                               "--no-start", "--submit", "inst1"], prog="gnt-instance",
+                              client_factory=lambda: cl)
+    assert rc == 0
+    op = cl.submitted[0][0]
+    assert "os_type" not in op
+    assert op["osparams"] == {"user": "alice", "os-image": "/srv/img.qcow2",
+                              "os-image-checksum": f"sha256:{digest}"}
+    cl = _client()
+    rc = climain.generic_main(gnt_instance.commands,
+                              ["reinstall", "-f", "--os-image", "http://h/i.img", "--submit",
+                               "inst1"], prog="gnt-instance", client_factory=lambda: cl)
+    assert rc == 0
+    assert cl.submitted[0][0]["osparams"] == {"os-image": "http://h/i.img"}

@@ -1,0 +1,180 @@
+"""Image-based installs and cloud-init seeds, the master's side (doc/images.md).
+
+The image is the OS parameter ``os-image`` (Ganeti 3.0's name, set by
+``--os-image`` or ``-O os-image=``), its expected digest the OS parameter
+``os-image-checksum`` (``sha256:HEX``).  A file of the master is checked
+here (format, size, checksum) before anything is made, then pushed to the
+primary node chunk by chunk; a URL is fetched by the node, and checked once
+staged there, still before the disks exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from typing import TYPE_CHECKING, Any
+
+from ganeti import errors
+from ganeti.aliases import FeedbackFn
+from ganeti.impexp import cloudinit, osimage
+from ganeti.objects import Instance
+
+if TYPE_CHECKING:
+    from ganeti.cmdlib.base import LogicalUnit
+
+__all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "image_of", "check_local_image", "stage_image",
+           "write_image", "build_seed", "drop_staged", "rename_seed", "remove_seed"]
+
+IMAGE_PARAM = "os-image"
+CHECKSUM_PARAM = "os-image-checksum"
+PUSH_CHUNK = 4 * 1024 * 1024
+MIB = 1024 * 1024
+
+
+def image_of(osparams: dict[str, Any]) -> str | None:
+    value = osparams.get(IMAGE_PARAM)
+    return str(value) if value else None
+
+
+def _check_facts(image: str, facts: dict[str, Any], checksum: str | None,
+                 disk_mib: int) -> None:
+    if facts["format"] is None:
+        raise errors.OpPrereqError(f"OS image {image} is neither a qcow2 image nor a raw"
+                                   " disk image (no partition table or file system found)",
+                                   errors.ECODE_INVAL)
+    if checksum is not None and facts["sha256"] != osimage.parse_checksum(checksum):
+        raise errors.OpPrereqError(f"OS image {image}: checksum mismatch (expected"
+                                   f" {checksum}, got sha256:{facts['sha256']})",
+                                   errors.ECODE_INVAL)
+    if facts["virtual_size"] > disk_mib * MIB:
+        raise errors.OpPrereqError(
+            f"OS image {image} ({facts['virtual_size']} bytes) is larger than the first"
+            f" disk ({disk_mib} MiB)", errors.ECODE_INVAL)
+
+
+def check_local_image(image: str, checksum: str | None, disk_mib: int) -> dict[str, Any]:
+    """Check a master's image file; its facts (:func:`osimage.facts`)."""
+    if checksum is not None:
+        osimage.parse_checksum(checksum)
+    if osimage.is_url(image):
+        return {}
+    if not os.path.isabs(image):
+        raise errors.OpPrereqError(f"OS image must be an absolute path or a URL: {image}",
+                                   errors.ECODE_INVAL)
+    digest = hashlib.sha256()
+    try:
+        with open(image, "rb") as fh:
+            header = fh.read(osimage.HEADER_SIZE)
+            digest.update(header)
+            for block in iter(lambda: fh.read(MIB), b""):
+                digest.update(block)
+            size = fh.tell()
+    except OSError as exc:
+        raise errors.OpPrereqError(f"Cannot read OS image {image}: {exc.strerror}",
+                                   errors.ECODE_INVAL) from None
+    facts = osimage.facts(header, size, digest.hexdigest())
+    _check_facts(image, facts, checksum, disk_mib)
+    return facts
+
+
+def drop_staged(lu: LogicalUnit[Any], node: str, instance_name: str) -> None:
+    res = lu.require_rpc().call_os_image_remove(node, instance_name=instance_name).get(node)
+    if res is None or res.failed:
+        lu.LogWarning(f"Could not remove the staged OS image on {node}:"
+                      f" {res.fail_msg if res else 'no answer'}")
+
+
+def stage_image(lu: LogicalUnit[Any], node: str, instance_name: str, image: str,
+                checksum: str | None, disk_mib: int, feedback_fn: FeedbackFn) -> dict[str, Any]:
+    """Bring the image to ``node`` and check it there; its facts.
+
+    Nothing is left on the node when this raises.
+    """
+    rpc = lu.require_rpc()
+    try:
+        if osimage.is_url(image):
+            feedback_fn(f"* fetching OS image {image} on {node}")
+            rpc.call_os_image_fetch(node, instance_name=instance_name, url=image,
+                                    max_size=disk_mib * MIB + 64 * MIB
+                                    ).one(node, f"Could not fetch OS image {image}")
+        else:
+            size = os.path.getsize(image)
+            feedback_fn(f"* sending OS image {image} ({size} bytes) to {node}")
+            with lu.progress_reporter("image", end=size) as rep, open(image, "rb") as fh:
+                offset = 0
+                while True:
+                    block = fh.read(PUSH_CHUNK)
+                    if not block and offset:
+                        break
+                    rpc.call_os_image_put_chunk(
+                        node, instance_name=instance_name, offset=offset,
+                        data=base64.b64encode(block).decode("ascii"),
+                    ).one(node, f"Could not send OS image to {node}")
+                    offset += len(block)
+                    rep.update(offset)
+                    if not block:
+                        break
+        facts: dict[str, Any] = rpc.call_os_image_inspect(
+            node, instance_name=instance_name).one(node, "Could not inspect the OS image")
+        _check_facts(image, facts, checksum, disk_mib)
+    except BaseException:
+        drop_staged(lu, node, instance_name)
+        raise
+    feedback_fn(f"* OS image {image}: {facts['what']}, {facts['virtual_size']} bytes,"
+                f" sha256:{facts['sha256']}")
+    return facts
+
+
+def write_image(lu: LogicalUnit[Any], node: str, instance_name: str, disk: dict[str, Any],
+                facts: dict[str, Any], feedback_fn: FeedbackFn) -> None:
+    """Write the staged image onto the first disk (the node removes it afterwards)."""
+    feedback_fn(f"* writing the OS image to disk/0 on {node}")
+    with lu.progress_reporter("image", end=int(facts["virtual_size"])) as rep:
+        lu.require_rpc().call_os_image_write(
+            node, instance_name=instance_name, disk=disk, image_format=str(facts["format"]),
+        ).one(node, f"Could not write the OS image on {node}")
+        rep.update(int(facts["virtual_size"]))
+
+
+def build_seed(lu: LogicalUnit[Any], node: str, inst: Instance,
+               feedback_fn: FeedbackFn) -> None:
+    """(Re)build the instance's NoCloud seed on ``node``."""
+    cfg = lu.cfg
+    networks: dict[str, dict[str, Any]] = {}
+    for nic in inst.nics:
+        if nic.network:
+            net = cfg.get_network(nic.network)
+            if net is not None:
+                networks[nic.network] = {"network": net.network, "gateway": net.gateway}
+    nics = cloudinit.seed_nics([{"mac": n.mac, "ip": n.ip, "network": n.network}
+                                for n in inst.nics], networks)
+    feedback_fn(f"* building the cloud-init seed of {inst.name} on {node}")
+    lu.require_rpc().call_instance_seed_build(
+        node, instance_name=inst.name, instance_uuid=inst.uuid,
+        nics=[[n.mac, n.address, n.gateway] for n in nics], osparams=dict(inst.osparams),
+        osparams_private=dict(inst.osparams_private),
+    ).one(node, f"Could not build the cloud-init seed on {node}")
+
+
+def rename_seed(lu: LogicalUnit[Any], node: str, inst: Instance, old_name: str,
+                feedback_fn: FeedbackFn) -> None:
+    """The seed of a renamed instance: built under the new name, the old one removed.
+
+    A failure is only a warning (the instance is renamed; a reinstall rebuilds it).
+    """
+    try:
+        build_seed(lu, node, inst, feedback_fn)
+        lu.require_rpc().call_instance_seed_remove(node, instance_name=old_name).one(
+            node, f"Could not remove the old cloud-init seed on {node}")
+    except errors.GanetiError as exc:
+        lu.LogWarning(f"Could not rebuild the cloud-init seed of {inst.name}: {exc}")
+
+
+def remove_seed(lu: LogicalUnit[Any], node: str, instance_name: str) -> None:
+    """Remove an instance's seed from ``node``; a failure is only a warning."""
+    res = lu.require_rpc().call_instance_seed_remove(
+        node, instance_name=instance_name).get(node)
+    if res is None or res.failed:
+        lu.LogWarning(f"Could not remove the cloud-init seed of {instance_name} on {node}:"
+                      f" {res.fail_msg if res else 'no answer'}")

@@ -1,0 +1,209 @@
+"""Image-based installs and cloud-init seeds through the real daemons (doc/images.md).
+
+A 2-node virtual cluster; the instances live on the second node, so a
+master's image file is pushed over node RPC and a URL is fetched by that
+node (from an HTTP server of the test).  Real ``qemu-img`` and
+``genisoimage``/``isoinfo``.  No guest boots here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import os
+import shutil
+import socket
+import subprocess
+import threading
+
+import pytest
+from instance_helpers import NOCHECK, disk_files, fail_unchanged, rows
+from vcluster_harness import VirtualCluster
+
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(shutil.which("qemu-img") is None or shutil.which("genisoimage") is None
+                       or shutil.which("isoinfo") is None,
+                       reason="needs qemu-img (qemu-utils) and genisoimage (make debian-deps)"),
+]
+
+N1, N2 = "node1.vcluster", "node2.vcluster"
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vcimg"), nodes=2) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """A directory of images, also served over HTTP: ``(dir, base URL)``."""
+    top = tmp_path_factory.mktemp("images")
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(  # noqa: E731
+        *a, directory=str(top))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield top, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+def _raw(path, size: int = MIB, fill: bytes = b"A") -> bytes:
+    data = bytearray(fill * size)
+    data[510:512] = b"\x55\xaa"
+    with open(path, "wb") as fh:
+        fh.write(data)
+    return bytes(data)
+
+
+def _qcow2(raw_path, path) -> None:
+    subprocess.run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw_path),
+                    str(path)], check=True)
+
+
+def _add(vc, name, *extra) -> str:
+    return vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-n", N2,
+                 "--no-start", *NOCHECK, *extra, name)
+
+
+def _seed(vc, name, node=N2) -> str:
+    return vc.paths(node).cloud_init_seed(name)
+
+
+def _iso(path, member) -> str:
+    return subprocess.run(["isoinfo", "-i", path, "-R", "-x", f"/{member}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def _leftovers(vc) -> list[str]:
+    found = []
+    for node in vc.names:
+        for top in (vc.paths(node).os_image_dir, vc.paths(node).cloud_init_dir):
+            if os.path.isdir(top):
+                found += [os.path.join(top, f) for f in os.listdir(top)]
+    return found
+
+
+def _disk0(vc, name) -> bytes:
+    (path,) = disk_files(vc, N2, name)
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def test_add_from_a_masters_raw_file_with_checksum_and_seed(vc, images):
+    top, _ = images
+    data = _raw(top / "raw.img")
+    digest = hashlib.sha256(data).hexdigest()
+    name = "img-raw.example.com"
+    out = _add(vc, name, "--os-image", str(top / "raw.img"),
+               "--os-image-checksum", f"sha256:{digest}",
+               "-O", "user=alice,ssh_authorized_keys=ssh-ed25519 AAAAkey1 a@b")
+    assert "writing the OS image" in out, out
+    disk = _disk0(vc, name)
+    assert len(disk) == 8 * MIB and disk[:MIB] == data and disk[MIB:] == bytes(7 * MIB)
+    seed = _seed(vc, name)
+    uuid = rows(vc, "uuid", name)[0][0]
+    assert _iso(seed, "meta-data") == (f'instance-id: "{uuid}"\n'
+                                       f'local-hostname: "{name}"\n')
+    mac = rows(vc, "nic.macs", name)[0][0]
+    assert f'macaddress: "{mac}"' in _iso(seed, "network-config")
+    assert _iso(seed, "user-data") == ('#cloud-config\nsystem_info:\n  default_user:\n'
+                                       '    name: "alice"\nssh_authorized_keys:\n'
+                                       '  - "ssh-ed25519 AAAAkey1 a@b"\n')
+    assert os.listdir(vc.paths(N2).os_image_dir) == []
+    # the job log has typed progress entries for the image
+    job = vc.ok("gnt-job", "list", "--no-headers", "-o", "id", "--running", "--finished"
+                ).split()[-1]
+    info = vc.ok("gnt-job", "info", job)
+    assert "progress, 'image: done" in info or "progress, image: done" in info, info
+
+    # rename: the seed follows the name
+    vc.ok("gnt-instance", "rename", *NOCHECK, name, "img-raw2.example.com")
+    assert not os.path.exists(seed)
+    assert 'local-hostname: "img-raw2.example.com"' in _iso(_seed(vc, "img-raw2.example.com"),
+                                                           "meta-data")
+    vc.ok("gnt-instance", "remove", "-f", "img-raw2.example.com")
+    assert _leftovers(vc) == []
+
+
+def test_add_from_a_qcow2_url_then_reinstall_with_another_key(vc, images):
+    top, url = images
+    data = _raw(top / "q.raw", fill=b"Q")
+    _qcow2(top / "q.raw", top / "q.qcow2")
+    name = "img-qcow.example.com"
+    _add(vc, name, "--os-image", f"{url}/q.qcow2", "-O", "ssh_authorized_keys=ssh-rsa KEY1")
+    assert _disk0(vc, name)[:MIB] == data
+    assert "KEY1" in _iso(_seed(vc, name), "user-data")
+    data2 = _raw(top / "r.raw", fill=b"R")
+    vc.ok("gnt-instance", "reinstall", "-f", "--os-image", str(top / "r.raw"),
+          "-O", "ssh_authorized_keys=ssh-rsa KEY2", name)
+    assert _disk0(vc, name)[:MIB] == data2
+    user_data = _iso(_seed(vc, name), "user-data")
+    assert "KEY2" in user_data and "KEY1" not in user_data
+    # a refused image changes nothing: not the disk, the seed or the configuration
+    (top / "junk.img").write_bytes(b"junk" * 1000)
+    fail_unchanged(vc, "gnt-instance", "reinstall", "-f", "--os-image", f"{url}/junk.img",
+                   name, expect="neither a qcow2 image nor a raw")
+    assert _leftovers(vc) == [_seed(vc, name)]
+    assert _disk0(vc, name)[:MIB] == data2
+    vc.ok("gnt-instance", "remove", "-f", name)
+    assert _leftovers(vc) == []
+
+
+def test_private_user_data_document_stays_private(vc, images):
+    top, _ = images
+    _raw(top / "p.img")
+    name = "img-private.example.com"
+    doc = "#cloud-config\nruncmd:\n  - echo s3cr3t-token-4711\n"    # no comma: -O syntax
+    _add(vc, name, "--os-image", str(top / "p.img"), "--os-parameters-private",
+         f"user_data={doc}")
+    assert _iso(_seed(vc, name), "user-data") == doc
+    assert "s3cr3t-token-4711" not in vc.ok("gnt-instance", "info", name)
+    assert "s3cr3t-token-4711" not in vc.ok("gnt-instance", "list", "-o",
+                                            "name,osparams,custom_osparams", name)
+    for node in vc.names:
+        queue = vc.paths(node).queue_dir
+        for dirpath, _dirs, files in os.walk(queue):
+            for fname in files:
+                with open(os.path.join(dirpath, fname), "rb") as fh:
+                    assert b"s3cr3t-token-4711" not in fh.read(), fname
+    vc.ok("gnt-instance", "remove", "-f", name)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_bad_images_are_refused_and_leave_nothing(vc, images):
+    top, url = images
+    (top / "text.img").write_bytes(b"this is not a disk image\n" * 100)
+    big = _raw(top / "big.img", size=9 * MIB)
+    _raw(top / "big.raw", size=16 * MIB)
+    subprocess.run(["qemu-img", "resize", "-f", "raw", str(top / "big.raw"), "64M"], check=True)
+    _qcow2(top / "big.raw", top / "big.qcow2")          # small file, 64 MiB virtual
+    good = _raw(top / "good.img")
+    cases = [
+        (["--os-image", str(top / "text.img")], "neither a qcow2 image nor a raw"),
+        (["--os-image", f"{url}/text.img"], "neither a qcow2 image nor a raw"),
+        (["--os-image", str(top / "good.img"), "--os-image-checksum", "sha256:" + "0" * 64],
+         "checksum mismatch"),
+        (["--os-image", f"{url}/good.img", "--os-image-checksum", "sha256:" + "0" * 64],
+         "checksum mismatch"),
+        (["--os-image", f"http://127.0.0.1:{_closed_port()}/x.img"], "Cannot fetch OS image"),
+        (["--os-image", f"{url}/missing.img"], "Cannot fetch OS image"),
+        (["--os-image", str(top / "big.img")], "larger than the first disk"),
+        (["--os-image", f"{url}/big.qcow2"], "larger than the first disk"),
+        (["--os-image", str(top / "none.img")], "Cannot read OS image"),
+    ]
+    assert len(big) > 8 * MIB and good
+    for extra, expect in cases:
+        name = "img-bad.example.com"
+        fail_unchanged(vc, "gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-n",
+                       N2, "--no-start", *NOCHECK, *extra, name, expect=expect)
+        assert rows(vc, "name") == [] or name not in [r[0] for r in rows(vc, "name")]
+        assert _leftovers(vc) == [], extra
+        assert disk_files(vc, N2, name) == []
