@@ -10,6 +10,7 @@ const ACTIONS = {   // button id -> RAPI request
   reboot: ["POST", path + "/reboot"],
 };
 const myJobs = new Set();
+const FINAL = ["success", "error", "canceled"];
 
 async function render() {
   const inst = await api("GET", path);
@@ -44,6 +45,14 @@ for (const [id, [method, url]] of Object.entries(ACTIONS)) {
       const job = await api(method, url);
       myJobs.add(job);
       showJob(job, "submitted");
+      // the job may have ended before its id came back: its events went by unseen
+      const now = await api("GET", "/2/jobs/" + job);
+      const shown = document.getElementById("job-status").textContent;
+      const same = document.getElementById("job-id").textContent === String(job);
+      if (same && FINAL.includes(now.status) && !FINAL.includes(shown)) {
+        showJob(job, now.status);
+        await render();
+      }
     } catch (err) {
       showError(err);
     }
