@@ -5,6 +5,7 @@ into namespaces, each with a typed table and defaults:
 
 ========  ==========================================  ======================
 ``hv``    hypervisor parameters, per hypervisor       ``HV_PARAMETERS[hv]``
+          (checked only: Ganeti's others)             ``FOREIGN_HV_PARAMETERS``
 ``be``    backend parameters (memory, vcpus...)       ``BE_PARAMETERS``
 ``nic``   NIC parameters (mode, link, vlan)           ``NIC_PARAMETERS``
 ``nd``    node parameters                             ``ND_PARAMETERS``
@@ -44,7 +45,7 @@ from ganeti.utils import units
 
 __all__ = [
     "VALUE_DEFAULT", "P_STR", "P_INT", "P_BOOL", "P_SIZE", "P_FLOAT",
-    "P_ENUM", "ParamDef", "HV_PARAMETERS", "BE_PARAMETERS", "NIC_PARAMETERS",
+    "P_ENUM", "ParamDef", "HV_PARAMETERS", "FOREIGN_HV_PARAMETERS", "BE_PARAMETERS", "NIC_PARAMETERS",
     "ND_PARAMETERS", "DISK_PARAMETERS", "DISK_PARAM_ALIASES", "NAMESPACES", "disk_param_name",
     "param_table", "defaults", "check_params", "update_params",
     "strip_defaults", "fill_dict", "fill_hvparams", "fill_instance_hvparams",
@@ -266,6 +267,34 @@ HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
     ),
 }
 
+_XEN_COMMON = {
+    "kernel_path": P_STR, "migration_port": P_INT, "migration_mode": P_STR,
+    "blockdev_prefix": P_STR, "reboot_behavior": P_STR, "cpu_mask": P_STR,
+    "cpu_cap": P_INT, "cpu_weight": P_INT, "vif_script": P_STR, "cpuid": P_STR,
+    "soundhw": P_STR,
+}
+
+#: Ganeti's hypervisors we do not run: each parameter's name and type (Ganeti 3.0's
+#: tables).  :func:`check_params` checks values for them as Ganeti does (known names,
+#: the type) so that ``gnt-os modify -H xen-pvm:...`` and ``gnt-cluster modify -H`` are
+#: taken as by Ganeti; they have no defaults here and are never filled.
+FOREIGN_HV_PARAMETERS: dict[str, dict[str, str]] = {
+    constants.HT_XEN_PVM: {
+        **_XEN_COMMON, "use_bootloader": P_BOOL, "bootloader_path": P_STR,
+        "bootloader_args": P_STR, "initrd_path": P_STR, "root_path": P_STR,
+        "kernel_args": P_STR},
+    constants.HT_XEN_HVM: {
+        **_XEN_COMMON, "boot_order": P_STR, "cdrom_image_path": P_STR, "nic_type": P_STR,
+        "disk_type": P_STR, "vnc_bind_address": P_STR, "acpi": P_BOOL, "pae": P_BOOL,
+        "device_model": P_STR, "use_localtime": P_BOOL, "pci_pass": P_STR,
+        "vif_type": P_STR, "viridian": P_BOOL},
+    constants.HT_LXC: {
+        "cpu_mask": P_STR, "devices": P_STR, "drop_capabilities": P_STR,
+        "extra_cgroups": P_STR, "extra_config": P_STR, "num_ttys": P_INT,
+        "startup_timeout": P_INT},
+    constants.HT_CHROOT: {"init_script": P_STR},
+}
+
 BE_PARAMETERS: dict[str, ParamDef] = _table(
     ParamDef("vcpus", P_INT, 1, "number of virtual CPUs", minimum=1, maximum=MAX_VCPUS),
     ParamDef("maxmem", P_SIZE, 128, "maximum memory (MiB)", minimum=1, maximum=MAX_MEMORY),
@@ -411,7 +440,12 @@ def check_params(namespace: str, values: Mapping[str, Any] | None,
             f"Invalid {namespace} parameters: expected a dictionary, got {type(values).__name__}",
             errors.ECODE_INVAL)
     subtype = template if namespace == "disk" else hypervisor if namespace == "hv" else None
-    table = param_table(namespace, subtype)
+    if namespace == "hv" and hypervisor in FOREIGN_HV_PARAMETERS:
+        table: dict[str, ParamDef] | None = {
+            name: ParamDef(name, kind, None)
+            for name, kind in FOREIGN_HV_PARAMETERS[hypervisor].items()}
+    else:
+        table = param_table(namespace, subtype)
     where = _where(namespace, subtype)
     result: dict[str, Any] = {}
     items = dict(values)

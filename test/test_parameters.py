@@ -67,6 +67,26 @@ def test_unknown_namespace_hypervisor_and_template() -> None:
         parameters.check_params("be", ["vcpus"])  # type: ignore[arg-type]
 
 
+def test_hypervisors_we_do_not_run_are_checked_by_name_and_type() -> None:
+    # Ganeti's QA TestOsModifyValid: -H xen-pvm:root_path=...,xen-hvm:acpi=False,pae=True
+    assert parameters.check_params("hv", {"root_path": "/dev/sda5"},
+                                   constants.HT_XEN_PVM) == {"root_path": "/dev/sda5"}
+    assert parameters.check_params("hv", {"acpi": "False", "pae": "True"},
+                                   constants.HT_XEN_HVM) == {"acpi": False, "pae": True}
+    assert parameters.check_params("hv", {"num_ttys": "3", "devices": "default"},
+                                   constants.HT_LXC, allow_default=True) == {
+        "num_ttys": 3, "devices": "default"}
+    with pytest.raises(errors.ParameterError, match="'pae'"):
+        parameters.check_params("hv", {"pae": "true"}, constants.HT_XEN_PVM)
+    with pytest.raises(errors.ParameterError, match="'pae'"):
+        parameters.check_params("hv", {"pae": "maybe"}, constants.HT_XEN_HVM)
+    # checked only: no defaults, never filled
+    with pytest.raises(errors.ParameterError, match="hypervisor"):
+        parameters.defaults("hv", constants.HT_XEN_PVM)
+    assert set(parameters.FOREIGN_HV_PARAMETERS) | set(parameters.HV_PARAMETERS) == \
+        constants.HYPER_TYPES
+
+
 def test_disk_and_os_params() -> None:
     assert parameters.check_params("disk", {"resync-rate": "1000"},
                                    template=constants.DT_DRBD8) == {"resync-rate": 1000}

@@ -67,7 +67,10 @@ def cluster_info(cfg: ConfigReader) -> dict[str, Any]:
         "default_hypervisor": cluster.primary_hypervisor,
         "enabled_hypervisors": data["enabled_hypervisors"],
         "hvparams": data["hvparams"],
-        "os_hvp": data["os_hvp"],
+        # as Ganeti's: only the enabled hypervisors' OS-specific parameters
+        "os_hvp": {os_name: {hv: params for hv, params in per_hv.items()
+                             if hv in cluster.enabled_hypervisors}
+                   for os_name, per_hv in data["os_hvp"].items()},
         "beparams": data["beparams"],
         "osparams": data["osparams"],
         "nicparams": data["nicparams"],

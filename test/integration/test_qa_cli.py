@@ -554,6 +554,37 @@ def test_node_list_drbd(vc):
     assert res.returncode != 0 and "nosuch.vcluster" in res.stderr
 
 
+def test_os_modify_hypervisors_not_running(vc):
+    # Ganeti's QA TestOsModifyValid/-Invalid/TestOsStatesNonExisting on an OS that does
+    # not exist: xen-pvm and xen-hvm parameters are taken (checked by name and type),
+    # an unknown hypervisor is refused
+    qa_os = "TEMP-Ganeti-QA-OS"
+    try:
+        vc.ok("gnt-os", "modify", "-H", "xen-pvm:root_path=/dev/sda5", "-H",
+              "xen-hvm:acpi=False,pae=True", qa_os)
+        res = vc.run("gnt-os", "modify", "-H", "blahblahblubb:bar=", qa_os)
+        assert res.returncode != 0 and "blahblahblubb" in res.stderr
+        res = vc.run("gnt-os", "modify", "-H", "xen-hvm:pae=maybe", qa_os)
+        assert res.returncode != 0 and "pae" in res.stderr
+        res = vc.run("gnt-os", "modify", "-H", "xen-pvm:pae=true", qa_os)
+        assert res.returncode != 0 and "pae" in res.stderr
+        for flag in ("--hidden", "--blacklisted"):
+            for value in ("yes", "no"):
+                vc.ok("gnt-os", "modify", flag, value, qa_os)
+                vc.ok("gnt-os", "modify", flag, value, qa_os)
+        # stored, but not shown: as Ganeti's, the cluster's information leaves out the
+        # hypervisors that are not enabled
+        assert info(vc, "gnt-cluster", "info")["OS-specific hypervisor parameters"][
+            qa_os] in ({}, None)
+        vc.ok("gnt-os", "modify", "-H", "fake:migration_mode=live", qa_os)
+        assert info(vc, "gnt-cluster", "info")["OS-specific hypervisor parameters"][
+            qa_os] == {"fake": {"migration_mode": "live"}}
+    finally:
+        vc.ok("gnt-os", "modify", "-H", "xen-pvm:root_path=default", "-H",
+              "xen-hvm:acpi=default,pae=default", "-H", "fake:migration_mode=default", qa_os)
+    assert not info(vc, "gnt-cluster", "info")["OS-specific hypervisor parameters"]
+
+
 def _cluster_param(vc, label: str) -> Any:
     params = info(vc, "gnt-cluster", "info")["Cluster parameters"]
     return params[label]
