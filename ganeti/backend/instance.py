@@ -26,7 +26,7 @@ import os
 from typing import Any
 
 from ganeti import constants, errors, hypervisor, objects, serializer
-from ganeti.backend import blockdev
+from ganeti.backend import blockdev, osimage
 from ganeti.backend.context import NodeContext
 from ganeti.hypervisor import base as hv_base
 from ganeti.utils import io as uio
@@ -180,6 +180,7 @@ def instance_start(ctx: NodeContext, instance: dict, disks: list,
                 f"Instance {inst.name} {ALREADY_RUNNING} on {ctx.hostname}")
         hv.stop_instance(inst.name, force=False, timeout=0.0)
     paths = _assemble_all(ctx, disks, inst.name)
+    osimage.refresh_seed(ctx, instance)     # doc/images.md, "cloud-init"
     hv.start_instance(instance_spec(inst), paths, startup_paused)
 
 
@@ -316,6 +317,7 @@ def accept_instance(ctx: NodeContext, instance: dict, info: dict,
     source's instance_migrate needs (e.g. the port), or None."""
     inst = parse_instance(instance)
     paths = _assemble_all(ctx, instance_disks_info(instance), inst.name)
+    osimage.refresh_seed(ctx, instance)     # the same devices as on the source
     return hypervisor_for(ctx, inst.hypervisor).accept_instance(instance_spec(inst), info,
                                                                 target, paths)
 

@@ -167,6 +167,31 @@ def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str
     return dest
 
 
+def refresh_seed(ctx: NodeContext, instance: dict) -> str | None:
+    """Rebuild the seed of an image-based instance from its RPC dict; its path.
+
+    Run before the instance starts here or receives a migration, so the seed
+    always matches the configuration and exists on whichever node runs the
+    instance (the kvm hypervisor attaches it when it exists).  None for an
+    instance without the OS parameter ``os-image``.
+    """
+    osparams = instance.get("osparams") or {}
+    if not osparams.get(osimage.OS_IMAGE_PARAM):
+        return None
+    netinfo = instance.get("nics_netinfo") or []
+    nics, networks = [], {}
+    for idx, nic in enumerate(instance.get("nics") or []):
+        info = netinfo[idx] if idx < len(netinfo) else None
+        if info:
+            networks[str(idx)] = {"network": info.get("NETWORK_SUBNET"),
+                                  "gateway": info.get("NETWORK_GATEWAY")}
+        nics.append({"mac": nic.get("mac", ""), "ip": nic.get("ip"),
+                     "network": str(idx) if info else None})
+    seed = [[n.mac, n.address, n.gateway] for n in cloudinit.seed_nics(nics, networks)]
+    return instance_seed_build(ctx, str(instance["name"]), str(instance.get("uuid", "")), seed,
+                               dict(osparams), dict(instance.get("osparams_private") or {}))
+
+
 def instance_seed_remove(ctx: NodeContext, instance_name: str) -> None:
     """Remove the instance's seed ISO (nothing when there is none)."""
     _unlink(seed_path(ctx, instance_name))

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "image_of", "check_local_image", "stage_image",
            "write_image", "build_seed", "drop_staged", "rename_seed", "remove_seed"]
 
-IMAGE_PARAM = "os-image"
-CHECKSUM_PARAM = "os-image-checksum"
+IMAGE_PARAM = osimage.OS_IMAGE_PARAM
+CHECKSUM_PARAM = osimage.CHECKSUM_PARAM
 PUSH_CHUNK = 4 * 1024 * 1024
 MIB = 1024 * 1024
 

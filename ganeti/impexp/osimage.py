@@ -21,9 +21,13 @@ from typing import Any
 
 from ganeti import errors
 
-__all__ = ["HEADER_SIZE", "FORMATS", "detect_format", "virtual_size", "parse_checksum",
+__all__ = ["OS_IMAGE_PARAM", "CHECKSUM_PARAM", "HEADER_SIZE", "FORMATS", "detect_format", "virtual_size", "parse_checksum",
            "is_url", "describe"]
 
+#: the OS parameter naming an instance's image (Ganeti 3.0's name)
+OS_IMAGE_PARAM = "os-image"
+#: the OS parameter holding the image's expected ``sha256:HEX`` (ours)
+CHECKSUM_PARAM = "os-image-checksum"
 #: bytes of an image's start read to recognise it (ISO 9660's descriptor is at 32769)
 HEADER_SIZE = 34816
 FORMATS = ("raw", "qcow2")

@@ -207,3 +207,30 @@ def test_bad_images_are_refused_and_leave_nothing(vc, images):
         assert rows(vc, "name") == [] or name not in [r[0] for r in rows(vc, "name")]
         assert _leftovers(vc) == [], extra
         assert disk_files(vc, N2, name) == []
+
+
+def test_static_nic_on_a_network_and_the_seed_made_again_at_start(vc, images):
+    # the node rebuilds the seed from the instance before starting it (and before
+    # receiving a migration), so whichever node runs the instance has it
+    top, _ = images
+    _raw(top / "n.img")
+    vc.ok("gnt-network", "add", "--network", "198.51.100.0/24", "--gateway", "198.51.100.1",
+          "imgnet")
+    vc.ok("gnt-network", "connect", "-N", "mode=bridged,link=br0", "imgnet")
+    name = "img-net.example.com"
+    _add(vc, name, "--os-image", str(top / "n.img"), "--net",
+         "0:network=imgnet,ip=198.51.100.20", "--net", "1:mac=aa:00:00:12:34:56")
+    mac0 = rows(vc, "nic.macs", name)[0][0].split(",")[0]
+    expected = ("version: 2\nethernets:\n"
+                f'  nic0:\n    match:\n      macaddress: "{mac0}"\n'
+                '    dhcp4: false\n    addresses:\n      - "198.51.100.20/24"\n'
+                '    routes:\n      - to: "0.0.0.0/0"\n        via: "198.51.100.1"\n'
+                '  nic1:\n    match:\n      macaddress: "aa:00:00:12:34:56"\n'
+                "    dhcp4: true\n")
+    seed = _seed(vc, name)
+    assert _iso(seed, "network-config") == expected
+    os.unlink(seed)
+    vc.ok("gnt-instance", "startup", name)
+    assert _iso(seed, "network-config") == expected
+    vc.ok("gnt-instance", "remove", "-f", name)
+    assert _leftovers(vc) == []
