@@ -68,6 +68,7 @@ LAYERS: dict[str, int] = {
     "ganeti.impexp.stream": 2,
     "ganeti.impexp.osimage": 2,
     "ganeti.impexp.cloudinit": 2,
+    "ganeti.ha": 2,
     # 3. mechanisms
     "ganeti.locking": 3,
     "ganeti.config": 3,

@@ -11,6 +11,7 @@ and the status ``ERROR_nodedown``.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ganeti import constants, errors, locking, parameters, progress, query
@@ -20,6 +21,7 @@ from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import find_instance, select_named
 from ganeti.cmdlib.instance import hv_list_and_params, instance_rpc_dict, runtime_status
 from ganeti.config import ConfigReader
+from ganeti.ha import policy as ha_policy
 from ganeti.context import MasterContext
 from ganeti.objects import NIC, Disk, Instance
 from ganeti.opcodes.instance import OpInstanceQueryData
@@ -46,6 +48,8 @@ class InstanceQueryContext:
         self.nodes = data.nodes
         self.disks = data.disks
         self.networks = data.networks
+        self.nodegroups = data.nodegroups
+        self.now = time.time()        # the auto-repair suspensions' clock (ha_* fields)
         self.live = live              # node uuid -> {name: info}, None: not collected
         self.failed = failed          # node uuids that did not answer
         self._be: dict[str, dict[str, Any]] = {}
@@ -203,6 +207,26 @@ def _snodes(ctx: InstanceQueryContext, inst: Instance) -> list[str]:
                 if name not in result:
                     result.append(name)
     return result
+
+
+def _group_tags(ctx: InstanceQueryContext, inst: Instance) -> list[str]:
+    node = ctx.nodes.get(inst.primary_node)
+    group = ctx.nodegroups.get(node.group) if node is not None else None
+    return group.tags if group is not None else []
+
+
+def _ha_policy(ctx: InstanceQueryContext, inst: Instance) -> str:
+    return ha_policy.effective_policy(inst.tags, _group_tags(ctx, inst), ctx.cluster.tags,
+                                      ctx.now).describe()
+
+
+def _ha_last(ctx: InstanceQueryContext, inst: Instance) -> str | None:
+    last = ha_policy.last_repair(inst.tags)
+    return None if last is None else last.describe()
+
+
+def _ha_state(ctx: InstanceQueryContext, inst: Instance) -> str:
+    return ha_policy.ha_state(inst.tags, _group_tags(ctx, inst), ctx.cluster.tags, ctx.now)
 
 
 def _nicp(ctx: InstanceQueryContext, nic: NIC) -> dict[str, Any]:
@@ -364,6 +388,14 @@ INSTANCE_FIELDS = query.make_table([
     _f("console", "Console", _OTHER, "How to reach the console of a running instance"
        " (what OpInstanceConsole returns; null when it does not run)", _console,
        CONSOLE),
+    _f("ha_state", "HAState", _TEXT, "Auto-repair policy from the ganeti:watcher:autorepair"
+       " tags (instance, group, cluster) and harep's last repair (doc/ha.md)", _ha_state,
+       listed=False),
+    _f("ha_policy", "HAPolicy", _TEXT, "Auto-repair policy: the repair type allowed and the"
+       " tagged object, suspended, or disabled (doc/ha.md)",
+       _ha_policy, listed=False),
+    _f("ha_last_repair", "HALastRepair", _TEXT, "harep's pending repair, else its newest"
+       " result tag (doc/ha.md)", _ha_last, listed=False),
     query.tags_field(),
     query.serial_no_field("Instance"),
     *query.timestamp_fields("Instance"),

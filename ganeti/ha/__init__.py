@@ -1,0 +1,1 @@
+"""High availability (doc/ha.md): the per-instance auto-repair policy (:mod:`.policy`)."""
