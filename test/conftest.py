@@ -2,7 +2,8 @@
 
 Every test module is one unit of work, so that a module's fixtures (its
 virtual cluster) are made once, on one worker; the guest-cluster tests
-(``test/integration/test_guest_*.py``), which share their worker's guest
+(``test/integration/test_guest_*.py``, and the drbd ones of :data:`GUEST_USERS`),
+which share their worker's guest
 cluster, form two units: the ``drbd`` ones, and the others.  Each runs on
 a worker of its own with a guest cluster of its own (made by the first
 test that asks), so that the two longest units run side by side.  Units
@@ -30,12 +31,17 @@ GUEST_MODULE_PREFIX = "test/integration/test_guest_"
 GUEST_DRBD_UNIT = "guest-cluster-drbd"
 #: the unit of the other guest tests
 GUEST_UNIT = "guest-cluster"
+#: modules of other topics with a test on the guest cluster: such a test (its name says
+#: drbd) joins the drbd unit, the module's other tests stay a unit of their own
+GUEST_USERS = ("test/integration/test_upstream_harep.py",)
 
 
 def work_unit(nodeid: str) -> str:
     """The unit of work of the test ``nodeid``: its module, :data:`GUEST_DRBD_UNIT`
     or :data:`GUEST_UNIT`."""
     module = nodeid.split("::", 1)[0]
+    if module in GUEST_USERS:
+        return GUEST_DRBD_UNIT if "drbd" in nodeid else module
     if not module.startswith(GUEST_MODULE_PREFIX):
         return module
     return GUEST_DRBD_UNIT if "drbd" in nodeid else GUEST_UNIT
