@@ -28,6 +28,9 @@ class FakeConfig:
     def get_node_info_by_name(self, name: str) -> Any:
         return next((n for n in self.nodes.values() if n.name == name), None)
 
+    def get_master_node(self) -> str:
+        return "u1"
+
 
 class RecordingCallbacks(NullCallbacks):
     def __init__(self, priority: int = 0) -> None:
@@ -94,6 +97,34 @@ def test_locks_are_held_during_exec_and_released() -> None:
     assert seen == [{"u1"}]
     for level in locking.LEVELS:
         assert not ctx.glm.is_owned(level)
+
+
+@pytest.mark.parametrize("on_master, no_locks, nodes, locked", [
+    (True, False, [], {"u1"}), (True, False, ["node2"], {"u1", "u2"}),
+    (False, False, ["node2"], {"u2"}), (True, True, ["node2"], set())],
+    ids=["master", "master-and-node", "node-only", "no-locks"])
+def test_delay_locks_the_master_node_for_a_sleep_on_it(on_master: bool, no_locks: bool,
+                                                        nodes: list[str],
+                                                        locked: set[str]) -> None:
+    # as Ganeti's LUTestDelay: a second delay on the master waits for the first (its
+    # QA's TestJobCancellation cancels it meanwhile)
+    from ganeti.cmdlib import test as cmdlib_test
+    ctx = make_context()
+    seen: list[set[str]] = []
+    orig = cmdlib_test.LUTestDelay.Exec
+
+    def spy(self: Any, fb: Any) -> Any:
+        seen.append(set(self.owned_locks(locking.LEVEL_NODE)))
+        return None
+
+    cmdlib_test.LUTestDelay.Exec = spy
+    try:
+        Processor(ctx).execute_opcode(opcodes.OpTestDelay(
+            duration=0, on_nodes=nodes, on_master=on_master, no_locks=no_locks),
+            RecordingCallbacks())
+    finally:
+        cmdlib_test.LUTestDelay.Exec = orig
+    assert seen == [locked]
 
 
 def test_unknown_node_is_prereq_error() -> None:

@@ -15,10 +15,10 @@ __all__ = ["LUTestDelay", "LUTestJqueue"]
 class LUTestDelay(NoHooksLU[OpTestDelay]):
     """Sleep on the master and/or on nodes (through ``test_delay`` RPC).
 
-    Without ``no_locks`` the node locks of ``on_nodes`` are held
-    (exclusively, as upstream), so delays on the same node serialise.
-    (Ganeti also locks the master node for a sleep ``on_master``; ours does
-    not yet: doc/compat.md.)
+    Without ``no_locks`` the node locks of ``on_nodes``, and the master
+    node's for a sleep ``on_master``, are held (exclusively, as Ganeti's), so
+    delays on the same node serialise: a second ``gnt-debug delay`` waits
+    for the first and can be cancelled meanwhile.
 
     The master-side sleep ends at once when the job is killed (``CancelJob``
     with ``kill``, ``gnt-job cancel --kill --yes-do-it``; in Ganeti a kill
@@ -53,8 +53,14 @@ class LUTestDelay(NoHooksLU[OpTestDelay]):
                     raise errors.OpPrereqError(f"Node UUID '{uuid}' is unknown", errors.ECODE_NOENT)
                 self.node_names.append(node.name)
         self.needed_locks = {}
-        if not self.op.no_locks and self.node_uuids:
-            self.needed_locks[locking.LEVEL_NODE] = list(self.node_uuids)
+        if self.op.no_locks:
+            return
+        locks = list(self.node_uuids)
+        master = self.cfg.get_master_node() if self.op.on_master and self.cfg else None
+        if master and master not in locks:
+            locks.append(master)
+        if locks:
+            self.needed_locks[locking.LEVEL_NODE] = locks
 
     def _delay(self) -> None:
         if self.op.on_master and self.op.duration > 0:

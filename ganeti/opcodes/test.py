@@ -21,7 +21,8 @@ class OpTestDelay(OpCode):
     """Sleep for a while on the master and/or on some nodes.
 
     ``repeat`` > 0 runs the delay that many times; ``no_locks`` false makes
-    the opcode take the node locks of ``on_nodes`` (shared).
+    the opcode hold the node locks of ``on_nodes``, and the master node's
+    with ``on_master`` (exclusive, as Ganeti's).
     """
 
     OP_DSC_FIELD = "duration"

@@ -142,7 +142,9 @@ def test_pause_holds_jobs_and_accept_lets_chosen_ones_through(vc):
 
 def test_rate_limit_keeps_n_running_and_a_later_reject_cancels_queued_jobs(vc):
     limit = add(vc, "--priority", "1", "--predicates", DELAY_OP, "--action", "RATE_LIMIT 2")
-    jobs = [submit_delay(vc, "--interruptible", "300") for _ in range(4)]
+    # --no-locks: without it each delay holds the master node's lock (as Ganeti's) and
+    # the second would wait for the first, not for the rule
+    jobs = [submit_delay(vc, "--no-locks", "--interruptible", "300") for _ in range(4)]
     reject = None
     try:
         wait_status(vc, jobs[0], "running")
@@ -188,14 +190,14 @@ def test_rules_are_configuration_and_survive_a_master_failover(vc):
 
 def test_adhoc_rate_limit_by_reason(vc):
     # Ganeti's QA (TestAdHocReasonRateLimit): no rule, a reason "rate-limit:2:..."
-    jobs = [submit_delay(vc, "--interruptible", "--reason=rate-limit:2:hello", "300")
-            for _ in range(3)]
+    jobs = [submit_delay(vc, "--no-locks", "--interruptible", "--reason=rate-limit:2:hello",
+                         "300") for _ in range(3)]
     try:
         wait_status(vc, jobs[0], "running")
         wait_status(vc, jobs[1], "running")
         time.sleep(1.0)
         assert status(vc, jobs[2]) == "queued"
-        other = submit_delay(vc, "--reason=rate-limit:2:another", "0.01")
+        other = submit_delay(vc, "--no-locks", "--reason=rate-limit:2:another", "0.01")
         wait_status(vc, other, "success")          # another bucket is not held
         vc.ok("gnt-job", "cancel", "--kill", "--yes-do-it", str(jobs[0]))
         wait_status(vc, jobs[2], "running")

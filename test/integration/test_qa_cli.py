@@ -18,6 +18,8 @@ the key sets.
 from __future__ import annotations
 
 import os
+import re
+import time
 from typing import Any
 
 import pytest
@@ -583,6 +585,31 @@ def test_os_modify_hypervisors_not_running(vc):
         vc.ok("gnt-os", "modify", "-H", "xen-pvm:root_path=default", "-H",
               "xen-hvm:acpi=default,pae=default", "-H", "fake:migration_mode=default", qa_os)
     assert not info(vc, "gnt-cluster", "info")["OS-specific hypervisor parameters"]
+
+
+def test_job_cancellation_of_a_delay_waiting_for_the_first(vc):
+    # Ganeti's QA TestJobCancellation: the second delay waits for the master node's
+    # lock, held by the first; it is cancelled, watching it fails
+    first = vc.run("gnt-debug", "delay", "--submit", "10.0")
+    first_id = re.findall(r"JobID: ([0-9]+)", first.stdout + first.stderr)
+    assert first.returncode == 0 and len(first_id) == 1
+    try:
+        second = vc.run("gnt-debug", "delay", "--submit", "3.0")
+        (job_id,) = re.findall(r"JobID: ([0-9]+)", second.stdout + second.stderr)
+        for _ in range(50):                 # waiting for the lock, not running beside it
+            status = vc.ok("gnt-job", "list", "--no-headers", "-o", "status", job_id).strip()
+            if status != "queued":
+                break
+            time.sleep(0.1)
+        assert status == "waiting", status
+        vc.ok("gnt-job", "cancel", job_id)
+        assert vc.run("gnt-job", "watch", job_id).returncode != 0
+        assert vc.ok("gnt-job", "list", "--no-headers", "-o", "status", job_id).strip() \
+            == "canceled"
+        assert vc.ok("gnt-job", "list", "--no-headers", "-o", "status",
+                     first_id[0]).strip() == "running"
+    finally:
+        vc.run("gnt-job", "cancel", "--kill", "--yes-do-it", first_id[0])
 
 
 def _cluster_param(vc, label: str) -> Any:
