@@ -464,8 +464,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                                            errors.ECODE_INVAL)
             os_image.check_local_image(self.os_image, self.osparams.get(
                 os_image.CHECKSUM_PARAM), self.new_disks[0].size)
-        if op.os_type and self.rpc is not None and self.os_image is None:
-            full = parameters.fill_osparams(cluster, op.os_type, self.osparams)
+        if op.os_type and self.rpc is not None:
+            full = os_image.without_image_params(
+                parameters.fill_osparams(cluster, op.os_type, self.osparams))
             hidden = {**reveal(op.osparams_private), **reveal(op.osparams_secret)}
             res = self.rpc.call_os_validate(
                 [pnode.name], required=True, osname=op.os_type, checks=["parameters"], osparams=full,
@@ -658,32 +659,22 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 self._remove_disks(created)
                 cfg.remove_instance(inst.uuid)
                 raise
-        elif staged is not None:
-            try:
-                os_image.write_image(self, pname, inst.name,
-                                     instance_rpc_disk(self.new_disks[0], cfg), staged,
-                                     feedback_fn)
-                os_image.build_seed(self, pname, inst, feedback_fn)
-            except errors.GanetiError:
-                self.LogWarning("Writing the OS image failed; removing the instance again")
-                os_image.drop_staged(self, pname, inst.name)
-                self._remove_disks(created)
-                cfg.remove_instance(inst.uuid)
-                raise
-        elif not op.no_install and op.os_type:
-            feedback_fn(f"* running the instance OS create scripts on {pname}")
-            try:
-                self.require_rpc().call_instance_os_add(
-                    pname,
-                    instance=with_secret_osparams(instance_rpc_dict(cfg, inst), op.osparams_secret),
-                    reinstall=False, debug=op.debug_level or 0,
-                ).one(pname, f"Could not add OS to instance {inst.name}"
-                        f" on node {pname}")
-            except errors.GanetiError:
-                self.LogWarning("OS installation failed; removing the instance again")
-                self._remove_disks(created)
-                cfg.remove_instance(inst.uuid)
-                raise
+        else:
+            if staged is not None:
+                try:
+                    os_image.write_image(self, pname, inst.name,
+                                         instance_rpc_disk(self.new_disks[0], cfg), staged,
+                                         feedback_fn)
+                    os_image.build_seed(self, pname, inst, feedback_fn)
+                except errors.GanetiError:
+                    self.LogWarning("Writing the OS image failed; removing the instance again")
+                    os_image.drop_staged(self, pname, inst.name)
+                    self._remove_disks(created)
+                    cfg.remove_instance(inst.uuid)
+                    raise
+            # with an image too, as Ganeti 3.0: the OS scripts run on the written disk
+            if not op.no_install and op.os_type:
+                self._run_os_create(inst, created, feedback_fn)
         if not op.start:
             self._shutdown_mirrors()
         if op.start:
@@ -698,6 +689,24 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_DOWN)
                 raise
         return [pname]
+
+    def _run_os_create(self, inst: Instance, created: list[Disk],
+                       feedback_fn: FeedbackFn) -> None:
+        """The OS create scripts; on failure the instance is removed again."""
+        op, cfg, pname = self.op, self.cfg, self.pnode.name
+        feedback_fn(f"* running the instance OS create scripts on {pname}")
+        try:
+            self.require_rpc().call_instance_os_add(
+                pname,
+                instance=with_secret_osparams(instance_rpc_dict(cfg, inst), op.osparams_secret),
+                reinstall=False, debug=op.debug_level or 0,
+            ).one(pname, f"Could not add OS to instance {inst.name}"
+                    f" on node {pname}")
+        except errors.GanetiError:
+            self.LogWarning("OS installation failed; removing the instance again")
+            self._remove_disks(created)
+            cfg.remove_instance(inst.uuid)
+            raise
 
 
 def instance_rpc_disk(disk: Disk, cfg: ConfigReader | None = None) -> dict[str, Any]:

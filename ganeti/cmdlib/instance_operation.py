@@ -318,7 +318,7 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
                 inst.osparams_private, reveal(self.op.osparams_private))
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
-        #: an image-based reinstall (doc/images.md): no OS scripts run
+        #: an image-based reinstall (doc/images.md): the image first, then the OS scripts
         self.os_image = os_image.image_of(self.new_osparams)
         if self.os_image is not None:
             disks = self.cfg.get_instance_disks(inst.uuid)
@@ -328,13 +328,15 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
             self.image_disk = disks[0]
             os_image.check_local_image(self.os_image, self.new_osparams.get(
                 os_image.CHECKSUM_PARAM), self.image_disk.size)
-            return
+            if not self.new_os:
+                return      # the OS scripts run after the image when there is an OS
         if not self.new_os:
             raise errors.OpPrereqError(f"Instance {inst.name} has no OS; give one",
                                        errors.ECODE_INVAL)
         cluster = self.cfg.get_cluster_info()
         check_os(self, self.pnode.name, self.new_os,
-                 parameters.fill_osparams(cluster, self.new_os, self.new_osparams),
+                 os_image.without_image_params(
+                     parameters.fill_osparams(cluster, self.new_os, self.new_osparams)),
                  {**self.new_osparams_private, **reveal(self.op.osparams_secret)})
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
@@ -356,7 +358,8 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
             os_image.write_image(self, node, inst.name, self.rpc_instance()["disks_info"][0],
                                  facts, feedback_fn)
             os_image.build_seed(self, node, inst, feedback_fn)
-            return None
+            if not self.new_os:
+                return None
         feedback_fn(f"Running the instance OS create scripts on {self.pnode.name}")
         self.require_rpc().call_instance_os_add(
             self.pnode.name, instance=with_secret_osparams(self.rpc_instance(), self.op.osparams_secret),

@@ -23,13 +23,19 @@ from ganeti.objects import Instance
 if TYPE_CHECKING:
     from ganeti.cmdlib.base import LogicalUnit
 
-__all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "image_of", "check_local_image", "stage_image",
+__all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "without_image_params", "image_of", "check_local_image", "stage_image",
            "write_image", "build_seed", "drop_staged", "rename_seed", "remove_seed"]
 
 IMAGE_PARAM = osimage.OS_IMAGE_PARAM
 CHECKSUM_PARAM = osimage.CHECKSUM_PARAM
 PUSH_CHUNK = 4 * 1024 * 1024
 MIB = 1024 * 1024
+
+
+def without_image_params(osparams: dict[str, Any]) -> dict[str, Any]:
+    """The OS parameters an OS definition checks: all but the image's own
+    (an OS need not declare ``os-image``, as in Ganeti 3.0)."""
+    return {k: v for k, v in osparams.items() if k not in (IMAGE_PARAM, CHECKSUM_PARAM)}
 
 
 def image_of(osparams: dict[str, Any]) -> str | None:

@@ -234,3 +234,17 @@ def test_static_nic_on_a_network_and_the_seed_made_again_at_start(vc, images):
     assert _iso(seed, "network-config") == expected
     vc.ok("gnt-instance", "remove", "-f", name)
     assert _leftovers(vc) == []
+
+
+def test_an_image_and_an_os_the_scripts_run_on_the_written_disk(vc, images):
+    # as Ganeti 3.0: the image is written, then the OS definition's create script runs
+    top, _ = images
+    _raw(top / "o.img", fill=b"O")
+    name = "img-os.example.com"
+    out = _add(vc, name, "-o", "tinyos", "--os-image", str(top / "o.img"))
+    assert out.index("writing the OS image") < out.index("running the instance OS create"), out
+    assert rows(vc, "os", name) == [["tinyos"]]
+    assert os.path.exists(_seed(vc, name))
+    vc.ok("gnt-instance", "reinstall", "-f", "--os-image", str(top / "o.img"), name)
+    vc.ok("gnt-instance", "remove", "-f", name)
+    assert _leftovers(vc) == []
