@@ -336,8 +336,9 @@ _ROWS = [
          "Write base64 data (<= 8 MiB) at offset of the instance's staged OS image (0:"
          " afresh). -> bytes written"),
     _row("os_image_fetch", [("instance_name", str), ("url", str), ("max_size", int)], SLOW,
-         "Download an http(s) OS image to the instance's staging file (at most max_size"
-         " bytes; removed on failure). -> bytes fetched"),
+         "Copy an http(s) OS image, or a file of this node (an absolute path), to the"
+         " instance's staging file (at most max_size bytes; removed on failure)."
+         " -> bytes fetched"),
     _row("os_image_inspect", [("instance_name", str)], SLOW,
          "{format (raw, qcow2 or None), size, virtual_size, sha256, what} of the staged"
          " OS image."),

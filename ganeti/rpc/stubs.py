@@ -485,8 +485,8 @@ class RpcStubs:
 
     def call_os_image_fetch(self, node_or_nodes: Nodes, *, instance_name: str, url: str,
                             max_size: int, rpc_timeout: float | None = None) -> RpcResults:
-        """Download an http(s) OS image to the instance's staging file (at most max_size bytes; removed
-        on failure). -> bytes fetched [slow]
+        """Copy an http(s) OS image, or a file of this node (an absolute path), to the instance's
+        staging file (at most max_size bytes; removed on failure). -> bytes fetched [slow]
         """
         return self._rpc("os_image_fetch", node_or_nodes, [instance_name, url, max_size], rpc_timeout)
 

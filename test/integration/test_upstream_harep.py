@@ -123,6 +123,12 @@ def _list(gc: GuestClusterFixture, fields: str, name: str) -> list[str]:
                       name)).strip().split("|")
 
 
+def _volumes(gc: GuestClusterFixture, node: str) -> set[str]:
+    res = gc.ssh(node, "lvs --noheadings -o vg_name,lv_name")
+    assert not res.failed, res.stderr
+    return {"/".join(line.split()) for line in res.stdout.splitlines() if line.strip()}
+
+
 def test_harep_fails_over_a_drbd_instance_whose_primary_is_offline(
         guest_cluster: GuestClusterFixture) -> None:
     gc = guest_cluster
@@ -132,6 +138,7 @@ def test_harep_fails_over_a_drbd_instance_whose_primary_is_offline(
     drbd, plain, held = "harep-d.vcluster", "harep-p.vcluster", "harep-s.vcluster"
     stopped = False
     offline = False
+    volumes = _volumes(gc, "node2")
     try:
         for name, template, nodes in ((drbd, "drbd", f"{N2}:{N3}"), (held, "drbd", f"{N2}:{N3}"),
                                       (plain, "plain", N2)):
@@ -200,3 +207,7 @@ def test_harep_fails_over_a_drbd_instance_whose_primary_is_offline(
             gc.gnt("gnt-node", "modify", "-O", "no", N2)
         for name in (drbd, plain, held):
             gc.gnt("gnt-instance", "remove", "-f", "--ignore-failures", name)
+        # the failover left the dead primary's volumes there (as Ganeti's): the next
+        # tests get node2 as they found it
+        for volume in sorted(_volumes(gc, "node2") - volumes):
+            gc.ssh("node2", ["lvremove", "-f", volume])
