@@ -60,20 +60,31 @@ def os_image_put_chunk(ctx: NodeContext, instance_name: str, offset: int, data: 
     return len(chunk)
 
 
-def os_image_fetch(ctx: NodeContext, instance_name: str, url: str, max_size: int) -> int:
-    """Download ``url`` to the staging file, at most ``max_size`` bytes; bytes fetched.
-
-    An unreachable URL, an HTTP error or a longer answer is an error; the
-    partial file is removed then.
-    """
+def _open_source(ctx: NodeContext, url: str) -> Any:
+    if os.path.isabs(url):
+        try:
+            return open(url, "rb")
+        except OSError as exc:
+            raise errors.StorageError(f"Cannot read OS image {url} (not on the master, nor on"
+                                      f" node {ctx.hostname}): {exc.strerror}") from None
     if not osimage.is_url(url):
-        raise errors.StorageError(f"Not an http(s) URL: {url}")
+        raise errors.StorageError(f"Not an http(s) URL nor an absolute path: {url}")
+    return urllib.request.urlopen(url, timeout=FETCH_TIMEOUT)
+
+
+def os_image_fetch(ctx: NodeContext, instance_name: str, url: str, max_size: int) -> int:
+    """Copy ``url`` to the staging file, at most ``max_size`` bytes; bytes fetched.
+
+    ``url`` is an http(s) URL, or an absolute path of a file of this node
+    (Ganeti 3.0's meaning of a path, used when the master has no such
+    file).  An unreachable URL, an HTTP error, a missing file or a longer
+    image is an error; the partial file is removed then.
+    """
     path = _stage_path(ctx, instance_name)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     done = 0
     try:
-        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as resp, \
-                open(path, "wb") as out:
+        with _open_source(ctx, url) as resp, open(path, "wb") as out:
             while True:
                 block = resp.read(1024 * 1024)
                 if not block:

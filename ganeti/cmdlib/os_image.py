@@ -60,7 +60,8 @@ def _check_facts(image: str, facts: dict[str, Any], checksum: str | None,
 
 
 def check_local_image(image: str, checksum: str | None, disk_mib: int) -> dict[str, Any]:
-    """Check a master's image file; its facts (:func:`osimage.facts`)."""
+    """Check a master's image file; its facts (:func:`osimage.facts`), or ``{}``
+    for a URL or a path the master does not have (the node's, checked there)."""
     if checksum is not None:
         osimage.parse_checksum(checksum)
     if osimage.is_url(image):
@@ -68,6 +69,8 @@ def check_local_image(image: str, checksum: str | None, disk_mib: int) -> dict[s
     if not os.path.isabs(image):
         raise errors.OpPrereqError(f"OS image must be an absolute path or a URL: {image}",
                                    errors.ECODE_INVAL)
+    if not os.path.lexists(image):
+        return {}       # not the master's: the primary node's file (Ganeti 3.0's meaning)
     digest = hashlib.sha256()
     try:
         with open(image, "rb") as fh:
@@ -99,7 +102,7 @@ def stage_image(lu: LogicalUnit[Any], node: str, instance_name: str, image: str,
     """
     rpc = lu.require_rpc()
     try:
-        if osimage.is_url(image):
+        if osimage.is_url(image) or not os.path.lexists(image):
             feedback_fn(f"* fetching OS image {image} on {node}")
             rpc.call_os_image_fetch(node, instance_name=instance_name, url=image,
                                     max_size=disk_mib * MIB + 64 * MIB

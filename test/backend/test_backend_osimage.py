@@ -135,3 +135,15 @@ def test_seed_iso_read_back(ctx):
     assert sorted(os.listdir(ctx.paths.cloud_init_dir)) == [f"{INST}.iso"]
     osimage.instance_seed_remove(ctx, INST)
     assert not os.path.exists(path)
+
+
+def test_fetch_a_file_of_this_node(ctx, tmp_path):
+    # Ganeti 3.0's meaning of a path: the primary node's file (used when the master has none)
+    data = _raw_image(str(tmp_path / "local.img"))
+    assert osimage.os_image_fetch(ctx, INST, str(tmp_path / "local.img"), 2 * MIB) == MIB
+    assert osimage.os_image_inspect(ctx, INST)["sha256"] == hashlib.sha256(data).hexdigest()
+    with pytest.raises(errors.StorageError, match="Cannot read OS image .*nor on node"):
+        osimage.os_image_fetch(ctx, INST, str(tmp_path / "none.img"), MIB)
+    with pytest.raises(errors.StorageError, match="Not an http"):
+        osimage.os_image_fetch(ctx, INST, "ftp://h/x.img", MIB)
+    assert os.listdir(ctx.paths.os_image_dir) == []
