@@ -15,8 +15,11 @@ test/integration/upstream_cli.py's private mount namespace.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
+import ssl
 import time
 
 import pytest
@@ -41,6 +44,21 @@ def _ok(res) -> str:  # type: ignore[no-untyped-def]
 
 def _tags(out: str) -> list[str]:
     return sorted(out.split())
+
+
+def _rapi_get(vc, path: str):  # type: ignore[no-untyped-def]
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
+                                       context=tls, timeout=60)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        assert resp.status == 200, resp.read()
+        return json.loads(resp.read())
+    finally:
+        conn.close()
 
 
 # --- a pending repair's bookkeeping, on a virtual cluster -------------------------------
@@ -84,6 +102,10 @@ def test_pending_repairs_get_their_result_when_their_jobs_end(vc, tmp_path) -> N
     assert re.fullmatch(rf"{P}result:failover:rid-1:\d+:failure:{failed_id}", tags[1]), tags
     last = vc.ok("gnt-instance", "list", "--no-headers", "-o", "ha_last_repair", name).strip()
     assert re.fullmatch(rf"failover failure at \d+, jobs {failed_id}", last), last
+    # RAPI: the same fields through the query resource
+    answer = _rapi_get(vc, "/2/query/instance?fields=name,ha_policy,ha_last_repair")
+    assert [[c[1] for c in row] for row in answer["data"]] == [
+        [name, "failover (instance)", last]]
 
     # a failed repair stays until someone clears it; a repair whose job runs stays pending
     vc.ok("gnt-instance", "remove-tags", name, tags[1])
