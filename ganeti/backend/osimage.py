@@ -67,8 +67,9 @@ def _open_source(ctx: NodeContext, url: str) -> Any:
         except OSError as exc:
             raise errors.StorageError(f"Cannot read OS image {url} (not on the master, nor on"
                                       f" node {ctx.hostname}): {exc.strerror}") from None
-    if not osimage.is_url(url):
-        raise errors.StorageError(f"Not an http(s) URL nor an absolute path: {url}")
+    if not url.startswith(osimage.URL_SCHEMES):
+        raise errors.StorageError(f"Cannot fetch OS image {url}: only http, https and ftp"
+                                  " URLs or absolute paths are supported")
     return urllib.request.urlopen(url, timeout=FETCH_TIMEOUT)
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from ganeti import errors
 
-__all__ = ["OS_IMAGE_PARAM", "CHECKSUM_PARAM", "HEADER_SIZE", "FORMATS", "detect_format", "virtual_size", "parse_checksum",
-           "is_url", "describe"]
+__all__ = ["OS_IMAGE_PARAM", "CHECKSUM_PARAM", "HEADER_SIZE", "FORMATS", "URL_SCHEMES",
+           "detect_format", "virtual_size", "parse_checksum", "is_url", "describe", "facts"]
 
 #: the OS parameter naming an instance's image (Ganeti 3.0's name)
 OS_IMAGE_PARAM = "os-image"
@@ -81,9 +81,14 @@ def parse_checksum(text: str) -> str:
     return match.group(1).lower()
 
 
+#: URL schemes the node fetches images with (Python's urllib); Ganeti also
+#: names ftps, which is refused with a clear error
+URL_SCHEMES = ("http://", "https://", "ftp://")
+
+
 def is_url(image: str) -> bool:
-    """Whether the image is fetched (http or https) rather than a master's file."""
-    return image.startswith(("http://", "https://"))
+    """Whether the image is fetched (a URL) rather than a file."""
+    return image.startswith(URL_SCHEMES + ("ftps://",))
 
 
 def facts(header: bytes, size: int, sha256: str) -> dict[str, Any]:

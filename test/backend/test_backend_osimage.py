@@ -144,6 +144,6 @@ def test_fetch_a_file_of_this_node(ctx, tmp_path):
     assert osimage.os_image_inspect(ctx, INST)["sha256"] == hashlib.sha256(data).hexdigest()
     with pytest.raises(errors.StorageError, match="Cannot read OS image .*nor on node"):
         osimage.os_image_fetch(ctx, INST, str(tmp_path / "none.img"), MIB)
-    with pytest.raises(errors.StorageError, match="Not an http"):
-        osimage.os_image_fetch(ctx, INST, "ftp://h/x.img", MIB)
+    with pytest.raises(errors.StorageError, match="only http, https and ftp"):
+        osimage.os_image_fetch(ctx, INST, "ftps://h/x.img", MIB)
     assert os.listdir(ctx.paths.os_image_dir) == []
