@@ -569,6 +569,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         try:
             return self._exec(feedback_fn)
         except BaseException:
+            if self.os_image is not None:
+                # whatever failed (a wipe, a resync...), no staged image stays behind
+                os_image.drop_staged(self, self.pnode.name, self.op.instance_name)
             if self.cfg.get_instance_info_by_name(self.op.instance_name) is None:
                 remove_instance_lock(self, self.op.instance_name)
             raise

@@ -347,12 +347,17 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
             facts = os_image.stage_image(self, self.pnode.name, inst.name, self.os_image,
                                          self.new_osparams.get(os_image.CHECKSUM_PARAM),
                                          self.image_disk.size, feedback_fn)
-        if (self.new_os != inst.os or self.new_osparams != inst.osparams
-                or self.new_osparams_private != inst.osparams_private):
-            inst.os = self.new_os
-            inst.osparams = self.new_osparams
-            inst.osparams_private = self.new_osparams_private
-            self.cfg.update(inst)
+        try:
+            if (self.new_os != inst.os or self.new_osparams != inst.osparams
+                    or self.new_osparams_private != inst.osparams_private):
+                inst.os = self.new_os
+                inst.osparams = self.new_osparams
+                inst.osparams_private = self.new_osparams_private
+                self.cfg.update(inst)
+        except BaseException:
+            if facts is not None:
+                os_image.drop_staged(self, self.pnode.name, inst.name)
+            raise
         if facts is not None:
             node = self.pnode.name
             os_image.write_image(self, node, inst.name, self.rpc_instance()["disks_info"][0],
