@@ -163,12 +163,12 @@ def test_private_user_data_document_stays_private(vc, images):
     assert "s3cr3t-token-4711" not in vc.ok("gnt-instance", "info", name)
     assert "s3cr3t-token-4711" not in vc.ok("gnt-instance", "list", "-o",
                                             "name,osparams,custom_osparams", name)
-    for node in vc.names:
-        queue = vc.paths(node).queue_dir
-        for dirpath, _dirs, files in os.walk(queue):
-            for fname in files:
-                with open(os.path.join(dirpath, fname), "rb") as fh:
-                    assert b"s3cr3t-token-4711" not in fh.read(), fname
+    for node in vc.names:       # job files, and every daemon's and OS script's log
+        for top in (vc.paths(node).queue_dir, vc.paths(node).log_dir):
+            for dirpath, _dirs, files in os.walk(top):
+                for fname in files:
+                    with open(os.path.join(dirpath, fname), "rb") as fh:
+                        assert b"s3cr3t-token-4711" not in fh.read(), fname
     vc.ok("gnt-instance", "remove", "-f", name)
 
 
