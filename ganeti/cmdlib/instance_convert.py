@@ -14,6 +14,12 @@
   ``<uuid>.disk<N>``), the metadata volume and everything on the old
   secondary are removed.
 
+* ``file`` <-> ``sharedfile`` (``-t sharedfile``, ``-t file``): each disk is
+  made again below the other template's storage directory on the primary
+  node, the data copied there by the node (``blockdev_convert``), the
+  configuration switched, and the old files removed.  The disks keep their
+  UUIDs.
+
 The instance must be stopped with its disks deactivated.  A failure before
 the configuration changes undoes what was made; after it, the leftovers
 are warnings that name them (``gnt-cluster verify`` lists them too).
@@ -29,7 +35,8 @@ from ganeti import constants, errors, locking
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, drbd, lvm
 from ganeti.cmdlib.common import expand_node
-from ganeti.cmdlib.instance import check_node_online, check_node_usable, expand_instance
+from ganeti.cmdlib.instance import (check_node_online, check_node_usable, expand_instance,
+                                    file_logical_id, storage_dir_for)
 from ganeti.iallocator import document
 from ganeti.objects import Disk, Node
 
@@ -38,7 +45,11 @@ __all__ = ["CONVERSIONS", "check_arguments", "expand_extra", "declare_locks", "c
 
 #: the (from, to) disk template conversions modify -t does
 CONVERSIONS = frozenset({(constants.DT_PLAIN, constants.DT_DRBD8),
-                         (constants.DT_DRBD8, constants.DT_PLAIN)})
+                         (constants.DT_DRBD8, constants.DT_PLAIN),
+                         (constants.DT_FILE, constants.DT_SHARED_FILE),
+                         (constants.DT_SHARED_FILE, constants.DT_FILE)})
+#: the conversions between file based templates (a copy on the primary node)
+_FILE_TEMPLATES = frozenset({constants.DT_FILE, constants.DT_SHARED_FILE})
 
 
 def check_arguments(op: Any, other_changes: bool) -> None:
@@ -159,8 +170,54 @@ def convert(lu: Any, feedback_fn: FeedbackFn) -> None:
     """Run the conversion :func:`check` accepted."""
     if lu.op.disk_template == constants.DT_DRBD8:
         _plain_to_drbd(lu, lu.convert_snode, feedback_fn)
+    elif lu.op.disk_template in _FILE_TEMPLATES:
+        _file_to_file(lu, feedback_fn)
     else:
         _drbd_to_plain(lu, feedback_fn)
+
+
+def _file_to_file(lu: Any, feedback_fn: FeedbackFn) -> None:
+    """``file`` <-> ``sharedfile``: new files, the data copied, the config switched,
+    the old files removed.  A failure before the switch removes the new files."""
+    inst, cfg, pnode, target = lu.instance, lu.cfg, lu.pnode, lu.op.disk_template
+    paths = getattr(lu.context, "paths", None)
+    storage_dir = storage_dir_for(cfg.get_cluster_info(), target, None,
+                                  paths.root if paths is not None else None)
+    old: list[Disk] = [copy.deepcopy(d) for d in lu.disks]
+    new: list[Disk] = []
+    for idx, disk in enumerate(old):
+        made = copy.deepcopy(disk)
+        made.dev_type = target
+        made.logical_id = file_logical_id(storage_dir, inst.name, disk.uuid, idx,
+                                          disk.logical_id[0] if disk.logical_id else "loop")
+        new.append(made)
+    rpc = lu.require_rpc()
+    created: list[Disk] = []
+    try:
+        feedback_fn(f"* creating the {target} disks on {pnode.name}")
+        for made in new:
+            _create(lu, pnode, made, on_primary=True, what=f"disk {made.logical_id[1]}")
+            created.append(made)
+        for idx, (src, dst) in enumerate(zip(old, new)):
+            feedback_fn(f"* copying the data of disk {idx} ({src.size} MiB) to"
+                        f" {dst.logical_id[1]}")
+            rpc.call_blockdev_convert(pnode.name, src=drbd.rpc_disk(src, cfg),
+                                      dst=drbd.rpc_disk(dst, cfg)).one(
+                pnode.name, f"Cannot copy disk {idx} on {pnode.name}")
+    except errors.GanetiError:
+        for made in created:
+            drbd.remove_mirror_disk(lu, made, [pnode], f"new disk {made.logical_id[1]}")
+        raise
+    with cfg.batch():
+        for disk, made in zip(lu.disks, new):
+            disk.dev_type = made.dev_type
+            disk.logical_id = made.logical_id
+            cfg.update(disk)
+        inst.disk_template = target
+        cfg.update(inst)
+    feedback_fn(f"* removing the old {old[0].dev_type if old else ''} disks")
+    for disk in old:
+        drbd.remove_mirror_disk(lu, disk, [pnode], f"old disk {disk.logical_id[1]}")
 
 
 def _create(lu: Any, node: Node, disk: Disk, *, on_primary: bool, what: str) -> None:

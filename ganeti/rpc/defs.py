@@ -304,6 +304,9 @@ _ROWS = [
          "Overwrite size bytes (<= 1 GiB) at offset with zeros, fsync'ed. -> bytes written"),
     _row("blockdev_checksum", [("disk", dict)], SLOW,
          "{sha1, size} of the whole volume (to verify a copy)."),
+    _row("blockdev_convert", [("src", dict), ("dst", dict)], TMO_1DAY,
+         "Copy the data of disk src into the existing, as large disk dst (both here),"
+         " fsync'ed (modify -t between file-based templates). -> bytes copied"),
     _row("storage_list", [("su_name", str), ("su_args", list), ("name", str | None),
                           ("fields", list)], FAST,
          "Storage units of type su_name (file/sharedfile: su_args [directory]), only"

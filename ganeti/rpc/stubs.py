@@ -429,6 +429,13 @@ class RpcStubs:
         """{sha1, size} of the whole volume (to verify a copy). [slow]"""
         return self._rpc("blockdev_checksum", node_or_nodes, [disk], rpc_timeout)
 
+    def call_blockdev_convert(self, node_or_nodes: Nodes, *, src: JsonDict, dst: JsonDict,
+                              rpc_timeout: float | None = None) -> RpcResults:
+        """Copy the data of disk src into the existing, as large disk dst (both here), fsync'ed (modify
+        -t between file-based templates). -> bytes copied [1day]
+        """
+        return self._rpc("blockdev_convert", node_or_nodes, [src, dst], rpc_timeout)
+
     def call_storage_list(self, node_or_nodes: Nodes, *, su_name: str, su_args: JsonList,
                           name: str | None, fields: JsonList, rpc_timeout: float | None = None) -> RpcResults:
         """Storage units of type su_name (file/sharedfile: su_args [directory]), only name if given:

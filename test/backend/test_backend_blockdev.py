@@ -204,3 +204,19 @@ def test_getstatus_reports_size_activity_and_missing_disks(ctx) -> None:
 def test_getstatus_refuses_malformed_entries(ctx) -> None:
     with pytest.raises(errors.StorageError, match="expected \\[disk, instance_name, idx\\]"):
         blockdev.blockdev_getstatus(ctx, [[_disk(ctx), "inst1.example.com"]])
+
+
+def test_convert_copies_a_disk_into_another_of_this_node(ctx) -> None:
+    # gnt-instance modify -t sharedfile/file: the data goes to the new disk as it is
+    src, dst = _disk(ctx, "c1"), _disk(ctx, "c2", idx=1)
+    _create(ctx, src)
+    _create(ctx, dst)
+    with open(ctx.local_path(src["logical_id"][1]), "r+b") as fh:
+        fh.seek(3 * MIB + 5)
+        fh.write(b"payload")
+    assert blockdev.blockdev_convert(ctx, src, dst) == 4 * MIB
+    assert blockdev.blockdev_checksum(ctx, src) == blockdev.blockdev_checksum(ctx, dst)
+    small = _disk(ctx, "c3", size=1, idx=2)
+    _create(ctx, small)
+    with pytest.raises(errors.StorageError, match="smaller"):
+        blockdev.blockdev_convert(ctx, src, small)

@@ -35,6 +35,18 @@ class ConvertNodes(ReplaceNodes):
         self.events.append(("adopt", node, tuple(d["logical_id"][1] for d in
                                                  (x["children"][0] for x in disks))))
 
+    def do_blockdev_remove(self, node: str, disk: dict) -> None:
+        if disk["dev_type"] in ("file", "sharedfile"):
+            self.events.append(("remove", node, disk["logical_id"][1]))
+            return
+        super().do_blockdev_remove(node, disk)
+
+    def do_blockdev_convert(self, node: str, src: dict, dst: dict) -> int:
+        self.events.append(("convert", node, (src["logical_id"][1], dst["logical_id"][1])))
+        if "convert" in self.fail_at:
+            raise errors.StorageError("No space left on device")
+        return int(src["size"]) << 20
+
     def do_blockdev_rename(self, node: str, devlist: list) -> list:
         if "rename" in self.fail_at:
             raise errors.StorageError("lvrename failed")
@@ -229,3 +241,42 @@ def test_a_disk_that_cannot_be_made_on_the_primary_is_removed_from_both(cenv: An
     cenv.rpc.fail_create_on = set()
     _modify(cenv, disks=[["add", -1, {"size": 64}]])
     assert _instance(cenv)[1][1].logical_id[2] == cenv.rpc.ports[0]
+
+
+@pytest.mark.parametrize("source, target", [("file", "sharedfile"), ("sharedfile", "file")])
+def test_file_based_conversion_copies_each_disk_on_the_primary(cenv: Any, source: str,
+                                                                target: str) -> None:
+    _create(cenv, template=source, start=False, disks=[{"size": 128}, {"size": 64}])
+    _, before = _instance(cenv)
+    old_paths = [d.logical_id[1] for d in before]
+    cenv.rpc.events.clear()
+    assert _modify(cenv, disk_template=target) == [["disk_template", target]]
+    inst, disks = _instance(cenv)
+    assert inst.disk_template == target
+    assert [d.uuid for d in disks] == [d.uuid for d in before]
+    base = {"file": "/srv/ganeti/file-storage",
+            "sharedfile": "/srv/ganeti/shared-file-storage"}[target]
+    for idx, disk in enumerate(disks):
+        assert disk.dev_type == target and disk.size == (128, 64)[idx]
+        assert disk.logical_id == ["loop", f"{base}/inst1/{disk.uuid}.file.disk{idx}"]
+    ev = cenv.rpc.events
+    assert [e[:2] for e in ev] == [("create", "node1")] * 2 + [("convert", "node1")] * 2 + \
+        [("remove", "node1")] * 2
+    assert [e[2] for e in ev if e[0] == "convert"] == [
+        (o, d.logical_id[1]) for o, d in zip(old_paths, disks)]
+    assert [e[2] for e in ev if e[0] == "remove"] == old_paths
+
+
+def test_a_failed_copy_leaves_the_file_disks_as_they_were(cenv: Any) -> None:
+    _create(cenv, template="file", start=False)
+    _, before = _instance(cenv)
+    cenv.rpc.events.clear()
+    cenv.rpc.fail_at.add("convert")
+    with pytest.raises(errors.OpExecError, match="Cannot copy disk 0"):
+        _modify(cenv, disk_template="sharedfile")
+    inst, disks = _instance(cenv)
+    assert inst.disk_template == "file" and disks[0].logical_id == before[0].logical_id
+    new_path = f"/srv/ganeti/shared-file-storage/inst1/{before[0].uuid}.file.disk0"
+    assert cenv.rpc.events[1:] == [
+        ("convert", "node1", (before[0].logical_id[1], new_path)),
+        ("remove", "node1", new_path)]         # the new file only, the old one stays

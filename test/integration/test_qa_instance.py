@@ -226,3 +226,42 @@ def test_os_image_must_be_an_absolute_path_or_a_url(vc):
         fail_unchanged(vc, "gnt-instance", *verb, "--os-parameters",
                        "os-image=NonExistantOsForQa", name, expect=_BAD_IMAGE)
     assert rows(vc, "osparams", name) == [["os-image=/srv/images/a.img"]]
+
+
+def _disk_paths(vc, name: str) -> list[str]:
+    """The disk image paths of an instance, from gnt-instance info (shared ones too)."""
+    import yaml
+    (info,) = yaml.safe_load(vc.ok("gnt-instance", "info", name))
+    paths = [disk["logical_id"][-1] for disk in info["Disks"]]
+    return [p if os.path.exists(p) else vc.paths(N1).root + p for p in paths]
+
+
+def test_convert_file_to_sharedfile_and_back(vc):
+    # TestInstanceConvertDiskTemplate with file and sharedfile enabled: the stopped
+    # instance goes to the other template and back, its data with it
+    name = "convert.example.com"
+    _add(vc, name, "file", "--disk", "1:size=4M", "--no-start")
+    old = _disk_paths(vc, name)
+    for path, text in zip(old, (b"first disk", b"second disk")):
+        with open(path, "r+b") as fh:
+            fh.seek(3 << 20)
+            fh.write(text)
+    vc.ok("gnt-instance", "modify", "-t", "sharedfile", name)
+    assert rows(vc, "disk_template", name) == [["sharedfile"]]
+    shared = _disk_paths(vc, name)
+    assert not any(os.path.exists(p) for p in old)
+    for path, text in zip(shared, (b"first disk", b"second disk")):
+        assert path not in old and os.path.getsize(path) in (8 << 20, 4 << 20)
+        with open(path, "rb") as fh:
+            fh.seek(3 << 20)
+            assert fh.read(len(text)) == text
+    fail_unchanged(vc, "gnt-instance", "modify", "-t", "sharedfile", name,
+                   expect="already has disk template")
+    vc.ok("gnt-instance", "modify", "-t", "file", name)
+    assert rows(vc, "disk_template", name) == [["file"]]
+    assert _disk_paths(vc, name) == old and not any(os.path.exists(p) for p in shared)
+    with open(old[1], "rb") as fh:
+        fh.seek(3 << 20)
+        assert fh.read(11) == b"second disk"
+    vc.ok("gnt-instance", "startup", name)
+    assert rows(vc, "status", name) == [["running"]]
