@@ -8,13 +8,19 @@ node (from an HTTP server of the test).  Real ``qemu-img`` and
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import http.client
 import http.server
+import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
+import time
+from typing import Any
 
 import pytest
 from instance_helpers import NOCHECK, disk_files, fail_unchanged, rows
@@ -34,7 +40,40 @@ MIB = 1024 * 1024
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcimg"), nodes=2) as cluster:
+        path = cluster.paths(N1).rapi_users_file
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write("writer wpass write\n")
+        os.chmod(path, 0o600)
         yield cluster
+
+
+def _rapi(vc, method: str, path: str, body: Any = None) -> Any:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
+                                       context=ctx, timeout=60)
+    auth = base64.b64encode(b"writer:wpass").decode()
+    try:
+        conn.request(method, path, body=None if body is None else json.dumps(body),
+                     headers={"Authorization": f"Basic {auth}",
+                              "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+    finally:
+        conn.close()
+    assert resp.status == 200, (resp.status, data)
+    return json.loads(data)
+
+
+def _rapi_job(vc, job_id: int) -> dict[str, Any]:
+    for _ in range(600):
+        job = _rapi(vc, "GET", f"/2/jobs/{job_id}")
+        if job["status"] in ("success", "error", "canceled"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not finish")
 
 
 @pytest.fixture(scope="module")
@@ -246,5 +285,22 @@ def test_an_image_and_an_os_the_scripts_run_on_the_written_disk(vc, images):
     assert rows(vc, "os", name) == [["tinyos"]]
     assert os.path.exists(_seed(vc, name))
     vc.ok("gnt-instance", "reinstall", "-f", "--os-image", str(top / "o.img"), name)
+    vc.ok("gnt-instance", "remove", "-f", name)
+    assert _leftovers(vc) == []
+
+
+def test_rapi_create_with_the_os_parameter_os_image(vc, images):
+    # what Ganeti 3.0's RAPI clients send: the image as the OS parameter, no OS
+    top, url = images
+    data = _raw(top / "rapi.img", fill=b"P")
+    name = "img-rapi.example.com"
+    job_id = _rapi(vc, "POST", "/2/instances", {
+        "__version__": 1, "mode": "create", "name": name, "disk_template": "file",
+        "disks": [{"size": 8}], "nics": [{}], "pnode": N2, "name_check": False,
+        "ip_check": False, "start": False, "osparams": {"os-image": f"{url}/rapi.img"}})
+    job = _rapi_job(vc, int(job_id))
+    assert job["status"] == "success", job["opresult"]
+    assert _disk0(vc, name)[:MIB] == data
+    assert os.path.exists(_seed(vc, name))
     vc.ok("gnt-instance", "remove", "-f", name)
     assert _leftovers(vc) == []
