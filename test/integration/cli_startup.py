@@ -54,6 +54,7 @@ ALLOWED_GANETI = frozenset({
     "ganeti.client.gnt_instance", "ganeti.client.gnt_job", "ganeti.client.gnt_node",
     "ganeti.client.gnt_os", "ganeti.client.gnt_filter", "ganeti.client.gnt_network",
     "ganeti.client.relocation", "ganeti.client.tags_common",
+    "ganeti.client.node_oob", "ganeti.client.cluster_epo",     # their verbs' rows (light)
 })
 
 #: the standard library modules a verb may import beyond the bare interpreter's
