@@ -43,7 +43,7 @@ from ganeti.opcodes import wire  # noqa: E402
 NODES = 5
 JOBS = 1000
 TARGET_S = 3.0
-DELAY_OP = wire.test_delay(duration=0.0)
+DELAY_OP = wire.test_delay(duration=0.0, no_locks=True)
 
 
 def _fill_queue(vc: vcluster.VCluster, count: int) -> None:

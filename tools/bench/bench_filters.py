@@ -40,7 +40,7 @@ from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import start_masterd  # noqa: E402
 import benchlib  # noqa: E402
 
-NOOP = wire.test_delay(duration=0.0)
+NOOP = wire.test_delay(duration=0.0, no_locks=True)
 BATCH = 50
 ROUND = 500
 RULES = 50

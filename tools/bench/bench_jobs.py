@@ -25,7 +25,7 @@ from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import prepare_root, start_masterd  # noqa: E402
 import benchlib  # noqa: E402
 
-NOOP = wire.test_delay(duration=0.0)
+NOOP = wire.test_delay(duration=0.0, no_locks=True)
 
 
 def _wait_all(conn: luxi.Client, ids: list[int], deadline: float) -> None:
@@ -57,7 +57,7 @@ def bench_wfjc_latency(tmp: str, samples: int = 20) -> list[float]:
     try:
         with luxi.Client(handle.socket_path, rw_timeout=60) as conn:
             for _ in range(samples):
-                job_id = conn.SubmitJob([wire.test_delay(duration=0.05)])
+                job_id = conn.SubmitJob([wire.test_delay(duration=0.05, no_locks=True)])
                 prev = None
                 while True:
                     res = conn.WaitForJobChangeOnce(job_id, ["status", "end_ts"], prev, -1, 10)
