@@ -197,11 +197,16 @@ class LUOobCommand(NoHooksLU[OpOobCommand]):
             if powered != node.powered:
                 logger.warning("Recorded power state (%s) of node '%s' does not match actual"
                                " power state (%s)", node.powered, node.name, powered)
-        elif command in (constants.OOB_POWER_ON, constants.OOB_POWER_OFF):
-            node.powered = command == constants.OOB_POWER_ON
-            self.cfg.update(node)
-            logger.info("Node %s recorded as powered %s", node.name,
-                        "on" if node.powered else "off")
+        elif command == constants.OOB_POWER_ON:
+            self._set_powered(node, True)
+
+    def _set_powered(self, node: Node, powered: bool) -> None:
+        """Record the node's power state (a configuration write when it changes)."""
+        if node.powered == powered:
+            return
+        node.powered = powered
+        self.cfg.update(node)
+        logger.info("Node %s recorded as powered %s", node.name, "on" if powered else "off")
 
     def Exec(self, feedback_fn: FeedbackFn) -> list[list[list[Any]]]:
         result: list[list[list[Any]]] = []
@@ -217,8 +222,16 @@ class LUOobCommand(NoHooksLU[OpOobCommand]):
                     and self.op.power_delay > 0
                     and self.proc.wait_interrupt(self.op.power_delay)):
                 raise errors.OpExecError("Power-on interrupted: the job was killed")
+            if self.op.command == constants.OOB_POWER_OFF:
+                # recorded first, while the node still answers: an offline node
+                # recorded powered off leaves the master lease's voters, which
+                # a majority of the voters must confirm (doc/oob.md)
+                was = node.powered
+                self._set_powered(node, False)
             status, payload = self._run(node, program)
-            if status == constants.RS_NORMAL:
+            if self.op.command == constants.OOB_POWER_OFF and status != constants.RS_NORMAL:
+                self._set_powered(node, was)
+            elif status == constants.RS_NORMAL:
                 self._record(node, payload)
                 powered_on += self.op.command == constants.OOB_POWER_ON
             entry.append([status, payload])

@@ -27,7 +27,7 @@ from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner
 
 __all__ = ["collect_answers", "run_vote", "renew_lease", "MasterGuard", "config_node_names",
-           "new_master_from"]
+           "lease_voters", "new_master_from"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,13 @@ def new_master_from(refusals: Iterable[str]) -> str | None:
 def config_node_names(data: ConfigData) -> list[str]:
     """Every node of the configuration, by name (sorted)."""
     return sorted(n.name for n in data.nodes.values())
+
+
+def lease_voters(data: ConfigData) -> list[str]:
+    """The nodes whose confirmations the master lease counts (sorted): every
+    node but those both marked offline and recorded powered off
+    (doc/design/failover.md, "Lease voters")."""
+    return sorted(n.name for n in list(data.nodes.values()) if n.powered or not n.offline)
 
 
 def collect_answers(rpc: RpcRunner, names: Sequence[str], *,
@@ -296,12 +303,21 @@ class MasterGuard:
         """Raise :class:`errors.NotMasterError` unless ``count`` jobs may be accepted now."""
         self._check(count, 0)
 
-    def check_config_write(self, serial: int) -> None:
+    def check_config_write(self, serial: int, *, fresh: bool = False) -> None:
         """Raise :class:`errors.NotMasterError` unless config ``serial`` may be written now.
 
         Called by the configuration writer's ``write_fn``: a refusal undoes
-        the change (the job that made it fails).
+        the change (the job that made it fails).  ``fresh``: the write takes
+        nodes out of the lease's voters, so a majority of the voters as they
+        are now must confirm this master in a round of its own, whatever the
+        lease's age (doc/design/failover.md, "Lease voters").
         """
+        if fresh and self.enforce and self.fenced is None and not self.renew(serial=serial):
+            with self._lock:
+                why = self.lease.fenced or self.lease.last_failure or "no majority"
+            raise errors.NotMasterError(
+                "Taking nodes out of the master lease's voters needs a majority of the"
+                f" voters now, and it did not confirm ({why}); the change is refused")
         self._check(0, serial)
 
     def check_request(self) -> None:

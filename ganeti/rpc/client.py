@@ -284,7 +284,7 @@ class RpcRunner(RpcStubs):
         todo: list[NodeAddress] = []
         for entry in self.resolver(list(node_args)):
             name, _, _, offline = entry
-            if offline:
+            if offline and procedure not in defs.OFFLINE_CALLS:
                 results[name] = RpcResult(name, None, OFFLINE_MSG, True, procedure)
             else:
                 todo.append(entry)

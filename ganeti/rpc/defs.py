@@ -70,7 +70,7 @@ from typing import Any
 from ganeti import errors, wiretypes
 
 __all__ = [
-    "FENCED_CALLS", "FENCED_PREFIX", "KEEPALIVE_CALLS", "KEEPALIVE_WRITE_CALLS", "epoch_query", "parse_epoch_query",
+    "FENCED_CALLS", "FENCED_PREFIX", "OFFLINE_CALLS", "KEEPALIVE_CALLS", "KEEPALIVE_WRITE_CALLS", "epoch_query", "parse_epoch_query",
     "URGENT", "FAST", "NORMAL", "SLOW", "TMO_4HRS", "TMO_1DAY", "TIMEOUTS",
     "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
 ]
@@ -445,6 +445,11 @@ FENCED_CALLS = frozenset([
     "node_deactivate_master_ip", "node_stop_master", "master_lease", "node_leave_cluster",
     "set_watcher_pause", "run_oob",
 ])
+#: procedures sent to nodes marked offline too (the runner answers every
+#: other one for such a node itself): an offline node still counts among
+#: the master lease's voters until it is recorded powered off
+#: (doc/design/failover.md, "Lease voters")
+OFFLINE_CALLS = frozenset(["master_lease"])
 #: how a node's refusal of an old epoch starts (the master recognises it)
 FENCED_PREFIX = "Fenced:"
 #: read-only procedures that may share a kept connection, and so a node

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from ganeti import errors
 from ganeti.context import MasterContext
 from ganeti.failover import takeover
-from ganeti.failover.quorum import MasterGuard
+from ganeti.failover.quorum import MasterGuard, lease_voters
 from ganeti.failover.vote import Decision
 from ganeti.pathutils import Paths
 from ganeti.replication import Replicator
@@ -94,15 +94,22 @@ def make_guard(context: MasterContext, opts: argparse.Namespace,
     me = netutils.hostname()
 
     def nodes() -> tuple[list[str], str, int]:
-        data = cfg.get_config_data()
-        return sorted(n.name for n in data.nodes.values()), me, data.cluster.master_epoch
+        # the voters of the configuration on disk: a change that adds one
+        # counts it from the write after (doc/design/failover.md, "Lease voters")
+        saved = cfg.committed().get_config_data()
+        return lease_voters(saved), me, cfg.get_config_data().cluster.master_epoch
+
+    def check_write() -> None:
+        leaving = (set(lease_voters(cfg.committed().get_config_data()))
+                   - set(lease_voters(cfg.get_config_data())))
+        guard.check_config_write(cfg.get_serial_no(), fresh=bool(leaving))
 
     guard = MasterGuard(rpc, nodes, lambda: jq.storage.last_id, cfg.get_serial_no,
                         duration=opts.lease_duration, clock=clock,
                         timeout=min(10.0, max(5.0, 60.0 * opts.rpc_timeout_scale)),
                         enforce=not opts.no_voting)
     rpc.on_fenced = guard.on_fenced
-    write_checks.append(lambda: guard.check_config_write(cfg.get_serial_no()))
+    write_checks.append(check_write)
     return guard
 
 

@@ -105,6 +105,24 @@ def test_power_off_records_the_node_unpowered(tmp_path) -> None:
     assert cfg.get_node_info_by_name(N2).powered is True
 
 
+def test_power_off_records_the_node_before_the_program_runs_and_undoes_a_failure(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, offline=(2, 3))
+    recorded = []
+
+    def handler(node, args):
+        recorded.append((args[2], cfg.get_node_info_by_name(args[2]).powered))
+        if args[2] == N3:
+            raise errors.RpcError("exit status 1; output: no board")
+        return ""
+    rpc.set_handler("run_oob", handler)
+    result, messages, _ = run_opcode(ctx, _op("power-off", N2, N3))
+    assert result == [[[constants.RS_NORMAL, N2], [constants.RS_NORMAL, None]],
+                      [[constants.RS_NORMAL, N3], [constants.RS_NODATA, None]]]
+    assert recorded == [(N2, False), (N3, False)]      # recorded while the nodes answer
+    assert cfg.get_node_info_by_name(N2).powered is False
+    assert cfg.get_node_info_by_name(N3).powered is True  # the failed one is put back
+
+
 def test_power_off_of_an_online_node_needs_ignore_status(tmp_path) -> None:
     cfg, rpc, ctx = _setup(tmp_path)
     seen = _answer(rpc, {})

@@ -299,3 +299,31 @@ def test_guard_without_voting_needs_the_nodes_it_first_reached():
     last[0] = first
     with pytest.raises(errors.NotMasterError, match=f"reserved only up to {first}"):
         guard.check_submit(1)
+
+
+def test_lease_voters_leave_out_only_offline_nodes_recorded_powered_off():
+    data = _data()
+    data.nodes["u2"].offline = True                     # offline but running: still a voter
+    data.nodes["u3"].powered = False                    # unpowered but online: still a voter
+    assert quorum.lease_voters(data) == NAMES
+    data.nodes["u3"].offline = True
+    assert quorum.lease_voters(data) == ["node1", "node2"]
+
+
+def test_a_write_that_takes_voters_out_needs_a_fresh_majority():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    guard = quorum.MasterGuard(rpc, lambda: (NAMES, "node1", 0), lambda: 0, lambda: 10,
+                               clock=clock, duration=6.0, timeout=1.0)
+    guard.check_config_write(11)
+    rounds = len(rpc.calls_to("master_lease"))
+    guard.check_config_write(12)                        # a valid lease: no new round
+    assert len(rpc.calls_to("master_lease")) == rounds
+    guard.check_config_write(13, fresh=True)            # a round of its own, confirmed
+    assert len(rpc.calls_to("master_lease")) == rounds + 3
+    for node in ("node2", "node3"):                     # cut off, the lease still valid
+        rpc.set_failure("master_lease", node, "timed out")
+    guard.check_config_write(14)
+    with pytest.raises(errors.NotMasterError, match="needs a majority of the voters now"):
+        guard.check_config_write(15, fresh=True)

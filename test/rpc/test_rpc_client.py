@@ -64,6 +64,21 @@ def test_offline_nodes_skipped_without_traffic() -> None:
         res["n2"].raise_on_failure("Cannot")
 
 
+def test_the_master_lease_reaches_offline_nodes_too() -> None:
+    seen = []
+
+    def fn(address, port, procedure, body, timeout):
+        seen.append((address, procedure))
+        return b'[true, {"master": "n1", "epoch": 0}]'
+
+    runner = client.RpcRunner(_resolver(offline=("n2",)), FunctionTransport(fn))
+    res = runner.call_master_lease(["n1", "n2"], master="n1", epoch=0, reserve_job_id=5,
+                                   reserve_serial=5)
+    assert res["n2"].fail_msg is None and res["n2"].payload == {"master": "n1", "epoch": 0}
+    assert sorted(a for a, _ in seen) == ["10.0.0.1", "10.0.0.2"]
+    assert defs.OFFLINE_CALLS == {"master_lease"}
+
+
 def test_remote_failure_message() -> None:
     runner = client.RpcRunner(_resolver(), FunctionTransport(
         lambda *a: b'[false, "disk on fire"]'))
