@@ -27,7 +27,7 @@ from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner
 
 __all__ = ["collect_answers", "run_vote", "renew_lease", "MasterGuard", "config_node_names",
-           "lease_voters", "new_master_from"]
+           "lease_voters", "voter_change", "new_master_from"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,20 @@ def lease_voters(data: ConfigData) -> list[str]:
     node but those both marked offline and recorded powered off
     (doc/design/failover.md, "Lease voters")."""
     return sorted(n.name for n in list(data.nodes.values()) if n.powered or not n.offline)
+
+
+def voter_change(saved: ConfigData, live: ConfigData) -> tuple[list[str], list[str]]:
+    """``(voters, leaving)`` while ``live`` is being written over ``saved``.
+
+    The voters are those of the configuration on disk that ``live`` still
+    has (a removed node stops counting at once, as it is told to leave the
+    cluster); ``leaving`` the ones of them that ``live`` no longer counts,
+    whose write needs a fresh majority (doc/design/failover.md, "Lease voters").
+    """
+    names = {n.name for n in list(live.nodes.values())}
+    voters = [n for n in lease_voters(saved) if n in names]
+    still = set(lease_voters(live))
+    return voters, [n for n in voters if n not in still]
 
 
 def collect_answers(rpc: RpcRunner, names: Sequence[str], *,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from ganeti import errors
 from ganeti.context import MasterContext
 from ganeti.failover import takeover
-from ganeti.failover.quorum import MasterGuard, lease_voters
+from ganeti.failover.quorum import MasterGuard, voter_change
 from ganeti.failover.vote import Decision
 from ganeti.pathutils import Paths
 from ganeti.replication import Replicator
@@ -96,12 +96,12 @@ def make_guard(context: MasterContext, opts: argparse.Namespace,
     def nodes() -> tuple[list[str], str, int]:
         # the voters of the configuration on disk: a change that adds one
         # counts it from the write after (doc/design/failover.md, "Lease voters")
-        saved = cfg.committed().get_config_data()
-        return lease_voters(saved), me, cfg.get_config_data().cluster.master_epoch
+        live = cfg.get_config_data()
+        voters, _ = voter_change(cfg.committed().get_config_data(), live)
+        return voters, me, live.cluster.master_epoch
 
     def check_write() -> None:
-        leaving = (set(lease_voters(cfg.committed().get_config_data()))
-                   - set(lease_voters(cfg.get_config_data())))
+        _, leaving = voter_change(cfg.committed().get_config_data(), cfg.get_config_data())
         guard.check_config_write(cfg.get_serial_no(), fresh=bool(leaving))
 
     guard = MasterGuard(rpc, nodes, lambda: jq.storage.last_id, cfg.get_serial_no,

@@ -310,6 +310,18 @@ def test_lease_voters_leave_out_only_offline_nodes_recorded_powered_off():
     assert quorum.lease_voters(data) == ["node1", "node2"]
 
 
+def test_voter_change_counts_the_saved_voters_the_live_config_still_has():
+    saved, live = _data(), _data()
+    assert quorum.voter_change(saved, live) == (NAMES, [])
+    del live.nodes["u3"]                                # removed: stops counting at once
+    live.nodes["u4"] = Node(name="node4", uuid="u4")    # added: counts once saved
+    assert quorum.voter_change(saved, live) == (["node1", "node2"], [])
+    live.nodes["u2"].offline = True
+    live.nodes["u2"].powered = False                    # leaving: a fresh majority
+    assert quorum.voter_change(saved, live) == (["node1", "node2"], ["node2"])
+    assert quorum.voter_change(live, saved) == (["node1"], [])   # node2 joins once saved
+
+
 def test_a_write_that_takes_voters_out_needs_a_fresh_majority():
     clock = FakeClock()
     rpc = FakeRpc()
