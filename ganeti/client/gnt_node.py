@@ -148,6 +148,12 @@ def modify_node(opts: Any, args: list[str]) -> int:
     if len(op) == 2:
         cli.to_stderr("Please give at least one of the parameters.")
         return cli.EXIT_FAILURE
+    # as Ganeti's: bringing a node online by hand asks first (doc/commands.md)
+    if op.get("offline") is False and not cli.confirm(
+            f"Node {args[0]} is being brought online by hand. If the cluster's configuration"
+            " changed while it was offline, it can act on stale data (a split brain);"
+            " 'gnt-node add --readd' brings a node back safely.", forced=opts.force):
+        return cli.EXIT_FAILURE
     if opts.auto_promote:
         op["auto_promote"] = True
     if opts.force:

@@ -113,3 +113,16 @@ def test_modify_node_powered() -> None:
     assert _run(["modify", "--node-powered", "no", "n2"], cl) == 0
     (op,) = _submitted(cl)
     assert op["powered"] is False
+
+
+def test_modify_online_asks_first_as_ganeti(capsys) -> None:
+    cl = _luxi([["offline", "False"]])
+    assert _run(["modify", "-O", "no", "n2"], cl) == 1      # no terminal: refused, no job
+    assert not [c for c in cl.calls if c[0] == "SubmitJob"]
+    err = capsys.readouterr().err
+    assert "Node n2 is being brought online by hand" in err and "Use --force" in err
+    assert _run(["modify", "-O", "no", "--force", "n2"], cl) == 0
+    (op,) = _submitted(cl)
+    assert op["offline"] is False and op["force"] is True
+    cl = _luxi([["offline", "True"]])
+    assert _run(["modify", "-O", "yes", "n2"], cl) == 0      # offline needs no confirmation

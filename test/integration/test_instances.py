@@ -442,7 +442,7 @@ def test_offline_node_refused(vc):
         fail_unchanged(vc, "gnt-instance", "migrate", "-f", "-n", N3, SHARED1,
                        expect="offline")
     finally:
-        vc.ok("gnt-node", "modify", "--offline", "no", N3)
+        vc.ok("gnt-node", "modify", "--offline", "no", "--force", N3)
     assert status_of(vc, DLESS1) == "running"
 
 

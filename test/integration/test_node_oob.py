@@ -119,7 +119,7 @@ def test_power_off_stops_the_node_and_power_on_brings_it_back(vc):
     assert _table(vc.ok("gnt-node", "power", "--separator=|", "status", N2)) == {
         "Node": "Status", N2: "unpowered"}
 
-    res = vc.run("gnt-node", "modify", "-O", "no", N2)
+    res = vc.run("gnt-node", "modify", "-O", "no", "--force", N2)
     assert res.returncode == 1
     assert f"Node {N2} needs to be turned on before its offline status can be reset" in res.stderr
 
@@ -127,7 +127,7 @@ def test_power_off_stops_the_node_and_power_on_brings_it_back(vc):
     assert _table(out)[N2] == "invoked"
     assert _noded(vc, N2) is not None and _boot_id(vc, N2) != boot_before
     assert _node_flags(vc, N2) == ("Y", "Y")
-    vc.ok("gnt-node", "modify", "-O", "no", N2)
+    vc.ok("gnt-node", "modify", "-O", "no", "--force", N2)
     assert _node_flags(vc, N2) == ("N", "Y")
     assert status_of(vc, INST) == "ERROR_down"         # the guest did not survive the power loss
     vc.ok("gnt-instance", "startup", INST)

@@ -157,7 +157,7 @@ def test_roles_and_candidate_promotion(vc):
     assert roles["node2.vcluster"] == "O"
     assert sorted(r for n, r in roles.items() if n != "node2.vcluster") == ["C", "M", "R"]
     assert _candidates_have_same_config(vc)
-    vc.ok("gnt-node", "modify", "-O", "no", "node2.vcluster")
+    vc.ok("gnt-node", "modify", "-O", "no", "--force", "node2.vcluster")
     assert vc.roles()["node2.vcluster"] in ("C", "R")
     vc.ok("gnt-node", "modify", "-D", "yes", "node4.vcluster")
     assert vc.roles()["node4.vcluster"] == "D"

@@ -226,7 +226,7 @@ def test_harep_fails_over_a_drbd_instance_whose_primary_is_offline(
         if stopped:
             gc.vcluster("start", gc.directory, "node2")
         if offline:
-            gc.gnt("gnt-node", "modify", "-O", "no", N2)
+            gc.gnt("gnt-node", "modify", "-O", "no", "--force", N2)
         for name in (drbd, plain, held):
             gc.gnt("gnt-instance", "remove", "-f", "--ignore-failures", name)
         # the failover left the dead primary's volumes there (as Ganeti's): the next

@@ -71,7 +71,7 @@ def test_upstream_power_off_and_on(vc, scratch):
     out = up(vc, scratch, "gnt-node", "power", "--separator=|", "on", N2).stdout
     assert f"{N2}|invoked" in out.splitlines()
     assert _noded(vc, N2) is not None
-    vc.ok("gnt-node", "modify", "-O", "no", N2)
+    vc.ok("gnt-node", "modify", "-O", "no", "--force", N2)
     assert vc.ok("gnt-node", "list", "--no-headers", "-o", "offline,powered", N2).split() == [
         "N", "Y"]
 
