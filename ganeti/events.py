@@ -277,6 +277,13 @@ class EventBuffer:
         first = self.first_id
         if first - 1 <= last_id <= self.last_id:
             start = last_id - first + 1
+            after = len(self._events) - start
+            if after <= start:
+                # a reader near the head (the usual one): walk from the newest
+                # end, so the cost is the events returned, not the buffer's size
+                tail = list(itertools.islice(reversed(self._events), after))
+                tail.reverse()
+                return tail if limit is None else tail[:limit]
             return list(itertools.islice(self._events, start,
                                          None if limit is None else start + limit))
         gap = make_gap(last_id, first - 1, now,

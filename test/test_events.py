@@ -47,6 +47,17 @@ def test_since_resumes_after_an_id_in_the_buffer() -> None:
     assert bus.since(0)[1] == published
 
 
+@pytest.mark.parametrize("after", [0, 1, 3, 5, 8, 12, 19, 20])
+def test_since_is_the_same_from_either_end_of_the_buffer(after) -> None:
+    bus = _bus(capacity=32, last_id=100)
+    published = _publish_jobs(bus, 20)              # ids 101-120
+    for limit in (None, 1, 4, 30):
+        cursor, got = bus.since(100 + after, limit=limit)
+        want = published[after:] if limit is None else published[after:after + limit]
+        assert got == want
+        assert cursor == (want[-1].id if want else 100 + after)
+
+
 def test_since_none_means_from_now() -> None:
     bus = _bus()
     _publish_jobs(bus, 3)

@@ -52,8 +52,13 @@ _SUFFIX = ".json"
 _CACHE_NAME = ".states-cache"
 _CACHE_VERSION = 1
 #: a state file changed this recently (ns) is not kept: a change within the
-#: same file-system clock tick would leave its identity unchanged
-_CACHE_SETTLE_NS = 2_000_000_000
+#: same file-system clock tick (a kernel tick, 10 ms at most on Linux) would
+#: leave its identity unchanged; ten ticks of margin
+_CACHE_SETTLE_NS = 100_000_000
+#: settled state files read again (not in the cache) before the cache is
+#: written anew, unless they are a quarter of the files or more: a burst of
+#: starts does not rewrite a big cache at every call
+_CACHE_REWRITE_READS = 8
 _MiB = 1024 * 1024
 
 
@@ -176,7 +181,7 @@ class FakeHypervisor(base.BaseHypervisor):
         except (OSError, errors.SerializationError, AttributeError, KeyError, TypeError):
             kept, rebuild = {}, True
         settled = time.time_ns() - _CACHE_SETTLE_NS
-        states, keep, changed = [], {}, False
+        states, keep, missed = [], {}, 0
         for entry in entries:
             if not entry.endswith(_SUFFIX) or entry.startswith("."):
                 continue
@@ -192,13 +197,13 @@ class FakeHypervisor(base.BaseHypervisor):
                 state = self._read(entry[: -len(_SUFFIX)])
                 if state is None:
                     continue
-                # a file too new to keep changes nothing in the cache: a burst of
-                # starts does not rewrite it at every call
-                changed = changed or st.st_mtime_ns < settled
+                # a file too new to keep changes nothing in the cache
+                missed += st.st_mtime_ns < settled
             states.append(state)
             if st.st_mtime_ns < settled:
                 keep[entry] = [ident, state]
-        if changed or len(keep) != len(kept) or (rebuild and states):
+        # entries of files gone stay in the cache until the next write (unused)
+        if missed >= min(_CACHE_REWRITE_READS, max(1, len(keep) // 4)) or (rebuild and states):
             try:
                 uio.write_file_atomic(cache_path, serializer.dumps(
                     {"version": _CACHE_VERSION, "files": keep}), mode=0o640, fsync=False)
@@ -283,8 +288,10 @@ class FakeHypervisor(base.BaseHypervisor):
     # --- information --------------------------------------------------------
 
     def list_instances(self) -> list[str]:
-        """All instances with a state file, whatever their state."""
-        return [s["name"] for s in self._all_states()]
+        """All instances with a state file, whatever their state (the cached
+        states: a shutdown asks for the list, and reading every file made
+        stopping N instances cost O(N^2), bench_instance_scaling.py)."""
+        return [s["name"] for s in self._cached_states()]
 
     def _info(self, state: dict[str, Any]) -> dict[str, Any]:
         info = {"name": state["name"], "memory": int(state.get("memory", 0)),

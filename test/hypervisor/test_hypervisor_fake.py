@@ -351,3 +351,23 @@ def test_the_memory_check_of_a_start_does_not_read_every_state_file(tmp_path, mo
     assert reads == ["inst5.example.com"]
     with pytest.raises(errors.HypervisorError, match="available 2048 MiB"):
         hv.start_instance(spec("big.example.com", memory=4096), [])   # still counted right
+
+
+
+def test_listing_and_stopping_do_not_read_every_state_file(tmp_path, monkeypatch):
+    """A shutdown asks for the instance list: that list reads only the files
+    not in the cache (stopping N instances cost O(N^2) when it read them all)."""
+    hv = make_hv(tmp_path, memory=4096)
+    for idx in range(5):
+        hv.start_instance(spec(f"inst{idx}.example.com", memory=256), [])
+    _age_state_files(hv)
+    hv.get_all_instances_info()                     # the cache now holds the five
+    reads: list[str] = []
+    real_read = FakeHypervisor._read
+    monkeypatch.setattr(FakeHypervisor, "_read",
+                        lambda self, name: reads.append(name) or real_read(self, name))
+    assert sorted(hv.list_instances()) == [f"inst{i}.example.com" for i in range(5)]
+    assert reads == []
+    hv.stop_instance("inst3.example.com")
+    assert reads == ["inst3.example.com"]
+    assert "inst3.example.com" not in hv.list_instances()
