@@ -180,12 +180,23 @@ class EventRelay:
 
 # --- one client -----------------------------------------------------------------
 
+#: seconds between two checks that a stream's client may still read events
+RECHECK = 1.0
+
+
 def serve_events(bus: events.EventBus, request: StreamRequest, write: Callable[[bytes], Any],
                  *, begin: Callable[[], None] = lambda: None, keepalive: float = KEEPALIVE,
                  stop: threading.Event | None = None,
                  maxlen: int = events.DEFAULT_QUEUE_LEN,
-                 monotonic: Callable[[], float] = time.monotonic) -> int:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 allowed: Callable[[], bool] | None = None,
+                 recheck: float = RECHECK) -> int:
     """Stream ``bus``'s events to one client until ``stop`` or a write fails.
+
+    ``allowed`` (when given) is asked again every ``recheck`` seconds
+    whether the client's credentials still hold (a revoked token, a
+    deleted user, an ended session); the stream ends, before sending
+    anything more, once it answers False (doc/rapi.md, "Events").
 
     Subscribes first, then calls ``begin`` (the server sends its response
     headers: from then on no event can be missed), sends the events after
@@ -208,8 +219,17 @@ def serve_events(bus: events.EventBus, request: StreamRequest, write: Callable[[
             write(events.encode_sse_event(event))
         sent += len(backlog)
         last_write = monotonic()
+        next_check = last_write + recheck
         while stop is None or not stop.is_set():
-            taken = sub.take(timeout=max(0.0, last_write + keepalive - monotonic()))
+            wake = last_write + keepalive
+            if allowed is not None:
+                wake = min(wake, next_check)
+            taken = sub.take(timeout=max(0.0, wake - monotonic()))
+            if allowed is not None and monotonic() >= next_check:
+                if not allowed():
+                    logger.info("Event stream ended: the client's credentials no longer hold")
+                    break
+                next_check = monotonic() + recheck
             if sub.overflowed and taken and taken[-1].type == events.EV_GAP:
                 gap = taken.pop()
             else:

@@ -286,3 +286,17 @@ def test_logout_with_a_body_is_refused_and_the_session_stays(vc):
                                 headers={"Cookie": pair, "X-CSRF-Token": csrf})
     assert status == 400 and "no request body" in answer["explain"]
     assert request(vc, "GET", "/ui/session", headers={"Cookie": pair})[0] == 200
+
+
+def test_an_open_event_stream_ends_when_its_token_is_revoked(vc):
+    from test_rapi_events import Stream
+    status, made, _ = request(vc, "POST", "/2/tokens", {"comment": "events"}, auth=OLGA)
+    assert status == 200
+    with Stream(vc, {}, _bearer(made["token"])) as stream:
+        assert stream.resp.status == 200
+        assert stream.resp.readline().startswith(b": ganeti events")
+        assert request(vc, "DELETE", f"/2/tokens/{made['id']}", auth=OLGA)[0] == 200
+        _ok_job(vc, "PUT", f"/2/instances/{THEIRS}/startup", auth=BOSS)   # events to send
+        deadline = time.monotonic() + 20.0
+        while stream.resp.readline():       # the daemon closes the stream
+            assert time.monotonic() < deadline, "the stream outlived its revoked token"

@@ -166,6 +166,31 @@ def test_a_keepalive_comment_when_nothing_happens() -> None:
     assert writer.out[1:] == [b": keep-alive\n\n", b": keep-alive\n\n"]
 
 
+def test_the_stream_ends_once_the_credentials_no_longer_hold() -> None:
+    bus = events.EventBus()
+    clock = [0.0]
+    answers = [True, True, False]
+    asked: list[float] = []
+
+    def allowed() -> bool:
+        asked.append(len(out))
+        return answers.pop(0)
+
+    def write(data: bytes) -> None:
+        out.append(data)
+        clock[0] += 1.0                 # every write takes a second on this clock
+        if b"event:" in data:
+            _ev(bus)                     # and the next event is there at once
+    out: list[bytes] = []
+    sent = stream.serve_events(bus, stream.StreamRequest(events.EventFilter()), write,
+                               begin=lambda: _ev(bus), keepalive=3600.0,
+                               monotonic=lambda: clock[0], allowed=allowed, recheck=1.5)
+    assert answers == [] and len(asked) == 3
+    assert asked[0] < asked[1] < asked[2] == len(out)   # nothing written after the refusal
+    assert sent == len(_parsed(out)) == len(out) - 1    # the opening comment, then events
+    assert bus.subscribers == 0
+
+
 def test_a_failing_write_ends_the_stream_and_its_subscription() -> None:
     bus = events.EventBus()
 
