@@ -200,6 +200,12 @@ class Paths:
         return os.path.join(self.socket_dir, "ganeti-master")
 
     @property
+    def query_socket(self) -> str:
+        """Ganeti 2.10+'s LUXI path for queries and jobs (luxid's): a link to
+        :attr:`master_socket` made by the master daemon (doc/compat.md)."""
+        return os.path.join(self.socket_dir, "ganeti-query")
+
+    @property
     def queue_serial_file(self) -> str:
         return os.path.join(self.queue_dir, "serial")
 

@@ -60,7 +60,7 @@ from ganeti.http import sending
 from ganeti.http.limits import Limits
 from ganeti.server.tuning import release_memory
 
-__all__ = ["MasterServer", "Dispatcher", "DEFAULT_LIMITS", "Limits"]
+__all__ = ["MasterServer", "Dispatcher", "DEFAULT_LIMITS", "Limits", "link_socket_alias"]
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +143,31 @@ class _Conn:
         self.last_active = now
         #: a large frame went through: drop the buffer and trim after it
         self.large = False
+
+
+def link_socket_alias(alias: str, target: str) -> bool:
+    """Make ``alias`` a symbolic link to the socket ``target`` (by its bare
+    name when both are in one directory); True when done.
+
+    Clients connect through it as to ``target`` itself.  A link already
+    there is replaced atomically; anything else at ``alias`` (another
+    daemon's socket, a file) is left alone and False returned, with a
+    warning (doc/compat.md, "LUXI sockets").
+    """
+    if os.path.lexists(alias) and not os.path.islink(alias):
+        logger.warning("Not linking %s to %s: something else is there", alias, target)
+        return False
+    same_dir = os.path.dirname(os.path.abspath(alias)) == os.path.dirname(os.path.abspath(target))
+    tmp = f"{alias}.new-{os.getpid()}"
+    try:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.symlink(os.path.basename(target) if same_dir else target, tmp)
+        os.replace(tmp, alias)
+    except OSError as exc:
+        logger.warning("Cannot link %s to %s: %s", alias, target, exc)
+        return False
+    return True
 
 
 class MasterServer:

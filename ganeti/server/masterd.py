@@ -159,6 +159,8 @@ def _prepare(runtime: DaemonRuntime) -> _State:
                                  request_timeout=opts.new_client_timeout,
                                  max_body_size=opts.max_message, max_buffered=opts.max_buffered)
     server = MasterServer(runtime.paths.master_socket, dispatcher, limits=limits)
+    # Ganeti 2.10+'s clients (gnt-*, htools, harep) talk to luxid's socket
+    luxiserver.link_socket_alias(runtime.paths.query_socket, runtime.paths.master_socket)
 
     def _stop() -> None:
         server.stopping = True

@@ -314,3 +314,13 @@ def test_sigterm_exits_cleanly(masterd: MasterdHandle) -> None:
     assert not os.path.exists(masterd.socket_path)
     masterd.restart()
     assert masterd.call("QueryJobs", [[job_id], ["status"]]) == [["success"]]
+
+
+def test_the_query_socket_of_ganeti_2_10_leads_to_the_master(masterd: MasterdHandle) -> None:
+    """Ganeti 2.10+'s clients use luxid's socket, ganeti-query: a link to ours."""
+    query = masterd.paths.query_socket
+    assert os.path.islink(query) and os.readlink(query) == "ganeti-master"
+    with luxi.Client(query) as client:
+        assert client.QueryConfigValues(["cluster_name"])[0]
+        job_id = client.SubmitJob([delay()])
+    assert wait_final(masterd, job_id) == "success"

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.timeout(1200)
 P = "ganeti:watcher:autorepair:"
 HAREP = os.path.join(upstream_cli.HTOOLS_DIR, "harep")
 #: our master's LUXI socket inside a guest node (the standard paths)
-GUEST_SOCKET = "/var/run/ganeti/socket/ganeti-master"
+#: the socket Ganeti 2.10+ clients use by default: our master daemon links it to its own
+GUEST_SOCKET = "/var/run/ganeti/socket/ganeti-query"
 N1, N2, N3 = "node1.vcluster", "node2.vcluster", "node3.vcluster"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 import threading
 
@@ -169,3 +170,22 @@ def test_requests_of_one_connection_are_answered_in_order(make) -> None:
         while len(frames) < 2:
             frames += buf.feed(sock.recv(65536))
         assert [serializer.loads(f)["result"] for f in frames] == ["A", "B"]
+
+
+def test_link_socket_alias_replaces_a_link_and_leaves_anything_else(tmp_path) -> None:
+    target, alias = tmp_path / "ganeti-master", tmp_path / "ganeti-query"
+    assert luxiserver.link_socket_alias(str(alias), str(target))
+    assert os.readlink(alias) == "ganeti-master"
+    os.unlink(alias)
+    os.symlink("/elsewhere/old", alias)                  # a stale link: replaced
+    assert luxiserver.link_socket_alias(str(alias), str(target))
+    assert os.readlink(alias) == "ganeti-master"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ganeti-query"]   # no temporary left
+    other = tmp_path / "sub" / "q"
+    other.parent.mkdir()
+    assert luxiserver.link_socket_alias(str(other), str(target))
+    assert os.readlink(other) == str(target)             # another directory: the full path
+    os.unlink(alias)
+    alias.write_text("not a link")                       # something else: left alone
+    assert not luxiserver.link_socket_alias(str(alias), str(target))
+    assert alias.read_text() == "not a link"
