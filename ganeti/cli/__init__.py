@@ -31,7 +31,7 @@ from ganeti.cli.options import (ARGS_MANY_JOBS, ARGS_NONE, ARGS_ONE_JOB, COMMON_
                                 PRINT_JOBID_OPT, PRIORITY_NAMES, PRIORITY_OPT, REASON_OPT,
                                 SEP_OPT, SUBMIT_OPT, TIMEOUT_OPT, UNITS_OPT, VERBOSE_OPT, Arg,
                                 ArgFile, ArgJobId, ArgNode, ArgUnknown, Option, check_arguments,
-                                parse_fields, parse_priority, parse_timespec)
+                                parse_fields, parse_priority, parse_timespec, split_escaped)
 from ganeti.cli.output import (build_query_filter, confirm, format_query_table, format_timestamp,
                                generic_query_list, merge_time, to_stderr, to_stdout)
 from ganeti.cli.verbs import list_fields_verb, query_list_verb
@@ -40,7 +40,7 @@ __all__ = [
     # options
     "Option", "Arg", "ArgJobId", "ArgNode", "ArgFile", "ArgUnknown", "ARGS_NONE",
     "ARGS_MANY_JOBS", "ARGS_ONE_JOB", "COMMON_OPTS", "check_arguments", "parse_fields",
-    "parse_priority", "parse_timespec", "PRIORITY_NAMES",
+    "parse_priority", "parse_timespec", "split_escaped", "PRIORITY_NAMES",
     "SUBMIT_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT", "NOHDR_OPT", "SEP_OPT", "FIELDS_OPT",
     "UNITS_OPT", "FILTER_OPT", "VERBOSE_OPT", "DEBUG_OPT", "FORCE_OPT", "DRY_RUN_OPT",
     "REASON_OPT", "TIMEOUT_OPT",

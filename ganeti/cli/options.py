@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Option", "Arg", "ArgJobId", "ArgNode", "ArgFile", "ArgUnknown",
     "ARGS_NONE", "ARGS_MANY_JOBS", "ARGS_ONE_JOB", "check_arguments",
-    "parse_fields", "parse_priority", "parse_timespec", "PRIORITY_NAMES",
+    "parse_fields", "parse_priority", "parse_timespec", "split_escaped", "PRIORITY_NAMES",
     "SUBMIT_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT", "NOHDR_OPT", "SEP_OPT",
     "FIELDS_OPT", "UNITS_OPT", "FILTER_OPT", "VERBOSE_OPT", "DEBUG_OPT",
     "FORCE_OPT", "DRY_RUN_OPT", "REASON_OPT", "TIMEOUT_OPT", "COMMON_OPTS",
@@ -206,3 +206,36 @@ def parse_timespec(value: str) -> int:
         raise errors.OpPrereqError(f"Invalid time specification '{value}' (use e.g. 30, 30m,"
                                    " 6h, 1d or 2w)", errors.ECODE_INVAL)
     return int(text) * factor
+
+
+def split_escaped(text: str, sep: str = ",") -> list[str]:
+    """Split ``text`` at ``sep``, as Ganeti's tools split ``key=value`` lists.
+
+    ``\\,`` (a backslash before the separator) is a separator that belongs
+    to the value; ``\\\\,`` (two backslashes) is a backslash ending the
+    value, then a separator.  Other backslashes are kept as they are.
+    ``"a=1\\,2,b"`` -> ``["a=1,2", "b"]``.
+    """
+    items: list[str] = []
+    cur: list[str] = []
+    i, end = 0, len(text)
+    while i < end:
+        char = text[i]
+        if char == "\\" and i + 1 < end:
+            if text[i + 1] == sep:
+                cur.append(sep)
+                i += 2
+                continue
+            if text[i + 1] == "\\" and i + 2 < end and text[i + 2] == sep:
+                items.append("".join(cur) + "\\")
+                cur = []
+                i += 3
+                continue
+        if char == sep:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(char)
+        i += 1
+    items.append("".join(cur))
+    return items

@@ -44,11 +44,14 @@ _SEPARATOR = "-" * 48
 # --- option parsing helpers ------------------------------------------------------
 
 def parse_keyval(text: str | None, what: str = "parameters") -> dict[str, str] | None:
-    """``"a=1,b=2"`` -> ``{"a": "1", "b": "2"}``; ``no_a`` -> ``a=False``, ``-a`` -> default."""
+    """``"a=1,b=2"`` -> ``{"a": "1", "b": "2"}``; ``no_a`` -> ``a=False``, ``-a`` -> default.
+
+    A comma inside a value is written ``\\,`` (:func:`ganeti.cli.split_escaped`).
+    """
     if text is None:
         return None
     out: dict[str, str] = {}
-    for item in (i.strip() for i in text.split(",")):
+    for item in (i.strip() for i in cli.split_escaped(text)):
         if not item:
             continue
         key, sep, value = item.partition("=")

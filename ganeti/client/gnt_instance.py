@@ -24,11 +24,12 @@ LIST_DEFAULT_FIELDS = ["name", "hypervisor", "os", "pnode", "status", "oper_ram"
 # --- argument parsing ------------------------------------------------------------
 
 def parse_kv(text: str | None, what: str = "parameter") -> dict[str, Any]:
-    """``a=1,b=x,no_c`` -> ``{"a": "1", "b": "x", "c": False}``."""
+    """``a=1,b=x,no_c`` -> ``{"a": "1", "b": "x", "c": False}``; a comma inside a
+    value is written ``\\,`` (:func:`ganeti.cli.split_escaped`)."""
     result: dict[str, Any] = {}
     if not text:
         return result
-    for part in text.split(","):
+    for part in cli.split_escaped(text):
         if not part:
             continue
         if "=" in part:
