@@ -335,9 +335,9 @@ def test_all_instances_info_reuses_parsed_states_of_unchanged_files(tmp_path, mo
     assert serializer.loads(open(cache_file).read())["version"] == 1
 
 
-def test_the_memory_check_of_a_start_does_not_read_every_state_file(tmp_path, monkeypatch):
-    """Starting one more instance reads its own file only, not every running one's
-    (it was O(N) per start, so starting N instances cost O(N^2))."""
+def _five_cached(tmp_path, monkeypatch) -> tuple[FakeHypervisor, list[str]]:
+    """Five running instances, all in the state cache; the names of the
+    state files read from then on are recorded in the list."""
     hv = make_hv(tmp_path, memory=4096)
     for idx in range(5):
         hv.start_instance(spec(f"inst{idx}.example.com", memory=256), [])
@@ -347,25 +347,23 @@ def test_the_memory_check_of_a_start_does_not_read_every_state_file(tmp_path, mo
     real_read = FakeHypervisor._read
     monkeypatch.setattr(FakeHypervisor, "_read",
                         lambda self, name: reads.append(name) or real_read(self, name))
+    return hv, reads
+
+
+def test_the_memory_check_of_a_start_does_not_read_every_state_file(tmp_path, monkeypatch):
+    """Starting one more instance reads its own file only, not every running one's
+    (it was O(N) per start, so starting N instances cost O(N^2))."""
+    hv, reads = _five_cached(tmp_path, monkeypatch)
     hv.start_instance(spec("inst5.example.com", memory=256), [])
     assert reads == ["inst5.example.com"]
     with pytest.raises(errors.HypervisorError, match="available 2048 MiB"):
         hv.start_instance(spec("big.example.com", memory=4096), [])   # still counted right
 
 
-
 def test_listing_and_stopping_do_not_read_every_state_file(tmp_path, monkeypatch):
     """A shutdown asks for the instance list: that list reads only the files
     not in the cache (stopping N instances cost O(N^2) when it read them all)."""
-    hv = make_hv(tmp_path, memory=4096)
-    for idx in range(5):
-        hv.start_instance(spec(f"inst{idx}.example.com", memory=256), [])
-    _age_state_files(hv)
-    hv.get_all_instances_info()                     # the cache now holds the five
-    reads: list[str] = []
-    real_read = FakeHypervisor._read
-    monkeypatch.setattr(FakeHypervisor, "_read",
-                        lambda self, name: reads.append(name) or real_read(self, name))
+    hv, reads = _five_cached(tmp_path, monkeypatch)
     assert sorted(hv.list_instances()) == [f"inst{i}.example.com" for i in range(5)]
     assert reads == []
     hv.stop_instance("inst3.example.com")
