@@ -220,9 +220,12 @@ def _reserved(vc: VirtualCluster) -> set[str]:
 
 
 def _submit(vc: VirtualCluster, names: list[str]) -> list[int]:
+    """Create ``pNNN`` instances, even numbers on the first node, odd on the second
+    (by the name, so that a resubmission places an instance where the first would
+    have: the test removes the even ones, and an allocation needs an empty node)."""
     client = luxi.Client(vc.paths(vc.names[0]).master_socket)
-    answers = client.SubmitManyJobs([[_create_op(n, vc.names[i % len(vc.names)])]
-                                     for i, n in enumerate(names)])
+    answers = client.SubmitManyJobs([[_create_op(n, vc.names[int(n[1:4]) % len(vc.names)])]
+                                     for n in names])
     assert all(ok for ok, _ in answers), answers
     return [job_id for _, job_id in answers]
 
