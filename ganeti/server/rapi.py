@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import logging
 import os
 import platform
@@ -332,8 +333,8 @@ class _HttpConnection(socketserver.StreamRequestHandler):
     _requestline = ""
     _method = ""
     _ui = False             # a web console path: no Basic challenge on a 401
-    #: what the request's credentials were checked against (a stream checks again)
-    _auth_args: tuple[RequestHeaders, str, roles.Role, bool, str, bool]
+    #: the request's credentials check, kept so that a stream can run it again
+    _reauthorize: Callable[[], auth.Principal | None]
 
     def handle(self) -> None:
         parser = framing.RequestParser(max_head_size=MAX_HEAD, max_headers=MAX_HEADERS,
@@ -488,13 +489,13 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                 ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]))
             self._log(200)
 
-        args = self._auth_args
+        check = self._reauthorize
 
         def allowed() -> bool:
             # the credentials that opened the stream, checked again: a revoked
             # token or an ended session stops it (doc/rapi.md, "Events")
             try:
-                self._authorize(*args[:5], write=args[5])
+                check()
             except errors.HttpError:
                 return False
             return True
@@ -540,11 +541,11 @@ class _HttpConnection(socketserver.StreamRequestHandler):
             return self._serve_ui(method, path, headers, head, parser)
         self._allow = resources.allowed_methods(path)
         route, args = resources.match(method, path)
-        auth_args = (headers, method, route.required_role,
-                     route.needs_auth or self.server.require_auth,
-                     f"{route.method} {route.path}", route.needs_write)
-        principal = self._authorize(*auth_args[:5], write=auth_args[5])
-        self._auth_args = auth_args
+        self._reauthorize = functools.partial(
+            self._authorize, headers, method, route.required_role,
+            route.needs_auth or self.server.require_auth, f"{route.method} {route.path}",
+            write=route.needs_write)
+        principal = self._reauthorize()
         limit = body_limit(principal is not None)
         length = check_request_body(method, headers, limit)
         body: Any = None
