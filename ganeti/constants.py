@@ -278,6 +278,21 @@ NIC_MODE_ROUTED = "routed"
 NIC_MODE_OVS = "openvswitch"
 NIC_VALID_MODES = frozenset([NIC_MODE_BRIDGED, NIC_MODE_ROUTED, NIC_MODE_OVS])
 
+# Instance communication (doc/networks.md, "Instance communication"): the NIC
+# ``ganeti:communication:<instance>`` on the cluster's instance communication
+# network, a link-local network connected routed to every node group; the
+# node gives that NIC's tap the address 169.254.169.254 and routes the NIC's
+# address to it
+INSTANCE_COMMUNICATION_NIC_PREFIX = "ganeti:communication:"
+INSTANCE_COMMUNICATION_MAC_PREFIX = "52:54:00"
+INSTANCE_COMMUNICATION_NETWORK4 = "169.254.0.0/16"
+INSTANCE_COMMUNICATION_NETWORK6 = "fe80::/10"
+INSTANCE_COMMUNICATION_NETWORK_MODE = NIC_MODE_ROUTED
+INSTANCE_COMMUNICATION_NETWORK_LINK = "communication_rt"
+#: the node's address on every instance communication tap, and its broadcast
+INSTANCE_COMMUNICATION_TAP_ADDRESS = "169.254.169.254"
+INSTANCE_COMMUNICATION_TAP_BROADCAST = "169.254.255.255"
+
 # Misc enumerations
 REBOOT_SOFT = "soft"
 REBOOT_HARD = "hard"
