@@ -114,6 +114,14 @@ class Paths:
                 self._p("usr", "share", "ganeti", "os")]
 
     @property
+    def es_search_path(self) -> list[str]:
+        """Where ExtStorage providers are looked for (Ganeti's ``ES_SEARCH_PATH``)."""
+        return [self._p("srv", "ganeti", "extstorage"),
+                self._p("usr", "local", "lib", "ganeti", "extstorage"),
+                self._p("usr", "lib", "ganeti", "extstorage"),
+                self._p("usr", "share", "ganeti", "extstorage")]
+
+    @property
     def iallocator_search_path(self) -> list[str]:
         """Upstream's directories, then the project's own (``/etc/ganeti/iallocators``)."""
         return [self._p("usr", "local", "lib", "ganeti", "iallocators"),

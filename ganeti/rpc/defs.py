@@ -323,6 +323,10 @@ _ROWS = [
                              ("op", str)], NORMAL,
          "Run an operation on a storage unit: only fix-consistency of an lvm-vg"
          " (vgreduce --removemissing). -> None"),
+    # --- ExtStorage providers (gnt-storage) ---
+    _row("extstorage_diagnose", [], FAST,
+         "[[name, path, status, diagnose, parameters [[name, doc], ...]], ...] of the"
+         " ExtStorage search path, in search order."),
     # --- OS definitions ---
     _row("os_diagnose", [], FAST,
          "[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...]"

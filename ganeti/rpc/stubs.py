@@ -462,6 +462,12 @@ class RpcStubs:
         """
         return self._rpc("storage_execute", node_or_nodes, [su_name, su_args, name, op], rpc_timeout)
 
+    def call_extstorage_diagnose(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:
+        """[[name, path, status, diagnose, parameters [[name, doc], ...]], ...] of the ExtStorage
+        search path, in search order. [fast]
+        """
+        return self._rpc("extstorage_diagnose", node_or_nodes, [], rpc_timeout)
+
     def call_os_diagnose(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:
         """[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...] in search
         order. [fast]
