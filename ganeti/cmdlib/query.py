@@ -228,6 +228,12 @@ def _export_resource() -> QueryResource:
     return QueryResource(constants.QR_EXPORT, backup.EXPORT_FIELDS, backup.collect_exports, None)
 
 
+def _extstorage_resource() -> QueryResource:
+    from ganeti.cmdlib import extstorage
+    return QueryResource(constants.QR_EXTSTORAGE, extstorage.EXTSTORAGE_FIELDS,
+                         extstorage.collect_extstorage)
+
+
 def build_resources() -> dict[str, QueryResource]:
     """The resource table; add one row per new resource here."""
     return {
@@ -240,6 +246,7 @@ def build_resources() -> dict[str, QueryResource]:
         constants.QR_OS: _os_resource(),
         constants.QR_EXPORT: _export_resource(),
         constants.QR_NETWORK: _network_resource(),
+        constants.QR_EXTSTORAGE: _extstorage_resource(),
         **_node_group_cluster_resources(),
     }
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ganeti.opcodes.base import OpCode, param
 
-__all__ = ["OpOsDiagnose", "ALL_OPCODES"]
+__all__ = ["OpOsDiagnose", "OpExtStorageDiagnose", "ALL_OPCODES"]
 
 
 @dataclass(kw_only=True)
@@ -17,4 +17,12 @@ class OpOsDiagnose(OpCode):
     names: list[str] = param([])
 
 
-ALL_OPCODES = (OpOsDiagnose,)
+@dataclass(kw_only=True)
+class OpExtStorageDiagnose(OpCode):
+    """Query the ExtStorage providers of the nodes (``gnt-storage``; the extstorage resource)."""
+
+    output_fields: list[str]
+    names: list[str] = param([])
+
+
+ALL_OPCODES = (OpOsDiagnose, OpExtStorageDiagnose)
