@@ -99,7 +99,7 @@ def search(search_path: Sequence[str]) -> list[tuple[str, str]]:
     A directory that does not exist is skipped; entries that are not
     directories are listed too (:func:`diagnose` reports them invalid).
     """
-    found = []
+    found: list[tuple[str, str]] = []
     for base_dir in search_path:
         try:
             names = sorted(os.listdir(base_dir))

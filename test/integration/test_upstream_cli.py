@@ -14,6 +14,7 @@ import os
 
 import pytest
 import upstream_cli
+from extstorage_helpers import make_provider
 from instance_helpers import rows
 from vcluster_harness import VirtualCluster
 
@@ -230,6 +231,24 @@ def test_job_filter_rules(vc, scratch):
         up(vc, scratch, "gnt-filter", "delete", uuid)
     assert vc.ok("gnt-filter", "list", "--no-headers").strip() == ""
     up(vc, scratch, "gnt-debug", "delay", "0.01")
+
+
+def test_extstorage_providers(vc, scratch):
+    # doc/commands.md, "gnt-storage": upstream's gnt-storage prints what ours prints
+    path = make_provider(vc, N1, "upext", params="size Size in MiB\n")
+    make_provider(vc, N2, "upext", params="size Size in MiB\n", skip=("attach",))
+    outputs = {}
+    for verb in (("diagnose",), ("info",), ("info", "upext", "nosuch")):
+        outputs[verb] = up(vc, scratch, "gnt-storage", *verb)
+        assert outputs[verb] == vc.ok("gnt-storage", *verb), verb
+    diag = outputs[("diagnose",)].splitlines()
+    assert diag[:3] == ["Provider: upext", "---",
+                        f"  Node: {N1}, status: valid (path: {path}) [parameters: size]"]
+    assert diag[3] == (f"  Node: {N2}, status: invalid - File 'attach' under path '{path}'"
+                       f" is missing (path: {path}) [no parameters]")
+    assert diag[4:] == ["  --", "  For nodegroup: default --> invalid", ""]
+    assert outputs[("info",)] == "upext:\n  - Invalid for all nodegroups\n\n"
+    assert outputs[("info", "upext", "nosuch")].endswith("\nnosuch: Not Found\n\n")
 
 
 def test_networks(vc, scratch):
