@@ -68,7 +68,7 @@ _REMOTE_PYTHON = "python3"
 
 def authorized_keys_file(paths: Paths) -> str:
     """The SSH ``authorized_keys`` file of the node (``.ssh/authorized_keys`` of the node root's ``root`` home)."""
-    return os.path.join(paths.root, "root", ".ssh", "authorized_keys")
+    return paths.authorized_keys_file
 
 
 def make_node_dirs(paths: Paths) -> None:
@@ -259,7 +259,9 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
     uio.write_file_atomic(paths.confd_hmac_key, secrets.token_hex(32) + "\n", mode=0o400)
     uio.write_file_atomic(paths.cluster_domain_secret, secrets.token_hex(32) + "\n",
                           mode=0o400)
-    add_authorized_key(paths, _ensure_ssh_key(paths, cluster_name))
+    ssh_pub = _ensure_ssh_key(paths, cluster_name)
+    add_authorized_key(paths, ssh_pub)
+    ssh_key_type, ssh_key_bits = ssh.public_key_size(ssh_pub)   # a pre-seeded key may be any
 
     now = clock()
     node_uuid, group_uuid = str(uuidlib.uuid4()), str(uuidlib.uuid4())
@@ -281,7 +283,8 @@ def init_cluster(paths: Paths, cluster_name: str, *, master_name: str, master_ip
         drbd_usermode_helper=drbd_helper or (constants.DEFAULT_DRBD_HELPER
                                              if constants.DT_DRBD8 in templates else None),
         enabled_hypervisors=hvs, enabled_disk_templates=templates,
-        candidate_pool_size=candidate_pool_size, ctime=now, mtime=now, **params)
+        candidate_pool_size=candidate_pool_size, ssh_key_type=ssh_key_type,
+        ssh_key_bits=ssh_key_bits, ctime=now, mtime=now, **params)
     data = objects.ConfigData(cluster=cluster, nodes={node_uuid: node},
                               nodegroups={group_uuid: group}, ctime=now, mtime=now)
     gconfig.ConfigWriter.initialize(paths.config_file, data, clock=clock)

@@ -204,6 +204,11 @@ class Paths:
         return os.path.join(self.data_dir, "id_cluster")
 
     @property
+    def authorized_keys_file(self) -> str:
+        """The node's SSH ``authorized_keys`` (of ``root``'s home below the node root)."""
+        return self._p("root", ".ssh", "authorized_keys")
+
+    @property
     def master_socket(self) -> str:
         return os.path.join(self.socket_dir, "ganeti-master")
 

@@ -58,7 +58,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import paramiko
 
 __all__ = [
-    "KEY_TYPES", "generate_cluster_key", "load_key", "load_public_key",
+    "KEY_TYPES", "generate_key_pair", "generate_cluster_key", "public_key_size", "load_key",
+    "load_key_data", "load_public_key",
     "parse_public_key_line", "read_authorized_keys", "key_fingerprint",
     "KnownHosts", "SshRunner", "known_hosts_name",
 ]
@@ -76,26 +77,102 @@ _READ_CHUNK = 65536
 
 # --- keys -----------------------------------------------------------------
 
-def generate_cluster_key(path: str, *, comment: str = "ganeti-cluster") -> str:
-    """Write a new Ed25519 key pair: ``path`` (0600) and ``path.pub``.
+def generate_key_pair(key_type: str = "ed25519", bits: int | None = None, *,
+                      comment: str = "ganeti-cluster") -> tuple[bytes, str]:
+    """A new key pair: ``(private key in OpenSSH format, public key line)``.
 
-    The private key is in OpenSSH format (unencrypted), the public file holds
-    one ``ssh-ed25519 <base64> <comment>`` line.  Existing files are replaced
-    atomically.  Returns the public key line (without newline).
+    ``key_type`` is one of :data:`ganeti.sshkeys.KEY_TYPES` (``ed25519``,
+    ``rsa``, ``ecdsa``); ``bits`` defaults to the type's default.  Made with
+    ``cryptography`` (paramiko cannot generate Ed25519 keys).  Raises
+    :class:`errors.OpPrereqError` for a type or size that is not allowed.
     """
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-    key = ed25519.Ed25519PrivateKey.generate()
+    from ganeti import sshkeys
+
+    bits = sshkeys.determine_key_bits(key_type, bits, None, None)
+    key: Any
+    if key_type == sshkeys.SSHK_RSA:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    elif key_type == sshkeys.SSHK_ECDSA:
+        curve: ec.EllipticCurve = {256: ec.SECP256R1(), 384: ec.SECP384R1(),
+                                   521: ec.SECP521R1()}[bits]
+        key = ec.generate_private_key(curve)
+    else:
+        key = ed25519.Ed25519PrivateKey.generate()
     private = key.private_bytes(serialization.Encoding.PEM,
                                 serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption())
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
                                            serialization.PublicFormat.OpenSSH)
-    line = public.decode("ascii") + (f" {comment}" if comment else "")
+    return private, public.decode("ascii") + (f" {comment}" if comment else "")
+
+
+def generate_cluster_key(path: str, *, comment: str = "ganeti-cluster",
+                         key_type: str = "ed25519", bits: int | None = None) -> str:
+    """Write a new key pair (Ed25519 unless ``key_type``): ``path`` (0600) and ``path.pub``.
+
+    The private key is in OpenSSH format (unencrypted), the public file holds
+    one ``<type> <base64> <comment>`` line.  Existing files are replaced
+    atomically.  Returns the public key line (without newline).
+    """
+    private, line = generate_key_pair(key_type, bits, comment=comment)
     uio.write_file_atomic(path, private, mode=0o600)
     uio.write_file_atomic(path + ".pub", line + "\n", mode=0o644)
     return line
+
+
+def public_key_size(line: str) -> tuple[str, int]:
+    """``(key type, bits)`` of a public key line (``ed25519``/``rsa``/``ecdsa``/...).
+
+    Raises :class:`errors.CommandError` for a line that is not a public key.
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+    try:
+        key = serialization.load_ssh_public_key(" ".join(line.split()[:2]).encode("ascii"))
+    except (ValueError, UnicodeEncodeError, TypeError) as exc:
+        raise errors.CommandError(f"Not an SSH public key: {line.strip()[:40]!r}") from exc
+    if isinstance(key, rsa.RSAPublicKey):
+        return "rsa", key.key_size
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return "ecdsa", key.curve.key_size
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return "ed25519", 256
+    return type(key).__name__.lower(), 0
+
+
+def load_key_data(data: bytes) -> paramiko.PKey:
+    """Load a private key (OpenSSH or PEM format) held in memory.
+
+    Raises :class:`errors.CommandError` if it is not a key paramiko can use.
+    """
+    import io
+
+    import paramiko
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+    try:
+        try:
+            loaded: Any = serialization.load_ssh_private_key(data, password=None)
+        except ValueError:
+            loaded = serialization.load_pem_private_key(data, password=None)
+        cls: Any
+        if isinstance(loaded, rsa.RSAPrivateKey):
+            cls = paramiko.RSAKey
+        elif isinstance(loaded, ec.EllipticCurvePrivateKey):
+            cls = paramiko.ECDSAKey
+        elif isinstance(loaded, ed25519.Ed25519PrivateKey):
+            cls = paramiko.Ed25519Key
+        else:
+            raise errors.CommandError(f"Unsupported SSH key type {type(loaded).__name__}")
+        pkey: paramiko.PKey = cls(file_obj=io.StringIO(data.decode("ascii")))
+        return pkey
+    except (ValueError, TypeError, UnicodeDecodeError, paramiko.SSHException) as exc:
+        raise errors.CommandError(f"Cannot load the SSH key: {exc}") from exc
 
 
 def load_key(path: str) -> paramiko.PKey:
@@ -370,12 +447,16 @@ class SshRunner:
     Connection, host key and authentication failures raise
     :class:`errors.CommandError` naming ``host:port``; a command that runs
     and fails is a normal :class:`RunResult` with its exit code.
+    A loaded ``key`` (a key being tried out, ``gnt-cluster renew-crypto
+    --new-ssh-keys``) is used instead of reading ``key_path``.
     """
 
     def __init__(self, key_path: str, *, known_hosts_path: str | None = None,
                  port: int = 22, user: str = "root", connect_timeout: float = 10.0,
                  accept_new_hosts: bool = True, reuse: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 key: paramiko.PKey | None = None) -> None:
+        #: where the key is read from; with ``key`` given, only named in errors
         self.key_path = key_path
         self.reuse = reuse
         self._kept: dict[tuple[str, int], paramiko.Transport] = {}
@@ -385,7 +466,7 @@ class SshRunner:
         self.connect_timeout = connect_timeout
         self.known_hosts = KnownHosts(known_hosts_path, accept_new=accept_new_hosts)
         self._clock = clock
-        self._key: paramiko.PKey | None = None
+        self._key: paramiko.PKey | None = key
         self._key_lock = threading.Lock()
 
     def _get_key(self) -> paramiko.PKey:

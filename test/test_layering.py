@@ -69,6 +69,7 @@ LAYERS: dict[str, int] = {
     "ganeti.impexp.osimage": 2,
     "ganeti.impexp.cloudinit": 2,
     "ganeti.ha": 2,
+    "ganeti.sshkeys": 2,
     # 3. mechanisms
     "ganeti.locking": 3,
     "ganeti.config": 3,

@@ -24,7 +24,8 @@ __all__ = ["NodeContext", "DOMAIN_MODULES", "all_functions", "get_function"]
 
 DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blockdev", "os",
                   "masterip", "replication", "impexp", "storageunits",
-                  "fencing", "hotplug", "mirror", "joblog", "drbd", "osimage", "extstorage")
+                  "fencing", "hotplug", "mirror", "joblog", "drbd", "osimage", "extstorage",
+                  "sshkeys")
 
 
 @functools.lru_cache(maxsize=1)

@@ -692,13 +692,17 @@ NEWNODECERT_OPT = _O("--new-node-certificates", dest="new_node_cert", action="st
 _UNSUPPORTED = " (not supported here: refused, doc/compat.md)"
 RENEW_COMPAT_OPTS = [
     _O("--new-ssh-keys", dest="new_ssh_keys", action="store_true", default=False,
-       help="Generate new node SSH keys" + _UNSUPPORTED),
+       help="Generate a new cluster SSH key pair and replace the old one on every node"),
     _O("--no-ssh-key-check", dest="ssh_key_check", action="store_false", default=True,
-       help="Disable SSH key fingerprint checking (accepted; no effect)"),
-    _O("--ssh-key-type", dest="ssh_key_type", default=None, choices=["rsa", "dsa", "ecdsa"],
-       help="Type of the SSH keys to generate (with --new-ssh-keys)" + _UNSUPPORTED),
+       help="Disable SSH key fingerprint checking (accepted; no effect: host keys are"
+       " trusted on first use)"),
+    _O("--ssh-key-type", dest="ssh_key_type", default=None,
+       choices=["ed25519", "rsa", "ecdsa", "dsa"],
+       help="Type of the new SSH key (with --new-ssh-keys; default: the cluster's; dsa is"
+       " refused)"),
     _O("--ssh-key-bits", dest="ssh_key_bits", type=int, default=None, metavar="BITS",
-       help="Length of the SSH keys to generate (with --new-ssh-keys)" + _UNSUPPORTED),
+       help="Length of the new SSH key (with --new-ssh-keys; rsa 1024-16384, ecdsa"
+       " 256/384/521, ed25519 256)"),
     _O("--new-spice-certificate", dest="new_spice_cert", action="store_true", default=False,
        help="Generate a new SPICE certificate" + _UNSUPPORTED),
     _O("--spice-certificate", dest="spice_cert", default=None, metavar="FILE",
@@ -763,7 +767,8 @@ commands: dict[str, cli.Command] = {
                       NEWCDS_OPT, CDSFILE_OPT, *RENEW_COMPAT_OPTS, cli.FORCE_OPT],
                      "[options]",
                      "Renew the cluster certificate (restarts the daemons), the RAPI"
-                     " certificate and/or the cluster domain secret on all nodes"),
+                     " certificate, the cluster SSH key and/or the cluster domain secret"
+                     " on all nodes"),
     "activate-master-ip": (activate_master_ip, cli.ARGS_NONE, [cli.SUBMIT_OPT], "",
                            "Activate the master IP address on the master node"),
     "deactivate-master-ip": (deactivate_master_ip, cli.ARGS_NONE,

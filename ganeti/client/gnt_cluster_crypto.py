@@ -1,8 +1,10 @@
-"""``gnt-cluster renew-crypto``: new cluster certificate, RAPI certificate, domain secret.
+"""``gnt-cluster renew-crypto``: certificates, keys and secrets of the cluster.
 
 A new cluster certificate restarts the node daemons (over SSH), the master
 daemon and the RAPI daemon; a new RAPI certificate is only reloaded by the
-running RAPI daemon (SIGHUP, doc/rapi.md), without a restart.
+running RAPI daemon (SIGHUP, doc/rapi.md), without a restart.  A new
+cluster SSH key (``--new-ssh-keys``) is made and installed by the job
+itself (doc/design/ssh.md, "Renewing the cluster key"); nothing restarts.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["renew_crypto", "renew_crypto_opcode"]
+
+#: upstream's first and last lines (its QA and scripts may look for them)
+_UPDATING = ('Updating certificates now. Running "gnt-cluster verify" '
+             " is recommended after this operation.")
+_REPLACED = ('All requested certificates and keys have been replaced.'
+             ' Running "gnt-cluster verify" now is recommended.')
 
 
 def _read_text(path: str, what: str) -> str:
@@ -42,22 +50,24 @@ def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
         raise errors.OpPrereqError("Only one of --new-cluster-domain-secret and"
                                    " --cluster-domain-secret can be given", errors.ECODE_INVAL)
     unsupported = [flag for flag, given in (
-        ("--new-ssh-keys", getattr(opts, "new_ssh_keys", False)),
-        ("--ssh-key-type", getattr(opts, "ssh_key_type", None)),
-        ("--ssh-key-bits", getattr(opts, "ssh_key_bits", None)),
         ("--new-spice-certificate", getattr(opts, "new_spice_cert", False)),
         ("--spice-certificate", getattr(opts, "spice_cert", None)),
         ("--spice-ca-certificate", getattr(opts, "spice_cacert", None))) if given]
     if unsupported:
-        raise errors.OpPrereqError(f"Not supported here: {', '.join(unsupported)} (no SSH key"
-                                   " renewal, no SPICE console; doc/compat.md)",
+        raise errors.OpPrereqError(f"Not supported here: {', '.join(unsupported)} (no SPICE"
+                                   " console; doc/compat.md)", errors.ECODE_INVAL)
+    new_ssh_keys = bool(getattr(opts, "new_ssh_keys", False))
+    key_type = getattr(opts, "ssh_key_type", None)
+    key_bits = getattr(opts, "ssh_key_bits", None)
+    if (key_type is not None or key_bits is not None) and not new_ssh_keys:
+        raise errors.OpPrereqError("--ssh-key-type and --ssh-key-bits need --new-ssh-keys",
                                    errors.ECODE_INVAL)
     if not (opts.new_cluster_cert or opts.new_rapi_cert or opts.rapi_cert_file
             or opts.new_cds or opts.cds_file or getattr(opts, "new_confd_hmac_key", False)
-            or getattr(opts, "new_node_cert", False)):
+            or getattr(opts, "new_node_cert", False) or new_ssh_keys):
         raise errors.OpPrereqError("Nothing to do: give --new-cluster-certificate,"
                                    " --new-node-certificates, --new-rapi-certificate,"
-                                   " --rapi-certificate, --new-confd-hmac-key,"
+                                   " --rapi-certificate, --new-confd-hmac-key, --new-ssh-keys,"
                                    " --new-cluster-domain-secret or --cluster-domain-secret",
                                    errors.ECODE_INVAL)
     op: dict[str, Any] = wire.cluster_renew_crypto(
@@ -65,6 +75,9 @@ def renew_crypto_opcode(opts: Any) -> dict[str, Any]:
         new_cluster_domain_secret=bool(opts.new_cds),
         node_certificates=bool(getattr(opts, "new_node_cert", False)) or wire.NOT_SENT,
         new_confd_hmac_key=bool(getattr(opts, "new_confd_hmac_key", False)) or wire.NOT_SENT,
+        renew_ssh_keys=new_ssh_keys or wire.NOT_SENT,
+        ssh_key_type=key_type if key_type is not None else wire.NOT_SENT,
+        ssh_key_bits=key_bits if key_bits is not None else wire.NOT_SENT,
         verbose=bool(getattr(opts, "verbose", 0)) or wire.NOT_SENT)
     if opts.rapi_cert_file:
         op["rapi_cert_pem"] = _read_text(opts.rapi_cert_file, "RAPI certificate")
@@ -111,11 +124,13 @@ def _restart_rapi(paths: Any) -> bool:
 
 
 def renew_crypto(opts: Any, args: list[str]) -> int:
-    """Renew the cluster certificate, RAPI certificate and/or cluster domain secret.
+    """Renew the cluster certificate, RAPI certificate, SSH key and/or other secrets.
 
     A new cluster certificate restarts the node daemons, the master daemon
     and the RAPI daemon; a new RAPI certificate is reloaded by the running
-    RAPI daemon (SIGHUP), without a restart.
+    RAPI daemon (SIGHUP), without a restart.  Prints upstream's first and
+    last lines (``Updating certificates now...``, ``All requested
+    certificates and keys have been replaced...``).
     """
     try:
         op = renew_crypto_opcode(opts)
@@ -128,8 +143,11 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
                                     (getattr(opts, "new_confd_hmac_key", False),
                                      "the confd HMAC key"),
                                     (new_rapi, "the RAPI certificate"),
+                                    (getattr(opts, "new_ssh_keys", False),
+                                     "the cluster SSH key"),
                                     (opts.new_cds or opts.cds_file,
                                      "the cluster domain secret")) if flag]
+    cli.to_stdout(_UPDATING)
     text = f"This replaces {', '.join(what)} on all nodes."
     if new_cert:
         text += " All node daemons, the master daemon and the RAPI daemon will be restarted."
@@ -147,6 +165,7 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
             return cli.EXIT_FAILURE
         cli.to_stdout(f"Renewed {', '.join(what)}"
                       f"{'; the RAPI daemon reloads it' if new_rapi else ''}.")
+        cli.to_stdout(_REPLACED)
         return cli.EXIT_SUCCESS
     port = int(os.environ.get(constants.ENV_NODED_PORT) or constants.DEFAULT_NODED_PORT)
     me = net.hostname()
@@ -166,4 +185,6 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
     if not _restart_rapi(paths):    # it starts whenever the master daemon does
         failed = True
     cli.to_stdout("The cluster certificate was renewed and the daemons restarted.")
+    if not failed:
+        cli.to_stdout(_REPLACED)
     return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS

@@ -21,9 +21,9 @@ import re
 import secrets
 from typing import Any
 
-from ganeti import constants, crypto, errors, locking, parameters, query, serializer
+from ganeti import constants, crypto, errors, locking, parameters, query, serializer, sshkeys
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import lvm, policy
+from ganeti.cmdlib import cluster_sshkeys, lvm, policy
 from ganeti.utils import validation
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
@@ -550,7 +550,9 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
     renew-crypto`` restarts them); the master's own copy is replaced last,
     after the nodes accepted the new one.  The RAPI certificate and the
     domain secret are written on the master first.  Failing nodes are
-    reported as warnings.
+    reported as warnings.  ``renew_ssh_keys`` replaces the cluster SSH key
+    pair on every online node in two steps (:mod:`ganeti.cmdlib.cluster_sshkeys`);
+    there a failing node fails the job.
     """
 
     def ExpandNames(self) -> None:
@@ -574,13 +576,20 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
         if op.cluster_domain_secret is not None and not str(op.cluster_domain_secret.get()).strip():
             raise errors.OpPrereqError("The cluster domain secret must not be empty",
                                        errors.ECODE_INVAL)
-        if op.renew_ssh_keys:
-            raise errors.OpPrereqError("Renewing the nodes' SSH keys is not supported",
-                                       errors.ECODE_INVAL)
         if not (op.new_cluster_certificate or op.new_rapi_cert or op.rapi_cert_pem is not None
                 or op.new_cluster_domain_secret or op.cluster_domain_secret is not None
-                or op.new_confd_hmac_key or op.node_certificates):
+                or op.new_confd_hmac_key or op.node_certificates or op.renew_ssh_keys):
             raise errors.OpPrereqError("Nothing to renew", errors.ECODE_INVAL)
+
+    def CheckPrereq(self) -> None:
+        """The new SSH key's type (default: the cluster's) and size (as upstream's)."""
+        cluster = self.cfg.get_cluster_info()
+        self.ssh_key_type = self.op.ssh_key_type or cluster.ssh_key_type
+        self.ssh_key_bits = cluster.ssh_key_bits
+        if self.op.renew_ssh_keys:
+            self.ssh_key_bits = sshkeys.determine_key_bits(
+                self.ssh_key_type, self.op.ssh_key_bits, cluster.ssh_key_type,
+                cluster.ssh_key_bits)
 
     def _other_nodes(self) -> list[str]:
         master = self.cfg.get_master_node()
@@ -666,6 +675,11 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
         if op.new_cluster_domain_secret or op.cluster_domain_secret is not None:
             self._renew_domain_secret()
             feedback_fn("Cluster domain secret distributed")
+        if op.renew_ssh_keys:   # the cluster key is always ours: modify_ssh_setup is not asked
+            feedback_fn("Renewing SSH keys")
+            cluster_sshkeys.renew_ssh_keys(self.cfg, self.rpc, self.context.paths,
+                                           self.ssh_key_type, self.ssh_key_bits, feedback_fn,
+                                           self.LogWarning)
         if not (op.new_cluster_certificate or op.node_certificates):
             return None
         fingerprint = self._renew_cluster_cert()

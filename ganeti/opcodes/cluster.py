@@ -163,7 +163,9 @@ class OpClusterRenewCrypto(OpCode):
     ``new_confd_hmac_key`` generates a new confd HMAC key (ours: this field
     is not Ganeti's, whose client renews the key itself); ``node_certificates``
     renews the node daemons' certificate, which here is the cluster
-    certificate (one for all nodes).  ``renew_ssh_keys`` is refused.
+    certificate (one for all nodes).  ``renew_ssh_keys`` replaces the
+    cluster SSH key pair on every online node (``ssh_key_type``: ed25519,
+    rsa or ecdsa, default the cluster's; ``ssh_key_bits`` as upstream's).
     The result is the new cluster certificate's fingerprint, or None when it
     was not renewed.  ``rapi_cert_pem`` (it holds a private key) and
     ``cluster_domain_secret`` are private (:mod:`ganeti.private`).

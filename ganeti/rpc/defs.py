@@ -144,6 +144,12 @@ _ROWS = [
          "Write one allow-listed cluster file (canonical path) atomically."),
     _row("write_ssconf_files", [("values", dict)], FAST,
          "Write ssconf_<key> files ({key: text}) and remove stale ones."),
+    # --- the cluster SSH key (doc/design/ssh.md, "Renewing the cluster key") ---
+    _row("ssh_key_update", [("step", str), ("new_public", str), ("new_private", str | None),
+                            ("old_public", str)], FAST,
+         "One step of a cluster SSH key renewal: add (stage the new pair, authorize"
+         " new_public), commit (the staged pair becomes the node's, old_public leaves"
+         " authorized_keys) or undo (drop the staged pair and new_public). -> None"),
     # --- job queue ---
     _row("jobqueue_update", [("file_name", str), ("content", str)], FAST,
          "Write a file inside the node's job queue directory."),
@@ -447,7 +453,7 @@ FENCED_CALLS = frozenset([
     "jobqueue_sync", "jobqueue_purge", "jobqueue_set_drain_flag", "jobqueue_update_many",
     "replicate_state", "node_demote_from_mc", "node_activate_master_ip",
     "node_deactivate_master_ip", "node_stop_master", "master_lease", "node_leave_cluster",
-    "set_watcher_pause", "run_oob",
+    "set_watcher_pause", "run_oob", "ssh_key_update",
 ])
 #: procedures sent to nodes marked offline too (the runner answers every
 #: other one for such a node itself): an offline node still counts among

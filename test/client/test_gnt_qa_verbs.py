@@ -110,14 +110,27 @@ def test_renew_crypto_upstream_options() -> None:
 
 
 @pytest.mark.parametrize("kw,flag", [
-    ({"new_ssh_keys": True}, "--new-ssh-keys"),
-    ({"ssh_key_type": "ecdsa"}, "--ssh-key-type"),
     ({"new_spice_cert": True}, "--new-spice-certificate"),
     ({"spice_cert": "/x"}, "--spice-certificate"),
-], ids=["ssh-keys", "ssh-key-type", "new-spice", "spice-file"])
+], ids=["new-spice", "spice-file"])
 def test_renew_crypto_unsupported_options_are_refused(kw, flag) -> None:
     with pytest.raises(errors.OpPrereqError, match=flag):
         gnt_cluster.renew_crypto_opcode(_crypto_opts(new_confd_hmac_key=True, **kw))
+
+
+def test_renew_crypto_new_ssh_keys_opcode() -> None:
+    op = gnt_cluster.renew_crypto_opcode(_crypto_opts(new_ssh_keys=True, ssh_key_type="rsa",
+                                                      ssh_key_bits=4096))
+    assert op["renew_ssh_keys"] is True and op["new_cluster_certificate"] is False
+    assert (op["ssh_key_type"], op["ssh_key_bits"]) == ("rsa", 4096)
+    plain = gnt_cluster.renew_crypto_opcode(_crypto_opts(new_ssh_keys=True))
+    assert "ssh_key_type" not in plain and "ssh_key_bits" not in plain
+
+
+def test_renew_crypto_key_type_needs_new_ssh_keys() -> None:
+    with pytest.raises(errors.OpPrereqError, match="need --new-ssh-keys"):
+        gnt_cluster.renew_crypto_opcode(_crypto_opts(new_confd_hmac_key=True,
+                                                     ssh_key_type="ecdsa"))
 
 
 @pytest.mark.parametrize("verb,flags", [

@@ -1,0 +1,108 @@
+"""Node side of a cluster SSH key renewal: ``ssh_key_update``, one step at a time.
+
+The master drives the steps (``cmdlib.cluster_sshkeys``; the order and what
+follows a failure are in :mod:`ganeti.sshkeys`).  Here each step changes
+this node's files:
+
+* the key pair: ``data_dir/id_cluster`` (0600) and ``id_cluster.pub``; the
+  new pair is staged as ``id_cluster.new`` and ``id_cluster.new.pub``;
+* ``authorized_keys`` of ``root`` below the node root
+  (:attr:`Paths.authorized_keys_file`), which the node's SSH server reads.
+
+Every step can be repeated: a second ``add``, ``commit`` or ``undo`` with the
+same keys changes nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ganeti import errors, sshkeys
+from ganeti.backend.context import NodeContext
+from ganeti.utils import io as uio
+
+__all__ = ["ssh_key_update"]
+
+_STAGED = ".new"
+
+
+def _read_text(path: str) -> str:
+    try:
+        return uio.read_file(path).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _edit_authorized_keys(ctx: NodeContext, edit: str, line: str) -> None:
+    """Add (``edit="add"``) or remove the key ``line`` in the node's ``authorized_keys``."""
+    path = ctx.paths.authorized_keys_file
+    old = _read_text(path)
+    new = sshkeys.with_key(old, line) if edit == "add" else sshkeys.without_key(old, line)
+    if new != old:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        uio.write_file_atomic(path, new, mode=0o600)
+
+
+def _same_key(a: str, b: str) -> bool:
+    return a.split()[:2] == b.split()[:2]
+
+
+def _add(ctx: NodeContext, new_public: str, new_private: str | None) -> None:
+    if not new_private:
+        raise errors.OpExecError("ssh_key_update add: the new private key is missing")
+    key = ctx.paths.ssh_key_file
+    uio.write_file_atomic(key + _STAGED, new_private, mode=0o600)
+    uio.write_file_atomic(key + _STAGED + ".pub", new_public.strip() + "\n", mode=0o644)
+    _edit_authorized_keys(ctx, "add", new_public)
+
+
+def _commit(ctx: NodeContext, new_public: str, old_public: str) -> None:
+    key = ctx.paths.ssh_key_file
+    staged = _read_text(key + _STAGED + ".pub")
+    if staged and _same_key(staged, new_public):
+        os.replace(key + _STAGED, key)     # the private key first: the pair may be
+        os.replace(key + _STAGED + ".pub", key + ".pub")   # new/old only, never old/new
+    elif not _same_key(_read_text(key + ".pub") or "x", new_public):
+        raise errors.OpExecError("No staged SSH key matching the new public key on this"
+                                 " node (the add step did not run here)")
+    # the new key is authorized before the old one goes (also on a repeated commit)
+    _edit_authorized_keys(ctx, "add", new_public)
+    if not _same_key(old_public, new_public):
+        _edit_authorized_keys(ctx, "remove", old_public)
+
+
+def _undo(ctx: NodeContext, new_public: str) -> None:
+    key = ctx.paths.ssh_key_file
+    for path in (key + _STAGED, key + _STAGED + ".pub"):
+        uio.remove_file(path)
+    if _same_key(_read_text(key + ".pub") or "x", new_public):
+        return          # committed here already: the node uses it, keep it authorized
+    _edit_authorized_keys(ctx, "remove", new_public)
+
+
+def ssh_key_update(ctx: NodeContext, step: str, new_public: str, new_private: str | None,
+                   old_public: str) -> None:
+    """Apply one step of a cluster SSH key renewal on this node.
+
+    ``add`` stages ``new_private``/``new_public`` beside the current pair and
+    adds ``new_public`` to ``authorized_keys``; ``commit`` makes the staged
+    pair the node's key pair, then removes ``old_public`` from
+    ``authorized_keys``; ``undo`` removes the staged pair and ``new_public``
+    (unless this node already committed it).  Keys other than these two are
+    never touched.  Raises :class:`errors.OpExecError` for an unknown step,
+    a commit without a matching staged pair, or an I/O error, and
+    :class:`errors.ParameterError` for a line that is not a public key.
+    """
+    for line in (new_public, old_public):
+        sshkeys.with_key("", line)      # refuses what is not a public key line
+    try:
+        if step == sshkeys.Step.ADD.value:
+            _add(ctx, new_public, new_private)
+        elif step == sshkeys.Step.COMMIT.value:
+            _commit(ctx, new_public, old_public)
+        elif step == sshkeys.Step.UNDO.value:
+            _undo(ctx, new_public)
+        else:
+            raise errors.OpExecError(f"Unknown SSH key update step {step!r}")
+    except OSError as exc:
+        raise errors.OpExecError(f"SSH key update ({step}) failed: {exc}") from exc

@@ -1,0 +1,122 @@
+"""OP_CLUSTER_RENEW_CRYPTO with renew_ssh_keys: the steps sent to the nodes, and failures."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa: E402
+from fakes.fakeconfig import node_name  # noqa: E402
+
+from ganeti import errors, ssh  # noqa: E402
+from ganeti.cmdlib import cluster_sshkeys  # noqa: E402
+from ganeti.opcodes import cluster as ocluster  # noqa: E402
+
+N1, N2, N3 = node_name(1), node_name(2), node_name(3)
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    """3 nodes, node3 offline; the master holds an Ed25519 key; the proof is recorded."""
+    cfg = make_config(tmp_path, nodes=3, offline=(3,))
+    rpc = FakeRpc(cfg)
+    ctx = make_cluster_context(tmp_path, cfg, rpc)
+    old = ssh.generate_cluster_key(ctx.paths.ssh_key_file, comment="ganeti@c")
+    proofs: list[tuple[bytes, list]] = []
+    failing: dict[str, str] = {}
+
+    def prove(paths, private, targets):
+        proofs.append((private, list(targets)))
+        return dict(failing)
+
+    monkeypatch.setattr(cluster_sshkeys, "prove_key", prove)
+    return cfg, rpc, ctx, old, proofs, failing
+
+
+def _op(**kw):
+    return ocluster.OpClusterRenewCrypto(new_cluster_certificate=False, renew_ssh_keys=True,
+                                         **kw)
+
+
+def _steps(rpc) -> list[tuple[str, list[str]]]:
+    return [(args[0], nodes) for nodes, args in rpc.calls_to("ssh_key_update")]
+
+
+def _fail_on(rpc, step: str, node: str) -> None:
+    def handler(name, args):
+        if name == node and args[0] == step:
+            raise errors.RpcError(f"{step} broke")
+    rpc.set_handler("ssh_key_update", handler)
+
+
+def test_renewal_adds_proves_then_commits_master_first(setup) -> None:
+    cfg, rpc, ctx, old, proofs, _ = setup
+    _, messages, _ = run_opcode(ctx, _op(ssh_key_type="ecdsa"))
+    assert _steps(rpc) == [("add", [N1, N2]), ("commit", [N1]), ("commit", [N2])]
+    (add_nodes, add_args), = rpc.calls_to("ssh_key_update")[:1]
+    _, new_public, new_private, old_public = add_args
+    assert old_public == old and new_public.startswith("ecdsa-sha2-nistp384 ")
+    assert new_public.endswith(" ganeti@c")
+    (private, targets), = proofs
+    assert private.decode() == new_private
+    assert [t[0] for t in targets] == [N1, N2]
+    assert all(args[2] is None for _, args in rpc.calls_to("ssh_key_update")[1:])
+    cluster = cfg.get_cluster_info()
+    assert (cluster.ssh_key_type, cluster.ssh_key_bits) == ("ecdsa", 384)
+    assert any(f"{N3} is offline" in m for m in messages)
+
+
+def test_same_type_keeps_the_clusters_size(setup) -> None:
+    cfg, rpc, ctx, *_ = setup
+    cluster = cfg.get_cluster_info()
+    cluster.ssh_key_type, cluster.ssh_key_bits = "rsa", 1024
+    cfg.update(cluster)
+    run_opcode(ctx, _op())
+    new_public = rpc.calls_to("ssh_key_update")[0][1][1]
+    assert ssh.public_key_size(new_public) == ("rsa", 1024)
+
+
+@pytest.mark.parametrize("step", ["add", "prove"])
+def test_failure_before_commit_undoes_and_removes_nothing(setup, step) -> None:
+    cfg, rpc, ctx, _, _, failing = setup
+    if step == "add":
+        _fail_on(rpc, "add", N2)
+    else:
+        failing[N2] = "the server refused the key"
+    with pytest.raises(errors.OpExecError, match=f"{N2}.*old key still works on every node"):
+        run_opcode(ctx, _op(ssh_key_type="ed25519"))
+    steps = _steps(rpc)
+    assert ("undo", [N1, N2]) in steps
+    assert not any(s == "commit" for s, _ in steps)
+    assert cfg.get_cluster_info().ssh_key_type == "rsa"      # the config's default, unchanged
+
+
+def test_master_commit_failure_touches_no_other_node(setup) -> None:
+    cfg, rpc, ctx, *_ = setup
+    _fail_on(rpc, "commit", N1)
+    with pytest.raises(errors.OpExecError, match="master could not switch"):
+        run_opcode(ctx, _op(ssh_key_type="ed25519"))
+    assert _steps(rpc) == [("add", [N1, N2]), ("commit", [N1])]
+
+
+def test_commit_failure_on_a_node_is_reported(setup) -> None:
+    cfg, rpc, ctx, *_ = setup
+    _fail_on(rpc, "commit", N2)
+    with pytest.raises(errors.OpExecError, match=f"{N2} could not switch"):
+        run_opcode(ctx, _op(ssh_key_type="ed25519"))
+    assert cfg.get_cluster_info().ssh_key_type == "ed25519"   # the master switched
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"ssh_key_type": "rsa", "ssh_key_bits": 521}, "rsa with 521 bits"),
+    ({"ssh_key_type": "dsa"}, "DSA keys are not supported"),
+], ids=["rsa-521", "dsa"])
+def test_bad_type_or_size_is_refused_before_any_call(setup, kw, match) -> None:
+    _, rpc, ctx, *_ = setup
+    with pytest.raises(errors.OpPrereqError, match=match):
+        run_opcode(ctx, _op(**kw))
+    assert rpc.calls_to("ssh_key_update") == []
