@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from ganeti.cli.failure import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_SUCCESS,
                                 EXIT_UNKNOWN_FIELD, EXIT_USAGE, format_error, format_job_error)
-from ganeti.cli.jobs import (JOBS_UNFINISHED, format_log_message, get_client, job_result,
+from ganeti.cli.jobs import (JOBS_UNFINISHED, follow_result_jobs, format_log_message,
+                             get_client, job_result,
                              load_opcode_file, op_to_dict, poll_job, read_json_file,
                              send_job, set_generic_opcode_opts, submit_opcode_and_wait,
                              submit_opcode_files, submit_opcodes_and_wait, submit_or_send)
@@ -52,7 +53,7 @@ __all__ = [
     "generic_main", "usage_error", "Command",
     # jobs
     "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
-    "format_log_message", "job_result", "submit_opcodes_and_wait", "submit_opcode_and_wait",
+    "follow_result_jobs", "format_log_message", "job_result", "submit_opcodes_and_wait", "submit_opcode_and_wait",
     "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file", "submit_opcode_files",
     "read_json_file",
     # output

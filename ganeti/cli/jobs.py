@@ -29,7 +29,7 @@ __all__ = [
     "get_client", "op_to_dict", "set_generic_opcode_opts", "send_job", "poll_job",
     "format_log_message", "job_result", "submit_opcodes_and_wait",
     "submit_opcode_and_wait", "submit_or_send", "JOBS_UNFINISHED", "load_opcode_file",
-    "submit_opcode_files", "read_json_file", "LogPrinter",
+    "submit_opcode_files", "read_json_file", "LogPrinter", "follow_result_jobs",
 ]
 
 JOBS_UNFINISHED = frozenset([
@@ -304,6 +304,26 @@ def submit_or_send(op: Any, opts: Any, cl: Any = None, *,
         to_stderr(f"JobID: {job_id}")
         return None
     return submit_opcode_and_wait(op, opts, cl, feedback_fn=feedback_fn)
+
+
+def follow_result_jobs(result: Any, cl: Any, *,
+                       feedback_fn: FeedbackFn | None = _print_log_entry) -> int:
+    """Follow the follow-up jobs of an opcode result ``{"jobs": [[ok, id or error],
+    ...]}`` (anything else has none) to their end; each failure (not submitted, or
+    failed) is printed on stderr.  Returns the number of failures."""
+    failures = 0
+    entries = result.get("jobs") if isinstance(result, dict) else None
+    for ok, value in entries or []:
+        if not ok:
+            to_stderr(f"Submitting a follow-up job failed: {value}")
+            failures += 1
+            continue
+        try:
+            poll_job(int(value), cl, feedback_fn=feedback_fn)
+        except errors.GanetiError as exc:
+            to_stderr(f"Follow-up job {value} failed: {format_job_error(exc)}")
+            failures += 1
+    return failures
 
 
 def read_json_file(path: str, what: str = "") -> Any:

@@ -332,8 +332,10 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         return cli.EXIT_FAILURE
     if opts.force:
         op["force"] = True
-    _submit(op, opts)
-    return cli.EXIT_SUCCESS
+    cl = cli.get_client(opts)
+    # a new instance communication network is created by a follow-up job
+    failed = cli.follow_result_jobs(_submit(op, opts, cl=cl), cl)
+    return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
 
 
 def redist_conf(opts: Any, args: list[str]) -> int:
@@ -650,7 +652,7 @@ IMAGE_OPT = _O("--install-image", dest="install_image", default=None, metavar="I
                     " and shown; not used here, doc/compat.md); '' clears it")
 ICN_OPT = _O("--instance-communication-network", dest="instance_communication_network",
              default=None, metavar="NETWORK", help="Network name for instance communication"
-             " (stored and shown; no network is created here, doc/compat.md); '' clears it")
+             " (created and connected to every node group when missing); '' clears it")
 PIPV_OPT = _O("--primary-ip-version", dest="primary_ip_version", type=int, default=4,
               choices=[4, 6], metavar="4|6", help="Cluster-wide IP version of the primary"
               " IP addresses (default 4)")

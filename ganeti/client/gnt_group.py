@@ -70,8 +70,10 @@ def add_group(opts: Any, args: list[str]) -> int:
     """Create an empty node group (``OP_GROUP_ADD``)."""
     op = _group_params(opts, wire.group_add(group_name=args[0]),
                        _cluster_policy(opts))
-    cli.submit_or_send(op, opts)
-    return cli.EXIT_SUCCESS
+    cl = cli.get_client(opts)
+    # the connection to the instance communication network is a follow-up job
+    failed = cli.follow_result_jobs(cli.submit_or_send(op, opts, cl), cl)
+    return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
 
 
 def modify_group(opts: Any, args: list[str]) -> int:

@@ -303,6 +303,10 @@ HOTPLUG_IF_POSSIBLE_OPT = O("--hotplug-if-possible", dest="hotplug_if_possible",
                                  " at the next start")
 NOHOTPLUG_OPT = O("--no-hotplug", dest="no_hotplug", action="store_true", default=False,
                   help="Do not hotplug (our default; Ganeti's default is to hotplug)")
+COMMUNICATION_OPT = O("-c", "--communication", dest="instance_communication", default=None,
+                      choices=["yes", "no"], metavar="yes|no",
+                      help="Enable or disable the communication mechanism for an instance"
+                           " (its NIC on the instance communication network)")
 OPPORTUNISTIC_OPT = O("--opportunistic-locking", dest="opportunistic_locking",
                       action="store_true", default=False,
                       help="With an iallocator, lock only the nodes free at the time"
@@ -368,9 +372,15 @@ def add_instance(opts: Any, args: list[str]) -> int:
         conflicts_check=wire.NOT_SENT if opts.conflicts_check else False,
         tags=[t for t in (opts.tags or "").split(",") if t], file_storage_dir=opts.file_storage_dir,
         file_driver=opts.file_driver, ignore_ipolicy=opts.ignore_ipolicy or wire.NOT_SENT,
-        opportunistic_locking=opts.opportunistic_locking or wire.NOT_SENT))
+        opportunistic_locking=opts.opportunistic_locking or wire.NOT_SENT,
+        instance_communication=_yes_no(opts.instance_communication) or wire.NOT_SENT))
     cli.submit_or_send(op, opts)
     return 0
+
+
+def _yes_no(value: str | None) -> bool | None:
+    """``yes``/``no`` of an option as a bool (None: not given)."""
+    return None if value is None else value == "yes"
 
 
 def _confirm(opts: Any, text: str, flag: str = "--force") -> bool:
@@ -585,7 +595,8 @@ def modify(opts: Any, args: list[str]) -> int:
         disk_template=opts.disk_template, remote_node=opts.node,
         iallocator=opts.iallocator or wire.NOT_SENT, pnode=opts.new_primary,
         conflicts_check=wire.NOT_SENT if opts.conflicts_check else False,
-        wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False))
+        wait_for_sync=wire.NOT_SENT if opts.wait_for_sync else False,
+        instance_communication=_yes_no(opts.instance_communication)))
     result = cli.submit_or_send(op, opts)
     if result:
         cli.to_stdout(f"Modified instance {args[0]}")
@@ -702,7 +713,7 @@ ADD_OPTS = [TEMPLATE_OPT, DISK_OPT, SIZE_OPT, NET_OPT, NO_NICS_OPT, BE_OPT, HV_O
             PNODE_OPT, relocation.IALLOCATOR_OPT,
             NOSTART_OPT, NOINSTALL_OPT, NO_WAIT_SYNC_OPT,
             NONAMECHECK_OPT, NOIPCHECK_OPT, NOCONFLICTS_OPT, TAGS_OPT, FSDIR_OPT, FDRIVER_OPT,
-            IGNORE_IPOLICY_OPT, OPPORTUNISTIC_OPT, cli.SUBMIT_OPT]
+            IGNORE_IPOLICY_OPT, OPPORTUNISTIC_OPT, COMMUNICATION_OPT, cli.SUBMIT_OPT]
 
 commands: dict[str, cli.Command] = {
     "add": (add_instance, ONE_INSTANCE, ADD_OPTS, "-t TEMPLATE [options] INSTANCE",
@@ -754,6 +765,7 @@ commands: dict[str, cli.Command] = {
                                       NOHOTPLUG_OPT, CONVERT_TEMPLATE_OPT,
                                       CONVERT_SNODE_OPT, relocation.IALLOCATOR_OPT,
                                       NO_WAIT_SYNC_OPT, NOCONFLICTS_OPT, NEW_PRIMARY_OPT,
+                                      COMMUNICATION_OPT,
                                       cli.FORCE_OPT, cli.SUBMIT_OPT],
                "[options] INSTANCE", "Change instance parameters, disks and NICs"),
     "reinstall": (reinstall, ONE_INSTANCE, [cli.FORCE_OPT, OS_OPT, OSP_OPT, OSP_PRIVATE_OPT,

@@ -7,7 +7,9 @@ demotion and the master IP (and its two LUs) in :mod:`ganeti.cmdlib.roles`.
 Cluster modify moves the master IP when ``master_netdev`` or
 ``master_netmask`` changes (deactivate with the old values, activate with
 the new ones), and after a pool size change promotes (larger pool) or
-demotes (smaller pool) candidates.  Cluster destroy deactivates the master
+demotes (smaller pool) candidates; a new instance communication network is
+created and connected to every node group by a follow-up job
+(:mod:`ganeti.cmdlib.instance_communication`).  Cluster destroy deactivates the master
 IP.  Renew-crypto renews the cluster certificate, the RAPI certificate and
 the cluster domain secret (each on request) on every online node.
 """
@@ -23,11 +25,13 @@ from typing import Any
 
 from ganeti import constants, crypto, errors, locking, parameters, query, serializer, sshkeys
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import instance_communication as communication
 from ganeti.cmdlib import cluster_sshkeys, lvm, policy
 from ganeti.utils import validation
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
                                   redistribute, upload_files)
+from ganeti.cmdlib.instance_networks import find_network
 from ganeti.cmdlib.node import sync_queue_to
 from ganeti.cmdlib.roles import (activate_master_ip, deactivate_master_ip,
                                  demote_from_candidates, master_ip_params,
@@ -447,8 +451,7 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
         if op.install_image is not None:
             new["install_image"] = _check_image(op.install_image)
         if op.instance_communication_network is not None:
-            new["instance_communication_network"] = _check_network_name(
-                op.instance_communication_network)
+            self._check_communication_network(cluster, new)
         if op.hidden_os is not None:
             new["hidden_os"] = _apply_os_list(cluster.hidden_os, op.hidden_os, "hidden_os")
         if op.blacklisted_os is not None:
@@ -456,6 +459,26 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
                                                    "blacklisted_os")
         _check_unchanged(op, cluster_info(cfg))
         self.new_values = new
+
+    def _check_communication_network(self, cluster: Cluster, new: dict[str, Any]) -> None:
+        """``instance_communication_network``: a valid name; an existing network of
+        that name gets Ganeti's warnings about settings differing from its own."""
+        name = _check_network_name(self.op.instance_communication_network or "")
+        net = find_network(self.cfg, name) if name else None
+        for warning in communication.network_warnings(net) if net is not None else []:
+            self.LogWarning(warning)
+        if name != cluster.instance_communication_network:
+            new["instance_communication_network"] = name
+
+    def _communication_network_jobs(self, name: str) -> Any:
+        """Create the instance communication network ``name`` if missing and connect
+        it to every node group, by one follow-up job as Ganeti (result
+        ``{"jobs": ...}``); None when nothing is to do."""
+        ops = communication.ensure_network_ops(
+            name, find_network(self.cfg, name), self.cfg.get_all_nodegroups_info().values())
+        if not ops:
+            return None
+        return {"jobs": self.proc.submit_many_jobs(communication.one_job(ops))}
 
     def _check_vg_name(self, cluster: Cluster, new: dict[str, Any]) -> None:
         """``vg_name`` ('' removes it; a new one must exist on the online
@@ -489,8 +512,15 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         cluster = self.cfg.get_cluster_info()
+        comm = self.op.instance_communication_network
+        if comm is not None:
+            old = cluster.instance_communication_network
+            for message in communication.change_messages(
+                    old, comm, bool(old) and find_network(self.cfg, old) is not None):
+                feedback_fn(message)
         if not self.new_values:
-            feedback_fn("Cluster parameters unchanged")
+            if comm is None:
+                feedback_fn("Cluster parameters unchanged")
             return None
         move_ip = self._moves_master_ip(cluster)
         if move_ip and cluster.master_netdev:
@@ -520,6 +550,9 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
             except errors.OpExecError as exc:
                 self.LogWarning(f"Could not re-enable the master IP on the master, please"
                                 f" restart it manually: {exc}")
+        if self.new_values.get("instance_communication_network"):
+            return self._communication_network_jobs(self.new_values[
+                "instance_communication_network"])
         return None
 
 

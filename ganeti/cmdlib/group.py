@@ -8,6 +8,8 @@ from typing import Any
 from ganeti import constants, errors, ipolicy, locking, parameters, query
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import drbd, policy
+from ganeti.cmdlib import instance_communication as communication
+from ganeti.cmdlib.instance_networks import find_network
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import cluster_hooks_nodes, expand_group, expand_node, select_named
 from ganeti.config import ConfigReader
@@ -24,7 +26,8 @@ _MIB = 1024 * 1024
 
 
 class LUGroupAdd(LogicalUnit[OpGroupAdd]):
-    """Add a node group."""
+    """Add a node group; connected to the instance communication network, if the
+    cluster has one, by a follow-up job (result ``{"jobs": ...}``)."""
 
     HPATH = "group-add"
     HTYPE = constants.HTYPE_GROUP
@@ -60,6 +63,11 @@ class LUGroupAdd(LogicalUnit[OpGroupAdd]):
         self.cfg.add_nodegroup(group)
         if self.glm is not None:
             self.glm.add(locking.LEVEL_NODEGROUP, [group.uuid])
+        # as Ganeti: a follow-up job connects the instance communication network
+        network = self.cfg.get_cluster_info().instance_communication_network
+        if network and find_network(self.cfg, network) is not None:
+            return {"jobs": self.proc.submit_many_jobs(communication.one_job(
+                [communication.connect_op(group.uuid, network)]))}
         return None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import allocator, disk_wipe, drbd, instance_import, lvm, os_image, policy
+from ganeti.cmdlib import instance_communication as communication
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_device_names, check_node_online,
                                     check_node_usable, file_logical_id, instance_hook_env,
@@ -290,6 +291,18 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.check_ip: str | None = None
         if op.name_check:
             op.instance_name, self.check_ip = check_instance_name(self, op.instance_name)
+        if op.mode == constants.INSTANCE_CREATE:
+            self._add_communication_nic()
+
+    def _add_communication_nic(self) -> None:
+        """With ``instance_communication``, the NIC ``ganeti:communication:NAME`` on
+        the cluster's instance communication network joins ``op.nics`` (refused when
+        the cluster has none); an import adds it after reading the export's NICs."""
+        op = self.op
+        if op.instance_communication:
+            op.nics = communication.create_nics(
+                op.nics, op.instance_name,
+                self.cfg.get_cluster_info().instance_communication_network)
 
     def _default_template(self) -> str:
         """The template of a creation that names none: the cluster's first enabled
@@ -361,6 +374,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         op, cfg = self.op, self.cfg
         if op.mode == constants.INSTANCE_IMPORT:
             self.src_images = instance_import.read_export(self)
+            self._add_communication_nic()
             self._check_template_args()
         cluster = cfg.get_cluster_info()
         if cfg.get_instance_info_by_name(op.instance_name) is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
+from ganeti.cmdlib import instance_communication as communication
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import (InstanceLU, check_device_names, check_node_online,
                                     disk_rpc_dicts, file_logical_id, storage_dir_for)
@@ -47,13 +48,14 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         self.held_ips: list[Holding] = []
         self.nic_mods = normalise_mods(op.nics, "NIC")
         self.disk_mods = normalise_mods(op.disks, "disk")
+        comm = op.instance_communication is not None
         if not (self.nic_mods or self.disk_mods or op.beparams or op.hvparams
                 or op.osparams is not None or op.os_name or op.offline is not None
                 or op.osparams_private is not None or op.runtime_mem is not None
-                or op.disk_template or op.pnode):
+                or op.disk_template or op.pnode or comm):
             raise errors.OpPrereqError("No changes submitted", errors.ECODE_INVAL)
-        instance_convert.check_arguments(op, bool(self.nic_mods or self.disk_mods))
-        if op.pnode and (self.nic_mods or self.disk_mods or op.disk_template):
+        instance_convert.check_arguments(op, bool(self.nic_mods or self.disk_mods or comm))
+        if op.pnode and (self.nic_mods or self.disk_mods or op.disk_template or comm):
             raise errors.OpPrereqError("A new primary node cannot be combined with disk or"
                                        " NIC changes; run them one after the other",
                                        errors.ECODE_INVAL)
@@ -114,6 +116,13 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             # as Ganeti: either way only for a stopped instance (online means down)
             check_stopped(self, "marking it offline" if op.offline else
                           "marking it online (it must be offline first)")
+        if op.instance_communication is not None:
+            # as Ganeti: one more NIC change, adding or removing the NIC
+            change = communication.nic_change(
+                inst, op.instance_communication,
+                cfg.get_cluster_info().instance_communication_network)
+            if change is not None:
+                self.nic_mods = [*self.nic_mods, change]
         self._plan_nics()
         #: whether NIC/disk changes are plugged into the running instance
         self.hotplug = False

@@ -78,8 +78,8 @@ class OpClusterSetParams(OpCode):
     install_image: str | None = param(None, doc="absolute path or URL of the image running"
                                       " OS scripts (not used here: stored and shown); '' clears")
     instance_communication_network: str | None = param(
-        None, doc="network name for instance communication (stored and shown, no network is"
-        " created); '' clears")
+        None, doc="network for instance communication (created with 169.254.0.0/16 and"
+        " connected routed to every node group when missing); '' clears")
     # Ganeti 3.0 parameters taken at the cluster's current value only (a no-op: /2/info's
     # answer can be PUT back to /2/modify); changing them is refused (doc/compat.md)
     zeroing_image: str | None = param(None, doc="only the current value (no change)")

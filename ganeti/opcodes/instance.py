@@ -166,6 +166,8 @@ class OpInstanceCreate(OpInstanceBase):
     src_node_uuid: str | None = None
     src_path: str | None = None
     identify_defaults: bool = False
+    instance_communication: bool = param(
+        False, doc="add the instance communication NIC (doc/networks.md)")
 
 
 @dataclass(kw_only=True)
@@ -271,6 +273,8 @@ class OpInstanceSetParams(OpInstanceBase):
     ignore_ipolicy: bool = False
     #: the new primary node, the disks having been moved there by hand (not for drbd)
     pnode: str | None = None
+    instance_communication: bool | None = param(
+        None, doc="add (true) or remove (false) the instance communication NIC")
 
 
 @dataclass(kw_only=True)

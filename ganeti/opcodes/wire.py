@@ -429,7 +429,8 @@ def instance_create(instance_name: str, *, mode: str = NOT_SENT, os_type: str | 
         file_driver: str | None = NOT_SENT, ignore_ipolicy: bool = NOT_SENT,
         opportunistic_locking: bool = NOT_SENT, src_node: str | None = NOT_SENT,
         src_node_uuid: str | None = NOT_SENT, src_path: str | None = NOT_SENT,
-        identify_defaults: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        identify_defaults: bool = NOT_SENT, instance_communication: bool = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Create an instance: allocate disks, install the OS, start it."""
     return _op(OP_INSTANCE_CREATE, locals())
 
@@ -538,7 +539,8 @@ def instance_set_params(instance_name: str, *, nics: list[Any] = NOT_SENT,
         remote_node_uuid: str | None = NOT_SENT, conflicts_check: bool = NOT_SENT,
         iallocator: str | None = NOT_SENT, hotplug: bool = NOT_SENT,
         hotplug_if_possible: bool = NOT_SENT, ignore_ipolicy: bool = NOT_SENT,
-        pnode: str | None = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        pnode: str | None = NOT_SENT, instance_communication: bool | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Change an instance's parameters, NICs and disks; returns the changes."""
     return _op(OP_INSTANCE_SET_PARAMS, locals())
 
