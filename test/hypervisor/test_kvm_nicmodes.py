@@ -76,6 +76,28 @@ def test_routed():
     assert plan_down("routed", "100", "tap2") == []
 
 
+def test_instance_communication_tap_gets_the_link_local_address_and_a_main_route():
+    # as Ganeti's ifup-os: the link (communication_rt) names no routing table here
+    assert plan_up("routed", "communication_rt", "", "tap3", "169.254.0.7",
+                   communication=True) == [
+        ("ip", "link", "set", "tap3", "up"),
+        ("ip", "address", "replace", "169.254.169.254/32", "broadcast", "169.254.255.255",
+         "dev", "tap3"),
+        ("ip", "route", "replace", "169.254.0.7/32", "dev", "tap3")]
+    for ip, message in ((None, "needs an IP"), ("fe80::1", "IPv4")):
+        with pytest.raises(errors.HypervisorError, match=message):
+            plan_up("routed", "communication_rt", "", "tap3", ip, communication=True)
+
+
+@pytest.mark.parametrize("name,mode,expected", [
+    ("ganeti:communication:web1", "routed", True),
+    ("ganeti:communication:web1", "bridged", False),
+    ("eth0", "routed", False), (None, "routed", False),
+])
+def test_is_communication(name, mode, expected):
+    assert nicmodes.is_communication(name, mode) is expected
+
+
 @pytest.mark.parametrize("args,message", [
     (("routed", "", ".5", "t", "192.0.2.1"), "takes no VLAN"),
     (("routed", "", "", "t", "nope"), "Invalid NIC address"),

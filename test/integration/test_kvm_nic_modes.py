@@ -15,6 +15,11 @@ module needed).
   Ganeti's issue 944), and the source's port is gone.
 * ``routed``: the node routes the guest's address to its tap and answers
   ARP for it; the guest reaches the namespace's own address.
+* instance communication (``gnt-instance add -c yes``): the tap of the NIC
+  on the instance communication network has 169.254.169.254/32 (broadcast
+  169.254.255.255) and the guest's address is routed to it, what Ganeti's
+  QA checks with ``ip route show`` and ``ip address show``; the guest
+  reaches 169.254.169.254; ``modify -c no`` and a reboot take it away.
 
 Skips (naming the reason) only when qemu cannot run or Open vSwitch is
 missing (``make debian-deps`` installs it) or the test is not root.
@@ -268,3 +273,38 @@ def test_a_routed_nic_is_reached_through_its_host_route(vc):
     wait_for(lambda: not subprocess.run(["ip", "-4", "route", "show", f"{address}/32"],
                                         capture_output=True, text=True, check=False,
                                         timeout=30).stdout.strip(), "the route gone")
+
+
+def _ip(*argv: str) -> str:
+    return subprocess.run(["ip", *argv], capture_output=True, text=True, check=True,
+                          timeout=30).stdout
+
+
+def test_the_instance_communication_tap_has_the_link_local_address(vc):
+    name, net = "comm.example.com", "commnet"
+    vc.ok("gnt-cluster", "modify", f"--instance-communication-network={net}")
+    try:
+        vc.ok("gnt-instance", "add", "-t", "sharedfile", "-s", "64M", "-o", "tinylinux", "-n",
+              N1, "--net", "0:mode=routed,link=,ip=10.61.0.9", "-c", "yes", *NOCHECK, name)
+        wait_for_line(_hv(vc, N1).serial_log(name))
+        address = vc.ok("gnt-instance", "list", "--no-headers", "-o", "nic.ip/1", name).strip()
+        plain, tap = _taps(vc, N1, name)
+        # Ganeti's QA: "IP dev TAP scope link", and the tap's inet line
+        assert _ip("route", "show", address).split() == [address, "dev", tap, "scope", "link"]
+        assert "inet " not in _ip("address", "show", "dev", plain)
+        inet = [line.split() for line in _ip("address", "show", "dev", tap).splitlines()
+                if line.split()[:1] == ["inet"]]
+        assert len(inet) == 1 and len(inet[0]) == 7
+        assert (inet[0][1], inet[0][3]) == ("169.254.169.254/32", "169.254.255.255")
+        with _console(vc, N1, name) as con:
+            con.run(f"ip link set eth1 up && ip addr add {address}/16 dev eth1")
+            assert _ping(con, "169.254.169.254")
+        vc.ok("gnt-instance", "modify", "-c", "no", name)
+        vc.ok("gnt-instance", "reboot", name)
+        assert len(_taps(vc, N1, name)) == 1
+        assert _ip("route", "show", address).strip() == ""
+    finally:
+        vc.run("gnt-instance", "remove", "-f", name)
+        vc.run("gnt-cluster", "modify", "--instance-communication-network=")
+        vc.run("gnt-network", "disconnect", net)
+        vc.run("gnt-network", "remove", net)

@@ -188,7 +188,8 @@ class KvmHypervisor(base.BaseHypervisor):
         """A tap (doc/kvm.md, "NIC modes"); for a bridged NIC whose bridge does not
         exist, user mode (logged).  Raises for a bad mode or VLAN."""
         try:
-            nicmodes.plan_up(nic.mode, nic.link, nic.vlan, "check", nic.ip)
+            nicmodes.plan_up(nic.mode, nic.link, nic.vlan, "check", nic.ip,
+                             communication=nicmodes.is_communication(nic.name, nic.mode))
         except errors.HypervisorError as exc:
             raise errors.HypervisorError(f"Instance {name} NIC {idx}: {exc}") from None
         if nic.mode != constants.NIC_MODE_BRIDGED or \

@@ -19,7 +19,11 @@ membership and its routes):
 * ``routed``: the tap answers ARP for the addresses routed to it (proxy
   ARP), forwards, and the NIC's address gets a host route through the tap
   in the routing table ``link`` (the main table when empty), as Ganeti's
-  ``kvm-ifup`` does.
+  ``kvm-ifup`` does.  The NIC of instance communication (a routed NIC named
+  ``ganeti:communication:...``, doc/networks.md) instead gets the address
+  169.254.169.254/32 on its tap (broadcast 169.254.255.255) and a host route
+  in the main table, as Ganeti's ``ifup-os`` does: the guest reaches its
+  node at that address, and the node the guest at the NIC's.
 
 Steps are data: an argv tuple to run, or ``("write", path, text)`` for a
 ``/proc/sys`` setting, so that tests read them without a node.
@@ -33,7 +37,8 @@ import re
 
 from ganeti import constants, errors
 
-__all__ = ["Step", "Vlan", "parse_vlan", "plan_up", "plan_down", "bridge_vlan_pvid", "WRITE"]
+__all__ = ["Step", "Vlan", "parse_vlan", "plan_up", "plan_down", "bridge_vlan_pvid", "WRITE",
+           "is_communication"]
 
 #: a step: an argv, or (:data:`WRITE`, path, text)
 Step = tuple[str, ...]
@@ -90,12 +95,35 @@ def _sysctl(ifname: str, family: str, key: str, value: str) -> Step:
     return (WRITE, f"/proc/sys/net/{family}/conf/{ifname}/{key}", value)
 
 
+def is_communication(name: str | None, mode: str) -> bool:
+    """Whether the NIC called ``name`` with ``mode`` is one of instance communication
+    (routed, its name with Ganeti's prefix)."""
+    return mode == constants.NIC_MODE_ROUTED and bool(name) and str(name).startswith(
+        constants.INSTANCE_COMMUNICATION_NIC_PREFIX)
+
+
+def _communication_steps(ifname: str, ip: str | None) -> list[Step]:
+    """A communication tap: the node's link-local address on it, the guest's route."""
+    if not ip:
+        raise errors.HypervisorError("An instance communication NIC needs an IP address")
+    try:
+        addr = ipaddress.IPv4Address(ip)
+    except ValueError:
+        raise errors.HypervisorError(f"Invalid instance communication address {ip!r}"
+                                     " (IPv4)") from None
+    return [("ip", "link", "set", ifname, "up"),
+            ("ip", "address", "replace", f"{constants.INSTANCE_COMMUNICATION_TAP_ADDRESS}/32",
+             "broadcast", constants.INSTANCE_COMMUNICATION_TAP_BROADCAST, "dev", ifname),
+            ("ip", "route", "replace", f"{addr}/32", "dev", ifname)]
+
+
 def plan_up(mode: str, link: str, vlan: str | None, ifname: str, ip: str | None, *,
-            default_pvid: int = 1) -> list[Step]:
+            default_pvid: int = 1, communication: bool = False) -> list[Step]:
     """The steps that put the tap ``ifname`` of a NIC on its network.
 
     ``default_pvid``: the VLAN a new port of the bridge ``link`` gets
-    (bridged NICs with a VLAN leave it).
+    (bridged NICs with a VLAN leave it).  ``communication``: a routed NIC of
+    instance communication (:func:`is_communication`; ``link`` is not used).
 
     Raises :class:`errors.HypervisorError` for an unknown mode, a missing
     link (bridged, openvswitch), a bad VLAN, or a VLAN on a routed NIC.
@@ -136,6 +164,8 @@ def plan_up(mode: str, link: str, vlan: str | None, ifname: str, ip: str | None,
     if mode == constants.NIC_MODE_ROUTED:
         if not parsed.empty:
             raise errors.HypervisorError(f"A routed NIC takes no VLAN (got {vlan!r})")
+        if communication:
+            return _communication_steps(ifname, ip)
         steps = [("ip", "link", "set", ifname, "up"),
                  _sysctl(ifname, "ipv4", "proxy_arp", "1"),
                  _sysctl(ifname, "ipv4", "forwarding", "1")]

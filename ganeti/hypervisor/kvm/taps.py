@@ -80,8 +80,9 @@ def attach(name: str, ifname: str, nic: base.NicSpec) -> None:
             pvid = nicmodes.bridge_vlan_pvid(nic.link, shown.stdout)
         except errors.HypervisorError as exc:
             raise errors.HypervisorError(f"Instance {name}: {exc}") from None
-    run_steps(name, ifname, nicmodes.plan_up(nic.mode, nic.link, nic.vlan, ifname, nic.ip,
-                                             default_pvid=pvid))
+    run_steps(name, ifname, nicmodes.plan_up(
+        nic.mode, nic.link, nic.vlan, ifname, nic.ip, default_pvid=pvid,
+        communication=nicmodes.is_communication(nic.name, nic.mode)))
 
 
 def detach_all(name: str, runtime: dict[str, Any] | None) -> None:
