@@ -625,6 +625,10 @@ def test_cluster_modify_image_network_tracked_jobs(vc):
     try:
         assert _cluster_param(vc, "install image") == "/srv/images/install.img"
         assert _cluster_param(vc, "instance communication network") == "ycomm-net"
+        # the network is made and connected (test_instance_communication.py)
+        assert vc.ok("gnt-network", "list", "--no-headers", "-o", "group_cnt",
+                     "ycomm-net").strip() == str(len(vc.ok(
+                         "gnt-group", "list", "--no-headers", "-o", "name").split()))
         assert _cluster_param(vc, tracked) == 31
         for argv in (("--install-image", "relative.img"),
                      ("--instance-communication-network", "bad name"),
@@ -636,6 +640,8 @@ def test_cluster_modify_image_network_tracked_jobs(vc):
     finally:
         vc.ok("gnt-cluster", "modify", "--install-image", "",
               "--instance-communication-network", "", "--max-tracked-jobs", str(before))
+        vc.run("gnt-network", "disconnect", "ycomm-net")
+        vc.run("gnt-network", "remove", "ycomm-net")
     assert not _cluster_param(vc, "install image")
 
 
