@@ -24,7 +24,7 @@ from ganeti import cli, constants, errors
 from ganeti.cli import ipolicy_opts
 from ganeti.client import cluster_epo, gnt_cluster_maint, gnt_cluster_master, tags_common
 from ganeti.client.cluster_common import masterd_args, node_ssh_targets
-from ganeti.client.gnt_cluster_crypto import renew_crypto, renew_crypto_opcode
+from ganeti.client.gnt_cluster_crypto import RENEW_OPTS, renew_crypto, renew_crypto_opcode
 from ganeti.opcodes import wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -676,43 +676,6 @@ NODES_OPT = _O("-n", "--node", dest="nodes", action="append", default=[], metava
                help="Only this node (repeatable; default: all nodes)")
 CMD_TIMEOUT_OPT = _O("--timeout", dest="timeout", type=float, default=60.0, metavar="SECONDS",
                      help="Per-node command timeout (default 60)")
-NEWCERT_OPT = _O("--new-cluster-certificate", dest="new_cluster_cert", action="store_true",
-                 default=False, help="Generate a new cluster (node daemon) certificate")
-NEWRAPI_OPT = _O("--new-rapi-certificate", dest="new_rapi_cert", action="store_true",
-                 default=False, help="Generate a new self-signed RAPI certificate")
-RAPIFILE_OPT = _O("--rapi-certificate", dest="rapi_cert_file", default=None, metavar="FILE",
-                  help="Install this RAPI certificate (private key and certificate, PEM)")
-NEWCDS_OPT = _O("--new-cluster-domain-secret", dest="new_cds", action="store_true",
-                default=False, help="Generate a new cluster domain secret")
-CDSFILE_OPT = _O("--cluster-domain-secret", dest="cds_file", default=None, metavar="FILE",
-                 help="Install the cluster domain secret read from FILE")
-NEWHMAC_OPT = _O("--new-confd-hmac-key", dest="new_confd_hmac_key", action="store_true",
-                 default=False, help="Generate a new confd HMAC key")
-NEWNODECERT_OPT = _O("--new-node-certificates", dest="new_node_cert", action="store_true",
-                     default=False, help="Generate new node certificates (here: the one"
-                     " cluster certificate all node daemons use)")
-_UNSUPPORTED = " (not supported here: refused, doc/compat.md)"
-RENEW_COMPAT_OPTS = [
-    _O("--new-ssh-keys", dest="new_ssh_keys", action="store_true", default=False,
-       help="Generate a new cluster SSH key pair and replace the old one on every node"),
-    _O("--no-ssh-key-check", dest="ssh_key_check", action="store_false", default=True,
-       help="Disable SSH key fingerprint checking (accepted; no effect: host keys are"
-       " trusted on first use)"),
-    _O("--ssh-key-type", dest="ssh_key_type", default=None,
-       choices=["ed25519", "rsa", "ecdsa", "dsa"],
-       help="Type of the new SSH key (with --new-ssh-keys; default: the cluster's; dsa is"
-       " refused)"),
-    _O("--ssh-key-bits", dest="ssh_key_bits", type=int, default=None, metavar="BITS",
-       help="Length of the new SSH key (with --new-ssh-keys; rsa 1024-16384, ecdsa"
-       " 256/384/521, ed25519 256)"),
-    _O("--new-spice-certificate", dest="new_spice_cert", action="store_true", default=False,
-       help="Generate a new SPICE certificate" + _UNSUPPORTED),
-    _O("--spice-certificate", dest="spice_cert", default=None, metavar="FILE",
-       help="Install this SPICE certificate" + _UNSUPPORTED),
-    _O("--spice-ca-certificate", dest="spice_cacert", default=None, metavar="FILE",
-       help="The CA certificate of the SPICE certificate" + _UNSUPPORTED),
-    cli.VERBOSE_OPT,
-]
 NETMASK_OPT = _O("--master-netmask", dest="master_netmask", type=int, default=None,
                  metavar="BITS", help="Prefix length of the master IP address (e.g. 32)")
 EXTMIP_OPT = _O("--use-external-mip-script", dest="use_external_mip_script", default=None,
@@ -765,8 +728,7 @@ commands: dict[str, cli.Command] = {
     "copyfile": (copy_file, [cli.ArgFile(min=1, max=1)], [NODES_OPT], "[-n NODE...] FILE",
                  "Copy a file to the same path on all other nodes (or the given ones)"),
     "renew-crypto": (renew_crypto, cli.ARGS_NONE,
-                     [NEWCERT_OPT, NEWNODECERT_OPT, NEWRAPI_OPT, RAPIFILE_OPT, NEWHMAC_OPT,
-                      NEWCDS_OPT, CDSFILE_OPT, *RENEW_COMPAT_OPTS, cli.FORCE_OPT],
+                     [*RENEW_OPTS, cli.FORCE_OPT],
                      "[options]",
                      "Renew the cluster certificate (restarts the daemons), the RAPI"
                      " certificate, the cluster SSH key and/or the cluster domain secret"

@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["renew_crypto", "renew_crypto_opcode"]
+__all__ = ["renew_crypto", "renew_crypto_opcode", "RENEW_OPTS"]
 
 #: upstream's first and last lines (its QA and scripts may look for them)
 _UPDATING = ('Updating certificates now. Running "gnt-cluster verify" '
@@ -188,3 +188,48 @@ def renew_crypto(opts: Any, args: list[str]) -> int:
     if not failed:
         cli.to_stdout(_REPLACED)
     return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
+
+
+# --- the options of renew-crypto ------------------------------------------------------------------
+
+_O = cli.Option
+NEWCERT_OPT = _O("--new-cluster-certificate", dest="new_cluster_cert", action="store_true",
+                 default=False, help="Generate a new cluster (node daemon) certificate")
+NEWRAPI_OPT = _O("--new-rapi-certificate", dest="new_rapi_cert", action="store_true",
+                 default=False, help="Generate a new self-signed RAPI certificate")
+RAPIFILE_OPT = _O("--rapi-certificate", dest="rapi_cert_file", default=None, metavar="FILE",
+                  help="Install this RAPI certificate (private key and certificate, PEM)")
+NEWCDS_OPT = _O("--new-cluster-domain-secret", dest="new_cds", action="store_true",
+                default=False, help="Generate a new cluster domain secret")
+CDSFILE_OPT = _O("--cluster-domain-secret", dest="cds_file", default=None, metavar="FILE",
+                 help="Install the cluster domain secret read from FILE")
+NEWHMAC_OPT = _O("--new-confd-hmac-key", dest="new_confd_hmac_key", action="store_true",
+                 default=False, help="Generate a new confd HMAC key")
+NEWNODECERT_OPT = _O("--new-node-certificates", dest="new_node_cert", action="store_true",
+                     default=False, help="Generate new node certificates (here: the one"
+                     " cluster certificate all node daemons use)")
+_UNSUPPORTED = " (not supported here: refused, doc/compat.md)"
+RENEW_COMPAT_OPTS = [
+    _O("--new-ssh-keys", dest="new_ssh_keys", action="store_true", default=False,
+       help="Generate a new cluster SSH key pair and replace the old one on every node"),
+    _O("--no-ssh-key-check", dest="ssh_key_check", action="store_false", default=True,
+       help="Disable SSH key fingerprint checking (accepted; no effect: host keys are"
+       " trusted on first use)"),
+    _O("--ssh-key-type", dest="ssh_key_type", default=None,
+       choices=["ed25519", "rsa", "ecdsa", "dsa"],
+       help="Type of the new SSH key (with --new-ssh-keys; default: the cluster's; dsa is"
+       " refused)"),
+    _O("--ssh-key-bits", dest="ssh_key_bits", type=int, default=None, metavar="BITS",
+       help="Length of the new SSH key (with --new-ssh-keys; rsa 1024-16384, ecdsa"
+       " 256/384/521, ed25519 256)"),
+    _O("--new-spice-certificate", dest="new_spice_cert", action="store_true", default=False,
+       help="Generate a new SPICE certificate" + _UNSUPPORTED),
+    _O("--spice-certificate", dest="spice_cert", default=None, metavar="FILE",
+       help="Install this SPICE certificate" + _UNSUPPORTED),
+    _O("--spice-ca-certificate", dest="spice_cacert", default=None, metavar="FILE",
+       help="The CA certificate of the SPICE certificate" + _UNSUPPORTED),
+    cli.VERBOSE_OPT,
+]
+#: every option of ``gnt-cluster renew-crypto`` but ``--force``
+RENEW_OPTS = [NEWCERT_OPT, NEWNODECERT_OPT, NEWRAPI_OPT, RAPIFILE_OPT, NEWHMAC_OPT, NEWCDS_OPT,
+              CDSFILE_OPT, *RENEW_COMPAT_OPTS]

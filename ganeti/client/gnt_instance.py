@@ -198,9 +198,6 @@ REPLACE_AUTO_OPT = O("-a", "--auto", dest="auto", action="store_true", default=F
                      help="Replace the volumes on whichever node's data is not in order")
 REPLACE_DISKS_OPT = O("--disks", dest="disks", default=None, metavar="N,N",
                       help="Only these disks (indices; with -p or -s)")
-EARLY_RELEASE_OPT = O("--early-release", dest="early_release", action="store_true",
-                      default=False, help="Accepted (Ganeti's): the locks are released"
-                      " when the job ends")
 NO_WAIT_SYNC_OPT = O("--no-wait-for-sync", dest="wait_for_sync", action="store_false",
                      default=True, help="Do not wait for the new mirrors (drbd) to sync;"
                      " the instance starts with its disks degraded")
@@ -304,9 +301,8 @@ HOTPLUG_IF_POSSIBLE_OPT = O("--hotplug-if-possible", dest="hotplug_if_possible",
 NOHOTPLUG_OPT = O("--no-hotplug", dest="no_hotplug", action="store_true", default=False,
                   help="Do not hotplug (our default; Ganeti's default is to hotplug)")
 COMMUNICATION_OPT = O("-c", "--communication", dest="instance_communication", default=None,
-                      choices=["yes", "no"], metavar="yes|no",
-                      help="Enable or disable the communication mechanism for an instance"
-                           " (its NIC on the instance communication network)")
+                      choices=["yes", "no"], metavar="yes|no", help="Enable or disable the"
+                      " instance's NIC on the instance communication network")
 OPPORTUNISTIC_OPT = O("--opportunistic-locking", dest="opportunistic_locking",
                       action="store_true", default=False,
                       help="With an iallocator, lock only the nodes free at the time"
@@ -742,7 +738,7 @@ commands: dict[str, cli.Command] = {
                  "[-f] [-n NODE | -I NAME] INSTANCE", "Fail an instance over to another node"),
     "replace-disks": (replace_disks, ONE_INSTANCE, [
         REPLACE_PRI_OPT, REPLACE_SEC_OPT, NEW_SECONDARY_OPT, relocation.IALLOCATOR_OPT,
-        REPLACE_AUTO_OPT, REPLACE_DISKS_OPT, EARLY_RELEASE_OPT, IGNORE_IPOLICY_OPT,
+        REPLACE_AUTO_OPT, REPLACE_DISKS_OPT, relocation.EARLY_RELEASE_OPT, IGNORE_IPOLICY_OPT,
         cli.SUBMIT_OPT],
         "{-p | -s | -n NODE | -I NAME | -a} [--disks N,N] [--early-release] INSTANCE",
         "Replace the volumes under a drbd instance's disks"),

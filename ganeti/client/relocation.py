@@ -40,8 +40,8 @@ APPLY_OPT = cli.Option("--apply", dest="apply_plan", default=None, metavar="PLAN
                        help="submit exactly the jobs of a plan saved from --plan=json"
                        " (refused if the cluster changed since)")
 EARLY_RELEASE_OPT = cli.Option("--early-release", dest="early_release", action="store_true",
-                               default=False, help="release the locks early (disk"
-                               " replacements)")
+                               default=False, help="Accepted (Ganeti's): the locks are"
+                               " released when the job ends")
 RELOCATION_OPTS = [IALLOCATOR_OPT, PLAN_OPT, APPLY_OPT, cli.SUBMIT_OPT]
 WITH_DISKS_OPT = cli.Option("--with-disks", dest="with_disks", action="store_true",
                             default=False,
