@@ -248,11 +248,12 @@ def test_renew_crypto_new_confd_hmac_key(tmp_path) -> None:
     assert any("Confd HMAC key" in m for m in msgs)
 
 
-def test_renew_crypto_refuses_ssh_keys(tmp_path) -> None:
+def test_renew_crypto_of_ssh_keys_without_a_cluster_key_changes_nothing(tmp_path) -> None:
+    # (the renewal itself: test/cmdlib/test_cmdlib_cluster_sshkeys.py)
     cfg, rpc, ctx = _setup(tmp_path)
-    with pytest.raises(errors.OpPrereqError, match="SSH keys is not supported"):
+    with pytest.raises(errors.OpExecError, match="Cannot read the current cluster SSH key"):
         run_opcode(ctx, ocluster.OpClusterRenewCrypto(renew_ssh_keys=True))
-    assert not rpc.calls_to("upload_file")
+    assert not rpc.calls_to("upload_file") and not rpc.calls_to("ssh_key_update")
 
 
 # --- node volumes (OP_NODE_QUERYVOLS) ---------------------------------------------------
