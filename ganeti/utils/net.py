@@ -47,13 +47,20 @@ def hostname() -> str:
     return (canonical or system).lower()
 
 
-def resolve_hostname(name: str) -> tuple[str, str]:
-    """Resolve ``name`` with the system resolver: ``(fqdn, ipv4_address)``.
+def resolve_hostname(name: str, *, env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """Resolve ``name``: ``(fqdn, ipv4_address)``, from ``$GANETI_HOSTS_FILE`` first
+    (the line's first name is the FQDN), then the system resolver.
 
-    The FQDN is the resolver's canonical name, lower-cased; the address is
-    the first IPv4 address it gives.  Raises :class:`errors.ResolverError`
+    The FQDN is the canonical name, lower-cased; the address is the first
+    IPv4 address the resolver gives.  Raises :class:`errors.ResolverError`
     (message ``"<name>: <reason>"``) when the name does not resolve.
     """
+    env = os.environ if env is None else env
+    hosts = env.get(ENV_HOSTS_FILE)
+    if hosts:
+        entry = _hosts_entry(hosts, name)
+        if entry is not None:
+            return entry[1], entry[0]
     try:
         fqdn, _aliases, addresses = socket.gethostbyname_ex(name)
     except (OSError, UnicodeError) as exc:
@@ -65,6 +72,12 @@ def resolve_hostname(name: str) -> tuple[str, str]:
 
 
 def _hosts_lookup(path: str, name: str) -> str | None:
+    entry = _hosts_entry(path, name)
+    return entry[0] if entry is not None else None
+
+
+def _hosts_entry(path: str, name: str) -> tuple[str, str] | None:
+    """``(address, canonical name)`` of ``name`` in the hosts file ``path``, or None."""
     try:
         with open(path, "rb") as fh:
             text = fh.read().decode("utf-8", "replace")
@@ -74,7 +87,7 @@ def _hosts_lookup(path: str, name: str) -> str | None:
     for line in text.splitlines():
         fields = line.split("#", 1)[0].split()
         if len(fields) >= 2 and name in (f.lower() for f in fields[1:]):
-            return fields[0]
+            return fields[0], fields[1].lower()
     return None
 
 

@@ -115,3 +115,21 @@ def test_tcp_ping_silence_means_free(monkeypatch: Any, exc: Exception) -> None:
     monkeypatch.setattr(socket, "create_connection", connect)
     assert net.tcp_ping("192.0.2.1", 1811, timeout=0.5) is False
     assert seen == [(("192.0.2.1", 1811), 0.5)]
+
+
+def test_resolve_hostname_reads_the_hosts_file_first(tmp_path: Any, monkeypatch: Any) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("192.0.2.1 node1.vcluster\n# 192.0.2.9 web9.example.com\n"
+                     "192.0.2.5 Web1.Example.com web1\n")
+    env = {net.ENV_HOSTS_FILE: str(hosts)}
+    # the line's first name is the canonical one, as the system resolver's
+    assert net.resolve_hostname("web1", env=env) == ("web1.example.com", "192.0.2.5")
+    assert net.resolve_hostname("WEB1.example.com", env=env) == ("web1.example.com",
+                                                                 "192.0.2.5")
+
+    def system(name: str) -> Any:
+        return ("from-dns.example.com", [], ["198.51.100.1"])
+    monkeypatch.setattr(socket, "gethostbyname_ex", system)
+    # a commented line does not count; names it lacks go to the system resolver
+    assert net.resolve_hostname("web9.example.com", env=env) == ("from-dns.example.com",
+                                                                 "198.51.100.1")
