@@ -45,12 +45,16 @@ def _utcnow() -> datetime.datetime:
 def generate_self_signed_cert(common_name: str = DEFAULT_COMMON_NAME,
                               validity_days: int = DEFAULT_VALIDITY_DAYS, *,
                               key_type: str = "ec", key_bits: int = 2048,
-                              now: datetime.datetime | None = None) -> tuple[bytes, bytes]:
+                              now: datetime.datetime | None = None,
+                              valid_for: datetime.timedelta | None = None
+                              ) -> tuple[bytes, bytes]:
     """Create a private key and a self-signed certificate for it.
 
     Returns ``(key_pem, cert_pem)``.  The certificate is a CA (basic
     constraints ``ca=True``) so that peers can use it as their trust anchor,
-    and it is backdated by one hour to tolerate small clock skew.  Raises
+    and it is backdated by one hour to tolerate small clock skew; it expires
+    ``valid_for`` after ``now`` when given (else ``validity_days`` after its
+    start).  Raises
     :class:`errors.ProgrammerError` for an unknown ``key_type``.
     """
     from cryptography import x509
@@ -75,7 +79,8 @@ def generate_self_signed_cert(common_name: str = DEFAULT_COMMON_NAME,
             .public_key(key.public_key())
             .serial_number(uuid.uuid4().int >> 2)
             .not_valid_before(start)
-            .not_valid_after(start + datetime.timedelta(days=validity_days))
+            .not_valid_after(start + datetime.timedelta(hours=1) + valid_for if valid_for
+                             else start + datetime.timedelta(days=validity_days))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(x509.SubjectAlternativeName([x509.DNSName(common_name)]),
                            critical=False)

@@ -107,6 +107,11 @@ class Paths:
         return os.path.join(self.run_dir, "import-export")
 
     @property
+    def crypto_dir(self) -> str:
+        """The keys and certificates of moves between clusters (one directory each)."""
+        return os.path.join(self.run_dir, "crypto")
+
+    @property
     def os_search_path(self) -> list[str]:
         return [self._p("srv", "ganeti", "os"),
                 self._p("usr", "local", "lib", "ganeti", "os"),

@@ -23,7 +23,7 @@ from ganeti.backend.context import NodeContext
 __all__ = ["NodeContext", "DOMAIN_MODULES", "all_functions", "get_function"]
 
 DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blockdev", "os",
-                  "masterip", "replication", "impexp", "storageunits",
+                  "masterip", "replication", "impexp", "remoteimpexp", "storageunits",
                   "fencing", "hotplug", "mirror", "joblog", "drbd", "osimage", "extstorage",
                   "sshkeys")
 

@@ -242,7 +242,7 @@ def _transfer_dir(ctx: NodeContext, transfer_id: str) -> str:
     return os.path.join(ctx.paths.import_export_dir, check_name(transfer_id, "transfer"))
 
 
-def _package_root() -> str:
+def package_root() -> str:
     """The directory holding the ``ganeti`` package (for the sender's ``python -m``)."""
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -262,7 +262,7 @@ def impexp_send(ctx: NodeContext, source: dict, dest: dict, host: str, port: int
     job = {"source": source, "dest": dest, "host": host, "port": port,
            "root": ctx.paths.root, "hostname": ctx.hostname}
     uio.write_file_atomic(os.path.join(directory, JOB_FILE), serializer.dumps_bytes(job), mode=0o600)
-    env = {**os.environ, "PYTHONPATH": _package_root()}
+    env = {**os.environ, "PYTHONPATH": package_root()}
     with open(os.path.join(directory, "worker.log"), "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "ganeti.server.impexp_worker", directory],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
@@ -481,6 +481,11 @@ def check_total(total: Any, limit: int | None, label: str) -> None:
                                  f" ({limit} bytes, its declared size); refused")
 
 
+def open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
+    """Where a stream to ``dest`` goes (``{"kind": "export"|"import", ...}``)."""
+    return _open_sink(ctx, dest, total)
+
+
 def _open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
     if not isinstance(dest, dict):
         raise errors.OpExecError(f"Invalid stream destination {dest!r}")
@@ -543,12 +548,24 @@ def _failure(exc: BaseException) -> str:
     return str(exc)
 
 
-def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes]) -> list[Any]:
+#: ``open_sink(dest, total)``: where a stream whose header names ``dest`` goes
+SinkOpener = Callable[[Any, Any], "_Sink"]
+
+
+def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes], *,
+                   open_sink: SinkOpener | None = None,
+                   progress: Callable[[int, Any], None] | None = None) -> list[Any]:
     """Read one disk stream (``initial`` bytes already in, then ``recv``); the reply envelope.
 
     Everything written is removed again unless the end frame arrived and
-    its size and SHA-256 match what was received.
+    its size and SHA-256 match what was received.  ``open_sink`` picks the
+    destination from the header's ``dest`` and ``total`` (default: the
+    header's ``dest`` itself, as node daemons of one cluster send it; a
+    listener of a move between clusters decides it alone);
+    ``progress(done, total)`` follows every data frame.
     """
+    opener: SinkOpener = open_sink or (lambda dest, total: _open_sink(ctx, dest, total))
+    total: Any = None
     reader = diskstream.FrameReader()
     reader.feed(initial)
     sink: _Sink | None = None
@@ -564,7 +581,8 @@ def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes
                     header = serializer.loads(payload)
                     if not isinstance(header, dict):
                         header = {}
-                    sink = _open_sink(ctx, header.get("dest"), header.get("total"))
+                    total = header.get("total")
+                    sink = opener(header.get("dest"), total)
                 elif sink is None:
                     raise errors.OpExecError("Disk stream: data before the header frame")
                 elif kind == diskstream.DATA:
@@ -575,6 +593,8 @@ def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes
                     sink.write(payload)
                     digest.update(payload)
                     size += len(payload)
+                    if progress is not None:
+                        progress(size, total)
                 elif kind == diskstream.ABORT:
                     reason = serializer.loads(payload)
                     raise errors.OpExecError("The sender gave up: "

@@ -8,6 +8,11 @@ No other module builds an :class:`ssl.SSLContext`; a test checks it
   ``server.pem`` (key and certificate in one file).  Each end presents it
   and trusts only it as CA; host names are not checked: possession of the
   cluster key is what authenticates a peer (Ganeti <= 2.12 style).
+* **Moves between clusters** (the disk streams of a remote export into a
+  remote import): mutual TLS with a key and self-signed certificate made on
+  each side for the transfer; each end trusts exactly the other's
+  certificate, which the clusters exchanged signed with their shared
+  domain secret (doc/exports.md, "Moves between clusters").
 * **RAPI**: the daemon presents ``rapi.pem``; clients authenticate with a
   user and password.  The watcher checks the daemon's certificate against
   ``rapi.pem`` (by file, not by host name); bootstrap only waits until a
@@ -24,8 +29,9 @@ import ssl
 
 from ganeti import errors
 
-__all__ = ["node_server_context", "node_client_context", "rapi_server_context",
-           "rapi_client_context", "probe_context"]
+__all__ = ["node_server_context", "node_client_context", "transfer_server_context",
+           "transfer_client_context", "rapi_server_context", "rapi_client_context",
+           "probe_context"]
 
 
 def _load(ctx: ssl.SSLContext, what: str, *, chain: str | None = None,
@@ -61,6 +67,31 @@ def node_client_context(cert_file: str, ca_file: str | None = None) -> ssl.SSLCo
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_REQUIRED
     return _load(ctx, "the cluster certificate", chain=cert_file, ca_file=ca_file or cert_file)
+
+
+def _trust_only(ctx: ssl.SSLContext, peer_pem: str, chain: str) -> ssl.SSLContext:
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    try:
+        ctx.load_verify_locations(cadata=peer_pem)
+    except (ValueError, ssl.SSLError) as exc:
+        raise errors.CertificateError(f"Cannot load the peer's transfer certificate: {exc}"
+                                      ) from exc
+    return _load(ctx, "the transfer key", chain=chain)
+
+
+def transfer_server_context(chain: str, peer_pem: str) -> ssl.SSLContext:
+    """A remote import's listener: present ``chain`` (key and certificate in one
+    file), require a client certificate and trust only ``peer_pem`` (PEM text)."""
+    return _trust_only(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), peer_pem, chain)
+
+
+def transfer_client_context(chain: str, peer_pem: str) -> ssl.SSLContext:
+    """A remote export's sender: present ``chain``, trust only ``peer_pem`` (the
+    listener's certificate), no host name check."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    return _trust_only(ctx, peer_pem, chain)
 
 
 def rapi_server_context(pem: str) -> ssl.SSLContext:

@@ -394,6 +394,17 @@ _ROWS = [
          "Stop a running transfer. -> True when it was running"),
     _row("impexp_cleanup", [("transfer_id", str)], FAST,
          "Stop the transfer if needed and remove its state. -> None"),
+    # --- moves between clusters (doc/exports.md, "Moves between clusters") ---
+    _row("x509_cert_create", [("validity", int)], FAST,
+         "Make a transfer key and self-signed certificate valid that many seconds."
+         " -> [key name, certificate PEM]"),
+    _row("x509_cert_remove", [("name", str)], FAST,
+         "Remove a transfer key; refused when there is none. -> None"),
+    _row("impexp_listen", [("dest", dict), ("host", str), ("key_name", str), ("ca", str),
+                           ("magic", str), ("timeout", float)], FAST,
+         "Listen on host for the sender of a remote import (TLS with the key key_name,"
+         " trusting only the certificate ca; it must name magic) writing into dest."
+         " -> {id (a transfer id), port}"),
     # --- master-side throughput (doc/design/replication.md) ---
     _row("jobqueue_update_many", [("files", list)], FAST,
          "Write [[file_name, content], ...] inside the node's job queue directory"

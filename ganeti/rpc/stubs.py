@@ -603,6 +603,26 @@ class RpcStubs:
         """Stop the transfer if needed and remove its state. -> None [fast]"""
         return self._rpc("impexp_cleanup", node_or_nodes, [transfer_id], rpc_timeout)
 
+    def call_x509_cert_create(self, node_or_nodes: Nodes, *, validity: int,
+                              rpc_timeout: float | None = None) -> RpcResults:
+        """Make a transfer key and self-signed certificate valid that many seconds. -> [key name,
+        certificate PEM] [fast]
+        """
+        return self._rpc("x509_cert_create", node_or_nodes, [validity], rpc_timeout)
+
+    def call_x509_cert_remove(self, node_or_nodes: Nodes, *, name: str,
+                              rpc_timeout: float | None = None) -> RpcResults:
+        """Remove a transfer key; refused when there is none. -> None [fast]"""
+        return self._rpc("x509_cert_remove", node_or_nodes, [name], rpc_timeout)
+
+    def call_impexp_listen(self, node_or_nodes: Nodes, *, dest: JsonDict, host: str, key_name: str,
+                           ca: str, magic: str, timeout: float, rpc_timeout: float | None = None) -> RpcResults:
+        """Listen on host for the sender of a remote import (TLS with the key key_name, trusting only
+        the certificate ca; it must name magic) writing into dest. -> {id (a transfer id), port}
+        [fast]
+        """
+        return self._rpc("impexp_listen", node_or_nodes, [dest, host, key_name, ca, magic, timeout], rpc_timeout)
+
     def call_jobqueue_update_many(self, node_or_nodes: Nodes, *, files: JsonList,
                                   rpc_timeout: float | None = None) -> RpcResults:
         """Write [[file_name, content], ...] inside the node's job queue directory (all names checked

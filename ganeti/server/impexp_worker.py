@@ -5,7 +5,9 @@
 ``DIR/job.json``, opens the source (an instance disk, through the OS
 ``export`` script when the instance has an OS, or an image file of an
 export), connects to the receiving node daemon with the cluster
-certificate and sends the frames of :mod:`ganeti.impexp.stream`, computing
+certificate (or, for a move between clusters, to the other cluster's
+listener with this node's transfer key: :mod:`ganeti.backend.remoteimpexp`)
+and sends the frames of :mod:`ganeti.impexp.stream`, computing
 the SHA-256 as it goes.  ``DIR/status.json`` says how far it got
 (``{state, done, total, elapsed, error, size, sha256}``), rewritten
 atomically at most every :data:`STATUS_INTERVAL` seconds and at the end.
@@ -27,16 +29,17 @@ from typing import IO, Any
 
 from ganeti import constants, errors, osapi, serializer
 from ganeti.impexp import stream as diskstream
-from ganeti.backend import blockdev, impexp
+from ganeti.backend import blockdev, impexp, remoteimpexp
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
 from ganeti.http import client, framing
-from ganeti.http.tls import node_client_context
+from ganeti.http.tls import node_client_context, transfer_client_context
 from ganeti.pathutils import Paths
 from ganeti.rpc import transport
 from ganeti.utils import io as uio
 
-__all__ = ["main", "send", "open_source", "Source", "STATUS_INTERVAL", "CONNECT_TIMEOUT"]
+__all__ = ["main", "send", "open_source", "Source", "TransferStatus", "STATUS_INTERVAL",
+           "CONNECT_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +108,24 @@ def _read_reply(tls: ssl.SSLSocket) -> list[Any]:
     return reply
 
 
+def _context_for(ctx: NodeContext, dest: Any) -> ssl.SSLContext:
+    """The TLS context of a transfer: the cluster certificate, or for a move between
+    clusters (``dest`` of kind ``remote``) this node's transfer key, trusting only
+    the listener's certificate."""
+    if isinstance(dest, dict) and dest.get("kind") == "remote":
+        return transfer_client_context(remoteimpexp.key_path(ctx, str(dest.get("key_name"))),
+                                       str(dest.get("ca") or ""))
+    return node_client_context(ctx.paths.server_pem)
+
+
+def _header_dest(dest: Any) -> Any:
+    """What the header frame names: ``dest`` itself, or for a move between clusters only
+    the disk's magic (the listener alone decides where the data goes)."""
+    if isinstance(dest, dict) and dest.get("kind") == "remote":
+        return {"kind": "remote", "magic": dest.get("magic")}
+    return dest
+
+
 def send(ctx: NodeContext, job: dict[str, Any], progress: Callable[[int, int | None], None],
          *, context: ssl.SSLContext | None = None) -> dict[str, Any]:
     """Run one transfer; ``{"size", "sha256"}`` as the receiver confirmed them.
@@ -118,7 +139,7 @@ def send(ctx: NodeContext, job: dict[str, Any], progress: Callable[[int, int | N
     digest = hashlib.sha256()
     done = 0
     try:
-        tls_ctx = context or node_client_context(ctx.paths.server_pem)
+        tls_ctx = context or _context_for(ctx, job["dest"])
         try:
             conn = client.connect(host, port, tls_ctx, CONNECT_TIMEOUT)
         except OSError as exc:   # refused, unreachable, or the TLS handshake failed
@@ -132,7 +153,7 @@ def send(ctx: NodeContext, job: dict[str, Any], progress: Callable[[int, int | N
                     {"Host": f"{host}:{port}", "User-Agent": transport.USER_AGENT,
                      "Content-Type": "application/x-ganeti-diskstream"}, keep_alive=False))
                 tls.sendall(diskstream.encode_json(diskstream.HEADER, {
-                    "dest": job["dest"], "total": source.total}))
+                    "dest": _header_dest(job["dest"]), "total": source.total}))
                 failure: str | None = None
                 while True:
                     try:
@@ -181,7 +202,7 @@ def send(ctx: NodeContext, job: dict[str, Any], progress: Callable[[int, int | N
             pass
 
 
-class _Status:
+class TransferStatus:
     """``status.json`` of one transfer, rewritten atomically."""
 
     def __init__(self, directory: str, clock: Callable[[], float] = time.monotonic) -> None:
@@ -217,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     directory = args[0]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     signal.signal(signal.SIGTERM, _terminate)
-    status = _Status(directory)
+    status = TransferStatus(directory)
     try:
         with open(os.path.join(directory, impexp.JOB_FILE), "rb") as fh:
             job = json.loads(fh.read())

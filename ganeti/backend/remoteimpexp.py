@@ -1,0 +1,148 @@
+"""Moves between clusters on a node: transfer keys and the remote import's listener
+(doc/exports.md, "Moves between clusters").
+
+A move between clusters authenticates its disk streams with a key and a
+self-signed certificate made for it on each side's primary node
+(:func:`x509_cert_create`): the source's by ``OP_BACKUP_PREPARE`` in
+``remote`` mode, the destination's by the remote import.  The private key
+never leaves its node; only the certificate travels, signed by the master
+with the clusters' shared domain secret.  Each key lives in
+``<crypto dir>/<name>/pem`` (key and certificate, mode 0600) until
+:func:`x509_cert_remove`, or until it has expired and the next
+:func:`x509_cert_create` sweeps it.
+
+:func:`impexp_listen` binds a port on the given address and starts a
+listener process (:mod:`ganeti.server.impexp_listener`) that waits for one
+sender presenting the source's certificate and the disk's magic, and writes
+what arrives into the instance's disk; its state is an ordinary transfer
+directory, followed with ``impexp_status`` and ended with
+``impexp_cleanup`` (:mod:`ganeti.backend.impexp`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import uuid as uuidlib
+from typing import Any
+
+from ganeti import crypto, errors, serializer
+from ganeti.backend import impexp
+from ganeti.backend.context import NodeContext
+from ganeti.utils import io as uio
+
+__all__ = ["x509_cert_create", "x509_cert_remove", "impexp_listen"]
+
+#: the one file of a transfer key's directory: private key and certificate (PEM)
+PEM_FILE = "pem"
+#: longest validity a transfer key may be asked for (seconds: a week)
+MAX_VALIDITY = 7 * 24 * 60 * 60
+
+
+def key_path(ctx: NodeContext, name: str) -> str:
+    """The key-and-certificate file of the transfer key ``name`` (checked as a plain name)."""
+    return os.path.join(ctx.paths.crypto_dir, impexp.check_name(name, "X509 key"), PEM_FILE)
+
+
+def _sweep_expired(ctx: NodeContext) -> None:
+    """Remove the transfer keys whose certificate has expired (or cannot be read)."""
+    now = datetime.datetime.fromtimestamp(ctx.clock(), datetime.timezone.utc)
+    try:
+        names = os.listdir(ctx.paths.crypto_dir)
+    except FileNotFoundError:
+        return
+    for name in names:
+        path = os.path.join(ctx.paths.crypto_dir, name)
+        try:
+            _, cert = crypto.load_pem_pair(os.path.join(path, PEM_FILE))
+            expired = crypto.cert_not_after(cert) < now
+        except errors.GanetiError:
+            expired = True
+        if expired:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def x509_cert_create(ctx: NodeContext, validity: int) -> list[str]:
+    """Make a transfer key valid ``validity`` seconds; ``[name, certificate PEM]``."""
+    if not 0 < validity <= MAX_VALIDITY:
+        raise errors.OpExecError(f"Invalid certificate validity {validity} s (1 to"
+                                 f" {MAX_VALIDITY})")
+    _sweep_expired(ctx)
+    name = f"x509-{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
+    directory = os.path.join(ctx.paths.crypto_dir, name)
+    os.makedirs(ctx.paths.crypto_dir, mode=0o700, exist_ok=True)
+    os.mkdir(directory, 0o700)
+    now = datetime.datetime.fromtimestamp(ctx.clock(), datetime.timezone.utc)
+    key_pem, cert_pem = crypto.generate_self_signed_cert(
+        ctx.hostname, now=now, valid_for=datetime.timedelta(seconds=validity))
+    crypto.write_pem_pair(os.path.join(directory, PEM_FILE), key_pem, cert_pem)
+    return [name, cert_pem.decode("ascii")]
+
+
+def x509_cert_remove(ctx: NodeContext, name: str) -> None:
+    """Remove the transfer key ``name``; refused when there is none."""
+    directory = os.path.dirname(key_path(ctx, name))
+    if not os.path.isdir(directory):
+        raise errors.OpExecError(f"No X509 key {name} on this node")
+    shutil.rmtree(directory)
+
+
+def _bind(host: str) -> socket.socket:
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise errors.OpExecError(f"Cannot open a listening socket: {exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, 0))
+        sock.listen(4)
+    except OSError as exc:
+        sock.close()
+        raise errors.OpExecError(f"Cannot listen on {host}: {exc.strerror or exc}") from exc
+    return sock
+
+
+def impexp_listen(ctx: NodeContext, dest: dict, host: str, key_name: str, ca: str,
+                  magic: str, timeout: float) -> dict[str, Any]:
+    """Listen on ``host`` for the sender of one disk; ``{"id", "port"}`` at once.
+
+    ``dest`` is where the data goes (an ``import`` destination of
+    :func:`ganeti.backend.impexp.open_sink`), ``key_name`` this node's
+    transfer key, ``ca`` the sender's certificate (the only one trusted),
+    ``magic`` what the sender must name, ``timeout`` how long to wait for it
+    (seconds).
+    """
+    if not isinstance(dest, dict) or dest.get("kind") != "import":
+        raise errors.OpExecError(f"A remote import writes an instance disk, not {dest!r}")
+    if not os.path.isfile(key_path(ctx, key_name)):
+        raise errors.OpExecError(f"No X509 key {key_name} on this node")
+    if not magic or not 0 < timeout <= 86400:
+        raise errors.OpExecError("A remote import needs a magic and a timeout (1 s to a day)")
+    sock = _bind(host)
+    try:
+        port = sock.getsockname()[1]
+        transfer_id = f"{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
+        directory = os.path.join(ctx.paths.import_export_dir, transfer_id)
+        os.makedirs(directory, mode=0o750)
+        job = {"dest": dest, "key_name": key_name, "ca": ca, "magic": magic,
+               "timeout": timeout, "port": port, "root": ctx.paths.root,
+               "hostname": ctx.hostname}
+        uio.write_file_atomic(os.path.join(directory, impexp.JOB_FILE),
+                              serializer.dumps_bytes(job), mode=0o600)
+        env = {**os.environ, "PYTHONPATH": impexp.package_root()}
+        with open(os.path.join(directory, "worker.log"), "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ganeti.server.impexp_listener", directory,
+                 str(sock.fileno())],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, close_fds=True,
+                pass_fds=(sock.fileno(),), start_new_session=True, cwd="/")
+        uio.write_file_atomic(os.path.join(directory, impexp.PID_FILE),
+                              str(proc.pid).encode("ascii"), mode=0o640)
+    finally:
+        sock.close()
+    return {"id": transfer_id, "port": port}
