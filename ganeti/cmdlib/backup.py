@@ -24,7 +24,7 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters, query, serializer
 from ganeti.impexp import info as exportinfo
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import backup_remote, drbd
+from ganeti.cmdlib import backup_remote, drbd, instance_remote_import
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.impexp import Transfer, run_transfers
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance,
@@ -40,27 +40,45 @@ __all__ = ["LUBackupPrepare", "LUBackupExport", "LUBackupRemove", "EXPORT_FIELDS
            "collect_exports", "query_exports", "build_export_info", "snapshot_disk"]
 
 
-def _check_local(mode: str) -> None:
-    if mode != constants.EXPORT_MODE_LOCAL:
-        raise errors.OpPrereqError(f"Export mode '{mode}' is not supported (only"
-                                   f" '{constants.EXPORT_MODE_LOCAL}')", errors.ECODE_INVAL)
-
-
 class LUBackupPrepare(NoHooksLU[OpBackupPrepare]):
-    """Prepare an export: nothing to do in local mode (returns None)."""
+    """Prepare an export: nothing to do in local mode (returns None); in remote mode
+    make the transfer key on the primary node and return what the destination
+    cluster needs, signed with the domain secret: ``{"handshake", "x509_key_name",
+    "x509_ca"}`` (doc/exports.md, "Moves between clusters")."""
 
     REQ_BGL = False
-
-    def CheckArguments(self) -> None:
-        _check_local(self.op.mode)
 
     def ExpandNames(self) -> None:
         inst = expand_instance(self.cfg, self.op.instance_name)
         self.op.instance_name = inst.name
         self.needed_locks = {locking.LEVEL_INSTANCE: [inst.name]}
 
+    def CheckPrereq(self) -> None:
+        if self.op.mode != constants.EXPORT_MODE_REMOTE:
+            return
+        inst = expand_instance(self.cfg, self.op.instance_name)
+        pnode = self.cfg.get_node_info(inst.primary_node)
+        if pnode is None:
+            raise errors.OpPrereqError(f"The primary node of {inst.name} is not in the"
+                                       " cluster", errors.ECODE_STATE)
+        check_node_online(pnode)
+        self.pnode_name = pnode.name
+        self.cds = instance_remote_import.read_domain_secret(self.context.paths)
+
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
-        return None
+        if self.op.mode != constants.EXPORT_MODE_REMOTE:
+            return None
+        node = self.pnode_name
+        feedback_fn(f"Generating X509 certificate on {node}")
+        name, cert_pem = self.require_rpc().call_x509_cert_create(
+            node, validity=backup_remote.CERT_VALIDITY,
+        ).one(node, f"Cannot make the transfer key on {node}")
+        salt = backup_remote.new_salt()
+        return {
+            "handshake": backup_remote.compute_handshake(self.cds, backup_remote.new_salt()),
+            "x509_key_name": backup_remote.sign_key_name(self.cds, str(name), salt),
+            "x509_ca": backup_remote.sign_certificate(self.cds, str(cert_pem), salt),
+        }
 
 
 def build_export_info(lu: InstanceLU[Any], images: list[str | None], timestamp: float,
@@ -151,33 +169,34 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
         self.extra_node_uuids.append(self.target.uuid)
 
     def _check_remote(self) -> None:
-        """A remote export: check upstream's parameters, then try each destination.
+        """A remote export: check upstream's parameters against the domain secret,
+        then try each destination.
 
         Raises OpPrereqError for bad parameters (``ECODE_INVAL``) and for a
-        destination that does not answer (``ECODE_ENVIRON``); when all answer,
-        refuses the export itself (the transfer to another cluster is not
-        implemented, doc/compat.md).  Nothing changes in every case.
+        destination that does not answer (``ECODE_ENVIRON``); nothing changes
+        then.  Sets :attr:`remote_dests` (``(host, port, magic)`` per disk),
+        :attr:`key_name` and :attr:`dest_ca`.
         """
-        try:
-            with open(self.context.paths.cluster_domain_secret, encoding="utf-8") as fh:
-                cds = fh.read().strip()
-        except OSError as exc:
-            raise errors.OpPrereqError(f"Cannot read the cluster domain secret: {exc}",
-                                       errors.ECODE_ENVIRON) from exc
+        cds = instance_remote_import.read_domain_secret(self.context.paths)
         dests = backup_remote.check_remote_export(cds, self.op, len(self.disks))
         for idx, (host, port, _magic) in enumerate(dests):
             why = netutils.connect_error(host, port, self.REMOTE_CONNECT_TIMEOUT)
             if why is not None:
                 raise errors.OpPrereqError(f"Destination {host}:{port} of disk {idx} is not"
                                            f" reachable: {why}", errors.ECODE_ENVIRON)
-        raise errors.OpPrereqError("Exporting to another cluster is not supported: the"
-                                   " destinations answer, but this cluster cannot send disks"
-                                   " to another cluster (doc/compat.md)", errors.ECODE_INVAL)
+        self.remote_dests = dests
+        self.key_name = backup_remote.check_key_name(cds, self.op.x509_key_name)
+        self.dest_ca = backup_remote.load_signed_ca(cds, self.op.destination_x509_ca)
 
     def CheckInstance(self) -> None:
         check_node_online(self.pnode, " as primary node")
         if self._remote:
+            if not self.op.shutdown and self.instance.admin_state == constants.ADMINST_UP:
+                raise errors.OpPrereqError("A remote export of a running instance needs"
+                                           " shutdown (its disks are sent as they are)",
+                                           errors.ECODE_STATE)
             self._check_remote()
+            return
         target = self.cfg.get_node_info(self.target.uuid)
         if target is None:
             raise errors.OpPrereqError(f"Node {self.op.target_node} is not in the cluster",
@@ -186,14 +205,16 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
         self.target = target
 
     def HookExtra(self) -> dict[str, Any]:
-        return {"EXPORT_MODE": self.op.mode, "EXPORT_NODE": self.op.target_node,
-                "EXPORT_DO_SHUTDOWN": self.op.shutdown,
-                "SHUTDOWN_TIMEOUT": self.op.shutdown_timeout,
-                "REMOVE_INSTANCE": str(bool(self.op.remove_instance))}
+        extra = {"EXPORT_MODE": self.op.mode, "EXPORT_DO_SHUTDOWN": self.op.shutdown,
+                 "SHUTDOWN_TIMEOUT": self.op.shutdown_timeout,
+                 "REMOVE_INSTANCE": str(bool(self.op.remove_instance))}
+        if not self._remote:
+            extra["EXPORT_NODE"] = self.op.target_node
+        return extra
 
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         nodes, _ = super().BuildHooksNodes()
-        if self.target.name not in nodes:
+        if not self._remote and self.target.name not in nodes:
             nodes.append(self.target.name)
         return nodes, nodes
 
@@ -284,6 +305,26 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                                 f" {res.fail_msg if res else 'no answer'}")
             raise
 
+    def _export_remote(self, feedback_fn: FeedbackFn) -> None:
+        """Send every disk to the other cluster's listeners, then remove the transfer key."""
+        inst, pname = self.instance, self.pnode.name
+        data = self.rpc_instance()
+        transfers = []
+        for idx, (disk, (host, port, magic)) in enumerate(zip(self.disks, self.remote_dests)):
+            transfers.append(Transfer(
+                label=f"disk/{idx}", src_node=pname, dst_node=f"{host}:{port}",
+                address=(host, port),
+                source={"kind": "disk", "disk": drbd.rpc_disk(disk, self.cfg), "index": idx,
+                        "instance": data},
+                dest={"kind": "remote", "magic": magic, "key_name": self.key_name,
+                      "ca": self.dest_ca},
+                op="export", instance=inst.name))
+        run_transfers(self, transfers, feedback_fn)
+        res = self.require_rpc().call_x509_cert_remove([pname], name=self.key_name).get(pname)
+        if res is None or res.failed:
+            self.LogWarning(f"Could not remove the transfer key {self.key_name} on {pname}:"
+                            f" {res.fail_msg if res else 'no answer'}")
+
     def _remove_old_exports(self, feedback_fn: FeedbackFn) -> None:
         others = [n.name for n in self.cfg.get_all_nodes_info().values()
                   if not n.offline and n.uuid != self.target.uuid]
@@ -306,7 +347,10 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
             stopped = True
         running = not stopped and inst.admin_state == constants.ADMINST_UP
         try:
-            path = self._export(feedback_fn, running=running)
+            if self._remote:
+                self._export_remote(feedback_fn)
+            else:
+                path = self._export(feedback_fn, running=running)
         except BaseException:
             if stopped:
                 try:
@@ -314,7 +358,10 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                 except errors.GanetiError as exc:
                     self.LogWarning(str(exc))
             raise
-        feedback_fn(f"Export of {inst.name} written to {self.target.name}:{path}")
+        if self._remote:
+            feedback_fn(f"Export of {inst.name} sent to the other cluster")
+        else:
+            feedback_fn(f"Export of {inst.name} written to {self.target.name}:{path}")
         if op.remove_instance:
             feedback_fn(f"Removing instance {inst.name}")
             remove_disks(self, ignore_failures=op.ignore_remove_failures)
@@ -322,7 +369,8 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
             remove_instance_lock(self, inst.name)
         elif stopped:
             self._start_again(feedback_fn)
-        self._remove_old_exports(feedback_fn)
+        if not self._remote:
+            self._remove_old_exports(feedback_fn)
         return [True, [True] * len(self.disks)]
 
 

@@ -1,18 +1,21 @@
 """The parameters of a remote export (``OP_BACKUP_EXPORT`` with ``mode=remote``).
 
 A remote export sends an instance's disks to another cluster sharing this
-cluster's domain secret.  As in Ganeti, the other cluster hands out (and
-signs with HMAC-SHA1 over the shared secret, a salt in front of the text):
+cluster's domain secret (doc/exports.md, "Moves between clusters").  As in
+Ganeti, each side signs what it hands out with HMAC-SHA1 over the shared
+secret, a salt in front of the text:
 
-- ``x509_key_name``: ``[name, hmac(name), salt]``;
-- ``destination_x509_ca``: its CA certificate (PEM) after a header line
+- ``handshake`` (prepare-export, source): ``[version, hmac("VERSION:Hi, I'm
+  Ganeti"), salt]``, checked by the destination's remote import;
+- ``x509_key_name`` (prepare-export, source): ``[name, hmac(name), salt]``,
+  the name of the key the source's primary node made for the transfer;
+- ``x509_ca`` (both sides): a certificate (PEM) after a header line
   ``X-Ganeti-Signature: SALT/HMAC`` (the HMAC of the certificate's PEM);
-- ``target_node``: one ``[host, port, magic, hmac, salt]`` per disk, the
-  HMAC over ``"INDEX:HOST:PORT:MAGIC"``.
+- the destination's disks (remote import, then ``target_node`` of the
+  export): one ``[host, port, magic, hmac, salt]`` per disk, the HMAC over
+  ``"INDEX:HOST:PORT:MAGIC"``.
 
-:func:`check_remote_export` checks all of these (nothing here does I/O; the
-LU reads the secret and tries the destinations).  The transfer itself is
-not implemented (doc/compat.md).
+Nothing here does I/O: the LUs read the secret and run the transfers.
 """
 
 from __future__ import annotations
@@ -20,12 +23,24 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import secrets
 from typing import Any
 
 from ganeti import errors
 
-__all__ = ["SIGNATURE_HEADER", "sha1_hmac", "sign_certificate", "sign_disk_info",
-           "check_key_name", "load_signed_ca", "check_disk_info", "check_remote_export"]
+__all__ = ["SIGNATURE_HEADER", "RIE_VERSION", "RIE_HANDSHAKE", "CERT_VALIDITY",
+           "CONNECT_TIMEOUT", "sha1_hmac", "new_salt", "sign_certificate", "sign_disk_info",
+           "sign_key_name", "compute_handshake", "check_handshake", "disk_magic",
+           "check_key_name", "load_signed_ca", "check_disk_info", "check_remote_export",
+           "check_remote_import"]
+
+#: the remote import/export protocol version and the text its handshake signs (Ganeti's)
+RIE_VERSION = 0
+RIE_HANDSHAKE = "Hi, I'm Ganeti"
+#: seconds a transfer key and certificate stay valid (Ganeti's: one day)
+CERT_VALIDITY = 24 * 60 * 60
+#: seconds a remote import waits for the source to connect (Ganeti's)
+CONNECT_TIMEOUT = 180
 
 SIGNATURE_HEADER = "X-Ganeti-Signature"
 _SIGNATURE_RE = re.compile(rf"^{re.escape(SIGNATURE_HEADER)}:\s*([0-9a-f]+)/([0-9a-f]+)$",
@@ -36,6 +51,11 @@ _PEM_RE = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----",
 def sha1_hmac(key: str, msg: str, salt: str = "") -> str:
     """Ganeti's HMAC-SHA1 of ``salt + msg`` under ``key`` (hex)."""
     return hmac.new(key.encode(), (salt + msg).encode(), hashlib.sha1).hexdigest()
+
+
+def new_salt() -> str:
+    """A fresh salt (16 hex digits, as Ganeti's ``GenerateSecret(8)``)."""
+    return secrets.token_hex(8)
 
 
 def _hmac_ok(key: str, msg: str, digest: Any, salt: Any) -> bool:
@@ -70,6 +90,44 @@ def sign_disk_info(cds: str, salt: str, idx: int, host: str, port: int, magic: s
     return [host, port, magic, sha1_hmac(cds, f"{idx}:{host}:{port}:{magic}", salt), salt]
 
 
+def sign_key_name(cds: str, name: str, salt: str) -> list[str]:
+    """The ``x509_key_name`` a prepared export hands out: ``[name, hmac, salt]``."""
+    return [name, sha1_hmac(cds, name, salt), salt]
+
+
+def _handshake_text(version: Any) -> str:
+    return f"{version}:{RIE_HANDSHAKE}"
+
+
+def compute_handshake(cds: str, salt: str) -> list[Any]:
+    """The source's ``handshake``: ``[version, hmac, salt]``."""
+    return [RIE_VERSION, sha1_hmac(cds, _handshake_text(RIE_VERSION), salt), salt]
+
+
+def check_handshake(cds: str, handshake: Any) -> None:
+    """Refuse (OpPrereqError, Ganeti's texts) a handshake not signed with ``cds`` or of
+    another protocol version."""
+    if not isinstance(handshake, (list, tuple)) or len(handshake) != 3:
+        raise _bad(f"Invalid handshake: Invalid data: {handshake!r} (expected [version,"
+                   " hmac, salt])")
+    version, digest, salt = handshake
+    if not _hmac_ok(cds, _handshake_text(version), digest, salt):
+        raise _bad("Invalid handshake: Hash didn't match, clusters don't share the same"
+                   " domain secret")
+    if version != RIE_VERSION:
+        raise _bad("Invalid handshake: Clusters don't have the same remote import/export"
+                   f" protocol (local={RIE_VERSION}, remote={version})")
+
+
+def disk_magic(base: str, instance_name: str, index: int) -> str:
+    """The magic of one disk's transfer (SHA-1 of version, a random base, the instance's
+    name and the disk's index, as Ganeti's); the sender presents it first."""
+    digest = hashlib.sha1()
+    for part in (str(RIE_VERSION), base, instance_name, str(index)):
+        digest.update(part.encode("utf-8"))
+    return digest.hexdigest()
+
+
 def check_key_name(cds: str, key_name: Any) -> str:
     """The X509 key name of ``[name, hmac, salt]``; OpPrereqError when malformed or
     not signed with ``cds``."""
@@ -84,13 +142,13 @@ def check_key_name(cds: str, key_name: Any) -> str:
     return name
 
 
-def load_signed_ca(cds: str, pem: Any) -> str:
-    """The destination CA certificate (PEM) of a signed ``pem``; OpPrereqError when
+def load_signed_ca(cds: str, pem: Any, what: str = "destination") -> str:
+    """The ``what`` CA certificate (PEM) of a signed ``pem``; OpPrereqError when
     missing, unsigned, not a certificate, or not signed with ``cds``."""
     if not pem:
-        raise _bad("Missing destination X509 CA")
+        raise _bad(f"Missing {what} X509 CA")
     if not isinstance(pem, str):
-        raise _bad("Unable to load destination X509 CA (not a text)")
+        raise _bad(f"Unable to load {what} X509 CA (not a text)")
     signature = None
     for line in pem.splitlines():
         if line.startswith("---"):
@@ -99,15 +157,15 @@ def load_signed_ca(cds: str, pem: Any) -> str:
         if match:
             signature = match.groups()
     if signature is None:
-        raise _bad("Unable to load destination X509 CA (X509 certificate signature is"
+        raise _bad(f"Unable to load {what} X509 CA (X509 certificate signature is"
                    " missing)")
     try:
         sane = _sane_pem(pem)
     except ValueError as exc:
-        raise _bad(f"Unable to load destination X509 CA ({exc})") from None
+        raise _bad(f"Unable to load {what} X509 CA ({exc})") from None
     salt, digest = signature
     if not _hmac_ok(cds, sane, digest, salt):
-        raise _bad("Unable to load destination X509 CA (X509 certificate signature is"
+        raise _bad(f"Unable to load {what} X509 CA (X509 certificate signature is"
                    " invalid)")
     return sane
 
@@ -142,3 +200,17 @@ def check_remote_export(cds: str, op: Any, disk_count: int) -> list[tuple[str, i
     if len(targets) != disk_count:
         raise _bad(f"Expected {disk_count} targets, got {len(targets)}")
     return [check_disk_info(cds, idx, info) for idx, info in enumerate(targets)]
+
+
+def check_remote_import(cds: str, op: Any) -> str:
+    """Check a remote import's ``source_handshake``, ``source_x509_ca`` and
+    ``source_instance_name``; returns the source's certificate (PEM).  Raises
+    OpPrereqError with Ganeti's texts."""
+    if not op.source_handshake:
+        raise _bad("Missing source handshake")
+    if not op.source_x509_ca:
+        raise _bad("Missing source X509 CA")
+    if not op.source_instance_name:
+        raise _bad("Missing source instance name")
+    check_handshake(cds, op.source_handshake)
+    return load_signed_ca(cds, op.source_x509_ca, "source")

@@ -62,6 +62,9 @@ class Transfer:
     #: runtime field shows the transfer (None: none)
     op: str = "disk-copy"
     instance: str | None = None
+    #: ``(host, port)`` of the receiver when it is not ``dst_node``'s daemon (a
+    #: listener of another cluster; ``dst_node`` then only names it in messages)
+    address: tuple[str, int] | None = None
 
 
 def node_address(lu: LogicalUnit[Any], node_name: str) -> tuple[str, int]:
@@ -103,7 +106,7 @@ class Stall:
 def _run_one(lu: LogicalUnit[Any], xfer: Transfer, feedback_fn: FeedbackFn, *,
              clock: Callable[[], float], sleep: Sleep, poll: float,
              lost_after: float, stall_after: float, start_after: float) -> dict[str, Any]:
-    address, port = node_address(lu, xfer.dst_node)
+    address, port = xfer.address or node_address(lu, xfer.dst_node)
     transfer_id = lu.require_rpc().call_impexp_send(
         xfer.src_node, source=xfer.source, dest=xfer.dest, host=address, port=port,
     ).one(xfer.src_node, f"{xfer.label}: cannot start the transfer on"

@@ -19,7 +19,8 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, disk_wipe, drbd, instance_import, lvm, os_image, policy
+from ganeti.cmdlib import (allocator, backup_remote, disk_wipe, drbd, instance_import,
+                           instance_remote_import, lvm, os_image, policy)
 from ganeti.cmdlib import instance_communication as communication
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_device_names, check_node_online,
@@ -245,9 +246,16 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.held_ips: list[Holding] = []
         #: import mode: the image (canonical path on src_node) per disk
         self.src_images: list[instance_import.ImportImage | None] = []
-        if op.mode not in (constants.INSTANCE_CREATE, constants.INSTANCE_IMPORT):
-            raise errors.OpPrereqError(f"Instance creation mode '{op.mode}' is not supported"
-                                       " (only 'create' and 'import')", errors.ECODE_INVAL)
+        #: remote-import mode: the source's transfer certificate (PEM)
+        self.source_ca = ""
+        if op.mode == constants.INSTANCE_REMOTE_IMPORT:
+            self.source_ca = backup_remote.check_remote_import(
+                instance_remote_import.read_domain_secret(self.context.paths), op)
+            if op.compress != "none":
+                raise errors.OpPrereqError(f"Compression '{op.compress}' is not supported"
+                                           " (only 'none')", errors.ECODE_INVAL)
+            if op.disk_template not in constants.DTS_INT_MIRROR:
+                op.snode = None   # upstream's move-instance names one for every template
         if op.ip_check and not op.name_check:
             # the IP address to check comes from resolving the name
             raise errors.OpPrereqError("Cannot do an IP address check without a name check"
@@ -257,7 +265,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         except errors.GanetiError as exc:
             raise errors.OpPrereqError(f"Invalid instance name '{op.instance_name}': {exc}",
                                        errors.ECODE_INVAL) from None
-        if op.mode == constants.INSTANCE_CREATE:
+        if op.mode != constants.INSTANCE_IMPORT:
             if op.disk_template is None:
                 op.disk_template = self._default_template()
             self._check_template_args()   # an import reads them from the export first
@@ -271,7 +279,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.drbd_reserved: list[tuple[str, str, int, int, int]] = []
         self.snode: Node | None = None
         mirrored = op.disk_template in constants.DTS_INT_MIRROR
-        if op.snode is not None and not mirrored and op.mode == constants.INSTANCE_CREATE:
+        if op.snode is not None and not mirrored and op.mode != constants.INSTANCE_IMPORT:
             raise errors.OpPrereqError(f"Disk template {op.disk_template or '?'} takes no"
                                        " secondary node", errors.ECODE_INVAL)
         if mirrored and op.pnode is not None and op.snode is None:
@@ -668,9 +676,14 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 self._remove_disks(created)
                 cfg.remove_instance(inst.uuid)
                 raise
-        if op.mode == constants.INSTANCE_IMPORT:
+        if op.mode in (constants.INSTANCE_IMPORT, constants.INSTANCE_REMOTE_IMPORT):
             try:
-                instance_import.import_disks(self, inst, self.src_images, pname, feedback_fn)
+                if op.mode == constants.INSTANCE_IMPORT:
+                    instance_import.import_disks(self, inst, self.src_images, pname,
+                                                 feedback_fn)
+                else:
+                    instance_remote_import.remote_import_disks(self, inst, self.pnode,
+                                                               self.source_ca, feedback_fn)
             except BaseException:
                 self.LogWarning("Import failed; removing the instance again")
                 self._remove_disks(created)

@@ -1,10 +1,10 @@
 """Export opcodes (doc/exports.md): prepare, export and remove instance exports.
 
-Parameter names are upstream Ganeti's.  Only the ``local`` mode exists
-here (an export to a node of this cluster); for ``remote`` (to another
-cluster, with X509 certificates) the export's parameters are checked as
-Ganeti's and its destinations tried, then it is refused
-(:mod:`ganeti.cmdlib.backup_remote`); ``OP_BACKUP_PREPARE`` refuses it.
+Parameter names are upstream Ganeti's.  ``local`` exports to a node of
+this cluster; ``remote`` sends the disks to a remote import of another
+cluster sharing the domain secret, after ``OP_BACKUP_PREPARE`` in
+``remote`` mode made the transfer key (doc/exports.md, "Moves between
+clusters"; :mod:`ganeti.cmdlib.backup_remote`).
 """
 
 from __future__ import annotations

@@ -166,6 +166,12 @@ class OpInstanceCreate(OpInstanceBase):
     src_node_uuid: str | None = None
     src_path: str | None = None
     identify_defaults: bool = False
+    #: remote-import mode (a move from another cluster sharing the domain secret,
+    #: doc/exports.md): what the source's prepared export handed out
+    source_handshake: list[Any] | None = None
+    source_x509_ca: str | None = None
+    source_instance_name: str | None = None
+    compress: str = "none"
     instance_communication: bool = param(
         False, doc="add the instance communication NIC (doc/networks.md)")
 

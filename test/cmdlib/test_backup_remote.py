@@ -72,3 +72,73 @@ def test_another_domain_secret_is_refused(cert_pem) -> None:
              cds="f" * 64)
     with pytest.raises(errors.OpPrereqError, match="HMAC"):
         br.check_remote_export(CDS, op, 1)
+
+
+# --- the remote import's side: handshake, magic, the source's certificate ------------------
+
+def test_a_handshake_checks_with_the_same_secret_only() -> None:
+    handshake = br.compute_handshake(CDS, "5a17")
+    assert handshake[0] == br.RIE_VERSION == 0 and handshake[2] == "5a17"
+    # hmac-sha1 over "0:Hi, I'm Ganeti", as Ganeti's ComputeRemoteExportHandshake
+    assert handshake[1] == br.sha1_hmac(CDS, "0:Hi, I'm Ganeti", "5a17")
+    br.check_handshake(CDS, handshake)
+    with pytest.raises(errors.OpPrereqError, match="Hash didn't match, clusters don't share"
+                       " the same domain secret"):
+        br.check_handshake("f" * 64, handshake)
+
+
+@pytest.mark.parametrize("bad", [None, "x", [0, "aa"], [0, "aa", "bb", "cc"]])
+def test_a_malformed_handshake_is_refused(bad) -> None:
+    with pytest.raises(errors.OpPrereqError, match="Invalid handshake: Invalid data"):
+        br.check_handshake(CDS, bad)
+
+
+def test_a_handshake_of_another_protocol_version_is_refused() -> None:
+    other = [1, br.sha1_hmac(CDS, "1:Hi, I'm Ganeti", "ab"), "ab"]
+    with pytest.raises(errors.OpPrereqError, match=r"same remote import/export protocol"
+                       r" \(local=0, remote=1\)"):
+        br.check_handshake(CDS, other)
+
+
+def test_disk_magic_is_per_transfer_instance_and_disk() -> None:
+    magic = br.disk_magic("base1", "web1", 0)
+    assert magic == br.disk_magic("base1", "web1", 0) and len(magic) == 40
+    assert len({magic, br.disk_magic("base2", "web1", 0), br.disk_magic("base1", "web2", 0),
+                br.disk_magic("base1", "web1", 1)}) == 4
+
+
+def test_a_signed_key_name_checks(cert_pem) -> None:
+    assert br.check_key_name(CDS, br.sign_key_name(CDS, "x509-1-ab", "s9")) == "x509-1-ab"
+    with pytest.raises(errors.OpPrereqError, match="HMAC for X509 key name is wrong"):
+        br.check_key_name("f" * 64, br.sign_key_name(CDS, "x509-1-ab", "s9"))
+
+
+def _import_op(**changes) -> SimpleNamespace:
+    fields = {"source_handshake": br.compute_handshake(CDS, "ab"), "source_x509_ca": None,
+              "source_instance_name": "web1.example.com"}
+    fields.update(changes)
+    return SimpleNamespace(**fields)
+
+
+def test_a_remote_import_gives_the_sources_certificate(cert_pem) -> None:
+    op = _import_op(source_x509_ca=br.sign_certificate(CDS, cert_pem, "77"))
+    assert br.check_remote_import(CDS, op).strip() == cert_pem.strip()
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"source_handshake": None}, "Missing source handshake"),
+    ({"source_x509_ca": None}, "Missing source X509 CA"),
+    ({"source_instance_name": ""}, "Missing source instance name"),
+    ({"source_x509_ca": "x"}, "Unable to load source X509 CA"),
+])
+def test_a_remote_import_without_its_material_is_refused(cert_pem, changes, message) -> None:
+    fields = {"source_x509_ca": br.sign_certificate(CDS, cert_pem, "77"), **changes}
+    with pytest.raises(errors.OpPrereqError, match=message):
+        br.check_remote_import(CDS, _import_op(**fields))
+
+
+def test_a_source_certificate_signed_with_another_secret_is_refused(cert_pem) -> None:
+    op = _import_op(source_x509_ca=br.sign_certificate("f" * 64, cert_pem, "77"))
+    with pytest.raises(errors.OpPrereqError, match="Unable to load source X509 CA .X509"
+                       " certificate signature is invalid"):
+        br.check_remote_import(CDS, op)

@@ -496,7 +496,8 @@ def test_create_without_a_disk_template_uses_the_clusters_first_enabled_one(vc):
 def test_remote_export_parameters_and_unreachable_target(vc):
     """PUT /2/instances/NAME/export with mode=remote: upstream's parameters are checked
     against the cluster domain secret and the destinations are tried; a refused export
-    changes nothing (doc/compat.md)."""
+    changes nothing, and one whose transfer key is not on the primary node fails with
+    the instance running again (doc/exports.md, "Moves between clusters")."""
     import socket
 
     from ganeti import crypto
@@ -534,7 +535,7 @@ def test_remote_export_parameters_and_unreachable_target(vc):
             listener.bind(("127.0.0.1", 0))
             listener.listen(4)
             job = export(listener.getsockname()[1])
-        assert "Exporting to another cluster is not supported" in str(job["opresult"])
+        assert "Cannot load the transfer key" in str(job["opresult"])
         inst = request(vc, "GET", f"/2/instances/{name}")[1]
         assert inst["oper_state"] is True and inst["admin_state"] == "up"
     finally:
