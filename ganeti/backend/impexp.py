@@ -256,17 +256,28 @@ def impexp_send(ctx: NodeContext, source: dict, dest: dict, host: str, port: int
     of the export ``export``, opened by :func:`open_export_file`).
     Returns the transfer id at once.
     """
+    return spawn_transfer(ctx, "ganeti.server.impexp_worker",
+                          {"source": source, "dest": dest, "host": host, "port": port})
+
+
+def spawn_transfer(ctx: NodeContext, module: str, job: dict[str, Any], *,
+                   pass_fd: int | None = None) -> str:
+    """Start ``python -m module DIR [FD]`` in a new transfer directory, in a session of
+    its own, with ``job`` (plus the node's root and name) as its ``job.json`` and
+    ``pass_fd`` handed down; returns the transfer id (the directory's name)."""
     transfer_id = f"{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
     directory = _transfer_dir(ctx, transfer_id)
     os.makedirs(directory, mode=0o750)
-    job = {"source": source, "dest": dest, "host": host, "port": port,
-           "root": ctx.paths.root, "hostname": ctx.hostname}
+    job = {**job, "root": ctx.paths.root, "hostname": ctx.hostname}
     uio.write_file_atomic(os.path.join(directory, JOB_FILE), serializer.dumps_bytes(job), mode=0o600)
     env = {**os.environ, "PYTHONPATH": package_root()}
+    argv = [sys.executable, "-m", module, directory]
+    if pass_fd is not None:
+        argv.append(str(pass_fd))
     with open(os.path.join(directory, "worker.log"), "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "ganeti.server.impexp_worker", directory],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                close_fds=True, start_new_session=True, cwd="/")
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                close_fds=True, pass_fds=() if pass_fd is None else (pass_fd,),
+                                start_new_session=True, cwd="/")
     uio.write_file_atomic(os.path.join(directory, PID_FILE), str(proc.pid).encode("ascii"), mode=0o640)
     return transfer_id
 
@@ -353,7 +364,7 @@ def impexp_cleanup(ctx: NodeContext, transfer_id: str) -> None:
 
 # --- transfers: the receiving side ---------------------------------------------------------
 
-class _Sink:
+class Sink:
     """Where arriving data goes; :meth:`commit` or :meth:`discard` ends it.
 
     ``limit`` is how many bytes it takes at most (None: no bound),
@@ -375,7 +386,7 @@ class _Sink:
         raise NotImplementedError
 
 
-class _FileSink(_Sink):
+class _FileSink(Sink):
     """An export image: written as ``<name>.partial``, renamed on commit."""
 
     def __init__(self, path: str) -> None:
@@ -407,7 +418,7 @@ class _FileSink(_Sink):
             pass
 
 
-class _DiskSink(_Sink):
+class _DiskSink(Sink):
     """The disk of an instance being imported, written raw (never past ``limit``)."""
 
     def __init__(self, path: str, limit: int) -> None:
@@ -429,7 +440,7 @@ class _DiskSink(_Sink):
             pass
 
 
-class _ScriptSink(_Sink):
+class _ScriptSink(Sink):
     """The stdin of the OS ``import`` script of the disk at ``path`` (``limit`` bytes).
 
     On commit, once the script succeeded, a disk backed by a regular file
@@ -481,12 +492,8 @@ def check_total(total: Any, limit: int | None, label: str) -> None:
                                  f" ({limit} bytes, its declared size); refused")
 
 
-def open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
+def open_sink(ctx: NodeContext, dest: Any, total: Any) -> Sink:
     """Where a stream to ``dest`` goes (``{"kind": "export"|"import", ...}``)."""
-    return _open_sink(ctx, dest, total)
-
-
-def _open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
     if not isinstance(dest, dict):
         raise errors.OpExecError(f"Invalid stream destination {dest!r}")
     kind = dest.get("kind")
@@ -511,7 +518,7 @@ def _open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
         limit = disk_bytes(disks[index])
         check_total(total, limit, label)
         expected = dest.get("sha256")
-        sink: _Sink
+        sink: Sink
         if instance.get("os"):
             os_inst = bos.os_instance(ctx, instance)
             run = osapi.start_disk_script(ctx.paths, os_inst, index, osapi.SCRIPT_IMPORT,
@@ -527,7 +534,7 @@ def _open_sink(ctx: NodeContext, dest: Any, total: Any) -> _Sink:
     raise errors.OpExecError(f"Unknown stream destination kind {kind!r}")
 
 
-def check_end(sink: _Sink, end: Any, size: int, digest: str) -> None:
+def check_end(sink: Sink, end: Any, size: int, digest: str) -> None:
     """Refuse the end of a stream whose size or SHA-256 differ from the sender's or from
     the one the destination expects (the checksum ``config.ini`` records)."""
     if not isinstance(end, dict) or end.get("size") != size or end.get("sha256") != digest:
@@ -549,26 +556,26 @@ def _failure(exc: BaseException) -> str:
 
 
 #: ``open_sink(dest, total)``: where a stream whose header names ``dest`` goes
-SinkOpener = Callable[[Any, Any], "_Sink"]
+SinkOpener = Callable[[Any, Any], "Sink"]
 
 
 def receive_stream(ctx: NodeContext, initial: bytes, recv: Callable[[int], bytes], *,
-                   open_sink: SinkOpener | None = None,
+                   sink_for: SinkOpener | None = None,
                    progress: Callable[[int, Any], None] | None = None) -> list[Any]:
     """Read one disk stream (``initial`` bytes already in, then ``recv``); the reply envelope.
 
     Everything written is removed again unless the end frame arrived and
-    its size and SHA-256 match what was received.  ``open_sink`` picks the
+    its size and SHA-256 match what was received.  ``sink_for`` picks the
     destination from the header's ``dest`` and ``total`` (default: the
     header's ``dest`` itself, as node daemons of one cluster send it; a
     listener of a move between clusters decides it alone);
     ``progress(done, total)`` follows every data frame.
     """
-    opener: SinkOpener = open_sink or (lambda dest, total: _open_sink(ctx, dest, total))
+    opener: SinkOpener = sink_for or (lambda dest, total: open_sink(ctx, dest, total))
     total: Any = None
     reader = diskstream.FrameReader()
     reader.feed(initial)
-    sink: _Sink | None = None
+    sink: Sink | None = None
     digest = hashlib.sha256()
     size = 0
     started = time.monotonic()

@@ -25,22 +25,23 @@ import datetime
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import uuid as uuidlib
 from typing import Any
 
-from ganeti import crypto, errors, serializer
+from ganeti import crypto, errors
 from ganeti.backend import impexp
 from ganeti.backend.context import NodeContext
-from ganeti.utils import io as uio
 
-__all__ = ["x509_cert_create", "x509_cert_remove", "impexp_listen"]
+__all__ = ["x509_cert_create", "x509_cert_remove", "x509_cert_check", "impexp_listen"]
 
 #: the one file of a transfer key's directory: private key and certificate (PEM)
 PEM_FILE = "pem"
 #: longest validity a transfer key may be asked for (seconds: a week)
 MAX_VALIDITY = 7 * 24 * 60 * 60
+#: how a transfer key's name starts (the sweep touches nothing else)
+KEY_PREFIX = "x509-"
+#: seconds after which a key directory without a readable key counts as abandoned
+UNFINISHED_AFTER = 3600
 
 
 def key_path(ctx: NodeContext, name: str) -> str:
@@ -48,20 +49,37 @@ def key_path(ctx: NodeContext, name: str) -> str:
     return os.path.join(ctx.paths.crypto_dir, impexp.check_name(name, "X509 key"), PEM_FILE)
 
 
+def _now(ctx: NodeContext) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ctx.clock(), datetime.timezone.utc)
+
+
+def _expiry(path: str) -> datetime.datetime:
+    """When the transfer key in directory ``path`` expires; CertificateError when it
+    cannot be read."""
+    _, cert = crypto.load_pem_pair(os.path.join(path, PEM_FILE))
+    return crypto.cert_not_after(cert)
+
+
 def _sweep_expired(ctx: NodeContext) -> None:
-    """Remove the transfer keys whose certificate has expired (or cannot be read)."""
-    now = datetime.datetime.fromtimestamp(ctx.clock(), datetime.timezone.utc)
+    """Remove the transfer keys whose certificate has expired, and the directories of
+    keys never finished (no readable key an hour after they were made: a creation
+    still in progress in another request is left alone)."""
+    now = _now(ctx)
     try:
         names = os.listdir(ctx.paths.crypto_dir)
     except FileNotFoundError:
         return
     for name in names:
+        if not name.startswith(KEY_PREFIX):
+            continue
         path = os.path.join(ctx.paths.crypto_dir, name)
         try:
-            _, cert = crypto.load_pem_pair(os.path.join(path, PEM_FILE))
-            expired = crypto.cert_not_after(cert) < now
+            expired = _expiry(path) < now
         except errors.GanetiError:
-            expired = True
+            try:
+                expired = os.stat(path).st_mtime < ctx.clock() - UNFINISHED_AFTER
+            except OSError:
+                continue
         if expired:
             shutil.rmtree(path, ignore_errors=True)
 
@@ -72,13 +90,12 @@ def x509_cert_create(ctx: NodeContext, validity: int) -> list[str]:
         raise errors.OpExecError(f"Invalid certificate validity {validity} s (1 to"
                                  f" {MAX_VALIDITY})")
     _sweep_expired(ctx)
-    name = f"x509-{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
+    name = f"{KEY_PREFIX}{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
     directory = os.path.join(ctx.paths.crypto_dir, name)
     os.makedirs(ctx.paths.crypto_dir, mode=0o700, exist_ok=True)
     os.mkdir(directory, 0o700)
-    now = datetime.datetime.fromtimestamp(ctx.clock(), datetime.timezone.utc)
     key_pem, cert_pem = crypto.generate_self_signed_cert(
-        ctx.hostname, now=now, valid_for=datetime.timedelta(seconds=validity))
+        ctx.hostname, now=_now(ctx), valid_for=datetime.timedelta(seconds=validity))
     crypto.write_pem_pair(os.path.join(directory, PEM_FILE), key_pem, cert_pem)
     return [name, cert_pem.decode("ascii")]
 
@@ -89,6 +106,18 @@ def x509_cert_remove(ctx: NodeContext, name: str) -> None:
     if not os.path.isdir(directory):
         raise errors.OpExecError(f"No X509 key {name} on this node")
     shutil.rmtree(directory)
+
+
+def x509_cert_check(ctx: NodeContext, name: str) -> None:
+    """Refuse (OpExecError) a transfer key that is not on this node or has expired."""
+    directory = os.path.dirname(key_path(ctx, name))
+    try:
+        expires = _expiry(directory)
+    except errors.GanetiError:
+        raise errors.OpExecError(f"No X509 key {name} on this node") from None
+    if expires < _now(ctx):
+        raise errors.OpExecError(f"The X509 key {name} expired at {expires:%Y-%m-%d %H:%M}"
+                                 " UTC")
 
 
 def _bind(host: str) -> socket.socket:
@@ -126,23 +155,10 @@ def impexp_listen(ctx: NodeContext, dest: dict, host: str, key_name: str, ca: st
     sock = _bind(host)
     try:
         port = sock.getsockname()[1]
-        transfer_id = f"{int(ctx.clock())}-{uuidlib.uuid4().hex[:12]}"
-        directory = os.path.join(ctx.paths.import_export_dir, transfer_id)
-        os.makedirs(directory, mode=0o750)
-        job = {"dest": dest, "key_name": key_name, "ca": ca, "magic": magic,
-               "timeout": timeout, "port": port, "root": ctx.paths.root,
-               "hostname": ctx.hostname}
-        uio.write_file_atomic(os.path.join(directory, impexp.JOB_FILE),
-                              serializer.dumps_bytes(job), mode=0o600)
-        env = {**os.environ, "PYTHONPATH": impexp.package_root()}
-        with open(os.path.join(directory, "worker.log"), "ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "ganeti.server.impexp_listener", directory,
-                 str(sock.fileno())],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, close_fds=True,
-                pass_fds=(sock.fileno(),), start_new_session=True, cwd="/")
-        uio.write_file_atomic(os.path.join(directory, impexp.PID_FILE),
-                              str(proc.pid).encode("ascii"), mode=0o640)
+        transfer_id = impexp.spawn_transfer(
+            ctx, "ganeti.server.impexp_listener",
+            {"dest": dest, "key_name": key_name, "ca": ca, "magic": magic, "timeout": timeout,
+             "port": port}, pass_fd=sock.fileno())
     finally:
         sock.close()
     return {"id": transfer_id, "port": port}

@@ -400,6 +400,8 @@ _ROWS = [
          " -> [key name, certificate PEM]"),
     _row("x509_cert_remove", [("name", str)], FAST,
          "Remove a transfer key; refused when there is none. -> None"),
+    _row("x509_cert_check", [("name", str)], FAST,
+         "Refuse a transfer key that is not here or has expired. -> None"),
     _row("impexp_listen", [("dest", dict), ("host", str), ("key_name", str), ("ca", str),
                            ("magic", str), ("timeout", float)], FAST,
          "Listen on host for the sender of a remote import (TLS with the key key_name,"

@@ -615,6 +615,11 @@ class RpcStubs:
         """Remove a transfer key; refused when there is none. -> None [fast]"""
         return self._rpc("x509_cert_remove", node_or_nodes, [name], rpc_timeout)
 
+    def call_x509_cert_check(self, node_or_nodes: Nodes, *, name: str,
+                             rpc_timeout: float | None = None) -> RpcResults:
+        """Refuse a transfer key that is not here or has expired. -> None [fast]"""
+        return self._rpc("x509_cert_check", node_or_nodes, [name], rpc_timeout)
+
     def call_impexp_listen(self, node_or_nodes: Nodes, *, dest: JsonDict, host: str, key_name: str,
                            ca: str, magic: str, timeout: float, rpc_timeout: float | None = None) -> RpcResults:
         """Listen on host for the sender of a remote import (TLS with the key key_name, trusting only

@@ -7,8 +7,10 @@ as file descriptor ``FD``.  It reads ``DIR/job.json`` and waits, at most
 ``timeout`` seconds, for a sender that completes a TLS handshake with the
 certificate the job trusts (the source's transfer certificate) and sends a
 disk stream (:mod:`ganeti.impexp.stream`, after a ``POST /impexp_stream``
-head) whose header names the job's magic; connections that fail the
-handshake, or name another magic, are refused and the wait goes on.  The
+head) whose header names the job's magic.  Connections are vetted side by
+side (a client that stays silent cannot hold the sender up); those that
+fail the handshake are refused and the wait goes on, while a sender that
+passed it but names another magic fails the import.  The
 data goes into the destination of the job (never one the sender names),
 checked as every disk stream is: at most the disk's size, and the SHA-256
 of what arrived must match the sender's end frame.  ``DIR/status.json``
@@ -22,11 +24,14 @@ import hmac
 import json
 import logging
 import os
+import queue
 import signal
 import socket
 import ssl
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, errors, serializer
@@ -44,7 +49,9 @@ logger = logging.getLogger(__name__)
 
 STATE_LISTENING = "listening"
 #: seconds a connection gets to complete its TLS handshake and send its request head
-HANDSHAKE_TIMEOUT = 30.0
+HANDSHAKE_TIMEOUT = 10.0
+#: connections vetted at once (more are closed at once)
+MAX_VETTING = 16
 _MAX_HEAD = 16 * 1024
 
 
@@ -72,57 +79,114 @@ def _reply(tls: ssl.SSLSocket, envelope: list[Any]) -> None:
         logger.warning("Could not answer the sender: %s", exc)
 
 
+class _Gate:
+    """Vets the connections of one listener side by side: each gets its TLS handshake
+    and request head in a thread of its own (at most :data:`MAX_VETTING` at once), so
+    a silent or slow client never holds the real sender up; :meth:`next` hands out
+    the first one that passed."""
+
+    def __init__(self, listener: socket.socket, context: ssl.SSLContext) -> None:
+        self.listener, self.context = listener, context
+        self.passed: queue.Queue[tuple[ssl.SSLSocket, str, bytes]] = queue.Queue()
+        self.refused = ""
+        self.closed = threading.Event()
+        self.slots = threading.BoundedSemaphore(MAX_VETTING)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, peer = self.listener.accept()
+            except OSError:
+                if self.closed.is_set():
+                    return
+                continue
+            if not self.slots.acquire(blocking=False):
+                conn.close()        # a flood: the real sender retries within its timeout
+                continue
+            threading.Thread(target=self._vet, args=(conn, str(peer[0])), daemon=True).start()
+
+    def _vet(self, conn: socket.socket, peer: str) -> None:
+        try:
+            conn.settimeout(HANDSHAKE_TIMEOUT)
+            try:
+                tls = self.context.wrap_socket(conn, server_side=True)
+            except (OSError, ssl.SSLError) as exc:
+                conn.close()
+                self._refuse(peer, exc)
+                return
+            try:
+                initial = _read_head(tls)
+            except (OSError, errors.GanetiError) as exc:
+                tls.close()
+                self._refuse(peer, exc)
+                return
+            self.passed.put((tls, peer, initial))
+        finally:
+            self.slots.release()
+
+    def _refuse(self, peer: str, exc: BaseException) -> None:
+        self.refused = f" (refused {peer}: {exc})"
+        logger.warning("Refused a connection from %s: %s", peer, exc)
+
+    def next(self, timeout: float) -> tuple[ssl.SSLSocket, str, bytes] | None:
+        """The next connection that passed, or None after ``timeout`` seconds."""
+        try:
+            return self.passed.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        """Stop accepting; connections still being vetted are closed when they pass."""
+        self.closed.set()
+        while True:
+            try:
+                tls, _, _ = self.passed.get_nowait()
+            except queue.Empty:
+                return
+            tls.close()
+
+
 def serve(ctx: NodeContext, job: dict[str, Any], listener: socket.socket,
-          status: TransferStatus, *, clock: Any = time.monotonic) -> dict[str, Any]:
+          status: TransferStatus, *,
+          clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Wait for the sender and receive the disk; ``{"size", "sha256"}``.  Raises
     OpExecError when no sender came in time or the stream failed."""
     context = transfer_server_context(remoteimpexp.key_path(ctx, str(job["key_name"])),
                                       str(job["ca"]))
-    magic = str(job["magic"])
+    magic = str(job["magic"]).encode("utf-8", "surrogatepass")
     deadline = clock() + float(job["timeout"])
-    refused = ""
-    while True:
-        left = deadline - clock()
-        if left <= 0:
-            raise errors.OpExecError(f"No sender connected within {float(job['timeout']):.0f}"
-                                     f" s{refused}")
-        listener.settimeout(left)
-        try:
-            conn, peer = listener.accept()
-        except TimeoutError:
-            continue
-        conn.settimeout(HANDSHAKE_TIMEOUT)
-        try:
-            tls = context.wrap_socket(conn, server_side=True)
-        except (OSError, ssl.SSLError) as exc:
-            conn.close()
-            refused = f" (refused {peer[0]}: {exc})"
-            logger.warning("Refused a connection from %s: %s", peer[0], exc)
-            continue
-        with tls:
-            try:
-                initial = _read_head(tls)
-            except (OSError, errors.GanetiError) as exc:
-                refused = f" (refused {peer[0]}: {exc})"
-                logger.warning("Refused a connection from %s: %s", peer[0], exc)
-                continue
-            logger.info("Sender %s connected", peer[0])
-            status.write(state=impexp.STATE_RUNNING)
+    gate = _Gate(listener, context)
+    try:
+        while True:
+            found = gate.next(min(deadline - clock(), 1.0))
+            if found is not None:
+                break
+            if clock() >= deadline:
+                raise errors.OpExecError(f"No sender connected within"
+                                         f" {float(job['timeout']):.0f} s{gate.refused}")
+    finally:
+        gate.close()
+    tls, peer, initial = found
+    with tls:
+        logger.info("Sender %s connected", peer)
+        status.write(state=impexp.STATE_RUNNING)
 
-            def opener(dest: Any, total: Any) -> Any:
-                named = dest.get("magic") if isinstance(dest, dict) else None
-                if not isinstance(named, str) or not hmac.compare_digest(named, magic):
-                    raise errors.OpExecError("The sender named another transfer (wrong magic)")
-                return impexp.open_sink(ctx, job["dest"], total)
+        def opener(dest: Any, total: Any) -> Any:
+            named = dest.get("magic") if isinstance(dest, dict) else None
+            if not isinstance(named, str) or not hmac.compare_digest(
+                    named.encode("utf-8", "surrogatepass"), magic):
+                raise errors.OpExecError("The sender named another transfer (wrong magic)")
+            return impexp.open_sink(ctx, job["dest"], total)
 
-            tls.settimeout(diskstream.RECEIVE_TIMEOUT)
-            envelope = impexp.receive_stream(ctx, initial, tls.recv, open_sink=opener,
-                                             progress=status.progress)
-            _reply(tls, envelope)
-        ok, value = envelope
-        if not ok:
-            raise errors.OpExecError(str(value))
-        return dict(value)
+        tls.settimeout(diskstream.RECEIVE_TIMEOUT)
+        envelope = impexp.receive_stream(ctx, initial, tls.recv, sink_for=opener,
+                                         progress=status.progress)
+        _reply(tls, envelope)
+    ok, value = envelope
+    if not ok:
+        raise errors.OpExecError(str(value))
+    return dict(value)
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -10,6 +10,7 @@ import os
 import socket
 import ssl
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -50,6 +51,28 @@ def test_a_transfer_key_stays_on_its_node_and_expires(ctx) -> None:
     ctx.clock = lambda: 1234.5 + 7200
     other, _ = remoteimpexp.x509_cert_create(ctx, 3600)
     assert os.listdir(ctx.paths.crypto_dir) == [other]
+
+
+def test_the_sweep_leaves_other_files_and_keys_being_made(ctx) -> None:
+    os.makedirs(os.path.join(ctx.paths.crypto_dir, "x509-1-being-made"))
+    os.makedirs(os.path.join(ctx.paths.crypto_dir, "notes"))
+    made, _ = remoteimpexp.x509_cert_create(ctx, 60)
+    assert sorted(os.listdir(ctx.paths.crypto_dir)) == sorted(["x509-1-being-made", "notes",
+                                                               made])
+    # an hour later, the unfinished one is abandoned; the other directory stays
+    ctx.clock = lambda: os.stat(os.path.join(ctx.paths.crypto_dir, "notes")).st_mtime + 7200
+    again, _ = remoteimpexp.x509_cert_create(ctx, 60)
+    assert sorted(os.listdir(ctx.paths.crypto_dir)) == sorted(["notes", again])
+
+
+def test_checking_a_transfer_key(ctx) -> None:
+    name, _ = remoteimpexp.x509_cert_create(ctx, 60)
+    remoteimpexp.x509_cert_check(ctx, name)
+    with pytest.raises(errors.OpExecError, match="No X509 key x509-9-nosuch"):
+        remoteimpexp.x509_cert_check(ctx, "x509-9-nosuch")
+    ctx.clock = lambda: 1234.5 + 61
+    with pytest.raises(errors.OpExecError, match=f"The X509 key {name} expired at"):
+        remoteimpexp.x509_cert_check(ctx, name)
 
 
 def test_removing_a_transfer_key(ctx) -> None:
@@ -175,11 +198,25 @@ def test_a_sender_with_another_key_is_refused_and_the_listener_waits_on(tmp_path
     assert move.received().startswith(b"payload")
 
 
-def test_a_sender_naming_another_magic_is_refused(tmp_path) -> None:
+def test_a_silent_client_does_not_hold_the_sender_up(tmp_path) -> None:
+    move = Move(tmp_path, b"payload")
+    thread = move.serve()
+    with socket.create_connection(("127.0.0.1", move.port)) as silent, \
+            socket.create_connection(("127.0.0.1", move.port)) as garbage:
+        garbage.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        move.send()           # while both are still open
+        thread.join(30)
+        assert silent.fileno() >= 0
+    assert isinstance(move.result, dict)
+    assert move.received().startswith(b"payload")
+
+
+@pytest.mark.parametrize("magic", ["wrong", "\u00e9", "\udcff"])
+def test_a_sender_naming_another_magic_fails_the_import(tmp_path, magic) -> None:
     move = Move(tmp_path, b"payload")
     thread = move.serve(magic="right")
     with pytest.raises(errors.OpExecError, match="wrong magic"):
-        move.send(magic="wrong")
+        move.send(magic=magic)
     thread.join(30)
     assert isinstance(move.result, errors.OpExecError)
     assert b"payload" not in move.received()
@@ -210,3 +247,34 @@ def test_the_header_names_only_the_magic() -> None:
     local = {"kind": "export", "instance_name": "web1", "file": "x"}
     assert impexp_worker._header_dest(local) == local
     assert diskstream.STREAM_PROCEDURE == "impexp_stream"
+
+
+def test_a_listener_process_reports_and_receives(tmp_path) -> None:
+    """impexp_listen end to end: the process gets the socket, says ``listening`` with its
+    port, takes the sender's disk, says ``done`` with the checksum."""
+    from ganeti.backend import impexp
+    data = os.urandom(50_000)
+    move = Move(tmp_path, data)
+    move.listener.close()
+    answer = remoteimpexp.impexp_listen(move.dst, move.job()["dest"], "127.0.0.1",
+                                        move.dst_key, move.src_cert, "m0", 30.0)
+    move.port = answer["port"]
+    try:
+        for _ in range(200):
+            (status,) = impexp.impexp_status(move.dst, [answer["id"]])
+            if status and status.get("state") == "listening":
+                break
+            time.sleep(0.05)
+        assert status["state"] == "listening" and status["port"] == answer["port"]
+        sent = move.send()
+        for _ in range(200):
+            (status,) = impexp.impexp_status(move.dst, [answer["id"]])
+            if status["state"] in ("done", "failed"):
+                break
+            time.sleep(0.05)
+        assert status["state"] == "done", status
+        assert status["sha256"] == sent["sha256"] and status["done"] == MIB
+        assert move.received()[:len(data)] == data
+    finally:
+        impexp.impexp_cleanup(move.dst, answer["id"])
+    assert os.listdir(move.dst.paths.import_export_dir) == []
