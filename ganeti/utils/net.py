@@ -7,6 +7,7 @@ units call them through this module so that tests can replace them.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from collections.abc import Mapping
@@ -59,7 +60,7 @@ def resolve_hostname(name: str, *, env: Mapping[str, str] | None = None) -> tupl
     hosts = env.get(ENV_HOSTS_FILE)
     if hosts:
         entry = _hosts_entry(hosts, name)
-        if entry is not None:
+        if entry is not None and _is_ipv4(entry[0]):
             return entry[1], entry[0]
     try:
         fqdn, _aliases, addresses = socket.gethostbyname_ex(name)
@@ -69,6 +70,14 @@ def resolve_hostname(name: str, *, env: Mapping[str, str] | None = None) -> tupl
     if not addresses:
         raise errors.ResolverError(f"{name}: no IPv4 address")
     return fqdn.lower(), addresses[0]
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _hosts_lookup(path: str, name: str) -> str | None:

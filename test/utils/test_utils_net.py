@@ -133,3 +133,13 @@ def test_resolve_hostname_reads_the_hosts_file_first(tmp_path: Any, monkeypatch:
     # a commented line does not count; names it lacks go to the system resolver
     assert net.resolve_hostname("web9.example.com", env=env) == ("from-dns.example.com",
                                                                  "198.51.100.1")
+
+
+def test_resolve_hostname_skips_an_ipv6_hosts_line(tmp_path: Any, monkeypatch: Any) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("2001:db8::5 web6.example.com\n")
+    monkeypatch.setattr(socket, "gethostbyname_ex",
+                        lambda name: ("web6.example.com", [], ["198.51.100.6"]))
+    # instance names resolve to IPv4 addresses only
+    assert net.resolve_hostname("web6.example.com", env={net.ENV_HOSTS_FILE: str(hosts)}) == (
+        "web6.example.com", "198.51.100.6")
