@@ -24,12 +24,12 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters, query, serializer
 from ganeti.impexp import info as exportinfo
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import backup_remote, drbd, instance_remote_import
+from ganeti.cmdlib import backup_remote, drbd
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.impexp import Transfer, run_transfers
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance,
                                     remove_instance_lock)
-from ganeti.cmdlib.common import expand_node
+from ganeti.cmdlib.common import expand_node, read_domain_secret
 from ganeti.cmdlib.instance_operation import remove_disks, shutdown_instance
 from ganeti.context import MasterContext
 from ganeti.objects import Disk
@@ -63,7 +63,7 @@ class LUBackupPrepare(NoHooksLU[OpBackupPrepare]):
                                        " cluster", errors.ECODE_STATE)
         check_node_online(pnode)
         self.pnode_name = pnode.name
-        self.cds = instance_remote_import.read_domain_secret(self.context.paths)
+        self.cds = read_domain_secret(self.context.paths)
 
     def Exec(self, feedback_fn: FeedbackFn) -> Any:
         if self.op.mode != constants.EXPORT_MODE_REMOTE:
@@ -172,21 +172,26 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
         """A remote export: check upstream's parameters against the domain secret,
         then try each destination.
 
-        Raises OpPrereqError for bad parameters (``ECODE_INVAL``) and for a
+        Raises OpPrereqError for bad parameters (``ECODE_INVAL``), for a
+        transfer key the primary node does not have (any more), and for a
         destination that does not answer (``ECODE_ENVIRON``); nothing changes
-        then.  Sets :attr:`remote_dests` (``(host, port, magic)`` per disk),
-        :attr:`key_name` and :attr:`dest_ca`.
+        then.  Sets :attr:`remote` (:class:`backup_remote.RemoteExport`).
         """
-        cds = instance_remote_import.read_domain_secret(self.context.paths)
-        dests = backup_remote.check_remote_export(cds, self.op, len(self.disks))
-        for idx, (host, port, _magic) in enumerate(dests):
+        cds = read_domain_secret(self.context.paths)
+        remote = backup_remote.check_remote_export(cds, self.op, len(self.disks))
+        node = self.pnode.name
+        res = self.require_rpc().call_x509_cert_check([node], name=remote.key_name).get(node)
+        if res is None or res.failed:
+            raise errors.OpPrereqError(
+                f"The transfer key {remote.key_name} cannot be used on {node}"
+                f" ({res.fail_msg if res else 'no answer'}); prepare the export again",
+                errors.ECODE_ENVIRON)
+        for idx, (host, port, _magic) in enumerate(remote.dests):
             why = netutils.connect_error(host, port, self.REMOTE_CONNECT_TIMEOUT)
             if why is not None:
                 raise errors.OpPrereqError(f"Destination {host}:{port} of disk {idx} is not"
                                            f" reachable: {why}", errors.ECODE_ENVIRON)
-        self.remote_dests = dests
-        self.key_name = backup_remote.check_key_name(cds, self.op.x509_key_name)
-        self.dest_ca = backup_remote.load_signed_ca(cds, self.op.destination_x509_ca)
+        self.remote = remote
 
     def CheckInstance(self) -> None:
         check_node_online(self.pnode, " as primary node")
@@ -306,24 +311,29 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
             raise
 
     def _export_remote(self, feedback_fn: FeedbackFn) -> None:
-        """Send every disk to the other cluster's listeners, then remove the transfer key."""
-        inst, pname = self.instance, self.pnode.name
+        """Send every disk to the other cluster's listeners; the transfer key goes
+        afterwards, whatever happened (the listeners are gone too: another try
+        starts from a new prepare-export)."""
+        inst, pname, remote = self.instance, self.pnode.name, self.remote
         data = self.rpc_instance()
         transfers = []
-        for idx, (disk, (host, port, magic)) in enumerate(zip(self.disks, self.remote_dests)):
+        for idx, (disk, (host, port, magic)) in enumerate(zip(self.disks, remote.dests)):
             transfers.append(Transfer(
                 label=f"disk/{idx}", src_node=pname, dst_node=f"{host}:{port}",
                 address=(host, port),
                 source={"kind": "disk", "disk": drbd.rpc_disk(disk, self.cfg), "index": idx,
                         "instance": data},
-                dest={"kind": "remote", "magic": magic, "key_name": self.key_name,
-                      "ca": self.dest_ca},
+                dest={"kind": "remote", "magic": magic, "key_name": remote.key_name,
+                      "ca": remote.dest_ca},
                 op="export", instance=inst.name))
-        run_transfers(self, transfers, feedback_fn)
-        res = self.require_rpc().call_x509_cert_remove([pname], name=self.key_name).get(pname)
-        if res is None or res.failed:
-            self.LogWarning(f"Could not remove the transfer key {self.key_name} on {pname}:"
-                            f" {res.fail_msg if res else 'no answer'}")
+        try:
+            run_transfers(self, transfers, feedback_fn)
+        finally:
+            res = self.require_rpc().call_x509_cert_remove(
+                [pname], name=remote.key_name).get(pname)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not remove the transfer key {remote.key_name} on"
+                                f" {pname}: {res.fail_msg if res else 'no answer'}")
 
     def _remove_old_exports(self, feedback_fn: FeedbackFn) -> None:
         others = [n.name for n in self.cfg.get_all_nodes_info().values()

@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from ganeti import errors
@@ -31,7 +32,8 @@ from ganeti import errors
 __all__ = ["SIGNATURE_HEADER", "RIE_VERSION", "RIE_HANDSHAKE", "CERT_VALIDITY",
            "CONNECT_TIMEOUT", "sha1_hmac", "new_salt", "sign_certificate", "sign_disk_info",
            "sign_key_name", "compute_handshake", "check_handshake", "disk_magic",
-           "check_key_name", "load_signed_ca", "check_disk_info", "check_remote_export",
+           "check_key_name", "load_signed_ca", "check_disk_info", "RemoteExport",
+           "check_remote_export",
            "check_remote_import"]
 
 #: the remote import/export protocol version and the text its handshake signs (Ganeti's)
@@ -59,8 +61,11 @@ def new_salt() -> str:
 
 
 def _hmac_ok(key: str, msg: str, digest: Any, salt: Any) -> bool:
+    """Whether ``digest`` is the HMAC of ``msg`` (a digest that is not ASCII hex is
+    simply wrong: compared as bytes, never raising)."""
     return (isinstance(digest, str) and isinstance(salt, str)
-            and hmac.compare_digest(sha1_hmac(key, msg, salt), digest.lower()))
+            and hmac.compare_digest(sha1_hmac(key, msg, salt).encode(),
+                                    digest.lower().encode("utf-8", "surrogatepass")))
 
 
 def _bad(msg: str) -> errors.OpPrereqError:
@@ -188,18 +193,30 @@ def check_disk_info(cds: str, idx: int, info: Any) -> tuple[str, int, str]:
     return host, port, str(magic)
 
 
-def check_remote_export(cds: str, op: Any, disk_count: int) -> list[tuple[str, int, str]]:
+@dataclass(frozen=True)
+class RemoteExport:
+    """What a checked remote export sends where: the transfer key's name on the
+    primary node, the destination's certificate (PEM) and ``(host, port, magic)``
+    per disk."""
+
+    key_name: str
+    dest_ca: str
+    dests: list[tuple[str, int, str]]
+
+
+def check_remote_export(cds: str, op: Any, disk_count: int) -> RemoteExport:
     """Check a remote export's ``x509_key_name``, ``destination_x509_ca`` and
-    ``target_node`` (one destination per disk) against the cluster domain secret;
-    returns the destinations ``(host, port, magic)``.  Raises OpPrereqError."""
-    check_key_name(cds, op.x509_key_name)
-    load_signed_ca(cds, op.destination_x509_ca)
+    ``target_node`` (one destination per disk) against the cluster domain secret.
+    Raises OpPrereqError."""
+    key_name = check_key_name(cds, op.x509_key_name)
+    dest_ca = load_signed_ca(cds, op.destination_x509_ca)
     targets = op.target_node
     if not isinstance(targets, list):
         raise _bad("A remote export needs a list of destinations, one per disk")
     if len(targets) != disk_count:
         raise _bad(f"Expected {disk_count} targets, got {len(targets)}")
-    return [check_disk_info(cds, idx, info) for idx, info in enumerate(targets)]
+    return RemoteExport(key_name, dest_ca,
+                        [check_disk_info(cds, idx, info) for idx, info in enumerate(targets)])
 
 
 def check_remote_import(cds: str, op: Any) -> str:

@@ -14,6 +14,8 @@
   :mod:`ganeti.replication` (the master daemon wires it); per-node
   failures of a fan-out are logged by its :func:`report_failures`.
 * Hooks: see :mod:`ganeti.cmdlib.hooksrunner`.
+* The cluster domain secret of moves between clusters:
+  :func:`read_domain_secret`.
 
 Nodes are addressed by *name* in RPC calls (the resolver maps names to
 addresses and skips offline nodes).
@@ -40,7 +42,7 @@ from ganeti.utils.names import match_name
 __all__ = ["expand_node", "expand_group", "find_node", "find_instance", "is_eligible", "candidate_stats",
            "adjust_candidate_pool", "decide_self_promotion", "node_role",
            "files_for_all_nodes", "upload_files", "redistribute",
-           "cluster_hooks_nodes", "select_named"]
+           "cluster_hooks_nodes", "select_named", "read_domain_secret"]
 
 logger = logging.getLogger(__name__)
 
@@ -260,3 +262,12 @@ def cluster_hooks_nodes(cfg: ConfigWriter) -> tuple[list[str], list[str]]:
     master = cfg.get_master_node_name()
     return ([master], [master]) if master else ([], [])
 
+
+def read_domain_secret(paths: Paths) -> str:
+    """The cluster domain secret; OpPrereqError when it cannot be read."""
+    try:
+        with open(paths.cluster_domain_secret, encoding="utf-8") as fh:
+            return fh.read().strip()
+    except OSError as exc:
+        raise errors.OpPrereqError(f"Cannot read the cluster domain secret: {exc}",
+                                   errors.ECODE_ENVIRON) from exc

@@ -27,7 +27,7 @@ from ganeti.cmdlib.instance import (add_instance_lock, check_device_names, check
                                     check_node_usable, file_logical_id, instance_hook_env,
                                     instance_rpc_dict, remove_instance_lock, storage_dir_for,
                                     with_secret_osparams)
-from ganeti.cmdlib.common import expand_node
+from ganeti.cmdlib.common import expand_node, read_domain_secret
 from ganeti.cmdlib.instance_networks import IP_POOL, attach_networks, check_routed, find_network
 from ganeti.config import ConfigReader, ConfigWriter
 from ganeti.config.netusers import Holding
@@ -248,14 +248,15 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.src_images: list[instance_import.ImportImage | None] = []
         #: remote-import mode: the source's transfer certificate (PEM)
         self.source_ca = ""
+        #: both import modes: the instance's name where it came from (the OS rename
+        #: script runs with it after the import, as Ganeti's)
+        self.rename_from = op.source_instance_name or ""
         if op.mode == constants.INSTANCE_REMOTE_IMPORT:
             self.source_ca = backup_remote.check_remote_import(
-                instance_remote_import.read_domain_secret(self.context.paths), op)
+                read_domain_secret(self.context.paths), op)
             if op.compress != "none":
                 raise errors.OpPrereqError(f"Compression '{op.compress}' is not supported"
                                            " (only 'none')", errors.ECODE_INVAL)
-            if op.disk_template not in constants.DTS_INT_MIRROR:
-                op.snode = None   # upstream's move-instance names one for every template
         if op.ip_check and not op.name_check:
             # the IP address to check comes from resolving the name
             raise errors.OpPrereqError("Cannot do an IP address check without a name check"
@@ -269,6 +270,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             if op.disk_template is None:
                 op.disk_template = self._default_template()
             self._check_template_args()   # an import reads them from the export first
+        if op.mode == constants.INSTANCE_REMOTE_IMPORT \
+                and op.disk_template not in constants.DTS_INT_MIRROR:
+            op.snode = None   # upstream's move-instance names one for every template
         if op.pnode is not None and op.iallocator:
             raise errors.OpPrereqError("Give either a primary node or an iallocator, not both",
                                        errors.ECODE_INVAL)
@@ -299,7 +303,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.check_ip: str | None = None
         if op.name_check:
             op.instance_name, self.check_ip = check_instance_name(self, op.instance_name)
-        if op.mode == constants.INSTANCE_CREATE:
+        if op.mode != constants.INSTANCE_IMPORT:
             self._add_communication_nic()
 
     def _add_communication_nic(self) -> None:
@@ -381,7 +385,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
     def _check_prereq(self) -> None:
         op, cfg = self.op, self.cfg
         if op.mode == constants.INSTANCE_IMPORT:
-            self.src_images = instance_import.read_export(self)
+            self.src_images, self.rename_from = instance_import.read_export(self)
             self._add_communication_nic()
             self._check_template_args()
         cluster = cfg.get_cluster_info()
@@ -682,13 +686,15 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                     instance_import.import_disks(self, inst, self.src_images, pname,
                                                  feedback_fn)
                 else:
-                    instance_remote_import.remote_import_disks(self, inst, self.pnode,
-                                                               self.source_ca, feedback_fn)
+                    instance_remote_import.remote_import_disks(
+                        self, inst, self.pnode, self.source_ca, feedback_fn,
+                        connect_timeout=backup_remote.CONNECT_TIMEOUT)
             except BaseException:
                 self.LogWarning("Import failed; removing the instance again")
                 self._remove_disks(created)
                 cfg.remove_instance(inst.uuid)
                 raise
+            self._run_os_rename(inst, feedback_fn)
         else:
             if staged is not None:
                 try:
@@ -719,6 +725,21 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 cfg.set_instance_admin_state(inst.uuid, constants.ADMINST_DOWN)
                 raise
         return [pname]
+
+    def _run_os_rename(self, inst: Instance, feedback_fn: FeedbackFn) -> None:
+        """After an import: the OS rename script, from the instance's name where it came
+        from (as Ganeti's, also when the name is the same); a failure only warns."""
+        if not inst.os:
+            return
+        pname = self.pnode.name
+        feedback_fn(f"Running rename script for {inst.name}")
+        res = self.require_rpc().call_instance_run_rename(
+            [pname], instance=with_secret_osparams(instance_rpc_dict(self.cfg, inst),
+                                                   self.op.osparams_secret),
+            old_name=self.rename_from or inst.name, debug=self.op.debug_level or 0).get(pname)
+        if res is None or res.failed:
+            self.LogWarning(f"Failed to run rename script for {inst.name} on node {pname}:"
+                            f" {res.fail_msg if res else 'no answer'}")
 
     def _run_os_create(self, inst: Instance, created: list[Disk],
                        feedback_fn: FeedbackFn) -> None:

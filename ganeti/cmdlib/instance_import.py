@@ -151,8 +151,9 @@ class ImportImage:
         return {"kind": "file", "export": self.export, "file": self.file}
 
 
-def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[ImportImage | None]:
-    """Find and read the export, fill the opcode from it; the image per new disk.
+def read_export(lu: LogicalUnit[OpInstanceCreate]) -> tuple[list[ImportImage | None], str]:
+    """Find and read the export, fill the opcode from it; the image per new disk, and
+    the name the instance had when it was exported.
 
     Raises :class:`errors.OpPrereqError` when there is no (valid) export.
     """
@@ -202,7 +203,7 @@ def read_export(lu: LogicalUnit[OpInstanceCreate]) -> list[ImportImage | None]:
                           f" {idx} (an export written without checksums); its image"
                           f" {disk.dump} cannot be verified")
         images.append(ImportImage(export=op.src_path, file=disk.dump, sha256=disk.sha256))
-    return images
+    return images, info.name
 
 
 def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance,

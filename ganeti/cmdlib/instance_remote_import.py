@@ -14,7 +14,8 @@ exist on the primary node, :func:`remote_import_disks`
 4. follows the listeners in disk order (the source sends the disks one after
    the other): each must see its sender within
    :data:`~ganeti.cmdlib.backup_remote.CONNECT_TIMEOUT` seconds of the
-   previous disk's end and then keep moving data
+   previous disk's end (the first, that plus the opcode's
+   ``source_shutdown_timeout``) and then keep moving data
    (:data:`~ganeti.cmdlib.impexp.STALL_TIMEOUT`);
 5. stops the listeners and removes the key, whatever happened.
 
@@ -34,26 +35,17 @@ from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import backup_remote
 from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.common import read_domain_secret
 from ganeti.cmdlib.impexp import LOST_AFTER, POLL_INTERVAL, STALL_TIMEOUT, Stall
 from ganeti.cmdlib.instance import instance_rpc_dict, with_secret_osparams
 from ganeti.impexp import stream as diskstream
 from ganeti.objects import Instance, Node
-from ganeti.pathutils import Paths
+from ganeti.opcodes.instance import OpInstanceCreate
 
-__all__ = ["read_domain_secret", "remote_import_disks", "Listener", "LISTEN_TIMEOUT"]
+__all__ = ["remote_import_disks", "Listener", "LISTEN_TIMEOUT"]
 
 #: the listeners' own bound (seconds): the master stops them long before
 LISTEN_TIMEOUT = 86400.0
-
-
-def read_domain_secret(paths: Paths) -> str:
-    """The cluster domain secret; OpPrereqError when it cannot be read."""
-    try:
-        with open(paths.cluster_domain_secret, encoding="utf-8") as fh:
-            return fh.read().strip()
-    except OSError as exc:
-        raise errors.OpPrereqError(f"Cannot read the cluster domain secret: {exc}",
-                                   errors.ECODE_ENVIRON) from exc
 
 
 @dataclass
@@ -122,10 +114,16 @@ def _follow(lu: LogicalUnit[Any], node: str, inst: str, listener: Listener,
                 raise errors.OpExecError(f"{label}: import interrupted: the job was killed")
 
 
-def remote_import_disks(lu: LogicalUnit[Any], inst: Instance, pnode: Node, source_ca: str,
-                        feedback_fn: FeedbackFn, *, clock: Callable[[], float] = time.monotonic,
+def remote_import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, pnode: Node,
+                        source_ca: str, feedback_fn: FeedbackFn, *,
+                        clock: Callable[[], float] = time.monotonic,
                         connect_timeout: float = backup_remote.CONNECT_TIMEOUT) -> None:
-    """Receive every disk of ``inst`` from the other cluster (see the module docstring)."""
+    """Receive every disk of ``inst`` from the other cluster (see the module docstring).
+
+    The first disk's sender gets ``connect_timeout`` plus the opcode's
+    ``source_shutdown_timeout`` (the source stops its instance first, as in
+    Ganeti); each later one ``connect_timeout`` from the previous disk's end.
+    """
     cds = read_domain_secret(lu.context.paths)
     rpc, node = lu.require_rpc(), pnode.name
     feedback_fn(f"Generating X509 certificate on {node}")
@@ -134,8 +132,7 @@ def remote_import_disks(lu: LogicalUnit[Any], inst: Instance, pnode: Node, sourc
     key_name, cert_pem = str(created[0]), str(created[1])
     listeners: list[Listener] = []
     try:
-        data = with_secret_osparams(instance_rpc_dict(lu.cfg, inst),
-                                    getattr(lu.op, "osparams_secret", None))
+        data = with_secret_osparams(instance_rpc_dict(lu.cfg, inst), lu.op.osparams_secret)
         base = secrets.token_hex(6)
         for idx in range(len(data["disks_info"])):
             magic = backup_remote.disk_magic(base, inst.name, idx)
@@ -155,8 +152,10 @@ def remote_import_disks(lu: LogicalUnit[Any], inst: Instance, pnode: Node, sourc
                                                       backup_remote.new_salt()),
         })
         for listener in listeners:
+            first = listener.index == 0
             _follow(lu, node, inst.name, listener, feedback_fn, clock=clock,
-                    connect_timeout=connect_timeout)
+                    connect_timeout=connect_timeout
+                    + (lu.op.source_shutdown_timeout if first else 0))
     finally:
         for listener in listeners:
             res = rpc.call_impexp_cleanup([node], transfer_id=listener.transfer_id).get(node)

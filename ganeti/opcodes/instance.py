@@ -171,6 +171,9 @@ class OpInstanceCreate(OpInstanceBase):
     source_handshake: list[Any] | None = None
     source_x509_ca: str | None = None
     source_instance_name: str | None = None
+    #: seconds the source is given to stop its instance: added to the wait for the
+    #: first disk's sender
+    source_shutdown_timeout: int = param(120, min=0)
     compress: str = "none"
     instance_communication: bool = param(
         False, doc="add the instance communication NIC (doc/networks.md)")

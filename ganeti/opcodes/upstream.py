@@ -39,7 +39,7 @@ ACCEPTED_AT_DEFAULT: dict[str, dict[str, Any]] = {
     "OP_INSTANCE_CONSOLE": {'instance_uuid': None},
     "OP_INSTANCE_CREATE": {'commit': False, 'forthcoming': False,
         'helper_shutdown_timeout': None, 'helper_startup_timeout': None,
-        'pnode_uuid': None, 'snode_uuid': None, 'source_shutdown_timeout': 120},
+        'pnode_uuid': None, 'snode_uuid': None},
     "OP_INSTANCE_DEACTIVATE_DISKS": {'instance_uuid': None},
     "OP_INSTANCE_REPLACE_DISKS": {'instance_uuid': None, 'remote_node_uuid': None},
     "OP_INSTANCE_RECREATE_DISKS": {'instance_uuid': None, 'node_uuids': None},

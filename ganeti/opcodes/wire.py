@@ -431,8 +431,8 @@ def instance_create(instance_name: str, *, mode: str = NOT_SENT, os_type: str | 
         src_node_uuid: str | None = NOT_SENT, src_path: str | None = NOT_SENT,
         identify_defaults: bool = NOT_SENT, source_handshake: list[Any] | None = NOT_SENT,
         source_x509_ca: str | None = NOT_SENT, source_instance_name: str | None = NOT_SENT,
-        compress: str = NOT_SENT, instance_communication: bool = NOT_SENT,
-        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+        source_shutdown_timeout: int = NOT_SENT, compress: str = NOT_SENT,
+        instance_communication: bool = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Create an instance: allocate disks, install the OS, start it."""
     return _op(OP_INSTANCE_CREATE, locals())
 

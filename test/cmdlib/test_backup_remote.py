@@ -33,8 +33,9 @@ def test_hmac_is_ganetis_salted_sha1() -> None:
 def test_a_well_signed_export_gives_the_destinations(cert_pem) -> None:
     targets = [br.sign_disk_info(CDS, "ab", i, "192.0.2.9", 11000 + i, f"m{i}")
                for i in range(2)]
-    assert br.check_remote_export(CDS, _op(cert_pem, targets), 2) == [
-        ("192.0.2.9", 11000, "m0"), ("192.0.2.9", 11001, "m1")]
+    checked = br.check_remote_export(CDS, _op(cert_pem, targets), 2)
+    assert checked.dests == [("192.0.2.9", 11000, "m0"), ("192.0.2.9", 11001, "m1")]
+    assert checked.key_name == "x509-key" and checked.dest_ca.strip() == cert_pem.strip()
 
 
 def test_signed_certificate_layout(cert_pem) -> None:
@@ -142,3 +143,13 @@ def test_a_source_certificate_signed_with_another_secret_is_refused(cert_pem) ->
     with pytest.raises(errors.OpPrereqError, match="Unable to load source X509 CA .X509"
                        " certificate signature is invalid"):
         br.check_remote_import(CDS, op)
+
+
+@pytest.mark.parametrize("digest", ["\u00e9" * 40, "\udcff", "ab\u0000"])
+def test_a_digest_that_is_not_ascii_hex_is_wrong_not_a_crash(cert_pem, digest) -> None:
+    with pytest.raises(errors.OpPrereqError, match="HMAC for X509 key name is wrong"):
+        br.check_key_name(CDS, ["x509-key", digest, "s1"])
+    with pytest.raises(errors.OpPrereqError, match="Hash didn't match"):
+        br.check_handshake(CDS, [0, digest, "s1"])
+    with pytest.raises(errors.OpPrereqError, match="HMAC is wrong"):
+        br.check_disk_info(CDS, 0, ["192.0.2.9", 11000, "m0", digest, "s1"])

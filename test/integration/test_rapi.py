@@ -495,9 +495,9 @@ def test_create_without_a_disk_template_uses_the_clusters_first_enabled_one(vc):
 
 def test_remote_export_parameters_and_unreachable_target(vc):
     """PUT /2/instances/NAME/export with mode=remote: upstream's parameters are checked
-    against the cluster domain secret and the destinations are tried; a refused export
-    changes nothing, and one whose transfer key is not on the primary node fails with
-    the instance running again (doc/exports.md, "Moves between clusters")."""
+    against the cluster domain secret, the transfer key must be on the primary node and
+    the destinations are tried; every refusal comes before the instance is touched
+    (doc/exports.md, "Moves between clusters")."""
     import socket
 
     from ganeti import crypto
@@ -513,11 +513,13 @@ def test_remote_export_parameters_and_unreachable_target(vc):
     with socket.socket() as probe:              # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
+    prepared = submit_ok(vc, "PUT", f"/2/instances/{name}/prepare-export?mode=remote")
+    key_name = prepared["opresult"][0]["x509_key_name"][0]
 
-    def export(port: int, secret: str = cds) -> dict[str, Any]:
+    def export(port: int, secret: str = cds, key: str = key_name) -> dict[str, Any]:
         body = {"mode": "remote", "shutdown": True,
                 "destination": [br.sign_disk_info(secret, "ab", 0, "127.0.0.1", port, "mg")],
-                "x509_key_name": ["key1", br.sha1_hmac(secret, "key1", "s"), "s"],
+                "x509_key_name": br.sign_key_name(secret, key, "s"),
                 "destination_x509_ca": br.sign_certificate(secret, cert.decode(), "5a")}
         status, job_id, _ = request(vc, "PUT", f"/2/instances/{name}/export", body,
                                     auth=WRITER)
@@ -531,11 +533,8 @@ def test_remote_export_parameters_and_unreachable_target(vc):
         assert f"Destination 127.0.0.1:{closed} of disk 0 is not reachable" in str(
             job["opresult"])
         assert "HMAC" in str(export(closed, "f" * 64)["opresult"])
-        with socket.socket() as listener:       # a destination that answers
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(4)
-            job = export(listener.getsockname()[1])
-        assert "Cannot load the transfer key" in str(job["opresult"])
+        assert "The transfer key x509-1-nosuch cannot be used on node2" in str(
+            export(closed, key="x509-1-nosuch")["opresult"])
         inst = request(vc, "GET", f"/2/instances/{name}")[1]
         assert inst["oper_state"] is True and inst["admin_state"] == "up"
     finally:

@@ -115,7 +115,7 @@ def test_default_is_dropped_other_values_refused() -> None:
     opcodes.from_dict({**create, "commit": False, "compress": "none", "forthcoming": False,
                        "osparams_secret": {}, "source_shutdown_timeout": 120})
     for name, value in (("forthcoming", True), ("helper_startup_timeout", 5),
-                        ("source_shutdown_timeout", 60), ("commit", 0)):
+                        ("helper_shutdown_timeout", 60), ("commit", 0)):
         with pytest.raises(errors.ParameterError, match=f"'{name}' is not supported yet"):
             opcodes.from_dict({**create, name: value})
     with pytest.raises(errors.ParameterError, match="unknown parameter"):
