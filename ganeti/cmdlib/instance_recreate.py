@@ -14,7 +14,8 @@ disk is made.  A creation that fails removes the volumes this job made.
 and that node the primary (the way back for an instance whose node is lost;
 a ``drbd`` instance takes two, :mod:`instance_recreate_drbd`); or
 ``iallocator`` picks the node (an ``allocate`` request for the instance,
-as Ganeti's; it may be the primary; not for ``drbd``).  The data is not restored: reinstall the OS or import.
+as Ganeti's; it may be the primary; for ``drbd`` two nodes, and other ones
+move the instance as ``nodes`` would).  The data is not restored: reinstall the OS or import.
 """
 
 from __future__ import annotations
@@ -97,16 +98,17 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             if {n.uuid for n in nodes} != set(self.cfg.get_instance_nodes(inst.uuid)):
                 self.target = self._check_target(nodes)
         if op.iallocator:
-            if mirrored:
-                raise errors.OpPrereqError("An allocator does not choose the nodes of a drbd"
-                                           " instance's disks here; give -n PNODE:SNODE",
-                                           errors.ECODE_INVAL)
             chosen = self._ask_allocator()
-            if chosen.uuid != inst.primary_node:
-                self.target = self._check_target([chosen])
+            if mirrored:
+                if [n.uuid for n in chosen] != [inst.primary_node, *(
+                        u for u in self.cfg.get_instance_nodes(inst.uuid)
+                        if u != inst.primary_node)]:
+                    self.move_to = recreate_drbd.check_move(self, chosen, self.indices)
+            elif chosen[0].uuid != inst.primary_node:
+                self.target = self._check_target(chosen[:1])
         #: the selected disks as they are to be made (with the changed parameters)
         self.wanted = {idx: self._changed(idx, changes.get(idx, {})) for idx in self.indices}
-        if self.target is self.pnode:
+        if self.target is self.pnode and self.move_to is None:
             check_node_online(self.pnode, " as primary node")
         if inst.admin_state == constants.ADMINST_UP:
             raise errors.OpPrereqError(f"Instance {inst.name} is marked to be up; stop it"
@@ -138,9 +140,10 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
             (d.logical_id[0], d.size) for _, d in self.missing
             if d.dev_type == constants.DT_PLAIN))
 
-    def _ask_allocator(self) -> Node:
-        """The node for the disks, from an ``allocate`` request for the instance as it is
-        (as Ganeti asks; the answer may be its primary node)."""
+    def _ask_allocator(self) -> list[Node]:
+        """The nodes for the disks (primary first; a drbd instance's two), from an
+        ``allocate`` request for the instance as it is (as Ganeti asks; the answer may
+        be the nodes it has)."""
         inst = self.instance
         request = allocator.allocate_request_for(
             self.cfg.get_cluster_info(), name=inst.name, disk_template=inst.disk_template,
@@ -152,9 +155,10 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
         answer, _ = allocator.ask(self, self.op.iallocator, request)
         answer.require_success(allocator.allocator_name(self, self.op.iallocator)
                                or "ganeti-iallocator")
-        node = expand_node(self.cfg, answer.nodes[0])
-        self.LogInfo(f"Selected node {node.name} for the disks via the iallocator")
-        return node
+        nodes = [expand_node(self.cfg, name) for name in answer.nodes]
+        self.LogInfo(f"Selected {'nodes' if len(nodes) > 1 else 'node'}"
+                     f" {', '.join(n.name for n in nodes)} for the disks via the iallocator")
+        return nodes
 
     def _check_target(self, nodes: list[Node]) -> Node:
         """The one new node of ``-n NODE`` (every disk is made there; as Ganeti)."""

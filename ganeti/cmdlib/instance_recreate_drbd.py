@@ -81,7 +81,8 @@ def check_missing(lu: Any, indices: list[int]) -> list[tuple[int, Disk]]:
 
 
 def check_move(lu: Any, nodes: list[Node], indices: list[int]) -> tuple[Node, Node]:
-    """The two new nodes of ``-n PNODE:SNODE``: distinct, usable, with room."""
+    """The two new nodes of ``-n PNODE:SNODE``: distinct, usable, with room, and
+    holding no volume of the instance."""
     if len(nodes) != 2 or nodes[0].uuid == nodes[1].uuid:
         raise errors.OpPrereqError("A drbd instance's disks are recreated on two distinct"
                                    " nodes: -n PNODE:SNODE", errors.ECODE_INVAL)
@@ -91,7 +92,9 @@ def check_move(lu: Any, nodes: list[Node], indices: list[int]) -> tuple[Node, No
     current = set(lu.cfg.get_instance_nodes(lu.instance.uuid))
     for node, role in zip(nodes, ("primary", "secondary")):
         check_node_usable(node, f" as the new {role} node")
-        if node.uuid in current:
+        # one of its nodes again only once its volumes are gone there (Ganeti's QA
+        # destroys them, then asks an allocator, which may name a node they were on)
+        if node.uuid in current and any(_exists(lu, node, d) for d in lu.disks):
             raise errors.OpPrereqError(
                 f"Node {node.name} already holds volumes of instance {lu.instance.name}:"
                 " recreate its disks on their own nodes (-n PNODE:SNODE as they are) or on"

@@ -123,3 +123,41 @@ def test_a_failed_creation_on_the_new_nodes_changes_nothing(cenv: Any) -> None: 
         _recreate(cenv, nodes=["node3", "node4"])
     assert cenv.raw() == before
     assert sorted(e[1] for e in cenv.rpc.events if e[0] == "remove") == ["node3", "node4"]
+
+
+@pytest.mark.parametrize("name", ["hail", "."])
+def test_an_allocator_picks_the_two_nodes(cenv: Any, name: str) -> None:  # noqa: F811
+    # Ganeti's QA TestRecreateDisks: destroy the disks, then -I hail and -I .
+    real = cenv.rpc.do_node_info
+
+    def node_info(node: str, storage_units: list, hv_specs: list) -> dict:
+        return {**real(node, storage_units, hv_specs), "memory_total": 8192,
+                "memory_free": 8192, "memory_dom0": 512, "cpu_total": 4}
+    cenv.rpc.do_node_info = node_info
+    _, disks = _mirror(cenv)
+    _add_node(cenv, "node4")
+    node1 = cenv.cfg.get_node_info_by_name("node1")
+    node1.offline = True                # lost: the allocator takes other nodes
+    cenv.cfg.update(node1)
+    _lose(cenv, disks[0], "node1", "node2")
+    _recreate(cenv, iallocator=name)
+    inst = cenv.cfg.get_instance_info_by_name("inst1")
+    disk = cenv.cfg.get_instance_disks(inst.uuid)[0]
+    assert "uuid-node1" not in disk.nodes and len(set(disk.nodes)) == 2
+    assert inst.primary_node == disk.nodes[0]
+    for uuid in disk.nodes:
+        assert disk.uuid in cenv.rpc.disks[uuid[len("uuid-"):]]
+
+
+def test_recreate_on_two_other_nodes_when_the_primary_is_offline(cenv: Any) -> None:  # noqa: F811
+    # the way back for an instance whose nodes are both lost
+    _mirror(cenv)
+    _add_node(cenv, "node4")
+    for name in ("node1", "node2"):
+        node = cenv.cfg.get_node_info_by_name(name)
+        node.offline = True
+        cenv.cfg.update(node)
+    _recreate(cenv, nodes=["node3", "node4"])
+    inst = cenv.cfg.get_instance_info_by_name("inst1")
+    assert inst.primary_node == "uuid-node3"
+    assert cenv.cfg.get_instance_secondary_nodes(inst.uuid) == ["uuid-node4"]
