@@ -77,12 +77,15 @@ def check_os(lu: InstanceLU, node_name: str, os_name: str, osparams: dict[str, A
     """Check through ``os_validate`` that the OS exists (and takes the params).
 
     ``hidden``: the private and secret OS parameters (plain values), sent
-    apart so that the node scrubs them from what it says and logs.
+    apart so that the node scrubs them from what it says and logs.  The
+    image parameters (``os-image``, ``os-image-checksum``) are Ganeti's own,
+    not the OS's: they are left out, as at creation (doc/images.md).
     """
     if lu.rpc is None:
         return
     res = lu.rpc.call_os_validate(
-        [node_name], required=True, osname=os_name, checks=["parameters"], osparams=osparams,
+        [node_name], required=True, osname=os_name, checks=["parameters"],
+        osparams=os_image.without_image_params(osparams),
         osparams_private=hidden or {}).get(node_name)
     if res is None or res.failed:
         raise errors.OpPrereqError(f"OS '{os_name}' not usable on node {node_name}:"
@@ -222,10 +225,20 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
         self.require_rpc().call_instance_shutdown(
             self.pnode.name, instance=self.rpc_instance(), timeout=self.op.timeout,
         ).one(self.pnode.name, f"Could not shutdown instance {inst.name}")
+        # as Ganeti: a stopped instance's disks are shut down (mirrors on the primary
+        # first), and they count as inactive (a conversion, for one, needs that)
         if any(drbd.is_drbd(d) for d in self.disks):
-            # as Ganeti: a stopped instance's mirrors are down (primary first)
             drbd.shutdown_mirrors(self, self.disks, [self.pnode] + drbd.secondary_nodes(
                 self, self.disks, inst.primary_node))
+        for disk in self.disks:
+            if drbd.is_drbd(disk) or disk.dev_type == constants.DT_DISKLESS:
+                continue
+            res = self.require_rpc().call_blockdev_shutdown(
+                [self.pnode.name], disk=disk_rpc_dicts([disk], self.cfg)[0]).get(self.pnode.name)
+            if res is None or res.failed:
+                self.LogWarning(f"Could not shut down disk {disk.iv_name} on"
+                                f" {self.pnode.name}: {res.fail_msg if res else 'no answer'}")
+        if inst.disks_active:
             self.cfg.set_instance_disks_active(inst.uuid, False)
         return None
 

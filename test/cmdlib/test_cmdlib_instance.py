@@ -1187,3 +1187,38 @@ def test_start_with_the_expected_admin_state_runs(env: Any) -> None:
     env.run("OP_INSTANCE_STARTUP", instance_name="inst1", expected_admin_state="up",
             expected_admin_state_source="admin")
     assert _query(env, ["status"]) == [["running"]]
+
+
+def test_modify_takes_the_image_parameters_an_os_does_not_declare(env: Any) -> None:
+    # Ganeti's QA TestInstanceModify: --os-parameters os-image=URL on a tinyos instance
+    seen: list[dict] = []
+
+    def os_validate(node: str, required: bool, osname: str, checks: list, params: dict,
+                    private: dict) -> bool:
+        seen.append(params)
+        if set(params) - {"size"}:
+            raise errors.InvalidOS(f"Unknown parameters for OS {osname}:"
+                                   f" {', '.join(sorted(set(params) - {'size'}))}")
+        return True
+    env.rpc.do_os_validate = os_validate
+    _create(env)
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            osparams={"os-image": "http://example.com/busybox.img"})
+    inst = env.cfg.get_instance_info_by_name("inst1")
+    assert inst.osparams == {"os-image": "http://example.com/busybox.img"}
+    assert seen and "os-image" not in seen[-1]
+    with pytest.raises(errors.OpPrereqError, match="Unknown parameters for OS tinyos: colour"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", osparams={"colour": "red"})
+
+
+def test_shutdown_leaves_the_disks_inactive(env: Any) -> None:
+    # as Ganeti's (ShutdownInstanceDisks): its QA converts a stopped file instance next
+    # (after gnt-cluster epo --on started it again)
+    _create(env)
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    env.run("OP_INSTANCE_STARTUP", instance_name="inst1")
+    assert env.cfg.get_instance_info_by_name("inst1").disks_active
+    env.rpc.calls.clear()
+    env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
+    assert not env.cfg.get_instance_info_by_name("inst1").disks_active
+    assert ("blockdev_shutdown", "node1") in env.rpc.calls
