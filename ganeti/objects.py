@@ -266,6 +266,9 @@ class Cluster:
     dsahostkeypub: str = ""
     ssh_key_type: str = "rsa"
     ssh_key_bits: int = 2048
+    #: public keys an SSH key renewal retired but may not have removed from every
+    #: node yet; the next renewal removes them too (doc/design/ssh.md)
+    ssh_retired_keys: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     serial_no: int = 0
     ctime: float = 0.0

@@ -17,25 +17,31 @@ The renewal, in steps
     2. *prove*: the master logs in to every online node with the new private
        key.  A node that refuses it: *undo* everywhere, as above.
     3. *commit*, on the master first: the staged pair replaces the node's
-       key pair, then the old public key leaves ``authorized_keys``.  If the
-       master fails, no other node is touched (every node accepts both keys).
-       A node that fails after the master switched keeps accepting both keys
-       until the renewal is run again.
+       key pair, then the *retired* keys leave ``authorized_keys``: the
+       master's old public key and those of earlier renewals that did not
+       finish (the cluster config keeps them in ``ssh_retired_keys`` until a
+       renewal committed on every node), plus the node's own old key.  If
+       the master fails, no other node is touched (they accept both keys).
+       A node that fails after the master switched keeps its old pair,
+       which the master no longer accepts, until the renewal is run again;
+       that run removes the old key everywhere.
 
-Offline nodes are skipped (with a warning): they keep the old key only.
+Offline nodes are skipped (with a warning): they keep the old key only, and
+the retired keys stay recorded until a renewal reaches every node.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ganeti import errors
 
 __all__ = [
     "SSHK_ED25519", "SSHK_RSA", "SSHK_ECDSA", "SSHK_DSA", "KEY_TYPES", "KeyBits",
-    "determine_key_bits", "with_key", "without_key",
+    "determine_key_bits", "with_key", "without_key", "is_key_line", "same_key",
+    "with_retired",
     "Step", "RenewalPlan", "StepOutcome", "plan_renewal", "decide",
 ]
 
@@ -139,6 +145,26 @@ def without_key(text: str, line: str) -> str:
     return "".join(kept)
 
 
+def is_key_line(line: str) -> bool:
+    """True if ``line`` is a public key line (of a type ``authorized_keys`` edits know)."""
+    return _blob_of(line) is not None
+
+
+def same_key(a: str, b: str) -> bool:
+    """True if the public key lines ``a`` and ``b`` hold the same key (comments aside)."""
+    blob = _blob_of(a)
+    return blob is not None and blob == _blob_of(b)
+
+
+def with_retired(retired: Sequence[str], line: str) -> list[str]:
+    """The keys waiting to be retired, with the public key ``line`` added (once, at the end)."""
+    if _blob_of(line) is None:
+        raise errors.ParameterError(f"Not an SSH public key line: {line.strip()!r}",
+                                    errors.ECODE_INVAL)
+    kept = list(retired)
+    return kept if any(same_key(old, line) for old in kept) else [*kept, line.strip()]
+
+
 # --- the plan ------------------------------------------------------------------
 
 class Step(str, enum.Enum):
@@ -163,6 +189,11 @@ class RenewalPlan:
     def others(self) -> tuple[str, ...]:
         """The online nodes but the master (committed after it)."""
         return tuple(n for n in self.nodes if n != self.master)
+
+    @property
+    def reaches_every_node(self) -> bool:
+        """True if no node is skipped: a finished renewal may forget the retired keys."""
+        return not self.offline
 
 
 @dataclass(frozen=True)
@@ -197,8 +228,8 @@ def decide(plan: RenewalPlan, step: Step, failed: Mapping[str, str]) -> StepOutc
     * ADD, PROVE: go on when nothing failed; else undo on every online node
       (also where the step failed: it may have got half-way) and stop;
     * COMMIT_MASTER: go on, or stop without undoing: the master may already
-      use the new key, and every node still accepts both;
-    * COMMIT: done, or stop naming the nodes that still accept the old key.
+      use the new key, and every other node still accepts both;
+    * COMMIT: done, or stop naming the nodes left on the old pair.
     """
     if not failed:
         return StepOutcome(True)
@@ -214,11 +245,12 @@ def decide(plan: RenewalPlan, step: Step, failed: Mapping[str, str]) -> StepOutc
     if step is Step.COMMIT_MASTER:
         return StepOutcome(False, (),
                            f"The master could not switch to the new SSH key ({listing});"
-                           " every node accepts both the old and the new key, nothing was"
-                           " removed. Run the renewal again")
+                           " the other nodes accept both the old and the new key. Run the"
+                           " renewal again: it removes the old key from every node")
     if step is Step.COMMIT:
         return StepOutcome(False, (),
                            f"The master uses the new SSH key, but {', '.join(sorted(failed))}"
-                           f" could not switch to it ({listing}); they still accept the old"
-                           " key too. Run the renewal again once they are reachable")
+                           f" could not switch to it ({listing}); they still hold the old key"
+                           " pair, which the master no longer accepts. Run the renewal again"
+                           " once they are reachable: it removes the old key from every node")
     raise errors.ProgrammerError(f"No decision after step {step!r}")

@@ -68,6 +68,12 @@ def test_config_data_round_trip() -> None:
     assert isinstance(back.disks["d1"], Disk)
 
 
+def test_a_config_from_before_a_cluster_field_reads_its_default() -> None:
+    plain = serializer.loads(serializer.dumps(_sample()))
+    del plain["cluster"]["ssh_retired_keys"]     # written before SSH key renewals kept it
+    assert serializer.from_data(ConfigData, plain).cluster.ssh_retired_keys == []
+
+
 def test_instance_nodes_from_disks() -> None:
     data = _sample()
     inst = data.instances["i1u"]

@@ -118,10 +118,32 @@ def test_failure_before_commit_undoes_everywhere(step) -> None:
 def test_master_commit_failure_stops_without_undo() -> None:
     outcome = sshkeys.decide(PLAN, Step.COMMIT_MASTER, {"n1": "disk full"})
     assert not outcome.proceed and outcome.undo == ()
-    assert "accepts both" in outcome.message
+    assert "accept both" in outcome.message and "Run the renewal again" in outcome.message
 
 
-def test_commit_failure_names_the_nodes_left_with_both_keys() -> None:
+def test_commit_failure_names_the_nodes_left_on_the_old_pair() -> None:
     outcome = sshkeys.decide(PLAN, Step.COMMIT, {"n2": "timeout"})
     assert not outcome.proceed and outcome.undo == ()
     assert "n2 could not switch" in outcome.message
+    assert "master no longer accepts" in outcome.message
+
+
+def test_a_plan_with_an_offline_node_does_not_reach_every_node() -> None:
+    assert not PLAN.reaches_every_node
+    assert sshkeys.plan_renewal("n1", {"n1": False, "n2": False}).reaches_every_node
+
+
+# --- retired keys --------------------------------------------------------------------
+
+def test_same_key_ignores_comments_and_refuses_non_keys() -> None:
+    assert sshkeys.same_key(OLD, OLD.rsplit(" ", 1)[0] + " other")
+    assert not sshkeys.same_key(OLD, NEW)
+    assert not sshkeys.same_key("", "") and not sshkeys.same_key("x y", "x y")
+
+
+def test_with_retired_appends_a_key_once() -> None:
+    assert sshkeys.with_retired([], OLD) == [OLD]
+    assert sshkeys.with_retired([OLD], NEW) == [OLD, NEW]
+    assert sshkeys.with_retired([OLD, NEW], OLD + " again") == [OLD, NEW]
+    with pytest.raises(errors.ParameterError):
+        sshkeys.with_retired([OLD], "hello world")

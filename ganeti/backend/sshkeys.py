@@ -16,6 +16,7 @@ same keys changes nothing more.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from ganeti import errors, sshkeys
 from ganeti.backend.context import NodeContext
@@ -33,18 +34,19 @@ def _read_text(path: str) -> str:
         return ""
 
 
-def _edit_authorized_keys(ctx: NodeContext, edit: str, line: str) -> None:
-    """Add (``edit="add"``) or remove the key ``line`` in the node's ``authorized_keys``."""
+def _edit_authorized_keys(ctx: NodeContext, add: Sequence[str] = (),
+                          remove: Sequence[str] = ()) -> None:
+    """Add the key lines ``add`` to the node's ``authorized_keys``, then remove ``remove``."""
     path = ctx.paths.authorized_keys_file
     old = _read_text(path)
-    new = sshkeys.with_key(old, line) if edit == "add" else sshkeys.without_key(old, line)
+    new = old
+    for line in add:
+        new = sshkeys.with_key(new, line)
+    for line in remove:
+        new = sshkeys.without_key(new, line)
     if new != old:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         uio.write_file_atomic(path, new, mode=0o600)
-
-
-def _same_key(a: str, b: str) -> bool:
-    return a.split()[:2] == b.split()[:2]
 
 
 def _add(ctx: NodeContext, new_public: str, new_private: str | None) -> None:
@@ -53,53 +55,56 @@ def _add(ctx: NodeContext, new_public: str, new_private: str | None) -> None:
     key = ctx.paths.ssh_key_file
     uio.write_file_atomic(key + _STAGED, new_private, mode=0o600)
     uio.write_file_atomic(key + _STAGED + ".pub", new_public.strip() + "\n", mode=0o644)
-    _edit_authorized_keys(ctx, "add", new_public)
+    _edit_authorized_keys(ctx, add=[new_public])
 
 
-def _commit(ctx: NodeContext, new_public: str, old_public: str) -> None:
+def _commit(ctx: NodeContext, new_public: str, retired_keys: Sequence[str]) -> None:
     key = ctx.paths.ssh_key_file
+    before = _read_text(key + ".pub").strip()     # this node's own old key, if it has one
     staged = _read_text(key + _STAGED + ".pub")
-    if staged and _same_key(staged, new_public):
+    if sshkeys.same_key(staged, new_public):
         os.replace(key + _STAGED, key)     # the private key first: the pair may be
         os.replace(key + _STAGED + ".pub", key + ".pub")   # new/old only, never old/new
-    elif not _same_key(_read_text(key + ".pub") or "x", new_public):
+    elif not sshkeys.same_key(before, new_public):
         raise errors.OpExecError("No staged SSH key matching the new public key on this"
                                  " node (the add step did not run here)")
-    # the new key is authorized before the old one goes (also on a repeated commit)
-    _edit_authorized_keys(ctx, "add", new_public)
-    if not _same_key(old_public, new_public):
-        _edit_authorized_keys(ctx, "remove", old_public)
+    retired = [*retired_keys, before] if sshkeys.is_key_line(before) else list(retired_keys)
+    # the new key is authorized before the old ones go (also on a repeated commit)
+    _edit_authorized_keys(ctx, add=[new_public],
+                          remove=[k for k in retired if not sshkeys.same_key(k, new_public)])
 
 
 def _undo(ctx: NodeContext, new_public: str) -> None:
     key = ctx.paths.ssh_key_file
     for path in (key + _STAGED, key + _STAGED + ".pub"):
         uio.remove_file(path)
-    if _same_key(_read_text(key + ".pub") or "x", new_public):
+    if sshkeys.same_key(_read_text(key + ".pub"), new_public):
         return          # committed here already: the node uses it, keep it authorized
-    _edit_authorized_keys(ctx, "remove", new_public)
+    _edit_authorized_keys(ctx, remove=[new_public])
 
 
 def ssh_key_update(ctx: NodeContext, step: str, new_public: str, new_private: str | None,
-                   old_public: str) -> None:
+                   retired_keys: list[str]) -> None:
     """Apply one step of a cluster SSH key renewal on this node.
 
     ``add`` stages ``new_private``/``new_public`` beside the current pair and
     adds ``new_public`` to ``authorized_keys``; ``commit`` makes the staged
-    pair the node's key pair, then removes ``old_public`` from
-    ``authorized_keys``; ``undo`` removes the staged pair and ``new_public``
-    (unless this node already committed it).  Keys other than these two are
-    never touched.  Raises :class:`errors.OpExecError` for an unknown step,
-    a commit without a matching staged pair, or an I/O error, and
-    :class:`errors.ParameterError` for a line that is not a public key.
+    pair the node's key pair, then removes every key of ``retired_keys`` and
+    the node's own previous public key from ``authorized_keys`` (never
+    ``new_public``); ``undo`` removes the staged pair and ``new_public``
+    (unless this node already committed it).  ``add`` and ``undo`` ignore
+    ``retired_keys``.  Keys other than these are never touched.  Raises
+    :class:`errors.OpExecError` for an unknown step, a commit without a
+    matching staged pair, or an I/O error, and :class:`errors.ParameterError`
+    for a line that is not a public key.
     """
-    for line in (new_public, old_public):
+    for line in (new_public, *retired_keys):
         sshkeys.with_key("", line)      # refuses what is not a public key line
     try:
         if step == sshkeys.Step.ADD.value:
             _add(ctx, new_public, new_private)
         elif step == sshkeys.Step.COMMIT.value:
-            _commit(ctx, new_public, old_public)
+            _commit(ctx, new_public, retired_keys)
         elif step == sshkeys.Step.UNDO.value:
             _undo(ctx, new_public)
         else:

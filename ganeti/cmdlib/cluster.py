@@ -23,7 +23,7 @@ import re
 import secrets
 from typing import Any
 
-from ganeti import constants, crypto, errors, locking, parameters, query, serializer, sshkeys
+from ganeti import constants, crypto, errors, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import instance_communication as communication
 from ganeti.cmdlib import cluster_sshkeys, lvm, policy
@@ -615,14 +615,18 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
             raise errors.OpPrereqError("Nothing to renew", errors.ECODE_INVAL)
 
     def CheckPrereq(self) -> None:
-        """The new SSH key's type (default: the cluster's) and size (as upstream's)."""
-        cluster = self.cfg.get_cluster_info()
-        self.ssh_key_type = self.op.ssh_key_type or cluster.ssh_key_type
-        self.ssh_key_bits = cluster.ssh_key_bits
+        """For ``renew_ssh_keys``: the master's cluster key, the new key's type and size.
+
+        The type defaults to the cluster's, the size as upstream's.  Checked
+        here so that a missing or bad ``id_cluster.pub`` or a bad type/size
+        refuses the job before any certificate or secret is renewed.
+        """
+        self.ssh_renewal: cluster_sshkeys.Renewal | None = None
         if self.op.renew_ssh_keys:
-            self.ssh_key_bits = sshkeys.determine_key_bits(
-                self.ssh_key_type, self.op.ssh_key_bits, cluster.ssh_key_type,
-                cluster.ssh_key_bits)
+            cluster = self.cfg.get_cluster_info()
+            self.ssh_renewal = cluster_sshkeys.check_renewal(
+                self.cfg, self.context.paths, self.op.ssh_key_type or cluster.ssh_key_type,
+                self.op.ssh_key_bits)
 
     def _other_nodes(self) -> list[str]:
         master = self.cfg.get_master_node()
@@ -708,11 +712,10 @@ class LUClusterRenewCrypto(NoHooksLU[OpClusterRenewCrypto]):
         if op.new_cluster_domain_secret or op.cluster_domain_secret is not None:
             self._renew_domain_secret()
             feedback_fn("Cluster domain secret distributed")
-        if op.renew_ssh_keys:   # the cluster key is always ours: modify_ssh_setup is not asked
+        if self.ssh_renewal is not None:   # always ours: modify_ssh_setup is not asked
             feedback_fn("Renewing SSH keys")
             cluster_sshkeys.renew_ssh_keys(self.cfg, self.rpc, self.context.paths,
-                                           self.ssh_key_type, self.ssh_key_bits, feedback_fn,
-                                           self.LogWarning)
+                                           self.ssh_renewal, feedback_fn, self.LogWarning)
         if not (op.new_cluster_certificate or op.node_certificates):
             return None
         fingerprint = self._renew_cluster_cert()

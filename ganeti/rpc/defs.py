@@ -146,10 +146,11 @@ _ROWS = [
          "Write ssconf_<key> files ({key: text}) and remove stale ones."),
     # --- the cluster SSH key (doc/design/ssh.md, "Renewing the cluster key") ---
     _row("ssh_key_update", [("step", str), ("new_public", str), ("new_private", str | None),
-                            ("old_public", str)], FAST,
+                            ("retired_keys", list)], FAST,
          "One step of a cluster SSH key renewal: add (stage the new pair, authorize"
-         " new_public), commit (the staged pair becomes the node's, old_public leaves"
-         " authorized_keys) or undo (drop the staged pair and new_public). -> None"),
+         " new_public), commit (the staged pair becomes the node's; retired_keys and the"
+         " node's old key leave authorized_keys) or undo (drop the staged pair and"
+         " new_public). -> None"),
     # --- job queue ---
     _row("jobqueue_update", [("file_name", str), ("content", str)], FAST,
          "Write a file inside the node's job queue directory."),

@@ -96,13 +96,14 @@ class RpcStubs:
         return self._rpc("write_ssconf_files", node_or_nodes, [values], rpc_timeout)
 
     def call_ssh_key_update(self, node_or_nodes: Nodes, *, step: str, new_public: str,
-                            new_private: str | None, old_public: str,
+                            new_private: str | None, retired_keys: JsonList,
                             rpc_timeout: float | None = None) -> RpcResults:
         """One step of a cluster SSH key renewal: add (stage the new pair, authorize new_public),
-        commit (the staged pair becomes the node's, old_public leaves authorized_keys) or undo (drop
-        the staged pair and new_public). -> None [fast]
+        commit (the staged pair becomes the node's; retired_keys and the node's old key leave
+        authorized_keys) or undo (drop the staged pair and new_public). -> None [fast]
         """
-        return self._rpc("ssh_key_update", node_or_nodes, [step, new_public, new_private, old_public], rpc_timeout)
+        return self._rpc("ssh_key_update", node_or_nodes, [step, new_public, new_private,
+                                                           retired_keys], rpc_timeout)
 
     def call_jobqueue_update(self, node_or_nodes: Nodes, *, file_name: str, content: str,
                              rpc_timeout: float | None = None) -> RpcResults:

@@ -45,50 +45,50 @@ def _pub(ctx) -> str:
 
 def test_add_stages_the_pair_and_authorizes_both(node) -> None:
     ctx, old, new_private, new = node
-    ssh_key_update(ctx, "add", new, new_private, old)
+    ssh_key_update(ctx, "add", new, new_private, [old])
     assert _authorized(ctx) == {_blob(MINE), _blob(old), _blob(new)}
     assert _pub(ctx) == old                       # the node still uses the old pair
     assert os.stat(ctx.paths.ssh_key_file + ".new").st_mode & 0o777 == 0o600
-    ssh_key_update(ctx, "add", new, new_private, old)     # again: nothing more
+    ssh_key_update(ctx, "add", new, new_private, [old])     # again: nothing more
     with open(ctx.paths.authorized_keys_file) as fh:
         assert fh.read().count(new.split()[1]) == 1
 
 
 def test_commit_switches_the_pair_then_drops_the_old_key(node) -> None:
     ctx, old, new_private, new = node
-    ssh_key_update(ctx, "add", new, new_private, old)
-    ssh_key_update(ctx, "commit", new, None, old)
+    ssh_key_update(ctx, "add", new, new_private, [old])
+    ssh_key_update(ctx, "commit", new, None, [old])
     assert _pub(ctx) == new
     assert ssh.load_key(ctx.paths.ssh_key_file).get_name() == "ecdsa-sha2-nistp256"
     assert _authorized(ctx) == {_blob(MINE), _blob(new)}
     assert not os.path.exists(ctx.paths.ssh_key_file + ".new")
-    ssh_key_update(ctx, "commit", new, None, old)         # repeated: fine, same state
+    ssh_key_update(ctx, "commit", new, None, [old])         # repeated: fine, same state
     assert _authorized(ctx) == {_blob(MINE), _blob(new)}
 
 
 def test_commit_without_add_is_refused_and_changes_nothing(node) -> None:
     ctx, old, _, new = node
     with pytest.raises(errors.OpExecError, match="No staged SSH key"):
-        ssh_key_update(ctx, "commit", new, None, old)
+        ssh_key_update(ctx, "commit", new, None, [old])
     assert _authorized(ctx) == {_blob(MINE), _blob(old)}
     assert _pub(ctx) == old
 
 
 def test_undo_takes_the_new_key_off(node) -> None:
     ctx, old, new_private, new = node
-    ssh_key_update(ctx, "add", new, new_private, old)
-    ssh_key_update(ctx, "undo", new, None, old)
+    ssh_key_update(ctx, "add", new, new_private, [old])
+    ssh_key_update(ctx, "undo", new, None, [old])
     assert _authorized(ctx) == {_blob(MINE), _blob(old)}
     assert _pub(ctx) == old
     assert not os.path.exists(ctx.paths.ssh_key_file + ".new.pub")
-    ssh_key_update(ctx, "undo", new, None, old)           # where add never ran: fine
+    ssh_key_update(ctx, "undo", new, None, [old])           # where add never ran: fine
 
 
 def test_undo_after_commit_keeps_the_key_the_node_uses(node) -> None:
     ctx, old, new_private, new = node
-    ssh_key_update(ctx, "add", new, new_private, old)
-    ssh_key_update(ctx, "commit", new, None, old)
-    ssh_key_update(ctx, "undo", new, None, old)
+    ssh_key_update(ctx, "add", new, new_private, [old])
+    ssh_key_update(ctx, "commit", new, None, [old])
+    ssh_key_update(ctx, "undo", new, None, [old])
     assert _blob(new) in _authorized(ctx)
 
 
@@ -99,11 +99,47 @@ def test_undo_after_commit_keeps_the_key_the_node_uses(node) -> None:
 def test_bad_requests_are_refused(node, step, new_private, match) -> None:
     ctx, old, _, new = node
     with pytest.raises(errors.OpExecError, match=match):
-        ssh_key_update(ctx, step, new, new_private, old)
+        ssh_key_update(ctx, step, new, new_private, [old])
     assert _authorized(ctx) == {_blob(MINE), _blob(old)}
 
 
 def test_a_line_that_is_no_key_is_refused(node) -> None:
     ctx, old, new_private, _ = node
     with pytest.raises(errors.ParameterError):
-        ssh_key_update(ctx, "add", "not a key", new_private, old)
+        ssh_key_update(ctx, "add", "not a key", new_private, [old])
+
+
+def _write_pair(ctx, private: bytes, public: str) -> None:
+    key = ctx.paths.ssh_key_file
+    with open(key, "wb") as fh:
+        fh.write(private)
+    with open(key + ".pub", "w") as fh:
+        fh.write(public + "\n")
+
+
+def test_commit_drops_every_retired_key_and_the_nodes_own_old_key(node) -> None:
+    # the node was left on an older pair A by a renewal whose commit failed here,
+    # while the master went on to old; both must go, and the admin's key stays
+    ctx, old, new_private, new = node
+    a_private, a = ssh.generate_key_pair("ed25519", comment="ganeti@c")
+    _write_pair(ctx, a_private, a)
+    with open(ctx.paths.authorized_keys_file, "a") as fh:
+        fh.write(a + "\n")
+    ssh_key_update(ctx, "add", new, new_private, [old])
+    ssh_key_update(ctx, "commit", new, None, [old])      # A not listed: the node's own
+    assert _pub(ctx) == new
+    assert _authorized(ctx) == {_blob(MINE), _blob(new)}
+
+
+def test_commit_never_drops_the_new_key_even_if_listed(node) -> None:
+    ctx, old, new_private, new = node
+    ssh_key_update(ctx, "add", new, new_private, [old])
+    ssh_key_update(ctx, "commit", new, None, [old, new])
+    assert _authorized(ctx) == {_blob(MINE), _blob(new)}
+
+
+def test_a_retired_key_that_is_no_key_is_refused(node) -> None:
+    ctx, old, new_private, new = node
+    with pytest.raises(errors.ParameterError):
+        ssh_key_update(ctx, "commit", new, None, [old, "not a key"])
+    assert _authorized(ctx) == {_blob(MINE), _blob(old)}

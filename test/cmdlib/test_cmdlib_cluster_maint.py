@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa: E402
 from fakes.fakeconfig import CLUSTER_NAME, node_name  # noqa: E402
 
-from ganeti import constants, errors  # noqa: E402
+from ganeti import constants, crypto, errors  # noqa: E402
 from ganeti.cmdlib import cluster_maint  # noqa: E402
 from ganeti.objects import Disk, Instance  # noqa: E402
 from ganeti.opcodes import cluster as ocluster  # noqa: E402
@@ -251,8 +251,20 @@ def test_renew_crypto_new_confd_hmac_key(tmp_path) -> None:
 def test_renew_crypto_of_ssh_keys_without_a_cluster_key_changes_nothing(tmp_path) -> None:
     # (the renewal itself: test/cmdlib/test_cmdlib_cluster_sshkeys.py)
     cfg, rpc, ctx = _setup(tmp_path)
-    with pytest.raises(errors.OpExecError, match="Cannot read the current cluster SSH key"):
-        run_opcode(ctx, ocluster.OpClusterRenewCrypto(renew_ssh_keys=True))
+    paths = ctx.paths
+    key, cert = crypto.generate_self_signed_cert("old")
+    for path in (paths.server_pem, paths.rapi_pem):
+        crypto.write_pem_pair(path, key, cert)
+    for path in (paths.cluster_domain_secret, paths.confd_hmac_key):
+        with open(path, "w") as fh:
+            fh.write("old\n")
+    before = {p: open(p, "rb").read() for p in (paths.server_pem, paths.rapi_pem,
+                                               paths.cluster_domain_secret, paths.confd_hmac_key)}
+    with pytest.raises(errors.OpPrereqError, match="Cannot read the current cluster SSH key"):
+        run_opcode(ctx, ocluster.OpClusterRenewCrypto(
+            renew_ssh_keys=True, new_cluster_certificate=True, new_rapi_cert=True,
+            new_cluster_domain_secret=True, new_confd_hmac_key=True))
+    assert {p: open(p, "rb").read() for p in before} == before
     assert not rpc.calls_to("upload_file") and not rpc.calls_to("ssh_key_update")
 
 

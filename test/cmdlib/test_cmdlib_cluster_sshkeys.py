@@ -1,8 +1,15 @@
-"""OP_CLUSTER_RENEW_CRYPTO with renew_ssh_keys: the steps sent to the nodes, and failures."""
+"""OP_CLUSTER_RENEW_CRYPTO with renew_ssh_keys: the steps sent to the nodes, and failures.
+
+The last tests give every node its own files and run the real node step
+(``backend.sshkeys``) behind the fake RPC, to follow which keys each node
+holds and accepts across a failed renewal and the one run after it.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,8 +20,11 @@ from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa
 from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti import errors, ssh  # noqa: E402
+from ganeti.backend.context import NodeContext  # noqa: E402
+from ganeti.backend.sshkeys import ssh_key_update  # noqa: E402
 from ganeti.cmdlib import cluster_sshkeys  # noqa: E402
 from ganeti.opcodes import cluster as ocluster  # noqa: E402
+from ganeti.pathutils import Paths  # noqa: E402
 
 N1, N2, N3 = node_name(1), node_name(2), node_name(3)
 
@@ -58,8 +68,8 @@ def test_renewal_adds_proves_then_commits_master_first(setup) -> None:
     _, messages, _ = run_opcode(ctx, _op(ssh_key_type="ecdsa"))
     assert _steps(rpc) == [("add", [N1, N2]), ("commit", [N1]), ("commit", [N2])]
     (add_nodes, add_args), = rpc.calls_to("ssh_key_update")[:1]
-    _, new_public, new_private, old_public = add_args
-    assert old_public == old and new_public.startswith("ecdsa-sha2-nistp384 ")
+    _, new_public, new_private, retired = add_args
+    assert retired == [old] and new_public.startswith("ecdsa-sha2-nistp384 ")
     assert new_public.endswith(" ganeti@c")
     (private, targets), = proofs
     assert private.decode() == new_private
@@ -68,6 +78,7 @@ def test_renewal_adds_proves_then_commits_master_first(setup) -> None:
     cluster = cfg.get_cluster_info()
     assert (cluster.ssh_key_type, cluster.ssh_key_bits) == ("ecdsa", 384)
     assert any(f"{N3} is offline" in m for m in messages)
+    assert cluster.ssh_retired_keys == [old]    # node3 was skipped: it may still hold it
 
 
 def test_same_type_keeps_the_clusters_size(setup) -> None:
@@ -93,6 +104,7 @@ def test_failure_before_commit_undoes_and_removes_nothing(setup, step) -> None:
     assert ("undo", [N1, N2]) in steps
     assert not any(s == "commit" for s, _ in steps)
     assert cfg.get_cluster_info().ssh_key_type == "rsa"      # the config's default, unchanged
+    assert cfg.get_cluster_info().ssh_retired_keys == []
 
 
 def test_master_commit_failure_touches_no_other_node(setup) -> None:
@@ -120,3 +132,91 @@ def test_bad_type_or_size_is_refused_before_any_call(setup, kw, match) -> None:
     with pytest.raises(errors.OpPrereqError, match=match):
         run_opcode(ctx, _op(**kw))
     assert rpc.calls_to("ssh_key_update") == []
+
+
+# --- every node with its own files: a failed commit, then the renewal again --------------
+
+@pytest.fixture
+def cluster_files(tmp_path, monkeypatch):
+    """3 online nodes (node1 the master, with the LU's files) all on key pair A.
+
+    ``breaks[(step, node)]`` makes that step fail once on that node, after
+    running the given function on the node's context.
+    """
+    cfg = make_config(tmp_path, nodes=3)
+    rpc = FakeRpc(cfg)
+    ctx = make_cluster_context(tmp_path, cfg, rpc)
+    node_paths = {N1: ctx.paths, N2: Paths(root=str(tmp_path / "n2")),
+                  N3: Paths(root=str(tmp_path / "n3"))}
+    nodes = {name: NodeContext(paths=p, hostname=name) for name, p in node_paths.items()}
+    a_private, a = ssh.generate_key_pair("ed25519", comment="ganeti@c")
+    for nctx in nodes.values():
+        key = nctx.paths.ssh_key_file
+        os.makedirs(os.path.dirname(key), exist_ok=True)
+        os.makedirs(os.path.dirname(nctx.paths.authorized_keys_file))
+        with open(key, "wb") as fh:
+            fh.write(a_private)
+        for path, text in ((key + ".pub", a), (nctx.paths.authorized_keys_file, a)):
+            with open(path, "w") as fh:
+                fh.write(text + "\n")
+    breaks: dict[tuple[str, str], Callable[[NodeContext], None]] = {}
+
+    def handler(name, args):
+        before = breaks.pop((args[0], name), None)
+        if before is not None:
+            before(nodes[name])
+            raise errors.RpcError(f"{args[0]} broke on {name}")
+        try:
+            return ssh_key_update(nodes[name], *args)
+        except errors.GanetiError as exc:
+            raise errors.RpcError(str(exc)) from exc
+
+    rpc.set_handler("ssh_key_update", handler)
+    monkeypatch.setattr(cluster_sshkeys, "prove_key", lambda paths, private, targets: {})
+    return cfg, ctx, nodes, a, breaks
+
+
+def _pub_of(nctx) -> str:
+    with open(nctx.paths.ssh_key_file + ".pub") as fh:
+        return fh.read().strip()
+
+
+def _accepted(nctx) -> set[bytes]:
+    return ssh.read_authorized_keys(nctx.paths.authorized_keys_file)
+
+
+def _blob(line: str) -> bytes:
+    parsed = ssh.parse_public_key_line(line)
+    assert parsed
+    return parsed[1]
+
+
+def _switch_then_fail(nctx) -> None:
+    """The commit got as far as switching the pair, and no further."""
+    key = nctx.paths.ssh_key_file
+    os.replace(key + ".new", key)
+    os.replace(key + ".new.pub", key + ".pub")
+
+
+@pytest.mark.parametrize("node,before,match", [
+    (N2, lambda nctx: None, f"{N2} could not switch"),
+    (N1, _switch_then_fail, "master could not switch"),
+], ids=["other-node", "master-after-switching"])
+def test_a_rerun_after_a_failed_commit_removes_the_old_key_everywhere(
+        cluster_files, node, before, match) -> None:
+    cfg, ctx, nodes, a, breaks = cluster_files
+    breaks[("commit", node)] = before
+    with pytest.raises(errors.OpExecError, match=match):
+        run_opcode(ctx, _op())
+    b = _pub_of(nodes[N1])
+    assert b != a
+    assert cfg.get_cluster_info().ssh_retired_keys == [a]
+    assert _pub_of(nodes[N2]) == a and _blob(a) in _accepted(nodes[N2])   # left behind
+
+    run_opcode(ctx, _op())
+    c = _pub_of(nodes[N1])
+    assert c not in (a, b)
+    for name, nctx in nodes.items():
+        assert _pub_of(nctx) == c, name
+        assert _accepted(nctx) == {_blob(c)}, name      # neither A nor B is left
+    assert cfg.get_cluster_info().ssh_retired_keys == []
