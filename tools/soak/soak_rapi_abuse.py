@@ -196,14 +196,22 @@ def _bodies(route: resources.Route) -> list[Any]:
     return bodies
 
 
+#: the placeholder names of the routes' paths the smuggling round fills in
+PLACEHOLDERS = frozenset(["node", "instance", "group", "job_id", "disk_index", "resource",
+                          "network", "filter_uuid", "token_id"])
+
+
 def run_rapi_smuggle(workdir: str, *, log: Any = print) -> SmuggleFigures:
     """Try every write row with foreign opcodes and unknown keys; the figures."""
     figures = SmuggleFigures()
     with soak_rapi.rapi_cluster(workdir) as (vc, address):
         node = vc.master_node.name
         before = soak_rapi.job_serial(vc)
+        # every {placeholder} of a route (test/tools/test_soak_rapi_routes.py checks)
         subst = {"node": node, "instance": "soak-nosuch", "group": "default", "job_id": "1",
-                 "disk_index": "0", "resource": "instance"}
+                 "disk_index": "0", "resource": "instance", "network": "soak-nosuch",
+                 "filter_uuid": "00000000-0000-0000-0000-000000000000",
+                 "token_id": "soak-nosuch"}
         auth = rapi_fuzz._basic(*soak_rapi.WRITER)
         for route in resources.ROUTES:
             if not (route.needs_write or route.build is not None):
