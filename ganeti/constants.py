@@ -10,6 +10,9 @@ VERSION_MAJOR = 3
 VERSION_MINOR = 0
 VERSION_REVISION = 0
 RELEASE_VERSION = "3.0.0"
+#: What ``--version`` prints, for every ``gnt-*`` tool and daemon (Ganeti's text;
+#: ``%(prog)s`` is the program's name, as argparse fills it in).
+VERSION_LINE = "%(prog)s (ganeti) " + RELEASE_VERSION
 # Protocol version as Ganeti builds it: major*1000000 + minor*10000 + rev.
 PROTOCOL_VERSION = VERSION_MAJOR * 1000000 + VERSION_MINOR * 10000 + VERSION_REVISION
 CONFIG_VERSION = PROTOCOL_VERSION

@@ -155,7 +155,7 @@ def generic_main(commands: dict[str, Command], argv: list[str] | None = None,
         to_stdout(_tool_usage(prog, commands, aliases))
         return EXIT_SUCCESS
     if first == "--version":
-        to_stdout(f"{prog} (ganeti) {constants.RELEASE_VERSION}")
+        to_stdout(constants.VERSION_LINE % {"prog": prog})
         return EXIT_SUCCESS
     verb = aliases.get(first, first)
     if verb not in commands:

@@ -51,7 +51,7 @@ from typing import Any, Callable
 
 import daemon as pydaemon
 
-from ganeti import errors
+from ganeti import constants, errors
 from ganeti.pathutils import Paths, get_paths
 from ganeti.redact import Redactor
 from ganeti.server.logsetup import LogHandle, setup_logging
@@ -247,6 +247,8 @@ def build_parser(name: str, description: str = "",
     parser.add_argument("-f", "--foreground", action="store_true",
                         help="do not daemonize; also log to standard error")
     parser.add_argument("-d", "--debug", action="store_true", help="log debug messages")
+    parser.add_argument("--version", action="version", version=constants.VERSION_LINE,
+                        help="print the version and exit (starts nothing)")
     if add_options is not None:
         add_options(parser)
     return parser

@@ -72,6 +72,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         " crashed, keep the daemons running, archive old jobs (doc/watcher.md)")
     parser.add_argument("-d", "--debug", action="store_true",
                         help="log debug messages, also to standard error")
+    parser.add_argument("--version", action="version", version=constants.VERSION_LINE,
+                        help="print the version and exit")
     parser.add_argument("--job-age", type=_seconds, default=float(DEFAULT_JOB_AGE),
                         metavar="SECONDS", help="archive finished jobs older than this"
                         " (default 6h; -1 archives every finished job)")
