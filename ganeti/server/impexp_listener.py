@@ -52,6 +52,8 @@ STATE_LISTENING = "listening"
 HANDSHAKE_TIMEOUT = 10.0
 #: connections vetted at once (more are closed at once)
 MAX_VETTING = 16
+#: seconds a refused sender's remaining data is read before the connection closes
+DRAIN_SECONDS = 10.0
 _MAX_HEAD = 16 * 1024
 
 
@@ -72,11 +74,24 @@ def _read_head(tls: ssl.SSLSocket) -> bytes:
 
 
 def _reply(tls: ssl.SSLSocket, envelope: list[Any]) -> None:
+    """Send the answer; after a refusal, read on (a while) what the sender still sends,
+    so that closing with unread data does not reset the connection and lose the
+    answer before the sender reads why."""
     try:
         tls.sendall(framing.build_response(200, {"Content-Type": "application/json"}.items(),
                                            serializer.dumps_bytes(envelope), keep_alive=False))
     except OSError as exc:
         logger.warning("Could not answer the sender: %s", exc)
+        return
+    if envelope[0]:
+        return
+    deadline = time.monotonic() + DRAIN_SECONDS
+    try:
+        tls.settimeout(1.0)
+        while time.monotonic() < deadline and tls.recv(diskstream.MAX_DATA):
+            pass
+    except (OSError, ssl.SSLError):
+        pass
 
 
 class _Gate:

@@ -215,10 +215,12 @@ def test_a_silent_client_does_not_hold_the_sender_up(tmp_path) -> None:
 def test_a_sender_naming_another_magic_fails_the_import(tmp_path, magic) -> None:
     move = Move(tmp_path, b"payload")
     thread = move.serve(magic="right")
+    # the listener refuses at the header and reads on until the sender reads why
     with pytest.raises(errors.OpExecError, match="wrong magic"):
         move.send(magic=magic)
     thread.join(30)
     assert isinstance(move.result, errors.OpExecError)
+    assert "wrong magic" in str(move.result)
     assert b"payload" not in move.received()
 
 
