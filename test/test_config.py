@@ -540,3 +540,16 @@ def test_batch_with_group_commit_waits_once(path) -> None:
     assert writer.calls == 1
     assert cfg.last_saved_serial() == cfg.get_serial_no()
     assert ConfigWriter(path).get_serial_no() == cfg.get_serial_no()
+
+
+def test_flush_writes_the_same_objects_as_a_new_serial(path, cfg) -> None:
+    seen: list[int] = []
+    cfg = ConfigWriter(path, clock=Clock(), on_change=lambda data, serial: seen.append(serial))
+    node = cfg.get_node_info("n1")
+    node.offline = True             # an edit in place, never saved: not written
+    before = serializer.loads(open(path, "rb").read())
+    serial = cfg.flush()
+    after = serializer.loads(open(path, "rb").read())
+    assert serial == after["serial_no"] == before["serial_no"] + 1 == cfg.get_serial_no()
+    assert after["nodes"] == before["nodes"] and after["cluster"] == before["cluster"]
+    assert seen == [serial]

@@ -292,6 +292,14 @@ class ConfigWriter(ConfigReader):
         """
         return getattr(self._saved_by_thread, "serial", 0)
 
+    def flush(self) -> int:
+        """Write the committed objects again as a new serial (``on_change`` then
+        replicates it as any write); returns the serial once it is durable."""
+        with self._mutation():
+            self._check_writable()
+            self._save()
+        return self.last_saved_serial()
+
     def _touch(self, obj: Any, *, new: bool = False) -> None:
         key = (configfile.store_of(obj), obj.uuid)
         self._touched[key] = self._data.serial_no + 1

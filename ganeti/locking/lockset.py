@@ -374,6 +374,20 @@ class LockSet:
             self._setlock._release(thread)
         return present
 
+    def release_ended_owners(self) -> list[tuple[str, str]]:
+        """Release every hold of a thread that has ended without releasing it.
+
+        Returns ``(lock name, owner thread name)`` per released hold (the
+        set-level entry included); their waiters are granted as on release.
+        """
+        with self._mutex:
+            for thread in [t for t in self._owned if not t.is_alive()]:
+                del self._owned[thread]
+            members = list(self._locks.values())
+        freed = [(lock.name, owner) for lock in members for owner in lock._drop_ended_holders()]
+        return freed + [(self._setlock.name, owner)
+                        for owner in self._setlock._drop_ended_holders()]
+
     # -- monitor -------------------------------------------------------------
 
     def get_lock_info(self) -> list[dict[str, object]]:

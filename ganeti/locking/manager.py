@@ -176,3 +176,14 @@ class GanetiLockManager:
         if level == LEVEL_CLUSTER:
             raise errors.ProgrammerError("Cannot remove locks at the cluster level")
         return self._set(level).remove(names)
+
+    def release_ended_owners(self) -> list[tuple[str, str]]:
+        """Release the locks of threads that have ended while holding them
+        (Ganeti's stale lock owners, ``gnt-debug wconfd cleanuplocks``).
+
+        A job's thread releases its locks when its opcode ends, so normally
+        there are none.  Returns ``(lock name, owner thread name)`` per hold
+        released, highest level first.
+        """
+        return [pair for level in reversed(LEVELS)
+                for pair in self._sets[level].release_ended_owners()]

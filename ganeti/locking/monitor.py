@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ganeti import errors
 
-__all__ = ["LockInfo", "LockInfoProvider", "LockMonitor"]
+__all__ = ["LockInfo", "LockInfoProvider", "LockMonitor", "owners_by_lock"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +83,14 @@ class LockMonitor:
             result.extend(provider.get_lock_info())
         result.sort(key=lambda item: item["name"])
         return result
+
+
+def owners_by_lock(infos: list[LockInfo]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """``(lock name, [(owner, mode), ...])`` for each entry of :meth:`LockMonitor.query`
+    that has owners, in its order.
+
+    Every owner holds the lock in the entry's mode: shared owners share it,
+    an exclusive owner is alone (a whole-set owner counts on every member).
+    """
+    return [(info["name"], [(owner, info["mode"]) for owner in info["owner"]])
+            for info in infos if info["owner"]]

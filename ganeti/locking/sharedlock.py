@@ -203,6 +203,17 @@ class ModeLock:
             if self._queues:
                 self._grant_pending()
 
+    def _drop_ended_holders(self) -> list[str]:
+        """Drop the holds of threads that have ended (waiters get the lock);
+        returns those threads' names."""
+        with self._mutex:
+            ended = [t for t in self._holders if not t.is_alive()]
+            for thread in ended:
+                self._drop_holder(thread)
+            if ended and self._queues:
+                self._grant_pending()
+        return [t.name for t in ended]
+
     def _convert(self, thread: threading.Thread, mode: str) -> None:
         """Switch ``thread``'s hold to a *weaker* ``mode`` (never blocks)."""
         with self._mutex:
