@@ -228,6 +228,18 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            doc="The master daemon's figures (metric families, see ganeti.metrics)."),
     Method("DrainMaster", (("seconds", float),), idempotent=True, result="dict[str, Any]",
            doc="Refuse submissions for seconds (0: accept again), then flush the replication."),
+    # Ganeti's WConfd calls (gnt-debug wconfd), served by the master here
+    Method("Echo", (("text", str),), idempotent=True, result="str", doc="Return text (WConfd echo)."),
+    Method("CleanupLocks", (), idempotent=True, result="list[list[str]]",
+           doc="Release locks of ended owner threads; returns [lock, owner] pairs."),
+    Method("ListLocks", (("job_id", JobId),), idempotent=True, result="list[list[str]]",
+           doc="The locks a job holds: [lock, shared|exclusive] pairs."),
+    Method("ListAllLocks", (), idempotent=True, result="list[str]",
+           doc="The names of the locks held now."),
+    Method("ListAllLocksOwners", (), idempotent=True, result="list[list[Any]]",
+           doc="The locks held now: [lock, [[owner, shared|exclusive], ...]]."),
+    Method("FlushConfig", (), idempotent=True, result="int",
+           doc="Write the configuration and replicate it now; returns its serial."),
 )}
 
 #: Most events one ``WaitForEvents`` answer carries (the client asks again
@@ -710,4 +722,29 @@ class Client:
     def DrainMaster(self, seconds: float, *, read_timeout: float | None = None) -> dict[str, Any]:
         """Refuse submissions for seconds (0: accept again), then flush the replication."""
         return self.call("DrainMaster", [seconds], timeout=read_timeout)
+
+    def Echo(self, text: str, *, read_timeout: float | None = None) -> str:
+        """Return text (WConfd echo)."""
+        return self.call("Echo", [text], timeout=read_timeout)
+
+    def CleanupLocks(self, *, read_timeout: float | None = None) -> list[list[str]]:
+        """Release locks of ended owner threads; returns [lock, owner] pairs."""
+        return self.call("CleanupLocks", [], timeout=read_timeout)
+
+    def ListLocks(self, job_id: int | str, *,
+                  read_timeout: float | None = None) -> list[list[str]]:
+        """The locks a job holds: [lock, shared|exclusive] pairs."""
+        return self.call("ListLocks", [job_id], timeout=read_timeout)
+
+    def ListAllLocks(self, *, read_timeout: float | None = None) -> list[str]:
+        """The names of the locks held now."""
+        return self.call("ListAllLocks", [], timeout=read_timeout)
+
+    def ListAllLocksOwners(self, *, read_timeout: float | None = None) -> list[list[Any]]:
+        """The locks held now: [lock, [[owner, shared|exclusive], ...]]."""
+        return self.call("ListAllLocksOwners", [], timeout=read_timeout)
+
+    def FlushConfig(self, *, read_timeout: float | None = None) -> int:
+        """Write the configuration and replicate it now; returns its serial."""
+        return self.call("FlushConfig", [], timeout=read_timeout)
     # --- end of generated methods ---

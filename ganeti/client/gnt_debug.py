@@ -1,4 +1,5 @@
-"""``gnt-debug``: debugging commands (delay jobs, raw opcode files, locks, metrics)."""
+"""``gnt-debug``: debugging commands (delay jobs, raw opcode files, locks, metrics,
+Ganeti's ``wconfd`` calls, secret OS parameters)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "delay", "submit_job", "test_jobqueue", "show_locks", "show_metrics",
-           "LOCK_DEFAULT_FIELDS"]
+__all__ = ["main", "commands", "delay", "submit_job", "test_jobqueue", "test_osparams", "show_locks",
+           "show_metrics", "wconfd", "LOCK_DEFAULT_FIELDS"]
 
 LOCK_DEFAULT_FIELDS = ["name", "mode", "owner", "pending"]
 
@@ -35,6 +36,53 @@ def test_jobqueue(opts: Any, args: list[str]) -> int:
     """Run Ganeti's job queue tests against the master (doc/commands.md)."""
     from ganeti.client import debug_jobqueue
     return debug_jobqueue.test_jobqueue(opts, args)
+
+
+def test_osparams(opts: Any, args: list[str]) -> int:
+    """Run OP_TEST_OS_PARAMS: the master names the secret OS parameters it got
+    (the keys; the values are never written to a job, doc/commands.md)."""
+    from ganeti.client.gnt_instance import parse_kv
+    secret = parse_kv(opts.osparams_secret) if opts.osparams_secret else None
+    cli.submit_or_send(wire.test_os_params(osparams_secret=secret), opts)
+    return cli.EXIT_SUCCESS
+
+
+#: ``gnt-debug wconfd`` commands -> how many arguments each takes
+_WCONFD_COMMANDS = {"echo": 1, "cleanuplocks": 0, "listlocks": 1, "listalllocks": 0,
+                    "listalllocksowners": 0, "flushconfig": 0}
+
+
+def wconfd(opts: Any, args: list[str]) -> int:
+    """Ganeti's ``gnt-debug wconfd CMD``: the calls to its config/lock daemon,
+    answered by our master daemon, which holds the config and the locks."""
+    command, rest = args[0], args[1:]
+    wanted = _WCONFD_COMMANDS.get(command)
+    if wanted is None:
+        cli.to_stderr(f"Command '{command}' not supported")
+        return 1
+    if len(rest) != wanted:
+        cli.to_stderr(f"Command '{command}' takes "
+                      + ("precisely one argument." if wanted else "no arguments."))
+        return 1
+    if command == "listlocks" and not rest[0].isdigit():
+        return cli.usage_error(opts.command, f"invalid job id '{rest[0]}'")
+    cl = cli.get_client(opts)
+    if command == "echo":
+        cli.to_stdout(f"Answer: {cl.Echo(rest[0])}")
+    elif command == "cleanuplocks":
+        for lock, owner in cl.CleanupLocks():
+            cli.to_stdout(f"Released {lock} (held by {owner}, which has ended)")
+        cli.to_stdout("Stale locks cleaned up.")
+    elif command == "listlocks":
+        cli.to_stdout(f"Answer: {cl.ListLocks(int(rest[0]))}")
+    elif command == "listalllocks":
+        cli.to_stdout(f"Answer: {cl.ListAllLocks()}")
+    elif command == "listalllocksowners":
+        cli.to_stdout(f"Answer: {cl.ListAllLocksOwners()}")
+    else:
+        cl.FlushConfig()
+        cli.to_stdout("Configuration flushed.")
+    return cli.EXIT_SUCCESS
 
 
 def submit_job(opts: Any, args: list[str]) -> int:
@@ -89,6 +137,9 @@ def show_metrics(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
+_OSP_SECRET_OPT = cli.Option("--os-parameters-secret", dest="osparams_secret", default=None,
+                             metavar="KEY=VAL,...",
+                             help="Secret OS parameters to send (never written to the job)")
 _NODE_OPT = cli.Option("-n", "--node", dest="on_nodes", action="append", default=[],
                        metavar="NODE", help="Also sleep on this node (repeatable)")
 _NO_MASTER_OPT = cli.Option("--no-master", dest="on_master", action="store_false",
@@ -131,6 +182,15 @@ commands: dict[str, cli.Command] = {
     "test-jobqueue": (test_jobqueue, cli.ARGS_NONE, [cli.PRIORITY_OPT], "",
                       "Test the job queue: submission checks, dependencies, and test jobs"
                       " whose notifications check the job's status"),
+    "test-osparams": (test_osparams, cli.ARGS_NONE,
+                      [_OSP_SECRET_OPT, cli.SUBMIT_OPT, cli.PRINT_JOBID_OPT, cli.PRIORITY_OPT],
+                      "[--os-parameters-secret KEY=VAL,...]",
+                      "Test the transmission of secret OS parameters (OP_TEST_OS_PARAMS):"
+                      " the master names those it received"),
+    "wconfd": (wconfd, [cli.ArgUnknown(min=1, name="CMD")], [],
+               "echo TEXT|cleanuplocks|listlocks JOBID|listalllocks|listalllocksowners"
+               "|flushconfig",
+               "Ganeti's WConfd calls, answered by the master daemon"),
     "locks": (show_locks, [cli.ArgUnknown(name="LOCK")],
               [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT, _INTERVAL_OPT, _COUNT_OPT],
               "[options] [LOCK...]",

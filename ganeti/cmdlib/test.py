@@ -1,4 +1,4 @@
-"""Logical units for testing: delays (and the job-queue test opcode)."""
+"""Logical units for testing: delays, the job-queue test opcode, secret OS parameters."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from ganeti import constants, errors, locking
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import NoHooksLU
-from ganeti.opcodes.test import OpTestDelay, OpTestJqueue
+from ganeti.opcodes.test import OpTestDelay, OpTestJqueue, OpTestOsParams
 
-__all__ = ["LUTestDelay", "LUTestJqueue"]
+__all__ = ["LUTestDelay", "LUTestJqueue", "LUTestOsParams"]
 
 
 class LUTestDelay(NoHooksLU[OpTestDelay]):
@@ -152,3 +152,25 @@ class LUTestJqueue(NoHooksLU[OpTestJqueue]):
         if self.op.fail:
             raise errors.OpExecError("Opcode failure was requested")
         return True
+
+
+class LUTestOsParams(NoHooksLU[OpTestOsParams]):
+    """Confirm which secret OS parameters arrived, without their values.
+
+    Ganeti's LU prints the values back; ours names the keys only, since a
+    secret value is never written into a job, log or answer
+    (doc/protocols/opcodes.md, "Private parameters"; doc/compat.md).  No
+    locks; fails with Ganeti's "Opcode needs secret parameters" when none
+    were given.
+    """
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: FeedbackFn) -> None:
+        if not self.op.osparams_secret:
+            raise errors.OpExecError("Opcode needs secret parameters")
+        feedback_fn(f"Secret OS parameters: {', '.join(sorted(self.op.osparams_secret))}"
+                    " (received; values are never written to a job)")

@@ -8,8 +8,10 @@ from typing import Any
 
 from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
+from ganeti.private import Private
 
-__all__ = ["OpTestDelay", "OpTestJqueue", "OpTestAllocator", "ALL_OPCODES", "MAX_DELAY", "MAX_REPEAT"]
+__all__ = ["OpTestDelay", "OpTestJqueue", "OpTestAllocator", "OpTestOsParams", "ALL_OPCODES",
+           "MAX_DELAY", "MAX_REPEAT"]
 
 #: Longest test delay, seconds (a day), and most repetitions of it.
 MAX_DELAY = 86400.0
@@ -81,4 +83,15 @@ class OpTestAllocator(OpCode):
     iallocator: str | None = None
 
 
-ALL_OPCODES = (OpTestDelay, OpTestJqueue, OpTestAllocator)
+@dataclass(kw_only=True)
+class OpTestOsParams(OpCode):
+    """Check that secret OS parameters reach the master (Ganeti's ``gnt-debug test-osparams``).
+
+    The values are private (doc/protocols/opcodes.md, "Private parameters"):
+    the job file holds ``<redacted>`` for each, and the LU names the keys only.
+    """
+
+    osparams_secret: dict[str, Private] | None = None
+
+
+ALL_OPCODES = (OpTestDelay, OpTestJqueue, OpTestAllocator, OpTestOsParams)

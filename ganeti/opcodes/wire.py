@@ -75,8 +75,8 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "OP_NODE_POWERCYCLE", "OP_NODE_QUERYVOLS", "OP_NODE_QUERY_STORAGE", "OP_NODE_REMOVE",
     "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND", "OP_OS_DIAGNOSE", "OP_QUERY", "OP_QUERY_FIELDS",
     "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET",
-    "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "backup_export", "backup_prepare",
-    "backup_remove", "cluster_activate_master_ip", "cluster_deactivate_master_ip",
+    "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "OP_TEST_OS_PARAMS", "backup_export",
+    "backup_prepare", "backup_remove", "cluster_activate_master_ip", "cluster_deactivate_master_ip",
     "cluster_destroy", "cluster_post_init", "cluster_query", "cluster_redist_conf",
     "cluster_rename", "cluster_renew_crypto", "cluster_repair_disk_sizes", "cluster_set_params",
     "cluster_verify", "cluster_verify_config", "cluster_verify_disks", "cluster_verify_group",
@@ -91,7 +91,7 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "node_evacuate", "node_migrate", "node_modify_storage", "node_powercycle", "node_queryvols",
     "node_query_storage", "node_remove", "node_set_params", "oob_command", "os_diagnose", "query",
     "query_fields", "repair_node_storage", "tags_del", "tags_get", "tags_search", "tags_set",
-    "test_allocator", "test_delay", "test_jqueue"]
+    "test_allocator", "test_delay", "test_jqueue", "test_os_params"]
 
 #: the ``OP_ID`` of every opcode the master implements
 OP_BACKUP_EXPORT = "OP_BACKUP_EXPORT"
@@ -165,6 +165,7 @@ OP_TAGS_SET = "OP_TAGS_SET"
 OP_TEST_ALLOCATOR = "OP_TEST_ALLOCATOR"
 OP_TEST_DELAY = "OP_TEST_DELAY"
 OP_TEST_JQUEUE = "OP_TEST_JQUEUE"
+OP_TEST_OS_PARAMS = "OP_TEST_OS_PARAMS"
 OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_CLUSTER_ACTIVATE_MASTER_IP, OP_CLUSTER_DEACTIVATE_MASTER_IP, OP_CLUSTER_DESTROY,
     OP_CLUSTER_POST_INIT, OP_CLUSTER_QUERY, OP_CLUSTER_REDIST_CONF, OP_CLUSTER_RENAME,
@@ -182,7 +183,7 @@ OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS, OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE,
     OP_NODE_SET_PARAMS, OP_OOB_COMMAND, OP_OS_DIAGNOSE, OP_QUERY, OP_QUERY_FIELDS,
     OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET,
-    OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE})
+    OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE, OP_TEST_OS_PARAMS})
 
 
 if TYPE_CHECKING:
@@ -755,3 +756,9 @@ def test_jqueue(*, notify_waitlock: bool = NOT_SENT, notify_exec: bool = NOT_SEN
         **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Write log messages and optionally fail (tests the queue itself)."""
     return _op(OP_TEST_JQUEUE, locals())
+
+
+def test_os_params(*, osparams_secret: dict[str, Any] | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Check that secret OS parameters reach the master (Ganeti's ``gnt-debug test-osparams``)."""
+    return _op(OP_TEST_OS_PARAMS, locals())

@@ -28,6 +28,7 @@ from ganeti.cmdlib.common import find_instance, find_node
 from ganeti.context import MasterContext
 from ganeti.failover.quorum import MasterGuard
 from ganeti.jqueue.summary import SUMMARY_FIELDS
+from ganeti.locking.monitor import owners_by_lock
 from ganeti.query.answercache import AnswerCache
 from ganeti.replication import Replicator
 from ganeti.server.filterrules import FilterRules
@@ -35,6 +36,12 @@ from ganeti.server.filterrules import FilterRules
 __all__ = ["LuxiDispatcher"]
 
 logger = logging.getLogger(__name__)
+
+
+def _job_of(owner: str) -> int | None:
+    """The job id of a job's execution thread name (``job/17`` -> 17), else None."""
+    prefix, _, number = owner.partition("/")
+    return int(number) if prefix == "job" and number.isdigit() else None
 
 
 class _Frame:
@@ -188,6 +195,48 @@ class LuxiDispatcher:
                        f" {'flushed' if flushed else 'NOT flushed'}" if seconds > 0 else "ended")
         return {"last_job_id": self.context.require_jqueue().storage.last_id,
                 "flushed": flushed}
+
+    # Ganeti's WConfd calls (gnt-debug wconfd): the master holds the locks and the config here
+    def Echo(self, text: str) -> str:
+        return text
+
+    def FlushConfig(self) -> int:
+        """Write the configuration now (a new serial, the same objects) and wait
+        until it was pushed to the master candidates, as every write is
+        (per-node failures are logged and resynced by the replication)."""
+        serial = self.context.require_cfg().flush()
+        replicator = self.context.replicator
+        if isinstance(replicator, Replicator) and not replicator.wait_replicated(serial):
+            raise errors.OpExecError(f"Configuration serial {serial} was written, but not yet"
+                                     " sent to the master candidates")
+        return serial
+
+    def CleanupLocks(self) -> list[list[str]]:
+        """Release the locks of threads that ended holding them (Ganeti: of dead
+        lock owners); ``[lock, owner]`` per hold released."""
+        glm = self.context.glm
+        freed = glm.release_ended_owners() if glm is not None else []
+        for lock, owner in freed:
+            logger.warning("Released lock %s held by %s, which has ended", lock, owner)
+        return [[lock, owner] for lock, owner in freed]
+
+    def _lock_owners(self) -> list[tuple[str, list[tuple[Any, str]]]]:
+        """The monitor's locks with owners; a job's thread (``job/N``) shown as N."""
+        monitor = self.context.lock_monitor
+        infos = monitor.query() if monitor is not None else []
+        return [(name, [(_job_of(owner) or owner, mode) for owner, mode in owners])
+                for name, owners in owners_by_lock(infos)]
+
+    def ListLocks(self, job_id: Any) -> list[list[str]]:
+        wanted = int(job_id)
+        return [[name, mode] for name, owners in self._lock_owners()
+                for owner, mode in owners if owner == wanted]
+
+    def ListAllLocks(self) -> list[str]:
+        return [name for name, _ in self._lock_owners()]
+
+    def ListAllLocksOwners(self) -> list[list[Any]]:
+        return [[name, [list(pair) for pair in owners]] for name, owners in self._lock_owners()]
 
     def _cluster_info_frame(self) -> bytes:
         """The QueryClusterInfo response, encoded once per configuration state.

@@ -1,4 +1,4 @@
-"""LUTestDelay against a fake config and a fake RPC runner."""
+"""LUTestDelay, LUTestJqueue and LUTestOsParams against a fake config and a fake RPC runner."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from fakes.fakerpc import FakeRpc
 from ganeti import errors, opcodes
 from ganeti.context import MasterContext
 from ganeti.mcpu import NullCallbacks, Processor
+from ganeti.opcodes.test import OpTestOsParams
 from ganeti.pathutils import Paths
 from test.test_mcpu import FakeConfig
 
@@ -160,3 +161,19 @@ def test_jqueue_notification_without_a_client_fails(monkeypatch) -> None:
     assert (test, arg) == ("exec", None)
     import os
     assert not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
+
+
+def test_osparams_feedback_names_the_keys_never_the_values() -> None:
+    op = opcodes.from_dict({"OP_ID": "OP_TEST_OS_PARAMS",
+                            "osparams_secret": {"param2": "secret2", "param1": "secret1"}})
+    cbs = NullCallbacks()
+    assert run_with(op, cbs) is None
+    assert [text for _, text in cbs.messages] == [
+        "Secret OS parameters: param1, param2 (received; values are never written to a job)"]
+    assert "secret" not in repr(cbs.messages).replace("Secret", "")
+
+
+@pytest.mark.parametrize("secret", [None, {}], ids=["none", "empty"])
+def test_osparams_without_secrets_fails_as_ganeti(secret: Any) -> None:
+    with pytest.raises(errors.OpExecError, match="^Opcode needs secret parameters$"):
+        run(OpTestOsParams(osparams_secret=secret), None)
