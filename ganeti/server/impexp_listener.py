@@ -21,11 +21,8 @@ follows the transfer as the sender's does (``listening``, then
 from __future__ import annotations
 
 import hmac
-import json
 import logging
-import os
 import queue
-import signal
 import socket
 import ssl
 import sys
@@ -34,14 +31,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ganeti import constants, errors, serializer
+from ganeti import errors, serializer
 from ganeti.backend import impexp, remoteimpexp
 from ganeti.backend.context import NodeContext
 from ganeti.http import framing
 from ganeti.http.tls import transfer_server_context
 from ganeti.impexp import stream as diskstream
-from ganeti.pathutils import Paths
-from ganeti.server.impexp_worker import TransferStatus
+from ganeti.server.impexp_worker import TransferStatus, run_transfer
 
 __all__ = ["main", "serve", "STATE_LISTENING", "HANDSHAKE_TIMEOUT"]
 
@@ -204,37 +200,19 @@ def serve(ctx: NodeContext, job: dict[str, Any], listener: socket.socket,
     return dict(value)
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``impexp_listener DIR FD``."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: impexp_listener DIR FD", file=sys.stderr)
         return 2
-    directory, fd = args[0], int(args[1])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    signal.signal(signal.SIGTERM, _terminate)
-    status = TransferStatus(directory)
-    listener = socket.socket(fileno=fd)
-    try:
-        with open(os.path.join(directory, impexp.JOB_FILE), "rb") as fh:
-            job = json.loads(fh.read())
-        ctx = NodeContext(paths=Paths(root=job["root"]), hostname=job["hostname"],
-                          noded_port=constants.DEFAULT_NODED_PORT)
+    listener = socket.socket(fileno=int(args[1]))
+
+    def body(ctx: NodeContext, job: dict[str, Any], status: TransferStatus) -> dict[str, Any]:
         status.write(state=STATE_LISTENING, port=job["port"])
-        result = serve(ctx, job, listener, status)
-        status.write(state=impexp.STATE_DONE, **result)
-        return 0
-    except SystemExit:
-        status.write(state=impexp.STATE_FAILED, error="the transfer was aborted")
-        return 1
-    except (errors.GanetiError, OSError, ValueError, KeyError) as exc:
-        logger.error("Remote import failed: %s", exc)
-        status.write(state=impexp.STATE_FAILED, error=str(exc))
-        return 1
+        return serve(ctx, job, listener, status)
+    try:
+        return run_transfer(args[0], body, "Remote import")
     finally:
         listener.close()
 

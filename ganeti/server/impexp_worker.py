@@ -38,8 +38,8 @@ from ganeti.pathutils import Paths
 from ganeti.rpc import transport
 from ganeti.utils import io as uio
 
-__all__ = ["main", "send", "open_source", "Source", "TransferStatus", "STATUS_INTERVAL",
-           "CONNECT_TIMEOUT"]
+__all__ = ["main", "send", "open_source", "Source", "TransferStatus", "run_transfer",
+           "STATUS_INTERVAL", "CONNECT_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
@@ -229,13 +229,14 @@ def _terminate(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``impexp_worker DIR``."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: impexp_worker DIR", file=sys.stderr)
-        return 2
-    directory = args[0]
+#: ``body(ctx, job, status)``: the transfer itself, ``{"size", "sha256"}`` at its end
+TransferBody = Callable[[NodeContext, dict[str, Any], TransferStatus], dict[str, Any]]
+
+
+def run_transfer(directory: str, body: TransferBody, what: str = "Transfer") -> int:
+    """Run one transfer process over ``directory`` (its ``job.json``, ``status.json``):
+    logging, SIGTERM as an abort, the final state written whatever happens; the exit
+    code.  Shared by the sender (here) and the remote import's listener."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     signal.signal(signal.SIGTERM, _terminate)
     status = TransferStatus(directory)
@@ -244,17 +245,31 @@ def main(argv: list[str] | None = None) -> int:
             job = json.loads(fh.read())
         ctx = NodeContext(paths=Paths(root=job["root"]), hostname=job["hostname"],
                           noded_port=constants.DEFAULT_NODED_PORT)
-        status.write()
-        result = send(ctx, job, status.progress)
+        result = body(ctx, job, status)
         status.write(state=impexp.STATE_DONE, **result)
         return 0
     except SystemExit:
         status.write(state=impexp.STATE_FAILED, error="the transfer was aborted")
         return 1
     except (errors.GanetiError, OSError, ValueError, KeyError) as exc:
-        logger.error("Transfer failed: %s", exc)
+        logger.error("%s failed: %s", what, exc)
         status.write(state=impexp.STATE_FAILED, error=str(exc))
         return 1
+
+
+def _send_body(ctx: NodeContext, job: dict[str, Any], status: TransferStatus
+               ) -> dict[str, Any]:
+    status.write()
+    return send(ctx, job, status.progress)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``impexp_worker DIR``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: impexp_worker DIR", file=sys.stderr)
+        return 2
+    return run_transfer(args[0], _send_body)
 
 
 if __name__ == "__main__":  # pragma: no cover
