@@ -9,17 +9,11 @@ test_kvm_nic_modes.py.
 
 from __future__ import annotations
 
-import base64
-import http.client
 import ipaddress
-import json
-import os
-import ssl
-import time
-from typing import Any
 
 import pytest
 from instance_helpers import NOCHECK
+from test_rapi import USERS, submit_ok, write_users
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(600)
@@ -32,11 +26,7 @@ ROUTED = "(routed, communication_rt, )"
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcicomm"), nodes=2, use_ssh=False) as cluster:
-        path = cluster.paths(cluster.cluster.master_node.name).rapi_users_file
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
-            fh.write("writer wpass write\n")
-        os.chmod(path, 0o600)
+        write_users(cluster, USERS)
         yield cluster
 
 
@@ -46,34 +36,6 @@ def _net(vc: VirtualCluster, fieldname: str) -> str:
 
 def _field(vc: VirtualCluster, name: str, fieldname: str) -> str:
     return vc.ok("gnt-instance", "list", "--no-headers", "-o", fieldname, name).strip()
-
-
-def _rapi(vc: VirtualCluster, method: str, path: str, body: Any = None) -> Any:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
-                                       context=ctx, timeout=60)
-    auth = base64.b64encode(b"writer:wpass").decode()
-    try:
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers={"Authorization": f"Basic {auth}",
-                              "Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-    finally:
-        conn.close()
-    assert resp.status == 200, (resp.status, data)
-    return json.loads(data)
-
-
-def _rapi_job(vc: VirtualCluster, job_id: int) -> dict[str, Any]:
-    for _ in range(600):
-        job = _rapi(vc, "GET", f"/2/jobs/{job_id}")
-        if job["status"] in ("success", "error", "canceled"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish")
 
 
 def test_cluster_modify_creates_the_network_and_connects_every_group(vc):
@@ -149,15 +111,13 @@ def test_rapi_creates_and_modifies_with_instance_communication(vc):
     vc.ok("gnt-cluster", "modify", f"--instance-communication-network={NET}")
     name = "rapicomm.example.com"
     try:
-        job = _rapi(vc, "POST", "/2/instances", {
+        submit_ok(vc, "POST", "/2/instances", {
             "__version__": 1, "instance_name": name, "disk_template": "diskless",
             "disks": [], "nics": [{}], "os_type": "tinyos", "mode": "create",
             "name_check": False, "ip_check": False, "start": False,
             "instance_communication": True})
-        assert _rapi_job(vc, int(job))["status"] == "success"
         _check_comm_nic(vc, name)
-        job = _rapi(vc, "PUT", f"/2/instances/{name}/modify", {"instance_communication": False})
-        assert _rapi_job(vc, int(job))["status"] == "success"
+        submit_ok(vc, "PUT", f"/2/instances/{name}/modify", {"instance_communication": False})
         assert _comm_nic(vc, name) is None
     finally:
         vc.run("gnt-instance", "remove", "-f", name)
