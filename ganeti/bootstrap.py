@@ -39,8 +39,7 @@ from typing import Any
 
 from ganeti import config as gconfig
 from ganeti import ipolicy as gipolicy
-from ganeti import (constants, crypto, daemonctl, errors, objects, parameters, serializer, ssconf,
-                    ssconfstore, ssh)
+from ganeti import constants, crypto, daemonctl, errors, objects, parameters, serializer, ssconf, ssh
 from ganeti.pathutils import Paths, get_paths
 from ganeti.storage import lvm
 from ganeti.storage.runner import CommandRunner, system_runner
@@ -51,8 +50,7 @@ from ganeti.utils import validation
 __all__ = [
     "ENV_HOSTS_FILE", "DEFAULT_DISK_TEMPLATES", "resolve_host", "authorized_keys_file",
     "add_authorized_key", "make_node_dirs", "init_cluster", "check_master_vg", "primary_ip_family",
-    "join_payload", "prepare_node_join", "setup_node_ssh", "record_own_host_key", "ssh_runner",
-    "cluster_name_or_none",
+    "join_payload", "prepare_node_join", "setup_node_ssh", "record_own_host_key",
     "restart_noded_ssh", "remove_cluster_files", "node_tool_main",
 ]
 
@@ -346,19 +344,9 @@ def prepare_node_join(paths: Paths, payload: Mapping[str, Any], *,
     daemonctl.start_noded(paths, str(payload["bind"]), int(payload["port"]), env=env)
 
 
-def cluster_name_or_none(paths: Paths) -> str | None:
-    """The cluster's name from this node's ssconf, or None (not in a cluster yet)."""
-    try:
-        return ssconfstore.SimpleStore(paths).get_cluster_name() or None
-    except errors.ConfigurationError:
-        return None
-
-
-def ssh_runner(paths: Paths, port: int = 22) -> ssh.SshRunner:
-    """The cluster's SSH client: its key, its ``known_hosts``, where every host key is
-    also recorded under the cluster's name (doc/design/ssh.md, "Host key policy")."""
+def _ssh_runner(paths: Paths, port: int) -> ssh.SshRunner:
     return ssh.SshRunner(paths.ssh_key_file, known_hosts_path=paths.known_hosts_file,
-                         port=port, host_key_alias=cluster_name_or_none(paths))
+                         port=port)
 
 
 def record_own_host_key(paths: Paths, address: str, port: int, *,
@@ -372,7 +360,7 @@ def record_own_host_key(paths: Paths, address: str, port: int, *,
     key is recorded during the handshake); returns why that failed, or
     None.
     """
-    runner = ssh_runner(paths, port)
+    runner = _ssh_runner(paths, port)
     try:
         res = runner.run(address, "true", port=port, timeout=timeout)
     except errors.GanetiError as exc:
@@ -387,7 +375,7 @@ def setup_node_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: int
     ``paths`` are the master's.  Raises :class:`errors.OpExecError` when
     SSH or the remote setup fails.
     """
-    runner = runner or ssh_runner(paths, ssh_port)
+    runner = runner or _ssh_runner(paths, ssh_port)
     payload = serializer.dumps(join_payload(paths, bind=node_ip, port=noded_port))
     try:
         res = runner.run(node_ip, f"{_REMOTE_PYTHON} -m ganeti.bootstrap join",
@@ -405,7 +393,7 @@ def restart_noded_ssh(paths: Paths, node_ip: str, *, ssh_port: int, noded_port: 
                       timeout: float = 60.0) -> None:
     """Restart the node daemon of a node over SSH (e.g. after a new certificate)."""
     setup = {"bind": node_ip, "port": noded_port}
-    res = ssh_runner(paths, ssh_port).run(
+    res = _ssh_runner(paths, ssh_port).run(
         node_ip, f"{_REMOTE_PYTHON} -m ganeti.bootstrap restart-noded", port=ssh_port,
         timeout=timeout, input_data=serializer.dumps(setup))
     if res.failed:

@@ -265,15 +265,10 @@ class KnownHosts:
     process; the file is also ``flock``-ed while it is read and appended.
     """
 
-    def __init__(self, path: str | None = None, *, accept_new: bool = True,
-                 alias: str | None = None) -> None:
+    def __init__(self, path: str | None = None, *, accept_new: bool = True) -> None:
         self.path = path
         #: False: an unknown host is refused too (``gnt-instance console``)
         self.accept_new = accept_new
-        #: the cluster's name: every host key checked is also recorded under it, so
-        #: that ``ssh -oHostKeyAlias=CLUSTER`` with this file knows every node, as
-        #: Ganeti's ``known_hosts`` (one cluster-wide host key) does
-        self.alias = alias
         self._lock = threading.Lock()
         self._memory: dict[str, list[tuple[str, bytes]]] = {}
 
@@ -314,7 +309,6 @@ class KnownHosts:
         known = table.get(name)
         if known:
             if any(b == blob for _, b in known):
-                self._record_alias(table, key_type, blob, handle)
                 return False
             old = ", ".join(f"{t} {key_fingerprint(b)}" for t, b in known)
             where = f"; remove the line for {name} from {self.path}" if self.path else ""
@@ -326,25 +320,14 @@ class KnownHosts:
             raise errors.CommandError(
                 f"Host key of {name} is unknown ({key_type} {key_fingerprint(blob)}"
                 f" is not in {self.path or 'the known hosts'}); refusing to connect")
-        self._append(table, name, key_type, blob, handle)
-        self._record_alias(table, key_type, blob, handle)
+        if handle is not None:
+            line = f"{name} {key_type} {base64.b64encode(blob).decode('ascii')}\n"
+            handle.write(line)
+            handle.flush()
+        table.setdefault(name, []).append((key_type, blob))
         log.info("Recorded new host key for %s (%s %s)", name, key_type,
                  key_fingerprint(blob))
         return True
-
-    @staticmethod
-    def _append(table: dict[str, list[tuple[str, bytes]]], name: str, key_type: str,
-                blob: bytes, handle: IO[str] | None) -> None:
-        if handle is not None:
-            handle.write(f"{name} {key_type} {base64.b64encode(blob).decode('ascii')}\n")
-            handle.flush()
-        table.setdefault(name, []).append((key_type, blob))
-
-    def _record_alias(self, table: dict[str, list[tuple[str, bytes]]], key_type: str,
-                      blob: bytes, handle: IO[str] | None) -> None:
-        """A verified key, recorded under :attr:`alias` too (once)."""
-        if self.alias and not any(b == blob for _, b in table.get(self.alias, [])):
-            self._append(table, self.alias, key_type, blob, handle)
 
 
 # --- terminal -----------------------------------------------------------------
@@ -472,7 +455,7 @@ class SshRunner:
                  port: int = 22, user: str = "root", connect_timeout: float = 10.0,
                  accept_new_hosts: bool = True, reuse: bool = False,
                  clock: Callable[[], float] = time.monotonic,
-                 key: paramiko.PKey | None = None, host_key_alias: str | None = None) -> None:
+                 key: paramiko.PKey | None = None) -> None:
         #: where the key is read from; with ``key`` given, only named in errors
         self.key_path = key_path
         self.reuse = reuse
@@ -481,8 +464,7 @@ class SshRunner:
         self.port = port
         self.user = user
         self.connect_timeout = connect_timeout
-        self.known_hosts = KnownHosts(known_hosts_path, accept_new=accept_new_hosts,
-                                      alias=host_key_alias)
+        self.known_hosts = KnownHosts(known_hosts_path, accept_new=accept_new_hosts)
         self._clock = clock
         self._key: paramiko.PKey | None = key
         self._key_lock = threading.Lock()

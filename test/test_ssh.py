@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import pathlib
 import time
@@ -353,23 +352,3 @@ def test_reuse_keeps_one_connection_and_makes_a_new_one_when_it_is_gone(
     assert len(connects) == 2
     runner.close()
     assert runner.run(HOST, "true").exit_code == 0 and len(connects) == 3
-
-
-def test_known_hosts_records_every_node_under_the_cluster_name(tmp_path: pathlib.Path) -> None:
-    # as Ganeti's known_hosts, where `ssh -oHostKeyAlias=CLUSTER` knows every node
-    path = str(tmp_path / "known_hosts")
-    with open(path, "w") as fh:     # a node recorded before the alias existed
-        fh.write(f"[node1]:2222 ssh-ed25519 {base64.b64encode(b'key1').decode()}\n")
-    kh = ssh.KnownHosts(path, alias="cluster.example.com")
-    assert kh.check("node1", 2222, "ssh-ed25519", b"key1") is False   # known: alias added
-    assert kh.check("node2", 22, "ssh-ed25519", b"key2") is True
-    assert kh.check("node2", 22, "ssh-ed25519", b"key2") is False     # no second alias line
-    with open(path) as fh:
-        lines = [line.split()[:2] + [base64.b64decode(line.split()[2])] for line in fh]
-    assert lines == [["[node1]:2222", "ssh-ed25519", b"key1"],
-                     ["cluster.example.com", "ssh-ed25519", b"key1"],
-                     ["node2", "ssh-ed25519", b"key2"],
-                     ["cluster.example.com", "ssh-ed25519", b"key2"]]
-    # a changed key of a node is still refused, whatever the alias holds
-    with pytest.raises(errors.CommandError, match="Host key of node2 has changed"):
-        kh.check("node2", 22, "ssh-ed25519", b"key1")

@@ -513,8 +513,8 @@ def format_command_output(name: str, output: str, code: int | str) -> list[str]:
 
 
 def _ssh_runner(paths: Any) -> Any:
-    from ganeti import bootstrap
-    return bootstrap.ssh_runner(paths)
+    from ganeti import ssh
+    return ssh.SshRunner(paths.ssh_key_file, known_hosts_path=paths.known_hosts_file)
 
 
 def run_command(opts: Any, args: list[str]) -> int:

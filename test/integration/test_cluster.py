@@ -405,24 +405,3 @@ def test_fanout_with_killed_and_stopped_daemons_is_bounded(vc):
             daemonctl.start_noded(vc.paths(name), node.ip, vc.cluster.noded_port,
                                   env=vc.env(name))
     assert vc.run("gnt-cluster", "verify").returncode == 0
-
-
-def test_openssh_knows_every_node_under_the_cluster_name(vc):
-    """As with Ganeti's known_hosts, ``ssh -oHostKeyAlias=CLUSTER`` against the cluster's
-    known_hosts accepts every node (Ganeti's QA copies files between nodes that way,
-    TestInstanceModifyPrimaryAndBack); a node's own entry stays too."""
-    import shutil
-    import subprocess
-    if shutil.which("ssh") is None:
-        pytest.skip("no OpenSSH client (openssh-client; make debian-deps installs it)")
-    master = vc.paths(vc.names[0])
-    for name in vc.names:
-        node = next(n for n in vc.cluster.nodes if n.name == name)
-        res = subprocess.run(
-            ["ssh", "-F", "/dev/null", "-i", master.ssh_key_file, "-p",
-             str(vc.cluster.ssh_port), "-oBatchMode=yes", "-oStrictHostKeyChecking=yes",
-             f"-oGlobalKnownHostsFile={master.known_hosts_file}",
-             "-oUserKnownHostsFile=/dev/null", "-oHostKeyAlias=cluster.vcluster",
-             "-oConnectTimeout=20", f"root@{node.ip}", "echo", "ok"],
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        assert res.returncode == 0 and res.stdout.strip() == "ok", (name, res.stderr)
