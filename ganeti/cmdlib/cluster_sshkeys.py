@@ -141,9 +141,10 @@ def renew_ssh_keys(cfg: Any, rpc: Any, paths: Paths, renewal: Renewal,
     key is added everywhere and proven to work before any key is removed; a
     failure before that takes the new key off again and raises
     :class:`errors.OpExecError` (the old key keeps working on every node).
-    Before the master commits, its old public key joins the cluster's
-    ``ssh_retired_keys``; every commit removes all of those, so a renewal
-    run after a failed commit removes the keys an earlier one left behind.
+    Before any node gets the new key, the old and the new public keys join
+    the cluster's ``ssh_retired_keys``; every commit removes all of those
+    but the key it switches to, so a renewal run after any failure removes
+    the keys an earlier one left behind.
     The list is emptied once a renewal committed on every node (none
     offline).  A failure while committing raises too, naming the nodes left
     on the old pair.  Offline nodes are skipped with a warning.  Once the
@@ -159,7 +160,13 @@ def renew_ssh_keys(cfg: Any, rpc: Any, paths: Paths, renewal: Renewal,
     private, new_public = ssh.generate_key_pair(renewal.key_type, renewal.bits,
                                                 comment=comment)
     new_private = private.decode("ascii")
-    retired = sshkeys.with_retired(cfg.get_cluster_info().ssh_retired_keys, old_public)
+    # both pairs of this run join the keys to retire before any node has the new one: a
+    # failure anywhere (a commit that never switched, an undo that did not take the new
+    # key off) leaves the next renewal removing them; each commit keeps the key it
+    # switches to
+    before = list(cfg.get_cluster_info().ssh_retired_keys)
+    retired = sshkeys.with_retired(sshkeys.with_retired(before, old_public), new_public)
+    _set_retired(cfg, retired)
 
     def step(which: sshkeys.Step, names: Sequence[str]) -> sshkeys.StepOutcome:
         if which is sshkeys.Step.PROVE:
@@ -172,6 +179,8 @@ def renew_ssh_keys(cfg: Any, rpc: Any, paths: Paths, renewal: Renewal,
             undo_failed = _run_step(rpc, sshkeys.Step.UNDO, outcome.undo, new_public, None, [])
             for name, msg in sorted(undo_failed.items()):
                 warn(f"Could not take the new SSH key off {name} again: {msg}")
+            if outcome.undo and not undo_failed:
+                _set_retired(cfg, before)      # every node is as before this run
             raise errors.OpExecError(outcome.message)
         return outcome
 
@@ -180,7 +189,6 @@ def renew_ssh_keys(cfg: Any, rpc: Any, paths: Paths, renewal: Renewal,
     feedback_fn("Checking that the new SSH key works on every node")
     step(sshkeys.Step.PROVE, plan.nodes)
     feedback_fn("Switching to the new SSH key and removing the old one")
-    _set_retired(cfg, retired)      # recorded before any node can drop its old key
     step(sshkeys.Step.COMMIT_MASTER, (plan.master,))
     cluster = cfg.get_cluster_info()
     cluster.ssh_key_type, cluster.ssh_key_bits = renewal.key_type, renewal.bits

@@ -69,7 +69,7 @@ def test_renewal_adds_proves_then_commits_master_first(setup) -> None:
     assert _steps(rpc) == [("add", [N1, N2]), ("commit", [N1]), ("commit", [N2])]
     (add_nodes, add_args), = rpc.calls_to("ssh_key_update")[:1]
     _, new_public, new_private, retired = add_args
-    assert retired == [old] and new_public.startswith("ecdsa-sha2-nistp384 ")
+    assert retired == [old, new_public] and new_public.startswith("ecdsa-sha2-nistp384 ")
     assert new_public.endswith(" ganeti@c")
     (private, targets), = proofs
     assert private.decode() == new_private
@@ -78,7 +78,8 @@ def test_renewal_adds_proves_then_commits_master_first(setup) -> None:
     cluster = cfg.get_cluster_info()
     assert (cluster.ssh_key_type, cluster.ssh_key_bits) == ("ecdsa", 384)
     assert any(f"{N3} is offline" in m for m in messages)
-    assert cluster.ssh_retired_keys == [old]    # node3 was skipped: it may still hold it
+    # node3 was skipped: it may still hold the old key; the next renewal removes both
+    assert cluster.ssh_retired_keys == [old, new_public]
 
 
 def test_same_type_keeps_the_clusters_size(setup) -> None:
@@ -210,7 +211,7 @@ def test_a_rerun_after_a_failed_commit_removes_the_old_key_everywhere(
         run_opcode(ctx, _op())
     b = _pub_of(nodes[N1])
     assert b != a
-    assert cfg.get_cluster_info().ssh_retired_keys == [a]
+    assert cfg.get_cluster_info().ssh_retired_keys == [a, b]
     assert _pub_of(nodes[N2]) == a and _blob(a) in _accepted(nodes[N2])   # left behind
 
     run_opcode(ctx, _op())
@@ -220,3 +221,35 @@ def test_a_rerun_after_a_failed_commit_removes_the_old_key_everywhere(
         assert _pub_of(nctx) == c, name
         assert _accepted(nctx) == {_blob(c)}, name      # neither A nor B is left
     assert cfg.get_cluster_info().ssh_retired_keys == []
+
+
+def test_a_rerun_after_the_master_failed_before_switching_removes_the_new_key_too(
+        cluster_files) -> None:
+    # every node accepts B; the master never switched to it; the next renewal (to C)
+    # must remove B as well as A everywhere (review of 474585e)
+    cfg, ctx, nodes, a, breaks = cluster_files
+    breaks[("commit", N1)] = lambda nctx: None
+    with pytest.raises(errors.OpExecError, match="master could not switch"):
+        run_opcode(ctx, _op())
+    assert _pub_of(nodes[N1]) == a
+    (b,) = [k for k in cfg.get_cluster_info().ssh_retired_keys if k != a]
+    assert all(_blob(b) in _accepted(n) for n in nodes.values())
+    run_opcode(ctx, _op())
+    c = _pub_of(nodes[N1])
+    for name, nctx in nodes.items():
+        assert _accepted(nctx) == {_blob(c)}, name
+    assert cfg.get_cluster_info().ssh_retired_keys == []
+
+
+def test_a_new_key_an_undo_left_behind_goes_with_the_next_renewal(cluster_files) -> None:
+    cfg, ctx, nodes, a, breaks = cluster_files
+    breaks[("add", N3)] = lambda nctx: None            # the add fails on node3 ...
+    breaks[("undo", N2)] = lambda nctx: None           # ... and node2 keeps the new key
+    with pytest.raises(errors.OpExecError):
+        run_opcode(ctx, _op())
+    (b,) = [k for k in cfg.get_cluster_info().ssh_retired_keys if k != a]
+    assert _blob(b) in _accepted(nodes[N2])
+    run_opcode(ctx, _op())
+    c = _pub_of(nodes[N1])
+    for name, nctx in nodes.items():
+        assert _accepted(nctx) == {_blob(c)}, name
