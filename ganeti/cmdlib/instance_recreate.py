@@ -103,6 +103,7 @@ class LUInstanceRecreateDisks(InstanceLU[OpInstanceRecreateDisks]):
                 if [n.uuid for n in chosen] != [inst.primary_node, *(
                         u for u in self.cfg.get_instance_nodes(inst.uuid)
                         if u != inst.primary_node)]:
+                    recreate_drbd.check_nothing_left(self)
                     self.move_to = recreate_drbd.check_move(self, chosen, self.indices)
             elif chosen[0].uuid != inst.primary_node:
                 self.target = self._check_target(chosen[:1])

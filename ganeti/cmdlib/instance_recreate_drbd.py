@@ -24,7 +24,7 @@ from ganeti.cmdlib import drbd, lvm
 from ganeti.cmdlib.instance import check_node_usable
 from ganeti.objects import Disk, Node
 
-__all__ = ["check_missing", "check_move", "recreate", "move"]
+__all__ = ["check_missing", "check_move", "check_nothing_left", "recreate", "move"]
 
 
 def _exists(lu: Any, node: Node, disk: Disk) -> bool:
@@ -103,6 +103,22 @@ def check_move(lu: Any, nodes: list[Node], indices: list[int]) -> tuple[Node, No
     lvm.check_vg_free(lu, nodes, lvm.required_vg_sizes(
         (d.children[0].logical_id[0], drbd.drbd_disk_size(d.size)) for d in lu.disks))
     return nodes[0], nodes[1]
+
+
+def check_nothing_left(lu: Any) -> None:
+    """Refuse to let an allocator move an instance whose online nodes still hold any of
+    its volumes (intact or half-lost mirrors would be abandoned for empty disks:
+    recreate in place, ``replace-disks``, or name the nodes with ``-n``)."""
+    for uuid in lu.cfg.get_instance_nodes(lu.instance.uuid):
+        node = lu.cfg.get_node_info(uuid)
+        if node is None or node.offline:
+            continue
+        if any(_exists(lu, node, d) for d in lu.disks):
+            raise errors.OpPrereqError(
+                f"Node {node.name} still holds volumes of instance {lu.instance.name}: an"
+                " iallocator moves the disks only of an instance whose volumes are gone"
+                " (recreate them in place without -I, use replace-disks, or name the new"
+                " nodes with -n PNODE:SNODE)", errors.ECODE_STATE)
 
 
 def _make(lu: Any, disks: list[Disk], pnode: Node, snode: Node,

@@ -364,9 +364,9 @@ class OpInstanceRecreateDisks(OpInstanceBase):
                              " pairs (size, spindles, mode of the new disk)")
     nodes: list[str] = param([], doc="the nodes to make the disks on (another primary;"
                              " a drbd instance: primary and secondary)")
-    iallocator: str | None = param(None, doc="an allocator picks another primary node"
-                                   " (not for drbd; '.' or none given: the cluster's"
-                                   " default)")
+    iallocator: str | None = param(None, doc="an allocator picks the node (a drbd"
+                                   " instance's two, once its volumes are gone) ('.' or"
+                                   " none given: the cluster's default)")
 
 
 @dataclass(kw_only=True)

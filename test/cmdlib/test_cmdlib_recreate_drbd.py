@@ -161,3 +161,22 @@ def test_recreate_on_two_other_nodes_when_the_primary_is_offline(cenv: Any) -> N
     inst = cenv.cfg.get_instance_info_by_name("inst1")
     assert inst.primary_node == "uuid-node3"
     assert cenv.cfg.get_instance_secondary_nodes(inst.uuid) == ["uuid-node4"]
+
+
+def test_an_allocator_does_not_move_an_instance_whose_volumes_remain(cenv: Any) -> None:  # noqa: F811
+    real = cenv.rpc.do_node_info
+
+    def node_info(node: str, storage_units: list, hv_specs: list) -> dict:
+        return {**real(node, storage_units, hv_specs), "memory_total": 8192,
+                "memory_free": 8192, "memory_dom0": 512, "cpu_total": 4}
+    cenv.rpc.do_node_info = node_info
+    _, disks = _mirror(cenv)
+    _add_node(cenv, "node4")
+    node1 = cenv.cfg.get_node_info_by_name("node1")
+    node1.offline = True                # the allocator will look elsewhere ...
+    cenv.cfg.update(node1)
+    _lose(cenv, disks[0], "node1")      # ... but node2 still has its half of the mirror
+    before = cenv.raw()
+    with pytest.raises(errors.OpPrereqError, match="Node node2 still holds volumes"):
+        _recreate(cenv, iallocator=".")
+    assert cenv.raw() == before
