@@ -64,7 +64,7 @@ def wconfd(opts: Any, args: list[str]) -> int:
         cli.to_stderr(f"Command '{command}' takes "
                       + ("precisely one argument." if wanted else "no arguments."))
         return 1
-    if command == "listlocks" and not rest[0].isdigit():
+    if command == "listlocks" and not (rest[0].isascii() and rest[0].isdigit()):
         return cli.usage_error(opts.command, f"invalid job id '{rest[0]}'")
     cl = cli.get_client(opts)
     if command == "echo":

@@ -86,7 +86,7 @@ def check_os(lu: InstanceLU, node_name: str, os_name: str, osparams: dict[str, A
     res = lu.rpc.call_os_validate(
         [node_name], required=True, osname=os_name, checks=["parameters"],
         osparams=os_image.without_image_params(osparams),
-        osparams_private=hidden or {}).get(node_name)
+        osparams_private=os_image.without_image_params(hidden or {})).get(node_name)
     if res is None or res.failed:
         raise errors.OpPrereqError(f"OS '{os_name}' not usable on node {node_name}:"
                                    f" {res.fail_msg if res else 'no answer'}",

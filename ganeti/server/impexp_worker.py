@@ -255,6 +255,10 @@ def run_transfer(directory: str, body: TransferBody, what: str = "Transfer") -> 
         logger.error("%s failed: %s", what, exc)
         status.write(state=impexp.STATE_FAILED, error=str(exc))
         return 1
+    except Exception as exc:    # a bad job file or a bug: still a final state, and why
+        logger.exception("%s failed", what)
+        status.write(state=impexp.STATE_FAILED, error=f"internal error: {exc!r}")
+        return 1
 
 
 def _send_body(ctx: NodeContext, job: dict[str, Any], status: TransferStatus

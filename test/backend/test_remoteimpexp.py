@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import os
 import socket
 import ssl
@@ -280,3 +281,36 @@ def test_a_listener_process_reports_and_receives(tmp_path) -> None:
     finally:
         impexp.impexp_cleanup(move.dst, answer["id"])
     assert os.listdir(move.dst.paths.import_export_dir) == []
+
+
+# --- the transfer process's frame: a final state whatever happens ---------------------------
+
+def _job_dir(tmp_path, job: Any) -> str:
+    directory = tmp_path / "xfer"
+    directory.mkdir()
+    (directory / "job.json").write_text(json.dumps(job))
+    return str(directory)
+
+
+def _final(directory: str) -> dict[str, Any]:
+    with open(os.path.join(directory, "status.json")) as fh:
+        return json.load(fh)
+
+
+@pytest.mark.parametrize("body,state,error", [
+    (lambda ctx, job, status: {"size": 3, "sha256": "ab"}, "done", None),
+    (lambda ctx, job, status: (_ for _ in ()).throw(errors.OpExecError("no disk")),
+     "failed", "no disk"),
+    (lambda ctx, job, status: (_ for _ in ()).throw(TypeError("bad job")), "failed",
+     "internal error: TypeError('bad job')"),
+    (lambda ctx, job, status: (_ for _ in ()).throw(SystemExit(143)), "failed",
+     "the transfer was aborted"),
+], ids=["done", "error", "bug", "sigterm"])
+def test_a_transfer_process_always_ends_with_a_final_state(tmp_path, monkeypatch, body,
+                                                            state, error) -> None:
+    monkeypatch.setattr(impexp_worker.signal, "signal", lambda *args: None)  # pytest's own
+    directory = _job_dir(tmp_path, {"root": str(tmp_path / "node"), "hostname": "n1"})
+    code = impexp_worker.run_transfer(directory, body)
+    final = _final(directory)
+    assert (code, final["state"]) == ((0, "done") if state == "done" else (1, "failed"))
+    assert final.get("error") == error
