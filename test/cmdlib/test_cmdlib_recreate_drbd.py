@@ -125,15 +125,20 @@ def test_a_failed_creation_on_the_new_nodes_changes_nothing(cenv: Any) -> None: 
     assert sorted(e[1] for e in cenv.rpc.events if e[0] == "remove") == ["node3", "node4"]
 
 
-@pytest.mark.parametrize("name", ["hail", "."])
-def test_an_allocator_picks_the_two_nodes(cenv: Any, name: str) -> None:  # noqa: F811
-    # Ganeti's QA TestRecreateDisks: destroy the disks, then -I hail and -I .
-    real = cenv.rpc.do_node_info
+def _roomy_nodes(lenv: Any) -> None:
+    """Nodes that report memory and CPUs to spare (what an allocator reads)."""
+    real = lenv.rpc.do_node_info
 
     def node_info(node: str, storage_units: list, hv_specs: list) -> dict:
         return {**real(node, storage_units, hv_specs), "memory_total": 8192,
                 "memory_free": 8192, "memory_dom0": 512, "cpu_total": 4}
-    cenv.rpc.do_node_info = node_info
+    lenv.rpc.do_node_info = node_info
+
+
+@pytest.mark.parametrize("name", ["hail", "."])
+def test_an_allocator_picks_the_two_nodes(cenv: Any, name: str) -> None:  # noqa: F811
+    # Ganeti's QA TestRecreateDisks: destroy the disks, then -I hail and -I .
+    _roomy_nodes(cenv)
     _, disks = _mirror(cenv)
     _add_node(cenv, "node4")
     node1 = cenv.cfg.get_node_info_by_name("node1")
@@ -164,12 +169,7 @@ def test_recreate_on_two_other_nodes_when_the_primary_is_offline(cenv: Any) -> N
 
 
 def test_an_allocator_does_not_move_an_instance_whose_volumes_remain(cenv: Any) -> None:  # noqa: F811
-    real = cenv.rpc.do_node_info
-
-    def node_info(node: str, storage_units: list, hv_specs: list) -> dict:
-        return {**real(node, storage_units, hv_specs), "memory_total": 8192,
-                "memory_free": 8192, "memory_dom0": 512, "cpu_total": 4}
-    cenv.rpc.do_node_info = node_info
+    _roomy_nodes(cenv)
     _, disks = _mirror(cenv)
     _add_node(cenv, "node4")
     node1 = cenv.cfg.get_node_info_by_name("node1")
