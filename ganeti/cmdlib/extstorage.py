@@ -96,19 +96,15 @@ def diagnose_extstorage(context: MasterContext) -> list[dict[str, Any]]:
             for name, status in sorted(by_provider(answers).items())]
 
 
-def _k(key: str) -> Any:
-    return lambda ctx, item: item[key]
-
-
 _T, _O = constants.QFT_TEXT, constants.QFT_OTHER
 
 EXTSTORAGE_FIELDS = query.make_table([
-    query.FieldDef("name", "Name", _T, "ExtStorage provider name", _k("name")),
-    query.FieldDef("node_status", "NodeStatus", _O, "Status from node", _k("node_status")),
-    query.FieldDef("nodegroup_status", "NodegroupStatus", _O, "Overall Nodegroup status",
-                   _k("nodegroup_status")),
-    query.FieldDef("parameters", "Parameters", _O, "ExtStorage provider parameters",
-                   _k("parameters")),
+    query.dict_field("name", "Name", _T, "ExtStorage provider name", "name"),
+    query.dict_field("node_status", "NodeStatus", _O, "Status from node", "node_status"),
+    query.dict_field("nodegroup_status", "NodegroupStatus", _O, "Overall Nodegroup status",
+                     "nodegroup_status"),
+    query.dict_field("parameters", "Parameters", _O, "ExtStorage provider parameters",
+                     "parameters"),
 ])
 
 
