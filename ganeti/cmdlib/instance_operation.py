@@ -230,7 +230,9 @@ class LUInstanceShutdown(InstanceLU[OpInstanceShutdown]):
         if any(drbd.is_drbd(d) for d in self.disks):
             drbd.shutdown_mirrors(self, self.disks, [self.pnode] + drbd.secondary_nodes(
                 self, self.disks, inst.primary_node))
-        for disk in self.disks:
+        # the other disks only when marked active (a start or activate-disks assembled
+        # them); a shutdown pays no extra node call otherwise
+        for disk in self.disks if inst.disks_active else []:
             if drbd.is_drbd(disk) or disk.dev_type == constants.DT_DISKLESS:
                 continue
             res = self.require_rpc().call_blockdev_shutdown(
