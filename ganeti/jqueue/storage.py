@@ -20,8 +20,11 @@ reused, even after a crash; on load the serial is also raised to the
 highest job id found on disk.
 
 Replication (to master candidates) uses callbacks called after a file is
-durable: ``replicate_batch({file_name: content})`` once per committed
-batch (when given; otherwise ``replicate(file_name, content)`` per file;
+durable: ``replicate_batch({file_name: content}, urgent)`` once per
+committed batch (when given; ``urgent`` when a caller of the batch waits
+for its quorum, so the replicator sends it at once, while a batch of
+status updates only may wait a moment for company, see
+``ganeti.replication.core.LAZY_DELAY``; otherwise ``replicate(file_name, content)`` per file;
 what ``replicate_batch`` returns is handed to ``wait_replicated`` by a
 ``write_jobs(..., quorum=True)``, which returns only when the new job
 files are on a majority of the master candidates),
@@ -57,8 +60,8 @@ ReplicateFn = Callable[[str, bytes], None]
 ReplicateRenameFn = Callable[[str, str], None]
 ReplicateDrainFn = Callable[[bool], None]
 #: returns a token for ``wait_replicated`` (the master's replicator: the
-#: batch's sequence number)
-ReplicateBatchFn = Callable[[dict[str, bytes]], object]
+#: batch's sequence number); the flag: whether a caller waits for its quorum
+ReplicateBatchFn = Callable[[dict[str, bytes], bool], object]
 WaitReplicatedFn = Callable[[object], None]
 
 
@@ -89,10 +92,11 @@ class _Ticket:
     first commit that holds it, in error if that commit failed.
     """
 
-    __slots__ = ("event", "error", "files", "serial", "retry", "waited", "replication",
-                 "replication_error")
+    __slots__ = ("event", "error", "files", "serial", "retry", "waited", "quorum",
+                 "replication", "replication_error")
 
-    def __init__(self, files: dict[str, bytes], serial: bool, retry: bool, waited: bool) -> None:
+    def __init__(self, files: dict[str, bytes], serial: bool, retry: bool, waited: bool,
+                 quorum: bool = False) -> None:
         self.event = threading.Event()
         self.error: BaseException | None = None
         # what the after-commit callback returned for the commit that held
@@ -103,6 +107,7 @@ class _Ticket:
         self.serial = serial
         self.retry = retry
         self.waited = waited
+        self.quorum = quorum
 
     def done(self, error: BaseException | None = None) -> None:
         self.error = error
@@ -126,7 +131,7 @@ class _GroupWriter:
     pending content for it (memory stays bounded while failing).
     """
 
-    def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes]], object],
+    def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes], bool], object],
                  serial_data: Callable[[], tuple[str, bytes]],
                  scratch: uio.ScratchPool | None = None, *,
                  write_files: WriteFilesFn = uio.write_files_atomic,
@@ -155,8 +160,8 @@ class _GroupWriter:
             return self._error
 
     def submit(self, files: dict[str, bytes], serial: bool = False, *,
-               retry: bool = False, waited: bool = True) -> _Ticket:
-        ticket = _Ticket(files, serial, retry, waited)
+               retry: bool = False, waited: bool = True, quorum: bool = False) -> _Ticket:
+        ticket = _Ticket(files, serial, retry, waited, quorum)
         with self._cond:
             if self._stop:
                 raise errors.JobQueueError("Job queue writer is stopped")
@@ -227,7 +232,7 @@ class _GroupWriter:
             token: object = None
             hook_error: BaseException | None = None
             try:
-                token = self._after_commit(batch)
+                token = self._after_commit(batch, any(t.quorum for t in tickets))
             except Exception as exc:  # replication must never stop the writer
                 logger.exception("Job queue replication callback failed")
                 hook_error = exc
@@ -416,7 +421,8 @@ class JobStorage:
         if writer is None:
             raise errors.JobQueueError("Job queue storage is not open")
         files = {self.job_path(jid): data for jid, data in items}
-        ticket = writer.submit(files, serial=serial, retry=retry or not wait, waited=wait)
+        ticket = writer.submit(files, serial=serial, retry=retry or not wait, waited=wait,
+                               quorum=quorum and wait)
         if wait:
             ticket.event.wait()
             if ticket.error is not None:
@@ -437,9 +443,9 @@ class JobStorage:
         error = writer.error if writer is not None else None
         return None if error is None else str(error)
 
-    def _after_commit(self, batch: dict[str, bytes]) -> object:
+    def _after_commit(self, batch: dict[str, bytes], urgent: bool) -> object:
         if self._replicate_batch is not None:
-            return self._replicate_batch(batch)
+            return self._replicate_batch(batch, urgent)
         if self._replicate is not None:
             for path, data in batch.items():
                 self._replicate(path, data)

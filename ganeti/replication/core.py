@@ -27,6 +27,10 @@ The plan keeps:
   whole queue in their lane one resync interval later (5 s, doubling per
   node while it keeps failing, up to 60 s), and are forgotten once they
   are no longer candidates;
+* **held updates**: a file update nobody waits for (a job's status
+  changes, see :data:`LAZY_DELAY`) may wait up to that long in the log
+  for company; anything due in a lane's pending work (a new job's files,
+  a rename, a due resync) takes the held updates along, in order;
 * **flush marks**: what "everything queued so far was sent" means, as
   counters (:meth:`ReplicationPlan.flush_mark`, :meth:`ReplicationPlan.flushed`);
 * **the quorum of job-file updates**: for every file update, which of the
@@ -47,7 +51,7 @@ from ganeti.objects import ConfigData, Node
 __all__ = ["ReplicationPlan", "ConfigPush", "ConfigSend", "PushOutcome", "LaneBatch",
            "Segment", "FileUpdate", "Renames", "DrainFlag", "QueueCopy", "JobOp",
            "FlushMark", "merge_op", "replication_targets", "plan_queue_copy", "quorum_needed",
-           "REPLICATION_TIMEOUT", "QUEUE_RESYNC_INTERVAL",
+           "REPLICATION_TIMEOUT", "QUEUE_RESYNC_INTERVAL", "LAZY_DELAY",
            "QUEUE_RESYNC_MAX_INTERVAL", "QUEUE_COPY_CHUNK"]
 
 #: Seconds a replication fan-out may take: jobs wait for config replication
@@ -58,6 +62,12 @@ REPLICATION_TIMEOUT = 15.0
 #: doubles while the node keeps failing, up to QUEUE_RESYNC_MAX_INTERVAL
 QUEUE_RESYNC_INTERVAL = 5.0
 QUEUE_RESYNC_MAX_INTERVAL = 60.0
+#: seconds a file update nobody waits for (a job's status change) may wait in
+#: the log before its lane sends it: a new job's files, queued meanwhile,
+#: take it along in the same request, so a job's updates cost the
+#: candidates about one request each instead of one per status change
+#: (doc/design/replication.md, "Held updates")
+LAZY_DELAY = 0.02
 #: bytes of job files per request when a whole queue is copied to a candidate
 QUEUE_COPY_CHUNK = 4 << 20
 #: file updates whose quorum failed that the plan remembers (a waiter asks
@@ -184,7 +194,9 @@ class Segment:
     """A run of merged operations of one kind in the job-file stream.
 
     ``first`` and ``upto`` are the sequence numbers of the first and the
-    last operation merged into it.  A file update also records its quorum:
+    last operation merged into it; ``due`` is when a lane must send it (0:
+    at once; a held update's is later, see :data:`LAZY_DELAY`).  A file
+    update also records its quorum:
     the candidates it is meant for (``targets``, those of its time) and
     which of them confirmed or failed it so far.
     """
@@ -192,6 +204,7 @@ class Segment:
     op: JobOp
     upto: int
     first: int = 0
+    due: float = 0.0
     targets: tuple[str, ...] = ()
     confirmed: set[str] = field(default_factory=set)
     failed: set[str] = field(default_factory=set)
@@ -392,24 +405,27 @@ class ReplicationPlan:
         self._last_ssconf = None if failed else send.push.ssconf
 
     # job files -------------------------------------------------------------------------
-    def queue_job_op(self, op: JobOp) -> int:
+    def queue_job_op(self, op: JobOp, *, hold: bool = False) -> int:
         """Append ``op`` to the job-file stream; its sequence number (for
         :meth:`quorum_outcome`).
 
         It is merged into the last segment of the log when that is of the
         same kind and no lane has taken it yet.  A file update is meant
         for the current candidates; with none, its quorum (the master
-        alone) is there at once.
+        alone) is there at once.  With ``hold`` (a file update nobody
+        waits for) it may wait :data:`LAZY_DELAY` for company.
         """
         self._job_queued += 1
         seq = self._job_queued
         if not self._lane_at:
             return seq      # nobody to send it to
+        due = self._clock() + LAZY_DELAY if hold and isinstance(op, FileUpdate) else 0.0
         last = self._log[-1] if self._log else None
         if last is not None and last.upto > self._taken and merge_op(last.op, op):
             last.upto = seq
+            last.due = min(last.due, due)
             return seq
-        segment = Segment(op, seq, seq)
+        segment = Segment(op, seq, seq, due)
         if isinstance(op, FileUpdate):
             segment.targets = tuple(self._candidates)
             self._undecided.append(segment)
@@ -430,28 +446,54 @@ class ReplicationPlan:
                 and (not isinstance(seg.op, QueueCopy) or node in seg.op.nodes)]
 
     def lane_pending(self, node: str) -> bool:
-        """Whether ``node``'s lane has something to send now (segments, or a due resync)."""
+        """Whether ``node``'s lane has something to send now (segments of
+        which one is due, or a due resync)."""
         if node not in self._lane_at or node in self._lane_busy:
             return False
-        return bool(self._pending_for(node)) or self.resync_due(node)
+        return self._due(self._pending_for(node)) or self.resync_due(node)
+
+    def _due(self, segments: list[Segment]) -> bool:
+        """Whether ``segments`` (pending in a lane) must go now: one of them is due."""
+        if not segments:
+            return False
+        now = self._clock()
+        return any(seg.due <= now for seg in segments)
+
+    def lane_wait(self, node: str) -> float | None:
+        """Seconds an idle lane of ``node`` may sleep: until its held updates
+        or its resync are due; None when it has nothing coming."""
+        waits = []
+        resync = self.resync_wait(node)
+        if resync is not None:
+            waits.append(resync)
+        if node in self._lane_at:
+            pending = self._pending_for(node)
+            if pending:
+                waits.append(max(0.001, min(seg.due for seg in pending) - self._clock()))
+        return min(waits) if waits else None
 
     def lane_busy(self, node: str) -> bool:
         """Whether ``node``'s lane has a batch on the wire."""
         return node in self._lane_busy
 
-    def take_lane(self, node: str, resync_alone: bool = True) -> LaneBatch | None:
+    def take_lane(self, node: str, resync_alone: bool = True,
+                  hold: bool = True) -> LaneBatch | None:
         """Hand out everything ``node``'s lane has to send now, or None.
 
         None while the lane has a batch on the wire, for a node without a
         lane, and when nothing is pending unless ``resync_alone`` and the
         node is stale with its resync due: then the batch has no segments
         and only resynchronises (and flushes wait for it like for an
-        operation).  A due resync also follows a batch's segments.
+        operation).  A due resync also follows a batch's segments.  With
+        ``hold``, pending segments none of which is due yet (held updates,
+        see :data:`LAZY_DELAY`) wait, unless a resync is due.
         """
         if node not in self._lane_at or node in self._lane_busy:
             return None
         segments = self._pending_for(node)
         resync = self.resync_due(node)
+        if segments and hold and not resync and not self._due(segments):
+            return None
         if segments:
             upto = self._log[-1].upto
         elif resync and resync_alone:

@@ -383,14 +383,17 @@ class Replicator:
         return PushOutcome(failed, bool(others_failed) or timed_out)
 
     # job files -----------------------------------------------------------------------
-    def replicate_job_files(self, batch: dict[str, bytes]) -> int:
+    def replicate_job_files(self, batch: dict[str, bytes], urgent: bool = True) -> int:
         """Queue the files of one committed batch ``{path: content}``; returns at once.
 
         The answer is the batch's sequence number, for
         :meth:`wait_job_quorum` (0 for an empty batch: nothing to wait for).
+        Without ``urgent`` (nobody waits for the batch's quorum: status
+        changes) the lanes may hold it up to ``LAZY_DELAY`` seconds, so that
+        the next urgent batch takes it along in the same request.
         """
         if batch:
-            return self._queue_job_op(FileUpdate(dict(batch)))
+            return self._queue_job_op(FileUpdate(dict(batch)), hold=not urgent)
         return 0
 
     def wait_job_quorum(self, seq: object, timeout: float | None = None) -> None:
@@ -447,9 +450,9 @@ class Replicator:
         if names:
             self._queue_job_op(QueueCopy(names))
 
-    def _queue_job_op(self, op: JobOp) -> int:
+    def _queue_job_op(self, op: JobOp, hold: bool = False) -> int:
         with self._cond:
-            seq = self._plan.queue_job_op(op)
+            seq = self._plan.queue_job_op(op, hold=hold)
             inline = self._stopped
             if not inline:
                 self._ensure_lanes()
@@ -478,7 +481,7 @@ class Replicator:
         for node in nodes:
             with self._cond:
                 self._cond.wait_for(lambda: not plan.lane_busy(node), self.timeout + 5.0)
-                batch = plan.take_lane(node, resync_alone=False)
+                batch = plan.take_lane(node, resync_alone=False, hold=False)
             if batch is not None:
                 self._run_lane_batch(batch)
 
@@ -490,14 +493,16 @@ class Replicator:
                 while True:
                     if not plan.has_lane(node):
                         return          # no longer a candidate
-                    batch = plan.take_lane(node, resync_alone=not self._stopped)
+                    batch = plan.take_lane(node, resync_alone=not self._stopped,
+                                           hold=not self._stopped)
                     if batch is not None:
                         break
                     if self._stopped:
                         return
-                    # idle (or a stale node): wake up for new work or the resync;
-                    # the timeout is recomputed after every wake-up
-                    self._cond.wait(plan.resync_wait(node))
+                    # idle, holding updates or a stale node: wake up for new
+                    # work, the held updates or the resync; the timeout is
+                    # recomputed after every wake-up
+                    self._cond.wait(plan.lane_wait(node))
             self._run_lane_batch(batch)
 
     def _run_lane_batch(self, batch: LaneBatch) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -27,13 +28,15 @@ class Quorum:
 
     def __init__(self) -> None:
         self.batches: list[dict[str, bytes]] = []
+        self.urgent: list[bool] = []
         self.waited: list[object] = []
         self.fail = False
         self.lock = threading.Lock()
 
-    def replicate(self, batch: dict[str, bytes]) -> int:
+    def replicate(self, batch: dict[str, bytes], urgent: bool) -> int:
         with self.lock:
             self.batches.append(dict(batch))
+            self.urgent.append(urgent)
             return len(self.batches)
 
     def wait(self, token: object) -> None:
@@ -77,6 +80,30 @@ def test_a_submission_waits_for_the_quorum_of_its_own_batch(tmp_path) -> None:
         # the batch waited for holds the new job file and the queue serial
         names = {os.path.basename(p) for p in quorum.batches[quorum.waited[-1] - 1]}
         assert {f"job-{job_id}", "serial"} <= names
+    finally:
+        q.shutdown(5)
+
+
+def test_only_batches_someone_waits_for_are_urgent(tmp_path) -> None:
+    """The replicator may hold a batch of status changes (nobody waits for
+    its quorum) for company; a new job's batch goes at once."""
+    quorum = Quorum()
+    q = _queue(Paths(root=str(tmp_path)), quorum)
+    try:
+        job_id = q.submit_job([{"OP_ID": "OP_TEST_DELAY", "duration": 0}])
+        q.start()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+                b"success" in data for batch in quorum.batches for data in batch.values()):
+            time.sleep(0.01)
+        with quorum.lock:
+            seen = list(zip(quorum.batches, quorum.urgent))
+        waited = quorum.waited[-1] - 1
+        assert seen[waited][1] is True
+        assert f"job-{job_id}" in {os.path.basename(p) for p in seen[waited][0]}
+        finals = [urgent for batch, urgent in seen
+                  if any(b"success" in data for data in batch.values())]
+        assert finals and not any(finals)
     finally:
         q.shutdown(5)
 

@@ -478,3 +478,55 @@ def test_without_other_candidates_the_master_alone_is_the_quorum() -> None:
     seq = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
     assert plan.quorum_outcome(seq) == (True, None)
     assert plan.flushed(plan.flush_mark())
+
+
+# held updates (core.LAZY_DELAY) ------------------------------------------------------
+
+def test_a_held_update_waits_for_its_delay_then_goes() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    plan.queue_job_op(FileUpdate({"job-1": b"running"}), hold=True)
+    assert plan.take_lane(C2) is None and not plan.lane_pending(C2)
+    wait = plan.lane_wait(C2)
+    assert wait is not None and 0 < wait <= core.LAZY_DELAY
+    clock.advance(core.LAZY_DELAY)
+    assert plan.lane_pending(C2)
+    assert _send_jobs(plan, C2) == [FileUpdate({"job-1": b"running"})]
+    assert plan.lane_wait(C2) is None                   # nothing left, nobody stale
+
+
+def test_an_urgent_update_takes_the_held_ones_along_in_one_request() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"job-1": b"success"}), hold=True)
+    plan.queue_job_op(FileUpdate({"job-2": b"queued", "serial": b"2"}))
+    assert _send_jobs(plan, C2) == [
+        FileUpdate({"job-1": b"success", "job-2": b"queued", "serial": b"2"})]
+
+
+def test_a_due_operation_of_another_kind_takes_the_held_updates_first() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"job-1": b"success"}), hold=True)
+    plan.queue_job_op(Renames([("job-1", "archive/job-1")]))
+    # order kept: the held update goes first, in the same batch
+    assert _send_jobs(plan, C2) == [FileUpdate({"job-1": b"success"}),
+                                    Renames([("job-1", "archive/job-1")])]
+
+
+def test_a_held_update_merged_after_an_urgent_one_goes_at_once() -> None:
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"job-2": b"queued"}))
+    plan.queue_job_op(FileUpdate({"job-1": b"success"}), hold=True)
+    assert _send_jobs(plan, C2) == [FileUpdate({"job-2": b"queued", "job-1": b"success"})]
+
+
+def test_held_updates_go_at_once_when_not_holding_or_when_a_resync_is_due() -> None:
+    clock = FakeClock()
+    plan = _plan(clock)
+    plan.queue_job_op(FileUpdate({"job-1": b"a"}), hold=True)
+    batch = _lane(plan, C2, hold=False)                 # a stopping replicator sends all
+    assert [seg.op for seg in batch.segments] == [FileUpdate({"job-1": b"a"})]
+    _stale_after_failure(plan, C3)
+    clock.advance(core.QUEUE_RESYNC_INTERVAL)
+    plan.queue_job_op(FileUpdate({"job-1": b"b"}), hold=True)
+    resync = _lane(plan, C3)
+    assert resync.resync and FileUpdate({"job-1": b"b"}) in [seg.op for seg in resync.segments]

@@ -568,3 +568,35 @@ def test_wait_job_quorum_gives_up_after_its_timeout(tmp_path) -> None:
     finally:
         gate.release.set()
     rep.stop(timeout=5)
+
+
+def test_a_held_status_update_reaches_the_candidates_on_its_own(tmp_path) -> None:
+    """A batch nobody waits for (urgent=False) waits at most LAZY_DELAY for
+    company, then its lane sends it without any further traffic."""
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    q = paths.queue_dir
+    try:
+        rep.replicate_job_files({os.path.join(q, "job-1"): b"success"}, urgent=False)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(_lane(rpc, node_name(3))) < 1:
+            time.sleep(0.005)
+        assert _lane(rpc, node_name(2)) == _lane(rpc, node_name(3)) == [
+            ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "success"]]])]
+    finally:
+        rep.stop(timeout=5)
+
+
+def test_a_new_job_takes_the_held_updates_along_in_one_request(tmp_path) -> None:
+    # a clock standing still: the held update never falls due on its own
+    cfg, rpc, rep, paths = _setup(tmp_path, clock=FakeClock(), nodes=3)
+    q = paths.queue_dir
+    try:
+        rep.replicate_job_files({os.path.join(q, "job-1"): b"success"}, urgent=False)
+        seq = rep.replicate_job_files({os.path.join(q, "job-2"): b"queued"})
+        rep.wait_job_quorum(seq, timeout=10)
+        assert rep.flush(timeout=10)
+        assert _lane(rpc, node_name(2)) == _lane(rpc, node_name(3)) == [
+            ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "success"],
+                                       ["/var/lib/ganeti/queue/job-2", "queued"]]])]
+    finally:
+        rep.stop(timeout=5)
