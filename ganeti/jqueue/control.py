@@ -61,7 +61,8 @@ class JobControl:
         raise NotImplementedError
 
     def _commit(self, job: QueuedJob, change: _Change, *, retry: bool = True,
-                start: bool = False, after: Callable[[QueuedJob], None] | None = None) -> bool:
+                start: bool = False, after: Callable[[QueuedJob], None] | None = None,
+                urgent: bool = False) -> bool:
         raise NotImplementedError
 
     def _finalize(self, job: QueuedJob, change: Callable[[QueuedJob], None]) -> None:

@@ -491,7 +491,8 @@ class JobQueue(JobControl):
             return lock
 
     def _commit(self, job: QueuedJob, change: _Change, *, retry: bool = True,
-                start: bool = False, after: Callable[[QueuedJob], None] | None = None) -> bool:
+                start: bool = False, after: Callable[[QueuedJob], None] | None = None,
+                urgent: bool = False) -> bool:
         """Change live job ``job`` durably, then show it; True when written.
 
         Under the job's write lock: ``change`` is applied to a copy (it
@@ -513,7 +514,7 @@ class JobQueue(JobControl):
                 if change(new) is False:
                     return False
                 data = self._encode(new)
-            self.storage.write_jobs([(job.id, data)], retry=retry)
+            self.storage.write_jobs([(job.id, data)], retry=retry, urgent=urgent)
             with self._lock:
                 old_opstatus = [op.status for op in job.ops]
                 for live, done, prio in zip(job.ops, new.ops, prios):
@@ -723,8 +724,11 @@ class JobQueue(JobControl):
             if status == constants.OP_STATUS_RUNNING:
                 op.exec_timestamp = now
 
-        # the write lock keeps a cancel from coming between the check and the write
-        self._commit(job, report, start=True)
+        # the write lock keeps a cancel from coming between the check and the write;
+        # a job's first move out of "queued" is replicated at once (not held,
+        # doc/design/replication.md, "Held updates"): a later master must not
+        # find a started job still queued and run it again
+        self._commit(job, report, start=True, urgent=job.start_timestamp is None)
 
     def add_op_log(self, job: QueuedJob, idx: int, log_type: str, msg: Any) -> None:
         """Append a log entry to opcode ``idx`` of a job being run; written lazily

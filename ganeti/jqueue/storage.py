@@ -92,11 +92,11 @@ class _Ticket:
     first commit that holds it, in error if that commit failed.
     """
 
-    __slots__ = ("event", "error", "files", "serial", "retry", "waited", "quorum",
+    __slots__ = ("event", "error", "files", "serial", "retry", "waited", "quorum", "urgent",
                  "replication", "replication_error")
 
     def __init__(self, files: dict[str, bytes], serial: bool, retry: bool, waited: bool,
-                 quorum: bool = False) -> None:
+                 quorum: bool = False, urgent: bool = False) -> None:
         self.event = threading.Event()
         self.error: BaseException | None = None
         # what the after-commit callback returned for the commit that held
@@ -108,6 +108,7 @@ class _Ticket:
         self.retry = retry
         self.waited = waited
         self.quorum = quorum
+        self.urgent = urgent or quorum
 
     def done(self, error: BaseException | None = None) -> None:
         self.error = error
@@ -160,8 +161,9 @@ class _GroupWriter:
             return self._error
 
     def submit(self, files: dict[str, bytes], serial: bool = False, *,
-               retry: bool = False, waited: bool = True, quorum: bool = False) -> _Ticket:
-        ticket = _Ticket(files, serial, retry, waited, quorum)
+               retry: bool = False, waited: bool = True, quorum: bool = False,
+               urgent: bool = False) -> _Ticket:
+        ticket = _Ticket(files, serial, retry, waited, quorum, urgent)
         with self._cond:
             if self._stop:
                 raise errors.JobQueueError("Job queue writer is stopped")
@@ -232,7 +234,7 @@ class _GroupWriter:
             token: object = None
             hook_error: BaseException | None = None
             try:
-                token = self._after_commit(batch, any(t.quorum for t in tickets))
+                token = self._after_commit(batch, any(t.urgent for t in tickets))
             except Exception as exc:  # replication must never stop the writer
                 logger.exception("Job queue replication callback failed")
                 hook_error = exc
@@ -400,7 +402,8 @@ class JobStorage:
         return archived_job_file_name(self.archive_dir, job_id)
 
     def write_jobs(self, items: Iterable[tuple[int, bytes]], *, wait: bool = True,
-                   serial: bool = False, retry: bool = False, quorum: bool = False) -> None:
+                   serial: bool = False, retry: bool = False, quorum: bool = False,
+                   urgent: bool = False) -> None:
         """Write job files durably (and the serial when ``serial``).
 
         With ``wait`` the call returns once the data is durable.  A failed
@@ -416,13 +419,16 @@ class JobStorage:
         once ``wait_replicated`` (when given) confirmed that the commit's
         files reached a strict majority of the master candidates; else
         :class:`errors.JobQueueQuorumError` (the files stay written here).
+        The commit holding a ``quorum`` or ``urgent`` write is handed to
+        replication as urgent (sent at once); one of status changes only
+        may be held a moment (``replicate_batch``'s flag, module docstring).
         """
         writer = self._writer
         if writer is None:
             raise errors.JobQueueError("Job queue storage is not open")
         files = {self.job_path(jid): data for jid, data in items}
         ticket = writer.submit(files, serial=serial, retry=retry or not wait, waited=wait,
-                               quorum=quorum and wait)
+                               quorum=quorum and wait, urgent=urgent)
         if wait:
             ticket.event.wait()
             if ticket.error is not None:

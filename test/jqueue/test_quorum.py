@@ -84,9 +84,11 @@ def test_a_submission_waits_for_the_quorum_of_its_own_batch(tmp_path) -> None:
         q.shutdown(5)
 
 
-def test_only_batches_someone_waits_for_are_urgent(tmp_path) -> None:
-    """The replicator may hold a batch of status changes (nobody waits for
-    its quorum) for company; a new job's batch goes at once."""
+def test_new_jobs_and_starts_are_urgent_other_status_changes_not(tmp_path) -> None:
+    """The replicator may hold a batch of status changes for company
+    (doc/design/replication.md, "Held updates"); a new job's batch (someone
+    waits for its quorum) and a job's start (a later master must not run a
+    started job again) go at once."""
     quorum = Quorum()
     q = _queue(Paths(root=str(tmp_path)), quorum)
     try:
@@ -94,16 +96,20 @@ def test_only_batches_someone_waits_for_are_urgent(tmp_path) -> None:
         q.start()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not any(
-                b"success" in data for batch in quorum.batches for data in batch.values()):
+                b'"success"' in data for batch in quorum.batches for data in batch.values()):
             time.sleep(0.01)
         with quorum.lock:
             seen = list(zip(quorum.batches, quorum.urgent))
         waited = quorum.waited[-1] - 1
         assert seen[waited][1] is True
         assert f"job-{job_id}" in {os.path.basename(p) for p in seen[waited][0]}
-        finals = [urgent for batch, urgent in seen
-                  if any(b"success" in data for data in batch.values())]
-        assert finals and not any(finals)
+
+        def flags(word: bytes) -> list[bool]:
+            return [urgent for batch, urgent in seen
+                    if any(word in data for data in batch.values())]
+
+        assert flags(b'"running"') and all(flags(b'"running"'))
+        assert flags(b'"success"') and not any(flags(b'"success"'))
     finally:
         q.shutdown(5)
 
