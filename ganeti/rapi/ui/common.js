@@ -65,6 +65,7 @@ export function navbar(s) {
   out.addEventListener("click", logout);
   nav.replaceChildren(
     el("a", { href: "/ui/" }, "Cluster"), el("a", { href: "/ui/instances.html" }, "Instances"),
+    el("a", { href: "/ui/jobs.html" }, "Jobs"),
     el("span", { id: "whoami" }, `${s.user} (${s.role})`), out);
 }
 

@@ -29,7 +29,8 @@ async function render() {
     el("span", { id: "count-down" }, `${down} stopped`),
     el("span", { id: "count-other" }, `${instances.length - running - down} other`));
   const rows = nodes.map((n) => el("tr", { dataset: { node: n.name } },
-    el("td", {}, n.name), el("td", {}, ROLES[n.role] || n.role || ""),
+    el("td", {}, el("a", { href: "/ui/node.html?name=" + encodeURIComponent(n.name) }, n.name)),
+    el("td", {}, ROLES[n.role] || n.role || ""),
     el("td", { class: "mem" }, bar(n.mtotal, n.mfree, "MiB")),
     el("td", { class: "disk" }, bar(n.dtotal, n.dfree, "MiB")),
     el("td", {}, `${n.pinst_cnt ?? 0} / ${n.sinst_cnt ?? 0}`)));

@@ -1,0 +1,226 @@
+"""The web console's node, job list and job pages in headless Chromium.
+
+One 2-node virtual cluster (fake hypervisor) and one browser for the
+module, as in test_webui.py (whose helpers it uses).  The node page shows
+the node's roles and instances, drains and undrains it and changes its
+tags; the job list shows a job submitted through RAPI as it runs; a job
+page follows a delay job to its end without a reload (status and log),
+cancels a waiting job and shows why a running one cannot be; a readonly
+user's buttons are disabled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import urllib.parse
+
+import pytest
+import webdriver
+from test_rapi import request, wait_job, write_users
+from test_webui import BOSS, DB, N1, N2, USERS, WEB, _login, _make, _origin
+from vcluster_harness import VirtualCluster
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _chromium() -> None:
+    """Skipped without chromium and chromedriver, except where required (test_webui.py)."""
+    reason = webdriver.missing()
+    if reason is not None:
+        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory, _chromium):
+    with VirtualCluster(tmp_path_factory.mktemp("vcpages"), nodes=2, use_ssh=False) as cluster:
+        write_users(cluster, USERS)
+        deadline = time.monotonic() + 10
+        while request(cluster, "GET", "/2/tokens", auth=BOSS)[0] != 200:   # users loaded
+            assert time.monotonic() < deadline, "users file not loaded"
+            time.sleep(0.1)
+        _make(cluster, WEB, N1)
+        _make(cluster, DB, N2)
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with webdriver.browser() as b:
+        yield b
+
+
+def _delay(vc, *args: str) -> int:
+    """Submit a ``gnt-debug delay`` job (on the master, holding its node lock); its id."""
+    res = vc.run("gnt-debug", "delay", "--submit", *args)
+    assert res.returncode == 0, res.stderr
+    match = re.search(r"JobID: (\d+)", res.stderr + res.stdout)
+    assert match, res.stderr
+    return int(match.group(1))
+
+
+def _kill(vc, job: int) -> None:
+    vc.ok("gnt-job", "cancel", "--kill", "--yes-do-it", str(job))
+    assert wait_job(vc, job)["status"] in ("canceled", "error")
+
+
+def _job_status(vc, job: int) -> str:
+    return request(vc, "GET", f"/2/jobs/{job}")[1]["status"]
+
+
+def _wait_status(vc, job: int, wanted: str) -> None:
+    deadline = time.monotonic() + 20
+    while _job_status(vc, job) != wanted:
+        assert time.monotonic() < deadline, f"job {job} never {wanted}"
+        time.sleep(0.1)
+
+
+def _rows(browser, table: str, key: str) -> list[str]:
+    return browser.script(f"return [...document.querySelectorAll('#{table} tbody tr')]"
+                          f".map(r => r.dataset.{key});")
+
+
+def test_node_page_shows_roles_and_instances(vc, browser):
+    _login(vc, browser, *BOSS)
+    master = vc.cluster.master_node.name
+    browser.click(f"#nodes a[href='/ui/node.html?name={urllib.parse.quote(master)}']")
+    browser.wait("return document.body.dataset.ready === '1'"
+                 " && location.pathname === '/ui/node.html'", "the node page")
+    assert browser.text("#name") == master
+    assert browser.text("#role") == "master"
+    flags = browser.script("return [...document.querySelectorAll('#flags .flag')]"
+                           ".map(f => f.dataset.flag);")
+    assert {"master", "master candidate", "vm_capable"} <= set(flags)
+    assert "drained" not in flags
+    assert browser.script("return document.querySelectorAll('#params meter').length;") == 2
+    pnode = {N1: WEB, N2: DB}[master]
+    assert _rows(browser, "instances", "name") == [pnode]
+    assert _rows(browser, "instances", "kind") == ["primary"]
+    browser.click(f"#instances a[href='/ui/instance.html?name={pnode}']")
+    browser.wait(f"return document.getElementById('name').textContent === '{pnode}'",
+                 "the instance page")
+
+
+def test_drain_and_undrain_from_the_node_page(vc, browser):
+    _login(vc, browser, *BOSS, page=f"/ui/node.html?name={N2}")
+    browser.script("window.__notReloaded = true;")
+    assert browser.text("#role") != "drained"
+    browser.click("#drain")
+    browser.wait("return document.getElementById('role').textContent === 'drained'",
+                 "the role drained")
+    assert request(vc, "GET", f"/2/nodes/{N2}/role")[1] == "drained"
+    job = int(browser.text("#job-id"))
+    assert browser.script("return document.getElementById('job-id')"
+                          ".getAttribute('href');") == f"/ui/job.html?id={job}"
+    browser.wait("return document.getElementById('job-status').textContent === 'success'",
+                 "the drain job's end")
+    assert browser.script("return [document.getElementById('drain').disabled,"
+                          " document.getElementById('undrain').disabled];") == [True, False]
+    browser.click("#undrain")
+    browser.wait("return document.getElementById('role').textContent !== 'drained'"
+                 " && document.getElementById('job-status').textContent === 'success'",
+                 "the node undrained")
+    assert request(vc, "GET", f"/2/nodes/{N2}/role")[1] != "drained"
+    assert "drained" not in browser.text("#flags")
+    assert browser.script("return window.__notReloaded === true;")
+
+
+def test_add_and_remove_a_node_tag_from_its_page(vc, browser):
+    _login(vc, browser, *BOSS, page=f"/ui/node.html?name={N1}")
+    browser.type("#tag-new", "rack-7")
+    browser.click("#tag-add")
+    browser.wait("return document.querySelector('#tags li[data-tag=\"rack-7\"]') !== null",
+                 "the new tag shown")
+    assert request(vc, "GET", f"/2/nodes/{N1}/tags")[1] == ["rack-7"]
+    browser.click("#tags button[data-tag='rack-7']")
+    browser.wait("return document.querySelectorAll('#tags li').length === 0"
+                 " && document.getElementById('job-status').textContent === 'success'",
+                 "the tag removed")
+    assert request(vc, "GET", f"/2/nodes/{N1}/tags")[1] == []
+
+
+def test_job_list_shows_a_job_submitted_through_rapi_as_it_runs(vc, browser):
+    _login(vc, browser, *BOSS, page="/ui/jobs.html")
+    browser.script("window.__notReloaded = true;")
+    before = _rows(browser, "jobs", "id")
+    assert before and [int(i) for i in before] == sorted((int(i) for i in before), reverse=True)
+    status, job, _ = request(vc, "PUT", f"/2/nodes/{N2}/tags?tag=seen-live", auth=BOSS)
+    assert status == 200
+    browser.wait(f"const r = document.querySelector('#jobs tr[data-id=\"{job}\"] .status');"
+                 " return r && r.textContent === 'success';", "the new job's success")
+    assert _rows(browser, "jobs", "id")[0] == str(job)          # newest first
+    assert "TAGS_SET" in browser.text(f"#jobs tr[data-id='{job}'] .summary")
+    assert browser.script(f"return document.querySelector('#jobs tr[data-id=\"{job}\"] a')"
+                          ".getAttribute('href');") == f"/ui/job.html?id={job}"
+    assert browser.script("return window.__notReloaded === true;")
+
+
+def test_job_page_follows_a_delay_job_to_its_end(vc, browser):
+    _login(vc, browser, *BOSS, page="/ui/jobs.html")
+    job = _delay(vc, "--repeat", "3", "1")
+    browser.get(f"{_origin(vc)}/ui/job.html?id={job}")
+    browser.wait("return document.body.dataset.ready === '1'", "the job page")
+    browser.script("window.__notReloaded = true;")
+    assert browser.text("#status") in ("queued", "waiting", "running")
+    assert browser.script("return document.getElementById('cancel').disabled;") is False
+    browser.wait("return document.getElementById('status').textContent === 'success'",
+                 "the job's success", timeout=20)
+    assert wait_job(vc, job)["status"] == "success"
+    log = browser.script("return [...document.querySelectorAll('#log td.message')]"
+                         ".map(c => c.textContent);")
+    assert log == [f"Test delay iteration {i}/3" for i in (1, 2, 3)]
+    assert browser.script("return [...document.querySelectorAll('#ops tbody td')]"
+                          ".slice(1, 4).map(c => c.textContent);")[0] == "OP_TEST_DELAY"
+    assert browser.text("#ops tbody .status") == "success"
+    assert browser.script("return document.getElementById('cancel').disabled;") is True
+    assert browser.script("return window.__notReloaded === true;")
+
+
+def test_cancel_a_waiting_job_from_its_page(vc, browser):
+    blocker = _delay(vc, "30")
+    try:
+        _wait_status(vc, blocker, "running")
+        waiter = _delay(vc, "1")                # waits for the master's node lock
+        _wait_status(vc, waiter, "waiting")
+        _login(vc, browser, *BOSS, page=f"/ui/job.html?id={waiter}")
+        assert browser.text("#status") == "waiting"
+        browser.click("#cancel")
+        browser.wait("return document.getElementById('status').textContent === 'canceled'",
+                     "the job canceled")
+        assert _job_status(vc, waiter) == "canceled"
+        assert browser.script("return document.getElementById('cancel').disabled;") is True
+        # a running job is not canceled (RAPI's cancel does not kill): the page says so
+        browser.get(f"{_origin(vc)}/ui/job.html?id={blocker}")
+        browser.wait("return document.body.dataset.ready === '1'", "the blocker's page")
+        browser.click("#cancel")
+        answer = browser.wait("return document.getElementById('cancel-answer').textContent",
+                              "the refusal")
+        assert "can no longer be canceled" in answer
+        assert _job_status(vc, blocker) == "running"
+    finally:
+        _kill(vc, blocker)
+
+
+def test_readonly_user_has_disabled_buttons(vc, browser):
+    job = _delay(vc, "30")
+    try:
+        _login(vc, browser, "rita", "rpass", page=f"/ui/job.html?id={job}")
+        assert browser.text("#status") in ("queued", "waiting", "running")
+        assert browser.script("return document.getElementById('cancel').disabled;") is True
+        browser.get(f"{_origin(vc)}/ui/node.html?name={N2}")
+        browser.wait("return document.body.dataset.ready === '1'", "the node page")
+        disabled = browser.script("return ['drain', 'undrain', 'tag-add', 'tag-new']"
+                                  ".map(id => document.getElementById(id).disabled);")
+        assert disabled == [True, True, True, True]
+        answer = browser.script(
+            "return fetch('/ui/session').then(r => r.json()).then(s => fetch("
+            f"'/2/jobs/{job}', {{method: 'DELETE',"
+            " headers: {'X-CSRF-Token': s.csrf_token}})).then(r => r.status);")
+        assert answer == 403
+        assert _job_status(vc, job) in ("queued", "waiting", "running")
+    finally:
+        _kill(vc, job)
