@@ -218,6 +218,14 @@ def test_add_and_remove_a_tag(vc, browser):
     b.click("#tag-list li[data-tag='tier:web'] button.tag-remove")
     b.wait("return document.querySelector('#tag-list li') === null", "the tag gone")
     assert request(vc, "GET", f"/2/instances/{WEB}/tags")[1] == []
+    # a tag the master refuses (too long): the job fails and the page says why
+    _clear_and_type(b, "#tag-new", "x" * 200)
+    b.click("#tag-add")
+    _text_is(b, "#job-status", "error", "the failed job")
+    err = b.wait("const e = document.getElementById('error');"
+                 " return !e.hidden && e.textContent;", "the job's error shown")
+    assert "failed" in err and "Tag too long" in err, err
+    assert request(vc, "GET", f"/2/instances/{WEB}/tags")[1] == []
 
 
 def test_bad_input_shows_a_message_and_submits_nothing(vc, browser):
