@@ -64,6 +64,7 @@ function whole(id, what, { optional = false, min = 1, unit = "MiB" } = {}) {
 
 // Submit one request, show the job it created and follow it (status, progress).
 async function submit(method, url, body) {
+  document.getElementById("error").hidden = true;     // an earlier job's error
   const job = await api(method, url, body);
   myJobs.add(job);
   related.add(job);
