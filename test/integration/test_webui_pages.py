@@ -24,6 +24,8 @@ from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(300)
 
+MIG = "mig1.example.com"
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _chromium() -> None:
@@ -45,6 +47,13 @@ def vc(tmp_path_factory, _chromium):
             time.sleep(0.1)
         _make(cluster, WEB, N1)
         _make(cluster, DB, N2)
+        body = {"__version__": 1, "name": MIG, "os": "tinyos", "mode": "create",
+                "disk_template": "diskless", "disks": [], "nics": [{}], "pnode": N1,
+                "name_check": False, "ip_check": False, "start": True,
+                "beparams": {"maxmem": 128, "minmem": 128},
+                "hvparams": {"migration_bandwidth": 32}}     # a 4 s fake migration
+        status, job, _ = request(cluster, "POST", "/2/instances", body, auth=BOSS)
+        assert status == 200 and wait_job(cluster, job)["status"] == "success"
         yield cluster
 
 
@@ -79,6 +88,18 @@ def _wait_status(vc, job: int, wanted: str) -> None:
         time.sleep(0.1)
 
 
+def _text(browser, css: str) -> str:
+    """An element's text, read in one script (a page may replace the element meanwhile)."""
+    return browser.script("const e = document.querySelector(arguments[0]);"
+                          " return e ? e.textContent : null;", css)
+
+
+def _click(browser, css: str) -> None:
+    """Click an element the page may redraw at any time (found and clicked in one script)."""
+    assert browser.script("const e = document.querySelector(arguments[0]);"
+                          " if (e) e.click(); return e !== null;", css), css
+
+
 def _rows(browser, table: str, key: str) -> list[str]:
     return browser.script(f"return [...document.querySelectorAll('#{table} tbody tr')]"
                           f".map(r => r.dataset.{key});")
@@ -87,20 +108,21 @@ def _rows(browser, table: str, key: str) -> list[str]:
 def test_node_page_shows_roles_and_instances(vc, browser):
     _login(vc, browser, *BOSS)
     master = vc.cluster.master_node.name
-    browser.click(f"#nodes a[href='/ui/node.html?name={urllib.parse.quote(master)}']")
+    _click(browser, f"#nodes a[href='/ui/node.html?name={urllib.parse.quote(master)}']")
     browser.wait("return document.body.dataset.ready === '1'"
                  " && location.pathname === '/ui/node.html'", "the node page")
-    assert browser.text("#name") == master
-    assert browser.text("#role") == "master"
+    assert _text(browser, "#name") == master
+    assert _text(browser, "#role") == "master"
     flags = browser.script("return [...document.querySelectorAll('#flags .flag')]"
                            ".map(f => f.dataset.flag);")
     assert {"master", "master candidate", "vm_capable"} <= set(flags)
     assert "drained" not in flags
     assert browser.script("return document.querySelectorAll('#params meter').length;") == 2
     pnode = {N1: WEB, N2: DB}[master]
-    assert _rows(browser, "instances", "name") == [pnode]
-    assert _rows(browser, "instances", "kind") == ["primary"]
-    browser.click(f"#instances a[href='/ui/instance.html?name={pnode}']")
+    primaries = [pnode, MIG] if master == N1 else [pnode]
+    assert sorted(_rows(browser, "instances", "name")) == sorted(primaries)
+    assert _rows(browser, "instances", "kind") == ["primary"] * len(primaries)
+    _click(browser, f"#instances a[href='/ui/instance.html?name={pnode}']")
     browser.wait(f"return document.getElementById('name').textContent === '{pnode}'",
                  "the instance page")
 
@@ -108,12 +130,12 @@ def test_node_page_shows_roles_and_instances(vc, browser):
 def test_drain_and_undrain_from_the_node_page(vc, browser):
     _login(vc, browser, *BOSS, page=f"/ui/node.html?name={N2}")
     browser.script("window.__notReloaded = true;")
-    assert browser.text("#role") != "drained"
+    assert _text(browser, "#role") != "drained"
     browser.click("#drain")
     browser.wait("return document.getElementById('role').textContent === 'drained'",
                  "the role drained")
     assert request(vc, "GET", f"/2/nodes/{N2}/role")[1] == "drained"
-    job = int(browser.text("#job-id"))
+    job = int(_text(browser, "#job-id"))
     assert browser.script("return document.getElementById('job-id')"
                           ".getAttribute('href');") == f"/ui/job.html?id={job}"
     browser.wait("return document.getElementById('job-status').textContent === 'success'",
@@ -125,7 +147,7 @@ def test_drain_and_undrain_from_the_node_page(vc, browser):
                  " && document.getElementById('job-status').textContent === 'success'",
                  "the node undrained")
     assert request(vc, "GET", f"/2/nodes/{N2}/role")[1] != "drained"
-    assert "drained" not in browser.text("#flags")
+    assert "drained" not in _text(browser, "#flags")
     assert browser.script("return window.__notReloaded === true;")
 
 
@@ -136,7 +158,7 @@ def test_add_and_remove_a_node_tag_from_its_page(vc, browser):
     browser.wait("return document.querySelector('#tags li[data-tag=\"rack-7\"]') !== null",
                  "the new tag shown")
     assert request(vc, "GET", f"/2/nodes/{N1}/tags")[1] == ["rack-7"]
-    browser.click("#tags button[data-tag='rack-7']")
+    _click(browser, "#tags button[data-tag='rack-7']")
     browser.wait("return document.querySelectorAll('#tags li').length === 0"
                  " && document.getElementById('job-status').textContent === 'success'",
                  "the tag removed")
@@ -153,7 +175,7 @@ def test_job_list_shows_a_job_submitted_through_rapi_as_it_runs(vc, browser):
     browser.wait(f"const r = document.querySelector('#jobs tr[data-id=\"{job}\"] .status');"
                  " return r && r.textContent === 'success';", "the new job's success")
     assert _rows(browser, "jobs", "id")[0] == str(job)          # newest first
-    assert "TAGS_SET" in browser.text(f"#jobs tr[data-id='{job}'] .summary")
+    assert "TAGS_SET" in _text(browser, f"#jobs tr[data-id='{job}'] .summary")
     assert browser.script(f"return document.querySelector('#jobs tr[data-id=\"{job}\"] a')"
                           ".getAttribute('href');") == f"/ui/job.html?id={job}"
     assert browser.script("return window.__notReloaded === true;")
@@ -165,7 +187,7 @@ def test_job_page_follows_a_delay_job_to_its_end(vc, browser):
     browser.get(f"{_origin(vc)}/ui/job.html?id={job}")
     browser.wait("return document.body.dataset.ready === '1'", "the job page")
     browser.script("window.__notReloaded = true;")
-    assert browser.text("#status") in ("queued", "waiting", "running")
+    assert _text(browser, "#status") in ("queued", "waiting", "running")
     assert browser.script("return document.getElementById('cancel').disabled;") is False
     browser.wait("return document.getElementById('status').textContent === 'success'",
                  "the job's success", timeout=20)
@@ -175,8 +197,40 @@ def test_job_page_follows_a_delay_job_to_its_end(vc, browser):
     assert log == [f"Test delay iteration {i}/3" for i in (1, 2, 3)]
     assert browser.script("return [...document.querySelectorAll('#ops tbody td')]"
                           ".slice(1, 4).map(c => c.textContent);")[0] == "OP_TEST_DELAY"
-    assert browser.text("#ops tbody .status") == "success"
+    assert _text(browser, "#ops tbody .status") == "success"
     assert browser.script("return document.getElementById('cancel').disabled;") is True
+    assert browser.script("return window.__notReloaded === true;")
+
+
+def test_job_page_shows_a_migration_progress_bar(vc, browser):
+    _login(vc, browser, *BOSS, page="/ui/jobs.html")
+    status, job, _ = request(vc, "PUT", f"/2/instances/{MIG}/migrate",
+                             {"mode": "live", "target_node": N2}, auth=BOSS)
+    assert status == 200, job
+    browser.get(f"{_origin(vc)}/ui/job.html?id={job}")
+    browser.wait("return document.body.dataset.ready === '1'", "the job page")
+    # every bar the page draws, as it changes
+    browser.script("""
+        window.__notReloaded = true;
+        window.__bars = [];
+        const seen = () => {
+          for (const p of document.querySelectorAll('#ops progress'))
+            window.__bars.push([p.dataset.op, p.value, p.max]);
+        };
+        seen();
+        new MutationObserver(seen).observe(document.querySelector('#ops'),
+            {subtree: true, childList: true, attributes: true});""")
+    browser.wait("return document.getElementById('status').textContent === 'success'",
+                 "the migration's success", timeout=30)
+    assert wait_job(vc, job)["status"] == "success"
+    total = 128 * 1024 * 1024
+    bars = browser.script("return window.__bars;")
+    assert bars and all(op == "migration" and mx == total for op, _, mx in bars)
+    values = [v for _, v, _ in bars]
+    assert values == sorted(values) and len(set(values)) >= 3, values
+    assert values[-1] == total
+    assert any(m.startswith("migration:") and m.endswith("done") for m in browser.script(
+        "return [...document.querySelectorAll('#log td.message')].map(c => c.textContent);"))
     assert browser.script("return window.__notReloaded === true;")
 
 
@@ -187,7 +241,7 @@ def test_cancel_a_waiting_job_from_its_page(vc, browser):
         waiter = _delay(vc, "1")                # waits for the master's node lock
         _wait_status(vc, waiter, "waiting")
         _login(vc, browser, *BOSS, page=f"/ui/job.html?id={waiter}")
-        assert browser.text("#status") == "waiting"
+        assert _text(browser, "#status") == "waiting"
         browser.click("#cancel")
         browser.wait("return document.getElementById('status').textContent === 'canceled'",
                      "the job canceled")
@@ -209,7 +263,7 @@ def test_readonly_user_has_disabled_buttons(vc, browser):
     job = _delay(vc, "30")
     try:
         _login(vc, browser, "rita", "rpass", page=f"/ui/job.html?id={job}")
-        assert browser.text("#status") in ("queued", "waiting", "running")
+        assert _text(browser, "#status") in ("queued", "waiting", "running")
         assert browser.script("return document.getElementById('cancel').disabled;") is True
         browser.get(f"{_origin(vc)}/ui/node.html?name={N2}")
         browser.wait("return document.body.dataset.ready === '1'", "the node page")
