@@ -1,6 +1,8 @@
 // One node: its roles, memory and disk use, its instances and tags; drain/undrain and
-// tag changes through RAPI with the job each created.  A readonly user's buttons are off.
+// tag changes through RAPI with the job each created; evacuation with its plan drawn as
+// a graph of jobs first.  A readonly user's buttons are off.
 import { api, el, events, instanceLink, navbar, session, showError } from "/ui/common.js";
+import { drawPlan } from "/ui/plan.js";
 
 const name = new URLSearchParams(location.search).get("name") || "";
 const path = "/2/nodes/" + encodeURIComponent(name);
@@ -85,6 +87,131 @@ async function submit(method, url, body) {
   }
 }
 
+// ---- evacuation: "Show plan" submits the evacuation with ?plan=1 (a job whose result
+// is the plan) and draws it; "Apply" submits the same request with that plan
+// (apply_plan): exactly the jobs shown, refused once the cluster changed since.
+const waiters = new Map();    // job id -> called at its job.finished
+const evacJobs = new Map();   // job id of a moving job -> its status element
+let plan = null;              // the plan shown, and the request that made it
+let planBody = null;
+
+// The job once it has ended: its job.finished event, or over already when first read.
+async function finished(id) {
+  const done = new Promise((resolve) => waiters.set(id, resolve));
+  const now = await api("GET", "/2/jobs/" + id);
+  if (FINAL.includes(now.status)) {
+    waiters.delete(id);
+    return now;
+  }
+  await done;
+  return api("GET", "/2/jobs/" + id);
+}
+
+function jobError(job) {
+  const i = (job.opstatus || []).indexOf("error");
+  const result = i >= 0 ? (job.opresult || [])[i] : null;
+  const text = Array.isArray(result) && Array.isArray(result[1]) ? result[1][0] : JSON.stringify(result);
+  return `Job ${job.id} ${job.status}: ${text}`;
+}
+
+function jobLink(id) {
+  return el("a", { href: "/ui/job.html?id=" + id }, String(id));
+}
+
+function evacMsg(bad, ...parts) {
+  const msg = document.getElementById("evac-msg");
+  msg.className = bad ? "msg bad" : "msg";
+  msg.replaceChildren(...parts);
+}
+
+function evacBody() {
+  const body = { mode: document.getElementById("evac-mode").value };
+  const target = document.getElementById("evac-target").value;
+  const iallocator = document.getElementById("evac-iallocator").value.trim();
+  if (target) body.remote_node = target;
+  else if (iallocator) body.iallocator = iallocator;
+  if (document.getElementById("evac-early-release").checked) body.early_release = true;
+  return body;
+}
+
+function forgetPlan() {
+  plan = null;
+  document.getElementById("evac-apply").disabled = true;
+  document.getElementById("evac-graph").hidden = true;
+  document.getElementById("evac-failed").replaceChildren();
+}
+
+async function showPlan() {
+  forgetPlan();
+  document.getElementById("evac-jobs").replaceChildren();
+  const body = evacBody();
+  try {
+    evacMsg(false, "Planning\u2026");
+    const id = await api("POST", path + "/evacuate?plan=1", body);
+    evacMsg(false, "Planning: job ", jobLink(id));
+    const job = await finished(id);
+    if (job.status !== "success") {
+      evacMsg(true, jobError(job));
+      return;
+    }
+    const made = job.opresult[0].plan;
+    const steps = made.steps || [];
+    document.getElementById("evac-failed").replaceChildren(...(made.failed || []).map(
+      ([inst, why]) => el("li", { class: "bad", dataset: { name: inst } }, `${inst} cannot be moved: ${why}`)));
+    if (!steps.length) {
+      evacMsg(false, "Nothing to move (plan job ", jobLink(id), ")");
+      return;
+    }
+    const graph = document.getElementById("evac-graph");
+    graph.hidden = false;
+    drawPlan(graph, made);
+    plan = made;
+    planBody = body;
+    evacMsg(false, `${steps.length} job(s) planned (plan job `, jobLink(id), "); Apply submits them");
+    document.getElementById("evac-apply").disabled = readonly;
+  } catch (err) {
+    evacMsg(true, String(err.message || err));
+  }
+}
+
+function showEvacJob(id, status) {
+  const span = evacJobs.get(id);
+  if (span) span.textContent = status;
+}
+
+async function applyPlan() {
+  if (!plan) return;
+  document.getElementById("evac-apply").disabled = true;
+  const body = { ...planBody, apply_plan: plan };
+  forgetPlan();
+  try {
+    const id = await api("POST", path + "/evacuate", body);
+    evacMsg(false, "Evacuating: job ", jobLink(id));
+    const job = await finished(id);
+    if (job.status !== "success") {
+      evacMsg(true, jobError(job));
+      return;
+    }
+    const result = job.opresult[0] || {};
+    const items = (result.jobs || []).map(([ok, value]) => {
+      if (!ok) return el("li", { class: "bad" }, `not submitted: ${value}`);
+      const span = el("span", { class: "evac-status" }, "submitted");
+      evacJobs.set(Number(value), span);
+      return el("li", { dataset: { job: String(value) } }, "Job ", jobLink(value), ": ", span);
+    });
+    const failed = (result.failed || []).map(([inst, why]) =>
+      el("li", { class: "bad" }, `${inst} cannot be moved: ${why}`));
+    document.getElementById("evac-jobs").replaceChildren(...items, ...failed);
+    evacMsg(false, `Evacuation (job `, jobLink(id), `) submitted ${items.length} job(s):`);
+    // a job may have ended before its id came back: its events went by unseen
+    for (const [jid] of evacJobs) {
+      api("GET", "/2/jobs/" + jid).then((j) => showEvacJob(jid, j.status), showError);
+    }
+  } catch (err) {
+    evacMsg(true, String(err.message || err));
+  }
+}
+
 const s = await session();
 navbar(s);
 readonly = s.role === "readonly";
@@ -93,6 +220,18 @@ for (const id of ["drain", "undrain", "tag-add", "tag-new"]) {
   control.disabled = readonly;
   if (readonly) control.title = "Your role (readonly) cannot change nodes";
 }
+const evacForm = document.getElementById("evacuate");
+for (const control of evacForm.elements) {
+  control.disabled = readonly || control.id === "evac-apply";
+  if (readonly) control.title = "Your role (readonly) cannot evacuate nodes";
+}
+evacForm.addEventListener("submit", (ev) => { ev.preventDefault(); showPlan(); });
+evacForm.addEventListener("change", () => {
+  document.getElementById("evac-iallocator").disabled = readonly
+    || document.getElementById("evac-target").value !== "";
+  forgetPlan();
+});
+document.getElementById("evac-apply").addEventListener("click", applyPlan);
 document.getElementById("drain").addEventListener("click", () => submit("PUT", path + "/role", "drained"));
 document.getElementById("undrain").addEventListener("click", () => submit("PUT", path + "/role", "regular"));
 document.getElementById("tag-form").addEventListener("submit", (ev) => {
@@ -105,6 +244,14 @@ document.getElementById("tag-form").addEventListener("submit", (ev) => {
 });
 events(["node.role", "instance.added", "instance.removed", "instance.state", "job.status",
         "job.finished"], (ev) => {
+  if (ev.type === "job.finished" && waiters.has(ev.job_id)) {
+    waiters.get(ev.job_id)();
+    waiters.delete(ev.job_id);
+  }
+  if (ev.type.startsWith("job.") && evacJobs.has(ev.job_id)) {
+    showEvacJob(ev.job_id, ev.data.status);
+    if (ev.type === "job.finished") render().catch(showError);
+  }
   if (ev.type.startsWith("job.")) {
     if (!myJobs.has(ev.job_id)) return;
     showJob(ev.job_id, ev.data.status);
@@ -113,4 +260,6 @@ events(["node.role", "instance.added", "instance.removed", "instance.state", "jo
     render().catch(showError);
   }
 });
+const others = (await api("GET", "/2/nodes")).map((n) => n.id).filter((n) => n !== name).sort();
+document.getElementById("evac-target").append(...others.map((n) => el("option", { value: n }, n)));
 render().catch(showError);
