@@ -26,6 +26,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      |    +-- JobFileCorrupted    a job file on disk cannot be parsed
      |    +-- JobQueueQuorumError a new job did not reach a majority of the candidates (retry)
      +-- HttpError               bytes are not an HTTP/1.1 message we frame (carries a status)
+     +-- WebSocketError          bytes break the WebSocket protocol (carries a close code)
      +-- LuxiError               the LUXI conversation itself failed
      |    +-- ProtocolError       malformed frame, bad JSON, oversized message
      |    +-- LuxiTimeoutError    no answer in time
@@ -64,7 +65,7 @@ __all__ = [
     "OpExecError", "HooksAbort", "HooksFailure", "LockError", "RpcError",
     "RpcTransportError", "RemoteError", "HypervisorError", "StorageError",
     "InvalidOS", "JobQueueError", "JobQueueDrainError", "JobQueueFull",
-    "JobLost", "JobFileCorrupted", "JobQueueQuorumError", "HttpError", "LuxiError", "ProtocolError",
+    "JobLost", "JobFileCorrupted", "JobQueueQuorumError", "HttpError", "WebSocketError", "LuxiError", "ProtocolError",
     "LuxiTimeoutError", "ConnectionClosedError", "NoMasterError",
     "QueryFilterParseError", "ResolverError", "CertificateError",
     "CommandError", "RetryTimeout", "TagError", "UnitParseError", "UntrustedFileError",
@@ -217,6 +218,25 @@ class HttpError(GanetiError):
     @property
     def status(self) -> int:
         return self.args[1] if len(self.args) > 1 and isinstance(self.args[1], int) else 400
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class WebSocketError(GanetiError):
+    """Raised by :mod:`ganeti.http.websocket` when received frames break RFC 6455.
+
+    Arguments are ``(message, code)``: ``code`` is the close code to answer
+    with (1002 protocol error, 1007 bad UTF-8, 1009 too big).
+    """
+
+    def __init__(self, msg: str = "", code: int = 1002, *args: Any) -> None:
+        super().__init__(msg, code, *args)
+
+    @property
+    def code(self) -> int:
+        """The close code to answer with."""
+        return int(self.args[1])
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
