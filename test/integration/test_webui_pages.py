@@ -6,7 +6,9 @@ the node's roles and instances, drains and undrains it and changes its
 tags; the job list shows a job submitted through RAPI as it runs; a job
 page follows a delay job to its end without a reload (status and log),
 cancels a waiting job and shows why a running one cannot be; a readonly
-user's buttons are disabled.
+user's buttons are disabled.  The overview shows the last cluster verify's
+warnings as soon as its jobs end; an instance page lists the instance's
+recent jobs, following new ones.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from vcluster_harness import VirtualCluster
 pytestmark = pytest.mark.timeout(300)
 
 MIG = "mig1.example.com"
+TINY = "tiny1.example.com"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -278,3 +281,55 @@ def test_readonly_user_has_disabled_buttons(vc, browser):
         assert _job_status(vc, job) in ("queued", "waiting", "running")
     finally:
         _kill(vc, job)
+
+
+def test_overview_shows_the_last_verify_and_its_warnings(vc, browser):
+    # an instance below the policy's smallest memory: verify warns about it
+    body = {"__version__": 1, "name": TINY, "os": "tinyos", "mode": "create",
+            "disk_template": "diskless", "disks": [], "nics": [{}], "pnode": N2,
+            "name_check": False, "ip_check": False, "start": False, "ignore_ipolicy": True,
+            "beparams": {"maxmem": 64, "minmem": 64}}
+    status, job, _ = request(vc, "POST", "/2/instances", body, auth=BOSS)
+    assert status == 200 and wait_job(vc, job)["status"] == "success", job
+    _login(vc, browser, *BOSS)
+    browser.wait("return document.getElementById('verify').textContent", "the verify section")
+    res = vc.run("gnt-cluster", "verify")
+    findings = sorted(set(re.findall(r"- ((?:ERROR|WARNING): .*)$", res.stdout, re.M)))
+    assert any(TINY in f and "memory-size" in f for f in findings), res.stdout
+    # the page follows the verify jobs' ends: the new findings without a reload
+    shown = browser.wait(
+        "const l = [...document.querySelectorAll('#verify-findings li')];"
+        f" return l.some(li => li.textContent.includes('{TINY}'))"
+        " && l.map(li => li.textContent);", "the verify's warnings", 30)
+    assert sorted(set(shown)) == findings
+    assert browser.script("return document.querySelector('#verify-findings li.warn') !== null;")
+    links = browser.script("return [...document.querySelectorAll('#verify-jobs a')]"
+                           ".map(a => a.textContent);")
+    assert len(links) == 2                       # the config's job and the one group's
+    request(vc, "DELETE", f"/2/instances/{TINY}", auth=BOSS)
+
+
+def test_instance_page_lists_its_recent_jobs(vc, browser):
+    _login(vc, browser, *BOSS, page=f"/ui/instance.html?name={WEB}")
+    first = browser.wait("return [...document.querySelectorAll('#recent-jobs li[data-job]')]"
+                         ".map(li => li.textContent);", "the recent jobs")
+    assert any(f"INSTANCE_CREATE({WEB})" in text for text in first), first
+    assert all(WEB in text for text in first), first
+    status, job, _ = request(vc, "PUT", f"/2/instances/{WEB}/tags?tag=recent", auth=BOSS)
+    assert status == 200 and wait_job(vc, job)["status"] == "success"
+    # submitted elsewhere: listed first, its success shown, without a reload
+    browser.wait("const li = document.querySelector('#recent-jobs li[data-job]');"
+                 f" return li && li.dataset.job === '{job}'"
+                 " && li.querySelector('.recent-status').textContent === 'success';",
+                 "the new job first, done", 20)
+    # another instance's job is not listed; the list is re-read at the next job of this one
+    status, other, _ = request(vc, "PUT", f"/2/instances/{DB}/tags?tag=other", auth=BOSS)
+    assert status == 200 and wait_job(vc, other)["status"] == "success"
+    status, last, _ = request(vc, "DELETE", f"/2/instances/{WEB}/tags?tag=recent", auth=BOSS)
+    assert status == 200
+    browser.wait("const li = document.querySelector('#recent-jobs li[data-job]');"
+                 f" return li && li.dataset.job === '{last}';", "the removal listed", 20)
+    ids = browser.script("return [...document.querySelectorAll('#recent-jobs li[data-job]')]"
+                         ".map(li => Number(li.dataset.job));")
+    assert other not in ids and job in ids
+    assert ids == sorted(ids, reverse=True) and len(ids) <= 10

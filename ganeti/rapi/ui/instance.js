@@ -288,7 +288,32 @@ events(["instance.state", "job.submitted", "job.status", "job.log", "job.finishe
     }
   }
   if (ev.type === "job.finished" && related.has(ev.job_id)) refreshRuntime();
+  if ((ev.type === "job.submitted" || ev.type === "job.finished")
+      && (related.has(ev.job_id) || myJobs.has(ev.job_id))) refreshRecent();
 });
+// ---- recent jobs: the queue's jobs whose summary names the instance, newest first
+// (a job query of summaries only, answered from the master's memory; filtered here)
+const RECENT = 10;
+let recentTimer = null;
+
+async function renderRecent() {
+  const res = await api("PUT", "/2/query/job", { fields: ["id", "summary", "status"],
+                                                 qfilter: ["!", ["?", "archived"]] });
+  const mine = (res.data || []).map(([[, id], [, summary], [, status]]) => ({ id, summary, status }))
+    .filter((j) => (j.summary || []).some((op) => op.includes("(" + name + ")")))
+    .sort((a, b) => b.id - a.id).slice(0, RECENT);
+  document.getElementById("recent-jobs").replaceChildren(...mine.map((j) =>
+    el("li", { dataset: { job: String(j.id) } },
+       el("a", { href: "/ui/job.html?id=" + j.id }, String(j.id)), " ",
+       (j.summary || []).join(", "), ": ", el("span", { class: "recent-status" }, j.status))));
+  if (!mine.length) document.getElementById("recent-jobs").append(el("li", {}, "none in the queue"));
+}
+
+function refreshRecent() {      // at most one read per 300 ms of events
+  if (recentTimer) return;
+  recentTimer = setTimeout(() => { recentTimer = null; renderRecent().catch(showError); }, 300);
+}
+renderRecent().catch(showError);
 nodes = (await api("GET", "/2/nodes")).map((n) => n.id).sort();
 render().catch(showError);
 refreshRuntime();

@@ -1,4 +1,5 @@
-// Cluster overview: the cluster, its nodes (memory and disk use as bars), instance counts.
+// Cluster overview: the cluster, its nodes (memory and disk use as bars), instance counts,
+// the warnings and errors of the last cluster verify still in the job queue.
 import { api, el, events, navbar, session, showError } from "/ui/common.js";
 
 function bar(total, free, unit) {
@@ -38,13 +39,67 @@ async function render() {
   document.body.dataset.ready = "1";
 }
 
+// The last `gnt-cluster verify`: its config job and one job per group, kept in the job
+// queue until archived.  Their summaries are read from memory by a filtered job query
+// (a read), then only the newest of each is read whole for its ERROR/WARNING log lines.
+const verifyJobs = new Set();   // ids of verify jobs seen submitted
+
+async function renderVerify() {
+  const groups = await api("GET", "/2/groups");
+  const wanted = ["CLUSTER_VERIFY_CONFIG", ...groups.map((g) => `CLUSTER_VERIFY_GROUP(${g.name})`)];
+  const found = await api("PUT", "/2/query/job", {
+    fields: ["id", "summary"], qfilter: ["|", ...wanted.map((w) => ["=[]", "summary", w])] });
+  const newest = new Map();     // summary -> newest job id
+  for (const [[, id], [, summary]] of found.data || []) {
+    const key = (summary || [])[0];
+    if (!newest.has(key) || newest.get(key) < id) newest.set(key, id);
+  }
+  const box = document.getElementById("verify");
+  if (!newest.size) {
+    box.replaceChildren(el("p", { id: "verify-none" }, "No cluster verify in the job queue"
+      + " (never run, or archived): gnt-cluster verify runs one."));
+    return;
+  }
+  const jobs = await Promise.all([...newest.values()].sort((a, b) => a - b)
+    .map((id) => api("GET", "/2/jobs/" + id)));
+  const findings = [];
+  for (const job of jobs) {
+    for (const entry of (job.oplog || []).flat()) {
+      const text = String(entry[3] ?? "");
+      const match = /^\s*-\s*(ERROR|WARNING)\b/.exec(text);
+      if (match) {
+        findings.push(el("li", { class: match[1] === "ERROR" ? "bad" : "warn", dataset: { job: String(job.id) } },
+                         text.replace(/^\s*-\s*/, "")));
+      }
+    }
+  }
+  const when = Math.max(...jobs.map((j) => (j.end_ts || [0])[0] || 0));
+  const summary = el("p", { id: "verify-jobs" }, "Last verify: ",
+    ...jobs.flatMap((j, i) => [i ? ", " : "", el("a", { href: "/ui/job.html?id=" + j.id }, `job ${j.id}`),
+                               ` (${j.summary[0]}: ${j.status})`]),
+    when ? `, ended ${new Date(when * 1000).toLocaleString()}` : "");
+  const list = findings.length ? el("ul", { id: "verify-findings" }, ...findings)
+    : el("p", { id: "verify-clean", class: "ok" }, "No errors or warnings.");
+  box.replaceChildren(summary, list);
+}
+
 const s = await session();
 navbar(s);
 render().catch(showError);
+renderVerify().catch(showError);
 // a node or instance change redraws the page (no polling)
 let pending = false;
 events(["node.added", "node.removed", "node.role", "instance.added", "instance.removed",
-        "job.finished"], () => {
+        "job.finished", "job.submitted"], (ev) => {
+  if (ev.type === "job.submitted"
+      && (ev.data.summary || []).some((op) => op.startsWith("CLUSTER_VERIFY_"))) {
+    verifyJobs.add(ev.job_id);
+  }
+  if (ev.type === "job.finished" && verifyJobs.has(ev.job_id)) {
+    verifyJobs.delete(ev.job_id);
+    renderVerify().catch(showError);
+  }
+  if (ev.type === "job.submitted") return;
   if (pending) return;
   pending = true;
   setTimeout(() => { pending = false; render().catch(showError); }, 200);
