@@ -261,6 +261,12 @@ class BaseHypervisor(abc.ABC):
         kind, ``message``, ``host``, ``port``, ``user``, ``command``.
         """
 
+    def serial_console_socket(self, name: str) -> str | None:
+        """The UNIX socket of the serial console of the running instance ``name``,
+        or None when it has none.  The node daemon connects to it for the web
+        console's broker (:mod:`ganeti.server.console`); the default has none."""
+        return None
+
     # --- the node ---------------------------------------------------------
 
     def powercycle_node(self, hvparams: dict[str, Any]) -> None:

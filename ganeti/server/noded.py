@@ -16,7 +16,8 @@ Status codes:
 * ``400`` with ``[false, msg]``: the body is not JSON, not a list, or the
   arguments do not match the procedure's row (count or types);
 * ``404`` with ``[false, msg]``: no such procedure in ``rpc.defs.CALLS`` (but
-  ``impexp_stream``, a disk stream: :mod:`ganeti.impexp.stream`);
+  ``impexp_stream``, a disk stream: :mod:`ganeti.impexp.stream`, and
+  ``console_stream``, a serial console pipe: :mod:`ganeti.server.console`);
 * ``405`` (``Allow: POST``) for any other standard method, ``501`` for an
   unknown one; ``503`` when the daemon is busy (see below);
 * what :mod:`ganeti.http.framing` refuses, with its status: ``400`` for
@@ -98,7 +99,7 @@ from ganeti.http.tls import node_client_context, node_server_context
 from ganeti.pathutils import Paths
 from ganeti.redact import Redactor
 from ganeti.rpc import defs
-from ganeti.server import noded_keepalive
+from ganeti.server import console, noded_keepalive
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context",
            "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
@@ -168,6 +169,9 @@ class NodedRequestHandler(socketserver.BaseRequestHandler):
                 self.send_json(400, [False, f"{_procedure(head)[:80]!r} needs a connection of"
                                      " its own (only read-only procedures and queue writes"
                                      " share one)"])
+                return False
+            if head.method == "POST" and _procedure(head) == console.PROCEDURE:
+                console.serve_node_console(self, head, parser, self._context())
                 return False
             if head.method == "POST" and _procedure(head) == diskstream.STREAM_PROCEDURE:
                 self.send_json(*self._receive_stream(parser))

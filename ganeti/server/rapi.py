@@ -41,11 +41,12 @@ from ganeti.http.limits import Limits
 from ganeti.http.threaded import DEFAULT_LIMITS, DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
-from ganeti.rapi import auth, resources, roles, sessions, stream, users, webui
+from ganeti.rapi import auth, consoletokens, resources, roles, sessions, stream, users, webui
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.rapiauth import Sessions, TokenFile
 from ganeti.server.logsetup import AccessLog
-from ganeti.server import tuning
+from ganeti.rpc.client import default_noded_port
+from ganeti.server import console, tuning
 from ganeti.server.tuning import release_memory
 from ganeti.utils import jsonshape, localfile
 
@@ -386,7 +387,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         line_checked = False
         while True:
             if not line_checked and (line := parser.start_line()) is not None:
-                self._requestline, line_checked = line, True
+                self._requestline, line_checked = consoletokens.redact(line), True
                 check_request_line(line)
             head = parser.head()
             if head is not None:
@@ -425,6 +426,14 @@ class _HttpConnection(socketserver.StreamRequestHandler):
             return
         if isinstance(result, stream.StreamRequest):
             self._stream(result)
+            return
+        if isinstance(result, consoletokens.ConsoleOpen):   # a WebSocket (server/console.py)
+            self._close = True
+            try:
+                console.serve_browser(self.server, result, head, parser.buffered,
+                                      self.connection, self.client_address[0], self._opened)
+            except errors.HttpError as exc:   # answered before the 101
+                self._send_error(exc.status, str(exc))
             return
         if isinstance(result, webui.Page):
             self._answer(200, [("Content-Type", result.content_type), *webui.HEADERS],
@@ -507,6 +516,11 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         except (TimeoutError, ConnectionError, ssl.SSLError) as exc:
             logger.debug("Event stream to %s ended: %s", self.client_address[0], exc)
 
+    def _opened(self, user: str) -> None:
+        """A console's WebSocket was accepted for ``user``: the access log line."""
+        self._user = user
+        self._log(101)
+
     def _read_body(self, head: framing.RequestHead, parser: framing.RequestParser) -> bytes:
         """The request's body (``Content-Length`` bytes), within the request deadline."""
         if (head.headers.get("expect", "").lower() == "100-continue"
@@ -559,7 +573,9 @@ class _HttpConnection(socketserver.StreamRequestHandler):
         ctx = resources.Ctx(method=method, args=args, query=query, body=body,
                             client=self.server.luxi_client(),
                             user=principal.user if principal else None, path=path,
-                            principal=principal, tokens=self.server.tokens)
+                            principal=principal, tokens=self.server.tokens,
+                            console_token=console.token_issuer(
+                                self.server.console_tokens, principal, self._reauthorize))
         return resources.dispatch(route, ctx)
 
     def _authorize(self, headers: RequestHeaders, method: str, need: roles.Role,
@@ -662,6 +678,7 @@ class RapiServer(ThreadedServer):
                  session_store: Sessions | None = None,
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
                  keepalive: float = stream.KEEPALIVE, limits: Limits = LIMITS,
+                 node_tls: ssl.SSLContext | None = None, noded_port: int | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(address, tls, _Handler, limits=limits, clock=clock)
         #: the key and certificate file :meth:`reload_certificate` reads
@@ -681,6 +698,10 @@ class RapiServer(ThreadedServer):
         self.keepalive = keepalive
         #: set at shutdown: event streams end
         self.stopping = threading.Event()
+        #: console tokens; the node RPC's TLS and port (doc/rapi.md, "Consoles")
+        self.console_tokens = consoletokens.ConsoleTokens()
+        self.node_tls = node_tls
+        self.noded_port = noded_port if noded_port is not None else default_noded_port()
 
     def reload_certificate(self) -> bool:
         """Load :attr:`pem` again for the connections accepted from now on.
@@ -738,7 +759,8 @@ def _prepare(runtime: DaemonRuntime) -> RapiServer:
     server = RapiServer((opts.bind, opts.port), make_tls_context(paths.rapi_pem),
                         users_table=table, access_log=access, token_file=token_file,
                         luxi_address=paths.master_socket, pem=paths.rapi_pem,
-                        require_auth=opts.require_authentication)
+                        require_auth=opts.require_authentication,
+                        node_tls=console.node_tls(paths.server_pem))
     wake = threading.Event()
     targets = [(table.path, table.reload), (token_file.path, token_file.reload),
                (paths.rapi_pem, server.reload_certificate)]

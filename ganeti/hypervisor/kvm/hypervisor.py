@@ -133,6 +133,11 @@ class KvmHypervisor(base.BaseHypervisor):
         """The serial console socket of ``name``."""
         return self.rundir.path(name, rundir.SERIAL_SOCKET)
 
+    def serial_console_socket(self, name: str) -> str | None:
+        """The serial console socket of a running ``name`` (None: no such socket)."""
+        path = self.serial_socket(name)
+        return path if os.path.exists(path) else None
+
     def serial_log(self, name: str) -> str:
         """The file holding everything ``name`` wrote on its serial port."""
         return self.rundir.path(name, rundir.SERIAL_LOG)

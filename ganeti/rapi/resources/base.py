@@ -89,6 +89,9 @@ class Ctx:
     principal: Principal | None = None
     #: the API tokens (the ``/2/tokens`` rows); the server sets it
     tokens: TokenService | None = None
+    #: makes a console token for an instance (``.../console/token``): ``(token,
+    #: seconds it lives)``, bound to this request's credentials; the server sets it
+    console_token: Callable[[str], tuple[str, float]] | None = None
 
     def qstr(self, name: str, default: str | None = None) -> str | None:
         values = self.query.get(name)

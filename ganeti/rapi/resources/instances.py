@@ -4,11 +4,12 @@ console and instance tags (pure)."""
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 from ganeti import constants, errors
 from ganeti.opcodes import wire
-from ganeti.rapi import uri
+from ganeti.rapi import consoletokens, uri
 from ganeti.rapi.openapi import BOOL, BULK, FORCE, LINKS, OBJ, PLAN, STR, STRS, Doc, Param, opbody
 from ganeti.rapi.opinput import Body
 from ganeti.rapi.resources.base import (I_FIELDS, Ctx, Route, bad, from_body, listing, one,
@@ -156,6 +157,31 @@ def _instance_console(ctx: Ctx) -> Any:
     return run_job(ctx, [wire.instance_console(instance_name=row["name"])])[0]
 
 
+def _console_token(ctx: Ctx) -> dict[str, Any]:
+    """A single-use token opening the serial console of a running instance in a
+    browser (doc/rapi.md, "Consoles"); 503 when it is not running."""
+    row = one(ctx, constants.QR_INSTANCE, _inst(ctx), ["name", "oper_state"])
+    if not row["oper_state"]:
+        raise errors.HttpError(f"Instance console unavailable: {row['name']} is not running",
+                               503)
+    if ctx.console_token is None:
+        raise errors.HttpError("This server does not broker consoles", 501)
+    token, ttl = ctx.console_token(row["name"])
+    return {"instance": row["name"], "token": token, "expires_in": ttl,
+            "websocket": f"/2/instances/{urllib.parse.quote(row['name'], safe='')}/console/websocket"}
+
+
+def _console_websocket(ctx: Ctx) -> consoletokens.ConsoleOpen:
+    """The WebSocket to a console: where the instance runs; the server checks the
+    upgrade, spends the token and brokers the console."""
+    row = one(ctx, constants.QR_INSTANCE, _inst(ctx), ["name", "pnode", "hypervisor",
+                                                        "oper_state"])
+    node = one(ctx, constants.QR_NODE, row["pnode"], ["name", "pip"])
+    return consoletokens.ConsoleOpen(row["name"], ctx.qstr("token"), node=node["name"],
+                                     address=node["pip"], hypervisor=row["hypervisor"],
+                                     running=bool(row["oper_state"]))
+
+
 _REINSTALL_BODY = Body(extra=frozenset({"os", "start", "osparams", *_REINSTALL_PRIVATE}))
 _NO_REMEMBER = Param("no_remember", description="do not record the new state")
 
@@ -271,6 +297,18 @@ ROUTES: list[Route] = [
                   " running)", result={"type": "object", "properties": {
                       k: STR for k in ("instance", "kind", "message", "host", "user",
                                        "command")}})),
+    Route(_INST + "/console/token", "POST", read=_console_token,
+          opcode=wire.OP_INSTANCE_CONSOLE, access="write",
+          doc=Doc("A single-use token (30 s) opening the serial console of a running"
+                  " instance over a WebSocket (503 when it is not running)",
+                  result={"type": "object", "properties": {
+                      "instance": STR, "token": STR, "websocket": STR,
+                      "expires_in": {"type": "number"}}})),
+    Route(_INST + "/console/websocket", "GET", read=_console_websocket, access="read",
+          doc=Doc("The instance's serial console as a WebSocket (RFC 6455, binary frames"
+                  " both ways), brokered by the master; the credential is the token",
+                  (Param("token", "str", "a token of POST .../console/token"),),
+                  result=STR)),
     relocation(_INST + "/change-group", "PUT", wire.OP_INSTANCE_CHANGE_GROUP, "instance_name",
                "instance", Doc(
                    "Move an instance into another node group (jobs from the allocator)",

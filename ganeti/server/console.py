@@ -1,0 +1,361 @@
+"""Serial consoles in the browser: the node's console pipe and the master's broker.
+
+Two ends of one path (doc/protocols/rpc.md, "The console stream";
+doc/rapi.md, "Consoles"):
+
+* **On the node** (:func:`serve_node_console`, run by ``ganeti-noded`` in
+  the forked child of the connection): ``POST
+  /console_stream?instance=NAME&hypervisor=HV`` with ``Connection:
+  Upgrade`` and ``Upgrade: ganeti-console``, on the node RPC's mutually
+  authenticated TLS (the cluster certificate on both ends, as every node
+  RPC).  The child connects to the instance's serial console socket
+  (:meth:`ganeti.hypervisor.base.BaseHypervisor.serial_console_socket`),
+  answers ``101 Switching Protocols`` and from then on the TLS connection
+  is a raw byte pipe to that socket, both ways.  A failure before that is
+  the usual ``200 [false, message]``.  The pipe ends when either side
+  closes, after :data:`NODE_LIFETIME`, or when the node daemon reclaims
+  the child's request slot (it needs the slot for RPC, or it stops).
+* **On the master** (:func:`open_node_console` and :func:`relay_websocket`,
+  run by ``ganeti-rapi`` in a thread taken out of its worker pool): the
+  broker opens that pipe on the instance's primary node and relays it to
+  the browser's WebSocket (:mod:`ganeti.http.websocket`): console bytes go
+  out as binary messages, text and binary messages come in as bytes; pings
+  are answered.  It ends when either side closes, after
+  :data:`BROKER_LIFETIME`, at the daemon's stop, or as soon as the
+  credentials that made the console token no longer hold (checked every
+  second, as the event stream does).
+
+The node's console port is never exposed: browsers reach RAPI only, and
+only the master holds the key the node daemon asks for.  Each relay is
+one thread (or child) with one ``select`` loop over both sockets; writes
+block, bounded by :data:`WRITE_TIMEOUT`.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+import ssl
+import time
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, errors, serializer
+from ganeti.http import client, framing, websocket
+from ganeti.http.tls import node_client_context
+from ganeti.rapi import auth, consoletokens, sessions
+
+__all__ = ["PROCEDURE", "UPGRADE", "NODE_LIFETIME", "BROKER_LIFETIME", "WRITE_TIMEOUT",
+           "serve_node_console", "open_node_console", "relay_bytes", "relay_websocket",
+           "serve_browser", "token_issuer", "node_tls"]
+
+logger = logging.getLogger(__name__)
+
+#: the node daemon's path of the console stream (not a row of rpc.defs: it is not a call)
+PROCEDURE = "console_stream"
+#: the protocol the node's connection is upgraded to
+UPGRADE = "ganeti-console"
+#: seconds a console pipe lasts at most (node side; the broker's bound is the same)
+NODE_LIFETIME = 12 * 3600.0
+BROKER_LIFETIME = NODE_LIFETIME
+#: seconds one write may wait for the peer to take data
+WRITE_TIMEOUT = 10.0
+#: how often the loops look at their stop conditions (seconds)
+TICK = 1.0
+#: the largest message a browser may send (keystrokes, a paste)
+MAX_INPUT = 64 * 1024
+_CHUNK = 64 * 1024
+
+
+def _head(first: str, headers: list[tuple[str, str]]) -> bytes:
+    """An HTTP head with ``Connection: Upgrade`` (which :mod:`framing`'s builders
+    manage themselves); the values are ours, never a peer's."""
+    lines = [first, *(f"{k}: {v}" for k, v in headers), "Connection: Upgrade",
+             f"Upgrade: {UPGRADE}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _readable(socks: list[Any], timeout: float) -> list[Any]:
+    """The sockets with data: TLS records already decrypted first, else ``select``."""
+    pending = [s for s in socks if isinstance(s, ssl.SSLSocket) and s.pending()]
+    if pending:
+        return pending
+    return select.select(socks, [], [], timeout)[0]
+
+
+def relay_bytes(a: Any, b: Any, initial: bytes = b"", *, lifetime: float = NODE_LIFETIME,
+                stop: Callable[[], bool] = lambda: False,
+                clock: Callable[[], float] = time.monotonic) -> str:
+    """Copy bytes both ways between sockets ``a`` and ``b`` (``initial`` first to ``b``)
+    until one closes, ``stop()`` holds or ``lifetime`` passes; why it ended."""
+    end = clock() + lifetime
+    for sock in (a, b):
+        sock.settimeout(WRITE_TIMEOUT)
+    try:
+        if initial:
+            b.sendall(initial)
+        while True:
+            if stop():
+                return "stopped"
+            if clock() >= end:
+                return "lifetime"
+            for sock in _readable([a, b], TICK):
+                data = sock.recv(_CHUNK)
+                if not data:
+                    return "closed"
+                (b if sock is a else a).sendall(data)
+    except (OSError, ssl.SSLError) as exc:
+        return f"broken: {exc}"
+
+
+# --- the node side ---------------------------------------------------------------------
+
+def _console_socket(ctx: Any, name: str, hypervisor: str) -> str:
+    from ganeti.backend.instance import hypervisor_for
+    if hypervisor not in constants.HYPER_TYPES:
+        raise errors.HypervisorError(f"Unknown hypervisor {hypervisor[:40]!r}")
+    hv = hypervisor_for(ctx, hypervisor)
+    if name not in hv.list_instances():
+        raise errors.HypervisorError(f"Instance {name[:80]!r} is not running here")
+    path = hv.serial_console_socket(name)
+    if path is None:
+        raise errors.HypervisorError(f"Instance {name} has no serial console")
+    return path
+
+
+def serve_node_console(handler: Any, head: framing.RequestHead,
+                       parser: framing.RequestParser, ctx: Any) -> None:
+    """Serve ``POST /console_stream`` in a node daemon child (see the module docstring).
+
+    ``handler`` is the node daemon's request handler: its ``request`` (the
+    TLS socket), ``server`` (busy flag, reclaim) and ``send_json``; ``ctx``
+    the request's :class:`ganeti.backend.context.NodeContext`.
+    """
+    server = handler.server
+    if server.busy_reply:
+        handler.send_json(503, [False, "Node daemon busy: too many requests in progress"])
+        return
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(head.target).query)
+    name = (query.get("instance") or [""])[-1]
+    hvname = (query.get("hypervisor") or [""])[-1]
+    if "upgrade" not in (head.headers.get("connection") or "").lower() or \
+            (head.headers.get("upgrade") or "").strip() != UPGRADE:
+        handler.send_json(400, [False, f"{PROCEDURE} needs 'Upgrade: {UPGRADE}'"])
+        return
+    initial = parser.take_after_head()
+    console = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        path = _console_socket(ctx, name, hvname)
+        console.settimeout(5.0)
+        console.connect(path)
+    except (errors.GanetiError, OSError) as exc:
+        console.close()
+        handler.send_json(200, [False, f"Cannot open the console of {name[:80]}: {exc}"])
+        return
+    tls = handler.request
+    try:
+        tls.sendall(_head("HTTP/1.1 101 Switching Protocols",
+                          [("Server", f"Ganeti {constants.RELEASE_VERSION}")]))
+        logger.info("Console of %s opened for %s", name, handler.client_address[0])
+        why = relay_bytes(tls, console, initial, lifetime=NODE_LIFETIME,
+                          stop=lambda: server.reclaim.requested)
+        logger.info("Console of %s closed: %s", name, why)
+    finally:
+        console.close()
+
+
+# --- the master side --------------------------------------------------------------------
+
+def open_node_console(address: str, port: int, context: ssl.SSLContext, instance: str,
+                      hypervisor: str, *, timeout: float = 10.0) -> tuple[ssl.SSLSocket, bytes]:
+    """The console pipe of ``instance`` on the node at ``address``: the upgraded TLS
+    socket and the console bytes that came with the ``101``.
+
+    Raises :class:`errors.RpcError` when the node cannot be reached or refuses
+    (its message).
+    """
+    try:
+        sock = client.connect(address, port, context, timeout)
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.RpcTransportError(f"Cannot reach the node daemon at {address}:{port}:"
+                                       f" {exc}") from exc
+    try:
+        target = "/" + PROCEDURE + "?" + urllib.parse.urlencode(
+            {"instance": instance, "hypervisor": hypervisor})
+        sock.sendall(_head(f"POST {target} HTTP/1.1", [("Host", address),
+                                                       ("Content-Length", "0")]))
+        parser = framing.ResponseParser(request_method="POST")
+        deadline = time.monotonic() + timeout
+        while (head := parser.head()) is None:
+            if time.monotonic() > deadline:
+                raise errors.RpcTransportError(f"No answer from {address} in time")
+            data = sock.recv(_CHUNK)
+            if not data:
+                raise errors.RpcTransportError(f"{address} closed the console stream")
+            parser.feed(data)
+        if head.status == 101:
+            return sock, parser.take_after_head()
+        while (reply := parser.next_response()) is None and not parser.eof:
+            data = sock.recv(_CHUNK)
+            if data:
+                parser.feed(data)
+            else:
+                parser.feed_eof()
+        message = f"HTTP {head.status}"
+        if reply is not None:
+            try:
+                message = str(serializer.loads(reply.body)[1])
+            except (errors.SerializationError, IndexError, KeyError, TypeError):
+                pass
+        raise errors.RemoteError(message)
+    except (OSError, ssl.SSLError, errors.HttpError) as exc:
+        sock.close()
+        raise errors.RpcTransportError(f"Console stream to {address} failed: {exc}") from exc
+    except errors.GanetiError:
+        sock.close()
+        raise
+
+
+def relay_websocket(browser: Any, node: Any, node_initial: bytes = b"", *,
+                    allowed: Callable[[], bool] = lambda: True,
+                    stop: Callable[[], bool] = lambda: False,
+                    lifetime: float = BROKER_LIFETIME,
+                    clock: Callable[[], float] = time.monotonic) -> str:
+    """Relay between a browser's WebSocket (already answered ``101``) and a node's
+    console pipe until one ends; why it ended.  A close frame (with the reason) is
+    sent to the browser whenever the browser did not close first."""
+    decoder = websocket.Decoder(masked=True, max_message=MAX_INPUT)
+    end = clock() + lifetime
+    next_check = clock() + TICK
+    for sock in (browser, node):
+        sock.settimeout(WRITE_TIMEOUT)
+
+    def close(code: int, why: str) -> str:
+        try:
+            browser.sendall(websocket.encode_frame(
+                websocket.OP_CLOSE, websocket.close_payload(code, why)))
+        except (OSError, ssl.SSLError):
+            pass
+        return why
+
+    def to_browser(data: bytes) -> None:
+        browser.sendall(websocket.encode_frame(websocket.OP_BINARY, data))
+
+    try:
+        if node_initial:
+            to_browser(node_initial)
+        while True:
+            if stop():
+                return close(websocket.CLOSE_GOING_AWAY, "the server stops")
+            now = clock()
+            if now >= end:
+                return close(websocket.CLOSE_NORMAL, "the console's time is up")
+            if now >= next_check:
+                next_check = now + TICK
+                if not allowed():
+                    return close(websocket.CLOSE_POLICY, "the credentials are no longer valid")
+            for sock in _readable([browser, node], TICK):
+                data = sock.recv(_CHUNK)
+                if sock is node:
+                    if not data:
+                        return close(websocket.CLOSE_NORMAL, "the console closed")
+                    to_browser(data)
+                    continue
+                if not data:
+                    return "the browser went away"
+                decoder.feed(data)
+                try:
+                    messages = decoder.messages()
+                except errors.WebSocketError as exc:
+                    return close(exc.code, str(exc))
+                for msg in messages:
+                    if msg.opcode in (websocket.OP_TEXT, websocket.OP_BINARY):
+                        node.sendall(msg.data)
+                    elif msg.opcode == websocket.OP_PING:
+                        browser.sendall(websocket.encode_frame(websocket.OP_PONG, msg.data))
+                    elif msg.opcode == websocket.OP_CLOSE:
+                        code, _ = websocket.parse_close(msg.data)
+                        close(websocket.CLOSE_NORMAL if code == websocket.CLOSE_NO_STATUS
+                              else code, "")
+                        return "the browser closed"
+    except (OSError, ssl.SSLError) as exc:
+        return f"broken: {exc}"
+
+
+# --- the RAPI daemon's pieces ------------------------------------------------------------
+
+def node_tls(pem: str) -> ssl.SSLContext | None:
+    """The node RPC's client context for the broker (None, and a log line, when
+    the cluster certificate does not load: no consoles then)."""
+    try:
+        return node_client_context(pem)
+    except (OSError, ssl.SSLError, errors.GanetiError) as exc:
+        logger.error("Cannot load the cluster certificate %s (%s): no consoles", pem, exc)
+        return None
+
+
+def token_issuer(tokens: consoletokens.ConsoleTokens, principal: auth.Principal | None,
+                 check: Callable[[], auth.Principal | None]
+                 ) -> Callable[[str], tuple[str, float]]:
+    """The maker of one request's console tokens: each bound to an instance, to
+    the user, and to ``check`` (the request's credentials, checked again while
+    the console is open: a revoked token or an ended session closes it)."""
+    def allowed() -> bool:
+        try:
+            check()
+        except errors.HttpError:
+            return False
+        return True
+
+    def issue(instance: str) -> tuple[str, float]:
+        user = principal.user if principal else "-"
+        return tokens.issue(consoletokens.Grant(instance, user, allowed))
+    return issue
+
+
+def serve_browser(server: Any, request: consoletokens.ConsoleOpen, head: framing.RequestHead,
+                  buffered: int, conn: Any, peer: str, opened: Callable[[str], None]) -> None:
+    """Serve ``GET /2/instances/[name]/console/websocket`` on RAPI connection ``conn``.
+
+    Checks the upgrade (:func:`websocket.check_upgrade`) and the ``Origin``
+    (when sent: this host only), spends the token (bound to the instance),
+    opens the pipe on the primary node, answers ``101`` (then
+    ``opened(user)``) and relays until the end.  The thread leaves the
+    server's worker pool first, as an event stream's does.  Raises
+    :class:`errors.HttpError` (answered by the caller) before the ``101``:
+    400/426 for a bad upgrade, 403 for another origin or a bad token, 503
+    for a stopped instance, 502 when the node refuses.
+    """
+    key = websocket.check_upgrade(head.method, head.version, head.headers)
+    origin = head.headers.get("origin")
+    if origin is not None and not sessions.same_origin(origin, head.headers.get("host")):
+        raise errors.HttpError("Permission denied: a console from another origin", 403)
+    if buffered:
+        raise errors.HttpError("Data before the WebSocket was accepted", 400)
+    grant = server.console_tokens.redeem(request.token, request.instance)
+    if not request.running:
+        raise errors.HttpError(f"Instance console unavailable: {request.instance} is"
+                               " not running", 503)
+    if server.node_tls is None:
+        raise errors.HttpError("This server does not broker consoles", 501)
+    try:
+        node, initial = open_node_console(request.address, server.noded_port, server.node_tls,
+                                          request.instance, request.hypervisor)
+    except errors.GanetiError as exc:
+        logger.warning("Console of %s on %s for %s not opened: %s", request.instance,
+                       request.node, grant.user, exc)
+        raise errors.HttpError(f"Cannot open the console of {request.instance} on"
+                               f" {request.node}: {exc}", 502) from exc
+    server.pool.detach()
+    try:
+        conn.sendall(websocket.accept_head(key))
+        opened(grant.user)
+        logger.info("Console of %s (on %s) opened by %s from %s", request.instance,
+                    request.node, grant.user, peer)
+        why = relay_websocket(conn, node, initial, allowed=grant.recheck,
+                              stop=server.stopping.is_set)
+        logger.info("Console of %s closed for %s: %s", request.instance, grant.user, why)
+    finally:
+        node.close()
