@@ -1,0 +1,259 @@
+"""The serial console in the browser, brokered by the master: a WebSocket through real daemons.
+
+A 2-node kvm virtual cluster (no SSH servers): a tinylinux instance on
+node2, and ganeti-rapi on node1 (the master).  A tiny WebSocket client
+(below, on :mod:`ganeti.http.websocket`) gets a console token with an
+operator's credentials (``POST /2/instances/NAME/console/token``), opens
+``GET .../console/websocket?token=...`` on RAPI, which opens the node
+daemon's console pipe on node2 over the cluster's mutual TLS, types a
+command into the guest's shell and reads its answer.  Also checked through
+the daemons: a token works once, does not open another instance's
+console, a readonly user gets none, a web console session needs its CSRF
+token for one, the token never reaches the access log.  Skips only when
+qemu-system-x86_64 cannot run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import ssl
+import time
+import urllib.parse
+
+import pytest
+from guest_helpers import BOOT_LINE, wait_for_line
+from instance_helpers import NOCHECK
+from test_rapi import request, write_users
+from vcluster_harness import VirtualCluster
+
+from ganeti import constants
+from ganeti.http import websocket as ws
+from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+from test.integration import host_helpers
+
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.skipif(bool(host_helpers.qemu_reason()),
+                                 reason=host_helpers.qemu_reason() or "qemu runs")]
+
+N1, N2 = "node1.vcluster", "node2.vcluster"
+INST, OTHER = "webcon1.example.com", "webcon2.example.com"
+USERS = "olga opass operator\nrita rpass read\n"
+OLGA, RITA = ("olga", "opass"), ("rita", "rpass")
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vwebcon"), nodes=2, use_ssh=False,
+                        hypervisor=constants.HT_KVM) as cluster:
+        write_users(cluster, USERS)
+        deadline = time.monotonic() + 10
+        while request(cluster, "GET", "/2/tokens", auth=OLGA)[0] != 200:   # users loaded
+            assert time.monotonic() < deadline, "users file not loaded"
+            time.sleep(0.1)
+        cluster.ok("gnt-instance", "add", "-t", "file", "-s", "64M", "-o", "tinylinux",
+                   "-n", N2, *NOCHECK, INST)
+        cluster.ok("gnt-instance", "add", "-t", "file", "-s", "64M", "-o", "tinylinux",
+                   "-n", N2, "--no-start", *NOCHECK, OTHER)
+        assert wait_for_line(KvmHypervisor(cluster.paths(N2)).serial_log(INST)) == \
+            f"{BOOT_LINE} {INST}"
+        yield cluster
+
+
+class WsClient:
+    """A WebSocket client for the tests: TLS to RAPI, the handshake, masked frames."""
+
+    def __init__(self, vc, path: str, headers: dict[str, str] | None = None) -> None:
+        host, port = vc.cluster.master_node.ip, vc.cluster.rapi_port
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        self.sock = ctx.wrap_socket(socket.create_connection((host, port), 10))
+        self.sock.settimeout(10)
+        key = base64.b64encode(os.urandom(16)).decode()
+        lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Upgrade: websocket",
+                 "Connection: Upgrade", "Sec-WebSocket-Version: 13",
+                 f"Sec-WebSocket-Key: {key}",
+                 *(f"{k}: {v}" for k, v in (headers or {}).items())]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        self.status = int(head.split(b" ", 2)[1]) if head else 0
+        self.head = head.decode("latin-1")
+        self.body = rest
+        if self.status == 101:
+            assert f"Sec-WebSocket-Accept: {ws.accept_key(key)}" in self.head
+        self.decoder = ws.Decoder(masked=False)
+        self.decoder.feed(rest if self.status == 101 else b"")
+        self.seen = b""
+        self.closed: tuple[int, str] | None = None
+
+    def send_text(self, text: str) -> None:
+        self.sock.sendall(ws.encode_frame(ws.OP_TEXT, text.encode(), mask=os.urandom(4)))
+
+    def send(self, opcode: int, payload: bytes) -> None:
+        self.sock.sendall(ws.encode_frame(opcode, payload, mask=os.urandom(4)))
+
+    def read_until(self, wanted: bytes, timeout: float, *, retype: str | None = None) -> bytes:
+        """Console output until ``wanted`` shows (typing ``retype`` every 2 s meanwhile)."""
+        deadline = time.monotonic() + timeout
+        next_type = 0.0
+        while wanted not in self.seen:
+            now = time.monotonic()
+            assert now < deadline, f"{wanted!r} not seen; got {self.seen[-400:]!r}"
+            assert self.closed is None, f"closed: {self.closed}"
+            if retype is not None and now >= next_type:
+                self.send_text(retype)
+                next_type = now + 2.0
+            self.sock.settimeout(0.5)
+            try:
+                data = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            assert data, "connection closed"
+            self.decoder.feed(data)
+            self._take()
+        return self.seen
+
+    def _take(self) -> None:
+        for msg in self.decoder.messages():
+            if msg.opcode == ws.OP_BINARY:
+                self.seen += msg.data
+            elif msg.opcode == ws.OP_CLOSE:
+                self.closed = ws.parse_close(msg.data)
+
+    def wait_close(self, timeout: float = 10.0) -> tuple[int, str]:
+        deadline = time.monotonic() + timeout
+        while self.closed is None:
+            assert time.monotonic() < deadline, "no close frame"
+            self.sock.settimeout(1)
+            try:
+                data = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            if not data:
+                break
+            self.decoder.feed(data)
+            self._take()
+        assert self.closed is not None
+        return self.closed
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _token(vc, name: str = INST, auth=OLGA) -> tuple[int, dict]:
+    status, body, _ = request(vc, "POST", f"/2/instances/{name}/console/token", auth=auth)
+    return status, body
+
+
+def _ws_path(name: str, token: str) -> str:
+    return f"/2/instances/{name}/console/websocket?token={urllib.parse.quote(token)}"
+
+
+def test_typing_a_command_in_the_guest_through_the_broker(vc):
+    status, grant = _token(vc)
+    assert status == 200, grant
+    assert grant["instance"] == INST and grant["expires_in"] == 30
+    assert grant["websocket"] == f"/2/instances/{INST}/console/websocket"
+    client = WsClient(vc, _ws_path(INST, grant["token"]))
+    try:
+        assert client.status == 101, client.head + client.body.decode("latin-1")
+        client.read_until(b"@@WEB@@42", 90, retype="echo @@WEB@@$((6*7))\r")
+        client.send(ws.OP_PING, b"hello")
+        client.send(ws.OP_CLOSE, ws.close_payload(1000))
+        assert client.wait_close()[0] == 1000
+    finally:
+        client.close()
+
+
+def test_a_token_opens_one_console_once(vc):
+    _, grant = _token(vc)
+    first = WsClient(vc, _ws_path(INST, grant["token"]))
+    try:
+        assert first.status == 101
+    finally:
+        first.close()
+    second = WsClient(vc, _ws_path(INST, grant["token"]))
+    assert second.status == 403 and "already used" in second.body.decode()
+    second.close()
+
+
+def test_a_token_for_one_instance_does_not_open_another(vc):
+    _, grant = _token(vc)
+    other = WsClient(vc, _ws_path(OTHER, grant["token"]))
+    assert other.status == 403 and "another instance" in other.body.decode()
+    other.close()
+    # and it is spent: not usable on its own instance either
+    again = WsClient(vc, _ws_path(INST, grant["token"]))
+    assert again.status == 403
+    again.close()
+
+
+def test_no_token_or_a_made_up_one_is_refused(vc):
+    for path in (f"/2/instances/{INST}/console/websocket", _ws_path(INST, "x" * 43)):
+        client = WsClient(vc, path)
+        assert client.status == 403, client.head
+        client.close()
+
+
+def test_a_stopped_instance_gets_no_token(vc):
+    assert _token(vc, OTHER)[0] == 503
+
+
+def test_a_readonly_user_gets_no_token(vc):
+    status, body = _token(vc, auth=RITA)
+    assert status == 403 and "operator" in body["explain"]
+    assert _token(vc, auth=None)[0] == 401
+
+
+def test_another_origin_is_refused(vc):
+    _, grant = _token(vc)
+    client = WsClient(vc, _ws_path(INST, grant["token"]),
+                      {"Origin": "https://evil.example.com"})
+    assert client.status == 403 and "origin" in client.body.decode()
+    client.close()
+
+
+def test_a_session_needs_its_csrf_token_for_a_console_token(vc):
+    status, login, resp = request(vc, "POST", "/ui/login", {"user": "olga",
+                                                             "password": "opass"})
+    assert status == 200
+    cookie = resp.getheader("Set-Cookie").split(";")[0]
+    path = f"/2/instances/{INST}/console/token"
+    assert request(vc, "POST", path, headers={"Cookie": cookie})[0] == 403
+    status, grant, _ = request(vc, "POST", path, headers={
+        "Cookie": cookie, "X-CSRF-Token": login["csrf_token"]})
+    assert status == 200 and grant["token"]
+    # a logout ends the console opened with the session's token
+    client = WsClient(vc, _ws_path(INST, grant["token"]))
+    try:
+        assert client.status == 101
+        assert request(vc, "POST", "/ui/logout", headers={
+            "Cookie": cookie, "X-CSRF-Token": login["csrf_token"]})[0] == 200
+        code, reason = client.wait_close()
+        assert code == ws.CLOSE_POLICY and "no longer valid" in reason
+    finally:
+        client.close()
+
+
+def test_tokens_never_reach_the_access_log(vc):
+    _, grant = _token(vc)
+    WsClient(vc, _ws_path(INST, grant["token"])).close()
+    log = os.path.join(vc.paths(N1).log_dir, constants.RAPI_ACCESS_LOG)
+    deadline = time.monotonic() + 5
+    while True:
+        with open(log) as fh:
+            text = fh.read()
+        if "console/websocket?token=-" in text or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert "console/websocket?token=-" in text
+    assert grant["token"] not in text
+    assert json.dumps(grant["token"])[1:-1] not in text
