@@ -1,9 +1,10 @@
 """A small W3C WebDriver client for headless Chromium through ``chromedriver``.
 
 The browser tests (test_webui.py) and the console's benchmark
-(tools/bench/bench_webui.py) need a dozen commands: open a session, go to
-a URL, find elements, click, type, run a script, read the browser's
-performance entries.  WebDriver is JSON over HTTP on loopback, so
+(tools/bench/bench_webui.py) and tools/webui_screenshots.py need a dozen
+commands: open a session, go to a URL, find elements, click, type, run a
+script, read the browser's performance entries, take a screenshot.
+WebDriver is JSON over HTTP on loopback, so
 ``http.client`` is all it takes; Selenium would bring its own HTTP,
 WebSocket and async stacks for the same calls (doc/dependencies.md).
 
@@ -15,6 +16,7 @@ the console's own, from a virtual cluster on loopback.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import json
@@ -144,6 +146,10 @@ class Browser:
         return [str(u) for u in self.script(
             "return [location.href].concat(performance.getEntriesByType('resource')"
             ".map(e => e.name));")]
+
+    def screenshot(self) -> bytes:
+        """The current page's viewport as PNG bytes (W3C ``GET /screenshot``, base64)."""
+        return base64.b64decode(str(self.cmd("GET", "/screenshot")))
 
     def close(self) -> None:
         """End the session and chromedriver (and so Chromium); remove the profile."""
