@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-__all__ = ["CSP", "HEADERS", "STATIC_DIR", "Page", "page"]
+__all__ = ["CSP", "HEADERS", "STATIC_DIR", "VENDOR", "Page", "page"]
 
 #: the directory of the console's files (installed with the package: setup.py)
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui")
@@ -27,6 +27,13 @@ _TYPES = {
     ".svg": "image/svg+xml",
     ".png": "image/png",
     ".ico": "image/x-icon",
+}
+
+#: the files of system packages the console uses, by their path under ``/ui/``: an
+#: allow-list, nothing else of the system is served (``libjs-term.js``: the serial
+#: console's terminal, doc/webui.md "Consoles")
+VENDOR = {
+    "vendor/term.js": ("/usr/share/javascript/term.js/term.js", _TYPES[".js"]),
 }
 
 #: nothing from another origin, no inline script or style, no framing, no plugins
@@ -55,13 +62,19 @@ def page(prefix: str, path: str, directory: str = STATIC_DIR) -> Page | None:
     """The file for request ``path`` under ``prefix`` (``/ui/`` is ``index.html``), or
     None when there is none: an unknown name or type, a hidden file, a subdirectory."""
     name = path[len(prefix):].lstrip("/") or "index.html"
+    if name in VENDOR:
+        return _read(*VENDOR[name])
     if "/" in name or "\\" in name or name.startswith("."):
         return None
     ctype = _TYPES.get(os.path.splitext(name)[1])
     if ctype is None:
         return None
+    return _read(os.path.join(directory, name), ctype)
+
+
+def _read(path: str, ctype: str) -> Page | None:
     try:
-        with open(os.path.join(directory, name), "rb") as fh:
+        with open(path, "rb") as fh:
             return Page(ctype, fh.read())
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None

@@ -257,3 +257,38 @@ def test_tokens_never_reach_the_access_log(vc):
     assert "console/websocket?token=-" in text
     assert grant["token"] not in text
     assert json.dumps(grant["token"])[1:-1] not in text
+
+
+def test_the_console_page_in_chromium(vc):
+    """/ui/console.html, reached from the instance page's link: a command typed into the
+    term.js terminal runs in the guest, and its answer shows on the page."""
+    import webdriver
+    reason = webdriver.missing()
+    if reason is not None:
+        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
+    page = "/ui/instance.html?name=" + urllib.parse.quote(INST)
+    with webdriver.browser() as b:
+        b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
+        b.type("#user", "olga")
+        b.type("#password", "opass")
+        b.click("#submit")
+        b.wait("return document.body.dataset.ready === '1' && location.pathname",
+               "the instance page")
+        href = b.wait("const a = document.getElementById('console-link');"
+                      " return a && a.href.includes('console.html') && a.href", "the link")
+        assert href == origin + "/ui/console.html?name=" + urllib.parse.quote(INST)
+        b.click("#console-link")
+        b.wait("return document.body.dataset.console === 'open'", "the console open", 20)
+        screen = "return document.getElementById('terminal').innerText"
+        deadline = time.monotonic() + 60
+        while "@@UI@@42" not in b.script(screen):
+            assert time.monotonic() < deadline, b.script(screen)[-400:]
+            b.type(".terminal", "echo @@UI@@$((6*7))\ue007")
+            try:
+                b.wait(screen + ".includes('@@UI@@42')", "the answer", 5)
+            except AssertionError:
+                continue
+        assert all(u.startswith(origin) for u in b.resource_urls())
