@@ -286,9 +286,13 @@ def instance_list(ctx: NodeContext, hypervisor_list: list, all_hvparams: dict) -
 
 def instance_console_info(ctx: NodeContext, instance: dict) -> dict[str, Any]:
     """How to reach the console: ``{"instance", "kind", "message", "host",
-    "port", "user", "command"}`` (``kind`` ``msg``/``ssh``/``vnc``/``spice``)."""
+    "port", "user", "command"}`` (``kind`` ``msg``/``ssh``/``vnc``/``spice``) of
+    the first console, and ``consoles``: every console, that one first, each
+    such a dict (a kvm instance may have a serial console and VNC)."""
     inst = parse_instance(instance)
-    return hypervisor_for(ctx, inst.hypervisor).get_console(instance_spec(inst), ctx.hostname)
+    consoles = hypervisor_for(ctx, inst.hypervisor).get_consoles(instance_spec(inst),
+                                                                 ctx.hostname)
+    return {**consoles[0], "consoles": consoles}
 
 
 def instance_migratable(ctx: NodeContext, instance: dict) -> None:

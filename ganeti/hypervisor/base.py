@@ -261,6 +261,11 @@ class BaseHypervisor(abc.ABC):
         kind, ``message``, ``host``, ``port``, ``user``, ``command``.
         """
 
+    def get_consoles(self, spec: InstanceSpec, node_name: str) -> list[dict[str, Any]]:
+        """Every console of ``spec`` on ``node_name``, the one :meth:`get_console`
+        gives first (each a dict as that one's).  The default: that one alone."""
+        return [self.get_console(spec, node_name)]
+
     def serial_console_socket(self, name: str) -> str | None:
         """The UNIX socket of the serial console of the running instance ``name``,
         or None when it has none.  The node daemon connects to it for the web

@@ -129,6 +129,7 @@ def test_balloon_console_and_validate(ctx) -> None:
     assert instance.instance_info(ctx, NAME, "fake", {})["memory"] == 512
     cons = instance.instance_console_info(ctx, _inst())
     assert cons["instance"] == NAME and cons["kind"] == "msg" and cons["host"] == ctx.hostname
+    assert cons["consoles"] == [{k: v for k, v in cons.items() if k != "consoles"}]
     instance.hypervisor_validate_params(ctx, "fake", {"migration_mode": "non-live"})
     with pytest.raises(errors.HypervisorError, match="migration_mode"):
         instance.hypervisor_validate_params(ctx, "fake", {"migration_mode": "teleport"})

@@ -225,3 +225,12 @@ def test_powerdown_presses_until_the_timeout(tmp_path, monkeypatch, qmp_peer):
     hv._powerdown("inst1", timeout=10.5)
     assert fake.names().count("system_powerdown") == 4  # at 0, 3, 6 and 9 s
     assert now[0] == pytest.approx(10.5, abs=0.5)
+
+
+def test_every_console_serial_first(hv):
+    spec = base.InstanceSpec(name="i1", hvparams={"serial_console": True,
+                                                   "vnc_bind_address": "0.0.0.0"})
+    assert [c["kind"] for c in hv.get_consoles(spec, "n1")] == [base.CONS_SSH, base.CONS_VNC]
+    assert hv.get_console(spec, "n1")["kind"] == base.CONS_SSH
+    none = base.InstanceSpec(name="i1", hvparams={"serial_console": False})
+    assert [c["kind"] for c in hv.get_consoles(none, "n1")] == [base.CONS_MESSAGE]

@@ -173,6 +173,17 @@ def test_typing_a_command_in_the_guest_through_the_broker(vc):
         client.close()
 
 
+def test_get_console_gives_every_console_and_upstreams_shape_first(vc):
+    vc.ok("gnt-instance", "modify", "-H", "vnc_bind_address=127.0.0.1", "--hotplug-if-possible",
+          INST)
+    status, cons, _ = request(vc, "GET", f"/2/instances/{INST}/console", auth=OLGA)
+    assert status == 200, cons
+    assert cons["kind"] == "ssh" and cons["instance"] == INST
+    assert [c["kind"] for c in cons["consoles"]] == ["ssh", "vnc"]
+    assert cons["consoles"][0] == {k: v for k, v in cons.items() if k != "consoles"}
+    vc.ok("gnt-instance", "modify", "-H", "vnc_bind_address=", INST)
+
+
 def test_a_token_opens_one_console_once(vc):
     _, grant = _token(vc)
     first = WsClient(vc, _ws_path(INST, grant["token"]))

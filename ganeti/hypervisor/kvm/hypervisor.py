@@ -454,19 +454,26 @@ class KvmHypervisor(base.BaseHypervisor):
 
     def get_console(self, spec: base.InstanceSpec, node_name: str) -> dict[str, Any]:
         """The serial console over its UNIX socket (socat on the primary), else VNC."""
+        return self.get_consoles(spec, node_name)[0]
+
+    def get_consoles(self, spec: base.InstanceSpec, node_name: str) -> list[dict[str, Any]]:
+        """The serial console (when ``serial_console``) and VNC (when
+        ``vnc_bind_address``), in that order; a message when neither."""
         hvp = spec.hvparams
+        found: list[dict[str, Any]] = []
         if hvp.get("serial_console", True):
-            return {"instance": spec.name, "kind": base.CONS_SSH, "host": node_name,
-                    "user": "root", "port": None, "message": None,
-                    "command": ["socat", "STDIO,raw,echo=0,escape=0x1d",
-                                f"UNIX-CONNECT:{self.serial_socket(spec.name)}"]}
+            found.append({"instance": spec.name, "kind": base.CONS_SSH, "host": node_name,
+                          "user": "root", "port": None, "message": None,
+                          "command": ["socat", "STDIO,raw,echo=0,escape=0x1d",
+                                      f"UNIX-CONNECT:{self.serial_socket(spec.name)}"]})
         if hvp.get("vnc_bind_address"):
-            return {"instance": spec.name, "kind": base.CONS_VNC, "host": node_name,
-                    "port": None, "user": None, "command": None,
-                    "message": f"VNC of {spec.name} on {hvp['vnc_bind_address']}"}
-        return {"instance": spec.name, "kind": base.CONS_MESSAGE, "host": node_name,
-                "port": None, "user": None, "command": None,
-                "message": f"Instance {spec.name} has neither a serial console nor VNC"}
+            found.append({"instance": spec.name, "kind": base.CONS_VNC, "host": node_name,
+                          "port": None, "user": None, "command": None,
+                          "message": f"VNC of {spec.name} on {hvp['vnc_bind_address']}"})
+        return found or [{"instance": spec.name, "kind": base.CONS_MESSAGE, "host": node_name,
+                          "port": None, "user": None, "command": None,
+                          "message": f"Instance {spec.name} has neither a serial console"
+                                     " nor VNC"}]
 
     # --- online changes (doc/kvm.md, "Online changes"; the QMP side in hotplug.py) ----
 

@@ -294,9 +294,11 @@ ROUTES: list[Route] = [
     Route(_INST + "/console", "GET", read=_instance_console, opcode=wire.OP_INSTANCE_CONSOLE,
           access="write",
           doc=Doc("How to reach the console of a running instance (503 when it is not"
-                  " running)", result={"type": "object", "properties": {
-                      k: STR for k in ("instance", "kind", "message", "host", "user",
-                                       "command")}})),
+                  " running): the first console as upstream's answer, and every console"
+                  " in 'consoles'", result={"type": "object", "properties": {
+                      **{k: STR for k in ("instance", "kind", "message", "host", "user",
+                                          "command")},
+                      "consoles": {"type": "array", "items": OBJ}}})),
     Route(_INST + "/console/token", "POST", read=_console_token,
           opcode=wire.OP_INSTANCE_CONSOLE, access="write",
           doc=Doc("A single-use token (30 s) opening the serial console of a running"
