@@ -187,7 +187,11 @@ def _collect_consoles(context: MasterContext, cfg: ConfigReader, items: list[Ins
         for node, inst in by_node.items():
             res = results.get(node)
             if res is not None and not res.failed and isinstance(res.payload, dict):
-                ctx.consoles[inst.name] = res.payload
+                # the field keeps Ganeti's shape, one console (its clients build
+                # an InstanceConsole of it, which refuses other keys); every
+                # console ("consoles") is RAPI's console resource's
+                ctx.consoles[inst.name] = {k: v for k, v in res.payload.items()
+                                           if k != "consoles"}
         pending = rest
 
 

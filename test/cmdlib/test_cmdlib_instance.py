@@ -122,8 +122,9 @@ class FakeNodes(RpcStubs):
         return sorted(self.running[node])
 
     def do_instance_console_info(self, node: str, inst: dict) -> dict:
-        return {"instance": inst["name"], "kind": "msg", "message": "fake console",
-                "command": None}
+        first = {"instance": inst["name"], "kind": "msg", "message": "fake console",
+                 "command": None}
+        return {**first, "consoles": [first]}   # as backend.instance answers
 
     def do_migration_info(self, node: str, inst: dict) -> dict:
         return {"src": node}
@@ -723,7 +724,12 @@ def test_activate_deactivate_console_querydata(env: Any) -> None:
     _create(env)
     assert env.run("OP_INSTANCE_ACTIVATE_DISKS", instance_name="inst1") == \
         [["node1", "disk/0", "/l"]]
-    assert env.run("OP_INSTANCE_CONSOLE", instance_name="inst1")["message"] == "fake console"
+    console = env.run("OP_INSTANCE_CONSOLE", instance_name="inst1")
+    assert console["message"] == "fake console" and len(console["consoles"]) == 1
+    # the query field keeps Ganeti's one-console shape (its CLI builds an
+    # InstanceConsole of it, which refuses other keys)
+    field = _query(env, ["console"])[0][0]
+    assert field["message"] == "fake console" and "consoles" not in field
     with pytest.raises(errors.OpPrereqError, match="running"):
         env.run("OP_INSTANCE_DEACTIVATE_DISKS", instance_name="inst1")
     data = env.run("OP_INSTANCE_QUERY_DATA", instances=["inst1"])
