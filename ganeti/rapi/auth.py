@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ganeti import errors
 from ganeti.rapi import roles, sessions, users
 from ganeti.rapi.roles import Role
 from ganeti.rapi.tokens import Token
 
-__all__ = ["Principal", "Decision", "identify", "is_bearer", "decide", "VIA_BASIC", "VIA_TOKEN",
-           "VIA_SESSION"]
+__all__ = ["Principal", "Decision", "identify", "is_bearer", "decide", "still_holds", "VIA_BASIC",
+           "VIA_TOKEN", "VIA_SESSION"]
 
 VIA_BASIC, VIA_TOKEN, VIA_SESSION = "basic", "token", "session"
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -133,3 +134,17 @@ def decide(ident: Decision, *, need: Role, needs_auth: bool, method: str,
         return Decision(403, principal, roles.refusal(principal.user, principal.role, need,
                                                       what))
     return ident
+
+
+def still_holds(check: Callable[[], object]) -> Callable[[], bool]:
+    """A predicate for a long-lived answer (the event stream, a console): whether
+    ``check()``, the credentials of the request that opened it checked again,
+    still passes (it raises :class:`errors.HttpError` once a token is revoked
+    or a session ended; doc/rapi.md, "Events")."""
+    def holds() -> bool:
+        try:
+            check()
+        except errors.HttpError:
+            return False
+        return True
+    return holds

@@ -302,12 +302,7 @@ def token_issuer(tokens: consoletokens.ConsoleTokens, principal: auth.Principal 
     """The maker of one request's console tokens: each bound to an instance, to
     the user, and to ``check`` (the request's credentials, checked again while
     the console is open: a revoked token or an ended session closes it)."""
-    def allowed() -> bool:
-        try:
-            check()
-        except errors.HttpError:
-            return False
-        return True
+    allowed = auth.still_holds(check)
 
     def issue(instance: str) -> tuple[str, float]:
         user = principal.user if principal else "-"

@@ -498,17 +498,9 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                 ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]))
             self._log(200)
 
-        check = self._reauthorize
-
-        def allowed() -> bool:
-            # the credentials that opened the stream, checked again: a revoked
-            # token or an ended session stops it (doc/rapi.md, "Events")
-            try:
-                check()
-            except errors.HttpError:
-                return False
-            return True
-
+        # the credentials that opened the stream, checked again: a revoked
+        # token or an ended session stops it (doc/rapi.md, "Events")
+        allowed = auth.still_holds(self._reauthorize)
         try:
             stream.serve_events(self.server.event_bus, request, self.wfile.write, begin=begin,
                                 keepalive=self.server.keepalive, stop=self.server.stopping,
