@@ -90,3 +90,12 @@ export function statusClass(status) {
   if (status === "ADMIN_down" || status === "USER_down") return "down";
   return "bad";
 }
+
+// a use bar (<meter>) of ``total - free`` of ``total`` with its figures, or "-"
+export function bar(total, free, unit) {
+  if (!total) return "-";
+  const used = total - (free || 0);
+  const meter = el("meter", { min: "0", max: String(total), value: String(used),
+                              high: String(total * 0.9), optimum: "0" });
+  return el("span", {}, meter, ` ${used} / ${total} ${unit}`);
+}

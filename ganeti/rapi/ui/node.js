@@ -1,7 +1,7 @@
 // One node: its roles, memory and disk use, its instances and tags; drain/undrain and
 // tag changes through RAPI with the job each created; evacuation with its plan drawn as
 // a graph of jobs first.  A readonly user's buttons are off.
-import { api, el, events, instanceLink, navbar, session, showError } from "/ui/common.js";
+import { api, bar, el, events, instanceLink, navbar, session, showError } from "/ui/common.js";
 import { drawPlan } from "/ui/plan.js";
 
 const name = new URLSearchParams(location.search).get("name") || "";
@@ -9,14 +9,6 @@ const path = "/2/nodes/" + encodeURIComponent(name);
 const myJobs = new Set();
 const FINAL = ["success", "error", "canceled"];
 let readonly = true;
-
-function bar(total, free, unit) {
-  if (!total) return "-";
-  const used = total - (free || 0);
-  const meter = el("meter", { min: "0", max: String(total), value: String(used),
-                              high: String(total * 0.9), optimum: "0" });
-  return el("span", {}, meter, ` ${used} / ${total} ${unit}`);
-}
 
 const ROLES = { M: "master", C: "master candidate", R: "regular", D: "drained", O: "offline" };
 

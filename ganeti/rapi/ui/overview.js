@@ -1,14 +1,6 @@
 // Cluster overview: the cluster, its nodes (memory and disk use as bars), instance counts,
 // the warnings and errors of the last cluster verify still in the job queue.
-import { api, el, events, navbar, session, showError } from "/ui/common.js";
-
-function bar(total, free, unit) {
-  if (!total) return "-";
-  const used = total - (free || 0);
-  const meter = el("meter", { min: "0", max: String(total), value: String(used),
-                              high: String(total * 0.9), optimum: "0" });
-  return el("span", {}, meter, ` ${used} / ${total} ${unit}`);
-}
+import { api, bar, el, events, navbar, session, showError } from "/ui/common.js";
 
 const ROLES = { M: "master", C: "candidate", R: "regular", D: "drained", O: "offline" };
 
