@@ -57,14 +57,19 @@ def _chromium() -> None:
         pytest.skip(reason)
 
 
+def with_users(cluster, users: str = USERS, auth: tuple[str, str] = BOSS) -> None:
+    """Write the RAPI users file and wait (at most 10 s) until ganeti-rapi uses it."""
+    write_users(cluster, users)
+    deadline = time.monotonic() + 10
+    while request(cluster, "GET", "/2/tokens", auth=auth)[0] != 200:
+        assert time.monotonic() < deadline, "users file not loaded"
+        time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory, _chromium):
     with VirtualCluster(tmp_path_factory.mktemp("vcweb"), nodes=2, use_ssh=False) as cluster:
-        write_users(cluster, USERS)
-        deadline = time.monotonic() + 10
-        while request(cluster, "GET", "/2/tokens", auth=BOSS)[0] != 200:   # users loaded
-            assert time.monotonic() < deadline, "users file not loaded"
-            time.sleep(0.1)
+        with_users(cluster)
         _make(cluster, WEB, N1)
         _make(cluster, DB, N2)
         yield cluster

@@ -12,14 +12,12 @@ evacuation controls are disabled.
 
 from __future__ import annotations
 
-import os
-import time
 import urllib.parse
 
 import pytest
 import webdriver
-from test_rapi import request, wait_job, write_users
-from test_webui import BOSS, USERS, _login
+from test_rapi import request, wait_job
+from test_webui import BOSS, _chromium, _login, with_users  # noqa: F401 (fixture)
 from test_webui_forms import _make
 from vcluster_harness import VirtualCluster
 
@@ -30,24 +28,10 @@ MOVED = ("evac1.example.com", "evac2.example.com", "evacsf.example.com")
 STAYS = "stays.example.com"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _chromium() -> None:
-    """Skipped without chromium and chromedriver, except where required (test_webui.py)."""
-    reason = webdriver.missing()
-    if reason is not None:
-        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def vc(tmp_path_factory, _chromium):
+def vc(tmp_path_factory, _chromium):  # noqa: F811 (the imported fixture)
     with VirtualCluster(tmp_path_factory.mktemp("vcevac"), nodes=3, use_ssh=False) as cluster:
-        write_users(cluster, USERS)
-        deadline = time.monotonic() + 10
-        while request(cluster, "GET", "/2/tokens", auth=BOSS)[0] != 200:   # users loaded
-            assert time.monotonic() < deadline, "users file not loaded"
-            time.sleep(0.1)
+        with_users(cluster)
         small = {"beparams": {"maxmem": 128, "minmem": 128}}
         _make(cluster, MOVED[0], N1, **small)
         _make(cluster, MOVED[1], N1, **small)

@@ -16,8 +16,8 @@ import time
 
 import pytest
 import webdriver
-from test_rapi import request, wait_job, write_users
-from test_webui import BOSS, N1, N2, USERS, _chromium, _login  # noqa: F401 (fixture)
+from test_rapi import request, wait_job
+from test_webui import BOSS, N1, N2, _chromium, _login, with_users  # noqa: F401
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(300)
@@ -41,11 +41,7 @@ def _make(vc, name: str, pnode: str, template: str = "diskless",
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory, _chromium):  # noqa: F811 (the imported fixture)
     with VirtualCluster(tmp_path_factory.mktemp("vcforms"), nodes=2, use_ssh=False) as cluster:
-        write_users(cluster, USERS)
-        deadline = time.monotonic() + 10
-        while request(cluster, "GET", "/2/tokens", auth=BOSS)[0] != 200:   # users loaded
-            assert time.monotonic() < deadline, "users file not loaded"
-            time.sleep(0.1)
+        with_users(cluster)
         _make(cluster, MIG, N1, beparams={"maxmem": 128, "minmem": 128},
               hvparams={"migration_bandwidth": 24})
         _make(cluster, WEB, N1)

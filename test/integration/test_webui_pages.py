@@ -13,15 +13,15 @@ recent jobs, following new ones.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import urllib.parse
 
 import pytest
 import webdriver
-from test_rapi import request, wait_job, write_users
-from test_webui import BOSS, DB, N1, N2, USERS, WEB, _login, _make, _origin
+from test_rapi import request, wait_job
+from test_webui import (BOSS, DB, N1, N2, WEB, _chromium, _login,  # noqa: F401
+                        _make, _origin, with_users)
 from vcluster_harness import VirtualCluster
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,24 +30,10 @@ MIG = "mig1.example.com"
 TINY = "tiny1.example.com"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _chromium() -> None:
-    """Skipped without chromium and chromedriver, except where required (test_webui.py)."""
-    reason = webdriver.missing()
-    if reason is not None:
-        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def vc(tmp_path_factory, _chromium):
+def vc(tmp_path_factory, _chromium):  # noqa: F811 (the imported fixture)
     with VirtualCluster(tmp_path_factory.mktemp("vcpages"), nodes=2, use_ssh=False) as cluster:
-        write_users(cluster, USERS)
-        deadline = time.monotonic() + 10
-        while request(cluster, "GET", "/2/tokens", auth=BOSS)[0] != 200:   # users loaded
-            assert time.monotonic() < deadline, "users file not loaded"
-            time.sleep(0.1)
+        with_users(cluster)
         _make(cluster, WEB, N1)
         _make(cluster, DB, N2)
         body = {"__version__": 1, "name": MIG, "os": "tinyos", "mode": "create",
