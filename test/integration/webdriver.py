@@ -56,24 +56,33 @@ def _free_port() -> int:
 class Browser:
     """One chromedriver process and one headless Chromium session."""
 
-    def __init__(self, *, width: int = 1280, height: int = 900) -> None:
-        self._port = _free_port()
-        self._profile = tempfile.mkdtemp(prefix="ganeti-chromium-")
-        self._driver = subprocess.Popen(
-            [CHROMEDRIVER, f"--port={self._port}", "--allowed-ips=127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self._sid = ""
-        try:
-            deadline = time.monotonic() + 20
-            while True:
+    def _start_driver(self) -> None:
+        """Start chromedriver on a free port and wait until it is ready; on another
+        port when it exits at once (the port was taken between the pick and its
+        bind by another process of a parallel test run), three tries."""
+        deadline = time.monotonic() + 20
+        for _ in range(3):
+            self._port = _free_port()
+            driver = self._driver = subprocess.Popen(
+                [CHROMEDRIVER, f"--port={self._port}", "--allowed-ips=127.0.0.1"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while driver.poll() is None:
                 try:
                     if self._call("GET", "/status").get("ready"):
-                        break
-                except OSError:
+                        return
+                except (OSError, ValueError, WebDriverError):
                     pass
                 if time.monotonic() > deadline:
                     raise WebDriverError("chromedriver did not start within 20 s")
                 time.sleep(0.05)
+        raise WebDriverError("chromedriver exited at start three times")
+
+    def __init__(self, *, width: int = 1280, height: int = 900) -> None:
+        self._profile = tempfile.mkdtemp(prefix="ganeti-chromium-")
+        self._sid = ""
+        self._driver: subprocess.Popen[bytes] | None = None
+        try:
+            self._start_driver()
             args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                     "--ignore-certificate-errors", "--no-first-run", "--disable-extensions",
                     "--disable-background-networking", "--disable-component-update",
@@ -157,13 +166,14 @@ class Browser:
             with contextlib.suppress(OSError, WebDriverError, ValueError):
                 self._call("DELETE", f"/session/{self._sid}", timeout=10)
             self._sid = ""
-        if self._driver.poll() is None:
-            self._driver.terminate()
+        driver = self._driver
+        if driver is not None and driver.poll() is None:
+            driver.terminate()
             try:
-                self._driver.wait(10)
+                driver.wait(10)
             except subprocess.TimeoutExpired:
-                self._driver.kill()
-                self._driver.wait()
+                driver.kill()
+                driver.wait()
         shutil.rmtree(self._profile, ignore_errors=True)
 
 
