@@ -7,7 +7,9 @@ The server side of the web console's serial console (doc/webui.md,
   websocket``, ``Connection: upgrade``, ``Sec-WebSocket-Version: 13``, a
   ``Sec-WebSocket-Key`` of 16 bytes in base64) and :func:`accept_head` is
   the ``101 Switching Protocols`` answer with its ``Sec-WebSocket-Accept``
-  (:func:`accept_key`);
+  (:func:`accept_key`); :func:`choose_protocol` picks the subprotocol to
+  name in it from the client's ``Sec-WebSocket-Protocol`` (noVNC offers
+  ``binary``);
 * :func:`encode_frame` builds one frame (a server's unmasked, a client's
   masked with the 4 bytes given), :func:`close_payload` a close frame's
   body;
@@ -38,6 +40,7 @@ __all__ = ["GUID", "OP_CONT", "OP_TEXT", "OP_BINARY", "OP_CLOSE", "OP_PING", "OP
            "CLOSE_NORMAL", "CLOSE_GOING_AWAY", "CLOSE_PROTOCOL", "CLOSE_NO_STATUS",
            "CLOSE_BAD_DATA", "CLOSE_POLICY", "CLOSE_TOO_BIG", "CLOSE_ERROR",
            "MAX_MESSAGE", "Message", "Decoder", "accept_key", "check_upgrade", "accept_head",
+           "choose_protocol", "SUBPROTOCOL_NAMES",
            "encode_frame", "close_payload", "parse_close"]
 
 #: the fixed GUID the accept key is derived with (RFC 6455 section 1.3)
@@ -61,6 +64,9 @@ CLOSE_ERROR = 1011
 MAX_MESSAGE = 1024 * 1024
 #: a control frame's payload is at most this long (RFC 6455 section 5.5)
 MAX_CONTROL = 125
+#: the subprotocols a server answers with (binary frames both ways, as it speaks
+#: anyway): ``binary`` is what noVNC and websockify name it
+SUBPROTOCOL_NAMES = ("binary",)
 
 
 def _fail(code: int, why: str) -> errors.WebSocketError:
@@ -103,6 +109,18 @@ def check_upgrade(method: str, version: str, headers: Mapping[str, str]) -> str:
     if len(raw) != 16:
         raise errors.HttpError("Sec-WebSocket-Key must be 16 bytes in base64", 400)
     return key
+
+
+def choose_protocol(offered: str | None,
+                    supported: tuple[str, ...] = SUBPROTOCOL_NAMES) -> str | None:
+    """The subprotocol to answer a request's ``Sec-WebSocket-Protocol`` with: the
+    first one ``offered`` that is ``supported`` (names compared exactly, as RFC
+    6455 says), or None (no ``Sec-WebSocket-Protocol`` in the answer; a
+    browser that offered some then fails the connection itself)."""
+    for name in (t.strip() for t in (offered or "").split(",")):
+        if name and name in supported:
+            return name
+    return None
 
 
 def accept_head(key: str, extra: list[tuple[str, str]] | None = None) -> bytes:

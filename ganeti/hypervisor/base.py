@@ -272,6 +272,13 @@ class BaseHypervisor(abc.ABC):
         console's broker (:mod:`ganeti.server.console`); the default has none."""
         return None
 
+    def vnc_console_address(self, name: str) -> tuple[str, int] | None:
+        """The ``(host, port)`` this node reaches the VNC server of the running
+        instance ``name`` at, or None when it has none (the default).  The node
+        daemon connects there for the web console's broker; browsers never
+        learn it."""
+        return None
+
     # --- the node ---------------------------------------------------------
 
     def powercycle_node(self, hvparams: dict[str, Any]) -> None:

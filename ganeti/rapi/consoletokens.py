@@ -10,6 +10,9 @@ a WebSocket, so the web console's serial console opens in two steps
 
 * opens the console of the instance it was made for and no other (spent
   on another's path it is refused, and gone: a misused token is burnt);
+* opens one kind of console (:data:`KINDS`: the serial console or VNC),
+  the one it was made for: a serial token does not open VNC, nor the
+  other way round (refused, and burnt);
 * works once: the first redeem removes it, whatever its outcome;
 * expires :data:`TOKEN_TTL` seconds after it was made (the clock is
   passed in);
@@ -32,22 +35,28 @@ from collections.abc import Callable
 
 from ganeti import errors
 
-__all__ = ["TOKEN_TTL", "MAX_TOKENS", "Grant", "ConsoleOpen", "ConsoleTokens", "redact"]
+__all__ = ["TOKEN_TTL", "MAX_TOKENS", "KIND_SERIAL", "KIND_VNC", "KINDS", "Grant", "ConsoleOpen", "ConsoleTokens", "redact"]
 
 #: seconds a console token stays valid
 TOKEN_TTL = 30.0
 #: live tokens held at most
 MAX_TOKENS = 1024
+#: the consoles a token opens: the serial console (a byte stream) and VNC (RFB)
+KIND_SERIAL = "serial"
+KIND_VNC = "vnc"
+KINDS = (KIND_SERIAL, KIND_VNC)
 
 
 @dataclasses.dataclass(frozen=True)
 class Grant:
-    """What a spent token allows: ``user`` may open ``instance``'s console while
-    ``recheck()`` (the credentials that made it, checked again) returns True."""
+    """What a spent token allows: ``user`` may open ``instance``'s console of
+    ``kind`` (:data:`KINDS`) while ``recheck()`` (the credentials that made it,
+    checked again) returns True."""
 
     instance: str
     user: str
     recheck: Callable[[], bool]
+    kind: str = KIND_SERIAL
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +64,8 @@ class ConsoleOpen:
     """A WebSocket request for ``instance``'s console with ``token`` (the server
     checks the upgrade, spends the token and brokers the console): where the
     instance runs (its primary ``node`` at ``address``), under which
-    ``hypervisor``, and whether it runs."""
+    ``hypervisor``, whether it runs, and which console (``kind``, one of
+    :data:`KINDS`)."""
 
     instance: str
     token: str | None
@@ -63,6 +73,7 @@ class ConsoleOpen:
     address: str = ""
     hypervisor: str = ""
     running: bool = False
+    kind: str = KIND_SERIAL
 
 
 #: a console token in a request line: never written to the access log
@@ -114,12 +125,12 @@ class ConsoleTokens:
             self._live[_digest(token)] = (now + self.ttl, grant)
         return token, self.ttl
 
-    def redeem(self, token: str | None, instance: str) -> Grant:
-        """Spend ``token`` on ``instance``'s console: its :class:`Grant`.
+    def redeem(self, token: str | None, instance: str, kind: str = KIND_SERIAL) -> Grant:
+        """Spend ``token`` on ``instance``'s console of ``kind``: its :class:`Grant`.
 
         Raises :class:`errors.HttpError` 403 for a missing, unknown, used or
-        expired token and for one made for another instance (spent all the
-        same).
+        expired token and for one made for another instance or another kind
+        of console (spent all the same).
         """
         if not token:
             raise errors.HttpError("A console needs a token (POST .../console/token)", 403)
@@ -133,4 +144,7 @@ class ConsoleTokens:
         if grant.instance != instance:
             raise errors.HttpError(f"This console token is for another instance, not"
                                    f" {instance[:40]!r}", 403)
+        if grant.kind != kind:
+            raise errors.HttpError(f"This console token is for the {grant.kind} console,"
+                                   f" not {kind[:10]!r}", 403)
         return grant

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-__all__ = ["CSP", "HEADERS", "STATIC_DIR", "VENDOR", "Page", "page"]
+__all__ = ["CSP", "HEADERS", "STATIC_DIR", "VENDOR", "VENDOR_TREES", "Page", "page"]
 
 #: the directory of the console's files (installed with the package: setup.py)
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui")
@@ -34,6 +34,13 @@ _TYPES = {
 #: console's terminal, doc/webui.md "Consoles")
 VENDOR = {
     "vendor/term.js": ("/usr/share/javascript/term.js/term.js", _TYPES[".js"]),
+}
+
+#: the JavaScript module trees of system packages, by their prefix under ``/ui/``: the
+#: directory, and the subdirectories of it whose ``.js`` files are served (``novnc``:
+#: the VNC console's client, ES modules that import each other by relative paths)
+VENDOR_TREES = {
+    "vendor/novnc/": ("/usr/share/novnc", ("core/", "vendor/pako/lib/")),
 }
 
 #: nothing from another origin, no inline script or style, no framing, no plugins
@@ -64,12 +71,26 @@ def page(prefix: str, path: str, directory: str = STATIC_DIR) -> Page | None:
     name = path[len(prefix):].lstrip("/") or "index.html"
     if name in VENDOR:
         return _read(*VENDOR[name])
+    for tree, (root, subdirs) in VENDOR_TREES.items():
+        if name.startswith(tree):
+            return _tree_file(root, subdirs, name[len(tree):])
     if "/" in name or "\\" in name or name.startswith("."):
         return None
     ctype = _TYPES.get(os.path.splitext(name)[1])
     if ctype is None:
         return None
     return _read(os.path.join(directory, name), ctype)
+
+
+def _tree_file(root: str, subdirs: tuple[str, ...], rel: str) -> Page | None:
+    """A ``.js`` file ``rel`` of a vendor tree, under one of its ``subdirs``: no
+    ``..``, hidden or empty path component, nothing else."""
+    parts = rel.split("/")
+    if not rel.endswith(".js") or "\\" in rel or \
+            any(not p or p.startswith(".") for p in parts) or \
+            not any(rel.startswith(d) for d in subdirs):
+        return None
+    return _read(os.path.join(root, *parts), _TYPES[".js"])
 
 
 def _read(path: str, ctype: str) -> Page | None:

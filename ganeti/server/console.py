@@ -1,17 +1,22 @@
-"""Serial consoles in the browser: the node's console pipe and the master's broker.
+"""Consoles in the browser: the node's console pipe and the master's broker.
 
 Two ends of one path (doc/protocols/rpc.md, "The console stream";
 doc/rapi.md, "Consoles"):
 
 * **On the node** (:func:`serve_node_console`, run by ``ganeti-noded`` in
   the forked child of the connection): ``POST
-  /console_stream?instance=NAME&hypervisor=HV`` with ``Connection:
-  Upgrade`` and ``Upgrade: ganeti-console``, on the node RPC's mutually
-  authenticated TLS (the cluster certificate on both ends, as every node
-  RPC).  The child connects to the instance's serial console socket
-  (:meth:`ganeti.hypervisor.base.BaseHypervisor.serial_console_socket`),
+  /console_stream?instance=NAME&hypervisor=HV&kind=KIND`` with
+  ``Connection: Upgrade`` and ``Upgrade: ganeti-console``, on the node
+  RPC's mutually authenticated TLS (the cluster certificate on both ends,
+  as every node RPC).  The child connects to the instance's console of
+  that kind (:data:`ganeti.rapi.consoletokens.KINDS`; ``serial`` when
+  absent): the serial console's UNIX socket
+  (:meth:`ganeti.hypervisor.base.BaseHypervisor.serial_console_socket`) or
+  the VNC server on the node's own address
+  (:meth:`~ganeti.hypervisor.base.BaseHypervisor.vnc_console_address`),
   answers ``101 Switching Protocols`` and from then on the TLS connection
-  is a raw byte pipe to that socket, both ways.  A failure before that is
+  is a raw byte pipe to that socket, both ways (for VNC the RFB protocol,
+  which the broker carries unchanged).  A failure before that is
   the usual ``200 [false, message]``.  The pipe ends when either side
   closes, after :data:`NODE_LIFETIME`, or when the node daemon reclaims
   the child's request slot (it needs the slot for RPC, or it stops).
@@ -20,7 +25,9 @@ doc/rapi.md, "Consoles"):
   broker opens that pipe on the instance's primary node and relays it to
   the browser's WebSocket (:mod:`ganeti.http.websocket`): console bytes go
   out as binary messages, text and binary messages come in as bytes; pings
-  are answered.  It ends when either side closes, after
+  are answered.  At most :data:`ganeti.rapi.consoleslots.PER_INSTANCE`
+  consoles of one instance and :data:`~ganeti.rapi.consoleslots.TOTAL` in
+  all are open at once (a 503 beyond).  It ends when either side closes, after
   :data:`BROKER_LIFETIME`, at the daemon's stop, or as soon as the
   credentials that made the console token no longer hold (checked every
   second, as the event stream does).
@@ -45,11 +52,12 @@ from typing import Any
 from ganeti import constants, errors, serializer
 from ganeti.http import client, framing, websocket
 from ganeti.http.tls import node_client_context
-from ganeti.rapi import auth, consoletokens, sessions
+from ganeti.rapi import auth, consoleslots, consoletokens, sessions
+from ganeti.utils import io as utils_io
 
 __all__ = ["PROCEDURE", "UPGRADE", "NODE_LIFETIME", "BROKER_LIFETIME", "WRITE_TIMEOUT",
            "serve_node_console", "open_node_console", "relay_bytes", "relay_websocket",
-           "serve_browser", "token_issuer", "node_tls"]
+           "serve_browser", "token_issuer", "read_vnc_password", "node_tls"]
 
 logger = logging.getLogger(__name__)
 
@@ -112,17 +120,34 @@ def relay_bytes(a: Any, b: Any, initial: bytes = b"", *, lifetime: float = NODE_
 
 # --- the node side ---------------------------------------------------------------------
 
-def _console_socket(ctx: Any, name: str, hypervisor: str) -> str:
+def _connect_console(ctx: Any, name: str, hypervisor: str, kind: str) -> socket.socket:
+    """A socket connected to ``name``'s console of ``kind`` (the serial console's
+    UNIX socket, or the VNC server's TCP port on this node).  Raises
+    :class:`errors.HypervisorError` or :class:`OSError`."""
     from ganeti.backend.instance import hypervisor_for
     if hypervisor not in constants.HYPER_TYPES:
         raise errors.HypervisorError(f"Unknown hypervisor {hypervisor[:40]!r}")
+    if kind not in consoletokens.KINDS:
+        raise errors.HypervisorError(f"Unknown console kind {kind[:20]!r}")
     hv = hypervisor_for(ctx, hypervisor)
     if name not in hv.list_instances():
         raise errors.HypervisorError(f"Instance {name[:80]!r} is not running here")
+    if kind == consoletokens.KIND_VNC:
+        address = hv.vnc_console_address(name)
+        if address is None:
+            raise errors.HypervisorError(f"Instance {name} has no VNC console")
+        return socket.create_connection(address, timeout=5.0)
     path = hv.serial_console_socket(name)
     if path is None:
         raise errors.HypervisorError(f"Instance {name} has no serial console")
-    return path
+    console = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        console.settimeout(5.0)
+        console.connect(path)
+    except OSError:
+        console.close()
+        raise
+    return console
 
 
 def serve_node_console(handler: Any, head: framing.RequestHead,
@@ -140,28 +165,26 @@ def serve_node_console(handler: Any, head: framing.RequestHead,
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(head.target).query)
     name = (query.get("instance") or [""])[-1]
     hvname = (query.get("hypervisor") or [""])[-1]
+    kind = (query.get("kind") or [consoletokens.KIND_SERIAL])[-1]
     if "upgrade" not in (head.headers.get("connection") or "").lower() or \
             (head.headers.get("upgrade") or "").strip() != UPGRADE:
         handler.send_json(400, [False, f"{PROCEDURE} needs 'Upgrade: {UPGRADE}'"])
         return
     initial = parser.take_after_head()
-    console = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        path = _console_socket(ctx, name, hvname)
-        console.settimeout(5.0)
-        console.connect(path)
+        console = _connect_console(ctx, name, hvname, kind)
     except (errors.GanetiError, OSError) as exc:
-        console.close()
-        handler.send_json(200, [False, f"Cannot open the console of {name[:80]}: {exc}"])
+        handler.send_json(200, [False, f"Cannot open the {kind[:20]} console of {name[:80]}:"
+                                       f" {exc}"])
         return
     tls = handler.request
     try:
         tls.sendall(_head("HTTP/1.1 101 Switching Protocols",
                           [("Server", f"Ganeti {constants.RELEASE_VERSION}")]))
-        logger.info("Console of %s opened for %s", name, handler.client_address[0])
+        logger.info("Console (%s) of %s opened for %s", kind, name, handler.client_address[0])
         why = relay_bytes(tls, console, initial, lifetime=NODE_LIFETIME,
                           stop=lambda: server.reclaim.requested)
-        logger.info("Console of %s closed: %s", name, why)
+        logger.info("Console (%s) of %s closed: %s", kind, name, why)
     finally:
         console.close()
 
@@ -169,9 +192,10 @@ def serve_node_console(handler: Any, head: framing.RequestHead,
 # --- the master side --------------------------------------------------------------------
 
 def open_node_console(address: str, port: int, context: ssl.SSLContext, instance: str,
-                      hypervisor: str, *, timeout: float = 10.0) -> tuple[ssl.SSLSocket, bytes]:
-    """The console pipe of ``instance`` on the node at ``address``: the upgraded TLS
-    socket and the console bytes that came with the ``101``.
+                      hypervisor: str, *, kind: str = consoletokens.KIND_SERIAL,
+                      timeout: float = 10.0) -> tuple[ssl.SSLSocket, bytes]:
+    """The pipe to ``instance``'s console of ``kind`` on the node at ``address``: the
+    upgraded TLS socket and the console bytes that came with the ``101``.
 
     Raises :class:`errors.RpcError` when the node cannot be reached or refuses
     (its message).
@@ -183,7 +207,7 @@ def open_node_console(address: str, port: int, context: ssl.SSLContext, instance
                                        f" {exc}") from exc
     try:
         target = "/" + PROCEDURE + "?" + urllib.parse.urlencode(
-            {"instance": instance, "hypervisor": hypervisor})
+            {"instance": instance, "hypervisor": hypervisor, "kind": kind})
         sock.sendall(_head(f"POST {target} HTTP/1.1", [("Host", address),
                                                        ("Content-Length", "0")]))
         parser = framing.ResponseParser(request_method="POST")
@@ -297,17 +321,33 @@ def node_tls(pem: str) -> ssl.SSLContext | None:
 
 
 def token_issuer(tokens: consoletokens.ConsoleTokens, principal: auth.Principal | None,
-                 check: Callable[[], auth.Principal | None]
-                 ) -> Callable[[str], tuple[str, float]]:
-    """The maker of one request's console tokens: each bound to an instance, to
-    the user, and to ``check`` (the request's credentials, checked again while
-    the console is open: a revoked token or an ended session closes it)."""
+                 check: Callable[[], auth.Principal | None],
+                 slots: consoleslots.ConsoleSlots | None = None
+                 ) -> Callable[[str, str], tuple[str, float]]:
+    """The maker of one request's console tokens: each bound to an instance and a
+    kind of console, to the user, and to ``check`` (the request's credentials,
+    checked again while the console is open: a revoked token or an ended
+    session closes it).  No token (a 503) while ``slots`` has no console
+    free for the instance."""
     allowed = auth.still_holds(check)
 
-    def issue(instance: str) -> tuple[str, float]:
+    def issue(instance: str, kind: str) -> tuple[str, float]:
+        if slots is not None:
+            slots.check(instance)
         user = principal.user if principal else "-"
-        return tokens.issue(consoletokens.Grant(instance, user, allowed))
+        return tokens.issue(consoletokens.Grant(instance, user, allowed, kind))
     return issue
+
+
+def read_vnc_password(path: str) -> str | None:
+    """The VNC password in ``path`` on this host (``vnc_password_file``, which must
+    be on every node, the master too), or None (logged, without the password)
+    when it cannot be read."""
+    try:
+        return utils_io.read_password_file(path)
+    except (OSError, errors.GanetiError) as exc:
+        logger.warning("Cannot read the VNC password file %s: %s", path, exc)
+        return None
 
 
 def serve_browser(server: Any, request: consoletokens.ConsoleOpen, head: framing.RequestHead,
@@ -315,42 +355,54 @@ def serve_browser(server: Any, request: consoletokens.ConsoleOpen, head: framing
     """Serve ``GET /2/instances/[name]/console/websocket`` on RAPI connection ``conn``.
 
     Checks the upgrade (:func:`websocket.check_upgrade`) and the ``Origin``
-    (when sent: this host only), spends the token (bound to the instance),
-    opens the pipe on the primary node, answers ``101`` (then
+    (when sent: this host only), spends the token (bound to the instance
+    and the kind of console), takes a slot of ``server.console_slots``,
+    opens the pipe on the primary node, answers ``101`` (naming the
+    subprotocol ``binary`` when the browser offered it: noVNC does) (then
     ``opened(user)``) and relays until the end.  The thread leaves the
     server's worker pool first, as an event stream's does.  Raises
     :class:`errors.HttpError` (answered by the caller) before the ``101``:
     400/426 for a bad upgrade, 403 for another origin or a bad token, 503
-    for a stopped instance, 502 when the node refuses.
+    for a stopped instance or when too many consoles are open, 502 when
+    the node refuses.
     """
     key = websocket.check_upgrade(head.method, head.version, head.headers)
+    protocol = websocket.choose_protocol(head.headers.get("sec-websocket-protocol"))
     origin = head.headers.get("origin")
     if origin is not None and not sessions.same_origin(origin, head.headers.get("host")):
         raise errors.HttpError("Permission denied: a console from another origin", 403)
     if buffered:
         raise errors.HttpError("Data before the WebSocket was accepted", 400)
-    grant = server.console_tokens.redeem(request.token, request.instance)
+    grant = server.console_tokens.redeem(request.token, request.instance, request.kind)
     if not request.running:
         raise errors.HttpError(f"Instance console unavailable: {request.instance} is"
                                " not running", 503)
     if server.node_tls is None:
         raise errors.HttpError("This server does not broker consoles", 501)
+    free = server.console_slots.take(request.instance)
     try:
-        node, initial = open_node_console(request.address, server.noded_port, server.node_tls,
-                                          request.instance, request.hypervisor)
-    except errors.GanetiError as exc:
-        logger.warning("Console of %s on %s for %s not opened: %s", request.instance,
-                       request.node, grant.user, exc)
-        raise errors.HttpError(f"Cannot open the console of {request.instance} on"
-                               f" {request.node}: {exc}", 502) from exc
-    server.pool.detach()
-    try:
-        conn.sendall(websocket.accept_head(key))
-        opened(grant.user)
-        logger.info("Console of %s (on %s) opened by %s from %s", request.instance,
-                    request.node, grant.user, peer)
-        why = relay_websocket(conn, node, initial, allowed=grant.recheck,
-                              stop=server.stopping.is_set)
-        logger.info("Console of %s closed for %s: %s", request.instance, grant.user, why)
+        try:
+            node, initial = open_node_console(request.address, server.noded_port,
+                                              server.node_tls, request.instance,
+                                              request.hypervisor, kind=request.kind)
+        except errors.GanetiError as exc:
+            logger.warning("Console (%s) of %s on %s for %s not opened: %s", request.kind,
+                           request.instance, request.node, grant.user, exc)
+            raise errors.HttpError(f"Cannot open the {request.kind} console of"
+                                   f" {request.instance} on {request.node}: {exc}",
+                                   502) from exc
+        server.pool.detach()
+        try:
+            extra = [("Sec-WebSocket-Protocol", protocol)] if protocol else None
+            conn.sendall(websocket.accept_head(key, extra))
+            opened(grant.user)
+            logger.info("Console (%s) of %s (on %s) opened by %s from %s", request.kind,
+                        request.instance, request.node, grant.user, peer)
+            why = relay_websocket(conn, node, initial, allowed=grant.recheck,
+                                  stop=server.stopping.is_set)
+            logger.info("Console (%s) of %s closed for %s: %s", request.kind,
+                        request.instance, grant.user, why)
+        finally:
+            node.close()
     finally:
-        node.close()
+        free()

@@ -41,7 +41,7 @@ from ganeti.http.limits import Limits
 from ganeti.http.threaded import DEFAULT_LIMITS, DeadlineReader, ThreadedServer, TlsConnectionMixin
 from ganeti.http.tls import rapi_server_context
 from ganeti.pathutils import Paths
-from ganeti.rapi import auth, consoletokens, resources, roles, sessions, stream, users, webui
+from ganeti.rapi import auth, consoleslots, consoletokens, resources, roles, sessions, stream, users, webui
 from ganeti.server.daemon import DaemonRuntime, run_daemon
 from ganeti.server.rapiauth import Sessions, TokenFile
 from ganeti.server.logsetup import AccessLog
@@ -567,7 +567,9 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                             user=principal.user if principal else None, path=path,
                             principal=principal, tokens=self.server.tokens,
                             console_token=console.token_issuer(
-                                self.server.console_tokens, principal, self._reauthorize))
+                                self.server.console_tokens, principal, self._reauthorize,
+                                self.server.console_slots),
+                            console_password=console.read_vnc_password)
         return resources.dispatch(route, ctx)
 
     def _authorize(self, headers: RequestHeaders, method: str, need: roles.Role,
@@ -692,6 +694,8 @@ class RapiServer(ThreadedServer):
         self.stopping = threading.Event()
         #: console tokens; the node RPC's TLS and port (doc/rapi.md, "Consoles")
         self.console_tokens = consoletokens.ConsoleTokens()
+        #: the cap on open consoles (doc/rapi.md, "Consoles")
+        self.console_slots = consoleslots.ConsoleSlots()
         self.node_tls = node_tls
         self.noded_port = noded_port if noded_port is not None else default_noded_port()
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from ganeti import errors
 
 __all__ = ["write_file_atomic", "write_files_atomic", "ScratchPool", "read_file",
+           "read_password_file",
            "read_regular_file", "remove_file", "ensure_dirs",
            "fsync_dir", "file_checksum", "DEFAULT_MAX_READ",
            "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
@@ -350,6 +351,21 @@ def read_file(path: str, *, max_size: int = DEFAULT_MAX_READ) -> bytes:
     if len(data) > max_size:
         raise errors.GanetiError(f"File {path} is larger than {max_size} bytes")
     return data
+
+
+def read_password_file(path: str) -> str:
+    """The password in file ``path``: its first line without the line end (as
+    Ganeti reads ``vnc_password_file``).  Raises :class:`OSError` when it
+    cannot be read and :class:`errors.GanetiError` when that line is empty
+    or the file is not small text (4 KiB at most, UTF-8)."""
+    data = read_file(path, max_size=4096)
+    try:
+        line = data.decode("utf-8").splitlines()[0] if data else ""
+    except UnicodeDecodeError as exc:
+        raise errors.GanetiError(f"Password file {path} is not UTF-8 text") from exc
+    if not line:
+        raise errors.GanetiError(f"Password file {path} has an empty first line")
+    return line
 
 
 def read_regular_file(path: str) -> bytes | None:

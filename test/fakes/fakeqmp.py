@@ -118,6 +118,7 @@ COMMANDS: Mapping[str, CommandArgs] = {
                           " buf-size node-name replaces unmap copy-mode"),
     "block-job-cancel": _args("device", "force"),
     "job-dismiss": _args("id"),
+    "set_password": _args("protocol password", "connected display"),
 }
 
 

@@ -53,6 +53,19 @@ def test_accept_head():
     assert b"\r\nUpgrade: websocket\r\n" in head and head.endswith(b"\r\n\r\n")
 
 
+def test_accept_head_names_the_chosen_subprotocol():
+    head = ws.accept_head("dGhlIHNhbXBsZSBub25jZQ==", [("Sec-WebSocket-Protocol", "binary")])
+    assert b"\r\nSec-WebSocket-Protocol: binary\r\n" in head
+
+
+@pytest.mark.parametrize("offered,chosen", [
+    ("binary", "binary"), ("base64, binary", "binary"), ("chat,binary ", "binary"),
+    (None, None), ("", None), ("base64", None), ("Binary", None),
+], ids=["binary", "second", "spaces", "none", "empty", "other", "case"])
+def test_choose_protocol(offered, chosen):
+    assert ws.choose_protocol(offered) == chosen
+
+
 @pytest.mark.parametrize("size,header", [
     (5, b"\x81\x05"), (125, b"\x81\x7d"), (126, b"\x81\x7e\x00\x7e"),
     (65535, b"\x81\x7e\xff\xff"), (65536, b"\x81\x7f" + struct.pack("!Q", 65536)),

@@ -6,7 +6,7 @@ import pytest
 
 from ganeti import constants, errors, parameters
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import cmdline
+from ganeti.hypervisor.kvm import cmdline, consoles
 
 FILES = cmdline.RuntimeFiles(pidfile="/run/kvm/i1.pid", qmp_socket="/run/kvm/i1.qmp",
                              serial_socket="/run/kvm/i1.serial")
@@ -143,6 +143,21 @@ def test_vnc_needs_a_port_and_maps_it_to_a_display():
     assert _after(_build(_spec(vnc_bind_address="::1"), vnc_port=5900), "-vnc") == ["[::1]:0"]
     with pytest.raises(errors.HypervisorError, match="network port"):
         _build(_spec(vnc_bind_address="0.0.0.0"))
+
+
+def test_a_vnc_password_file_asks_qemu_for_a_password():
+    argv = _build(_spec(vnc_bind_address="127.0.0.1", vnc_password_file="/etc/vncpw"),
+                  vnc_port=5901)
+    assert _after(argv, "-vnc") == ["127.0.0.1:1,password=on"]
+    assert "/etc/vncpw" not in " ".join(argv)
+    assert "-vnc" not in _build(_spec(vnc_password_file="/etc/vncpw"))
+
+
+@pytest.mark.parametrize("bind,address", [
+    ("0.0.0.0", "127.0.0.1"), ("::", "::1"), ("192.0.2.7", "192.0.2.7"), ("::1", "::1"),
+], ids=["any4", "any6", "one4", "one6"])
+def test_the_node_reaches_its_vnc_server_on_loopback_for_a_wildcard(bind, address):
+    assert consoles.connect_address(bind) == address
 
 
 def test_paused_incoming_reboot_exit_runas_and_extra_words_last():

@@ -234,3 +234,34 @@ def test_every_console_serial_first(hv):
     assert hv.get_console(spec, "n1")["kind"] == base.CONS_SSH
     none = base.InstanceSpec(name="i1", hvparams={"serial_console": False})
     assert [c["kind"] for c in hv.get_consoles(none, "n1")] == [base.CONS_MESSAGE]
+
+
+def _vnc_record(hv: KvmHypervisor, name: str, bind: str, port: int | None) -> None:
+    os.makedirs(hv.instance_dir(name))
+    spec = base.InstanceSpec(name=name, hvparams={"vnc_bind_address": bind})
+    record = {"name": name, "spec": serializer.to_data(spec), "disks": [], "argv": [],
+              "accel": "tcg", "start_time": 990.0}
+    if port is not None:
+        record["vnc_port"] = port
+    with open(os.path.join(hv.instance_dir(name), kvmhv.RUNTIME_FILE), "w") as fh:
+        fh.write(serializer.dumps(record))
+
+
+def test_the_vnc_console_address_comes_from_the_runtime_record(hv):
+    _vnc_record(hv, "i1", "0.0.0.0", 5903)
+    _vnc_record(hv, "i2", "", None)
+    assert hv.vnc_console_address("i1") == ("127.0.0.1", 5903)
+    assert hv.vnc_console_address("i2") is None
+    assert hv.vnc_console_address("nosuch") is None
+    vnc = hv.get_consoles(base.InstanceSpec(name="i1", hvparams={
+        "vnc_bind_address": "0.0.0.0"}), "node1")[-1]
+    assert (vnc["kind"], vnc["host"], vnc["port"]) == (base.CONS_VNC, "node1", 5903)
+
+
+def test_a_vnc_port_is_one_no_instance_of_the_node_has(hv):
+    first = kvmhv.cmdline.VNC_PORTS.start
+    _vnc_record(hv, "i1", "127.0.0.1", first)
+    runtimes = map(hv.read_runtime, hv.list_instances())
+    port = kvmhv.consoles.start_port({"vnc_bind_address": "127.0.0.1"}, runtimes)
+    assert port != first and port in kvmhv.cmdline.VNC_PORTS
+    assert kvmhv.consoles.start_port({"vnc_bind_address": ""}, []) is None

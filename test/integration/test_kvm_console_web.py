@@ -9,8 +9,11 @@ daemon's console pipe on node2 over the cluster's mutual TLS, types a
 command into the guest's shell and reads its answer.  Also checked through
 the daemons: a token works once, does not open another instance's
 console, a readonly user gets none, a web console session needs its CSRF
-token for one, the token never reaches the access log.  Skips only when
-qemu-system-x86_64 cannot run.
+token for one, the token never reaches the access log.  The instance also
+has VNC with a password (``vnc_bind_address``, ``vnc_password_file``): a
+VNC token carries the password, opens VNC and nothing else, and the VNC
+page (noVNC) in headless Chromium connects and shows the guest's screen.
+Skips only when qemu-system-x86_64 cannot run.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ pytestmark = [pytest.mark.timeout(600),
                                  reason=host_helpers.qemu_reason() or "qemu runs")]
 
 N1, N2 = "node1.vcluster", "node2.vcluster"
+VNC_PASSWORD = "vnc-p4ss"
 INST, OTHER = "webcon1.example.com", "webcon2.example.com"
 USERS = "olga opass operator\nrita rpass read\n"
 OLGA, RITA = ("olga", "opass"), ("rita", "rpass")
@@ -46,7 +50,11 @@ OLGA, RITA = ("olga", "opass"), ("rita", "rpass")
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
-    with VirtualCluster(tmp_path_factory.mktemp("vwebcon"), nodes=2, use_ssh=False,
+    base = tmp_path_factory.mktemp("vwebcon")
+    password_file = base / "vnc-password"
+    password_file.write_text(VNC_PASSWORD + "\n")
+    password_file.chmod(0o600)
+    with VirtualCluster(base, nodes=2, use_ssh=False,
                         hypervisor=constants.HT_KVM) as cluster:
         write_users(cluster, USERS)
         deadline = time.monotonic() + 10
@@ -54,7 +62,8 @@ def vc(tmp_path_factory):
             assert time.monotonic() < deadline, "users file not loaded"
             time.sleep(0.1)
         cluster.ok("gnt-instance", "add", "-t", "file", "-s", "64M", "-o", "tinylinux",
-                   "-n", N2, *NOCHECK, INST)
+                   "-n", N2, "-H", f"vnc_bind_address=127.0.0.1,vnc_password_file="
+                   f"{password_file}", *NOCHECK, INST)
         cluster.ok("gnt-instance", "add", "-t", "file", "-s", "64M", "-o", "tinylinux",
                    "-n", N2, "--no-start", *NOCHECK, OTHER)
         assert wait_for_line(KvmHypervisor(cluster.paths(N2)).serial_log(INST)) == \
@@ -153,8 +162,9 @@ def _token(vc, name: str = INST, auth=OLGA) -> tuple[int, dict]:
     return status, body
 
 
-def _ws_path(name: str, token: str) -> str:
-    return f"/2/instances/{name}/console/websocket?token={urllib.parse.quote(token)}"
+def _ws_path(name: str, token: str, kind: str = "serial") -> str:
+    return (f"/2/instances/{name}/console/websocket?token={urllib.parse.quote(token)}"
+            + ("" if kind == "serial" else f"&kind={kind}"))
 
 
 def test_typing_a_command_in_the_guest_through_the_broker(vc):
@@ -174,14 +184,13 @@ def test_typing_a_command_in_the_guest_through_the_broker(vc):
 
 
 def test_get_console_gives_every_console_and_upstreams_shape_first(vc):
-    vc.ok("gnt-instance", "modify", "-H", "vnc_bind_address=127.0.0.1", "--hotplug-if-possible",
-          INST)
     status, cons, _ = request(vc, "GET", f"/2/instances/{INST}/console", auth=OLGA)
     assert status == 200, cons
     assert cons["kind"] == "ssh" and cons["instance"] == INST
     assert [c["kind"] for c in cons["consoles"]] == ["ssh", "vnc"]
     assert cons["consoles"][0] == {k: v for k, v in cons.items() if k != "consoles"}
-    vc.ok("gnt-instance", "modify", "-H", "vnc_bind_address=", INST)
+    assert isinstance(cons["consoles"][1]["port"], int)     # the port its qemu listens on
+    assert VNC_PASSWORD not in json.dumps(cons)
 
 
 def test_a_token_opens_one_console_once(vc):
@@ -302,4 +311,82 @@ def test_the_console_page_in_chromium(vc):
                 b.wait(screen + ".includes('@@UI@@42')", "the answer", 5)
             except AssertionError:
                 continue
+        assert all(u.startswith(origin) for u in b.resource_urls())
+
+
+# --- VNC -------------------------------------------------------------------------------------
+
+def _vnc_token(vc, name: str = INST, auth=OLGA) -> tuple[int, dict]:
+    status, body, _ = request(vc, "POST", f"/2/instances/{name}/console/token?kind=vnc",
+                              auth=auth)
+    return status, body
+
+
+def test_a_vnc_token_carries_the_password_and_opens_the_rfb_stream(vc):
+    status, grant = _vnc_token(vc)
+    assert status == 200, grant
+    assert grant["kind"] == "vnc" and grant["password"] == VNC_PASSWORD
+    assert grant["websocket"] == f"/2/instances/{INST}/console/websocket?kind=vnc"
+    client = WsClient(vc, _ws_path(INST, grant["token"], "vnc"),
+                      {"Sec-WebSocket-Protocol": "binary"})
+    try:
+        assert client.status == 101, client.head + client.body.decode("latin-1")
+        assert "Sec-WebSocket-Protocol: binary" in client.head
+        assert client.read_until(b"RFB 003.008\n", 10).startswith(b"RFB 003.008\n")
+    finally:
+        client.close()
+
+
+def test_a_vnc_token_opens_nothing_else(vc):
+    _, grant = _vnc_token(vc)
+    other = WsClient(vc, _ws_path(OTHER, grant["token"], "vnc"))
+    assert other.status == 403 and "another instance" in other.body.decode()
+    other.close()
+    _, grant = _vnc_token(vc)
+    serial = WsClient(vc, _ws_path(INST, grant["token"]))
+    assert serial.status == 403 and "for the vnc console" in serial.body.decode()
+    serial.close()
+    _, grant = _token(vc)
+    vnc = WsClient(vc, _ws_path(INST, grant["token"], "vnc"))
+    assert vnc.status == 403 and "for the serial console" in vnc.body.decode()
+    vnc.close()
+    assert _vnc_token(vc, OTHER)[0] == 503
+    assert _vnc_token(vc, auth=RITA)[0] == 403
+
+
+def test_the_vnc_page_in_chromium(vc):
+    """/ui/vnc.html, reached from the instance page's VNC link: noVNC connects through
+    the broker (the password from the token) and its canvas shows the guest's screen."""
+    import webdriver
+    reason = webdriver.missing()
+    if reason is not None:
+        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
+    page = "/ui/instance.html?name=" + urllib.parse.quote(INST)
+    with webdriver.browser() as b:
+        b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
+        b.type("#user", "olga")
+        b.type("#password", "opass")
+        b.click("#submit")
+        b.wait("return document.body.dataset.ready === '1' && location.pathname",
+               "the instance page")
+        href = b.wait("const a = document.getElementById('vnc-link');"
+                      " return a && !a.hidden && a.href", "the VNC link")
+        assert href == origin + "/ui/vnc.html?name=" + urllib.parse.quote(INST)
+        b.click("#vnc-link")
+        b.wait("return document.body.dataset.vnc === 'connected'", "noVNC connected", 20)
+        # the framebuffer: more than one colour on the canvas (the guest's text screen)
+        colours = b.wait("""
+            const c = document.querySelector('#screen canvas');
+            if (!c || !c.width || !c.height) return 0;
+            const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            const seen = new Set();
+            for (let i = 0; i < px.length && seen.size < 3; i += 4 * 7) {
+              seen.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
+            }
+            return seen.size > 1 ? seen.size : 0;""", "a non-uniform framebuffer", 20)
+        assert colours > 1
+        assert b.script("return document.getElementById('state').textContent") == "connected"
         assert all(u.startswith(origin) for u in b.resource_urls())

@@ -85,3 +85,26 @@ def test_only_digests_are_kept():
 ], ids=["first", "middle", "none"])
 def test_redact(line, shown):
     assert consoletokens.redact(line) == shown
+
+
+def test_a_token_opens_the_kind_of_console_it_was_made_for():
+    store = consoletokens.ConsoleTokens(clock=FakeClock())
+    token, _ = store.issue(consoletokens.Grant("web1.example.com", "olga", lambda: True,
+                                               consoletokens.KIND_VNC))
+    assert store.redeem(token, "web1.example.com", consoletokens.KIND_VNC).kind == "vnc"
+
+
+@pytest.mark.parametrize("made,spent", [("serial", "vnc"), ("vnc", "serial")],
+                         ids=["serial-for-vnc", "vnc-for-serial"])
+def test_a_token_does_not_open_another_kind_of_console_and_is_burnt(made, spent):
+    store = consoletokens.ConsoleTokens(clock=FakeClock())
+    token, _ = store.issue(consoletokens.Grant("web1.example.com", "olga", lambda: True, made))
+    with pytest.raises(errors.HttpError) as info:
+        store.redeem(token, "web1.example.com", spent)
+    assert info.value.status == 403 and f"for the {made} console" in str(info.value)
+    with pytest.raises(errors.HttpError):
+        store.redeem(token, "web1.example.com", made)
+
+
+def test_a_grant_is_for_the_serial_console_unless_told():
+    assert _grant().kind == consoletokens.KIND_SERIAL

@@ -53,3 +53,35 @@ def test_the_html_pages_load_nothing_inline_or_from_elsewhere():
         if name.endswith(".html"):
             assert " style=" not in text and "<style" not in text, name
             assert all('src="/ui/' in tag for tag in re.findall(r"<script[^>]*>", text)), name
+
+
+@pytest.fixture
+def novnc_tree(tmp_path, monkeypatch):
+    (tmp_path / "core" / "util").mkdir(parents=True)
+    (tmp_path / "core" / "rfb.js").write_text("export default class RFB {}")
+    (tmp_path / "core" / "util" / "int.js").write_text("export const x = 1;")
+    (tmp_path / "core" / ".hidden.js").write_text("x")
+    (tmp_path / "core" / "notes.txt").write_text("x")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "ui.js").write_text("x")
+    monkeypatch.setattr(webui, "VENDOR_TREES",
+                        {"vendor/novnc/": (str(tmp_path), ("core/", "vendor/pako/lib/"))})
+    return tmp_path
+
+
+@pytest.mark.parametrize("path", ["/ui/vendor/novnc/core/rfb.js",
+                                  "/ui/vendor/novnc/core/util/int.js"], ids=["top", "nested"])
+def test_a_vendor_trees_modules_are_served(novnc_tree, path):
+    found = webui.page("/ui", path)
+    assert found is not None and found.content_type == "text/javascript; charset=utf-8"
+
+
+@pytest.mark.parametrize("path", [
+    "/ui/vendor/novnc/core/../app/ui.js", "/ui/vendor/novnc/app/ui.js",
+    "/ui/vendor/novnc/core/.hidden.js", "/ui/vendor/novnc/core/notes.txt",
+    "/ui/vendor/novnc/core//rfb.js", "/ui/vendor/novnc/core/missing.js",
+    "/ui/vendor/novnc/core\\rfb.js", "/ui/vendor/novnc/",
+], ids=["dotdot", "other-subdir", "hidden", "not-js", "empty-part", "missing", "backslash",
+        "bare"])
+def test_nothing_else_of_a_vendor_tree_is_served(novnc_tree, path):
+    assert webui.page("/ui", path) is None

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import struct
 import threading
+from types import SimpleNamespace
 
 import pytest
 
+from ganeti import errors
+from ganeti.http import framing
 from ganeti.http import websocket as ws
-from ganeti.rapi import resources
+from ganeti.rapi import consoleslots, consoletokens, resources
 from ganeti.rapi.roles import Role
 from ganeti.server import console
 
@@ -145,3 +149,86 @@ def test_the_console_rows():
     assert token_row.needs_write and token_row.required_role == Role.OPERATOR
     socket_row, args = resources.match("GET", "/2/instances/web1/console/websocket")
     assert not socket_row.needs_write and args == {"instance": "web1"}
+
+
+# --- serve_browser: the kind, the subprotocol, the cap ------------------------------------
+
+class _Pool:
+    def detach(self) -> None:
+        pass
+
+
+def _server(per_instance: int = 1):
+    return SimpleNamespace(console_tokens=consoletokens.ConsoleTokens(),
+                           console_slots=consoleslots.ConsoleSlots(per_instance=per_instance),
+                           node_tls=object(), noded_port=1811, pool=_Pool(),
+                           stopping=threading.Event())
+
+
+def _head(protocol: str | None = None):
+    headers = {"upgrade": "websocket", "connection": "Upgrade",
+               "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    if protocol:
+        headers["sec-websocket-protocol"] = protocol
+    return framing.RequestHead(method="GET", target="/x", version="HTTP/1.1",
+                               headers=headers, content_length=0, keep_alive=True)
+
+
+def _vnc_open(server, kind: str = "vnc"):
+    token, _ = server.console_tokens.issue(consoletokens.Grant("web1", "olga", lambda: True,
+                                                               kind))
+    return consoletokens.ConsoleOpen("web1", token, node="node2", address="192.0.2.2",
+                                     hypervisor="kvm", running=True, kind=kind)
+
+
+def test_serve_browser_opens_the_tokens_kind_and_answers_binary(monkeypatch):
+    server = _server()
+    node_end, node = socket.socketpair()
+    asked = {}
+
+    def fake_open(address, port, context, instance, hypervisor, *, kind):
+        asked.update(address=address, instance=instance, kind=kind)
+        return node_end, b"RFB 003.008\n"
+    monkeypatch.setattr(console, "open_node_console", fake_open)
+    browser, conn = socket.socketpair()
+    browser.settimeout(5)
+    users = []
+    run = _Run(console.serve_browser, server, _vnc_open(server), _head("binary"), 0, conn,
+               "198.51.100.1", users.append)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += browser.recv(1)
+    assert b"\r\nSec-WebSocket-Protocol: binary\r\n" in head
+    assert _frame(browser) == ws.Message(ws.OP_BINARY, b"RFB 003.008\n")
+    assert asked == {"address": "192.0.2.2", "instance": "web1", "kind": "vnc"}
+    assert server.console_slots.open_for("web1") == 1 and users == ["olga"]
+    # a second console of web1 is over the cap (1 here): a 503, before the node is asked
+    with pytest.raises(errors.HttpError) as info:
+        console.serve_browser(server, _vnc_open(server, "serial"), _head(), 0, None, "-",
+                              users.append)
+    assert info.value.status == 503 and "Too many open consoles of web1" in str(info.value)
+    node.close()
+    run.join()
+    assert server.console_slots.open_for("web1") == 0
+    for s in (browser, conn, node_end):
+        s.close()
+
+
+def test_a_token_of_one_kind_does_not_open_the_other():
+    server = _server()
+    opening = _vnc_open(server, "serial")
+    with pytest.raises(errors.HttpError) as info:
+        console.serve_browser(server, dataclasses.replace(opening, kind="vnc"), _head(), 0, None, "-",
+                              print)
+    assert info.value.status == 403 and "serial console" in str(info.value)
+
+
+def test_no_token_while_the_instance_has_no_console_free():
+    server = _server()
+    server.console_slots.take("web1")
+    issue = console.token_issuer(server.console_tokens, None, lambda: None,
+                                 server.console_slots)
+    with pytest.raises(errors.HttpError) as info:
+        issue("web1", "vnc")
+    assert info.value.status == 503
+    assert issue("web2", "vnc")[1] == 30.0

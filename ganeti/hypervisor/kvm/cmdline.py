@@ -18,7 +18,9 @@ Fixed choices, on every instance:
 * ``-no-shutdown``: a guest that powers itself off leaves qemu alive in
   the ``shutdown`` state, which is how ``USER_down`` is told from a crash.
 * ``-nodefaults``: no device is added behind our back (no default NIC,
-  VGA or cdrom); ``-display none`` unless VNC is asked for.
+  VGA or cdrom); ``-display none`` unless VNC is asked for
+  (``vnc_bind_address``; with ``password=on`` when ``vnc_password_file`` is
+  set: the hypervisor sets the password over QMP once qemu runs).
 * a ``virtio-balloon-pci`` device (id :data:`BALLOON_ID`) after the NICs,
   for runtime memory changes.
 """
@@ -37,7 +39,7 @@ from ganeti.hypervisor import base
 __all__ = [
     "RuntimeFiles", "NicBackend", "NETDEV_TAP", "NETDEV_USER", "BALLOON_ID",
     "DISK_INTERFACES", "NIC_MODELS", "BOOT_DEVICES", "ACCEL_KVM", "ACCEL_TCG",
-    "VNC_BASE_PORT", "escape_option", "build_command", "kernel_command_line",
+    "VNC_BASE_PORT", "VNC_PORTS", "escape_option", "build_command", "kernel_command_line",
     "cpu_affinity", "migration_parameters",
 ]
 
@@ -45,6 +47,8 @@ ACCEL_KVM = "kvm"
 ACCEL_TCG = "tcg"
 #: VNC display N listens on TCP port 5900 + N.
 VNC_BASE_PORT = 5900
+#: the ports a node gives its instances' VNC servers (the first free one at start)
+VNC_PORTS = range(VNC_BASE_PORT + 1, VNC_BASE_PORT + 1000)
 
 #: disk_type -> qemu ``-drive if=`` value
 DISK_INTERFACES = {"paravirtual": "virtio", "ide": "ide", "scsi": "scsi", "sd": "sd",
@@ -193,7 +197,10 @@ def _display(hvp: dict[str, Any], vnc_port: int | None) -> list[str]:
         raise errors.HypervisorError(
             f"VNC on {bind} needs a network port of at least {VNC_BASE_PORT}")
     host = f"[{bind}]" if ":" in bind else bind
-    argv = ["-vga", "std", "-vnc", f"{host}:{vnc_port - VNC_BASE_PORT}"]
+    vnc = f"{host}:{vnc_port - VNC_BASE_PORT}"
+    if _param(hvp, "vnc_password_file", ""):
+        vnc += ",password=on"
+    argv = ["-vga", "std", "-vnc", vnc]
     keymap = str(_param(hvp, "keymap", ""))
     if keymap:
         argv += ["-k", keymap]

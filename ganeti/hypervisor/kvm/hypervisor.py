@@ -33,8 +33,8 @@ from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import (cmdline, hotplug, migration, mirror, nicmodes, qmp, rundir,
-                                   taps, vmjobs)
+from ganeti.hypervisor.kvm import (cmdline, consoles, hotplug, migration, mirror, nicmodes, qmp,
+                                   rundir, taps, vmjobs)
 from ganeti.hypervisor.kvm.rundir import RUNTIME_FILE
 
 __all__ = ["KvmHypervisor", "QEMU_BINARY", "KVM_DEVICE", "RUNTIME_FILE", "qmp_state"]
@@ -267,10 +267,12 @@ class KvmHypervisor(base.BaseHypervisor):
         files = cmdline.RuntimeFiles(pidfile=rundir.PIDFILE, qmp_socket=rundir.QMP_SOCKET,
                                      serial_socket=rundir.SERIAL_SOCKET,
                                      serial_log=rundir.SERIAL_LOG)
+        vnc_password = consoles.password(hvp, spec.name)
+        vnc_port = consoles.start_port(hvp, map(self.read_runtime, self.list_instances()))
         argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
                                      accel=accel, nic_backends=backends,
                                      startup_paused=startup_paused, incoming=incoming,
-                                     seed=self._seed(spec.name))
+                                     vnc_port=vnc_port, seed=self._seed(spec.name))
         if template and incoming:
             argv, devices = hotplug.retarget(template, block_devices, binary)
             argv += ["-S", "-incoming", incoming]
@@ -289,17 +291,22 @@ class KvmHypervisor(base.BaseHypervisor):
                         " for an incoming migration" if incoming else "")
             self.rundir.start(spec.name, argv, {
                 "name": spec.name, "spec": serializer.to_data(spec),
-                "disks": list(block_devices), "argv": argv, "accel": accel,
+                "disks": list(block_devices), "argv": argv, "accel": accel, "vnc_port": vnc_port,
                 "start_time": self.clock(), **(extra or {})}, timeout=START_TIMEOUT)
             try:
                 self._attach_taps(spec, backends)
                 self.rundir.pin_vcpus(spec.name, affinity)
+                consoles.set_password(self._qmp, spec.name, vnc_password)
             except errors.HypervisorError:
                 runtime = self.read_runtime(spec.name)
                 self.rundir.kill(spec.name)
                 taps.detach_all(spec.name, runtime)
                 self.rundir.clean_files(spec.name, runtime_too=True)
                 raise
+
+    def vnc_console_address(self, name: str) -> tuple[str, int] | None:
+        """Where this node reaches the VNC server of ``name`` (consoles.address)."""
+        return consoles.address(self.read_runtime(name))
 
     def _attach_taps(self, spec: base.InstanceSpec,
                      backends: Sequence[cmdline.NicBackend]) -> None:
@@ -457,23 +464,9 @@ class KvmHypervisor(base.BaseHypervisor):
         return self.get_consoles(spec, node_name)[0]
 
     def get_consoles(self, spec: base.InstanceSpec, node_name: str) -> list[dict[str, Any]]:
-        """The serial console (when ``serial_console``) and VNC (when
-        ``vnc_bind_address``), in that order; a message when neither."""
-        hvp = spec.hvparams
-        found: list[dict[str, Any]] = []
-        if hvp.get("serial_console", True):
-            found.append({"instance": spec.name, "kind": base.CONS_SSH, "host": node_name,
-                          "user": "root", "port": None, "message": None,
-                          "command": ["socat", "STDIO,raw,echo=0,escape=0x1d",
-                                      f"UNIX-CONNECT:{self.serial_socket(spec.name)}"]})
-        if hvp.get("vnc_bind_address"):
-            found.append({"instance": spec.name, "kind": base.CONS_VNC, "host": node_name,
-                          "port": None, "user": None, "command": None,
-                          "message": f"VNC of {spec.name} on {hvp['vnc_bind_address']}"})
-        return found or [{"instance": spec.name, "kind": base.CONS_MESSAGE, "host": node_name,
-                          "port": None, "user": None, "command": None,
-                          "message": f"Instance {spec.name} has neither a serial console"
-                                     " nor VNC"}]
+        """The serial console, then VNC (consoles.describe)."""
+        return consoles.describe(spec, node_name, self.serial_socket(spec.name),
+                                 self.vnc_console_address(spec.name))
 
     # --- online changes (doc/kvm.md, "Online changes"; the QMP side in hotplug.py) ----
 

@@ -89,9 +89,13 @@ class Ctx:
     principal: Principal | None = None
     #: the API tokens (the ``/2/tokens`` rows); the server sets it
     tokens: TokenService | None = None
-    #: makes a console token for an instance (``.../console/token``): ``(token,
-    #: seconds it lives)``, bound to this request's credentials; the server sets it
-    console_token: Callable[[str], tuple[str, float]] | None = None
+    #: makes a console token for an instance and a kind of console
+    #: (``.../console/token``): ``(token, seconds it lives)``, bound to this
+    #: request's credentials; the server sets it
+    console_token: Callable[[str, str], tuple[str, float]] | None = None
+    #: reads a VNC password file (``vnc_password_file``) on the master: the
+    #: password, or None when it cannot be read; the server sets it
+    console_password: Callable[[str], str | None] | None = None
 
     def qstr(self, name: str, default: str | None = None) -> str | None:
         values = self.query.get(name)

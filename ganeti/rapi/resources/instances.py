@@ -157,32 +157,63 @@ def _instance_console(ctx: Ctx) -> Any:
     return run_job(ctx, [wire.instance_console(instance_name=row["name"])])[0]
 
 
+def _console_kind(ctx: Ctx) -> str:
+    kind = ctx.qstr("kind") or consoletokens.KIND_SERIAL
+    if kind not in consoletokens.KINDS:
+        raise bad(f"Unknown console kind {kind[:20]!r}: use one of"
+                  f" {', '.join(consoletokens.KINDS)}")
+    return kind
+
+
 def _console_token(ctx: Ctx) -> dict[str, Any]:
-    """A single-use token opening the serial console of a running instance in a
-    browser (doc/rapi.md, "Consoles"); 503 when it is not running."""
-    row = one(ctx, constants.QR_INSTANCE, _inst(ctx), ["name", "oper_state"])
+    """A single-use token opening one console (``kind``: serial, the default, or
+    vnc) of a running instance in a browser (doc/rapi.md, "Consoles"); 503
+    when it is not running or too many of its consoles are open, 400 when it
+    has no console of that kind.  A VNC token's answer carries the VNC
+    password when the instance has a ``vnc_password_file`` (read on the
+    master; this answer goes only to users who may open the console)."""
+    kind = _console_kind(ctx)
+    row = one(ctx, constants.QR_INSTANCE, _inst(ctx), ["name", "oper_state", "hvparams"])
     if not row["oper_state"]:
         raise errors.HttpError(f"Instance console unavailable: {row['name']} is not running",
                                503)
     if ctx.console_token is None:
         raise errors.HttpError("This server does not broker consoles", 501)
-    token, ttl = ctx.console_token(row["name"])
-    return {"instance": row["name"], "token": token, "expires_in": ttl,
-            "websocket": f"/2/instances/{urllib.parse.quote(row['name'], safe='')}/console/websocket"}
+    hvparams = row["hvparams"] or {}
+    password = None
+    if kind == consoletokens.KIND_VNC:
+        if not hvparams.get("vnc_bind_address"):
+            raise bad(f"Instance {row['name']} has no VNC console (no vnc_bind_address)")
+        if hvparams.get("vnc_password_file"):
+            password = (ctx.console_password(str(hvparams["vnc_password_file"]))
+                        if ctx.console_password else None)
+            if password is None:
+                raise errors.HttpError(f"The VNC password file of {row['name']} cannot be"
+                                       " read on the master", 503)
+    token, ttl = ctx.console_token(row["name"], kind)
+    path = f"/2/instances/{urllib.parse.quote(row['name'], safe='')}/console/websocket"
+    answer: dict[str, Any] = {
+        "instance": row["name"], "kind": kind, "token": token, "expires_in": ttl,
+        "websocket": path if kind == consoletokens.KIND_SERIAL else f"{path}?kind={kind}"}
+    if password is not None:
+        answer["password"] = password
+    return answer
 
 
 def _console_websocket(ctx: Ctx) -> consoletokens.ConsoleOpen:
-    """The WebSocket to a console: where the instance runs; the server checks the
-    upgrade, spends the token and brokers the console."""
+    """The WebSocket to a console (``kind``, serial by default): where the instance
+    runs; the server checks the upgrade, spends the token and brokers the console."""
+    kind = _console_kind(ctx)
     row = one(ctx, constants.QR_INSTANCE, _inst(ctx), ["name", "pnode", "hypervisor",
                                                         "oper_state"])
     node = one(ctx, constants.QR_NODE, row["pnode"], ["name", "pip"])
     return consoletokens.ConsoleOpen(row["name"], ctx.qstr("token"), node=node["name"],
                                      address=node["pip"], hypervisor=row["hypervisor"],
-                                     running=bool(row["oper_state"]))
+                                     running=bool(row["oper_state"]), kind=kind)
 
 
 _REINSTALL_BODY = Body(extra=frozenset({"os", "start", "osparams", *_REINSTALL_PRIVATE}))
+_KIND = Param("kind", "str", "the console: serial (the default) or vnc")
 _NO_REMEMBER = Param("no_remember", description="do not record the new state")
 
 ROUTES: list[Route] = [
@@ -301,15 +332,19 @@ ROUTES: list[Route] = [
                       "consoles": {"type": "array", "items": OBJ}}})),
     Route(_INST + "/console/token", "POST", read=_console_token,
           opcode=wire.OP_INSTANCE_CONSOLE, access="write",
-          doc=Doc("A single-use token (30 s) opening the serial console of a running"
-                  " instance over a WebSocket (503 when it is not running)",
+          doc=Doc("A single-use token (30 s) opening one console (serial or vnc) of a"
+                  " running instance over a WebSocket (503 when it is not running or too"
+                  " many of its consoles are open); a vnc token's answer carries the VNC"
+                  " password when the instance has one",
+                  (_KIND,),
                   result={"type": "object", "properties": {
-                      "instance": STR, "token": STR, "websocket": STR,
-                      "expires_in": {"type": "number"}}})),
+                      "instance": STR, "kind": STR, "token": STR, "websocket": STR,
+                      "password": STR, "expires_in": {"type": "number"}}})),
     Route(_INST + "/console/websocket", "GET", read=_console_websocket, access="read",
-          doc=Doc("The instance's serial console as a WebSocket (RFC 6455, binary frames"
-                  " both ways), brokered by the master; the credential is the token",
-                  (Param("token", "str", "a token of POST .../console/token"),),
+          doc=Doc("The instance's serial console or VNC (RFB) as a WebSocket (RFC 6455,"
+                  " binary frames both ways; subprotocol 'binary' when offered), brokered"
+                  " by the master; the credential is the token",
+                  (Param("token", "str", "a token of POST .../console/token"), _KIND),
                   result=STR)),
     relocation(_INST + "/change-group", "PUT", wire.OP_INSTANCE_CHANGE_GROUP, "instance_name",
                "instance", Doc(

@@ -36,6 +36,8 @@ async function render() {
     ["tags", "Tags", (inst.tags || []).join(", ")]];
   document.getElementById("params").replaceChildren(...fields.flatMap(([key, label, v]) =>
     [el("dt", {}, label), el("dd", { id: "p-" + key }, String(v ?? ""))]));
+  // the VNC console's link: a kvm instance with vnc_bind_address (doc/webui.md, "Consoles")
+  document.getElementById("vnc-link").hidden = !(inst.hvparams || {}).vnc_bind_address;
   renderForms(inst);
   document.body.dataset.ready = "1";
 }

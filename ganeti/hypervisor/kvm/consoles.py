@@ -1,0 +1,120 @@
+"""The consoles of kvm instances: their descriptions, and VNC's port, address and password.
+
+:func:`describe` is what ``gnt-instance console`` and RAPI's console
+resource show: the serial console (when ``serial_console``), then VNC
+(when ``vnc_bind_address``).
+
+An instance with ``vnc_bind_address`` gets, when it starts, the first port
+of :data:`ganeti.hypervisor.kvm.cmdline.VNC_PORTS` that no instance of the
+node holds and that can be bound (:func:`pick_port`); it is kept in the
+runtime record (``vnc_port``), from which :func:`address` tells where the
+node itself connects to it (the web console's broker: doc/webui.md,
+"Consoles").  With ``vnc_password_file``, qemu asks for a password
+(``-vnc ...,password=on``) and the hypervisor sets it over QMP once qemu
+runs: the file's first line (:func:`password`), read on the node.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+from ganeti import errors
+from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import cmdline
+from ganeti.utils import io as utils_io
+
+__all__ = ["describe", "connect_address", "address", "start_port", "pick_port", "password",
+           "set_password"]
+
+
+def describe(spec: base.InstanceSpec, node_name: str, serial_socket: str,
+             vnc_address: tuple[str, int] | None) -> list[dict[str, Any]]:
+    """The consoles of ``spec`` on ``node_name``: the serial console (socat on its
+    UNIX socket ``serial_socket``) when ``serial_console``, VNC (its port when
+    it runs: ``vnc_address``) when ``vnc_bind_address``, in that order; a
+    message when neither."""
+    hvp = spec.hvparams
+    found: list[dict[str, Any]] = []
+    if hvp.get("serial_console", True):
+        found.append({"instance": spec.name, "kind": base.CONS_SSH, "host": node_name,
+                      "user": "root", "port": None, "message": None,
+                      "command": ["socat", "STDIO,raw,echo=0,escape=0x1d",
+                                  f"UNIX-CONNECT:{serial_socket}"]})
+    if hvp.get("vnc_bind_address"):
+        found.append({"instance": spec.name, "kind": base.CONS_VNC, "host": node_name,
+                      "port": vnc_address[1] if vnc_address else None, "user": None,
+                      "command": None,
+                      "message": f"VNC of {spec.name} on {hvp['vnc_bind_address']}"})
+    return found or [{"instance": spec.name, "kind": base.CONS_MESSAGE, "host": node_name,
+                      "port": None, "user": None, "command": None,
+                      "message": f"Instance {spec.name} has neither a serial console"
+                                 " nor VNC"}]
+
+
+def connect_address(bind: str) -> str:
+    """The address the node itself reaches a VNC server bound to ``bind`` at: the
+    loopback address for a wildcard bind, else ``bind``."""
+    if bind in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if bind == "::":
+        return "::1"
+    return bind
+
+
+def address(runtime: dict[str, Any] | None) -> tuple[str, int] | None:
+    """``(host, port)`` of the VNC server of the instance with ``runtime`` (its
+    runtime record), or None when it was started without VNC."""
+    runtime = runtime or {}
+    port = runtime.get("vnc_port")
+    bind = ((runtime.get("spec") or {}).get("hvparams") or {}).get("vnc_bind_address")
+    if not isinstance(port, int) or not bind:
+        return None
+    return connect_address(str(bind)), port
+
+
+def start_port(hvp: dict[str, Any], runtimes: Iterable[dict[str, Any] | None]) -> int | None:
+    """The VNC port for an instance with hvparams ``hvp`` starting on a node whose
+    instances have ``runtimes`` (None: it has no VNC)."""
+    bind = str(hvp.get("vnc_bind_address") or "")
+    if not bind:
+        return None
+    return pick_port(bind, {(r or {}).get("vnc_port") for r in runtimes})
+
+
+def pick_port(bind: str, used: Collection[Any], ports: range = cmdline.VNC_PORTS) -> int:
+    """The first of ``ports`` not in ``used`` that ``bind`` can be bound to now.
+    Raises :class:`errors.HypervisorError` when there is none."""
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    for port in ports:
+        if port in used:
+            continue
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((bind, port))
+            except OSError:
+                continue
+        return port
+    raise errors.HypervisorError(f"No free VNC port on {bind} in {ports.start}-{ports.stop - 1}")
+
+
+def password(hvp: dict[str, Any], name: str) -> str | None:
+    """The VNC password of instance ``name`` (None: it has none).  Raises
+    :class:`errors.HypervisorError` when its ``vnc_password_file`` cannot be read."""
+    path = str(hvp.get("vnc_password_file") or "")
+    if not path or not hvp.get("vnc_bind_address"):
+        return None
+    try:
+        return utils_io.read_password_file(path)
+    except (OSError, errors.GanetiError) as exc:
+        raise errors.HypervisorError(f"Cannot start instance {name}: cannot read its"
+                                     f" vnc_password_file: {exc}") from exc
+
+
+def set_password(session: Callable[[str], Any], name: str, secret: str | None) -> None:
+    """Set the VNC password ``secret`` (when not None) of the running ``name`` over
+    QMP (``session(name)``: a QMP client's context manager)."""
+    if secret is not None:
+        with session(name) as client:
+            client.execute("set_password", protocol="vnc", password=secret)
