@@ -265,3 +265,5 @@ def test_a_vnc_port_is_one_no_instance_of_the_node_has(hv):
     port = kvmhv.consoles.start_port({"vnc_bind_address": "127.0.0.1"}, runtimes)
     assert port != first and port in kvmhv.cmdline.VNC_PORTS
     assert kvmhv.consoles.start_port({"vnc_bind_address": ""}, []) is None
+    with pytest.raises(errors.HypervisorError, match="interface name"):
+        kvmhv.consoles.start_port({"vnc_bind_address": "eth0"}, [])

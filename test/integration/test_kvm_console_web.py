@@ -333,6 +333,9 @@ def test_a_vnc_token_carries_the_password_and_opens_the_rfb_stream(vc):
         assert client.status == 101, client.head + client.body.decode("latin-1")
         assert "Sec-WebSocket-Protocol: binary" in client.head
         assert client.read_until(b"RFB 003.008\n", 10).startswith(b"RFB 003.008\n")
+        # the same version back: qemu offers one security type, VNC authentication (2)
+        client.send(ws.OP_BINARY, b"RFB 003.008\n")
+        assert client.read_until(b"RFB 003.008\n\x01\x02", 10) == b"RFB 003.008\n\x01\x02"
     finally:
         client.close()
 

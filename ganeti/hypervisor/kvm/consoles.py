@@ -16,6 +16,7 @@ runs: the file's first line (:func:`password`), read on the node.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
@@ -76,10 +77,17 @@ def address(runtime: dict[str, Any] | None) -> tuple[str, int] | None:
 
 def start_port(hvp: dict[str, Any], runtimes: Iterable[dict[str, Any] | None]) -> int | None:
     """The VNC port for an instance with hvparams ``hvp`` starting on a node whose
-    instances have ``runtimes`` (None: it has no VNC)."""
+    instances have ``runtimes`` (None: it has no VNC).  Raises
+    :class:`errors.HypervisorError` for a ``vnc_bind_address`` that is not an
+    IP address (an interface name) or when no port is free."""
     bind = str(hvp.get("vnc_bind_address") or "")
     if not bind:
         return None
+    try:
+        ipaddress.ip_address(bind)
+    except ValueError:
+        raise errors.HypervisorError(f"vnc_bind_address {bind!r}: an interface name is not"
+                                     " supported yet, give an IP address") from None
     return pick_port(bind, {(r or {}).get("vnc_port") for r in runtimes})
 
 
