@@ -78,7 +78,7 @@ UNAVAILABLE: dict[str, dict[str, tuple[str, str]]] = {
                   " spice_bind spice_image_compression spice_jpeg_wan_compression"
                   " spice_password_file spice_streaming_video spice_tls_ciphers"
                   " spice_zlib_glz_wan_compression usb_devices vga vif_script vif_type"
-                  " vnc_password_file vnc_x509_path"),
+                  " vnc_x509_path"),
         **_hv(_N, "cpu_cap cpu_cores cpu_sockets cpu_threads cpu_weight kvm_pci_reservations"
                   " num_ttys spice_ip_version startup_timeout virtio_net_queues"),
         **_hv(_B, "pae spice_playback_compression spice_use_tls spice_use_vdagent use_bootloader"

@@ -267,3 +267,11 @@ def test_a_vnc_port_is_one_no_instance_of_the_node_has(hv):
     assert kvmhv.consoles.start_port({"vnc_bind_address": ""}, []) is None
     with pytest.raises(errors.HypervisorError, match="interface name"):
         kvmhv.consoles.start_port({"vnc_bind_address": "eth0"}, [])
+
+
+def test_a_migration_target_listens_for_vnc_on_its_own_port():
+    source = ["kvm", "-name", "i1", "-vnc", "127.0.0.1:1,password=on", "-m", "64"]
+    built = ["kvm", "-vnc", "127.0.0.1:7,password=on"]
+    assert kvmhv.consoles.with_vnc_of(source, built) == [
+        "kvm", "-name", "i1", "-vnc", "127.0.0.1:7,password=on", "-m", "64"]
+    assert kvmhv.consoles.with_vnc_of(source, ["kvm"]) == source

@@ -27,7 +27,7 @@ from ganeti.hypervisor.kvm import cmdline
 from ganeti.utils import io as utils_io
 
 __all__ = ["describe", "connect_address", "address", "start_port", "pick_port", "password",
-           "set_password"]
+           "set_password", "with_vnc_of"]
 
 
 def describe(spec: base.InstanceSpec, node_name: str, serial_socket: str,
@@ -126,3 +126,12 @@ def set_password(session: Callable[[str], Any], name: str, secret: str | None) -
     if secret is not None:
         with session(name) as client:
             client.execute("set_password", protocol="vnc", password=secret)
+
+
+def with_vnc_of(argv: list[str], built: list[str]) -> list[str]:
+    """``argv`` (a migration source's command line) with the ``-vnc`` value of
+    ``built`` (the one made for this node, with the port picked here)."""
+    if "-vnc" not in built:
+        return argv
+    value = built[built.index("-vnc") + 1]
+    return [value if i and argv[i - 1] == "-vnc" else word for i, word in enumerate(argv)]

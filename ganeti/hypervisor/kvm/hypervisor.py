@@ -274,8 +274,9 @@ class KvmHypervisor(base.BaseHypervisor):
                                      startup_paused=startup_paused, incoming=incoming,
                                      vnc_port=vnc_port, seed=self._seed(spec.name))
         if template and incoming:
+            built = argv      # its -vnc names this node's VNC port, not the source's
             argv, devices = hotplug.retarget(template, block_devices, binary)
-            argv += ["-S", "-incoming", incoming]
+            argv = consoles.with_vnc_of(argv, built) + ["-S", "-incoming", incoming]
             backends = [cmdline.NicBackend(n.kind, n.ifname) for n in
                         serializer.from_data(hotplug.Devices, devices).nics]
             extra = {**(extra or {}), "devices": devices}
