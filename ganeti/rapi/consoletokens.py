@@ -1,9 +1,9 @@
 """Console tokens: short-lived, single-use tickets that open one instance's console (pure).
 
 A browser cannot send an ``Authorization`` or ``X-CSRF-Token`` header with
-a WebSocket, so the web console's serial console opens in two steps
+a WebSocket, so the web console's consoles (serial, VNC) open in two steps
 (doc/rapi.md, "Consoles"): an authenticated write,
-``POST /2/instances/[name]/console/token``, gets a token from
+``POST /2/instances/[name]/console/token[?kind=vnc]``, gets a token from
 :meth:`ConsoleTokens.issue`, and the WebSocket request
 (``GET /2/instances/[name]/console/websocket?token=...``) spends it with
 :meth:`ConsoleTokens.redeem`.  A token

@@ -255,7 +255,8 @@ def test_the_vnc_console_address_comes_from_the_runtime_record(hv):
     assert hv.vnc_console_address("nosuch") is None
     vnc = hv.get_consoles(base.InstanceSpec(name="i1", hvparams={
         "vnc_bind_address": "0.0.0.0"}), "node1")[-1]
-    assert (vnc["kind"], vnc["host"], vnc["port"]) == (base.CONS_VNC, "node1", 5903)
+    assert (vnc["kind"], vnc["host"], vnc["port"], vnc["display"]) == (
+        base.CONS_VNC, "node1", 5903, 3)
 
 
 def test_a_vnc_port_is_one_no_instance_of_the_node_has(hv):

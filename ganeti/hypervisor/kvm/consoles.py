@@ -35,7 +35,7 @@ def describe(spec: base.InstanceSpec, node_name: str, serial_socket: str,
     """The consoles of ``spec`` on ``node_name``: the serial console (socat on its
     UNIX socket ``serial_socket``) when ``serial_console``, VNC (its port when
     it runs: ``vnc_address``) when ``vnc_bind_address``, in that order; a
-    message when neither."""
+    message when neither.  VNC's entry has Ganeti's ``display`` too (port - 5900)."""
     hvp = spec.hvparams
     found: list[dict[str, Any]] = []
     if hvp.get("serial_console", True):
@@ -44,9 +44,10 @@ def describe(spec: base.InstanceSpec, node_name: str, serial_socket: str,
                       "command": ["socat", "STDIO,raw,echo=0,escape=0x1d",
                                   f"UNIX-CONNECT:{serial_socket}"]})
     if hvp.get("vnc_bind_address"):
+        port = vnc_address[1] if vnc_address else None
         found.append({"instance": spec.name, "kind": base.CONS_VNC, "host": node_name,
-                      "port": vnc_address[1] if vnc_address else None, "user": None,
-                      "command": None,
+                      "port": port, "user": None, "command": None,
+                      "display": port - cmdline.VNC_BASE_PORT if port else None,
                       "message": f"VNC of {spec.name} on {hvp['vnc_bind_address']}"})
     return found or [{"instance": spec.name, "kind": base.CONS_MESSAGE, "host": node_name,
                       "port": None, "user": None, "command": None,
