@@ -26,13 +26,14 @@ object.
 **Locking and group commit.**  One internal re-entrant lock protects the
 working tree; every public method of the writer takes it (readers of the
 committed tree never do).  A mutator changes the working tree, bumps the
-serial and serialises a snapshot *under* the lock, then releases it and
-waits for durability
-(:class:`ganeti.utils.groupcommit.GroupCommitter`): the first waiting
-thread finding no write in progress writes the newest snapshot
-(``write_fn``, default: temporary file, fsync, rename, directory fsync)
-and thereby commits every change made meanwhile with one fsync; the others
-sleep.  Writes never overlap and their serials only grow.
+serial and publishes a snapshot *under* the lock (the copies of the
+objects it saved: a consistent tree), then releases it and waits for
+durability (:class:`ganeti.utils.groupcommit.GroupCommitter`): the first
+waiting thread finding no write in progress serialises the newest
+snapshot and writes it (``write_fn``, default: temporary file, fsync,
+rename, directory fsync), without the config lock, and thereby commits
+every change made meanwhile with one serialisation and one fsync; the
+others sleep.  Writes never overlap and their serials only grow.
 
 **on_change.**  After each write, the writing thread calls
 ``on_change(data, serial)`` with the exact bytes written and the config
@@ -68,7 +69,8 @@ change was not written raises :class:`errors.ConfigurationError` naming
 the cause; no ``on_change`` runs for it, so nothing of it is replicated.
 The next change is written as usual once there is room (no restart).
 Unsaved in-place edits of other working objects are left alone.  A change
-that cannot be serialised is undone the same way.  Only if the rollback
+that cannot be serialised fails its write the same way (with every other
+change that write carried: serialising happens at write time).  Only if the rollback
 itself fails is the writer *broken*: later mutators raise and the master
 daemon must be restarted.  An exception from ``on_change`` is raised in
 the mutators its write carried; the file is written and the writer usable.

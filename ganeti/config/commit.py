@@ -20,7 +20,10 @@ thing.  In-place edits of a working object that its owner has not saved
 
 :class:`Publications` tracks the trees: the committed one (and its bytes),
 the newest queued one (what the next snapshot builds on), and the queued
-ones not durable yet.  :meth:`Publications.durable` makes a queued tree
+ones not durable yet.  A queued tree is a :class:`Snapshot` without bytes:
+it is serialised only when it is written (:meth:`Snapshot.encoded`), and
+the group commit writes only the newest one queued meanwhile, so a burst
+of N changes costs N cheap publications and one serialisation.  :meth:`Publications.durable` makes a queued tree
 the committed one, only after its write succeeded;
 :meth:`Publications.discard` forgets every queued tree after a failed
 write (readers keep the committed one, which is still what is on disk).
@@ -38,7 +41,7 @@ from ganeti.config.reader import ConfigReader
 from ganeti.config.file import STORES
 from ganeti.objects import ConfigData, NodeGroup
 
-__all__ = ["Change", "Publications", "clone", "publish", "replaced_keys"]
+__all__ = ["Change", "Publications", "Snapshot", "clone", "publish", "replaced_keys"]
 
 #: ``(store, uuid)`` of a changed object; the store is a ``ConfigData``
 #: field name (``"nodes"``, ...) or ``"cluster"``
@@ -172,10 +175,23 @@ def replaced_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str] |
 
 
 @dataclasses.dataclass
-class _Tree:
+class Snapshot:
+    """A published tree of one serial, and its bytes once it has been serialised.
+
+    Queued trees get their bytes when they are written (the group
+    commit's leader serialises only the newest one); the committed tree
+    always has them (it is on disk).
+    """
+
     serial: int
-    raw: bytes
     data: ConfigData
+    raw: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """The bytes, which must have been set (by the write that made the tree durable)."""
+        if self.raw is None:
+            raise ValueError(f"configuration serial {self.serial} was never serialised")
+        return self.raw
 
 
 class Publications:
@@ -187,10 +203,10 @@ class Publications:
     """
 
     def __init__(self, serial: int, raw: bytes, data: ConfigData) -> None:
-        tree = _Tree(serial, raw, data)
+        tree = Snapshot(serial, data, raw)
         self._durable = tree
         self._queued = tree
-        self._pending: dict[int, _Tree] = {}
+        self._pending: dict[int, Snapshot] = {}
         self._reader = ConfigReader(data)
 
     def committed(self) -> ConfigReader:
@@ -200,32 +216,34 @@ class Publications:
     @property
     def durable_document(self) -> tuple[int, bytes]:
         """Serial and bytes of the newest document on disk."""
-        return self._durable.serial, self._durable.raw
+        return self._durable.serial, self._durable.encoded()
 
     @property
-    def queued_document(self) -> tuple[int, bytes]:
-        """Serial and bytes of the newest document handed to the committer."""
-        return self._queued.serial, self._queued.raw
+    def queued(self) -> Snapshot:
+        """The newest snapshot handed to the committer (the durable one if none is pending)."""
+        return self._queued
 
     @property
     def base(self) -> ConfigData:
         """The newest queued tree: what the next :func:`publish` builds on."""
         return self._queued.data
 
-    def queue(self, serial: int, raw: bytes, data: ConfigData) -> None:
-        """Remember the published tree ``data`` of ``serial`` (serialised as ``raw``)."""
-        self._queued = self._pending[serial] = _Tree(serial, raw, data)
+    def queue(self, serial: int, data: ConfigData) -> Snapshot:
+        """Remember the published tree ``data`` of ``serial``; its snapshot, not serialised yet."""
+        self._queued = self._pending[serial] = Snapshot(serial, data)
+        return self._queued
 
     def durable(self, serial: int) -> None:
         """``serial`` is on disk: its tree becomes the committed one.
 
-        Older queued trees are dropped (the write of ``serial`` carried
-        them).  A serial not queued here (e.g. queued before a
-        :meth:`discard`) changes nothing.
+        Its snapshot must carry the bytes written.  Older queued trees are
+        dropped (the write of ``serial`` carried them).  A serial not
+        queued here (e.g. queued before a :meth:`discard`) changes nothing.
         """
         tree = self._pending.get(serial)
         if tree is None:
             return
+        tree.encoded()
         self._pending = {s: t for s, t in self._pending.items() if s > serial}
         self._durable = tree
         self._reader = ConfigReader(tree.data)

@@ -10,13 +10,14 @@ after a failed write (see "Failures" in :mod:`ganeti.config`).
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 from ganeti import constants, errors, ipolicy, serializer
 from ganeti.objects import Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
 from ganeti.utils import io
 
-__all__ = ["CONFIG_MODE", "STORES", "decode_config", "load_config_data", "read_config",
+__all__ = ["CONFIG_MODE", "STORES", "create_config_file", "decode_config", "load_config_data", "read_config",
            "restore_tree", "store_of", "sync_members", "write_config_file"]
 
 CONFIG_MODE = 0o640
@@ -69,6 +70,24 @@ def decode_config(raw: bytes) -> ConfigData:
 def write_config_file(path: str, raw: bytes) -> None:
     """The default ``write_fn``: atomic replace with fsync of file and directory."""
     io.write_file_atomic(path, raw, mode=CONFIG_MODE)
+
+
+def create_config_file(path: str, raw: bytes) -> None:
+    """Write a new ``config.data``; :class:`errors.ConfigurationError` if ``path`` exists."""
+    # write a complete temporary file, then hard-link it into place:
+    # link() fails if the target exists, so nothing is ever overwritten
+    tmp = f"{path}.init-{os.getpid()}"
+    try:
+        io.write_file_atomic(tmp, raw, mode=CONFIG_MODE)
+        os.link(tmp, path)
+    except FileExistsError as exc:
+        raise errors.ConfigurationError(
+            f"Configuration file {path} already exists; refusing to overwrite it") from exc
+    except OSError as exc:
+        raise errors.ConfigurationError(f"Cannot create {path}: {exc}") from exc
+    finally:
+        io.remove_file(tmp)
+    io.fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 

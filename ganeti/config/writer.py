@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import random
 import threading
 import time
@@ -17,18 +16,16 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ganeti import constants, errors, serializer
 from ganeti.config import file as configfile
-from ganeti.config.commit import Change, Publications, clone, publish
+from ganeti.config.commit import Change, Publications, Snapshot, clone, publish
 from ganeti.config.netusers import (Holding, NetUsers, apply_to_pools, nic_holdings,
                                     pick_address)
 from ganeti.config.reader import ConfigReader
 from ganeti.config.file import load_config_data, sync_members as _sync_members
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Network, Node, NodeGroup
-from ganeti.utils import io
 from ganeti.utils.groupcommit import GroupCommitter
 
 __all__ = ["ConfigWriter", "OnChange", "WriteFn", "load_config_data"]
 
-_CONFIG_MODE = configfile.CONFIG_MODE
 #: past this many entries, touch records of durable changes are dropped
 _TOUCHED_PRUNE = 4096
 
@@ -79,8 +76,11 @@ class ConfigWriter(ConfigReader):
         self._reserved_ips: set[Holding] = set()
         # which instances hold which network addresses (rebuilt after a rollback)
         self._net_users = NetUsers(self._data.instances.values())
-        # JSON of instances/disks reused while their serial_no/mtime are unchanged
+        # JSON of instances/disks reused while their serial_no/mtime are unchanged;
+        # used by the committer's leader outside _lock, hence a lock of its own
+        # (taken after _lock when both are held, never the other way round)
         self._fragments = serializer.FragmentCache(("instances", "disks"))
+        self._encode_lock = threading.Lock()
         _sync_members(self._data)
 
     def committed(self) -> ConfigReader:
@@ -123,21 +123,7 @@ class ConfigWriter(ConfigReader):
             if obj is not data and obj.serial_no <= 0:
                 obj.serial_no = 1
         _sync_members(data)
-        raw = serializer.dumps_bytes(data)
-        # write a complete temporary file, then hard-link it into place:
-        # link() fails if the target exists, so nothing is ever overwritten
-        tmp = f"{path}.init-{os.getpid()}"
-        try:
-            io.write_file_atomic(tmp, raw, mode=_CONFIG_MODE)
-            os.link(tmp, path)
-        except FileExistsError as exc:
-            raise errors.ConfigurationError(
-                f"Configuration file {path} already exists; refusing to overwrite it") from exc
-        except OSError as exc:
-            raise errors.ConfigurationError(f"Cannot create {path}: {exc}") from exc
-        finally:
-            io.remove_file(tmp)
-        io.fsync_dir(os.path.dirname(os.path.abspath(path)))
+        configfile.create_config_file(path, serializer.dumps_bytes(data))
         return cls(path, clock=clock, on_change=on_change, rng=rng, write_fn=write_fn)
 
     # ------------------------------------------------------------------
@@ -152,37 +138,45 @@ class ConfigWriter(ConfigReader):
             return
         self._snapshot()
 
-    def _new_committer(self, durable_serial: int) -> GroupCommitter:
+    def _new_committer(self, durable_serial: int) -> GroupCommitter[Snapshot]:
         return GroupCommitter(self._durable_write, after_write=self._notify,
                               durable_serial=durable_serial)
 
     def _snapshot(self) -> None:
-        """Serialise the tree (config lock held) and queue it for the committer.
+        """Publish the saved objects (config lock held) and queue the tree for the committer.
 
-        The calling thread remembers the committer and the serial;
+        Publishing copies only the objects saved since the previous
+        snapshot; the tree is serialised later, by the thread that writes
+        it, and only if it is still the newest queued one then (so N
+        changes within one group commit cost one serialisation).  The
+        calling thread remembers the committer and the serial;
         :meth:`_mutation` waits for it to become durable once the config
-        lock is released.  If the tree cannot be serialised, memory goes
+        lock is released.  If the tree cannot be published, memory goes
         back to the last queued snapshot and the error is raised.
         """
         self._dirty = False
         try:
             _sync_members(self._data)
             tree = publish(self._pubs.base, self._data, self._changed)
-            raw = self._fragments.dumps_bytes(tree)
         except (errors.GanetiError, TypeError) as exc:
-            logger.error("Configuration serial %s cannot be serialised (%s); the change"
+            logger.error("Configuration serial %s cannot be published (%s); the change"
                          " is undone", self._data.serial_no, exc)
-            self._rollback(*self._pubs.queued_document)
+            queued = self._pubs.queued
+            self._rollback(queued.serial, queued.raw or serializer.dumps_bytes(queued.data))
             raise errors.ConfigurationError(
                 f"The configuration change cannot be saved and was undone: {exc}") from exc
         serial = self._data.serial_no
-        self._committer.queue(serial, raw)
-        self._pubs.queue(serial, raw, tree)
+        self._committer.queue(serial, self._pubs.queue(serial, tree))
         self._changed = set()
         self._saved_by_thread.pending = (self._committer, serial)
         if len(self._touched) > _TOUCHED_PRUNE:
             durable = self._pubs.durable_document[0]
             self._touched = {k: v for k, v in self._touched.items() if v > durable}
+
+    def _encode(self, data: ConfigData) -> bytes:
+        """The bytes of a published tree (any thread; the fragment cache has its own lock)."""
+        with self._encode_lock:
+            return self._fragments.dumps_bytes(data)
 
     def _check_writable(self) -> None:
         if self._broken is not None:
@@ -213,29 +207,36 @@ class ConfigWriter(ConfigReader):
                 committer.wait(serial)
                 tls.serial = serial
 
-    def _durable_write(self, serial: int, raw: bytes) -> None:
+    def _durable_write(self, serial: int, tree: Snapshot) -> None:
         """GroupCommitter ``write``: runs in one leader thread, config lock not held.
 
-        On failure, rolls memory back to the last durable document (under
-        the config lock) and starts a fresh committer, so that this one's
+        Serialises the snapshot (the newest queued: every older one is
+        carried by it and never serialised) and writes it.  On failure of
+        either, rolls memory back to the last durable document (under the
+        config lock) and starts a fresh committer, so that this one's
         waiters (every change not on disk) fail and later changes work.
         """
         started = time.monotonic()
+        raw = b""
         try:
+            tree.raw = raw = self._encode(tree.data)
+            started = time.monotonic()
             self._write_fn(self._path, raw)
         except Exception as exc:
+            what = "Writing" if tree.raw is not None else "Serialising"
             with self._lock:
                 durable_serial, durable_raw = self._pubs.durable_document
-                logger.critical("Writing configuration serial %s to %s failed: %s; the"
+                logger.critical("%s configuration serial %s to %s failed: %s; the"
                                 " change is undone in memory, which stays at serial %s"
-                                " as on disk", serial, self._path, exc, durable_serial)
+                                " as on disk", what, serial, self._path, exc, durable_serial)
                 self._committer = self._new_committer(durable_serial)
                 self._pubs.discard()
                 self._rollback(durable_serial, durable_raw)
+            cause = (f"Cannot write the configuration file {self._path}: {exc}"
+                     if tree.raw is not None else f"The change cannot be serialised: {exc}")
             raise errors.ConfigurationError(
-                f"Cannot write the configuration file {self._path}: {exc}; the change"
-                f" was not saved and has been undone (the configuration stays at serial"
-                f" {durable_serial})") from exc
+                f"{cause}; the change was not saved and has been undone (the"
+                f" configuration stays at serial {durable_serial})") from exc
         except BaseException as exc:
             with self._lock:
                 self._broken = str(exc) or type(exc).__name__
@@ -271,9 +272,10 @@ class ConfigWriter(ConfigReader):
             # from the document, as the pools are: unsaved edits of working instances
             # reach the pools with their own update()
             self._net_users = NetUsers((old or self._data).instances.values())
-            self._fragments.clear()
+            with self._encode_lock:
+                self._fragments.clear()
 
-    def _notify(self, serial: int, raw: bytes) -> None:
+    def _notify(self, serial: int, tree: Snapshot) -> None:
         """GroupCommitter ``after_write``: publish ``serial``, then ``on_change``.
 
         Both under the config lock, so that ``on_change`` sees
@@ -282,7 +284,7 @@ class ConfigWriter(ConfigReader):
         with self._lock:
             self._pubs.durable(serial)
             if self._on_change is not None:
-                self._on_change(raw, serial)
+                self._on_change(tree.encoded(), serial)
 
     def last_saved_serial(self) -> int:
         """The serial of the newest durable save made by the *calling thread* (0: none).
@@ -517,7 +519,7 @@ class ConfigWriter(ConfigReader):
         """The config serialised exactly as it is (or will be) saved."""
         with self._lock:
             _sync_members(self._data)
-            return self._fragments.dumps_bytes(publish(self._pubs.base, self._data, self._changed))
+            return self._encode(publish(self._pubs.base, self._data, self._changed))
 
     # ------------------------------------------------------------------
     # nodes

@@ -1,6 +1,7 @@
 """Group commit: many changes, one durable write.
 
-Producers hand numbered snapshots (``serial``, ``bytes``) to
+Producers hand numbered snapshots (``serial``, a payload: bytes, or an
+object the writer serialises itself) to
 :meth:`GroupCommitter.queue` -- in increasing serial order, e.g. while
 holding the lock that protects the data -- and then, *without* that lock,
 call :meth:`GroupCommitter.wait` for their serial.  The first waiter that
@@ -9,6 +10,9 @@ queued snapshot (which may carry the serials of many producers), runs the
 ``after_write`` callback, marks the serial durable and wakes the others.
 So one write (and fsync) serves every change that arrived meanwhile, and
 writes and ``after_write`` calls happen one at a time, in serial order.
+A payload that is expensive to turn into bytes is best queued as is and
+encoded in ``write``: only the newest of those queued meanwhile is ever
+encoded (the config writer queues its published trees that way).
 
 A failing write makes the committer *broken*: the waiters whose serial it
 carried, and every later waiter, get the exception (the caller must stop
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from typing import Callable, Generic, TypeVar
 
 from ganeti import errors
 
@@ -31,17 +35,20 @@ logger = logging.getLogger(__name__)
 
 _KEPT_HOOK_ERRORS = 16
 
+#: what a snapshot is: handed from :meth:`GroupCommitter.queue` to ``write`` unchanged
+Payload = TypeVar("Payload")
 
-class GroupCommitter:
+
+class GroupCommitter(Generic[Payload]):
     """Leader-based group commit of serial-numbered snapshots; see the module docstring."""
 
-    def __init__(self, write: Callable[[int, bytes], None], *,
-                 after_write: Callable[[int, bytes], None] | None = None,
+    def __init__(self, write: Callable[[int, Payload], None], *,
+                 after_write: Callable[[int, Payload], None] | None = None,
                  durable_serial: int = 0) -> None:
         self._write = write
         self._after_write = after_write
         self._cond = threading.Condition(threading.Lock())
-        self._queued: tuple[int, bytes] | None = None
+        self._queued: tuple[int, Payload] | None = None
         self._durable = durable_serial
         self._last_queued = durable_serial
         self._writing = False
@@ -59,7 +66,7 @@ class GroupCommitter:
         with self._cond:
             return self._durable
 
-    def queue(self, serial: int, data: bytes) -> None:
+    def queue(self, serial: int, data: Payload) -> None:
         """Offer the snapshot ``data`` of ``serial`` (newer than any queued before)."""
         with self._cond:
             if serial <= self._last_queued:
@@ -94,7 +101,7 @@ class GroupCommitter:
                 previous = self._durable
             self._lead(previous, new_serial, data)
 
-    def _lead(self, previous: int, serial: int, data: bytes) -> None:
+    def _lead(self, previous: int, serial: int, data: Payload) -> None:
         try:
             self._write(serial, data)
         except BaseException as exc:
