@@ -357,6 +357,20 @@ def test_a_vnc_token_opens_nothing_else(vc):
     assert _vnc_token(vc, auth=RITA)[0] == 403
 
 
+def test_the_vnc_password_is_in_no_log_and_no_job(vc):
+    _vnc_token(vc)
+    found = []
+    for node in (N1, N2):
+        paths = vc.paths(node)
+        for top in (paths.log_dir, paths.queue_dir):
+            for root, _, files in os.walk(top):
+                for name in files:
+                    with open(os.path.join(root, name), "rb") as fh:
+                        if VNC_PASSWORD.encode() in fh.read():
+                            found.append(os.path.join(root, name))
+    assert found == []
+
+
 def test_the_vnc_page_in_chromium(vc):
     """/ui/vnc.html, reached from the instance page's VNC link: noVNC connects through
     the broker (the password from the token) and its canvas shows the guest's screen."""
