@@ -35,6 +35,7 @@ from vcluster_harness import VirtualCluster
 from ganeti import constants
 from ganeti.http import websocket as ws
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+from ganeti.rapi import webui
 from test.integration import host_helpers
 
 pytestmark = [pytest.mark.timeout(600),
@@ -375,7 +376,9 @@ def test_the_vnc_page_in_chromium(vc):
     """/ui/vnc.html, reached from the instance page's VNC link: noVNC connects through
     the broker (the password from the token) and its canvas shows the guest's screen."""
     import webdriver
-    reason = webdriver.missing()
+    novnc = os.path.join(webui.VENDOR_TREES["vendor/novnc/"][0], "core", "rfb.js")
+    reason = webdriver.missing() or (None if os.path.exists(novnc) else
+                                     f"{novnc} missing (Debian novnc: make debian-deps)")
     if reason is not None:
         if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
             pytest.fail(reason)
