@@ -77,12 +77,11 @@ UNAVAILABLE: dict[str, dict[str, tuple[str, str]]] = {
                   " kvm_extra kvm_flag migration_caps pci_pass scsi_controller_type soundhw"
                   " spice_bind spice_image_compression spice_jpeg_wan_compression"
                   " spice_password_file spice_streaming_video spice_tls_ciphers"
-                  " spice_zlib_glz_wan_compression usb_devices vga vif_script vif_type"
-                  " vnc_x509_path"),
+                  " spice_zlib_glz_wan_compression usb_devices vga vif_script vif_type"),
         **_hv(_N, "cpu_cap cpu_cores cpu_sockets cpu_threads cpu_weight kvm_pci_reservations"
                   " num_ttys spice_ip_version startup_timeout virtio_net_queues"),
         **_hv(_B, "pae spice_playback_compression spice_use_tls spice_use_vdagent use_bootloader"
-                  " use_guest_agent use_localtime viridian vnc_tls vnc_x509_verify vnet_hdr"),
+                  " use_guest_agent use_localtime viridian vnet_hdr"),
     },
     constants.QR_NODE: {"disk_state": ("DiskState", _O), "hv_state": ("HypervisorState", _O)},
     constants.QR_CLUSTER: {"vcs_version": ("VCSVersion", _T),

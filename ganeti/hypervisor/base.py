@@ -50,7 +50,7 @@ from typing import Any
 from ganeti import constants, errors, pathutils
 
 __all__ = [
-    "NicSpec", "InstanceSpec", "ParamSpec", "BaseHypervisor",
+    "NicSpec", "InstanceSpec", "ParamSpec", "VncTls", "BaseHypervisor",
     "HV_STATE_RUNNING", "HV_STATE_PAUSED", "HV_STATE_SHUTDOWN", "HV_STATE_CRASHED",
     "HV_STATE_INCOMING", "HV_STATE_MIGRATING", "HV_STATES",
     "MIGRATION_STATUS_ACTIVE", "MIGRATION_STATUS_COMPLETED",
@@ -120,6 +120,21 @@ class InstanceSpec:
     beparams: dict[str, Any] = field(default_factory=dict)
     nics: tuple[NicSpec, ...] = ()
     os: str = ""
+
+
+@dataclass(frozen=True)
+class VncTls:
+    """How a node reaches an instance's VNC server that runs TLS (VeNCrypt).
+
+    ``ca_file`` is the CA certificate the server's certificate is checked
+    against; empty for anonymous TLS (no certificate on either side).
+    ``client_cert`` and ``client_key`` are the certificate and key the node
+    presents when the server checks its clients' (empty: none).
+    """
+
+    ca_file: str = ""
+    client_cert: str = ""
+    client_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -277,6 +292,12 @@ class BaseHypervisor(abc.ABC):
         instance ``name`` at, or None when it has none (the default).  The node
         daemon connects there for the web console's broker; browsers never
         learn it."""
+        return None
+
+    def vnc_console_tls(self, name: str) -> VncTls | None:
+        """How that VNC server's TLS is reached (:class:`VncTls`), or None when it
+        runs none (the default).  The node daemon then speaks VeNCrypt to it and
+        plain RFB to the browser (:mod:`ganeti.http.rfb`)."""
         return None
 
     # --- the node ---------------------------------------------------------

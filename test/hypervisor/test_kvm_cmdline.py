@@ -153,6 +153,42 @@ def test_a_vnc_password_file_asks_qemu_for_a_password():
     assert "-vnc" not in _build(_spec(vnc_password_file="/etc/vncpw"))
 
 
+def test_vnc_tls_with_x509_certificates_and_the_password():
+    argv = _build(_spec(vnc_bind_address="127.0.0.1", vnc_password_file="/etc/vncpw",
+                        vnc_tls=True, vnc_x509_path="/etc/vnc,tls", vnc_x509_verify=True),
+                  vnc_port=5902)
+    assert _after(argv, "-object") == [
+        "tls-creds-x509,id=vnctls0,dir=/etc/vnc,,tls,endpoint=server,verify-peer=on"]
+    assert _after(argv, "-vnc") == ["127.0.0.1:2,tls-creds=vnctls0,password=on"]
+    assert argv.index("-object") < argv.index("-vnc")       # qemu wants the object first
+
+
+def test_vnc_tls_without_client_checks_or_without_certificates():
+    x509 = _build(_spec(vnc_bind_address="::1", vnc_tls=True, vnc_x509_path="/etc/vnc"),
+                  vnc_port=5901)
+    assert _after(x509, "-object") == [
+        "tls-creds-x509,id=vnctls0,dir=/etc/vnc,endpoint=server,verify-peer=off"]
+    assert _after(x509, "-vnc") == ["[::1]:1,tls-creds=vnctls0"]
+    anon = _build(_spec(vnc_bind_address="127.0.0.1", vnc_tls=True), vnc_port=5901)
+    assert _after(anon, "-object") == ["tls-creds-anon,id=vnctls0,endpoint=server"]
+    assert _after(anon, "-vnc") == ["127.0.0.1:1,tls-creds=vnctls0"]
+
+
+def test_vnc_tls_settings_without_vnc_tls_or_vnc_change_nothing():
+    plain = _build(_spec(vnc_bind_address="127.0.0.1", vnc_x509_path="/etc/vnc",
+                         vnc_x509_verify=True), vnc_port=5901)
+    assert "-object" not in plain and _after(plain, "-vnc") == ["127.0.0.1:1"]
+    assert "-object" not in _build(_spec(vnc_tls=True, vnc_x509_path="/etc/vnc"))
+
+
+def test_the_vnc_tls_hvparams_are_upstreams():
+    kvm = parameters.HV_PARAMETERS[constants.HT_KVM]
+    assert (kvm["vnc_tls"].default, kvm["vnc_x509_path"].default,
+            kvm["vnc_x509_verify"].default) == (False, "", False)
+    with pytest.raises(errors.ParameterError):
+        kvm["vnc_tls"].convert("sometimes", "kvm")
+
+
 @pytest.mark.parametrize("bind,address", [
     ("0.0.0.0", "127.0.0.1"), ("::", "::1"), ("192.0.2.7", "192.0.2.7"), ("::1", "::1"),
 ], ids=["any4", "any6", "one4", "one6"])

@@ -20,7 +20,9 @@ Fixed choices, on every instance:
 * ``-nodefaults``: no device is added behind our back (no default NIC,
   VGA or cdrom); ``-display none`` unless VNC is asked for
   (``vnc_bind_address``; with ``password=on`` when ``vnc_password_file`` is
-  set: the hypervisor sets the password over QMP once qemu runs).
+  set: the hypervisor sets the password over QMP once qemu runs; with
+  ``vnc_tls``, a TLS credentials object :data:`VNC_TLS_ID`, x509 from
+  ``vnc_x509_path`` or anonymous without it, named by ``tls-creds=``).
 * a ``virtio-balloon-pci`` device (id :data:`BALLOON_ID`) after the NICs,
   for runtime memory changes.
 """
@@ -39,7 +41,7 @@ from ganeti.hypervisor import base
 __all__ = [
     "RuntimeFiles", "NicBackend", "NETDEV_TAP", "NETDEV_USER", "BALLOON_ID",
     "DISK_INTERFACES", "NIC_MODELS", "BOOT_DEVICES", "ACCEL_KVM", "ACCEL_TCG",
-    "VNC_BASE_PORT", "VNC_PORTS", "escape_option", "build_command", "kernel_command_line",
+    "VNC_BASE_PORT", "VNC_PORTS", "VNC_TLS_ID", "escape_option", "build_command", "kernel_command_line",
     "cpu_affinity", "migration_parameters",
 ]
 
@@ -49,6 +51,9 @@ ACCEL_TCG = "tcg"
 VNC_BASE_PORT = 5900
 #: the ports a node gives its instances' VNC servers (the first free one at start)
 VNC_PORTS = range(VNC_BASE_PORT + 1, VNC_BASE_PORT + 1000)
+
+#: the id of the TLS credentials object of VNC (``vnc_tls``)
+VNC_TLS_ID = "vnctls0"
 
 #: disk_type -> qemu ``-drive if=`` value
 DISK_INTERFACES = {"paravirtual": "virtio", "ide": "ide", "scsi": "scsi", "sd": "sd",
@@ -198,9 +203,20 @@ def _display(hvp: dict[str, Any], vnc_port: int | None) -> list[str]:
             f"VNC on {bind} needs a network port of at least {VNC_BASE_PORT}")
     host = f"[{bind}]" if ":" in bind else bind
     vnc = f"{host}:{vnc_port - VNC_BASE_PORT}"
+    argv = ["-vga", "std"]
+    if _param(hvp, "vnc_tls", False):
+        x509 = str(_param(hvp, "vnc_x509_path", ""))
+        if x509:
+            verify = "on" if _param(hvp, "vnc_x509_verify", False) else "off"
+            creds = (f"tls-creds-x509,id={VNC_TLS_ID},dir={escape_option(x509)},"
+                     f"endpoint=server,verify-peer={verify}")
+        else:
+            creds = f"tls-creds-anon,id={VNC_TLS_ID},endpoint=server"
+        argv += ["-object", creds]
+        vnc += f",tls-creds={VNC_TLS_ID}"
     if _param(hvp, "vnc_password_file", ""):
         vnc += ",password=on"
-    argv = ["-vga", "std", "-vnc", vnc]
+    argv += ["-vnc", vnc]
     keymap = str(_param(hvp, "keymap", ""))
     if keymap:
         argv += ["-k", keymap]

@@ -12,11 +12,19 @@ node itself connects to it (the web console's broker: doc/webui.md,
 "Consoles").  With ``vnc_password_file``, qemu asks for a password
 (``-vnc ...,password=on``) and the hypervisor sets it over QMP once qemu
 runs: the file's first line (:func:`password`), read on the node.
+
+With ``vnc_tls`` qemu's VNC server speaks VeNCrypt: x509 with the
+certificates of ``vnc_x509_path`` (:data:`SERVER_FILES`; it checks clients'
+certificates against ``ca-cert.pem`` when ``vnc_x509_verify``), else
+anonymous TLS.  :func:`check_tls` refuses a start whose files are missing,
+the node's client certificate (:data:`CLIENT_FILES`) too when qemu checks
+clients; :func:`tls` tells the node's console end how to reach it.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
@@ -27,7 +35,15 @@ from ganeti.hypervisor.kvm import cmdline
 from ganeti.utils import io as utils_io
 
 __all__ = ["describe", "connect_address", "address", "start_port", "pick_port", "password",
-           "set_password", "with_vnc_of"]
+           "set_password", "with_vnc_of", "CA_CERT", "SERVER_FILES", "CLIENT_FILES",
+           "check_tls", "tls"]
+
+#: the files of a ``vnc_x509_path`` directory (qemu's names; libvirt lays them out so)
+CA_CERT = "ca-cert.pem"
+SERVER_FILES = (CA_CERT, "server-cert.pem", "server-key.pem")
+#: the certificate and key the node presents to a VNC server with ``vnc_x509_verify``
+#: (signed by that CA), in the same directory
+CLIENT_FILES = ("client-cert.pem", "client-key.pem")
 
 
 def describe(spec: base.InstanceSpec, node_name: str, serial_socket: str,
@@ -136,3 +152,46 @@ def with_vnc_of(argv: list[str], built: list[str]) -> list[str]:
         return argv
     value = built[built.index("-vnc") + 1]
     return [value if i and argv[i - 1] == "-vnc" else word for i, word in enumerate(argv)]
+
+
+def check_tls(hvp: dict[str, Any], name: str) -> None:
+    """Refuse to start ``name`` when its VNC TLS cannot work: ``vnc_x509_verify``
+    without ``vnc_x509_path``, or a ``vnc_x509_path`` that is not a directory
+    holding :data:`SERVER_FILES` (and :data:`CLIENT_FILES` with
+    ``vnc_x509_verify``).  Raises :class:`errors.HypervisorError`."""
+    if not hvp.get("vnc_tls") or not hvp.get("vnc_bind_address"):
+        return
+    path = str(hvp.get("vnc_x509_path") or "")
+    verify = bool(hvp.get("vnc_x509_verify"))
+    if not path:
+        if verify:
+            raise errors.HypervisorError(f"Cannot start instance {name}: vnc_x509_verify"
+                                         " needs vnc_x509_path (anonymous TLS has no"
+                                         " certificates)")
+        return
+    if not os.path.isdir(path):
+        raise errors.HypervisorError(f"Cannot start instance {name}: vnc_x509_path {path}"
+                                     " is not a directory")
+    wanted = SERVER_FILES + (CLIENT_FILES if verify else ())
+    missing = [f for f in wanted if not os.path.isfile(os.path.join(path, f))]
+    if missing:
+        raise errors.HypervisorError(
+            f"Cannot start instance {name}: vnc_x509_path {path} lacks {', '.join(missing)}"
+            + (" (the client certificate and key are the node's, for vnc_x509_verify)"
+               if set(missing) & set(CLIENT_FILES) else ""))
+
+
+def tls(runtime: dict[str, Any] | None) -> base.VncTls | None:
+    """How the node reaches the VNC server of the instance with ``runtime`` (its
+    runtime record: the hvparams it was started with) over TLS, or None when
+    that server runs no TLS."""
+    hvp = ((runtime or {}).get("spec") or {}).get("hvparams") or {}
+    if not hvp.get("vnc_tls") or not hvp.get("vnc_bind_address"):
+        return None
+    path = str(hvp.get("vnc_x509_path") or "")
+    if not path:
+        return base.VncTls()
+    client = [os.path.join(path, f) for f in CLIENT_FILES] if hvp.get("vnc_x509_verify") \
+        else ["", ""]
+    return base.VncTls(ca_file=os.path.join(path, CA_CERT), client_cert=client[0],
+                       client_key=client[1])

@@ -226,6 +226,8 @@ class KvmHypervisor(base.BaseHypervisor):
             value = hvparams.get(key)
             if value and not os.path.exists(value):
                 raise errors.HypervisorError(f"kvm parameter {key}: {value} does not exist")
+        if hvparams.get("vnc_x509_verify") and not hvparams.get("vnc_x509_path"):
+            raise errors.HypervisorError("kvm parameter vnc_x509_verify needs vnc_x509_path")
         if hvparams.get("use_chroot"):
             raise errors.HypervisorError("kvm parameter use_chroot is not supported yet")
         if hvparams.get("security_model") == "pool":
@@ -267,6 +269,7 @@ class KvmHypervisor(base.BaseHypervisor):
         files = cmdline.RuntimeFiles(pidfile=rundir.PIDFILE, qmp_socket=rundir.QMP_SOCKET,
                                      serial_socket=rundir.SERIAL_SOCKET,
                                      serial_log=rundir.SERIAL_LOG)
+        consoles.check_tls(hvp, spec.name)
         vnc_password = consoles.password(hvp, spec.name)
         vnc_port = consoles.start_port(hvp, map(self.read_runtime, self.list_instances()))
         argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
@@ -308,6 +311,10 @@ class KvmHypervisor(base.BaseHypervisor):
     def vnc_console_address(self, name: str) -> tuple[str, int] | None:
         """Where this node reaches the VNC server of ``name`` (consoles.address)."""
         return consoles.address(self.read_runtime(name))
+
+    def vnc_console_tls(self, name: str) -> base.VncTls | None:
+        """How this node reaches that VNC server's TLS (consoles.tls)."""
+        return consoles.tls(self.read_runtime(name))
 
     def _attach_taps(self, spec: base.InstanceSpec,
                      backends: Sequence[cmdline.NicBackend]) -> None:
