@@ -41,7 +41,8 @@ from ganeti.config.reader import ConfigReader
 from ganeti.config.file import STORES
 from ganeti.objects import ConfigData, NodeGroup
 
-__all__ = ["Change", "Publications", "Snapshot", "clone", "publish", "replaced_keys"]
+__all__ = ["Change", "Publications", "Snapshot", "changed_keys", "clone", "publish",
+           "replaced_keys"]
 
 #: ``(store, uuid)`` of a changed object; the store is a ``ConfigData``
 #: field name (``"nodes"``, ...) or ``"cluster"``
@@ -172,6 +173,33 @@ def replaced_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str] |
         except ValueError:
             return replaced
         replaced.append(keys[pos])
+
+
+def changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """``(changed, removed)`` between two stores of committed trees.
+
+    ``changed``: the keys of ``new`` whose value is not the very object it
+    is in ``old``, added keys included, in ``new``'s order; ``removed``:
+    the keys of ``old`` not in ``new``, in ``old``'s order.  Like
+    :func:`replaced_keys`, but also cheap when entries were added: a
+    store that only grew (:func:`publish` appends new objects) is compared
+    in C over its old prefix, so a create costs its new entries, not a
+    pass over every entry in Python.  Other key changes (removals) compare
+    every entry by identity.
+    """
+    replaced = replaced_keys(old, new)
+    if replaced is not None:
+        return replaced, []
+    keys = list(new)
+    count = len(old)
+    if len(keys) >= count and keys[:count] == list(old):
+        same = list(map(operator.is_, old.values(), new.values()))   # the old prefix
+        changed = [keys[pos] for pos, kept in enumerate(same) if not kept]
+        return changed + keys[count:], []
+    gone = old.keys() - new.keys()
+    removed = [key for key in old if key in gone] if gone else []
+    missing = object()
+    return [key for key in keys if old.get(key, missing) is not new[key]], removed
 
 
 @dataclasses.dataclass

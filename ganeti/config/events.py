@@ -14,8 +14,9 @@ It reads the committed tree (``cfg.committed()``), which during the hook
 is exactly the tree of the write being reported.  Objects of committed
 trees are never changed once published (:mod:`ganeti.config.commit`), so
 only the instances that are not the same objects as in the previous tree
-get a new digest: one start costs one digest, not 10,000
-(:func:`ganeti.config.commit.replaced_keys`, doc/scale.md).
+get a new digest: one start costs one digest, not 10,000, and one create
+one digest, not a digest of every instance
+(:func:`ganeti.config.commit.changed_keys`, doc/scale.md).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ganeti import events as ev
-from ganeti.config.commit import replaced_keys
+from ganeti.config.commit import changed_keys
 from ganeti.objects import ConfigData, Instance, Node
 
 __all__ = ["ConfigEventTracker", "node_role_name", "ROLE_MASTER", "ROLE_CANDIDATE",
@@ -107,18 +108,19 @@ class ConfigEventTracker:
         # removed redoes them all
         same_names = nodes.keys() == self._nodes.keys() and all(
             nodes[uuid].name == digest.name for uuid, digest in self._nodes.items())
-        replaced = replaced_keys(self._store, data.instances) if same_names else None
-        if replaced is None:
+        if not same_names:
             instances = _instances(data)
             if instances != self._instances:
                 self._instance_events(self._instances, instances)
         else:
             instances = self._instances
-            if replaced:
+            changed, removed = changed_keys(self._store, data.instances)
+            if changed or removed:
                 instances = dict(instances)
-                old = {uuid: instances[uuid] for uuid in replaced}
+                old = {uuid: instances.pop(uuid) for uuid in removed}
+                old.update((uuid, instances[uuid]) for uuid in changed if uuid in instances)
                 new = {uuid: _instance_digest(data.instances[uuid], data.nodes)
-                       for uuid in replaced}
+                       for uuid in changed}
                 instances.update(new)
                 self._instance_events(old, new)
         if nodes != self._nodes:
