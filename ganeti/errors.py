@@ -27,6 +27,7 @@ Every error raised on purpose by our code is a :class:`GanetiError`::
      |    +-- JobQueueQuorumError a new job did not reach a majority of the candidates (retry)
      +-- HttpError               bytes are not an HTTP/1.1 message we frame (carries a status)
      +-- WebSocketError          bytes break the WebSocket protocol (carries a close code)
+     +-- RfbError                a VNC (RFB) handshake broke or was refused
      +-- LuxiError               the LUXI conversation itself failed
      |    +-- ProtocolError       malformed frame, bad JSON, oversized message
      |    +-- LuxiTimeoutError    no answer in time
@@ -65,7 +66,7 @@ __all__ = [
     "OpExecError", "HooksAbort", "HooksFailure", "LockError", "RpcError",
     "RpcTransportError", "RemoteError", "HypervisorError", "StorageError",
     "InvalidOS", "JobQueueError", "JobQueueDrainError", "JobQueueFull",
-    "JobLost", "JobFileCorrupted", "JobQueueQuorumError", "HttpError", "WebSocketError", "LuxiError", "ProtocolError",
+    "JobLost", "JobFileCorrupted", "JobQueueQuorumError", "HttpError", "WebSocketError", "RfbError", "LuxiError", "ProtocolError",
     "LuxiTimeoutError", "ConnectionClosedError", "NoMasterError",
     "QueryFilterParseError", "ResolverError", "CertificateError",
     "CommandError", "RetryTimeout", "TagError", "UnitParseError", "UntrustedFileError",
@@ -240,6 +241,12 @@ class WebSocketError(GanetiError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class RfbError(GanetiError):
+    """Raised by :mod:`ganeti.http.rfb` when a VNC console's handshake cannot go on:
+    the VNC server or the browser broke RFB or VeNCrypt, offered nothing the
+    node takes, or refused (a wrong VNC password)."""
 
 
 class LuxiError(GanetiError):

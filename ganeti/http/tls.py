@@ -13,6 +13,14 @@ No other module builds an :class:`ssl.SSLContext`; a test checks it
   each side for the transfer; each end trusts exactly the other's
   certificate, which the clusters exchanged signed with their shared
   domain secret (doc/exports.md, "Moves between clusters").
+* **A node's own VNC servers** (kvm ``vnc_tls``: the node's end of a VNC
+  console, :mod:`ganeti.http.rfb`): the server's certificate is checked
+  against the CA of the instance's ``vnc_x509_path`` (``ca-cert.pem``; not
+  the host name: the node connects by address), and the node presents that
+  directory's ``client-cert.pem`` when the server checks clients
+  (``vnc_x509_verify``).  Without ``vnc_x509_path``, qemu's anonymous TLS:
+  anonymous Diffie-Hellman suites of TLS 1.2 (TLS 1.3 has none), no
+  certificate on either side, so encryption without authentication.
 * **RAPI**: the daemon presents ``rapi.pem``; clients authenticate with a
   user and password.  The watcher checks the daemon's certificate against
   ``rapi.pem`` (by file, not by host name); bootstrap only waits until a
@@ -30,7 +38,7 @@ import ssl
 from ganeti import errors
 
 __all__ = ["node_server_context", "node_client_context", "transfer_server_context",
-           "transfer_client_context", "rapi_server_context", "rapi_client_context",
+           "transfer_client_context", "vnc_client_context", "rapi_server_context", "rapi_client_context",
            "probe_context"]
 
 
@@ -92,6 +100,34 @@ def transfer_client_context(chain: str, peer_pem: str) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     return _trust_only(ctx, peer_pem, chain)
+
+
+def vnc_client_context(ca_file: str = "", client_cert: str = "",
+                       client_key: str = "") -> ssl.SSLContext:
+    """The node's context toward an instance's VNC server with TLS (see above).
+
+    With ``ca_file``: trust only it, no host name check, and present
+    ``client_cert`` (with ``client_key``) when given.  Without: anonymous
+    TLS 1.2 (only the ``aNULL`` suites, which OpenSSL allows at security
+    level 0 alone), for qemu's ``tls-creds-anon``.
+    """
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.check_hostname = False
+    if not ca_file:
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers("aNULL:!eNULL:@SECLEVEL=0")
+        return ctx
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    _load(ctx, "the VNC CA certificate", ca_file=ca_file)
+    if client_cert:
+        try:
+            ctx.load_cert_chain(client_cert, client_key or None)
+        except (OSError, ssl.SSLError) as exc:
+            raise errors.CertificateError(f"Cannot load the VNC client certificate"
+                                          f" {client_cert}: {exc}") from exc
+    return ctx
 
 
 def rapi_server_context(pem: str) -> ssl.SSLContext:

@@ -17,7 +17,12 @@ doc/rapi.md, "Consoles"):
   answers ``101 Switching Protocols`` and from then on the TLS connection
   is a raw byte pipe to that socket, both ways (for VNC the RFB protocol,
   which the broker carries unchanged).  A failure before that is
-  the usual ``200 [false, message]``.  The pipe ends when either side
+  the usual ``200 [false, message]``.  A VNC server with TLS (kvm
+  ``vnc_tls``: :meth:`~ganeti.hypervisor.base.BaseHypervisor.vnc_console_tls`)
+  is the exception: the child speaks VeNCrypt to it and plain RFB to the
+  browser (:mod:`ganeti.http.rfb`, driven by :func:`open_vnc_tls` before
+  the ``101``, then :func:`finish_vnc_handshake`), and pipes the bytes
+  after the handshake.  The pipe ends when either side
   closes, after :data:`NODE_LIFETIME`, or when the node daemon reclaims
   the child's request slot (it needs the slot for RPC, or it stops).
 * **On the master** (:func:`open_node_console` and :func:`relay_websocket`,
@@ -50,14 +55,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, errors, serializer
-from ganeti.http import client, framing, websocket
-from ganeti.http.tls import node_client_context
+from ganeti.http import client, framing, rfb, websocket
+from ganeti.http.tls import node_client_context, vnc_client_context
+from ganeti.hypervisor import base as hvbase
 from ganeti.rapi import auth, consoleslots, consoletokens, sessions
 from ganeti.utils import io as utils_io
 
 __all__ = ["PROCEDURE", "UPGRADE", "NODE_LIFETIME", "BROKER_LIFETIME", "WRITE_TIMEOUT",
            "serve_node_console", "open_node_console", "relay_bytes", "relay_websocket",
-           "serve_browser", "token_issuer", "read_vnc_password", "node_tls"]
+           "serve_browser", "token_issuer", "read_vnc_password", "node_tls",
+           "HANDSHAKE_TIMEOUT", "open_vnc_tls", "finish_vnc_handshake"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +79,9 @@ BROKER_LIFETIME = NODE_LIFETIME
 WRITE_TIMEOUT = 10.0
 #: how often the loops look at their stop conditions (seconds)
 TICK = 1.0
+#: seconds the RFB handshake of a VNC server with TLS may take, on each side (the
+#: browser's includes a person typing the VNC password when the page has none)
+HANDSHAKE_TIMEOUT = 120.0
 #: the largest message a browser may send (keystrokes, a paste)
 MAX_INPUT = 64 * 1024
 _CHUNK = 64 * 1024
@@ -120,10 +130,12 @@ def relay_bytes(a: Any, b: Any, initial: bytes = b"", *, lifetime: float = NODE_
 
 # --- the node side ---------------------------------------------------------------------
 
-def _connect_console(ctx: Any, name: str, hypervisor: str, kind: str) -> socket.socket:
+def _connect_console(ctx: Any, name: str, hypervisor: str,
+                     kind: str) -> tuple[socket.socket, rfb.Bridge | None]:
     """A socket connected to ``name``'s console of ``kind`` (the serial console's
-    UNIX socket, or the VNC server's TCP port on this node).  Raises
-    :class:`errors.HypervisorError` or :class:`OSError`."""
+    UNIX socket, or the VNC server's TCP port on this node; for a VNC server
+    with TLS the TLS socket, with the handshake's :class:`rfb.Bridge` waiting
+    for the browser).  Raises :class:`errors.GanetiError` or :class:`OSError`."""
     from ganeti.backend.instance import hypervisor_for
     if hypervisor not in constants.HYPER_TYPES:
         raise errors.HypervisorError(f"Unknown hypervisor {hypervisor[:40]!r}")
@@ -136,7 +148,15 @@ def _connect_console(ctx: Any, name: str, hypervisor: str, kind: str) -> socket.
         address = hv.vnc_console_address(name)
         if address is None:
             raise errors.HypervisorError(f"Instance {name} has no VNC console")
-        return socket.create_connection(address, timeout=5.0)
+        tls = hv.vnc_console_tls(name)
+        sock = socket.create_connection(address, timeout=5.0)
+        if tls is None:
+            return sock, None
+        try:
+            return open_vnc_tls(sock, tls)
+        except BaseException:
+            sock.close()
+            raise
     path = hv.serial_console_socket(name)
     if path is None:
         raise errors.HypervisorError(f"Instance {name} has no serial console")
@@ -147,7 +167,77 @@ def _connect_console(ctx: Any, name: str, hypervisor: str, kind: str) -> socket.
     except OSError:
         console.close()
         raise
-    return console
+    return console, None
+
+
+def open_vnc_tls(sock: socket.socket, tls: hvbase.VncTls, *, timeout: float = HANDSHAKE_TIMEOUT,
+                 clock: Callable[[], float] = time.monotonic
+                 ) -> tuple[ssl.SSLSocket, rfb.Bridge]:
+    """The VNC server's side of the handshake on ``sock`` (connected to it): RFB,
+    VeNCrypt, TLS (:func:`vnc_client_context` with ``tls``'s files), up to its
+    challenge or its SecurityResult; the TLS socket and the bridge, which now
+    waits for the browser.  Raises :class:`errors.RfbError` (the server's
+    handshake), :class:`errors.CertificateError` or :class:`OSError`."""
+    bridge = rfb.Bridge(rfb.X509_SUBTYPES if tls.ca_file else rfb.ANON_SUBTYPES)
+    context = vnc_client_context(tls.ca_file, tls.client_cert, tls.client_key)
+    end = clock() + timeout
+    conn: Any = sock
+    while bridge.state not in rfb.CLIENT_PHASE:
+        if bridge.state == rfb.START_TLS:
+            try:
+                conn = context.wrap_socket(sock)
+            except ssl.SSLError as exc:
+                raise errors.RfbError(f"TLS with the VNC server failed: {exc}") from exc
+            bridge.tls_started()
+            continue
+        if clock() >= end:
+            raise errors.RfbError("The VNC server's handshake took too long")
+        data = conn.recv(_CHUNK)
+        if not data:
+            raise errors.RfbError("The VNC server closed the connection in its handshake")
+        bridge.receive_server(data)
+        conn.sendall(bridge.server_output())
+    if not isinstance(conn, ssl.SSLSocket):
+        raise errors.ProgrammerError("a VNC handshake past its TLS without TLS")
+    return conn, bridge
+
+
+def finish_vnc_handshake(browser: Any, server: Any, bridge: rfb.Bridge, initial: bytes = b"",
+                         *, timeout: float = HANDSHAKE_TIMEOUT,
+                         stop: Callable[[], bool] = lambda: False,
+                         clock: Callable[[], float] = time.monotonic) -> str | None:
+    """The browser's side of the handshake (``initial``: its bytes already read),
+    relaying the challenge's response and the result between ``browser`` and
+    ``server``; None once done (the bytes beyond it sent on), else why it ended
+    (a refusal's RFB failure sent to the browser first)."""
+    end = clock() + timeout
+    try:
+        bridge.receive_client(initial)
+        while True:
+            browser.sendall(bridge.client_output())
+            server.sendall(bridge.server_output())
+            if bridge.state == rfb.DONE:
+                return None
+            if stop():
+                return "stopped"
+            if clock() >= end:
+                return "the VNC handshake took too long"
+            for sock in _readable([browser, server], TICK):
+                data = sock.recv(_CHUNK)
+                if not data:
+                    return "closed in the VNC handshake"
+                if sock is browser:
+                    bridge.receive_client(data)
+                else:
+                    bridge.receive_server(data)
+    except errors.RfbError as exc:
+        try:
+            browser.sendall(bridge.client_output())
+        except (OSError, ssl.SSLError):
+            pass
+        return f"the VNC handshake failed: {exc}"
+    except (OSError, ssl.SSLError) as exc:
+        return f"broken in the VNC handshake: {exc}"
 
 
 def serve_node_console(handler: Any, head: framing.RequestHead,
@@ -172,7 +262,7 @@ def serve_node_console(handler: Any, head: framing.RequestHead,
         return
     initial = parser.take_after_head()
     try:
-        console = _connect_console(ctx, name, hvname, kind)
+        console, bridge = _connect_console(ctx, name, hvname, kind)
     except (errors.GanetiError, OSError) as exc:
         handler.send_json(200, [False, f"Cannot open the {kind[:20]} console of {name[:80]}:"
                                        f" {exc}"])
@@ -182,8 +272,16 @@ def serve_node_console(handler: Any, head: framing.RequestHead,
         tls.sendall(_head("HTTP/1.1 101 Switching Protocols",
                           [("Server", f"Ganeti {constants.RELEASE_VERSION}")]))
         logger.info("Console (%s) of %s opened for %s", kind, name, handler.client_address[0])
-        why = relay_bytes(tls, console, initial, lifetime=NODE_LIFETIME,
-                          stop=lambda: server.reclaim.requested)
+        why = None
+        if bridge is not None:
+            tls.settimeout(WRITE_TIMEOUT)
+            console.settimeout(WRITE_TIMEOUT)
+            why = finish_vnc_handshake(tls, console, bridge, initial,
+                                       stop=lambda: server.reclaim.requested)
+            initial = b""
+        if why is None:
+            why = relay_bytes(tls, console, initial, lifetime=NODE_LIFETIME,
+                              stop=lambda: server.reclaim.requested)
         logger.info("Console (%s) of %s closed: %s", kind, name, why)
     finally:
         console.close()

@@ -112,3 +112,21 @@ def test_missing_certificate_is_a_certificate_error(tmp_path, build) -> None:
                          ids=["node-server", "node-client", "rapi-server", "rapi-client", "probe"])
 def test_tls_1_2_is_the_minimum(certs, build) -> None:
     assert build(certs[0]).minimum_version >= ssl.TLSVersion.TLSv1_2
+
+
+def test_the_vnc_context_without_a_ca_is_anonymous_tls_12() -> None:
+    ctx = tls.vnc_client_context()
+    assert ctx.verify_mode == ssl.CERT_NONE and not ctx.check_hostname
+    assert ctx.maximum_version == ssl.TLSVersion.TLSv1_2
+    tls12 = [c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"]
+    assert tls12 and all(name.startswith(("ADH-", "AECDH-")) for name in tls12)
+
+
+def test_the_vnc_context_with_a_ca_checks_the_server_but_not_its_name(tmp_path) -> None:
+    from fakes.x509ca import make_vnc_x509_dir
+    x509 = make_vnc_x509_dir(tmp_path / "x509")
+    ctx = tls.vnc_client_context(f"{x509}/ca-cert.pem", f"{x509}/client-cert.pem",
+                                 f"{x509}/client-key.pem")
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and not ctx.check_hostname
+    with pytest.raises(errors.CertificateError, match="VNC client certificate"):
+        tls.vnc_client_context(f"{x509}/ca-cert.pem", f"{x509}/nosuch.pem")
