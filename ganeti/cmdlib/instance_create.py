@@ -226,11 +226,6 @@ def build_nics(cfg: ConfigWriter, specs: list[dict[str, Any]], *, generate: bool
     return nics
 
 
-def _macs_in_use(cfg: ConfigWriter) -> set[str]:
-    return {nic.mac.lower() for inst in cfg.get_all_instances_info().values()
-            for nic in inst.nics if nic.mac}
-
-
 class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
     """Create an instance; returns the list of its node names."""
 
@@ -429,10 +424,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                         check=op.conflicts_check, held=self.held_ips,
                         generated=self.generated_macs)
         check_routed(cluster, self.nics)
-        used = _macs_in_use(cfg)
         seen: set[str] = set()
         for nic in self.nics:
-            if nic.mac in used or nic.mac in seen:
+            if nic.mac in seen or cfg.is_mac_in_use(nic.mac):
                 raise errors.OpPrereqError(f"MAC address {nic.mac} already in use",
                                            errors.ECODE_NOTUNIQUE)
             seen.add(nic.mac)

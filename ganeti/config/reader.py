@@ -67,6 +67,15 @@ class ConfigReader:
                                for nic in inst.nics if nic.mac}
         return self._mac_cache
 
+    def is_mac_in_use(self, mac: str) -> bool:
+        """Whether a NIC of an instance in this configuration has ``mac`` (any case).
+
+        Answered from a set kept between calls (an add updates it), not by
+        a pass over every instance: a create asks it for each of its NICs.
+        """
+        with self._lock:
+            return mac.lower() in self._all_macs()
+
     # ------------------------------------------------------------------
     # whole config
 

@@ -890,6 +890,16 @@ def test_set_params_nic_modify_normalises_and_checks_macs(env: Any) -> None:
     assert env.raw() == before
 
 
+def test_create_refuses_a_mac_of_another_instance_in_any_case(env: Any) -> None:
+    _create(env, start=False, nics=[{"mac": "aa:00:00:00:00:01"}])
+    before = env.raw()
+    for mac in ("aa:00:00:00:00:01", "AA:00:00:00:00:01"):
+        with pytest.raises(errors.OpPrereqError, match="MAC address .* already in use"):
+            _create(env, name="inst2", start=False, nics=[{"mac": mac}])
+    assert env.raw() == before
+    _create(env, name="inst2", start=False, nics=[{"mac": "aa:00:00:00:00:02"}])
+
+
 def test_set_params_osparams_validated_by_the_os(env: Any) -> None:
     _create(env, start=False)
     seen: list[dict] = []

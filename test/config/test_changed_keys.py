@@ -70,3 +70,17 @@ def test_a_create_digests_the_new_instance_only(tmp_path: Any, monkeypatch) -> N
     assert [(e.type, e.instance) for e in bus.since(0)[1]] == [
         (events.EV_INSTANCE_ADDED, "new.example.com"),
         (events.EV_INSTANCE_REMOVED, "inst3.example.com")]
+
+
+def test_is_mac_in_use_follows_adds_and_removals(tmp_path: Any) -> None:
+    from ganeti.objects import NIC
+    cfg = make_config(tmp_path, nodes=2)
+    assert not cfg.is_mac_in_use("aa:00:00:00:00:01")
+    inst = Instance(name="inst.example.com", primary_node="uuid-node2",
+                    nics=[NIC(mac="aa:00:00:00:00:01")])
+    cfg.add_instance(inst, [])
+    assert cfg.is_mac_in_use("AA:00:00:00:00:01")
+    assert not cfg.committed().is_mac_in_use("aa:00:00:00:00:02")
+    assert cfg.committed().is_mac_in_use("aa:00:00:00:00:01")
+    cfg.remove_instance(inst.uuid)
+    assert not cfg.is_mac_in_use("aa:00:00:00:00:01")
