@@ -372,9 +372,20 @@ def test_the_vnc_password_is_in_no_log_and_no_job(vc):
     assert found == []
 
 
-def test_the_vnc_page_in_chromium(vc):
-    """/ui/vnc.html, reached from the instance page's VNC link: noVNC connects through
-    the broker (the password from the token) and its canvas shows the guest's screen."""
+#: the framebuffer: more than one colour on noVNC's canvas (the guest's text screen)
+_CANVAS_COLOURS = """
+    const c = document.querySelector('#screen canvas');
+    if (!c || !c.width || !c.height) return 0;
+    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set();
+    for (let i = 0; i < px.length && seen.size < 3; i += 4 * 7) {
+      seen.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
+    }
+    return seen.size > 1 ? seen.size : 0;"""
+
+
+def _need_novnc() -> None:
+    """Skip (fail, when the browser is required) without Chromium or Debian's novnc."""
     import webdriver
     novnc = os.path.join(webui.VENDOR_TREES["vendor/novnc/"][0], "core", "rfb.js")
     reason = webdriver.missing() or (None if os.path.exists(novnc) else
@@ -383,6 +394,20 @@ def test_the_vnc_page_in_chromium(vc):
         if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+def _novnc_shows_the_screen(b, origin: str) -> None:
+    b.wait("return document.body.dataset.vnc === 'connected'", "noVNC connected", 20)
+    assert b.wait(_CANVAS_COLOURS, "a non-uniform framebuffer", 20) > 1
+    assert b.script("return document.getElementById('state').textContent") == "connected"
+    assert all(u.startswith(origin) for u in b.resource_urls())
+
+
+def test_the_vnc_page_in_chromium(vc):
+    """/ui/vnc.html, reached from the instance page's VNC link: noVNC connects through
+    the broker (the password from the token) and its canvas shows the guest's screen."""
+    import webdriver
+    _need_novnc()
     origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
     page = "/ui/instance.html?name=" + urllib.parse.quote(INST)
     with webdriver.browser() as b:
@@ -396,17 +421,57 @@ def test_the_vnc_page_in_chromium(vc):
                       " return a && !a.hidden && a.href", "the VNC link")
         assert href == origin + "/ui/vnc.html?name=" + urllib.parse.quote(INST)
         b.click("#vnc-link")
-        b.wait("return document.body.dataset.vnc === 'connected'", "noVNC connected", 20)
-        # the framebuffer: more than one colour on the canvas (the guest's text screen)
-        colours = b.wait("""
-            const c = document.querySelector('#screen canvas');
-            if (!c || !c.width || !c.height) return 0;
-            const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-            const seen = new Set();
-            for (let i = 0; i < px.length && seen.size < 3; i += 4 * 7) {
-              seen.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
-            }
-            return seen.size > 1 ? seen.size : 0;""", "a non-uniform framebuffer", 20)
-        assert colours > 1
-        assert b.script("return document.getElementById('state').textContent") == "connected"
-        assert all(u.startswith(origin) for u in b.resource_urls())
+        _novnc_shows_the_screen(b, origin)
+
+
+# --- VNC over TLS (last: it restarts the instance with vnc_tls) --------------------------
+
+def test_vnc_over_tls_noVNC_through_the_node_and_qemu_asks_for_vencrypt(vc, tmp_path):
+    """The instance restarted with ``vnc_tls`` and a throw-away CA (qemu checks the
+    node's client certificate too): qemu itself offers only VeNCrypt, the node's end
+    offers the browser VNC authentication, and noVNC connects and draws the screen."""
+    from fakes.x509ca import make_vnc_x509_dir
+    x509 = make_vnc_x509_dir(tmp_path / "vnc-x509")
+    vc.ok("gnt-instance", "modify", "-H",
+          f"vnc_tls=true,vnc_x509_path={x509},vnc_x509_verify=true", INST)
+    vc.ok("gnt-instance", "reboot", "--type=hard", INST)
+    status, cons, _ = request(vc, "GET", f"/2/instances/{INST}/console", auth=OLGA)
+    assert status == 200, cons
+    port = cons["consoles"][1]["port"]
+    # a plain RFB client straight at qemu: asked for VeNCrypt (19) and nothing else
+    with socket.create_connection(("127.0.0.1", port), 10) as raw:
+        raw.settimeout(10)
+        greeting = b""
+        while len(greeting) < 14:
+            if len(greeting) == 12:
+                raw.sendall(greeting)
+            chunk = raw.recv(14 - len(greeting))
+            assert chunk, greeting
+            greeting += chunk
+        assert greeting == b"RFB 003.008\n\x01\x13"
+    # through the broker: the node spoke VeNCrypt and TLS to qemu, the browser gets RFB
+    _, grant = _vnc_token(vc)
+    client = WsClient(vc, _ws_path(INST, grant["token"], "vnc"),
+                      {"Sec-WebSocket-Protocol": "binary"})
+    try:
+        assert client.status == 101, client.head + client.body.decode("latin-1")
+        client.read_until(b"RFB 003.008\n", 10)
+        client.send(ws.OP_BINARY, b"RFB 003.008\n")
+        assert client.read_until(b"RFB 003.008\n\x01\x02", 10) == b"RFB 003.008\n\x01\x02"
+    finally:
+        client.close()
+    import webdriver
+    _need_novnc()
+    origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
+    page = "/ui/vnc.html?name=" + urllib.parse.quote(INST)
+    with webdriver.browser(width=1100, height=700) as b:
+        b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
+        b.type("#user", "olga")
+        b.type("#password", "opass")
+        b.click("#submit")
+        _novnc_shows_the_screen(b, origin)
+        shots = os.environ.get("GANETI_TEST_SCREENSHOTS")
+        if shots:                     # doc/webui/vnc.png (doc/webui.md, "Tests")
+            time.sleep(2)             # the guest's boot lines on the screen
+            with open(os.path.join(shots, "vnc.png"), "wb") as fh:
+                fh.write(b.screenshot())
