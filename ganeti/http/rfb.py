@@ -210,6 +210,8 @@ class Bridge:
             raise errors.RfbError("The VNC handshake failed already")
         while self._step():
             pass
+        if self.state == DONE:          # bytes received after the end go straight on
+            self._done()
 
     def _step(self) -> bool:
         """One step of the machine; False when it waits for bytes (or is done)."""

@@ -108,6 +108,18 @@ def test_bytes_beyond_the_handshake_go_on_to_the_other_side():
         + _u32(0) + b"server-init"
 
 
+def test_bytes_received_once_done_pass_through():
+    bridge = rfb.Bridge(rfb.X509_SUBTYPES)
+    _to_tls(bridge, (rfb.X509_NONE,))
+    bridge.tls_started()
+    bridge.receive_server(_u32(0))
+    bridge.receive_client(rfb.VERSION_38 + bytes([rfb.SEC_NONE]))
+    bridge.client_output()
+    bridge.receive_server(b"server-init")
+    bridge.receive_client(b"\x01")
+    assert (bridge.client_output(), bridge.server_output()) == (b"server-init", b"\x01")
+
+
 def test_a_wrong_password_is_told_to_the_browser_with_the_servers_reason():
     bridge = rfb.Bridge(rfb.X509_SUBTYPES)
     _to_tls(bridge)

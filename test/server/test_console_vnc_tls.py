@@ -46,8 +46,12 @@ class FakeVencryptServer:
                  subtype: int = rfb.X509_VNC) -> None:
         # a test's own context (the tls module builds every context of ganeti/ only)
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.load_cert_chain(os.path.join(x509, "server-cert.pem"),
-                                 os.path.join(x509, "server-key.pem"))
+        if subtype in rfb.ANON_SUBTYPES:      # qemu's tls-creds-anon: no certificate
+            self.ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+            self.ctx.set_ciphers("aNULL:@SECLEVEL=0")
+        else:
+            self.ctx.load_cert_chain(os.path.join(x509, "server-cert.pem"),
+                                     os.path.join(x509, "server-key.pem"))
         if verify:
             self.ctx.verify_mode = ssl.CERT_REQUIRED
             self.ctx.load_verify_locations(os.path.join(x509, "ca-cert.pem"))
@@ -57,6 +61,7 @@ class FakeVencryptServer:
         self.sock.settimeout(10)
         self.error: BaseException | None = None
         self.seen: bytes = b""
+        self.cipher: tuple | None = None
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -73,8 +78,11 @@ class FakeVencryptServer:
             assert struct.unpack(">I", _exactly(sock, 4))[0] == self.subtype
             sock.sendall(b"\x01")
             tls = self.ctx.wrap_socket(sock, server_side=True)
-            tls.sendall(CHALLENGE)
-            ok = _exactly(tls, 16) == RESPONSE
+            self.cipher = tls.cipher()
+            ok = True
+            if self.subtype not in (rfb.TLS_NONE, rfb.X509_NONE):
+                tls.sendall(CHALLENGE)
+                ok = _exactly(tls, 16) == RESPONSE
             tls.sendall(struct.pack(">I", 0) if ok else
                         struct.pack(">II", 1, 6) + b"failed")
             if ok:
@@ -164,3 +172,22 @@ def test_a_missing_ca_file_is_a_certificate_error(tmp_path):
     with pytest.raises(errors.CertificateError, match="VNC CA certificate"):
         console.open_vnc_tls(node, base.VncTls(str(tmp_path / "ca-cert.pem")))
     node.close()
+
+
+def test_anonymous_tls_without_a_password_offers_the_browser_none(x509):
+    server = FakeVencryptServer(x509, subtype=rfb.TLS_NONE)
+    conn, bridge = console.open_vnc_tls(server.node, base.VncTls())
+    assert bridge.subtype == rfb.TLS_NONE and conn.version() == "TLSv1.2"
+    browser, node_side = socket.socketpair()
+    browser.settimeout(10)
+    browser.sendall(rfb.VERSION_38 + bytes([rfb.SEC_NONE]))
+    assert console.finish_vnc_handshake(node_side, conn, bridge) is None
+    assert _exactly(browser, 12 + 2 + 4) == rfb.VERSION_38 + bytes([1, rfb.SEC_NONE]) + \
+        b"\x00\x00\x00\x00"
+    conn.sendall(b"\x01")
+    assert _exactly(conn, len(b"server-init")) == b"server-init"
+    server.join()
+    assert server.error is None and server.cipher is not None
+    assert server.cipher[0].startswith(("ADH-", "AECDH-"))
+    for sock in (conn, browser, node_side):
+        sock.close()
