@@ -84,6 +84,17 @@ def make_node_root(root: str | os.PathLike[str], cert_file: str) -> Paths:
     return paths
 
 
+def _harness_server_class() -> type:
+    from ganeti.server import noded
+
+    class HarnessServer(noded.NodedServer):
+        """A node daemon server that also names its certificate file."""
+
+        cert_file: str = ""
+
+    return HarnessServer
+
+
 @contextlib.contextmanager
 def in_process_server(directory: str | os.PathLike[str], **kwargs: Any) -> Iterator[Any]:
     """A ``NodedServer`` for node1.example.com on a fresh node root in ``directory``
@@ -93,8 +104,9 @@ def in_process_server(directory: str | os.PathLike[str], **kwargs: Any) -> Itera
     cert = make_cluster_cert(os.path.join(directory, "cert"))
     paths = make_node_root(os.path.join(directory, "node"), cert)
     kwargs.setdefault("spare_children", 0)
-    srv = noded.NodedServer("127.0.0.1", 0, noded.make_server_context(cert), paths,
-                            "node1.example.com", **kwargs)
+    server_class = _harness_server_class()
+    srv = server_class("127.0.0.1", 0, noded.make_server_context(cert), paths,
+                       "node1.example.com", **kwargs)
     srv.cert_file = cert
     try:
         yield srv

@@ -56,6 +56,9 @@ def _free_port() -> int:
 class Browser:
     """One chromedriver process and one headless Chromium session."""
 
+    #: the chromedriver process (None before it is started and after close)
+    _driver: subprocess.Popen[bytes] | None
+
     def _start_driver(self) -> None:
         """Start chromedriver on a free port and wait until it is ready; on another
         port when it exits at once (the port was taken between the pick and its
@@ -80,7 +83,7 @@ class Browser:
     def __init__(self, *, width: int = 1280, height: int = 900) -> None:
         self._profile = tempfile.mkdtemp(prefix="ganeti-chromium-")
         self._sid = ""
-        self._driver: subprocess.Popen[bytes] | None = None
+        self._driver = None
         try:
             self._start_driver()
             args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
