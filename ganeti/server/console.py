@@ -46,6 +46,7 @@ block, bounded by :data:`WRITE_TIMEOUT`.
 from __future__ import annotations
 
 import logging
+import os
 import select
 import socket
 import ssl
@@ -437,12 +438,28 @@ def token_issuer(tokens: consoletokens.ConsoleTokens, principal: auth.Principal 
     return issue
 
 
-def read_vnc_password(path: str) -> str | None:
+def read_vnc_password(path: str, within: str | None) -> str | None:
     """The VNC password in ``path`` on this host (``vnc_password_file``, which must
     be on every node, the master too), or None (logged, without the password)
-    when it cannot be read."""
+    when it cannot be read.
+
+    The broker hands this password to a browser, so it reads it only from
+    a file whose real path (symbolic links resolved) lies under ``within``,
+    the cluster's configuration directory (``/etc/ganeti``, where Ganeti
+    keeps ``vnc-cluster-password``): a ``vnc_password_file`` set elsewhere
+    must not turn a token request into a way to read the first line of any
+    file the daemon may read.  ``within`` None: never.
+    """
+    if within is None:
+        return None
+    real = os.path.realpath(path)
+    base = os.path.realpath(within)
+    if os.path.commonpath([base, real]) != base:
+        logger.warning("Not handing out the VNC password of %s: it is outside %s",
+                       path, within)
+        return None
     try:
-        return utils_io.read_password_file(path)
+        return utils_io.read_password_file(real)
     except (OSError, errors.GanetiError) as exc:
         logger.warning("Cannot read the VNC password file %s: %s", path, exc)
         return None

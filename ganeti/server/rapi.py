@@ -569,7 +569,9 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                             console_token=console.token_issuer(
                                 self.server.console_tokens, principal, self._reauthorize,
                                 self.server.console_slots),
-                            console_password=console.read_vnc_password)
+                            console_password=functools.partial(
+                                console.read_vnc_password,
+                                within=self.server.vnc_password_dir))
         return resources.dispatch(route, ctx)
 
     def _authorize(self, headers: RequestHeaders, method: str, need: roles.Role,
@@ -673,6 +675,7 @@ class RapiServer(ThreadedServer):
                  require_auth: bool = False, event_bus: events.EventBus | None = None,
                  keepalive: float = stream.KEEPALIVE, limits: Limits = LIMITS,
                  node_tls: ssl.SSLContext | None = None, noded_port: int | None = None,
+                 vnc_password_dir: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(address, tls, _Handler, limits=limits, clock=clock)
         #: the key and certificate file :meth:`reload_certificate` reads
@@ -698,6 +701,9 @@ class RapiServer(ThreadedServer):
         self.console_slots = consoleslots.ConsoleSlots()
         self.node_tls = node_tls
         self.noded_port = noded_port if noded_port is not None else default_noded_port()
+        #: VNC passwords are handed out only from files under this directory
+        #: (the cluster's configuration directory; None: never)
+        self.vnc_password_dir = vnc_password_dir
 
     def reload_certificate(self) -> bool:
         """Load :attr:`pem` again for the connections accepted from now on.
@@ -756,7 +762,8 @@ def _prepare(runtime: DaemonRuntime) -> RapiServer:
                         users_table=table, access_log=access, token_file=token_file,
                         luxi_address=paths.master_socket, pem=paths.rapi_pem,
                         require_auth=opts.require_authentication,
-                        node_tls=console.node_tls(paths.server_pem))
+                        node_tls=console.node_tls(paths.server_pem),
+                        vnc_password_dir=paths.conf_dir)
     wake = threading.Event()
     targets = [(table.path, table.reload), (token_file.path, token_file.reload),
                (paths.rapi_pem, server.reload_certificate)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import pathlib
 import socket
 import ssl
 import time
@@ -52,11 +53,13 @@ OLGA, RITA = ("olga", "opass"), ("rita", "rpass")
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     base = tmp_path_factory.mktemp("vwebcon")
-    password_file = base / "vnc-password"
-    password_file.write_text(VNC_PASSWORD + "\n")
-    password_file.chmod(0o600)
     with VirtualCluster(base, nodes=2, use_ssh=False,
                         hypervisor=constants.HT_KVM) as cluster:
+        # in the master's configuration directory: the only place the broker hands a
+        # VNC password out from (the nodes of a virtual cluster share the host's files)
+        password_file = pathlib.Path(cluster.paths(N1).conf_dir, "vnc-cluster-password")
+        password_file.write_text(VNC_PASSWORD + "\n")
+        password_file.chmod(0o600)
         write_users(cluster, USERS)
         deadline = time.monotonic() + 10
         while request(cluster, "GET", "/2/tokens", auth=OLGA)[0] != 200:   # users loaded

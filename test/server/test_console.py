@@ -232,3 +232,25 @@ def test_no_token_while_the_instance_has_no_console_free():
         issue("web1", "vnc")
     assert info.value.status == 503
     assert issue("web2", "vnc")[1] == 30.0
+
+
+def test_the_vnc_password_is_read_only_from_under_the_configuration_directory(tmp_path):
+    conf = tmp_path / "etc" / "ganeti"
+    conf.mkdir(parents=True)
+    inside = conf / "vnc-cluster-password"
+    inside.write_text("s3cret\nsecond line\n")
+    outside = tmp_path / "shadow"
+    outside.write_text("root:hash:1:2\n")
+    (conf / "link").symlink_to(outside)
+    assert console.read_vnc_password(str(inside), str(conf)) == "s3cret"
+    # another file, also through a link or a ".." out of the directory: never read
+    assert console.read_vnc_password(str(outside), str(conf)) is None
+    assert console.read_vnc_password(str(conf / "link"), str(conf)) is None
+    assert console.read_vnc_password(str(conf / ".." / ".." / "shadow"), str(conf)) is None
+    assert console.read_vnc_password(str(conf) + "-evil/x", str(conf)) is None
+    # no directory given: no password at all
+    assert console.read_vnc_password(str(inside), None) is None
+    # inside but missing or empty: None, not an error
+    assert console.read_vnc_password(str(conf / "missing"), str(conf)) is None
+    (conf / "empty").write_text("")
+    assert console.read_vnc_password(str(conf / "empty"), str(conf)) is None

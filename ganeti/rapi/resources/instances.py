@@ -188,8 +188,11 @@ def _console_token(ctx: Ctx) -> dict[str, Any]:
             password = (ctx.console_password(str(hvparams["vnc_password_file"]))
                         if ctx.console_password else None)
             if password is None:
-                raise errors.HttpError(f"The VNC password file of {row['name']} cannot be"
-                                       " read on the master", 503)
+                raise errors.HttpError(
+                    f"The VNC password file of {row['name']} cannot be read on the master"
+                    " (the master hands out a VNC password only from a file under the"
+                    " cluster's configuration directory, e.g."
+                    " /etc/ganeti/vnc-cluster-password)", 503)
     token, ttl = ctx.console_token(row["name"], kind)
     path = f"/2/instances/{urllib.parse.quote(row['name'], safe='')}/console/websocket"
     answer: dict[str, Any] = {
