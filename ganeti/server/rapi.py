@@ -570,8 +570,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                                 self.server.console_tokens, principal, self._reauthorize,
                                 self.server.console_slots),
                             console_password=functools.partial(
-                                console.read_vnc_password,
-                                within=self.server.vnc_password_dir))
+                                console.read_vnc_password, within=self.server.vnc_password_dir))
         return resources.dispatch(route, ctx)
 
     def _authorize(self, headers: RequestHeaders, method: str, need: roles.Role,
@@ -701,8 +700,7 @@ class RapiServer(ThreadedServer):
         self.console_slots = consoleslots.ConsoleSlots()
         self.node_tls = node_tls
         self.noded_port = noded_port if noded_port is not None else default_noded_port()
-        #: VNC passwords are handed out only from files under this directory
-        #: (the cluster's configuration directory; None: never)
+        #: VNC passwords are handed out only from files under this directory (None: never)
         self.vnc_password_dir = vnc_password_dir
 
     def reload_certificate(self) -> bool:
