@@ -294,7 +294,7 @@ def test_the_console_page_in_chromium(vc):
         pytest.skip(reason)
     origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
     page = "/ui/instance.html?name=" + urllib.parse.quote(INST)
-    with webdriver.browser() as b:
+    with webdriver.browser(width=1100, height=700) as b:
         b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
         b.type("#user", "olga")
         b.type("#password", "opass")
@@ -316,6 +316,10 @@ def test_the_console_page_in_chromium(vc):
             except AssertionError:
                 continue
         assert all(u.startswith(origin) for u in b.resource_urls())
+        shots = os.environ.get("GANETI_TEST_SCREENSHOTS")
+        if shots:                     # doc/webui/console.png (doc/webui.md, "Tests")
+            with open(os.path.join(shots, "console.png"), "wb") as fh:
+                fh.write(b.screenshot())
 
 
 # --- VNC -------------------------------------------------------------------------------------
