@@ -50,6 +50,9 @@ _SUFFIX = ".json"
 #: the parsed state files kept between calls, in the state directory
 #: (its dot keeps it out of the listing)
 _CACHE_NAME = ".states-cache"
+#: the same for the memory check of a start: ``[name, memory]`` per file, a
+#: small document to parse (the whole states of 1,000 instances are ~1 MB)
+_MEMORY_CACHE_NAME = ".memory-cache"
 _CACHE_VERSION = 1
 #: a state file changed this recently (ns) is not kept: a change within the
 #: same file-system clock tick (a kernel tick, 10 ms at most on Linux) would
@@ -60,6 +63,11 @@ _CACHE_SETTLE_NS = 100_000_000
 #: starts does not rewrite a big cache at every call
 _CACHE_REWRITE_READS = 8
 _MiB = 1024 * 1024
+
+
+def _memory_entry(state: dict[str, Any]) -> list[Any]:
+    """What the memory cache keeps of a state: ``[name, memory]``."""
+    return [state.get("name"), int(state.get("memory", 0) or 0)]
 
 
 class FakeHypervisor(base.BaseHypervisor):
@@ -166,22 +174,34 @@ class FakeHypervisor(base.BaseHypervisor):
         node daemon answers ``all_instances_info`` in a fresh process).
         Files changed in the last :data:`_CACHE_SETTLE_NS` are read and not
         kept.  The cache is only a cache: unreadable, it is rebuilt.
+        When it is written, the memory cache (:meth:`_cached_memory`) is
+        written from the same files.
         """
+        return self._scan(_CACHE_NAME, lambda state: state)
+
+    def _cached_memory(self) -> list[list[Any]]:
+        """``[name, memory]`` of every state file, through ``.memory-cache``
+        as :meth:`_cached_states` does through its own: what the memory
+        check of each start needs, without parsing every instance's whole
+        state (which made a start cost O(N) in parsing, bench_instance_scaling.py)."""
+        return self._scan(_MEMORY_CACHE_NAME, _memory_entry)
+
+    def _scan(self, cache_name: str, extract: Callable[[dict[str, Any]], Any]) -> list[Any]:
+        """``extract(state)`` of every state file, kept in ``cache_name`` between calls."""
         try:
             entries = sorted(os.listdir(self.state_dir))
         except FileNotFoundError:
             return []
-        cache_path = os.path.join(self.state_dir, _CACHE_NAME)
         rebuild = False     # no usable cache: write one if there is any state
         try:
-            cache = serializer.loads(uio.read_file(cache_path))
+            cache = serializer.loads(uio.read_file(os.path.join(self.state_dir, cache_name)))
             kept = cache["files"] if cache.get("version") == _CACHE_VERSION else {}
             if not isinstance(kept, dict):
                 kept, rebuild = {}, True
         except (OSError, errors.SerializationError, AttributeError, KeyError, TypeError):
             kept, rebuild = {}, True
         settled = time.time_ns() - _CACHE_SETTLE_NS
-        states, keep, missed = [], {}, 0
+        values, keep, missed = [], {}, 0
         for entry in entries:
             if not entry.endswith(_SUFFIX) or entry.startswith("."):
                 continue
@@ -192,30 +212,36 @@ class FakeHypervisor(base.BaseHypervisor):
             ident = [st.st_ino, st.st_size, st.st_mtime_ns]
             hit = kept.get(entry)
             if isinstance(hit, list) and len(hit) == 2 and hit[0] == ident:
-                state = hit[1]
+                value = hit[1]
             else:
                 state = self._read(entry[: -len(_SUFFIX)])
                 if state is None:
                     continue
+                value = extract(state)
                 # a file too new to keep changes nothing in the cache
                 missed += st.st_mtime_ns < settled
-            states.append(state)
+            values.append(value)
             if st.st_mtime_ns < settled:
-                keep[entry] = [ident, state]
+                keep[entry] = [ident, value]
         # entries of files gone stay in the cache until the next write (unused)
-        if missed >= min(_CACHE_REWRITE_READS, max(1, len(keep) // 4)) or (rebuild and states):
-            try:
-                uio.write_file_atomic(cache_path, serializer.dumps(
-                    {"version": _CACHE_VERSION, "files": keep}), mode=0o640, fsync=False)
-            except OSError as exc:   # a read-only state dir: just no cache
-                logger.debug("Cannot write %s: %s", cache_path, exc)
-        return states
+        if missed >= min(_CACHE_REWRITE_READS, max(1, len(keep) // 4)) or (rebuild and values):
+            self._write_cache(cache_name, keep)
+            if cache_name == _CACHE_NAME:
+                self._write_cache(_MEMORY_CACHE_NAME, {
+                    entry: [ident, _memory_entry(value)] for entry, (ident, value) in keep.items()})
+        return values
+
+    def _write_cache(self, cache_name: str, files: dict[str, Any]) -> None:
+        try:
+            uio.write_file_atomic(os.path.join(self.state_dir, cache_name), serializer.dumps(
+                {"version": _CACHE_VERSION, "files": files}), mode=0o640, fsync=False)
+        except OSError as exc:   # a read-only state dir: just no cache
+            logger.debug("Cannot write %s: %s", cache_name, exc)
 
     def _used_memory(self, exclude: str | None = None) -> int:
         # the cached states: reading and parsing every instance's file at each
         # start made starting N instances cost O(N^2) (bench_instance_scaling.py)
-        return sum(int(s.get("memory", 0)) for s in self._cached_states()
-                   if s.get("name") != exclude)
+        return sum(int(memory) for name, memory in self._cached_memory() if name != exclude)
 
     def _free_memory(self, exclude: str | None = None) -> int:
         return self.node_memory - self.dom0_memory - self._used_memory(exclude)
@@ -288,10 +314,16 @@ class FakeHypervisor(base.BaseHypervisor):
     # --- information --------------------------------------------------------
 
     def list_instances(self) -> list[str]:
-        """All instances with a state file, whatever their state (the cached
-        states: a shutdown asks for the list, and reading every file made
+        """All instances with a state file, whatever their state: the names in
+        the listing of the state directory (a shutdown asks for the list;
+        reading, or even stat-ing and parsing the cache of, every file made
         stopping N instances cost O(N^2), bench_instance_scaling.py)."""
-        return [s["name"] for s in self._cached_states()]
+        try:
+            entries = sorted(os.listdir(self.state_dir))
+        except FileNotFoundError:
+            return []
+        return [entry[: -len(_SUFFIX)] for entry in entries
+                if entry.endswith(_SUFFIX) and not entry.startswith(".")]
 
     def _info(self, state: dict[str, Any]) -> dict[str, Any]:
         info = {"name": state["name"], "memory": int(state.get("memory", 0)),

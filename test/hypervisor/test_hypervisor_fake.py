@@ -369,3 +369,32 @@ def test_listing_and_stopping_do_not_read_every_state_file(tmp_path, monkeypatch
     hv.stop_instance("inst3.example.com")
     assert reads == ["inst3.example.com"]
     assert "inst3.example.com" not in hv.list_instances()
+
+
+def test_the_memory_check_needs_only_the_small_memory_cache(tmp_path, monkeypatch):
+    """A start's memory check parses ``.memory-cache`` (name and memory per
+    file), not the whole states of every instance (O(N) parsing per start)."""
+    hv, reads = _five_cached(tmp_path, monkeypatch)
+    memory_cache = os.path.join(hv.state_dir, ".memory-cache")
+    assert sorted(serializer.loads(open(memory_cache).read())["files"]) == [
+        f"inst{i}.example.com.json" for i in range(5)]
+    os.remove(os.path.join(hv.state_dir, ".states-cache"))
+    hv.start_instance(spec("inst5.example.com", memory=256), [])
+    assert reads == ["inst5.example.com"]
+    with pytest.raises(errors.HypervisorError, match="available 2048 MiB"):
+        hv.start_instance(spec("big.example.com", memory=4096), [])
+    # a corrupt memory cache is only a cache: the files are read, the count is right
+    with open(memory_cache, "w") as fh:
+        fh.write("{not json")
+    with pytest.raises(errors.HypervisorError, match="available 2048 MiB"):
+        hv.start_instance(spec("big.example.com", memory=4096), [])
+    assert serializer.loads(open(memory_cache).read())["version"] == 1
+
+
+def test_list_instances_reads_only_the_directory(tmp_path, monkeypatch):
+    hv, reads = _five_cached(tmp_path, monkeypatch)
+    parsed: list[int] = []
+    real_loads = serializer.loads
+    monkeypatch.setattr(serializer, "loads", lambda raw: parsed.append(1) or real_loads(raw))
+    assert hv.list_instances() == [f"inst{i}.example.com" for i in range(5)]
+    assert reads == [] and parsed == []
