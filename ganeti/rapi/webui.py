@@ -6,7 +6,8 @@ The pages are plain HTML, CSS and JavaScript modules in ``ganeti/rapi/ui/``
 asked; nothing outside the directory and no other file type is served.  Every
 page goes with :data:`HEADERS`: a Content-Security-Policy that lets a page
 load scripts, styles, images and connections from this origin only, never
-frames, plugins or inline scripts.
+frames, plugins or inline scripts (the serial console's page also allows
+``style`` attributes: :data:`CONSOLE_CSP`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
-__all__ = ["CSP", "HEADERS", "STATIC_DIR", "VENDOR", "VENDOR_TREES", "Page", "page"]
+__all__ = ["CSP", "CONSOLE_CSP", "HEADERS", "STATIC_DIR", "VENDOR", "VENDOR_TREES", "Page",
+           "page"]
 
 #: the directory of the console's files (installed with the package: setup.py)
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui")
@@ -48,6 +50,11 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self';
        " connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self';"
        " frame-ancestors 'none'")
 
+#: the serial console's page: the same, but ``style`` attributes allowed (not
+#: ``<style>`` elements, nor any script): term.js draws the terminal's colours as
+#: ``<span style="color:...">`` it writes itself, from the escape sequences' numbers
+CONSOLE_CSP = CSP + "; style-src-attr 'unsafe-inline'"
+
 HEADERS: tuple[tuple[str, str], ...] = (
     ("Content-Security-Policy", CSP),
     ("X-Content-Type-Options", "nosniff"),
@@ -56,13 +63,17 @@ HEADERS: tuple[tuple[str, str], ...] = (
     ("Cache-Control", "no-cache"),
 )
 
+#: the pages whose policy is not :data:`CSP`
+_PAGE_CSP = {"console.html": CONSOLE_CSP}
+
 
 @dataclasses.dataclass(frozen=True)
 class Page:
-    """One static file to answer with: its Content-Type and bytes."""
+    """One static file to answer with: its Content-Type, bytes and headers."""
 
     content_type: str
     body: bytes
+    headers: tuple[tuple[str, str], ...] = HEADERS
 
 
 def page(prefix: str, path: str, directory: str = STATIC_DIR) -> Page | None:
@@ -79,7 +90,12 @@ def page(prefix: str, path: str, directory: str = STATIC_DIR) -> Page | None:
     ctype = _TYPES.get(os.path.splitext(name)[1])
     if ctype is None:
         return None
-    return _read(os.path.join(directory, name), ctype)
+    found = _read(os.path.join(directory, name), ctype)
+    if found is not None and name in _PAGE_CSP:
+        csp = ("Content-Security-Policy", _PAGE_CSP[name])
+        found = dataclasses.replace(found, headers=tuple(
+            csp if key == csp[0] else (key, value) for key, value in HEADERS))
+    return found
 
 
 def _tree_file(root: str, subdirs: tuple[str, ...], rel: str) -> Page | None:

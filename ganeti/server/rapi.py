@@ -436,7 +436,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                 self._send_error(exc.status, str(exc))
             return
         if isinstance(result, webui.Page):
-            self._answer(200, [("Content-Type", result.content_type), *webui.HEADERS],
+            self._answer(200, [("Content-Type", result.content_type), *result.headers],
                          result.body)
             return
         if isinstance(result, _Reply):

@@ -315,6 +315,19 @@ def test_the_console_page_in_chromium(vc):
                 b.wait(screen + ".includes('@@UI@@42')", "the answer", 5)
             except AssertionError:
                 continue
+        # colours: term.js's own style attributes, which the console page's policy allows
+        red = ("return [...document.querySelectorAll('#terminal span')].some(s =>"
+               " s.textContent.includes('RED42') && getComputedStyle(s).color"
+               " === 'rgb(204, 0, 0)')")   # term.js's red, #cc0000: the style applied
+        deadline = time.monotonic() + 60
+        while not b.script(red):
+            assert time.monotonic() < deadline, b.script(
+                "return document.getElementById('terminal').innerHTML")[-600:]
+            b.type(".terminal", "printf '\\033[31mRED%s\\033[0m\\n' $((40+2))\ue007")
+            try:
+                b.wait(red, "red text", 5)
+            except AssertionError:
+                continue
         assert all(u.startswith(origin) for u in b.resource_urls())
         shots = os.environ.get("GANETI_TEST_SCREENSHOTS")
         if shots:                     # doc/webui/console.png (doc/webui.md, "Tests")

@@ -42,6 +42,16 @@ def test_pages_forbid_other_origins_inline_code_and_framing():
     assert "default-src 'self'" in csp and "object-src 'none'" in csp
     assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
     assert headers["X-Content-Type-Options"] == "nosniff"
+    assert dict(webui.page("/ui", "/ui/instance.html").headers) == headers
+
+
+def test_the_console_page_alone_allows_style_attributes_and_nothing_more():
+    console = dict(webui.page("/ui", "/ui/console.html").headers)
+    csp = console.pop("Content-Security-Policy")
+    others = dict(webui.HEADERS)
+    assert csp == others.pop("Content-Security-Policy") + "; style-src-attr 'unsafe-inline'"
+    assert console == others
+    assert "script-src 'self';" in csp and "style-src 'self';" in csp
 
 
 def test_the_html_pages_load_nothing_inline_or_from_elsewhere():
