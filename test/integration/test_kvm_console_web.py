@@ -283,6 +283,14 @@ def test_tokens_never_reach_the_access_log(vc):
     assert json.dumps(grant["token"])[1:-1] not in text
 
 
+def _log_in(b, origin: str, page: str) -> None:
+    """Log in as olga (an operator) on the login form, which then leads to ``page``."""
+    b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
+    b.type("#user", "olga")
+    b.type("#password", "opass")
+    b.click("#submit")
+
+
 def test_the_console_page_in_chromium(vc):
     """/ui/console.html, reached from the instance page's link: a command typed into the
     term.js terminal runs in the guest, and its answer shows on the page."""
@@ -295,10 +303,7 @@ def test_the_console_page_in_chromium(vc):
     origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
     page = "/ui/instance.html?name=" + urllib.parse.quote(INST)
     with webdriver.browser(width=1100, height=700) as b:
-        b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
-        b.type("#user", "olga")
-        b.type("#password", "opass")
-        b.click("#submit")
+        _log_in(b, origin, page)
         b.wait("return document.body.dataset.ready === '1' && location.pathname",
                "the instance page")
         href = b.wait("const a = document.getElementById('console-link');"
@@ -431,10 +436,7 @@ def test_the_vnc_page_in_chromium(vc):
     origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
     page = "/ui/instance.html?name=" + urllib.parse.quote(INST)
     with webdriver.browser() as b:
-        b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
-        b.type("#user", "olga")
-        b.type("#password", "opass")
-        b.click("#submit")
+        _log_in(b, origin, page)
         b.wait("return document.body.dataset.ready === '1' && location.pathname",
                "the instance page")
         href = b.wait("const a = document.getElementById('vnc-link');"
@@ -485,10 +487,7 @@ def test_vnc_over_tls_noVNC_through_the_node_and_qemu_asks_for_vencrypt(vc, tmp_
     origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
     page = "/ui/vnc.html?name=" + urllib.parse.quote(INST)
     with webdriver.browser(width=1100, height=700) as b:
-        b.get(origin + "/ui/login.html?next=" + urllib.parse.quote(page))
-        b.type("#user", "olga")
-        b.type("#password", "opass")
-        b.click("#submit")
+        _log_in(b, origin, page)
         _novnc_shows_the_screen(b, origin)
         shots = os.environ.get("GANETI_TEST_SCREENSHOTS")
         if shots:                     # doc/webui/vnc.png (doc/webui.md, "Tests")
