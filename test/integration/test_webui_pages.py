@@ -3,7 +3,8 @@
 One 2-node virtual cluster (fake hypervisor) and one browser for the
 module, as in test_webui.py (whose helpers it uses).  The node page shows
 the node's roles and instances, drains and undrains it and changes its
-tags; the job list shows a job submitted through RAPI as it runs; a job
+tags and lists its storage units (an operator's; a readonly user is told
+why not); the job list shows a job submitted through RAPI as it runs; a job
 page follows a delay job to its end without a reload (status and log),
 cancels a waiting job and shows why a running one cannot be; a readonly
 user's buttons are disabled.  The overview shows the last cluster verify's
@@ -20,7 +21,7 @@ import urllib.parse
 import pytest
 import webdriver
 from test_rapi import request, wait_job
-from test_webui import (BOSS, DB, N1, N2, WEB, _chromium, _login,  # noqa: F401
+from test_webui import (BOSS, DB, N1, N2, USERS, WEB, _chromium, _login,  # noqa: F401
                         _make, _origin, with_users)
 from vcluster_harness import VirtualCluster
 
@@ -28,12 +29,13 @@ pytestmark = pytest.mark.timeout(300)
 
 MIG = "mig1.example.com"
 TINY = "tiny1.example.com"
+OTTO = ("otto", "opass")        # an operator
 
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory, _chromium):  # noqa: F811 (the imported fixture)
     with VirtualCluster(tmp_path_factory.mktemp("vcpages"), nodes=2, use_ssh=False) as cluster:
-        with_users(cluster)
+        with_users(cluster, USERS + "otto opass operator\n")
         _make(cluster, WEB, N1)
         _make(cluster, DB, N2)
         body = {"__version__": 1, "name": MIG, "os": "tinyos", "mode": "create",
@@ -152,6 +154,41 @@ def test_add_and_remove_a_node_tag_from_its_page(vc, browser):
                  " && document.getElementById('job-status').textContent === 'success'",
                  "the tag removed")
     assert request(vc, "GET", f"/2/nodes/{N1}/tags")[1] == []
+
+
+def test_node_page_lists_its_storage_units(vc, browser):
+    _login(vc, browser, *OTTO, page=f"/ui/node.html?name={N1}")
+    browser.wait("return document.body.dataset.storage === '1'", "the storage units", 30)
+    rows = browser.script("return [...document.querySelectorAll('#storage-table tbody tr')]"
+                          ".map(r => [r.dataset.type, r.dataset.name,"
+                          " ...[...r.cells].map(c => c.textContent)]);")
+    assert rows, _text(browser, "#storage-jobs")
+    stype, unit, *cells = rows[0]
+    assert stype == "file" and cells[:2] == [unit, "file"] and cells[5] in ("yes", "no")
+    size, used, free = (int(c.removesuffix(" MiB")) for c in cells[2:5])
+    assert size >= free > 0 and used >= 0
+    # each query's job: linked, followed to its success, and RAPI's result is the table's
+    jobs = browser.script("return [...document.querySelectorAll('#storage-jobs li')].map(li =>"
+                          " [li.dataset.type, li.dataset.job,"
+                          " li.querySelector('.storage-status').textContent,"
+                          " li.querySelector('a').getAttribute('href')]);")
+    assert "file" in [j[0] for j in jobs], jobs     # one job per enabled storage type
+    result = []
+    for _, job, status, href in jobs:
+        assert [status, href] == ["success", f"/ui/job.html?id={job}"]
+        result += request(vc, "GET", f"/2/jobs/{job}")[1]["opresult"][0]
+    assert [[str(v) for v in r[:2]] for r in result] == [[r[1], r[0]] for r in rows]
+    assert "MiB free of" in _text(browser, "#storage-capacity")
+    # a readonly user: the node's own figures, a line saying why there are no units
+    _login(vc, browser, "rita", "rpass", page=f"/ui/node.html?name={N1}")
+    browser.wait("return document.body.dataset.storage === '1'", "the storage section")
+    assert "needs write access" in _text(browser, "#storage-msg")
+    assert browser.script("return [document.getElementById('storage-table'),"
+                          " document.querySelectorAll('#storage-jobs li').length,"
+                          " document.getElementById('storage-reload').disabled];") \
+        == [None, 0, True]
+    assert "MiB free of" in _text(browser, "#storage-capacity")
+    assert not browser.script("return document.getElementById('error').hidden === false;")
 
 
 def test_job_list_shows_a_job_submitted_through_rapi_as_it_runs(vc, browser):

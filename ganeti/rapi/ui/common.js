@@ -7,10 +7,11 @@ export class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
-// One RAPI request; a write carries the session's CSRF token.  Answers the decoded JSON.
-export async function api(method, path, body) {
+// One RAPI request; a write carries the session's CSRF token, as does a write-only GET
+// (``writeGet``: node storage units, doc/rapi.md).  Answers the decoded JSON.
+export async function api(method, path, body, writeGet = false) {
   const headers = { "Accept": "application/json" };
-  if (method !== "GET" && csrf) headers["X-CSRF-Token"] = csrf;
+  if ((method !== "GET" || writeGet) && csrf) headers["X-CSRF-Token"] = csrf;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const resp = await fetch(path, {
     method, headers, credentials: "same-origin", cache: "no-store",

@@ -1,6 +1,7 @@
 // One node: its roles, memory and disk use, its instances and tags; drain/undrain and
 // tag changes through RAPI with the job each created; evacuation with its plan drawn as
-// a graph of jobs first.  A readonly user's buttons are off.
+// a graph of jobs first; its storage units (a job per storage type, so for users who may
+// write only) and the disk space every user can read.  A readonly user's buttons are off.
 import { api, bar, el, events, instanceLink, navbar, session, showError } from "/ui/common.js";
 import { drawPlan } from "/ui/plan.js";
 
@@ -51,6 +52,7 @@ async function render() {
                           el("td", {}, instanceLink(i)), el("td", {}, how)));
   document.querySelector("#instances tbody").replaceChildren(...rows);
   document.getElementById("tags").replaceChildren(...(node.tags || []).slice().sort().map(tagItem));
+  document.getElementById("storage-capacity").replaceChildren(...capacity(node));
   document.body.dataset.ready = "1";
 }
 
@@ -204,6 +206,89 @@ async function applyPlan() {
   }
 }
 
+// ---- storage units: RAPI lists them only as a job (GET .../storage, a write-only GET:
+// the LU locks the node), one job per storage type of the cluster's enabled disk templates.
+const TEMPLATE_STORAGE = { plain: ["lvm-vg", "lvm-pv"], file: ["file"], sharedfile: ["sharedfile"] };
+const STORAGE_FIELDS = ["name", "type", "size", "used", "free", "allocatable"];
+const storageJobs = new Map();   // job id of a storage query -> its status element
+
+// the figures of the node query (every user may read them): disk and spindles
+function capacity(node) {
+  if (node.dtotal == null) return ["Disk: not reported (the node did not answer)"];
+  const out = [`Disk: ${node.dfree ?? "?"} MiB free of ${node.dtotal} MiB`];
+  if (node.sptotal) out.push(`; spindles: ${node.spfree ?? "?"} free of ${node.sptotal}`);
+  out.push(" (the node's default storage)");
+  return out;
+}
+
+function storageCell(field, value) {
+  let text = value;
+  if (value === null || value === undefined) text = "-";
+  else if (field === "allocatable") text = value ? "yes" : "no";
+  else if (["size", "used", "free"].includes(field)) text = `${value} MiB`;
+  return el("td", { class: field }, String(text));
+}
+
+// one storage type's units: the job submitted, followed to its end; its rows (none on failure)
+async function storageOfType(stype) {
+  const li = el("li", { dataset: { type: stype } }, `${stype}: `);
+  document.getElementById("storage-jobs").append(li);
+  try {
+    const id = await api("GET", `${path}/storage?storage_type=${encodeURIComponent(stype)}`
+                                + `&output_fields=${STORAGE_FIELDS.join(",")}`, undefined, true);
+    const span = el("span", { class: "storage-status" }, "submitted");
+    storageJobs.set(id, span);
+    li.dataset.job = String(id);
+    li.append("job ", jobLink(id), ": ", span);
+    const job = await finished(id);
+    storageJobs.delete(id);
+    span.textContent = job.status;
+    if (job.status !== "success") {
+      li.append(el("span", { class: "bad" }, " " + jobError(job)));
+      return [];
+    }
+    return job.opresult[0] || [];
+  } catch (err) {
+    li.append(el("span", { class: "bad" }, String(err.message || err)));
+    return [];
+  }
+}
+
+async function loadStorage() {
+  const reload = document.getElementById("storage-reload");
+  const msg = document.getElementById("storage-msg");
+  delete document.body.dataset.storage;
+  reload.disabled = true;
+  if (readonly) {
+    reload.title = "Your role (readonly) cannot list storage units";
+    msg.textContent = "Listing the storage units needs write access (RAPI runs a job for it:"
+      + " operator or admin role); the disk space above is the node's own report.";
+    document.body.dataset.storage = "1";
+    return;
+  }
+  document.getElementById("storage-jobs").replaceChildren();
+  const info = await api("GET", "/2/info");
+  const types = (info.enabled_disk_templates || []).flatMap((t) => TEMPLATE_STORAGE[t] || []);
+  let table = [];
+  if (!types.length) {
+    msg.textContent = "No enabled disk template has storage units to list.";
+  } else {
+    msg.textContent = "Listing the storage units\u2026";
+    const rows = (await Promise.all(types.map(storageOfType))).flat();
+    msg.textContent = rows.length ? "" : "No storage units on this node.";
+    const body = rows.map((row) => el("tr", { dataset: { name: row[0], type: row[1] } },
+      ...row.map((value, i) => storageCell(STORAGE_FIELDS[i], value))));
+    const head = ["Name", "Type", "Size", "Used", "Free", "Allocatable"].map((t) => el("th", {}, t));
+    if (rows.length) {
+      table = [el("table", { id: "storage-table" }, el("thead", {}, el("tr", {}, ...head)),
+                  el("tbody", {}, ...body))];
+    }
+  }
+  document.getElementById("storage-units").replaceChildren(...table);
+  reload.disabled = false;
+  document.body.dataset.storage = "1";
+}
+
 const s = await session();
 navbar(s);
 readonly = s.role === "readonly";
@@ -234,11 +319,14 @@ document.getElementById("tag-form").addEventListener("submit", (ev) => {
   input.value = "";
   submit("PUT", path + "/tags?tag=" + encodeURIComponent(tag));
 });
-events(["node.role", "instance.added", "instance.removed", "instance.state", "job.status",
+const stream = events(["node.role", "instance.added", "instance.removed", "instance.state", "job.status",
         "job.finished"], (ev) => {
   if (ev.type === "job.finished" && waiters.has(ev.job_id)) {
     waiters.get(ev.job_id)();
     waiters.delete(ev.job_id);
+  }
+  if (ev.type.startsWith("job.") && storageJobs.has(ev.job_id)) {
+    storageJobs.get(ev.job_id).textContent = ev.data.status;
   }
   if (ev.type.startsWith("job.") && evacJobs.has(ev.job_id)) {
     showEvacJob(ev.job_id, ev.data.status);
@@ -255,3 +343,10 @@ events(["node.role", "instance.added", "instance.removed", "instance.state", "jo
 const others = (await api("GET", "/2/nodes")).map((n) => n.id).filter((n) => n !== name).sort();
 document.getElementById("evac-target").append(...others.map((n) => el("option", { value: n }, n)));
 render().catch(showError);
+document.getElementById("storage-reload").addEventListener("click", () => loadStorage().catch(showError));
+// the storage jobs are followed on the event stream: submitted once it is open (its
+// subscription is made before it opens), so that no job's end goes by unseen
+new Promise((resolve) => {
+  if (stream.readyState === EventSource.OPEN) resolve();
+  else stream.addEventListener("open", resolve, { once: true });
+}).then(loadStorage).catch(showError);
