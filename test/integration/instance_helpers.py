@@ -50,13 +50,17 @@ def config_bytes(vc: Any) -> bytes:
         return fh.read()
 
 
+_FAKE_HV_CACHES = (".states-cache", ".memory-cache")
+
+
 def node_files(vc: Any) -> dict[str, tuple[int, str]]:
     """Every disk image and fake-hypervisor state file of every node.
 
     ``{path: (size, sha1 of the first 64 KiB)}``, which is enough to see that
     nothing was created, removed, grown or rewritten.  The fake hypervisor's
-    ``.states-cache`` is left out: a read (the memory a node reports) may
-    refresh it, and it holds nothing but what the state files say.
+    caches (``.states-cache``, ``.memory-cache``) are left out: a read (the
+    memory a node reports) may refresh them, and they hold nothing but what
+    the state files say.
     """
     found: dict[str, tuple[int, str]] = {}
     tops = []
@@ -69,7 +73,7 @@ def node_files(vc: Any) -> dict[str, tuple[int, str]]:
             if "/os/" in dirpath + "/" and "/srv/ganeti/os" in dirpath:
                 continue
             for fname in files:
-                if fname == ".states-cache" and os.path.basename(dirpath) == "fake-hypervisor":
+                if fname in _FAKE_HV_CACHES and os.path.basename(dirpath) == "fake-hypervisor":
                     continue
                 path = os.path.join(dirpath, fname)
                 try:
