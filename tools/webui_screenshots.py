@@ -113,6 +113,8 @@ def shoot(vc: VirtualCluster, outdir: str, migration: int) -> None:
             if page == "instance":
                 b.wait("return document.querySelector('#recent-jobs li[data-job]')",
                        "the recent jobs", 30)
+            if page == "node":
+                b.wait("return document.body.dataset.storage === '1'", "the storage units", 30)
             _save(b, outdir, page)
         # the node page again, with the plan of node1's evacuation to node3 drawn (one
         # job after the other: arrows); nothing is moved
