@@ -7,22 +7,17 @@ from typing import Any
 
 import pytest
 
-from ganeti import constants, errors, serializer
+from ganeti import errors, serializer
 from ganeti.config import ConfigWriter
+from fakes.fakeconfig import one_node_data
 from ganeti.config.commit import Publications
-from ganeti.objects import Cluster, ConfigData, Node, NodeGroup
+from ganeti.objects import ConfigData, Node
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def _initial() -> ConfigData:
-    cluster = Cluster(cluster_name="cluster.example.com", uuid="cluster-uuid",
-                      master_node="n1", master_ip="127.0.0.254", master_netdev="lo",
-                      enabled_hypervisors=[constants.HT_FAKE])
-    group = NodeGroup(name="default", uuid="g1")
-    n1 = Node(name="node1.example.com", uuid="n1", primary_ip="127.0.1.1", group="g1",
-              master_candidate=True)
-    return ConfigData(cluster=cluster, nodes={"n1": n1}, nodegroups={"g1": group})
+    return one_node_data()
 
 
 class GatedWrite:

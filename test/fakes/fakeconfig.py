@@ -21,7 +21,8 @@ from ganeti.mcpu import NullCallbacks, Processor
 from ganeti.objects import Cluster, ConfigData, Node, NodeGroup
 from ganeti.pathutils import Paths
 
-__all__ = ["make_config", "make_cluster_context", "run_opcode", "node_name", "RecordingCallbacks"]
+__all__ = ["make_config", "make_cluster_context", "run_opcode", "node_name", "RecordingCallbacks",
+           "one_node_data"]
 
 CLUSTER_NAME = "cluster.example.com"
 
@@ -29,6 +30,18 @@ CLUSTER_NAME = "cluster.example.com"
 def node_name(index: int) -> str:
     """``node<index>.example.com`` (1-based)."""
     return f"node{index}.example.com"
+
+
+def one_node_data() -> ConfigData:
+    """The smallest configuration: cluster.example.com with node1 (uuid ``n1``, a master
+    candidate) in group ``g1``; for the config writer's own tests."""
+    cluster = Cluster(cluster_name=CLUSTER_NAME, uuid="cluster-uuid",
+                      master_node="n1", master_ip="127.0.0.254", master_netdev="lo",
+                      enabled_hypervisors=[constants.HT_FAKE])
+    group = NodeGroup(name="default", uuid="g1")
+    n1 = Node(name="node1.example.com", uuid="n1", primary_ip="127.0.1.1", group="g1",
+              master_candidate=True)
+    return ConfigData(cluster=cluster, nodes={"n1": n1}, nodegroups={"g1": group})
 
 
 def make_config(tmp_path: Any, *, nodes: int = 3, candidates: int | None = None,
