@@ -2,9 +2,9 @@
 
 Every test module is one unit of work, so that a module's fixtures (its
 virtual cluster) are made once, on one worker; the guest-cluster tests
-(``test/integration/test_guest_*.py``, and the drbd ones of :data:`GUEST_USERS`),
+(``test/integration/test_guest_*.py``, and the guest tests of :data:`GUEST_USERS`),
 which share their worker's guest
-cluster, form two units: the ``drbd`` ones, and the others.  Each runs on
+cluster, form two units: the ``drbd`` ones of ``test_guest_*.py``, and the others.  Each runs on
 a worker of its own with a guest cluster of its own (made by the first
 test that asks), so that the two longest units run side by side.  Units
 are handed out in collection order (``--no-loadscope-reorder``), which
@@ -32,7 +32,8 @@ GUEST_DRBD_UNIT = "guest-cluster-drbd"
 #: the unit of the other guest tests
 GUEST_UNIT = "guest-cluster"
 #: modules of other topics with a test on the guest cluster: such a test (its name says
-#: drbd) joins the drbd unit, the module's other tests stay a unit of their own
+#: drbd) joins the *other* guest unit (the drbd unit is the longer one: make test's
+#: wall time is about its length), the module's other tests stay a unit of their own
 GUEST_USERS = ("test/integration/test_upstream_harep.py",)
 
 
@@ -41,7 +42,7 @@ def work_unit(nodeid: str) -> str:
     or :data:`GUEST_UNIT`."""
     module = nodeid.split("::", 1)[0]
     if module in GUEST_USERS:
-        return GUEST_DRBD_UNIT if "drbd" in nodeid else module
+        return GUEST_UNIT if "drbd" in nodeid else module
     if not module.startswith(GUEST_MODULE_PREFIX):
         return module
     return GUEST_DRBD_UNIT if "drbd" in nodeid else GUEST_UNIT
