@@ -100,3 +100,26 @@ export function bar(total, free, unit) {
                               high: String(total * 0.9), optimum: "0" });
   return el("span", {}, meter, ` ${used} / ${total} ${unit}`);
 }
+
+// The start of a console page (console.html, vnc.html): the nav bar, the instance's
+// link in #name, the title ("Ganeti - WHAT of NAME"), the #connect button; a readonly
+// user gets the reason through state(text, connected) and no connection, anyone else
+// is connected at once.  Marks the page ready; the session is returned.
+export async function consolePage(what, name, connect, state) {
+  const s = await session();
+  navbar(s);
+  const link = document.getElementById("name");
+  link.textContent = name;
+  link.href = "/ui/instance.html?name=" + encodeURIComponent(name);
+  document.title = "Ganeti - " + what + " of " + name;
+  const button = document.getElementById("connect");
+  button.addEventListener("click", connect);
+  if (s.role === "readonly") {
+    state("your role (readonly) cannot open consoles", false);
+    button.disabled = true;
+  } else {
+    connect();
+  }
+  document.body.dataset.ready = "1";
+  return s;
+}

@@ -4,7 +4,7 @@
 // relays to the console on the instance's primary node.  The terminal is term.js
 // (Debian libjs-term.js, served as /ui/vendor/term.js): keys go out as text messages,
 // the console's bytes come in as binary messages.
-import { api, navbar, session, showError } from "/ui/common.js";
+import { api, consolePage, showError } from "/ui/common.js";
 
 const name = new URLSearchParams(location.search).get("name") || "";
 const stateBox = document.getElementById("state");
@@ -52,17 +52,4 @@ async function connect() {
   sock = ws;
 }
 
-const s = await session();
-navbar(s);
-const link = document.getElementById("name");
-link.textContent = name;
-link.href = "/ui/instance.html?name=" + encodeURIComponent(name);
-document.title = "Ganeti - console of " + name;
-button.addEventListener("click", connect);
-if (s.role === "readonly") {
-  state("your role (readonly) cannot open consoles", false);
-  button.disabled = true;
-} else {
-  connect();
-}
-document.body.dataset.ready = "1";
+await consolePage("console", name, connect, state);

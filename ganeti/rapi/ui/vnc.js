@@ -5,7 +5,7 @@
 // .../console/websocket?kind=vnc&token=..., which the master relays to the instance's VNC
 // server on its primary node.  document.body.dataset.vnc is "connected" while it is.
 import RFB from "/ui/vendor/novnc/core/rfb.js";
-import { api, navbar, session, showError } from "/ui/common.js";
+import { api, consolePage, showError } from "/ui/common.js";
 
 const name = new URLSearchParams(location.search).get("name") || "";
 const stateBox = document.getElementById("state");
@@ -59,18 +59,5 @@ async function connect() {
   rfb = client;
 }
 
-const s = await session();
-navbar(s);
-const link = document.getElementById("name");
-link.textContent = name;
-link.href = "/ui/instance.html?name=" + encodeURIComponent(name);
-document.title = "Ganeti - VNC of " + name;
-button.addEventListener("click", connect);
 cad.addEventListener("click", () => { if (rfb) rfb.sendCtrlAltDel(); });
-if (s.role === "readonly") {
-  state("your role (readonly) cannot open consoles", false);
-  button.disabled = true;
-} else {
-  connect();
-}
-document.body.dataset.ready = "1";
+await consolePage("VNC", name, connect, state);
