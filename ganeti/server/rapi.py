@@ -569,8 +569,7 @@ class _HttpConnection(socketserver.StreamRequestHandler):
                             console_token=console.token_issuer(
                                 self.server.console_tokens, principal, self._reauthorize,
                                 self.server.console_slots),
-                            console_password=functools.partial(
-                                console.read_vnc_password, within=self.server.vnc_password_dir))
+                            console_password=self.server.vnc_password)
         return resources.dispatch(route, ctx)
 
     def _authorize(self, headers: RequestHeaders, method: str, need: roles.Role,
@@ -700,8 +699,9 @@ class RapiServer(ThreadedServer):
         self.console_slots = consoleslots.ConsoleSlots()
         self.node_tls = node_tls
         self.noded_port = noded_port if noded_port is not None else default_noded_port()
-        #: VNC passwords are handed out only from files under this directory (None: never)
-        self.vnc_password_dir = vnc_password_dir
+        #: reads a VNC password, only from files under ``vnc_password_dir`` (None: never)
+        self.vnc_password = functools.partial(console.read_vnc_password,
+                                              within=vnc_password_dir)
 
     def reload_certificate(self) -> bool:
         """Load :attr:`pem` again for the connections accepted from now on.
