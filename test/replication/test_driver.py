@@ -578,7 +578,9 @@ def test_a_held_status_update_reaches_the_candidates_on_its_own(tmp_path) -> Non
     try:
         rep.replicate_job_files({os.path.join(q, "job-1"): b"success"}, urgent=False)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and len(_lane(rpc, node_name(3))) < 1:
+        # (each node's lane sends on its own: wait for both)
+        while time.monotonic() < deadline and \
+                min(len(_lane(rpc, node_name(n))) for n in (2, 3)) < 1:
             time.sleep(0.005)
         assert _lane(rpc, node_name(2)) == _lane(rpc, node_name(3)) == [
             ("jobqueue_update_many", [[["/var/lib/ganeti/queue/job-1", "success"]]])]
