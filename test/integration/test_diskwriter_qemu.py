@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 
 import guest_helpers
@@ -22,6 +23,19 @@ from test.integration import host_helpers
 
 _QEMU = host_helpers.qemu_reason()
 SPAN = 64
+FILL_MIB = 2
+
+
+def _monitor(path: str, command: str) -> str:
+    """What qemu's human monitor on the unix socket ``path`` answers to ``command``."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(30)
+        sock.connect(path)
+        sock.sendall(command.encode() + b"\nquit\n")
+        out = b""
+        while chunk := sock.recv(4096):
+            out += chunk
+    return out.decode(errors="replace")
 
 
 def test_the_sector_of_a_write_and_what_counts_as_lost() -> None:
@@ -45,11 +59,14 @@ def test_the_sector_of_a_write_and_what_counts_as_lost() -> None:
 @pytest.mark.skipif(bool(_QEMU), reason=_QEMU or "qemu runs")
 @pytest.mark.parametrize("interface", ["virtio", "ide"])
 def test_every_acknowledged_write_is_on_the_disk(tmp_path, interface: str) -> None:
-    disk = diskwriter.disk_image(str(tmp_path / "disk"), size=1024 * 1024, span=SPAN)
+    disk = diskwriter.disk_image(str(tmp_path / "disk"), size=1024 * 1024, span=SPAN,
+                                 fill_mib=FILL_MIB)
     log = tmp_path / "serial"
+    monitor = str(tmp_path / "monitor")
     proc = subprocess.Popen(
         ["qemu-system-x86_64", "-machine", "accel=tcg", "-m", "16", "-display", "none",
          "-nodefaults", "-no-reboot", "-serial", f"file:{log}",
+         "-monitor", f"unix:{monitor},server=on,wait=off",
          "-drive", f"file={disk},format=raw,if={interface}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -58,6 +75,10 @@ def test_every_acknowledged_write_is_on_the_disk(tmp_path, interface: str) -> No
 
         # past the span: the writes wrapped and overwrote the first ones
         guest_helpers.wait_for(lambda: len(acked()) > 2 * SPAN, "writes past the span", 120)
+        # before its first write the guest filled FILL_MIB MiB from 1 MiB up, no more
+        end = 0x100000 + FILL_MIB * 0x100000
+        seen = _monitor(monitor, f"xp /1wx 0x100000\nxp /1wx {end - 4:#x}\nxp /1wx {end:#x}")
+        assert seen.count("0xa5a55a5a") == 2 and f"{end:016x}: 0x00000000" in seen, seen
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
@@ -66,7 +87,7 @@ def test_every_acknowledged_write_is_on_the_disk(tmp_path, interface: str) -> No
     assert done == list(range(1, len(done) + 1))
     with open(disk, "rb") as fh:
         data = fh.read()
-    assert data[:512] == diskwriter.boot_sector(SPAN)
+    assert data[:512] == diskwriter.boot_sector(SPAN, FILL_MIB)
     on_disk = diskwriter.records(data[512:512 * (SPAN + 1)])
     assert diskwriter.lost(done, on_disk, SPAN) == []
     # what the sectors hold: the newest write of each, at most one beyond the last ack
