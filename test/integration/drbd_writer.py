@@ -17,13 +17,15 @@ import os
 import re
 import shlex
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ganeti import constants, pathutils
 from ganeti.hypervisor.kvm import rundir
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from fakes import diskwriter
-from test.integration.guest_cluster_harness import GuestClusterFixture
+
+if TYPE_CHECKING:       # (imported at run time by its users: the tests, tools/bench)
+    from test.integration.guest_cluster_harness import GuestClusterFixture
 
 __all__ = ["DrbdWriter", "PROC_LINE"]
 
@@ -125,9 +127,8 @@ class DrbdWriter:
     def follow_serial(self, node: str) -> int:
         """Copy the serial log of the qemu on ``node`` to a file there until that qemu
         exits (its log goes with it after a migration); the copier's pid."""
-        info = self.gc.kvm_info(node, self.name)
-        assert info is not None, f"no qemu of {self.name} on {node}"
-        res = self.gc.ssh(node, f"nohup tail -c +1 -f --pid={info['pid']}"
+        pidfile = os.path.join(self._rundir, rundir.PIDFILE)
+        res = self.gc.ssh(node, f"nohup tail -c +1 -f --pid=$(cat {pidfile})"
                                 f" {self.serial_log} > /tmp/{self.name}.followed"
                                 " 2>/dev/null < /dev/null & echo $!")
         assert not res.failed, res.stderr
