@@ -25,7 +25,7 @@ from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from fakes import diskwriter
 
 if TYPE_CHECKING:       # (imported at run time by its users: the tests, tools/bench)
-    from test.integration.guest_cluster_harness import GuestClusterFixture
+    from guest_cluster_harness import GuestClusterFixture
 
 __all__ = ["DrbdWriter", "PROC_LINE"]
 
