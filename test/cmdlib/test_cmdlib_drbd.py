@@ -667,3 +667,44 @@ def test_node_drbd_minors_lists_each_minor_with_role_and_peer(denv: Any) -> None
     denv.run("OP_INSTANCE_REMOVE", instance_name="a")
     assert drbd.node_drbd_minors(denv.cfg, "uuid-node2") == [
         ["node2", 1, "c", "disk/0", "secondary", "node3"]]
+
+
+def _hv_state(renv: Any, node: str, state: str) -> None:
+    renv.rpc.running[node]["inst1"] = {"memory": 128, "vcpus": 1, "state": 0, "time": 1,
+                                       "hv_state": state}
+
+
+def test_cleanup_after_the_memory_arrived_leaves_the_target_the_only_primary(
+        renv: Any) -> None:
+    """A migration whose master died after qemu's copy (node1 fully sent, the guest
+    paused on node2): the target is resumed, the config switched, node1 made secondary,
+    single-primary (test/integration/test_guest_drbd_migrate.py on real DRBD)."""
+    _drbd(renv)
+    _hv_state(renv, "node1", "migrating")
+    _hv_state(renv, "node2", "paused")
+    renv.rpc.events.clear()
+    renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1", cleanup=True)
+    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node2"
+    steps = [(e[0], e[1]) for e in renv.rpc.events]
+    close = steps.index(("close", "node1"))
+    assert ("close", "node2") not in steps
+    assert not [s for s in steps if s[0] == "dual"]
+    assert [s for s in steps[close:] if s[0] == "attach-net"] == [("attach-net", "node1"),
+                                                                  ("attach-net", "node2")]
+
+
+def test_cleanup_of_an_unfinished_copy_leaves_the_source_the_only_primary(renv: Any) -> None:
+    """The copy had not finished (node2 still incoming): node2's qemu goes, node2 is made
+    secondary, node1 keeps the guest and is the only primary."""
+    _drbd(renv)
+    _hv_state(renv, "node1", "paused")
+    _hv_state(renv, "node2", "incoming")
+    renv.rpc.events.clear()
+    renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1", cleanup=True)
+    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node1"
+    steps = [(e[0], e[1]) for e in renv.rpc.events]
+    close = steps.index(("close", "node2"))
+    assert ("close", "node1") not in steps
+    assert not [s for s in steps if s[0] == "dual"]
+    assert [s for s in steps[close:] if s[0] == "attach-net"] == [("attach-net", "node1"),
+                                                                  ("attach-net", "node2")]
