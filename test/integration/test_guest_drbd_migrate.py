@@ -1,8 +1,8 @@
 """Migrating a writing kvm instance on ``drbd``: the session's guest cluster (doc/storage.md).
 
-One kvm instance (128 MiB, the smallest the default policy allows; 24 MiB so that a migration has
-something to send) whose disk is a real DRBD 8.4 mirror between node2 and
-node3, running the disk-writing boot sector (test/fakes/diskwriter.py): it
+One kvm instance (128 MiB of memory, the least the default policy allows, 24
+MiB of it filled so that a migration has something to send; a 64 MiB disk)
+whose disk is a real DRBD 8.4 mirror between node2 and node3, running the disk-writing boot sector (test/fakes/diskwriter.py): it
 writes numbered sectors without end and acknowledges each on its serial
 port.  Its qemu runs under TCG inside the nodes (so the copy is made with the
 guest paused: doc/kvm.md, "Migration").  Checked, with what the nodes
@@ -18,6 +18,9 @@ themselves show (the qemu's serial log, /proc/drbd, the sectors on
   watcher would, and ``gnt-instance migrate --cleanup`` finishes it: the
   instance runs on exactly one node, the one the config names, the mirror
   has one primary again, the guest writes on and lost no acknowledged write.
+
+The two tests share the instance (the second starts where the first left it);
+about 6 minutes together on a loaded 2-core machine (TCG inside TCG).
 """
 
 from __future__ import annotations
