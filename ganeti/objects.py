@@ -248,6 +248,9 @@ class Cluster:
     #: raised by every master failover; nodes refuse changes carrying an older
     #: one (doc/design/failover.md, "Fencing")
     master_epoch: int = 0
+    #: master candidates promote one of themselves when the master is gone
+    #: (doc/ha.md, "Master autopromotion"); off by default
+    auto_promote: bool = False
     tcpudp_port_pool: list[int] = field(default_factory=list)
     highest_used_port: int = 11000
     blacklisted_os: list[str] = field(default_factory=list)

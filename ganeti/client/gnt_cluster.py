@@ -193,6 +193,7 @@ _CLUSTER_PARAMETERS = (
     ("shared file storage path", "shared_file_storage_dir"),
     ("gluster storage path", "gluster_storage_dir"),
     ("maintenance of node health", "maintain_node_health"),
+    ("automatic master promotion", "auto_promote"),
     ("uid pool", "uid_pool"),
     ("default instance allocator", "default_iallocator"),
     ("default instance allocator parameters", "default_iallocator_params"),
@@ -315,6 +316,7 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "master_netmask": opts.master_netmask,
         "use_external_mip_script": _bool_arg(opts.use_external_mip_script),
         "maintain_node_health": _bool_arg(opts.maintain_node_health),
+        "auto_promote": _bool_arg(opts.auto_promote),
         "prealloc_wipe_disks": _bool_arg(opts.prealloc_wipe_disks),
         "max_running_jobs": opts.max_running_jobs,
         "max_tracked_jobs": opts.max_tracked_jobs,
@@ -640,6 +642,9 @@ NOSSH_OPT = _O("--no-ssh-init", dest="no_ssh_init", action="store_true", default
                help="Accepted for compatibility: the SSH setup only creates the cluster key")
 MNH_OPT = _O("--maintain-node-health", dest="maintain_node_health", default=None,
              choices=["yes", "no"], help="Enable or disable node health maintenance")
+AUTOPROMOTE_OPT = _O("--auto-promote", dest="auto_promote", default=None, choices=["yes", "no"],
+                     help="Whether the master candidates promote one of themselves when the"
+                          " master is gone (default no; doc/ha.md, \"Master autopromotion\")")
 WIPE_OPT = _O("--prealloc-wipe-disks", dest="prealloc_wipe_disks", default=None,
               choices=["yes", "no"], help="Overwrite new disks (and the part a grow-disk adds)"
               " with zeros before use (doc/storage.md, \"Wiping disks\")")
@@ -690,7 +695,7 @@ _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSD
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
                 SFSDIR_OPT, VG_OPT, DRBD_HELPER_OPT, POOL_OPT,
                 HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, MAXTRACK_OPT,
-                IMAGE_OPT, ICN_OPT, IALLOC_OPT,
+                IMAGE_OPT, ICN_OPT, IALLOC_OPT, AUTOPROMOTE_OPT,
                 IALLOCP_OPT,
                 *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 

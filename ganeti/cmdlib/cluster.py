@@ -90,6 +90,7 @@ def cluster_info(cfg: ConfigReader) -> dict[str, Any]:
         "shared_file_storage_dir": cluster.shared_file_storage_dir,
         "gluster_storage_dir": cluster.gluster_storage_dir,
         "maintain_node_health": cluster.maintain_node_health,
+        "auto_promote": cluster.auto_promote,
         "ctime": cluster.ctime,
         "mtime": cluster.mtime,
         "uuid": cluster.uuid,
@@ -393,7 +394,8 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
             new["drbd_usermode_helper"] = op.drbd_helper
         for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
                      "default_iallocator", "maintain_node_health", "prealloc_wipe_disks",
-                     "modify_etc_hosts", "master_netdev", "use_external_mip_script"):
+                     "modify_etc_hosts", "master_netdev", "use_external_mip_script",
+                     "auto_promote"):
             value = getattr(op, name)
             if value is not None:
                 new[name] = value

@@ -63,6 +63,8 @@ class OpClusterSetParams(OpCode):
     vg_name: str | None = param(None, doc="the LVM volume group of plain/drbd disks;"
                                 " '' removes it (refused while such templates are enabled)")
     maintain_node_health: bool | None = None
+    auto_promote: bool | None = param(None, doc="whether the master candidates promote one"
+                                      " of themselves when the master is gone (doc/ha.md)")
     prealloc_wipe_disks: bool | None = None
     modify_etc_hosts: bool | None = None
     mac_prefix: str | None = None

@@ -51,6 +51,17 @@ def test_set_params_stores_only_what_was_set(tmp_path) -> None:
     assert cluster.beparams == {"default": {}}
 
 
+def test_auto_promote_is_off_until_set(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path)
+    assert cfg.get_cluster_info().auto_promote is False
+    serial = cfg.get_serial_no()
+    run_opcode(ctx, ocluster.OpClusterSetParams(auto_promote=True))
+    assert cfg.get_cluster_info().auto_promote is True
+    assert cfg.get_serial_no() > serial
+    run_opcode(ctx, ocluster.OpClusterSetParams(auto_promote=False))
+    assert cfg.get_cluster_info().auto_promote is False
+
+
 def test_raising_pool_size_promotes(tmp_path) -> None:
     cfg, rpc, ctx = _setup(tmp_path, nodes=4, pool_size=2)
     run_opcode(ctx, ocluster.OpClusterSetParams(candidate_pool_size=3))
