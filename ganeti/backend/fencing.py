@@ -47,6 +47,8 @@ __all__ = ["master_vote_info", "master_lease", "node_stop_master", "master_claim
 logger = logging.getLogger(__name__)
 
 EPOCH_FILE_NAME = "master_epoch"
+#: when this node last confirmed its master's lease (doc/ha.md, "Master autopromotion")
+CONTACT_FILE_NAME = "master_contact"
 _JOB_RE = re.compile(r"job-([0-9]+)")
 _STOP_TIMEOUT = 15.0
 #: seconds a takeover's claim holds a node (a taker that died frees it then)
@@ -160,6 +162,29 @@ def check_epoch(ctx: NodeContext, procedure: str, epoch: int, master: str,
         return state
 
 
+def contact_file(ctx: NodeContext) -> str:
+    """Where this node records its last confirmation of a master's lease."""
+    return os.path.join(ctx.paths.data_dir, CONTACT_FILE_NAME)
+
+
+def record_contact(ctx: NodeContext, master: str, epoch: int) -> None:
+    """Record that ``master`` renewed its lease here now (the monotonic clock,
+    shared by every process of this machine; a reboot makes the record old)."""
+    uio.write_file_atomic(contact_file(ctx), serializer.dumps(
+        {"master": master, "epoch": epoch, "at": time.monotonic()}), mode=0o640)
+
+
+def contact_age(path: str, now: float) -> float | None:
+    """Seconds since the last lease confirmation recorded in ``path`` (None: never;
+    a record from before this machine's boot counts as made at boot)."""
+    try:
+        raw = serializer.loads(uio.read_file(path, max_size=4096))
+        at = float(raw["at"])
+    except (OSError, errors.GanetiError, KeyError, TypeError, ValueError):
+        return None
+    return now if at > now else now - at
+
+
 def _ssconf(ctx: NodeContext, key: str) -> str | None:
     try:
         return uio.read_file(ctx.paths.ssconf_file(key), max_size=1 << 20).decode().strip()
@@ -200,8 +225,9 @@ def highest_job_id(queue_dir: str, archive_dir: str) -> int:
 def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
     """What this node believes: master name, and for candidates their serials.
 
-    ``{"master", "candidate", "epoch", "reserved_job_id", "reserved_serial"}``
-    on every node;
+    ``{"master", "candidate", "epoch", "reserved_job_id", "reserved_serial",
+    "contact_age"}`` on every node (``contact_age``: seconds since a master's
+    lease renewal was last confirmed here, None: never);
     a master candidate (it holds ``config.data`` and is marked a candidate
     in it) adds ``config_serial``, ``job_id`` (highest, archive included)
     and ``queue_serial``.
@@ -210,6 +236,7 @@ def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
         state = read_state(ctx)
     out: dict[str, Any] = {"master": _ssconf(ctx, "master_node"), "candidate": False,
                            "epoch": state["epoch"],
+                           "contact_age": contact_age(contact_file(ctx), time.monotonic()),
                            "reserved_job_id": state["reserved_job_id"],
                            "reserved_serial": state["reserved_serial"]}
     try:
@@ -240,6 +267,10 @@ def master_lease(ctx: NodeContext, master: str, epoch: int, reserve_job_id: int,
     accepted.  Returns ``{"master": ssconf master name, "epoch": accepted}``.
     """
     state = check_epoch(ctx, "master_lease", epoch, master, reserve_job_id, reserve_serial)
+    try:
+        record_contact(ctx, master, epoch)
+    except OSError as exc:
+        logger.warning("Cannot record the master's lease renewal: %s", exc)
     return {"master": _ssconf(ctx, "master_node"), "epoch": state["epoch"]}
 
 

@@ -65,6 +65,9 @@ class NodeAnswer:
     epoch: int = 0
     reserved_job_id: int = 0
     reserved_serial: int = 0
+    #: seconds since the node last confirmed a master's lease (None: never);
+    #: read by the master autopromotion (doc/ha.md)
+    contact_age: float | None = None
 
     @property
     def highest_job_id(self) -> int:
@@ -87,7 +90,14 @@ def answer_from_data(node: str, data: object) -> NodeAnswer | str:
                       config_serial=opt_int("config_serial"), job_id=opt_int("job_id"),
                       queue_serial=opt_int("queue_serial"), epoch=opt_int("epoch") or 0,
                       reserved_job_id=opt_int("reserved_job_id") or 0,
-                      reserved_serial=opt_int("reserved_serial") or 0)
+                      reserved_serial=opt_int("reserved_serial") or 0,
+                      contact_age=_opt_float(data.get("contact_age")))
+
+
+def _opt_float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
 
 
 @dataclass(frozen=True)

@@ -64,9 +64,27 @@ def test_vote_info_candidate(ctx):
     open(os.path.join(ctx.paths.queue_archive_dir, "0", "job-3"), "w").close()
     fencing.master_lease(ctx, "node9", 3, 1000, 1007)
     info = fencing.master_vote_info(ctx)
+    age = info.pop("contact_age")
+    assert age is not None and 0 <= age < 60
     assert info == {"master": "node9", "candidate": True, "epoch": 3, "reserved_job_id": 1000,
                     "reserved_serial": 1007, "config_serial": 7, "job_id": 41,
                     "queue_serial": 42}
+
+
+def test_contact_age_counts_from_the_last_lease(ctx):
+    path = fencing.contact_file(ctx)
+    assert fencing.master_vote_info(ctx)["contact_age"] is None
+    fencing.master_lease(ctx, "node9", 3, 0, 0)
+    with open(path) as fh:
+        at = json.load(fh)["at"]
+    assert fencing.contact_age(path, at + 7.5) == 7.5
+    # a record from before a reboot (a later monotonic time): as old as the boot
+    assert fencing.contact_age(path, at - 100.0) == at - 100.0
+    # a refused renewal is no contact
+    with pytest.raises(errors.NotMasterError):
+        fencing.master_lease(ctx, "node8", 2, 0, 0)
+    with open(path) as fh:
+        assert json.load(fh)["at"] == at
 
 
 def test_vote_info_archive_only(ctx):
