@@ -12,7 +12,9 @@ node's time since its last confirmation) and :func:`elect` decides:
 
 * the master is gone only when a strict majority of the master candidates
   of the configuration (the master counted, it never confirms) report no
-  renewal for at least the timeout, and name the same master;
+  renewal for at least half the timeout (the asking node waited the whole
+  timeout; the others' timers run a little behind or ahead of it), and
+  name the same master;
 * among the candidates that confirmed, the winner has the highest config
   serial, then the highest job id (what the master vote compares,
   doc/design/failover.md, "The vote"), then comes first in the sorted
@@ -40,7 +42,7 @@ TIMEOUT_LEASES = 1.5
 #: ... but never after less than this many seconds
 MIN_TIMEOUT = 5.0
 #: seconds between two checks of one candidate while the master stays gone
-RETRY_INTERVAL = 5.0
+RETRY_INTERVAL = 2.0
 
 
 def master_timeout(lease: float) -> float:
@@ -61,13 +63,15 @@ class LocalView:
     ``enabled``: ``auto_promote`` in its configuration; ``candidate``: it is
     an online master candidate there; ``master``: its configuration names it
     the master; ``contact``: when (monotonic) it last confirmed a master's
-    lease renewal, None if never.
+    lease renewal, None if never; ``epoch``: the master epoch of its
+    configuration (a new master restarts the timer).
     """
 
     enabled: bool
     candidate: bool
     master: bool
     contact: float | None
+    epoch: int = 0
 
 
 class Watch:
@@ -75,7 +79,8 @@ class Watch:
     :data:`CHECK` when it is time to ask the other candidates.
 
     The timer starts when the node becomes an enabled candidate (turning
-    ``auto_promote`` on never counts the time before as silence); a check
+    ``auto_promote`` on never counts the time before as silence), and again
+    when its configuration names a new master epoch; a check
     is not repeated for :attr:`retry` seconds, nor while the previous one
     runs (``busy``).
     """
@@ -85,6 +90,7 @@ class Watch:
         self.retry = retry
         self.armed_since: float | None = None
         self.last_check: float | None = None
+        self.epoch: int | None = None
 
     def silence(self, now: float, view: LocalView) -> float:
         """Seconds without a renewal as this node counts them (0 when not armed)."""
@@ -100,8 +106,9 @@ class Watch:
             self.armed_since = None
             self.last_check = None
             return IDLE
-        if self.armed_since is None:
+        if self.armed_since is None or view.epoch != self.epoch:
             self.armed_since = now
+            self.epoch = view.epoch
         if busy or self.silence(now, view) < self.timeout:
             return IDLE
         if self.last_check is not None and now - self.last_check < self.retry:
@@ -152,7 +159,7 @@ def elect(master: str, candidates: Sequence[str],
             continue
         if ans.master != master:
             alive.append(f"{name} names {ans.master or 'no master'}")
-        elif ans.contact_age is not None and ans.contact_age < timeout:
+        elif ans.contact_age is not None and ans.contact_age < timeout / 2:
             alive.append(f"{name} heard from {master} {ans.contact_age:.1f}s ago")
         elif ans.candidate:
             confirming.append(ans)

@@ -32,6 +32,7 @@ from ganeti import constants, errors, events
 from ganeti.cmdlib import liveinfo
 from ganeti.context import MasterContext
 from ganeti.failover.lease import LEASE_DURATION
+from ganeti.failover.quorum import MasterGuard
 from ganeti.jqueue import storage as jstorage
 from ganeti.pathutils import Paths
 from ganeti.server import filterrules, luxiserver, masterstart, tuning
@@ -120,9 +121,11 @@ def _check(options: argparse.Namespace, paths: Paths) -> None:
 
 
 class _State:
-    def __init__(self, context: MasterContext, server: MasterServer) -> None:
+    def __init__(self, context: MasterContext, server: MasterServer,
+                 guard: MasterGuard | None = None) -> None:
         self.context = context
         self.server = server
+        self.guard = guard
 
 
 def _prepare(runtime: DaemonRuntime) -> _State:
@@ -168,7 +171,7 @@ def _prepare(runtime: DaemonRuntime) -> _State:
 
     runtime.add_stop_callback(_stop)
     logger.info("Master daemon ready in %.3fs", time.monotonic() - started)
-    return _State(context, server)
+    return _State(context, server, guard)
 
 
 def _serve(runtime: DaemonRuntime, state: _State) -> None:
@@ -178,6 +181,9 @@ def _serve(runtime: DaemonRuntime, state: _State) -> None:
     filterrules.apply_rules(state.context)
     state.context.require_jqueue().start()
     masterstart.start_master_ip(state.context)
+    if state.guard is not None:
+        masterstart.start_heartbeat(state.context, state.guard, runtime.options.lease_duration,
+                                    runtime.stop_event)
     try:
         state.server.serve_forever(poll_interval=0.5)
     finally:

@@ -25,7 +25,7 @@ from ganeti.replication import Replicator
 from ganeti.utils import net as netutils
 
 __all__ = ["start_master_ip", "resume_takeover", "vote", "make_guard", "push_everything",
-           "catch_up_candidates"]
+           "catch_up_candidates", "start_heartbeat"]
 
 logger = logging.getLogger(__name__)
 
@@ -146,3 +146,29 @@ def catch_up_candidates(context: MasterContext) -> None:
     if candidates:
         logger.info("Bringing the job queue of %s up to date", ", ".join(candidates))
         replicator.replicate_queue_to(candidates)
+
+
+def start_heartbeat(context: MasterContext, guard: MasterGuard, lease: float,
+                    stop: threading.Event) -> threading.Thread:
+    """Renew the master lease every ``heartbeat_interval(lease)`` seconds while the
+    configuration has ``auto_promote`` on, even with no job coming: the master
+    candidates take a missing renewal for the master's death (doc/ha.md,
+    "Master autopromotion").  Stops with ``stop`` or when this master is fenced."""
+    from ganeti.failover.autopromote import heartbeat_interval
+    cfg = context.require_cfg()
+    interval = heartbeat_interval(lease)
+
+    def _beat() -> None:
+        while not stop.wait(interval):
+            if guard.fenced is not None:
+                return
+            if not cfg.get_cluster_info().auto_promote:
+                continue
+            try:
+                guard.renew()
+            except Exception:  # the heartbeat must outlive one failed round
+                logger.exception("Master lease heartbeat failed")
+
+    thread = threading.Thread(target=_beat, name="master-heartbeat", daemon=True)
+    thread.start()
+    return thread

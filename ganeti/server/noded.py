@@ -100,6 +100,7 @@ from ganeti.pathutils import Paths
 from ganeti.redact import Redactor
 from ganeti.rpc import defs
 from ganeti.server import console, noded_keepalive
+from ganeti.server.autopromote import PromotionMonitor, run_worker
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context",
            "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
@@ -373,6 +374,24 @@ class NodedServer(forking.ForkingServer):
                                 max_body_size=MAX_REQUEST_SIZE)
         super().__init__(address, port, ssl_context, NodedRequestHandler, limits=limits,
                          spare_children=spare_children, clock=clock)
+        #: the master autopromotion's timer (doc/ha.md); None: not watched
+        self.promotion: PromotionMonitor | None = None
+
+    def watch_master(self) -> None:
+        """Take part in the master autopromotion (doc/ha.md, "Master autopromotion")."""
+        self.promotion = PromotionMonitor(self.paths, self.hostname, clock=self.clock)
+
+    def loop_deadline(self) -> float | None:
+        deadline = super().loop_deadline()
+        if self.promotion is None:
+            return deadline
+        mine = self.promotion.deadline()
+        return mine if deadline is None else min(deadline, mine)
+
+    def loop_tick(self, stopping: bool) -> None:
+        super().loop_tick(stopping)
+        if self.promotion is not None and not stopping:
+            self.promotion.tick(lambda fn: run_worker(self._child_setup, fn))
 
     def warm_up(self) -> None:
         """Answer one ``version`` request in-process over a socketpair.

@@ -84,6 +84,7 @@ def _prepare(runtime: Any) -> NodedServer:
                          keepalive_timeout=options.keepalive_timeout,
                          redactor=runtime.redactor)
     server.warm_up()
+    server.watch_master()
     return server
 
 

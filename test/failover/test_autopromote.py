@@ -62,6 +62,21 @@ def test_a_renewal_restarts_the_timer() -> None:
         assert watch.tick(clock(), _view(clock() - 1.0)) == ap.IDLE
 
 
+def test_a_new_master_epoch_restarts_the_timer() -> None:
+    clock = FakeClock()
+    watch = ap.Watch(9.0)
+    contact = clock()
+    watch.tick(clock(), _view(contact))
+    clock.advance(8.0)
+    # the takeover's configuration arrives before the new master's first renewal
+    new = ap.LocalView(enabled=True, candidate=True, master=False, contact=contact, epoch=65538)
+    assert watch.tick(clock(), new) == ap.IDLE
+    clock.advance(8.0)
+    assert watch.tick(clock(), new) == ap.IDLE
+    clock.advance(1.5)
+    assert watch.tick(clock(), new) == ap.CHECK
+
+
 def test_enabling_does_not_count_the_silence_before() -> None:
     clock = FakeClock()
     watch = ap.Watch(9.0)
@@ -97,9 +112,12 @@ def test_highest_serial_then_job_id_wins() -> None:
 
 
 def test_not_gone_while_one_of_two_candidates_hears_the_master() -> None:
-    got = ap.elect(M, CANDS, {"node2": _ans("node2"), "node3": _ans("node3", age=1.0)}, 9.0)
+    got = ap.elect(M, CANDS, {"node2": _ans("node2"), "node3": _ans("node3", age=4.0)}, 9.0)
     assert not got.gone and got.winner is None
-    assert "node3 heard from node1 1.0s ago" in got.reason
+    assert "node3 heard from node1 4.0s ago" in got.reason
+    # half the timeout is silence enough for the others
+    assert ap.elect(M, CANDS, {"node2": _ans("node2"), "node3": _ans("node3", age=4.5)},
+                    9.0).gone
 
 
 def test_a_lone_candidate_never_promotes_itself() -> None:
