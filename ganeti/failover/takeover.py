@@ -539,8 +539,11 @@ def _check_still_ours(rpc: RpcRunner, paths: Paths, names: Sequence[str], me: st
 
 def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
               timeout_scale: float = 1.0, lease: float = LEASE_DURATION,
-              sleep: Callable[[float], None] = time.sleep) -> Outcome:
+              sleep: Callable[[float], None] = time.sleep, drain: bool = True) -> Outcome:
     """Make this node the master, up to (not including) starting its daemons.
+
+    ``drain=False`` skips draining the old master (the autopromotion, whose
+    candidates found it silent: doc/ha.md, "Master autopromotion").
 
     Resumes a takeover recorded by :func:`read_marker`.  Raises
     :class:`TakeoverRefused` when the vote refuses or another taker wins
@@ -566,7 +569,7 @@ def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
     names = quorum.config_node_names(data)
     faultpoints.reached("before_vote")
     out(f"Master vote on {me} (the master is {old}):")
-    drained = (not no_voting and bool(old) and old != me
+    drained = (drain and not no_voting and bool(old) and old != me
                and drain_old_master(rpc, old, DRAIN_SECONDS, out))
     try:
         if not no_voting:

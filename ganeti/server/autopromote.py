@@ -159,7 +159,9 @@ def check_and_take_over(paths: Paths, me: str, masterd_args: Sequence[str],
         logger.warning("Autopromotion takeover: %s", line)
 
     try:
-        done = takeover.take_over(paths, me, out=out, timeout_scale=scale, lease=lease)
+        # no drain: a majority of the candidates found the master silent
+        done = takeover.take_over(paths, me, out=out, timeout_scale=scale, lease=lease,
+                                  drain=False)
         daemonctl.start_master_daemons(paths, extra_args=masterd_args)
     except errors.GanetiError as exc:
         logger.error("Master autopromotion: this node did not take over: %s", exc)
