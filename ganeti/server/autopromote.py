@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -44,8 +45,12 @@ __all__ = ["PromotionMonitor", "check_and_take_over", "run_worker", "LOOK_EVERY"
 logger = logging.getLogger(__name__)
 
 #: seconds between two looks at the local state (cheap: a stat, and a parse
-#: of the configuration only when it changed)
+#: of the configuration only when it changed and has ``auto_promote`` on)
 LOOK_EVERY = 1.0
+#: ``auto_promote`` on, as the configuration's JSON writes it (a quote inside a
+#: JSON string is escaped, so only a key matches): a cluster with it off
+#: never pays for a parse of a large configuration
+_ENABLED_RE = re.compile(rb'"auto_promote"\s*:\s*true')
 
 
 def _option(args: Sequence[str], name: str, default: float) -> float:
@@ -82,8 +87,11 @@ class PromotionMonitor:
         if key != self._config_key:
             self._config_key = key
             try:
-                raw = serializer.loads(uio.read_file(self.paths.config_file,
-                                                     max_size=256 << 20))
+                text = uio.read_file(self.paths.config_file, max_size=256 << 20)
+                if not _ENABLED_RE.search(text):
+                    self._config = (False, False, False, 0)
+                    return self._config
+                raw = serializer.loads(text)
                 cluster = raw["cluster"]
                 me = next((uuid, n) for uuid, n in raw["nodes"].items()
                           if n.get("name") == self.hostname)
