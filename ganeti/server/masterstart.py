@@ -25,7 +25,7 @@ from ganeti.replication import Replicator
 from ganeti.utils import net as netutils
 
 __all__ = ["start_master_ip", "resume_takeover", "vote", "make_guard", "push_everything",
-           "catch_up_candidates", "start_heartbeat"]
+           "catch_up_candidates", "start_heartbeat", "update_stragglers"]
 
 logger = logging.getLogger(__name__)
 
@@ -148,24 +148,59 @@ def catch_up_candidates(context: MasterContext) -> None:
         replicator.replicate_queue_to(candidates)
 
 
+#: every this many heartbeats the master looks for nodes naming another master
+_STRAGGLER_BEATS = 5
+
+
+def update_stragglers(context: MasterContext) -> list[str]:
+    """Give the configuration (and candidates the job queue) to nodes that name
+    another master: an old master back after an autopromotion, a node that was
+    down at the takeover (doc/ha.md, "Master autopromotion").  Returns them."""
+    from ganeti.failover.quorum import collect_answers, config_node_names
+    from ganeti.failover.vote import NodeAnswer
+    rpc = context.rpc
+    replicator = context.replicator
+    if rpc is None or not isinstance(replicator, Replicator):
+        return []
+    me = netutils.hostname()
+    names = [n for n in config_node_names(context.require_cfg().get_config_data()) if n != me]
+    answers = collect_answers(rpc, names)
+    stale = sorted(n for n, a in answers.items() if isinstance(a, NodeAnswer) and a.master != me)
+    if not stale:
+        return []
+    logger.warning("Nodes naming another master: %s; giving them this master's state",
+                   ", ".join(stale))
+    push_everything(context, with_queue=False)
+    candidates, _ = replicator.targets()
+    behind = [n for n in stale if n in candidates]
+    if behind:
+        replicator.replicate_queue_to(behind)
+    return stale
+
+
 def start_heartbeat(context: MasterContext, guard: MasterGuard, lease: float,
                     stop: threading.Event) -> threading.Thread:
     """Renew the master lease every ``heartbeat_interval(lease)`` seconds while the
     configuration has ``auto_promote`` on, even with no job coming: the master
     candidates take a missing renewal for the master's death (doc/ha.md,
-    "Master autopromotion").  Stops with ``stop`` or when this master is fenced."""
+    "Master autopromotion"); every few beats, :func:`update_stragglers`.
+    Stops with ``stop`` or when this master is fenced."""
     from ganeti.failover.autopromote import heartbeat_interval
     cfg = context.require_cfg()
     interval = heartbeat_interval(lease)
 
     def _beat() -> None:
+        beats = 0
         while not stop.wait(interval):
             if guard.fenced is not None:
                 return
             if not cfg.get_cluster_info().auto_promote:
                 continue
+            beats += 1
             try:
                 guard.renew()
+                if beats % _STRAGGLER_BEATS == 0:
+                    update_stragglers(context)
             except Exception:  # the heartbeat must outlive one failed round
                 logger.exception("Master lease heartbeat failed")
 
