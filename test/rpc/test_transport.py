@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 
@@ -290,3 +291,50 @@ def test_a_connection_is_given_the_connect_timeout_or_less(cert_file: str,
         with pytest.raises(errors.RpcTransportError, match="connection refused"):
             https.post("127.0.0.1", 1, "version", b"[]", call_timeout)
     assert 0 < seen[0] <= 2.0 and seen[1] == transport.CONNECT_TIMEOUT
+
+
+def test_a_node_whose_connection_timed_out_gets_the_shorter_connect_timeout(
+        cert_file: str, monkeypatch) -> None:
+    # a dead node: the first call waits the whole connect timeout, the next ones of the
+    # window wait less; a refusal (the node answers) never makes a node suspect
+    seen: list[float] = []
+    outcome: list[BaseException] = [socket.timeout("timed out")]
+
+    def connect(address, timeout, source_address=None):
+        seen.append(timeout)
+        raise outcome[0]
+
+    now = [1000.0]
+    monkeypatch.setattr(transport.socket, "create_connection", connect)
+    https = transport.HttpsTransport(cert_file, clock=lambda: now[0])
+    for _ in range(2):
+        with pytest.raises(errors.RpcTransportError, match="timed out"):
+            https.post("192.0.2.7", 1811, "version", b"[]", 600)
+    assert seen == [transport.CONNECT_TIMEOUT, transport.SUSPECT_CONNECT_TIMEOUT]
+    # another node is not suspect
+    with pytest.raises(errors.RpcTransportError):
+        https.post("192.0.2.8", 1811, "version", b"[]", 600)
+    assert seen[-1] == transport.CONNECT_TIMEOUT
+    # once the window is over, the dead node gets the whole timeout again
+    now[0] += transport.SUSPECT_WINDOW + 1
+    outcome[0] = ConnectionRefusedError()
+    with pytest.raises(errors.RpcTransportError, match="connection refused"):
+        https.post("192.0.2.7", 1811, "version", b"[]", 600)
+    assert seen[-1] == transport.CONNECT_TIMEOUT
+    outcome[0] = OSError(errno.EHOSTUNREACH, "No route to host")
+    with pytest.raises(errors.RpcTransportError, match="No route to host"):
+        https.post("192.0.2.7", 1811, "version", b"[]", 600)
+    with pytest.raises(errors.RpcTransportError):
+        https.post("192.0.2.7", 1811, "version", b"[]", 600)
+    assert seen[-1] == transport.SUSPECT_CONNECT_TIMEOUT
+
+
+def test_a_node_that_connects_again_is_no_longer_suspect(cert_file: str) -> None:
+    now = [0.0]
+    suspects = transport.SuspectNodes(clock=lambda: now[0])
+    key = ("192.0.2.7", 1811)
+    suspects.failed(key)
+    now[0] = transport.SUSPECT_WINDOW - 1
+    assert suspects.connect_timeout(key) == transport.SUSPECT_CONNECT_TIMEOUT
+    suspects.succeeded(key)
+    assert suspects.connect_timeout(key) == transport.CONNECT_TIMEOUT
