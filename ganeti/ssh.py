@@ -559,6 +559,27 @@ class SshRunner:
         for transport in kept:
             transport.close()
 
+    def exec_channel(self, host: str, command: str | Sequence[str], *, port: int | None = None
+                     ) -> tuple[paramiko.Channel, Callable[[], None]]:
+        """Start ``command`` on ``host``; its channel (a byte stream both ways) and the
+        function that closes it (giving a kept connection back, with ``reuse``)."""
+        import paramiko
+
+        port = self.port if port is None else port
+        transport, chan = self._open_session(host, port)
+        try:
+            chan.exec_command(_command_text(command))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            chan.close()
+            self._done(host, port, transport, False)
+            raise errors.CommandError(f"SSH to {host}:{port}: cannot start command: {exc}"
+                                      ) from exc
+
+        def close() -> None:
+            chan.close()
+            self._done(host, port, transport, True)
+        return chan, close
+
     def run(self, host: str, command: str | Sequence[str], *, port: int | None = None,
             timeout: float | None = 60.0, input_data: bytes | str | None = None) -> RunResult:
         """Run ``command`` on ``host`` and wait at most ``timeout`` seconds.

@@ -24,6 +24,7 @@ from typing import Any
 from ganeti import constants, errors
 from ganeti.utils.process import RunResult
 from tools.harness import guestcluster, guestvm
+from tools.harness.luxirelay import LuxiRelay
 
 __all__ = ["GuestClusterFixture", "support_problem", "VCLUSTER"]
 
@@ -50,6 +51,20 @@ def support_problem() -> str | None:
 #: (doc/vcluster.md, "Guest clusters": where a guest test spends its time)
 TRACE_ENV = "GANETI_TEST_GUEST_TRACE"
 
+#: the commands that need only the master's LUXI socket: :meth:`GuestClusterFixture.gnt`
+#: runs them on the host through a :class:`LuxiRelay` (a ``gnt-*`` started inside an
+#: emulated node costs seconds of Python start-up); a tool named alone: all its verbs
+#: but those of :data:`ON_MASTER`
+HOST_COMMANDS = {"gnt-instance", "gnt-job", "gnt-group", "gnt-backup", "gnt-os",
+                 ("gnt-node", "list"), ("gnt-node", "info"), ("gnt-node", "volumes"),
+                 ("gnt-node", "list-storage"), ("gnt-node", "modify"),
+                 ("gnt-node", "evacuate"), ("gnt-node", "migrate"),
+                 ("gnt-node", "failover"), ("gnt-cluster", "verify-disks"),
+                 ("gnt-cluster", "info"), ("gnt-cluster", "redist-conf"),
+                 ("gnt-cluster", "modify"), ("gnt-cluster", "queue")}
+#: verbs of the tools above that read the master's files or use SSH themselves
+ON_MASTER = {("gnt-instance", "console")}
+
 
 def _trace(start: float, kind: str, command: str | Sequence[str]) -> None:
     path = os.environ.get(TRACE_ENV)
@@ -60,6 +75,12 @@ def _trace(start: float, kind: str, command: str | Sequence[str]) -> None:
         fh.write(f"{time.monotonic() - start:7.2f} {kind}: {text[:160]}\n")
 
 
+def _on_host(argv: Sequence[str]) -> bool:
+    """Whether ``gnt ARGV`` may run on the host (:data:`HOST_COMMANDS`)."""
+    verb = (argv[0], argv[1]) if len(argv) > 1 else (argv[0], "")
+    return verb not in ON_MASTER and (argv[0] in HOST_COMMANDS or verb in HOST_COMMANDS)
+
+
 class GuestClusterFixture:
     """A running guest cluster and the ways tests drive it."""
 
@@ -67,6 +88,7 @@ class GuestClusterFixture:
         self.directory = os.path.abspath(directory)
         self.num_nodes = nodes
         self.gc: guestcluster.GuestCluster | None = None
+        self._relay: LuxiRelay | None = None
 
     def ensure_running(self) -> GuestClusterFixture:
         """Create the cluster unless it exists (after a destroy: again)."""
@@ -82,6 +104,9 @@ class GuestClusterFixture:
 
     def close(self) -> None:
         """Destroy the cluster (idempotent)."""
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
         if os.path.exists(self.directory):
             guestcluster.destroy(self.directory)
 
@@ -103,12 +128,31 @@ class GuestClusterFixture:
         """Run ``gnt-*`` on the master, as the env wrappers do (:func:`guestcluster.run_gnt`),
         from this process: its SSH connection to the master is kept between calls."""
         start = time.monotonic()
+        if _on_host(argv):
+            try:
+                return self._host_gnt(argv, timeout)
+            finally:
+                _trace(start, "gnt", argv)
         try:
             res = guestcluster.run_gnt(self.cluster, list(argv), timeout=timeout, check=False)
         finally:
             _trace(start, "gnt", argv)
         return subprocess.CompletedProcess(list(argv), 1 if res.exit_code is None else
                                            res.exit_code, res.stdout, res.stderr)
+
+    def _host_gnt(self, argv: Sequence[str], timeout: float
+                  ) -> subprocess.CompletedProcess[str]:
+        """Run ``gnt-*`` on the host, its LUXI calls carried to the master by the relay."""
+        gc = self.cluster
+        if self._relay is None or self._relay.gc is not gc:
+            if self._relay is not None:
+                self._relay.close()
+            self._relay = LuxiRelay(gc, os.path.join(gc.directory, "luxi"))
+        env = dict(os.environ, PYTHONPATH=gc.repo)
+        env[constants.ENV_ROOTDIR] = self._relay.root
+        return subprocess.run([gc.python, os.path.join(gc.repo, "scripts", argv[0]),
+                               *argv[1:]], env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
 
     def wrapper(self, *argv: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
         """Run ``gnt-*`` on the host through the env wrappers (``tools/vcluster env``)."""

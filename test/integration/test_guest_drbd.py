@@ -127,17 +127,17 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
     name = "drbd2.vcluster"
     stopped: list[str] = []
     try:
-        _ok(_add(gc, name, size="192m"))
+        _ok(_add(gc, name, size="96m"))
         minors = _disk_minors(gc, name)
-        first = _write(gc, "node2", minors["node2"], 0, 32, "drbd2-a")
+        first = _write(gc, "node2", minors["node2"], 0, 16, "drbd2-a")
 
         # the secondary dies while the primary writes
         writer = gc.ssh("node2", f"(dd if=/dev/urandom of=/dev/drbd{minors['node2']} bs=1M"
-                                 " seek=64 count=64 oflag=direct 2>/dev/null &) ; sleep 1")
+                                 " seek=32 count=32 oflag=direct 2>/dev/null &) ; sleep 1")
         assert not writer.failed
         _ok(gc.vcluster("stop", gc.directory, "node3"))
         stopped.append("node3")
-        second = _write(gc, "node2", minors["node2"], 32, 32, "drbd2-b")
+        second = _write(gc, "node2", minors["node2"], 16, 16, "drbd2-b")
         state = _minors(gc, "node2")[minors["node2"]]
         assert state[0] in ("WFConnection", "StandAlone") and state[1] == "Primary/Unknown"
         verify = gc.gnt("gnt-cluster", "verify")
@@ -163,7 +163,7 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         cut = gc.ssh("node2", ["/lib/drbd/drbdsetup-84", "disconnect",
                                *(f"ipv4:{m.group(1)}" for m in ends if m)])
         assert not cut.failed, cut.stderr
-        lost = _write(gc, "node2", minors["node2"], 160, 16, "drbd2-lost")
+        lost = _write(gc, "node2", minors["node2"], 80, 8, "drbd2-lost")
         _ok(gc.vcluster("stop", gc.directory, "node2"))
         stopped.append("node2")
         refused = gc.gnt("gnt-instance", "failover", "-f", name)
@@ -172,10 +172,10 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         listed = _ok(gc.gnt("gnt-instance", "list", "--no-headers", "-o",
                             "pnode,snodes,status", name)).split()
         assert listed == ["node3.vcluster", "node2.vcluster", "running"]
-        assert _read(gc, "node3", minors["node3"], 0, 32) == first
-        assert _read(gc, "node3", minors["node3"], 32, 32) == second
-        third = _write(gc, "node3", minors["node3"], 128, 16, "drbd2-c")
-        winner = _write(gc, "node3", minors["node3"], 160, 16, "drbd2-d")
+        assert _read(gc, "node3", minors["node3"], 0, 16) == first
+        assert _read(gc, "node3", minors["node3"], 16, 16) == second
+        third = _write(gc, "node3", minors["node3"], 64, 8, "drbd2-c")
+        winner = _write(gc, "node3", minors["node3"], 80, 8, "drbd2-d")
         assert winner != lost
 
         # the old primary comes back: both sides wrote, DRBD resyncs in neither
@@ -184,7 +184,7 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         stopped.remove("node2")
         _ok(gc.gnt("gnt-cluster", "verify-disks"))
         _wait_split(gc, minors)
-        assert _read(gc, "node3", minors["node3"], 160, 16) == winner
+        assert _read(gc, "node3", minors["node3"], 80, 8) == winner
         verify = gc.gnt("gnt-cluster", "verify")
         assert f"instance {name}: disk/0 is not connected" in verify.stdout, verify.stdout
         assert "refuses to connect its sides (a split brain" in verify.stdout
@@ -193,9 +193,9 @@ def test_the_mirror_survives_the_loss_of_either_node(guest_cluster: GuestCluster
         _wait_in_sync(gc, minors)
         assert _minors(gc, "node2")[minors["node2"]][1] == "Secondary/Primary"
         _ok(gc.gnt("gnt-instance", "failover", "-f", name))
-        assert _read(gc, "node2", minors["node2"], 0, 32) == first
-        assert _read(gc, "node2", minors["node2"], 128, 16) == third
-        assert _read(gc, "node2", minors["node2"], 160, 16) == winner
+        assert _read(gc, "node2", minors["node2"], 0, 16) == first
+        assert _read(gc, "node2", minors["node2"], 64, 8) == third
+        assert _read(gc, "node2", minors["node2"], 80, 8) == winner
     finally:
         for node in stopped:
             gc.vcluster("start", gc.directory, node)

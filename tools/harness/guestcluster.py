@@ -370,11 +370,27 @@ def current_master(gc: GuestCluster) -> GuestNode:
     return gc.nodes[0]
 
 
-#: exit status of :func:`run_gnt`'s guarded command when the node is not the master
-_NOT_MASTER_EXIT = 199
+def exec_on(gc: GuestCluster, node: str, command: str | Sequence[str]
+            ) -> tuple[Any, Callable[[], None]]:
+    """Start ``command`` on ``node`` over the kept SSH connection; its channel (a byte
+    stream both ways, ``paramiko.Channel``) and the function that closes it."""
+    return _runner(gc).exec_channel(gc.node(node).ip, command)
 
 
-def _last_master(gc: GuestCluster) -> GuestNode | None:
+#: exit status of :func:`master_guarded` commands when the node is not the master
+NOT_MASTER_EXIT = 199
+
+
+def master_guarded(node: GuestNode, command: str) -> str:
+    """``command`` for a shell on ``node`` that runs only while its ssconf names it the
+    master (else exits :data:`NOT_MASTER_EXIT`)."""
+    ssconf = shlex.quote(Paths("/").ssconf_file("master_node"))
+    return (f'[ "$(cat {ssconf} 2>/dev/null)" = {shlex.quote(node.name)} ]'
+            f" || exit {NOT_MASTER_EXIT}; {command}")
+
+
+def last_master(gc: GuestCluster) -> GuestNode | None:
+    """The master found last time (``DIR/master``) if its guest runs, else None."""
     try:
         with open(os.path.join(gc.directory, "master")) as fh:
             name = fh.read().strip()
@@ -392,15 +408,13 @@ def run_gnt(gc: GuestCluster, argv: Sequence[str], *, node: str | None = None,
     SSH call that checks it still is the master (its ssconf names itself, as
     :func:`current_master` asks); only when it is not is the master looked up.
     """
-    target = gc.node(node) if node else _last_master(gc)
+    target = gc.node(node) if node else last_master(gc)
     res: RunResult | None = None
     if target is not None and not node:
-        ssconf = shlex.quote(Paths("/").ssconf_file("master_node"))
-        guarded = (f'[ "$(cat {ssconf} 2>/dev/null)" = {shlex.quote(target.name)} ]'
-                   f" || exit {_NOT_MASTER_EXIT}; exec {shlex.join(argv)}")
+        guarded = master_guarded(target, f"exec {shlex.join(argv)}")
         # (an unreachable node raises: a command that may have run is never run twice)
         res = run_on(gc, target.name, guarded, timeout=timeout)
-        if res.exit_code == _NOT_MASTER_EXIT:
+        if res.exit_code == NOT_MASTER_EXIT:
             res = None
     if res is None:
         target = gc.node(node) if node else current_master(gc)
