@@ -23,14 +23,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests first (on ``make test``'s two workers their module group is the
     longest, so it starts at once: test/conftest.py) and the
     ``guest_cluster_last`` ones last among them: they destroy the cluster
-    the other guest tests share."""
+    the other guest tests share.  The other integration tests come next and
+    the unit tests last: make test's workers take modules in this order, and
+    many short modules at the end even out when the workers finish (a long
+    module started last would run on alone)."""
     for item in items:
         if HERE in pathlib.Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.integration)
         if "guest_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.guests)
     items.sort(key=lambda item: (item.get_closest_marker("guests") is None,
-                                 item.get_closest_marker("guest_cluster_last") is not None))
+                                 item.get_closest_marker("guest_cluster_last") is not None,
+                                 item.get_closest_marker("integration") is None))
 
 
 @pytest.fixture(scope="session")
