@@ -31,7 +31,7 @@ def _ok(res) -> str:  # type: ignore[no-untyped-def]
     return str(res.stdout)
 
 
-def _add(gc: GuestClusterFixture, name: str, *extra: str, size: str = "128m"):  # type: ignore[no-untyped-def]
+def _add(gc: GuestClusterFixture, name: str, *extra: str, size: str = "64m"):  # type: ignore[no-untyped-def]
     return gc.gnt("gnt-instance", "add", "-t", "drbd", "-o", "tinyos", "--disk",
                   f"0:size={size}", "-n", "node2.vcluster:node3.vcluster", "--no-name-check",
                   "--no-ip-check", *extra, name)
@@ -215,7 +215,7 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
     name = "drbd3.vcluster"
     try:
         out = _ok(_add(gc, name))
-        assert "creating disk disk/0 (128 MiB) on node3.vcluster" in out
+        assert "creating disk disk/0 (64 MiB) on node3.vcluster" in out
         assert "disks are in sync" in out
         minors = _disk_minors(gc, name)
         assert set(minors) == {"node2", "node3"}
@@ -226,7 +226,7 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         for node in ("node2", "node3"):
             lvs = gc.ssh(node, ["lvs", "--noheadings", "-o", "lv_name,lv_size", "--units", "m",
                                 "--nosuffix", gc.cluster.vg_name]).stdout
-            assert re.search(r"\.disk0_data\s+128\.00", lvs) and \
+            assert re.search(r"\.disk0_data\s+64\.00", lvs) and \
                 re.search(r"\.disk0_meta\s+128\.00", lvs), lvs
         disk = _info(gc, name)["Disks"][0]
         assert "in sync, status ok (Connected, Primary/Secondary" in disk["on primary"]
@@ -281,13 +281,13 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         assert _read(gc, "node1", moved["node1"], 0, 16) == digest
 
         # grow: the data volume on both nodes, then the device
-        _ok(gc.gnt("gnt-instance", "grow-disk", name, "0", "64m"))
+        _ok(gc.gnt("gnt-instance", "grow-disk", name, "0", "32m"))
         for node in ("node1", "node2"):
             lvs = gc.ssh(node, ["lvs", "--noheadings", "--units", "m", "--nosuffix", "-o",
                                 "lv_name,lv_size", gc.cluster.vg_name]).stdout
-            assert re.search(rf"{disk_uuid}\.disk0_data\s+192\.00", lvs), lvs
+            assert re.search(rf"{disk_uuid}\.disk0_data\s+96\.00", lvs), lvs
         sectors = gc.ssh("node1", f"cat /sys/block/drbd{moved['node1']}/size").stdout
-        assert int(sectors) * 512 == 192 * 1024 * 1024
+        assert int(sectors) * 512 == 96 * 1024 * 1024
         _wait_in_sync(gc, moved)
         assert _read(gc, "node1", moved["node1"], 0, 16) == digest
         verify = gc.gnt("gnt-cluster", "verify")
