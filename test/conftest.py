@@ -35,9 +35,6 @@ GUEST_UNIT = "guest-cluster"
 #: drbd) joins the *other* guest unit (the drbd unit is the longer one: make test's
 #: wall time is about its length), the module's other tests stay a unit of their own
 GUEST_USERS = ("test/integration/test_upstream_harep.py",)
-#: guest modules of the drbd template that join the *other* guest unit all the same, to
-#: balance the two: the migration of a writing kvm instance (about 6 minutes)
-GUEST_BALANCE = ("test/integration/test_guest_drbd_migrate.py",)
 
 
 def work_unit(nodeid: str) -> str:
@@ -46,8 +43,6 @@ def work_unit(nodeid: str) -> str:
     module = nodeid.split("::", 1)[0]
     if module in GUEST_USERS:
         return GUEST_UNIT if "drbd" in nodeid else module
-    if module in GUEST_BALANCE:
-        return GUEST_UNIT
     if not module.startswith(GUEST_MODULE_PREFIX):
         return module
     return GUEST_DRBD_UNIT if "drbd" in nodeid else GUEST_UNIT
