@@ -26,12 +26,12 @@ about 6 minutes together on a loaded 2-core machine (TCG inside TCG).
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from test.integration.drbd_writer import DrbdWriter
+from test.integration.guest_helpers import wait_for
 from test.integration.guest_cluster_harness import GuestClusterFixture
 
 # the session's guest cluster may be made by the first test that asks (minutes under load)
@@ -47,15 +47,8 @@ def _ok(res) -> str:  # type: ignore[no-untyped-def]
     return str(res.stdout)
 
 
-def _wait(predicate, what: str, timeout: float = 180.0, poll: float = 0.5):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(poll)
+def _wait(predicate: Callable[[], object], what: str, timeout: float = 180.0) -> object:
+    return wait_for(predicate, what, timeout, poll=0.5)
 
 
 @pytest.fixture(scope="module")
