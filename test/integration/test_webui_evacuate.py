@@ -73,6 +73,8 @@ def test_plan_drawn_then_applied_empties_the_node(vc, browser):
     targets = b.script("return [...document.querySelectorAll('#evac-target option')]"
                        ".map(o => o.value);")
     assert targets == ["", N2, N3]                 # the allocator, or one of the others
+    # the page's own jobs (its storage units, one per storage type) are over first
+    b.wait("return document.body.dataset.storage === '1';", "the node's storage units")
     before_jobs = _job_ids(vc)
     b.script("document.getElementById('evac-mode').value = 'primary-only';"
              " document.getElementById('evac-mode').dispatchEvent("

@@ -139,8 +139,11 @@ class Browser:
     def text(self, css: str) -> str:
         return str(self.cmd("GET", f"/element/{self.find(css)}/text"))
 
-    def wait(self, js: str, what: str, timeout: float = 15.0, *args: Any) -> Any:
-        """Wait until the script ``js`` (a function body) returns something true; that value."""
+    def wait(self, js: str, what: str, timeout: float = 60.0, *args: Any) -> Any:
+        """Wait until the script ``js`` (a function body) returns something true; that value.
+
+        The default timeout is long: a page's first answers can take many seconds while
+        make test runs the guest clusters beside it, and a wait ends as soon as it holds."""
         deadline = time.monotonic() + timeout
         while True:
             try:
