@@ -17,7 +17,6 @@ after 5 s without a renewal), the tests in order:
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
 
@@ -26,7 +25,7 @@ from failover_helpers import MASTERD_ARGS, masterd_running, ssconf_master
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, daemonctl, errors, luxi
-from tools.harness import vcluster
+from tools.harness import crash, vcluster
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -54,13 +53,7 @@ def _wait(predicate, timeout: float = 60.0, step: float = 0.2) -> bool:
 def _kill_daemons(vc: VirtualCluster, node: str) -> None:
     """The node dies: its master, node and RAPI daemons killed with SIGKILL."""
     paths = vc.paths(node)
-    for daemon in (constants.MASTERD, constants.NODED, constants.RAPI):
-        pid = daemonctl.daemon_pid(paths, daemon)
-        if pid is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    crash.kill_node_daemons(paths)
     assert _wait(lambda: all(daemonctl.daemon_pid(paths, d) is None
                              for d in (constants.MASTERD, constants.NODED)), 30)
 

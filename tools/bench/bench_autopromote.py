@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
 import sys
 import tempfile
@@ -30,23 +29,16 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
-from ganeti import constants, daemonctl, errors, luxi  # noqa: E402
+from ganeti import errors, luxi  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
-from tools.harness import vcluster  # noqa: E402
+from tools.harness import crash, vcluster  # noqa: E402
 
 TARGET_S = 30.0
 DELAY_OP = wire.test_delay(duration=0.0, no_locks=True)
 
 
 def _kill(vc: vcluster.VCluster, node: vcluster.VNode) -> None:
-    paths = vc.paths(node)
-    for daemon in (constants.MASTERD, constants.NODED, constants.RAPI):
-        pid = daemonctl.daemon_pid(paths, daemon)
-        if pid is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    crash.kill_node_daemons(vc.paths(node))
 
 
 def _first_job(vc: vcluster.VCluster, nodes: list[vcluster.VNode],
