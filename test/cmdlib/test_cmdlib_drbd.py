@@ -674,37 +674,28 @@ def _hv_state(renv: Any, node: str, state: str) -> None:
                                        "hv_state": state}
 
 
-def test_cleanup_after_the_memory_arrived_leaves_the_target_the_only_primary(
-        renv: Any) -> None:
-    """A migration whose master died after qemu's copy (node1 fully sent, the guest
-    paused on node2): the target is resumed, the config switched, node1 made secondary,
-    single-primary (test/integration/test_guest_drbd_migrate.py on real DRBD)."""
+@pytest.mark.parametrize("source_state, target_state, primary, closed", [
+    # the master died after qemu's copy (node1 fully sent, the guest paused on node2): the
+    # target is resumed, the config switched, node1 made secondary
+    ("migrating", "paused", "node2", "node1"),
+    # the copy had not finished (node2 still incoming): node2's qemu goes, node2 is made
+    # secondary, node1 keeps the guest
+    ("paused", "incoming", "node1", "node2"),
+])
+def test_cleanup_of_an_interrupted_migration_leaves_one_primary(
+        renv: Any, source_state: str, target_state: str, primary: str, closed: str) -> None:
+    """``migrate --cleanup`` of both kinds of interrupted migration ends single-primary on
+    the node that has the guest (test/integration/test_guest_drbd_migrate.py on real
+    DRBD)."""
     _drbd(renv)
-    _hv_state(renv, "node1", "migrating")
-    _hv_state(renv, "node2", "paused")
+    _hv_state(renv, "node1", source_state)
+    _hv_state(renv, "node2", target_state)
     renv.rpc.events.clear()
     renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1", cleanup=True)
-    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node2"
+    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == f"uuid-{primary}"
     steps = [(e[0], e[1]) for e in renv.rpc.events]
-    close = steps.index(("close", "node1"))
-    assert ("close", "node2") not in steps
-    assert not [s for s in steps if s[0] == "dual"]
-    assert [s for s in steps[close:] if s[0] == "attach-net"] == [("attach-net", "node1"),
-                                                                  ("attach-net", "node2")]
-
-
-def test_cleanup_of_an_unfinished_copy_leaves_the_source_the_only_primary(renv: Any) -> None:
-    """The copy had not finished (node2 still incoming): node2's qemu goes, node2 is made
-    secondary, node1 keeps the guest and is the only primary."""
-    _drbd(renv)
-    _hv_state(renv, "node1", "paused")
-    _hv_state(renv, "node2", "incoming")
-    renv.rpc.events.clear()
-    renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1", cleanup=True)
-    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node1"
-    steps = [(e[0], e[1]) for e in renv.rpc.events]
-    close = steps.index(("close", "node2"))
-    assert ("close", "node1") not in steps
+    close = steps.index(("close", closed))
+    assert ("close", primary) not in steps
     assert not [s for s in steps if s[0] == "dual"]
     assert [s for s in steps[close:] if s[0] == "attach-net"] == [("attach-net", "node1"),
                                                                   ("attach-net", "node2")]
