@@ -306,3 +306,74 @@ def test_create_refuses_bad_arguments_before_making_anything(tmp_path) -> None: 
     with pytest.raises(errors.ParameterError):
         guestcluster.create(str(target), 3, memory_mib=64)
     assert not target.exists()
+
+
+# --- boot --------------------------------------------------------------------------------
+
+class _FakeGuests:
+    """Guests whose qemu dies in early boot ``deaths`` times, then boot and answer SSH."""
+
+    def __init__(self, gc: guestcluster.GuestCluster, deaths: int, *,
+                 dies_after_ready: bool = False) -> None:
+        self.gc = gc
+        self.deaths = deaths
+        self.dies_after_ready = dies_after_ready
+        self.starts = 0
+        self.running = True
+
+    def guest_running(self, spec: guestvm.GuestSpec) -> bool:
+        if self.running and self.deaths > 0:
+            self.deaths -= 1
+            self.running = False
+            text = "Kernel panic - not syncing: fake\n"
+            if self.dies_after_ready:
+                text = f"{guestimage.READY_LINE} {spec.name} x uptime 9\n"
+            with open(spec.console_log, "w") as fh:
+                fh.write(text)
+        return self.running
+
+    def start_guest(self, spec: guestvm.GuestSpec) -> None:
+        self.starts += 1
+        self.running = True
+        with open(spec.console_log, "w") as fh:
+            fh.write(f"{guestimage.READY_LINE} {spec.name} x uptime 9\n")
+
+
+def _boot_fakes(tmp_path, monkeypatch, fakes_args):  # type: ignore[no-untyped-def]
+    gc = _cluster(1)
+    gc.directory = str(tmp_path)
+    os.makedirs(gc.spec(gc.nodes[0]).directory, exist_ok=True)
+    fake = _FakeGuests(gc, **fakes_args)
+    monkeypatch.setattr(guestvm, "guest_running", fake.guest_running)
+    monkeypatch.setattr(guestvm, "start_guest", fake.start_guest)
+    ok = guestcluster.RunResult(("true",), 0, None, "", "")
+    monkeypatch.setattr(guestcluster, "run_on", lambda *a, **k: ok)
+    return gc, fake
+
+
+def test_a_guest_that_dies_before_its_init_is_powered_on_once_more(
+        tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    gc, fake = _boot_fakes(tmp_path, monkeypatch, {"deaths": 1})
+    guestcluster.wait_ready(gc, gc.nodes, timeout=5)
+    assert fake.starts == 1
+    err = capsys.readouterr().err
+    assert "node1.vcluster stopped while booting; powering it on again" in err
+    assert "Kernel panic - not syncing: fake" in err
+
+
+def test_a_guest_that_dies_twice_fails_with_its_console(tmp_path, monkeypatch
+                                                        ) -> None:  # type: ignore[no-untyped-def]
+    gc, fake = _boot_fakes(tmp_path, monkeypatch, {"deaths": 2})
+    monkeypatch.setattr(guestvm, "start_guest", lambda spec: setattr(fake, "running", True))
+    with pytest.raises(errors.CommandError, match="(?s)stopped while booting.*Kernel panic"):
+        guestcluster.wait_ready(gc, gc.nodes, timeout=5)
+
+
+def test_a_guest_that_dies_after_its_init_ran_is_not_powered_on_again(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    gc, fake = _boot_fakes(tmp_path, monkeypatch, {"deaths": 1, "dies_after_ready": True})
+    monkeypatch.setattr(guestcluster, "run_on", lambda *a, **k: guestcluster.RunResult(
+        ("true",), 255, None, "", "unreachable"))
+    with pytest.raises(errors.CommandError, match="stopped while booting"):
+        guestcluster.wait_ready(gc, gc.nodes, timeout=5)
+    assert fake.starts == 0

@@ -44,7 +44,8 @@ __all__ = ["GuestNode", "GuestCluster", "DATA_FILE", "sshd_config", "precompile"
            "DEFAULT_STATE_DISK_MIB", "DEFAULT_VG_NAME", "is_guest_cluster", "load", "create",
            "start", "stop", "destroy", "run_on", "current_master", "env_lines",
            "wrapper_script", "hosts_text", "env_text", "lvm_conf", "seed_files",
-           "init_argv", "init_accepts_vg_name", "run_gnt", "forget_connections", "run_watcher", "boot_count", "wait_ready"]
+           "init_argv", "init_accepts_vg_name", "run_gnt", "forget_connections", "run_watcher", "boot_count", "wait_ready",
+           "console_tail"]
 
 DATA_FILE = "guests.json"
 DOMAIN = "vcluster"
@@ -438,11 +439,28 @@ def boot_count(gc: GuestCluster, node: GuestNode) -> int:
     return text.count(f"{guestimage.READY_LINE} {node.name} ")
 
 
+def console_tail(gc: GuestCluster, node: GuestNode, lines: int = 15) -> str:
+    """The last ``lines`` lines of the node's console log of this boot ("" if none)."""
+    try:
+        with open(gc.spec(node).console_log, errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
 def wait_ready(gc: GuestCluster, nodes: Sequence[GuestNode], *,
-               timeout: float = _BOOT_TIMEOUT) -> None:
-    """Wait until each node's console (of this boot) says ready and it answers SSH."""
+               timeout: float = _BOOT_TIMEOUT, boot_retries: int = 1) -> None:
+    """Wait until each node's console (of this boot) says ready and it answers SSH.
+
+    A guest whose qemu stops before that (its kernel or ``/init`` gave up: a
+    machine that failed to boot, not the cluster's code, which runs later) is
+    powered on again up to ``boot_retries`` times; each such stop is reported
+    on standard error with the end of its console, which
+    :func:`guestvm.start_guest` keeps in ``console.old.log``.
+    """
     deadline = time.monotonic() + timeout
     pending = list(nodes)
+    retries = {node.name: boot_retries for node in nodes}
     while pending:
         node = pending[0]
         if boot_count(gc, node) > 0:
@@ -453,11 +471,20 @@ def wait_ready(gc: GuestCluster, nodes: Sequence[GuestNode], *,
             except errors.CommandError:
                 pass
         if not guestvm.guest_running(gc.spec(node)):
-            raise errors.CommandError(f"{node.name} stopped while booting; see"
-                                      f" {gc.spec(node).console_log}")
+            tail = console_tail(gc, node)
+            if retries[node.name] <= 0 or boot_count(gc, node) > 0:
+                raise errors.CommandError(f"{node.name} stopped while booting; see"
+                                          f" {gc.spec(node).console_log}; its end:\n{tail}")
+            retries[node.name] -= 1
+            sys.stderr.write(f"vcluster: {node.name} stopped while booting; powering it on"
+                             f" again. The end of its console:\n{tail}\n")
+            guestvm.start_guest(gc.spec(node))
+            deadline = max(deadline, time.monotonic() + timeout / 2)
+            continue
         if time.monotonic() > deadline:
             raise errors.CommandError(f"{node.name} did not boot within {timeout:.0f}s; see"
-                                      f" {gc.spec(node).console_log}")
+                                      f" {gc.spec(node).console_log}; its end:\n"
+                                      f"{console_tail(gc, node)}")
         time.sleep(0.2)
 
 
