@@ -449,10 +449,19 @@ def verify_disks(opts: Any, args: list[str]) -> int:
 
 
 def _warn_rapi_not_running() -> None:
-    """A warning when this (master) node runs no ``ganeti-rapi`` (its pid file)."""
-    from ganeti import pathutils
-    from ganeti.utils import pidfile
-    if pidfile.running_pid(pathutils.get_paths().pid_file(constants.RAPI)) is None:
+    """A warning when this node is the master (its ssconf says so) and runs no
+    ``ganeti-rapi`` (its pid file); run elsewhere (a node, or a host that reaches
+    the master's LUXI socket) the command cannot see the master's processes."""
+    from ganeti import pathutils, ssconfstore
+    from ganeti.utils import net, pidfile
+    paths = pathutils.get_paths()
+    try:
+        master = ssconfstore.SimpleStore(paths).get_master_node()
+    except errors.GanetiError:
+        return
+    if master != net.hostname():
+        return
+    if pidfile.running_pid(paths.pid_file(constants.RAPI)) is None:
         cli.to_stderr(f"WARNING: the RAPI daemon ({constants.RAPI}) is not running on the"
                       " master node")
 

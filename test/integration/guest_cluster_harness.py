@@ -61,7 +61,8 @@ HOST_COMMANDS = {"gnt-instance", "gnt-job", "gnt-group", "gnt-backup", "gnt-os",
                  ("gnt-node", "evacuate"), ("gnt-node", "migrate"),
                  ("gnt-node", "failover"), ("gnt-cluster", "verify-disks"),
                  ("gnt-cluster", "info"), ("gnt-cluster", "redist-conf"),
-                 ("gnt-cluster", "modify"), ("gnt-cluster", "queue")}
+                 ("gnt-cluster", "modify"), ("gnt-cluster", "queue"),
+                 ("gnt-cluster", "verify")}
 #: verbs of the tools above that read the master's files or use SSH themselves
 ON_MASTER = {("gnt-instance", "console")}
 
