@@ -251,6 +251,17 @@ class Cluster:
     #: master candidates promote one of themselves when the master is gone
     #: (doc/ha.md, "Master autopromotion"); off by default
     auto_promote: bool = False
+    #: the master declares a silent node dead (confirmed by the master
+    #: candidates), fences it and restarts its HA instances elsewhere
+    #: (doc/ha.md, "Node loss recovery"); off by default
+    ha_recovery: bool = False
+    #: seconds without an answer from a node's daemon before the master asks the
+    #: candidates whether they reach it
+    ha_node_timeout: int = 20
+    #: recovery jobs submitted again for one instance after a failed one
+    ha_max_restart: int = 1
+    #: automatic relocations of one instance while one master daemon runs
+    ha_max_relocate: int = 1
     tcpudp_port_pool: list[int] = field(default_factory=list)
     highest_used_port: int = 11000
     blacklisted_os: list[str] = field(default_factory=list)

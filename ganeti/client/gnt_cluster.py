@@ -194,6 +194,10 @@ _CLUSTER_PARAMETERS = (
     ("gluster storage path", "gluster_storage_dir"),
     ("maintenance of node health", "maintain_node_health"),
     ("automatic master promotion", "auto_promote"),
+    ("automatic node loss recovery", "ha_recovery"),
+    ("node loss timeout", "ha_node_timeout"),
+    ("recovery restart limit", "ha_max_restart"),
+    ("recovery relocation limit", "ha_max_relocate"),
     ("uid pool", "uid_pool"),
     ("default instance allocator", "default_iallocator"),
     ("default instance allocator parameters", "default_iallocator_params"),
@@ -317,6 +321,10 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
         "use_external_mip_script": _bool_arg(opts.use_external_mip_script),
         "maintain_node_health": _bool_arg(opts.maintain_node_health),
         "auto_promote": _bool_arg(opts.auto_promote),
+        "ha_recovery": _bool_arg(opts.ha_recovery),
+        "ha_node_timeout": opts.ha_node_timeout,
+        "ha_max_restart": opts.ha_max_restart,
+        "ha_max_relocate": opts.ha_max_relocate,
         "prealloc_wipe_disks": _bool_arg(opts.prealloc_wipe_disks),
         "max_running_jobs": opts.max_running_jobs,
         "max_tracked_jobs": opts.max_tracked_jobs,
@@ -654,6 +662,18 @@ MNH_OPT = _O("--maintain-node-health", dest="maintain_node_health", default=None
 AUTOPROMOTE_OPT = _O("--auto-promote", dest="auto_promote", default=None, choices=["yes", "no"],
                      help="Whether the master candidates promote one of themselves when the"
                           " master is gone (default no; doc/ha.md, \"Master autopromotion\")")
+HAREC_OPT = _O("--ha-recovery", dest="ha_recovery", default=None, choices=["yes", "no"],
+                help="Whether the master fences a node it declares dead and restarts its HA"
+                     " instances elsewhere (default no; doc/ha.md, \"Node loss recovery\")")
+HATMO_OPT = _O("--ha-node-timeout", dest="ha_node_timeout", type=int, default=None,
+               metavar="SECONDS", help="Seconds without an answer from a node before the"
+               " master candidates are asked whether they reach it (default 20)")
+HARESTART_OPT = _O("--ha-max-restart", dest="ha_max_restart", type=int, default=None,
+                   metavar="N", help="Recovery jobs submitted again for one instance after a"
+                   " failed one (default 1)")
+HARELOC_OPT = _O("--ha-max-relocate", dest="ha_max_relocate", type=int, default=None,
+                 metavar="N", help="Automatic relocations of one instance while one master"
+                 " daemon runs (default 1)")
 WIPE_OPT = _O("--prealloc-wipe-disks", dest="prealloc_wipe_disks", default=None,
               choices=["yes", "no"], help="Overwrite new disks (and the part a grow-disk adds)"
               " with zeros before use (doc/storage.md, \"Wiping disks\")")
@@ -705,6 +725,7 @@ _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, F
                 SFSDIR_OPT, VG_OPT, DRBD_HELPER_OPT, POOL_OPT,
                 HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, MAXTRACK_OPT,
                 IMAGE_OPT, ICN_OPT, IALLOC_OPT, AUTOPROMOTE_OPT,
+                HAREC_OPT, HATMO_OPT, HARESTART_OPT, HARELOC_OPT,
                 IALLOCP_OPT,
                 *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 

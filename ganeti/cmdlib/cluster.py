@@ -91,6 +91,10 @@ def cluster_info(cfg: ConfigReader) -> dict[str, Any]:
         "gluster_storage_dir": cluster.gluster_storage_dir,
         "maintain_node_health": cluster.maintain_node_health,
         "auto_promote": cluster.auto_promote,
+        "ha_recovery": cluster.ha_recovery,
+        "ha_node_timeout": cluster.ha_node_timeout,
+        "ha_max_restart": cluster.ha_max_restart,
+        "ha_max_relocate": cluster.ha_max_relocate,
         "ctime": cluster.ctime,
         "mtime": cluster.mtime,
         "uuid": cluster.uuid,
@@ -395,7 +399,8 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
         for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
                      "default_iallocator", "maintain_node_health", "prealloc_wipe_disks",
                      "modify_etc_hosts", "master_netdev", "use_external_mip_script",
-                     "auto_promote"):
+                     "auto_promote", "ha_recovery", "ha_node_timeout", "ha_max_restart",
+                     "ha_max_relocate"):
             value = getattr(op, name)
             if value is not None:
                 new[name] = value

@@ -65,6 +65,14 @@ class OpClusterSetParams(OpCode):
     maintain_node_health: bool | None = None
     auto_promote: bool | None = param(None, doc="whether the master candidates promote one"
                                       " of themselves when the master is gone (doc/ha.md)")
+    ha_recovery: bool | None = param(None, doc="whether the master recovers the HA instances"
+                                     " of a node it declares dead (doc/ha.md)")
+    ha_node_timeout: int | None = param(None, min=1, doc="seconds without an answer from a"
+                                        " node before the master candidates are asked")
+    ha_max_restart: int | None = param(None, min=0, doc="recovery jobs submitted again for"
+                                       " one instance after a failed one")
+    ha_max_relocate: int | None = param(None, min=0, doc="automatic relocations of one"
+                                        " instance while one master daemon runs")
     prealloc_wipe_disks: bool | None = None
     modify_etc_hosts: bool | None = None
     mac_prefix: str | None = None

@@ -15,6 +15,7 @@ from fakes.fakeconfig import node_name  # noqa: E402
 from ganeti import crypto, errors  # noqa: E402
 from ganeti.cmdlib import query as cq  # noqa: E402
 from ganeti.opcodes import cluster as ocluster  # noqa: E402
+from ganeti.opcodes import registry  # noqa: E402
 
 
 def _setup(tmp_path, **kw):
@@ -101,3 +102,20 @@ def test_cluster_query_resource(tmp_path) -> None:
     cfg, rpc, ctx = _setup(tmp_path)
     res = cq.run_query(ctx, "cluster", ["name", "master_node", "candidate_pool_size"], None)
     assert res["data"] == [[[0, "cluster.example.com"], [0, node_name(1)], [0, 10]]]
+
+
+def test_ha_recovery_is_off_until_set_and_its_limits_change(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path)
+    cluster = cfg.get_cluster_info()
+    assert (cluster.ha_recovery, cluster.ha_node_timeout, cluster.ha_max_restart,
+            cluster.ha_max_relocate) == (False, 20, 1, 1)
+    run_opcode(ctx, ocluster.OpClusterSetParams(ha_recovery=True, ha_node_timeout=7,
+                                                ha_max_restart=0, ha_max_relocate=3))
+    cluster = cfg.get_cluster_info()
+    assert (cluster.ha_recovery, cluster.ha_node_timeout, cluster.ha_max_restart,
+            cluster.ha_max_relocate) == (True, 7, 0, 3)
+
+
+def test_ha_node_timeout_below_one_second_is_refused() -> None:
+    with pytest.raises(errors.OpPrereqError):
+        registry.from_dict({"OP_ID": "OP_CLUSTER_SET_PARAMS", "ha_node_timeout": 0})
