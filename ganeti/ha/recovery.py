@@ -1,0 +1,392 @@
+"""Node loss recovery, the decisions (doc/ha.md, "Node loss recovery").
+
+Pure: no sockets, no threads, time passed in.  The master daemon's shell
+(:mod:`ganeti.server.harecovery`) feeds it what it saw and carries out
+what it says:
+
+* :class:`SilenceWatch` keeps, per node, when the master last heard its
+  node daemon and when it last sent it a lease; a node silent for the
+  cluster's ``ha_node_timeout`` is a *suspect*;
+* :func:`verdict` turns the master candidates' answers about a suspect
+  into *dead* or not: a strict majority of the online master candidates
+  (the master counted, as one that cannot reach it) must say they cannot
+  reach its node daemon, the vote of doc/design/failover.md;
+* :func:`choose_fence` says how the dead node is fenced before anything
+  of it runs elsewhere: out-of-band power-off when it has an
+  ``oob_program``, else waiting out its self-fence lease (only when it
+  confirmed one: else it cannot be fenced and nothing is recovered);
+* :func:`plan` orders the recovery of its instances: the HA ones (tagged
+  ``failover`` or more, :mod:`ganeti.ha.policy`) by priority, each onto a
+  node with room for it (N+1), within the relocation limit; the others
+  reported with the reason they are left alone;
+* :class:`Attempts` counts relocations and failed jobs per instance
+  against ``ha_max_relocate`` and ``ha_max_restart``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ganeti import constants
+from ganeti.ha import policy
+
+__all__ = ["REASON_SOURCE", "PRIORITY_PREFIX", "SELF_FENCE_AHEAD", "LEASE_MARGIN",
+           "SilenceWatch", "Verdict", "verdict", "Fence", "choose_fence", "self_fence_at",
+           "self_fence_lease", "MIN_SELF_FENCE_LEASE",
+           "InstanceView",
+           "NodeView", "Step", "Skipped", "Plan", "plan", "priority", "Attempts",
+           "FENCE_OOB", "FENCE_LEASE", "FENCE_NONE"]
+
+#: the reason source of every job the recovery submits
+REASON_SOURCE = "gnt:ha"
+#: ``ganeti:ha:priority:<n>`` on an instance: recovered before lower numbers
+#: (default 0; ties by name)
+PRIORITY_PREFIX = "ganeti:ha:priority:"
+#: a node holding a self-fence lease stops its instances this long before
+#: the lease runs out (at least; never before half the lease)
+SELF_FENCE_AHEAD = 2.0
+#: what the master waits beyond a self-fence lease (clock rates, scheduling)
+LEASE_MARGIN = 2.0
+#: the shortest self-fence lease: longer than a master autopromotion takes
+#: (about 18 s with the default master lease, doc/ha.md), so that the loss of
+#: the master alone does not make every node without OOB stop its instances
+MIN_SELF_FENCE_LEASE = 30.0
+
+FENCE_OOB = "oob"
+FENCE_LEASE = "lease"
+FENCE_NONE = "none"
+
+_INT = re.compile(r"-?[0-9]+\Z")
+#: the disk templates whose disks every node of the group reaches
+_SHARED = frozenset([constants.DT_SHARED_FILE, constants.DT_EXT, constants.DT_RBD,
+                     constants.DT_GLUSTER])
+
+
+class SilenceWatch:
+    """When the master last heard each node, and when it last sent it a lease.
+
+    A node is watched from the first :meth:`watch` call naming it: the time
+    before that never counts as silence (a master that just started has
+    heard nobody yet).
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._heard: dict[str, float] = {}
+        self._sent: dict[str, float] = {}
+        self._held: dict[str, float] = {}
+        self._pending: dict[str, float] = {}
+
+    def watch(self, nodes: Iterable[str], now: float) -> None:
+        """Watch ``nodes`` (from now, for those new); forget every other node."""
+        names = set(nodes)
+        for name in list(self._heard):
+            if name not in names:
+                del self._heard[name]
+                self._sent.pop(name, None)
+                self._held.pop(name, None)
+                self._pending.pop(name, None)
+        for name in names:
+            self._heard.setdefault(name, now)
+
+    def sent(self, node: str, now: float, lease: float = 0.0) -> None:
+        """A lease request of ``lease`` seconds (0: none, a release) left for ``node``
+        at ``now``."""
+        self._sent[node] = max(now, self._sent.get(node, now))
+        self._pending[node] = max(lease, self._pending.get(node, 0.0))
+
+    def heard(self, node: str, now: float, lease: float | None = None) -> None:
+        """``node``'s daemon answered at ``now``; ``lease``: the lease it confirmed
+        with that answer (the newest request: the ones before are superseded)."""
+        if node in self._heard:
+            self._heard[node] = max(now, self._heard[node])
+        if lease is not None:
+            self._held[node] = lease
+            self._pending.pop(node, None)
+
+    def lease_bound(self, node: str) -> float | None:
+        """The longest self-fence lease ``node`` may hold: the one it last confirmed,
+        or a longer one sent since; None when it confirmed none (it may run its
+        instances for ever: no lease fence is possible)."""
+        held = self._held.get(node)
+        if held is None or held <= 0:
+            return None
+        return max(held, self._pending.get(node, 0.0))
+
+    def last_heard(self, node: str) -> float | None:
+        """When ``node`` last answered (or was first watched); None: not watched."""
+        return self._heard.get(node)
+
+    def last_sent(self, node: str) -> float | None:
+        """When the last lease request left for ``node``; None: none yet."""
+        return self._sent.get(node)
+
+    def silence(self, node: str, now: float) -> float:
+        """Seconds since ``node`` was last heard (0 for a node not watched)."""
+        last = self._heard.get(node)
+        return 0.0 if last is None else max(0.0, now - last)
+
+    def suspects(self, now: float) -> list[str]:
+        """The watched nodes silent for at least the timeout, by name."""
+        return sorted(n for n in self._heard if self.silence(n, now) >= self.timeout)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the candidates said about a suspect node.
+
+    ``confirmed``: the candidates that cannot reach it (the master first);
+    ``reached``: those that can; ``silent``: those that did not answer.
+    """
+
+    node: str
+    dead: bool
+    confirmed: tuple[str, ...]
+    reached: tuple[str, ...]
+    silent: tuple[str, ...]
+    needed: int
+
+    def describe(self) -> str:
+        """One line for the log and the job log."""
+        parts = [f"{len(self.confirmed)} confirmation(s), {self.needed} needed:"
+                 f" cannot reach {self.node}: {', '.join(self.confirmed) or 'none'}"]
+        if self.reached:
+            parts.append(f"reach it: {', '.join(self.reached)}")
+        if self.silent:
+            parts.append(f"no answer: {', '.join(self.silent)}")
+        return ("dead: " if self.dead else "not dead: ") + "; ".join(parts)
+
+
+def verdict(node: str, master: str, candidates: Sequence[str],
+            answers: Mapping[str, bool | None]) -> Verdict:
+    """Is ``node`` dead?
+
+    ``candidates``: the online master candidates of the configuration, the
+    master and ``node`` itself included when they are candidates;
+    ``answers``: per candidate asked, whether it reaches ``node``'s daemon
+    (None or missing: no answer).  The master counts as one that cannot
+    reach it (it suspects it); ``node`` never confirms its own death.  Dead
+    needs a strict majority of ``candidates`` confirming.
+    """
+    names = list(dict.fromkeys(candidates))
+    needed = len(names) // 2 + 1
+    confirmed: list[str] = []
+    reached: list[str] = []
+    silent: list[str] = []
+    for name in sorted(names, key=lambda n: (n != master, n)):
+        if name == master:
+            confirmed.append(name)
+        elif name == node:
+            silent.append(name)
+        else:
+            answer = answers.get(name)
+            if answer is None:
+                silent.append(name)
+            elif answer:
+                reached.append(name)
+            else:
+                confirmed.append(name)
+    dead = bool(names) and master in names and len(confirmed) >= needed
+    return Verdict(node, dead, tuple(confirmed), tuple(reached), tuple(silent), needed)
+
+
+@dataclass(frozen=True)
+class Fence:
+    """How a dead node is fenced: ``kind`` :data:`FENCE_OOB` (power it off) or
+    :data:`FENCE_LEASE` (its instances are stopped by the node itself when its
+    lease runs out); ``not_before``: when, at the earliest, its instances may start
+    elsewhere (the lease's end plus the margin; for OOB, when the power-off is
+    confirmed, so 0 here)."""
+
+    kind: str
+    not_before: float
+    detail: str
+
+
+def choose_fence(node: str, oob_program: str, last_sent: float | None,
+                 lease: float | None, rpc_timeout: float) -> Fence:
+    """The fence for dead ``node``.
+
+    With an ``oob_program``: power it off.  Without: the node stops its
+    instances before its self-fence lease, counted from the last lease
+    request it can have received, runs out; that request left at
+    ``last_sent`` and arrived at the latest ``rpc_timeout`` after, so the
+    master waits until then plus ``lease`` (the longest the node may hold,
+    :meth:`SilenceWatch.lease_bound`) plus :data:`LEASE_MARGIN`.  A node
+    that confirmed no lease (``lease`` None) cannot be fenced:
+    :data:`FENCE_NONE`, nothing of it may start elsewhere.
+    """
+    if oob_program:
+        return Fence(FENCE_OOB, 0.0, f"out-of-band power-off of {node} ({oob_program})")
+    if lease is None or last_sent is None:
+        return Fence(FENCE_NONE, float("inf"), f"{node} has no oob_program and never"
+                     " confirmed a self-fence lease to this master: it cannot be fenced")
+    end = last_sent + rpc_timeout + lease + LEASE_MARGIN
+    return Fence(FENCE_LEASE, end, f"self-fence of {node}: its lease of {lease:g} s"
+                 f" ran out, plus {LEASE_MARGIN:g} s")
+
+
+def self_fence_lease(timeout: float) -> float:
+    """The self-fence lease the master gives with ``ha_node_timeout`` = ``timeout``:
+    twice the timeout, at least :data:`MIN_SELF_FENCE_LEASE`."""
+    return max(2.0 * timeout, MIN_SELF_FENCE_LEASE)
+
+
+def self_fence_at(contact: float, lease: float) -> float:
+    """When a node whose last lease renewal arrived at ``contact`` stops its instances:
+    :data:`SELF_FENCE_AHEAD` before the lease runs out, never sooner than half of it."""
+    return contact + max(lease / 2.0, lease - SELF_FENCE_AHEAD)
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    """What the plan needs to know of one instance of the dead node.
+
+    ``repair``: the most destructive repair its policy allows (None: not
+    enabled, see ``policy_text``); ``memory``: MiB it needs on a node;
+    ``running``: whether it should run (admin state up).
+    """
+
+    name: str
+    disk_template: str
+    secondary: str | None
+    memory: int
+    running: bool
+    repair: str | None
+    policy_text: str
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A node that might take instances: its free memory (MiB) as the node reports it."""
+
+    name: str
+    free_memory: int
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    """Fail ``instance`` over to ``target`` (``ignore_consistency`` for DRBD)."""
+
+    instance: str
+    target: str
+    disk_template: str
+    priority: int
+
+    @property
+    def ignore_consistency(self) -> bool:
+        """Whether the failover ignores the dead primary's disks (always, after a fence)."""
+        return True
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An instance of the dead node left alone, and why."""
+
+    instance: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The recovery of one dead node: ``steps`` in order, ``skipped`` by name."""
+
+    node: str
+    steps: tuple[Step, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+
+    def describe(self) -> list[str]:
+        """Lines for the log and the job log."""
+        lines = [f"recover {s.instance} on {s.target} (priority {s.priority})"
+                 for s in self.steps]
+        lines += [f"leave {s.instance}: {s.reason}" for s in self.skipped]
+        return lines
+
+
+def priority(tags: Iterable[str]) -> int:
+    """An instance's recovery priority from its ``ganeti:ha:priority:<n>`` tags
+    (the highest; 0 without one)."""
+    found = [int(t[len(PRIORITY_PREFIX):]) for t in tags
+             if t.startswith(PRIORITY_PREFIX) and _INT.match(t[len(PRIORITY_PREFIX):])]
+    return max(found) if found else 0
+
+
+def _allowed(repair: str | None) -> bool:
+    return (repair is not None
+            and policy.REPAIR_TYPES.index(repair) >= policy.REPAIR_TYPES.index("failover"))
+
+
+def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView],
+         relocations: Mapping[str, int], max_relocate: int) -> Plan:
+    """The recovery plan of dead ``node``'s primary instances.
+
+    ``nodes``: the nodes that may take instances (online, VM-capable, not
+    ``node``), with their free memory; ``relocations``: how often each
+    instance was already moved by recovery.  An instance is recovered when
+    its policy allows ``failover`` (or ``reinstall``), it should run, its
+    relocations are below ``max_relocate`` and its template keeps its disks
+    reachable elsewhere: ``drbd`` onto its secondary, a shared template onto
+    the node with the most free memory.  Each target must have room for it
+    after the ones placed before it (N+1: the survivors' free memory, as
+    they report it); higher priority first, then by name.
+    """
+    free = {n.name: n.free_memory for n in nodes if n.name != node}
+    steps: list[Step] = []
+    skipped: list[Skipped] = []
+    for inst in sorted(instances, key=lambda i: (-i.priority, i.name)):
+        if not _allowed(inst.repair):
+            skipped.append(Skipped(inst.name, f"not tagged for failover ({inst.policy_text})"))
+            continue
+        if not inst.running:
+            skipped.append(Skipped(inst.name, "administratively down"))
+            continue
+        if relocations.get(inst.name, 0) >= max_relocate:
+            skipped.append(Skipped(inst.name, f"relocation limit reached ({max_relocate})"))
+            continue
+        if inst.disk_template == constants.DT_DRBD8:
+            if inst.secondary is None or inst.secondary not in free:
+                skipped.append(Skipped(inst.name, f"its secondary {inst.secondary} cannot"
+                                       " take it (offline or gone)"))
+                continue
+            target = inst.secondary
+        elif inst.disk_template in _SHARED:
+            fitting = [n for n, mem in free.items() if mem >= inst.memory]
+            if not fitting:
+                skipped.append(Skipped(inst.name, f"no node has {inst.memory} MiB free (N+1)"))
+                continue
+            target = max(fitting, key=lambda n: (free[n], [-ord(c) for c in n]))
+        else:
+            skipped.append(Skipped(inst.name, f"disk template {inst.disk_template}: its"
+                                   " disks were on the dead node"))
+            continue
+        if free[target] < inst.memory:
+            skipped.append(Skipped(inst.name, f"{target} has {free[target]} MiB free,"
+                                   f" {inst.memory} needed (N+1)"))
+            continue
+        free[target] -= inst.memory
+        steps.append(Step(inst.name, target, inst.disk_template, inst.priority))
+    return Plan(node, tuple(steps), tuple(sorted(skipped, key=lambda s: s.instance)))
+
+
+@dataclass
+class Attempts:
+    """Relocations and failed recovery jobs per instance, against the limits."""
+
+    max_restart: int
+    relocated: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)
+
+    def succeeded(self, instance: str) -> None:
+        """A recovery job of ``instance`` succeeded: one relocation more."""
+        self.relocated[instance] = self.relocated.get(instance, 0) + 1
+        self.failed.pop(instance, None)
+
+    def failure(self, instance: str) -> bool:
+        """A recovery job of ``instance`` failed; whether to submit it again
+        (at most ``max_restart`` times)."""
+        self.failed[instance] = self.failed.get(instance, 0) + 1
+        return self.failed[instance] <= self.max_restart

@@ -1,0 +1,236 @@
+"""Node loss recovery decisions of ganeti/ha/recovery.py, on a fake clock."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fakes.clock import FakeClock  # noqa: E402
+
+from ganeti.ha import recovery  # noqa: E402
+from ganeti.ha.recovery import InstanceView, NodeView  # noqa: E402
+
+CANDS = ["n1", "n2", "n3", "n4"]
+
+
+# --- silence --------------------------------------------------------------------
+
+
+def test_a_node_is_suspect_only_after_the_timeout_of_silence() -> None:
+    clock = FakeClock()
+    watch = recovery.SilenceWatch(10.0)
+    watch.watch(["n2", "n3"], clock())
+    clock.advance(6)
+    watch.heard("n2", clock())
+    clock.advance(3.9)
+    assert watch.suspects(clock()) == []
+    clock.advance(0.1)
+    assert watch.suspects(clock()) == ["n3"]
+    clock.advance(6)
+    assert watch.suspects(clock()) == ["n2", "n3"]
+
+
+def test_the_time_before_a_node_is_watched_is_not_silence() -> None:
+    clock = FakeClock()
+    watch = recovery.SilenceWatch(10.0)
+    watch.watch(["n2"], clock())
+    clock.advance(9)
+    watch.watch(["n2", "n5"], clock())      # n5 added to the cluster now
+    clock.advance(1)
+    assert watch.suspects(clock()) == ["n2"]
+    watch.heard("n9", clock())              # not watched: ignored
+    assert watch.last_heard("n9") is None
+
+
+def test_a_node_no_longer_online_is_forgotten() -> None:
+    clock = FakeClock()
+    watch = recovery.SilenceWatch(5.0)
+    watch.watch(["n2", "n3"], clock())
+    watch.sent("n3", clock())
+    clock.advance(5)
+    watch.watch(["n2"], clock())
+    assert watch.suspects(clock()) == ["n2"]
+    assert watch.last_sent("n3") is None
+
+
+# --- the verdict -----------------------------------------------------------------
+
+
+def test_dead_when_a_majority_of_candidates_cannot_reach_it() -> None:
+    v = recovery.verdict("n4", "n1", CANDS, {"n2": False, "n3": False})
+    assert v.dead
+    assert v.confirmed == ("n1", "n2", "n3") and v.silent == ("n4",) and v.needed == 3
+    assert v.describe().startswith("dead: ")
+
+
+def test_partitioned_from_the_master_alone_is_not_dead() -> None:
+    v = recovery.verdict("n4", "n1", CANDS, {"n2": True, "n3": True})
+    assert not v.dead
+    assert v.confirmed == ("n1",) and v.reached == ("n2", "n3")
+
+
+@pytest.mark.parametrize("answers", [
+    pytest.param({"n2": False, "n3": None}, id="one-candidate-silent"),
+    pytest.param({"n2": False, "n3": True}, id="one-reaches-it"),
+    pytest.param({"n2": False}, id="one-not-asked"),
+])
+def test_without_a_strict_majority_it_is_not_dead(answers) -> None:  # type: ignore[no-untyped-def]
+    assert not recovery.verdict("n4", "n1", CANDS, answers).dead
+
+
+def test_the_suspect_never_confirms_its_own_death() -> None:
+    v = recovery.verdict("n3", "n1", ["n1", "n2", "n3"], {"n2": False, "n3": False})
+    assert v.dead and v.confirmed == ("n1", "n2") and v.silent == ("n3",)
+
+
+def test_a_non_candidate_suspect_counts_against_the_candidates_only() -> None:
+    v = recovery.verdict("n9", "n1", ["n1", "n2", "n3"], {"n2": False, "n3": True})
+    assert v.dead and v.needed == 2
+
+
+def test_two_candidates_cannot_declare_the_other_dead() -> None:
+    assert not recovery.verdict("n2", "n1", ["n1", "n2"], {}).dead
+
+
+# --- the fence -------------------------------------------------------------------
+
+
+def test_a_node_with_an_oob_program_is_powered_off() -> None:
+    fence = recovery.choose_fence("n4", "/bin/oob", 100.0, None, 2.0)
+    assert fence.kind == recovery.FENCE_OOB and fence.not_before == 0.0
+    assert "/bin/oob" in fence.detail
+
+
+def test_without_oob_the_master_waits_out_the_lease_of_the_last_request() -> None:
+    fence = recovery.choose_fence("n4", "", 100.0, 20.0, 2.0)
+    assert fence.kind == recovery.FENCE_LEASE
+    assert fence.not_before == 100.0 + 2.0 + 20.0 + recovery.LEASE_MARGIN
+
+
+def test_the_node_stops_its_instances_before_the_master_may_start_them() -> None:
+    for lease in (4.0, 10.0, 20.0, 60.0):
+        sent = 500.0
+        fence = recovery.choose_fence("n4", "", sent, lease, 2.0)
+        # the request arrived anywhere between sending and the RPC timeout
+        for arrival in (sent, sent + 1.0, sent + 2.0):
+            assert recovery.self_fence_at(arrival, lease) < fence.not_before
+            assert recovery.self_fence_at(arrival, lease) >= arrival + lease / 2
+
+
+def test_the_self_fence_lease_outlasts_a_master_autopromotion() -> None:
+    assert recovery.self_fence_lease(5.0) == recovery.MIN_SELF_FENCE_LEASE
+    assert recovery.self_fence_lease(40.0) == 80.0
+
+
+def test_a_node_that_never_confirmed_a_lease_cannot_be_fenced() -> None:
+    for lease, sent in ((None, 100.0), (30.0, None)):
+        fence = recovery.choose_fence("n4", "", sent, lease, 2.0)
+        assert fence.kind == recovery.FENCE_NONE and fence.not_before == float("inf")
+
+
+def test_the_lease_bound_follows_what_the_node_confirmed() -> None:
+    clock = FakeClock()
+    watch = recovery.SilenceWatch(10.0)
+    watch.watch(["n2"], clock())
+    watch.sent("n2", clock(), 0.0)
+    watch.heard("n2", clock(), 0.0)               # an OOB node: released
+    assert watch.lease_bound("n2") is None
+    watch.sent("n2", clock(), 30.0)               # OOB removed: a lease, not confirmed yet
+    assert watch.lease_bound("n2") is None
+    watch.heard("n2", clock(), 30.0)
+    assert watch.lease_bound("n2") == 30.0
+    watch.sent("n2", clock(), 60.0)               # the timeout raised: maybe held
+    assert watch.lease_bound("n2") == 60.0
+    watch.sent("n2", clock(), 0.0)                # a release, not confirmed: still held
+    assert watch.lease_bound("n2") == 60.0
+    watch.heard("n2", clock(), 0.0)
+    assert watch.lease_bound("n2") is None
+
+
+# --- the plan --------------------------------------------------------------------
+
+
+def inst(name: str, *, template: str = "sharedfile", secondary: str | None = None,
+         memory: int = 128, running: bool = True, repair: str | None = "failover",
+         prio: int = 0) -> InstanceView:
+    return InstanceView(name, template, secondary, memory, running, repair,
+                        f"{repair} (instance)" if repair else "disabled", prio)
+
+
+def nodes(**free: int) -> list[NodeView]:
+    return [NodeView(name, mem) for name, mem in free.items()]
+
+
+def test_tagged_instances_are_placed_by_priority_and_room() -> None:
+    p = recovery.plan("n4", [inst("a", memory=300), inst("b", memory=300, prio=5),
+                             inst("c", memory=300)], nodes(n2=700, n3=400), {}, 1)
+    assert [(s.instance, s.target) for s in p.steps] == [("b", "n2"), ("a", "n2"), ("c", "n3")]
+    assert all(s.ignore_consistency for s in p.steps)
+
+
+def test_an_instance_that_fits_nowhere_is_reported_not_placed() -> None:
+    p = recovery.plan("n4", [inst("a", memory=500), inst("b", memory=500)],
+                      nodes(n2=600, n3=100), {}, 1)
+    assert [s.instance for s in p.steps] == ["a"]
+    assert p.skipped[0].instance == "b" and "N+1" in p.skipped[0].reason
+
+
+def test_untagged_and_down_instances_are_reported() -> None:
+    p = recovery.plan("n4", [inst("plain", repair=None), inst("fix", repair="fix-storage"),
+                             inst("down", running=False), inst("up")],
+                      nodes(n2=1000), {}, 1)
+    assert [s.instance for s in p.steps] == ["up"]
+    reasons = {s.instance: s.reason for s in p.skipped}
+    assert reasons["plain"] == "not tagged for failover (disabled)"
+    assert "not tagged for failover" in reasons["fix"]
+    assert reasons["down"] == "administratively down"
+
+
+def test_reinstall_allows_failover_too() -> None:
+    p = recovery.plan("n4", [inst("a", repair="reinstall")], nodes(n2=1000), {}, 1)
+    assert [s.instance for s in p.steps] == ["a"]
+
+
+def test_drbd_goes_to_its_secondary_if_it_has_room() -> None:
+    p = recovery.plan("n4", [inst("d1", template="drbd", secondary="n3", memory=200),
+                             inst("d2", template="drbd", secondary="n3", memory=200),
+                             inst("d3", template="drbd", secondary="n5")],
+                      nodes(n2=5000, n3=300), {}, 1)
+    assert [(s.instance, s.target) for s in p.steps] == [("d1", "n3")]
+    reasons = {s.instance: s.reason for s in p.skipped}
+    assert "N+1" in reasons["d2"] and "secondary n5" in reasons["d3"]
+
+
+def test_local_disks_cannot_be_recovered() -> None:
+    p = recovery.plan("n4", [inst("p", template="plain")], nodes(n2=1000), {}, 1)
+    assert p.steps == () and "disks were on the dead node" in p.skipped[0].reason
+
+
+def test_the_relocation_limit_holds() -> None:
+    p = recovery.plan("n4", [inst("a"), inst("b")], nodes(n2=1000), {"a": 1}, 1)
+    assert [s.instance for s in p.steps] == ["b"]
+    assert p.skipped[0].reason == "relocation limit reached (1)"
+    assert recovery.plan("n4", [inst("a")], nodes(n2=1000), {}, 0).steps == ()
+
+
+def test_the_dead_node_never_takes_anything() -> None:
+    p = recovery.plan("n4", [inst("a")], nodes(n4=9999, n2=200), {}, 1)
+    assert [s.target for s in p.steps] == ["n2"]
+
+
+def test_priority_tags() -> None:
+    assert recovery.priority(["x", "ganeti:ha:priority:3", "ganeti:ha:priority:-1"]) == 3
+    assert recovery.priority(["ganeti:ha:priority:high"]) == 0
+
+
+def test_failed_jobs_are_retried_up_to_the_restart_limit() -> None:
+    att = recovery.Attempts(max_restart=1)
+    assert att.failure("a") is True
+    assert att.failure("a") is False
+    att.succeeded("b")
+    assert att.relocated == {"b": 1}
+    assert recovery.Attempts(max_restart=0).failure("a") is False
