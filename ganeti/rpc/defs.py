@@ -455,6 +455,14 @@ _ROWS = [
     _row("master_drain", [("seconds", float)], URGENT,
          "The master daemon on the node refuses submissions for seconds (0: accepts again)"
          " and flushes its replication. -> {last_job_id, flushed}"),
+    # --- node loss recovery (doc/ha.md, "Node loss recovery") ---
+    _row("ha_node_reachable", [("node", str), ("address", str), ("timeout", float)], URGENT,
+         "Whether this node reaches the node daemon of node (at address; its version asked,"
+         " waiting at most timeout seconds). -> {reachable, error}"),
+    _row("ha_lease", [("lease", float), ("hypervisors", list)], URGENT,
+         "The master's probe and this node's self-fence lease: from now, lease seconds"
+         " (0: no lease, released); when it runs out unrenewed the node stops every"
+         " instance of those hypervisors. -> {lease, fenced}"),
     _row("node_stop_master", [("master_params", dict), ("use_external_mip_script", bool)],
          FAST, "Stop ganeti-rapi and the master daemon on the node, then take the master IP"
          " down. -> {masterd: stopped?, rapi: stopped?, ip: error or null}"),
@@ -467,7 +475,7 @@ FENCED_CALLS = frozenset([
     "jobqueue_sync", "jobqueue_purge", "jobqueue_set_drain_flag", "jobqueue_update_many",
     "replicate_state", "node_demote_from_mc", "node_activate_master_ip",
     "node_deactivate_master_ip", "node_stop_master", "master_lease", "node_leave_cluster",
-    "set_watcher_pause", "run_oob", "ssh_key_update",
+    "set_watcher_pause", "run_oob", "ssh_key_update", "ha_lease",
 ])
 #: procedures sent to nodes marked offline too (the runner answers every
 #: other one for such a node itself): an offline node still counts among

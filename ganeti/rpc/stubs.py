@@ -715,6 +715,21 @@ class RpcStubs:
         """
         return self._rpc("master_drain", node_or_nodes, [seconds], rpc_timeout)
 
+    def call_ha_node_reachable(self, node_or_nodes: Nodes, *, node: str, address: str,
+                               timeout: float, rpc_timeout: float | None = None) -> RpcResults:
+        """Whether this node reaches the node daemon of node (at address; its version asked, waiting at
+        most timeout seconds). -> {reachable, error} [urgent]
+        """
+        return self._rpc("ha_node_reachable", node_or_nodes, [node, address, timeout], rpc_timeout)
+
+    def call_ha_lease(self, node_or_nodes: Nodes, *, lease: float, hypervisors: JsonList,
+                      rpc_timeout: float | None = None) -> RpcResults:
+        """The master's probe and this node's self-fence lease: from now, lease seconds (0: no lease,
+        released); when it runs out unrenewed the node stops every instance of those hypervisors. ->
+        {lease, fenced} [urgent]
+        """
+        return self._rpc("ha_lease", node_or_nodes, [lease, hypervisors], rpc_timeout)
+
     def call_node_stop_master(self, node_or_nodes: Nodes, *, master_params: JsonDict,
                               use_external_mip_script: bool, rpc_timeout: float | None = None) -> RpcResults:
         """Stop ganeti-rapi and the master daemon on the node, then take the master IP down. ->

@@ -35,7 +35,7 @@ from ganeti.failover.lease import LEASE_DURATION
 from ganeti.failover.quorum import MasterGuard
 from ganeti.jqueue import storage as jstorage
 from ganeti.pathutils import Paths
-from ganeti.server import filterrules, luxiserver, masterstart, tuning
+from ganeti.server import filterrules, harecovery, luxiserver, masterstart, tuning
 from ganeti.server.daemon import DaemonRuntime, raise_fd_limit, run_daemon
 from ganeti.server.luxi_handlers import LuxiDispatcher
 from ganeti.server.luxiserver import MasterServer
@@ -184,6 +184,7 @@ def _serve(runtime: DaemonRuntime, state: _State) -> None:
     if state.guard is not None:
         masterstart.start_heartbeat(state.context, state.guard, runtime.options.lease_duration,
                                     runtime.stop_event)
+    harecovery.start(state.context, runtime.stop_event)
     try:
         state.server.serve_forever(poll_interval=0.5)
     finally:

@@ -101,6 +101,7 @@ from ganeti.redact import Redactor
 from ganeti.rpc import defs
 from ganeti.server import console, noded_keepalive
 from ganeti.server.autopromote import PromotionMonitor, run_worker
+from ganeti.server.selffence import SelfFenceMonitor
 
 __all__ = ["NodedServer", "NodedRequestHandler", "make_server_context",
            "MAX_REQUEST_SIZE", "DEFAULT_MAX_CHILDREN", "DEFAULT_BIND_ADDRESS",
@@ -376,22 +377,29 @@ class NodedServer(forking.ForkingServer):
                          spare_children=spare_children, clock=clock)
         #: the master autopromotion's timer (doc/ha.md); None: not watched
         self.promotion: PromotionMonitor | None = None
+        #: the self-fence lease's timer (doc/ha.md, "Node loss recovery")
+        self.self_fence: SelfFenceMonitor | None = None
 
     def watch_master(self) -> None:
-        """Take part in the master autopromotion (doc/ha.md, "Master autopromotion")."""
+        """Take part in the master autopromotion (doc/ha.md, "Master autopromotion") and
+        hold the self-fence lease of node loss recovery (doc/ha.md, "Node loss recovery")."""
         self.promotion = PromotionMonitor(self.paths, self.hostname, clock=self.clock)
+        self.self_fence = SelfFenceMonitor(self.paths, clock=self.clock)
 
     def loop_deadline(self) -> float | None:
         deadline = super().loop_deadline()
-        if self.promotion is None:
-            return deadline
-        mine = self.promotion.deadline()
-        return mine if deadline is None else min(deadline, mine)
+        for monitor in (self.promotion, self.self_fence):
+            if monitor is not None:
+                mine = monitor.deadline()
+                deadline = mine if deadline is None else min(deadline, mine)
+        return deadline
 
     def loop_tick(self, stopping: bool) -> None:
         super().loop_tick(stopping)
         if self.promotion is not None and not stopping:
             self.promotion.tick(lambda fn: run_worker(self._child_setup, fn))
+        if self.self_fence is not None and not stopping:
+            self.self_fence.tick(lambda fn: run_worker(self._child_setup, fn))
 
     def warm_up(self) -> None:
         """Answer one ``version`` request in-process over a socketpair.

@@ -1,0 +1,119 @@
+"""Node loss recovery, the node's part (doc/ha.md, "Node loss recovery").
+
+* A master candidate asked by the master whether it reaches a node the
+  master no longer hears (:func:`ha_node_reachable`): its answer is one
+  vote of the verdict of :func:`ganeti.ha.recovery.verdict`.
+* Every node the master probes holds a *self-fence lease*
+  (:func:`ha_lease`, recorded in ``var/lib/ganeti/ha_lease`` on the
+  machine's monotonic clock): a node without out-of-band power control
+  that is not renewed in time stops every instance of its hypervisors
+  itself (:func:`self_fence`, run by the node daemon's parent loop,
+  :mod:`ganeti.server.selffence`) before the master, which waits the
+  lease out, starts them elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from ganeti import constants, errors, hypervisor, serializer
+from ganeti.backend.context import NodeContext
+from ganeti.pathutils import Paths
+from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
+from ganeti.rpc.transport import HttpsTransport
+from ganeti.utils import io as uio
+
+__all__ = ["ha_node_reachable", "ha_lease"]
+
+logger = logging.getLogger(__name__)
+
+#: the self-fence lease record, in the node's data directory
+LEASE_FILE_NAME = "ha_lease"
+
+
+def ha_node_reachable(ctx: NodeContext, node: str, address: str,
+                      timeout: float) -> dict[str, Any]:
+    """Whether this node reaches ``node``'s daemon at ``address``: it is asked for
+    its protocol version over the cluster's mutual TLS, waiting at most
+    ``timeout`` seconds.  ``{"reachable": bool, "error": text or ""}``."""
+    port = default_noded_port()
+    runner = RpcRunner(StaticResolver({node: (address, port, False)}, default_port=port),
+                       HttpsTransport(ctx.paths.server_pem))
+    result = runner.call_version([node], rpc_timeout=timeout)[node]
+    if result.fail_msg:
+        logger.info("Node loss check: %s (%s) not reachable: %s", node, address,
+                    result.fail_msg)
+        return {"reachable": False, "error": result.fail_msg}
+    if result.payload != constants.PROTOCOL_VERSION:
+        return {"reachable": True, "error": f"protocol version {result.payload}"}
+    return {"reachable": True, "error": ""}
+
+
+def lease_file(paths: Paths) -> str:
+    """Where the node records its self-fence lease."""
+    return os.path.join(paths.data_dir, LEASE_FILE_NAME)
+
+
+def read_lease(paths: Paths) -> dict[str, Any] | None:
+    """The lease record ``{at, lease, hypervisors, fenced}`` (None: none, released,
+    or unreadable)."""
+    try:
+        raw = serializer.loads(uio.read_file(lease_file(paths), max_size=65536))
+    except (OSError, errors.GanetiError):
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("at"), (int, float)) \
+            or not isinstance(raw.get("lease"), (int, float)) or raw["lease"] <= 0:
+        return None
+    return raw
+
+
+def ha_lease(ctx: NodeContext, lease: float, hypervisors: list) -> dict[str, Any]:
+    """Renew (or with ``lease`` 0 release) this node's self-fence lease, from now.
+
+    ``hypervisors``: the names whose instances :func:`self_fence` stops.  The
+    answer says whether the node fenced itself since the lease before
+    (``fenced``: when, on this machine's monotonic clock; None)."""
+    names = [str(h) for h in hypervisors]
+    for name in names:
+        if name not in constants.HYPER_TYPES:
+            raise errors.HypervisorError(f"Unknown hypervisor {name!r}")
+    before = read_lease(ctx.paths)
+    fenced = before.get("fenced") if before else None
+    if lease <= 0:
+        try:
+            os.unlink(lease_file(ctx.paths))
+        except FileNotFoundError:
+            pass
+        return {"lease": 0.0, "fenced": fenced}
+    uio.write_file_atomic(lease_file(ctx.paths), serializer.dumps(
+        {"at": time.monotonic(), "lease": float(lease), "hypervisors": names}), mode=0o640)
+    return {"lease": float(lease), "fenced": fenced}
+
+
+def self_fence(paths: Paths, hypervisors: list[str]) -> list[str]:
+    """Stop (hard) every instance of ``hypervisors`` on this node; the names stopped.
+
+    Errors of one instance are logged and the others still stopped; the
+    record gets ``fenced`` (the monotonic time), so the next renewal reports it."""
+    stopped: list[str] = []
+    for name in hypervisors:
+        try:
+            hv = hypervisor.get_hypervisor(name, paths)
+            running = hv.list_instances()
+        except errors.GanetiError as exc:
+            logger.error("Self-fence: hypervisor %s: %s", name, exc)
+            continue
+        for inst in running:
+            try:
+                hv.stop_instance(inst, force=True)
+                stopped.append(inst)
+            except errors.GanetiError as exc:
+                logger.error("Self-fence: could not stop %s: %s", inst, exc)
+    record = read_lease(paths)
+    if record is not None:
+        record["fenced"] = time.monotonic()
+        uio.write_file_atomic(lease_file(paths), serializer.dumps(record), mode=0o640)
+    return stopped

@@ -1,0 +1,355 @@
+"""Node loss recovery in the master daemon (doc/ha.md, "Node loss recovery").
+
+:func:`start` runs one thread, ``ha-recovery``, beside the heartbeat.
+While the cluster parameter ``ha_recovery`` is on, every
+:data:`PROBE_EVERY` seconds it gives every online node but the master its
+self-fence lease (``ha_lease``: a length for a node without an
+``oob_program``, none for one with it), the answer being the probe; the
+pure :mod:`ganeti.ha.recovery` decides the rest:
+
+1. a node silent for ``ha_node_timeout`` seconds is a suspect: the online
+   master candidates are asked whether they reach its node daemon
+   (``ha_node_reachable``); without a strict majority of them (the master
+   counted) confirming they cannot, nothing happens (logged once per
+   change of the answers);
+2. dead: one job (reason ``gnt:ha``) logs the verdict and the fence
+   (``OP_TEST_JQUEUE``'s log messages, the job log's only opcode), marks
+   the node offline and, when it has an ``oob_program``, powers it off;
+   the fence is confirmed when that job succeeds; without OOB the thread
+   waits until the node's self-fence lease ran out (plus a margin), and
+   a node that never confirmed a lease to this master is not recovered;
+3. the recovery plan: a report job listing every instance of the node and
+   what is done with it, then one job per instance recovered
+   (``OP_INSTANCE_FAILOVER`` with ``ignore_consistency``, to the plan's
+   target), each opening with the verdict, the fence and when it was
+   confirmed in its log; a failed job is submitted again up to
+   ``ha_max_restart`` times.
+
+Jobs go through this master's own LUXI socket, as any client's, so they
+are visible in ``gnt-job list`` and pass the job filters.  Off
+(the default), the thread only reads the parameter every few seconds.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ganeti import constants, errors, luxi, parameters
+from ganeti.cmdlib.oob import oob_program
+from ganeti.context import MasterContext
+from ganeti.ha import policy, recovery
+from ganeti.opcodes import wire
+
+__all__ = ["start", "Monitor", "PROBE_EVERY", "PROBE_TIMEOUT"]
+
+logger = logging.getLogger(__name__)
+
+#: seconds between two probes of the nodes while recovery is on
+PROBE_EVERY = 2.0
+#: the probe's and the candidates' check's RPC timeout
+PROBE_TIMEOUT = 2.0
+#: how long the thread waits for one of its jobs
+JOB_WAIT = 300.0
+
+_FINISHED = frozenset([constants.JOB_STATUS_SUCCESS, constants.JOB_STATUS_ERROR,
+                       constants.JOB_STATUS_CANCELED])
+
+
+def _stamp(when: float) -> str:
+    return datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S UTC")
+
+
+class Monitor:
+    """The recovery thread's state: the silence watch, the attempts, what was logged.
+
+    ``submit(ops) -> job id`` and ``status(job id) -> status`` reach the job
+    queue; ``clock`` is monotonic, ``wall`` the time of day for the job log,
+    ``wait(seconds)`` sleeps unless stopped (default ``stop.wait``).
+    """
+
+    def __init__(self, context: MasterContext, submit: Callable[[list[dict[str, Any]]], int],
+                 status: Callable[[int], str | None], stop: threading.Event, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time,
+                 wait: Callable[[float], bool] | None = None) -> None:
+        self.context = context
+        self.submit = submit
+        self.status = status
+        self.stop = stop
+        self.clock = clock
+        self.wall = wall
+        #: sleeps (seconds) unless stopped; whether stopped
+        self.wait: Callable[[float], bool] = wait if wait is not None else stop.wait
+        self.watch: recovery.SilenceWatch | None = None
+        self.attempts: recovery.Attempts | None = None
+        self._said: dict[str, str] = {}
+        #: leases may be out there (turned on since this master started)
+        self._leased = False
+
+    # --- one round -------------------------------------------------------------
+    def round(self) -> None:
+        """Renew the nodes' leases (the probe); handle the first node found dead."""
+        cfg = self.context.require_cfg()
+        cluster = cfg.get_cluster_info()
+        if not cluster.ha_recovery:
+            self.watch = None
+            if self._leased:
+                self._release()
+            return
+        if self.watch is None or self.watch.timeout != cluster.ha_node_timeout:
+            self.watch = recovery.SilenceWatch(float(cluster.ha_node_timeout))
+        if self.attempts is None:
+            self.attempts = recovery.Attempts(cluster.ha_max_restart)
+        self.attempts.max_restart = cluster.ha_max_restart
+        master = cfg.get_master_node_name()
+        nodes = [n for n in cfg.get_all_nodes_info().values()
+                 if not n.offline and n.name != master]
+        now = self.clock()
+        self.watch.watch([n.name for n in nodes], now)
+        if not nodes:
+            return
+        rpc = self.context.require_rpc()
+        lease = recovery.self_fence_lease(float(cluster.ha_node_timeout))
+        hvs = list(cluster.enabled_hypervisors)
+        leased = [n.name for n in nodes if not oob_program(cfg, n)]
+        powered = [n.name for n in nodes if oob_program(cfg, n)]
+        given = {name: lease for name in leased}
+        given.update((name, 0.0) for name in powered)
+        for name, value in given.items():
+            self.watch.sent(name, now, value)
+        self._leased = True
+        answers = dict(rpc.call_ha_lease(leased, lease=lease, hypervisors=hvs,
+                                         rpc_timeout=PROBE_TIMEOUT)) if leased else {}
+        if powered:
+            answers.update(rpc.call_ha_lease(powered, lease=0.0, hypervisors=hvs,
+                                             rpc_timeout=PROBE_TIMEOUT))
+        heard = self.clock()
+        for name, value in given.items():
+            res = answers.get(name)
+            if res is not None and not res.fail_msg:
+                self.watch.heard(name, heard, value)
+                self._said.pop(name, None)
+        for name in self.watch.suspects(self.clock()):
+            if self.stop.is_set():
+                return
+            if self._check(name):
+                return
+
+    def _release(self) -> None:
+        """Recovery turned off: release every online node's self-fence lease."""
+        cfg = self.context.require_cfg()
+        master = cfg.get_master_node_name()
+        names = [n.name for n in cfg.get_all_nodes_info().values()
+                 if not n.offline and n.name != master]
+        results = self.context.require_rpc().call_ha_lease(
+            names, lease=0.0, hypervisors=[], rpc_timeout=PROBE_TIMEOUT) if names else {}
+        failed = sorted(n for n in names if results.get(n) is None or results[n].fail_msg)
+        if failed:
+            logger.warning("Node loss recovery off: the self-fence lease of %s not released"
+                           " yet (tried again)", ", ".join(failed))
+            return
+        self._leased = False
+
+    def _check(self, name: str) -> bool:
+        """Ask the candidates about silent ``name``; recover it if it is dead."""
+        cfg = self.context.require_cfg()
+        node = cfg.get_node_info_by_name(name)
+        if node is None or node.offline:
+            return False
+        master = cfg.get_master_node_name()
+        candidates = [n.name for n in cfg.get_master_candidates() if not n.offline]
+        if master not in candidates:
+            candidates.append(master)
+        askers = [c for c in candidates if c not in (master, name)]
+        results = (self.context.require_rpc().call_ha_node_reachable(
+            askers, node=name, address=node.primary_ip, timeout=PROBE_TIMEOUT,
+            rpc_timeout=PROBE_TIMEOUT * 2 + 1) if askers else {})
+        answers: dict[str, bool | None] = {}
+        for asker in askers:
+            res = results.get(asker)
+            ok = res is not None and not res.fail_msg and isinstance(res.payload, dict)
+            answers[asker] = bool(res.payload.get("reachable")) if ok and res else None
+        verdict = recovery.verdict(name, master, candidates, answers)
+        text = verdict.describe()
+        assert self.watch is not None
+        if not verdict.dead:
+            if self._said.get(name) != text:
+                logger.warning("Node %s silent for %.0f s, %s", name,
+                               self.watch.silence(name, self.clock()), text)
+                self._said[name] = text
+            return False
+        logger.warning("Node loss recovery: node %s %s", name, text)
+        return self.recover(name, verdict)
+
+    # --- fence and recovery ------------------------------------------------------
+    def recover(self, name: str, verdict: recovery.Verdict) -> bool:
+        """Fence dead ``name``, then recover its instances (in this thread); whether
+        anything was done (False: it cannot be fenced)."""
+        cfg = self.context.require_cfg()
+        node = cfg.get_node_info_by_name(name)
+        assert node is not None and self.watch is not None and self.attempts is not None
+        fence = recovery.choose_fence(name, oob_program(cfg, node), self.watch.last_sent(name),
+                                      self.watch.lease_bound(name), PROBE_TIMEOUT)
+        if fence.kind == recovery.FENCE_NONE:
+            if self._said.get(name) != fence.detail:
+                logger.error("Node loss recovery: node %s is dead (%s) but %s; nothing of it"
+                             " is started elsewhere", name, verdict.describe(), fence.detail)
+                self._said[name] = fence.detail
+            return False
+        declared = self.wall()
+        head = (f"Node {name} declared dead at {_stamp(declared)}"
+                f" after {self.watch.silence(name, self.clock()):.0f} s of silence; {verdict.describe()}")
+        ops: list[dict[str, Any]] = [
+            self._log_op([head, f"Fence: {fence.detail}"]),
+            wire.node_set_params(name, offline=True, auto_promote=True, force=True,
+                                 reason=self._reason(f"node {name} declared dead")),
+        ]
+        if fence.kind == recovery.FENCE_OOB:
+            ops.append(wire.oob_command(constants.OOB_POWER_OFF, node_names=[name],
+                                        reason=self._reason(f"fencing node {name}")))
+        job = self._run(ops)
+        if job is None:
+            logger.error("Node loss recovery: the fence job of %s failed; nothing of it is"
+                         " started elsewhere", name)
+            return True
+        if fence.kind == recovery.FENCE_LEASE:
+            wait = fence.not_before - self.clock()
+            if wait > 0:
+                logger.warning("Node loss recovery: waiting %.1f s for the self-fence lease"
+                               " of %s to run out", wait, name)
+                if self.wait(wait):
+                    return True
+        confirmed = self.wall()
+        fenced = (f"{name} fenced by {'out-of-band power-off' if fence.kind == recovery.FENCE_OOB else 'its self-fence lease'}"
+                  f" (job {job}), confirmed at {_stamp(confirmed)}")
+        logger.warning("Node loss recovery: %s", fenced)
+        plan = self._plan(name)
+        self._run([self._log_op([head, fenced, f"Recovery plan of {name}:"]
+                                + (plan.describe() or ["no instances"]))])
+        for step in plan.steps:
+            self._recover_one(step, [head, fenced])
+        return True
+
+    def _recover_one(self, step: recovery.Step, lines: list[str]) -> None:
+        assert self.attempts is not None
+        while not self.stop.is_set():
+            target = None if step.disk_template == constants.DT_DRBD8 else step.target
+            failover = wire.instance_failover(
+                step.instance, ignore_consistency=step.ignore_consistency,
+                target_node=target, reason=self._reason(f"recovering {step.instance}"))
+            job = self._run([self._log_op(lines + [f"Recovering {step.instance} on"
+                                                   f" {step.target}"]), failover])
+            if job is not None:
+                self.attempts.succeeded(step.instance)
+                logger.warning("Node loss recovery: %s runs on %s (job %s)", step.instance,
+                               step.target, job)
+                return
+            if not self.attempts.failure(step.instance):
+                logger.error("Node loss recovery: %s not recovered (restart limit %d)",
+                             step.instance, self.attempts.max_restart)
+                return
+
+    def _plan(self, name: str) -> recovery.Plan:
+        cfg = self.context.require_cfg()
+        cluster = cfg.get_cluster_info()
+        dead = cfg.get_node_info_by_name(name)
+        assert dead is not None and self.attempts is not None
+        now = self.wall()
+        groups = cfg.get_all_nodegroups_info()
+        nodes = cfg.get_all_nodes_info()
+        views = []
+        for inst in cfg.get_all_instances_info().values():
+            if inst.primary_node != dead.uuid:
+                continue
+            group = groups.get(dead.group)
+            pol = policy.effective_policy(inst.tags, group.tags if group else [],
+                                          cluster.tags, now)
+            secondaries = cfg.get_instance_secondary_nodes(inst.uuid)
+            second = nodes.get(secondaries[0]) if secondaries else None
+            be = parameters.fill_instance_beparams(cluster, inst)
+            views.append(recovery.InstanceView(
+                inst.name, inst.disk_template, second.name if second else None,
+                int(be.get("maxmem") or 0),
+                inst.admin_state == constants.ADMINST_UP,
+                pol.repair if pol.state == "enabled" else None, pol.describe(),
+                recovery.priority(inst.tags)))
+        hosts = [n for n in nodes.values()
+                 if not n.offline and n.vm_capable and n.uuid != dead.uuid]
+        hv = cluster.primary_hypervisor
+        infos = self.context.require_rpc().call_node_info(
+            [n.name for n in hosts], storage_units=[],
+            hv_specs=[[hv, dict(cluster.hvparams.get(hv, {}))]])
+        free = []
+        for host in hosts:
+            res = infos.get(host.name)
+            data = None if res is None or res.fail_msg else res.payload
+            value = data.get("memory_free") if isinstance(data, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                free.append(recovery.NodeView(host.name, value, host.group))
+        return recovery.plan(name, views, free, self.attempts.relocated,
+                             cluster.ha_max_relocate)
+
+    # --- jobs --------------------------------------------------------------------
+    def _reason(self, text: str) -> list[list[Any]]:
+        return [[recovery.REASON_SOURCE, text, int(self.wall() * 1e9)]]
+
+    def _log_op(self, lines: list[str]) -> dict[str, Any]:
+        return wire.test_jqueue(log_messages=lines, reason=self._reason(lines[0]))
+
+    def _run(self, ops: list[dict[str, Any]]) -> int | None:
+        """Submit one job and wait for it; its id if it succeeded."""
+        try:
+            job = self.submit(ops)
+        except errors.GanetiError as exc:
+            logger.error("Node loss recovery: a job was refused: %s", exc)
+            return None
+        deadline = self.clock() + JOB_WAIT
+        while self.clock() < deadline:
+            state = self.status(job)
+            if state in _FINISHED:
+                if state != constants.JOB_STATUS_SUCCESS:
+                    logger.error("Node loss recovery: job %s ended %s", job, state)
+                    return None
+                return job
+            if self.wait(0.2):
+                return None
+        logger.error("Node loss recovery: job %s did not finish in %.0f s", job, JOB_WAIT)
+        return None
+
+
+def start(context: MasterContext, stop: threading.Event) -> threading.Thread:
+    """Start the ``ha-recovery`` thread (doc/ha.md, "Node loss recovery"); it ends
+    with ``stop``."""
+    socket_path = context.paths.master_socket
+
+    def client() -> luxi.Client:
+        return luxi.Client(socket_path, connect_timeout=5.0, rw_timeout=60.0)
+
+    def submit(ops: list[dict[str, Any]]) -> int:
+        return int(client().SubmitJob(ops))
+
+    def status(job: int) -> str | None:
+        try:
+            rows = client().QueryJobs([job], ["status"])
+        except errors.GanetiError:
+            return None
+        return rows[0][0] if rows and rows[0] else None
+
+    monitor = Monitor(context, submit, status, stop)
+
+    def _loop() -> None:
+        while not stop.wait(PROBE_EVERY):
+            try:
+                monitor.round()
+            except Exception:  # the monitor must outlive one failed round
+                logger.exception("Node loss recovery round failed")
+
+    thread = threading.Thread(target=_loop, name="ha-recovery", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,86 @@
+"""The node daemon's self-fence (doc/ha.md, "Node loss recovery").
+
+The master's recovery thread renews every online node's self-fence lease
+(``ha_lease``, :mod:`ganeti.backend.ha`) every two seconds while the
+cluster's ``ha_recovery`` is on, with a length when the node has no
+``oob_program`` (none otherwise: the master powers such a node off).  The
+node daemon's accepting parent holds a :class:`SelfFenceMonitor`: once a
+second, from its loop (no thread), it reads the lease record; once the
+lease is about to run out unrenewed
+(:func:`ganeti.ha.recovery.self_fence_at`: two seconds before its end) it
+forks one worker that stops every instance of the lease's hypervisors
+(:func:`ganeti.backend.ha.self_fence`).  The master starts those instances
+elsewhere only after the lease's end plus a margin.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ganeti.backend import ha as backend_ha
+from ganeti.ha import recovery
+from ganeti.http import spare
+from ganeti.pathutils import Paths
+
+__all__ = ["SelfFenceMonitor", "LOOK_EVERY"]
+
+logger = logging.getLogger(__name__)
+
+#: seconds between two looks at the lease record (a small file read)
+LOOK_EVERY = 1.0
+
+
+class SelfFenceMonitor:
+    """The parent's timer; forks :func:`ganeti.backend.ha.self_fence` when due."""
+
+    def __init__(self, paths: Paths, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.paths = paths
+        self.clock = clock
+        self.worker: int | None = None
+        self._next_look = float("-inf")
+        self._fenced_for: float | None = None
+
+    def deadline(self) -> float:
+        """When the parent's loop should call :meth:`tick` next."""
+        return self._next_look
+
+    def due(self, now: float) -> dict[str, Any] | None:
+        """The lease record when it is time to fence (once per record), else None."""
+        record = backend_ha.read_lease(self.paths)
+        if record is None or record.get("fenced") is not None:
+            return None
+        if record["at"] == self._fenced_for:
+            return None
+        if now < recovery.self_fence_at(float(record["at"]), float(record["lease"])):
+            return None
+        return record
+
+    def tick(self, fork: Callable[[Callable[[], int]], int]) -> None:
+        """Look (at most every :data:`LOOK_EVERY` seconds); ``fork(fn)`` runs ``fn`` in
+        a child process and returns its pid."""
+        now = self.clock()
+        if now < self._next_look:
+            return
+        self._next_look = now + LOOK_EVERY
+        if self.worker is not None and spare.reaped(self.worker):
+            self.worker = None
+        if self.worker is not None:
+            return
+        record = self.due(now)
+        if record is None:
+            return
+        self._fenced_for = float(record["at"])
+        names = [str(h) for h in record.get("hypervisors") or []]
+        logger.warning("Self-fence: no lease renewal from the master for %.1f s (lease %.1f s):"
+                       " stopping every instance of %s", now - record["at"], record["lease"],
+                       ", ".join(names) or "no hypervisor")
+
+        def _fence() -> int:
+            stopped = backend_ha.self_fence(self.paths, names)
+            logger.warning("Self-fence: stopped %s", ", ".join(stopped) or "nothing")
+            return 0
+
+        self.worker = fork(_fence)

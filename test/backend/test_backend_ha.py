@@ -1,0 +1,97 @@
+"""The node's part of node loss recovery (ganeti/backend/ha.py)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fakes.clock import FakeClock  # noqa: E402
+
+from ganeti import constants, crypto, errors, hypervisor, serializer  # noqa: E402
+from ganeti.backend import ha  # noqa: E402
+from ganeti.hypervisor import base  # noqa: E402
+from ganeti.server import selffence  # noqa: E402
+from ganeti.server.selffence import SelfFenceMonitor  # noqa: E402
+from ganeti.utils import io as uio  # noqa: E402
+
+
+def test_a_node_daemon_nobody_listens_for_is_not_reached(ctx, monkeypatch) -> None:
+    key, cert = crypto.generate_self_signed_cert()
+    os.makedirs(os.path.dirname(ctx.paths.server_pem), exist_ok=True)
+    with open(ctx.paths.server_pem, "wb") as fh:
+        fh.write(key + cert)
+    with socket.socket() as sock:           # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("GANETI_NODED_PORT", str(port))
+    answer = ha.ha_node_reachable(ctx, "node9", "127.0.0.1", 2.0)
+    assert answer["reachable"] is False
+    assert answer["error"]
+
+
+def _start(ctx, name: str) -> None:
+    hv = hypervisor.get_hypervisor(constants.HT_FAKE, ctx.paths)
+    hv.start_instance(base.InstanceSpec(name=name, uuid=f"uuid-{name}", memory=128, vcpus=1,
+                                        hvparams={}, beparams={"maxmem": 128}, nics=()), [])
+
+
+def _running(ctx) -> list[str]:
+    hv = hypervisor.get_hypervisor(constants.HT_FAKE, ctx.paths)
+    return sorted(n for n, info in hv.get_all_instances_info().items()
+                  if info.get("state") == "running")
+
+
+def test_a_lease_is_recorded_and_released(ctx) -> None:
+    assert ha.ha_lease(ctx, 30.0, ["fake"]) == {"lease": 30.0, "fenced": None}
+    record = ha.read_lease(ctx.paths)
+    assert record is not None and record["lease"] == 30.0 and record["hypervisors"] == ["fake"]
+    assert ha.ha_lease(ctx, 0.0, []) == {"lease": 0.0, "fenced": None}
+    assert ha.read_lease(ctx.paths) is None
+
+
+def test_an_unknown_hypervisor_is_refused(ctx) -> None:
+    with pytest.raises(errors.HypervisorError):
+        ha.ha_lease(ctx, 30.0, ["vmware"])
+
+
+def test_the_self_fence_stops_every_instance_and_is_reported(ctx) -> None:
+    _start(ctx, "a")
+    _start(ctx, "b")
+    assert _running(ctx) == ["a", "b"]
+    ha.ha_lease(ctx, 30.0, ["fake"])
+    assert sorted(ha.self_fence(ctx.paths, ["fake"])) == ["a", "b"]
+    assert _running(ctx) == []
+    assert ha.ha_lease(ctx, 30.0, ["fake"])["fenced"] is not None
+
+
+def test_the_node_daemon_fences_once_just_before_the_lease_ends(ctx, monkeypatch) -> None:
+    clock = FakeClock(now=100.0)
+    _start(ctx, "a")
+    uio.write_file_atomic(ha.lease_file(ctx.paths), serializer.dumps(
+        {"at": 100.0, "lease": 30.0, "hypervisors": ["fake"]}))
+    monitor = SelfFenceMonitor(ctx.paths, clock=clock)
+    forks: list[int] = []
+
+    def fork(fn) -> int:  # type: ignore[no-untyped-def]
+        forks.append(fn())
+        return 4242
+
+    # the worker "ran" inline: the parent finds it reaped at once
+    monkeypatch.setattr(selffence.spare, "reaped", lambda pid: pid == 4242)
+    for _ in range(27):
+        clock.advance(1.0)
+        monitor.tick(fork)
+    assert forks == [] and _running(ctx) == ["a"]          # 127 s: 3 s left
+    clock.advance(1.0)
+    monitor.tick(fork)                                     # 128 s: 2 s ahead of the end
+    assert forks == [0] and _running(ctx) == []
+    for _ in range(5):
+        clock.advance(1.0)
+        monitor.tick(fork)
+    assert forks == [0]                                    # once per lease record

@@ -1,0 +1,196 @@
+"""The master's node loss recovery thread (ganeti/server/harecovery.py), one round at a
+time on a fake clock, against a fake configuration, fake RPC and a recording job queue."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fakes import FakeRpc, make_cluster_context, make_config  # noqa: E402
+from fakes.clock import FakeClock  # noqa: E402
+from fakes.fakeconfig import node_name  # noqa: E402
+
+from ganeti import constants, errors  # noqa: E402
+from ganeti.objects import Disk, Instance  # noqa: E402
+from ganeti.server.harecovery import Monitor  # noqa: E402
+
+N1, N2, N3, N4 = (node_name(k) for k in range(1, 5))
+FAILOVER = "ganeti:watcher:autorepair:failover"
+
+
+class Queue:
+    """Records submitted jobs; every job succeeds (or fails, when told)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[list[dict[str, Any]]] = []
+        self.failing: set[str] = set()
+
+    def submit(self, ops: list[dict[str, Any]]) -> int:
+        self.jobs.append(ops)
+        return len(self.jobs)
+
+    def status(self, job: int) -> str:
+        names = {op.get("instance_name") for op in self.jobs[job - 1]}
+        return (constants.JOB_STATUS_ERROR if names & self.failing
+                else constants.JOB_STATUS_SUCCESS)
+
+    def op_ids(self) -> list[list[str]]:
+        return [[op["OP_ID"] for op in job] for job in self.jobs]
+
+
+def _setup(tmp_path, *, on: bool = True, oob: str = ""):  # type: ignore[no-untyped-def]
+    cfg = make_config(tmp_path, nodes=4)
+    cluster = cfg.get_cluster_info()
+    cluster.ha_recovery = on
+    cluster.ha_node_timeout = 10
+    cluster.ndparams["oob_program"] = oob
+    for name, tags in (("ha1", [FAILOVER]), ("other", [])):
+        disk = Disk(dev_type=constants.DT_SHARED_FILE, size=8,
+                    logical_id=["loop", f"/srv/{name}/d0"], nodes=["uuid-node4"], iv_name="disk/0")
+        cfg.add_instance(Instance(name=name, primary_node="uuid-node4", os="tinyos",
+                                  disk_template=constants.DT_SHARED_FILE, tags=tags,
+                                  admin_state=constants.ADMINST_UP), [disk])
+    rpc = FakeRpc(cfg)
+    ctx = make_cluster_context(tmp_path, cfg, rpc)
+    queue = Queue()
+    clock = FakeClock()
+    waited: list[float] = []
+
+    def wait(seconds: float) -> bool:
+        waited.append(seconds)
+        clock.advance(seconds)
+        return False
+
+    monitor = Monitor(ctx, queue.submit, queue.status, threading.Event(), clock=clock,
+                      wall=lambda: 1_800_000_000.0, wait=wait)
+    return cfg, rpc, queue, clock, monitor, waited
+
+
+def _rounds(monitor: Monitor, clock: FakeClock, count: int) -> None:
+    for _ in range(count):
+        monitor.round()
+        clock.advance(2.0)
+
+
+def test_off_it_sends_nothing_and_submits_nothing(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, _ = _setup(tmp_path, on=False)
+    _rounds(monitor, clock, 20)
+    assert rpc.calls == [] and queue.jobs == []
+
+
+def test_every_other_online_node_gets_its_lease_each_round(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, _ = _setup(tmp_path)
+    _rounds(monitor, clock, 3)
+    calls = rpc.calls_to("ha_lease")
+    assert len(calls) == 3
+    assert all(sorted(nodes) == [N2, N3, N4] and args[0] == 30.0 for nodes, args in calls)
+    assert queue.jobs == []
+
+
+def test_a_silent_node_the_candidates_reach_is_left_alone(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, _ = _setup(tmp_path)
+    rpc.set_failure("ha_lease", N4, "connection refused")
+    rpc.set_handler("ha_node_reachable", lambda node, args: {"reachable": True, "error": ""})
+    _rounds(monitor, clock, 10)
+    assert rpc.calls_to("ha_node_reachable")          # asked, after the timeout
+    assert queue.jobs == []
+
+
+def _dies_after_one_round(rpc: FakeRpc) -> None:
+    """node4 confirms its first lease, then never answers again."""
+    answered: list[str] = []
+
+    def lease(node: str, args: list[Any]) -> dict[str, Any]:
+        if node == N4 and node in answered:
+            raise errors.RpcError("connection refused")
+        answered.append(node)
+        return {"lease": args[0], "fenced": None}
+
+    rpc.set_handler("ha_lease", lease)
+
+
+def test_a_dead_node_that_never_confirmed_a_lease_is_not_recovered(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, waited = _setup(tmp_path)
+    rpc.set_failure("ha_lease", N4, "connection refused")
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+    _rounds(monitor, clock, 20)
+    assert rpc.calls_to("ha_node_reachable")        # found dead...
+    assert queue.jobs == [] and waited == []        # ...but it cannot be fenced
+
+
+def test_a_dead_node_without_oob_is_waited_out_then_recovered(tmp_path) -> None:
+    cfg, rpc, queue, clock, monitor, waited = _setup(tmp_path)
+    _dies_after_one_round(rpc)
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+    _rounds(monitor, clock, 5)                       # 8 s of silence: not yet a suspect
+    assert rpc.calls_to("ha_node_reachable") == []
+    _rounds(monitor, clock, 1)
+    asked = rpc.calls_to("ha_node_reachable")
+    assert len(asked) == 1 and sorted(asked[0][0]) == [N2, N3] and asked[0][1][0] == N4
+    assert queue.op_ids()[0] == ["OP_TEST_JQUEUE", "OP_NODE_SET_PARAMS"]   # no OOB
+    assert queue.jobs[0][1]["offline"] is True
+    assert all(entry[0] == "gnt:ha" for job in queue.jobs for op in job
+               for entry in op["reason"])
+    # the lease (30 s) waited out from the last request before the failover
+    assert waited and waited[0] > 30.0
+    assert queue.op_ids()[1:] == [["OP_TEST_JQUEUE"], ["OP_TEST_JQUEUE", "OP_INSTANCE_FAILOVER"]]
+    report = queue.jobs[1][0]["log_messages"]
+    assert any("leave other: not tagged for failover (disabled)" in line for line in report)
+    failover = queue.jobs[2][1]
+    assert failover["instance_name"] == "ha1" and failover["ignore_consistency"] is True
+    assert failover["target_node"] in (N1, N2, N3)
+    assert any("fenced by its self-fence lease" in line
+               for line in queue.jobs[2][0]["log_messages"])
+
+
+def test_a_dead_node_with_oob_is_powered_off_without_waiting(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, waited = _setup(tmp_path, oob="/usr/lib/oob")
+    rpc.set_failure("ha_lease", N4, "connection refused")
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+    _rounds(monitor, clock, 6)
+    assert queue.op_ids()[0] == ["OP_TEST_JQUEUE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND"]
+    assert queue.jobs[0][2]["command"] == "power-off" and queue.jobs[0][2]["node_names"] == [N4]
+    assert waited == []
+    # with OOB the nodes hold no lease
+    assert all(args[0] == 0.0 for _, args in rpc.calls_to("ha_lease"))
+
+
+def test_a_failed_recovery_job_is_submitted_again_up_to_the_limit(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, _ = _setup(tmp_path, oob="/usr/lib/oob")
+    rpc.set_failure("ha_lease", N4, "connection refused")
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+    queue.failing.add("ha1")
+    _rounds(monitor, clock, 6)
+    failovers = [job for job in queue.jobs if job[-1]["OP_ID"] == "OP_INSTANCE_FAILOVER"]
+    assert len(failovers) == 2                      # the job and one restart (the default)
+
+
+def test_a_refused_fence_job_recovers_nothing(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, _ = _setup(tmp_path, oob="/usr/lib/oob")
+    rpc.set_failure("ha_lease", N4, "connection refused")
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+
+    def refuse(ops: list[dict[str, Any]]) -> int:
+        raise errors.JobQueueDrainError("drained")
+
+    monitor.submit = refuse
+    _rounds(monitor, clock, 6)
+    assert queue.jobs == []
+
+
+def test_turned_off_the_leases_are_released(tmp_path) -> None:
+    cfg, rpc, queue, clock, monitor, _ = _setup(tmp_path)
+    _rounds(monitor, clock, 2)
+    cfg.get_cluster_info().ha_recovery = False
+    _rounds(monitor, clock, 3)
+    leases = [args[0] for _, args in rpc.calls_to("ha_lease")]
+    assert leases == [30.0, 30.0, 0.0]              # released once
