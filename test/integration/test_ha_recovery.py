@@ -1,0 +1,260 @@
+"""Node loss recovery on a real virtual cluster (doc/ha.md, "Node loss recovery").
+
+One 4-node cluster (fake hypervisor, ``sharedfile`` instances, the virtual
+cluster's out-of-band program as ``oob_program``, ``ha_recovery`` on with
+a 3-second node timeout), the tests in order:
+
+* a node killed (every daemon, SIGKILL): its instances tagged for
+  ``failover`` run again on another node, each exactly once (the dead
+  node's guests are gone with its power, no second copy anywhere), in
+  jobs with reason ``gnt:ha`` whose log names the fence and when it was
+  confirmed; its untagged instance stays where it was, down, and the
+  recovery's report names it;
+* a node cut off from the master only (the others still reach it): it is
+  not declared dead, nothing of it moves;
+* a node without OOB cut off from everyone: it stops its own instance
+  when its self-fence lease runs out, and only then does the instance run
+  on another node.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from failover_helpers import MASTERD_ARGS, needs_partitions
+from instance_helpers import NOCHECK, fake_hv, rows
+from vcluster_harness import VirtualCluster
+
+from ganeti import constants, daemonctl, luxi
+from ganeti.backend import ha as backend_ha
+from ganeti.ha import recovery
+from tools.harness import crash, oob, vcluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+N1, N2, N3, N4 = (f"node{k}.vcluster" for k in range(1, 5))
+FAILOVER = "ganeti:watcher:autorepair:failover"
+#: seconds of silence before the master asks the candidates (the cluster parameter)
+TIMEOUT = 3
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory) -> Iterator[VirtualCluster]:
+    with VirtualCluster(tmp_path_factory.mktemp("vcha"), nodes=4, use_ssh=False,
+                        masterd_args=MASTERD_ARGS) as cluster:
+        path = oob.install(cluster.cluster)
+        cluster.ok("gnt-cluster", "modify", "--node-parameters", f"oob_program={path}")
+        yield cluster
+
+
+def _wait(predicate: Callable[[], bool], timeout: float = 60.0, step: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    for _ in range(int(timeout / step) + 1):
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            break
+        time.sleep(step)
+    return predicate()
+
+
+def _add(vc: VirtualCluster, name: str, node: str, *tags: str) -> None:
+    vc.ok("gnt-instance", "add", "-t", "sharedfile", "--disk", "0:size=1M", "-o", "tinyos",
+          "-B", "maxmem=128", "-n", node, *NOCHECK, name)
+    if tags:
+        vc.ok("gnt-instance", "add-tags", name, *tags)
+
+
+def _running_on(vc: VirtualCluster, name: str) -> list[str]:
+    """The nodes whose fake hypervisor runs ``name`` (what the machines do, not the config)."""
+    found = []
+    for node in vc.names:
+        info = fake_hv(vc, node).get_all_instances_info().get(name)
+        if info is not None and info.get("state") == "running":
+            found.append(node)
+    return found
+
+
+def _pnode(vc: VirtualCluster, name: str) -> str:
+    ((pnode,),) = rows(vc, "pnode", name)
+    return pnode
+
+
+def _offline(vc: VirtualCluster, node: str) -> str:
+    out = vc.ok("gnt-node", "list", "--no-headers", "-o", "offline", node)
+    return out.strip()
+
+
+def _ha_jobs(vc: VirtualCluster) -> list[dict[str, Any]]:
+    """Every job with an opcode whose reason trail has ``gnt:ha``: id, status, ops, log."""
+    client = luxi.Client(vc.paths(N1).master_socket, connect_timeout=5.0, rw_timeout=30.0)
+    found = []
+    for job_id, status, ops, oplog in client.QueryJobs(None, ["id", "status", "ops", "oplog"]):
+        if any(entry[0] == recovery.REASON_SOURCE for op in ops for entry in op.get("reason", [])):
+            lines = [str(msg[3]) for log in oplog for msg in log]
+            found.append({"id": job_id, "status": status, "ops": ops, "log": "\n".join(lines)})
+    return sorted(found, key=lambda j: int(j["id"]))
+
+
+def _log_lines(vc: VirtualCluster, node: str, daemon: str, *words: str) -> list[str]:
+    """The lines of ``node``'s ``daemon`` log that contain one of ``words`` (diagnostics)."""
+    try:
+        with open(vc.paths(node).daemon_log_file(daemon), encoding="utf-8",
+                  errors="replace") as fh:
+            return [line.rstrip() for line in fh if any(w in line for w in words)]
+    except FileNotFoundError:
+        return []
+
+
+def _failovers(jobs: list[dict[str, Any]]) -> list[str]:
+    return [op["instance_name"] for job in jobs for op in job["ops"]
+            if op["OP_ID"] == "OP_INSTANCE_FAILOVER"]
+
+
+# --- a partition of one pair of nodes ------------------------------------------------
+
+
+def _nft(script: str) -> None:
+    res = subprocess.run(["nft", "-f", "-"], input=script, capture_output=True, text=True,
+                         check=False, timeout=30)
+    assert res.returncode == 0, res.stderr
+
+
+def _cut(vc: VirtualCluster, a: str, b: str) -> str:
+    """Drop the node daemons' traffic between ``a`` and ``b`` only; the table's name."""
+    table = f"ganeti_hatest_{os.getpid()}"
+    ip_a, ip_b = vc.cluster.node(a).ip, vc.cluster.node(b).ip
+    port = vc.cluster.noded_port
+    lines = [f"table inet {table} {{", "  chain out {",
+             "    type filter hook output priority 0; policy accept;"]
+    for src, dst in ((ip_a, ip_b), (ip_b, ip_a)):
+        for direction in ("dport", "sport"):
+            lines.append(f"    ip saddr {src} ip daddr {dst} tcp {direction} {port} drop")
+    lines += ["  }", "}"]
+    _nft("\n".join(lines) + "\n")
+    return table
+
+
+def _uncut(table: str) -> None:
+    _nft(f"table inet {table}\ndelete table inet {table}\n")
+
+
+# --- the tests ------------------------------------------------------------------------
+
+
+def test_a_killed_node_its_tagged_instances_run_elsewhere_exactly_once(vc):
+    vc.ok("gnt-cluster", "modify", "--ha-recovery", "yes", "--ha-node-timeout", str(TIMEOUT))
+    info = vc.ok("gnt-cluster", "info")
+    assert "automatic node loss recovery: True" in info
+    assert f"node loss timeout: {TIMEOUT}" in info
+    _add(vc, "ha1.example.com", N4, FAILOVER)
+    _add(vc, "ha2.example.com", N4, FAILOVER, f"{recovery.PRIORITY_PREFIX}5")
+    _add(vc, "plain1.example.com", N4)
+    assert _ha_jobs(vc) == []
+    killed = time.monotonic()
+    crash.kill_node_daemons(vc.paths(N4))
+    tagged = ["ha1.example.com", "ha2.example.com"]
+    twice: list[dict[str, list[str]]] = []
+
+    def recovered() -> bool:
+        where = {n: _running_on(vc, n) for n in tagged}
+        if any(len(nodes) > 1 for nodes in where.values()):
+            twice.append(where)
+        return all(nodes and nodes != [N4] for nodes in where.values())
+
+    assert _wait(recovered, 60, step=0.1), {n: _running_on(vc, n) for n in tagged}
+    assert twice == []                    # never two copies, not even for a moment
+    elapsed = time.monotonic() - killed
+    print(f"node death to instances running again: {elapsed:.1f} s")
+    assert _offline(vc, N4) == "Y"
+    for name in tagged:
+        assert _pnode(vc, name) == _running_on(vc, name)[0]
+    # the untagged one: left where it was, not running anywhere (its node's power is off)
+    assert _pnode(vc, "plain1.example.com") == N4
+    assert _running_on(vc, "plain1.example.com") == []
+    assert daemonctl.daemon_pid(vc.paths(N4), constants.NODED) is None
+    jobs = _ha_jobs(vc)
+    assert all(j["status"] == constants.JOB_STATUS_SUCCESS for j in jobs), jobs
+    # exactly one failover per tagged instance, the higher priority first
+    assert _failovers(jobs) == ["ha2.example.com", "ha1.example.com"]
+    fence = jobs[0]
+    assert [op["OP_ID"] for op in fence["ops"]] == [
+        "OP_TEST_JQUEUE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND"]
+    assert f"Node {N4} declared dead" in fence["log"]
+    assert "out-of-band power-off" in fence["log"]
+    report = "\n".join(j["log"] for j in jobs)
+    assert f"fenced by out-of-band power-off (job {fence['id']}), confirmed at" in report
+    assert "leave plain1.example.com: not tagged for failover (disabled)" in report
+    for job in jobs:
+        if _failovers([job]):
+            assert "confirmed at" in job["log"]
+
+
+def test_a_node_cut_off_from_the_master_alone_is_not_declared_dead(vc):
+    _add(vc, "stay.example.com", N3, FAILOVER)
+    before = len(_ha_jobs(vc))
+    table = _cut(vc, N1, N3)
+    try:
+        master_log = vc.paths(N1).daemon_log_file(constants.MASTERD)
+
+        def asked() -> bool:
+            with open(master_log, encoding="utf-8", errors="replace") as fh:
+                return f"Node {N3} silent for" in fh.read()
+
+        assert _wait(asked, 40)
+        # the candidates still reach it: several rounds more, nothing happens
+        time.sleep(3 * TIMEOUT)
+        assert len(_ha_jobs(vc)) == before
+    finally:
+        _uncut(table)
+    assert _offline(vc, N3) == "N"
+    assert _pnode(vc, "stay.example.com") == N3
+    assert _running_on(vc, "stay.example.com") == [N3]
+    with open(master_log, encoding="utf-8", errors="replace") as fh:
+        assert "not dead: " in fh.read()
+
+
+@needs_partitions
+def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
+    vc.ok("gnt-cluster", "modify", "--ha-recovery", "yes", "--ha-node-timeout", str(TIMEOUT))
+    vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=", N2)
+    name = "self.example.com"
+    _add(vc, name, N2, FAILOVER)
+    # an instance the first test moved here was relocated once: the limit (1) holds it
+    limited = [inst for inst, pnode in rows(vc, "name,pnode")
+               if pnode == N2 and inst in ("ha1.example.com", "ha2.example.com")]
+    before = len(_ha_jobs(vc))
+    # the master gives it a self-fence lease now that it has no OOB (without one
+    # confirmed, the master could not fence it and would recover nothing)
+    assert _wait(lambda: backend_ha.read_lease(vc.paths(N2)) is not None, 20)
+    vcluster.isolate(vc.cluster, N2)
+    try:
+        seen_twice: list[list[str]] = []
+
+        def moved() -> bool:
+            where = _running_on(vc, name)
+            if len(where) > 1:
+                seen_twice.append(where)
+            return where != [N2] and len(where) == 1
+
+        # the lease is at least recovery.MIN_SELF_FENCE_LEASE seconds
+        assert _wait(moved, recovery.MIN_SELF_FENCE_LEASE + 40, step=0.1), (
+            _running_on(vc, name), _log_lines(vc, N2, constants.NODED, "elf-fence", "worker"),
+            _log_lines(vc, N1, constants.MASTERD, "ecovery", N2),
+            vc.ok("gnt-node", "list", "-o", "name,ndp/oob_program", N2))
+        assert seen_twice == []
+        assert _running_on(vc, name) != [N2]
+    finally:
+        vcluster.heal(vc.cluster, N2)
+    jobs = _ha_jobs(vc)[before:]
+    assert _failovers(jobs) == [name]
+    log = "\n".join(j["log"] for j in jobs)
+    assert "fenced by its self-fence lease" in log
+    for other in limited:
+        assert f"leave {other}: relocation limit reached (1)" in log
+    assert _offline(vc, N2) == "Y"
