@@ -233,6 +233,7 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
     # confirmed, the master could not fence it and would recover nothing)
     assert _wait(lambda: backend_ha.read_lease(vc.paths(N2)) is not None, 20)
     vcluster.isolate(vc.cluster, N2)
+    isolated = time.monotonic()
     try:
         seen_twice: list[list[str]] = []
 
@@ -247,6 +248,7 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
             _running_on(vc, name), _log_lines(vc, N2, constants.NODED, "elf-fence", "worker"),
             _log_lines(vc, N1, constants.MASTERD, "ecovery", N2),
             vc.ok("gnt-node", "list", "-o", "name,ndp/oob_program", N2))
+        print(f"node isolated to its instance running elsewhere: {time.monotonic() - isolated:.1f} s")
         assert seen_twice == []
         assert _running_on(vc, name) != [N2]
     finally:
