@@ -186,6 +186,10 @@ def test_a_killed_node_its_tagged_instances_run_elsewhere_exactly_once(vc):
     assert [op["OP_ID"] for op in fence["ops"]] == [
         "OP_TEST_JQUEUE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND"]
     assert f"Node {N4} declared dead" in fence["log"]
+    # what an operator sees: the jobs in gnt-job list, the reason in gnt-job info
+    listed = vc.ok("gnt-job", "list", "--no-headers", "-o", "id")
+    assert all(str(j["id"]) in listed.split() for j in jobs)
+    assert recovery.REASON_SOURCE in vc.ok("gnt-job", "info", str(fence["id"]))
     assert "out-of-band power-off" in fence["log"]
     report = "\n".join(j["log"] for j in jobs)
     assert f"fenced by out-of-band power-off (job {fence['id']}), confirmed at" in report
