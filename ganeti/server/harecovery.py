@@ -91,17 +91,31 @@ class Monitor:
         self._said: dict[str, str] = {}
         #: leases may be out there (turned on since this master started)
         self._leased = False
+        #: the node being fenced and recovered: never probed (no lease renewed)
+        self._recovering: str | None = None
+        self._last_probe = float("-inf")
 
     # --- one round -------------------------------------------------------------
     def round(self) -> None:
         """Renew the nodes' leases (the probe); handle the first node found dead."""
+        if not self._probe() or self.watch is None:
+            return
+        for name in self.watch.suspects(self.clock()):
+            if self.stop.is_set():
+                return
+            if self._check(name):
+                return
+
+    def _probe(self) -> bool:
+        """Renew the leases of every online node but the master and the node being
+        recovered; whether recovery is on."""
         cfg = self.context.require_cfg()
         cluster = cfg.get_cluster_info()
         if not cluster.ha_recovery:
             self.watch = None
             if self._leased:
                 self._release()
-            return
+            return False
         if self.watch is None or self.watch.timeout != cluster.ha_node_timeout:
             self.watch = recovery.SilenceWatch(float(cluster.ha_node_timeout))
         if self.attempts is None:
@@ -109,11 +123,12 @@ class Monitor:
         self.attempts.max_restart = cluster.ha_max_restart
         master = cfg.get_master_node_name()
         nodes = [n for n in cfg.get_all_nodes_info().values()
-                 if not n.offline and n.name != master]
+                 if not n.offline and n.name not in (master, self._recovering)]
         now = self.clock()
+        self._last_probe = now
         self.watch.watch([n.name for n in nodes], now)
         if not nodes:
-            return
+            return True
         rpc = self.context.require_rpc()
         lease = recovery.self_fence_lease(float(cluster.ha_node_timeout))
         hvs = list(cluster.enabled_hypervisors)
@@ -135,11 +150,28 @@ class Monitor:
             if res is not None and not res.fail_msg:
                 self.watch.heard(name, heard, value)
                 self._said.pop(name, None)
-        for name in self.watch.suspects(self.clock()):
-            if self.stop.is_set():
-                return
-            if self._check(name):
-                return
+        return True
+
+    def _keep_leases(self) -> None:
+        """While a recovery waits: renew the other nodes' leases when a round is due
+        (a node whose lease ran out meanwhile would stop its instances)."""
+        if self.clock() - self._last_probe < PROBE_EVERY:
+            return
+        try:
+            self._probe()
+        except errors.GanetiError as exc:
+            logger.error("Node loss recovery: lease renewal during a recovery failed: %s", exc)
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds``, renewing the other nodes' leases; whether stopped."""
+        end = self.clock() + seconds
+        while True:
+            left = end - self.clock()
+            if left <= 0:
+                return False
+            if self.wait(min(left, PROBE_EVERY)):
+                return True
+            self._keep_leases()
 
     def _release(self) -> None:
         """Recovery turned off: release every online node's self-fence lease."""
@@ -185,7 +217,11 @@ class Monitor:
                 self._said[name] = text
             return False
         logger.warning("Node loss recovery: node %s %s", name, text)
-        return self.recover(name, verdict)
+        self._recovering = name
+        try:
+            return self.recover(name, verdict)
+        finally:
+            self._recovering = None
 
     # --- fence and recovery ------------------------------------------------------
     def recover(self, name: str, verdict: recovery.Verdict) -> bool:
@@ -223,7 +259,7 @@ class Monitor:
             if wait > 0:
                 logger.warning("Node loss recovery: waiting %.1f s for the self-fence lease"
                                " of %s to run out", wait, name)
-                if self.wait(wait):
+                if self._pause(wait):
                     return True
         confirmed = self.wall()
         fenced = (f"{name} fenced by {'out-of-band power-off' if fence.kind == recovery.FENCE_OOB else 'its self-fence lease'}"
@@ -319,6 +355,7 @@ class Monitor:
                 return job
             if self.wait(0.2):
                 return None
+            self._keep_leases()
         logger.error("Node loss recovery: job %s did not finish in %.0f s", job, JOB_WAIT)
         return None
 

@@ -14,7 +14,8 @@ a 3-second node timeout), the tests in order:
   not declared dead, nothing of it moves;
 * a node without OOB cut off from everyone: it stops its own instance
   when its self-fence lease runs out, and only then does the instance run
-  on another node.
+  on another node; another node without OOB keeps its lease (renewed while
+  the master waits) and its instance.
 """
 
 from __future__ import annotations
@@ -226,16 +227,20 @@ def test_a_node_cut_off_from_the_master_alone_is_not_declared_dead(vc):
 @needs_partitions
 def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
     vc.ok("gnt-cluster", "modify", "--ha-recovery", "yes", "--ha-node-timeout", str(TIMEOUT))
-    vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=", N2)
+    for node in (N2, N3):
+        vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=", node)
     name = "self.example.com"
     _add(vc, name, N2, FAILOVER)
+    # a healthy node without OOB: its lease must be renewed while the master waits
+    _add(vc, "bystander.example.com", N3, FAILOVER)
     # an instance the first test moved here was relocated once: the limit (1) holds it
     limited = [inst for inst, pnode in rows(vc, "name,pnode")
                if pnode == N2 and inst in ("ha1.example.com", "ha2.example.com")]
     before = len(_ha_jobs(vc))
     # the master gives it a self-fence lease now that it has no OOB (without one
     # confirmed, the master could not fence it and would recover nothing)
-    assert _wait(lambda: backend_ha.read_lease(vc.paths(N2)) is not None, 20)
+    assert _wait(lambda: all(backend_ha.read_lease(vc.paths(n)) is not None
+                             for n in (N2, N3)), 20)
     vcluster.isolate(vc.cluster, N2)
     isolated = time.monotonic()
     try:
@@ -259,6 +264,8 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
         vcluster.heal(vc.cluster, N2)
     jobs = _ha_jobs(vc)[before:]
     assert _failovers(jobs) == [name]
+    assert _running_on(vc, "bystander.example.com") == [N3]
+    assert _log_lines(vc, N3, constants.NODED, "Self-fence") == []
     log = "\n".join(j["log"] for j in jobs)
     assert "fenced by its self-fence lease" in log
     for other in limited:

@@ -137,8 +137,14 @@ def test_a_dead_node_without_oob_is_waited_out_then_recovered(tmp_path) -> None:
     assert queue.jobs[0][1]["offline"] is True
     assert all(entry[0] == "gnt:ha" for job in queue.jobs for op in job
                for entry in op["reason"])
-    # the lease (30 s) waited out from the last request before the failover
-    assert waited and waited[0] > 30.0
+    # the lease (30 s) waited out from the last request before the failover, the
+    # other nodes' leases renewed meanwhile (every 2 s), the dead node's never
+    assert sum(waited) > 30.0 and max(waited) <= 2.0
+    procs = [proc for proc, _, _ in rpc.calls]
+    after = [nodes for proc, nodes, _ in rpc.calls[procs.index("ha_node_reachable"):]
+             if proc == "ha_lease"]
+    assert len(after) >= 15
+    assert all(sorted(nodes) == [N2, N3] for nodes in after)
     assert queue.op_ids()[1:] == [["OP_TEST_JQUEUE"], ["OP_TEST_JQUEUE", "OP_INSTANCE_FAILOVER"]]
     report = queue.jobs[1][0]["log_messages"]
     assert any("leave other: not tagged for failover (disabled)" in line for line in report)
