@@ -179,9 +179,10 @@ def check_and_take_over(paths: Paths, me: str, masterd_args: Sequence[str],
     return 0
 
 
-def run_worker(setup: Callable[[], Any], fn: Callable[[], int]) -> int:
+def run_worker(setup: Callable[[], Any], fn: Callable[[], int], what: str) -> int:
     """Fork; in the child run ``setup()`` then ``fn()`` and exit with its status.
-    Returns the child's pid (in the parent)."""
+    Returns the child's pid (in the parent).  ``what`` names the worker in the
+    log when it fails (``"master autopromotion"``, ``"self-fence"``)."""
     pid = os.fork()
     if pid:
         return pid
@@ -190,6 +191,6 @@ def run_worker(setup: Callable[[], Any], fn: Callable[[], int]) -> int:
         setup()
         code = fn()
     except BaseException:  # a worker child never returns into the server loop
-        logger.exception("Master autopromotion worker failed")
+        logger.exception("The %s worker failed", what)
     finally:
         os._exit(code)

@@ -397,9 +397,9 @@ class NodedServer(forking.ForkingServer):
     def loop_tick(self, stopping: bool) -> None:
         super().loop_tick(stopping)
         if self.promotion is not None and not stopping:
-            self.promotion.tick(lambda fn: run_worker(self._child_setup, fn))
+            self.promotion.tick(lambda fn: run_worker(self._child_setup, fn, "master autopromotion"))
         if self.self_fence is not None and not stopping:
-            self.self_fence.tick(lambda fn: run_worker(self._child_setup, fn))
+            self.self_fence.tick(lambda fn: run_worker(self._child_setup, fn, "self-fence"))
 
     def warm_up(self) -> None:
         """Answer one ``version`` request in-process over a socketpair.

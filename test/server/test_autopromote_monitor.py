@@ -8,6 +8,11 @@ import os
 
 from ganeti.backend.fencing import CONTACT_FILE_NAME
 from ganeti.pathutils import Paths
+import logging
+
+import pytest
+
+from ganeti.server import autopromote
 from ganeti.server.autopromote import PromotionMonitor
 from test.fakes.clock import FakeClock
 
@@ -83,3 +88,21 @@ def test_the_master_itself_and_non_candidates_never_ask(tmp_path) -> None:
             mon.tick(_fork(forks))
             clock.advance(1.0)
     assert forks == []
+
+
+@pytest.mark.parametrize("what", ["master autopromotion", "self-fence"])
+def test_a_failed_worker_is_named_in_the_log(tmp_path, what) -> None:
+    log = tmp_path / "worker.log"
+
+    def setup() -> None:                    # in the child: its log goes to the file
+        handler = logging.FileHandler(log)
+        logging.getLogger(autopromote.__name__).addHandler(handler)
+
+    def fail() -> int:
+        raise RuntimeError("boom")
+
+    pid = autopromote.run_worker(setup, fail, what)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 1
+    text = log.read_text()
+    assert f"The {what} worker failed" in text and "boom" in text
