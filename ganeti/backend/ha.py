@@ -6,8 +6,8 @@
 * Every node the master probes holds a *self-fence lease*
   (:func:`ha_lease`, recorded in ``var/lib/ganeti/ha_lease`` on the
   machine's monotonic clock): a node without out-of-band power control
-  that is not renewed in time stops every instance of its hypervisors
-  itself (:func:`self_fence`, run by the node daemon's parent loop,
+  that is not renewed in time stops the instances the lease names (the
+  ones the master would start elsewhere) itself (:func:`self_fence`, run by the node daemon's parent loop,
   :mod:`ganeti.server.selffence`) before the master, which waits the
   lease out, starts them elsewhere.
 """
@@ -58,7 +58,7 @@ def lease_file(paths: Paths) -> str:
 
 
 def read_lease(paths: Paths) -> dict[str, Any] | None:
-    """The lease record ``{at, lease, hypervisors, fenced}`` (None: none, released,
+    """The lease record ``{at, lease, instances, fenced}`` (None: none, released,
     or unreadable)."""
     try:
         raw = serializer.loads(uio.read_file(lease_file(paths), max_size=65536))
@@ -70,16 +70,33 @@ def read_lease(paths: Paths) -> dict[str, Any] | None:
     return raw
 
 
-def ha_lease(ctx: NodeContext, lease: float, hypervisors: list) -> dict[str, Any]:
+def lease_instances(raw: Any) -> list[tuple[str, str]]:
+    """The ``(name, hypervisor)`` pairs of a lease's ``instances`` argument
+    (``[{"name": ..., "hypervisor": ...}]``).
+
+    Raises :class:`errors.HypervisorError` for an unknown hypervisor and
+    :class:`errors.ProgrammerError` for an entry of another shape."""
+    pairs: list[tuple[str, str]] = []
+    for entry in raw or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
+                or not isinstance(entry.get("hypervisor"), str):
+            raise errors.ProgrammerError(f"ha_lease: bad instance entry {entry!r}")
+        if entry["hypervisor"] not in constants.HYPER_TYPES:
+            raise errors.HypervisorError(f"Unknown hypervisor {entry['hypervisor']!r}")
+        pairs.append((entry["name"], entry["hypervisor"]))
+    return pairs
+
+
+def ha_lease(ctx: NodeContext, lease: float, instances: list) -> dict[str, Any]:
     """Renew (or with ``lease`` 0 release) this node's self-fence lease, from now.
 
-    ``hypervisors``: the names whose instances :func:`self_fence` stops.  The
-    answer says whether the node fenced itself since the lease before
-    (``fenced``: when, on this machine's monotonic clock; None)."""
-    names = [str(h) for h in hypervisors]
-    for name in names:
-        if name not in constants.HYPER_TYPES:
-            raise errors.HypervisorError(f"Unknown hypervisor {name!r}")
+    ``instances``: ``[{"name", "hypervisor"}]``, the instances the lease covers:
+    the ones the master would start elsewhere, which :func:`self_fence` stops
+    (those still running) when the lease runs out unrenewed; every other
+    instance keeps running.  The answer says whether the node fenced itself
+    since the lease before (``fenced``: when, on this machine's monotonic
+    clock; None)."""
+    pairs = lease_instances(instances)
     before = read_lease(ctx.paths)
     fenced = before.get("fenced") if before else None
     if lease <= 0:
@@ -89,24 +106,33 @@ def ha_lease(ctx: NodeContext, lease: float, hypervisors: list) -> dict[str, Any
             pass
         return {"lease": 0.0, "fenced": fenced}
     uio.write_file_atomic(lease_file(ctx.paths), serializer.dumps(
-        {"at": time.monotonic(), "lease": float(lease), "hypervisors": names}), mode=0o640)
+        {"at": time.monotonic(), "lease": float(lease),
+         "instances": [{"name": n, "hypervisor": h} for n, h in pairs]}), mode=0o640)
     return {"lease": float(lease), "fenced": fenced}
 
 
-def self_fence(paths: Paths, hypervisors: list[str]) -> list[str]:
-    """Stop (hard) every instance of ``hypervisors`` on this node; the names stopped.
+def self_fence(paths: Paths, instances: list[tuple[str, str]]) -> list[str]:
+    """Stop (hard) the ``(name, hypervisor)`` instances still running on this node;
+    the names stopped.
 
-    Errors of one instance are logged and the others still stopped; the
-    record gets ``fenced`` (the monotonic time), so the next renewal reports it."""
+    Only the instances the lease named are touched: the others were not to be
+    started elsewhere, so stopping them would buy no safety.  Errors of one
+    instance are logged and the others still stopped; the record gets
+    ``fenced`` (the monotonic time), so the next renewal reports it."""
     stopped: list[str] = []
-    for name in hypervisors:
+    by_hv: dict[str, list[str]] = {}
+    for name, hv_name in instances:
+        by_hv.setdefault(hv_name, []).append(name)
+    for hv_name, names in by_hv.items():
         try:
-            hv = hypervisor.get_hypervisor(name, paths)
-            running = hv.list_instances()
+            hv = hypervisor.get_hypervisor(hv_name, paths)
+            running = set(hv.list_instances())
         except errors.GanetiError as exc:
-            logger.error("Self-fence: hypervisor %s: %s", name, exc)
+            logger.error("Self-fence: hypervisor %s: %s", hv_name, exc)
             continue
-        for inst in running:
+        for inst in names:
+            if inst not in running:
+                continue
             try:
                 hv.stop_instance(inst, force=True)
                 stopped.append(inst)

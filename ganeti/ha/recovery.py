@@ -5,8 +5,12 @@ Pure: no sockets, no threads, time passed in.  The master daemon's shell
 what it says:
 
 * :class:`SilenceWatch` keeps, per node, when the master last heard its
-  node daemon and when it last sent it a lease; a node silent for the
-  cluster's ``ha_node_timeout`` is a *suspect*;
+  node daemon, when it last sent it a lease and which instances the
+  leases it may hold cover; a node silent for the cluster's
+  ``ha_node_timeout`` is a *suspect*;
+* :func:`lease_covers` says which instances a node's self-fence lease
+  names (the ones the master would recover; a node with none holds no
+  lease);
 * :func:`verdict` turns the master candidates' answers about a suspect
   into *dead* or not: a strict majority of the online master candidates
   (the master counted, as one that cannot reach it) must say they cannot
@@ -17,8 +21,9 @@ what it says:
   confirmed one: else it cannot be fenced and nothing is recovered);
 * :func:`plan` orders the recovery of its instances: the HA ones (tagged
   ``failover`` or more, :mod:`ganeti.ha.policy`) by priority, each onto a
-  node with room for it (N+1), within the relocation limit; the others
-  reported with the reason they are left alone;
+  node with room for it (N+1), within the relocation limit, and after a
+  lease fence only those its lease covered; the others reported with the
+  reason they are left alone;
 * :class:`Attempts` counts relocations and failed jobs per instance
   against ``ha_max_relocate`` and ``ha_max_restart``.
 """
@@ -26,14 +31,14 @@ what it says:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ganeti import constants
 from ganeti.ha import policy
 
 __all__ = ["REASON_SOURCE", "PRIORITY_PREFIX", "SELF_FENCE_AHEAD", "LEASE_MARGIN",
-           "SilenceWatch", "Verdict", "verdict", "Fence", "choose_fence", "self_fence_at",
+           "SilenceWatch", "lease_covers", "Verdict", "verdict", "Fence", "choose_fence", "self_fence_at",
            "self_fence_lease", "MIN_SELF_FENCE_LEASE",
            "InstanceView",
            "NodeView", "Step", "Skipped", "Plan", "plan", "priority", "Attempts",
@@ -78,6 +83,8 @@ class SilenceWatch:
         self._sent: dict[str, float] = {}
         self._held: dict[str, float] = {}
         self._pending: dict[str, float] = {}
+        self._covered: dict[str, frozenset[str]] = {}
+        self._pending_cover: dict[str, frozenset[str]] = {}
 
     def watch(self, nodes: Iterable[str], now: float) -> None:
         """Watch ``nodes`` (from now, for those new); forget every other node."""
@@ -88,23 +95,40 @@ class SilenceWatch:
                 self._sent.pop(name, None)
                 self._held.pop(name, None)
                 self._pending.pop(name, None)
+                self._covered.pop(name, None)
+                self._pending_cover.pop(name, None)
         for name in names:
             self._heard.setdefault(name, now)
 
-    def sent(self, node: str, now: float, lease: float = 0.0) -> None:
-        """A lease request of ``lease`` seconds (0: none, a release) left for ``node``
-        at ``now``."""
+    def sent(self, node: str, now: float, lease: float = 0.0,
+             covers: Iterable[str] = ()) -> None:
+        """A lease request of ``lease`` seconds (0: none, a release) covering the
+        instances ``covers`` left for ``node`` at ``now``."""
         self._sent[node] = max(now, self._sent.get(node, now))
         self._pending[node] = max(lease, self._pending.get(node, 0.0))
+        names = frozenset(covers) if lease > 0 else frozenset()
+        self._pending_cover[node] = self._pending_cover.get(node, names) & names
 
-    def heard(self, node: str, now: float, lease: float | None = None) -> None:
-        """``node``'s daemon answered at ``now``; ``lease``: the lease it confirmed
-        with that answer (the newest request: the ones before are superseded)."""
+    def heard(self, node: str, now: float, lease: float | None = None,
+              covers: Iterable[str] = ()) -> None:
+        """``node``'s daemon answered at ``now``; ``lease`` and ``covers``: the lease it
+        confirmed with that answer and the instances it covers (the newest request:
+        the ones before are superseded)."""
         if node in self._heard:
             self._heard[node] = max(now, self._heard[node])
         if lease is not None:
             self._held[node] = lease
+            self._covered[node] = frozenset(covers) if lease > 0 else frozenset()
             self._pending.pop(node, None)
+            self._pending_cover.pop(node, None)
+
+    def covered(self, node: str) -> frozenset[str]:
+        """The instances ``node`` surely stops when its lease runs out: the ones the
+        lease it last confirmed covers, less any a request sent since left out (it
+        may have arrived); empty when it confirmed none."""
+        held = self._covered.get(node, frozenset())
+        pending = self._pending_cover.get(node)
+        return held if pending is None else held & pending
 
     def lease_bound(self, node: str) -> float | None:
         """The longest self-fence lease ``node`` may hold: the one it last confirmed,
@@ -221,8 +245,9 @@ def choose_fence(node: str, oob_program: str, last_sent: float | None,
     if oob_program:
         return Fence(FENCE_OOB, 0.0, f"out-of-band power-off of {node} ({oob_program})")
     if lease is None or last_sent is None:
-        return Fence(FENCE_NONE, float("inf"), f"{node} has no oob_program and never"
-                     " confirmed a self-fence lease to this master: it cannot be fenced")
+        return Fence(FENCE_NONE, float("inf"), f"{node} has no oob_program and holds no"
+                     " self-fence lease confirmed to this master (none of its instances is"
+                     " tagged for failover, or it never answered): it cannot be fenced")
     end = last_sent + rpc_timeout + lease + LEASE_MARGIN
     return Fence(FENCE_LEASE, end, f"self-fence of {node}: its lease of {lease:g} s"
                  f" ran out, plus {LEASE_MARGIN:g} s")
@@ -246,7 +271,8 @@ class InstanceView:
 
     ``repair``: the most destructive repair its policy allows (None: not
     enabled, see ``policy_text``); ``memory``: MiB it needs on a node;
-    ``running``: whether it should run (admin state up).
+    ``running``: whether it should run (admin state up); ``hypervisor``:
+    the one it runs under (named in the self-fence lease).
     """
 
     name: str
@@ -257,6 +283,7 @@ class InstanceView:
     repair: str | None
     policy_text: str
     priority: int = 0
+    hypervisor: str = ""
 
 
 @dataclass(frozen=True)
@@ -320,8 +347,19 @@ def _allowed(repair: str | None) -> bool:
             and policy.REPAIR_TYPES.index(repair) >= policy.REPAIR_TYPES.index("failover"))
 
 
+def lease_covers(inst: InstanceView) -> bool:
+    """Whether ``inst``'s self-fence lease names it (its node stops it when the lease
+    runs out unrenewed): when the master would start it elsewhere after its node's
+    loss, its policy allowing ``failover`` (enabled, not suspended), it should run
+    and its template keeps its disks reachable from another node.  Stopping any
+    other instance would buy no safety."""
+    return (_allowed(inst.repair) and inst.running
+            and (inst.disk_template == constants.DT_DRBD8 or inst.disk_template in _SHARED))
+
+
 def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView],
-         relocations: Mapping[str, int], max_relocate: int) -> Plan:
+         relocations: Mapping[str, int], max_relocate: int,
+         covered: Collection[str] | None = None) -> Plan:
     """The recovery plan of dead ``node``'s primary instances.
 
     ``nodes``: the nodes that may take instances (online, VM-capable, not
@@ -332,7 +370,11 @@ def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView]
     reachable elsewhere: ``drbd`` onto its secondary, a shared template onto
     the node with the most free memory.  Each target must have room for it
     after the ones placed before it (N+1: the survivors' free memory, as
-    they report it); higher priority first, then by name.
+    they report it); higher priority first, then by name.  ``covered``: after
+    a lease fence, the instances the node's lease covered
+    (:meth:`SilenceWatch.covered`): any other one was not stopped by the node
+    (tagged or started after that lease) and may still run there, so it is
+    reported, not started; None (an OOB power-off) covers every instance.
     """
     free = {n.name: n.free_memory for n in nodes if n.name != node}
     steps: list[Step] = []
@@ -343,6 +385,11 @@ def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView]
             continue
         if not inst.running:
             skipped.append(Skipped(inst.name, "administratively down"))
+            continue
+        if covered is not None and inst.name not in covered:
+            skipped.append(Skipped(inst.name, f"not covered by the self-fence lease {node}"
+                                   " last confirmed (tagged or started since): it may still"
+                                   " run there"))
             continue
         if relocations.get(inst.name, 0) >= max_relocate:
             skipped.append(Skipped(inst.name, f"relocation limit reached ({max_relocate})"))

@@ -459,10 +459,11 @@ _ROWS = [
     _row("ha_node_reachable", [("node", str), ("address", str), ("timeout", float)], URGENT,
          "Whether this node reaches the node daemon of node (at address; its version asked,"
          " waiting at most timeout seconds). -> {reachable, error}"),
-    _row("ha_lease", [("lease", float), ("hypervisors", list)], URGENT,
+    _row("ha_lease", [("lease", float), ("instances", list)], URGENT,
          "The master's probe and this node's self-fence lease: from now, lease seconds"
-         " (0: no lease, released); when it runs out unrenewed the node stops every"
-         " instance of those hypervisors. -> {lease, fenced}"),
+         " (0: no lease, released) covering instances ([{name, hypervisor}]: the ones the"
+         " master would recover); when it runs out unrenewed the node stops those still"
+         " running. -> {lease, fenced}"),
     _row("node_stop_master", [("master_params", dict), ("use_external_mip_script", bool)],
          FAST, "Stop ganeti-rapi and the master daemon on the node, then take the master IP"
          " down. -> {masterd: stopped?, rapi: stopped?, ip: error or null}"),

@@ -722,13 +722,13 @@ class RpcStubs:
         """
         return self._rpc("ha_node_reachable", node_or_nodes, [node, address, timeout], rpc_timeout)
 
-    def call_ha_lease(self, node_or_nodes: Nodes, *, lease: float, hypervisors: JsonList,
+    def call_ha_lease(self, node_or_nodes: Nodes, *, lease: float, instances: JsonList,
                       rpc_timeout: float | None = None) -> RpcResults:
         """The master's probe and this node's self-fence lease: from now, lease seconds (0: no lease,
-        released); when it runs out unrenewed the node stops every instance of those hypervisors. ->
-        {lease, fenced} [urgent]
+        released) covering instances ([{name, hypervisor}]: the ones the master would recover); when
+        it runs out unrenewed the node stops those still running. -> {lease, fenced} [urgent]
         """
-        return self._rpc("ha_lease", node_or_nodes, [lease, hypervisors], rpc_timeout)
+        return self._rpc("ha_lease", node_or_nodes, [lease, instances], rpc_timeout)
 
     def call_node_stop_master(self, node_or_nodes: Nodes, *, master_params: JsonDict,
                               use_external_mip_script: bool, rpc_timeout: float | None = None) -> RpcResults:

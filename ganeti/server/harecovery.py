@@ -3,9 +3,11 @@
 :func:`start` runs one thread, ``ha-recovery``, beside the heartbeat.
 While the cluster parameter ``ha_recovery`` is on, every
 :data:`PROBE_EVERY` seconds it gives every online node but the master its
-self-fence lease (``ha_lease``: a length for a node without an
-``oob_program``, none for one with it), the answer being the probe; the
-pure :mod:`ganeti.ha.recovery` decides the rest:
+self-fence lease (``ha_lease``, one call per node in one parallel fan-out:
+a length and the primary instances it covers, those the master would
+recover (:func:`ganeti.ha.recovery.lease_covers`), for a node without an
+``oob_program`` that has any; none for the others), the answer being the
+probe; the pure :mod:`ganeti.ha.recovery` decides the rest:
 
 1. a node silent for ``ha_node_timeout`` seconds is a suspect: the online
    master candidates are asked whether they reach its node daemon
@@ -18,6 +20,8 @@ pure :mod:`ganeti.ha.recovery` decides the rest:
    the fence is confirmed when that job succeeds; without OOB the thread
    waits until the node's self-fence lease ran out (plus a margin), and
    a node that never confirmed a lease to this master is not recovered;
+   after a lease fence only the instances the node's last confirmed lease
+   covered are recovered (the others are reported);
 3. the recovery plan: a report job listing every instance of the node and
    what is done with it, then one job per instance recovered
    (``OP_INSTANCE_FAILOVER`` with ``ignore_consistency``, to the plan's
@@ -131,24 +135,24 @@ class Monitor:
             return True
         rpc = self.context.require_rpc()
         lease = recovery.self_fence_lease(float(cluster.ha_node_timeout))
-        hvs = list(cluster.enabled_hypervisors)
-        leased = [n.name for n in nodes if not oob_program(cfg, n)]
-        powered = [n.name for n in nodes if oob_program(cfg, n)]
-        given = {name: lease for name in leased}
-        given.update((name, 0.0) for name in powered)
-        for name, value in given.items():
-            self.watch.sent(name, now, value)
+        views = self._views(self.wall())
+        given: dict[str, tuple[float, list[recovery.InstanceView]]] = {}
+        for node in nodes:
+            covers = ([] if oob_program(cfg, node) else
+                      [v for v in views.get(node.uuid, []) if recovery.lease_covers(v)])
+            given[node.name] = (lease if covers else 0.0, covers)
+        for name, (value, covers) in given.items():
+            self.watch.sent(name, now, value, [v.name for v in covers])
         self._leased = True
-        answers = dict(rpc.call_ha_lease(leased, lease=lease, hypervisors=hvs,
-                                         rpc_timeout=PROBE_TIMEOUT)) if leased else {}
-        if powered:
-            answers.update(rpc.call_ha_lease(powered, lease=0.0, hypervisors=hvs,
-                                             rpc_timeout=PROBE_TIMEOUT))
+        answers = rpc.per_node(list(given), lambda r, n: r.call_ha_lease(
+            n, lease=given[n][0],
+            instances=[{"name": v.name, "hypervisor": v.hypervisor} for v in given[n][1]],
+            rpc_timeout=PROBE_TIMEOUT))
         heard = self.clock()
-        for name, value in given.items():
+        for name, (value, covers) in given.items():
             res = answers.get(name)
             if res is not None and not res.fail_msg:
-                self.watch.heard(name, heard, value)
+                self.watch.heard(name, heard, value, [v.name for v in covers])
                 self._said.pop(name, None)
         return True
 
@@ -180,7 +184,7 @@ class Monitor:
         names = [n.name for n in cfg.get_all_nodes_info().values()
                  if not n.offline and n.name != master]
         results = self.context.require_rpc().call_ha_lease(
-            names, lease=0.0, hypervisors=[], rpc_timeout=PROBE_TIMEOUT) if names else {}
+            names, lease=0.0, instances=[], rpc_timeout=PROBE_TIMEOUT) if names else {}
         failed = sorted(n for n in names if results.get(n) is None or results[n].fail_msg)
         if failed:
             logger.warning("Node loss recovery off: the self-fence lease of %s not released"
@@ -232,6 +236,8 @@ class Monitor:
         assert node is not None and self.watch is not None and self.attempts is not None
         fence = recovery.choose_fence(name, oob_program(cfg, node), self.watch.last_sent(name),
                                       self.watch.lease_bound(name), PROBE_TIMEOUT)
+        # read now: the probes while the recovery waits no longer watch this node
+        covered = None if fence.kind == recovery.FENCE_OOB else self.watch.covered(name)
         if fence.kind == recovery.FENCE_NONE:
             if self._said.get(name) != fence.detail:
                 logger.error("Node loss recovery: node %s is dead (%s) but %s; nothing of it"
@@ -265,7 +271,7 @@ class Monitor:
         fenced = (f"{name} fenced by {'out-of-band power-off' if fence.kind == recovery.FENCE_OOB else 'its self-fence lease'}"
                   f" (job {job}), confirmed at {_stamp(confirmed)}")
         logger.warning("Node loss recovery: %s", fenced)
-        plan = self._plan(name)
+        plan = self._plan(name, covered)
         self._run([self._log_op([head, fenced, f"Recovery plan of {name}:"]
                                 + (plan.describe() or ["no instances"]))])
         for step in plan.steps:
@@ -291,30 +297,39 @@ class Monitor:
                              step.instance, self.attempts.max_restart)
                 return
 
-    def _plan(self, name: str) -> recovery.Plan:
+    def _views(self, now: float) -> dict[str, list[recovery.InstanceView]]:
+        """Every instance as the pure recovery sees it, by primary node UUID (its
+        policy as of ``now``, the time of day)."""
         cfg = self.context.require_cfg()
         cluster = cfg.get_cluster_info()
-        dead = cfg.get_node_info_by_name(name)
-        assert dead is not None and self.attempts is not None
-        now = self.wall()
         groups = cfg.get_all_nodegroups_info()
         nodes = cfg.get_all_nodes_info()
-        views = []
+        views: dict[str, list[recovery.InstanceView]] = {}
         for inst in cfg.get_all_instances_info().values():
-            if inst.primary_node != dead.uuid:
-                continue
-            group = groups.get(dead.group)
+            primary = nodes.get(inst.primary_node)
+            group = groups.get(primary.group) if primary is not None else None
             pol = policy.effective_policy(inst.tags, group.tags if group else [],
                                           cluster.tags, now)
             secondaries = cfg.get_instance_secondary_nodes(inst.uuid)
             second = nodes.get(secondaries[0]) if secondaries else None
             be = parameters.fill_instance_beparams(cluster, inst)
-            views.append(recovery.InstanceView(
+            views.setdefault(inst.primary_node, []).append(recovery.InstanceView(
                 inst.name, inst.disk_template, second.name if second else None,
                 int(be.get("maxmem") or 0),
                 inst.admin_state == constants.ADMINST_UP,
                 pol.repair if pol.state == "enabled" else None, pol.describe(),
-                recovery.priority(inst.tags)))
+                recovery.priority(inst.tags), inst.hypervisor))
+        return views
+
+    def _plan(self, name: str, covered: frozenset[str] | None) -> recovery.Plan:
+        """The recovery plan of dead ``name``; ``covered``: the instances its
+        self-fence lease covered (None: every one, fenced out of band)."""
+        cfg = self.context.require_cfg()
+        cluster = cfg.get_cluster_info()
+        dead = cfg.get_node_info_by_name(name)
+        assert dead is not None and self.attempts is not None
+        nodes = cfg.get_all_nodes_info()
+        views = self._views(self.wall()).get(dead.uuid, [])
         hosts = [n for n in nodes.values()
                  if not n.offline and n.vm_capable and n.uuid != dead.uuid]
         hv = cluster.primary_hypervisor
@@ -329,7 +344,7 @@ class Monitor:
             if isinstance(value, int) and not isinstance(value, bool):
                 free.append(recovery.NodeView(host.name, value, host.group))
         return recovery.plan(name, views, free, self.attempts.relocated,
-                             cluster.ha_max_relocate)
+                             cluster.ha_max_relocate, covered)
 
     # --- jobs --------------------------------------------------------------------
     def _reason(self, text: str) -> list[list[Any]]:

@@ -2,15 +2,18 @@
 
 The master's recovery thread renews every online node's self-fence lease
 (``ha_lease``, :mod:`ganeti.backend.ha`) every two seconds while the
-cluster's ``ha_recovery`` is on, with a length when the node has no
-``oob_program`` (none otherwise: the master powers such a node off).  The
+cluster's ``ha_recovery`` is on, with a length and the instances it
+covers when the node has no ``oob_program`` and instances the master
+would recover (none otherwise: the master powers an OOB node off, and
+stopping instances nobody restarts elsewhere buys no safety).  The
 node daemon's accepting parent holds a :class:`SelfFenceMonitor`: once a
 second, from its loop (no thread), it reads the lease record; once the
 lease is about to run out unrenewed
 (:func:`ganeti.ha.recovery.self_fence_at`: two seconds before its end) it
-forks one worker that stops every instance of the lease's hypervisors
-(:func:`ganeti.backend.ha.self_fence`).  The master starts those instances
-elsewhere only after the lease's end plus a margin.
+forks one worker that stops the instances the lease names, those still
+running (:func:`ganeti.backend.ha.self_fence`): the ones the master would
+start elsewhere; every other instance keeps running.  The master starts
+those instances elsewhere only after the lease's end plus a margin.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ganeti import errors
 from ganeti.backend import ha as backend_ha
 from ganeti.ha import recovery
 from ganeti.http import spare
@@ -73,13 +77,17 @@ class SelfFenceMonitor:
         if record is None:
             return
         self._fenced_for = float(record["at"])
-        names = [str(h) for h in record.get("hypervisors") or []]
+        try:
+            pairs = backend_ha.lease_instances(record.get("instances"))
+        except errors.GanetiError as exc:
+            logger.error("Self-fence: unreadable lease record: %s", exc)
+            return
         logger.warning("Self-fence: no lease renewal from the master for %.1f s (lease %.1f s):"
-                       " stopping every instance of %s", now - record["at"], record["lease"],
-                       ", ".join(names) or "no hypervisor")
+                       " stopping %s", now - record["at"], record["lease"],
+                       ", ".join(n for n, _ in pairs) or "nothing (no instance covered)")
 
         def _fence() -> int:
-            stopped = backend_ha.self_fence(self.paths, names)
+            stopped = backend_ha.self_fence(self.paths, pairs)
             logger.warning("Self-fence: stopped %s", ", ".join(stopped) or "nothing")
             return 0
 

@@ -47,34 +47,47 @@ def _running(ctx) -> list[str]:
                   if info.get("state") == "running")
 
 
+A = {"name": "a", "hypervisor": "fake"}
+B = {"name": "b", "hypervisor": "fake"}
+
+
 def test_a_lease_is_recorded_and_released(ctx) -> None:
-    assert ha.ha_lease(ctx, 30.0, ["fake"]) == {"lease": 30.0, "fenced": None}
+    assert ha.ha_lease(ctx, 30.0, [A]) == {"lease": 30.0, "fenced": None}
     record = ha.read_lease(ctx.paths)
-    assert record is not None and record["lease"] == 30.0 and record["hypervisors"] == ["fake"]
+    assert record is not None and record["lease"] == 30.0 and record["instances"] == [A]
     assert ha.ha_lease(ctx, 0.0, []) == {"lease": 0.0, "fenced": None}
     assert ha.read_lease(ctx.paths) is None
 
 
-def test_an_unknown_hypervisor_is_refused(ctx) -> None:
-    with pytest.raises(errors.HypervisorError):
-        ha.ha_lease(ctx, 30.0, ["vmware"])
+@pytest.mark.parametrize("entry, error", [
+    ({"name": "a", "hypervisor": "vmware"}, errors.HypervisorError),
+    ({"name": "a"}, errors.ProgrammerError),
+    ("a", errors.ProgrammerError),
+], ids=["unknown-hypervisor", "no-hypervisor", "not-a-dict"])
+def test_a_bad_instance_entry_is_refused(ctx, entry, error) -> None:
+    with pytest.raises(error):
+        ha.ha_lease(ctx, 30.0, [entry])
+    assert ha.read_lease(ctx.paths) is None
 
 
-def test_the_self_fence_stops_every_instance_and_is_reported(ctx) -> None:
+def test_the_self_fence_stops_the_covered_instances_only_and_is_reported(ctx) -> None:
     _start(ctx, "a")
     _start(ctx, "b")
-    assert _running(ctx) == ["a", "b"]
-    ha.ha_lease(ctx, 30.0, ["fake"])
-    assert sorted(ha.self_fence(ctx.paths, ["fake"])) == ["a", "b"]
-    assert _running(ctx) == []
-    assert ha.ha_lease(ctx, 30.0, ["fake"])["fenced"] is not None
+    _start(ctx, "untagged")
+    assert _running(ctx) == ["a", "b", "untagged"]
+    ha.ha_lease(ctx, 30.0, [A, B, {"name": "gone", "hypervisor": "fake"}])
+    stopped = ha.self_fence(ctx.paths, ha.lease_instances(ha.read_lease(ctx.paths)["instances"]))
+    assert sorted(stopped) == ["a", "b"]                  # "gone" does not run here
+    assert _running(ctx) == ["untagged"]
+    assert ha.ha_lease(ctx, 30.0, [A])["fenced"] is not None
 
 
 def test_the_node_daemon_fences_once_just_before_the_lease_ends(ctx, monkeypatch) -> None:
     clock = FakeClock(now=100.0)
     _start(ctx, "a")
+    _start(ctx, "untagged")                                # not in the lease
     uio.write_file_atomic(ha.lease_file(ctx.paths), serializer.dumps(
-        {"at": 100.0, "lease": 30.0, "hypervisors": ["fake"]}))
+        {"at": 100.0, "lease": 30.0, "instances": [A]}))
     monitor = SelfFenceMonitor(ctx.paths, clock=clock)
     forks: list[int] = []
 
@@ -87,10 +100,10 @@ def test_the_node_daemon_fences_once_just_before_the_lease_ends(ctx, monkeypatch
     for _ in range(27):
         clock.advance(1.0)
         monitor.tick(fork)
-    assert forks == [] and _running(ctx) == ["a"]          # 127 s: 3 s left
+    assert forks == [] and _running(ctx) == ["a", "untagged"]   # 127 s: 3 s left
     clock.advance(1.0)
     monitor.tick(fork)                                     # 128 s: 2 s ahead of the end
-    assert forks == [0] and _running(ctx) == []
+    assert forks == [0] and _running(ctx) == ["untagged"]
     for _ in range(5):
         clock.advance(1.0)
         monitor.tick(fork)

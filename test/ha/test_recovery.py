@@ -222,6 +222,55 @@ def test_the_dead_node_never_takes_anything() -> None:
     assert [s.target for s in p.steps] == ["n2"]
 
 
+def test_the_lease_covers_only_what_the_master_would_recover() -> None:
+    covered = [i.name for i in (inst("tagged"), inst("reinstall", repair="reinstall"),
+                                inst("drbd", template="drbd", secondary="n3"),
+                                inst("untagged", repair=None),
+                                inst("fix", repair="fix-storage"),
+                                inst("down", running=False),
+                                inst("plain", template="plain"),
+                                inst("diskless", template="diskless"))
+               if recovery.lease_covers(i)]
+    assert covered == ["tagged", "reinstall", "drbd"]
+
+
+def test_after_a_lease_fence_only_the_covered_instances_are_recovered() -> None:
+    p = recovery.plan("n4", [inst("a"), inst("late"), inst("plain", repair=None)],
+                      nodes(n2=1000), {}, 1, covered=frozenset(["a"]))
+    assert [s.instance for s in p.steps] == ["a"]
+    reasons = {s.instance: s.reason for s in p.skipped}
+    assert "not covered by the self-fence lease n4 last confirmed" in reasons["late"]
+    assert reasons["plain"] == "not tagged for failover (disabled)"
+    # an out-of-band power-off (covered None) covers every instance
+    assert len(recovery.plan("n4", [inst("a"), inst("late")], nodes(n2=1000), {}, 1,
+                             covered=None).steps) == 2
+
+
+def test_the_covered_instances_follow_the_confirmed_lease() -> None:
+    clock = FakeClock()
+    watch = recovery.SilenceWatch(10.0)
+    watch.watch(["n2"], clock())
+    assert watch.covered("n2") == frozenset()
+    watch.sent("n2", clock(), 30.0, ["a"])
+    assert watch.covered("n2") == frozenset()            # not confirmed yet
+    watch.heard("n2", clock(), 30.0, ["a"])
+    assert watch.covered("n2") == {"a"}
+    watch.sent("n2", clock(), 30.0, ["a", "b"])           # b tagged: not confirmed yet
+    assert watch.covered("n2") == {"a"}
+    watch.heard("n2", clock(), 30.0, ["a", "b"])
+    assert watch.covered("n2") == {"a", "b"}
+    watch.sent("n2", clock(), 30.0, ["b"])                # a untagged: maybe arrived
+    assert watch.covered("n2") == {"b"}
+    watch.sent("n2", clock(), 30.0, ["a", "b"])           # tagged again: still maybe not
+    assert watch.covered("n2") == {"b"}
+    watch.heard("n2", clock(), 30.0, ["a", "b"])
+    assert watch.covered("n2") == {"a", "b"}
+    watch.sent("n2", clock(), 0.0, ["a"])                 # a release covers nothing
+    assert watch.covered("n2") == frozenset()
+    watch.heard("n2", clock(), 0.0)
+    assert watch.covered("n2") == frozenset() and watch.lease_bound("n2") is None
+
+
 def test_priority_tags() -> None:
     assert recovery.priority(["x", "ganeti:ha:priority:3", "ganeti:ha:priority:-1"]) == 3
     assert recovery.priority(["ganeti:ha:priority:high"]) == 0

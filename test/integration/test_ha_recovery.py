@@ -13,9 +13,10 @@ a 3-second node timeout), the tests in order:
 * a node cut off from the master only (the others still reach it): it is
   not declared dead, nothing of it moves;
 * a node without OOB cut off from everyone: it stops its own instance
-  when its self-fence lease runs out, and only then does the instance run
-  on another node; another node without OOB keeps its lease (renewed while
-  the master waits) and its instance.
+  tagged for failover when its self-fence lease runs out, and only then
+  does the instance run on another node; its untagged instance, which the
+  lease does not name, keeps running there; another node without OOB keeps
+  its lease (renewed while the master waits) and its instance.
 """
 
 from __future__ import annotations
@@ -110,6 +111,12 @@ def _log_lines(vc: VirtualCluster, node: str, daemon: str, *words: str) -> list[
             return [line.rstrip() for line in fh if any(w in line for w in words)]
     except FileNotFoundError:
         return []
+
+
+def _leased(vc: VirtualCluster, node: str) -> list[str]:
+    """The instances ``node``'s self-fence lease record names (none: no lease)."""
+    record = backend_ha.read_lease(vc.paths(node))
+    return [entry["name"] for entry in record.get("instances", [])] if record else []
 
 
 def _failovers(jobs: list[dict[str, Any]]) -> list[str]:
@@ -231,16 +238,21 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
         vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=", node)
     name = "self.example.com"
     _add(vc, name, N2, FAILOVER)
+    # not tagged: the master would not recover it, so the lease does not name it
+    keep = "keep.example.com"
+    _add(vc, keep, N2)
     # a healthy node without OOB: its lease must be renewed while the master waits
     _add(vc, "bystander.example.com", N3, FAILOVER)
     # an instance the first test moved here was relocated once: the limit (1) holds it
     limited = [inst for inst, pnode in rows(vc, "name,pnode")
                if pnode == N2 and inst in ("ha1.example.com", "ha2.example.com")]
     before = len(_ha_jobs(vc))
-    # the master gives it a self-fence lease now that it has no OOB (without one
-    # confirmed, the master could not fence it and would recover nothing)
-    assert _wait(lambda: all(backend_ha.read_lease(vc.paths(n)) is not None
-                             for n in (N2, N3)), 20)
+    # the master gives it a self-fence lease now that it has no OOB, naming its tagged
+    # instance (without one confirmed, the master could not fence it and would
+    # recover nothing)
+    assert _wait(lambda: name in _leased(vc, N2)
+                 and "bystander.example.com" in _leased(vc, N3), 20)
+    assert keep not in _leased(vc, N2)
     vcluster.isolate(vc.cluster, N2)
     isolated = time.monotonic()
     try:
@@ -260,6 +272,10 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
         print(f"node isolated to its instance running elsewhere: {time.monotonic() - isolated:.1f} s")
         assert seen_twice == []
         assert _running_on(vc, name) != [N2]
+        # the lease ran out: the untagged instance still runs on the isolated node
+        assert _running_on(vc, keep) == [N2]
+        assert any("Self-fence: stopped" in line and keep not in line
+                   for line in _log_lines(vc, N2, constants.NODED, "Self-fence: stopped"))
     finally:
         vcluster.heal(vc.cluster, N2)
     jobs = _ha_jobs(vc)[before:]
@@ -268,6 +284,8 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
     assert _log_lines(vc, N3, constants.NODED, "Self-fence") == []
     log = "\n".join(j["log"] for j in jobs)
     assert "fenced by its self-fence lease" in log
+    assert f"leave {keep}: not tagged for failover (disabled)" in log
+    assert _pnode(vc, keep) == N2
     for other in limited:
         assert f"leave {other}: relocation limit reached (1)" in log
     assert _offline(vc, N2) == "Y"

@@ -15,6 +15,7 @@ from fakes.clock import FakeClock  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti import constants, errors  # noqa: E402
+from ganeti.ha import policy  # noqa: E402
 from ganeti.objects import Disk, Instance  # noqa: E402
 from ganeti.server.harecovery import Monitor  # noqa: E402
 
@@ -82,13 +83,33 @@ def test_off_it_sends_nothing_and_submits_nothing(tmp_path) -> None:
     assert rpc.calls == [] and queue.jobs == []
 
 
+def _leases(rpc: FakeRpc, node: str) -> list[list[Any]]:
+    """The arguments of every ``ha_lease`` call ``node`` got."""
+    return [args for nodes, args in rpc.calls_to("ha_lease") if node in nodes]
+
+
 def test_every_other_online_node_gets_its_lease_each_round(tmp_path) -> None:
     _, rpc, queue, clock, monitor, _ = _setup(tmp_path)
     _rounds(monitor, clock, 3)
-    calls = rpc.calls_to("ha_lease")
-    assert len(calls) == 3
-    assert all(sorted(nodes) == [N2, N3, N4] and args[0] == 30.0 for nodes, args in calls)
+    # one call per node, each with its own arguments: node4's lease covers its
+    # instance tagged for failover, not the untagged one
+    assert all(len(nodes) == 1 for nodes, _ in rpc.calls_to("ha_lease"))
+    assert _leases(rpc, N4) == [[30.0, [{"name": "ha1", "hypervisor": "fake"}]]] * 3
+    # a node with no instance the master would recover holds no lease
+    assert _leases(rpc, N2) == _leases(rpc, N3) == [[0.0, []]] * 3
+    assert _leases(rpc, N1) == []                   # the master itself
     assert queue.jobs == []
+
+
+def test_a_suspended_or_down_instance_is_not_covered(tmp_path) -> None:
+    cfg, rpc, _, clock, monitor, _ = _setup(tmp_path)
+    ha1 = next(i for i in cfg.get_all_instances_info().values() if i.name == "ha1")
+    ha1.admin_state = constants.ADMINST_DOWN
+    _rounds(monitor, clock, 1)
+    ha1.admin_state = constants.ADMINST_UP
+    ha1.tags.append(policy.SUSPEND_PREFIX)             # suspended for ever
+    _rounds(monitor, clock, 1)
+    assert _leases(rpc, N4) == [[0.0, []], [0.0, []]]
 
 
 def test_a_silent_node_the_candidates_reach_is_left_alone(tmp_path) -> None:
@@ -143,8 +164,8 @@ def test_a_dead_node_without_oob_is_waited_out_then_recovered(tmp_path) -> None:
     procs = [proc for proc, _, _ in rpc.calls]
     after = [nodes for proc, nodes, _ in rpc.calls[procs.index("ha_node_reachable"):]
              if proc == "ha_lease"]
-    assert len(after) >= 15
-    assert all(sorted(nodes) == [N2, N3] for nodes in after)
+    assert len(after) >= 30
+    assert {n for nodes in after for n in nodes} == {N2, N3}
     assert queue.op_ids()[1:] == [["OP_TEST_JQUEUE"], ["OP_TEST_JQUEUE", "OP_INSTANCE_FAILOVER"]]
     report = queue.jobs[1][0]["log_messages"]
     assert any("leave other: not tagged for failover (disabled)" in line for line in report)
@@ -198,5 +219,49 @@ def test_turned_off_the_leases_are_released(tmp_path) -> None:
     _rounds(monitor, clock, 2)
     cfg.get_cluster_info().ha_recovery = False
     _rounds(monitor, clock, 3)
-    leases = [args[0] for _, args in rpc.calls_to("ha_lease")]
-    assert leases == [30.0, 30.0, 0.0]              # released once
+    assert [args[0] for args in _leases(rpc, N4)] == [30.0, 30.0, 0.0]   # released once
+
+
+def test_an_instance_tagged_after_the_last_confirmed_lease_is_not_recovered(tmp_path) -> None:
+    cfg, rpc, queue, clock, monitor, waited = _setup(tmp_path)
+    _dies_after_one_round(rpc)
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+    _rounds(monitor, clock, 1)                       # node4 confirms a lease covering ha1
+    other = next(i for i in cfg.get_all_instances_info().values() if i.name == "other")
+    other.tags.append(FAILOVER)                      # too late: node4 never confirms it
+    _rounds(monitor, clock, 6)
+    assert _leases(rpc, N4)[1][1] == [{"name": "ha1", "hypervisor": "fake"},
+                                      {"name": "other", "hypervisor": "fake"}]
+    failovers = [job[-1]["instance_name"] for job in queue.jobs
+                 if job[-1]["OP_ID"] == "OP_INSTANCE_FAILOVER"]
+    assert failovers == ["ha1"]
+    report = queue.jobs[1][0]["log_messages"]
+    assert any(f"leave other: not covered by the self-fence lease {N4} last confirmed" in line
+               for line in report)
+
+
+def test_with_oob_every_tagged_instance_is_recovered(tmp_path) -> None:
+    cfg, rpc, queue, clock, monitor, _ = _setup(tmp_path, oob="/usr/lib/oob")
+    _dies_after_one_round(rpc)
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+    _rounds(monitor, clock, 1)
+    other = next(i for i in cfg.get_all_instances_info().values() if i.name == "other")
+    other.tags.append(FAILOVER)                      # the power-off stops it too
+    _rounds(monitor, clock, 6)
+    failovers = sorted(job[-1]["instance_name"] for job in queue.jobs
+                       if job[-1]["OP_ID"] == "OP_INSTANCE_FAILOVER")
+    assert failovers == ["ha1", "other"]
+
+
+def test_a_dead_node_without_an_instance_to_recover_is_left_alone(tmp_path) -> None:
+    cfg, rpc, queue, clock, monitor, waited = _setup(tmp_path)
+    ha1 = next(i for i in cfg.get_all_instances_info().values() if i.name == "ha1")
+    ha1.tags.clear()                                 # nothing on node4 to recover: no lease
+    _dies_after_one_round(rpc)
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": False, "error": "refused"})
+    _rounds(monitor, clock, 10)
+    assert rpc.calls_to("ha_node_reachable")
+    assert queue.jobs == [] and waited == []
