@@ -27,6 +27,7 @@ def _create(opts: argparse.Namespace, log: Log) -> int:
     started = time.monotonic()
     gc = gcl.create(opts.directory, opts.nodes,
                     memory_mib=opts.memory or gcl.DEFAULT_MEMORY_MIB,
+                    cpus=opts.cpus or gcl.DEFAULT_CPUS,
                     disk_count=gcl.DEFAULT_DISK_COUNT if opts.disks is None else opts.disks,
                     disk_size_gib=opts.disk_size or gcl.DEFAULT_DISK_SIZE_GIB,
                     vg_name=gcl.DEFAULT_VG_NAME if opts.vg_name is None else opts.vg_name,

@@ -51,6 +51,8 @@ DATA_FILE = "guests.json"
 DOMAIN = "vcluster"
 CLUSTER_NAME = f"cluster.{DOMAIN}"
 DEFAULT_MEMORY_MIB = 640
+#: virtual CPUs per guest
+DEFAULT_CPUS = 1
 DEFAULT_DISK_COUNT = 1
 DEFAULT_DISK_SIZE_GIB = 4
 DEFAULT_STATE_DISK_MIB = 2048
@@ -86,6 +88,7 @@ class GuestCluster:
     python: str
     repo: str
     memory_mib: int = DEFAULT_MEMORY_MIB
+    cpus: int = DEFAULT_CPUS
     disk_count: int = DEFAULT_DISK_COUNT
     disk_size_gib: int = DEFAULT_DISK_SIZE_GIB
     vg_name: str = DEFAULT_VG_NAME
@@ -120,7 +123,7 @@ class GuestCluster:
         return guestvm.GuestSpec(
             name=node.name, directory=ndir, kernel=os.path.join(image, "vmlinuz"),
             initrd=os.path.join(image, "initrd.img"), cmdline=cmdline, tap=node.tap,
-            mac=node.mac, memory_mib=self.memory_mib, accel=self.accel,
+            mac=node.mac, memory_mib=self.memory_mib, cpus=self.cpus, accel=self.accel,
             data_disks=tuple(os.path.join(ndir, f"disk{i}.img")
                              for i in range(self.disk_count)))
 
@@ -528,7 +531,7 @@ def _write_seed(files: dict[str, tuple[int, str]], seed: str) -> None:
 def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_MIB,
            disk_count: int = DEFAULT_DISK_COUNT, disk_size_gib: int = DEFAULT_DISK_SIZE_GIB,
            vg_name: str = DEFAULT_VG_NAME, accel: str = "auto", master_ssh: bool = False,
-           log: Log | None = None) -> GuestCluster:
+           cpus: int = DEFAULT_CPUS, log: Log | None = None) -> GuestCluster:
     """Create and boot a guest cluster of ``nodes`` nodes in ``directory``, then init it.
 
     The other nodes join as :func:`_init_and_add` says (``master_ssh``: plain
@@ -544,6 +547,9 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
     directory = os.path.abspath(directory)
     if not 1 <= nodes <= 200:
         raise errors.ParameterError(f"Invalid number of nodes {nodes} (1..200)",
+                                    errors.ECODE_INVAL)
+    if not 1 <= cpus <= 16:
+        raise errors.ParameterError(f"Invalid number of CPUs {cpus} (1..16)",
                                     errors.ECODE_INVAL)
     if memory_mib < 256 or disk_count < 0 or disk_size_gib < 1:
         raise errors.ParameterError("Guests need at least 256 MiB of memory and disks of"
@@ -570,7 +576,7 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
                         mac=guestvm.mac_address(directory, k)) for k in range(1, nodes + 1)]
     gc = GuestCluster(directory=directory, bridge=bridge, subnet=str(subnet),
                       image_dir=image.directory, accel=chosen, python=sys.executable,
-                      repo=_REPO_ROOT, memory_mib=memory_mib, disk_count=disk_count,
+                      repo=_REPO_ROOT, memory_mib=memory_mib, cpus=cpus, disk_count=disk_count,
                       disk_size_gib=disk_size_gib, vg_name=vg_name, nodes=gnodes)
     gc.save()
     log(f"Network {bridge}: {subnet}, the host at {gc.host_ip}")
@@ -586,7 +592,7 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
             guestvm.make_state_disk(os.path.join(ndir, "state.img"), seed,
                                     DEFAULT_STATE_DISK_MIB)
         guestvm.make_data_disks(ndir, disk_count, disk_size_gib)
-    log(f"Booting {nodes} guests ({memory_mib} MiB each)")
+    log(f"Booting {nodes} guests ({memory_mib} MiB and {cpus} CPU{'s' * (cpus > 1)} each)")
     _boot(gc, gnodes)
     log(f"Guests up after {time.monotonic() - started:.1f}s; initialising {gc.cluster_name}")
     _init_and_add(gc, log, master_ssh=master_ssh)

@@ -77,7 +77,7 @@ class GuestSpec:
     data_disks: tuple[str, ...]
     #: virtual CPUs (under TCG one host thread each: a guest running two
     #: commands at once, as the master does during ``create``, uses both cores)
-    cpus: int = 2
+    cpus: int = 1
 
     @property
     def state_disk(self) -> str:

@@ -736,6 +736,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         " (root; doc/vcluster.md, \"Guest clusters\")")
     p.add_argument("--memory", type=int, default=None, metavar="MIB",
                    help="--guests: RAM per guest in MiB (default 640)")
+    p.add_argument("--cpus", type=int, default=None, metavar="N",
+                   help="--guests: virtual CPUs per guest (default 1: under TCG on a busy host one is faster)")
     p.add_argument("--disks", type=int, default=None, metavar="N",
                    help="--guests: LVM disks per guest (default 1)")
     p.add_argument("--disk-size", type=int, default=None, metavar="GIB",
