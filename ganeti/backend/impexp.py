@@ -356,10 +356,29 @@ def impexp_abort(ctx: NodeContext, transfer_id: str) -> bool:
     return True
 
 
+#: how long :func:`impexp_cleanup` waits for a stopped transfer's process to exit
+#: before it kills it (its last status write must not race the removal)
+CLEANUP_WAIT = 5.0
+
+
 def impexp_cleanup(ctx: NodeContext, transfer_id: str) -> None:
-    """Stop the transfer if it still runs and remove its state."""
-    impexp_abort(ctx, transfer_id)
-    _rmtree(_transfer_dir(ctx, transfer_id))
+    """Stop the transfer if it still runs, wait until its process is gone (killed
+    after :data:`CLEANUP_WAIT` seconds), and remove its state."""
+    directory = _transfer_dir(ctx, transfer_id)
+    pid = _pid_of(directory)
+    if impexp_abort(ctx, transfer_id) and pid is not None:
+        deadline = time.monotonic() + CLEANUP_WAIT
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _alive(pid):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            deadline = time.monotonic() + 1.0
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+    _rmtree(directory)
 
 
 # --- transfers: the receiving side ---------------------------------------------------------

@@ -6,6 +6,8 @@ import hashlib
 import os
 import socket
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -111,6 +113,35 @@ def test_a_dead_sender_is_reported_failed(ctx) -> None:
     assert impexp.impexp_status(ctx, ["nope"]) == [None]
     impexp.impexp_cleanup(ctx, "t1")
     assert not os.path.exists(directory)
+
+
+def test_cleanup_waits_for_a_stopped_transfer_that_still_writes(ctx) -> None:
+    """A transfer process that writes its last status as it stops (as the worker does on
+    SIGTERM) is waited for: its state directory goes whole."""
+    directory = os.path.join(ctx.paths.import_export_dir, "t2")
+    os.makedirs(directory)
+    script = ("import os, signal, sys, time\n"
+              "def stop(*_):\n"
+              "    time.sleep(0.3)\n"
+              "    open(os.path.join(sys.argv[1], 'status.json.tmp'), 'w').write('{}')\n"
+              "    sys.exit(0)\n"
+              "signal.signal(signal.SIGTERM, stop)\n"
+              "open(os.path.join(sys.argv[1], 'ready'), 'w').close()\n"
+              "while True: time.sleep(1)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, directory], start_new_session=True)
+    try:
+        while not os.path.exists(os.path.join(directory, "ready")):
+            assert proc.poll() is None
+            time.sleep(0.01)
+        with open(os.path.join(directory, impexp.PID_FILE), "w") as fh:
+            fh.write(str(proc.pid))
+        impexp.impexp_cleanup(ctx, "t2")
+        assert not os.path.exists(directory)
+        assert proc.wait(5) == 0     # it stopped by itself, after its last write
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 # --- reading an export: its own files only, regular files only -----------------------------
