@@ -91,13 +91,14 @@ class GuestClusterFixture:
         self.gc: guestcluster.GuestCluster | None = None
         self._relay: LuxiRelay | None = None
 
-    def ensure_running(self) -> GuestClusterFixture:
-        """Create the cluster unless it exists (after a destroy: again)."""
+    def ensure_running(self, cpus: int = guestcluster.DEFAULT_CPUS) -> GuestClusterFixture:
+        """Create the cluster unless it exists (after a destroy: again), its guests
+        with ``cpus`` virtual CPUs each."""
         if self.gc is not None and guestcluster.is_guest_cluster(self.directory):
             return self
         atexit.register(self.close)
         try:
-            self.gc = guestcluster.create(self.directory, self.num_nodes)
+            self.gc = guestcluster.create(self.directory, self.num_nodes, cpus=cpus)
         except BaseException:
             self.close()
             raise
