@@ -467,8 +467,7 @@ def _warn_rapi_not_running() -> None:
         master = ssconfstore.SimpleStore(paths).get_master_node()
     except errors.GanetiError:
         return
-    # the short names compare (no resolver: ganeti.utils.net is outside this verb's
-    # start-up set, test/cli/test_startup_budget.py)
+    # short names (no resolver: outside this verb's start-up set, test_startup_budget)
     here = os.environ.get(constants.ENV_HOSTNAME) or os.uname().nodename
     if master.split(".")[0].lower() != here.split(".")[0].lower():
         return

@@ -67,7 +67,7 @@ def guest_cluster(_guest_cluster_session, request):  # type: ignore[no-untyped-d
     is per ``make test`` worker (test/conftest.py; it is made again only if
     a test destroyed it).  The guests of the ``drbd`` unit's cluster have
     :data:`DRBD_UNIT_CPUS` virtual CPUs, the others the default one
-    (doc/vcluster.md, "Resources").
+    (doc/vcluster.md, "Guest clusters (`--guests`): nodes with a kernel of their own").
     """
     from test.conftest import GUEST_DRBD_UNIT, work_unit
     from tools.harness import guestcluster
@@ -79,6 +79,6 @@ def guest_cluster(_guest_cluster_session, request):  # type: ignore[no-untyped-d
 #: virtual CPUs of the guests of the drbd unit's cluster: with one, under make test's
 #: load, test_guest_drbd_migrate.py's live migration under writes found acknowledged
 #: writes missing on the target's device, and reads a second apart disagreed while
-#: DRBD stayed connected (doc/storage.md, "Known intermittent defects"); with two, as
-#: in every run before, it has not been seen
+#: DRBD stayed connected (doc/storage.md, "DRBD figures"); with two, as in every
+#: make test before, it has not been seen there (it has once outside, read otherwise)
 DRBD_UNIT_CPUS = 2
