@@ -36,17 +36,14 @@ from ganeti import errors, serializer
 from ganeti.backend.fencing import CONTACT_FILE_NAME, contact_age
 from ganeti.failover import autopromote
 from ganeti.failover.lease import LEASE_DURATION
-from ganeti.http import spare
 from ganeti.pathutils import Paths
+from ganeti.server.parenttimer import ParentTimer
 from ganeti.utils import io as uio
 
-__all__ = ["PromotionMonitor", "check_and_take_over", "run_worker", "LOOK_EVERY"]
+__all__ = ["PromotionMonitor", "check_and_take_over", "run_worker"]
 
 logger = logging.getLogger(__name__)
 
-#: seconds between two looks at the local state (cheap: a stat, and a parse
-#: of the configuration only when it changed and has ``auto_promote`` on)
-LOOK_EVERY = 1.0
 #: ``auto_promote`` on, as the configuration's JSON writes it (a quote inside a
 #: JSON string is escaped, so only a key matches): a cluster with it off
 #: never pays for a parse of a large configuration
@@ -58,8 +55,10 @@ def _option(args: Sequence[str], name: str, default: float) -> float:
     return float_option(args, name, default)
 
 
-class PromotionMonitor:
-    """The parent's timer; forks :func:`check_and_take_over` when it is due."""
+class PromotionMonitor(ParentTimer):
+    """The parent's timer; forks :func:`check_and_take_over` when it is due (a look
+    is cheap: a stat, and a parse of the configuration only when it changed and has
+    ``auto_promote`` on)."""
 
     def __init__(self, paths: Paths, hostname: str, *, masterd_args: Sequence[str] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -68,10 +67,8 @@ class PromotionMonitor:
         self.masterd_args = list(masterd_args if masterd_args is not None else shlex.split(
             os.environ.get("GANETI_MASTERD_ARGS", "")))
         self.lease = _option(self.masterd_args, "--lease-duration", LEASE_DURATION)
-        self.clock = clock
+        super().__init__(clock)
         self.watch = autopromote.Watch(autopromote.master_timeout(self.lease))
-        self.worker: int | None = None
-        self._next_look = float("-inf")
         self._config_key: tuple[int, int, int] | None = None
         self._config: tuple[bool, bool, bool, int] = (False, False, False, 0)
 
@@ -113,19 +110,12 @@ class PromotionMonitor:
         return autopromote.LocalView(enabled=enabled, candidate=candidate, master=master,
                                      contact=None if age is None else now - age, epoch=epoch)
 
-    def deadline(self) -> float:
-        """When the parent's loop should call :meth:`tick` next."""
-        return self._next_look
-
     def tick(self, fork: Callable[[Callable[[], int]], int]) -> None:
-        """Look (at most every :data:`LOOK_EVERY` seconds); ``fork(fn)`` runs ``fn`` in
-        a child process and returns its pid."""
-        now = self.clock()
-        if now < self._next_look:
+        """Look (at most once a second, :class:`ParentTimer`); ``fork(fn)`` runs ``fn``
+        in a child process and returns its pid."""
+        now = self.look()
+        if now is None:
             return
-        self._next_look = now + LOOK_EVERY
-        if self.worker is not None and spare.reaped(self.worker):
-            self.worker = None
         view = self.local_view(now)
         if self.watch.tick(now, view, busy=self.worker is not None) != autopromote.CHECK:
             return

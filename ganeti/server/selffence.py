@@ -26,30 +26,21 @@ from typing import Any
 from ganeti import errors
 from ganeti.backend import ha as backend_ha
 from ganeti.ha import recovery
-from ganeti.http import spare
 from ganeti.pathutils import Paths
+from ganeti.server.parenttimer import ParentTimer
 
-__all__ = ["SelfFenceMonitor", "LOOK_EVERY"]
+__all__ = ["SelfFenceMonitor"]
 
 logger = logging.getLogger(__name__)
 
-#: seconds between two looks at the lease record (a small file read)
-LOOK_EVERY = 1.0
 
-
-class SelfFenceMonitor:
+class SelfFenceMonitor(ParentTimer):
     """The parent's timer; forks :func:`ganeti.backend.ha.self_fence` when due."""
 
     def __init__(self, paths: Paths, *, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
         self.paths = paths
-        self.clock = clock
-        self.worker: int | None = None
-        self._next_look = float("-inf")
         self._fenced_for: float | None = None
-
-    def deadline(self) -> float:
-        """When the parent's loop should call :meth:`tick` next."""
-        return self._next_look
 
     def due(self, now: float) -> dict[str, Any] | None:
         """The lease record when it is time to fence (once per record), else None."""
@@ -63,15 +54,10 @@ class SelfFenceMonitor:
         return record
 
     def tick(self, fork: Callable[[Callable[[], int]], int]) -> None:
-        """Look (at most every :data:`LOOK_EVERY` seconds); ``fork(fn)`` runs ``fn`` in
-        a child process and returns its pid."""
-        now = self.clock()
-        if now < self._next_look:
-            return
-        self._next_look = now + LOOK_EVERY
-        if self.worker is not None and spare.reaped(self.worker):
-            self.worker = None
-        if self.worker is not None:
+        """Look (at most once a second, :class:`ParentTimer`); ``fork(fn)`` runs ``fn``
+        in a child process and returns its pid."""
+        now = self.look()
+        if now is None or self.worker is not None:
             return
         record = self.due(now)
         if record is None:

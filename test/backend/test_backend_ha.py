@@ -16,7 +16,7 @@ from fakes.clock import FakeClock  # noqa: E402
 from ganeti import constants, crypto, errors, hypervisor, serializer  # noqa: E402
 from ganeti.backend import ha  # noqa: E402
 from ganeti.hypervisor import base  # noqa: E402
-from ganeti.server import selffence  # noqa: E402
+from ganeti.server import parenttimer  # noqa: E402
 from ganeti.server.selffence import SelfFenceMonitor  # noqa: E402
 from ganeti.utils import io as uio  # noqa: E402
 
@@ -96,7 +96,7 @@ def test_the_node_daemon_fences_once_just_before_the_lease_ends(ctx, monkeypatch
         return 4242
 
     # the worker "ran" inline: the parent finds it reaped at once
-    monkeypatch.setattr(selffence.spare, "reaped", lambda pid: pid == 4242)
+    monkeypatch.setattr(parenttimer.spare, "reaped", lambda pid: pid == 4242)
     for _ in range(27):
         clock.advance(1.0)
         monitor.tick(fork)
