@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -111,3 +113,17 @@ class Ledger:
 
 def queue_files(vc: VirtualCluster, node: str) -> list[str]:
     return sorted(os.listdir(vc.paths(node).queue_dir))
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 60.0,
+               step: float = 0.2) -> bool:
+    """Poll ``predicate`` every ``step`` seconds until it holds (True) or ``timeout``
+    seconds passed (its last answer)."""
+    deadline = time.monotonic() + timeout
+    for _ in range(int(timeout / step) + 1):
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            break
+        time.sleep(step)
+    return predicate()

@@ -21,7 +21,7 @@ import threading
 import time
 
 import pytest
-from failover_helpers import MASTERD_ARGS, masterd_running, ssconf_master
+from failover_helpers import MASTERD_ARGS, masterd_running, ssconf_master, wait_until
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, daemonctl, errors, luxi
@@ -39,22 +39,11 @@ def vc(tmp_path_factory):
         yield cluster
 
 
-def _wait(predicate, timeout: float = 60.0, step: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    for _ in range(int(timeout / step) + 1):
-        if predicate():
-            return True
-        if time.monotonic() > deadline:
-            break
-        time.sleep(step)
-    return predicate()
-
-
 def _kill_daemons(vc: VirtualCluster, node: str) -> None:
     """The node dies: its master, node and RAPI daemons killed with SIGKILL."""
     paths = vc.paths(node)
     crash.kill_node_daemons(paths)
-    assert _wait(lambda: all(daemonctl.daemon_pid(paths, d) is None
+    assert wait_until(lambda: all(daemonctl.daemon_pid(paths, d) is None
                              for d in (constants.MASTERD, constants.NODED)), 30)
 
 
@@ -106,7 +95,7 @@ def test_off_by_default_a_dead_master_stays_dead(vc):
     assert all(ssconf_master(vc, n) == N1 for n in others)
     assert not any("asking the master candidates" in _noded_log(vc, n) for n in others)
     vcluster.start(vc.cluster, N1)
-    assert _wait(lambda: _answering_master(vc, [N1]) == [N1])
+    assert wait_until(lambda: _answering_master(vc, [N1]) == [N1])
 
 
 def test_master_killed_a_candidate_takes_over(vc):
@@ -126,7 +115,7 @@ def test_master_killed_a_candidate_takes_over(vc):
 
     thread = threading.Thread(target=client, daemon=True)
     thread.start()
-    assert _wait(lambda: len(acked) >= 5, 30)
+    assert wait_until(lambda: len(acked) >= 5, 30)
     _kill_daemons(vc, N1)
     stop.set()
     thread.join(30)
@@ -137,7 +126,7 @@ def test_master_killed_a_candidate_takes_over(vc):
         found[:] = _answering_master(vc, others)
         return len(found) == 1
 
-    assert _wait(one_master, 90), f"no new master: {found}"
+    assert wait_until(one_master, 90), f"no new master: {found}"
     new = found[0]
     assert all(_has_job(vc, new, job) for job in acked), \
         [job for job in acked if not _has_job(vc, new, job)]
@@ -148,8 +137,8 @@ def test_master_killed_a_candidate_takes_over(vc):
     # the old master comes back: the new master's heartbeat finds it naming
     # itself and gives it the configuration; it stays a candidate
     vcluster.start(vc.cluster, N1)
-    assert _wait(lambda: ssconf_master(vc, N1) == new, 30)
-    assert _wait(lambda: _has_job(vc, N1, job), 30)
+    assert wait_until(lambda: ssconf_master(vc, N1) == new, 30)
+    assert wait_until(lambda: _has_job(vc, N1, job), 30)
     assert not masterd_running(vc, N1)
     assert vc.ok("gnt-cluster", "getmaster", node=N1).strip() == new
     roles = vc.ok("gnt-node", "list", "--no-headers", "-o", "name,role", node=new)
@@ -169,10 +158,10 @@ def test_candidates_losing_the_master_at_once_elect_exactly_one(vc):
         found[:] = _answering_master(vc, others)
         return len(found) == 1
 
-    assert _wait(one_master, 90), f"masters: {found}"
+    assert wait_until(one_master, 90), f"masters: {found}"
     new = found[0]
     vc.ok("gnt-cluster", "add-tags", "second-autopromotion", node=new)
-    assert _wait(lambda: all(ssconf_master(vc, n) == new for n in others), 30)
+    assert wait_until(lambda: all(ssconf_master(vc, n) == new for n in others), 30)
     assert _answering_master(vc, others) == [new]
     assert _submit(vc, new) > last
     # the candidates that lost the election did not try a takeover of their own

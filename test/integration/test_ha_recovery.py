@@ -24,11 +24,11 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from failover_helpers import MASTERD_ARGS, needs_partitions
+from failover_helpers import MASTERD_ARGS, needs_partitions, wait_until
 from instance_helpers import NOCHECK, fake_hv, rows
 from vcluster_harness import VirtualCluster
 
@@ -52,17 +52,6 @@ def vc(tmp_path_factory) -> Iterator[VirtualCluster]:
         path = oob.install(cluster.cluster)
         cluster.ok("gnt-cluster", "modify", "--node-parameters", f"oob_program={path}")
         yield cluster
-
-
-def _wait(predicate: Callable[[], bool], timeout: float = 60.0, step: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    for _ in range(int(timeout / step) + 1):
-        if predicate():
-            return True
-        if time.monotonic() > deadline:
-            break
-        time.sleep(step)
-    return predicate()
 
 
 def _add(vc: VirtualCluster, name: str, node: str, *tags: str) -> None:
@@ -175,7 +164,7 @@ def test_a_killed_node_its_tagged_instances_run_elsewhere_exactly_once(vc):
             twice.append(where)
         return all(nodes and nodes != [N4] for nodes in where.values())
 
-    assert _wait(recovered, 60, step=0.1), {n: _running_on(vc, n) for n in tagged}
+    assert wait_until(recovered, 60, step=0.1), {n: _running_on(vc, n) for n in tagged}
     assert twice == []                    # never two copies, not even for a moment
     elapsed = time.monotonic() - killed
     print(f"node death to instances running again: {elapsed:.1f} s")
@@ -218,7 +207,7 @@ def test_a_node_cut_off_from_the_master_alone_is_not_declared_dead(vc):
             with open(master_log, encoding="utf-8", errors="replace") as fh:
                 return f"Node {N3} silent for" in fh.read()
 
-        assert _wait(asked, 40)
+        assert wait_until(asked, 40)
         # the candidates still reach it: several rounds more, nothing happens
         time.sleep(3 * TIMEOUT)
         assert len(_ha_jobs(vc)) == before
@@ -250,7 +239,7 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
     # the master gives it a self-fence lease now that it has no OOB, naming its tagged
     # instance (without one confirmed, the master could not fence it and would
     # recover nothing)
-    assert _wait(lambda: name in _leased(vc, N2)
+    assert wait_until(lambda: name in _leased(vc, N2)
                  and "bystander.example.com" in _leased(vc, N3), 20)
     assert keep not in _leased(vc, N2)
     vcluster.isolate(vc.cluster, N2)
@@ -265,7 +254,7 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
             return where != [N2] and len(where) == 1
 
         # the lease is at least recovery.MIN_SELF_FENCE_LEASE seconds
-        assert _wait(moved, recovery.MIN_SELF_FENCE_LEASE + 40, step=0.1), (
+        assert wait_until(moved, recovery.MIN_SELF_FENCE_LEASE + 40, step=0.1), (
             _running_on(vc, name), _log_lines(vc, N2, constants.NODED, "elf-fence", "worker"),
             _log_lines(vc, N1, constants.MASTERD, "ecovery", N2),
             vc.ok("gnt-node", "list", "-o", "name,ndp/oob_program", N2))
