@@ -135,11 +135,13 @@ class Monitor:
             return True
         rpc = self.context.require_rpc()
         lease = recovery.self_fence_lease(float(cluster.ha_node_timeout))
-        views = self._views(self.wall())
+        # only the instances of nodes without OOB can be named in a lease: at every
+        # round (2 s), the views of the others are not built
+        unfenced = {n.uuid for n in nodes if not oob_program(cfg, n)}
+        views = self._views(self.wall(), unfenced) if unfenced else {}
         given: dict[str, tuple[float, list[recovery.InstanceView]]] = {}
         for node in nodes:
-            covers = ([] if oob_program(cfg, node) else
-                      [v for v in views.get(node.uuid, []) if recovery.lease_covers(v)])
+            covers = [v for v in views.get(node.uuid, []) if recovery.lease_covers(v)]
             given[node.name] = (lease if covers else 0.0, covers)
         for name, (value, covers) in given.items():
             self.watch.sent(name, now, value, [v.name for v in covers])
@@ -297,15 +299,18 @@ class Monitor:
                              step.instance, self.attempts.max_restart)
                 return
 
-    def _views(self, now: float) -> dict[str, list[recovery.InstanceView]]:
-        """Every instance as the pure recovery sees it, by primary node UUID (its
-        policy as of ``now``, the time of day)."""
+    def _views(self, now: float, primaries: set[str]) -> dict[str, list[recovery.InstanceView]]:
+        """The instances whose primary node is one of the UUIDs ``primaries``, as the
+        pure recovery sees them, by primary node UUID (their policy as of ``now``,
+        the time of day)."""
         cfg = self.context.require_cfg()
         cluster = cfg.get_cluster_info()
         groups = cfg.get_all_nodegroups_info()
         nodes = cfg.get_all_nodes_info()
         views: dict[str, list[recovery.InstanceView]] = {}
         for inst in cfg.get_all_instances_info().values():
+            if inst.primary_node not in primaries:
+                continue
             primary = nodes.get(inst.primary_node)
             group = groups.get(primary.group) if primary is not None else None
             pol = policy.effective_policy(inst.tags, group.tags if group else [],
@@ -329,7 +334,7 @@ class Monitor:
         dead = cfg.get_node_info_by_name(name)
         assert dead is not None and self.attempts is not None
         nodes = cfg.get_all_nodes_info()
-        views = self._views(self.wall()).get(dead.uuid, [])
+        views = self._views(self.wall(), {dead.uuid}).get(dead.uuid, [])
         hosts = [n for n in nodes.values()
                  if not n.offline and n.vm_capable and n.uuid != dead.uuid]
         hv = cluster.primary_hypervisor

@@ -101,6 +101,19 @@ def test_every_other_online_node_gets_its_lease_each_round(tmp_path) -> None:
     assert queue.jobs == []
 
 
+def test_with_oob_everywhere_a_round_reads_no_instance(tmp_path, monkeypatch) -> None:
+    """Every node powered out of band: no lease names an instance, so the rounds (every
+    2 s) never go through the instances."""
+    cfg, rpc, queue, clock, monitor, _ = _setup(tmp_path, oob="/usr/lib/oob")
+
+    def refuse() -> Any:
+        raise AssertionError("the instances were read")
+
+    monkeypatch.setattr(cfg, "get_all_instances_info", refuse)
+    _rounds(monitor, clock, 3)
+    assert _leases(rpc, N4) == [[0.0, []]] * 3 and queue.jobs == []
+
+
 def test_a_suspended_or_down_instance_is_not_covered(tmp_path) -> None:
     cfg, rpc, _, clock, monitor, _ = _setup(tmp_path)
     ha1 = next(i for i in cfg.get_all_instances_info().values() if i.name == "ha1")
