@@ -366,19 +366,24 @@ def impexp_cleanup(ctx: NodeContext, transfer_id: str) -> None:
     after :data:`CLEANUP_WAIT` seconds), and remove its state."""
     directory = _transfer_dir(ctx, transfer_id)
     pid = _pid_of(directory)
-    if impexp_abort(ctx, transfer_id) and pid is not None:
-        deadline = time.monotonic() + CLEANUP_WAIT
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if _alive(pid):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-            deadline = time.monotonic() + 1.0
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.02)
+    if impexp_abort(ctx, transfer_id) and pid is not None \
+            and not _gone_within(pid, CLEANUP_WAIT):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _gone_within(pid, 1.0)
     _rmtree(directory)
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``pid`` to exit; whether it did."""
+    deadline = time.monotonic() + seconds
+    while _alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 # --- transfers: the receiving side ---------------------------------------------------------
