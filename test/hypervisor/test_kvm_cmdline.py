@@ -95,6 +95,19 @@ def test_disks_follow_disk_type_and_cache_and_escape_commas():
     assert _after(argv, "-drive") == ["file=/d0,format=raw,if=virtio,id=disk0"]
 
 
+@pytest.mark.parametrize("cache,mode", [("default", ",cache=none"), ("writeback", ",cache=writeback"),
+                                        ("writethrough", ",cache=writethrough")])
+def test_a_drbd_device_is_opened_without_the_page_cache_unless_told_otherwise(cache, mode):
+    # doc/kvm.md, "Disk cache": the mirror's two page caches are not coherent
+    argv = _build(_spec(disk_cache=cache), disks=["/dev/drbd3", "/srv/file/disk1",
+                                                   "/dev/drbd3p1"])
+    other = "" if cache == "default" else mode
+    assert _after(argv, "-drive") == [
+        f"file=/dev/drbd3,format=raw,if=virtio,id=disk0{mode}",
+        f"file=/srv/file/disk1,format=raw,if=virtio,id=disk1{other}",
+        f"file=/dev/drbd3p1,format=raw,if=virtio,id=disk2{other}"]
+
+
 def test_cdrom_image():
     argv = _build(_spec(cdrom_image_path="/iso/x.iso", boot_order="cdrom"))
     assert _after(argv, "-drive") == [

@@ -102,6 +102,12 @@ def test_disk_arguments(cache: str, blockdev_extra: dict, device_extra: dict) ->
     assert device.startswith("virtio-blk-pci,id=hotvd-x,drive=hotdisk-x")
 
 
+def test_a_hotplugged_drbd_disk_skips_the_page_cache_by_default() -> None:
+    drbd = hotplug.DiskDevice(path="/dev/drbd7", node="hotdisk-y", device="hotvd-y")
+    assert hotplug.blockdev_add_args(drbd, "default")["cache"] == {"direct": True}
+    assert "cache" not in hotplug.blockdev_add_args(drbd, "writeback")
+
+
 def test_only_virtio_disks_hotplug() -> None:
     with pytest.raises(errors.HypervisorError, match="disk_type ide cannot be hotplugged"):
         hotplug.disk_device_args(hotplug.DiskDevice(path="/d"), "ide")

@@ -153,9 +153,11 @@ class DrbdWriter:
 
     def on_disk(self, node: str, upto: int) -> list[int]:
         """:func:`diskwriter.records` of sectors 1..``upto`` of the DRBD device on ``node``,
-        read through the node's page cache, as its qemu (cache=writeback) wrote them."""
+        read past the node's page cache (``O_DIRECT``), as its qemu writes them: a page
+        the node cached earlier misses what reached the device over the mirror since."""
         res = self.gc.ssh(node, f"dd if=/dev/drbd{self.minors[node]} bs=64k"
-                                f" iflag=skip_bytes,count_bytes skip=512 count={upto * 512}"
+                                " iflag=direct,skip_bytes,count_bytes"
+                                f" skip=512 count={upto * 512}"
                                 " 2>/dev/null | base64 -w0")
         assert not res.failed, res.stderr
         return diskwriter.records(base64.b64decode(res.stdout.strip()))

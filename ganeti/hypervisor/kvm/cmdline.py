@@ -29,6 +29,7 @@ Fixed choices, on every instance:
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ __all__ = [
     "RuntimeFiles", "NicBackend", "NETDEV_TAP", "NETDEV_USER", "BALLOON_ID",
     "DISK_INTERFACES", "NIC_MODELS", "BOOT_DEVICES", "ACCEL_KVM", "ACCEL_TCG",
     "VNC_BASE_PORT", "VNC_PORTS", "VNC_TLS_ID", "escape_option", "build_command", "kernel_command_line",
-    "cpu_affinity", "migration_parameters",
+    "cpu_affinity", "migration_parameters", "disk_cache_for",
 ]
 
 ACCEL_KVM = "kvm"
@@ -66,6 +67,22 @@ NIC_MODELS = {"paravirtual": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl
 BOOT_DEVICES = {"disk": "c", "cdrom": "d", "network": "n", "floppy": "a"}
 #: disk_cache values passed through to ``-drive cache=`` ("default": omitted)
 _CACHE_DEFAULT = "default"
+#: a DRBD device's path (``/dev/drbd<minor>``): see :func:`disk_cache_for`
+_DRBD_DEVICE = re.compile(r"/dev/drbd[0-9]+")
+
+
+def disk_cache_for(disk_cache: str, path: str) -> str:
+    """The cache mode qemu opens the disk on ``path`` with, for the hvparam ``disk_cache``.
+
+    ``default`` on a DRBD device is ``none`` (``O_DIRECT``): the two nodes of a
+    mirror each have a page cache of the device that the other's writes bypass,
+    so during a live migration (both nodes primary) a page cached on one node
+    can be stale, and written back over acknowledged writes (doc/kvm.md,
+    "Disk cache").  Any other value is the operator's and is kept.
+    """
+    if disk_cache == _CACHE_DEFAULT and _DRBD_DEVICE.fullmatch(path):
+        return "none"
+    return disk_cache
 
 #: the qdev id of the memory balloon every instance has
 BALLOON_ID = "balloon0"
@@ -154,8 +171,9 @@ def _disks(hvp: dict[str, Any], disks: Sequence[str], seed: str | None = None) -
     for idx, path in enumerate(disks):
         opt = (f"file={escape_option(path)},format=raw,if={DISK_INTERFACES[disk_type]}"
                f",id=disk{idx}")
-        if cache != _CACHE_DEFAULT:
-            opt += f",cache={cache}"
+        mode = disk_cache_for(cache, path)
+        if mode != _CACHE_DEFAULT:
+            opt += f",cache={mode}"
         argv += ["-drive", opt]
     cdrom = str(_param(hvp, "cdrom_image_path", ""))
     if cdrom:

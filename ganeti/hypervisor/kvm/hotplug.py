@@ -220,7 +220,7 @@ def blockdev_add_args(disk: DiskDevice, disk_cache: str = "default") -> dict[str
     """``blockdev-add`` arguments: a raw node over the file ``disk.path``."""
     file: dict[str, Any] = {"driver": "file", "filename": disk.path}
     args: dict[str, Any] = {"driver": "raw", "node-name": disk.node, "file": file}
-    if disk_cache == "none":
+    if cmdline.disk_cache_for(disk_cache, disk.path) == "none":
         args["cache"] = {"direct": True}
     return args
 
