@@ -73,6 +73,9 @@ KEY_TYPES = frozenset([
 
 _POLL_INTERVAL = 0.05
 _READ_CHUNK = 65536
+#: seconds without data after the exit status before a command whose output has
+#: no EOF (a process it left behind holds its stdout) is taken as done
+EOF_GRACE = 3.0
 
 
 # --- keys -----------------------------------------------------------------
@@ -675,11 +678,21 @@ class SshRunner:
 
     def _collect(self, chan: paramiko.Channel,
                  timeout: float | None) -> tuple[bytes, bytes, bool]:
-        """Read stdout/stderr until exit status (or close) or the deadline."""
+        """Read stdout/stderr until the command's output ends or the deadline.
+
+        The output ends with the channel's EOF, not with the exit status: the
+        server sends ``exit-status`` when the command exits, and output still
+        held back by the channel's window comes after it (a large output was
+        cut short when reading stopped there).  A command that exits while a
+        process it left behind keeps its stdout open sends no EOF: once the
+        exit status is in, reading ends after :data:`EOF_GRACE` seconds
+        without data.
+        """
         deadline = None if timeout is None else self._clock() + timeout
         out: list[bytes] = []
         err: list[bytes] = []
         fileno = chan.fileno()
+        quiet_since: float | None = None
         while True:
             progressed = False
             while chan.recv_ready():
@@ -689,10 +702,17 @@ class SshRunner:
                 err.append(chan.recv_stderr(_READ_CHUNK))
                 progressed = True
             if progressed:
+                quiet_since = None
                 continue
             transport = chan.get_transport()
-            if chan.exit_status_ready() or transport is None or not transport.is_active():
-                # exit-status (or close) arrives after all data: buffers are complete
+            ended = chan.eof_received or chan.closed or transport is None \
+                or not transport.is_active()
+            if chan.exit_status_ready() and not ended:
+                now = self._clock()
+                quiet_since = now if quiet_since is None else quiet_since
+                ended = now - quiet_since >= EOF_GRACE
+            if ended:
+                # EOF (or close) arrives after all data: the buffers are complete
                 while chan.recv_ready():
                     out.append(chan.recv(_READ_CHUNK))
                 while chan.recv_stderr_ready():

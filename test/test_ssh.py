@@ -352,3 +352,84 @@ def test_reuse_keeps_one_connection_and_makes_a_new_one_when_it_is_gone(
     assert len(connects) == 2
     runner.close()
     assert runner.run(HOST, "true").exit_code == 0 and len(connects) == 3
+
+
+# --- reading a command's output --------------------------------------------
+
+class _ScriptedChannel:
+    """A channel whose server sends ``exit-status`` before the end of the output,
+    as OpenSSH's sshd does when the output is held back by the channel's window:
+    each :meth:`recv` hands out the next chunk; the exit status is in from the start;
+    EOF comes once every chunk was read (or never, ``eof=False``: a process the
+    command left behind holds its stdout)."""
+
+    def __init__(self, chunks: list[bytes], *, eof: bool = True) -> None:
+        self.chunks = list(chunks)
+        self.eof = eof
+        self.closed = False
+        self._pipe = os.pipe()
+        self._arrived = 0  # chunks the transport has put in the buffer so far
+
+    @property
+    def eof_received(self) -> bool:
+        return self.eof and not self.chunks
+
+    def fileno(self) -> int:
+        return self._pipe[0]
+
+    def recv_ready(self) -> bool:
+        # the data arrives one chunk per look, as window adjustments let it through
+        self._arrived += 1
+        return bool(self.chunks) and self._arrived % 2 == 0
+
+    def recv(self, size: int) -> bytes:
+        return self.chunks.pop(0)
+
+    def recv_stderr_ready(self) -> bool:
+        return False
+
+    def exit_status_ready(self) -> bool:
+        return True
+
+    def get_transport(self) -> object:
+        return self
+
+    def is_active(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        for fd in self._pipe:
+            os.close(fd)
+
+
+def test_output_after_the_exit_status_is_read_to_its_end() -> None:
+    # a 1 MiB output read over SSH from a loaded node came back cut short
+    chunks = [bytes([i]) * 32768 for i in range(40)]
+    chan = _ScriptedChannel(chunks)
+    runner = ssh.SshRunner("/nonexistent", port=22)
+    try:
+        out, err, timed_out = runner._collect(chan, 10.0)  # type: ignore[arg-type]
+    finally:
+        chan.close()
+    assert (len(out), err, timed_out) == (40 * 32768, b"", False)
+    assert out == b"".join(bytes([i]) * 32768 for i in range(40))
+
+
+def test_output_without_eof_ends_after_the_grace_once_the_exit_status_is_in(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.5
+        return now[0]
+
+    chan = _ScriptedChannel([b"started\n"], eof=False)
+    runner = ssh.SshRunner("/nonexistent", port=22)
+    monkeypatch.setattr(runner, "_clock", clock)
+    try:
+        out, _err, timed_out = runner._collect(chan, 60.0)  # type: ignore[arg-type]
+    finally:
+        chan.close()
+    assert (out, timed_out) == (b"started\n", False)
+    assert now[0] < 60.0
