@@ -75,10 +75,10 @@ def disk_cache_for(disk_cache: str, path: str) -> str:
     """The cache mode qemu opens the disk on ``path`` with, for the hvparam ``disk_cache``.
 
     ``default`` on a DRBD device is ``none`` (``O_DIRECT``): the two nodes of a
-    mirror each have a page cache of the device that the other's writes bypass,
-    so during a live migration (both nodes primary) a page cached on one node
-    can be stale, and written back over acknowledged writes (doc/kvm.md,
-    "Disk cache").  Any other value is the operator's and is kept.
+    mirror each have a page cache of the device that the other's writes bypass
+    (both are primary during a live migration), and a write the guest sees done
+    is then on both nodes' disks (doc/kvm.md, "Disk cache").  Any other value
+    is the operator's and is kept.
     """
     if disk_cache == _CACHE_DEFAULT and _DRBD_DEVICE.fullmatch(path):
         return "none"
