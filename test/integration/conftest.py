@@ -60,25 +60,12 @@ def _guest_cluster_session(tmp_path_factory: pytest.TempPathFactory):  # type: i
 
 
 @pytest.fixture
-def guest_cluster(_guest_cluster_session, request):  # type: ignore[no-untyped-def]
+def guest_cluster(_guest_cluster_session):  # type: ignore[no-untyped-def]
     """The session's 3-node guest cluster, running (test/integration/guest_cluster_harness.py).
 
     Shared by every module that asks for it: one cluster per session, that
     is per ``make test`` worker (test/conftest.py; it is made again only if
-    a test destroyed it).  The guests of the ``drbd`` unit's cluster have
-    :data:`DRBD_UNIT_CPUS` virtual CPUs, the others the default one
+    a test destroyed it).  Its guests have the default one virtual CPU each
     (doc/vcluster.md, "Guest clusters (`--guests`): nodes with a kernel of their own").
     """
-    from test.conftest import GUEST_DRBD_UNIT, work_unit
-    from tools.harness import guestcluster
-    drbd = work_unit(request.node.nodeid) == GUEST_DRBD_UNIT
-    return _guest_cluster_session.ensure_running(
-        cpus=DRBD_UNIT_CPUS if drbd else guestcluster.DEFAULT_CPUS)
-
-
-#: virtual CPUs of the guests of the drbd unit's cluster: with one, under make test's
-#: load, test_guest_drbd_migrate.py's live migration under writes found acknowledged
-#: writes missing on the target's device, and reads a second apart disagreed while
-#: DRBD stayed connected (doc/storage.md, "DRBD figures"); with two, as in every
-#: make test before, it has not been seen there (it has once outside, read otherwise)
-DRBD_UNIT_CPUS = 2
+    return _guest_cluster_session.ensure_running()
