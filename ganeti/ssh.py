@@ -50,7 +50,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from ganeti import errors
+from ganeti import errors, sshchannel
 from ganeti.utils import io as uio
 from ganeti.utils.process import RunResult
 
@@ -66,16 +66,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_POLL_INTERVAL = 0.05
+
 KEY_TYPES = frozenset([
     "ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
     "ecdsa-sha2-nistp521",
 ])
 
-_POLL_INTERVAL = 0.05
-_READ_CHUNK = 65536
-#: seconds without data after the exit status before a command whose output has
-#: no EOF (a process it left behind holds its stdout) is taken as done
-EOF_GRACE = 3.0
 
 
 # --- keys -----------------------------------------------------------------
@@ -333,106 +330,6 @@ class KnownHosts:
         return True
 
 
-# --- terminal -----------------------------------------------------------------
-
-def _terminal_size(fd: int) -> tuple[int, int]:
-    """``(columns, rows)`` of the terminal on ``fd``; 80x24 when it is none."""
-    try:
-        size = os.get_terminal_size(fd)
-    except OSError:
-        return 80, 24
-    return size.columns or 80, size.lines or 24
-
-
-class _raw_terminal:  # noqa: N801 - used as a context manager, like a function
-    """Put the terminal on ``fd`` in raw mode for a ``with`` block (no-op if none)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._saved: list[Any] | None = None
-
-    def __enter__(self) -> None:
-        import termios
-        import tty
-        try:
-            self._saved = termios.tcgetattr(self.fd)
-        except (termios.error, OSError):
-            return
-        tty.setraw(self.fd)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._saved is not None:
-            import termios
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
-
-
-class _forward_resizes:  # noqa: N801 - used as a context manager, like a function
-    """While in the block, send our terminal's new size to the channel on SIGWINCH.
-
-    Only in the main thread (where signal handlers can be set); a no-op elsewhere.
-    """
-
-    def __init__(self, chan: paramiko.Channel, fd: int) -> None:
-        self.chan = chan
-        self.fd = fd
-        self._old: Any = None
-        self._set = False
-
-    def _resize(self, signum: int, frame: object) -> None:
-        import paramiko
-        cols, rows = _terminal_size(self.fd)
-        try:
-            self.chan.resize_pty(width=cols, height=rows)
-        except (OSError, EOFError, paramiko.SSHException):
-            pass   # a resize is best effort
-
-    def __enter__(self) -> None:
-        import signal
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGWINCH, self._resize)
-            self._set = True
-
-    def __exit__(self, *exc: object) -> None:
-        if self._set:
-            import signal
-            signal.signal(signal.SIGWINCH, self._old)
-
-
-def _pump_terminal(chan: paramiko.Channel, stdin_fd: int, stdout_fd: int) -> None:
-    """Copy ``stdin_fd`` to the channel and the channel to ``stdout_fd`` until it closes."""
-    stdin_open = True
-    while True:
-        readers: list[int] = [chan.fileno()] + ([stdin_fd] if stdin_open else [])
-        ready, _, _ = select.select(readers, [], [], _POLL_INTERVAL * 4)
-        while chan.recv_ready():
-            _write_all(stdout_fd, chan.recv(_READ_CHUNK))
-        while chan.recv_stderr_ready():
-            _write_all(stdout_fd, chan.recv_stderr(_READ_CHUNK))
-        if chan.exit_status_ready() or chan.closed or chan.eof_received:
-            while chan.recv_ready():
-                _write_all(stdout_fd, chan.recv(_READ_CHUNK))
-            return
-        transport = chan.get_transport()
-        if transport is None or not transport.is_active():
-            return
-        if stdin_open and stdin_fd in ready:
-            try:
-                data = os.read(stdin_fd, _READ_CHUNK)
-            except OSError:
-                data = b""
-            if data:
-                chan.sendall(data)
-            else:
-                stdin_open = False
-                chan.shutdown_write()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 # --- client -----------------------------------------------------------------
 
 def _command_text(command: str | Sequence[str]) -> str:
@@ -612,7 +509,7 @@ class SshRunner:
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 raise errors.CommandError(
                     f"SSH to {where}: cannot start command or send its input: {exc}") from exc
-            out, err, timed_out = self._collect(chan, timeout)
+            out, err, timed_out = sshchannel.collect(chan, timeout, self._clock)
             code: int | None = None
             if not timed_out:
                 # let the server's EOF/close arrive, so that closing our end
@@ -648,7 +545,7 @@ class SshRunner:
         where = f"{host}:{port}"
         transport = self._connect(host, port)
         try:
-            cols, rows = _terminal_size(stdout_fd)
+            cols, rows = sshchannel.terminal_size(stdout_fd)
             try:
                 chan = transport.open_session(timeout=self.connect_timeout)
                 chan.get_pty(term=term or os.environ.get("TERM") or "vt100",
@@ -657,8 +554,8 @@ class SshRunner:
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 raise errors.CommandError(
                     f"SSH to {where}: cannot start {text!r} on a terminal: {exc}") from exc
-            with _raw_terminal(stdin_fd), _forward_resizes(chan, stdout_fd):
-                _pump_terminal(chan, stdin_fd, stdout_fd)
+            with sshchannel.raw_terminal(stdin_fd), sshchannel.forward_resizes(chan, stdout_fd):
+                sshchannel.pump_terminal(chan, stdin_fd, stdout_fd)
             self._wait_closed(chan, 1.0)
             if not chan.exit_status_ready():
                 raise errors.CommandError(
@@ -675,57 +572,6 @@ class SshRunner:
             if remaining <= 0:
                 return
             select.select([chan.fileno()], [], [], min(remaining, _POLL_INTERVAL))
-
-    def _collect(self, chan: paramiko.Channel,
-                 timeout: float | None) -> tuple[bytes, bytes, bool]:
-        """Read stdout/stderr until the command's output ends or the deadline.
-
-        The output ends with the channel's EOF, not with the exit status: the
-        server sends ``exit-status`` when the command exits, and output still
-        held back by the channel's window comes after it (a large output was
-        cut short when reading stopped there).  A command that exits while a
-        process it left behind keeps its stdout open sends no EOF: once the
-        exit status is in, reading ends after :data:`EOF_GRACE` seconds
-        without data.
-        """
-        deadline = None if timeout is None else self._clock() + timeout
-        out: list[bytes] = []
-        err: list[bytes] = []
-        fileno = chan.fileno()
-        quiet_since: float | None = None
-        while True:
-            progressed = False
-            while chan.recv_ready():
-                out.append(chan.recv(_READ_CHUNK))
-                progressed = True
-            while chan.recv_stderr_ready():
-                err.append(chan.recv_stderr(_READ_CHUNK))
-                progressed = True
-            if progressed:
-                quiet_since = None
-                continue
-            transport = chan.get_transport()
-            ended = chan.eof_received or chan.closed or transport is None \
-                or not transport.is_active()
-            if chan.exit_status_ready() and not ended:
-                now = self._clock()
-                quiet_since = now if quiet_since is None else quiet_since
-                ended = now - quiet_since >= EOF_GRACE
-            if ended:
-                # EOF (or close) arrives after all data: the buffers are complete
-                while chan.recv_ready():
-                    out.append(chan.recv(_READ_CHUNK))
-                while chan.recv_stderr_ready():
-                    err.append(chan.recv_stderr(_READ_CHUNK))
-                return b"".join(out), b"".join(err), False
-            wait = _POLL_INTERVAL
-            if deadline is not None:
-                remaining = deadline - self._clock()
-                if remaining <= 0:
-                    chan.close()
-                    return b"".join(out), b"".join(err), True
-                wait = min(wait, remaining)
-            select.select([fileno], [], [], wait)
 
     def openssh_argv(self, host: str, command: str | Sequence[str], *,
                      port: int | None = None, tty: bool = True) -> list[str]:

@@ -86,6 +86,7 @@ LAYERS: dict[str, int] = {
     "ganeti.crypto": 3,
     "ganeti.daemonctl": 3,
     "ganeti.ssh": 3,
+    "ganeti.sshchannel": 2,
     "ganeti.luxi": 3,
     "ganeti.iallocator": 3,
     "ganeti.query": 3,

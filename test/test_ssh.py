@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ganeti import errors, ssh
+from ganeti import errors, ssh, sshchannel
 from tools.harness.sshserver import SshServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -397,6 +397,9 @@ class _ScriptedChannel:
     def is_active(self) -> bool:
         return True
 
+    def shutdown_write(self) -> None:
+        pass
+
     def close(self) -> None:
         self.closed = True
         for fd in self._pipe:
@@ -407,17 +410,15 @@ def test_output_after_the_exit_status_is_read_to_its_end() -> None:
     # a 1 MiB output read over SSH from a loaded node came back cut short
     chunks = [bytes([i]) * 32768 for i in range(40)]
     chan = _ScriptedChannel(chunks)
-    runner = ssh.SshRunner("/nonexistent", port=22)
     try:
-        out, err, timed_out = runner._collect(chan, 10.0)  # type: ignore[arg-type]
+        out, err, timed_out = sshchannel.collect(chan, 10.0)  # type: ignore[arg-type]
     finally:
         chan.close()
     assert (len(out), err, timed_out) == (40 * 32768, b"", False)
     assert out == b"".join(bytes([i]) * 32768 for i in range(40))
 
 
-def test_output_without_eof_ends_after_the_grace_once_the_exit_status_is_in(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_output_without_eof_ends_after_the_grace_once_the_exit_status_is_in() -> None:
     now = [0.0]
 
     def clock() -> float:
@@ -425,11 +426,24 @@ def test_output_without_eof_ends_after_the_grace_once_the_exit_status_is_in(
         return now[0]
 
     chan = _ScriptedChannel([b"started\n"], eof=False)
-    runner = ssh.SshRunner("/nonexistent", port=22)
-    monkeypatch.setattr(runner, "_clock", clock)
     try:
-        out, _err, timed_out = runner._collect(chan, 60.0)  # type: ignore[arg-type]
+        out, _err, timed_out = sshchannel.collect(chan, 60.0, clock)  # type: ignore[arg-type]
     finally:
         chan.close()
     assert (out, timed_out) == (b"started\n", False)
     assert now[0] < 60.0
+
+
+def test_an_interactive_session_shows_the_output_after_the_exit_status(
+        tmp_path: pathlib.Path) -> None:
+    chunks = [bytes([65 + i]) * 4096 for i in range(20)]
+    chan = _ScriptedChannel(chunks)
+    stdin_r, stdin_w = os.pipe()
+    os.close(stdin_w)
+    with open(tmp_path / "out", "wb") as out:
+        try:
+            sshchannel.pump_terminal(chan, stdin_r, out.fileno())  # type: ignore[arg-type]
+        finally:
+            os.close(stdin_r)
+            chan.close()
+    assert (tmp_path / "out").read_bytes() == b"".join(chunks)
