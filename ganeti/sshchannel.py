@@ -2,7 +2,8 @@
 
 :class:`ganeti.ssh.SshRunner` opens the channels; this module reads them.
 
-The end of a command's output is the channel's EOF, not its exit status:
+The end of a command's output is the channel's EOF, not its exit status (the
+command is done when both are in, in either order):
 OpenSSH's sshd sends ``exit-status`` as soon as the command exits, ahead of
 output the channel's window still holds back, so a reader that stopped at
 the exit status cut large outputs short (doc/storage.md, "DRBD figures").
@@ -57,8 +58,10 @@ def collect(chan: paramiko.Channel, timeout: float | None,
             quiet.clear()
             continue
         transport = chan.get_transport()
-        if chan.eof_received or chan.closed or transport is None \
-                or not transport.is_active() or _quiet_after_exit(chan, quiet, False, clock):
+        gone = chan.closed or transport is None or not transport.is_active()
+        # EOF may come before the exit status: the command is done when both are in
+        if gone or (chan.eof_received and chan.exit_status_ready()) \
+                or (not chan.eof_received and _quiet_after_exit(chan, quiet, False, clock)):
             # EOF (or close) arrives after all data: the buffers are complete
             while chan.recv_ready():
                 out.append(chan.recv(_READ_CHUNK))

@@ -363,9 +363,10 @@ class _ScriptedChannel:
     EOF comes once every chunk was read (or never, ``eof=False``: a process the
     command left behind holds its stdout)."""
 
-    def __init__(self, chunks: list[bytes], *, eof: bool = True) -> None:
+    def __init__(self, chunks: list[bytes], *, eof: bool = True, exit_after: int = 0) -> None:
         self.chunks = list(chunks)
         self.eof = eof
+        self.exit_after = exit_after  # looks at the exit status before it is in
         self.closed = False
         self._pipe = os.pipe()
         self._arrived = 0  # chunks the transport has put in the buffer so far
@@ -389,7 +390,8 @@ class _ScriptedChannel:
         return False
 
     def exit_status_ready(self) -> bool:
-        return True
+        self.exit_after -= 1
+        return self.exit_after < 0
 
     def get_transport(self) -> object:
         return self
@@ -416,6 +418,18 @@ def test_output_after_the_exit_status_is_read_to_its_end() -> None:
         chan.close()
     assert (len(out), err, timed_out) == (40 * 32768, b"", False)
     assert out == b"".join(bytes([i]) * 32768 for i in range(40))
+
+
+def test_a_command_whose_eof_comes_before_its_exit_status_is_waited_for() -> None:
+    # sshd sends EOF when the command's stdout closes, exit-status when it is reaped:
+    # a loaded node may take seconds in between (the runner said "connection lost")
+    chan = _ScriptedChannel([b"Primary/Secondary\n"], exit_after=30)
+    try:
+        out, _err, timed_out = sshchannel.collect(chan, 10.0)  # type: ignore[arg-type]
+        assert chan.exit_status_ready()
+    finally:
+        chan.close()
+    assert (out, timed_out) == (b"Primary/Secondary\n", False)
 
 
 def test_output_without_eof_ends_after_the_grace_once_the_exit_status_is_in() -> None:
