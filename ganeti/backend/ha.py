@@ -10,6 +10,10 @@
   ones the master would start elsewhere) itself (:func:`self_fence`, run by the node daemon's parent loop,
   :mod:`ganeti.server.selffence`) before the master, which waits the
   lease out, starts them elsewhere.
+* A master candidate asked by the master to forward a lease to a node the
+  master cannot reach itself (:func:`ha_lease_relay`): a node cut off from
+  the master alone keeps its lease, so it does not stop its instances
+  while nobody starts them elsewhere.
 """
 
 from __future__ import annotations
@@ -20,13 +24,15 @@ import time
 from typing import Any
 
 from ganeti import constants, errors, hypervisor, serializer
+from ganeti.backend import fencing
 from ganeti.backend.context import NodeContext
 from ganeti.pathutils import Paths
+from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.transport import HttpsTransport
 from ganeti.utils import io as uio
 
-__all__ = ["ha_node_reachable", "ha_lease"]
+__all__ = ["ha_node_reachable", "ha_lease", "ha_lease_relay"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +56,59 @@ def ha_node_reachable(ctx: NodeContext, node: str, address: str,
     if result.payload != constants.PROTOCOL_VERSION:
         return {"reachable": True, "error": f"protocol version {result.payload}"}
     return {"reachable": True, "error": ""}
+
+
+def ha_lease_relay(ctx: NodeContext, node: str, address: str, master: str, lease: float,
+                   instances: list, timeout: float) -> dict[str, Any]:
+    """Forward ``master``'s :func:`ha_lease` to ``node`` (at ``address``), which the
+    master cannot reach itself; ``node``'s answer.
+
+    The node daemon checked the request's master epoch already (the procedure
+    is fenced); this forwards only for ``master`` when it is the master whose
+    epoch this node accepted and the one its ssconf names, and sends that
+    epoch, so ``node`` checks it as it checks the master's own requests: no
+    node but the master of the newest epoch extends a lease this way.  The
+    lease is shortened by the time spent here before it is sent, and the
+    call waits at most ``timeout`` seconds, so the lease never ends later on
+    ``node`` than one the master sent directly at the moment this node got
+    the request.  Raises :class:`errors.OpExecError` when ``node`` does not
+    confirm, :class:`errors.NotMasterError` for another master."""
+    start = time.monotonic()
+    state = fencing.read_state(ctx)
+    named = _ssconf_master(ctx)
+    if not master or master != state["master"] or master != named:
+        raise errors.NotMasterError(
+            f"{defs.FENCED_PREFIX} ha_lease_relay for {master or 'unknown'} refused: this node"
+            f" accepted epoch {state['epoch']} from {state['master'] or 'nobody'} and names"
+            f" {named or 'nobody'} as the master")
+    pairs = lease_instances(instances)
+    if lease > 0:
+        lease -= time.monotonic() - start
+        if lease <= 0:
+            raise errors.OpExecError(f"ha_lease_relay: the lease for {node} ran out here")
+    port = default_noded_port()
+    epoch = int(state["epoch"])
+    runner = RpcRunner(StaticResolver({node: (address, port, False)}, default_port=port),
+                       HttpsTransport(ctx.paths.server_pem), fence=lambda: (epoch, master))
+    result = runner.call_ha_lease(
+        [node], lease=max(0.0, lease),
+        instances=[{"name": n, "hypervisor": h} for n, h in pairs], rpc_timeout=timeout)[node]
+    if result.fail_msg:
+        logger.info("Lease relay: %s (%s) did not confirm: %s", node, address, result.fail_msg)
+        raise errors.OpExecError(f"ha_lease_relay: {node} did not confirm: {result.fail_msg}")
+    if not isinstance(result.payload, dict):
+        raise errors.OpExecError(f"ha_lease_relay: {node} answered {result.payload!r}")
+    logger.info("Lease relay: %s's lease of %.1f s forwarded for %s (epoch %s)", node,
+                max(0.0, lease), master, epoch)
+    return dict(result.payload)
+
+
+def _ssconf_master(ctx: NodeContext) -> str:
+    """The master this node's ssconf names ("" when unreadable)."""
+    try:
+        return uio.read_file(ctx.paths.ssconf_file("master_node"), max_size=4096).decode().strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def lease_file(paths: Paths) -> str:

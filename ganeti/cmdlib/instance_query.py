@@ -22,6 +22,7 @@ from ganeti.cmdlib.common import find_instance, select_named
 from ganeti.cmdlib.instance import hv_list_and_params, instance_rpc_dict, runtime_status
 from ganeti.config import ConfigReader
 from ganeti.ha import policy as ha_policy
+from ganeti.ha import recovery as ha_recovery
 from ganeti.context import MasterContext
 from ganeti.objects import NIC, Disk, Instance
 from ganeti.opcodes.instance import OpInstanceQueryData
@@ -230,7 +231,9 @@ def _ha_last(ctx: InstanceQueryContext, inst: Instance) -> str | None:
 
 
 def _ha_state(ctx: InstanceQueryContext, inst: Instance) -> str:
-    return ha_policy.ha_state(inst.tags, _group_tags(ctx, inst), ctx.cluster.tags, ctx.now)
+    text = ha_policy.ha_state(inst.tags, _group_tags(ctx, inst), ctx.cluster.tags, ctx.now)
+    counts = ha_recovery.describe_counts(inst.tags)
+    return text if counts is None else f"{text}; {counts}"
 
 
 def _nicp(ctx: InstanceQueryContext, nic: NIC) -> dict[str, Any]:
@@ -399,7 +402,8 @@ INSTANCE_FIELDS = query.make_table([
        " (what OpInstanceConsole returns; null when it does not run)", _console,
        CONSOLE),
     _f("ha_state", "HAState", _TEXT, "Auto-repair policy from the ganeti:watcher:autorepair"
-       " tags (instance, group, cluster) and harep's last repair (doc/ha.md)", _ha_state,
+       " tags (instance, group, cluster), harep's last repair and node loss recovery's"
+       " counts (doc/ha.md)", _ha_state,
        listed=False),
     _f("ha_policy", "HAPolicy", _TEXT, "Auto-repair policy: the repair type allowed and the"
        " tagged object, suspended, or disabled (doc/ha.md)",

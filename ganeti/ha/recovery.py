@@ -8,6 +8,9 @@ what it says:
   node daemon, when it last sent it a lease and which instances the
   leases it may hold cover; a node silent for the cluster's
   ``ha_node_timeout`` is a *suspect*;
+* :func:`relay_order` says through which master candidates the master
+  forwards the lease of a node it cannot reach itself (a node cut off from
+  the master alone keeps its lease: its instances keep running);
 * :func:`lease_covers` says which instances a node's self-fence lease
   names (the ones the master would recover; a node with none holds no
   lease);
@@ -24,26 +27,36 @@ what it says:
   node with room for it (N+1), within the relocation limit, and after a
   lease fence only those its lease covered; the others reported with the
   reason they are left alone;
-* :class:`Attempts` counts relocations and failed jobs per instance
-  against ``ha_max_relocate`` and ``ha_max_restart``.
+* :func:`count` reads the recovery counts an instance carries in its tags
+  (``ganeti:ha:relocations:<n>``, ``ganeti:ha:failures:<n>``: in the
+  configuration, so a new master knows them), checked against
+  ``ha_max_relocate`` and ``ha_max_restart`` (:func:`over_limits`,
+  :func:`may_retry`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ganeti import constants
 from ganeti.ha import policy
 
 __all__ = ["REASON_SOURCE", "PRIORITY_PREFIX", "SELF_FENCE_AHEAD", "LEASE_MARGIN",
-           "SilenceWatch", "lease_covers", "Verdict", "verdict", "Fence", "choose_fence", "self_fence_at",
+           "SilenceWatch", "relay_order", "RELAY_TIMEOUT", "RELAY_DELAY", "lease_covers", "Verdict", "verdict", "Fence", "choose_fence", "self_fence_at",
            "self_fence_lease", "MIN_SELF_FENCE_LEASE",
            "InstanceView",
-           "NodeView", "Step", "Skipped", "Plan", "plan", "priority", "Attempts",
+           "NodeView", "Step", "Skipped", "Plan", "plan", "priority", "count", "count_tags",
+           "over_limits", "may_retry", "describe_counts", "RELOCATIONS_PREFIX", "FAILURES_PREFIX",
            "FENCE_OOB", "FENCE_LEASE", "FENCE_NONE"]
 
+#: ``ganeti:ha:relocations:<n>`` on an instance: the master's recovery moved it n
+#: times (against ``ha_max_relocate``); in the configuration, so every master sees it
+RELOCATIONS_PREFIX = "ganeti:ha:relocations:"
+#: ``ganeti:ha:failures:<n>``: n recovery jobs of it failed in a row since its last
+#: relocation (against ``ha_max_restart``)
+FAILURES_PREFIX = "ganeti:ha:failures:"
 #: the reason source of every job the recovery submits
 REASON_SOURCE = "gnt:ha"
 #: ``ganeti:ha:priority:<n>`` on an instance: recovered before lower numbers
@@ -54,6 +67,13 @@ PRIORITY_PREFIX = "ganeti:ha:priority:"
 SELF_FENCE_AHEAD = 2.0
 #: what the master waits beyond a self-fence lease (clock rates, scheduling)
 LEASE_MARGIN = 2.0
+#: the timeout of the master's call forwarding a lease through a master candidate
+#: (the candidate's own call to the node takes at most the probe's 2 s of it)
+RELAY_TIMEOUT = 5.0
+#: how much later than a direct one a relayed lease request may reach its node:
+#: the candidate may start forwarding up to the relay's timeout after the master sent
+#: it (it shortens the lease by its own time spent, not by the transit before)
+RELAY_DELAY = RELAY_TIMEOUT
 #: the shortest self-fence lease: longer than a master autopromotion takes
 #: (about 18 s with the default master lease, doc/ha.md), so that the loss of
 #: the master alone does not make every node without OOB stop its instances
@@ -64,6 +84,7 @@ FENCE_LEASE = "lease"
 FENCE_NONE = "none"
 
 _INT = re.compile(r"-?[0-9]+\Z")
+_COUNT = re.compile(r"[0-9]{1,9}\Z")
 #: the disk templates whose disks every node of the group reaches
 _SHARED = frozenset([constants.DT_SHARED_FILE, constants.DT_EXT, constants.DT_RBD,
                      constants.DT_GLUSTER])
@@ -85,6 +106,7 @@ class SilenceWatch:
         self._pending: dict[str, float] = {}
         self._covered: dict[str, frozenset[str]] = {}
         self._pending_cover: dict[str, frozenset[str]] = {}
+        self._relay: dict[str, str] = {}
 
     def watch(self, nodes: Iterable[str], now: float) -> None:
         """Watch ``nodes`` (from now, for those new); forget every other node."""
@@ -97,13 +119,17 @@ class SilenceWatch:
                 self._pending.pop(name, None)
                 self._covered.pop(name, None)
                 self._pending_cover.pop(name, None)
+                self._relay.pop(name, None)
         for name in names:
             self._heard.setdefault(name, now)
 
     def sent(self, node: str, now: float, lease: float = 0.0,
-             covers: Iterable[str] = ()) -> None:
+             covers: Iterable[str] = (), delay: float = 0.0) -> None:
         """A lease request of ``lease`` seconds (0: none, a release) covering the
-        instances ``covers`` left for ``node`` at ``now``."""
+        instances ``covers`` left for ``node`` at ``now``; ``delay``: how much later
+        than a direct request it may reach the node (a relayed one,
+        :data:`RELAY_DELAY`), counted as sent that much later."""
+        now += delay
         self._sent[node] = max(now, self._sent.get(node, now))
         self._pending[node] = max(lease, self._pending.get(node, 0.0))
         names = frozenset(covers) if lease > 0 else frozenset()
@@ -117,10 +143,26 @@ class SilenceWatch:
         if node in self._heard:
             self._heard[node] = max(now, self._heard[node])
         if lease is not None:
-            self._held[node] = lease
-            self._covered[node] = frozenset(covers) if lease > 0 else frozenset()
-            self._pending.pop(node, None)
-            self._pending_cover.pop(node, None)
+            self.confirmed(node, lease, covers)
+
+    def confirmed(self, node: str, lease: float, covers: Iterable[str] = ()) -> None:
+        """``node`` confirmed a lease of ``lease`` seconds covering ``covers`` (through
+        a relay: not a contact of the master's own, its silence goes on)."""
+        self._held[node] = lease
+        self._covered[node] = frozenset(covers) if lease > 0 else frozenset()
+        self._pending.pop(node, None)
+        self._pending_cover.pop(node, None)
+
+    def relayed_by(self, node: str) -> str | None:
+        """The candidate that last forwarded ``node``'s lease (None: none yet)."""
+        return self._relay.get(node)
+
+    def relay_ok(self, node: str, via: str | None) -> None:
+        """``via`` forwarded ``node``'s lease (None: none could)."""
+        if via is None:
+            self._relay.pop(node, None)
+        elif node in self._heard:
+            self._relay[node] = via
 
     def covered(self, node: str) -> frozenset[str]:
         """The instances ``node`` surely stops when its lease runs out: the ones the
@@ -155,6 +197,19 @@ class SilenceWatch:
     def suspects(self, now: float) -> list[str]:
         """The watched nodes silent for at least the timeout, by name."""
         return sorted(n for n in self._heard if self.silence(n, now) >= self.timeout)
+
+
+def relay_order(node: str, master: str, candidates: Sequence[str],
+                last: str | None) -> tuple[list[str], list[str]]:
+    """Through which master candidates the master forwards ``node``'s lease when it
+    cannot reach ``node`` itself: ``(first, then)``, ``first`` the one that
+    forwarded it last time (if it still is a candidate), ``then`` every other
+    candidate, asked together when ``first`` is empty or fails.  Neither the
+    master nor ``node`` relays."""
+    others = sorted(c for c in dict.fromkeys(candidates) if c not in (master, node))
+    if last in others:
+        return [last], [c for c in others if c != last]
+    return [], others
 
 
 @dataclass(frozen=True)
@@ -272,7 +327,8 @@ class InstanceView:
     ``repair``: the most destructive repair its policy allows (None: not
     enabled, see ``policy_text``); ``memory``: MiB it needs on a node;
     ``running``: whether it should run (admin state up); ``hypervisor``:
-    the one it runs under (named in the self-fence lease).
+    the one it runs under (named in the self-fence lease); ``relocations``
+    and ``failures``: its recovery counts (:func:`count`, from its tags).
     """
 
     name: str
@@ -284,6 +340,8 @@ class InstanceView:
     policy_text: str
     priority: int = 0
     hypervisor: str = ""
+    relocations: int = 0
+    failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -342,29 +400,78 @@ def priority(tags: Iterable[str]) -> int:
     return max(found) if found else 0
 
 
+def count(tags: Iterable[str], prefix: str) -> int:
+    """A recovery count from an instance's tags: the highest ``<prefix><n>`` (0 without
+    one; several can be left by a job cut short between adding the new one and
+    removing the old)."""
+    found = [int(t[len(prefix):]) for t in tags
+             if t.startswith(prefix) and _COUNT.match(t[len(prefix):])]
+    return max(found) if found else 0
+
+
+def count_tags(tags: Iterable[str], prefix: str) -> list[str]:
+    """The tags of an instance that hold the count ``prefix`` (to be replaced)."""
+    return sorted(t for t in tags if t.startswith(prefix))
+
+
+def describe_counts(tags: Iterable[str]) -> str | None:
+    """The recovery counts of an instance's tags for ``ha_state``
+    (``relocated 1 time(s) by recovery, 0 failed job(s)``), None when both are 0."""
+    tags = list(tags)
+    moved, failed = count(tags, RELOCATIONS_PREFIX), count(tags, FAILURES_PREFIX)
+    if not moved and not failed:
+        return None
+    return f"relocated {moved} time(s) by recovery, {failed} failed job(s)"
+
+
+def over_limits(inst: InstanceView, max_relocate: int, max_restart: int) -> str | None:
+    """Why the master no longer recovers ``inst`` (its relocation or its restart limit
+    reached; the tag to remove to allow it again), or None."""
+    if inst.relocations >= max_relocate:
+        return (f"relocation limit reached ({max_relocate}; remove"
+                f" {RELOCATIONS_PREFIX}{inst.relocations} to allow more)")
+    if inst.failures > max_restart:
+        return (f"restart limit reached ({max_restart}; remove"
+                f" {FAILURES_PREFIX}{inst.failures} to try again)")
+    return None
+
+
+def may_retry(failures: int, max_restart: int) -> bool:
+    """Whether a recovery job is submitted again after its ``failures``-th failure in a
+    row: at most ``max_restart`` times."""
+    return failures <= max_restart
+
+
 def _allowed(repair: str | None) -> bool:
     return (repair is not None
             and policy.REPAIR_TYPES.index(repair) >= policy.REPAIR_TYPES.index("failover"))
 
 
-def lease_covers(inst: InstanceView) -> bool:
+def lease_covers(inst: InstanceView, max_relocate: int | None = None,
+                 max_restart: int | None = None) -> bool:
     """Whether ``inst``'s self-fence lease names it (its node stops it when the lease
     runs out unrenewed): when the master would start it elsewhere after its node's
-    loss, its policy allowing ``failover`` (enabled, not suspended), it should run
-    and its template keeps its disks reachable from another node.  Stopping any
-    other instance would buy no safety."""
+    loss, its policy allowing ``failover`` (enabled, not suspended), it should run,
+    its template keeps its disks reachable from another node and (limits given) it
+    is within its relocation and restart limits.  Stopping any other instance would
+    buy no safety."""
+    if max_relocate is not None and max_restart is not None \
+            and over_limits(inst, max_relocate, max_restart) is not None:
+        return False
     return (_allowed(inst.repair) and inst.running
             and (inst.disk_template == constants.DT_DRBD8 or inst.disk_template in _SHARED))
 
 
 def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView],
          relocations: Mapping[str, int], max_relocate: int,
-         covered: Collection[str] | None = None) -> Plan:
+         covered: Collection[str] | None = None, max_restart: int | None = None) -> Plan:
     """The recovery plan of dead ``node``'s primary instances.
 
     ``nodes``: the nodes that may take instances (online, VM-capable, not
     ``node``), with their free memory; ``relocations``: how often each
-    instance was already moved by recovery.  An instance is recovered when
+    instance was already moved by recovery (besides its view's own count);
+    ``max_restart`` given, an instance whose recovery jobs failed more often
+    in a row is left alone.  An instance is recovered when
     its policy allows ``failover`` (or ``reinstall``), it should run, its
     relocations are below ``max_relocate`` and its template keeps its disks
     reachable elsewhere: ``drbd`` onto its secondary, a shared template onto
@@ -391,8 +498,14 @@ def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView]
                                    " last confirmed (tagged or started since): it may still"
                                    " run there"))
             continue
-        if relocations.get(inst.name, 0) >= max_relocate:
+        moved = max(relocations.get(inst.name, 0), inst.relocations)
+        if moved >= max_relocate:
             skipped.append(Skipped(inst.name, f"relocation limit reached ({max_relocate})"))
+            continue
+        if max_restart is not None and not may_retry(inst.failures, max_restart):
+            skipped.append(Skipped(inst.name, f"restart limit reached ({max_restart}):"
+                                   f" {inst.failures} failed recovery job(s); remove"
+                                   f" {FAILURES_PREFIX}{inst.failures} to try again"))
             continue
         if inst.disk_template == constants.DT_DRBD8:
             if inst.secondary is None or inst.secondary not in free:
@@ -417,23 +530,3 @@ def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView]
         free[target] -= inst.memory
         steps.append(Step(inst.name, target, inst.disk_template, inst.priority))
     return Plan(node, tuple(steps), tuple(sorted(skipped, key=lambda s: s.instance)))
-
-
-@dataclass
-class Attempts:
-    """Relocations and failed recovery jobs per instance, against the limits."""
-
-    max_restart: int
-    relocated: dict[str, int] = field(default_factory=dict)
-    failed: dict[str, int] = field(default_factory=dict)
-
-    def succeeded(self, instance: str) -> None:
-        """A recovery job of ``instance`` succeeded: one relocation more."""
-        self.relocated[instance] = self.relocated.get(instance, 0) + 1
-        self.failed.pop(instance, None)
-
-    def failure(self, instance: str) -> bool:
-        """A recovery job of ``instance`` failed; whether to submit it again
-        (at most ``max_restart`` times)."""
-        self.failed[instance] = self.failed.get(instance, 0) + 1
-        return self.failed[instance] <= self.max_restart

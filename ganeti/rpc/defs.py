@@ -464,6 +464,12 @@ _ROWS = [
          " (0: no lease, released) covering instances ([{name, hypervisor}]: the ones the"
          " master would recover); when it runs out unrenewed the node stops those still"
          " running. -> {lease, fenced}"),
+    _row("ha_lease_relay", [("node", str), ("address", str), ("master", str), ("lease", float),
+                            ("instances", list), ("timeout", float)], URGENT,
+         "Forward the master's ha_lease to node (at address), which the master cannot reach"
+         " itself: only for the master whose epoch this node accepted (the request's, fenced)"
+         " and its ssconf names, with that epoch, the lease shortened by the time spent here,"
+         " waiting at most timeout seconds. -> node's {lease, fenced}"),
     _row("node_stop_master", [("master_params", dict), ("use_external_mip_script", bool)],
          FAST, "Stop ganeti-rapi and the master daemon on the node, then take the master IP"
          " down. -> {masterd: stopped?, rapi: stopped?, ip: error or null}"),
@@ -476,7 +482,7 @@ FENCED_CALLS = frozenset([
     "jobqueue_sync", "jobqueue_purge", "jobqueue_set_drain_flag", "jobqueue_update_many",
     "replicate_state", "node_demote_from_mc", "node_activate_master_ip",
     "node_deactivate_master_ip", "node_stop_master", "master_lease", "node_leave_cluster",
-    "set_watcher_pause", "run_oob", "ssh_key_update", "ha_lease",
+    "set_watcher_pause", "run_oob", "ssh_key_update", "ha_lease", "ha_lease_relay",
 ])
 #: procedures sent to nodes marked offline too (the runner answers every
 #: other one for such a node itself): an offline node still counts among

@@ -730,6 +730,17 @@ class RpcStubs:
         """
         return self._rpc("ha_lease", node_or_nodes, [lease, instances], rpc_timeout)
 
+    def call_ha_lease_relay(self, node_or_nodes: Nodes, *, node: str, address: str, master: str,
+                            lease: float, instances: JsonList, timeout: float,
+                            rpc_timeout: float | None = None) -> RpcResults:
+        """Forward the master's ha_lease to node (at address), which the master cannot reach itself:
+        only for the master whose epoch this node accepted (the request's, fenced) and its ssconf
+        names, with that epoch, the lease shortened by the time spent here, waiting at most timeout
+        seconds. -> node's {lease, fenced} [urgent]
+        """
+        return self._rpc("ha_lease_relay", node_or_nodes, [node, address, master, lease, instances,
+                                                           timeout], rpc_timeout)
+
     def call_node_stop_master(self, node_or_nodes: Nodes, *, master_params: JsonDict,
                               use_external_mip_script: bool, rpc_timeout: float | None = None) -> RpcResults:
         """Stop ganeti-rapi and the master daemon on the node, then take the master IP down. ->

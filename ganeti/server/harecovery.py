@@ -48,6 +48,7 @@ from ganeti.cmdlib.oob import oob_program
 from ganeti.context import MasterContext
 from ganeti.ha import policy, recovery
 from ganeti.opcodes import wire
+from ganeti.rpc import defs as rpc_defs
 
 __all__ = ["start", "Monitor", "PROBE_EVERY", "PROBE_TIMEOUT"]
 
@@ -91,8 +92,9 @@ class Monitor:
         #: sleeps (seconds) unless stopped; whether stopped
         self.wait: Callable[[float], bool] = wait if wait is not None else stop.wait
         self.watch: recovery.SilenceWatch | None = None
-        self.attempts: recovery.Attempts | None = None
         self._said: dict[str, str] = {}
+        #: per node whose lease went through a candidate: the last thing logged
+        self._relay_said: dict[str, str] = {}
         #: leases may be out there (turned on since this master started)
         self._leased = False
         #: the node being fenced and recovered: never probed (no lease renewed)
@@ -122,9 +124,6 @@ class Monitor:
             return False
         if self.watch is None or self.watch.timeout != cluster.ha_node_timeout:
             self.watch = recovery.SilenceWatch(float(cluster.ha_node_timeout))
-        if self.attempts is None:
-            self.attempts = recovery.Attempts(cluster.ha_max_restart)
-        self.attempts.max_restart = cluster.ha_max_restart
         master = cfg.get_master_node_name()
         nodes = [n for n in cfg.get_all_nodes_info().values()
                  if not n.offline and n.name not in (master, self._recovering)]
@@ -141,7 +140,8 @@ class Monitor:
         views = self._views(self.wall(), unfenced) if unfenced else {}
         given: dict[str, tuple[float, list[recovery.InstanceView]]] = {}
         for node in nodes:
-            covers = [v for v in views.get(node.uuid, []) if recovery.lease_covers(v)]
+            covers = [v for v in views.get(node.uuid, [])
+                      if recovery.lease_covers(v, cluster.ha_max_relocate, cluster.ha_max_restart)]
             given[node.name] = (lease if covers else 0.0, covers)
         for name, (value, covers) in given.items():
             self.watch.sent(name, now, value, [v.name for v in covers])
@@ -151,12 +151,63 @@ class Monitor:
             instances=[{"name": v.name, "hypervisor": v.hypervisor} for v in given[n][1]],
             rpc_timeout=PROBE_TIMEOUT))
         heard = self.clock()
+        unreached = []
         for name, (value, covers) in given.items():
             res = answers.get(name)
             if res is not None and not res.fail_msg:
                 self.watch.heard(name, heard, value, [v.name for v in covers])
                 self._said.pop(name, None)
+                self._relay_said.pop(name, None)
+            elif (value > 0 or self.watch.lease_bound(name) is not None) and not (
+                    res is not None and (res.fail_msg or "").startswith(rpc_defs.FENCED_PREFIX)):
+                unreached.append(name)
+        for name in unreached:
+            self._relay(name, *given[name])
         return True
+
+    def _relay(self, name: str, value: float, covers: list[recovery.InstanceView]) -> None:
+        """Forward the lease of ``name``, which this master could not reach, through a
+        master candidate (doc/ha.md, "The lease relay"): the one that did it last
+        time, else every other one at once.  The node's silence goes on (the
+        verdict is the candidates' vote, as before); only its lease is kept, so a
+        node cut off from the master alone does not stop its instances."""
+        assert self.watch is not None
+        cfg = self.context.require_cfg()
+        node = cfg.get_node_info_by_name(name)
+        if node is None:
+            return
+        master = cfg.get_master_node_name()
+        candidates = [n.name for n in cfg.get_master_candidates() if not n.offline]
+        names = [v.name for v in covers]
+        wire_instances = [{"name": v.name, "hypervisor": v.hypervisor} for v in covers]
+        first, then = recovery.relay_order(name, master, candidates, self.watch.relayed_by(name))
+        rpc = self.context.require_rpc()
+        errors_seen: list[str] = []
+        for group in (first, then):
+            if not group:
+                continue
+            self.watch.sent(name, self.clock(), value, names, delay=recovery.RELAY_DELAY)
+            results = rpc.call_ha_lease_relay(
+                group, node=name, address=node.primary_ip, master=master, lease=value,
+                instances=wire_instances, timeout=PROBE_TIMEOUT,
+                rpc_timeout=recovery.RELAY_TIMEOUT)
+            for via in group:
+                res = results.get(via)
+                if res is not None and not res.fail_msg:
+                    self.watch.confirmed(name, value, names)
+                    self.watch.relay_ok(name, via)
+                    if self._relay_said.get(name) != via:
+                        logger.warning("Node loss recovery: %s not reached by this master;"
+                                       " its lease renewed through %s", name, via)
+                        self._relay_said[name] = via
+                    return
+                errors_seen.append(f"{via}: {res.fail_msg if res is not None else 'no answer'}")
+        self.watch.relay_ok(name, None)
+        text = "; ".join(errors_seen) or "no other master candidate"
+        if self._relay_said.get(name) != text:
+            logger.warning("Node loss recovery: the lease of %s not renewed, neither by this"
+                           " master nor through a candidate (%s)", name, text)
+            self._relay_said[name] = text
 
     def _keep_leases(self) -> None:
         """While a recovery waits: renew the other nodes' leases when a round is due
@@ -188,6 +239,19 @@ class Monitor:
         results = self.context.require_rpc().call_ha_lease(
             names, lease=0.0, instances=[], rpc_timeout=PROBE_TIMEOUT) if names else {}
         failed = sorted(n for n in names if results.get(n) is None or results[n].fail_msg)
+        if failed:
+            # a node cut off from this master alone gets its release through a candidate
+            candidates = [n.name for n in cfg.get_master_candidates() if not n.offline]
+            for name in list(failed):
+                node = cfg.get_node_info_by_name(name)
+                _, via = recovery.relay_order(name, master, candidates, None)
+                if node is None or not via:
+                    continue
+                relayed = self.context.require_rpc().call_ha_lease_relay(
+                    via, node=name, address=node.primary_ip, master=master, lease=0.0,
+                    instances=[], timeout=PROBE_TIMEOUT, rpc_timeout=recovery.RELAY_TIMEOUT)
+                if any(r is not None and not r.fail_msg for r in relayed.values()):
+                    failed.remove(name)
         if failed:
             logger.warning("Node loss recovery off: the self-fence lease of %s not released"
                            " yet (tried again)", ", ".join(failed))
@@ -235,7 +299,7 @@ class Monitor:
         anything was done (False: it cannot be fenced)."""
         cfg = self.context.require_cfg()
         node = cfg.get_node_info_by_name(name)
-        assert node is not None and self.watch is not None and self.attempts is not None
+        assert node is not None and self.watch is not None
         fence = recovery.choose_fence(name, oob_program(cfg, node), self.watch.last_sent(name),
                                       self.watch.lease_bound(name), PROBE_TIMEOUT)
         # read now: the probes while the recovery waits no longer watch this node
@@ -281,23 +345,57 @@ class Monitor:
         return True
 
     def _recover_one(self, step: recovery.Step, lines: list[str]) -> None:
-        assert self.attempts is not None
+        """Fail ``step``'s instance over; its counts, in its tags, updated by the same
+        job (a relocation more, the failures cleared) or, when it failed, by a job of
+        their own (a failure more); submitted again up to ``ha_max_restart`` times."""
         while not self.stop.is_set():
+            cfg = self.context.require_cfg()
+            inst = cfg.get_instance_info_by_name(step.instance)
+            if inst is None:
+                return
+            tags = list(inst.tags)
             target = None if step.disk_template == constants.DT_DRBD8 else step.target
+            why = f"recovering {step.instance}"
             failover = wire.instance_failover(
                 step.instance, ignore_consistency=step.ignore_consistency,
-                target_node=target, reason=self._reason(f"recovering {step.instance}"))
+                target_node=target, reason=self._reason(why))
+            moved = recovery.count(tags, recovery.RELOCATIONS_PREFIX) + 1
             job = self._run([self._log_op(lines + [f"Recovering {step.instance} on"
-                                                   f" {step.target}"]), failover])
+                                                   f" {step.target}"]), failover,
+                             *self._count_ops(step.instance, tags, recovery.RELOCATIONS_PREFIX,
+                                              moved, why),
+                             *self._count_ops(step.instance, tags, recovery.FAILURES_PREFIX,
+                                              0, why)])
             if job is not None:
-                self.attempts.succeeded(step.instance)
-                logger.warning("Node loss recovery: %s runs on %s (job %s)", step.instance,
-                               step.target, job)
+                logger.warning("Node loss recovery: %s runs on %s (job %s; relocated %d"
+                               " time(s))", step.instance, step.target, job, moved)
                 return
-            if not self.attempts.failure(step.instance):
-                logger.error("Node loss recovery: %s not recovered (restart limit %d)",
-                             step.instance, self.attempts.max_restart)
+            failed = recovery.count(tags, recovery.FAILURES_PREFIX) + 1
+            self._run(self._count_ops(step.instance, tags, recovery.FAILURES_PREFIX, failed,
+                                      f"recovery of {step.instance} failed"))
+            limit = cfg.get_cluster_info().ha_max_restart
+            if not recovery.may_retry(failed, limit):
+                logger.error("Node loss recovery: %s not recovered (restart limit %d; remove"
+                             " its tag %s%d to allow it again)", step.instance, limit,
+                             recovery.FAILURES_PREFIX, failed)
                 return
+
+    def _count_ops(self, instance: str, tags: list[str], prefix: str, value: int,
+                   why: str) -> list[dict[str, Any]]:
+        """The opcodes setting ``instance``'s count ``prefix`` to ``value`` (0: no tag),
+        the new tag added before the old ones go (:func:`recovery.count` takes the
+        highest)."""
+        old = recovery.count_tags(tags, prefix)
+        new = f"{prefix}{value}"
+        ops = []
+        if value > 0 and new not in old:
+            ops.append(wire.tags_set(constants.TAG_INSTANCE, [new], name=instance,
+                                     reason=self._reason(why)))
+        gone = [t for t in old if t != new or value == 0]
+        if gone:
+            ops.append(wire.tags_del(constants.TAG_INSTANCE, gone, name=instance,
+                                     reason=self._reason(why)))
+        return ops
 
     def _views(self, now: float, primaries: set[str]) -> dict[str, list[recovery.InstanceView]]:
         """The instances whose primary node is one of the UUIDs ``primaries``, as the
@@ -323,7 +421,9 @@ class Monitor:
                 int(be.get("maxmem") or 0),
                 inst.admin_state == constants.ADMINST_UP,
                 pol.repair if pol.state == "enabled" else None, pol.describe(),
-                recovery.priority(inst.tags), inst.hypervisor))
+                recovery.priority(inst.tags), inst.hypervisor,
+                recovery.count(inst.tags, recovery.RELOCATIONS_PREFIX),
+                recovery.count(inst.tags, recovery.FAILURES_PREFIX)))
         return views
 
     def _plan(self, name: str, covered: frozenset[str] | None) -> recovery.Plan:
@@ -332,7 +432,7 @@ class Monitor:
         cfg = self.context.require_cfg()
         cluster = cfg.get_cluster_info()
         dead = cfg.get_node_info_by_name(name)
-        assert dead is not None and self.attempts is not None
+        assert dead is not None
         nodes = cfg.get_all_nodes_info()
         views = self._views(self.wall(), {dead.uuid}).get(dead.uuid, [])
         hosts = [n for n in nodes.values()
@@ -348,8 +448,8 @@ class Monitor:
             value = data.get("memory_free") if isinstance(data, dict) else None
             if isinstance(value, int) and not isinstance(value, bool):
                 free.append(recovery.NodeView(host.name, value, host.group))
-        return recovery.plan(name, views, free, self.attempts.relocated,
-                             cluster.ha_max_relocate, covered)
+        return recovery.plan(name, views, free, {}, cluster.ha_max_relocate, covered,
+                             cluster.ha_max_restart)
 
     # --- jobs --------------------------------------------------------------------
     def _reason(self, text: str) -> list[list[Any]]:

@@ -14,8 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes.clock import FakeClock  # noqa: E402
 
 from ganeti import constants, crypto, errors, hypervisor, serializer  # noqa: E402
-from ganeti.backend import ha  # noqa: E402
+from ganeti.backend import fencing, ha  # noqa: E402
 from ganeti.hypervisor import base  # noqa: E402
+from ganeti.rpc.results import RpcResult, RpcResults  # noqa: E402
 from ganeti.server import parenttimer  # noqa: E402
 from ganeti.server.selffence import SelfFenceMonitor  # noqa: E402
 from ganeti.utils import io as uio  # noqa: E402
@@ -33,6 +34,61 @@ def test_a_node_daemon_nobody_listens_for_is_not_reached(ctx, monkeypatch) -> No
     answer = ha.ha_node_reachable(ctx, "node9", "127.0.0.1", 2.0)
     assert answer["reachable"] is False
     assert answer["error"]
+
+
+def _accept_master(ctx, master: str, epoch: int, named: str | None = None) -> None:
+    """This node accepted ``master``'s ``epoch``; its ssconf names ``named`` (the same)."""
+    fencing.check_epoch(ctx, "master_lease", epoch, master)
+    path = ctx.paths.ssconf_file("master_node")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    uio.write_file_atomic(path, ((named or master) + "\n").encode())
+
+
+def _closed_port(ctx, monkeypatch) -> None:
+    key, cert = crypto.generate_self_signed_cert()
+    os.makedirs(os.path.dirname(ctx.paths.server_pem), exist_ok=True)
+    with open(ctx.paths.server_pem, "wb") as fh:
+        fh.write(key + cert)
+    with socket.socket() as sock:           # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("GANETI_NODED_PORT", str(port))
+
+
+@pytest.mark.parametrize("accepted, named", [
+    ("node2", None),             # another master's epoch accepted here
+    ("node1", "node2"),          # this node's ssconf names another master
+], ids=["other-epoch-master", "other-ssconf-master"])
+def test_a_lease_relay_is_refused_for_any_but_the_accepted_master(ctx, monkeypatch,
+                                                                  accepted, named) -> None:
+    _closed_port(ctx, monkeypatch)
+    _accept_master(ctx, accepted, 65537, named)
+    with pytest.raises(errors.NotMasterError, match="ha_lease_relay for node1 refused"):
+        ha.ha_lease_relay(ctx, "node9", "127.0.0.1", "node1", 30.0, [A], 2.0)
+
+
+def test_a_lease_relay_for_the_master_is_forwarded_with_its_epoch(ctx, monkeypatch) -> None:
+    """The checks pass; the forward is made (here to a port nobody listens on: it fails),
+    carrying the accepted epoch and the lease less the time spent."""
+    _closed_port(ctx, monkeypatch)
+    _accept_master(ctx, "node1", 65537)
+    with pytest.raises(errors.OpExecError, match="node9 did not confirm"):
+        ha.ha_lease_relay(ctx, "node9", "127.0.0.1", "node1", 30.0, [A], 2.0)
+    sent: list[tuple[str, float, tuple[int, str]]] = []
+
+    class Recording(ha.RpcRunner):
+        def _rpc(self, procedure, node_or_nodes, args, rpc_timeout):  # type: ignore[no-untyped-def]
+            assert self.fence is not None
+            sent.append((procedure, args[0], self.fence()))
+            return RpcResults(procedure, [(n, RpcResult(n, {"lease": args[0], "fenced": None},
+                                                        None, False, procedure))
+                                          for n in node_or_nodes])
+
+    monkeypatch.setattr(ha, "RpcRunner", Recording)
+    answer = ha.ha_lease_relay(ctx, "node9", "127.0.0.1", "node1", 30.0, [A], 2.0)
+    ((procedure, lease, fence),) = sent
+    assert procedure == "ha_lease" and fence == (65537, "node1")
+    assert 29.0 < lease <= 30.0 and answer["lease"] == lease
 
 
 def _start(ctx, name: str) -> None:

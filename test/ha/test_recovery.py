@@ -276,10 +276,46 @@ def test_priority_tags() -> None:
     assert recovery.priority(["ganeti:ha:priority:high"]) == 0
 
 
+def test_the_recovery_counts_are_read_from_the_tags() -> None:
+    tags = ["x", "ganeti:ha:relocations:1", "ganeti:ha:relocations:2",   # a job cut short
+            "ganeti:ha:relocations:lots", "ganeti:ha:failures:3"]
+    assert recovery.count(tags, recovery.RELOCATIONS_PREFIX) == 2
+    assert recovery.count(tags, recovery.FAILURES_PREFIX) == 3
+    assert recovery.count(["x"], recovery.FAILURES_PREFIX) == 0
+    assert recovery.count_tags(tags, recovery.RELOCATIONS_PREFIX) == [
+        "ganeti:ha:relocations:1", "ganeti:ha:relocations:2", "ganeti:ha:relocations:lots"]
+    assert recovery.describe_counts(tags) == "relocated 2 time(s) by recovery, 3 failed job(s)"
+    assert recovery.describe_counts(["x"]) is None
+
+
 def test_failed_jobs_are_retried_up_to_the_restart_limit() -> None:
-    att = recovery.Attempts(max_restart=1)
-    assert att.failure("a") is True
-    assert att.failure("a") is False
-    att.succeeded("b")
-    assert att.relocated == {"b": 1}
-    assert recovery.Attempts(max_restart=0).failure("a") is False
+    assert recovery.may_retry(1, 1) is True
+    assert recovery.may_retry(2, 1) is False
+    assert recovery.may_retry(1, 0) is False
+
+
+def test_an_instance_over_a_limit_is_not_planned_nor_named_in_a_lease() -> None:
+    moved = InstanceView("moved", "sharedfile", None, 128, True, "failover", "", 0, "fake", 1, 0)
+    failing = InstanceView("failing", "sharedfile", None, 128, True, "failover", "", 0, "fake",
+                           0, 2)
+    fresh = inst("fresh")
+    p = recovery.plan("n4", [moved, failing, fresh], nodes(n2=1000), {}, 1, None, 1)
+    assert [s.instance for s in p.steps] == ["fresh"]
+    assert [s.reason.split(" (")[0] for s in p.skipped] == ["restart limit reached",
+                                                            "relocation limit reached"]
+    assert "remove ganeti:ha:failures:2 to try again" in p.skipped[0].reason
+    # its node's lease no longer names it: stopping it would buy no safety
+    assert recovery.lease_covers(moved) is True
+    assert recovery.lease_covers(moved, 1, 1) is False
+    assert recovery.lease_covers(failing, 1, 1) is False
+    assert recovery.lease_covers(fresh, 1, 1) is True
+    assert recovery.lease_covers(moved, 2, 1) is True
+
+
+def test_a_lease_is_relayed_by_the_last_good_candidate_first() -> None:
+    cands = ["n1", "n2", "n3", "n4"]
+    # neither the master (n1) nor the node itself (n4) relays
+    assert recovery.relay_order("n4", "n1", cands, None) == ([], ["n2", "n3"])
+    assert recovery.relay_order("n4", "n1", cands, "n3") == (["n3"], ["n2"])
+    # a relay that is no longer a candidate is not asked first
+    assert recovery.relay_order("n4", "n1", ["n1", "n2", "n4"], "n3") == ([], ["n2"])

@@ -10,8 +10,13 @@ a 3-second node timeout), the tests in order:
   jobs with reason ``gnt:ha`` whose log names the fence and when it was
   confirmed; its untagged instance stays where it was, down, and the
   recovery's report names it;
+* those relocations, counted in the instances' tags, survive two master
+  failovers (shown by ``ha_state``; the last test finds the limit applied);
 * a node cut off from the master only (the others still reach it): it is
   not declared dead, nothing of it moves;
+* a node without OOB cut off from the master only: its lease goes through a
+  candidate, its tagged instance keeps running there past the lease's length
+  and is started nowhere else;
 * a node without OOB cut off from everyone: it stops its own instance
   tagged for failover when its self-fence lease runs out, and only then
   does the instance run on another node; its untagged instance, which the
@@ -28,7 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from failover_helpers import MASTERD_ARGS, needs_partitions, wait_until
+from failover_helpers import MASTERD_ARGS, failover, needs_partitions, wait_until
 from instance_helpers import NOCHECK, fake_hv, rows
 from vcluster_harness import VirtualCluster
 
@@ -196,6 +201,28 @@ def test_a_killed_node_its_tagged_instances_run_elsewhere_exactly_once(vc):
             assert "confirmed at" in job["log"]
 
 
+def test_the_recovery_counts_survive_a_master_failover(vc):
+    """The relocations of the test before are in the instances' tags (the configuration):
+    the new master shows them; the last test finds the limit still applied by a master
+    daemon started twice since."""
+    field = ("gnt-instance", "list", "--no-headers", "-o", "name,ha_state")
+    assert "relocated 1 time(s) by recovery" in vc.ok(*field, "ha1.example.com", node=N1)
+    code, text = failover(vc, N2)
+    assert code == 0, text
+    try:
+        lines = {line.split()[0]: line for line in vc.ok(*field, node=N2).splitlines()}
+        for name in ("ha1.example.com", "ha2.example.com"):
+            assert "relocated 1 time(s) by recovery, 0 failed job(s)" in lines[name], lines
+        assert "relocated" not in lines["plain1.example.com"]
+        tags = vc.ok("gnt-instance", "list-tags", "ha1.example.com", node=N2).split()
+        assert f"{recovery.RELOCATIONS_PREFIX}1" in tags
+    finally:
+        code, text = failover(vc, N1)
+    assert code == 0, text
+    assert wait_until(lambda: "relocated 1 time(s)" in vc.ok(*field, "ha2.example.com",
+                                                              node=N1), 30)
+
+
 def test_a_node_cut_off_from_the_master_alone_is_not_declared_dead(vc):
     _add(vc, "stay.example.com", N3, FAILOVER)
     before = len(_ha_jobs(vc))
@@ -218,6 +245,34 @@ def test_a_node_cut_off_from_the_master_alone_is_not_declared_dead(vc):
     assert _running_on(vc, "stay.example.com") == [N3]
     with open(master_log, encoding="utf-8", errors="replace") as fh:
         assert "not dead: " in fh.read()
+
+
+@needs_partitions
+def test_a_node_without_oob_cut_off_from_the_master_alone_keeps_its_instance(vc):
+    """Its lease goes through a candidate: the instance keeps running there past the
+    lease's length, and is started nowhere else."""
+    vc.ok("gnt-node", "modify", "--node-parameters", "oob_program=", N3)
+    name = "stay.example.com"                       # tagged, on N3 (the test before)
+    assert wait_until(lambda: name in _leased(vc, N3), 20)
+    before = len(_ha_jobs(vc))
+    table = _cut(vc, N1, N3)
+    cut = time.monotonic()
+    seen: list[list[str]] = []
+    try:
+        # well past the lease (and the point 2 s before its end where it would fence)
+        while time.monotonic() - cut < recovery.MIN_SELF_FENCE_LEASE + 10:
+            where = _running_on(vc, name)
+            if where != [N3]:
+                seen.append(where)
+            time.sleep(0.5)
+        relayed = _log_lines(vc, N1, constants.MASTERD, "its lease renewed through")
+    finally:
+        _uncut(table)
+    assert seen == [], seen
+    assert any(N3 in line for line in relayed), _log_lines(vc, N1, constants.MASTERD, N3)
+    assert _log_lines(vc, N3, constants.NODED, "Self-fence") == []
+    assert len(_ha_jobs(vc)) == before
+    assert _offline(vc, N3) == "N" and _pnode(vc, name) == N3
 
 
 @needs_partitions

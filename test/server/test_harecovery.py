@@ -26,13 +26,28 @@ FAILOVER = "ganeti:watcher:autorepair:failover"
 class Queue:
     """Records submitted jobs; every job succeeds (or fails, when told)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cfg: Any = None) -> None:
+        self.cfg = cfg
         self.jobs: list[list[dict[str, Any]]] = []
         self.failing: set[str] = set()
 
     def submit(self, ops: list[dict[str, Any]]) -> int:
         self.jobs.append(ops)
+        if self.status(len(self.jobs)) == constants.JOB_STATUS_SUCCESS:
+            self._apply_tags(ops)
         return len(self.jobs)
+
+    def _apply_tags(self, ops: list[dict[str, Any]]) -> None:
+        """A succeeded job's tag opcodes, on the fake configuration's instances."""
+        for op in ops:
+            if op["OP_ID"] not in ("OP_TAGS_SET", "OP_TAGS_DEL") or self.cfg is None:
+                continue
+            inst = self.cfg.get_instance_info_by_name(op["name"])
+            if op["OP_ID"] == "OP_TAGS_SET":
+                inst.tags.extend(t for t in op["tags"] if t not in inst.tags)
+            else:
+                assert all(t in inst.tags for t in op["tags"]), (op, inst.tags)
+                inst.tags[:] = [t for t in inst.tags if t not in op["tags"]]
 
     def status(self, job: int) -> str:
         names = {op.get("instance_name") for op in self.jobs[job - 1]}
@@ -41,6 +56,10 @@ class Queue:
 
     def op_ids(self) -> list[list[str]]:
         return [[op["OP_ID"] for op in job] for job in self.jobs]
+
+
+def _relay_fails(node: str, args: list[Any]) -> Any:
+    raise errors.RpcError(f"ha_lease_relay: {args[0]} did not confirm: connection timed out")
 
 
 def _setup(tmp_path, *, on: bool = True, oob: str = ""):  # type: ignore[no-untyped-def]
@@ -56,8 +75,11 @@ def _setup(tmp_path, *, on: bool = True, oob: str = ""):  # type: ignore[no-unty
                                   disk_template=constants.DT_SHARED_FILE, tags=tags,
                                   admin_state=constants.ADMINST_UP), [disk])
     rpc = FakeRpc(cfg)
+    # by default no candidate reaches a node the master does not reach (its lease is
+    # not relayed); the relay tests say otherwise
+    rpc.set_handler("ha_lease_relay", _relay_fails)
     ctx = make_cluster_context(tmp_path, cfg, rpc)
-    queue = Queue()
+    queue = Queue(cfg)
     clock = FakeClock()
     waited: list[float] = []
 
@@ -69,6 +91,10 @@ def _setup(tmp_path, *, on: bool = True, oob: str = ""):  # type: ignore[no-unty
     monitor = Monitor(ctx, queue.submit, queue.status, threading.Event(), clock=clock,
                       wall=lambda: 1_800_000_000.0, wait=wait)
     return cfg, rpc, queue, clock, monitor, waited
+
+
+def _failover_jobs(queue: Queue) -> list[list[dict[str, Any]]]:
+    return [job for job in queue.jobs if any(op["OP_ID"] == "OP_INSTANCE_FAILOVER" for op in job)]
 
 
 def _rounds(monitor: Monitor, clock: FakeClock, count: int) -> None:
@@ -179,7 +205,10 @@ def test_a_dead_node_without_oob_is_waited_out_then_recovered(tmp_path) -> None:
              if proc == "ha_lease"]
     assert len(after) >= 30
     assert {n for nodes in after for n in nodes} == {N2, N3}
-    assert queue.op_ids()[1:] == [["OP_TEST_JQUEUE"], ["OP_TEST_JQUEUE", "OP_INSTANCE_FAILOVER"]]
+    assert queue.op_ids()[1:] == [["OP_TEST_JQUEUE"], ["OP_TEST_JQUEUE", "OP_INSTANCE_FAILOVER",
+                                                      "OP_TAGS_SET"]]
+    # the relocation counted in the instance's tags, by the failover's own job
+    assert queue.jobs[2][2]["tags"] == ["ganeti:ha:relocations:1"]
     report = queue.jobs[1][0]["log_messages"]
     assert any("leave other: not tagged for failover (disabled)" in line for line in report)
     failover = queue.jobs[2][1]
@@ -203,14 +232,18 @@ def test_a_dead_node_with_oob_is_powered_off_without_waiting(tmp_path) -> None:
 
 
 def test_a_failed_recovery_job_is_submitted_again_up_to_the_limit(tmp_path) -> None:
-    _, rpc, queue, clock, monitor, _ = _setup(tmp_path, oob="/usr/lib/oob")
+    cfg, rpc, queue, clock, monitor, _ = _setup(tmp_path, oob="/usr/lib/oob")
     rpc.set_failure("ha_lease", N4, "connection refused")
     rpc.set_handler("ha_node_reachable",
                     lambda node, args: {"reachable": False, "error": "refused"})
     queue.failing.add("ha1")
     _rounds(monitor, clock, 6)
-    failovers = [job for job in queue.jobs if job[-1]["OP_ID"] == "OP_INSTANCE_FAILOVER"]
+    failovers = _failover_jobs(queue)
     assert len(failovers) == 2                      # the job and one restart (the default)
+    # each failure counted in the instance's tags, by a job of its own: a new master
+    # (which reads the configuration) leaves it alone until the tag is removed
+    ha1 = cfg.get_instance_info_by_name("ha1")
+    assert [t for t in ha1.tags if t.startswith("ganeti:ha:")] == ["ganeti:ha:failures:2"]
 
 
 def test_a_refused_fence_job_recovers_nothing(tmp_path) -> None:
@@ -246,8 +279,7 @@ def test_an_instance_tagged_after_the_last_confirmed_lease_is_not_recovered(tmp_
     _rounds(monitor, clock, 6)
     assert _leases(rpc, N4)[1][1] == [{"name": "ha1", "hypervisor": "fake"},
                                       {"name": "other", "hypervisor": "fake"}]
-    failovers = [job[-1]["instance_name"] for job in queue.jobs
-                 if job[-1]["OP_ID"] == "OP_INSTANCE_FAILOVER"]
+    failovers = [job[1]["instance_name"] for job in _failover_jobs(queue)]
     assert failovers == ["ha1"]
     report = queue.jobs[1][0]["log_messages"]
     assert any(f"leave other: not covered by the self-fence lease {N4} last confirmed" in line
@@ -263,8 +295,7 @@ def test_with_oob_every_tagged_instance_is_recovered(tmp_path) -> None:
     other = next(i for i in cfg.get_all_instances_info().values() if i.name == "other")
     other.tags.append(FAILOVER)                      # the power-off stops it too
     _rounds(monitor, clock, 6)
-    failovers = sorted(job[-1]["instance_name"] for job in queue.jobs
-                       if job[-1]["OP_ID"] == "OP_INSTANCE_FAILOVER")
+    failovers = sorted(job[1]["instance_name"] for job in _failover_jobs(queue))
     assert failovers == ["ha1", "other"]
 
 
@@ -278,3 +309,90 @@ def test_a_dead_node_without_an_instance_to_recover_is_left_alone(tmp_path) -> N
     _rounds(monitor, clock, 10)
     assert rpc.calls_to("ha_node_reachable")
     assert queue.jobs == [] and waited == []
+
+
+def _relays(rpc: FakeRpc) -> list[tuple[list[str], list[Any]]]:
+    return rpc.calls_to("ha_lease_relay")
+
+
+def test_a_node_cut_off_from_the_master_alone_gets_its_lease_through_a_candidate(tmp_path) -> None:
+    """node4 does not answer the master, the candidates reach it: its lease goes through
+    one of them each round (the same one while it works), and nothing is recovered."""
+    _, rpc, queue, clock, monitor, _ = _setup(tmp_path)
+    rpc.set_failure("ha_lease", N4, "Node node4: timed out")
+    rpc.set_handler("ha_node_reachable", lambda node, args: {"reachable": True, "error": ""})
+    forwarded: list[tuple[str, list[Any]]] = []
+
+    def relay(via: str, args: list[Any]) -> dict[str, Any]:
+        forwarded.append((via, args))
+        return {"lease": args[3], "fenced": None}
+
+    rpc.set_handler("ha_lease_relay", relay)
+    _rounds(monitor, clock, 30)                     # 60 s: twice the lease
+    assert queue.jobs == []
+    # the first round asks every other candidate at once, then the first that
+    # forwarded it alone, every round
+    calls = _relays(rpc)
+    assert sorted(calls[0][0]) == [N2, N3]
+    assert all(nodes == [N2] for nodes, _ in calls[1:]) and len(calls) == 30
+    node, address, master, lease, instances, timeout = calls[0][1]
+    assert (node, master, lease) == (N4, N1, 30.0)
+    assert instances == [{"name": "ha1", "hypervisor": "fake"}]
+    assert monitor.watch is not None and monitor.watch.suspects(clock()) == [N4]  # silent still
+
+
+def test_a_failing_relay_falls_back_to_the_other_candidates(tmp_path) -> None:
+    _, rpc, queue, clock, monitor, _ = _setup(tmp_path)
+    rpc.set_failure("ha_lease", N4, "Node node4: timed out")
+    rpc.set_handler("ha_node_reachable", lambda node, args: {"reachable": True, "error": ""})
+    broken: set[str] = set()
+
+    def relay(via: str, args: list[Any]) -> dict[str, Any]:
+        if via in broken:
+            raise errors.RpcError("timed out")
+        return {"lease": args[3], "fenced": None}
+
+    rpc.set_handler("ha_lease_relay", relay)
+    _rounds(monitor, clock, 2)
+    assert _relays(rpc)[-1][0] == [N2]
+    broken.add(N2)
+    _rounds(monitor, clock, 1)                      # N2 fails: N3 asked in the same round
+    assert [nodes for nodes, _ in _relays(rpc)[-2:]] == [[N2], [N3]]
+    _rounds(monitor, clock, 1)
+    assert _relays(rpc)[-1][0] == [N3]
+    assert queue.jobs == []
+
+
+def test_a_dead_node_whose_lease_went_through_a_candidate_is_waited_out_longer(tmp_path) -> None:
+    """The last relayed lease may reach the node later than a direct one: the fence
+    waits for it (the relay's timeout more)."""
+    _, rpc, queue, clock, monitor, waited = _setup(tmp_path)
+    rpc.set_failure("ha_lease", N4, "Node node4: timed out")
+    relayed = {"on": True}
+
+    def relay(via: str, args: list[Any]) -> dict[str, Any]:
+        if not relayed["on"]:
+            raise errors.RpcError("timed out")
+        return {"lease": args[3], "fenced": None}
+
+    rpc.set_handler("ha_lease_relay", relay)
+    rpc.set_handler("ha_node_reachable",
+                    lambda node, args: {"reachable": relayed["on"], "error": ""})
+    _rounds(monitor, clock, 8)
+    assert queue.jobs == []
+    relayed["on"] = False                           # now nobody reaches it: dead
+    _rounds(monitor, clock, 2)
+    assert queue.jobs, "not recovered"
+    # waited from the last relayed request: lease 30 s + relay delay + RPC timeout + margin
+    assert sum(waited) >= 30.0 + 5.0 + 2.0 + 2.0 - 2.0 - 0.01
+
+
+def test_turned_off_a_node_cut_off_from_the_master_is_released_through_a_candidate(tmp_path) -> None:
+    cfg, rpc, queue, clock, monitor, _ = _setup(tmp_path)
+    _rounds(monitor, clock, 1)
+    rpc.set_failure("ha_lease", N4, "Node node4: timed out")
+    rpc.set_handler("ha_lease_relay", lambda via, args: {"lease": args[3], "fenced": None})
+    cfg.get_cluster_info().ha_recovery = False
+    _rounds(monitor, clock, 3)
+    releases = [args for _, args in _relays(rpc) if args[3] == 0.0]
+    assert len(releases) == 1 and releases[0][0] == N4
