@@ -14,7 +14,7 @@ from ganeti.cmdlib import instance_create, instance_migration, instance_operatio
 from ganeti.cmdlib import instance_recreate, instance_replace
 from ganeti.cmdlib import backup, group, network, node, node_storage, roles, verify
 from ganeti.cmdlib import allocator, relocation
-from ganeti.cmdlib import oob
+from ganeti.cmdlib import node_fence, oob
 from ganeti.cmdlib import extstorage
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.opcodes.base import op_id_from_class_name
@@ -28,7 +28,7 @@ _MODULES += (roles, backup)
 _MODULES += (node_storage, instance_recreate, instance_replace)
 _MODULES += (allocator, relocation)
 _MODULES += (network,)
-_MODULES += (oob,)
+_MODULES += (oob, node_fence)
 _MODULES += (extstorage,)
 
 

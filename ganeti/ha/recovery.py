@@ -493,11 +493,6 @@ def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView]
         if not inst.running:
             skipped.append(Skipped(inst.name, "administratively down"))
             continue
-        if covered is not None and inst.name not in covered:
-            skipped.append(Skipped(inst.name, f"not covered by the self-fence lease {node}"
-                                   " last confirmed (tagged or started since): it may still"
-                                   " run there"))
-            continue
         moved = max(relocations.get(inst.name, 0), inst.relocations)
         if moved >= max_relocate:
             skipped.append(Skipped(inst.name, f"relocation limit reached ({max_relocate})"))
@@ -506,6 +501,11 @@ def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView]
             skipped.append(Skipped(inst.name, f"restart limit reached ({max_restart}):"
                                    f" {inst.failures} failed recovery job(s); remove"
                                    f" {FAILURES_PREFIX}{inst.failures} to try again"))
+            continue
+        if covered is not None and inst.name not in covered:
+            skipped.append(Skipped(inst.name, f"not covered by the self-fence lease {node}"
+                                   " last confirmed (tagged or started since): it may still"
+                                   " run there"))
             continue
         if inst.disk_template == constants.DT_DRBD8:
             if inst.secondary is None or inst.secondary not in free:

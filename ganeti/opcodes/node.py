@@ -1,4 +1,4 @@
-"""Node opcodes: add, remove, modify, power-cycle, out-of-band commands."""
+"""Node opcodes: add, remove, modify, power-cycle, out-of-band commands, the HA fence."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
 __all__ = ["OpNodeAdd", "OpNodeRemove", "OpNodeSetParams", "OpNodePowercycle", "OpNodeEvacuate",
-           "OpNodeMigrate", "OpOobCommand", "ALL_OPCODES"]
+           "OpNodeMigrate", "OpOobCommand", "OpNodeHaFence", "HA_FENCES", "ALL_OPCODES"]
+
+#: the fences of :class:`OpNodeHaFence`: out-of-band power-off, the self-fence lease
+HA_FENCES = ("oob", "lease")
 
 
 @dataclass(kw_only=True)
@@ -139,5 +142,27 @@ class OpNodeMigrate(OpCode):
     with_disks: bool = param(False, doc=WITH_DISKS_DOC)
 
 
+@dataclass(kw_only=True)
+class OpNodeHaFence(OpCode):
+    """Fence a node node loss recovery declared dead; result: the fence and its confirmation.
+
+    Marks it offline, then powers it off out of band or waits its self-fence
+    lease out (doc/ha.md, "Node loss recovery").
+    """
+
+    OP_DSC_FIELD = "node_name"
+
+    node_name: str
+    node_uuid: str | None = None
+    fence: str = param(choices=HA_FENCES, doc="oob: power it off with its oob_program;"
+                       " lease: wait lease_wait seconds for its self-fence lease to run out")
+    lease_wait: float = param(0.0, min=0, max=86400,
+                              doc="seconds, from the start of the opcode, before the lease"
+                                  " fence is confirmed")
+    messages: list[str] = param([], doc="lines written to the job log first (the verdict)")
+    timeout: int = param(constants.OOB_TIMEOUT, min=1,
+                         doc="seconds before the out-of-band program is killed")
+
+
 ALL_OPCODES = (OpNodeAdd, OpNodeRemove, OpNodeSetParams, OpNodePowercycle, OpNodeEvacuate,
-               OpNodeMigrate, OpOobCommand)
+               OpNodeMigrate, OpOobCommand, OpNodeHaFence)

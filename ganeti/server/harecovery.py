@@ -14,12 +14,14 @@ probe; the pure :mod:`ganeti.ha.recovery` decides the rest:
    (``ha_node_reachable``); without a strict majority of them (the master
    counted) confirming they cannot, nothing happens (logged once per
    change of the answers);
-2. dead: one job (reason ``gnt:ha``) logs the verdict and the fence
-   (``OP_TEST_JQUEUE``'s log messages, the job log's only opcode), marks
-   the node offline and, when it has an ``oob_program``, powers it off;
-   the fence is confirmed when that job succeeds; without OOB the thread
-   waits until the node's self-fence lease ran out (plus a margin), and
-   a node that never confirmed a lease to this master is not recovered;
+2. dead: one job (reason ``gnt:ha``), ``OP_NODE_HA_FENCE``
+   (:mod:`ganeti.cmdlib.node_fence`): it logs the verdict, marks the node
+   offline and, when it has an ``oob_program``, powers it off, else waits
+   until the node's self-fence lease ran out (plus a margin), and logs
+   which fence it was and when it was confirmed; the fence is confirmed
+   when that job succeeds (the thread renews the other nodes' leases
+   while it waits for it); a node that never confirmed a lease to this
+   master is not recovered;
    after a lease fence only the instances the node's last confirmed lease
    covered are recovered (the others are reported);
 3. the recovery plan: a report job listing every instance of the node and
@@ -36,14 +38,15 @@ are visible in ``gnt-job list`` and pass the job filters.  Off
 
 from __future__ import annotations
 
-import datetime
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants, errors, luxi, parameters
+from ganeti.cmdlib.node_fence import stamp
 from ganeti.cmdlib.oob import oob_program
 from ganeti.context import MasterContext
 from ganeti.ha import policy, recovery
@@ -63,11 +66,6 @@ JOB_WAIT = 300.0
 
 _FINISHED = frozenset([constants.JOB_STATUS_SUCCESS, constants.JOB_STATUS_ERROR,
                        constants.JOB_STATUS_CANCELED])
-
-
-def _stamp(when: float) -> str:
-    return datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime(
-        "%Y-%m-%d %H:%M:%S UTC")
 
 
 class Monitor:
@@ -219,17 +217,6 @@ class Monitor:
         except errors.GanetiError as exc:
             logger.error("Node loss recovery: lease renewal during a recovery failed: %s", exc)
 
-    def _pause(self, seconds: float) -> bool:
-        """Wait ``seconds``, renewing the other nodes' leases; whether stopped."""
-        end = self.clock() + seconds
-        while True:
-            left = end - self.clock()
-            if left <= 0:
-                return False
-            if self.wait(min(left, PROBE_EVERY)):
-                return True
-            self._keep_leases()
-
     def _release(self) -> None:
         """Recovery turned off: release every online node's self-fence lease."""
         cfg = self.context.require_cfg()
@@ -311,31 +298,25 @@ class Monitor:
                 self._said[name] = fence.detail
             return False
         declared = self.wall()
-        head = (f"Node {name} declared dead at {_stamp(declared)}"
+        head = (f"Node {name} declared dead at {stamp(declared)}"
                 f" after {self.watch.silence(name, self.clock()):.0f} s of silence; {verdict.describe()}")
-        ops: list[dict[str, Any]] = [
-            self._log_op([head, f"Fence: {fence.detail}"]),
-            wire.node_set_params(name, offline=True, auto_promote=True, force=True,
-                                 reason=self._reason(f"node {name} declared dead")),
-        ]
-        if fence.kind == recovery.FENCE_OOB:
-            ops.append(wire.oob_command(constants.OOB_POWER_OFF, node_names=[name],
-                                        reason=self._reason(f"fencing node {name}")))
-        job = self._run(ops)
+        wait = 0.0
+        if fence.kind == recovery.FENCE_LEASE:
+            wait = max(0.0, fence.not_before - self.clock())
+            logger.warning("Node loss recovery: the fence job of %s waits %.1f s for its"
+                           " self-fence lease to run out", name, wait)
+        # the LU marks it offline, powers it off (OOB) or waits the lease out (counted
+        # from its own start: never shorter), and logs the fence and its confirmation
+        job = self._run([wire.node_ha_fence(
+            name, fence=fence.kind, lease_wait=math.ceil(wait * 1000) / 1000, messages=[head],
+            reason=self._reason(f"fencing node {name}: {fence.detail}"))], JOB_WAIT + wait)
         if job is None:
             logger.error("Node loss recovery: the fence job of %s failed; nothing of it is"
                          " started elsewhere", name)
             return True
-        if fence.kind == recovery.FENCE_LEASE:
-            wait = fence.not_before - self.clock()
-            if wait > 0:
-                logger.warning("Node loss recovery: waiting %.1f s for the self-fence lease"
-                               " of %s to run out", wait, name)
-                if self._pause(wait):
-                    return True
         confirmed = self.wall()
         fenced = (f"{name} fenced by {'out-of-band power-off' if fence.kind == recovery.FENCE_OOB else 'its self-fence lease'}"
-                  f" (job {job}), confirmed at {_stamp(confirmed)}")
+                  f" (job {job}), confirmed at {stamp(confirmed)}")
         logger.warning("Node loss recovery: %s", fenced)
         plan = self._plan(name, covered)
         self._run([self._log_op([head, fenced, f"Recovery plan of {name}:"]
@@ -458,14 +439,15 @@ class Monitor:
     def _log_op(self, lines: list[str]) -> dict[str, Any]:
         return wire.test_jqueue(log_messages=lines, reason=self._reason(lines[0]))
 
-    def _run(self, ops: list[dict[str, Any]]) -> int | None:
-        """Submit one job and wait for it; its id if it succeeded."""
+    def _run(self, ops: list[dict[str, Any]], timeout: float = JOB_WAIT) -> int | None:
+        """Submit one job and wait for it (at most ``timeout`` seconds); its id if it
+        succeeded."""
         try:
             job = self.submit(ops)
         except errors.GanetiError as exc:
             logger.error("Node loss recovery: a job was refused: %s", exc)
             return None
-        deadline = self.clock() + JOB_WAIT
+        deadline = self.clock() + timeout
         while self.clock() < deadline:
             state = self.status(job)
             if state in _FINISHED:
@@ -476,7 +458,7 @@ class Monitor:
             if self.wait(0.2):
                 return None
             self._keep_leases()
-        logger.error("Node loss recovery: job %s did not finish in %.0f s", job, JOB_WAIT)
+        logger.error("Node loss recovery: job %s did not finish in %.0f s", job, timeout)
         return None
 
 

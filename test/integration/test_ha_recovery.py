@@ -185,9 +185,10 @@ def test_a_killed_node_its_tagged_instances_run_elsewhere_exactly_once(vc):
     # exactly one failover per tagged instance, the higher priority first
     assert _failovers(jobs) == ["ha2.example.com", "ha1.example.com"]
     fence = jobs[0]
-    assert [op["OP_ID"] for op in fence["ops"]] == [
-        "OP_TEST_JQUEUE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND"]
+    assert [op["OP_ID"] for op in fence["ops"]] == ["OP_NODE_HA_FENCE"]
     assert f"Node {N4} declared dead" in fence["log"]
+    # its own log says which fence and when it was confirmed
+    assert f"{N4} fenced by out-of-band power-off, confirmed at" in fence["log"]
     # what an operator sees: the jobs in gnt-job list, the reason in gnt-job info
     listed = vc.ok("gnt-job", "list", "--no-headers", "-o", "id")
     assert all(str(j["id"]) in listed.split() for j in jobs)
@@ -324,6 +325,8 @@ def test_a_node_without_oob_cut_off_from_everyone_fences_itself_first(vc):
         vcluster.heal(vc.cluster, N2)
     jobs = _ha_jobs(vc)[before:]
     assert _failovers(jobs) == [name]
+    assert [op["OP_ID"] for op in jobs[0]["ops"]] == ["OP_NODE_HA_FENCE"]
+    assert f"{N2} fenced by its self-fence lease, confirmed at" in jobs[0]["log"]
     assert _running_on(vc, "bystander.example.com") == [N3]
     assert _log_lines(vc, N3, constants.NODED, "Self-fence") == []
     log = "\n".join(j["log"] for j in jobs)

@@ -31,6 +31,8 @@ OTHER_PATHS = {
                                " gnt-job submit"),
     "OP_OS_DIAGNOSE": (None, "gnt-os queries the os resource over LUXI; for RAPI and"
                              " gnt-job submit"),
+    "OP_NODE_HA_FENCE": ("server/harecovery.py", "node loss recovery's fence job (doc/ha.md);"
+                                                 " no operator verb"),
     "OP_QUERY": (None, "the CLI calls the Query LUXI method; for RAPI and gnt-job submit"),
     "OP_QUERY_FIELDS": (None, "the CLI calls the QueryFields LUXI method; for RAPI and"
                               " gnt-job submit"),

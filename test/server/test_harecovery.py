@@ -26,14 +26,19 @@ FAILOVER = "ganeti:watcher:autorepair:failover"
 class Queue:
     """Records submitted jobs; every job succeeds (or fails, when told)."""
 
-    def __init__(self, cfg: Any = None) -> None:
+    def __init__(self, cfg: Any = None, clock: Any = None) -> None:
         self.cfg = cfg
+        self.clock = clock
         self.jobs: list[list[dict[str, Any]]] = []
         self.failing: set[str] = set()
+        #: per job, when it ends (a lease fence's wait, on the fake clock)
+        self.ends: list[float] = []
 
     def submit(self, ops: list[dict[str, Any]]) -> int:
         self.jobs.append(ops)
-        if self.status(len(self.jobs)) == constants.JOB_STATUS_SUCCESS:
+        now = self.clock() if self.clock is not None else 0.0
+        self.ends.append(now + sum(float(op.get("lease_wait", 0.0)) for op in ops))
+        if self._final(len(self.jobs)) == constants.JOB_STATUS_SUCCESS:
             self._apply_tags(ops)
         return len(self.jobs)
 
@@ -50,6 +55,11 @@ class Queue:
                 inst.tags[:] = [t for t in inst.tags if t not in op["tags"]]
 
     def status(self, job: int) -> str:
+        if self.clock is not None and self.clock() < self.ends[job - 1]:
+            return constants.JOB_STATUS_RUNNING
+        return self._final(job)
+
+    def _final(self, job: int) -> str:
         names = {op.get("instance_name") for op in self.jobs[job - 1]}
         return (constants.JOB_STATUS_ERROR if names & self.failing
                 else constants.JOB_STATUS_SUCCESS)
@@ -79,8 +89,8 @@ def _setup(tmp_path, *, on: bool = True, oob: str = ""):  # type: ignore[no-unty
     # not relayed); the relay tests say otherwise
     rpc.set_handler("ha_lease_relay", _relay_fails)
     ctx = make_cluster_context(tmp_path, cfg, rpc)
-    queue = Queue(cfg)
     clock = FakeClock()
+    queue = Queue(cfg, clock)
     waited: list[float] = []
 
     def wait(seconds: float) -> bool:
@@ -193,13 +203,18 @@ def test_a_dead_node_without_oob_is_waited_out_then_recovered(tmp_path) -> None:
     _rounds(monitor, clock, 1)
     asked = rpc.calls_to("ha_node_reachable")
     assert len(asked) == 1 and sorted(asked[0][0]) == [N2, N3] and asked[0][1][0] == N4
-    assert queue.op_ids()[0] == ["OP_TEST_JQUEUE", "OP_NODE_SET_PARAMS"]   # no OOB
-    assert queue.jobs[0][1]["offline"] is True
+    assert queue.op_ids()[0] == ["OP_NODE_HA_FENCE"]
+    fence = queue.jobs[0][0]
+    assert fence["node_name"] == N4 and fence["fence"] == "lease"
+    assert any(f"Node {N4} declared dead" in line for line in fence["messages"])
+    # the job waits the lease (30 s) out from the last request (a relay tried in
+    # vain: 5 s later), its RPC timeout and the margin (2 s each) more
+    assert 30.0 < fence["lease_wait"] <= 30.0 + 5.0 + 2.0 + 2.0
     assert all(entry[0] == "gnt:ha" for job in queue.jobs for op in job
                for entry in op["reason"])
     # the lease (30 s) waited out from the last request before the failover, the
     # other nodes' leases renewed meanwhile (every 2 s), the dead node's never
-    assert sum(waited) > 30.0 and max(waited) <= 2.0
+    assert sum(waited) >= fence["lease_wait"] and max(waited) <= 2.0
     procs = [proc for proc, _, _ in rpc.calls]
     after = [nodes for proc, nodes, _ in rpc.calls[procs.index("ha_node_reachable"):]
              if proc == "ha_lease"]
@@ -224,8 +239,10 @@ def test_a_dead_node_with_oob_is_powered_off_without_waiting(tmp_path) -> None:
     rpc.set_handler("ha_node_reachable",
                     lambda node, args: {"reachable": False, "error": "refused"})
     _rounds(monitor, clock, 6)
-    assert queue.op_ids()[0] == ["OP_TEST_JQUEUE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND"]
-    assert queue.jobs[0][2]["command"] == "power-off" and queue.jobs[0][2]["node_names"] == [N4]
+    assert queue.op_ids()[0] == ["OP_NODE_HA_FENCE"]
+    fence = queue.jobs[0][0]
+    assert (fence["node_name"], fence["fence"], fence["lease_wait"]) == (N4, "oob", 0.0)
+    assert all(entry[0] == "gnt:ha" for entry in fence["reason"])
     assert waited == []
     # with OOB the nodes hold no lease
     assert all(args[0] == 0.0 for _, args in rpc.calls_to("ha_lease"))
@@ -383,8 +400,9 @@ def test_a_dead_node_whose_lease_went_through_a_candidate_is_waited_out_longer(t
     relayed["on"] = False                           # now nobody reaches it: dead
     _rounds(monitor, clock, 2)
     assert queue.jobs, "not recovered"
-    # waited from the last relayed request: lease 30 s + relay delay + RPC timeout + margin
-    assert sum(waited) >= 30.0 + 5.0 + 2.0 + 2.0 - 2.0 - 0.01
+    # waited from the last relayed request: lease 30 s + relay delay + RPC timeout + margin,
+    # less the 2 s round since it
+    assert queue.jobs[0][0]["lease_wait"] >= 30.0 + 5.0 + 2.0 + 2.0 - 2.0 - 0.01
 
 
 def test_turned_off_a_node_cut_off_from_the_master_is_released_through_a_candidate(tmp_path) -> None:

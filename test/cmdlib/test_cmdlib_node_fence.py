@@ -1,0 +1,87 @@
+"""OP_NODE_HA_FENCE (ganeti/cmdlib/node_fence.py): the LU against the fake config and RPC."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa: E402
+from fakes.fakeconfig import node_name  # noqa: E402
+
+from ganeti import errors, mcpu  # noqa: E402
+from ganeti.opcodes import node as onode  # noqa: E402
+
+PROGRAM = "/usr/lib/ganeti/oob-test"
+N1, N2, N3, N4 = (node_name(k) for k in range(1, 5))
+
+
+def _setup(tmp_path, *, program: str = PROGRAM):  # type: ignore[no-untyped-def]
+    cfg = make_config(tmp_path, nodes=4)
+    cluster = cfg.get_cluster_info()
+    cluster.ndparams["oob_program"] = program
+    cluster.candidate_pool_size = 3
+    cfg.update(cluster)
+    for k in (1, 2, 3, 4):
+        node = cfg.get_node_info_by_name(node_name(k))
+        node.master_candidate = k <= 3
+        node.powered = True
+        cfg.update(node)
+    rpc = FakeRpc(cfg)
+    return cfg, rpc, make_cluster_context(tmp_path, cfg, rpc)
+
+
+def test_an_oob_fence_marks_the_node_offline_then_powers_it_off(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path)
+    seen: list[list] = []
+    rpc.set_handler("run_oob", lambda node, args: seen.append([node, *args]) or "")
+    result, log, _ = run_opcode(ctx, onode.OpNodeHaFence(
+        node_name=N3, fence="oob", messages=[f"Node {N3} declared dead: 3 confirmation(s)"]))
+    node = cfg.get_node_info_by_name(N3)
+    assert node.offline is True and node.master_candidate is False and node.powered is False
+    # the pool filled again: node4 promoted in its place
+    assert cfg.get_node_info_by_name(N4).master_candidate is True
+    assert [entry[:4] for entry in seen] == [[N1, PROGRAM, "power-off", N3]]
+    assert result["node"] == N3 and result["fence"] == "oob" and result["confirmed"] > 0
+    text = "\n".join(log)
+    assert f"Node {N3} declared dead" in text
+    assert f"Fence: out-of-band power-off of {N3} ({PROGRAM})" in text
+    assert f"{N3} fenced by out-of-band power-off, confirmed at" in text
+
+
+def test_a_failed_power_off_fails_the_job_and_undoes_the_power_record(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path)
+    rpc.set_failure("run_oob", N1, "program exited with status 1")
+    with pytest.raises(errors.OpExecError, match=f"power-off of {N3} failed"):
+        run_opcode(ctx, onode.OpNodeHaFence(node_name=N3, fence="oob"))
+    node = cfg.get_node_info_by_name(N3)
+    assert node.powered is True and node.offline is True      # offline stays: it is dead
+
+
+def test_a_lease_fence_waits_the_lease_out(tmp_path, monkeypatch) -> None:
+    cfg, rpc, ctx = _setup(tmp_path, program="")
+    waits: list[float] = []
+
+    def wait(self, timeout: float) -> bool:     # the opcode processor's interruptible sleep
+        waits.append(timeout)
+        return False
+
+    monkeypatch.setattr(mcpu.Processor, "wait_interrupt", wait)
+    result, log, _ = run_opcode(ctx, onode.OpNodeHaFence(node_name=N3, fence="lease",
+                                                         lease_wait=35.0))
+    assert cfg.get_node_info_by_name(N3).offline is True
+    assert rpc.calls_to("run_oob") == []
+    assert len(waits) == 1 and 34.0 < waits[0] <= 35.0
+    assert result["fence"] == "lease"
+    assert f"{N3} fenced by its self-fence lease, confirmed at" in "\n".join(log)
+
+
+def test_an_oob_fence_of_a_node_without_a_program_or_of_the_master_is_refused(tmp_path) -> None:
+    _, _, ctx = _setup(tmp_path, program="")
+    with pytest.raises(errors.OpPrereqError, match="has no oob_program"):
+        run_opcode(ctx, onode.OpNodeHaFence(node_name=N3, fence="oob"))
+    with pytest.raises(errors.OpPrereqError, match="master cannot be fenced"):
+        run_opcode(ctx, onode.OpNodeHaFence(node_name=N1, fence="lease"))
