@@ -17,6 +17,10 @@ offline (the candidate pool filled again, as ``gnt-node modify -O yes
 
 The job log says which fence was used and when it was confirmed; the
 result is ``{"node", "fence", "confirmed"}`` (the time of day, seconds).
+
+``OP_NODE_HA_REPORT`` writes the recovery's other lines about the node
+(the plan; the verdict and the fence at the head of each instance's
+recovery job) to the job log; it takes no lock and changes nothing.
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.oob import RPC_MARGIN, check_output, oob_program
 from ganeti.cmdlib.common import adjust_candidate_pool, expand_node
 from ganeti.cmdlib.node import sync_queue_to
-from ganeti.opcodes.node import OpNodeHaFence
+from ganeti.opcodes.node import OpNodeHaFence, OpNodeHaReport
 
-__all__ = ["LUNodeHaFence", "stamp"]
+__all__ = ["LUNodeHaFence", "LUNodeHaReport", "stamp"]
 
 
 def stamp(when: float) -> str:
@@ -125,3 +129,21 @@ class LUNodeHaFence(NoHooksLU[OpNodeHaFence]):
         confirmed = time.time()
         self.LogInfo(f"{node.name} fenced by {how}, confirmed at {stamp(confirmed)}")
         return {"node": node.name, "fence": op.fence, "confirmed": confirmed}
+
+
+class LUNodeHaReport(NoHooksLU[OpNodeHaReport]):
+    """Write node loss recovery's lines about a node to the job log; no lock, no change."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.node = expand_node(self.cfg, self.op.node_name)
+        self.needed_locks = {}
+
+    def CheckPrereq(self) -> None:
+        pass
+
+    def Exec(self, feedback_fn: FeedbackFn) -> bool:
+        for line in self.op.messages:
+            self.LogInfo(line)
+        return True

@@ -9,7 +9,8 @@ from ganeti import constants
 from ganeti.opcodes.base import OpCode, param
 
 __all__ = ["OpNodeAdd", "OpNodeRemove", "OpNodeSetParams", "OpNodePowercycle", "OpNodeEvacuate",
-           "OpNodeMigrate", "OpOobCommand", "OpNodeHaFence", "HA_FENCES", "ALL_OPCODES"]
+           "OpNodeMigrate", "OpOobCommand", "OpNodeHaFence", "OpNodeHaReport", "HA_FENCES",
+           "ALL_OPCODES"]
 
 #: the fences of :class:`OpNodeHaFence`: out-of-band power-off, the self-fence lease
 HA_FENCES = ("oob", "lease")
@@ -164,5 +165,15 @@ class OpNodeHaFence(OpCode):
                          doc="seconds before the out-of-band program is killed")
 
 
+@dataclass(kw_only=True)
+class OpNodeHaReport(OpCode):
+    """Write node loss recovery's lines about a dead node to the job log (doc/ha.md)."""
+
+    OP_DSC_FIELD = "node_name"
+
+    node_name: str
+    messages: list[str] = param([], doc="the lines: the verdict, the fence, the plan")
+
+
 ALL_OPCODES = (OpNodeAdd, OpNodeRemove, OpNodeSetParams, OpNodePowercycle, OpNodeEvacuate,
-               OpNodeMigrate, OpOobCommand, OpNodeHaFence)
+               OpNodeMigrate, OpOobCommand, OpNodeHaFence, OpNodeHaReport)

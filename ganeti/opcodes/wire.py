@@ -71,7 +71,7 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "OP_INSTANCE_REMOVE", "OP_INSTANCE_RENAME", "OP_INSTANCE_REPLACE_DISKS",
     "OP_INSTANCE_SET_PARAMS", "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_STARTUP", "OP_NETWORK_ADD",
     "OP_NETWORK_CONNECT", "OP_NETWORK_DISCONNECT", "OP_NETWORK_REMOVE", "OP_NETWORK_SET_PARAMS",
-    "OP_NODE_ADD", "OP_NODE_EVACUATE", "OP_NODE_HA_FENCE", "OP_NODE_MIGRATE",
+    "OP_NODE_ADD", "OP_NODE_EVACUATE", "OP_NODE_HA_FENCE", "OP_NODE_HA_REPORT", "OP_NODE_MIGRATE",
     "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE", "OP_NODE_QUERYVOLS", "OP_NODE_QUERY_STORAGE",
     "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND", "OP_OS_DIAGNOSE", "OP_QUERY",
     "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH",
@@ -88,11 +88,11 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "instance_recreate_disks", "instance_reinstall", "instance_remove", "instance_rename",
     "instance_replace_disks", "instance_set_params", "instance_shutdown", "instance_startup",
     "network_add", "network_connect", "network_disconnect", "network_remove", "network_set_params",
-    "node_add", "node_evacuate", "node_ha_fence", "node_migrate", "node_modify_storage",
-    "node_powercycle", "node_queryvols", "node_query_storage", "node_remove", "node_set_params",
-    "oob_command", "os_diagnose", "query", "query_fields", "repair_node_storage", "tags_del",
-    "tags_get", "tags_search", "tags_set", "test_allocator", "test_delay", "test_jqueue",
-    "test_os_params"]
+    "node_add", "node_evacuate", "node_ha_fence", "node_ha_report", "node_migrate",
+    "node_modify_storage", "node_powercycle", "node_queryvols", "node_query_storage", "node_remove",
+    "node_set_params", "oob_command", "os_diagnose", "query", "query_fields", "repair_node_storage",
+    "tags_del", "tags_get", "tags_search", "tags_set", "test_allocator", "test_delay",
+    "test_jqueue", "test_os_params"]
 
 #: the ``OP_ID`` of every opcode the master implements
 OP_BACKUP_EXPORT = "OP_BACKUP_EXPORT"
@@ -148,6 +148,7 @@ OP_NETWORK_SET_PARAMS = "OP_NETWORK_SET_PARAMS"
 OP_NODE_ADD = "OP_NODE_ADD"
 OP_NODE_EVACUATE = "OP_NODE_EVACUATE"
 OP_NODE_HA_FENCE = "OP_NODE_HA_FENCE"
+OP_NODE_HA_REPORT = "OP_NODE_HA_REPORT"
 OP_NODE_MIGRATE = "OP_NODE_MIGRATE"
 OP_NODE_MODIFY_STORAGE = "OP_NODE_MODIFY_STORAGE"
 OP_NODE_POWERCYCLE = "OP_NODE_POWERCYCLE"
@@ -181,11 +182,11 @@ OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_INSTANCE_RECREATE_DISKS, OP_INSTANCE_REINSTALL, OP_INSTANCE_REMOVE, OP_INSTANCE_RENAME,
     OP_INSTANCE_REPLACE_DISKS, OP_INSTANCE_SET_PARAMS, OP_INSTANCE_SHUTDOWN, OP_INSTANCE_STARTUP,
     OP_NETWORK_ADD, OP_NETWORK_CONNECT, OP_NETWORK_DISCONNECT, OP_NETWORK_REMOVE,
-    OP_NETWORK_SET_PARAMS, OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_HA_FENCE, OP_NODE_MIGRATE,
-    OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS, OP_NODE_QUERY_STORAGE,
-    OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OOB_COMMAND, OP_OS_DIAGNOSE, OP_QUERY, OP_QUERY_FIELDS,
-    OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET,
-    OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE, OP_TEST_OS_PARAMS})
+    OP_NETWORK_SET_PARAMS, OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_HA_FENCE, OP_NODE_HA_REPORT,
+    OP_NODE_MIGRATE, OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS,
+    OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OOB_COMMAND, OP_OS_DIAGNOSE,
+    OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH,
+    OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE, OP_TEST_OS_PARAMS})
 
 
 if TYPE_CHECKING:
@@ -634,6 +635,12 @@ def node_ha_fence(node_name: str, fence: str, *, node_uuid: str | None = NOT_SEN
         **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Fence a node node loss recovery declared dead; result: the fence and its confirmation."""
     return _op(OP_NODE_HA_FENCE, locals())
+
+
+def node_ha_report(node_name: str, *, messages: list[str] = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Write node loss recovery's lines about a dead node to the job log (doc/ha.md)."""
+    return _op(OP_NODE_HA_REPORT, locals())
 
 
 def node_migrate(node_name: str, *, node_uuid: str | None = NOT_SENT, mode: str | None = NOT_SENT,

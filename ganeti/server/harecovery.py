@@ -319,13 +319,13 @@ class Monitor:
                   f" (job {job}), confirmed at {stamp(confirmed)}")
         logger.warning("Node loss recovery: %s", fenced)
         plan = self._plan(name, covered)
-        self._run([self._log_op([head, fenced, f"Recovery plan of {name}:"]
+        self._run([self._log_op(name, [head, fenced, f"Recovery plan of {name}:"]
                                 + (plan.describe() or ["no instances"]))])
         for step in plan.steps:
-            self._recover_one(step, [head, fenced])
+            self._recover_one(name, step, [head, fenced])
         return True
 
-    def _recover_one(self, step: recovery.Step, lines: list[str]) -> None:
+    def _recover_one(self, dead: str, step: recovery.Step, lines: list[str]) -> None:
         """Fail ``step``'s instance over; its counts, in its tags, updated by the same
         job (a relocation more, the failures cleared) or, when it failed, by a job of
         their own (a failure more); submitted again up to ``ha_max_restart`` times."""
@@ -341,7 +341,7 @@ class Monitor:
                 step.instance, ignore_consistency=step.ignore_consistency,
                 target_node=target, reason=self._reason(why))
             moved = recovery.count(tags, recovery.RELOCATIONS_PREFIX) + 1
-            job = self._run([self._log_op(lines + [f"Recovering {step.instance} on"
+            job = self._run([self._log_op(dead, lines + [f"Recovering {step.instance} on"
                                                    f" {step.target}"]), failover,
                              *self._count_ops(step.instance, tags, recovery.RELOCATIONS_PREFIX,
                                               moved, why),
@@ -436,8 +436,8 @@ class Monitor:
     def _reason(self, text: str) -> list[list[Any]]:
         return [[recovery.REASON_SOURCE, text, int(self.wall() * 1e9)]]
 
-    def _log_op(self, lines: list[str]) -> dict[str, Any]:
-        return wire.test_jqueue(log_messages=lines, reason=self._reason(lines[0]))
+    def _log_op(self, node: str, lines: list[str]) -> dict[str, Any]:
+        return wire.node_ha_report(node, messages=lines, reason=self._reason(lines[0]))
 
     def _run(self, ops: list[dict[str, Any]], timeout: float = JOB_WAIT) -> int | None:
         """Submit one job and wait for it (at most ``timeout`` seconds); its id if it

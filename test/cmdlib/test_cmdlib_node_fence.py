@@ -85,3 +85,13 @@ def test_an_oob_fence_of_a_node_without_a_program_or_of_the_master_is_refused(tm
         run_opcode(ctx, onode.OpNodeHaFence(node_name=N3, fence="oob"))
     with pytest.raises(errors.OpPrereqError, match="master cannot be fenced"):
         run_opcode(ctx, onode.OpNodeHaFence(node_name=N1, fence="lease"))
+
+
+def test_a_report_writes_its_lines_and_changes_nothing(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path)
+    serial = cfg.get_cluster_info().serial_no
+    result, log, _ = run_opcode(ctx, onode.OpNodeHaReport(
+        node_name=N3, messages=["Recovery plan of node3:", "recover web1 on node2"]))
+    assert result is True and log == ["Recovery plan of node3:", "recover web1 on node2"]
+    assert rpc.calls == [] and cfg.get_cluster_info().serial_no == serial
+    assert cfg.get_node_info_by_name(N3).offline is False

@@ -54,3 +54,20 @@ def test_fields_are_ours_answered_when_named(tmp_path) -> None:  # type: ignore[
     assert [(f["name"], f["kind"]) for f in fields] == [(n, "text") for n in names]
     listed = {f["name"] for f in cq.run_query_fields("instance", None)["fields"]}
     assert not listed & set(names)
+
+
+def test_ha_state_shows_the_recovery_counts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """What the query (so gnt-instance list and RAPI's /2/query/instance) answers."""
+    cfg = make_config(tmp_path)
+    ctx = make_cluster_context(tmp_path, cfg, FakeRpc(cfg))
+    _add(cfg, "moved.example.com", [P + "failover", "ganeti:ha:relocations:1"])
+    _add(cfg, "failing.example.com", [P + "failover", "ganeti:ha:failures:2"])
+    _add(cfg, "fresh.example.com", [P + "failover"])
+    rows = {r[0][1]: r[1][1]
+            for r in cq.run_query(ctx, "instance", ["name", "ha_state"], None)["data"]}
+    assert rows == {
+        "moved.example.com": "failover (instance); relocated 1 time(s) by recovery,"
+                             " 0 failed job(s)",
+        "failing.example.com": "failover (instance); relocated 0 time(s) by recovery,"
+                               " 2 failed job(s)",
+        "fresh.example.com": "failover (instance)"}

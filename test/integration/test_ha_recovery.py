@@ -189,6 +189,8 @@ def test_a_killed_node_its_tagged_instances_run_elsewhere_exactly_once(vc):
     assert f"Node {N4} declared dead" in fence["log"]
     # its own log says which fence and when it was confirmed
     assert f"{N4} fenced by out-of-band power-off, confirmed at" in fence["log"]
+    # no test opcode in the recovery's jobs: its log lines are OP_NODE_HA_REPORT
+    assert not any(op["OP_ID"] == "OP_TEST_JQUEUE" for job in jobs for op in job["ops"])
     # what an operator sees: the jobs in gnt-job list, the reason in gnt-job info
     listed = vc.ok("gnt-job", "list", "--no-headers", "-o", "id")
     assert all(str(j["id"]) in listed.split() for j in jobs)

@@ -33,6 +33,8 @@ OTHER_PATHS = {
                              " gnt-job submit"),
     "OP_NODE_HA_FENCE": ("server/harecovery.py", "node loss recovery's fence job (doc/ha.md);"
                                                  " no operator verb"),
+    "OP_NODE_HA_REPORT": ("server/harecovery.py", "node loss recovery's report and recovery"
+                                                  " jobs (doc/ha.md); no operator verb"),
     "OP_QUERY": (None, "the CLI calls the Query LUXI method; for RAPI and gnt-job submit"),
     "OP_QUERY_FIELDS": (None, "the CLI calls the QueryFields LUXI method; for RAPI and"
                               " gnt-job submit"),

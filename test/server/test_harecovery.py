@@ -220,17 +220,17 @@ def test_a_dead_node_without_oob_is_waited_out_then_recovered(tmp_path) -> None:
              if proc == "ha_lease"]
     assert len(after) >= 30
     assert {n for nodes in after for n in nodes} == {N2, N3}
-    assert queue.op_ids()[1:] == [["OP_TEST_JQUEUE"], ["OP_TEST_JQUEUE", "OP_INSTANCE_FAILOVER",
-                                                      "OP_TAGS_SET"]]
+    assert queue.op_ids()[1:] == [["OP_NODE_HA_REPORT"],
+                                  ["OP_NODE_HA_REPORT", "OP_INSTANCE_FAILOVER", "OP_TAGS_SET"]]
     # the relocation counted in the instance's tags, by the failover's own job
     assert queue.jobs[2][2]["tags"] == ["ganeti:ha:relocations:1"]
-    report = queue.jobs[1][0]["log_messages"]
+    report = queue.jobs[1][0]["messages"]
     assert any("leave other: not tagged for failover (disabled)" in line for line in report)
     failover = queue.jobs[2][1]
     assert failover["instance_name"] == "ha1" and failover["ignore_consistency"] is True
     assert failover["target_node"] in (N1, N2, N3)
     assert any("fenced by its self-fence lease" in line
-               for line in queue.jobs[2][0]["log_messages"])
+               for line in queue.jobs[2][0]["messages"])
 
 
 def test_a_dead_node_with_oob_is_powered_off_without_waiting(tmp_path) -> None:
@@ -298,7 +298,7 @@ def test_an_instance_tagged_after_the_last_confirmed_lease_is_not_recovered(tmp_
                                       {"name": "other", "hypervisor": "fake"}]
     failovers = [job[1]["instance_name"] for job in _failover_jobs(queue)]
     assert failovers == ["ha1"]
-    report = queue.jobs[1][0]["log_messages"]
+    report = queue.jobs[1][0]["messages"]
     assert any(f"leave other: not covered by the self-fence lease {N4} last confirmed" in line
                for line in report)
 
