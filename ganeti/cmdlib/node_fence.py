@@ -49,7 +49,8 @@ def stamp(when: float) -> str:
 class LUNodeHaFence(NoHooksLU[OpNodeHaFence]):
     """Mark a dead node offline and fence it (see the module docstring).
 
-    Locks every node (the candidate pool may change).  Refused for the
+    Locks every node while the candidate pool may change, then the fenced
+    node's alone for the power-off or the lease wait.  Refused for the
     master, and for ``oob`` when the node has no ``oob_program``.
     """
 
@@ -113,6 +114,11 @@ class LUNodeHaFence(NoHooksLU[OpNodeHaFence]):
         for line in op.messages:
             self.LogInfo(line)
         self._offline(feedback_fn)
+        # the candidate pool is settled: keep the fenced node's lock alone, so the
+        # power-off or the lease wait (tens of seconds) holds up no other node's jobs
+        others = self.owned_locks(locking.LEVEL_NODE) - {node.uuid}
+        if others and self.glm is not None:
+            self.glm.release(locking.LEVEL_NODE, others)
         if op.fence == "oob":
             self.LogInfo(f"Fence: out-of-band power-off of {node.name} ({self.program})")
             self._power_off()

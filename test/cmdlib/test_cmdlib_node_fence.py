@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa: E402
 from fakes.fakeconfig import node_name  # noqa: E402
 
-from ganeti import errors, mcpu  # noqa: E402
+from ganeti import errors, locking, mcpu  # noqa: E402
 from ganeti.opcodes import node as onode  # noqa: E402
 
 PROGRAM = "/usr/lib/ganeti/oob-test"
@@ -65,8 +65,12 @@ def test_a_lease_fence_waits_the_lease_out(tmp_path, monkeypatch) -> None:
     cfg, rpc, ctx = _setup(tmp_path, program="")
     waits: list[float] = []
 
+    held: list[set[str]] = []
+
     def wait(self, timeout: float) -> bool:     # the opcode processor's interruptible sleep
         waits.append(timeout)
+        if ctx.glm is not None:
+            held.append(set(ctx.glm.list_owned(locking.LEVEL_NODE)))
         return False
 
     monkeypatch.setattr(mcpu.Processor, "wait_interrupt", wait)
@@ -75,6 +79,8 @@ def test_a_lease_fence_waits_the_lease_out(tmp_path, monkeypatch) -> None:
     assert cfg.get_node_info_by_name(N3).offline is True
     assert rpc.calls_to("run_oob") == []
     assert len(waits) == 1 and 34.0 < waits[0] <= 35.0
+    # while it waits, it holds the fenced node's lock alone
+    assert ctx.glm is not None and held == [{cfg.get_node_info_by_name(N3).uuid}]
     assert result["fence"] == "lease"
     assert f"{N3} fenced by its self-fence lease, confirmed at" in "\n".join(log)
 
