@@ -27,7 +27,6 @@ from ganeti import constants, errors, hypervisor, serializer
 from ganeti.backend import fencing
 from ganeti.backend.context import NodeContext
 from ganeti.pathutils import Paths
-from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.transport import HttpsTransport
 from ganeti.utils import io as uio
@@ -77,8 +76,10 @@ def ha_lease_relay(ctx: NodeContext, node: str, address: str, master: str, lease
     state = fencing.read_state(ctx)
     named = _ssconf_master(ctx)
     if not master or master != state["master"] or master != named:
+        # not the Fenced: prefix: this is no epoch refusal (that one the node daemon
+        # made already), and one candidate's lagging ssconf must not alarm the master
         raise errors.NotMasterError(
-            f"{defs.FENCED_PREFIX} ha_lease_relay for {master or 'unknown'} refused: this node"
+            f"ha_lease_relay for {master or 'unknown'} refused: this node"
             f" accepted epoch {state['epoch']} from {state['master'] or 'nobody'} and names"
             f" {named or 'nobody'} as the master")
     pairs = lease_instances(instances)
