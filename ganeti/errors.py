@@ -195,6 +195,14 @@ class JobFileCorrupted(JobQueueError):
     """Raised when a job file on disk cannot be parsed."""
 
 
+class JobQueueUnwrittenError(JobQueueError):
+    """Raised by a submission whose new job files were handed to the master
+    candidates while the master wrote its own copy, and that write failed:
+    the job is not acknowledged (the queue finishes it as failed, also on
+    the candidates, and never reuses its id; doc/design/replication.md,
+    "New jobs: the quorum write")."""
+
+
 class JobQueueQuorumError(JobQueueError):
     """Raised by a submission whose new job files could not be stored on a
     strict majority of the master candidates: the job is not acknowledged

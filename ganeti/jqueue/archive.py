@@ -28,7 +28,10 @@ from ganeti.jqueue.summary import ArchivedSummary, JobSummary, archived_summary,
 from ganeti.jqueue.table import JobTable
 
 __all__ = ["list_archived_ids", "read_archived_jobs", "archive_locked", "archive_job",
-           "auto_archive", "ArchiveIndex"]
+           "auto_archive", "make_room", "ArchiveIndex"]
+
+#: share of the soft size limit archived at once when the queue is past it
+ARCHIVE_BATCH_SHARE = 0.05
 
 #: Finished jobs archived per hold of the table lock by :func:`auto_archive`.
 _CHUNK = 200
@@ -136,6 +139,25 @@ def archive_locked(table: JobTable, storage: JobStorage, ids: list[int],
     if moved:
         table.changed.notify_all()
     return len(moved)
+
+
+def make_room(table: JobTable, storage: JobStorage, count: int, soft_limit: int,
+              index: ArchiveIndex | None = None) -> None:
+    """(queue lock held) Archive the oldest finished jobs so that ``count``
+    more stay within ``soft_limit``.
+
+    Past the limit it archives a batch (:data:`ARCHIVE_BATCH_SHARE` of the
+    soft limit, at least what is needed), so that the directory syncs of an
+    archive are paid once per batch, not by every submission
+    (doc/protocols/jobs.md, "Queue size")."""
+    excess = table.size() + count - soft_limit
+    if excess <= 0:
+        return
+    batch = max(excess, int(soft_limit * ARCHIVE_BATCH_SHARE))
+    moved = archive_locked(table, storage, table.finished_ids()[:batch], index)
+    if moved:
+        logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
+                    " finished ones", soft_limit, moved)
 
 
 def archive_job(table: JobTable, storage: JobStorage, job_id: Any,

@@ -82,9 +82,6 @@ ProcessorFactory = Callable[[], Any]
 
 MSG_PREV_FAILED = "Previous opcode failed"
 
-#: share of the soft size limit archived at once when the queue is past it
-ARCHIVE_BATCH_SHARE = 0.05
-
 # A change that makes a job final, applied to a copy before it is written.
 _Finalizer = Callable[[QueuedJob], None]
 # A change applied to a copy of a job by JobQueue._commit: False means "no change".
@@ -292,30 +289,13 @@ class JobQueue(JobControl):
         with self._lock:
             if self._stopping:
                 raise errors.JobQueueError("Master daemon is shutting down, refusing job")
-            self._make_room(count)
+            jarchive.make_room(self._table, self.storage, count, self._soft_limit,
+                               self._archive_index)
             size = self._table.size()
             if size + count > self._hard_limit:
                 raise errors.JobQueueFull(
                     f"Job queue is full ({size} jobs, {self._table.live_count()} unfinished;"
                     f" limit {self._hard_limit}), refusing job")
-
-    def _make_room(self, count: int) -> None:
-        """(lock held) Archive the oldest finished jobs so that ``count``
-        more stay within the soft limit.
-
-        Past the limit it archives a batch (:data:`ARCHIVE_BATCH_SHARE` of
-        the soft limit, at least what is needed), so that the directory
-        syncs of an archive are paid once per batch, not by every submission
-        (doc/protocols/jobs.md, "Queue size")."""
-        excess = self._table.size() + count - self._soft_limit
-        if excess <= 0:
-            return
-        batch = max(excess, int(self._soft_limit * ARCHIVE_BATCH_SHARE))
-        moved = jarchive.archive_locked(self._table, self.storage,
-                                        self._table.finished_ids()[:batch], self._archive_index)
-        if moved:
-            logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
-                        " finished ones", self._soft_limit, moved)
 
     def _allocate(self, count: int) -> list[int]:
         """New job ids, reserved until :meth:`_store_new` registers them."""
@@ -338,13 +318,15 @@ class JobQueue(JobControl):
         try:
             self.storage.write_jobs([(j.id, self._encode(j)) for j in jobs], serial=True,
                                     quorum=True)
-        except errors.JobQueueQuorumError as exc:
-            named = errors.JobQueueQuorumError(
-                f"Job {', '.join(str(j.id) for j in jobs)} not acknowledged: {exc}")
+        except (errors.JobQueueQuorumError, errors.JobQueueUnwrittenError) as exc:
+            named = type(exc)(f"Job {', '.join(str(j.id) for j in jobs)} not acknowledged: {exc}")
             with self._lock:   # released when the failed jobs retire
                 self._held_secrets.update((job_id, texts) for job_id, texts in held.items()
                                           if texts)
-            self._fail_unacknowledged(jobs, named)
+            if isinstance(exc, errors.JobQueueUnwrittenError):
+                self._withdraw(jobs, named)
+            else:
+                self._fail_unacknowledged(jobs, named)
             raise named from exc
         except BaseException:
             with self._lock:
@@ -364,7 +346,20 @@ class JobQueue(JobControl):
                     self._push(job)
             self._changed.notify_all()
 
-    def _fail_unacknowledged(self, jobs: list[QueuedJob], exc: errors.JobQueueQuorumError) -> None:
+    def _withdraw(self, jobs: list[QueuedJob], exc: errors.JobQueueError) -> None:
+        """New jobs whose files went to the candidates but not to this disk: their
+        failed state goes there at once; here it is written (retried until the
+        disk works again) by a thread of its own, not the submitter's."""
+        failed = []
+        for job in jobs:
+            new = copy_job(job)
+            self._fail_from(new, 0, exc)
+            failed.append((job.id, self._encode(new)))
+        self.storage.replicate_ahead(failed)
+        threading.Thread(target=self._fail_unacknowledged, args=(jobs, exc),
+                         name="jqueue-withdraw", daemon=True).start()
+
+    def _fail_unacknowledged(self, jobs: list[QueuedJob], exc: errors.JobQueueError) -> None:
         """Finish jobs written locally but not on a quorum as failed with ``exc``.
 
         Their files exist here (and maybe on a minority of candidates): the

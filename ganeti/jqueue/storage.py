@@ -21,7 +21,9 @@ highest job id found on disk.
 
 Replication (to master candidates) uses callbacks called after a file is
 durable: ``replicate_batch({file_name: content}, urgent)`` once per
-committed batch (when given; ``urgent`` when a caller of the batch waits
+committed batch (when given; a batch holding new jobs, ``quorum``
+writes, is handed over just *before* its local write instead, so that
+both writes run at once, see ``_GroupWriter``; ``urgent`` when a caller of the batch waits
 for its quorum, so the replicator sends it at once, while a batch of
 status updates only may wait a moment for company, see
 ``ganeti.replication.core.LAZY_DELAY``; otherwise ``replicate(file_name, content)`` per file;
@@ -93,7 +95,7 @@ class _Ticket:
     """
 
     __slots__ = ("event", "error", "files", "serial", "retry", "waited", "quorum", "urgent",
-                 "replication", "replication_error")
+                 "replication", "replication_error", "sent_early")
 
     def __init__(self, files: dict[str, bytes], serial: bool, retry: bool, waited: bool,
                  quorum: bool = False, urgent: bool = False) -> None:
@@ -103,6 +105,8 @@ class _Ticket:
         # the ticket (or how it failed): set before the event
         self.replication: object = None
         self.replication_error: BaseException | None = None
+        # handed to replication before the local write of its commit
+        self.sent_early = False
         self.files = files
         self.serial = serial
         self.retry = retry
@@ -130,6 +134,18 @@ class _GroupWriter:
     :attr:`error` holds the failure and a non-retry ticket fails without
     an attempt.  A newer retry ticket for a path supersedes the older
     pending content for it (memory stays bounded while failing).
+
+    **Replication**: each batch goes to ``after_commit(batch, urgent)``
+    once, in commit order.  A batch without new jobs goes once it is
+    durable here.  With ``early`` (the storage replicates batches), a
+    batch holding a *quorum* ticket (new jobs, whose
+    submitters wait for the candidates too) goes just before its local
+    write, so that the candidates write it while this disk does: a
+    submitter waits for the slower of the two writes, not for their sum
+    (doc/design/replication.md, "New jobs: the quorum write").  Should that
+    local write fail, its tickets say so (``sent_early``): the candidates
+    may hold files this disk does not, which the queue withdraws
+    (:meth:`JobStorage.replicate_ahead`).
     """
 
     def __init__(self, sync_mode: str, after_commit: Callable[[dict[str, bytes], bool], object],
@@ -137,8 +153,9 @@ class _GroupWriter:
                  scratch: uio.ScratchPool | None = None, *,
                  write_files: WriteFilesFn = uio.write_files_atomic,
                  clock: Callable[[], float] = time.monotonic,
-                 wait: WaitFn = _cond_wait) -> None:
+                 wait: WaitFn = _cond_wait, early: bool = True) -> None:
         self._sync_mode = sync_mode
+        self._early = early
         self._scratch = scratch
         self._after_commit = after_commit
         self._serial_data = serial_data
@@ -222,25 +239,34 @@ class _GroupWriter:
                 batch[path] = data
             for t in tickets:
                 batch.update(t.files)
+            # replication is queued before the waiters wake up, so that a
+            # waiter can wait for its quorum with the callback's answer; a
+            # batch holding new jobs goes before its local write (early)
+            early = self._early and any(t.quorum for t in tickets)
+            token, hook_error = self._hand_over(batch, True) if early else (None, None)
             try:
                 self._commit(batch)
             except OSError as exc:
+                for t in tickets:
+                    t.sent_early = early
                 self._failed(tickets, exc, stopping)
                 if stopping:
                     return
                 continue
-            # replication is queued before the waiters wake up, so that a
-            # waiter can wait for its quorum with the callback's answer
-            token: object = None
-            hook_error: BaseException | None = None
-            try:
-                token = self._after_commit(batch, any(t.urgent for t in tickets))
-            except Exception as exc:  # replication must never stop the writer
-                logger.exception("Job queue replication callback failed")
-                hook_error = exc
+            if not early:
+                token, hook_error = self._hand_over(batch, any(t.urgent for t in tickets))
             for t in tickets:
                 t.replication, t.replication_error = token, hook_error
             self._succeeded(tickets)
+
+    def _hand_over(self, batch: dict[str, bytes],
+                   urgent: bool) -> tuple[object, BaseException | None]:
+        """``after_commit(batch, urgent)``: its answer, or how it failed (logged)."""
+        try:
+            return self._after_commit(batch, urgent), None
+        except Exception as exc:  # replication must never stop the writer
+            logger.exception("Job queue replication callback failed")
+            return None, exc
 
     def _failed(self, tickets: list[_Ticket], exc: OSError, stopping: bool) -> None:
         with self._cond:
@@ -353,7 +379,7 @@ class JobStorage:
         scratch.adopt_leftovers()
         self._writer = _GroupWriter(self._sync_mode, self._after_commit, self._serial_data,
                                     scratch, write_files=self._write_files, clock=self._clock,
-                                    wait=self._wait)
+                                    wait=self._wait, early=self._replicate_batch is not None)
 
     def _max_archived_id(self) -> int:
         """Highest job id in the archive (only its highest bucket is read)."""
@@ -431,6 +457,10 @@ class JobStorage:
                                quorum=quorum and wait, urgent=urgent)
         if wait:
             ticket.event.wait()
+            if ticket.error is not None and ticket.sent_early:
+                raise errors.JobQueueUnwrittenError(
+                    f"Cannot write job file: {ticket.error} (it may have reached master"
+                    " candidates already)") from ticket.error
             if ticket.error is not None:
                 raise errors.JobQueueError(
                     f"Cannot write job file: {ticket.error}") from ticket.error
@@ -448,6 +478,18 @@ class JobStorage:
         writer = self._writer
         error = writer.error if writer is not None else None
         return None if error is None else str(error)
+
+    def replicate_ahead(self, items: Iterable[tuple[int, bytes]]) -> None:
+        """Hand job files to replication (urgent) without writing them here.
+
+        Only to withdraw new jobs whose files went to the candidates before
+        their local write failed (:class:`errors.JobQueueUnwrittenError`):
+        their failed state follows them there at once, ahead of the local
+        disk, where the same state is written (retried) by the caller.
+        """
+        files = {self.job_path(jid): data for jid, data in items}
+        if files and self._replicate_batch is not None:
+            self._replicate_batch(files, True)
 
     def _after_commit(self, batch: dict[str, bytes], urgent: bool) -> object:
         if self._replicate_batch is not None:

@@ -8,12 +8,14 @@ tested in test/replication/).  The queue under test is the real one.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from typing import Any
 
 import pytest
+from fakes import FakeClock, FlakyDisk
 
 from ganeti import errors, serializer
 from ganeti.jqueue import JobQueue, JobStorage
@@ -215,3 +217,97 @@ def test_a_pickup_without_quorum_is_refused_and_can_be_repeated(tmp_path) -> Non
         assert q.query_jobs([7], ["status"])[0] == ["queued"]
     finally:
         q.shutdown(5)
+
+
+# the quorum write and the local write at once ----------------------------------
+
+class Events:
+    """The order in which the storage writes locally and hands batches over."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, frozenset[str]]] = []
+
+    def write(self, files: dict[str, bytes], **_: Any) -> None:
+        self.log.append(("write", frozenset(os.path.basename(p) for p in files)))
+
+    def replicate(self, batch: dict[str, bytes], urgent: bool) -> int:
+        self.log.append(("send", frozenset(os.path.basename(p) for p in batch)))
+        return len(self.log)
+
+
+def test_a_new_jobs_batch_goes_to_the_candidates_before_its_local_write(tmp_path) -> None:
+    """Group commit with the candidates (doc/design/replication.md, "New jobs:
+    the quorum write"): a batch holding new jobs is handed over first, so the
+    candidates write it while the master does; a status change only once it
+    is durable here.  Each waits for the quorum of the batch that held it."""
+    events, waited = Events(), []
+    storage = JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_NONE,
+                         write_files=events.write, replicate_batch=events.replicate,
+                         wait_replicated=waited.append)
+    storage.open()
+    try:
+        storage.write_jobs([(1, b"queued")], serial=True, quorum=True)
+        storage.write_jobs([(1, b"running")], urgent=True)
+    finally:
+        storage.close()
+    new, status = frozenset({"job-1", "serial"}), frozenset({"job-1"})
+    assert events.log == [("send", new), ("write", new), ("write", status), ("send", status)]
+    assert waited == [1]        # the token of the first hand-over, not of the second
+
+
+def test_without_batch_replication_new_jobs_are_written_first(tmp_path) -> None:
+    events = Events()
+    storage = JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_NONE,
+                         write_files=events.write,
+                         replicate=lambda path, data: events.replicate({path: data}, True))
+    storage.open()
+    try:
+        storage.write_jobs([(1, b"queued")], serial=True, quorum=True)
+    finally:
+        storage.close()
+    assert [what for what, _ in events.log] == ["write", "send", "send"]
+
+
+def test_a_new_job_whose_local_write_failed_after_it_went_out_is_withdrawn(
+        tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+    """Its files may be on the candidates but not here: the client is refused,
+    the job's failed state follows its files to the candidates at once (so no
+    later master runs it), is written here once the disk works again, and its
+    id is never handed out again."""
+    caplog.set_level(logging.CRITICAL, logger="ganeti.jqueue.storage")
+    paths, quorum = Paths(root=str(tmp_path)), Quorum()
+    disk, clock = FlakyDisk(), FakeClock()
+    storage = JobStorage(paths, sync_mode=st.SYNC_NONE, write_files=disk, clock=clock,
+                         wait=clock.wait, replicate_batch=quorum.replicate,
+                         wait_replicated=quorum.wait)
+    storage.open()
+    q = JobQueue(storage, Recorder, workers=1)
+    q.load()
+    q.start()
+    op = {"OP_ID": "OP_TEST_DELAY", "duration": 0}
+    try:
+        disk.full = True
+        with pytest.raises(errors.JobQueueUnwrittenError, match="No space left"):
+            q.submit_job([op])
+        with quorum.lock:
+            sent = [(batch, urgent) for batch, urgent in zip(quorum.batches, quorum.urgent)]
+        first = [serializer.loads(d) for p, d in sent[0][0].items() if p.endswith("job-1")]
+        last = [serializer.loads(d) for p, d in sent[-1][0].items() if p.endswith("job-1")]
+        assert [o["status"] for o in first[0]["ops"]] == ["queued"]
+        assert [o["status"] for o in last[0]["ops"]] == ["error"]
+        assert last[0]["ops"][0]["result"][0] == "JobQueueUnwrittenError"
+        assert quorum.urgent[-1] is True
+        disk.full = False                  # space is back: the writer's retry runs
+        clock.wait_for_waiters(1)
+        clock.advance(st.RETRY_MAX)
+        deadline = time.monotonic() + 10
+        while q.query_jobs([1], ["status"])[0] != ["error"]:
+            assert time.monotonic() < deadline, "the withdrawn job never finished"
+            time.sleep(0.01)
+        assert [o["status"] for o in _on_disk(paths, 1)["ops"]] == ["error"]
+        RAN.clear()
+        assert q.submit_job([op]) == 2
+    finally:
+        disk.full = False
+        q.shutdown(5)
+    assert "job=1" not in RAN
