@@ -35,10 +35,11 @@ asynchronous; the worker imports its ``vcluster`` from where that tree
 kept it and submits the same opcode dict), and the last figure of each
 line is that ratio.  A ``SubmitJob`` is
 acknowledged once its files are durable on the master's disk and on a
-majority of the candidates: the master's batch is committed locally, then
-confirmed by a majority of the candidates' lanes (group commit on both
-sides, see doc/design/replication.md), so the sequential clients' latency
-measures both writes, one after the other.
+majority of the candidates: the master's batch goes to the candidates'
+lanes while it is committed locally (group commit on both sides, see
+doc/design/replication.md, "New jobs: the quorum write"), so the
+sequential clients' latency measures the slower of the two writes and
+the batches queued ahead of it.
 
 Run: ``.venv/bin/python tools/bench/bench_quorum.py [--baseline DIR]
 [--rounds N] [--sizes 1 3 5]`` (a few minutes on a 2-CPU machine, most of
