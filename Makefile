@@ -14,7 +14,7 @@ all: test
 # that forbids every start is in place for the install when the host has none.
 DEBIAN_PACKAGES := tzdata python3-ganeti-rapi ganeti-htools-3.0 nftables qemu-system-x86 qemu-utils \
   syslinux syslinux-common mtools dosfstools busybox-static cpio lvm2 drbd-utils openssh-server \
-  openvswitch-switch chromium chromium-driver genisoimage libjs-term.js novnc socat
+  openvswitch-switch chromium chromium-driver genisoimage libjs-term.js novnc socat ovmf swtpm
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -73,6 +73,11 @@ class Paths:
         return os.path.join(self.cloud_init_dir, f"{instance_name}.iso")
 
     @property
+    def kvm_firmware_dir(self) -> str:
+        """The kvm instances' UEFI NVRAM and TPM state on a node (doc/kvm.md, "UEFI and TPM")."""
+        return os.path.join(self.data_dir, "kvm-firmware")
+
+    @property
     def socket_dir(self) -> str:
         return os.path.join(self.run_dir, "socket")
 

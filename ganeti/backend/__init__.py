@@ -25,7 +25,7 @@ __all__ = ["NodeContext", "DOMAIN_MODULES", "all_functions", "get_function"]
 DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blockdev", "os",
                   "masterip", "replication", "impexp", "remoteimpexp", "storageunits",
                   "fencing", "hotplug", "mirror", "joblog", "drbd", "osimage", "extstorage",
-                  "sshkeys", "ha")
+                  "sshkeys", "ha", "firmware")
 
 
 @functools.lru_cache(maxsize=1)

@@ -16,6 +16,7 @@ from ganeti.backend.context import NodeContext
 from ganeti.utils import io as uio
 from ganeti.utils import process
 from ganeti.storage import lvm
+from ganeti.hypervisor.kvm import firmware as kvm_firmware
 
 __all__ = [
     "version", "node_info", "node_verify", "master_node_name", "node_leave_cluster",
@@ -293,6 +294,8 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
     * ``lvlist`` (a volume group) -> ``{lv name: [size MiB, active, extent size
       of the group in MiB (0: unknown)]}``, or
       a text saying why the group cannot be listed (missing, LVM failing)
+    * ``kvm_firmware`` (a list of ``uefi``, ``tpm2``) -> the problems found:
+      OVMF's files (``uefi``) or ``swtpm`` (``tpm2``) missing here
 
     Unknown check names are listed under ``"unsupported"``.
     """
@@ -322,6 +325,8 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
             result[check] = [_oob_path_problem(ctx.local_path(str(p)), str(p)) for p in arg]
         elif check == "lvlist":
             result[check] = _lvlist(ctx, arg)
+        elif check == "kvm_firmware":
+            result[check] = kvm_firmware.missing(list(arg or []))
         else:
             unsupported.append(check)
     if unsupported:

@@ -9,6 +9,9 @@
   the guest's current state keeps it (resumed when paused), the other
   side's leftover qemu is removed (:func:`cleanup_plan`).
 * **failover**: stop on the source, start on the target.
+* the UEFI NVRAM and TPM state of a kvm instance (``firmware``/``tpm``) is
+  copied to the target before it starts there, or before the target's qemu
+  is started for a migration (:mod:`ganeti.cmdlib.firmware_state`).
 * **move**: copy every disk's data to the target node (chunked
   ``blockdev_read_chunk``/``blockdev_write_chunk``, checksums compared),
   then switch the config over and remove the source volumes.
@@ -43,7 +46,7 @@ from typing import Any, Callable, TypeVar
 
 from ganeti import constants, errors, parameters, progress
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, drbd, instance_mirror, lvm, policy
+from ganeti.cmdlib import allocator, drbd, firmware_state, instance_mirror, lvm, policy
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
 from ganeti.cmdlib.migration_plan import (CLEANUP_CONFLICT, CLEANUP_LEFTOVER, CLEANUP_NOTHING,
                                           CLEANUP_SOURCE, CLEANUP_TARGET, cleanup_plan,
@@ -209,6 +212,14 @@ class _TargetLU(InstanceLU[_TargetOpT]):
             inst.primary_node = self.target.uuid
             self.cfg.update(inst)
 
+    def _carry_firmware(self, src: Node, feedback_fn: FeedbackFn,
+                        required: bool = False) -> None:
+        """The UEFI NVRAM and TPM state to the target (firmware_state.py); an
+        offline source has nothing to give."""
+        if not src.offline:
+            firmware_state.carry(self, self.instance, src.name, self.target.name,
+                                 feedback_fn, required=required)
+
     def _start_on_target(self, feedback_fn: FeedbackFn) -> None:
         """Make the target the primary and start the instance there if it should run."""
         inst, dst = self.instance, self.target
@@ -357,6 +368,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             if self.op.with_disks:
                 return self._move_stopped(feedback_fn)
             feedback_fn(f"Instance {inst.name} is stopped: failing over (primary node only)")
+            self._carry_firmware(src, feedback_fn)
             self._switch_primary()
             return None
         if not self.op.with_disks and self._always_failover():
@@ -381,6 +393,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         success = False
         try:
             self._assemble_on_target()
+            self._carry_firmware(src, feedback_fn, required=True)
             accepted = self.require_rpc().call_accept_instance(
                 dst.name, instance=data, info=info, target=dst.primary_ip,
             ).one(dst.name, f"Target node {dst.name} refused the instance")
@@ -409,6 +422,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         feedback_fn(f"* failing {inst.name} over from {src.name} to {dst.name}")
         if not src.offline:
             self._shutdown_disks(src.name)
+        self._carry_firmware(src, feedback_fn)
         self._switch_primary()
         if self._mirrored():
             drbd.assemble_secondaries(self, inst.name, self.disks, dst.uuid)
@@ -468,6 +482,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         except errors.GanetiError:
             copy.remove_target_disks()
             raise
+        self._carry_firmware(self.pnode, feedback_fn)
         self._switch_primary()
         copy.remove_source_disks()
         feedback_fn(f"* done: {inst.name} (stopped) now lives on {dst.name}")
@@ -491,6 +506,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         try:
             copy.create_target_disks()
             self._assemble_on_target()
+            self._carry_firmware(src, feedback_fn, required=True)
             on_target = True
             accepted = self.require_rpc().call_accept_instance(
                 dst.name, instance=data, info=info, target=dst.primary_ip,
@@ -669,6 +685,7 @@ class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
                     raise errors.OpExecError(msg + " (use ignore_consistency to continue)")
                 self.LogWarning(msg)
             self._shutdown_disks(src.name)
+        self._carry_firmware(src, feedback_fn)
         self._switch_primary()
         if inst.disk_template in constants.DTS_INT_MIRROR \
                 and inst.admin_state == constants.ADMINST_UP:
@@ -733,6 +750,7 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
             for data in created:
                 self.require_rpc().call_blockdev_remove([dst.name], disk=data)
             raise
+        self._carry_firmware(src, feedback_fn)
         self._switch_primary()
         if copy:
             for data in (disk_rpc_dicts(self.disks, self.cfg)):

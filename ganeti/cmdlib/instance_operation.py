@@ -12,7 +12,7 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.objects import Instance, disk_tree
-from ganeti.cmdlib import drbd, os_image
+from ganeti.cmdlib import drbd, firmware_state, os_image
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online,
                                     disk_rpc_dicts, file_logical_id, remove_instance_lock,
                                     with_secret_osparams)
@@ -114,6 +114,8 @@ class LUInstanceRemove(InstanceLU[OpInstanceRemove]):
         remove_disks(self, ignore_failures=self.op.ignore_failures)
         if os_image.image_of(inst.osparams) is not None and not self.pnode.offline:
             os_image.remove_seed(self, self.pnode.name, inst.name)
+        nodes = [self.cfg.get_node_info(u) for u in self.cfg.get_instance_nodes(inst.uuid)]
+        firmware_state.remove(self, inst, [n.name for n in nodes if n and not n.offline])
         self.cfg.remove_instance(inst.uuid)
         remove_instance_lock(self, inst.name)
         return None

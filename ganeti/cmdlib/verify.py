@@ -42,7 +42,10 @@ up to date), has a faulty local disk or is primary on the secondary node is
 ``EINSTANCEFAULTYDISK`` (a resync running: a warning with its percent), and
 a configured minor that no disk of the node owns is ``ENODEDRBD``
 (``drbd_node_info``), and a kernel module whose usermode helper is not the
-cluster's ``drbd_usermode_helper`` is ``ENODEDRBDHELPER``.
+cluster's ``drbd_usermode_helper`` is ``ENODEDRBDHELPER``.  When the
+cluster's kvm defaults or a kvm instance of the group use ``firmware=uefi``
+or ``tpm=tpm2``, each node checks that OVMF or swtpm is installed
+(``kvm_firmware``; missing: ``ENODEHV``, doc/kvm.md).
 """
 
 from __future__ import annotations
@@ -440,6 +443,23 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
             rep.error_if(found, "EINSTANCEPOLICY", OT_INSTANCE, inst.name,
                          ipolicy.format_violations(found), warning=True)
 
+    def _kvm_firmware_needs(self, cluster: Any, online: list[Any]) -> list[str]:
+        """``uefi``/``tpm2`` when the cluster's kvm defaults or a kvm instance of the
+        group's nodes uses them: each node must then have OVMF/swtpm (doc/kvm.md)."""
+        if constants.HT_KVM not in cluster.enabled_hypervisors:
+            return []
+        uuids = {n.uuid for n in online}
+        hvps = [parameters.fill_hvparams(cluster, constants.HT_KVM)] + [
+            parameters.fill_instance_hvparams(cluster, inst)
+            for inst in self.cfg.get_all_instances_info().values()
+            if inst.hypervisor == constants.HT_KVM and inst.primary_node in uuids]
+        needs = []
+        if any(h.get("firmware") == "uefi" for h in hvps):
+            needs.append("uefi")
+        if any(h.get("tpm") == "tpm2" for h in hvps):
+            needs.append("tpm2")
+        return needs
+
     # -- main ------------------------------------------------------------------
     def Exec(self, feedback_fn: FeedbackFn) -> bool:  # noqa: C901 - a list of checks
         rep = Reporter(self.op, feedback_fn)
@@ -473,6 +493,9 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
             t in constants.DTS_LVM for t in cluster.enabled_disk_templates) else None
         if vg:
             checks["lvlist"] = vg
+        kvm_needs = self._kvm_firmware_needs(cluster, online)
+        if kvm_needs:
+            checks["kvm_firmware"] = kvm_needs
         feedback_fn(f"* Gathering data ({len(online)} nodes)")
         before = {p: _sha1(p) for p in everywhere + cand_files}
         start = time.time()
@@ -528,6 +551,8 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                 # as Ganeti: the out-of-band program runs on the master (candidates)
                 for problem in data.get("oob_paths") or []:
                     rep.error_if(problem, "ENODEOOBPATH", OT_NODE, node.name, problem)
+            for problem in data.get("kvm_firmware") or []:
+                rep.report("ENODEHV", OT_NODE, node.name, str(problem))
         if vg:
             feedback_fn("* Verifying the volumes of volume group " + vg)
             self._check_volumes(rep, online, answers, vg)

@@ -368,6 +368,14 @@ _ROWS = [
          " address, gateway], ...]) and OS parameters. -> its path"),
     _row("instance_seed_remove", [("instance_name", str)], FAST,
          "Remove the instance's cloud-init seed ISO, if any. -> None"),
+    # --- kvm UEFI NVRAM and TPM state (doc/kvm.md, "UEFI and TPM") ---
+    _row("instance_firmware_get", [("instance_uuid", str)], NORMAL,
+         "The instance's UEFI NVRAM and TPM state on the node (base64 tar.gz), or None."),
+    _row("instance_firmware_put", [("instance_uuid", str), ("data", str)], NORMAL,
+         "Replace the instance's UEFI NVRAM and TPM state by data (instance_firmware_get's)."
+         " -> None"),
+    _row("instance_firmware_remove", [("instance_uuid", str)], FAST,
+         "Remove the instance's UEFI NVRAM and TPM state, if any. -> None"),
     _row("instance_run_rename", [("instance", dict), ("old_name", str), ("debug", int)], SLOW,
          "Run the OS rename script (instance['name'] is the new name). -> log path"),
     # --- exports and disk transfers (doc/exports.md) ---

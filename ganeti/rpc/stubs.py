@@ -546,6 +546,23 @@ class RpcStubs:
         """Remove the instance's cloud-init seed ISO, if any. -> None [fast]"""
         return self._rpc("instance_seed_remove", node_or_nodes, [instance_name], rpc_timeout)
 
+    def call_instance_firmware_get(self, node_or_nodes: Nodes, *, instance_uuid: str,
+                                   rpc_timeout: float | None = None) -> RpcResults:
+        """The instance's UEFI NVRAM and TPM state on the node (base64 tar.gz), or None. [normal]"""
+        return self._rpc("instance_firmware_get", node_or_nodes, [instance_uuid], rpc_timeout)
+
+    def call_instance_firmware_put(self, node_or_nodes: Nodes, *, instance_uuid: str, data: str,
+                                   rpc_timeout: float | None = None) -> RpcResults:
+        """Replace the instance's UEFI NVRAM and TPM state by data (instance_firmware_get's). -> None
+        [normal]
+        """
+        return self._rpc("instance_firmware_put", node_or_nodes, [instance_uuid, data], rpc_timeout)
+
+    def call_instance_firmware_remove(self, node_or_nodes: Nodes, *, instance_uuid: str,
+                                      rpc_timeout: float | None = None) -> RpcResults:
+        """Remove the instance's UEFI NVRAM and TPM state, if any. -> None [fast]"""
+        return self._rpc("instance_firmware_remove", node_or_nodes, [instance_uuid], rpc_timeout)
+
     def call_instance_run_rename(self, node_or_nodes: Nodes, *, instance: JsonDict, old_name: str,
                                  debug: int, rpc_timeout: float | None = None) -> RpcResults:
         """Run the OS rename script (instance['name'] is the new name). -> log path [slow]"""

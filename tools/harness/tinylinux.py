@@ -64,7 +64,7 @@ UPTIME_LINE = "tinylinux: uptime"
 #: modules the guest loads (with their dependencies) when they are not built in
 #: (the power button first: a press while the others load is not lost)
 WANTED_MODULES = ("button", "evdev", "virtio_pci", "virtio_blk", "virtio_net", "virtio_scsi",
-                  "virtio_balloon", "sd_mod")
+                  "virtio_balloon", "sd_mod", "efivarfs")
 #: bump when the initramfs layout or /init changes in a way that matters
 FORMAT = 1
 GUEST_FILES = ("vmlinuz", "initrd.img", "guest.json")
@@ -201,6 +201,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 for m in $(cat /etc/modules); do insmod /lib/modules/$m.ko 2>/dev/null; done
+# booted through UEFI (hvparam firmware=uefi): the EFI variables as files
+[ -d /sys/firmware/efi/efivars ] && mount -t efivarfs efivarfs /sys/firmware/efi/efivars
 host=tinylinux
 for word in $(cat /proc/cmdline); do
   case "$word" in tinylinux.hostname=?*) host="${{word#*=}}" ;; esac

@@ -23,6 +23,9 @@ Fixed choices, on every instance:
   set: the hypervisor sets the password over QMP once qemu runs; with
   ``vnc_tls``, a TLS credentials object :data:`VNC_TLS_ID`, x509 from
   ``vnc_x509_path`` or anonymous without it, named by ``tls-creds=``).
+* ``firmware=uefi``: two pflash drives (OVMF's code read-only, the
+  instance's NVRAM), ``tpm=tpm2``: a ``tpm-tis`` device on swtpm's socket
+  (:mod:`ganeti.hypervisor.kvm.firmware`).
 * a ``virtio-balloon-pci`` device (id :data:`BALLOON_ID`) after the NICs,
   for runtime memory changes.
 """
@@ -38,6 +41,7 @@ from typing import Any
 from ganeti import errors
 from ganeti.hypervisor import checks as hvchecks
 from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import firmware
 
 __all__ = [
     "RuntimeFiles", "NicBackend", "NETDEV_TAP", "NETDEV_USER", "BALLOON_ID",
@@ -145,6 +149,29 @@ def _machine(hvp: dict[str, Any]) -> list[str]:
     return ["-machine", opt]
 
 
+def _firmware(hvp: dict[str, Any], pflash: tuple[str, str] | None) -> list[str]:
+    """OVMF's pflash pair ``pflash`` (code, NVRAM) for ``firmware=uefi`` and the
+    swtpm TPM (``tpm=tpm2``) (:mod:`ganeti.hypervisor.kvm.firmware`)."""
+    argv: list[str] = []
+    fw = str(_param(hvp, "firmware", firmware.FIRMWARE_BIOS))
+    if fw not in firmware.FIRMWARES:
+        raise errors.HypervisorError(f"Unsupported firmware {fw!r}")
+    if fw == firmware.FIRMWARE_UEFI:
+        if _param(hvp, "disk_type", "paravirtual") == "pflash":
+            raise errors.HypervisorError("firmware=uefi uses the pflash chips itself:"
+                                         " disk_type=pflash is not possible")
+        if pflash is None:
+            raise errors.HypervisorError("firmware=uefi: OVMF is not installed"
+                                         f" ({firmware.OVMF_DIR}, Debian package ovmf)")
+        argv += firmware.pflash_args(*pflash)
+    tpm = str(_param(hvp, "tpm", firmware.TPM_NONE))
+    if tpm not in firmware.TPMS:
+        raise errors.HypervisorError(f"Unsupported tpm {tpm!r}")
+    if tpm == firmware.TPM_TPM2:
+        argv += firmware.tpm_args()
+    return argv
+
+
 def _boot(hvp: dict[str, Any]) -> list[str]:
     kernel = str(_param(hvp, "kernel_path", ""))
     if kernel:
@@ -244,10 +271,12 @@ def _display(hvp: dict[str, Any], vnc_port: int | None) -> list[str]:
 def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeFiles, *,
                   binary: str, accel: str, nic_backends: Sequence[NicBackend] = (),
                   startup_paused: bool = False, incoming: str | None = None,
-                  vnc_port: int | None = None, seed: str | None = None) -> list[str]:
+                  vnc_port: int | None = None, seed: str | None = None,
+                  pflash: tuple[str, str] | None = None) -> list[str]:
     """The argv starting ``spec`` (see the module docstring for fixed choices).
 
-    ``seed`` is the instance's cloud-init seed ISO, attached as a cdrom.
+    ``seed`` is the instance's cloud-init seed ISO, attached as a cdrom;
+    ``pflash`` OVMF's code and the instance's NVRAM (``firmware=uefi``).
 
     ``accel`` is :data:`ACCEL_KVM` or :data:`ACCEL_TCG`; ``incoming`` a
     migration URI (the target side waits paused for the memory stream);
@@ -285,6 +314,7 @@ def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeF
     usb_mouse = str(_param(hvp, "usb_mouse", ""))
     if usb_mouse:
         argv += ["-usb", "-device", f"usb-{usb_mouse}"]
+    argv += _firmware(hvp, pflash)
     argv += _boot(hvp)
     argv += _disks(hvp, disks, seed)
     argv += _nics(hvp, spec.nics, nic_backends)

@@ -33,9 +33,10 @@ from typing import Any
 
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
-from ganeti.hypervisor.kvm import (cmdline, consoles, hotplug, migration, mirror, nicmodes, qmp,
-                                   rundir, taps, vmjobs)
+from ganeti.hypervisor.kvm import (cmdline, consoles, firmware, hotplug, migration, mirror,
+                                   nicmodes, qmp, rundir, taps, vmjobs)
 from ganeti.hypervisor.kvm.rundir import RUNTIME_FILE
+from ganeti.utils import meminfo as uminfo
 
 __all__ = ["KvmHypervisor", "QEMU_BINARY", "KVM_DEVICE", "RUNTIME_FILE", "qmp_state"]
 
@@ -209,6 +210,14 @@ class KvmHypervisor(base.BaseHypervisor):
         path = self.paths.cloud_init_seed(name)
         return path if os.path.exists(path) else None
 
+    def firmware_dir(self, spec: base.InstanceSpec) -> str:
+        """The instance's UEFI NVRAM and TPM state directory on this node (firmware.py)."""
+        return firmware.state_dir(self.paths.kvm_firmware_dir, spec.uuid or spec.name)
+
+    def _pflash(self, spec: base.InstanceSpec) -> tuple[str, str] | None:
+        ovmf = firmware.find_ovmf()
+        return (ovmf.code, firmware.nvram_path(self.firmware_dir(spec))) if ovmf else None
+
     def _nic_backends(self, spec: base.InstanceSpec) -> list[cmdline.NicBackend]:
         backends = []
         for idx, nic in enumerate(spec.nics):
@@ -232,6 +241,8 @@ class KvmHypervisor(base.BaseHypervisor):
             raise errors.HypervisorError("kvm parameter use_chroot is not supported yet")
         if hvparams.get("security_model") == "pool":
             raise errors.HypervisorError("kvm security_model=pool is not supported yet")
+        if firmware.uses_uefi(hvparams) and firmware.find_ovmf() is None:
+            raise errors.HypervisorError(f"kvm firmware=uefi: no OVMF in {firmware.OVMF_DIR}")
         self.binary(hvparams)
 
     # --- lifecycle -------------------------------------------------------------
@@ -275,11 +286,14 @@ class KvmHypervisor(base.BaseHypervisor):
         argv = cmdline.build_command(spec, list(block_devices), files, binary=binary,
                                      accel=accel, nic_backends=backends,
                                      startup_paused=startup_paused, incoming=incoming,
-                                     vnc_port=vnc_port, seed=self._seed(spec.name))
+                                     vnc_port=vnc_port, seed=self._seed(spec.name),
+                                     pflash=self._pflash(spec))
         if template and incoming:
             built = argv      # its -vnc names this node's VNC port, not the source's
             argv, devices = hotplug.retarget(template, block_devices, binary)
             argv = consoles.with_vnc_of(argv, built) + ["-S", "-incoming", incoming]
+            pflash = self._pflash(spec)
+            argv = firmware.retarget(argv, *pflash) if pflash else argv
             backends = [cmdline.NicBackend(n.kind, n.ifname) for n in
                         serializer.from_data(hotplug.Devices, devices).nics]
             extra = {**(extra or {}), "devices": devices}
@@ -296,7 +310,8 @@ class KvmHypervisor(base.BaseHypervisor):
             self.rundir.start(spec.name, argv, {
                 "name": spec.name, "spec": serializer.to_data(spec),
                 "disks": list(block_devices), "argv": argv, "accel": accel, "vnc_port": vnc_port,
-                "start_time": self.clock(), **(extra or {})}, timeout=START_TIMEOUT)
+                "start_time": self.clock(), **(extra or {})}, timeout=START_TIMEOUT,
+                before=firmware.starter(self.firmware_dir(spec), hvp))
             try:
                 self._attach_taps(spec, backends)
                 self.rundir.pin_vcpus(spec.name, affinity)
@@ -445,7 +460,7 @@ class KvmHypervisor(base.BaseHypervisor):
         return jobs
 
     def get_node_info(self) -> dict[str, Any]:
-        meminfo = _meminfo()
+        meminfo = uminfo.meminfo()
         total = meminfo.get("MemTotal", 0) // 1024
         free = meminfo.get("MemAvailable", meminfo.get("MemFree", 0)) // 1024
         used = sum(int(((self.read_runtime(n) or {}).get("spec") or {}).get("memory", 0))
@@ -782,17 +797,3 @@ class KvmHypervisor(base.BaseHypervisor):
         record = (runtime or {}).get("migration")
         return record if isinstance(record, dict) else None
 
-
-def _meminfo() -> dict[str, int]:
-    """``/proc/meminfo`` in bytes (empty when unreadable)."""
-    result: dict[str, int] = {}
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                key, _, rest = line.partition(":")
-                words = rest.split()
-                if words and words[0].isdigit():
-                    result[key] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
-    except OSError:
-        return {}
-    return result

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ganeti import errors, serializer
-from ganeti.hypervisor.kvm import qmp
+from ganeti.hypervisor.kvm import firmware, qmp
 from ganeti.utils import io as uio
 from ganeti.utils import process
 
@@ -158,9 +158,11 @@ class RunDir:
             logger.debug("Instance %s: cannot keep block job samples: %s", name, exc)
 
     def clean_files(self, name: str, runtime_too: bool = False) -> None:
-        """Remove the pid file, sockets and serial log (and the runtime record)."""
+        """Remove the pid file, sockets and serial log (and the runtime record); an
+        swtpm of the instance still running is stopped (firmware.py)."""
         idir = self.instance_dir(name)
-        names = [PIDFILE, QMP_SOCKET, SERIAL_SOCKET, SERIAL_LOG] + (
+        firmware.stop_swtpm(idir)
+        names = [PIDFILE, QMP_SOCKET, SERIAL_SOCKET, SERIAL_LOG, *firmware.RUN_FILES] + (
             [RUNTIME_FILE] if runtime_too else [])
         for entry in names:
             try:
@@ -201,15 +203,24 @@ class RunDir:
             client.close()
 
     def start(self, name: str, argv: list[str], runtime: dict[str, Any], *,
-              timeout: float) -> None:
+              timeout: float, before: Callable[[str], None] | None = None) -> None:
         """Run ``argv`` (a daemonizing qemu) in the instance directory.
 
         Leftover files of a previous qemu go first, then ``runtime`` is
-        saved; a qemu that fails to start leaves no files behind.  The
-        caller holds :meth:`locked` and has checked that no qemu runs.
+        saved and ``before(instance dir)`` runs (the firmware links, swtpm);
+        a qemu that fails to start leaves no files behind.  The caller holds
+        :meth:`locked` and has checked that no qemu runs.
         """
         self.clean_files(name)
         self.write_runtime(name, runtime)
+        try:
+            if before is not None:
+                before(self.instance_dir(name))
+        except (errors.GanetiError, OSError) as exc:
+            self.clean_files(name, runtime_too=True)
+            if isinstance(exc, errors.HypervisorError):
+                raise
+            raise errors.HypervisorError(f"Cannot start instance {name}: {exc}") from exc
         try:
             result = process.run_command(argv, cwd=self.instance_dir(name), timeout=timeout)
         except errors.CommandError as exc:

@@ -1,0 +1,67 @@
+"""Moving a kvm instance's UEFI NVRAM and TPM state between nodes (doc/kvm.md, "UEFI and TPM").
+
+The state lives on the node that runs the instance
+(:mod:`ganeti.hypervisor.kvm.firmware`); before the instance starts on
+another node (failover, move) or that node's qemu is started for an
+incoming migration, the master copies it over with
+``instance_firmware_get``/``instance_firmware_put``.  An instance with
+``firmware=bios`` and ``tpm=none`` has none and nothing is sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti import constants, errors, parameters
+from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib.base import LogicalUnit
+from ganeti.hypervisor.kvm import firmware
+from ganeti.objects import Instance
+
+__all__ = ["has_state", "carry", "remove"]
+
+
+def has_state(lu: LogicalUnit[Any], inst: Instance) -> bool:
+    """True for a kvm instance whose hvparams ask for UEFI or a TPM."""
+    if inst.hypervisor != constants.HT_KVM:
+        return False
+    cluster = lu.cfg.get_cluster_info()
+    return firmware.needs_state(parameters.fill_instance_hvparams(cluster, inst))
+
+
+def carry(lu: LogicalUnit[Any], inst: Instance, src: str, dst: str,
+          feedback_fn: FeedbackFn, *, required: bool = False) -> None:
+    """Copy the instance's firmware state from node ``src`` to node ``dst``.
+
+    Nothing to copy (the source never ran it with UEFI/TPM) is not an
+    error.  A failure is a warning (the target then uses what it has, else
+    a fresh NVRAM and TPM), or, ``required``, raises
+    :class:`errors.OpExecError` (a migration: the running guest's state
+    would be lost).
+    """
+    if src == dst or not has_state(lu, inst):
+        return
+    rpc = lu.require_rpc()
+    try:
+        data = rpc.call_instance_firmware_get(src, instance_uuid=inst.uuid).one(
+            src, f"Could not read the UEFI/TPM state of {inst.name} on {src}")
+        if data is None:
+            return
+        feedback_fn(f"* copying the UEFI/TPM state of {inst.name} to {dst}")
+        rpc.call_instance_firmware_put(dst, instance_uuid=inst.uuid, data=str(data)).one(
+            dst, f"Could not write the UEFI/TPM state of {inst.name} on {dst}")
+    except errors.GanetiError as exc:
+        if required:
+            raise errors.OpExecError(str(exc)) from exc
+        lu.LogWarning(f"{exc}; {dst} uses the state it has, else a fresh one")
+
+
+def remove(lu: LogicalUnit[Any], inst: Instance, nodes: list[str]) -> None:
+    """Remove the instance's firmware state from ``nodes``; failures are warnings."""
+    if not has_state(lu, inst) or not nodes:
+        return
+    results = lu.require_rpc().call_instance_firmware_remove(nodes, instance_uuid=inst.uuid)
+    for node in nodes:
+        res = results.get(node)
+        if res is None or res.failed:
+            lu.LogWarning(f"Could not remove the UEFI/TPM state of {inst.name} on {node}")

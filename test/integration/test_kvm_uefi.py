@@ -1,0 +1,176 @@
+"""A UEFI guest with an emulated TPM on a 2-node kvm virtual cluster (real qemu, OVMF, swtpm).
+
+One ``diskless`` tinylinux instance with ``firmware=uefi``,
+``machine_version=q35`` and ``tpm=tpm2``, booted by OVMF from the kernel
+qemu hands it (direct kernel boot: OVMF loads it through its EFI stub,
+doc/kvm.md, "UEFI and TPM").  Two boots in all.  In order: the boot went
+through OVMF (the EFI stub's lines on the serial console, /sys/firmware/efi
+in the guest) and the guest has /dev/tpm0; an EFI variable written in the
+guest (efivarfs) is in the node's NVRAM file and still there after a
+failover (a new boot on the other node, from the copied NVRAM, with the
+TPM's state copied too); a second variable written there survives a live
+migration back (the target's NVRAM file has it, the running guest writes
+a third into it), the TPM answers with the same PCR values after the
+migration (its state came with the guest), and the source's swtpm is gone.
+Skips only when qemu-system-x86_64 cannot run or OVMF/swtpm are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+import yaml
+from guest_helpers import BOOT_LINE, SerialConsole, boot_count, read_log, wait_for, wait_for_line
+from instance_helpers import NOCHECK, rows
+from vcluster_harness import VirtualCluster
+
+from ganeti import constants
+from ganeti.hypervisor.kvm import firmware
+from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+from tools.harness import tinylinux
+from test.integration import host_helpers
+
+_MISSING = host_helpers.qemu_reason() or (
+    "" if firmware.find_ovmf() else "OVMF is not installed (make debian-deps)") or (
+    "" if shutil.which(firmware.SWTPM_BINARY) else "swtpm is not installed (make debian-deps)")
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "qemu, OVMF and swtpm run")]
+
+N1, N2 = "node1.vcluster", "node2.vcluster"
+INST = "uefi1.example.com"
+#: a vendor GUID of our own for the test's EFI variables
+GUID = "6a3f2d1c-5b4e-4f6a-9c8d-7e6f5a4b3c2d"
+EFIVARS = "/sys/firmware/efi/efivars"
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    with VirtualCluster(tmp_path_factory.mktemp("vuefi"), nodes=2, use_ssh=False,
+                        hypervisor=constants.HT_KVM) as cluster:
+        yield cluster
+
+
+def _hv(vc, node: str) -> KvmHypervisor:
+    return KvmHypervisor(vc.paths(node))
+
+
+def _log(vc, node: str) -> str:
+    return _hv(vc, node).serial_log(INST)
+
+
+def _console(vc, node: str) -> SerialConsole:
+    return SerialConsole(_hv(vc, node).serial_socket(INST))
+
+
+def _state_dir(vc, node: str) -> str:
+    (uuid,) = rows(vc, "uuid", INST)[0]
+    return firmware.state_dir(vc.paths(node).kvm_firmware_dir, uuid)
+
+
+def _nvram(vc, node: str) -> bytes:
+    with open(os.path.join(_state_dir(vc, node), firmware.VARS_FILE), "rb") as fh:
+        return fh.read()
+
+
+def _write_var(con: SerialConsole, name: str, value: str) -> None:
+    # attributes 0x7 (non-volatile, boot and runtime access), then the data, in one write
+    con.run(f"printf '\\007\\000\\000\\000{value}' > {EFIVARS}/{name}-{GUID}")
+
+
+def _read_var(con: SerialConsole, name: str) -> str:
+    return con.run(f"tail -c +5 {EFIVARS}/{name}-{GUID} 2>&1")
+
+
+def _swtpms_of(state: str) -> list[int]:
+    """Pids of swtpm processes using the TPM state directory ``state``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                words = fh.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if words and os.path.basename(words[0]) == "swtpm" and \
+                any(os.path.join(state, firmware.TPM_STATE_DIR) in w for w in words):
+            found.append(int(pid))
+    return found
+
+
+def _pcrs(con: SerialConsole) -> str:
+    return con.run("cat /sys/class/tpm/tpm0/pcr-sha256/0 /sys/class/tpm/tpm0/pcr-sha256/9")
+
+
+def test_a_uefi_guest_boots_through_ovmf_with_a_tpm(vc):
+    guest = tinylinux.build()
+    vc.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinylinux", "--no-install",
+          "-B", "maxmem=256,minmem=256", "-n", N1, *NOCHECK,
+          "-H", f"kvm:firmware=uefi,machine_version=q35,tpm=tpm2,migration_bandwidth=512,"
+                f"kernel_path={guest.kernel},"
+                f"initrd_path={guest.initrd},root_path=,kernel_args=tinylinux.hostname={INST}",
+          INST)
+    assert wait_for_line(_log(vc, N1)) == f"{BOOT_LINE} {INST}"
+    log = read_log(_log(vc, N1))
+    # OVMF ran: it started the kernel through its EFI stub, which says so
+    assert "EFI stub:" in log, log[:2000]
+    with open(f"/proc/{_hv(vc, N1)._pid(INST)}/cmdline", "rb") as fh:
+        argv = fh.read().decode().split("\0")
+    assert "q35" in argv[argv.index("-machine") + 1]
+    assert "tpm-tis,tpmdev=tpm0" in argv
+    with _console(vc, N1) as con:
+        assert con.run(f"test -d {EFIVARS} && echo efi") == "efi"
+        assert con.run("test -c /dev/tpm0 && echo tpm") == "tpm"
+    (inst,) = yaml.safe_load(vc.ok("gnt-instance", "info", INST))
+    shown = yaml.safe_dump(inst)
+    for word in ("firmware: uefi", "machine_version: q35", "tpm: tpm2"):
+        assert word in shown, shown
+    assert "ENODEHV" not in vc.ok("gnt-cluster", "verify")
+
+
+def test_an_efi_variable_survives_a_failover(vc):
+    with _console(vc, N1) as con:
+        _write_var(con, "GntFailover", "before-failover")
+        assert _read_var(con, "GntFailover") == "before-failover"
+    # written through to the node's NVRAM file (UTF-16 names in the variable store)
+    assert "GntFailover".encode("utf-16-le") in _nvram(vc, N1)
+    vc.ok("gnt-instance", "failover", "-f", INST)
+    assert rows(vc, "pnode,status", INST) == [[N2, "running"]]
+    assert wait_for_line(_log(vc, N2)) == f"{BOOT_LINE} {INST}"
+    assert os.path.exists(os.path.join(_state_dir(vc, N2), firmware.TPM_STATE_DIR,
+                                       "tpm2-00.permall"))
+    with _console(vc, N2) as con:
+        assert _read_var(con, "GntFailover") == "before-failover"
+        assert con.run("test -c /dev/tpm0 && echo tpm") == "tpm"
+    assert _swtpms_of(_state_dir(vc, N1)) == []
+
+
+def test_efi_variables_and_the_tpm_survive_a_live_migration(vc):
+    with _console(vc, N2) as con:
+        _write_var(con, "GntMigrate", "before-migration")
+        pcrs = _pcrs(con)
+    assert len(pcrs.split()) == 2 and pcrs.split()[1].strip("0"), pcrs
+    boots = boot_count(_log(vc, N2))
+    vc.ok("gnt-instance", "migrate", "-f", INST)
+    assert rows(vc, "pnode,status", INST) == [[N1, "running"]]
+    # the same guest (no new boot), with its variables, its TPM and the TPM's PCRs
+    wait_for(lambda: os.path.exists(_hv(vc, N1).serial_socket(INST)), "the console on node1")
+    assert boot_count(_log(vc, N1)) == 0 and boots == 1
+    assert "GntMigrate".encode("utf-16-le") in _nvram(vc, N1)
+    with _console(vc, N1) as con:
+        assert _read_var(con, "GntFailover") == "before-failover"
+        assert _read_var(con, "GntMigrate") == "before-migration"
+        assert con.run("test -c /dev/tpm0 && echo tpm") == "tpm"
+        assert _pcrs(con) == pcrs
+        _write_var(con, "GntAfter", "after-migration")
+    # the migrated qemu writes the NVRAM file of its own node
+    assert "GntAfter".encode("utf-16-le") in _nvram(vc, N1)
+    wait_for(lambda: not _swtpms_of(_state_dir(vc, N2)), "the source's swtpm gone", timeout=30)
+    assert _swtpms_of(_state_dir(vc, N1))
+
+
+def test_remove_removes_the_state_and_stops_swtpm(vc):
+    state = _state_dir(vc, N1)
+    vc.ok("gnt-instance", "remove", "-f", INST)
+    assert not os.path.exists(state)
+    assert _swtpms_of(state) == []
