@@ -164,6 +164,11 @@ HYPER_TYPES = frozenset([HT_XEN_PVM, HT_XEN_HVM, HT_KVM, HT_LXC, HT_FAKE, HT_CHR
 #: Hypervisors that can live-migrate an instance together with its local (``file``)
 #: disks (``gnt-instance migrate --with-disks``, doc/kvm.md "Migration with disks").
 HTS_DISK_MIRROR = frozenset([HT_KVM])
+#: the kvm hvparams ``firmware`` and ``tpm`` (doc/kvm.md, "UEFI and TPM")
+HT_KVM_FIRMWARE_BIOS = "bios"
+HT_KVM_FIRMWARE_UEFI = "uefi"
+HT_KVM_TPM_NONE = "none"
+HT_KVM_TPM_TPM2 = "tpm2"
 
 # Disk templates
 DT_DISKLESS = "diskless"

@@ -15,18 +15,27 @@ from typing import Any
 from ganeti import constants, errors, parameters
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.hypervisor.kvm import firmware
 from ganeti.objects import Instance
 
-__all__ = ["has_state", "carry", "remove"]
+__all__ = ["kvm_firmware_needs", "has_state", "carry", "remove"]
+
+
+def kvm_firmware_needs(hvparams: dict[str, Any]) -> list[str]:
+    """``uefi`` and/or ``tpm2``: which of OVMF and swtpm filled kvm hvparams use."""
+    needs = []
+    if hvparams.get("firmware") == constants.HT_KVM_FIRMWARE_UEFI:
+        needs.append(constants.HT_KVM_FIRMWARE_UEFI)
+    if hvparams.get("tpm") == constants.HT_KVM_TPM_TPM2:
+        needs.append(constants.HT_KVM_TPM_TPM2)
+    return needs
 
 
 def has_state(lu: LogicalUnit[Any], inst: Instance) -> bool:
     """True for a kvm instance whose hvparams ask for UEFI or a TPM."""
     if inst.hypervisor != constants.HT_KVM:
         return False
-    cluster = lu.cfg.get_cluster_info()
-    return firmware.needs_state(parameters.fill_instance_hvparams(cluster, inst))
+    return bool(kvm_firmware_needs(parameters.fill_instance_hvparams(
+        lu.cfg.get_cluster_info(), inst)))
 
 
 def carry(lu: LogicalUnit[Any], inst: Instance, src: str, dst: str,

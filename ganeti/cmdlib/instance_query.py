@@ -260,6 +260,9 @@ def _indexed(name: str, title: str, kind: str, doc: str, count: int, listget: An
 #: Hypervisor parameters Ganeti keeps at cluster level only (no ``hv/`` field
 #: there); ours may be set per instance, so their fields exist, unlisted.
 _CLUSTER_LEVEL_HV = frozenset(["migration_bandwidth", "migration_mode", "migration_port"])
+#: Hypervisor parameters of ours that Ganeti 3.0 does not have
+#: (doc/kvm.md, "UEFI and TPM"): their fields exist, unlisted
+_OWN_HV = frozenset(["firmware", "tpm"])
 
 
 def param_title(kind: str, key: str) -> str:
@@ -295,7 +298,7 @@ def _param_fields() -> list[query.FieldDef]:
         result.append(_f(f"hv/{key}", param_title("hv", key), _param_kind(defs),
                          f"The effective hypervisor parameter '{key}'",
                          lambda ctx, inst, key=key: ctx.hv(inst).get(key, query.UNAVAIL),
-                         listed=key not in _CLUSTER_LEVEL_HV))
+                         listed=key not in _CLUSTER_LEVEL_HV | _OWN_HV))
     return result
 
 

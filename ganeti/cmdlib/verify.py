@@ -57,7 +57,7 @@ from typing import Any
 
 from ganeti import constants, crypto, ipolicy, locking, opcodes, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import drbd, lvm, policy, verify_n1
+from ganeti.cmdlib import drbd, firmware_state, lvm, policy, verify_n1
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.common import expand_group
 from ganeti.objects import disk_tree
@@ -453,12 +453,7 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
             parameters.fill_instance_hvparams(cluster, inst)
             for inst in self.cfg.get_all_instances_info().values()
             if inst.hypervisor == constants.HT_KVM and inst.primary_node in uuids]
-        needs = []
-        if any(h.get("firmware") == "uefi" for h in hvps):
-            needs.append("uefi")
-        if any(h.get("tpm") == "tpm2" for h in hvps):
-            needs.append("tpm2")
-        return needs
+        return sorted({need for h in hvps for need in firmware_state.kvm_firmware_needs(h)})
 
     # -- main ------------------------------------------------------------------
     def Exec(self, feedback_fn: FeedbackFn) -> bool:  # noqa: C901 - a list of checks

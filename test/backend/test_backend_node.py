@@ -61,6 +61,15 @@ def test_node_verify_checks(ctx) -> None:
     assert res["unsupported"] == ["bogus"]
 
 
+def test_node_verify_kvm_firmware_names_what_is_missing(ctx, monkeypatch) -> None:
+    from ganeti.hypervisor.kvm import firmware
+    assert node.node_verify(ctx, {"kvm_firmware": []}, "c")["kvm_firmware"] == []
+    monkeypatch.setattr(firmware, "OVMF_DIR", os.path.join(ctx.paths.root, "no-ovmf"))
+    monkeypatch.setattr(firmware, "SWTPM_BINARY", "no-such-swtpm")
+    problems = node.node_verify(ctx, {"kvm_firmware": ["tpm2", "uefi"]}, "c")["kvm_firmware"]
+    assert len(problems) == 2 and "ovmf" in problems[0] and "swtpm" in problems[1]
+
+
 def test_node_verify_nodelist(ctx) -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

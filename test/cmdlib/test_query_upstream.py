@@ -68,7 +68,7 @@ def test_the_full_field_list_is_upstreams_in_its_order(what: str) -> None:
 
 
 def test_our_extensions_are_answered_when_named() -> None:
-    names = ["hv_jobs", "disk.modes", "disk.mode/0", "hv/migration_mode"]
+    names = ["hv_jobs", "disk.modes", "disk.mode/0", "hv/migration_mode", "hv/firmware", "hv/tpm"]
     fields = cq.run_query_fields("instance", names)["fields"]
     assert [f["name"] for f in fields] == names and "unknown" not in {f["kind"] for f in fields}
     assert cq.run_query_fields("group", ["networks"])["fields"][0]["kind"] == "other"

@@ -247,3 +247,56 @@ def test_cloud_init_seed_is_a_readonly_cdrom_after_the_disks():
         "file=/var/lib/ganeti/cloud-init/i1.example.com.iso,format=raw,media=cdrom,"
         "if=ide,readonly=on,id=cidata"]
     assert "id=cidata" not in " ".join(_build(disks=["/srv/d0"]))
+
+
+# --- firmware, machine, TPM (doc/kvm.md, "UEFI and TPM") -------------------------------
+
+PFLASH = ("/usr/share/OVMF/OVMF_CODE_4M.fd", "/var/lib/ganeti/kvm-firmware/u1/OVMF_VARS.fd")
+
+
+def test_bios_and_no_tpm_by_default_add_nothing():
+    argv = _build(pflash=PFLASH)
+    assert not [w for w in _after(argv, "-drive") if "pflash" in w]
+    assert "-tpmdev" not in argv and not [w for w in _after(argv, "-device") if "tpm" in w]
+
+
+def test_uefi_gives_ovmf_code_read_only_and_the_nvram_writable():
+    argv = _build(_spec(firmware="uefi"), pflash=PFLASH)
+    assert [w for w in _after(argv, "-drive") if "pflash" in w] == [
+        f"if=pflash,format=raw,unit=0,readonly=on,file={PFLASH[0]}",
+        f"if=pflash,format=raw,unit=1,file={PFLASH[1]}"]
+    # the firmware comes before the boot words (a direct kernel boots through OVMF)
+    kernel = _build(_spec(firmware="uefi", kernel_path="/boot/vmlinuz"), pflash=PFLASH)
+    assert kernel.index("-drive") < kernel.index("-kernel")
+
+
+def test_uefi_without_ovmf_or_with_pflash_disks_is_refused():
+    with pytest.raises(errors.HypervisorError, match="OVMF"):
+        _build(_spec(firmware="uefi"))
+    with pytest.raises(errors.HypervisorError, match="disk_type=pflash"):
+        _build(_spec(firmware="uefi", disk_type="pflash"), pflash=PFLASH)
+    with pytest.raises(errors.HypervisorError, match="firmware"):
+        _build(_spec(firmware="coreboot"), pflash=PFLASH)
+
+
+def test_q35_machine_with_the_acceleration_as_usual():
+    argv = _build(_spec(machine_version="q35", firmware="uefi"), pflash=PFLASH,
+                  accel=cmdline.ACCEL_KVM)
+    assert _after(argv, "-machine") == ["q35"] and _after(argv, "-accel") == ["kvm"]
+
+
+def test_tpm2_is_a_tis_device_on_swtpms_socket():
+    argv = _build(_spec(tpm="tpm2"))
+    assert "socket,id=chrtpm,path=swtpm.sock" in _after(argv, "-chardev")
+    assert _after(argv, "-tpmdev") == ["emulator,id=tpm0,chardev=chrtpm"]
+    assert "tpm-tis,tpmdev=tpm0" in _after(argv, "-device")
+    with pytest.raises(errors.HypervisorError, match="tpm"):
+        _build(_spec(tpm="tpm1.2"))
+
+
+def test_firmware_and_tpm_are_kvm_parameters_with_their_choices():
+    table = parameters.HV_PARAMETERS[constants.HT_KVM]
+    assert table["firmware"].default == "bios" and table["firmware"].choices == ("bios", "uefi")
+    assert table["tpm"].default == "none" and table["tpm"].choices == ("none", "tpm2")
+    with pytest.raises(errors.ParameterError):
+        table["firmware"].convert("efi", "kvm")

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti import errors
+from ganeti import constants, errors
 from ganeti.utils import process
 
 __all__ = ["FIRMWARE_BIOS", "FIRMWARE_UEFI", "FIRMWARES", "TPM_NONE", "TPM_TPM2", "TPMS",
@@ -46,11 +46,11 @@ __all__ = ["FIRMWARE_BIOS", "FIRMWARE_UEFI", "FIRMWARES", "TPM_NONE", "TPM_TPM2"
            "tpm_args", "swtpm_command", "state_dir", "prepare", "start_swtpm", "stop_swtpm",
            "pack", "unpack", "remove_state", "starter", "missing"]
 
-FIRMWARE_BIOS = "bios"
-FIRMWARE_UEFI = "uefi"
+FIRMWARE_BIOS = constants.HT_KVM_FIRMWARE_BIOS
+FIRMWARE_UEFI = constants.HT_KVM_FIRMWARE_UEFI
 FIRMWARES = (FIRMWARE_BIOS, FIRMWARE_UEFI)
-TPM_NONE = "none"
-TPM_TPM2 = "tpm2"
+TPM_NONE = constants.HT_KVM_TPM_NONE
+TPM_TPM2 = constants.HT_KVM_TPM_TPM2
 TPMS = (TPM_NONE, TPM_TPM2)
 
 #: where Debian's ``ovmf`` installs the firmware
@@ -94,9 +94,11 @@ def needs_state(hvp: dict[str, Any]) -> bool:
     return uses_uefi(hvp) or uses_tpm(hvp)
 
 
-def find_ovmf(directory: str = OVMF_DIR,
+def find_ovmf(directory: str | None = None,
               exists: Callable[[str], bool] = os.path.isfile) -> Ovmf | None:
-    """The first pair of :data:`OVMF_PAIRS` present in ``directory`` (None: none)."""
+    """The first pair of :data:`OVMF_PAIRS` present in ``directory`` (default
+    :data:`OVMF_DIR`; None: none)."""
+    directory = directory or OVMF_DIR
     for code, template in OVMF_PAIRS:
         pair = Ovmf(os.path.join(directory, code), os.path.join(directory, template))
         if exists(pair.code) and exists(pair.vars_template):
@@ -162,7 +164,7 @@ def nvram_path(sdir: str) -> str:
     return os.path.join(sdir, VARS_FILE)
 
 
-def prepare(sdir: str, hvp: dict[str, Any], ovmf_dir: str = OVMF_DIR) -> None:
+def prepare(sdir: str, hvp: dict[str, Any], ovmf_dir: str | None = None) -> None:
     """Make the state directory (and the NVRAM, the TPM directory) for a start.
 
     The NVRAM is copied from OVMF's template when the instance has none
@@ -174,7 +176,8 @@ def prepare(sdir: str, hvp: dict[str, Any], ovmf_dir: str = OVMF_DIR) -> None:
         ovmf = find_ovmf(ovmf_dir)
         if ovmf is None:
             raise errors.HypervisorError(
-                f"firmware=uefi: no OVMF firmware in {ovmf_dir} (Debian package ovmf)")
+                f"firmware=uefi: no OVMF firmware in {ovmf_dir or OVMF_DIR}"
+                " (Debian package ovmf)")
         nvram = nvram_path(sdir)
         if not os.path.exists(nvram):
             tmp = nvram + ".new"
@@ -314,9 +317,10 @@ def starter(sdir: str, hvp: dict[str, Any]) -> Callable[[str], None] | None:
     return before
 
 
-def missing(needs: list[str], ovmf_dir: str = OVMF_DIR,
+def missing(needs: list[str], ovmf_dir: str | None = None,
             which: Callable[[str], str | None] = shutil.which) -> list[str]:
     """What this node lacks for ``needs`` (``uefi``: OVMF's files, ``tpm2``: swtpm)."""
+    ovmf_dir = ovmf_dir or OVMF_DIR
     problems = []
     if FIRMWARE_UEFI in needs and find_ovmf(ovmf_dir) is None:
         wanted = " or ".join(f"{c} with {v}" for c, v in OVMF_PAIRS)

@@ -1,0 +1,104 @@
+"""The master moving a kvm instance's UEFI NVRAM and TPM state (ganeti/cmdlib/firmware_state.py).
+
+A minimal LU stand-in (config, FakeRpc, warnings) and real node-side
+functions behind the FakeRpc handlers, on two temporary node roots.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from fakes.fakerpc import FakeRpc
+from ganeti import constants, errors, pathutils
+from ganeti.backend import firmware as bfirmware
+from ganeti.backend.context import NodeContext
+from ganeti.cmdlib import firmware_state
+from ganeti.objects import Cluster, Instance
+
+UUID = "8d7c1e52-41b6-4c59-9f0e-1f2a3b4c5d6e"
+
+
+class _Cfg:
+    def __init__(self) -> None:
+        self.cluster = Cluster(enabled_hypervisors=[constants.HT_KVM])
+
+    def get_cluster_info(self) -> Cluster:
+        return self.cluster
+
+
+class _LU:
+    def __init__(self, rpc: FakeRpc) -> None:
+        self.cfg = _Cfg()
+        self.rpc = rpc
+        self.warnings: list[str] = []
+
+    def require_rpc(self) -> FakeRpc:
+        return self.rpc
+
+    def LogWarning(self, message: str) -> None:  # noqa: N802 (Ganeti's name)
+        self.warnings.append(message)
+
+
+def _inst(**hvp: Any) -> Instance:
+    return Instance(name="u1.example.com", uuid=UUID, hypervisor=constants.HT_KVM,
+                    os="tinylinux", hvparams=hvp)
+
+
+@pytest.fixture
+def nodes(tmp_path) -> dict[str, NodeContext]:
+    return {n: NodeContext(paths=pathutils.Paths(str(tmp_path / n)), hostname=n)
+            for n in ("node1", "node2")}
+
+
+@pytest.fixture
+def lu(nodes) -> _LU:
+    rpc = FakeRpc()
+    rpc.set_handler("instance_firmware_get",
+                    lambda node, args: bfirmware.instance_firmware_get(nodes[node], *args))
+    rpc.set_handler("instance_firmware_put",
+                    lambda node, args: bfirmware.instance_firmware_put(nodes[node], *args))
+    rpc.set_handler("instance_firmware_remove",
+                    lambda node, args: bfirmware.instance_firmware_remove(nodes[node], *args))
+    return _LU(rpc)
+
+
+def _nvram(ctx: NodeContext) -> str:
+    return os.path.join(ctx.paths.kvm_firmware_dir, UUID, "OVMF_VARS.fd")
+
+
+def test_needs_come_from_the_filled_hvparams():
+    assert firmware_state.kvm_firmware_needs({"firmware": "uefi", "tpm": "tpm2"}) == \
+        ["uefi", "tpm2"]
+    assert firmware_state.kvm_firmware_needs({"firmware": "bios", "tpm": "none"}) == []
+
+
+def test_carry_copies_the_state_to_the_target(lu, nodes):
+    os.makedirs(os.path.dirname(_nvram(nodes["node1"])))
+    with open(_nvram(nodes["node1"]), "wb") as fh:
+        fh.write(b"vars of node1")
+    seen: list[str] = []
+    firmware_state.carry(lu, _inst(firmware="uefi"), "node1", "node2", seen.append)
+    with open(_nvram(nodes["node2"]), "rb") as fh:
+        assert fh.read() == b"vars of node1"
+    assert seen and "UEFI/TPM state" in seen[0] and not lu.warnings
+    firmware_state.remove(lu, _inst(firmware="uefi"), ["node1", "node2"])
+    assert not os.path.exists(_nvram(nodes["node1"])) and not os.path.exists(_nvram(nodes["node2"]))
+
+
+def test_nothing_is_sent_for_bios_or_when_the_source_has_none(lu):
+    firmware_state.carry(lu, _inst(), "node1", "node2", lambda m: None)
+    assert lu.rpc.calls == []
+    firmware_state.carry(lu, _inst(tpm="tpm2"), "node1", "node2", lambda m: None)
+    assert [c[0] for c in lu.rpc.calls] == ["instance_firmware_get"]
+
+
+def test_a_failure_warns_or_fails_a_migration(lu):
+    lu.rpc.set_failure("instance_firmware_get", "node1", "node down")
+    firmware_state.carry(lu, _inst(firmware="uefi"), "node1", "node2", lambda m: None)
+    assert lu.warnings and "node down" in lu.warnings[0]
+    with pytest.raises(errors.OpExecError, match="node down"):
+        firmware_state.carry(lu, _inst(firmware="uefi"), "node1", "node2", lambda m: None,
+                             required=True)
