@@ -1,7 +1,9 @@
 """The master moving a kvm instance's UEFI NVRAM and TPM state (ganeti/cmdlib/firmware_state.py).
 
 A minimal LU stand-in (config, FakeRpc, warnings) and real node-side
-functions behind the FakeRpc handlers, on two temporary node roots.
+functions behind the FakeRpc handlers, on two temporary node roots; then
+the LUs on the simulated nodes of test_cmdlib_instance (where the copy
+happens in failover, migration and remove).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ganeti.backend import firmware as bfirmware
 from ganeti.backend.context import NodeContext
 from ganeti.cmdlib import firmware_state
 from ganeti.objects import Cluster, Instance
+from test.cmdlib.test_cmdlib_instance import _create, _query, env  # noqa: F401  (env: a fixture)
 
 UUID = "8d7c1e52-41b6-4c59-9f0e-1f2a3b4c5d6e"
 
@@ -102,3 +105,56 @@ def test_a_failure_warns_or_fails_a_migration(lu):
     with pytest.raises(errors.OpExecError, match="node down"):
         firmware_state.carry(lu, _inst(firmware="uefi"), "node1", "node2", lambda m: None,
                              required=True)
+
+
+# --- the LUs: where the copy happens (the simulated nodes of test_cmdlib_instance) ----
+
+
+@pytest.fixture
+def uefi_env(env):  # noqa: F811  (the imported fixture)
+    env.cfg.get_cluster_info().enabled_hypervisors = ["fake", "kvm"]
+    env.rpc.do_hypervisor_validate_params = lambda node, hv, params: None
+    held = {"node1": "STATE-OF-NODE1"}
+    env.rpc.do_instance_firmware_get = lambda node, uuid: held.get(node)
+    env.rpc.do_instance_firmware_put = lambda node, uuid, data: held.__setitem__(node, data)
+    env.rpc.do_instance_firmware_remove = lambda node, uuid: held.pop(node, None)
+    _create(env, name="u1", template="sharedfile", hypervisor="kvm",
+            hvparams={"firmware": "uefi"})
+    env.rpc.calls.clear()
+    env.held = held
+    return env
+
+
+def _order(cluster, procs) -> list[tuple[str, str]]:
+    return [c for c in cluster.rpc.calls if c[0] in procs]
+
+
+def test_failover_copies_the_state_before_starting_on_the_target(uefi_env):
+    uefi_env.run("OP_INSTANCE_FAILOVER", instance_name="u1", target_node="node2")
+    assert _order(uefi_env, {"instance_shutdown", "instance_firmware_get",
+                             "instance_firmware_put", "instance_start"}) == [
+        ("instance_shutdown", "node1"), ("instance_firmware_get", "node1"),
+        ("instance_firmware_put", "node2"), ("instance_start", "node2")]
+    assert uefi_env.held["node2"] == "STATE-OF-NODE1"
+
+
+def test_migration_copies_the_state_before_the_target_accepts(uefi_env):
+    uefi_env.run("OP_INSTANCE_MIGRATE", instance_name="u1", target_node="node2")
+    assert _order(uefi_env, {"instance_firmware_get", "instance_firmware_put",
+                             "accept_instance"}) == [
+        ("instance_firmware_get", "node1"), ("instance_firmware_put", "node2"),
+        ("accept_instance", "node2")]
+    assert _query(uefi_env, ["pnode"]) == [["node2"]]
+
+
+def test_a_failed_copy_fails_the_migration_and_the_guest_stays(uefi_env):
+    uefi_env.rpc.fail["instance_firmware_put"] = "disk full"
+    with pytest.raises(errors.OpExecError, match="disk full"):
+        uefi_env.run("OP_INSTANCE_MIGRATE", instance_name="u1", target_node="node2")
+    assert ("accept_instance", "node2") not in uefi_env.rpc.calls
+    assert _query(uefi_env, ["pnode"]) == [["node1"]]
+
+
+def test_remove_removes_the_state(uefi_env):
+    uefi_env.run("OP_INSTANCE_REMOVE", instance_name="u1")
+    assert "node1" not in uefi_env.held
