@@ -194,3 +194,29 @@ def test_forbidden_file_storage_dir_fails_config_verify(tmp_path) -> None:
     cfg.update(cluster)
     result, msgs, _ = run_opcode(ctx, ocluster.OpClusterVerifyConfig(error_codes=True))
     assert not any("FILESTORAGEPATH" in m for m in msgs), msgs
+
+
+def test_kvm_firmware_is_checked_only_when_used(tmp_path) -> None:
+    cfg, rpc, ctx, _, answers = _setup(tmp_path, nodes=2)
+    seen: list = []
+
+    def node_verify(node, args):
+        seen.append(args[0].get("kvm_firmware"))
+        return {"version": [constants.PROTOCOL_VERSION, constants.RELEASE_VERSION],
+                "filelist": {}, "nodelist": {}, "time": __import__("time").time(),
+                "hostname": node, "cluster_name": args[1],
+                "kvm_firmware": ["tpm=tpm2 is used but swtpm is not installed"]
+                if node == node_name(2) else []}
+    rpc.set_handler("node_verify", node_verify)
+    cluster = cfg.get_cluster_info()
+    cluster.enabled_hypervisors = [constants.HT_FAKE, constants.HT_KVM]
+    cfg.update(cluster)
+    _verify_group(ctx, error_codes=True)
+    assert seen == [None, None]            # kvm enabled, nothing uses UEFI or a TPM
+    cluster.hvparams.setdefault(constants.HT_KVM, {})["tpm"] = "tpm2"
+    cfg.update(cluster)
+    seen.clear()
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    assert seen == [["tpm2"], ["tpm2"]] and result is False
+    assert [m for m in msgs if "ENODEHV" in m] == [
+        f"  - ERROR:ENODEHV:node:{node_name(2)}:tpm=tpm2 is used but swtpm is not installed"]
