@@ -24,7 +24,7 @@ from typing import Any
 from ganeti import constants, errors, locking, parameters, query, serializer
 from ganeti.impexp import info as exportinfo
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import backup_remote, drbd
+from ganeti.cmdlib import backup_remote, drbd, firmware_state
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.impexp import Transfer, run_transfers
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, expand_instance,
@@ -299,6 +299,7 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
                 self._remove_snapshots(snaps)
             digests: list[str | None] = [_confirmed_sha256(x.result) for x in transfers]
             info = build_export_info(self, images, time.time(), digests)
+            info.firmware_state = firmware_state.fetch(self, self.instance, self.pnode.name)
             return self.require_rpc().call_finalize_export(
                 target, instance_name=inst.name, config=exportinfo.build(info),
             ).one(target, f"Cannot finalize the export on {target}")

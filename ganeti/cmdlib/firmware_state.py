@@ -17,7 +17,7 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.objects import Instance
 
-__all__ = ["kvm_firmware_needs", "has_state", "carry", "remove"]
+__all__ = ["kvm_firmware_needs", "has_state", "carry", "fetch", "restore", "remove"]
 
 
 def kvm_firmware_needs(hvparams: dict[str, Any]) -> list[str]:
@@ -63,6 +63,39 @@ def carry(lu: LogicalUnit[Any], inst: Instance, src: str, dst: str,
         if required:
             raise errors.OpExecError(str(exc)) from exc
         lu.LogWarning(f"{exc}; {dst} uses the state it has, else a fresh one")
+
+
+def fetch(lu: LogicalUnit[Any], inst: Instance, node: str) -> str | None:
+    """The instance's firmware state on ``node`` for an export (None: it has none).
+
+    A node that cannot give it is a warning: the export goes on without it
+    (an import then starts with a fresh NVRAM and TPM).
+    """
+    if not has_state(lu, inst):
+        return None
+    try:
+        data = lu.require_rpc().call_instance_firmware_get(
+            node, instance_uuid=inst.uuid).one(node, f"Could not read the UEFI/TPM state of"
+                                                     f" {inst.name} on {node}")
+    except errors.GanetiError as exc:
+        lu.LogWarning(f"{exc}; the export has none")
+        return None
+    return str(data) if data else None
+
+
+def restore(lu: LogicalUnit[Any], inst: Instance, node: str, data: str | None,
+            feedback_fn: FeedbackFn) -> None:
+    """Put an export's firmware state on the imported instance's node ``node``; a
+    failure is a warning (the instance then starts with a fresh NVRAM and TPM)."""
+    if not data:
+        return
+    feedback_fn(f"* restoring the UEFI/TPM state of {inst.name} on {node}")
+    try:
+        lu.require_rpc().call_instance_firmware_put(
+            node, instance_uuid=inst.uuid, data=data).one(
+                node, f"Could not write the UEFI/TPM state of {inst.name} on {node}")
+    except errors.GanetiError as exc:
+        lu.LogWarning(f"{exc}; it starts with a fresh one")
 
 
 def remove(lu: LogicalUnit[Any], inst: Instance, nodes: list[str]) -> None:

@@ -19,8 +19,8 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, locking, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import (allocator, backup_remote, disk_wipe, drbd, instance_import,
-                           instance_remote_import, lvm, os_image, policy)
+from ganeti.cmdlib import (allocator, backup_remote, disk_wipe, drbd, firmware_state,
+                           instance_import, instance_remote_import, lvm, os_image, policy)
 from ganeti.cmdlib import instance_communication as communication
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import (add_instance_lock, check_device_names, check_node_online,
@@ -241,6 +241,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.held_ips: list[Holding] = []
         #: import mode: the image (canonical path on src_node) per disk
         self.src_images: list[instance_import.ImportImage | None] = []
+        #: import mode: the export's UEFI NVRAM and TPM state (doc/kvm.md)
+        self.src_firmware: str | None = None
         #: remote-import mode: the source's transfer certificate (PEM)
         self.source_ca = ""
         #: both import modes: the instance's name where it came from (the OS rename
@@ -380,7 +382,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
     def _check_prereq(self) -> None:
         op, cfg = self.op, self.cfg
         if op.mode == constants.INSTANCE_IMPORT:
-            self.src_images, self.rename_from = instance_import.read_export(self)
+            self.src_images, self.rename_from, self.src_firmware = \
+                instance_import.read_export(self)
             self._add_communication_nic()
             self._check_template_args()
         cluster = cfg.get_cluster_info()
@@ -679,6 +682,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 if op.mode == constants.INSTANCE_IMPORT:
                     instance_import.import_disks(self, inst, self.src_images, pname,
                                                  feedback_fn)
+                    firmware_state.restore(self, inst, pname, self.src_firmware, feedback_fn)
                 else:
                     instance_remote_import.remote_import_disks(
                         self, inst, self.pnode, self.source_ca, feedback_fn,

@@ -151,9 +151,10 @@ class ImportImage:
         return {"kind": "file", "export": self.export, "file": self.file}
 
 
-def read_export(lu: LogicalUnit[OpInstanceCreate]) -> tuple[list[ImportImage | None], str]:
-    """Find and read the export, fill the opcode from it; the image per new disk, and
-    the name the instance had when it was exported.
+def read_export(lu: LogicalUnit[OpInstanceCreate]
+                ) -> tuple[list[ImportImage | None], str, str | None]:
+    """Find and read the export, fill the opcode from it; the image per new disk,
+    the name the instance had when it was exported, and its UEFI/TPM state.
 
     Raises :class:`errors.OpPrereqError` when there is no (valid) export.
     """
@@ -203,7 +204,7 @@ def read_export(lu: LogicalUnit[OpInstanceCreate]) -> tuple[list[ImportImage | N
                           f" {idx} (an export written without checksums); its image"
                           f" {disk.dump} cannot be verified")
         images.append(ImportImage(export=op.src_path, file=disk.dump, sha256=disk.sha256))
-    return images, info.name
+    return images, info.name, info.firmware_state
 
 
 def import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance,

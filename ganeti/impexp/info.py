@@ -16,7 +16,9 @@ names and keys upstream Ganeti writes, so that exports move both ways):
     directory), ``_size`` (MiB), ``_name`` and ``disk_count``; and our
     extra key ``disk<N>_sha256`` (the SHA-256 of the image, which the
     import checks; upstream ignores keys it does not know, and exports
-    without it import with a warning).
+    without it import with a warning); and ``firmware_state``, a kvm
+    instance's UEFI NVRAM and TPM state (base64 of a tar.gz, doc/kvm.md
+    "UEFI and TPM"), put on the new primary node by an import.
 ``[hypervisor]``, ``[backend]``, ``[os]``, ``[os_private]``
     the instance's hypervisor, backend and OS parameters, one key each.
 
@@ -39,7 +41,7 @@ from typing import Any
 from ganeti import constants, errors
 
 __all__ = ["ExportDisk", "ExportNic", "ExportInfo", "build", "parse", "NIC_PARAMS",
-           "check_dump_name", "excerpt", "SHA256_KEY"]
+           "check_dump_name", "excerpt", "SHA256_KEY", "FIRMWARE_KEY", "MAX_FIRMWARE_STATE"]
 
 #: The NIC parameters written per NIC (``nic<N>_<param>``).
 NIC_PARAMS = ("mode", "link", "vlan")
@@ -47,6 +49,12 @@ _NONE = "None"
 #: the per-disk key (``disk<N>_sha256``) holding the image's SHA-256
 SHA256_KEY = "sha256"
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
+#: the key (in ``[instance]``) of the UEFI NVRAM and TPM state
+FIRMWARE_KEY = "firmware_state"
+#: its longest accepted value (characters of base64): a full 4 MiB-build NVRAM
+#: that does not compress, and a TPM state, with room
+MAX_FIRMWARE_STATE = 4 * 1024 * 1024
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 #: the longest excerpt of a bad value an error quotes
 _EXCERPT = 40
 
@@ -93,6 +101,8 @@ class ExportInfo:
     beparams: dict[str, str] = field(default_factory=dict)
     osparams: dict[str, str] = field(default_factory=dict)
     osparams_private: dict[str, str] = field(default_factory=dict)
+    #: a kvm instance's UEFI NVRAM and TPM state (base64 tar.gz; ours, doc/kvm.md)
+    firmware_state: str | None = None
 
 
 def _text(value: Any) -> str:
@@ -153,6 +163,8 @@ def build(info: ExportInfo) -> str:
         if disk.sha256 is not None:
             cfg.set(ins, f"disk{idx}_{SHA256_KEY}", disk.sha256)
     cfg.set(ins, "disk_count", str(len(info.disks)))
+    if info.firmware_state:
+        cfg.set(ins, FIRMWARE_KEY, info.firmware_state)
     for section, values in ((constants.INISECT_HYP, info.hvparams),
                             (constants.INISECT_BEP, info.beparams),
                             (constants.INISECT_OSP, info.osparams),
@@ -305,6 +317,14 @@ def parse(text: str) -> ExportInfo:
     info.disk_template = _value(cfg.get(ins, "disk_template", fallback=None))
     info.hypervisor = _value(cfg.get(ins, "hypervisor", fallback=None))
     info.tags = cfg.get(ins, "tags", fallback="").split()
+    state = _value(cfg.get(ins, FIRMWARE_KEY, fallback=None))
+    if state is not None:
+        state = "".join(state.split())
+        if len(state) > MAX_FIRMWARE_STATE or not _BASE64.fullmatch(state):
+            raise errors.ConfigurationError(
+                f"Export: config.ini {_where(text, ins, FIRMWARE_KEY)}key {FIRMWARE_KEY} in"
+                f" [{ins}]: not base64 of at most {MAX_FIRMWARE_STATE} characters")
+        info.firmware_state = state
     for idx in range(constants.MAX_DISKS):
         if not cfg.has_option(ins, f"disk{idx}_size"):
             break

@@ -158,3 +158,31 @@ def test_a_failed_copy_fails_the_migration_and_the_guest_stays(uefi_env):
 def test_remove_removes_the_state(uefi_env):
     uefi_env.run("OP_INSTANCE_REMOVE", instance_name="u1")
     assert "node1" not in uefi_env.held
+
+
+def test_export_carries_the_state_and_import_restores_it(uefi_env):
+    rpc = uefi_env.rpc
+    uefi_env.cfg.get_cluster_info().enabled_disk_templates.append("diskless")
+    _create(uefi_env, name="u2", template="diskless", hypervisor="kvm",
+            hvparams={"firmware": "uefi", "tpm": "tpm2"})
+    uuid2 = uefi_env.cfg.get_instance_info_by_name("u2").uuid
+    rpc.do_instance_firmware_get = lambda node, uuid: "U1U2" if uuid == uuid2 else None
+    written: dict[str, str] = {}
+    rpc.do_export_stage = lambda node, name, create: None
+    rpc.do_finalize_export = lambda node, name, config: written.setdefault(name, config) and \
+        f"/export/{name}"
+    rpc.do_export_list = lambda node: ["u2"] if written else []
+    rpc.do_export_remove = lambda node, name: None
+    rpc.do_export_info = lambda node, path: written["u2"]
+    uefi_env.run("OP_BACKUP_EXPORT", instance_name="u2", target_node="node2", mode="local",
+                 shutdown=False)
+    assert "firmware_state = U1U2" in written["u2"].splitlines()
+    put: list = []
+    rpc.do_instance_firmware_put = lambda node, uuid, data: put.append((node, uuid, data))
+    uefi_env.run("OP_INSTANCE_CREATE", instance_name="u3", mode="import", src_node="node2",
+                 src_path="u2", disk_template="diskless", pnode="node1", nics=[{}],
+                 name_check=False, ip_check=False, disks=[])
+    uuid3 = uefi_env.cfg.get_instance_info_by_name("u3").uuid
+    assert put == [("node1", uuid3, "U1U2")]
+    calls = [c for c in rpc.calls if c[0] in ("instance_firmware_put", "instance_start")]
+    assert calls[-2:] == [("instance_firmware_put", "node1"), ("instance_start", "node1")]

@@ -127,3 +127,14 @@ def test_excerpt_is_short_and_printable() -> None:
 def test_counts_must_match_what_is_described(line: str, message: str) -> None:
     with pytest.raises(errors.ConfigurationError, match=message):
         exportinfo.parse(_DISK + line + "\n")
+
+
+def test_firmware_state_travels_and_is_checked() -> None:
+    plain = exportinfo.build(_info())
+    assert "firmware_state" not in plain and exportinfo.parse(plain).firmware_state is None
+    info = _info()
+    info.firmware_state = "H4sIAAAAAAAAA+3OMQ6CQBCF4am9xV5h2QXW+xCswwAzsdKQYOXtZ"
+    assert exportinfo.parse(exportinfo.build(info)).firmware_state == info.firmware_state
+    bad = plain.replace("[hypervisor]", "firmware_state = not base64 !\n[hypervisor]", 1)
+    with pytest.raises(errors.ConfigurationError, match="firmware_state"):
+        exportinfo.parse(bad)
