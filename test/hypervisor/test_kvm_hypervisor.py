@@ -63,6 +63,20 @@ def test_node_validation_checks_files_and_unsupported_modes(hv, tmp_path):
         hv.validate_parameters({"security_model": "pool", "kvm_path": sys.executable})
 
 
+def test_node_validation_needs_ovmf_for_uefi(hv, tmp_path, monkeypatch):
+    from ganeti.hypervisor.kvm import firmware
+    monkeypatch.setattr(firmware, "OVMF_DIR", str(tmp_path / "no-ovmf"))
+    hv.validate_parameters({"firmware": "bios", "kvm_path": sys.executable})
+    with pytest.raises(errors.HypervisorError, match="firmware=uefi: no OVMF"):
+        hv.validate_parameters({"firmware": "uefi", "kvm_path": sys.executable})
+    ovmf = tmp_path / "ovmf"
+    ovmf.mkdir()
+    for name in ("OVMF_CODE_4M.fd", "OVMF_VARS_4M.fd"):
+        (ovmf / name).write_bytes(b"fw")
+    monkeypatch.setattr(firmware, "OVMF_DIR", str(ovmf))
+    hv.validate_parameters({"firmware": "uefi", "kvm_path": sys.executable})
+
+
 def test_acceleration_follows_the_device(hv, tmp_path):
     assert hv.acceleration() == "tcg"
     dev = tmp_path / "fake-kvm"
