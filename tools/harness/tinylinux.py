@@ -11,9 +11,10 @@ from Debian packages fetched at first use and kept in a cache directory:
   package is installed, else downloaded and unpacked the same way).
 
 The initramfs (a gzip'd cpio "newc" archive written here) holds busybox, the
-few kernel modules the guest needs (virtio, the ACPI power button, evdev;
-found with their dependencies from the modules' ``.modinfo``) and an
-``/init`` that mounts proc/sys/dev, loads the modules, prints
+few kernel modules the guest needs (virtio, the ACPI power button, evdev,
+efivarfs; found with their dependencies from the modules' ``.modinfo``) and
+an ``/init`` that mounts proc/sys/dev (and efivarfs when booted through
+UEFI), loads the modules, prints
 ``tinylinux: booted <hostname>`` on the serial console, then
 ``tinylinux: uptime <seconds>`` every two seconds, powers off at once on an
 ACPI power-button press (QMP ``system_powerdown``) and runs a shell on the
