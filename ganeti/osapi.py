@@ -3,7 +3,7 @@
 An OS definition is a directory ``<search dir>/<name>`` holding
 ``ganeti_api_version`` (lines of 10, 15, 20), the scripts ``create``,
 ``import``, ``export``, ``rename`` (and ``verify`` for API 20),
-``variants.list`` (optional, API >= 15) and ``parameters.list`` (API 20,
+``variants.list`` (optional, API >= 15; ``#`` lines skipped) and ``parameters.list`` (API 20,
 ``name description`` lines).  The first directory of
 ``paths.os_search_path`` that has ``<name>`` wins.
 
@@ -195,9 +195,9 @@ def load_os(name: str, os_dir: str) -> OSDefinition:
     variants: tuple[str, ...] = ()
     vfile = os.path.join(os_dir, VARIANTS_FILE)
     if api >= constants.OS_API_V15 and os.path.exists(vfile):
-        variants = tuple(_read_os_file(name, vfile, VARIANTS_FILE))
-        if not variants:
-            raise errors.InvalidOS(f"OS {name}: {VARIANTS_FILE} is empty")
+        # comment lines are skipped; an empty list means no variants
+        variants = tuple(line for line in _read_os_file(name, vfile, VARIANTS_FILE)
+                         if not line.startswith("#"))
 
     parameters: tuple[tuple[str, str], ...] = ()
     if api >= constants.OS_API_V20:
@@ -350,10 +350,12 @@ def build_os_env(os_def: OSDefinition, inst: OSInstance, *,
             env[pre + key] = value
         if nic_frontend:
             env[pre + "FRONTEND_TYPE"] = str(nic_frontend)
+    # the parameter's own (lower-case) name, as OS scripts test for it
+    # (e.g. INSTANCE_HV_serial_console)
     for key, value in inst.hvparams.items():
-        env[f"INSTANCE_HV_{key.upper()}"] = _env_value(value)
+        env[f"INSTANCE_HV_{key}"] = _env_value(value)
     for key, value in inst.beparams.items():
-        env[f"INSTANCE_BE_{key.upper()}"] = _env_value(value)
+        env[f"INSTANCE_BE_{key}"] = _env_value(value)
     return env
 
 

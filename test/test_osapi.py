@@ -109,12 +109,15 @@ def test_diagnose(paths):
     make_os(paths, "noscript", skip=("rename",))
     make_os(paths, "noparams", params=None)
     make_os(paths, "emptyvariants", variants="")
+    make_os(paths, "commentedvariants", variants="# the variants\n\nv1\n#v2\n")
     result = {r.name: r for r in osapi.diagnose_os(paths)}
     assert result["good"].valid and result["good"].status == ""
+    # an empty variants.list: no variants (upstream's rule), comment lines skipped
+    assert result["emptyvariants"].valid and result["emptyvariants"].variants == ()
+    assert result["commentedvariants"].variants == ("v1",)
     expected = {"noapi": "missing API version file", "badver": "API version mismatch",
                 "notnum": "non-numbers", "noexec": "'import' is not executable",
-                "noscript": "'rename' is missing", "noparams": "missing parameters.list",
-                "emptyvariants": "variants.list is empty"}
+                "noscript": "'rename' is missing", "noparams": "missing parameters.list"}
     for name, reason in expected.items():
         assert not result[name].valid, name
         assert reason in result[name].status, (name, result[name].status)
@@ -170,8 +173,8 @@ def test_build_env(paths, tinyos, tmp_path):
         "NIC_COUNT": "2", "NIC_0_MAC": "aa:00:00:00:00:01", "NIC_0_IP": "192.0.2.10",
         "NIC_0_MODE": "bridged", "NIC_0_LINK": "br0", "NIC_0_BRIDGE": "br0",
         "NIC_0_UUID": "n0", "NIC_0_NAME": "eth0", "NIC_1_MODE": "routed",
-        "OSP_HOSTNAME_PREFIX": "vm-", "INSTANCE_HV_MIGRATION_MODE": "live",
-        "INSTANCE_BE_MAXMEM": "512", "INSTANCE_BE_AUTO_BALANCE": "True",
+        "OSP_HOSTNAME_PREFIX": "vm-", "INSTANCE_HV_migration_mode": "live",
+        "INSTANCE_BE_maxmem": "512", "INSTANCE_BE_auto_balance": "True",
     }
     for key, value in expected.items():
         assert env.get(key) == value, key
