@@ -14,7 +14,8 @@ all: test
 # that forbids every start is in place for the install when the host has none.
 DEBIAN_PACKAGES := tzdata python3-ganeti-rapi ganeti-htools-3.0 nftables qemu-system-x86 qemu-utils \
   syslinux syslinux-common mtools dosfstools busybox-static cpio lvm2 drbd-utils openssh-server \
-  openvswitch-switch chromium chromium-driver genisoimage libjs-term.js novnc socat ovmf swtpm
+  openvswitch-switch chromium chromium-driver genisoimage libjs-term.js novnc socat ovmf swtpm \
+  ganeti-instance-debootstrap extlinux
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -67,7 +68,8 @@ typecheck: venv
 
 # hail (ganeti-htools-3.0) is installed by debian-deps: its oracle tests must not skip.
 # As root, compat-deps has installed upstream's CLI: its tests must not skip either;
-# nor the web console's browser tests (chromium and chromium-driver from debian-deps).
+# nor the web console's browser tests (chromium and chromium-driver from debian-deps),
+# nor ganeti-instance-debootstrap's (doc/os.md).
 # The 25 slowest tests are listed at the end: `make test` must stay under 25 minutes.
 # Tests marked `soak` (longer repetitions of what is covered once) run in `make soak`.
 # Three pytest-xdist workers; a module's tests stay on one worker, and the guest-cluster
@@ -82,6 +84,7 @@ unit: venv
 	tmp=$$(mktemp -d /tmp/gtXXXX) && \
 	GANETI_TEST_REQUIRE_HAIL=1 GANETI_TEST_REQUIRE_UPSTREAM=$$([ "$$(id -u)" = 0 ] && echo 1) \
 	GANETI_TEST_REQUIRE_BROWSER=$$([ "$$(id -u)" = 0 ] && echo 1) \
+	GANETI_TEST_REQUIRE_DEBOOTSTRAP=$$([ "$$(id -u)" = 0 ] && echo 1) \
 	  $(VPY) -m pytest test -m "not soak" -n $(TEST_WORKERS) --no-loadscope-reorder \
 	  --basetemp=$$tmp/t --durations=25; rc=$$?; [ $$rc -eq 0 ] && rm -rf $$tmp; exit $$rc
 
