@@ -1,0 +1,313 @@
+"""Build a small Debian disk image with cloud-init, for image-based installs (doc/images.md, "The test image").
+
+The image is made here from Debian's packages, never downloaded ready
+made: ``debootstrap`` of this machine's release from the archive of its
+apt sources (:func:`tools.harness.debootstrap.host_mirror`) with the
+cloud kernel, ``cloud-init`` and ``openssh-server``, then a raw image
+whose whole disk is one ext4 file system labelled ``root`` (made with
+``mke2fs -d`` from the tree), with extlinux as its boot loader: it boots
+under the kvm hypervisor with no hypervisor parameter.  Inside:
+
+* cloud-init looks for its NoCloud data source only (then none), so a
+  ``cidata`` seed (doc/images.md) configures the guest; its locale module
+  is off (``locale: false``: the base system has no ``locales``);
+* no SSH host key and an empty ``/etc/machine-id``: each instance makes
+  its own at first boot;
+* the kernel logs to ``ttyS0`` and root is logged in there automatically
+  (a test image: the serial console is how tests look inside).
+
+A build lives in ``<cache>/<key>/`` (``debian-cloud.raw``,
+``image.json``: suite, packages, kernel, size, SHA-256), the key made of
+the suite, the packages and the builder's format; builds are serialized by
+a lock file and published by an atomic rename, so concurrent first uses
+are safe.  The cache directory is ``$GANETI_CLOUDIMAGE_CACHE``, by default
+``.cache/cloudimage`` in the source tree.  Building needs root
+(debootstrap's chroot, a loop mount for extlinux).
+
+Pure pieces: :func:`cache_key`, :func:`guest_files`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import IO
+
+from tools.harness import debootstrap
+
+__all__ = ["CloudImage", "CACHE_ENV", "PACKAGES", "IMAGE_NAME", "default_cache_dir", "cache_key",
+           "guest_files", "build", "find_built", "problem", "main"]
+
+CACHE_ENV = "GANETI_CLOUDIMAGE_CACHE"
+#: what debootstrap adds to the base system; python3-cffi-backend is named
+#: because debootstrap does not resolve the virtual packages
+#: (python3-cffi-backend-api-*) python3-cryptography, of cloud-init, needs
+PACKAGES = ("linux-image-cloud-amd64", "cloud-init", "openssh-server", "python3-cffi-backend")
+IMAGE_NAME = "debian-cloud.raw"
+META_NAME = "image.json"
+#: the raw image's size (sparse; cloud-init grows the file system to the disk's size)
+IMAGE_MIB = 1536
+LABEL = "root"
+#: bump when the image's layout or configuration changes in a way that matters
+FORMAT = 2
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CloudImage:
+    """A built image and what it was built from."""
+
+    path: str
+    suite: str
+    packages: tuple[str, ...]
+    kernel_version: str
+    size: int
+    sha256: str
+
+
+def default_cache_dir(environ: dict[str, str] | None = None) -> str:
+    """``$GANETI_CLOUDIMAGE_CACHE`` or ``<source tree>/.cache/cloudimage``."""
+    env = os.environ if environ is None else environ
+    return env.get(CACHE_ENV) or os.path.join(_REPO_ROOT, ".cache", "cloudimage")
+
+
+def cache_key(suite: str, packages: Sequence[str], fmt: int = FORMAT) -> str:
+    """The cache entry's name: the suite, the sorted packages and the format."""
+    text = json.dumps({"suite": suite, "packages": sorted(packages), "format": fmt})
+    return f"{suite}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def guest_files(kernel: str, initrd: str) -> dict[str, str]:
+    """The files written into the tree (path relative to its root -> content).
+
+    ``kernel`` and ``initrd`` are the file names in ``/boot``.
+    """
+    return {
+        "etc/fstab": f"LABEL={LABEL} / ext4 defaults 0 1\n",
+        "etc/hostname": "localhost\n",
+        "etc/machine-id": "",
+        "etc/cloud/cloud.cfg.d/90_ganeti.cfg":
+            "# the seed of an image-based instance (doc/images.md)\n"
+            "datasource_list: [ NoCloud, None ]\n"
+            "# no locales package in the image: its locale module would fail\n"
+            "locale: false\n",
+        "etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf":
+            "[Service]\nExecStart=\n"
+            "ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,38400,9600 %I $TERM\n",
+        "boot/extlinux/extlinux.conf":
+            "DEFAULT linux\nPROMPT 0\nTIMEOUT 0\nLABEL linux\n"
+            f"  LINUX /boot/{kernel}\n  INITRD /boot/{initrd}\n"
+            f"  APPEND root=LABEL={LABEL} ro console=tty0 console=ttyS0,115200n8\n",
+    }
+
+
+def problem() -> str:
+    """Why an image cannot be built here ("" when it can)."""
+    if os.geteuid() != 0:
+        return "building the cloud image needs root (debootstrap, a loop mount)"
+    missing = [tool for tool in ("debootstrap", "mke2fs", "extlinux", "losetup", "mount")
+               if not _which(tool)]
+    if missing:
+        return f"missing tools: {', '.join(missing)}"
+    suite = debootstrap.host_codename()
+    if not suite or not debootstrap.host_mirror(suite):
+        return "no Debian archive for this machine's release in its apt sources"
+    return ""
+
+
+def _which(tool: str) -> bool:
+    return any(os.access(os.path.join(d, tool), os.X_OK)
+               for d in ("/usr/sbin", "/usr/bin", "/sbin", "/bin"))
+
+
+def _load(directory: str) -> CloudImage | None:
+    try:
+        with open(os.path.join(directory, META_NAME), encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    path = os.path.join(directory, IMAGE_NAME)
+    if not os.path.isfile(path):
+        return None
+    return CloudImage(path=path, suite=meta["suite"], packages=tuple(meta["packages"]),
+                      kernel_version=meta["kernel_version"], size=int(meta["size"]),
+                      sha256=meta["sha256"])
+
+
+def find_built(cache_dir: str | None = None, suite: str = "",
+               packages: Sequence[str] = PACKAGES) -> CloudImage | None:
+    """The cached image for ``suite`` (default: this machine's) and ``packages``, or None."""
+    cache_dir = cache_dir or default_cache_dir()
+    suite = suite or debootstrap.host_codename()
+    return _load(os.path.join(cache_dir, cache_key(suite, packages)))
+
+
+def _run(argv: Sequence[str], log_fh: IO[str]) -> None:
+    subprocess.run(list(argv), check=True, stdin=subprocess.DEVNULL, stdout=log_fh,
+                   stderr=subprocess.STDOUT)
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _configure(tree: str) -> str:
+    """Write the image's own files into ``tree``; the kernel version."""
+    kernels = sorted(glob.glob(os.path.join(tree, "boot", "vmlinuz-*")))
+    if not kernels:
+        raise RuntimeError("debootstrap left no kernel in /boot")
+    kernel = os.path.basename(kernels[-1])
+    version = kernel[len("vmlinuz-"):]
+    initrd = f"initrd.img-{version}"
+    if not os.path.exists(os.path.join(tree, "boot", initrd)):
+        raise RuntimeError(f"no initramfs for kernel {version}")
+    for rel, text in guest_files(kernel, initrd).items():
+        path = os.path.join(tree, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    for key in glob.glob(os.path.join(tree, "etc", "ssh", "ssh_host_*")):
+        os.unlink(key)
+    for deb in glob.glob(os.path.join(tree, "var", "cache", "apt", "archives", "*.deb")):
+        os.unlink(deb)
+    return version
+
+
+def _debootstrap_errors(tree: str, limit: int = 20) -> str:
+    """The last error lines of debootstrap's own log in ``tree`` (dpkg's complaints)."""
+    try:
+        with open(os.path.join(tree, "debootstrap", "debootstrap.log"), encoding="utf-8",
+                  errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return "(no debootstrap.log)"
+    wanted = [line for line in lines
+              if line.startswith(("dpkg:", "E:", "W:")) or "depends on" in line
+              or "not installed" in line]
+    return "\n".join((wanted or lines)[-limit:])
+
+
+def _make_image(tree: str, image: str, log_fh: IO[str]) -> None:
+    """A whole-disk ext4 file system from ``tree``, with extlinux's boot sector."""
+    with open(image, "wb") as fh:
+        fh.truncate(IMAGE_MIB * 1024 * 1024)
+    _run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", LABEL, "-d", tree, image], log_fh)
+    mnt = tempfile.mkdtemp(prefix=".mnt-", dir=os.path.dirname(image))
+    loop = subprocess.run(["losetup", "--show", "-f", image], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    try:
+        _run(["mount", loop, mnt], log_fh)
+        try:
+            _run(["extlinux", "--install", os.path.join(mnt, "boot", "extlinux")], log_fh)
+        finally:
+            _run(["umount", mnt], log_fh)
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=False)
+        os.rmdir(mnt)
+
+
+def _mounts_below(path: str) -> list[str]:
+    """Mount points strictly below ``path``, deepest first."""
+    prefix = os.path.realpath(path) + "/"
+    found = []
+    with open("/proc/self/mounts", encoding="utf-8") as fh:
+        for line in fh:
+            point = line.split()[1].replace("\\040", " ")
+            if point.startswith(prefix):
+                found.append(point)
+    return sorted(found, key=len, reverse=True)
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a build directory, never through a mount left in it (debootstrap's
+    /proc, /sys or a bind of /dev after a failure): those are unmounted
+    first, and the directory is kept when one stays."""
+    for point in _mounts_below(path):
+        subprocess.run(["umount", "-l", point], check=False)
+    if _mounts_below(path):
+        raise RuntimeError(f"mounts left below {path}: not removed")
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def build(cache_dir: str | None = None, *, suite: str = "", mirror: str = "",
+          packages: Sequence[str] = PACKAGES, log: Log | None = None) -> CloudImage:
+    """The image in the cache, built first when missing (see the module docstring)."""
+    cache_dir = cache_dir or default_cache_dir()
+    log = log or (lambda _msg: None)
+    suite = suite or debootstrap.host_codename()
+    mirror = mirror or debootstrap.host_mirror(suite)
+    if not suite or not mirror:
+        raise RuntimeError("no Debian archive for this machine's release in its apt sources")
+    target = os.path.join(cache_dir, cache_key(suite, packages))
+    found = _load(target)
+    if found:
+        return found
+    os.makedirs(cache_dir, exist_ok=True)
+    with open(os.path.join(cache_dir, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _load(target)      # built by someone else while we waited
+        if found:
+            return found
+        work = tempfile.mkdtemp(prefix=".build-", dir=cache_dir)
+        try:
+            tree = os.path.join(work, "tree")
+            staged = os.path.join(work, "out")
+            os.makedirs(staged)
+            with open(os.path.join(work, "build.log"), "w") as log_fh:
+                log(f"debootstrap {suite} from {mirror} (log {work}/build.log)")
+                try:
+                    _run(["debootstrap", f"--include={','.join(packages)}", suite, tree,
+                          mirror], log_fh)
+                except subprocess.CalledProcessError as exc:
+                    raise RuntimeError(f"debootstrap failed ({exc.returncode}):\n"
+                                       f"{_debootstrap_errors(tree)}") from exc
+                version = _configure(tree)
+                image = os.path.join(staged, IMAGE_NAME)
+                log(f"writing {image}")
+                _make_image(tree, image, log_fh)
+            meta = {"suite": suite, "packages": list(packages), "kernel_version": version,
+                    "size": os.path.getsize(image), "sha256": _sha256(image), "format": FORMAT}
+            with open(os.path.join(staged, META_NAME), "w", encoding="utf-8") as fh:
+                json.dump(meta, fh, indent=1)
+            os.rename(staged, target)
+        finally:
+            _remove_tree(work)
+    log(f"Built the cloud image in {target}")
+    built = _load(target)
+    assert built is not None
+    return built
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``build [--cache DIR]``: build (or find) the image and print it as JSON."""
+    parser = argparse.ArgumentParser(prog="cloudimage", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="build the image unless cached; print it")
+    b.add_argument("--cache", default=None, help="cache directory (default: %(default)s)")
+    args = parser.parse_args(argv)
+    why = problem()
+    if why:
+        parser.error(why)
+    image = build(args.cache, log=lambda msg: print(msg, flush=True))
+    print(json.dumps(asdict(image), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
