@@ -1,8 +1,8 @@
 """The cloud image (tools/harness/cloudimage.py) boots as an image-based kvm instance (doc/images.md).
 
-``gnt-instance add --os-image`` writes the image built here (checked
-against the SHA-256 the builder recorded) to a ``file`` disk larger than
-the image; the node's NoCloud seed gives it the instance's name and an
+``gnt-instance add --os-image`` writes the image built here (its qcow2
+copy, checked against the SHA-256 the builder recorded) to a ``file``
+disk larger than the image; the node's NoCloud seed gives it the instance's name and an
 SSH key.  Inside the guest (root is logged in on the serial console):
 ``cloud-init status --long`` reports done with the NoCloud data source,
 the hostname is the instance's, the key is in the default user's
@@ -50,8 +50,10 @@ def vc(tmp_path_factory):
 
 
 def test_cloud_init_configures_the_guest_from_the_seed(vc, image):
+    # the compressed copy: the master sends the image to the node over RPC
+    path, digest = cloudimage.qcow2(image)
     vc.ok("gnt-instance", "add", "-t", "file", "-s", "2G", "-n", N1, "-B", "memory=512M",
-          "--os-image", image.path, "--os-image-checksum", f"sha256:{image.sha256}",
+          "--os-image", path, "--os-image-checksum", f"sha256:{digest}",
           "-O", f"ssh_authorized_keys={KEY}", *NOCHECK, INST, timeout=900)
     assert status_of(vc, INST) == "running"
     hv = KvmHypervisor(vc.paths(N1))

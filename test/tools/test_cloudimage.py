@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
+import subprocess
+
+import pytest
 
 from tools.harness import cloudimage
 
@@ -59,3 +64,20 @@ def test_a_build_directory_is_removed(tmp_path):
     (work / "tree" / "etc" / "f").write_text("x")
     cloudimage._remove_tree(str(work))
     assert not work.exists()
+
+
+@pytest.mark.skipif(shutil.which("qemu-img") is None, reason="needs qemu-img (make debian-deps)")
+def test_qcow2_copy_is_made_once_beside_the_raw_image(tmp_path):
+    raw = tmp_path / cloudimage.IMAGE_NAME
+    raw.write_bytes(b"\x01" * 65536 + bytes(1 << 20))
+    image = cloudimage.CloudImage(path=str(raw), suite="bookworm", packages=(),
+                                  kernel_version="k", size=raw.stat().st_size, sha256="x")
+    path, digest = cloudimage.qcow2(image)
+    assert path == str(tmp_path / cloudimage.QCOW2_NAME)
+    assert digest == hashlib.sha256(open(path, "rb").read()).hexdigest()
+    info = json.loads(subprocess.run(["qemu-img", "info", "--output=json", path],
+                                     capture_output=True, text=True, check=True).stdout)
+    assert info["format"] == "qcow2" and info["virtual-size"] == raw.stat().st_size
+    made = os.stat(path).st_mtime_ns
+    assert cloudimage.qcow2(image) == (path, digest)
+    assert os.stat(path).st_mtime_ns == made

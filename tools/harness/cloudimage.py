@@ -20,7 +20,8 @@ A build lives in ``<cache>/<key>/`` (``debian-cloud.raw``,
 ``image.json``: suite, packages, kernel, size, SHA-256), the key made of
 the suite, the packages and the builder's format; builds are serialized by
 a lock file and published by an atomic rename, so concurrent first uses
-are safe.  The cache directory is ``$GANETI_CLOUDIMAGE_CACHE``, by default
+are safe.  :func:`qcow2` adds a compressed qcow2 copy beside the raw image
+(``debian-cloud.qcow2``, ``qcow2.json`` with its SHA-256) on first use.  The cache directory is ``$GANETI_CLOUDIMAGE_CACHE``, by default
 ``.cache/cloudimage`` in the source tree.  Building needs root
 (debootstrap's chroot, a loop mount for extlinux).
 
@@ -45,7 +46,7 @@ from typing import IO
 from tools.harness import debootstrap
 
 __all__ = ["CloudImage", "CACHE_ENV", "PACKAGES", "IMAGE_NAME", "default_cache_dir", "cache_key",
-           "guest_files", "build", "find_built", "problem", "main"]
+           "guest_files", "build", "find_built", "qcow2", "problem", "main"]
 
 CACHE_ENV = "GANETI_CLOUDIMAGE_CACHE"
 #: what debootstrap adds to the base system; python3-cffi-backend is named
@@ -53,6 +54,8 @@ CACHE_ENV = "GANETI_CLOUDIMAGE_CACHE"
 #: (python3-cffi-backend-api-*) python3-cryptography, of cloud-init, needs
 PACKAGES = ("linux-image-cloud-amd64", "cloud-init", "openssh-server", "python3-cffi-backend")
 IMAGE_NAME = "debian-cloud.raw"
+QCOW2_NAME = "debian-cloud.qcow2"
+QCOW2_META = "qcow2.json"
 META_NAME = "image.json"
 #: the raw image's size (sparse; cloud-init grows the file system to the disk's size)
 IMAGE_MIB = 1536
@@ -292,6 +295,32 @@ def build(cache_dir: str | None = None, *, suite: str = "", mirror: str = "",
     built = _load(target)
     assert built is not None
     return built
+
+
+def qcow2(image: CloudImage) -> tuple[str, str]:
+    """A compressed qcow2 copy of ``image`` beside it (made once): its path and SHA-256.
+
+    About a third of the raw image's data, so it reaches a node sooner.
+    """
+    directory = os.path.dirname(image.path)
+    path = os.path.join(directory, QCOW2_NAME)
+    meta = os.path.join(directory, QCOW2_META)
+    with open(os.path.join(directory, ".qcow2.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (os.path.isfile(path) and os.path.isfile(meta)):
+            tmp = f"{path}.tmp-{os.getpid()}"
+            try:
+                subprocess.run(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2",
+                                image.path, tmp], check=True, capture_output=True)
+                with open(f"{meta}.tmp", "w", encoding="utf-8") as fh:
+                    json.dump({"sha256": _sha256(tmp), "raw_sha256": image.sha256}, fh)
+                os.rename(tmp, path)
+                os.rename(f"{meta}.tmp", meta)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+    with open(meta, encoding="utf-8") as fh:
+        return path, str(json.load(fh)["sha256"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
