@@ -64,6 +64,16 @@ class Paths:
         return os.path.join(self.data_dir, "os-images")
 
     @property
+    def os_image_store_dir(self) -> str:
+        """The master's image store: ``index.json`` and ``images/<name>`` (doc/images.md)."""
+        return os.path.join(self.data_dir, "os-image-store")
+
+    @property
+    def os_image_cache_dir(self) -> str:
+        """A node's copies of store images, named by their sha256 (doc/images.md)."""
+        return os.path.join(self.data_dir, "os-image-cache")
+
+    @property
     def cloud_init_dir(self) -> str:
         """The instances' cloud-init NoCloud seeds on a node (doc/images.md)."""
         return os.path.join(self.data_dir, "cloud-init")

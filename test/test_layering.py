@@ -67,6 +67,7 @@ LAYERS: dict[str, int] = {
     "ganeti.impexp.info": 2,
     "ganeti.impexp.stream": 2,
     "ganeti.impexp.osimage": 2,
+    "ganeti.impexp.imagestore": 2,
     "ganeti.impexp.cloudinit": 2,
     "ganeti.ha": 2,
     "ganeti.sshkeys": 2,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -29,7 +30,8 @@ from ganeti.utils import validation
 from ganeti.utils.process import run_command
 
 __all__ = ["os_image_put_chunk", "os_image_fetch", "os_image_inspect", "os_image_write",
-           "os_image_remove", "instance_seed_build", "instance_seed_remove"]
+           "os_image_remove", "os_image_cache_stage", "os_image_cache_keep",
+           "os_image_cache_remove", "instance_seed_build", "instance_seed_remove"]
 
 #: largest chunk the master pushes in one call (before base64)
 MAX_CHUNK = 8 * 1024 * 1024
@@ -54,6 +56,8 @@ def os_image_put_chunk(ctx: NodeContext, instance_name: str, offset: int, data: 
         raise errors.StorageError(f"Chunk too large or bad offset ({len(chunk)} at {offset})")
     path = _stage_path(ctx, instance_name)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if offset == 0:
+        _unlink(path)       # never truncate in place: it may be a link to a cached copy
     with open(path, "wb" if offset == 0 else "r+b") as fh:
         fh.seek(offset)
         fh.write(chunk)
@@ -83,6 +87,7 @@ def os_image_fetch(ctx: NodeContext, instance_name: str, url: str, max_size: int
     """
     path = _stage_path(ctx, instance_name)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    _unlink(path)
     done = 0
     try:
         with _open_source(ctx, url) as resp, open(path, "wb") as out:
@@ -144,6 +149,54 @@ def os_image_write(ctx: NodeContext, instance_name: str, disk: dict, image_forma
 def os_image_remove(ctx: NodeContext, instance_name: str) -> None:
     """Remove the staging file of ``instance_name`` (nothing when there is none)."""
     _unlink(_stage_path(ctx, instance_name))
+
+
+def _cache_path(ctx: NodeContext, sha256: str) -> str:
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise errors.StorageError(f"Invalid image checksum {sha256!r}")
+    return os.path.join(ctx.paths.os_image_cache_dir, sha256)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Make ``dst`` hold ``src``'s bytes, atomically (a hard link, else a copy)."""
+    tmp = f"{dst}.tmp{os.getpid()}"
+    _unlink(tmp)
+    try:
+        try:
+            os.link(src, tmp)
+        except OSError:
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def os_image_cache_stage(ctx: NodeContext, instance_name: str, sha256: str) -> bool:
+    """Stage the cached store image ``sha256`` for ``instance_name``; False when
+    this node has no copy.  The master inspects the staged file as any other
+    (so a damaged copy is refused, and then dropped by the master)."""
+    cached = _cache_path(ctx, sha256)
+    if not os.path.isfile(cached):
+        return False
+    path = _stage_path(ctx, instance_name)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    _unlink(path)
+    _link_or_copy(cached, path)
+    return True
+
+
+def os_image_cache_keep(ctx: NodeContext, instance_name: str, sha256: str) -> None:
+    """Keep the staged image of ``instance_name`` as the cached copy ``sha256``
+    (the master has checked its digest; the staged file stays for the write)."""
+    cached = _cache_path(ctx, sha256)
+    os.makedirs(os.path.dirname(cached), mode=0o700, exist_ok=True)
+    _link_or_copy(_stage_path(ctx, instance_name), cached)
+
+
+def os_image_cache_remove(ctx: NodeContext, sha256: str) -> None:
+    """Drop the cached copy ``sha256`` (nothing when there is none)."""
+    _unlink(_cache_path(ctx, sha256))
 
 
 def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str, nics: list,

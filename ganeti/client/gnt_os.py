@@ -9,8 +9,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "commands", "list_os", "diagnose_os", "show_os_info", "format_os_info",
-           "modify_os", "modify_os_opcode"]
+__all__ = ["main", "commands", "image_commands", "list_os", "diagnose_os", "show_os_info",
+           "format_os_info", "modify_os", "modify_os_opcode", "image_add", "image_list",
+           "image_remove", "image_table", "image_verbs", "IMAGE_FIELDS"]
 
 _FIELDS = ["name", "valid", "variants", "parameters", "api_versions", "node_status",
            "hidden", "blacklisted"]
@@ -166,9 +167,105 @@ commands: dict[str, cli.Command] = {
 }
 
 
+# --- the image store (doc/images.md, "The image store") ---------------------------
+
+#: field -> (title, how a store entry shows it)
+IMAGE_FIELDS: dict[str, tuple[str, Any]] = {
+    "name": ("Name", lambda e: e["name"]),
+    "format": ("Format", lambda e: e["format"]),
+    "size": ("Size", lambda e: _mib(e["size"])),
+    "virtual_size": ("VirtualSize", lambda e: _mib(e["virtual_size"])),
+    "checksum": ("Checksum", lambda e: f"sha256:{e['sha256'][:12]}"),
+    "sha256": ("SHA256", lambda e: e["sha256"]),
+    "source": ("Source", lambda e: e["source"]),
+    "added": ("Added", lambda e: _stamp(e["added"])),
+}
+IMAGE_DEFAULT_FIELDS = ["name", "format", "size", "checksum", "added"]
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f}M"
+
+
+def _stamp(ts: float) -> str:
+    import time
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+
+
+def image_table(entries: list[dict[str, Any]], fields: list[str], *, headers: bool = True,
+                separator: str | None = None) -> list[str]:
+    """The lines of ``gnt-os image list`` (times in UTC); unknown fields are an error."""
+    unknown = [f for f in fields if f not in IMAGE_FIELDS]
+    if unknown:
+        raise errors.OpPrereqError(f"Unknown output field(s): {', '.join(unknown)} (known:"
+                                   f" {', '.join(IMAGE_FIELDS)})", errors.ECODE_INVAL)
+    rows = [[str(IMAGE_FIELDS[f][1](e)) for f in fields] for e in entries]
+    if headers:
+        rows.insert(0, [IMAGE_FIELDS[f][0] for f in fields])
+    if separator is not None:
+        return [separator.join(r) for r in rows]
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(len(fields))]
+    return [" ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def image_add(opts: Any, args: list[str]) -> int:
+    """Add an image (a master's file or an http(s) URL) to the store."""
+    op = wire.os_image_add(name=args[0], source=args[1],
+                           checksum=opts.checksum or wire.NOT_SENT)
+    cli.submit_or_send(op, opts)
+    return cli.EXIT_SUCCESS
+
+
+def image_list(opts: Any, args: list[str]) -> int:
+    """List the store's images."""
+    fields = cli.parse_fields(opts.output, IMAGE_DEFAULT_FIELDS)
+    entries = cli.submit_opcode_and_wait(wire.os_image_list(names=list(args)), opts,
+                                         feedback_fn=None)
+    for line in image_table(entries, fields, headers=not opts.no_headers,
+                            separator=opts.separator):
+        cli.to_stdout(line)
+    return cli.EXIT_SUCCESS
+
+
+def image_remove(opts: Any, args: list[str]) -> int:
+    """Remove an image from the store (and the nodes' cached copies)."""
+    cli.submit_or_send(wire.os_image_remove(name=args[0]), opts)
+    return cli.EXIT_SUCCESS
+
+
+CHECKSUM_OPT = cli.Option("--checksum", dest="checksum", default=None, metavar="sha256:HEX",
+                          help="The image's expected checksum, verified before it is stored")
+_JOB_OPTS = [cli.SUBMIT_OPT, cli.PRINT_JOBID_OPT, cli.PRIORITY_OPT]
+
+image_commands: dict[str, cli.Command] = {
+    "add": (image_add, [cli.ArgUnknown(min=1, max=1, name="NAME"),
+                        cli.ArgUnknown(min=1, max=1, name="SOURCE")],
+            [CHECKSUM_OPT, *_JOB_OPTS], "[--checksum sha256:HEX] NAME SOURCE",
+            "Copy an image (a file of the master or an http(s) URL) into the image store"),
+    "list": (image_list, [cli.ArgUnknown(name="NAME")],
+             [cli.NOHDR_OPT, cli.SEP_OPT, cli.FIELDS_OPT], "[-o FIELDS] [NAME...]",
+             "List the image store's images (fields: " + ", ".join(IMAGE_FIELDS) + ")"),
+    "remove": (image_remove, [cli.ArgUnknown(min=1, max=1, name="NAME")], _JOB_OPTS, "NAME",
+               "Remove an image from the image store"),
+}
+
+def image_verbs(opts: Any, args: list[str]) -> int:
+    """``gnt-os image VERB ...`` (:func:`main` dispatches before option parsing)."""
+    return cli.generic_main(image_commands, list(args), prog="gnt-os image")
+
+
+commands["image"] = (image_verbs, [cli.ArgUnknown(name="VERB")], [],
+                     "add|list|remove ...", "Manage the OS image store (gnt-os image add|list|"
+                     "remove)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``gnt-os``."""
-    return cli.generic_main(commands, argv, prog="gnt-os")
+    """Entry point of ``gnt-os``; ``gnt-os image VERB`` runs the image store's verbs."""
+    import sys
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["image"]:
+        return cli.generic_main(image_commands, args[1:], prog="gnt-os image")
+    return cli.generic_main(commands, args, prog="gnt-os")
 
 
 if __name__ == "__main__":  # pragma: no cover

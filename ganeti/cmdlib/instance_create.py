@@ -486,7 +486,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                 raise errors.OpPrereqError("An OS image needs a disk to be written to",
                                            errors.ECODE_INVAL)
             os_image.check_local_image(self.os_image, self.osparams.get(
-                os_image.CHECKSUM_PARAM), self.new_disks[0].size)
+                os_image.CHECKSUM_PARAM), self.new_disks[0].size, self.context.paths)
         if op.os_type and self.rpc is not None:
             full = os_image.without_image_params(
                 parameters.fill_osparams(cluster, op.os_type, self.osparams))

@@ -344,7 +344,7 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
                                            errors.ECODE_INVAL)
             self.image_disk = disks[0]
             os_image.check_local_image(self.os_image, self.new_osparams.get(
-                os_image.CHECKSUM_PARAM), self.image_disk.size)
+                os_image.CHECKSUM_PARAM), self.image_disk.size, self.context.paths)
             if not self.new_os:
                 return      # the OS scripts run after the image when there is an OS
         if not self.new_os:

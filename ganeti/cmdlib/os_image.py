@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from ganeti import errors
 from ganeti.aliases import FeedbackFn
-from ganeti.impexp import cloudinit, osimage
+from ganeti.cmdlib import os_image_store
+from ganeti.impexp import cloudinit, imagestore, osimage
 from ganeti.objects import Instance
+from ganeti.pathutils import Paths
 
 if TYPE_CHECKING:
     from ganeti.cmdlib.base import LogicalUnit
@@ -59,13 +61,29 @@ def _check_facts(image: str, facts: dict[str, Any], checksum: str | None,
             f" disk ({disk_mib} MiB)", errors.ECODE_INVAL)
 
 
-def check_local_image(image: str, checksum: str | None, disk_mib: int) -> dict[str, Any]:
-    """Check a master's image file; its facts (:func:`osimage.facts`), or ``{}``
-    for a URL or a path the master does not have (the node's, checked there)."""
+def _store_facts(entry: dict[str, Any]) -> dict[str, Any]:
+    return {"format": entry["format"], "size": entry["size"], "sha256": entry["sha256"],
+            "virtual_size": entry["virtual_size"], "what": f"{entry['format']} image"}
+
+
+def check_local_image(image: str, checksum: str | None, disk_mib: int,
+                      paths: Paths | None = None) -> dict[str, Any]:
+    """Check a master's image file or store image (``paths``: the master's);
+    its facts (:func:`osimage.facts`), or ``{}`` for a URL or a path the
+    master does not have (the node's, checked there).  A store image's facts
+    are its index entry's (its file is checked on the node when staged)."""
     if checksum is not None:
         osimage.parse_checksum(checksum)
-    if osimage.is_url(image):
+    kind = imagestore.kind_of(image)
+    if kind == "url":
         return {}
+    if kind == "store":
+        if paths is None:
+            raise errors.OpPrereqError(f"OS image {image}: no image store here",
+                                       errors.ECODE_INVAL)
+        facts = _store_facts(os_image_store.lookup(paths, image))
+        _check_facts(image, facts, checksum, disk_mib)
+        return facts
     if not os.path.isabs(image):
         raise errors.OpPrereqError(f"OS image must be an absolute path or a URL: {image}",
                                    errors.ECODE_INVAL)
@@ -87,6 +105,73 @@ def check_local_image(image: str, checksum: str | None, disk_mib: int) -> dict[s
     return facts
 
 
+def _push(lu: LogicalUnit[Any], node: str, instance_name: str, image: str, path: str,
+          feedback_fn: FeedbackFn) -> None:
+    """Send the master's file ``path`` to the node's staging file, chunk by chunk."""
+    rpc = lu.require_rpc()
+    size = os.path.getsize(path)
+    feedback_fn(f"* sending OS image {image} ({size} bytes) to {node}")
+    with lu.progress_reporter("image", end=size) as rep, open(path, "rb") as fh:
+        offset = 0
+        while True:
+            block = fh.read(PUSH_CHUNK)
+            if not block and offset:
+                break
+            rpc.call_os_image_put_chunk(
+                node, instance_name=instance_name, offset=offset,
+                data=base64.b64encode(block).decode("ascii"),
+            ).one(node, f"Could not send OS image to {node}")
+            offset += len(block)
+            rep.update(offset)
+            if not block:
+                break
+
+
+def _stage_store_image(lu: LogicalUnit[Any], node: str, instance_name: str, name: str,
+                       checksum: str | None, disk_mib: int,
+                       feedback_fn: FeedbackFn) -> dict[str, Any]:
+    """Stage store image ``name`` on ``node``: the node's cached copy when it has
+    one with the recorded sha256, else pushed from the store (and then cached).
+    The staged file is checked against the recorded sha256 before anything is
+    written; nothing is left on the node when this raises."""
+    paths = lu.context.paths
+    rpc = lu.require_rpc()
+    with os_image_store.using(name):
+        entry = os_image_store.lookup(paths, name)
+        sha = str(entry["sha256"])
+        expected = f"sha256:{sha}"
+        if checksum is not None and osimage.parse_checksum(checksum) != sha:
+            raise errors.OpPrereqError(f"OS image {name}: checksum mismatch (expected"
+                                       f" {checksum}, got {expected} from the image store)",
+                                       errors.ECODE_INVAL)
+        cached = damaged = False
+        try:
+            cached = bool(rpc.call_os_image_cache_stage(
+                node, instance_name=instance_name, sha256=sha).one(
+                    node, f"Could not look up the cached OS image on {node}"))
+            if cached:
+                feedback_fn(f"* OS image {name}: {node} has a copy (sha256:{sha[:12]}),"
+                            " not sent")
+            else:
+                _push(lu, node, instance_name, name, os_image_store.image_path(paths, name),
+                      feedback_fn)
+            facts: dict[str, Any] = rpc.call_os_image_inspect(
+                node, instance_name=instance_name).one(node, "Could not inspect the OS image")
+            damaged = cached and facts["sha256"] != sha
+            _check_facts(name, facts, expected, disk_mib)
+            if not cached:
+                rpc.call_os_image_cache_keep(node, instance_name=instance_name, sha256=sha).one(
+                    node, f"Could not keep the OS image in the cache of {node}")
+        except BaseException:
+            drop_staged(lu, node, instance_name)
+            if damaged:     # a damaged copy: drop it, the next install pushes again
+                rpc.call_os_image_cache_remove(node, sha256=sha)
+            raise
+    feedback_fn(f"* OS image {name}: {facts['what']}, {facts['virtual_size']} bytes,"
+                f" sha256:{sha}")
+    return facts
+
+
 def drop_staged(lu: LogicalUnit[Any], node: str, instance_name: str) -> None:
     res = lu.require_rpc().call_os_image_remove(node, instance_name=instance_name).get(node)
     if res is None or res.failed:
@@ -100,6 +185,9 @@ def stage_image(lu: LogicalUnit[Any], node: str, instance_name: str, image: str,
 
     Nothing is left on the node when this raises.
     """
+    if imagestore.kind_of(image) == "store":
+        return _stage_store_image(lu, node, instance_name, image, checksum, disk_mib,
+                                  feedback_fn)
     rpc = lu.require_rpc()
     try:
         if osimage.is_url(image) or not os.path.lexists(image):
@@ -108,22 +196,7 @@ def stage_image(lu: LogicalUnit[Any], node: str, instance_name: str, image: str,
                                     max_size=disk_mib * MIB + 64 * MIB
                                     ).one(node, f"Could not fetch OS image {image}")
         else:
-            size = os.path.getsize(image)
-            feedback_fn(f"* sending OS image {image} ({size} bytes) to {node}")
-            with lu.progress_reporter("image", end=size) as rep, open(image, "rb") as fh:
-                offset = 0
-                while True:
-                    block = fh.read(PUSH_CHUNK)
-                    if not block and offset:
-                        break
-                    rpc.call_os_image_put_chunk(
-                        node, instance_name=instance_name, offset=offset,
-                        data=base64.b64encode(block).decode("ascii"),
-                    ).one(node, f"Could not send OS image to {node}")
-                    offset += len(block)
-                    rep.update(offset)
-                    if not block:
-                        break
+            _push(lu, node, instance_name, image, image, feedback_fn)
         facts: dict[str, Any] = rpc.call_os_image_inspect(
             node, instance_name=instance_name).one(node, "Could not inspect the OS image")
         _check_facts(image, facts, checksum, disk_mib)

@@ -1,22 +1,18 @@
 """Opcodes on the wire: one typed keyword function per opcode, returning its dict.
 
-GENERATED from the opcode classes by ``tools/gen_opwire.py``;
-do not edit (test/opcodes/test_wire.py fails when this file is stale).
-doc/design/contracts.md, "Adding an opcode".
+GENERATED from the opcode classes by ``tools/gen_opwire.py``; do not edit (test/opcodes/
+test_wire.py fails when this file is stale).  doc/design/contracts.md, "Adding an opcode".
 
-``instance_startup("web1", force=True)`` returns ``{"OP_ID":
-"OP_INSTANCE_STARTUP", "instance_name": "web1", "force": True}``: a
-keyword left out is not sent (the master applies the opcode class's
-default), a keyword given is sent as given, ``None`` included, unless it
-is :data:`NOT_SENT` (``force=opts.force or NOT_SENT``: sent only when
-true).  :func:`drop_none` leaves out the ``None`` values instead (a front
-end's "option not given").  Code that names an opcode without building one (a
-table keyed by ``OP_ID``, a check of an answer) uses the ``OP_*``
-constants here, never a string: ``test/opcodes/test_no_op_literals.py``
-refuses ``"OP_..."`` literals outside ``ganeti/opcodes/``.
+``instance_startup("web1", force=True)`` returns ``{"OP_ID": "OP_INSTANCE_STARTUP",
+"instance_name": "web1", "force": True}``: a keyword left out is not sent (the master applies
+the opcode class's default), a keyword given is sent as given, ``None`` included, unless it is
+:data:`NOT_SENT` (``force=opts.force or NOT_SENT``: sent only when true).  :func:`drop_none`
+leaves out the ``None`` values instead (a front end's "option not given").  Code that names an
+opcode without building one (a table keyed by ``OP_ID``, a check of an answer) uses the
+``OP_*`` constants here, never a string: ``test/opcodes/test_no_op_literals.py`` refuses
+``"OP_..."`` literals outside ``ganeti/opcodes/``.
 
-Imports nothing at run time: the ``gnt-*`` commands build their opcodes
-with it and keep their start-up budget (doc/cli-startup.md).
+Imports nothing at run time: the ``gnt-*`` commands keep their start-up budget (doc/cli-startup.md).
 """
 
 from __future__ import annotations
@@ -73,26 +69,27 @@ __all__ = ["NOT_SENT", "OP_IDS", "drop_none", "OP_BACKUP_EXPORT", "OP_BACKUP_PRE
     "OP_NETWORK_CONNECT", "OP_NETWORK_DISCONNECT", "OP_NETWORK_REMOVE", "OP_NETWORK_SET_PARAMS",
     "OP_NODE_ADD", "OP_NODE_EVACUATE", "OP_NODE_HA_FENCE", "OP_NODE_HA_REPORT", "OP_NODE_MIGRATE",
     "OP_NODE_MODIFY_STORAGE", "OP_NODE_POWERCYCLE", "OP_NODE_QUERYVOLS", "OP_NODE_QUERY_STORAGE",
-    "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND", "OP_OS_DIAGNOSE", "OP_QUERY",
-    "OP_QUERY_FIELDS", "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH",
-    "OP_TAGS_SET", "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "OP_TEST_OS_PARAMS",
-    "backup_export", "backup_prepare", "backup_remove", "cluster_activate_master_ip",
-    "cluster_deactivate_master_ip", "cluster_destroy", "cluster_post_init", "cluster_query",
-    "cluster_redist_conf", "cluster_rename", "cluster_renew_crypto", "cluster_repair_disk_sizes",
-    "cluster_set_params", "cluster_verify", "cluster_verify_config", "cluster_verify_disks",
-    "cluster_verify_group", "ext_storage_diagnose", "group_add", "group_assign_nodes",
-    "group_evacuate", "group_remove", "group_rename", "group_set_params", "group_verify_disks",
-    "instance_activate_disks", "instance_change_group", "instance_console", "instance_create",
-    "instance_deactivate_disks", "instance_failover", "instance_grow_disk", "instance_migrate",
-    "instance_move", "instance_multi_alloc", "instance_query_data", "instance_reboot",
-    "instance_recreate_disks", "instance_reinstall", "instance_remove", "instance_rename",
-    "instance_replace_disks", "instance_set_params", "instance_shutdown", "instance_startup",
-    "network_add", "network_connect", "network_disconnect", "network_remove", "network_set_params",
-    "node_add", "node_evacuate", "node_ha_fence", "node_ha_report", "node_migrate",
-    "node_modify_storage", "node_powercycle", "node_queryvols", "node_query_storage", "node_remove",
-    "node_set_params", "oob_command", "os_diagnose", "query", "query_fields", "repair_node_storage",
-    "tags_del", "tags_get", "tags_search", "tags_set", "test_allocator", "test_delay",
-    "test_jqueue", "test_os_params"]
+    "OP_NODE_REMOVE", "OP_NODE_SET_PARAMS", "OP_OOB_COMMAND", "OP_OS_DIAGNOSE", "OP_OS_IMAGE_ADD",
+    "OP_OS_IMAGE_LIST", "OP_OS_IMAGE_REMOVE", "OP_QUERY", "OP_QUERY_FIELDS",
+    "OP_REPAIR_NODE_STORAGE", "OP_TAGS_DEL", "OP_TAGS_GET", "OP_TAGS_SEARCH", "OP_TAGS_SET",
+    "OP_TEST_ALLOCATOR", "OP_TEST_DELAY", "OP_TEST_JQUEUE", "OP_TEST_OS_PARAMS", "backup_export",
+    "backup_prepare", "backup_remove", "cluster_activate_master_ip", "cluster_deactivate_master_ip",
+    "cluster_destroy", "cluster_post_init", "cluster_query", "cluster_redist_conf",
+    "cluster_rename", "cluster_renew_crypto", "cluster_repair_disk_sizes", "cluster_set_params",
+    "cluster_verify", "cluster_verify_config", "cluster_verify_disks", "cluster_verify_group",
+    "ext_storage_diagnose", "group_add", "group_assign_nodes", "group_evacuate", "group_remove",
+    "group_rename", "group_set_params", "group_verify_disks", "instance_activate_disks",
+    "instance_change_group", "instance_console", "instance_create", "instance_deactivate_disks",
+    "instance_failover", "instance_grow_disk", "instance_migrate", "instance_move",
+    "instance_multi_alloc", "instance_query_data", "instance_reboot", "instance_recreate_disks",
+    "instance_reinstall", "instance_remove", "instance_rename", "instance_replace_disks",
+    "instance_set_params", "instance_shutdown", "instance_startup", "network_add",
+    "network_connect", "network_disconnect", "network_remove", "network_set_params", "node_add",
+    "node_evacuate", "node_ha_fence", "node_ha_report", "node_migrate", "node_modify_storage",
+    "node_powercycle", "node_queryvols", "node_query_storage", "node_remove", "node_set_params",
+    "oob_command", "os_diagnose", "os_image_add", "os_image_list", "os_image_remove", "query",
+    "query_fields", "repair_node_storage", "tags_del", "tags_get", "tags_search", "tags_set",
+    "test_allocator", "test_delay", "test_jqueue", "test_os_params"]
 
 #: the ``OP_ID`` of every opcode the master implements
 OP_BACKUP_EXPORT = "OP_BACKUP_EXPORT"
@@ -158,6 +155,9 @@ OP_NODE_REMOVE = "OP_NODE_REMOVE"
 OP_NODE_SET_PARAMS = "OP_NODE_SET_PARAMS"
 OP_OOB_COMMAND = "OP_OOB_COMMAND"
 OP_OS_DIAGNOSE = "OP_OS_DIAGNOSE"
+OP_OS_IMAGE_ADD = "OP_OS_IMAGE_ADD"
+OP_OS_IMAGE_LIST = "OP_OS_IMAGE_LIST"
+OP_OS_IMAGE_REMOVE = "OP_OS_IMAGE_REMOVE"
 OP_QUERY = "OP_QUERY"
 OP_QUERY_FIELDS = "OP_QUERY_FIELDS"
 OP_REPAIR_NODE_STORAGE = "OP_REPAIR_NODE_STORAGE"
@@ -185,8 +185,9 @@ OP_IDS = frozenset({OP_BACKUP_EXPORT, OP_BACKUP_PREPARE, OP_BACKUP_REMOVE,
     OP_NETWORK_SET_PARAMS, OP_NODE_ADD, OP_NODE_EVACUATE, OP_NODE_HA_FENCE, OP_NODE_HA_REPORT,
     OP_NODE_MIGRATE, OP_NODE_MODIFY_STORAGE, OP_NODE_POWERCYCLE, OP_NODE_QUERYVOLS,
     OP_NODE_QUERY_STORAGE, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_OOB_COMMAND, OP_OS_DIAGNOSE,
-    OP_QUERY, OP_QUERY_FIELDS, OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH,
-    OP_TAGS_SET, OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE, OP_TEST_OS_PARAMS})
+    OP_OS_IMAGE_ADD, OP_OS_IMAGE_LIST, OP_OS_IMAGE_REMOVE, OP_QUERY, OP_QUERY_FIELDS,
+    OP_REPAIR_NODE_STORAGE, OP_TAGS_DEL, OP_TAGS_GET, OP_TAGS_SEARCH, OP_TAGS_SET,
+    OP_TEST_ALLOCATOR, OP_TEST_DELAY, OP_TEST_JQUEUE, OP_TEST_OS_PARAMS})
 
 
 if TYPE_CHECKING:
@@ -706,6 +707,22 @@ def os_diagnose(output_fields: list[str], *, names: list[str] = NOT_SENT,
         **envelope: Unpack[Envelope]) -> dict[str, Any]:
     """Query the OS definitions of the nodes (legacy; same data as the os resource)."""
     return _op(OP_OS_DIAGNOSE, locals())
+
+
+def os_image_add(name: str, source: str, *, checksum: str | None = NOT_SENT,
+        **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Add an image to the master's OS image store (``gnt-os image add``; doc/images.md)."""
+    return _op(OP_OS_IMAGE_ADD, locals())
+
+
+def os_image_list(*, names: list[str] = NOT_SENT, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """The OS image store's entries (all, or those named), sorted by name."""
+    return _op(OP_OS_IMAGE_LIST, locals())
+
+
+def os_image_remove(name: str, **envelope: Unpack[Envelope]) -> dict[str, Any]:
+    """Remove an image from the OS image store (``gnt-os image remove``)."""
+    return _op(OP_OS_IMAGE_REMOVE, locals())
 
 
 def query(what: str, fields: list[str], *, qfilter: Any = NOT_SENT, use_locking: bool = NOT_SENT,

@@ -42,23 +42,19 @@ _WIDTH = 100
 _HEADER = '''\
 """Opcodes on the wire: one typed keyword function per opcode, returning its dict.
 
-GENERATED from the opcode classes by ``tools/gen_opwire.py``;
-do not edit (test/opcodes/test_wire.py fails when this file is stale).
-doc/design/contracts.md, "Adding an opcode".
+GENERATED from the opcode classes by ``tools/gen_opwire.py``; do not edit (test/opcodes/
+test_wire.py fails when this file is stale).  doc/design/contracts.md, "Adding an opcode".
 
-``instance_startup("web1", force=True)`` returns ``{"OP_ID":
-"OP_INSTANCE_STARTUP", "instance_name": "web1", "force": True}``: a
-keyword left out is not sent (the master applies the opcode class's
-default), a keyword given is sent as given, ``None`` included, unless it
-is :data:`NOT_SENT` (``force=opts.force or NOT_SENT``: sent only when
-true).  :func:`drop_none` leaves out the ``None`` values instead (a front
-end's "option not given").  Code that names an opcode without building one (a
-table keyed by ``OP_ID``, a check of an answer) uses the ``OP_*``
-constants here, never a string: ``test/opcodes/test_no_op_literals.py``
-refuses ``"OP_..."`` literals outside ``ganeti/opcodes/``.
+``instance_startup("web1", force=True)`` returns ``{"OP_ID": "OP_INSTANCE_STARTUP",
+"instance_name": "web1", "force": True}``: a keyword left out is not sent (the master applies
+the opcode class's default), a keyword given is sent as given, ``None`` included, unless it is
+:data:`NOT_SENT` (``force=opts.force or NOT_SENT``: sent only when true).  :func:`drop_none`
+leaves out the ``None`` values instead (a front end's "option not given").  Code that names an
+opcode without building one (a table keyed by ``OP_ID``, a check of an answer) uses the
+``OP_*`` constants here, never a string: ``test/opcodes/test_no_op_literals.py`` refuses
+``"OP_..."`` literals outside ``ganeti/opcodes/``.
 
-Imports nothing at run time: the ``gnt-*`` commands build their opcodes
-with it and keep their start-up budget (doc/cli-startup.md).
+Imports nothing at run time: the ``gnt-*`` commands keep their start-up budget (doc/cli-startup.md).
 """
 
 from __future__ import annotations

@@ -361,6 +361,14 @@ _ROWS = [
          " -> the disk's bytes"),
     _row("os_image_remove", [("instance_name", str)], FAST,
          "Remove the instance's staged OS image, if any. -> None"),
+    _row("os_image_cache_stage", [("instance_name", str), ("sha256", str)], NORMAL,
+         "Stage the node's cached copy of a store image (by its sha256) as the instance's"
+         " OS image. -> True, or False when the node has no such copy"),
+    _row("os_image_cache_keep", [("instance_name", str), ("sha256", str)], NORMAL,
+         "Keep the instance's staged OS image (already checked) in the node's cache under"
+         " its sha256. -> None"),
+    _row("os_image_cache_remove", [("sha256", str)], FAST,
+         "Remove the node's cached copy of a store image, if any. -> None"),
     _row("instance_seed_build", [("instance_name", str), ("instance_uuid", str),
                                  ("nics", list), ("osparams", dict),
                                  ("osparams_private", dict)], NORMAL,

@@ -532,6 +532,25 @@ class RpcStubs:
         """Remove the instance's staged OS image, if any. -> None [fast]"""
         return self._rpc("os_image_remove", node_or_nodes, [instance_name], rpc_timeout)
 
+    def call_os_image_cache_stage(self, node_or_nodes: Nodes, *, instance_name: str, sha256: str,
+                                  rpc_timeout: float | None = None) -> RpcResults:
+        """Stage the node's cached copy of a store image (by its sha256) as the instance's OS image. ->
+        True, or False when the node has no such copy [normal]
+        """
+        return self._rpc("os_image_cache_stage", node_or_nodes, [instance_name, sha256], rpc_timeout)
+
+    def call_os_image_cache_keep(self, node_or_nodes: Nodes, *, instance_name: str, sha256: str,
+                                 rpc_timeout: float | None = None) -> RpcResults:
+        """Keep the instance's staged OS image (already checked) in the node's cache under its sha256.
+        -> None [normal]
+        """
+        return self._rpc("os_image_cache_keep", node_or_nodes, [instance_name, sha256], rpc_timeout)
+
+    def call_os_image_cache_remove(self, node_or_nodes: Nodes, *, sha256: str,
+                                   rpc_timeout: float | None = None) -> RpcResults:
+        """Remove the node's cached copy of a store image, if any. -> None [fast]"""
+        return self._rpc("os_image_cache_remove", node_or_nodes, [sha256], rpc_timeout)
+
     def call_instance_seed_build(self, node_or_nodes: Nodes, *, instance_name: str,
                                  instance_uuid: str, nics: JsonList, osparams: JsonDict,
                                  osparams_private: JsonDict, rpc_timeout: float | None = None) -> RpcResults:
