@@ -25,7 +25,8 @@ from ganeti.pathutils import Paths
 if TYPE_CHECKING:
     from ganeti.cmdlib.base import LogicalUnit
 
-__all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "without_image_params", "image_of", "check_local_image", "stage_image",
+__all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "without_image_params", "image_of", "check_local_image",
+           "check_store_name", "stage_image",
            "write_image", "build_seed", "drop_staged", "rename_seed", "remove_seed"]
 
 IMAGE_PARAM = osimage.OS_IMAGE_PARAM
@@ -59,6 +60,13 @@ def _check_facts(image: str, facts: dict[str, Any], checksum: str | None,
         raise errors.OpPrereqError(
             f"OS image {image} ({facts['virtual_size']} bytes) is larger than the first"
             f" disk ({disk_mib} MiB)", errors.ECODE_INVAL)
+
+
+def check_store_name(image: str | None, paths: Paths) -> None:
+    """Refuse an ``os-image`` naming a store image the store does not have
+    (also when nothing is installed now: the name is kept for a reinstall)."""
+    if image is not None and imagestore.kind_of(image) == "store":
+        os_image_store.lookup(paths, image)
 
 
 def _store_facts(entry: dict[str, Any]) -> dict[str, Any]:

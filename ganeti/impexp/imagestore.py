@@ -17,12 +17,13 @@ from typing import Any
 from ganeti import errors
 from ganeti.impexp import osimage
 
-__all__ = ["INDEX_VERSION", "ENTRY_KEYS", "check_name", "kind_of", "parse_index",
+__all__ = ["INDEX_VERSION", "NAME_RE", "ENTRY_KEYS", "check_name", "kind_of", "parse_index",
            "dump_index", "make_entry", "short_checksum"]
 
 INDEX_VERSION = 1
 ENTRY_KEYS = ("name", "format", "size", "virtual_size", "sha256", "source", "added")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+#: a store image's name (also checked by the instance opcodes)
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
 _HEX_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -31,9 +32,10 @@ def check_name(name: str) -> str:
     :class:`errors.OpPrereqError`.
 
     Letters, digits, ``.``, ``_``, ``+`` and ``-``, starting with a letter or
-    digit, at most 100 characters: no ``/``, no hidden or temporary names.
+    digit, at most 100 characters: no ``/``, no hidden or temporary names; not
+    ``default`` (what resets an OS parameter in a change).
     """
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.match(name) or name == "default":
         raise errors.OpPrereqError(
             f"Invalid image name {name!r}: 1-100 letters, digits, '.', '_', '+' or '-',"
             " starting with a letter or digit", errors.ECODE_INVAL)

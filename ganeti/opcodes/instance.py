@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganeti import constants, errors, parameters
+from ganeti.impexp import imagestore
 from ganeti.opcodes.base import OpCode, param
 from ganeti.opcodes.node import APPLY_DOC, PLAN_DOC
 from ganeti.private import Private
@@ -97,20 +98,27 @@ def _check_beparams_change(value: dict[str, Any], where: str) -> None:
 _IMAGE_URL_RE = re.compile(r"^(https?|ftps?)://")
 
 
-def _check_os_image(value: dict[str, Any], where: str, *, allow_default: bool = False) -> None:
-    """The OS parameter ``os-image``, when given: an absolute path or a
-    URL (http, https, ftp, ftps), as Ganeti checks it; ``"default"`` too in a change."""
+def _check_os_image(value: dict[str, Any], where: str, *, allow_default: bool = False,
+                    allow_store: bool = True) -> None:
+    """The OS parameter ``os-image``, when given: an absolute path or a URL
+    (http, https, ftp, ftps), as Ganeti checks it, or (``allow_store``: ours,
+    doc/images.md) the name of an image of the store; ``"default"`` too in a change."""
     image = value.get("os-image")
     if image is None or (allow_default and image == "default"):
         return
+    if isinstance(image, str) and allow_store and image != "default" \
+            and imagestore.NAME_RE.match(image):
+        return
     if not isinstance(image, str) or not (_IMAGE_URL_RE.match(image) or
                                           (image.startswith("/") and "\0" not in image)):
+        store = " (or the name of an image store image)" if allow_store else ""
         raise errors.ParameterError(f"Parameter '{where}': OS image must be an absolute path"
-                                    f" or a URL, got {image!r}", errors.ECODE_INVAL)
+                                    f" or a URL{store}, got {image!r}", errors.ECODE_INVAL)
 
 
 def _check_os_image_change(value: dict[str, Any], where: str) -> None:
-    _check_os_image(value, where, allow_default=True)
+    # a change takes no store name: it would be checked at the next reinstall only
+    _check_os_image(value, where, allow_default=True, allow_store=False)
 
 
 _EXPECTED_DOC = ("refuse (wrong_state) unless the instance's admin state (and its source)"

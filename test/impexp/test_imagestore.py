@@ -24,7 +24,7 @@ def test_valid_names(name):
 
 
 @pytest.mark.parametrize("name", ["", "-x", ".hidden", "a/b", "../etc", "x" * 101, "sp ace",
-                                  "é", "a\nb", "index.json/", ".x.tmp1"])
+                                  "é", "a\nb", "index.json/", ".x.tmp1", "default"])
 def test_invalid_names(name):
     with pytest.raises(errors.OpPrereqError, match="Invalid image name") as exc:
         imagestore.check_name(name)
