@@ -8,12 +8,18 @@ damaged, and removed.  Real ``qemu-img``.  No guest boots here.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import http.client
 import http.server
+import json
 import os
 import shutil
+import ssl
 import subprocess
 import threading
+import time
+from typing import Any
 
 import pytest
 from instance_helpers import NOCHECK, disk_files, fail_unchanged
@@ -32,7 +38,44 @@ MIB = 1024 * 1024
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcstore"), nodes=2) as cluster:
+        path = cluster.paths(N1).rapi_users_file
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write("writer wpass write\n")
+        os.chmod(path, 0o600)
         yield cluster
+
+
+def _rapi(vc, method: str, path: str, body: Any = None) -> Any:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
+                                       context=ctx, timeout=60)
+    auth = base64.b64encode(b"writer:wpass").decode()
+    try:
+        conn.request(method, path, body=None if body is None else json.dumps(body),
+                     headers={"Authorization": f"Basic {auth}",
+                              "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+    finally:
+        conn.close()
+    assert resp.status == 200, (resp.status, data)
+    return json.loads(data)
+
+
+def _rapi_create(vc, name: str, osparams: dict[str, str]) -> dict[str, Any]:
+    job_id = _rapi(vc, "POST", "/2/instances", {
+        "__version__": 1, "mode": "create", "name": name, "disk_template": "file",
+        "disks": [{"size": 8}], "nics": [{}], "pnode": N2, "name_check": False,
+        "ip_check": False, "start": False, "osparams": osparams})
+    for _ in range(600):
+        job = _rapi(vc, "GET", f"/2/jobs/{job_id}")
+        if job["status"] in ("success", "error", "canceled"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not finish")
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +172,13 @@ def test_store_add_list_install_cache_corruption_remove(vc, images):
     assert _disk0(vc, N2, "st2.example.com")[:2 * MIB] == qdata
     assert _node_dir(vc, N2, "os_image_dir") == []
 
+    # through RAPI: the OS parameter os-image names the store image (Ganeti 3.0's clients)
+    job = _rapi_create(vc, "st4.example.com", {"os-image": "deb"})
+    assert job["status"] == "success", job["opresult"]
+    assert _disk0(vc, N2, "st4.example.com")[:4 * MIB] == data
+    job = _rapi_create(vc, "st5.example.com", {"os-image": "nosuch"})
+    assert job["status"] == "error" and "not in the image store" in str(job["opresult"])
+
     # a checksum not the store's is refused on the master
     fail_unchanged(vc, "gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-n", N2,
                    "--no-start", *NOCHECK, "--os-image", "deb", "--os-image-checksum",
@@ -162,5 +212,5 @@ def test_store_add_list_install_cache_corruption_remove(vc, images):
                    expect="not in the image store")
     vc.ok("gnt-os", "image", "remove", "cloud")
     assert _store_files(vc) == [] and _node_dir(vc, N2, "os_image_cache_dir") == []
-    for name in ("st1.example.com", "st2.example.com", "st3.example.com"):
+    for name in ("st1.example.com", "st2.example.com", "st3.example.com", "st4.example.com"):
         vc.ok("gnt-instance", "remove", "-f", name)
