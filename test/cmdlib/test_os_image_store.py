@@ -134,3 +134,31 @@ def test_check_local_image_resolves_store_names(paths, tmp_path):
     # a path and a URL are what they were
     assert os_image.check_local_image(str(tmp_path / "d.raw"), None, 8, paths)["sha256"] == digest
     assert os_image.check_local_image("http://x/y.raw", None, 8, paths) == {}
+
+
+def test_a_failure_mid_copy_leaves_no_partial_file(paths, tmp_path, monkeypatch):
+    # e.g. the store's disk filling up: the temporary copy goes, nothing is entered
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh, self.written = fh, 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, block):
+            self.written += len(block)
+            if self.written > MIB:
+                raise OSError(28, "No space left on device")
+            return self.fh.write(block)
+
+    monkeypatch.setattr(os_image_store.os, "fdopen", lambda fd, mode: FullDisk(
+        real_fdopen(fd, mode)))
+    _raw(tmp_path / "d.raw", size=3 * MIB)
+    with pytest.raises(errors.OpPrereqError, match="No space left on device"):
+        os_image_store.add_image(paths, "img", str(tmp_path / "d.raw"), None)
+    assert _store_files(paths) == [] and os_image_store.read_index(paths) == {}
