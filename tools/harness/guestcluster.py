@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from ganeti import constants, errors, ssh
 from ganeti.pathutils import Paths
 from ganeti.utils.process import RunResult
-from tools.harness import guestimage, guestvm, procscan
+from tools.harness import guestimage, guestoob, guestvm, procscan
 
 __all__ = ["GuestNode", "GuestCluster", "DATA_FILE", "sshd_config", "precompile", "CLUSTER_NAME", "DOMAIN",
            "DEFAULT_MEMORY_MIB", "DEFAULT_DISK_COUNT", "DEFAULT_DISK_SIZE_GIB",
@@ -584,6 +584,7 @@ def create(directory: str, nodes: int = 3, *, memory_mib: int = DEFAULT_MEMORY_M
     with open(gc.key_file) as fh:
         private = fh.read()
     _write_wrappers(gc)
+    guestoob.start_server(directory, gc.host_ip, gc.python)
     for node in gnodes:
         ndir = gc.node_dir(node)
         os.makedirs(ndir, exist_ok=True)
@@ -707,6 +708,7 @@ def destroy(directory: str, *, log: Log | None = None) -> None:
     except errors.ConfigurationError as exc:
         log(f"Warning: {exc}")
         gc = None
+    guestoob.stop_server(directory)
     if gc is not None:
         stop(gc)
     for pid in _stragglers(directory):
