@@ -21,7 +21,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ganeti import constants, errors
+from ganeti import constants, errors, luxi
+from ganeti.pathutils import Paths
 from ganeti.utils.process import RunResult
 from tools.harness import guestcluster, guestvm
 from tools.harness.luxirelay import LuxiRelay
@@ -146,15 +147,25 @@ class GuestClusterFixture:
                   ) -> subprocess.CompletedProcess[str]:
         """Run ``gnt-*`` on the host, its LUXI calls carried to the master by the relay."""
         gc = self.cluster
+        env = dict(os.environ, PYTHONPATH=gc.repo)
+        env[constants.ENV_ROOTDIR] = self._relay_root()
+        return subprocess.run([gc.python, os.path.join(gc.repo, "scripts", argv[0]),
+                               *argv[1:]], env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def _relay_root(self) -> str:
+        """The root directory whose master socket the host's LUXI relay serves."""
+        gc = self.cluster
         if self._relay is None or self._relay.gc is not gc:
             if self._relay is not None:
                 self._relay.close()
             self._relay = LuxiRelay(gc, os.path.join(gc.directory, "luxi"))
-        env = dict(os.environ, PYTHONPATH=gc.repo)
-        env[constants.ENV_ROOTDIR] = self._relay.root
-        return subprocess.run([gc.python, os.path.join(gc.repo, "scripts", argv[0]),
-                               *argv[1:]], env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        return self._relay.root
+
+    def luxi(self) -> luxi.Client:
+        """A LUXI client of the master, from the host (through the relay)."""
+        return luxi.Client(Paths(root=self._relay_root()).master_socket, connect_timeout=10.0,
+                           rw_timeout=60.0)
 
     def wrapper(self, *argv: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
         """Run ``gnt-*`` on the host through the env wrappers (``tools/vcluster env``)."""
