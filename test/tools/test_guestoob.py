@@ -89,3 +89,12 @@ def test_a_server_runs_authentic_requests_and_refuses_others() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_pid_file_naming_another_process_is_no_server(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    (tmp_path / guestoob.PID_FILE).write_text(f"{os.getpid()}\n")
+    assert guestoob.server_pid(str(tmp_path)) is None
+    guestoob.stop_server(str(tmp_path))          # kills nothing, forgets the file
+    assert not (tmp_path / guestoob.PID_FILE).exists()

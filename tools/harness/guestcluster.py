@@ -680,8 +680,10 @@ def _write_wrappers(gc: GuestCluster) -> None:
 
 
 def start(gc: GuestCluster, node: str | None = None) -> None:
-    """Boot the guests of every node (or ``node``) that is not running; wait until ready."""
+    """Boot the guests of every node (or ``node``) that is not running; wait until ready.
+    The power server (tools/harness/guestoob.py) is started first if it does not run."""
     targets = [gc.node(node)] if node else gc.nodes
+    guestoob.ensure_server(gc.directory, gc.host_ip, gc.python)
     _boot(gc, [n for n in targets if not guestvm.guest_running(gc.spec(n))])
 
 

@@ -5,7 +5,7 @@ guest, but the machines' power is the host's: the host owns the qemu
 processes (:mod:`tools.harness.guestvm`).  So the work is split:
 
 * the **power server** (:func:`serve`) runs on the host from ``create``
-  until ``destroy`` (``DIR/oob-server.pid``, its log ``DIR/oob-server.log``),
+  (or the next ``start`` if it does not run) until ``destroy`` (``DIR/oob-server.pid``, its log ``DIR/oob-server.log``),
   listening only on the host's address of the cluster's private bridge,
   port :data:`PORT`; it powers a guest off (qemu killed: a dead machine),
   on (booted, returns once the node is up), cycles it, and answers its
@@ -46,7 +46,8 @@ from ganeti import constants, errors
 
 __all__ = ["PORT", "PID_FILE", "LOG_FILE", "GUEST_KEY_FILE", "SCRIPT", "auth_key", "sign",
            "request_line", "check_request", "answer", "parse_answer", "host_from_cmdline",
-           "serve", "start_server", "stop_server", "client_main"]
+           "serve", "start_server", "server_pid", "ensure_server", "stop_server",
+           "client_main"]
 
 #: the power server's TCP port on the host's bridge address
 PORT = 1815
@@ -249,20 +250,32 @@ def start_server(directory: str, host: str, python: str = sys.executable) -> int
     raise errors.CommandError("the power server does not listen after 30 s")
 
 
-def stop_server(directory: str) -> None:
-    """Stop the power server of ``directory`` (if one runs)."""
+def server_pid(directory: str) -> int | None:
+    """The pid of the power server of ``directory`` if it runs."""
     from tools.harness import guestvm
 
+    pid = guestvm.read_pid(os.path.join(directory, PID_FILE))
+    if pid is None or not guestvm.process_alive(pid):
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return pid if b"tools.harness.guestoob" in fh.read() else None
+    except OSError:
+        return None
+
+
+def ensure_server(directory: str, host: str, python: str = sys.executable) -> int:
+    """The power server's pid, started if it does not run (a cluster made before it
+    existed, or after the host restarted)."""
+    return server_pid(directory) or start_server(directory, host, python)
+
+
+def stop_server(directory: str) -> None:
+    """Stop the power server of ``directory`` (if one runs)."""
+    pid = server_pid(directory)
+    if pid is not None:
+        os.kill(pid, signal.SIGKILL)
     path = os.path.join(directory, PID_FILE)
-    pid = guestvm.read_pid(path)
-    if pid is not None and guestvm.process_alive(pid):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                mine = b"tools.harness.guestoob" in fh.read()
-        except OSError:
-            mine = False
-        if mine:
-            os.kill(pid, signal.SIGKILL)
     if os.path.exists(path):
         os.unlink(path)
 
