@@ -1,7 +1,7 @@
 """Node loss recovery of ``drbd`` instances on the session's guest cluster (doc/ha.md).
 
 The guests' out-of-band program (``tools/vcluster-guest-oob``, asking the
-host's power server: doc/oob.md, "Guest clusters") is the nodes'
+host's power server: doc/oob.md, "The guest clusters' program") is the nodes'
 ``oob_program``; node2, the primary of two ``drbd`` instances mirrored on
 node3, loses its power (its qemu killed from the host: a dead machine).
 The master (node1) declares it dead, fences it by an out-of-band power-off

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from ganeti import constants, errors
-from tools.harness import guestoob
+from tools.harness import guestoob, guestoob_client
 
 KEY = guestoob.auth_key("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n")
 
@@ -59,8 +59,14 @@ def test_answers_round_trip_and_a_broken_one_is_a_failure() -> None:
 def test_the_host_is_254_of_the_nodes_network() -> None:
     line = "console=ttyS0 vcg.host=node2.vcluster vcg.ip=10.213.7.2 vcg.prefix=24 quiet"
     assert guestoob.host_from_cmdline(line) == "10.213.7.254"
-    with pytest.raises(errors.ConfigurationError):
-        guestoob.host_from_cmdline("console=ttyS0")
+    assert guestoob.host_from_cmdline("vcg.ip=10.213.200.17 vcg.prefix=16") == "10.213.0.254"
+    for bad in ("console=ttyS0", "vcg.ip=10.1.2 vcg.prefix=24", "vcg.ip=1.2.3.4 vcg.prefix=x"):
+        with pytest.raises(ValueError):
+            guestoob.host_from_cmdline(bad)
+
+
+def test_the_clients_commands_are_the_protocols() -> None:
+    assert sorted(guestoob_client.COMMANDS) == sorted(constants.OOB_COMMANDS)
 
 
 def test_a_server_runs_authentic_requests_and_refuses_others() -> None:

@@ -5,13 +5,14 @@ guest, but the machines' power is the host's: the host owns the qemu
 processes (:mod:`tools.harness.guestvm`).  So the work is split:
 
 * the **power server** (:func:`serve`) runs on the host from ``create``
-  (or the next ``start`` if it does not run) until ``destroy`` (``DIR/oob-server.pid``, its log ``DIR/oob-server.log``),
-  listening only on the host's address of the cluster's private bridge,
+  (or the next ``start`` if it does not run) until ``destroy``
+  (``DIR/oob-server.pid``, its log ``DIR/oob-server.log``), listening only on the host's address of the cluster's private bridge,
   port :data:`PORT`; it powers a guest off (qemu killed: a dead machine),
   on (booted, returns once the node is up), cycles it, and answers its
   power state and health;
 * the **guest program** ``tools/vcluster-guest-oob COMMAND NODE``
-  (:func:`client_main`) speaks the OOB protocol on the master: it asks the
+  (:func:`tools.harness.guestoob_client.client_main`, standard library
+  only: Python starts slowly inside an emulated guest) speaks the OOB protocol on the master: it asks the
   server and prints its answer, exit status 0, 1 (failure, reason on
   standard error) or 2 (unsupported).
 
@@ -22,14 +23,12 @@ the command, the node and an HMAC-SHA256 of ``nonce command node`` keyed
 by a hash of the key file (:func:`auth_key`).  One request per connection,
 one JSON line each way.  The pure parts (:func:`sign`,
 :func:`check_request`, :func:`answer`, :func:`parse_answer`) are unit
-tested; the rest runs on the guest cluster (test/integration/test_guest_ha.py).
+tested (test/tools/test_guestoob.py); the rest runs on the guest cluster (test/integration/test_guest_ha.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import ipaddress
 import json
 import os
 import secrets
@@ -40,47 +39,29 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from ganeti import constants, errors
+from tools.harness.guestoob_client import (GUEST_KEY_FILE, MAX_LINE, PORT, auth_key,
+                                           client_main, host_from_cmdline, parse_answer,
+                                           request_line, sign)
 
 __all__ = ["PORT", "PID_FILE", "LOG_FILE", "GUEST_KEY_FILE", "SCRIPT", "auth_key", "sign",
            "request_line", "check_request", "answer", "parse_answer", "host_from_cmdline",
            "serve", "start_server", "server_pid", "ensure_server", "stop_server",
            "client_main"]
 
-#: the power server's TCP port on the host's bridge address
-PORT = 1815
 PID_FILE = "oob-server.pid"
 LOG_FILE = "oob-server.log"
-#: the cluster key inside a guest (ssconf's ``ssh_key_file`` of ``Paths("/")``)
-GUEST_KEY_FILE = "/var/lib/ganeti/id_cluster"
 #: the guest program (an absolute path inside the guests too: they share the host's root)
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "vcluster-guest-oob")
-_KEY_LABEL = b"vcluster-guest-oob\0"
-_MAX_LINE = 4096
+_MAX_LINE = MAX_LINE
 #: seconds a client may take to answer the nonce
 _REQUEST_TIMEOUT = 30.0
 
 
-# --- pure: the protocol ---------------------------------------------------------------------
-
-def auth_key(key_file_text: str) -> bytes:
-    """The HMAC key for the cluster key file's contents (never the key itself)."""
-    return hashlib.sha256(_KEY_LABEL + key_file_text.strip().encode()).digest()
-
-
-def sign(key: bytes, nonce: str, command: str, node: str) -> str:
-    """The hex HMAC-SHA256 of ``nonce command node``."""
-    return hmac.new(key, f"{nonce} {command} {node}".encode(), hashlib.sha256).hexdigest()
-
-
-def request_line(key: bytes, nonce: str, command: str, node: str) -> bytes:
-    """The client's request for the server's ``nonce``."""
-    return (json.dumps({"command": command, "node": node,
-                        "mac": sign(key, nonce, command, node)}) + "\n").encode()
-
+# --- pure: the server's side of the protocol (the rest: guestoob_client) ----------------
 
 def check_request(key: bytes, nonce: str, line: bytes) -> tuple[str, str]:
     """``(command, node)`` of an authentic request line for ``nonce``.
@@ -106,26 +87,6 @@ def check_request(key: bytes, nonce: str, line: bytes) -> tuple[str, str]:
 def answer(status: int, output: str = "", error: str = "") -> bytes:
     """The server's answer line: the guest program's exit status, stdout and stderr."""
     return (json.dumps({"status": status, "output": output, "error": error}) + "\n").encode()
-
-
-def parse_answer(line: bytes) -> tuple[int, str, str]:
-    """``(exit status, stdout, stderr)`` of an answer line; a broken one is a failure."""
-    try:
-        data = json.loads(line.decode())
-        return int(data["status"]), str(data["output"]), str(data["error"])
-    except (ValueError, UnicodeDecodeError, KeyError, TypeError):
-        return 1, "", f"bad answer from the power server: {line[:200]!r}"
-
-
-def host_from_cmdline(cmdline: str) -> str:
-    """The host's bridge address for a guest's kernel command line (``vcg.ip``,
-    ``vcg.prefix``: the host is at .254 of the node's /24, doc/vcluster.md)."""
-    words = dict(w.split("=", 1) for w in cmdline.split() if "=" in w)
-    try:
-        net = ipaddress.IPv4Network(f"{words['vcg.ip']}/{words['vcg.prefix']}", strict=False)
-    except (KeyError, ValueError) as exc:
-        raise errors.ConfigurationError(f"not a guest-cluster node: {exc}") from exc
-    return str(net.network_address + 254)
 
 
 # --- the host side --------------------------------------------------------------------------
@@ -278,44 +239,6 @@ def stop_server(directory: str) -> None:
     path = os.path.join(directory, PID_FILE)
     if os.path.exists(path):
         os.unlink(path)
-
-
-# --- the guest side -------------------------------------------------------------------------
-
-def _ask(host: str, key: bytes, command: str, node: str, timeout: float) -> tuple[int, str, str]:
-    with socket.create_connection((host, PORT), timeout=10.0) as sock:
-        sock.settimeout(timeout)
-        reader = sock.makefile("rb")
-        nonce = json.loads(reader.readline(_MAX_LINE).decode())["nonce"]
-        sock.sendall(request_line(key, str(nonce), command, node))
-        return parse_answer(reader.readline(_MAX_LINE))
-
-
-def client_main(argv: Sequence[str] | None = None) -> int:
-    """``vcluster-guest-oob COMMAND NODE`` inside a guest (the OOB protocol, doc/oob.md)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        sys.stderr.write("usage: vcluster-guest-oob power-on|power-off|power-cycle|"
-                         "power-status|health NODE\n")
-        return 2
-    command, node = args
-    if command not in constants.OOB_COMMANDS:
-        sys.stderr.write(f"unsupported out-of-band command '{command}'\n")
-        return 2
-    try:
-        with open("/proc/cmdline", encoding="utf-8") as fh:
-            host = os.environ.get("VCLUSTER_OOB_HOST") or host_from_cmdline(fh.read())
-        with open(os.environ.get("VCLUSTER_OOB_KEY", GUEST_KEY_FILE), encoding="utf-8") as fh:
-            key = auth_key(fh.read())
-        status, output, error = _ask(host, key, command, node, timeout=300.0)
-    except (OSError, ValueError, KeyError, errors.GanetiError) as exc:
-        sys.stderr.write(f"vcluster-guest-oob {command} {node}: {exc}\n")
-        return 1
-    if output:
-        sys.stdout.write(output + "\n")
-    if error:
-        sys.stderr.write(error + "\n")
-    return status
 
 
 if __name__ == "__main__":  # pragma: no cover
