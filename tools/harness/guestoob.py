@@ -232,10 +232,17 @@ def ensure_server(directory: str, host: str, python: str = sys.executable) -> in
 
 
 def stop_server(directory: str) -> None:
-    """Stop the power server of ``directory`` (if one runs)."""
+    """Stop the power server of ``directory`` (if one runs, its pid file lost too)."""
+    from tools.harness import procscan
+
+    marker = b"tools.harness.guestoob\0serve\0" + os.path.abspath(directory).encode() + b"\0"
+    pids = set(procscan.pids_whose("cmdline", lambda cmdline: marker in cmdline))
     pid = server_pid(directory)
-    if pid is not None:
-        os.kill(pid, signal.SIGKILL)
+    for victim in pids | ({pid} if pid is not None else set()):
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     path = os.path.join(directory, PID_FILE)
     if os.path.exists(path):
         os.unlink(path)
