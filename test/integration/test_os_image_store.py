@@ -8,22 +8,20 @@ damaged, and removed.  Real ``qemu-img``.  No guest boots here.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import http.client
 import http.server
-import json
 import os
 import shutil
-import ssl
 import subprocess
 import threading
-import time
 from typing import Any
 
 import pytest
 from instance_helpers import NOCHECK, disk_files, fail_unchanged
 from vcluster_harness import VirtualCluster
+
+import rapi_helpers
 
 pytestmark = [
     pytest.mark.timeout(300),
@@ -38,31 +36,11 @@ MIB = 1024 * 1024
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcstore"), nodes=2) as cluster:
-        path = cluster.paths(N1).rapi_users_file
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
-            fh.write("writer wpass write\n")
-        os.chmod(path, 0o600)
+        rapi_helpers.add_writer(cluster)
         yield cluster
 
 
-def _rapi(vc, method: str, path: str, body: Any = None) -> Any:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
-                                       context=ctx, timeout=60)
-    auth = base64.b64encode(b"writer:wpass").decode()
-    try:
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers={"Authorization": f"Basic {auth}",
-                              "Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-    finally:
-        conn.close()
-    assert resp.status == 200, (resp.status, data)
-    return json.loads(data)
+_rapi = rapi_helpers.call
 
 
 def _rapi_create(vc, name: str, osparams: dict[str, str]) -> dict[str, Any]:
@@ -70,12 +48,7 @@ def _rapi_create(vc, name: str, osparams: dict[str, str]) -> dict[str, Any]:
         "__version__": 1, "mode": "create", "name": name, "disk_template": "file",
         "disks": [{"size": 8}], "nics": [{}], "pnode": N2, "name_check": False,
         "ip_check": False, "start": False, "osparams": osparams})
-    for _ in range(600):
-        job = _rapi(vc, "GET", f"/2/jobs/{job_id}")
-        if job["status"] in ("success", "error", "canceled"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish")
+    return rapi_helpers.wait_job(vc, job_id)
 
 
 @pytest.fixture(scope="module")
