@@ -14,10 +14,12 @@ import os
 import resource
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-__all__ = ["mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls",
+__all__ = ["serve_directory", "mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls",
            "qemu_reason", "process_tree", "request_children"]
 
 
@@ -194,3 +196,20 @@ def _all_traced(pid: int) -> bool:
         if tracer == "0":
             return False
     return True
+
+
+@contextmanager
+def serve_directory(top: str) -> Iterator[str]:
+    """Serve the files of ``top`` over HTTP on 127.0.0.1 for the block: its base URL."""
+    import http.server
+
+    def handler(*args: object) -> http.server.SimpleHTTPRequestHandler:
+        return http.server.SimpleHTTPRequestHandler(*args, directory=top)  # type: ignore[arg-type]
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -9,18 +9,16 @@ damaged, and removed.  Real ``qemu-img``.  No guest boots here.
 from __future__ import annotations
 
 import hashlib
-import http.client
-import http.server
 import os
 import shutil
 import subprocess
-import threading
 from typing import Any
 
 import pytest
 from instance_helpers import NOCHECK, disk_files, fail_unchanged
 from vcluster_harness import VirtualCluster
 
+from test.integration import host_helpers
 import rapi_helpers
 
 pytestmark = [
@@ -53,14 +51,10 @@ def _rapi_create(vc, name: str, osparams: dict[str, str]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
+    """A directory of images, also served over HTTP: ``(dir, base URL)``."""
     top = tmp_path_factory.mktemp("storeimg")
-    handler = lambda *a: http.server.SimpleHTTPRequestHandler(  # noqa: E731
-        *a, directory=str(top))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield top, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with host_helpers.serve_directory(str(top)) as url:
+        yield top, url
 
 
 def _raw(path, size: int = 4 * MIB) -> bytes:

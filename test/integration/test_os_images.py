@@ -9,18 +9,16 @@ node (from an HTTP server of the test).  Real ``qemu-img`` and
 from __future__ import annotations
 
 import hashlib
-import http.client
-import http.server
 import os
 import shutil
 import socket
 import subprocess
-import threading
 
 import pytest
 from instance_helpers import NOCHECK, disk_files, fail_unchanged, rows
 from vcluster_harness import VirtualCluster
 
+from test.integration import host_helpers
 import rapi_helpers
 
 pytestmark = [
@@ -51,13 +49,8 @@ _rapi_job = rapi_helpers.wait_job
 def images(tmp_path_factory):
     """A directory of images, also served over HTTP: ``(dir, base URL)``."""
     top = tmp_path_factory.mktemp("images")
-    handler = lambda *a: http.server.SimpleHTTPRequestHandler(  # noqa: E731
-        *a, directory=str(top))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield top, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with host_helpers.serve_directory(str(top)) as url:
+        yield top, url
 
 
 def _raw(path, size: int = MIB, fill: bytes = b"A") -> bytes:

@@ -11,14 +11,10 @@ disk copies' entries too.
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import http.client
-import json
 import os
 import pty
 import select
-import ssl
 import struct
 import subprocess
 import sys
@@ -31,6 +27,8 @@ import yaml
 from instance_helpers import NOCHECK, fake_hv, rows
 from vcluster_harness import VirtualCluster
 
+import rapi_helpers
+
 from ganeti import constants, progress
 from tools.harness import vcluster
 
@@ -38,17 +36,12 @@ pytestmark = pytest.mark.timeout(300)
 
 N1, N2 = "node1.vcluster", "node2.vcluster"
 INST = "mig1.example.com"
-WRITER = ("writer", "wpass")
 
 
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcp"), nodes=2, use_ssh=False) as cluster:
-        path = cluster.paths(N1).rapi_users_file
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
-            fh.write("writer wpass write\n")
-        os.chmod(path, 0o600)
+        rapi_helpers.add_writer(cluster)
         # 128 MiB at 8 MiB/s: a 16 s migration, long enough to be looked at
         cluster.ok("gnt-instance", "add", "-t", "diskless", "-o", "tinyos", "-n", N1,
                    "-B", "maxmem=128M,minmem=128M", "-H", "migration_bandwidth=8", *NOCHECK,
@@ -56,30 +49,8 @@ def vc(tmp_path_factory):
         yield cluster
 
 
-def _rapi(vc, method: str, path: str) -> Any:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    conn = http.client.HTTPSConnection(vc.cluster.master_node.ip, vc.cluster.rapi_port,
-                                       context=ctx, timeout=60)
-    auth = base64.b64encode(f"{WRITER[0]}:{WRITER[1]}".encode()).decode()
-    try:
-        conn.request(method, path, headers={"Authorization": f"Basic {auth}"})
-        resp = conn.getresponse()
-        body = resp.read()
-    finally:
-        conn.close()
-    assert resp.status == 200, (resp.status, body)
-    return json.loads(body)
-
-
-def _rapi_job(vc, job_id: int, *, tries: int = 600) -> dict[str, Any]:
-    for _ in range(tries):
-        job = _rapi(vc, "GET", f"/2/jobs/{job_id}")
-        if job["status"] in ("success", "error", "canceled"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish")
+_rapi = rapi_helpers.call
+_rapi_job = rapi_helpers.wait_job
 
 
 def _submit(vc, *argv: str) -> int:
