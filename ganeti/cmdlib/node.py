@@ -29,6 +29,7 @@ from ganeti.cmdlib.oob import oob_program
 from ganeti.cmdlib.roles import DEMOTE_FLUSH_TIMEOUT, demote_from_candidates
 from ganeti.config import ConfigReader
 from ganeti.context import MasterContext
+from ganeti.ha import recovery
 from ganeti.objects import Cluster, Node, NodeGroup
 from ganeti.opcodes.node import OpNodeAdd, OpNodePowercycle, OpNodeRemove, OpNodeSetParams
 from ganeti.replication import copy_queue
@@ -400,6 +401,12 @@ class LUNodeSetParams(LogicalUnit[OpNodeSetParams]):
         result: list[list[Any]] = []
         was_mc = node.master_candidate
         came_online = node.offline and op.offline is False
+        if came_online:
+            # back in service: node loss recovery's fence record no longer applies
+            fenced = [t for t in node.tags if t.startswith(recovery.FENCED_PREFIX)]
+            if fenced:
+                node.tags = [t for t in node.tags if t not in fenced]
+                result.append(["tags", f"removed {', '.join(fenced)}"])
         for key in ("offline", "drained", "master_capable"):
             value = self.new_flags[key]
             if value != getattr(node, key):

@@ -15,6 +15,10 @@ offline (the candidate pool filled again, as ``gnt-node modify -O yes
   (``lease_wait``), counted here from the opcode's start, so never
   shorter.  Killing the job ends the wait with an error.
 
+Once confirmed, the node is tagged ``ganeti:ha:fenced:<fence>:<time>``
+(:func:`ganeti.ha.recovery.fenced_tag`), so a master that takes over
+resumes the recovery; ``gnt-node modify -O no`` or the end of the
+recovery removes the tag.
 The job log says which fence was used and when it was confirmed; the
 result is ``{"node", "fence", "confirmed"}`` (the time of day, seconds).
 
@@ -35,6 +39,7 @@ from ganeti.cmdlib.base import NoHooksLU
 from ganeti.cmdlib.oob import RPC_MARGIN, check_output, oob_program
 from ganeti.cmdlib.common import adjust_candidate_pool, expand_node
 from ganeti.cmdlib.node import sync_queue_to
+from ganeti.ha import recovery
 from ganeti.opcodes.node import OpNodeHaFence, OpNodeHaReport
 
 __all__ = ["LUNodeHaFence", "LUNodeHaReport", "stamp"]
@@ -108,6 +113,15 @@ class LUNodeHaFence(NoHooksLU[OpNodeHaFence]):
                 self.cfg.update(node)
             raise
 
+    def _record(self, confirmed: float) -> None:
+        """Tag the node ``ganeti:ha:fenced:<fence>:<time>`` (older such tags replaced):
+        in the replicated configuration, so a new master resumes the recovery."""
+        node = self.cfg.get_node_info(self.node.uuid) or self.node
+        node.tags = [t for t in node.tags if not t.startswith(recovery.FENCED_PREFIX)]
+        node.tags.append(recovery.fenced_tag(self.op.fence, confirmed))
+        self.cfg.update(node)
+        self.node = node
+
     def Exec(self, feedback_fn: FeedbackFn) -> dict[str, Any]:
         start = time.monotonic()
         op, node = self.op, self.node
@@ -133,6 +147,7 @@ class LUNodeHaFence(NoHooksLU[OpNodeHaFence]):
                                          " not fenced")
             how = "its self-fence lease"
         confirmed = time.time()
+        self._record(confirmed)
         self.LogInfo(f"{node.name} fenced by {how}, confirmed at {stamp(confirmed)}")
         return {"node": node.name, "fence": op.fence, "confirmed": confirmed}
 

@@ -49,7 +49,8 @@ __all__ = ["REASON_SOURCE", "PRIORITY_PREFIX", "SELF_FENCE_AHEAD", "LEASE_MARGIN
            "InstanceView",
            "NodeView", "Step", "Skipped", "Plan", "plan", "priority", "count", "count_tags",
            "over_limits", "may_retry", "describe_counts", "RELOCATIONS_PREFIX", "FAILURES_PREFIX",
-           "FENCE_OOB", "FENCE_LEASE", "FENCE_NONE"]
+           "FENCE_OOB", "FENCE_LEASE", "FENCE_NONE", "FENCED_PREFIX", "fenced_tag",
+           "fenced_record", "resume_covered", "unfinished_ha_jobs"]
 
 #: ``ganeti:ha:relocations:<n>`` on an instance: the master's recovery moved it n
 #: times (against ``ha_max_relocate``); in the configuration, so every master sees it
@@ -57,6 +58,10 @@ RELOCATIONS_PREFIX = "ganeti:ha:relocations:"
 #: ``ganeti:ha:failures:<n>``: n recovery jobs of it failed in a row since its last
 #: relocation (against ``ha_max_restart``)
 FAILURES_PREFIX = "ganeti:ha:failures:"
+#: ``ganeti:ha:fenced:<fence>:<unix time>`` on a node: node loss recovery fenced
+#: it (``oob`` or ``lease``) and the fence was confirmed then; written by
+#: ``OP_NODE_HA_FENCE``, so a new master resumes the recovery (doc/ha.md)
+FENCED_PREFIX = "ganeti:ha:fenced:"
 #: the reason source of every job the recovery submits
 REASON_SOURCE = "gnt:ha"
 #: ``ganeti:ha:priority:<n>`` on an instance: recovered before lower numbers
@@ -530,3 +535,53 @@ def plan(node: str, instances: Iterable[InstanceView], nodes: Iterable[NodeView]
         free[target] -= inst.memory
         steps.append(Step(inst.name, target, inst.disk_template, inst.priority))
     return Plan(node, tuple(steps), tuple(sorted(skipped, key=lambda s: s.instance)))
+
+
+def fenced_tag(fence: str, confirmed: float) -> str:
+    """The node tag recording a confirmed fence: ``ganeti:ha:fenced:oob:1796338450``."""
+    return f"{FENCED_PREFIX}{fence}:{int(confirmed)}"
+
+
+def fenced_record(tags: Iterable[str]) -> tuple[str, int] | None:
+    """The fence recorded in a node's tags (:func:`fenced_tag`): ``(fence, time)``,
+    the latest when several; None without a valid one."""
+    found = []
+    for tag in tags:
+        if not tag.startswith(FENCED_PREFIX):
+            continue
+        kind, _, when = tag[len(FENCED_PREFIX):].partition(":")
+        if kind in (FENCE_OOB, FENCE_LEASE) and _INT.match(when):
+            found.append((int(when), kind))
+    if not found:
+        return None
+    latest, fence = max(found)
+    return fence, latest
+
+
+def resume_covered(fence: str) -> frozenset[str] | None:
+    """The instances a resumed recovery may start elsewhere (``covered`` of
+    :func:`plan`) after the recorded ``fence``: every one after an out-of-band
+    power-off (None); none after a self-fence lease, as which instances the
+    node's last confirmed lease named was known only to the master that
+    fenced it (the others may still run there: reported, not started)."""
+    return None if fence == FENCE_OOB else frozenset()
+
+
+def unfinished_ha_jobs(jobs: Iterable[tuple[int, str | None, Sequence[Mapping[str, object]]]]
+                       ) -> list[int]:
+    """The ids of the jobs, ``(id, status, opcodes)``, not finished yet whose
+    opcodes carry the recovery's reason (:data:`REASON_SOURCE`): a new master
+    resumes a recovery only when none is left, so no instance's failover is
+    submitted while one from the old master is still queued or running."""
+    found = []
+    for job_id, status, ops in jobs:
+        if status is None or status in constants.JOBS_FINALIZED:
+            continue
+        for op in ops:
+            trail = op.get("reason") if isinstance(op, Mapping) else None
+            if isinstance(trail, list) and any(
+                    isinstance(entry, (list, tuple)) and entry and entry[0] == REASON_SOURCE
+                    for entry in trail):
+                found.append(job_id)
+                break
+    return sorted(found)

@@ -80,7 +80,8 @@ class Monitor:
                  status: Callable[[int], str | None], stop: threading.Event, *,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
-                 wait: Callable[[float], bool] | None = None) -> None:
+                 wait: Callable[[float], bool] | None = None,
+                 unfinished: Callable[[], list[int]] | None = None) -> None:
         self.context = context
         self.submit = submit
         self.status = status
@@ -89,6 +90,9 @@ class Monitor:
         self.wall = wall
         #: sleeps (seconds) unless stopped; whether stopped
         self.wait: Callable[[float], bool] = wait if wait is not None else stop.wait
+        #: the ids of the unfinished jobs of any master's recovery (reason ``gnt:ha``)
+        self.unfinished: Callable[[], list[int]] = (
+            unfinished if unfinished is not None else lambda: [])
         self.watch: recovery.SilenceWatch | None = None
         self._said: dict[str, str] = {}
         #: per node whose lease went through a candidate: the last thing logged
@@ -101,8 +105,11 @@ class Monitor:
 
     # --- one round -------------------------------------------------------------
     def round(self) -> None:
-        """Renew the nodes' leases (the probe); handle the first node found dead."""
+        """Renew the nodes' leases (the probe); resume a recovery a fence record
+        names; handle the first node found dead."""
         if not self._probe() or self.watch is None:
+            return
+        if self._resume():
             return
         for name in self.watch.suspects(self.clock()):
             if self.stop.is_set():
@@ -279,6 +286,56 @@ class Monitor:
             return self.recover(name, verdict)
         finally:
             self._recovering = None
+
+    # --- a recovery cut short ----------------------------------------------------
+    def _resume(self) -> bool:
+        """Finish the recovery of every offline node tagged fenced (by this master or
+        one before it: the record is in the configuration) whose HA instances are
+        still there, once no recovery job of any master is unfinished (the old
+        master's are in the replicated queue); drop the record when nothing is left
+        to recover.  Whether anything was submitted."""
+        cfg = self.context.require_cfg()
+        fenced = []
+        for node in cfg.get_all_nodes_info().values():
+            record = recovery.fenced_record(node.tags)
+            if node.offline and record is not None and node.name != self._recovering:
+                fenced.append((node.name, record))
+        if not fenced:
+            return False
+        waiting = self.unfinished()
+        if waiting:
+            text = f"waiting for recovery job(s) {', '.join(map(str, waiting))}"
+            if self._said.get("resume") != text:
+                logger.warning("Node loss recovery: %s before resuming the recovery of %s",
+                               text, ", ".join(sorted(n for n, _ in fenced)))
+                self._said["resume"] = text
+            return False
+        self._said.pop("resume", None)
+        did = False
+        for name, (kind, when) in sorted(fenced):
+            if self.stop.is_set():
+                break
+            plan = self._plan(name, recovery.resume_covered(kind))
+            if not plan.steps:
+                info = cfg.get_node_info_by_name(name)
+                tags = recovery.count_tags(info.tags if info else [], recovery.FENCED_PREFIX)
+                if tags:
+                    self._run([wire.tags_del(constants.TAG_NODE, tags, name=name,
+                                             reason=self._reason(f"recovery of {name} done"))])
+                logger.warning("Node loss recovery: nothing left to recover on %s; its fence"
+                               " record removed", name)
+                continue
+            how = "out-of-band power-off" if kind == recovery.FENCE_OOB else "its self-fence lease"
+            fenced_line = (f"{name} fenced by {how}, confirmed at {stamp(float(when))}"
+                           " (recorded on the node; recovery resumed by this master)")
+            logger.warning("Node loss recovery: resuming the recovery of %s: %s", name,
+                           "; ".join(plan.describe()))
+            self._run([self._log_op(name, [fenced_line, f"Recovery plan of {name}:"]
+                                    + plan.describe())])
+            for step in plan.steps:
+                self._recover_one(name, step, [fenced_line])
+            did = True
+        return did
 
     # --- fence and recovery ------------------------------------------------------
     def recover(self, name: str, verdict: recovery.Verdict) -> bool:
@@ -480,7 +537,16 @@ def start(context: MasterContext, stop: threading.Event) -> threading.Thread:
             return None
         return rows[0][0] if rows and rows[0] else None
 
-    monitor = Monitor(context, submit, status, stop)
+    def unfinished() -> list[int]:
+        # the statuses come from the queue's summaries; only live jobs are read whole
+        live = [int(r[0]) for r in client().QueryJobs(None, ["id", "status"])
+                if r and r[1] not in constants.JOBS_FINALIZED]
+        rows = client().QueryJobs(live, ["id", "status", "ops"]) if live else []
+        return recovery.unfinished_ha_jobs(
+            (int(r[0]), r[1], r[2] if isinstance(r[2], list) else [])
+            for r in rows if r)
+
+    monitor = Monitor(context, submit, status, stop, unfinished=unfinished)
 
     def _loop() -> None:
         while not stop.wait(PROBE_EVERY):

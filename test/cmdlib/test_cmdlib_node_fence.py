@@ -13,6 +13,7 @@ from fakes import FakeRpc, make_cluster_context, make_config, run_opcode  # noqa
 from fakes.fakeconfig import node_name  # noqa: E402
 
 from ganeti import errors, locking, mcpu  # noqa: E402
+from ganeti.ha import recovery  # noqa: E402
 from ganeti.opcodes import node as onode  # noqa: E402
 
 PROGRAM = "/usr/lib/ganeti/oob-test"
@@ -101,3 +102,31 @@ def test_a_report_writes_its_lines_and_changes_nothing(tmp_path) -> None:
     assert result is True and log == ["Recovery plan of node3:", "recover web1 on node2"]
     assert rpc.calls == [] and cfg.get_cluster_info().serial_no == serial
     assert cfg.get_node_info_by_name(N3).offline is False
+
+
+def test_a_confirmed_fence_is_recorded_on_the_node_until_it_comes_back(tmp_path) -> None:
+    """The record a new master resumes the recovery from (doc/ha.md): written once
+    the fence is confirmed, replacing an older one; ``gnt-node modify -O no`` drops it."""
+    cfg, rpc, ctx = _setup(tmp_path)
+    rpc.set_handler("run_oob", lambda node, args: "")
+    node = cfg.get_node_info_by_name(N3)
+    node.tags.extend(["ganeti:ha:fenced:lease:1000", "keep-me"])
+    cfg.update(node)
+    result, _, _ = run_opcode(ctx, onode.OpNodeHaFence(node_name=N3, fence="oob"))
+    tags = cfg.get_node_info_by_name(N3).tags
+    assert recovery.fenced_record(tags) == ("oob", int(result["confirmed"]))
+    assert [t for t in tags if t.startswith(recovery.FENCED_PREFIX)] == [
+        recovery.fenced_tag("oob", result["confirmed"])]
+    assert "keep-me" in tags
+    run_opcode(ctx, onode.OpNodeSetParams(node_name=N3, powered=True))
+    run_opcode(ctx, onode.OpNodeSetParams(node_name=N3, offline=False))
+    node = cfg.get_node_info_by_name(N3)
+    assert node.offline is False and node.tags == ["keep-me"]
+
+
+def test_a_failed_fence_leaves_no_record(tmp_path) -> None:
+    cfg, rpc, ctx = _setup(tmp_path)
+    rpc.set_failure("run_oob", N1, "program exited with status 1")
+    with pytest.raises(errors.OpExecError):
+        run_opcode(ctx, onode.OpNodeHaFence(node_name=N3, fence="oob"))
+    assert recovery.fenced_record(cfg.get_node_info_by_name(N3).tags) is None

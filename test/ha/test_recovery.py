@@ -319,3 +319,40 @@ def test_a_lease_is_relayed_by_the_last_good_candidate_first() -> None:
     assert recovery.relay_order("n4", "n1", cands, "n3") == (["n3"], ["n2"])
     # a relay that is no longer a candidate is not asked first
     assert recovery.relay_order("n4", "n1", ["n1", "n2", "n4"], "n3") == ([], ["n2"])
+
+
+def test_the_fence_record_round_trips_and_the_latest_wins() -> None:
+    tag = recovery.fenced_tag(recovery.FENCE_OOB, 1_796_338_450.7)
+    assert tag == "ganeti:ha:fenced:oob:1796338450"
+    assert recovery.fenced_record([tag]) == ("oob", 1_796_338_450)
+    assert recovery.fenced_record(["ganeti:ha:fenced:lease:5", "ganeti:ha:fenced:oob:3",
+                                   "web"]) == ("lease", 5)
+    # not ours or malformed: no record
+    for tags in ([], ["ganeti:ha:fenced:"], ["ganeti:ha:fenced:none:5"],
+                 ["ganeti:ha:fenced:oob:soon"], ["ganeti:ha:relocations:1"]):
+        assert recovery.fenced_record(tags) is None
+
+
+def test_a_resumed_recovery_covers_every_instance_only_after_a_power_off() -> None:
+    assert recovery.resume_covered(recovery.FENCE_OOB) is None
+    assert recovery.resume_covered(recovery.FENCE_LEASE) == frozenset()
+    ha = recovery.InstanceView("web1", "sharedfile", None, 512, True, "failover",
+                               "failover (instance)", 0, "fake")
+    nodes = [recovery.NodeView("node2", 4096, "g")]
+    assert [s.instance for s in recovery.plan(
+        "node4", [ha], nodes, {}, 1, recovery.resume_covered("oob")).steps] == ["web1"]
+    lease = recovery.plan("node4", [ha], nodes, {}, 1, recovery.resume_covered("lease"))
+    assert lease.steps == () and "may still run there" in lease.skipped[0].reason
+
+
+def _op(source: str) -> dict[str, object]:
+    return {"OP_ID": "OP_INSTANCE_FAILOVER", "reason": [[source, "why", 1]]}
+
+
+def test_only_unfinished_jobs_of_the_recovery_hold_a_resume_back() -> None:
+    jobs = [(1, "success", [_op("gnt:ha")]), (2, "queued", [_op("gnt:ha")]),
+            (3, "running", [{"OP_ID": "OP_NODE_HA_REPORT"}, _op("gnt:ha")]),
+            (4, "running", [_op("gnt:opcode:failover")]), (5, "error", [_op("gnt:ha")]),
+            (6, "waiting", [{"OP_ID": "OP_TEST_DELAY"}]), (7, None, []),
+            (8, "canceling", [_op("gnt:ha")])]
+    assert recovery.unfinished_ha_jobs(jobs) == [2, 3, 8]
