@@ -31,6 +31,13 @@ probe; the pure :mod:`ganeti.ha.recovery` decides the rest:
    confirmed in its log; a failed job is submitted again up to
    ``ha_max_restart`` times.
 
+4. a recovery cut short (by a master failover, say): the fence job tags the
+   node ``ganeti:ha:fenced:<fence>:<time>``; every round, once no job with
+   reason ``gnt:ha`` is unfinished (the old master's included), the plan
+   of every offline node with that tag is made again and its failovers
+   submitted (after an out-of-band fence only); with nothing left to
+   start, the tag is removed.
+
 Jobs go through this master's own LUXI socket, as any client's, so they
 are visible in ``gnt-job list`` and pass the job filters.  Off
 (the default), the thread only reads the parameter every few seconds.
@@ -323,7 +330,8 @@ class Monitor:
                     self._run([wire.tags_del(constants.TAG_NODE, tags, name=name,
                                              reason=self._reason(f"recovery of {name} done"))])
                 logger.warning("Node loss recovery: nothing left to recover on %s; its fence"
-                               " record removed", name)
+                               " record removed%s", name,
+                               "".join(f"; {line}" for line in plan.describe()))
                 continue
             how = "out-of-band power-off" if kind == recovery.FENCE_OOB else "its self-fence lease"
             fenced_line = (f"{name} fenced by {how}, confirmed at {stamp(float(when))}"
