@@ -35,8 +35,8 @@ probe; the pure :mod:`ganeti.ha.recovery` decides the rest:
    node ``ganeti:ha:fenced:<fence>:<time>``; every round, once no job with
    reason ``gnt:ha`` is unfinished (the old master's included), the plan
    of every offline node with that tag is made again and its failovers
-   submitted (after an out-of-band fence only); with nothing left to
-   start, the tag is removed.
+   submitted (after an out-of-band fence only); the last failover job of
+   a plan removes the tag, or a job of its own with nothing to start.
 
 Jobs go through this master's own LUXI socket, as any client's, so they
 are visible in ``gnt-job list`` and pass the job filters.  Off
@@ -324,11 +324,9 @@ class Monitor:
                 break
             plan = self._plan(name, recovery.resume_covered(kind))
             if not plan.steps:
-                info = cfg.get_node_info_by_name(name)
-                tags = recovery.count_tags(info.tags if info else [], recovery.FENCED_PREFIX)
-                if tags:
-                    self._run([wire.tags_del(constants.TAG_NODE, tags, name=name,
-                                             reason=self._reason(f"recovery of {name} done"))])
+                unfence = self._unfence_ops(name)
+                if unfence:
+                    self._run(unfence)
                 logger.warning("Node loss recovery: nothing left to recover on %s; its fence"
                                " record removed%s", name,
                                "".join(f"; {line}" for line in plan.describe()))
@@ -340,8 +338,8 @@ class Monitor:
                            "; ".join(plan.describe()))
             self._run([self._log_op(name, [fenced_line, f"Recovery plan of {name}:"]
                                     + plan.describe())])
-            for step in plan.steps:
-                self._recover_one(name, step, [fenced_line])
+            for k, step in enumerate(plan.steps):
+                self._recover_one(name, step, [fenced_line], last=k == len(plan.steps) - 1)
             did = True
         return did
 
@@ -386,14 +384,17 @@ class Monitor:
         plan = self._plan(name, covered)
         self._run([self._log_op(name, [head, fenced, f"Recovery plan of {name}:"]
                                 + (plan.describe() or ["no instances"]))])
-        for step in plan.steps:
-            self._recover_one(name, step, [head, fenced])
+        for k, step in enumerate(plan.steps):
+            self._recover_one(name, step, [head, fenced], last=k == len(plan.steps) - 1)
         return True
 
-    def _recover_one(self, dead: str, step: recovery.Step, lines: list[str]) -> None:
+    def _recover_one(self, dead: str, step: recovery.Step, lines: list[str],
+                     last: bool = False) -> None:
         """Fail ``step``'s instance over; its counts, in its tags, updated by the same
         job (a relocation more, the failures cleared) or, when it failed, by a job of
-        their own (a failure more); submitted again up to ``ha_max_restart`` times."""
+        their own (a failure more); submitted again up to ``ha_max_restart`` times.
+        ``last``: the plan's last step, whose job also removes the dead node's fence
+        record (nothing is left to recover once it succeeds)."""
         while not self.stop.is_set():
             cfg = self.context.require_cfg()
             inst = cfg.get_instance_info_by_name(step.instance)
@@ -411,7 +412,8 @@ class Monitor:
                              *self._count_ops(step.instance, tags, recovery.RELOCATIONS_PREFIX,
                                               moved, why),
                              *self._count_ops(step.instance, tags, recovery.FAILURES_PREFIX,
-                                              0, why)])
+                                              0, why),
+                             *(self._unfence_ops(dead) if last else [])])
             if job is not None:
                 logger.warning("Node loss recovery: %s runs on %s (job %s; relocated %d"
                                " time(s))", step.instance, step.target, job, moved)
@@ -425,6 +427,13 @@ class Monitor:
                              " its tag %s%d to allow it again)", step.instance, limit,
                              recovery.FAILURES_PREFIX, failed)
                 return
+
+    def _unfence_ops(self, name: str) -> list[dict[str, Any]]:
+        """The opcode removing node ``name``'s fence record (none without one)."""
+        node = self.context.require_cfg().get_node_info_by_name(name)
+        tags = recovery.count_tags(node.tags if node else [], recovery.FENCED_PREFIX)
+        return [wire.tags_del(constants.TAG_NODE, tags, name=name,
+                              reason=self._reason(f"recovery of {name} done"))] if tags else []
 
     def _count_ops(self, instance: str, tags: list[str], prefix: str, value: int,
                    why: str) -> list[dict[str, Any]]:

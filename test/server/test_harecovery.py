@@ -447,8 +447,13 @@ def _run_failovers(cfg: Any, queue: Queue) -> None:
 def test_a_new_master_resumes_the_recovery_of_a_fenced_node_once(tmp_path) -> None:
     cfg, rpc, queue, clock, monitor = _fenced_by_an_old_master(tmp_path)
     _rounds(monitor, clock, 1)
+    # the last (here the only) failover job also removes the node's fence record
     assert queue.op_ids() == [["OP_NODE_HA_REPORT"],
-                              ["OP_NODE_HA_REPORT", "OP_INSTANCE_FAILOVER", "OP_TAGS_SET"]]
+                              ["OP_NODE_HA_REPORT", "OP_INSTANCE_FAILOVER", "OP_TAGS_SET",
+                               "OP_TAGS_DEL"]]
+    unfence = queue.jobs[1][3]
+    assert (unfence["kind"], unfence["name"]) == ("node", N4)
+    assert unfence["tags"] == [recovery.fenced_tag("oob", FENCED_AT)]
     report = queue.jobs[0][0]["messages"]
     assert any("fenced by out-of-band power-off" in line and "resumed" in line
                for line in report)
@@ -457,13 +462,19 @@ def test_a_new_master_resumes_the_recovery_of_a_fenced_node_once(tmp_path) -> No
     assert failover["instance_name"] == "ha1" and failover["ignore_consistency"] is True
     assert all(entry[0] == "gnt:ha" for job in queue.jobs for op in job
                for entry in op["reason"])
+    assert recovery.fenced_record(cfg.get_node_info_by_name(N4).tags) is None
     _run_failovers(cfg, queue)
     _rounds(monitor, clock, 5)
-    # nothing left to recover: the record goes, by one job; no failover again
-    assert queue.op_ids()[2:] == [["OP_TAGS_DEL"]]
-    assert queue.jobs[2][0]["kind"] == "node" and queue.jobs[2][0]["name"] == N4
+    assert len(queue.jobs) == 2                      # nothing submitted again
+
+
+def test_a_record_left_with_nothing_to_recover_is_removed_by_a_job_of_its_own(tmp_path) -> None:
+    cfg, rpc, queue, clock, monitor = _fenced_by_an_old_master(tmp_path)
+    cfg.get_instance_info_by_name("ha1").primary_node = "uuid-node2"   # moved already
+    _rounds(monitor, clock, 3)
+    assert queue.op_ids() == [["OP_TAGS_DEL"]]
+    assert queue.jobs[0][0]["kind"] == "node" and queue.jobs[0][0]["name"] == N4
     assert recovery.fenced_record(cfg.get_node_info_by_name(N4).tags) is None
-    assert len(_failover_jobs(queue)) == 1
 
 
 def test_a_resumed_recovery_waits_for_the_old_master_s_unfinished_jobs(tmp_path) -> None:
