@@ -125,6 +125,11 @@ def test_a_powered_off_guest_node_its_tagged_instance_runs_on_its_secondary(
         assert _list(gc, "pnode", PLAIN) == [N2]
         assert _ok(gc.gnt("gnt-node", "list", "--no-headers", "-o", "offline", N2)).strip() \
             == "Y"
+        # the failover job goes on after its instance started (it drops the fence record)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and any(
+                j["status"] not in constants.JOBS_FINALIZED for j in _ha_jobs(gc)):
+            time.sleep(1)
         jobs = [j for j in _ha_jobs(gc) if j["id"] not in known]
         assert jobs and all(j["status"] == constants.JOB_STATUS_SUCCESS for j in jobs), jobs
         fence = jobs[0]

@@ -180,6 +180,9 @@ def test_a_killed_node_its_tagged_instances_run_elsewhere_exactly_once(vc):
     assert _pnode(vc, "plain1.example.com") == N4
     assert _running_on(vc, "plain1.example.com") == []
     assert daemonctl.daemon_pid(vc.paths(N4), constants.NODED) is None
+    # the last failover job goes on after its instance started (it drops the fence record)
+    assert wait_until(lambda: all(j["status"] in constants.JOBS_FINALIZED
+                                  for j in _ha_jobs(vc)), 60)
     jobs = _ha_jobs(vc)
     assert all(j["status"] == constants.JOB_STATUS_SUCCESS for j in jobs), jobs
     # exactly one failover per tagged instance, the higher priority first
