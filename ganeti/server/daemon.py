@@ -397,6 +397,8 @@ def _run(name: str, options: argparse.Namespace, paths: Paths, pidfile: PidFile,
                 after_prepare(tuning)
         except Exception as exc:
             logger.exception("%s failed to start", name)
+            # the pid file goes first: the starting process returns as soon as it hears
+            pidfile.release()
             _notify(notify_fd, f"{type(exc).__name__}: {exc}".encode("utf-8", "replace"))
             return 1, False
         _notify(notify_fd, _READY)
