@@ -29,15 +29,17 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from failover_helpers import MASTERD_ARGS, failover, needs_partitions, wait_until
-from instance_helpers import NOCHECK, fake_hv, rows
+from instance_helpers import NOCHECK, rows
 from vcluster_harness import VirtualCluster
 
-from ganeti import constants, daemonctl, luxi
+import ha_helpers
+
+from ganeti import constants, daemonctl
 from ganeti.backend import ha as backend_ha
 from ganeti.ha import recovery
 from tools.harness import crash, oob, vcluster
@@ -66,14 +68,7 @@ def _add(vc: VirtualCluster, name: str, node: str, *tags: str) -> None:
         vc.ok("gnt-instance", "add-tags", name, *tags)
 
 
-def _running_on(vc: VirtualCluster, name: str) -> list[str]:
-    """The nodes whose fake hypervisor runs ``name`` (what the machines do, not the config)."""
-    found = []
-    for node in vc.names:
-        info = fake_hv(vc, node).get_all_instances_info().get(name)
-        if info is not None and info.get("state") == "running":
-            found.append(node)
-    return found
+_running_on = ha_helpers.running_on
 
 
 def _pnode(vc: VirtualCluster, name: str) -> str:
@@ -87,14 +82,7 @@ def _offline(vc: VirtualCluster, node: str) -> str:
 
 
 def _ha_jobs(vc: VirtualCluster) -> list[dict[str, Any]]:
-    """Every job with an opcode whose reason trail has ``gnt:ha``: id, status, ops, log."""
-    client = luxi.Client(vc.paths(N1).master_socket, connect_timeout=5.0, rw_timeout=30.0)
-    found = []
-    for job_id, status, ops, oplog in client.QueryJobs(None, ["id", "status", "ops", "oplog"]):
-        if any(entry[0] == recovery.REASON_SOURCE for op in ops for entry in op.get("reason", [])):
-            lines = [str(msg[3]) for log in oplog for msg in log]
-            found.append({"id": job_id, "status": status, "ops": ops, "log": "\n".join(lines)})
-    return sorted(found, key=lambda j: int(j["id"]))
+    return ha_helpers.ha_jobs(vc, N1)
 
 
 def _log_lines(vc: VirtualCluster, node: str, daemon: str, *words: str) -> list[str]:
@@ -113,9 +101,7 @@ def _leased(vc: VirtualCluster, node: str) -> list[str]:
     return [entry["name"] for entry in record.get("instances", [])] if record else []
 
 
-def _failovers(jobs: list[dict[str, Any]]) -> list[str]:
-    return [op["instance_name"] for job in jobs for op in job["ops"]
-            if op["OP_ID"] == "OP_INSTANCE_FAILOVER"]
+_failovers = ha_helpers.failovers
 
 
 # --- a partition of one pair of nodes ------------------------------------------------

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from failover_helpers import MASTERD_ARGS, failover, wait_until
-from instance_helpers import NOCHECK, fake_hv
+from instance_helpers import NOCHECK
 from vcluster_harness import VirtualCluster
+
+import ha_helpers
 
 from ganeti import constants, luxi
 from ganeti.ha import recovery
@@ -49,27 +50,13 @@ def _client(vc: VirtualCluster, master: str) -> luxi.Client:
     return luxi.Client(vc.paths(master).master_socket, connect_timeout=5.0, rw_timeout=30.0)
 
 
-def _running_on(vc: VirtualCluster, name: str) -> list[str]:
-    """The nodes whose fake hypervisor runs ``name`` (what the machines do)."""
-    found = []
-    for node in vc.names:
-        info = fake_hv(vc, node).get_all_instances_info().get(name)
-        if info is not None and info.get("state") == "running":
-            found.append(node)
-    return found
+_running_on = ha_helpers.running_on
 
 
-def _ha_jobs(vc: VirtualCluster, master: str) -> list[dict[str, Any]]:
-    found = []
-    for job_id, status, ops in _client(vc, master).QueryJobs(None, ["id", "status", "ops"]):
-        if any(entry[0] == recovery.REASON_SOURCE for op in ops for entry in op.get("reason", [])):
-            found.append({"id": job_id, "status": status, "ops": ops})
-    return sorted(found, key=lambda j: int(j["id"]))
+_ha_jobs = ha_helpers.ha_jobs
 
 
-def _failovers(jobs: list[dict[str, Any]]) -> list[str]:
-    return [op["instance_name"] for job in jobs for op in job["ops"]
-            if op["OP_ID"] == "OP_INSTANCE_FAILOVER"]
+_failovers = ha_helpers.failovers
 
 
 def _pnode(vc: VirtualCluster, name: str) -> str:
