@@ -163,10 +163,43 @@ def test_stop_and_start_from_the_instance_page_without_reloading(vc, browser):
                  "the job's end shown")
     assert _status(vc, WEB) == "ADMIN_down"
     browser.click("#startup")
+    started = int(browser.wait("const j = document.getElementById('job-id');"
+                               f" return j && j.textContent !== '{job}' && j.textContent;",
+                               "the startup job shown"))
+    assert wait_job(vc, started)["status"] == "success"
     browser.wait("return document.getElementById('status').textContent === 'running'",
                  "status running")
     assert _status(vc, WEB) == "running"
     assert browser.script("return window.__notReloaded === true;")
+
+
+def test_a_page_redraw_begun_before_a_change_never_overwrites_a_later_one(vc, browser):
+    # common.js's serial(): three redraws asked while the first one's read hangs make one
+    # more read after it, never three, and the last applied read is one begun after the
+    # last call (a slow read answered last left a stopped instance shown as stopped after
+    # its start: seen in make test).
+    _login(vc, browser, *BOSS)
+    browser.script("""
+        window.__serial = null;
+        import('/ui/common.js').then(async ({ serial }) => {
+          let release;
+          const hang = new Promise((r) => { release = r; });
+          const begun = [], applied = [];
+          const draw = serial(async () => {
+            const n = begun.length;
+            begun.push(n);
+            if (n === 0) await hang;
+            applied.push(n);
+          });
+          const first = draw();
+          const later = [draw(), draw(), draw()];
+          release();
+          await Promise.all([first, ...later]);
+          await draw();
+          window.__serial = { begun, applied };
+        });""")
+    result = browser.wait("return window.__serial", "the serial() scenario's end", 20)
+    assert result == {"begun": [0, 1, 2], "applied": [0, 1, 2]}
 
 
 def test_instance_list_follows_a_change_made_elsewhere(vc, browser):

@@ -86,6 +86,38 @@ export function events(types, handler) {
   return source;
 }
 
+// One read of a page's state at a time.  A call while a read runs makes it read once
+// more when that one ends, so the last read starts after the last change: two reads
+// answered out of order (a slow one begun before a change) would leave the older state
+// on the page.  The promise settles with a read begun after the call.
+export function serial(read) {
+  let running = null;
+  let again = false;
+  async function loop() {
+    try {
+      for (;;) {
+        again = false;
+        try {
+          await read();
+        } catch (err) {
+          if (!again) throw err;
+        }
+        if (!again) return;
+      }
+    } finally {
+      running = null;
+    }
+  }
+  return () => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = loop();
+    return running;
+  };
+}
+
 export function statusClass(status) {
   if (status === "running") return "ok";
   if (status === "ADMIN_down" || status === "USER_down") return "down";

@@ -3,7 +3,7 @@
 // each created; the status follows the event stream, the running operations (runtime
 // jobs: migrations, mirrors, copies, wipes) show as progress bars.  A readonly user's
 // buttons and forms are off.
-import { api, el, events, navbar, session, showError, statusClass } from "/ui/common.js";
+import { api, el, events, navbar, serial, session, showError, statusClass } from "/ui/common.js";
 
 const name = new URLSearchParams(location.search).get("name") || "";
 const path = "/2/instances/" + encodeURIComponent(name);
@@ -17,7 +17,7 @@ const FINAL = ["success", "error", "canceled"];
 
 let current = null;      // the instance as last read
 
-async function render() {
+const render = serial(async () => {
   const inst = await api("GET", path);
   current = inst;
   document.getElementById("name").textContent = inst.name;
@@ -40,7 +40,7 @@ async function render() {
   document.getElementById("vnc-link").hidden = !(inst.hvparams || {}).vnc_bind_address;
   renderForms(inst);
   document.body.dataset.ready = "1";
-}
+});
 
 function showJob(id, status) {
   document.getElementById("job").replaceChildren(

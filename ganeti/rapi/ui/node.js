@@ -2,7 +2,7 @@
 // tag changes through RAPI with the job each created; evacuation with its plan drawn as
 // a graph of jobs first; its storage units (a job per storage type, so for users who may
 // write only) and the disk space every user can read.  A readonly user's buttons are off.
-import { api, bar, el, events, instanceLink, navbar, session, showError } from "/ui/common.js";
+import { api, bar, el, events, instanceLink, navbar, serial, session, showError } from "/ui/common.js";
 import { drawPlan } from "/ui/plan.js";
 
 const name = new URLSearchParams(location.search).get("name") || "";
@@ -32,7 +32,7 @@ function tagItem(tag) {
   return el("li", { dataset: { tag } }, tag, " ", remove);
 }
 
-async function render() {
+async function draw() {
   const node = await api("GET", path);
   document.getElementById("name").textContent = node.name;
   document.getElementById("role").textContent = ROLES[node.role] || node.role || "";
@@ -55,6 +55,7 @@ async function render() {
   document.getElementById("storage-capacity").replaceChildren(...capacity(node));
   document.body.dataset.ready = "1";
 }
+const render = serial(draw);   // redraws never answer out of order
 
 function showJob(id, status) {
   document.getElementById("job").replaceChildren(

@@ -1,10 +1,10 @@
 // Cluster overview: the cluster, its nodes (memory and disk use as bars), instance counts,
 // the warnings and errors of the last cluster verify still in the job queue.
-import { api, bar, el, events, navbar, session, showError } from "/ui/common.js";
+import { api, bar, el, events, navbar, serial, session, showError } from "/ui/common.js";
 
 const ROLES = { M: "master", C: "candidate", R: "regular", D: "drained", O: "offline" };
 
-async function render() {
+async function draw() {
   const [info, nodes, instances] = await Promise.all([
     api("GET", "/2/info"), api("GET", "/2/nodes?bulk=1"), api("GET", "/2/instances?bulk=1")]);
   document.getElementById("title").textContent = `Cluster ${info.name}`;
@@ -30,6 +30,7 @@ async function render() {
   document.querySelector("#nodes tbody").replaceChildren(...rows);
   document.body.dataset.ready = "1";
 }
+const render = serial(draw);   // redraws never answer out of order
 
 // The last `gnt-cluster verify`: its config job and one job per group, kept in the job
 // queue until archived.  Their summaries are read from memory by a filtered job query
