@@ -181,3 +181,32 @@ def test_store_add_list_install_cache_corruption_remove(vc, images):
     assert _store_files(vc) == [] and _node_dir(vc, N2, "os_image_cache_dir") == []
     for name in ("st1.example.com", "st2.example.com", "st3.example.com", "st4.example.com"):
         vc.ok("gnt-instance", "remove", "-f", name)
+
+
+def test_the_store_through_rapi_add_list_remove(vc, images):
+    # doc/rapi.md, "/2/os/images": each request is a job, as gnt-os image's
+    top, url = images
+    data = _raw(top / "r.raw", size=2 * MIB)
+    sha = hashlib.sha256(data).hexdigest()
+    job = rapi_helpers.wait_job(vc, _rapi(vc, "POST", "/2/os/images", {
+        "name": "viarapi", "source": f"{url}/r.raw", "checksum": f"sha256:{sha}"}))
+    assert job["status"] == "success", job["opresult"]
+    assert "viarapi" in _store_files(vc)
+    job = rapi_helpers.wait_job(vc, _rapi(vc, "GET", "/2/os/images?names=viarapi"))
+    assert job["status"] == "success", job["opresult"]
+    (entries,) = job["opresult"]
+    assert [(e["name"], e["format"], e["sha256"], e["source"]) for e in entries] == \
+        [("viarapi", "raw", sha, f"{url}/r.raw")]
+    # the same gnt-os image list shows
+    assert vc.ok("gnt-os", "image", "list", "--no-headers", "-o", "name,sha256",
+                 "--separator=|", "viarapi").strip() == f"viarapi|{sha}"
+    # a wrong checksum: the job fails, the store is unchanged
+    job = rapi_helpers.wait_job(vc, _rapi(vc, "POST", "/2/os/images", {
+        "name": "other", "source": f"{url}/r.raw", "checksum": "sha256:" + "0" * 64}))
+    assert job["status"] == "error" and "checksum mismatch" in str(job["opresult"])
+    assert "other" not in _store_files(vc)
+    job = rapi_helpers.wait_job(vc, _rapi(vc, "DELETE", "/2/os/images/viarapi"))
+    assert job["status"] == "success", job["opresult"]
+    assert "viarapi" not in _store_files(vc)
+    job = rapi_helpers.wait_job(vc, _rapi(vc, "DELETE", "/2/os/images/viarapi"))
+    assert job["status"] == "error" and "not in the image store" in str(job["opresult"])

@@ -278,6 +278,36 @@ def test_export_and_prepare_export():
     assert (op["OP_ID"], op["instance_name"], op["mode"]) == ("OP_BACKUP_PREPARE", "i1", "local")
 
 
+# --- the OS image store ---------------------------------------------------------------------
+
+def test_image_store_rows_build_gnt_os_images_opcodes():
+    client = _fake()
+    assert run("GET", "/2/os/images", client) == 42
+    run("GET", "/2/os/images", client, query={"names": ["deb,cloud"]})
+    run("POST", "/2/os/images", client, body={"name": "deb", "source": "http://h/deb.raw",
+                                              "checksum": "sha256:" + "0" * 64})
+    run("DELETE", "/2/os/images/deb", client)
+    (every,), (named,), (add,), (remove,) = client.submitted
+    assert (every["OP_ID"], every["names"]) == ("OP_OS_IMAGE_LIST", [])
+    assert (named["OP_ID"], named["names"]) == ("OP_OS_IMAGE_LIST", ["deb", "cloud"])
+    assert (add["OP_ID"], add["name"], add["source"], add["checksum"]) == \
+        ("OP_OS_IMAGE_ADD", "deb", "http://h/deb.raw", "sha256:" + "0" * 64)
+    assert (remove["OP_ID"], remove["name"]) == ("OP_OS_IMAGE_REMOVE", "deb")
+    assert res.match("GET", "/2/os/images")[0].needs_write
+
+
+@pytest.mark.parametrize("body, error, match", [
+    ({"name": "deb"}, errors.ParameterError, "'source' is missing"),
+    ({"name": "deb", "source": "/x", "size": 3}, errors.HttpError, "size"),
+], ids=["no-source", "unknown-key"])
+def test_image_store_add_refuses_a_bad_body_before_submitting(body, error, match):
+    # both are a 400 answer (the server maps ParameterError to it); nothing is submitted
+    client = _fake()
+    with pytest.raises(error, match=match):
+        run("POST", "/2/os/images", client, body=body)
+    assert client.submitted == []
+
+
 # --- node storage, disk grow, console ------------------------------------------------------
 
 def test_node_storage_rows_build_ganetis_opcodes():

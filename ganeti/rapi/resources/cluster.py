@@ -1,5 +1,5 @@
 """RAPI rows of the cluster: roots, version, metrics, info, features,
-operating systems, cluster changes and cluster tags (pure)."""
+operating systems and the OS image store, cluster changes and cluster tags (pure)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 
 from ganeti import constants, query
 from ganeti.opcodes import wire
-from ganeti.rapi.openapi import OBJ, STR, STRS, Doc, opbody
+from ganeti.rapi.openapi import OBJ, STR, STRS, Doc, Param, opbody
 from ganeti.rapi.resources.base import (FEATURES, RAPI_VERSION, Ctx, RawBody, Route, op_row,
                                         query_rows, tags_routes)
 
-__all__ = ["ROOTS", "ROUTES"]
+__all__ = ["IMAGE_ROUTES", "ROOTS", "ROUTES"]
 
 
 def _metrics(ctx: Ctx) -> RawBody:
@@ -29,6 +29,31 @@ def _os_list(ctx: Ctx) -> list[str]:
         names.extend([f"{row['name']}+{v}" for v in variants] if variants else [row["name"]])
     return names
 
+
+def _image_names(ctx: Ctx) -> list[str]:
+    """``?names=a,b``: the store images to list (none: all)."""
+    return [n for n in (ctx.qstr("names") or "").split(",") if n]
+
+
+#: the OS image store (doc/images.md, "The image store"): each request is a job, as
+#: ``gnt-os image``'s; the list too (it reads the master's store in a job, so it needs
+#: write access, as a node's storage units do)
+IMAGE_ROUTES: list[Route] = [
+    Route("/2/os/images", "GET", opcode=wire.OP_OS_IMAGE_LIST, access="write",
+          build=lambda c: [wire.os_image_list(names=_image_names(c))],
+          doc=Doc("The OS image store's entries (a job; its result: one object per image with"
+                  " name, format, size, virtual_size, sha256, source and added)",
+                  (Param("names", "str", "comma-separated image names (default: all)"),))),
+    op_row("/2/os/images", "POST", wire.OP_OS_IMAGE_ADD, Doc(
+        "Add an image to the OS image store: a file on the master or an http(s) URL,"
+        " checked against ``checksum`` (sha256:HEX) when given",
+        body=opbody(wire.OP_OS_IMAGE_ADD, ["name", "source"], name=STR, source=STR,
+                    checksum=STR))),
+    Route("/2/os/images/{image}", "DELETE", opcode=wire.OP_OS_IMAGE_REMOVE,
+          build=lambda c: [wire.os_image_remove(name=c.args["image"])],
+          doc=Doc("Remove an image from the OS image store (refused while an install from it"
+                  " runs)")),
+]
 
 #: keys of the cluster information given again under the name ``/2/modify`` takes
 #: (Ganeti's ``GET_ALIASES`` of ``/2/info``), so a GET's answer can be PUT back
@@ -70,6 +95,7 @@ ROOTS: list[Route] = [
 ROUTES: list[Route] = [
     Route("/2/os", "GET", read=_os_list,
           doc=Doc("Operating systems (with variants as os+variant)", result=STRS)),
+    *IMAGE_ROUTES,
     Route("/2/redistribute-config", "PUT", build=lambda c: [wire.cluster_redist_conf()],
           opcode=wire.OP_CLUSTER_REDIST_CONF,
           doc=Doc("Redistribute the configuration to all nodes")),
