@@ -69,6 +69,11 @@ class Paths:
         return os.path.join(self.data_dir, "os-image-store")
 
     @property
+    def os_image_store_index(self) -> str:
+        """The store's index, also kept by the master candidates (doc/images.md)."""
+        return os.path.join(self.os_image_store_dir, "index.json")
+
+    @property
     def os_image_cache_dir(self) -> str:
         """A node's copies of store images, named by their sha256 (doc/images.md)."""
         return os.path.join(self.data_dir, "os-image-cache")

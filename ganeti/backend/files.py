@@ -36,6 +36,7 @@ def allowed_upload_files() -> frozenset[str]:
         canon.known_hosts_file, canon.rapi_users_file, canon.rapi_tokens_file,
         canon.confd_hmac_key,
         canon.cluster_domain_secret, canon.file_storage_paths_file,
+        canon.os_image_store_index,
     ])
 
 

@@ -32,7 +32,7 @@ from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
                                   redistribute, upload_files)
 from ganeti.cmdlib.instance_networks import find_network
-from ganeti.cmdlib.node import sync_queue_to
+from ganeti.cmdlib.node import welcome_candidates
 from ganeti.cmdlib.roles import (activate_master_ip, deactivate_master_ip,
                                  demote_from_candidates, master_ip_params,
                                  shrink_candidate_pool)
@@ -545,9 +545,8 @@ class LUClusterSetParams(LogicalUnit[OpClusterSetParams]):
             setattr(cluster, name, value)
         self.cfg.update(cluster)
         if "candidate_pool_size" in self.new_values:
-            promoted = adjust_candidate_pool(self.cfg, (), feedback_fn)
-            for name in promoted:
-                sync_queue_to(self.context, name)
+            welcome_candidates(self, adjust_candidate_pool(self.cfg, (), feedback_fn),
+                               feedback_fn)
             demoted = shrink_candidate_pool(self.cfg, feedback_fn)
             demote_from_candidates(self.context, demoted, self.LogWarning)
         if move_ip and cluster.master_netdev:
@@ -577,6 +576,10 @@ class LUClusterRedistConf(NoHooksLU[OpClusterRedistConf]):
         failed = redistribute(self.context, feedback_fn)
         if failed:
             self.LogWarning(f"Redistribution failed on: {', '.join(failed)}")
+        if self.rpc is not None:
+            # the OS image store's images a master candidate lacks (doc/images.md)
+            from ganeti.cmdlib import os_image_replica
+            os_image_replica.replicate_store(self, None, feedback_fn)
         return None
 
 

@@ -105,6 +105,17 @@ def sync_queue_to(context: MasterContext, node_name: str) -> None:
     copy_queue(context.rpc, context.paths, [node_name])
 
 
+def welcome_candidates(lu: LogicalUnit[Any], names: list[str], feedback_fn: FeedbackFn) -> None:
+    """What new master candidates ``names`` get beyond the config: the job queue
+    (:func:`sync_queue_to`) and the OS image store, its images and then its index
+    (doc/images.md, "Replication")."""
+    for name in names:
+        sync_queue_to(lu.context, name)
+    if names and lu.rpc is not None:
+        from ganeti.cmdlib import os_image_replica     # it imports the LU base, as this
+        os_image_replica.replicate_store(lu, None, feedback_fn, nodes=names)
+
+
 def _node_env(node: Node) -> dict[str, Any]:
     return {"OP_TARGET": node.name, "NODE_NAME": node.name, "NODE_PIP": node.primary_ip,
             "NODE_SIP": node.secondary_ip, "MASTER_CAPABLE": str(node.master_capable),
@@ -225,7 +236,7 @@ class LUNodeAdd(LogicalUnit[OpNodeAdd]):
             self.LogWarning(f"Distributing files to {node.name} failed; run"
                             " 'gnt-cluster redist-conf' once it is reachable")
         if node.master_candidate:
-            sync_queue_to(self.context, node.name)
+            welcome_candidates(self, [node.name], feedback_fn)
         return None
 
 
@@ -277,8 +288,7 @@ class LUNodeRemove(LogicalUnit[OpNodeRemove]):
         if self.glm is not None:
             for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE):
                 self.glm.remove(level, [node.uuid])
-        for name in adjust_candidate_pool(self.cfg, (), feedback_fn):
-            sync_queue_to(self.context, name)
+        welcome_candidates(self, adjust_candidate_pool(self.cfg, (), feedback_fn), feedback_fn)
         if self.rpc is not None and not node.offline:
             flush = getattr(getattr(self.context, "replicator", None), "flush", None)
             if flush is not None and not flush(DEMOTE_FLUSH_TIMEOUT):
@@ -440,11 +450,10 @@ class LUNodeSetParams(LogicalUnit[OpNodeSetParams]):
             promoted = adjust_candidate_pool(self.cfg, [node.uuid], feedback_fn)
         if self.new_mc and not was_mc:
             redistribute(self.context, feedback_fn, [node.uuid])
-            sync_queue_to(self.context, node.name)
+            promoted = [node.name, *promoted]
         elif came_online:
             redistribute(self.context, feedback_fn, [node.uuid])
-        for name in promoted:
-            sync_queue_to(self.context, name)
+        welcome_candidates(self, promoted, feedback_fn)
         if self.demoting and not node.offline:
             demote_from_candidates(self.context, [node.name], self.LogWarning)
         return result

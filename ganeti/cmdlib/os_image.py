@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ganeti.cmdlib.base import LogicalUnit
 
 __all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "without_image_params", "image_of", "check_local_image",
-           "check_store_name", "stage_image",
+           "check_store_name", "stage_image", "push_image",
            "write_image", "build_seed", "drop_staged", "rename_seed", "remove_seed"]
 
 IMAGE_PARAM = osimage.OS_IMAGE_PARAM
@@ -113,7 +113,7 @@ def check_local_image(image: str, checksum: str | None, disk_mib: int,
     return facts
 
 
-def _push(lu: LogicalUnit[Any], node: str, instance_name: str, image: str, path: str,
+def push_image(lu: LogicalUnit[Any], node: str, instance_name: str, image: str, path: str,
           feedback_fn: FeedbackFn) -> None:
     """Send the master's file ``path`` to the node's staging file, chunk by chunk."""
     rpc = lu.require_rpc()
@@ -161,8 +161,8 @@ def _stage_store_image(lu: LogicalUnit[Any], node: str, instance_name: str, name
                 feedback_fn(f"* OS image {name}: {node} has a copy (sha256:{sha[:12]}),"
                             " not sent")
             else:
-                _push(lu, node, instance_name, name, os_image_store.image_path(paths, name),
-                      feedback_fn)
+                push_image(lu, node, instance_name, name,
+                           os_image_store.stored_file(paths, name, entry), feedback_fn)
             facts: dict[str, Any] = rpc.call_os_image_inspect(
                 node, instance_name=instance_name).one(node, "Could not inspect the OS image")
             damaged = cached and facts["sha256"] != sha
@@ -204,7 +204,7 @@ def stage_image(lu: LogicalUnit[Any], node: str, instance_name: str, image: str,
                                     max_size=disk_mib * MIB + 64 * MIB
                                     ).one(node, f"Could not fetch OS image {image}")
         else:
-            _push(lu, node, instance_name, image, image, feedback_fn)
+            push_image(lu, node, instance_name, image, image, feedback_fn)
         facts: dict[str, Any] = rpc.call_os_image_inspect(
             node, instance_name=instance_name).one(node, "Could not inspect the OS image")
         _check_facts(image, facts, checksum, disk_mib)

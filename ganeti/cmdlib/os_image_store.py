@@ -29,7 +29,8 @@ from ganeti.opcodes.os import OpOsImageAdd, OpOsImageList, OpOsImageRemove
 from ganeti.pathutils import Paths
 from ganeti.utils.io import write_file_atomic
 
-__all__ = ["index_path", "image_path", "read_index", "lookup", "using", "add_image",
+__all__ = ["index_path", "image_path", "stored_file", "read_index", "lookup", "using",
+           "add_image",
            "LUOsImageAdd", "LUOsImageRemove", "LUOsImageList"]
 
 FETCH_TIMEOUT = 30.0
@@ -41,7 +42,7 @@ _IN_USE: dict[str, int] = {}
 
 
 def index_path(paths: Paths) -> str:
-    return os.path.join(paths.os_image_store_dir, "index.json")
+    return paths.os_image_store_index
 
 
 def image_path(paths: Paths, name: str) -> str:
@@ -71,6 +72,26 @@ def lookup(paths: Paths, name: str) -> dict[str, Any]:
         raise errors.OpPrereqError(f"OS image {name} is not in the image store"
                                    " (gnt-os image list)", errors.ECODE_NOENT)
     return entry
+
+
+def stored_file(paths: Paths, name: str, entry: dict[str, Any]) -> str:
+    """The file holding store image ``name``'s bytes on this master.
+
+    ``images/<name>``; on a master that took the role over from another, the
+    node cache's copy the old master replicated to it (named by the recorded
+    sha256; doc/images.md, "Replication").  :class:`errors.OpPrereqError` when
+    neither is here."""
+    own = image_path(paths, name)
+    if os.path.isfile(own):
+        return own
+    cached = os.path.join(paths.os_image_cache_dir, str(entry["sha256"]))
+    if os.path.isfile(cached):
+        return cached
+    raise errors.OpPrereqError(f"OS image {name} is in the store's index but this master has"
+                               " no copy of it (it was added while this node was not a master"
+                               " candidate, and not replicated since: gnt-cluster"
+                               " redist-conf on the old master, or remove and add it again)",
+                               errors.ECODE_ENVIRON)
 
 
 @contextlib.contextmanager
@@ -201,6 +222,8 @@ class LUOsImageAdd(NoHooksLU[OpOsImageAdd]):
         entry = add_image(self.context.paths, self.op.name, self.op.source, self.op.checksum)
         feedback_fn(f"* OS image {self.op.name}: {entry['format']}, {entry['size']} bytes,"
                     f" sha256:{entry['sha256']}")
+        from ganeti.cmdlib import os_image_replica     # it imports this module
+        os_image_replica.replicate_store(self, [self.op.name], feedback_fn)
         return entry
 
 
@@ -217,6 +240,10 @@ class LUOsImageRemove(NoHooksLU[OpOsImageRemove]):
 
     def Exec(self, feedback_fn: FeedbackFn) -> None:
         entry = remove_image(self.context.paths, self.op.name)
+        from ganeti.cmdlib import os_image_replica     # it imports this module
+        for node in os_image_replica.send_index(self, os_image_replica.candidates(self),
+                                                feedback_fn):
+            self.LogWarning(f"Could not update the OS image store's index on {node}")
         if any(e["sha256"] == entry["sha256"] for e in read_index(self.context.paths).values()):
             return      # another name has the same bytes: the nodes keep their copies
         cfg = self.context.committed_cfg()

@@ -162,3 +162,21 @@ def test_a_failure_mid_copy_leaves_no_partial_file(paths, tmp_path, monkeypatch)
     with pytest.raises(errors.OpPrereqError, match="No space left on device"):
         os_image_store.add_image(paths, "img", str(tmp_path / "d.raw"), None)
     assert _store_files(paths) == [] and os_image_store.read_index(paths) == {}
+
+
+def test_stored_file_falls_back_to_the_replicated_cache_copy(paths, tmp_path):
+    # a master that took the role over has the index and the node cache's copy
+    # (doc/images.md, "Replication"), not images/<name>
+    data = _raw(tmp_path / "d.raw")
+    entry = os_image_store.add_image(paths, "deb", str(tmp_path / "d.raw"), None)
+    assert os_image_store.stored_file(paths, "deb", entry) == \
+        os_image_store.image_path(paths, "deb")
+    os.makedirs(paths.os_image_cache_dir)
+    cached = os.path.join(paths.os_image_cache_dir, entry["sha256"])
+    os.rename(os_image_store.image_path(paths, "deb"), cached)
+    assert os_image_store.stored_file(paths, "deb", entry) == cached
+    with open(cached, "rb") as fh:
+        assert fh.read() == data
+    os.unlink(cached)
+    with pytest.raises(errors.OpPrereqError, match="this master has no copy"):
+        os_image_store.stored_file(paths, "deb", entry)

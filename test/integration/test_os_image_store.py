@@ -3,7 +3,9 @@
 A 2-node virtual cluster: images are added to the master's store (a master's
 file and an http URL), listed, installed by name on the second node (pushed
 once, then taken from the node's cache), refused when the stored file is
-damaged, and removed.  Real ``qemu-img``.  No guest boots here.
+damaged, and removed; through RAPI too; and copied to a master candidate,
+which serves installs from it once it is the master.  Real ``qemu-img``.  No
+guest boots here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 from instance_helpers import NOCHECK, disk_files, fail_unchanged
+from failover_helpers import failover
 from vcluster_harness import VirtualCluster
 
 from test.integration import host_helpers
@@ -35,6 +38,10 @@ MIB = 1024 * 1024
 def vc(tmp_path_factory):
     with VirtualCluster(tmp_path_factory.mktemp("vcstore"), nodes=2) as cluster:
         rapi_helpers.add_writer(cluster)
+        # node2 starts as a plain node: the store is copied to master candidates only
+        # (the last test promotes it), so installs there show a push, then the cache
+        cluster.ok("gnt-cluster", "modify", "--candidate-pool-size", "1")
+        cluster.ok("gnt-node", "modify", "--master-candidate=no", N2)
         yield cluster
 
 
@@ -184,7 +191,7 @@ def test_store_add_list_install_cache_corruption_remove(vc, images):
 
 
 def test_the_store_through_rapi_add_list_remove(vc, images):
-    # doc/rapi.md, "/2/os/images": each request is a job, as gnt-os image's
+    # doc/rapi.md (the resources list): each request is a job, as gnt-os image's
     top, url = images
     data = _raw(top / "r.raw", size=2 * MIB)
     sha = hashlib.sha256(data).hexdigest()
@@ -210,3 +217,54 @@ def test_the_store_through_rapi_add_list_remove(vc, images):
     assert "viarapi" not in _store_files(vc)
     job = rapi_helpers.wait_job(vc, _rapi(vc, "DELETE", "/2/os/images/viarapi"))
     assert job["status"] == "error" and "not in the image store" in str(job["opresult"])
+
+
+def _index(vc, node) -> str | None:
+    try:
+        with open(vc.paths(node).os_image_store_index) as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def test_the_store_follows_the_master_role(vc, images):
+    # doc/images.md, "Replication": bytes in the candidates' node caches, then the index
+    top, url = images
+    first = _raw(top / "one.raw", size=2 * MIB)
+    second = _raw(top / "two.raw", size=2 * MIB)
+    sha1, sha2 = (hashlib.sha256(d).hexdigest() for d in (first, second))
+    vc.ok("gnt-os", "image", "add", "one", str(top / "one.raw"))
+    assert sha1 not in _node_dir(vc, N2, "os_image_cache_dir")      # not a candidate yet
+    assert _index(vc, N2) is None
+    # promoted (here by the pool size): it gets the bytes, then the index
+    out = vc.ok("gnt-cluster", "modify", "--candidate-pool-size", "10")
+    assert "OS image one: copied to master candidate node2.vcluster" in out, out
+    assert sha1 in _node_dir(vc, N2, "os_image_cache_dir")
+    assert _index(vc, N2) == _index(vc, N1)
+    # a copy the candidate lost: gnt-cluster redist-conf sends it again
+    os.unlink(os.path.join(vc.paths(N2).os_image_cache_dir, sha1))
+    out = vc.ok("gnt-cluster", "redist-conf")
+    assert "OS image one: copied to master candidate node2.vcluster" in out, out
+    with open(os.path.join(vc.paths(N2).os_image_cache_dir, sha1), "rb") as fh:
+        assert fh.read() == first
+    # an image added now goes to the candidate at once, the index after it
+    out = vc.ok("gnt-os", "image", "add", "two", str(top / "two.raw"))
+    assert "OS image two: copied to master candidate node2.vcluster" in out, out
+    assert sha2 in _node_dir(vc, N2, "os_image_cache_dir")
+    assert _index(vc, N2) == _index(vc, N1) and '"two"' in _index(vc, N2)
+    with open(os.path.join(vc.paths(N2).os_image_cache_dir, sha2), "rb") as fh:
+        assert fh.read() == second
+    # node2 takes the master role over: it lists the store and installs from it on node1
+    code, text = failover(vc, N2)
+    assert code == 0, text
+    assert vc.ok("gnt-os", "image", "list", "--no-headers", "-o", "name,sha256",
+                 "--separator=|", node=N2).split() == [f"one|{sha1}", f"two|{sha2}"]
+    out = vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-n", N1,
+                "--no-start", *NOCHECK, "--os-image", "two", "rep1.example.com", node=N2)
+    assert _disk0(vc, N1, "rep1.example.com")[:2 * MIB] == second
+    # a removal on the new master reaches the old one's index (now a candidate)
+    vc.ok("gnt-os", "image", "remove", "one", node=N2)
+    assert '"one"' not in _index(vc, N1) and _index(vc, N1) == _index(vc, N2)
+    vc.ok("gnt-instance", "remove", "-f", "rep1.example.com", node=N2)
+    code, text = failover(vc, N1)
+    assert code == 0, text
