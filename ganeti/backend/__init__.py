@@ -1,14 +1,25 @@
-"""Node-side functions, one per ``rpc.defs`` row, split by domain.
+"""Node-side functions, one per node procedure, split by domain.
 
-A backend function is named like its RPC procedure, takes a
-:class:`~ganeti.backend.context.NodeContext` first and then exactly the
-row's arguments (same names, same order), and returns plain JSON data.
-Failures raise a :class:`errors.GanetiError`; the node daemon turns it
-into ``[false, message]``.  Each domain module lists exactly its
-procedures in ``__all__`` (helpers and constants that other modules use
-stay importable, but out of it); :func:`get_function` finds them through
+A backend function *declares* its procedure (doc/design/contracts.md,
+"Adding a node procedure"): decorated with
+``@procedure(TIMEOUT_CLASS, fenced=..., offline=..., keepalive=...)``
+(:mod:`ganeti.rpc.procedure`), it is named like the procedure, takes a
+:class:`~ganeti.backend.context.NodeContext` first and then the
+procedure's arguments in wire order, annotated with their wire types
+(``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``, or one of them
+``| None``), and the first paragraph of its docstring is the procedure's
+one-line doc.  It returns plain JSON data; failures raise a
+:class:`errors.GanetiError`, which the node daemon turns into
+``[false, message]``.  ``python -m ganeti.rpc.gen`` reads these functions
+and writes the table (``rpc/table.py``) and the master's stubs; the master
+never imports this package.
+
+Each domain module lists exactly its procedures in ``__all__`` (helpers
+and constants that other modules use stay importable, but out of it);
+:func:`get_function` finds the decorated functions through
 :data:`DOMAIN_MODULES`, so adding a module means adding its name there.
-``test/rpc/test_rpc_defs.py`` checks these lists against the rows.
+``test/rpc/test_rpc_defs.py`` checks the table and these lists against
+the functions.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from typing import Any, Callable
 
 from ganeti import errors
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import spec_of
 
 __all__ = ["NodeContext", "DOMAIN_MODULES", "all_functions", "get_function"]
 
@@ -30,14 +42,16 @@ DOMAIN_MODULES = ("node", "files", "jobqueue", "hooks", "test", "instance", "blo
 
 @functools.lru_cache(maxsize=1)
 def all_functions() -> dict[str, Callable[..., Any]]:
-    """Procedure name -> backend function: the ``__all__`` of every domain module."""
+    """Procedure name -> backend function: the ``@procedure`` functions of every domain module."""
     table: dict[str, Callable[..., Any]] = {}
     for modname in DOMAIN_MODULES:
         module = importlib.import_module(f"{__name__}.{modname}")
-        for name in module.__all__:
+        for name, obj in vars(module).items():
+            if spec_of(obj) is None or obj.__module__ != module.__name__:
+                continue
             if name in table:
                 raise errors.ProgrammerError(f"Backend function {name} defined twice")
-            table[name] = getattr(module, name)
+            table[name] = obj
     return table
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from ganeti import constants, errors, objects, serializer, storage
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, SLOW, TMO_1DAY, procedure
 from ganeti.storage import drbd, tree
 from ganeti.storage.base import MIB, DiskSpec
 from ganeti.storage.lvm import LogicalVolume
@@ -188,9 +189,13 @@ def assemble_disk(ctx: NodeContext, data: Any, instance_name: str, idx: int,
 
 # --- procedures --------------------------------------------------------------
 
+@procedure(NORMAL)
 def blockdev_create(ctx: NodeContext, disk: dict, size: int, owner_instance_name: str,
                     on_primary: bool, info: str, excl_stor: bool) -> dict[str, Any]:
-    """Create the volume of ``disk`` with ``size`` MiB.
+    """Create the volume (size MiB); drbd: set up and connected, and on the primary made primary
+    (the initial sync). -> {path (canonical), logical_id, size}
+
+    Create the volume of ``disk`` with ``size`` MiB.
 
     Returns ``{"path": wire path ("" for diskless), "logical_id": [...],
     "size": MiB}``.  The children of the disk are created first; a failure
@@ -222,8 +227,12 @@ def blockdev_create(ctx: NodeContext, disk: dict, size: int, owner_instance_name
     return {"path": wire_path(ctx, path), "logical_id": list(spec.logical_id), "size": size}
 
 
+@procedure(NORMAL)
 def blockdev_remove(ctx: NodeContext, disk: dict) -> None:
-    """Remove the volume of ``disk``; a missing volume is not an error."""
+    """Remove the volume; a missing one is fine. -> None
+
+    Remove the volume of ``disk``; a missing volume is not an error.
+    """
     template, spec = parse_disk(disk)
     store = storage_for(ctx, template)
     if template != constants.DT_DISKLESS:
@@ -234,9 +243,13 @@ def blockdev_remove(ctx: NodeContext, disk: dict) -> None:
     tree.remove_tree(factory_for(ctx), spec)
 
 
+@procedure(NORMAL)
 def blockdev_assemble(ctx: NodeContext, disk: dict, instance_name: str, as_primary: bool,
                       idx: int) -> dict[str, Any]:
-    """Make ``disk`` usable as disk ``idx`` of ``instance_name``.
+    """Activate the volume as disk idx of the instance (as_primary: the instance runs here, a
+    drbd side is made primary). -> {path, link, uri}
+
+    Make ``disk`` usable as disk ``idx`` of ``instance_name``.
 
     Returns ``{"path": wire path, "link": wire path of the
     instance-disks/<instance>:<idx> symlink or None, "uri": None}``.
@@ -249,8 +262,12 @@ def blockdev_assemble(ctx: NodeContext, disk: dict, instance_name: str, as_prima
             "uri": None}
 
 
+@procedure(NORMAL)
 def blockdev_shutdown(ctx: NodeContext, disk: dict) -> None:
-    """Undo assemble: drop the instance-disks links to the volume (data stays)."""
+    """Deactivate the volume (data stays). -> None
+
+    Undo assemble: drop the instance-disks links to the volume (data stays).
+    """
     template, spec = parse_disk(disk)
     store = storage_for(ctx, template)
     tree.shutdown_tree(factory_for(ctx), spec)
@@ -258,9 +275,12 @@ def blockdev_shutdown(ctx: NodeContext, disk: dict) -> None:
         _remove_links_to(ctx, store.get_path(spec))
 
 
+@procedure(NORMAL)
 def blockdev_grow(ctx: NodeContext, disk: dict, amount: int, dryrun: bool,
                   backingstore: bool, excl_stor: bool) -> int:
-    """Grow ``disk`` by ``amount`` MiB; return the new size in MiB.
+    """Grow the volume by amount MiB (dryrun: only check). -> new size MiB
+
+    Grow ``disk`` by ``amount`` MiB; return the new size in MiB.
 
     With ``dryrun`` nothing changes (the volume must exist; the size it
     would have is returned).  ``backingstore`` grows the data volume under
@@ -285,8 +305,12 @@ def blockdev_grow(ctx: NodeContext, disk: dict, amount: int, dryrun: bool,
     return store.grow(spec, amount)
 
 
+@procedure(NORMAL)
 def blockdev_snapshot(ctx: NodeContext, disk: dict, snap_size: int) -> list[Any]:
-    """A point-in-time copy of ``disk`` with ``snap_size`` MiB of change room.
+    """Snapshot the volume (snap_size MiB of change room; plain only). -> logical_id of the
+    snapshot (remove it with blockdev_remove)
+
+    A point-in-time copy of ``disk`` with ``snap_size`` MiB of change room.
 
     Returns the snapshot's logical id (``plain``: ``[vg, "<lv>.snap"]``, a
     volume of the disk's type); the caller removes it with
@@ -297,8 +321,11 @@ def blockdev_snapshot(ctx: NodeContext, disk: dict, snap_size: int) -> list[Any]
     return list(storage_for(ctx, template).snapshot(spec, snap_size))
 
 
+@procedure(NORMAL)
 def blockdev_rename(ctx: NodeContext, devlist: list) -> list[list[Any]]:
-    """Rename volumes: ``[[disk, new_logical_id], ...]``; return the new ids.
+    """Rename volumes [[disk, new_logical_id], ...]. -> [new_logical_id, ...]
+
+    Rename volumes: ``[[disk, new_logical_id], ...]``; return the new ids.
 
     Stops at the first failure (earlier renames stay done; the error says
     which disk failed).
@@ -314,8 +341,12 @@ def blockdev_rename(ctx: NodeContext, devlist: list) -> list[list[Any]]:
     return result
 
 
+@procedure(NORMAL)
 def blockdev_setinfo(ctx: NodeContext, disk: dict, info: str) -> None:
-    """Label the volume of ``disk`` with ``info`` (an instance rename:
+    """Label the volume with info (plain: its originstname+ tag; other types keep nothing). ->
+    None
+
+    Label the volume of ``disk`` with ``info`` (an instance rename:
     ``originstname+<new name>``); types that keep no label do nothing."""
     template, spec = parse_disk(disk)
     storage_for(ctx, template).set_info(spec, info)
@@ -354,8 +385,11 @@ def _dimensions(store_of: StoreOf, data: Any) -> list[Any] | None:
         return None
 
 
+@procedure(FAST)
 def blockdev_getdimensions(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
-    """``[[size_bytes, spindles], ...]`` per disk; None for a missing volume.
+    """[[size_bytes, spindles] or None (missing), ...] per disk dict.
+
+    ``[[size_bytes, spindles], ...]`` per disk; None for a missing volume.
 
     Spindles are None for file storage; for ``plain`` the number of physical
     volumes the LV lies on.
@@ -395,8 +429,12 @@ def _status(ctx: NodeContext, store_of: StoreOf, entry: Any) -> list[Any] | None
     return [size, active]
 
 
+@procedure(FAST)
 def blockdev_getstatus(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
-    """``[[size_bytes, active], ...]`` per ``[disk, instance_name, idx]``; None: missing.
+    """[[size_bytes, active] or None (missing), ...] per [disk, instance_name, idx]; active: the
+    instance-disks/<instance>:<idx> link points at the volume.
+
+    ``[[size_bytes, active], ...]`` per ``[disk, instance_name, idx]``; None: missing.
 
     ``active`` says whether the disk is assembled as disk ``idx`` of the
     instance (the ``instance-disks/<instance>:<idx>`` link that
@@ -408,8 +446,13 @@ def blockdev_getstatus(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
     return [_status(ctx, store_of, entry) for entry in disks]
 
 
+@procedure(FAST)
 def blockdev_find(ctx: NodeContext, disk: dict) -> dict[str, Any] | None:
-    """Status of ``disk`` on this node, or None if its volume does not exist.
+    """{dev_path, size, major, minor, sync_percent, estimated_time, is_degraded, ldisk_status}
+    or None when the volume does not exist; drbd adds drbd: {cstate, role, peer_role, disk,
+    peer_disk, out_of_sync_kib}.
+
+    Status of ``disk`` on this node, or None if its volume does not exist.
 
     ``{"dev_path": wire path, "size": MiB, "major": None, "minor": None,
     "sync_percent": None, "estimated_time": None, "is_degraded": False,
@@ -481,8 +524,11 @@ def _check_range(offset: int, length: int) -> None:
         raise errors.StorageError(f"Invalid chunk length {length}: must be 0..{MAX_CHUNK_SIZE}")
 
 
+@procedure(NORMAL)
 def blockdev_read_chunk(ctx: NodeContext, disk: dict, offset: int, length: int) -> dict[str, Any]:
-    """Read up to ``length`` bytes (max :data:`MAX_CHUNK_SIZE`) at ``offset``.
+    """Read <= 16 MiB at offset. -> {data base64 ('' if zero), length, zero, size, eof}
+
+    Read up to ``length`` bytes (max :data:`MAX_CHUNK_SIZE`) at ``offset``.
 
     Returns ``{"data": base64 text, "length": bytes read, "zero": bool,
     "size": volume size in bytes, "eof": bool}``.  When the chunk is all
@@ -504,8 +550,11 @@ def blockdev_read_chunk(ctx: NodeContext, disk: dict, offset: int, length: int) 
             "eof": offset + len(chunk) >= size}
 
 
+@procedure(NORMAL)
 def blockdev_write_chunk(ctx: NodeContext, disk: dict, offset: int, data: str) -> int:
-    """Write base64 ``data`` at ``offset`` of the volume; return bytes written.
+    """Write base64 data at offset (not past the end). -> bytes written
+
+    Write base64 ``data`` at ``offset`` of the volume; return bytes written.
 
     Refuses to write past the end of the volume (grow it first).
     """
@@ -529,8 +578,11 @@ def blockdev_write_chunk(ctx: NodeContext, disk: dict, offset: int, data: str) -
     return len(chunk)
 
 
+@procedure(SLOW)
 def blockdev_wipe(ctx: NodeContext, disk: dict, offset: int, size: int) -> int:
-    """Overwrite ``size`` bytes at ``offset`` of the volume with zeros, durably.
+    """Overwrite size bytes (<= 1 GiB) at offset with zeros, fsync'ed. -> bytes written
+
+    Overwrite ``size`` bytes at ``offset`` of the volume with zeros, durably.
 
     At most :data:`MAX_WIPE_SIZE` bytes a call, never past the end of the
     volume (the master wipes a disk range by range, doc/storage.md,
@@ -560,8 +612,12 @@ def blockdev_wipe(ctx: NodeContext, disk: dict, offset: int, size: int) -> int:
     return done
 
 
+@procedure(SLOW)
 def blockdev_checksum(ctx: NodeContext, disk: dict) -> dict[str, Any]:
-    """``{"sha1": hex digest of the whole volume, "size": bytes}``."""
+    """{sha1, size} of the whole volume (to verify a copy).
+
+    ``{"sha1": hex digest of the whole volume, "size": bytes}``.
+    """
     path = _file_path(ctx, disk)
     digest = hashlib.sha1()
     size = 0
@@ -575,8 +631,12 @@ def blockdev_checksum(ctx: NodeContext, disk: dict) -> dict[str, Any]:
     return {"sha1": digest.hexdigest(), "size": size}
 
 
+@procedure(TMO_1DAY)
 def blockdev_convert(ctx: NodeContext, src: dict, dst: dict) -> int:
-    """Copy the data of disk ``src`` into disk ``dst``, both on this node, fsync'ed (a
+    """Copy the data of disk src into the existing, as large disk dst (both here), fsync'ed
+    (modify -t between file-based templates). -> bytes copied
+
+    Copy the data of disk ``src`` into disk ``dst``, both on this node, fsync'ed (a
     disk template conversion, ``gnt-instance modify -t``).  ``dst`` exists already and
     is at least as large.  Returns the bytes copied."""
     src_path, dst_path = _file_path(ctx, src), _file_path(ctx, dst)

@@ -6,13 +6,18 @@ from typing import Any
 
 from ganeti.backend import blockdev
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, procedure
 from ganeti.storage import extstorage
 
 __all__ = ["extstorage_diagnose"]
 
 
+@procedure(FAST)
 def extstorage_diagnose(ctx: NodeContext) -> list[list[Any]]:
-    """Every entry of the ExtStorage search path, in search order.
+    """[[name, path, status, diagnose, parameters [[name, doc], ...]], ...] of the ExtStorage
+    search path, in search order.
+
+    Every entry of the ExtStorage search path, in search order.
 
     Rows are Ganeti's ``[name, path, status, diagnose, parameters]``:
     ``path`` canonical, ``status`` True when the provider is valid,

@@ -37,6 +37,7 @@ from typing import Any
 
 from ganeti import constants, errors, serializer
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, URGENT, procedure
 from ganeti.backend.masterip import node_deactivate_master_ip
 from ganeti.rpc import defs
 from ganeti.utils import io as uio
@@ -222,8 +223,12 @@ def highest_job_id(queue_dir: str, archive_dir: str) -> int:
     return best
 
 
+@procedure(URGENT)
 def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
-    """What this node believes: master name, and for candidates their serials.
+    """What the node believes: {master, candidate, epoch, reserved_job_id, reserved_serial} and,
+    on a master candidate, config_serial, job_id (highest, archive included), queue_serial.
+
+    What this node believes: master name, and for candidates their serials.
 
     ``{"master", "candidate", "epoch", "reserved_job_id", "reserved_serial",
     "contact_age"}`` on every node (``contact_age``: seconds since a master's
@@ -259,9 +264,13 @@ def master_vote_info(ctx: NodeContext) -> dict[str, Any]:
     return out
 
 
+@procedure(URGENT, fenced=True, offline=True)
 def master_lease(ctx: NodeContext, master: str, epoch: int, reserve_job_id: int,
                  reserve_serial: int) -> dict[str, Any]:
-    """Confirm ``master``'s lease: accept ``epoch`` and store the reservations.
+    """Confirm the master's lease: accept its epoch (refused if older than one accepted) and
+    store its job id and config serial reservations. -> {master (ssconf), epoch}
+
+    Confirm ``master``'s lease: accept ``epoch`` and store the reservations.
 
     Refused like any fenced call when ``epoch`` is older than the one
     accepted.  Returns ``{"master": ssconf master name, "epoch": accepted}``.
@@ -274,8 +283,13 @@ def master_lease(ctx: NodeContext, master: str, epoch: int, reserve_job_id: int,
     return {"master": _ssconf(ctx, "master_node"), "epoch": state["epoch"]}
 
 
+@procedure(URGENT)
 def master_claim(ctx: NodeContext, master: str, epoch: int, seen: int) -> dict[str, Any]:
-    """Promise this node to ``master`` taking over with ``epoch`` (0: release its claim).
+    """Promise the node to a taker of epoch (refused when the node accepted an epoch newer than
+    seen, or another taker's claim holds); epoch 0 releases the taker's claim; a claim ends
+    after 60 s or once its epoch is accepted. -> {epoch, claim_epoch, claim_master}
+
+    Promise this node to ``master`` taking over with ``epoch`` (0: release its claim).
 
     ``seen`` is the newest epoch the taker saw in its vote.  Refused (the
     :data:`~ganeti.rpc.defs.FENCED_PREFIX` text) when the node accepted an
@@ -322,8 +336,12 @@ def _store(ctx: NodeContext, state: dict[str, Any], what: str) -> None:
         raise errors.OpExecError(f"Cannot store the master {what}: {exc}") from exc
 
 
+@procedure(URGENT)
 def master_drain(ctx: NodeContext, seconds: float) -> dict[str, Any]:
-    """Make the master daemon here refuse submissions for ``seconds`` (0: accept
+    """The master daemon on the node refuses submissions for seconds (0: accepts again) and
+    flushes its replication. -> {last_job_id, flushed}
+
+    Make the master daemon here refuse submissions for ``seconds`` (0: accept
     again) and flush its replication (LUXI ``DrainMaster``).
 
     Returns the master daemon's answer ``{"last_job_id", "flushed"}``;
@@ -370,9 +388,13 @@ def _stop(ctx: NodeContext, daemon: str, timeout: float) -> bool:
     return True
 
 
+@procedure(FAST, fenced=True)
 def node_stop_master(ctx: NodeContext, master_params: dict,
                      use_external_mip_script: bool) -> dict[str, Any]:
-    """Stop ``ganeti-rapi`` and the master daemon here, then take the master IP down.
+    """Stop ganeti-rapi and the master daemon on the node, then take the master IP down. ->
+    {masterd: stopped?, rapi: stopped?, ip: error or null}
+
+    Stop ``ganeti-rapi`` and the master daemon here, then take the master IP down.
 
     The master daemon gets SIGTERM (it finishes running opcodes and
     flushes its replication), SIGKILL after 15 s.  Returns

@@ -13,6 +13,7 @@ import re
 
 from ganeti import errors, ssconf
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, procedure
 from ganeti.pathutils import Paths
 from ganeti.utils import io as uio
 
@@ -66,9 +67,12 @@ def _check_mode_and_owner(file_name: str, mode: int, uid: int | None, gid: int |
                 f" own ({own})")
 
 
+@procedure(FAST, fenced=True)
 def upload_file(ctx: NodeContext, file_name: str, content: str, mode: int,
                 uid: int | None, gid: int | None, mtime: float | None) -> None:
-    """Write the allow-listed cluster file ``file_name`` (canonical path).
+    """Write one allow-listed cluster file (canonical path) atomically.
+
+    Write the allow-listed cluster file ``file_name`` (canonical path).
 
     The file is replaced atomically with ``content`` (UTF-8 text) and gets
     ``mode``, owner ``uid``/``gid`` when given (None keeps the daemon's)
@@ -105,8 +109,11 @@ def upload_bytes(ctx: NodeContext, file_name: str, data: bytes, mode: int,
     logger.info("Uploaded %s (%d bytes, mode %o)", file_name, len(data), mode)
 
 
+@procedure(FAST, fenced=True)
 def write_ssconf_files(ctx: NodeContext, values: dict) -> None:
-    """Write ``ssconf_<key>`` for every ``{key: text}`` and remove stale ones.
+    """Write ssconf_<key> files ({key: text}) and remove stale ones.
+
+    Write ``ssconf_<key>`` for every ``{key: text}`` and remove stale ones.
 
     Keys must match ``^[a-z0-9_-]+$`` and values be strings; nothing is
     written if any is invalid.  The files are written by

@@ -26,6 +26,7 @@ from typing import Any
 from ganeti import constants, errors, hypervisor, serializer
 from ganeti.backend import fencing
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import URGENT, procedure
 from ganeti.pathutils import Paths
 from ganeti.rpc.client import RpcRunner, StaticResolver, default_noded_port
 from ganeti.rpc.transport import HttpsTransport
@@ -39,9 +40,13 @@ logger = logging.getLogger(__name__)
 LEASE_FILE_NAME = "ha_lease"
 
 
+@procedure(URGENT)
 def ha_node_reachable(ctx: NodeContext, node: str, address: str,
                       timeout: float) -> dict[str, Any]:
-    """Whether this node reaches ``node``'s daemon at ``address``: it is asked for
+    """Whether this node reaches the node daemon of node (at address; its version asked, waiting
+    at most timeout seconds). -> {reachable, error}
+
+    Whether this node reaches ``node``'s daemon at ``address``: it is asked for
     its protocol version over the cluster's mutual TLS, waiting at most
     ``timeout`` seconds.  ``{"reachable": bool, "error": text or ""}``."""
     port = default_noded_port()
@@ -57,9 +62,15 @@ def ha_node_reachable(ctx: NodeContext, node: str, address: str,
     return {"reachable": True, "error": ""}
 
 
+@procedure(URGENT, fenced=True)
 def ha_lease_relay(ctx: NodeContext, node: str, address: str, master: str, lease: float,
                    instances: list, timeout: float) -> dict[str, Any]:
-    """Forward ``master``'s :func:`ha_lease` to ``node`` (at ``address``), which the
+    """Forward the master's ha_lease to node (at address), which the master cannot reach itself:
+    only for the master whose epoch this node accepted (the request's, fenced) and its ssconf
+    names, with that epoch, the lease shortened by the time spent here, waiting at most timeout
+    seconds. -> node's {lease, fenced}
+
+    Forward ``master``'s :func:`ha_lease` to ``node`` (at ``address``), which the
     master cannot reach itself; ``node``'s answer.
 
     The node daemon checked the request's master epoch already (the procedure
@@ -147,8 +158,13 @@ def lease_instances(raw: Any) -> list[tuple[str, str]]:
     return pairs
 
 
+@procedure(URGENT, fenced=True)
 def ha_lease(ctx: NodeContext, lease: float, instances: list) -> dict[str, Any]:
-    """Renew (or with ``lease`` 0 release) this node's self-fence lease, from now.
+    """The master's probe and this node's self-fence lease: from now, lease seconds (0: no
+    lease, released) covering instances ([{name, hypervisor}]: the ones the master would
+    recover); when it runs out unrenewed the node stops those still running. -> {lease, fenced}
+
+    Renew (or with ``lease`` 0 release) this node's self-fence lease, from now.
 
     ``instances``: ``[{"name", "hypervisor"}]``, the instances the lease covers:
     the ones the master would start elsewhere, which :func:`self_fence` stops

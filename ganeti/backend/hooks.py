@@ -13,6 +13,7 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import NORMAL, URGENT, procedure
 from ganeti.utils import process
 from ganeti.utils.validation import is_valid_script_name
 
@@ -32,8 +33,11 @@ def _is_executable_file(path: str) -> bool:
     return stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK)
 
 
+@procedure(NORMAL)
 def hooks_runner(ctx: NodeContext, hpath: str, phase: str, env: dict) -> list[list[Any]]:
-    """Run ``hooks/<hpath>-<phase>.d/*`` in sorted order; report each script.
+    """Run hooks/<hpath>-<phase>.d scripts in order; return [[script, HKR_*, output], ...].
+
+    Run ``hooks/<hpath>-<phase>.d/*`` in sorted order; report each script.
 
     Returns ``[[script, status, output], ...]`` with status
     ``constants.HKR_SUCCESS`` (exit 0), ``HKR_FAIL`` (non-zero exit, signal
@@ -86,8 +90,12 @@ def hooks_runner(ctx: NodeContext, hpath: str, phase: str, env: dict) -> list[li
     return results
 
 
+@procedure(URGENT)
 def hooks_list(ctx: NodeContext) -> list[str]:
-    """Sorted names of the non-empty ``*.d`` directories under the hooks directory.
+    """Names of the non-empty <hpath>-<phase>.d directories under the node's hooks directory
+    (sorted).
+
+    Sorted names of the non-empty ``*.d`` directories under the hooks directory.
 
     A directory counts when it has any entry at all (even one the runner
     would skip), so the master skips a node only when running its hooks

@@ -16,6 +16,7 @@ from typing import Any
 from ganeti import constants, errors
 from ganeti.backend import blockdev
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, procedure
 from ganeti.backend.instance import (hypervisor_for, instance_disks_info, instance_spec,
                                      parse_instance)
 
@@ -46,15 +47,23 @@ def _disk_path(ctx: NodeContext, disk: dict) -> str:
     return blockdev.storage_for(ctx, template).get_path(spec)
 
 
+@procedure(FAST)
 def hotplug_supported(ctx: NodeContext, instance: dict) -> None:
-    """Raise unless devices of the running instance can be hotplugged now."""
+    """Raise unless devices of the running instance can be hotplugged now. -> None
+
+    Raise unless devices of the running instance can be hotplugged now.
+    """
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).hotplug_supported(inst.name)
 
 
+@procedure(NORMAL)
 def hotplug_device(ctx: NodeContext, instance: dict, action: str, dev_type: str,
                    idx: int) -> None:
-    """Plug NIC/disk ``idx`` of ``instance`` in (``add``) or out (``remove``).
+    """Plug NIC/disk idx (dev_type nic|disk) of the instance in (action add; a disk is assembled
+    first) or out (remove). -> None
+
+    Plug NIC/disk ``idx`` of ``instance`` in (``add``) or out (``remove``).
 
     A disk being added is assembled first (as for a start); a removed disk
     stays assembled (the master removes its volume afterwards).
@@ -82,8 +91,12 @@ def hotplug_device(ctx: NodeContext, instance: dict, action: str, dev_type: str,
         hv.hot_del_disk(inst.name, _disk_path(ctx, disk))
 
 
+@procedure(FAST)
 def instance_resize_disk(ctx: NodeContext, instance: dict, idx: int) -> bool:
-    """Tell the running instance that its disk ``idx`` grew (after blockdev_grow).
+    """Tell the running instance its disk idx (disks_info) grew. -> True if the guest was told,
+    False if it sees the size at its next start
+
+    Tell the running instance that its disk ``idx`` grew (after blockdev_grow).
 
     Returns whether the guest was told (False: the hypervisor does not
     tell guests, or the instance does not run here: the guest sees the

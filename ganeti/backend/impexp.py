@@ -43,6 +43,7 @@ from ganeti.impexp import info as exportinfo
 from ganeti.backend import blockdev
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, URGENT, procedure
 from ganeti.utils import io as uio
 
 __all__ = ["export_list", "export_info", "export_remove", "export_stage", "finalize_export",
@@ -91,8 +92,12 @@ def _rmtree(path: str) -> None:
 
 # --- export directories --------------------------------------------------------------------
 
+@procedure(FAST)
 def export_list(ctx: NodeContext) -> list[str]:
-    """The names of the finished exports on this node (sorted; none without the directory)."""
+    """Names of the finished exports in the node's export directory (sorted).
+
+    The names of the finished exports on this node (sorted; none without the directory).
+    """
     base = ctx.paths.export_dir
     try:
         names = os.listdir(base)
@@ -167,8 +172,12 @@ def open_export_file(ctx: NodeContext, export: str, name: str) -> tuple[IO[bytes
         raise
 
 
+@procedure(FAST)
 def export_info(ctx: NodeContext, path: str) -> str:
-    """The ``config.ini`` text of the export at ``path`` (a name or canonical path).
+    """The config.ini text of an export (its name, or a canonical path inside the export
+    directory).
+
+    The ``config.ini`` text of the export at ``path`` (a name or canonical path).
 
     Raises :class:`errors.OpExecError` when there is none, it is not a
     regular file, too large or not UTF-8 text (the message names the
@@ -187,16 +196,24 @@ def export_info(ctx: NodeContext, path: str) -> str:
         raise errors.OpExecError(f"{label}: line {line} is not UTF-8 text") from None
 
 
+@procedure(NORMAL)
 def export_remove(ctx: NodeContext, export: str) -> None:
-    """Remove the export named ``export``; raises when there is none."""
+    """Remove the export directory of that name; refused when there is none. -> None
+
+    Remove the export named ``export``; raises when there is none.
+    """
     path = _export_path(ctx, export)
     if not os.path.isdir(path):
         raise errors.OpExecError(f"No export named {export} on this node")
     _rmtree(path)
 
 
+@procedure(NORMAL)
 def export_stage(ctx: NodeContext, instance_name: str, create: bool) -> str | None:
-    """Remove the staging directory of ``instance_name``; with ``create`` make it afresh.
+    """Remove <instance>.new (an unfinished export); with create make it afresh. -> canonical
+    path or None
+
+    Remove the staging directory of ``instance_name``; with ``create`` make it afresh.
 
     Returns its canonical path when created.
     """
@@ -211,8 +228,12 @@ def export_stage(ctx: NodeContext, instance_name: str, create: bool) -> str | No
     return ctx.canonical(path)
 
 
+@procedure(NORMAL)
 def finalize_export(ctx: NodeContext, instance_name: str, config: str) -> str:
-    """Write ``config.ini`` into the staging directory and move it into place.
+    """Write config.ini into <instance>.new and rename it to <instance>, replacing an older
+    export. -> canonical path
+
+    Write ``config.ini`` into the staging directory and move it into place.
 
     An older export of the instance is replaced.  Returns the canonical
     path of the export.
@@ -247,8 +268,12 @@ def package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@procedure(FAST)
 def impexp_send(ctx: NodeContext, source: dict, dest: dict, host: str, port: int) -> str:
-    """Start sending ``source`` to the node daemon at ``host:port`` (``dest`` says where to).
+    """Start a sender process streaming source (an instance disk or an export image) to the node
+    daemon at host:port, where dest says where the data goes. -> transfer id
+
+    Start sending ``source`` to the node daemon at ``host:port`` (``dest`` says where to).
 
     ``source`` is ``{"kind": "disk", "disk", "instance", "index"}`` (an
     instance disk; through the OS ``export`` script when ``instance`` has
@@ -321,8 +346,12 @@ def _log_tail(path: str) -> str:
     return (": " + " | ".join(lines)) if lines else ""
 
 
+@procedure(URGENT)
 def impexp_status(ctx: NodeContext, ids: list) -> list[dict[str, Any] | None]:
-    """Per transfer id: ``{state, done, total, elapsed, error, size, sha256}`` or None (unknown).
+    """Per transfer id {state starting|running|done|failed, done, total, elapsed, error, size,
+    sha256} or None.
+
+    Per transfer id: ``{state, done, total, elapsed, error, size, sha256}`` or None (unknown).
 
     A transfer whose process is gone before it finished is reported
     ``failed``.
@@ -344,8 +373,12 @@ def impexp_status(ctx: NodeContext, ids: list) -> list[dict[str, Any] | None]:
     return result
 
 
+@procedure(FAST)
 def impexp_abort(ctx: NodeContext, transfer_id: str) -> bool:
-    """Stop a running transfer (its sender and OS script); True when one was running."""
+    """Stop a running transfer. -> True when it was running
+
+    Stop a running transfer (its sender and OS script); True when one was running.
+    """
     pid = _pid_of(_transfer_dir(ctx, transfer_id))
     if pid is None or not _alive(pid):
         return False
@@ -361,8 +394,11 @@ def impexp_abort(ctx: NodeContext, transfer_id: str) -> bool:
 CLEANUP_WAIT = 5.0
 
 
+@procedure(FAST)
 def impexp_cleanup(ctx: NodeContext, transfer_id: str) -> None:
-    """Stop the transfer if it still runs, wait until its process is gone (killed
+    """Stop the transfer if needed and remove its state. -> None
+
+    Stop the transfer if it still runs, wait until its process is gone (killed
     after :data:`CLEANUP_WAIT` seconds), and remove its state."""
     directory = _transfer_dir(ctx, transfer_id)
     pid = _pid_of(directory)

@@ -28,6 +28,7 @@ from typing import Any
 from ganeti import constants, errors, hypervisor, objects, serializer
 from ganeti.backend import blockdev, osimage
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, SLOW, URGENT, procedure
 from ganeti.hypervisor import base as hv_base
 from ganeti.utils import io as uio
 
@@ -160,9 +161,13 @@ def _is_running(hv: hv_base.BaseHypervisor, name: str) -> bool:
 
 # --- lifecycle ---------------------------------------------------------------
 
+@procedure(NORMAL)
 def instance_start(ctx: NodeContext, instance: dict, disks: list,
                    startup_paused: bool) -> None:
-    """Assemble ``disks`` and start the instance on its hypervisor.
+    """Assemble the disks ([disk dict] in instance order) and start the instance; refuses a
+    running instance. -> None
+
+    Assemble ``disks`` and start the instance on its hypervisor.
 
     Refuses an instance that is already running (the message contains
     :data:`ALREADY_RUNNING`, which the master's startup LU relies on to
@@ -184,8 +189,11 @@ def instance_start(ctx: NodeContext, instance: dict, disks: list,
     hv.start_instance(instance_spec(inst), paths, startup_paused)
 
 
+@procedure(NORMAL)
 def instance_shutdown(ctx: NodeContext, instance: dict, timeout: float) -> None:
-    """Stop the instance: soft for ``timeout`` seconds, then hard.
+    """Stop the instance: soft for timeout seconds, then hard; not running is fine. -> None
+
+    Stop the instance: soft for ``timeout`` seconds, then hard.
 
     An instance that is not running is fine (nothing to do), as in Ganeti.
     """
@@ -207,9 +215,12 @@ def _reboot_disk_paths(ctx: NodeContext, hv: hv_base.BaseHypervisor, instance: d
     return None, list((state or {}).get("disks") or [])
 
 
+@procedure(NORMAL)
 def instance_reboot(ctx: NodeContext, instance: dict, reboot_type: str,
                     shutdown_timeout: float) -> None:
-    """Reboot: ``soft`` (inside the guest), ``hard`` (stop + start) or ``full``.
+    """Reboot soft|hard|full (full: stop, re-assemble instance['disks_info'], start). -> None
+
+    Reboot: ``soft`` (inside the guest), ``hard`` (stop + start) or ``full``.
 
     ``full`` stops the instance (soft for ``shutdown_timeout`` s, then hard;
     fine if it is not running), re-assembles the disks and starts it.
@@ -243,9 +254,13 @@ def instance_reboot(ctx: NodeContext, instance: dict, reboot_type: str,
 
 # --- information ---------------------------------------------------------------
 
+@procedure(URGENT)
 def instance_info(ctx: NodeContext, instance_name: str, hypervisor: str,
                   hvparams: dict) -> dict[str, Any] | None:
-    """Runtime info of one instance (see module docstring), None if unknown here."""
+    """Runtime info {memory, vcpus, state, time, hv_state} or None if unknown.
+
+    Runtime info of one instance (see module docstring), None if unknown here.
+    """
     info = hypervisor_for(ctx, hypervisor).get_instance_info(instance_name)
     return None if info is None else _wire_info(info)
 
@@ -259,9 +274,13 @@ def _hv_names(hypervisor_list: list) -> list[str]:
     return names
 
 
+@procedure(URGENT, keepalive=True)
 def all_instances_info(ctx: NodeContext, hypervisor_list: list,
                        all_hvparams: dict) -> dict[str, dict[str, Any]]:
-    """``{name: {"memory", "vcpus", "state", "time", "hv_state"}}`` for every
+    """{name: {memory, vcpus, state 0 running|1 shutdown, time, hv_state}} of every instance of
+    the listed hypervisors.
+
+    ``{name: {"memory", "vcpus", "state", "time", "hv_state"}}`` for every
     instance of the listed hypervisors on this node.
 
     Raises if one instance is reported by two hypervisors.
@@ -276,16 +295,23 @@ def all_instances_info(ctx: NodeContext, hypervisor_list: list,
     return result
 
 
+@procedure(URGENT, keepalive=True)
 def instance_list(ctx: NodeContext, hypervisor_list: list, all_hvparams: dict) -> list[str]:
-    """Sorted names of the instances the listed hypervisors know on this node."""
+    """Sorted names of the instances the listed hypervisors know on the node.
+
+    Sorted names of the instances the listed hypervisors know on this node.
+    """
     names: set[str] = set()
     for name in _hv_names(hypervisor_list):
         names.update(hypervisor_for(ctx, name).list_instances())
     return sorted(names)
 
 
+@procedure(URGENT)
 def instance_console_info(ctx: NodeContext, instance: dict) -> dict[str, Any]:
-    """How to reach the console: ``{"instance", "kind", "message", "host",
+    """Console description {instance, kind, message, host, port, user, command}.
+
+    How to reach the console: ``{"instance", "kind", "message", "host",
     "port", "user", "command"}`` (``kind`` ``msg``/``ssh``/``vnc``/``spice``) of
     the first console, and ``consoles``: every console, that one first, each
     such a dict (a kvm instance may have a serial console and VNC)."""
@@ -295,8 +321,12 @@ def instance_console_info(ctx: NodeContext, instance: dict) -> dict[str, Any]:
     return {**consoles[0], "consoles": consoles}
 
 
+@procedure(FAST)
 def instance_migratable(ctx: NodeContext, instance: dict) -> None:
-    """Check the instance runs here and its disks are present; raise otherwise."""
+    """Raise unless the instance runs here and its disks_info disks exist. -> None
+
+    Check the instance runs here and its disks are present; raise otherwise.
+    """
     inst = parse_instance(instance)
     if not _is_running(hypervisor_for(ctx, inst.hypervisor), inst.name):
         raise errors.HypervisorError(f"Instance {inst.name} is not running on {ctx.hostname}")
@@ -307,15 +337,24 @@ def instance_migratable(ctx: NodeContext, instance: dict) -> None:
 
 # --- migration ---------------------------------------------------------------
 
+@procedure(FAST)
 def migration_info(ctx: NodeContext, instance: dict) -> dict[str, Any]:
-    """Source: the data the target needs (pass it to accept_instance/finalize)."""
+    """Source: migration data (opaque dict) to pass to accept_instance and
+    instance_finalize_migration_dst on the target.
+
+    Source: the data the target needs (pass it to accept_instance/finalize).
+    """
     inst = parse_instance(instance)
     return hypervisor_for(ctx, inst.hypervisor).migration_info(inst.name)
 
 
+@procedure(NORMAL)
 def accept_instance(ctx: NodeContext, instance: dict, info: dict,
                     target: str) -> dict[str, Any] | None:
-    """Target: prepare to receive the instance (``info`` from migration_info,
+    """Target: assemble the disks, prepare to receive the instance (info from migration_info,
+    target = this node's address). -> dict for instance_migrate (e.g. the port) or None
+
+    Target: prepare to receive the instance (``info`` from migration_info,
     ``target`` this node's address).  The master assembles the disks here
     first; their paths are given to the hypervisor.  Returns what the
     source's instance_migrate needs (e.g. the port), or None."""
@@ -326,9 +365,13 @@ def accept_instance(ctx: NodeContext, instance: dict, info: dict,
                                                                 target, paths)
 
 
+@procedure(SLOW)
 def instance_migrate(ctx: NodeContext, instance: dict, target_node: str,
                      target_address: str, live: bool, target_info: dict) -> None:
-    """Source: send the instance to ``target_node`` (progress: get_migration_status);
+    """Source: send the instance to the target node (target_info: what accept_instance
+    answered). -> None
+
+    Source: send the instance to ``target_node`` (progress: get_migration_status);
     ``target_info`` is what accept_instance answered on the target.  The
     instance's current hvparams (migration bandwidth and downtime) apply."""
     inst = parse_instance(instance)
@@ -336,23 +379,35 @@ def instance_migrate(ctx: NodeContext, instance: dict, target_node: str,
         inst.name, target_node, target_address, live, target_info, dict(inst.hvparams))
 
 
+@procedure(NORMAL)
 def instance_finalize_migration_dst(ctx: NodeContext, instance: dict, info: dict,
                                     success: bool) -> None:
-    """Target: run the received instance (success) or drop it (failure)."""
+    """Target: run the received instance (success) or drop it. -> None
+
+    Target: run the received instance (success) or drop it (failure).
+    """
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).finalize_migration_dst(instance_spec(inst), info,
                                                                 success)
 
 
+@procedure(NORMAL)
 def instance_finalize_migration_src(ctx: NodeContext, instance: dict, success: bool,
                                     live: bool) -> None:
-    """Source: forget the instance (success) or resume it (failure)."""
+    """Source: forget the instance (success) or resume it. -> None
+
+    Source: forget the instance (success) or resume it (failure).
+    """
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).finalize_migration_src(inst.name, success, live)
 
 
+@procedure(FAST)
 def instance_get_migration_status(ctx: NodeContext, instance: dict) -> dict[str, Any]:
-    """Source: ``{"status": "setup"|"active"|"completed"|"failed"|"cancelled"|...,
+    """Source: {status setup|active|completed|failed|cancelled|..., info, ram, mbps,
+    downtime_ms, total_time_ms} (figures when known).
+
+    Source: ``{"status": "setup"|"active"|"completed"|"failed"|"cancelled"|...,
     "info": text}`` plus the figures the hypervisor knows (``ram`` bytes,
     ``mbps``, ``downtime_ms``, ``total_time_ms``; the fake hypervisor gives
     ``transferred_ram``/``total_ram`` in MiB)."""
@@ -360,12 +415,20 @@ def instance_get_migration_status(ctx: NodeContext, instance: dict) -> dict[str,
     return hypervisor_for(ctx, inst.hypervisor).get_migration_status(inst.name)
 
 
+@procedure(FAST)
 def instance_balloon_memory(ctx: NodeContext, instance: dict, memory: int) -> None:
-    """Set the memory (MiB) of the running instance; growth must fit the node."""
+    """Set the memory (MiB) of the running instance. -> None
+
+    Set the memory (MiB) of the running instance; growth must fit the node.
+    """
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).balloon_instance_memory(inst.name, memory)
 
 
+@procedure(FAST)
 def hypervisor_validate_params(ctx: NodeContext, hvname: str, hvparams: dict) -> None:
-    """Validate (filled) ``hvparams`` for ``hvname`` on this node; raise if bad."""
+    """Validate filled hvparams on the node; raise if bad. -> None
+
+    Validate (filled) ``hvparams`` for ``hvname`` on this node; raise if bad.
+    """
     hypervisor_for(ctx, hvname).validate_parameters(hvparams)

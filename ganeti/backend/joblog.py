@@ -16,6 +16,7 @@ from typing import Any
 
 from ganeti import errors
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, URGENT, procedure
 from ganeti.pathutils import archived_job_file_name, job_file_name
 from ganeti.utils import io as uio
 from ganeti.utils.idranges import to_ranges
@@ -52,8 +53,13 @@ def held_job_ids(queue_dir: str, archive_dir: str) -> set[int]:
     return ids
 
 
+@procedure(URGENT)
 def jobqueue_log(ctx: NodeContext) -> dict[str, Any]:
-    """``{"ids": [[first, last], ...], "serial": queue serial}`` of this node's queue."""
+    """This node's job log: {ids: [[first, last], ...] of every job file in the queue and its
+    archive, serial: the queue serial}.
+
+    ``{"ids": [[first, last], ...], "serial": queue serial}`` of this node's queue.
+    """
     paths = ctx.paths
     try:
         raw = uio.read_regular_file(paths.queue_serial_file)
@@ -64,8 +70,12 @@ def jobqueue_log(ctx: NodeContext) -> dict[str, Any]:
             "serial": serial}
 
 
+@procedure(FAST)
 def jobqueue_fetch(ctx: NodeContext, job_ids: list) -> list[list[Any]]:
-    """``[[id, "queue"|"archive", content], ...]`` for the ids of ``job_ids`` held here.
+    """[[id, 'queue'|'archive', content], ...] of those job ids held here (at most about 8 MiB
+    per answer; ask again for the rest).
+
+    ``[[id, "queue"|"archive", content], ...]`` for the ids of ``job_ids`` held here.
 
     Ids not held are left out; the answer stops before
     :data:`FETCH_MAX_BYTES` (at least one file), so the caller asks again

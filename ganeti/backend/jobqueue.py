@@ -15,6 +15,7 @@ import shutil
 
 from ganeti import errors
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, procedure
 from ganeti.pathutils import archived_job_file_name
 from ganeti.utils import io as uio
 
@@ -94,8 +95,12 @@ def queue_file_path(ctx: NodeContext, file_name: str,
     return real
 
 
+@procedure(FAST, fenced=True)
 def jobqueue_update(ctx: NodeContext, file_name: str, content: str) -> None:
-    """Write ``content`` to a queue file atomically (creating archive subdirs)."""
+    """Write a file inside the node's job queue directory.
+
+    Write ``content`` to a queue file atomically (creating archive subdirs).
+    """
     _write_queue_file(ctx, file_name, queue_file_path(ctx, file_name), content)
 
 
@@ -110,8 +115,12 @@ def _write_queue_file(ctx: NodeContext, file_name: str, path: str, content: str)
         raise errors.OpExecError(f"Cannot write queue file {file_name}: {exc}") from exc
 
 
+@procedure(FAST, fenced=True, keepalive=True)
 def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
-    """Write ``[[file_name, content], ...]`` like :func:`jobqueue_update`, in order.
+    """Write [[file_name, content], ...] inside the node's job queue directory (all names
+    checked first; each file atomically, in order).
+
+    Write ``[[file_name, content], ...]`` like :func:`jobqueue_update`, in order.
 
     The master replicates a whole committed batch with one call.  Every
     entry is checked (shape and location inside the queue directory) before
@@ -159,8 +168,11 @@ def jobqueue_update_many(ctx: NodeContext, files: list) -> None:
         raise errors.OpExecError(f"Cannot write queue files: {exc}") from exc
 
 
+@procedure(FAST, fenced=True, keepalive=True)
 def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
-    """Rename ``[[old, new], ...]`` inside the queue directory, in order.
+    """Rename [[old, new], ...] inside the node's job queue directory.
+
+    Rename ``[[old, new], ...]`` inside the queue directory, in order.
 
     All names are checked before anything is renamed.
     """
@@ -186,8 +198,13 @@ def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
             raise errors.OpExecError(f"Cannot rename {old} to {new}: {exc}") from exc
 
 
+@procedure(FAST, fenced=True)
 def jobqueue_sync(ctx: NodeContext, files: list, names: list, serial: int) -> list[str]:
-    """Make this candidate's unarchived queue the master's.
+    """Write [[file_name, content], ...] (the rest of the master's unarchived queue), then
+    archive top-level job files with ids up to serial that are not in names (all the master's
+    top-level file names) and clear a drain flag not in names; returns the archived names.
+
+    Make this candidate's unarchived queue the master's.
 
     Writes ``files`` (``[[file_name, content], ...]``) as
     :func:`jobqueue_update_many` does; ``names`` are the base names of every
@@ -231,8 +248,11 @@ def jobqueue_sync(ctx: NodeContext, files: list, names: list, serial: int) -> li
     return archived
 
 
+@procedure(NORMAL, fenced=True)
 def jobqueue_purge(ctx: NodeContext) -> None:
-    """Remove every file and directory in the queue except the lock file.
+    """Remove every job file (and the archive) from the node's queue.
+
+    Remove every file and directory in the queue except the lock file.
 
     Entries that vanish meanwhile (a concurrent writer's temporary file
     renamed into place) are not errors; anything else that cannot be
@@ -271,8 +291,12 @@ def _remove_tree(path: str, attempts: int = 3) -> None:
                 raise
 
 
+@procedure(FAST, fenced=True, keepalive=True)
 def jobqueue_set_drain_flag(ctx: NodeContext, drain_flag: bool) -> None:
-    """Create (True) or remove (False) the queue's drain file."""
+    """Set or clear the queue drain flag on the node.
+
+    Create (True) or remove (False) the queue's drain file.
+    """
     path = ctx.paths.queue_drain_file
     try:
         if drain_flag:

@@ -30,6 +30,7 @@ from typing import Any
 
 from ganeti import errors, pathutils
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, procedure
 from ganeti.utils import process
 
 __all__ = ["node_activate_master_ip", "node_deactivate_master_ip"]
@@ -108,13 +109,22 @@ def _run_setup(ctx: NodeContext, action: str, master_params: dict,
                 env["MASTER_NETMASK"], env["MASTER_NETDEV"], action, what)
 
 
+@procedure(FAST, fenced=True)
 def node_activate_master_ip(ctx: NodeContext, master_params: dict,
                             use_external_mip_script: bool) -> None:
-    """Bring the master IP up on this node (setup script ``start``)."""
+    """Run the master IP setup script 'start' ({uuid, name, ip, netmask, netdev, ip_family});
+    empty netdev: no-op. -> None
+
+    Bring the master IP up on this node (setup script ``start``).
+    """
     _run_setup(ctx, "start", master_params, use_external_mip_script)
 
 
+@procedure(FAST, fenced=True)
 def node_deactivate_master_ip(ctx: NodeContext, master_params: dict,
                               use_external_mip_script: bool) -> None:
-    """Take the master IP down on this node (setup script ``stop``)."""
+    """Run the master IP setup script 'stop' (same arguments). -> None
+
+    Take the master IP down on this node (setup script ``stop``).
+    """
     _run_setup(ctx, "stop", master_params, use_external_mip_script)

@@ -13,6 +13,7 @@ from typing import Any
 from ganeti import constants, errors, serializer
 from ganeti.watcher import pause as watcherpause
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, URGENT, procedure
 from ganeti.utils import io as uio
 from ganeti.utils import process
 from ganeti.storage import lvm
@@ -33,8 +34,12 @@ VERIFY_CHECKS = ("version", "filelist", "nodelist", "hooks", "time", "hostname",
 _NODELIST_CONNECT_TIMEOUT = 2.0
 
 
+@procedure(URGENT, keepalive=True)
 def version(ctx: NodeContext) -> int:
-    """The RPC protocol version of this node."""
+    """Protocol version of the node (constants.PROTOCOL_VERSION).
+
+    The RPC protocol version of this node.
+    """
     return constants.PROTOCOL_VERSION
 
 
@@ -147,8 +152,12 @@ def _vg_info(ctx: NodeContext, vg: Any) -> dict[str, Any]:
             "vg_size": found[0].size, "vg_free": found[0].free}
 
 
+@procedure(URGENT, keepalive=True)
 def node_info(ctx: NodeContext, storage_units: list, hv_specs: list) -> dict[str, Any]:
-    """Memory, CPU and storage of this node.
+    """Memory, CPU and storage of the node: {name, bootid, memory_*, cpu_*, storage: [...], hv:
+    [...]}.
+
+    Memory, CPU and storage of this node.
 
     ``storage_units`` is ``[[type, key, params], ...]`` (file storage keys
     are canonical paths); ``hv_specs`` is ``[[hypervisor, hvparams], ...]``.
@@ -243,9 +252,14 @@ def _oob_path_problem(local: str, canonical: str) -> str:
     return ""
 
 
+@procedure(NORMAL, fenced=True)
 def run_oob(ctx: NodeContext, oob_program: str, command: str, remote_node: str,
             timeout: int) -> str:
-    """Run the out-of-band program ``oob_program COMMAND REMOTE_NODE``; its standard output.
+    """Run the out-of-band program (a canonical path) with COMMAND REMOTE_NODE, killed after
+    TIMEOUT seconds; returns its standard output (the master checks it), fails with its exit
+    status and output (doc/oob.md).
+
+    Run the out-of-band program ``oob_program COMMAND REMOTE_NODE``; its standard output.
 
     ``oob_program`` is canonical (below this node's root on a virtual node).
     The program is killed after ``timeout`` seconds.  A program that cannot
@@ -275,8 +289,12 @@ def run_oob(ctx: NodeContext, oob_program: str, command: str, remote_node: str,
     return res.stdout
 
 
+@procedure(NORMAL)
 def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, Any]:
-    """Run the requested checks; return ``{check: result}``.
+    """Run the checks the master asks for ({check: argument}) and return {check: result}; see
+    backend.node.node_verify for the check names.
+
+    Run the requested checks; return ``{check: result}``.
 
     Checks (argument -> result):
 
@@ -344,8 +362,12 @@ def _lvlist(ctx: NodeContext, vg: Any) -> dict[str, list[Any]] | str:
         return str(exc)
 
 
+@procedure(URGENT)
 def master_node_name(ctx: NodeContext) -> str:
-    """The master node named by this node's ``ssconf_master_node``."""
+    """The master node name as this node's ssconf says.
+
+    The master node named by this node's ``ssconf_master_node``.
+    """
     value = _ssconf_value(ctx, "master_node")
     if not value:
         raise errors.OpExecError(
@@ -364,8 +386,11 @@ def _cluster_files(ctx: NodeContext) -> list[str]:
     return files
 
 
+@procedure(NORMAL, fenced=True)
 def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
-    """Remove the cluster's files from this node and stop the node daemon.
+    """Remove the cluster files from the node and stop its node daemon after answering.
+
+    Remove the cluster's files from this node and stop the node daemon.
 
     Removes config.data, the ssconf files, the certificates and keys, and
     the job queue files; the daemon stops once this answer has been sent,
@@ -395,8 +420,12 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
         raise errors.OpExecError("; ".join(problems))
 
 
+@procedure(NORMAL)
 def node_powercycle(ctx: NodeContext, hypervisor: str, hvparams: dict) -> str:
-    """Schedule a hard power cycle of this node through ``hypervisor``.
+    """Hard-reset the node through its hypervisor once the answer is sent, then restart the node
+    daemon; returns a message for the operator.
+
+    Schedule a hard power cycle of this node through ``hypervisor``.
 
     The hypervisor is looked up now, so an unknown one fails the call; the
     cycle itself (:meth:`BaseHypervisor.powercycle_node`) runs only once
@@ -417,8 +446,12 @@ def node_powercycle(ctx: NodeContext, hypervisor: str, hvparams: dict) -> str:
     return f"Power cycle of {ctx.hostname} scheduled (hypervisor {hypervisor})"
 
 
+@procedure(FAST, fenced=True)
 def set_watcher_pause(ctx: NodeContext, until: float | None) -> float | None:
-    """Store (or with None remove) the watcher pause-until time on this node."""
+    """Store the watcher pause-until timestamp on the node (null: not paused).
+
+    Store (or with None remove) the watcher pause-until time on this node.
+    """
     try:
         watcherpause.write_pause(ctx.paths.watcher_pause_file,
                                  watcherpause.check_until(until))
@@ -432,8 +465,12 @@ def config_backup_name(config_file: str, when: float) -> str:
     return f"{config_file}.backup-{time.strftime('%Y-%m-%d_%H_%M_%S', time.localtime(when))}"
 
 
+@procedure(FAST, fenced=True)
 def node_demote_from_mc(ctx: NodeContext) -> str | None:
-    """Forget the cluster configuration after losing the master candidate role.
+    """No longer a master candidate: back up config.data (config.data.backup-<time>) and remove
+    it; refused on the master. -> canonical backup path or None
+
+    Forget the cluster configuration after losing the master candidate role.
 
     ``config.data`` is first copied atomically to
     :func:`config_backup_name` (``.1``, ``.2``... appended when that name

@@ -16,6 +16,7 @@ from ganeti import constants, errors, osapi
 from ganeti.backend import blockdev
 from ganeti.backend import instance as binstance
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, SLOW, procedure
 
 __all__ = ["os_diagnose", "os_validate", "instance_os_add", "instance_run_rename"]
 
@@ -25,8 +26,12 @@ OS_VALIDATE_PARAMETERS = "parameters"
 OS_VALIDATE_CHECKS = frozenset([OS_VALIDATE_PARAMETERS])
 
 
+@procedure(FAST)
 def os_diagnose(ctx: NodeContext) -> list[list[Any]]:
-    """Every OS directory of the search path, in search order.
+    """[[name, path, status, diagnose, variants, parameters, api_versions, trusted], ...] in
+    search order.
+
+    Every OS directory of the search path, in search order.
 
     Rows are Ganeti's ``[name, path, status, diagnose, variants, parameters,
     api_versions, trusted]``: ``path`` canonical, ``status`` True when the
@@ -42,9 +47,14 @@ def os_diagnose(ctx: NodeContext) -> list[list[Any]]:
     return rows
 
 
+@procedure(NORMAL)
 def os_validate(ctx: NodeContext, required: bool, osname: str, checks: list,
                 osparams: dict, osparams_private: dict) -> bool:
-    """Check OS ``osname`` (``name+variant`` allowed) and its parameters.
+    """Check the OS (and with checks ['parameters'] its params, osparams_private: the private
+    and secret ones, scrubbed from the answer and the logs). -> True, or False when absent and
+    not required
+
+    Check OS ``osname`` (``name+variant`` allowed) and its parameters.
 
     ``checks`` may contain ``"parameters"`` (names known to the OS, then its
     ``verify parameters`` script, given ``osparams`` and ``osparams_private``
@@ -110,8 +120,11 @@ def os_instance(ctx: NodeContext, instance: dict) -> osapi.OSInstance:
                             disks=disks, nics=tuple(nics), secrets=tuple(private.values()))
 
 
+@procedure(SLOW)
 def instance_os_add(ctx: NodeContext, instance: dict, reinstall: bool, debug: int) -> str:
-    """Install the instance's OS: run ``create`` on its assembled disks.
+    """Assemble instance['disks_info'] and run the OS create script. -> log path
+
+    Install the instance's OS: run ``create`` on its assembled disks.
 
     Returns the canonical path of the script's log.  Raises
     :class:`errors.InvalidOS` for a missing/broken OS or bad variant and
@@ -123,8 +136,11 @@ def instance_os_add(ctx: NodeContext, instance: dict, reinstall: bool, debug: in
     return blockdev.wire_path(ctx, log)
 
 
+@procedure(SLOW)
 def instance_run_rename(ctx: NodeContext, instance: dict, old_name: str, debug: int) -> str:
-    """Run the OS ``rename`` script (``instance["name"]`` is the new name).
+    """Run the OS rename script (instance['name'] is the new name). -> log path
+
+    Run the OS ``rename`` script (``instance["name"]`` is the new name).
 
     Returns the canonical path of the log; failures as for instance_os_add.
     """

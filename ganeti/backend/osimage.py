@@ -25,6 +25,7 @@ from typing import Any
 from ganeti import errors
 from ganeti.backend import blockdev
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, SLOW, procedure
 from ganeti.impexp import cloudinit, osimage
 from ganeti.utils import validation
 from ganeti.utils.process import run_command
@@ -49,8 +50,13 @@ def seed_path(ctx: NodeContext, instance_name: str) -> str:
     return ctx.paths.cloud_init_seed(instance_name)
 
 
+@procedure(NORMAL)
 def os_image_put_chunk(ctx: NodeContext, instance_name: str, offset: int, data: str) -> int:
-    """Write base64 ``data`` at ``offset`` of the staging file (0 starts it afresh)."""
+    """Write base64 data (<= 8 MiB) at offset of the instance's staged OS image (0: afresh). ->
+    bytes written
+
+    Write base64 ``data`` at ``offset`` of the staging file (0 starts it afresh).
+    """
     chunk = base64.b64decode(data.encode("ascii"), validate=True)
     if len(chunk) > MAX_CHUNK or offset < 0:
         raise errors.StorageError(f"Chunk too large or bad offset ({len(chunk)} at {offset})")
@@ -77,8 +83,12 @@ def _open_source(ctx: NodeContext, url: str) -> Any:
     return urllib.request.urlopen(url, timeout=FETCH_TIMEOUT)
 
 
+@procedure(SLOW)
 def os_image_fetch(ctx: NodeContext, instance_name: str, url: str, max_size: int) -> int:
-    """Copy ``url`` to the staging file, at most ``max_size`` bytes; bytes fetched.
+    """Copy an http(s) OS image, or a file of this node (an absolute path), to the instance's
+    staging file (at most max_size bytes; removed on failure). -> bytes fetched
+
+    Copy ``url`` to the staging file, at most ``max_size`` bytes; bytes fetched.
 
     ``url`` is an http(s) URL, or an absolute path of a file of this node
     (Ganeti 3.0's meaning of a path, used when the master has no such
@@ -109,8 +119,12 @@ def os_image_fetch(ctx: NodeContext, instance_name: str, url: str, max_size: int
     return done
 
 
+@procedure(SLOW)
 def os_image_inspect(ctx: NodeContext, instance_name: str) -> dict[str, Any]:
-    """``{format (None: neither raw nor qcow2), size, virtual_size, sha256, what}``."""
+    """{format (raw, qcow2 or None), size, virtual_size, sha256, what} of the staged OS image.
+
+    ``{format (None: neither raw nor qcow2), size, virtual_size, sha256, what}``.
+    """
     path = _stage_path(ctx, instance_name)
     digest = hashlib.sha256()
     try:
@@ -125,8 +139,11 @@ def os_image_inspect(ctx: NodeContext, instance_name: str) -> dict[str, Any]:
     return osimage.facts(header, size, digest.hexdigest())
 
 
+@procedure(SLOW)
 def os_image_write(ctx: NodeContext, instance_name: str, disk: dict, image_format: str) -> int:
-    """Convert the staged image onto ``disk`` (kept at its size); bytes of the disk.
+    """qemu-img convert the staged OS image onto the disk, then remove it. -> the disk's bytes
+
+    Convert the staged image onto ``disk`` (kept at its size); bytes of the disk.
 
     The staging file is removed whatever the outcome.
     """
@@ -146,8 +163,12 @@ def os_image_write(ctx: NodeContext, instance_name: str, disk: dict, image_forma
         _unlink(src)
 
 
+@procedure(FAST)
 def os_image_remove(ctx: NodeContext, instance_name: str) -> None:
-    """Remove the staging file of ``instance_name`` (nothing when there is none)."""
+    """Remove the instance's staged OS image, if any. -> None
+
+    Remove the staging file of ``instance_name`` (nothing when there is none).
+    """
     _unlink(_stage_path(ctx, instance_name))
 
 
@@ -172,8 +193,12 @@ def _link_or_copy(src: str, dst: str) -> None:
         raise
 
 
+@procedure(NORMAL)
 def os_image_cache_stage(ctx: NodeContext, instance_name: str, sha256: str) -> bool:
-    """Stage the cached store image ``sha256`` for ``instance_name``; False when
+    """Stage the node's cached copy of a store image (by its sha256) as the instance's OS image.
+    -> True, or False when the node has no such copy
+
+    Stage the cached store image ``sha256`` for ``instance_name``; False when
     this node has no copy.  The master inspects the staged file as any other
     (so a damaged copy is refused, and then dropped by the master)."""
     cached = _cache_path(ctx, sha256)
@@ -186,22 +211,34 @@ def os_image_cache_stage(ctx: NodeContext, instance_name: str, sha256: str) -> b
     return True
 
 
+@procedure(NORMAL)
 def os_image_cache_keep(ctx: NodeContext, instance_name: str, sha256: str) -> None:
-    """Keep the staged image of ``instance_name`` as the cached copy ``sha256``
+    """Keep the instance's staged OS image (already checked) in the node's cache under its
+    sha256. -> None
+
+    Keep the staged image of ``instance_name`` as the cached copy ``sha256``
     (the master has checked its digest; the staged file stays for the write)."""
     cached = _cache_path(ctx, sha256)
     os.makedirs(os.path.dirname(cached), mode=0o700, exist_ok=True)
     _link_or_copy(_stage_path(ctx, instance_name), cached)
 
 
+@procedure(FAST)
 def os_image_cache_remove(ctx: NodeContext, sha256: str) -> None:
-    """Drop the cached copy ``sha256`` (nothing when there is none)."""
+    """Remove the node's cached copy of a store image, if any. -> None
+
+    Drop the cached copy ``sha256`` (nothing when there is none).
+    """
     _unlink(_cache_path(ctx, sha256))
 
 
+@procedure(NORMAL)
 def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str, nics: list,
                         osparams: dict, osparams_private: dict) -> str:
-    """(Re)build the instance's NoCloud seed ISO; its path.
+    """(Re)build the instance's cloud-init NoCloud seed ISO from its NICs ([[mac, address,
+    gateway], ...]) and OS parameters. -> its path
+
+    (Re)build the instance's NoCloud seed ISO; its path.
 
     ``nics``: ``[[mac, address or None, gateway or None], ...]``;
     ``osparams_private[user_data]``, when set, is the whole user-data.
@@ -257,8 +294,12 @@ def refresh_seed(ctx: NodeContext, instance: dict) -> str | None:
                                dict(osparams), dict(instance.get("osparams_private") or {}))
 
 
+@procedure(FAST)
 def instance_seed_remove(ctx: NodeContext, instance_name: str) -> None:
-    """Remove the instance's seed ISO (nothing when there is none)."""
+    """Remove the instance's cloud-init seed ISO, if any. -> None
+
+    Remove the instance's seed ISO (nothing when there is none).
+    """
     _unlink(seed_path(ctx, instance_name))
 
 

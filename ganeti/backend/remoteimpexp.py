@@ -31,6 +31,7 @@ from typing import Any
 from ganeti import crypto, errors
 from ganeti.backend import impexp
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, procedure
 
 __all__ = ["x509_cert_create", "x509_cert_remove", "x509_cert_check", "impexp_listen"]
 
@@ -84,8 +85,13 @@ def _sweep_expired(ctx: NodeContext) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+@procedure(FAST)
 def x509_cert_create(ctx: NodeContext, validity: int) -> list[str]:
-    """Make a transfer key valid ``validity`` seconds; ``[name, certificate PEM]``."""
+    """Make a transfer key and self-signed certificate valid that many seconds. -> [key name,
+    certificate PEM]
+
+    Make a transfer key valid ``validity`` seconds; ``[name, certificate PEM]``.
+    """
     if not 0 < validity <= MAX_VALIDITY:
         raise errors.OpExecError(f"Invalid certificate validity {validity} s (1 to"
                                  f" {MAX_VALIDITY})")
@@ -100,16 +106,24 @@ def x509_cert_create(ctx: NodeContext, validity: int) -> list[str]:
     return [name, cert_pem.decode("ascii")]
 
 
+@procedure(FAST)
 def x509_cert_remove(ctx: NodeContext, name: str) -> None:
-    """Remove the transfer key ``name``; refused when there is none."""
+    """Remove a transfer key; refused when there is none. -> None
+
+    Remove the transfer key ``name``; refused when there is none.
+    """
     directory = os.path.dirname(key_path(ctx, name))
     if not os.path.isdir(directory):
         raise errors.OpExecError(f"No X509 key {name} on this node")
     shutil.rmtree(directory)
 
 
+@procedure(FAST)
 def x509_cert_check(ctx: NodeContext, name: str) -> None:
-    """Refuse (OpExecError) a transfer key that is not on this node or has expired."""
+    """Refuse a transfer key that is not here or has expired. -> None
+
+    Refuse (OpExecError) a transfer key that is not on this node or has expired.
+    """
     directory = os.path.dirname(key_path(ctx, name))
     try:
         expires = _expiry(directory)
@@ -136,9 +150,14 @@ def _bind(host: str) -> socket.socket:
     return sock
 
 
+@procedure(FAST)
 def impexp_listen(ctx: NodeContext, dest: dict, host: str, key_name: str, ca: str,
                   magic: str, timeout: float) -> dict[str, Any]:
-    """Listen on ``host`` for the sender of one disk; ``{"id", "port"}`` at once.
+    """Listen on host for the sender of a remote import (TLS with the key key_name, trusting
+    only the certificate ca; it must name magic) writing into dest. -> {id (a transfer id),
+    port}
+
+    Listen on ``host`` for the sender of one disk; ``{"id", "port"}`` at once.
 
     ``dest`` is where the data goes (an ``import`` destination of
     :func:`ganeti.backend.impexp.open_sink`), ``key_name`` this node's

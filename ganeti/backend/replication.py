@@ -15,10 +15,9 @@ names (as ``hooks_list``), so the master learns them without another call.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ganeti import errors
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, procedure
 from ganeti.backend.files import MAX_UPLOAD_SIZE, upload_bytes, write_ssconf_files
 from ganeti.backend.hooks import hooks_list
 from ganeti.backend.jobqueue import jobqueue_update_many
@@ -29,9 +28,14 @@ __all__ = ["replicate_state"]
 CONFIG_FILE_MODE = 0o640
 
 
-def replicate_state(ctx: NodeContext, config: Any, ssconf_values: Any,
+@procedure(FAST, fenced=True)
+def replicate_state(ctx: NodeContext, config: list | None, ssconf_values: dict | None,
                     queue_files: list) -> list[str]:
-    """Write the pushed config, ssconf values and queue files; hook dir names.
+    """One replication push to a master candidate: write config ([canonical name, content] or
+    null), ssconf values (or null) and queue files like upload_file, write_ssconf_files and
+    jobqueue_update_many. -> hooks_list
+
+    Write the pushed config, ssconf values and queue files; hook dir names.
 
     ``config`` is None or ``[canonical_file_name, content]`` (an
     allow-listed file, written with mode 0640), ``content`` either the

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from ganeti import errors, sshkeys
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, procedure
 from ganeti.utils import io as uio
 
 __all__ = ["ssh_key_update"]
@@ -83,9 +84,14 @@ def _undo(ctx: NodeContext, new_public: str) -> None:
     _edit_authorized_keys(ctx, remove=[new_public])
 
 
+@procedure(FAST, fenced=True)
 def ssh_key_update(ctx: NodeContext, step: str, new_public: str, new_private: str | None,
-                   retired_keys: list[str]) -> None:
-    """Apply one step of a cluster SSH key renewal on this node.
+                   retired_keys: list) -> None:
+    """One step of a cluster SSH key renewal: add (stage the new pair, authorize new_public),
+    commit (the staged pair becomes the node's; retired_keys and the node's old key leave
+    authorized_keys) or undo (drop the staged pair and new_public). -> None
+
+    Apply one step of a cluster SSH key renewal on this node.
 
     ``add`` stages ``new_private``/``new_public`` beside the current pair and
     adds ``new_public`` to ``authorized_keys``; ``commit`` makes the staged

@@ -23,6 +23,7 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.backend.context import NodeContext
+from ganeti.rpc.procedure import FAST, NORMAL, procedure
 from ganeti.backend.node import storage_path
 from ganeti.storage import lvm
 
@@ -66,9 +67,13 @@ def _file_unit(ctx: NodeContext, su_name: str, directory: str, fields: list[str]
     return [values[f] for f in fields]
 
 
+@procedure(FAST)
 def storage_list(ctx: NodeContext, su_name: str, su_args: list, name: str | None,
                  fields: list) -> list[list[Any]]:
-    """The storage units of type ``su_name``: one row per unit, ``fields`` in order.
+    """Storage units of type su_name (file/sharedfile: su_args [directory]), only name if given:
+    [[value per field], ...] (doc/storage.md).
+
+    The storage units of type ``su_name``: one row per unit, ``fields`` in order.
 
     ``su_args`` is ``[directory]`` (canonical) for ``file`` and
     ``sharedfile``, ``[]`` for ``lvm-vg`` and ``lvm-pv``; ``name`` limits the
@@ -121,9 +126,12 @@ def _lvm_units(ctx: NodeContext, su_name: str, su_args: list, name: str | None,
             if name is None or row[constants.SF_NAME] == name]
 
 
+@procedure(FAST)
 def storage_modify(ctx: NodeContext, su_name: str, su_args: list, name: str,
                    changes: dict) -> None:
-    """Change ``changes`` of storage unit ``name``: only an ``lvm-pv``'s
+    """Change fields of a storage unit: only an lvm-pv's allocatable (pvchange -x). -> None
+
+    Change ``changes`` of storage unit ``name``: only an ``lvm-pv``'s
     ``allocatable`` (``pvchange -x y|n``).  :class:`errors.StorageError` otherwise."""
     modifiable = constants.MODIFIABLE_STORAGE_FIELDS.get(su_name, frozenset())
     extra = sorted(set(changes) - modifiable)
@@ -139,9 +147,13 @@ def storage_modify(ctx: NodeContext, su_name: str, su_args: list, name: str,
         lvm.set_pv_allocatable(ctx.storage_runner, name, value)
 
 
+@procedure(NORMAL)
 def storage_execute(ctx: NodeContext, su_name: str, su_args: list, name: str,
                     op: str) -> None:
-    """Run operation ``op`` on storage unit ``name``: only ``fix-consistency`` of an
+    """Run an operation on a storage unit: only fix-consistency of an lvm-vg (vgreduce
+    --removemissing). -> None
+
+    Run operation ``op`` on storage unit ``name``: only ``fix-consistency`` of an
     ``lvm-vg`` (``vgreduce --removemissing``)."""
     if op not in constants.VALID_STORAGE_OPERATIONS.get(su_name, frozenset()):
         raise errors.StorageError(f"Operation '{op}' is not valid for storage type"
@@ -160,8 +172,12 @@ def _unit_dir(ctx: NodeContext, stype: str, directory: str) -> str:
     return ctx.local_path(directory)
 
 
+@procedure(FAST)
 def volume_list(ctx: NodeContext, units: list) -> list[list[Any]]:
-    """The disk files below the given storage directories and the logical volumes of
+    """Disk files below storage directories [[type, directory], ...] and LVs of [[lvm-vg, vg],
+    ...] (gnt-node volumes): [[directory or vg, relative name or lv, size in bytes], ...].
+
+    The disk files below the given storage directories and the logical volumes of
     the given volume groups (``gnt-node volumes``).
 
     ``units``: ``[[storage type, canonical directory or VG name], ...]``

@@ -1,4 +1,10 @@
-"""Tests for ganeti.rpc.defs, including the rows <-> backend table test."""
+"""Tests for ganeti.rpc.defs: the generated table against the ``@procedure`` functions.
+
+The table (``rpc/table.py``) is generated from the decorated backend
+functions; these tests fail when it is stale, and check that the node
+daemon's dispatch (``backend.get_function``) and the master's table name
+the same procedures with the same parameters.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,33 @@ import pathlib
 import pytest
 
 from ganeti import backend
-from ganeti.rpc import defs
+from ganeti.rpc import defs, gen, procedure, table
+
+
+def test_committed_table_is_what_the_generator_writes() -> None:
+    committed = pathlib.Path(table.__file__).read_text(encoding="utf-8")
+    assert committed == gen.render_table(gen.collect()), \
+        "ganeti/rpc/table.py is stale: run python -m ganeti.rpc.gen"
+
+
+def test_table_rows_are_what_the_functions_declare() -> None:
+    declared = {d.call.name: d.call for d in gen.collect()}
+    assert list(declared) == list(defs.CALLS)
+    assert declared == defs.CALLS
+
+
+def test_flag_sets_come_from_the_decorators() -> None:
+    specs = {name: procedure.spec_of(fn) for name, fn in backend.all_functions().items()}
+    assert defs.FENCED_CALLS == {n for n, s in specs.items() if s and s.fenced}
+    assert defs.OFFLINE_CALLS == {n for n, s in specs.items() if s and s.offline}
+    assert defs.KEEPALIVE_CALLS == {n for n, s in specs.items() if s and s.keepalive and not s.fenced}
+    assert defs.KEEPALIVE_WRITE_CALLS == {n for n, s in specs.items()
+                                          if s and s.keepalive and s.fenced}
+    # the fencing and kept-connection rules as the node daemon applies them
+    assert {"upload_file", "master_lease", "replicate_state", "ha_lease"} <= defs.FENCED_CALLS
+    assert defs.OFFLINE_CALLS == {"master_lease"}
+    assert {"version", "node_info"} <= defs.KEEPALIVE_CALLS
+    assert "jobqueue_update_many" in defs.KEEPALIVE_WRITE_CALLS
 
 
 @pytest.mark.parametrize("name", sorted(defs.CALLS))
@@ -24,20 +56,24 @@ def test_every_row_has_backend_function_with_same_params(name: str) -> None:
 
 
 def test_backend_procedures_are_exactly_the_rows() -> None:
-    # Two lists written independently: what the node daemon can run (the
-    # domain modules' __all__) and what the master can call (the rows).
+    # What the node daemon can run (the decorated functions it finds) and
+    # what the master can call (the committed table).
     procedures = set(backend.all_functions())
     assert sorted(procedures - set(defs.CALLS)) == [], "backend procedures without a row"
     assert sorted(set(defs.CALLS) - procedures) == [], "rows without a backend procedure"
 
 
 @pytest.mark.parametrize("modname", backend.DOMAIN_MODULES)
-def test_domain_module_exports_only_its_procedures(modname: str) -> None:
+def test_domain_module_exports_exactly_its_procedures(modname: str) -> None:
     module = importlib.import_module(f"ganeti.backend.{modname}")
     for name in module.__all__:
         fn = getattr(module, name)
         assert inspect.isfunction(fn) and fn.__module__ == module.__name__, \
             f"{modname}.__all__ lists {name}, which is not a procedure defined there"
+        assert procedure.spec_of(fn) is not None, f"{modname}.{name} lacks @procedure"
+    decorated = {name for name, obj in vars(module).items()
+                 if procedure.spec_of(obj) is not None and obj.__module__ == module.__name__}
+    assert decorated == set(module.__all__), f"{modname}: @procedure functions missing from __all__"
 
 
 def test_every_backend_module_is_a_domain_module() -> None:
