@@ -22,7 +22,8 @@
   most the timeout and never hides the other nodes' results.
 * The typed ``call_<procedure>(node_or_nodes, *, arg=..., rpc_timeout=None)``
   methods come from :class:`ganeti.rpc.stubs.RpcStubs`, generated from
-  :data:`ganeti.rpc.defs.CALLS` (``python -m ganeti.rpc.gen``); they return
+  :data:`ganeti.rpc.defs.CALLS`, i.e. from the backend's ``@procedure``
+  functions (``python -m ganeti.rpc.gen``); they return
   :class:`~ganeti.rpc.results.RpcResults` (``.one(node, what)``).
   :meth:`RpcRunner.call` and :meth:`RpcRunner.call_map` are the untyped
   layer below them, used only inside ``ganeti/rpc/`` and by wire tests.
