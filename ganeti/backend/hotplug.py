@@ -49,10 +49,7 @@ def _disk_path(ctx: NodeContext, disk: dict) -> str:
 
 @procedure(FAST)
 def hotplug_supported(ctx: NodeContext, instance: dict) -> None:
-    """Raise unless devices of the running instance can be hotplugged now. -> None
-
-    Raise unless devices of the running instance can be hotplugged now.
-    """
+    """Raise unless devices of the running instance can be hotplugged now. -> None"""
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).hotplug_supported(inst.name)
 

@@ -297,10 +297,7 @@ def all_instances_info(ctx: NodeContext, hypervisor_list: list,
 
 @procedure(URGENT, keepalive=True)
 def instance_list(ctx: NodeContext, hypervisor_list: list, all_hvparams: dict) -> list[str]:
-    """Sorted names of the instances the listed hypervisors know on the node.
-
-    Sorted names of the instances the listed hypervisors know on this node.
-    """
+    """Sorted names of the instances the listed hypervisors know on the node."""
     names: set[str] = set()
     for name in _hv_names(hypervisor_list):
         names.update(hypervisor_for(ctx, name).list_instances())
@@ -382,10 +379,7 @@ def instance_migrate(ctx: NodeContext, instance: dict, target_node: str,
 @procedure(NORMAL)
 def instance_finalize_migration_dst(ctx: NodeContext, instance: dict, info: dict,
                                     success: bool) -> None:
-    """Target: run the received instance (success) or drop it. -> None
-
-    Target: run the received instance (success) or drop it (failure).
-    """
+    """Target: run the received instance (success) or drop it. -> None"""
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).finalize_migration_dst(instance_spec(inst), info,
                                                                 success)
@@ -394,10 +388,7 @@ def instance_finalize_migration_dst(ctx: NodeContext, instance: dict, info: dict
 @procedure(NORMAL)
 def instance_finalize_migration_src(ctx: NodeContext, instance: dict, success: bool,
                                     live: bool) -> None:
-    """Source: forget the instance (success) or resume it. -> None
-
-    Source: forget the instance (success) or resume it (failure).
-    """
+    """Source: forget the instance (success) or resume it. -> None"""
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).finalize_migration_src(inst.name, success, live)
 

@@ -63,9 +63,6 @@ def instance_mirror_finish(ctx: NodeContext, instance: dict, success: bool) -> N
 
 @procedure(FAST)
 def instance_mirror_release(ctx: NodeContext, instance: dict) -> None:
-    """Target: stop exporting the disks (before the guest resumes there). -> None
-
-    Target: stop exporting the disks.
-    """
+    """Target: stop exporting the disks (before the guest resumes there). -> None"""
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).mirror_release(inst.name)

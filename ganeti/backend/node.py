@@ -36,10 +36,7 @@ _NODELIST_CONNECT_TIMEOUT = 2.0
 
 @procedure(URGENT, keepalive=True)
 def version(ctx: NodeContext) -> int:
-    """Protocol version of the node (constants.PROTOCOL_VERSION).
-
-    The RPC protocol version of this node.
-    """
+    """Protocol version of the node (constants.PROTOCOL_VERSION)."""
     return constants.PROTOCOL_VERSION
 
 
