@@ -15,7 +15,7 @@ from ganeti.cmdlib import instance_recreate, instance_replace
 from ganeti.cmdlib import backup, group, network, node, node_storage, roles, verify
 from ganeti.cmdlib import allocator, relocation
 from ganeti.cmdlib import node_fence, oob
-from ganeti.cmdlib import extstorage, os_image_store
+from ganeti.cmdlib import extstorage, os_image_lu
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.opcodes.base import op_id_from_class_name
 
@@ -29,7 +29,7 @@ _MODULES += (node_storage, instance_recreate, instance_replace)
 _MODULES += (allocator, relocation)
 _MODULES += (network,)
 _MODULES += (oob, node_fence)
-_MODULES += (extstorage, os_image_store)
+_MODULES += (extstorage, os_image_lu)
 
 
 def _build_registry() -> dict[str, type[LogicalUnit]]:

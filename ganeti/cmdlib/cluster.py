@@ -26,7 +26,7 @@ from typing import Any
 from ganeti import constants, crypto, errors, locking, parameters, query, serializer
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import instance_communication as communication
-from ganeti.cmdlib import cluster_sshkeys, lvm, policy
+from ganeti.cmdlib import cluster_sshkeys, lvm, os_image_replica, policy
 from ganeti.utils import validation
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, cluster_hooks_nodes,
@@ -578,7 +578,6 @@ class LUClusterRedistConf(NoHooksLU[OpClusterRedistConf]):
             self.LogWarning(f"Redistribution failed on: {', '.join(failed)}")
         if self.rpc is not None:
             # the OS image store's images a master candidate lacks (doc/images.md)
-            from ganeti.cmdlib import os_image_replica
             os_image_replica.replicate_store(self, None, feedback_fn)
         return None
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ganeti import constants, errors, locking, parameters, query
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import os_image_replica
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.cmdlib.common import (adjust_candidate_pool, candidate_stats,
                                   decide_self_promotion, expand_group, expand_node,
@@ -112,7 +113,6 @@ def welcome_candidates(lu: LogicalUnit[Any], names: list[str], feedback_fn: Feed
     for name in names:
         sync_queue_to(lu.context, name)
     if names and lu.rpc is not None:
-        from ganeti.cmdlib import os_image_replica     # it imports the LU base, as this
         os_image_replica.replicate_store(lu, None, feedback_fn, nodes=names)
 
 
