@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Rewrite ganeti/opcodes/wire.py from the opcode classes (or ``--check`` it).
+"""Rewrite ganeti/opcodes/wire.py and its parts from the opcode classes (or ``--check`` them).
 
 Run after adding or changing an opcode (doc/design/contracts.md, "Adding an
-opcode"); ``--check`` exits 1 when the committed file is stale, as
-test/opcodes/test_wire.py fails then.
+opcode").  The generated modules are ``wire.py`` (the face callers import),
+``wire_base.py`` and the parts of ``PARTS`` in ganeti/opcodes/wiregen.py;
+a left-over generated module is removed.  ``--check`` exits 1 when one is
+stale, missing or left over, as test/opcodes/test_wire.py fails then.
 """
 
 from __future__ import annotations
@@ -20,16 +22,18 @@ from ganeti.opcodes import wiregen  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
-                        help="only say whether the committed file is current (exit 1 if not)")
+                        help="only say whether the committed modules are current (exit 1 if not)")
     opts = parser.parse_args(argv)
-    text = wiregen.current()
+    wanted = wiregen.current()
     if opts.check:
-        if wiregen.WIRE_PATH.read_text() != text:
-            print(f"{wiregen.WIRE_PATH} is stale: run {sys.argv[0]}", file=sys.stderr)
+        stale = wiregen.stale(wanted)
+        if stale:
+            print(f"stale in {wiregen.WIRE_DIR}: {', '.join(stale)}: run {sys.argv[0]}",
+                  file=sys.stderr)
             return 1
         return 0
-    wiregen.WIRE_PATH.write_text(text)
-    print(f"wrote {wiregen.WIRE_PATH}")
+    changed = wiregen.write(wanted)
+    print(f"{wiregen.WIRE_DIR}: " + (f"wrote {', '.join(changed)}" if changed else "current"))
     return 0
 
 

@@ -42,7 +42,9 @@ ALLOWED_GANETI = frozenset({
     "ganeti", "ganeti.constants", "ganeti.errors", "ganeti.luxi", "ganeti.private",
     "ganeti.serializer", "ganeti.wiretypes", "ganeti.pathutils", "ganeti.ssconfstore",
     "ganeti.query",
-    "ganeti.opcodes", "ganeti.opcodes.wire",
+    "ganeti.opcodes", "ganeti.opcodes.wire",   # and its generated parts:
+    "ganeti.opcodes.wire_base", "ganeti.opcodes.wire_instance", "ganeti.opcodes.wire_node",
+    "ganeti.opcodes.wire_cluster",
     "ganeti.utils", "ganeti.utils.units", "ganeti.utils.pidfile",
     "ganeti.cli", "ganeti.cli.argparse_lite", "ganeti.cli.failure", "ganeti.cli.ipolicy_opts",
     "ganeti.cli.jobs", "ganeti.cli.main", "ganeti.cli.options", "ganeti.cli.output",

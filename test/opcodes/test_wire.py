@@ -1,7 +1,9 @@
-"""ganeti/opcodes/wire.py: generated from the opcode classes, current, import-free.
+"""ganeti/opcodes/wire.py and its parts: generated from the opcode classes, current,
+import-free.
 
-The committed module must be what ``tools/gen_opwire.py`` writes from the
-classes as they are (as trio checks its generated files); each function
+The committed modules must be what ``tools/gen_opwire.py`` writes from the
+classes as they are (as trio checks its generated files), each under the
+module size limit; each function (reached through the face, ``wire``)
 must have its class's fields with their annotations, send only the
 keywords given, and build a dict the master accepts.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import pathlib
 import re
 import subprocess
 import sys
@@ -19,15 +22,66 @@ from typing import Any
 import pytest
 
 from ganeti import errors, opcodes
-from ganeti.opcodes import OP_REGISTRY, upstream, wire, wiregen
+from ganeti.opcodes import OP_REGISTRY, upstream, wire, wire_base, wiregen
 from ganeti.opcodes.base import OpCode, param
 
-REPO = wiregen.WIRE_PATH.parents[2]
+from cli_startup import ALLOWED_GANETI
+
+REPO = wiregen.WIRE_DIR.parents[1]
+GENERATED = sorted(wiregen.current())
 
 
-def test_committed_module_is_current() -> None:
-    assert wiregen.WIRE_PATH.read_text() == wiregen.current(), \
-        "ganeti/opcodes/wire.py is stale: run tools/gen_opwire.py"
+def _text(modules: dict[str, str]) -> str:
+    return "\n".join(modules.values())
+
+
+def test_committed_modules_are_current() -> None:
+    assert wiregen.stale(wiregen.current()) == [], \
+        "ganeti/opcodes/wire*.py are stale: run tools/gen_opwire.py"
+
+
+def test_the_face_base_and_every_part_are_generated() -> None:
+    assert GENERATED == sorted(["wire.py", "wire_base.py",
+                                *(f"{part}.py" for part in wiregen.PARTS)])
+    assert all(len(text.splitlines()) <= wiregen.MAX_LINES
+               for text in wiregen.current().values())
+
+
+def test_a_left_over_or_edited_module_is_stale_and_write_fixes_it(tmp_path: pathlib.Path) -> None:
+    wanted = wiregen.current()
+    assert wiregen.stale(wanted, tmp_path) == GENERATED       # all missing
+    assert wiregen.write(wanted, tmp_path) == GENERATED
+    assert wiregen.stale(wanted, tmp_path) == []
+    (tmp_path / "wire_old.py").write_text("x = 1\n")           # a part since renamed
+    (tmp_path / "wire_node.py").write_text("edited\n")
+    (tmp_path / "wiregen.py").write_text("not generated\n")
+    assert wiregen.stale(wanted, tmp_path) == ["wire_node.py", "wire_old.py"]
+    assert wiregen.write(wanted, tmp_path) == ["wire_node.py", "wire_old.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*GENERATED, "wiregen.py"])
+    assert wiregen.stale(wanted, tmp_path) == []
+
+
+def test_a_module_over_the_limit_stops_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
+    longest = max(len(text.splitlines()) for text in wiregen.current().values())
+    monkeypatch.setattr(wiregen, "MAX_LINES", longest - 1)
+    with pytest.raises(errors.ProgrammerError, match="module limit.*PARTS"):
+        wiregen.current()
+
+
+def test_an_opcode_of_a_domain_no_part_holds_stops_the_generator() -> None:
+    @dataclass(kw_only=True)
+    class OpWidgetFrob(OpCode):
+        """Frobnicate a widget."""
+        widget_name: str
+
+    OpWidgetFrob.__module__ = "ganeti.opcodes.widget"
+    with pytest.raises(errors.ProgrammerError, match="widget.py.*PARTS"):
+        wiregen.render({OpWidgetFrob.OP_ID: OpWidgetFrob}, {})
+
+
+def test_every_generated_module_is_in_the_cli_start_up_set() -> None:
+    """The gnt-* commands import them all through the face (doc/cli-startup.md)."""
+    assert {f"ganeti.opcodes.{name[:-3]}" for name in GENERATED} <= ALLOWED_GANETI
 
 
 def test_the_freshness_check_sees_a_new_opcode() -> None:
@@ -37,11 +91,13 @@ def test_the_freshness_check_sees_a_new_opcode() -> None:
         node_name: str
         hard: bool = False
 
+    OpNodeFrobnicate.__module__ = "ganeti.opcodes.node"
     registry = {**OP_REGISTRY, OpNodeFrobnicate.OP_ID: OpNodeFrobnicate}
-    text = wiregen.render(registry, upstream.NAMED_ONLY)
-    assert text != wiregen.current()
-    assert "def node_frobnicate(node_name: str, *, hard: bool = NOT_SENT," in text
-    assert 'OP_NODE_FROBNICATE = "OP_NODE_FROBNICATE"' in text
+    modules = wiregen.render(registry, upstream.NAMED_ONLY)
+    assert wiregen.stale(modules) == ["wire.py", "wire_base.py", "wire_node.py"]
+    assert "def node_frobnicate(node_name: str, *, hard: bool = NOT_SENT," in modules["wire_node.py"]
+    assert 'OP_NODE_FROBNICATE = "OP_NODE_FROBNICATE"' in modules["wire_base.py"]
+    assert " node_frobnicate," in modules["wire.py"]
 
 
 def test_the_generator_refuses_an_annotation_it_cannot_write() -> None:
@@ -52,6 +108,7 @@ def test_the_generator_refuses_an_annotation_it_cannot_write() -> None:
         """A field of a type the generated module could not name."""
         counts: collections.Counter = param(None)
 
+    OpNodeOdd.__module__ = "ganeti.opcodes.node"
     with pytest.raises(errors.ProgrammerError, match="Counter"):
         wiregen.render({OpNodeOdd.OP_ID: OpNodeOdd}, {})
 
@@ -135,7 +192,7 @@ def test_the_envelope_fields_are_keywords_of_every_function() -> None:
         "OP_ID": "OP_NODE_REMOVE", "node_name": "n1", "priority": -10, "dry_run": True,
         "reason": [["a", "b", 1]]}
     assert wire.cluster_verify(debug_level=wire.NOT_SENT) == {"OP_ID": "OP_CLUSTER_VERIFY"}
-    assert wire._ENVELOPE_KEYS == {
+    assert wire_base._ENVELOPE_KEYS == {
         f.name for f in dataclasses.fields(OpCode)}
 
 
@@ -150,8 +207,8 @@ def test_a_keyword_the_opcode_does_not_have_is_a_type_error() -> None:
 
 def test_named_only_opcodes_render_as_functions() -> None:
     """An opcode we only name (none today) gets a constant and a function too."""
-    text = wiregen.render({}, {"OP_TEST_NAMED": {"instance_name": ("str", True),
-                                                   "early_release": ("bool", False)}})
+    text = _text(wiregen.render({}, {"OP_TEST_NAMED": {"instance_name": ("str", True),
+                                                         "early_release": ("bool", False)}}))
     assert 'OP_TEST_NAMED = "OP_TEST_NAMED"' in text
     assert "def test_named(instance_name: str, *, early_release: bool = NOT_SENT" in text
 
@@ -166,10 +223,11 @@ def test_replace_disks_is_an_opcode_now() -> None:
 
 
 def test_importing_it_imports_nothing_else() -> None:
-    """The gnt-* start-up budget (doc/cli-startup.md): no typing, no opcode classes."""
+    """The gnt-* start-up budget (doc/cli-startup.md): no typing, no opcode classes;
+    only the face's generated parts."""
     code = ("import sys; before = set(sys.modules); import ganeti.opcodes.wire;"
             " print(sorted(set(sys.modules) - before))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True, cwd=REPO)
-    assert res.stdout.strip() == str(sorted(["__future__", "ganeti", "ganeti.opcodes",
-                                             "ganeti.opcodes.wire"]))
+    parts = [f"ganeti.opcodes.{name[:-3]}" for name in GENERATED]
+    assert res.stdout.strip() == str(sorted(["__future__", "ganeti", "ganeti.opcodes", *parts]))
