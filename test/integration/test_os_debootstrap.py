@@ -47,7 +47,6 @@ def vc(tmp_path_factory):
     if why and os.environ.get("GANETI_TEST_REQUIRE_DEBOOTSTRAP") == "1":
         pytest.fail(f"make test as root installs ganeti-instance-debootstrap: {why}")
     host_helpers.skip_unless(why)
-    debootstrap.setup_variant()
     with VirtualCluster(tmp_path_factory.mktemp("vdeb"), nodes=1, use_ssh=False,
                         hypervisor=constants.HT_KVM) as cluster:
         debootstrap.install_on_node(cluster.paths(N1))

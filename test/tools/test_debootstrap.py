@@ -97,20 +97,64 @@ def test_setup_variant_writes_the_conf_and_the_hook(tmp_path):
     assert sorted(os.listdir(tmp_path / "v1-hooks")) == ["extlinux"]
 
 
-def test_install_on_node_links_the_package_files_and_lists_the_variant(tmp_path):
+#: what the package's common.sh does with VARIANTS_DIR (its default when unset)
+FAKE_COMMON = """\
+: ${VARIANTS_DIR:="/etc/ganeti/instance-debootstrap/variants"}
+. "$VARIANTS_DIR/$OS_VARIANT.conf"
+grep -qxF "$OS_VARIANT" variants.list
+echo "$SUITE|$CUSTOMIZE_DIR"
+"""
+MIRROR = "http://archive.invalid/debian"
+
+
+def _package(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
-    for name in ("create", "rename", "common.sh", "ganeti_api_version"):
+    for name in ("create", "rename", "ganeti_api_version"):
         (pkg / name).write_text(name)
+    (pkg / "common.sh").write_text(FAKE_COMMON)
     (pkg / "variants.list").write_text("default\n")
+    return pkg
+
+
+def test_install_on_node_links_the_package_files_and_lists_the_variant(tmp_path):
+    pkg = _package(tmp_path)
     paths = Paths(root=str(tmp_path / "node"))
-    dest = debootstrap.install_on_node(paths, "v1", str(pkg))
+    dest = debootstrap.install_on_node(paths, "v1", str(pkg), suite="bookworm", mirror=MIRROR)
     assert dest == os.path.join(str(tmp_path / "node"), "usr", "share", "ganeti", "os", "pkg")
     assert os.readlink(os.path.join(dest, "create")) == str(pkg / "create")
     assert open(os.path.join(dest, "variants.list")).read() == "default\nv1\n"
     # a second time: nothing duplicated
-    debootstrap.install_on_node(paths, "v1", str(pkg))
+    debootstrap.install_on_node(paths, "v1", str(pkg), suite="bookworm", mirror=MIRROR)
     assert open(os.path.join(dest, "variants.list")).read() == "default\nv1\n"
+
+
+def test_the_variant_is_written_below_the_node_root_not_the_machines(tmp_path):
+    pkg = _package(tmp_path)
+    paths = Paths(root=str(tmp_path / "node"))
+    dest = debootstrap.install_on_node(paths, "v1", str(pkg), suite="bookworm", mirror=MIRROR)
+    conf_dir = tmp_path / "node" / "etc" / "ganeti" / "instance-debootstrap"
+    assert debootstrap.node_conf_dir(paths) == str(conf_dir)
+    assert sorted(os.listdir(conf_dir)) == ["v1-hooks", "variants"]
+    assert (conf_dir / "variants" / "v1.conf").is_file()
+    # the node's common.sh is not the package's link but points it at the node's variants
+    common = os.path.join(dest, "common.sh")
+    assert not os.path.islink(common)
+    assert open(common).read() == debootstrap.common_shim(str(conf_dir / "variants"), str(pkg))
+    # sourced from the OS directory, as the node daemon runs the scripts (cwd there,
+    # a clean environment): the package's script reads the node's variant
+    res = subprocess.run(["bash", "-c", ". common.sh"], cwd=dest, capture_output=True,
+                         text=True, env={"PATH": os.environ["PATH"], "OS_VARIANT": "v1"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"bookworm|{conf_dir / 'v1-hooks'}"
+
+
+@pytest.mark.skipif(not os.path.isfile(os.path.join(debootstrap.OS_DIR, "common.sh")),
+                    reason="ganeti-instance-debootstrap not installed (make debian-deps)")
+def test_the_package_takes_its_variants_directory_from_the_environment():
+    """What the node's common.sh relies on: the package sets VARIANTS_DIR only when unset."""
+    with open(os.path.join(debootstrap.OS_DIR, "common.sh"), encoding="utf-8") as fh:
+        assert ': ${VARIANTS_DIR:="' in fh.read()
 
 
 def test_setup_variant_refuses_without_an_archive(tmp_path, monkeypatch):

@@ -5,7 +5,10 @@ unchanged; what a test or a demo needs around it is configuration, the way
 an operator would write it:
 
 * a **variant** of the package (``<VARIANTS_DIR>/<name>.conf``, sourced by
-  its scripts after ``/etc/default/ganeti-instance-debootstrap``) naming
+  its scripts after ``/etc/default/ganeti-instance-debootstrap``), written
+  in the virtual node's own root (:func:`node_conf_dir`: the package's
+  ``/etc/ganeti/instance-debootstrap`` layout below it, never the
+  machine's), naming
   the Debian suite and mirror of this machine's own apt configuration
   (:func:`host_mirror`, never a fixed host name), a kernel in the guest
   (``EXTRA_PKGS``), an unpartitioned disk (``PARTITION_STYLE=none``: the
@@ -15,20 +18,27 @@ an operator would write it:
   under the kvm hypervisor (:func:`setup_variant`);
 * in each virtual node's root, the definition at
   ``usr/share/ganeti/os/debootstrap`` (the last directory of the OS search
-  path): symbolic links to the package's files, and a ``variants.list``
-  naming the package's variants and this one (:func:`install_on_node`).
+  path): symbolic links to the package's files, a ``variants.list``
+  naming the package's variants and this one, and a ``common.sh`` that
+  sets ``VARIANTS_DIR`` to the node's variants directory, then sources the
+  package's own (the package takes ``VARIANTS_DIR`` from its environment
+  when set, ``: ${VARIANTS_DIR:=...}``; the node daemon gives the scripts a
+  clean environment, so the variable is set there) (:func:`install_on_node`).
+  Nothing is written under the machine's ``/etc``; the virtual cluster's
+  directory holds it all and goes with it.
 
 The package keeps its own cache of the debootstrap result
 (``/var/cache/ganeti-instance-debootstrap/cache-<suite>-<arch>.tar``): the
 first install downloads the packages, later ones unpack the tarball.
 
-Pure pieces: :func:`parse_apt_sources`, :func:`variant_config`.
+Pure pieces: :func:`parse_apt_sources`, :func:`variant_config`, :func:`common_shim`.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -36,11 +46,13 @@ from collections.abc import Iterable
 from ganeti.pathutils import Paths
 
 __all__ = ["OS_DIR", "CONF_DIR", "VARIANT", "HOOK", "parse_apt_sources", "host_codename",
-           "host_mirror", "variant_config", "setup_variant", "install_on_node", "problem"]
+           "host_mirror", "variant_config", "common_shim", "node_conf_dir", "setup_variant",
+           "install_on_node", "problem"]
 
 #: where the package installs its OS definition
 OS_DIR = "/usr/share/ganeti/os/debootstrap"
-#: the package's configuration directory (variants and their files)
+#: the package's configuration directory (variants and their files); the
+#: harness writes its layout below each virtual node's root, never here
 CONF_DIR = "/etc/ganeti/instance-debootstrap"
 #: the variant the tests and the demo use
 VARIANT = "ganeti-kvm"
@@ -128,6 +140,19 @@ def variant_config(suite: str, mirror: str, hooks_dir: str) -> str:
             f'CUSTOMIZE_DIR="{hooks_dir}"\n')
 
 
+def common_shim(variants_dir: str, os_dir: str = OS_DIR) -> str:
+    """The text of a node's ``common.sh``: the package's, with ``variants_dir``."""
+    return ("# written by tools/harness/debootstrap.py (doc/os.md): the package's common.sh,\n"
+            "# with this node's variants directory instead of the machine's\n"
+            f"VARIANTS_DIR={shlex.quote(variants_dir)}\n"
+            f". {shlex.quote(os.path.join(os_dir, 'common.sh'))}\n")
+
+
+def node_conf_dir(paths: Paths) -> str:
+    """The package's configuration directory as a virtual node has it (below its root)."""
+    return os.path.join(paths.root, CONF_DIR.lstrip("/"))
+
+
 # --- this machine -------------------------------------------------------------
 
 def host_codename(os_release: str = "/etc/os-release") -> str:
@@ -189,8 +214,7 @@ def _write_atomic(path: str, text: str, mode: int) -> None:
         raise
 
 
-def setup_variant(name: str = VARIANT, conf_dir: str = CONF_DIR, *, suite: str = "",
-                  mirror: str = "") -> str:
+def setup_variant(name: str, conf_dir: str, *, suite: str = "", mirror: str = "") -> str:
     """Write variant ``name`` (its ``.conf`` and hooks directory) under ``conf_dir``.
 
     ``suite`` and ``mirror`` default to this machine's (:func:`host_codename`,
@@ -213,13 +237,19 @@ def setup_variant(name: str = VARIANT, conf_dir: str = CONF_DIR, *, suite: str =
     return conf
 
 
-def install_on_node(paths: Paths, variant: str = VARIANT, os_dir: str = OS_DIR) -> str:
-    """Make a virtual node see the package's OS with ``variant`` listed; its directory.
+def install_on_node(paths: Paths, variant: str = VARIANT, os_dir: str = OS_DIR, *,
+                    suite: str = "", mirror: str = "") -> str:
+    """Make a virtual node see the package's OS with ``variant``; its directory.
 
-    The node's ``usr/share/ganeti/os/debootstrap`` holds symbolic links to
-    every file of ``os_dir`` but ``variants.list``, which is the package's
-    list plus ``variant``.
+    ``variant`` is written below the node's root (:func:`setup_variant` in
+    :func:`node_conf_dir`; ``suite`` and ``mirror`` as there).  The node's
+    ``usr/share/ganeti/os/debootstrap`` holds symbolic links to every file
+    of ``os_dir`` but ``variants.list``, which is the package's list plus
+    ``variant``, and ``common.sh``, which points the package's at the
+    node's variants (:func:`common_shim`).
     """
+    conf_dir = node_conf_dir(paths)
+    setup_variant(variant, conf_dir, suite=suite, mirror=mirror)
     dest = os.path.join(paths.os_search_path[-1], os.path.basename(os_dir))
     os.makedirs(dest, exist_ok=True)
     listed: list[str] = []
@@ -229,10 +259,14 @@ def install_on_node(paths: Paths, variant: str = VARIANT, os_dir: str = OS_DIR) 
             with open(src, encoding="utf-8") as fh:
                 listed = [line.strip() for line in fh if line.strip()]
             continue
+        if entry == "common.sh":
+            continue
         link = os.path.join(dest, entry)
         if not os.path.lexists(link):
             os.symlink(src, link)
     if variant not in listed:
         listed.append(variant)
     _write_atomic(os.path.join(dest, "variants.list"), "\n".join(listed) + "\n", 0o644)
+    _write_atomic(os.path.join(dest, "common.sh"),
+                  common_shim(os.path.join(conf_dir, "variants"), os_dir), 0o644)
     return dest
