@@ -12,6 +12,7 @@ protocol and the methods: doc/protocols/luxi.md.
 from __future__ import annotations
 
 from ganeti import constants, errors, serializer, wiretypes
+from ganeti.utils import unixsock
 from ganeti.wiretypes import JobId
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
@@ -458,7 +459,7 @@ class Client:
         sock = _socket_module().socket(_socket_module().AF_UNIX, _socket_module().SOCK_STREAM)
         sock.settimeout(self.connect_timeout)
         try:
-            sock.connect(self.address)
+            unixsock.connect(sock, self.address)   # a path of any length
         except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
             sock.close()
             raise errors.NoMasterError(

@@ -22,6 +22,7 @@ import time
 
 from ganeti import cli, constants, errors
 from ganeti.opcodes import wire
+from ganeti.utils import unixsock
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class JobQueueTestReporter:
             raise errors.OpExecError(f"Received an invalid test message {test!r}")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(CONNECT_TIMEOUT)
-            sock.connect(path)
+            unixsock.connect(sock, path)
             (status,) = self.cl.QueryJobs([self.job_id], ["status"])[0]
             wanted = {constants.JQT_EXPANDNAMES: constants.JOB_STATUS_WAITING,
                       constants.JQT_EXEC: constants.JOB_STATUS_RUNNING,

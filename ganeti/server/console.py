@@ -61,6 +61,7 @@ from ganeti.http.tls import node_client_context, vnc_client_context
 from ganeti.hypervisor import base as hvbase
 from ganeti.rapi import auth, consoleslots, consoletokens, sessions
 from ganeti.utils import io as utils_io
+from ganeti.utils import unixsock
 
 __all__ = ["PROCEDURE", "UPGRADE", "NODE_LIFETIME", "BROKER_LIFETIME", "WRITE_TIMEOUT",
            "serve_node_console", "open_node_console", "relay_bytes", "relay_websocket",
@@ -164,7 +165,7 @@ def _connect_console(ctx: Any, name: str, hypervisor: str,
     console = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         console.settimeout(5.0)
-        console.connect(path)
+        unixsock.connect(console, path)   # a path of any length
     except OSError:
         console.close()
         raise

@@ -59,6 +59,7 @@ from ganeti import constants, errors, luxi
 from ganeti.http import sending
 from ganeti.http.limits import Limits
 from ganeti.server.tuning import release_memory
+from ganeti.utils import unixsock
 
 __all__ = ["MasterServer", "Dispatcher", "DEFAULT_LIMITS", "Limits", "link_socket_alias"]
 
@@ -191,7 +192,7 @@ class MasterServer:
         self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o117)
         try:
-            self.socket.bind(path)
+            unixsock.bind(self.socket, path)   # a path of any length
         finally:
             os.umask(old)
         os.chmod(path, 0o660)

@@ -15,6 +15,8 @@ import socket
 import tempfile
 from collections.abc import Callable
 
+from ganeti.utils import unixsock
+
 __all__ = ["wait_for_peer"]
 
 
@@ -30,7 +32,7 @@ def wait_for_peer(announce: Callable[[str], None], *, connect_timeout: float,
     path = os.path.join(tmpdir, "sock")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.bind(path)
+            unixsock.bind(sock, path)   # a long TMPDIR too
             sock.listen(1)
             announce(path)
             sock.settimeout(connect_timeout)

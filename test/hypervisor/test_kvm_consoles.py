@@ -4,6 +4,9 @@ certificate files, and what the node's console end is told about the TLS."""
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
 
 import pytest
 
@@ -12,6 +15,7 @@ from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import consoles
 from ganeti.hypervisor.kvm import hypervisor as kvmhv
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
+from ganeti.utils import unixsock
 
 SERVER = ("ca-cert.pem", "server-cert.pem", "server-key.pem")
 CLIENT = ("client-cert.pem", "client-key.pem")
@@ -100,3 +104,48 @@ def test_verify_without_a_directory_is_a_bad_parameter(tmp_path):
     hv = KvmHypervisor(pathutils.Paths(root=str(tmp_path)), kvm_device=str(tmp_path / "no"))
     with pytest.raises(errors.HypervisorError, match="vnc_x509_verify needs vnc_x509_path"):
         hv.validate_parameters({"vnc_x509_verify": True})
+
+
+def test_the_serial_console_command_is_socat_on_the_socket():
+    assert consoles.serial_command("/run/ganeti/kvm/web1/serial.sock") == [
+        "socat", "STDIO,raw,echo=0,escape=0x1d", "UNIX-CONNECT:/run/ganeti/kvm/web1/serial.sock"]
+
+
+def test_a_serial_socket_over_the_unix_limit_is_reached_from_its_directory():
+    directory = "/run/ganeti/kvm-hypervisor/" + "a-very-long-instance-name." * 4 + "example.com"
+    assert consoles.serial_command(f"{directory}/serial.sock") == [
+        "env", "-C", directory, "socat", "STDIO,raw,echo=0,escape=0x1d",
+        "UNIX-CONNECT:serial.sock"]
+
+
+@pytest.mark.skipif(shutil.which("socat") is None, reason="socat not installed (make debian-deps)")
+def test_the_long_path_command_attaches_a_terminal(tmp_path):
+    """The command as gnt-instance console runs it (on a terminal: socat's raw
+    mode needs one) reaches a socket socat could not name itself."""
+    directory = tmp_path / ("i" * 60) / ("j" * 60)
+    directory.mkdir(parents=True)
+    path = str(directory / "serial.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        unixsock.bind(server, path)
+        server.listen(1)
+        server.settimeout(30)
+        master, slave = os.openpty()
+        proc = subprocess.Popen(consoles.serial_command(path), stdin=slave, stdout=slave,
+                                stderr=subprocess.PIPE)
+        os.close(slave)
+        try:
+            conn, _ = server.accept()
+            with conn:
+                conn.settimeout(30)
+                conn.sendall(b"login: ")
+                assert os.read(master, 100) == b"login: "
+                os.write(master, b"root")
+                assert conn.recv(100) == b"root"
+            assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stderr:
+                proc.stderr.close()
+            os.close(master)

@@ -11,6 +11,7 @@ import pytest
 from fakes.fakeqmp import FakeQmp
 from ganeti import constants, errors, hypervisor, parameters, pathutils, serializer
 from ganeti.hypervisor import base
+from ganeti.hypervisor.kvm import consoles
 from ganeti.hypervisor.kvm import hypervisor as kvmhv
 from ganeti.hypervisor.kvm.hypervisor import POWERDOWN_REPEAT, KvmHypervisor
 
@@ -162,7 +163,7 @@ def test_start_refuses_bad_nics_before_qemu(hv, nic, message):
 def test_console_is_the_serial_socket_or_vnc(hv):
     cons = hv.get_console(base.InstanceSpec(name="i1", hvparams={"serial_console": True}), "n1")
     assert cons["kind"] == base.CONS_SSH and cons["host"] == "n1"
-    assert cons["command"][-1] == "UNIX-CONNECT:" + hv.serial_socket("i1")
+    assert cons["command"] == consoles.serial_command(hv.serial_socket("i1"))
     cons = hv.get_console(base.InstanceSpec(
         name="i1", hvparams={"serial_console": False, "vnc_bind_address": "0.0.0.0"}), "n1")
     assert cons["kind"] == base.CONS_VNC

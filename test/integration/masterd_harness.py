@@ -33,6 +33,7 @@ from typing import Any
 
 from ganeti import config, luxi, objects
 from ganeti.pathutils import Paths
+from ganeti.utils import unixsock
 
 __all__ = ["REPO_ROOT", "MASTERD_SCRIPT", "CLUSTER_NAME", "NODE_NAME", "prepare_root",
            "start_masterd", "MasterdHandle", "luxi_call", "LuxiConnection"]
@@ -177,7 +178,7 @@ class LuxiConnection:
     def __init__(self, path: str, timeout: float = 60.0) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        unixsock.connect(self.sock, path)   # a long temporary root too
         self.buf = luxi.FrameBuffer()
         self.frames: list[bytes] = []
 

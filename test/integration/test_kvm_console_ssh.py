@@ -23,6 +23,7 @@ from instance_helpers import NOCHECK
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants
+from ganeti.hypervisor.kvm import consoles
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from tools.harness import vcluster
 from test.integration import host_helpers
@@ -64,8 +65,7 @@ def test_show_cmd_prints_the_ssh_command_line(vc):
     assert argv[argv.index("-i") + 1] == vc.paths(N1).ssh_key_file
     assert f"-oUserKnownHostsFile={vc.paths(N1).known_hosts_file}" in argv
     remote = shlex.split(argv[-1])
-    assert remote[0] == "socat"
-    assert remote[-1] == f"UNIX-CONNECT:{KvmHypervisor(vc.paths(N2)).serial_socket(INST)}"
+    assert remote == consoles.serial_command(KvmHypervisor(vc.paths(N2)).serial_socket(INST))
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/ssh"), reason="no OpenSSH client")

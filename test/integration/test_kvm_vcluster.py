@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shlex
 import signal
 
 import guest_helpers
@@ -21,6 +22,7 @@ from vcluster_harness import VirtualCluster
 
 from fakes import bootsector
 from ganeti import constants, daemonctl
+from ganeti.hypervisor.kvm import consoles
 from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from tools.harness import vcluster
 from test.integration import host_helpers
@@ -82,7 +84,7 @@ def test_add_runs_a_qemu(vc):
         words = fh.read().split(b"\0")
     assert os.fsencode(_disk(vc)) in b" ".join(words)
     out = vc.ok("gnt-instance", "console", "--show-cmd", INST)
-    assert "UNIX-CONNECT:" + _hv(vc).serial_socket(INST) in out
+    assert shlex.join(consoles.serial_command(_hv(vc).serial_socket(INST))) in out
     assert os.path.exists(_hv(vc).serial_socket(INST))
 
 

@@ -194,3 +194,23 @@ def test_link_socket_alias_replaces_a_link_and_leaves_anything_else(tmp_path) ->
     alias.write_text("not a link")                       # something else: left alone
     assert not luxiserver.link_socket_alias(str(alias), str(target))
     assert alias.read_text() == "not a link"
+
+
+def test_a_socket_path_over_the_unix_limit_is_served(tmp_path) -> None:
+    """A data directory under a deep root (a test's temporary directory): the
+    master binds its socket at the real path all the same, and the LUXI client
+    reaches it there (ganeti.utils.unixsock)."""
+    from ganeti.utils import unixsock
+    path = str(tmp_path / ("d" * 60) / ("e" * 60) / "socket" / "ganeti-master")
+    assert unixsock.too_long(path)
+    srv = luxiserver.MasterServer(path, Echo())
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01},
+                              daemon=True)
+    thread.start()
+    try:
+        assert os.path.exists(path) and oct(os.stat(path).st_mode & 0o777) == oct(0o660)
+        with luxi.Client(path) as client:
+            assert client.call("QueryClusterInfo", []) == "QueryClusterInfo"
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -33,6 +33,7 @@ from ganeti import errors
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import cmdline
 from ganeti.utils import io as utils_io
+from ganeti.utils import unixsock
 
 __all__ = ["describe", "connect_address", "address", "start_port", "pick_port", "password",
            "set_password", "with_vnc_of", "CA_CERT", "SERVER_FILES", "CLIENT_FILES",
@@ -49,16 +50,16 @@ CLIENT_FILES = ("client-cert.pem", "client-key.pem")
 def describe(spec: base.InstanceSpec, node_name: str, serial_socket: str,
              vnc_address: tuple[str, int] | None) -> list[dict[str, Any]]:
     """The consoles of ``spec`` on ``node_name``: the serial console (socat on its
-    UNIX socket ``serial_socket``) when ``serial_console``, VNC (its port when
-    it runs: ``vnc_address``) when ``vnc_bind_address``, in that order; a
-    message when neither.  VNC's entry has Ganeti's ``display`` too (port - 5900)."""
+    UNIX socket ``serial_socket``: :func:`serial_command`) when ``serial_console``,
+    VNC (its port when it runs: ``vnc_address``) when ``vnc_bind_address``, in
+    that order; a message when neither.  VNC's entry has Ganeti's ``display``
+    too (port - 5900)."""
     hvp = spec.hvparams
     found: list[dict[str, Any]] = []
     if hvp.get("serial_console", True):
         found.append({"instance": spec.name, "kind": base.CONS_SSH, "host": node_name,
                       "user": "root", "port": None, "message": None,
-                      "command": ["socat", "STDIO,raw,echo=0,escape=0x1d",
-                                  f"UNIX-CONNECT:{serial_socket}"]})
+                      "command": serial_command(serial_socket)})
     if hvp.get("vnc_bind_address"):
         port = vnc_address[1] if vnc_address else None
         found.append({"instance": spec.name, "kind": base.CONS_VNC, "host": node_name,
@@ -69,6 +70,19 @@ def describe(spec: base.InstanceSpec, node_name: str, serial_socket: str,
                       "port": None, "user": None, "command": None,
                       "message": f"Instance {spec.name} has neither a serial console"
                                  " nor VNC"}]
+
+
+def serial_command(serial_socket: str) -> list[str]:
+    """The command attaching a terminal to the serial console at ``serial_socket``:
+    ``socat STDIO,raw,echo=0,escape=0x1d UNIX-CONNECT:<path>``.  A path over the
+    Unix socket limit (:data:`ganeti.utils.unixsock.MAX_PATH`: a long run
+    directory or instance name), which socat refuses, is reached from its
+    directory instead: ``env -C <dir> socat ... UNIX-CONNECT:<name>``."""
+    socat = ["socat", "STDIO,raw,echo=0,escape=0x1d"]
+    if not unixsock.too_long(serial_socket):
+        return [*socat, f"UNIX-CONNECT:{serial_socket}"]
+    directory, name = os.path.split(serial_socket)
+    return ["env", "-C", directory, *socat, f"UNIX-CONNECT:{name}"]
 
 
 def connect_address(bind: str) -> str:

@@ -22,7 +22,6 @@ operator-facing description of the kvm hypervisor is doc/kvm.md.
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganeti import errors, serializer
+from ganeti.utils import unixsock
 
 __all__ = [
     "QmpError", "QmpCommandError", "QmpGreeting", "QmpReturn", "QmpFailure",
@@ -39,24 +39,14 @@ __all__ = [
 
 #: Longest message line accepted (bytes); a runaway peer cannot fill memory.
 MAX_LINE = 16 * 1024 * 1024
-#: Longest UNIX socket path connected to directly (``sun_path`` holds 108 bytes).
-MAX_SOCKET_PATH = 100
+#: Longest UNIX socket path connected to directly (``sun_path`` less its NUL).
+MAX_SOCKET_PATH = unixsock.MAX_PATH
 
 
 def connect_unix(sock: socket.socket, path: str) -> None:
-    """``sock.connect(path)``, also for paths longer than ``sun_path`` allows.
-
-    A long path is reached through ``/proc/self/fd/<dirfd>/<name>`` with a
-    descriptor of its directory, which is closed again afterwards.
-    """
-    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
-        sock.connect(path)
-        return
-    dirfd = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY)
-    try:
-        sock.connect(f"/proc/self/fd/{dirfd}/{os.path.basename(path)}")
-    finally:
-        os.close(dirfd)
+    """``sock.connect(path)``, also for paths longer than ``sun_path`` allows
+    (through the socket's directory: :func:`ganeti.utils.unixsock.connect`)."""
+    unixsock.connect(sock, path)
 
 
 class QmpError(errors.HypervisorError):
