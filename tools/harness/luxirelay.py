@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ganeti import errors
 from ganeti.pathutils import Paths
+from ganeti.utils import unixsock
 from tools.harness import guestcluster
 
 __all__ = ["LuxiRelay"]
@@ -43,7 +44,7 @@ class LuxiRelay:
         if os.path.exists(self.path):
             os.unlink(self.path)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(self.path)
+        unixsock.bind(self._listener, self.path)   # a long root too
         self._listener.listen(16)
         self._closed = False
         threading.Thread(target=self._accept, name="luxi-relay", daemon=True).start()
