@@ -73,6 +73,23 @@ def test_the_package_and_its_variants_are_listed(vc):
     assert "filesystem" in info
 
 
+def test_the_scripts_read_the_nodes_variant_not_the_machines(vc):
+    """The package's own common.sh, sourced as its scripts do (from the node's OS
+    directory, the OS API variables only), takes the variant below the node's
+    root: nothing of the test is under the machine's /etc/ganeti."""
+    paths = vc.paths(N1)
+    conf_dir = debootstrap.node_conf_dir(paths)
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "OS_API_VERSION": "20",
+           "INSTANCE_NAME": INST, "HYPERVISOR": constants.HT_KVM, "DISK_COUNT": "1",
+           "DISK_0_PATH": "/dev/null", "OS_VARIANT": debootstrap.VARIANT}
+    res = subprocess.run(["bash", "-c", '. common.sh; echo "$VARIANT_CONFIG|$CUSTOMIZE_DIR"'],
+                         cwd=os.path.join(paths.os_search_path[-1], "debootstrap"), env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == (f"{conf_dir}/variants/{debootstrap.VARIANT}.conf|"
+                                  f"{conf_dir}/{debootstrap.VARIANT}-hooks")
+
+
 def test_create_builds_a_guest_that_boots_to_a_login_prompt(vc):
     vc.ok("gnt-instance", "add", "-t", "file", "-s", "1G", "-o", OS_NAME, "-n", N1,
           "-B", "memory=256M", *NOCHECK, INST, timeout=900)
