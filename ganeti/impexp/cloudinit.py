@@ -46,7 +46,8 @@ def meta_data(instance_uuid: str, hostname: str) -> str:
 
 
 def network_config(nics: Sequence[SeedNic]) -> str:
-    """``network-config`` version 2: each NIC matched by MAC, static or DHCP."""
+    """``network-config`` version 2: each NIC matched by MAC, static (with ``gateway4``
+    when its network has a gateway) or DHCP."""
     lines = ["version: 2", "ethernets:"]
     if not nics:
         return "version: 2\nethernets: {}\n"
@@ -55,8 +56,11 @@ def network_config(nics: Sequence[SeedNic]) -> str:
         if nic.address:
             lines += ["    dhcp4: false", "    addresses:", f"      - {_q(nic.address)}"]
             if nic.gateway:
-                lines += ["    routes:", "      - to: \"0.0.0.0/0\"",
-                          f"        via: {_q(nic.gateway)}"]
+                # gateway4, not a 0.0.0.0/0 entry of routes: cloud-init's ifupdown
+                # renderer (Debian's images) writes a route as "post-up route add",
+                # net-tools that a minimal Debian lacks, and the default route was
+                # silently missing; gateway4 becomes ifupdown's own "gateway" line
+                lines.append(f"    gateway4: {_q(nic.gateway)}")
         else:
             lines.append("    dhcp4: true")
     return "\n".join(lines) + "\n"

@@ -26,9 +26,7 @@ def test_network_config_static_and_dhcp():
         "    dhcp4: false\n"
         "    addresses:\n"
         '      - "192.0.2.10/24"\n'
-        "    routes:\n"
-        '      - to: "0.0.0.0/0"\n'
-        '        via: "192.0.2.1"\n'
+        '    gateway4: "192.0.2.1"\n'
         "  nic1:\n"
         "    match:\n"
         '      macaddress: "aa:00:00:44:55:66"\n'
