@@ -198,7 +198,7 @@ def _bodies(route: resources.Route) -> list[Any]:
 
 #: the placeholder names of the routes' paths the smuggling round fills in
 PLACEHOLDERS = frozenset(["node", "instance", "group", "job_id", "disk_index", "resource",
-                          "network", "filter_uuid", "token_id"])
+                          "network", "filter_uuid", "token_id", "image"])
 
 
 def run_rapi_smuggle(workdir: str, *, log: Any = print) -> SmuggleFigures:
@@ -211,7 +211,7 @@ def run_rapi_smuggle(workdir: str, *, log: Any = print) -> SmuggleFigures:
         subst = {"node": node, "instance": "soak-nosuch", "group": "default", "job_id": "1",
                  "disk_index": "0", "resource": "instance", "network": "soak-nosuch",
                  "filter_uuid": "00000000-0000-0000-0000-000000000000",
-                 "token_id": "soak-nosuch"}
+                 "token_id": "soak-nosuch", "image": "soak-nosuch"}
         auth = rapi_fuzz._basic(*soak_rapi.WRITER)
         for route in resources.ROUTES:
             if not (route.needs_write or route.build is not None):
