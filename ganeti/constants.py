@@ -38,6 +38,11 @@ MASTERD = "ganeti-masterd"
 NODED = "ganeti-noded"
 RAPI = "ganeti-rapi"
 WATCHER = "ganeti-watcher"
+#: the instance metadata service (doc/images.md, "The metadata service")
+METAD = "ganeti-metad"
+#: where instances reach it (cloud-init's and upstream's link-local address), and its port
+METAD_ADDRESS = "169.254.169.254"
+METAD_PORT = 80
 DEFAULT_NODED_PORT = 1811
 DEFAULT_RAPI_PORT = 5080
 DAEMON_LOG_NAMES = {
@@ -45,6 +50,7 @@ DAEMON_LOG_NAMES = {
     NODED: "node-daemon.log",
     RAPI: "rapi-daemon.log",
     WATCHER: "watcher.log",
+    METAD: "meta-daemon.log",
 }
 RAPI_ACCESS_LOG = "rapi-access.log"
 

@@ -12,6 +12,8 @@ master failover), the watcher and the virtual cluster harness all use it.
   handshake); a daemon that does not start or answer in time is an
   :class:`~ganeti.errors.OpExecError`; :func:`start_master_daemons` starts
   the master daemon and RAPI side by side (``gnt-cluster init``).
+* :func:`start_metad` runs the instance metadata service of a node (it
+  listens when the call returns);
 * :func:`daemon_pid` reads a running daemon's pid file; :func:`stop_daemon`
   sends SIGTERM (SIGKILL after a timeout) and waits until it is gone.
 
@@ -33,6 +35,7 @@ from ganeti.utils import pidfile
 
 __all__ = [
     "DAEMONS_DIR", "ENV_RAPI_BIND", "START_TIMEOUT", "noded_argv", "start_noded", "start_masterd", "start_rapi",
+    "start_metad",
     "start_master_daemons",
     "wait_for_rapi", "wait_for_noded", "wait_for_masterd", "daemon_pid", "stop_daemon",
 ]
@@ -101,6 +104,16 @@ def start_rapi(paths: Paths, *, env: Mapping[str, str] | None = None,
         argv += ["-b", bind]
     _run_starter(argv, full, "the RAPI daemon", timeout)
     wait_for_rapi(bind or "127.0.0.1", port, timeout=timeout)
+
+
+def start_metad(paths: Paths, bind: str = constants.METAD_ADDRESS,
+                port: int = constants.METAD_PORT, *, env: Mapping[str, str] | None = None,
+                timeout: float = START_TIMEOUT) -> None:
+    """Start ``ganeti-metad`` for ``paths`` on ``bind:port`` (doc/images.md, "The
+    metadata service"); it listens when this returns (the starter waits for its bind)."""
+    argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.METAD), "-b", bind,
+            "-p", str(port)]
+    _run_starter(argv, _daemon_env(paths, env), "the metadata daemon", timeout)
 
 
 def start_master_daemons(paths: Paths, *, env: Mapping[str, str] | None = None,

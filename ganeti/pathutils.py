@@ -88,6 +88,15 @@ class Paths:
         return os.path.join(self.cloud_init_dir, f"{instance_name}.iso")
 
     @property
+    def metadata_dir(self) -> str:
+        """The metadata service's entries on a node, one per instance (doc/images.md)."""
+        return os.path.join(self.data_dir, "metadata")
+
+    def metadata_entry(self, instance_name: str) -> str:
+        """An instance's entry for ``ganeti-metad`` (mode 0600: it holds the user-data)."""
+        return os.path.join(self.metadata_dir, f"{instance_name}.json")
+
+    @property
     def kvm_firmware_dir(self) -> str:
         """The kvm instances' UEFI NVRAM and TPM state on a node (doc/kvm.md, "UEFI and TPM")."""
         return os.path.join(self.data_dir, "kvm-firmware")

@@ -199,6 +199,7 @@ def instance_shutdown(ctx: NodeContext, instance: dict, timeout: float) -> None:
     """
     inst = parse_instance(instance)
     hv = hypervisor_for(ctx, inst.hypervisor)
+    osimage.metadata_forget(ctx, inst.name)     # doc/images.md, "The metadata service"
     if inst.name not in hv.list_instances():
         logger.info("Instance %s is not running, nothing to shut down", inst.name)
         return
@@ -383,6 +384,8 @@ def instance_finalize_migration_dst(ctx: NodeContext, instance: dict, info: dict
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).finalize_migration_dst(instance_spec(inst), info,
                                                                 success)
+    if not success:
+        osimage.metadata_forget(ctx, inst.name)
 
 
 @procedure(NORMAL)
@@ -391,6 +394,8 @@ def instance_finalize_migration_src(ctx: NodeContext, instance: dict, success: b
     """Source: forget the instance (success) or resume it. -> None"""
     inst = parse_instance(instance)
     hypervisor_for(ctx, inst.hypervisor).finalize_migration_src(inst.name, success, live)
+    if success:
+        osimage.metadata_forget(ctx, inst.name)     # it runs on the target now
 
 
 @procedure(FAST)

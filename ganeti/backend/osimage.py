@@ -9,6 +9,8 @@ disk with ``qemu-img convert`` and removes it; ``os_image_remove`` drops it
 when the install was refused.  The NoCloud seed of an instance is an ISO 9660
 file ``<data dir>/cloud-init/<instance>.iso`` (volume id ``cidata``) made by
 ``genisoimage``; the kvm hypervisor attaches it as a cdrom when it exists.
+The same documents go to ``<data dir>/metadata/<instance>.json`` (mode 0600)
+for the instance metadata service, ``ganeti-metad`` (doc/images.md).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from typing import Any
 from ganeti import errors
 from ganeti.backend import blockdev
 from ganeti.backend.context import NodeContext
+from ganeti.impexp import cloudinit, metadata, osimage
 from ganeti.rpc.procedure import FAST, NORMAL, SLOW, procedure
-from ganeti.impexp import cloudinit, osimage
 from ganeti.utils import validation
 from ganeti.utils.process import run_command
 
@@ -266,7 +268,40 @@ def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str
                                       f" {res.stderr.strip()[-400:]}")
         os.chmod(out, 0o600)
         os.replace(out, dest)
+    _write_metadata_entry(ctx, instance_name, instance_uuid,
+                          [str(n[1]) for n in nics if n[1]], docs)
     return dest
+
+
+def _write_metadata_entry(ctx: NodeContext, instance_name: str, instance_uuid: str,
+                          addresses: list[str], docs: dict[str, str]) -> None:
+    """The instance's entry for ``ganeti-metad``: the seed's documents, by NIC address.
+
+    Written atomically with mode 0600 (the user-data may be the private
+    document); an instance without a static address gets none (the service
+    could not tell its requests apart), and an old one is removed.
+    """
+    path = ctx.paths.metadata_entry(instance_name)
+    if not addresses:
+        _unlink(path)
+        return
+    text = metadata.entry_text(instance_name, instance_uuid, addresses, docs)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                  encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def metadata_forget(ctx: NodeContext, instance_name: str) -> None:
+    """Drop the instance's metadata entry: it no longer runs here (stopped, moved away)."""
+    validation.check_hostname(instance_name)
+    _unlink(ctx.paths.metadata_entry(instance_name))
 
 
 def refresh_seed(ctx: NodeContext, instance: dict) -> str | None:
@@ -296,11 +331,9 @@ def refresh_seed(ctx: NodeContext, instance: dict) -> str | None:
 
 @procedure(FAST)
 def instance_seed_remove(ctx: NodeContext, instance_name: str) -> None:
-    """Remove the instance's cloud-init seed ISO, if any. -> None
-
-    Remove the instance's seed ISO (nothing when there is none).
-    """
+    """Remove the instance's cloud-init seed ISO and metadata entry, if any. -> None"""
     _unlink(seed_path(ctx, instance_name))
+    _unlink(ctx.paths.metadata_entry(instance_name))
 
 
 def _unlink(path: str) -> None:

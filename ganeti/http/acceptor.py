@@ -26,8 +26,14 @@ What the loop owns, once for both:
   runner keep;
 * **one bounds value**, :class:`~ganeti.http.limits.Limits`, for every core.
 
+A loop made with no TLS context (``None``) is **plain**: an accepted
+connection goes to :meth:`~AcceptLoop.run_plain_connection` at once, with
+no handshake (the instance metadata service, ``ganeti/server/metad.py``:
+guests speak plain HTTP to it and prove nothing but their address).
+
 A runner's hooks, each called in the loop's thread only:
-:meth:`~AcceptLoop.run_connection` (required),
+:meth:`~AcceptLoop.run_connection` (required; for a plain loop
+:meth:`~AcceptLoop.run_plain_connection`),
 :meth:`~AcceptLoop.take_hello`, :meth:`~AcceptLoop.loop_started`,
 :meth:`~AcceptLoop.loop_tick`, :meth:`~AcceptLoop.loop_deadline` and
 :meth:`~AcceptLoop.loop_stopped`; :meth:`~AcceptLoop.watch` adds a
@@ -80,7 +86,7 @@ class AcceptLoop:
     #: a 1 s retransmit each)
     request_queue_size = 256
 
-    def __init__(self, address: tuple[str, int], tls_context: ssl.SSLContext,
+    def __init__(self, address: tuple[str, int], tls_context: ssl.SSLContext | None,
                  handler_class: Callable[[Any, Any, Any], object], *, limits: Limits,
                  clock: Callable[[], float] = time.monotonic) -> None:
         host, port = address
@@ -92,6 +98,8 @@ class AcceptLoop:
         self.handshake_timeout = limits.handshake_timeout
         #: monotonic seconds, for every deadline of the loop and its runner
         self.clock = clock
+        #: no TLS: accepted connections go to :meth:`run_plain_connection` as they are
+        self.plain = tls_context is None
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         try:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -119,6 +127,10 @@ class AcceptLoop:
         """Run an established connection (it is the runner's from now on)."""
         raise NotImplementedError
 
+    def run_plain_connection(self, sock: socket.socket, address: Any) -> None:
+        """Run an accepted connection of a plain loop (it is the runner's from now on)."""
+        raise NotImplementedError
+
     def take_hello(self, sock: socket.socket, address: Any) -> bool:
         """A connection's ClientHello is in: True if the runner took the bare socket."""
         return False
@@ -140,6 +152,8 @@ class AcceptLoop:
     @property
     def tls_context(self) -> ssl.SSLContext:
         """The context new connections are wrapped in (set it to reload a certificate)."""
+        if self.handshakes.context is None:
+            raise ValueError("a plain accept loop has no TLS context")
         return self.handshakes.context
 
     @tls_context.setter
@@ -253,9 +267,20 @@ class AcceptLoop:
             except OSError:     # the peer is gone already
                 sock.close()
                 continue
+            if self.plain:
+                self._plain(sock, address)
+                continue
             done = self.handshakes.add(sock, address)
             if done is not None:
                 self._established(done)
+
+    def _plain(self, sock: socket.socket, address: Any) -> None:
+        try:
+            sock.setblocking(True)
+            self.run_plain_connection(sock, address)
+        except Exception:
+            logger.exception("Cannot handle a connection from %s", address[0])
+            self.shutdown_request(sock)
 
     def _established(self, done: handshake.Established) -> None:
         try:

@@ -134,11 +134,12 @@ class HandshakePool:
     unregisters its sockets in ``selector`` itself.
     """
 
-    def __init__(self, ssl_context: ssl.SSLContext, selector: selectors.BaseSelector, *,
+    def __init__(self, ssl_context: ssl.SSLContext | None, selector: selectors.BaseSelector, *,
                  timeout: float = HANDSHAKE_TIMEOUT, max_pending: int = DEFAULT_MAX_PENDING,
                  take_hello: Callable[[socket.socket, Any], bool] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        #: the context new connections are wrapped in (replace it to reload a certificate)
+        #: the context new connections are wrapped in (replace it to reload a certificate);
+        #: None for a plain loop, which adds no connection to the pool
         self.context = ssl_context
         self._take_hello = take_hello
         self._selector = selector
@@ -210,6 +211,9 @@ class HandshakePool:
             del self._pending[id(entry)]
             return None
         # a ClientHello in pieces, or the fast path declined: the parent does the handshake
+        if self.context is None:        # a plain loop never adds a connection: be safe
+            self._drop(entry, registered=False)
+            return None
         try:
             entry.sock = self.context.wrap_socket(entry.sock, server_side=True,
                                                do_handshake_on_connect=False)

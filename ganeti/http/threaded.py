@@ -207,7 +207,7 @@ class ThreadedServer(AcceptLoop):
 
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], tls_context: ssl.SSLContext,
+    def __init__(self, address: tuple[str, int], tls_context: ssl.SSLContext | None,
                  handler_class: Callable[[Any, Any, Any], object], *,
                  limits: Limits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -232,6 +232,13 @@ class ThreadedServer(AcceptLoop):
 
     def run_connection(self, tls: ssl.SSLSocket, address: Any) -> None:
         """Queue an established connection for a worker; over :attr:`max_connections`, close it."""
+        self._admit(tls, address)
+
+    def run_plain_connection(self, sock: socket.socket, address: Any) -> None:
+        """The same for a connection of a plain loop (no TLS context)."""
+        self._admit(sock, address)
+
+    def _admit(self, tls: Any, address: Any) -> None:
         with self._open_lock:
             full = self._open >= self.max_connections
             if not full:

@@ -147,3 +147,32 @@ def test_fetch_a_file_of_this_node(ctx, tmp_path):
     with pytest.raises(errors.StorageError, match="only http, https and ftp"):
         osimage.os_image_fetch(ctx, INST, "ftps://h/x.img", MIB)
     assert os.listdir(ctx.paths.os_image_dir) == []
+
+
+@needs_geniso
+def test_seed_build_writes_the_metadata_entry_and_remove_drops_it(ctx):
+    from ganeti.impexp import metadata
+    doc = "#cloud-config\nruncmd:\n  - [echo, secret]\n"
+    path = osimage.instance_seed_build(
+        ctx, INST, "uuid-1", [["aa:00:00:00:00:01", "192.0.2.5/24", "192.0.2.1"],
+                              ["aa:00:00:00:00:02", None, None]], {}, {"user_data": doc})
+    entry_path = ctx.paths.metadata_entry(INST)
+    assert os.stat(entry_path).st_mode & 0o777 == 0o600
+    with open(entry_path, encoding="utf-8") as fh:
+        entry = metadata.parse_entry(fh.read())
+    assert entry.addresses == ("192.0.2.5",)
+    for name in ("meta-data", "user-data", "network-config"):    # the seed's very bytes
+        assert entry.documents[name] == _iso_file(path, name)
+    assert entry.documents["user-data"] == doc
+    # an instance left with no static address gets no entry
+    osimage.instance_seed_build(ctx, INST, "uuid-1", [["aa:00:00:00:00:01", None, None]], {}, {})
+    assert not os.path.exists(entry_path)
+    osimage.instance_seed_build(ctx, INST, "uuid-1", [["aa:00:00:00:00:01", "192.0.2.5/24",
+                                                       None]], {}, {})
+    osimage.metadata_forget(ctx, INST)
+    assert not os.path.exists(entry_path) and os.path.exists(path)
+    osimage.instance_seed_build(ctx, INST, "uuid-1", [["aa:00:00:00:00:01", "192.0.2.5/24",
+                                                       None]], {}, {})
+    osimage.instance_seed_remove(ctx, INST)
+    assert not os.path.exists(entry_path) and not os.path.exists(path)
+    assert os.listdir(ctx.paths.metadata_dir) == []
