@@ -553,7 +553,8 @@ def start(vc: VCluster, node: str | None = None) -> None:
 
 
 def stop(vc: VCluster, node: str | None = None) -> None:
-    """Stop the master daemon, node daemon and SSH server of nodes (all by default).
+    """Stop the master daemon, node daemon, SSH server (and a metadata daemon a test
+    started) of nodes (all by default).
 
     The nodes stop side by side: first every RAPI and master daemon (so that
     no job sees its nodes go), then every node daemon and SSH server.
@@ -563,7 +564,8 @@ def stop(vc: VCluster, node: str | None = None) -> None:
     targets = [vc.node(node)] if node else vc.nodes
     roots = [Paths(root=vnode.root) for vnode in targets]
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(roots)))) as pool:
-        for daemons in ((constants.RAPI, constants.MASTERD), (constants.NODED, SSHD_NAME)):
+        for daemons in ((constants.RAPI, constants.MASTERD),
+                        (constants.NODED, SSHD_NAME, constants.METAD)):
             jobs = [(paths, daemon) for paths in roots for daemon in daemons]
             list(pool.map(lambda job: daemonctl.stop_daemon(job[0], job[1], timeout=10.0), jobs))
 
