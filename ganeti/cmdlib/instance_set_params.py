@@ -15,7 +15,7 @@ from typing import Any
 
 from ganeti import constants, errors, ipolicy, parameters
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, policy
+from ganeti.cmdlib import disk_wipe, drbd, instance_convert, lvm, os_image, policy
 from ganeti.cmdlib import instance_communication as communication
 from ganeti.cmdlib.common import expand_node
 from ganeti.cmdlib.instance import (InstanceLU, check_device_names, check_node_online,
@@ -548,6 +548,10 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             state = constants.ADMINST_OFFLINE if op.offline else constants.ADMINST_DOWN
             cfg.set_instance_admin_state(inst.uuid, state)
             changes.append(["admin_state", state])
+        if (self.os_new is not None or self.os_private_new is not None or self.nic_plan) \
+                and os_image.image_of(inst.osparams) is not None and not self.pnode.offline:
+            # doc/images.md: the seed and the metadata service follow the change
+            os_image.modified_seed(self, self.pnode.name, inst, feedback_fn)
         return changes
 
     def _add_disk(self, idx: int, spec: dict[str, Any], feedback_fn: FeedbackFn) -> None:

@@ -261,6 +261,16 @@ def rename_seed(lu: LogicalUnit[Any], node: str, inst: Instance, old_name: str,
         lu.LogWarning(f"Could not rebuild the cloud-init seed of {inst.name}: {exc}")
 
 
+def modified_seed(lu: LogicalUnit[Any], node: str, inst: Instance,
+                  feedback_fn: FeedbackFn) -> None:
+    """Rebuild the seed (and the metadata service's entry) after a modify of the OS
+    parameters or NICs; a failure is only a warning (the next start rebuilds it)."""
+    try:
+        build_seed(lu, node, inst, feedback_fn)
+    except errors.GanetiError as exc:
+        lu.LogWarning(f"Could not rebuild the cloud-init seed of {inst.name}: {exc}")
+
+
 def remove_seed(lu: LogicalUnit[Any], node: str, instance_name: str) -> None:
     """Remove an instance's seed from ``node``; a failure is only a warning."""
     res = lu.require_rpc().call_instance_seed_remove(

@@ -30,8 +30,10 @@ pytestmark = [
 N1 = "node1.vcluster"
 IP = "127.0.9.20"         # the instance's NIC
 OTHER = "127.0.9.21"      # no instance's
+IP2 = "127.0.9.22"        # the NIC's address after a modify
 SECRET1 = "#cloud-config\nruncmd:\n  - echo metad-secret-one\n"
 SECRET2 = "#cloud-config\nruncmd:\n  - echo metad-secret-two\n"
+SECRET3 = "#cloud-config\nruncmd:\n  - echo metad-secret-three\n"
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,7 @@ def _image(tmp_path) -> str:
     return path
 
 
-def test_the_instance_alone_gets_its_data_renewed_on_reinstall_and_rename(vc, metad, tmp_path):
+def test_the_instance_alone_gets_its_data_renewed_on_reinstall_modify_rename(vc, metad, tmp_path):
     image = _image(tmp_path)
     name = "meta1.example.com"
     vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-n", N1, *NOCHECK,
@@ -107,9 +109,21 @@ def test_the_instance_alone_gets_its_data_renewed_on_reinstall_and_rename(vc, me
     vc.ok("gnt-instance", "startup", name)
     assert _get(metad, IP, "/user-data") == (200, SECRET2)
 
+    # modified while it runs: the new document at once
+    vc.ok("gnt-instance", "modify", "--os-parameters-private", f"user_data={SECRET3}", name)
+    assert _get(metad, IP, "/user-data") == (200, SECRET3)
+
+    # another address (changed while stopped): served there, no longer at the old one
+    vc.ok("gnt-instance", "shutdown", name)
+    vc.ok("gnt-instance", "modify", "--net", f"0:modify,ip={IP2}", name)
+    vc.ok("gnt-instance", "startup", name)
+    assert _get(metad, IP2, "/user-data") == (200, SECRET3)
+    assert _get(metad, IP, "/user-data")[0] == 403
+    vc.ok("gnt-instance", "shutdown", name)
+    vc.ok("gnt-instance", "modify", "--net", f"0:modify,ip={IP}", name)
+
     # renamed: the new name, the old entry gone
     new = "meta2.example.com"
-    vc.ok("gnt-instance", "shutdown", name)
     vc.ok("gnt-instance", "rename", *NOCHECK, name, new)
     vc.ok("gnt-instance", "startup", new)
     assert _get(metad, IP, "/meta-data") == (
