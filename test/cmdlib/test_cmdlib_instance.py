@@ -39,6 +39,7 @@ class FakeNodes(RpcStubs):
         self.calls: list[tuple[str, str]] = []
         self.delay: dict[str, float] = {}
         self.lock = threading.Lock()
+        self.seeds: dict[str, dict[str, Any]] = {}     # instance -> its seed's last build
 
     def _rpc(self, proc: str, node_or_nodes: Nodes, args: list[Any],
              rpc_timeout: float | None) -> RpcResults:
@@ -70,6 +71,11 @@ class FakeNodes(RpcStubs):
         if osname.split("+")[0] not in self.oses:
             raise errors.InvalidOS(f"OS {osname} not found")
         return True
+
+    def do_instance_seed_build(self, node: str, name: str, uuid: str, nics: list,
+                               osparams: dict, private: dict) -> str:
+        self.seeds[name] = {"node": node, "nics": nics, "osparams": osparams}
+        return f"/seeds/{name}.iso"
 
     def do_blockdev_create(self, node: str, disk: dict, size: int, *rest: Any) -> dict:
         self.disks[node].add(disk["uuid"])
@@ -1223,6 +1229,8 @@ def test_modify_takes_the_image_parameters_an_os_does_not_declare(env: Any) -> N
     inst = env.cfg.get_instance_info_by_name("inst1")
     assert inst.osparams == {"os-image": "http://example.com/busybox.img"}
     assert seen and "os-image" not in seen[-1]
+    # the seed (and the metadata service's entry) follow the new parameters
+    assert env.rpc.seeds["inst1"]["osparams"] == {"os-image": "http://example.com/busybox.img"}
     with pytest.raises(errors.OpPrereqError, match="Unknown parameters for OS tinyos: colour"):
         env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", osparams={"colour": "red"})
 
