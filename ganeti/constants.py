@@ -43,6 +43,9 @@ METAD = "ganeti-metad"
 #: where instances reach it (cloud-init's and upstream's link-local address), and its port
 METAD_ADDRESS = "169.254.169.254"
 METAD_PORT = 80
+#: where this node's ganeti-metad listens instead (tests, a node without the address)
+ENV_METAD_BIND = "GANETI_METAD_BIND"
+ENV_METAD_PORT = "GANETI_METAD_PORT"
 DEFAULT_NODED_PORT = 1811
 DEFAULT_RAPI_PORT = 5080
 DAEMON_LOG_NAMES = {

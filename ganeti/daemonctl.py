@@ -106,13 +106,19 @@ def start_rapi(paths: Paths, *, env: Mapping[str, str] | None = None,
     wait_for_rapi(bind or "127.0.0.1", port, timeout=timeout)
 
 
-def start_metad(paths: Paths, bind: str = constants.METAD_ADDRESS,
-                port: int = constants.METAD_PORT, *, env: Mapping[str, str] | None = None,
-                timeout: float = START_TIMEOUT) -> None:
+def start_metad(paths: Paths, bind: str | None = None, port: int | None = None, *,
+                env: Mapping[str, str] | None = None, timeout: float = START_TIMEOUT) -> None:
     """Start ``ganeti-metad`` for ``paths`` on ``bind:port`` (doc/images.md, "The
-    metadata service"); it listens when this returns (the starter waits for its bind)."""
-    argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.METAD), "-b", bind,
-            "-p", str(port)]
+    metadata service"); it listens when this returns (the starter waits for its bind).
+
+    Without ``bind``/``port`` the daemon takes ``$GANETI_METAD_BIND`` and
+    ``$GANETI_METAD_PORT`` of ``env``, else 169.254.169.254 and 80.
+    """
+    argv = [sys.executable, os.path.join(DAEMONS_DIR, constants.METAD)]
+    if bind:
+        argv += ["-b", bind]
+    if port:
+        argv += ["-p", str(port)]
     _run_starter(argv, _daemon_env(paths, env), "the metadata daemon", timeout)
 
 

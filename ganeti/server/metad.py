@@ -143,11 +143,14 @@ class MetadServer(ThreadedServer):
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-b", "--bind", default=constants.METAD_ADDRESS,
-                        help=f"address to listen on (default {constants.METAD_ADDRESS},"
-                             " where instances look for it)")
-    parser.add_argument("-p", "--port", type=int, default=constants.METAD_PORT,
-                        help=f"TCP port (default {constants.METAD_PORT})")
+    bind = os.environ.get(constants.ENV_METAD_BIND) or constants.METAD_ADDRESS
+    port = int(os.environ.get(constants.ENV_METAD_PORT) or constants.METAD_PORT)
+    parser.add_argument("-b", "--bind", default=bind,
+                        help=f"address to listen on (default ${constants.ENV_METAD_BIND} or"
+                             f" {constants.METAD_ADDRESS}, where instances look for it)")
+    parser.add_argument("-p", "--port", type=int, default=port,
+                        help=f"TCP port (default ${constants.ENV_METAD_PORT} or"
+                             f" {constants.METAD_PORT})")
 
 
 def _check(options: argparse.Namespace, paths: Paths) -> None:

@@ -112,6 +112,9 @@ def _node_pass(paths: pathutils.Paths, me: str, store: ssconf.SimpleStore) -> No
         done = nodes.ensure_noded(paths, address, default_noded_port())
         if done:
             logger.info("Node daemon: %s", done)
+    done = nodes.ensure_metad(paths, os.environ)
+    if done:
+        logger.info("Metadata daemon: %s", done)
     nodes.run_hooks(paths)
 
 

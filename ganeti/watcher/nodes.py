@@ -3,6 +3,9 @@
 * :func:`ensure_noded`: the node daemon must run and answer ``version``
   over its HTTPS port; when it does not, a leftover (hung) process is
   stopped (SIGTERM, SIGKILL after a while) and a new one started.
+* :func:`ensure_metad`: the instance metadata service must run on a node
+  that has instances to serve (metadata entries); it is started when it
+  is not running (doc/images.md, "The metadata service").
 * :func:`run_hooks`: the executable files in ``etc/ganeti/hooks/watcher/``
   whose names are valid (letters, digits, ``_`` and ``-``) run one after
   the other in name order, each for at most :data:`HOOK_TIMEOUT` seconds;
@@ -17,7 +20,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ganeti import constants, errors
@@ -25,7 +28,7 @@ from ganeti.pathutils import Paths
 from ganeti.utils import process
 
 __all__ = ["HOOK_TIMEOUT", "NODED_TIMEOUT", "HookResult", "valid_hook_name", "list_hooks",
-           "run_hooks", "noded_answers", "ensure_noded"]
+           "run_hooks", "noded_answers", "ensure_noded", "ensure_metad"]
 
 logger = logging.getLogger(__name__)
 
@@ -134,3 +137,33 @@ def ensure_noded(paths: Paths, address: str, port: int, *,
     daemonctl.start_noded(paths, address, port, env=os.environ)
     logger.info("The node daemon is back (pid %s)", daemonctl.daemon_pid(paths, constants.NODED))
     return what
+
+
+def ensure_metad(paths: Paths, env: Mapping[str, str], *,
+                 start: Callable[[], None] | None = None) -> str | None:
+    """Start ``ganeti-metad`` when this node has instances for it and it is not running.
+
+    Returns what was done, or None.  A start that fails is a warning
+    (returned too): the node's other work goes on, and the next pass tries
+    again.  ``start`` replaces the real start (tests).
+    """
+    from ganeti import daemonctl
+    if daemonctl.daemon_pid(paths, constants.METAD) is not None:
+        return None
+    try:
+        entries = [n for n in os.listdir(paths.metadata_dir) if n.endswith(".json")]
+    except FileNotFoundError:
+        entries = []
+    if not entries:
+        return None
+    logger.warning("The metadata daemon is not running (%d instances to serve); starting it",
+                   len(entries))
+    try:
+        if start is not None:
+            start()
+        else:
+            daemonctl.start_metad(paths, env=env)
+    except errors.GanetiError as exc:
+        logger.warning("Cannot start the metadata daemon: %s", exc)
+        return f"could not start the metadata daemon: {exc}"
+    return "started the metadata daemon"

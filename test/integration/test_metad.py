@@ -146,3 +146,23 @@ def test_the_instance_alone_gets_its_data_renewed_on_reinstall_modify_rename(vc,
         log = fh.read()
     assert f"GET /user-data from {IP} ({name}): 200" in log
     assert f"GET /user-data from {OTHER} (no instance): 403" in log
+
+
+def test_the_watcher_starts_it_when_the_node_has_instances_to_serve(vc, metad, tmp_path,
+                                                                   monkeypatch):
+    paths = vc.paths(N1)
+    daemonctl.stop_daemon(paths, constants.METAD, timeout=10.0)
+    monkeypatch.setenv(constants.ENV_METAD_BIND, metad[0])
+    monkeypatch.setenv(constants.ENV_METAD_PORT, str(metad[1]))
+    # nothing to serve: not started
+    [(_, code, lines)] = vcluster.run_watcher(vc.cluster, N1)
+    assert code == 0, lines
+    assert daemonctl.daemon_pid(paths, constants.METAD) is None
+    name = "meta3.example.com"
+    vc.ok("gnt-instance", "add", "-t", "file", "--disk", "0:size=8M", "-n", N1, *NOCHECK,
+          "--os-image", _image(tmp_path), "--net", f"0:ip={IP}", name)
+    [(_, code, lines)] = vcluster.run_watcher(vc.cluster, N1)
+    assert code == 0 and any("started the metadata daemon" in line for line in lines), lines
+    assert daemonctl.daemon_pid(paths, constants.METAD) is not None
+    assert 'local-hostname: "meta3.example.com"' in _get(metad, IP, "/meta-data")[1]
+    vc.ok("gnt-instance", "remove", "-f", name)
