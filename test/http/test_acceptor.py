@@ -160,3 +160,30 @@ def test_a_failed_bind_raises_the_socket_error(pem: str) -> None:
             _Recorder(taken, tls.rapi_server_context(pem), object, limits=Limits())
         assert info.value.errno == errno.EADDRINUSE
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+class _PlainEcho(acceptor.AcceptLoop):
+    """A plain loop: echoes the first line back, in the loop's thread."""
+
+    def run_plain_connection(self, sock: socket.socket, address: Any) -> None:
+        assert not isinstance(sock, ssl.SSLSocket)
+        sock.settimeout(5)
+        sock.sendall(b"plain " + sock.recv(100))
+        self.shutdown_request(sock)
+
+
+def test_a_loop_without_a_tls_context_is_plain() -> None:
+    srv = _PlainEcho(("127.0.0.1", 0), None, object, limits=Limits())
+    assert srv.plain
+    with pytest.raises(ValueError):
+        srv.tls_context         # noqa: B018 - the property raises
+    thread = threading.Thread(target=srv.serve)
+    thread.start()
+    try:
+        with socket.create_connection(srv.server_address, timeout=10) as conn:
+            conn.sendall(b"GET / HTTP/1.0\r\n")
+            assert _read_all(conn) == b"plain GET / HTTP/1.0\r\n"
+    finally:
+        srv.shutdown()
+        thread.join(10)
+        srv.server_close()
