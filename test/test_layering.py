@@ -71,6 +71,7 @@ LAYERS: dict[str, int] = {
     "ganeti.impexp.osimage": 2,
     "ganeti.impexp.imagestore": 2,
     "ganeti.impexp.cloudinit": 2,
+    "ganeti.impexp.metadata": 2,
     "ganeti.ha": 2,
     "ganeti.sshkeys": 2,
     # 3. mechanisms

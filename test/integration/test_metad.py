@@ -134,14 +134,13 @@ def test_the_instance_alone_gets_its_data_renewed_on_reinstall_modify_rename(vc,
     vc.ok("gnt-instance", "remove", "-f", new)
     assert _get(metad, IP, "/meta-data")[0] == 403
     assert os.listdir(vc.paths(N1).metadata_dir) == []
-    # the private documents are in no log of the node (the service logs no body)
-    logs = vc.paths(N1).log_dir
-    for fname in os.listdir(logs):
-        full = os.path.join(logs, fname)
-        if os.path.isfile(full):
-            with open(full, "rb") as fh:
-                text = fh.read()
-            assert b"metad-secret" not in text, fname
+    # the private documents are in no job file and no log of the node (the service
+    # logs no body)
+    for top in (vc.paths(N1).queue_dir, vc.paths(N1).log_dir):
+        for dirpath, _dirs, files in os.walk(top):
+            for fname in files:
+                with open(os.path.join(dirpath, fname), "rb") as fh:
+                    assert b"metad-secret" not in fh.read(), fname
     with open(vc.paths(N1).daemon_log_file(constants.METAD), encoding="utf-8") as fh:
         log = fh.read()
     assert f"GET /user-data from {IP} ({name}): 200" in log

@@ -83,7 +83,8 @@ def _iso(path, member) -> str:
 def _leftovers(vc) -> list[str]:
     found = []
     for node in vc.names:
-        for top in (vc.paths(node).os_image_dir, vc.paths(node).cloud_init_dir):
+        for top in (vc.paths(node).os_image_dir, vc.paths(node).cloud_init_dir,
+                    vc.paths(node).metadata_dir):
             if os.path.isdir(top):
                 found += [os.path.join(top, f) for f in os.listdir(top)]
     return found
