@@ -6,6 +6,7 @@ import concurrent.futures
 import glob
 import logging
 import os
+import signal
 import socket
 import time
 from typing import Any
@@ -380,7 +381,22 @@ def _cluster_files(ctx: NodeContext) -> list[str]:
              paths.watcher_pause_file,
              os.path.join(paths.data_dir, "master_epoch")]    # backend.fencing
     files.extend(glob.glob(paths.ssconf_file("*")))
+    # the metadata service's entries (they hold private user-data): doc/images.md
+    files.extend(glob.glob(os.path.join(paths.metadata_dir, "*.json")))
     return files
+
+
+def _stop_metad(ctx: NodeContext) -> None:
+    """SIGTERM this node's ``ganeti-metad`` if one runs: it serves nobody once the node left."""
+    from ganeti.utils import pidfile
+    pid = pidfile.running_pid(ctx.paths.pid_file(constants.METAD))
+    if pid is None:
+        return
+    logger.info("Stopping the metadata daemon (pid %s)", pid)
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
 
 
 @procedure(NORMAL, fenced=True)
@@ -407,6 +423,7 @@ def node_leave_cluster(ctx: NodeContext, modify_ssh_setup: bool) -> None:
         except OSError as exc:
             logger.warning("Cannot remove %s: %s", path, exc)
             problems.append(f"Cannot remove {path}: {exc}")
+    _stop_metad(ctx)
     if os.path.isdir(ctx.paths.queue_dir):
         from ganeti.backend import jobqueue
         try:

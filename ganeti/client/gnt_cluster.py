@@ -167,6 +167,7 @@ def destroy_cluster(opts: Any, args: list[str]) -> int:
     daemonctl.stop_daemon(paths, constants.RAPI)
     daemonctl.stop_daemon(paths, constants.MASTERD)
     daemonctl.stop_daemon(paths, constants.NODED)
+    daemonctl.stop_daemon(paths, constants.METAD)
     bootstrap.remove_cluster_files(paths)
     return cli.EXIT_SUCCESS
 
