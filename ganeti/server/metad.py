@@ -39,15 +39,36 @@ _MAX_HEAD = 8 * 1024
 
 
 class EntryCache:
-    """The node's entries, read from ``directory`` again only when a file changed."""
+    """The node's entries, read from ``directory`` again only when a file changed.
+
+    The node daemon writes an entry by a rename and removes one by an
+    unlink, both of which change the directory's modification time: while
+    that stays what it was at the last scan, the table is kept.  A time
+    less than :data:`SETTLE_NS` old is not trusted (two changes within one
+    clock tick leave the same time), so the directory is scanned then.
+    """
+
+    #: a directory modification time younger than this is scanned again anyway
+    SETTLE_NS = 2_000_000_000
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self._lock = threading.Lock()
         self._files: dict[str, tuple[tuple[int, int, int], metadata.Entry | None]] = {}
+        self._dir_sig: tuple[int, int] | None = None
+        self._table: dict[str, metadata.Entry | None] = {}
 
     def table(self) -> dict[str, metadata.Entry | None]:
         """``{address: entry}`` of the entries there now (see :func:`metadata.build_table`)."""
+        try:
+            st = os.stat(self.directory)
+            dir_sig: tuple[int, int] | None = (st.st_ino, st.st_mtime_ns)
+        except FileNotFoundError:
+            dir_sig = None
+        with self._lock:
+            if dir_sig is not None and dir_sig == self._dir_sig \
+                    and time.time_ns() - dir_sig[1] > self.SETTLE_NS:
+                return self._table
         try:
             names = sorted(n for n in os.listdir(self.directory) if n.endswith(".json"))
         except FileNotFoundError:
@@ -67,7 +88,9 @@ class EntryCache:
                     continue
                 seen[name] = (sig, self._read(path))
             self._files = seen
-            return metadata.build_table(e for _, e in seen.values() if e is not None)
+            self._dir_sig = dir_sig
+            self._table = metadata.build_table(e for _, e in seen.values() if e is not None)
+            return self._table
 
     @staticmethod
     def _read(path: str) -> metadata.Entry | None:

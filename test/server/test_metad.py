@@ -110,3 +110,41 @@ def test_a_malformed_request_gets_400_and_a_body_413(server, tmp_path) -> None:
 def test_the_daemon_refuses_a_bad_port(tmp_path) -> None:
     with pytest.raises(errors.ParameterError):
         metad._check(type("O", (), {"port": 0})(), Paths(root=str(tmp_path)))
+
+
+def test_a_settled_directory_is_not_scanned_and_a_rename_or_unlink_is_seen(tmp_path,
+                                                                           monkeypatch) -> None:
+    paths = Paths(root=str(tmp_path))
+    os.makedirs(paths.metadata_dir)
+    cache = metad.EntryCache(paths.metadata_dir)
+    monkeypatch.setattr(metad.EntryCache, "SETTLE_NS", 0)
+    tick = [1_000_000_000]
+
+    def settle() -> None:   # each change in a clock tick of its own, long ago
+        tick[0] += 1_000_000_000
+        os.utime(paths.metadata_dir, ns=(tick[0], tick[0]))
+
+    def replace(name: str, docs) -> None:     # as the node daemon writes: a rename
+        tmp = paths.metadata_entry(name) + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(metadata.entry_text(name, "u", [ADDR], docs))
+        os.replace(tmp, paths.metadata_entry(name))
+        settle()
+
+    replace("web1", DOCS)
+    assert cache.table()[ADDR].documents["meta-data"] == DOCS["meta-data"]
+    reads: list[str] = []
+    real_listdir = os.listdir
+
+    def listdir(directory: str) -> list[str]:
+        reads.append(directory)
+        return real_listdir(directory)
+    monkeypatch.setattr(metad.os, "listdir", listdir)
+    cache.table()
+    assert reads == []                               # settled: the table is kept
+    replace("web1", {**DOCS, "meta-data": "local-hostname: new\n"})
+    assert cache.table()[ADDR].documents["meta-data"] == "local-hostname: new\n"
+    assert len(reads) == 1
+    os.unlink(paths.metadata_entry("web1"))
+    settle()
+    assert ADDR not in cache.table()
