@@ -164,10 +164,8 @@ def destroy_cluster(opts: Any, args: list[str]) -> int:
     from ganeti import bootstrap, daemonctl, pathutils
     paths = pathutils.get_paths()
     cli.submit_opcode_and_wait(wire.cluster_destroy(), opts)
-    daemonctl.stop_daemon(paths, constants.RAPI)
-    daemonctl.stop_daemon(paths, constants.MASTERD)
-    daemonctl.stop_daemon(paths, constants.NODED)
-    daemonctl.stop_daemon(paths, constants.METAD)
+    for daemon in (constants.RAPI, constants.MASTERD, constants.NODED, constants.METAD):
+        daemonctl.stop_daemon(paths, daemon)
     bootstrap.remove_cluster_files(paths)
     return cli.EXIT_SUCCESS
 
