@@ -722,7 +722,7 @@ class RpcStubs:
 
     def call_instance_seed_remove(self, node_or_nodes: Nodes, *, instance_name: str,
                                   rpc_timeout: float | None = None) -> RpcResults:
-        """Remove the instance's cloud-init seed ISO, if any. -> None [fast]"""
+        """Remove the instance's cloud-init seed ISO and metadata entry, if any. -> None [fast]"""
         return self._rpc("instance_seed_remove", node_or_nodes, [instance_name], rpc_timeout)
 
     def call_extstorage_diagnose(self, node_or_nodes: Nodes, *, rpc_timeout: float | None = None) -> RpcResults:

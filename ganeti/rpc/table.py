@@ -329,7 +329,7 @@ ROWS: tuple[tuple[str, tuple[tuple[str, Any], ...], str, str], ...] = (
      "(Re)build the instance's cloud-init NoCloud seed ISO from its NICs ([[mac, address,"
      " gateway], ...]) and OS parameters. -> its path"),
     ("instance_seed_remove", (("instance_name", str),), "fast",
-     "Remove the instance's cloud-init seed ISO, if any. -> None"),
+     "Remove the instance's cloud-init seed ISO and metadata entry, if any. -> None"),
     # --- ganeti/backend/extstorage.py ---
     ("extstorage_diagnose", (), "fast",
      "[[name, path, status, diagnose, parameters [[name, doc], ...]], ...] of the ExtStorage"
