@@ -249,7 +249,7 @@ def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str
     seed_nics = [cloudinit.SeedNic(mac=str(n[0]), address=n[1], gateway=n[2]) for n in nics]
     private_doc = osparams_private.get(cloudinit.USER_DATA_PARAM)
     docs = {"meta-data": cloudinit.meta_data(instance_uuid, instance_name),
-            "network-config": cloudinit.network_config(seed_nics),
+            "network-config": cloudinit.network_config(seed_nics, osparams),
             "user-data": cloudinit.user_data(osparams, str(private_doc) if private_doc else None)}
     os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(dest)) as tmp:

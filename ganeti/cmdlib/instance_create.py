@@ -482,6 +482,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         self.os_image = os_image.image_of(self.osparams) \
             if op.mode == constants.INSTANCE_CREATE and not op.no_install else None
         os_image.check_store_name(os_image.image_of(self.osparams), self.context.paths)
+        os_image.check_seed_params(self.osparams)
         if self.os_image is not None:
             if not self.new_disks or op.disk_template == constants.DT_DISKLESS:
                 raise errors.OpPrereqError("An OS image needs a disk to be written to",

@@ -335,6 +335,7 @@ class LUInstanceReinstall(InstanceLU[OpInstanceReinstall]):
                 inst.osparams_private, reveal(self.op.osparams_private))
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
+        os_image.check_seed_params(self.new_osparams)
         #: an image-based reinstall (doc/images.md): the image first, then the OS scripts
         self.os_image = os_image.image_of(self.new_osparams)
         if self.os_image is not None:

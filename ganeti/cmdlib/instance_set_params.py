@@ -87,6 +87,8 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
                 if op.osparams_private is not None else None
         except errors.ParameterError as exc:
             raise errors.OpPrereqError(str(exc), errors.ECODE_INVAL) from None
+        if self.os_new is not None:
+            os_image.check_seed_params(self.os_new)
         be = parameters.fill_beparams(cfg.get_cluster_info(), self.be_new)
         if be["minmem"] > be["maxmem"]:
             raise errors.OpPrereqError(f"minmem ({be['minmem']}) is larger than maxmem"

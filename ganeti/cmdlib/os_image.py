@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ganeti.cmdlib.base import LogicalUnit
 
 __all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "without_image_params", "image_of", "check_local_image",
-           "check_store_name", "stage_image", "push_image",
+           "check_store_name", "check_seed_params", "stage_image", "push_image",
            "write_image", "build_seed", "drop_staged", "rename_seed", "remove_seed"]
 
 IMAGE_PARAM = osimage.OS_IMAGE_PARAM
@@ -67,6 +67,15 @@ def check_store_name(image: str | None, paths: Paths) -> None:
     (also when nothing is installed now: the name is kept for a reinstall)."""
     if image is not None and imagestore.kind_of(image) == "store":
         os_image_store.lookup(paths, image)
+
+
+def check_seed_params(osparams: dict[str, Any]) -> None:
+    """Refuse OS parameters the seed cannot carry (a ``dns_servers`` entry that is no
+    IP address; doc/images.md, "cloud-init")."""
+    try:
+        cloudinit.check_dns_params(osparams)
+    except ValueError as exc:
+        raise errors.OpPrereqError(f"Invalid OS parameter {exc}", errors.ECODE_INVAL) from None
 
 
 def _store_facts(entry: dict[str, Any]) -> dict[str, Any]:

@@ -16,13 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SeedNic", "USER_DATA_PARAM", "SEED_PARAMS", "VOLUME_ID", "meta_data",
-           "network_config", "user_data", "seed_nics", "split_list"]
+__all__ = ["SeedNic", "USER_DATA_PARAM", "SEED_PARAMS", "DNS_PARAMS", "VOLUME_ID", "meta_data",
+           "network_config", "check_dns_params", "user_data", "seed_nics", "split_list"]
 
 #: the private OS parameter holding a whole user-data document
 USER_DATA_PARAM = "user_data"
 #: the public OS parameters user-data is built from
 SEED_PARAMS = ("user", "ssh_authorized_keys", "packages")
+#: the public OS parameters of the static NICs' DNS settings in network-config
+DNS_PARAMS = ("dns_servers", "dns_search")
 #: the volume id cloud-init's NoCloud data source looks for
 VOLUME_ID = "cidata"
 
@@ -45,12 +47,17 @@ def meta_data(instance_uuid: str, hostname: str) -> str:
     return f"instance-id: {_q(instance_uuid)}\nlocal-hostname: {_q(hostname)}\n"
 
 
-def network_config(nics: Sequence[SeedNic]) -> str:
+def network_config(nics: Sequence[SeedNic], osparams: Mapping[str, Any] | None = None) -> str:
     """``network-config`` version 2: each NIC matched by MAC, static (with ``gateway4``
-    when its network has a gateway) or DHCP."""
+    when its network has a gateway) or DHCP.  A static NIC also gets the DNS servers
+    and search domains of the OS parameters ``dns_servers`` and ``dns_search``
+    (separated by spaces or ``;``); a DHCP NIC takes its DNS from the DHCP server."""
     lines = ["version: 2", "ethernets:"]
     if not nics:
         return "version: 2\nethernets: {}\n"
+    params = osparams or {}
+    servers = split_list(str(params.get("dns_servers", "") or ""), " ;\t\n")
+    search = split_list(str(params.get("dns_search", "") or ""), " ;\t\n")
     for idx, nic in enumerate(nics):
         lines += [f"  nic{idx}:", "    match:", f"      macaddress: {_q(nic.mac.lower())}"]
         if nic.address:
@@ -61,9 +68,24 @@ def network_config(nics: Sequence[SeedNic]) -> str:
                 # net-tools that a minimal Debian lacks, and the default route was
                 # silently missing; gateway4 becomes ifupdown's own "gateway" line
                 lines.append(f"    gateway4: {_q(nic.gateway)}")
+            if servers or search:
+                lines.append("    nameservers:")
+                if servers:
+                    lines += ["      addresses:", *(f"        - {_q(a)}" for a in servers)]
+                if search:
+                    lines += ["      search:", *(f"        - {_q(d)}" for d in search)]
         else:
             lines.append("    dhcp4: true")
     return "\n".join(lines) + "\n"
+
+
+def check_dns_params(osparams: Mapping[str, Any]) -> None:
+    """Refuse a ``dns_servers`` entry that is no IP address (``ValueError`` naming it)."""
+    for server in split_list(str(osparams.get("dns_servers", "") or ""), " ;\t\n"):
+        try:
+            ipaddress.ip_address(server)
+        except ValueError:
+            raise ValueError(f"dns_servers: {server!r} is not an IP address") from None
 
 
 def split_list(value: str, seps: str) -> list[str]:

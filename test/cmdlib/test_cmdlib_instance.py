@@ -1235,6 +1235,15 @@ def test_modify_takes_the_image_parameters_an_os_does_not_declare(env: Any) -> N
         env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1", osparams={"colour": "red"})
 
 
+def test_a_dns_server_that_is_no_address_is_refused_and_changes_nothing(env: Any) -> None:
+    # doc/images.md, "cloud-init": dns_servers go into the seed's network-config
+    _create(env)
+    with pytest.raises(errors.OpPrereqError, match="dns_servers: 'ns1.example.com' is not an IP"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                osparams={"dns_servers": "192.0.2.53 ns1.example.com"})
+    assert "dns_servers" not in env.cfg.get_instance_info_by_name("inst1").osparams
+
+
 def test_shutdown_leaves_the_disks_inactive(env: Any) -> None:
     # as Ganeti's (ShutdownInstanceDisks): its QA converts a stopped file instance next
     # (after gnt-cluster epo --on started it again)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ganeti.impexp import cloudinit
 from ganeti.impexp.cloudinit import SeedNic
 
@@ -77,3 +79,40 @@ def test_seed_nics_take_the_networks_prefix_and_gateway():
     assert nics == [SeedNic("aa:00:00:00:00:01", "10.1.2.3/16", "10.1.0.1"),
                     SeedNic("aa:00:00:00:00:02", "10.9.9.9/32", None),
                     SeedNic("aa:00:00:00:00:03")]
+
+
+def test_network_config_gives_static_nics_the_dns_of_the_os_parameters():
+    nics = [SeedNic(mac="aa:00:00:11:22:33", address="192.0.2.10/24", gateway="192.0.2.1"),
+            SeedNic(mac="aa:00:00:44:55:66")]
+    text = cloudinit.network_config(nics, {"dns_servers": "192.0.2.53; 2001:db8::53",
+                                           "dns_search": "example.com lab.example.com"})
+    assert text == (
+        "version: 2\n"
+        "ethernets:\n"
+        "  nic0:\n"
+        "    match:\n"
+        '      macaddress: "aa:00:00:11:22:33"\n'
+        "    dhcp4: false\n"
+        "    addresses:\n"
+        '      - "192.0.2.10/24"\n'
+        '    gateway4: "192.0.2.1"\n'
+        "    nameservers:\n"
+        "      addresses:\n"
+        '        - "192.0.2.53"\n'
+        '        - "2001:db8::53"\n'
+        "      search:\n"
+        '        - "example.com"\n'
+        '        - "lab.example.com"\n'
+        "  nic1:\n"
+        "    match:\n"
+        '      macaddress: "aa:00:00:44:55:66"\n'
+        "    dhcp4: true\n")
+    # no DNS parameters: no nameservers key
+    assert "nameservers" not in cloudinit.network_config(nics, {"user": "debian"})
+
+
+def test_dns_servers_must_be_addresses():
+    cloudinit.check_dns_params({"dns_servers": "192.0.2.53 2001:db8::1"})
+    cloudinit.check_dns_params({})
+    with pytest.raises(ValueError, match="'ns1.example.com' is not an IP address"):
+        cloudinit.check_dns_params({"dns_servers": "192.0.2.53 ns1.example.com"})
