@@ -25,7 +25,7 @@ import contextlib
 import secrets
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ganeti import constants, errors, parameters, serializer
@@ -38,12 +38,16 @@ __all__ = ["ACTIVATE_SYNC_STALL", "node_drbd_minors", "make_drbd_disk", "rpc_dis
            "SYNC_POLL", "data_lv_name", "meta_lv_name", "drbd_disk_size", "is_drbd",
            "secondary_nodes", "assemble_secondaries", "shutdown_mirrors", "check_consistent",
            "resync_control", "reconnect_mirrors", "create_mirror_disk", "make_mirror",
-           "remove_mirror_disk", "connect_standalone"]
+           "remove_mirror_disk", "connect_standalone", "sync_poll_delays", "SYNC_POLL_FIRST"]
 
 #: what a query shows instead of a DRBD secret
 HIDDEN = "<hidden>"
-#: seconds between two looks at a running resync
+#: seconds between two looks at a running resync (at most: see :func:`sync_poll_delays`)
 SYNC_POLL = 2.0
+#: seconds before the second look: a mirror just (re)connected is usually in sync
+#: within a fraction of a second, and a fixed :data:`SYNC_POLL` cost every relocation
+#: step a whole poll (doc/storage.md, "Node evacuation")
+SYNC_POLL_FIRST = 0.25
 #: a sync that makes no progress for this long is reported as stuck
 SYNC_STALL = 300.0
 #: seconds a degraded mirror that is not resyncing yet is given to begin (just after
@@ -205,6 +209,16 @@ _CONNECTING = frozenset(["WFConnection", "WFReportParams", "WFBitMapS", "WFBitMa
                          "WFSyncUUID", "Connecting"])
 
 
+def sync_poll_delays(first: float, most: float) -> Iterator[float]:
+    """The pauses between two looks at a resync: ``first``, then doubled each time
+    up to ``most``, which is kept (never more than ``most``, even when ``first`` is).
+    Pure."""
+    delay = first
+    while True:
+        yield min(delay, most)
+        delay = min(delay * 2, most) if delay > 0 else most
+
+
 def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: FeedbackFn, *,
                   cfg: ConfigReader, instance: str | None = None,
                   clock: Callable[[], float] = time.monotonic,
@@ -212,6 +226,11 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
                   stall: float = SYNC_STALL) -> bool:
     """Wait until no DRBD disk of ``disks`` is resyncing on ``node`` (the primary);
     True when every one ended in sync (not degraded).
+
+    Looks again after ``poll`` seconds, or (``poll`` None) after
+    :data:`SYNC_POLL_FIRST`, doubled at each look up to :data:`SYNC_POLL`
+    (:func:`sync_poll_delays`): a small mirror just connected is seen in sync
+    at once, a long resync is not polled more often than before.
 
     Reports each disk's percent and estimated time through ``feedback_fn``
     (Ganeti's "device disk/0: 45.20% done, 10s remaining (estimated)"), and
@@ -228,6 +247,8 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
     feedback_fn("* waiting for the instance's disks to sync")
     last_change, last_seen = clock(), None
     started = last_change
+    delays = sync_poll_delays(SYNC_POLL_FIRST, SYNC_POLL) if poll is None \
+        else sync_poll_delays(poll, poll)
     with contextlib.ExitStack() as stack:
         reporters: dict[str, Any] = {}
         while True:
@@ -245,7 +266,7 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
                 degraded = [d.iv_name for d, f in states if f.get("is_degraded")]
                 if degraded and clock() - started < min(SYNC_SETTLE, stall):
                     # just set up, a mirror may not have begun its resync yet
-                    sleep(SYNC_POLL if poll is None else poll)
+                    sleep(next(delays))
                     continue
                 if degraded:
                     lu.LogWarning(f"Disks not in sync on {node.name}: {', '.join(degraded)}")
@@ -263,7 +284,7 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
                 lu.LogWarning(f"The sync of {', '.join(d.iv_name for d, _ in syncing)} on"
                               f" {node.name} made no progress for {int(stall)}s")
                 return False
-            sleep(SYNC_POLL if poll is None else poll)
+            sleep(next(delays))
 
 
 def _report(lu: Any, stack: contextlib.ExitStack, reporters: dict[str, Any], disk: Disk,

@@ -1,4 +1,5 @@
-"""drbd.wait_for_sync: a mirror just set up that has not begun its resync is waited for."""
+"""drbd.wait_for_sync: a mirror just set up that has not begun its resync is waited for;
+its looks come quickly at first, then every SYNC_POLL seconds."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ _SYNCING = {"is_degraded": True, "sync_percent": 50.0, "drbd": {"cstate": "SyncS
 _IN_SYNC = {"is_degraded": False, "sync_percent": None, "drbd": {"cstate": "Connected"}}
 
 
-def _wait(answers: list[dict[str, Any]], monkeypatch) -> tuple[bool, list[str]]:
+def _wait(answers: list[dict[str, Any]], monkeypatch, poll: float | None = 5.0,
+          slept: list[float] | None = None) -> tuple[bool, list[str]]:
     now = [0.0]
     warnings: list[str] = []
     seq = iter(answers)
@@ -26,8 +28,10 @@ def _wait(answers: list[dict[str, Any]], monkeypatch) -> tuple[bool, list[str]]:
 
     def sleep(seconds: float) -> None:
         now[0] += seconds
+        if slept is not None:
+            slept.append(seconds)
     ok = drbd.wait_for_sync(lu, node, [disk], lambda msg: None, cfg=None,  # type: ignore[arg-type]
-                            clock=lambda: now[0], sleep=sleep, poll=5.0)
+                            clock=lambda: now[0], sleep=sleep, poll=poll)
     return ok, warnings
 
 
@@ -39,3 +43,34 @@ def test_a_resync_that_begins_late_is_waited_for(monkeypatch) -> None:
 def test_a_mirror_that_never_resyncs_is_reported_after_the_settle_time(monkeypatch) -> None:
     ok, warnings = _wait([_DEGRADED] * 10, monkeypatch)
     assert not ok and warnings == ["Disks not in sync on node1: disk/0"]
+
+
+def test_the_pauses_double_from_the_first_up_to_the_most() -> None:
+    delays = drbd.sync_poll_delays(0.25, 2.0)
+    assert [next(delays) for _ in range(6)] == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0]
+    fixed = drbd.sync_poll_delays(5.0, 5.0)
+    assert [next(fixed) for _ in range(3)] == [5.0, 5.0, 5.0]
+    capped = drbd.sync_poll_delays(3.0, 2.0)
+    assert [next(capped) for _ in range(2)] == [2.0, 2.0]
+    zero = drbd.sync_poll_delays(0.0, 0.0)
+    assert [next(zero) for _ in range(2)] == [0.0, 0.0]
+
+
+def test_a_mirror_that_connects_at_once_is_seen_in_sync_after_the_first_short_pause(
+        monkeypatch) -> None:
+    """A mirror just reconnected (waiting for its peer) is looked at again after
+    SYNC_POLL_FIRST, not a whole SYNC_POLL: the pause every relocation step paid."""
+    connecting = {"is_degraded": True, "sync_percent": None,
+                  "drbd": {"cstate": "WFConnection"}}
+    slept: list[float] = []
+    ok, warnings = _wait([connecting, _IN_SYNC], monkeypatch, poll=None, slept=slept)
+    assert ok and warnings == []
+    assert slept == [drbd.SYNC_POLL_FIRST] and drbd.SYNC_POLL_FIRST < drbd.SYNC_POLL
+
+
+def test_a_long_resync_is_looked_at_more_rarely_up_to_sync_poll(monkeypatch) -> None:
+    answers = [dict(_SYNCING, sync_percent=float(p)) for p in range(10, 90, 10)]
+    slept: list[float] = []
+    ok, _ = _wait([*answers, _IN_SYNC], monkeypatch, poll=None, slept=slept)
+    assert ok
+    assert slept == [0.25, 0.5, 1.0] + [drbd.SYNC_POLL] * (len(answers) - 3)
