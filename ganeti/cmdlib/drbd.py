@@ -389,17 +389,22 @@ def reconnect_mirrors(lu: Any, disks: Sequence[Disk], nodes: Sequence[Node], mul
                       primary: Node, feedback_fn: FeedbackFn, *, instance: str) -> None:
     """Reconnect the mirrors of ``disks`` between ``nodes`` (their two nodes), allowing
     two primaries (``multimaster``: the copy of a live migration) or one again, and
-    wait until they are in sync on ``primary``; :class:`errors.OpExecError` otherwise."""
+    wait until they are in sync on ``primary``; :class:`errors.OpExecError` otherwise.
+
+    Both nodes disconnect in one RPC call (in parallel), then both connect in another,
+    as Ganeti does: each step costs one round trip to the slower node, not one per node
+    (doc/storage.md, "Node evacuation")."""
     rpc = lu.require_rpc()
     data = rpc_disks(disks, lu.cfg)
+    names = [node.name for node in nodes]
     feedback_fn("* switching the mirrors to " + ("dual-primary" if multimaster
                                                  else "single-primary") + " mode")
-    for node in nodes:
-        rpc.call_drbd_disconnect_net(node.name, disks=data).one(
-            node.name, f"Cannot disconnect the mirrors on {node.name}")
-    for node in nodes:
-        rpc.call_drbd_attach_net(node.name, disks=data, multimaster=multimaster).one(
-            node.name, f"Cannot reconnect the mirrors on {node.name}")
+    results = rpc.call_drbd_disconnect_net(names, disks=data)
+    for name in names:
+        results.one(name, f"Cannot disconnect the mirrors on {name}")
+    results = rpc.call_drbd_attach_net(names, disks=data, multimaster=multimaster)
+    for name in names:
+        results.one(name, f"Cannot reconnect the mirrors on {name}")
     if not wait_for_sync(lu, primary, disks, feedback_fn, cfg=lu.cfg, instance=instance):
         raise errors.OpExecError(f"The mirrors of {instance} are not in sync after"
                                  f" reconnecting them on {primary.name}")
