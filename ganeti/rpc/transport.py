@@ -326,9 +326,14 @@ class HttpsTransport:
         except BaseException:
             tls.close()
             raise
-        session = tls.session
-        if session is not None and session.has_ticket:
-            self._sessions[(address, port)] = session
+        if not reused:
+            # a kept connection's session was recorded after its first reply;
+            # reading it again costs the lanes of the job-file stream a
+            # session object per request (doc/design/replication.md,
+            # "Quorum write, sixth round")
+            session = tls.session
+            if session is not None and session.has_ticket:
+                self._sessions[(address, port)] = session
         if keep and response.keep_alive and not parser.buffered:
             self._give_back(tls, address, port, response)
         else:
