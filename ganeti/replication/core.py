@@ -288,6 +288,9 @@ class ReplicationPlan:
         self._lane_sent: dict[str, int] = {}     # candidate -> position reported back
         # file updates whose quorum is not decided yet, oldest first
         self._undecided: list[Segment] = []
+        #: how many file updates' quorums were decided so far (a waiter for a
+        #: quorum need only look again when it grew)
+        self.decisions = 0
         # file updates whose quorum failed: (first, upto, why)
         self._quorum_failed: list[tuple[int, int, str]] = []
         # candidates that missed a job-file operation
@@ -560,8 +563,10 @@ class ReplicationPlan:
         need = quorum_needed(len(targets))
         if confirmed >= need:
             self._undecided.remove(segment)
+            self.decisions += 1
         elif len(targets) - len(bad) < need:
             self._undecided.remove(segment)
+            self.decisions += 1
             why = (f"stored on {confirmed + 1} of {len(targets) + 1} master candidates, a"
                    f" strict majority ({need + 1}) is needed; not stored on"
                    f" {', '.join(sorted(bad))}")

@@ -38,6 +38,10 @@ __all__ = ["Replicator", "report_failures", "read_queue_files", "copy_queue"]
 
 logger = logging.getLogger(__name__)
 
+#: canonical queue file names the replicator remembers (about the files of
+#: a few thousand recent jobs; the cache starts over beyond that)
+_CANONICAL_KEPT = 8192
+
 
 def report_failures(what: str, results: dict[str, RpcResult],
                     feedback_fn: FeedbackFn | None = None) -> list[str]:
@@ -196,14 +200,23 @@ class Replicator:
         self.paths = paths
         self.rpc = rpc
         self.timeout = timeout
-        # the plan and the flags below are guarded by one lock, with two
-        # conditions: _cond for the threads and flushes (work queued, sends
-        # done), _decided for the submitters waiting for a quorum (only
-        # lane_done and set_targets decide one), so that queuing work, which
-        # every submission and commit does, wakes no submitter
+        # the plan and the flags below are guarded by one lock, with four
+        # conditions, so that each event wakes only the threads it concerns:
+        # _cond for flushes and the end of sends (a lane or push done,
+        # targets changed), _lanes_wake for the idle lanes (job-file work
+        # queued, targets changed, stop), _cfg_wake for the config thread
+        # (a push queued, stop) and _decided for the submitters waiting for
+        # a quorum (woken only when a lane's report or a target change
+        # decided a file update); queuing job-file work, which every
+        # submission and commit does, wakes neither the config thread nor
+        # a submitter
         lock = threading.RLock()
         self._cond = threading.Condition(lock)
+        self._lanes_wake = threading.Condition(lock)
+        self._cfg_wake = threading.Condition(lock)
         self._decided = threading.Condition(lock)
+        # canonical names of the queue files, computed once per path
+        self._canonical: dict[str, str] = {}
         self._plan = ReplicationPlan(clock, resync_interval=resync_interval,
                                      resync_max_interval=QUEUE_RESYNC_MAX_INTERVAL)
         self._stopped = False
@@ -217,8 +230,15 @@ class Replicator:
         candidates, nodes = replication_targets(cfg.get_config_data())
         with self._cond:
             self._plan.set_targets(candidates, nodes)
-            self._cond.notify_all()     # lanes of former candidates end
-            self._decided.notify_all()  # their file updates may be decided now
+            self._targets_changed()
+
+    def _targets_changed(self) -> None:
+        """(lock held) Wake whoever a change of the targets concerns: lanes of
+        former candidates end, flushes need not wait for them, and file
+        updates waiting for them may be decided."""
+        self._cond.notify_all()
+        self._lanes_wake.notify_all()
+        self._decided.notify_all()
 
     def targets(self) -> tuple[list[str], list[str]]:
         """``(candidates, all other online nodes)`` as node names."""
@@ -253,6 +273,8 @@ class Replicator:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
+            self._lanes_wake.notify_all()
+            self._cfg_wake.notify_all()
             self._decided.notify_all()
         for thread in (self._cfg_thread, *self._lanes.values()):
             if thread is not None:
@@ -287,12 +309,11 @@ class Replicator:
         values = self._ssconf_values(config_data)
         with self._cond:
             self._plan.set_targets(candidates, nodes)
-            self._cond.notify_all()     # lanes of former candidates end
-            self._decided.notify_all()  # their file updates may be decided now
+            self._targets_changed()
             if not self._plan.queue_config(serial, data, values):
                 return      # stale (out of order): never replace newer bytes
             self._ensure_thread("_cfg_thread", self._config_loop, "replicator-config")
-            self._cond.notify_all()
+            self._cfg_wake.notify_all()
             inline = self._stopped
         if inline:
             self._config_loop(once=True)
@@ -330,7 +351,7 @@ class Replicator:
                 if once:
                     self._cond.wait_for(lambda: not plan.config_busy)
                 else:
-                    self._cond.wait_for(lambda: plan.config_pending or self._stopped)
+                    self._cfg_wake.wait_for(lambda: plan.config_pending or self._stopped)
                 send = plan.take_config()
                 if send is None:
                     return
@@ -456,7 +477,8 @@ class Replicator:
             inline = self._stopped
             if not inline:
                 self._ensure_lanes()
-            self._cond.notify_all()
+            # only the lanes: queued work makes no flush done and decides no quorum
+            self._lanes_wake.notify_all()
         if inline:
             self._run_lanes_once()
         return seq
@@ -502,7 +524,7 @@ class Replicator:
                     # idle, holding updates or a stale node: wake up for new
                     # work, the held updates or the resync; the timeout is
                     # recomputed after every wake-up
-                    self._cond.wait(plan.lane_wait(node))
+                    self._lanes_wake.wait(plan.lane_wait(node))
             self._run_lane_batch(batch)
 
     def _run_lane_batch(self, batch: LaneBatch) -> None:
@@ -515,11 +537,15 @@ class Replicator:
         if batch.resync:
             resync_failed = not self._resync(batch.node)
         with self._cond:
+            decided = self._plan.decisions
             for why in self._plan.lane_done(batch, sent, resync_failed):
                 # (before a flush can return)
                 logger.error("New job files not acknowledged: %s", why)
             self._cond.notify_all()
-            self._decided.notify_all()
+            if self._plan.decisions != decided:
+                # (a report that decided nothing, e.g. the second of two
+                # lanes confirming what the first one did, wakes no submitter)
+                self._decided.notify_all()
 
     def _send_lane(self, batch: LaneBatch) -> int:
         """Send the segments of ``batch`` to its node in order, consecutive file
@@ -566,11 +592,22 @@ class Replicator:
 
     def _send_updates(self, node: str, files: dict[str, bytes]) -> bool:
         """One ``jobqueue_update_many`` with ``files`` to ``node``; whether it confirmed."""
-        items = _wire_files(self.paths.root, files.items())
+        items = [[self._canonical_name(path), data.decode("utf-8")]
+                 for path, data in files.items()]
         names = ", ".join(sorted(os.path.basename(p) for p in files))
         # an offline node answers nothing: it holds no copy either
         return self._send_one(node, lambda rpc, tmo: rpc.call_jobqueue_update_many(
             node, files=items, rpc_timeout=tmo), f"Job queue replication of {names}")
+
+    def _canonical_name(self, path: str) -> str:
+        """The canonical name of the queue file ``path``, computed once per path
+        (a job file goes to every lane three times or more)."""
+        name = self._canonical.get(path)
+        if name is None:
+            if len(self._canonical) >= _CANONICAL_KEPT:
+                self._canonical.clear()
+            name = self._canonical[path] = to_canonical(self.paths.root, path)
+        return name
 
     def _resync(self, node: str) -> bool:
         """Send the whole queue to the stale ``node`` (its resync is due); whether it worked.

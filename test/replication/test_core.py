@@ -435,6 +435,25 @@ def test_a_file_update_is_known_once_a_majority_confirmed_it() -> None:
     assert plan.quorum_outcome(seq) == (True, None)             # decided stays decided
 
 
+def test_decisions_count_only_reports_that_decided_a_quorum() -> None:
+    # the driver wakes the submitters waiting for a quorum only when this grew
+    plan = _plan()
+    plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
+    first, second = _lane(plan, C2), _lane(plan, C3)
+    before = plan.decisions
+    plan.lane_done(first, len(first.segments))
+    assert plan.decisions == before + 1                        # master + C2: decided
+    plan.lane_done(second, len(second.segments))
+    assert plan.decisions == before + 1                        # C3's confirmation adds nothing
+    plan.queue_job_op(FileUpdate({"q/job-2": b"2"}))
+    failing = _lane(plan, C2)
+    plan.lane_done(failing, 0)
+    assert plan.decisions == before + 1                        # C3 may still confirm it
+    third = _lane(plan, C3)
+    plan.lane_done(third, 0)
+    assert plan.decisions == before + 2                        # failed: decided too
+
+
 def test_a_file_update_on_a_minority_fails_every_operation_merged_into_it() -> None:
     plan = _plan()
     first = plan.queue_job_op(FileUpdate({"q/job-1": b"1"}))
