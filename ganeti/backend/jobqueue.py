@@ -177,11 +177,13 @@ def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
     All names are checked before anything is renamed.
     """
     pairs = []
+    resolved: dict[str, str] = {}     # each directory resolved once per request
     for entry in rename:
         if not isinstance(entry, (list, tuple)) or len(entry) != 2 \
                 or not all(isinstance(x, str) for x in entry):
             raise errors.OpExecError(f"Invalid rename entry {entry!r}: expected [old, new]")
-        pairs.append((queue_file_path(ctx, entry[0]), queue_file_path(ctx, entry[1])))
+        pairs.append((queue_file_path(ctx, entry[0], resolved),
+                      queue_file_path(ctx, entry[1], resolved)))
     for old, new in pairs:
         if not os.path.lexists(old):
             # a queue copy (jobqueue_sync) already archived it, or this node

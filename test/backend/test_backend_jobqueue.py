@@ -184,3 +184,19 @@ def test_a_rewritten_job_file_keeps_its_old_inode_as_a_spare(ctx) -> None:
     jobqueue._SCRATCH.clear()
     jobqueue.jobqueue_update_many(ctx, [["job-2", "b"]])
     assert os.stat(os.path.join(ctx.paths.queue_dir, "job-2")).st_ino == first_inode
+
+
+def test_rename_into_a_directory_linked_out_of_the_queue_is_refused(ctx, tmp_path) -> None:
+    # the directory of every pair is resolved once per request: a linked
+    # archive directory is refused for every pair naming it, and nothing moves
+    jobqueue.jobqueue_update(ctx, "job-5", "five")
+    jobqueue.jobqueue_update(ctx, "job-6", "six")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.makedirs(os.path.join(ctx.paths.queue_dir, "archive"), exist_ok=True)
+    os.symlink(outside, os.path.join(ctx.paths.queue_dir, "archive", "0"))
+    with pytest.raises(errors.OpExecError):
+        jobqueue.jobqueue_rename(ctx, [["job-5", "archive/0/job-5"], ["job-6", "archive/0/job-6"]])
+    assert sorted(n for n in os.listdir(ctx.paths.queue_dir) if n.startswith("job-")) \
+        == ["job-5", "job-6"]
+    assert os.listdir(outside) == []
