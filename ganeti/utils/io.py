@@ -241,9 +241,10 @@ def _create_temp(path: str, mode: int) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_LINK, mode)
 
 
-def _open_spare(path: str) -> tuple[int, int]:
-    """Open a pooled spare inode for rewriting: its descriptor and its current
-    size; (-1, 0) when it is gone or not a regular file.
+def _open_spare(path: str) -> tuple[int, int, int]:
+    """Open a pooled spare inode for rewriting: its descriptor, its current
+    size and its permission bits; (-1, 0, 0) when it is gone or not a
+    regular file.
 
     The spare is not truncated here: the new data is written over the old
     blocks and the file is cut to the new length afterwards
@@ -256,13 +257,13 @@ def _open_spare(path: str) -> tuple[int, int]:
         fd = os.open(path, os.O_WRONLY | _NO_LINK)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.EISDIR, errno.ELOOP, errno.ENXIO):
-            return -1, 0
+            return -1, 0, 0
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        return -1, 0
-    return fd, st.st_size
+        return -1, 0, 0
+    return fd, st.st_size, stat.S_IMODE(st.st_mode)
 
 
 def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
@@ -293,9 +294,9 @@ def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
             tmp = None
             if scratch is not None and dirname == scratch.directory:
                 tmp = scratch.take()
-            fd, stale = -1, 0
+            fd, stale, perms = -1, 0, -1
             if tmp is not None:
-                fd, stale = _open_spare(tmp)
+                fd, stale, perms = _open_spare(tmp)
                 if fd < 0:
                     tmp = None
             pooled = tmp is not None
@@ -303,9 +304,14 @@ def write_files_atomic(files: Mapping[str, bytes], *, mode: int = 0o640,
                 tmp = (scratch.new_name() if scratch is not None and dirname == scratch.directory
                        else os.path.join(dirname, f".{base}.tmp{os.getpid()}.{seq}"))
                 fd = _create_temp(tmp, mode)
+                perms = -1
             temps.append((tmp, path, pooled))
             try:
-                os.fchmod(fd, mode)    # not the umask's, nor a leftover's
+                if perms != mode:
+                    # not the umask's, nor a leftover's (a spare of the pool
+                    # that has ``mode`` already needs no call: a replicated
+                    # job file costs a candidate a few system calls each)
+                    os.fchmod(fd, mode)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]

@@ -166,6 +166,29 @@ def test_scratch_pool_recycles_the_replaced_inode(tmp_path) -> None:
     assert names[-1] == "job-1" and all(n.startswith(".scratch-") for n in names[:-1])
 
 
+def test_a_recycled_spare_gets_the_mode_asked_for(tmp_path) -> None:
+    # a spare that has the mode already is not changed again; one that has
+    # another gets the one asked for
+    clock = _Clock()
+    pool = io.ScratchPool(str(tmp_path), cooling=1.0, clock=clock)
+    target = str(tmp_path / "job-1")
+    io.write_files_atomic({target: b"v1"}, mode=0o600, scratch=pool)
+    io.write_files_atomic({target: b"v2"}, mode=0o600, scratch=pool)   # v1's inode: a spare
+    clock.now += 1.5
+    spare_inode = os.stat(target).st_ino
+    io.write_files_atomic({target: b"v3"}, mode=0o640, scratch=pool)   # takes v1's 0o600 inode
+    assert os.stat(target).st_ino != spare_inode
+    assert os.stat(target).st_mode & 0o7777 == 0o640
+    clock.now += 1.5
+    io.write_files_atomic({target: b"v4"}, mode=0o640, scratch=pool)   # v2's inode, 0o600
+    assert os.stat(target).st_mode & 0o7777 == 0o640
+    clock.now += 1.5
+    io.write_files_atomic({target: b"v5"}, mode=0o640, scratch=pool)   # v3's inode, 0o640 already
+    assert os.stat(target).st_mode & 0o7777 == 0o640
+    with open(target, "rb") as fh:
+        assert fh.read() == b"v5"
+
+
 def test_scratch_pool_limit_and_leftovers(tmp_path) -> None:
     pool = io.ScratchPool(str(tmp_path), limit=1)
     target = str(tmp_path / "f")
