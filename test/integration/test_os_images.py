@@ -228,7 +228,7 @@ def test_static_nic_on_a_network_and_the_seed_made_again_at_start(vc, images):
     expected = ("version: 2\nethernets:\n"
                 f'  nic0:\n    match:\n      macaddress: "{mac0}"\n'
                 '    dhcp4: false\n    addresses:\n      - "198.51.100.20/24"\n'
-                '    routes:\n      - to: "0.0.0.0/0"\n        via: "198.51.100.1"\n'
+                '    gateway4: "198.51.100.1"\n'
                 '  nic1:\n    match:\n      macaddress: "aa:00:00:12:34:56"\n'
                 "    dhcp4: true\n")
     seed = _seed(vc, name)
