@@ -6,7 +6,10 @@ disk larger than the image; the node's NoCloud seed gives it the instance's name
 SSH key.  Inside the guest (root is logged in on the serial console):
 ``cloud-init status --long`` reports done with the NoCloud data source,
 the hostname is the instance's, the key is in the default user's
-``authorized_keys`` and cloud-init grew the file system to the disk.
+``authorized_keys`` and cloud-init grew the file system to the disk.  A
+second instance on a network (``gnt-network``, a gateway) gets its static
+address and default route from the seed's ``network-config``, and after a
+``reinstall`` with another key has that key only.
 
 Marked ``soak`` for now (``make soak``): the first run builds the image
 (about 4 minutes of debootstrap), every run boots a full Debian under TCG
@@ -18,7 +21,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from guest_helpers import SerialConsole, wait_for_line
+from guest_helpers import SerialConsole, log_lines, wait_for_line
 from instance_helpers import NOCHECK, status_of
 from vcluster_harness import VirtualCluster
 
@@ -34,6 +37,9 @@ pytestmark = [pytest.mark.soak, pytest.mark.timeout(1200),
 N1 = "node1.vcluster"
 INST = "cloud1.example.com"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGFuZXRpdGVzdGtleWZvcmNsb3VkaW5pdGJvb3Q test@ganeti"
+KEY2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHNlY29uZGtleWZvcnRoZXJlaW5zdGFsbHRlc3Rz other@ganeti"
+INST2 = "cloud2.example.com"
+NET, ADDRESS, GATEWAY = "cloudnet", "10.62.0.9", "10.62.0.1"
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +78,48 @@ def test_cloud_init_configures_the_guest_from_the_seed(vc, image):
         blocks = int(con.run("df -k --output=size / | tail -n 1"))
         assert blocks > 1800 * 1024, blocks
     vc.ok("gnt-instance", "remove", "-f", INST, timeout=300)
+
+
+def _keys_after_boot(vc, name: str, boots_seen: int) -> tuple[str, str, str]:
+    """Wait for the guest's root prompt number ``boots_seen + 1`` and cloud-init's end;
+    (global IPv4 addresses, default route, the default user's authorized keys)."""
+    hv = KvmHypervisor(vc.paths(N1))
+    short = name.split(".")[0]
+    wait_for_line(hv.serial_log(name), f"root@{short}:", count=boots_seen + 1, timeout=600)
+    with SerialConsole(hv.serial_socket(name), timeout=120) as con:
+        con.run("dmesg -n 1")
+        status = con.run("cloud-init status --wait --long", timeout=300)
+        assert "status: done" in status and "DataSourceNoCloud" in status, status
+        return (con.run("ip -4 -o address show scope global"),
+                con.run("ip -4 route show default"),
+                con.run("cat /home/debian/.ssh/authorized_keys"))
+
+
+def test_a_static_address_and_a_reinstall_with_another_key_reach_the_guest(vc, image):
+    vc.ok("gnt-network", "add", "--network", "10.62.0.0/24", "--gateway", GATEWAY, NET)
+    vc.ok("gnt-network", "connect", "-N", "mode=routed,link=main", NET)
+    try:
+        path, digest = cloudimage.qcow2(image)
+        vc.ok("gnt-instance", "add", "-t", "file", "-s", "2G", "-n", N1, "-B", "memory=512M",
+              "--net", f"0:network={NET},ip={ADDRESS}", "--os-image", path,
+              "--os-image-checksum", f"sha256:{digest}", "-O", f"ssh_authorized_keys={KEY}",
+              *NOCHECK, INST2, timeout=900)
+        addresses, route, keys = _keys_after_boot(vc, INST2, 0)
+        assert f"{ADDRESS}/24" in addresses, addresses
+        assert route.split()[:3] == ["default", "via", GATEWAY], route
+        assert KEY in keys.splitlines(), keys
+        # reinstalled from the same image with another key: a new disk, a new seed
+        serial = KvmHypervisor(vc.paths(N1)).serial_log(INST2)
+        vc.ok("gnt-instance", "shutdown", "--timeout=0", INST2, timeout=300)
+        # the prompts the log holds now (none when the stop removed the run directory)
+        prompts = len(log_lines(serial, "root@cloud2:"))
+        vc.ok("gnt-instance", "reinstall", "-f", "--os-image", path,
+              "-O", f"ssh_authorized_keys={KEY2}", INST2, timeout=900)
+        vc.ok("gnt-instance", "startup", INST2, timeout=300)
+        addresses, route, keys = _keys_after_boot(vc, INST2, prompts)
+        assert KEY2 in keys.splitlines() and KEY not in keys, keys
+        assert f"{ADDRESS}/24" in addresses, addresses
+    finally:
+        vc.run("gnt-instance", "remove", "-f", INST2, timeout=300)
+        vc.run("gnt-network", "disconnect", NET)
+        vc.run("gnt-network", "remove", NET)
