@@ -11,9 +11,8 @@ protocol and the methods: doc/protocols/luxi.md.
 
 from __future__ import annotations
 
-from ganeti import constants, errors, serializer, wiretypes
+from ganeti import constants, errors, luxi_table, serializer, wiretypes
 from ganeti.utils import unixsock
-from ganeti.wiretypes import JobId
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -23,7 +22,7 @@ __all__ = ["ETX", "METHODS", "Method", "OPS", "JOBS", "FrameBuffer", "encode_mes
            "encode_request", "encode_response", "parse_request",
            "parse_response", "Request", "Client", "JOB_NOTCHANGED",
            "IDEMPOTENT_METHODS", "default_master_socket", "check_args",
-           "WAIT_FOR_EVENTS_LIMIT"]
+           "WAIT_FOR_EVENTS_LIMIT", "luxi_method", "LuxiSpec"]
 
 ETX = b"\x03"
 
@@ -104,6 +103,8 @@ JOBS = list[OPS]
 class Method:
     """One row of the LUXI table: a method, its typed arguments and how to call it.
 
+    Rows are declared by the master's handlers (:func:`luxi_method`) and
+    generated into :mod:`ganeti.luxi_table`; this class reads them.
     ``args``: ``(name, type)`` per argument, in wire order; a ``?`` after
     the name marks an optional trailing argument (the master accepts the
     request without it).  ``type`` is an annotation of
@@ -149,99 +150,61 @@ class Method:
         return f"Method({self.name!r})"
 
 
-_QUERY_OLD = (("names", list[str] | None), ("fields", list[str]), ("use_locking?", bool))
+class LuxiSpec:
+    """What :func:`luxi_method` adds to a handler: how the method is called.
 
-#: The LUXI methods the master serves, one row each: the one place they are
-#: listed.  The master checks every request against its row before running
-#: it (doc/protocols/luxi.md); the :class:`Client` methods are generated from
-#: it (``tools/gen_luxi_client.py``), and so is the test fake.
-METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("SubmitJob", (("ops", OPS),), idempotent=False, result="int",
-           doc="Submit one job (a list of opcodes); returns its id."),
-    Method("SubmitJobToDrainedQueue", (("ops", OPS),), idempotent=False, result="int",
-           doc="Like SubmitJob, ignoring the drain flag."),
-    Method("SubmitManyJobs", (("jobs", JOBS),), idempotent=False, result="list[list[Any]]",
-           doc="Submit several jobs; returns [success, job_id_or_error] per job."),
-    Method("WaitForJobChange", (("job_id", JobId), ("fields", list[str]),
-                                ("prev_job_info", object), ("prev_log_serial", int | None),
-                                ("timeout", float)),
-           idempotent=True, wait="timeout", result="Any", client="WaitForJobChangeOnce",
-           defaults={"timeout": "constants.LUXI_WFJC_TIMEOUT"},
-           doc='One wait for a job change: "nochange" or [job_info, log_entries].'),
-    Method("PickupJob", (("job_id", JobId),), idempotent=False, result="Any",
-           doc="Adopt a job written to the queue by another process."),
-    Method("CancelJob", (("job_id", JobId), ("kill?", bool)), idempotent=True,
-           result="list[Any]", defaults={"kill": "False"},
-           doc="Cancel a queued or waiting job; returns [success, message]."),
-    Method("ArchiveJob", (("job_id", JobId),), idempotent=True, result="bool",
-           doc="Archive a finished job; returns whether it was archived."),
-    Method("AutoArchiveJobs", (("age", float), ("timeout", float)), idempotent=True,
-           wait="timeout", result="list[int]",
-           doc="Archive jobs older than age seconds (-1: all); returns [archived, left]."),
-    Method("ChangeJobPriority", (("job_id", JobId), ("priority", int)), idempotent=True,
-           result="list[Any]", doc="Change a job's priority; returns [success, message]."),
-    Method("QueryJobs", (("job_ids", list[JobId] | None), ("fields", list[str])), idempotent=True,
-           result="list[Any]", doc="Rows of job fields; None in place of an unknown job."),
-    Method("Query", (("what", str), ("fields", list[str]), ("qfilter", object)),
-           idempotent=True, result="dict[str, Any]",
-           doc="Query2: {fields: [fielddefs], data: [[[status, value], ...], ...]}."),
-    Method("QueryFields", (("what", str), ("fields", list[str] | None)), idempotent=True,
-           result="dict[str, Any]", doc="Field definitions of a resource: {fields: [...]}."),
-    Method("QueryInstances", _QUERY_OLD, idempotent=True, result="list[Any]",
-           defaults={"use_locking": "False"}, doc="Old-style instance query (rows)."),
-    Method("QueryNodes", _QUERY_OLD, idempotent=True, result="list[Any]",
-           defaults={"use_locking": "False"}, doc="Old-style node query (rows)."),
-    Method("QueryGroups", _QUERY_OLD, idempotent=True, result="list[Any]",
-           defaults={"use_locking": "False"}, doc="Old-style node group query (rows)."),
-    Method("QueryNetworks", _QUERY_OLD, idempotent=True, result="list[Any]",
-           defaults={"use_locking": "False"}, doc="Old-style network query (rows)."),
-    Method("QueryExports", (("nodes", list[str] | None), ("use_locking?", bool)),
-           idempotent=True, result="dict[str, Any]", defaults={"use_locking": "False"},
-           doc="Exports per node."),
-    Method("QueryConfigValues", (("fields", list[str]),), idempotent=True, result="list[Any]",
-           doc="Cluster configuration values (cluster_name, drain_flag, ...)."),
-    Method("QueryClusterInfo", (), idempotent=True, result="dict[str, Any]",
-           doc="The cluster information dict."),
-    Method("QueryNodeDrbd", (("node", str),), idempotent=True, result="list[list[Any]]",
-           doc="DRBD minors of a node from the configuration (rows as gnt-node list-drbd)."),
-    Method("QueryTags", (("kind", str), ("name", str | None)), idempotent=True,
-           result="list[str]",
-           doc="Tags of one object (kind: cluster, node, instance, nodegroup, network)."),
-    Method("SetDrainFlag", (("flag", bool),), idempotent=True, result="Any",
-           doc="Set or clear the job queue drain flag."),
-    Method("SetWatcherPause", (("until", float | None),), idempotent=True, result="Any",
-           doc="Pause the watcher until a timestamp (None: resume)."),
-    Method("WaitForEvents", (("last_id", int | None), ("event_filter", object),
-                             ("timeout", float)),
-           idempotent=True, wait="timeout", result="dict[str, Any]",
-           defaults={"event_filter": "None", "timeout": "constants.LUXI_WFJC_TIMEOUT"},
-           doc="Events after last_id (None: from now), waiting up to timeout."),
-    Method("QueryFilters", (("uuids", list[str] | None), ("fields", list[str])),
-           idempotent=True, result="list[Any]",
-           doc="Old-style job filter rule query (rows; uuids empty or None: all)."),
-    Method("ReplaceFilter", (("uuid", str | None), ("priority", int), ("predicates", list),
-                             ("action", object), ("reason", list)),
-           idempotent=False, result="str",
-           doc="Add (uuid None) or replace a job filter rule; returns its UUID."),
-    Method("DeleteFilter", (("uuid", str),), idempotent=False, result="Any",
-           doc="Remove a job filter rule."),
-    Method("QueryMetrics", (), idempotent=True, result="list[dict[str, Any]]",
-           doc="The master daemon's figures (metric families, see ganeti.metrics)."),
-    Method("DrainMaster", (("seconds", float),), idempotent=True, result="dict[str, Any]",
-           doc="Refuse submissions for seconds (0: accept again), then flush the replication."),
-    # Ganeti's WConfd calls (gnt-debug wconfd), served by the master here
-    Method("Echo", (("text", str),), idempotent=True, result="str", doc="Return text (WConfd echo)."),
-    Method("CleanupLocks", (), idempotent=True, result="list[list[str]]",
-           doc="Release locks of ended owner threads; returns [lock, owner] pairs."),
-    Method("ListLocks", (("job_id", JobId),), idempotent=True, result="list[list[str]]",
-           doc="The locks a job holds: [lock, shared|exclusive] pairs."),
-    Method("ListAllLocks", (), idempotent=True, result="list[str]",
-           doc="The names of the locks held now."),
-    Method("ListAllLocksOwners", (), idempotent=True, result="list[list[Any]]",
-           doc="The locks held now: [lock, [[owner, shared|exclusive], ...]]."),
-    Method("FlushConfig", (), idempotent=True, result="int",
-           doc="Write the configuration and replicate it now; returns its serial."),
-)}
+    The rest of its row comes from the handler itself (its name, its
+    parameters, its docstring's first paragraph).
+    """
+
+    __slots__ = ("idempotent", "wait", "result", "client", "defaults")
+
+    def __init__(self, idempotent: bool, wait: str | None, result: str | None,
+                 client: str | None, defaults: dict[str, str] | None) -> None:
+        self.idempotent = idempotent
+        self.wait = wait
+        self.result = result
+        self.client = client
+        self.defaults = defaults or {}
+
+
+def luxi_method(*, idempotent: bool, wait: str | None = None, result: str | None = None,
+                client: str | None = None,
+                defaults: dict[str, str] | None = None) -> Any:
+    """Mark a handler of the master as the LUXI method of its name (returned unchanged).
+
+    A LUXI method is declared once, by its handler in
+    ``ganeti/server/luxi_handlers.py`` (doc/design/contracts.md, "Adding a
+    LUXI method"): the parameters after ``self`` are the arguments in wire
+    order, typed with :mod:`ganeti.wiretypes` annotations (one with a
+    default is optional), and the docstring's first paragraph is the
+    one-line doc.  Here: ``idempotent``, ``wait``, ``client`` and the
+    client's ``defaults`` (Python source text) as in :class:`Method`, and
+    ``result``, the client's return type as text (default: the handler's
+    return annotation).  ``tools/gen_luxi_client.py`` writes the rows to
+    :mod:`ganeti.luxi_table`.
+    """
+    spec = LuxiSpec(idempotent, wait, result, client, defaults)
+
+    def mark(fn: Any) -> Any:
+        fn.__luxi_method__ = spec
+        return fn
+    return mark
+
+
+def _row(name: str, args: tuple[tuple[str, Any], ...], idempotent: bool, wait: str | None,
+         result: str, client: str | None, defaults: dict[str, str] | None, doc: str) -> Method:
+    return Method(name, args, idempotent=idempotent, wait=wait, result=result, doc=doc,
+                  client=client, defaults=defaults)
+
+
+#: The LUXI methods the master serves, one row each, in the order of their
+#: handlers.  Generated into :mod:`ganeti.luxi_table` from the
+#: :func:`luxi_method` handlers (``tools/gen_luxi_client.py``), so that the
+#: client never imports the master.  The master checks every request against
+#: its row before running it (doc/protocols/luxi.md); the :class:`Client`
+#: methods are generated from it too, and so is the test fake.
+METHODS: dict[str, Method] = {row[0]: _row(*row) for row in luxi_table.ROWS}
 
 #: Most events one ``WaitForEvents`` answer carries (the client asks again
 #: from the cursor it got for the rest).
@@ -606,11 +569,6 @@ class Client:
         """Adopt a job written to the queue by another process."""
         return self.call("PickupJob", [job_id], timeout=read_timeout)
 
-    def CancelJob(self, job_id: int | str, kill: bool = False, *,
-                  read_timeout: float | None = None) -> list[Any]:
-        """Cancel a queued or waiting job; returns [success, message]."""
-        return self.call("CancelJob", [job_id, kill], timeout=read_timeout)
-
     def ArchiveJob(self, job_id: int | str, *, read_timeout: float | None = None) -> bool:
         """Archive a finished job; returns whether it was archived."""
         return self.call("ArchiveJob", [job_id], timeout=read_timeout)
@@ -626,11 +584,6 @@ class Client:
                           read_timeout: float | None = None) -> list[Any]:
         """Change a job's priority; returns [success, message]."""
         return self.call("ChangeJobPriority", [job_id, priority], timeout=read_timeout)
-
-    def QueryJobs(self, job_ids: list[int] | None, fields: list[str], *,
-                  read_timeout: float | None = None) -> list[Any]:
-        """Rows of job fields; None in place of an unknown job."""
-        return self.call("QueryJobs", [job_ids, fields], timeout=read_timeout)
 
     def Query(self, what: str, fields: list[str], qfilter: Any, *,
               read_timeout: float | None = None) -> dict[str, Any]:
@@ -667,31 +620,38 @@ class Client:
         """Exports per node."""
         return self.call("QueryExports", [nodes, use_locking], timeout=read_timeout)
 
-    def QueryConfigValues(self, fields: list[str], *,
-                          read_timeout: float | None = None) -> list[Any]:
-        """Cluster configuration values (cluster_name, drain_flag, ...)."""
-        return self.call("QueryConfigValues", [fields], timeout=read_timeout)
-
     def QueryClusterInfo(self, *, read_timeout: float | None = None) -> dict[str, Any]:
         """The cluster information dict."""
         return self.call("QueryClusterInfo", [], timeout=read_timeout)
 
-    def QueryNodeDrbd(self, node: str, *, read_timeout: float | None = None) -> list[list[Any]]:
-        """DRBD minors of a node from the configuration (rows as gnt-node list-drbd)."""
-        return self.call("QueryNodeDrbd", [node], timeout=read_timeout)
+    def DrainMaster(self, seconds: float, *, read_timeout: float | None = None) -> dict[str, Any]:
+        """Refuse submissions for seconds (0: accept again), then flush the replication."""
+        return self.call("DrainMaster", [seconds], timeout=read_timeout)
 
-    def QueryTags(self, kind: str, name: str | None, *,
-                  read_timeout: float | None = None) -> list[str]:
-        """Tags of one object (kind: cluster, node, instance, nodegroup, network)."""
-        return self.call("QueryTags", [kind, name], timeout=read_timeout)
+    def Echo(self, text: str, *, read_timeout: float | None = None) -> str:
+        """Return text (WConfd echo)."""
+        return self.call("Echo", [text], timeout=read_timeout)
 
-    def SetDrainFlag(self, flag: bool, *, read_timeout: float | None = None) -> Any:
-        """Set or clear the job queue drain flag."""
-        return self.call("SetDrainFlag", [flag], timeout=read_timeout)
+    def FlushConfig(self, *, read_timeout: float | None = None) -> int:
+        """Write the configuration and replicate it now; returns its serial."""
+        return self.call("FlushConfig", [], timeout=read_timeout)
 
-    def SetWatcherPause(self, until: float | None, *, read_timeout: float | None = None) -> Any:
-        """Pause the watcher until a timestamp (None: resume)."""
-        return self.call("SetWatcherPause", [until], timeout=read_timeout)
+    def CleanupLocks(self, *, read_timeout: float | None = None) -> list[list[str]]:
+        """Release locks of ended owner threads; returns [lock, owner] pairs."""
+        return self.call("CleanupLocks", [], timeout=read_timeout)
+
+    def ListLocks(self, job_id: int | str, *,
+                  read_timeout: float | None = None) -> list[list[str]]:
+        """The locks a job holds: [lock, shared|exclusive] pairs."""
+        return self.call("ListLocks", [job_id], timeout=read_timeout)
+
+    def ListAllLocks(self, *, read_timeout: float | None = None) -> list[str]:
+        """The names of the locks held now."""
+        return self.call("ListAllLocks", [], timeout=read_timeout)
+
+    def ListAllLocksOwners(self, *, read_timeout: float | None = None) -> list[list[Any]]:
+        """The locks held now: [lock, [[owner, shared|exclusive], ...]]."""
+        return self.call("ListAllLocksOwners", [], timeout=read_timeout)
 
     def WaitForEvents(self, last_id: int | None, event_filter: Any = None,
                       timeout: float = constants.LUXI_WFJC_TIMEOUT, *,
@@ -720,32 +680,35 @@ class Client:
         """The master daemon's figures (metric families, see ganeti.metrics)."""
         return self.call("QueryMetrics", [], timeout=read_timeout)
 
-    def DrainMaster(self, seconds: float, *, read_timeout: float | None = None) -> dict[str, Any]:
-        """Refuse submissions for seconds (0: accept again), then flush the replication."""
-        return self.call("DrainMaster", [seconds], timeout=read_timeout)
+    def CancelJob(self, job_id: int | str, kill: bool = False, *,
+                  read_timeout: float | None = None) -> list[Any]:
+        """Cancel a queued or waiting job; returns [success, message]."""
+        return self.call("CancelJob", [job_id, kill], timeout=read_timeout)
 
-    def Echo(self, text: str, *, read_timeout: float | None = None) -> str:
-        """Return text (WConfd echo)."""
-        return self.call("Echo", [text], timeout=read_timeout)
+    def QueryJobs(self, job_ids: list[int] | None, fields: list[str], *,
+                  read_timeout: float | None = None) -> list[Any]:
+        """Rows of job fields; None in place of an unknown job."""
+        return self.call("QueryJobs", [job_ids, fields], timeout=read_timeout)
 
-    def CleanupLocks(self, *, read_timeout: float | None = None) -> list[list[str]]:
-        """Release locks of ended owner threads; returns [lock, owner] pairs."""
-        return self.call("CleanupLocks", [], timeout=read_timeout)
+    def SetWatcherPause(self, until: float | None, *, read_timeout: float | None = None) -> Any:
+        """Pause the watcher until a timestamp (None: resume)."""
+        return self.call("SetWatcherPause", [until], timeout=read_timeout)
 
-    def ListLocks(self, job_id: int | str, *,
-                  read_timeout: float | None = None) -> list[list[str]]:
-        """The locks a job holds: [lock, shared|exclusive] pairs."""
-        return self.call("ListLocks", [job_id], timeout=read_timeout)
+    def SetDrainFlag(self, flag: bool, *, read_timeout: float | None = None) -> Any:
+        """Set or clear the job queue drain flag."""
+        return self.call("SetDrainFlag", [flag], timeout=read_timeout)
 
-    def ListAllLocks(self, *, read_timeout: float | None = None) -> list[str]:
-        """The names of the locks held now."""
-        return self.call("ListAllLocks", [], timeout=read_timeout)
+    def QueryNodeDrbd(self, node: str, *, read_timeout: float | None = None) -> list[list[Any]]:
+        """DRBD minors of a node from the configuration (rows as gnt-node list-drbd)."""
+        return self.call("QueryNodeDrbd", [node], timeout=read_timeout)
 
-    def ListAllLocksOwners(self, *, read_timeout: float | None = None) -> list[list[Any]]:
-        """The locks held now: [lock, [[owner, shared|exclusive], ...]]."""
-        return self.call("ListAllLocksOwners", [], timeout=read_timeout)
+    def QueryConfigValues(self, fields: list[str], *,
+                          read_timeout: float | None = None) -> list[Any]:
+        """Cluster configuration values (cluster_name, drain_flag, ...)."""
+        return self.call("QueryConfigValues", [fields], timeout=read_timeout)
 
-    def FlushConfig(self, *, read_timeout: float | None = None) -> int:
-        """Write the configuration and replicate it now; returns its serial."""
-        return self.call("FlushConfig", [], timeout=read_timeout)
+    def QueryTags(self, kind: str, name: str | None, *,
+                  read_timeout: float | None = None) -> list[str]:
+        """Tags of one object (kind: cluster, node, instance, nodegroup, network)."""
+        return self.call("QueryTags", [kind, name], timeout=read_timeout)
     # --- end of generated methods ---

@@ -92,6 +92,7 @@ LAYERS: dict[str, int] = {
     "ganeti.ssh": 3,
     "ganeti.sshchannel": 2,
     "ganeti.luxi": 3,
+    "ganeti.luxi_table": 3,
     "ganeti.iallocator": 3,
     "ganeti.query": 3,
     "ganeti.events": 3,

@@ -1,6 +1,7 @@
-"""The LUXI table (``luxi.METHODS``) is the one list of LUXI methods: the
-generated client methods are fresh, and the master's handlers and the
-client's methods take exactly the row's arguments."""
+"""The LUXI table (``luxi.METHODS``) is the one list of LUXI methods, declared
+by the master's ``@luxi_method`` handlers: the generated table
+(``ganeti/luxi_table.py``) and client methods are fresh, and the master's
+handlers and the client's methods take exactly the row's arguments."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
 
 from ganeti import errors, luxi  # noqa: E402
+from ganeti.luxi import OPS  # noqa: E402
 from ganeti.server.luxi_handlers import LuxiDispatcher  # noqa: E402
+from ganeti.wiretypes import JobId  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = list(luxi.METHODS.values())
@@ -37,6 +40,117 @@ def test_the_generated_client_methods_are_fresh() -> None:
         text = fh.read()
     assert gen.splice(text, gen.render()) == text, \
         "ganeti/luxi.py is stale: run tools/gen_luxi_client.py"
+
+
+def _fields(row: luxi.Method) -> tuple[Any, ...]:
+    return (row.name, row.args, row.idempotent, row.wait, row.result, row.doc, row.client,
+            row.defaults)
+
+
+def test_the_generated_table_is_fresh() -> None:
+    gen = _generator()
+    with open(gen.TABLE, encoding="utf-8") as fh:
+        committed = fh.read()
+    assert committed == gen.render_table(gen.collect()), \
+        "ganeti/luxi_table.py is stale: run tools/gen_luxi_client.py"
+    assert gen.main(["--check"]) == 0
+
+
+def test_the_table_is_what_the_handlers_declare() -> None:
+    declared = _generator().collect()
+    assert [_fields(row) for row in declared] == [_fields(row) for row in ROWS]
+
+
+def test_every_public_handler_declares_a_method() -> None:
+    public = [name for name in vars(LuxiDispatcher) if name[:1].isupper()]
+    assert sorted(public) == sorted(luxi.METHODS)
+    assert all(hasattr(getattr(LuxiDispatcher, name), "__luxi_method__") for name in public)
+
+
+class _Handlers:
+    """Handlers as a new LUXI method would be written."""
+
+    @luxi.luxi_method(idempotent=True, wait="timeout", client="PollOnce",
+                      defaults={"timeout": "30.0"})
+    def Poll(self, job_id: JobId, names: list[str] | None, timeout: float,
+             deep: bool = False) -> dict[str, Any]:
+        """Wait for something; returns what changed.
+
+        More for the reader of the master.
+        """
+        return {}
+
+    @luxi.luxi_method(idempotent=False, result="int")
+    def Submit(self, ops: OPS, filter_: object) -> Any:
+        """Submit it."""
+
+
+def test_a_handler_declares_its_row() -> None:
+    gen = _generator()
+    poll, submit = gen.collect(_Handlers)
+    assert _fields(poll) == (
+        "Poll", (("job_id", JobId), ("names", list[str] | None), ("timeout", float),
+                 ("deep?", bool)),
+        True, "timeout", "dict[str, Any]", "Wait for something; returns what changed.",
+        "PollOnce", {"timeout": "30.0", "deep": "False"})
+    assert _fields(submit) == ("Submit", (("ops", OPS), ("filter_", object)), False, None,
+                               "int", "Submit it.", "Submit", {})
+    text = gen.render_table([poll, submit])
+    assert '("Poll", (("job_id", JobId), ("names", list[str] | None)' in text
+    assert '("deep?", bool)' in text and '{"timeout": "30.0", "deep": "False"}' in text
+    namespace: dict[str, Any] = {}
+    exec(compile(text, "luxi_table", "exec"), namespace)   # the table reads back the same
+    rows = [luxi._row(*row) for row in namespace["ROWS"]]
+    assert [_fields(r) for r in rows] == [_fields(poll), _fields(submit)]
+    assert "def PollOnce(self, job_id: int | str, names: list[str] | None," \
+        " timeout: float = 30.0," in gen.render([poll]).replace("\n", " ").replace("  ", "")
+
+
+class _Bad:
+    @luxi.luxi_method(idempotent=True)
+    def AnyArg(self, value: Any) -> int:
+        """Any is not a wire type."""
+        return 0
+
+    @luxi.luxi_method(idempotent=True)
+    def NoDoc(self, value: int) -> int:
+        return 0
+
+    @luxi.luxi_method(idempotent=True)
+    def Order(self, first: int = 0, second: int = 1, third: str = "x") -> int:
+        """Fine: optional arguments trail."""
+        return 0
+
+    @luxi.luxi_method(idempotent=True)
+    def Gap(self, first: int = 0, *, second: int) -> int:
+        """Keyword-only parameters are not wire arguments."""
+        return 0
+
+    @luxi.luxi_method(idempotent=True, wait="seconds")
+    def Wait(self, timeout: float) -> int:
+        """wait names an argument that is not there."""
+        return 0
+
+    @luxi.luxi_method(idempotent=True)
+    def NoResult(self):  # type: ignore[no-untyped-def]
+        """No result type."""
+
+    def Plain(self, value: int) -> int:
+        """Not decorated."""
+        return 0
+
+
+@pytest.mark.parametrize("name, message", [
+    ("AnyArg", "Any is no wire type"), ("NoDoc", "docstring"),
+    ("Gap", "plain positional"), ("Wait", "wait names no argument"),
+    ("NoResult", "result="), ("Plain", "not decorated"),
+])
+def test_the_generator_refuses_a_bad_declaration(name: str, message: str) -> None:
+    gen = _generator()
+    with pytest.raises(ValueError, match=message):
+        gen.declared_method(getattr(_Bad, name))
+    assert gen.declared_method(_Bad.Order).args == (("first?", int), ("second?", int),
+                                                    ("third?", str))
 
 
 def test_the_freshness_check_sees_a_stale_block() -> None:

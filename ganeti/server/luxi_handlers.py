@@ -1,4 +1,13 @@
-"""The LUXI methods of the master daemon: one handler per row of the LUXI table.
+"""The LUXI methods of the master daemon: each declared once, by its handler here.
+
+A handler decorated with :func:`ganeti.luxi.luxi_method` is the LUXI method
+of its name: its parameters after ``self`` are the arguments in wire order
+(typed with the annotations of :mod:`ganeti.wiretypes`; one with a default
+is optional), its docstring's first paragraph the one-line doc, the
+decorator says how the client calls it.  ``tools/gen_luxi_client.py``
+writes the rows to ``ganeti/luxi_table.py`` (:data:`ganeti.luxi.METHODS`,
+which the client side reads without importing this module) and the typed
+``luxi.Client`` methods (doc/design/contracts.md, "Adding a LUXI method").
 
 :class:`LuxiDispatcher` turns one request frame into one response frame
 (``handle(frame) -> bytes``, never raising for bad input): it decodes the
@@ -29,9 +38,11 @@ from ganeti.context import MasterContext
 from ganeti.failover.quorum import MasterGuard
 from ganeti.jqueue.summary import SUMMARY_FIELDS
 from ganeti.locking.monitor import owners_by_lock
+from ganeti.luxi import JOBS, OPS, luxi_method
 from ganeti.query.answercache import AnswerCache
 from ganeti.replication import Replicator
 from ganeti.server.filterrules import FilterRules
+from ganeti.wiretypes import JobId
 
 __all__ = ["LuxiDispatcher"]
 
@@ -57,8 +68,9 @@ class LuxiDispatcher:
     """Answers LUXI requests: ``handle(frame) -> response bytes``.
 
     Each row of :data:`ganeti.luxi.METHODS` is served by the method of this
-    class with the row's name, called with the request's arguments once
-    they passed the row's check (:func:`ganeti.luxi.check_args`).
+    class that declares it (``@luxi_method``, the row's name), called with
+    the request's arguments once they passed the row's check
+    (:func:`ganeti.luxi.check_args`).
     """
 
     def __init__(self, context: MasterContext, clock: Callable[[], float] = time.time,
@@ -68,8 +80,8 @@ class LuxiDispatcher:
         self._pause_lock = threading.Lock()
         # the master lease and fencing (doc/design/failover.md); None: not checked
         self.guard = guard
-        # one handler per row of the LUXI table: the method of this class of
-        # the same name, taking the row's arguments (test_luxi_table checks)
+        # one handler per row of the LUXI table: the method of this class that
+        # declares it (the table is generated from them; test_luxi_table checks)
         missing = [name for name in luxi.METHODS if not callable(getattr(self, name, None))]
         if missing:
             raise errors.ProgrammerError(f"LUXI methods without a handler: {missing}")
@@ -114,74 +126,110 @@ class LuxiDispatcher:
             logger.exception("Cannot encode the result of %s", req.method)
             return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
 
-    # handlers: one per row of luxi.METHODS, same names and arguments ------------
+    # handlers: each @luxi_method declares its row of luxi.METHODS ------------------
     def _check_submit(self, count: int = 1) -> None:
         if self.guard is not None:
             self.guard.check_submit(count)
 
-    def SubmitJob(self, ops: list[Any]) -> int:
+    @luxi_method(idempotent=False)
+    def SubmitJob(self, ops: OPS) -> int:
+        """Submit one job (a list of opcodes); returns its id."""
         self._check_submit()
         return self.context.require_jqueue().submit_job(ops)
 
-    def SubmitJobToDrainedQueue(self, ops: list[Any]) -> int:
+    @luxi_method(idempotent=False)
+    def SubmitJobToDrainedQueue(self, ops: OPS) -> int:
+        """Like SubmitJob, ignoring the drain flag."""
         self._check_submit()
         return self.context.require_jqueue().submit_job(ops, ignore_drain=True)
 
-    def SubmitManyJobs(self, jobs: list[list[Any]]) -> Any:
+    @luxi_method(idempotent=False)
+    def SubmitManyJobs(self, jobs: JOBS) -> list[list[Any]]:
+        """Submit several jobs; returns [success, job_id_or_error] per job."""
         self._check_submit(len(jobs))
         return self.context.require_jqueue().submit_many_jobs(jobs)
 
-    def WaitForJobChange(self, job_id: Any, fields: list[str], prev_job_info: Any,
+    @luxi_method(idempotent=True, wait="timeout", client="WaitForJobChangeOnce",
+                 defaults={"timeout": "constants.LUXI_WFJC_TIMEOUT"})
+    def WaitForJobChange(self, job_id: JobId, fields: list[str], prev_job_info: object,
                          prev_log_serial: int | None, timeout: float) -> Any:
+        """One wait for a job change: "nochange" or [job_info, log_entries]."""
         return self.context.require_jqueue().wait_for_job_change(
             job_id, fields, prev_job_info, prev_log_serial, timeout)
 
-    def PickupJob(self, job_id: Any) -> Any:
+    @luxi_method(idempotent=False)
+    def PickupJob(self, job_id: JobId) -> Any:
+        """Adopt a job written to the queue by another process."""
         return self.context.require_jqueue().pickup_job(job_id)
 
-    def ArchiveJob(self, job_id: Any) -> Any:
+    @luxi_method(idempotent=True)
+    def ArchiveJob(self, job_id: JobId) -> bool:
+        """Archive a finished job; returns whether it was archived."""
         return self.context.require_jqueue().archive_job(job_id)
 
-    def AutoArchiveJobs(self, age: float, timeout: float) -> Any:
+    @luxi_method(idempotent=True, wait="timeout")
+    def AutoArchiveJobs(self, age: float, timeout: float) -> list[int]:
+        """Archive jobs older than age seconds (-1: all); returns [archived, left]."""
         return self.context.require_jqueue().auto_archive_jobs(age, timeout)
 
-    def ChangeJobPriority(self, job_id: Any, priority: int) -> Any:
+    @luxi_method(idempotent=True)
+    def ChangeJobPriority(self, job_id: JobId, priority: int) -> list[Any]:
+        """Change a job's priority; returns [success, message]."""
         return self.context.require_jqueue().change_job_priority(job_id, priority)
 
-    def Query(self, what: str, fields: list[str], qfilter: Any) -> Any:
+    @luxi_method(idempotent=True, result="dict[str, Any]")
+    def Query(self, what: str, fields: list[str], qfilter: object) -> Any:
+        """Query2: {fields: [fielddefs], data: [[[status, value], ...], ...]}."""
         made = self._query_frame(what, fields, qfilter)
         if made is not None:
             return _Frame(made)
         return cmdlib_query.run_query(self.context, what, fields, qfilter)
 
+    @luxi_method(idempotent=True, result="dict[str, Any]")
     def QueryFields(self, what: str, fields: list[str] | None) -> Any:
+        """Field definitions of a resource: {fields: [...]}."""
         return cmdlib_query.run_query_fields(what, fields)
 
-    def QueryInstances(self, names: Any, fields: list[str],
+    @luxi_method(idempotent=True, result="list[Any]")
+    def QueryInstances(self, names: list[str] | None, fields: list[str],
                        use_locking: bool = False) -> list[list[Any]]:
+        """Old-style instance query (rows)."""
         return self._query_old_style(constants.QR_INSTANCE, names, fields)
 
-    def QueryNodes(self, names: Any, fields: list[str],
+    @luxi_method(idempotent=True, result="list[Any]")
+    def QueryNodes(self, names: list[str] | None, fields: list[str],
                    use_locking: bool = False) -> list[list[Any]]:
+        """Old-style node query (rows)."""
         return self._query_old_style(constants.QR_NODE, names, fields)
 
-    def QueryGroups(self, names: Any, fields: list[str],
+    @luxi_method(idempotent=True, result="list[Any]")
+    def QueryGroups(self, names: list[str] | None, fields: list[str],
                     use_locking: bool = False) -> list[list[Any]]:
+        """Old-style node group query (rows)."""
         return self._query_old_style(constants.QR_GROUP, names, fields)
 
-    def QueryNetworks(self, names: Any, fields: list[str],
+    @luxi_method(idempotent=True, result="list[Any]")
+    def QueryNetworks(self, names: list[str] | None, fields: list[str],
                       use_locking: bool = False) -> list[list[Any]]:
+        """Old-style network query (rows)."""
         return self._query_old_style(constants.QR_NETWORK, names, fields)
 
+    @luxi_method(idempotent=True, result="dict[str, Any]")
     def QueryExports(self, nodes: list[str] | None, use_locking: bool = False) -> Any:
+        """Exports per node."""
         return cmdlib_backup.query_exports(self.context, nodes, use_locking)
 
+    @luxi_method(idempotent=True, result="dict[str, Any]")
     def QueryClusterInfo(self) -> _Frame:
+        """The cluster information dict."""
         return _Frame(self._cluster_info_frame())
 
+    @luxi_method(idempotent=True)
     def DrainMaster(self, seconds: float) -> dict[str, Any]:
-        """Refuse submissions for ``seconds`` (0: accept again), then flush the
-        replication (doc/design/failover.md, "Planned failover under load")."""
+        """Refuse submissions for seconds (0: accept again), then flush the replication.
+
+        See doc/design/failover.md, "Planned failover under load".
+        """
         if seconds < 0 or seconds > 600:
             raise errors.ParameterError("DrainMaster: seconds must be within 0..600",
                                         errors.ECODE_INVAL)
@@ -197,11 +245,16 @@ class LuxiDispatcher:
                 "flushed": flushed}
 
     # Ganeti's WConfd calls (gnt-debug wconfd): the master holds the locks and the config here
+    @luxi_method(idempotent=True)
     def Echo(self, text: str) -> str:
+        """Return text (WConfd echo)."""
         return text
 
+    @luxi_method(idempotent=True)
     def FlushConfig(self) -> int:
-        """Write the configuration now (a new serial, the same objects) and wait
+        """Write the configuration and replicate it now; returns its serial.
+
+        Write the configuration now (a new serial, the same objects) and wait
         until it was pushed to the master candidates, as every write is
         (per-node failures are logged and resynced by the replication)."""
         serial = self.context.require_cfg().flush()
@@ -211,8 +264,11 @@ class LuxiDispatcher:
                                      " sent to the master candidates")
         return serial
 
+    @luxi_method(idempotent=True)
     def CleanupLocks(self) -> list[list[str]]:
-        """Release the locks of threads that ended holding them (Ganeti: of dead
+        """Release locks of ended owner threads; returns [lock, owner] pairs.
+
+        Release the locks of threads that ended holding them (Ganeti: of dead
         lock owners); ``[lock, owner]`` per hold released."""
         glm = self.context.glm
         freed = glm.release_ended_owners() if glm is not None else []
@@ -227,15 +283,21 @@ class LuxiDispatcher:
         return [(name, [(_job_of(owner) or owner, mode) for owner, mode in owners])
                 for name, owners in owners_by_lock(infos)]
 
-    def ListLocks(self, job_id: Any) -> list[list[str]]:
-        wanted = int(job_id)
+    @luxi_method(idempotent=True)
+    def ListLocks(self, job_id: JobId) -> list[list[str]]:
+        """The locks a job holds: [lock, shared|exclusive] pairs."""
+        wanted = int(str(job_id))   # (an int, or its decimal text: checked)
         return [[name, mode] for name, owners in self._lock_owners()
                 for owner, mode in owners if owner == wanted]
 
+    @luxi_method(idempotent=True)
     def ListAllLocks(self) -> list[str]:
+        """The names of the locks held now."""
         return [name for name, _ in self._lock_owners()]
 
+    @luxi_method(idempotent=True)
     def ListAllLocksOwners(self) -> list[list[Any]]:
+        """The locks held now: [lock, [[owner, shared|exclusive], ...]]."""
         return [[name, [list(pair) for pair in owners]] for name, owners in self._lock_owners()]
 
     def _cluster_info_frame(self) -> bytes:
@@ -315,9 +377,13 @@ class LuxiDispatcher:
                                         query.make_simple_filter("name", names))
         return query.old_style_rows(result)
 
-    def WaitForEvents(self, last_id: int | None, event_filter: Any,
-                         timeout: float) -> dict[str, Any]:
-        """Events after ``last_id`` matching the filter, long-polling up to
+    @luxi_method(idempotent=True, wait="timeout",
+                 defaults={"event_filter": "None", "timeout": "constants.LUXI_WFJC_TIMEOUT"})
+    def WaitForEvents(self, last_id: int | None, event_filter: object,
+                      timeout: float) -> dict[str, Any]:
+        """Events after last_id (None: from now), waiting up to timeout.
+
+        Events after ``last_id`` matching the filter, long-polling up to
         ``timeout`` (capped like WaitForJobChange); doc/protocols/events.md."""
         bus = self.context.events
         if bus is None:
@@ -327,28 +393,44 @@ class LuxiDispatcher:
         cursor, found = bus.wait(last_id, flt, timeout, limit=luxi.WAIT_FOR_EVENTS_LIMIT)
         return {"last_id": cursor, "events": [events.event_to_dict(e) for e in found]}
 
+    @luxi_method(idempotent=True, result="list[Any]")
     def QueryFilters(self, uuids: list[str] | None, fields: list[str]) -> list[list[Any]]:
-        """Rows of job filter rule fields (doc/jobfilters.md)."""
+        """Old-style job filter rule query (rows; uuids empty or None: all).
+
+        The rows of job filter rule fields (doc/jobfilters.md).
+        """
         result = cmdlib_query.run_query(self.context, constants.QR_FILTER, fields,
                                         query.make_simple_filter("uuid", uuids or None))
         return query.old_style_rows(result)
 
-    def ReplaceFilter(self, uuid: str | None, priority: int, predicates: list[Any],
-                      action: Any, reason: list[Any]) -> str:
+    @luxi_method(idempotent=False)
+    def ReplaceFilter(self, uuid: str | None, priority: int, predicates: list,
+                      action: object, reason: list) -> str:
+        """Add (uuid None) or replace a job filter rule; returns its UUID."""
         return self._filters.replace(uuid, priority, predicates, action, reason)
 
+    @luxi_method(idempotent=False, result="Any")
     def DeleteFilter(self, uuid: str) -> None:
+        """Remove a job filter rule."""
         self._filters.delete(uuid)
 
+    @luxi_method(idempotent=True)
     def QueryMetrics(self) -> list[dict[str, Any]]:
-        """The master's figures as plain data (doc/metrics.md)."""
+        """The master daemon's figures (metric families, see ganeti.metrics).
+
+        The master's figures as plain data (doc/metrics.md).
+        """
         figures = self.context.metrics
         return figures.snapshot() if figures is not None else []
 
-    def CancelJob(self, job_id: Any, kill: bool = False) -> list[Any]:
+    @luxi_method(idempotent=True)
+    def CancelJob(self, job_id: JobId, kill: bool = False) -> list[Any]:
+        """Cancel a queued or waiting job; returns [success, message]."""
         return self.context.require_jqueue().cancel_job(job_id, kill=bool(kill))
 
-    def QueryJobs(self, job_ids: Any, fields: list[str]) -> Any:
+    @luxi_method(idempotent=True, result="list[Any]")
+    def QueryJobs(self, job_ids: list[JobId] | None, fields: list[str]) -> Any:
+        """Rows of job fields; None in place of an unknown job."""
         if job_ids is not None and not isinstance(job_ids, list):
             raise errors.ParameterError("QueryJobs: job ids must be a list or null",
                                         errors.ECODE_INVAL)
@@ -357,8 +439,11 @@ class LuxiDispatcher:
     def _watcher_pause(self) -> int | None:
         return watcherpause.read_pause(self.context.paths.watcher_pause_file, self._clock())
 
-    def SetWatcherPause(self, until: Any) -> Any:
-        """Store the pause on the master, then on every other online node (as Ganeti).
+    @luxi_method(idempotent=True)
+    def SetWatcherPause(self, until: float | None) -> Any:
+        """Pause the watcher until a timestamp (None: resume).
+
+        Store the pause on the master, then on every other online node (as Ganeti).
 
         Nodes that fail are named in an :class:`errors.OpExecError`; the
         pause is set everywhere else.
@@ -382,14 +467,19 @@ class LuxiDispatcher:
                                      f" the following node(s): {', '.join(failed)}")
         return until
 
-    def SetDrainFlag(self, flag: Any) -> bool:
+    @luxi_method(idempotent=True, result="Any")
+    def SetDrainFlag(self, flag: bool) -> bool:
+        """Set or clear the job queue drain flag."""
         if not isinstance(flag, bool):
             raise errors.ParameterError("SetDrainFlag: expected a boolean", errors.ECODE_INVAL)
         self.context.require_jqueue().set_drain_flag(flag)
         return True
 
+    @luxi_method(idempotent=True)
     def QueryNodeDrbd(self, node: str) -> list[list[Any]]:
-        """The DRBD minors the configuration gives ``node`` (Ganeti answers this from
+        """DRBD minors of a node from the configuration (rows as gnt-node list-drbd).
+
+        The DRBD minors the configuration gives ``node`` (Ganeti answers this from
         confd): ``[node, minor, instance, "disk/N", role, peer]`` rows."""
         cfg = self.context.committed_cfg()
         found = find_node(cfg, node)
@@ -397,7 +487,9 @@ class LuxiDispatcher:
             raise errors.OpPrereqError(f"Node '{node}' not known", errors.ECODE_NOENT)
         return drbd.node_drbd_minors(cfg, found.uuid)
 
-    def QueryConfigValues(self, fields: Any) -> list[Any]:
+    @luxi_method(idempotent=True)
+    def QueryConfigValues(self, fields: list[str]) -> list[Any]:
+        """Cluster configuration values (cluster_name, drain_flag, ...)."""
         if not isinstance(fields, list):
             raise errors.ParameterError("QueryConfigValues: fields must be a list",
                                         errors.ECODE_INVAL)
@@ -424,7 +516,9 @@ class LuxiDispatcher:
             result.append(getter())
         return result
 
-    def QueryTags(self, kind: Any, name: Any) -> list[str]:
+    @luxi_method(idempotent=True)
+    def QueryTags(self, kind: str, name: str | None) -> list[str]:
+        """Tags of one object (kind: cluster, node, instance, nodegroup, network)."""
         cfg = self.context.committed_cfg()
         if kind == constants.TAG_CLUSTER:
             obj: Any = cfg.get_cluster_info()
@@ -433,7 +527,7 @@ class LuxiDispatcher:
         elif kind == constants.TAG_INSTANCE:
             obj = find_instance(cfg, name) if isinstance(name, str) else None
         elif kind == constants.TAG_NODEGROUP:
-            obj = cfg.get_nodegroup_by_name(name)
+            obj = cfg.get_nodegroup_by_name(name) if isinstance(name, str) else None
         elif kind == constants.TAG_NETWORK:
             data = cfg.get_config_data()
             obj = next((n for n in data.networks.values() if n.name == name), None)
