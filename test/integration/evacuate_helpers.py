@@ -1,8 +1,7 @@
 """Node evacuations of ``drbd`` instances on the guest cluster: the checks they share.
 
-Used by test/integration/test_guest_drbd_evacuate.py (two instances, in
-``make test``) and test/integration/test_guest_evacuate.py (six, in
-``make soak``).  Each instance is ``(name, primary, secondary)`` with short
+The checks of test/integration/test_guest_evacuate.py (six instances, in
+``make test``).  Each instance is ``(name, primary, secondary)`` with short
 node names; the cluster is the 3-node guest cluster of ``guest_cluster``, so
 every move off the evacuated node lands on the two others.
 """
