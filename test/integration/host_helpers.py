@@ -8,6 +8,7 @@ print it.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import glob
 import os
@@ -19,7 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-__all__ = ["serve_directory", "mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls",
+__all__ = ["serve_directory", "network_namespace", "mount_tmpfs", "umount", "fill", "raise_fd_limit", "skip_unless", "SlowSyscalls",
            "qemu_reason", "process_tree", "request_children"]
 
 
@@ -213,3 +214,31 @@ def serve_directory(top: str) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+#: ``unshare``/``setns`` flag of a network namespace
+CLONE_NEWNET = 0x40000000
+
+
+@contextmanager
+def network_namespace(*addresses: str) -> Iterator[None]:
+    """The calling thread (and what it starts: daemons, qemu) in a new network namespace
+    for the block, its loopback up with ``addresses`` (``/32``) on it; back to the original
+    namespace after.  Taps, routes and listeners made inside never touch the host's
+    network.  Needs root."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    original = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        if libc.unshare(CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"unshare(CLONE_NEWNET): {os.strerror(err)}")
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=30)
+        for address in addresses:
+            subprocess.run(["ip", "addr", "add", f"{address}/32", "dev", "lo"], check=True,
+                           timeout=30)
+        yield
+    finally:
+        if libc.setns(original, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns back to the original namespace: {os.strerror(err)}")
+        os.close(original)

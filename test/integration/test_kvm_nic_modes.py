@@ -27,7 +27,6 @@ missing (``make debian-deps`` installs it) or the test is not root.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
@@ -120,8 +119,6 @@ class Switch:
         return self.vsctl("get", "port", port, "tag")
 
 
-#: ``unshare``/``setns`` flag of a network namespace
-CLONE_NEWNET = 0x40000000
 #: the host's address in the namespace (on its loopback) that a routed guest reaches
 HOST_ADDRESS = "10.62.0.1"
 
@@ -131,21 +128,8 @@ def netns() -> Iterator[None]:
     """This thread (and what it starts: the cluster's daemons, qemu, Open vSwitch) in a
     new network namespace, with its loopback up; back to the original one after."""
     tinylinux.build()       # first, while packages can still be fetched (cached after)
-    libc = ctypes.CDLL(None, use_errno=True)
-    original = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    try:
-        if libc.unshare(CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"unshare(CLONE_NEWNET): {os.strerror(err)}")
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=30)
-        subprocess.run(["ip", "addr", "add", f"{HOST_ADDRESS}/32", "dev", "lo"], check=True,
-                       timeout=30)
+    with host_helpers.network_namespace(HOST_ADDRESS):
         yield
-    finally:
-        if libc.setns(original, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"setns back to the original namespace: {os.strerror(err)}")
-        os.close(original)
 
 
 @pytest.fixture(scope="module")
