@@ -204,9 +204,24 @@ def _syncing(found: dict[str, Any]) -> bool:
         (found.get("drbd") or {}).get("cstate") in _CONNECTING
 
 
-#: connection states on the way to Connected (or to a resync)
+def _progress_key(found: dict[str, Any]) -> tuple[Any, bool]:
+    """What counts as progress of a mirror being waited for: its resync percent, and
+    whether it is connected at all.  A connection going round DRBD's retry loop
+    (WFConnection, a handshake, a timeout, Unconnected, WFConnection again) is no
+    progress: such a mirror is given :data:`SYNC_STALL` seconds in all, not that
+    long after each change of its connection state."""
+    cstate = (found.get("drbd") or {}).get("cstate")
+    return found.get("sync_percent"), cstate not in _CONNECTING
+
+
+#: connection states on the way to Connected (or to a resync): those DRBD passes
+#: through by itself while it (re)tries to reach its peer (doc/storage.md, "Node
+#: evacuation": a mirror not connected yet is waited for, not given up after
+#: :data:`SYNC_SETTLE`).  Not StandAlone: DRBD has given up its peer (a failed
+#: handshake, a split brain) and only a new ``connect`` leaves it.
 _CONNECTING = frozenset(["WFConnection", "WFReportParams", "WFBitMapS", "WFBitMapT",
-                         "WFSyncUUID", "Connecting"])
+                         "WFSyncUUID", "Connecting", "Unconnected", "NetworkFailure",
+                         "Timeout", "BrokenPipe", "ProtocolError", "TearDown"])
 
 
 def sync_poll_delays(first: float, most: float) -> Iterator[float]:
@@ -223,7 +238,7 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
                   cfg: ConfigReader, instance: str | None = None,
                   clock: Callable[[], float] = time.monotonic,
                   sleep: Callable[[float], None] = time.sleep, poll: float | None = None,
-                  stall: float = SYNC_STALL) -> bool:
+                  stall: float | None = None) -> bool:
     """Wait until no DRBD disk of ``disks`` is resyncing on ``node`` (the primary);
     True when every one ended in sync (not degraded).
 
@@ -238,8 +253,12 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
     ``drbd-resync``, bytes done of the disk's size, DRBD's own speed and
     estimate) that also show as a ``resync`` block job in the ``instance``'s
     ``jobs`` runtime field while it runs (doc/progress.md, "Runtime jobs").  Ends
-    early when nothing changed for ``stall`` seconds.
+    early when nothing changed for ``stall`` seconds (default :data:`SYNC_STALL`): a
+    mirror not connected yet (DRBD still trying its peer) is waited for that long;
+    one degraded otherwise (StandAlone, or connected but not resyncing) only
+    :data:`SYNC_SETTLE` seconds.
     """
+    stall = SYNC_STALL if stall is None else stall
     mirrors = [d for d in disks if is_drbd(d)]
     if not mirrors:
         return True
@@ -273,8 +292,7 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
                     return False
                 feedback_fn("* the instance's disks are in sync")
                 return True
-            seen = tuple((d.uuid, f.get("sync_percent"), (f.get("drbd") or {}).get("cstate"))
-                         for d, f in syncing)
+            seen = tuple((d.uuid, *_progress_key(f)) for d, f in syncing)
             for disk, found in syncing:
                 feedback_fn(_progress_line(disk.iv_name, found))
             now = clock()

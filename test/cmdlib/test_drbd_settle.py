@@ -74,3 +74,63 @@ def test_a_long_resync_is_looked_at_more_rarely_up_to_sync_poll(monkeypatch) -> 
     ok, _ = _wait([*answers, _IN_SYNC], monkeypatch, poll=None, slept=slept)
     assert ok
     assert slept == [0.25, 0.5, 1.0] + [drbd.SYNC_POLL] * (len(answers) - 3)
+
+
+def _state(cstate: str, **kw: Any) -> dict[str, Any]:
+    return {"is_degraded": True, "sync_percent": None, "drbd": {"cstate": cstate}, **kw}
+
+
+#: DRBD's own retry loop towards a peer it has not reached yet (a handshake that
+#: timed out under load, then listening again)
+_RETRY_LOOP = ["WFConnection", "WFReportParams", "Timeout", "NetworkFailure", "TearDown",
+               "Unconnected", "BrokenPipe"]
+
+
+def test_a_mirror_still_trying_its_peer_after_the_settle_time_is_waited_for(
+        monkeypatch) -> None:
+    """Not connected yet is not degraded: a connection going round DRBD's retry loop
+    for longer than SYNC_SETTLE (which a mirror caught in Unconnected or Timeout was
+    given before) is waited for until it connects and syncs."""
+    looks = int(drbd.SYNC_SETTLE / 5.0) * 3
+    retrying = [_state(_RETRY_LOOP[i % len(_RETRY_LOOP)]) for i in range(looks)]
+    ok, warnings = _wait([*retrying, _SYNCING, _IN_SYNC], monkeypatch)
+    assert ok and warnings == []
+
+
+def test_a_mirror_that_never_connects_is_given_up_after_the_stall_time(monkeypatch) -> None:
+    """Its connection state changing round the loop is no progress: the stall time
+    counts from the first look, not from the last change of state."""
+    now = [0.0]
+    looks = int(drbd.SYNC_STALL / 5.0) + 10
+    answers = iter([_state(_RETRY_LOOP[i % len(_RETRY_LOOP)]) for i in range(looks)])
+    warnings: list[str] = []
+    rpc = SimpleNamespace(call_blockdev_find=lambda node, disk: SimpleNamespace(
+        one=lambda *a: dict(next(answers))))
+    lu = SimpleNamespace(require_rpc=lambda: rpc, LogWarning=warnings.append)
+    monkeypatch.setattr(drbd, "rpc_disk", lambda disk, cfg: {})
+    monkeypatch.setattr(drbd, "_report", lambda *a: None)
+    disk = SimpleNamespace(dev_type="drbd", iv_name="disk/0", uuid="d0")
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+    ok = drbd.wait_for_sync(lu, SimpleNamespace(name="node1"), [disk], lambda msg: None,
+                            cfg=None, clock=lambda: now[0], sleep=sleep,  # type: ignore[arg-type]
+                            poll=5.0)
+    assert not ok
+    assert warnings == ["The sync of disk/0 on node1 made no progress for 300s"]
+    assert drbd.SYNC_STALL < now[0] <= drbd.SYNC_STALL + 10.0
+
+
+def test_a_standalone_mirror_is_not_waited_for_past_the_settle_time(monkeypatch) -> None:
+    """StandAlone: DRBD gave its peer up (a failed handshake, a split brain) and will
+    not try again by itself; reported after SYNC_SETTLE, not the stall time."""
+    slept: list[float] = []
+    ok, warnings = _wait([_state("StandAlone")] * 100, monkeypatch, slept=slept)
+    assert not ok and warnings == ["Disks not in sync on node1: disk/0"]
+    assert drbd.SYNC_SETTLE <= sum(slept) < drbd.SYNC_SETTLE + 5.0
+
+
+def test_a_resync_that_progresses_is_not_given_up(monkeypatch) -> None:
+    answers = [_state("SyncSource", sync_percent=float(p)) for p in range(1, 100)]
+    ok, warnings = _wait([*answers, _IN_SYNC], monkeypatch)
+    assert ok and warnings == []
