@@ -55,8 +55,9 @@ def add_mirrored(gc: GuestClusterFixture, layout: Layout, size: str) -> None:
 
     Marks the test an expected failure on the one known intermittent defect
     (doc/storage.md, "Node evacuation"): under load, a new mirror's sides did
-    not connect within the create's wait (which warns and goes on), and the
-    evacuation's migration then refused it as not up to date on its target.
+    not connect; the create now fails on it ("There are some degraded disks for
+    this instance", its disks removed) where it used to warn "Disks not in sync"
+    and go on, the evacuation's migration then refusing the instance.
     """
     created = []
     for name, primary, secondary in layout:
@@ -65,12 +66,14 @@ def add_mirrored(gc: GuestClusterFixture, layout: Layout, size: str) -> None:
                      "--no-name-check", "--no-ip-check", "--submit", _fqdn(name))
         _ok(res)
         created.append(re.findall(r"\d+", res.stdout + res.stderr)[-1])
-    for job in created:
-        _ok(gc.gnt("gnt-job", "wait", job))
-    if "not in sync" in _ok(gc.gnt("gnt-job", "info", *created)):
+    waited = [gc.gnt("gnt-job", "wait", job) for job in created]
+    info = _ok(gc.gnt("gnt-job", "info", *created))
+    if "degraded disks for this instance" in info or "not in sync" in info:
         pytest.xfail("known intermittent defect, cause not found yet: a new mirror"
                      " stayed unconnected after its create (doc/storage.md,"
                      " 'Node evacuation')")
+    for res in waited:
+        _ok(res)
 
 
 def evacuate(gc: GuestClusterFixture, node: str) -> list[dict[str, Any]]:
