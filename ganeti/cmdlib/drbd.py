@@ -215,10 +215,10 @@ def _progress_key(found: dict[str, Any]) -> tuple[Any, bool]:
 
 
 #: connection states on the way to Connected (or to a resync): those DRBD passes
-#: through by itself while it (re)tries to reach its peer (doc/storage.md, "Node
-#: evacuation": a mirror not connected yet is waited for, not given up after
-#: :data:`SYNC_SETTLE`).  Not StandAlone: DRBD has given up its peer (a failed
-#: handshake, a split brain) and only a new ``connect`` leaves it.
+#: through by itself while it (re)tries to reach its peer; a mirror in one is
+#: waited for, not given up after :data:`SYNC_SETTLE`
+#: (doc/storage.md, "Waiting for a sync").  Not StandAlone: DRBD has given up its
+#: peer (a failed handshake, a split brain) and only a new ``connect`` leaves it.
 _CONNECTING = frozenset(["WFConnection", "WFReportParams", "WFBitMapS", "WFBitMapT",
                          "WFSyncUUID", "Connecting", "Unconnected", "NetworkFailure",
                          "Timeout", "BrokenPipe", "ProtocolError", "TearDown"])

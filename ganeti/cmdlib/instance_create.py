@@ -622,7 +622,7 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
         """Wait for the new mirrors' initial sync; one still degraded then (never
         connected, given up by DRBD, or not resyncing) fails the creation as
         Ganeti's does: its disks are removed from both nodes, then the instance
-        from the config (doc/storage.md, "Node evacuation": a broken mirror left
+        from the config (doc/storage.md, "Waiting for a sync": a broken mirror left
         behind is what the next operation tripped on); :meth:`Exec` drops a staged
         OS image and the instance lock."""
         inst = self.new_inst

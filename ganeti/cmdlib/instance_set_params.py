@@ -612,7 +612,7 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         active = inst.disks_active or inst.admin_state == constants.ADMINST_UP
         if (self.op.wait_for_sync or not active) and not drbd.wait_for_sync(
                 self, self.pnode, [disk], feedback_fn, cfg=cfg, instance=inst.name):
-            # as a creation's (doc/storage.md, "Node evacuation"): no broken new mirror
+            # as a creation's (doc/storage.md, "Waiting for a sync"): no broken new mirror
             # is left behind; removed from both nodes before its port and minors are
             # free in the config
             drbd.remove_mirror_disk(self, disk, (self.pnode, snode))
