@@ -5,7 +5,10 @@ The state lives on the node that runs the instance
 another node (failover, move) or that node's qemu is started for an
 incoming migration, the master copies it over with
 ``instance_firmware_get``/``instance_firmware_put``.  An instance with
-``firmware=bios`` and ``tpm=none`` has none and nothing is sent.
+``firmware=bios`` and ``tpm=none`` has none and nothing is sent.  Once the
+instance runs (or, stopped, lives) on the new node, the copy on the node it
+left is removed, but only when the new node received it (:func:`drop_left`):
+a failed or skipped copy leaves the source's, perhaps the only one.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.objects import Instance
 
-__all__ = ["kvm_firmware_needs", "has_state", "carry", "fetch", "restore", "remove"]
+__all__ = ["kvm_firmware_needs", "has_state", "carry", "drop_left", "fetch", "restore", "remove",
+           "remove_everywhere"]
 
 
 def kvm_firmware_needs(hvparams: dict[str, Any]) -> list[str]:
@@ -39,23 +43,24 @@ def has_state(lu: LogicalUnit[Any], inst: Instance) -> bool:
 
 
 def carry(lu: LogicalUnit[Any], inst: Instance, src: str, dst: str,
-          feedback_fn: FeedbackFn, *, required: bool = False) -> None:
+          feedback_fn: FeedbackFn, *, required: bool = False) -> bool:
     """Copy the instance's firmware state from node ``src`` to node ``dst``.
 
     Nothing to copy (the source never ran it with UEFI/TPM) is not an
     error.  A failure is a warning (the target then uses what it has, else
     a fresh NVRAM and TPM), or, ``required``, raises
-    :class:`errors.OpExecError` (a migration: the running guest's state
-    would be lost).
+    :class:`errors.OpExecError` (a migration or a move: the guest's state
+    would be lost).  True when ``dst`` received the state: only then may
+    ``src``'s copy go (:func:`drop_left`), else it may be the only one.
     """
     if src == dst or not has_state(lu, inst):
-        return
+        return False
     rpc = lu.require_rpc()
     try:
         data = rpc.call_instance_firmware_get(src, instance_uuid=inst.uuid).one(
             src, f"Could not read the UEFI/TPM state of {inst.name} on {src}")
         if data is None:
-            return
+            return False
         feedback_fn(f"* copying the UEFI/TPM state of {inst.name} to {dst}")
         rpc.call_instance_firmware_put(dst, instance_uuid=inst.uuid, data=str(data)).one(
             dst, f"Could not write the UEFI/TPM state of {inst.name} on {dst}")
@@ -63,6 +68,25 @@ def carry(lu: LogicalUnit[Any], inst: Instance, src: str, dst: str,
         if required:
             raise errors.OpExecError(str(exc)) from exc
         lu.LogWarning(f"{exc}; {dst} uses the state it has, else a fresh one")
+        return False
+    return True
+
+
+def drop_left(lu: LogicalUnit[Any], inst: Instance, src: str, carried: bool) -> None:
+    """Remove the stale copy on ``src``, the node the instance left, once it
+    runs (or lives, stopped) elsewhere; only when :func:`carry` answered
+    ``carried`` (the new node has the state).  A failure is a warning."""
+    if carried:
+        remove(lu, inst, [src])
+
+
+def remove_everywhere(lu: LogicalUnit[Any], inst: Instance) -> None:
+    """On instance removal: remove a kvm instance's firmware state from every
+    online node (a node it left while unreachable may still hold a copy)."""
+    if inst.hypervisor != constants.HT_KVM:
+        return
+    nodes = [lu.cfg.get_node_info(u) for u in lu.cfg.get_online_node_list()]
+    _remove(lu, inst, [n.name for n in nodes if n is not None])
 
 
 def fetch(lu: LogicalUnit[Any], inst: Instance, node: str) -> str | None:
@@ -100,10 +124,16 @@ def restore(lu: LogicalUnit[Any], inst: Instance, node: str, data: str | None,
 
 def remove(lu: LogicalUnit[Any], inst: Instance, nodes: list[str]) -> None:
     """Remove the instance's firmware state from ``nodes``; failures are warnings."""
-    if not has_state(lu, inst) or not nodes:
+    if has_state(lu, inst):
+        _remove(lu, inst, nodes)
+
+
+def _remove(lu: LogicalUnit[Any], inst: Instance, nodes: list[str]) -> None:
+    if not nodes:
         return
     results = lu.require_rpc().call_instance_firmware_remove(nodes, instance_uuid=inst.uuid)
     for node in nodes:
         res = results.get(node)
         if res is None or res.failed:
-            lu.LogWarning(f"Could not remove the UEFI/TPM state of {inst.name} on {node}")
+            lu.LogWarning(f"Could not remove the UEFI/TPM state of {inst.name} on {node}:"
+                          f" {res.fail_msg if res else 'no answer'}")

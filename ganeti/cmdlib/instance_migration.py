@@ -87,6 +87,8 @@ class _TargetLU(InstanceLU[_TargetOpT]):
     USE_ALLOCATOR = True
     #: an instance on mirrored disks (drbd) goes to its secondary node, nowhere else
     MIRROR_TO_SECONDARY = True
+    #: whether the target received the UEFI/TPM state (_carry_firmware)
+    _fw_carried = False
 
     def ExpandExtra(self) -> None:
         inst = expand_instance(self.cfg, self.op.instance_name)
@@ -215,10 +217,13 @@ class _TargetLU(InstanceLU[_TargetOpT]):
     def _carry_firmware(self, src: Node, feedback_fn: FeedbackFn,
                         required: bool = False) -> None:
         """The UEFI NVRAM and TPM state to the target (firmware_state.py); an
-        offline source has nothing to give."""
-        if not src.offline:
-            firmware_state.carry(self, self.instance, src.name, self.target.name,
-                                 feedback_fn, required=required)
+        offline source has nothing to give.  :meth:`_drop_firmware` later."""
+        self._fw_carried = not src.offline and firmware_state.carry(
+            self, self.instance, src.name, self.target.name, feedback_fn, required=required)
+
+    def _drop_firmware(self, src: Node) -> None:
+        """The instance runs (or lives) on the target: the source's stale copy goes."""
+        firmware_state.drop_left(self, self.instance, src.name, self._fw_carried)
 
     def _start_on_target(self, feedback_fn: FeedbackFn) -> None:
         """Make the target the primary and start the instance there if it should run."""
@@ -370,6 +375,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             feedback_fn(f"Instance {inst.name} is stopped: failing over (primary node only)")
             self._carry_firmware(src, feedback_fn)
             self._switch_primary()
+            self._drop_firmware(src)
             return None
         if not self.op.with_disks and self._always_failover():
             # as Ganeti: such an instance is failed over, stopped here and started there
@@ -410,6 +416,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                     self._drbd_reconnect(False, src, feedback_fn)
         self._switch_primary()
         self._shutdown_disks(src.name, keep_mirror=mirrored)
+        self._drop_firmware(src)
         if mirrored:
             self._drbd_reconnect(False, dst, feedback_fn)
         feedback_fn(f"* done: {inst.name} now runs on {dst.name}")
@@ -427,6 +434,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if self._mirrored():
             drbd.assemble_secondaries(self, inst.name, self.disks, dst.uuid)
         self._start_on_target(feedback_fn)
+        self._drop_firmware(src)
         return None
 
     def _migrate_memory(self, data: dict[str, Any], live: bool, accepted: dict[str, Any],
@@ -485,6 +493,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         self._carry_firmware(self.pnode, feedback_fn)
         self._switch_primary()
         copy.remove_source_disks()
+        self._drop_firmware(self.pnode)
         feedback_fn(f"* done: {inst.name} (stopped) now lives on {dst.name}")
         return None
 
@@ -536,6 +545,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         self._switch_primary()
         self._shutdown_disks(src.name)
         copy.remove_source_disks()
+        self._drop_firmware(src)
         feedback_fn(f"* done: {inst.name} and its disks are now on {dst.name}")
         return None
 
@@ -692,6 +702,7 @@ class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
             # the old primary becomes the secondary: its side waits for the new primary
             drbd.assemble_secondaries(self, inst.name, self.disks, self.target.uuid)
         self._start_on_target(feedback_fn)
+        self._drop_firmware(src)
         return None
 
 
@@ -746,11 +757,11 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
                 created.append(data)
                 instance_mirror.copy_disk(self, src.name, dst.name, data, disk.size, idx,
                                           inst.name)
+            self._carry_firmware(src, feedback_fn, required=True)
         except errors.GanetiError:
             for data in created:
                 self.require_rpc().call_blockdev_remove([dst.name], disk=data)
             raise
-        self._carry_firmware(src, feedback_fn)
         self._switch_primary()
         if copy:
             for data in (disk_rpc_dicts(self.disks, self.cfg)):
@@ -758,4 +769,5 @@ class LUInstanceMove(_TargetLU[OpInstanceMove]):
                 if res is None or res.failed:
                     self.LogWarning(f"Could not remove the old disk on {src.name}")
         self._start_on_target(feedback_fn)
+        self._drop_firmware(src)
         return None

@@ -114,8 +114,7 @@ class LUInstanceRemove(InstanceLU[OpInstanceRemove]):
         remove_disks(self, ignore_failures=self.op.ignore_failures)
         if os_image.image_of(inst.osparams) is not None and not self.pnode.offline:
             os_image.remove_seed(self, self.pnode.name, inst.name)
-        nodes = [self.cfg.get_node_info(u) for u in self.cfg.get_instance_nodes(inst.uuid)]
-        firmware_state.remove(self, inst, [n.name for n in nodes if n and not n.offline])
+        firmware_state.remove_everywhere(self, inst)
         self.cfg.remove_instance(inst.uuid)
         remove_instance_lock(self, inst.name)
         return None

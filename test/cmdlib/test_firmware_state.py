@@ -153,11 +153,59 @@ def test_a_failed_copy_fails_the_migration_and_the_guest_stays(uefi_env):
         uefi_env.run("OP_INSTANCE_MIGRATE", instance_name="u1", target_node="node2")
     assert ("accept_instance", "node2") not in uefi_env.rpc.calls
     assert _query(uefi_env, ["pnode"]) == [["node1"]]
+    assert uefi_env.held == {"node1": "STATE-OF-NODE1"}
 
 
-def test_remove_removes_the_state(uefi_env):
+def test_remove_removes_the_state_from_every_node(uefi_env):
+    uefi_env.held["node3"] = "STALE"     # left there while node3 did not answer
     uefi_env.run("OP_INSTANCE_REMOVE", instance_name="u1")
-    assert "node1" not in uefi_env.held
+    assert uefi_env.held == {}
+    assert {n for p, n in uefi_env.rpc.calls if p == "instance_firmware_remove"} == \
+        {"node1", "node2", "node3"}
+
+
+@pytest.mark.parametrize("op_id", ["OP_INSTANCE_FAILOVER", "OP_INSTANCE_MIGRATE",
+                                   "OP_INSTANCE_MOVE"])
+def test_the_node_left_loses_its_copy_once_the_instance_runs_elsewhere(uefi_env, op_id):
+    uefi_env.run(op_id, instance_name="u1", target_node="node2")
+    assert _query(uefi_env, ["pnode", "status"]) == [["node2", "running"]]
+    assert uefi_env.held == {"node2": "STATE-OF-NODE1"}
+    started = uefi_env.rpc.calls.index(("instance_start", "node2")) \
+        if op_id != "OP_INSTANCE_MIGRATE" else uefi_env.rpc.calls.index(
+            ("instance_finalize_migration_src", "node1"))
+    assert uefi_env.rpc.calls.index(("instance_firmware_remove", "node1")) > started
+
+
+def test_a_stopped_instance_failed_over_leaves_no_copy_behind(uefi_env):
+    uefi_env.run("OP_INSTANCE_SHUTDOWN", instance_name="u1")
+    uefi_env.run("OP_INSTANCE_MIGRATE", instance_name="u1", target_node="node2",
+                 allow_failover=True)
+    assert uefi_env.held == {"node2": "STATE-OF-NODE1"}
+
+
+def test_a_failover_whose_copy_failed_keeps_the_only_copy(uefi_env):
+    uefi_env.rpc.fail["instance_firmware_put"] = "disk full"
+    uefi_env.run("OP_INSTANCE_FAILOVER", instance_name="u1", target_node="node2")
+    assert _query(uefi_env, ["pnode"]) == [["node2"]]
+    assert uefi_env.held == {"node1": "STATE-OF-NODE1"}
+    assert ("instance_firmware_remove", "node1") not in uefi_env.rpc.calls
+
+
+def test_a_failed_start_on_the_target_keeps_the_source_copy(uefi_env):
+    uefi_env.rpc.fail["instance_start"] = "no memory"
+    with pytest.raises(errors.OpExecError, match="no memory"):
+        uefi_env.run("OP_INSTANCE_FAILOVER", instance_name="u1", target_node="node2")
+    assert uefi_env.held == {"node1": "STATE-OF-NODE1", "node2": "STATE-OF-NODE1"}
+
+
+def test_a_move_whose_copy_fails_fails_and_the_source_keeps_its_copy(uefi_env):
+    uefi_env.rpc.fail["instance_firmware_put"] = "disk full"
+    with pytest.raises(errors.OpExecError, match="disk full"):
+        uefi_env.run("OP_INSTANCE_MOVE", instance_name="u1", target_node="node2")
+    assert _query(uefi_env, ["pnode"]) == [["node1"]]
+    assert uefi_env.held == {"node1": "STATE-OF-NODE1"}
+    assert ("instance_start", "node2") not in uefi_env.rpc.calls
+    assert ("instance_firmware_remove", "node1") not in uefi_env.rpc.calls
 
 
 def test_export_carries_the_state_and_import_restores_it(uefi_env):

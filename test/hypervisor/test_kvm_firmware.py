@@ -9,7 +9,9 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
 import tarfile
+import time
 
 import pytest
 
@@ -112,6 +114,33 @@ def test_pack_and_unpack_move_the_whole_state(tmp_path):
     assert sorted(os.listdir(os.path.dirname(dst))) == ["u1"]     # nothing left beside it
     firmware.remove_state(dst)
     assert not os.path.exists(dst)
+
+
+def test_remove_state_is_refused_while_a_process_uses_it(tmp_path):
+    sdir = str(tmp_path / "u1")
+    os.makedirs(os.path.join(sdir, "tpm"))
+    nvram = os.path.join(sdir, firmware.VARS_FILE)
+    with open(nvram, "wb"):          # as qemu holds its pflash file open
+        assert os.getpid() in firmware.users(sdir)
+        with pytest.raises(errors.HypervisorError, match="in use"):
+            firmware.remove_state(sdir)
+    assert os.path.exists(nvram)
+    # as swtpm names its state directory on its command line
+    proc = subprocess.Popen(["sh", "-c", "sleep 30", f"dir={sdir}/tpm,mode=0600"])
+    try:
+        wait = time.monotonic() + 10
+        while proc.pid not in firmware.users(sdir) and time.monotonic() < wait:
+            time.sleep(0.02)
+        with pytest.raises(errors.HypervisorError, match=str(proc.pid)):
+            firmware.remove_state(sdir)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert os.path.exists(nvram)
+    assert firmware.users(sdir) == []
+    firmware.remove_state(sdir)
+    assert not os.path.exists(sdir)
+    firmware.remove_state(sdir)        # none: nothing to do
 
 
 @pytest.mark.parametrize("name,kind", [("../escape", tarfile.REGTYPE), ("/abs", tarfile.REGTYPE),

@@ -44,7 +44,7 @@ __all__ = ["FIRMWARE_BIOS", "FIRMWARE_UEFI", "FIRMWARES", "TPM_NONE", "TPM_TPM2"
            "SWTPM_SOCKET", "retarget", "nvram_path", "SWTPM_PIDFILE", "SWTPM_LOG", "RUN_FILES",
            "Ovmf", "uses_uefi", "uses_tpm", "needs_state", "find_ovmf", "pflash_args",
            "tpm_args", "swtpm_command", "state_dir", "prepare", "start_swtpm", "stop_swtpm",
-           "pack", "unpack", "remove_state", "starter", "missing"]
+           "pack", "unpack", "users", "remove_state", "starter", "missing"]
 
 FIRMWARE_BIOS = constants.HT_KVM_FIRMWARE_BIOS
 FIRMWARE_UEFI = constants.HT_KVM_FIRMWARE_UEFI
@@ -299,8 +299,45 @@ def unpack(data: bytes, sdir: str) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def remove_state(sdir: str) -> None:
-    """Remove the state directory (nothing when there is none)."""
+def users(sdir: str, proc: str = "/proc") -> list[int]:
+    """Pids of the processes using the state directory ``sdir``: an open file
+    in it (qemu holds its NVRAM open) or it named on their command line (swtpm)."""
+    inside = {os.path.join(d, "") for d in (os.path.abspath(sdir), os.path.realpath(sdir))}
+    found = []
+    for pid in filter(str.isdigit, os.listdir(proc)):
+        try:
+            with open(os.path.join(proc, pid, "cmdline"), "rb") as fh:
+                words = fh.read().decode(errors="replace").split("\0")
+            fds = os.path.join(proc, pid, "fd")
+            links = [_readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)]
+        except OSError:
+            continue   # gone, or not ours to look at
+        if any(d in word for d in inside for word in words) or \
+                any(link.startswith(tuple(inside)) for link in links):
+            found.append(int(pid))
+    return found
+
+
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:    # closed meanwhile (as the one listing the directory)
+        return ""
+
+
+def remove_state(sdir: str, proc: str = "/proc") -> None:
+    """Remove the state directory (nothing when there is none).
+
+    Refused (:class:`errors.HypervisorError`) while a process uses it: a
+    qemu or swtpm of the instance still running here holds the only
+    current copy of what the guest wrote.
+    """
+    if not os.path.isdir(sdir):
+        return
+    busy = users(sdir, proc)
+    if busy:
+        raise errors.HypervisorError(
+            f"Firmware state {sdir} is in use (pid {', '.join(map(str, busy))}); not removed")
     shutil.rmtree(sdir, ignore_errors=True)
 
 
