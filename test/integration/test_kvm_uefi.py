@@ -11,7 +11,13 @@ failover (a new boot on the other node, from the copied NVRAM, with the
 TPM's state copied too); a second variable written there survives a live
 migration back (the target's NVRAM file has it, the running guest writes
 a third into it), the TPM answers with the same PCR values after the
-migration (its state came with the guest), and the source's swtpm is gone.
+migration (its state came with the guest), and the source's swtpm is gone;
+the node left behind keeps no copy.  Then, stopped (no boot: the state
+files' bytes are compared), a move to a node that cannot take the state
+fails and leaves the source's copy as it was; a move that works puts the
+same bytes on the target and none on the source; an export holds the
+state and an import (not started) has the same bytes; remove deletes the state
+on every node, a stale copy on a node the instance left too.
 Skips only when qemu-system-x86_64 cannot run or OVMF/swtpm are missing.
 """
 
@@ -40,6 +46,7 @@ pytestmark = [pytest.mark.timeout(600),
 
 N1, N2 = "node1.vcluster", "node2.vcluster"
 INST = "uefi1.example.com"
+IMPORTED = "uefi2.example.com"
 #: a vendor GUID of our own for the test's EFI variables
 GUID = "6a3f2d1c-5b4e-4f6a-9c8d-7e6f5a4b3c2d"
 EFIVARS = "/sys/firmware/efi/efivars"
@@ -64,8 +71,8 @@ def _console(vc, node: str) -> SerialConsole:
     return SerialConsole(_hv(vc, node).serial_socket(INST))
 
 
-def _state_dir(vc, node: str) -> str:
-    (uuid,) = rows(vc, "uuid", INST)[0]
+def _state_dir(vc, node: str, name: str = INST) -> str:
+    (uuid,) = rows(vc, "uuid", name)[0]
     return firmware.state_dir(vc.paths(node).kvm_firmware_dir, uuid)
 
 
@@ -143,6 +150,8 @@ def test_an_efi_variable_survives_a_failover(vc):
         assert _read_var(con, "GntFailover") == "before-failover"
         assert con.run("test -c /dev/tpm0 && echo tpm") == "tpm"
     assert _swtpms_of(_state_dir(vc, N1)) == []
+    # the node it left keeps no stale copy
+    assert not os.path.exists(_state_dir(vc, N1))
 
 
 def test_efi_variables_and_the_tpm_survive_a_live_migration(vc):
@@ -167,10 +176,67 @@ def test_efi_variables_and_the_tpm_survive_a_live_migration(vc):
     assert "GntAfter".encode("utf-16-le") in _nvram(vc, N1)
     wait_for(lambda: not _swtpms_of(_state_dir(vc, N2)), "the source's swtpm gone", timeout=30)
     assert _swtpms_of(_state_dir(vc, N1))
+    assert not os.path.exists(_state_dir(vc, N2))
 
 
-def test_remove_removes_the_state_and_stops_swtpm(vc):
-    state = _state_dir(vc, N1)
+def _state_files(vc, node: str, name: str = INST) -> dict[str, bytes]:
+    """The files of the instance's state directory on ``node``, by relative name."""
+    top, found = _state_dir(vc, node, name), {}
+    for dirpath, _dirs, files in os.walk(top):
+        for name in files:
+            with open(os.path.join(dirpath, name), "rb") as fh:
+                found[os.path.relpath(os.path.join(dirpath, name), top)] = fh.read()
+    return found
+
+
+def test_move_carries_the_state_and_a_failed_move_keeps_the_source_copy(vc):
+    # no boot here: the move is the point, so the state files' bytes are compared
+    vc.ok("gnt-instance", "shutdown", INST)
+    state = _state_files(vc, N1)
+    assert firmware.VARS_FILE in state and "tpm/tpm2-00.permall" in state, sorted(state)
+    assert "GntAfter".encode("utf-16-le") in state[firmware.VARS_FILE]
+    # a target that cannot take the state: the move fails, the only copy stays
+    base = vc.paths(N2).kvm_firmware_dir
+    os.rename(base, base + ".aside")
+    try:
+        with open(base, "w") as fh:
+            fh.write("not a directory\n")
+        res = vc.run("gnt-instance", "move", "-f", "-n", N2, INST)
+        assert res.returncode != 0 and "UEFI/TPM state" in res.stdout + res.stderr, res
+        assert rows(vc, "pnode", INST) == [[N1]]
+        assert _state_files(vc, N1) == state
+    finally:
+        os.unlink(base)
+        os.rename(base + ".aside", base)
+    vc.ok("gnt-instance", "move", "-f", "-n", N2, INST)
+    assert rows(vc, "pnode,status", INST) == [[N2, "ADMIN_down"]]
+    assert _state_files(vc, N2) == state
+    assert not os.path.exists(_state_dir(vc, N1))
+
+
+def test_an_export_carries_the_state_and_an_import_restores_it(vc):
+    # no boot either: the imported instance is not started, its state files are compared
+    state = _state_files(vc, N2)
+    vc.ok("gnt-backup", "export", "-n", N1, INST)
+    with open(os.path.join(vc.paths(N1).export_dir, INST, "config.ini")) as fh:
+        assert "firmware_state = " in fh.read()
+    vc.ok("gnt-backup", "import", "-n", N1, "--src-node", N1, "--src-dir", INST, "--no-start",
+          "--net", "0:mac=generate",
+          *NOCHECK, IMPORTED)
+    assert rows(vc, "pnode,status,hv/firmware,hv/tpm", IMPORTED) == \
+        [[N1, "ADMIN_down", "uefi", "tpm2"]]
+    assert _state_files(vc, N1, IMPORTED) == state
+    imported = _state_dir(vc, N1, IMPORTED)
+    vc.ok("gnt-instance", "remove", "-f", IMPORTED)
+    vc.ok("gnt-backup", "remove", INST)
+    assert not os.path.exists(imported)
+
+
+def test_remove_removes_the_state_from_every_node(vc):
+    # a stale copy on a node the instance left while it did not answer
+    shutil.copytree(_state_dir(vc, N2), _state_dir(vc, N1))
+    states = [_state_dir(vc, N1), _state_dir(vc, N2)]
     vc.ok("gnt-instance", "remove", "-f", INST)
-    assert not os.path.exists(state)
-    assert _swtpms_of(state) == []
+    for state in states:
+        assert not os.path.exists(state)
+        assert _swtpms_of(state) == []
