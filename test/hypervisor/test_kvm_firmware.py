@@ -116,23 +116,23 @@ def test_pack_and_unpack_move_the_whole_state(tmp_path):
     assert not os.path.exists(dst)
 
 
-def test_remove_state_is_refused_while_a_process_uses_it(tmp_path):
+@pytest.mark.parametrize("word", [f"if=pflash,format=raw,unit=1,file={{sdir}}/{firmware.VARS_FILE}",
+                                  "dir={sdir}/tpm,mode=0600"])
+def test_remove_state_is_refused_while_a_process_uses_it(tmp_path, word):
     sdir = str(tmp_path / "u1")
     os.makedirs(os.path.join(sdir, "tpm"))
     nvram = os.path.join(sdir, firmware.VARS_FILE)
-    with open(nvram, "wb"):          # as qemu holds its pflash file open
-        assert os.getpid() in firmware.users(sdir)
-        with pytest.raises(errors.HypervisorError, match="in use"):
-            firmware.remove_state(sdir)
-    assert os.path.exists(nvram)
-    # as swtpm names its state directory on its command line
-    proc = subprocess.Popen(["sh", "-c", "sleep 30", f"dir={sdir}/tpm,mode=0600"])
+    with open(nvram, "wb") as fh:
+        fh.write(b"vars")
+    # as qemu names its NVRAM, swtpm its state directory, on the command line
+    proc = subprocess.Popen(["sh", "-c", "sleep 30", word.format(sdir=sdir)])
     try:
         wait = time.monotonic() + 10
         while proc.pid not in firmware.users(sdir) and time.monotonic() < wait:
             time.sleep(0.02)
-        with pytest.raises(errors.HypervisorError, match=str(proc.pid)):
+        with pytest.raises(errors.HypervisorError, match=f"in use .pid {proc.pid}"):
             firmware.remove_state(sdir)
+        assert firmware.users(str(tmp_path / "u10")) == []     # a prefix is not a user
     finally:
         proc.kill()
         proc.wait()

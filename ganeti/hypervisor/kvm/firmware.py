@@ -300,37 +300,29 @@ def unpack(data: bytes, sdir: str) -> None:
 
 
 def users(sdir: str, proc: str = "/proc") -> list[int]:
-    """Pids of the processes using the state directory ``sdir``: an open file
-    in it (qemu holds its NVRAM open) or it named on their command line (swtpm)."""
+    """Pids of the processes naming the state directory ``sdir`` on their
+    command line: a qemu of the instance (its NVRAM is a pflash ``file=``)
+    and its swtpm (``--tpmstate dir=``).  Command lines only: reading every
+    process's open files costs a readlink per descriptor, far more."""
     inside = {os.path.join(d, "") for d in (os.path.abspath(sdir), os.path.realpath(sdir))}
     found = []
     for pid in filter(str.isdigit, os.listdir(proc)):
         try:
             with open(os.path.join(proc, pid, "cmdline"), "rb") as fh:
-                words = fh.read().decode(errors="replace").split("\0")
-            fds = os.path.join(proc, pid, "fd")
-            links = [_readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)]
+                argv = fh.read().decode(errors="replace")
         except OSError:
-            continue   # gone, or not ours to look at
-        if any(d in word for d in inside for word in words) or \
-                any(link.startswith(tuple(inside)) for link in links):
+            continue   # gone meanwhile
+        if any(d in argv for d in inside):
             found.append(int(pid))
     return found
-
-
-def _readlink(path: str) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:    # closed meanwhile (as the one listing the directory)
-        return ""
 
 
 def remove_state(sdir: str, proc: str = "/proc") -> None:
     """Remove the state directory (nothing when there is none).
 
-    Refused (:class:`errors.HypervisorError`) while a process uses it: a
-    qemu or swtpm of the instance still running here holds the only
-    current copy of what the guest wrote.
+    Refused (:class:`errors.HypervisorError`) while a process uses it
+    (:func:`users`): a qemu or swtpm of the instance still running here
+    holds the only current copy of what the guest wrote.
     """
     if not os.path.isdir(sdir):
         return
