@@ -234,3 +234,25 @@ def test_export_carries_the_state_and_import_restores_it(uefi_env):
     assert put == [("node1", uuid3, "U1U2")]
     calls = [c for c in rpc.calls if c[0] in ("instance_firmware_put", "instance_start")]
     assert calls[-2:] == [("instance_firmware_put", "node1"), ("instance_start", "node1")]
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_a_migration_with_disks_leaves_no_copy_on_the_source(uefi_env, monkeypatch, running):
+    from ganeti.cmdlib import instance_mirror
+    from test.cmdlib.test_cmdlib_instance_mirror import MirrorNodes
+    monkeypatch.setattr(instance_mirror, "POLL", 0.0)
+    MirrorNodes(uefi_env.rpc)
+    _create(uefi_env, name="local", template="file", hypervisor="kvm",
+            hvparams={"tpm": "tpm2"})
+    uuid = uefi_env.cfg.get_instance_info_by_name("local").uuid
+    held = {"node1": "LOCAL-STATE"}
+    uefi_env.rpc.do_instance_firmware_get = \
+        lambda node, u: held.get(node) if u == uuid else uefi_env.held.get(node)
+    uefi_env.rpc.do_instance_firmware_put = lambda node, u, data: held.__setitem__(node, data)
+    uefi_env.rpc.do_instance_firmware_remove = lambda node, u: held.pop(node, None)
+    if not running:
+        uefi_env.run("OP_INSTANCE_SHUTDOWN", instance_name="local")
+    uefi_env.run("OP_INSTANCE_MIGRATE", instance_name="local", target_node="node2",
+                 with_disks=True)
+    assert _query(uefi_env, ["pnode"], ["=", "name", "local"]) == [["node2"]]
+    assert held == {"node2": "LOCAL-STATE"}
