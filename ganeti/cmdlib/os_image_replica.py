@@ -78,13 +78,16 @@ def replicate_store(lu: LogicalUnit[Any], names: list[str] | None, feedback_fn: 
     """Bring the store images ``names`` (None: all) and then the index to the master
     candidates ``nodes`` (None: every one); those where something failed (each a
     warning).  A node that had no store and gets none is left alone."""
-    nodes = candidates(lu) if nodes is None else [n for n in nodes if n in candidates(lu)]
-    if not nodes or not os.path.isfile(lu.context.paths.os_image_store_index):
+    targets = candidates(lu)
+    if nodes is not None:
+        asked = set(nodes)
+        targets = [n for n in targets if n in asked]
+    if not targets or not os.path.isfile(lu.context.paths.os_image_store_index):
         return []
     entries = os_image_store.read_index(lu.context.paths)
     wanted = sorted(entries) if names is None else [n for n in names if n in entries]
     failed: set[str] = set()
-    for node in nodes:
+    for node in targets:
         for name in wanted:
             try:
                 if replicate_image(lu, node, name, entries[name], feedback_fn):
@@ -93,6 +96,6 @@ def replicate_store(lu: LogicalUnit[Any], names: list[str] | None, feedback_fn: 
                 lu.LogWarning(f"Could not copy OS image {name} to master candidate {node}:"
                               f" {exc}")
                 failed.add(node)
-    ok = [n for n in nodes if n not in failed]
+    ok = [n for n in targets if n not in failed]
     failed.update(send_index(lu, ok, feedback_fn))
     return sorted(failed)
