@@ -24,7 +24,12 @@ def running_on(vc: Any, name: str) -> list[str]:
 def ha_jobs(vc: Any, master: str) -> list[dict[str, Any]]:
     """Every job (asked of ``master``) with an opcode whose reason trail has ``gnt:ha``:
     id, status, ops, log."""
-    client = luxi.Client(vc.paths(master).master_socket, connect_timeout=5.0, rw_timeout=30.0)
+    return ha_jobs_of(luxi.Client(vc.paths(master).master_socket, connect_timeout=5.0,
+                                  rw_timeout=30.0))
+
+
+def ha_jobs_of(client: Any) -> list[dict[str, Any]]:
+    """:func:`ha_jobs` through a LUXI ``client`` of the master (a guest cluster's too)."""
     found = []
     for job_id, status, ops, oplog in client.QueryJobs(None, ["id", "status", "ops", "oplog"]):
         if any(entry[0] == recovery.REASON_SOURCE for op in ops for entry in op.get("reason", [])):

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from ganeti import constants
-from ganeti.ha import recovery
 from ganeti.hypervisor.base import HV_STATE_RUNNING
+from test.integration import ha_helpers
 from test.integration.guest_cluster_harness import GuestClusterFixture
 from tools.harness import guestoob, guestvm
 
@@ -64,13 +64,7 @@ def _running_on(gc: GuestClusterFixture, name: str, nodes: list[str]) -> list[st
 
 def _ha_jobs(gc: GuestClusterFixture) -> list[dict[str, Any]]:
     """Every job with an opcode whose reason trail has ``gnt:ha``: id, status, ops, log."""
-    client = gc.luxi()
-    found = []
-    for job_id, status, ops, oplog in client.QueryJobs(None, ["id", "status", "ops", "oplog"]):
-        if any(entry[0] == recovery.REASON_SOURCE for op in ops for entry in op.get("reason", [])):
-            lines = [str(msg[3]) for log in oplog for msg in log]
-            found.append({"id": job_id, "status": status, "ops": ops, "log": "\n".join(lines)})
-    return sorted(found, key=lambda j: int(j["id"]))
+    return ha_helpers.ha_jobs_of(gc.luxi())
 
 
 def _list(gc: GuestClusterFixture, fields: str, name: str) -> list[str]:
