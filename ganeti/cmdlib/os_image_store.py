@@ -86,10 +86,9 @@ def stored_file(paths: Paths, name: str, entry: dict[str, Any]) -> str:
     if os.path.isfile(cached):
         return cached
     raise errors.OpPrereqError(f"OS image {name} is in the store's index but this master has"
-                               " no copy of it (it was added while this node was not a master"
-                               " candidate, and not replicated since: gnt-cluster"
-                               " redist-conf on the old master, or remove and add it again)",
-                               errors.ECODE_ENVIRON)
+                               " no copy of it (it was added while this node could not be"
+                               " reached as a master candidate): gnt-os image remove it and"
+                               " add it again", errors.ECODE_ENVIRON)
 
 
 @contextlib.contextmanager
