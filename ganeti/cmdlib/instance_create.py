@@ -618,22 +618,6 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
                     self.LogWarning(f"Could not remove disk {disk.iv_name} on {node}:"
                                     f" {res.fail_msg if res else 'no answer'}")
 
-    def _wait_for_mirrors(self, created: list[Disk], feedback_fn: FeedbackFn) -> None:
-        """Wait for the new mirrors' initial sync; one still degraded then (never
-        connected, given up by DRBD, or not resyncing) fails the creation as
-        Ganeti's does: its disks are removed from both nodes, then the instance
-        from the config (doc/storage.md, "Waiting for a sync": a broken mirror left
-        behind is what the next operation tripped on); :meth:`Exec` drops a staged
-        OS image and the instance lock."""
-        inst = self.new_inst
-        if drbd.wait_for_sync(self, self.pnode, self.new_disks, feedback_fn, cfg=self.cfg,
-                              instance=inst.name):
-            return
-        self.LogWarning("The new mirrors did not come in sync; removing the instance again")
-        self._remove_disks(created)
-        self.cfg.remove_instance(inst.uuid)
-        raise errors.OpExecError("There are some degraded disks for this instance")
-
     def _shutdown_mirrors(self) -> None:
         """Take the new DRBD devices down on both nodes (the instance is not started)."""
         for disk in self.new_disks:
@@ -683,7 +667,8 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             raise
         self.release_reservations()     # the config holds the DRBD ports and minors now
         if op.disk_template in constants.DTS_INT_MIRROR and op.wait_for_sync:
-            self._wait_for_mirrors(created, feedback_fn)
+            drbd.wait_for_sync(self, self.pnode, self.new_disks, feedback_fn, cfg=cfg,
+                               instance=inst.name)
         if disk_wipe.wipe_wanted(self):
             try:
                 disk_wipe.wipe_disks(self, pname, inst.name,

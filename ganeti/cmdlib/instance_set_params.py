@@ -610,15 +610,9 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
         finally:
             cfg.release_drbd([reserved])
         active = inst.disks_active or inst.admin_state == constants.ADMINST_UP
-        if (self.op.wait_for_sync or not active) and not drbd.wait_for_sync(
-                self, self.pnode, [disk], feedback_fn, cfg=cfg, instance=inst.name):
-            # as a creation's (doc/storage.md, "Waiting for a sync"): no broken new mirror
-            # is left behind; removed from both nodes before its port and minors are
-            # free in the config
-            drbd.remove_mirror_disk(self, disk, (self.pnode, snode))
-            cfg.remove_instance_disk(inst.uuid, disk.uuid)
-            raise errors.OpExecError(f"The new disk {idx} did not come in sync; it was"
-                                     " removed again")
+        if self.op.wait_for_sync or not active:
+            drbd.wait_for_sync(self, self.pnode, [disk], feedback_fn, cfg=cfg,
+                               instance=inst.name)
         if not active:
             drbd.shutdown_mirrors(self, [disk], [self.pnode, snode])
 
