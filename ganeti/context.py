@@ -8,6 +8,7 @@ module keeps these objects in globals.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -33,6 +34,9 @@ class ConfigReplicator(Protocol):
 
     def wait_replicated(self, serial: int, timeout: float | None = None) -> bool:
         """Wait until the master candidates were sent config ``serial`` (or newer)."""
+
+    def config_lane(self, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Run a block with no config push under way and none starting."""
 
     def replicate_queue_to(self, node_names: Iterable[str]) -> None:
         """Queue a copy of the unarchived job queue to ``node_names``."""

@@ -237,22 +237,38 @@ def redistribute(context: MasterContext, feedback_fn: FeedbackFn | None = None,
     if node_uuids is not None:
         wanted = set(node_uuids)
         nodes = [n for n in nodes if n.uuid in wanted]
+    failed: set[str] = set()
+    if rpc is not None and nodes:
+        failed.update(upload_files(rpc, paths, _online_names(nodes), files_for_all_nodes(paths),
+                                   feedback_fn))
+    if context.replicator is None:
+        failed.update(_push_config(cfg, rpc, paths, nodes, feedback_fn))
+    else:
+        # the replicator writes config and ssconf too, from its own thread: take its
+        # lane, so that what is read here never lands after a newer push
+        # (doc/design/replication.md, "Redistribution")
+        with context.replicator.config_lane():
+            failed.update(_push_config(cfg, rpc, paths, nodes, feedback_fn))
+    return sorted(failed)
+
+
+def _push_config(cfg: ConfigWriter, rpc: RpcRunner | None, paths: Paths, nodes: list[Node],
+                 feedback_fn: FeedbackFn | None) -> set[str]:
+    """Config file (candidates) and ssconf (every online node, the master's own
+    files too) as they are on disk now; the nodes where either failed."""
     # exactly what is on disk (the callers' own changes are durable by now)
     values = ssconf.compute_ssconf_values(cfg.committed().get_config_data())
     ssconf.write_ssconf_files(paths, values)
-    if rpc is None:
-        return []
-    all_names = _online_names(nodes)
-    cand_names = _online_names(n for n in nodes if n.master_candidate)
     failed: set[str] = set()
+    all_names = _online_names(nodes)
+    if rpc is None or not all_names:
+        return failed
+    cand_names = _online_names(n for n in nodes if n.master_candidate)
     if cand_names:
         failed.update(upload_files(rpc, paths, cand_names, [paths.config_file], feedback_fn))
-    if all_names:
-        failed.update(upload_files(rpc, paths, all_names, files_for_all_nodes(paths),
-                                   feedback_fn))
-        res = rpc.call_write_ssconf_files(all_names, values=values)
-        failed.update(report_failures("Writing ssconf files", res, feedback_fn))
-    return sorted(failed)
+    res = rpc.call_write_ssconf_files(all_names, values=values)
+    failed.update(report_failures("Writing ssconf files", res, feedback_fn))
+    return failed
 
 
 # --- hooks ----------------------------------------------------------------------------

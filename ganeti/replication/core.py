@@ -382,6 +382,24 @@ class ReplicationPlan:
         others = [n for n in push.nodes if n not in push.candidates] if changed else []
         return ConfigSend(push, changed, others)
 
+    def hold_config(self) -> bool:
+        """Take the config lane for a push made outside the plan; False when a
+        push is under way (the lane is not taken then).
+
+        While held, :meth:`take_config` hands out nothing: pushes queued
+        meanwhile wait and go after :meth:`release_config`, so a caller
+        that writes the config on nodes itself (``gnt-cluster
+        redist-conf``) cannot land older bytes after a newer push.
+        """
+        if self._cfg_busy:
+            return False
+        self._cfg_busy = True
+        return True
+
+    def release_config(self) -> None:
+        """Give back the lane taken by :meth:`hold_config`."""
+        self._cfg_busy = False
+
     def config_done(self, send: ConfigSend, outcome: PushOutcome | None) -> None:
         """Report a push handed out by :meth:`take_config` as attempted.
 

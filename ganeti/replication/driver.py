@@ -17,7 +17,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from ganeti import errors, ssconf
 from ganeti.config import file as configfile
@@ -318,6 +319,32 @@ class Replicator:
         if inline:
             self._config_loop(once=True)
 
+    @contextmanager
+    def config_lane(self, timeout: float | None = None) -> Iterator[None]:
+        """Run the block with no config push under way and none starting.
+
+        For writes of the config or ssconf on nodes made outside the
+        replicator (:func:`ganeti.cmdlib.common.redistribute`): pushes are
+        sent one at a time, newest bytes last, and a block run here takes
+        its turn between them, so it never lands older bytes after a newer
+        push (doc/design/replication.md, "Redistribution").  Waits up to
+        ``timeout`` (default: twice the RPC timeout plus five seconds) for
+        a push under way; :class:`errors.OpExecError` when it does not end.
+        """
+        if timeout is None:
+            timeout = 2 * self.timeout + 5.0
+        with self._cond:
+            if not self._cond.wait_for(self._plan.hold_config, timeout):
+                raise errors.OpExecError("A configuration push did not end within"
+                                         f" {timeout:.0f}s")
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._plan.release_config()
+                self._cond.notify_all()
+                self._cfg_wake.notify_all()
+
     def replicated_serial(self) -> int:
         """The newest config serial whose replication has been attempted."""
         with self._cond:
@@ -351,7 +378,9 @@ class Replicator:
                 if once:
                     self._cond.wait_for(lambda: not plan.config_busy)
                 else:
-                    self._cfg_wake.wait_for(lambda: plan.config_pending or self._stopped)
+                    # (a push is "busy" here only while config_lane holds the lane)
+                    self._cfg_wake.wait_for(lambda: (plan.config_pending and not plan.config_busy)
+                                            or self._stopped)
                 send = plan.take_config()
                 if send is None:
                     return

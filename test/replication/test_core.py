@@ -111,6 +111,20 @@ def test_one_config_push_at_a_time() -> None:
     assert _config(plan).push.serial == 2
 
 
+def test_a_held_config_lane_hands_out_no_push_until_released() -> None:
+    plan = _plan()
+    plan.queue_config(1, b"one", SSCONF)
+    first = _config(plan)
+    assert plan.hold_config() is False                # a push is under way: not taken
+    plan.config_done(first, PushOutcome([]))
+    assert plan.hold_config() is True
+    plan.queue_config(2, b"two", SSCONF)              # queued while held: it waits
+    assert plan.config_pending and plan.take_config() is None
+    assert plan.hold_config() is False                # one holder at a time
+    plan.release_config()
+    assert _config(plan).push.serial == 2
+
+
 def test_a_serial_counts_as_replicated_once_attempted_even_if_nodes_failed() -> None:
     plan = _plan()
     plan.queue_config(7, b"seven", SSCONF)

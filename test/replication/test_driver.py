@@ -326,6 +326,60 @@ def test_work_after_stop_is_done_inline(tmp_path) -> None:
     assert rep.replicated_serial() == serial
 
 
+def test_a_config_lane_block_runs_between_pushes_never_beside_one(tmp_path) -> None:
+    """What ``redist-conf`` writes itself (doc/design/replication.md,
+    "Redistribution") waits for the push under way, and a push queued
+    meanwhile goes after it: older bytes never land after newer ones."""
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=3)
+    gate = Gate()
+    rpc.set_handler("replicate_state", gate)
+    inside, leave = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def block() -> None:
+        with rep.config_lane(timeout=20):
+            seen.append(len(rpc.calls_to("replicate_state")))
+            inside.set()
+            assert leave.wait(20)
+
+    first = _tag(cfg, "a")
+    assert gate.entered.wait(10)                      # the push of `first` in flight
+    holder = threading.Thread(target=block)
+    holder.start()
+    try:
+        assert not inside.wait(0.3)                   # not beside the push
+        gate.release.set()
+        assert inside.wait(10)
+        assert rep.replicated_serial() >= first and seen == [1]
+        second = _tag(cfg, "b")
+        assert rep.wait_replicated(second, timeout=0.3) is False   # waits for the block
+        assert len(rpc.calls_to("replicate_state")) == 1
+    finally:
+        gate.release.set()
+        leave.set()
+        holder.join(20)
+    assert rep.wait_replicated(second, timeout=10)
+    assert len(rpc.calls_to("replicate_state")) == 2
+    assert rep.stop(timeout=10)
+
+
+def test_a_config_lane_that_cannot_be_taken_in_time_is_an_error(tmp_path) -> None:
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=2)
+    gate = Gate()
+    rpc.set_handler("replicate_state", gate)
+    try:
+        _tag(cfg, "a")
+        assert gate.entered.wait(10)
+        with pytest.raises(errors.OpExecError, match="did not end"):
+            with rep.config_lane(timeout=0.2):
+                pass
+    finally:
+        gate.release.set()
+    with rep.config_lane(timeout=10):                 # taken once the push ended
+        pass
+    assert rep.stop(timeout=10)
+
+
 def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:
     cfg, rpc, rep, _ = _setup(tmp_path, nodes=2)
     new = _tag(cfg, "new")

@@ -383,3 +383,45 @@ def test_ssconf_pushed_with_a_config_is_computed_from_exactly_that_config(tmp_pa
             assert values == ssconf.compute_ssconf_values(configfile.decode_config(
                 decode_payload(config[1])))
     rep.stop(timeout=5)
+
+
+def test_redistribute_writes_config_and_ssconf_between_pushes(tmp_path) -> None:
+    """``gnt-cluster redist-conf`` and friends push the config file and ssconf
+    themselves: they wait for a push under way, and a push queued meanwhile
+    goes after them, so a node never keeps older bytes (a watcher test saw a
+    node left with the config before the last one, doc/design/replication.md,
+    "Redistribution")."""
+    from ganeti.cmdlib.common import redistribute
+    cfg, rpc, rep, paths = _replicating_config(tmp_path, nodes=3)
+    ctx = make_cluster_context(tmp_path, cfg, rpc)
+    ctx.replicator = rep
+    order: list[str] = []
+    gate = Gate()
+
+    def push(node: str, args: list[Any]) -> Any:
+        order.append("push")
+        return gate(node, args)
+
+    def upload(node: str, args: list[Any]) -> Any:
+        order.append("upload " + os.path.basename(args[0]))
+        return None
+
+    rpc.set_handler("replicate_state", push)
+    rpc.set_handler("upload_file", upload)
+    rpc.set_handler("write_ssconf_files", lambda node, args: order.append("ssconf"))
+    _tag(cfg, "a")
+    assert gate.entered.wait(10)                      # a push in flight
+    done: list[list[str]] = []
+    worker = threading.Thread(target=lambda: done.append(redistribute(ctx)))
+    worker.start()
+    try:
+        time.sleep(0.3)
+        assert "upload config.data" not in order and "ssconf" not in order
+    finally:
+        gate.release.set()
+        worker.join(20)
+    assert done == [[]]
+    first_upload = order.index("upload config.data")
+    assert order[:first_upload].count("push") == 2    # both candidates' pushes came first
+    assert "ssconf" in order[first_upload:]
+    rep.stop(timeout=10)
