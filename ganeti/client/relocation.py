@@ -40,8 +40,9 @@ APPLY_OPT = cli.Option("--apply", dest="apply_plan", default=None, metavar="PLAN
                        help="submit exactly the jobs of a plan saved from --plan=json"
                        " (refused if the cluster changed since)")
 EARLY_RELEASE_OPT = cli.Option("--early-release", dest="early_release", action="store_true",
-                               default=False, help="Accepted (Ganeti's): the locks are"
-                               " released when the job ends")
+                               default=False, help="Remove the old volumes before the"
+                               " copy and release the node locks while it runs (faster,"
+                               " but no old copy is left if the copy fails)")
 RELOCATION_OPTS = [IALLOCATOR_OPT, PLAN_OPT, APPLY_OPT, cli.SUBMIT_OPT]
 WITH_DISKS_OPT = cli.Option("--with-disks", dest="with_disks", action="store_true",
                             default=False,

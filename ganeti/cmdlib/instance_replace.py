@@ -20,8 +20,13 @@ The modes (Ganeti's, doc/storage.md "Replacing disks"):
   replaced in place; nothing when both are fine; refused when both are not.
 
 A stopped instance's disks are activated for the copy and shut down again
-after it.  The copy is waited for, with progress (``drbd.wait_for_sync``);
-``early_release`` is accepted (the locks are released when the job ends).
+after it.  The copy is waited for, with progress (``drbd.wait_for_sync``).
+
+With ``early_release`` (``--early-release``) the old volumes are removed
+before the copy instead of after it, and the job lets go of its node
+locks (the instance lock stays) for the wait, so other jobs on those
+nodes need not wait for the resync; the price is that no old copy is
+left should the copy fail (doc/storage.md, "Replacing disks").
 """
 
 from __future__ import annotations
@@ -266,10 +271,30 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
                 node.name, f"Cannot attach the new volumes of {disk.iv_name} on {node.name}")
         # the copy's source may have been left StandAlone (a split brain): connect it
         drbd.connect_standalone(self, self.snode if node is self.pnode else self.pnode, disks)
+        old = [self._plain_dict(c, replaced_name(c.logical_id[1], when))
+               for d in disks for c in d.children]
+        if self.op.early_release:
+            feedback_fn(f"* removing the old volumes on {node.name} (early release)")
+            self._remove_plain(node, old)
+            self._release_node_locks(feedback_fn)
         self._sync(disks, feedback_fn)
-        feedback_fn(f"* removing the old volumes on {node.name}")
-        self._remove_plain(node, [self._plain_dict(c, replaced_name(c.logical_id[1], when))
-                                  for d in disks for c in d.children])
+        if not self.op.early_release:
+            feedback_fn(f"* removing the old volumes on {node.name}")
+            self._remove_plain(node, old)
+
+    def _release_node_locks(self, feedback_fn: FeedbackFn) -> None:
+        """Let go of every node lock for the copy (``early_release``); the
+        instance lock keeps the instance itself from changing."""
+        if self.glm is None:
+            return
+        released = False
+        for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE):
+            owned = self.owned_locks(level)
+            if owned:
+                self.glm.release(level, owned)
+                released = True
+        if released:
+            feedback_fn("* node locks released for the copy (early release)")
 
     def _remove_plain(self, node: Node, dicts: list[dict[str, Any]]) -> None:
         for data in dicts:
@@ -280,7 +305,7 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
                                 " remove it by hand (gnt-cluster verify lists it)")
 
     def _replace_secondary(self, feedback_fn: FeedbackFn) -> None:
-        new, old, rpc = self.target, self.snode, self.require_rpc()
+        new, old = self.target, self.snode
         disks = self._chosen()
         minors: list[int] = []
         try:
@@ -298,7 +323,16 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
         finally:
             for minor in minors:
                 self.cfg.release_drbd_minor(new.uuid, minor)
+        if self.op.early_release:
+            self._remove_old_secondary(before, feedback_fn)
+            self._release_node_locks(feedback_fn)
         self._sync(moved, feedback_fn)
+        if not self.op.early_release:
+            self._remove_old_secondary(before, feedback_fn)
+
+    def _remove_old_secondary(self, before: list[Disk], feedback_fn: FeedbackFn) -> None:
+        """Remove the volumes of ``before`` (the disks as they were) on the old secondary."""
+        old, rpc = self.snode, self.require_rpc()
         if old.offline:
             self.LogWarning(f"Node {old.name} is offline: its old volumes are left there")
             return

@@ -12,7 +12,7 @@ import pytest
 from cmdlib.test_cmdlib_instance import _create, env  # noqa: F401 - env: a fixture
 from cmdlib.test_cmdlib_plain import LvmNodes
 
-from ganeti import constants, errors, mcpu, opcodes
+from ganeti import constants, errors, locking, mcpu, opcodes
 from ganeti.cmdlib import drbd
 from ganeti.mcpu import Processor
 
@@ -699,3 +699,39 @@ def test_cleanup_of_an_interrupted_migration_leaves_one_primary(
     assert not [s for s in steps if s[0] == "dual"]
     assert [s for s in steps[close:] if s[0] == "attach-net"] == [("attach-net", "node1"),
                                                                   ("attach-net", "node2")]
+
+
+
+def _watch_sync(renv: Any) -> list[tuple[list[Any], set[str]]]:
+    """At each look at a disk (the sync waits included): the volumes removed by
+    then, and the node locks the job still holds."""
+    seen: list[tuple[list[Any], set[str]]] = []
+    real = renv.rpc.do_blockdev_find
+
+    def find(node: str, disk: dict) -> dict | None:
+        removed = [e[1] for e in renv.rpc.events if e[0] in ("remove", "remove-lv")]
+        seen.append((removed, renv.glm.list_owned(locking.LEVEL_NODE)))
+        return real(node, disk)
+    renv.rpc.do_blockdev_find = find
+    return seen
+
+
+@pytest.mark.parametrize("mode, kw", [("replace_new_secondary", {"remote_node": "node3"}),
+                                      ("replace_on_secondary", {})], ids=["-n", "-s"])
+def test_early_release_removes_the_old_volumes_and_frees_the_nodes_before_the_copy(
+        renv: Any, mode: str, kw: dict[str, Any]) -> None:
+    _drbd(renv)
+    _drbd(renv, "inst2")
+    seen = _watch_sync(renv)
+    renv.rpc.events.clear()
+    _replace(renv, mode, early_release=True, **kw)
+    removed, held = seen[-1]                     # the last look: the copy's wait
+    assert removed and set(removed) == {"node2"}  # the old volumes went before it
+    assert held == set()                          # and no node lock was held for it
+    assert "node locks released for the copy" in "\n".join(renv.feedback)
+    # without it: the old volumes stay until the copy is done, the locks are kept
+    seen.clear()
+    renv.rpc.events.clear()
+    renv.run("OP_INSTANCE_REPLACE_DISKS", instance_name="inst2", mode=mode, **kw)
+    assert seen and all(r == [] and h for r, h in seen)
+    assert [e[1] for e in renv.rpc.events if e[0] in ("remove", "remove-lv")]

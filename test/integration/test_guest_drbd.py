@@ -267,8 +267,14 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         _ok(gc.gnt("gnt-instance", "failover", "-f", name))
         assert _read(gc, "node2", minors["node2"], 0, 16) == digest
 
-        # a new secondary: node3's side moves to node1
-        _ok(gc.gnt("gnt-instance", "replace-disks", "-n", "node1.vcluster", name))
+        # a new secondary: node3's side moves to node1; with --early-release node3's
+        # volumes go before the copy and the node locks are let go for it (the
+        # evacuation test runs -n without it)
+        out = _ok(gc.gnt("gnt-instance", "replace-disks", "--early-release", "-n",
+                         "node1.vcluster", name))
+        assert out.index("removing the old volumes on node3") < out.index(
+            "waiting for the instance's disks to sync"), out
+        assert "node locks released for the copy" in out, out
         listed = _ok(gc.gnt("gnt-instance", "list", "--no-headers", "-o", "pnode,snodes",
                             name)).split()
         assert listed == ["node2.vcluster", "node1.vcluster"]
