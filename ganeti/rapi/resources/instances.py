@@ -299,7 +299,8 @@ ROUTES: list[Route] = [
               Param("disks", "str", "disk indices, comma separated"),
               Param("remote_node", "str", "the new secondary node"),
               Param("iallocator", "str", "the allocator choosing the new secondary"),
-              Param("early_release", description="accepted")),
+              Param("early_release", "bool", "remove the old volumes before the copy and"
+                                             " release the node locks while it runs")),
               body=opbody(wire.OP_INSTANCE_REPLACE_DISKS))),
     _inst_row("/failover", "PUT", wire.OP_INSTANCE_FAILOVER, Doc(
         "Fail an instance over", body=opbody(wire.OP_INSTANCE_FAILOVER))),
