@@ -9,6 +9,9 @@ incoming migration, the master copies it over with
 instance runs (or, stopped, lives) on the new node, the copy on the node it
 left is removed, but only when the new node received it (:func:`drop_left`):
 a failed or skipped copy leaves the source's, perhaps the only one.
+After ``migrate --cleanup`` (:func:`settle`) the side that keeps the
+instance keeps its state and the other side's copy goes, once the keeping
+side is known to have one.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.objects import Instance
 
-__all__ = ["kvm_firmware_needs", "has_state", "carry", "drop_left", "fetch", "restore", "remove",
-           "remove_everywhere"]
+__all__ = ["kvm_firmware_needs", "has_state", "carry", "drop_left", "settle", "fetch", "restore",
+           "remove", "remove_everywhere"]
 
 
 def kvm_firmware_needs(hvparams: dict[str, Any]) -> list[str]:
@@ -78,6 +81,29 @@ def drop_left(lu: LogicalUnit[Any], inst: Instance, src: str, carried: bool) -> 
     ``carried`` (the new node has the state).  A failure is a warning."""
     if carried:
         remove(lu, inst, [src])
+
+
+def settle(lu: LogicalUnit[Any], inst: Instance, keep: str, drop: str) -> None:
+    """After ``migrate --cleanup``: the instance lives on ``keep``, so the copy of
+    its state on ``drop`` (the source it left, or the target a rolled-back
+    migration received it on) is stale and goes.  Only when ``keep`` answers
+    that it has the state: else ``drop``'s may be the only one, and stays
+    (with a warning; verify then reports it as an orphan, doc/kvm.md).
+    A failure is a warning; nothing happens for an instance without state."""
+    if keep == drop or not has_state(lu, inst):
+        return
+    try:
+        data = lu.require_rpc().call_instance_firmware_get(
+            keep, instance_uuid=inst.uuid).one(keep, f"Could not read the UEFI/TPM state of"
+                                                     f" {inst.name} on {keep}")
+    except errors.GanetiError as exc:
+        lu.LogWarning(f"{exc}; the copy on {drop} is kept")
+        return
+    if not data:
+        lu.LogWarning(f"{keep} has no UEFI/TPM state of {inst.name}; the copy on {drop}"
+                      " (if any) is kept")
+        return
+    _remove(lu, inst, [drop])
 
 
 def remove_everywhere(lu: LogicalUnit[Any], inst: Instance) -> None:

@@ -7,7 +7,8 @@
   after success.  ``cleanup`` reconciles the config with where the
   instance actually runs after an interrupted migration: the side with
   the guest's current state keeps it (resumed when paused), the other
-  side's leftover qemu is removed (:func:`cleanup_plan`).
+  side's leftover qemu is removed (:func:`cleanup_plan`), and so is its
+  copy of the UEFI/TPM state.
 * **failover**: stop on the source, start on the target.
 * the UEFI NVRAM and TPM state of a kvm instance (``firmware``/``tpm``) is
   copied to the target before it starts there, or before the target's qemu
@@ -609,6 +610,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                 # a migration stopped before the memory moved may have left two primaries
                 self._shutdown_disks(dst.name, keep_mirror=True)
                 self._drbd_reconnect(False, src, feedback_fn)
+            self._settle_firmware(src, dst)
             feedback_fn(f"Instance {inst.name} is where the config says ({src.name});"
                         " nothing to clean up")
             return None
@@ -640,10 +642,20 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if local_copy is not None:
             local_copy.cleanup(target_won=plan == CLEANUP_TARGET,
                                source_runs=src_state in _ALIVE)
+        if plan == CLEANUP_TARGET:
+            self._settle_firmware(dst, src)
+        else:
+            self._settle_firmware(src, dst)
         if self._mirrored():
             self.pnode = src
             self._drbd_reconnect(False, dst if plan == CLEANUP_TARGET else src, feedback_fn)
         return None
+
+    def _settle_firmware(self, keep: Node, drop: Node) -> None:
+        """After a cleanup the instance lives on ``keep``: ``drop``'s copy of its
+        UEFI/TPM state goes, as after a migration (firmware_state.settle)."""
+        if not keep.offline and not drop.offline:
+            firmware_state.settle(self, self.instance, keep.name, drop.name)
 
     def _warn_failed(self, node: str, results: RpcResults) -> None:
         """Warn about a finalize call whose failure is fine (the leftover may be gone)."""

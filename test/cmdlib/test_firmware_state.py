@@ -107,6 +107,28 @@ def test_a_failure_warns_or_fails_a_migration(lu):
                              required=True)
 
 
+def test_settle_drops_the_other_copy_only_when_the_keeping_node_has_one(lu, nodes):
+    for node in ("node1", "node2"):
+        os.makedirs(os.path.dirname(_nvram(nodes[node])))
+        with open(_nvram(nodes[node]), "wb") as fh:
+            fh.write(f"vars of {node}".encode())
+    firmware_state.settle(lu, _inst(firmware="uefi"), "node2", "node1")
+    assert not os.path.exists(_nvram(nodes["node1"])) and not lu.warnings
+    with open(_nvram(nodes["node2"]), "rb") as fh:
+        assert fh.read() == b"vars of node2"
+    # node1 keeps it now but has none: node2's may be the only copy, it stays
+    firmware_state.settle(lu, _inst(firmware="uefi"), "node1", "node2")
+    assert os.path.exists(_nvram(nodes["node2"]))
+    assert lu.warnings and "no UEFI/TPM state" in lu.warnings[0]
+    # a keeping node that does not answer: nothing is removed either
+    lu.rpc.set_failure("instance_firmware_get", "node1", "node down")
+    firmware_state.settle(lu, _inst(firmware="uefi"), "node1", "node2")
+    assert os.path.exists(_nvram(nodes["node2"])) and "node down" in lu.warnings[-1]
+    lu.rpc.calls.clear()
+    firmware_state.settle(lu, _inst(), "node1", "node2")
+    assert lu.rpc.calls == []
+
+
 # --- the LUs: where the copy happens (the simulated nodes of test_cmdlib_instance) ----
 
 
