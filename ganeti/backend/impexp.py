@@ -43,6 +43,7 @@ from ganeti.impexp import info as exportinfo
 from ganeti.backend import blockdev
 from ganeti.backend import os as bos
 from ganeti.backend.context import NodeContext
+from ganeti.hypervisor.kvm import firmware as kvm_firmware
 from ganeti.rpc.procedure import FAST, NORMAL, URGENT, procedure
 from ganeti.utils import io as uio
 
@@ -278,7 +279,9 @@ def impexp_send(ctx: NodeContext, source: dict, dest: dict, host: str, port: int
     ``source`` is ``{"kind": "disk", "disk", "instance", "index"}`` (an
     instance disk; through the OS ``export`` script when ``instance`` has
     an OS) or ``{"kind": "file", "export", "file"}`` (the image ``file``
-    of the export ``export``, opened by :func:`open_export_file`).
+    of the export ``export``, opened by :func:`open_export_file`) or
+    ``{"kind": "firmware", "instance_uuid"}`` (a kvm instance's UEFI/TPM
+    state, :func:`firmware_state_bytes`: a move between clusters).
     Returns the transfer id at once.
     """
     return spawn_transfer(ctx, "ganeti.server.impexp_worker",
@@ -539,6 +542,48 @@ class _ScriptSink(Sink):
             pass
 
 
+#: the largest UEFI/TPM state archive a move between clusters takes (bytes; a few kB in practice)
+FIRMWARE_LIMIT = 64 * 1024 * 1024
+
+
+def firmware_state_dir(ctx: NodeContext, dest: Any) -> str:
+    """The UEFI/TPM state directory named by a ``firmware`` source or destination
+    (``{"kind": "firmware", "instance_uuid"}``)."""
+    uuid = dest.get("instance_uuid") if isinstance(dest, dict) else None
+    try:
+        return kvm_firmware.state_dir(ctx.paths.kvm_firmware_dir, str(uuid or ""))
+    except errors.ProgrammerError as exc:
+        raise errors.OpExecError(f"Bad firmware state destination: {exc}") from exc
+
+
+def firmware_state_bytes(ctx: NodeContext, source: Any) -> bytes:
+    """A ``firmware`` source: the instance's UEFI/TPM state here as a tar.gz
+    (:func:`ganeti.hypervisor.kvm.firmware.pack`), empty when it has none."""
+    return kvm_firmware.pack(firmware_state_dir(ctx, source)) or b""
+
+
+class _FirmwareSink(Sink):
+    """An instance's UEFI/TPM state arriving from another cluster: kept in memory
+    (at most :data:`FIRMWARE_LIMIT`), unpacked into its state directory on commit;
+    an empty stream (the source had none) leaves nothing."""
+
+    def __init__(self, sdir: str) -> None:
+        self.sdir = sdir
+        self.data = bytearray()
+        self.limit = FIRMWARE_LIMIT
+        self.label = "the UEFI/TPM state"
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def commit(self) -> None:
+        if self.data:
+            kvm_firmware.unpack(bytes(self.data), self.sdir)
+
+    def discard(self) -> None:
+        self.data.clear()
+
+
 def disk_bytes(disk: Any) -> int | None:
     """The declared size in bytes of a ``disks_info`` entry (``size`` in MiB), if any."""
     size = disk.get("size") if isinstance(disk, dict) else None
@@ -553,7 +598,8 @@ def check_total(total: Any, limit: int | None, label: str) -> None:
 
 
 def open_sink(ctx: NodeContext, dest: Any, total: Any) -> Sink:
-    """Where a stream to ``dest`` goes (``{"kind": "export"|"import", ...}``)."""
+    """Where a stream to ``dest`` goes (``{"kind": "export"|"import"|"firmware", ...}``;
+    ``firmware``: a kvm instance's UEFI/TPM state, moved between clusters)."""
     if not isinstance(dest, dict):
         raise errors.OpExecError(f"Invalid stream destination {dest!r}")
     kind = dest.get("kind")
@@ -591,6 +637,8 @@ def open_sink(ctx: NodeContext, dest: Any, total: Any) -> Sink:
         sink.label = label
         sink.expected = expected if isinstance(expected, str) else None
         return sink
+    if kind == "firmware":
+        return _FirmwareSink(firmware_state_dir(ctx, dest))
     raise errors.OpExecError(f"Unknown stream destination kind {kind!r}")
 
 

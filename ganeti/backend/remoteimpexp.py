@@ -159,14 +159,15 @@ def impexp_listen(ctx: NodeContext, dest: dict, host: str, key_name: str, ca: st
 
     Listen on ``host`` for the sender of one disk; ``{"id", "port"}`` at once.
 
-    ``dest`` is where the data goes (an ``import`` destination of
+    ``dest`` is where the data goes (an ``import`` or ``firmware`` destination of
     :func:`ganeti.backend.impexp.open_sink`), ``key_name`` this node's
     transfer key, ``ca`` the sender's certificate (the only one trusted),
     ``magic`` what the sender must name, ``timeout`` how long to wait for it
     (seconds).
     """
-    if not isinstance(dest, dict) or dest.get("kind") != "import":
-        raise errors.OpExecError(f"A remote import writes an instance disk, not {dest!r}")
+    if not isinstance(dest, dict) or dest.get("kind") not in ("import", "firmware"):
+        raise errors.OpExecError(f"A remote import writes an instance disk or its UEFI/TPM"
+                                 f" state, not {dest!r}")
     if not os.path.isfile(key_path(ctx, key_name)):
         raise errors.OpExecError(f"No X509 key {key_name} on this node")
     if not magic or not 0 < timeout <= 86400:

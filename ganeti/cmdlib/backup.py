@@ -189,7 +189,8 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
         for idx, (host, port, _magic) in enumerate(remote.dests):
             why = netutils.connect_error(host, port, self.REMOTE_CONNECT_TIMEOUT)
             if why is not None:
-                raise errors.OpPrereqError(f"Destination {host}:{port} of disk {idx} is not"
+                what = f"disk {idx}" if idx < len(self.disks) else "the UEFI/TPM state"
+                raise errors.OpPrereqError(f"Destination {host}:{port} of {what} is not"
                                            f" reachable: {why}", errors.ECODE_ENVIRON)
         self.remote = remote
 
@@ -318,12 +319,22 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
         inst, pname, remote = self.instance, self.pnode.name, self.remote
         data = self.rpc_instance()
         transfers = []
-        for idx, (disk, (host, port, magic)) in enumerate(zip(self.disks, remote.dests)):
+        for idx, (disk, (host, port, magic)) in enumerate(zip(self.disks, remote.disk_dests)):
             transfers.append(Transfer(
                 label=f"disk/{idx}", src_node=pname, dst_node=f"{host}:{port}",
                 address=(host, port),
                 source={"kind": "disk", "disk": drbd.rpc_disk(disk, self.cfg), "index": idx,
                         "instance": data},
+                dest={"kind": "remote", "magic": magic, "key_name": remote.key_name,
+                      "ca": remote.dest_ca},
+                op="export", instance=inst.name))
+        if remote.firmware_dest is not None:
+            # the destination asked for the UEFI/TPM state: sent last, empty when the
+            # instance has none here (doc/exports.md, "Moves between clusters")
+            host, port, magic = remote.firmware_dest
+            transfers.append(Transfer(
+                label="firmware", src_node=pname, dst_node=f"{host}:{port}",
+                address=(host, port), source={"kind": "firmware", "instance_uuid": inst.uuid},
                 dest={"kind": "remote", "magic": magic, "key_name": remote.key_name,
                       "ca": remote.dest_ca},
                 op="export", instance=inst.name))
@@ -376,6 +387,7 @@ class LUBackupExport(InstanceLU[OpBackupExport]):
         if op.remove_instance:
             feedback_fn(f"Removing instance {inst.name}")
             remove_disks(self, ignore_failures=op.ignore_remove_failures)
+            firmware_state.remove_everywhere(self, inst)
             self.cfg.remove_instance(inst.uuid)
             remove_instance_lock(self, inst.name)
         elif stopped:

@@ -197,26 +197,41 @@ def check_disk_info(cds: str, idx: int, info: Any) -> tuple[str, int, str]:
 class RemoteExport:
     """What a checked remote export sends where: the transfer key's name on the
     primary node, the destination's certificate (PEM) and ``(host, port, magic)``
-    per disk."""
+    per disk, then, when the destination asked for it, one more: where the
+    instance's UEFI/TPM state goes (:attr:`firmware_dest`, doc/exports.md)."""
 
     key_name: str
     dest_ca: str
     dests: list[tuple[str, int, str]]
+    disk_count: int = 0
+
+    @property
+    def disk_dests(self) -> list[tuple[str, int, str]]:
+        """The destinations of the disks, in disk order."""
+        return self.dests[:self.disk_count]
+
+    @property
+    def firmware_dest(self) -> tuple[str, int, str] | None:
+        """Where the UEFI/TPM state goes (None: the destination did not ask for it)."""
+        return self.dests[self.disk_count] if len(self.dests) > self.disk_count else None
 
 
 def check_remote_export(cds: str, op: Any, disk_count: int) -> RemoteExport:
     """Check a remote export's ``x509_key_name``, ``destination_x509_ca`` and
-    ``target_node`` (one destination per disk) against the cluster domain secret.
+    ``target_node`` (one destination per disk, and perhaps one more for the
+    instance's UEFI/TPM state: our remote import's, for a kvm instance with
+    ``firmware=uefi`` or ``tpm=tpm2``) against the cluster domain secret.
     Raises OpPrereqError."""
     key_name = check_key_name(cds, op.x509_key_name)
     dest_ca = load_signed_ca(cds, op.destination_x509_ca)
     targets = op.target_node
     if not isinstance(targets, list):
         raise _bad("A remote export needs a list of destinations, one per disk")
-    if len(targets) != disk_count:
+    if len(targets) not in (disk_count, disk_count + 1):
         raise _bad(f"Expected {disk_count} targets, got {len(targets)}")
     return RemoteExport(key_name, dest_ca,
-                        [check_disk_info(cds, idx, info) for idx, info in enumerate(targets)])
+                        [check_disk_info(cds, idx, info) for idx, info in enumerate(targets)],
+                        disk_count)
 
 
 def check_remote_import(cds: str, op: Any) -> str:

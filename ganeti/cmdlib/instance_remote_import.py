@@ -19,6 +19,12 @@ exist on the primary node, :func:`remote_import_disks`
    (:data:`~ganeti.cmdlib.impexp.STALL_TIMEOUT`);
 5. stops the listeners and removes the key, whatever happened.
 
+A kvm instance whose own hvparams ask for ``firmware=uefi`` or
+``tpm=tpm2`` (:func:`wants_firmware`) gets one listener more, after the
+disks: the source's remote export sends its UEFI NVRAM and TPM state
+there (a tar.gz, empty when it has none), unpacked into the new
+instance's state directory (doc/exports.md, "Moves between clusters").
+
 A failure raises :class:`errors.OpExecError`; the create LU then removes
 the disks and the instance again.
 """
@@ -33,7 +39,7 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import backup_remote
+from ganeti.cmdlib import backup_remote, firmware_state
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.common import read_domain_secret
 from ganeti.cmdlib.impexp import LOST_AFTER, POLL_INTERVAL, STALL_TIMEOUT, Stall
@@ -42,7 +48,7 @@ from ganeti.impexp import stream as diskstream
 from ganeti.objects import Instance, Node
 from ganeti.opcodes.instance import OpInstanceCreate
 
-__all__ = ["remote_import_disks", "Listener", "LISTEN_TIMEOUT"]
+__all__ = ["remote_import_disks", "wants_firmware", "Listener", "LISTEN_TIMEOUT"]
 
 #: the listeners' own bound (seconds): the master stops them long before
 LISTEN_TIMEOUT = 86400.0
@@ -56,6 +62,8 @@ class Listener:
     transfer_id: str
     port: int
     magic: str
+    #: what the progress and messages call it (default ``disk/INDEX``)
+    label: str = ""
 
 
 def _status(lu: LogicalUnit[Any], node: str, transfer_id: str) -> dict[str, Any]:
@@ -72,7 +80,7 @@ def _follow(lu: LogicalUnit[Any], node: str, inst: str, listener: Listener,
             feedback_fn: FeedbackFn, *, clock: Callable[[], float],
             connect_timeout: float) -> None:
     """Wait for one disk's sender and its data; OpExecError when it fails or stalls."""
-    label = f"disk/{listener.index}"
+    label = listener.label or f"disk/{listener.index}"
     started = clock()
     connected = False
     with lu.progress_reporter("import", clock=clock, instance=inst, device=label) as reporter:
@@ -114,6 +122,16 @@ def _follow(lu: LogicalUnit[Any], node: str, inst: str, listener: Listener,
                 raise errors.OpExecError(f"{label}: import interrupted: the job was killed")
 
 
+def wants_firmware(inst: Instance) -> bool:
+    """Whether a remote import asks the source for the instance's UEFI/TPM state: a kvm
+    instance whose own hvparams (what the move copies from the source instance)
+    ask for ``firmware=uefi`` or ``tpm=tpm2``.  Not the cluster's defaults: a
+    source whose instance does not name them (another Ganeti) would refuse
+    the extra destination."""
+    return inst.hypervisor == constants.HT_KVM and \
+        bool(firmware_state.kvm_firmware_needs(inst.hvparams or {}))
+
+
 def remote_import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, pnode: Node,
                         source_ca: str, feedback_fn: FeedbackFn, *,
                         clock: Callable[[], float] = time.monotonic,
@@ -144,6 +162,18 @@ def remote_import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, pnode
             ).one(node, f"disk/{idx}: cannot listen on {node}")
             listeners.append(Listener(idx, str(answer["id"]), int(answer["port"]), magic))
             feedback_fn(f"Disk {idx} is now listening")
+        if wants_firmware(inst):
+            # one more destination after the disks: the instance's UEFI/TPM state
+            idx = len(listeners)
+            magic = backup_remote.disk_magic(base, inst.name, idx)
+            answer = rpc.call_impexp_listen(
+                node, dest={"kind": "firmware", "instance_uuid": inst.uuid},
+                host=pnode.primary_ip, key_name=key_name, ca=source_ca, magic=magic,
+                timeout=LISTEN_TIMEOUT,
+            ).one(node, f"the UEFI/TPM state: cannot listen on {node}")
+            listeners.append(Listener(idx, str(answer["id"]), int(answer["port"]), magic,
+                                      "firmware"))
+            feedback_fn("The UEFI/TPM state is now listening")
         salt = backup_remote.new_salt()
         lu.proc.log(constants.ELOG_REMOTE_IMPORT, {
             "disks": [backup_remote.sign_disk_info(cds, salt, x.index, pnode.primary_ip,
@@ -151,11 +181,16 @@ def remote_import_disks(lu: LogicalUnit[OpInstanceCreate], inst: Instance, pnode
             "x509_ca": backup_remote.sign_certificate(cds, cert_pem,
                                                       backup_remote.new_salt()),
         })
-        for listener in listeners:
-            first = listener.index == 0
-            _follow(lu, node, inst.name, listener, feedback_fn, clock=clock,
-                    connect_timeout=connect_timeout
-                    + (lu.op.source_shutdown_timeout if first else 0))
+        try:
+            for listener in listeners:
+                first = listener.index == 0
+                _follow(lu, node, inst.name, listener, feedback_fn, clock=clock,
+                        connect_timeout=connect_timeout
+                        + (lu.op.source_shutdown_timeout if first else 0))
+        except BaseException:
+            if wants_firmware(inst):
+                firmware_state.remove(lu, inst, [node])
+            raise
     finally:
         for listener in listeners:
             res = rpc.call_impexp_cleanup([node], transfer_id=listener.transfer_id).get(node)

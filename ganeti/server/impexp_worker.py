@@ -17,6 +17,7 @@ SIGTERM (``impexp_abort``) stops it; the OS script is killed with it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -91,6 +92,9 @@ def open_source(ctx: NodeContext, source: Any) -> Source:
         name = str(instance.get("name")) if isinstance(instance, dict) else ""
         _, path = blockdev.assemble_disk(ctx, disk, name, index)
         return Source(open(path, "rb"), total)
+    if kind == "firmware":
+        data = impexp.firmware_state_bytes(ctx, source)
+        return Source(io.BytesIO(data), len(data))
     raise errors.OpExecError(f"Unknown transfer source kind {kind!r}")
 
 

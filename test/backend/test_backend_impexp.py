@@ -294,3 +294,47 @@ def test_an_export_image_larger_than_its_disk_is_refused(ctx) -> None:
     assert not ok and why == ("disk/0: the image is larger than the disk (2000 bytes, its"
                               " declared size); refused")
     assert os.listdir(_staging(ctx)) == []
+
+
+# --- a kvm instance's UEFI/TPM state between clusters (doc/exports.md) ---
+
+FW_UUID = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+
+
+def _firmware_stream(data: bytes, uuid: str = FW_UUID, sha: str | None = None) -> bytes:
+    out = diskstream.encode_json(diskstream.HEADER, {
+        "dest": {"kind": "firmware", "instance_uuid": uuid}, "total": len(data)})
+    for i in range(0, len(data), 1000):
+        out += diskstream.encode(diskstream.DATA, data[i:i + 1000])
+    return out + diskstream.encode_json(diskstream.END, {
+        "size": len(data), "sha256": sha or hashlib.sha256(data).hexdigest()})
+
+
+def test_the_firmware_state_travels_as_a_stream_and_is_unpacked(ctx, tmp_path) -> None:
+    from ganeti.backend.context import NodeContext
+    from ganeti.pathutils import Paths
+    src = NodeContext(paths=Paths(str(tmp_path / "src")), hostname="src")
+    sdir = impexp.firmware_state_dir(src, {"instance_uuid": "src-uuid"})
+    os.makedirs(os.path.join(sdir, "tpm"))
+    files = {"OVMF_VARS.fd": b"vars\0" * 300, "tpm/tpm2-00.permall": b"tpm state"}
+    for name, data in files.items():
+        with open(os.path.join(sdir, name), "wb") as fh:
+            fh.write(data)
+    data = impexp.firmware_state_bytes(src, {"kind": "firmware", "instance_uuid": "src-uuid"})
+    assert _receive(ctx, _firmware_stream(data))[0] is True
+    dst = os.path.join(ctx.paths.kvm_firmware_dir, FW_UUID)
+    for name, content in files.items():
+        with open(os.path.join(dst, name), "rb") as fh:
+            assert fh.read() == content
+    # a source without state sends nothing: nothing is made here
+    assert impexp.firmware_state_bytes(src, {"instance_uuid": "other"}) == b""
+    assert _receive(ctx, _firmware_stream(b"", uuid="other-uuid"))[0] is True
+    assert not os.path.exists(os.path.join(ctx.paths.kvm_firmware_dir, "other-uuid"))
+
+
+def test_a_bad_firmware_stream_changes_nothing(ctx) -> None:
+    ok, why = _receive(ctx, _firmware_stream(b"not a tar.gz"))
+    assert ok is False and "Bad firmware state archive" in str(why)
+    assert not os.path.exists(os.path.join(ctx.paths.kvm_firmware_dir, FW_UUID))
+    ok, why = _receive(ctx, _firmware_stream(b"x", uuid="../escape"))
+    assert ok is False and "Bad firmware state destination" in str(why)

@@ -231,3 +231,69 @@ def test_a_failed_remote_export_starts_the_instance_again_and_drops_the_key(
     assert "web1" in menv.rpc.running["node2"]
     assert menv.cfg.get_instance_info_by_name("web1") is not None
     assert menv.rpc.keys["node2"] == set()
+
+
+# --- the UEFI/TPM state of a kvm instance (doc/exports.md, "Moves between clusters") ---
+
+def _kvm(menv: Any) -> None:
+    cluster = menv.cfg.get_cluster_info()
+    cluster.enabled_hypervisors = ["fake", "kvm"]
+    menv.cfg.update(cluster)
+    menv.rpc.do_hypervisor_validate_params = lambda node, hv, params: None
+
+
+def test_a_remote_import_of_a_uefi_instance_listens_for_its_state_last(menv: Any) -> None:
+    _kvm(menv)
+    _, cbs = _remote_import(menv, hypervisor="kvm", hvparams={"firmware": "uefi"})
+    listeners = list(menv.rpc.listening.values())
+    inst = menv.cfg.get_instance_info_by_name("moved1")
+    assert [x["dest"].get("index") for x in listeners] == [0, 1, None]
+    assert listeners[2]["dest"] == {"kind": "firmware", "instance_uuid": inst.uuid}
+    (entry,) = [m for t, m in cbs.messages if t == constants.ELOG_REMOTE_IMPORT]
+    assert len(entry["disks"]) == 3
+    assert br.check_disk_info(CDS, 2, entry["disks"][2]) == ("10.0.0.2", 20003,
+                                                             listeners[2]["magic"])
+    assert sorted(menv.rpc.cleaned) == ["l0", "l1", "l2"]
+
+
+def test_a_remote_import_without_uefi_or_tpm_asks_for_no_state(menv: Any) -> None:
+    _kvm(menv)
+    _remote_import(menv, hypervisor="kvm", hvparams={"firmware": "bios"})
+    assert [x["dest"]["kind"] for x in menv.rpc.listening.values()] == ["import", "import"]
+
+
+def test_a_failed_remote_import_removes_the_state_it_received(menv: Any) -> None:
+    _kvm(menv)
+    removed: list[str] = []
+    menv.rpc.do_instance_firmware_remove = lambda node, uuid: removed.append(node)
+    menv.rpc.script = [{"state": "done", "done": 10, "total": 10, "elapsed": 1.0,
+                        "sha256": "a" * 64}] * 2 + [
+        {"state": "failed", "error": "Bad entry in a firmware state archive"}]
+    with pytest.raises(errors.OpExecError, match="firmware: Bad entry"):
+        _remote_import(menv, hypervisor="kvm", hvparams={"tpm": "tpm2"})
+    assert menv.cfg.get_instance_info_by_name("moved1") is None
+    assert removed == ["node2"]
+
+
+def test_a_remote_export_sends_the_state_when_the_destination_asks(
+        menv: Any, reachable: None) -> None:
+    _create(menv, "web1", pnode="node2", disks=[{"size": 8}])
+    uuid = menv.cfg.get_instance_info_by_name("web1").uuid
+    prepared, _ = menv.run("OP_BACKUP_PREPARE", instance_name="web1", mode="remote")
+    dests = [br.sign_disk_info(CDS, "ef", 0, "192.0.2.9", 1, "magic0"),
+             br.sign_disk_info(CDS, "ef", 1, "192.0.2.9", 2, "magicfw")]
+    assert _export(menv, prepared["x509_key_name"][0], target_node=dests)[0] == [True, [True]]
+    disk, state = menv.rpc.sent
+    assert disk["source"]["kind"] == "disk" and disk["port"] == 1
+    assert state["source"] == {"kind": "firmware", "instance_uuid": uuid}
+    assert state["port"] == 2 and state["dest"]["magic"] == "magicfw"
+
+
+def test_a_remote_export_refuses_more_than_one_extra_destination(
+        menv: Any, reachable: None) -> None:
+    _create(menv, "web1", pnode="node2", disks=[{"size": 8}])
+    prepared, _ = menv.run("OP_BACKUP_PREPARE", instance_name="web1", mode="remote")
+    dests = [br.sign_disk_info(CDS, "ef", i, "192.0.2.9", i + 1, f"m{i}") for i in range(3)]
+    with pytest.raises(errors.OpPrereqError, match="Expected 1 targets, got 3"):
+        _export(menv, prepared["x509_key_name"][0], target_node=dests)
+    assert not menv.rpc.sent

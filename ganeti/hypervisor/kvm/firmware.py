@@ -32,6 +32,7 @@ import signal
 import tarfile
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -277,15 +278,18 @@ def unpack(data: bytes, sdir: str) -> None:
     os.makedirs(parent, mode=0o700, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".in-", dir=parent)
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            members = tar.getmembers()
-            for member in members:
-                parts = member.name.split("/")
-                if member.name.startswith("/") or ".." in parts or \
-                        not (member.isfile() or member.isdir()):
-                    raise errors.HypervisorError(
-                        f"Bad entry {member.name!r} in a firmware state archive")
-            tar.extractall(tmp, members=members, filter="data")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+                members = tar.getmembers()
+                for member in members:
+                    parts = member.name.split("/")
+                    if member.name.startswith("/") or ".." in parts or \
+                            not (member.isfile() or member.isdir()):
+                        raise errors.HypervisorError(
+                            f"Bad entry {member.name!r} in a firmware state archive")
+                tar.extractall(tmp, members=members, filter="data")
+        except (tarfile.TarError, EOFError, zlib.error) as exc:
+            raise errors.HypervisorError(f"Bad firmware state archive: {exc}") from exc
         old = None
         if os.path.exists(sdir):
             old = tempfile.mkdtemp(prefix=".old-", dir=parent)
