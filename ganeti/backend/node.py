@@ -312,6 +312,9 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
       a text saying why the group cannot be listed (missing, LVM failing)
     * ``kvm_firmware`` (a list of ``uefi``, ``tpm2``) -> the problems found:
       OVMF's files (``uefi``) or ``swtpm`` (``tpm2``) missing here
+    * ``kvm_firmware_states`` (ignored) -> the keys (instance UUIDs) of the
+      kvm UEFI/TPM state directories on this node (the master reports the
+      orphans, doc/kvm.md)
 
     Unknown check names are listed under ``"unsupported"``.
     """
@@ -343,6 +346,8 @@ def node_verify(ctx: NodeContext, checks: dict, cluster_name: str) -> dict[str, 
             result[check] = _lvlist(ctx, arg)
         elif check == "kvm_firmware":
             result[check] = kvm_firmware.missing(list(arg or []))
+        elif check == "kvm_firmware_states":
+            result[check] = kvm_firmware.list_states(ctx.paths.kvm_firmware_dir)
         else:
             unsupported.append(check)
     if unsupported:

@@ -24,7 +24,7 @@ from ganeti.cmdlib.base import LogicalUnit
 from ganeti.objects import Instance
 
 __all__ = ["kvm_firmware_needs", "has_state", "carry", "drop_left", "settle", "fetch", "restore",
-           "remove", "remove_everywhere"]
+           "remove", "remove_everywhere", "orphans"]
 
 
 def kvm_firmware_needs(hvparams: dict[str, Any]) -> list[str]:
@@ -163,3 +163,25 @@ def _remove(lu: LogicalUnit[Any], inst: Instance, nodes: list[str]) -> None:
         if res is None or res.failed:
             lu.LogWarning(f"Could not remove the UEFI/TPM state of {inst.name} on {node}:"
                           f" {res.fail_msg if res else 'no answer'}")
+
+
+def orphans(keys: list[str], node_uuid: str, instances: dict[str, Instance],
+            instance_nodes: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """The state directories on node ``node_uuid`` (``keys``: instance UUIDs, else
+    names) that no instance placed on it owns: ``[(key, why), ...]`` (pure).
+
+    ``instances`` by UUID, ``instance_nodes`` the UUIDs of each instance's
+    primary and secondary nodes.  A state is an orphan when no instance has
+    that UUID (or name), or when its instance lives on other nodes: a copy
+    the node kept when the instance left it unreachable, or the target of a
+    migration that was never cleaned up.
+    """
+    by_name = {inst.name: inst for inst in instances.values()}
+    found = []
+    for key in keys:
+        inst = instances.get(key) or by_name.get(key)
+        if inst is None:
+            found.append((key, "no such instance"))
+        elif node_uuid not in instance_nodes.get(inst.uuid, []):
+            found.append((key, f"instance {inst.name} is not on this node"))
+    return found

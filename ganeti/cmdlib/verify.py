@@ -45,7 +45,9 @@ a configured minor that no disk of the node owns is ``ENODEDRBD``
 cluster's ``drbd_usermode_helper`` is ``ENODEDRBDHELPER``.  When the
 cluster's kvm defaults or a kvm instance of the group use ``firmware=uefi``
 or ``tpm=tpm2``, each node checks that OVMF or swtpm is installed
-(``kvm_firmware``; missing: ``ENODEHV``, doc/kvm.md).
+(``kvm_firmware``; missing: ``ENODEHV``, doc/kvm.md); with kvm enabled,
+a UEFI/TPM state directory on a node that no instance placed there owns
+is a warning (``ENODEORPHANFIRMWARE``).
 """
 
 from __future__ import annotations
@@ -455,6 +457,21 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
             if inst.hypervisor == constants.HT_KVM and inst.primary_node in uuids]
         return sorted({need for h in hvps for need in firmware_state.kvm_firmware_needs(h)})
 
+    def _check_firmware_states(self, rep: Reporter, nodes: list[Any],
+                               answers: dict[str, Any]) -> None:
+        """A warning per kvm UEFI/TPM state directory no instance on that node
+        owns (``ENODEORPHANFIRMWARE``, doc/kvm.md), as orphan volumes are."""
+        instances = self.cfg.get_all_instances_info()
+        inodes = {u: self.cfg.get_instance_nodes(u) for u in instances}
+        for node in nodes:
+            keys = (answers.get(node.name) or {}).get("kvm_firmware_states")
+            if not isinstance(keys, list):
+                continue
+            for key, why in firmware_state.orphans([str(k) for k in keys], node.uuid,
+                                                   instances, inodes):
+                rep.report("ENODEORPHANFIRMWARE", OT_NODE, node.name,
+                           f"orphan UEFI/TPM state kvm-firmware/{key} ({why})", warning=True)
+
     # -- main ------------------------------------------------------------------
     def Exec(self, feedback_fn: FeedbackFn) -> bool:  # noqa: C901 - a list of checks
         rep = Reporter(self.op, feedback_fn)
@@ -491,6 +508,8 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
         kvm_needs = self._kvm_firmware_needs(cluster, online)
         if kvm_needs:
             checks["kvm_firmware"] = kvm_needs
+        if constants.HT_KVM in cluster.enabled_hypervisors:
+            checks["kvm_firmware_states"] = None
         feedback_fn(f"* Gathering data ({len(online)} nodes)")
         before = {p: _sha1(p) for p in everywhere + cand_files}
         start = time.time()
@@ -548,6 +567,8 @@ class LUClusterVerifyGroup(NoHooksLU[OpClusterVerifyGroup]):
                     rep.error_if(problem, "ENODEOOBPATH", OT_NODE, node.name, problem)
             for problem in data.get("kvm_firmware") or []:
                 rep.report("ENODEHV", OT_NODE, node.name, str(problem))
+        if "kvm_firmware_states" in checks:
+            self._check_firmware_states(rep, online, answers)
         if vg:
             feedback_fn("* Verifying the volumes of volume group " + vg)
             self._check_volumes(rep, online, answers, vg)

@@ -70,6 +70,17 @@ def test_node_verify_kvm_firmware_names_what_is_missing(ctx, monkeypatch) -> Non
     assert len(problems) == 2 and "ovmf" in problems[0] and "swtpm" in problems[1]
 
 
+def test_node_verify_lists_the_kvm_firmware_states(ctx) -> None:
+    base = ctx.paths.kvm_firmware_dir
+    assert node.node_verify(ctx, {"kvm_firmware_states": None}, "c")["kvm_firmware_states"] == []
+    for name in ("uuid-b", "uuid-a", ".in-x1y2"):     # .in-: an unpack under way
+        os.makedirs(os.path.join(base, name))
+    with open(os.path.join(base, "stray-file"), "w") as fh:
+        fh.write("not a state directory\n")
+    assert node.node_verify(ctx, {"kvm_firmware_states": None}, "c")["kvm_firmware_states"] == \
+        ["uuid-a", "uuid-b"]
+
+
 def test_node_verify_nodelist(ctx) -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

@@ -220,3 +220,25 @@ def test_kvm_firmware_is_checked_only_when_used(tmp_path) -> None:
     assert seen == [["tpm2"], ["tpm2"]] and result is False
     assert [m for m in msgs if "ENODEHV" in m] == [
         f"  - ERROR:ENODEHV:node:{node_name(2)}:tpm=tpm2 is used but swtpm is not installed"]
+
+
+def test_orphaned_kvm_firmware_states_are_warnings(tmp_path) -> None:
+    from ganeti.objects import Instance
+    cfg, rpc, ctx, _, answers = _setup(tmp_path, nodes=3)
+    cfg.add_instance(Instance(name="uefi1", uuid="uuid-uefi1", primary_node="uuid-node2",
+                              os="tinyos", hypervisor=constants.HT_KVM,
+                              disk_template=constants.DT_DISKLESS), [])
+    answers[node_name(2)] = {"kvm_firmware_states": ["uuid-uefi1"]}
+    answers[node_name(3)] = {"kvm_firmware_states": ["uuid-uefi1", "uuid-gone"]}
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    assert not [m for m in msgs if "ORPHANFIRMWARE" in m]   # kvm not enabled: not asked
+    cluster = cfg.get_cluster_info()
+    cluster.enabled_hypervisors = [constants.HT_FAKE, constants.HT_KVM]
+    cfg.update(cluster)
+    result, msgs, _ = _verify_group(ctx, error_codes=True)
+    assert [m for m in msgs if "ORPHANFIRMWARE" in m] == [
+        f"  - WARNING:ENODEORPHANFIRMWARE:node:{node_name(3)}:orphan UEFI/TPM state"
+        " kvm-firmware/uuid-uefi1 (instance uefi1 is not on this node)",
+        f"  - WARNING:ENODEORPHANFIRMWARE:node:{node_name(3)}:orphan UEFI/TPM state"
+        " kvm-firmware/uuid-gone (no such instance)"]
+    assert result is True      # warnings only

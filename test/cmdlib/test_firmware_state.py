@@ -129,6 +129,17 @@ def test_settle_drops_the_other_copy_only_when_the_keeping_node_has_one(lu, node
     assert lu.rpc.calls == []
 
 
+def test_orphans_are_states_of_no_instance_placed_on_the_node():
+    insts = {"u-a": Instance(name="a", uuid="u-a"), "u-b": Instance(name="b", uuid="u-b")}
+    placed = {"u-a": ["n1", "n2"], "u-b": ["n3"]}    # a: primary n1, secondary n2
+    keys = ["u-a", "u-b", "u-gone", "b"]              # "b": keyed by name (no UUID then)
+    assert firmware_state.orphans(keys, "n1", insts, placed) == [
+        ("u-b", "instance b is not on this node"), ("u-gone", "no such instance"),
+        ("b", "instance b is not on this node")]
+    assert firmware_state.orphans(["u-a"], "n2", insts, placed) == []
+    assert firmware_state.orphans(["u-b", "b"], "n3", insts, placed) == []
+
+
 # --- the LUs: where the copy happens (the simulated nodes of test_cmdlib_instance) ----
 
 

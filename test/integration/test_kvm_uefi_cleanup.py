@@ -11,13 +11,16 @@ removes the target's copy while the source keeps its own.  Then both node
 daemons go away under a held migration: the job fails, the daemons come
 back, the transfer is let finish on the qemu level, and ``--cleanup``
 finishes the migration: the target keeps the state and the source's copy
-goes (doc/kvm.md, "UEFI and TPM").
+goes (doc/kvm.md, "UEFI and TPM").  ``gnt-cluster verify`` warns about the
+target's stale copy before the first cleanup, and about a state directory
+of an instance that does not exist, and no more after.
 Skips only when qemu-system-x86_64 cannot run or OVMF/swtpm are missing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 
@@ -43,6 +46,9 @@ N1, N2 = "node1.vcluster", "node2.vcluster"
 INST = "uefic1.example.com"
 #: a file of our own in the state directory: it travels with the state (firmware.pack)
 MARKER = "marker"
+#: the state directory of an instance that does not exist
+GONE = "0badc0de-0000-4000-8000-000000000000"
+_ORPHAN = re.compile(r"- WARNING:ENODEORPHANFIRMWARE:node:([^:]+):orphan UEFI/TPM state (.*)$")
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +80,22 @@ def _marker(vc, node: str) -> str | None:
             return fh.read()
     except FileNotFoundError:
         return None
+
+
+def _state_key(vc) -> str:
+    return os.path.basename(_state_dir(vc, N1))
+
+
+def _orphans(vc) -> list[tuple[str, str]]:
+    """``(node, what)`` of each orphaned UEFI/TPM state ``gnt-cluster verify`` warns about."""
+    res = vc.run("gnt-cluster", "verify", "--error-codes")
+    found = []
+    for line in (res.stdout + res.stderr).splitlines():
+        if ":ENODEORPHANFIRMWARE:" in line:
+            match = _ORPHAN.search(line)
+            assert match, line
+            found.append((match.group(1), match.group(2)))
+    return sorted(found)
 
 
 def _job_status(vc, job: int) -> str:
@@ -115,9 +137,16 @@ def test_cleanup_after_a_failed_migration_removes_the_targets_copy(vc):
     assert rows(vc, "pnode,status", INST) == [[N1, "running"]]
     wait_for(lambda: not firmware.users(_state_dir(vc, N2)), "the target's swtpm gone", 30)
     before = _marker(vc, N1)
+    # the target's stale copy, and one of an instance that does not exist, are orphans
+    os.makedirs(os.path.join(vc.paths(N1).kvm_firmware_dir, GONE))
+    assert _orphans(vc) == [
+        (N1, f"kvm-firmware/{GONE} (no such instance)"),
+        (N2, f"kvm-firmware/{_state_key(vc)} (instance {INST} is not on this node)")]
     out = vc.ok("gnt-instance", "migrate", "-f", "--cleanup", "-n", N2, INST)
     assert "nothing to clean up" in out, out
     assert not os.path.exists(_state_dir(vc, N2))
+    os.rmdir(os.path.join(vc.paths(N1).kvm_firmware_dir, GONE))
+    assert _orphans(vc) == []
     # the node it runs on keeps its state, its qemu and swtpm still use it
     assert _has_state(vc, N1) and _marker(vc, N1) == before == "from node1\n"
     assert firmware.users(_state_dir(vc, N1))

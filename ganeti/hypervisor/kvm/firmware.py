@@ -40,7 +40,7 @@ from typing import Any
 from ganeti import constants, errors
 from ganeti.utils import process
 
-__all__ = ["FIRMWARE_BIOS", "FIRMWARE_UEFI", "FIRMWARES", "TPM_NONE", "TPM_TPM2", "TPMS",
+__all__ = ["list_states", "FIRMWARE_BIOS", "FIRMWARE_UEFI", "FIRMWARES", "TPM_NONE", "TPM_TPM2", "TPMS",
            "OVMF_DIR", "OVMF_PAIRS", "SWTPM_BINARY", "VARS_FILE", "TPM_STATE_DIR",
            "SWTPM_SOCKET", "retarget", "nvram_path", "SWTPM_PIDFILE", "SWTPM_LOG", "RUN_FILES",
            "Ovmf", "uses_uefi", "uses_tpm", "needs_state", "find_ovmf", "pflash_args",
@@ -348,6 +348,18 @@ def starter(sdir: str, hvp: dict[str, Any]) -> Callable[[str], None] | None:
         if uses_tpm(hvp):
             start_swtpm(sdir, run_dir)
     return before
+
+
+def list_states(base_dir: str) -> list[str]:
+    """The keys (instance UUIDs, else names) of the state directories under
+    ``base_dir``, sorted; the temporary ``.in-``/``.old-`` directories of
+    :func:`unpack` are left out."""
+    try:
+        names = os.listdir(base_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(n for n in names
+                  if not n.startswith(".") and os.path.isdir(os.path.join(base_dir, n)))
 
 
 def missing(needs: list[str], ovmf_dir: str | None = None,
