@@ -226,7 +226,11 @@ def instance_reboot(ctx: NodeContext, instance: dict, reboot_type: str,
     ``full`` stops the instance (soft for ``shutdown_timeout`` s, then hard;
     fine if it is not running), re-assembles the disks and starts it.
     ``hard`` and ``full`` use the disks of ``instance["disks_info"]``, or
-    the ones the running instance has when that key is missing.
+    the ones the running instance has when that key is missing.  The
+    cloud-init seed and metadata entry of an image-based instance are
+    rebuilt first, as on a start (a soft reboot keeps its qemu: the guest
+    sees the new seed drive after a hard or full reboot, the metadata
+    service answers the new data at once; doc/images.md, "cloud-init").
     """
     if reboot_type not in REBOOT_TYPES:
         raise errors.OpExecError(f"Invalid reboot type {reboot_type!r}"
@@ -236,6 +240,7 @@ def instance_reboot(ctx: NodeContext, instance: dict, reboot_type: str,
     running = _is_running(hv, inst.name)
     if reboot_type != REBOOT_FULL and not running:
         raise errors.HypervisorError(f"Cannot reboot instance {inst.name}: it is not running")
+    osimage.refresh_seed(ctx, instance)     # the OS parameters may have changed meanwhile
     if reboot_type == REBOOT_SOFT:
         hv.reboot_instance(inst.name)
         return

@@ -190,3 +190,26 @@ def test_node_info_reports_fake_hypervisor_and_storage(ctx) -> None:
     assert after["memory_total"] == 8192 and after["cpu_total"] == 4
     storage = after["storage"][0]
     assert storage["storage_size"] > 0 and 0 <= storage["storage_free"] <= storage["storage_size"]
+
+
+def _seed_user_data(ctx) -> str:
+    import subprocess
+    from ganeti.backend import osimage
+    out = subprocess.run(["isoinfo", "-R", "-i", osimage.seed_path(ctx, NAME), "-x",
+                          "/user-data"], capture_output=True, check=True)
+    return out.stdout.decode()
+
+
+@pytest.mark.skipif(not __import__("shutil").which("isoinfo"),
+                    reason="genisoimage is not installed (make debian-deps)")
+@pytest.mark.parametrize("kind", ["soft", "hard"])
+def test_a_reboot_rebuilds_the_cloud_init_seed(ctx, kind: str) -> None:
+    inst = _inst(osparams={"os-image": "debian.img", "ssh_authorized_keys": "ssh-ed25519 AAAAold"})
+    instance.instance_start(ctx, inst, [], False)
+    assert "AAAAold" in _seed_user_data(ctx)
+    # the OS parameters changed on the master (the node missed the modify's rebuild)
+    inst["osparams"]["ssh_authorized_keys"] = "ssh-ed25519 AAAAnew"
+    instance.instance_reboot(ctx, inst, kind, 5)
+    data = _seed_user_data(ctx)
+    assert "AAAAnew" in data and "AAAAold" not in data
+    assert instance.instance_info(ctx, NAME, "fake", {})["state"] == 0

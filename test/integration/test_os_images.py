@@ -215,7 +215,8 @@ def test_bad_images_are_refused_and_leave_nothing(vc, images):
 
 def test_static_nic_on_a_network_and_the_seed_made_again_at_start(vc, images):
     # the node rebuilds the seed from the instance before starting it (and before
-    # receiving a migration), so whichever node runs the instance has it
+    # receiving a migration, and before a reboot), so whichever node runs the instance
+    # has it, made from the configuration of the moment
     top, _ = images
     _raw(top / "n.img")
     vc.ok("gnt-network", "add", "--network", "198.51.100.0/24", "--gateway", "198.51.100.1",
@@ -236,6 +237,11 @@ def test_static_nic_on_a_network_and_the_seed_made_again_at_start(vc, images):
     os.unlink(seed)
     vc.ok("gnt-instance", "startup", name)
     assert _iso(seed, "network-config") == expected
+    # and before a reboot (a soft one keeps the qemu; the metadata service has it at once)
+    for kind in ("soft", "hard"):
+        os.unlink(seed)
+        vc.ok("gnt-instance", "reboot", "--type", kind, name)
+        assert _iso(seed, "network-config") == expected, kind
     vc.ok("gnt-instance", "remove", "-f", name)
     assert _leftovers(vc) == []
 
