@@ -99,11 +99,14 @@ def settle(lu: LogicalUnit[Any], inst: Instance, keep: str, drop: str) -> None:
     except errors.GanetiError as exc:
         lu.LogWarning(f"{exc}; the copy on {drop} is kept")
         return
-    if not data:
+    if data:
+        _remove(lu, inst, [drop])
+        return
+    res = lu.require_rpc().call_instance_firmware_get([drop], instance_uuid=inst.uuid).get(drop)
+    if res is None or res.failed or res.payload:
+        # perhaps the only copy (an instance never started has none anywhere: no warning)
         lu.LogWarning(f"{keep} has no UEFI/TPM state of {inst.name}; the copy on {drop}"
                       " (if any) is kept")
-        return
-    _remove(lu, inst, [drop])
 
 
 def remove_everywhere(lu: LogicalUnit[Any], inst: Instance) -> None:

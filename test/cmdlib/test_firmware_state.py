@@ -129,6 +129,11 @@ def test_settle_drops_the_other_copy_only_when_the_keeping_node_has_one(lu, node
     assert lu.rpc.calls == []
 
 
+def test_settle_without_state_on_either_node_says_nothing(lu, nodes):
+    firmware_state.settle(lu, _inst(tpm="tpm2"), "node1", "node2")
+    assert not lu.warnings
+
+
 def test_orphans_are_states_of_no_instance_placed_on_the_node():
     insts = {"u-a": Instance(name="a", uuid="u-a"), "u-b": Instance(name="b", uuid="u-b")}
     placed = {"u-a": ["n1", "n2"], "u-b": ["n3"]}    # a: primary n1, secondary n2
