@@ -35,6 +35,7 @@ from ganeti.context import MasterContext
 from ganeti.objects import Instance, Node, NodeGroup
 from ganeti.pathutils import Paths
 from ganeti.replication import report_failures
+from ganeti.replication.core import REPLICATION_TIMEOUT
 from ganeti.rpc.client import RpcRunner
 from ganeti.rpc.defs import to_canonical
 from ganeti.utils.names import match_name
@@ -199,8 +200,11 @@ def files_for_all_nodes(paths: Paths) -> list[str]:
 
 
 def upload_files(rpc: RpcRunner, paths: Paths, node_names: list[str], files: Iterable[str],
-                 feedback_fn: FeedbackFn | None = None) -> list[str]:
-    """Upload local ``files`` to ``node_names``; returns the nodes that failed any file."""
+                 feedback_fn: FeedbackFn | None = None,
+                 rpc_timeout: float | None = None) -> list[str]:
+    """Upload local ``files`` to ``node_names``; returns the nodes that failed any file.
+
+    ``rpc_timeout`` bounds each upload (default: the procedure's own)."""
     failed: set[str] = set()
     if not node_names:
         return []
@@ -214,7 +218,8 @@ def upload_files(rpc: RpcRunner, paths: Paths, node_names: list[str], files: Ite
             continue
         canonical = to_canonical(paths.root, path)
         results = rpc.call_upload_file(
-            node_names, file_name=canonical, content=content, mode=mode, uid=None, gid=None, mtime=None)
+            node_names, file_name=canonical, content=content, mode=mode, uid=None, gid=None,
+            mtime=None, rpc_timeout=rpc_timeout)
         failed.update(report_failures(f"Upload of {canonical}", results, feedback_fn))
     return sorted(failed)
 
@@ -245,15 +250,18 @@ def redistribute(context: MasterContext, feedback_fn: FeedbackFn | None = None,
         failed.update(_push_config(cfg, rpc, paths, nodes, feedback_fn))
     else:
         # the replicator writes config and ssconf too, from its own thread: take its
-        # lane, so that what is read here never lands after a newer push
+        # lane, so that what is read here never lands after a newer push; bounded
+        # like the replicator's own pushes, as they wait meanwhile
         # (doc/design/replication.md, "Redistribution")
         with context.replicator.config_lane():
-            failed.update(_push_config(cfg, rpc, paths, nodes, feedback_fn))
+            failed.update(_push_config(cfg, rpc, paths, nodes, feedback_fn,
+                                       REPLICATION_TIMEOUT))
     return sorted(failed)
 
 
 def _push_config(cfg: ConfigWriter, rpc: RpcRunner | None, paths: Paths, nodes: list[Node],
-                 feedback_fn: FeedbackFn | None) -> set[str]:
+                 feedback_fn: FeedbackFn | None,
+                 rpc_timeout: float | None = None) -> set[str]:
     """Config file (candidates) and ssconf (every online node, the master's own
     files too) as they are on disk now; the nodes where either failed."""
     # exactly what is on disk (the callers' own changes are durable by now)
@@ -265,8 +273,9 @@ def _push_config(cfg: ConfigWriter, rpc: RpcRunner | None, paths: Paths, nodes: 
         return failed
     cand_names = _online_names(n for n in nodes if n.master_candidate)
     if cand_names:
-        failed.update(upload_files(rpc, paths, cand_names, [paths.config_file], feedback_fn))
-    res = rpc.call_write_ssconf_files(all_names, values=values)
+        failed.update(upload_files(rpc, paths, cand_names, [paths.config_file], feedback_fn,
+                                   rpc_timeout))
+    res = rpc.call_write_ssconf_files(all_names, values=values, rpc_timeout=rpc_timeout)
     failed.update(report_failures("Writing ssconf files", res, feedback_fn))
     return failed
 

@@ -279,6 +279,7 @@ class ReplicationPlan:
         self._cfg_done = 0
         self._cand_serial: dict[str, int] = {}   # candidate -> newest serial it got
         self._cfg_busy = False
+        self._cfg_wanted = 0                     # holders waiting for the config lane
         # job files: the log (segments some lane has still to take), and the lanes
         self._log: list[Segment] = []
         self._job_queued = 0
@@ -372,15 +373,32 @@ class ReplicationPlan:
         return {c: max(0, queued - self._cand_serial.get(c, queued)) for c in self._candidates}
 
     def take_config(self) -> ConfigSend | None:
-        """Hand out the newest pending push, or None (nothing pending, or one under way)."""
+        """Hand out the newest pending push, or None (nothing pending, one under
+        way, or the config lane held or wanted: :meth:`want_config`)."""
         push = self._cfg_pending
-        if push is None or self._cfg_busy:
+        if push is None or self._cfg_busy or self._cfg_wanted:
             return None
         self._cfg_pending = None
         self._cfg_busy = True
         changed = push.ssconf != self._last_ssconf
         others = [n for n in push.nodes if n not in push.candidates] if changed else []
         return ConfigSend(push, changed, others)
+
+    def want_config(self) -> None:
+        """Announce a :meth:`hold_config` to come: from now until
+        :meth:`unwant_config`, :meth:`take_config` hands out nothing, so the
+        push under way is the last before the holder's turn (config writes
+        arriving faster than pushes end cannot starve it)."""
+        self._cfg_wanted += 1
+
+    def unwant_config(self) -> None:
+        """Withdraw one :meth:`want_config` (taken, or given up)."""
+        self._cfg_wanted -= 1
+
+    @property
+    def config_wanted(self) -> bool:
+        """Whether a holder waits for the config lane."""
+        return self._cfg_wanted > 0
 
     def hold_config(self) -> bool:
         """Take the config lane for a push made outside the plan; False when a

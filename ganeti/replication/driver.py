@@ -327,23 +327,38 @@ class Replicator:
         replicator (:func:`ganeti.cmdlib.common.redistribute`): pushes are
         sent one at a time, newest bytes last, and a block run here takes
         its turn between them, so it never lands older bytes after a newer
-        push (doc/design/replication.md, "Redistribution").  Waits up to
-        ``timeout`` (default: twice the RPC timeout plus five seconds) for
-        a push under way; :class:`errors.OpExecError` when it does not end.
+        push (doc/design/replication.md, "Redistribution").  Once asked
+        for, the lane goes to the block after the push under way (no new
+        push starts meanwhile).  Waits up to ``timeout`` (default: twice
+        the RPC timeout plus five seconds) for that push or another
+        block; :class:`errors.OpExecError` when the lane is not free by then.
+        Pushes queued meanwhile go when the block ends (in the releasing
+        thread once :meth:`stop` has ended the config thread).
         """
         if timeout is None:
             timeout = 2 * self.timeout + 5.0
+        plan = self._plan
         with self._cond:
-            if not self._cond.wait_for(self._plan.hold_config, timeout):
-                raise errors.OpExecError("A configuration push did not end within"
-                                         f" {timeout:.0f}s")
+            plan.want_config()
+            try:
+                taken = self._cond.wait_for(plan.hold_config, timeout)
+            finally:
+                plan.unwant_config()
+                self._cfg_wake.notify_all()
+            if not taken:
+                raise errors.OpExecError(
+                    f"The configuration replication was busy for {timeout:.0f}s (a push"
+                    " or another redistribution); nothing was sent")
         try:
             yield
         finally:
             with self._cond:
-                self._plan.release_config()
+                plan.release_config()
                 self._cond.notify_all()
                 self._cfg_wake.notify_all()
+                inline = self._stopped and plan.config_pending
+            if inline:       # no config thread any more: send what waited, here
+                self._config_loop(once=True)
 
     def replicated_serial(self) -> int:
         """The newest config serial whose replication has been attempted."""
@@ -375,12 +390,13 @@ class Replicator:
         plan = self._plan
         while True:
             with self._cond:
-                if once:
-                    self._cond.wait_for(lambda: not plan.config_busy)
-                else:
+                if not once:
                     # (a push is "busy" here only while config_lane holds the lane)
-                    self._cfg_wake.wait_for(lambda: (plan.config_pending and not plan.config_busy)
+                    self._cfg_wake.wait_for(lambda: (plan.config_pending and not plan.config_busy
+                                                     and not plan.config_wanted)
                                             or self._stopped)
+                # once (after stop): a push under way or the lane held or wanted
+                # leaves ours pending; whoever ends theirs sends it (config_lane)
                 send = plan.take_config()
                 if send is None:
                     return

@@ -125,6 +125,20 @@ def test_a_held_config_lane_hands_out_no_push_until_released() -> None:
     assert _config(plan).push.serial == 2
 
 
+def test_a_wanted_config_lane_gets_the_turn_after_the_push_under_way() -> None:
+    plan = _plan()
+    plan.queue_config(1, b"one", SSCONF)
+    first = _config(plan)
+    plan.want_config()                                # a holder waits for the push
+    plan.queue_config(2, b"two", SSCONF)
+    plan.config_done(first, PushOutcome([]))
+    assert plan.take_config() is None                 # no new push jumps the queue
+    assert plan.hold_config() is True
+    plan.unwant_config()
+    plan.release_config()
+    assert not plan.config_wanted and _config(plan).push.serial == 2
+
+
 def test_a_serial_counts_as_replicated_once_attempted_even_if_nodes_failed() -> None:
     plan = _plan()
     plan.queue_config(7, b"seven", SSCONF)

@@ -370,7 +370,7 @@ def test_a_config_lane_that_cannot_be_taken_in_time_is_an_error(tmp_path) -> Non
     try:
         _tag(cfg, "a")
         assert gate.entered.wait(10)
-        with pytest.raises(errors.OpExecError, match="did not end"):
+        with pytest.raises(errors.OpExecError, match="was busy"):
             with rep.config_lane(timeout=0.2):
                 pass
     finally:
@@ -378,6 +378,67 @@ def test_a_config_lane_that_cannot_be_taken_in_time_is_an_error(tmp_path) -> Non
     with rep.config_lane(timeout=10):                 # taken once the push ended
         pass
     assert rep.stop(timeout=10)
+
+
+def test_a_config_lane_is_not_starved_by_a_stream_of_config_writes(tmp_path) -> None:
+    """Config writes arriving faster than a push takes: the lane still goes to
+    the block right after the push under way (no new one starts meanwhile)."""
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=3)
+    rpc.set_handler("replicate_state", lambda node, args: time.sleep(0.02))
+    stop = threading.Event()
+
+    def writer() -> None:
+        count = 0
+        while not stop.is_set():
+            _tag(cfg, f"t{count}")
+            count += 1
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not rpc.calls_to("replicate_state") and time.monotonic() < deadline:
+            time.sleep(0.01)                          # the stream of pushes is going
+        for _ in range(3):
+            with rep.config_lane(timeout=5):
+                pass
+    finally:
+        stop.set()
+        thread.join(20)
+    assert rep.wait_replicated(cfg.get_serial_no(), timeout=10)
+    assert rep.stop(timeout=10)
+
+
+def test_after_stop_a_write_never_waits_for_a_held_lane_and_its_push_follows(tmp_path) -> None:
+    """After stop() a config write pushes in the writer's thread, under the config
+    lock: with the lane held it must not wait (the holder's RPCs need that lock
+    to resolve node names); the holder sends the push when it lets go."""
+    cfg, rpc, rep, _ = _setup(tmp_path, nodes=3)
+    assert rep.stop(timeout=5)
+    inside, leave = threading.Event(), threading.Event()
+
+    def block() -> None:
+        with rep.config_lane(timeout=10):
+            inside.set()
+            cfg.get_all_nodes_info()                  # takes the config lock
+            assert leave.wait(20)
+
+    holder = threading.Thread(target=block)
+    holder.start()
+    try:
+        assert inside.wait(10)
+        done: list[int] = []
+        writer = threading.Thread(target=lambda: done.append(_tag(cfg, "late")))
+        writer.start()
+        writer.join(10)
+        assert done, "a config write after stop waited for the held lane"
+        assert rep.replicated_serial() < done[0]      # not sent beside the block
+    finally:
+        leave.set()
+        holder.join(20)
+    assert rep.replicated_serial() == done[0]         # sent when the lane was let go
+    assert len(rpc.calls_to("replicate_state")) == 1
 
 
 def test_stale_config_bytes_never_replace_newer_ones(tmp_path) -> None:
