@@ -253,9 +253,16 @@ def redistribute(context: MasterContext, feedback_fn: FeedbackFn | None = None,
         # lane, so that what is read here never lands after a newer push; bounded
         # like the replicator's own pushes, as they wait meanwhile
         # (doc/design/replication.md, "Redistribution")
-        with context.replicator.config_lane():
-            failed.update(_push_config(cfg, rpc, paths, nodes, feedback_fn,
-                                       REPLICATION_TIMEOUT))
+        try:
+            with context.replicator.config_lane():
+                failed.update(_push_config(cfg, rpc, paths, nodes, feedback_fn,
+                                           REPLICATION_TIMEOUT))
+        except errors.OpExecError as exc:
+            # the lane stayed busy: as a failed upload (the caller says how to retry)
+            logger.warning("Configuration and ssconf not redistributed: %s", exc)
+            if feedback_fn is not None:
+                feedback_fn(f"Configuration and ssconf not redistributed: {exc}")
+            failed.update(_online_names(nodes))
     return sorted(failed)
 
 

@@ -425,3 +425,27 @@ def test_redistribute_writes_config_and_ssconf_between_pushes(tmp_path) -> None:
     assert order[:first_upload].count("push") == 2    # both candidates' pushes came first
     assert "ssconf" in order[first_upload:]
     rep.stop(timeout=10)
+
+
+def test_redistribute_reports_every_node_failed_when_the_lane_stays_busy(tmp_path) -> None:
+    """A lane that does not come free in time is a failed redistribution (the
+    callers say to run redist-conf again), not an error after e.g. a node add."""
+    from contextlib import contextmanager
+
+    from ganeti import errors
+    from ganeti.cmdlib.common import redistribute
+    cfg, rpc, rep, _ = _replicating_config(tmp_path, nodes=3)
+    ctx = make_cluster_context(tmp_path, cfg, rpc)
+
+    class Busy:
+        @contextmanager
+        def config_lane(self, timeout: float | None = None):  # type: ignore[no-untyped-def]
+            raise errors.OpExecError("The configuration replication was busy for 35s")
+            yield
+
+    ctx.replicator = Busy()  # type: ignore[assignment]
+    said: list[str] = []
+    assert redistribute(ctx, said.append) == [node_name(2), node_name(3)]
+    assert any("not redistributed" in line for line in said)
+    assert not rpc.calls_to("write_ssconf_files")
+    rep.stop(timeout=5)
