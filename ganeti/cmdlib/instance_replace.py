@@ -287,14 +287,20 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
         instance lock keeps the instance itself from changing."""
         if self.glm is None:
             return
-        released = False
-        for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE):
-            owned = self.owned_locks(level)
-            if owned:
-                self.glm.release(level, owned)
-                released = True
-        if released:
-            feedback_fn("* node locks released for the copy (early release)")
+        owned = {level: self.owned_locks(level)
+                 for level in (locking.LEVEL_NODE_RES, locking.LEVEL_NODE)}
+        nodes = set().union(*owned.values())
+        if not nodes:
+            return
+        # the processor forgets the live data of the nodes still locked at the
+        # end: these are not then, and their volumes changed
+        cache = getattr(self.context, "node_info_cache", None)
+        if cache is not None:
+            cache.invalidate(nodes)
+        for level, names in owned.items():
+            if names:
+                self.glm.release(level, names)
+        feedback_fn("* node locks released for the copy (early release)")
 
     def _remove_plain(self, node: Node, dicts: list[dict[str, Any]]) -> None:
         for data in dicts:
@@ -381,6 +387,10 @@ class LUInstanceReplaceDisks(InstanceLU[OpInstanceReplaceDisks]):
     def _sync(self, disks: list[Disk], feedback_fn: FeedbackFn) -> None:
         if not drbd.wait_for_sync(self, self.pnode, disks, feedback_fn, cfg=self.cfg,
                                   instance=self.instance.name):
+            if self.op.early_release:
+                raise errors.OpExecError("The disks did not come in sync, and the old volumes"
+                                         " were already removed (early release): the"
+                                         " primary's data is the only copy")
             raise errors.OpExecError("The disks did not come in sync; the old volumes are"
                                      " kept (see gnt-cluster verify)")
 

@@ -710,7 +710,8 @@ def _watch_sync(renv: Any) -> list[tuple[list[Any], set[str]]]:
 
     def find(node: str, disk: dict) -> dict | None:
         removed = [e[1] for e in renv.rpc.events if e[0] in ("remove", "remove-lv")]
-        seen.append((removed, renv.glm.list_owned(locking.LEVEL_NODE)))
+        seen.append((removed, renv.glm.list_owned(locking.LEVEL_NODE)
+                     | renv.glm.list_owned(locking.LEVEL_NODE_RES)))
         return real(node, disk)
     renv.rpc.do_blockdev_find = find
     return seen
@@ -723,15 +724,33 @@ def test_early_release_removes_the_old_volumes_and_frees_the_nodes_before_the_co
     _drbd(renv)
     _drbd(renv, "inst2")
     seen = _watch_sync(renv)
+    forgotten: list[set[str]] = []
+
+    class Cache:
+        def invalidate(self, uuids: Any = None) -> None:
+            forgotten.append(set(uuids or ()))
+    renv.ctx.node_info_cache = Cache()
     renv.rpc.events.clear()
     _replace(renv, mode, early_release=True, **kw)
     removed, held = seen[-1]                     # the last look: the copy's wait
     assert removed and set(removed) == {"node2"}  # the old volumes went before it
     assert held == set()                          # and no node lock was held for it
     assert "node locks released for the copy" in "\n".join(renv.feedback)
+    # their live data is forgotten although the job no longer holds them at its end
+    assert forgotten and "uuid-node2" in set().union(*forgotten)
     # without it: the old volumes stay until the copy is done, the locks are kept
     seen.clear()
     renv.rpc.events.clear()
     renv.run("OP_INSTANCE_REPLACE_DISKS", instance_name="inst2", mode=mode, **kw)
     assert seen and all(r == [] and h for r, h in seen)
     assert [e[1] for e in renv.rpc.events if e[0] in ("remove", "remove-lv")]
+
+
+def test_a_copy_that_fails_after_an_early_release_says_no_old_copy_is_left(
+        renv: Any, monkeypatch: Any) -> None:
+    _drbd(renv)
+    monkeypatch.setattr(drbd, "SYNC_SETTLE", 0.2)
+    renv.rpc.sync["node1"] = [{"is_degraded": True, "drbd": {"cstate": "StandAlone"}}]
+    with pytest.raises(errors.OpExecError, match="already removed .early release."):
+        _replace(renv, "replace_on_secondary", early_release=True)
+    assert [e[1] for e in renv.rpc.events if e[0] == "remove-lv"] == ["node2", "node2"]
