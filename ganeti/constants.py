@@ -178,6 +178,10 @@ HT_KVM_FIRMWARE_BIOS = "bios"
 HT_KVM_FIRMWARE_UEFI = "uefi"
 HT_KVM_TPM_NONE = "none"
 HT_KVM_TPM_TPM2 = "tpm2"
+#: kvm ``cloud_init_source`` (doc/images.md, "Where the guest reads it"): the NoCloud
+#: seed cdrom, or the metadata service named in the SMBIOS serial number
+HT_KVM_CLOUD_INIT_SEED = "seed"
+HT_KVM_CLOUD_INIT_METAD = "metad"
 
 # Disk templates
 DT_DISKLESS = "diskless"

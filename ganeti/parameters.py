@@ -261,6 +261,10 @@ HV_PARAMETERS: dict[str, dict[str, ParamDef]] = {
                  choices=(constants.HT_KVM_FIRMWARE_BIOS, constants.HT_KVM_FIRMWARE_UEFI)),
         ParamDef("tpm", P_ENUM, constants.HT_KVM_TPM_NONE, "none or tpm2 (an swtpm per instance)",
                  choices=(constants.HT_KVM_TPM_NONE, constants.HT_KVM_TPM_TPM2)),
+        ParamDef("cloud_init_source", P_ENUM, constants.HT_KVM_CLOUD_INIT_SEED,
+                 "where cloud-init reads its data: seed (a NoCloud cdrom) or metad"
+                 " (ganeti-metad, named in the SMBIOS serial)",
+                 choices=(constants.HT_KVM_CLOUD_INIT_METAD, constants.HT_KVM_CLOUD_INIT_SEED)),
         ParamDef("cpu_mask", P_STR, "all", "physical CPUs the vCPUs may use",
                  check=hvchecks.check_cpu_mask),
         ParamDef("mem_path", P_STR, "", "hugepage mount for guest memory",

@@ -261,8 +261,8 @@ def _indexed(name: str, title: str, kind: str, doc: str, count: int, listget: An
 #: there); ours may be set per instance, so their fields exist, unlisted.
 _CLUSTER_LEVEL_HV = frozenset(["migration_bandwidth", "migration_mode", "migration_port"])
 #: Hypervisor parameters of ours that Ganeti 3.0 does not have
-#: (doc/kvm.md, "UEFI and TPM"): their fields exist, unlisted
-_OWN_HV = frozenset(["firmware", "tpm"])
+#: (doc/kvm.md, "UEFI and TPM"; doc/images.md): their fields exist, unlisted
+_OWN_HV = frozenset(["firmware", "tpm", "cloud_init_source"])
 
 
 def param_title(kind: str, key: str) -> str:

@@ -247,6 +247,36 @@ def test_cloud_init_seed_is_a_readonly_cdrom_after_the_disks():
         "file=/var/lib/ganeti/cloud-init/i1.example.com.iso,format=raw,media=cdrom,"
         "if=ide,readonly=on,id=cidata"]
     assert "id=cidata" not in " ".join(_build(disks=["/srv/d0"]))
+    assert "-smbios" not in argv
+
+
+SEED = "/var/lib/ganeti/cloud-init/i1.example.com.iso"
+
+
+def test_cloud_init_source_metad_names_the_service_in_the_smbios_serial_instead_of_a_cdrom():
+    argv = _build(_spec(cloud_init_source="metad"), disks=["/srv/d0"], seed=SEED)
+    assert _after(argv, "-smbios") == [
+        "type=1,serial=ds=nocloud-net;s=http://169.254.169.254/"]
+    assert _after(argv, "-drive") == ["file=/srv/d0,format=raw,if=virtio,id=disk0"]
+    assert SEED not in " ".join(argv)
+
+
+def test_cloud_init_source_metad_without_a_seed_adds_nothing():
+    # an instance without cloud-init data (no os-image): its guest is not told of the service
+    argv = _build(_spec(cloud_init_source="metad"), disks=["/srv/d0"])
+    assert "-smbios" not in argv and "cidata" not in " ".join(argv)
+
+
+def test_cloud_init_source_is_checked():
+    assert parameters.HV_PARAMETERS[constants.HT_KVM]["cloud_init_source"].default == "seed"
+    assert parameters.HV_PARAMETERS[constants.HT_KVM]["cloud_init_source"].choices == (
+        "metad", "seed")
+    assert parameters.check_params("hv", {"cloud_init_source": "metad"}, constants.HT_KVM) \
+        == {"cloud_init_source": "metad"}
+    with pytest.raises(errors.ParameterError, match="cloud_init_source"):
+        parameters.check_params("hv", {"cloud_init_source": "cdrom"}, constants.HT_KVM)
+    with pytest.raises(errors.HypervisorError, match="cloud_init_source"):
+        _build(_spec(cloud_init_source="cdrom"), disks=["/srv/d0"], seed=SEED)
 
 
 # --- firmware, machine, TPM (doc/kvm.md, "UEFI and TPM") -------------------------------

@@ -28,6 +28,10 @@ Fixed choices, on every instance:
   (:mod:`ganeti.hypervisor.kvm.firmware`).
 * a ``virtio-balloon-pci`` device (id :data:`BALLOON_ID`) after the NICs,
   for runtime memory changes.
+* an instance with a cloud-init seed (doc/images.md): the seed as a
+  read-only cdrom (``cloud_init_source=seed``), or no cdrom and the SMBIOS
+  serial number :data:`METAD_SMBIOS_SERIAL` (``metad``), which makes the
+  guest's cloud-init read the metadata service instead.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti import errors
+from ganeti import constants, errors
 from ganeti.hypervisor import checks as hvchecks
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import firmware
@@ -189,6 +193,26 @@ def _boot(hvp: dict[str, Any]) -> list[str]:
     return ["-boot", f"order={BOOT_DEVICES[order]}"]
 
 
+#: the SMBIOS system serial number of ``cloud_init_source=metad``: cloud-init's NoCloud
+#: over the network, seeded from ganeti-metad's address (doc/images.md)
+METAD_SMBIOS_SERIAL = f"ds=nocloud-net;s=http://{constants.METAD_ADDRESS}/"
+
+
+def _cloud_init_source(hvp: dict[str, Any]) -> str:
+    source = str(_param(hvp, "cloud_init_source", constants.HT_KVM_CLOUD_INIT_SEED))
+    if source not in (constants.HT_KVM_CLOUD_INIT_SEED, constants.HT_KVM_CLOUD_INIT_METAD):
+        raise errors.HypervisorError(f"Unsupported cloud_init_source {source!r}")
+    return source
+
+
+def _smbios(hvp: dict[str, Any], seed: str | None) -> list[str]:
+    """``-smbios`` naming the metadata service, for an instance with a seed and
+    ``cloud_init_source=metad``."""
+    if not seed or _cloud_init_source(hvp) != constants.HT_KVM_CLOUD_INIT_METAD:
+        return []
+    return ["-smbios", f"type=1,serial={escape_option(METAD_SMBIOS_SERIAL)}"]
+
+
 def _disks(hvp: dict[str, Any], disks: Sequence[str], seed: str | None = None) -> list[str]:
     disk_type = str(_param(hvp, "disk_type", "paravirtual"))
     if disk_type not in DISK_INTERFACES:
@@ -206,7 +230,7 @@ def _disks(hvp: dict[str, Any], disks: Sequence[str], seed: str | None = None) -
     if cdrom:
         argv += ["-drive", f"file={escape_option(cdrom)},format=raw,media=cdrom,"
                            "if=ide,readonly=on,id=cdrom0"]
-    if seed:
+    if seed and _cloud_init_source(hvp) == constants.HT_KVM_CLOUD_INIT_SEED:
         # the cloud-init NoCloud seed (doc/images.md): a read-only cdrom of its own
         argv += ["-drive", f"file={escape_option(seed)},format=raw,media=cdrom,"
                            "if=ide,readonly=on,id=cidata"]
@@ -275,7 +299,9 @@ def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeF
                   pflash: tuple[str, str] | None = None) -> list[str]:
     """The argv starting ``spec`` (see the module docstring for fixed choices).
 
-    ``seed`` is the instance's cloud-init seed ISO, attached as a cdrom;
+    ``seed`` is the instance's cloud-init seed ISO, attached as a cdrom (or, with
+    ``cloud_init_source=metad``, replaced by the SMBIOS serial naming the
+    metadata service);
     ``pflash`` OVMF's code and the instance's NVRAM (``firmware=uefi``).
 
     ``accel`` is :data:`ACCEL_KVM` or :data:`ACCEL_TCG`; ``incoming`` a
@@ -316,6 +342,7 @@ def build_command(spec: base.InstanceSpec, disks: Sequence[str], files: RuntimeF
         argv += ["-usb", "-device", f"usb-{usb_mouse}"]
     argv += _firmware(hvp, pflash)
     argv += _boot(hvp)
+    argv += _smbios(hvp, seed)
     argv += _disks(hvp, disks, seed)
     argv += _nics(hvp, spec.nics, nic_backends)
     # the memory balloon (gnt-instance modify --runtime-memory)
