@@ -483,6 +483,9 @@ class LUInstanceCreate(LogicalUnit[OpInstanceCreate]):
             if op.mode == constants.INSTANCE_CREATE and not op.no_install else None
         os_image.check_store_name(os_image.image_of(self.osparams), self.context.paths)
         os_image.check_seed_params(self.osparams)
+        os_image.check_cloud_init_source(
+            parameters.fill_hvparams(cluster, hv, self.hvparams, os_name=op.os_type or None),
+            self.osparams, [nic.ip for nic in self.nics])
         if self.os_image is not None:
             if not self.new_disks or op.disk_template == constants.DT_DISKLESS:
                 raise errors.OpPrereqError("An OS image needs a disk to be written to",

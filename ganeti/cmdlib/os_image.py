@@ -15,7 +15,7 @@ import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from ganeti import errors
+from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import os_image_store
 from ganeti.impexp import cloudinit, imagestore, osimage
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ganeti.cmdlib.base import LogicalUnit
 
 __all__ = ["IMAGE_PARAM", "CHECKSUM_PARAM", "without_image_params", "image_of", "check_local_image",
-           "check_store_name", "check_seed_params", "stage_image", "push_image",
+           "check_store_name", "check_seed_params", "check_cloud_init_source", "stage_image", "push_image",
            "write_image", "build_seed", "drop_staged", "rename_seed", "remove_seed"]
 
 IMAGE_PARAM = osimage.OS_IMAGE_PARAM
@@ -67,6 +67,20 @@ def check_store_name(image: str | None, paths: Paths) -> None:
     (also when nothing is installed now: the name is kept for a reinstall)."""
     if image is not None and imagestore.kind_of(image) == "store":
         os_image_store.lookup(paths, image)
+
+
+def check_cloud_init_source(hvparams: dict[str, Any], osparams: dict[str, Any],
+                            nic_ips: list[str | None]) -> None:
+    """Refuse ``cloud_init_source=metad`` (the filled kvm ``hvparams``) for an image-based
+    instance none of whose NICs has an IP address: ``ganeti-metad`` knows an instance
+    only by the address it asks from, so its guest would get no data (doc/images.md,
+    "Where the guest reads it")."""
+    if hvparams.get("cloud_init_source") != constants.HT_KVM_CLOUD_INIT_METAD:
+        return
+    if image_of(osparams) is not None and not any(nic_ips):
+        raise errors.OpPrereqError(
+            "cloud_init_source=metad needs a NIC with an IP address: the metadata service"
+            " recognises an instance by the address it asks from", errors.ECODE_INVAL)
 
 
 def check_seed_params(osparams: dict[str, Any]) -> None:

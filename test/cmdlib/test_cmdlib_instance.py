@@ -1255,3 +1255,24 @@ def test_shutdown_leaves_the_disks_inactive(env: Any) -> None:
     env.run("OP_INSTANCE_SHUTDOWN", instance_name="inst1")
     assert not env.cfg.get_instance_info_by_name("inst1").disks_active
     assert ("blockdev_shutdown", "node1") in env.rpc.calls
+
+
+def test_cloud_init_from_the_metadata_service_needs_a_nic_address(env: Any) -> None:
+    # doc/images.md, "Where the guest reads it": ganeti-metad knows an instance by its
+    # source address, so an image-based kvm instance without one would get no data
+    cluster = env.cfg.get_cluster_info()
+    cluster.enabled_hypervisors = [constants.HT_FAKE, constants.HT_KVM]
+    env.cfg.update(cluster)
+    image = {"os-image": "http://example.com/debian.img"}
+    with pytest.raises(errors.OpPrereqError, match="cloud_init_source=metad needs a NIC with"
+                                                   " an IP address"):
+        _create(env, hypervisor=constants.HT_KVM, hvparams={"cloud_init_source": "metad"},
+                osparams=image, no_install=True, start=False)
+    assert env.cfg.get_instance_info_by_name("inst1") is None
+    # with an address, or with the seed cdrom, or without an image: accepted
+    _create(env, hypervisor=constants.HT_KVM, hvparams={"cloud_init_source": "metad"},
+            osparams=image, nics=[{"ip": "192.0.2.10"}], no_install=True, start=False)
+    _create(env, "inst2", hypervisor=constants.HT_KVM, osparams=image, no_install=True,
+            start=False)
+    _create(env, "inst3", hypervisor=constants.HT_KVM, hvparams={"cloud_init_source": "metad"},
+            no_install=True, start=False)
