@@ -41,6 +41,15 @@ doc/design/replication.md, "New jobs: the quorum write"), so the
 sequential clients' latency measures the slower of the two writes and
 the batches queued ahead of it.
 
+Each burst also measures the CPU time the cluster's daemons spent (user
+plus system, from ``/proc``, reaped children included) per job, split
+into the master daemon and all the other daemons (the node daemons of
+every node and their children): the virtual cluster's nodes share the
+machine's CPUs, so whatever replication costs a candidate is taken from
+the master too, and a CPU-bound run shows it here rather than in the
+latency of the quorum (doc/design/replication.md, "Quorum write, seventh
+round").
+
 Run: ``.venv/bin/python tools/bench/bench_quorum.py [--baseline DIR]
 [--rounds N] [--sizes 1 3 5]`` (a few minutes on a 2-CPU machine, most of
 it making the clusters).
@@ -125,8 +134,44 @@ def _wait_finished(socket_path: str, ids: list[int], deadline: float) -> None:
     raise errors.GanetiError("The no-op jobs did not finish in time")
 
 
-def burst(socket_path: str) -> dict[str, object]:
-    """``CLIENTS`` x ``JOBS`` sequential ``SubmitJob``; the rates and every latency (s)."""
+#: the environment variable naming a virtual node's root (ganeti/constants.py)
+_ROOT_ENV = b"GANETI_ROOTDIR="
+
+
+def daemon_cpu(directory: str) -> dict[str, float]:
+    """CPU seconds (user + system, reaped children included) used so far by
+    the daemons of the virtual cluster in ``directory``: ``master`` for the
+    master daemon, ``others`` for every other process whose node root lies
+    below it.  A process gone meanwhile is left out (its parent's reaped
+    children count it, as long as the parent lives)."""
+    prefix = _ROOT_ENV + os.path.abspath(directory).rstrip("/").encode() + b"/"
+    tick = os.sysconf("SC_CLK_TCK")
+    used = {"master": 0.0, "others": 0.0}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+            if not any(item.startswith(prefix) for item in environ.split(b"\0")):
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        # utime, stime, cutime, cstime (fields 14-17 of proc(5))
+        seconds = sum(int(x) for x in fields[11:15]) / tick
+        used["master" if b"ganeti-masterd" in cmdline else "others"] += seconds
+    return used
+
+
+def burst(socket_path: str, directory: str | None = None) -> dict[str, object]:
+    """``CLIENTS`` x ``JOBS`` sequential ``SubmitJob``; the rates, every
+    latency (s) and, with the cluster's ``directory``, its daemons' CPU
+    time per job (s, :func:`daemon_cpu`) until every job finished."""
+    cpu_before = daemon_cpu(directory) if directory else None
     latencies: list[float] = []
     ids: list[int] = []
     failures: list[str] = []
@@ -143,8 +188,13 @@ def burst(socket_path: str) -> dict[str, object]:
         raise errors.GanetiError(f"Submissions failed: {failures[:3]}")
     _wait_finished(socket_path, ids, time.monotonic() + 300)
     finished = time.monotonic() - t0
-    return {"ack_rate": len(ids) / acked, "done_rate": len(ids) / finished,
-            "latencies": latencies}
+    out: dict[str, object] = {"ack_rate": len(ids) / acked, "done_rate": len(ids) / finished,
+                              "latencies": latencies}
+    if directory and cpu_before is not None:
+        cpu_after = daemon_cpu(directory)
+        for role in ("master", "others"):
+            out[f"cpu_{role}"] = (cpu_after[role] - cpu_before[role]) / len(ids)
+    return out
 
 
 def serve(nodes: int) -> None:
@@ -160,7 +210,7 @@ def serve(nodes: int) -> None:
             print(json.dumps({"ready": nodes}), flush=True)
             for line in sys.stdin:
                 if line.strip() == "burst":
-                    print(json.dumps(burst(socket_path)), flush=True)
+                    print(json.dumps(burst(socket_path, directory)), flush=True)
                 elif line.strip() == "many":
                     print(json.dumps({"many_rate": _many_rate(socket_path)}), flush=True)
                 else:
@@ -234,7 +284,12 @@ class _Worker:
                 "ack_rate": statistics.median(float(b["ack_rate"]) for b in self.bursts),
                 "p50_ms": 1000 * _percentile(latencies, 50),
                 "p99_ms": 1000 * _percentile(latencies, 99),
-                "many_rate": statistics.median(self.many)}
+                "many_rate": statistics.median(self.many),
+                # CPU ms per job (a baseline tree's worker may not measure it)
+                "cpu_master": 1000 * statistics.median(
+                    float(b.get("cpu_master", 0.0)) for b in self.bursts),
+                "cpu_others": 1000 * statistics.median(
+                    float(b.get("cpu_others", 0.0)) for b in self.bursts)}
 
 
 def _ratio(value: float, ref: float) -> str:
@@ -248,14 +303,15 @@ def _table(label: str, sizes: list[int], figures: dict[tuple[str, int], dict[str
     ref = figures[label, 1]
     lines = [f"{label}: ratios (x) against its single-node figures of this run",
              f"  {'candidates':>10s}  {CLIENTS} x SubmitJob rate   latency p50        latency p99"
-             "        SubmitManyJobs"]
+             "        SubmitManyJobs       CPU ms/job: masterd  others"]
     for nodes in sizes:
         fig = figures[label, nodes]
         lines.append(
             f"  {nodes:10d}  {fig['done_rate']:6.1f} jobs/s {_ratio(fig['done_rate'], ref['done_rate'])}"
             f"  {fig['p50_ms']:6.1f} ms {_ratio(fig['p50_ms'], ref['p50_ms'])}"
             f"  {fig['p99_ms']:6.1f} ms {_ratio(fig['p99_ms'], ref['p99_ms'])}"
-            f"  {fig['many_rate']:6.1f} jobs/s {_ratio(fig['many_rate'], ref['many_rate'])}")
+            f"  {fig['many_rate']:6.1f} jobs/s {_ratio(fig['many_rate'], ref['many_rate'])}"
+            f"  {fig['cpu_master']:19.2f}  {fig['cpu_others']:6.2f}")
     return lines
 
 
