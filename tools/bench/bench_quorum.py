@@ -285,11 +285,11 @@ class _Worker:
                 "p50_ms": 1000 * _percentile(latencies, 50),
                 "p99_ms": 1000 * _percentile(latencies, 99),
                 "many_rate": statistics.median(self.many),
-                # CPU ms per job (a baseline tree's worker may not measure it)
+                # CPU ms per job, median of the bursts
                 "cpu_master": 1000 * statistics.median(
-                    float(b.get("cpu_master", 0.0)) for b in self.bursts),
+                    float(b["cpu_master"]) for b in self.bursts),
                 "cpu_others": 1000 * statistics.median(
-                    float(b.get("cpu_others", 0.0)) for b in self.bursts)}
+                    float(b["cpu_others"]) for b in self.bursts)}
 
 
 def _ratio(value: float, ref: float) -> str:
