@@ -126,6 +126,13 @@ class LUInstanceSetParams(InstanceLU[OpInstanceSetParams]):
             if change is not None:
                 self.nic_mods = [*self.nic_mods, change]
         self._plan_nics()
+        if op.hvparams or self.nic_mods or op.osparams is not None:
+            # as at add: metad needs a NIC address to know the guest by
+            os_image.check_cloud_init_source(
+                parameters.fill_hvparams(cfg.get_cluster_info(), inst.hypervisor, self.hv_new,
+                                         os_name=inst.os or None),
+                self.os_new if self.os_new is not None else inst.osparams,
+                [nic.ip for nic in self.nic_sim])
         #: whether NIC/disk changes are plugged into the running instance
         self.hotplug = False
         if (op.hotplug or op.hotplug_if_possible) and (self.nic_mods or self.disk_mods):

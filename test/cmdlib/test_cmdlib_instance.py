@@ -1276,3 +1276,27 @@ def test_cloud_init_from_the_metadata_service_needs_a_nic_address(env: Any) -> N
             start=False)
     _create(env, "inst3", hypervisor=constants.HT_KVM, hvparams={"cloud_init_source": "metad"},
             no_install=True, start=False)
+
+
+def test_modify_keeps_the_metadata_service_reachable_for_an_image_based_instance(
+        env: Any) -> None:
+    # as at add: neither switching to cloud_init_source=metad without a NIC address
+    # nor taking the last address away from a metad instance is accepted
+    cluster = env.cfg.get_cluster_info()
+    cluster.enabled_hypervisors = [constants.HT_FAKE, constants.HT_KVM]
+    env.cfg.update(cluster)
+    image = {"os-image": "http://example.com/debian.img"}
+    _create(env, hypervisor=constants.HT_KVM, osparams=image, no_install=True, start=False)
+    with pytest.raises(errors.OpPrereqError, match="needs a NIC with an IP address"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                hvparams={"cloud_init_source": "metad"})
+    inst = env.cfg.get_instance_info_by_name("inst1")
+    assert "cloud_init_source" not in inst.hvparams          # nothing changed
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            nics=[["modify", "0", {"ip": "192.0.2.10"}]])
+    env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+            hvparams={"cloud_init_source": "metad"})
+    with pytest.raises(errors.OpPrereqError, match="needs a NIC with an IP address"):
+        env.run("OP_INSTANCE_SET_PARAMS", instance_name="inst1",
+                nics=[["modify", "0", {"ip": "none"}]])
+    assert env.cfg.get_instance_info_by_name("inst1").nics[0].ip == "192.0.2.10"
