@@ -38,8 +38,8 @@ Commands (DRBD 8.4; resource ``resource<minor>``, volume 0):
   primary leaves), ``attach <m> <data> <meta> 0 --on-io-error=detach
   --resync-rate=<KiB>k``, ``connect resource<m>
   ipv4:<local>:<port> ipv4:<peer>:<port> --protocol=C
-  --cram-hmac-alg=md5 --shared-secret=<secret> --after-sb-0pri=...``
-  (each step only when the device is not that far yet);
+  --cram-hmac-alg=md5 --shared-secret=<secret> --after-sb-0pri=...
+  --ping-timeout=50`` (each step only when the device is not that far yet);
 * open (the instance's primary): ``primary <m>``; close: ``secondary <m>``;
 * shutdown and remove: ``down resource<m>`` (idempotent);
 * grow: the data volume grows first (the tree), then ``resize <m>``;
@@ -63,7 +63,7 @@ from ganeti.storage.runner import CommandRunner, run_checked, system_runner
 
 __all__ = ["DrbdStatus", "DrbdSide", "DrbdBackend", "Drbd84", "DrbdDevice", "parse_proc_drbd",
            "local_side", "META_SIZE", "PROC_DRBD", "DEFAULT_RESYNC_RATE", "DYNAMIC_KEY",
-           "read_proc_drbd", "device_path", "DRBD_MAJOR", "HELPER_PARAM"]
+           "read_proc_drbd", "device_path", "DRBD_MAJOR", "HELPER_PARAM", "PING_TIMEOUT"]
 
 #: size of the metadata volume of every DRBD disk (MiB), as Ganeti's
 META_SIZE = constants.DRBD_META_SIZE
@@ -76,6 +76,13 @@ DRBD_MAJOR = 147
 DEFAULT_RESYNC_RATE = 61440
 #: the key of the master's per-call annotation in a disk dict
 DYNAMIC_KEY = "dynamic_params"
+#: how long (tenths of a second) a side waits for the answer to its keep-alive ping
+#: before it drops the connection (``connect --ping-timeout``; DRBD's own default is
+#: 5, half a second).  A node that stalls for longer than that (a loaded virtual
+#: machine) made its peer drop a healthy connection; during a live migration's
+#: dual-primary window both sides then start new data generations and DRBD refuses
+#: to connect them again (split brain: doc/storage.md, "DRBD figures")
+PING_TIMEOUT = 50
 
 #: the resync controller options the master may send (``resync_control``)
 RESYNC_CONTROL_KEYS = frozenset(["c-plan-ahead", "c-fill-target", "c-delay-target",
@@ -334,7 +341,7 @@ class Drbd84(DrbdBackend):
                 f"ipv4:{side.address}:{side.port}", f"ipv4:{side.peer_address}:{side.port}",
                 "--protocol=C", "--cram-hmac-alg=md5", f"--shared-secret={side.secret}",
                 "--after-sb-0pri=discard-zero-changes", "--after-sb-1pri=consensus",
-                "--after-sb-2pri=disconnect"]
+                "--after-sb-2pri=disconnect", f"--ping-timeout={PING_TIMEOUT}"]
         if dual_primary:
             argv.append("--allow-two-primaries=yes")
         return argv

@@ -99,6 +99,16 @@ class DrbdWriter:
                 return cs, ro or "", ds or ""
         return None
 
+    def kernel_log(self, node: str, lines: int = 40) -> str:
+        """The last DRBD lines of ``node``'s kernel log about the disk's minor (why DRBD
+        dropped a connection: "PingAck did not arrive in time", a ``disconnect``, a split
+        brain) and its ``drbdsetup show`` net options, the secret cut; for messages."""
+        minor = self.minors[node]
+        res = self.gc.ssh(node, f"dmesg | grep -E 'drbd{minor}:|resource{minor}:'"
+                                f" | tail -n {lines}; /lib/drbd/drbdsetup-84 show {minor}"
+                                " | grep -v shared-secret")
+        return f"--- {node} ---\n{res.stdout}{res.stderr}"
+
     @property
     def _rundir(self) -> str:
         """The instance's directory of the kvm hypervisor on the nodes (which use the

@@ -142,15 +142,13 @@ def test_drbd_migration_with_its_master_killed_is_finished_by_cleanup(
           "qemu's copy to complete", 300)
     assert inst.qmp(dst, "query-status")["status"] == "paused"
     assert inst.running_on() == [dst, src]
-    roles = inst.drbd(src)[1]
-    if roles == "Primary/Unknown":
-        # the one symptom seen (1 run in 6, inside make test): the mirror's connection
-        # dropped while the master was dead, both sides primary; cause not found yet
-        # (doc/storage.md, "DRBD figures"); anything else fails
-        pytest.xfail("known intermittent defect: the dual-primary mirror disconnected while"
-                     " the master was dead (cause not found yet)")
-    assert roles == "Primary/Primary"
-    _start_masterd(gc)
+    # still connected, both primary: a side that stalled past DRBD's half-second ping
+    # timeout once made its peer drop the connection here, and two primaries do not
+    # connect again (split brain; doc/storage.md, "DRBD figures")
+    state = inst.drbd(src)
+    _start_masterd(gc)      # (before the check: the cluster's later tests need a master)
+    assert state is not None and state[:2] == ("Connected", "Primary/Primary"), \
+        f"{state}\n{inst.kernel_log(src)}\n{inst.kernel_log(dst)}"
     status = _ok(gc.gnt("gnt-job", "list", "--no-headers", "-o", "status", job.group(1)))
     assert status.strip() == "error", status
     assert inst.primary() == src            # the config still names the source

@@ -131,8 +131,19 @@ def test_activate_new_on_the_primary_connects_and_forces_the_initial_sync():
         [s, "connect", "resource9", "ipv4:10.0.0.1:11005", "ipv4:10.0.0.2:11005",
          "--protocol=C", "--cram-hmac-alg=md5", f"--shared-secret={SECRET}",
          "--after-sb-0pri=discard-zero-changes", "--after-sb-1pri=consensus",
-         "--after-sb-2pri=disconnect"],
+         "--after-sb-2pri=disconnect", "--ping-timeout=50"],
         [s, "primary", "9", "--force"]]
+
+
+def test_connect_waits_five_seconds_for_a_ping_answer_also_with_two_primaries():
+    # DRBD's own half second made a stalled (loaded, virtual) peer drop a healthy
+    # connection; with two primaries (a live migration) that ends in a split brain
+    # (doc/storage.md, "DRBD figures")
+    side = drbd.local_side(_spec(minors=(9, 7)), "node1")
+    for dual in (False, True):
+        argv = drbd.Drbd84().connect(side, dual_primary=dual)
+        assert "--ping-timeout=50" in argv
+        assert ("--allow-two-primaries=yes" in argv) is dual
 
 
 def test_activate_new_on_the_secondary_never_becomes_primary():
