@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ganeti import constants, errors
+from ganeti import constants, drbdopts, errors
 from ganeti.hypervisor import checks as hvchecks
 from ganeti.objects import PP_DEFAULT, Cluster, Instance, Node, NodeGroup
 from ganeti.utils import units
@@ -373,6 +373,12 @@ DISK_PARAMETERS: dict[str, dict[str, ParamDef]] = {
         ParamDef("data-stripes", P_INT, 1, "stripes of the data LV", minimum=1),
         ParamDef("meta-stripes", P_INT, 1, "stripes of the metadata LV", minimum=1),
         ParamDef("metavg", P_STR, "", "volume group of the metadata"),
+        ParamDef("net-custom", P_STR, "", "more drbdsetup connect options"
+                 " (--name=value ...; doc/storage.md)",
+                 check=lambda text: drbdopts.problem(text, drbdopts.NET_OWNED)),
+        ParamDef("disk-custom", P_STR, "", "more drbdsetup attach options"
+                 " (--name=value ...; doc/storage.md)",
+                 check=lambda text: drbdopts.problem(text, drbdopts.DISK_OWNED)),
     ),
     constants.DT_RBD: _table(
         ParamDef("pool", P_STR, "rbd", "RADOS pool"),

@@ -56,6 +56,7 @@ LAYERS: dict[str, int] = {
     # 2. data
     "ganeti.objects": 2,
     "ganeti.parameters": 2,
+    "ganeti.drbdopts": 2,
     "ganeti.hypervisor.checks": 2,
     "ganeti.ipolicy": 2,
     "ganeti.netpool": 2,

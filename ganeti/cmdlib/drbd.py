@@ -121,6 +121,9 @@ def rpc_disk(disk: Disk, cfg: ConfigReader | None = None) -> dict[str, Any]:
                                             cfg.get_nodegroup(nodes[0].group))
         data["dynamic_params"] = {"drbd_nodes": ends, "resync_rate": params["resync-rate"],
                                   "resync_control": resync_control(params)}
+        for key in ("net-custom", "disk-custom"):    # the operator's extra options, if any
+            if params[key].split():
+                data["dynamic_params"][key.replace("-", "_")] = params[key].split()
     return data
 
 

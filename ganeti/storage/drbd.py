@@ -57,13 +57,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti import constants, errors, pathutils
+from ganeti import constants, drbdopts, errors, pathutils
 from ganeti.storage import base, drbd_show
 from ganeti.storage.runner import CommandRunner, run_checked, system_runner
 
 __all__ = ["DrbdStatus", "DrbdSide", "DrbdBackend", "Drbd84", "DrbdDevice", "parse_proc_drbd",
            "local_side", "META_SIZE", "PROC_DRBD", "DEFAULT_RESYNC_RATE", "DYNAMIC_KEY",
-           "read_proc_drbd", "device_path", "DRBD_MAJOR", "HELPER_PARAM", "PING_TIMEOUT"]
+           "read_proc_drbd", "device_path", "DRBD_MAJOR", "HELPER_PARAM", "PING_TIMEOUT",
+           "custom_options"]
 
 #: size of the metadata volume of every DRBD disk (MiB), as Ganeti's
 META_SIZE = constants.DRBD_META_SIZE
@@ -208,6 +209,8 @@ class DrbdSide:
     peer_address: str
     port: int
     secret: str
+    #: the disk parameters' net-custom options (checked: :mod:`ganeti.drbdopts`)
+    net_options: tuple[str, ...] = ()
 
     def __repr__(self) -> str:   # never show the secret
         return (f"DrbdSide(minor={self.minor}, {self.address}:{self.port} <->"
@@ -246,7 +249,23 @@ def local_side(disk: base.DiskSpec, hostname: str) -> DrbdSide:
     me = names.index(hostname)
     peer = 1 - me
     return DrbdSide(minor=minors[me], address=nodes[me][1], peer_minor=minors[peer],
-                    peer_address=nodes[peer][1], port=port, secret=secret)
+                    peer_address=nodes[peer][1], port=port, secret=secret,
+                    net_options=tuple(custom_options(disk, "net_custom", drbdopts.NET_OWNED)))
+
+
+def custom_options(disk: base.DiskSpec, key: str, owned: frozenset[str]) -> list[str]:
+    """The operator's custom options the master sent with ``disk`` (``key``:
+    ``net_custom`` or ``disk_custom``), checked again here; :class:`errors.StorageError`
+    when they are not options or change one the device class sets.  Pure."""
+    words = disk.dynamic.get(key) if disk.dynamic else None
+    if not words:
+        return []
+    if not isinstance(words, list):
+        raise errors.StorageError(f"Disk {disk.uuid}: invalid DRBD {key}")
+    try:
+        return drbdopts.checked(words, owned)
+    except ValueError as exc:
+        raise errors.StorageError(f"Disk {disk.uuid}: DRBD {key}: {exc}") from None
 
 
 class DrbdBackend(abc.ABC):
@@ -341,7 +360,10 @@ class Drbd84(DrbdBackend):
                 f"ipv4:{side.address}:{side.port}", f"ipv4:{side.peer_address}:{side.port}",
                 "--protocol=C", "--cram-hmac-alg=md5", f"--shared-secret={side.secret}",
                 "--after-sb-0pri=discard-zero-changes", "--after-sb-1pri=consensus",
-                "--after-sb-2pri=disconnect", f"--ping-timeout={PING_TIMEOUT}"]
+                "--after-sb-2pri=disconnect"]
+        if "ping-timeout" not in drbdopts.names(side.net_options):
+            argv.append(f"--ping-timeout={PING_TIMEOUT}")
+        argv += side.net_options
         if dual_primary:
             argv.append("--allow-two-primaries=yes")
         return argv
@@ -452,6 +474,7 @@ class DrbdDevice(base.BaseStorage):
         options = [f"--{k}={v}" for k, v in sorted(control.items())
                    if k in RESYNC_CONTROL_KEYS and re.fullmatch(r"\d+[ks]?", str(v))] \
             if isinstance(control, dict) else []
+        options += custom_options(disk, "disk_custom", drbdopts.DISK_OWNED)
         for argv in self.backend.setup(side, data, meta, rate, status, options):
             self._run(argv, f"Cannot set up DRBD minor {side.minor} of disk {disk.uuid}"
                             f" ({argv[1]})")

@@ -754,3 +754,19 @@ def test_a_copy_that_fails_after_an_early_release_says_no_old_copy_is_left(
     with pytest.raises(errors.OpExecError, match="already removed .early release."):
         _replace(renv, "replace_on_secondary", early_release=True)
     assert [e[1] for e in renv.rpc.events if e[0] == "remove-lv"] == ["node2", "node2"]
+
+
+def test_custom_drbd_options_reach_the_nodes_and_bad_ones_are_refused(denv: Any) -> None:
+    # doc/storage.md, "DRBD parameters": Ganeti's net-custom and disk-custom
+    with pytest.raises(errors.OpPrereqError, match="shared-secret is set by Ganeti"):
+        denv.run("OP_CLUSTER_SET_PARAMS",
+                 diskparams={"drbd": {"net-custom": "--shared-secret=abc"}})
+    with pytest.raises(errors.OpPrereqError, match="not a drbdsetup option"):
+        denv.run("OP_CLUSTER_SET_PARAMS", diskparams={"drbd": {"disk-custom": "al-extents"}})
+    assert "net-custom" not in denv.cfg.get_cluster_info().diskparams.get("drbd", {})
+    denv.run("OP_CLUSTER_SET_PARAMS", diskparams={"drbd": {
+        "net-custom": "--ping-timeout=100  --ping-int=5", "disk-custom": "--al-extents=3389"}})
+    _drbd(denv, start=False)
+    sent = denv.rpc.seen_disks[0]["dynamic_params"]
+    assert sent["net_custom"] == ["--ping-timeout=100", "--ping-int=5"]
+    assert sent["disk_custom"] == ["--al-extents=3389"]

@@ -146,6 +146,37 @@ def test_connect_waits_five_seconds_for_a_ping_answer_also_with_two_primaries():
         assert ("--allow-two-primaries=yes" in argv) is dual
 
 
+def test_the_operators_custom_options_go_to_connect_and_attach():
+    # doc/storage.md, "DRBD parameters": net-custom / disk-custom; a custom
+    # --ping-timeout replaces the default one
+    spec = _spec(minors=(9, 7), dynamic={
+        "drbd_nodes": [["node1", "10.0.0.1"], ["node2", "10.0.0.2"]],
+        "net_custom": ["--ping-timeout=100", "--ping-int=5"],
+        "disk_custom": ["--al-extents=3389"]})
+    runner = RecordingRunner()
+    _device(runner).activate_new(spec, on_primary=False)
+    attach = next(c for c in runner.calls if c[1] == "attach")
+    connect = next(c for c in runner.calls if c[1] == "connect")
+    assert attach[-1] == "--al-extents=3389"
+    assert connect[-2:] == ["--ping-timeout=100", "--ping-int=5"]
+    assert "--ping-timeout=50" not in connect
+    dual = drbd.Drbd84().connect(drbd.local_side(spec, "node1"), dual_primary=True)
+    assert dual[-3:] == ["--ping-timeout=100", "--ping-int=5", "--allow-two-primaries=yes"]
+
+
+@pytest.mark.parametrize("key, words", [
+    ("net_custom", ["--shared-secret=x"]), ("net_custom", ["--after-sb-2pri=discard"]),
+    ("disk_custom", ["--on-io-error=pass_on"]), ("disk_custom", ["al-extents"]),
+    ("net_custom", ["--ping-int=5;reboot"]), ("net_custom", "--ping-int=5")])
+def test_a_node_refuses_custom_options_it_does_not_accept(key, words):
+    spec = _spec(dynamic={"drbd_nodes": [["node1", "10.0.0.1"], ["node2", "10.0.0.2"]],
+                          key: words})
+    runner = RecordingRunner()
+    with pytest.raises(errors.StorageError, match=f"DRBD {key}|invalid DRBD {key}"):
+        _device(runner).activate_new(spec, on_primary=False)
+    assert runner.calls == [] or all(c[1] != "connect" for c in runner.calls)
+
+
 def test_activate_new_on_the_secondary_never_becomes_primary():
     runner = RecordingRunner()
     _device(runner, hostname="node2").activate_new(_spec(minors=(9, 8)), on_primary=False)
