@@ -213,6 +213,9 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
     guests, the data read on the node that got the new copy."""
     gc = guest_cluster
     name = "drbd3.vcluster"
+    # the operator's extra connect options (doc/storage.md, "DRBD parameters")
+    _ok(gc.gnt("gnt-cluster", "modify", "-D",
+               "drbd:net-custom=--ping-int=7 --ping-timeout=60"))
     try:
         out = _ok(_add(gc, name))
         assert "creating disk disk/0 (64 MiB) on node3.vcluster" in out
@@ -233,6 +236,8 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         assert "in sync, status ok (Connected, Secondary/Primary" in disk["on secondary"]
         # the shared secret is in no answer: compare with what the node was given
         show = gc.ssh("node2", f"/lib/drbd/drbdsetup-84 show {minors['node2']}").stdout
+        assert re.search(r"\bping-int\s+7\s*;", show), show
+        assert re.search(r"\bping-timeout\s+60\s*;", show), show
         secret = re.search(r'shared-secret\s+"([^"]+)"', show)
         assert secret is not None
         assert secret.group(1) not in _ok(gc.gnt("gnt-instance", "info", name))
@@ -323,6 +328,7 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         assert "status ok (Connected, Primary/Secondary" in disks[0]["on primary"], disks
     finally:
         _cleanup(gc, name)
+        gc.gnt("gnt-cluster", "modify", "-D", "drbd:net-custom=")
     for node in ("node1", "node2", "node3"):
         if node in moved:
             assert moved[node] not in _minors(gc, node)
