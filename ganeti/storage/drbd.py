@@ -38,12 +38,14 @@ Commands (DRBD 8.4; resource ``resource<minor>``, volume 0):
   primary leaves), ``attach <m> <data> <meta> 0 --on-io-error=detach
   --resync-rate=<KiB>k``, ``connect resource<m>
   ipv4:<local>:<port> ipv4:<peer>:<port> --protocol=C
-  --cram-hmac-alg=md5 --shared-secret=<secret> --after-sb-0pri=...
-  --ping-timeout=50`` (each step only when the device is not that far yet);
+  --cram-hmac-alg=md5 --shared-secret=<secret> --after-sb-0pri=...``
+  (each step only when the device is not that far yet);
 * open (the instance's primary): ``primary <m>``; close: ``secondary <m>``;
 * shutdown and remove: ``down resource<m>`` (idempotent);
 * grow: the data volume grows first (the tree), then ``resize <m>``;
-* disconnect: ``disconnect ipv4:<local>:<port> ipv4:<peer>:<port>``;
+* disconnect: ``disconnect ipv4:<local>:<port> ipv4:<peer>:<port>``; a
+  live migration connects again with ``--allow-two-primaries=yes
+  --ping-timeout=50`` (:data:`DUAL_PRIMARY_PING_TIMEOUT`);
 * replace the local volumes: ``detach <m>``, then (new volumes renamed in)
   ``create-md`` and attach as above: the peer copies everything over.
 """
@@ -63,8 +65,8 @@ from ganeti.storage.runner import CommandRunner, run_checked, system_runner
 
 __all__ = ["DrbdStatus", "DrbdSide", "DrbdBackend", "Drbd84", "DrbdDevice", "parse_proc_drbd",
            "local_side", "META_SIZE", "PROC_DRBD", "DEFAULT_RESYNC_RATE", "DYNAMIC_KEY",
-           "read_proc_drbd", "device_path", "DRBD_MAJOR", "HELPER_PARAM", "PING_TIMEOUT",
-           "custom_options"]
+           "read_proc_drbd", "device_path", "DRBD_MAJOR", "HELPER_PARAM",
+           "DUAL_PRIMARY_PING_TIMEOUT", "custom_options"]
 
 #: size of the metadata volume of every DRBD disk (MiB), as Ganeti's
 META_SIZE = constants.DRBD_META_SIZE
@@ -77,13 +79,16 @@ DRBD_MAJOR = 147
 DEFAULT_RESYNC_RATE = 61440
 #: the key of the master's per-call annotation in a disk dict
 DYNAMIC_KEY = "dynamic_params"
-#: how long (tenths of a second) a side waits for the answer to its keep-alive ping
-#: before it drops the connection (``connect --ping-timeout``; DRBD's own default is
-#: 5, half a second).  A node that stalls for longer than that (a loaded virtual
-#: machine) made its peer drop a healthy connection; during a live migration's
-#: dual-primary window both sides then start new data generations and DRBD refuses
-#: to connect them again (split brain: doc/storage.md, "DRBD figures")
-PING_TIMEOUT = 50
+#: how long (tenths of a second) a side of a dual-primary connection (a live
+#: migration's) waits for the answer to its keep-alive ping before it drops the
+#: connection (``connect --ping-timeout``; DRBD's own default is 5, half a second).
+#: A node that stalls for longer than that (a loaded virtual machine) made its peer
+#: drop a healthy connection, and with two primaries both sides then start new data
+#: generations and DRBD refuses to connect them again (split brain: doc/storage.md,
+#: "DRBD figures").  Single-primary connections keep DRBD's default: there such a
+#: drop is a moment's bitmap resync, and DRBD waits one ping timeout before every
+#: new connection is usable, which 5 s would add to each.
+DUAL_PRIMARY_PING_TIMEOUT = 50
 
 #: the resync controller options the master may send (``resync_control``)
 RESYNC_CONTROL_KEYS = frozenset(["c-plan-ahead", "c-fill-target", "c-delay-target",
@@ -361,11 +366,11 @@ class Drbd84(DrbdBackend):
                 "--protocol=C", "--cram-hmac-alg=md5", f"--shared-secret={side.secret}",
                 "--after-sb-0pri=discard-zero-changes", "--after-sb-1pri=consensus",
                 "--after-sb-2pri=disconnect"]
-        if "ping-timeout" not in drbdopts.names(side.net_options):
-            argv.append(f"--ping-timeout={PING_TIMEOUT}")
         argv += side.net_options
         if dual_primary:
             argv.append("--allow-two-primaries=yes")
+            if "ping-timeout" not in drbdopts.names(side.net_options):   # the operator's wins
+                argv.append(f"--ping-timeout={DUAL_PRIMARY_PING_TIMEOUT}")
         return argv
 
     def disconnect(self, side: DrbdSide) -> list[str]:

@@ -215,7 +215,7 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
     name = "drbd3.vcluster"
     # the operator's extra connect options (doc/storage.md, "DRBD parameters")
     _ok(gc.gnt("gnt-cluster", "modify", "-D",
-               "drbd:net-custom=--ping-int=7 --ping-timeout=60"))
+               "drbd:net-custom=--ping-int=7 --ko-count=5"))
     try:
         out = _ok(_add(gc, name))
         assert "creating disk disk/0 (64 MiB) on node3.vcluster" in out
@@ -237,7 +237,7 @@ def test_a_drbd_instance_mirrors_migrates_and_gets_new_volumes(
         # the shared secret is in no answer: compare with what the node was given
         show = gc.ssh("node2", f"/lib/drbd/drbdsetup-84 show {minors['node2']}").stdout
         assert re.search(r"\bping-int\s+7\s*;", show), show
-        assert re.search(r"\bping-timeout\s+60\s*;", show), show
+        assert re.search(r"\bko-count\s+5\s*;", show), show
         secret = re.search(r'shared-secret\s+"([^"]+)"', show)
         assert secret is not None
         assert secret.group(1) not in _ok(gc.gnt("gnt-instance", "info", name))
