@@ -13,7 +13,8 @@ the volume away.  The instance is never started (a Debian guest booting
 under TCG inside an emulated node would take many minutes; the ``file``
 test, test_os_debootstrap.py, boots one).
 
-Marked ``soak`` (``make soak``): about 110 s on a cluster that is up (the
+Marked ``soak`` (not in ``make test``; ``make test-guests`` and ``make
+soak`` run it): about 110 s on a cluster that is up (the
 ``create`` unpacking the 386 MB tarball onto the volume takes about 80 s
 of it under TCG), above make test's budget of about 60 s for one more
 guest test.  The guests have no route to a Debian archive: when the cache

@@ -40,7 +40,7 @@ from ganeti.utils.process import RunResult
 from tools.harness import debootstrap
 
 __all__ = ["CACHE_DIR", "config_files", "writer_script", "install_on_guest", "cache_file",
-           "cache_problem", "ensure_cache"]
+           "cache_problem", "ensure_cache", "main"]
 
 #: the package's fixed cache directory (its ``common.sh``)
 CACHE_DIR = "/var/cache/ganeti-instance-debootstrap"
@@ -176,3 +176,34 @@ def ensure_cache(variant: str = debootstrap.VARIANT, *, timeout: float = 1200.0)
         raise RuntimeError(f"the package's create did not make {path}:"
                            f" {res.stdout[-2000:]}{res.stderr[-2000:]}")
     return path
+
+
+# --- command line -------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tools.harness.debootstrap_guest DIR [VARIANT]``: the package's
+    variant on every node of the guest cluster in DIR (its cache tarball first)."""
+    import argparse
+
+    from tools.harness import guestcluster
+
+    parser = argparse.ArgumentParser(prog="python -m tools.harness.debootstrap_guest",
+                                     description=main.__doc__)
+    parser.add_argument("directory", help="the guest cluster (tools/vcluster create --guests)")
+    parser.add_argument("variant", nargs="?", default=debootstrap.VARIANT)
+    args = parser.parse_args(argv)
+    why = debootstrap.problem()
+    if why:
+        print(f"cannot: {why}")
+        return 1
+    print(f"cache tarball: {ensure_cache(args.variant)}")
+    gc = guestcluster.load(os.path.abspath(args.directory))
+    for node in gc.nodes:
+        install_on_guest(lambda command, name=node.name: guestcluster.run_on(gc, name, command),
+                         args.variant)
+        print(f"{node.name}: debootstrap+{args.variant}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
