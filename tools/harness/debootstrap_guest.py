@@ -29,6 +29,7 @@ on a scratch image file, as the first install on a node would).
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import subprocess
@@ -199,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cache tarball: {ensure_cache(args.variant)}")
     gc = guestcluster.load(os.path.abspath(args.directory))
     for node in gc.nodes:
-        install_on_guest(lambda command, name=node.name: guestcluster.run_on(gc, name, command),
-                         args.variant)
+        install_on_guest(functools.partial(guestcluster.run_on, gc, node.name), args.variant)
         print(f"{node.name}: debootstrap+{args.variant}")
     return 0
 
