@@ -673,6 +673,11 @@ class LUInstanceGrowDisk(InstanceLU[OpInstanceGrowDisk]):
         self.require_rpc().call_blockdev_grow(
             self.pnode.name, disk=data, amount=self.delta, dryrun=True, backingstore=False,
             excl_stor=excl).one(self.pnode.name, f"Cannot grow disk {self.op.disk}")
+        if self.mirror_nodes:
+            # DRBD refuses a resize during a resync ("Resize not allowed during resync"),
+            # e.g. right after a failover, while the old primary catches up: let it end
+            drbd.wait_for_sync(self, self.pnode, [disk], feedback_fn, cfg=self.cfg,
+                               instance=self.instance.name, stall=drbd.ACTIVATE_SYNC_STALL)
         for node in [*self.mirror_nodes, self.pnode] if self.mirror_nodes else []:
             feedback_fn(f"* growing the data volume of disk {self.op.disk} on {node.name}")
             self.require_rpc().call_blockdev_grow(

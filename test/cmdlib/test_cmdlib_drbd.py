@@ -770,3 +770,30 @@ def test_custom_drbd_options_reach_the_nodes_and_bad_ones_are_refused(denv: Any)
     sent = denv.rpc.seen_disks[0]["dynamic_params"]
     assert sent["net_custom"] == ["--ping-timeout=100", "--ping-int=5"]
     assert sent["disk_custom"] == ["--al-extents=3389"]
+
+
+def test_grow_waits_for_a_running_resync_first(renv: Any) -> None:
+    # DRBD refuses a resize during a resync (right after a failover, the old primary
+    # catching up): the grow waits for it to end
+    order: list[str] = []
+    real_find = renv.rpc.do_blockdev_find
+
+    def find(node: str, disk: dict) -> dict | None:
+        order.append("find")
+        return real_find(node, disk)
+
+    def grow(node: str, disk: dict, amount: int, dryrun: bool, backing: bool,
+             excl: bool) -> int:
+        order.append("dry-run" if dryrun else "grow")
+        return disk["size"] + amount
+    _drbd(renv)
+    renv.rpc.do_blockdev_find = find
+    renv.rpc.do_blockdev_grow = grow
+    renv.rpc.sync["node1"] = [{"sync_percent": 40.0, "estimated_time": 2, "is_degraded": True},
+                              {"sync_percent": 90.0, "estimated_time": 1, "is_degraded": True},
+                              {}]
+    renv.feedback.clear()
+    renv.run("OP_INSTANCE_GROW_DISK", instance_name="inst1", disk=0, amount=64)
+    first_grow = order.index("grow")
+    assert order[:first_grow].count("find") >= 3      # the resync was followed to its end
+    assert any("% done" in line for line in renv.feedback)
