@@ -35,7 +35,7 @@ __all__ = ["main", "commands", "init_cluster", "destroy_cluster", "show_cluster_
            "show_master", "show_version", "modify_cluster", "redist_conf", "verify_cluster",
            "verify_disks", "format_verify_disks",
            "queue_ops", "watcher_ops", "run_command", "copy_file", "renew_crypto",
-           "activate_master_ip", "deactivate_master_ip", "renew_crypto_opcode",
+           "renew_crypto_opcode",
            "parse_keyval", "parse_hvparams", "node_ssh_targets", "format_command_output"]
 
 _SEPARATOR = "-" * 48
@@ -300,6 +300,11 @@ def _bool_arg(value: str | None) -> bool | None:
     return value.lower() in ("yes", "true", "1", "on")
 
 
+def _diskparams(values: list[str]) -> dict[str, dict[str, str]] | None:
+    from ganeti.client.gnt_group import parse_diskparams   # -D TEMPLATE:key=val,... as there
+    return parse_diskparams(values)
+
+
 def modify_cluster(opts: Any, args: list[str]) -> int:
     """Change cluster parameters (only the given ones)."""
     op: dict[str, Any] = wire.cluster_set_params()
@@ -334,6 +339,7 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
                                                   "iallocator parameters"),
         "ipolicy": ipolicy_opts.ipolicy_changes(
             opts, group=False, current=lambda: cli.get_client(opts).QueryClusterInfo()["ipolicy"]),
+        "diskparams": _diskparams(opts.diskparams),
     }
     op.update({k: v for k, v in values.items() if v is not None})
     if len(op) == 1:
@@ -602,23 +608,6 @@ def copy_file(opts: Any, args: list[str]) -> int:
     return cli.EXIT_FAILURE if failed else cli.EXIT_SUCCESS
 
 
-# --- master IP -------------------------------------------------------------------------------
-
-def activate_master_ip(opts: Any, args: list[str]) -> int:
-    """Activate the master IP address on the master node."""
-    _submit(wire.cluster_activate_master_ip(), opts)
-    return cli.EXIT_SUCCESS
-
-
-def deactivate_master_ip(opts: Any, args: list[str]) -> int:
-    """Deactivate the master IP address (asks for confirmation without --yes)."""
-    if not cli.confirm("This will disable the master IP. All the open connections to the"
-                       " master IP will be closed.", forced=opts.confirm, flag="--yes"):
-        return cli.EXIT_FAILURE
-    _submit(wire.cluster_deactivate_master_ip(), opts)
-    return cli.EXIT_SUCCESS
-
-
 # --- the commands table ---------------------------------------------------------------------------
 
 _O = cli.Option
@@ -716,19 +705,18 @@ NETMASK_OPT = _O("--master-netmask", dest="master_netmask", type=int, default=No
 EXTMIP_OPT = _O("--use-external-mip-script", dest="use_external_mip_script", default=None,
                 choices=["yes", "no"], help="Use the cluster's own master IP setup script"
                 " (etc/ganeti/scripts/master-ip-setup) instead of the default one")
-CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
-                 help="Do not ask for confirmation")
 
 _INIT_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
               SFSDIR_OPT, VG_OPT, DRBD_HELPER_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT,
               NDP_OPT, PIP_OPT, SIP_OPT, PIPV_OPT, NOSSH_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS]
+DISKP_OPT = _O("-D", "--disk-parameters", dest="diskparams", action="append", default=[],
+               metavar="TEMPLATE:KEY=VAL,...", help="Disk parameters of a template (repeatable)")
 _MODIFY_OPTS = [HV_LIST_OPT, DT_LIST_OPT, NETDEV_OPT, NETMASK_OPT, EXTMIP_OPT, FSDIR_OPT,
-                SFSDIR_OPT, VG_OPT, DRBD_HELPER_OPT, POOL_OPT,
-                HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, MAXTRACK_OPT,
-                IMAGE_OPT, ICN_OPT, IALLOC_OPT, AUTOPROMOTE_OPT,
-                HAREC_OPT, HATMO_OPT, HARESTART_OPT, HARELOC_OPT,
-                IALLOCP_OPT,
-                *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT, cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
+                SFSDIR_OPT, VG_OPT, DRBD_HELPER_OPT, POOL_OPT, HVP_OPT, BEP_OPT, NICP_OPT, NDP_OPT,
+                DISKP_OPT, MNH_OPT, WIPE_OPT, MAXJOBS_OPT, MAXTRACK_OPT, IMAGE_OPT, ICN_OPT,
+                IALLOC_OPT, AUTOPROMOTE_OPT, HAREC_OPT, HATMO_OPT, HARESTART_OPT, HARELOC_OPT,
+                IALLOCP_OPT, *ipolicy_opts.CLUSTER_IPOLICY_OPTS, cli.FORCE_OPT, cli.SUBMIT_OPT,
+                cli.PRIORITY_OPT, cli.DRY_RUN_OPT]
 
 commands: dict[str, cli.Command] = {
     "init": (init_cluster, [cli.ArgUnknown(min=1, max=1, name="CLUSTER_NAME")], _INIT_OPTS,
@@ -769,11 +757,6 @@ commands: dict[str, cli.Command] = {
                      "Renew the cluster certificate (restarts the daemons), the RAPI"
                      " certificate, the cluster SSH key and/or the cluster domain secret"
                      " on all nodes"),
-    "activate-master-ip": (activate_master_ip, cli.ARGS_NONE, [cli.SUBMIT_OPT], "",
-                           "Activate the master IP address on the master node"),
-    "deactivate-master-ip": (deactivate_master_ip, cli.ARGS_NONE,
-                             [CONFIRM_OPT, cli.SUBMIT_OPT], "[--yes]",
-                             "Deactivate the master IP address on the master node"),
 }
 
 

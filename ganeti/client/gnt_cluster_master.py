@@ -20,7 +20,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["commands", "master_failover", "master_ping", "show_master"]
+__all__ = ["commands", "master_failover", "master_ping", "show_master", "activate_master_ip",
+           "deactivate_master_ip"]
 
 
 def show_master(opts: Any, args: list[str]) -> int:
@@ -136,7 +137,26 @@ def master_failover(opts: Any, args: list[str]) -> int:
     return cli.EXIT_SUCCESS
 
 
+def activate_master_ip(opts: Any, args: list[str]) -> int:
+    """Activate the master IP address on the master node."""
+    from ganeti.opcodes import wire
+    cli.submit_or_send(wire.cluster_activate_master_ip(), opts)
+    return cli.EXIT_SUCCESS
+
+
+def deactivate_master_ip(opts: Any, args: list[str]) -> int:
+    """Deactivate the master IP address (asks for confirmation without --yes)."""
+    from ganeti.opcodes import wire
+    if not cli.confirm("This will disable the master IP. All the open connections to the"
+                       " master IP will be closed.", forced=opts.confirm, flag="--yes"):
+        return cli.EXIT_FAILURE
+    cli.submit_or_send(wire.cluster_deactivate_master_ip(), opts)
+    return cli.EXIT_SUCCESS
+
+
 _O = cli.Option
+CONFIRM_OPT = _O("--yes", dest="confirm", action="store_true", default=False,
+                 help="Do not ask for confirmation")
 NO_VOTING_OPT = _O("--no-voting", dest="no_voting", action="store_true", default=False,
                    help="Skip the master vote (e.g. a two-node cluster whose other node is"
                         " down for good); this node's data then wins everywhere")
@@ -152,4 +172,9 @@ commands: dict[str, cli.Command] = {
                     "Exit 0 when the master daemon answers, 1 otherwise"),
     "getmaster": (show_master, cli.ARGS_NONE, [], "",
                   "Print the name of the master node (from this node's ssconf)"),
+    "activate-master-ip": (activate_master_ip, cli.ARGS_NONE, [cli.SUBMIT_OPT], "",
+                           "Activate the master IP address on the master node"),
+    "deactivate-master-ip": (deactivate_master_ip, cli.ARGS_NONE,
+                             [CONFIRM_OPT, cli.SUBMIT_OPT], "[--yes]",
+                             "Deactivate the master IP address on the master node"),
 }

@@ -169,3 +169,18 @@ def test_cluster_modify_and_info(vc):
     assert res.returncode == 1 and "std specs" in res.stderr
     after = vc.ok("gnt-cluster", "info")
     assert after[after.index("Instance policy - limits for instances:"):] == policy
+
+
+def test_cluster_modify_disk_parameters_and_a_refused_custom_option(vc):
+    # gnt-cluster modify -D TEMPLATE:key=val (Ganeti's option), the drbd
+    # net-custom checks (doc/storage.md, "DRBD parameters")
+    vc.ok("gnt-cluster", "modify", "-D", "drbd:net-custom=--ping-int=7 --ko-count=5,"
+          "resync-rate=1000", "-D", "plain:stripes=2")
+    out = vc.ok("gnt-cluster", "info")
+    assert "net-custom: --ping-int=7 --ko-count=5" in out, out
+    assert "resync-rate: 1000" in out and "stripes: 2" in out
+    res = vc.run("gnt-cluster", "modify", "-D", "drbd:net-custom=--shared-secret=x")
+    assert res.returncode != 0 and "set by Ganeti itself" in res.stderr, res.stderr
+    assert vc.ok("gnt-cluster", "info") == out                # nothing changed
+    vc.ok("gnt-cluster", "modify", "-D", "drbd:net-custom=,resync-rate=61440",
+          "-D", "plain:stripes=1")
