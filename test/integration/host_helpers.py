@@ -242,3 +242,12 @@ def network_namespace(*addresses: str) -> Iterator[None]:
             err = ctypes.get_errno()
             raise OSError(err, f"setns back to the original namespace: {os.strerror(err)}")
         os.close(original)
+
+
+def uefi_reason() -> str:
+    """Why a UEFI/TPM kvm guest cannot run here ("" when qemu runs and OVMF and swtpm
+    are installed; make debian-deps installs them)."""
+    from ganeti.hypervisor.kvm import firmware
+    return qemu_reason() or (
+        "" if firmware.find_ovmf() else "OVMF is not installed (make debian-deps)") or (
+        "" if shutil.which(firmware.SWTPM_BINARY) else "swtpm is not installed (make debian-deps)")

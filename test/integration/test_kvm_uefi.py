@@ -38,9 +38,7 @@ from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from tools.harness import tinylinux
 from test.integration import host_helpers
 
-_MISSING = host_helpers.qemu_reason() or (
-    "" if firmware.find_ovmf() else "OVMF is not installed (make debian-deps)") or (
-    "" if shutil.which(firmware.SWTPM_BINARY) else "swtpm is not installed (make debian-deps)")
+_MISSING = host_helpers.uefi_reason()
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "qemu, OVMF and swtpm run")]
 

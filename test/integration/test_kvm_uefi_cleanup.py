@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 
 import pytest
@@ -36,9 +35,7 @@ from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from tools.harness import vcluster
 from test.integration import host_helpers
 
-_MISSING = host_helpers.qemu_reason() or (
-    "" if firmware.find_ovmf() else "OVMF is not installed (make debian-deps)") or (
-    "" if shutil.which(firmware.SWTPM_BINARY) else "swtpm is not installed (make debian-deps)")
+_MISSING = host_helpers.uefi_reason()
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "qemu, OVMF and swtpm run")]
 

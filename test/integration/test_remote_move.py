@@ -95,20 +95,7 @@ def test_upstreams_move_instance_moves_a_running_instance(vc, tmp_path):
             fh.write(f"disk {index} of {SRC}".encode() * 100)
     before = _disks(vc, N2, SRC)
     assert len(before) == 2 and f"name={SRC}" in _marker(before[0])
-    password = tmp_path / "rapi-password"
-    password.write_text(WRITER[1])
-    master = vc.cluster.master_node.ip
-    port = str(vc.cluster.rapi_port)
-    res = upstream_cli.run(
-        vc, str(tmp_path / "scratch"), "move-instance", "--verbose",
-        f"--src-ca-file={vc.paths(N1).rapi_pem}", f"--src-username={WRITER[0]}",
-        f"--src-password-file={password}", f"--src-rapi-port={port}",
-        f"--dest-rapi-port={port}", f"--dest-instance-name={DEST}",
-        f"--dest-primary-node={N3}", f"--dest-secondary-node={N1}",
-        # --opportunistic-tries=0: without it, Ganeti 3.0's tool compares None > 0 and
-        # fails under Python 3 before it starts (its QA passes --iallocator instead)
-        "--opportunistic-tries=0", "--net=0:mac=generate", master, master, SRC,
-        timeout=600)
+    res = upstream_cli.move_instance(vc, tmp_path, WRITER, SRC, DEST, N3, N1)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"{SRC} as {DEST}: Success" in res.stderr
     listing = vc.ok("gnt-instance", "list", "--no-headers", "-o", "name,pnode,status")

@@ -81,19 +81,7 @@ def test_move_instance_carries_the_uefi_and_tpm_state(vc, tmp_path):
         os.makedirs(os.path.dirname(os.path.join(source_state, name)), exist_ok=True)
         with open(os.path.join(source_state, name), "wb") as fh:
             fh.write(data)
-    password = tmp_path / "rapi-password"
-    password.write_text(WRITER[1])
-    master = vc.cluster.master_node.ip
-    port = str(vc.cluster.rapi_port)
-    res = upstream_cli.run(
-        vc, str(tmp_path / "scratch"), "move-instance", "--verbose",
-        f"--src-ca-file={vc.paths(N1).rapi_pem}", f"--src-username={WRITER[0]}",
-        f"--src-password-file={password}", f"--src-rapi-port={port}",
-        f"--dest-rapi-port={port}", f"--dest-instance-name={DEST}",
-        f"--dest-primary-node={N2}",
-        # see test_remote_move.py: Ganeti 3.0's tool needs it under Python 3
-        "--opportunistic-tries=0", "--net=0:mac=generate", master, master, SRC,
-        timeout=600)
+    res = upstream_cli.move_instance(vc, tmp_path, WRITER, SRC, DEST, N2)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"{SRC} as {DEST}: Success" in res.stderr
     assert rows(vc, "name,pnode,status,hv/firmware,hv/tpm", DEST) == \

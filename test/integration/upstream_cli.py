@@ -94,3 +94,27 @@ def run(vc: Any, scratch: str, tool: str, *args: str, timeout: float = 300.0
             paths.master_socket, *command(tool, *args)]
     return subprocess.run(argv, env=CLEAN_ENV, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def move_instance(vc: Any, tmp_path: Any, user: tuple[str, str], src: str, dest: str,
+                  *nodes: str) -> subprocess.CompletedProcess[str]:
+    """Upstream's ``move-instance`` of ``src`` to ``dest`` within ``vc`` (source and
+    destination cluster alike, RAPI as ``user``: ``(name, password)``), onto
+    ``nodes``: the primary, then the secondary if any."""
+    password = tmp_path / "rapi-password"
+    password.write_text(user[1])
+    master = vc.cluster.master_node.ip
+    port = str(vc.cluster.rapi_port)
+    placement = [f"--dest-primary-node={nodes[0]}"]
+    if len(nodes) > 1:
+        placement.append(f"--dest-secondary-node={nodes[1]}")
+    return run(
+        vc, str(tmp_path / "scratch"), "move-instance", "--verbose",
+        f"--src-ca-file={vc.paths(vc.cluster.master_node.name).rapi_pem}",
+        f"--src-username={user[0]}", f"--src-password-file={password}",
+        f"--src-rapi-port={port}", f"--dest-rapi-port={port}",
+        f"--dest-instance-name={dest}", *placement,
+        # --opportunistic-tries=0: without it, Ganeti 3.0's tool compares None > 0 and
+        # fails under Python 3 before it starts (its QA passes --iallocator instead)
+        "--opportunistic-tries=0", "--net=0:mac=generate", master, master, src,
+        timeout=600)
