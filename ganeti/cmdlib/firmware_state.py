@@ -93,9 +93,7 @@ def settle(lu: LogicalUnit[Any], inst: Instance, keep: str, drop: str) -> None:
     if keep == drop or not has_state(lu, inst):
         return
     try:
-        data = lu.require_rpc().call_instance_firmware_get(
-            keep, instance_uuid=inst.uuid).one(keep, f"Could not read the UEFI/TPM state of"
-                                                     f" {inst.name} on {keep}")
+        data = _read(lu, inst, keep)
     except errors.GanetiError as exc:
         lu.LogWarning(f"{exc}; the copy on {drop} is kept")
         return
@@ -107,6 +105,13 @@ def settle(lu: LogicalUnit[Any], inst: Instance, keep: str, drop: str) -> None:
         # perhaps the only copy (an instance never started has none anywhere: no warning)
         lu.LogWarning(f"{keep} has no UEFI/TPM state of {inst.name}; the copy on {drop}"
                       " (if any) is kept")
+
+
+def _read(lu: LogicalUnit[Any], inst: Instance, node: str) -> Any:
+    """The instance's state as ``node`` gives it (falsy: none); an error when it cannot."""
+    return lu.require_rpc().call_instance_firmware_get(
+        node, instance_uuid=inst.uuid).one(node, f"Could not read the UEFI/TPM state of"
+                                                 f" {inst.name} on {node}")
 
 
 def remove_everywhere(lu: LogicalUnit[Any], inst: Instance) -> None:
@@ -127,9 +132,7 @@ def fetch(lu: LogicalUnit[Any], inst: Instance, node: str) -> str | None:
     if not has_state(lu, inst):
         return None
     try:
-        data = lu.require_rpc().call_instance_firmware_get(
-            node, instance_uuid=inst.uuid).one(node, f"Could not read the UEFI/TPM state of"
-                                                     f" {inst.name} on {node}")
+        data = _read(lu, inst, node)
     except errors.GanetiError as exc:
         lu.LogWarning(f"{exc}; the export has none")
         return None
