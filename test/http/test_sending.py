@@ -28,14 +28,21 @@ def cert(tmp_path_factory) -> str:
 
 
 def _slow_reader(sock, got: list[int]) -> threading.Thread:
+    """Read ``sock`` at READ bytes per PAUSE until EOF; the total goes into ``got``.
+
+    The pause follows each READ bytes read, not each ``recv``: one TLS
+    ``recv`` returns at most one record (16 KiB), so a pause per ``recv``
+    would slow the reader fourfold past the rate the test needs."""
     def run() -> None:
-        total = 0
+        total = paced = 0
         while True:
             data = sock.recv(READ)
             if not data:
                 break
             total += len(data)
-            time.sleep(PAUSE)
+            while total - paced >= READ:
+                paced += READ
+                time.sleep(PAUSE)
         got.append(total)
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
