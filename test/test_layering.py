@@ -199,6 +199,9 @@ class Tree:
         self.root = root
         self.paths: dict[str, pathlib.Path] = {
             self._module_name(path): path for path in sorted(root.rglob("*.py"))}
+        #: (module, run_time, its text) -> its imports: the layer tests and the cycle
+        #: test ask for every module's, and parsing the whole package each time is seconds
+        self._imports: dict[tuple[str, bool, str], list[str]] = {}
 
     def _module_name(self, path: pathlib.Path) -> str:
         parts = list(path.relative_to(self.root.parent).with_suffix("").parts)
@@ -216,10 +219,18 @@ class Tree:
     def imports(self, module: str, *, run_time: bool = False) -> list[str]:
         """Every ``ganeti`` module that ``module`` imports, anywhere in its code.
 
-        With ``run_time``, not those under ``if TYPE_CHECKING:``.
+        With ``run_time``, not those under ``if TYPE_CHECKING:``.  A module's text
+        is parsed once per ``run_time`` (asked again, the same text gives the same).
         """
+        text = self.paths[module].read_text()
+        key = (module, run_time, text)
+        if key not in self._imports:
+            self._imports[key] = self._parse_imports(module, text, run_time=run_time)
+        return list(self._imports[key])
+
+    def _parse_imports(self, module: str, text: str, *, run_time: bool) -> list[str]:
         path = self.paths[module]
-        tree = ast.parse(path.read_text(), str(path))
+        tree = ast.parse(text, str(path))
         if run_time:
             for node in ast.walk(tree):
                 if isinstance(node, ast.If) and _is_type_checking(node.test):
