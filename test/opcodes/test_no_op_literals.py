@@ -69,10 +69,11 @@ def _is_python_script(path: pathlib.Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _skipped_strings(tree: ast.AST) -> set[int]:
-    """ids of the string nodes that are docstrings or ``__all__`` entries."""
+def _skipped_strings(nodes: list[ast.AST]) -> set[int]:
+    """ids of the string nodes (of a tree's ``nodes``) that are docstrings or
+    ``__all__`` entries."""
     skipped: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
             if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
@@ -87,11 +88,11 @@ def _skipped_strings(tree: ast.AST) -> set[int]:
 
 def problems(source: str, where: str) -> list[str]:
     """What :func:`source` does that the module docstring refuses, one line each."""
-    tree = ast.parse(source)
-    skipped = _skipped_strings(tree)
+    nodes = list(ast.walk(ast.parse(source)))     # walked once: the walk is the cost
+    skipped = _skipped_strings(nodes)
     known = wire.OP_IDS | set(upstream.NAMED_ONLY)
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if (isinstance(node, ast.Constant) and isinstance(node.value, str)
                 and id(node) not in skipped and _SHAPE.fullmatch(node.value)
                 and (node.value in known or node.value not in NOT_OPCODES)):
