@@ -117,7 +117,8 @@ def in_process_server(directory: str | os.PathLike[str], **kwargs: Any) -> Itera
 def answer_in_process(server: Any, request: bytes, *, pause: float = 0.0) -> bytes:
     """Have ``server`` (from :func:`in_process_server`) serve one connection: a TLS
     client thread sends ``request`` and reads until the server closes, sleeping
-    ``pause`` seconds after each read of at most 64 KiB; the bytes it read."""
+    ``pause`` seconds after each 64 KiB read (per 64 KiB, not per ``recv``: a TLS
+    ``recv`` returns one record of at most 16 KiB); the bytes it read."""
     from ganeti.rpc import transport
     ours, theirs = socket.socketpair()
     ctx = transport.make_client_context(server.cert_file)
@@ -126,9 +127,12 @@ def answer_in_process(server: Any, request: bytes, *, pause: float = 0.0) -> byt
     def client() -> None:
         with ctx.wrap_socket(theirs, server_hostname="node1.example.com") as tls:
             tls.sendall(request)
+            paced = 0
             while chunk := tls.recv(64 * 1024):
                 received.extend(chunk)
-                time.sleep(pause)
+                while pause and len(received) - paced >= 64 * 1024:
+                    paced += 64 * 1024
+                    time.sleep(pause)
 
     thread = threading.Thread(target=client, daemon=True)
     thread.start()
