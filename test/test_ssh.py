@@ -370,6 +370,8 @@ class _ScriptedChannel:
         self.closed = False
         self._pipe = os.pipe()
         self._arrived = 0  # chunks the transport has put in the buffer so far
+        if self.chunks:    # readable while output is left, as paramiko sets its pipe
+            os.write(self._pipe[1], b"x")
 
     @property
     def eof_received(self) -> bool:
@@ -384,7 +386,10 @@ class _ScriptedChannel:
         return bool(self.chunks) and self._arrived % 2 == 0
 
     def recv(self, size: int) -> bytes:
-        return self.chunks.pop(0)
+        chunk = self.chunks.pop(0)
+        if not self.chunks:
+            os.read(self._pipe[0], 1)
+        return chunk
 
     def recv_stderr_ready(self) -> bool:
         return False
