@@ -10,6 +10,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import time
 
@@ -124,8 +125,11 @@ def test_remove_state_is_refused_while_a_process_uses_it(tmp_path, word):
     nvram = os.path.join(sdir, firmware.VARS_FILE)
     with open(nvram, "wb") as fh:
         fh.write(b"vars")
-    # as qemu names its NVRAM, swtpm its state directory, on the command line
-    proc = subprocess.Popen(["sh", "-c", "sleep 30", word.format(sdir=sdir)])
+    # as qemu names its NVRAM, swtpm its state directory, on the command line; one
+    # process without children (a shell's forked "sleep" still shows the shell's
+    # command line until it execs, and could outlive the kill below)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)",
+                             word.format(sdir=sdir)])
     try:
         wait = time.monotonic() + 10
         while proc.pid not in firmware.users(sdir) and time.monotonic() < wait:
