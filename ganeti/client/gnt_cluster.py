@@ -35,7 +35,7 @@ __all__ = ["main", "commands", "init_cluster", "destroy_cluster", "show_cluster_
            "show_master", "show_version", "modify_cluster", "redist_conf", "verify_cluster",
            "verify_disks", "format_verify_disks",
            "queue_ops", "watcher_ops", "run_command", "copy_file", "renew_crypto",
-           "renew_crypto_opcode",
+           "renew_crypto_opcode", "parse_diskparams",
            "parse_keyval", "parse_hvparams", "node_ssh_targets", "format_command_output"]
 
 _SEPARATOR = "-" * 48
@@ -84,6 +84,20 @@ def parse_hvparams(values: list[str] | None) -> dict[str, dict[str, str]] | None
             raise errors.ParameterError(f"Invalid hypervisor parameters '{text}'"
                                         " (expected HV:key=value,...)", errors.ECODE_INVAL)
         out.setdefault(hv, {}).update(parse_keyval(rest if sep else "", "hypervisor") or {})
+    return out
+
+
+def parse_diskparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
+    """``-D plain:key=val,...`` (repeatable) -> ``{"plain": {"key": "val"}}``."""
+    if not values:
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for text in values:
+        template, sep, rest = text.partition(":")
+        if not template or not sep:
+            raise errors.ParameterError(f"Invalid disk parameters '{text}' (expected"
+                                        " TEMPLATE:key=value,...)", errors.ECODE_INVAL)
+        out.setdefault(template, {}).update(parse_keyval(rest, "disk parameters") or {})
     return out
 
 
@@ -300,11 +314,6 @@ def _bool_arg(value: str | None) -> bool | None:
     return value.lower() in ("yes", "true", "1", "on")
 
 
-def _diskparams(values: list[str]) -> dict[str, dict[str, str]] | None:
-    from ganeti.client.gnt_group import parse_diskparams   # -D TEMPLATE:key=val,... as there
-    return parse_diskparams(values)
-
-
 def modify_cluster(opts: Any, args: list[str]) -> int:
     """Change cluster parameters (only the given ones)."""
     op: dict[str, Any] = wire.cluster_set_params()
@@ -339,7 +348,7 @@ def modify_cluster(opts: Any, args: list[str]) -> int:
                                                   "iallocator parameters"),
         "ipolicy": ipolicy_opts.ipolicy_changes(
             opts, group=False, current=lambda: cli.get_client(opts).QueryClusterInfo()["ipolicy"]),
-        "diskparams": _diskparams(opts.diskparams),
+        "diskparams": parse_diskparams(opts.diskparams),
     }
     op.update({k: v for k, v in values.items() if v is not None})
     if len(op) == 1:

@@ -17,25 +17,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["main", "commands", "add_group", "modify_group", "remove_group", "rename_group",
-           "assign_nodes", "show_group_info", "format_group_info", "parse_diskparams",
+           "assign_nodes", "show_group_info", "format_group_info",
            "list_groups", "list_fields", "show_ispecs_cmd", "LIST_DEFAULT_FIELDS"]
 
 LIST_DEFAULT_FIELDS = ["name", "node_cnt", "pinst_cnt", "alloc_policy", "ndparams"]
-
-
-def parse_diskparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
-    """``-D plain:key=val,...`` (repeatable) -> ``{"plain": {"key": "val"}}``."""
-    from ganeti.client.gnt_cluster import parse_keyval
-    if not values:
-        return None
-    out: dict[str, dict[str, str]] = {}
-    for text in values:
-        template, sep, rest = text.partition(":")
-        if not template or not sep:
-            raise errors.ParameterError(f"Invalid disk parameters '{text}' (expected"
-                                        " TEMPLATE:key=value,...)", errors.ECODE_INVAL)
-        out.setdefault(template, {}).update(parse_keyval(rest, "disk parameters") or {})
-    return out
 
 
 def _group_params(opts: Any, op: dict[str, Any], current: Any = None) -> dict[str, Any]:
@@ -45,6 +30,7 @@ def _group_params(opts: Any, op: dict[str, Any], current: Any = None) -> dict[st
     ndparams = parse_keyval(opts.ndparams, "node parameters")
     if ndparams:
         op["ndparams"] = ndparams
+    from ganeti.client.gnt_cluster import parse_diskparams
     diskparams = parse_diskparams(opts.diskparams)
     if diskparams:
         op["diskparams"] = diskparams
