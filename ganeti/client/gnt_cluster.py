@@ -73,32 +73,30 @@ def _shell_quote(text: str) -> str:
     return shlex.quote(text)
 
 
-def parse_hvparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
-    """``-H fake:a=1,b=2`` (repeatable) -> ``{"fake": {"a": "1", "b": "2"}}``."""
+def _per_name(values: list[str] | None, what: str, name: str, need_params: bool
+              ) -> dict[str, dict[str, str]] | None:
+    """``NAME:key=val,...`` options (repeatable) -> ``{NAME: {key: val}}``; ``need_params``
+    refuses a ``NAME`` without ``:``."""
     if not values:
         return None
     out: dict[str, dict[str, str]] = {}
     for text in values:
-        hv, sep, rest = text.partition(":")
-        if not hv:
-            raise errors.ParameterError(f"Invalid hypervisor parameters '{text}'"
-                                        " (expected HV:key=value,...)", errors.ECODE_INVAL)
-        out.setdefault(hv, {}).update(parse_keyval(rest if sep else "", "hypervisor") or {})
+        head, sep, rest = text.partition(":")
+        if not head or (need_params and not sep):
+            raise errors.ParameterError(f"Invalid {what} '{text}' (expected"
+                                        f" {name}:key=value,...)", errors.ECODE_INVAL)
+        out.setdefault(head, {}).update(parse_keyval(rest if sep else "", what) or {})
     return out
+
+
+def parse_hvparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
+    """``-H fake:a=1,b=2`` (repeatable) -> ``{"fake": {"a": "1", "b": "2"}}``."""
+    return _per_name(values, "hypervisor parameters", "HV", need_params=False)
 
 
 def parse_diskparams(values: list[str] | None) -> dict[str, dict[str, str]] | None:
     """``-D plain:key=val,...`` (repeatable) -> ``{"plain": {"key": "val"}}``."""
-    if not values:
-        return None
-    out: dict[str, dict[str, str]] = {}
-    for text in values:
-        template, sep, rest = text.partition(":")
-        if not template or not sep:
-            raise errors.ParameterError(f"Invalid disk parameters '{text}' (expected"
-                                        " TEMPLATE:key=value,...)", errors.ECODE_INVAL)
-        out.setdefault(template, {}).update(parse_keyval(rest, "disk parameters") or {})
-    return out
+    return _per_name(values, "disk parameters", "TEMPLATE", need_params=True)
 
 
 def _csv(text: str | None) -> list[str] | None:
