@@ -146,6 +146,25 @@ class _Conn:
         self.large = False
 
 
+def _insert_by_idle_time(idle: collections.OrderedDict[_Conn, None], conn: _Conn) -> None:
+    """Add ``conn`` to ``idle`` (oldest ``last_active`` first) in its place.
+
+    Workers hand connections back in the order they finish, which under
+    load is not the order their answers went out; the few entries newer
+    than ``conn`` at the tail move behind it.
+    """
+    idle[conn] = None
+    newer = []
+    for other in reversed(idle):
+        if other is conn:
+            continue
+        if other.last_active <= conn.last_active:
+            break
+        newer.append(other)
+    for other in reversed(newer):
+        idle.move_to_end(other)
+
+
 def link_socket_alias(alias: str, target: str) -> bool:
     """Make ``alias`` a symbolic link to the socket ``target`` (by its bare
     name when both are in one directory); True when done.
@@ -439,12 +458,11 @@ class MasterServer:
                 self._close(conn)
                 continue
             conn.served = True
-            conn.last_active = self._clock()
             if conn.large and not conn.buffer.pending:
                 conn.buffer = luxi.FrameBuffer(self.max_message)
             conn.large = False
             conn.sock.setblocking(False)
-            self._idle_known[conn] = None
+            _insert_by_idle_time(self._idle_known, conn)
             self._selector.register(conn.sock, selectors.EVENT_READ, conn)
 
     def _expire(self) -> None:
@@ -466,6 +484,10 @@ class MasterServer:
             conn.sock.settimeout(SEND_TIMEOUT)
             while conn.frames and not self.stopping:
                 reply = self.dispatcher.handle(conn.frames.popleft())
+                # idle from its answer on: stamped before the client can see
+                # it, so a connection the client used later is always newer
+                # even when this worker hands it back after the later one's
+                conn.last_active = self._clock()
                 sending.send_all(conn.sock, reply)   # SEND_TIMEOUT for each piece
                 # a big answer (10,000 instances) leaves megabytes of freed heap
                 large = large or len(reply) >= LARGE_FRAME

@@ -145,6 +145,37 @@ def test_full_server_closes_the_connection_idle_the_longest(make) -> None:
         newer.close()
 
 
+def test_idle_time_counts_from_the_answer_not_from_the_hand_back(make, monkeypatch) -> None:
+    """A worker slow to hand its connection back after answering does not make
+    that connection look newer than one the client used after it."""
+    srv = make(max_connections=2)
+    send_all = luxiserver.sending.send_all
+    handing_back = threading.Event()
+
+    def send_then_stall(sock, data) -> None:
+        send_all(sock, data)
+        if b"Stall" in data:
+            assert handing_back.wait(10)
+
+    monkeypatch.setattr(luxiserver.sending, "send_all", send_then_stall)
+    old, newer = _connect(srv), _connect(srv)
+    try:
+        assert _call(old, "Stall")["success"]    # answered; its worker not back yet
+        srv.clock.now += 1
+        assert _call(newer)["success"]
+        _wait_connections(srv, 1, idle=True)
+        handing_back.set()                       # `old` comes back after `newer`
+        _wait_connections(srv, 2, idle=True)
+        with _connect(srv) as third:
+            assert _call(third)["success"]
+            assert _closed(old)
+            assert _call(newer)["success"]
+    finally:
+        handing_back.set()
+        old.close()
+        newer.close()
+
+
 def test_partial_messages_are_bounded_across_connections(make) -> None:
     srv = make(max_body_size=1000, max_buffered=1000)
     small, big = _connect(srv), _connect(srv)
