@@ -202,6 +202,18 @@ def _progress_line(idx_name: str, found: dict[str, Any]) -> str:
     return text
 
 
+def describe_state(found: dict[str, Any]) -> str:
+    """A mirror's side as ``/proc/drbd`` shows it, from a ``blockdev_find``
+    answer: ``StandAlone Primary/Unknown UpToDate/DUnknown`` (the connection,
+    then the roles and disk states when DRBD reports them).  Pure."""
+    state = found.get("drbd") or {}
+    parts = [str(state.get("cstate") or "unknown")]
+    for mine, peer in (("role", "peer_role"), ("disk", "peer_disk")):
+        if state.get(mine) or state.get(peer):
+            parts.append(f"{state.get(mine) or '?'}/{state.get(peer) or '?'}")
+    return " ".join(parts)
+
+
 def _syncing(found: dict[str, Any]) -> bool:
     return found.get("sync_percent") is not None or \
         (found.get("drbd") or {}).get("cstate") in _CONNECTING
@@ -285,7 +297,8 @@ def wait_for_sync(lu: Any, node: Node, disks: Sequence[Disk], feedback_fn: Feedb
                 _report(lu, stack, reporters, disk, found, instance)
             syncing = [(d, f) for d, f in states if _syncing(f)]
             if not syncing:
-                degraded = [d.iv_name for d, f in states if f.get("is_degraded")]
+                degraded = [f"{d.iv_name} ({describe_state(f)})" for d, f in states
+                            if f.get("is_degraded")]
                 if degraded and clock() - started < min(SYNC_SETTLE, stall):
                     # just set up, a mirror may not have begun its resync yet
                     sleep(next(delays))

@@ -31,8 +31,9 @@ Commands (DRBD 8.4; resource ``resource<minor>``, volume 0):
 
 * create: ``drbdmeta --force /dev/drbd<m> v08 <meta> 0 create-md``, then
   the device is set up as in assemble; on the primary (``on_primary``) it
-  is made primary with ``--force``, which starts the initial full sync
-  towards the peer;
+  is made primary with ``--force`` after the attach and before the
+  connect, so the first handshake starts the initial full sync towards
+  the peer;
 * assemble: ``new-resource``, ``new-minor``, ``drbdmeta /dev/drbd<m> v08
   <meta> 0 apply-al`` (replays the activity log a device taken down while
   primary leaves), ``attach <m> <data> <meta> 0 --on-io-error=detach
@@ -466,7 +467,11 @@ class DrbdDevice(base.BaseStorage):
                                          remote=f"{side.peer_address}:{side.port}",
                                          disk=data, meta=meta)
 
-    def _setup(self, disk: base.DiskSpec, side: DrbdSide) -> None:
+    def _setup(self, disk: base.DiskSpec, side: DrbdSide,
+               before_connect: Sequence[str] = ()) -> bool:
+        """Bring this side as far as it is not yet (:meth:`Drbd84.setup`); the
+        command ``before_connect`` (if any) runs after the attach, just before
+        the ``connect``.  True when it ran (False: the side was connected)."""
         data, meta = self._backing(disk)
         status = self.minor_status(side.minor)
         if status is not None and status.configured:
@@ -480,9 +485,15 @@ class DrbdDevice(base.BaseStorage):
                    if k in RESYNC_CONTROL_KEYS and re.fullmatch(r"\d+[ks]?", str(v))] \
             if isinstance(control, dict) else []
         options += custom_options(disk, "disk_custom", drbdopts.DISK_OWNED)
+        ran = False
         for argv in self.backend.setup(side, data, meta, rate, status, options):
+            if before_connect and argv[1] == "connect":
+                self._run(before_connect, f"Cannot set up DRBD minor {side.minor} of"
+                                          f" disk {disk.uuid} ({before_connect[1]})")
+                ran = True
             self._run(argv, f"Cannot set up DRBD minor {side.minor} of disk {disk.uuid}"
                             f" ({argv[1]})")
+        return ran
 
     def _fix_setup(self, disk: base.DiskSpec, side: DrbdSide, status: DrbdStatus) -> None:
         """A device talking to the wrong peer is disconnected (to be connected to the
@@ -511,13 +522,18 @@ class DrbdDevice(base.BaseStorage):
         return device_path(side.minor)
 
     def activate_new(self, disk: base.DiskSpec, on_primary: bool) -> None:
-        """Set the new disk up and connect it; on the primary make it primary with
-        force, overwriting the peer: the initial full sync starts."""
+        """Set the new disk up and connect it; on the primary it is made primary
+        with force (its data the one to keep) before it connects, so the first
+        handshake already finds one side up to date and the other just created:
+        the initial full sync starts with the connection.  Forced once the
+        connection was up, the new data generation could cross the sides'
+        handshake and leave them Connected with no resync (doc/storage.md,
+        "Node evacuation")."""
         side = self.side(disk)
-        self._setup(disk, side)
-        if on_primary:
-            self._run(self.backend.primary(side.minor, force=True),
-                      f"Cannot make DRBD minor {side.minor} of disk {disk.uuid} primary")
+        force = self.backend.primary(side.minor, force=True) if on_primary else []
+        if not self._setup(disk, side, before_connect=force) and on_primary:
+            self._run(force, f"Cannot make DRBD minor {side.minor} of disk {disk.uuid}"
+                             " primary")
 
     def remove(self, disk: base.DiskSpec) -> None:
         self.shutdown(disk)

@@ -42,7 +42,7 @@ def test_a_resync_that_begins_late_is_waited_for(monkeypatch) -> None:
 
 def test_a_mirror_that_never_resyncs_is_reported_after_the_settle_time(monkeypatch) -> None:
     ok, warnings = _wait([_DEGRADED] * 10, monkeypatch)
-    assert not ok and warnings == ["Disks not in sync on node1: disk/0"]
+    assert not ok and warnings == ["Disks not in sync on node1: disk/0 (Connected)"]
 
 
 def test_the_pauses_double_from_the_first_up_to_the_most() -> None:
@@ -126,7 +126,7 @@ def test_a_standalone_mirror_is_not_waited_for_past_the_settle_time(monkeypatch)
     not try again by itself; reported after SYNC_SETTLE, not the stall time."""
     slept: list[float] = []
     ok, warnings = _wait([_state("StandAlone")] * 100, monkeypatch, slept=slept)
-    assert not ok and warnings == ["Disks not in sync on node1: disk/0"]
+    assert not ok and warnings == ["Disks not in sync on node1: disk/0 (StandAlone)"]
     assert drbd.SYNC_SETTLE <= sum(slept) < drbd.SYNC_SETTLE + 5.0
 
 
@@ -134,3 +134,14 @@ def test_a_resync_that_progresses_is_not_given_up(monkeypatch) -> None:
     answers = [_state("SyncSource", sync_percent=float(p)) for p in range(1, 100)]
     ok, warnings = _wait([*answers, _IN_SYNC], monkeypatch)
     assert ok and warnings == []
+
+
+def test_the_warning_names_the_state_drbd_reports() -> None:
+    """What an operator (and a failed test) needs to tell a peer given up from a
+    resync that never began."""
+    assert drbd.describe_state({"drbd": {"cstate": "StandAlone", "role": "Primary",
+                                         "peer_role": "Unknown", "disk": "UpToDate",
+                                         "peer_disk": "DUnknown"}}) == \
+        "StandAlone Primary/Unknown UpToDate/DUnknown"
+    assert drbd.describe_state({"drbd": {"cstate": "Unconfigured"}}) == "Unconfigured"
+    assert drbd.describe_state({}) == "unknown"

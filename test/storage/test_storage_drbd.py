@@ -118,7 +118,10 @@ def test_create_refuses_a_minor_in_use():
     assert runner.calls == []
 
 
-def test_activate_new_on_the_primary_connects_and_forces_the_initial_sync():
+def test_activate_new_on_the_primary_forces_it_primary_before_it_connects():
+    """The initial full sync starts with the first handshake: the primary's new data
+    generation exists before the sides meet (forced after the connect, it could cross
+    their handshake and leave them Connected with no resync)."""
     runner = RecordingRunner()
     _device(runner).activate_new(_spec(minors=(9, 7)), on_primary=True)
     s = "/lib/drbd/drbdsetup-84"
@@ -128,11 +131,11 @@ def test_activate_new_on_the_primary_connects_and_forces_the_initial_sync():
         ["drbdmeta", "/dev/drbd9", "v08", "/dev/xenvg/d.disk0_meta", "0", "apply-al"],
         [s, "attach", "9", "/dev/xenvg/d.disk0_data", "/dev/xenvg/d.disk0_meta", "0",
          "--on-io-error=detach", f"--resync-rate={drbd.DEFAULT_RESYNC_RATE}k"],
+        [s, "primary", "9", "--force"],
         [s, "connect", "resource9", "ipv4:10.0.0.1:11005", "ipv4:10.0.0.2:11005",
          "--protocol=C", "--cram-hmac-alg=md5", f"--shared-secret={SECRET}",
          "--after-sb-0pri=discard-zero-changes", "--after-sb-1pri=consensus",
-         "--after-sb-2pri=disconnect"],
-        [s, "primary", "9", "--force"]]
+         "--after-sb-2pri=disconnect"]]
 
 
 def test_a_dual_primary_connection_waits_five_seconds_for_a_ping_answer():
@@ -190,6 +193,14 @@ def test_activate_new_on_the_secondary_never_becomes_primary():
 def _changes(runner):
     """The recorded commands other than ``drbdsetup show`` (which only reads)."""
     return [c for c in runner.calls if c[1:2] != ["show"]]
+
+
+def test_activate_new_on_the_primary_still_forces_a_side_already_connected():
+    """A retried activation of a side that is connected already (minor 0 of PROC)
+    has no connect to precede: it is still made primary with force."""
+    runner = RecordingRunner()
+    _device(runner, proc=PROC).activate_new(_spec(minors=(0, 1)), on_primary=True)
+    assert _changes(runner) == [["/lib/drbd/drbdsetup-84", "primary", "0", "--force"]]
 
 
 def test_assemble_only_does_what_is_missing():
