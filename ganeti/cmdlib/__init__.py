@@ -11,7 +11,7 @@ from types import ModuleType
 
 from ganeti.cmdlib import cluster, cluster_maint, query, test
 from ganeti.cmdlib import instance_create, instance_migration, instance_operation, instance_query, instance_set_params, os, tags  # noqa: E501
-from ganeti.cmdlib import instance_recreate, instance_replace
+from ganeti.cmdlib import instance_move, instance_recreate, instance_replace
 from ganeti.cmdlib import backup, group, network, node, node_storage, roles, verify
 from ganeti.cmdlib import allocator, relocation
 from ganeti.cmdlib import node_fence, oob
@@ -25,7 +25,7 @@ _MODULES: tuple[ModuleType, ...] = (test, cluster, cluster_maint, query)
 _MODULES += (instance_create, instance_operation, instance_migration, instance_set_params, instance_query, tags, os)  # noqa: E501
 _MODULES += (node, group, verify)
 _MODULES += (roles, backup)
-_MODULES += (node_storage, instance_recreate, instance_replace)
+_MODULES += (node_storage, instance_move, instance_recreate, instance_replace)
 _MODULES += (allocator, relocation)
 _MODULES += (network,)
 _MODULES += (oob, node_fence)

@@ -1,4 +1,5 @@
-"""Moving instances between nodes: migrate (live/non-live), failover, move.
+"""Moving instances between nodes: migrate (live/non-live), failover; the base of
+``move`` (:mod:`ganeti.cmdlib.instance_move`).
 
 * **migrate**: ``migration_info`` on the source, disks assembled and
   ``accept_instance`` on the target, ``instance_migrate`` on the source,
@@ -13,9 +14,6 @@
 * the UEFI NVRAM and TPM state of a kvm instance (``firmware``/``tpm``) is
   copied to the target before it starts there, or before the target's qemu
   is started for a migration (:mod:`ganeti.cmdlib.firmware_state`).
-* **move**: copy every disk's data to the target node (chunked
-  ``blockdev_read_chunk``/``blockdev_write_chunk``, checksums compared),
-  then switch the config over and remove the source volumes.
 
 Migrations and disk copies write typed progress entries into the job log
 and always a final one (doc/progress.md, "Progress entries"); a disk copy
@@ -47,7 +45,8 @@ from typing import Any, Callable, TypeVar
 
 from ganeti import constants, errors, parameters, progress
 from ganeti.aliases import FeedbackFn
-from ganeti.cmdlib import allocator, drbd, firmware_state, instance_mirror, lvm, policy
+from ganeti.cmdlib import (allocator, drbd, firmware_state, instance_mirror,
+                           migration_locate, policy)
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
 from ganeti.cmdlib.migration_plan import (CLEANUP_CONFLICT, CLEANUP_LEFTOVER, CLEANUP_NOTHING,
                                           CLEANUP_SOURCE, CLEANUP_TARGET, cleanup_plan,
@@ -58,7 +57,7 @@ from ganeti.objects import Node
 from ganeti.opcodes.instance import OpInstanceFailover, OpInstanceMigrate, OpInstanceMove
 from ganeti.rpc.results import RpcResults
 
-__all__ = ["LUInstanceMigrate", "LUInstanceFailover", "LUInstanceMove", "MIGRATION_POLL",
+__all__ = ["TargetLU", "LUInstanceMigrate", "LUInstanceFailover", "MIGRATION_POLL",
            "COPY_CHUNK", "cleanup_plan", "local_disks_cleanup_plan", "migration_summary",
            "CLEANUP_NOTHING", "CLEANUP_SOURCE", "CLEANUP_LEFTOVER", "CLEANUP_TARGET",
            "CLEANUP_CONFLICT"]
@@ -75,7 +74,7 @@ _ALIVE = frozenset(["running", "paused", "migrating"])
 _TargetOpT = TypeVar("_TargetOpT", OpInstanceMigrate, OpInstanceFailover, OpInstanceMove)
 
 
-class _TargetLU(InstanceLU[_TargetOpT]):
+class TargetLU(InstanceLU[_TargetOpT]):
     """An instance LU with a target node (given, or the first other usable node)."""
 
     NEED_SHARED_STORAGE = True
@@ -88,6 +87,8 @@ class _TargetLU(InstanceLU[_TargetOpT]):
     USE_ALLOCATOR = True
     #: an instance on mirrored disks (drbd) goes to its secondary node, nowhere else
     MIRROR_TO_SECONDARY = True
+    #: ``cleanup`` without a target node asks every other node (migration_locate)
+    LOCATE_CLEANUP_TARGET = False
     #: whether the target received the UEFI/TPM state (_carry_firmware)
     _fw_carried = False
 
@@ -102,6 +103,13 @@ class _TargetLU(InstanceLU[_TargetOpT]):
             return
         if self.op.target_node:
             target = expand_node(self.cfg, self.op.target_node)
+        elif self.LOCATE_CLEANUP_TARGET and getattr(self.op, "cleanup", False):
+            # the node the migration was going to: every other node is asked in
+            # CheckPrereq (migration_locate), never the first one or an allocator
+            self.target_uuid = ""
+            self.extra_node_uuids = [u for u in self.cfg.get_all_nodes_info()
+                                     if u != inst.primary_node]
+            return
         elif (self.USE_ALLOCATOR and not getattr(self.op, "cleanup", False)
               and (self.allocator_name or self.cfg.get_cluster_info().default_iallocator)):
             # the allocator picks the target in CheckPrereq, with every node locked
@@ -276,13 +284,16 @@ class _TargetLU(InstanceLU[_TargetOpT]):
                                primary, feedback_fn, instance=self.instance.name)
 
 
-class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
+class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
     """Migrate a running instance to another node (live unless mode non-live)."""
 
     HPATH = "instance-migrate"
     MIRRORED_OK = constants.DTS_INT_MIRROR
     LOCAL_DISKS_HINT = ("migrate it with --with-disks (the disks are copied while it runs)"
                         " or use 'move'")
+    LOCATE_CLEANUP_TARGET = True
+    #: ``--cleanup`` found no other node with the instance: only the primary is cleaned up
+    only_source = False
 
     def CheckArguments(self) -> None:
         if self.op.mode is not None and self.op.live is not None:
@@ -298,7 +309,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         if self.op.cleanup:
             # the target is wherever it might be running; the usual checks
             # would refuse a half-done state
-            self._lookup_target()
+            self._cleanup_target()
             return
         inst = self.instance
         super().CheckInstance()
@@ -331,6 +342,22 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                 raise errors.OpPrereqError(
                     f"Hypervisor {inst.hypervisor} cannot migrate instance {inst.name} with"
                     " its disks while it runs; use 'move'", errors.ECODE_STATE)
+
+    def _cleanup_target(self) -> None:
+        """The target of ``--cleanup``: the given node (not the primary), the drbd
+        secondary, or the one other node that has the instance (migration_locate);
+        with none, ``self.target`` is the primary and only it is cleaned up."""
+        inst = self.instance
+        if self.target_uuid:
+            self._lookup_target()
+            if self.target.uuid == inst.primary_node:
+                raise errors.OpPrereqError(
+                    f"Node {self.target.name} is the primary node of instance {inst.name};"
+                    " give the node its migration was going to", errors.ECODE_INVAL)
+            return
+        found = migration_locate.locate_target(self, inst)
+        self.target = found or self.pnode
+        self.only_source = found is None
 
     def _always_failover(self) -> bool:
         """The instance's ``always_failover`` backend parameter (filled)."""
@@ -584,6 +611,8 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
         side's leftover (an incoming or a fully sent qemu) is removed.
         """
         inst = self.instance
+        if self.only_source:
+            return self._cleanup_source(feedback_fn)
         states: dict[str, str | None] = {}
         for node in (self.pnode, self.target):
             if node is None or node.offline:
@@ -651,6 +680,23 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
             self._drbd_reconnect(False, dst if plan == CLEANUP_TARGET else src, feedback_fn)
         return None
 
+    def _cleanup_source(self, feedback_fn: FeedbackFn) -> Any:
+        """``--cleanup`` when no other node has the instance: a guest the
+        migration left paused or fully sent on the primary is resumed."""
+        inst, src = self.instance, self.pnode
+        info = None if src.offline else self._running_on(src.name)
+        state = None if info is None else str(info.get("hv_state") or "running")
+        if cleanup_plan(state, None) != CLEANUP_SOURCE:
+            feedback_fn(f"Instance {inst.name} is where the config says ({src.name}) and no"
+                        " other node has it; nothing to clean up")
+            return None
+        feedback_fn(f"Instance {inst.name} is {state} on {src.name} and no other node has"
+                    " it: resuming it there")
+        self.require_rpc().call_instance_finalize_migration_src(
+            src.name, instance=self.rpc_instance(), success=False, live=self._live(),
+        ).one(src.name, f"Could not resume instance {inst.name} on {src.name}")
+        return None
+
     def _settle_firmware(self, keep: Node, drop: Node) -> None:
         """After a cleanup the instance lives on ``keep``: ``drop``'s copy of its
         UEFI/TPM state goes, as after a migration (firmware_state.settle)."""
@@ -665,7 +711,7 @@ class LUInstanceMigrate(_TargetLU[OpInstanceMigrate]):
                             f" {res.fail_msg if res else 'no answer'}")
 
 
-class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
+class LUInstanceFailover(TargetLU[OpInstanceFailover]):
     """Stop the instance on its primary node and start it on the target."""
 
     HPATH = "instance-failover"
@@ -713,73 +759,6 @@ class LUInstanceFailover(_TargetLU[OpInstanceFailover]):
                 and inst.admin_state == constants.ADMINST_UP:
             # the old primary becomes the secondary: its side waits for the new primary
             drbd.assemble_secondaries(self, inst.name, self.disks, self.target.uuid)
-        self._start_on_target(feedback_fn)
-        self._drop_firmware(src)
-        return None
-
-
-#: templates gnt-instance move handles; the disks of the second set are copied (a
-#: sharedfile disk is already on the target, diskless has none)
-MOVABLE_TEMPLATES = frozenset([constants.DT_FILE, constants.DT_PLAIN, constants.DT_DISKLESS,
-                               constants.DT_SHARED_FILE])
-COPIED_TEMPLATES = frozenset([constants.DT_FILE, constants.DT_PLAIN])
-
-
-class LUInstanceMove(_TargetLU[OpInstanceMove]):
-    """Copy the disks to the target node, then run the instance there."""
-
-    HPATH = "instance-move"
-    NEED_SHARED_STORAGE = False
-    USE_ALLOCATOR = False
-    MIRROR_TO_SECONDARY = False
-
-    def CheckInstance(self) -> None:
-        super().CheckInstance()
-        check_node_online(self.pnode, " as primary node")
-        if self.instance.disk_template not in MOVABLE_TEMPLATES:
-            raise errors.OpPrereqError(f"Disk template {self.instance.disk_template} cannot"
-                                       " be moved", errors.ECODE_STATE)
-        # plain: the target's volume groups must have room for every volume first
-        lvm.check_vg_free(self, [self.target], lvm.required_vg_sizes(
-            (d.logical_id[0], d.size) for d in self.disks if d.dev_type == constants.DT_PLAIN))
-
-    def Exec(self, feedback_fn: FeedbackFn) -> Any:
-        inst = self.instance
-        src, dst = self.pnode, self.target
-        feedback_fn(f"* shutting down instance {inst.name} on {src.name}")
-        self.require_rpc().call_instance_shutdown(
-            src.name, instance=self.rpc_instance(), timeout=self.op.shutdown_timeout,
-        ).one(src.name, f"Could not shutdown {inst.name}")
-        self._shutdown_disks(src.name)
-        created = []
-        copy = self.instance.disk_template in COPIED_TEMPLATES
-        excl = lvm.exclusive_storage(self.cfg.get_cluster_info(), dst,
-                                     self.cfg.get_nodegroup(dst.group))
-        try:
-            for idx, disk in enumerate(self.disks):
-                if not copy:
-                    continue
-                data = disk_rpc_dicts([disk], self.cfg)[0]
-                feedback_fn(f"* copying disk {idx} ({disk.size} MiB) to {dst.name}")
-                self.require_rpc().call_blockdev_create(
-                    dst.name, disk=data, size=disk.size, owner_instance_name=inst.name, on_primary=True,
-                    info=constants.DISK_INFO_PREFIX + inst.name,
-                    excl_stor=excl and disk.dev_type == constants.DT_PLAIN,
-                ).one(dst.name, f"Could not create disk {idx} on {dst.name}")
-                created.append(data)
-                instance_mirror.copy_disk(self, src.name, dst.name, data, disk.size, idx,
-                                          inst.name)
-            self._carry_firmware(src, feedback_fn, required=True)
-        except errors.GanetiError:
-            for data in created:
-                self.require_rpc().call_blockdev_remove([dst.name], disk=data)
-            raise
-        self._switch_primary()
-        if copy:
-            for data in (disk_rpc_dicts(self.disks, self.cfg)):
-                res = self.require_rpc().call_blockdev_remove([src.name], disk=data).get(src.name)
-                if res is None or res.failed:
-                    self.LogWarning(f"Could not remove the old disk on {src.name}")
         self._start_on_target(feedback_fn)
         self._drop_firmware(src)
         return None

@@ -1,14 +1,18 @@
-"""The pure decisions of a migration: who keeps an instance after an interrupted one
-(:func:`cleanup_plan`, :func:`local_disks_cleanup_plan`) and the one-line summary of a
-completed one (:func:`migration_summary`).  No config, no RPC: the LUs of
+"""The pure decisions of a migration: which node an interrupted one was going to
+(:func:`cleanup_target`), who keeps the instance after it (:func:`cleanup_plan`,
+:func:`local_disks_cleanup_plan`) and the one-line summary of a completed one
+(:func:`migration_summary`).  No config, no RPC: the LUs of
 :mod:`ganeti.cmdlib.instance_migration` act on these answers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["migration_summary", "cleanup_plan", "local_disks_cleanup_plan",
+from ganeti import errors
+
+__all__ = ["migration_summary", "cleanup_target", "cleanup_plan", "local_disks_cleanup_plan",
            "CLEANUP_NOTHING", "CLEANUP_SOURCE", "CLEANUP_LEFTOVER", "CLEANUP_TARGET",
            "CLEANUP_CONFLICT"]
 
@@ -47,6 +51,45 @@ CLEANUP_SOURCE = "source"
 CLEANUP_LEFTOVER = "leftover"
 CLEANUP_TARGET = "target"
 CLEANUP_CONFLICT = "conflict"
+
+
+def cleanup_target(instance: str, states: Mapping[str, str | None],
+                   unanswered: Sequence[str], local_disks: bool) -> str | None:
+    """The node an interrupted migration of ``instance`` was going to, for a
+    ``migrate --cleanup`` given no target node (pure; doc/kvm.md, "Migration").
+
+    ``states``: the ``hv_state`` of the instance on each node other than its
+    primary that answered (None: not there); ``unanswered``: the nodes asked
+    that did not answer.  The one node with any trace of the instance (an
+    incoming, paused, running or crashed guest) is the target.  None means no
+    other node has it and every node answered: only the primary is cleaned
+    up.  Refused (:class:`errors.OpPrereqError`, nothing changed) when
+    several nodes have it, when none has it but some did not answer (the
+    guest may run there: resuming the source would run it twice), and when
+    none has it and the disks are local (``local_disks``: the files a
+    ``--with-disks`` copy left behind are found only on the node it was
+    going to).
+    """
+    found = sorted(node for node, state in states.items() if state is not None)
+    if len(found) > 1:
+        where = ", ".join(f"{node} ({states[node]})" for node in found)
+        raise errors.OpPrereqError(
+            f"Instance {instance} is on several nodes besides its primary: {where}; give"
+            " the node its migration was going to with -n (and stop the others by hand)",
+            errors.ECODE_STATE)
+    if found:
+        return found[0]
+    if unanswered:
+        raise errors.OpPrereqError(
+            f"No node that answered has instance {instance}, but {', '.join(unanswered)}"
+            " did not answer and may run it; give the node the migration was going to"
+            " with -n (or mark a dead node offline first)", errors.ECODE_ENVIRON)
+    if local_disks:
+        raise errors.OpPrereqError(
+            f"No other node runs instance {instance}, whose disks are local: the disk copies"
+            " of an interrupted migration --with-disks are found only on the node it was"
+            " going to; give that node with -n", errors.ECODE_INVAL)
+    return None
 
 
 def local_disks_cleanup_plan(src_state: str | None, dst_state: str | None) -> str:

@@ -701,6 +701,17 @@ def test_cleanup_of_an_interrupted_migration_leaves_one_primary(
                                                                   ("attach-net", "node2")]
 
 
+def test_cleanup_without_a_target_looks_at_the_secondary_only(renv: Any) -> None:
+    """A drbd instance's ``--cleanup`` target is its secondary, whatever another node
+    runs: a guest on node3 is not taken for the migration's (it would win, being
+    the one that runs)."""
+    _drbd(renv)
+    _hv_state(renv, "node1", "paused")
+    _hv_state(renv, "node2", "incoming")
+    _hv_state(renv, "node3", "running")
+    renv.run("OP_INSTANCE_MIGRATE", instance_name="inst1", cleanup=True)
+    assert renv.cfg.get_instance_info_by_name("inst1").primary_node == "uuid-node1"
+
 
 def _watch_sync(renv: Any) -> list[tuple[list[Any], set[str]]]:
     """At each look at a disk (the sync waits included): the volumes removed by

@@ -9,6 +9,7 @@ import pytest
 
 from ganeti import errors
 from ganeti.cmdlib import instance_migration as im
+from ganeti.cmdlib import migration_plan as mp
 from test.cmdlib.test_cmdlib_instance import _create, _query, env  # noqa: F401  (env: a fixture)
 
 
@@ -110,6 +111,151 @@ def test_cleanup_survives_a_leftover_that_vanished(env: Any) -> None:
     env.rpc.fail["instance_finalize_migration_dst"] = "no such instance"
     env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node2", cleanup=True)
     assert _query(env, ["pnode", "status"]) == [["node1", "running"]]
+
+
+@pytest.mark.parametrize("states,unanswered,local,target", [
+    ({"node2": None, "node3": "incoming"}, [], False, "node3"),
+    ({"node2": None, "node3": "running"}, [], False, "node3"),
+    ({"node2": "crashed", "node3": None}, [], False, "node2"),
+    ({"node2": None, "node3": "paused"}, ["node4"], False, "node3"),    # found: no doubt
+    ({"node2": None, "node3": None}, [], False, None),                # only the primary
+    ({}, [], False, None),                                            # one-node cluster
+    ({"node2": None, "node3": "running"}, [], True, "node3"),
+], ids=lambda v: str(v))
+def test_cleanup_target(states, unanswered, local, target):
+    assert mp.cleanup_target("i1", states, unanswered, local) == target
+
+
+@pytest.mark.parametrize("states,unanswered,local,match", [
+    ({"node2": "incoming", "node3": "running"}, [], False,
+     r"several nodes besides its primary: node2 \(incoming\), node3 \(running\); give"
+     r" the node its migration was going to with -n"),
+    ({"node2": None}, ["node3"], False, "node3 did not answer and may run it; give the node"),
+    ({"node2": None, "node3": None}, [], True, "disks are local.*give that node with -n"),
+], ids=["several", "unanswered", "local-disks"])
+def test_cleanup_target_refuses_what_it_cannot_tell(states, unanswered, local, match):
+    with pytest.raises(errors.OpPrereqError, match=match):
+        mp.cleanup_target("i1", states, unanswered, local)
+
+
+def _info_calls(env: Any) -> list[str]:
+    return sorted(node for proc, node in env.rpc.calls if proc == "instance_info")
+
+
+def test_cleanup_without_a_target_finds_where_the_migration_went(env: Any) -> None:
+    """The migration went to node3 (the guest runs there, the config not switched): the
+    cleanup without -n asks every node and finishes it there, not on node2 (the first
+    other node, where nothing is)."""
+    _create(env, name="shared", template="sharedfile")
+    _state(env, "node1", "migrating")
+    _state(env, "node3", "running")
+    env.rpc.calls.clear()
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", cleanup=True)
+    assert _finalize_calls(env) == [("instance_finalize_migration_src", "node1")]
+    assert _query(env, ["pnode"]) == [["node3"]]
+    assert "node2" in _info_calls(env)
+
+
+def test_cleanup_without_a_target_removes_the_leftover_where_it_is(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    _state(env, "node1", "paused")
+    _state(env, "node3", "incoming")
+    env.rpc.calls.clear()
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", cleanup=True)
+    assert _finalize_calls(env) == [("instance_finalize_migration_dst", "node3"),
+                                    ("instance_finalize_migration_src", "node1")]
+    assert _query(env, ["pnode"]) == [["node1"]]
+
+
+@pytest.mark.parametrize("src,finalized", [
+    ("running", []),                                            # nothing to do
+    ("paused", [("instance_finalize_migration_src", "node1")]),  # resumed
+    ("migrating", [("instance_finalize_migration_src", "node1")]),
+])
+def test_cleanup_without_a_target_and_nothing_elsewhere(env: Any, src: str,
+                                                        finalized: list) -> None:
+    _create(env, name="shared", template="sharedfile")
+    _state(env, "node1", src)
+    env.rpc.calls.clear()
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", cleanup=True)
+    assert _finalize_calls(env) == finalized
+    assert _info_calls(env) == ["node1", "node2", "node3"]
+    assert _query(env, ["pnode"]) == [["node1"]]
+
+
+def _unreachable(env: Any, node: str) -> None:
+    real = env.rpc.do_instance_info
+
+    def info(n: str, *args: Any) -> Any:
+        if n == node:
+            raise errors.OpExecError(f"Error 7: could not connect to {n}")
+        return real(n, *args)
+    env.rpc.do_instance_info = info
+
+
+def test_cleanup_without_a_target_refuses_when_a_node_does_not_answer(env: Any) -> None:
+    """node2 may run the guest: resuming the paused source would run it twice."""
+    _create(env, name="shared", template="sharedfile")
+    _state(env, "node1", "paused")
+    _unreachable(env, "node2")
+    env.rpc.calls.clear()
+    with pytest.raises(errors.OpPrereqError, match="node2 did not answer"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="shared", cleanup=True)
+    assert _finalize_calls(env) == []
+    assert env.rpc.running["node1"]["shared"]["hv_state"] == "paused"
+
+
+def test_cleanup_without_a_target_uses_the_node_found_despite_a_silent_one(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    _state(env, "node1", "migrating")
+    _state(env, "node3", "paused")
+    _unreachable(env, "node2")
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", cleanup=True)
+    assert _query(env, ["pnode"]) == [["node3"]]
+
+
+def test_cleanup_without_a_target_refuses_two_candidates(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    _state(env, "node1", "migrating")
+    _state(env, "node2", "incoming")
+    _state(env, "node3", "paused")
+    env.rpc.calls.clear()
+    with pytest.raises(errors.OpPrereqError, match="node2 \\(incoming\\), node3 \\(paused\\)"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="shared", cleanup=True)
+    assert _finalize_calls(env) == []
+    assert _query(env, ["pnode"]) == [["node1"]]
+    # with -n the operator settles it
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node3", cleanup=True)
+    assert _query(env, ["pnode"]) == [["node3"]]
+
+
+def test_cleanup_without_a_target_skips_offline_nodes(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    node = env.cfg.get_node_info("uuid-node2")
+    node.offline = True
+    env.cfg.update(node)
+    env.rpc.calls.clear()
+    env.run("OP_INSTANCE_MIGRATE", instance_name="shared", cleanup=True)
+    assert _info_calls(env) == ["node1", "node3"]
+
+
+def test_cleanup_of_local_disks_without_a_target_asks_for_it(env: Any) -> None:
+    """A ``file`` instance: an interrupted --with-disks copy's files are found only on
+    the node it was going to, so with no guest elsewhere the cleanup wants -n."""
+    _create(env, name="local", template="file")
+    env.rpc.calls.clear()
+    with pytest.raises(errors.OpPrereqError, match="give that node with -n"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="local", cleanup=True)
+    assert _finalize_calls(env) == []
+
+
+def test_cleanup_refuses_the_primary_as_target(env: Any) -> None:
+    _create(env, name="shared", template="sharedfile")
+    env.rpc.calls.clear()
+    with pytest.raises(errors.OpPrereqError, match="node1 is the primary node of instance"):
+        env.run("OP_INSTANCE_MIGRATE", instance_name="shared", target_node="node1",
+                cleanup=True)
+    assert _finalize_calls(env) == []
 
 
 @pytest.mark.parametrize("status,line", [
