@@ -116,6 +116,19 @@ def fake_hv(vc: Any, node: str) -> FakeHypervisor:
     return FakeHypervisor(vc.paths(node))
 
 
+def interrupt_migration(vc: Any, name: str, src: str, dst: str, *, resumed: bool) -> None:
+    """Leave a migration of ``name`` from ``src`` to ``dst`` as a master that died
+    mid-way would, on the nodes' fake hypervisors (the config is not told): the
+    source fully sent (``migrating``), the target ``incoming``, or already running
+    with ``resumed`` (only the config switch was missing)."""
+    info = fake_hv(vc, src).migration_info(name)
+    spec = hvbase.InstanceSpec(name=name, memory=int(info["state"].get("memory", 128)))
+    fake_hv(vc, dst).accept_instance(spec, info, dst)
+    fake_hv(vc, src).migrate_instance(name, dst, dst, live=True)
+    if resumed:
+        fake_hv(vc, dst).finalize_migration_dst(spec, info, success=True)
+
+
 def disk_files(vc: Any, node: str, instance: str) -> list[str]:
     """The disk image files of ``instance`` below ``node``'s root (sorted)."""
     found = []

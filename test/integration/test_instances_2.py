@@ -12,11 +12,12 @@ import os
 import re
 
 import pytest
-from instance_helpers import (NOCHECK, config_bytes, disk_files, fake_hv, install_os, rows,
-                              start_behind_masters_back, status_of)
+from instance_helpers import (NOCHECK, config_bytes, disk_files, fake_hv, install_os,
+                              interrupt_migration, rows, start_behind_masters_back, status_of)
 from vcluster_harness import SHORT_RPC_TIMEOUTS, VirtualCluster
 
 from ganeti import constants, daemonctl, luxi
+from ganeti.hypervisor import base as hvbase
 from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -252,6 +253,56 @@ def test_migrate_non_live_and_cleanup(vc):
     out = vc.ok("gnt-instance", "migrate", "-f", "--cleanup", name)
     assert "nothing to clean up" in out
     assert rows(vc, "status,pnode", name) == [["running", N2]]
+    vc.ok("gnt-instance", "remove", "-f", name)
+
+
+def _hv_state(vc, node: str, name: str) -> str | None:
+    state = fake_hv(vc, node).get_instance_state(name)
+    return None if state is None else state["state"]
+
+
+def test_cleanup_without_target_finds_the_node_the_migration_went_to(vc):
+    """The migration went to N3 and its guest runs there; the master died before the
+    config switch.  ``--cleanup`` without -n asks every node, finds N3 and finishes
+    the migration (the first other node, N2, has nothing: taken as the target, the
+    source was resumed and the guest ran twice on one shared disk)."""
+    name = "lost.example.com"
+    _add(vc, name, N1, "--disk", "0:size=4M", template="sharedfile")
+    interrupt_migration(vc, name, N1, N3, resumed=True)
+    assert [_hv_state(vc, n, name) for n in (N1, N2, N3)] == ["migrating", None, "running"]
+    out = vc.ok("gnt-instance", "migrate", "-f", "--cleanup", name)
+    assert f"is running on {N3}: the migration was going there" in out, out
+    assert f"runs on {N3}: finishing the migration" in out, out
+    assert rows(vc, "status,pnode", name) == [["running", N3]]
+    assert [_hv_state(vc, n, name) for n in (N1, N2, N3)] == [None, None, "running"]
+    vc.ok("gnt-instance", "remove", "-f", name)
+
+
+def test_cleanup_without_target_refuses_what_it_cannot_tell(vc):
+    """Leftovers on two nodes: refused with the nodes named, nothing changed; with -n
+    the operator picks the node and the other leftover is left alone."""
+    name = "twice.example.com"
+    _add(vc, name, N1, "--disk", "0:size=4M", template="sharedfile")
+    interrupt_migration(vc, name, N1, N2, resumed=False)
+    spec = hvbase.InstanceSpec(name=name)
+    # a second incoming copy, as from an earlier interrupted try to N3
+    fake_hv(vc, N3).accept_instance(spec, {"state": fake_hv(vc, N1).get_instance_state(name)},
+                                    N3)
+    before = config_bytes(vc)
+    res = vc.run("gnt-instance", "migrate", "-f", "--cleanup", name)
+    assert res.returncode != 0
+    assert (f"is on several nodes besides its primary: {N2} (incoming), {N3} (incoming);"
+            " give the node its migration was going to with -n") in res.stdout + res.stderr
+    assert config_bytes(vc) == before
+    assert [_hv_state(vc, n, name) for n in (N1, N2, N3)] == ["migrating", "incoming",
+                                                               "incoming"]
+    res = vc.run("gnt-instance", "migrate", "-f", "--cleanup", "-n", N1, name)
+    assert res.returncode != 0
+    assert f"Node {N1} is the primary node of instance {name}" in res.stdout + res.stderr
+    vc.ok("gnt-instance", "migrate", "-f", "--cleanup", "-n", N2, name)
+    assert rows(vc, "status,pnode", name) == [["running", N1]]
+    assert [_hv_state(vc, n, name) for n in (N1, N2, N3)] == ["running", None, "incoming"]
+    fake_hv(vc, N3).stop_instance(name, force=True)
     vc.ok("gnt-instance", "remove", "-f", name)
 
 
