@@ -9,7 +9,9 @@
   instance actually runs after an interrupted migration: the side with
   the guest's current state keeps it (resumed when paused), the other
   side's leftover qemu is removed (:func:`cleanup_plan`), and so is its
-  copy of the UEFI/TPM state.
+  copy of the UEFI/TPM state.  Without a target node, a non-drbd
+  instance's cleanup asks every other node which has the instance
+  (:mod:`ganeti.cmdlib.migration_locate`).
 * **failover**: stop on the source, start on the target.
 * the UEFI NVRAM and TPM state of a kvm instance (``firmware``/``tpm``) is
   copied to the target before it starts there, or before the target's qemu
@@ -75,7 +77,8 @@ _TargetOpT = TypeVar("_TargetOpT", OpInstanceMigrate, OpInstanceFailover, OpInst
 
 
 class TargetLU(InstanceLU[_TargetOpT]):
-    """An instance LU with a target node (given, or the first other usable node)."""
+    """An instance LU with a target node: given, the drbd secondary, the allocator's,
+    the node a migration cleanup finds, or else the first other usable node."""
 
     NEED_SHARED_STORAGE = True
     #: mirrored templates this operation handles although their disks are not shared
