@@ -48,7 +48,7 @@ from typing import Any, Callable, TypeVar
 from ganeti import constants, errors, parameters, progress
 from ganeti.aliases import FeedbackFn
 from ganeti.cmdlib import (allocator, drbd, firmware_state, instance_mirror,
-                           migration_locate, policy)
+                           migration_locate, os_image, policy)
 from ganeti.cmdlib.instance import (InstanceLU, check_node_online, disk_rpc_dicts, expand_instance)
 from ganeti.cmdlib.migration_plan import (CLEANUP_CONFLICT, CLEANUP_LEFTOVER, CLEANUP_NOTHING,
                                           CLEANUP_SOURCE, CLEANUP_TARGET, cleanup_plan,
@@ -229,13 +229,17 @@ class TargetLU(InstanceLU[_TargetOpT]):
     def _carry_firmware(self, src: Node, feedback_fn: FeedbackFn,
                         required: bool = False) -> None:
         """The UEFI NVRAM and TPM state to the target (firmware_state.py); an
-        offline source has nothing to give.  :meth:`_drop_firmware` later."""
+        offline source has nothing to give.  :meth:`_drop_left` later."""
         self._fw_carried = not src.offline and firmware_state.carry(
             self, self.instance, src.name, self.target.name, feedback_fn, required=required)
 
-    def _drop_firmware(self, src: Node) -> None:
-        """The instance runs (or lives) on the target: the source's stale copy goes."""
+    def _drop_left(self, src: Node) -> None:
+        """The instance runs (or lives) on the target: what it left on the source
+        goes, its stale UEFI/TPM copy and its cloud-init seed and metadata entry
+        (the target builds its own when the instance starts there)."""
         firmware_state.drop_left(self, self.instance, src.name, self._fw_carried)
+        if os_image.image_of(self.instance.osparams) is not None and not src.offline:
+            os_image.remove_seed(self, src.name, self.instance.name)
 
     def _start_on_target(self, feedback_fn: FeedbackFn) -> None:
         """Make the target the primary and start the instance there if it should run."""
@@ -406,7 +410,7 @@ class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
             feedback_fn(f"Instance {inst.name} is stopped: failing over (primary node only)")
             self._carry_firmware(src, feedback_fn)
             self._switch_primary()
-            self._drop_firmware(src)
+            self._drop_left(src)
             return None
         if not self.op.with_disks and self._always_failover():
             # as Ganeti: such an instance is failed over, stopped here and started there
@@ -447,7 +451,7 @@ class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
                     self._drbd_reconnect(False, src, feedback_fn)
         self._switch_primary()
         self._shutdown_disks(src.name, keep_mirror=mirrored)
-        self._drop_firmware(src)
+        self._drop_left(src)
         if mirrored:
             self._drbd_reconnect(False, dst, feedback_fn)
         feedback_fn(f"* done: {inst.name} now runs on {dst.name}")
@@ -465,7 +469,7 @@ class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
         if self._mirrored():
             drbd.assemble_secondaries(self, inst.name, self.disks, dst.uuid)
         self._start_on_target(feedback_fn)
-        self._drop_firmware(src)
+        self._drop_left(src)
         return None
 
     def _migrate_memory(self, data: dict[str, Any], live: bool, accepted: dict[str, Any],
@@ -524,7 +528,7 @@ class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
         self._carry_firmware(self.pnode, feedback_fn)
         self._switch_primary()
         copy.remove_source_disks()
-        self._drop_firmware(self.pnode)
+        self._drop_left(self.pnode)
         feedback_fn(f"* done: {inst.name} (stopped) now lives on {dst.name}")
         return None
 
@@ -576,7 +580,7 @@ class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
         self._switch_primary()
         self._shutdown_disks(src.name)
         copy.remove_source_disks()
-        self._drop_firmware(src)
+        self._drop_left(src)
         feedback_fn(f"* done: {inst.name} and its disks are now on {dst.name}")
         return None
 
@@ -763,5 +767,5 @@ class LUInstanceFailover(TargetLU[OpInstanceFailover]):
             # the old primary becomes the secondary: its side waits for the new primary
             drbd.assemble_secondaries(self, inst.name, self.disks, self.target.uuid)
         self._start_on_target(feedback_fn)
-        self._drop_firmware(src)
+        self._drop_left(src)
         return None

@@ -79,5 +79,5 @@ class LUInstanceMove(TargetLU[OpInstanceMove]):
                 if res is None or res.failed:
                     self.LogWarning(f"Could not remove the old disk on {src.name}")
         self._start_on_target(feedback_fn)
-        self._drop_firmware(src)
+        self._drop_left(src)
         return None

@@ -156,6 +156,23 @@ def test_add_from_a_qcow2_url_then_reinstall_with_another_key(vc, images):
     assert _leftovers(vc) == []
 
 
+def test_a_moved_instance_leaves_no_seed_on_its_old_node(vc, images):
+    """The seed and metadata entry go with the instance: none stays behind on
+    the node it left (the new node builds its own when it starts there)."""
+    top, _ = images
+    _raw(top / "m.raw", fill=b"M")
+    name = "img-move.example.com"
+    _add(vc, name, "--os-image", str(top / "m.raw"), "-O", "ssh_authorized_keys=ssh-rsa KEYM")
+    assert _leftovers(vc) == [_seed(vc, name)]
+    vc.ok("gnt-instance", "move", "-f", "-n", N1, name)
+    assert _leftovers(vc) == []                   # not started: no seed anywhere yet
+    vc.ok("gnt-instance", "startup", name)
+    assert _leftovers(vc) == [_seed(vc, name, node=N1)]
+    assert "KEYM" in _iso(_seed(vc, name, node=N1), "user-data")
+    vc.ok("gnt-instance", "remove", "-f", name)
+    assert _leftovers(vc) == []
+
+
 def test_private_user_data_document_stays_private(vc, images):
     top, _ = images
     _raw(top / "p.img")
