@@ -109,6 +109,16 @@ class DrbdWriter:
                                 " | grep -v shared-secret")
         return f"--- {node} ---\n{res.stdout}{res.stderr}"
 
+    def net_timeouts(self, node: str) -> dict[str, str]:
+        """The mirror's ``ping-timeout`` and ``socket-check-timeout`` on ``node`` (tenths
+        of a second, defaults included), as ``drbdsetup show --show-defaults`` prints
+        them; {} when the minor is not set up."""
+        res = self.gc.ssh(node, f"/lib/drbd/drbdsetup-84 show --show-defaults"
+                                f" {self.minors[node]} | grep -E"
+                                " '^[[:space:]]*(ping-timeout|socket-check-timeout)[[:space:]]'")
+        return dict(line.split(";")[0].split() for line in res.stdout.splitlines()
+                    if line.strip())
+
     @property
     def _rundir(self) -> str:
         """The instance's directory of the kvm hypervisor on the nodes (which use the

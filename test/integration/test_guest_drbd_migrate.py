@@ -17,7 +17,9 @@ themselves show (the qemu's serial log, /proc/drbd, the sectors on
   the memory: the memory still arrives, the master is started again as the
   watcher would, and ``gnt-instance migrate --cleanup`` finishes it: the
   instance runs on exactly one node, the one the config names, the mirror
-  has one primary again, the guest writes on and lost no acknowledged write.
+  has one primary again, the guest writes on and lost no acknowledged write;
+* the mirror's net timeouts (``drbdsetup show``): while both sides are primary
+  a 5 s ping timeout with a half-second socket check, DRBD's own again after.
 
 The two tests share the instance (the second starts where the first left it);
 about 6 minutes together on a loaded 2-core machine (TCG inside TCG).
@@ -81,6 +83,13 @@ def _single_primary(inst: DrbdWriter, primary: str) -> None:
           f"one primary ({primary}) in sync", 120)
 
 
+#: DRBD's own timeouts (tenths of a second): those of a single-primary connection
+_DEFAULT_TIMEOUTS = {"ping-timeout": "5", "socket-check-timeout": "0"}
+#: a migration's dual-primary connection: a stall of up to 5 s does not cost it, and it
+#: is used after DRBD's usual half-second socket check (doc/storage.md, "DRBD figures")
+_DUAL_PRIMARY_TIMEOUTS = {"ping-timeout": "50", "socket-check-timeout": "5"}
+
+
 def _continues(before: list[int], after: list[int]) -> None:
     """The target's acknowledgements go on from the source's: the same machine.  The
     line being printed at the switch may be cut in two (its tail on the target)."""
@@ -103,6 +112,9 @@ def test_drbd_live_migration_under_writes_keeps_every_acknowledged_write(
     assert inst.primary() == "node3" and inst.running_on() == ["node3"]
     assert inst.qmp("node3", "query-status")["status"] == "running"
     _single_primary(inst, "node3")
+    # one primary again: DRBD's own timeouts again on both sides
+    assert {n: inst.net_timeouts(n) for n in inst.nodes} == \
+        {n: _DEFAULT_TIMEOUTS for n in inst.nodes}
     before = inst.followed_acks("node2", copier)
     after = inst.wait_acks("node3")
     _continues(before, after)
@@ -134,6 +146,9 @@ def test_drbd_migration_with_its_master_killed_is_finished_by_cleanup(
     # side may report its peer Unknown for a moment before DRBD reconnects them)
     _wait(lambda: inst.drbd(src)[1] == inst.drbd(dst)[1] == "Primary/Primary",
           "both sides Primary during the copy", 60)
+    # the two primaries' connection waits 5 s for a ping's answer on both sides
+    assert {n: inst.net_timeouts(n) for n in inst.nodes} == \
+        {n: _DUAL_PRIMARY_TIMEOUTS for n in inst.nodes}
     res = gc.ssh("node1", f"kill -9 $(cat {_MASTERD_PID})")
     assert not res.failed, res.stderr
     # qemu goes on without the master: the memory arrives, the guest waits paused on

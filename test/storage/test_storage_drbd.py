@@ -141,14 +141,29 @@ def test_activate_new_on_the_primary_forces_it_primary_before_it_connects():
 def test_a_dual_primary_connection_waits_five_seconds_for_a_ping_answer():
     # DRBD's own half second made a stalled (loaded, virtual) peer drop a healthy
     # connection; with two primaries (a live migration) that ends in a split brain.
-    # One primary keeps DRBD's default: each new connection waits one ping timeout
-    # (doc/storage.md, "DRBD figures")
+    # Its socket check stays at the half second every single-primary connection
+    # waits (DRBD's default is one ping timeout: 5 s more per migration).  One
+    # primary keeps DRBD's defaults (doc/storage.md, "DRBD figures")
     side = drbd.local_side(_spec(minors=(9, 7)), "node1")
     dual = drbd.Drbd84().connect(side, dual_primary=True)
-    assert dual[-2:] == ["--allow-two-primaries=yes", "--ping-timeout=50"]
+    assert dual[-3:] == ["--allow-two-primaries=yes", "--ping-timeout=50",
+                         "--socket-check-timeout=5"]
     single = drbd.Drbd84().connect(side)
-    assert single == dual[:-2]
-    assert not any(a.startswith(("--ping-timeout", "--allow-two")) for a in single)
+    assert single == dual[:-3]
+    assert not any(a.startswith(("--ping-timeout", "--allow-two", "--socket-check"))
+                   for a in single)
+
+
+@pytest.mark.parametrize("custom, added", [
+    ([], ["--ping-timeout=50", "--socket-check-timeout=5"]),
+    (["--ping-int=5"], ["--ping-timeout=50", "--socket-check-timeout=5"]),
+    # the operator's socket check wins (0: DRBD's own, one ping timeout)
+    (["--socket-check-timeout=0"], ["--ping-timeout=50"]),
+    # the operator's ping timeout wins, and with it DRBD's socket check
+    (["--ping-timeout=100"], []),
+    (["--ping-timeout=100", "--socket-check-timeout=3"], [])])
+def test_the_dual_primary_timeouts_give_way_to_the_operators(custom, added):
+    assert drbd.dual_primary_timeouts(custom) == added
 
 
 def test_the_operators_custom_options_go_to_connect_and_attach():
@@ -167,6 +182,7 @@ def test_the_operators_custom_options_go_to_connect_and_attach():
     dual = drbd.Drbd84().connect(drbd.local_side(spec, "node1"), dual_primary=True)
     assert dual[-3:] == ["--ping-timeout=100", "--ping-int=5", "--allow-two-primaries=yes"]
     assert "--ping-timeout=50" not in dual                # the operator's, not the default
+    assert not any(a.startswith("--socket-check") for a in dual)
 
 
 @pytest.mark.parametrize("key, words", [
