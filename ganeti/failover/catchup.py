@@ -20,18 +20,23 @@ from ganeti import errors
 from ganeti.failover import joblog
 from ganeti.objects import ConfigData
 from ganeti.pathutils import Paths, archived_job_file_name, job_file_name
+from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner
 from ganeti.utils import io as uio
 
 __all__ = ["catch_up_jobs", "catch_up_before_startup", "clear_drain_flag", "candidate_names",
-           "raise_queue_serial"]
+           "raise_queue_serial", "catch_up_timeout", "CATCH_UP_TIMEOUT", "MIN_CATCH_UP_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
 Out = Callable[[str], None]
 
-#: seconds each catch-up request may take per node
+#: seconds each catch-up request may take per node; scaled by
+#: ``--rpc-timeout-scale``, never below :data:`MIN_CATCH_UP_TIMEOUT`
 CATCH_UP_TIMEOUT = 20.0
+#: the shortest catch-up timeout ``--rpc-timeout-scale`` gives (a loaded node
+#: still sends a few MiB of job files within it)
+MIN_CATCH_UP_TIMEOUT = 5.0
 #: fetch rounds per node at most (each answer carries about 8 MiB)
 MAX_FETCH_ROUNDS = 1000
 
@@ -40,6 +45,12 @@ def candidate_names(data: ConfigData, me: str) -> list[str]:
     """The online master candidates of ``data`` (``me`` included), sorted."""
     names = {n.name for n in data.nodes.values() if n.master_candidate and not n.offline}
     return sorted(names | {me})
+
+
+def catch_up_timeout(rpc: RpcRunner) -> float:
+    """Seconds a catch-up request may take per node: :data:`CATCH_UP_TIMEOUT` scaled
+    by the runner's ``--rpc-timeout-scale``, at least :data:`MIN_CATCH_UP_TIMEOUT`."""
+    return defs.scaled_timeout(CATCH_UP_TIMEOUT, rpc.timeout_scale, MIN_CATCH_UP_TIMEOUT)
 
 
 def raise_queue_serial(paths: Paths, serial: int) -> int:
@@ -65,7 +76,7 @@ def _fetch(rpc: RpcRunner, paths: Paths, node: str, ids: list[int]) -> int:
     for _ in range(MAX_FETCH_ROUNDS):
         if not todo:
             break
-        res = rpc.call_jobqueue_fetch([node], job_ids=todo, rpc_timeout=CATCH_UP_TIMEOUT)[node]
+        res = rpc.call_jobqueue_fetch([node], job_ids=todo, rpc_timeout=catch_up_timeout(rpc))[node]
         if res.fail_msg:
             raise errors.NotMasterError(f"Cannot fetch jobs from {node}: {res.fail_msg}")
         answer = res.payload if isinstance(res.payload, list) else []
@@ -98,7 +109,7 @@ def catch_up_jobs(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str, out: 
     """
     names = candidate_names(data, me)
     logs: dict[str, joblog.NodeLog | str] = {}
-    for name, res in rpc.call_jobqueue_log(names, rpc_timeout=CATCH_UP_TIMEOUT).items():
+    for name, res in rpc.call_jobqueue_log(names, rpc_timeout=catch_up_timeout(rpc)).items():
         logs[name] = res.fail_msg if res.fail_msg else joblog.log_from_data(name, res.payload)
     plan = joblog.plan_catch_up(me, names, logs)
     if not plan.ok:

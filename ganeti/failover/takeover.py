@@ -44,15 +44,19 @@ __all__ = ["Out", "load_local_config", "node_rpc", "master_ip_params", "check_ta
            "push_config", "push_queue", "startup_vote", "Marker", "marker_file", "read_marker",
            "write_marker", "clear_marker", "claim_majority", "drain_old_master", "Outcome",
            "take_over", "TakeoverRefused", "DRAIN_SECONDS", "split_claims", "float_option",
-           "release_claims"]
+           "release_claims", "step_timeout", "STEP_TIMEOUT", "MIN_STEP_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
 Out = Callable[[str], None]
 
 #: seconds each takeover step may wait for a node (a dead node must not
-#: stall the failover; the master daemon stop itself takes up to 15 s)
+#: stall the failover; the master daemon stop itself takes up to 15 s);
+#: scaled by ``--rpc-timeout-scale``, never below :data:`MIN_STEP_TIMEOUT`
 STEP_TIMEOUT = 20.0
+#: the shortest step timeout ``--rpc-timeout-scale`` gives (a master daemon stops
+#: within it on a loaded test machine)
+MIN_STEP_TIMEOUT = 5.0
 #: seconds a taker waits, after stopping the old master, for a rival taker it
 #: pre-empted to put back the configuration it wrote (doc/design/failover.md,
 #: "Concurrent takers")
@@ -92,16 +96,22 @@ def _node_by_name(data: ConfigData, name: str) -> Node | None:
 def node_rpc(paths: Paths, data: ConfigData, me: str, *, epoch: int | None = None,
              timeout_scale: float = 1.0) -> RpcRunner:
     """A runner reaching every node of ``data`` by its primary IP, sending
-    ``epoch`` (default: the configuration's) as master ``me``."""
-    from ganeti.rpc import defs
+    ``epoch`` (default: the configuration's) as master ``me``; its timeouts,
+    the transport's and the steps' (:func:`step_timeout`) scaled by
+    ``timeout_scale``."""
     from ganeti.rpc.transport import HttpsTransport
     port = default_noded_port()
     table = {n.name: (n.primary_ip, port, bool(n.offline)) for n in data.nodes.values()}
-    timeouts = ({k: v * timeout_scale for k, v in defs.TIMEOUTS.items()}
-                if timeout_scale != 1.0 else None)
     fence = _Fence(data.cluster.master_epoch if epoch is None else epoch, me)
-    return RpcRunner(StaticResolver(table, default_port=port), HttpsTransport(paths.server_pem),
-                     timeouts=timeouts, fence=fence)
+    return RpcRunner(StaticResolver(table, default_port=port),
+                     HttpsTransport(paths.server_pem, timeout_scale=timeout_scale),
+                     timeout_scale=timeout_scale, fence=fence)
+
+
+def step_timeout(rpc: RpcRunner) -> float:
+    """Seconds a takeover step may wait for a node: :data:`STEP_TIMEOUT` scaled
+    by the runner's ``--rpc-timeout-scale``, at least :data:`MIN_STEP_TIMEOUT`."""
+    return defs.scaled_timeout(STEP_TIMEOUT, rpc.timeout_scale, MIN_STEP_TIMEOUT)
 
 
 def set_epoch(rpc: RpcRunner, epoch: int) -> None:
@@ -147,7 +157,7 @@ def stop_old_master(rpc: RpcRunner, data: ConfigData, out: Out) -> bool:
         return False
     res = rpc.call_node_stop_master(
         [old], master_params=params, use_external_mip_script=data.cluster.use_external_mip_script,
-        rpc_timeout=STEP_TIMEOUT)[old]
+        rpc_timeout=step_timeout(rpc))[old]
     if res.fail_msg:
         out(f"{old}: could not stop the master daemons: {res.fail_msg}")
         return False
@@ -215,7 +225,7 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
     if candidates:
         res = rpc.call_replicate_state(
             candidates, config=[to_canonical(paths.root, paths.config_file), raw], ssconf_values=values,
-            queue_files=[], rpc_timeout=STEP_TIMEOUT)
+            queue_files=[], rpc_timeout=step_timeout(rpc))
         bad = [name for name in candidates if res[name].fail_msg]
         failed += bad
         for name in candidates:
@@ -223,7 +233,7 @@ def push_config(rpc: RpcRunner, paths: Paths, data: ConfigData, me: str,
                                if name in bad else
                                f"configuration (serial {data.serial_no}) and ssconf updated"))
     if others:
-        res = rpc.call_write_ssconf_files(others, values=values, rpc_timeout=STEP_TIMEOUT)
+        res = rpc.call_write_ssconf_files(others, values=values, rpc_timeout=step_timeout(rpc))
         bad = [name for name in others if res[name].fail_msg]
         failed += bad
         for name in others:
@@ -337,7 +347,7 @@ def clear_marker(paths: Paths) -> None:
 def drain_old_master(rpc: RpcRunner, old: str, seconds: float, out: Out) -> bool:
     """Ask the old master to refuse submissions for ``seconds`` and flush its
     replication; whether it did (a dead or old master simply does not)."""
-    res = rpc.call_master_drain([old], seconds=float(seconds), rpc_timeout=STEP_TIMEOUT)[old]
+    res = rpc.call_master_drain([old], seconds=float(seconds), rpc_timeout=step_timeout(rpc))[old]
     if res.fail_msg:
         out(f"{old}: not drained ({res.fail_msg})")
         return False

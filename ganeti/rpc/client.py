@@ -209,8 +209,11 @@ class RpcRunner(RpcStubs):
     """Calls node procedures on many nodes in parallel.
 
     ``timeouts`` overrides the seconds of timeout classes (see
-    ``rpc.defs.TIMEOUTS``), e.g. ``{"urgent": 0.5}`` in tests.  Thread-safe:
-    one runner serves all jobs of the master.
+    ``rpc.defs.TIMEOUTS``), e.g. ``{"urgent": 0.5}`` in tests.
+    ``timeout_scale`` (``--rpc-timeout-scale``) multiplies the classes not
+    overridden, and is kept for the callers' own timeouts
+    (:func:`rpc.defs.scaled_timeout`).  Thread-safe: one runner serves all
+    jobs of the master.
 
     ``fence`` (the master's runner) returns ``(epoch, master name)``, sent
     with every call (doc/protocols/rpc.md, "Master epoch"); ``on_fenced(node,
@@ -219,6 +222,7 @@ class RpcRunner(RpcStubs):
 
     def __init__(self, resolver: Resolver, transport: Any = None, *,
                  timeouts: dict[str, float] | None = None,
+                 timeout_scale: float = 1.0,
                  clock: Callable[[], float] = time.monotonic,
                  observer: CallObserver | None = None,
                  fence: Callable[[], tuple[int, str]] | None = None,
@@ -229,7 +233,10 @@ class RpcRunner(RpcStubs):
             transport = HttpsTransport(pathutils.get_paths().server_pem)
         self.resolver = resolver
         self.transport = transport
-        self.timeouts = {**defs.TIMEOUTS, **(timeouts or {})}
+        self.timeouts = {**defs.TIMEOUTS, **(defs.scaled_timeouts(timeout_scale) or {}),
+                         **(timeouts or {})}
+        #: ``--rpc-timeout-scale``: the callers' own timeouts scale with it too
+        self.timeout_scale = timeout_scale
         self.clock = clock
         #: told of every call to one node: (procedure, node, seconds, succeeded)
         self.observer = observer

@@ -85,6 +85,7 @@ from ganeti.rpc import table as _table
 __all__ = [
     "FENCED_CALLS", "FENCED_PREFIX", "OFFLINE_CALLS", "KEEPALIVE_CALLS", "KEEPALIVE_WRITE_CALLS", "epoch_query", "parse_epoch_query",
     "URGENT", "FAST", "NORMAL", "SLOW", "TMO_4HRS", "TMO_1DAY", "TIMEOUTS",
+    "scaled_timeout", "scaled_timeouts",
     "RpcCall", "CALLS", "check_args", "to_canonical", "from_canonical",
 ]
 
@@ -98,6 +99,20 @@ TIMEOUTS: dict[str, float] = {
     URGENT: 60.0, FAST: 300.0, NORMAL: 900.0, SLOW: 3600.0,
     TMO_4HRS: 4 * 3600.0, TMO_1DAY: 86400.0,
 }
+
+
+def scaled_timeout(seconds: float, scale: float, floor: float) -> float:
+    """``seconds`` under ``--rpc-timeout-scale`` ``scale``, never below ``floor``
+    (doc/protocols/rpc.md, "Timeouts"): unchanged at scale 1, else
+    ``max(floor, seconds * scale)`` (a floor above ``seconds`` is ``seconds``)."""
+    if scale == 1.0:
+        return seconds
+    return max(min(floor, seconds), seconds * scale)
+
+
+def scaled_timeouts(scale: float) -> dict[str, float] | None:
+    """The timeout classes of :data:`TIMEOUTS` times ``scale`` (no floor), or None at 1."""
+    return {k: v * scale for k, v in TIMEOUTS.items()} if scale != 1.0 else None
 
 
 ArgType = Any  # an annotation of ganeti.wiretypes

@@ -53,7 +53,7 @@ from ganeti.rpc import defs
 __all__ = ["Transport", "HttpsTransport", "FunctionTransport", "make_client_context",
            "MAX_RESPONSE_SIZE", "USER_AGENT", "KEEPALIVE_PER_NODE", "KEEPALIVE_IDLE",
            "CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "SUSPECT_CONNECT_TIMEOUT", "SUSPECT_WINDOW",
-           "SuspectNodes"]
+           "MIN_CONNECT_TIMEOUT", "MIN_HANDSHAKE_TIMEOUT", "SuspectNodes"]
 
 MAX_RESPONSE_SIZE = 128 * 1024 * 1024
 USER_AGENT = f"Ganeti RPC client {constants.RELEASE_VERSION}"
@@ -75,6 +75,12 @@ HANDSHAKE_TIMEOUT = 10.0
 #: sent again after 1 s) and is no longer suspect after its first connection
 SUSPECT_CONNECT_TIMEOUT = 2.0
 SUSPECT_WINDOW = 60.0
+#: the shortest connect timeout (suspect or not) ``--rpc-timeout-scale`` gives: a lost
+#: SYN is sent again after 1 s, and one loss must still fit
+MIN_CONNECT_TIMEOUT = 1.5
+#: the shortest handshake timeout ``--rpc-timeout-scale`` gives: a loaded node daemon's
+#: handshake must still fit (the "urgent" class at the tests' scale 0.05 gives 3 s too)
+MIN_HANDSHAKE_TIMEOUT = 3.0
 _KEEPALIVE_TIMEOUT = re.compile(r"timeout=(\d+)")
 
 
@@ -116,25 +122,32 @@ def _reason(exc: BaseException) -> str:
 class SuspectNodes:
     """The nodes whose last connection failed recently, and the connect timeout each gets.
 
-    Thread-safe; ``clock`` is monotonic seconds (injected by tests).
+    Thread-safe; ``clock`` is monotonic seconds (injected by tests);
+    ``connect`` and ``suspect`` are the two timeouts (default
+    :data:`CONNECT_TIMEOUT` and :data:`SUSPECT_CONNECT_TIMEOUT`).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *,
+                 connect: float = CONNECT_TIMEOUT,
+                 suspect: float = SUSPECT_CONNECT_TIMEOUT) -> None:
         self._clock = clock
+        self._connect = connect
+        self._suspect = min(suspect, connect)
         self._lock = threading.Lock()
         self._failed: dict[tuple[str, int], float] = {}
 
     def connect_timeout(self, key: tuple[str, int]) -> float:
-        """:data:`SUSPECT_CONNECT_TIMEOUT` for a node that failed within
-        :data:`SUSPECT_WINDOW` seconds, else :data:`CONNECT_TIMEOUT`."""
+        """The suspect timeout (:data:`SUSPECT_CONNECT_TIMEOUT`) for a node that
+        failed within :data:`SUSPECT_WINDOW` seconds, else the connect timeout
+        (:data:`CONNECT_TIMEOUT`)."""
         with self._lock:
             since = self._failed.get(key)
             if since is None:
-                return CONNECT_TIMEOUT
+                return self._connect
             if self._clock() - since > SUSPECT_WINDOW:
                 del self._failed[key]
-                return CONNECT_TIMEOUT
-        return SUSPECT_CONNECT_TIMEOUT
+                return self._connect
+        return self._suspect
 
     def failed(self, key: tuple[str, int]) -> None:
         """A connection to ``key`` timed out or found no route."""
@@ -184,13 +197,17 @@ class HttpsTransport:
     handshakes instead of 200 full ones (the node daemon may refuse and do
     a full handshake; nothing else changes).  With ``keepalive`` (the
     master daemon's transport), read-only procedures reuse kept
-    connections (see the module docstring).  Thread-safe.
+    connections (see the module docstring).  ``timeout_scale``
+    (``--rpc-timeout-scale``) scales the connect and handshake timeouts, never
+    below :data:`MIN_CONNECT_TIMEOUT` and :data:`MIN_HANDSHAKE_TIMEOUT`.
+    Thread-safe.
     """
 
     def __init__(self, cert_file: str, ca_file: str | None = None, *,
                  context: ssl.SSLContext | None = None,
                  source_address: str | None = None, keepalive: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 timeout_scale: float = 1.0) -> None:
         self.context = context or make_client_context(cert_file, ca_file)
         self._sessions: dict[tuple[str, int], ssl.SSLSession] = {}
         #: connections are made from this local address (default
@@ -200,8 +217,15 @@ class HttpsTransport:
         self.keepalive = keepalive
         self._clock = clock
         self._lock = threading.Lock()
+        #: seconds a TLS handshake may take (:data:`HANDSHAKE_TIMEOUT`, scaled)
+        self.handshake_timeout = defs.scaled_timeout(HANDSHAKE_TIMEOUT, timeout_scale,
+                                                     MIN_HANDSHAKE_TIMEOUT)
         #: nodes whose last connection failed: their next ones get a shorter connect timeout
-        self.suspects = SuspectNodes(clock)
+        self.suspects = SuspectNodes(
+            clock,
+            connect=defs.scaled_timeout(CONNECT_TIMEOUT, timeout_scale, MIN_CONNECT_TIMEOUT),
+            suspect=defs.scaled_timeout(SUSPECT_CONNECT_TIMEOUT, timeout_scale,
+                                        MIN_CONNECT_TIMEOUT))
         self._kept: dict[tuple[str, int], list[_Kept]] = {}
         self._next_sweep = 0.0
 
@@ -211,8 +235,9 @@ class HttpsTransport:
 
         ``timeout`` bounds every socket operation and the whole exchange; a new
         connection must also be made within :data:`CONNECT_TIMEOUT` and its TLS
-        handshake done within :data:`HANDSHAKE_TIMEOUT` (a cut-off or hung node
-        fails then, not at the end of a long call's timeout).
+        handshake done within :data:`HANDSHAKE_TIMEOUT` (both scaled by
+        ``timeout_scale``: a cut-off or hung node fails then, not at the end of
+        a long call's timeout).
         """
         deadline = time.monotonic() + timeout
         name = procedure.split("?", 1)[0]
@@ -296,12 +321,12 @@ class HttpsTransport:
     def _connect(self, address: str, port: int, deadline: float) -> ssl.SSLSocket:
         """A new TLS connection to the node (resuming its last session), made within
         :data:`CONNECT_TIMEOUT` (:data:`SUSPECT_CONNECT_TIMEOUT` for a node that
-        failed recently) and :data:`HANDSHAKE_TIMEOUT`, and by ``deadline``."""
+        failed recently) and :data:`HANDSHAKE_TIMEOUT` (both scaled), and by ``deadline``."""
         key = (address, port)
         try:
             tls = client.connect(address, port, self.context,
                                  _bounded(self.suspects.connect_timeout(key), deadline),
-                                 handshake_timeout=_bounded(HANDSHAKE_TIMEOUT, deadline),
+                                 handshake_timeout=_bounded(self.handshake_timeout, deadline),
                                  source=self.source, session=self._sessions.get(key))
         except OSError as exc:
             if _unreachable(exc):

@@ -36,15 +36,14 @@ def _build_rpc(cfg: config.ConfigWriter, paths: Paths,
                timeout_scale: float = 1.0, observer: Any = None) -> RpcRunner | None:
     """The node RPC runner, or None when node RPC cannot be set up yet."""
     try:
-        from ganeti.rpc import defs as rpc_defs
         from ganeti.rpc.client import ConfigResolver
         from ganeti.rpc.transport import HttpsTransport
-        timeouts = ({k: v * timeout_scale for k, v in rpc_defs.TIMEOUTS.items()}
-                    if timeout_scale != 1.0 else None)
         me = netutils.hostname()
         # kept connections for the read-only calls of live queries (doc/protocols/rpc.md)
-        return RpcRunner(ConfigResolver(cfg), HttpsTransport(paths.server_pem, keepalive=True),
-                         timeouts=timeouts, observer=observer,
+        return RpcRunner(ConfigResolver(cfg),
+                         HttpsTransport(paths.server_pem, keepalive=True,
+                                        timeout_scale=timeout_scale),
+                         timeout_scale=timeout_scale, observer=observer,
                          fence=lambda: (cfg.get_cluster_info().master_epoch, me))
     except Exception as exc:  # missing certificate on a test cluster, ...
         logger.warning("Node RPC not available: %s", exc)

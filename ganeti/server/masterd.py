@@ -89,7 +89,9 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                              " (default %(default)s)")
     parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
                         help="multiply all node RPC timeouts by this, the pushes to master"
-                             " candidates' too (at least 3 s) (tests: e.g. 0.05)")
+                             " candidates' (at least 3 s), the connect and TLS handshake"
+                             " timeouts and a takeover's steps too (each with a floor:"
+                             " doc/protocols/rpc.md) (tests: e.g. 0.05)")
     parser.add_argument("--no-voting", action="store_true",
                         help="start without the master vote (needs --yes-do-it): this node's"
                              " configuration and queue are pushed to the others")

@@ -101,3 +101,24 @@ def test_clear_drain_flag(nodes) -> None:
     catchup.clear_drain_flag(paths, lines.append)
     catchup.clear_drain_flag(paths, lines.append)
     assert not os.path.exists(paths.queue_drain_file) and lines == ["queue drain flag cleared"]
+
+
+@pytest.mark.parametrize("scale,expected", [(1.0, catchup.CATCH_UP_TIMEOUT),
+                                            (0.05, catchup.MIN_CATCH_UP_TIMEOUT)])
+def test_catch_up_waits_for_a_node_as_long_as_the_timeout_scale_says(tmp_path, scale,
+                                                                     expected):
+    from ganeti.rpc.client import RpcRunner, StaticResolver
+    from ganeti.rpc.transport import FunctionTransport
+    seen: list[float] = []
+
+    def post(address, port, procedure, body, timeout):   # every candidate hangs
+        seen.append(timeout)
+        raise errors.RpcTransportError("timed out")
+
+    rpc = RpcRunner(StaticResolver({n: f"10.0.0.{i}" for i, n in enumerate(NAMES, 1)},
+                                   default_port=1811),
+                    FunctionTransport(post), timeout_scale=scale)
+    with pytest.raises(errors.NotMasterError, match="catch-up refused"):
+        catchup.catch_up_jobs(rpc, Paths(root=str(tmp_path)), _data(), "node2",
+                              lambda line: None)
+    assert seen == [pytest.approx(expected)] * len(NAMES)

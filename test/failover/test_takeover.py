@@ -257,3 +257,37 @@ def test_a_taker_whose_claim_or_old_master_changed_writes_nothing(paths):
     takeover.write_takeover_config(paths, _data(), "node3", winner)
     with pytest.raises(takeover.TakeoverRefused, match="names node3 now, not node1"):
         takeover._check_still_ours(rpc, paths, names, "node2", 65538, 0, "node1")
+
+
+def _timing_runner(seen: dict[str, float], scale: float):
+    """A real runner whose transport records each procedure's timeout (and fails it:
+    a hung node)."""
+    from ganeti.rpc.client import RpcRunner, StaticResolver
+    from ganeti.rpc.transport import FunctionTransport
+
+    def post(address, port, procedure, body, timeout):
+        seen[procedure.split("?", 1)[0]] = timeout
+        raise errors.RpcTransportError("timed out")
+
+    table = {f"node{i}": f"10.0.0.{i}" for i in (1, 2, 3)}
+    return RpcRunner(StaticResolver(table, default_port=1811), FunctionTransport(post),
+                     timeout_scale=scale)
+
+
+@pytest.mark.parametrize("scale,expected", [(1.0, takeover.STEP_TIMEOUT),
+                                            (0.05, takeover.MIN_STEP_TIMEOUT),
+                                            (0.5, 10.0)])
+def test_takeover_steps_wait_for_a_node_as_long_as_the_timeout_scale_says(scale, expected):
+    # --rpc-timeout-scale: a hung old master costs each step the scaled timeout
+    seen: dict[str, float] = {}
+    rpc = _timing_runner(seen, scale)
+    lines: list[str] = []
+    assert not takeover.drain_old_master(rpc, "node1", takeover.DRAIN_SECONDS, lines.append)
+    assert not takeover.stop_old_master(rpc, _data(), lines.append)
+    assert takeover.push_config(rpc, Paths(root="/nonexistent"), _data(), "node2",
+                                lines.append) == ["node1", "node3"]
+    assert seen == {name: pytest.approx(expected) for name in
+                    ("master_drain", "node_stop_master", "replicate_state",
+                     "write_ssconf_files")}
+    # the runner's own timeout classes follow the same scale
+    assert rpc.timeout_for("version") == pytest.approx(60.0 * scale)

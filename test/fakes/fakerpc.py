@@ -83,6 +83,8 @@ class FakeRpc(RpcStubs):
         self._extra_online: set[str] = set()
         self._lock = threading.Lock()
         self.timeouts = dict(defs.TIMEOUTS)
+        #: ``--rpc-timeout-scale`` as RpcRunner keeps it (callers scale their own timeouts by it)
+        self.timeout_scale = 1.0
 
     # -- builder -----------------------------------------------------------------
     def set_result(self, procedure: str, node: str, payload: Any) -> FakeRpc:

@@ -135,3 +135,21 @@ def test_to_canonical_outside_root() -> None:
 ])
 def test_from_canonical_stays_below_root(canonical: str, expected: str) -> None:
     assert defs.from_canonical("/tmp/n1", canonical) == expected
+
+
+@pytest.mark.parametrize("seconds,scale,floor,expected", [
+    (20.0, 1.0, 5.0, 20.0),       # the option's default changes nothing
+    (20.0, 0.05, 5.0, 5.0),       # the tests' scale stops at the floor
+    (20.0, 0.5, 5.0, 10.0),
+    (20.0, 2.0, 5.0, 40.0),       # a larger scale lengthens it
+    (2.0, 0.05, 5.0, 2.0),        # a floor above the default is the default
+])
+def test_scaled_timeout(seconds: float, scale: float, floor: float, expected: float) -> None:
+    assert defs.scaled_timeout(seconds, scale, floor) == pytest.approx(expected)
+
+
+def test_scaled_timeouts_scale_every_class() -> None:
+    assert defs.scaled_timeouts(1.0) is None
+    scaled = defs.scaled_timeouts(0.05)
+    assert scaled is not None and scaled.keys() == defs.TIMEOUTS.keys()
+    assert scaled[defs.URGENT] == pytest.approx(3.0)

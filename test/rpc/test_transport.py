@@ -338,3 +338,51 @@ def test_a_node_that_connects_again_is_no_longer_suspect(cert_file: str) -> None
     assert suspects.connect_timeout(key) == transport.SUSPECT_CONNECT_TIMEOUT
     suspects.succeeded(key)
     assert suspects.connect_timeout(key) == transport.CONNECT_TIMEOUT
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.05, 0.5])
+def test_rpc_timeout_scale_scales_the_connect_and_handshake_timeouts(
+        cert_file: str, monkeypatch, scale: float) -> None:
+    # --rpc-timeout-scale: a cut-off or hung node costs the scaled timeouts, never less
+    # than the floors (the tests' 0.05), and the defaults at scale 1
+    seen: list[tuple[float, float | None]] = []
+
+    def connect(address, port, context, timeout, *, handshake_timeout=None, **_):
+        seen.append((timeout, handshake_timeout))
+        raise socket.timeout("timed out")
+
+    monkeypatch.setattr(transport.client, "connect", connect)
+    https = transport.HttpsTransport(cert_file, timeout_scale=scale)
+    for _ in range(2):
+        with pytest.raises(errors.RpcTransportError, match="timed out"):
+            https.post("192.0.2.7", 1811, "version", b"[]", 600)
+    expected = {1.0: [(5.0, 10.0), (2.0, 10.0)],
+                0.05: [(1.5, 3.0), (1.5, 3.0)],
+                0.5: [(2.5, 5.0), (1.5, 5.0)]}[scale]
+    assert seen == [pytest.approx(pair) for pair in expected]
+
+
+@pytest.mark.timeout(60)
+def test_a_scaled_transport_gives_up_on_a_hung_handshake_at_its_own_timeout(
+        cert_file: str, monkeypatch) -> None:
+    # the scaled handshake timeout is the one a hung node daemon meets (the
+    # default, 10 s, is not)
+    monkeypatch.setattr(transport, "MIN_HANDSHAKE_TIMEOUT", 0.2)
+    seen: list[float | None] = []
+    real = transport.client.connect
+
+    def connect(*args, handshake_timeout=None, **kwargs):
+        seen.append(handshake_timeout)
+        return real(*args, handshake_timeout=handshake_timeout, **kwargs)
+
+    monkeypatch.setattr(transport.client, "connect", connect)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    try:
+        with pytest.raises(errors.RpcTransportError, match="timed out"):
+            transport.HttpsTransport(cert_file, timeout_scale=0.01).post(
+                "127.0.0.1", listener.getsockname()[1], "version", b"[]", 600)
+    finally:
+        listener.close()
+    assert seen == [pytest.approx(0.2, abs=0.01)]
