@@ -13,7 +13,7 @@ from ganeti import constants, errors, hypervisor, parameters, pathutils, seriali
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import consoles
 from ganeti.hypervisor.kvm import hypervisor as kvmhv
-from ganeti.hypervisor.kvm.hypervisor import POWERDOWN_REPEAT, KvmHypervisor
+from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 
 
 @pytest.fixture
@@ -226,9 +226,9 @@ def test_powerdown_presses_the_button_again_while_waiting(tmp_path, monkeypatch,
     fake = _power_button(qmp_peer, presses=3)
     monkeypatch.setattr(hv, "_qmp", fake.session)
     assert hv._powerdown("inst1", timeout=60.0)
-    # pressed at 0 s, then every POWERDOWN_REPEAT seconds until the guest obeyed
+    # pressed at 0 s, then on the schedule (0.5 s, then 1 s later) until the guest obeyed
     assert fake.names().count("system_powerdown") == 3
-    assert now[0] == pytest.approx(2 * POWERDOWN_REPEAT, abs=0.5)
+    assert now[0] == pytest.approx(1.5, abs=0.5)
 
 
 def test_powerdown_presses_until_the_timeout(tmp_path, monkeypatch, qmp_peer):
@@ -238,7 +238,8 @@ def test_powerdown_presses_until_the_timeout(tmp_path, monkeypatch, qmp_peer):
     fake = _power_button(qmp_peer, presses=1000)
     monkeypatch.setattr(hv, "_qmp", fake.session)
     hv._powerdown("inst1", timeout=10.5)
-    assert fake.names().count("system_powerdown") == 4  # at 0, 3, 6 and 9 s
+    # at 0, 0.5, 1.5, 2.5, 4, 6 and 9 s (each at the 0.2 s poll after it)
+    assert fake.names().count("system_powerdown") == 7
     assert now[0] == pytest.approx(10.5, abs=0.5)
 
 

@@ -34,7 +34,7 @@ from typing import Any
 from ganeti import constants, errors, parameters, pathutils, serializer
 from ganeti.hypervisor import base
 from ganeti.hypervisor.kvm import (cmdline, consoles, firmware, hotplug, migration, mirror,
-                                   nicmodes, qmp, rundir, taps, vmjobs)
+                                   nicmodes, powerdown, qmp, rundir, taps, vmjobs)
 from ganeti.hypervisor.kvm.rundir import RUNTIME_FILE
 from ganeti.utils import meminfo as uminfo
 
@@ -46,8 +46,6 @@ QEMU_BINARY = "qemu-system-x86_64"
 KVM_DEVICE = "/dev/kvm"
 #: seconds qemu gets to start (it daemonizes once its sockets exist)
 START_TIMEOUT = 60.0
-#: seconds between two ACPI power-button presses while a stop waits for the guest
-POWERDOWN_REPEAT = 3.0
 #: times (0.2 s apart, so 30 s) the target is asked whether it left ``inmigrate``
 #: after the source reported the migration completed: a loaded target loads the
 #: device state a while after the last byte arrived
@@ -340,21 +338,22 @@ class KvmHypervisor(base.BaseHypervisor):
     def _powerdown(self, name: str, timeout: float) -> bool:
         """ACPI powerdown, then wait for the guest to reach ``shutdown``.
 
-        The power button is pressed again every :data:`POWERDOWN_REPEAT`
-        seconds: a guest still booting (no ACPI button driver yet) drops a
-        press, as a real machine's OS does.
+        The power button is pressed again on :func:`powerdown.repeat_after`'s
+        schedule (0.5 s, then backing off to every 3 s): a guest still
+        booting (no ACPI button driver yet) drops a press, as a real
+        machine's OS does.
         """
         deadline = self.monotonic() + timeout
         try:
             with self._qmp(name) as client:
-                pressed = self.monotonic()
+                pressed, presses = self.monotonic(), 1
                 client.execute("system_powerdown")
                 while self.monotonic() < deadline:
                     if client.execute("query-status").get("status") == "shutdown":
                         return True
                     self.sleep(0.2)
-                    if self.monotonic() - pressed >= POWERDOWN_REPEAT:
-                        pressed = self.monotonic()
+                    if self.monotonic() - pressed >= powerdown.repeat_after(presses):
+                        pressed, presses = self.monotonic(), presses + 1
                         client.execute("system_powerdown")
         except qmp.QmpError as exc:
             logger.warning("Soft shutdown of %s failed: %s", name, exc)
