@@ -155,8 +155,10 @@ def init_cluster(opts: Any, args: list[str]) -> int:
                                    timeout=INIT_START_TIMEOUT)
     cl = luxi.Client(paths.master_socket)
     cli.submit_opcode_and_wait(wire.cluster_post_init(), opts, cl, feedback_fn=None)
-    ssh_port = int(ndparams.get("ssh_port") or 22)
-    why = bootstrap.record_own_host_key(paths, master_ip, ssh_port)
+    # --no-ssh-init (nodes added without SSH): no SSH connection, and paramiko
+    # (~0.07 s of CPU) is never imported
+    why = None if opts.no_ssh_init else bootstrap.record_own_host_key(
+        paths, master_ip, int(ndparams.get("ssh_port") or 22))
     if why is not None:
         cli.to_stderr(f"Warning: this node's SSH host key is not recorded in"
                       f" {paths.known_hosts_file} ({why}); a console opened from another"
@@ -653,7 +655,9 @@ PIP_OPT = _O("--primary-ip", dest="primary_ip", default=None, metavar="IP",
 SIP_OPT = _O("-s", "--secondary-ip", dest="secondary_ip", default=None, metavar="IP",
              help="Secondary IP of this node (default: the primary IP)")
 NOSSH_OPT = _O("--no-ssh-init", dest="no_ssh_init", action="store_true", default=False,
-               help="Accepted for compatibility: the SSH setup only creates the cluster key")
+               help="Do not connect to this node's SSH server to record its host key (a"
+                    " cluster whose nodes are not reached over SSH); the cluster key is"
+                    " still made")
 MNH_OPT = _O("--maintain-node-health", dest="maintain_node_health", default=None,
              choices=["yes", "no"], help="Enable or disable node health maintenance")
 AUTOPROMOTE_OPT = _O("--auto-promote", dest="auto_promote", default=None, choices=["yes", "no"],

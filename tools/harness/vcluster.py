@@ -454,8 +454,7 @@ def _create(directory: str, vnodes: list[VNode], *, hypervisor: str, noded_port:
     # Ganeti's instance policy, except that disks may be small (doc/vcluster.md)
     init = ["gnt-cluster", "init", "--enabled-hypervisors", hypervisor,
             "--specs-disk-size", f"min={VCLUSTER_MIN_DISK_SIZE}"]
-    if use_ssh:
-        init += ["--node-parameters", f"ssh_port={ssh_port}"]
+    init += (["--node-parameters", f"ssh_port={ssh_port}"] if use_ssh else ["--no-ssh-init"])
     run_gnt(vc, init + [CLUSTER_NAME])
     if use_ssh:
         for node in vnodes[1:]:
