@@ -357,7 +357,7 @@ def test_rpc_timeout_scale_scales_the_connect_and_handshake_timeouts(
         with pytest.raises(errors.RpcTransportError, match="timed out"):
             https.post("192.0.2.7", 1811, "version", b"[]", 600)
     expected = {1.0: [(5.0, 10.0), (2.0, 10.0)],
-                0.05: [(1.5, 3.0), (1.5, 3.0)],
+                0.05: [(1.5, 5.0), (1.5, 5.0)],
                 0.5: [(2.5, 5.0), (1.5, 5.0)]}[scale]
     assert seen == [pytest.approx(pair) for pair in expected]
 
