@@ -127,6 +127,15 @@ def test_served_connection_gets_the_long_timeout(make) -> None:
         assert _closed(sock)
 
 
+def _a_third_closes(old: socket.socket, srv, newer: socket.socket) -> None:
+    """A third connection to the full server is served: ``old`` is closed to make
+    room, ``newer`` still answered."""
+    with _connect(srv) as third:
+        assert _call(third)["success"]
+        assert _closed(old)
+        assert _call(newer)["success"]
+
+
 def test_full_server_closes_the_connection_idle_the_longest(make) -> None:
     srv = make(max_connections=2)
     old, newer = _connect(srv), _connect(srv)
@@ -136,10 +145,7 @@ def test_full_server_closes_the_connection_idle_the_longest(make) -> None:
         srv.clock.now += 1
         _call(newer)   # now `old` is the one idle the longest
         _wait_connections(srv, 2, idle=True)
-        with _connect(srv) as third:
-            assert _call(third)["success"]
-            assert _closed(old)
-            assert _call(newer)["success"]
+        _a_third_closes(old, srv, newer)
     finally:
         old.close()
         newer.close()
@@ -166,10 +172,7 @@ def test_idle_time_counts_from_the_answer_not_from_the_hand_back(make, monkeypat
         _wait_connections(srv, 1, idle=True)
         handing_back.set()                       # `old` comes back after `newer`
         _wait_connections(srv, 2, idle=True)
-        with _connect(srv) as third:
-            assert _call(third)["success"]
-            assert _closed(old)
-            assert _call(newer)["success"]
+        _a_third_closes(old, srv, newer)
     finally:
         handing_back.set()
         old.close()
