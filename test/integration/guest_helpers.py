@@ -197,7 +197,9 @@ class SerialConsole:
         """Type one line and wait for its echo only (``poweroff -f``, ``reboot -f``).
 
         Waiting for the echo matters: qemu drops what it has not yet fed to
-        the guest's serial port when the client disconnects.
+        the guest's serial port when the client disconnects.  The echo of the
+        line's text does not mean the guest has read its newline: stay
+        connected until the command has taken effect.
         """
         line = line.rstrip("\n")
         self.send(line + "\n")
