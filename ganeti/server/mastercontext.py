@@ -24,6 +24,7 @@ from ganeti.mcpu import Processor
 from ganeti.pathutils import Paths
 from ganeti.redact import Redactor, VersionedSource
 from ganeti.replication import REPLICATION_TIMEOUT, Replicator
+from ganeti.rpc import defs
 from ganeti.rpc.client import RpcRunner
 from ganeti.utils import net as netutils
 
@@ -56,10 +57,9 @@ MIN_REPLICATION_TIMEOUT = 3.0
 
 
 def replication_timeout(rpc_timeout_scale: float) -> float:
-    """How long one push to the master candidates may take, for a timeout scale."""
-    if rpc_timeout_scale == 1.0:
-        return REPLICATION_TIMEOUT
-    return max(MIN_REPLICATION_TIMEOUT, REPLICATION_TIMEOUT * rpc_timeout_scale)
+    """How long one push to the master candidates may take, for a timeout scale
+    (:func:`rpc.defs.scaled_timeout`, as every other scaled timeout)."""
+    return defs.scaled_timeout(REPLICATION_TIMEOUT, rpc_timeout_scale, MIN_REPLICATION_TIMEOUT)
 
 
 def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
