@@ -315,11 +315,14 @@ class DrbdBackend(abc.ABC):
 
     @abc.abstractmethod
     def setup(self, side: DrbdSide, data: str, meta: str, resync_rate: int,
-              status: DrbdStatus | None, resync_options: Sequence[str] = ()
-              ) -> list[list[str]]:
+              status: DrbdStatus | None, resync_options: Sequence[str] = (),
+              force_primary: bool = False) -> list[list[str]]:
         """The commands that take ``side`` from ``status`` (None: unconfigured) to
         attached and connecting to its peer; ``resync_options`` are the resync
-        controller's attach options (``--c-plan-ahead=0`` ...)."""
+        controller's attach options (``--c-plan-ahead=0`` ...).  ``force_primary``
+        (a new mirror's primary): the side is made primary with force before it
+        connects, so the first handshake starts the full sync (after, when it is
+        connected already)."""
 
     @abc.abstractmethod
     def connect(self, side: DrbdSide, dual_primary: bool = False) -> list[str]:
@@ -369,8 +372,8 @@ class Drbd84(DrbdBackend):
         return [self.drbdmeta, "--force", device_path(minor), "v08", meta, "0", "create-md"]
 
     def setup(self, side: DrbdSide, data: str, meta: str, resync_rate: int,
-              status: DrbdStatus | None, resync_options: Sequence[str] = ()
-              ) -> list[list[str]]:
+              status: DrbdStatus | None, resync_options: Sequence[str] = (),
+              force_primary: bool = False) -> list[list[str]]:
         cmds = []
         res, m = self.resource(side.minor), str(side.minor)
         if status is None or not status.configured:
@@ -381,6 +384,8 @@ class Drbd84(DrbdBackend):
             cmds.append([self.drbdmeta, device_path(side.minor), "v08", meta, "0", "apply-al"])
             cmds.append([self.drbdsetup, "attach", m, data, meta, "0", "--on-io-error=detach",
                          f"--resync-rate={resync_rate}k", *resync_options])
+        if force_primary:
+            cmds.append(self.primary(side.minor, force=True))
         if status is None or status.cstate in ("Unconfigured", "StandAlone"):
             cmds.append(self.connect(side))
         return cmds
@@ -490,11 +495,8 @@ class DrbdDevice(base.BaseStorage):
                                          remote=f"{side.peer_address}:{side.port}",
                                          disk=data, meta=meta)
 
-    def _setup(self, disk: base.DiskSpec, side: DrbdSide,
-               before_connect: Sequence[str] = ()) -> bool:
-        """Bring this side as far as it is not yet (:meth:`Drbd84.setup`); the
-        command ``before_connect`` (if any) runs after the attach, just before
-        the ``connect``.  True when it ran (False: the side was connected)."""
+    def _setup(self, disk: base.DiskSpec, side: DrbdSide, force_primary: bool = False) -> None:
+        """Bring this side as far as it is not yet (:meth:`DrbdBackend.setup`)."""
         data, meta = self._backing(disk)
         status = self.minor_status(side.minor)
         if status is not None and status.configured:
@@ -508,15 +510,10 @@ class DrbdDevice(base.BaseStorage):
                    if k in RESYNC_CONTROL_KEYS and re.fullmatch(r"\d+[ks]?", str(v))] \
             if isinstance(control, dict) else []
         options += custom_options(disk, "disk_custom", drbdopts.DISK_OWNED)
-        ran = False
-        for argv in self.backend.setup(side, data, meta, rate, status, options):
-            if before_connect and argv[1] == "connect":
-                self._run(before_connect, f"Cannot set up DRBD minor {side.minor} of"
-                                          f" disk {disk.uuid} ({before_connect[1]})")
-                ran = True
+        for argv in self.backend.setup(side, data, meta, rate, status, options,
+                                       force_primary=force_primary):
             self._run(argv, f"Cannot set up DRBD minor {side.minor} of disk {disk.uuid}"
                             f" ({argv[1]})")
-        return ran
 
     def _fix_setup(self, disk: base.DiskSpec, side: DrbdSide, status: DrbdStatus) -> None:
         """A device talking to the wrong peer is disconnected (to be connected to the
@@ -552,11 +549,7 @@ class DrbdDevice(base.BaseStorage):
         connection was up, the new data generation could cross the sides'
         handshake and leave them Connected with no resync (doc/storage.md,
         "Node evacuation")."""
-        side = self.side(disk)
-        force = self.backend.primary(side.minor, force=True) if on_primary else []
-        if not self._setup(disk, side, before_connect=force) and on_primary:
-            self._run(force, f"Cannot make DRBD minor {side.minor} of disk {disk.uuid}"
-                             " primary")
+        self._setup(disk, self.side(disk), force_primary=on_primary)
 
     def remove(self, disk: base.DiskSpec) -> None:
         self.shutdown(disk)
