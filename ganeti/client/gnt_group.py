@@ -24,13 +24,12 @@ LIST_DEFAULT_FIELDS = ["name", "node_cnt", "pinst_cnt", "alloc_policy", "ndparam
 
 
 def _group_params(opts: Any, op: dict[str, Any], current: Any = None) -> dict[str, Any]:
-    from ganeti.client.gnt_cluster import parse_keyval
+    from ganeti.client.gnt_cluster import parse_diskparams, parse_keyval
     if opts.alloc_policy:
         op["alloc_policy"] = opts.alloc_policy
     ndparams = parse_keyval(opts.ndparams, "node parameters")
     if ndparams:
         op["ndparams"] = ndparams
-    from ganeti.client.gnt_cluster import parse_diskparams
     diskparams = parse_diskparams(opts.diskparams)
     if diskparams:
         op["diskparams"] = diskparams
