@@ -628,7 +628,7 @@ class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
             info = self.require_rpc().call_instance_info(
                 node.name, instance_name=inst.name, hypervisor=inst.hypervisor, hvparams={},
             ).one(node.name)
-            states[node.uuid] = None if info is None else str(info.get("hv_state") or "running")
+            states[node.uuid] = migration_locate.hv_state(info)
         src_state, dst_state = states[self.pnode.uuid], states[self.target.uuid]
         local = inst.disk_template in instance_mirror.LOCAL_TEMPLATES
         plan = (local_disks_cleanup_plan if local else cleanup_plan)(src_state, dst_state)
@@ -692,7 +692,7 @@ class LUInstanceMigrate(TargetLU[OpInstanceMigrate]):
         migration left paused or fully sent on the primary is resumed."""
         inst, src = self.instance, self.pnode
         info = None if src.offline else self._running_on(src.name)
-        state = None if info is None else str(info.get("hv_state") or "running")
+        state = migration_locate.hv_state(info)
         if cleanup_plan(state, None) != CLEANUP_SOURCE:
             feedback_fn(f"Instance {inst.name} is where the config says ({src.name}) and no"
                         " other node has it; nothing to clean up")

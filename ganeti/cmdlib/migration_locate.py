@@ -17,11 +17,12 @@ from ganeti.cmdlib import instance_mirror
 from ganeti.cmdlib.migration_plan import cleanup_target
 from ganeti.objects import Instance, Node
 
-__all__ = ["states_elsewhere", "locate_target"]
+__all__ = ["hv_state", "states_elsewhere", "locate_target"]
 
 
-def _hv_state(info: Any) -> str | None:
-    """An ``instance_info`` answer as a hypervisor state (None: not there)."""
+def hv_state(info: Any) -> str | None:
+    """An ``instance_info`` answer as a hypervisor state (None: not there; an
+    answer without ``hv_state`` is a running guest)."""
     if info is None:
         return None
     return str(info.get("hv_state") or "running") if isinstance(info, dict) else "running"
@@ -46,7 +47,7 @@ def states_elsewhere(lu: Any, inst: Instance) -> tuple[dict[str, str | None], li
     def warn(node: str, why: str) -> None:
         unanswered.append(node)
         lu.LogWarning(f"Node {node} did not say whether it has instance {inst.name}: {why}")
-    states = {node: _hv_state(info)
+    states = {node: hv_state(info)
               for node, info in results.answered([n.name for n in nodes], warn)}
     return states, unanswered
 
