@@ -33,6 +33,72 @@ def test_guest_files_boot_from_the_labelled_root_with_a_serial_console():
     assert files["etc/machine-id"] == ""
     assert "--autologin root" in files[
         "etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf"]
+    # the serial console is /dev/console (the last console=), few kernel messages on it
+    append = conf.split("APPEND ", 1)[1].split()
+    assert [w for w in append if w.startswith("console=")][-1].startswith("console=ttyS0")
+    assert "quiet" in append
+
+
+def test_cloud_init_runs_the_modules_the_tests_and_common_user_data_need():
+    cfg = cloudimage.guest_files("k", "i")["etc/cloud/cloud.cfg.d/90_ganeti.cfg"]
+    stages = {line.split(":", 1)[0]: [n for n in line.split(":", 1)[1].strip(" []").split(", ")
+                                      if n]
+              for line in cfg.splitlines() if line.startswith("cloud_")}
+    assert set(stages) == {"cloud_init_modules", "cloud_config_modules", "cloud_final_modules"}
+    for needed in ("set_hostname", "users-groups", "ssh", "growpart", "resizefs"):
+        assert needed in stages["cloud_init_modules"]
+    # the config stage's service is masked: its modules run in the final stage
+    assert stages["cloud_config_modules"] == []
+    assert "cloud-config.service" in cloudimage.MASKED_UNITS
+    final = stages["cloud_final_modules"]
+    # final-message prints cloud-init's "finished at" line on the console (the demo waits
+    # for it), scripts-user runs a user-data script (runcmd writes it first),
+    # package-update-upgrade-install installs packages
+    for needed in ("final-message", "scripts-user", "package-update-upgrade-install",
+                   "set-passwords"):
+        assert needed in final
+    assert final.index("runcmd") < final.index("scripts-user")
+    assert "ssh_genkeytypes: [ ed25519 ]" in cfg
+
+
+def test_build_files_leave_out_documentation_and_most_kernel_modules():
+    files = cloudimage.build_files()
+    excludes = files["etc/dpkg/dpkg.cfg.d/90ganeti-image"].splitlines()
+    assert "path-exclude=/usr/share/doc/*" in excludes
+    assert "path-include=/usr/share/doc/*/copyright" in excludes
+    assert "path-exclude=/usr/share/man/*" in excludes
+    assert "MODULES=list" in files["etc/initramfs-tools/conf.d/90-ganeti.conf"].splitlines()
+    hook = files[cloudimage.INITRAMFS_HOOK]
+    assert hook.startswith("#!/bin/sh\n")
+    added = next(line for line in hook.splitlines() if line.startswith("manual_add_modules"))
+    for module in ("virtio_pci", "virtio_blk", "virtio_scsi", "ata_piix", "sd_mod"):
+        assert module in added.split()
+
+
+def test_configure_writes_the_guest_files_masks_units_and_drops_what_is_not_needed(tmp_path):
+    tree = tmp_path / "tree"
+    cloudimage._write_files(str(tree), cloudimage.build_files())
+    assert os.access(tree / cloudimage.INITRAMFS_HOOK, os.X_OK)
+    (tree / "boot").mkdir()
+    (tree / "boot" / "vmlinuz-6.1.0-9-cloud-amd64").write_text("k")
+    (tree / "boot" / "initrd.img-6.1.0-9-cloud-amd64").write_text("i")
+    for rel in ("etc/ssh/ssh_host_rsa_key", "var/lib/apt/lists/deb.example_dists_x_Packages",
+                "var/cache/apt/archives/a_1_amd64.deb", "usr/share/doc/pkg/changelog.gz",
+                "usr/share/doc/pkg/copyright", "usr/share/doc/other/README",
+                "usr/share/man/man1/ls.1.gz"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("x")
+    (tree / "var/lib/apt/lists/lock").write_text("")
+    assert cloudimage._configure(str(tree)) == "6.1.0-9-cloud-amd64"
+    assert "datasource_list" in (tree / "etc/cloud/cloud.cfg.d/90_ganeti.cfg").read_text()
+    for unit in cloudimage.MASKED_UNITS:
+        assert os.readlink(tree / "etc/systemd/system" / unit) == "/dev/null"
+    assert not (tree / "etc/ssh/ssh_host_rsa_key").exists()
+    assert os.listdir(tree / "var/lib/apt/lists") == ["lock"]
+    assert not os.listdir(tree / "var/cache/apt/archives")
+    assert os.listdir(tree / "usr/share/doc") == ["pkg"]
+    assert os.listdir(tree / "usr/share/doc/pkg") == ["copyright"]
+    assert not (tree / "usr/share/man").exists()
 
 
 def test_find_built_reads_a_complete_entry_only(tmp_path):
@@ -78,6 +144,7 @@ def test_qcow2_copy_is_made_once_beside_the_raw_image(tmp_path):
     info = json.loads(subprocess.run(["qemu-img", "info", "--output=json", path],
                                      capture_output=True, text=True, check=True).stdout)
     assert info["format"] == "qcow2" and info["virtual-size"] == raw.stat().st_size
+    assert info["format-specific"]["data"]["compression-type"] == "zstd"
     made = os.stat(path).st_mtime_ns
     assert cloudimage.qcow2(image) == (path, digest)
     assert os.stat(path).st_mtime_ns == made

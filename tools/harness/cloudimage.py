@@ -1,31 +1,38 @@
 """Build a small Debian disk image with cloud-init, for image-based installs (doc/images.md, "The test image").
 
 The image is made here from Debian's packages, never downloaded ready
-made: ``debootstrap`` of this machine's release from the archive of its
-apt sources (:func:`tools.harness.debootstrap.host_mirror`) with the
-cloud kernel, ``cloud-init`` and ``openssh-server``, then a raw image
-whose whole disk is one ext4 file system labelled ``root`` (made with
-``mke2fs -d`` from the tree), with extlinux as its boot loader: it boots
-under the kvm hypervisor with no hypervisor parameter.  Inside:
+made: ``debootstrap --variant=minbase`` of this machine's release from the
+archive of its apt sources (:func:`tools.harness.debootstrap.host_mirror`)
+with the cloud kernel, ``cloud-init``, ``openssh-server``, systemd, udev
+and ifupdown (:data:`PACKAGES`), then a raw image whose whole disk is one
+ext4 file system labelled ``root`` (made with ``mke2fs -d`` from the tree),
+with extlinux as its boot loader: it boots under the kvm hypervisor with no
+hypervisor parameter.  It is made to be booted under TCG by tests, so it
+holds what they need only:
 
 * cloud-init looks for its NoCloud data source only (then none), so a
-  ``cidata`` seed (doc/images.md) configures the guest; its locale module
-  is off (``locale: false``: the base system has no ``locales``);
+  ``cidata`` seed (doc/images.md) configures the guest; it runs the
+  modules of :data:`CLOUD_INIT_MODULES` only, and makes one SSH host key
+  type (ed25519); its locale module is off (``locale: false``);
 * no SSH host key and an empty ``/etc/machine-id``: each instance makes
   its own at first boot;
-* the kernel logs to ``ttyS0`` and root is logged in there automatically
-  (a test image: the serial console is how tests look inside).
+* the kernel logs to ``ttyS0`` (``quiet``) and root is logged in there
+  automatically (a test image: the serial console is how tests look inside);
+* no documentation, manual pages, translations or apt indexes; an
+  initramfs with the disk drivers only (:func:`build_files`); the
+  periodic maintenance units masked (:data:`MASKED_UNITS`).
 
 A build lives in ``<cache>/<key>/`` (``debian-cloud.raw``,
 ``image.json``: suite, packages, kernel, size, SHA-256), the key made of
 the suite, the packages and the builder's format; builds are serialized by
 a lock file and published by an atomic rename, so concurrent first uses
 are safe.  :func:`qcow2` adds a compressed qcow2 copy beside the raw image
-(``debian-cloud.qcow2``, ``qcow2.json`` with its SHA-256) on first use.  The cache directory is ``$GANETI_CLOUDIMAGE_CACHE``, by default
-``.cache/cloudimage`` in the source tree.  Building needs root
+(``debian-cloud.qcow2``, zstd clusters, ``qcow2.json`` with its SHA-256)
+on first use.  The cache directory is ``$GANETI_CLOUDIMAGE_CACHE``, by
+default ``.cache/cloudimage`` in the source tree.  Building needs root
 (debootstrap's chroot, a loop mount for extlinux).
 
-Pure pieces: :func:`cache_key`, :func:`guest_files`.
+Pure pieces: :func:`cache_key`, :func:`guest_files`, :func:`build_files`.
 """
 
 from __future__ import annotations
@@ -45,23 +52,42 @@ from typing import IO
 
 from tools.harness import debootstrap
 
-__all__ = ["CloudImage", "CACHE_ENV", "PACKAGES", "IMAGE_NAME", "default_cache_dir", "cache_key",
-           "guest_files", "build", "find_built", "qcow2", "problem", "main"]
+__all__ = ["CloudImage", "CACHE_ENV", "PACKAGES", "VARIANT", "IMAGE_NAME", "KERNEL_ARGS",
+           "MASKED_UNITS", "CLOUD_INIT_MODULES", "META_DATA_COMMAND", "default_cache_dir",
+           "cache_key", "guest_files", "build_files", "build", "find_built", "qcow2", "problem",
+           "main"]
 
 CACHE_ENV = "GANETI_CLOUDIMAGE_CACHE"
-#: what debootstrap adds to the base system; python3-cffi-backend is named
+#: what debootstrap adds to its ``minbase`` variant (essential packages and apt):
+#: the kernel, cloud-init, the SSH server, an init, udev and the network tools
+#: cloud-init's ifupdown configuration needs; python3-cffi-backend is named
 #: because debootstrap does not resolve the virtual packages
 #: (python3-cffi-backend-api-*) python3-cryptography, of cloud-init, needs
-PACKAGES = ("linux-image-cloud-amd64", "cloud-init", "openssh-server", "python3-cffi-backend")
+PACKAGES = ("linux-image-cloud-amd64", "cloud-init", "openssh-server", "python3-cffi-backend",
+            "systemd-sysv", "udev", "ifupdown", "iproute2", "netbase")
+#: debootstrap's variant: required packages and apt only (not the "important" ones:
+#: cron, logrotate, editors, ...)
+VARIANT = "minbase"
 IMAGE_NAME = "debian-cloud.raw"
 QCOW2_NAME = "debian-cloud.qcow2"
 QCOW2_META = "qcow2.json"
 META_NAME = "image.json"
 #: the raw image's size (sparse; cloud-init grows the file system to the disk's size)
-IMAGE_MIB = 1536
+IMAGE_MIB = 1024
 LABEL = "root"
 #: bump when the image's layout or configuration changes in a way that matters
-FORMAT = 2
+FORMAT = 3
+#: the kernel's command line: the serial console last (``/dev/console``, where
+#: cloud-init and systemd write); ``quiet``: few kernel messages on the emulated
+#: serial port
+KERNEL_ARGS = f"root=LABEL={LABEL} ro console=tty0 console=ttyS0,115200n8 quiet"
+#: systemd units masked in the image: periodic maintenance no test guest lives long
+#: enough to need (and e2scrub_reap's pass at every boot), and cloud-init's config
+#: stage, whose modules run in the final stage instead (:data:`CLOUD_INIT_MODULES`):
+#: one start of cloud-init (Python, under TCG: seconds of CPU) fewer per boot
+MASKED_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer",
+                "e2scrub_all.timer", "e2scrub_reap.service", "fstrim.timer",
+                "cloud-config.service")
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -92,28 +118,103 @@ def cache_key(suite: str, packages: Sequence[str], fmt: int = FORMAT) -> str:
     return f"{suite}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
+#: a command printing, inside a booted guest, the meta-data cloud-init read (JSON, from
+#: its instance data): what ``cloud-init query ds.meta_data`` prints, without starting
+#: cloud-init's own modules (seconds of CPU under TCG)
+META_DATA_COMMAND = ("python3 -c \"import json; print(json.dumps(json.load(open("
+                     "'/run/cloud-init/instance-data.json'))['ds']['meta_data']))\"")
+#: the modules cloud-init runs in each stage (Debian's lists less those for other clouds,
+#: distributions or services the image lacks): the host name, users and SSH keys, the
+#: file system grown to the disk, and what a user-data document commonly asks
+#: (commands, files, scripts, packages, passwords, power state); the network
+#: configuration is no module (cloud-init's local stage writes it).  The config
+#: stage's two run first in the final stage (its service is masked: :data:`MASKED_UNITS`)
+CLOUD_INIT_MODULES = {
+    "cloud_init_modules": ("bootcmd", "write-files", "growpart", "resizefs", "set_hostname",
+                           "update_hostname", "update_etc_hosts", "users-groups", "ssh"),
+    "cloud_config_modules": (),
+    "cloud_final_modules": ("set-passwords", "runcmd", "package-update-upgrade-install",
+                            "write-files-deferred",
+                            "scripts-per-once", "scripts-per-boot", "scripts-per-instance",
+                            "scripts-user", "final-message", "power-state-change"),
+}
+
+
 def guest_files(kernel: str, initrd: str) -> dict[str, str]:
     """The files written into the tree (path relative to its root -> content).
 
     ``kernel`` and ``initrd`` are the file names in ``/boot``.
     """
+    modules = "".join(f"{stage}: [{' ' + ', '.join(names) if names else ''} ]\n"
+                      for stage, names in CLOUD_INIT_MODULES.items())
     return {
-        "etc/fstab": f"LABEL={LABEL} / ext4 defaults 0 1\n",
+        # no fsck at boot (a guest's file system is new with each install; ext4's
+        # journal is replayed on mount all the same)
+        "etc/fstab": f"LABEL={LABEL} / ext4 defaults 0 0\n",
         "etc/hostname": "localhost\n",
         "etc/machine-id": "",
         "etc/cloud/cloud.cfg.d/90_ganeti.cfg":
             "# the seed of an image-based instance (doc/images.md)\n"
             "datasource_list: [ NoCloud, None ]\n"
             "# no locales package in the image: its locale module would fail\n"
-            "locale: false\n",
+            "locale: false\n"
+            "# a test image, booted under TCG: the modules its users need only\n"
+            f"{modules}"
+            "# one host key type each boot makes (RSA keys take seconds under TCG)\n"
+            "ssh_genkeytypes: [ ed25519 ]\n",
         "etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf":
             "[Service]\nExecStart=\n"
             "ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,38400,9600 %I $TERM\n",
         "boot/extlinux/extlinux.conf":
             "DEFAULT linux\nPROMPT 0\nTIMEOUT 0\nLABEL linux\n"
             f"  LINUX /boot/{kernel}\n  INITRD /boot/{initrd}\n"
-            f"  APPEND root=LABEL={LABEL} ro console=tty0 console=ttyS0,115200n8\n",
+            f"  APPEND {KERNEL_ARGS}\n",
     }
+
+
+#: the initramfs hook naming the disk drivers (:func:`build_files`)
+INITRAMFS_HOOK = "etc/initramfs-tools/hooks/ganeti-disks"
+
+
+def build_files() -> dict[str, str]:
+    """The files placed in the tree before debootstrap (path -> content), read while
+    packages are installed: dpkg leaves out documentation, manual pages and
+    translations (copyright files stay), and the initramfs holds the drivers of
+    the kvm hypervisor's disk types only (virtio, SCSI, IDE; ``MODULES=list`` and
+    the hook :data:`INITRAMFS_HOOK`) instead of most of the kernel's: smaller,
+    sooner read and unpacked at each boot."""
+    return {
+        "etc/dpkg/dpkg.cfg.d/90ganeti-image":
+            "# a test image (doc/images.md): no documentation\n"
+            "path-exclude=/usr/share/doc/*\n"
+            "path-include=/usr/share/doc/*/copyright\n"
+            "path-exclude=/usr/share/man/*\n"
+            "path-exclude=/usr/share/info/*\n"
+            "path-exclude=/usr/share/locale/*\n"
+            "path-include=/usr/share/locale/locale.alias\n"
+            "path-exclude=/usr/share/lintian/*\n",
+        "etc/initramfs-tools/conf.d/90-ganeti.conf":
+            "# only the disk drivers the hook ganeti-disks names (doc/images.md)\n"
+            "MODULES=list\n",
+        INITRAMFS_HOOK:
+            "#!/bin/sh\n"
+            "# the drivers of the kvm hypervisor's disk types (doc/images.md)\n"
+            "PREREQ=\"\"\n"
+            "prereqs() { echo \"$PREREQ\"; }\n"
+            "case \"$1\" in prereqs) prereqs; exit 0 ;; esac\n"
+            ". /usr/share/initramfs-tools/hook-functions\n"
+            "manual_add_modules virtio_pci virtio_blk virtio_scsi sd_mod ata_piix ata_generic\n",
+    }
+
+
+def _write_files(tree: str, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = os.path.join(tree, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if rel == INITRAMFS_HOOK:
+            os.chmod(path, 0o755)
 
 
 def problem() -> str:
@@ -180,16 +281,34 @@ def _configure(tree: str) -> str:
     initrd = f"initrd.img-{version}"
     if not os.path.exists(os.path.join(tree, "boot", initrd)):
         raise RuntimeError(f"no initramfs for kernel {version}")
-    for rel, text in guest_files(kernel, initrd).items():
-        path = os.path.join(tree, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+    _write_files(tree, guest_files(kernel, initrd))
+    for unit in MASKED_UNITS:
+        link = os.path.join(tree, "etc", "systemd", "system", unit)
+        if not os.path.lexists(link):
+            os.symlink("/dev/null", link)
     for key in glob.glob(os.path.join(tree, "etc", "ssh", "ssh_host_*")):
         os.unlink(key)
-    for deb in glob.glob(os.path.join(tree, "var", "cache", "apt", "archives", "*.deb")):
-        os.unlink(deb)
+    # the packages and the archive's indexes (apt-get update fetches them again)
+    for junk in (glob.glob(os.path.join(tree, "var", "cache", "apt", "archives", "*.deb"))
+                 + glob.glob(os.path.join(tree, "var", "cache", "apt", "*.bin"))
+                 + glob.glob(os.path.join(tree, "var", "lib", "apt", "lists", "*_*"))):
+        os.unlink(junk)
+    _prune_docs(tree)
     return version
+
+
+def _prune_docs(tree: str) -> None:
+    """What debootstrap's first stage unpacked before dpkg's exclusions applied
+    (:func:`build_files`): documentation but copyright files, manual pages, info."""
+    usr_share = os.path.join(tree, "usr", "share")
+    for sub in ("man", "info", "lintian"):
+        shutil.rmtree(os.path.join(usr_share, sub), ignore_errors=True)
+    for top, _dirs, names in os.walk(os.path.join(usr_share, "doc"), topdown=False):
+        for name in names:
+            if name != "copyright":
+                os.unlink(os.path.join(top, name))
+        if top != os.path.join(usr_share, "doc") and not os.listdir(top):
+            os.rmdir(top)
 
 
 def _debootstrap_errors(tree: str, limit: int = 20) -> str:
@@ -274,9 +393,10 @@ def build(cache_dir: str | None = None, *, suite: str = "", mirror: str = "",
             os.makedirs(staged)
             with open(os.path.join(work, "build.log"), "w") as log_fh:
                 log(f"debootstrap {suite} from {mirror} (log {work}/build.log)")
+                _write_files(tree, build_files())
                 try:
-                    _run(["debootstrap", f"--include={','.join(packages)}", suite, tree,
-                          mirror], log_fh)
+                    _run(["debootstrap", f"--variant={VARIANT}",
+                          f"--include={','.join(packages)}", suite, tree, mirror], log_fh)
                 except subprocess.CalledProcessError as exc:
                     raise RuntimeError(f"debootstrap failed ({exc.returncode}):\n"
                                        f"{_debootstrap_errors(tree)}") from exc
@@ -310,8 +430,9 @@ def qcow2(image: CloudImage) -> tuple[str, str]:
         if not (os.path.isfile(path) and os.path.isfile(meta)):
             tmp = f"{path}.tmp-{os.getpid()}"
             try:
-                subprocess.run(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2",
-                                image.path, tmp], check=True, capture_output=True)
+                subprocess.run(["qemu-img", "convert", "-c", "-o", "compression_type=zstd",
+                                "-f", "raw", "-O", "qcow2", image.path, tmp],
+                               check=True, capture_output=True)
                 with open(f"{meta}.tmp", "w", encoding="utf-8") as fh:
                     json.dump({"sha256": _sha256(tmp), "raw_sha256": image.sha256}, fh)
                 os.rename(tmp, path)
