@@ -53,11 +53,11 @@ def add_mirrored(gc: GuestClusterFixture, layout: Layout, size: str) -> None:
     """Create the ``drbd`` instances of ``layout`` side by side (one job each), their
     disk ``size``, and wait for them.
 
-    Marks the test an expected failure on the one known intermittent defect
-    (doc/storage.md, "Node evacuation"): under load, a new mirror's sides did
-    not connect; the create now fails on it ("There are some degraded disks for
-    this instance", its disks removed) where it used to warn "Disks not in sync"
-    and go on, the evacuation's migration then refusing the instance.
+    A create whose new mirror did not connect ("There are some degraded disks
+    for this instance", or the warning "Disks not in sync") fails the test, with
+    the jobs' lines about it and every involved node's DRBD state first: the
+    defect once seen here (doc/storage.md, "Node evacuation") was an expected
+    failure until the create's order changed and it no longer showed.
     """
     created = []
     for name, primary, secondary in layout:
@@ -69,12 +69,11 @@ def add_mirrored(gc: GuestClusterFixture, layout: Layout, size: str) -> None:
     waited = [gc.gnt("gnt-job", "wait", job) for job in created]
     info = _ok(gc.gnt("gnt-job", "info", *created))
     if "degraded disks for this instance" in info or "not in sync" in info:
-        pytest.xfail("known intermittent defect, cause not found yet: a new mirror"
-                     " stayed unconnected after its create (doc/storage.md,"
-                     " 'Node evacuation')\n"
-                     + "\n".join(line for line in info.splitlines()
-                                 if "sync" in line or "degraded" in line or "Job ID" in line)
-                     + "\n" + drbd_evidence(gc, {n for row in layout for n in row[1:]}))
+        pytest.fail("a new mirror stayed unconnected after its create (doc/storage.md,"
+                    " 'Node evacuation')\n"
+                    + "\n".join(line for line in info.splitlines()
+                                if "sync" in line or "degraded" in line or "Job ID" in line)
+                    + "\n" + drbd_evidence(gc, {n for row in layout for n in row[1:]}))
     for res in waited:
         _ok(res)
 
