@@ -12,18 +12,16 @@ route are the seed's ``network-config``, and cloud-init grew the file
 system to the disk.  After a ``reinstall`` with another key the guest has
 that key only.
 
-In ``make test`` (a fresh clone builds the image first: about 70 s of
-CPU; each boot to cloud-init's end about 45 s of CPU under TCG;
-doc/images.md, "The test image", has the figures): the image is made to be booted under
-TCG (a minimal Debian, cloud-init's modules cut to those the checks and
-common user-data need), and the checks are typed on the console after
-cloud-init's end, with one start of cloud-init each (``cloud-init
-status``; the meta-data it read comes from its instance data, on the first
-boot only).  The module
-comes early among the integration modules (test/integration/conftest.py:
-collection order), so it runs beside the guest clusters rather than last.
-Under root ``make test`` (``GANETI_TEST_REQUIRE_DEBOOTSTRAP=1``) a missing
-builder tool fails the test instead of skipping it.
+Marked ``soak`` (``make soak``).  The image is made to be booted under TCG
+(a minimal Debian, cloud-init's modules cut to those the checks and common
+user-data need; doc/images.md, "The test image", has the CPU figures), and
+the checks are typed on the console after cloud-init's end, with one start
+of cloud-init each.  It ran in ``make test`` once: green, but the whole run
+took 25:57 against the 25-minute budget (the image built from scratch, 152 s
+under that load, and the two boots, 171 s), and the suite is bound by the
+machine's two CPUs, so it waits for time found elsewhere.  Under root
+(``GANETI_TEST_REQUIRE_DEBOOTSTRAP=1``) a missing builder tool fails the
+test instead of skipping it.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ from ganeti.hypervisor.kvm.hypervisor import KvmHypervisor
 from test.integration import host_helpers
 from tools.harness import cloudimage
 
-pytestmark = [pytest.mark.timeout(1200),
+pytestmark = [pytest.mark.soak, pytest.mark.timeout(1200),
               pytest.mark.skipif(bool(host_helpers.qemu_reason()),
                                  reason=host_helpers.qemu_reason() or "qemu runs")]
 

@@ -21,8 +21,7 @@ exists, the hostname is the instance's and the SSH key given with ``-O`` is
 in the default user's ``authorized_keys``; the service's log names the
 instance's requests.
 
-Marked ``soak``: one more boot of a Debian guest under TCG, beside
-test_cloudimage_boot.py's two from the seed (in ``make test``).
+Marked ``soak`` like test_cloudimage_boot.py: a full Debian boot under TCG.
 """
 
 from __future__ import annotations
