@@ -41,9 +41,11 @@ from typing import IO, Any
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "test", "integration"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import guest_helpers  # noqa: E402
 import host_helpers  # noqa: E402
+from benchlib import process_cpu  # noqa: E402
 from ganeti.impexp import cloudinit  # noqa: E402
 from tools.harness import cloudimage  # noqa: E402
 
@@ -126,12 +128,6 @@ def _allocated(path: str) -> int:
     return os.stat(path).st_blocks * 512
 
 
-def _qemu_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _seed(directory: str) -> str:
     nic = cloudinit.SeedNic(mac=MAC, address="10.62.0.9/24", gateway="10.62.0.1")
     docs = {"meta-data": cloudinit.meta_data("5b0e1c4e-bench", NAME),
@@ -174,18 +170,18 @@ def bench_boot(cache: str | None, inspect: bool, append: str) -> None:
         try:
             short = NAME.split(".")[0]
             guest_helpers.wait_for_line(log, f"root@{short}:", timeout=900)
-            prompt, prompt_cpu = time.monotonic() - started, _qemu_cpu(proc.pid)
+            prompt, prompt_cpu = time.monotonic() - started, process_cpu(proc.pid)
             guest_helpers.wait_for(lambda: FINAL in guest_helpers.read_log(log),
                                    "cloud-init's final message", timeout=900, poll=0.5)
-            done, done_cpu = time.monotonic() - started, _qemu_cpu(proc.pid)
+            done, done_cpu = time.monotonic() - started, process_cpu(proc.pid)
             print(f"root prompt: {prompt:6.1f} s wall, qemu {prompt_cpu:6.1f} s CPU")
             print(f"cloud-init finished: {done:6.1f} s wall, qemu {done_cpu:6.1f} s CPU")
             with guest_helpers.SerialConsole(sock, timeout=120) as con:
                 con.run("dmesg -n 1")
-                cpu0, wall0 = _qemu_cpu(proc.pid), time.monotonic()
+                cpu0, wall0 = process_cpu(proc.pid), time.monotonic()
                 status = con.run("cloud-init status --wait --long", timeout=600)
                 print(f"`cloud-init status --long`: {time.monotonic() - wall0:.1f} s wall,"
-                      f" {_qemu_cpu(proc.pid) - cpu0:.1f} s CPU; {status.splitlines()[:3]}")
+                      f" {process_cpu(proc.pid) - cpu0:.1f} s CPU; {status.splitlines()[:3]}")
                 if inspect:
                     for command in ("cloud-init query ds.meta_data",
                                     cloudimage.META_DATA_COMMAND,
@@ -195,9 +191,9 @@ def bench_boot(cache: str | None, inspect: bool, append: str) -> None:
                                     "dmesg | grep -i -E 'crng|random|clocksource'",
                                     "hostname; ip -4 -o address show scope global;"
                                     " cat /home/debian/.ssh/authorized_keys; df -k /"):
-                        cpu0 = _qemu_cpu(proc.pid)
+                        cpu0 = process_cpu(proc.pid)
                         out = con.run(command, timeout=300)
-                        print(f"$ {command}  ({_qemu_cpu(proc.pid) - cpu0:.1f} s CPU)\n{out}",
+                        print(f"$ {command}  ({process_cpu(proc.pid) - cpu0:.1f} s CPU)\n{out}",
                               flush=True)
         finally:
             proc.kill()

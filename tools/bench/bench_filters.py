@@ -51,13 +51,6 @@ def _predicates(idx: int) -> list:
             ["reason", ["=~", "reason", f"maintenance {idx}"]]]
 
 
-def _cpu_seconds(pid: int) -> float:
-    """user + system CPU of process ``pid`` so far (all its threads)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _round(conn: luxi.Client) -> float:
     started = time.perf_counter()
     ids: list[int] = []
@@ -97,9 +90,9 @@ def main() -> int:
                 for with_rules in ((False, True) if pair % 2 == 0 else (True, False)):
                     uuids = [conn.ReplaceFilter(None, i, _predicates(i), "PAUSE", [])
                              for i in range(args.rules)] if with_rules else []
-                    before = _cpu_seconds(pid)
+                    before = benchlib.process_cpu(pid)
                     (filtered if with_rules else plain).append(_round(conn))
-                    cpu[with_rules].append((_cpu_seconds(pid) - before) / ROUND * 1000)
+                    cpu[with_rules].append((benchlib.process_cpu(pid) - before) / ROUND * 1000)
                     for uuid in uuids:
                         conn.DeleteFilter(uuid)
     finally:

@@ -38,6 +38,8 @@ from ganeti import constants, daemonctl, luxi  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 from tools.harness import vcluster  # noqa: E402
 
+import benchlib  # noqa: E402
+
 import bench_instances  # noqa: E402
 
 OPERATIONS = ("create", "start", "stop")
@@ -54,12 +56,9 @@ def _cpu_seconds(pid: int | None) -> float:
     if pid is None:
         return 0.0
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        return benchlib.process_cpu(pid, reaped=True)
     except OSError:
         return 0.0
-    # fields[11:15]: utime, stime, cutime, cstime (stat fields 14-17)
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def _daemon_cpu(vc: Any) -> tuple[float, float]:

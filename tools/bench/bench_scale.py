@@ -34,7 +34,7 @@ from tools.harness import vcluster  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import fill_config, use_bytecode_cache  # noqa: E402
+from benchlib import fill_config, process_cpu, use_bytecode_cache  # noqa: E402
 
 JOB_TIMEOUT = 600.0
 SUBMIT_BATCH = 1000
@@ -105,9 +105,7 @@ def _masterd_cpu_s(vc: vcluster.VCluster) -> float:
     pid = daemonctl.daemon_pid(vc.paths(vc.master_node), constants.MASTERD)
     if pid is None:
         raise RuntimeError("master daemon not running")
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return process_cpu(pid)
 
 
 def _job_rate(vc: vcluster.VCluster, cl: luxi.Client) -> tuple[float, float, list[int]]:

@@ -15,9 +15,20 @@ from ganeti.objects import NIC, Instance
 from ganeti.pathutils import Paths
 from tools.harness import vcluster
 
-__all__ = ["fill_config", "use_bytecode_cache", "wait_jobs"]
+__all__ = ["fill_config", "process_cpu", "use_bytecode_cache", "wait_jobs"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def process_cpu(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads; with
+    ``reaped``, also its children it has waited for), from ``/proc/PID/stat``.
+
+    Raises :class:`OSError` when the process is gone."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    # fields[11:15]: utime, stime, cutime, cstime (stat fields 14-17)
+    return sum(int(v) for v in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def use_bytecode_cache(directory: str) -> None:
