@@ -251,6 +251,18 @@ def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str
     docs = {"meta-data": cloudinit.meta_data(instance_uuid, instance_name),
             "network-config": cloudinit.network_config(seed_nics, osparams),
             "user-data": cloudinit.user_data(osparams, str(private_doc) if private_doc else None)}
+    write_seed_iso(docs, dest)
+    _write_metadata_entry(ctx, instance_name, instance_uuid,
+                          [str(n[1]) for n in nics if n[1]], docs)
+    return dest
+
+
+def write_seed_iso(docs: dict[str, str], dest: str) -> None:
+    """Write the NoCloud seed ISO holding ``docs`` (file name -> text) to ``dest``
+    (mode 0600, atomically; its directory made 0700 when missing).
+
+    Raises :class:`errors.StorageError` when ``genisoimage`` fails.
+    """
     os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(dest)) as tmp:
         files = []
@@ -268,9 +280,6 @@ def instance_seed_build(ctx: NodeContext, instance_name: str, instance_uuid: str
                                       f" {res.stderr.strip()[-400:]}")
         os.chmod(out, 0o600)
         os.replace(out, dest)
-    _write_metadata_entry(ctx, instance_name, instance_uuid,
-                          [str(n[1]) for n in nics if n[1]], docs)
-    return dest
 
 
 def _write_metadata_entry(ctx: NodeContext, instance_name: str, instance_uuid: str,

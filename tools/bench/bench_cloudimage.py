@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guest_helpers  # noqa: E402
 import host_helpers  # noqa: E402
 from benchlib import process_cpu  # noqa: E402
+from ganeti.backend import osimage  # noqa: E402
 from ganeti.impexp import cloudinit  # noqa: E402
 from tools.harness import cloudimage  # noqa: E402
 
@@ -133,12 +134,8 @@ def _seed(directory: str) -> str:
     docs = {"meta-data": cloudinit.meta_data("5b0e1c4e-bench", NAME),
             "network-config": cloudinit.network_config([nic]),
             "user-data": cloudinit.user_data({"ssh_authorized_keys": KEY})}
-    for name, text in docs.items():
-        with open(os.path.join(directory, name), "w", encoding="utf-8") as fh:
-            fh.write(text)
     out = os.path.join(directory, "seed.iso")
-    subprocess.run(["genisoimage", "-quiet", "-output", out, "-volid", cloudinit.VOLUME_ID,
-                    "-joliet", "-rock", *(os.path.join(directory, n) for n in docs)], check=True)
+    osimage.write_seed_iso(docs, out)           # as the node writes an instance's seed
     return out
 
 
