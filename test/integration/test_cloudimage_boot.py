@@ -27,7 +27,6 @@ test instead of skipping it.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from guest_helpers import SerialConsole, log_lines, wait_for_line
@@ -52,10 +51,8 @@ NET, ADDRESS, GATEWAY = "cloudnet", "10.62.0.9", "10.62.0.1"
 
 @pytest.fixture(scope="module")
 def image():
-    why = cloudimage.problem()
-    if why and os.environ.get("GANETI_TEST_REQUIRE_DEBOOTSTRAP") == "1":
-        pytest.fail(f"make test as root has the cloud image's builder tools: {why}")
-    host_helpers.skip_unless(why)
+    host_helpers.skip_unless(cloudimage.problem(), required_by=host_helpers.REQUIRE_DEBOOTSTRAP,
+                             why_required="make test as root has the cloud image's builder tools")
     return cloudimage.build(log=print)
 
 

@@ -24,7 +24,6 @@ machine first with the package's own ``create`` (2.5 minutes more).
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -49,9 +48,8 @@ def _ok(res) -> str:  # type: ignore[no-untyped-def]
 def deb(guest_cluster: GuestClusterFixture) -> GuestClusterFixture:
     """The guest cluster, every node with the package's variant in its /etc."""
     why = debootstrap.problem()
-    if why and os.environ.get("GANETI_TEST_REQUIRE_DEBOOTSTRAP") == "1":
-        pytest.fail(f"make test as root installs ganeti-instance-debootstrap: {why}")
-    host_helpers.skip_unless(why)
+    host_helpers.skip_unless(why, required_by=host_helpers.REQUIRE_DEBOOTSTRAP,
+                             why_required="make test as root installs ganeti-instance-debootstrap")
     debootstrap_guest.ensure_cache()
     for node in guest_cluster.cluster.nodes:
         short = node.name.split(".")[0]

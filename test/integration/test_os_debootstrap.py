@@ -44,9 +44,8 @@ OS_NAME = f"debootstrap+{debootstrap.VARIANT}"
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     why = debootstrap.problem()
-    if why and os.environ.get("GANETI_TEST_REQUIRE_DEBOOTSTRAP") == "1":
-        pytest.fail(f"make test as root installs ganeti-instance-debootstrap: {why}")
-    host_helpers.skip_unless(why)
+    host_helpers.skip_unless(why, required_by=host_helpers.REQUIRE_DEBOOTSTRAP,
+                             why_required="make test as root installs ganeti-instance-debootstrap")
     with VirtualCluster(tmp_path_factory.mktemp("vdeb"), nodes=1, use_ssh=False,
                         hypervisor=constants.HT_KVM) as cluster:
         debootstrap.install_on_node(cluster.paths(N1))
