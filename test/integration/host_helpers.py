@@ -130,19 +130,21 @@ def raise_fd_limit(wanted: int) -> str:
     return ""
 
 
-#: set to 1 by ``make test`` as root (Makefile ``unit``): the debootstrap builders'
-#: tools are installed there, so a test needing them fails rather than skips
+#: set to 1 by ``make test`` (Makefile ``unit``; as root for all but hail) where it
+#: installs what they name: a test needing a missing one fails rather than skips
 REQUIRE_DEBOOTSTRAP = "GANETI_TEST_REQUIRE_DEBOOTSTRAP"
+REQUIRE_HAIL = "GANETI_TEST_REQUIRE_HAIL"
+REQUIRE_BROWSER = "GANETI_TEST_REQUIRE_BROWSER"
 
 
-def skip_unless(reason: str, *, required_by: str = "", why_required: str = "") -> None:
+def skip_unless(reason: str | None, *, required_by: str = "", why_required: str = "") -> None:
     """Skip the calling test with ``reason`` unless it is empty; fail it instead when
-    the environment variable ``required_by`` is 1 (``make test`` promised what is
-    missing: ``why_required`` says what)."""
+    the environment variable ``required_by`` is 1 (``make test`` as root installs
+    what is missing; ``why_required``, if given, says so before the reason)."""
     if reason:
         import pytest
         if required_by and os.environ.get(required_by) == "1":
-            pytest.fail(f"{why_required}: {reason}")
+            pytest.fail(f"{why_required}: {reason}" if why_required else reason)
         pytest.skip(reason)
 
 

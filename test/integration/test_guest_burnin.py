@@ -18,7 +18,7 @@ import shlex
 
 import pytest
 
-from test.integration import upstream_cli
+from test.integration import host_helpers, upstream_cli
 from test.integration.guest_cluster_harness import GuestClusterFixture
 
 pytestmark = pytest.mark.timeout(1200)
@@ -52,11 +52,10 @@ _STEPS = ("Creating instances", "Stopping and starting instances", "Growing disk
 
 @pytest.fixture
 def upstream_burnin() -> str:
-    if not os.path.exists(BURNIN):
-        reason = f"{BURNIN} is missing (make compat-deps installs ganeti-3.0)"
-        if os.environ.get(upstream_cli.REQUIRE_ENV) == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(
+        None if os.path.exists(BURNIN) else
+        f"{BURNIN} is missing (make compat-deps installs ganeti-3.0)",
+        required_by=upstream_cli.REQUIRE_ENV)
     return BURNIN
 
 

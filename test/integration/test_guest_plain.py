@@ -16,6 +16,7 @@ import pathlib
 import pytest
 
 from ganeti import constants, daemonctl
+from test.integration import host_helpers
 from test.integration.guest_cluster_harness import GuestClusterFixture
 from tools.harness import guestcluster, guestvm
 
@@ -208,11 +209,10 @@ def test_allocators_place_a_plain_disk_where_the_volume_group_has_room(
     """node1's and node2's volume groups nearly full (3.5 of 4 GiB): our allocator puts a
     1 GiB plain disk on node3, the one node it fits; upstream's hail, given the same
     cluster, rules out node1 and node2 for their disk space."""
-    if not os.path.exists(_HAIL):
-        reason = f"{_HAIL} is missing (make test installs ganeti-htools-3.0)"
-        if os.environ.get("GANETI_TEST_REQUIRE_HAIL") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(
+        None if os.path.exists(_HAIL) else
+        f"{_HAIL} is missing (make test installs ganeti-htools-3.0)",
+        required_by=host_helpers.REQUIRE_HAIL)
     fillers = {"fill1.vcluster": "node1", "fill2.vcluster": "node2"}
     placed = ["placed-ours.vcluster", "placed-hail.vcluster"]
     master = plain.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]

@@ -20,6 +20,7 @@ from instance_helpers import NOCHECK, config_bytes, fail_unchanged, field, rows
 from vcluster_harness import VirtualCluster
 
 from ganeti import constants, luxi, serializer
+from test.integration import host_helpers
 from tools.harness import vcluster
 
 #: upstream's hail, when installed (Debian: ganeti-htools-3.0)
@@ -240,11 +241,10 @@ def test_debug_iallocator_and_default_iallocator(vc):
 
 
 def test_upstreams_hail_works_unchanged(vc):
-    if HAIL is None:     # make test installs it (ganeti-htools-3.0): there a failure
-        if os.environ.get("GANETI_TEST_REQUIRE_HAIL") == "1":
-            pytest.fail("upstream's hail is not installed (the Makefile's debian-deps"
-                        " installs ganeti-htools-3.0)")
-        pytest.skip("upstream's hail is not installed")
+    host_helpers.skip_unless(     # make test installs it (ganeti-htools-3.0): there a failure
+        "upstream's hail is not installed" if HAIL is None else None,
+        required_by=host_helpers.REQUIRE_HAIL,
+        why_required="the Makefile's debian-deps installs ganeti-htools-3.0")
     directory = vc.paths(N1).iallocator_search_path[-1]
     os.symlink(HAIL, os.path.join(directory, "hail"))
     try:

@@ -296,10 +296,7 @@ def test_the_console_page_in_chromium(vc):
     term.js terminal runs in the guest, and its answer shows on the page."""
     import webdriver
     reason = webdriver.missing()
-    if reason is not None:
-        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(reason, required_by=host_helpers.REQUIRE_BROWSER)
     origin = f"https://{vc.cluster.master_node.ip}:{vc.cluster.rapi_port}"
     page = "/ui/instance.html?name=" + urllib.parse.quote(INST)
     with webdriver.browser(width=1100, height=700) as b:
@@ -415,10 +412,7 @@ def _need_novnc() -> None:
     novnc = os.path.join(webui.VENDOR_TREES["vendor/novnc/"][0], "core", "rfb.js")
     reason = webdriver.missing() or (None if os.path.exists(novnc) else
                                      f"{novnc} missing (Debian novnc: make debian-deps)")
-    if reason is not None:
-        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(reason, required_by=host_helpers.REQUIRE_BROWSER)
 
 
 def _novnc_shows_the_screen(b, origin: str) -> None:

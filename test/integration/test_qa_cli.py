@@ -22,6 +22,7 @@ import re
 import time
 from typing import Any
 
+import host_helpers
 import pytest
 import upstream_cli
 import yaml
@@ -164,10 +165,7 @@ def test_os_info_of_an_unknown_os_fails(vc):
 @pytest.fixture(scope="module")
 def scratch(vc, tmp_path_factory):
     reason = upstream_cli.unusable()
-    if reason:
-        if os.environ.get(upstream_cli.REQUIRE_ENV) == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(reason, required_by=upstream_cli.REQUIRE_ENV)
     upstream_cli.prepare_host()
     return str(tmp_path_factory.mktemp("yscratch"))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+import host_helpers
 import pytest
 import upstream_cli
 from extstorage_helpers import make_provider
@@ -29,10 +30,7 @@ NEW_NAME = "up2.example.com"
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):
     reason = upstream_cli.unusable()
-    if reason:
-        if os.environ.get(upstream_cli.REQUIRE_ENV) == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(reason, required_by=upstream_cli.REQUIRE_ENV)
     upstream_cli.prepare_host()
     with VirtualCluster(tmp_path_factory.mktemp("vcup"), nodes=2) as cluster:
         yield cluster

@@ -26,6 +26,7 @@ import pytest
 import upstream_cli
 from vcluster_harness import VirtualCluster
 
+from test.integration import host_helpers
 from test.integration.guest_cluster_harness import GuestClusterFixture
 
 pytestmark = pytest.mark.timeout(1200)
@@ -67,10 +68,7 @@ def _rapi_get(vc, path: str):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def vc(tmp_path_factory):  # type: ignore[no-untyped-def]
     reason = upstream_cli.unusable()
-    if reason:
-        if os.environ.get(upstream_cli.REQUIRE_ENV) == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(reason, required_by=upstream_cli.REQUIRE_ENV)
     upstream_cli.prepare_host()
     with VirtualCluster(tmp_path_factory.mktemp("vcharep"), nodes=2, use_ssh=False) as cluster:
         yield cluster

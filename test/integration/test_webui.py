@@ -27,6 +27,7 @@ import webdriver
 from test_rapi import request, wait_job, write_users
 from vcluster_harness import VirtualCluster
 
+from test.integration import host_helpers
 from tools.harness import vcluster
 
 pytestmark = pytest.mark.timeout(300)
@@ -51,10 +52,7 @@ def _chromium() -> None:
     """Skip without chromium and chromedriver, unless make test as root (which installs
     them) requires the browser: there a missing one fails."""
     reason = webdriver.missing()
-    if reason is not None:
-        if os.environ.get("GANETI_TEST_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    host_helpers.skip_unless(reason, required_by=host_helpers.REQUIRE_BROWSER)
 
 
 def with_users(cluster, users: str = USERS, auth: tuple[str, str] = BOSS) -> None:
