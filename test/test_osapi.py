@@ -85,7 +85,7 @@ def test_find_tinyos(paths, tinyos):
     osd = osapi.find_os(paths, "tinyos+minimal")
     assert osd.name == "tinyos"
     assert osd.api_version == 20
-    assert osd.variants == ("default", "minimal")
+    assert osd.variants == ("default", "minimal", "compact")
     assert osd.parameter_names == ["hostname_prefix", "fill"]
 
 

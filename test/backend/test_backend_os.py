@@ -64,7 +64,7 @@ def test_os_diagnose_lists_tinyos_and_broken_ones(tctx) -> None:
     rows = {r[0]: r for r in bos.os_diagnose(tctx)}
     name, path, status, diag, variants, params, apis, trusted = rows["tinyos"]
     assert path == "/srv/ganeti/os/tinyos" and status is True and diag == ""
-    assert variants == ["default", "minimal"] and 20 in apis and trusted is True
+    assert variants == ["default", "minimal", "compact"] and 20 in apis and trusted is True
     assert ["fill", params[1][1]] in params
     assert rows["broken"][2] is False and "API version" in rows["broken"][3]
 

@@ -90,7 +90,7 @@ def test_create_form_makes_an_instance_that_shows_in_the_list(vc, browser):
     b.wait("return location.pathname === '/ui/create.html'"
            " && document.body.dataset.ready === '1'", "the create form")
     assert b.script("return [...document.getElementById('os').options].map(o => o.value);") \
-        == ["tinyos+default", "tinyos+minimal"]         # GET /2/os: the variants
+        == ["tinyos+compact", "tinyos+default", "tinyos+minimal"]  # GET /2/os: the variants
     assert "diskless" in b.script(
         "return [...document.getElementById('disk_template').options].map(o => o.value);")
     assert b.script("return document.getElementById('place-alloc').checked;") is True

@@ -6,6 +6,8 @@
 #   bytes 510..511  0x55 0xAA      MBR boot signature
 #   bytes 1080..81  0x53 0xEF      ext2/3/4 superblock magic (variant default)
 #   sector 8 (4096) text marker:   TINYOS v1 / name= / variant= / hostname=
+# Nothing is written past the first MiB: the variant "compact"
+# exports only that much.
 
 MARKER_SEEK=8   # in 512-byte sectors
 
