@@ -19,6 +19,7 @@ import time
 import pytest
 
 from ganeti import luxi
+from ganeti.utils import unixsock
 from test.integration.host_helpers import raise_fd_limit, skip_unless
 from test.integration.masterd_harness import REPO_ROOT, start_masterd
 
@@ -47,7 +48,7 @@ def _idle_connections(path: str, count: int) -> list[socket.socket]:
     for _ in range(count):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(10)
-        sock.connect(path)
+        unixsock.connect(sock, path)     # the basetemp may be deep: past sun_path
         socks.append(sock)
     return socks
 
@@ -123,7 +124,7 @@ def test_parallel_oversized_messages_are_bounded_and_freed(masterd) -> None:
     def stream() -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(30)
-        sock.connect(masterd.socket_path)
+        unixsock.connect(sock, masterd.socket_path)
         try:
             for _ in range(40 * 16):   # 40 MiB
                 sock.sendall(chunk)
