@@ -4,8 +4,7 @@ Every test module is one unit of work, so that a module's fixtures (its
 virtual cluster) are made once, on one worker; the guest-cluster tests
 (``test/integration/test_guest_*.py``, and the guest tests of :data:`GUEST_USERS`),
 which share their worker's guest
-cluster, form two units: the ``drbd`` ones of ``test_guest_*.py`` (but those of
-:data:`GUEST_DRBD_IN_OTHER_UNIT`), and the others.  Each runs on
+cluster, form two units: the ``drbd`` ones of ``test_guest_*.py``, and the others.  Each runs on
 a worker of its own with a guest cluster of its own (made by the first
 test that asks), so that the two longest units run side by side.  Units
 are handed out in collection order (``--no-loadscope-reorder``), which
@@ -36,10 +35,6 @@ GUEST_UNIT = "guest-cluster"
 #: drbd) joins the *other* guest unit (the drbd unit is the longer one: make test's
 #: wall time is about its length), the module's other tests stay a unit of their own
 GUEST_USERS = ("test/integration/test_upstream_harep.py",)
-#: drbd tests that run in the other guest unit all the same, to even out the two units'
-#: lengths (the drbd unit would otherwise be the longest by about their length)
-GUEST_DRBD_IN_OTHER_UNIT = (
-    "test/integration/test_guest_burnin.py::test_our_burnin_with_drbd_disks",)
 
 
 def work_unit(nodeid: str) -> str:
@@ -50,8 +45,6 @@ def work_unit(nodeid: str) -> str:
         return GUEST_UNIT if "drbd" in nodeid else module
     if not module.startswith(GUEST_MODULE_PREFIX):
         return module
-    if nodeid in GUEST_DRBD_IN_OTHER_UNIT:
-        return GUEST_UNIT
     return GUEST_DRBD_UNIT if "drbd" in nodeid else GUEST_UNIT
 
 

@@ -18,6 +18,5 @@ def test_a_module_is_a_unit_and_the_guest_tests_form_two():
                    "test/integration/test_guest_burnin.py::test_upstream_burnin_with_plain_disks",
                    "test/integration/test_guest_cluster.py::test_cluster_verifies_clean",
                    # the drbd unit is the longer one: harep's guest test balances the other
-                   "test/integration/test_upstream_harep.py::test_harep_fails_over_a_drbd_",
-                   "test/integration/test_guest_burnin.py::test_our_burnin_with_drbd_disks"):
+                   "test/integration/test_upstream_harep.py::test_harep_fails_over_a_drbd_"):
         assert work_unit(nodeid) == GUEST_UNIT

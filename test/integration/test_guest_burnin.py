@@ -96,15 +96,16 @@ def test_upstream_burnin_with_plain_disks(guest_cluster: GuestClusterFixture,
 
 
 #: for drbd export/import runs too: tinyos's variant "compact" exports only its image
-#: (the first MiB), which fits the disk of the first size as a file-system dump would
-_DRBD_SKIPS = ("--no-confd", "--no-add-disks")
+#: (the first MiB), which fits the disk of the first size as a file-system dump would.
+#: Reinstall and NIC changes do the same for every template and run in the plain test
+#: above: left out here to keep make test within its time
+_DRBD_SKIPS = ("--no-confd", "--no-add-disks", "--no-reinstall", "--no-add-nics")
 #: the steps burnin runs for drbd on three nodes
 _DRBD_STEPS = ("Creating instances", "Stopping and starting instances",
                "Replacing disks on the same nodes", "Changing the secondary node",
                "Growing disks", "Failing over instances", "Migrating instances",
-               "Exporting and re-importing instances", "Reinstalling instances",
-               "Rebooting instances",
-               "Renaming the instances to their own name", "Adding and removing NICs",
+               "Exporting and re-importing instances", "Rebooting instances",
+               "Renaming the instances to their own name",
                "Activating/deactivating disks", "Removing instances")
 
 
@@ -127,13 +128,14 @@ def test_upstream_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture,
         assert " cs:" not in state.replace(" cs:Unconfigured", ""), f"{node}: {state}"
 
 
-#: the steps of our burnin that must run for drbd on three nodes (doc/burnin.md); the
-#: others do not apply here: runtime memory (min = max), move (not for drbd), confd
-#: (this cluster runs no confd daemon)
+#: the steps of our burnin that must run for drbd on three nodes (doc/burnin.md)
 _OUR_DRBD_STEPS = ("create", "grow-disks", "replace1", "replace2", "failover", "migrate",
-                   "export-import", "reinstall", "reboot", "rename", "rename-same",
-                   "activate-disks", "add-remove-disks", "add-remove-nics", "stop-start",
-                   "remove")
+                   "export-import", "reboot", "rename", "activate-disks", "remove")
+#: the steps that do the same for every template (the plain and kvm burnins run them),
+#: left out to keep make test within its time; runtime memory (min = max), move (not for
+#: drbd) and confd (no confd daemon here) do not apply
+_OUR_DRBD_SKIPS = ("--no-reinstall", "--no-add-disks", "--no-add-nics", "--no-renamesame",
+                   "--no-startstop")
 
 
 def _step_table(out: str) -> dict[str, str]:
@@ -142,16 +144,23 @@ def _step_table(out: str) -> dict[str, str]:
     return {cols[0]: cols[1] for cols in (row.split() for row in rows) if len(cols) >= 3}
 
 
+@pytest.mark.soak
 def test_our_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture) -> None:
     """Every drbd step of our burnin, on real DRBD: replace-disks on each side and onto
-    a new secondary, failover, migration, export/import, grow, reinstall, reboot, renames,
-    disks and NICs added and removed; nothing is left behind."""
+    a new secondary, failover, migration, export/import, grow, reboot, rename, disk
+    activation; nothing is left behind.
+
+    A soak test (``make soak``, or ``make test-guests``): the same opcodes run in make
+    test through upstream's burnin above, and our burnin's own choices (which node, which
+    step for which template) are tested in test/tools/test_burnin.py; this run costs
+    about 2 CPU-minutes of emulated guests, which took a whole fresh-clone make test
+    from 22:59 to 25:12 against its 25-minute budget (doc/burnin.md)."""
     gc = guest_cluster.cluster
     names = ["burno1.vcluster"]
     argv = [gc.python, os.path.join(gc.repo, "tools", "burnin"), "-o", "tinyos+compact",
             "-t", "drbd", "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
             "-n", "node2.vcluster,node3.vcluster,node1.vcluster", "--no-ip-check",
-            "--no-name-check", "--rename", "burno2.vcluster", *names]
+            "--no-name-check", "--rename", "burno2.vcluster", *_OUR_DRBD_SKIPS, *names]
     master = guest_cluster.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
     res = guest_cluster.ssh(master, argv, timeout=1100)
     out = res.stdout + res.stderr
