@@ -112,7 +112,8 @@ _DRBD_STEPS = ("Creating instances", "Stopping and starting instances",
 def test_upstream_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture,
                                          upstream_burnin: str) -> None:
     """Every drbd step of upstream's burnin: replace-disks on each side and onto a new
-    secondary, failover, live migration and its cleanup, grow, on real DRBD."""
+    secondary, failover, live migration and its cleanup, grow, export/import (into a
+    disk of the first size), reboot, on real DRBD."""
     out = _burnin(guest_cluster, upstream_burnin, "drbd",
                   "node2.vcluster,node3.vcluster,node1.vcluster", ["burnd1.vcluster"],
                   os_name="tinyos+compact", skips=_DRBD_SKIPS)
@@ -131,9 +132,9 @@ def test_upstream_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture,
 #: the steps of our burnin that must run for drbd on three nodes (doc/burnin.md)
 _OUR_DRBD_STEPS = ("create", "grow-disks", "replace1", "replace2", "failover", "migrate",
                    "export-import", "reboot", "rename", "activate-disks", "remove")
-#: the steps that do the same for every template (the plain and kvm burnins run them),
-#: left out to keep make test within its time; runtime memory (min = max), move (not for
-#: drbd) and confd (no confd daemon here) do not apply
+#: the steps that do the same for every template, left out (the plain, file and kvm
+#: burnins run them); runtime memory (min = max), move (not for drbd) and confd (no confd
+#: daemon here) do not apply
 _OUR_DRBD_SKIPS = ("--no-reinstall", "--no-add-disks", "--no-add-nics", "--no-renamesame",
                    "--no-startstop")
 
@@ -151,10 +152,11 @@ def test_our_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture) -> None:
     activation; nothing is left behind.
 
     A soak test (``make soak``, or ``make test-guests``): the same opcodes run in make
-    test through upstream's burnin above, and our burnin's own choices (which node, which
-    step for which template) are tested in test/tools/test_burnin.py; this run costs
-    about 2 CPU-minutes of emulated guests, which took a whole fresh-clone make test
-    from 22:59 to 25:12 against its 25-minute budget (doc/burnin.md)."""
+    test through upstream's burnin above, and our burnin's own choices for drbd (node
+    pairs, replace modes, the new secondary) are tested in test/tools/test_burnin.py;
+    this run costs about 2 CPU-minutes of emulated guests, with which a whole
+    fresh-clone make test took 25:12 instead of 22:59, past its 25-minute budget
+    (doc/burnin.md)."""
     gc = guest_cluster.cluster
     names = ["burno1.vcluster"]
     argv = [gc.python, os.path.join(gc.repo, "tools", "burnin"), "-o", "tinyos+compact",

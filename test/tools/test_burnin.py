@@ -64,7 +64,7 @@ class SimLuxi(FakeLuxi):
                 elif op.get("target_node"):
                     self.existing[name] = op["target_node"]
                 statuses.append("success")
-                results.append([["tinyos", ["default", "minimal"], False]]
+                results.append([["tinyos", ["default", "minimal", "compact"], False]]
                                if op["OP_ID"] == "OP_OS_DIAGNOSE" else None)
         self.results[job_id] = ("error" if failed else "success", statuses, results)
         return job_id
@@ -543,3 +543,34 @@ def test_a_refused_submission_in_parallel_is_a_failure() -> None:
     assert err[0].startswith("burnin: create: i2: cannot submit the job: ")
     assert "queue is drained" in err[0]
     assert cl.removals() == ["i1", "i3"]
+
+
+def test_drbd_pairs_nodes_replaces_on_each_side_and_onto_a_third_node() -> None:
+    """The drbd run of the guest cluster (test_guest_burnin.py), its choices checked here
+    for every step: a primary and a secondary per instance, replace-disks on the
+    secondary then the primary, a new secondary that is neither node, failover and
+    migration to the secondary (no target), an import onto both nodes again."""
+    clock = FakeClock()
+    cl = SimLuxi(clock, templates=("drbd", "plain"))
+    rc, lines, _ = _run(["-o", "tinyos+compact", "-t", "drbd", *NOCHECK, "--disk-size", "32M",
+                         "--disk-growth", "8M", "--rename", "spare", "i1", "i2"], cl, clock)
+    assert rc == 0
+    rows = _timing_rows(lines)
+    for step in ("create", "grow-disks", "replace1", "replace2", "failover", "migrate",
+                 "export-import", "reboot", "rename", "activate-disks", "remove"):
+        assert rows[step][0] == "done", (step, rows[step])
+    assert rows["move"][0] == "skipped"
+    creates = [ops[0] for ops in cl.jobs.values() if ops[0]["OP_ID"] == "OP_INSTANCE_CREATE"]
+    pairs = [(o["pnode"], o["snode"]) for o in creates[:2]]
+    assert pairs == [("node1", "node2"), ("node2", "node3")]
+    replaces = cl.ops("OP_INSTANCE_REPLACE_DISKS")
+    same = [(o["instance_name"], o["mode"]) for o in replaces if o["mode"] != "replace_new_secondary"]
+    assert same == [("i1", "replace_on_secondary"), ("i1", "replace_on_primary"),
+                    ("i2", "replace_on_secondary"), ("i2", "replace_on_primary")]
+    new = {o["instance_name"]: o["remote_node"] for o in replaces
+           if o["mode"] == "replace_new_secondary"}
+    assert new == {"i1": "node3", "i2": "node1"}      # the node that is neither of the pair
+    assert all("target_node" not in o for o in cl.ops("OP_INSTANCE_FAILOVER"))
+    assert all("target_node" not in o for o in cl.ops("OP_INSTANCE_MIGRATE"))
+    (imp,) = [o for o in cl.ops("OP_INSTANCE_CREATE") if o["mode"] == "import"][:1]
+    assert imp["disk_template"] == "drbd" and imp["snode"] and imp["snode"] != imp["pnode"]
