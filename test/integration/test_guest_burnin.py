@@ -119,12 +119,23 @@ def test_upstream_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture,
                   os_name="tinyos+compact", skips=_DRBD_SKIPS)
     for step in _DRBD_STEPS:
         assert f"- {step}" in out, f"{step} missing:\n{out}"
+    _assert_drbd_jobs_and_nothing_left(guest_cluster, "burnd1.vcluster")
+
+
+def _assert_drbd_jobs_and_nothing_left(guest_cluster: GuestClusterFixture, name: str) -> None:
+    """The mirrored steps' jobs of instance ``name`` succeeded, and no node keeps a volume
+    of it or a configured DRBD minor."""
     jobs = " ".join(guest_cluster.gnt("gnt-job", "list", "--no-headers", "-o",
                                       "status,summary").stdout.split())
-    for summary in ("INSTANCE_REPLACE_DISKS(burnd1.vcluster)", "BACKUP_EXPORT(burnd1.vcluster)",
-                    "INSTANCE_MIGRATE(burnd1.vcluster)", "INSTANCE_FAILOVER(burnd1.vcluster)"):
-        assert f"success {summary}" in jobs, summary
+    for op in ("INSTANCE_REPLACE_DISKS", "BACKUP_EXPORT", "INSTANCE_MIGRATE",
+               "INSTANCE_FAILOVER"):
+        assert f"success {op}({name})" in jobs, op
+    prefix = name.split(".")[0]
     for node in ("node1", "node2", "node3"):
+        lvs = guest_cluster.ssh(node, ["lvs", "--noheadings", "-o", "lv_name,lv_tags",
+                                       guest_cluster.cluster.vg_name])
+        assert not lvs.failed, lvs.stderr
+        assert prefix not in lvs.stdout, f"{node}: {lvs.stdout}"
         state = guest_cluster.ssh(node, "cat /proc/drbd").stdout
         assert " cs:" not in state.replace(" cs:Unconfigured", ""), f"{node}: {state}"
 
@@ -172,15 +183,4 @@ def test_our_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture) -> None:
         dict.fromkeys(_OUR_DRBD_STEPS, "done"), out
     listed = guest_cluster.gnt("gnt-instance", "list", "--no-headers", "-o", "name").stdout
     assert not {"burno1.vcluster", "burno2.vcluster"} & set(listed.split())
-    jobs = " ".join(guest_cluster.gnt("gnt-job", "list", "--no-headers", "-o",
-                                      "status,summary").stdout.split())
-    for summary in ("INSTANCE_REPLACE_DISKS(burno1.vcluster)", "BACKUP_EXPORT(burno1.vcluster)",
-                    "INSTANCE_MIGRATE(burno1.vcluster)", "INSTANCE_FAILOVER(burno1.vcluster)"):
-        assert f"success {summary}" in jobs, summary
-    for node in ("node1", "node2", "node3"):
-        lvs = guest_cluster.ssh(node, ["lvs", "--noheadings", "-o", "lv_name,lv_tags",
-                                       gc.vg_name])
-        assert not lvs.failed, lvs.stderr
-        assert "burno" not in lvs.stdout, f"{node}: {lvs.stdout}"
-        state = guest_cluster.ssh(node, "cat /proc/drbd").stdout
-        assert " cs:" not in state.replace(" cs:Unconfigured", ""), f"{node}: {state}"
+    _assert_drbd_jobs_and_nothing_left(guest_cluster, "burno1.vcluster")
