@@ -19,6 +19,7 @@ import os
 import shlex
 
 import pytest
+from test_burnin import timing_rows     # the step table of our burnin's output
 
 from test.integration import host_helpers, upstream_cli
 from test.integration.guest_cluster_harness import GuestClusterFixture
@@ -61,6 +62,11 @@ def upstream_burnin() -> str:
     return BURNIN
 
 
+def _master(gc: GuestClusterFixture) -> str:
+    """The master's node name (burnin runs there)."""
+    return gc.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
+
+
 def _burnin(gc: GuestClusterFixture, burnin: str, template: str, nodes: str,
             names: list[str], *, os_name: str = "tinyos+default",
             skips: tuple[str, ...] = _SKIPS) -> str:
@@ -68,8 +74,7 @@ def _burnin(gc: GuestClusterFixture, burnin: str, template: str, nodes: str,
     argv = [upstream_cli.SYSTEM_PYTHON, "-E", "-s", burnin, "-o", os_name,
             "-t", template, "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
             "-n", nodes, "--no-ip-check", "--no-name-check", *skips, *names]
-    master = gc.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
-    res = gc.ssh(master, ["unshare", "-m", "sh", "-c", _NS_SCRIPT, "sh", *argv], timeout=1100)
+    res = gc.ssh(_master(gc), ["unshare", "-m", "sh", "-c", _NS_SCRIPT, "sh", *argv], timeout=1100)
     out = res.stdout + res.stderr
     assert not res.failed, f"{shlex.join(argv)}:\n{out}"
     return out
@@ -150,12 +155,6 @@ _OUR_DRBD_SKIPS = ("--no-reinstall", "--no-add-disks", "--no-add-nics", "--no-re
                    "--no-startstop")
 
 
-def _step_table(out: str) -> dict[str, str]:
-    """Burnin's closing "Step timings" table: step name -> status."""
-    rows = out.split("- Step timings", 1)[1].splitlines()[2:]
-    return {cols[0]: cols[1] for cols in (row.split() for row in rows) if len(cols) >= 3}
-
-
 @pytest.mark.soak
 def test_our_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture) -> None:
     """Every drbd step of our burnin, on real DRBD: replace-disks on each side and onto
@@ -174,11 +173,10 @@ def test_our_burnin_with_drbd_disks(guest_cluster: GuestClusterFixture) -> None:
             "-t", "drbd", "--disk-size", "32M", "--disk-growth", "8M", "--mem-size", "128",
             "-n", "node2.vcluster,node3.vcluster,node1.vcluster", "--no-ip-check",
             "--no-name-check", "--rename", "burno2.vcluster", *_OUR_DRBD_SKIPS, *names]
-    master = guest_cluster.gnt("gnt-cluster", "getmaster").stdout.strip().split(".")[0]
-    res = guest_cluster.ssh(master, argv, timeout=1100)
+    res = guest_cluster.ssh(_master(guest_cluster), argv, timeout=1100)
     out = res.stdout + res.stderr
     assert not res.failed, f"{shlex.join(argv)}:\n{out}"
-    steps = _step_table(out)
+    steps = timing_rows(res.stdout)
     assert {step: steps.get(step) for step in _OUR_DRBD_STEPS} == \
         dict.fromkeys(_OUR_DRBD_STEPS, "done"), out
     listed = guest_cluster.gnt("gnt-instance", "list", "--no-headers", "-o", "name").stdout
