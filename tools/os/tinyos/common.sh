@@ -6,10 +6,11 @@
 #   bytes 510..511  0x55 0xAA      MBR boot signature
 #   bytes 1080..81  0x53 0xEF      ext2/3/4 superblock magic (variant default)
 #   sector 8 (4096) text marker:   TINYOS v1 / name= / variant= / hostname=
-# Nothing is written past the first MiB: the variant "compact"
-# exports only that much.
+# Nothing is written past the first MiB (IMAGE_BLOCKS): "fill=zero" clears
+# that much, and the variant "compact" exports only that much.
 
 MARKER_SEEK=8   # in 512-byte sectors
+IMAGE_BLOCKS=16 # the image's area: 16 blocks of 64 KiB, the first MiB
 
 log() { echo "tinyos: $*" >&2; }
 die() { log "error: $*"; exit 1; }
