@@ -151,7 +151,10 @@ def test_cleanup_after_a_failed_migration_removes_the_targets_copy(vc):
 
 def test_cleanup_that_finishes_a_migration_removes_the_sources_copy(vc):
     job, pid = _held_migration(vc, N1, N2, "--non-live")
-    for node in (N1, N2):          # the job loses both nodes mid-way
+    # the job loses both nodes mid-way: the target's first, since the job polls only
+    # the source; a target node daemon still up when the source's went away would be
+    # asked to give up the incoming instance, and kill the qemu held here
+    for node in (N2, N1):
         daemonctl.stop_daemon(vc.paths(node), constants.NODED, timeout=10.0)
     try:
         assert _job_status(vc, job) == "error"
