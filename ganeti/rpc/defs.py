@@ -213,13 +213,17 @@ def to_canonical(root: str, path: str) -> str:
     ``"/var/lib/ganeti/x"``.  Raises ``ValueError`` when ``path`` is not
     below ``root``.
     """
-    root = os.path.normpath(os.path.abspath(root))
-    path = os.path.normpath(os.path.abspath(path))
+    root = os.path.abspath(root)        # (normalised, like path)
+    path = os.path.abspath(path)
     if root == os.sep:
         return path
-    if path != root and not path.startswith(root + os.sep):
+    if path == root:
+        return os.sep
+    if not path.startswith(root + os.sep):
         raise ValueError(f"{path} is not below {root}")
-    return os.sep + os.path.relpath(path, root) if path != root else os.sep
+    # both normalised: what follows the root is the canonical path (a job file
+    # goes to every candidate's lane, so this runs for each file of each request)
+    return path[len(root):]
 
 
 def from_canonical(root: str, canonical: str) -> str:

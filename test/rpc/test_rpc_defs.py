@@ -117,6 +117,8 @@ def test_check_args_names_the_argument() -> None:
     ("/", "/var/lib/ganeti/x", "/var/lib/ganeti/x"),
     ("/tmp/n1", "/tmp/n1/var/lib/ganeti/x", "/var/lib/ganeti/x"),
     ("/tmp/n1/", "/tmp/n1", "/"),
+    ("/tmp//n1/", "/tmp/n1/var/../var/./lib//x", "/var/lib/x"),   # both normalised first
+    ("/tmp/n1/.", "/tmp/n1/queue/", "/queue"),
 ])
 def test_to_canonical(root: str, path: str, canonical: str) -> None:
     assert defs.to_canonical(root, path) == canonical
@@ -125,6 +127,8 @@ def test_to_canonical(root: str, path: str, canonical: str) -> None:
 def test_to_canonical_outside_root() -> None:
     with pytest.raises(ValueError):
         defs.to_canonical("/tmp/n1", "/tmp/n10/x")
+    with pytest.raises(ValueError):
+        defs.to_canonical("/tmp/n1", "/tmp/n1/../n2/x")
 
 
 @pytest.mark.parametrize("canonical, expected", [
