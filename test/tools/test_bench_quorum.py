@@ -6,6 +6,9 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+from ganeti import errors
 from tools.bench import bench_quorum
 
 # spins until the process used ``cpu`` seconds of CPU, says so, then sleeps
@@ -43,3 +46,47 @@ def test_daemon_cpu_counts_the_cluster_processes_by_role(tmp_path) -> None:
     # CPU used, not time passed: each burner used at least its share
     assert 0.28 <= used["master"] < 0.5
     assert 0.18 <= used["others"] < 0.5
+
+
+def test_apart_cpus_gives_the_master_the_lowest_cpu() -> None:
+    assert bench_quorum.apart_cpus({0, 1}) == ({0}, {1})
+    assert bench_quorum.apart_cpus({3, 1, 2, 0}) == ({0}, {1, 2, 3})
+    assert bench_quorum.apart_cpus({5, 3}) == ({3}, {5})
+    with pytest.raises(errors.GanetiError):
+        bench_quorum.apart_cpus({2})
+
+
+# a process with a second thread, both sleeping once started
+_SLEEPER = ("import threading, time\n"
+            "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+            "print('up', flush=True)\n"
+            "time.sleep(60)\n")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--apart needs two CPUs")
+def test_pin_apart_puts_every_thread_of_the_master_node_apart(tmp_path) -> None:
+    cluster = tmp_path / "vc"
+    roots = [cluster / "node1", cluster / "node2", cluster / "node3",
+             tmp_path / "vc-other" / "node1"]     # another cluster's: left alone
+    procs = []
+    for root in roots:
+        proc = subprocess.Popen([sys.executable, "-c", _SLEEPER],
+                                env={**os.environ, "GANETI_ROOTDIR": str(root)},
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        procs.append(proc)
+    everywhere = os.sched_getaffinity(0)
+    master_cpus, other_cpus = bench_quorum.apart_cpus(everywhere)
+    try:
+        bench_quorum.pin_apart(str(cluster), str(cluster / "node1"), master_cpus, other_cpus)
+        seen = [{tid: os.sched_getaffinity(int(tid)) for tid in os.listdir(f"/proc/{p.pid}/task")}
+                for p in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert all(len(threads) == 2 for threads in seen)
+    assert set(map(frozenset, seen[0].values())) == {frozenset(master_cpus)}
+    for threads in seen[1:3]:
+        assert set(map(frozenset, threads.values())) == {frozenset(other_cpus)}
+    assert set(map(frozenset, seen[3].values())) == {frozenset(everywhere)}

@@ -50,9 +50,18 @@ the master too, and a CPU-bound run shows it here rather than in the
 latency of the quorum (doc/design/replication.md, "Quorum write, seventh
 round").
 
+With ``--apart`` (at least two CPUs) every worker, after its warm-up,
+puts the master node's processes and its own client threads on the
+machine's first CPU and every other node's processes on the others (CPU
+affinity, inherited by what they start later): the candidates' copies no
+longer take the master's CPU, as on separate machines, while the disk and
+its filesystem stay shared.  The single-node figures then have the master
+alone on its CPU, so the ratios compare like with like
+(doc/design/replication.md, "Quorum write, eighth round").
+
 Run: ``.venv/bin/python tools/bench/bench_quorum.py [--baseline DIR]
-[--rounds N] [--sizes 1 3 5]`` (a few minutes on a 2-CPU machine, most of
-it making the clusters).
+[--rounds N] [--sizes 1 3 5] [--apart]`` (a few minutes on a 2-CPU
+machine, most of it making the clusters).
 """
 
 from __future__ import annotations
@@ -138,26 +147,39 @@ def _wait_finished(socket_path: str, ids: list[int], deadline: float) -> None:
 _ROOT_ENV = b"GANETI_ROOTDIR="
 
 
-def daemon_cpu(directory: str) -> dict[str, float]:
-    """CPU seconds (user + system, reaped children included) used so far by
-    the daemons of the virtual cluster in ``directory``: ``master`` for the
-    master daemon, ``others`` for every other process whose node root lies
-    below it.  A process gone meanwhile is left out (its parent's reaped
-    children count it, as long as the parent lives)."""
+def cluster_processes(directory: str) -> list[tuple[int, str]]:
+    """``(pid, node root)`` of every process whose node root (``GANETI_ROOTDIR``)
+    lies below ``directory``, the virtual cluster's."""
     prefix = _ROOT_ENV + os.path.abspath(directory).rstrip("/").encode() + b"/"
-    tick = os.sysconf("SC_CLK_TCK")
-    used = {"master": 0.0, "others": 0.0}
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as fh:
                 environ = fh.read()
-            if not any(item.startswith(prefix) for item in environ.split(b"\0")):
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(prefix):
+                found.append((int(entry), os.fsdecode(item[len(_ROOT_ENV):])))
+                break
+    return found
+
+
+def daemon_cpu(directory: str) -> dict[str, float]:
+    """CPU seconds (user + system, reaped children included) used so far by
+    the daemons of the virtual cluster in ``directory``: ``master`` for the
+    master daemon, ``others`` for every other process whose node root lies
+    below it.  A process gone meanwhile is left out (its parent's reaped
+    children count it, as long as the parent lives)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = {"master": 0.0, "others": 0.0}
+    for pid, _root in cluster_processes(directory):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 cmdline = fh.read()
-            with open(f"/proc/{entry}/stat", "rb") as fh:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
                 fields = fh.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
@@ -165,6 +187,34 @@ def daemon_cpu(directory: str) -> dict[str, float]:
         seconds = sum(int(x) for x in fields[11:15]) / tick
         used["master" if b"ganeti-masterd" in cmdline else "others"] += seconds
     return used
+
+
+def apart_cpus(cpus: set[int]) -> tuple[set[int], set[int]]:
+    """``--apart``: the CPUs of the master node's processes (and the clients),
+    and those of every other node's: the lowest CPU, and the rest."""
+    if len(cpus) < 2:
+        raise errors.GanetiError("--apart needs at least two CPUs")
+    first = min(cpus)
+    return {first}, cpus - {first}
+
+
+def pin_apart(directory: str, master_root: str, master_cpus: set[int],
+              other_cpus: set[int]) -> None:
+    """Every thread of the cluster's processes on ``master_cpus`` (those of the
+    master node, whose root is ``master_root``) or ``other_cpus`` (the other
+    nodes'); processes and threads started later inherit it from their parent."""
+    master_root = os.path.abspath(master_root)
+    for pid, root in cluster_processes(directory):
+        cpus = master_cpus if os.path.abspath(root) == master_root else other_cpus
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue                       # gone meanwhile
+        for tid in tids:
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
 
 
 def burst(socket_path: str, directory: str | None = None) -> dict[str, object]:
@@ -197,16 +247,23 @@ def burst(socket_path: str, directory: str | None = None) -> dict[str, object]:
     return out
 
 
-def serve(nodes: int) -> None:
+def serve(nodes: int, apart: bool = False) -> None:
     """Worker: a ``nodes``-node virtual cluster kept for the whole run; for
-    each line of stdin (``burst``, ``many``) one measurement as a JSON line."""
+    each line of stdin (``burst``, ``many``) one measurement as a JSON line.
+    With ``apart``, after the warm-up the master node's processes and this
+    worker run on one CPU, the other nodes' on the others (:func:`pin_apart`)."""
     with tempfile.TemporaryDirectory(prefix="bench-quorum-") as tmp:
         directory = os.path.join(tmp, "vc")
         try:
             vc = vcluster.create(directory, nodes, use_ssh=False)
-            socket_path = vc.paths(vcluster.current_master(vc).name).master_socket
+            master_paths = vc.paths(vcluster.current_master(vc).name)
+            socket_path = master_paths.master_socket
             # warm-up: connections, first replication pushes
             _client_run(socket_path, 5, [], [], [])
+            if apart:
+                master_cpus, other_cpus = apart_cpus(os.sched_getaffinity(0))
+                pin_apart(directory, master_paths.root, master_cpus, other_cpus)
+                os.sched_setaffinity(0, master_cpus)     # the clients' threads inherit it
             print(json.dumps({"ready": nodes}), flush=True)
             for line in sys.stdin:
                 if line.strip() == "burst":
@@ -234,11 +291,12 @@ def _many_rate(socket_path: str) -> float:
 class _Worker:
     """A :func:`serve` process running ``tree``'s code on its own cluster."""
 
-    def __init__(self, tree: str, nodes: int) -> None:
+    def __init__(self, tree: str, nodes: int, apart: bool = False) -> None:
         env = {**os.environ, "BENCH_REPO": tree, "PYTHONPATH": tree, _OP_ENV: json.dumps(NOOP)}
         self.tree, self.nodes = tree, nodes
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--serve", str(nodes)], env=env,
+            [sys.executable, os.path.abspath(__file__), "--serve", str(nodes),
+             *(["--apart"] if apart else [])], env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.bursts: list[dict[str, Any]] = []
         self.many: list[float] = []
@@ -322,12 +380,20 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--rounds", type=int, default=ROUNDS,
                         help="bursts per cluster, interleaved across the clusters")
+    parser.add_argument("--apart", action="store_true",
+                        help="the master node's daemons and the clients on one CPU, the"
+                        " other nodes' on the others (separate machines' CPUs, one disk)")
     opts = parser.parse_args()
     if opts.serve:
-        serve(opts.serve)
+        serve(opts.serve, opts.apart)
         return 0
     print(f"{CLIENTS} clients x {JOBS} no-op SubmitJob each; load average"
           f" {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    if opts.apart:
+        master_cpus, other_cpus = apart_cpus(os.sched_getaffinity(0))
+        print(f"apart: the master node's processes and the clients on CPU"
+              f" {','.join(map(str, sorted(master_cpus)))}, the other nodes' on CPU"
+              f" {','.join(map(str, sorted(other_cpus)))}", flush=True)
     sizes = sorted(set(opts.sizes) | {1})
     trees = [("this tree", REPO)]
     if opts.baseline:
@@ -336,7 +402,7 @@ def main() -> int:
     try:
         for nodes in sizes:
             for label, tree in trees:
-                workers[label, nodes] = _Worker(tree, nodes)
+                workers[label, nodes] = _Worker(tree, nodes, opts.apart)
         order = list(workers.values())
         for round_no in range(opts.rounds):   # interleaved, each round in another order
             shift = round_no % len(order)
