@@ -149,7 +149,12 @@ _ROOT_ENV = b"GANETI_ROOTDIR="
 
 def cluster_processes(directory: str) -> list[tuple[int, str]]:
     """``(pid, node root)`` of every process whose node root (``GANETI_ROOTDIR``)
-    lies below ``directory``, the virtual cluster's."""
+    lies below ``directory``, the virtual cluster's.
+
+    Its own scan of ``/proc`` rather than :mod:`tools.harness.procscan`: a
+    ``--baseline`` worker imports the tools of the baseline's tree, which
+    may predate that module.
+    """
     prefix = _ROOT_ENV + os.path.abspath(directory).rstrip("/").encode() + b"/"
     found = []
     for entry in os.listdir("/proc"):
