@@ -572,5 +572,5 @@ def test_drbd_pairs_nodes_replaces_on_each_side_and_onto_a_third_node() -> None:
     assert new == {"i1": "node3", "i2": "node1"}      # the node that is neither of the pair
     assert all("target_node" not in o for o in cl.ops("OP_INSTANCE_FAILOVER"))
     assert all("target_node" not in o for o in cl.ops("OP_INSTANCE_MIGRATE"))
-    (imp,) = [o for o in cl.ops("OP_INSTANCE_CREATE") if o["mode"] == "import"][:1]
+    imp = next(o for o in cl.ops("OP_INSTANCE_CREATE") if o["mode"] == "import")
     assert imp["disk_template"] == "drbd" and imp["snode"] and imp["snode"] != imp["pnode"]
