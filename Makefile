@@ -15,7 +15,7 @@ all: test
 DEBIAN_PACKAGES := tzdata python3-ganeti-rapi ganeti-htools-3.0 nftables qemu-system-x86 qemu-utils \
   syslinux syslinux-common mtools dosfstools busybox-static cpio lvm2 drbd-utils openssh-server \
   openvswitch-switch chromium chromium-driver genisoimage libjs-term.js novnc socat ovmf swtpm \
-  ganeti-instance-debootstrap extlinux
+  ganeti-instance-debootstrap extlinux mmdebstrap
 debian-deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES) ""; do [ -z "$$p" ] && continue; dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -85,7 +85,8 @@ def test_configure_writes_the_guest_files_masks_units_and_drops_what_is_not_need
     for rel in ("etc/ssh/ssh_host_rsa_key", "var/lib/apt/lists/deb.example_dists_x_Packages",
                 "var/cache/apt/archives/a_1_amd64.deb", "usr/share/doc/pkg/changelog.gz",
                 "usr/share/doc/pkg/copyright", "usr/share/doc/other/README",
-                "usr/share/man/man1/ls.1.gz"):
+                "usr/share/man/man1/ls.1.gz", "usr/share/locale/de/LC_MESSAGES/sed.mo",
+                "usr/share/locale/locale.alias", "usr/share/locale/stray"):
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text("x")
     (tree / "var/lib/apt/lists/lock").write_text("")
@@ -99,6 +100,40 @@ def test_configure_writes_the_guest_files_masks_units_and_drops_what_is_not_need
     assert os.listdir(tree / "usr/share/doc") == ["pkg"]
     assert os.listdir(tree / "usr/share/doc/pkg") == ["copyright"]
     assert not (tree / "usr/share/man").exists()
+    assert os.listdir(tree / "usr/share/locale") == ["locale.alias"]
+
+
+def test_builder_argv_installs_the_packages_with_the_build_files_first(tmp_path):
+    files = str(tmp_path / "my files")
+    argv = cloudimage.builder_argv("mmdebstrap", "bookworm", "/c/tree", "http://m/debian",
+                                   ["a", "b"], files)
+    assert argv[0] == "mmdebstrap" and argv[-3:] == ["bookworm", "/c/tree", "http://m/debian"]
+    assert "--variant=minbase" in argv and "--include=a,b" in argv
+    hook = next(arg for arg in argv if arg.startswith("--setup-hook="))
+    # mmdebstrap runs the hook with sh, the tree as $1: the build files copied in
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    cloudimage._write_files(files, cloudimage.build_files())
+    subprocess.run(["sh", "-c", hook.split("=", 1)[1], "hook", str(tree)], check=True)
+    assert (tree / "etc/dpkg/dpkg.cfg.d/90ganeti-image").read_text().startswith("# a test")
+    assert os.access(tree / cloudimage.INITRAMFS_HOOK, os.X_OK)
+    old = cloudimage.builder_argv("debootstrap", "bookworm", "/c/tree", "http://m/debian",
+                                  ["a"], "/c/tree")
+    assert old == ["debootstrap", "--variant=minbase", "--include=a", "bookworm", "/c/tree",
+                   "http://m/debian"]
+    with pytest.raises(ValueError, match="Unknown image builder"):
+        cloudimage.builder_argv("cdebootstrap", "bookworm", "/t", "http://m", ["a"], "/f")
+
+
+def test_builder_errors_come_from_debootstraps_log_or_the_build_log(tmp_path):
+    tree, build_log = tmp_path / "tree", tmp_path / "build.log"
+    assert cloudimage._builder_errors(str(tree), str(build_log)) == "(no builder log)"
+    build_log.write_text("I: downloading\nE: Unable to locate package nosuch\nI: done\n")
+    assert cloudimage._builder_errors(str(tree), str(build_log)) == \
+        "E: Unable to locate package nosuch"
+    (tree / "debootstrap").mkdir(parents=True)
+    (tree / "debootstrap/debootstrap.log").write_text("dpkg: error processing x\n")
+    assert cloudimage._builder_errors(str(tree), str(build_log)) == "dpkg: error processing x"
 
 
 def test_find_built_reads_a_complete_entry_only(tmp_path):

@@ -4,11 +4,12 @@
 ``build``: the image of tools/harness/cloudimage.py built from an empty
 cache directory (``--cache``, removed first), each command the builder runs
 timed (user+system CPU of its whole process tree, from ``getrusage`` of the
-children, and wall time): debootstrap is run as its two stages
-(``--foreign``: download and extraction; ``--second-stage`` in the tree:
-installation and configuration, the initramfs included), then the image
-writing (``mke2fs -d``, extlinux); the builder's own CPU (the SHA-256) and
-the qcow2 copy are printed too, and the initramfs builds the log shows.
+children, and wall time): the tree's builder (``--builder``, mmdebstrap by
+default: one step; debootstrap as its two stages, ``--foreign``: download
+and extraction; ``--second-stage`` in the tree: installation and
+configuration, the initramfs included), then the image writing (``mke2fs
+-d``, extlinux); the builder's own CPU (the SHA-256) and the qcow2 copy are
+printed too, and the initramfs builds the log shows.
 
 ``boot``: the cached image (built when missing) on a 2 GiB copy, with a
 NoCloud seed made like the node's (the project's own meta-data,
@@ -20,7 +21,7 @@ the serial console: the wall time and qemu's CPU seconds then.  With
 blame`` are printed afterwards.  Figures only.
 
 Run as root: ``.venv/bin/python tools/bench/bench_cloudimage.py boot [--cache DIR]``
-or ``build --cache DIR`` (2 to 4 minutes, downloads); without arguments a
+or ``build --cache DIR [--builder debootstrap]`` (1 to 4 minutes, downloads); without arguments a
 boot (skipped with a message when the image cannot be had or qemu cannot run).
 """
 
@@ -68,6 +69,7 @@ def _self_cpu() -> float:
 
 class _Timed:
     """Replaces the builder's ``_run``: each command timed; debootstrap as its two stages."""
+    # (mmdebstrap, one command, is timed as one step)
 
     def __init__(self) -> None:
         self.rows: list[tuple[str, float, float]] = []
@@ -83,26 +85,33 @@ class _Timed:
 
     def __call__(self, argv: Sequence[str], log_fh: IO[str]) -> None:
         if argv[0] != "debootstrap":
-            self._one(os.path.basename(argv[0]), argv, log_fh)
+            label = "mmdebstrap (download, install, configure)" if argv[0] == "mmdebstrap" \
+                else os.path.basename(argv[0])
+            self._one(label, argv, log_fh)
+            self._keep_log(log_fh)
             return
         tree = argv[-2]
         self._one("debootstrap --foreign (download, extract)",
                   [argv[0], "--foreign", *argv[1:]], log_fh)
         self._one("debootstrap --second-stage (install, configure)",
                   ["chroot", tree, "/debootstrap/debootstrap", "--second-stage"], log_fh)
+        self._keep_log(log_fh)
+
+    def _keep_log(self, log_fh: IO[str]) -> None:
         log_fh.flush()
         with open(log_fh.name, encoding="utf-8", errors="replace") as fh:
-            self.log_text.append(fh.read())
+            self.log_text[:] = [fh.read()]
 
 
-def bench_build(cache: str) -> None:
-    """Build into an emptied ``cache``; print the table."""
+def bench_build(cache: str, builder: str) -> None:
+    """Build into an emptied ``cache`` with ``builder``; print the table."""
     shutil.rmtree(cache, ignore_errors=True)
     timed = _Timed()
     cloudimage._run = timed
     cpu0, self0, wall0 = _children_cpu(), _self_cpu(), time.monotonic()
     try:
-        image = cloudimage.build(cache, log=lambda m: print("  " + m, flush=True))
+        image = cloudimage.build(cache, log=lambda m: print("  " + m, flush=True),
+                                 builder=builder)
     finally:
         cloudimage._run = timed._orig
     total_wall = time.monotonic() - wall0
@@ -119,7 +128,9 @@ def bench_build(cache: str) -> None:
     print(f"{'whole build':52} {_children_cpu() - cpu0 - qcow_cpu + own:7.1f} {total_wall:7.1f}")
     print(f"{'qcow2 copy (qemu-img convert -c)':52} {qcow_cpu:7.1f} {qcow_wall:7.1f}")
     text = "".join(timed.log_text)
-    print(f"initramfs builds in the log: {len(re.findall(r'update-initramfs: Generating', text))}")
+    if builder == "debootstrap":     # (mmdebstrap does not show the maintainer scripts' output)
+        print(f"initramfs builds in the log:"
+              f" {len(re.findall(r'update-initramfs: Generating', text))}")
     qcow = os.path.join(os.path.dirname(image.path), cloudimage.QCOW2_NAME)
     print(f"raw data {_allocated(image.path) / 2**20:.0f} MiB, qcow2"
           f" {os.path.getsize(qcow) / 2**20:.0f} MiB")
@@ -198,24 +209,27 @@ def bench_boot(cache: str | None, inspect: bool, append: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``build --cache DIR`` or ``boot [--cache DIR] [--inspect] [--append ARGS]``."""
+    """``build --cache DIR [--builder PROGRAM]`` or ``boot [--cache DIR] [--inspect]
+    [--append ARGS]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     b = sub.add_parser("build", help="build from an emptied cache directory")
     b.add_argument("--cache", required=True)
+    b.add_argument("--builder", choices=cloudimage.BUILDERS, default=cloudimage.BUILDERS[0])
     t = sub.add_parser("boot", help="boot the cached image to cloud-init's end")
     t.add_argument("--cache", default=None)
     t.add_argument("--inspect", action="store_true")
     t.add_argument("--append", default="", help="boot the image's kernel directly with this"
                    " command line (to compare command lines)")
     args: Any = parser.parse_args(argv)
-    why = cloudimage.problem() or host_helpers.qemu_reason()
+    why = cloudimage.problem(getattr(args, "builder", cloudimage.BUILDERS[0])) \
+        or host_helpers.qemu_reason()
     if why and (args.command == "build" or cloudimage.find_built(getattr(args, "cache", None))
                 is None or host_helpers.qemu_reason()):
         print(f"skipped: {why}")
         return 0
     if args.command == "build":
-        bench_build(args.cache)
+        bench_build(args.cache, args.builder)
     else:
         bench_boot(getattr(args, "cache", None), getattr(args, "inspect", False),
                    getattr(args, "append", ""))
