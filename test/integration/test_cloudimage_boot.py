@@ -16,11 +16,11 @@ Marked ``soak`` (``make soak``).  The image is made to be booted under TCG
 (a minimal Debian, cloud-init's modules cut to those the checks and common
 user-data need; doc/images.md, "The test image", has the CPU figures), and
 the checks are typed on the console after cloud-init's end, with one start
-of cloud-init each.  It ran in ``make test`` twice: green, but the whole run
-took 25:57 and 25:54 against the 25-minute budget (the image built from
-scratch, 146-152 s under that load, and the two boots, 167-171 s; 23:13
-and 23:28 without it the same day), and the suite is bound by the machine's two CPUs, so it waits
-for time found elsewhere.  Under root
+of cloud-init each.  It ran in ``make test`` four times: green, but the
+whole run took 25:46 to 26:17 against the 25-minute budget (the image
+built from scratch and the cluster, 94-152 s under that load, and the two
+boots, 167-200 s; 23:13 and 23:28 without it), and the suite keeps the
+machine's two CPUs 95 % busy, so it waits for CPU time found elsewhere.  Under root
 (``GANETI_TEST_REQUIRE_DEBOOTSTRAP=1``) a missing builder tool fails the
 test instead of skipping it.
 """
