@@ -4,7 +4,7 @@ The image is made here from Debian's packages, never downloaded ready
 made: ``mmdebstrap --variant=minbase`` of this machine's release from the
 archive of its apt sources (:func:`tools.harness.debootstrap.host_mirror`;
 apt resolves the packages, where debootstrap's perl re-reads the archive's
-index in each round: half the CPU, :data:`BUILDERS`)
+index in each round: about 60 % of the CPU, :data:`BUILDERS`)
 with the cloud kernel, ``cloud-init``, ``openssh-server``, systemd, udev
 and ifupdown (:data:`PACKAGES`), then a raw image whose whole disk is one
 ext4 file system labelled ``root`` (made with ``mke2fs -d`` from the tree),
@@ -56,10 +56,10 @@ from typing import IO
 
 from tools.harness import debootstrap
 
-__all__ = ["CloudImage", "CACHE_ENV", "PACKAGES", "VARIANT", "IMAGE_NAME", "KERNEL_ARGS",
-           "MASKED_UNITS", "CLOUD_INIT_MODULES", "META_DATA_COMMAND", "default_cache_dir",
-           "BUILDERS", "cache_key", "guest_files", "build_files", "builder_argv", "build", "find_built", "qcow2", "problem",
-           "main"]
+__all__ = ["CloudImage", "CACHE_ENV", "PACKAGES", "VARIANT", "BUILDERS", "IMAGE_NAME",
+           "KERNEL_ARGS", "MASKED_UNITS", "CLOUD_INIT_MODULES", "META_DATA_COMMAND",
+           "default_cache_dir", "cache_key", "guest_files", "build_files", "builder_argv",
+           "build", "find_built", "qcow2", "problem", "main"]
 
 CACHE_ENV = "GANETI_CLOUDIMAGE_CACHE"
 #: what the builder adds to its ``minbase`` variant (essential packages and apt):
@@ -78,9 +78,9 @@ MERGED_USR_HOOKS = "/usr/share/mmdebstrap/hooks/merged-usr"
 #: cron, logrotate, editors, ...)
 VARIANT = "minbase"
 #: the programs that make the image's tree, the default first: ``mmdebstrap``
-#: (apt resolves the packages: 31 CPU seconds for the tree, 29 s of wall time) or
-#: ``debootstrap`` (54 CPU seconds and 64 s with the image: its perl re-reads the
-#: archive's index about 30 times, a third of its CPU); doc/images.md, "The test image"
+#: (apt resolves the packages; the whole build 30-35 CPU seconds and 30-34 s) or
+#: ``debootstrap`` (53 CPU seconds and 64 s: its perl re-reads the archive's index
+#: about 30 times, a third of its processes' CPU); doc/images.md, "The test image"
 BUILDERS = ("mmdebstrap", "debootstrap")
 IMAGE_NAME = "debian-cloud.raw"
 QCOW2_NAME = "debian-cloud.qcow2"
