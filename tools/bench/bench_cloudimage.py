@@ -9,7 +9,7 @@ default: one step; debootstrap as its two stages, ``--foreign``: download
 and extraction; ``--second-stage`` in the tree: installation and
 configuration, the initramfs included), then the image writing (``mke2fs
 -d``, extlinux); the builder's own CPU (the SHA-256) and the qcow2 copy are
-printed too, and the initramfs builds the log shows.
+printed too, and (debootstrap) the initramfs builds its log shows.
 
 ``boot``: the cached image (built when missing) on a 2 GiB copy, with a
 NoCloud seed made like the node's (the project's own meta-data,
@@ -88,19 +88,15 @@ class _Timed:
             label = "mmdebstrap (download, install, configure)" if argv[0] == "mmdebstrap" \
                 else os.path.basename(argv[0])
             self._one(label, argv, log_fh)
-            self._keep_log(log_fh)
             return
         tree = argv[-2]
         self._one("debootstrap --foreign (download, extract)",
                   [argv[0], "--foreign", *argv[1:]], log_fh)
         self._one("debootstrap --second-stage (install, configure)",
                   ["chroot", tree, "/debootstrap/debootstrap", "--second-stage"], log_fh)
-        self._keep_log(log_fh)
-
-    def _keep_log(self, log_fh: IO[str]) -> None:
         log_fh.flush()
         with open(log_fh.name, encoding="utf-8", errors="replace") as fh:
-            self.log_text[:] = [fh.read()]
+            self.log_text.append(fh.read())
 
 
 def bench_build(cache: str, builder: str) -> None:
