@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import stat
+import sys
 import threading
 import time
 
@@ -156,6 +157,57 @@ def test_auto_accel_probes_once_when_two_workers_ask_at_once(tmp_path, monkeypat
         thread.join(10)
     assert answers == ["tcg", "tcg"] and probes == [1]
     assert sorted(os.listdir(tmp_path)) == [".accel.lock", "accel.json"]
+
+def test_probe_verdict_yes_on_the_line_no_on_exit_cpu_budget_or_timeout() -> None:
+    line = guestimage.PROBE_LINE
+    assert guestvm.probe_verdict(f"noise\n{line}\n", 9.0, 30.0, True) is True
+    assert guestvm.probe_verdict("", 0.2, 1.0, False) is None
+    assert guestvm.probe_verdict("half a li", 0.2, 1.0, True) is False
+    assert guestvm.probe_verdict("", 5.0, 6.0, False, cpu_budget=5.0) is False
+    assert guestvm.probe_verdict("", 4.9, 6.0, False, cpu_budget=5.0) is None
+    assert guestvm.probe_verdict("", 0.1, 20.0, False, timeout=20.0) is False
+
+
+#: a stand-in for qemu: writes ``$PROBE_OUT`` to the file of ``-serial file:PATH``, then
+#: spins the CPU (``spin``) or sleeps, until it is killed
+_FAKE_QEMU = """#!{python}
+import os, sys, time
+path = sys.argv[sys.argv.index("-serial") + 1][len("file:"):]
+with open(path, "w") as fh:
+    fh.write(os.environ["PROBE_OUT"])
+while True:
+    if os.environ["PROBE_MODE"] != "spin":
+        time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("out,mode,boots", [(guestimage.PROBE_LINE + "\n", "sleep", True),
+                                            ("", "spin", False)], ids=["boots", "hangs"])
+def test_probe_stops_qemu_once_it_knows(tmp_path, monkeypatch, out, mode, boots) -> None:
+    fake = tmp_path / "qemu"
+    fake.write_text(_FAKE_QEMU.format(python=sys.executable))
+    fake.chmod(0o755)
+    monkeypatch.setattr(guestvm, "QEMU", str(fake))
+    monkeypatch.setattr(guestvm, "_PROBE_CPU_BUDGET", 0.3)
+    # never reached: a hang is told by the CPU budget (the test's own timeout fails it)
+    monkeypatch.setattr(guestvm, "_PROBE_TIMEOUT", 3600.0)
+    monkeypatch.setenv("PROBE_OUT", out)
+    monkeypatch.setenv("PROBE_MODE", mode)
+    image = guestimage.Image(str(tmp_path), "k", "1", "r", ())
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    assert guestvm._probe_kvm(image, str(scratch)) is boots
+    # the stand-in never ends by itself: it was killed (and reaped) once decided
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit()
+                and str(fake) in _cmdline(int(pid))]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 # --- the initramfs ----------------------------------------------------------------------
 

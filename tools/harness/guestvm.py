@@ -45,7 +45,8 @@ __all__ = ["GuestSpec", "SUBNET_POOL", "HOST_SUFFIX", "QEMU", "VIRTIOFSD", "brid
            "tap_name", "mac_address", "pick_subnet", "node_address", "host_address",
            "qemu_argv", "virtiofsd_argv", "network_support", "used_networks",
            "create_network", "destroy_network", "make_state_disk", "make_data_disks",
-           "start_guest", "kill_guest", "guest_running", "choose_accel", "NETWORK_LOCK",
+           "start_guest", "kill_guest", "guest_running", "choose_accel", "probe_verdict",
+           "NETWORK_LOCK",
            "read_pid", "process_alive"]
 
 #: the /16 the clusters' /24 subnets come from
@@ -57,6 +58,12 @@ VIRTIOFSD = "/usr/lib/qemu/virtiofsd"
 #: serializes subnet picks and bridge creation of concurrent ``create`` calls
 NETWORK_LOCK = "/run/lock/ganeti-vcluster-guests.lock"
 _PROBE_TIMEOUT = 20.0
+#: the probe's qemu gives up once it used this much CPU without the probe line: with
+#: KVM that works the kernel and ``/init`` print it after well under a second of CPU;
+#: where nested KVM hangs (in the option ROM, printing nothing) qemu spins a whole CPU
+#: until the timeout, which this cuts to a quarter (CPU, not wall time: a busy host
+#: stretches a good boot's wall time, not its CPU time)
+_PROBE_CPU_BUDGET = 5.0
 
 Log = Callable[[str], None]
 
@@ -391,8 +398,44 @@ def _kvm_usable() -> bool:
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
 
+def probe_verdict(console: str, cpu_seconds: float, elapsed: float, exited: bool,
+                  *, cpu_budget: float = _PROBE_CPU_BUDGET,
+                  timeout: float = _PROBE_TIMEOUT) -> bool | None:
+    """Whether KVM boots the image, from the probe's state so far; None: not known yet.
+
+    ``console`` is what the guest printed, ``cpu_seconds`` the CPU qemu used,
+    ``elapsed`` the wall time since it started and ``exited`` whether it has.
+    Yes once the probe line is there; no when qemu ended without it, used
+    ``cpu_budget`` of CPU or ran ``timeout`` seconds.
+    """
+    if guestimage.PROBE_LINE in console:
+        return True
+    if exited or cpu_seconds >= cpu_budget or elapsed >= timeout:
+        return False
+    return None
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
 def _probe_kvm(image: guestimage.Image, workdir: str) -> bool:
-    """Boot the image with KVM once, asking ``/init`` only to print the probe line."""
+    """Boot the image with KVM once, asking ``/init`` only to print the probe line;
+    decided by :func:`probe_verdict` (qemu is stopped as soon as it is)."""
     cmdline = guestimage.kernel_cmdline(hostname="probe", address="10.0.0.1", prefix=24,
                                         python="/bin/false", repo="/", probe=True)
     log = os.path.join(workdir, "probe.log")
@@ -400,24 +443,33 @@ def _probe_kvm(image: guestimage.Image, workdir: str) -> bool:
             "-kernel", image.kernel, "-initrd", image.initrd, "-append", cmdline,
             "-display", "none", "-vga", "none", "-monitor", "none", "-no-reboot",
             "-nic", "none", "-serial", f"file:{log}"]
+    started = time.monotonic()
     try:
-        subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                       timeout=_PROBE_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    try:
-        with open(log, errors="replace") as fh:
-            return guestimage.PROBE_LINE in fh.read()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
     except OSError:
         return False
+    try:
+        while True:
+            exited = proc.poll() is not None
+            verdict = probe_verdict(_read_text(log), _cpu_seconds(proc.pid),
+                                    time.monotonic() - started, exited,
+                                    cpu_budget=_PROBE_CPU_BUDGET, timeout=_PROBE_TIMEOUT)
+            if verdict is not None:
+                return verdict
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
 
 
 def choose_accel(image: guestimage.Image, requested: str = "auto", *,
                  log: Log | None = None) -> str:
     """``kvm`` or ``tcg``: ``requested``, or for ``auto`` KVM where it boots the image.
 
-    The probe (a boot of at most 20 s) runs once per image build; its
-    answer is kept in the build's ``accel.json``.
+    The probe (a boot of at most 5 CPU seconds or 20 s, :func:`probe_verdict`)
+    runs once per image build; its answer is kept in the build's ``accel.json``.
     """
     log = log or (lambda msg: None)
     if requested in ("kvm", "tcg"):
