@@ -162,3 +162,41 @@ def test_install_links_a_build_into_a_directory(tmp_path, fake_apt):
     assert open(copy.initrd).read() == "initrd.img"
     assert tinylinux.find_installed(copy.directory) == copy
     assert tinylinux.find_installed(str(tmp_path)) is None
+
+
+def test_apt_cache_is_asked_once_while_apt_and_dpkg_stay_the_same(monkeypatch):
+    calls: list[list[str]] = []
+    answers = {"depends": "linux-image-cloud-amd64\n  Depends: linux-image-6.1.0-9-cloud-amd64\n",
+               "policy": "x:\n  Installed: (none)\n  Candidate: 6.1.1-1\n"}
+
+    def run(argv, *, cwd=None):
+        calls.append(list(argv))
+        return answers[argv[1]]
+    state = [(1, 2, 3, 4)]
+    monkeypatch.setattr(tinylinux, "_run", run)
+    monkeypatch.setattr(tinylinux, "_apt_state", lambda: state[0])
+    monkeypatch.setattr(tinylinux, "_APT_ANSWERS", {})
+    for _ in range(3):
+        assert tinylinux.versioned_kernel_package("linux-image-cloud-amd64") == \
+            "linux-image-6.1.0-9-cloud-amd64"
+        assert tinylinux.candidate_version("linux-image-6.1.0-9-cloud-amd64") == "6.1.1-1"
+    assert calls == [["apt-cache", "depends", "linux-image-cloud-amd64"],
+                     ["apt-cache", "policy", "linux-image-6.1.0-9-cloud-amd64"]]
+    # another package is another question
+    tinylinux.candidate_version("busybox")
+    assert calls[-1] == ["apt-cache", "policy", "busybox"]
+    # after an apt-get update (the lists' time changed) apt is asked again
+    state[0] = (5, 2, 3, 4)
+    answers["policy"] = "x:\n  Candidate: 6.1.2-1\n"
+    assert tinylinux.candidate_version("linux-image-6.1.0-9-cloud-amd64") == "6.1.2-1"
+    assert len(calls) == 4
+
+
+def test_apt_state_names_the_lists_and_dpkgs_status(tmp_path, monkeypatch):
+    present, missing = tmp_path / "lists", tmp_path / "none"
+    present.mkdir()
+    monkeypatch.setattr(tinylinux, "_APT_STATE_FILES", (str(present), str(missing)))
+    before = tinylinux._apt_state()
+    assert before[0] == present.stat().st_mtime_ns and before[1] == 0
+    os.utime(present, ns=(before[0] + 10**9, before[0] + 10**9))
+    assert tinylinux._apt_state()[0] == before[0] + 10**9

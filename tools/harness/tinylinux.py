@@ -236,9 +236,40 @@ def _run(argv: Sequence[str], *, cwd: str | None = None) -> str:
     return proc.stdout
 
 
+#: what ``apt-cache`` answered in this process: (argv, :func:`_apt_state`) -> its output
+_APT_ANSWERS: dict[tuple[tuple[str, ...], tuple[int, ...]], str] = {}
+#: the files whose change can change ``apt-cache``'s answers (``apt-get update``
+#: replaces the lists, a package install rewrites dpkg's status)
+_APT_STATE_FILES = ("/var/lib/apt/lists", "/var/lib/dpkg/status", "/etc/apt/sources.list",
+                    "/etc/apt/sources.list.d")
+
+
+def _apt_state() -> tuple[int, ...]:
+    """The modification times of :data:`_APT_STATE_FILES` (0 for a missing one)."""
+    stamps = []
+    for path in _APT_STATE_FILES:
+        try:
+            stamps.append(os.stat(path).st_mtime_ns)
+        except OSError:
+            stamps.append(0)
+    return tuple(stamps)
+
+
+def _apt_cache(*args: str) -> str:
+    """``apt-cache ARGS``'s output, asked once per process while apt's lists and dpkg's
+    status stay the same: every build of the guests asks which kernel to take, and
+    a test worker builds (or finds) them for many tests (about 0.6 CPU seconds a
+    question: apt reads its whole package cache)."""
+    key = (args, _apt_state())
+    answer = _APT_ANSWERS.get(key)
+    if answer is None:
+        answer = _APT_ANSWERS[key] = _run(["apt-cache", *args])
+    return answer
+
+
 def versioned_kernel_package(meta: str) -> str:
     """The versioned ``linux-image-*`` package the meta package depends on."""
-    for line in _run(["apt-cache", "depends", meta]).splitlines():
+    for line in _apt_cache("depends", meta).splitlines():
         key, _, value = line.strip().partition(":")
         value = value.strip()
         if key in ("Depends", "|Depends") and value.startswith("linux-image-"):
@@ -247,7 +278,7 @@ def versioned_kernel_package(meta: str) -> str:
 
 
 def candidate_version(package: str) -> str:
-    for line in _run(["apt-cache", "policy", package]).splitlines():
+    for line in _apt_cache("policy", package).splitlines():
         key, _, value = line.strip().partition(":")
         if key == "Candidate" and value.strip() not in ("", "(none)"):
             return value.strip()
