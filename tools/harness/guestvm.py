@@ -309,11 +309,18 @@ def process_alive(pid: int | None) -> bool:
     """Whether ``pid`` runs (a zombie does not)."""
     if pid is None:
         return False
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (the state first);
+    empty once the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][:1] not in ("Z", "X")
+            return fh.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
+        return []
 
 
 def guest_running(spec: GuestSpec) -> bool:
@@ -417,10 +424,8 @@ def probe_verdict(console: str, cpu_seconds: float, elapsed: float, exited: bool
 
 def _cpu_seconds(pid: int) -> float:
     """User and system CPU time of process ``pid`` (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = _stat_fields(pid)
+    if len(fields) < 13:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
