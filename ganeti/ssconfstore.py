@@ -9,6 +9,7 @@ getmaster``, the master's name), so this module imports nothing beyond
 from __future__ import annotations
 
 from ganeti import errors
+from ganeti.utils.bounded import read_limited
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up)
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class SimpleStore:
         path = self._paths.ssconf_file(key)
         try:
             with open(path, "rb") as fh:
-                data = fh.read(MAX_SIZE + 1)
+                data = read_limited(fh, MAX_SIZE)
         except FileNotFoundError as exc:
             raise errors.ConfigurationError(
                 f"ssconf file {path} is missing; is this node part of a cluster?") from exc

@@ -189,7 +189,7 @@ def export_info(ctx: NodeContext, path: str) -> str:
         if size > _MAX_CONFIG:
             raise errors.OpExecError(f"{label} is too large ({size} bytes, at most"
                                      f" {_MAX_CONFIG})")
-        data = fh.read(_MAX_CONFIG + 1)
+        data = uio.read_limited(fh, _MAX_CONFIG)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

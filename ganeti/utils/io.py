@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable, Mapping
 
 from ganeti import errors
+from ganeti.utils.bounded import READ_CHUNK, read_limited
 
 __all__ = ["write_file_atomic", "write_files_atomic", "ScratchPool", "read_file",
-           "read_password_file",
+           "read_password_file", "read_limited", "READ_CHUNK",
            "read_regular_file", "remove_file", "ensure_dirs",
            "fsync_dir", "file_checksum", "DEFAULT_MAX_READ",
            "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
@@ -353,7 +354,7 @@ def read_file(path: str, *, max_size: int = DEFAULT_MAX_READ) -> bytes:
     files and :class:`errors.GanetiError` when the file is too large.
     """
     with open(path, "rb") as fh:
-        data = fh.read(max_size + 1)
+        data = read_limited(fh, max_size)
     if len(data) > max_size:
         raise errors.GanetiError(f"File {path} is larger than {max_size} bytes")
     return data

@@ -149,7 +149,7 @@ def read_local(path: str, *, what: str = "file", replace: bool = False,
         _replace_entry(path, what, kind)
         return None
     with os.fdopen(fd, "rb") as fh:
-        data = fh.read(max_size + 1)
+        data = uio.read_limited(fh, max_size)
     if len(data) > max_size:
         raise errors.GanetiError(f"{what.capitalize()} {path} is larger than {max_size} bytes")
     return data
