@@ -446,7 +446,7 @@ def blockdev_getstatus(ctx: NodeContext, disks: list) -> list[list[Any] | None]:
     return [_status(ctx, store_of, entry) for entry in disks]
 
 
-@procedure(FAST, keepalive=True)
+@procedure(FAST)
 def blockdev_find(ctx: NodeContext, disk: dict) -> dict[str, Any] | None:
     """{dev_path, size, major, minor, sync_percent, estimated_time, is_degraded, ldisk_status}
     or None when the volume does not exist; drbd adds drbd: {cstate, role, peer_role, disk,

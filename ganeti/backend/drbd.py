@@ -35,7 +35,7 @@ def _devices(ctx: NodeContext, disks: list) -> list[tuple[drbd.DrbdDevice, Any]]
     return found
 
 
-@procedure(FAST, keepalive=True)
+@procedure(FAST)
 def blockdev_getmirrorstatus(ctx: NodeContext, disks: list) -> list[dict[str, Any] | None]:
     """Per disk dict: this node's side of the mirror (blockdev_find's fields, drbd state
     included) or None (not drbd, or its volumes are missing here).
@@ -130,7 +130,7 @@ def blockdev_close(ctx: NodeContext, disks: list) -> None:
         store.close(spec)
 
 
-@procedure(FAST, keepalive=True)
+@procedure(FAST)
 def drbd_node_info(ctx: NodeContext) -> dict[str, Any]:
     """{minors: configured DRBD minors, helper: usermode helper or None, version: /proc/drbd's
     first line or None}.

@@ -90,7 +90,7 @@ def hooks_runner(ctx: NodeContext, hpath: str, phase: str, env: dict) -> list[li
     return results
 
 
-@procedure(URGENT, keepalive=True)
+@procedure(URGENT)
 def hooks_list(ctx: NodeContext) -> list[str]:
     """Names of the non-empty <hpath>-<phase>.d directories under the node's hooks directory
     (sorted).

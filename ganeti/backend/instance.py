@@ -260,7 +260,7 @@ def instance_reboot(ctx: NodeContext, instance: dict, reboot_type: str,
 
 # --- information ---------------------------------------------------------------
 
-@procedure(URGENT, keepalive=True)
+@procedure(URGENT)
 def instance_info(ctx: NodeContext, instance_name: str, hypervisor: str,
                   hvparams: dict) -> dict[str, Any] | None:
     """Runtime info {memory, vcpus, state, time, hv_state} or None if unknown.

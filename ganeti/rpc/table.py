@@ -374,7 +374,6 @@ FENCED = frozenset(["ha_lease", "ha_lease_relay", "jobqueue_purge", "jobqueue_re
 #: @procedure(offline=True): sent to nodes marked offline too
 OFFLINE = frozenset(["master_lease"])
 #: @procedure(keepalive=True), not fenced: read-only, kept connections
-KEEPALIVE = frozenset(["all_instances_info", "blockdev_find", "blockdev_getmirrorstatus",
-    "drbd_node_info", "hooks_list", "instance_info", "instance_list", "node_info", "version"])
+KEEPALIVE = frozenset(["all_instances_info", "instance_list", "node_info", "version"])
 #: @procedure(keepalive=True, fenced=True): repeatable writes, kept connections
 KEEPALIVE_WRITE = frozenset(["jobqueue_rename", "jobqueue_set_drain_flag", "jobqueue_update_many"])
