@@ -22,7 +22,10 @@ def read_limited(fh: IO[bytes], max_size: int) -> bytes:
     """What ``fh`` holds up to its end, but at most ``max_size + 1`` bytes (so that
     the caller can tell a file over ``max_size``).
 
-    Reads about the file's size (``fstat``), then in :data:`READ_CHUNK` pieces:
+    Reads the file's size plus one byte (``fstat``), then :data:`READ_CHUNK`
+    pieces while it grows; a read that returns less than it asked for found the
+    end (a buffered binary file reads until its end or the size asked), so a
+    regular file takes one call:
     one ``read(max_size + 1)`` first allocates a buffer of that size, a mapping
     made and dropped on every call (64 MiB for :func:`ganeti.utils.io.read_file`),
     which inside an emulated guest cost 0.4 ms a read (doc/vcluster.md, "Where a
@@ -35,10 +38,13 @@ def read_limited(fh: IO[bytes], max_size: int) -> bytes:
     parts: list[bytes] = []
     got, want = 0, size + 1 if size else READ_CHUNK
     while got <= max_size:
-        chunk = fh.read(min(want, max_size + 1 - got))
+        asked = min(want, max_size + 1 - got)
+        chunk = fh.read(asked)
         if not chunk:
             break
         parts.append(chunk)
         got += len(chunk)
+        if len(chunk) < asked:
+            break
         want = READ_CHUNK
     return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Mapping
 
 from ganeti import errors
-from ganeti.utils.bounded import READ_CHUNK, read_limited
+from ganeti.utils.bounded import read_limited
 
 __all__ = ["write_file_atomic", "write_files_atomic", "ScratchPool", "read_file",
-           "read_password_file", "read_limited", "READ_CHUNK",
+           "read_password_file", "read_limited",
            "read_regular_file", "remove_file", "ensure_dirs",
            "fsync_dir", "file_checksum", "DEFAULT_MAX_READ",
            "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]

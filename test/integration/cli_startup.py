@@ -46,7 +46,8 @@ ALLOWED_GANETI = frozenset({
     "ganeti.opcodes", "ganeti.opcodes.wire",   # and its generated parts:
     "ganeti.opcodes.wire_base", "ganeti.opcodes.wire_instance", "ganeti.opcodes.wire_node",
     "ganeti.opcodes.wire_cluster",
-    "ganeti.utils", "ganeti.utils.bounded", "ganeti.utils.units", "ganeti.utils.pidfile", "ganeti.utils.unixsock",
+    "ganeti.utils", "ganeti.utils.bounded", "ganeti.utils.units", "ganeti.utils.pidfile",
+    "ganeti.utils.unixsock",
     "ganeti.cli", "ganeti.cli.argparse_lite", "ganeti.cli.failure", "ganeti.cli.ipolicy_opts",
     "ganeti.cli.jobs", "ganeti.cli.main", "ganeti.cli.options", "ganeti.cli.output",
     "ganeti.cli.verbs", "ganeti.cli.info",
