@@ -124,6 +124,8 @@ def test_kernel_cmdline_refuses_white_space() -> None:
     line = guestimage.kernel_cmdline(hostname="n1", address="10.0.0.1", prefix=24,
                                      python="/p/python", repo="/r")
     assert "console=ttyS0" in line and "vcg.repo=/r" in line and "vcg.probe" not in line
+    # fixed mappings: TCG reuses one process's translated code in the next
+    assert "norandmaps" in line.split()
     with pytest.raises(errors.ParameterError):
         guestimage.kernel_cmdline(hostname="n1", address="10.0.0.1", prefix=24,
                                   python="/p/my python", repo="/r")
