@@ -21,7 +21,8 @@ exists, the hostname is the instance's and the SSH key given with ``-O`` is
 in the default user's ``authorized_keys``; the service's log names the
 instance's requests.
 
-Marked ``soak`` like test_cloudimage_boot.py: a full Debian boot under TCG.
+Marked ``soak``: a third full Debian boot under TCG beside test_cloudimage_boot.py's
+two (in ``make test``), which cover the seed the node builds.
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ def test_guest_files_boot_from_the_labelled_root_with_a_serial_console():
     append = conf.split("APPEND ", 1)[1].split()
     assert [w for w in append if w.startswith("console=")][-1].startswith("console=ttyS0")
     assert "quiet" in append
+    # fixed mappings: under TCG one Python start's translated code serves the next
+    assert "norandmaps" in append
 
 
 def test_cloud_init_runs_the_modules_the_tests_and_common_user_data_need():
