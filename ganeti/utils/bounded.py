@@ -22,14 +22,14 @@ def read_limited(fh: IO[bytes], max_size: int) -> bytes:
     """What ``fh`` holds up to its end, but at most ``max_size + 1`` bytes (so that
     the caller can tell a file over ``max_size``).
 
-    Reads the file's size plus one byte (``fstat``), then :data:`READ_CHUNK`
-    pieces while it grows; a read that returns less than it asked for found the
-    end (a buffered binary file reads until its end or the size asked), so a
-    regular file takes one call:
-    one ``read(max_size + 1)`` first allocates a buffer of that size, a mapping
-    made and dropped on every call (64 MiB for :func:`ganeti.utils.io.read_file`),
-    which inside an emulated guest cost 0.4 ms a read (doc/vcluster.md, "Where a
-    guest cluster's CPU goes").
+    Asks for the file's size plus one byte (``fstat``), then for
+    :data:`READ_CHUNK` pieces while it grows; a read that returns less than it
+    asked for found the end (a buffered binary file reads until its end or the
+    size asked), so a regular file takes one call.  Never one ``read(max_size +
+    1)``: that allocates a buffer of the limit first, a mapping made and dropped
+    on every call (64 MiB for :func:`ganeti.utils.io.read_file`), which inside an
+    emulated guest cost 0.4 ms a read (doc/vcluster.md, "Where a guest cluster's
+    CPU goes").
     """
     try:
         size = os.fstat(fh.fileno()).st_size

@@ -54,7 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import IO
 
-from tools.harness import debootstrap
+from tools.harness import debootstrap, guestimage
 
 __all__ = ["CloudImage", "CACHE_ENV", "PACKAGES", "VARIANT", "BUILDERS", "IMAGE_NAME",
            "KERNEL_ARGS", "MASKED_UNITS", "CLOUD_INIT_MODULES", "META_DATA_COMMAND",
@@ -93,11 +93,10 @@ LABEL = "root"
 FORMAT = 5
 #: the kernel's command line: the serial console last (``/dev/console``, where
 #: cloud-init and systemd write); ``quiet``: few kernel messages on the emulated
-#: serial port; ``norandmaps``: every process maps its binary and libraries at the same
-#: addresses, so that under TCG the code translated for one Python start (cloud-init's
-#: three) serves the next (doc/images.md, "The test image"): a test image, not a
-#: security boundary
-KERNEL_ARGS = f"root=LABEL={LABEL} ro console=tty0 console=ttyS0,115200n8 quiet norandmaps"
+#: serial port; :data:`guestimage.TCG_KERNEL_ARGS` so that cloud-init's three Python
+#: starts share their translated code (doc/images.md, "The test image")
+KERNEL_ARGS = (f"root=LABEL={LABEL} ro console=tty0 console=ttyS0,115200n8 quiet "
+               f"{guestimage.TCG_KERNEL_ARGS}")
 #: systemd units masked in the image: periodic maintenance no test guest lives long
 #: enough to need (and e2scrub_reap's pass at every boot), and cloud-init's config
 #: stage, whose modules run in the final stage instead (:data:`CLOUD_INIT_MODULES`):

@@ -50,10 +50,18 @@ from ganeti import errors
 from tools.harness import guestinit, tinylinux
 
 __all__ = ["Image", "CACHE_ENV", "WANTED_MODULES", "PROBE_LINE", "READY_LINE", "STATE_LABEL",
-           "OVERLAY_DIRS", "default_cache_dir", "init_script", "kernel_cmdline",
+           "OVERLAY_DIRS", "TCG_KERNEL_ARGS", "default_cache_dir", "init_script", "kernel_cmdline",
            "initramfs_entries", "build"]
 
 CACHE_ENV = "GANETI_GUEST_IMAGE_CACHE"
+#: kernel arguments of every test guest booted under TCG (the node guests here, the
+#: cloud-init test image of tools/harness/cloudimage.py): ``norandmaps`` has every
+#: process map its binary and libraries at the same addresses, so TCG's code
+#: translated for one process (by virtual address) serves the next instead of being
+#: made again for each Python start, ``lvs`` or ``socat``
+#: (doc/vcluster.md, "Where a guest cluster's CPU goes"); test machines, not a
+#: security boundary
+TCG_KERNEL_ARGS = "norandmaps"
 #: modules loaded at boot, dependencies first (absent ones are built in)
 WANTED_MODULES = ("virtio_pci", "virtio_blk", "virtio_net", "fuse", "virtiofs", "overlay",
                   "dm_mod", "dm_snapshot", "dm_mirror", "dm_thin_pool", "drbd", "loop",
@@ -103,10 +111,7 @@ def kernel_cmdline(*, hostname: str, address: str, prefix: int, python: str, rep
         if not value or any(c.isspace() for c in value):
             raise errors.ParameterError(f"Invalid {key} {value!r} for a kernel command line",
                                         errors.ECODE_INVAL)
-    # norandmaps: every process maps its binary and libraries at the same addresses, so
-    # TCG reuses the code it translated for one process in the next (doc/vcluster.md,
-    # "Where a guest cluster's CPU goes"); these are test machines, not a security boundary
-    line = ("console=ttyS0 panic=-1 loglevel=4 norandmaps "
+    line = (f"console=ttyS0 panic=-1 loglevel=4 {TCG_KERNEL_ARGS} "
             + " ".join(f"{k}={v}" for k, v in words.items()))
     return line + (" vcg.probe=1" if probe else "")
 
