@@ -31,11 +31,13 @@ from typing import Any
 
 from ganeti import constants, errors
 from ganeti.aliases import FeedbackFn
+from ganeti.cmdlib import disk_wipe
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import disk_rpc_dicts
 from ganeti.objects import Disk, Node
 
-__all__ = ["DiskCopy", "copy_disk", "LOCAL_TEMPLATES", "STALL_TIMEOUT", "POLL", "COPY_CHUNK"]
+__all__ = ["DiskCopy", "copy_disk", "LOCAL_TEMPLATES", "STALL_TIMEOUT", "POLL", "COPY_CHUNK",
+           "NEW_READS_ZERO"]
 
 #: disk templates whose disks exist on the primary node only and can be copied
 LOCAL_TEMPLATES = frozenset([constants.DT_FILE])
@@ -45,6 +47,8 @@ STALL_TIMEOUT = 300.0
 POLL = 0.2
 #: bytes per read/write RPC of an offline copy
 COPY_CHUNK = 4 * 1024 * 1024
+#: disk templates whose new disks read as zeros (a new file disk is a sparse file)
+NEW_READS_ZERO = frozenset([constants.DT_FILE])
 _MIB = 1024 * 1024
 
 
@@ -52,30 +56,53 @@ def copy_disk(lu: LogicalUnit[Any], src: str, dst: str, disk_data: dict[str, Any
               size_mib: int, idx: int, instance_name: str) -> None:
     """Copy disk ``idx`` (unused) of ``instance_name`` from node ``src`` to ``dst``.
 
-    Through the master: chunked ``blockdev_read_chunk``/``blockdev_write_chunk``
-    (all-zero chunks are skipped), then ``blockdev_checksum`` on both
-    sides; raises :class:`errors.OpExecError` on a mismatch.  Writes
-    ``disk-copy`` progress entries, and the copy shows as a block job of
-    the instance meanwhile (doc/progress.md).
+    Through the master: chunked ``blockdev_read_chunk``/``blockdev_write_chunk``,
+    then ``blockdev_checksum`` on both sides; raises
+    :class:`errors.OpExecError` on a mismatch.  All-zero chunks travel as
+    no data: a new ``file`` disk (a sparse file) reads zeros there already;
+    any other new disk (a logical volume gets whatever its extents held)
+    has those ranges overwritten with ``blockdev_wipe``, runs of them in
+    one call of at most :data:`disk_wipe.WIPE_CHUNK` (doc/storage.md, "The
+    plain template (LVM)").  Writes ``disk-copy``
+    progress entries, and the copy shows as a block job of the instance
+    meanwhile (doc/progress.md).
     """
+    rpc = lu.require_rpc()
     total = size_mib * _MIB
     offset = 0
+    zeroed = disk_data.get("dev_type") in NEW_READS_ZERO
+    hole = offset     # start of the run of zero chunks not yet written on dst
+
+    def fill_hole(end: int) -> None:
+        nonlocal hole
+        while not zeroed and hole < end:
+            size = min(disk_wipe.WIPE_CHUNK, end - hole)
+            rpc.call_blockdev_wipe(dst, disk=disk_data, offset=hole, size=size).one(
+                dst, f"Cannot zero {size} bytes at offset {hole} of disk {idx} on {dst}")
+            hole += size
+        hole = end
+
     with lu.progress_reporter("disk-copy", end=total, instance=instance_name,
                               device=f"disk/{idx}") as rep:
         while offset < total:
-            chunk = lu.require_rpc().call_blockdev_read_chunk(
+            chunk = rpc.call_blockdev_read_chunk(
                 src, disk=disk_data, offset=offset, length=min(COPY_CHUNK, total - offset)).one(src)
-            if not chunk["zero"] and chunk["length"]:
-                lu.require_rpc().call_blockdev_write_chunk(
-                    dst, disk=disk_data, offset=offset, data=chunk["data"]).one(dst)
             if not chunk["length"]:
                 break
+            if not chunk["zero"]:
+                fill_hole(offset)
+                rpc.call_blockdev_write_chunk(
+                    dst, disk=disk_data, offset=offset, data=chunk["data"]).one(dst)
+                hole = offset + chunk["length"]
             offset += chunk["length"]
+            if offset - hole >= disk_wipe.WIPE_CHUNK:
+                fill_hole(offset)
             rep.update(offset)
             if chunk.get("eof"):
                 break
-        a = lu.require_rpc().call_blockdev_checksum(src, disk=disk_data).one(src)
-        b = lu.require_rpc().call_blockdev_checksum(dst, disk=disk_data).one(dst)
+        fill_hole(offset)
+        a = rpc.call_blockdev_checksum(src, disk=disk_data).one(src)
+        b = rpc.call_blockdev_checksum(dst, disk=disk_data).one(dst)
         if a != b:
             raise errors.OpExecError(f"Checksum mismatch after copying disk to {dst}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 
 import pytest
 
@@ -162,6 +163,39 @@ def test_wipe_zeroes_the_range_allocates_it_and_refuses_past_the_end(ctx) -> Non
         blockdev.blockdev_wipe(ctx, disk, 3 * MIB, 2 * MIB)
     with pytest.raises(errors.StorageError, match="Invalid wipe range"):
         blockdev.blockdev_wipe(ctx, disk, 0, blockdev.MAX_WIPE_SIZE + 1)
+
+
+def test_zero_out_leaves_files_and_unaligned_ranges_to_the_caller(tmp_path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"\xff" * MIB)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        assert not blockdev._zero_out(fd, 0, MIB)       # a regular file: written by the caller
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"\xff" * MIB
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/loop-control"),
+                    reason="needs root and loop devices for a real block device")
+def test_zero_out_zeroes_a_range_of_a_block_device(tmp_path) -> None:
+    backing = tmp_path / "backing"
+    backing.write_bytes(b"\xff" * (4 * MIB))
+    dev = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        fd = os.open(dev, os.O_RDWR)
+        try:
+            assert not blockdev._zero_out(fd, 100, MIB)     # not 512-byte aligned
+            assert blockdev._zero_out(fd, MIB, 2 * MIB)
+            os.fsync(fd)
+            data = os.pread(fd, 4 * MIB, 0)
+        finally:
+            os.close(fd)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)
+    assert data == b"\xff" * MIB + bytes(2 * MIB) + b"\xff" * MIB
+    assert backing.read_bytes() == data
 
 
 def test_sharedfile_uses_ssconf_dir_as_written(ctx, tmp_path) -> None:

@@ -158,6 +158,9 @@ class FakeNodes(RpcStubs):
     def do_blockdev_write_chunk(self, node: str, disk: dict, offset: int, data: str) -> int:
         return 0
 
+    def do_blockdev_wipe(self, node: str, disk: dict, offset: int, size: int) -> int:
+        return size
+
     def do_blockdev_checksum(self, node: str, disk: dict) -> dict:
         return {"sha1": "x", "size": disk["size"] << 20}
 

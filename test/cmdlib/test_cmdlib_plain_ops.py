@@ -151,6 +151,51 @@ def test_move_a_plain_instance(lenv: Any) -> None:  # noqa: F811
     assert "inst1" in lenv.rpc.running["node2"]
 
 
+def _copied(cenv: Any, template: str, size_mib: int, data_at: list[int]
+            ) -> list[tuple[str, int, int]]:
+    """Move inst1 (one disk of ``size_mib``) to node2, the source holding data in
+    the 4 MiB chunks at ``data_at`` (MiB) and zeros elsewhere; -> what node2
+    got, in order: ("write"|"wipe", offset MiB, length MiB)."""
+    _create(cenv, template=template, disks=[{"size": size_mib}], start=False)
+    got: list[tuple[str, int, int]] = []
+
+    def read(node: str, disk: dict, offset: int, length: int) -> dict:
+        zero = offset >> 20 not in data_at
+        return {"data": "" if zero else "eA==", "length": length, "zero": zero,
+                "size": size_mib << 20, "eof": offset + length >= size_mib << 20}
+
+    def write(node: str, disk: dict, offset: int, data: str) -> int:
+        got.append(("write", offset >> 20, 4))
+        return 4 << 20
+
+    def wipe(node: str, disk: dict, offset: int, size: int) -> int:
+        got.append(("wipe", offset >> 20, size >> 20))
+        return size
+    cenv.rpc.do_blockdev_read_chunk = read
+    cenv.rpc.do_blockdev_write_chunk = write
+    cenv.rpc.do_blockdev_wipe = wipe
+    cenv.run("OP_INSTANCE_MOVE", instance_name="inst1", target_node="node2")
+    return got
+
+
+def test_a_move_zeroes_the_new_volumes_ranges_it_skips(lenv: Any) -> None:  # noqa: F811
+    """A new logical volume holds what its extents held: the zero chunks not sent
+    are zeroed on the target, runs of them in one wipe of at most 256 MiB."""
+    got = _copied(lenv, "plain", 600, [8])
+    assert got == [("wipe", 0, 8), ("write", 8, 4), ("wipe", 12, 256), ("wipe", 268, 256),
+                   ("wipe", 524, 76)]
+    # every byte of the volume written once, in order
+    assert [(o, o + n) for _, o, n in got] == list(zip([0, 8, 12, 268, 524],
+                                                       [8, 12, 268, 524, 600], strict=True))
+    lenv.run("OP_INSTANCE_REMOVE", instance_name="inst1")
+    assert _copied(lenv, "plain", 16, [0]) == [("write", 0, 4), ("wipe", 4, 12)]
+
+
+def test_a_move_of_a_file_disk_skips_the_zero_chunks(env: Any) -> None:  # noqa: F811
+    """A new file disk is a sparse file: nothing to zero there."""
+    assert _copied(env, "file", 600, [8, 500]) == [("write", 8, 4), ("write", 500, 4)]
+
+
 def test_move_refused_when_the_target_vg_is_too_small(lenv: Any) -> None:  # noqa: F811
     _create(lenv, template="plain", disks=[{"size": 128}])
     lenv.rpc.vgs["node2"]["xenvg"] = 100

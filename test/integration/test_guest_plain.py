@@ -161,16 +161,49 @@ def test_verify_reports_orphan_and_missing_volumes(plain: GuestClusterFixture) -
     _ok(plain.gnt("gnt-cluster", "verify"))
 
 
+def _sh(gc: GuestClusterFixture, node: str, command: str | list[str]) -> str:
+    """Run ``command`` in ``node``; its output (fails the test when it fails)."""
+    res = gc.ssh(node, command)
+    assert not res.failed, f"{command}: {res.stdout}{res.stderr}"
+    return res.stdout
+
+
+def _pe_ranges(gc: GuestClusterFixture, node: str, lv: str) -> str:
+    """Where ``lv`` lies on its physical volumes (``lvs -o seg_pe_ranges``)."""
+    return " ".join(_sh(gc, node, ["lvs", "--noheadings", "-o", "seg_pe_ranges",
+                                   f"{gc.cluster.vg_name}/{lv}"]).split())
+
+
 def test_move_keeps_the_data(plain: GuestClusterFixture) -> None:
-    """gnt-instance move: the volumes are made on the target, copied, removed on the source."""
+    """gnt-instance move: the volumes are made on the target, copied, removed on the
+    source; the target's new volume lies on extents that held other data before,
+    and reads zeros wherever the source does."""
+    vg = plain.cluster.vg_name
     _ok(_add(plain, "plain3.vcluster", "node2", "--no-start", size="16m"))
     try:
+        # past tinyos' first MiB the source reads zeros, whatever its extents held
+        (src, _), = _volumes(plain, "node2", "plain3.vcluster").items()
+        _sh(plain, "node2", ["dd", "if=/dev/zero", f"of=/dev/{vg}/{src}", "bs=1M", "seek=1",
+                             "count=15", "oflag=direct"])
+        # leave 16 MiB of 'x' on the first free extents of node3's volume group
+        _sh(plain, "node3", ["lvcreate", "-y", "-L", "16m", "-n", "dirty", vg])
+        _sh(plain, "node3", f"tr '\\000' x < /dev/zero | dd of=/dev/{vg}/dirty bs=1M"
+                            " count=16 iflag=fullblock oflag=direct 2>&1")
+        dirty = _pe_ranges(plain, "node3", "dirty")
+        _sh(plain, "node3", ["lvremove", "-f", f"{vg}/dirty"])
+
         _ok(plain.gnt("gnt-instance", "move", "-f", "-n", "node3.vcluster", "plain3.vcluster"))
         assert not _volumes(plain, "node2", "plain3.vcluster")
         (lv, _), = _volumes(plain, "node3", "plain3.vcluster").items()
+        assert _pe_ranges(plain, "node3", lv) == dirty    # the premise: the same extents
         assert _head(plain, "node3", lv) == _BOOT_MARK
+        # past tinyos' first MiB the volume reads zeros, as the source did
+        left = _sh(plain, "node3", f"dd if=/dev/{vg}/{lv} bs=1M skip=1 2>/dev/null"
+                                   " | tr -d '\\000' | wc -c")
+        assert left.strip() == "0"
     finally:
         plain.gnt("gnt-instance", "remove", "-f", "plain3.vcluster")
+        plain.ssh("node3", ["lvremove", "-f", f"{vg}/dirty"])
 
 
 def test_a_live_export_reads_a_snapshot_and_imports_back(plain: GuestClusterFixture) -> None:
