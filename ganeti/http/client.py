@@ -48,18 +48,25 @@ class StaleConnection(Exception):
 def connect(address: str, port: int, context: ssl.SSLContext, timeout: float, *,
             handshake_timeout: float | None = None,
             source: str | None = None, session: ssl.SSLSession | None = None,
-            server_hostname: str | None = None) -> ssl.SSLSocket:
+            server_hostname: str | None = None,
+            unacked_timeout: float | None = None) -> ssl.SSLSocket:
     """A TLS connection to ``address:port`` with the handshake done.
 
     ``timeout`` bounds the connect and (unless ``handshake_timeout`` is
     given) each step of the handshake, and stays the socket's timeout;
     ``source`` is the local address to connect from; ``session`` a TLS
-    session to resume.  Raises :class:`OSError`.
+    session to resume.  With ``unacked_timeout`` (seconds) the kernel ends
+    the connection (``TimeoutError``, errno ``ETIMEDOUT``) when data sent
+    on it stays unacknowledged that long (``TCP_USER_TIMEOUT``): a peer cut
+    off or powered off, not a slow one.  Raises :class:`OSError`.
     """
     sock = socket.create_connection((address, port), timeout,
                                     source_address=(source, 0) if source else None)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if unacked_timeout is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT,
+                            max(1, int(unacked_timeout * 1000)))
         if handshake_timeout is not None:
             sock.settimeout(handshake_timeout)
         return context.wrap_socket(sock, server_hostname=server_hostname or address,

@@ -53,7 +53,8 @@ from ganeti.rpc import defs
 __all__ = ["Transport", "HttpsTransport", "FunctionTransport", "make_client_context",
            "MAX_RESPONSE_SIZE", "USER_AGENT", "KEEPALIVE_PER_NODE", "KEEPALIVE_IDLE",
            "CONNECT_TIMEOUT", "HANDSHAKE_TIMEOUT", "SUSPECT_CONNECT_TIMEOUT", "SUSPECT_WINDOW",
-           "MIN_CONNECT_TIMEOUT", "MIN_HANDSHAKE_TIMEOUT", "SuspectNodes"]
+           "MIN_CONNECT_TIMEOUT", "MIN_HANDSHAKE_TIMEOUT", "UNACKED_TIMEOUT",
+           "MIN_UNACKED_TIMEOUT", "SuspectNodes"]
 
 MAX_RESPONSE_SIZE = 128 * 1024 * 1024
 USER_AGENT = f"Ganeti RPC client {constants.RELEASE_VERSION}"
@@ -75,12 +76,20 @@ HANDSHAKE_TIMEOUT = 10.0
 #: sent again after 1 s) and is no longer suspect after its first connection
 SUSPECT_CONNECT_TIMEOUT = 2.0
 SUSPECT_WINDOW = 60.0
+#: seconds data sent to a node may stay unacknowledged by its kernel before the
+#: connection fails (``TCP_USER_TIMEOUT``): a node cut off or powered off while a kept
+#: connection to it is idle gets the next request on it, and without this the call
+#: would wait until its own deadline (minutes); a busy node's kernel still
+#: acknowledges at once, and six retransmissions fit (1.6 s after five)
+UNACKED_TIMEOUT = 10.0
 #: the shortest connect timeout (suspect or not) ``--rpc-timeout-scale`` gives: a lost
 #: SYN is sent again after 1 s, and one loss must still fit
 MIN_CONNECT_TIMEOUT = 1.5
 #: the shortest handshake timeout ``--rpc-timeout-scale`` gives: the handshake of a
 #: node daemon on a loaded host (a forked child, then TLS) must still fit
 MIN_HANDSHAKE_TIMEOUT = 5.0
+#: the shortest unacknowledged-data timeout ``--rpc-timeout-scale`` gives
+MIN_UNACKED_TIMEOUT = 3.0
 _KEEPALIVE_TIMEOUT = re.compile(r"timeout=(\d+)")
 
 
@@ -198,8 +207,9 @@ class HttpsTransport:
     a full handshake; nothing else changes).  With ``keepalive`` (the
     master daemon's transport), read-only procedures reuse kept
     connections (see the module docstring).  ``timeout_scale``
-    (``--rpc-timeout-scale``) scales the connect and handshake timeouts, never
-    below :data:`MIN_CONNECT_TIMEOUT` and :data:`MIN_HANDSHAKE_TIMEOUT`.
+    (``--rpc-timeout-scale``) scales the connect, handshake and
+    unacknowledged-data timeouts, never below :data:`MIN_CONNECT_TIMEOUT`,
+    :data:`MIN_HANDSHAKE_TIMEOUT` and :data:`MIN_UNACKED_TIMEOUT`.
     Thread-safe.
     """
 
@@ -220,6 +230,9 @@ class HttpsTransport:
         #: seconds a TLS handshake may take (:data:`HANDSHAKE_TIMEOUT`, scaled)
         self.handshake_timeout = defs.scaled_timeout(HANDSHAKE_TIMEOUT, timeout_scale,
                                                      MIN_HANDSHAKE_TIMEOUT)
+        #: seconds sent data may stay unacknowledged (:data:`UNACKED_TIMEOUT`, scaled)
+        self.unacked_timeout = defs.scaled_timeout(UNACKED_TIMEOUT, timeout_scale,
+                                                   MIN_UNACKED_TIMEOUT)
         #: nodes whose last connection failed: their next ones get a shorter connect timeout
         self.suspects = SuspectNodes(
             clock,
@@ -237,7 +250,12 @@ class HttpsTransport:
         connection must also be made within :data:`CONNECT_TIMEOUT` and its TLS
         handshake done within :data:`HANDSHAKE_TIMEOUT` (both scaled by
         ``timeout_scale``: a cut-off or hung node fails then, not at the end of
-        a long call's timeout).
+        a long call's timeout), and data sent on any connection, a kept one
+        included, must be acknowledged by the node's kernel within
+        :data:`UNACKED_TIMEOUT` (scaled): when a node was cut off while a
+        kept connection to it was idle, that connection ends then, the one
+        new connection tried instead fails within the connect timeout, and
+        the node is suspect.
         """
         deadline = time.monotonic() + timeout
         name = procedure.split("?", 1)[0]
@@ -327,7 +345,8 @@ class HttpsTransport:
             tls = client.connect(address, port, self.context,
                                  _bounded(self.suspects.connect_timeout(key), deadline),
                                  handshake_timeout=_bounded(self.handshake_timeout, deadline),
-                                 source=self.source, session=self._sessions.get(key))
+                                 source=self.source, session=self._sessions.get(key),
+                                 unacked_timeout=self.unacked_timeout)
         except OSError as exc:
             if _unreachable(exc):
                 self.suspects.failed(key)

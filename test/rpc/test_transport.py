@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
 import socket
+import subprocess
 import threading
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from ganeti import errors
 from ganeti.rpc import transport
 from ganeti.server.noded import make_server_context
+from tools.harness import vcluster
 
 
 @pytest.fixture(scope="module")
@@ -386,3 +390,64 @@ def test_a_scaled_transport_gives_up_on_a_hung_handshake_at_its_own_timeout(
     finally:
         listener.close()
     assert seen == [pytest.approx(0.2, abs=0.01)]
+
+
+def _nft(script: str) -> None:
+    subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True, timeout=30)
+
+
+@pytest.mark.skipif(vcluster.partition_support() is not None,
+                    reason=f"{vcluster.partition_support()}")
+@pytest.mark.timeout(60)
+def test_a_node_cut_off_while_its_kept_connection_idles_fails_the_next_call_early(
+        cert_file: str) -> None:
+    # the node's kernel stops acknowledging (nftables drops what the client sends): the
+    # kept connection ends at the unacknowledged-data timeout (3 s at this scale), the
+    # new connection tried instead at the connect timeout (1.5 s), not at the call's own
+    # deadline (600 s; without TCP_USER_TIMEOUT the test's 60 s run out), and the node
+    # is suspect
+    ctx = make_server_context(cert_file)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(10)
+    port = listener.getsockname()[1]
+    requests: list[bytes] = []
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.settimeout(300)      # longer than the test may take: it never ends the call
+        with ctx.wrap_socket(conn, server_side=True) as tls:
+            accepted.append(tls)
+            try:
+                while chunk := tls.recv(4096):
+                    requests.append(chunk)
+                    if chunk.endswith(b"[]"):
+                        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n"
+                                    b"Connection: keep-alive\r\nKeep-Alive: timeout=15\r\n\r\n[1]\n")
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    table = f"ganeti_test_unacked_{os.getpid()}"
+    client = transport.HttpsTransport(cert_file, keepalive=True, timeout_scale=0.01)
+    assert client.unacked_timeout == transport.MIN_UNACKED_TIMEOUT
+    try:
+        assert client.post("127.0.0.1", port, "version", b"[]", 600) == b"[1]\n"
+        assert ("127.0.0.1", port) in client._kept
+        _nft(f"table inet {table} {{\n  chain out {{\n"
+             "    type filter hook output priority 0; policy accept;\n"
+             f"    ip daddr 127.0.0.1 tcp dport {port} drop\n  }}\n}}\n")
+        with pytest.raises(errors.RpcTransportError, match="timed out"):
+            client.post("127.0.0.1", port, "version", b"[]", 600)
+        assert ("127.0.0.1", port) in client.suspects._failed
+    finally:
+        _nft(f"table inet {table}\ndelete table inet {table}\n")
+        client.close()
+        listener.close()
+        for tls in accepted:     # the server thread's read ends
+            with contextlib.suppress(OSError):
+                tls.shutdown(socket.SHUT_RDWR)
+    assert len(requests) == 1      # the second request never reached the node
