@@ -88,7 +88,7 @@ unit: venv
 	  $(VPY) -m pytest test -m "not soak" -n $(TEST_WORKERS) --no-loadscope-reorder \
 	  --basetemp=$$tmp/t --durations=25; rc=$$?; [ $$rc -eq 0 ] && rm -rf $$tmp; exit $$rc
 
-# Only the tests on a guest cluster (doc/vcluster.md, "Guest clusters"): 8-10 minutes.
+# Only the tests on a guest cluster (doc/vcluster.md, "Guest clusters"): about 15 minutes on 2 CPUs (one process, one cluster; make test runs them in two units beside the rest).
 test-guests: venv debian-deps compat-deps
 	@$(VPY) -m compileall -q ganeti tools daemons >/dev/null
 	$(VPY) -m pytest test -m guests -p no:cacheprovider --durations=15
