@@ -621,8 +621,11 @@ class Replicator:
             sent += len(group)
         return sent
 
-    def _send_one(self, node: str, send: Callable[[RpcRunner, float], RpcResults], what: str) -> bool:
+    def _send_one(self, node: str, send: Callable[[RpcRunner, float], RpcResults],
+                  what: str | Callable[[], str]) -> bool:
         """``send(rpc, timeout)`` (one typed call to ``node``); whether it succeeded.
+
+        ``what`` names the call in the warning (or makes that name, only then).
 
         A failure is logged as a warning: the node becomes stale and gets
         the whole queue later; a file update that misses its quorum
@@ -632,17 +635,19 @@ class Replicator:
             return True
         res = send(self.rpc, self.timeout)[node]
         if res.fail_msg:
-            logger.warning("%s failed on node %s: %s", what, node, res.fail_msg)
+            logger.warning("%s failed on node %s: %s", what if isinstance(what, str) else what(),
+                           node, res.fail_msg)
         return not res.fail_msg and not res.offline
 
     def _send_updates(self, node: str, files: dict[str, bytes]) -> bool:
         """One ``jobqueue_update_many`` with ``files`` to ``node``; whether it confirmed."""
         items = [[self._canonical_name(path), data.decode("utf-8")]
                  for path, data in files.items()]
-        names = ", ".join(sorted(os.path.basename(p) for p in files))
-        # an offline node answers nothing: it holds no copy either
+        # an offline node answers nothing: it holds no copy either; the files are
+        # named only in a warning (a request per batch and lane, sent all the time)
         return self._send_one(node, lambda rpc, tmo: rpc.call_jobqueue_update_many(
-            node, files=items, rpc_timeout=tmo), f"Job queue replication of {names}")
+            node, files=items, rpc_timeout=tmo), lambda: "Job queue replication of "
+            + ", ".join(sorted(os.path.basename(p) for p in files)))
 
     def _canonical_name(self, path: str) -> str:
         """The canonical name of the queue file ``path``, computed once per path

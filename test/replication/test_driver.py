@@ -717,3 +717,15 @@ def test_a_new_job_takes_the_held_updates_along_in_one_request(tmp_path) -> None
                                        ["/var/lib/ganeti/queue/job-2", "queued"]]])]
     finally:
         rep.stop(timeout=5)
+
+
+def test_a_failed_job_file_send_names_its_files_in_the_warning(tmp_path, caplog) -> None:
+    cfg, rpc, rep, paths = _setup(tmp_path, nodes=3)
+    rpc.set_failure("jobqueue_update_many", node_name(2), "disk full")
+    with caplog.at_level(logging.WARNING):
+        rep.replicate_job_files({os.path.join(paths.queue_dir, "job-7"): b"7",
+                                 os.path.join(paths.queue_dir, "job-3"): b"3"})
+        assert rep.flush(timeout=10)
+    assert f"Job queue replication of job-3, job-7 failed on node {node_name(2)}: " \
+        in caplog.text and "disk full" in caplog.text
+    rep.stop(timeout=5)
