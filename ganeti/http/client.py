@@ -56,9 +56,9 @@ def connect(address: str, port: int, context: ssl.SSLContext, timeout: float, *,
     given) each step of the handshake, and stays the socket's timeout;
     ``source`` is the local address to connect from; ``session`` a TLS
     session to resume.  With ``unacked_timeout`` (seconds) the kernel ends
-    the connection (``TimeoutError``, errno ``ETIMEDOUT``) when data sent
-    on it stays unacknowledged that long (``TCP_USER_TIMEOUT``): a peer cut
-    off or powered off, not a slow one.  Raises :class:`OSError`.
+    the connection when data sent on it stays unacknowledged that long
+    (``TCP_USER_TIMEOUT``; a TLS read then finds it closed): a peer cut off
+    or powered off, not a slow one.  Raises :class:`OSError`.
     """
     sock = socket.create_connection((address, port), timeout,
                                     source_address=(source, 0) if source else None)

@@ -80,7 +80,8 @@ SUSPECT_WINDOW = 60.0
 #: connection fails (``TCP_USER_TIMEOUT``): a node cut off or powered off while a kept
 #: connection to it is idle gets the next request on it, and without this the call
 #: would wait until its own deadline (minutes); a busy node's kernel still
-#: acknowledges at once, and six retransmissions fit (1.6 s after five)
+#: acknowledges at once, and five retransmissions fit (at the shortest
+#: retransmission timeout, 0.2 s, they go 0.2, 0.6, 1.4, 3.0 and 6.2 s after the data)
 UNACKED_TIMEOUT = 10.0
 #: the shortest connect timeout (suspect or not) ``--rpc-timeout-scale`` gives: a lost
 #: SYN is sent again after 1 s, and one loss must still fit
