@@ -13,6 +13,7 @@ disks"; doc/progress.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ganeti import constants
@@ -21,7 +22,7 @@ from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.instance import disk_rpc_dicts
 from ganeti.objects import Disk
 
-__all__ = ["WIPE_CHUNK", "wipe_wanted", "wipe_disks"]
+__all__ = ["WIPE_CHUNK", "wipe_wanted", "wipe_disks", "wipe_range"]
 
 #: bytes one blockdev_wipe call overwrites at most (one progress step)
 WIPE_CHUNK = 256 * 1024 * 1024
@@ -51,11 +52,22 @@ def wipe_disks(lu: LogicalUnit[Any], node: str, instance: str,
                     f"{f' from {start_mib} MiB' if start_mib else ''})")
         with lu.progress_reporter("wipe", end=end - offset, instance=instance,
                                   device=f"disk/{idx}", op_type="wipe") as rep:
-            done = 0
-            while offset + done < end:
-                size = min(WIPE_CHUNK, end - offset - done)
-                written = lu.require_rpc().call_blockdev_wipe(
-                    node, disk=data, offset=offset + done, size=size,
-                ).one(node, f"Cannot wipe disk {idx} of {instance} on {node}")
-                done += int(written) if isinstance(written, int) and written > 0 else size
-                rep.update(done)
+            wipe_range(lu, node, data, offset, end,
+                       f"Cannot wipe disk {idx} of {instance} on {node}",
+                       progress=rep.update)
+
+
+def wipe_range(lu: LogicalUnit[Any], node: str, data: dict[str, Any], offset: int, end: int,
+               error: str, progress: Callable[[int], object] | None = None) -> None:
+    """Overwrite bytes ``offset`` to ``end`` of the disk ``data`` (an RPC disk
+    dict) on ``node`` with zeros, one ``blockdev_wipe`` per :data:`WIPE_CHUNK`;
+    ``progress(bytes done)`` after each.  Raises :class:`errors.OpExecError`
+    with ``error`` when a range cannot be wiped."""
+    done = 0
+    while offset + done < end:
+        size = min(WIPE_CHUNK, end - offset - done)
+        written = lu.require_rpc().call_blockdev_wipe(
+            node, disk=data, offset=offset + done, size=size).one(node, error)
+        done += int(written) if isinstance(written, int) and written > 0 else size
+        if progress is not None:
+            progress(done)

@@ -75,11 +75,9 @@ def copy_disk(lu: LogicalUnit[Any], src: str, dst: str, disk_data: dict[str, Any
 
     def fill_hole(end: int) -> None:
         nonlocal hole
-        while not zeroed and hole < end:
-            size = min(disk_wipe.WIPE_CHUNK, end - hole)
-            rpc.call_blockdev_wipe(dst, disk=disk_data, offset=hole, size=size).one(
-                dst, f"Cannot zero {size} bytes at offset {hole} of disk {idx} on {dst}")
-            hole += size
+        if not zeroed:
+            disk_wipe.wipe_range(lu, dst, disk_data, hole, end,
+                                 f"Cannot zero disk {idx} of {instance_name} on {dst}")
         hole = end
 
     with lu.progress_reporter("disk-copy", end=total, instance=instance_name,
