@@ -90,3 +90,12 @@ def test_pin_apart_puts_every_thread_of_the_master_node_apart(tmp_path) -> None:
     for threads in seen[1:3]:
         assert set(map(frozenset, threads.values())) == {frozenset(other_cpus)}
     assert set(map(frozenset, seen[3].values())) == {frozenset(everywhere)}
+
+
+def test_file_create_cost_measures_new_files_and_leaves_nothing(tmp_path) -> None:
+    (tmp_path / "kept").write_text("other")
+    cost = bench_quorum.file_create_cost(str(tmp_path), count=50)
+    # CPU time per file: positive (the probe did make files) and far below
+    # a second
+    assert 0.0 < cost < 1.0
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]

@@ -41,6 +41,12 @@ doc/design/replication.md, "New jobs: the quorum write"), so the
 sequential clients' latency measures the slower of the two writes and
 the batches queued ahead of it.
 
+Before the clusters are made and after the last round, the CPU time of a
+new file in the directory holding the clusters is printed
+(:func:`file_create_cost`): every job costs one on every node, and on a
+filesystem without a journal it varies twentyfold with what was deleted
+there in the minutes before.
+
 Each burst also measures the CPU time the cluster's daemons spent (user
 plus system, from ``/proc``, reaped children included) per job, split
 into the master daemon and all the other daemons (the node daemons of
@@ -222,6 +228,45 @@ def pin_apart(directory: str, master_root: str, master_cpus: set[int],
                 pass
 
 
+#: files made by :func:`file_create_cost`, about the size of a no-op job's file
+PROBE_FILES = 200
+PROBE_SIZE = 600
+
+
+def file_create_cost(directory: str, count: int = PROBE_FILES) -> float:
+    """CPU seconds per new file of ``PROBE_SIZE`` bytes (create, write, close)
+    in a fresh subdirectory of ``directory``, removed again.
+
+    Every job needs a new inode on every node (the archive keeps each job
+    file's), and the clusters' nodes share one filesystem.  On ext4 without
+    a journal, allocating an inode skips those freed in the last minutes
+    one by one, so after a large deletion (an earlier run's clusters, a
+    test suite) a new file there can cost 20 times what it costs elsewhere,
+    paid once per node and job (doc/design/replication.md, "Quorum write,
+    tenth round").  Printed with the figures so that a run on such a
+    filesystem can be told from a slower tree.
+    """
+    probe = tempfile.mkdtemp(prefix="probe-", dir=directory)
+    data = b"x" * PROBE_SIZE
+    try:
+        start = time.process_time()
+        for number in range(count):
+            fd = os.open(os.path.join(probe, f"f{number}"),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        return (time.process_time() - start) / count
+    finally:
+        for number in range(count):
+            try:
+                os.unlink(os.path.join(probe, f"f{number}"))
+            except FileNotFoundError:
+                pass
+        os.rmdir(probe)
+
+
 def burst(socket_path: str, directory: str | None = None) -> dict[str, object]:
     """``CLIENTS`` x ``JOBS`` sequential ``SubmitJob``; the rates, every
     latency (s) and, with the cluster's ``directory``, its daemons' CPU
@@ -394,6 +439,9 @@ def main() -> int:
         return 0
     print(f"{CLIENTS} clients x {JOBS} no-op SubmitJob each; load average"
           f" {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    scratch = tempfile.gettempdir()
+    print(f"a new {PROBE_SIZE}-byte file in {scratch} (where the clusters live):"
+          f" {file_create_cost(scratch) * 1e6:.0f} us of CPU", flush=True)
     if opts.apart:
         master_cpus, other_cpus = apart_cpus(os.sched_getaffinity(0))
         print(f"apart: the master node's processes and the clients on CPU"
@@ -416,12 +464,14 @@ def main() -> int:
             if round_no < MANY_MEASURED:
                 for worker in order[shift:] + order[:shift]:
                     worker.ask("many")
+        late_cost = file_create_cost(scratch)     # before the clusters are removed
     finally:
         for worker in workers.values():
             worker.close()
     figures = {key: worker.figures() for key, worker in workers.items()}
     print(f"{opts.rounds} interleaved rounds on kept clusters: rates are medians,"
-          f" latencies over all rounds; load average now {os.getloadavg()[0]:.1f}")
+          f" latencies over all rounds; load average now {os.getloadavg()[0]:.1f};"
+          f" a new file after the last round {late_cost * 1e6:.0f} us of CPU")
     for label, _ in trees:
         print("\n".join(_table(label, sizes, figures)))
     if opts.baseline:
