@@ -237,8 +237,9 @@ def file_create_cost(directory: str, count: int = PROBE_FILES) -> float:
     """CPU seconds per new file of ``PROBE_SIZE`` bytes (create, write, close)
     in a fresh subdirectory of ``directory``, removed again.
 
-    Every job needs a new inode on every node (the archive keeps each job
-    file's), and the clusters' nodes share one filesystem.  On ext4 without
+    Every job needs a new inode on every node (its file keeps one, in the
+    queue and later in the archive), and the clusters' nodes share one
+    filesystem.  On ext4 without
     a journal, allocating an inode skips those freed in the last minutes
     one by one, so after a large deletion (an earlier run's clusters, a
     test suite) a new file there can cost 20 times what it costs elsewhere,
