@@ -36,8 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
@@ -47,6 +46,7 @@ from ganeti.cmdlib import query as cmdlib_query  # noqa: E402
 from ganeti.config import ConfigWriter  # noqa: E402
 from ganeti.context import MasterContext  # noqa: E402
 from ganeti.jqueue.job import QueuedJob, QueuedOpCode, job_to_disk, split_time  # noqa: E402
+from ganeti.pathutils import Paths  # noqa: E402
 from ganeti.objects import NIC, Cluster, ConfigData, Disk, Instance, Node, NodeGroup  # noqa: E402
 from ganeti.rpc import client as rpc_client  # noqa: E402
 from ganeti.rpc import defs as rpc_defs  # noqa: E402
@@ -123,8 +123,10 @@ def _job_file() -> dict[str, Any]:
     return job_to_disk(job)
 
 
-def _query_reply(cfg: ConfigWriter) -> bytes:
-    context = cast(MasterContext, SimpleNamespace(cfg=cfg, require_cfg=lambda: cfg))
+def _query_reply(cfg: ConfigWriter, root: str) -> bytes:
+    """The LUXI answer to a ``Query`` of ``QUERY_FIELDS`` of every instance (no
+    live field: no node is asked), as the master daemon builds it."""
+    context = MasterContext(paths=Paths(root=root), cfg=cfg)
     result = cmdlib_query.run_query(context, constants.QR_INSTANCE, QUERY_FIELDS, None)
     frame = luxi.encode_response(True, result)
     return frame[:-len(luxi.ETX)]   # the message; the ETX byte only ends it on the socket
@@ -243,7 +245,7 @@ def main() -> int:
                         codecs, 10)
         _bench_document("job file (OP_INSTANCE_CREATE, 40 log entries)",
                         serializer.dumps_bytes(_job_file()), codecs, 300)
-        frame = _query_reply(cfg)
+        frame = _query_reply(cfg, tmp)
         _bench_document(f"LUXI Query reply ({INSTANCES} instances, {len(QUERY_FIELDS)} fields)",
                         frame, codecs, 20)
         _bench_document("RPC request body (instance_start)", request, codecs, 1000)
