@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +52,28 @@ def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
                     exports), exports
     assert re.match(r"master: rounds=0/0 .* violations=0 ", master), master
     assert verdict == "soak: ok"
+
+
+def test_a_soak_stopped_with_sigterm_leaves_no_daemon_and_no_directory(tmp_path) -> None:
+    from tools.harness import procscan
+    marker = f"GANETI_ROOTDIR={tmp_path}".encode()
+
+    def daemons() -> list[int]:
+        return procscan.pids_whose("environ", lambda env: marker in env)
+
+    proc = subprocess.Popen(
+        [sys.executable, str(SOAK), "--only", "master", "--master-rounds", "200", "--seed", "7"],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not daemons() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert daemons(), "the soak started no virtual cluster"    # the premise
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert daemons() == []
+    assert list(tmp_path.iterdir()) == []

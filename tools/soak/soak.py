@@ -33,7 +33,8 @@ Scenarios (tools/soak/README.md describes each and its figure line):
   (``--master-rounds``, default 1,000).
 
 Everything runs in a temporary directory that is removed at the end
-(``--keep`` keeps it).  Exit status 1 when kill9 or fulldisk saw the queue
+(``--keep`` keeps it), also when the soak is stopped with SIGTERM or ^C
+(the running scenario's daemons are stopped first).  Exit status 1 when kill9 or fulldisk saw the queue
 break a promise, rapi got a bad answer, rapi-memory saw an anonymous large
 body read, rapi-smuggle saw a hostile body accepted, failover saw the invariant broken,
 exports saw a tampered import accepted or leaving something behind,
@@ -48,6 +49,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -172,6 +174,12 @@ def _run(name: str, base: str, body: Callable[[str], Any]) -> tuple[str, bool]:
     return line, failed
 
 
+def _stop_on_term(signum: int, _frame: object) -> None:
+    """SIGTERM: leave through the ``finally`` blocks (SystemExit is not an
+    ``Exception``, so no scenario takes it for its own failure)."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     seed = opts.seed if opts.seed is not None else int(time.time())
@@ -209,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
             first_seed=opts.master_first_seed, plan=opts.master_plan,
             rounds_per_cluster=max(1, opts.master_rounds_per_cluster)),
     }
+    # a soak stopped with SIGTERM (kill, timeout) unwinds like one stopped
+    # with ^C: each scenario's virtual cluster is destroyed and the
+    # temporary directory removed, no daemon left behind
+    signal.signal(signal.SIGTERM, _stop_on_term)
     base = tempfile.mkdtemp(prefix="ganeti-soak-")
     lines: list[str] = []
     failed = False
