@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.harness import procscan
+
 # `make soak` runs the soak tool itself right after its pytest run, so this check of
 # the tool is part of `make soak`, not of `make test` (its 30 s are the budget's)
 pytestmark = [pytest.mark.integration, pytest.mark.soak, pytest.mark.timeout(240)]
@@ -55,7 +57,6 @@ def test_a_tiny_soak_exits_zero_and_prints_every_figure_line() -> None:
 
 
 def test_a_soak_stopped_with_sigterm_leaves_no_daemon_and_no_directory(tmp_path) -> None:
-    from tools.harness import procscan
     marker = f"GANETI_ROOTDIR={tmp_path}".encode()
 
     def daemons() -> list[int]:

@@ -76,6 +76,7 @@ import argparse
 import json
 import statistics
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -239,9 +240,8 @@ def file_create_cost(directory: str, count: int = PROBE_FILES) -> float:
 
     Every job needs a new inode on every node (its file keeps one, in the
     queue and later in the archive), and the clusters' nodes share one
-    filesystem.  On ext4 without
-    a journal, allocating an inode skips those freed in the last minutes
-    one by one, so after a large deletion (an earlier run's clusters, a
+    filesystem.  On ext4 without a journal, allocating an inode skips
+    those freed in the last minutes one by one, so after a large deletion (an earlier run's clusters, a
     test suite) a new file there can cost 20 times what it costs elsewhere,
     paid once per node and job (doc/design/replication.md, "Quorum write,
     tenth round").  Printed with the figures so that a run on such a
@@ -260,12 +260,7 @@ def file_create_cost(directory: str, count: int = PROBE_FILES) -> float:
                 os.close(fd)
         return (time.process_time() - start) / count
     finally:
-        for number in range(count):
-            try:
-                os.unlink(os.path.join(probe, f"f{number}"))
-            except FileNotFoundError:
-                pass
-        os.rmdir(probe)
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 def burst(socket_path: str, directory: str | None = None) -> dict[str, object]:
