@@ -91,14 +91,17 @@ class _Ticket:
 
     A *retry* ticket stays until its files are durable (the writer retries
     failed commits, see :class:`_GroupWriter`); another one ends with the
-    first commit that holds it, in error if that commit failed.
+    first commit that holds it, in error if that commit failed.  ``dirs``:
+    directories whose renames, made before the ticket was handed over,
+    the commit makes durable too (archiving).
     """
 
     __slots__ = ("event", "error", "files", "serial", "retry", "waited", "quorum", "urgent",
-                 "replication", "replication_error", "sent_early")
+                 "replication", "replication_error", "sent_early", "dirs")
 
     def __init__(self, files: dict[str, bytes], serial: bool, retry: bool, waited: bool,
-                 quorum: bool = False, urgent: bool = False) -> None:
+                 quorum: bool = False, urgent: bool = False,
+                 dirs: tuple[str, ...] = ()) -> None:
         self.event = threading.Event()
         self.error: BaseException | None = None
         # what the after-commit callback returned for the commit that held
@@ -113,6 +116,7 @@ class _Ticket:
         self.waited = waited
         self.quorum = quorum
         self.urgent = urgent or quorum
+        self.dirs = dirs
 
     def done(self, error: BaseException | None = None) -> None:
         self.error = error
@@ -179,8 +183,8 @@ class _GroupWriter:
 
     def submit(self, files: dict[str, bytes], serial: bool = False, *,
                retry: bool = False, waited: bool = True, quorum: bool = False,
-               urgent: bool = False) -> _Ticket:
-        ticket = _Ticket(files, serial, retry, waited, quorum, urgent)
+               urgent: bool = False, dirs: tuple[str, ...] = ()) -> _Ticket:
+        ticket = _Ticket(files, serial, retry, waited, quorum, urgent, dirs)
         with self._cond:
             if self._stop:
                 raise errors.JobQueueError("Job queue writer is stopped")
@@ -200,7 +204,7 @@ class _GroupWriter:
             if old.retry:
                 for path in files:
                     old.files.pop(path, None)
-                if not old.files and not old.serial and not old.waited:
+                if not old.files and not old.serial and not old.waited and not old.dirs:
                     continue      # nothing left to write, nobody waits for it
             kept.append(old)
         self._tickets = kept
@@ -237,15 +241,17 @@ class _GroupWriter:
             if probe or any(t.serial for t in tickets):
                 path, data = self._serial_data()
                 batch[path] = data
+            dirs: dict[str, None] = {}
             for t in tickets:
                 batch.update(t.files)
+                dirs.update(dict.fromkeys(t.dirs))
             # replication is queued before the waiters wake up, so that a
             # waiter can wait for its quorum with the callback's answer; a
             # batch holding new jobs goes before its local write (early)
             early = self._early and any(t.quorum for t in tickets)
             token, hook_error = self._hand_over(batch, True) if early else (None, None)
             try:
-                self._commit(batch)
+                self._commit(batch, list(dirs))
             except OSError as exc:
                 for t in tickets:
                     t.sent_early = early
@@ -307,8 +313,14 @@ class _GroupWriter:
             logger.warning("Job queue files written again after %d failed attempts:"
                            " the queue accepts new jobs", attempts)
 
-    def _commit(self, batch: dict[str, bytes]) -> None:
-        self._write_files(batch, mode=0o640, sync=self._sync_mode, scratch=self._scratch)
+    def _commit(self, batch: dict[str, bytes], dirs: list[str]) -> None:
+        """Write ``batch`` durably, then make the renames in ``dirs`` durable
+        (a ``syncfs`` of the batch's filesystem covers them: it ran after them)."""
+        if batch:
+            self._write_files(batch, mode=0o640, sync=self._sync_mode, scratch=self._scratch)
+        if dirs:
+            uio.sync_dirs(dirs, self._sync_mode,
+                          synced=os.path.dirname(next(iter(batch))) if batch else None)
 
 
 class JobStorage:
@@ -527,27 +539,43 @@ class JobStorage:
 
     # archive -----------------------------------------------------------------
     def archive_jobs(self, job_ids: Iterable[int]) -> list[int]:
-        """Move job files into ``archive/<id // 10000>/``; returns the moved ids."""
+        """Move job files into ``archive/<id // 10000>/``; returns the moved ids.
+
+        The moves are made durable by the writer's next commit (which is
+        due at once: a ticket of their directories is handed to it, see
+        :class:`_GroupWriter`), not here: a ``syncfs`` there covers them,
+        where directory fsyncs of their own here cost a busy queue a fifth
+        of its job rate (doc/protocols/jobs.md, "Queue size").  Until then
+        a crash leaves a moved file at either name, never at none (a
+        rename); after :meth:`close`, they are synced here.
+        """
         moved = []
-        dirs: set[str] = set()
+        dirs: dict[str, None] = {}
+        buckets: set[str] = set()
         for job_id in job_ids:
             old, new = self.job_path(job_id), self.archived_path(job_id)
+            bucket = os.path.dirname(new)
             try:
-                os.makedirs(os.path.dirname(new), mode=0o750, exist_ok=True)
+                if bucket not in buckets:
+                    os.makedirs(bucket, mode=0o750, exist_ok=True)
+                    buckets.add(bucket)
                 os.replace(old, new)
             except OSError as exc:
                 logger.error("Cannot archive job %s: %s", job_id, exc)
                 continue
             moved.append(job_id)
-            dirs.update((os.path.dirname(old), os.path.dirname(new)))
+            dirs.update(dict.fromkeys((bucket, os.path.dirname(old))))
             if self._replicate_rename is not None:
                 try:
                     self._replicate_rename(old, new)
                 except Exception:
                     logger.exception("Replicating the archive of job %s failed", job_id)
-        if self._sync_mode != SYNC_NONE:
-            for d in dirs:
-                uio.fsync_dir(d)
+        if dirs and self._sync_mode != SYNC_NONE:
+            writer = self._writer
+            if writer is None:
+                uio.sync_dirs(dirs, self._sync_mode)
+            else:
+                writer.submit({}, retry=True, waited=False, dirs=tuple(dirs))
         return moved
 
     # drain flag --------------------------------------------------------------

@@ -12,7 +12,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ganeti import errors
 from ganeti.utils.bounded import read_limited
@@ -20,7 +20,7 @@ from ganeti.utils.bounded import read_limited
 __all__ = ["write_file_atomic", "write_files_atomic", "ScratchPool", "read_file",
            "read_password_file", "read_limited",
            "read_regular_file", "remove_file", "ensure_dirs",
-           "fsync_dir", "file_checksum", "DEFAULT_MAX_READ",
+           "fsync_dir", "sync_dirs", "file_checksum", "DEFAULT_MAX_READ",
            "SYNC_FSYNC", "SYNC_SYNCFS", "SYNC_NONE"]
 
 DEFAULT_MAX_READ = 64 * 1024 * 1024
@@ -94,6 +94,28 @@ def _syncfs(path: str) -> None:
             raise OSError(err, os.strerror(err))
     finally:
         os.close(fd)
+
+
+def sync_dirs(dirs: Iterable[str], sync: str, *, synced: str | None = None) -> None:
+    """Make the renames done in ``dirs`` durable, the way ``sync`` says.
+
+    :data:`SYNC_FSYNC`: an fsync of every directory; :data:`SYNC_SYNCFS`:
+    one ``syncfs`` per filesystem among them, none for the filesystem of
+    ``synced`` (a path whose filesystem had a ``syncfs`` *after* the renames
+    already); :data:`SYNC_NONE`: nothing.
+    """
+    if sync == SYNC_NONE:
+        return
+    if sync != SYNC_SYNCFS:
+        for path in dirs:
+            fsync_dir(path)
+        return
+    done = {os.stat(synced).st_dev} if synced is not None else set()
+    for path in dirs:
+        dev = os.stat(path).st_dev
+        if dev not in done:
+            _syncfs(path)
+            done.add(dev)
 
 
 _RENAME_EXCHANGE = 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -206,3 +207,109 @@ def test_read_job_does_not_follow_a_symlink(storage: st.JobStorage, tmp_path) ->
     os.mkdir(storage.job_path(5))
     with pytest.raises(errors.UntrustedFileError, match="job-5 is a directory"):
         storage.read_job(5)
+
+
+def _record_dir_syncs(monkeypatch) -> list[tuple[str, str, str]]:
+    """(kind, path, thread name) of every directory fsync and syncfs, still done."""
+    calls: list[tuple[str, str, str]] = []
+    real_fsync, real_syncfs = st.uio.fsync_dir, st.uio._syncfs
+
+    def fsync_dir(path: str) -> None:
+        calls.append(("fsync", path, threading.current_thread().name))
+        real_fsync(path)
+
+    def syncfs(path: str) -> None:
+        calls.append(("syncfs", path, threading.current_thread().name))
+        real_syncfs(path)
+
+    monkeypatch.setattr(st.uio, "fsync_dir", fsync_dir)
+    monkeypatch.setattr(st.uio, "_syncfs", syncfs)
+    return calls
+
+
+def test_archive_moves_are_made_durable_by_the_writers_next_commit(tmp_path,
+                                                                  monkeypatch) -> None:
+    # doc/protocols/jobs.md, "Queue size": the caller (a submission holding
+    # the queue lock) syncs nothing; the writer fsyncs the archive's bucket,
+    # then the queue directory, in its next commit
+    s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_FSYNC)
+    s.open()
+    try:
+        s.write_jobs([(7, b"a"), (8, b"b")])
+        calls = _record_dir_syncs(monkeypatch)
+        assert s.archive_jobs([7, 8]) == [7, 8]
+        s.write_jobs([(9, b"c")])          # a commit after the archive's ticket
+        bucket = os.path.join(s.archive_dir, "0")
+        assert calls and {name for _, _, name in calls} == {"jqueue-writer"}
+        paths = [path for _, path, _ in calls]
+        assert paths.count(bucket) == 1
+        assert s.queue_dir in paths[paths.index(bucket) + 1:]
+        assert s.read_archived_job(8) == b"b"
+    finally:
+        s.close()
+
+
+def test_archive_moves_are_covered_by_the_syncfs_of_a_commit(tmp_path, monkeypatch) -> None:
+    s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_SYNCFS)
+    s.open()
+    try:
+        s.write_jobs([(7, b"a")])
+        calls = _record_dir_syncs(monkeypatch)
+        assert s.archive_jobs([7]) == [7]
+        s.write_jobs([(9, b"c")])
+        assert ("syncfs", s.queue_dir, "jqueue-writer") in calls
+        assert {name for _, _, name in calls} == {"jqueue-writer"}
+        assert os.path.join(s.archive_dir, "0") not in [path for _, path, _ in calls]
+    finally:
+        s.close()
+
+
+def test_archive_after_close_syncs_in_the_caller(tmp_path, monkeypatch) -> None:
+    s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_FSYNC)
+    s.open()
+    s.write_jobs([(7, b"a")])
+    s.close()
+    calls = _record_dir_syncs(monkeypatch)
+    assert s.archive_jobs([7]) == [7]
+    me = threading.current_thread().name
+    assert calls == [("fsync", os.path.join(s.archive_dir, "0"), me),
+                     ("fsync", s.queue_dir, me)]
+
+
+def test_a_pending_directory_sync_survives_a_later_retried_write(monkeypatch) -> None:
+    # a failing writer drops an older retry ticket whose files a newer one
+    # replaced, but never one that still has directories to sync
+    import errno
+
+    from fakes import FakeClock
+    synced: list[list[str]] = []
+    monkeypatch.setattr(st.uio, "sync_dirs",
+                        lambda dirs, sync, synced_path=None, **kw: synced.append(list(dirs)))
+    failing = threading.Event()
+    failing.set()
+    attempts: list[dict[str, bytes]] = []
+
+    def write_files(batch: dict[str, bytes], **kw) -> None:
+        attempts.append(dict(batch))
+        if failing.is_set():
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    clock = FakeClock()
+    writer = st._GroupWriter(st.SYNC_FSYNC, lambda batch, urgent: None,
+                             lambda: ("/q/serial", b"1\n"), write_files=write_files,
+                             clock=clock, wait=clock.wait)
+    try:
+        writer.submit({"/q/job-1": b"old"}, retry=True, waited=False)
+        deadline = time.monotonic() + 10
+        while writer.error is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert writer.error is not None
+        writer.submit({}, retry=True, waited=False, dirs=("/q/archive/0", "/q"))
+        last = writer.submit({"/q/job-1": b"new"}, retry=True, waited=True)
+        failing.clear()
+        clock.advance(st.retry_delay(1))
+        assert last.event.wait(10) and last.error is None
+        assert synced == [["/q/archive/0", "/q"]]
+        assert attempts[-1]["/q/job-1"] == b"new"
+    finally:
+        writer.stop()

@@ -286,3 +286,40 @@ def test_write_files_atomic_never_writes_through_a_link_at_its_temporary_name(tm
     assert (tmp_path / "f").read_bytes() == b"new\n"
     assert target.read_text() == "keep me\n"
     assert not os.path.lexists(planted)
+
+
+def _record_syncs(monkeypatch) -> list[tuple[str, str]]:
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(io, "fsync_dir", lambda path: calls.append(("fsync", path)))
+    monkeypatch.setattr(io, "_syncfs", lambda path: calls.append(("syncfs", path)))
+    return calls
+
+
+def test_sync_dirs_fsyncs_every_directory_in_order(tmp_path, monkeypatch) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    os.mkdir(a)
+    os.mkdir(b)
+    calls = _record_syncs(monkeypatch)
+    io.sync_dirs([a, b], io.SYNC_FSYNC, synced=a)   # ``synced`` means nothing here
+    assert calls == [("fsync", a), ("fsync", b)]
+
+
+def test_sync_dirs_syncs_each_filesystem_once_unless_synced_already(tmp_path,
+                                                                     monkeypatch) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    os.mkdir(a)
+    os.mkdir(b)
+    calls = _record_syncs(monkeypatch)
+    io.sync_dirs([a, b], io.SYNC_SYNCFS)
+    assert calls == [("syncfs", a)]                 # one filesystem
+    calls.clear()
+    io.sync_dirs([a, b], io.SYNC_SYNCFS, synced=str(tmp_path))
+    assert calls == []                              # its syncfs came after the renames
+    io.sync_dirs([a, "/proc"], io.SYNC_SYNCFS, synced=str(tmp_path))
+    assert calls == [("syncfs", "/proc")]           # another filesystem
+
+
+def test_sync_dirs_does_nothing_without_durability(tmp_path, monkeypatch) -> None:
+    calls = _record_syncs(monkeypatch)
+    io.sync_dirs([str(tmp_path)], io.SYNC_NONE)
+    assert calls == []
