@@ -543,11 +543,10 @@ class JobStorage:
 
         The moves are made durable by the writer's next commit (which is
         due at once: a ticket of their directories is handed to it, see
-        :class:`_GroupWriter`), not here: a ``syncfs`` there covers them,
-        where directory fsyncs of their own here cost a busy queue a fifth
-        of its job rate (doc/protocols/jobs.md, "Queue size").  Until then
-        a crash leaves a moved file at either name, never at none (a
-        rename); after :meth:`close`, they are synced here.
+        :class:`_GroupWriter`), not here under the caller's queue lock: a
+        ``syncfs`` there covers them (doc/protocols/jobs.md, "Queue size").
+        After a crash before that, a moved file may be found at its old
+        name again.  After :meth:`close`, they are synced here.
         """
         moved = []
         dirs: dict[str, None] = {}
