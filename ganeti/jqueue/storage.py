@@ -571,10 +571,12 @@ class JobStorage:
                     logger.exception("Replicating the archive of job %s failed", job_id)
         if dirs and self._sync_mode != SYNC_NONE:
             writer = self._writer
-            if writer is None:
-                uio.sync_dirs(dirs, self._sync_mode)
-            else:
+            try:
+                if writer is None:
+                    raise errors.JobQueueError("Job queue writer is closed")
                 writer.submit({}, retry=True, waited=False, dirs=tuple(dirs))
+            except errors.JobQueueError:      # closed or stopping: no next commit
+                uio.sync_dirs(dirs, self._sync_mode)
         return moved
 
     # drain flag --------------------------------------------------------------

@@ -313,3 +313,22 @@ def test_a_pending_directory_sync_survives_a_later_retried_write(monkeypatch) ->
         assert attempts[-1]["/q/job-1"] == b"new"
     finally:
         writer.stop()
+
+
+def test_archive_while_the_writer_stops_syncs_in_the_caller(tmp_path, monkeypatch) -> None:
+    # the writer refuses new tickets once stopping: the moves are synced here
+    # and the archive still succeeds (its caller forgets the jobs next)
+    s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_FSYNC)
+    s.open()
+    s.write_jobs([(7, b"a")])
+    writer = s._writer
+    assert writer is not None
+    writer.stop()
+    try:
+        calls = _record_dir_syncs(monkeypatch)
+        assert s.archive_jobs([7]) == [7]
+        me = threading.current_thread().name
+        assert calls == [("fsync", os.path.join(s.archive_dir, "0"), me),
+                         ("fsync", s.queue_dir, me)]
+    finally:
+        s.close()
