@@ -264,16 +264,29 @@ def test_archive_moves_are_covered_by_the_syncfs_of_a_commit(tmp_path, monkeypat
         s.close()
 
 
-def test_archive_after_close_syncs_in_the_caller(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("gone", ["closed", "stopping"])
+def test_archive_without_a_running_writer_syncs_in_the_caller(tmp_path, monkeypatch,
+                                                              gone: str) -> None:
+    # closed, or stopping (the writer refuses new tickets): the moves are
+    # synced here and the archive still succeeds (its caller forgets the
+    # jobs next, so it must not raise once the files moved)
     s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_FSYNC)
     s.open()
     s.write_jobs([(7, b"a")])
-    s.close()
-    calls = _record_dir_syncs(monkeypatch)
-    assert s.archive_jobs([7]) == [7]
-    me = threading.current_thread().name
-    assert calls == [("fsync", os.path.join(s.archive_dir, "0"), me),
-                     ("fsync", s.queue_dir, me)]
+    writer = s._writer
+    assert writer is not None
+    if gone == "closed":
+        s.close()
+    else:
+        writer.stop()
+    try:
+        calls = _record_dir_syncs(monkeypatch)
+        assert s.archive_jobs([7]) == [7]
+        me = threading.current_thread().name
+        assert calls == [("fsync", os.path.join(s.archive_dir, "0"), me),
+                         ("fsync", s.queue_dir, me)]
+    finally:
+        s.close()
 
 
 def test_a_pending_directory_sync_survives_a_later_retried_write(monkeypatch) -> None:
@@ -313,22 +326,3 @@ def test_a_pending_directory_sync_survives_a_later_retried_write(monkeypatch) ->
         assert attempts[-1]["/q/job-1"] == b"new"
     finally:
         writer.stop()
-
-
-def test_archive_while_the_writer_stops_syncs_in_the_caller(tmp_path, monkeypatch) -> None:
-    # the writer refuses new tickets once stopping: the moves are synced here
-    # and the archive still succeeds (its caller forgets the jobs next)
-    s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=st.SYNC_FSYNC)
-    s.open()
-    s.write_jobs([(7, b"a")])
-    writer = s._writer
-    assert writer is not None
-    writer.stop()
-    try:
-        calls = _record_dir_syncs(monkeypatch)
-        assert s.archive_jobs([7]) == [7]
-        me = threading.current_thread().name
-        assert calls == [("fsync", os.path.join(s.archive_dir, "0"), me),
-                         ("fsync", s.queue_dir, me)]
-    finally:
-        s.close()
