@@ -105,11 +105,13 @@ def main() -> int:
             full_rates: list[float] = []
             fresh_cpu: list[float] = []
             full_cpu: list[float] = []
-            pids = [handle.pid for handle in handles]
-            if None in pids:
-                raise RuntimeError("a master daemon is not running")
-            pair = [(fresh_conn, pids[0] or 0, fresh_rates, fresh_cpu),
-                    (full_conn, pids[1] or 0, full_rates, full_cpu)]
+            pids: list[int] = []
+            for handle in handles:
+                if handle.pid is None:
+                    raise RuntimeError("a master daemon is not running")
+                pids.append(handle.pid)
+            pair = [(fresh_conn, pids[0], fresh_rates, fresh_cpu),
+                    (full_conn, pids[1], full_rates, full_cpu)]
             for index in range(ROUNDS):
                 for conn, pid, rates, cpus in pair[::-1] if index % 2 else pair:
                     rate, cpu = _round(conn, pid)
