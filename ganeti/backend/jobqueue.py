@@ -184,6 +184,7 @@ def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
             raise errors.OpExecError(f"Invalid rename entry {entry!r}: expected [old, new]")
         pairs.append((queue_file_path(ctx, entry[0], resolved),
                       queue_file_path(ctx, entry[1], resolved)))
+    buckets: set[str] = set()     # archive directories made (once per request)
     for old, new in pairs:
         if not os.path.lexists(old):
             # a queue copy (jobqueue_sync) already archived it, or this node
@@ -192,7 +193,10 @@ def jobqueue_rename(ctx: NodeContext, rename: list) -> None:
                         "there" if os.path.lexists(new) else "gone")
             continue
         try:
-            os.makedirs(os.path.dirname(new), mode=0o750, exist_ok=True)
+            bucket = os.path.dirname(new)
+            if bucket not in buckets:
+                os.makedirs(bucket, mode=0o750, exist_ok=True)
+                buckets.add(bucket)
             os.replace(old, new)
         except FileNotFoundError:
             continue
