@@ -241,10 +241,10 @@ def file_create_cost(directory: str, count: int = PROBE_FILES) -> float:
     Every job needs a new inode on every node (its file keeps one, in the
     queue and later in the archive), and the clusters' nodes share one
     filesystem.  On ext4 without a journal, allocating an inode skips
-    those freed in the last minutes one by one, so after a large deletion (an earlier run's clusters, a
-    test suite) a new file there can cost 20 times what it costs elsewhere,
-    paid once per node and job (doc/design/replication.md, "Quorum write,
-    tenth round").  Printed with the figures so that a run on such a
+    those freed in the last minutes one by one, so after a large deletion
+    (an earlier run's clusters, a test suite) a new file there can cost 20
+    times what it costs elsewhere, paid once per node and job
+    (doc/design/replication.md, "Quorum write, tenth round").  Printed with the figures so that a run on such a
     filesystem can be told from a slower tree.
     """
     probe = tempfile.mkdtemp(prefix="probe-", dir=directory)

@@ -34,12 +34,12 @@ Scenarios (tools/soak/README.md describes each and its figure line):
 
 Everything runs in a temporary directory that is removed at the end
 (``--keep`` keeps it), also when the soak is stopped with SIGTERM or ^C
-(the running scenario's daemons are stopped first).  Exit status 1 when kill9 or fulldisk saw the queue
-break a promise, rapi got a bad answer, rapi-memory saw an anonymous large
-body read, rapi-smuggle saw a hostile body accepted, failover saw the invariant broken,
-exports saw a tampered import accepted or leaving something behind,
-master found any violation, or a scenario crashed; the DoS
-figures are only reported.
+(the running scenario's daemons are stopped first).  Exit status 1 when
+kill9 or fulldisk saw the queue break a promise, rapi got a bad answer,
+rapi-memory saw an anonymous large body read, rapi-smuggle saw a hostile
+body accepted, failover saw the invariant broken, exports saw a tampered
+import accepted or leaving something behind, master found any violation,
+or a scenario crashed; the DoS figures are only reported.
 """
 
 from __future__ import annotations
