@@ -41,5 +41,6 @@ def __getattr__(name: str) -> object:
     if found is not None:
         return found
     if name in registry.__all__:
-        return getattr(registry, name)
+        found = globals()[name] = getattr(registry, name)   # asked once: hot paths use it
+        return found
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
