@@ -80,6 +80,10 @@ def _forms(text: str) -> frozenset[str]:
                      if len(form) >= MIN_SCRUB_LENGTH and form != REDACTED)
 
 
+#: values that hold no Private: skipped without a call (every opcode field is searched)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def private_values(obj: Any, _depth: int = 0) -> list[Any]:
     """Every :class:`~ganeti.private.Private` value inside ``obj``, unwrapped.
 
@@ -98,7 +102,8 @@ def private_values(obj: Any, _depth: int = 0) -> list[Any]:
         items = [getattr(obj, name, None) for name in obj.__dataclass_fields__]
     else:
         return []
-    return [found for item in items for found in private_values(item, _depth + 1)]
+    return [found for item in items if type(item) not in _LEAVES
+            for found in private_values(item, _depth + 1)]
 
 
 def values_under_keys(data: Any, keys: Collection[str] = PRIVATE_KEYS,
