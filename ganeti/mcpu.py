@@ -261,9 +261,7 @@ class Processor:
 
     @staticmethod
     def _release_all(glm: locking.GanetiLockManager) -> None:
-        for level in reversed(locking.LEVELS):
-            if glm.is_owned(level):
-                glm.release(level)
+        glm.release_all()
 
     def _config_serial(self) -> int | None:
         cfg = self.context.cfg

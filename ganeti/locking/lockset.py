@@ -123,6 +123,11 @@ class LockSet:
         """Whether the calling thread owns anything in this set."""
         return self._setlock.mode_of(threading.current_thread()) is not None
 
+    def held_by(self, thread: threading.Thread) -> bool:
+        """Whether ``thread`` owns anything in this set (:meth:`is_owned` for
+        a thread the caller already looked up)."""
+        return self._setlock.mode_of(thread) is not None
+
     def owning_all(self) -> bool:
         """Whether the calling thread owns the whole set (shared or exclusive)."""
         return self._setlock.mode_of(threading.current_thread()) in (_S, _X)

@@ -88,7 +88,8 @@ class GanetiLockManager:
             raise errors.ProgrammerError(f"Unknown lock level {level!r}") from None
 
     def _upper_owned(self, level: int) -> list[int]:
-        return [lvl for lvl, lset in self._sets.items() if lvl > level and lset.is_owned()]
+        thread = threading.current_thread()
+        return [lvl for lvl, lset in self._sets.items() if lvl > level and lset.held_by(thread)]
 
     def _check_order(self, level: int, action: str) -> None:
         upper = self._upper_owned(level)
@@ -146,6 +147,15 @@ class GanetiLockManager:
         if names is None or level == LEVEL_CLUSTER:
             self._check_order(level, "release")
         lset.release(names)
+
+    def release_all(self) -> None:
+        """Release everything the calling thread owns, highest level first
+        (so the level order holds at every step without checking it)."""
+        thread = threading.current_thread()
+        for level in reversed(LEVELS):
+            lset = self._sets[level]
+            if lset.held_by(thread):
+                lset.release(None)
 
     def downgrade(self, level: int, names: Names = None) -> None:
         """Turn exclusive holds at ``level`` into shared ones (default: all)."""

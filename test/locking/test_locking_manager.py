@@ -61,6 +61,38 @@ def test_acquire_in_order_and_release_in_reverse() -> None:
     assert not any(glm.is_owned(level) for level in locking.LEVELS)
 
 
+def test_release_all_frees_every_level_of_the_caller_only(spawn) -> None:
+    glm = _glm()
+    glm.acquire(LEVEL_CLUSTER, [BGL], shared=True)
+    glm.acquire(LEVEL_INSTANCE, ["inst1.example.com"])
+    glm.acquire(LEVEL_NODE, ALL_SET, shared=True)
+    glm.acquire(LEVEL_NODE_RES, ["node2"])
+    other_holds = threading.Event()
+    release_other = threading.Event()
+
+    def other() -> None:
+        glm.acquire(LEVEL_CLUSTER, [BGL], shared=True)
+        glm.acquire(LEVEL_INSTANCE, ["inst2.example.com"])
+        other_holds.set()
+        release_other.wait(10)
+        glm.release_all()
+
+    thread = spawn(other)
+    assert other_holds.wait(10)
+    glm.release_all()
+    assert not any(glm.is_owned(level) for level in locking.LEVELS)
+    # the other thread's locks are untouched: inst2 is still taken
+    assert glm.acquire(LEVEL_CLUSTER, [BGL], shared=True) == {BGL}
+    assert glm.acquire(LEVEL_INSTANCE, ["inst2.example.com"], timeout=0) is None
+    glm.release_all()
+    release_other.set()
+    thread.join(10)
+    assert not spawn.errors
+    glm.acquire(LEVEL_CLUSTER, [BGL])          # exclusive: nobody holds anything now
+    glm.release_all()
+    glm.release_all()                          # holding nothing: nothing to do
+
+
 @pytest.mark.parametrize("held,wanted", [
     (LEVEL_NODE, LEVEL_INSTANCE),
     (LEVEL_NODE, LEVEL_NODEGROUP),
