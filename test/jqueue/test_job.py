@@ -10,8 +10,8 @@ import pytest
 import ganeti.jqueue
 from ganeti import constants, errors, opcodes, serializer
 from ganeti.jqueue.job import (OP_TRANSITIONS, QueuedJob, QueuedOpCode, calc_status,
-                               check_op_transition, get_job_field, job_from_disk, job_to_disk,
-                               set_op_status, split_time)
+                               check_op_transition, copy_job, get_job_field, job_from_disk,
+                               job_to_disk, set_op_status, split_time)
 
 Q, W, R, S, E, C, CI = ("queued", "waiting", "running", "success", "error", "canceled",
                         "canceling")
@@ -133,3 +133,21 @@ def test_only_set_op_status_assigns_a_status() -> None:
                     if name not in allowed or (name == "__init__" and path.name not in ("job.py", "summary.py")):
                         found.append(f"{path.name}:{node.lineno} in {name}")
     assert found == []
+
+
+def test_copy_job_is_equal_and_independent_where_the_queue_changes_it() -> None:
+    op = opcodes.OpTestDelay(duration=0.5)
+    job = QueuedJob(7, [QueuedOpCode.from_opcode(op), QueuedOpCode.from_opcode(op)],
+                    received_timestamp=[1, 2], extra={"owner": "x"})
+    job.ops[0].log.append([1, [1, 2], "message", "hello"])
+    new = copy_job(job)
+    assert new == job and type(new) is QueuedJob and type(new.ops[0]) is QueuedOpCode
+    assert job_to_disk(new) == job_to_disk(job)
+    new.ops[0].status = "running"
+    new.ops[0].log.append([2, [1, 3], "message", "more"])
+    new.ops.append(QueuedOpCode.from_opcode(op))
+    new.extra["owner"] = "y"
+    new.start_timestamp = [3, 4]
+    assert [o.status for o in job.ops] == [Q, Q] and len(job.ops[0].log) == 1
+    assert job.extra == {"owner": "x"} and job.start_timestamp is None
+    assert new.ops[1].op is job.ops[1].op          # shallow: the opcode itself is shared
