@@ -32,7 +32,7 @@ what ``replicate_batch`` returns is handed to ``wait_replicated`` by a
 files are on a majority of the master candidates),
 ``replicate_drain(flag)`` when the drain flag is set or cleared (without
 it, ``replicate(file_name, b"")`` when it is set) and
-``replicate_rename(old, new)`` on archiving; the defaults do nothing.  The
+``replicate_renames([(old, new), ...])`` once per archiving; the defaults do nothing.  The
 callbacks run in the writer thread (``replicate_drain``: in the caller's),
 so they must return quickly (the master's replicator only queues the work,
 see ``ganeti.replication.Replicator``).
@@ -59,7 +59,7 @@ SYNC_SYNCFS = uio.SYNC_SYNCFS
 SYNC_NONE = uio.SYNC_NONE
 
 ReplicateFn = Callable[[str, bytes], None]
-ReplicateRenameFn = Callable[[str, str], None]
+ReplicateRenamesFn = Callable[[list[tuple[str, str]]], None]
 ReplicateDrainFn = Callable[[bool], None]
 #: returns a token for ``wait_replicated`` (the master's replicator: the
 #: batch's sequence number); the flag: whether a caller waits for its quorum
@@ -333,7 +333,7 @@ class JobStorage:
 
     def __init__(self, paths: Paths, *, sync_mode: str = SYNC_FSYNC,
                  replicate: ReplicateFn | None = None,
-                 replicate_rename: ReplicateRenameFn | None = None,
+                 replicate_renames: ReplicateRenamesFn | None = None,
                  replicate_batch: ReplicateBatchFn | None = None,
                  replicate_drain: ReplicateDrainFn | None = None,
                  wait_replicated: WaitReplicatedFn | None = None,
@@ -348,7 +348,7 @@ class JobStorage:
         self.archive_dir = paths.queue_archive_dir
         self._sync_mode = sync_mode
         self._replicate = replicate
-        self._replicate_rename = replicate_rename
+        self._replicate_renames = replicate_renames
         self._replicate_batch = replicate_batch
         self._replicate_drain = replicate_drain
         self._wait_replicated = wait_replicated
@@ -549,26 +549,33 @@ class JobStorage:
         name again.  After :meth:`close`, they are synced here.
         """
         moved = []
+        pairs: list[tuple[str, str]] = []
         dirs: dict[str, None] = {}
-        buckets: set[str] = set()
+        buckets: dict[int, str] = {}      # archive directory number -> its path, made
         for job_id in job_ids:
             old, new = self.job_path(job_id), self.archived_path(job_id)
-            bucket = os.path.dirname(new)
+            number = job_id // constants.JOB_QUEUE_ARCHIVE_DIRS
             try:
-                if bucket not in buckets:
+                bucket = buckets.get(number)
+                if bucket is None:
+                    bucket = os.path.dirname(new)
                     os.makedirs(bucket, mode=0o750, exist_ok=True)
-                    buckets.add(bucket)
+                    buckets[number] = bucket
                 os.replace(old, new)
             except OSError as exc:
                 logger.error("Cannot archive job %s: %s", job_id, exc)
                 continue
             moved.append(job_id)
-            dirs.update(dict.fromkeys((bucket, os.path.dirname(old))))
-            if self._replicate_rename is not None:
-                try:
-                    self._replicate_rename(old, new)
-                except Exception:
-                    logger.exception("Replicating the archive of job %s failed", job_id)
+            pairs.append((old, new))
+            if bucket not in dirs:
+                dirs[bucket] = None
+                dirs[self.queue_dir] = None
+        if pairs and self._replicate_renames is not None:
+            try:
+                self._replicate_renames(pairs)
+            except Exception:
+                logger.exception("Replicating the archive of jobs %s-%s failed",
+                                 moved[0], moved[-1])
         if dirs and self._sync_mode != SYNC_NONE:
             writer = self._writer
             try:

@@ -169,7 +169,7 @@ class Replicator:
       been pushed: the processor calls it after ``Exec`` so a job never
       reports success before its config change reached the candidates.
     * **one lane per candidate** (:meth:`replicate_job_files` after each
-      group commit, :meth:`replicate_rename` on archiving,
+      group commit, :meth:`replicate_renames` on archiving,
       :meth:`replicate_drain_flag`, :meth:`replicate_queue_to` for new
       candidates): each candidate's thread sends what the plan hands its
       lane, in order, consecutive file updates in one
@@ -495,9 +495,11 @@ class Replicator:
         """Queue one job queue file (see :meth:`replicate_job_files`)."""
         self.replicate_job_files({path: data})
 
-    def replicate_rename(self, old: str, new: str) -> None:
-        """Queue the rename of a job queue file (archiving), ordered after earlier updates."""
-        self._queue_job_op(Renames([(old, new)]))
+    def replicate_renames(self, pairs: list[tuple[str, str]]) -> None:
+        """Queue the renames ``[(old, new)]`` of job queue files (archiving),
+        ordered after earlier updates."""
+        if pairs:
+            self._queue_job_op(Renames(list(pairs)))
 
     def replicate_drain_flag(self, flag: bool) -> None:
         """Queue setting (True) or clearing (False) the candidates' queue drain flag."""

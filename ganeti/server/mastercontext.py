@@ -133,7 +133,7 @@ def build_context(paths: Paths, *, workers: int = constants.DEFAULT_JOB_WORKERS,
     if node_info_max_age > 0:
         context.node_info_cache = liveinfo.NodeInfoCache(node_info_max_age)
     storage = JobStorage(paths, sync_mode=sync_mode, replicate=replicator.replicate_job_file,
-                         replicate_rename=replicator.replicate_rename,
+                         replicate_renames=replicator.replicate_renames,
                          replicate_batch=replicator.replicate_job_files,
                          replicate_drain=replicator.replicate_drain_flag,
                          wait_replicated=replicator.wait_job_quorum if job_quorum else None)

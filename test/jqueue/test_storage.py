@@ -19,7 +19,7 @@ def storage(tmp_path, request):
     renamed: list[tuple[str, str]] = []
     s = st.JobStorage(Paths(root=str(tmp_path)), sync_mode=request.param,
                       replicate=lambda f, c: replicated.append((f, c)),
-                      replicate_rename=lambda a, b: renamed.append((a, b)))
+                      replicate_renames=renamed.extend)
     s.open()
     s.replicated, s.renamed = replicated, renamed
     yield s
@@ -74,6 +74,20 @@ def test_archive(storage: st.JobStorage) -> None:
     assert storage.read_archived_job(12345) == b"a"
     assert os.path.exists(os.path.join(storage.archive_dir, "1", "job-12345"))
     assert storage.renamed and storage.renamed[0][1].endswith("archive/1/job-12345")
+
+
+def test_archive_replicates_its_moves_in_one_call(tmp_path) -> None:
+    calls: list[list[tuple[str, str]]] = []
+    s = st.JobStorage(Paths(root=str(tmp_path)), replicate_renames=calls.append)
+    s.open()
+    try:
+        s.write_jobs([(9999, b"a"), (10000, b"b"), (10001, b"c")])
+        assert s.archive_jobs([9999, 10000, 424242, 10001]) == [9999, 10000, 10001]
+        assert calls == [[(s.job_path(i), s.archived_path(i)) for i in (9999, 10000, 10001)]]
+        assert [s.read_archived_job(i) for i in (9999, 10000, 10001)] == [b"a", b"b", b"c"]
+        assert s.archive_jobs([424242]) == [] and len(calls) == 1   # nothing moved, nothing sent
+    finally:
+        s.close()
 
 
 def test_drain_flag(storage: st.JobStorage) -> None:

@@ -137,7 +137,7 @@ def test_job_updates_coalesce_and_renames_keep_their_place(tmp_path) -> None:
         rep.replicate_job_files({os.path.join(q, "job-1"): b"1b",
                                  os.path.join(q, "job-2"): b"2a"})
         rep.replicate_job_file(os.path.join(q, "job-1"), b"1c")
-        rep.replicate_rename(os.path.join(q, "job-1"), os.path.join(q, "archive/0/job-1"))
+        rep.replicate_renames([(os.path.join(q, "job-1"), os.path.join(q, "archive/0/job-1"))])
         rep.replicate_job_file(os.path.join(q, "job-2"), b"2b")
         rep.replicate_job_file(os.path.join(q, "job-2"), b"2c")
     finally:

@@ -107,7 +107,7 @@ def test_job_files_go_to_candidates_only(tmp_path) -> None:
     os.makedirs(paths.queue_dir, exist_ok=True)
     storage = jstorage.JobStorage(paths, sync_mode=jstorage.SYNC_NONE,
                                   replicate=rep.replicate_job_file,
-                                  replicate_rename=rep.replicate_rename,
+                                  replicate_renames=rep.replicate_renames,
                                   replicate_batch=rep.replicate_job_files)
     storage.open()
     try:
