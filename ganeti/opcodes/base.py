@@ -166,13 +166,46 @@ class OpCode:
 
         Raises :class:`errors.ParameterError` naming the offending field.
         """
-        hints = _hints(type(self))
-        for f in dataclasses.fields(self):
+        cls = type(self)
+        plan = _PLANS.get(cls)
+        if plan is None:
+            plan = _PLANS[cls] = _validation_plan(cls)
+        for f, tp, default in plan:
             value = getattr(self, f.name)
-            setattr(self, f.name, _check_field(f, hints[f.name], value))
+            if value is default and default is not _NO_DEFAULT:
+                continue        # a field left at its (checked) immutable default
+            setattr(self, f.name, _check_field(f, tp, value))
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
+#: per opcode class: (field, type hint, default or _NO_DEFAULT) for validate()
+_PLANS: dict[type, list[tuple[dataclasses.Field, Any, Any]]] = {}
+_NO_DEFAULT = object()
+#: default values that are immutable, so a field still holding the very same
+#: object holds what was checked once per class
+_IMMUTABLE = (type(None), bool, int, float, str)
+
+
+def _validation_plan(cls: type) -> list[tuple[dataclasses.Field, Any, Any]]:
+    """Each field of ``cls`` with its type hint and, when its default is
+    immutable and passes the field's own checks unchanged, that default:
+    :meth:`OpCode.validate` skips a field holding it (most of an opcode's
+    fields are left at their defaults, and every submitted opcode is
+    validated)."""
+    hints = _hints(cls)
+    plan = []
+    for f in dataclasses.fields(cls):
+        default = f.default
+        if default is dataclasses.MISSING or type(default) not in _IMMUTABLE:
+            default = _NO_DEFAULT
+        else:
+            try:
+                if _check_field(f, hints[f.name], default) is not default:
+                    default = _NO_DEFAULT       # normalised: check it every time
+            except errors.GanetiError:
+                default = _NO_DEFAULT           # a default that must be replaced
+        plan.append((f, hints[f.name], default))
+    return plan
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from ganeti import errors, opcodes
-from ganeti.opcodes.base import op_id_from_class_name
+from ganeti.opcodes.base import OpCode, op_id_from_class_name, param
 
 
 @pytest.mark.parametrize("name,op_id", [("OpTestDelay", "OP_TEST_DELAY"),
@@ -117,3 +119,29 @@ def test_os_image_default_resets_it_in_a_change_only() -> None:
     with pytest.raises(errors.ParameterError, match="absolute path or a URL"):
         opcodes.from_dict({**modify, "osparams": {"os-image": "NonExistantOsForQa"}})
     assert opcodes.from_dict({**modify, "osparams": {"other": "x"}}).osparams == {"other": "x"}
+
+
+def test_fields_left_at_their_defaults_skip_only_defaults_that_passed_the_checks() -> None:
+    """validate() skips a field still holding its immutable default only when
+    that default passed the field's checks unchanged: a default the checks
+    refuse or normalise is checked every time."""
+    @dataclass(kw_only=True)
+    class OpWidgetTune(OpCode):
+        """Tune a widget (test only)."""
+        level: int = param(3, min=0, max=5)
+        ratio: float = param(1)               # normalised to 1.0: not skipped
+        name: str = param(None)               # refused: must be given
+        mode: str = param("fast", choices=["fast", "slow"])
+
+    op = OpWidgetTune(name="w1")
+    assert (op.level, op.ratio, op.mode) == (3, 1.0, "fast")
+    assert isinstance(op.ratio, float)
+    with pytest.raises(errors.ParameterError, match="name"):
+        OpWidgetTune()
+    with pytest.raises(errors.ParameterError, match="level"):
+        OpWidgetTune(name="w1", level=6)
+    with pytest.raises(errors.ParameterError, match="mode"):
+        OpWidgetTune(name="w1", mode="medium")
+    op.level = 9                               # changed after construction: checked again
+    with pytest.raises(errors.ParameterError, match="level"):
+        op.validate()
