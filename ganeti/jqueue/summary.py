@@ -303,7 +303,7 @@ class IndexKeeper:
     flush (taken from the table under its lock; each file's identity is
     read outside it), and rewrites the whole index instead when it holds
     more than twice as many lines as there are finished jobs (archived
-    jobs leave lines behind).  ``job_path(id)`` names a job file.  One
+    jobs leave lines behind), with the identities of the lines it holds.  ``job_path(id)`` names a job file.  One
     thread flushes (the queue's index thread, and the queue at shutdown).
     """
 
@@ -315,12 +315,17 @@ class IndexKeeper:
         self._table = table
         self._job_path = job_path
         self._lines = 0
+        #: the file identity of every job the index holds a line for: a
+        #: rewrite reuses it instead of reading each file's identity again
+        #: (a finished job's file changes only by leaving the queue)
+        self._fids: dict[int, FileId] = {}
         self._lock = threading.Lock()
 
     def loaded(self, entries: list[tuple[FileId, JobSummary]], stale: bool) -> None:
         """Start-up: the index should hold ``entries``; rewritten when ``stale``."""
         with self._lock:
             self._lines = len(entries)
+            self._fids = {summ.id: fid for fid, summ in entries}
             if stale:
                 self._write(entries)
 
@@ -335,21 +340,27 @@ class IndexKeeper:
             if self._lines + len(taken) > 2 * finished + self.SLACK:
                 with self._table.lock:
                     current = sorted(self._table.summaries().items())
-                self._write(self._identify(current))
+                self._write(self._identify(current, self._fids))
                 return len(taken)
-            entries = self._identify(taken)
+            entries = self._identify(taken, {})
             try:
                 append_index(self._dir, entries)
             except OSError as exc:
                 logger.warning("Cannot append to the job summary index: %s", exc)
                 return 0
             self._lines += len(entries)
+            self._fids.update((summ.id, fid) for fid, summ in entries)
             return len(entries)
 
-    def _identify(self, items: list[tuple[int, JobSummary]]) -> list[tuple[FileId, JobSummary]]:
+    def _identify(self, items: list[tuple[int, JobSummary]],
+                  known: dict[int, FileId]) -> list[tuple[FileId, JobSummary]]:
+        """Each job's file identity, from ``known`` or else read from its file
+        (a job archived meanwhile is left out)."""
         out = []
         for job_id, summ in items:
-            fid = stat_job_file(self._job_path(job_id))
+            fid = known.get(job_id)
+            if fid is None:
+                fid = stat_job_file(self._job_path(job_id))
             if fid is not None:          # None: archived meanwhile
                 out.append((fid, summ))
         return out
@@ -361,6 +372,7 @@ class IndexKeeper:
             logger.warning("Cannot write the job summary index: %s", exc)
             return
         self._lines = len(entries)
+        self._fids = {summ.id: fid for fid, summ in entries}
 
     def run(self, stop: threading.Event, interval: float = 1.0) -> None:
         """Flush every ``interval`` seconds until ``stop`` is set, then once more."""

@@ -229,6 +229,52 @@ def test_the_index_is_compacted_when_archived_lines_pile_up(tmp_path: Any,
         q.shutdown(5)
 
 
+def test_a_compaction_reads_no_file_identity_the_index_already_holds(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rewriting the index takes each kept job's file identity from memory
+    (read once, when its line was appended); the rewritten lines still match
+    the files, so a restart reads none of them."""
+    monkeypatch.setattr(jsummary.IndexKeeper, "SLACK", 2)
+    q = _queue(str(tmp_path))
+    stats: list[str] = []
+    orig = jsummary.stat_job_file
+
+    def stat_job_file(path: str) -> Any:
+        stats.append(os.path.basename(path))
+        return orig(path)
+
+    monkeypatch.setattr(jsummary, "stat_job_file", stat_job_file)
+    try:
+        kept = [int(v) for ok, v in q.submit_many_jobs([_delay() for _ in range(2)])]
+        _wait_finished(q, kept)
+        q._index.flush()
+        assert sorted(stats) == sorted(f"job-{i}" for i in kept)
+        for _ in range(3):          # archived jobs' lines pile up (14 lines, 2 jobs)
+            ids = [int(v) for ok, v in q.submit_many_jobs([_delay() for _ in range(4)])]
+            _wait_finished(q, ids)
+            q._index.flush()
+            assert all(q.archive_job(i) for i in ids)
+        stats.clear()
+        ids = [int(v) for ok, v in q.submit_many_jobs([_delay() for _ in range(2)])]
+        _wait_finished(q, ids)
+        q._index.flush()
+        kept += ids
+        found, bad = jsummary.read_index(q.storage.queue_dir)
+        with open(jsummary.index_path(q.storage.queue_dir), "rb") as fh:
+            lines = fh.read().count(b"\n")
+        assert sorted(found) == sorted(kept) and bad == 0 and lines == len(kept)  # rewritten
+        assert sorted(stats) == sorted(f"job-{i}" for i in ids)    # only the new jobs
+        rows = q.query_jobs(None, LIST)
+    finally:
+        q.shutdown(5)
+    reads = _no_reads(monkeypatch)
+    q = _queue(str(tmp_path))
+    try:
+        assert q.query_jobs(None, LIST) == rows and reads == []
+    finally:
+        q.shutdown(5)
+
+
 def test_record_round_trip_and_refusals() -> None:
     summ = jsummary.JobSummary(4, "success", 50, ["success"], [50], ["TEST_DELAY"],
                                [1, 2], [3, 4], [5, 6])
