@@ -32,8 +32,8 @@ what ``replicate_batch`` returns is handed to ``wait_replicated`` by a
 files are on a majority of the master candidates),
 ``replicate_drain(flag)`` when the drain flag is set or cleared (without
 it, ``replicate(file_name, b"")`` when it is set) and
-``replicate_renames([(old, new), ...])`` once per archiving; the defaults do nothing.  The
-callbacks run in the writer thread (``replicate_drain``: in the caller's),
+``replicate_renames([(old, new), ...])`` once per archiving; the defaults
+do nothing.  The callbacks run in the writer thread (``replicate_drain``: in the caller's),
 so they must return quickly (the master's replicator only queues the work,
 see ``ganeti.replication.Replicator``).
 """

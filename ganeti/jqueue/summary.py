@@ -303,8 +303,9 @@ class IndexKeeper:
     flush (taken from the table under its lock; each file's identity is
     read outside it), and rewrites the whole index instead when it holds
     more than twice as many lines as there are finished jobs (archived
-    jobs leave lines behind), with the identities of the lines it holds.  ``job_path(id)`` names a job file.  One
-    thread flushes (the queue's index thread, and the queue at shutdown).
+    jobs leave lines behind), with the identities of the lines it holds.
+    ``job_path(id)`` names a job file.  One thread flushes (the queue's
+    index thread, and the queue at shutdown).
     """
 
     #: lines beyond twice the finished jobs that trigger a rewrite
