@@ -33,9 +33,9 @@ files are on a majority of the master candidates),
 ``replicate_drain(flag)`` when the drain flag is set or cleared (without
 it, ``replicate(file_name, b"")`` when it is set) and
 ``replicate_renames([(old, new), ...])`` once per archiving; the defaults
-do nothing.  The callbacks run in the writer thread (``replicate_drain``: in the caller's),
-so they must return quickly (the master's replicator only queues the work,
-see ``ganeti.replication.Replicator``).
+do nothing.  The callbacks run in the writer thread (``replicate_drain``:
+in the caller's), so they must return quickly (the master's replicator
+only queues the work, see ``ganeti.replication.Replicator``).
 """
 
 from __future__ import annotations
