@@ -12,11 +12,12 @@ fenced flag set by the RPC runner.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from ganeti import errors
@@ -175,8 +176,8 @@ class MasterGuard:
 
     ``nodes()`` returns ``(node names, master name, epoch)`` from the
     current configuration; ``last_id()`` the queue's last job id;
-    ``serial()`` the configuration's serial.  :meth:`check_submit` is
-    called before every submission, :meth:`check_config_write` before
+    ``serial()`` the configuration's serial.  :meth:`submitting` (or
+    :meth:`check_submit`) is called for every submission, :meth:`check_config_write` before
     every configuration write; the RPC runner calls :meth:`on_fenced` when
     a node refuses our epoch.
     With ``enforce=False`` (``--no-voting``) the lease's expiry is not
@@ -203,6 +204,9 @@ class MasterGuard:
         self._async: threading.Thread | None = None
         self._suspect: str | None = None
         self._draining_until = float("-inf")
+        #: submissions past their check and not yet answered (:meth:`submitting`)
+        self._submitting = 0
+        self._none_submitting = threading.Condition(self._lock)
         self._first_reach: int | None = None
         #: called once, with the reason, when a majority fenced this master
         self.on_step_down: Callable[[str], None] | None = None
@@ -316,6 +320,35 @@ class MasterGuard:
     def check_submit(self, count: int = 1) -> None:
         """Raise :class:`errors.NotMasterError` unless ``count`` jobs may be accepted now."""
         self._check(count, 0)
+
+    @contextlib.contextmanager
+    def submitting(self, count: int = 1) -> Iterator[None]:
+        """:meth:`check_submit`, then the submission runs in the ``with`` block,
+        counted until it ends, so that :meth:`wait_submissions` after a
+        :meth:`drain` waits for the submissions that passed the check before
+        the drain began (their job ids are handed out after it)."""
+        with self._lock:
+            self._submitting += 1      # before the check: a drain from now on waits for it
+        try:
+            self.check_submit(count)
+            yield
+        finally:
+            with self._lock:
+                self._submitting -= 1
+                if not self._submitting:
+                    self._none_submitting.notify_all()
+
+    def wait_submissions(self, timeout: float) -> bool:
+        """Wait until no submission is under way (at most ``timeout`` seconds);
+        whether none is.  After :meth:`drain`, no new one starts."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._submitting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._none_submitting.wait(left)
+        return True
 
     def check_config_write(self, serial: int, *, fresh: bool = False) -> None:
         """Raise :class:`errors.NotMasterError` unless config ``serial`` may be written now.

@@ -20,6 +20,7 @@ again and again unchanged come whole from one
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -127,27 +128,30 @@ class LuxiDispatcher:
             return luxi.encode_response(False, errors.GanetiError(f"Cannot encode result: {exc}"))
 
     # handlers: each @luxi_method declares its row of luxi.METHODS ------------------
-    def _check_submit(self, count: int = 1) -> None:
-        if self.guard is not None:
-            self.guard.check_submit(count)
+    def _submitting(self, count: int = 1) -> contextlib.AbstractContextManager[None]:
+        """The guard's check of a submission, counted while it runs (a drain
+        for a failover waits for it: doc/design/failover.md)."""
+        if self.guard is None:
+            return contextlib.nullcontext()
+        return self.guard.submitting(count)
 
     @luxi_method(idempotent=False)
     def SubmitJob(self, ops: OPS) -> int:
         """Submit one job (a list of opcodes); returns its id."""
-        self._check_submit()
-        return self.context.require_jqueue().submit_job(ops)
+        with self._submitting():
+            return self.context.require_jqueue().submit_job(ops)
 
     @luxi_method(idempotent=False)
     def SubmitJobToDrainedQueue(self, ops: OPS) -> int:
         """Like SubmitJob, ignoring the drain flag."""
-        self._check_submit()
-        return self.context.require_jqueue().submit_job(ops, ignore_drain=True)
+        with self._submitting():
+            return self.context.require_jqueue().submit_job(ops, ignore_drain=True)
 
     @luxi_method(idempotent=False)
     def SubmitManyJobs(self, jobs: JOBS) -> list[list[Any]]:
         """Submit several jobs; returns [success, job_id_or_error] per job."""
-        self._check_submit(len(jobs))
-        return self.context.require_jqueue().submit_many_jobs(jobs)
+        with self._submitting(len(jobs)):
+            return self.context.require_jqueue().submit_many_jobs(jobs)
 
     @luxi_method(idempotent=True, wait="timeout", client="WaitForJobChangeOnce",
                  defaults={"timeout": "constants.LUXI_WFJC_TIMEOUT"})
@@ -237,8 +241,15 @@ class LuxiDispatcher:
             self.guard.drain(seconds)
         flushed = True
         replicator = self.context.replicator
-        if seconds > 0 and isinstance(replicator, Replicator):
-            flushed = replicator.flush(timeout=min(seconds, 20.0))
+        if seconds > 0:
+            deadline = time.monotonic() + min(seconds, 20.0)
+            # submissions that passed their check before the drain hand out
+            # their job ids now: wait for them, then flush what they wrote
+            if self.guard is not None:
+                flushed = self.guard.wait_submissions(min(seconds, 20.0))
+            if isinstance(replicator, Replicator):
+                flushed = replicator.flush(
+                    timeout=max(0.0, deadline - time.monotonic())) and flushed
         logger.warning("Draining for a failover: %s", f"{seconds:g}s, replication"
                        f" {'flushed' if flushed else 'NOT flushed'}" if seconds > 0 else "ended")
         return {"last_job_id": self.context.require_jqueue().storage.last_id,

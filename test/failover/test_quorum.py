@@ -258,6 +258,32 @@ def test_guard_drain_refuses_submissions_retryably_then_ends():
     guard.check_submit(1)
 
 
+def test_guard_counts_submissions_under_way_for_a_drain():
+    clock = FakeClock()
+    rpc = FakeRpc()
+    rpc.set_handler("master_lease", lambda node, args: {"master": "node1", "epoch": 0})
+    guard = _guard(rpc, clock, [0])
+    assert guard.wait_submissions(0.0)          # nothing under way
+    with guard.submitting(1):
+        guard.drain(10.0)                       # begins while this one runs
+        assert not guard.wait_submissions(0.05)
+        ended = threading.Event()
+        waiter = threading.Thread(target=lambda: guard.wait_submissions(10) and ended.set())
+        waiter.start()
+        assert not ended.wait(0.1)
+    waiter.join(10)
+    assert ended.is_set()
+    with pytest.raises(errors.MasterFailingOverError):
+        with guard.submitting(1):               # refused: counted only while checked
+            raise AssertionError("a refused submission must not run")
+    assert guard.wait_submissions(0.0)
+    guard.drain(0)
+    with pytest.raises(ValueError):
+        with guard.submitting(1):               # one that fails is no longer under way
+            raise ValueError("bad job")
+    assert guard.wait_submissions(0.0)
+
+
 def test_guard_without_voting_enforces_only_the_reservation():
     clock = FakeClock()
     rpc = FakeRpc()

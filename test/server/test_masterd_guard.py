@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,37 @@ def test_drain_master_refuses_submissions_retryably(wired):
         _call(disp, "DrainMaster", [-1])
     _call(disp, "DrainMaster", [0])
     assert _call(disp, "SubmitJob", [_OPS]) > last
+
+
+def test_drain_master_waits_for_a_submission_already_past_its_check(wired):
+    """A SubmitJob that passed the guard before the drain hands out its job id
+    after it: DrainMaster answers only once that job is written (and its
+    replication flushed), and its last job id includes it, so that the
+    failover's vote does not find the old master ahead of the taker."""
+    ctx, rpc, clock, guard = wired
+    disp = masterd.LuxiDispatcher(ctx, guard=guard)
+    queue = ctx.require_jqueue()
+    inside, go_on = threading.Event(), threading.Event()
+    real_submit = queue.submit_job
+
+    def slow_submit(ops, **kwargs):
+        inside.set()
+        assert go_on.wait(10)
+        return real_submit(ops, **kwargs)
+
+    queue.submit_job = slow_submit
+    submitted: list = []
+    drained: list = []
+    submitter = threading.Thread(target=lambda: submitted.append(_call(disp, "SubmitJob", [_OPS])))
+    submitter.start()
+    assert inside.wait(10)                      # past the guard, no job id yet
+    drainer = threading.Thread(target=lambda: drained.append(_call(disp, "DrainMaster", [30])))
+    drainer.start()
+    drainer.join(0.5)
+    assert drainer.is_alive() and not drained   # waits for the submission under way
+    go_on.set()
+    submitter.join(10)
+    drainer.join(10)
+    assert submitted and drained == [{"last_job_id": submitted[0], "flushed": True}]
+    with pytest.raises(errors.MasterFailingOverError):
+        _call(disp, "SubmitJob", [_OPS])
