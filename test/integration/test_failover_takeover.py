@@ -359,6 +359,7 @@ def test_planned_failover_under_50_jobs_per_second(vc3):
           f" {len(load.acked)} acknowledged in all, {len(load.refused)} refused")
     assert before > 0 and any(m == taker for m in load.acked.values())
     # a refusal during the failover is the retryable one, or the daemon being away
-    assert all("MasterFailingOverError" in r or "NoMasterError" in r
-               or "NotMasterError" in r for r in load.refused), load.refused[:5]
+    other = [r for r in load.refused if not ("MasterFailingOverError" in r or "NoMasterError" in r
+                                              or "NotMasterError" in r)]
+    assert not other, other[:5]
     assert _one_master(vc3) == taker

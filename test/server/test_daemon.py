@@ -71,6 +71,16 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _read_or_empty(path: str) -> str:
+    """The file's text, or "" while it does not exist yet (a loaded machine
+    may show the pid file before the log file)."""
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return ""
+
+
 def _wait_for(cond, timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -155,7 +165,7 @@ def test_foreground_mode(env, tmp_path) -> None:
     try:
         assert _wait_for(lambda: os.path.exists(paths.pid_file(NAME))
                          and open(paths.pid_file(NAME)).read().strip() == str(proc.pid))
-        assert _wait_for(lambda: "serving" in open(paths.daemon_log_file(NAME)).read())
+        assert _wait_for(lambda: "serving" in _read_or_empty(paths.daemon_log_file(NAME)))
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     finally:
