@@ -176,10 +176,10 @@ class MasterGuard:
 
     ``nodes()`` returns ``(node names, master name, epoch)`` from the
     current configuration; ``last_id()`` the queue's last job id;
-    ``serial()`` the configuration's serial.  :meth:`submitting` (or
-    :meth:`check_submit`) is called for every submission, :meth:`check_config_write` before
-    every configuration write; the RPC runner calls :meth:`on_fenced` when
-    a node refuses our epoch.
+    ``serial()`` the configuration's serial.  Every submission runs in
+    :meth:`submitting` (which calls :meth:`check_submit`),
+    :meth:`check_config_write` is called before every configuration write;
+    the RPC runner calls :meth:`on_fenced` when a node refuses our epoch.
     With ``enforce=False`` (``--no-voting``) the lease's expiry is not
     enforced, but its reservations are: a renewal counts when confirmed by
     a majority or by at least as many nodes (its own included) as the

@@ -246,7 +246,7 @@ class LuxiDispatcher:
             # submissions that passed their check before the drain hand out
             # their job ids now: wait for them, then flush what they wrote
             if self.guard is not None:
-                flushed = self.guard.wait_submissions(min(seconds, 20.0))
+                flushed = self.guard.wait_submissions(deadline - time.monotonic())
             if isinstance(replicator, Replicator):
                 flushed = replicator.flush(
                     timeout=max(0.0, deadline - time.monotonic())) and flushed
