@@ -524,14 +524,40 @@ def _finish(paths: Paths, me: str, marker: Marker, out: Out, *, no_voting: bool,
     return Outcome(marker.old_master, marker.stopped, marker.epoch, failed, resumed)
 
 
+def _configured_master(paths: Paths) -> str:
+    """The master named by this node's configuration now ("" when none)."""
+    data = load_local_config(paths)
+    master = data.nodes.get(data.cluster.master_node)
+    return master.name if master is not None else ""
+
+
+def _check_not_taken(rpc: RpcRunner, paths: Paths, names: Sequence[str], me: str,
+                     old: str) -> None:
+    """After the claim won, before anything is stopped: the configuration still
+    names ``old``.
+
+    Another taker that finished (pushed its configuration, here too, then
+    released its claims) before this one's claim reached its nodes leaves
+    them free to promise themselves again; stopping ``old`` then would hand
+    its node daemon this taker's newer epoch, and the winner's master daemon
+    would refuse to start at that sight (doc/design/failover.md, "Concurrent
+    takers").  Gives up (claims released), having stopped and written nothing.
+    """
+    now = _configured_master(paths)
+    if now != old:
+        release_claims(rpc, names, me)
+        raise TakeoverRefused(
+            f"Failover given up: {now or 'another node'} took over meanwhile (this node's"
+            f" configuration names {now or 'no master'} now, not {old}). Nothing was stopped"
+            " or written here; gnt-cluster getmaster names the master")
+
+
 def _check_still_ours(rpc: RpcRunner, paths: Paths, names: Sequence[str], me: str,
                       epoch: int, seen: int, old: str) -> None:
     """Before writing: the configuration still names ``old`` (no other taker won and
     pushed meanwhile) and a majority still holds this taker's claim (renewed: the
     steps since it was made may have taken a good part of its lifetime)."""
-    data = load_local_config(paths)
-    master = data.nodes.get(data.cluster.master_node)
-    now = master.name if master is not None else ""
+    now = _configured_master(paths)
     why = ""
     if now != old:
         why = f"the configuration names {now or 'no master'} now, not {old}"
@@ -597,6 +623,7 @@ def take_over(paths: Paths, me: str, *, no_voting: bool = False, out: Out,
                 out(f"Warning: --no-voting: {exc}")
         else:
             epoch = claim_majority(rpc, names, me, epoch, seen, out)
+            _check_not_taken(rpc, paths, names, me, old)
     except errors.GanetiError:
         if drained:
             drain_old_master(rpc, old, 0, out)

@@ -291,3 +291,39 @@ def test_takeover_steps_wait_for_a_node_as_long_as_the_timeout_scale_says(scale,
                      "write_ssconf_files")}
     # the runner's own timeout classes follow the same scale
     assert rpc.timeout_for("version") == pytest.approx(60.0 * scale)
+
+
+def test_a_taker_whose_claim_came_after_another_takeover_finished_stops_nothing(
+        paths, monkeypatch):
+    # node3 took over (and released its claims) after node2 read its configuration
+    # naming node1 but before node2's claim reached the nodes: node2's claim wins
+    # on free nodes, yet it must not stop node1 with its newer epoch (node3's
+    # master daemon would then refuse to start: a cluster with no master)
+    from test.fakes.fakerpc import FakeRpc
+    configfile.write_config_file(paths.config_file, serializer.dumps_bytes(_data()))
+    rpc = FakeRpc()
+    rpc.fence = takeover._Fence(0, "node2")
+    monkeypatch.setattr(takeover, "node_rpc", lambda *a, **k: rpc)
+    monkeypatch.setattr(takeover.catchup, "catch_up_jobs", lambda *a, **k: None)
+    monkeypatch.setattr(takeover.quorum, "run_vote", lambda *a, **k: vote.Decision(
+        True, "ok", "confirmed", queue_serial=6, config_serial=8, epoch=65540))
+    rpc.set_handler("master_drain", lambda node, args: {"last_job_id": 6, "flushed": True})
+
+    def claim(node, args):
+        if args[1] and not os.path.exists(paths.config_file + ".winner"):
+            # the winner's push reaches this node as the claim goes out
+            winner = vote.Decision(True, "ok", "ok", config_serial=1006, epoch=65539)
+            takeover.write_takeover_config(paths, _data(), "node3", winner)
+            open(paths.config_file + ".winner", "w").close()
+        return {}
+    rpc.set_handler("master_claim", claim)
+    lines: list[str] = []
+    with pytest.raises(takeover.TakeoverRefused,
+                       match="node3 took over meanwhile .*Nothing was stopped"):
+        takeover.take_over(paths, "node2", out=lines.append, sleep=lambda s: None)
+    assert rpc.calls_to("node_stop_master") == []
+    assert takeover.read_marker(paths) is None
+    # the claims were released and the old master's drain ended
+    assert [args[1] for _, args in rpc.calls_to("master_claim")] == [131074, 0]
+    assert [args[0] for _, args in rpc.calls_to("master_drain")] == [takeover.DRAIN_SECONDS, 0]
+    assert takeover.load_local_config(paths).cluster.master_epoch == 65539
