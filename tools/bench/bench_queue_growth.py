@@ -26,6 +26,16 @@ noisy machine):
 Targets (issue "Performance that holds as the queue and the cluster
 grow"): rate at 10,000 >= 90 % of the fresh rate; the listing <= 50 ms.
 Takes about a minute.
+
+``--decompose`` instead runs four masters side by side, rounds rotating
+among them, and prints each one's CPU per job (user and system apart) as
+a ratio to the fresh one's: *fresh* and *full* as above, *restarted* (the
+full queue, its master restarted after the filling: same files, a new
+process) and *noarchive* (filled the same way with ``--queue-limits 20000
+25000``: 6,500 to 10,000 unarchived jobs, nothing archived).  What the
+full queue costs beyond the fresh one then splits into what archiving
+adds (full against noarchive) and what the master's own history adds
+(full against restarted); doc/protocols/jobs.md, "Queue size".
 """
 
 from __future__ import annotations
@@ -87,8 +97,71 @@ def _listing_ms(conn: luxi.Client) -> tuple[float, int]:
     return statistics.median(times) * 1000, rows
 
 
+def _fill(conn: luxi.Client) -> None:
+    """Submit and wait for the jobs a full queue holds before its rounds."""
+    filled = 0
+    while filled < FULL - ROUNDS * ROUND:
+        count = min(2000, FULL - ROUNDS * ROUND - filled)
+        _wait_all(conn, _submit(conn, count))
+        filled += count
+
+
+def decompose() -> int:
+    """The ``--decompose`` run (see the module docstring)."""
+    variants = [("fresh", [], False), ("full", [], False), ("restarted", [], True),
+                ("noarchive", ["--queue-limits", "20000", "25000"], False)]
+    base = tempfile.mkdtemp(prefix="bench-queue-growth-")
+    handles = []
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in variants}
+    try:
+        for name, args, _ in variants:
+            handles.append(start_masterd(os.path.join(base, name), workers=25,
+                                         extra_args=args))
+        for (name, _, restart), handle in zip(variants[1:], handles[1:]):
+            with luxi.Client(handle.socket_path, rw_timeout=300) as conn:
+                _fill(conn)
+            if restart:
+                handle.restart()
+        conns = [luxi.Client(h.socket_path, rw_timeout=300) for h in handles]
+        try:
+            for index in range(ROUNDS):
+                order = list(range(len(handles)))
+                order = order[index % len(order):] + order[:index % len(order)]
+                for k in order:
+                    pid = handles[k].pid
+                    if pid is None:
+                        raise RuntimeError("a master daemon is not running")
+                    user, system = benchlib.process_times(pid)
+                    _wait_all(conns[k], _submit(conns[k], ROUND))
+                    user2, system2 = benchlib.process_times(pid)
+                    times[variants[k][0]].append(((user2 - user) * 1000 / ROUND,
+                                                  (system2 - system) * 1000 / ROUND))
+        finally:
+            for conn in conns:
+                conn.close()
+    finally:
+        for handle in handles:
+            handle.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+    def medians(name: str) -> tuple[float, float, float]:
+        rounds = times[name]
+        return (statistics.median(u + s for u, s in rounds),
+                statistics.median(u for u, _ in rounds), statistics.median(s for _, s in rounds))
+
+    fresh = medians("fresh")
+    print(f"masterd CPU per job, median of {ROUNDS} rounds of {ROUND} (ratio to the fresh queue):")
+    for name, _, _ in variants:
+        total, user, system = medians(name)
+        print(f"  {name:10s} {total:.2f} ms ({total / fresh[0]:.2f}x)  user {user:.2f} ms"
+              f" ({user / fresh[1]:.2f}x)  system {system:.2f} ms ({system / fresh[2]:.2f}x)")
+    return 0
+
+
 def main() -> int:
     """Run the benchmark and print the figures."""
+    if "--decompose" in sys.argv[1:]:
+        return decompose()
     base = tempfile.mkdtemp(prefix="bench-queue-growth-")
     handles = []
     try:
@@ -96,11 +169,7 @@ def main() -> int:
             handles.append(start_masterd(os.path.join(base, name), workers=25))
         with luxi.Client(handles[0].socket_path, rw_timeout=300) as fresh_conn, \
                 luxi.Client(handles[1].socket_path, rw_timeout=300) as full_conn:
-            filled = 0
-            while filled < FULL - ROUNDS * ROUND:
-                count = min(2000, FULL - ROUNDS * ROUND - filled)
-                _wait_all(full_conn, _submit(full_conn, count))
-                filled += count
+            _fill(full_conn)
             fresh_rates: list[float] = []
             full_rates: list[float] = []
             fresh_cpu: list[float] = []

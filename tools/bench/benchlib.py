@@ -31,6 +31,14 @@ def process_cpu(pid: int, *, reaped: bool = False) -> float:
     return sum(int(v) for v in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
 
 
+def process_times(pid: int) -> tuple[float, float]:
+    """``(user, system)`` CPU seconds of process ``pid`` so far (all its threads)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def use_bytecode_cache(directory: str) -> None:
     """Byte-compile ``ganeti/`` into ``directory`` and make this process and
     every Python process it starts from now on (commands, daemons) use it.
