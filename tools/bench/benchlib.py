@@ -15,9 +15,15 @@ from ganeti.objects import NIC, Instance
 from ganeti.pathutils import Paths
 from tools.harness import vcluster
 
-__all__ = ["fill_config", "process_cpu", "use_bytecode_cache", "wait_jobs"]
+__all__ = ["fill_config", "process_cpu", "process_times", "use_bytecode_cache", "wait_jobs"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _cpu_ticks(pid: int) -> list[int]:
+    """utime, stime, cutime, cstime of process ``pid`` (``/proc/PID/stat`` fields 14-17)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        return [int(v) for v in fh.read().rsplit(")", 1)[1].split()[11:15]]
 
 
 def process_cpu(pid: int, *, reaped: bool = False) -> float:
@@ -25,18 +31,14 @@ def process_cpu(pid: int, *, reaped: bool = False) -> float:
     ``reaped``, also its children it has waited for), from ``/proc/PID/stat``.
 
     Raises :class:`OSError` when the process is gone."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    # fields[11:15]: utime, stime, cutime, cstime (stat fields 14-17)
-    return sum(int(v) for v in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
+    return sum(_cpu_ticks(pid)[:4 if reaped else 2]) / os.sysconf("SC_CLK_TCK")
 
 
 def process_times(pid: int) -> tuple[float, float]:
     """``(user, system)`` CPU seconds of process ``pid`` so far (all its threads)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
+    user, system = _cpu_ticks(pid)[:2]
     tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
+    return user / tick, system / tick
 
 
 def use_bytecode_cache(directory: str) -> None:
