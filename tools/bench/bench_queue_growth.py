@@ -77,13 +77,15 @@ def _wait_all(conn: luxi.Client, ids: list[int], timeout: float = 300.0) -> None
     benchlib.wait_jobs(conn, ids, time.monotonic() + timeout)
 
 
-def _round(conn: luxi.Client, pid: int) -> tuple[float, float]:
-    """One round: jobs per second, and the master's CPU milliseconds per job."""
-    cpu = benchlib.process_cpu(pid)
+def _round(conn: luxi.Client, pid: int) -> tuple[float, float, float]:
+    """One round: jobs per second, and the master's user and system CPU
+    milliseconds per job."""
+    user, system = benchlib.process_times(pid)
     started = time.perf_counter()
     _wait_all(conn, _submit(conn, ROUND))
     rate = ROUND / (time.perf_counter() - started)
-    return rate, (benchlib.process_cpu(pid) - cpu) * 1000 / ROUND
+    user2, system2 = benchlib.process_times(pid)
+    return rate, (user2 - user) * 1000 / ROUND, (system2 - system) * 1000 / ROUND
 
 
 def _listing_ms(conn: luxi.Client) -> tuple[float, int]:
@@ -131,11 +133,8 @@ def decompose() -> int:
                     pid = handles[k].pid
                     if pid is None:
                         raise RuntimeError("a master daemon is not running")
-                    user, system = benchlib.process_times(pid)
-                    _wait_all(conns[k], _submit(conns[k], ROUND))
-                    user2, system2 = benchlib.process_times(pid)
-                    times[variants[k][0]].append(((user2 - user) * 1000 / ROUND,
-                                                  (system2 - system) * 1000 / ROUND))
+                    _, user, system = _round(conns[k], pid)
+                    times[variants[k][0]].append((user, system))
         finally:
             for conn in conns:
                 conn.close()
@@ -183,9 +182,9 @@ def main() -> int:
                     (full_conn, pids[1], full_rates, full_cpu)]
             for index in range(ROUNDS):
                 for conn, pid, rates, cpus in pair[::-1] if index % 2 else pair:
-                    rate, cpu = _round(conn, pid)
+                    rate, user, system = _round(conn, pid)
                     rates.append(rate)
-                    cpus.append(cpu)
+                    cpus.append(user + system)
             early_ms, early_rows = _listing_ms(fresh_conn)
             full_ms, full_rows = _listing_ms(full_conn)
             unarchived = len(full_conn.Query("job", ["id"], ["!", ["?", "archived"]])["data"])
