@@ -207,15 +207,21 @@ class ForkingServer(AcceptLoop):
         """In a spare: take the name of a request child and tell the parent the
         handshake is done (no-op elsewhere)."""
         if self._authenticated is not None and os.getpid() != self.parent_pid:
-            spare.set_comm(spare.CHILD_COMM)   # it holds a request slot now
+            # reported before renamed: whoever sees the new name (the tests)
+            # knows the parent will count the slot at its next connection
             try:
                 os.write(self._authenticated[1], _PID.pack(os.getpid()))
             except OSError as exc:
                 logger.debug("Cannot report the handshake to the parent: %s", exc)
+            spare.set_comm(spare.CHILD_COMM)   # it holds a request slot now
 
     def run_connection(self, tls: ssl.SSLSocket, address: Any) -> None:
         """Serve an established connection: fork its child, or let it wait for a slot."""
         self.collect_children()
+        if self._authenticated is not None:
+            # spares whose handshake ended since the loop last looked hold
+            # their slots already (their report may share this wake-up)
+            self._read_authenticated()
         if len(self.active_children) < self.max_children and not self.waiting:
             self._fork(tls, address, busy=False)
         else:
