@@ -122,8 +122,10 @@ ELOG_PROGRESS = "progress"
 
 # Job queue
 JOB_QUEUE_VERSION = 1
-# Unarchived jobs (finished or not): past the soft limit a submission first
-# archives the oldest finished ones; past the hard limit it is refused.
+# Unarchived jobs (finished or not): past the soft limit the oldest finished
+# ones are archived once submissions pause; a submission that would pass the
+# hard limit archives them itself, and is refused if that is not enough
+# (doc/protocols/jobs.md, "Queue size").
 JOB_QUEUE_SIZE_HARD_LIMIT = 5000
 JOB_QUEUE_SIZE_SOFT_LIMIT = 4000
 JOB_QUEUE_ARCHIVE_DIRS = 10000

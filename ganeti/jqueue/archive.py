@@ -16,6 +16,7 @@ every job archived since start-up and reads any other archived file once
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from collections.abc import Callable, Collection, Iterable
@@ -28,12 +29,23 @@ from ganeti.jqueue.summary import ArchivedSummary, JobSummary, archived_summary,
 from ganeti.jqueue.table import JobTable
 
 __all__ = ["list_archived_ids", "read_archived_jobs", "archive_locked", "archive_job",
-           "auto_archive", "make_room", "ArchiveIndex"]
+           "auto_archive", "make_room", "archive_due", "trim", "ArchiveIndex",
+           "BackgroundArchiver"]
 
-#: share of the soft size limit archived at once when the queue is past it
+#: share of the size limit archived at once when a submission must make room
 ARCHIVE_BATCH_SHARE = 0.05
 
-#: Finished jobs archived per hold of the table lock by :func:`auto_archive`.
+#: seconds without a submission after which the queue, past its soft limit,
+#: archives in the background (doc/protocols/jobs.md, "Queue size")
+ARCHIVE_IDLE = 0.5
+
+#: seconds before the background archiver looks again when it could archive
+#: nothing (every job past the soft limit unfinished, job files not writable),
+#: and at most between its looks while it waits for submissions to pause
+_RETRY = 1.0
+
+#: Finished jobs archived per hold of the table lock by :func:`auto_archive`
+#: and the background archiver.
 _CHUNK = 200
 
 logger = logging.getLogger(__name__)
@@ -141,23 +153,50 @@ def archive_locked(table: JobTable, storage: JobStorage, ids: list[int],
     return len(moved)
 
 
-def make_room(table: JobTable, storage: JobStorage, count: int, soft_limit: int,
+def make_room(table: JobTable, storage: JobStorage, count: int, limit: int,
               index: ArchiveIndex | None = None) -> None:
     """(queue lock held) Archive the oldest finished jobs so that ``count``
-    more stay within ``soft_limit``.
+    more stay within ``limit`` (the hard limit: a submission that finds the
+    queue full).
 
     Past the limit it archives a batch (:data:`ARCHIVE_BATCH_SHARE` of the
-    soft limit, at least what is needed), so that the directory syncs of an
+    limit, at least what is needed), so that the directory syncs of an
     archive are paid once per batch, not by every submission
     (doc/protocols/jobs.md, "Queue size")."""
-    excess = table.size() + count - soft_limit
+    excess = table.size() + count - limit
     if excess <= 0:
         return
-    batch = max(excess, int(soft_limit * ARCHIVE_BATCH_SHARE))
+    batch = max(excess, int(limit * ARCHIVE_BATCH_SHARE))
     moved = archive_locked(table, storage, table.finished_ids()[:batch], index)
+    if moved:
+        logger.info("Job queue at its limit of %d jobs: archived the %d oldest"
+                    " finished ones", limit, moved)
+
+
+def archive_due(size: int, soft_limit: int, last_submission: float, now: float,
+                idle: float) -> float | None:
+    """When the background archiver of a queue of ``size`` unarchived jobs
+    should archive: None when within ``soft_limit`` (nothing to do until a
+    submission), else the seconds left until the queue has had no submission
+    for ``idle`` seconds (0.0: now); times are monotonic seconds."""
+    if size <= soft_limit:
+        return None
+    return max(0.0, last_submission + idle - now)
+
+
+def trim(table: JobTable, storage: JobStorage, soft_limit: int,
+         index: ArchiveIndex | None = None) -> int:
+    """(table lock held) One step of the background archiver: archive the
+    oldest finished jobs past ``soft_limit``, at most :data:`_CHUNK` (the
+    lock is held for one chunk at a time); how many moved."""
+    excess = table.size() - soft_limit
+    if excess <= 0:
+        return 0
+    moved = archive_locked(table, storage, table.finished_ids()[:min(excess, _CHUNK)], index)
     if moved:
         logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
                     " finished ones", soft_limit, moved)
+    return moved
 
 
 def archive_job(table: JobTable, storage: JobStorage, job_id: Any,
@@ -198,3 +237,68 @@ def auto_archive(table: JobTable, storage: JobStorage, age: Any, timeout: Any, *
             archived += archive_locked(table, storage, todo, index)
         left -= len(chunk)
     return [archived, left]
+
+
+class BackgroundArchiver:
+    """The queue's archiver thread (doc/protocols/jobs.md, "Queue size").
+
+    Past ``soft_limit`` unarchived jobs it archives the oldest finished
+    ones, :data:`_CHUNK` per hold of the table lock, once the queue has had
+    no submission for ``idle`` seconds (``monotonic``); never while job
+    files cannot be written.  The queue tells it of each submission
+    (:meth:`submitted`) and stops it with its workers (:meth:`stop`).
+    """
+
+    def __init__(self, table: JobTable, storage: JobStorage, soft_limit: int,
+                 index: ArchiveIndex | None, monotonic: Callable[[], float],
+                 idle: float) -> None:
+        self._table = table
+        self._storage = storage
+        self._soft_limit = soft_limit
+        self._index = index
+        self._mono = monotonic
+        self._idle = idle
+        self._wake = threading.Condition(table.lock)
+        self._last_submission = -math.inf       # monotonic; none yet
+        self._parked = False                    # waits for a submission past the limit
+        self._stopping = False
+
+    def start(self) -> threading.Thread:
+        """Start the thread; returns it (to join after :meth:`stop`)."""
+        thread = threading.Thread(target=self._run, name="jq-archiver", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        """(table lock held) End the thread."""
+        self._stopping = True
+        self._wake.notify_all()
+
+    def submitted(self) -> None:
+        """(table lock held) Jobs were just added: wait for the next pause
+        from now on; wake the thread if the queue just went past its soft
+        limit (otherwise it is awake already or has nothing to do)."""
+        self._last_submission = self._mono()
+        if self._parked and self._table.size() > self._soft_limit:
+            self._parked = False
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._table.lock:
+                if self._stopping:
+                    return
+                due = archive_due(self._table.size(), self._soft_limit,
+                                  self._last_submission, self._mono(), self._idle)
+                if due is None:
+                    self._parked = True
+                    self._wake.wait()
+                    continue
+                if due > 0:
+                    self._wake.wait(min(due, _RETRY))
+                    continue
+                moved = 0
+                if self._storage.write_error is None:
+                    moved = trim(self._table, self._storage, self._soft_limit, self._index)
+                if not moved:   # only unfinished jobs past the limit: look again later
+                    self._wake.wait(_RETRY)

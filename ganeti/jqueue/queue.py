@@ -94,8 +94,9 @@ class JobQueue(JobControl):
     ``processor_factory()`` gives an object with ``execute_opcode(op,
     callbacks)``; ``clock`` is wall time (job timestamps).  ``size_limits``
     is ``(soft, hard)``, in unarchived jobs (default: the ``JOB_QUEUE_SIZE_*``
-    constants; see :meth:`submit_job`).  ``events``: the bus job events are
-    published on (:mod:`ganeti.jqueue.notify`), or None; ``metrics``: where
+    constants; see :meth:`submit_job`; ``archive_idle``: the pause that starts
+    archiving past the soft limit).  ``events``: the bus job events are published
+    on (:mod:`ganeti.jqueue.notify`), or None; ``metrics``: where
     job start and end latencies are observed, or None; ``redactor``: the
     secret values scrubbed from results, errors and log entries (default:
     a new :class:`~ganeti.redact.Redactor`, which still knows the jobs'
@@ -110,7 +111,8 @@ class JobQueue(JobControl):
                  size_limits: tuple[int, int] | None = None,
                  events: EventBus | None = None, metrics: MasterMetrics | None = None,
                  redactor: redact.Redactor | None = None,
-                 epoch: Callable[[], int | None] = lambda: None) -> None:
+                 epoch: Callable[[], int | None] = lambda: None,
+                 archive_idle: float = jarchive.ARCHIVE_IDLE) -> None:
         self.storage = storage
         self._epoch = epoch
         self.redactor = redactor if redactor is not None else redact.Redactor()
@@ -128,6 +130,8 @@ class JobQueue(JobControl):
         self._lock = self._table.lock
         self._changed = self._table.changed
         self._work = threading.Condition(self._lock)
+        self._archiver = jarchive.BackgroundArchiver(self._table, storage, self._soft_limit,
+                                                     self._archive_index, monotonic, archive_idle)
         self._heap: list[tuple[int, int]] = []
         self._queued: set[int] = set()               # ids in the heap, not taken yet
         self._owned: set[int] = set()                # ids a worker is running
@@ -186,6 +190,7 @@ class JobQueue(JobControl):
             self._threads.append(t)
         threading.Thread(target=self._index.run, args=(self._index_stop,),
                          name="jq-summary-index", daemon=True).start()
+        self._threads.append(self._archiver.start())
 
     def shutdown(self, timeout: float = 30.0) -> bool:
         """Stop taking work; wait up to ``timeout`` for running opcodes.
@@ -197,6 +202,7 @@ class JobQueue(JobControl):
             self._stopping = True
             self._work.notify_all()
             self._changed.notify_all()
+            self._archiver.stop()
         if self.storage.write_error is not None:
             # workers wait for writes that may never succeed: end them (one
             # last attempt), the jobs stay as they are on disk
@@ -218,10 +224,9 @@ class JobQueue(JobControl):
         :class:`errors.OpCodeError`/:class:`errors.ParameterError` for invalid
         opcodes (no job is created), :class:`errors.JobQueueFull` when full.
 
-        Size (doc/protocols/jobs.md, "Queue size"): a submission that would
-        take the unarchived jobs past the soft limit first archives the
-        oldest finished ones; one that would still take them past the hard
-        limit (too many unfinished jobs) is refused.
+        Size (doc/protocols/jobs.md, "Queue size"): past the soft limit the
+        oldest finished jobs are archived once submissions pause; one that
+        would pass the hard limit archives them itself, or is refused.
         """
         self._check_accepting(ignore_drain, 1)
         job_ops = jsubmit.validate_ops(ops, relative_ok=False)
@@ -289,8 +294,7 @@ class JobQueue(JobControl):
         with self._lock:
             if self._stopping:
                 raise errors.JobQueueError("Master daemon is shutting down, refusing job")
-            jarchive.make_room(self._table, self.storage, count, self._soft_limit,
-                               self._archive_index)
+            jarchive.make_room(self._table, self.storage, count, self._hard_limit, self._archive_index)
             size = self._table.size()
             if size + count > self._hard_limit:
                 raise errors.JobQueueFull(
@@ -345,6 +349,7 @@ class JobQueue(JobControl):
                 else:
                     self._push(job)
             self._changed.notify_all()
+            self._archiver.submitted()
 
     def _withdraw(self, jobs: list[QueuedJob], exc: errors.JobQueueError) -> None:
         """New jobs whose files went to the candidates but not to this disk: their
@@ -421,6 +426,7 @@ class JobQueue(JobControl):
                     self._push(job)
                 jnotify.job_submitted(self.events, job, source="pickup")
                 self._changed.notify_all()
+                self._archiver.submitted()
         logger.info("Picked up job %s (%s%s)", job_id, job.status(),
                     ", serial raised" if bump else "")
 

@@ -1,16 +1,20 @@
 """Archived jobs listed from memory (jqueue.archive.ArchiveIndex), and the queue's
-batched archiving past its soft limit (doc/protocols/jobs.md, "Queue size",
+archiving past its soft limit: in the background once submissions pause, by a
+submission itself at the hard limit (doc/protocols/jobs.md, "Queue size",
 "Job summaries")."""
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import pytest
-from jqueue.test_queue import Env, delay
+from jqueue.test_queue import Env, FakeProcessor, delay, wait_until
 
-from ganeti import constants, serializer
+from ganeti import serializer
+from ganeti.jqueue import JobQueue, JobStorage
+from ganeti.jqueue import storage as st
 
 FIELDS = ["id", "status", "priority", "opstatus", "oppriority", "summary", "received_ts",
           "start_ts", "end_ts", "archived"]
@@ -111,10 +115,36 @@ def test_files_added_or_removed_behind_its_back(tmp_path, monkeypatch) -> None:
         env.queue.shutdown(5)
 
 
-def test_past_the_soft_limit_a_batch_is_archived(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(constants, "JOB_QUEUE_SIZE_SOFT_LIMIT", 40, raising=False)
-    monkeypatch.setattr(constants, "JOB_QUEUE_SIZE_HARD_LIMIT", 60)
-    env = Env(tmp_path)
+class _Jumps:
+    """A monotonic clock that the test moves forward at once (time still flows)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+
+class _LimitedEnv(Env):
+    """A queue with soft/hard limits 40/60 that archives after 60 s of no
+    submission, by a clock the test moves forward."""
+
+    def __init__(self, tmp_path: Any) -> None:
+        self.clock = _Jumps()
+        super().__init__(tmp_path)
+
+    def _make(self) -> JobQueue:
+        storage = JobStorage(self.paths, sync_mode=st.SYNC_NONE)
+        storage.open()
+        q = JobQueue(storage, lambda: FakeProcessor(self), workers=self.workers,
+                     size_limits=(40, 60), monotonic=self.clock, archive_idle=60.0)
+        q.load()
+        return q
+
+
+def test_past_the_soft_limit_the_queue_archives_once_submissions_pause(
+        tmp_path, monkeypatch) -> None:
+    env = _LimitedEnv(tmp_path)
     try:
         env.queue.start()
         moves: list[list[int]] = []
@@ -125,14 +155,56 @@ def test_past_the_soft_limit_a_batch_is_archived(tmp_path, monkeypatch) -> None:
             moves.append(moved)
             return moved
         monkeypatch.setattr(env.queue.storage, "archive_jobs", recording)
-        ids = _finished(env, 40)
-        assert moves == []
+        ids = _finished(env, 41)
+        assert moves == []                 # past the soft limit: nothing on the submissions' path
+        time.sleep(0.2)
+        assert moves == []                 # ...nor within 60 s of the last one
+        env.clock.offset += 61             # a pause: the archiver brings it back to 40
+        wait_until(lambda: len(moves) == 1)
+        assert moves == [ids[:1]]
+        assert env.queue.job_ids() == ids[1:]
+        # a burst up to the hard limit is taken without archiving
+        ids += _finished(env, 20)
+        assert len(env.queue.job_ids()) == 60 and len(moves) == 1
+        # the submission that finds the queue full archives a batch itself
+        # (5 % of 60, the oldest), at once
         ids += _finished(env, 1)
-        assert moves == [ids[:2]]          # 5 % of 40: two at once, the oldest
-        assert len(env.queue.job_ids()) == 39
-        ids += _finished(env, 1)
-        assert len(moves) == 1             # the batch made room for this one too
-        assert env.queue.job_ids() == ids[2:]
-        assert [s.id for s in env.queue.get_archived_summaries()] == ids[:2]
+        assert moves[1:] == [ids[1:4]]
+        assert len(env.queue.job_ids()) == 58
+        env.clock.offset += 61
+        wait_until(lambda: len(moves) == 3)
+        assert moves[2] == ids[4:22]
+        assert env.queue.job_ids() == ids[22:]
+        assert [s.id for s in env.queue.get_archived_summaries()] == ids[:22]
     finally:
         env.queue.shutdown(5)
+
+
+def test_a_queue_that_cannot_write_is_not_archived_in_the_background(
+        tmp_path, monkeypatch) -> None:
+    """While job files cannot be written (a full disk), the archiver waits."""
+    env = _LimitedEnv(tmp_path)
+    try:
+        env.queue.start()
+        ids = _finished(env, 45)
+        failing = {"error": "No space left on device"}
+        monkeypatch.setattr(JobStorage, "write_error", property(lambda self: failing["error"]))
+        env.clock.offset += 61
+        time.sleep(1.5)                    # the archiver looks at least once a second
+        assert env.queue.job_ids() == ids
+        failing["error"] = None
+        wait_until(lambda: env.queue.job_ids() == ids[5:])
+    finally:
+        env.queue.shutdown(5)
+
+
+@pytest.mark.parametrize(("size", "last", "now", "due"), [
+    (40, 0.0, 100.0, None),      # within the soft limit: nothing to do
+    (41, 99.8, 100.0, 0.3),      # past it, a submission 0.2 s ago: 0.3 s more
+    (41, 99.5, 100.0, 0.0),      # half a second without one: now
+    (41, -float("inf"), 0.0, 0.0),   # none since start-up (a queue loaded past it)
+])
+def test_the_archiver_is_due_after_a_pause_past_the_soft_limit(size, last, now, due) -> None:
+    from ganeti.jqueue import archive
+    got = archive.archive_due(size, 40, last, now, 0.5)
+    assert got == (None if due is None else pytest.approx(due))

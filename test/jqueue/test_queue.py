@@ -462,7 +462,9 @@ def test_dependency_cycle_fails_every_job_in_it(env: Env, size: int) -> None:
 def test_queue_size_bounds_unarchived_jobs(tmp_path, monkeypatch) -> None:
     # The queue limit counted only unfinished jobs: finished ones piled up
     # without bound (issue 19).  Past the soft limit the oldest finished jobs
-    # are archived; past the hard limit a submission is refused.
+    # are archived (in the background, once submissions pause; by the
+    # submission itself at the hard limit); past the hard limit with
+    # nothing finished to archive a submission is refused.
     monkeypatch.setattr(constants, "JOB_QUEUE_SIZE_SOFT_LIMIT", 4, raising=False)
     monkeypatch.setattr(constants, "JOB_QUEUE_SIZE_HARD_LIMIT", 6)
     env = Env(tmp_path)
@@ -472,7 +474,8 @@ def test_queue_size_bounds_unarchived_jobs(tmp_path, monkeypatch) -> None:
         for _ in range(10):
             done.append(env.queue.submit_job([delay(0)]))
             assert env.wait_final(done[-1]) == "success"
-        assert env.queue.job_ids() == done[-4:]
+            assert len(env.queue.job_ids()) <= 6
+        wait_until(lambda: env.queue.job_ids() == done[-4:])
         assert env.queue.storage.list_job_ids() == done[-4:]
         archived = env.queue.query_jobs([done[0]], ["status", "archived"])
         assert archived == [["success", True]]
@@ -485,11 +488,19 @@ def test_queue_size_bounds_unarchived_jobs(tmp_path, monkeypatch) -> None:
         for job_id in blocked:
             assert env.wait_final(job_id) == "success"
         assert env.queue.submit_job([delay(0)]) > blocked[-1]
-        assert len(env.queue.job_ids()) == 4
+        wait_until(lambda: len(env.queue.job_ids()) == 4)
     finally:
         if env.gate is not None:
             env.gate.set()
         env.queue.shutdown(5)
+
+
+def wait_until(predicate: Any) -> None:
+    """Poll `predicate` until it holds (at most TIMEOUT seconds)."""
+    deadline = time.monotonic() + TIMEOUT
+    while not predicate():
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("prio", [-11, -9, -1, 1, 9, 11, 19, -20])
