@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
@@ -40,9 +41,13 @@ ARCHIVE_BATCH_SHARE = 0.05
 ARCHIVE_IDLE = 0.5
 
 #: seconds before the background archiver looks again when it could archive
-#: nothing (every job past the soft limit unfinished, job files not writable),
-#: and at most between its looks while it waits for submissions to pause
+#: nothing (every job past the soft limit unfinished, moves failing, the master
+#: not allowing it), doubled each time up to :data:`_RETRY_MAX`; and at most
+#: between its looks while it waits for submissions to pause
 _RETRY = 1.0
+_RETRY_MAX = 60.0
+#: seconds the background archiver leaves the table lock free between chunks
+_PAUSE = 0.005
 
 #: Finished jobs archived per hold of the table lock by :func:`auto_archive`
 #: and the background archiver.
@@ -185,18 +190,21 @@ def archive_due(size: int, soft_limit: int, last_submission: float, now: float,
 
 
 def trim(table: JobTable, storage: JobStorage, soft_limit: int,
-         index: ArchiveIndex | None = None) -> int:
+         index: ArchiveIndex | None = None, *, skip: Collection[int] = (),
+         chunk: int = _CHUNK) -> tuple[int, list[int]]:
     """(table lock held) One step of the background archiver: archive the
-    oldest finished jobs past ``soft_limit``, at most :data:`_CHUNK` (the
-    lock is held for one chunk at a time); how many moved."""
+    oldest finished jobs past ``soft_limit`` but ``skip``, at most ``chunk``
+    (the lock is held for one chunk at a time).  Returns how many moved
+    and the ids whose move failed (logged by the storage)."""
     excess = table.size() - soft_limit
     if excess <= 0:
-        return 0
-    moved = archive_locked(table, storage, table.finished_ids()[:min(excess, _CHUNK)], index)
+        return 0, []
+    todo = [job_id for job_id in table.finished_ids() if job_id not in skip][:min(excess, chunk)]
+    moved = archive_locked(table, storage, todo, index)
     if moved:
         logger.info("Job queue past its soft limit of %d jobs: archived the %d oldest"
                     " finished ones", soft_limit, moved)
-    return moved
+    return moved, [job_id for job_id in todo if table.stub(job_id) is not None]
 
 
 def archive_job(table: JobTable, storage: JobStorage, job_id: Any,
@@ -244,9 +252,14 @@ class BackgroundArchiver:
 
     Past ``soft_limit`` unarchived jobs it archives the oldest finished
     ones, :data:`_CHUNK` per hold of the table lock, once the queue has had
-    no submission for ``idle`` seconds (``monotonic``); never while job
-    files cannot be written.  The queue tells it of each submission
-    (:meth:`submitted`) and stops it with its workers (:meth:`stop`).
+    no submission for ``idle`` seconds (``monotonic``); not while job files
+    cannot be written, the queue is drained, or :attr:`may_archive` says
+    no (the master daemon: not while fenced or drained for a failover).  A
+    job whose move failed is passed over until the queue is back within
+    the limit; when nothing could move it waits :data:`_RETRY`, twice as
+    long each time (and then tries one job, not a chunk).  The queue tells
+    it of each submission (:meth:`submitted`) and stops it with its
+    workers (:meth:`stop`).
     """
 
     def __init__(self, table: JobTable, storage: JobStorage, soft_limit: int,
@@ -258,6 +271,8 @@ class BackgroundArchiver:
         self._index = index
         self._mono = monotonic
         self._idle = idle
+        #: asked (outside the table lock) before each chunk
+        self.may_archive: Callable[[], bool] = lambda: True
         self._wake = threading.Condition(table.lock)
         self._last_submission = -math.inf       # monotonic; none yet
         self._parked = False                    # waits for a submission past the limit
@@ -275,22 +290,30 @@ class BackgroundArchiver:
         self._wake.notify_all()
 
     def submitted(self) -> None:
-        """(table lock held) Jobs were just added: wait for the next pause
-        from now on; wake the thread if the queue just went past its soft
-        limit (otherwise it is awake already or has nothing to do)."""
+        """(table lock held) Jobs are being or were just added: wait for the
+        next pause from now on; wake the thread if it waits for the queue to
+        pass its soft limit and it has."""
         self._last_submission = self._mono()
         if self._parked and self._table.size() > self._soft_limit:
             self._parked = False
             self._wake.notify()
 
+    def _allowed(self) -> bool:
+        return (self._storage.write_error is None and not self._storage.is_drained()
+                and self.may_archive())
+
     def _run(self) -> None:
+        skip: set[int] = set()       # moves that failed, passed over until back within the limit
+        backoff = 0.0                # 0: the last step moved something
         while True:
+            allowed = self._allowed()
             with self._table.lock:
                 if self._stopping:
                     return
                 due = archive_due(self._table.size(), self._soft_limit,
                                   self._last_submission, self._mono(), self._idle)
                 if due is None:
+                    skip.clear()
                     self._parked = True
                     self._wake.wait()
                     continue
@@ -298,7 +321,15 @@ class BackgroundArchiver:
                     self._wake.wait(min(due, _RETRY))
                     continue
                 moved = 0
-                if self._storage.write_error is None:
-                    moved = trim(self._table, self._storage, self._soft_limit, self._index)
-                if not moved:   # only unfinished jobs past the limit: look again later
-                    self._wake.wait(_RETRY)
+                if allowed:
+                    moved, failed = trim(self._table, self._storage, self._soft_limit,
+                                         self._index, skip=skip,
+                                         chunk=1 if backoff else _CHUNK)
+                    skip.update(failed)
+                if not moved:
+                    backoff = min(backoff * 2, _RETRY_MAX) if backoff else _RETRY
+                    skip.clear()
+                    self._wake.wait(backoff)
+                    continue
+                backoff = 0.0
+            time.sleep(_PAUSE)       # a submission waiting for the lock goes first

@@ -31,9 +31,8 @@ Finished jobs are kept as summaries (:mod:`ganeti.jqueue.summary`: the
 list-query fields, indexed in ``queue/summaries`` so that start-up reads
 no file of theirs) and read back from disk on demand, with a small cache
 (see the table), so a queue with many finished jobs loads fast and stays
-small.  Archived jobs are read
-from the archive only when asked for (:meth:`JobQueue.get_archived_jobs`,
-lookups by id).
+small.  Archived jobs are read from the archive only when asked for
+(:meth:`JobQueue.get_archived_jobs`, lookups by id).
 
 :meth:`JobQueue.pickup_job` (LUXI ``PickupJob``) adopts a job file written
 into the queue directory by another process.  Job ids handed out but not
@@ -91,17 +90,16 @@ _Change = Callable[[QueuedJob], "bool | None"]
 class JobQueue(JobControl):
     """Jobs, their scheduling by priority and dependencies, and the workers.
 
-    ``processor_factory()`` gives an object with ``execute_opcode(op,
-    callbacks)``; ``clock`` is wall time (job timestamps).  ``size_limits``
-    is ``(soft, hard)``, in unarchived jobs (default: the ``JOB_QUEUE_SIZE_*``
-    constants; see :meth:`submit_job`; ``archive_idle``: the pause that starts
-    archiving past the soft limit).  ``events``: the bus job events are published
-    on (:mod:`ganeti.jqueue.notify`), or None; ``metrics``: where
-    job start and end latencies are observed, or None; ``redactor``: the
-    secret values scrubbed from results, errors and log entries (default:
-    a new :class:`~ganeti.redact.Redactor`, which still knows the jobs'
-    own private values); ``epoch()``: the master epoch recorded in each
-    new job file (None: none recorded).
+    ``processor_factory()`` gives an object with ``execute_opcode(op, callbacks)``;
+    ``clock`` is wall time (job timestamps).  ``size_limits`` is ``(soft, hard)``, in
+    unarchived jobs (default: the ``JOB_QUEUE_SIZE_*`` constants; see
+    :meth:`submit_job`; ``archive_idle``: the pause that starts archiving past the
+    soft limit).  ``events``: the bus job events are published on
+    (:mod:`ganeti.jqueue.notify`), or None; ``metrics``: where job start and end
+    latencies are observed, or None; ``redactor``: the secret values scrubbed from
+    results, errors and log entries (default: a new :class:`~ganeti.redact.Redactor`,
+    which still knows the jobs' own private values); ``epoch()``: the master epoch
+    recorded in each new job file (None: none recorded).
     """
 
     def __init__(self, storage: JobStorage, processor_factory: ProcessorFactory, *,
@@ -130,8 +128,8 @@ class JobQueue(JobControl):
         self._lock = self._table.lock
         self._changed = self._table.changed
         self._work = threading.Condition(self._lock)
-        self._archiver = jarchive.BackgroundArchiver(self._table, storage, self._soft_limit,
-                                                     self._archive_index, monotonic, archive_idle)
+        self.archiver = jarchive.BackgroundArchiver(self._table, storage, self._soft_limit,
+                                                    self._archive_index, monotonic, archive_idle)
         self._heap: list[tuple[int, int]] = []
         self._queued: set[int] = set()               # ids in the heap, not taken yet
         self._owned: set[int] = set()                # ids a worker is running
@@ -190,7 +188,7 @@ class JobQueue(JobControl):
             self._threads.append(t)
         threading.Thread(target=self._index.run, args=(self._index_stop,),
                          name="jq-summary-index", daemon=True).start()
-        self._threads.append(self._archiver.start())
+        self._threads.append(self.archiver.start())
 
     def shutdown(self, timeout: float = 30.0) -> bool:
         """Stop taking work; wait up to ``timeout`` for running opcodes.
@@ -202,7 +200,7 @@ class JobQueue(JobControl):
             self._stopping = True
             self._work.notify_all()
             self._changed.notify_all()
-            self._archiver.stop()
+            self.archiver.stop()
         if self.storage.write_error is not None:
             # workers wait for writes that may never succeed: end them (one
             # last attempt), the jobs stay as they are on disk
@@ -295,6 +293,7 @@ class JobQueue(JobControl):
             if self._stopping:
                 raise errors.JobQueueError("Master daemon is shutting down, refusing job")
             jarchive.make_room(self._table, self.storage, count, self._hard_limit, self._archive_index)
+            self.archiver.submitted()       # the archiver waits for the next pause
             size = self._table.size()
             if size + count > self._hard_limit:
                 raise errors.JobQueueFull(
@@ -349,7 +348,7 @@ class JobQueue(JobControl):
                 else:
                     self._push(job)
             self._changed.notify_all()
-            self._archiver.submitted()
+            self.archiver.submitted()
 
     def _withdraw(self, jobs: list[QueuedJob], exc: errors.JobQueueError) -> None:
         """New jobs whose files went to the candidates but not to this disk: their
@@ -374,6 +373,7 @@ class JobQueue(JobControl):
         with self._lock:
             for job in jobs:
                 self._table.add_live(job)
+            self.archiver.submitted()
         for job in jobs:
             self._finalize(job, lambda j: self._fail_from(j, 0, exc))
 
@@ -426,7 +426,7 @@ class JobQueue(JobControl):
                     self._push(job)
                 jnotify.job_submitted(self.events, job, source="pickup")
                 self._changed.notify_all()
-                self._archiver.submitted()
+                self.archiver.submitted()
         logger.info("Picked up job %s (%s%s)", job_id, job.status(),
                     ", serial raised" if bump else "")
 

@@ -85,7 +85,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         default=[constants.JOB_QUEUE_SIZE_SOFT_LIMIT,
                                  constants.JOB_QUEUE_SIZE_HARD_LIMIT],
                         help="unarchived jobs kept: past SOFT the oldest finished ones are"
-                             " archived, past HARD submissions are refused"
+                             " archived once submissions pause, at HARD by the submission"
+                             " itself, which is refused when too many are unfinished"
                              " (default %(default)s)")
     parser.add_argument("--rpc-timeout-scale", type=float, default=1.0,
                         help="multiply all node RPC timeouts by this, the pushes to master"

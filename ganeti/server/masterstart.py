@@ -110,6 +110,9 @@ def make_guard(context: MasterContext, opts: argparse.Namespace,
                         enforce=not opts.no_voting)
     rpc.on_fenced = guard.on_fenced
     write_checks.append(check_write)
+    # no archiving in the background by a fenced master, nor while a
+    # failover drains this one (doc/protocols/jobs.md, "Queue size")
+    jq.archiver.may_archive = lambda: guard.fenced is None and not guard.draining
     return guard
 
 

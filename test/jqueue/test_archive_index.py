@@ -6,6 +6,7 @@ submission itself at the hard limit (doc/protocols/jobs.md, "Queue size",
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -180,22 +181,77 @@ def test_past_the_soft_limit_the_queue_archives_once_submissions_pause(
         env.queue.shutdown(5)
 
 
-def test_a_queue_that_cannot_write_is_not_archived_in_the_background(
-        tmp_path, monkeypatch) -> None:
-    """While job files cannot be written (a full disk), the archiver waits."""
+class _Blocker:
+    """Says 'no archiving' while ``blocking``; counts how often it was asked."""
+
+    def __init__(self) -> None:
+        self.blocking = True
+        self.asked = 0
+
+    def ask(self) -> bool:
+        self.asked += 1
+        return self.blocking
+
+
+def _block(env: Env, how: str, blocker: _Blocker, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = env.queue.storage
+    if how == "write error":      # a full disk (doc/protocols/jobs.md, "Full disk")
+        monkeypatch.setattr(JobStorage, "write_error", property(
+            lambda self: "No space left on device" if blocker.ask() else None))
+    elif how == "drained":        # gnt-cluster queue drain
+        monkeypatch.setattr(storage, "is_drained", blocker.ask)
+    else:                         # the master daemon's guard: fenced, or a failover's drain
+        env.queue.archiver.may_archive = lambda: not blocker.ask()
+
+
+@pytest.mark.parametrize("how", ["write error", "drained", "not allowed"])
+def test_no_background_archiving_while_the_queue_cannot_write_is_drained_or_may_not(
+        tmp_path, monkeypatch, how) -> None:
     env = _LimitedEnv(tmp_path)
     try:
         env.queue.start()
         ids = _finished(env, 45)
-        failing = {"error": "No space left on device"}
-        monkeypatch.setattr(JobStorage, "write_error", property(lambda self: failing["error"]))
+        blocker = _Blocker()
+        _block(env, how, blocker, monkeypatch)
+        asked = blocker.asked
         env.clock.offset += 61
-        time.sleep(1.5)                    # the archiver looks at least once a second
+        wait_until(lambda: blocker.asked > asked + 1)   # asked at least once after the pause
+        time.sleep(0.2)
         assert env.queue.job_ids() == ids
-        failing["error"] = None
+        blocker.blocking = False
         wait_until(lambda: env.queue.job_ids() == ids[5:])
     finally:
         env.queue.shutdown(5)
+
+
+def test_a_job_whose_move_fails_is_passed_over(tmp_path, caplog) -> None:
+    """The oldest job's file is gone (another master's queue copy archived it):
+    the archiver archives the next ones instead, trying it once."""
+    env = _LimitedEnv(tmp_path)
+    try:
+        env.queue.start()
+        ids = _finished(env, 45)
+        os.unlink(env.queue.storage.job_path(ids[0]))
+        env.clock.offset += 61
+        wait_until(lambda: len(env.queue.job_ids()) == 40)
+        assert env.queue.job_ids() == ids[:1] + ids[6:]
+        time.sleep(0.3)
+        failures = [r.getMessage() for r in caplog.records
+                    if r.getMessage().startswith("Cannot archive job")]
+        assert len(failures) == 1 and failures[0].startswith(f"Cannot archive job {ids[0]}:")
+    finally:
+        env.queue.shutdown(5)
+
+
+def test_the_archiver_ends_with_the_queue(tmp_path) -> None:
+    env = _LimitedEnv(tmp_path)
+    before = set(threading.enumerate())
+    env.queue.start()
+    ours = [t for t in threading.enumerate() if t.name == "jq-archiver" and t not in before]
+    assert len(ours) == 1
+    _finished(env, 45)              # the archiver waits for a pause
+    assert env.queue.shutdown(5) is True
+    assert not ours[0].is_alive()
 
 
 @pytest.mark.parametrize(("size", "last", "now", "due"), [

@@ -146,3 +146,19 @@ def test_drain_master_waits_for_a_submission_already_past_its_check(wired):
     assert submitted and drained == [{"last_job_id": submitted[0], "flushed": True}]
     with pytest.raises(errors.MasterFailingOverError):
         _call(disp, "SubmitJob", [_OPS])
+
+
+def test_no_background_archiving_while_drained_for_a_failover_or_fenced(wired):
+    """The queue's archiver asks the guard (doc/protocols/jobs.md, "Queue size")."""
+    ctx, rpc, clock, guard = wired
+    disp = masterd.LuxiDispatcher(ctx, guard=guard)
+    may = ctx.jqueue.archiver.may_archive
+    assert may() is True
+    _call(disp, "DrainMaster", [30])
+    assert may() is False
+    _call(disp, "DrainMaster", [0])
+    assert may() is True
+    for name in (node_name(2), node_name(3)):
+        rpc.set_failure("master_lease", name, _REFUSAL)
+    assert guard.renew() is False
+    assert may() is False
