@@ -279,7 +279,11 @@ class BackgroundArchiver:
         self._stopping = False
 
     def start(self) -> threading.Thread:
-        """Start the thread; returns it (to join after :meth:`stop`)."""
+        """Start the thread; returns it (to join after :meth:`stop`).  A queue
+        loaded past its soft limit is archived after the first pause too, not
+        amid the master's start-up."""
+        with self._table.lock:
+            self._last_submission = self._mono()
         thread = threading.Thread(target=self._run, name="jq-archiver", daemon=True)
         thread.start()
         return thread

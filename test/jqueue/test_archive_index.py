@@ -243,6 +243,22 @@ def test_a_job_whose_move_fails_is_passed_over(tmp_path, caplog) -> None:
         env.queue.shutdown(5)
 
 
+def test_a_queue_loaded_past_its_soft_limit_is_archived_after_the_first_pause(
+        tmp_path) -> None:
+    env = _LimitedEnv(tmp_path)
+    try:
+        env.queue.start()
+        ids = _finished(env, 45)
+        env.restart()
+        env.queue.start()
+        time.sleep(0.3)
+        assert env.queue.job_ids() == ids       # not amid the start-up
+        env.clock.offset += 61
+        wait_until(lambda: env.queue.job_ids() == ids[5:])
+    finally:
+        env.queue.shutdown(5)
+
+
 def test_the_archiver_ends_with_the_queue(tmp_path) -> None:
     env = _LimitedEnv(tmp_path)
     before = set(threading.enumerate())

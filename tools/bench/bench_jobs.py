@@ -93,7 +93,10 @@ def bench_startup(tmp: str, count: int = 10000) -> tuple[float, float, int]:
             fh.write(_finished_job(job_id))
     with open(paths.queue_serial_file, "w") as fh:
         fh.write(f"{count}\n")
-    handle = start_masterd(tmp, workers=25)
+    # limits above the jobs written: all of them stay in the queue (past
+    # the default soft limit the master would archive them once idle)
+    handle = start_masterd(tmp, workers=25, extra_args=["--queue-limits", str(2 * count),
+                                                        str(2 * count + 1000)])
     try:
         ready = _ready_time(handle.log_path)
         with open(f"/proc/{handle.pid}/status") as fh:
