@@ -256,8 +256,9 @@ class BackgroundArchiver:
     cannot be written, the queue is drained, or :attr:`may_archive` says
     no (the master daemon: not while fenced or drained for a failover).  A
     job whose move failed is passed over until the queue is back within
-    the limit; when nothing could move it waits :data:`_RETRY`, twice as
-    long each time (and then tries one job, not a chunk).  The queue tells
+    the limit (or nothing else is left); when nothing could move it waits
+    :data:`_RETRY`, twice as long each time (and then tries one job, not a
+    chunk).  The queue tells
     it of each submission (:meth:`submitted`) and stops it with its
     workers (:meth:`stop`).
     """
@@ -325,14 +326,16 @@ class BackgroundArchiver:
                     self._wake.wait(min(due, _RETRY))
                     continue
                 moved = 0
+                failed: list[int] = []
                 if allowed:
                     moved, failed = trim(self._table, self._storage, self._soft_limit,
                                          self._index, skip=skip,
                                          chunk=1 if backoff else _CHUNK)
                     skip.update(failed)
                 if not moved:
+                    if not failed:   # none left but those that failed: all of them again
+                        skip.clear()
                     backoff = min(backoff * 2, _RETRY_MAX) if backoff else _RETRY
-                    skip.clear()
                     self._wake.wait(backoff)
                     continue
                 backoff = 0.0

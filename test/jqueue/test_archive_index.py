@@ -15,6 +15,7 @@ from jqueue.test_queue import Env, FakeProcessor, delay, wait_until
 
 from ganeti import serializer
 from ganeti.jqueue import JobQueue, JobStorage
+from ganeti.jqueue import archive as jarchive
 from ganeti.jqueue import storage as st
 
 FIELDS = ["id", "status", "priority", "opstatus", "oppriority", "summary", "received_ts",
@@ -239,6 +240,34 @@ def test_a_job_whose_move_fails_is_passed_over(tmp_path, caplog) -> None:
         failures = [r.getMessage() for r in caplog.records
                     if r.getMessage().startswith("Cannot archive job")]
         assert len(failures) == 1 and failures[0].startswith(f"Cannot archive job {ids[0]}:")
+    finally:
+        env.queue.shutdown(5)
+
+
+def test_after_failing_moves_the_archiver_goes_on_past_a_job_that_keeps_failing(
+        tmp_path, monkeypatch) -> None:
+    """Every move fails for a while (a read-only file system), and the oldest
+    job's file is gone for good: once moves work again the others are
+    archived, the gone one is not retried on and on in their place."""
+    monkeypatch.setattr(jarchive, "_RETRY", 0.05)
+    env = _LimitedEnv(tmp_path)
+    try:
+        env.queue.start()
+        ids = _finished(env, 45)
+        os.unlink(env.queue.storage.job_path(ids[0]))
+        real = env.queue.storage.archive_jobs
+        broken = {"on": True, "tries": 0}
+
+        def archive_jobs(job_ids: Any) -> list[int]:
+            broken["tries"] += 1
+            return [] if broken["on"] else real(job_ids)
+        monkeypatch.setattr(env.queue.storage, "archive_jobs", archive_jobs)
+        env.clock.offset += 61
+        wait_until(lambda: broken["tries"] >= 3)
+        assert env.queue.job_ids() == ids
+        broken["on"] = False
+        wait_until(lambda: len(env.queue.job_ids()) == 40)
+        assert ids[0] in env.queue.job_ids()
     finally:
         env.queue.shutdown(5)
 
