@@ -59,7 +59,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 sys.path.insert(0, _REPO)
 sys.path.insert(0, os.path.join(_REPO, "test", "integration"))
 
-from ganeti import luxi  # noqa: E402
+from ganeti import constants, luxi  # noqa: E402
 from ganeti.opcodes import wire  # noqa: E402
 from masterd_harness import MasterdHandle, start_masterd  # noqa: E402
 import benchlib  # noqa: E402
@@ -70,7 +70,7 @@ ROUND = 500
 ROUNDS = 7
 FULL = 10000
 #: the queue's default soft limit (the noarchive master's is 20,000)
-SOFT = 4000
+SOFT = constants.JOB_QUEUE_SIZE_SOFT_LIMIT
 #: the soft limit of the ``--decompose`` master that archives nothing
 NOARCHIVE_SOFT = 20000
 
